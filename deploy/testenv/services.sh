@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# services.sh up|down|status|env [SERVICE...]
+# Starts (idempotently) or stops the real test services, each bound to 127.0.0.1:
+#   mariadb 3307, zookeeper 2181, kafka 9092, elasticsearch 9200.
+# `env` prints the BINLAKE_TEST_* exports that point the tests at them.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+ALL=(mariadb zookeeper kafka elasticsearch)
+
+cmd=${1:-}; shift || true
+svcs=("$@"); ((${#svcs[@]})) || svcs=("${ALL[@]}")
+
+case $cmd in
+  up|status)
+    for s in "${svcs[@]}"; do bash "$here/$s.sh" "$cmd"; done ;;
+  down)
+    # Stop in reverse order: clients of ZooKeeper before ZooKeeper.
+    for ((i=${#svcs[@]}-1; i>=0; i--)); do bash "$here/${svcs[i]}.sh" down; done ;;
+  env)
+    cat <<ENV
+export BINLAKE_TEST_MYSQL=root@tcp(127.0.0.1:3307)/
+export BINLAKE_TEST_ZK=127.0.0.1:2181
+export BINLAKE_TEST_KAFKA=127.0.0.1:9092
+export BINLAKE_TEST_ES=http://127.0.0.1:9200
+ENV
+    ;;
+  *) echo "usage: $0 up|down|status|env [${ALL[*]}]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,103 @@
+// Package bus moves keyed messages between the roles of BinLake-Go.
+//
+// Two real implementations satisfy these interfaces: bus/kafka (segmentio/kafka-go,
+// the distributed shape) and bus/memory (in-process, the embedded shape). Both pass
+// the conformance suite in bus/bustest, so business code never asks which one it has.
+package bus
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Message is one keyed record on a topic. Messages with the same key on the same
+// topic are delivered in the order they were published.
+type Message struct {
+	Topic string
+	Key   []byte
+	Value []byte
+	// Time is set by the publisher when zero.
+	Time time.Time
+
+	// Partition and Offset are filled on delivery; publishers ignore them.
+	Partition int
+	Offset    int64
+}
+
+// Handler processes one delivered message. A message is committed (and will not be
+// delivered again to the same group) only after its handler returned nil. A handler
+// error stops the subscription: Subscribe returns it and the message stays uncommitted,
+// so a restarted subscriber of the same group sees it again (at-least-once).
+type Handler func(ctx context.Context, m Message) error
+
+// Publisher writes messages.
+type Publisher interface {
+	// Publish returns after every message was acknowledged by the bus (for Kafka,
+	// by all in-sync replicas), or with an error naming what failed. On error,
+	// any subset of msgs may have been written.
+	Publish(ctx context.Context, msgs ...Message) error
+	// Close flushes and releases resources. It is idempotent.
+	Close() error
+}
+
+// Subscriber delivers the messages of one topic to one consumer group.
+type Subscriber interface {
+	// Subscribe delivers messages to h until ctx ends (then it returns nil) or h
+	// returns an error (then it returns that error). Members of the same group
+	// share the topic's messages; each group receives every message.
+	Subscribe(ctx context.Context, h Handler) error
+	// Close releases resources. It is idempotent.
+	Close() error
+}
+
+// SubscribeOptions chooses what a Subscriber reads.
+type SubscribeOptions struct {
+	Topic string
+	Group string
+	// StartAt chooses where a group with no committed position starts:
+	// StartFirst (the default) or StartLast.
+	StartAt StartPosition
+}
+
+// StartPosition is where a new consumer group begins.
+type StartPosition int
+
+const (
+	// StartFirst reads a new group from the oldest retained message.
+	StartFirst StartPosition = iota
+	// StartLast reads a new group from messages published after it joined.
+	StartLast
+)
+
+// TopicSpec describes a topic to create.
+type TopicSpec struct {
+	Name       string
+	Partitions int // 1 when zero
+	// Replication is the replication factor; 1 when zero.
+	Replication int
+	// MaxMessageBytes is the largest message the topic accepts; the broker
+	// default when zero.
+	MaxMessageBytes int
+}
+
+// Bus is one connection to a message bus: it creates topics, publishers and subscribers.
+type Bus interface {
+	// CreateTopic creates the topic if it does not exist yet (idempotent).
+	CreateTopic(ctx context.Context, spec TopicSpec) error
+	// Publisher returns a publisher for any topic.
+	Publisher() (Publisher, error)
+	// Subscriber returns a subscriber for one topic and group.
+	Subscriber(opts SubscribeOptions) (Subscriber, error)
+	// Close releases the bus and everything it created. It is idempotent.
+	Close() error
+}
+
+// ErrUnknownTopic is returned when publishing to or subscribing to a topic that was not created.
+var ErrUnknownTopic = errors.New("unknown topic")
+
+// ErrMessageTooLarge is returned when a message exceeds the topic's size limit.
+var ErrMessageTooLarge = errors.New("message too large")
+
+// ErrClosed is returned by operations on a closed bus, publisher or subscriber.
+var ErrClosed = errors.New("bus closed")

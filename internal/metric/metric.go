@@ -1,0 +1,42 @@
+// Package metric is the metric batch that agents send and alarm and judge consume
+// (topic "binlake.metrics", key = node id), with a strict, size-bounded JSON codec.
+package metric
+
+import "time"
+
+// Topic is the bus topic that carries metric batches.
+const Topic = "binlake.metrics"
+
+// Canonical point names (DESIGN.md, "Data contracts").
+const (
+	CPUUtil         = "cpu.util"
+	Load1           = "load.1"
+	Load5           = "load.5"
+	Load15          = "load.15"
+	MemUsedPct      = "mem.used_pct"
+	NetRxBps        = "net.rx_bps"
+	NetTxBps        = "net.tx_bps"
+	DiskUsedPct     = "disk.used_pct"
+	GoHeapBytes     = "go.heap_bytes"
+	GoGCPauseP99    = "go.gc_pause_p99_s"
+	GoGoroutines    = "go.goroutines"
+	WaveTPS         = "wave.tps"
+	WaveInstances   = "wave.instances"
+	WaveLagSeconds  = "wave.lag_s"
+	WavePublishErrs = "wave.publish_errors"
+)
+
+// Batch is what one agent sends per tick.
+type Batch struct {
+	Node      string    `json:"node"`
+	TS        time.Time `json:"ts"`
+	IntervalS float64   `json:"interval_s"`
+	Points    []Point   `json:"points"`
+}
+
+// Point is one measurement.
+type Point struct {
+	Name   string            `json:"name"`
+	Value  float64           `json:"value"`
+	Labels map[string]string `json:"labels,omitempty"`
+}
