@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# mariadb.sh up|down|status
+# A private MariaDB for the integration tests on 127.0.0.1:3307, writing a ROW binlog with
+# full row images and full row metadata (what the binlog readers under test need). It never
+# touches the system instance: --no-defaults, its own datadir, socket and pid file under
+# $TESTENV_DIR/mariadb/. root has no password and may connect over TCP.
+source "$(dirname "$0")/lib.sh"
+
+NAME=mariadb
+PORT=${BINLAKE_TEST_MYSQL_PORT:-3307}
+SVC_DIR=$TESTENV_DIR/mariadb
+DATA=$SVC_DIR/data
+LOGDIR=$SVC_DIR/log
+PIDFILE=$SVC_DIR/pid
+# A Unix socket path must fit in sun_path (108 bytes); fall back to /tmp for deep checkouts.
+SOCK=$SVC_DIR/mariadbd.sock
+if (( ${#SOCK} > 100 )); then SOCK=/tmp/binlake-testenv-mariadb-$(id -u)-$PORT.sock; fi
+
+# client ARGS...: the mariadb client against our instance over TCP, ignoring ~/.my.cnf.
+client() { mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$PORT" -uroot "$@"; }
+
+# ready: root without a password can run a query over TCP (ping alone answers even when
+# access is denied, so it would not prove that the tests can log in).
+ready() { client -N -e 'SELECT 1' >/dev/null 2>&1; }
+
+# server_user: mariadbd refuses to run as root unless told so explicitly.
+server_user() { if (( $(id -u) == 0 )); then echo --user=root; fi; }
+
+init_datadir() {
+  log "$NAME: initialising datadir $DATA"
+  mkdir -p "$DATA" "$LOGDIR"
+  # --auth-root-authentication-method=normal gives root a (empty) password login instead of
+  # unix_socket auth, so TCP logins work without credentials.
+  if ! mariadb-install-db --no-defaults --datadir="$DATA" $(server_user) \
+      --auth-root-authentication-method=normal --skip-test-db \
+      >"$LOGDIR/install-db.log" 2>&1; then
+    tail -n 30 "$LOGDIR/install-db.log" >&2
+    rm -rf "$DATA"
+    die "$NAME: mariadb-install-db failed (log: $LOGDIR/install-db.log)"
+  fi
+  touch "$DATA/.binlake-initialised"
+}
+
+up() {
+  if pid_alive "$PIDFILE" && ready; then
+    echo "$NAME: already running on 127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"
+    return 0
+  fi
+  if pid_alive "$PIDFILE"; then
+    # Started by an earlier `up` that has not finished starting (or hung): wait for it.
+    local t0; t0=$(now_ms)
+    wait_until "$NAME" 60 "$LOGDIR/error.log" ready || die "$NAME: pid $(cat "$PIDFILE") is running but not answering on 127.0.0.1:$PORT"
+    echo "$NAME: already running on 127.0.0.1:$PORT (became ready after $(elapsed "$t0") s)"
+    return 0
+  fi
+  rm -f "$PIDFILE"
+  port_open "$PORT" && die "$NAME: 127.0.0.1:$PORT is taken by a process we did not start; stop it or set BINLAKE_TEST_MYSQL_PORT"
+
+  need_apt mariadb-server mariadb-client
+  local t0; t0=$(now_ms)
+  local first=""
+  if [[ ! -f $DATA/.binlake-initialised ]]; then
+    rm -rf "$DATA"
+    init_datadir
+    first=", datadir initialised"
+  fi
+  mkdir -p "$LOGDIR"
+
+  # Settings: the binlog options are what the product reads (DESIGN.md, "Test services");
+  # max_allowed_packet and max_connections leave room for bulk loads and many test clients;
+  # relaxed flushing keeps the shared 2-core machine responsive (durability is not under test).
+  start_bg "$PIDFILE" "$LOGDIR/stdout.log" mariadbd --no-defaults $(server_user) \
+    --datadir="$DATA" --socket="$SOCK" --pid-file="$SVC_DIR/mariadbd.pid" \
+    --port="$PORT" --bind-address=127.0.0.1 \
+    --log-error="$LOGDIR/error.log" \
+    --log-bin="$DATA/binlog" --server-id=1 \
+    --binlog-format=ROW --binlog-row-image=FULL --binlog-row-metadata=FULL \
+    --max-allowed-packet=64M --max-connections=500 \
+    --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
+    --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 --sync-binlog=0 \
+    --skip-name-resolve
+
+  if ! wait_until "$NAME" 60 "$LOGDIR/error.log" ready; then
+    stop_pid "$NAME" "$PIDFILE"
+    die "$NAME: did not become ready on 127.0.0.1:$PORT (log: $LOGDIR/error.log)"
+  fi
+  echo "$NAME: ready on 127.0.0.1:$PORT in $(elapsed "$t0") s (cold start$first)"
+}
+
+down() { stop_pid "$NAME" "$PIDFILE"; }
+
+status() {
+  if pid_alive "$PIDFILE"; then
+    if ready; then
+      echo "$NAME: running on 127.0.0.1:$PORT (pid $(cat "$PIDFILE")), gtid_binlog_pos='$(client -N -e 'SELECT @@gtid_binlog_pos' 2>/dev/null || echo '?')'"
+    else
+      echo "$NAME: pid $(cat "$PIDFILE") alive but not answering on 127.0.0.1:$PORT"
+    fi
+  else
+    echo "$NAME: stopped"
+  fi
+}
+
+case ${1:-} in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+esac
