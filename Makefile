@@ -1,0 +1,63 @@
+# BinLake-Go. `make run` tries the suite on one machine; `make test` starts the real test
+# services (MariaDB, ZooKeeper, Kafka, an Elasticsearch-API engine) and runs every test.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/binlake
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS := -s -w -X github.com/binlake/binlake/internal/buildinfo.Version=$(VERSION)
+SERVICES := deploy/testenv/services.sh
+# KEEP_SERVICES=1 leaves the test services running after `make test`.
+KEEP_SERVICES ?=
+TEST_FLAGS ?= -race -timeout 20m
+BENCH ?= .
+
+.PHONY: all build run test unit services-up services-down services-status bench lint fmt clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/binlake
+
+## run: build and start the suite on embedded defaults (no external services).
+run: build
+	./$(BIN) up
+
+## unit: the tests that need no service (integration tests skip).
+unit:
+	$(GO) test $(TEST_FLAGS) ./...
+
+## test: start the test services, run every test against them, stop them unless KEEP_SERVICES=1.
+test:
+	@start=$$(date +%s); \
+	bash $(SERVICES) up || exit 1; \
+	eval "$$(bash $(SERVICES) env)"; \
+	$(GO) test $(TEST_FLAGS) ./...; rc=$$?; \
+	if [ -z "$(KEEP_SERVICES)" ]; then bash $(SERVICES) down; fi; \
+	echo "make test: exit $$rc after $$(( $$(date +%s) - start )) s"; \
+	exit $$rc
+
+services-up:
+	bash $(SERVICES) up
+
+services-down:
+	bash $(SERVICES) down
+
+services-status:
+	bash $(SERVICES) status
+
+## bench: Go benchmarks (integration benchmarks run when the services are up).
+bench:
+	@eval "$$(bash $(SERVICES) env)"; \
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum not tidy: run go mod tidy"; exit 1; }
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin
