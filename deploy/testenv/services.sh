@@ -18,7 +18,7 @@ case $cmd in
     for ((i=${#svcs[@]}-1; i>=0; i--)); do bash "$here/${svcs[i]}.sh" down; done ;;
   env)
     cat <<ENV
-export BINLAKE_TEST_MYSQL=root@tcp(127.0.0.1:3307)/
+export BINLAKE_TEST_MYSQL='root@tcp(127.0.0.1:3307)/'
 export BINLAKE_TEST_ZK=127.0.0.1:2181
 export BINLAKE_TEST_ZK_ENSEMBLE=127.0.0.1:2182,127.0.0.1:2183,127.0.0.1:2184
 export BINLAKE_TEST_KAFKA=127.0.0.1:9092
