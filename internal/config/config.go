@@ -1,0 +1,295 @@
+// Package config decodes the per-role YAML files strictly: unknown keys, type mismatches,
+// empty files and multi-document files are errors that name the file, the line and the
+// field, so a typo in a config never silently falls back to a default.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxFileBytes bounds a config file; anything larger is certainly not a config and is
+// refused before parsing.
+const MaxFileBytes = 4 << 20
+
+// ErrEmpty is returned (wrapped) when a file holds no YAML document at all.
+var ErrEmpty = errors.New("empty config")
+
+// Validator is implemented by config structs that check themselves after decoding.
+type Validator interface {
+	Validate() error
+}
+
+// Error is one problem found while decoding a file. Field is the dotted path of the
+// offending key ("server.interval", "subscriptions[1].topic") when it can be determined.
+type Error struct {
+	File  string
+	Line  int // 0 when unknown
+	Field string
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		fmt.Fprintf(&b, "field %q: ", e.Field)
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Load reads and strictly decodes the YAML file at path into out (a non-nil pointer), then
+// calls out.Validate() if out implements Validator.
+func Load(path string, out any) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("load config: %w", err)
+	}
+	defer f.Close()
+	return Decode(f, path, out)
+}
+
+// Decode strictly decodes exactly one YAML document from r into out (a non-nil pointer).
+// name is used in error messages, usually the file path. If out implements Validator,
+// Validate is called after a successful decode and its error is prefixed with name.
+func Decode(r io.Reader, name string, out any) (err error) {
+	rv := reflect.ValueOf(out)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("%s: decode config: out must be a non-nil pointer, got %T", name, out)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
+	if err != nil {
+		return fmt.Errorf("%s: read config: %w", name, err)
+	}
+	if len(data) > MaxFileBytes {
+		return fmt.Errorf("%s: config larger than %d bytes", name, MaxFileBytes)
+	}
+	// The yaml package reports most problems by panicking internally and recovering; anything
+	// it does not recover is a bug in it, and a config file must never crash a process.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: malformed YAML (parser panic: %v)", name, p)
+		}
+	}()
+
+	// First pass: structure only. It finds syntax errors, empty files and extra documents,
+	// and gives the node tree used to name fields in type errors.
+	root, err := parseOne(data, name)
+	if err != nil {
+		return err
+	}
+
+	// Second pass: the strict decode. Node.Decode cannot reject unknown fields, so decode
+	// the bytes again with KnownFields.
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(out); err != nil {
+		return translate(err, name, data, root)
+	}
+	if v, ok := out.(Validator); ok {
+		if err := v.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// parseOne parses data into a node tree and insists on exactly one non-null document.
+func parseOne(data []byte, name string) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var root yaml.Node
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: %w: no YAML document", name, ErrEmpty)
+		}
+		return nil, translate(err, name, data, nil)
+	}
+	if isNull(&root) {
+		return nil, fmt.Errorf("%s: %w: the document is null", name, ErrEmpty)
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+		return &root, nil
+	case err != nil:
+		return nil, translate(err, name, data, nil)
+	default:
+		return nil, &Error{File: name, Line: extra.Line, Msg: "a second YAML document (\"---\") is not allowed: one file holds one config"}
+	}
+}
+
+func isNull(n *yaml.Node) bool {
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return true
+		}
+		n = n.Content[0]
+	}
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+var (
+	reSyntax  = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	reLine    = regexp.MustCompile(`^line (\d+): (.*)$`)
+	reUnknown = regexp.MustCompile(`^field (.+) not found in type (.+)$`)
+	reType    = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
+)
+
+// translate turns the yaml package's errors ("yaml: unmarshal errors:\n  line 7: field x
+// not found in type T") into *Error values naming file, line and field, joined with
+// errors.Join when there are several.
+func translate(err error, name string, data []byte, root *yaml.Node) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		msg := err.Error()
+		if m := reSyntax.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			e := &Error{File: name, Line: line, Msg: m[2]}
+			if strings.Contains(e.Msg, "cannot start any token") && lineHasTab(data, line) {
+				e.Msg += " (tabs are not allowed in YAML indentation)"
+			}
+			return e
+		}
+		return &Error{File: name, Msg: strings.TrimPrefix(msg, "yaml: ")}
+	}
+	paths := map[int][]entry{}
+	if root != nil {
+		collectPaths(root, "", paths)
+	}
+	errs := make([]error, 0, len(te.Errors))
+	for _, s := range te.Errors {
+		e := &Error{File: name, Msg: s}
+		if m := reLine.FindStringSubmatch(s); m != nil {
+			e.Line, _ = strconv.Atoi(m[1])
+			e.Msg = m[2]
+		}
+		if m := reUnknown.FindStringSubmatch(e.Msg); m != nil {
+			field := find(paths[e.Line], "key", m[1])
+			if field == "" {
+				field = m[1]
+			}
+			e.Msg = fmt.Sprintf("field %q not found in type %s", field, m[2])
+		} else {
+			// Type mismatches and errors from our own UnmarshalYAML methods (Duration) are
+			// about the value on that line; the tag says which kind of node it is.
+			kind := "scalar"
+			if m := reType.FindStringSubmatch(e.Msg); m != nil {
+				e.Msg = typeMsg(m[1], m[2], m[3])
+				if m[1] == "map" || m[1] == "seq" {
+					kind = m[1]
+				}
+			}
+			e.Field = find(paths[e.Line], kind, "")
+		}
+		errs = append(errs, e)
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
+func lineHasTab(data []byte, line int) bool {
+	lines := bytes.Split(data, []byte("\n"))
+	return line >= 1 && line <= len(lines) && bytes.ContainsRune(lines[line-1], '\t')
+}
+
+func typeMsg(tag, value, into string) string {
+	kinds := map[string]string{
+		"str": "string", "int": "integer", "float": "number", "bool": "boolean",
+		"map": "mapping", "seq": "list", "null": "null", "timestamp": "timestamp", "binary": "binary",
+	}
+	kind := kinds[tag]
+	if kind == "" {
+		kind = "!!" + tag
+	}
+	if value == "" {
+		return fmt.Sprintf("cannot use a %s as %s", kind, into)
+	}
+	return fmt.Sprintf("cannot use %s %q as %s", kind, value, into)
+}
+
+// entry is one node of the document that an error on its line may be about.
+type entry struct {
+	path string
+	kind string // "key", "scalar", "map" or "seq"
+}
+
+// collectPaths records, per line, the dotted paths of the keys and values that start there,
+// so that the yaml package's line-only errors can name the field.
+func collectPaths(n *yaml.Node, prefix string, out map[int][]entry) {
+	add := func(line int, p, kind string) {
+		for _, e := range out[line] {
+			if e.path == p && e.kind == kind {
+				return
+			}
+		}
+		out[line] = append(out[line], entry{p, kind})
+	}
+	value := func(v *yaml.Node, p string) {
+		switch v.Kind {
+		case yaml.MappingNode:
+			add(v.Line, p, "map")
+			collectPaths(v, p, out)
+		case yaml.SequenceNode:
+			add(v.Line, p, "seq")
+			collectPaths(v, p, out)
+		default:
+			add(v.Line, p, "scalar")
+		}
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			collectPaths(c, prefix, out)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if prefix != "" {
+				p = prefix + "." + k.Value
+			}
+			add(k.Line, p, "key")
+			value(v, p)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			value(c, fmt.Sprintf("%s[%d]", prefix, i))
+		}
+	}
+}
+
+// find returns the only path on a line whose node kind is kind (and, if key is set, whose
+// last element is key), or "" when there is none or the line is ambiguous.
+func find(entries []entry, kind, key string) string {
+	found := ""
+	for _, e := range entries {
+		if e.kind != kind {
+			continue
+		}
+		if key != "" && e.path != key && !strings.HasSuffix(e.path, "."+key) {
+			continue
+		}
+		if found != "" && found != e.path {
+			return ""
+		}
+		found = e.path
+	}
+	return found
+}

@@ -1,0 +1,61 @@
+// Package logging builds the process's *slog.Logger from the level and format named in a
+// role's config or flags.
+package logging
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+)
+
+// Redacted replaces the value of attributes whose key names a credential.
+const Redacted = "***"
+
+// New returns a logger writing to w. level is debug, info, warn or error; format is text or
+// json; both are case-insensitive, and empty means info and text.
+//
+// As a last line of defence, attributes whose key contains "password", "passwd", "secret"
+// or "token" are replaced by "***": config.Secret already hides itself, but a plain string
+// passed under such a key must not reach the log either.
+func New(w io.Writer, level, format string) (*slog.Logger, error) {
+	lvl, err := ParseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: redact}
+	switch strings.ToLower(strings.TrimSpace(format)) {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("unknown log format %q: want text or json", format)
+	}
+}
+
+// ParseLevel parses debug, info, warn (or warning) and error; empty means info.
+func ParseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	default:
+		return 0, fmt.Errorf("unknown log level %q: want debug, info, warn or error", s)
+	}
+}
+
+func redact(_ []string, a slog.Attr) slog.Attr {
+	k := strings.ToLower(a.Key)
+	for _, s := range []string{"password", "passwd", "secret", "token"} {
+		if strings.Contains(k, s) && a.Value.Kind() != slog.KindGroup {
+			return slog.String(a.Key, Redacted)
+		}
+	}
+	return a
+}
