@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# kafka.sh up|down|status
+# A single Apache Kafka 4 broker for the integration tests (BINLAKE_TEST_KAFKA=127.0.0.1:9092),
+# in KRaft combined mode (broker and controller in one JVM, controller on 127.0.0.1:9093).
+# Its jars come from Maven Central through deploy/testenv/kafka/pom.xml, fetched once into
+# $CACHE_DIR/kafka/ (a private Maven repository plus a flat lib folder), so re-runs fetch nothing.
+# State lives under $TESTENV_DIR/kafka/: data/ (formatted once, kept across down/up), log/
+# (server.log, stdout.log, maven.log), pid and server.properties (rewritten on every start).
+source "$(dirname "$0")/lib.sh"
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+POM=$HERE/kafka/pom.xml
+SVC_DIR=$TESTENV_DIR/kafka
+DATA=$SVC_DIR/data
+LOGD=$SVC_DIR/log
+PIDF=$SVC_DIR/pid
+CONF=$SVC_DIR/server.properties
+PORT=9092
+CONTROLLER_PORT=9093
+START_TIMEOUT=120
+
+# The lib folder is keyed by the pom's hash: editing the pom (a new Kafka version) refetches.
+LIB=$CACHE_DIR/kafka/lib-$(sha256sum "$POM" | cut -c1-12)
+M2=$CACHE_DIR/kafka/m2
+
+need_tools() {
+  command -v java >/dev/null 2>&1 || need_apt default-jre-headless
+  command -v mvn >/dev/null 2>&1 || need_apt maven
+  local major
+  major=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
+  [[ ${major%%.*} =~ ^[0-9]+$ ]] && (( ${major%%.*} >= 17 )) ||
+    die "kafka: Kafka 4 needs Java 17 or newer, but \`java\` is version '${major:-unknown}'"
+}
+
+# fetch_jars: copy kafka_2.13 and its runtime dependencies into $LIB, once. Maven's full
+# output goes to log/maven.log; the terminal gets a count of downloaded files as progress.
+fetch_jars() {
+  [[ -f $LIB/.complete ]] && return 0
+  mkdir -p "$LOGD" "$M2"
+  local mlog=$LOGD/maven.log t0 tmp=$LIB.tmp rc
+  t0=$(now_ms)
+  log "kafka: fetching the Apache Kafka jars from Maven Central into $LIB (first run only, ~45 MB; full output in $mlog)"
+  rm -rf "$tmp"
+  set +o pipefail
+  mvn -B -f "$POM" -Dmaven.repo.local="$M2" dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$tmp" 2>&1 | tee "$mlog" |
+    awk '/Downloaded from/ { n++; if (n % 40 == 0) { printf "[testenv] kafka: %d files downloaded…\n", n > "/dev/stderr"; fflush("/dev/stderr") } }'
+  rc=${PIPESTATUS[0]}
+  set -o pipefail
+  if (( rc != 0 )) || ! ls "$tmp"/kafka_2.13-*.jar >/dev/null 2>&1; then
+    grep -E '^\[ERROR\]' "$mlog" | head -n 20 >&2 || true
+    die "kafka: Maven could not fetch the Kafka jars (exit $rc); see $mlog"
+  fi
+  touch "$tmp/.complete"
+  rm -rf "$LIB"; mv "$tmp" "$LIB"
+  log "kafka: jars fetched in $(elapsed "$t0") s ($(ls "$LIB"/*.jar | wc -l) jars)"
+}
+
+write_conf() {
+  mkdir -p "$DATA" "$LOGD"
+  cat >"$CONF" <<CFG
+# Written by deploy/testenv/kafka.sh on every start; edit the script, not this file.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$PORT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+log.dirs=$DATA
+# Tests create their topics explicitly, as production does: a typo must fail, not create a topic.
+auto.create.topics.enable=false
+num.partitions=1
+default.replication.factor=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+# Fewer internal partitions than the default 50: the first consumer group or transaction
+# then creates its internal topic in well under a second on the 2-core test machine.
+offsets.topic.num.partitions=10
+transaction.state.log.num.partitions=10
+# Consumer groups of the tests start at once instead of after the default 3 s.
+group.initial.rebalance.delay.ms=0
+num.network.threads=2
+num.io.threads=4
+num.recovery.threads.per.data.dir=1
+CFG
+}
+
+# format_storage: give the data folder its cluster id and metadata log, only the first time,
+# so topics and offsets survive down/up.
+format_storage() {
+  [[ -f $DATA/meta.properties ]] && return 0
+  # A Kafka cluster id is 16 random bytes in URL-safe base64 without padding (22 characters).
+  local cid; cid=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+  log "kafka: formatting $DATA with cluster id $cid"
+  java -Xmx256m -Dlog4j2.configurationFile="$HERE/kafka/log4j2.properties" -Dkafka.logs.dir="$LOGD" \
+    -cp "$LIB/*" kafka.tools.StorageTool format --ignore-formatted -t "$cid" -c "$CONF" \
+    >>"$LOGD/format.log" 2>&1 || { tail -n 20 "$LOGD/format.log" >&2; die "kafka: formatting $DATA failed; see $LOGD/format.log"; }
+}
+
+# metadata_ok: send a Metadata request (v4, all topics) to 127.0.0.1:$PORT and check that the
+# answer lists broker 1 at 127.0.0.1:$PORT. A KRaft broker lists itself only once it has
+# registered with the controller and been unfenced, so this is "ready to serve", not "port open".
+metadata_ok() {
+  local hex
+  hex=$(timeout 3 bash -c '
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    # size 15 | api_key 3 | version 4 | correlation id 2 | client id null | topics null | no auto-create
+    printf "\x00\x00\x00\x0f\x00\x03\x00\x04\x00\x00\x00\x02\xff\xff\xff\xff\xff\xff\x00" >&3
+    head -c 35 <&3' _ "$PORT" 2>/dev/null | od -An -tx1 | tr -d ' \n') || return 1
+  # size | correlation 2 | throttle 0 | 1 broker | node 1 | host "127.0.0.1" | port 9092
+  [[ $hex == ????????"00000002""00000000""00000001""00000001""0009""3132372e302e302e31"$(printf %08x "$PORT") ]]
+}
+
+# started_or_dead: stops the wait as soon as the broker serves or its JVM has exited.
+started_or_dead() { ! pid_alive "$PIDF" || metadata_ok; }
+
+up() {
+  if pid_alive "$PIDF" && metadata_ok; then
+    echo "kafka: already running on 127.0.0.1:$PORT (pid $(cat "$PIDF"))"; return 0
+  fi
+  local t0 fetched_in=""; t0=$(now_ms)
+  if ! pid_alive "$PIDF"; then
+    rm -f "$PIDF"
+    local p; for p in "$PORT" "$CONTROLLER_PORT"; do
+      port_open "$p" && die "kafka: 127.0.0.1:$p is taken by a process we did not start (no live pid in $PIDF)"
+    done
+    need_tools
+    if [[ ! -f $LIB/.complete ]]; then
+      local tf; tf=$(now_ms); fetch_jars; fetched_in=$(elapsed "$tf")
+    fi
+    write_conf
+    format_storage
+    t0=$(now_ms)
+    # -Xmx512m: a test broker holds little; the team's services share 2 cores and one machine.
+    start_bg "$PIDF" "$LOGD/stdout.log" java -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+      -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true \
+      -Dlog4j2.configurationFile="$HERE/kafka/log4j2.properties" -Dkafka.logs.dir="$LOGD" \
+      -cp "$LIB/*" kafka.Kafka "$CONF"
+  fi
+  wait_until kafka "$START_TIMEOUT" "$LOGD/server.log" started_or_dead || die "kafka: broker did not become ready on 127.0.0.1:$PORT"
+  if ! pid_alive "$PIDF"; then
+    log "kafka: the broker exited; last lines of $LOGD/server.log and stdout.log:"
+    tail -n 30 "$LOGD/server.log" >&2 2>/dev/null || true
+    tail -n 10 "$LOGD/stdout.log" >&2 2>/dev/null || true
+    rm -f "$PIDF"
+    die "kafka: broker exited during start"
+  fi
+  echo "kafka: ready on 127.0.0.1:$PORT in $(elapsed "$t0") s (cold start${fetched_in:+; the jar fetch before it took $fetched_in s})"
+}
+
+status() {
+  if pid_alive "$PIDF"; then
+    if metadata_ok; then
+      echo "kafka: running on 127.0.0.1:$PORT (pid $(cat "$PIDF"))"
+    else
+      echo "kafka: pid $(cat "$PIDF") alive but not answering metadata on 127.0.0.1:$PORT"
+    fi
+  else
+    echo "kafka: stopped"
+  fi
+}
+
+case ${1:-} in
+  up) up ;;
+  down) stop_pid kafka "$PIDF" ;;
+  status) status ;;
+  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+esac
