@@ -1,0 +1,85 @@
+// Package collector is the agent's plugin point: a Collector reads one source (the host,
+// the local wave's /metrics, a process) and returns points; implementations live in
+// subpackages named by what they read and register themselves at init time, the way
+// node_exporter's collectors do, so adding one never touches the agent loop.
+package collector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// Collector reads one source once per agent tick.
+type Collector interface {
+	// Name is the registry name ("host", "wave", "process").
+	Name() string
+	// Collect returns the points of one tick. It may return points together with an
+	// error when only part of the source failed (one mount of many); the agent keeps
+	// the points and counts the error. Collect must return when ctx ends.
+	Collect(ctx context.Context) ([]metric.Point, error)
+}
+
+// Env is what the agent hands every collector it builds.
+type Env struct {
+	Logger *slog.Logger
+}
+
+// Factory builds one kind of collector.
+type Factory struct {
+	// Config returns a pointer to the collector's config struct, filled with its
+	// defaults. The agent decodes the collector's section of agent.yaml into it
+	// strictly; keep config structs flat (scalars, lists, maps of scalars) because
+	// unknown keys are checked at the top level of the section only. If the value
+	// has a Validate() error method it is called after decoding.
+	Config func() any
+	// New builds the collector from the decoded config (the value Config returned).
+	New func(cfg any, env Env) (Collector, error)
+}
+
+var (
+	mu        sync.RWMutex
+	factories = map[string]Factory{}
+)
+
+// Register makes a collector kind available under name. It is meant to be called from
+// init; registering the same name twice is a programming error and panics.
+func Register(name string, f Factory) {
+	if name == "" || f.Config == nil || f.New == nil {
+		panic(fmt.Sprintf("collector.Register(%q): name, Config and New are required", name))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := factories[name]; dup {
+		panic(fmt.Sprintf("collector.Register: collector %q registered twice", name))
+	}
+	factories[name] = f
+}
+
+// Lookup returns the factory registered under name, or an error listing the known names.
+func Lookup(name string) (Factory, error) {
+	mu.RLock()
+	f, ok := factories[name]
+	mu.RUnlock()
+	if !ok {
+		return Factory{}, fmt.Errorf("unknown collector %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return f, nil
+}
+
+// Names returns the registered names, sorted.
+func Names() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	names := make([]string, 0, len(factories))
+	for n := range factories {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,458 @@
+// Package host collects the machine's own figures through gopsutil v4: CPU utilisation
+// (total and, if asked, per core), load averages, memory and swap, per-interface and total
+// network rates, per-mount disk usage and per-device disk I/O rates.
+//
+// Rates (cpu.util, net.*_bps, disk.*_bps, disk.*_iops) are computed between two ticks from
+// the kernel's counters, so the first tick after start emits none of them. Units:
+//
+//	cpu.util{cpu}            percent of all cores (0-100); with per_cpu, one point per core
+//	load.1 load.5 load.15    run-queue averages, as in /proc/loadavg
+//	mem.used_pct             (MemTotal - MemAvailable) / MemTotal * 100
+//	mem.total_bytes mem.available_bytes
+//	swap.used_pct swap.used_bytes   from SwapTotal/SwapFree (0 when there is no swap)
+//	net.rx_bps net.tx_bps    bytes per second; {iface} per interface, unlabelled = sum of them
+//	disk.used_pct{mount}     (Total - Available) / Total * 100 of the file system, as df shows
+//	disk.read_bps disk.write_bps disk.read_iops disk.write_iops
+//	                         {device} per block device, unlabelled = sum of them
+//
+// Every file is read through gopsutil's context environment (common.EnvMap), so proc_root
+// and sys_root point the collector at another tree: a host's /proc mounted into a container,
+// or the fixtures under testdata.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/shirou/gopsutil/v4/common"
+	"github.com/shirou/gopsutil/v4/cpu"
+	"github.com/shirou/gopsutil/v4/disk"
+	"github.com/shirou/gopsutil/v4/load"
+	"github.com/shirou/gopsutil/v4/mem"
+	"github.com/shirou/gopsutil/v4/net"
+
+	"github.com/binlake/binlake/agent/collector"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// Name is the registry name.
+const Name = "host"
+
+// Point names beyond the canonical ones in internal/metric.
+const (
+	Load15         = metric.Load15
+	MemTotalBytes  = "mem.total_bytes"
+	MemAvailBytes  = "mem.available_bytes"
+	SwapUsedPct    = "swap.used_pct"
+	SwapUsedBytes  = "swap.used_bytes"
+	DiskReadBps    = "disk.read_bps"
+	DiskWriteBps   = "disk.write_bps"
+	DiskReadIOPS   = "disk.read_iops"
+	DiskWriteIOPS  = "disk.write_iops"
+	defaultNetSkip = `^lo$`
+	// As node_exporter's diskstats collector: partitions and virtual devices would
+	// count the same bytes twice in the unlabelled sum.
+	defaultDiskSkip = `^(z?ram|loop|fd|(h|s|v|xv)d[a-z]|nvme\d+n\d+p)\d+$|^dm-\d+$`
+	// As node_exporter's filesystem collector, plus tmpfs (memory, not disk), minus
+	// overlay (a container's root file system is overlay and is the disk that matters).
+	defaultFSTypeSkip = `^(autofs|binfmt_misc|bpf|cgroup2?|configfs|debugfs|devpts|devtmpfs|fusectl|hugetlbfs|iso9660|mqueue|nsfs|proc|procfs|pstore|ramfs|rpc_pipefs|securityfs|selinuxfs|squashfs|erofs|sysfs|tracefs|tmpfs|nfsd|fuse\..*)$`
+	defaultMountSkip  = `^/(dev|proc|run/credentials/.+|sys|var/lib/docker/.+|var/lib/containers/storage/.+|var/lib/kubelet/.+|snap/.+)($|/)`
+)
+
+func init() {
+	collector.Register(Name, collector.Factory{
+		Config: func() any { return DefaultConfig() },
+		New: func(cfg any, _ collector.Env) (collector.Collector, error) {
+			return New(*cfg.(*Config))
+		},
+	})
+}
+
+// Config is the host section of agent.yaml.
+type Config struct {
+	// PerCPU adds one cpu.util point per core.
+	PerCPU bool `yaml:"per_cpu"`
+	// ProcRoot and SysRoot replace /proc and /sys (empty: gopsutil's default, which
+	// honours HOST_PROC and HOST_SYS).
+	ProcRoot string `yaml:"proc_root"`
+	SysRoot  string `yaml:"sys_root"`
+	// RootFS is prefixed to mount points before statfs, for a host's root mounted
+	// elsewhere (e.g. /host); empty for the agent's own view.
+	RootFS string `yaml:"rootfs"`
+	// The *_ignore fields are regular expressions of what not to report.
+	NetIgnore     string `yaml:"net_ignore"`
+	DiskIgnore    string `yaml:"disk_ignore"`
+	FSTypeIgnore  string `yaml:"fs_type_ignore"`
+	MountIgnore   string `yaml:"mount_ignore"`
+	NoDiskUsage   bool   `yaml:"no_disk_usage"`
+	NoDiskIO      bool   `yaml:"no_disk_io"`
+	NoNet         bool   `yaml:"no_net"`
+	compiledCache *compiled
+}
+
+type compiled struct{ net, disk, fsType, mount *regexp.Regexp }
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() *Config {
+	return &Config{
+		NetIgnore:    defaultNetSkip,
+		DiskIgnore:   defaultDiskSkip,
+		FSTypeIgnore: defaultFSTypeSkip,
+		MountIgnore:  defaultMountSkip,
+	}
+}
+
+// Validate compiles the patterns, naming the one that is wrong.
+func (c *Config) Validate() error {
+	var cc compiled
+	for _, p := range []struct {
+		field, expr string
+		dst         **regexp.Regexp
+	}{
+		{"net_ignore", c.NetIgnore, &cc.net},
+		{"disk_ignore", c.DiskIgnore, &cc.disk},
+		{"fs_type_ignore", c.FSTypeIgnore, &cc.fsType},
+		{"mount_ignore", c.MountIgnore, &cc.mount},
+	} {
+		if p.expr == "" {
+			continue
+		}
+		re, err := regexp.Compile(p.expr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.field, err)
+		}
+		*p.dst = re
+	}
+	c.compiledCache = &cc
+	return nil
+}
+
+// Collector is the host collector. It keeps the previous tick's counters for rates.
+type Collector struct {
+	cfg Config
+	re  compiled
+	env common.EnvMap
+
+	// now and usage are replaced in tests: the clock for rates, and statfs (the one
+	// figure that does not come from /proc).
+	now   func() time.Time
+	usage func(ctx context.Context, path string) (*disk.UsageStat, error)
+
+	prev *sample
+}
+
+var _ collector.Collector = (*Collector)(nil)
+
+// sample holds the counters that rates are computed from.
+type sample struct {
+	at    time.Time
+	cpu   cpuTimes
+	cores map[string]cpuTimes
+	net   map[string]net.IOCountersStat
+	disk  map[string]disk.IOCountersStat
+}
+
+type cpuTimes struct{ busy, total float64 }
+
+// New builds a host collector.
+func New(cfg Config) (*Collector, error) {
+	if cfg.compiledCache == nil {
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("host collector: %w", err)
+		}
+	}
+	c := &Collector{cfg: cfg, re: *cfg.compiledCache, now: time.Now, usage: disk.UsageWithContext}
+	c.env = common.EnvMap{}
+	if cfg.ProcRoot != "" {
+		c.env[common.HostProcEnvKey] = cfg.ProcRoot
+	}
+	if cfg.SysRoot != "" {
+		c.env[common.HostSysEnvKey] = cfg.SysRoot
+	}
+	return c, nil
+}
+
+// Name implements collector.Collector.
+func (c *Collector) Name() string { return Name }
+
+// Collect implements collector.Collector. One failing part (say, one mount) does not
+// hide the others: their points are returned with the joined errors.
+func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
+	ctx = c.withEnv(ctx)
+	now := c.now()
+	cur := &sample{at: now}
+	var pts []metric.Point
+	var errs []error
+	add := func(name string, v float64, labels ...string) {
+		pts = append(pts, point(name, v, labels...))
+	}
+
+	// CPU: utilisation between the two ticks, from /proc/stat jiffies.
+	if t, err := cpu.TimesWithContext(ctx, false); err != nil || len(t) == 0 {
+		errs = append(errs, fmt.Errorf("cpu times: %w", orEmpty(err)))
+	} else {
+		cur.cpu = toCPU(t[0])
+		if c.prev != nil {
+			if u, ok := util(c.prev.cpu, cur.cpu); ok {
+				add(metric.CPUUtil, u)
+			}
+		}
+	}
+	if c.cfg.PerCPU {
+		if ts, err := cpu.TimesWithContext(ctx, true); err != nil {
+			errs = append(errs, fmt.Errorf("per-cpu times: %w", err))
+		} else {
+			cur.cores = make(map[string]cpuTimes, len(ts))
+			for _, t := range ts {
+				id := strings.TrimPrefix(t.CPU, "cpu")
+				cur.cores[id] = toCPU(t)
+				if c.prev != nil && c.prev.cores != nil {
+					if p, ok := c.prev.cores[id]; ok {
+						if u, ok := util(p, cur.cores[id]); ok {
+							add(metric.CPUUtil, u, "cpu", id)
+						}
+					}
+				}
+			}
+		}
+	}
+
+	if l, err := load.AvgWithContext(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("load average: %w", err))
+	} else {
+		add(metric.Load1, l.Load1)
+		add(metric.Load5, l.Load5)
+		add(Load15, l.Load15)
+	}
+
+	if m, err := mem.VirtualMemoryWithContext(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("memory: %w", err))
+	} else if m.Total == 0 {
+		errs = append(errs, errors.New("memory: MemTotal is 0"))
+	} else {
+		// Not gopsutil's UsedPercent (Total-Free-Buffers-Cached): Available is the
+		// kernel's estimate of what can be had without swapping, which is what
+		// "how full is this machine" means for placement.
+		avail := min(m.Available, m.Total)
+		add(metric.MemUsedPct, float64(m.Total-avail)/float64(m.Total)*100)
+		add(MemTotalBytes, float64(m.Total))
+		add(MemAvailBytes, float64(avail))
+		used := m.SwapTotal - min(m.SwapFree, m.SwapTotal)
+		pct := 0.0
+		if m.SwapTotal > 0 {
+			pct = float64(used) / float64(m.SwapTotal) * 100
+		}
+		add(SwapUsedPct, pct)
+		add(SwapUsedBytes, float64(used))
+	}
+
+	if !c.cfg.NoNet {
+		p, err := c.netPoints(ctx, cur)
+		pts = append(pts, p...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !c.cfg.NoDiskUsage {
+		p, err := c.usagePoints(ctx)
+		pts = append(pts, p...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !c.cfg.NoDiskIO {
+		p, err := c.diskIOPoints(ctx, cur)
+		pts = append(pts, p...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.prev = cur
+	return pts, errors.Join(errs...)
+}
+
+func (c *Collector) withEnv(ctx context.Context) context.Context {
+	if len(c.env) == 0 {
+		return ctx
+	}
+	// Keep what the caller put there (tests point HOST_RUN and HOST_DEV at fixtures),
+	// with our roots on top.
+	env := common.EnvMap{}
+	if have, ok := ctx.Value(common.EnvKey).(common.EnvMap); ok {
+		maps.Copy(env, have)
+	}
+	maps.Copy(env, c.env)
+	return context.WithValue(ctx, common.EnvKey, env)
+}
+
+func (c *Collector) netPoints(ctx context.Context, cur *sample) ([]metric.Point, error) {
+	counters, err := net.IOCountersWithContext(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("network counters: %w", err)
+	}
+	cur.net = make(map[string]net.IOCountersStat, len(counters))
+	for _, n := range counters {
+		if c.re.net != nil && c.re.net.MatchString(n.Name) {
+			continue
+		}
+		cur.net[n.Name] = n
+	}
+	if c.prev == nil || c.prev.net == nil {
+		return nil, nil
+	}
+	dt := cur.at.Sub(c.prev.at).Seconds()
+	if dt <= 0 {
+		return nil, nil
+	}
+	var pts []metric.Point
+	var rx, tx float64
+	var any bool
+	for _, name := range sortedKeys(cur.net) {
+		n, p := cur.net[name], c.prev.net[name]
+		if _, ok := c.prev.net[name]; !ok || n.BytesRecv < p.BytesRecv || n.BytesSent < p.BytesSent {
+			continue // new interface or counter reset: no rate this tick
+		}
+		r := float64(n.BytesRecv-p.BytesRecv) / dt
+		t := float64(n.BytesSent-p.BytesSent) / dt
+		pts = append(pts, point(metric.NetRxBps, r, "iface", name), point(metric.NetTxBps, t, "iface", name))
+		rx, tx, any = rx+r, tx+t, true
+	}
+	if any {
+		pts = append(pts, point(metric.NetRxBps, rx), point(metric.NetTxBps, tx))
+	}
+	return pts, nil
+}
+
+func (c *Collector) usagePoints(ctx context.Context) ([]metric.Point, error) {
+	parts, err := disk.PartitionsWithContext(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("mounts: %w", err)
+	}
+	var pts []metric.Point
+	var errs []error
+	seen := map[string]bool{}
+	for _, p := range parts {
+		if seen[p.Mountpoint] ||
+			(c.re.fsType != nil && c.re.fsType.MatchString(p.Fstype)) ||
+			(c.re.mount != nil && c.re.mount.MatchString(p.Mountpoint)) {
+			continue
+		}
+		seen[p.Mountpoint] = true
+		path := p.Mountpoint
+		if c.cfg.RootFS != "" {
+			path = filepath.Join(c.cfg.RootFS, p.Mountpoint)
+		}
+		u, err := c.usage(ctx, path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("statfs %s: %w", path, err))
+			continue
+		}
+		if u.Total == 0 {
+			continue // pseudo file systems that slipped through report no size
+		}
+		avail := min(u.Free, u.Total) // Free is f_bavail: what non-root users can still write
+		pts = append(pts, point(metric.DiskUsedPct, float64(u.Total-avail)/float64(u.Total)*100, "mount", p.Mountpoint))
+	}
+	return pts, errors.Join(errs...)
+}
+
+func (c *Collector) diskIOPoints(ctx context.Context, cur *sample) ([]metric.Point, error) {
+	counters, err := disk.IOCountersWithContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("disk counters: %w", err)
+	}
+	cur.disk = make(map[string]disk.IOCountersStat, len(counters))
+	for name, d := range counters {
+		if c.re.disk != nil && c.re.disk.MatchString(name) {
+			continue
+		}
+		cur.disk[name] = d
+	}
+	if c.prev == nil || c.prev.disk == nil {
+		return nil, nil
+	}
+	dt := cur.at.Sub(c.prev.at).Seconds()
+	if dt <= 0 {
+		return nil, nil
+	}
+	var pts []metric.Point
+	var sum [4]float64
+	var any bool
+	for _, name := range sortedKeys(cur.disk) {
+		d := cur.disk[name]
+		p, ok := c.prev.disk[name]
+		if !ok || d.ReadBytes < p.ReadBytes || d.WriteBytes < p.WriteBytes || d.ReadCount < p.ReadCount || d.WriteCount < p.WriteCount {
+			continue
+		}
+		v := [4]float64{
+			float64(d.ReadBytes-p.ReadBytes) / dt, float64(d.WriteBytes-p.WriteBytes) / dt,
+			float64(d.ReadCount-p.ReadCount) / dt, float64(d.WriteCount-p.WriteCount) / dt,
+		}
+		for i, n := range []string{DiskReadBps, DiskWriteBps, DiskReadIOPS, DiskWriteIOPS} {
+			pts = append(pts, point(n, v[i], "device", name))
+			sum[i] += v[i]
+		}
+		any = true
+	}
+	if any {
+		for i, n := range []string{DiskReadBps, DiskWriteBps, DiskReadIOPS, DiskWriteIOPS} {
+			pts = append(pts, point(n, sum[i]))
+		}
+	}
+	return pts, nil
+}
+
+// toCPU sums /proc/stat jiffies. Guest time is already inside user and nice on Linux,
+// so it is not added again (gopsutil's TimesStat.Total adds it).
+func toCPU(t cpu.TimesStat) cpuTimes {
+	idle := t.Idle + t.Iowait
+	total := t.User + t.Nice + t.System + t.Idle + t.Iowait + t.Irq + t.Softirq + t.Steal
+	return cpuTimes{busy: total - idle, total: total}
+}
+
+func util(prev, cur cpuTimes) (float64, bool) {
+	dt := cur.total - prev.total
+	db := cur.busy - prev.busy
+	if dt <= 0 || db < 0 {
+		return 0, false
+	}
+	return min(db/dt*100, 100), true
+}
+
+func point(name string, v float64, labels ...string) metric.Point {
+	p := metric.Point{Name: name, Value: v}
+	if len(labels) > 0 {
+		p.Labels = make(map[string]string, len(labels)/2)
+		for i := 0; i+1 < len(labels); i += 2 {
+			p.Labels[labels[i]] = labels[i+1]
+		}
+	}
+	return p
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	// Small maps: insertion sort keeps the import list short.
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+func orEmpty(err error) error {
+	if err == nil {
+		return errors.New("no data")
+	}
+	return err
+}
