@@ -1,0 +1,76 @@
+// Package check holds the rules both bus implementations apply the same way, so that a
+// topic name or spec valid for one is valid for the other.
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/binlake/binlake/internal/bus"
+)
+
+// MaxTopicName is Kafka's limit on topic name length.
+const MaxTopicName = 249
+
+// TopicName reports whether name is a legal Kafka topic name: 1–249 characters
+// of [a-zA-Z0-9._-], and not "." or "..".
+func TopicName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("topic name is empty")
+	case len(name) > MaxTopicName:
+		return fmt.Errorf("topic name %.40q… is %d characters, more than %d", name, len(name), MaxTopicName)
+	case name == "." || name == "..":
+		return fmt.Errorf("topic name %q is not allowed", name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("topic name %q has character %q at %d; only [a-zA-Z0-9._-] are allowed", name, c, i)
+		}
+	}
+	return nil
+}
+
+// TopicSpec validates spec and returns it with its defaults filled in.
+func TopicSpec(spec bus.TopicSpec) (bus.TopicSpec, error) {
+	if err := TopicName(spec.Name); err != nil {
+		return spec, fmt.Errorf("create topic: %w", err)
+	}
+	switch {
+	case spec.Partitions < 0:
+		return spec, fmt.Errorf("create topic %s: partitions %d is negative", spec.Name, spec.Partitions)
+	case spec.Replication < 0:
+		return spec, fmt.Errorf("create topic %s: replication %d is negative", spec.Name, spec.Replication)
+	case spec.MaxMessageBytes < 0:
+		return spec, fmt.Errorf("create topic %s: max message bytes %d is negative", spec.Name, spec.MaxMessageBytes)
+	}
+	if spec.Partitions == 0 {
+		spec.Partitions = 1
+	}
+	if spec.Replication == 0 {
+		spec.Replication = 1
+	}
+	return spec, nil
+}
+
+// SubscribeOptions validates opts.
+func SubscribeOptions(opts bus.SubscribeOptions) error {
+	if err := TopicName(opts.Topic); err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	if opts.Group == "" {
+		return fmt.Errorf("subscribe to %s: group is empty", opts.Topic)
+	}
+	if opts.StartAt != bus.StartFirst && opts.StartAt != bus.StartLast {
+		return fmt.Errorf("subscribe to %s: unknown start position %d", opts.Topic, opts.StartAt)
+	}
+	return nil
+}
+
+// Canceled reports whether err only says that ctx ended: a handler that returns
+// ctx.Err() after cancellation did not fail, so Subscribe returns nil for it.
+func Canceled(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
