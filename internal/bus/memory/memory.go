@@ -413,4 +413,3 @@ func (s *subscriber) Close() error {
 	s.closeOnce.Do(func() { close(s.closed) })
 	return nil
 }
-
