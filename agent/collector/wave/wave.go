@@ -1,0 +1,405 @@
+// Package wave scrapes the local wave's Prometheus /metrics and turns it into the
+// canonical go.* and wave.* points.
+//
+// # The contract with the wave
+//
+// The wave exposes, on its /metrics (client_golang, text exposition format), these
+// series; the names are the constants below and the wave should use them from here:
+//
+//	binlake_wave_rows_published_total{instance}   counter  rows acknowledged by Kafka
+//	binlake_wave_instances_led                     gauge    instances this wave leads now
+//	binlake_wave_lag_seconds{instance}             gauge    now - timestamp of the last published event
+//	binlake_wave_publish_errors_total{instance}    counter  failed publish attempts
+//	go_memstats_heap_alloc_bytes, go_goroutines    client_golang's default Go collector
+//	go_gc_duration_seconds                         same (summary); fallback for the GC p99
+//	go_sched_pauses_total_gc_seconds               histogram from runtime/metrics, enabled with
+//	    collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+//	        collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)}))
+//
+// The "instance" label is the capture instance id (DESIGN.md). A Prometheus server that
+// scrapes the wave directly renames it to exported_instance unless honor_labels is set.
+//
+// # What the agent emits
+//
+//	go.heap_bytes        go_memstats_heap_alloc_bytes
+//	go.goroutines        go_goroutines
+//	go.gc_pause_p99_s    99th percentile of the stop-the-world GC pauses since the previous
+//	                     scrape, from the histogram (0 when there was none); without the
+//	                     histogram, the largest recent pause from go_gc_duration_seconds
+//	                     (quantile 1, an upper bound of p99)
+//	wave.tps{instance}   rows published per second between two scrapes; unlabelled = sum
+//	wave.instances       binlake_wave_instances_led
+//	wave.lag_s{instance} binlake_wave_lag_seconds; unlabelled = the largest
+//	wave.publish_errors{instance}  errors since the previous scrape; unlabelled = sum
+//
+// Rates and increases need two scrapes, so the first tick after start (and after a
+// failed scrape) carries none of them; a counter that went down (the wave restarted)
+// counts from zero, as Prometheus's rate() does.
+package wave
+
+import (
+	"context"
+
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/binlake/binlake/agent/collector"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// Name is the registry name.
+const Name = "wave"
+
+// The wave's metric names: the wave registers exactly these.
+const (
+	MetricRowsPublished = "binlake_wave_rows_published_total"
+	MetricInstancesLed  = "binlake_wave_instances_led"
+	MetricLagSeconds    = "binlake_wave_lag_seconds"
+	MetricPublishErrors = "binlake_wave_publish_errors_total"
+	LabelInstance       = "instance"
+
+	MetricHeapAlloc   = "go_memstats_heap_alloc_bytes"
+	MetricGoroutines  = "go_goroutines"
+	MetricGCPauseHist = "go_sched_pauses_total_gc_seconds"
+	MetricGCDuration  = "go_gc_duration_seconds"
+)
+
+// DefaultURL is where the wave serves /metrics unless configured otherwise.
+const DefaultURL = "http://127.0.0.1:8091/metrics"
+
+// maxBody bounds a scrape: a wave's exposition is a few tens of KiB.
+const maxBody = 16 << 20
+
+func init() {
+	collector.Register(Name, collector.Factory{
+		Config: func() any { return DefaultConfig() },
+		New: func(cfg any, _ collector.Env) (collector.Collector, error) {
+			return New(*cfg.(*Config))
+		},
+	})
+}
+
+// Config is the wave section of agent.yaml.
+type Config struct {
+	// URL of the wave's /metrics.
+	URL string `yaml:"url"`
+	// Timeout bounds one scrape.
+	Timeout config.Duration `yaml:"timeout"`
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() *Config {
+	return &Config{URL: DefaultURL, Timeout: config.Duration(5 * time.Second)}
+}
+
+// Validate checks the URL.
+func (c *Config) Validate() error {
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("url %q: want an http(s) URL such as %s", c.URL, DefaultURL)
+	}
+	if c.Timeout <= 0 {
+		return fmt.Errorf("timeout %s: must be positive", c.Timeout)
+	}
+	return nil
+}
+
+// Collector scrapes one wave.
+type Collector struct {
+	cfg    Config
+	client *http.Client
+	now    func() time.Time // replaced in tests
+
+	prev *scrape
+}
+
+var _ collector.Collector = (*Collector)(nil)
+
+type scrape struct {
+	at     time.Time
+	rows   map[string]float64
+	errs   map[string]float64
+	pauses *dto.Histogram
+}
+
+// New builds a wave collector.
+func New(cfg Config) (*Collector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("wave collector: %w", err)
+	}
+	return &Collector{
+		cfg:    cfg,
+		client: &http.Client{Timeout: cfg.Timeout.D()},
+		now:    time.Now,
+	}, nil
+}
+
+// Name implements collector.Collector.
+func (c *Collector) Name() string { return Name }
+
+// Collect implements collector.Collector.
+func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
+	families, err := c.fetch(ctx)
+	if err != nil {
+		c.prev = nil // a gap: do not compute a rate across it
+		return nil, err
+	}
+	cur := &scrape{at: c.now(), rows: map[string]float64{}, errs: map[string]float64{}}
+	var pts []metric.Point
+	add := func(name string, v float64, instance string) {
+		p := metric.Point{Name: name, Value: v}
+		if instance != "" {
+			p.Labels = map[string]string{"instance": instance}
+		}
+		pts = append(pts, p)
+	}
+
+	if v, ok := single(families[MetricHeapAlloc]); ok {
+		add(metric.GoHeapBytes, v, "")
+	}
+	if v, ok := single(families[MetricGoroutines]); ok {
+		add(metric.GoGoroutines, v, "")
+	}
+	if mf := families[MetricGCPauseHist]; mf != nil && len(mf.Metric) > 0 && mf.Metric[0].Histogram != nil {
+		h := mf.Metric[0].Histogram
+		cur.pauses = h
+		d := h
+		if c.prev != nil && c.prev.pauses != nil {
+			d = delta(c.prev.pauses, h)
+		}
+		add(metric.GoGCPauseP99, quantile(0.99, d), "")
+	} else if v, ok := summaryQuantile(families[MetricGCDuration], 1); ok {
+		add(metric.GoGCPauseP99, v, "")
+	}
+
+	if v, ok := single(families[MetricInstancesLed]); ok {
+		add(metric.WaveInstances, v, "")
+	}
+	if mf := families[MetricLagSeconds]; mf != nil {
+		lag := byInstance(mf)
+		top, any := 0.0, false
+		for _, inst := range sortedKeys(lag) {
+			add(metric.WaveLagSeconds, lag[inst], inst)
+			top, any = math.Max(top, lag[inst]), true
+		}
+		if any {
+			add(metric.WaveLagSeconds, top, "")
+		}
+	}
+
+	cur.rows = byInstance(families[MetricRowsPublished])
+	cur.errs = byInstance(families[MetricPublishErrors])
+	if c.prev != nil {
+		if dt := cur.at.Sub(c.prev.at).Seconds(); dt > 0 {
+			var total float64
+			inc := increases(c.prev.rows, cur.rows)
+			for _, inst := range sortedKeys(inc) {
+				add(metric.WaveTPS, inc[inst]/dt, inst)
+				total += inc[inst] / dt
+			}
+			if len(inc) > 0 {
+				add(metric.WaveTPS, total, "")
+			}
+			total = 0
+			inc = increases(c.prev.errs, cur.errs)
+			for _, inst := range sortedKeys(inc) {
+				add(metric.WavePublishErrs, inc[inst], inst)
+				total += inc[inst]
+			}
+			if len(inc) > 0 {
+				add(metric.WavePublishErrs, total, "")
+			}
+		}
+	}
+	c.prev = cur
+	return pts, nil
+}
+
+func (c *Collector) fetch(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.URL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", c.cfg.URL, err)
+	}
+	// Ask for the text format: it is what expfmt's text parser reads, and every
+	// client_golang handler serves it.
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", c.cfg.URL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("scrape %s: HTTP %s", c.cfg.URL, resp.Status)
+	}
+	body := io.LimitReader(resp.Body, maxBody+1)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	lr := &countingReader{r: body}
+	families, err := p.TextToMetricFamilies(lr)
+	if lr.n > maxBody {
+		return nil, fmt.Errorf("scrape %s: body larger than %d bytes", c.cfg.URL, maxBody)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: parse exposition: %w", c.cfg.URL, err)
+	}
+	return families, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// single returns the value of an unlabelled gauge, counter or untyped metric.
+func single(mf *dto.MetricFamily) (float64, bool) {
+	if mf == nil || len(mf.Metric) == 0 {
+		return 0, false
+	}
+	return value(mf.Metric[0])
+}
+
+func value(m *dto.Metric) (float64, bool) {
+	switch {
+	case m.Gauge != nil:
+		return m.Gauge.GetValue(), true
+	case m.Counter != nil:
+		return m.Counter.GetValue(), true
+	case m.Untyped != nil:
+		return m.Untyped.GetValue(), true
+	}
+	return 0, false
+}
+
+// byInstance sums a family's values per instance label ("" when unlabelled).
+func byInstance(mf *dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	if mf == nil {
+		return out
+	}
+	for _, m := range mf.Metric {
+		v, ok := value(m)
+		if !ok {
+			continue
+		}
+		inst := ""
+		for _, l := range m.Label {
+			if l.GetName() == LabelInstance {
+				inst = l.GetValue()
+			}
+		}
+		out[inst] += v
+	}
+	return out
+}
+
+// increases returns how much each counter grew; a counter that went down restarted
+// from zero, so all of its current value is new.
+func increases(prev, cur map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range cur {
+		p, ok := prev[k]
+		switch {
+		case !ok:
+			// An instance that appeared since the previous scrape: its counter started
+			// at zero within the interval.
+			out[k] = v
+		case v < p:
+			out[k] = v
+		default:
+			out[k] = v - p
+		}
+	}
+	return out
+}
+
+func summaryQuantile(mf *dto.MetricFamily, q float64) (float64, bool) {
+	if mf == nil || len(mf.Metric) == 0 || mf.Metric[0].Summary == nil {
+		return 0, false
+	}
+	for _, sq := range mf.Metric[0].Summary.Quantile {
+		if sq.GetQuantile() == q && !math.IsNaN(sq.GetValue()) {
+			return sq.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// delta is the histogram of the observations made between prev and cur. If cur has
+// fewer observations (the process restarted) or different buckets, cur is returned whole.
+func delta(prev, cur *dto.Histogram) *dto.Histogram {
+	if cur.GetSampleCount() < prev.GetSampleCount() || len(cur.Bucket) != len(prev.Bucket) {
+		return cur
+	}
+	out := &dto.Histogram{Bucket: make([]*dto.Bucket, len(cur.Bucket))}
+	count := cur.GetSampleCount() - prev.GetSampleCount()
+	out.SampleCount = &count
+	for i, b := range cur.Bucket {
+		pb := prev.Bucket[i]
+		if pb.GetUpperBound() != b.GetUpperBound() || b.GetCumulativeCount() < pb.GetCumulativeCount() {
+			return cur
+		}
+		cc := b.GetCumulativeCount() - pb.GetCumulativeCount()
+		ub := b.GetUpperBound()
+		out.Bucket[i] = &dto.Bucket{CumulativeCount: &cc, UpperBound: &ub}
+	}
+	return out
+}
+
+// quantile estimates the q-quantile of a cumulative histogram by linear interpolation
+// inside the bucket that holds it, as Prometheus's histogram_quantile does. It returns 0
+// for an empty histogram and the highest finite bound when the rank lands in +Inf.
+func quantile(q float64, h *dto.Histogram) float64 {
+	buckets := append([]*dto.Bucket(nil), h.Bucket...)
+	sort.Slice(buckets, func(i, j int) bool { return buckets[i].GetUpperBound() < buckets[j].GetUpperBound() })
+	total := float64(h.GetSampleCount())
+	if n := len(buckets); n > 0 && !math.IsInf(buckets[n-1].GetUpperBound(), 1) {
+		// The text format always has +Inf, whose count is the sample count; a parsed
+		// histogram keeps it implicit, so count everything above the last bound there.
+		total = math.Max(total, float64(buckets[n-1].GetCumulativeCount()))
+	}
+	if total == 0 || len(buckets) == 0 {
+		return 0
+	}
+	rank := q * total
+	lower, prevCount := 0.0, 0.0
+	for _, b := range buckets {
+		ub, cc := b.GetUpperBound(), float64(b.GetCumulativeCount())
+		if cc >= rank {
+			if math.IsInf(ub, 1) {
+				return lower
+			}
+			if cc == prevCount {
+				return ub
+			}
+			return lower + (ub-lower)*(rank-prevCount)/(cc-prevCount)
+		}
+		lower, prevCount = ub, cc
+	}
+	// The rank is above every finite bucket: the +Inf bucket holds it.
+	return lower
+}
+
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,304 @@
+package wave
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/agent/collector"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// fakeWave is what the wave will register: the constants of this package on a
+// client_golang registry, plus the Go collector with the GC pause histogram enabled.
+type fakeWave struct {
+	reg     *prometheus.Registry
+	rows    *prometheus.CounterVec
+	errs    *prometheus.CounterVec
+	lag     *prometheus.GaugeVec
+	led     prometheus.Gauge
+	srv     *httptest.Server
+	scrapes int
+}
+
+func newFakeWave(t *testing.T, goCollector prometheus.Collector) *fakeWave {
+	w := &fakeWave{reg: prometheus.NewRegistry()}
+	w.rows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRowsPublished, Help: "rows"}, []string{LabelInstance})
+	w.errs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricPublishErrors, Help: "errors"}, []string{LabelInstance})
+	w.lag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricLagSeconds, Help: "lag"}, []string{LabelInstance})
+	w.led = prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricInstancesLed, Help: "led"})
+	w.reg.MustRegister(w.rows, w.errs, w.lag, w.led, goCollector)
+	h := promhttp.HandlerFor(w.reg, promhttp.HandlerOpts{})
+	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.scrapes++
+		h.ServeHTTP(rw, r)
+	}))
+	t.Cleanup(w.srv.Close)
+	return w
+}
+
+func newCollector(t *testing.T, url string) (*Collector, *time.Time) {
+	cfg := DefaultConfig()
+	cfg.URL = url
+	c, err := New(*cfg)
+	require.NoError(t, err)
+	now := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return now }
+	return c, &now
+}
+
+func TestWaveAgainstClientGolang(t *testing.T) {
+	goc := collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)}))
+	w := newFakeWave(t, goc)
+	w.rows.WithLabelValues("orders").Add(1000)
+	w.rows.WithLabelValues("users").Add(50)
+	w.errs.WithLabelValues("orders").Add(3)
+	w.lag.WithLabelValues("orders").Set(1.5)
+	w.lag.WithLabelValues("users").Set(4)
+	w.led.Set(2)
+	c, now := newCollector(t, w.srv.URL+"/metrics")
+
+	first, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, w.scrapes)
+	// No rates on the first scrape; gauges are there.
+	require.Equal(t, 2.0, find(t, first, metric.WaveInstances, ""))
+	require.Equal(t, 1.5, find(t, first, metric.WaveLagSeconds, "orders"))
+	require.Equal(t, 4.0, find(t, first, metric.WaveLagSeconds, "users"))
+	require.Equal(t, 4.0, find(t, first, metric.WaveLagSeconds, ""), "unlabelled lag is the largest")
+	require.False(t, has(first, metric.WaveTPS))
+	require.False(t, has(first, metric.WavePublishErrs))
+	require.Greater(t, find(t, first, metric.GoHeapBytes, ""), 0.0)
+	require.GreaterOrEqual(t, find(t, first, metric.GoGoroutines, ""), 1.0)
+	require.True(t, has(first, metric.GoGCPauseP99), "the runtime/metrics histogram is exposed as %s", MetricGCPauseHist)
+
+	w.rows.WithLabelValues("orders").Add(12000) // 1200/s over 10 s
+	w.rows.WithLabelValues("users").Add(300)    // 30/s
+	w.errs.WithLabelValues("orders").Add(2)
+	w.errs.WithLabelValues("billing").Add(1) // a new instance: counted from zero
+	*now = now.Add(10 * time.Second)
+	second, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	require.InDelta(t, 1200.0, find(t, second, metric.WaveTPS, "orders"), 1e-9)
+	require.InDelta(t, 30.0, find(t, second, metric.WaveTPS, "users"), 1e-9)
+	require.InDelta(t, 1230.0, find(t, second, metric.WaveTPS, ""), 1e-9)
+	require.Equal(t, 2.0, find(t, second, metric.WavePublishErrs, "orders"))
+	require.Equal(t, 1.0, find(t, second, metric.WavePublishErrs, "billing"))
+	require.Equal(t, 3.0, find(t, second, metric.WavePublishErrs, ""))
+	p99 := find(t, second, metric.GoGCPauseP99, "")
+	require.GreaterOrEqual(t, p99, 0.0)
+	require.Less(t, p99, 10.0)
+}
+
+// TestWaveGCPauseP99 controls the pause histogram exactly: a registry histogram with the
+// runtime's name stands in for the runtime's.
+func TestWaveGCPauseP99(t *testing.T) {
+	pauses := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: MetricGCPauseHist, Help: "pauses", Buckets: []float64{0.0001, 0.001, 0.01, 0.1},
+	})
+	w := newFakeWave(t, pauses)
+	c, now := newCollector(t, w.srv.URL)
+
+	// 100 pauses: 98 short, 2 in (0.001, 0.01]. p99 is rank 99 = the first of the two
+	// long ones, halfway through that bucket by linear interpolation.
+	for range 98 {
+		pauses.Observe(0.00005)
+	}
+	pauses.Observe(0.005)
+	pauses.Observe(0.005)
+	first, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	require.InDelta(t, 0.001+(0.01-0.001)*0.5, find(t, first, metric.GoGCPauseP99, ""), 1e-12)
+
+	// Only the pauses of the interval count: ten more, all in (0.01, 0.1].
+	for range 10 {
+		pauses.Observe(0.05)
+	}
+	*now = now.Add(10 * time.Second)
+	second, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	require.InDelta(t, 0.01+(0.1-0.01)*0.99, find(t, second, metric.GoGCPauseP99, ""), 1e-12)
+
+	// No GC in the interval: no pause.
+	*now = now.Add(10 * time.Second)
+	third, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 0.0, find(t, third, metric.GoGCPauseP99, ""))
+}
+
+func TestWaveGCSummaryFallback(t *testing.T) {
+	srv := serve(t, `# TYPE go_gc_duration_seconds summary
+go_gc_duration_seconds{quantile="0"} 1e-05
+go_gc_duration_seconds{quantile="0.5"} 5e-05
+go_gc_duration_seconds{quantile="1"} 0.0042
+go_gc_duration_seconds_sum 0.01
+go_gc_duration_seconds_count 40
+# TYPE go_goroutines gauge
+go_goroutines 17
+`)
+	c, _ := newCollector(t, srv.URL)
+	pts, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 0.0042, find(t, pts, metric.GoGCPauseP99, ""))
+	require.Equal(t, 17.0, find(t, pts, metric.GoGoroutines, ""))
+}
+
+func TestWaveCounterReset(t *testing.T) {
+	body := "# TYPE binlake_wave_rows_published_total counter\nbinlake_wave_rows_published_total{instance=\"orders\"} 5000\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(body)) }))
+	t.Cleanup(srv.Close)
+	c, now := newCollector(t, srv.URL)
+	_, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	// The wave restarted and has published 200 rows since.
+	body = strings.Replace(body, "5000", "200", 1)
+	*now = now.Add(10 * time.Second)
+	pts, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	require.InDelta(t, 20.0, find(t, pts, metric.WaveTPS, "orders"), 1e-9)
+}
+
+func TestWaveErrors(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	tests := []struct {
+		name, url, want string
+	}{
+		{"refused", down.URL, "connect"},
+		{"500", serveStatus(t, 500).URL, "HTTP 500"},
+		{"garbage", serve(t, "this is { not exposition\n").URL, "parse exposition"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newCollector(t, tc.url)
+			pts, err := c.Collect(context.Background())
+			require.ErrorContains(t, err, tc.want)
+			require.ErrorContains(t, err, tc.url)
+			require.Empty(t, pts)
+		})
+	}
+}
+
+func TestWaveGapResetsRates(t *testing.T) {
+	ok := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !ok {
+			w.WriteHeader(503)
+			return
+		}
+		w.Write([]byte("binlake_wave_rows_published_total{instance=\"a\"} 10\n"))
+	}))
+	t.Cleanup(srv.Close)
+	c, _ := newCollector(t, srv.URL)
+	_, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	ok = false
+	_, err = c.Collect(context.Background())
+	require.Error(t, err)
+	ok = true
+	pts, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	require.False(t, has(pts, metric.WaveTPS), "no rate across a failed scrape")
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"ok", Config{URL: "http://127.0.0.1:1/metrics", Timeout: config.Duration(time.Second)}, ""},
+		{"no scheme", Config{URL: "127.0.0.1:8091", Timeout: config.Duration(time.Second)}, "url"},
+		{"ftp", Config{URL: "ftp://x/metrics", Timeout: config.Duration(time.Second)}, "url"},
+		{"zero timeout", Config{URL: "http://x/metrics"}, "timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	_, err := collector.Lookup(Name)
+	require.NoError(t, err)
+}
+
+func TestQuantile(t *testing.T) {
+	h := func(count uint64, b ...float64) *dto.Histogram {
+		out := &dto.Histogram{SampleCount: &count}
+		for i := 0; i+1 < len(b); i += 2 {
+			ub, cc := b[i], uint64(b[i+1])
+			out.Bucket = append(out.Bucket, &dto.Bucket{UpperBound: &ub, CumulativeCount: &cc})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		h    *dto.Histogram
+		q    float64
+		want float64
+	}{
+		{"empty", h(0, 1, 0, 2, 0), 0.99, 0},
+		{"first bucket interpolates from zero", h(10, 1, 10, 2, 10), 0.5, 0.5},
+		{"middle bucket", h(4, 1, 2, 3, 4), 0.75, 2},
+		{"rank in +Inf returns the last finite bound", h(10, 1, 5, 2, 5, math.Inf(1), 10), 0.99, 2},
+		{"all in +Inf without an explicit bucket", h(10, 1, 0, 2, 0), 0.99, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.InDelta(t, tc.want, quantile(tc.q, tc.h), 1e-12)
+		})
+	}
+}
+
+func serve(t *testing.T, body string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(body)) }))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func serveStatus(t *testing.T, code int) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func find(t *testing.T, pts []metric.Point, name, instance string) float64 {
+	t.Helper()
+	for _, p := range pts {
+		if p.Name == name && p.Labels["instance"] == instance {
+			return p.Value
+		}
+	}
+	names := make([]string, 0, len(pts))
+	for _, p := range pts {
+		names = append(names, p.Name+"{"+p.Labels["instance"]+"}")
+	}
+	sort.Strings(names)
+	t.Fatalf("no %s{instance=%q} in %v", name, instance, names)
+	return 0
+}
+
+func has(pts []metric.Point, name string) bool {
+	for _, p := range pts {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
