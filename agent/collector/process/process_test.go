@@ -39,7 +39,7 @@ func TestProcessByCmdline(t *testing.T) {
 	root := t.TempDir()
 	proc(t, root, 100, "binlake", []string{"/usr/bin/binlake", "wave", "--config", "/etc/binlake/wave.yaml"}, 1000, 500, 4242, 81920)
 	proc(t, root, 200, "binlake", []string{"/usr/bin/binlake", "agent"}, 10, 5, 4300, 20480)
-	proc(t, root, 300, "mysqld", []string{"/usr/sbin/mysqld"}, 90000, 9000, 100, 1 << 20)
+	proc(t, root, 300, "mysqld", []string{"/usr/sbin/mysqld"}, 90000, 9000, 100, 1<<20)
 	// Not a process directory: ignored.
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "net"), 0o755))
 
