@@ -1,0 +1,112 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits on what a point may carry. They keep one bad batch from producing documents or
+// rows that the engines reject later, far from the cause.
+const (
+	MaxNameLen   = 256 // node, metric name, label key and label value
+	MaxLabels    = 16
+	minTimestamp = 0 // the Unix epoch: hour-of-day arithmetic assumes non-negative times
+)
+
+// Validate reports the first problem that would make p unstorable: an empty or oversized
+// node or name, too many or oversized labels, a value that is not finite (JSON and the
+// engines' double fields cannot carry NaN or ±Inf), or a zero or pre-1970 timestamp.
+func (p Point) Validate() error {
+	if err := checkIdent("node", p.Node); err != nil {
+		return err
+	}
+	if err := checkIdent("metric name", p.Name); err != nil {
+		return fmt.Errorf("node %q: %w", p.Node, err)
+	}
+	if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+		return fmt.Errorf("point %s/%s: value %v is not finite", p.Node, p.Name, p.Value)
+	}
+	if p.TS.IsZero() || p.TS.UnixMilli() < minTimestamp {
+		return fmt.Errorf("point %s/%s: timestamp %s is before 1970", p.Node, p.Name, p.TS.Format(time.RFC3339))
+	}
+	if len(p.Labels) > MaxLabels {
+		return fmt.Errorf("point %s/%s: %d labels, at most %d", p.Node, p.Name, len(p.Labels), MaxLabels)
+	}
+	for k, v := range p.Labels {
+		if err := checkIdent("label key", k); err != nil {
+			return fmt.Errorf("point %s/%s: %w", p.Node, p.Name, err)
+		}
+		if !utf8.ValidString(v) {
+			return fmt.Errorf("point %s/%s: label %q value is not valid UTF-8", p.Node, p.Name, k)
+		}
+		if len(v) > MaxNameLen {
+			return fmt.Errorf("point %s/%s: label %q value is %d bytes, at most %d", p.Node, p.Name, k, len(v), MaxNameLen)
+		}
+	}
+	return nil
+}
+
+// Validate reports a query that names no series. An empty or inverted time range is not
+// an error: it selects nothing.
+func (q Query) Validate() error {
+	if err := checkIdent("query node", q.Node); err != nil {
+		return err
+	}
+	if err := checkIdent("query metric name", q.Name); err != nil {
+		return err
+	}
+	return nil
+}
+
+func checkIdent(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s is empty", what)
+	case len(s) > MaxNameLen:
+		return fmt.Errorf("%s is %d bytes, at most %d", what, len(s), MaxNameLen)
+	case !utf8.ValidString(s):
+		// JSON would replace the bad bytes, silently merging distinct series.
+		return fmt.Errorf("%s %q is not valid UTF-8", what, s)
+	}
+	return nil
+}
+
+// LabelKey is the canonical encoding of a label set that both stores index, so that
+// "exactly these labels" is one equality test: "" for nil or empty labels, otherwise the
+// JSON object with sorted keys (unambiguous whatever the keys and values contain).
+func LabelKey(labels map[string]string) string {
+	if len(labels) == 0 {
+		return ""
+	}
+	// encoding/json sorts map keys, and a map[string]string cannot fail to marshal.
+	b, _ := json.Marshal(labels)
+	return string(b)
+}
+
+// P95 is the reference 95th percentile the exact stores compute and the conformance suite
+// checks against: linear interpolation between the two closest ranks of the sorted values
+// (Hyndman–Fan type 7, the default of numpy and of most spreadsheets). sorted must be in
+// ascending order; P95 of no values is 0.
+func P95(sorted []float64) float64 {
+	return Quantile(sorted, 0.95)
+}
+
+// Quantile is the type-7 quantile q in [0,1] of ascending sorted values; 0 when empty.
+func Quantile(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	h := float64(n-1) * q
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	if lo < 0 {
+		return sorted[0]
+	}
+	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
