@@ -1,0 +1,430 @@
+// Package agent runs beside each wave: every interval it asks the enabled collectors
+// (host, wave, process: agent/collector/...) for points, adds its own figures, and hands
+// one metric.Batch to a bounded buffer that a sender drains into a Sink (the bus, or the
+// judge over HTTP). Collection never waits for the sink: while the sink is down batches
+// wait in the buffer, past its size the oldest are dropped and counted, and delivery
+// resumes by itself.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/binlake/binlake/agent/collector"
+	_ "github.com/binlake/binlake/agent/collector/host" // registers "host"
+	"github.com/binlake/binlake/agent/collector/process"
+	_ "github.com/binlake/binlake/agent/collector/wave" // registers "wave"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// Self-metric names, in every batch.
+const (
+	BufferLen       = "agent.buffer_len"       // batches not yet delivered, this one excluded
+	DroppedBatches  = "agent.dropped_batches"  // since start
+	CollectorErrors = "agent.collector_errors" // failed collections since start, all collectors
+	CollectSeconds  = "agent.collect_seconds"  // how long this tick's collection took
+	RSSBytes        = "agent.rss_bytes"        // the agent's own resident memory
+)
+
+// Options configures an Agent.
+type Options struct {
+	Config Config
+	// ConfigFile is only logged.
+	ConfigFile string
+	// Sink receives the batches. Required; the agent closes it.
+	Sink   Sink
+	Logger *slog.Logger
+	// Collectors replaces those built from Config.Collectors (tests, embedding).
+	Collectors []collector.Collector
+	// Ticks replaces the interval ticker (tests drive collection with it).
+	Ticks <-chan time.Time
+	// Ready, when set, receives the address of the agent's /metrics once it listens
+	// ("" when metrics_listen is off).
+	Ready func(metricsAddr string)
+}
+
+// Stats are the agent's counters.
+type Stats struct {
+	Collected       uint64 // batches built
+	Delivered       uint64
+	Rejected        uint64 // refused for good by the sink
+	Dropped         uint64 // pushed out of the full buffer
+	Pending         int    // waiting or in flight
+	CollectorErrors uint64
+	SendErrors      uint64
+}
+
+// Agent collects and ships metric batches.
+type Agent struct {
+	opts       Options
+	log        *slog.Logger
+	collectors []collector.Collector
+	q          *queue
+	reg        *prometheus.Registry
+
+	collected, delivered, rejected, sendErrs, collectErrs atomic.Uint64
+	lastCollect                                           atomic.Uint64 // float64 bits
+	perCollectorErrs                                      *prometheus.CounterVec
+	failing                                               map[string]string // collector -> last error; only the collect loop touches it
+
+	mu      sync.Mutex
+	running bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+	closed  bool
+}
+
+// New builds an agent and its collectors.
+func New(o Options) (*Agent, error) {
+	if o.Sink == nil {
+		return nil, errors.New("agent: no sink")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if err := o.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("agent config: %w", err)
+	}
+	log := o.Logger.With("component", "agent")
+	cs := o.Collectors
+	if cs == nil {
+		var err error
+		cs, err = o.Config.Collectors.Build(collector.Env{Logger: o.Logger})
+		if err != nil {
+			return nil, err
+		}
+	}
+	a := &Agent{
+		opts:       o,
+		log:        log,
+		collectors: cs,
+		q:          newQueue(o.Config.Buffer),
+		failing:    map[string]string{},
+	}
+	a.reg = a.registry()
+	return a, nil
+}
+
+// Run runs the agent until ctx ends or Close is called.
+func Run(ctx context.Context, o Options) error {
+	a, err := New(o)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return a.Run(ctx)
+}
+
+// Run collects every interval and ships batches until ctx ends; then it stops
+// collecting, gives the sender a few seconds to deliver what is buffered, and returns.
+func (a *Agent) Run(ctx context.Context) error {
+	a.mu.Lock()
+	if a.closed || a.running {
+		a.mu.Unlock()
+		return errors.New("agent: Run called on a closed or running agent")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	a.running, a.cancel, a.done = true, cancel, make(chan struct{})
+	a.mu.Unlock()
+	defer func() {
+		cancel()
+		close(a.done)
+	}()
+
+	names := make([]string, len(a.collectors))
+	for i, c := range a.collectors {
+		names[i] = c.Name()
+	}
+	cfg := a.opts.Config
+	a.log.Info("agent starting", "config", a.opts.ConfigFile, "node", cfg.Node, "interval", cfg.Interval.D(),
+		"collectors", names, "sink", a.opts.Sink.String(), "buffer", cfg.Buffer, "metrics", cfg.MetricsListen)
+
+	var srv *http.Server
+	srvErr := make(chan error, 1)
+	if cfg.MetricsListen != MetricsListenOff {
+		ln, err := net.Listen("tcp", cfg.MetricsListen)
+		if err != nil {
+			return fmt.Errorf("agent metrics listen: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"status":"ok"}` + "\n"))
+		})
+		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { srvErr <- srv.Serve(ln) }()
+		a.log.Info("agent metrics serving", "url", "http://"+ln.Addr().String()+"/metrics")
+		if a.opts.Ready != nil {
+			a.opts.Ready(ln.Addr().String())
+		}
+	} else if a.opts.Ready != nil {
+		a.opts.Ready("")
+	}
+
+	// The sender starts first and stops last, so what was collected drains.
+	sendCtx, stopSend := context.WithCancel(context.WithoutCancel(ctx))
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		a.send(sendCtx, ctx.Done())
+	}()
+
+	a.collectLoop(ctx)
+
+	// Drain: bounded, since the sink may be down for good.
+	drain := time.NewTimer(5 * time.Second)
+	select {
+	case <-sent:
+	case <-drain.C:
+		stopSend()
+		<-sent
+	}
+	drain.Stop()
+	stopSend()
+	st := a.Stats()
+	a.log.Info("agent stopped", "collected", st.Collected, "delivered", st.Delivered, "dropped", st.Dropped, "undelivered", st.Pending)
+
+	if srv != nil {
+		sctx, c := context.WithTimeout(context.Background(), 2*time.Second)
+		srv.Shutdown(sctx)
+		c()
+		if err := <-srvErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("agent metrics server: %w", err)
+		}
+	}
+	return nil
+}
+
+func (a *Agent) collectLoop(ctx context.Context) {
+	ticks := a.opts.Ticks
+	if ticks == nil {
+		t := time.NewTicker(a.opts.Config.Interval.D())
+		defer t.Stop()
+		ticks = t.C
+	}
+	a.collectOnce(ctx, time.Now())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-ticks:
+			a.collectOnce(ctx, now)
+		}
+	}
+}
+
+// collectOnce runs every collector concurrently (a hung wave scrape must not delay the
+// host figures), each bounded by the interval, and pushes one batch.
+func (a *Agent) collectOnce(ctx context.Context, now time.Time) {
+	start := time.Now()
+	interval := a.opts.Config.Interval.D()
+	type result struct {
+		pts []metric.Point
+		err error
+	}
+	results := make([]result, len(a.collectors))
+	var wg sync.WaitGroup
+	for i, c := range a.collectors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, interval)
+			defer cancel()
+			defer func() {
+				if p := recover(); p != nil {
+					results[i].err = fmt.Errorf("collector panicked: %v", p)
+				}
+			}()
+			results[i].pts, results[i].err = c.Collect(cctx)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return // shutting down: a half-cancelled tick is not worth sending
+	}
+
+	var pts []metric.Point
+	for i, c := range a.collectors {
+		a.noteResult(c.Name(), results[i].err)
+		for _, p := range results[i].pts {
+			// One bad point (NaN from a division, a malformed name) must not cost the batch.
+			if metric.ValidName(p.Name) && !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) {
+				pts = append(pts, p)
+			} else {
+				a.log.Debug("point skipped", "collector", c.Name(), "name", p.Name, "value", p.Value)
+			}
+		}
+	}
+	took := time.Since(start).Seconds()
+	a.lastCollect.Store(math.Float64bits(took))
+	pending, dropped := a.q.stats()
+	pts = append(pts,
+		metric.Point{Name: BufferLen, Value: float64(pending)},
+		metric.Point{Name: DroppedBatches, Value: float64(dropped)},
+		metric.Point{Name: CollectorErrors, Value: float64(a.collectErrs.Load())},
+		metric.Point{Name: CollectSeconds, Value: took},
+	)
+	if st, err := process.Read("/proc", os.Getpid()); err == nil {
+		pts = append(pts, metric.Point{Name: RSSBytes, Value: float64(st.RSSBytes)})
+	}
+	a.collected.Add(1)
+	a.q.push(metric.Batch{Node: a.opts.Config.Node, TS: now.UTC(), IntervalS: interval.Seconds(), Points: pts})
+}
+
+// noteResult counts a failure and logs only changes of state, so a wave that is down
+// for a day logs twice, not 8640 times.
+func (a *Agent) noteResult(name string, err error) {
+	prev, wasFailing := a.failing[name]
+	if err == nil {
+		if wasFailing {
+			delete(a.failing, name)
+			a.log.Info("collector recovered", "collector", name)
+		}
+		return
+	}
+	a.collectErrs.Add(1)
+	a.perCollectorErrs.WithLabelValues(name).Inc()
+	msg := err.Error()
+	a.failing[name] = msg
+	switch {
+	case !wasFailing:
+		a.log.Warn("collector failing", "collector", name, "err", err)
+	case prev != msg:
+		a.log.Debug("collector still failing", "collector", name, "err", err)
+	}
+}
+
+// send delivers batches oldest first until ctx ends, or until stop is closed and the
+// buffer is empty.
+func (a *Agent) send(ctx context.Context, stop <-chan struct{}) {
+	interval := a.opts.Config.Interval.D()
+	minBackoff := min(100*time.Millisecond, interval/2)
+	backoff := minBackoff
+	down := false
+	for {
+		b, ok := a.q.take()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-stop:
+				if pending, _ := a.q.stats(); pending == 0 {
+					return
+				}
+			case <-a.q.ready:
+			}
+			continue
+		}
+		err := a.opts.Sink.Send(ctx, b)
+		switch {
+		case err == nil:
+			a.q.done()
+			a.delivered.Add(1)
+			backoff = minBackoff
+			if down {
+				down = false
+				pending, dropped := a.q.stats()
+				a.log.Info("sink recovered", "sink", a.opts.Sink.String(), "pending", pending, "dropped", dropped)
+			}
+		case errors.Is(err, ErrRejected):
+			a.q.done()
+			a.rejected.Add(1)
+			a.log.Warn("batch rejected by the sink, dropped", "sink", a.opts.Sink.String(), "err", err)
+		default:
+			a.q.putBack(b)
+			a.sendErrs.Add(1)
+			if !down {
+				down = true
+				a.log.Warn("sink failing; buffering", "sink", a.opts.Sink.String(), "err", err)
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-stop:
+				// Shutting down with the sink down: keep trying until the drain timeout.
+				<-t.C
+			case <-t.C:
+			}
+			backoff = min(backoff*2, max(interval, minBackoff))
+		}
+	}
+}
+
+// Stats returns the counters.
+func (a *Agent) Stats() Stats {
+	pending, dropped := a.q.stats()
+	return Stats{
+		Collected: a.collected.Load(), Delivered: a.delivered.Load(), Rejected: a.rejected.Load(),
+		Dropped: dropped, Pending: pending, CollectorErrors: a.collectErrs.Load(), SendErrors: a.sendErrs.Load(),
+	}
+}
+
+// Close stops a running agent, waits for it, and closes the sink. It is idempotent.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	cancel, done, running := a.cancel, a.done, a.running
+	a.mu.Unlock()
+	if running {
+		cancel()
+		<-done
+	}
+	return a.opts.Sink.Close()
+}
+
+// registry holds the agent's own Prometheus metrics, read from the same counters as the
+// batch's self-metrics.
+func (a *Agent) registry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	counter := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f)
+	}
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	a.perCollectorErrs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "binlake_agent_collector_errors_total", Help: "Failed collections, per collector.",
+	}, []string{"collector"})
+	for _, c := range a.collectors {
+		a.perCollectorErrs.WithLabelValues(c.Name()) // exported at 0 before the first failure
+	}
+	reg.MustRegister(
+		a.perCollectorErrs,
+		gauge("binlake_agent_buffer_batches", "Batches not yet delivered (waiting or in flight).", func() float64 {
+			p, _ := a.q.stats()
+			return float64(p)
+		}),
+		counter("binlake_agent_dropped_batches_total", "Batches dropped because the buffer was full.", func() float64 {
+			_, d := a.q.stats()
+			return float64(d)
+		}),
+		counter("binlake_agent_batches_collected_total", "Batches built.", func() float64 { return float64(a.collected.Load()) }),
+		counter("binlake_agent_batches_delivered_total", "Batches accepted by the sink.", func() float64 { return float64(a.delivered.Load()) }),
+		counter("binlake_agent_batches_rejected_total", "Batches refused for good by the sink.", func() float64 { return float64(a.rejected.Load()) }),
+		counter("binlake_agent_send_errors_total", "Failed delivery attempts (retried).", func() float64 { return float64(a.sendErrs.Load()) }),
+		gauge("binlake_agent_collect_seconds", "Duration of the last collection.", func() float64 {
+			return math.Float64frombits(a.lastCollect.Load())
+		}),
+		prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
+	)
+	return reg
+}

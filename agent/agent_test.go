@@ -1,0 +1,430 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/agent/collector"
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/memory"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// seqCollector numbers its calls, so a test can tell which batches survived.
+type seqCollector struct {
+	name string
+	n    atomic.Int64
+	fail atomic.Bool
+}
+
+func (c *seqCollector) Name() string { return c.name }
+
+func (c *seqCollector) Collect(context.Context) ([]metric.Point, error) {
+	n := c.n.Add(1)
+	if c.fail.Load() {
+		return nil, errors.New("source unreachable")
+	}
+	return []metric.Point{{Name: "test.seq", Value: float64(n)}}, nil
+}
+
+// judge is an HTTP ingest endpoint that can be taken down: the real HTTP sink talks to it.
+type judge struct {
+	srv      *httptest.Server
+	down     atomic.Bool
+	status   atomic.Int32 // answer while down
+	mu       sync.Mutex
+	batches  []metric.Batch
+	attempts atomic.Int64
+	auth     atomic.Value
+}
+
+func newJudge(t *testing.T) *judge {
+	j := &judge{}
+	j.status.Store(http.StatusServiceUnavailable)
+	j.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		j.attempts.Add(1)
+		j.auth.Store(r.Header.Get("Authorization"))
+		if j.down.Load() {
+			http.Error(w, `{"error":{"code":"unavailable","message":"down"}}`, int(j.status.Load()))
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		b, err := metric.Decode(body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		j.mu.Lock()
+		j.batches = append(j.batches, b)
+		j.mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(j.srv.Close)
+	return j
+}
+
+func (j *judge) received() []metric.Batch {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]metric.Batch(nil), j.batches...)
+}
+
+func testConfig() Config {
+	c := DefaultConfig()
+	c.Node = "wave-test"
+	c.Interval = config.Duration(50 * time.Millisecond)
+	c.MetricsListen = MetricsListenOff
+	return c
+}
+
+type running struct {
+	a     *Agent
+	ticks chan time.Time
+	errc  chan error
+}
+
+func start(t *testing.T, cfg Config, sink Sink, logs io.Writer, cs ...collector.Collector) *running {
+	t.Helper()
+	if logs == nil {
+		logs = io.Discard
+	}
+	r := &running{ticks: make(chan time.Time), errc: make(chan error, 1)}
+	a, err := New(Options{
+		Config: cfg, Sink: sink, Collectors: cs, Ticks: r.ticks,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	require.NoError(t, err)
+	r.a = a
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { r.errc <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-r.errc:
+			require.NoError(t, err)
+		case <-time.After(15 * time.Second):
+			t.Error("agent did not stop")
+		}
+		require.NoError(t, a.Close())
+	})
+	// The agent collects once at start; tick counts from there.
+	eventually(t, func() bool { return a.Stats().Collected == 1 }, "collection at start")
+	return r
+}
+
+// tick makes the agent collect once and waits until the batch is built.
+func (r *running) tick(t *testing.T) {
+	t.Helper()
+	want := r.a.Stats().Collected + 1
+	select {
+	case r.ticks <- time.Now():
+	case err := <-r.errc:
+		t.Fatalf("agent stopped: %v", err)
+	}
+	eventually(t, func() bool { return r.a.Stats().Collected == want }, "collection %d", want)
+}
+
+func eventually(t *testing.T, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: "+msg, args...)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func seqs(bs []metric.Batch) []float64 {
+	var out []float64
+	for _, b := range bs {
+		for _, p := range b.Points {
+			if p.Name == "test.seq" {
+				out = append(out, p.Value)
+			}
+		}
+	}
+	return out
+}
+
+func pointValue(b metric.Batch, name string) (float64, bool) {
+	for _, p := range b.Points {
+		if p.Name == name && len(p.Labels) == 0 {
+			return p.Value, true
+		}
+	}
+	return 0, false
+}
+
+// TestSinkDownDropsOldestAndResumes is the fault test: the judge is down for several
+// intervals; the agent keeps collecting, holds the newest batches, drops and counts
+// exactly the rest, and delivers by itself once the judge is back.
+func TestSinkDownDropsOldestAndResumes(t *testing.T) {
+	j := newJudge(t)
+	cfg := testConfig()
+	cfg.Buffer = 3
+	seq := &seqCollector{name: "seq"}
+	r := start(t, cfg, NewHTTPSink(j.srv.URL+"/v1/metrics", "", nil), nil, seq)
+
+	// The batch collected at start goes through.
+	eventually(t, func() bool { return r.a.Stats().Delivered == 1 }, "first delivery")
+
+	j.down.Store(true)
+	const outage = 8
+	for range outage {
+		r.tick(t)
+	}
+	// Nothing blocked collection; the buffer holds the 3 newest and exactly 5 went.
+	eventually(t, func() bool {
+		s := r.a.Stats()
+		return s.Pending == 3 && s.Dropped == outage-3 && s.SendErrors > 0
+	}, "3 pending, %d dropped: %+v", outage-3, r.a.Stats())
+	require.Equal(t, []float64{1}, seqs(j.received()))
+	require.Equal(t, uint64(1+outage), r.a.Stats().Collected)
+
+	// The judge comes back: no tick needed, the sender retries by itself.
+	j.down.Store(false)
+	eventually(t, func() bool { return r.a.Stats().Delivered == 4 && r.a.Stats().Pending == 0 }, "backlog delivered: %+v", r.a.Stats())
+	require.Equal(t, []float64{1, 7, 8, 9}, seqs(j.received()), "the oldest were dropped, order kept")
+
+	r.tick(t)
+	eventually(t, func() bool { return len(j.received()) == 5 }, "post-recovery batch")
+	last := j.received()[4]
+	dropped, ok := pointValue(last, DroppedBatches)
+	require.True(t, ok)
+	require.Equal(t, float64(outage-3), dropped, "the batch reports the exact drop count")
+	pending, _ := pointValue(last, BufferLen)
+	require.Equal(t, 0.0, pending)
+	require.Equal(t, uint64(outage-3), r.a.Stats().Dropped, "no drop after recovery")
+}
+
+func TestSinkRefusedConnectionRecovers(t *testing.T) {
+	// A judge that is not listening at all, then is.
+	j := newJudge(t)
+	addr := j.srv.Listener.Addr().String()
+	j.srv.Close()
+	cfg := testConfig()
+	cfg.Buffer = 2
+	seq := &seqCollector{name: "seq"}
+	r := start(t, cfg, NewHTTPSink("http://"+addr+"/v1/metrics", "", nil), nil, seq)
+	for range 4 {
+		r.tick(t)
+	}
+	eventually(t, func() bool { s := r.a.Stats(); return s.Pending == 2 && s.Dropped == 3 }, "%+v", r.a.Stats())
+
+	j2 := newJudgeOn(t, addr)
+	eventually(t, func() bool { return r.a.Stats().Delivered == 2 }, "delivery after the listener came up")
+	require.Equal(t, []float64{4, 5}, seqs(j2.received()))
+}
+
+// newJudgeOn serves a judge on a given address (the one a stopped judge had).
+func newJudgeOn(t *testing.T, addr string) *judge {
+	j := &judge{}
+	ts := httptest.NewUnstartedServer(nil)
+	var err error
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ts.Listener.Close()
+		ts.Listener, err = netListen(addr)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, err)
+	ts.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		b, err := metric.Decode(body)
+		require.NoError(t, err)
+		j.mu.Lock()
+		j.batches = append(j.batches, b)
+		j.mu.Unlock()
+	})
+	ts.Start()
+	j.srv = ts
+	t.Cleanup(ts.Close)
+	return j
+}
+
+func TestRejectedBatchIsNotRetried(t *testing.T) {
+	j := newJudge(t)
+	j.status.Store(http.StatusBadRequest)
+	j.down.Store(true)
+	cfg := testConfig()
+	r := start(t, cfg, NewHTTPSink(j.srv.URL, "", nil), nil, &seqCollector{name: "seq"})
+	eventually(t, func() bool { return r.a.Stats().Rejected == 1 }, "rejection")
+	r.tick(t)
+	eventually(t, func() bool { return r.a.Stats().Rejected == 2 }, "second rejection")
+	s := r.a.Stats()
+	require.Equal(t, uint64(0), s.SendErrors)
+	require.Equal(t, int64(2), j.attempts.Load(), "one attempt per batch")
+	require.Equal(t, 0, s.Pending)
+}
+
+func TestBearerToken(t *testing.T) {
+	j := newJudge(t)
+	var logs bytes.Buffer
+	r := start(t, testConfig(), NewHTTPSink(j.srv.URL, "s3cr3t-token", nil), &logs, &seqCollector{name: "seq"})
+	eventually(t, func() bool { return r.a.Stats().Delivered == 1 }, "delivery")
+	require.Equal(t, "Bearer s3cr3t-token", j.auth.Load())
+	require.NotContains(t, logs.String(), "s3cr3t")
+}
+
+// TestFailingCollectorIsolated: one collector failing neither stops the others nor
+// floods the log: one line when it starts failing, one when it recovers.
+func TestFailingCollectorIsolated(t *testing.T) {
+	j := newJudge(t)
+	var logs syncBuffer
+	good := &seqCollector{name: "good"}
+	bad := &seqCollector{name: "bad"}
+	bad.fail.Store(true)
+	r := start(t, testConfig(), NewHTTPSink(j.srv.URL, "", nil), &logs, good, bad)
+	for range 3 {
+		r.tick(t)
+	}
+	bad.fail.Store(false)
+	r.tick(t)
+	eventually(t, func() bool { return len(j.received()) == 5 }, "5 batches")
+	bs := j.received()
+	require.Equal(t, []float64{1, 2, 3, 4, 5, 5}, seqs(bs), "good every tick; bad only once it recovered")
+	errs, _ := pointValue(bs[4], CollectorErrors)
+	require.Equal(t, 4.0, errs, "4 failed collections (start + 3 ticks)")
+	require.Equal(t, uint64(4), r.a.Stats().CollectorErrors)
+	out := logs.String()
+	require.Equal(t, 1, strings.Count(out, `msg="collector failing"`), out)
+	require.Equal(t, 1, strings.Count(out, `msg="collector recovered"`), out)
+	require.Contains(t, out, "source unreachable")
+}
+
+// TestMemoryBus runs the real collectors on the real ticker into the in-process bus, as
+// `binlake up` does, and decodes the messages as alarm and judge will.
+func TestMemoryBus(t *testing.T) {
+	b, err := memory.New(memory.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	cfg := testConfig()
+	a, err := New(Options{Config: cfg, Sink: NewBusSink(b, BusSinkOptions{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-errc)
+		require.NoError(t, a.Close())
+	}()
+
+	// The sink creates the topic with its first batch.
+	eventually(t, func() bool { return a.Stats().Delivered > 0 }, "first batch")
+	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "test"})
+	require.NoError(t, err)
+	want := []string{metric.CPUUtil, metric.Load1, metric.Load5, metric.MemUsedPct,
+		BufferLen, DroppedBatches, CollectorErrors, CollectSeconds, RSSBytes}
+	sctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	var last map[string]bool
+	complete := false
+	err = sub.Subscribe(sctx, func(_ context.Context, m bus.Message) error {
+		batch, err := metric.Decode(m.Value)
+		require.NoError(t, err)
+		require.Equal(t, "wave-test", string(m.Key))
+		require.Equal(t, 0.05, batch.IntervalS)
+		last = map[string]bool{}
+		for _, p := range batch.Points {
+			last[p.Name] = true
+		}
+		// cpu.util needs two samples at least a jiffy apart: wait for the batch that has it.
+		for _, n := range want {
+			if !last[n] {
+				return nil
+			}
+		}
+		complete = true
+		stop()
+		return nil
+	})
+	require.NoError(t, err)
+	require.True(t, complete, "no batch with every name; last had %v", last)
+}
+
+func TestOwnMetricsEndpoint(t *testing.T) {
+	j := newJudge(t)
+	cfg := testConfig()
+	cfg.MetricsListen = "127.0.0.1:0"
+	addrc := make(chan string, 1)
+	a, err := New(Options{Config: cfg, Sink: NewHTTPSink(j.srv.URL, "", nil), Collectors: []collector.Collector{&seqCollector{name: "seq"}},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(addr string) { addrc <- addr }, Ticks: make(chan time.Time)})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- a.Run(ctx) }()
+	addr := <-addrc
+	eventually(t, func() bool { return a.Stats().Delivered == 1 }, "delivery")
+	resp, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		"binlake_agent_buffer_batches 0", "binlake_agent_dropped_batches_total 0",
+		"binlake_agent_batches_delivered_total 1", `binlake_agent_collector_errors_total{collector="seq"} 0`,
+		"binlake_agent_collect_seconds", "process_resident_memory_bytes",
+	} {
+		require.Contains(t, string(body), want)
+	}
+	cancel()
+	require.NoError(t, <-errc)
+	require.NoError(t, a.Close())
+	require.NoError(t, a.Close(), "Close is idempotent")
+}
+
+func TestShutdownDrainsBuffer(t *testing.T) {
+	j := newJudge(t)
+	j.down.Store(true)
+	cfg := testConfig()
+	seq := &seqCollector{name: "seq"}
+	ticks := make(chan time.Time)
+	a, err := New(Options{Config: cfg, Sink: NewHTTPSink(j.srv.URL, "", nil), Collectors: []collector.Collector{seq},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ticks: ticks})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- a.Run(ctx) }()
+	ticks <- time.Now()
+	ticks <- time.Now()
+	eventually(t, func() bool { return a.Stats().Collected == 3 && a.Stats().SendErrors > 0 }, "3 batches held")
+	cancel()
+	j.down.Store(false) // back within the drain window
+	require.NoError(t, <-errc)
+	require.Equal(t, []float64{1, 2, 3}, seqs(j.received()))
+	require.NoError(t, a.Close())
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

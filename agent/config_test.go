@@ -1,0 +1,151 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/agent/collector/host"
+	"github.com/binlake/binlake/agent/collector/process"
+	"github.com/binlake/binlake/agent/collector/wave"
+	"github.com/binlake/binlake/internal/config"
+)
+
+func load(t *testing.T, body string) (Config, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agent.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(body), 0o600))
+	return Load(path)
+}
+
+func TestLoadValid(t *testing.T) {
+	c, err := load(t, `node: wave-3
+interval: 5s
+buffer: 10
+metrics_listen: off
+sink:
+  type: http
+  http:
+    url: http://127.0.0.1:8080/v1/metrics
+    token: abc
+collectors:
+  host:
+    per_cpu: true
+  wave:
+    url: http://127.0.0.1:9999/metrics
+  process:
+    cmdline: binlake wave
+    label: wave
+`)
+	require.NoError(t, err)
+	require.Equal(t, "wave-3", c.Node)
+	require.Equal(t, 5*time.Second, c.Interval.D())
+	require.Equal(t, 10, c.Buffer)
+	require.Equal(t, []string{"host", "wave", "process"}, c.Collectors.Enabled())
+	h, _ := c.Collectors.Config("host")
+	require.True(t, h.(*host.Config).PerCPU)
+	require.NotEmpty(t, h.(*host.Config).NetIgnore, "defaults kept for unset fields")
+	w, _ := c.Collectors.Config("wave")
+	require.Equal(t, "http://127.0.0.1:9999/metrics", w.(*wave.Config).URL)
+	require.Equal(t, 5*time.Second, w.(*wave.Config).Timeout.D())
+	p, _ := c.Collectors.Config("process")
+	require.Equal(t, "wave", p.(*process.Config).Label)
+	cs, err := c.Collectors.Build(collectorEnv())
+	require.NoError(t, err)
+	require.Len(t, cs, 3)
+}
+
+func TestLoadDefaults(t *testing.T) {
+	c, err := load(t, "node: n1\n")
+	require.NoError(t, err)
+	require.Equal(t, DefaultInterval, c.Interval.D())
+	require.Equal(t, DefaultBuffer, c.Buffer)
+	require.Equal(t, SinkKafka, c.Sink.Type)
+	require.Equal(t, []string{"127.0.0.1:9092"}, c.Sink.Kafka.Brokers)
+	require.Equal(t, "binlake.metrics", c.Sink.Kafka.Topic)
+	require.Equal(t, []string{"host"}, c.Collectors.Enabled())
+
+	c, err = load(t, "collectors:\n  host: {enabled: false}\n  wave:\n")
+	require.NoError(t, err)
+	require.Equal(t, []string{"wave"}, c.Collectors.Enabled(), "a section replaces the default set; null means defaults")
+}
+
+// TestLoadErrors: every bad agent.yaml is refused with the file, the line where known,
+// and the field.
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"unknown top-level key", "node: a\nintervall: 10s\n", []string{`agent.yaml:2: field "intervall" not found`}},
+		{"bad duration", "interval: ten\n", []string{`agent.yaml:1: field "interval": invalid duration "ten"`}},
+		{"interval too short", "interval: 1ms\n", []string{`field "interval": 1ms`}},
+		{"buffer zero", "buffer: 0\n", []string{`field "buffer": 0`}},
+		{"buffer wrong type", "buffer: lots\n", []string{`agent.yaml:1: field "buffer"`, `"lots"`}},
+		{"unknown sink type", "sink:\n  type: carrier-pigeon\n", []string{`field "sink.type": "carrier-pigeon"`}},
+		{"unknown sink key", "sink:\n  kafak: {}\n", []string{`agent.yaml:2: field "sink.kafak" not found`}},
+		{"no brokers", "sink:\n  kafka:\n    brokers: []\n", []string{`field "sink.kafka.brokers": required`}},
+		{"broker without port", "sink:\n  kafka:\n    brokers: [kafka1]\n", []string{`field "sink.kafka.brokers[0]": "kafka1" is not host:port`}},
+		{"http without url", "sink:\n  type: http\n", []string{`field "sink.http.url": required`}},
+		{"http url with password", "sink:\n  type: http\n  http:\n    url: http://u:hunter2@judge/v1/metrics\n", []string{`field "sink.http.url": credentials`}},
+		{"token twice", "sink:\n  type: http\n  http:\n    url: http://judge/v1/metrics\n    token: a\n    token_file: /x\n", []string{`field "sink.http.token"`}},
+		{"metrics_listen", "metrics_listen: 9108\n", []string{`field "metrics_listen"`}},
+		{"unknown collector", "collectors:\n  host:\n  gpu:\n    enabled: true\n", []string{`agent.yaml:3:`, `unknown collector "gpu" (known: host, process, wave)`}},
+		{"unknown collector field", "collectors:\n  host:\n    per_cpuu: true\n", []string{`agent.yaml:3: field "collectors.host.per_cpuu" not found`, "per_cpu"}},
+		{"collector field type", "collectors:\n  host:\n    per_cpu: sometimes\n", []string{`agent.yaml:3: field "collectors.host.per_cpu"`, `"sometimes"`}},
+		{"enabled type", "collectors:\n  wave:\n    enabled: maybe\n", []string{`agent.yaml:3: field "collectors.wave.enabled"`}},
+		{"collector validate names the field", "collectors:\n  host:\n    mount_ignore: \"(\"\n", []string{`agent.yaml:3: field "collectors.host.mount_ignore"`, "missing closing )"}},
+		{"wave bad url", "collectors:\n  wave:\n    url: localhost:8091\n", []string{`agent.yaml:3: field "collectors.wave.url"`}},
+		{"process unidentified", "collectors:\n  process: {}\n", []string{`agent.yaml:2:`, "collectors.process", "pid_file, name or cmdline"}},
+		{"collector section is a list", "collectors:\n  host: [1]\n", []string{`agent.yaml:2:`, "collectors.host"}},
+		{"all disabled", "collectors:\n  host: {enabled: false}\n", []string{`field "collectors": no collector enabled`}},
+		{"collectors is a list", "collectors: [host]\n", []string{`agent.yaml:1:`, "collectors"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, tc.in)
+			require.Error(t, err)
+			t.Log(err)
+			for _, w := range tc.want {
+				require.Contains(t, err.Error(), w)
+			}
+			require.NotContains(t, err.Error(), "hunter2")
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestExampleConfig keeps deploy/agent.example.yaml loadable.
+func TestExampleConfig(t *testing.T) {
+	c, err := Load("../deploy/agent.example.yaml")
+	require.NoError(t, err)
+	require.Equal(t, "wave-1", c.Node)
+	require.Contains(t, c.Collectors.Enabled(), "host")
+	require.Contains(t, c.Collectors.Enabled(), "wave")
+}
+
+func FuzzLoad(f *testing.F) {
+	for _, s := range []string{
+		"node: a\n", "collectors:\n  host:\n    per_cpu: true\n", "collectors:\n  gpu: {}\n",
+		"collectors:\n  host: [1]\n", "collectors:\n  host:\n    per_cpuu: 1\n", "sink:\n  type: http\n",
+		"collectors:\n  process: {cmdline: \"(\"}\n", "collectors:\n  wave:\n    enabled: [x]\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := DefaultConfig()
+		err := config.Decode(strings.NewReader(string(data)), "fuzz.yaml", &c)
+		if err != nil && !strings.HasPrefix(err.Error(), "fuzz.yaml") {
+			t.Fatalf("error does not name the file: %v", err)
+		}
+	})
+}

@@ -1,0 +1,188 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// Sink delivers batches: to the bus (Kafka in the distributed shape, the in-process bus
+// in the embedded one) or over HTTP to the judge.
+type Sink interface {
+	// Send returns once the batch is accepted. An error wrapping ErrRejected means the
+	// batch will never be accepted (the agent drops it); any other error is retried.
+	Send(ctx context.Context, b metric.Batch) error
+	// Close releases the sink. It is idempotent.
+	Close() error
+	// String names the endpoint for logs, never with a secret.
+	String() string
+}
+
+// ErrRejected marks a batch the sink refuses for good (invalid, too large).
+var ErrRejected = errors.New("batch rejected")
+
+// BusSinkOptions configures NewBusSink.
+type BusSinkOptions struct {
+	// Topic is metric.Topic when empty.
+	Topic string
+	// Partitions and Replication are used when the sink creates the topic.
+	Partitions, Replication int
+	// Endpoint describes the bus in logs ("kafka 127.0.0.1:9092").
+	Endpoint string
+}
+
+// BusSink publishes each batch as one message keyed by its node, so one node's batches
+// stay in order on one partition.
+type BusSink struct {
+	b    bus.Bus
+	opts BusSinkOptions
+
+	mu      sync.Mutex
+	created bool
+	pub     bus.Publisher
+	closed  bool
+}
+
+var _ Sink = (*BusSink)(nil)
+
+// NewBusSink returns a sink on b. It creates the topic on the first Send (and again after
+// a failure), so an agent started before Kafka still gets there. The caller owns b.
+func NewBusSink(b bus.Bus, opts BusSinkOptions) *BusSink {
+	if opts.Topic == "" {
+		opts.Topic = metric.Topic
+	}
+	return &BusSink{b: b, opts: opts}
+}
+
+// Send implements Sink.
+func (s *BusSink) Send(ctx context.Context, b metric.Batch) error {
+	value, err := metric.Encode(b)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrRejected, err)
+	}
+	pub, err := s.publisher(ctx)
+	if err != nil {
+		return err
+	}
+	err = pub.Publish(ctx, bus.Message{Topic: s.opts.Topic, Key: []byte(b.Node), Value: value, Time: b.TS})
+	if errors.Is(err, bus.ErrMessageTooLarge) {
+		return fmt.Errorf("%w: %w", ErrRejected, err)
+	}
+	if err != nil {
+		return fmt.Errorf("publish to %s: %w", s.opts.Topic, err)
+	}
+	return nil
+}
+
+func (s *BusSink) publisher(ctx context.Context) (bus.Publisher, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, bus.ErrClosed
+	}
+	if !s.created {
+		spec := bus.TopicSpec{Name: s.opts.Topic, Partitions: s.opts.Partitions, Replication: s.opts.Replication}
+		if err := s.b.CreateTopic(ctx, spec); err != nil {
+			return nil, fmt.Errorf("create topic %s: %w", s.opts.Topic, err)
+		}
+		s.created = true
+	}
+	if s.pub == nil {
+		p, err := s.b.Publisher()
+		if err != nil {
+			return nil, fmt.Errorf("publisher: %w", err)
+		}
+		s.pub = p
+	}
+	return s.pub, nil
+}
+
+// Close implements Sink; it closes the publisher, not the bus.
+func (s *BusSink) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.pub != nil {
+		return s.pub.Close()
+	}
+	return nil
+}
+
+// String implements Sink.
+func (s *BusSink) String() string {
+	if s.opts.Endpoint != "" {
+		return s.opts.Endpoint + " topic " + s.opts.Topic
+	}
+	return "bus topic " + s.opts.Topic
+}
+
+// HTTPSink POSTs each batch, as the JSON of the bus message, to the judge's /v1/metrics.
+type HTTPSink struct {
+	url    string
+	token  config.Secret
+	client *http.Client
+}
+
+var _ Sink = (*HTTPSink)(nil)
+
+// NewHTTPSink returns a sink posting to url with an optional bearer token.
+func NewHTTPSink(url string, token config.Secret, client *http.Client) *HTTPSink {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return &HTTPSink{url: url, token: token, client: client}
+}
+
+// Send implements Sink. 400, 413 and 422 reject the batch for good (retrying cannot
+// help); anything else that is not 2xx is retried, including 401 and 403, since a
+// fixed token on the judge should let delivery resume.
+func (s *HTTPSink) Send(ctx context.Context, b metric.Batch) error {
+	body, err := metric.Encode(b)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrRejected, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("post %s: %w", redactURL(s.url), err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token.Reveal())
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		// url.Error carries the URL, which Validate keeps free of credentials.
+		return fmt.Errorf("post: %w", err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return nil
+	case resp.StatusCode == http.StatusBadRequest, resp.StatusCode == http.StatusRequestEntityTooLarge,
+		resp.StatusCode == http.StatusUnprocessableEntity:
+		return fmt.Errorf("%w: post %s: HTTP %s: %s", ErrRejected, redactURL(s.url), resp.Status, bytes.TrimSpace(msg))
+	default:
+		return fmt.Errorf("post %s: HTTP %s: %s", redactURL(s.url), resp.Status, bytes.TrimSpace(msg))
+	}
+}
+
+// Close implements Sink.
+func (s *HTTPSink) Close() error {
+	s.client.CloseIdleConnections()
+	return nil
+}
+
+// String implements Sink.
+func (s *HTTPSink) String() string { return "http " + redactURL(s.url) }
