@@ -120,6 +120,20 @@ metadata_ok() {
   [[ $hex == ????????"00000002""00000000""00000001""00000001""0009""3132372e302e302e31"$(printf %08x "$PORT") ]]
 }
 
+# coordinator_ok: send FindCoordinator (v1, group "binlake-testenv") and check error code 0.
+# On a fresh broker the first such request makes it create __consumer_offsets; waiting for it
+# here keeps that (seconds on a busy machine) out of the first consumer-group test's deadline.
+coordinator_ok() {
+  local hex
+  hex=$(timeout 3 bash -c '
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    # size 28 | api_key 10 | version 1 | correlation id 3 | client id null | key | key type group
+    printf "\x00\x00\x00\x1c\x00\x0a\x00\x01\x00\x00\x00\x03\xff\xff\x00\x0fbinlake-testenv\x00" >&3
+    head -c 14 <&3' _ "$PORT" 2>/dev/null | od -An -tx1 | tr -d ' \n') || return 1
+  # size | correlation 3 | throttle 0 | error 0
+  [[ $hex == ????????"00000003""00000000""0000" ]]
+}
+
 # jvm_cds_flags CLASSPATH: class-data sharing for the broker's ~10,000 classes, set in
 # CDS_FLAGS. A broker started without an archive dumps one into broker-*.jsa.new when it stops
 # (ArchiveClassesAtExit); the next start checks that file with -Xshare:on (a broker killed
@@ -177,6 +191,7 @@ up() {
     rm -f "$PIDF"
     die "kafka: broker exited during start"
   fi
+  wait_until kafka 60 "$LOGD/server.log" coordinator_ok || die "kafka: the group coordinator (__consumer_offsets) did not come up"
   echo "kafka: ready on 127.0.0.1:$PORT in $(elapsed "$t0") s (cold start${fetched_in:+; plus $fetched_in s fetching the jars before it})"
 }
 
