@@ -23,7 +23,7 @@ type command struct {
 var commands = map[string]command{
 	"up":       {"run judge, alarm and an agent in one process on embedded defaults", runUp},
 	"wave":     {"capture MySQL/MariaDB binlogs and publish rows to Kafka", notYet("wave", 3)},
-	"agent":    {"collect host, runtime and wave metrics and push them", notYet("agent", 4)},
+	"agent":    {"collect host, runtime and wave metrics and push them", runAgent},
 	"judge":    {"store metrics, analyse load and answer placement requests", notYet("judge", 5)},
 	"alarm":    {"evaluate alert policies over the metric stream and notify", notYet("alarm", 6)},
 	"instance": {"add, list, show, remove or move capture instances", notYet("instance", 3)},

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/binlake/binlake/agent"
+	"github.com/binlake/binlake/internal/bus/kafka"
+	"github.com/binlake/binlake/internal/config"
+)
+
+func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "/etc/binlake/agent.yaml", "agent config file (see deploy/agent.example.yaml)")
+	node := fs.String("node", "", "override the config's node id")
+	var interval config.Duration
+	fs.Var(&interval, "interval", "override the config's collection interval (e.g. 10s)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: binlake agent [flags]\n\nCollects host, wave and process metrics every interval and pushes them to Kafka or the judge.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := agent.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *node != "" || interval != 0 {
+		if *node != "" {
+			cfg.Node = *node
+		}
+		if interval != 0 {
+			cfg.Interval = interval
+		}
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("flags: %w", err)
+		}
+	}
+
+	var sink agent.Sink
+	switch cfg.Sink.Type {
+	case agent.SinkKafka:
+		k := cfg.Sink.Kafka
+		b, err := kafka.New(kafka.Options{Brokers: k.Brokers, ClientID: "binlake-agent-" + cfg.Node, Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer b.Close() // after the agent closed its publisher
+		sink = agent.NewBusSink(b, agent.BusSinkOptions{
+			Topic: k.Topic, Partitions: k.Partitions, Replication: k.Replication,
+			Endpoint: "kafka " + strings.Join(k.Brokers, ","),
+		})
+	case agent.SinkHTTP:
+		h := cfg.Sink.HTTP
+		token, err := config.ResolveSecret(h.Token, agent.TokenEnv, h.TokenFile)
+		if err != nil {
+			return fmt.Errorf("sink.http token: %w", err)
+		}
+		sink = agent.NewHTTPSink(h.URL, token, &http.Client{Timeout: h.Timeout.D()})
+	}
+	return agent.Run(ctx, agent.Options{Config: cfg, ConfigFile: *cfgPath, Sink: sink, Logger: logger})
+}
