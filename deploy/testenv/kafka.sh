@@ -82,8 +82,8 @@ transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
-# Fewer internal partitions than the default 50: the first consumer group or transaction
-# then creates its internal topic in well under a second on the 2-core test machine.
+# Fewer internal partitions than the default 50: five times less work (and open files) when
+# the first consumer group or transaction makes the broker create its internal topic.
 offsets.topic.num.partitions=10
 transaction.state.log.num.partitions=10
 # Consumer groups of the tests start at once instead of after the default 3 s.
@@ -101,7 +101,7 @@ format_storage() {
   # A Kafka cluster id is 16 random bytes in URL-safe base64 without padding (22 characters).
   local cid; cid=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
   log "kafka: formatting $DATA with cluster id $cid"
-  java -Xmx256m -Dlog4j2.configurationFile="$HERE/kafka/log4j2.properties" -Dkafka.logs.dir="$LOGD" \
+  java -Xmx256m -XX:ErrorFile="$LOGD/hs_err_pid%p.log" -Dlog4j2.configurationFile="$HERE/kafka/log4j2.properties" -Dkafka.logs.dir="$LOGD" \
     -cp "$LIB/*" kafka.tools.StorageTool format --ignore-formatted -t "$cid" -c "$CONF" \
     >>"$LOGD/format.log" 2>&1 || { tail -n 20 "$LOGD/format.log" >&2; die "kafka: formatting $DATA failed; see $LOGD/format.log"; }
 }
