@@ -60,7 +60,9 @@ func TestAgentCommandHTTP(t *testing.T) {
 	defer cancel()
 	var logs bytes.Buffer
 	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, []string{"agent", "-config", path, "-node", "override-node"}, io.Discard, &syncWriter{w: &logs}) }()
+	go func() {
+		errc <- run(ctx, []string{"agent", "-config", path, "-node", "override-node"}, io.Discard, &syncWriter{w: &logs})
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		mu.Lock()
