@@ -1,0 +1,167 @@
+package lbplugins_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/lbplugins"
+	_ "github.com/binlake/binlake/lbplugins/all"
+	"github.com/binlake/binlake/lbplugins/internal/cluster"
+)
+
+func TestRegistry(t *testing.T) {
+	require.Equal(t, []string{"balanced", "leastload", "p2c", "predictive", "random"}, lbplugins.Names())
+
+	_, err := lbplugins.Lookup("roundrobin")
+	require.EqualError(t, err, `unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random)`)
+	require.ErrorIs(t, err, lbplugins.ErrUnknownAlgorithm)
+
+	require.PanicsWithValue(t, `lbplugins: plugin "random" registered twice`, func() {
+		lbplugins.Register("random", func(lbplugins.Settings) (lbplugins.Plugin, error) { return nil, nil })
+	})
+	require.Panics(t, func() { lbplugins.Register("", nil) })
+}
+
+func TestSettingsRejected(t *testing.T) {
+	k := -1.0
+	for _, tc := range []struct {
+		name, algo string
+		s          lbplugins.Settings
+		want       string
+	}{
+		{"unknown weight", "leastload", lbplugins.Settings{Weights: map[string]float64{"gpu": 1}}, `plugin leastload: unknown weight "gpu" (known: cpu, instances, load, memory, network, tps)`},
+		{"negative weight", "p2c", lbplugins.Settings{Weights: map[string]float64{"cpu": -2}}, `plugin p2c: weight "cpu" is -2: want a finite number ≥ 0`},
+		{"all zero", "balanced", lbplugins.Settings{Weights: map[string]float64{"cpu": 0, "memory": 0}}, "plugin balanced: all weights are zero"},
+		{"negative k", "predictive", lbplugins.Settings{K: &k}, "plugin predictive: k is -1: want a finite number ≥ 0"},
+		{"weights on random", "random", lbplugins.Settings{Weights: map[string]float64{"cpu": 1}}, "plugin random: random takes only a seed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := lbplugins.New(tc.algo, tc.s)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+// fixed is a plugin whose scores are given, to test Decide alone.
+type fixed struct {
+	scores map[string]float64
+	reject map[string]string
+	short  bool
+}
+
+func (fixed) Name() string        { return "fixed" }
+func (fixed) Description() string { return "test" }
+func (f fixed) Filter(_ lbplugins.Request, n *lbplugins.NodeView) string {
+	return f.reject[n.Node]
+}
+func (f fixed) Score(_ lbplugins.Request, cs []*lbplugins.NodeView) []lbplugins.Score {
+	out := make([]lbplugins.Score, len(cs))
+	for i, n := range cs {
+		out[i] = lbplugins.Score{Value: f.scores[n.Node], Parts: map[string]float64{"given": f.scores[n.Node]}}
+	}
+	if f.short {
+		return out[:len(out)-1]
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	filters := lbplugins.Filters{StaleIntervals: 3, Thresholds: map[string]float64{"cpu.util": 90}}
+	for _, tc := range []struct {
+		name     string
+		plugin   fixed
+		nodes    []*lbplugins.NodeView
+		exclude  []string
+		want     string
+		order    []string
+		filtered []lbplugins.Filtered
+		err      string
+	}{
+		{
+			name:   "highest score wins",
+			plugin: fixed{scores: map[string]float64{"a": 10, "b": 70, "c": 40}},
+			nodes:  []*lbplugins.NodeView{cluster.Node("a", nil), cluster.Node("b", nil), cluster.Node("c", nil)},
+			want:   "b", order: []string{"b", "c", "a"},
+		},
+		{
+			name:   "tie goes to the first node by name",
+			plugin: fixed{scores: map[string]float64{"z": 50, "m": 50, "q": 20}},
+			nodes:  []*lbplugins.NodeView{cluster.Node("z", nil), cluster.Node("q", nil), cluster.Node("m", nil)},
+			want:   "m", order: []string{"m", "z", "q"},
+		},
+		{
+			name:   "scores clamped to 0-100",
+			plugin: fixed{scores: map[string]float64{"a": 250, "b": -3}},
+			nodes:  []*lbplugins.NodeView{cluster.Node("a", nil), cluster.Node("b", nil)},
+			want:   "a", order: []string{"a", "b"},
+		},
+		{
+			name:    "excluded, stale, over threshold and plugin filter",
+			plugin:  fixed{scores: map[string]float64{"a": 90, "b": 90, "c": 90, "d": 90, "e": 5}, reject: map[string]string{"d": "custom"}},
+			exclude: []string{"a"},
+			nodes: []*lbplugins.NodeView{
+				cluster.Node("a", nil),
+				cluster.Stale(cluster.Node("b", nil), 31*time.Second),
+				cluster.Node("c", map[string]float64{"cpu.util": 93.5}),
+				cluster.Node("d", nil),
+				cluster.Node("e", map[string]float64{"cpu.util": 90}),
+			},
+			want: "e", order: []string{"e"},
+			filtered: []lbplugins.Filtered{
+				{Node: "a", Reason: "excluded"},
+				{Node: "b", Reason: "stale: no batch for 31s (limit 3 intervals of 10s)"},
+				{Node: "c", Reason: "over threshold: cpu.util 93.5 > 90"},
+				{Node: "d", Reason: "custom"},
+			},
+		},
+		{
+			name:    "all filtered",
+			plugin:  fixed{},
+			exclude: []string{"a"},
+			nodes:   []*lbplugins.NodeView{cluster.Node("a", nil), cluster.Stale(cluster.Node("b", nil), time.Hour)},
+			filtered: []lbplugins.Filtered{
+				{Node: "a", Reason: "excluded"},
+				{Node: "b", Reason: "stale: no batch for 1h0m0s (limit 3 intervals of 10s)"},
+			},
+			err: "no live node can take the instance: all 2 nodes filtered (a: excluded; b: stale: no batch for 1h0m0s (limit 3 intervals of 10s))",
+		},
+		{
+			name:   "no nodes at all",
+			plugin: fixed{},
+			err:    "no live node can take the instance: the judge has not heard from any node",
+		},
+		{
+			name:   "plugin returning too few scores",
+			plugin: fixed{short: true},
+			nodes:  []*lbplugins.NodeView{cluster.Node("a", nil)},
+			err:    "plugin fixed returned 0 scores for 1 candidates",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := lbplugins.Decide(tc.plugin, filters, lbplugins.Request{Exclude: tc.exclude}, tc.nodes, cluster.Now)
+			require.Equal(t, tc.filtered, d.Filtered)
+			if tc.err != "" {
+				require.EqualError(t, err, tc.err)
+				if strings.HasPrefix(tc.err, "no live") {
+					require.True(t, errors.Is(err, lbplugins.ErrNoCandidates))
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, d.Node)
+			require.Equal(t, "fixed", d.Algorithm)
+			var order []string
+			for _, s := range d.Scores {
+				order = append(order, s.Node)
+				require.GreaterOrEqual(t, s.Value, 0.0)
+				require.LessOrEqual(t, s.Value, 100.0)
+			}
+			require.Equal(t, tc.order, order)
+			require.Equal(t, cluster.Now.Add(-5*time.Second), d.DataAsOf)
+		})
+	}
+}
