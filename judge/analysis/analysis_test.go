@@ -1,0 +1,251 @@
+package analysis_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/analysis"
+	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/judge/store/sqlite"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+func batch(node string, ts time.Time, pts ...metric.Point) metric.Batch {
+	return metric.Batch{Node: node, TS: ts, IntervalS: 10, Points: pts}
+}
+
+func TestIncrementalStatistics(t *testing.T) {
+	start := time.Date(2026, 11, 29, 14, 0, 5, 0, time.UTC)
+	c := &clock{t: start}
+	a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: c.Now, Alpha: 0.5})
+	require.NoError(t, err)
+
+	values := []float64{10, 30, 20, 50, 40, 90, 15, 25, 35, 45}
+	for i, v := range values {
+		c.Set(start.Add(time.Duration(i) * 10 * time.Second))
+		a.Observe(batch("wave-1", c.Now(),
+			metric.Point{Name: "cpu.util", Value: v},
+			metric.Point{Name: "wave.tps", Value: 100, Labels: map[string]string{"instance": "orders"}},
+		))
+	}
+	n, ok := a.Node("wave-1")
+	require.True(t, ok)
+	require.Equal(t, int64(10), n.Batches)
+	require.Equal(t, 10*time.Second, n.Interval)
+	require.Equal(t, start.Add(90*time.Second), n.LastSeen)
+	require.Len(t, n.Series, 2)
+	cpu := n.Series[0]
+	require.Equal(t, "cpu.util", cpu.Name)
+
+	mean, m2, ewma := 0.0, 0.0, values[0]
+	for i, v := range values {
+		mean += v
+		if i > 0 {
+			ewma = 0.5*v + 0.5*ewma
+		}
+	}
+	mean /= float64(len(values))
+	for _, v := range values {
+		m2 += (v - mean) * (v - mean)
+	}
+	sorted := append([]float64(nil), values...)
+	sort.Float64s(sorted)
+	require.Equal(t, int64(10), cpu.Count)
+	require.InDelta(t, mean, cpu.Mean, 1e-9)
+	require.InDelta(t, math.Sqrt(m2/9), cpu.Stddev, 1e-9)
+	require.Equal(t, 10.0, cpu.Min)
+	require.Equal(t, 90.0, cpu.Max)
+	require.Equal(t, 45.0, cpu.Last)
+	require.InDelta(t, ewma, cpu.EWMA, 1e-9)
+	// DDSketch's p95 is a value of the sketch within 1 % relative error of a true order statistic.
+	require.InEpsilon(t, store.Quantile(sorted, 0.95), cpu.P95, 0.35, "p95 near the top of ten values")
+	require.GreaterOrEqual(t, cpu.P95, 50*0.99)
+
+	tps := n.Series[1]
+	require.Equal(t, "wave.tps", tps.Name)
+	require.Equal(t, map[string]string{"instance": "orders"}, tps.Labels)
+
+	views, _ := a.Views()
+	require.Len(t, views, 1)
+	require.Contains(t, views[0].Current, "cpu.util")
+	require.NotContains(t, views[0].Current, "wave.tps", "labelled series are not node-level")
+}
+
+func TestIncrementalP95Accuracy(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)}
+	a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: c.Now})
+	require.NoError(t, err)
+	var vals []float64
+	for i := range 5000 {
+		v := float64((i*7919)%10000) / 10 // 0–999.9, scrambled
+		vals = append(vals, v)
+		a.Observe(batch("n", c.Now(), metric.Point{Name: "x", Value: v}))
+	}
+	sort.Float64s(vals)
+	n, _ := a.Node("n")
+	require.InEpsilon(t, store.Quantile(vals, 0.95), n.Series[0].P95, analysis.SketchAccuracy*1.5)
+}
+
+func TestIncrementalHourRollover(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 29, 14, 59, 50, 0, time.UTC)}
+	a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: c.Now})
+	require.NoError(t, err)
+	a.Observe(batch("wave-1", c.Now(), metric.Point{Name: "cpu.util", Value: 80}))
+	require.Equal(t, time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), a.Hour())
+	v1 := a.Version()
+
+	// Crossing the hour with no batch: a read alone rolls over. Liveness survives.
+	c.Set(time.Date(2026, 11, 29, 15, 0, 0, 0, time.UTC))
+	require.Equal(t, time.Date(2026, 11, 29, 15, 0, 0, 0, time.UTC), a.Hour())
+	require.NotEqual(t, v1, a.Version())
+	n, ok := a.Node("wave-1")
+	require.True(t, ok)
+	require.Empty(t, n.Series)
+	require.Zero(t, n.Batches)
+	require.Equal(t, time.Date(2026, 11, 29, 14, 59, 50, 0, time.UTC), n.LastSeen)
+
+	// A late batch stamped 14:59:55 arriving at 15:00:05 keeps the node alive but does
+	// not count toward 15:00.
+	c.Set(time.Date(2026, 11, 29, 15, 0, 5, 0, time.UTC))
+	a.Observe(batch("wave-1", time.Date(2026, 11, 29, 14, 59, 55, 0, time.UTC), metric.Point{Name: "cpu.util", Value: 99}))
+	n, _ = a.Node("wave-1")
+	require.Empty(t, n.Series)
+	require.Equal(t, c.Now(), n.LastSeen)
+	require.Equal(t, int64(1), a.Late())
+
+	// The new hour's statistics start from scratch.
+	a.Observe(batch("wave-1", c.Now(), metric.Point{Name: "cpu.util", Value: 20}))
+	n, _ = a.Node("wave-1")
+	require.Len(t, n.Series, 1)
+	require.Equal(t, int64(1), n.Series[0].Count)
+	require.Equal(t, 20.0, n.Series[0].Max)
+
+	// A node silent for more than a day is forgotten at a rollover.
+	c.Set(time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC))
+	require.Empty(t, a.NodeIDs())
+}
+
+func TestIncrementalMeasuredInterval(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)}
+	a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: c.Now})
+	require.NoError(t, err)
+	a.Observe(metric.Batch{Node: "n", TS: c.Now()})
+	c.Set(c.Now().Add(7 * time.Second))
+	a.Observe(metric.Batch{Node: "n", TS: c.Now()})
+	n, _ := a.Node("n")
+	require.Equal(t, 7*time.Second, n.Interval, "no declared interval: the measured one")
+}
+
+func TestIncrementalOptions(t *testing.T) {
+	_, err := analysis.NewIncremental(analysis.IncrementalOptions{Alpha: 1.5})
+	require.EqualError(t, err, "ewma alpha 1.5: want 0 < alpha ≤ 1")
+}
+
+// failing wraps a real store and fails every query while down is set.
+type failing struct {
+	store.Store
+	mu   sync.Mutex
+	down bool
+}
+
+var errDown = errors.New("engine down")
+
+func (f *failing) isDown() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.down }
+func (f *failing) set(d bool)   { f.mu.Lock(); f.down = d; f.mu.Unlock() }
+func (f *failing) Stats(ctx context.Context, q store.Query) (store.Stats, error) {
+	if f.isDown() {
+		return store.Stats{}, errDown
+	}
+	return f.Store.Stats(ctx, q)
+}
+func (f *failing) Nodes(ctx context.Context, from, to time.Time) ([]string, error) {
+	if f.isDown() {
+		return nil, errDown
+	}
+	return f.Store.Nodes(ctx, from, to)
+}
+
+func TestHistorical(t *testing.T) {
+	st, err := sqlite.Open(sqlite.Options{Path: filepath.Join(t.TempDir(), "judge.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	now := time.Date(2026, 11, 29, 14, 20, 0, 0, time.UTC)
+	until := now.Truncate(time.Hour)
+
+	// wave-1: cpu = hour of day, one point per 10 min over the last 8 days, plus points in
+	// the current hour that the historical analysis must not see.
+	var pts []store.Point
+	var day, week []float64
+	for ts := until.Add(-8 * 24 * time.Hour); ts.Before(now); ts = ts.Add(10 * time.Minute) {
+		v := float64(ts.Hour())
+		if ts.After(until.Add(-time.Hour)) && !ts.Before(until) {
+			v = 1000
+		}
+		pts = append(pts, store.Point{Node: "wave-1", Name: "cpu.util", TS: ts, Value: v})
+		if !ts.Before(until.Add(-24*time.Hour)) && ts.Before(until) {
+			day = append(day, v)
+		}
+		if !ts.Before(until.Add(-7*24*time.Hour)) && ts.Before(until) {
+			week = append(week, v)
+		}
+	}
+	require.NoError(t, st.Write(context.Background(), pts))
+
+	f := &failing{Store: st}
+	c := &clock{t: now}
+	h, err := analysis.NewHistorical(analysis.HistoricalOptions{
+		Store: f, Metrics: []string{"cpu.util", "mem.used_pct"}, Now: c.Now,
+		ExtraNodes: func() []string { return []string{"wave-new"} },
+	})
+	require.NoError(t, err)
+	require.Nil(t, h.Snapshot())
+	require.NoError(t, h.Refresh(context.Background()))
+	s := h.Snapshot()
+	require.Equal(t, until, s.Until)
+	require.Len(t, s.Nodes, 1, "wave-new has no history yet")
+	hist := s.Nodes["wave-1"]["cpu.util"]
+	require.NotContains(t, s.Nodes["wave-1"], "mem.used_pct")
+
+	sort.Float64s(day)
+	sort.Float64s(week)
+	require.Equal(t, int64(len(day)), hist.Day.Count)
+	require.Equal(t, int64(len(week)), hist.Week.Count)
+	require.Equal(t, 23.0, hist.Week.Max, "current-hour points (1000) excluded")
+	require.InDelta(t, 11.5, hist.Day.Avg, 1e-9)
+	require.InDelta(t, store.P95(week), hist.Week.P95, 1e-9)
+	for hr := range 24 {
+		require.InDelta(t, float64(hr), hist.Profile[hr].Avg, 1e-9, "hour %d", hr)
+		require.Equal(t, int64(42), hist.Profile[hr].Count, "7 days × 6 points")
+	}
+
+	// The store fails: the refresh fails and the previous snapshot stays.
+	f.set(true)
+	c.Set(now.Add(10 * time.Minute))
+	require.ErrorIs(t, h.Refresh(context.Background()), errDown)
+	require.Same(t, s, h.Snapshot())
+	ok, failed, last := h.Counts()
+	require.Equal(t, int64(1), ok)
+	require.Equal(t, int64(1), failed)
+	require.Contains(t, last, "engine down")
+
+	f.set(false)
+	require.NoError(t, h.Refresh(context.Background()))
+	require.NotSame(t, s, h.Snapshot())
+}

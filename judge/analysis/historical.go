@@ -1,0 +1,229 @@
+package analysis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/lbplugins"
+)
+
+// DefaultMetrics are the node-level series the historical analysis computes when none
+// are configured: those the placement algorithms and the status page read.
+var DefaultMetrics = []string{
+	lbplugins.CPUUtil, lbplugins.MemUsedPct, lbplugins.Load1, lbplugins.NetRxBps, lbplugins.NetTxBps,
+	lbplugins.WaveTPS, lbplugins.WaveInstances, "disk.used_pct",
+}
+
+// HistoricalOptions configure the historical analysis.
+type HistoricalOptions struct {
+	Store store.Store
+	// Metrics are the node-level series to analyse; DefaultMetrics when empty.
+	Metrics []string
+	// Every is the refresh period; 10 min when zero.
+	Every time.Duration
+	// Timeout bounds one refresh; Every when zero.
+	Timeout time.Duration
+	// Workers is how many store queries run at once; 4 when zero.
+	Workers int
+	// ExtraNodes lists nodes to analyse besides those the store knows (the incremental
+	// analysis's), so a node appears as soon as it has history. May be nil.
+	ExtraNodes func() []string
+	// Now is the clock; time.Now when nil.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Snapshot is one completed refresh. It is never modified after it is published.
+type Snapshot struct {
+	// AsOf is when the refresh ran; the windows end at the start of that hour.
+	AsOf  time.Time
+	Until time.Time
+	Took  time.Duration
+	Nodes map[string]map[string]lbplugins.History // node → metric → history
+}
+
+// Historical recomputes per node and metric the last 24 h and 7 d statistics and the
+// hour-of-day profile over the hours before the current one, in the background. Readers
+// get the last completed snapshot and never wait for a refresh.
+type Historical struct {
+	o    HistoricalOptions
+	log  *slog.Logger
+	snap atomic.Pointer[Snapshot]
+
+	refreshes, failures atomic.Int64
+	lastErr             atomic.Pointer[string]
+	running             sync.Mutex // one refresh at a time
+}
+
+// NewHistorical validates the options.
+func NewHistorical(o HistoricalOptions) (*Historical, error) {
+	if o.Store == nil {
+		return nil, errors.New("historical analysis: no store")
+	}
+	if len(o.Metrics) == 0 {
+		o.Metrics = DefaultMetrics
+	}
+	if o.Every < 0 || o.Timeout < 0 || o.Workers < 0 {
+		return nil, errors.New("historical analysis: negative period, timeout or workers")
+	}
+	if o.Every == 0 {
+		o.Every = 10 * time.Minute
+	}
+	if o.Timeout == 0 {
+		o.Timeout = o.Every
+	}
+	if o.Workers == 0 {
+		o.Workers = 4
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Historical{o: o, log: o.Logger.With("component", "judge.historical")}, nil
+}
+
+// Snapshot returns the last completed refresh, or nil before the first one.
+func (h *Historical) Snapshot() *Snapshot { return h.snap.Load() }
+
+// Counts returns how many refreshes completed and failed, and the last error ("" if none).
+func (h *Historical) Counts() (ok, failed int64, lastErr string) {
+	if p := h.lastErr.Load(); p != nil {
+		lastErr = *p
+	}
+	return h.refreshes.Load(), h.failures.Load(), lastErr
+}
+
+// Run refreshes at once and then every period until ctx ends. A failed refresh keeps the
+// previous snapshot and is retried at the next period: the store being down must not
+// take the placement API with it.
+func (h *Historical) Run(ctx context.Context) error {
+	t := time.NewTicker(h.o.Every)
+	defer t.Stop()
+	for {
+		if err := h.Refresh(ctx); err != nil && ctx.Err() == nil {
+			h.log.Warn("historical refresh failed; keeping the previous analysis", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Refresh computes a new snapshot and publishes it when every query succeeded.
+func (h *Historical) Refresh(ctx context.Context) error {
+	h.running.Lock()
+	defer h.running.Unlock()
+	err := h.refresh(ctx)
+	if err != nil {
+		h.failures.Add(1)
+		msg := err.Error()
+		h.lastErr.Store(&msg)
+		return err
+	}
+	h.refreshes.Add(1)
+	empty := ""
+	h.lastErr.Store(&empty)
+	return nil
+}
+
+func (h *Historical) refresh(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, h.o.Timeout)
+	defer cancel()
+	start := h.o.Now()
+	until := start.UTC().Truncate(time.Hour)
+	dayFrom, weekFrom := until.Add(-24*time.Hour), until.Add(-7*24*time.Hour)
+
+	ids, err := h.o.Store.Nodes(ctx, weekFrom, until)
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	set := map[string]bool{}
+	for _, id := range ids {
+		set[id] = true
+	}
+	if h.o.ExtraNodes != nil {
+		for _, id := range h.o.ExtraNodes() {
+			set[id] = true
+		}
+	}
+	type job struct{ node, metric string }
+	type result struct {
+		job
+		hist lbplugins.History
+		ok   bool
+	}
+	jobs := make([]job, 0, len(set)*len(h.o.Metrics))
+	for id := range set {
+		for _, m := range h.o.Metrics {
+			jobs = append(jobs, job{id, m})
+		}
+	}
+	sort.Slice(jobs, func(i, j int) bool { return jobs[i].node < jobs[j].node })
+	results := make([]result, len(jobs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(h.o.Workers)
+	for i, j := range jobs {
+		g.Go(func() error {
+			q := store.Query{Node: j.node, Name: j.metric, From: weekFrom, To: until}
+			week, err := h.o.Store.Stats(gctx, q)
+			if err != nil {
+				return fmt.Errorf("%s %s last 7 d: %w", j.node, j.metric, err)
+			}
+			if week.Count == 0 {
+				return nil
+			}
+			q.From = dayFrom
+			day, err := h.o.Store.Stats(gctx, q)
+			if err != nil {
+				return fmt.Errorf("%s %s last 24 h: %w", j.node, j.metric, err)
+			}
+			q.From = weekFrom
+			prof, err := h.o.Store.Profile(gctx, q)
+			if err != nil {
+				return fmt.Errorf("%s %s profile: %w", j.node, j.metric, err)
+			}
+			r := result{job: j, ok: true, hist: lbplugins.History{Day: window(day), Week: window(week)}}
+			for hr := range prof {
+				r.hist.Profile[hr] = window(prof[hr])
+			}
+			results[i] = r
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	snap := &Snapshot{AsOf: start, Until: until, Nodes: map[string]map[string]lbplugins.History{}}
+	for _, r := range results {
+		if !r.ok {
+			continue
+		}
+		m := snap.Nodes[r.node]
+		if m == nil {
+			m = map[string]lbplugins.History{}
+			snap.Nodes[r.node] = m
+		}
+		m[r.metric] = r.hist
+	}
+	snap.Took = h.o.Now().Sub(start)
+	h.snap.Store(snap)
+	h.log.Debug("historical refresh done", "nodes", len(snap.Nodes), "took", snap.Took)
+	return nil
+}
+
+func window(s store.Stats) lbplugins.Window {
+	return lbplugins.Window{Count: s.Count, Avg: s.Avg, Max: s.Max, P95: s.P95}
+}
