@@ -1,0 +1,190 @@
+package judge
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/lbplugins"
+)
+
+// Environment variables that override secrets in judge.yaml.
+const (
+	TokenEnv           = "BINLAKE_JUDGE_TOKEN"
+	ElasticPasswordEnv = "BINLAKE_JUDGE_ES_PASSWORD"
+)
+
+// Bus and store kinds.
+const (
+	BusKafka      = "kafka"
+	BusNone       = "none" // HTTP ingest only
+	StoreSQLite   = "sqlite"
+	StoreElastic  = "elastic"
+	defaultListen = "127.0.0.1:8090"
+)
+
+// Config is judge.yaml (deploy/judge.example.yaml documents every field).
+type Config struct {
+	Log struct {
+		Level  string `yaml:"level"`
+		Format string `yaml:"format"`
+	} `yaml:"log"`
+	HTTP struct {
+		Listen    string        `yaml:"listen"`
+		Token     config.Secret `yaml:"token"`
+		TokenFile string        `yaml:"token_file"`
+	} `yaml:"http"`
+	Bus struct {
+		Kind       string   `yaml:"kind"`
+		Brokers    []string `yaml:"brokers"`
+		Topic      string   `yaml:"topic"`
+		Partitions int      `yaml:"partitions"`
+		// Group is the consumer group; empty means binlake-judge-<hostname>-<pid>, so
+		// that every judge process sees every node.
+		Group string `yaml:"group"`
+	} `yaml:"bus"`
+	Store struct {
+		Kind   string `yaml:"kind"`
+		SQLite struct {
+			Path string `yaml:"path"`
+		} `yaml:"sqlite"`
+		Elastic struct {
+			Addresses    []string      `yaml:"addresses"`
+			Username     string        `yaml:"username"`
+			Password     config.Secret `yaml:"password"`
+			PasswordFile string        `yaml:"password_file"`
+			Prefix       string        `yaml:"prefix"`
+			Replicas     int           `yaml:"replicas"`
+		} `yaml:"elastic"`
+		Retention config.Duration `yaml:"retention"`
+		Queue     int             `yaml:"queue"`
+	} `yaml:"store"`
+	Analysis struct {
+		EWMAAlpha         float64         `yaml:"ewma_alpha"`
+		HistoricalEvery   config.Duration `yaml:"historical_every"`
+		HistoricalMetrics []string        `yaml:"historical_metrics"`
+	} `yaml:"analysis"`
+	Placement struct {
+		Algorithm       string                        `yaml:"algorithm"`
+		StaleIntervals  float64                       `yaml:"stale_intervals"`
+		DefaultInterval config.Duration               `yaml:"default_interval"`
+		Thresholds      map[string]float64            `yaml:"thresholds"`
+		Plugins         map[string]lbplugins.Settings `yaml:"plugins"`
+	} `yaml:"placement"`
+}
+
+// Load reads, defaults and validates judge.yaml.
+func Load(path string) (Config, error) {
+	var c Config
+	if err := config.Load(path, &c); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Validate fills the defaults and checks the values; config.Load calls it.
+func (c *Config) Validate() error {
+	if c.HTTP.Listen == "" {
+		c.HTTP.Listen = defaultListen
+	}
+	if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+		return fmt.Errorf("http.listen %q: want host:port", c.HTTP.Listen)
+	}
+	if c.HTTP.Token != "" && c.HTTP.TokenFile != "" {
+		return errors.New("http: set token or token_file, not both")
+	}
+	switch c.Bus.Kind {
+	case "":
+		c.Bus.Kind = BusKafka
+		fallthrough
+	case BusKafka:
+		if len(c.Bus.Brokers) == 0 {
+			return errors.New("bus.brokers: at least one host:port for kafka (or bus.kind: none for HTTP ingest only)")
+		}
+	case BusNone:
+	default:
+		return fmt.Errorf("bus.kind %q: want kafka or none", c.Bus.Kind)
+	}
+	if c.Bus.Topic == "" {
+		c.Bus.Topic = metric.Topic
+	}
+	if c.Bus.Partitions < 0 {
+		return fmt.Errorf("bus.partitions %d is negative", c.Bus.Partitions)
+	}
+	if c.Bus.Group == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "unknown"
+		}
+		c.Bus.Group = fmt.Sprintf("binlake-judge-%s-%d", host, os.Getpid())
+	}
+	switch c.Store.Kind {
+	case "":
+		c.Store.Kind = StoreSQLite
+		fallthrough
+	case StoreSQLite:
+		if c.Store.SQLite.Path == "" {
+			c.Store.SQLite.Path = "./data/judge.db"
+		}
+	case StoreElastic:
+		if len(c.Store.Elastic.Addresses) == 0 {
+			return errors.New("store.elastic.addresses: at least one URL, e.g. http://127.0.0.1:9200")
+		}
+		if c.Store.Elastic.Password != "" && c.Store.Elastic.PasswordFile != "" {
+			return errors.New("store.elastic: set password or password_file, not both")
+		}
+	default:
+		return fmt.Errorf("store.kind %q: want sqlite or elastic", c.Store.Kind)
+	}
+	if c.Store.Retention < 0 || c.Store.Queue < 0 {
+		return errors.New("store: retention and queue must not be negative")
+	}
+	if c.Analysis.EWMAAlpha != 0 && !(c.Analysis.EWMAAlpha > 0 && c.Analysis.EWMAAlpha <= 1) {
+		return fmt.Errorf("analysis.ewma_alpha %v: want 0 < alpha ≤ 1", c.Analysis.EWMAAlpha)
+	}
+	if c.Analysis.HistoricalEvery < 0 {
+		return errors.New("analysis.historical_every must not be negative")
+	}
+	if c.Analysis.HistoricalEvery != 0 && c.Analysis.HistoricalEvery.D() < time.Second {
+		return fmt.Errorf("analysis.historical_every %s: at least 1s", c.Analysis.HistoricalEvery)
+	}
+	for _, m := range c.Analysis.HistoricalMetrics {
+		if !metric.ValidName(m) {
+			return fmt.Errorf("analysis.historical_metrics: %q is not a metric name", m)
+		}
+	}
+	p := &c.Placement
+	if p.Algorithm == "" {
+		p.Algorithm = DefaultAlgorithm
+	}
+	if _, err := lbplugins.Lookup(p.Algorithm); err != nil {
+		return fmt.Errorf("placement.algorithm: %w", err)
+	}
+	if p.StaleIntervals < 0 || p.DefaultInterval < 0 {
+		return errors.New("placement: stale_intervals and default_interval must not be negative")
+	}
+	for name := range p.Thresholds {
+		if !metric.ValidName(name) {
+			return fmt.Errorf("placement.thresholds: %q is not a metric name", name)
+		}
+	}
+	for name, s := range p.Plugins {
+		if _, err := lbplugins.New(name, s); err != nil {
+			return fmt.Errorf("placement.plugins.%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Filters returns the common placement filters of the config.
+func (c *Config) Filters() lbplugins.Filters {
+	return lbplugins.Filters{
+		StaleIntervals:  c.Placement.StaleIntervals,
+		DefaultInterval: c.Placement.DefaultInterval.D(),
+		Thresholds:      c.Placement.Thresholds,
+	}
+}

@@ -1,0 +1,499 @@
+// Package judge is the judge role: it ingests the metric stream (from the bus and over
+// HTTP), stores raw points, keeps the incremental (current hour) and historical analyses,
+// and answers placement requests through the lbplugins algorithms over a JSON API.
+package judge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/analysis"
+	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/lbplugins"
+	_ "github.com/binlake/binlake/lbplugins/all" // every algorithm can be asked for by name
+	"github.com/binlake/binlake/lbplugins/random"
+)
+
+// DefaultAlgorithm answers when judge.yaml names none: a random live node, as the
+// original BinLake did.
+const DefaultAlgorithm = random.Name
+
+// Options configure a judge.
+type Options struct {
+	// Store keeps raw points for the historical analysis. Required. The judge does not
+	// close it.
+	Store store.Store
+	// Subscriber delivers batches from the bus (topic binlake.metrics, a group of this
+	// process's own). Nil means HTTP ingest only. The judge does not close it.
+	Subscriber bus.Subscriber
+
+	// Listen is the API's address ("127.0.0.1:8090"); empty runs no HTTP server (the
+	// caller may serve Handler itself).
+	Listen string
+	// Token, when set, is required as "Authorization: Bearer <token>" on POST endpoints.
+	Token config.Secret
+
+	// Algorithm is the default placement algorithm; DefaultAlgorithm when empty.
+	Algorithm string
+	// Filters are the checks common to every algorithm.
+	Filters lbplugins.Filters
+	// Plugins holds per-algorithm settings by name.
+	Plugins map[string]lbplugins.Settings
+
+	// EWMAAlpha of the incremental analysis (0.2 when zero).
+	EWMAAlpha float64
+	// HistoricalEvery is the historical refresh period (10 min when zero);
+	// HistoricalMetrics the series it analyses (analysis.DefaultMetrics when empty).
+	HistoricalEvery   time.Duration
+	HistoricalMetrics []string
+	// Retention deletes stored points older than this, checked every hour; 0 keeps all.
+	Retention time.Duration
+	// StoreQueue is how many batches may wait for the store; past it they are dropped
+	// and counted, so a slow store never slows ingest or placement. 1024 when zero.
+	StoreQueue int
+
+	// Now is the clock; time.Now when nil.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Registry receives the judge's metrics; a new one (with Go and process collectors)
+	// when nil. GET /metrics serves it.
+	Registry *prometheus.Registry
+	// Ready, when set, receives the bound API address once it serves.
+	Ready func(addr string)
+}
+
+// Judge is one judge. Build it with New and run it with Run.
+type Judge struct {
+	o       Options
+	log     *slog.Logger
+	now     func() time.Time
+	inc     *analysis.Incremental
+	hist    *analysis.Historical
+	plugins map[string]lbplugins.Plugin
+	queue   chan []store.Point
+	m       *metrics
+	reg     *prometheus.Registry
+	handler http.Handler
+
+	viewMu    sync.Mutex
+	viewVer   uint64
+	viewSnap  *analysis.Snapshot
+	viewCache []*lbplugins.NodeView
+
+	recentMu sync.Mutex
+	recent   []Placement // newest last, at most maxRecent
+}
+
+const maxRecent = 20
+
+// Placement is one answered (or refused) placement, for the status page.
+type Placement struct {
+	At        time.Time
+	Instance  string
+	Algorithm string
+	Node      string
+	Error     string
+}
+
+// New validates the options and builds the judge; nothing runs until Run.
+func New(o Options) (*Judge, error) {
+	if o.Store == nil {
+		return nil, errors.New("judge: no store")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Algorithm == "" {
+		o.Algorithm = DefaultAlgorithm
+	}
+	if o.StoreQueue <= 0 {
+		o.StoreQueue = 1024
+	}
+	if o.Retention < 0 {
+		return nil, fmt.Errorf("judge: retention %s is negative", o.Retention)
+	}
+	j := &Judge{o: o, log: o.Logger.With("component", "judge"), now: o.Now, queue: make(chan []store.Point, o.StoreQueue)}
+
+	// Every registered algorithm is built once, so a request may name any of them.
+	j.plugins = map[string]lbplugins.Plugin{}
+	for name := range o.Plugins {
+		if _, err := lbplugins.Lookup(name); err != nil {
+			return nil, fmt.Errorf("judge: plugins: %w", err)
+		}
+	}
+	for _, name := range lbplugins.Names() {
+		p, err := lbplugins.New(name, o.Plugins[name])
+		if err != nil {
+			return nil, fmt.Errorf("judge: %w", err)
+		}
+		j.plugins[name] = p
+	}
+	if _, ok := j.plugins[o.Algorithm]; !ok {
+		_, err := lbplugins.Lookup(o.Algorithm)
+		return nil, fmt.Errorf("judge: default algorithm: %w", err)
+	}
+	for name := range o.Filters.Thresholds {
+		if !metric.ValidName(name) {
+			return nil, fmt.Errorf("judge: threshold on %q: not a metric name", name)
+		}
+	}
+
+	var err error
+	j.inc, err = analysis.NewIncremental(analysis.IncrementalOptions{Now: o.Now, Alpha: o.EWMAAlpha})
+	if err != nil {
+		return nil, fmt.Errorf("judge: %w", err)
+	}
+	j.hist, err = analysis.NewHistorical(analysis.HistoricalOptions{
+		Store: o.Store, Metrics: o.HistoricalMetrics, Every: o.HistoricalEvery,
+		ExtraNodes: j.inc.NodeIDs, Now: o.Now, Logger: o.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("judge: %w", err)
+	}
+	j.reg = o.Registry
+	if j.reg == nil {
+		j.reg = newRegistry()
+	}
+	j.m, err = newMetrics(j.reg, j)
+	if err != nil {
+		return nil, fmt.Errorf("judge: metrics: %w", err)
+	}
+	j.handler = j.routes()
+	return j, nil
+}
+
+// Run builds a judge and runs it until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	j, err := New(o)
+	if err != nil {
+		return err
+	}
+	return j.Run(ctx)
+}
+
+// Handler is the judge's HTTP API, status page and /metrics.
+func (j *Judge) Handler() http.Handler { return j.handler }
+
+// Incremental is the current-hour analysis (for embedding and tests).
+func (j *Judge) Incremental() *analysis.Incremental { return j.inc }
+
+// Historical is the historical analysis (for embedding and tests).
+func (j *Judge) Historical() *analysis.Historical { return j.hist }
+
+// Run serves until ctx ends. The store writer starts first and stops last, so batches
+// ingested before shutdown are written (within a bounded time). A failing bus
+// subscription is retried and never stops the judge: the API keeps answering from what
+// it has.
+func (j *Judge) Run(ctx context.Context) error {
+	var ln net.Listener
+	if j.o.Listen != "" {
+		var err error
+		ln, err = net.Listen("tcp", j.o.Listen)
+		if err != nil {
+			return fmt.Errorf("judge: listen on %s: %w", j.o.Listen, err)
+		}
+	}
+	writerDone := make(chan struct{})
+	go func() { defer close(writerDone); j.writeLoop() }()
+
+	srcCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 1)
+	if j.o.Subscriber != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); j.subscribeLoop(srcCtx) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = j.hist.Run(srcCtx) }()
+	if j.o.Retention > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); j.retentionLoop(srcCtx) }()
+	}
+	var srv *http.Server
+	if ln != nil {
+		srv = &http.Server{Handler: j.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+		addr := ln.Addr().String()
+		j.log.Info("judge API serving", "addr", "http://"+addr)
+		if j.o.Ready != nil {
+			j.o.Ready(addr)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				select {
+				case errc <- fmt.Errorf("judge: http server: %w", err):
+				default:
+				}
+				cancel()
+			}
+		}()
+	}
+
+	<-srcCtx.Done()
+	j.log.Info("judge stopping")
+	if srv != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := srv.Shutdown(sctx); err != nil {
+			j.log.Warn("http shutdown", "err", err)
+			srv.Close()
+		}
+		scancel()
+	}
+	wg.Wait()
+	close(j.queue) // no source is left: the writer drains what is queued and exits
+	select {
+	case <-writerDone:
+	case <-time.After(20 * time.Second):
+		j.log.Warn("store writer did not drain in time; queued batches are lost", "queued", len(j.queue))
+	}
+	j.log.Info("judge stopped")
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+func (j *Judge) subscribeLoop(ctx context.Context) {
+	backoff := time.Second
+	for {
+		err := j.o.Subscriber.Subscribe(ctx, func(_ context.Context, m bus.Message) error {
+			// Undecodable batches are counted and skipped inside: never an error, so a
+			// bad message cannot stall the group.
+			_ = j.IngestRaw(m.Value, sourceBus)
+			return nil
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		j.m.subscribeErrors.Inc()
+		j.log.Warn("metric subscription failed; retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+func (j *Judge) retentionLoop(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		cut := j.now().Add(-j.o.Retention)
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		if err := j.o.Store.DeleteBefore(dctx, cut); err != nil && ctx.Err() == nil {
+			j.log.Warn("retention: delete old points failed", "err", err, "before", cut)
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sources of batches, as metric labels.
+const (
+	sourceBus  = "bus"
+	sourceHTTP = "http"
+)
+
+// ErrDecode marks a batch that could not be decoded or validated.
+var ErrDecode = errors.New("bad metric batch")
+
+// IngestRaw decodes one encoded batch and ingests it. An undecodable batch is counted and
+// returned as an error wrapping ErrDecode; it changes nothing.
+func (j *Judge) IngestRaw(data []byte, source string) error {
+	b, err := metric.Decode(data)
+	if err == nil {
+		err = b.Validate()
+	}
+	if err != nil {
+		j.m.decodeErrors.WithLabelValues(source).Inc()
+		j.log.Debug("skipping undecodable batch", "source", source, "err", err)
+		return fmt.Errorf("%w: %w", ErrDecode, err)
+	}
+	j.Ingest(b, source)
+	return nil
+}
+
+// Ingest adds a decoded, valid batch to the incremental analysis and queues its points
+// for the store. It never waits for the store.
+func (j *Judge) Ingest(b metric.Batch, source string) {
+	j.inc.Observe(b)
+	j.m.batches.WithLabelValues(source).Inc()
+	j.m.points.WithLabelValues(source).Add(float64(len(b.Points)))
+	ts := b.TS
+	if ts.IsZero() {
+		ts = j.now()
+	}
+	pts := make([]store.Point, 0, len(b.Points))
+	for _, p := range b.Points {
+		sp := store.Point{Node: b.Node, Name: p.Name, Labels: p.Labels, TS: ts, Value: p.Value}
+		if err := sp.Validate(); err != nil {
+			// The wire format allows a little more than the store (label counts and
+			// lengths); such a point is analysed but not stored.
+			j.m.pointsUnstorable.Inc()
+			j.log.Debug("point not storable", "err", err)
+			continue
+		}
+		pts = append(pts, sp)
+	}
+	if len(pts) == 0 {
+		return
+	}
+	select {
+	case j.queue <- pts:
+	default:
+		j.m.storeDropped.Inc()
+	}
+}
+
+// writeLoop writes queued batches, several at a time, until the queue is closed.
+func (j *Judge) writeLoop() {
+	const maxPoints = 5000
+	var lastWarn time.Time
+	for pts := range j.queue {
+		// Coalesce what is already waiting into one write.
+	more:
+		for len(pts) < maxPoints {
+			select {
+			case next, ok := <-j.queue:
+				if !ok {
+					break more
+				}
+				pts = append(pts, next...)
+			default:
+				break more
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := j.o.Store.Write(ctx, pts)
+		cancel()
+		if err != nil {
+			j.m.storeErrors.Inc()
+			j.m.storeLost.Add(float64(len(pts)))
+			if time.Since(lastWarn) > 30*time.Second {
+				lastWarn = time.Now()
+				j.log.Warn("store write failed; points lost (further failures within 30 s not logged)", "err", err, "points", len(pts))
+			}
+			continue
+		}
+		j.m.storeWritten.Add(float64(len(pts)))
+	}
+}
+
+// views returns the NodeViews of every known node with their historical analysis,
+// rebuilt only when either analysis changed. Callers must not modify them.
+func (j *Judge) views() []*lbplugins.NodeView {
+	snap := j.hist.Snapshot()
+	ver := j.inc.Version()
+	j.viewMu.Lock()
+	defer j.viewMu.Unlock()
+	if j.viewCache != nil && ver == j.viewVer && snap == j.viewSnap {
+		return j.viewCache
+	}
+	vs, ver := j.inc.Views()
+	for _, v := range vs {
+		v.History = map[string]lbplugins.History{}
+		if snap != nil {
+			for name, h := range snap.Nodes[v.Node] {
+				v.History[name] = h
+			}
+		}
+	}
+	j.viewCache, j.viewVer, j.viewSnap = vs, ver, snap
+	return vs
+}
+
+// PlacementRequest is the body of POST /v1/placement.
+type PlacementRequest struct {
+	Instance  string   `json:"instance"`
+	Exclude   []string `json:"exclude,omitempty"`
+	Algorithm string   `json:"algorithm,omitempty"`
+}
+
+// Place answers a placement request. It reads only in-memory analyses, never the store.
+func (j *Judge) Place(req PlacementRequest) (lbplugins.Decision, error) {
+	start := time.Now()
+	algo := req.Algorithm
+	if algo == "" {
+		algo = j.o.Algorithm
+	}
+	p, ok := j.plugins[algo]
+	if !ok {
+		_, err := lbplugins.Lookup(algo)
+		if err == nil {
+			err = fmt.Errorf("algorithm %q is not available", algo)
+		}
+		j.m.placements.WithLabelValues("unknown", "invalid").Inc()
+		return lbplugins.Decision{}, err
+	}
+	now := j.now()
+	d, err := lbplugins.Decide(p, j.o.Filters, lbplugins.Request{Instance: req.Instance, Exclude: req.Exclude, Algorithm: algo}, j.views(), now)
+	j.m.placementSeconds.WithLabelValues(algo).Observe(time.Since(start).Seconds())
+	rec := Placement{At: now, Instance: req.Instance, Algorithm: algo, Node: d.Node}
+	switch {
+	case err == nil:
+		j.m.placements.WithLabelValues(algo, "ok").Inc()
+	case errors.Is(err, lbplugins.ErrNoCandidates):
+		j.m.placements.WithLabelValues(algo, "no_candidates").Inc()
+		rec.Error = err.Error()
+	default:
+		j.m.placements.WithLabelValues(algo, "error").Inc()
+		rec.Error = err.Error()
+	}
+	j.recentMu.Lock()
+	j.recent = append(j.recent, rec)
+	if len(j.recent) > maxRecent {
+		j.recent = append(j.recent[:0:0], j.recent[len(j.recent)-maxRecent:]...)
+	}
+	j.recentMu.Unlock()
+	return d, err
+}
+
+// Recent returns the last placements, newest first.
+func (j *Judge) Recent() []Placement {
+	j.recentMu.Lock()
+	defer j.recentMu.Unlock()
+	out := make([]Placement, len(j.recent))
+	for i, p := range j.recent {
+		out[len(out)-1-i] = p
+	}
+	return out
+}
+
+// live applies the common stale rule for the node listings.
+func (j *Judge) live(lastSeen time.Time, interval time.Duration, now time.Time) bool {
+	stale := j.o.Filters.StaleIntervals
+	if stale <= 0 {
+		stale = 3
+	}
+	if interval <= 0 {
+		interval = j.o.Filters.DefaultInterval
+		if interval <= 0 {
+			interval = 10 * time.Second
+		}
+	}
+	return !lastSeen.IsZero() && now.Sub(lastSeen) <= time.Duration(stale*float64(interval))
+}

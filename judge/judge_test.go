@@ -1,0 +1,516 @@
+package judge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/memory"
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/judge/store/sqlite"
+	"github.com/binlake/binlake/lbplugins"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+var t0 = time.Date(2026, 11, 29, 14, 10, 0, 0, time.UTC)
+
+func openStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	st, err := sqlite.Open(sqlite.Options{Path: filepath.Join(t.TempDir(), "judge.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newJudge(t *testing.T, mod func(*Options)) (*Judge, *clock) {
+	t.Helper()
+	c := &clock{t: t0}
+	o := Options{
+		Store: openStore(t), Now: c.Now, Algorithm: "leastload", Logger: quiet,
+		Filters: lbplugins.Filters{Thresholds: map[string]float64{"cpu.util": 90}},
+		Plugins: map[string]lbplugins.Settings{"random": {Seed: 1}, "p2c": {Seed: 1}},
+	}
+	if mod != nil {
+		mod(&o)
+	}
+	j, err := New(o)
+	require.NoError(t, err)
+	return j, c
+}
+
+func encode(t testing.TB, b metric.Batch) []byte {
+	t.Helper()
+	data, err := metric.Encode(b)
+	require.NoError(t, err)
+	return data
+}
+
+func load(node string, ts time.Time, cpu, mem float64) metric.Batch {
+	return metric.Batch{Node: node, TS: ts, IntervalS: 10, Points: []metric.Point{
+		{Name: "cpu.util", Value: cpu}, {Name: "mem.used_pct", Value: mem},
+		{Name: "wave.tps", Value: 10, Labels: map[string]string{"instance": "orders"}},
+	}}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func do(t *testing.T, h http.Handler, method, path, token string, body io.Reader) response {
+	t.Helper()
+	req := httptest.NewRequest(method, path, body)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return response{rec.Code, rec.Header(), rec.Body.Bytes()}
+}
+
+func errorOf(t *testing.T, r response) (code, msg string) {
+	t.Helper()
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &e), "error body %s", r.body)
+	require.Equal(t, "application/json", r.header.Get("Content-Type"))
+	return e.Error.Code, e.Error.Message
+}
+
+func TestPlacementOverHTTP(t *testing.T) {
+	j, c := newJudge(t, nil)
+	h := j.Handler()
+	for _, b := range []metric.Batch{load("wave-1", t0, 70, 60), load("wave-2", t0, 20, 30), load("wave-3", t0, 95, 10)} {
+		r := do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b)))
+		require.Equal(t, http.StatusAccepted, r.status, string(r.body))
+	}
+	c.Add(2 * time.Second)
+	r := do(t, h, "POST", "/v1/placement", "", strings.NewReader(`{"instance":"orders","exclude":["wave-9"]}`))
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+
+	var raw map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(r.body, &raw))
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	require.Equal(t, []string{"algorithm", "data_as_of", "filtered", "node", "scores"}, keys, "DESIGN.md's shape")
+
+	var resp struct {
+		Node, Algorithm string
+		Scores          []lbplugins.Score
+		Filtered        []lbplugins.Filtered
+		DataAsOf        time.Time `json:"data_as_of"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &resp))
+	require.Equal(t, "wave-2", resp.Node)
+	require.Equal(t, "leastload", resp.Algorithm)
+	require.Equal(t, []lbplugins.Filtered{{Node: "wave-3", Reason: "over threshold: cpu.util 95 > 90"}}, resp.Filtered)
+	require.Len(t, resp.Scores, 2)
+	require.Equal(t, "wave-2", resp.Scores[0].Node)
+	require.Contains(t, resp.Scores[0].Parts, "cpu")
+	require.Equal(t, t0, resp.DataAsOf)
+
+	// The algorithm can be chosen per request.
+	r = do(t, h, "POST", "/v1/placement", "", strings.NewReader(`{"instance":"orders","algorithm":"balanced"}`))
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Contains(t, string(r.body), `"algorithm":"balanced"`)
+
+	// GET /v1/nodes shows the current load, GET /v1/nodes/{id} the series.
+	r = do(t, h, "GET", "/v1/nodes", "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	var nodes struct{ Nodes []nodeSummary }
+	require.NoError(t, json.Unmarshal(r.body, &nodes))
+	require.Len(t, nodes.Nodes, 3)
+	require.Equal(t, 20.0, nodes.Nodes[1].Load["cpu.util"])
+	require.True(t, nodes.Nodes[1].Live)
+
+	r = do(t, h, "GET", "/v1/nodes/wave-2", "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	var d struct {
+		Current struct {
+			Series []seriesJSON
+		}
+		Historical any
+	}
+	require.NoError(t, json.Unmarshal(r.body, &d))
+	require.Len(t, d.Current.Series, 3)
+	require.Equal(t, "wave.tps", d.Current.Series[2].Name)
+	require.Equal(t, map[string]string{"instance": "orders"}, d.Current.Series[2].Labels)
+	require.Nil(t, d.Historical, "no historical refresh yet")
+
+	// Stale after 3 intervals: 503 naming the reasons.
+	c.Add(time.Minute)
+	r = do(t, h, "POST", "/v1/placement", "", strings.NewReader(`{"instance":"orders"}`))
+	require.Equal(t, http.StatusServiceUnavailable, r.status)
+	code, msg := errorOf(t, r)
+	require.Equal(t, "unavailable", code)
+	require.Equal(t, "no live node can take the instance: all 3 nodes filtered (wave-1: stale: no batch for 1m2s (limit 3 intervals of 10s); wave-2: stale: no batch for 1m2s (limit 3 intervals of 10s); wave-3: stale: no batch for 1m2s (limit 3 intervals of 10s))", msg)
+
+	// The status page lists the nodes and the last placements.
+	r = do(t, h, "GET", "/", "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	page := string(r.body)
+	for _, want := range []string{"wave-1", "wave-2", "wave-3", "orders", "balanced", "no live node can take the instance", "stale"} {
+		require.Contains(t, page, want)
+	}
+	require.NotContains(t, page, "<script")
+	require.NotContains(t, page, "http://", "no external assets")
+}
+
+func TestAPIBadInput(t *testing.T) {
+	j, _ := newJudge(t, func(o *Options) { o.Token = "s3cret" })
+	h := j.Handler()
+	j.Ingest(load("wave-1", t0, 10, 10), sourceHTTP)
+	const tok = "s3cret"
+	big := `{"instance":"` + strings.Repeat("x", MaxPlacementBytes) + `"}`
+	for _, tc := range []struct {
+		name, method, path, token, body string
+		status                           int
+		code, msg                        string
+	}{
+		{"malformed JSON", "POST", "/v1/placement", tok, `{"instance":`, 400, "invalid", "malformed placement request: unexpected EOF"},
+		{"not an object", "POST", "/v1/placement", tok, `[1,2]`, 400, "invalid", "malformed placement request: json: cannot unmarshal array into Go value of type judge.PlacementRequest"},
+		{"empty body", "POST", "/v1/placement", tok, ``, 400, "invalid", `empty body: want a JSON object like {"instance":"orders"}`},
+		{"unknown field", "POST", "/v1/placement", tok, `{"instance":"a","node":"x"}`, 400, "invalid", `malformed placement request: json: unknown field "node"`},
+		{"trailing data", "POST", "/v1/placement", tok, `{"instance":"a"} {}`, 400, "invalid", "malformed placement request: data after the JSON object"},
+		{"no instance", "POST", "/v1/placement", tok, `{"exclude":["a"]}`, 400, "invalid", "instance is empty"},
+		{"empty exclusion", "POST", "/v1/placement", tok, `{"instance":"a","exclude":[""]}`, 400, "invalid", "exclude[0] is empty"},
+		{"oversized body", "POST", "/v1/placement", tok, big, 413, "too_large", "request body larger than 65536 bytes"},
+		{"unknown algorithm", "POST", "/v1/placement", tok, `{"instance":"a","algorithm":"roundrobin"}`, 400, "invalid", `unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random)`},
+		{"missing token", "POST", "/v1/placement", "", `{"instance":"a"}`, 401, "unauthorized", "missing or wrong bearer token"},
+		{"wrong token", "POST", "/v1/placement", "s3creT", `{"instance":"a"}`, 401, "unauthorized", "missing or wrong bearer token"},
+		{"wrong token on metrics", "POST", "/v1/metrics", "nope", `{}`, 401, "unauthorized", "missing or wrong bearer token"},
+		{"bad batch", "POST", "/v1/metrics", tok, `{"node":"x"`, 400, "invalid", ""},
+		{"oversized batch", "POST", "/v1/metrics", tok, strings.Repeat(" ", MaxMetricsBytes+1), 413, "too_large", "request body larger than 1048576 bytes"},
+		{"unknown node", "GET", "/v1/nodes/wave-9", "", ``, 404, "not_found", `unknown node "wave-9"`},
+		{"unknown path", "GET", "/v2/things", "", ``, 404, "not_found", "no such endpoint: /v2/things"},
+		{"wrong method", "GET", "/v1/placement", "", ``, 405, "method_not_allowed", "GET is not allowed on /v1/placement"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := do(t, h, tc.method, tc.path, tc.token, strings.NewReader(tc.body))
+			require.Equal(t, tc.status, r.status, string(r.body))
+			code, msg := errorOf(t, r)
+			require.Equal(t, tc.code, code)
+			if tc.msg != "" {
+				require.Equal(t, tc.msg, msg)
+			} else {
+				require.NotEmpty(t, msg)
+			}
+			if tc.status == 401 {
+				require.Equal(t, `Bearer realm="binlake-judge"`, r.header.Get("WWW-Authenticate"))
+			}
+		})
+	}
+	// Reads need no token; the right token is accepted.
+	require.Equal(t, http.StatusOK, do(t, h, "GET", "/v1/nodes", "", nil).status)
+	require.Equal(t, http.StatusOK, do(t, h, "POST", "/v1/placement", tok, strings.NewReader(`{"instance":"a"}`)).status)
+
+	// Undecodable batches were counted.
+	r := do(t, h, "GET", "/metrics", "", nil)
+	require.Contains(t, string(r.body), `binlake_judge_decode_errors_total{source="http"} 2`)
+}
+
+func TestPluginsAndHealth(t *testing.T) {
+	j, _ := newJudge(t, nil)
+	r := do(t, j.Handler(), "GET", "/v1/plugins", "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	var out struct {
+		Default string
+		Plugins []pluginInfo
+	}
+	require.NoError(t, json.Unmarshal(r.body, &out))
+	require.Equal(t, "leastload", out.Default)
+	var names []string
+	for _, p := range out.Plugins {
+		names = append(names, p.Name)
+		require.NotEmpty(t, p.Description)
+		require.Equal(t, p.Name == "leastload", p.Default)
+	}
+	require.Equal(t, []string{"balanced", "leastload", "p2c", "predictive", "random"}, names)
+
+	r = do(t, j.Handler(), "GET", "/healthz", "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	require.Contains(t, string(r.body), `"status":"ok"`)
+}
+
+func TestNewRejects(t *testing.T) {
+	st := openStore(t)
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"no store", Options{}, "judge: no store"},
+		{"unknown default", Options{Store: st, Algorithm: "x"}, `judge: default algorithm: unknown algorithm "x" (known: balanced, leastload, p2c, predictive, random)`},
+		{"settings for unknown plugin", Options{Store: st, Plugins: map[string]lbplugins.Settings{"y": {}}}, `judge: plugins: unknown algorithm "y" (known: balanced, leastload, p2c, predictive, random)`},
+		{"bad weights", Options{Store: st, Plugins: map[string]lbplugins.Settings{"leastload": {Weights: map[string]float64{"gpu": 1}}}}, `judge: plugin leastload: unknown weight "gpu" (known: cpu, instances, load, memory, network, tps)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.o)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+// Every route the router serves is in the committed OpenAPI document and vice versa.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	j, _ := newJudge(t, nil)
+	var doc struct {
+		OpenAPI string                    `json:"openapi"`
+		Paths   map[string]map[string]any `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(api.OpenAPI, &doc))
+	require.Equal(t, "3.0.3", doc.OpenAPI)
+	var documented []string
+	for p, ops := range doc.Paths {
+		for m := range ops {
+			documented = append(documented, strings.ToUpper(m)+" "+p)
+		}
+	}
+	var served []string
+	err := chi.Walk(j.Handler().(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		served = append(served, method+" "+route)
+		return nil
+	})
+	require.NoError(t, err)
+	sort.Strings(documented)
+	sort.Strings(served)
+	require.Equal(t, documented, served)
+
+	r := do(t, j.Handler(), "GET", "/openapi.json", "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	require.Equal(t, api.OpenAPI, r.body)
+}
+
+// failingStore wraps a real store and fails everything while down is set, as an engine
+// outage would.
+type failingStore struct {
+	store.Store
+	mu   sync.Mutex
+	down bool
+}
+
+var errEngineDown = errors.New("engine down")
+
+func (f *failingStore) err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return errEngineDown
+	}
+	return nil
+}
+func (f *failingStore) setDown(d bool) { f.mu.Lock(); f.down = d; f.mu.Unlock() }
+func (f *failingStore) Write(ctx context.Context, p []store.Point) error {
+	if err := f.err(); err != nil {
+		return err
+	}
+	return f.Store.Write(ctx, p)
+}
+func (f *failingStore) Stats(ctx context.Context, q store.Query) (store.Stats, error) {
+	if err := f.err(); err != nil {
+		return store.Stats{}, err
+	}
+	return f.Store.Stats(ctx, q)
+}
+func (f *failingStore) Profile(ctx context.Context, q store.Query) (store.HourProfile, error) {
+	if err := f.err(); err != nil {
+		return store.HourProfile{}, err
+	}
+	return f.Store.Profile(ctx, q)
+}
+func (f *failingStore) Nodes(ctx context.Context, from, to time.Time) ([]string, error) {
+	if err := f.err(); err != nil {
+		return nil, err
+	}
+	return f.Store.Nodes(ctx, from, to)
+}
+
+// readyJudge runs a judge on 127.0.0.1:0 and returns its base URL.
+func readyJudge(t *testing.T, o Options) (string, *Judge) {
+	t.Helper()
+	o.Listen = "127.0.0.1:0"
+	if o.Logger == nil {
+		o.Logger = quiet
+	}
+	addrc := make(chan string, 1)
+	o.Ready = func(a string) { addrc <- a }
+	j, err := New(o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- j.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	select {
+	case a := <-addrc:
+		return "http://" + a, j
+	case err := <-done:
+		t.Fatalf("judge stopped: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("judge did not start")
+	}
+	return "", nil
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func post(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// The store failing (writes and queries) does not stop placements: they read only the
+// in-memory analyses. Failures are counted; when the store is back, writes resume.
+func TestPlacementWhileStoreFails(t *testing.T) {
+	fs := &failingStore{Store: openStore(t), down: true}
+	base, j := readyJudge(t, Options{Store: fs, Algorithm: "leastload", HistoricalEvery: time.Second})
+	for i := range 20 {
+		j.Ingest(load(fmt.Sprintf("wave-%d", i%4), time.Now(), float64(10*(i%4)), 40), sourceHTTP)
+	}
+	eventually(t, "failed writes counted", func() bool {
+		_, m := get(t, base+"/metrics")
+		return strings.Contains(m, "binlake_judge_store_write_errors_total") && !strings.Contains(m, "binlake_judge_store_write_errors_total 0\n")
+	})
+	eventually(t, "a failed historical refresh", func() bool { _, f, _ := j.Historical().Counts(); return f > 0 })
+	for range 5 {
+		code, body := post(t, base+"/v1/placement", `{"instance":"orders"}`)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"node":"wave-0"`)
+	}
+	require.Nil(t, j.Historical().Snapshot())
+
+	fs.setDown(false)
+	j.Ingest(load("wave-0", time.Now(), 5, 5), sourceHTTP)
+	eventually(t, "writes resumed", func() bool {
+		_, m := get(t, base+"/metrics")
+		return strings.Contains(m, "binlake_judge_store_points_written_total 3\n")
+	})
+}
+
+// A batch published on the bus is analysed, listed and used for placement; a garbage
+// message is counted and skipped without stopping the subscription.
+func TestIngestThroughMemoryBus(t *testing.T) {
+	b, err := memory.New(memory.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	ctx := context.Background()
+	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: 2}))
+	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "judge-test", StartAt: bus.StartFirst})
+	require.NoError(t, err)
+	st := openStore(t)
+	base, _ := readyJudge(t, Options{Store: st, Subscriber: sub, Algorithm: "leastload"})
+
+	pub, err := b.Publisher()
+	require.NoError(t, err)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	require.NoError(t, pub.Publish(ctx,
+		bus.Message{Topic: metric.Topic, Key: []byte("junk"), Value: []byte("not json")},
+		bus.Message{Topic: metric.Topic, Key: []byte("wave-1"), Value: encode(t, load("wave-1", now, 80, 50))},
+		bus.Message{Topic: metric.Topic, Key: []byte("wave-2"), Value: encode(t, load("wave-2", now, 15, 20))},
+	))
+	eventually(t, "both nodes listed", func() bool {
+		_, body := get(t, base+"/v1/nodes")
+		return strings.Contains(body, `"node":"wave-1"`) && strings.Contains(body, `"node":"wave-2"`)
+	})
+	code, body := post(t, base+"/v1/placement", `{"instance":"orders"}`)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"node":"wave-2"`)
+
+	_, m := get(t, base+"/metrics")
+	require.Contains(t, m, `binlake_judge_decode_errors_total{source="bus"} 1`)
+	require.Contains(t, m, `binlake_judge_batches_total{source="bus"} 2`)
+	require.Contains(t, m, "go_goroutines")
+	require.Contains(t, m, "binlake_judge_placement_seconds_bucket")
+
+	// The points reached the store.
+	eventually(t, "points stored", func() bool {
+		s, err := st.Stats(ctx, store.Query{Node: "wave-2", Name: "cpu.util", From: now.Add(-time.Minute), To: now.Add(time.Minute)})
+		return err == nil && s.Count == 1 && s.Avg == 15
+	})
+}
+
+func FuzzDecodePlacementRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"instance":"orders","exclude":["wave-2"],"algorithm":"leastload"}`,
+		`{"instance":"orders"}`, `{"instance":"orders","exclude":[`, `{"instance":""}`, `null`, `[]`,
+		`{"instance":"a"} x`, `{"instance":"\ud800"}`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, err := DecodePlacementRequest(bytes.NewReader(data))
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.status != http.StatusBadRequest || ae.msg == "" {
+				t.Fatalf("error %v is not a 400 with a message", err)
+			}
+			return
+		}
+		if req.Instance == "" || len(req.Instance) > maxIdentLen || len(req.Exclude) > maxExclude {
+			t.Fatalf("accepted an invalid request %+v", req)
+		}
+	})
+}

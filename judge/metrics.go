@@ -1,0 +1,83 @@
+package judge
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+type metrics struct {
+	batches, points, decodeErrors *prometheus.CounterVec
+	pointsUnstorable              prometheus.Counter
+	storeDropped, storeErrors     prometheus.Counter
+	storeWritten, storeLost       prometheus.Counter
+	subscribeErrors               prometheus.Counter
+	placements                    *prometheus.CounterVec
+	placementSeconds              *prometheus.HistogramVec
+}
+
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
+	const ns, sub = "binlake", "judge"
+	m := &metrics{
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "batches_total",
+			Help: "Metric batches ingested, by source (bus or http)."}, []string{"source"}),
+		points: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "points_total",
+			Help: "Metric points ingested, by source."}, []string{"source"}),
+		decodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "decode_errors_total",
+			Help: "Batches skipped because they could not be decoded or validated, by source."}, []string{"source"}),
+		pointsUnstorable: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "points_unstorable_total",
+			Help: "Points analysed but not stored because the store refuses them (label limits)."}),
+		storeDropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "store_queue_dropped_batches_total",
+			Help: "Batches dropped because the store queue was full."}),
+		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "store_write_errors_total",
+			Help: "Store writes that failed."}),
+		storeWritten: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "store_points_written_total",
+			Help: "Points the store accepted."}),
+		storeLost: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "store_points_lost_total",
+			Help: "Points of failed store writes."}),
+		subscribeErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "subscribe_errors_total",
+			Help: "Bus subscriptions that ended with an error and were restarted."}),
+		placements: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "placements_total",
+			Help: "Placement requests by algorithm and result (ok, no_candidates, invalid, error)."}, []string{"algorithm", "result"}),
+		placementSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "placement_seconds",
+			Help:    "Time to decide a placement, by algorithm.",
+			Buckets: []float64{.00001, .00005, .0001, .0005, .001, .005, .01, .05, .1, .5}}, []string{"algorithm"}),
+	}
+	cs := []prometheus.Collector{
+		m.batches, m.points, m.decodeErrors, m.pointsUnstorable, m.storeDropped, m.storeErrors,
+		m.storeWritten, m.storeLost, m.subscribeErrors, m.placements, m.placementSeconds,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "store_queue_batches",
+			Help: "Batches waiting for the store."}, func() float64 { return float64(len(j.queue)) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "nodes",
+			Help: "Nodes known to the current-hour analysis."}, func() float64 { return float64(len(j.inc.NodeIDs())) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "historical_refreshes_total",
+			Help: "Completed historical refreshes."}, func() float64 { ok, _, _ := j.hist.Counts(); return float64(ok) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "historical_refresh_failures_total",
+			Help: "Failed historical refreshes (the previous analysis is kept)."}, func() float64 { _, f, _ := j.hist.Counts(); return float64(f) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "historical_age_seconds",
+			Help: "Age of the cached historical analysis; -1 before the first refresh."}, func() float64 {
+			if s := j.hist.Snapshot(); s != nil {
+				return j.now().Sub(s.AsOf).Seconds()
+			}
+			return -1
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "late_points_total",
+			Help: "Points stored but left out of the current hour because their batch was from an earlier hour."},
+			func() float64 { return float64(j.inc.Late()) }),
+	}
+	// A store that counts its own buffering (the buffered or elastic store) exposes it.
+	if c, ok := j.o.Store.(prometheus.Collector); ok {
+		cs = append(cs, c)
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
