@@ -90,33 +90,39 @@ leader() {
   return 1
 }
 
-up_standalone() {
-  local dir=$SVC_DIR/standalone
-  if pid_alive "$dir/pid" && serving "$STANDALONE_PORT"; then
-    echo "zookeeper: already running on 127.0.0.1:$STANDALONE_PORT (pid $(cat "$dir/pid"))"; return 0
+# up: launch whatever is missing (all JVMs at once, their start-up overlaps), then wait for
+# the standalone server and for the ensemble. Times count from the launch.
+up() {
+  local sdir=$SVC_DIR/standalone m t0 s_started="" e_started=""
+  t0=$(now_ms)
+  if pid_alive "$sdir/pid" && serving "$STANDALONE_PORT"; then
+    echo "zookeeper: already running on 127.0.0.1:$STANDALONE_PORT (pid $(cat "$sdir/pid"))"
+  else
+    s_started=1
+    pid_alive "$sdir/pid" || { rm -f "$sdir/pid"; start_instance "$sdir" "$STANDALONE_PORT"; }
   fi
-  local t0; t0=$(now_ms)
-  pid_alive "$dir/pid" || { rm -f "$dir/pid"; start_instance "$dir" "$STANDALONE_PORT"; }
-  if ! wait_until zookeeper 60 "$dir/log/zookeeper.log" serving "$STANDALONE_PORT"; then
-    tail -n 20 "$dir/log/stdout.log" >&2 || true
-    die "zookeeper: standalone did not answer on 127.0.0.1:$STANDALONE_PORT"
-  fi
-  echo "zookeeper: ready on 127.0.0.1:$STANDALONE_PORT in $(elapsed "$t0") s (cold start)"
-}
-
-up_ensemble() {
   if [[ $(members_alive) == "${#MEMBERS[@]}" ]] && all_members_serving; then
-    echo "zookeeper-ensemble: already running on 127.0.0.1:2182,2183,2184 (leader is member $(leader || echo '?'))"; return 0
+    echo "zookeeper-ensemble: already running on 127.0.0.1:2182,2183,2184 (leader is member $(leader || echo '?'))"
+  else
+    e_started=1
+    for m in "${MEMBERS[@]}"; do
+      pid_alive "$(member_dir "$m")/pid" || { rm -f "$(member_dir "$m")/pid"; start_instance "$(member_dir "$m")" "$(member_port "$m")" "$m"; }
+    done
   fi
-  local t0 m; t0=$(now_ms)
-  for m in "${MEMBERS[@]}"; do
-    pid_alive "$(member_dir "$m")/pid" || { rm -f "$(member_dir "$m")/pid"; start_instance "$(member_dir "$m")" "$(member_port "$m")" "$m"; }
-  done
-  if ! wait_until zookeeper-ensemble 90 "$(member_dir 1)/log/zookeeper.log" all_members_serving; then
-    for m in "${MEMBERS[@]}"; do log "member $m: mode '$(mode "$(member_port "$m")")'"; done
-    die "zookeeper-ensemble: not all members are leader/follower"
+  if [[ -n $s_started ]]; then
+    if ! wait_until zookeeper 60 "$sdir/log/zookeeper.log" serving "$STANDALONE_PORT"; then
+      tail -n 20 "$sdir/log/stdout.log" >&2 || true
+      die "zookeeper: standalone did not answer on 127.0.0.1:$STANDALONE_PORT"
+    fi
+    echo "zookeeper: ready on 127.0.0.1:$STANDALONE_PORT in $(elapsed "$t0") s (cold start)"
   fi
-  echo "zookeeper-ensemble: ready on 127.0.0.1:2182,2183,2184 in $(elapsed "$t0") s (cold start; leader is member $(leader || echo '?'))"
+  if [[ -n $e_started ]]; then
+    if ! wait_until zookeeper-ensemble 90 "$(member_dir 1)/log/zookeeper.log" all_members_serving; then
+      for m in "${MEMBERS[@]}"; do log "member $m: mode '$(mode "$(member_port "$m")")'"; done
+      die "zookeeper-ensemble: not all members are leader/follower"
+    fi
+    echo "zookeeper-ensemble: ready on 127.0.0.1:2182,2183,2184 in $(elapsed "$t0") s (cold start; leader is member $(leader || echo '?'))"
+  fi
 }
 
 member_start() {
@@ -152,10 +158,12 @@ member_kill() {
   rm -f "$pidfile"
 }
 
+# down: stop all four at once (a JVM takes a couple of seconds to exit) and wait for them.
 down() {
   local m
-  for m in "${MEMBERS[@]}"; do stop_pid "zookeeper member $m" "$(member_dir "$m")/pid"; done
-  stop_pid zookeeper "$SVC_DIR/standalone/pid"
+  for m in "${MEMBERS[@]}"; do stop_pid "zookeeper member $m" "$(member_dir "$m")/pid" & done
+  stop_pid zookeeper "$SVC_DIR/standalone/pid" &
+  wait
 }
 
 status() {
@@ -175,7 +183,7 @@ status() {
 }
 
 case ${1:-} in
-  up) need_apt zookeeper default-jre-headless; up_standalone; up_ensemble ;;
+  up) need_apt zookeeper default-jre-headless; up ;;
   down) down ;;
   status) status ;;
   leader) leader || die "zookeeper-ensemble: no member is leader" ;;
