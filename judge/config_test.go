@@ -1,0 +1,50 @@
+package judge
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestExampleConfig(t *testing.T) {
+	c, err := Load("../deploy/judge.example.yaml")
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:8090", c.HTTP.Listen)
+	require.Equal(t, BusKafka, c.Bus.Kind)
+	require.True(t, strings.HasPrefix(c.Bus.Group, "binlake-judge-"), c.Bus.Group)
+	require.Equal(t, StoreSQLite, c.Store.Kind)
+	require.Equal(t, "random", c.Placement.Algorithm)
+	require.Equal(t, 90.0, c.Filters().Thresholds["cpu.util"])
+	require.Equal(t, 3.0, c.Placement.Plugins["leastload"].Weights["cpu"])
+	require.Equal(t, 1.0, *c.Placement.Plugins["predictive"].K)
+	// The example is usable as it is.
+	_, err = New(Options{Store: openStore(t), Algorithm: c.Placement.Algorithm, Filters: c.Filters(), Plugins: c.Placement.Plugins})
+	require.NoError(t, err)
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown key", "bus: {kind: none}\nplacment: {}\n", `field "placment" not found`},
+		{"unknown algorithm", "bus: {kind: none}\nplacement: {algorithm: roundrobin}\n", `placement.algorithm: unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random)`},
+		{"bad weight", "bus: {kind: none}\nplacement: {plugins: {leastload: {weights: {gpu: 1}}}}\n", `placement.plugins.leastload: plugin leastload: unknown weight "gpu"`},
+		{"unknown plugin settings", "bus: {kind: none}\nplacement: {plugins: {fastest: {}}}\n", `placement.plugins.fastest: unknown algorithm "fastest"`},
+		{"kafka without brokers", "bus: {kind: kafka}\n", "bus.brokers: at least one host:port"},
+		{"bad bus", "bus: {kind: rabbit}\n", `bus.kind "rabbit": want kafka or none`},
+		{"elastic without addresses", "bus: {kind: none}\nstore: {kind: elastic}\n", "store.elastic.addresses"},
+		{"bad listen", "bus: {kind: none}\nhttp: {listen: 8090}\n", `http.listen "8090": want host:port`},
+		{"bare duration", "bus: {kind: none}\nanalysis: {historical_every: 600}\n", `invalid duration "600"`},
+		{"bad alpha", "bus: {kind: none}\nanalysis: {ewma_alpha: 2}\n", "analysis.ewma_alpha 2"},
+		{"bad threshold name", "bus: {kind: none}\nplacement: {thresholds: {\"cpu util\": 90}}\n", `placement.thresholds: "cpu util" is not a metric name`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "judge.yaml")
+			require.NoError(t, os.WriteFile(p, []byte(tc.yaml), 0o600))
+			_, err := Load(p)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
