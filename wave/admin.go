@@ -1,0 +1,245 @@
+package wave
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/binlake/binlake/internal/coord"
+)
+
+// The instance administration of `binlake instance` (the small "tower" of BinLake): it
+// reads and writes the coordinator only; the waves pick changes up by polling.
+
+// ErrNoWave is returned when an instance needs a node and no wave is alive.
+var ErrNoWave = errors.New("no live wave")
+
+// Placer chooses the node for an instance.
+type Placer interface {
+	Place(ctx context.Context, instance string, exclude []string) (string, error)
+}
+
+// JudgePlacer asks the judge's POST /v1/placement.
+type JudgePlacer struct {
+	URL    string // the judge's base URL, e.g. http://127.0.0.1:8080
+	Client *http.Client
+}
+
+// Place implements Placer.
+func (j JudgePlacer) Place(ctx context.Context, instance string, exclude []string) (string, error) {
+	body, _ := json.Marshal(map[string]any{"instance": instance, "exclude": nonNil(exclude)})
+	url := strings.TrimRight(j.URL, "/") + "/v1/placement"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return "", fmt.Errorf("placement: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	c := j.Client
+	if c == nil {
+		c = &http.Client{Timeout: 10 * time.Second}
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("placement: %w", err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("placement: %s answered %s: %s", url, resp.Status, bytes.TrimSpace(data))
+	}
+	var out struct {
+		Node string `json:"node"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil || out.Node == "" {
+		return "", fmt.Errorf("placement: %s answered without a node: %s", url, bytes.TrimSpace(data))
+	}
+	return out.Node, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// RandomPlacer picks a random live wave, as the original does without a judge.
+type RandomPlacer struct{ Coord coord.Coordinator }
+
+// Place implements Placer.
+func (r RandomPlacer) Place(ctx context.Context, _ string, exclude []string) (string, error) {
+	ms, err := r.Coord.Members(ctx, GroupWaves)
+	if err != nil {
+		return "", fmt.Errorf("list waves: %w", err)
+	}
+	var nodes []string
+	for _, m := range ms {
+		if !contains(exclude, m.ID) {
+			nodes = append(nodes, m.ID)
+		}
+	}
+	if len(nodes) == 0 {
+		return "", ErrNoWave
+	}
+	return nodes[rand.IntN(len(nodes))], nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// AddInstance stores a new instance and assigns it to node (chosen by p when node is
+// empty). It fails if the instance exists.
+func AddInstance(ctx context.Context, c coord.Coordinator, inst *Instance, node string, p Placer) (string, error) {
+	if err := inst.Validate(); err != nil {
+		return "", fmt.Errorf("instance: %w", err)
+	}
+	if node == "" {
+		if p == nil {
+			p = RandomPlacer{Coord: c}
+		}
+		var err error
+		if node, err = p.Place(ctx, inst.ID, nil); err != nil {
+			return "", err
+		}
+	}
+	data, err := inst.Marshal()
+	if err != nil {
+		return "", err
+	}
+	// Assign first: a wave that sees the definition then runs it where it belongs.
+	if _, err := c.Put(ctx, instanceKey(inst.ID, ""), data, coord.NoVersion); err != nil {
+		if errors.Is(err, coord.ErrVersionConflict) || errors.Is(err, coord.ErrExists) {
+			return "", fmt.Errorf("instance %s already exists", inst.ID)
+		}
+		return "", fmt.Errorf("store instance %s: %w", inst.ID, err)
+	}
+	if _, err := c.Put(ctx, instanceKey(inst.ID, "assign"), []byte(node), coord.AnyVersion); err != nil {
+		return "", fmt.Errorf("assign instance %s: %w", inst.ID, err)
+	}
+	return node, nil
+}
+
+// RemoveInstance deletes an instance with its assignment, offset and status; its
+// leader stops when it notices.
+func RemoveInstance(ctx context.Context, c coord.Coordinator, id string) error {
+	if err := c.Delete(ctx, instanceKey(id, ""), coord.AnyVersion); err != nil {
+		if errors.Is(err, coord.ErrNotFound) {
+			return fmt.Errorf("instance %s: %w", id, coord.ErrNotFound)
+		}
+		return fmt.Errorf("remove instance %s: %w", id, err)
+	}
+	return nil
+}
+
+// MoveInstance assigns an instance to node (chosen by p, excluding the current one, when
+// empty). The current leader resigns on its next poll and the new node takes over from
+// the committed offset.
+func MoveInstance(ctx context.Context, c coord.Coordinator, id, node string, p Placer) (string, error) {
+	if _, err := c.Get(ctx, instanceKey(id, "")); err != nil {
+		return "", fmt.Errorf("instance %s: %w", id, err)
+	}
+	if node == "" {
+		cur, _ := c.Get(ctx, instanceKey(id, "assign"))
+		if p == nil {
+			p = RandomPlacer{Coord: c}
+		}
+		var err error
+		if node, err = p.Place(ctx, id, []string{string(cur.Data)}); err != nil {
+			return "", err
+		}
+	}
+	if _, err := c.Put(ctx, instanceKey(id, "assign"), []byte(node), coord.AnyVersion); err != nil {
+		return "", fmt.Errorf("assign instance %s: %w", id, err)
+	}
+	return node, nil
+}
+
+// InstanceInfo is what `binlake instance list|show` prints.
+type InstanceInfo struct {
+	ID       string    `json:"id"`
+	Assign   string    `json:"assign"`
+	Leader   string    `json:"leader"`
+	State    string    `json:"state,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Position *Position `json:"position,omitempty"`
+	LagS     *float64  `json:"lag_s,omitempty"`
+	RowsPerS *float64  `json:"rows_per_s,omitempty"`
+	Instance *Instance `json:"instance,omitempty"`
+}
+
+// ListInstances returns the ids of all instances, sorted.
+func ListInstances(ctx context.Context, c coord.Coordinator) ([]string, error) {
+	ids, err := c.List(ctx, "instances")
+	if errors.Is(err, coord.ErrNotFound) {
+		return nil, nil
+	}
+	return ids, err
+}
+
+// ShowInstance reads an instance's definition, assignment, leader, offset and status.
+// With sample > 0 it reads the offset again after sample to compute rows/s (the offset
+// carries the instance's row count and commit time).
+func ShowInstance(ctx context.Context, c coord.Coordinator, id string, sample time.Duration, now func() time.Time) (*InstanceInfo, error) {
+	v, err := c.Get(ctx, instanceKey(id, ""))
+	if err != nil {
+		return nil, fmt.Errorf("instance %s: %w", id, err)
+	}
+	info := &InstanceInfo{ID: id}
+	if inst, err := ParseInstance(v.Data); err == nil {
+		info.Instance = inst
+	}
+	if a, err := c.Get(ctx, instanceKey(id, "assign")); err == nil {
+		info.Assign = string(a.Data)
+	}
+	if l, err := c.Leader(ctx, instanceKey(id, "leader")); err == nil {
+		info.Leader = string(l)
+	}
+	if s, err := c.Get(ctx, instanceKey(id, "status")); err == nil {
+		var st struct{ State, Error string }
+		if json.Unmarshal(s.Data, &st) == nil {
+			info.State, info.Error = st.State, st.Error
+		}
+	}
+	p1, _, ok, err := readOffset(ctx, c, instanceKey(id, "offset"))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return info, nil
+	}
+	info.Position = &p1
+	if p1.TS > 0 {
+		lag := max(0, now().Sub(time.Unix(p1.TS, 0)).Seconds())
+		info.LagS = &lag
+	}
+	if sample > 0 {
+		select {
+		case <-ctx.Done():
+			return info, ctx.Err()
+		case <-time.After(sample):
+		}
+		p2, _, ok, err := readOffset(ctx, c, instanceKey(id, "offset"))
+		if err == nil && ok && p2.At > p1.At {
+			r := float64(p2.Rows-p1.Rows) / (float64(p2.At-p1.At) / 1000)
+			info.RowsPerS = &r
+			info.Position = &p2
+		} else if err == nil && ok {
+			zero := 0.0
+			info.RowsPerS = &zero
+		}
+	}
+	return info, nil
+}

@@ -1,0 +1,575 @@
+package wave
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/binlake/binlake/internal/bus"
+)
+
+// ErrBinlogPurged is the fatal error of an instance whose resume position is no longer on
+// the source (MySQL error 1236). Capture stops; it never skips ahead silently.
+var ErrBinlogPurged = errors.New("binlog position not available on the source (error 1236)")
+
+// ErrMessageTooLarge is the fatal error of an instance that met a row message larger than
+// the sink accepts while on_too_large is "stop".
+var ErrMessageTooLarge = errors.New("row message larger than the sink accepts")
+
+// fatalError marks errors that retrying cannot fix.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
+
+func isFatal(err error) bool {
+	var f *fatalError
+	return errors.As(err, &f)
+}
+
+// item is what the capture stage hands the publisher: the messages of one rows event,
+// and/or a transaction boundary reached after them.
+type item struct {
+	msgs   []bus.Message
+	bytes  int
+	commit *Position // the boundary after msgs: safe to resume from once msgs are acknowledged
+	ts     int64     // binlog timestamp of the newest event in the item
+	idle   bool      // the source had nothing more (a heartbeat): lag is zero
+}
+
+// captureOptions configures the capture stage.
+type captureOptions struct {
+	inst     *Instance
+	password string
+	filter   *Filter
+	log      *slog.Logger
+	out      chan<- item
+	maxBytes int // largest key+value accepted; 0 = unlimited
+	onSkip   func()
+	onError  func(error) // a retried error (reconnects): counted and shown in status
+	onConn   func()      // connected (clears a retried error from status)
+	// backoff bounds for reconnecting to the source
+	backoffMin, backoffMax time.Duration
+	eventQueue             int
+	heartbeat              time.Duration
+}
+
+// capture reads the source's binlog and turns it into items. It reconnects by itself
+// (from the last transaction boundary it read) on connection errors, with backoff.
+type capture struct {
+	captureOptions
+	sc *schema
+
+	// resume is the last transaction boundary read: where a reconnect starts.
+	resume Position
+	gset   mysql.GTIDSet // GTID set at resume (nil when the source has no GTIDs known)
+
+	// per connection
+	file   string
+	tables map[uint64]*Table
+	// per transaction
+	inTxn   bool
+	txGTID  string
+	pending *rowsBatch // the last rows event, held back to flag the transaction's last row
+	txGSet  mysql.GTIDSet
+}
+
+// rowsBatch is a rows event decoded but not yet encoded.
+type rowsBatch struct {
+	t     *Table
+	typ   string
+	rows  [][]any
+	meta  Meta
+	subs  []int
+	tsMax int64
+}
+
+func newCapture(o captureOptions, start Position) (*capture, error) {
+	c := &capture{captureOptions: o, resume: start}
+	c.sc = newSchema(o.inst.Source.Addr, o.inst.Source.User, o.password, o.log)
+	if start.GTIDSet != "" {
+		gs, err := mysql.ParseGTIDSet(o.inst.Source.Flavor, start.GTIDSet)
+		if err != nil {
+			return nil, &fatalError{fmt.Errorf("offset gtid_set %q: %w", start.GTIDSet, err)}
+		}
+		c.gset = gs
+	}
+	return c, nil
+}
+
+// currentPosition asks the source where its binlog ends now: the start of a first capture.
+func currentPosition(ctx context.Context, addr, user, password, flavor string) (Position, error) {
+	conn, err := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
+	if err != nil {
+		return Position{}, fmt.Errorf("connect to %s as %s: %w", addr, user, err)
+	}
+	defer conn.Close()
+	var p Position
+	r, err := conn.Execute("SHOW MASTER STATUS")
+	if err != nil {
+		return p, fmt.Errorf("SHOW MASTER STATUS: %w", err)
+	}
+	if r.RowNumber() == 0 {
+		return p, errors.New("SHOW MASTER STATUS returned nothing: is log_bin enabled on the source?")
+	}
+	p.File, _ = r.GetString(0, 0)
+	pos, _ := r.GetUint(0, 1)
+	p.Pos = uint32(pos)
+	switch flavor {
+	case FlavorMariaDB:
+		if g, err := conn.Execute("SELECT @@GLOBAL.gtid_binlog_pos"); err == nil {
+			p.GTIDSet, _ = g.GetString(0, 0)
+		}
+	default:
+		if g, err := conn.Execute("SELECT @@GLOBAL.gtid_mode, @@GLOBAL.gtid_executed"); err == nil {
+			if mode, _ := g.GetString(0, 0); mode == "ON" {
+				p.GTIDSet, _ = g.GetString(0, 1)
+				p.GTIDSet = strings.ReplaceAll(p.GTIDSet, "\n", "")
+			}
+		}
+	}
+	p.TS = time.Now().Unix()
+	return p, nil
+}
+
+// run captures until ctx ends (nil) or a fatal error.
+func (c *capture) run(ctx context.Context) error {
+	defer c.sc.close()
+	backoff := c.backoffMin
+	for {
+		read, err := c.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if isFatal(err) {
+			return err
+		}
+		if read {
+			backoff = c.backoffMin
+		}
+		c.log.Warn("binlog connection failed; reconnecting", "resume", c.resume.String(), "backoff", backoff, "err", err)
+		if c.onError != nil {
+			c.onError(err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, c.backoffMax)
+	}
+}
+
+// session is one binlog connection. read reports whether it got any event (so the
+// backoff restarts).
+func (c *capture) session(ctx context.Context) (read bool, err error) {
+	src := c.inst.Source
+	host, portStr, _ := net.SplitHostPort(src.Addr)
+	port, _ := strconv.ParseUint(portStr, 10, 16)
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID:                src.ServerID,
+		Flavor:                  src.Flavor,
+		Host:                    host,
+		Port:                    uint16(port),
+		User:                    src.User,
+		Password:                c.password,
+		Charset:                 "utf8mb4",
+		TimestampStringLocation: time.UTC,
+		HeartbeatPeriod:         c.heartbeat,
+		ReadTimeout:             3*c.heartbeat + 5*time.Second,
+		DisableRetrySync:        true, // reconnects are ours: from a transaction boundary, with backoff
+		EventCacheCount:         c.eventQueue,
+		Logger:                  c.log.With("component", "go-mysql"),
+		DiscardGTIDSet:          true, // we track the set ourselves, at transaction boundaries
+	})
+	defer syncer.Close()
+
+	c.tables = map[uint64]*Table{}
+	c.inTxn, c.pending = false, nil
+	c.file = c.resume.File
+	var streamer *replication.BinlogStreamer
+	if c.gset != nil {
+		streamer, err = syncer.StartSyncGTID(c.gset.Clone())
+	} else {
+		streamer, err = syncer.StartSync(mysql.Position{Name: c.resume.File, Pos: max(c.resume.Pos, 4)})
+	}
+	if err != nil {
+		return false, classify(err)
+	}
+	for {
+		ev, err := streamer.GetEvent(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return read, nil
+			}
+			return read, classify(err)
+		}
+		if !read {
+			read = true
+			if c.onConn != nil {
+				c.onConn()
+			}
+		}
+		if err := c.handle(ctx, ev); err != nil {
+			return read, err
+		}
+	}
+}
+
+// classify marks the source's "cannot serve this position" error as fatal.
+func classify(err error) error {
+	var me *mysql.MyError
+	if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
+		return &fatalError{fmt.Errorf("%w: %s", ErrBinlogPurged, me.Message)}
+	}
+	if strings.Contains(err.Error(), "ERROR 1236") {
+		return &fatalError{fmt.Errorf("%w: %v", ErrBinlogPurged, err)}
+	}
+	return err
+}
+
+func (c *capture) send(ctx context.Context, it item) error {
+	select {
+	case c.out <- it:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *capture) handle(ctx context.Context, ev *replication.BinlogEvent) error {
+	h := ev.Header
+	switch e := ev.Event.(type) {
+	case *replication.RotateEvent:
+		c.file = string(e.NextLogName)
+		if !c.inTxn && c.gset == nil {
+			c.resume.File, c.resume.Pos = c.file, uint32(e.Position)
+		}
+	case *replication.MariadbGTIDEvent:
+		c.beginTxn(e.GTID.String())
+		gtid := e.GTID
+		gs := c.nextGSet()
+		if gs != nil {
+			if err := gs.(*mysql.MariadbGTIDSet).AddSet(&gtid); err != nil {
+				return fmt.Errorf("gtid %s: %w", gtid.String(), err)
+			}
+		} else {
+			ngs, _ := mysql.ParseMariadbGTIDSet(gtid.String())
+			c.txGSet = ngs
+		}
+	case *replication.GTIDEvent:
+		u, err := uuidString(e.SID)
+		if err != nil {
+			return err
+		}
+		c.beginTxn(fmt.Sprintf("%s:%d", u, e.GNO))
+		if gs := c.nextGSet(); gs != nil {
+			if mgs, ok := gs.(*mysql.MysqlGTIDSet); ok {
+				if err := mgs.Update(c.txGTID); err != nil {
+					return fmt.Errorf("gtid %s: %w", c.txGTID, err)
+				}
+			}
+		}
+	case *replication.QueryEvent:
+		q := bytes.TrimSpace(e.Query)
+		switch {
+		case bytes.EqualFold(q, []byte("BEGIN")):
+			c.inTxn = true
+			return nil
+		case bytes.EqualFold(q, []byte("COMMIT")), bytes.EqualFold(q, []byte("ROLLBACK")):
+			return c.endTxn(ctx, h, 0)
+		case hasPrefixFold(q, "SAVEPOINT"), hasPrefixFold(q, "ROLLBACK TO"), hasPrefixFold(q, "XA "):
+			return nil
+		}
+		return c.ddl(ctx, h, string(e.Schema), string(q))
+	case *replication.TableMapEvent:
+		return c.tableMap(ctx, e)
+	case *replication.RowsEvent:
+		return c.rows(ctx, h, ev.Header.EventType, e)
+	case *replication.XIDEvent:
+		return c.endTxn(ctx, h, e.XID)
+	case *replication.GenericEvent:
+		if h.EventType == replication.HEARTBEAT_EVENT || h.EventType == replication.HEARTBEAT_LOG_EVENT_V2 {
+			if !c.inTxn {
+				return c.send(ctx, item{idle: true})
+			}
+		}
+	}
+	return nil
+}
+
+// nextGSet is the GTID set as it will be after the current transaction commits.
+func (c *capture) nextGSet() mysql.GTIDSet {
+	if c.txGSet == nil && c.gset != nil {
+		c.txGSet = c.gset.Clone()
+	}
+	return c.txGSet
+}
+
+func (c *capture) beginTxn(gtid string) {
+	c.inTxn = true
+	c.txGTID = gtid
+	c.txGSet = nil
+}
+
+func (c *capture) tableMap(ctx context.Context, tm *replication.TableMapEvent) error {
+	if t, ok := c.tables[tm.TableID]; ok && sameLayout(t, tm) {
+		return nil
+	}
+	t, err := buildTable(ctx, tm, c.inst.Source.Flavor, c.sc)
+	if err != nil {
+		return err
+	}
+	c.tables[tm.TableID] = t
+	return nil
+}
+
+// sameLayout reports whether a cached table still matches a new TABLE_MAP (same column
+// names), so an ALTER that kept the table id is noticed.
+func sameLayout(t *Table, tm *replication.TableMapEvent) bool {
+	if len(t.Columns) != int(tm.ColumnCount) || string(tm.Schema) != t.Database || string(tm.Table) != t.Name {
+		return false
+	}
+	if len(tm.ColumnName) != len(t.Columns) {
+		return len(tm.ColumnName) == 0
+	}
+	for i := range t.Columns {
+		if string(tm.ColumnName[i]) != t.Columns[i].Name || tm.ColumnType[i] != typeOnWire(t.Columns[i].Type) {
+			return false
+		}
+	}
+	return true
+}
+
+func typeOnWire(t byte) byte {
+	if t == mysql.MYSQL_TYPE_ENUM || t == mysql.MYSQL_TYPE_SET {
+		return mysql.MYSQL_TYPE_STRING
+	}
+	return t
+}
+
+func (c *capture) rows(ctx context.Context, h *replication.EventHeader, et replication.EventType, e *replication.RowsEvent) error {
+	t, ok := c.tables[e.TableID]
+	if !ok {
+		return fmt.Errorf("rows event for unknown table id %d at %s:%d", e.TableID, c.file, h.LogPos)
+	}
+	var typ string
+	switch et {
+	case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2, replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
+		typ = TypeInsert
+	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2, replication.PARTIAL_UPDATE_ROWS_EVENT, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
+		typ = TypeUpdate
+	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2, replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
+		typ = TypeDelete
+	default:
+		return nil
+	}
+	c.inTxn = true
+	subs := c.filter.Match(t.Database, t.Name, typ)
+	if len(subs) == 0 {
+		return nil
+	}
+	if err := c.flush(ctx, false, 0); err != nil {
+		return err
+	}
+	c.pending = &rowsBatch{
+		t: t, typ: typ, rows: e.Rows, subs: subs,
+		meta: Meta{Instance: c.inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos},
+	}
+	return nil
+}
+
+// flush encodes and sends the held-back rows event; commit marks its last row as the
+// transaction's last.
+func (c *capture) flush(ctx context.Context, commit bool, xid uint64) error {
+	b := c.pending
+	if b == nil {
+		return nil
+	}
+	c.pending = nil
+	step := 1
+	if b.typ == TypeUpdate {
+		step = 2
+	}
+	it := item{ts: b.meta.TS}
+	var buf []byte
+	for i := 0; i+step <= len(b.rows); i += step {
+		var before, after []any
+		switch b.typ {
+		case TypeInsert:
+			after = b.rows[i]
+		case TypeDelete:
+			before = b.rows[i]
+		case TypeUpdate:
+			before, after = b.rows[i], b.rows[i+1]
+		}
+		m := b.meta
+		if commit && i+step >= len(b.rows) {
+			m.Commit, m.XID = true, xid
+		}
+		var err error
+		buf, err = EncodeRow(buf[:0], b.t, b.typ, m, before, after)
+		if err != nil {
+			return &fatalError{fmt.Errorf("encode row of %s.%s at %s:%d: %w", b.t.Database, b.t.Name, m.File, m.Pos, err)}
+		}
+		image := after
+		if image == nil {
+			image = before
+		}
+		value := bytes.Clone(buf)
+		for _, si := range b.subs {
+			sub := c.filter.Subscription(si)
+			key := AppendKey(nil, b.t, sub.PartitionBy, image)
+			if err := c.checkSize(key, value, b, m); err != nil {
+				if errors.Is(err, errSkip) {
+					continue
+				}
+				return err
+			}
+			it.msgs = append(it.msgs, bus.Message{Topic: sub.Topic, Key: key, Value: value})
+			it.bytes += len(key) + len(value)
+		}
+	}
+	if len(it.msgs) == 0 {
+		return nil
+	}
+	return c.send(ctx, it)
+}
+
+var errSkip = errors.New("skip")
+
+func (c *capture) checkSize(key, value []byte, b *rowsBatch, m Meta) error {
+	if c.maxBytes <= 0 || len(key)+len(value) <= c.maxBytes {
+		return nil
+	}
+	if c.inst.OnTooLarge == TooLargeSkip {
+		c.log.Warn("row message larger than the sink accepts: skipped (on_too_large: skip)",
+			"table", b.t.Database+"."+b.t.Name, "bytes", len(key)+len(value), "limit", c.maxBytes, "file", m.File, "pos", m.Pos)
+		if c.onSkip != nil {
+			c.onSkip()
+		}
+		return errSkip
+	}
+	return &fatalError{fmt.Errorf("%w: %s.%s at %s:%d is %d bytes, the limit %d (set on_too_large: skip to drop such rows)",
+		ErrMessageTooLarge, b.t.Database, b.t.Name, m.File, m.Pos, len(key)+len(value), c.maxBytes)}
+}
+
+// endTxn closes a transaction: the held rows event gets the commit flag, and the boundary
+// after it becomes the resume position.
+func (c *capture) endTxn(ctx context.Context, h *replication.EventHeader, xid uint64) error {
+	if err := c.flush(ctx, true, xid); err != nil {
+		return err
+	}
+	c.boundary(h)
+	return c.send(ctx, item{commit: ptr(c.resume), ts: int64(h.Timestamp)})
+}
+
+func (c *capture) boundary(h *replication.EventHeader) {
+	c.inTxn = false
+	if c.txGSet != nil {
+		c.gset = c.txGSet
+		c.txGSet = nil
+	}
+	c.resume.File, c.resume.Pos = c.file, h.LogPos
+	if c.gset != nil {
+		c.resume.GTIDSet = c.gset.String()
+	}
+	if h.Timestamp != 0 {
+		c.resume.TS = int64(h.Timestamp)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+var reDDLTable = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*(?:ALTER|CREATE|DROP|TRUNCATE|RENAME)\\s+(?:(?:TEMPORARY|ONLINE|IGNORE|OR\\s+REPLACE)\\s+)*TABLE\\s+(?:IF\\s+(?:NOT\\s+)?EXISTS\\s+)?((?:`[^`]+`|[A-Za-z0-9_$]+)(?:\\s*\\.\\s*(?:`[^`]+`|[A-Za-z0-9_$]+))?)")
+
+// ddlTable extracts the table a DDL statement is about ("" when it is not about one).
+func ddlTable(defaultDB, sql string) (db, table string) {
+	m := reDDLTable.FindStringSubmatch(sql)
+	if m == nil {
+		return defaultDB, ""
+	}
+	name := m[1]
+	parts := splitQualified(name)
+	if len(parts) == 2 {
+		return parts[0], parts[1]
+	}
+	return defaultDB, parts[0]
+}
+
+func splitQualified(s string) []string {
+	var parts []string
+	var cur strings.Builder
+	inQuote := false
+	for _, r := range s {
+		switch {
+		case r == '`':
+			inQuote = !inQuote
+		case r == '.' && !inQuote:
+			parts = append(parts, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	return append(parts, strings.TrimSpace(cur.String()))
+}
+
+// ddl handles a statement other than BEGIN/COMMIT: a DDL. It ends any transaction
+// (DDL commits implicitly) and becomes a "ddl" message for the subscriptions of its table.
+func (c *capture) ddl(ctx context.Context, h *replication.EventHeader, schema, sql string) error {
+	if err := c.flush(ctx, true, 0); err != nil {
+		return err
+	}
+	c.sc.invalidate()
+	clear(c.tables)
+	db, table := ddlTable(schema, sql)
+	it := item{ts: int64(h.Timestamp)}
+	if table != "" {
+		subs := c.filter.Match(db, table, TypeDDL)
+		value := EncodeDDL(nil, db, table, Meta{Instance: c.inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos, Commit: true}, sql)
+		for _, si := range subs {
+			sub := c.filter.Subscription(si)
+			key := []byte(db + "." + table)
+			if sub.PartitionBy == PartitionDatabase {
+				key = []byte(db)
+			}
+			it.msgs = append(it.msgs, bus.Message{Topic: sub.Topic, Key: key, Value: value})
+			it.bytes += len(key) + len(value)
+		}
+	}
+	c.boundary(h)
+	it.commit = ptr(c.resume)
+	return c.send(ctx, it)
+}
+
+func uuidString(sid []byte) (string, error) {
+	if len(sid) != 16 {
+		return "", fmt.Errorf("gtid event: source id of %d bytes", len(sid))
+	}
+	const hex = "0123456789abcdef"
+	var b strings.Builder
+	for i, x := range sid {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b.WriteByte('-')
+		}
+		b.WriteByte(hex[x>>4])
+		b.WriteByte(hex[x&0xF])
+	}
+	return b.String(), nil
+}
+
+func hasPrefixFold(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], []byte(prefix))
+}

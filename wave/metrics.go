@@ -1,0 +1,75 @@
+package wave
+
+import (
+	"regexp"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	wm "github.com/binlake/binlake/agent/collector/wave"
+)
+
+// metrics are the wave's Prometheus series. The four the agent reads use the names the
+// agent's wave collector defines (agent/collector/wave), so the two cannot drift apart.
+type metrics struct {
+	reg *prometheus.Registry
+
+	rows          *prometheus.CounterVec // wm.MetricRowsPublished
+	publishErrors *prometheus.CounterVec // wm.MetricPublishErrors
+	lag           *prometheus.GaugeVec   // wm.MetricLagSeconds
+	led           prometheus.Gauge       // wm.MetricInstancesLed
+
+	bytes      *prometheus.CounterVec
+	batches    *prometheus.CounterVec
+	skipped    *prometheus.CounterVec
+	reconnects *prometheus.CounterVec
+	commitPos  *prometheus.GaugeVec
+	commitTS   *prometheus.GaugeVec
+	instError  *prometheus.GaugeVec
+}
+
+func newMetrics() *metrics {
+	inst := []string{wm.LabelInstance}
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: wm.MetricRowsPublished,
+			Help: "Row messages acknowledged by the sink (a row sent to two topics counts twice)."}, inst),
+		publishErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: wm.MetricPublishErrors,
+			Help: "Failed publish attempts (each is retried with backoff)."}, inst),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: wm.MetricLagSeconds,
+			Help: "Now minus the binlog timestamp of the last acknowledged event; 0 when caught up."}, inst),
+		led: prometheus.NewGauge(prometheus.GaugeOpts{Name: wm.MetricInstancesLed,
+			Help: "Instances this wave leads now."}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_bytes_published_total",
+			Help: "Key and value bytes of acknowledged row messages."}, inst),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_batches_published_total",
+			Help: "Acknowledged publish calls."}, inst),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_messages_skipped_total",
+			Help: "Row messages dropped because they were larger than the sink accepts (on_too_large: skip)."}, inst),
+		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_source_errors_total",
+			Help: "Binlog connection failures (each is followed by a reconnect with backoff)."}, inst),
+		commitPos: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_committed_position",
+			Help: "Byte position in its binlog file of the last committed offset."}, []string{wm.LabelInstance, "file"}),
+		commitTS: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_committed_timestamp_seconds",
+			Help: "Binlog timestamp of the last committed offset."}, inst),
+		instError: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_instance_error",
+			Help: "1 while the instance is stopped by an error that needs an operator (binlog purged, oversized row)."}, inst),
+	}
+	m.reg.MustRegister(m.rows, m.publishErrors, m.lag, m.led, m.bytes, m.batches, m.skipped,
+		m.reconnects, m.commitPos, m.commitTS, m.instError,
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)})),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// forget drops an instance's series when this wave stops leading it, so a scrape shows
+// only what the wave runs (the counters restart at zero if it leads it again, which
+// rate() handles as a reset).
+func (m *metrics) forget(id string) {
+	l := prometheus.Labels{wm.LabelInstance: id}
+	m.lag.Delete(l)
+	m.commitPos.DeletePartialMatch(l)
+	m.commitTS.Delete(l)
+}

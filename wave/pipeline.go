@@ -1,0 +1,354 @@
+package wave
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/coord"
+)
+
+// ErrFenced reports that the offset was written by someone else since this wave read it:
+// another wave leads the instance, so this one stops publishing and committing.
+var ErrFenced = errors.New("offset changed under us: another wave leads this instance")
+
+// publisher is the stage that batches items, publishes them and reports the boundary
+// that is safe to commit once everything before it was acknowledged.
+type publisher struct {
+	id         string
+	pub        bus.Publisher
+	in         <-chan item
+	maxRows    int
+	backoffMin time.Duration
+	backoffMax time.Duration
+	m          *metrics
+	log        *slog.Logger
+	commit     *committer
+	rows       int64 // rows published by the instance so far (carried in the offset)
+	now        func() time.Time
+}
+
+func (p *publisher) run(ctx context.Context) error {
+	var msgs []bus.Message
+	for {
+		var first item
+		select {
+		case first = <-p.in:
+		case <-ctx.Done():
+			return nil
+		}
+		batch := []item{first}
+		n := len(first.msgs)
+	gather:
+		for n < p.maxRows {
+			select {
+			case it := <-p.in:
+				batch = append(batch, it)
+				n += len(it.msgs)
+			default:
+				break gather
+			}
+		}
+		msgs = msgs[:0]
+		var commit *Position
+		var ts int64
+		bytes := 0
+		idle := false
+		for _, it := range batch {
+			msgs = append(msgs, it.msgs...)
+			bytes += it.bytes
+			if it.commit != nil {
+				commit = it.commit
+			}
+			ts = max(ts, it.ts)
+			idle = it.idle // the last item decides: a heartbeat after everything else
+		}
+		if len(msgs) > 0 {
+			if err := p.publish(ctx, msgs); err != nil {
+				return err
+			}
+			p.rows += int64(len(msgs))
+			p.m.rows.WithLabelValues(p.id).Add(float64(len(msgs)))
+			p.m.bytes.WithLabelValues(p.id).Add(float64(bytes))
+			p.m.batches.WithLabelValues(p.id).Inc()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch {
+		case idle && len(p.in) == 0:
+			p.m.lag.WithLabelValues(p.id).Set(0)
+		case ts > 0:
+			p.m.lag.WithLabelValues(p.id).Set(max(0, float64(p.now().Unix()-ts)))
+		}
+		if commit != nil {
+			c := *commit
+			c.Rows = p.rows
+			p.commit.ack(c)
+		}
+		// Release the batch's messages for the collector while the slice is reused.
+		clear(msgs)
+	}
+}
+
+// publish sends msgs until acknowledged, retrying with capped exponential backoff: while
+// the sink is down, capture stalls behind the bounded queue instead of growing memory.
+func (p *publisher) publish(ctx context.Context, msgs []bus.Message) error {
+	backoff := p.backoffMin
+	for attempt := 1; ; attempt++ {
+		err := p.pub.Publish(ctx, msgs...)
+		if err == nil {
+			if attempt > 1 {
+				p.log.Info("publishing resumed", "attempts", attempt)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, bus.ErrMessageTooLarge) {
+			return &fatalError{fmt.Errorf("%w: %w", ErrMessageTooLarge, err)}
+		}
+		if errors.Is(err, bus.ErrClosed) {
+			return fmt.Errorf("publish: %w", err)
+		}
+		p.m.publishErrors.WithLabelValues(p.id).Inc()
+		p.log.Warn("publish failed; retrying", "messages", len(msgs), "attempt", attempt, "backoff", backoff, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, p.backoffMax)
+	}
+}
+
+// committer writes the acknowledged boundary to "instances/<id>/offset" with a version
+// check, at most once per interval.
+type committer struct {
+	c        coord.Coordinator
+	key      string
+	id       string
+	interval time.Duration
+	m        *metrics
+	log      *slog.Logger
+	now      func() time.Time
+
+	mu        sync.Mutex
+	version   int64
+	acked     Position
+	hasAcked  bool
+	committed Position
+	kick      chan struct{}
+}
+
+func (c *committer) ack(p Position) {
+	c.mu.Lock()
+	c.acked, c.hasAcked = p, true
+	c.mu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *committer) run(ctx context.Context) error {
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := c.flush(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// flush commits the acknowledged position if it moved.
+func (c *committer) flush(ctx context.Context) error {
+	c.mu.Lock()
+	p, ok, v := c.acked, c.hasAcked, c.version
+	same := p == c.committed
+	c.mu.Unlock()
+	if !ok || same {
+		return nil
+	}
+	p.At = c.now().UnixMilli()
+	data, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	nv, err := c.c.Put(ctx, c.key, data, v)
+	if errors.Is(err, coord.ErrVersionConflict) {
+		return fmt.Errorf("commit %s: %w", c.key, ErrFenced)
+	}
+	if err != nil {
+		// A transient coordinator error: the next tick tries again with the same version.
+		c.log.Warn("commit offset failed; will retry", "err", err)
+		return nil
+	}
+	p.At = 0
+	c.mu.Lock()
+	c.version, c.committed = nv, p
+	c.mu.Unlock()
+	c.m.commitPos.DeletePartialMatch(map[string]string{"instance": c.id})
+	c.m.commitPos.WithLabelValues(c.id, p.File).Set(float64(p.Pos))
+	c.m.commitTS.WithLabelValues(c.id).Set(float64(p.TS))
+	return nil
+}
+
+// readOffset returns the committed offset and its version, or ok=false when none is.
+func readOffset(ctx context.Context, c coord.Coordinator, key string) (p Position, version int64, ok bool, err error) {
+	v, err := c.Get(ctx, key)
+	if errors.Is(err, coord.ErrNotFound) {
+		return p, coord.NoVersion, false, nil
+	}
+	if err != nil {
+		return p, 0, false, fmt.Errorf("read %s: %w", key, err)
+	}
+	if err := json.Unmarshal(v.Data, &p); err != nil {
+		return p, 0, false, &fatalError{fmt.Errorf("offset %s is not valid JSON: %w", key, err)}
+	}
+	return p, v.Version, true, nil
+}
+
+// lead runs the capture pipeline of one instance for as long as this wave holds its
+// leadership: it returns when ctx ends, the leadership is lost (publishing and committing
+// stop first) or the pipeline fails.
+func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-lead.Lost():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	log := w.log.With("instance", inst.ID)
+	password, err := w.opts.Password(inst.Source)
+	if err != nil {
+		return &fatalError{fmt.Errorf("source password: %w", err)}
+	}
+	filter, err := NewFilter(inst.Subscriptions)
+	if err != nil {
+		return &fatalError{err}
+	}
+	if w.opts.Topics != nil {
+		for _, t := range filter.Topics() {
+			spec := w.opts.TopicSpec
+			spec.Name = t
+			if err := w.opts.Topics.CreateTopic(ctx, spec); err != nil {
+				return fmt.Errorf("create topic %s: %w", t, err)
+			}
+		}
+	}
+
+	offKey := instanceKey(inst.ID, "offset")
+	start, version, ok, err := readOffset(ctx, w.opts.Coord, offKey)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if inst.Start != nil {
+			start = *inst.Start
+		} else if start, err = currentPosition(ctx, inst.Source.Addr, inst.Source.User, password.Reveal(), inst.Source.Flavor); err != nil {
+			return fmt.Errorf("read the source's current position: %w", err)
+		}
+		// Commit the starting point at once: a restart before the first row must not
+		// jump ahead to a newer "current position".
+		data, _ := json.Marshal(start)
+		if version, err = w.opts.Coord.Put(ctx, offKey, data, coord.NoVersion); err != nil {
+			if errors.Is(err, coord.ErrVersionConflict) || errors.Is(err, coord.ErrExists) {
+				return fmt.Errorf("create %s: %w", offKey, ErrFenced)
+			}
+			return fmt.Errorf("create %s: %w", offKey, err)
+		}
+		log.Info("first start of instance", "position", start.String())
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	log.Info("capture starting", "position", start.String(), "token", lead.Token())
+	w.setStatus(inst.ID, func(s *InstanceStatus) {
+		s.State, s.Error, s.Position = StateRunning, "", start
+	})
+
+	items := make(chan item, w.opts.Pipeline.QueueItems)
+	cm := &committer{c: w.opts.Coord, key: offKey, id: inst.ID, interval: w.opts.Pipeline.CommitInterval,
+		m: w.m, log: log, now: time.Now, version: version, committed: start, kick: make(chan struct{}, 1)}
+	pub := &publisher{id: inst.ID, pub: w.opts.Publisher, in: items, maxRows: w.opts.Pipeline.BatchRows,
+		backoffMin: 100 * time.Millisecond, backoffMax: w.opts.Pipeline.PublishBackoffMax,
+		m: w.m, log: log, commit: cm, rows: start.Rows, now: time.Now}
+	capt, err := newCapture(captureOptions{
+		inst: inst, password: password.Reveal(), filter: filter, log: log, out: items,
+		maxBytes: w.opts.MaxMessageBytes,
+		onSkip:   func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
+		onError: func(err error) {
+			w.m.reconnects.WithLabelValues(inst.ID).Inc()
+			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error = StateReconnecting, err.Error() })
+		},
+		onConn: func() {
+			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error = StateRunning, "" })
+		},
+		backoffMin: 200 * time.Millisecond, backoffMax: w.opts.Pipeline.ReconnectBackoffMax,
+		eventQueue: w.opts.Pipeline.EventQueue, heartbeat: w.opts.Pipeline.Heartbeat,
+	}, start)
+	if err != nil {
+		return err
+	}
+
+	// Sinks before sources: the publisher and committer run in the group, the capture
+	// feeds them; the first error cancels all three.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return pub.run(gctx) })
+	g.Go(func() error { return cm.run(gctx) })
+	g.Go(func() error {
+		err := capt.run(gctx)
+		if err == nil && gctx.Err() == nil {
+			err = errors.New("capture ended")
+		}
+		return err
+	})
+	err = g.Wait()
+
+	select {
+	case <-lead.Lost():
+		log.Warn("leadership lost: capture stopped without a final commit")
+		if err == nil {
+			err = errLost
+		}
+		return err
+	default:
+	}
+	// Stopped while still leading (shutdown, or an error): commit what was acknowledged,
+	// so a successor repeats as little as possible.
+	fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer fcancel()
+	if ferr := cm.flush(fctx); ferr != nil && err == nil {
+		err = ferr
+	}
+	return err
+}
+
+var errLost = errors.New("leadership lost")
+
+func instanceKey(id, child string) string {
+	if child == "" {
+		return "instances/" + id
+	}
+	return "instances/" + id + "/" + child
+}

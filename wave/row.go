@@ -1,0 +1,429 @@
+package wave
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// Event types of a row message (DESIGN.md, "Row message").
+const (
+	TypeInsert = "insert"
+	TypeUpdate = "update"
+	TypeDelete = "delete"
+	TypeDDL    = "ddl"
+)
+
+// binaryCollation is the collation id of the "binary" character set: columns with it
+// hold bytes, not text, and are encoded as base64.
+const binaryCollation = 63
+
+// Column describes one column of a table as far as encoding needs: its name and how to
+// turn go-mysql's decoded value into JSON.
+type Column struct {
+	Name string
+	// Type is the binlog column type (mysql.MYSQL_TYPE_*), with ENUM and SET resolved
+	// from the STRING type's metadata.
+	Type     byte
+	Unsigned bool
+	// Binary marks byte columns (BINARY, VARBINARY, BLOB): base64 in the message.
+	Binary bool
+	// JSON marks JSON columns; MariaDB stores them as LONGTEXT, so this comes from the
+	// schema there (a json_valid check constraint).
+	JSON bool
+	// Enum and Set are the value lists of ENUM and SET columns.
+	Enum []string
+	Set  []string
+	PK   bool
+}
+
+// Table is the column layout of a table at one point in the binlog.
+type Table struct {
+	Database string
+	Name     string
+	Columns  []Column
+	// PK holds the indexes of the primary key columns, in key order; empty when the
+	// table has none.
+	PK []int
+}
+
+// Meta is the binlog position of a row, copied into its message.
+type Meta struct {
+	Instance string
+	TS       int64 // event timestamp, Unix seconds
+	GTID     string
+	File     string
+	Pos      uint32
+	XID      uint64
+	Commit   bool
+}
+
+// EncodeRow appends the JSON row message of one row change to dst. before is nil for an
+// insert, after is nil for a delete. The values are those go-mysql's row decoder gives
+// (UseDecimal and ParseTime off, TIMESTAMP rendered in UTC).
+func EncodeRow(dst []byte, t *Table, typ string, m Meta, before, after []any) ([]byte, error) {
+	dst = appendHeader(dst, t.Database, t.Name, typ, m)
+	image := after
+	if image == nil {
+		image = before
+	}
+	if len(image) != len(t.Columns) || (before != nil && after != nil && len(before) != len(after)) {
+		return dst, fmt.Errorf("%s.%s: row has %d values, table map %d columns", t.Database, t.Name, len(image), len(t.Columns))
+	}
+	dst = append(dst, `,"pk":`...)
+	if len(t.PK) == 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '{')
+		for i, ci := range t.PK {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendField(dst, &t.Columns[ci], image[ci]); err != nil {
+				return dst, err
+			}
+		}
+		dst = append(dst, '}')
+	}
+	// data is the row as it is after the change; for a delete, the row that was deleted
+	// (as Maxwell and Canal's JSON do), so every message carries the whole row once.
+	var err error
+	dst = append(dst, `,"data":`...)
+	if dst, err = appendImage(dst, t, image); err != nil {
+		return dst, err
+	}
+	if before != nil && after != nil {
+		dst = append(dst, `,"old":{`...)
+		n := 0
+		var a, b []byte
+		for i := range t.Columns {
+			c := &t.Columns[i]
+			if a, err = appendValue(a[:0], c, after[i]); err != nil {
+				return dst, err
+			}
+			if b, err = appendValue(b[:0], c, before[i]); err != nil {
+				return dst, err
+			}
+			if bytes.Equal(a, b) {
+				continue
+			}
+			if n > 0 {
+				dst = append(dst, ',')
+			}
+			n++
+			dst = appendString(dst, c.Name)
+			dst = append(dst, ':')
+			dst = append(dst, b...)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}'), nil
+}
+
+// EncodeDDL appends the JSON message of a DDL statement to dst.
+func EncodeDDL(dst []byte, database, table string, m Meta, sql string) []byte {
+	dst = appendHeader(dst, database, table, TypeDDL, m)
+	dst = append(dst, `,"sql":`...)
+	dst = appendString(dst, sql)
+	return append(dst, '}')
+}
+
+// AppendKey appends the partitioning key of a row: "db.table" and, for PartitionPK, the
+// primary key values as a JSON array ("shop.orders:[7]"), so one row's changes stay on
+// one partition and in order.
+func AppendKey(dst []byte, t *Table, by string, image []any) []byte {
+	switch by {
+	case PartitionDatabase:
+		return append(dst, t.Database...)
+	case PartitionTable:
+		dst = append(dst, t.Database...)
+		dst = append(dst, '.')
+		return append(dst, t.Name...)
+	}
+	dst = append(dst, t.Database...)
+	dst = append(dst, '.')
+	dst = append(dst, t.Name...)
+	if len(t.PK) == 0 || len(image) != len(t.Columns) {
+		return dst
+	}
+	dst = append(dst, ":["...)
+	for i, ci := range t.PK {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = appendValue(dst, &t.Columns[ci], image[ci]); err != nil {
+			dst = append(dst, "null"...)
+		}
+	}
+	return append(dst, ']')
+}
+
+func appendHeader(dst []byte, db, table, typ string, m Meta) []byte {
+	dst = append(dst, `{"instance":`...)
+	dst = appendString(dst, m.Instance)
+	dst = append(dst, `,"database":`...)
+	dst = appendString(dst, db)
+	dst = append(dst, `,"table":`...)
+	dst = appendString(dst, table)
+	dst = append(dst, `,"type":`...)
+	dst = appendString(dst, typ)
+	dst = append(dst, `,"ts":`...)
+	dst = strconv.AppendInt(dst, m.TS, 10)
+	if m.GTID != "" {
+		dst = append(dst, `,"gtid":`...)
+		dst = appendString(dst, m.GTID)
+	}
+	dst = append(dst, `,"file":`...)
+	dst = appendString(dst, m.File)
+	dst = append(dst, `,"pos":`...)
+	dst = strconv.AppendUint(dst, uint64(m.Pos), 10)
+	if m.XID != 0 {
+		dst = append(dst, `,"xid":`...)
+		dst = strconv.AppendUint(dst, m.XID, 10)
+	}
+	dst = append(dst, `,"commit":`...)
+	dst = strconv.AppendBool(dst, m.Commit)
+	return dst
+}
+
+func appendImage(dst []byte, t *Table, row []any) ([]byte, error) {
+	dst = append(dst, '{')
+	for i := range t.Columns {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = appendField(dst, &t.Columns[i], row[i]); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+func appendField(dst []byte, c *Column, v any) ([]byte, error) {
+	dst = appendString(dst, c.Name)
+	dst = append(dst, ':')
+	return appendValue(dst, c, v)
+}
+
+// appendValue appends the JSON form of one decoded column value. The type switch is on
+// what go-mysql produced; the column says what it means (unsigned, binary, JSON, enum).
+func appendValue(dst []byte, c *Column, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case int8:
+		return appendInt(dst, c, int64(x), 8), nil
+	case int16:
+		return appendInt(dst, c, int64(x), 16), nil
+	case int32:
+		if c.Type == mysql.MYSQL_TYPE_INT24 {
+			return appendInt(dst, c, int64(x), 24), nil
+		}
+		return appendInt(dst, c, int64(x), 32), nil
+	case int64:
+		switch c.Type {
+		case mysql.MYSQL_TYPE_ENUM:
+			return appendEnum(dst, c, x), nil
+		case mysql.MYSQL_TYPE_SET:
+			return appendSet(dst, c, x), nil
+		case mysql.MYSQL_TYPE_BIT:
+			return strconv.AppendUint(dst, uint64(x), 10), nil
+		}
+		return appendInt(dst, c, x, 64), nil
+	case int:
+		return strconv.AppendInt(dst, int64(x), 10), nil
+	case uint8:
+		return strconv.AppendUint(dst, uint64(x), 10), nil
+	case uint16:
+		return strconv.AppendUint(dst, uint64(x), 10), nil
+	case uint32:
+		return strconv.AppendUint(dst, uint64(x), 10), nil
+	case uint64:
+		return strconv.AppendUint(dst, x, 10), nil
+	case float32:
+		return appendFloat(dst, float64(x), 32), nil
+	case float64:
+		return appendFloat(dst, x, 64), nil
+	case string:
+		return appendText(dst, c, x), nil
+	case []byte:
+		return appendBytes(dst, c, x), nil
+	default:
+		// A type go-mysql gained later (for example a partial JSON diff): say so in
+		// the message rather than dropping the value.
+		if s, ok := v.(fmt.Stringer); ok {
+			return appendString(dst, s.String()), nil
+		}
+		return dst, fmt.Errorf("column %s: unsupported value type %T", c.Name, v)
+	}
+}
+
+// appendInt reinterprets a signed value of the given width as unsigned when the column is
+// unsigned: without the table map's signedness metadata go-mysql decodes every integer
+// as signed.
+func appendInt(dst []byte, c *Column, x int64, bits uint) []byte {
+	if c.Unsigned && x < 0 {
+		return strconv.AppendUint(dst, uint64(x)&(math.MaxUint64>>(64-bits)), 10)
+	}
+	return strconv.AppendInt(dst, x, 10)
+}
+
+func appendFloat(dst []byte, f float64, bits int) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(dst, "null"...)
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, bits)
+}
+
+func appendEnum(dst []byte, c *Column, x int64) []byte {
+	if x >= 1 && int(x) <= len(c.Enum) {
+		return appendString(dst, c.Enum[x-1])
+	}
+	if x == 0 {
+		return appendString(dst, "") // MySQL's "invalid value" entry
+	}
+	return strconv.AppendInt(dst, x, 10) // no value list (no metadata): the index
+}
+
+func appendSet(dst []byte, c *Column, x int64) []byte {
+	if len(c.Set) == 0 {
+		return strconv.AppendUint(dst, uint64(x), 10)
+	}
+	var b strings.Builder
+	for i, name := range c.Set {
+		if i < 64 && uint64(x)&(1<<uint(i)) != 0 {
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(name)
+		}
+	}
+	return appendString(dst, b.String())
+}
+
+// appendText encodes values go-mysql hands over as strings: decimals, temporal values,
+// JSON documents and CHAR/VARCHAR contents.
+func appendText(dst []byte, c *Column, s string) []byte {
+	switch c.Type {
+	case mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_DECIMAL:
+		return appendString(dst, s) // exact: never through float64
+	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
+		return appendString(dst, strings.Replace(s, " ", "T", 1))
+	case mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIMESTAMP2:
+		if strings.HasPrefix(s, "0000-00-00") {
+			return appendString(dst, strings.Replace(s, " ", "T", 1))
+		}
+		return appendString(dst, strings.Replace(s, " ", "T", 1)+"Z") // rendered in UTC
+	case mysql.MYSQL_TYPE_JSON:
+		return appendJSONDoc(dst, []byte(s))
+	}
+	if c.JSON {
+		return appendJSONDoc(dst, []byte(s))
+	}
+	if c.Binary {
+		return appendBase64(dst, []byte(s))
+	}
+	return appendString(dst, s)
+}
+
+func appendBytes(dst []byte, c *Column, b []byte) []byte {
+	switch {
+	case c.Type == mysql.MYSQL_TYPE_JSON || c.JSON:
+		return appendJSONDoc(dst, b)
+	case c.Binary || c.Type == mysql.MYSQL_TYPE_GEOMETRY:
+		return appendBase64(dst, b)
+	}
+	return appendString(dst, string(b))
+}
+
+// appendJSONDoc embeds a JSON column's document as JSON. An empty document (what MySQL
+// stores for an invalid insert in non-strict mode) is null; text that is not valid JSON
+// is kept as a string instead of corrupting the message.
+func appendJSONDoc(dst []byte, b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) == 0:
+		return append(dst, "null"...)
+	case json.Valid(b):
+		return appendCompactJSON(dst, b)
+	}
+	return appendString(dst, string(b))
+}
+
+func appendCompactJSON(dst []byte, b []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return appendString(dst, string(b))
+	}
+	return append(dst, buf.Bytes()...)
+}
+
+func appendBase64(dst []byte, b []byte) []byte {
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	return append(dst, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
+// encoding/json does; valid text (utf8mb4 included) passes unchanged, HTML characters
+// unescaped.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		// U+2028 and U+2029 are valid JSON but break JavaScript consumers.
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

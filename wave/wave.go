@@ -1,0 +1,531 @@
+// Package wave is the capture role: it acts as a MySQL/MariaDB replica, turns row events
+// into row messages (DESIGN.md) and publishes them to a bus with at-least-once delivery.
+//
+// A Wave registers itself under "waves/<node>", polls the instances in the coordinator,
+// and for each instance it should run (assigned to it, unassigned, or assigned to a node
+// that is not alive) campaigns for "instances/<id>/leader". While it leads, one pipeline
+// runs: binlog reader → decoder/filter/encoder → batching publisher → offset committer,
+// connected by bounded channels. The offset ("instances/<id>/offset") is written with a
+// version check and only at transaction boundaries whose every earlier message the sink
+// acknowledged; when the leadership is lost, the pipeline stops before anything else.
+package wave
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/binlake/binlake/internal/buildinfo"
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/coord"
+)
+
+// GroupWaves is the coordinator group the waves register in.
+const GroupWaves = "waves"
+
+// TopicCreator creates topics; bus.Bus implements it. Sinks without topics (the file
+// sink) leave it nil.
+type TopicCreator interface {
+	CreateTopic(ctx context.Context, spec bus.TopicSpec) error
+}
+
+// PipelineOptions tunes the per-instance pipeline. Zero fields take the defaults named.
+type PipelineOptions struct {
+	// BatchRows is the most row messages per publish call. 5000.
+	BatchRows int
+	// QueueItems bounds the queue between decoding and publishing, in rows events. 256.
+	QueueItems int
+	// EventQueue bounds go-mysql's queue of parsed binlog events. 256.
+	EventQueue int
+	// CommitInterval is how often the acknowledged position is committed. 500 ms.
+	CommitInterval time.Duration
+	// PublishBackoffMax caps the pause between publish retries. 5 s.
+	PublishBackoffMax time.Duration
+	// ReconnectBackoffMax caps the pause between source reconnects. 10 s.
+	ReconnectBackoffMax time.Duration
+	// Heartbeat is the source heartbeat period asked for; a silent connection is
+	// dropped and reopened after 3 of them. 2 s.
+	Heartbeat time.Duration
+	// RetryBackoff is the pause before a wave campaigns again after a pipeline error. 2 s.
+	RetryBackoff time.Duration
+}
+
+// Options configures a Wave.
+type Options struct {
+	// Node is this wave's id: its member name and what it writes as leader.
+	Node string
+	// HTTPAddr is where /metrics, /healthz and /status listen; empty for none.
+	HTTPAddr string
+	// AdvertiseAddr is the HTTP address written in the member data; the bound HTTPAddr
+	// when empty.
+	AdvertiseAddr string
+
+	Coord     coord.Coordinator
+	Publisher bus.Publisher
+	// Topics, when set, creates each subscription's topic (with TopicSpec) before
+	// capture starts.
+	Topics    TopicCreator
+	TopicSpec bus.TopicSpec
+	// MaxMessageBytes is the largest row message (key + value) the sink accepts; larger
+	// ones follow the instance's on_too_large. 0 = no limit.
+	MaxMessageBytes int
+
+	Pipeline PipelineOptions
+	// PollInterval is how often the instance list is read. 2 s.
+	PollInterval time.Duration
+	// Password returns a source's password; by default from source.password_env or
+	// source.password_file (config.ResolveSecret), empty when neither is set.
+	Password func(Source) (config.Secret, error)
+	Logger   *slog.Logger
+	// Ready, when set, is called with the bound HTTP address once the wave serves.
+	Ready func(httpAddr string)
+}
+
+func (o *Options) setDefaults() error {
+	if o.Node == "" {
+		return errors.New("wave: node is required")
+	}
+	if o.Coord == nil || o.Publisher == nil {
+		return errors.New("wave: a coordinator and a publisher are required")
+	}
+	p := &o.Pipeline
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&p.BatchRows, 5000)
+	def(&p.QueueItems, 256)
+	def(&p.EventQueue, 256)
+	defD(&p.CommitInterval, 500*time.Millisecond)
+	defD(&p.PublishBackoffMax, 5*time.Second)
+	defD(&p.ReconnectBackoffMax, 10*time.Second)
+	defD(&p.Heartbeat, 2*time.Second)
+	defD(&p.RetryBackoff, 2*time.Second)
+	defD(&o.PollInterval, 2*time.Second)
+	if o.Password == nil {
+		o.Password = func(s Source) (config.Secret, error) {
+			return config.ResolveSecret("", s.PasswordEnv, s.PasswordFile)
+		}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Instance states shown by /status and `binlake instance show`.
+const (
+	StateStandby      = "standby"      // campaigning: another wave leads
+	StateRunning      = "running"      // leading and capturing
+	StateReconnecting = "reconnecting" // leading, the source is unreachable (retrying)
+	StateRetrying     = "retrying"     // the pipeline failed and restarts after a pause
+	StateError        = "error"        // stopped until an operator acts (binlog purged, oversized row)
+)
+
+// InstanceStatus is what the wave knows of one instance it runs or stands by for.
+type InstanceStatus struct {
+	ID       string   `json:"id"`
+	State    string   `json:"state"`
+	Error    string   `json:"error,omitempty"`
+	Position Position `json:"position"`
+	Since    string   `json:"since"`
+}
+
+// Wave is one capture node.
+type Wave struct {
+	opts Options
+	log  *slog.Logger
+	m    *metrics
+
+	mu      sync.Mutex
+	status  map[string]*InstanceStatus
+	runners map[string]*runner
+	live    map[string]bool
+
+	closed  bool
+	started bool
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+type runner struct {
+	def    []byte // the definition it runs; a change restarts it
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New builds a wave; Run starts it.
+func New(opts Options) (*Wave, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	return &Wave{
+		opts:    opts,
+		log:     opts.Logger.With("component", "wave", "node", opts.Node),
+		m:       newMetrics(),
+		status:  map[string]*InstanceStatus{},
+		runners: map[string]*runner{},
+		live:    map[string]bool{},
+		done:    make(chan struct{}),
+	}, nil
+}
+
+// Run runs the wave until ctx ends or Close is called.
+func Run(ctx context.Context, opts Options) error {
+	w, err := New(opts)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	return w.Run(ctx)
+}
+
+// Handler serves /metrics, /healthz and /status.
+func (w *Wave) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(w.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(rw, `{"status":"ok","node":%q,"version":%q}`+"\n", w.opts.Node, buildinfo.String())
+	})
+	mux.HandleFunc("GET /status", func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(rw).Encode(map[string]any{"node": w.opts.Node, "instances": w.Status()})
+	})
+	return mux
+}
+
+// Status lists the instances this wave runs or stands by for, sorted by id.
+func (w *Wave) Status() []InstanceStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]InstanceStatus, 0, len(w.status))
+	for _, s := range w.status {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
+	w.mu.Lock()
+	s := w.status[id]
+	if s == nil {
+		s = &InstanceStatus{ID: id}
+		w.status[id] = s
+	}
+	before := s.State
+	f(s)
+	if s.State != before {
+		s.Since = time.Now().UTC().Format(time.RFC3339)
+	}
+	st := *s
+	w.mu.Unlock()
+	if st.State == StateError {
+		w.m.instError.WithLabelValues(id).Set(1)
+	} else {
+		w.m.instError.WithLabelValues(id).Set(0)
+	}
+	if st.State != before && (st.State == StateError || st.State == StateRunning) {
+		// Make the state visible to `binlake instance show` on any host.
+		data, _ := json.Marshal(map[string]any{"node": w.opts.Node, "state": st.State, "error": st.Error, "since": st.Since})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := w.opts.Coord.Put(ctx, instanceKey(id, "status"), data, coord.AnyVersion); err != nil {
+			w.log.Debug("write instance status", "instance", id, "err", err)
+		}
+	}
+}
+
+// Run registers the wave, serves HTTP and runs instances until ctx ends or Close.
+func (w *Wave) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w.mu.Lock()
+	switch {
+	case w.started:
+		w.mu.Unlock()
+		return errors.New("wave: Run called twice")
+	case w.closed:
+		w.mu.Unlock()
+		return nil
+	}
+	w.started, w.stop = true, cancel
+	w.mu.Unlock()
+	defer close(w.done)
+
+	var httpAddr string
+	if w.opts.HTTPAddr != "" {
+		ln, err := net.Listen("tcp", w.opts.HTTPAddr)
+		if err != nil {
+			return fmt.Errorf("wave: listen on %s: %w", w.opts.HTTPAddr, err)
+		}
+		httpAddr = ln.Addr().String()
+		srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		defer func() {
+			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer scancel()
+			srv.Shutdown(sctx)
+		}()
+	}
+	adv := w.opts.AdvertiseAddr
+	if adv == "" {
+		adv = httpAddr
+	}
+	member, _ := json.Marshal(map[string]string{
+		"addr": adv, "version": buildinfo.String(), "started_at": time.Now().UTC().Format(time.RFC3339),
+	})
+	if err := w.register(ctx, member); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	w.log.Info("wave running", "http", httpAddr, "version", buildinfo.String())
+	if w.opts.Ready != nil {
+		w.opts.Ready(httpAddr)
+	}
+
+	members, err := w.opts.Coord.WatchMembers(ctx, GroupWaves)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("wave: watch members: %w", err)
+	}
+	tick := time.NewTicker(w.opts.PollInterval)
+	defer tick.Stop()
+	defer w.stopRunners()
+	w.reconcile(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			w.log.Info("wave stopping")
+			return nil
+		case ms, ok := <-members:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errors.New("wave: member watch ended (coordinator closed or session lost)")
+			}
+			live := map[string]bool{}
+			for _, m := range ms {
+				live[m.ID] = true
+			}
+			w.mu.Lock()
+			w.live = live
+			w.mu.Unlock()
+		case <-tick.C:
+		}
+		w.reconcile(ctx)
+	}
+}
+
+// register joins the waves group. A previous incarnation of this node (killed, session
+// not yet expired) may still hold the name: retry until it is gone.
+func (w *Wave) register(ctx context.Context, data []byte) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := w.opts.Coord.Register(ctx, GroupWaves, coord.Member{ID: w.opts.Node, Data: data})
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, coord.ErrExists) || time.Now().After(deadline) {
+			return fmt.Errorf("wave: register as %s: %w", w.opts.Node, err)
+		}
+		w.log.Info("node name still registered by a previous session; waiting for it to expire")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// reconcile starts a runner for each instance this wave should run and stops the rest.
+func (w *Wave) reconcile(ctx context.Context) {
+	ids, err := w.opts.Coord.List(ctx, "instances")
+	if err != nil && !errors.Is(err, coord.ErrNotFound) {
+		if ctx.Err() == nil {
+			w.log.Warn("list instances", "err", err)
+		}
+		return
+	}
+	want := map[string][]byte{}
+	for _, id := range ids {
+		v, err := w.opts.Coord.Get(ctx, instanceKey(id, ""))
+		if err != nil || len(v.Data) == 0 {
+			continue
+		}
+		if !w.shouldRun(ctx, id) {
+			continue
+		}
+		want[id] = v.Data
+	}
+	// Stop the runners no longer wanted (or whose definition changed) without holding
+	// the lock: they update their status while stopping.
+	w.mu.Lock()
+	var stopped []string
+	var stopping []*runner
+	for id, r := range w.runners {
+		if def, ok := want[id]; !ok || !slices.Equal(def, r.def) {
+			r.cancel()
+			stopping = append(stopping, r)
+			stopped = append(stopped, id)
+			delete(w.runners, id)
+		}
+	}
+	w.mu.Unlock()
+	for _, r := range stopping {
+		<-r.done
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range stopped {
+		delete(w.status, id)
+		w.m.instError.DeleteLabelValues(id)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	for id, def := range want {
+		if _, ok := w.runners[id]; ok {
+			continue
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		r := &runner{def: def, cancel: cancel, done: make(chan struct{})}
+		w.runners[id] = r
+		w.status[id] = &InstanceStatus{ID: id, State: StateStandby, Since: time.Now().UTC().Format(time.RFC3339)}
+		go func() {
+			defer close(r.done)
+			w.runInstance(rctx, id, def)
+		}()
+	}
+}
+
+// shouldRun: the assigned wave runs an instance; any wave stands by for an unassigned
+// instance or one whose assigned wave is not alive (the election fallback).
+func (w *Wave) shouldRun(ctx context.Context, id string) bool {
+	v, err := w.opts.Coord.Get(ctx, instanceKey(id, "assign"))
+	if err != nil || len(v.Data) == 0 {
+		return errors.Is(err, coord.ErrNotFound) || (err == nil && len(v.Data) == 0)
+	}
+	node := string(v.Data)
+	if node == w.opts.Node {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.live[node]
+}
+
+// runInstance campaigns for an instance and runs its pipeline while leading, until ctx
+// ends.
+func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
+	log := w.log.With("instance", id)
+	inst, perr := ParseInstance(def)
+	for ctx.Err() == nil {
+		lead, err := w.opts.Coord.Campaign(ctx, instanceKey(id, "leader"), []byte(w.opts.Node))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("campaign failed", "err", err)
+			sleep(ctx, w.opts.Pipeline.RetryBackoff)
+			continue
+		}
+		w.m.led.Inc()
+		log.Info("leading instance", "token", lead.Token())
+		if perr != nil {
+			err = &fatalError{perr}
+		} else {
+			err = w.lead(ctx, inst, lead)
+		}
+		switch {
+		case ctx.Err() != nil || errors.Is(err, errLost):
+		case isFatal(err):
+			// Retrying cannot fix it, and another wave would meet the same error: keep
+			// the leadership, show the error, and wait for an operator (a changed
+			// definition or a removal restarts the runner).
+			log.Error("instance stopped: operator action needed", "err", err)
+			w.setStatus(id, func(s *InstanceStatus) { s.State, s.Error = StateError, err.Error() })
+			select {
+			case <-ctx.Done():
+			case <-lead.Lost():
+			}
+		case err != nil:
+			log.Warn("pipeline failed; restarting after a pause", "err", err)
+			w.setStatus(id, func(s *InstanceStatus) { s.State, s.Error = StateRetrying, err.Error() })
+		}
+		w.m.led.Dec()
+		w.m.forget(id)
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if rerr := lead.Resign(rctx); rerr != nil {
+			log.Debug("resign", "err", rerr)
+		}
+		cancel()
+		if ctx.Err() == nil && !isFatal(err) {
+			w.setStatus(id, func(s *InstanceStatus) {
+				if s.State != StateRetrying {
+					s.State = StateStandby
+				}
+			})
+			sleep(ctx, w.opts.Pipeline.RetryBackoff)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func (w *Wave) stopRunners() {
+	w.mu.Lock()
+	rs := w.runners
+	w.runners = map[string]*runner{}
+	w.mu.Unlock()
+	for _, r := range rs {
+		r.cancel()
+	}
+	for _, r := range rs {
+		<-r.done
+	}
+}
+
+// Close stops Run and waits for it. It is idempotent and does not close the coordinator
+// or publisher, which the caller owns.
+func (w *Wave) Close() error {
+	w.mu.Lock()
+	w.closed = true
+	stop, started := w.stop, w.started
+	w.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	if started {
+		<-w.done
+	}
+	return nil
+}

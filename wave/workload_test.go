@@ -1,0 +1,496 @@
+package wave_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave"
+)
+
+// The workload writes mixed inserts, updates and deletes to three tables covering the
+// types the row message must carry exactly (decimal, JSON, datetime, unsigned, NULL,
+// utf8mb4, blob), and remembers, per primary key, every message it expects.
+
+const (
+	tOrders = "t_orders"
+	tItems  = "t_items"
+	tLogs   = "t_logs"
+)
+
+var schemaDDL = []string{
+	`CREATE TABLE t_orders (
+		id BIGINT UNSIGNED NOT NULL PRIMARY KEY,
+		amount DECIMAL(30,10) NOT NULL,
+		note VARCHAR(200) CHARACTER SET utf8mb4 NULL,
+		created DATETIME(6) NOT NULL,
+		meta JSON NULL,
+		flags INT UNSIGNED NOT NULL,
+		payload BLOB NULL
+	) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+	`CREATE TABLE t_items (
+		id INT NOT NULL PRIMARY KEY,
+		price DECIMAL(12,2) NULL,
+		name VARCHAR(100) CHARACTER SET utf8mb4 NOT NULL,
+		qty SMALLINT UNSIGNED NOT NULL,
+		tiny TINYINT UNSIGNED NOT NULL,
+		img VARBINARY(64) NULL
+	) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+	`CREATE TABLE t_logs (
+		id INT NOT NULL PRIMARY KEY,
+		msg TEXT CHARACTER SET utf8mb4 NOT NULL,
+		at DATETIME NULL,
+		big BIGINT UNSIGNED NOT NULL,
+		ratio DOUBLE NULL,
+		neg BIGINT NOT NULL
+	) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+}
+
+// expMsg is one expected row message.
+type expMsg struct {
+	typ  string
+	data map[string]any // decoded like the received message (UseNumber)
+	old  map[string]any // update: changed columns before
+}
+
+type workload struct {
+	t    testing.TB
+	conn *client.Conn
+	db   string
+	rng  *rand.Rand
+
+	mu     sync.Mutex
+	expect map[string][]expMsg         // "table:pk" → messages in order
+	live   map[string]map[int64][]any  // table → id → current SQL values
+	cols   map[string][]string         // table → column names (changes with DDL)
+	conv   map[string]func([]any) map[string]any
+	nextID map[string]int64
+	count  int // expected messages on the main topics
+}
+
+func connect(t testing.TB) *client.Conn {
+	t.Helper()
+	a := testenv.RequireMySQL(t)
+	conn, err := client.ConnectWithContext(context.Background(), a.Addr, a.User, a.Password, "", 10*time.Second)
+	if err != nil {
+		t.Fatalf("connect to MariaDB at %s: %v", a, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// newWorkload creates a uniquely named database with the three tables.
+func newWorkload(t testing.TB, seed uint64) *workload {
+	t.Helper()
+	conn := connect(t)
+	db := fmt.Sprintf("wave_%s_%d", strings.ToLower(strings.NewReplacer("/", "_", "-", "_").Replace(t.Name())), time.Now().UnixNano()%1e9)
+	if len(db) > 60 {
+		db = db[len(db)-60:]
+		db = "w" + db[1:]
+	}
+	mustExec(t, conn, "CREATE DATABASE "+db)
+	t.Cleanup(func() {
+		c := connect(t)
+		c.Execute("DROP DATABASE IF EXISTS " + db)
+	})
+	if err := conn.UseDB(db); err != nil {
+		t.Fatal(err)
+	}
+	for _, ddl := range schemaDDL {
+		mustExec(t, conn, ddl)
+	}
+	w := &workload{
+		t: t, conn: conn, db: db, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		expect: map[string][]expMsg{}, live: map[string]map[int64][]any{},
+		nextID: map[string]int64{tOrders: 1, tItems: 1, tLogs: 1},
+		cols: map[string][]string{
+			tOrders: {"id", "amount", "note", "created", "meta", "flags", "payload"},
+			tItems:  {"id", "price", "name", "qty", "tiny", "img"},
+			tLogs:   {"id", "msg", "at", "big", "ratio", "neg"},
+		},
+	}
+	for _, tb := range []string{tOrders, tItems, tLogs} {
+		w.live[tb] = map[int64][]any{}
+	}
+	return w
+}
+
+func mustExec(t testing.TB, c *client.Conn, q string, args ...any) {
+	t.Helper()
+	if _, err := c.Execute(q, args...); err != nil {
+		t.Fatalf("%.120s: %v", q, err)
+	}
+}
+
+var texts = []string{"plain", "ütf8 ünïcödé", "emoji 😀🚀 and 中文", `quote " backslash \ tab	nl
+end`, "<html>&amp;</html>", ""}
+
+// row returns SQL values for a new row of table with id.
+func (w *workload) row(table string, id int64, gen int) []any {
+	r := w.rng
+	switch table {
+	case tOrders:
+		var note any = texts[r.IntN(len(texts))] + " " + strconv.Itoa(gen)
+		if r.IntN(7) == 0 {
+			note = nil
+		}
+		var meta any = fmt.Sprintf(`{"n": %d, "tags": ["a", "ü"], "nested": {"ok": true, "f": 1.5}, "s": "%s"}`, id, texts[r.IntN(3)])
+		if r.IntN(9) == 0 {
+			meta = nil
+		}
+		var payload any = randBytes(r, r.IntN(40))
+		if r.IntN(8) == 0 {
+			payload = nil
+		}
+		amount := fmt.Sprintf("%d.%010d", r.Int64N(1e15)-5e14, r.Int64N(1e10))
+		created := fmt.Sprintf("20%02d-%02d-%02d %02d:%02d:%02d.%06d", 10+r.IntN(20), 1+r.IntN(12), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1e6))
+		return []any{uint64(1<<63) + uint64(id), amount, note, created, meta, uint32(4294967295 - r.IntN(1000)), payload}
+	case tItems:
+		var price any = fmt.Sprintf("%d.%02d", r.IntN(1e8), r.IntN(100))
+		if r.IntN(6) == 0 {
+			price = nil
+		}
+		var img any = randBytes(r, 1+r.IntN(63))
+		if r.IntN(5) == 0 {
+			img = nil
+		}
+		return []any{int32(id), price, texts[r.IntN(len(texts))] + strconv.Itoa(gen), uint16(65535 - r.IntN(100)), uint8(255 - r.IntN(10)), img}
+	default:
+		var at any = fmt.Sprintf("2024-%02d-%02d %02d:%02d:%02d", 1+r.IntN(12), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60))
+		if r.IntN(6) == 0 {
+			at = nil
+		}
+		var ratio any = r.NormFloat64() * 1e6
+		if r.IntN(6) == 0 {
+			ratio = nil
+		}
+		return []any{int32(id), strings.Repeat(texts[r.IntN(len(texts))], 1+r.IntN(3)) + strconv.Itoa(gen), at, uint64(18446744073709551615) - uint64(r.IntN(1e6)), ratio, -r.Int64N(1 << 62)}
+	}
+}
+
+func randBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.UintN(256))
+	}
+	return b
+}
+
+// jsonValue is what the wave must send for a SQL value of column col of table.
+func jsonValue(table, col string, v any) any {
+	if v == nil {
+		return nil
+	}
+	switch x := v.(type) {
+	case []byte:
+		return base64.StdEncoding.EncodeToString(x)
+	case uint64:
+		return json.Number(strconv.FormatUint(x, 10))
+	case uint32:
+		return json.Number(strconv.FormatUint(uint64(x), 10))
+	case uint16:
+		return json.Number(strconv.FormatUint(uint64(x), 10))
+	case uint8:
+		return json.Number(strconv.FormatUint(uint64(x), 10))
+	case int32:
+		return json.Number(strconv.FormatInt(int64(x), 10))
+	case int64:
+		return json.Number(strconv.FormatInt(x, 10))
+	case float64:
+		return json.Number(strconv.FormatFloat(x, 'g', -1, 64))
+	case string:
+		switch {
+		case col == "meta":
+			return decodeJSON([]byte(x))
+		case col == "created" || col == "at":
+			return strings.Replace(x, " ", "T", 1)
+		}
+		return x
+	}
+	panic(fmt.Sprintf("unexpected %T", v))
+}
+
+func decodeJSON(b []byte) any {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func (w *workload) image(table string, vals []any) map[string]any {
+	m := map[string]any{}
+	for i, c := range w.cols[table] {
+		m[c] = jsonValue(table, c, vals[i])
+	}
+	return m
+}
+
+func pkOf(table string, vals []any) string {
+	return fmt.Sprintf("%s:%v", table, vals[0])
+}
+
+// txn runs one transaction of ins inserts, upd updates and del deletes on table.
+func (w *workload) txn(table string, ins, upd, del int) {
+	t := w.t
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	mustExec(t, w.conn, "BEGIN")
+	cols := w.cols[table]
+	if ins > 0 {
+		var args []any
+		ph := "(" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ")"
+		var phs []string
+		for range ins {
+			id := w.nextID[table]
+			w.nextID[table]++
+			vals := w.row(table, id, 0)
+			args = append(args, vals...)
+			phs = append(phs, ph)
+			w.live[table][id] = vals
+			w.expect[pkOf(table, vals)] = append(w.expect[pkOf(table, vals)], expMsg{typ: wave.TypeInsert, data: w.image(table, vals)})
+			w.count++
+		}
+		mustExec(t, w.conn, "INSERT INTO "+table+" ("+strings.Join(cols, ",")+") VALUES "+strings.Join(phs, ","), args...)
+	}
+	ids := w.liveIDs(table)
+	w.rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	if upd > len(ids) {
+		upd = len(ids)
+	}
+	if upd > 0 {
+		// One statement: the same new values (but the id) for the chosen rows, in id order
+		// as InnoDB updates them through the primary key.
+		chosen := slices.Clone(ids[:upd])
+		slices.Sort(chosen)
+		nv := w.row(table, 0, 1)
+		set := []string{}
+		var args []any
+		for i := 1; i < len(cols); i++ {
+			if i%2 == 1 || w.rng.IntN(2) == 0 { // some columns change, some keep their value
+				set = append(set, cols[i]+" = ?")
+				args = append(args, nv[i])
+			} else {
+				nv[i] = nil // marks "unchanged" below
+			}
+		}
+		changed := map[int]bool{}
+		for i := 1; i < len(cols); i++ {
+			if slices.Contains(set, cols[i]+" = ?") {
+				changed[i] = true
+			}
+		}
+		in := make([]string, len(chosen))
+		for i, id := range chosen {
+			in[i] = strconv.FormatInt(id, 10)
+			if table == tOrders {
+				in[i] = strconv.FormatUint(uint64(1<<63)+uint64(id), 10)
+			}
+		}
+		mustExec(t, w.conn, "UPDATE "+table+" SET "+strings.Join(set, ", ")+" WHERE id IN ("+strings.Join(in, ",")+")", args...)
+		for _, id := range chosen {
+			before := w.live[table][id]
+			after := slices.Clone(before)
+			old := map[string]any{}
+			for i := range changed {
+				after[i] = nv[i]
+			}
+			for i := 1; i < len(cols); i++ {
+				if !reflect.DeepEqual(jsonValue(table, cols[i], before[i]), jsonValue(table, cols[i], after[i])) {
+					old[cols[i]] = jsonValue(table, cols[i], before[i])
+				}
+			}
+			if len(old) == 0 {
+				continue // MariaDB logs no row for an update that changed nothing
+			}
+			w.live[table][id] = after
+			k := pkOf(table, after)
+			w.expect[k] = append(w.expect[k], expMsg{typ: wave.TypeUpdate, data: w.image(table, after), old: old})
+			w.count++
+		}
+	}
+	ids = w.liveIDs(table)
+	w.rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	if del > len(ids) {
+		del = len(ids)
+	}
+	if del > 0 {
+		in := make([]string, del)
+		for i, id := range ids[:del] {
+			vals := w.live[table][id]
+			in[i] = fmt.Sprint(vals[0])
+			k := pkOf(table, vals)
+			w.expect[k] = append(w.expect[k], expMsg{typ: wave.TypeDelete, data: w.image(table, vals)})
+			delete(w.live[table], id)
+			w.count++
+		}
+		mustExec(t, w.conn, "DELETE FROM "+table+" WHERE id IN ("+strings.Join(in, ",")+")")
+	}
+	mustExec(t, w.conn, "COMMIT")
+}
+
+func (w *workload) liveIDs(table string) []int64 {
+	ids := make([]int64, 0, len(w.live[table]))
+	for id := range w.live[table] {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// run writes about n row changes in transactions of about per changes, rotating tables.
+func (w *workload) run(n, per int) {
+	tables := []string{tOrders, tItems, tLogs}
+	for i := 0; w.count < n; i++ {
+		left := min(per, n-w.count)
+		ins := max(1, left*6/10)
+		upd := left * 25 / 100
+		del := left - ins - upd
+		w.txn(tables[i%3], ins, upd, max(del, 0))
+	}
+}
+
+// received is one message read back from a topic.
+type received struct {
+	topic string
+	key   string
+	msg   map[string]any
+}
+
+func decodeMsg(t testing.TB, topic string, key, value []byte) received {
+	d := json.NewDecoder(bytes.NewReader(value))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		t.Fatalf("message on %s is not JSON: %v: %.200s", topic, err, value)
+	}
+	return received{topic: topic, key: string(key), msg: m}
+}
+
+// verify checks the messages of one topic (in partition order) against the workload's
+// expectations for the tables routed there: every expected message present, in order per
+// primary key, values exact. Duplicates are allowed only as a repeat of an earlier
+// message of the same key (at-least-once), and are counted.
+func (w *workload) verify(t testing.TB, msgs []received, tables []string, types []string) (dups int) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	got := map[string][]map[string]any{}
+	for _, r := range msgs {
+		m := r.msg
+		if m["database"] != w.db {
+			continue
+		}
+		if m["type"] == wave.TypeDDL {
+			continue
+		}
+		table, _ := m["table"].(string)
+		if !slices.Contains(tables, table) {
+			t.Fatalf("topic %s carries a row of %s, which its subscription excludes", r.topic, table)
+		}
+		data, _ := m["data"].(map[string]any)
+		k := fmt.Sprintf("%s:%v", table, data["id"])
+		got[k] = append(got[k], m)
+	}
+	missing, wrong := 0, 0
+	for k, exps := range w.expect {
+		table := k[:strings.IndexByte(k, ':')]
+		if !slices.Contains(tables, table) {
+			continue
+		}
+		var want []expMsg
+		for _, e := range exps {
+			if types == nil || slices.Contains(types, e.typ) {
+				want = append(want, e)
+			}
+		}
+		g := got[k]
+		// Walk the received list; a message equal to one already matched is a duplicate.
+		j := 0
+		for _, m := range g {
+			if j < len(want) && matches(m, want[j]) {
+				j++
+				continue
+			}
+			dup := false
+			for x := 0; x < j; x++ {
+				if matches(m, want[x]) {
+					dup = true
+					break
+				}
+			}
+			if !dup {
+				if wrong < 5 {
+					t.Errorf("%s: message %d out of order or wrong:\n got  %v\n want %+v", k, j, m, want[min(j, len(want)-1)])
+				}
+				wrong++
+				continue
+			}
+			dups++
+		}
+		if j < len(want) {
+			if missing < 5 {
+				t.Errorf("%s: %d of %d messages missing; first missing %+v", k, len(want)-j, len(want), want[j])
+			}
+			missing += len(want) - j
+		}
+	}
+	if missing > 0 || wrong > 0 {
+		t.Fatalf("%d messages missing, %d wrong (of %d received)", missing, wrong, len(msgs))
+	}
+	return dups
+}
+
+func matches(m map[string]any, e expMsg) bool {
+	if m["type"] != e.typ || !reflect.DeepEqual(m["data"], e.data) {
+		return false
+	}
+	if e.typ == wave.TypeUpdate && !reflect.DeepEqual(m["old"], e.old) {
+		return false
+	}
+	return true
+}
+
+// expected counts the messages the workload expects for tables (and types).
+func (w *workload) expected(tables, types []string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for k, exps := range w.expect {
+		if !slices.Contains(tables, k[:strings.IndexByte(k, ':')]) {
+			continue
+		}
+		for _, e := range exps {
+			if types == nil || slices.Contains(types, e.typ) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// sortedKeys is for stable failure output.
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
