@@ -24,7 +24,7 @@ var commands = map[string]command{
 	"up":       {"run judge, alarm and an agent in one process on embedded defaults", runUp},
 	"wave":     {"capture MySQL/MariaDB binlogs and publish rows to Kafka", notYet("wave", 3)},
 	"agent":    {"collect host, runtime and wave metrics and push them", runAgent},
-	"judge":    {"store metrics, analyse load and answer placement requests", notYet("judge", 5)},
+	"judge":    {"store metrics, analyse load and answer placement requests", runJudge},
 	"alarm":    {"evaluate alert policies over the metric stream and notify", notYet("alarm", 6)},
 	"instance": {"add, list, show, remove or move capture instances", notYet("instance", 3)},
 	"bench":    {"run a benchmark against the test services", notYet("bench", 3)},

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/kafka"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/logging"
+	"github.com/binlake/binlake/judge"
+	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/judge/store/elastic"
+	"github.com/binlake/binlake/judge/store/sqlite"
+)
+
+func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("judge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "/etc/binlake/judge.yaml", "judge config file (see deploy/judge.example.yaml)")
+	listen := fs.String("http", "", "override http.listen (host:port)")
+	algorithm := fs.String("algorithm", "", "override placement.algorithm")
+	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: binlake judge [flags]\n\nStores the metric stream, analyses load and answers placement requests over HTTP.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := judge.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *listen != "" || *algorithm != "" {
+		if *listen != "" {
+			cfg.HTTP.Listen = *listen
+		}
+		if *algorithm != "" {
+			cfg.Placement.Algorithm = *algorithm
+		}
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("flags: %w", err)
+		}
+	}
+	if *logLevel != "" {
+		cfg.Log.Level = *logLevel
+	}
+	logger, err := logging.New(stderr, cfg.Log.Level, cfg.Log.Format)
+	if err != nil {
+		return err
+	}
+	token, err := config.ResolveSecret(cfg.HTTP.Token, judge.TokenEnv, cfg.HTTP.TokenFile)
+	if err != nil {
+		return fmt.Errorf("http token: %w", err)
+	}
+
+	// The store: the sink, opened first and closed last.
+	var st store.Store
+	storeDesc := ""
+	switch cfg.Store.Kind {
+	case judge.StoreSQLite:
+		path := cfg.Store.SQLite.Path
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		s, err := sqlite.Open(sqlite.Options{Path: path})
+		if err != nil {
+			return err
+		}
+		st, storeDesc = s, "sqlite "+path
+	case judge.StoreElastic:
+		e := cfg.Store.Elastic
+		pw, err := config.ResolveSecret(e.Password, judge.ElasticPasswordEnv, e.PasswordFile)
+		if err != nil {
+			return fmt.Errorf("store.elastic password: %w", err)
+		}
+		s, err := elastic.New(elastic.Options{
+			Config: elasticsearch.Config{Addresses: e.Addresses, Username: e.Username, Password: pw.Reveal()},
+			Prefix: e.Prefix, Replicas: e.Replicas, Logger: logger,
+		})
+		if err != nil {
+			return err
+		}
+		st, storeDesc = s, "elastic "+strings.Join(e.Addresses, ",")
+	}
+	defer st.Close()
+
+	var sub bus.Subscriber
+	busDesc := "none (HTTP ingest only)"
+	if cfg.Bus.Kind == judge.BusKafka {
+		b, err := kafka.New(kafka.Options{Brokers: cfg.Bus.Brokers, ClientID: "binlake-judge", Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		if err := b.CreateTopic(ctx, bus.TopicSpec{Name: cfg.Bus.Topic, Partitions: cfg.Bus.Partitions}); err != nil {
+			return fmt.Errorf("bus: %w", err)
+		}
+		sub, err = b.Subscriber(bus.SubscribeOptions{Topic: cfg.Bus.Topic, Group: cfg.Bus.Group, StartAt: bus.StartLast})
+		if err != nil {
+			return fmt.Errorf("bus: %w", err)
+		}
+		defer sub.Close()
+		busDesc = fmt.Sprintf("kafka %s topic %s group %s", strings.Join(cfg.Bus.Brokers, ","), cfg.Bus.Topic, cfg.Bus.Group)
+	}
+
+	logger.Info("judge starting", "config", *cfgPath, "listen", cfg.HTTP.Listen, "store", storeDesc, "bus", busDesc,
+		"algorithm", cfg.Placement.Algorithm, "auth", token != "")
+	return judge.Run(ctx, judge.Options{
+		Store: st, Subscriber: sub, Listen: cfg.HTTP.Listen, Token: token,
+		Algorithm: cfg.Placement.Algorithm, Filters: cfg.Filters(), Plugins: cfg.Placement.Plugins,
+		EWMAAlpha: cfg.Analysis.EWMAAlpha, HistoricalEvery: cfg.Analysis.HistoricalEvery.D(),
+		HistoricalMetrics: cfg.Analysis.HistoricalMetrics, Retention: cfg.Store.Retention.D(), StoreQueue: cfg.Store.Queue,
+		Logger: logger,
+		Ready: func(addr string) {
+			fmt.Fprintf(stdout, "judge serving on http://%s (status page at /)\n", addr)
+		},
+	})
+}

@@ -1,0 +1,63 @@
+package judge
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/kafka"
+	"github.com/binlake/binlake/internal/testenv"
+)
+
+// TestJudgeKafkaIntegration runs a judge on the real Kafka with the production settings
+// (its own group, starting at the newest message): batches published by "agents" become
+// visible in GET /v1/nodes and drive placement; a garbage message is skipped.
+func TestJudgeKafkaIntegration(t *testing.T) {
+	addr := testenv.Require(t, testenv.Kafka)
+	b, err := kafka.New(kafka.Options{Brokers: testenv.HostPorts(addr), Logger: quiet})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	topic := fmt.Sprintf("binlake.metrics.judgetest-%d", time.Now().UnixNano())
+	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: 3}))
+	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: topic, Group: topic + "-judge", StartAt: bus.StartLast})
+	require.NoError(t, err)
+	t.Cleanup(func() { sub.Close() })
+	base, _ := readyJudge(t, Options{Store: openStore(t), Subscriber: sub, Algorithm: "leastload"})
+
+	pub, err := b.Publisher()
+	require.NoError(t, err)
+	t.Cleanup(func() { pub.Close() })
+	// The group joins asynchronously and starts at the newest offset, so publish until the
+	// judge has seen both nodes, as agents do every tick.
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		now := time.Now().UTC()
+		require.NoError(t, pub.Publish(ctx,
+			bus.Message{Topic: topic, Key: []byte("junk"), Value: []byte("{garbage")},
+			bus.Message{Topic: topic, Key: []byte("wave-k1"), Value: encode(t, load("wave-k1", now, 75, 40))},
+			bus.Message{Topic: topic, Key: []byte("wave-k2"), Value: encode(t, load("wave-k2", now, 25, 40))},
+		))
+		_, body := get(t, base+"/v1/nodes")
+		if strings.Contains(body, `"node":"wave-k1"`) && strings.Contains(body, `"node":"wave-k2"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the judge did not see both nodes through Kafka: %s", body)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	code, body := post(t, base+"/v1/placement", `{"instance":"orders"}`)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"node":"wave-k2"`)
+	_, m := get(t, base+"/metrics")
+	require.Contains(t, m, `binlake_judge_decode_errors_total{source="bus"}`)
+	require.NotContains(t, m, `binlake_judge_subscribe_errors_total 1`)
+}
