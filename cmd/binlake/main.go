@@ -22,11 +22,11 @@ type command struct {
 
 var commands = map[string]command{
 	"up":       {"run judge, alarm and an agent in one process on embedded defaults", runUp},
-	"wave":     {"capture MySQL/MariaDB binlogs and publish rows to Kafka", notYet("wave", 3)},
+	"wave":     {"capture MySQL/MariaDB binlogs and publish rows to Kafka", runWave},
 	"agent":    {"collect host, runtime and wave metrics and push them", runAgent},
 	"judge":    {"store metrics, analyse load and answer placement requests", runJudge},
 	"alarm":    {"evaluate alert policies over the metric stream and notify", notYet("alarm", 6)},
-	"instance": {"add, list, show, remove or move capture instances", notYet("instance", 3)},
+	"instance": {"add, list, show, remove or move capture instances", runInstance},
 	"bench":    {"run a benchmark against the test services", notYet("bench", 3)},
 	"version":  {"print the version", runVersion},
 }

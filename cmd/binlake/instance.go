@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/wave"
+)
+
+const instanceUsage = `Usage: binlake instance <add|list|show|remove|move> [flags] [id]
+
+  add    -f instance.yaml [-node wave-1]   store an instance and assign it (judge placement
+                                            with -judge, else a random live wave)
+  list                                      ids, assignment, leader and state
+  show   <id> [-sample 2s] [-json]          leader, position, lag and rows/s
+  remove <id>                               delete the instance, its offset and status
+  move   <id> [-node wave-2]                assign to another wave (judge or random when
+                                            -node is empty); the new wave resumes from
+                                            the committed offset
+
+Coordinator flags (every subcommand): -zk host:port,… -root /binlake, or -config wave.yaml
+to use that file's coordinator section; -judge http://judge:8080 for placement.`
+
+func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(stderr, instanceUsage)
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("instance "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	zkServers := fs.String("zk", "", "ZooKeeper servers, comma-separated host:port")
+	root := fs.String("root", "/binlake", "coordinator root")
+	cfgPath := fs.String("config", "", "take the coordinator from this wave.yaml")
+	judge := fs.String("judge", "", "judge base URL for placement (POST /v1/placement)")
+	file := fs.String("f", "", "add: instance definition (YAML)")
+	node := fs.String("node", "", "add, move: the wave to assign to (skips placement)")
+	sample := fs.Duration("sample", 2*time.Second, "show: how long to watch the offset for rows/s (0 to skip)")
+	asJSON := fs.Bool("json", false, "show, list: print JSON")
+	fs.Usage = func() { fmt.Fprintln(stderr, instanceUsage+"\n\nFlags:"); fs.PrintDefaults() }
+	// Allow the id before the flags: binlake instance show orders -json.
+	var id string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if id == "" && fs.NArg() > 0 {
+		id = fs.Arg(0)
+	}
+
+	cc := wave.CoordinatorConfig{Type: wave.CoordZK, Root: *root, SessionTimeout: config.Duration(10 * time.Second)}
+	switch {
+	case *cfgPath != "":
+		cfg, err := wave.LoadConfig(*cfgPath)
+		if err != nil {
+			return err
+		}
+		cc = cfg.Coordinator
+	case *zkServers != "":
+		cc.Servers = strings.Split(*zkServers, ",")
+	default:
+		return fmt.Errorf("instance %s: give -zk host:port,… or -config wave.yaml", sub)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := openCoordinator(cctx, cc, logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var placer wave.Placer
+	if *judge != "" {
+		placer = wave.JudgePlacer{URL: *judge, Client: &http.Client{Timeout: 10 * time.Second}}
+	}
+	needID := func() error {
+		if id == "" {
+			return fmt.Errorf("instance %s: which instance? give its id", sub)
+		}
+		return nil
+	}
+
+	switch sub {
+	case "add":
+		if *file == "" {
+			return errors.New("instance add: -f instance.yaml is required")
+		}
+		var inst wave.Instance
+		if err := config.Load(*file, &inst); err != nil {
+			return err
+		}
+		n, err := wave.AddInstance(cctx, c, &inst, *node, placer)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "instance %s added, assigned to %s\n", inst.ID, n)
+	case "list":
+		ids, err := wave.ListInstances(cctx, c)
+		if err != nil {
+			return err
+		}
+		var infos []*wave.InstanceInfo
+		for _, id := range ids {
+			info, err := wave.ShowInstance(cctx, c, id, 0, time.Now)
+			if err != nil {
+				return err
+			}
+			info.Instance = nil
+			infos = append(infos, info)
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(infos)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tASSIGN\tLEADER\tSTATE\tPOSITION")
+		for _, i := range infos {
+			pos := "-"
+			if i.Position != nil {
+				pos = i.Position.String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.ID, dash(i.Assign), dash(i.Leader), dash(i.State), pos)
+		}
+		return tw.Flush()
+	case "show":
+		if err := needID(); err != nil {
+			return err
+		}
+		sctx, scancel := context.WithTimeout(ctx, 30*time.Second+*sample)
+		defer scancel()
+		info, err := wave.ShowInstance(sctx, c, id, *sample, time.Now)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(info)
+		}
+		fmt.Fprintf(stdout, "instance  %s\nassign    %s\nleader    %s\nstate     %s\n", info.ID, dash(info.Assign), dash(info.Leader), dash(info.State))
+		if info.Error != "" {
+			fmt.Fprintf(stdout, "error     %s\n", info.Error)
+		}
+		if info.Position != nil {
+			fmt.Fprintf(stdout, "position  %s\n", info.Position)
+		}
+		if info.LagS != nil {
+			fmt.Fprintf(stdout, "lag       %.0f s (since the last committed transaction)\n", *info.LagS)
+		}
+		if info.RowsPerS != nil {
+			fmt.Fprintf(stdout, "rows/s    %.1f\n", *info.RowsPerS)
+		}
+		if info.Instance != nil {
+			fmt.Fprintf(stdout, "source    %s@%s (%s, server id %d)\n", info.Instance.Source.User, info.Instance.Source.Addr,
+				info.Instance.Source.Flavor, info.Instance.Source.ServerID)
+			for _, s := range info.Instance.Subscriptions {
+				fmt.Fprintf(stdout, "sub       %s → %s include=%v exclude=%v events=%v\n", s.Name, s.Topic, s.Include, s.Exclude, s.Events)
+			}
+		}
+	case "remove":
+		if err := needID(); err != nil {
+			return err
+		}
+		if err := wave.RemoveInstance(cctx, c, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "instance %s removed\n", id)
+	case "move":
+		if err := needID(); err != nil {
+			return err
+		}
+		n, err := wave.MoveInstance(cctx, c, id, *node, placer)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "instance %s assigned to %s\n", id, n)
+	default:
+		fmt.Fprintf(stderr, "binlake instance: unknown subcommand %q\n\n%s\n", sub, instanceUsage)
+		return errUsage
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

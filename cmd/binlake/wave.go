@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/kafka"
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/internal/coord/zk"
+	"github.com/binlake/binlake/internal/logging"
+	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/sink"
+)
+
+func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("wave", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "/etc/binlake/wave.yaml", "wave config file (see deploy/wave.example.yaml)")
+	node := fs.String("node", "", "override the config's node id")
+	httpAddr := fs.String("http", "", "override the config's http_addr")
+	logLevel := fs.String("log-level", "", "override the config's log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: binlake wave [flags]\n\nCaptures the binlogs of the instances assigned to this node and publishes their rows.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := wave.LoadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *node != "" || *httpAddr != "" || *logLevel != "" {
+		if *node != "" {
+			cfg.Node = *node
+		}
+		if *httpAddr != "" {
+			cfg.HTTPAddr = *httpAddr
+		}
+		if *logLevel != "" {
+			cfg.Log.Level = *logLevel
+		}
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("flags: %w", err)
+		}
+	}
+	logger, err := logging.New(stderr, cfg.Log.Level, cfg.Log.Format)
+	if err != nil {
+		return fmt.Errorf("%s: field \"log\": %w", *cfgPath, err)
+	}
+
+	c, err := openCoordinator(ctx, cfg.Coordinator, logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close() // last: the wave resigns its leaderships first
+
+	opts := wave.Options{
+		Node: cfg.Node, HTTPAddr: cfg.HTTPAddr, AdvertiseAddr: cfg.AdvertiseAddr, Coord: c,
+		Pipeline: cfg.PipelineOptions(), PollInterval: cfg.Pipeline.PollInterval.D(), Logger: logger,
+	}
+	switch cfg.Sink.Type {
+	case wave.SinkKafka:
+		k := cfg.Sink.Kafka
+		b, err := kafka.New(kafka.Options{Brokers: k.Brokers, ClientID: "binlake-wave-" + cfg.Node,
+			BatchSize: k.BatchSize, BatchBytes: int64(k.MaxMessageBytes), Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		pub, err := b.Publisher()
+		if err != nil {
+			return err
+		}
+		defer pub.Close()
+		opts.Publisher, opts.Topics = pub, b
+		opts.TopicSpec = bus.TopicSpec{Partitions: k.Partitions, Replication: k.Replication, MaxMessageBytes: k.MaxMessageBytes}
+		// The record overhead (headers, lengths) counts against the broker's limit.
+		opts.MaxMessageBytes = k.MaxMessageBytes - 128
+	case wave.SinkFile:
+		s, err := sink.OpenFile(cfg.Sink.File.Path, cfg.Sink.File.Sync)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		opts.Publisher = s
+	case wave.SinkStdout:
+		s := sink.New(os.Stdout)
+		defer s.Close()
+		opts.Publisher = s
+	}
+	return wave.Run(ctx, opts)
+}
+
+// openCoordinator connects to ZooKeeper or opens the single-node coordinator.
+func openCoordinator(ctx context.Context, cc wave.CoordinatorConfig, logger *slog.Logger) (coord.Coordinator, error) {
+	switch cc.Type {
+	case wave.CoordSingle:
+		return single.New(single.Options{Path: cc.Path})
+	default:
+		return zk.New(ctx, zk.Options{Servers: cc.Servers, Root: cc.Root, SessionTimeout: cc.SessionTimeout.D(), Logger: logger})
+	}
+}

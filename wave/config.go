@@ -1,0 +1,195 @@
+package wave
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/binlake/binlake/internal/config"
+)
+
+// Config is wave.yaml (see deploy/wave.example.yaml).
+type Config struct {
+	// Node is this wave's id, unique among the waves.
+	Node string `yaml:"node"`
+	// HTTPAddr serves /metrics, /healthz and /status.
+	HTTPAddr string `yaml:"http_addr"`
+	// AdvertiseAddr is the HTTP address other hosts reach this wave at; http_addr when empty.
+	AdvertiseAddr string            `yaml:"advertise_addr"`
+	Log           LogConfig         `yaml:"log"`
+	Coordinator   CoordinatorConfig `yaml:"coordinator"`
+	Sink          SinkConfig        `yaml:"sink"`
+	Pipeline      PipelineConfig    `yaml:"pipeline"`
+}
+
+// LogConfig chooses the log level and format.
+type LogConfig struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+// Coordinator kinds.
+const (
+	CoordZK     = "zk"
+	CoordSingle = "single"
+)
+
+// CoordinatorConfig chooses ZooKeeper (distributed) or the single-node coordinator.
+type CoordinatorConfig struct {
+	Type           string          `yaml:"type"`
+	Servers        []string        `yaml:"servers"`
+	Root           string          `yaml:"root"`
+	SessionTimeout config.Duration `yaml:"session_timeout"`
+	// Path is the single coordinator's file.
+	Path string `yaml:"path"`
+}
+
+// Sink kinds.
+const (
+	SinkKafka  = "kafka"
+	SinkFile   = "file"
+	SinkStdout = "stdout"
+)
+
+// SinkConfig chooses where row messages go.
+type SinkConfig struct {
+	Type  string          `yaml:"type"`
+	Kafka KafkaSinkConfig `yaml:"kafka"`
+	File  FileSinkConfig  `yaml:"file"`
+}
+
+// KafkaSinkConfig is the Kafka sink.
+type KafkaSinkConfig struct {
+	Brokers     []string `yaml:"brokers"`
+	Partitions  int      `yaml:"partitions"`
+	Replication int      `yaml:"replication"`
+	// MaxMessageBytes is the largest row message; it sets the topics' max.message.bytes
+	// and the producer's batch limit.
+	MaxMessageBytes int `yaml:"max_message_bytes"`
+	// BatchSize is the most messages per partition in one produce request.
+	BatchSize int `yaml:"batch_size"`
+}
+
+// FileSinkConfig is the JSON-lines file sink.
+type FileSinkConfig struct {
+	Path string `yaml:"path"`
+	Sync bool   `yaml:"sync"`
+}
+
+// PipelineConfig tunes every instance's pipeline.
+type PipelineConfig struct {
+	BatchRows           int             `yaml:"batch_rows"`
+	QueueItems          int             `yaml:"queue_items"`
+	CommitInterval      config.Duration `yaml:"commit_interval"`
+	PublishBackoffMax   config.Duration `yaml:"publish_backoff_max"`
+	ReconnectBackoffMax config.Duration `yaml:"reconnect_backoff_max"`
+	Heartbeat           config.Duration `yaml:"heartbeat"`
+	PollInterval        config.Duration `yaml:"poll_interval"`
+}
+
+// DefaultConfig returns the defaults that a file overrides.
+func DefaultConfig() *Config {
+	return &Config{
+		HTTPAddr:    "127.0.0.1:8091",
+		Log:         LogConfig{Level: "info", Format: "text"},
+		Coordinator: CoordinatorConfig{Type: CoordZK, Root: "/binlake", SessionTimeout: config.Duration(10 * time.Second)},
+		Sink: SinkConfig{Type: SinkKafka, Kafka: KafkaSinkConfig{Partitions: 3, Replication: 1,
+			MaxMessageBytes: 1 << 20, BatchSize: 1000}},
+		Pipeline: PipelineConfig{BatchRows: 5000, QueueItems: 256,
+			CommitInterval: config.Duration(500 * time.Millisecond), PublishBackoffMax: config.Duration(5 * time.Second),
+			ReconnectBackoffMax: config.Duration(10 * time.Second), Heartbeat: config.Duration(2 * time.Second),
+			PollInterval: config.Duration(2 * time.Second)},
+	}
+}
+
+// LoadConfig reads and validates wave.yaml; errors name the file, line and field.
+func LoadConfig(path string) (*Config, error) {
+	cfg := DefaultConfig()
+	if err := config.Load(path, cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Validate checks the config and names the first bad field.
+func (c *Config) Validate() error {
+	if !reID.MatchString(c.Node) {
+		return fmt.Errorf("field \"node\": %q: want 1-128 letters, digits, '.', '_' or '-'", c.Node)
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		return fmt.Errorf("field \"http_addr\": %q: want host:port", c.HTTPAddr)
+	}
+	switch c.Coordinator.Type {
+	case CoordZK:
+		if len(c.Coordinator.Servers) == 0 {
+			return errors.New(`field "coordinator.servers": at least one ZooKeeper host:port is required`)
+		}
+		for i, s := range c.Coordinator.Servers {
+			if _, _, err := net.SplitHostPort(s); err != nil {
+				return fmt.Errorf("field \"coordinator.servers[%d]\": %q: want host:port", i, s)
+			}
+		}
+		if c.Coordinator.SessionTimeout <= 0 {
+			return errors.New(`field "coordinator.session_timeout": must be positive`)
+		}
+	case CoordSingle:
+		if c.Coordinator.Path == "" {
+			return errors.New(`field "coordinator.path": required for the single coordinator`)
+		}
+	default:
+		return fmt.Errorf("field \"coordinator.type\": %q: want zk or single", c.Coordinator.Type)
+	}
+	switch c.Sink.Type {
+	case SinkKafka:
+		k := c.Sink.Kafka
+		if len(k.Brokers) == 0 {
+			return errors.New(`field "sink.kafka.brokers": at least one broker is required`)
+		}
+		for i, b := range k.Brokers {
+			if _, _, err := net.SplitHostPort(b); err != nil {
+				return fmt.Errorf("field \"sink.kafka.brokers[%d]\": %q: want host:port", i, b)
+			}
+		}
+		if k.Partitions < 1 {
+			return fmt.Errorf("field \"sink.kafka.partitions\": %d: must be at least 1", k.Partitions)
+		}
+		if k.Replication < 1 {
+			return fmt.Errorf("field \"sink.kafka.replication\": %d: must be at least 1", k.Replication)
+		}
+		if k.MaxMessageBytes < 1024 {
+			return fmt.Errorf("field \"sink.kafka.max_message_bytes\": %d: must be at least 1024", k.MaxMessageBytes)
+		}
+		if k.BatchSize < 1 {
+			return fmt.Errorf("field \"sink.kafka.batch_size\": %d: must be at least 1", k.BatchSize)
+		}
+	case SinkFile:
+		if c.Sink.File.Path == "" {
+			return errors.New(`field "sink.file.path": required for the file sink`)
+		}
+	case SinkStdout:
+	default:
+		return fmt.Errorf("field \"sink.type\": %q: want kafka, file or stdout", c.Sink.Type)
+	}
+	p := c.Pipeline
+	for name, v := range map[string]int{"pipeline.batch_rows": p.BatchRows, "pipeline.queue_items": p.QueueItems} {
+		if v < 1 {
+			return fmt.Errorf("field %q: %d: must be at least 1", name, v)
+		}
+	}
+	for name, v := range map[string]config.Duration{"pipeline.commit_interval": p.CommitInterval,
+		"pipeline.publish_backoff_max": p.PublishBackoffMax, "pipeline.reconnect_backoff_max": p.ReconnectBackoffMax,
+		"pipeline.heartbeat": p.Heartbeat, "pipeline.poll_interval": p.PollInterval} {
+		if v <= 0 {
+			return fmt.Errorf("field %q: %s: must be positive", name, v)
+		}
+	}
+	return nil
+}
+
+// PipelineOptions returns the pipeline settings as Options fields.
+func (c *Config) PipelineOptions() PipelineOptions {
+	p := c.Pipeline
+	return PipelineOptions{BatchRows: p.BatchRows, QueueItems: p.QueueItems, CommitInterval: p.CommitInterval.D(),
+		PublishBackoffMax: p.PublishBackoffMax.D(), ReconnectBackoffMax: p.ReconnectBackoffMax.D(), Heartbeat: p.Heartbeat.D()}
+}
