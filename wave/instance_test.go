@@ -1,0 +1,222 @@
+package wave
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestFilterMatch(t *testing.T) {
+	f, err := NewFilter([]Subscription{
+		{Name: "orders", Topic: "t.orders", Include: []string{`shop\.orders`}},
+		{Name: "shop", Topic: "t.shop", Include: []string{`shop\..*`}, Exclude: []string{`shop\.tmp_.*`, `shop\.orders`}},
+		{Name: "deletes", Topic: "t.del", Events: []string{TypeDelete, TypeDDL}},
+		{Name: "two", Topic: "t.two", Include: []string{`a\.x`, `b\..*`}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		db, table, typ string
+		want           []int
+	}{
+		{"shop", "orders", TypeInsert, []int{0}},
+		{"shop", "orders", TypeDelete, []int{0, 2}},       // a row matching two subscriptions goes to both
+		{"shop", "orders_archive", TypeInsert, []int{1}}, // include is anchored: shop\.orders is not a prefix match
+		{"shop", "items", TypeUpdate, []int{1}},
+		{"shop", "tmp_x", TypeInsert, nil},
+		{"shop", "tmp_x", TypeDDL, []int{2}},
+		{"xshop", "items", TypeInsert, nil},
+		{"a", "x", TypeInsert, []int{3}},
+		{"a", "xy", TypeInsert, nil},
+		{"b", "anything", TypeUpdate, []int{3}},
+	}
+	for _, tc := range tests {
+		if got := f.Match(tc.db, tc.table, tc.typ); !slices.Equal(got, tc.want) {
+			t.Errorf("Match(%s.%s, %s) = %v, want %v", tc.db, tc.table, tc.typ, got, tc.want)
+		}
+	}
+	if got := f.Topics(); !slices.Equal(got, []string{"t.del", "t.orders", "t.shop", "t.two"}) {
+		t.Errorf("Topics = %v", got)
+	}
+	if f.Subscription(0).PartitionBy != PartitionPK {
+		t.Errorf("default partitioning = %q, want pk", f.Subscription(0).PartitionBy)
+	}
+}
+
+func TestSubscriptionErrors(t *testing.T) {
+	tests := []struct {
+		sub  Subscription
+		want string
+	}{
+		{Subscription{Topic: "t"}, "name: required"},
+		{Subscription{Name: "a", Topic: "bad topic"}, `topic "bad topic"`},
+		{Subscription{Name: "a", Topic: "t", Include: []string{"("}}, `include[0] "("`},
+		{Subscription{Name: "a", Topic: "t", Exclude: []string{""}}, "exclude[0]: empty pattern"},
+		{Subscription{Name: "a", Topic: "t", Events: []string{"upsert"}}, `events[0] "upsert"`},
+		{Subscription{Name: "a", Topic: "t", PartitionBy: "row"}, `partition_by "row"`},
+	}
+	for _, tc := range tests {
+		_, err := compileSubscription(tc.sub)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err = %v, want %q", tc.sub, err, tc.want)
+		}
+	}
+}
+
+func TestParseSubscriptionFlag(t *testing.T) {
+	s, err := ParseSubscriptionFlag(`orders=shop.orders:shop\.orders,shop\.order_items;exclude=shop\.tmp;events=insert,update;partition_by=table`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Subscription{Name: "orders", Topic: "shop.orders", Include: []string{`shop\.orders`, `shop\.order_items`},
+		Exclude: []string{`shop\.tmp`}, Events: []string{"insert", "update"}, PartitionBy: "table"}
+	if !slices.Equal(s.Include, want.Include) || !slices.Equal(s.Exclude, want.Exclude) || !slices.Equal(s.Events, want.Events) ||
+		s.Name != want.Name || s.Topic != want.Topic || s.PartitionBy != want.PartitionBy {
+		t.Errorf("got %+v, want %+v", s, want)
+	}
+	for _, bad := range []string{"", "=t", "a=t;x", "a=t;colour=red", "a=t:(", "a=:x"} {
+		if _, err := ParseSubscriptionFlag(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// FuzzParseSubscriptionFlag: the parser and the compiled filter never panic, and what
+// parses matches consistently.
+func FuzzParseSubscriptionFlag(f *testing.F) {
+	for _, s := range []string{`a=t:db\..*`, `a=t:x;events=delete;exclude=y`, `a=t:(`, `a=t:x;partition_by=pk`, "", ";;", `a=t:[a-`, `a=t:\`} {
+		f.Add(s, "db", "table")
+	}
+	f.Fuzz(func(t *testing.T, spec, db, table string) {
+		s, err := ParseSubscriptionFlag(spec)
+		if err != nil {
+			return
+		}
+		flt, err := NewFilter([]Subscription{s})
+		if err != nil {
+			t.Fatalf("parsed %q but the filter refuses it: %v", spec, err)
+		}
+		all := flt.Tables(db, table)
+		for _, typ := range []string{TypeInsert, TypeUpdate, TypeDelete, TypeDDL} {
+			for _, i := range flt.Match(db, table, typ) {
+				if !slices.Contains(all, i) {
+					t.Fatalf("Match(%s) returned %d outside Tables %v", typ, i, all)
+				}
+			}
+		}
+	})
+}
+
+func validInstance() Instance {
+	return Instance{ID: "orders", Source: Source{Addr: "127.0.0.1:3306", User: "repl", Flavor: FlavorMariaDB, ServerID: 101},
+		Subscriptions: []Subscription{{Name: "a", Topic: "t"}}}
+}
+
+func TestInstanceValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  func(*Instance)
+		want string
+	}{
+		{"id", func(i *Instance) { i.ID = "a/b" }, `id "a/b"`},
+		{"addr", func(i *Instance) { i.Source.Addr = "host" }, "source.addr"},
+		{"user", func(i *Instance) { i.Source.User = "" }, "source.user"},
+		{"flavor", func(i *Instance) { i.Source.Flavor = "postgres" }, "source.flavor"},
+		{"server id", func(i *Instance) { i.Source.ServerID = 0 }, "source.server_id"},
+		{"password sources", func(i *Instance) { i.Source.PasswordEnv, i.Source.PasswordFile = "X", "/f" }, "password_env"},
+		{"start", func(i *Instance) { i.Start = &Position{} }, "start"},
+		{"too large", func(i *Instance) { i.OnTooLarge = "drop" }, "on_too_large"},
+		{"no subscriptions", func(i *Instance) { i.Subscriptions = nil }, "subscriptions"},
+		{"bad subscription", func(i *Instance) { i.Subscriptions[0].Include = []string{"("} }, "subscriptions[0]: include[0]"},
+		{"duplicate name", func(i *Instance) { i.Subscriptions = append(i.Subscriptions, i.Subscriptions[0]) }, `subscriptions[1].name "a"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := validInstance()
+			tc.mod(&in)
+			err := in.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	in := validInstance()
+	data, _ := in.Marshal()
+	back, err := ParseInstance(data)
+	if err != nil || back.ID != "orders" {
+		t.Fatalf("round trip: %v %+v", err, back)
+	}
+	if _, err := ParseInstance([]byte(`{"id":"x","extra":1}`)); err == nil {
+		t.Error("unknown field accepted")
+	}
+}
+
+func writeFile(t *testing.T, body string) string {
+	p := filepath.Join(t.TempDir(), "wave.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const goodConfig = `node: wave-1
+http_addr: 127.0.0.1:8091
+coordinator:
+  type: zk
+  servers: [127.0.0.1:2181]
+  session_timeout: 4s
+sink:
+  type: kafka
+  kafka:
+    brokers: [127.0.0.1:9092]
+pipeline:
+  batch_rows: 1000
+`
+
+func TestLoadConfig(t *testing.T) {
+	cfg, err := LoadConfig(writeFile(t, goodConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Sink.Kafka.Partitions != 3 || cfg.Pipeline.BatchRows != 1000 || cfg.Coordinator.Root != "/binlake" {
+		t.Errorf("defaults or values wrong: %+v", cfg)
+	}
+	example, err := LoadConfig("../deploy/wave.example.yaml")
+	if err != nil {
+		t.Fatalf("the shipped example does not load: %v", err)
+	}
+	if example.Node == "" {
+		t.Error("example has no node")
+	}
+}
+
+// TestLoadConfigErrors: a bad wave.yaml gives an error naming the field.
+func TestLoadConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"unknown key", strings.Replace(goodConfig, "batch_rows", "batch_rowz", 1), "batch_rowz"},
+		{"wrong type", strings.Replace(goodConfig, "batch_rows: 1000", "batch_rows: many", 1), "pipeline.batch_rows"},
+		{"bad duration", strings.Replace(goodConfig, "4s", "4", 1), "coordinator.session_timeout"},
+		{"no node", strings.Replace(goodConfig, "node: wave-1", "node: ''", 1), `"node"`},
+		{"coordinator type", strings.Replace(goodConfig, "type: zk", "type: etcd", 1), "coordinator.type"},
+		{"no servers", strings.Replace(goodConfig, "servers: [127.0.0.1:2181]", "servers: []", 1), "coordinator.servers"},
+		{"bad server", strings.Replace(goodConfig, "servers: [127.0.0.1:2181]", "servers: [zk]", 1), "coordinator.servers[0]"},
+		{"sink type", strings.Replace(goodConfig, "type: kafka", "type: s3", 1), "sink.type"},
+		{"no brokers", strings.Replace(goodConfig, "brokers: [127.0.0.1:9092]", "brokers: []", 1), "sink.kafka.brokers"},
+		{"file path", strings.Replace(goodConfig, "type: kafka", "type: file", 1), "sink.file.path"},
+		{"batch rows", strings.Replace(goodConfig, "batch_rows: 1000", "batch_rows: 0", 1), "pipeline.batch_rows"},
+		{"http addr", strings.Replace(goodConfig, "http_addr: 127.0.0.1:8091", "http_addr: nowhere", 1), "http_addr"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig(writeFile(t, tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to name %q", err, tc.want)
+			}
+		})
+	}
+}
