@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -16,10 +17,22 @@ const (
 	minTimestamp = 0 // the Unix epoch: hour-of-day arithmetic assumes non-negative times
 )
 
-// Validate reports the first problem that would make p unstorable: an empty or oversized
+// ErrInvalid marks input a store refuses for good: a point or query that fails
+// Validate, or a point the engine rejects for a reason a retry will not change. The
+// buffer drops such batches instead of retrying them; the HTTP layer answers 400.
+var ErrInvalid = errors.New("invalid input")
+
+// Validate reports, wrapping ErrInvalid, the first problem that would make p unstorable: an empty or oversized
 // node or name, too many or oversized labels, a value that is not finite (JSON and the
 // engines' double fields cannot carry NaN or ±Inf), or a zero or pre-1970 timestamp.
 func (p Point) Validate() error {
+	if err := p.validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+func (p Point) validate() error {
 	if err := checkIdent("node", p.Node); err != nil {
 		return err
 	}
@@ -49,14 +62,14 @@ func (p Point) Validate() error {
 	return nil
 }
 
-// Validate reports a query that names no series. An empty or inverted time range is not
-// an error: it selects nothing.
+// Validate reports, wrapping ErrInvalid, a query that names no series. An empty or
+// inverted time range is not an error: it selects nothing.
 func (q Query) Validate() error {
 	if err := checkIdent("query node", q.Node); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if err := checkIdent("query metric name", q.Name); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return nil
 }

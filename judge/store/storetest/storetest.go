@@ -170,7 +170,9 @@ func (r *run) statsAndLabels(t *testing.T) {
 	// Six hours across midnight, so that daily stores see two days.
 	from := r.day(0).Add(20 * time.Hour)
 	to := from.Add(6 * time.Hour)
-	pts := gen(rand.New(rand.NewPCG(1, 2)), nodes, from, to, time.Minute)
+	const step = 2 * time.Minute
+	perSeries := int(to.Sub(from) / step)
+	pts := gen(rand.New(rand.NewPCG(1, 2)), nodes, from, to, step)
 	// Written in several batches, out of time order.
 	rand.New(rand.NewPCG(3, 4)).Shuffle(len(pts), func(i, j int) { pts[i], pts[j] = pts[j], pts[i] })
 	for chunk := range slices.Chunk(pts, 1000) {
@@ -186,6 +188,7 @@ func (r *run) statsAndLabels(t *testing.T) {
 		// Boundaries fall exactly on points: From is included, To excluded.
 		{"sub", from.Add(90 * time.Minute), from.Add(4 * time.Hour)},
 		{"one-point", from.Add(time.Hour), from.Add(time.Hour + time.Second)},
+		{"between points", from.Add(time.Hour + time.Second), from.Add(time.Hour + step)},
 		{"wider", from.Add(-48 * time.Hour), to.Add(48 * time.Hour)},
 		{"before", from.Add(-time.Hour), from},
 		{"inverted", to, from},
@@ -210,9 +213,9 @@ func (r *run) statsAndLabels(t *testing.T) {
 		labels map[string]string
 		want   int
 	}{
-		{"nil", nil, 360},
-		{"empty", map[string]string{}, 360},
-		{"exact", map[string]string{"instance": "orders"}, 360},
+		{"nil", nil, perSeries},
+		{"empty", map[string]string{}, perSeries},
+		{"exact", map[string]string{"instance": "orders"}, perSeries},
 		{"other value", map[string]string{"instance": "payments"}, 0},
 		{"superset", map[string]string{"instance": "orders", "extra": "x"}, 0},
 	} {
@@ -240,11 +243,11 @@ func (r *run) profile(t *testing.T) {
 	s, p := r.open(t)
 	ctx := ctxFor(t)
 	nodes := []string{p + "a", p + "b"}
-	// Three days at 2-minute steps leave 90 points per hour of the day; the fourth
+	// Three days at 5-minute steps leave 36 points per hour of the day; the fourth
 	// day fills only hours 0–5, so hours differ in count.
 	from := r.day(10)
 	to := from.Add(3*24*time.Hour + 6*time.Hour)
-	pts := gen(rand.New(rand.NewPCG(5, 6)), nodes, from, to, 2*time.Minute)
+	pts := gen(rand.New(rand.NewPCG(5, 6)), nodes, from, to, 5*time.Minute)
 	if err := s.Write(ctx, pts); err != nil {
 		t.Fatalf("write: %v", err)
 	}
