@@ -10,10 +10,12 @@
 package lbplugins
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -296,7 +298,7 @@ func Decide(p Plugin, f Filters, req Request, nodes []*NodeView, now time.Time) 
 		}
 		candidates = append(candidates, n)
 	}
-	sort.Slice(d.Filtered, func(i, j int) bool { return d.Filtered[i].Node < d.Filtered[j].Node })
+	slices.SortFunc(d.Filtered, func(a, b Filtered) int { return strings.Compare(a.Node, b.Node) })
 	if len(candidates) == 0 {
 		if len(nodes) == 0 {
 			return d, fmt.Errorf("%w: the judge has not heard from any node", ErrNoCandidates)
@@ -321,11 +323,12 @@ func Decide(p Plugin, f Filters, req Request, nodes []*NodeView, now time.Time) 
 			d.DataAsOf = candidates[i].LastSeen
 		}
 	}
-	sort.SliceStable(scores, func(i, j int) bool {
-		if scores[i].Value != scores[j].Value {
-			return scores[i].Value > scores[j].Value
+	// Node names are unique, so this order is total and an unstable sort is enough.
+	slices.SortFunc(scores, func(a, b Score) int {
+		if a.Value != b.Value {
+			return cmp.Compare(b.Value, a.Value)
 		}
-		return scores[i].Node < scores[j].Node
+		return strings.Compare(a.Node, b.Node)
 	})
 	d.Scores = scores
 	d.Node = scores[0].Node

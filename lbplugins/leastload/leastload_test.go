@@ -58,7 +58,7 @@ func TestLeastLoad(t *testing.T) {
 			scores: map[string]float64{"wave-a": 60, "wave-b": 60},
 		},
 		{
-			name: "relative parts: tps and instances against the busiest candidate",
+			name:    "relative parts: tps and instances against the busiest candidate",
 			weights: map[string]float64{"cpu": 0, "memory": 0, "load": 0, "network": 0, "tps": 1, "instances": 1},
 			nodes: []*lbplugins.NodeView{
 				cluster.Node("wave-1", N{"wave.tps": 4000, "wave.instances": 2}),
