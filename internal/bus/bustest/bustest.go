@@ -67,7 +67,19 @@ func unique(t *testing.T, kind string) string {
 	if _, err := rand.Read(buf[:]); err != nil {
 		t.Fatalf("random name: %v", err)
 	}
-	name := strings.NewReplacer("/", ".", " ", "_").Replace(t.Name())
+	// Kafka topic names allow [a-zA-Z0-9._-] and 249 characters.
+	name := []byte(t.Name())
+	for i, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			name[i] = '_'
+			if c == '/' {
+				name[i] = '.'
+			}
+		}
+	}
+	if len(name) > 180 {
+		name = name[len(name)-180:]
+	}
 	return fmt.Sprintf("bustest.%s.%s.%s", name, kind, hex.EncodeToString(buf[:]))
 }
 

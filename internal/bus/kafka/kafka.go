@@ -1,0 +1,698 @@
+// Package kafka is the bus.Bus of the distributed shape, on Apache Kafka through
+// segmentio/kafka-go. It passes the same bustest suite as bus/memory.
+//
+// Publishing goes through one batching kafka.Writer per Publisher with acks from all
+// in-sync replicas; subscribing goes through a kafka.Reader per Subscribe call in a
+// consumer group with manual commits, made only after the handler returned nil
+// (at-least-once). Topics are never auto-created: a typo in a topic name fails with
+// bus.ErrUnknownTopic instead of creating a topic.
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/metadata"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/internal/check"
+)
+
+// Options configures a Bus. Zero fields take the defaults named on them.
+//
+// The consumer-group timings default to values that let a group settle within a
+// second or two after a member joins or leaves (kafka-go's own defaults take tens of
+// seconds); they cost a heartbeat per second and a fetch request per MaxWait per
+// idle partition.
+type Options struct {
+	// Brokers are the bootstrap brokers, host:port. Required.
+	Brokers []string
+	// ClientID names this client in broker logs and quotas. "binlake" when empty.
+	ClientID string
+
+	// BatchSize is the most messages per partition in one produce request. 100.
+	BatchSize int
+	// BatchBytes is the most bytes per partition in one produce request, and so the
+	// largest message the writer sends (larger ones fail with bus.ErrMessageTooLarge
+	// before reaching the broker). 1 MiB, Kafka's default message.max.bytes. Keep it
+	// at most the smallest max.message.bytes of the topics written: the broker rejects
+	// a whole batch larger than its topic's limit.
+	BatchBytes int64
+	// BatchTimeout is how long a partition's batch waits for more messages before it
+	// is sent; a synchronous Publish waits at most this long for company. 5 ms, the
+	// linger.ms of Kafka's Java producer.
+	BatchTimeout time.Duration
+	// WriteTimeout bounds one produce request. 10 s.
+	WriteTimeout time.Duration
+	// MaxAttempts is how often a produce request is tried on retriable errors. 5.
+	MaxAttempts int
+
+	// DialTimeout bounds opening a connection to a broker. 5 s.
+	DialTimeout time.Duration
+	// MetadataTTL is how old the cached cluster metadata of publishers may get; a
+	// topic created by another process becomes writable at most this long after. 2 s.
+	MetadataTTL time.Duration
+
+	// MaxWait is how long a fetch waits on the broker for new messages. 250 ms.
+	MaxWait time.Duration
+	// MaxBytes is the most bytes one fetch returns per partition. 1 MiB.
+	MaxBytes int
+	// HeartbeatInterval is how often a group member tells the coordinator it is alive,
+	// and so how fast it learns that the group rebalances. 500 ms.
+	HeartbeatInterval time.Duration
+	// SessionTimeout is how long the coordinator waits for a heartbeat before it
+	// removes a member. 10 s; the broker's group.min.session.timeout.ms (6 s by
+	// default) is the floor.
+	SessionTimeout time.Duration
+	// RebalanceTimeout is how long the coordinator waits for members to rejoin during
+	// a rebalance. 10 s.
+	RebalanceTimeout time.Duration
+	// JoinGroupBackoff is the pause before rejoining a group after an error. 250 ms.
+	JoinGroupBackoff time.Duration
+	// CommitInterval batches offset commits. Zero (the default) commits each message
+	// synchronously after its handler returned nil: nothing handled is ever redelivered
+	// unless a rebalance interrupts a commit, at one round trip per message. A positive
+	// interval commits the handled offsets that often and when the subscription ends
+	// cleanly: far faster, but a crash redelivers up to an interval of handled messages.
+	// Either way only handled messages are committed (at-least-once).
+	CommitInterval time.Duration
+	// ReadBackoffMin and ReadBackoffMax bound the pause between fetches that returned
+	// nothing. 50 ms and 500 ms.
+	ReadBackoffMin, ReadBackoffMax time.Duration
+
+	// Logger receives kafka-go's log lines (Debug) and error lines (Warn).
+	// slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() error {
+	if len(o.Brokers) == 0 {
+		return errors.New("kafka bus: no brokers configured")
+	}
+	for _, b := range o.Brokers {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			return fmt.Errorf("kafka bus: broker %q is not host:port: %w", b, err)
+		}
+	}
+	for name, v := range map[string]int64{
+		"batch size": int64(o.BatchSize), "batch bytes": o.BatchBytes, "batch timeout": int64(o.BatchTimeout),
+		"write timeout": int64(o.WriteTimeout), "max attempts": int64(o.MaxAttempts), "dial timeout": int64(o.DialTimeout),
+		"metadata TTL": int64(o.MetadataTTL), "max wait": int64(o.MaxWait), "max bytes": int64(o.MaxBytes),
+		"heartbeat interval": int64(o.HeartbeatInterval), "session timeout": int64(o.SessionTimeout),
+		"rebalance timeout": int64(o.RebalanceTimeout), "join group backoff": int64(o.JoinGroupBackoff),
+		"read backoff min": int64(o.ReadBackoffMin), "commit interval": int64(o.CommitInterval), "read backoff max": int64(o.ReadBackoffMax),
+	} {
+		if v < 0 {
+			return fmt.Errorf("kafka bus: %s %d is negative", name, v)
+		}
+	}
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	if o.ClientID == "" {
+		o.ClientID = "binlake"
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = 100
+	}
+	if o.BatchBytes == 0 {
+		o.BatchBytes = 1 << 20
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 5
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = 1 << 20
+	}
+	def(&o.BatchTimeout, 5*time.Millisecond)
+	def(&o.WriteTimeout, 10*time.Second)
+	def(&o.DialTimeout, 5*time.Second)
+	def(&o.MetadataTTL, 2*time.Second)
+	def(&o.MaxWait, 250*time.Millisecond)
+	def(&o.HeartbeatInterval, 500*time.Millisecond)
+	def(&o.SessionTimeout, 10*time.Second)
+	def(&o.RebalanceTimeout, 10*time.Second)
+	def(&o.JoinGroupBackoff, 250*time.Millisecond)
+	def(&o.ReadBackoffMin, 50*time.Millisecond)
+	def(&o.ReadBackoffMax, 500*time.Millisecond)
+	if o.ReadBackoffMax < o.ReadBackoffMin {
+		return fmt.Errorf("kafka bus: read backoff max %v is below min %v", o.ReadBackoffMax, o.ReadBackoffMin)
+	}
+	if o.HeartbeatInterval >= o.SessionTimeout {
+		return fmt.Errorf("kafka bus: heartbeat interval %v must be below session timeout %v", o.HeartbeatInterval, o.SessionTimeout)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Bus is a connection to a Kafka cluster.
+type Bus struct {
+	opts      Options
+	log       *slog.Logger
+	addr      net.Addr
+	transport *kafkago.Transport // shared by the client and every writer: one metadata cache
+	client    *kafkago.Client
+	dialer    *kafkago.Dialer
+
+	mu          sync.Mutex
+	closed      bool
+	publishers  map[*publisher]struct{}
+	subscribers map[*subscriber]struct{}
+}
+
+var (
+	_ bus.Bus        = (*Bus)(nil)
+	_ bus.Publisher  = (*publisher)(nil)
+	_ bus.Subscriber = (*subscriber)(nil)
+)
+
+// New returns a Bus for the brokers in opts. It does not connect yet: the first call
+// that needs the cluster does.
+func New(opts Options) (*Bus, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger.With("component", "bus.kafka")
+	dial := (&net.Dialer{Timeout: opts.DialTimeout}).DialContext
+	transport := &kafkago.Transport{
+		Dial:        dial,
+		DialTimeout: opts.DialTimeout,
+		ClientID:    opts.ClientID,
+		MetadataTTL: opts.MetadataTTL,
+	}
+	addr := kafkago.TCP(opts.Brokers...)
+	return &Bus{
+		opts:        opts,
+		log:         log,
+		addr:        addr,
+		transport:   transport,
+		client:      &kafkago.Client{Addr: addr, Transport: transport, Timeout: opts.WriteTimeout},
+		dialer:      &kafkago.Dialer{ClientID: opts.ClientID, Timeout: opts.DialTimeout, DualStack: true},
+		publishers:  map[*publisher]struct{}{},
+		subscribers: map[*subscriber]struct{}{},
+	}, nil
+}
+
+// loggers bridge kafka-go's printf-style loggers to slog: its chatter at Debug, its
+// errors at Warn (they are retried; what finally fails is returned to the caller).
+func (b *Bus) loggers() (info, errs kafkago.Logger) {
+	bridge := func(level slog.Level) kafkago.Logger {
+		return kafkago.LoggerFunc(func(format string, args ...any) {
+			if b.log.Enabled(context.Background(), level) {
+				b.log.Log(context.Background(), level, "kafka-go", "msg", fmt.Sprintf(format, args...))
+			}
+		})
+	}
+	return bridge(slog.LevelDebug), bridge(slog.LevelWarn)
+}
+
+func (b *Bus) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+// CreateTopic creates the topic, or accepts an existing one as it is, and returns once
+// the cluster metadata shows every partition with a leader, so a Publish right after
+// it succeeds.
+func (b *Bus) CreateTopic(ctx context.Context, spec bus.TopicSpec) error {
+	if b.isClosed() {
+		return bus.ErrClosed
+	}
+	spec, err := check.TopicSpec(spec)
+	if err != nil {
+		return err
+	}
+	tc := kafkago.TopicConfig{
+		Topic:             spec.Name,
+		NumPartitions:     spec.Partitions,
+		ReplicationFactor: spec.Replication,
+	}
+	if spec.MaxMessageBytes > 0 {
+		tc.ConfigEntries = append(tc.ConfigEntries, kafkago.ConfigEntry{
+			ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(spec.MaxMessageBytes),
+		})
+	}
+	resp, err := b.client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{tc}})
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", spec.Name, err)
+	}
+	switch err := resp.Errors[spec.Name]; {
+	case err == nil:
+		b.log.Info("topic created", "topic", spec.Name, "partitions", spec.Partitions, "replication", spec.Replication)
+	case errors.Is(err, kafkago.TopicAlreadyExists):
+		b.log.Debug("topic exists", "topic", spec.Name)
+	default:
+		return fmt.Errorf("create topic %s: %w", spec.Name, err)
+	}
+	return b.waitForLeaders(ctx, spec.Name)
+}
+
+// waitForLeaders asks the cluster until the topic, which must exist, has a leader for
+// every partition. Topic creation is asynchronous in Kafka: without this wait the first
+// Publish could fail with UnknownTopicOrPartition or LeaderNotAvailable. Each request
+// also refreshes the shared metadata cache, which writers read: they see the topic
+// once this returns.
+func (b *Bus) waitForLeaders(ctx context.Context, topic string) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := b.refreshTopic(ctx, topic)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for topic %s: %w (last: %w)", topic, ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// refreshTopic sends a metadata request for topic to the broker instead of answering it
+// from the transport's cache, and makes the transport refresh its cache. kafka-go does
+// that only for requests that allow auto-creation, so this one does: call it only for a
+// topic known to exist, or a broker with auto.create.topics.enable would create it.
+func (b *Bus) refreshTopic(ctx context.Context, topic string) error {
+	resp, err := b.transport.RoundTrip(ctx, b.addr, &metadata.Request{
+		TopicNames:             []string{topic},
+		AllowAutoTopicCreation: true,
+	})
+	if err != nil {
+		return fmt.Errorf("read metadata of %s: %w", topic, err)
+	}
+	md, ok := resp.(*metadata.Response)
+	if !ok {
+		return fmt.Errorf("read metadata of %s: unexpected response %T", topic, resp)
+	}
+	for _, t := range md.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if t.ErrorCode != 0 {
+			return fmt.Errorf("topic %s: %w", topic, kafkago.Error(t.ErrorCode))
+		}
+		if len(t.Partitions) == 0 {
+			return fmt.Errorf("topic %s has no partitions yet", topic)
+		}
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return fmt.Errorf("topic %s partition %d: %w", topic, p.PartitionIndex, kafkago.Error(p.ErrorCode))
+			}
+			if p.LeaderID < 0 {
+				return fmt.Errorf("topic %s partition %d has no leader", topic, p.PartitionIndex)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("topic %s missing from the metadata response", topic)
+}
+
+// topicExists asks the cluster, bypassing the shared metadata cache, which may predate
+// a topic made by another process.
+func (b *Bus) topicExists(ctx context.Context, topic string) (bool, error) {
+	t := &kafkago.Transport{Dial: b.transport.Dial, DialTimeout: b.opts.DialTimeout, ClientID: b.opts.ClientID}
+	defer t.CloseIdleConnections()
+	c := &kafkago.Client{Addr: b.addr, Transport: t, Timeout: b.opts.WriteTimeout}
+	md, err := c.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return false, fmt.Errorf("read metadata of %s: %w", topic, err)
+	}
+	for _, tm := range md.Topics {
+		if tm.Name == topic {
+			if errors.Is(tm.Error, kafkago.UnknownTopicOrPartition) {
+				return false, nil
+			}
+			if tm.Error != nil {
+				return false, fmt.Errorf("read metadata of %s: %w", topic, tm.Error)
+			}
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Publisher returns a publisher with its own batching writer.
+func (b *Bus) Publisher() (bus.Publisher, error) {
+	info, errs := b.loggers()
+	p := &publisher{b: b, w: &kafkago.Writer{
+		Addr: b.addr,
+		// Murmur2 is the partitioner of Kafka's Java client: a key lands on the same
+		// partition whether a wave or a Java producer wrote it, which keeps one row's
+		// changes in order if producers are mixed or replaced.
+		Balancer:               &kafkago.Murmur2Balancer{},
+		MaxAttempts:            b.opts.MaxAttempts,
+		BatchSize:              b.opts.BatchSize,
+		BatchBytes:             b.opts.BatchBytes,
+		BatchTimeout:           b.opts.BatchTimeout,
+		WriteTimeout:           b.opts.WriteTimeout,
+		ReadTimeout:            b.opts.WriteTimeout,
+		RequiredAcks:           kafkago.RequireAll,
+		Logger:                 info,
+		ErrorLogger:            errs,
+		Transport:              b.transport,
+		AllowAutoTopicCreation: false,
+	}}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, bus.ErrClosed
+	}
+	b.publishers[p] = struct{}{}
+	return p, nil
+}
+
+// Subscriber returns a subscriber; it reaches the cluster only when it subscribes.
+func (b *Bus) Subscriber(opts bus.SubscribeOptions) (bus.Subscriber, error) {
+	if err := check.SubscribeOptions(opts); err != nil {
+		return nil, err
+	}
+	s := &subscriber{b: b, opts: opts}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, bus.ErrClosed
+	}
+	b.subscribers[s] = struct{}{}
+	return s, nil
+}
+
+// Close flushes and closes every publisher, ends every subscription (Subscribe returns
+// bus.ErrClosed) and drops idle connections. It is idempotent.
+func (b *Bus) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	pubs, subs := b.publishers, b.subscribers
+	b.publishers, b.subscribers = nil, nil
+	b.mu.Unlock()
+
+	var errs []error
+	for p := range pubs {
+		errs = append(errs, p.Close())
+	}
+	for s := range subs {
+		errs = append(errs, s.Close())
+	}
+	b.transport.CloseIdleConnections()
+	return errors.Join(errs...)
+}
+
+func (b *Bus) forget(p *publisher, s *subscriber) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.publishers, p)
+	delete(b.subscribers, s)
+}
+
+type publisher struct {
+	b *Bus
+	w *kafkago.Writer
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Publish writes msgs and returns when all in-sync replicas have them.
+func (p *publisher) Publish(ctx context.Context, msgs ...bus.Message) error {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return bus.ErrClosed
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	kms := make([]kafkago.Message, len(msgs))
+	for i, m := range msgs {
+		if err := check.TopicName(m.Topic); err != nil {
+			return fmt.Errorf("publish message %d: %w", i, err)
+		}
+		kms[i] = kafkago.Message{Topic: m.Topic, Key: m.Key, Value: m.Value, Time: m.Time}
+	}
+	err := p.w.WriteMessages(ctx, kms...)
+	if errors.Is(err, kafkago.UnknownTopicOrPartition) {
+		// The writer looked the topic up in the shared metadata cache, which may not
+		// know a topic that another process created since the last refresh.
+		err = p.retryUnknown(ctx, kms, err)
+	}
+	return p.mapError(ctx, msgs, err)
+}
+
+// retryUnknown asks the cluster whether the topics of kms exist; if they all do,
+// it waits for the cache to learn them and writes again.
+func (p *publisher) retryUnknown(ctx context.Context, kms []kafkago.Message, err error) error {
+	seen := map[string]bool{}
+	for _, m := range kms {
+		if seen[m.Topic] {
+			continue
+		}
+		seen[m.Topic] = true
+		ok, cerr := p.b.topicExists(ctx, m.Topic)
+		if cerr != nil || !ok {
+			return err
+		}
+		if werr := p.b.waitForLeaders(ctx, m.Topic); werr != nil {
+			return err
+		}
+	}
+	return p.w.WriteMessages(ctx, kms...)
+}
+
+// mapError turns kafka-go's errors into the bus's sentinel errors, naming the topic.
+func (p *publisher) mapError(ctx context.Context, msgs []bus.Message, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, io.ErrClosedPipe) {
+		return bus.ErrClosed
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("publish %d messages: %w", len(msgs), err)
+	}
+	var tooLarge kafkago.MessageTooLargeError
+	if errors.As(err, &tooLarge) {
+		return fmt.Errorf("publish to %s: a message of %d bytes exceeds the writer's batch bytes %d: %w",
+			tooLarge.Message.Topic, len(tooLarge.Message.Key)+len(tooLarge.Message.Value), p.b.opts.BatchBytes, bus.ErrMessageTooLarge)
+	}
+	var werrs kafkago.WriteErrors
+	if errors.As(err, &werrs) {
+		for i, e := range werrs {
+			if e != nil {
+				return fmt.Errorf("publish: %d of %d messages failed, first message %d to %s: %w",
+					werrs.Count(), len(msgs), i, msgs[i].Topic, classify(e))
+			}
+		}
+	}
+	topic := msgs[0].Topic
+	return fmt.Errorf("publish %d messages to %s: %w", len(msgs), topic, classify(err))
+}
+
+// classify wraps kafka-go errors that have a bus meaning with the bus sentinel.
+func classify(err error) error {
+	switch {
+	case errors.Is(err, kafkago.UnknownTopicOrPartition):
+		return fmt.Errorf("%w: %w", bus.ErrUnknownTopic, err)
+	case errors.Is(err, kafkago.MessageSizeTooLarge), errors.Is(err, kafkago.RecordListTooLarge):
+		return fmt.Errorf("%w: %w", bus.ErrMessageTooLarge, err)
+	default:
+		return err
+	}
+}
+
+// Close flushes pending batches and makes later Publish calls fail with ErrClosed.
+func (p *publisher) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.b.forget(p, nil)
+	if err := p.w.Close(); err != nil {
+		return fmt.Errorf("close kafka writer: %w", err)
+	}
+	return nil
+}
+
+type subscriber struct {
+	b    *Bus
+	opts bus.SubscribeOptions
+
+	mu      sync.Mutex
+	closed  bool
+	running bool
+	reader  *kafkago.Reader // of the running Subscribe call
+}
+
+// Subscribe joins the consumer group with a fresh kafka.Reader and leaves it when it
+// returns. A handler error returns at once; the message stays uncommitted.
+func (s *subscriber) Subscribe(ctx context.Context, h bus.Handler) error {
+	if h == nil {
+		return fmt.Errorf("subscribe to %s: nil handler", s.opts.Topic)
+	}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return bus.ErrClosed
+	case s.running:
+		s.mu.Unlock()
+		return fmt.Errorf("subscribe to %s as group %s: this subscriber is already subscribing", s.opts.Topic, s.opts.Group)
+	}
+	s.running = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running = false
+		s.mu.Unlock()
+	}()
+
+	// kafka-go's reader would retry an unknown topic forever; say so instead.
+	ok, err := s.b.topicExists(ctx, s.opts.Topic)
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case err != nil:
+		return fmt.Errorf("subscribe to %s: %w", s.opts.Topic, err)
+	case !ok:
+		return fmt.Errorf("subscribe to %q: %w", s.opts.Topic, bus.ErrUnknownTopic)
+	}
+
+	r, err := s.open()
+	if err != nil {
+		return err
+	}
+	defer s.closeReader(r)
+
+	log := s.b.log.With("topic", s.opts.Topic, "group", s.opts.Group)
+	for {
+		m, err := r.FetchMessage(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, io.EOF):
+			return bus.ErrClosed // the reader was closed by Close
+		case err != nil:
+			return fmt.Errorf("subscribe to %s as group %s: fetch: %w", s.opts.Topic, s.opts.Group, err)
+		}
+		herr := h(ctx, bus.Message{
+			Topic: m.Topic, Key: m.Key, Value: m.Value, Time: m.Time,
+			Partition: m.Partition, Offset: m.Offset,
+		})
+		if herr != nil {
+			if check.Canceled(ctx, herr) {
+				return nil
+			}
+			return herr
+		}
+		if err := r.CommitMessages(ctx, m); err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case errors.Is(err, io.ErrClosedPipe):
+				return bus.ErrClosed
+			case rebalancing(err):
+				// The partition may have moved to another member, which resumes from
+				// the last committed offset: this message will be delivered again.
+				log.Warn("commit failed during a rebalance; message will be redelivered",
+					"partition", m.Partition, "offset", m.Offset, "err", err)
+			default:
+				return fmt.Errorf("subscribe to %s as group %s: commit offset %d of partition %d: %w",
+					s.opts.Topic, s.opts.Group, m.Offset, m.Partition, err)
+			}
+		}
+	}
+}
+
+func rebalancing(err error) bool {
+	return errors.Is(err, kafkago.RebalanceInProgress) || errors.Is(err, kafkago.IllegalGeneration) ||
+		errors.Is(err, kafkago.UnknownMemberId) || errors.Is(err, kafkago.NotCoordinatorForGroup)
+}
+
+// open creates the reader, unless Close came first.
+func (s *subscriber) open() (*kafkago.Reader, error) {
+	o := s.b.opts
+	start := kafkago.FirstOffset
+	if s.opts.StartAt == bus.StartLast {
+		start = kafkago.LastOffset
+	}
+	info, errs := s.b.loggers()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, bus.ErrClosed
+	}
+	s.reader = kafkago.NewReader(kafkago.ReaderConfig{
+		Brokers:           o.Brokers,
+		GroupID:           s.opts.Group,
+		Topic:             s.opts.Topic,
+		Dialer:            s.b.dialer,
+		MinBytes:          1,
+		MaxBytes:          o.MaxBytes,
+		MaxWait:           o.MaxWait,
+		HeartbeatInterval: o.HeartbeatInterval,
+		SessionTimeout:    o.SessionTimeout,
+		RebalanceTimeout:  o.RebalanceTimeout,
+		JoinGroupBackoff:  o.JoinGroupBackoff,
+		ReadBackoffMin:    o.ReadBackoffMin,
+		ReadBackoffMax:    o.ReadBackoffMax,
+		StartOffset:       start,
+		CommitInterval:    o.CommitInterval,
+		// Partitions added to the topic later are consumed too.
+		WatchPartitionChanges: true,
+		Logger:                info,
+		ErrorLogger:           errs,
+	})
+	return s.reader, nil
+}
+
+// closeReader closes r once, whether Subscribe or Close gets there first; closing
+// leaves the group, so the remaining members take over its partitions promptly.
+func (s *subscriber) closeReader(r *kafkago.Reader) {
+	s.mu.Lock()
+	if s.reader != r {
+		s.mu.Unlock()
+		return
+	}
+	s.reader = nil
+	s.mu.Unlock()
+	if err := r.Close(); err != nil {
+		s.b.log.Warn("close kafka reader", "topic", s.opts.Topic, "group", s.opts.Group, "err", err)
+	}
+}
+
+// Close ends a running Subscribe (it returns bus.ErrClosed) and makes later calls fail
+// with ErrClosed. It does not wait for a running handler.
+func (s *subscriber) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	r := s.reader
+	s.mu.Unlock()
+	s.b.forget(nil, s)
+	if r != nil {
+		s.closeReader(r)
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/bustest"
+	"github.com/binlake/binlake/internal/bus/kafka"
+	"github.com/binlake/binlake/internal/testenv"
+)
+
+// testLogger shows kafka-go's warnings when a test fails (-v shows them always).
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// TestKafkaBusIntegration runs the conformance suite against the test broker, with
+// synchronous commits (the default) and with interval commits: both must keep the
+// at-least-once contract.
+func TestKafkaBusIntegration(t *testing.T) {
+	addr := testenv.Require(t, testenv.Kafka)
+	for _, commit := range []time.Duration{0, 100 * time.Millisecond} {
+		t.Run("commit_"+commit.String(), func(t *testing.T) {
+			t.Parallel()
+			bustest.Run(t, func(t *testing.T) bus.Bus {
+				b, err := kafka.New(kafka.Options{
+					Brokers:        testenv.HostPorts(addr),
+					ClientID:       "binlake-bustest",
+					CommitInterval: commit,
+					Logger:         testLogger(t),
+				})
+				if err != nil {
+					t.Fatalf("kafka.New: %v", err)
+				}
+				return b
+			})
+		})
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts kafka.Options
+		want string
+	}{
+		{"no brokers", kafka.Options{}, "no brokers"},
+		{"broker without port", kafka.Options{Brokers: []string{"localhost"}}, `broker "localhost"`},
+		{"negative batch size", kafka.Options{Brokers: []string{"h:1"}, BatchSize: -1}, "batch size -1"},
+		{"negative timeout", kafka.Options{Brokers: []string{"h:1"}, SessionTimeout: -time.Second}, "session timeout"},
+		{"heartbeat not below session", kafka.Options{Brokers: []string{"h:1"}, HeartbeatInterval: 10 * time.Second}, "heartbeat interval"},
+		{"backoff max below min", kafka.Options{Brokers: []string{"h:1"}, ReadBackoffMin: time.Second, ReadBackoffMax: time.Millisecond}, "read backoff"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := kafka.New(tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New(%+v) = %v, want an error containing %q", tc.opts, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestPublishBatchBytesIntegration checks the client-side limit: a message larger than
+// the writer's BatchBytes fails with ErrMessageTooLarge before it reaches the broker.
+func TestPublishBatchBytesIntegration(t *testing.T) {
+	addr := testenv.Require(t, testenv.Kafka)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := kafka.New(kafka.Options{Brokers: testenv.HostPorts(addr), BatchBytes: 1 << 10, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	topic := fmt.Sprintf("bustest.batchbytes.%d", time.Now().UnixNano())
+	if err := b.CreateTopic(ctx, bus.TopicSpec{Name: topic}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.Publisher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Publish(ctx, bus.Message{Topic: topic, Value: make([]byte, 2<<10)})
+	if !errors.Is(err, bus.ErrMessageTooLarge) {
+		t.Fatalf("Publish(2 KiB) with BatchBytes 1 KiB = %v, want ErrMessageTooLarge", err)
+	}
+	if err := p.Publish(ctx, bus.Message{Topic: topic, Value: make([]byte, 100)}); err != nil {
+		t.Fatalf("Publish(100 B): %v", err)
+	}
+}
+
+// TestTopicFromAnotherClientIntegration publishes to a topic that a second Bus created
+// after the first Bus had cached the cluster metadata.
+func TestTopicFromAnotherClientIntegration(t *testing.T) {
+	addr := testenv.Require(t, testenv.Kafka)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	newBus := func() *kafka.Bus {
+		b, err := kafka.New(kafka.Options{Brokers: testenv.HostPorts(addr), MetadataTTL: time.Minute, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	first, second := newBus(), newBus()
+	base := fmt.Sprintf("bustest.othercreator.%d", time.Now().UnixNano())
+	if err := first.CreateTopic(ctx, bus.TopicSpec{Name: base + ".a"}); err != nil {
+		t.Fatal(err) // first's metadata cache is now filled, valid for a minute
+	}
+	if err := second.CreateTopic(ctx, bus.TopicSpec{Name: base + ".b"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := first.Publisher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(ctx, bus.Message{Topic: base + ".b", Value: []byte("v")}); err != nil {
+		t.Fatalf("Publish to a topic created by another client: %v", err)
+	}
+}
+
+// BenchmarkKafkaPublish measures synchronous publish throughput (acks=all) by batch size.
+func BenchmarkKafkaPublish(b *testing.B) {
+	addr := os.Getenv(testenv.Kafka.Env)
+	if addr == "" {
+		b.Skipf("%s not set", testenv.Kafka.Env)
+	}
+	ctx := context.Background()
+	kb, err := kafka.New(kafka.Options{Brokers: testenv.HostPorts(addr), BatchSize: 1000, Logger: testLogger(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kb.Close()
+	topic := fmt.Sprintf("bustest.bench.%d", time.Now().UnixNano())
+	if err := kb.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: 4}); err != nil {
+		b.Fatal(err)
+	}
+	p, err := kb.Publisher()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, batch := range []int{1, 10, 100, 1000} {
+		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) {
+			msgs := make([]bus.Message, batch)
+			for i := range msgs {
+				msgs[i] = bus.Message{Topic: topic, Key: []byte("node-" + strconv.Itoa(i%16)), Value: make([]byte, 256)}
+			}
+			if err := p.Publish(ctx, msgs...); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(batch * 256))
+			b.ResetTimer()
+			for b.Loop() {
+				if err := p.Publish(ctx, msgs...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
