@@ -81,8 +81,8 @@ func readFileSink(t testing.TB, path string, db string, want int, deadline time.
 				if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 					t.Fatalf("file sink line is not JSON: %v", err)
 				}
-				r := decodeMsg(t, l.Topic, []byte(l.Key), l.Message)
-				if r.msg["database"] != db {
+				r := decode(t, l.Topic, []byte(l.Key), l.Message, false)
+				if r.database != db {
 					continue
 				}
 				out[l.Topic] = append(out[l.Topic], r)
@@ -264,7 +264,7 @@ func TestWaveMemoryBusIntegration(t *testing.T) {
 		sctx, scancel := context.WithTimeout(ctx, 60*time.Second)
 		defer scancel()
 		err = s.Subscribe(sctx, func(_ context.Context, m bus.Message) error {
-			out = append(out, decodeMsg(t, topic, m.Key, m.Value))
+			out = append(out, decode(t, topic, m.Key, m.Value, false))
 			if len(out) >= want {
 				return errDone
 			}
@@ -283,8 +283,7 @@ func TestWaveMemoryBusIntegration(t *testing.T) {
 	w.verify(t, got, []string{tItems, tLogs}, nil)
 	// Keys: a row's key is db.table:[pk], so its changes share a partition.
 	for _, r := range got {
-		data := r.msg["data"].(map[string]any)
-		if want := fmt.Sprintf("%s.%s:[%v]", w.db, r.msg["table"], data["id"]); r.key != want {
+		if want := fmt.Sprintf("%s.%s:[%s]", w.db, r.table, r.id); r.key != want {
 			t.Fatalf("key %q, want %q", r.key, want)
 		}
 	}

@@ -23,7 +23,7 @@ func TestFilterMatch(t *testing.T) {
 		want           []int
 	}{
 		{"shop", "orders", TypeInsert, []int{0}},
-		{"shop", "orders", TypeDelete, []int{0, 2}},       // a row matching two subscriptions goes to both
+		{"shop", "orders", TypeDelete, []int{0, 2}},      // a row matching two subscriptions goes to both
 		{"shop", "orders_archive", TypeInsert, []int{1}}, // include is anchored: shop\.orders is not a prefix match
 		{"shop", "items", TypeUpdate, []int{1}},
 		{"shop", "tmp_x", TypeInsert, nil},
