@@ -1,0 +1,371 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// BufferOptions configures a Buffered store.
+type BufferOptions struct {
+	// Capacity bounds the points waiting to be written (default 100,000). Past it the
+	// oldest waiting points are dropped and counted.
+	Capacity int
+	// MaxBatch bounds the points handed to the inner store in one Write (default 5,000).
+	MaxBatch int
+	// MinBackoff and MaxBackoff bound the exponential wait between failed writes
+	// (defaults 100 ms and 10 s).
+	MinBackoff, MaxBackoff time.Duration
+	// WriteTimeout bounds one Write of the inner store (default 30 s).
+	WriteTimeout time.Duration
+	// CloseTimeout bounds how long Close keeps writing what is still buffered
+	// (default 10 s); what is left then is dropped and counted.
+	CloseTimeout time.Duration
+	// Logger gets warnings about failed writes; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// BufferCounters are the buffer's figures for the judge's /metrics. Written, Dropped and
+// Errors only grow; every accepted point ends up in exactly one of Written, Dropped or
+// Buffered.
+type BufferCounters struct {
+	Buffered int64 // points waiting now, including the batch being written
+	Dropped  int64 // points dropped: overflow, rejected as invalid by the inner store, left at Close
+	Written  int64 // points the inner store accepted
+	Errors   int64 // failed Write calls to the inner store (each retry counts)
+}
+
+// Buffered is a Store whose Write only queues the points: a background goroutine writes
+// them to the inner store in batches, retrying with back-off while it fails (an engine
+// outage), so that Write never waits for the engine. The queue is bounded; past the
+// bound the oldest points are dropped and counted. Queries go straight to the inner
+// store and so see a point only once it has been written; Flush waits for that.
+//
+// A batch the inner store refuses with ErrInvalid is dropped, not retried. Points
+// rewritten after a timeout are harmless: stores treat a point's identity as a key.
+type Buffered struct {
+	inner Store
+	opts  BufferOptions
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	ring     []Point // capacity opts.Capacity; the queue is ring[head:head+n] modulo len
+	head, n  int
+	inflight int           // points taken by the writer and not yet settled
+	empty    chan struct{} // closed when n+inflight reaches 0; replaced when points arrive
+	closed   bool
+	counters BufferCounters
+
+	wake     chan struct{} // a Write queued points
+	done     chan struct{} // closed by Close
+	life     context.Context
+	stopLife context.CancelFunc // called by Close after CloseTimeout
+	exited   chan struct{}      // closed when the writer goroutine returns
+}
+
+var _ Store = (*Buffered)(nil)
+
+// NewBuffered wraps inner and starts the writer goroutine. Close stops it and closes
+// inner: the Buffered store owns it.
+func NewBuffered(inner Store, opts BufferOptions) *Buffered {
+	if opts.Capacity <= 0 {
+		opts.Capacity = 100_000
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 5_000
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 100 * time.Millisecond
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(10*time.Second, opts.MinBackoff)
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 30 * time.Second
+	}
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	b := &Buffered{
+		inner:  inner,
+		opts:   opts,
+		log:    opts.Logger.With("component", "store.buffer"),
+		ring:   make([]Point, opts.Capacity),
+		empty:  make(chan struct{}),
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	b.life, b.stopLife = context.WithCancel(context.Background())
+	close(b.empty)
+	go b.run()
+	return b
+}
+
+// Write validates the points and queues them; it does not wait for the inner store.
+// An invalid batch is refused whole with an error wrapping ErrInvalid.
+func (b *Buffered) Write(_ context.Context, points []Point) error {
+	for i, p := range points {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("buffered store: point %d: %w", i, err)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	if len(points) == 0 {
+		return nil
+	}
+	if b.n+b.inflight == 0 {
+		b.empty = make(chan struct{})
+	}
+	for _, p := range points {
+		if len(p.Labels) > 0 {
+			p.Labels = maps.Clone(p.Labels) // the caller may reuse its maps
+		}
+		if b.n == len(b.ring) {
+			b.ring[b.head] = Point{}
+			b.head = (b.head + 1) % len(b.ring)
+			b.n--
+			b.counters.Dropped++
+		}
+		b.ring[(b.head+b.n)%len(b.ring)] = p
+		b.n++
+	}
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Counters returns the current figures.
+func (b *Buffered) Counters() BufferCounters {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.counters
+	c.Buffered = int64(b.n + b.inflight)
+	return c
+}
+
+// Flush waits until every point queued so far has been written or dropped, or ctx ends.
+func (b *Buffered) Flush(ctx context.Context) error {
+	b.mu.Lock()
+	empty := b.empty
+	b.mu.Unlock()
+	select {
+	case <-empty:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("buffered store: flush: %w", ctx.Err())
+	}
+}
+
+// take moves up to MaxBatch points from the queue into batch (reused) and marks them in
+// flight.
+func (b *Buffered) take(batch []Point) []Point {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	batch = batch[:0]
+	for b.n > 0 && len(batch) < b.opts.MaxBatch {
+		batch = append(batch, b.ring[b.head])
+		b.ring[b.head] = Point{}
+		b.head = (b.head + 1) % len(b.ring)
+		b.n--
+	}
+	b.inflight = len(batch)
+	return batch
+}
+
+// settle ends the in-flight batch: written or dropped.
+func (b *Buffered) settle(count int, written bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if written {
+		b.counters.Written += int64(count)
+	} else {
+		b.counters.Dropped += int64(count)
+	}
+	b.inflight = 0
+	if b.n == 0 {
+		b.signalEmpty()
+	}
+}
+
+// signalEmpty closes the empty channel unless it is closed already; b.mu is held.
+func (b *Buffered) signalEmpty() {
+	select {
+	case <-b.empty:
+	default:
+		close(b.empty)
+	}
+}
+
+func (b *Buffered) failed() {
+	b.mu.Lock()
+	b.counters.Errors++
+	b.mu.Unlock()
+}
+
+// run is the writer goroutine. Until Close it retries a failing batch forever (the bound
+// on the queue keeps memory in check); after Close it keeps going until the queue is
+// empty or CloseTimeout has passed.
+func (b *Buffered) run() {
+	defer close(b.exited)
+	ctx := b.life // cancelled when Close runs out of time, even in the middle of a Write
+	done := b.done // nil once closing, so that the selects below stop seeing it
+	closing := func() { done = nil }
+	var batch []Point
+	for {
+		batch = b.take(batch)
+		if len(batch) == 0 {
+			b.settleEmpty()
+			if done == nil {
+				return
+			}
+			select {
+			case <-b.wake:
+			case <-done:
+				closing()
+			}
+			continue
+		}
+		for attempt := 1; ; attempt++ {
+			wctx, cancel := context.WithTimeout(ctx, b.opts.WriteTimeout)
+			err := b.inner.Write(wctx, batch)
+			cancel()
+			if err == nil {
+				b.settle(len(batch), true)
+				break
+			}
+			b.failed()
+			if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
+				b.log.Warn("dropping a batch the store refused", "points", len(batch), "err", err)
+				b.settle(len(batch), false)
+				break
+			}
+			if ctx.Err() != nil { // Close ran out of time
+				b.settle(len(batch), false)
+				b.dropRest()
+				return
+			}
+			wait := b.backoff(attempt)
+			if attempt == 1 || attempt%10 == 0 {
+				b.log.Warn("store write failed, retrying", "points", len(batch), "attempt", attempt, "retry_in", wait, "err", err)
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-done:
+				closing()
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
+	}
+}
+
+// settleEmpty wakes Flush waiters when nothing is queued or in flight.
+func (b *Buffered) settleEmpty() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.n == 0 && b.inflight == 0 {
+		b.signalEmpty()
+	}
+}
+
+// dropRest drops whatever is still queued when Close runs out of time.
+func (b *Buffered) dropRest() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.counters.Dropped += int64(b.n)
+	clear(b.ring)
+	b.head, b.n = 0, 0
+	b.signalEmpty()
+}
+
+func (b *Buffered) backoff(attempt int) time.Duration {
+	d := b.opts.MinBackoff
+	for i := 1; i < attempt && d < b.opts.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, b.opts.MaxBackoff)
+	return d + time.Duration(rand.Int64N(int64(d)/4+1))
+}
+
+// Stats queries the inner store.
+func (b *Buffered) Stats(ctx context.Context, q Query) (Stats, error) {
+	if b.isClosed() {
+		return Stats{}, ErrClosed
+	}
+	return b.inner.Stats(ctx, q)
+}
+
+// Profile queries the inner store.
+func (b *Buffered) Profile(ctx context.Context, q Query) (HourProfile, error) {
+	if b.isClosed() {
+		return HourProfile{}, ErrClosed
+	}
+	return b.inner.Profile(ctx, q)
+}
+
+// Nodes queries the inner store.
+func (b *Buffered) Nodes(ctx context.Context, from, to time.Time) ([]string, error) {
+	if b.isClosed() {
+		return nil, ErrClosed
+	}
+	return b.inner.Nodes(ctx, from, to)
+}
+
+// DeleteBefore applies retention in the inner store; queued points are unaffected.
+func (b *Buffered) DeleteBefore(ctx context.Context, t time.Time) error {
+	if b.isClosed() {
+		return ErrClosed
+	}
+	return b.inner.DeleteBefore(ctx, t)
+}
+
+func (b *Buffered) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+// Close stops accepting points, writes what is queued for up to CloseTimeout, then
+// cancels the write in progress, drops the rest, and closes the inner store. It is
+// idempotent. (An inner store that ignores its context can hold Close up.)
+func (b *Buffered) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		<-b.exited
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	close(b.done)
+	t := time.NewTimer(b.opts.CloseTimeout)
+	select {
+	case <-b.exited:
+	case <-t.C:
+		// Out of time: cancel the write in progress; the writer drops what is left.
+		b.stopLife()
+		<-b.exited
+	}
+	t.Stop()
+	b.stopLife()
+	if err := b.inner.Close(); err != nil {
+		return fmt.Errorf("buffered store: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,277 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/judge/store/sqlite"
+	"github.com/binlake/binlake/judge/store/storetest"
+)
+
+// flushing adapts a Buffered store to the suite's contract that points are readable
+// when Write returns.
+type flushing struct{ *store.Buffered }
+
+func (f flushing) Write(ctx context.Context, pts []store.Point) error {
+	if err := f.Buffered.Write(ctx, pts); err != nil {
+		return err
+	}
+	return f.Flush(ctx)
+}
+
+func openSQLite(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(sqlite.Options{Path: filepath.Join(t.TempDir(), "m.db")})
+	if err != nil {
+		t.Fatalf("open sqlite: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestBufferedConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return flushing{store.NewBuffered(openSQLite(t), store.BufferOptions{MaxBatch: 700})}
+	})
+}
+
+// outage is a test double for an engine outage in front of a real store: while down,
+// Write fails as a refused connection would; with block set, Write waits for ctx.
+type outage struct {
+	store.Store
+	down, block atomic.Bool
+	invalid     atomic.Bool // refuse the next write with ErrInvalid
+	calls       atomic.Int64
+}
+
+var errDown = errors.New("dial tcp 127.0.0.1:9200: connect: connection refused")
+
+func (o *outage) Write(ctx context.Context, pts []store.Point) error {
+	o.calls.Add(1)
+	if o.block.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if o.down.Load() {
+		return errDown
+	}
+	if o.invalid.CompareAndSwap(true, false) {
+		return fmt.Errorf("mapping conflict: %w", store.ErrInvalid)
+	}
+	return o.Store.Write(ctx, pts)
+}
+
+// Close leaves the real store open so that the test can read what arrived.
+func (o *outage) Close() error { return nil }
+
+var t0 = time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+
+func points(node string, from, n int) []store.Point {
+	pts := make([]store.Point, n)
+	for i := range pts {
+		pts[i] = store.Point{Node: node, Name: "cpu.util", TS: t0.Add(time.Duration(from+i) * time.Second), Value: float64(from + i)}
+	}
+	return pts
+}
+
+func count(t *testing.T, s store.Store, node string) store.Stats {
+	t.Helper()
+	st, err := s.Stats(context.Background(), store.Query{Node: node, Name: "cpu.util", From: t0, To: t0.Add(24 * time.Hour)})
+	if err != nil {
+		t.Fatalf("stats: %v", err)
+	}
+	return st
+}
+
+// eventually polls cond until it holds or 10 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func fastOpts(capacity int) store.BufferOptions {
+	return store.BufferOptions{Capacity: capacity, MaxBatch: 50, MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond, CloseTimeout: time.Second}
+}
+
+func flush(t *testing.T, b *store.Buffered) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+}
+
+func TestBufferedOutageThenRecovery(t *testing.T) {
+	db := openSQLite(t)
+	o := &outage{Store: db}
+	o.down.Store(true)
+	b := store.NewBuffered(o, fastOpts(1000))
+	defer b.Close()
+	ctx := context.Background()
+	for i := range 6 {
+		if err := b.Write(ctx, points("w1", i*100, 100)); err != nil {
+			t.Fatalf("write during outage: %v", err)
+		}
+	}
+	eventually(t, "failed attempts", func() bool { return b.Counters().Errors >= 3 })
+	if c := b.Counters(); c.Buffered != 600 || c.Written != 0 || c.Dropped != 0 {
+		t.Fatalf("during outage: %+v, want 600 buffered, none written or dropped", c)
+	}
+	if st := count(t, db, "w1"); st.Count != 0 {
+		t.Fatalf("points reached the store during the outage: %+v", st)
+	}
+	o.down.Store(false)
+	flush(t, b)
+	if c := b.Counters(); c.Buffered != 0 || c.Written != 600 || c.Dropped != 0 {
+		t.Fatalf("after recovery: %+v, want 600 written", c)
+	}
+	if st := count(t, db, "w1"); st.Count != 600 || st.Max != 599 {
+		t.Fatalf("after recovery the store holds %+v, want 600 points up to 599", st)
+	}
+}
+
+func TestBufferedDropsOldestPastCapacity(t *testing.T) {
+	db := openSQLite(t)
+	o := &outage{Store: db}
+	o.down.Store(true)
+	b := store.NewBuffered(o, fastOpts(100))
+	defer b.Close()
+	// One call of 250 points into a queue of 100: the writer cannot take any while
+	// Write holds the queue, so exactly the 150 oldest go.
+	if err := b.Write(context.Background(), points("w1", 0, 250)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if c := b.Counters(); c.Dropped != 150 || c.Buffered != 100 {
+		t.Fatalf("after overflow: %+v, want 150 dropped, 100 buffered", c)
+	}
+	o.down.Store(false)
+	flush(t, b)
+	st := count(t, db, "w1")
+	// The newest 100 survive: values 150–249.
+	if st.Count != 100 || st.Max != 249 || st.Avg != 199.5 {
+		t.Fatalf("stored %+v, want the newest 100 points (150–249)", st)
+	}
+	if c := b.Counters(); c.Written+c.Dropped != 250 || c.Buffered != 0 {
+		t.Fatalf("counters %+v do not account for 250 points", c)
+	}
+}
+
+func TestBufferedWriteDoesNotWaitForTheStore(t *testing.T) {
+	o := &outage{Store: openSQLite(t)}
+	o.block.Store(true)
+	opts := fastOpts(1000)
+	opts.WriteTimeout = time.Hour // the inner Write hangs until Close gives up
+	opts.CloseTimeout = 50 * time.Millisecond
+	b := store.NewBuffered(o, opts)
+	if err := b.Write(context.Background(), points("w1", 0, 10)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	eventually(t, "the writer to be stuck in the store", func() bool { return o.calls.Load() == 1 })
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for i := range 100 {
+			if err = b.Write(context.Background(), points("w1", 10+i*10, 10)); err != nil {
+				break
+			}
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("write: %v", err)
+		}
+	case <-time.After(30 * time.Second): // a hang detector, not a speed target
+		t.Fatal("Write blocked while the inner store hung")
+	}
+	if c := b.Counters(); c.Buffered != 1010 {
+		t.Fatalf("counters %+v, want 1010 buffered", c)
+	}
+	// Close gives up after CloseTimeout and counts what it could not write.
+	if err := b.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if c := b.Counters(); c.Dropped != 1010 || c.Written != 0 || c.Buffered != 0 {
+		t.Fatalf("after close: %+v, want all 1010 dropped", c)
+	}
+}
+
+func TestBufferedDropsInvalidBatch(t *testing.T) {
+	db := openSQLite(t)
+	o := &outage{Store: db}
+	o.invalid.Store(true)
+	opts := fastOpts(1000)
+	b := store.NewBuffered(o, opts)
+	defer b.Close()
+	if err := b.Write(context.Background(), points("w1", 0, 50)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	flush(t, b)
+	if err := b.Write(context.Background(), points("w1", 50, 50)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	flush(t, b)
+	if c := b.Counters(); c.Dropped != 50 || c.Written != 50 || c.Errors != 1 {
+		t.Fatalf("counters %+v, want the refused batch of 50 dropped and one error", c)
+	}
+	if st := count(t, db, "w1"); st.Count != 50 {
+		t.Fatalf("stored %+v, want the second batch only", st)
+	}
+	// Invalid points are refused by Write itself, synchronously.
+	err := b.Write(context.Background(), []store.Point{{Node: "w1", Name: "", TS: t0, Value: 1}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("invalid point: %v, want ErrInvalid", err)
+	}
+}
+
+func TestBufferedCloseWritesWhatIsQueued(t *testing.T) {
+	db := openSQLite(t)
+	o := &outage{Store: db}
+	o.down.Store(true)
+	b := store.NewBuffered(o, fastOpts(10_000))
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				if err := b.Write(context.Background(), points("w1", (w*10+i)*25, 25)); err != nil {
+					t.Errorf("write: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	eventually(t, "a failed attempt", func() bool { return b.Counters().Errors > 0 })
+	o.down.Store(false)
+	if err := b.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	if c := b.Counters(); c.Written != 1000 || c.Dropped != 0 || c.Buffered != 0 {
+		t.Fatalf("after close: %+v, want 1000 written", c)
+	}
+	if st := count(t, db, "w1"); st.Count != 1000 {
+		t.Fatalf("stored %+v, want 1000", st)
+	}
+	if err := b.Write(context.Background(), points("w1", 0, 1)); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("write after close: %v, want ErrClosed", err)
+	}
+}
