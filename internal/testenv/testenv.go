@@ -44,7 +44,8 @@ func Require(t testing.TB, s Service) string {
 	for _, hp := range HostPorts(v) {
 		conn, err := net.DialTimeout("tcp", hp, 3*time.Second)
 		if err != nil {
-			t.Fatalf("%s is unreachable at %s (%s=%s): %v; start it with `make services-up`", s.Name, hp, s.Env, v, err)
+			// The variable's value is not printed: a DSN may carry a password.
+			t.Fatalf("%s is unreachable at %s (from %s): %v; start it with `make services-up`", s.Name, hp, s.Env, err)
 		}
 		conn.Close()
 	}
