@@ -8,6 +8,8 @@
 // A member reads at the group's committed position and has at most one message per
 // partition in flight, so a message reaches a second member only if the first member's
 // handler failed (at-least-once, like Kafka, minus Kafka's rebalance duplicates).
+// A group comes into being at its first Subscribe, positioned by StartAt, and keeps its
+// positions for the life of the Bus; nothing survives the process.
 //
 // Memory is not bounded: the log of every topic is kept until the Bus is closed,
 // because a group that joins later with StartFirst must see every message. The embedded
