@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/coord/internal/keypath"
 )
 
 // wait bounds every blocking step; generous, since a loaded 2-core machine is slow.
@@ -47,6 +48,7 @@ func Run(t *testing.T, newCoord func(t *testing.T) coord.Coordinator) {
 		{"AnyVersion", testAnyVersion},
 		{"Delete", testDelete},
 		{"DataRoundTrip", testDataRoundTrip},
+		{"DataLimit", testDataLimit},
 		{"List", testList},
 		{"InvalidKeys", testInvalidKeys},
 		{"ValuesSurviveReopen", testValuesSurviveReopen},
@@ -283,6 +285,44 @@ func testDataRoundTrip(t *testing.T, s *suite) {
 				t.Fatalf("Get version %d, Put returned %d", got.Version, v)
 			}
 		})
+	}
+}
+
+// testDataLimit: data up to keypath.MaxData is stored; larger data is refused with an
+// error, and the refusal costs nothing (on ZooKeeper an oversized request would drop the
+// connection and with it the session's leaderships).
+func testDataLimit(t *testing.T, s *suite) {
+	c := s.open()
+	ctx := ctxT(t)
+	l, err := c.Campaign(ctx, s.key("leader"), nil)
+	if err != nil {
+		t.Fatalf("Campaign: %v", err)
+	}
+	atLimit := bytes.Repeat([]byte{'x'}, keypath.MaxData)
+	v := mustPut(t, c, s.key("big"), atLimit, coord.NoVersion)
+	if got := mustGet(t, c, s.key("big")); !bytes.Equal(got.Data, atLimit) || got.Version != v {
+		t.Fatalf("a value of %d bytes did not round-trip (got %d bytes)", len(atLimit), len(got.Data))
+	}
+
+	tooBig := append(atLimit, 'y')
+	if _, err := c.Put(ctx, s.key("too-big"), tooBig, coord.AnyVersion); err == nil || errors.Is(err, coord.ErrVersionConflict) {
+		t.Fatalf("Put of %d bytes = %v, want a size error", len(tooBig), err)
+	}
+	_, err = c.Get(ctx, s.key("too-big"))
+	requireIs(t, "Get after a refused Put", err, coord.ErrNotFound)
+	if err := c.Register(ctx, s.key("waves"), coord.Member{ID: "m", Data: tooBig}); err == nil {
+		t.Fatalf("Register with %d bytes of data succeeded", len(tooBig))
+	}
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if l2, err := c.Campaign(cctx, s.key("other-leader"), tooBig); err == nil {
+		_ = l2.Resign(ctx)
+		t.Fatalf("Campaign with %d bytes of data succeeded", len(tooBig))
+	}
+	requireOpen(t, "after refused oversized requests", l)
+	requireValue(t, c, s.key("big"), atLimit, v)
+	if err := l.Resign(ctx); err != nil {
+		t.Fatalf("Resign: %v", err)
 	}
 }
 

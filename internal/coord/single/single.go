@@ -261,6 +261,9 @@ func (c *Coordinator) Put(ctx context.Context, key string, data []byte, version 
 	if version < coord.AnyVersion {
 		return 0, fmt.Errorf("put %s: invalid version %d", key, version)
 	}
+	if err := keypath.CheckData(data); err != nil {
+		return 0, fmt.Errorf("put %s: %w", key, err)
+	}
 	if err := c.begin(ctx); err != nil {
 		return 0, err
 	}
@@ -367,6 +370,9 @@ func (c *Coordinator) Register(ctx context.Context, group string, m coord.Member
 	}
 	if err := keypath.CheckName(m.ID); err != nil {
 		return fmt.Errorf("register in %s: member id: %w", group, err)
+	}
+	if err := keypath.CheckData(m.Data); err != nil {
+		return fmt.Errorf("register %s in %s: %w", m.ID, group, err)
 	}
 	if err := c.begin(ctx); err != nil {
 		return err
@@ -539,6 +545,9 @@ func (l *leadership) Resign(context.Context) error {
 func (c *Coordinator) Campaign(ctx context.Context, key string, data []byte) (coord.Leadership, error) {
 	if err := keypath.Check(key); err != nil {
 		return nil, err
+	}
+	if err := keypath.CheckData(data); err != nil {
+		return nil, fmt.Errorf("campaign %s: %w", key, err)
 	}
 	for {
 		if err := c.begin(ctx); err != nil {

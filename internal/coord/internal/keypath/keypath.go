@@ -59,3 +59,17 @@ func checkSegment(seg string) error {
 	}
 	return nil
 }
+
+// MaxData bounds the data of a value, a member or a leader. ZooKeeper refuses a request
+// larger than its jute.maxbuffer (1 MiB by default, path and header included) by dropping
+// the connection, which would cost the session's leaderships; both implementations refuse
+// such data up front with a clear error instead.
+const MaxData = 1_000_000
+
+// CheckData reports data too large to store.
+func CheckData(data []byte) error {
+	if len(data) > MaxData {
+		return fmt.Errorf("data of %d bytes exceeds the %d-byte limit of a coordinator value", len(data), MaxData)
+	}
+	return nil
+}
