@@ -39,24 +39,29 @@ type ZKEnsemble struct {
 // restarted one).
 func RequireZKEnsemble(t testing.TB) *ZKEnsemble {
 	t.Helper()
-	v := Require(t, ZooKeeperEnsemble)
-	servers := HostPorts(v)
-	if len(servers) != ensembleSize {
-		t.Fatalf("%s=%q: want %d members, got %d", ZooKeeperEnsemble.Env, v, ensembleSize, len(servers))
+	if os.Getenv(ZooKeeperEnsemble.Env) == "" {
+		Require(t, ZooKeeperEnsemble) // skips, or fails under CI
 	}
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatalf("%s: %v", ZooKeeperEnsemble.Name, err)
 	}
-	e := &ZKEnsemble{Servers: servers, script: filepath.Join(root, "deploy", "testenv", "zookeeper.sh")}
-
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// Lock before checking the members: the lock's holder may have one stopped right now,
+	// and restarts it before letting go.
 	unlock, err := lockFile(ctx, filepath.Join(testenvDir(root), "zookeeper-ensemble.lock"))
 	if err != nil {
 		t.Fatalf("%s: take the ensemble lock: %v", ZooKeeperEnsemble.Name, err)
 	}
 	t.Cleanup(unlock)
+
+	v := Require(t, ZooKeeperEnsemble)
+	servers := HostPorts(v)
+	if len(servers) != ensembleSize {
+		t.Fatalf("%s=%q: want %d members, got %d", ZooKeeperEnsemble.Env, v, ensembleSize, len(servers))
+	}
+	e := &ZKEnsemble{Servers: servers, script: filepath.Join(root, "deploy", "testenv", "zookeeper.sh")}
 
 	wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer wcancel()
