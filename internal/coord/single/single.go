@@ -149,9 +149,15 @@ func load(path string) (state, error) {
 	if st.Values == nil {
 		st.Values = map[string]entry{}
 	}
-	for k := range st.Values {
+	if st.Token < 0 {
+		return st, fmt.Errorf("single coordinator: %s: negative token %d", path, st.Token)
+	}
+	for k, e := range st.Values {
 		if err := keypath.Check(k); err != nil {
 			return st, fmt.Errorf("single coordinator: %s: %w", path, err)
+		}
+		if e.Version < 0 {
+			return st, fmt.Errorf("single coordinator: %s: key %q has negative version %d", path, k, e.Version)
 		}
 	}
 	return st, nil

@@ -57,6 +57,8 @@ func TestNewErrors(t *testing.T) {
 		{"truncated", write("trunc.json", `{"format":1,"values":{"a":`), "is not a coordinator file"},
 		{"future format", write("future.json", `{"format":99,"values":{}}`), "has format 99"},
 		{"bad key in file", write("badkey.json", `{"format":1,"values":{"/abs":{"data":"","version":0}}}`), "invalid key"},
+		{"negative version", write("negver.json", `{"format":1,"values":{"a":{"data":"","version":-5}}}`), "negative version"},
+		{"negative token", write("negtok.json", `{"format":1,"token":-1,"values":{}}`), "negative token"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,4 +241,32 @@ func BenchmarkPut(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzOpen feeds arbitrary file contents to New: it must refuse or accept them without
+// panicking, and an accepted file must be usable.
+func FuzzOpen(f *testing.F) {
+	f.Add([]byte(`{"format":1,"token":3,"values":{"a/b":{"data":"eyJwb3MiOjR9","version":2}}}`))
+	f.Add([]byte(`{"format":1,"values":{"a":`))
+	f.Add([]byte(`{"format":1,"values":{"":{"data":null,"version":-5}}}`))
+	f.Add([]byte(`null`))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, content []byte) {
+		p := filepath.Join(t.TempDir(), "coord.json")
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := single.New(single.Options{Path: p})
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		ctx := context.Background()
+		if _, err := c.Put(ctx, "fuzz/key", []byte("x"), coord.AnyVersion); err != nil {
+			t.Fatalf("Put on an accepted file: %v", err)
+		}
+		if _, err := c.Campaign(ctx, "fuzz/lead", nil); err != nil {
+			t.Fatalf("Campaign on an accepted file: %v", err)
+		}
+	})
 }
