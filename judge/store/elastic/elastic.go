@@ -339,10 +339,20 @@ func (s *Store) bulk(ctx context.Context, items []item) ([]item, error) {
 		failed   int
 		reqErr   error
 	)
+	// The indexer preallocates FlushBytes per worker: size both to this batch, so that a
+	// small Write neither allocates megabytes nor splits into several requests.
+	size := 0
+	for _, it := range items {
+		size += len(it.body) + len(it.index) + len(it.id) + 64 // action line and newlines
+	}
+	flushBytes, workers := s.opts.FlushBytes, s.opts.Workers
+	if size < flushBytes {
+		flushBytes, workers = size+1, 1
+	}
 	bi, err := esutil.NewBulkIndexer(esutil.BulkIndexerConfig{
 		Client:        s.es,
-		NumWorkers:    s.opts.Workers,
-		FlushBytes:    s.opts.FlushBytes,
+		NumWorkers:    workers,
+		FlushBytes:    flushBytes,
 		FlushInterval: time.Hour, // Close flushes; no timer-driven partial flushes
 		OnError: func(_ context.Context, err error) {
 			mu.Lock()
