@@ -222,7 +222,7 @@ func (b *Buffered) failed() {
 // empty or CloseTimeout has passed.
 func (b *Buffered) run() {
 	defer close(b.exited)
-	ctx := b.life // cancelled when Close runs out of time, even in the middle of a Write
+	ctx := b.life  // cancelled when Close runs out of time, even in the middle of a Write
 	done := b.done // nil once closing, so that the selects below stop seeing it
 	closing := func() { done = nil }
 	var batch []Point

@@ -45,7 +45,10 @@ type HourProfile [24]Stats
 // Store writes and queries raw points.
 type Store interface {
 	// Write stores points. It returns after they are durable enough to be read back by
-	// the queries below (after a refresh, for Elasticsearch).
+	// the queries below (after a refresh, for Elasticsearch). A point's identity is
+	// (Node, Name, Labels, TS to the millisecond): writing it again replaces the stored
+	// value, so retried or redelivered batches do not count twice. If any point fails
+	// Point.Validate, none is stored and the error wraps ErrInvalid.
 	Write(ctx context.Context, points []Point) error
 	// Stats returns count, avg, max and p95 of the selected series; Count 0 when empty.
 	Stats(ctx context.Context, q Query) (Stats, error)
