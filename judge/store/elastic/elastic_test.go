@@ -1,0 +1,69 @@
+package elastic_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/binlake/binlake/judge/store/elastic"
+)
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts elastic.Options
+		want string
+	}{
+		{"uppercase prefix", elastic.Options{Prefix: "Binlake-"}, "index prefix"},
+		{"wildcard prefix", elastic.Options{Prefix: "binlake-*-"}, "index prefix"},
+		{"underscore start", elastic.Options{Prefix: "_binlake-"}, "index prefix"},
+		{"no separator", elastic.Options{Prefix: "binlake"}, "ending in"},
+		{"negative replicas", elastic.Options{Replicas: -1}, "replicas"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := elastic.New(tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New(%+v): %v, want an error containing %q", tc.opts, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestIndexNameAndTemplate(t *testing.T) {
+	s, err := elastic.New(elastic.Options{Config: testConfigNoEngine()})
+	if err != nil {
+		t.Fatalf("new: %v", err)
+	}
+	defer s.Close()
+	// The UTC day names the index, whatever the point's zone.
+	ts := time.Date(2026, 11, 30, 1, 30, 0, 0, time.FixedZone("UTC+3", 3*3600))
+	if got := s.IndexName(ts); got != "binlake-metrics-2026.11.29" {
+		t.Fatalf("index name %q, want binlake-metrics-2026.11.29", got)
+	}
+	tmpl := s.Template()
+	if p := tmpl["index_patterns"].([]string); len(p) != 1 || p[0] != "binlake-metrics-*" {
+		t.Fatalf("index patterns %v", p)
+	}
+	props := tmpl["template"].(map[string]any)["mappings"].(map[string]any)["properties"].(map[string]any)
+	for field, typ := range map[string]string{"node": "keyword", "name": "keyword", "labels_key": "keyword", "ts": "date", "value": "double", "hour": "byte", "labels": "object"} {
+		if got := props[field].(map[string]any)["type"]; got != typ {
+			t.Errorf("field %s mapped as %v, want %s", field, got, typ)
+		}
+	}
+}
+
+func TestBackoffGrowsToTheLimit(t *testing.T) {
+	bo := elastic.Backoff(100*time.Millisecond, time.Second)
+	for attempt, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 3: 400 * time.Millisecond, 10: time.Second} {
+		if got := bo(attempt); got < want || got > want*5/4 {
+			t.Errorf("attempt %d: %v, want %v plus at most 25%% jitter", attempt, got, want)
+		}
+	}
+}
+
+// testConfigNoEngine points at a closed loopback port: New must not contact the engine.
+func testConfigNoEngine() elasticsearch.Config {
+	return elasticsearch.Config{Addresses: []string{"http://127.0.0.1:1"}}
+}
