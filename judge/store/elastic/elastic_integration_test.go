@@ -12,6 +12,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/internal/testenv/estest"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/elastic"
 	"github.com/binlake/binlake/judge/store/storetest"
@@ -27,7 +28,7 @@ func testPrefix(t testing.TB) string {
 // indices and template when the test ends.
 func newStore(t testing.TB, prefix string) *elastic.Store {
 	t.Helper()
-	s, err := elastic.New(elastic.Options{Config: testenv.ESConfig(t), Prefix: prefix})
+	s, err := elastic.New(elastic.Options{Config: estest.Config(t), Prefix: prefix})
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}
@@ -39,7 +40,7 @@ func newStore(t testing.TB, prefix string) *elastic.Store {
 func cleanup(t testing.TB, prefix string) {
 	t.Helper()
 	t.Cleanup(func() {
-		es := testenv.ESClient(t)
+		es := estest.Client(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		for _, req := range []esapi.Request{

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/internal/testenv/estest"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/elastic"
 )
@@ -48,7 +48,7 @@ func closedPort(t *testing.T) string {
 // buffer holds them up to its bound, drops the oldest past it, and writes the rest once
 // the engine answers again. The test counts what arrived.
 func TestElasticOutageIntegration(t *testing.T) {
-	cfg := testenv.ESConfig(t)
+	cfg := estest.Config(t)
 	outage := 30 * time.Second
 	if testing.Short() {
 		outage = 3 * time.Second

@@ -1,4 +1,4 @@
-package testenv_test
+package estest_test
 
 import (
 	"bytes"
@@ -18,14 +18,14 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/internal/testenv/estest"
 )
 
 // TestElasticsearchSmokeIntegration checks that the test engine serves what the ES store needs
 // through go-elasticsearch/v8: an explicit mapping, a refreshed single write found by a term
 // query, and a bulk load counted back.
 func TestElasticsearchSmokeIntegration(t *testing.T) {
-	es := testenv.ESClient(t)
+	es := estest.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

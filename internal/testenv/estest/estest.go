@@ -1,7 +1,10 @@
-package testenv
+// Package estest builds go-elasticsearch clients for the Elasticsearch test service. It is
+// apart from testenv so that tests of other services do not compile the Elasticsearch client.
+package estest
 
 import (
 	"context"
+	"github.com/binlake/binlake/internal/testenv"
 	"net"
 	"net/http"
 	"strings"
@@ -21,12 +24,12 @@ import (
 // Store tests should build their clients from ESConfig so that they all talk to the engine the
 // same way.
 
-// ESConfig returns the go-elasticsearch configuration for the Elasticsearch test service
+// Config returns the go-elasticsearch configuration for the Elasticsearch test service
 // (testenv.Elasticsearch, BINLAKE_TEST_ES: one URL or a comma-separated list). It skips or fails
 // the test as Require does.
-func ESConfig(t testing.TB) elasticsearch.Config {
+func Config(t testing.TB) elasticsearch.Config {
 	t.Helper()
-	v := Require(t, Elasticsearch)
+	v := testenv.Require(t, testenv.Elasticsearch)
 	var addrs []string
 	for _, a := range strings.Split(v, ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -55,15 +58,15 @@ func esTransport() *http.Transport {
 	}
 }
 
-// ESClient returns a go-elasticsearch/v8 client for the Elasticsearch test service after one
+// Client returns a go-elasticsearch/v8 client for the Elasticsearch test service after one
 // round trip (GET /), so that a wrong engine fails here, naming the service, rather than in the
 // middle of a store test. It skips or fails the test as Require does.
-func ESClient(t testing.TB) *elasticsearch.Client {
+func Client(t testing.TB) *elasticsearch.Client {
 	t.Helper()
-	cfg := ESConfig(t)
+	cfg := Config(t)
 	es, err := elasticsearch.NewClient(cfg)
 	if err != nil {
-		t.Fatalf("%s: building the go-elasticsearch client for %v: %v", Elasticsearch.Name, cfg.Addresses, err)
+		t.Fatalf("%s: building the go-elasticsearch client for %v: %v", testenv.Elasticsearch.Name, cfg.Addresses, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -74,11 +77,11 @@ func ESClient(t testing.TB) *elasticsearch.Client {
 		if strings.Contains(err.Error(), "server is not Elasticsearch") {
 			hint = " (the engine did not answer `X-Elastic-Product: Elasticsearch`; deploy/testenv/elasticsearch.sh runs one that does)"
 		}
-		t.Fatalf("%s at %v: GET / failed: %v%s", Elasticsearch.Name, cfg.Addresses, err, hint)
+		t.Fatalf("%s at %v: GET / failed: %v%s", testenv.Elasticsearch.Name, cfg.Addresses, err, hint)
 	}
 	defer res.Body.Close()
 	if res.IsError() {
-		t.Fatalf("%s at %v: GET / answered %s", Elasticsearch.Name, cfg.Addresses, res.Status())
+		t.Fatalf("%s at %v: GET / answered %s", testenv.Elasticsearch.Name, cfg.Addresses, res.Status())
 	}
 	return es
 }
