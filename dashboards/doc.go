@@ -1,0 +1,6 @@
+// Package dashboards holds the Grafana and Kibana dashboards over the judge's
+// Elasticsearch indices (grafana/, kibana/). It has no code: its tests check that every
+// file parses, that every field a panel queries is in the index mapping the judge's
+// elastic store installs, and that every metric name a panel selects is one the agent
+// emits, so that renaming a metric or a field breaks the build instead of a dashboard.
+package dashboards
