@@ -190,7 +190,7 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 		ReadTimeout:             3*c.heartbeat + 5*time.Second,
 		DisableRetrySync:        true, // reconnects are ours: from a transaction boundary, with backoff
 		EventCacheCount:         c.eventQueue,
-		Logger:                  c.log.With("component", "go-mysql"),
+		Logger:                  redactLogger(c.log.With("component", "go-mysql"), c.password),
 		DiscardGTIDSet:          true, // we track the set ourselves, at transaction boundaries
 	})
 	defer syncer.Close()
@@ -572,4 +572,61 @@ func uuidString(sid []byte) (string, error) {
 
 func hasPrefixFold(b []byte, prefix string) bool {
 	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], []byte(prefix))
+}
+
+// redactingHandler hides a secret inside log records. go-mysql logs its whole
+// BinlogSyncerConfig, password included, when a syncer is created; the wave passes it a
+// logger through this handler so the source password never reaches a log.
+type redactingHandler struct {
+	h      slog.Handler
+	secret string
+}
+
+func redactLogger(l *slog.Logger, secret string) *slog.Logger {
+	if secret == "" {
+		return l
+	}
+	return slog.New(&redactingHandler{h: l.Handler(), secret: secret})
+}
+
+func (r *redactingHandler) Enabled(ctx context.Context, l slog.Level) bool { return r.h.Enabled(ctx, l) }
+
+func (r *redactingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	for i := range as {
+		as[i] = r.attr(as[i])
+	}
+	return &redactingHandler{h: r.h.WithAttrs(as), secret: r.secret}
+}
+
+func (r *redactingHandler) WithGroup(name string) slog.Handler {
+	return &redactingHandler{h: r.h.WithGroup(name), secret: r.secret}
+}
+
+func (r *redactingHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, r.hide(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(r.attr(a))
+		return true
+	})
+	return r.h.Handle(ctx, out)
+}
+
+func (r *redactingHandler) hide(s string) string { return strings.ReplaceAll(s, r.secret, "***") }
+
+func (r *redactingHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindGroup:
+		g := v.Group()
+		out := make([]slog.Attr, len(g))
+		for i := range g {
+			out[i] = r.attr(g[i])
+		}
+		return slog.Attr{Key: a.Key, Value: slog.GroupValue(out...)}
+	case slog.KindString:
+		return slog.String(a.Key, r.hide(v.String()))
+	case slog.KindAny:
+		return slog.String(a.Key, r.hide(fmt.Sprint(v.Any())))
+	}
+	return a
 }
