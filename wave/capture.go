@@ -589,7 +589,9 @@ func redactLogger(l *slog.Logger, secret string) *slog.Logger {
 	return slog.New(&redactingHandler{h: l.Handler(), secret: secret})
 }
 
-func (r *redactingHandler) Enabled(ctx context.Context, l slog.Level) bool { return r.h.Enabled(ctx, l) }
+func (r *redactingHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return r.h.Enabled(ctx, l)
+}
 
 func (r *redactingHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	for i := range as {
