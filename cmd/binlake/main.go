@@ -25,7 +25,7 @@ var commands = map[string]command{
 	"wave":     {"capture MySQL/MariaDB binlogs and publish rows to Kafka", runWave},
 	"agent":    {"collect host, runtime and wave metrics and push them", runAgent},
 	"judge":    {"store metrics, analyse load and answer placement requests", runJudge},
-	"alarm":    {"evaluate alert policies over the metric stream and notify", notYet("alarm", 6)},
+	"alarm":    {"evaluate alert policies over the metric stream and notify", runAlarm},
 	"instance": {"add, list, show, remove or move capture instances", runInstance},
 	"bench":    {"run a benchmark against the test services", notYet("bench", 3)},
 	"version":  {"print the version", runVersion},

@@ -1,0 +1,292 @@
+// Package alarm is the alarm role: it consumes the metric stream, evaluates alert
+// policies (alarm/policy) per policy, node and labels, keeps each alert's state
+// (inactive → pending → firing → resolved) with a notification log that survives restarts,
+// applies silences and inhibition, groups alerts and notifies channels (alarm/notify).
+package alarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// Options configure an alarm.
+type Options struct {
+	Policies []*policy.Policy
+	// Channels by name; every channel a policy names must be here.
+	Channels map[string]notify.Notifier
+	// Subscriber delivers the metric batches (a consumer group shared by all alarm
+	// processes). The alarm does not close it. Nil runs without a bus (tests, or a caller
+	// that feeds Observe itself).
+	Subscriber bus.Subscriber
+	// Coordinator holds the notification log and the silences; required. The alarm does
+	// not close it.
+	Coordinator coord.Coordinator
+
+	// Listen is the HTTP address; empty runs no server.
+	Listen string
+	// Token, when set, is required as a bearer token to create or delete silences.
+	Token config.Secret
+	// ExternalURL is how receivers reach this alarm (links in notifications).
+	ExternalURL string
+
+	Inhibition Inhibition
+	GroupWait  time.Duration
+	// EvalInterval is the timer period (pending → firing, nodata, repeats): 1 s when zero.
+	EvalInterval time.Duration
+	// SilenceRefresh is how often silences are reloaded from the coordinator (10 s).
+	SilenceRefresh time.Duration
+	// LogRefresh is how often the notification log is reloaded, to pick up alerts another
+	// alarm process fired before a rebalance moved their node here (1 min).
+	LogRefresh        time.Duration
+	ResolvedRetention time.Duration
+	StaleIntervals    float64
+	Dispatch          notify.DispatcherOptions
+
+	Now      func() time.Time
+	Logger   *slog.Logger
+	Registry *prometheus.Registry
+	// Ready, when set, receives the bound HTTP address once it serves.
+	Ready func(addr string)
+}
+
+// Alarm is one alarm process.
+type Alarm struct {
+	o        Options
+	log      *slog.Logger
+	eng      *Engine
+	disp     *notify.Dispatcher
+	silences *Silences
+	reg      *prometheus.Registry
+	m        *metrics
+	handler  http.Handler
+}
+
+// New validates the options and builds the alarm; nothing runs until Run.
+func New(o Options) (*Alarm, error) {
+	if o.Coordinator == nil {
+		return nil, errors.New("alarm: no coordinator (it keeps the notification log and the silences)")
+	}
+	if len(o.Policies) == 0 {
+		return nil, errors.New("alarm: no policies")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.EvalInterval <= 0 {
+		o.EvalInterval = time.Second
+	}
+	if o.SilenceRefresh <= 0 {
+		o.SilenceRefresh = 10 * time.Second
+	}
+	if o.LogRefresh <= 0 {
+		o.LogRefresh = time.Minute
+	}
+	for _, p := range o.Policies {
+		for _, c := range p.Channels {
+			if _, ok := o.Channels[c]; !ok {
+				return nil, fmt.Errorf("alarm: policy %q (line %d) names channel %q, which is not configured", p.Name, p.Line, c)
+			}
+		}
+	}
+	a := &Alarm{o: o, log: o.Logger.With("component", "alarm")}
+	a.reg = o.Registry
+	if a.reg == nil {
+		a.reg = prometheus.NewRegistry()
+		a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	dopts := o.Dispatch
+	dopts.Logger, dopts.Registerer = o.Logger, a.reg
+	var err error
+	a.disp, err = notify.NewDispatcher(o.Channels, dopts)
+	if err != nil {
+		return nil, fmt.Errorf("alarm: %w", err)
+	}
+	a.silences = NewSilences(o.Coordinator, "", o.Now)
+	a.m = newMetrics()
+	a.eng = NewEngine(EngineOptions{
+		Policies: o.Policies, Log: &CoordLog{C: o.Coordinator}, Silences: a.silences, Inhibition: o.Inhibition,
+		GroupWait: o.GroupWait, ResolvedRetention: o.ResolvedRetention, StaleIntervals: o.StaleIntervals,
+		Send: func(m notify.Message) { a.disp.Enqueue(m) }, ExternalURL: o.ExternalURL, Now: o.Now, Logger: o.Logger,
+		OnEvaluations: func(n int) { a.m.evaluations.Add(float64(n)) },
+		OnLogError:    func() { a.m.logErrors.Inc() },
+		OnSuppressed:  func(r string) { a.m.suppressed.WithLabelValues(r).Inc() },
+	})
+	if err := a.m.register(a.reg, a.eng); err != nil {
+		return nil, fmt.Errorf("alarm: metrics: %w", err)
+	}
+	a.handler = a.routes()
+	return a, nil
+}
+
+// Run builds an alarm and runs it until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	a, err := New(o)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+// Engine is the alarm's evaluation engine (for embedding and tests).
+func (a *Alarm) Engine() *Engine { return a.eng }
+
+// Handler is the HTTP API.
+func (a *Alarm) Handler() http.Handler { return a.handler }
+
+// ObserveRaw decodes one encoded batch and evaluates it; a bad batch is counted and
+// skipped (returned as an error, but never fatal).
+func (a *Alarm) ObserveRaw(data []byte) error {
+	b, err := metric.Decode(data)
+	if err == nil {
+		err = b.Validate()
+	}
+	if err != nil {
+		a.m.decodeErrors.Inc()
+		a.log.Debug("skipping undecodable batch", "err", err)
+		return fmt.Errorf("bad metric batch: %w", err)
+	}
+	a.m.batches.Inc()
+	a.m.points.Add(float64(len(b.Points)))
+	a.eng.Observe(b)
+	return nil
+}
+
+// Run restores the notification log and silences, starts the channels, then the timers,
+// the bus subscription and the HTTP server; on ctx's end it stops the sources first and
+// lets the channels drain what is queued (bounded).
+func (a *Alarm) Run(ctx context.Context) error {
+	var ln net.Listener
+	if a.o.Listen != "" {
+		var err error
+		ln, err = net.Listen("tcp", a.o.Listen)
+		if err != nil {
+			return fmt.Errorf("alarm: listen on %s: %w", a.o.Listen, err)
+		}
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+	n, err := a.eng.Restore(rctx)
+	if err != nil {
+		a.log.Warn("notification log: some entries could not be restored", "err", err)
+	}
+	if serr := a.silences.Refresh(rctx); serr != nil {
+		a.log.Warn("silences could not be loaded; retrying in the background", "err", serr)
+	}
+	rcancel()
+	a.log.Info("notification log restored", "firing_alerts", n)
+
+	a.disp.Start()
+	srcCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 1)
+	wg.Add(1)
+	go func() { defer wg.Done(); a.timerLoop(srcCtx) }()
+	if a.o.Subscriber != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.subscribeLoop(srcCtx) }()
+	}
+	var srv *http.Server
+	if ln != nil {
+		srv = &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+		addr := ln.Addr().String()
+		a.log.Info("alarm API serving", "addr", "http://"+addr)
+		if a.o.Ready != nil {
+			a.o.Ready(addr)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				select {
+				case errc <- fmt.Errorf("alarm: http server: %w", err):
+				default:
+				}
+				cancel()
+			}
+		}()
+	}
+	<-srcCtx.Done()
+	a.log.Info("alarm stopping")
+	if srv != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close()
+		}
+		scancel()
+	}
+	wg.Wait()
+	a.disp.Close(15 * time.Second)
+	a.log.Info("alarm stopped")
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+func (a *Alarm) timerLoop(ctx context.Context) {
+	t := time.NewTicker(a.o.EvalInterval)
+	defer t.Stop()
+	lastSil, lastLog := time.Now(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if time.Since(lastSil) >= a.o.SilenceRefresh {
+			lastSil = time.Now()
+			if err := a.silences.Refresh(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("silences refresh failed; keeping the cached ones", "err", err)
+			}
+		}
+		if time.Since(lastLog) >= a.o.LogRefresh {
+			lastLog = time.Now()
+			if _, err := a.eng.Restore(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("notification log refresh failed", "err", err)
+			}
+		}
+		a.eng.Tick()
+	}
+}
+
+func (a *Alarm) subscribeLoop(ctx context.Context) {
+	backoff := time.Second
+	for {
+		err := a.o.Subscriber.Subscribe(ctx, func(_ context.Context, m bus.Message) error {
+			_ = a.ObserveRaw(m.Value) // bad batches are counted and skipped, never fatal
+			return nil
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		a.m.subscribeErrors.Inc()
+		a.log.Warn("metric subscription failed; retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}

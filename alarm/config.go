@@ -1,0 +1,274 @@
+package alarm
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// Kinds in alarm.yaml.
+const (
+	BusKafka      = "kafka"
+	BusNone       = "none"
+	CoordSingle   = "single"
+	CoordZK       = "zk"
+	TokenEnv      = "BINLAKE_ALARM_TOKEN"
+	defaultListen = "127.0.0.1:8091"
+	DefaultGroup  = "binlake-alarm"
+)
+
+// Config is alarm.yaml (deploy/alarm.example.yaml documents every field).
+type Config struct {
+	Log struct {
+		Level  string `yaml:"level"`
+		Format string `yaml:"format"`
+	} `yaml:"log"`
+	HTTP struct {
+		Listen      string        `yaml:"listen"`
+		Token       config.Secret `yaml:"token"`
+		TokenFile   string        `yaml:"token_file"`
+		ExternalURL string        `yaml:"external_url"`
+	} `yaml:"http"`
+	Bus struct {
+		Kind       string   `yaml:"kind"`
+		Brokers    []string `yaml:"brokers"`
+		Topic      string   `yaml:"topic"`
+		Partitions int      `yaml:"partitions"`
+		// Group is shared by every alarm process, so each node's batches are evaluated
+		// by exactly one of them.
+		Group string `yaml:"group"`
+	} `yaml:"bus"`
+	Coordinator struct {
+		Kind           string          `yaml:"kind"`
+		Path           string          `yaml:"path"`
+		Servers        []string        `yaml:"servers"`
+		Root           string          `yaml:"root"`
+		SessionTimeout config.Duration `yaml:"session_timeout"`
+	} `yaml:"coordinator"`
+	Evaluation struct {
+		Interval          config.Duration `yaml:"interval"`
+		StaleIntervals    float64         `yaml:"stale_intervals"`
+		ResolvedRetention config.Duration `yaml:"resolved_retention"`
+	} `yaml:"evaluation"`
+	Notify struct {
+		GroupWait  config.Duration `yaml:"group_wait"`
+		Attempts   int             `yaml:"attempts"`
+		Backoff    config.Duration `yaml:"backoff"`
+		MaxBackoff config.Duration `yaml:"max_backoff"`
+		Timeout    config.Duration `yaml:"timeout"`
+		Queue      int             `yaml:"queue"`
+	} `yaml:"notify"`
+	Inhibition struct {
+		Enabled *bool    `yaml:"enabled"`
+		Equal   []string `yaml:"equal"`
+	} `yaml:"inhibition"`
+	Channels map[string]Channel `yaml:"channels"`
+}
+
+// Channel is one notification channel.
+type Channel struct {
+	Kind string `yaml:"kind"` // webhook, dingtalk, wecom, slack, email or log
+	// HTTP kinds. Robot URLs carry their access token, so they are secrets too.
+	URL             config.Secret `yaml:"url"`
+	URLFile         string        `yaml:"url_file"`
+	BearerToken     config.Secret `yaml:"bearer_token"`
+	BearerTokenFile string        `yaml:"bearer_token_file"`
+	Secret          config.Secret `yaml:"secret"` // DingTalk signing secret
+	SecretFile      string        `yaml:"secret_file"`
+	// Email.
+	SMTP struct {
+		Addr               string        `yaml:"addr"`
+		From               string        `yaml:"from"`
+		To                 []string      `yaml:"to"`
+		Username           string        `yaml:"username"`
+		Password           config.Secret `yaml:"password"`
+		PasswordFile       string        `yaml:"password_file"`
+		StartTLS           string        `yaml:"starttls"`
+		CAFile             string        `yaml:"ca_file"`
+		InsecureSkipVerify bool          `yaml:"insecure_skip_verify"`
+	} `yaml:"smtp"`
+}
+
+// Load reads, defaults and validates alarm.yaml.
+func Load(path string) (Config, error) {
+	var c Config
+	err := config.Load(path, &c)
+	return c, err
+}
+
+// Validate fills the defaults and checks the values; config.Load calls it.
+func (c *Config) Validate() error {
+	if c.HTTP.Listen == "" {
+		c.HTTP.Listen = defaultListen
+	}
+	if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+		return fmt.Errorf("http.listen %q: want host:port", c.HTTP.Listen)
+	}
+	if c.HTTP.Token != "" && c.HTTP.TokenFile != "" {
+		return errors.New("http: set token or token_file, not both")
+	}
+	switch c.Bus.Kind {
+	case "":
+		c.Bus.Kind = BusKafka
+		fallthrough
+	case BusKafka:
+		if len(c.Bus.Brokers) == 0 {
+			return errors.New("bus.brokers: at least one host:port")
+		}
+	case BusNone:
+	default:
+		return fmt.Errorf("bus.kind %q: want kafka or none", c.Bus.Kind)
+	}
+	if c.Bus.Topic == "" {
+		c.Bus.Topic = metric.Topic
+	}
+	if c.Bus.Group == "" {
+		c.Bus.Group = DefaultGroup
+	}
+	if c.Bus.Partitions < 0 {
+		return errors.New("bus.partitions must not be negative")
+	}
+	switch c.Coordinator.Kind {
+	case "":
+		c.Coordinator.Kind = CoordSingle
+		fallthrough
+	case CoordSingle:
+		if c.Coordinator.Path == "" {
+			c.Coordinator.Path = "./data/alarm-coord.json"
+		}
+	case CoordZK:
+		if len(c.Coordinator.Servers) == 0 {
+			return errors.New("coordinator.servers: at least one ZooKeeper host:port")
+		}
+	default:
+		return fmt.Errorf("coordinator.kind %q: want single or zk", c.Coordinator.Kind)
+	}
+	if c.Evaluation.Interval < 0 || c.Evaluation.ResolvedRetention < 0 || c.Evaluation.StaleIntervals < 0 {
+		return errors.New("evaluation: values must not be negative")
+	}
+	if c.Evaluation.Interval != 0 && c.Evaluation.Interval.D() < 100*time.Millisecond {
+		return fmt.Errorf("evaluation.interval %s: at least 100ms", c.Evaluation.Interval)
+	}
+	n := &c.Notify
+	if n.GroupWait < 0 || n.Attempts < 0 || n.Backoff < 0 || n.MaxBackoff < 0 || n.Timeout < 0 || n.Queue < 0 {
+		return errors.New("notify: values must not be negative")
+	}
+	for _, l := range c.Inhibition.Equal {
+		if l == "" || strings.ContainsAny(l, " .-") {
+			return fmt.Errorf("inhibition.equal: %q is not a label name", l)
+		}
+	}
+	if len(c.Channels) == 0 {
+		return errors.New("channels: configure at least one (kind: log needs nothing else)")
+	}
+	for name, ch := range c.Channels {
+		if err := ch.validate(); err != nil {
+			return fmt.Errorf("channels.%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (ch *Channel) validate() error {
+	switch ch.Kind {
+	case notify.FormatWebhook, notify.FormatDingTalk, notify.FormatWeCom, notify.FormatSlack:
+		if ch.URL == "" && ch.URLFile == "" {
+			return errors.New("url (or url_file) is required")
+		}
+		if ch.URL != "" && ch.URLFile != "" {
+			return errors.New("set url or url_file, not both")
+		}
+	case "email":
+		if ch.SMTP.Addr == "" || ch.SMTP.From == "" || len(ch.SMTP.To) == 0 {
+			return errors.New("smtp.addr, smtp.from and smtp.to are required")
+		}
+	case "log":
+	case "":
+		return errors.New("kind is required: webhook, dingtalk, wecom, slack, email or log")
+	default:
+		return fmt.Errorf("kind %q: want webhook, dingtalk, wecom, slack, email or log", ch.Kind)
+	}
+	return nil
+}
+
+// Inhibit returns the inhibition settings (enabled unless set to false).
+func (c *Config) Inhibit() Inhibition {
+	return Inhibition{Enabled: c.Inhibition.Enabled == nil || *c.Inhibition.Enabled, Equal: c.Inhibition.Equal}
+}
+
+// BuildChannels resolves the channels' secrets and builds their notifiers. The second
+// result describes each channel without secrets, for the start-up log.
+func (c *Config) BuildChannels(logger *slog.Logger) (map[string]notify.Notifier, []string, error) {
+	out := map[string]notify.Notifier{}
+	var desc []string
+	for name, ch := range c.Channels {
+		n, d, err := ch.build(logger)
+		if err != nil {
+			return nil, nil, fmt.Errorf("channels.%s: %w", name, err)
+		}
+		out[name] = n
+		desc = append(desc, name+"="+d)
+	}
+	sort.Strings(desc)
+	return out, desc, nil
+}
+
+func (ch *Channel) build(logger *slog.Logger) (notify.Notifier, string, error) {
+	switch ch.Kind {
+	case "log":
+		return notify.Log{L: logger.With("component", "alarm")}, "log", nil
+	case "email":
+		s := ch.SMTP
+		pw, err := config.ResolveSecret(s.Password, "", s.PasswordFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("smtp password: %w", err)
+		}
+		host, _, _ := net.SplitHostPort(s.Addr)
+		tc := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, InsecureSkipVerify: s.InsecureSkipVerify}
+		if s.CAFile != "" {
+			pem, err := os.ReadFile(s.CAFile)
+			if err != nil {
+				return nil, "", fmt.Errorf("smtp.ca_file: %w", err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, "", fmt.Errorf("smtp.ca_file %s: no PEM certificate", s.CAFile)
+			}
+		}
+		e, err := notify.NewEmail(notify.EmailOptions{Addr: s.Addr, From: s.From, To: s.To, Username: s.Username,
+			Password: pw, StartTLS: s.StartTLS, TLS: tc})
+		if err != nil {
+			return nil, "", err
+		}
+		return e, fmt.Sprintf("email via %s to %d recipient(s)", s.Addr, len(s.To)), nil
+	default:
+		u, err := config.ResolveSecret(ch.URL, "", ch.URLFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("url: %w", err)
+		}
+		tok, err := config.ResolveSecret(ch.BearerToken, "", ch.BearerTokenFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("bearer token: %w", err)
+		}
+		sec, err := config.ResolveSecret(ch.Secret, "", ch.SecretFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("secret: %w", err)
+		}
+		h, err := notify.NewHTTP(notify.HTTPOptions{Format: ch.Kind, URL: u, BearerToken: tok, Secret: sec})
+		if err != nil {
+			return nil, "", err
+		}
+		return h, ch.Kind, nil
+	}
+}

@@ -1,0 +1,850 @@
+package alarm
+
+import (
+	"context"
+	"encoding/hex"
+	"hash/fnv"
+	"log/slog"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// State is an alert's state.
+type State int
+
+// The states of an alert: inactive → pending (condition holds, waiting for `for`) →
+// firing → resolved (condition stopped holding for keep_firing_for).
+const (
+	StateInactive State = iota
+	StatePending
+	StateFiring
+	StateResolved
+)
+
+var stateNames = [...]string{"inactive", "pending", "firing", "resolved"}
+
+func (s State) String() string { return stateNames[s] }
+
+// Inhibition configures suppression of lower severities by a higher one.
+type Inhibition struct {
+	Enabled bool
+	// Equal are the labels an inhibiting alert must share with the inhibited one
+	// (["node"] when empty): by default, a firing P0 on a node mutes P1–P5 on that node.
+	Equal []string
+}
+
+// EngineOptions configure an Engine.
+type EngineOptions struct {
+	Policies []*policy.Policy
+	// Log persists firing alerts; required.
+	Log NotificationLog
+	// Silences mute alerts; none when nil.
+	Silences   *Silences
+	Inhibition Inhibition
+	// GroupWait is how long the first alert of a group (policy and severity) waits for
+	// others before the group is sent, unless the policy sets its own.
+	GroupWait time.Duration
+	// ResolvedRetention is how long a resolved alert stays listed (15 min when zero).
+	ResolvedRetention time.Duration
+	// StaleIntervals: a series that sent nothing for this many of its intervals counts as
+	// no longer violating (5 when zero), so its alert resolves instead of firing forever.
+	StaleIntervals float64
+	// DefaultInterval is assumed for batches without interval_s (10 s when zero).
+	DefaultInterval time.Duration
+	// Send receives each notification (one per channel); it must not block.
+	Send        func(notify.Message)
+	ExternalURL string
+	Now         func() time.Time
+	Logger      *slog.Logger
+	// Hooks for the metrics; each may be nil.
+	OnEvaluations func(n int)
+	OnLogError    func()
+	OnSuppressed  func(reason string)
+}
+
+// Engine evaluates policies over the metric stream and keeps the alerts' states. Its
+// methods are safe for concurrent use; all time comes from EngineOptions.Now, so tests
+// drive it deterministically with Observe and Tick.
+type Engine struct {
+	o   EngineOptions
+	log *slog.Logger
+	now func() time.Time
+
+	byMetric map[string][]*policy.Policy
+	nodata   []*policy.Policy
+
+	mu       sync.Mutex
+	series   map[seriesKey]*series
+	nodes    map[string]map[*policy.Policy]*nodataSlot // node → nodata policy → slot
+	alerts   map[uint64]*alertState                    // every alert not inactive
+	restored map[uint64]LogEntry                       // loaded, not yet seen here
+	groups   map[string]*group
+	inhibit  map[string]*[6]int // equal-labels key → firing alerts per severity
+	counts   [4]int             // alerts per state
+	dirty    []*alertState
+	lastGC   time.Time
+
+	effMu sync.Mutex // orders effects (log writes, sends) across calls
+}
+
+type seriesKey struct{ node, metric, labels string }
+
+type series struct {
+	node, metric string
+	labels       map[string]string
+	samples      []policy.Sample
+	keep         int           // points the conditions need
+	window       time.Duration // time the window functions need
+	lastSeen     time.Time     // engine clock at the last point
+	interval     time.Duration
+	slots        []slot
+}
+
+type slot struct {
+	p *policy.Policy
+	a *alertState
+}
+
+type nodataSlot struct {
+	lastSeen time.Time
+	interval time.Duration
+	a        *alertState
+}
+
+// alertState is one alert: a policy on one series (or, for nodata, one node).
+type alertState struct {
+	fp     uint64
+	fps    string
+	p      *policy.Policy
+	labels map[string]string
+	node   string
+	series *series // nil for nodata alerts
+	nd     *nodataSlot
+
+	state         State
+	active        bool
+	value         float64
+	activeSince   time.Time
+	firingSince   time.Time
+	inactiveSince time.Time
+	resolvedAt    time.Time
+	lastEval      time.Time
+	lastSent      time.Time
+	sent          int
+	sendResolved  bool
+	restore       *LogEntry
+	silencedBy    []string
+	inhibited     bool
+	inhibitKey    string
+}
+
+type group struct {
+	p       *policy.Policy
+	key     string
+	flushAt time.Time
+	alerts  map[uint64]notify.Alert
+}
+
+// NewEngine builds an engine; Restore loads the notification log before use.
+func NewEngine(o EngineOptions) *Engine {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ResolvedRetention <= 0 {
+		o.ResolvedRetention = 15 * time.Minute
+	}
+	if o.StaleIntervals <= 0 {
+		o.StaleIntervals = 5
+	}
+	if o.DefaultInterval <= 0 {
+		o.DefaultInterval = 10 * time.Second
+	}
+	if len(o.Inhibition.Equal) == 0 {
+		o.Inhibition.Equal = []string{policy.LabelNode}
+	}
+	if o.Send == nil {
+		o.Send = func(notify.Message) {}
+	}
+	e := &Engine{
+		o: o, log: o.Logger.With("component", "alarm"), now: o.Now,
+		byMetric: map[string][]*policy.Policy{}, series: map[seriesKey]*series{},
+		nodes: map[string]map[*policy.Policy]*nodataSlot{}, alerts: map[uint64]*alertState{},
+		restored: map[uint64]LogEntry{}, groups: map[string]*group{}, inhibit: map[string]*[6]int{},
+	}
+	for _, p := range o.Policies {
+		if p.Cond != nil {
+			e.byMetric[p.Metric] = append(e.byMetric[p.Metric], p)
+		}
+		if p.NoData > 0 {
+			e.nodata = append(e.nodata, p)
+		}
+	}
+	return e
+}
+
+// Restore loads the notification log: alerts that were firing continue (without a new
+// page before their repeat interval) once their series is evaluated here, and resolve
+// with a resolved notification if it no longer violates.
+func (e *Engine) Restore(ctx context.Context) (int, error) {
+	entries, err := e.o.Log.Load(ctx)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, le := range entries {
+		b, derr := hex.DecodeString(le.Fingerprint)
+		if derr != nil || len(b) != 8 {
+			continue
+		}
+		var fp uint64
+		for _, c := range b {
+			fp = fp<<8 | uint64(c)
+		}
+		if _, live := e.alerts[fp]; live {
+			continue
+		}
+		e.restored[fp] = le
+		n++
+	}
+	return n, err
+}
+
+// effects are what a call decided and runs after the engine's lock is released.
+type effects struct {
+	ops  []logOp
+	msgs []notify.Message
+}
+
+type logOp struct {
+	remove bool
+	entry  LogEntry
+}
+
+func (e *Engine) run(ef *effects) {
+	defer e.effMu.Unlock()
+	for _, op := range ef.ops {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var err error
+		if op.remove {
+			err = e.o.Log.Remove(ctx, op.entry.Fingerprint)
+		} else {
+			err = e.o.Log.Save(ctx, op.entry)
+		}
+		cancel()
+		if err != nil {
+			if e.o.OnLogError != nil {
+				e.o.OnLogError()
+			}
+			e.log.Warn("notification log write failed", "err", err, "fingerprint", op.entry.Fingerprint)
+		}
+	}
+	for _, m := range ef.msgs {
+		e.o.Send(m)
+	}
+}
+
+// unlock releases the engine and runs the effects in order.
+func (e *Engine) unlock(ef *effects) {
+	e.effMu.Lock()
+	e.mu.Unlock()
+	e.run(ef)
+}
+
+// Observe evaluates a decoded, valid batch and sends what became due.
+func (e *Engine) Observe(b metric.Batch) {
+	e.mu.Lock()
+	now := e.now()
+	ts := b.TS
+	if ts.IsZero() {
+		ts = now
+	}
+	interval := time.Duration(b.IntervalS * float64(time.Second))
+	if interval <= 0 {
+		interval = e.o.DefaultInterval
+	}
+	evals := 0
+	for i := range b.Points {
+		pt := &b.Points[i]
+		pols := e.byMetric[pt.Name]
+		if len(pols) == 0 {
+			continue
+		}
+		s := e.seriesFor(b.Node, pt, pols)
+		if len(s.slots) == 0 {
+			continue
+		}
+		if n := len(s.samples); n > 0 && !ts.After(s.samples[n-1].TS) {
+			continue // a redelivered or out-of-order batch: already evaluated
+		}
+		s.samples = append(s.samples, policy.Sample{TS: ts, Value: pt.Value})
+		s.trim()
+		s.lastSeen, s.interval = now, interval
+		for j := range s.slots {
+			sl := &s.slots[j]
+			value, active, _ := sl.p.Cond.Eval(s.samples)
+			evals++
+			if sl.a == nil {
+				if !active && len(e.restored) == 0 {
+					continue
+				}
+				labels := alertLabels(sl.p, b.Node, pt.Labels)
+				fp := fingerprint(labels)
+				le, wasFiring := e.restored[fp]
+				if !active && !wasFiring {
+					continue
+				}
+				sl.a = e.newAlert(fp, sl.p, labels, b.Node)
+				sl.a.series = s
+				if wasFiring {
+					delete(e.restored, fp)
+					e.resume(sl.a, le)
+				}
+			}
+			e.step(sl.a, active, value, now)
+		}
+	}
+	e.observeNodata(b, now, interval)
+	if e.o.OnEvaluations != nil && evals > 0 {
+		e.o.OnEvaluations(evals)
+	}
+	var ef effects
+	e.process(now, e.dirty, &ef)
+	e.dirty = e.dirty[:0]
+	e.unlock(&ef)
+}
+
+func (e *Engine) seriesFor(node string, pt *metric.Point, pols []*policy.Policy) *series {
+	k := seriesKey{node: node, metric: pt.Name}
+	if len(pt.Labels) > 0 {
+		k.labels = labelKey(pt.Labels)
+	}
+	if s, ok := e.series[k]; ok {
+		return s
+	}
+	s := &series{node: node, metric: pt.Name, labels: maps.Clone(pt.Labels)}
+	for _, p := range pols {
+		if p.MatchNode(node) && p.MatchLabels(pt.Labels) {
+			s.slots = append(s.slots, slot{p: p})
+			s.keep = max(s.keep, p.Cond.Need())
+			s.window = max(s.window, p.Cond.Window)
+		}
+	}
+	e.series[k] = s
+	return s
+}
+
+// trim keeps what the conditions need: the last keep points, and the points within the
+// window before the newest; never more than a hard bound.
+func (s *series) trim() {
+	const hardMax = 100_000
+	n := len(s.samples)
+	drop := 0
+	newest := s.samples[n-1].TS
+	for drop < n-1 && n-drop > s.keep {
+		if s.window > 0 && s.samples[drop].TS.After(newest.Add(-s.window)) {
+			break
+		}
+		drop++
+	}
+	if n-drop > hardMax {
+		drop = n - hardMax
+	}
+	if drop > 0 {
+		// Reslicing would pin the old array; copy once it is mostly dead.
+		if drop > len(s.samples)/2 {
+			s.samples = append(s.samples[:0], s.samples[drop:]...)
+		} else {
+			s.samples = s.samples[drop:]
+		}
+	}
+}
+
+func (e *Engine) observeNodata(b metric.Batch, now time.Time, interval time.Duration) {
+	for _, p := range e.nodata {
+		if !p.MatchNode(b.Node) {
+			continue
+		}
+		seen := p.Metric == ""
+		for i := 0; !seen && i < len(b.Points); i++ {
+			seen = b.Points[i].Name == p.Metric && p.MatchLabels(b.Points[i].Labels)
+		}
+		if !seen {
+			continue
+		}
+		slots := e.nodes[b.Node]
+		if slots == nil {
+			slots = map[*policy.Policy]*nodataSlot{}
+			e.nodes[b.Node] = slots
+		}
+		sl := slots[p]
+		if sl == nil {
+			sl = &nodataSlot{}
+			slots[p] = sl
+		}
+		sl.lastSeen, sl.interval = now, interval
+		if sl.a == nil && len(e.restored) > 0 {
+			labels := nodataLabels(p, b.Node)
+			fp := fingerprint(labels)
+			if le, ok := e.restored[fp]; ok {
+				delete(e.restored, fp)
+				sl.a = e.newAlert(fp, p, labels, b.Node)
+				sl.a.nd = sl
+				e.resume(sl.a, le)
+			}
+		}
+		if sl.a != nil {
+			e.step(sl.a, false, 0, now)
+		}
+	}
+}
+
+// Tick advances the timers: pending alerts whose `for` passed fire, keep_firing_for runs
+// out, silent series go stale, nodata fires, repeats and grouped notifications go out.
+func (e *Engine) Tick() {
+	e.mu.Lock()
+	now := e.now()
+	for node, slots := range e.nodes {
+		for p, sl := range slots {
+			missing := now.Sub(sl.lastSeen)
+			active := missing > time.Duration(float64(p.NoData)*float64(sl.interval))
+			if sl.a == nil {
+				if !active {
+					continue
+				}
+				labels := nodataLabels(p, node)
+				sl.a = e.newAlert(fingerprint(labels), p, labels, node)
+				sl.a.nd = sl
+			}
+			e.step(sl.a, active, missing.Seconds(), now)
+		}
+	}
+	all := make([]*alertState, 0, len(e.alerts))
+	for _, a := range e.alerts {
+		if a.series != nil && a.state != StateResolved {
+			s := a.series
+			if now.Sub(s.lastSeen) > time.Duration(e.o.StaleIntervals*float64(s.interval)) {
+				e.step(a, false, a.value, now)
+			} else {
+				e.step(a, a.active, a.value, now)
+			}
+		} else if a.nd == nil {
+			e.step(a, a.active, a.value, now)
+		}
+		all = append(all, a)
+	}
+	var ef effects
+	e.process(now, all, &ef)
+	e.dirty = e.dirty[:0]
+	if now.Sub(e.lastGC) > time.Minute {
+		e.gc(now)
+		e.lastGC = now
+	}
+	e.unlock(&ef)
+}
+
+// gc forgets series and nodes silent for an hour and without alerts, so churned node
+// names do not pile up.
+func (e *Engine) gc(now time.Time) {
+	for k, s := range e.series {
+		if now.Sub(s.lastSeen) < time.Hour {
+			continue
+		}
+		busy := false
+		for _, sl := range s.slots {
+			busy = busy || sl.a != nil
+		}
+		if !busy {
+			delete(e.series, k)
+		}
+	}
+}
+
+func (e *Engine) newAlert(fp uint64, p *policy.Policy, labels map[string]string, node string) *alertState {
+	a := &alertState{fp: fp, fps: fpString(fp), p: p, labels: labels, node: node}
+	parts := make([]string, len(e.o.Inhibition.Equal))
+	for i, l := range e.o.Inhibition.Equal {
+		parts[i] = labels[l]
+	}
+	a.inhibitKey = strings.Join(parts, "\xff")
+	e.alerts[fp] = a
+	e.counts[StateInactive]++
+	return a
+}
+
+// resume continues a firing alert from the notification log.
+func (e *Engine) resume(a *alertState, le LogEntry) {
+	a.restore = &le
+}
+
+func (e *Engine) setState(a *alertState, s State) {
+	if a.state == s {
+		return
+	}
+	if a.state == StateFiring {
+		e.inhibit[a.inhibitKey][a.p.Severity]--
+	}
+	if s == StateFiring {
+		c := e.inhibit[a.inhibitKey]
+		if c == nil {
+			c = new([6]int)
+			e.inhibit[a.inhibitKey] = c
+		}
+		c[a.p.Severity]++
+	}
+	e.counts[a.state]--
+	e.counts[s]++
+	a.state = s
+}
+
+// step is the state machine. active is the condition's latest result.
+func (e *Engine) step(a *alertState, active bool, value float64, now time.Time) {
+	a.active, a.value, a.lastEval = active, value, now
+	e.dirty = append(e.dirty, a)
+	if a.restore != nil && a.state == StateInactive {
+		// Continue where the log left it: firing, with its notification history.
+		le := a.restore
+		a.restore = nil
+		e.setState(a, StateFiring)
+		a.activeSince, a.firingSince, a.lastSent, a.sent = le.ActiveSince, le.FiringSince, le.LastSent, le.Sent
+		a.inactiveSince = time.Time{}
+	}
+	switch a.state {
+	case StateInactive, StateResolved:
+		if !active {
+			return
+		}
+		a.activeSince = now
+		if a.p.For <= 0 {
+			e.fire(a, now)
+		} else {
+			e.setState(a, StatePending)
+		}
+	case StatePending:
+		if !active {
+			e.setState(a, StateInactive)
+			return
+		}
+		if now.Sub(a.activeSince) >= a.p.For {
+			e.fire(a, now)
+		}
+	case StateFiring:
+		if active {
+			a.inactiveSince = time.Time{}
+			return
+		}
+		if a.inactiveSince.IsZero() {
+			a.inactiveSince = now
+		}
+		if now.Sub(a.inactiveSince) >= a.p.KeepFiringFor {
+			e.setState(a, StateResolved)
+			a.resolvedAt = now
+			a.sendResolved = true
+		}
+	}
+}
+
+func (e *Engine) fire(a *alertState, now time.Time) {
+	e.setState(a, StateFiring)
+	a.firingSince, a.inactiveSince, a.lastSent, a.sent = now, time.Time{}, time.Time{}, 0
+	a.resolvedAt = time.Time{}
+	a.sendResolved = false
+}
+
+// process decides the notifications of the given alerts, flushes due groups and drops
+// finished alerts.
+func (e *Engine) process(now time.Time, as []*alertState, ef *effects) {
+	seen := make(map[*alertState]bool, len(as))
+	for _, a := range as {
+		if seen[a] {
+			continue
+		}
+		seen[a] = true
+		switch a.state {
+		case StateInactive:
+			e.drop(a)
+		case StatePending:
+		case StateFiring:
+			a.silencedBy = e.silenced(a, now)
+			a.inhibited = e.inhibited(a)
+			if len(a.silencedBy) > 0 || a.inhibited {
+				if e.o.OnSuppressed != nil && (a.lastSent.IsZero() || now.Sub(a.lastSent) >= a.p.RepeatInterval) {
+					if len(a.silencedBy) > 0 {
+						e.o.OnSuppressed("silenced")
+					} else {
+						e.o.OnSuppressed("inhibited")
+					}
+				}
+				// Persist the firing state even when muted, so a restart remembers it.
+				if a.lastEval.Equal(a.firingSince) {
+					ef.ops = append(ef.ops, logOp{entry: a.entry()})
+				}
+				continue
+			}
+			if mx := a.p.MaxNotifications; mx > 0 && a.sent >= mx {
+				continue
+			}
+			if !a.lastSent.IsZero() && now.Sub(a.lastSent) < a.p.RepeatInterval {
+				continue
+			}
+			a.lastSent = now
+			a.sent++
+			ef.ops = append(ef.ops, logOp{entry: a.entry()})
+			e.enqueue(a, notify.StatusFiring, now)
+		case StateResolved:
+			if a.sendResolved {
+				a.sendResolved = false
+				if a.sent > 0 && len(e.silenced(a, now)) == 0 {
+					e.enqueue(a, notify.StatusResolved, now)
+				}
+				ef.ops = append(ef.ops, logOp{remove: true, entry: LogEntry{Fingerprint: a.fps}})
+			}
+			if now.Sub(a.resolvedAt) >= e.o.ResolvedRetention {
+				e.drop(a)
+			}
+		}
+	}
+	for k, g := range e.groups {
+		if now.Before(g.flushAt) {
+			continue
+		}
+		delete(e.groups, k)
+		alerts := slices.Collect(maps.Values(g.alerts))
+		sort.Slice(alerts, func(i, j int) bool {
+			if alerts[i].Labels[policy.LabelNode] != alerts[j].Labels[policy.LabelNode] {
+				return alerts[i].Labels[policy.LabelNode] < alerts[j].Labels[policy.LabelNode]
+			}
+			return alerts[i].Fingerprint < alerts[j].Fingerprint
+		})
+		for _, ch := range g.p.Channels {
+			ef.msgs = append(ef.msgs, notify.Message{
+				Receiver: ch, GroupKey: g.key, ExternalURL: e.o.ExternalURL, Alerts: alerts,
+				GroupLabels: map[string]string{policy.LabelAlertName: g.p.Name, policy.LabelSeverity: g.p.Severity.String()},
+			})
+		}
+	}
+}
+
+// drop removes an alert from memory (it is inactive or resolved long enough).
+func (e *Engine) drop(a *alertState) {
+	if e.alerts[a.fp] != a {
+		return
+	}
+	e.setState(a, StateInactive)
+	e.counts[StateInactive]--
+	delete(e.alerts, a.fp)
+	if a.series != nil {
+		for i := range a.series.slots {
+			if a.series.slots[i].a == a {
+				a.series.slots[i].a = nil
+			}
+		}
+	}
+	if a.nd != nil && a.nd.a == a {
+		a.nd.a = nil
+	}
+}
+
+func (e *Engine) silenced(a *alertState, now time.Time) []string {
+	if e.o.Silences == nil {
+		return nil
+	}
+	return e.o.Silences.Match(a.labels, now)
+}
+
+func (e *Engine) inhibited(a *alertState) bool {
+	if !e.o.Inhibition.Enabled {
+		return false
+	}
+	c := e.inhibit[a.inhibitKey]
+	if c == nil {
+		return false
+	}
+	for s := policy.Severity(0); s < a.p.Severity; s++ {
+		if c[s] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) enqueue(a *alertState, status string, now time.Time) {
+	key := a.p.Name + "/" + a.p.Severity.String()
+	g := e.groups[key]
+	if g == nil {
+		wait := e.o.GroupWait
+		if a.p.GroupWait != nil {
+			wait = *a.p.GroupWait
+		}
+		g = &group{p: a.p, key: key, flushAt: now.Add(wait), alerts: map[uint64]notify.Alert{}}
+		e.groups[key] = g
+	}
+	na := notify.Alert{Status: status, Labels: a.labels, StartsAt: a.firingSince, Value: a.value, Fingerprint: a.fps}
+	if status == notify.StatusResolved {
+		na.EndsAt = a.resolvedAt
+	}
+	na.Annotations = a.p.Render(e.templateData(a))
+	g.alerts[a.fp] = na
+}
+
+func (e *Engine) templateData(a *alertState) policy.TemplateData {
+	d := policy.TemplateData{Policy: a.p.Name, Node: a.node, Metric: a.p.Metric, Value: a.value,
+		Severity: a.p.Severity.String(), State: a.state.String(), Labels: a.labels}
+	if a.p.Cond != nil {
+		d.Threshold, d.Condition = a.p.Cond.Threshold, a.p.Cond.String()
+	} else {
+		d.Threshold, d.Condition = float64(a.p.NoData), "nodata"
+	}
+	return d
+}
+
+func (a *alertState) entry() LogEntry {
+	return LogEntry{Fingerprint: a.fps, Policy: a.p.Name, Labels: a.labels, ActiveSince: a.activeSince,
+		FiringSince: a.firingSince, LastSent: a.lastSent, Sent: a.sent}
+}
+
+// alertLabels are the labels of an alert: the reserved ones, the policy's, and the
+// point's (a point label that collides with a reserved one is kept as exported_<name>).
+func alertLabels(p *policy.Policy, node string, point map[string]string) map[string]string {
+	l := make(map[string]string, 4+len(p.AlertLabels)+len(point))
+	for k, v := range point {
+		l[k] = v
+	}
+	for k, v := range p.AlertLabels {
+		l[k] = v
+	}
+	for _, k := range []string{policy.LabelAlertName, policy.LabelNode, policy.LabelSeverity, policy.LabelMetric} {
+		if v, ok := point[k]; ok {
+			l["exported_"+k] = v
+		}
+	}
+	l[policy.LabelAlertName] = p.Name
+	l[policy.LabelNode] = node
+	l[policy.LabelSeverity] = p.Severity.String()
+	if p.Metric != "" {
+		l[policy.LabelMetric] = p.Metric
+	}
+	return l
+}
+
+func nodataLabels(p *policy.Policy, node string) map[string]string {
+	l := alertLabels(p, node, nil)
+	l["reason"] = "nodata"
+	return l
+}
+
+func labelKey(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(0xff)
+		b.WriteString(l[k])
+		b.WriteByte(0xfe)
+	}
+	return b.String()
+}
+
+// fingerprint identifies an alert by its labels (FNV-64a over the sorted pairs).
+func fingerprint(l map[string]string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(labelKey(l)))
+	return h.Sum64()
+}
+
+func fpString(fp uint64) string {
+	var b [8]byte
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(fp)
+		fp >>= 8
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// AlertView is an alert as GET /v1/alerts shows it.
+type AlertView struct {
+	Fingerprint   string            `json:"fingerprint"`
+	State         string            `json:"state"`
+	Labels        map[string]string `json:"labels"`
+	Annotations   map[string]string `json:"annotations"`
+	Value         float64           `json:"value"`
+	ActiveSince   *time.Time        `json:"activeSince,omitempty"`
+	FiringSince   *time.Time        `json:"firingSince,omitempty"`
+	ResolvedAt    *time.Time        `json:"resolvedAt,omitempty"`
+	LastNotified  *time.Time        `json:"lastNotified,omitempty"`
+	Notifications int               `json:"notifications"`
+	SilencedBy    []string          `json:"silencedBy"`
+	Inhibited     bool              `json:"inhibited"`
+}
+
+func tp(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// Alerts lists the alerts that are not inactive, most severe first, then by name and node.
+func (e *Engine) Alerts() []AlertView {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.now()
+	out := make([]AlertView, 0, len(e.alerts))
+	for _, a := range e.alerts {
+		if a.state == StateInactive {
+			continue
+		}
+		v := AlertView{Fingerprint: a.fps, State: a.state.String(), Labels: a.labels,
+			Annotations: a.p.Render(e.templateData(a)), Value: a.value, ActiveSince: tp(a.activeSince),
+			Notifications: a.sent, LastNotified: tp(a.lastSent), SilencedBy: e.silenced(a, now), Inhibited: a.state == StateFiring && e.inhibited(a)}
+		if v.SilencedBy == nil {
+			v.SilencedBy = []string{}
+		}
+		if a.state == StateFiring || a.state == StateResolved {
+			v.FiringSince = tp(a.firingSince)
+		}
+		if a.state == StateResolved {
+			v.ResolvedAt = tp(a.resolvedAt)
+		}
+		if math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
+			v.Value = 0
+		}
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Labels, out[j].Labels
+		if a[policy.LabelSeverity] != b[policy.LabelSeverity] {
+			return a[policy.LabelSeverity] < b[policy.LabelSeverity]
+		}
+		if a[policy.LabelAlertName] != b[policy.LabelAlertName] {
+			return a[policy.LabelAlertName] < b[policy.LabelAlertName]
+		}
+		if a[policy.LabelNode] != b[policy.LabelNode] {
+			return a[policy.LabelNode] < b[policy.LabelNode]
+		}
+		return out[i].Fingerprint < out[j].Fingerprint
+	})
+	return out
+}
+
+// Counts returns how many alerts are pending, firing and resolved.
+func (e *Engine) Counts() (pending, firing, resolved int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.counts[StatePending], e.counts[StateFiring], e.counts[StateResolved]
+}

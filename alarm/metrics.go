@@ -1,0 +1,47 @@
+package alarm
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	evaluations, batches, points, decodeErrors prometheus.Counter
+	subscribeErrors, logErrors                 prometheus.Counter
+	suppressed                                 *prometheus.CounterVec
+}
+
+const ns, sub = "binlake", "alarm"
+
+func newMetrics() *metrics {
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help})
+	}
+	return &metrics{
+		evaluations:     c("evaluations_total", "Condition evaluations (one policy on one new point)."),
+		batches:         c("batches_total", "Metric batches evaluated."),
+		points:          c("points_total", "Metric points received."),
+		decodeErrors:    c("decode_errors_total", "Batches skipped because they could not be decoded or validated."),
+		subscribeErrors: c("subscribe_errors_total", "Bus subscriptions that ended with an error and were restarted."),
+		logErrors:       c("notification_log_errors_total", "Failed writes to the notification log."),
+		suppressed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "notifications_suppressed_total",
+			Help: "Notifications that were due but muted, by reason (silenced or inhibited)."}, []string{"reason"}),
+	}
+}
+
+func (m *metrics) register(reg prometheus.Registerer, e *Engine) error {
+	m.suppressed.WithLabelValues("silenced")
+	m.suppressed.WithLabelValues("inhibited")
+	alerts := prometheus.NewGaugeFunc // one gauge per state, read under the engine's lock
+	cs := []prometheus.Collector{m.evaluations, m.batches, m.points, m.decodeErrors, m.subscribeErrors, m.logErrors, m.suppressed}
+	for _, st := range []State{StatePending, StateFiring, StateResolved} {
+		cs = append(cs, alerts(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "alerts",
+			Help: "Alerts by state.", ConstLabels: prometheus.Labels{"state": st.String()}}, func() float64 {
+			p, f, r := e.Counts()
+			return float64([]int{0, p, f, r}[st])
+		}))
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

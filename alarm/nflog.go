@@ -1,0 +1,107 @@
+package alarm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/binlake/binlake/internal/coord"
+)
+
+// LogEntry is what the notification log remembers of one firing alert: enough to continue
+// it after a restart (or on another alarm process after a rebalance) without paging early
+// and without forgetting to send its resolution.
+type LogEntry struct {
+	Fingerprint string            `json:"fingerprint"`
+	Policy      string            `json:"policy"`
+	Labels      map[string]string `json:"labels"`
+	ActiveSince time.Time         `json:"active_since"`
+	FiringSince time.Time         `json:"firing_since"`
+	LastSent    time.Time         `json:"last_sent,omitzero"`
+	Sent        int               `json:"sent"`
+}
+
+// NotificationLog persists the state of firing alerts.
+type NotificationLog interface {
+	// Load returns every entry.
+	Load(ctx context.Context) ([]LogEntry, error)
+	// Save creates or replaces the entry of e.Fingerprint.
+	Save(ctx context.Context, e LogEntry) error
+	// Remove forgets an entry; removing a missing one is not an error.
+	Remove(ctx context.Context, fingerprint string) error
+}
+
+// DefaultLogPrefix is where CoordLog keeps its entries.
+const DefaultLogPrefix = "alarm/nflog"
+
+// CoordLog is the NotificationLog on a coord.Coordinator: one key per firing alert, so the
+// same code serves the embedded shape (coord/single, a file) and the distributed one
+// (coord/zk, where every alarm process of the group sees the same log).
+type CoordLog struct {
+	C      coord.Coordinator
+	Prefix string // DefaultLogPrefix when empty
+}
+
+var _ NotificationLog = (*CoordLog)(nil)
+
+func (l *CoordLog) prefix() string {
+	if l.Prefix == "" {
+		return DefaultLogPrefix
+	}
+	return l.Prefix
+}
+
+// Load implements NotificationLog. An unreadable entry is skipped with an error joined to
+// the result, so one corrupt entry does not hide the others.
+func (l *CoordLog) Load(ctx context.Context) ([]LogEntry, error) {
+	names, err := l.C.List(ctx, l.prefix())
+	if errors.Is(err, coord.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("notification log: list: %w", err)
+	}
+	var (
+		out  []LogEntry
+		errs []error
+	)
+	for _, n := range names {
+		v, err := l.C.Get(ctx, l.prefix()+"/"+n)
+		if errors.Is(err, coord.ErrNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return out, fmt.Errorf("notification log: get %s: %w", n, err)
+		}
+		var e LogEntry
+		if err := json.Unmarshal(v.Data, &e); err != nil || e.Fingerprint != n {
+			errs = append(errs, fmt.Errorf("notification log: entry %s is corrupt; ignored", n))
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Save implements NotificationLog.
+func (l *CoordLog) Save(ctx context.Context, e LogEntry) error {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("notification log: encode: %w", err)
+	}
+	if _, err := l.C.Put(ctx, l.prefix()+"/"+e.Fingerprint, data, coord.AnyVersion); err != nil {
+		return fmt.Errorf("notification log: save %s: %w", e.Fingerprint, err)
+	}
+	return nil
+}
+
+// Remove implements NotificationLog.
+func (l *CoordLog) Remove(ctx context.Context, fp string) error {
+	err := l.C.Delete(ctx, l.prefix()+"/"+fp, coord.AnyVersion)
+	if err != nil && !errors.Is(err, coord.ErrNotFound) {
+		return fmt.Errorf("notification log: remove %s: %w", fp, err)
+	}
+	return nil
+}

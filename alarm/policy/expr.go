@@ -1,0 +1,277 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Func names the function a condition applies to a series.
+type Func string
+
+// The functions, after Open-Falcon's judge: over the last N points (#N) or over a time
+// window (avg_over, max_over, min_over).
+const (
+	FuncLast    Func = "last"     // the newest point (last(#N): the N-th newest)
+	FuncAvg     Func = "avg"      // mean of the last N points
+	FuncMax     Func = "max"      // largest of the last N points
+	FuncMin     Func = "min"      // smallest of the last N points
+	FuncSum     Func = "sum"      // sum of the last N points
+	FuncAll     Func = "all"      // every one of the last N points violates
+	FuncDiff    Func = "diff"     // newest minus each of the N previous points; any violates
+	FuncPDiff   Func = "pdiff"    // the same change in percent of the previous point
+	FuncAvgOver Func = "avg_over" // mean of the points within the window before the newest
+	FuncMaxOver Func = "max_over"
+	FuncMinOver Func = "min_over"
+)
+
+// Op is a comparison operator.
+type Op string
+
+// The operators.
+const (
+	OpGT Op = ">"
+	OpGE Op = ">="
+	OpLT Op = "<"
+	OpLE Op = "<="
+	OpEQ Op = "=="
+	OpNE Op = "!="
+)
+
+// MaxN bounds #N: a policy never needs more history than this, and the bound keeps a typo
+// ("#100000000") from reserving memory for every series.
+const MaxN = 1000
+
+// MaxWindow bounds a time window, for the same reason.
+const MaxWindow = 24 * time.Hour
+
+// Cond is a parsed condition: Func(#N or window) Op Threshold.
+type Cond struct {
+	Func      Func
+	N         int           // points, for the #N functions (1 for last)
+	Window    time.Duration // for the _over functions
+	Op        Op
+	Threshold float64
+	src       string
+}
+
+// String returns the condition as written.
+func (c Cond) String() string { return c.src }
+
+// Sample is one point of a series.
+type Sample struct {
+	TS    time.Time
+	Value float64
+}
+
+// ErrCondition is wrapped by every condition syntax error.
+var ErrCondition = errors.New("bad condition")
+
+// ParseCond parses "avg(#3) > 90", "last > 80", "all(#5) >= 1", "pdiff(#2) > 50",
+// "avg_over(5m) < 10".
+func ParseCond(s string) (Cond, error) {
+	src := strings.TrimSpace(s)
+	fail := func(format string, args ...any) (Cond, error) {
+		return Cond{}, fmt.Errorf("%w %q: %s", ErrCondition, s, fmt.Sprintf(format, args...))
+	}
+	if src == "" {
+		return fail("empty; want e.g. \"avg(#3) > 90\"")
+	}
+	if len(src) > 256 {
+		return fail("longer than 256 characters")
+	}
+	// Function name.
+	i := 0
+	for i < len(src) && (src[i] >= 'a' && src[i] <= 'z' || src[i] == '_') {
+		i++
+	}
+	c := Cond{Func: Func(src[:i]), src: src}
+	rest := strings.TrimLeft(src[i:], " \t")
+	switch c.Func {
+	case FuncLast, FuncAvg, FuncMax, FuncMin, FuncSum, FuncAll, FuncDiff, FuncPDiff:
+		c.N = 1
+		if strings.HasPrefix(rest, "(") {
+			end := strings.IndexByte(rest, ')')
+			if end < 0 {
+				return fail("missing ')'")
+			}
+			arg := strings.TrimSpace(rest[1:end])
+			rest = strings.TrimLeft(rest[end+1:], " \t")
+			num, ok := strings.CutPrefix(arg, "#")
+			if !ok {
+				return fail("%s takes a point count like #3, got %q", c.Func, arg)
+			}
+			n, err := strconv.Atoi(num)
+			if err != nil || n < 1 || n > MaxN {
+				return fail("point count %q: want #1 to #%d", arg, MaxN)
+			}
+			c.N = n
+		} else if c.Func != FuncLast {
+			return fail("%s needs a point count, e.g. %s(#3)", c.Func, c.Func)
+		}
+	case FuncAvgOver, FuncMaxOver, FuncMinOver:
+		if !strings.HasPrefix(rest, "(") {
+			return fail("%s needs a window, e.g. %s(5m)", c.Func, c.Func)
+		}
+		end := strings.IndexByte(rest, ')')
+		if end < 0 {
+			return fail("missing ')'")
+		}
+		arg := strings.TrimSpace(rest[1:end])
+		rest = strings.TrimLeft(rest[end+1:], " \t")
+		d, err := time.ParseDuration(arg)
+		if err != nil || d <= 0 || d > MaxWindow {
+			return fail("window %q: want a duration from 1s to %s, e.g. 5m", arg, MaxWindow)
+		}
+		c.Window = d
+	case "":
+		return fail("no function; want one of last, avg, max, min, sum, all, diff, pdiff, avg_over, max_over, min_over")
+	default:
+		return fail("unknown function %q; want one of last, avg, max, min, sum, all, diff, pdiff, avg_over, max_over, min_over", c.Func)
+	}
+	// Operator: the two-character ones first.
+	switch {
+	case strings.HasPrefix(rest, ">="), strings.HasPrefix(rest, "<="), strings.HasPrefix(rest, "=="), strings.HasPrefix(rest, "!="):
+		c.Op, rest = Op(rest[:2]), rest[2:]
+	case strings.HasPrefix(rest, ">"), strings.HasPrefix(rest, "<"):
+		c.Op, rest = Op(rest[:1]), rest[1:]
+	case rest == "":
+		return fail("missing operator and threshold")
+	default:
+		return fail("unknown operator at %q; want >, >=, <, <=, == or !=", rest)
+	}
+	num := strings.TrimSpace(rest)
+	if num == "" {
+		return fail("missing threshold after %s", c.Op)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fail("threshold %q is not a finite number", num)
+	}
+	c.Threshold = v
+	return c, nil
+}
+
+// Need returns how many newest points the condition reads (0 for window functions,
+// which read by time).
+func (c Cond) Need() int {
+	switch c.Func {
+	case FuncDiff, FuncPDiff:
+		return c.N + 1
+	case FuncAvgOver, FuncMaxOver, FuncMinOver:
+		return 0
+	default:
+		return c.N
+	}
+}
+
+func (c Cond) cmp(v float64) bool {
+	switch c.Op {
+	case OpGT:
+		return v > c.Threshold
+	case OpGE:
+		return v >= c.Threshold
+	case OpLT:
+		return v < c.Threshold
+	case OpLE:
+		return v <= c.Threshold
+	case OpEQ:
+		return v == c.Threshold
+	case OpNE:
+		return v != c.Threshold
+	}
+	return false
+}
+
+// Eval applies the condition to a series (oldest first). It returns the value the function
+// computed (for all, the newest point; for diff and pdiff, the first change that violates
+// or else the newest one) and whether the condition holds. With too few points for the
+// function it returns ok=false: not enough data is never a violation.
+func (c Cond) Eval(s []Sample) (value float64, active, ok bool) {
+	n := len(s)
+	switch c.Func {
+	case FuncAvgOver, FuncMaxOver, FuncMinOver:
+		if n == 0 {
+			return 0, false, false
+		}
+		from := s[n-1].TS.Add(-c.Window)
+		var sum float64
+		cnt := 0
+		mx, mn := math.Inf(-1), math.Inf(1)
+		for i := n - 1; i >= 0 && s[i].TS.After(from); i-- {
+			v := s[i].Value
+			sum += v
+			cnt++
+			mx, mn = max(mx, v), min(mn, v)
+		}
+		switch c.Func {
+		case FuncAvgOver:
+			value = sum / float64(cnt)
+		case FuncMaxOver:
+			value = mx
+		default:
+			value = mn
+		}
+		return value, c.cmp(value), true
+	}
+	need := c.Need()
+	if n < need {
+		return 0, false, false
+	}
+	w := s[n-need:]
+	switch c.Func {
+	case FuncLast:
+		value = w[0].Value // the N-th newest
+	case FuncAvg, FuncSum:
+		for _, p := range w {
+			value += p.Value
+		}
+		if c.Func == FuncAvg {
+			value /= float64(len(w))
+		}
+	case FuncMax:
+		value = math.Inf(-1)
+		for _, p := range w {
+			value = max(value, p.Value)
+		}
+	case FuncMin:
+		value = math.Inf(1)
+		for _, p := range w {
+			value = min(value, p.Value)
+		}
+	case FuncAll:
+		for _, p := range w {
+			if !c.cmp(p.Value) {
+				return w[len(w)-1].Value, false, true
+			}
+		}
+		return w[len(w)-1].Value, true, true
+	case FuncDiff, FuncPDiff:
+		cur := w[len(w)-1].Value
+		first := math.NaN()
+		for i := len(w) - 2; i >= 0; i-- {
+			prev := w[i].Value
+			d := cur - prev
+			if c.Func == FuncPDiff {
+				if prev == 0 {
+					continue // a change against zero has no percentage
+				}
+				d = d / math.Abs(prev) * 100
+			}
+			if math.IsNaN(first) {
+				first = d
+			}
+			if c.cmp(d) {
+				return d, true, true
+			}
+		}
+		if math.IsNaN(first) {
+			return 0, false, false
+		}
+		return first, false, true
+	}
+	return value, c.cmp(value), true
+}

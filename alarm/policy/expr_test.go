@@ -1,0 +1,149 @@
+package policy
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+
+func series(vs ...float64) []Sample {
+	out := make([]Sample, len(vs))
+	for i, v := range vs {
+		out[i] = Sample{TS: t0.Add(time.Duration(i) * 10 * time.Second), Value: v}
+	}
+	return out
+}
+
+func TestEval(t *testing.T) {
+	cases := []struct {
+		name      string
+		cond      string
+		s         []Sample
+		value     float64
+		active    bool
+		ok        bool
+	}{
+		{"last violates", "last > 80", series(10, 90), 90, true, true},
+		{"last holds", "last > 80", series(90, 10), 10, false, true},
+		{"last no data", "last > 80", nil, 0, false, false},
+		{"last #2 is the second newest", "last(#2) > 80", series(90, 10), 90, true, true},
+		{"avg of the last 3", "avg(#3) >= 50", series(0, 40, 50, 60), 50, true, true},
+		{"avg below", "avg(#3) >= 50", series(100, 40, 50, 59), 49.666666666666664, false, true},
+		{"avg too few points", "avg(#3) > 0", series(5, 5), 0, false, false},
+		{"max", "max(#3) > 95", series(99, 10, 96, 20), 96, true, true},
+		{"max ignores older", "max(#2) > 95", series(99, 10, 20), 20, false, true},
+		{"min", "min(#3) < 5", series(1, 10, 6, 20), 6, false, true},
+		{"min violates", "min(#3) < 5", series(10, 4, 20), 4, true, true},
+		{"sum", "sum(#3) == 6", series(100, 1, 2, 3), 6, true, true},
+		{"all violate", "all(#3) > 90", series(10, 91, 92, 93), 93, true, true},
+		{"all but one", "all(#3) > 90", series(91, 92, 90), 90, false, true},
+		{"all too few", "all(#3) > 90", series(91, 92), 0, false, false},
+		{"diff reports the newest change when none violates", "diff(#2) > 10", series(50, 65, 60), -5, false, true},
+		{"diff violates against older", "diff(#2) > 10", series(45, 65, 60), 15, true, true},
+		{"diff negative drop", "diff(#1) < -50", series(100, 20), -80, true, true},
+		{"diff too few", "diff(#2) > 0", series(1, 2), 0, false, false},
+		{"pdiff percent", "pdiff(#1) > 50", series(100, 160), 60, true, true},
+		{"pdiff drop percent", "pdiff(#1) <= -50", series(200, 100), -50, true, true},
+		{"pdiff skips zero base", "pdiff(#2) > 50", series(0, 100, 200), 100, true, true},
+		{"pdiff only zero bases", "pdiff(#1) > 50", series(0, 200), 0, false, false},
+		{"ne", "last != 0", series(1), 1, true, true},
+		{"lt", "last < 1", series(1), 1, false, true},
+		{"le", "last <= 1", series(1), 1, true, true},
+		{"avg_over window excludes older points", "avg_over(25s) > 50", series(1000, 40, 60, 80), 60, true, true},
+		{"avg_over all in window", "avg_over(1h) > 50", series(10, 20, 30), 20, false, true},
+		{"max_over", "max_over(15s) > 50", series(99, 10, 20), 20, false, true},
+		{"min_over", "min_over(30s) < 5", series(1, 10, 20, 30), 10, false, true},
+		{"avg_over no data", "avg_over(1m) > 0", nil, 0, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseCond(tc.cond)
+			require.NoError(t, err)
+			v, active, ok := c.Eval(tc.s)
+			require.Equal(t, tc.ok, ok, "ok")
+			require.Equal(t, tc.active, active, "active")
+			require.InDelta(t, tc.value, v, 1e-9, "value")
+		})
+	}
+}
+
+func TestParseCond(t *testing.T) {
+	good := []struct {
+		in   string
+		want Cond
+	}{
+		{"last>1", Cond{Func: FuncLast, N: 1, Op: OpGT, Threshold: 1}},
+		{"  avg(#3)  >=  90.5 ", Cond{Func: FuncAvg, N: 3, Op: OpGE, Threshold: 90.5}},
+		{"all( #5 ) != -1e3", Cond{Func: FuncAll, N: 5, Op: OpNE, Threshold: -1000}},
+		{"pdiff(#2)<=10", Cond{Func: FuncPDiff, N: 2, Op: OpLE, Threshold: 10}},
+		{"avg_over(5m) < 3", Cond{Func: FuncAvgOver, Window: 5 * time.Minute, Op: OpLT, Threshold: 3}},
+		{"sum(#1000) == 0", Cond{Func: FuncSum, N: 1000, Op: OpEQ, Threshold: 0}},
+	}
+	for _, tc := range good {
+		t.Run(tc.in, func(t *testing.T) {
+			c, err := ParseCond(tc.in)
+			require.NoError(t, err)
+			c.src = ""
+			require.Equal(t, tc.want, c)
+		})
+	}
+	bad := map[string]string{
+		"":                   "empty",
+		"avg > 3":            "needs a point count",
+		"avg(3) > 3":         "point count like #3",
+		"avg(#0) > 3":        "#1 to #1000",
+		"avg(#1001) > 3":     "#1 to #1000",
+		"avg(#3 > 3":         "missing ')'",
+		"median(#3) > 3":     "unknown function",
+		"> 3":                "no function",
+		"last":               "missing operator",
+		"last =< 3":          "unknown operator",
+		"last >":             "missing threshold",
+		"last > abc":         "not a finite number",
+		"last > NaN":         "not a finite number",
+		"last > Inf":         "not a finite number",
+		"avg_over > 3":       "needs a window",
+		"avg_over(0s) > 3":   "window",
+		"avg_over(48h) > 3":  "window",
+		"avg_over(5x) > 3":   "window",
+		"last > 3 extra":     "not a finite number",
+	}
+	for in, want := range bad {
+		t.Run("bad "+in, func(t *testing.T) {
+			_, err := ParseCond(in)
+			require.Error(t, err)
+			require.True(t, errors.Is(err, ErrCondition))
+			require.Contains(t, err.Error(), want)
+		})
+	}
+}
+
+func FuzzParseCond(f *testing.F) {
+	for _, s := range []string{"last > 1", "avg(#3) >= 90", "all(#5) != 0", "pdiff(#2) < -5", "avg_over(5m) > 1", "diff(#", "max(#3) >", "min_over(1h)<=2e9"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseCond(s)
+		if err != nil {
+			return
+		}
+		if c.Func == FuncAvgOver || c.Func == FuncMaxOver || c.Func == FuncMinOver {
+			if c.Window <= 0 || c.Window > MaxWindow {
+				t.Fatalf("window %v accepted", c.Window)
+			}
+		} else if c.N < 1 || c.N > MaxN {
+			t.Fatalf("N %d accepted", c.N)
+		}
+		if math.IsNaN(c.Threshold) || math.IsInf(c.Threshold, 0) {
+			t.Fatalf("threshold %v accepted", c.Threshold)
+		}
+		// Evaluating never panics, whatever the series.
+		c.Eval(series(1, 2, 3))
+		c.Eval(nil)
+	})
+}

@@ -1,0 +1,417 @@
+// Package policy is the alert policy file of the alarm role (policies.yaml): which metric,
+// which nodes, which condition, for how long, how severe, and whom to tell. The file is
+// decoded strictly (internal/config): an unknown key, a bad condition or a bad template is
+// an error that names the file, the line and the field.
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// Severity is P0 (most severe) to P5.
+type Severity int
+
+// String returns "P0"…"P5".
+func (s Severity) String() string { return "P" + strconv.Itoa(int(s)) }
+
+// ParseSeverity parses "P0"…"P5" (case-insensitive).
+func ParseSeverity(s string) (Severity, error) {
+	if len(s) == 2 && (s[0] == 'P' || s[0] == 'p') && s[1] >= '0' && s[1] <= '5' {
+		return Severity(s[1] - '0'), nil
+	}
+	return 0, fmt.Errorf("severity %q: want P0 (most severe) to P5", s)
+}
+
+// Reserved alert labels, set by the alarm itself.
+const (
+	LabelAlertName = "alertname"
+	LabelNode      = "node"
+	LabelSeverity  = "severity"
+	LabelMetric    = "metric"
+)
+
+// DefaultRepeatInterval is the repeat interval of a policy that sets none (Alertmanager's).
+const DefaultRepeatInterval = 4 * time.Hour
+
+// File is policies.yaml.
+type File struct {
+	Policies []Raw `yaml:"policies"`
+}
+
+// Raw is one policy as written in the file.
+type Raw struct {
+	Name    string `yaml:"name"`
+	Metric  string `yaml:"metric"`
+	Nodes   struct {
+		Names  []string          `yaml:"names"`
+		Regex  string            `yaml:"regex"`
+		Labels map[string]string `yaml:"labels"`
+	} `yaml:"nodes"`
+	Condition        string            `yaml:"condition"`
+	For              config.Duration   `yaml:"for"`
+	KeepFiringFor    config.Duration   `yaml:"keep_firing_for"`
+	NoData           int               `yaml:"nodata"`
+	Severity         string            `yaml:"severity"`
+	Labels           map[string]string `yaml:"labels"`
+	Annotations      map[string]string `yaml:"annotations"`
+	Channels         []string          `yaml:"channels"`
+	RepeatInterval   config.Duration   `yaml:"repeat_interval"`
+	MaxNotifications int               `yaml:"max_notifications"`
+	GroupWait        *config.Duration  `yaml:"group_wait"`
+}
+
+// Policy is one validated, compiled policy.
+type Policy struct {
+	Name   string
+	Metric string // empty only for a nodata-only policy that watches any batch
+	// Node selection: Names (a set) or Regex (anchored), or every node when both are empty;
+	// then every label in Labels must equal the point's.
+	Names  map[string]bool
+	Regex  *regexp.Regexp
+	Labels map[string]string // point labels to match
+	// Cond is nil for a nodata-only policy.
+	Cond             *Cond
+	For              time.Duration
+	KeepFiringFor    time.Duration
+	NoData           int // intervals without a batch before the nodata alert fires; 0 = off
+	Severity         Severity
+	AlertLabels      map[string]string // extra labels of the alert
+	Annotations      map[string]*template.Template
+	Channels         []string
+	RepeatInterval   time.Duration
+	MaxNotifications int            // firing notifications per episode; 0 = unlimited
+	GroupWait        *time.Duration // nil = the alarm's default
+	Line             int            // where the policy starts in its file, for messages
+}
+
+// MatchNode reports whether the policy applies to a node.
+func (p *Policy) MatchNode(node string) bool {
+	if p.Names != nil && !p.Names[node] {
+		return false
+	}
+	if p.Regex != nil && !p.Regex.MatchString(node) {
+		return false
+	}
+	return true
+}
+
+// MatchLabels reports whether a point's labels satisfy the policy's label selection.
+func (p *Policy) MatchLabels(l map[string]string) bool {
+	for k, v := range p.Labels {
+		if got, ok := l[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TemplateData is what annotation templates see: {{ .Node }}, {{ .Value }},
+// {{ .Labels.instance }}, {{ .Threshold }}…
+type TemplateData struct {
+	Policy    string
+	Node      string
+	Metric    string
+	Value     float64
+	Threshold float64
+	Condition string
+	Severity  string
+	State     string
+	Labels    map[string]string
+}
+
+// Render executes the annotation templates. A template that fails at run time (a missing
+// map key is not a failure; a bad call is) yields its error text, so an alert is never lost
+// to a template.
+func (p *Policy) Render(d TemplateData) map[string]string {
+	out := make(map[string]string, len(p.Annotations))
+	var b bytes.Buffer
+	for k, t := range p.Annotations {
+		b.Reset()
+		if err := t.Execute(&b, d); err != nil {
+			out[k] = "template error: " + err.Error()
+			continue
+		}
+		out[k] = b.String()
+	}
+	return out
+}
+
+// Load reads and validates a policy file.
+func Load(path string) ([]*Policy, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load policies: %w", err)
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
+
+// maxPolicies bounds a file: far more than anyone writes by hand, and each policy costs
+// work on every point of its metric.
+const maxPolicies = 10_000
+
+// Parse strictly decodes and validates a policy file; name is used in errors.
+func Parse(r io.Reader, name string) ([]*Policy, error) {
+	data, err := io.ReadAll(io.LimitReader(r, config.MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: read policies: %w", name, err)
+	}
+	var f File
+	if err := config.Decode(bytes.NewReader(data), name, &f); err != nil {
+		return nil, err
+	}
+	// The node tree gives each policy's fields their lines for validation errors.
+	var root yaml.Node
+	_ = yaml.Unmarshal(data, &root)
+	lines := policyLines(&root)
+	if len(f.Policies) == 0 {
+		return nil, &config.Error{File: name, Field: "policies", Msg: "no policies: want a list under \"policies:\""}
+	}
+	if len(f.Policies) > maxPolicies {
+		return nil, &config.Error{File: name, Field: "policies", Msg: fmt.Sprintf("%d policies, at most %d", len(f.Policies), maxPolicies)}
+	}
+	out := make([]*Policy, 0, len(f.Policies))
+	seen := map[string]int{}
+	for i, raw := range f.Policies {
+		ln := lines.at(i)
+		p, field, err := compile(raw)
+		if err != nil {
+			return nil, &config.Error{File: name, Line: ln.field(field), Field: fmt.Sprintf("policies[%d].%s", i, field), Msg: err.Error()}
+		}
+		if j, dup := seen[p.Name]; dup {
+			return nil, &config.Error{File: name, Line: ln.field("name"), Field: fmt.Sprintf("policies[%d].name", i),
+				Msg: fmt.Sprintf("duplicate policy name %q (also policies[%d])", p.Name, j)}
+		}
+		seen[p.Name] = i
+		p.Line = ln.start
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// compile validates one raw policy. On error it returns the offending field's path within
+// the policy ("condition", "nodes.regex", "labels.node").
+func compile(r Raw) (*Policy, string, error) {
+	p := &Policy{Name: r.Name, Metric: r.Metric, For: r.For.D(), KeepFiringFor: r.KeepFiringFor.D(),
+		NoData: r.NoData, RepeatInterval: r.RepeatInterval.D(), MaxNotifications: r.MaxNotifications}
+	if !validIdent(r.Name) {
+		return nil, "name", fmt.Errorf("policy name %q: want 1 to 128 letters, digits, '.', '_' or '-'", r.Name)
+	}
+	if r.Metric != "" && !metric.ValidName(r.Metric) {
+		return nil, "metric", fmt.Errorf("%q is not a metric name (lowercase, dots, e.g. cpu.util)", r.Metric)
+	}
+	if len(r.Nodes.Names) > 0 {
+		p.Names = make(map[string]bool, len(r.Nodes.Names))
+		for _, n := range r.Nodes.Names {
+			if n == "" {
+				return nil, "nodes.names", errors.New("empty node name")
+			}
+			p.Names[n] = true
+		}
+	}
+	if r.Nodes.Regex != "" {
+		re, err := regexp.Compile("^(?:" + r.Nodes.Regex + ")$")
+		if err != nil {
+			return nil, "nodes.regex", fmt.Errorf("bad regular expression: %v", err)
+		}
+		p.Regex = re
+	}
+	for k := range r.Nodes.Labels {
+		if !validLabel(k) {
+			return nil, "nodes.labels." + k, fmt.Errorf("label name %q: want [A-Za-z_][A-Za-z0-9_]*", k)
+		}
+	}
+	p.Labels = r.Nodes.Labels
+	if r.Condition != "" {
+		if r.Metric == "" {
+			return nil, "metric", errors.New("a condition needs a metric")
+		}
+		c, err := ParseCond(r.Condition)
+		if err != nil {
+			return nil, "condition", err
+		}
+		p.Cond = &c
+	}
+	if r.NoData < 0 || r.NoData > 10_000 {
+		return nil, "nodata", fmt.Errorf("nodata %d: want 0 (off) to 10000 intervals", r.NoData)
+	}
+	if p.Cond == nil && r.NoData == 0 {
+		return nil, "condition", errors.New("a policy needs a condition (e.g. \"avg(#3) > 90\") or nodata (intervals)")
+	}
+	if r.For < 0 || r.KeepFiringFor < 0 || r.RepeatInterval < 0 {
+		f := "for"
+		if r.KeepFiringFor < 0 {
+			f = "keep_firing_for"
+		} else if r.RepeatInterval < 0 {
+			f = "repeat_interval"
+		}
+		return nil, f, errors.New("must not be negative")
+	}
+	if p.RepeatInterval == 0 {
+		p.RepeatInterval = DefaultRepeatInterval
+	}
+	if r.MaxNotifications < 0 {
+		return nil, "max_notifications", errors.New("must not be negative (0 = unlimited)")
+	}
+	if r.GroupWait != nil {
+		if *r.GroupWait < 0 {
+			return nil, "group_wait", errors.New("must not be negative")
+		}
+		d := r.GroupWait.D()
+		p.GroupWait = &d
+	}
+	if r.Severity == "" {
+		return nil, "severity", errors.New("missing: want P0 (most severe) to P5")
+	}
+	sev, err := ParseSeverity(r.Severity)
+	if err != nil {
+		return nil, "severity", err
+	}
+	p.Severity = sev
+	for k := range r.Labels {
+		switch {
+		case !validLabel(k):
+			return nil, "labels." + k, fmt.Errorf("label name %q: want [A-Za-z_][A-Za-z0-9_]*", k)
+		case k == LabelAlertName || k == LabelNode || k == LabelSeverity || k == LabelMetric:
+			return nil, "labels." + k, fmt.Errorf("label %q is set by the alarm and cannot be overridden", k)
+		}
+	}
+	p.AlertLabels = r.Labels
+	p.Annotations = make(map[string]*template.Template, len(r.Annotations))
+	for k, v := range r.Annotations {
+		if !validLabel(k) {
+			return nil, "annotations." + k, fmt.Errorf("annotation name %q: want [A-Za-z_][A-Za-z0-9_]*", k)
+		}
+		t, err := template.New(k).Option("missingkey=zero").Parse(v)
+		if err != nil {
+			return nil, "annotations." + k, fmt.Errorf("bad template: %v", err)
+		}
+		// Catch references to fields that do not exist now, not at the first page.
+		if err := t.Execute(io.Discard, TemplateData{Labels: map[string]string{}}); err != nil {
+			return nil, "annotations." + k, fmt.Errorf("bad template: %v", err)
+		}
+		p.Annotations[k] = t
+	}
+	if len(r.Channels) == 0 {
+		return nil, "channels", errors.New("no channels: name at least one channel of alarm.yaml")
+	}
+	for _, c := range r.Channels {
+		if !validIdent(c) {
+			return nil, "channels", fmt.Errorf("channel name %q: want letters, digits, '.', '_' or '-'", c)
+		}
+	}
+	p.Channels = r.Channels
+	return p, "", nil
+}
+
+func validIdent(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func validLabel(s string) bool {
+	if len(s) == 0 || len(s) > 128 || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidLabelName reports whether s is a valid label name ([A-Za-z_][A-Za-z0-9_]*).
+func ValidLabelName(s string) bool { return validLabel(s) }
+
+// lines maps each policy of the list to the lines of its keys.
+type lineIndex []policyLine
+
+type policyLine struct {
+	start  int
+	fields map[string]int // "condition" → line, "nodes.regex" → line
+}
+
+func (l lineIndex) at(i int) policyLine {
+	if i < len(l) {
+		return l[i]
+	}
+	return policyLine{}
+}
+
+// field returns the line of a field, or of its nearest parent, or the policy's start.
+func (p policyLine) field(f string) int {
+	for f != "" {
+		if ln, ok := p.fields[f]; ok {
+			return ln
+		}
+		i := strings.LastIndexByte(f, '.')
+		if i < 0 {
+			break
+		}
+		f = f[:i]
+	}
+	return p.start
+}
+
+func policyLines(root *yaml.Node) lineIndex {
+	doc := root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		doc = doc.Content[0]
+	}
+	if doc.Kind != yaml.MappingNode {
+		return nil
+	}
+	var list *yaml.Node
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == "policies" {
+			list = doc.Content[i+1]
+		}
+	}
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return nil
+	}
+	out := make(lineIndex, len(list.Content))
+	for i, item := range list.Content {
+		pl := policyLine{start: item.Line, fields: map[string]int{}}
+		var walk func(n *yaml.Node, prefix string)
+		walk = func(n *yaml.Node, prefix string) {
+			if n.Kind != yaml.MappingNode {
+				return
+			}
+			for j := 0; j+1 < len(n.Content); j += 2 {
+				k, v := n.Content[j], n.Content[j+1]
+				path := k.Value
+				if prefix != "" {
+					path = prefix + "." + k.Value
+				}
+				pl.fields[path] = k.Line
+				walk(v, path)
+			}
+		}
+		walk(item, "")
+		out[i] = pl
+	}
+	return out
+}

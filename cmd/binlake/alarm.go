@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/binlake/binlake/alarm"
+	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/kafka"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/internal/coord/zk"
+	"github.com/binlake/binlake/internal/logging"
+)
+
+func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("alarm", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "/etc/binlake/alarm.yaml", "alarm config file (see deploy/alarm.example.yaml)")
+	polPath := fs.String("policies", "/etc/binlake/policies.yaml", "alert policy file (see deploy/policies.example.yaml)")
+	listen := fs.String("http", "", "override http.listen (host:port)")
+	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
+	check := fs.Bool("check", false, "validate the config and policy files and exit")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: binlake alarm [flags]\n\nEvaluates alert policies over the metric stream and notifies channels.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := alarm.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *listen != "" {
+		cfg.HTTP.Listen = *listen
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("flags: %w", err)
+		}
+	}
+	if *logLevel != "" {
+		cfg.Log.Level = *logLevel
+	}
+	logger, err := logging.New(stderr, cfg.Log.Level, cfg.Log.Format)
+	if err != nil {
+		return err
+	}
+	pols, err := policy.Load(*polPath)
+	if err != nil {
+		return err
+	}
+	channels, chanDesc, err := cfg.BuildChannels(logger)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *cfgPath, err)
+	}
+	for _, p := range pols {
+		for _, c := range p.Channels {
+			if channels[c] == nil {
+				return fmt.Errorf("%s:%d: policy %q names channel %q, which %s does not configure", *polPath, p.Line, p.Name, c, *cfgPath)
+			}
+		}
+	}
+	if *check {
+		fmt.Fprintf(stdout, "%s and %s are valid: %d policies, channels %s\n", *cfgPath, *polPath, len(pols), strings.Join(chanDesc, ", "))
+		return nil
+	}
+	token, err := config.ResolveSecret(cfg.HTTP.Token, alarm.TokenEnv, cfg.HTTP.TokenFile)
+	if err != nil {
+		return fmt.Errorf("http token: %w", err)
+	}
+
+	var c coord.Coordinator
+	coordDesc := ""
+	switch cfg.Coordinator.Kind {
+	case alarm.CoordSingle:
+		if err := os.MkdirAll(filepath.Dir(cfg.Coordinator.Path), 0o755); err != nil {
+			return fmt.Errorf("coordinator: %w", err)
+		}
+		c, err = single.New(single.Options{Path: cfg.Coordinator.Path})
+		coordDesc = "single " + cfg.Coordinator.Path
+	default:
+		c, err = zk.New(ctx, zk.Options{Servers: cfg.Coordinator.Servers, Root: cfg.Coordinator.Root,
+			SessionTimeout: cfg.Coordinator.SessionTimeout.D(), Logger: logger})
+		coordDesc = "zk " + strings.Join(cfg.Coordinator.Servers, ",")
+	}
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	var sub bus.Subscriber
+	busDesc := "none"
+	if cfg.Bus.Kind == alarm.BusKafka {
+		b, err := kafka.New(kafka.Options{Brokers: cfg.Bus.Brokers, ClientID: "binlake-alarm", Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		if err := b.CreateTopic(ctx, bus.TopicSpec{Name: cfg.Bus.Topic, Partitions: cfg.Bus.Partitions}); err != nil {
+			return fmt.Errorf("bus: %w", err)
+		}
+		sub, err = b.Subscriber(bus.SubscribeOptions{Topic: cfg.Bus.Topic, Group: cfg.Bus.Group, StartAt: bus.StartLast})
+		if err != nil {
+			return fmt.Errorf("bus: %w", err)
+		}
+		defer sub.Close()
+		busDesc = fmt.Sprintf("kafka %s topic %s group %s", strings.Join(cfg.Bus.Brokers, ","), cfg.Bus.Topic, cfg.Bus.Group)
+	}
+
+	logger.Info("alarm starting", "config", *cfgPath, "policies_file", *polPath, "policies", len(pols),
+		"channels", strings.Join(chanDesc, ", "), "bus", busDesc, "coordinator", coordDesc, "listen", cfg.HTTP.Listen,
+		"auth", token != "")
+	return alarm.Run(ctx, alarm.Options{
+		Policies: pols, Channels: channels, Subscriber: sub, Coordinator: c,
+		Listen: cfg.HTTP.Listen, Token: token, ExternalURL: cfg.HTTP.ExternalURL,
+		Inhibition: cfg.Inhibit(), GroupWait: cfg.Notify.GroupWait.D(), EvalInterval: cfg.Evaluation.Interval.D(),
+		ResolvedRetention: cfg.Evaluation.ResolvedRetention.D(), StaleIntervals: cfg.Evaluation.StaleIntervals,
+		Dispatch: notify.DispatcherOptions{Queue: cfg.Notify.Queue, Attempts: cfg.Notify.Attempts, Backoff: cfg.Notify.Backoff.D(),
+			MaxBackoff: cfg.Notify.MaxBackoff.D(), Timeout: cfg.Notify.Timeout.D()},
+		Logger: logger,
+		Ready: func(addr string) {
+			fmt.Fprintf(stdout, "alarm serving on http://%s (alerts at /v1/alerts)\n", addr)
+		},
+	})
+}
