@@ -1,0 +1,462 @@
+package alarm
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+var t0 = time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+
+// clock is the injected time of a test.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// outbox records what the engine sends.
+type outbox struct {
+	mu   sync.Mutex
+	msgs []notify.Message
+}
+
+func (o *outbox) send(m notify.Message) { o.mu.Lock(); o.msgs = append(o.msgs, m); o.mu.Unlock() }
+
+// take returns the statuses of the alerts sent since the last call ("firing wave-1").
+func (o *outbox) take() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, m := range o.msgs {
+		for _, a := range m.Alerts {
+			out = append(out, a.Status+" "+a.Labels["node"])
+		}
+	}
+	o.msgs = nil
+	return out
+}
+
+func (o *outbox) messages() []notify.Message {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m := o.msgs
+	o.msgs = nil
+	return m
+}
+
+func parsePolicies(t testing.TB, yaml string) []*policy.Policy {
+	t.Helper()
+	ps, err := policy.Parse(strings.NewReader(yaml), "test.yaml")
+	require.NoError(t, err)
+	return ps
+}
+
+func openCoord(t testing.TB, dir string) coord.Coordinator {
+	t.Helper()
+	c, err := single.New(single.Options{Path: filepath.Join(dir, "coord.json")})
+	require.NoError(t, err)
+	return c
+}
+
+type rig struct {
+	e   *Engine
+	clk *clock
+	out *outbox
+	c   coord.Coordinator
+	sil *Silences
+}
+
+func newRig(t testing.TB, yaml string, mod func(*EngineOptions)) *rig {
+	t.Helper()
+	c := openCoord(t, t.TempDir())
+	t.Cleanup(func() { c.Close() })
+	return newRigOn(t, c, &clock{t: t0}, yaml, mod)
+}
+
+func newRigOn(t testing.TB, c coord.Coordinator, clk *clock, yaml string, mod func(*EngineOptions)) *rig {
+	t.Helper()
+	r := &rig{clk: clk, out: &outbox{}, c: c}
+	r.sil = NewSilences(c, "", clk.Now)
+	o := EngineOptions{Policies: parsePolicies(t, yaml), Log: &CoordLog{C: c}, Silences: r.sil,
+		Send: r.out.send, Now: clk.Now, Logger: quiet}
+	if mod != nil {
+		mod(&o)
+	}
+	r.e = NewEngine(o)
+	_, err := r.e.Restore(context.Background())
+	require.NoError(t, err)
+	return r
+}
+
+func batch(node string, at time.Time, pts ...metric.Point) metric.Batch {
+	return metric.Batch{Node: node, TS: at, IntervalS: 10, Points: pts}
+}
+
+func cpu(v float64) metric.Point { return metric.Point{Name: "cpu.util", Value: v} }
+
+// observe sends one cpu.util point of node at the rig's time, then ticks.
+func (r *rig) observe(node string, v float64) {
+	r.e.Observe(batch(node, r.clk.Now(), cpu(v)))
+	r.e.Tick()
+}
+
+func (r *rig) state(node string) string {
+	for _, a := range r.e.Alerts() {
+		if a.Labels["node"] == node {
+			return a.State
+		}
+	}
+	return "inactive"
+}
+
+const basePolicy = `policies:
+  - name: cpu
+    metric: cpu.util
+    condition: last > 90
+    severity: P2
+    channels: [c]
+    annotations:
+      summary: "{{ .Node }} at {{ .Value }}"
+`
+
+// step is one moment of a state test: advance the clock, maybe observe a point, tick,
+// then check the state and the notifications sent.
+type step struct {
+	dt    time.Duration
+	v     float64
+	tick  bool // no point, only the timers
+	state string
+	sent  []string
+}
+
+func pt(dt time.Duration, v float64, state string, sent ...string) step {
+	return step{dt: dt, v: v, state: state, sent: sent}
+}
+
+func tick(dt time.Duration, state string, sent ...string) step {
+	return step{dt: dt, tick: true, state: state, sent: sent}
+}
+
+const (
+	F = "firing wave-1"
+	R = "resolved wave-1"
+)
+
+func TestStateTransitions(t *testing.T) {
+	s10 := 10 * time.Second
+	cases := []struct {
+		name  string
+		extra string // policy fields added to basePolicy
+		steps []step
+	}{
+		{"fires at once and resolves", "", []step{
+			pt(0, 50, "inactive"), pt(s10, 95, "firing", F), pt(s10, 96, "firing"), pt(s10, 10, "resolved", R), pt(s10, 20, "resolved"),
+		}},
+		{"for: pending until it held long enough", "    for: 30s\n", []step{
+			pt(0, 95, "pending"), pt(s10, 95, "pending"), pt(s10, 95, "pending"), tick(s10, "firing", F), pt(s10, 10, "resolved", R),
+		}},
+		{"for: pending cleared without a page", "    for: 30s\n", []step{
+			pt(0, 95, "pending"), pt(s10, 95, "pending"), pt(s10, 10, "inactive"), pt(s10, 95, "pending"), tick(25*time.Second, "pending"), tick(5*time.Second, "firing", F),
+		}},
+		{"flapping without keep_firing_for pages every flap", "", []step{
+			pt(0, 95, "firing", F), pt(s10, 10, "resolved", R), pt(s10, 95, "firing", F), pt(s10, 10, "resolved", R), pt(s10, 95, "firing", F),
+		}},
+		{"keep_firing_for absorbs flapping", "    keep_firing_for: 1m\n", []step{
+			pt(0, 95, "firing", F), pt(s10, 10, "firing"), pt(s10, 95, "firing"), pt(s10, 10, "firing"), pt(s10, 10, "firing"),
+			tick(40*time.Second, "firing"), tick(10*time.Second, "resolved", R),
+		}},
+		{"repeat interval", "    repeat_interval: 1m\n", []step{
+			pt(0, 95, "firing", F), pt(30*time.Second, 95, "firing"), pt(30*time.Second, 95, "firing", F),
+			pt(30*time.Second, 95, "firing"), tick(20*time.Second, "firing"), tick(10*time.Second, "firing", F), pt(s10, 10, "resolved", R),
+		}},
+		{"max_notifications caps the repeats, not the resolution", "    repeat_interval: 1m\n    max_notifications: 2\n", []step{
+			pt(0, 95, "firing", F), pt(time.Minute, 95, "firing", F), pt(time.Minute, 95, "firing"), pt(time.Minute, 95, "firing"), pt(s10, 10, "resolved", R),
+		}},
+		{"a silent series goes stale and resolves", "", []step{
+			pt(0, 95, "firing", F), tick(50*time.Second, "firing"), tick(s10, "resolved", R),
+		}},
+		{"resolved is listed for a while, then forgotten", "", []step{
+			pt(0, 95, "firing", F), pt(s10, 10, "resolved", R), pt(14*time.Minute, 10, "resolved"), pt(time.Minute, 10, "inactive"),
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, basePolicy+tc.extra, nil)
+			for i, s := range tc.steps {
+				r.clk.Add(s.dt)
+				if s.tick {
+					r.e.Tick()
+				} else {
+					r.observe("wave-1", s.v)
+				}
+				require.Equal(t, s.state, r.state("wave-1"), "step %d: state", i)
+				require.Equal(t, s.sent, r.out.take(), "step %d: notifications", i)
+			}
+		})
+	}
+}
+
+func TestConditionFunctionsDriveAlerts(t *testing.T) {
+	// Each function through the engine: the series, and the state after its last point.
+	cases := []struct {
+		cond  string
+		vs    []float64
+		state string
+	}{
+		{"all(#3) > 90", []float64{95, 95, 10, 95, 95}, "inactive"},
+		{"all(#3) > 90", []float64{10, 95, 95, 95}, "firing"},
+		{"avg(#2) > 90", []float64{100, 85}, "firing"},
+		{"max(#2) < 5", []float64{1, 6}, "inactive"},
+		{"min(#2) > 50", []float64{60, 70}, "firing"},
+		{"sum(#3) >= 30", []float64{10, 10, 10}, "firing"},
+		{"diff(#1) > 20", []float64{10, 40}, "firing"},
+		{"pdiff(#1) < -50", []float64{100, 40}, "firing"},
+		{"avg_over(15s) > 50", []float64{100, 100, 0, 0}, "resolved"},
+		{"avg_over(25s) > 50", []float64{100, 100, 0}, "firing"},
+		{"last(#2) > 50", []float64{60, 0}, "firing"},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s %v", tc.cond, tc.vs), func(t *testing.T) {
+			r := newRig(t, strings.Replace(basePolicy, "last > 90", tc.cond, 1), nil)
+			for _, v := range tc.vs {
+				r.clk.Add(10 * time.Second)
+				r.observe("wave-1", v)
+			}
+			require.Equal(t, tc.state, r.state("wave-1"))
+		})
+	}
+}
+
+func TestNodata(t *testing.T) {
+	r := newRig(t, `policies:
+  - name: agent-dead
+    nodata: 3
+    severity: P0
+    channels: [c]
+    annotations: {summary: "{{ .Node }} silent for {{ .Value }}s"}
+`, nil)
+	r.e.Observe(batch("wave-1", r.clk.Now(), cpu(1)))
+	r.e.Observe(batch("wave-2", r.clk.Now(), cpu(1)))
+	r.clk.Add(20 * time.Second)
+	r.e.Observe(batch("wave-2", r.clk.Now(), cpu(1)))
+	r.e.Tick()
+	require.Empty(t, r.out.take())
+	r.clk.Add(11 * time.Second) // wave-1: 31 s > 3 × 10 s
+	r.e.Tick()
+	msgs := r.out.messages()
+	require.Len(t, msgs, 1)
+	require.Equal(t, "wave-1", msgs[0].Alerts[0].Labels["node"])
+	require.Equal(t, "nodata", msgs[0].Alerts[0].Labels["reason"])
+	require.Equal(t, "wave-1 silent for 31s", msgs[0].Alerts[0].Annotations["summary"])
+	require.Equal(t, "firing", r.state("wave-1"))
+	require.Equal(t, "inactive", r.state("wave-2"))
+	r.clk.Add(time.Second)
+	r.e.Observe(batch("wave-1", r.clk.Now(), cpu(1)))
+	require.Equal(t, []string{R}, r.out.take())
+}
+
+func TestSilence(t *testing.T) {
+	// Series never go stale here: the test jumps minutes without points.
+	r := newRig(t, basePolicy+"    repeat_interval: 1h\n", func(o *EngineOptions) { o.StaleIntervals = 1000 })
+	ctx := context.Background()
+	s, err := r.sil.Create(ctx, Silence{Matchers: []Matcher{{Name: "node", Value: "wave-[12]", IsRegex: true}},
+		EndsAt: t0.Add(10 * time.Minute), CreatedBy: "test"})
+	require.NoError(t, err)
+	r.observe("wave-1", 95)
+	r.observe("wave-3", 95)
+	require.Equal(t, []string{"firing wave-3"}, r.out.take(), "wave-1 is silenced")
+	require.Equal(t, "firing", r.state("wave-1"), "a silenced alert still fires")
+	var silencedBy []string
+	for _, a := range r.e.Alerts() {
+		if a.Labels["node"] == "wave-1" {
+			silencedBy = a.SilencedBy
+		}
+	}
+	require.Equal(t, []string{s.ID}, silencedBy)
+	// The silence ends: the alert, never sent, goes out at the next tick.
+	r.clk.Add(10 * time.Minute)
+	r.e.Tick()
+	require.Equal(t, []string{F}, r.out.take())
+
+	// Deleting a silence unmutes at once.
+	s2, err := r.sil.Create(ctx, Silence{Matchers: []Matcher{{Name: "alertname", Value: "cpu"}}, EndsAt: r.clk.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	r.clk.Add(time.Second)
+	r.observe("wave-2", 95)
+	require.Empty(t, r.out.take())
+	require.NoError(t, r.sil.Delete(ctx, s2.ID))
+	require.ErrorIs(t, r.sil.Delete(ctx, s2.ID), ErrSilenceNotFound)
+	r.e.Tick()
+	require.Equal(t, []string{"firing wave-2"}, r.out.take())
+	// A silenced alert's resolution is not sent either.
+	_, err = r.sil.Create(ctx, Silence{Matchers: []Matcher{{Name: "node", Value: "wave-3"}}, EndsAt: r.clk.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	r.clk.Add(time.Second)
+	r.observe("wave-3", 10)
+	require.Equal(t, "resolved", r.state("wave-3"))
+	require.Empty(t, r.out.take())
+}
+
+func TestSilenceValidation(t *testing.T) {
+	r := newRig(t, basePolicy, nil)
+	f := false
+	bad := []Silence{
+		{EndsAt: t0.Add(time.Hour)},
+		{Matchers: []Matcher{{Name: "node", Value: ""}}, EndsAt: t0.Add(time.Hour)},
+		{Matchers: []Matcher{{Name: "node", Value: "x", IsEqual: &f}}, EndsAt: t0.Add(time.Hour)},
+		{Matchers: []Matcher{{Name: "node", Value: ".*", IsRegex: true}}, EndsAt: t0.Add(time.Hour)},
+		{Matchers: []Matcher{{Name: "node", Value: "(", IsRegex: true}}, EndsAt: t0.Add(time.Hour)},
+		{Matchers: []Matcher{{Name: "no de", Value: "x"}}, EndsAt: t0.Add(time.Hour)},
+		{Matchers: []Matcher{{Name: "node", Value: "x"}}},
+		{Matchers: []Matcher{{Name: "node", Value: "x"}}, StartsAt: t0, EndsAt: t0},
+	}
+	for i, s := range bad {
+		_, err := r.sil.Create(context.Background(), s)
+		require.ErrorIs(t, err, ErrInvalidSilence, "case %d", i)
+	}
+	require.Empty(t, r.sil.List())
+}
+
+func TestInhibition(t *testing.T) {
+	two := `policies:
+  - name: cpu-critical
+    metric: cpu.util
+    condition: last > 95
+    severity: P0
+    channels: [c]
+  - name: cpu-high
+    metric: cpu.util
+    condition: last > 80
+    severity: P3
+    channels: [c]
+`
+	names := func(ms []notify.Message) []string {
+		var out []string
+		for _, m := range ms {
+			for _, a := range m.Alerts {
+				out = append(out, a.Status+" "+a.Labels["alertname"]+" "+a.Labels["node"])
+			}
+		}
+		return out
+	}
+	t.Run("enabled", func(t *testing.T) {
+		r := newRig(t, two, func(o *EngineOptions) { o.Inhibition.Enabled = true })
+		r.observe("wave-1", 99)
+		r.observe("wave-2", 85)
+		require.Equal(t, []string{"firing cpu-critical wave-1", "firing cpu-high wave-2"}, names(r.out.messages()),
+			"the P3 on wave-1 is inhibited by its P0; wave-2 has no P0")
+		require.Equal(t, "firing", r.e.Alerts()[1].State)
+		// The P0 resolves while the P3 still holds: the P3 is no longer inhibited.
+		r.clk.Add(10 * time.Second)
+		r.observe("wave-1", 85)
+		require.Equal(t, []string{"resolved cpu-critical wave-1", "firing cpu-high wave-1"}, names(r.out.messages()))
+	})
+	t.Run("disabled", func(t *testing.T) {
+		r := newRig(t, two, nil)
+		r.observe("wave-1", 99)
+		require.ElementsMatch(t, []string{"firing cpu-critical wave-1", "firing cpu-high wave-1"}, names(r.out.messages()))
+	})
+}
+
+func TestGroupWait(t *testing.T) {
+	r := newRig(t, basePolicy, func(o *EngineOptions) { o.GroupWait = 30 * time.Second })
+	r.observe("wave-1", 95)
+	r.clk.Add(10 * time.Second)
+	r.observe("wave-2", 95)
+	require.Empty(t, r.out.take(), "the group waits")
+	r.clk.Add(20 * time.Second)
+	r.e.Tick()
+	msgs := r.out.messages()
+	require.Len(t, msgs, 1, "one message for the group")
+	require.Equal(t, "cpu/P2", msgs[0].GroupKey)
+	require.Len(t, msgs[0].Alerts, 2)
+	require.Equal(t, "wave-1", msgs[0].Alerts[0].Labels["node"])
+	require.Equal(t, "wave-2", msgs[0].Alerts[1].Labels["node"])
+	require.Equal(t, "wave-1 at 95", msgs[0].Alerts[0].Annotations["summary"])
+}
+
+func TestLabelsSelectSeries(t *testing.T) {
+	r := newRig(t, `policies:
+  - name: lag
+    metric: wave.lag_s
+    nodes: {names: [wave-1], labels: {instance: orders}}
+    condition: last > 60
+    severity: P1
+    labels: {team: dba}
+    channels: [c]
+`, nil)
+	lag := func(inst string, v float64) metric.Point {
+		return metric.Point{Name: "wave.lag_s", Value: v, Labels: map[string]string{"instance": inst}}
+	}
+	r.e.Observe(batch("wave-1", t0, lag("orders", 100), lag("users", 100)))
+	r.e.Observe(batch("wave-2", t0, lag("orders", 100)))
+	msgs := r.out.messages()
+	require.Len(t, msgs, 1)
+	require.Equal(t, map[string]string{"alertname": "lag", "node": "wave-1", "severity": "P1", "metric": "wave.lag_s",
+		"instance": "orders", "team": "dba"}, msgs[0].Alerts[0].Labels)
+}
+
+func TestRedeliveredBatchIsNotEvaluatedTwice(t *testing.T) {
+	r := newRig(t, strings.Replace(basePolicy, "last > 90", "all(#2) > 90", 1), nil)
+	b := batch("wave-1", t0, cpu(95))
+	r.e.Observe(b)
+	r.e.Observe(b) // at-least-once delivery: the same batch again
+	require.Equal(t, "inactive", r.state("wave-1"))
+}
+
+// TestRestart: an alert firing before a restart is not paged again before its repeat
+// interval; one that stopped violating meanwhile is resolved with a notification.
+func TestRestart(t *testing.T) {
+	dir := t.TempDir()
+	clk := &clock{t: t0}
+	pol := basePolicy + "    for: 20s\n    repeat_interval: 1h\n"
+	c := openCoord(t, dir)
+	r := newRigOn(t, c, clk, pol, nil)
+	r.observe("wave-1", 95)
+	r.observe("wave-2", 95)
+	clk.Add(30 * time.Second)
+	r.observe("wave-1", 95)
+	r.observe("wave-2", 95)
+	require.Equal(t, []string{F, "firing wave-2"}, r.out.take())
+	require.NoError(t, c.Close())
+
+	// A new process on the same file, ten minutes later.
+	clk.Add(10 * time.Minute)
+	c2 := openCoord(t, dir)
+	t.Cleanup(func() { c2.Close() })
+	r2 := newRigOn(t, c2, clk, pol, nil)
+	r2.observe("wave-1", 95)
+	require.Equal(t, "firing", r2.state("wave-1"), "continues firing without waiting for `for` again")
+	require.Empty(t, r2.out.take(), "no page before the repeat interval")
+	r2.observe("wave-2", 10)
+	require.Equal(t, []string{"resolved wave-2"}, r2.out.take(), "not forgotten: its resolution is sent")
+	clk.Add(50*time.Minute - time.Second)
+	r2.observe("wave-1", 95)
+	require.Empty(t, r2.out.take())
+	clk.Add(time.Second)
+	r2.e.Tick()
+	require.Equal(t, []string{F}, r2.out.take(), "the repeat interval counts from the page before the restart")
+	var views []AlertView
+	for _, a := range r2.e.Alerts() {
+		if a.Labels["node"] == "wave-1" {
+			views = append(views, a)
+		}
+	}
+	require.Equal(t, 2, views[0].Notifications)
+	require.Equal(t, t0.Add(30*time.Second), *views[0].FiringSince)
+}
