@@ -9,6 +9,7 @@ import (
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/lbplugins"
 )
 
@@ -61,7 +62,7 @@ type Config struct {
 			Replicas     int           `yaml:"replicas"`
 		} `yaml:"elastic"`
 		Retention config.Duration `yaml:"retention"`
-		Queue     int             `yaml:"queue"`
+		Buffer    BufferConfig    `yaml:"buffer"`
 	} `yaml:"store"`
 	Analysis struct {
 		EWMAAlpha         float64         `yaml:"ewma_alpha"`
@@ -75,6 +76,54 @@ type Config struct {
 		Thresholds      map[string]float64            `yaml:"thresholds"`
 		Plugins         map[string]lbplugins.Settings `yaml:"plugins"`
 	} `yaml:"placement"`
+}
+
+// BufferConfig is store.buffer: the bounded buffer between ingest and the store. Zero
+// values take store.BufferOptions' defaults.
+type BufferConfig struct {
+	// Capacity in points; past it the oldest are dropped and counted.
+	Capacity int `yaml:"capacity"`
+	// Batch is the most points written to the store at once.
+	Batch int `yaml:"batch"`
+	// MinBackoff and MaxBackoff bound the exponential wait between failed writes.
+	MinBackoff config.Duration `yaml:"min_backoff"`
+	MaxBackoff config.Duration `yaml:"max_backoff"`
+	// WriteTimeout bounds one write to the store.
+	WriteTimeout config.Duration `yaml:"write_timeout"`
+	// CloseTimeout bounds how long a stopping judge keeps writing what is buffered.
+	CloseTimeout config.Duration `yaml:"close_timeout"`
+}
+
+// Defaults of store.BufferOptions, repeated here only to check max_backoff against the
+// effective min_backoff.
+const defaultMinBackoff = 100 * time.Millisecond
+
+func (b BufferConfig) validate() error {
+	if b.Capacity < 0 || b.Batch < 0 {
+		return fmt.Errorf("store.buffer: capacity %d and batch %d must not be negative", b.Capacity, b.Batch)
+	}
+	if b.MinBackoff < 0 || b.MaxBackoff < 0 || b.WriteTimeout < 0 || b.CloseTimeout < 0 {
+		return errors.New("store.buffer: min_backoff, max_backoff, write_timeout and close_timeout must not be negative")
+	}
+	if b.MaxBackoff != 0 {
+		lo := b.MinBackoff.D()
+		if lo == 0 {
+			lo = defaultMinBackoff
+		}
+		if b.MaxBackoff.D() < lo {
+			return fmt.Errorf("store.buffer: max_backoff %s is below min_backoff %s", b.MaxBackoff, config.Duration(lo))
+		}
+	}
+	return nil
+}
+
+// Options returns the store buffer's options.
+func (b BufferConfig) Options() store.BufferOptions {
+	return store.BufferOptions{
+		Capacity: b.Capacity, MaxBatch: b.Batch,
+		MinBackoff: b.MinBackoff.D(), MaxBackoff: b.MaxBackoff.D(),
+		WriteTimeout: b.WriteTimeout.D(), CloseTimeout: b.CloseTimeout.D(),
+	}
 }
 
 // Load reads, defaults and validates judge.yaml.
@@ -140,8 +189,11 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("store.kind %q: want sqlite or elastic", c.Store.Kind)
 	}
-	if c.Store.Retention < 0 || c.Store.Queue < 0 {
-		return errors.New("store: retention and queue must not be negative")
+	if c.Store.Retention < 0 {
+		return errors.New("store.retention must not be negative")
+	}
+	if err := c.Store.Buffer.validate(); err != nil {
+		return err
 	}
 	if c.Analysis.EWMAAlpha != 0 && !(c.Analysis.EWMAAlpha > 0 && c.Analysis.EWMAAlpha <= 1) {
 		return fmt.Errorf("analysis.ewma_alpha %v: want 0 < alpha ≤ 1", c.Analysis.EWMAAlpha)

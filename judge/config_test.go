@@ -5,8 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/judge/store"
 )
 
 func TestExampleConfig(t *testing.T) {
@@ -16,13 +19,17 @@ func TestExampleConfig(t *testing.T) {
 	require.Equal(t, BusKafka, c.Bus.Kind)
 	require.True(t, strings.HasPrefix(c.Bus.Group, "binlake-judge-"), c.Bus.Group)
 	require.Equal(t, StoreSQLite, c.Store.Kind)
+	require.Equal(t, store.BufferOptions{Capacity: 100_000, MaxBatch: 5000, MinBackoff: 100 * time.Millisecond,
+		MaxBackoff: 10 * time.Second, WriteTimeout: 30 * time.Second, CloseTimeout: 10 * time.Second}, c.Store.Buffer.Options())
 	require.Equal(t, "random", c.Placement.Algorithm)
 	require.Equal(t, 90.0, c.Filters().Thresholds["cpu.util"])
 	require.Equal(t, 3.0, c.Placement.Plugins["leastload"].Weights["cpu"])
 	require.Equal(t, 1.0, *c.Placement.Plugins["predictive"].K)
 	// The example is usable as it is.
-	_, err = New(Options{Store: openStore(t), Algorithm: c.Placement.Algorithm, Filters: c.Filters(), Plugins: c.Placement.Plugins})
+	j, err := New(Options{Store: openStore(t), Algorithm: c.Placement.Algorithm, Filters: c.Filters(), Plugins: c.Placement.Plugins,
+		Buffer: c.Store.Buffer.Options(), Logger: quiet})
 	require.NoError(t, err)
+	require.NoError(t, j.Close())
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -37,6 +44,11 @@ func TestConfigErrors(t *testing.T) {
 		{"bad listen", "bus: {kind: none}\nhttp: {listen: 8090}\n", `http.listen "8090": want host:port`},
 		{"bare duration", "bus: {kind: none}\nanalysis: {historical_every: 600}\n", `invalid duration "600"`},
 		{"bad alpha", "bus: {kind: none}\nanalysis: {ewma_alpha: 2}\n", "analysis.ewma_alpha 2"},
+		{"old store queue", "bus: {kind: none}\nstore: {queue: 1024}\n", `judge.yaml:2: field "store.queue" not found`},
+		{"negative capacity", "bus: {kind: none}\nstore: {buffer: {capacity: -1}}\n", "store.buffer: capacity -1 and batch 0 must not be negative"},
+		{"negative backoff", "bus: {kind: none}\nstore: {buffer: {min_backoff: -1s}}\n", "store.buffer: min_backoff, max_backoff, write_timeout and close_timeout must not be negative"},
+		{"max below min", "bus: {kind: none}\nstore: {buffer: {min_backoff: 2s, max_backoff: 1s}}\n", "store.buffer: max_backoff 1s is below min_backoff 2s"},
+		{"max below default min", "bus: {kind: none}\nstore: {buffer: {max_backoff: 50ms}}\n", "store.buffer: max_backoff 50ms is below min_backoff 100ms"},
 		{"bad threshold name", "bus: {kind: none}\nplacement: {thresholds: {\"cpu util\": 90}}\n", `placement.thresholds: "cpu util" is not a metric name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/binlake/binlake/internal/buildinfo"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/lbplugins"
 )
 
@@ -72,6 +73,8 @@ func (j *Judge) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = &apiError{http.StatusBadRequest, codeInvalid, err.Error()}
 	case errors.Is(err, lbplugins.ErrNoCandidates):
 		ae = &apiError{http.StatusServiceUnavailable, codeUnavailable, err.Error()}
+	case errors.Is(err, store.ErrClosed):
+		ae = &apiError{http.StatusServiceUnavailable, codeUnavailable, "the judge is stopping"}
 	default:
 		j.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = &apiError{http.StatusInternalServerError, codeInternal, "internal error"}
@@ -151,8 +154,19 @@ func (j *Judge) auth(next http.Handler) http.Handler {
 	})
 }
 
+// storeHealth is the store buffer's figures in GET /healthz. A judge whose store is down
+// is still healthy (it answers placements), so the figures inform and do not decide.
+type storeHealth struct {
+	Buffered    int64 `json:"buffered"`
+	Dropped     int64 `json:"dropped"`
+	Written     int64 `json:"written"`
+	WriteErrors int64 `json:"write_errors"`
+}
+
 func (j *Judge) handleHealth(w http.ResponseWriter, _ *http.Request) {
-	out := map[string]any{"status": "ok", "version": buildinfo.String(), "nodes": len(j.inc.NodeIDs())}
+	c := j.buf.Counters()
+	out := map[string]any{"status": "ok", "version": buildinfo.String(), "nodes": len(j.inc.NodeIDs()),
+		"store": storeHealth{Buffered: c.Buffered, Dropped: c.Dropped, Written: c.Written, WriteErrors: c.Errors}}
 	if s := j.hist.Snapshot(); s != nil {
 		out["historical_as_of"] = s.AsOf.UTC()
 	}

@@ -31,9 +31,15 @@ const DefaultAlgorithm = random.Name
 
 // Options configure a judge.
 type Options struct {
-	// Store keeps raw points for the historical analysis. Required. The judge does not
-	// close it.
+	// Store keeps raw points for the historical analysis. Required. The judge writes to
+	// it through a store.Buffered of its own (see Buffer), so pass the bare store; the
+	// judge does not close it.
 	Store store.Store
+	// Buffer sizes the bounded buffer between ingest and Store: ingest never waits for
+	// the store, failed writes are retried with back-off while the store is down, and
+	// past Capacity the oldest points are dropped and counted. Zero fields take
+	// store.BufferOptions' defaults; Logger defaults to the judge's.
+	Buffer store.BufferOptions
 	// Subscriber delivers batches from the bus (topic binlake.metrics, a group of this
 	// process's own). Nil means HTTP ingest only. The judge does not close it.
 	Subscriber bus.Subscriber
@@ -59,9 +65,6 @@ type Options struct {
 	HistoricalMetrics []string
 	// Retention deletes stored points older than this, checked every hour; 0 keeps all.
 	Retention time.Duration
-	// StoreQueue is how many batches may wait for the store; past it they are dropped
-	// and counted, so a slow store never slows ingest or placement. 1024 when zero.
-	StoreQueue int
 
 	// Now is the clock; time.Now when nil.
 	Now    func() time.Time
@@ -81,7 +84,7 @@ type Judge struct {
 	inc     *analysis.Incremental
 	hist    *analysis.Historical
 	plugins map[string]lbplugins.Plugin
-	queue   chan []store.Point
+	buf     *store.Buffered // writes to o.Store; reads go to o.Store directly
 	m       *metrics
 	reg     *prometheus.Registry
 	handler http.Handler
@@ -106,7 +109,9 @@ type Placement struct {
 	Error     string
 }
 
-// New validates the options and builds the judge; nothing runs until Run.
+// New validates the options and builds the judge. Only the store buffer's writer starts
+// here, so that batches ingested before Run are written too; Run closes it when it
+// returns, and Close does for a judge that never runs.
 func New(o Options) (*Judge, error) {
 	if o.Store == nil {
 		return nil, errors.New("judge: no store")
@@ -120,13 +125,10 @@ func New(o Options) (*Judge, error) {
 	if o.Algorithm == "" {
 		o.Algorithm = DefaultAlgorithm
 	}
-	if o.StoreQueue <= 0 {
-		o.StoreQueue = 1024
-	}
 	if o.Retention < 0 {
 		return nil, fmt.Errorf("judge: retention %s is negative", o.Retention)
 	}
-	j := &Judge{o: o, log: o.Logger.With("component", "judge"), now: o.Now, queue: make(chan []store.Point, o.StoreQueue)}
+	j := &Judge{o: o, log: o.Logger.With("component", "judge"), now: o.Now}
 
 	// Every registered algorithm is built once, so a request may name any of them.
 	j.plugins = map[string]lbplugins.Plugin{}
@@ -173,8 +175,34 @@ func New(o Options) (*Judge, error) {
 		return nil, fmt.Errorf("judge: metrics: %w", err)
 	}
 	j.handler = j.routes()
+	// Last, so that no error above leaves its goroutine behind.
+	bo := o.Buffer
+	if bo.Logger == nil {
+		bo.Logger = o.Logger
+	}
+	j.buf = store.NewBuffered(keepOpen{o.Store}, bo)
 	return j, nil
 }
+
+// keepOpen hands a store to store.Buffered, which closes what it wraps, while leaving
+// closing it to the judge's caller, who opened it.
+type keepOpen struct{ store.Store }
+
+func (keepOpen) Close() error { return nil }
+
+// Close stops accepting points and writes what is buffered, for up to
+// Buffer.CloseTimeout (what is left then is dropped and counted). Run calls it as it
+// returns; it is idempotent, and a judge cannot run again after it.
+func (j *Judge) Close() error {
+	if err := j.buf.Close(); err != nil {
+		return fmt.Errorf("judge: %w", err)
+	}
+	return nil
+}
+
+// StoreCounters are the figures of the buffer in front of the store: points buffered
+// now, and points written and dropped and failed writes since New.
+func (j *Judge) StoreCounters() store.BufferCounters { return j.buf.Counters() }
 
 // Run builds a judge and runs it until ctx ends.
 func Run(ctx context.Context, o Options) error {
@@ -194,21 +222,21 @@ func (j *Judge) Incremental() *analysis.Incremental { return j.inc }
 // Historical is the historical analysis (for embedding and tests).
 func (j *Judge) Historical() *analysis.Historical { return j.hist }
 
-// Run serves until ctx ends. The store writer starts first and stops last, so batches
-// ingested before shutdown are written (within a bounded time). A failing bus
-// subscription is retried and never stops the judge: the API keeps answering from what
-// it has.
+// Run serves until ctx ends, then closes the judge. The store buffer started in New and
+// is closed last, after every source has stopped, so that batches ingested before
+// shutdown are written (within Buffer.CloseTimeout). A failing bus subscription is
+// retried and never stops the judge, nor does a failing store: the API keeps answering
+// from what it has.
 func (j *Judge) Run(ctx context.Context) error {
 	var ln net.Listener
 	if j.o.Listen != "" {
 		var err error
 		ln, err = net.Listen("tcp", j.o.Listen)
 		if err != nil {
+			j.Close()
 			return fmt.Errorf("judge: listen on %s: %w", j.o.Listen, err)
 		}
 	}
-	writerDone := make(chan struct{})
-	go func() { defer close(writerDone); j.writeLoop() }()
 
 	srcCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -256,11 +284,15 @@ func (j *Judge) Run(ctx context.Context) error {
 		scancel()
 	}
 	wg.Wait()
-	close(j.queue) // no source is left: the writer drains what is queued and exits
-	select {
-	case <-writerDone:
-	case <-time.After(20 * time.Second):
-		j.log.Warn("store writer did not drain in time; queued batches are lost", "queued", len(j.queue))
+	// No source is left: write what is buffered, within the buffer's close timeout.
+	if c := j.buf.Counters(); c.Buffered > 0 {
+		j.log.Info("writing buffered points before stopping", "points", c.Buffered)
+	}
+	if err := j.Close(); err != nil {
+		j.log.Warn("closing the store buffer", "err", err)
+	}
+	if c := j.buf.Counters(); c.Dropped > 0 {
+		j.log.Warn("points were dropped on the way to the store", "dropped", c.Dropped, "written", c.Written)
 	}
 	j.log.Info("judge stopped")
 	select {
@@ -322,7 +354,7 @@ const (
 var ErrDecode = errors.New("bad metric batch")
 
 // IngestRaw decodes one encoded batch and ingests it. An undecodable batch is counted and
-// returned as an error wrapping ErrDecode; it changes nothing.
+// returned as an error wrapping ErrDecode; it changes nothing. Other errors are Ingest's.
 func (j *Judge) IngestRaw(data []byte, source string) error {
 	b, err := metric.Decode(data)
 	if err == nil {
@@ -333,13 +365,13 @@ func (j *Judge) IngestRaw(data []byte, source string) error {
 		j.log.Debug("skipping undecodable batch", "source", source, "err", err)
 		return fmt.Errorf("%w: %w", ErrDecode, err)
 	}
-	j.Ingest(b, source)
-	return nil
+	return j.Ingest(b, source)
 }
 
-// Ingest adds a decoded, valid batch to the incremental analysis and queues its points
-// for the store. It never waits for the store.
-func (j *Judge) Ingest(b metric.Batch, source string) {
+// Ingest adds a decoded, valid batch to the incremental analysis and hands its points to
+// the store buffer. It never waits for the store. It fails, wrapping store.ErrClosed,
+// only once the judge is closed; the batch is analysed all the same.
+func (j *Judge) Ingest(b metric.Batch, source string) error {
 	j.inc.Observe(b)
 	j.m.batches.WithLabelValues(source).Inc()
 	j.m.points.WithLabelValues(source).Add(float64(len(b.Points)))
@@ -360,47 +392,13 @@ func (j *Judge) Ingest(b metric.Batch, source string) {
 		pts = append(pts, sp)
 	}
 	if len(pts) == 0 {
-		return
+		return nil
 	}
-	select {
-	case j.queue <- pts:
-	default:
-		j.m.storeDropped.Inc()
+	// Write refuses only invalid points (checked above) and a closed buffer.
+	if err := j.buf.Write(context.Background(), pts); err != nil {
+		return fmt.Errorf("judge: store %d points: %w", len(pts), err)
 	}
-}
-
-// writeLoop writes queued batches, several at a time, until the queue is closed.
-func (j *Judge) writeLoop() {
-	const maxPoints = 5000
-	var lastWarn time.Time
-	for pts := range j.queue {
-		// Coalesce what is already waiting into one write.
-	more:
-		for len(pts) < maxPoints {
-			select {
-			case next, ok := <-j.queue:
-				if !ok {
-					break more
-				}
-				pts = append(pts, next...)
-			default:
-				break more
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		err := j.o.Store.Write(ctx, pts)
-		cancel()
-		if err != nil {
-			j.m.storeErrors.Inc()
-			j.m.storeLost.Add(float64(len(pts)))
-			if time.Since(lastWarn) > 30*time.Second {
-				lastWarn = time.Now()
-				j.log.Warn("store write failed; points lost (further failures within 30 s not logged)", "err", err, "points", len(pts))
-			}
-			continue
-		}
-		j.m.storeWritten.Add(float64(len(pts)))
-	}
+	return nil
 }
 
 // views returns the NodeViews of every known node with their historical analysis,

@@ -69,6 +69,7 @@ func newJudge(t *testing.T, mod func(*Options)) (*Judge, *clock) {
 	}
 	j, err := New(o)
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, j.Close()) })
 	return j, c
 }
 
@@ -429,12 +430,15 @@ func post(t *testing.T, url, body string) (int, string) {
 }
 
 // The store failing (writes and queries) does not stop placements: they read only the
-// in-memory analyses. Failures are counted; when the store is back, writes resume.
+// in-memory analyses. Failed writes are counted and retried; when the store is back,
+// what was buffered meanwhile is written, and nothing is lost.
 func TestPlacementWhileStoreFails(t *testing.T) {
 	fs := &failingStore{Store: openStore(t), down: true}
-	base, j := readyJudge(t, Options{Store: fs, Algorithm: "leastload", HistoricalEvery: time.Second})
-	for i := range 20 {
-		j.Ingest(load(fmt.Sprintf("wave-%d", i%4), time.Now(), float64(10*(i%4)), 40), sourceHTTP)
+	base, j := readyJudge(t, Options{Store: fs, Algorithm: "leastload", HistoricalEvery: time.Second,
+		Buffer: store.BufferOptions{MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}})
+	start := time.Now()
+	for i := range 20 { // distinct times: a point's identity includes its time
+		require.NoError(t, j.Ingest(load(fmt.Sprintf("wave-%d", i%4), start.Add(time.Duration(i)*time.Millisecond), float64(10*(i%4)), 40), sourceHTTP))
 	}
 	eventually(t, "failed writes counted", func() bool {
 		_, m := get(t, base+"/metrics")
@@ -447,13 +451,102 @@ func TestPlacementWhileStoreFails(t *testing.T) {
 		require.Contains(t, body, `"node":"wave-0"`)
 	}
 	require.Nil(t, j.Historical().Snapshot())
+	_, m := get(t, base+"/metrics")
+	require.Contains(t, m, "binlake_judge_store_points_buffered 60\n", "20 batches of 3 points wait")
+	require.Contains(t, m, "binlake_judge_store_points_written_total 0\n")
+	_, h := get(t, base+"/healthz")
+	require.Contains(t, h, `"status":"ok"`)
+	require.Contains(t, h, `"buffered":60,"dropped":0,"written":0`)
 
 	fs.setDown(false)
-	j.Ingest(load("wave-0", time.Now(), 5, 5), sourceHTTP)
+	require.NoError(t, j.Ingest(load("wave-0", start.Add(time.Second), 5, 5), sourceHTTP))
 	eventually(t, "writes resumed", func() bool {
 		_, m := get(t, base+"/metrics")
-		return strings.Contains(m, "binlake_judge_store_points_written_total 3\n")
+		return strings.Contains(m, "binlake_judge_store_points_written_total 63\n")
 	})
+	_, m = get(t, base+"/metrics")
+	require.Contains(t, m, "binlake_judge_store_points_buffered 0\n")
+	require.Contains(t, m, "binlake_judge_store_points_dropped_total 0\n")
+	s, err := fs.Stats(context.Background(), store.Query{Node: "wave-0", Name: "cpu.util", From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, int64(6), s.Count, "5 batches of wave-0 during the outage and 1 after")
+}
+
+// Past its capacity the buffer drops the oldest points and counts them, in /metrics,
+// /healthz and on the status page; placements go on.
+func TestStoreBufferOverflow(t *testing.T) {
+	fs := &failingStore{Store: openStore(t), down: true}
+	j, _ := newJudge(t, func(o *Options) {
+		o.Store = fs
+		o.Buffer = store.BufferOptions{Capacity: 10, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}
+	})
+	h := j.Handler()
+	// One batch of 18 points into room for 10: one buffer write, so exactly the 8
+	// oldest go whatever the writer is doing.
+	b := metric.Batch{Node: "wave-1", TS: t0, IntervalS: 10}
+	for i := range 18 {
+		b.Points = append(b.Points, metric.Point{Name: "wave.tps", Value: float64(i), Labels: map[string]string{"instance": fmt.Sprintf("i%02d", i)}})
+	}
+	r := do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b)))
+	require.Equal(t, http.StatusAccepted, r.status, string(r.body))
+	c := j.StoreCounters()
+	c.Errors = 0 // how many retries happened so far depends on timing
+	require.Equal(t, store.BufferCounters{Buffered: 10, Dropped: 8}, c)
+	r = do(t, h, "GET", "/metrics", "", nil)
+	require.Contains(t, string(r.body), "binlake_judge_store_points_dropped_total 8\n")
+	r = do(t, h, "GET", "/healthz", "", nil)
+	require.Contains(t, string(r.body), `"store":{"buffered":10,"dropped":8,"written":0,`)
+	r = do(t, h, "GET", "/", "", nil)
+	require.Contains(t, string(r.body), `10 points buffered · 0 written · <span class="err">8 dropped</span>`)
+	j.Ingest(load("wave-2", t0, 10, 10), sourceHTTP)
+	r = do(t, h, "POST", "/v1/placement", "", strings.NewReader(`{"instance":"orders"}`))
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+
+	// The store comes back: the newest points are written, the oldest never are.
+	fs.setDown(false)
+	eventually(t, "the buffer written", func() bool { return j.StoreCounters().Written == 13 })
+	for i, want := range map[int]int64{0: 0, 7: 0, 8: 1, 17: 1} {
+		s, err := fs.Stats(context.Background(), store.Query{Node: "wave-1", Name: "wave.tps",
+			Labels: map[string]string{"instance": fmt.Sprintf("i%02d", i)}, From: t0, To: t0.Add(time.Hour)})
+		require.NoError(t, err)
+		require.Equal(t, want, s.Count, "instance i%02d", i)
+	}
+}
+
+// Stopping the judge writes what is buffered; afterwards ingest is refused with 503.
+func TestRunWritesBufferOnStop(t *testing.T) {
+	fs := &failingStore{Store: openStore(t), down: true}
+	j, err := New(Options{Store: fs, Logger: quiet, Listen: "127.0.0.1:0",
+		Buffer: store.BufferOptions{MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, CloseTimeout: time.Minute}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- j.Run(ctx) }()
+	for i := range 5 {
+		require.NoError(t, j.Ingest(load("wave-1", t0.Add(time.Duration(i)*time.Second), 10, 10), sourceHTTP))
+	}
+	eventually(t, "a failed write", func() bool { return j.StoreCounters().Errors > 0 })
+	cancel()
+	// Run closes the buffer and drains it into a store that still fails; it comes back.
+	eventually(t, "the buffer closing", func() bool { return j.buf.Write(context.Background(), nil) != nil })
+	fs.setDown(false)
+	require.NoError(t, <-done)
+	c := j.StoreCounters()
+	require.Equal(t, int64(15), c.Written)
+	require.Zero(t, c.Dropped)
+	require.Zero(t, c.Buffered)
+	s, err := fs.Stats(context.Background(), store.Query{Node: "wave-1", Name: "mem.used_pct", From: t0, To: t0.Add(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, int64(5), s.Count)
+
+	err = j.Ingest(load("wave-1", t0.Add(time.Minute), 10, 10), sourceHTTP)
+	require.ErrorIs(t, err, store.ErrClosed)
+	r := do(t, j.Handler(), "POST", "/v1/metrics", "", bytes.NewReader(encode(t, load("wave-1", t0.Add(2*time.Minute), 10, 10))))
+	require.Equal(t, http.StatusServiceUnavailable, r.status, string(r.body))
+	code, msg := errorOf(t, r)
+	require.Equal(t, "unavailable", code)
+	require.Equal(t, "the judge is stopping", msg)
+	require.NoError(t, j.Close(), "idempotent")
 }
 
 // A batch published on the bus is analysed, listed and used for placement; a garbage

@@ -3,13 +3,13 @@ package judge
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/binlake/binlake/judge/store"
 )
 
 type metrics struct {
 	batches, points, decodeErrors *prometheus.CounterVec
 	pointsUnstorable              prometheus.Counter
-	storeDropped, storeErrors     prometheus.Counter
-	storeWritten, storeLost       prometheus.Counter
 	subscribeErrors               prometheus.Counter
 	placements                    *prometheus.CounterVec
 	placementSeconds              *prometheus.HistogramVec
@@ -32,14 +32,6 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 			Help: "Batches skipped because they could not be decoded or validated, by source."}, []string{"source"}),
 		pointsUnstorable: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "points_unstorable_total",
 			Help: "Points analysed but not stored because the store refuses them (label limits)."}),
-		storeDropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "store_queue_dropped_batches_total",
-			Help: "Batches dropped because the store queue was full."}),
-		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "store_write_errors_total",
-			Help: "Store writes that failed."}),
-		storeWritten: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "store_points_written_total",
-			Help: "Points the store accepted."}),
-		storeLost: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "store_points_lost_total",
-			Help: "Points of failed store writes."}),
 		subscribeErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "subscribe_errors_total",
 			Help: "Bus subscriptions that ended with an error and were restarted."}),
 		placements: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "placements_total",
@@ -49,10 +41,8 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 			Buckets: []float64{.00001, .00005, .0001, .0005, .001, .005, .01, .05, .1, .5}}, []string{"algorithm"}),
 	}
 	cs := []prometheus.Collector{
-		m.batches, m.points, m.decodeErrors, m.pointsUnstorable, m.storeDropped, m.storeErrors,
-		m.storeWritten, m.storeLost, m.subscribeErrors, m.placements, m.placementSeconds,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "store_queue_batches",
-			Help: "Batches waiting for the store."}, func() float64 { return float64(len(j.queue)) }),
+		m.batches, m.points, m.decodeErrors, m.pointsUnstorable, m.subscribeErrors, m.placements, m.placementSeconds,
+		newBufferCollector(ns, sub, j.StoreCounters),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "nodes",
 			Help: "Nodes known to the current-hour analysis."}, func() float64 { return float64(len(j.inc.NodeIDs())) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "historical_refreshes_total",
@@ -70,14 +60,49 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 			Help: "Points stored but left out of the current hour because their batch was from an earlier hour."},
 			func() float64 { return float64(j.inc.Late()) }),
 	}
-	// A store that counts its own buffering (the buffered or elastic store) exposes it.
-	if c, ok := j.o.Store.(prometheus.Collector); ok {
-		cs = append(cs, c)
-	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// bufferCollector exposes the store buffer's counters, read once per scrape so that one
+// scrape's figures add up: every point handed to the buffer is written, dropped or
+// still buffered.
+type bufferCollector struct {
+	counters          func() store.BufferCounters
+	buffered, dropped *prometheus.Desc
+	written, errors   *prometheus.Desc
+}
+
+func newBufferCollector(ns, sub string, counters func() store.BufferCounters) *bufferCollector {
+	name := func(n string) string { return prometheus.BuildFQName(ns, sub, n) }
+	return &bufferCollector{
+		counters: counters,
+		buffered: prometheus.NewDesc(name("store_points_buffered"),
+			"Points waiting for the store (including the batch being written).", nil, nil),
+		dropped: prometheus.NewDesc(name("store_points_dropped_total"),
+			"Points that never reached the store: the oldest past the buffer's capacity, batches the store refused as invalid, and what was left when the judge stopped.", nil, nil),
+		written: prometheus.NewDesc(name("store_points_written_total"),
+			"Points the store accepted.", nil, nil),
+		errors: prometheus.NewDesc(name("store_write_errors_total"),
+			"Store writes that failed (each retry counts); their points stay buffered and are retried with back-off.", nil, nil),
+	}
+}
+
+func (c *bufferCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.buffered
+	ch <- c.dropped
+	ch <- c.written
+	ch <- c.errors
+}
+
+func (c *bufferCollector) Collect(ch chan<- prometheus.Metric) {
+	v := c.counters()
+	ch <- prometheus.MustNewConstMetric(c.buffered, prometheus.GaugeValue, float64(v.Buffered))
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(v.Dropped))
+	ch <- prometheus.MustNewConstMetric(c.written, prometheus.CounterValue, float64(v.Written))
+	ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(v.Errors))
 }

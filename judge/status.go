@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/buildinfo"
+	"github.com/binlake/binlake/judge/store"
 )
 
 // statusPage is the built-in status page: plain HTML with inline style, no scripts or
@@ -38,6 +39,7 @@ small{color:#666}
 </style></head><body>
 <h1>BinLake judge</h1>
 <p><small>version {{.Version}} · default algorithm <b>{{.Algorithm}}</b> · hour {{.Hour.Format "15:04"}} UTC · historical analysis {{if .HistAsOf.IsZero}}not computed yet{{else}}as of {{age .Now .HistAsOf}}{{end}}</small></p>
+<p id="store"><small>store: {{.Store.Buffered}} points buffered · {{.Store.Written}} written · {{if .Store.Dropped}}<span class="err">{{.Store.Dropped}} dropped</span>{{else}}0 dropped{{end}} · {{.Store.Errors}} failed writes</small></p>
 <h2>Nodes ({{len .Nodes}})</h2>
 {{if .Nodes}}<table id="nodes">
 <tr><th>node</th><th>state</th><th>last batch</th><th>cpu %</th><th>mem %</th><th>load.1</th><th>net bytes/s</th><th>wave TPS</th><th>instances</th></tr>
@@ -73,7 +75,9 @@ func (j *Judge) handleStatus(w http.ResponseWriter, r *http.Request) {
 		Now, Hour, HistAsOf time.Time
 		Nodes               []nodeSummary
 		Recent              []Placement
-	}{Version: buildinfo.String(), Algorithm: j.o.Algorithm, Now: j.now(), Hour: j.inc.Hour(), Nodes: j.summaries(), Recent: j.Recent()}
+		Store               store.BufferCounters
+	}{Version: buildinfo.String(), Algorithm: j.o.Algorithm, Now: j.now(), Hour: j.inc.Hour(), Nodes: j.summaries(), Recent: j.Recent(),
+		Store: j.buf.Counters()}
 	if s := j.hist.Snapshot(); s != nil {
 		data.HistAsOf = s.AsOf
 	}

@@ -62,7 +62,8 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("http token: %w", err)
 	}
 
-	// The store: the sink, opened first and closed last.
+	// The store: the sink, opened first and closed last. The judge writes to it through
+	// its bounded, retrying buffer (store.buffer), so neither kind is wrapped here.
 	var st store.Store
 	storeDesc := ""
 	switch cfg.Store.Kind {
@@ -118,7 +119,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Store: st, Subscriber: sub, Listen: cfg.HTTP.Listen, Token: token,
 		Algorithm: cfg.Placement.Algorithm, Filters: cfg.Filters(), Plugins: cfg.Placement.Plugins,
 		EWMAAlpha: cfg.Analysis.EWMAAlpha, HistoricalEvery: cfg.Analysis.HistoricalEvery.D(),
-		HistoricalMetrics: cfg.Analysis.HistoricalMetrics, Retention: cfg.Store.Retention.D(), StoreQueue: cfg.Store.Queue,
+		HistoricalMetrics: cfg.Analysis.HistoricalMetrics, Retention: cfg.Store.Retention.D(), Buffer: cfg.Store.Buffer.Options(),
 		Logger: logger,
 		Ready: func(addr string) {
 			fmt.Fprintf(stdout, "judge serving on http://%s (status page at /)\n", addr)
