@@ -190,6 +190,13 @@ func (c *Config) Validate() error {
 // PipelineOptions returns the pipeline settings as Options fields.
 func (c *Config) PipelineOptions() PipelineOptions {
 	p := c.Pipeline
-	return PipelineOptions{BatchRows: p.BatchRows, QueueItems: p.QueueItems, CommitInterval: p.CommitInterval.D(),
+	o := PipelineOptions{BatchRows: p.BatchRows, QueueItems: p.QueueItems, CommitInterval: p.CommitInterval.D(),
 		PublishBackoffMax: p.PublishBackoffMax.D(), ReconnectBackoffMax: p.ReconnectBackoffMax.D(), Heartbeat: p.Heartbeat.D()}
+	if c.Sink.Type == SinkKafka {
+		// The Kafka bus is built with batch_size and max_message_bytes as its writer's
+		// batch size and bytes (cmd/binlake): one produce request per partition per call.
+		o.PublishChunkMessages = c.Sink.Kafka.BatchSize
+		o.PublishChunkBytes = int64(c.Sink.Kafka.MaxMessageBytes)
+	}
+	return o
 }

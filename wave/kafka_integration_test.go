@@ -152,7 +152,7 @@ func TestWaveKafkaIntegration(t *testing.T) {
 	wv, err := wave.New(wave.Options{Node: "wave-k1", HTTPAddr: "127.0.0.1:0", Coord: c, Publisher: pub, Topics: b,
 		TopicSpec: bus.TopicSpec{Partitions: 3}, MaxMessageBytes: 1 << 20, PollInterval: 200 * time.Millisecond,
 		Logger: testLogger(t), Ready: func(a string) { addrc <- a },
-		Pipeline: wave.PipelineOptions{CommitInterval: 200 * time.Millisecond}})
+		Pipeline: wave.PipelineOptions{CommitInterval: 200 * time.Millisecond, PublishChunkMessages: 1000, PublishChunkBytes: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

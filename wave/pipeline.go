@@ -33,6 +33,57 @@ type publisher struct {
 	commit     *committer
 	rows       int64 // rows published by the instance so far (carried in the offset)
 	now        func() time.Time
+	// chunkMsgs and chunkBytes bound each topic's share of one Publish call (0 = no
+	// bound); see chunks.
+	chunkMsgs  int
+	chunkBytes int64
+}
+
+// recordOverhead is what a producer adds to key and value when it sizes a batch: kafka-go
+// counts 4+1+1+8 bytes of record fields, 4+4 of lengths and a header count (23 bytes);
+// rounded up so a chunk can never overflow the writer's batch bytes.
+const recordOverhead = 32
+
+// chunks splits msgs, in order, into consecutive runs in which no topic has more than
+// maxMsgs messages or maxBytes bytes (key + value + recordOverhead each).
+//
+// Why: kafka-go's Writer cuts a partition's share of one WriteMessages call into several
+// produce requests when it exceeds its batch size or bytes, writes them one after another,
+// and writes the later ones even when an earlier one failed for good. A retried call then
+// puts a key's older changes after its newer ones on the partition: a reordering, not a
+// duplicate. Kept to one produce request per partition, a call's effect on each partition
+// is all or nothing (Kafka appends a record batch atomically) and a retry repeats a
+// contiguous run: consumers see duplicates, never a key's changes out of order. A topic's
+// share bounds every partition's share, whatever the partition count.
+func chunks(msgs []bus.Message, maxMsgs int, maxBytes int64) [][]bus.Message {
+	if maxMsgs <= 0 && maxBytes <= 0 {
+		return [][]bus.Message{msgs}
+	}
+	type load struct {
+		n     int
+		bytes int64
+	}
+	var out [][]bus.Message
+	per := map[string]*load{}
+	start := 0
+	for i, m := range msgs {
+		size := int64(len(m.Key) + len(m.Value) + recordOverhead)
+		l := per[m.Topic]
+		if l == nil {
+			l = &load{}
+			per[m.Topic] = l
+		}
+		if l.n > 0 && ((maxMsgs > 0 && l.n+1 > maxMsgs) || (maxBytes > 0 && l.bytes+size > maxBytes)) {
+			out = append(out, msgs[start:i])
+			start = i
+			clear(per)
+			l = &load{}
+			per[m.Topic] = l
+		}
+		l.n++
+		l.bytes += size
+	}
+	return append(out, msgs[start:])
 }
 
 func (p *publisher) run(ctx context.Context) error {
@@ -61,18 +112,25 @@ func (p *publisher) run(ctx context.Context) error {
 		var ts int64
 		bytes := 0
 		idle := false
+		commitRows := p.rows // rows up to the last boundary in the batch, for the offset
 		for _, it := range batch {
 			msgs = append(msgs, it.msgs...)
 			bytes += it.bytes
 			if it.commit != nil {
 				commit = it.commit
+				commitRows = p.rows + int64(len(msgs))
 			}
 			ts = max(ts, it.ts)
 			idle = it.idle // the last item decides: a heartbeat after everything else
 		}
 		if len(msgs) > 0 {
-			if err := p.publish(ctx, msgs); err != nil {
-				return err
+			for _, chunk := range chunks(msgs, p.chunkMsgs, p.chunkBytes) {
+				if err := p.publish(ctx, chunk); err != nil {
+					return err
+				}
+				if ctx.Err() != nil {
+					return nil
+				}
 			}
 			p.rows += int64(len(msgs))
 			p.m.rows.WithLabelValues(p.id).Add(float64(len(msgs)))
@@ -90,7 +148,7 @@ func (p *publisher) run(ctx context.Context) error {
 		}
 		if commit != nil {
 			c := *commit
-			c.Rows = p.rows
+			c.Rows = commitRows
 			p.commit.ack(c)
 		}
 		// Release the batch's messages for the collector while the slice is reused.
@@ -292,7 +350,8 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		m: w.m, log: log, now: time.Now, version: version, committed: start, kick: make(chan struct{}, 1)}
 	pub := &publisher{id: inst.ID, pub: w.opts.Publisher, in: items, maxRows: w.opts.Pipeline.BatchRows,
 		backoffMin: 100 * time.Millisecond, backoffMax: w.opts.Pipeline.PublishBackoffMax,
-		m: w.m, log: log, commit: cm, rows: start.Rows, now: time.Now}
+		m: w.m, log: log, commit: cm, rows: start.Rows, now: time.Now,
+		chunkMsgs: w.opts.Pipeline.PublishChunkMessages, chunkBytes: w.opts.Pipeline.PublishChunkBytes}
 	capt, err := newCapture(captureOptions{
 		inst: inst, password: password.Reveal(), filter: filter, log: log, out: items,
 		maxBytes: w.opts.MaxMessageBytes,

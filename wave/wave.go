@@ -59,6 +59,12 @@ type PipelineOptions struct {
 	Heartbeat time.Duration
 	// RetryBackoff is the pause before a wave campaigns again after a pipeline error. 2 s.
 	RetryBackoff time.Duration
+	// PublishChunkMessages and PublishChunkBytes bound each topic's share of one
+	// publish call; 0 = unbounded. Set them to the Kafka writer's batch size and batch
+	// bytes so that a call is at most one produce request per partition, which keeps
+	// each key's changes in order across a retried partial failure (see chunks).
+	PublishChunkMessages int
+	PublishChunkBytes    int64
 }
 
 // Options configures a Wave.
