@@ -57,7 +57,9 @@ func (m Message) Status() string {
 }
 
 // CommonLabels are the labels every alert of the message shares.
-func (m Message) CommonLabels() map[string]string { return common(m.Alerts, func(a Alert) map[string]string { return a.Labels }) }
+func (m Message) CommonLabels() map[string]string {
+	return common(m.Alerts, func(a Alert) map[string]string { return a.Labels })
+}
 
 // CommonAnnotations are the annotations every alert of the message shares.
 func (m Message) CommonAnnotations() map[string]string {

@@ -21,12 +21,12 @@ func series(vs ...float64) []Sample {
 
 func TestEval(t *testing.T) {
 	cases := []struct {
-		name      string
-		cond      string
-		s         []Sample
-		value     float64
-		active    bool
-		ok        bool
+		name   string
+		cond   string
+		s      []Sample
+		value  float64
+		active bool
+		ok     bool
 	}{
 		{"last violates", "last > 80", series(10, 90), 90, true, true},
 		{"last holds", "last > 80", series(90, 10), 10, false, true},
@@ -93,25 +93,25 @@ func TestParseCond(t *testing.T) {
 		})
 	}
 	bad := map[string]string{
-		"":                   "empty",
-		"avg > 3":            "needs a point count",
-		"avg(3) > 3":         "point count like #3",
-		"avg(#0) > 3":        "#1 to #1000",
-		"avg(#1001) > 3":     "#1 to #1000",
-		"avg(#3 > 3":         "missing ')'",
-		"median(#3) > 3":     "unknown function",
-		"> 3":                "no function",
-		"last":               "missing operator",
-		"last =< 3":          "unknown operator",
-		"last >":             "missing threshold",
-		"last > abc":         "not a finite number",
-		"last > NaN":         "not a finite number",
-		"last > Inf":         "not a finite number",
-		"avg_over > 3":       "needs a window",
-		"avg_over(0s) > 3":   "window",
-		"avg_over(48h) > 3":  "window",
-		"avg_over(5x) > 3":   "window",
-		"last > 3 extra":     "not a finite number",
+		"":                  "empty",
+		"avg > 3":           "needs a point count",
+		"avg(3) > 3":        "point count like #3",
+		"avg(#0) > 3":       "#1 to #1000",
+		"avg(#1001) > 3":    "#1 to #1000",
+		"avg(#3 > 3":        "missing ')'",
+		"median(#3) > 3":    "unknown function",
+		"> 3":               "no function",
+		"last":              "missing operator",
+		"last =< 3":         "unknown operator",
+		"last >":            "missing threshold",
+		"last > abc":        "not a finite number",
+		"last > NaN":        "not a finite number",
+		"last > Inf":        "not a finite number",
+		"avg_over > 3":      "needs a window",
+		"avg_over(0s) > 3":  "window",
+		"avg_over(48h) > 3": "window",
+		"avg_over(5x) > 3":  "window",
+		"last > 3 extra":    "not a finite number",
 	}
 	for in, want := range bad {
 		t.Run("bad "+in, func(t *testing.T) {

@@ -54,9 +54,9 @@ type File struct {
 
 // Raw is one policy as written in the file.
 type Raw struct {
-	Name    string `yaml:"name"`
-	Metric  string `yaml:"metric"`
-	Nodes   struct {
+	Name   string `yaml:"name"`
+	Metric string `yaml:"metric"`
+	Nodes  struct {
 		Names  []string          `yaml:"names"`
 		Regex  string            `yaml:"regex"`
 		Labels map[string]string `yaml:"labels"`
