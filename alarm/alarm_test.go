@@ -1,0 +1,209 @@
+package alarm
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/memory"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// receiver is an httptest webhook receiver that decodes Alertmanager payloads.
+type receiver struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	got  []notify.WebhookPayload
+	seen chan struct{}
+}
+
+func newReceiver(t testing.TB) *receiver {
+	r := &receiver{seen: make(chan struct{}, 100)}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var p notify.WebhookPayload
+		if err := json.NewDecoder(req.Body).Decode(&p); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		r.mu.Lock()
+		r.got = append(r.got, p)
+		r.mu.Unlock()
+		select {
+		case r.seen <- struct{}{}:
+		default:
+		}
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) payloads() []notify.WebhookPayload {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]notify.WebhookPayload(nil), r.got...)
+}
+
+func (r *receiver) wait(t testing.TB, n int) []notify.WebhookPayload {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		if p := r.payloads(); len(p) >= n {
+			return p
+		}
+		select {
+		case <-r.seen:
+		case <-deadline:
+			t.Fatalf("webhook received %d payloads, want %d", len(r.payloads()), n)
+		}
+	}
+}
+
+func webhookChannel(t testing.TB, url string) notify.Notifier {
+	h, err := notify.NewHTTP(notify.HTTPOptions{Format: notify.FormatWebhook, URL: config.Secret(url)})
+	require.NoError(t, err)
+	return h
+}
+
+// startAlarm runs an alarm until the test ends and returns its base URL.
+func startAlarm(t testing.TB, o Options) (string, *Alarm) {
+	t.Helper()
+	a, err := New(o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	a.o.Listen = "127.0.0.1:0"
+	a.o.Ready = func(addr string) { addrc <- addr }
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	select {
+	case addr := <-addrc:
+		return "http://" + addr, a
+	case err := <-done:
+		t.Fatalf("alarm stopped: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("alarm did not start")
+	}
+	return "", nil
+}
+
+func do(t testing.TB, method, url, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestAlarmEndToEnd: a violating batch on the in-process bus reaches the webhook; the API
+// lists the alert, silences need the token, /metrics counts it all.
+func TestAlarmEndToEnd(t *testing.T) {
+	rcv := newReceiver(t)
+	b, err := memory.New(memory.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	ctx := context.Background()
+	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic}))
+	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: DefaultGroup})
+	require.NoError(t, err)
+	c := openCoord(t, t.TempDir())
+	t.Cleanup(func() { c.Close() })
+	base, _ := startAlarm(t, Options{
+		Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"c": webhookChannel(t, rcv.srv.URL)},
+		Subscriber: sub, Coordinator: c, Token: "s3cret", EvalInterval: 50 * time.Millisecond, Logger: quiet,
+		Dispatch: notify.DispatcherOptions{Backoff: 10 * time.Millisecond},
+	})
+	pub, err := b.Publisher()
+	require.NoError(t, err)
+	enc := func(bt metric.Batch) []byte { d, err := metric.Encode(bt); require.NoError(t, err); return d }
+	now := time.Now().UTC()
+	require.NoError(t, pub.Publish(ctx,
+		bus.Message{Topic: metric.Topic, Key: []byte("x"), Value: []byte("{garbage")},
+		bus.Message{Topic: metric.Topic, Key: []byte("wave-9"), Value: enc(batch("wave-9", now, cpu(97)))},
+	))
+	p := rcv.wait(t, 1)[0]
+	require.Equal(t, "firing", p.Status)
+	require.Equal(t, "c", p.Receiver)
+	require.Equal(t, "wave-9", p.Alerts[0].Labels["node"])
+	require.Equal(t, "wave-9 at 97", p.Alerts[0].Annotations["summary"])
+
+	code, body := do(t, "GET", base+"/v1/alerts?state=firing", "", "")
+	require.Equal(t, 200, code)
+	require.Contains(t, body, `"node":"wave-9"`)
+	require.Contains(t, body, `"notifications":1`)
+	code, body = do(t, "GET", base+"/v1/alerts?state=bogus", "", "")
+	require.Equal(t, 400, code)
+	require.Contains(t, body, `"code":"invalid"`)
+
+	sil := `{"matchers":[{"name":"node","value":"wave-9","isRegex":false}],"duration":"1h","createdBy":"t","comment":"maintenance"}`
+	code, body = do(t, "POST", base+"/v1/silences", "", sil)
+	require.Equal(t, 401, code, body)
+	code, body = do(t, "POST", base+"/v1/silences", "wrong", sil)
+	require.Equal(t, 401, code, body)
+	code, body = do(t, "POST", base+"/v1/silences", "s3cret", `{"matchers":[],"duration":"1h"}`)
+	require.Equal(t, 400, code, body)
+	code, body = do(t, "POST", base+"/v1/silences", "s3cret", `{"matchers":[{"name":"node","value":"x"}],"endsAt":"2030-01-01T00:00:00Z","bogus":1}`)
+	require.Equal(t, 400, code, body)
+	code, body = do(t, "POST", base+"/v1/silences", "s3cret", sil)
+	require.Equal(t, 200, code, body)
+	var created struct{ SilenceID string }
+	require.NoError(t, json.Unmarshal([]byte(body), &created))
+	code, body = do(t, "GET", base+"/v1/silences", "", "")
+	require.Equal(t, 200, code)
+	require.Contains(t, body, created.SilenceID)
+	require.Contains(t, body, `"state":"active"`)
+	code, body = do(t, "GET", base+"/v1/alerts", "", "")
+	require.Contains(t, body, `"silencedBy":["`+created.SilenceID+`"]`)
+	code, _ = do(t, "DELETE", base+"/v1/silences/"+created.SilenceID, "", "")
+	require.Equal(t, 401, code)
+	code, _ = do(t, "DELETE", base+"/v1/silences/"+created.SilenceID, "s3cret", "")
+	require.Equal(t, 200, code)
+	code, body = do(t, "DELETE", base+"/v1/silences/"+created.SilenceID, "s3cret", "")
+	require.Equal(t, 404, code, body)
+
+	code, body = do(t, "GET", base+"/healthz", "", "")
+	require.Equal(t, 200, code)
+	require.Contains(t, body, `"firing":1`)
+	code, body = do(t, "GET", base+"/v1/policies", "", "")
+	require.Equal(t, 200, code)
+	require.Contains(t, body, `"condition":"last > 90"`)
+	code, body = do(t, "GET", base+"/metrics", "", "")
+	require.Equal(t, 200, code)
+	for _, want := range []string{
+		"binlake_alarm_evaluations_total 1", "binlake_alarm_decode_errors_total 1",
+		`binlake_alarm_alerts{state="firing"} 1`, `binlake_alarm_notifications_sent_total{channel="c"} 1`,
+		`binlake_alarm_notifications_failed_total{channel="c"} 0`,
+	} {
+		require.Contains(t, body, want)
+	}
+	code, body = do(t, "GET", base+"/nope", "", "")
+	require.Equal(t, 404, code)
+	require.Contains(t, body, `"code":"not_found"`)
+}
+
+func TestNewRejectsUnknownChannel(t *testing.T) {
+	c := openCoord(t, t.TempDir())
+	t.Cleanup(func() { c.Close() })
+	_, err := New(Options{Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"other": notify.Log{L: quiet}}, Coordinator: c})
+	require.ErrorContains(t, err, `names channel "c"`)
+}
