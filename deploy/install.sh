@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# install.sh: install BinLake on one machine (or into a staging tree for a package).
+# Run with --help for the options; deploy/README.md is the guide.
+set -euo pipefail
+
+ROLES=(wave agent alarm judge)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+
+usage() {
+	cat <<EOF
+Usage: deploy/install.sh [options]
+
+Installs the binlake binary, the systemd units of the wave, agent, alarm and judge
+roles, one config per role (from deploy/<role>.example.yaml), the dashboards and the
+guide. Safe to run again: units and the binary are replaced, a config that exists is
+kept, and when the shipped example differs it is written beside it as <config>.new.
+
+Options (environment variables of the same name work too):
+  --binary PATH      install this binlake binary instead of building one from this
+                     checkout with 'go build' (needs Go)
+  --prefix DIR       PREFIX, default /usr/local: the binary goes to PREFIX/bin, the
+                     dashboards and the guide to PREFIX/share
+  --destdir DIR      DESTDIR, default empty: stage everything under DIR (for a
+                     package). Nothing outside DIR is touched: no user is created,
+                     no ownership changed, systemctl is not run.
+  --sysconfdir DIR   SYSCONFDIR, default /etc: configs go to SYSCONFDIR/binlake
+  --unitdir DIR      UNITDIR, default /etc/systemd/system (packages: /usr/lib/systemd/system)
+  --no-user          do not create the binlake system user
+  -h, --help         this help
+
+Without DESTDIR it must run as root: it creates the system user 'binlake' (when
+missing), makes the configs readable by root and that group only, and runs
+'systemctl daemon-reload' when systemd is running. It enables and starts nothing:
+that is 'systemctl enable --now binlake-<role>' for the roles this machine runs.
+EOF
+}
+
+die() { echo "install.sh: $*" >&2; exit 1; }
+say() { echo "install.sh: $*"; }
+
+BINARY=${BINARY:-}
+PREFIX=${PREFIX:-/usr/local}
+DESTDIR=${DESTDIR:-}
+SYSCONFDIR=${SYSCONFDIR:-/etc}
+UNITDIR=${UNITDIR:-/etc/systemd/system}
+CREATE_USER=1
+
+need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (see --help)"; }
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--binary) need_arg "$@"; BINARY=$2; shift 2 ;;
+	--binary=*) BINARY=${1#*=}; shift ;;
+	--prefix) need_arg "$@"; PREFIX=$2; shift 2 ;;
+	--prefix=*) PREFIX=${1#*=}; shift ;;
+	--destdir) need_arg "$@"; DESTDIR=$2; shift 2 ;;
+	--destdir=*) DESTDIR=${1#*=}; shift ;;
+	--sysconfdir) need_arg "$@"; SYSCONFDIR=$2; shift 2 ;;
+	--sysconfdir=*) SYSCONFDIR=${1#*=}; shift ;;
+	--unitdir) need_arg "$@"; UNITDIR=$2; shift 2 ;;
+	--unitdir=*) UNITDIR=${1#*=}; shift ;;
+	--no-user) CREATE_USER=0; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) die "unknown option '$1' (see --help)" ;;
+	esac
+done
+
+for v in PREFIX SYSCONFDIR UNITDIR; do
+	[[ ${!v} == /* ]] || die "$v must be an absolute path, got '${!v}'"
+	[[ ${!v} != *[[:space:]\|\&\\]* ]] || die "$v must not contain spaces or | & \\, got '${!v}'"
+done
+PREFIX=${PREFIX%/} SYSCONFDIR=${SYSCONFDIR%/} UNITDIR=${UNITDIR%/}
+PREFIX=${PREFIX:-/} SYSCONFDIR=${SYSCONFDIR:-/}
+if [[ -n $DESTDIR ]]; then
+	DESTDIR=${DESTDIR%/}
+	[[ $DESTDIR == /* ]] || DESTDIR=$PWD/$DESTDIR
+	[[ $DESTDIR != / ]] || DESTDIR=
+fi
+system=0 # 1: a live install on this machine (user, ownership, systemctl)
+if [[ -z $DESTDIR ]]; then
+	system=1
+	[[ $(id -u) -eq 0 ]] || die "installing into / needs root; run with sudo, or set DESTDIR to stage the files"
+fi
+
+bindir=$PREFIX/bin
+confdir=$SYSCONFDIR/binlake
+sharedir=$PREFIX/share/binlake
+docdir=$PREFIX/share/doc/binlake
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The binary: given, or built from this checkout.
+if [[ -n $BINARY ]]; then
+	[[ -f $BINARY && -x $BINARY ]] || die "--binary $BINARY: not an executable file"
+	bin=$BINARY
+else
+	command -v go >/dev/null || die "go is not on PATH: build with 'make build' and pass --binary bin/binlake"
+	[[ -f $repo/go.mod ]] || die "no go.mod in $repo: pass --binary"
+	version=$(git -C "$repo" describe --tags --always --dirty 2>/dev/null || echo devel)
+	say "building binlake $version"
+	(cd "$repo" && CGO_ENABLED=0 go build -trimpath \
+		-ldflags "-s -w -X github.com/binlake/binlake/internal/buildinfo.Version=$version" \
+		-o "$tmp/binlake" ./cmd/binlake) || die "go build failed"
+	bin=$tmp/binlake
+fi
+
+# put SRC DST MODE: replace DST with SRC (atomically, via a temporary file beside it).
+put() {
+	local src=$1 dst=$2 mode=$3
+	mkdir -p "$(dirname "$dst")"
+	if [[ -f $dst ]] && cmp -s "$src" "$dst"; then
+		chmod "$mode" "$dst"
+		return
+	fi
+	install -m "$mode" "$src" "$dst.tmp.$$"
+	mv -f "$dst.tmp.$$" "$dst"
+	say "installed ${dst#"$DESTDIR"}"
+}
+
+# config SRC DST: install a config unless one exists; an existing one different from
+# SRC is kept and SRC goes to DST.new for the operator to merge.
+config() {
+	local src=$1 dst=$2 wrote=
+	if [[ ! -e $dst ]]; then
+		put "$src" "$dst" 0640
+		wrote=$dst
+	elif cmp -s "$src" "$dst"; then
+		rm -f "$dst.new"
+	elif [[ -f $dst.new ]] && cmp -s "$src" "$dst.new"; then
+		say "kept ${dst#"$DESTDIR"}; ${dst#"$DESTDIR"}.new still holds the shipped example to merge"
+	else
+		put "$src" "$dst.new" 0640
+		wrote=$dst.new
+		say "kept ${dst#"$DESTDIR"}; the shipped example differs: see ${dst#"$DESTDIR"}.new"
+	fi
+	# Only what this run wrote: an operator's own ownership of a kept config stays.
+	if [[ $system -eq 1 && -n $wrote ]]; then
+		chown root:binlake "$wrote"
+	fi
+}
+
+if [[ $system -eq 1 && $CREATE_USER -eq 1 ]] && ! getent passwd binlake >/dev/null; then
+	getent group binlake >/dev/null || groupadd --system binlake
+	useradd --system --gid binlake --home-dir /var/lib/binlake --no-create-home \
+		--shell /usr/sbin/nologin --comment "BinLake services" binlake
+	say "created system user binlake"
+fi
+if [[ $system -eq 1 ]] && ! getent group binlake >/dev/null; then
+	die "group binlake does not exist (created with the user unless --no-user)"
+fi
+
+# The binary; the one it replaces stays as binlake.prev for a rollback.
+dst=$DESTDIR$bindir/binlake
+if [[ -f $dst ]] && ! cmp -s "$bin" "$dst"; then
+	cp -p "$dst" "$dst.prev"
+	say "kept the previous binary as ${dst#"$DESTDIR"}.prev"
+fi
+put "$bin" "$dst" 0755
+
+# Units: the paths in the shipped files are the defaults; rewrite them for this layout.
+for role in "${ROLES[@]}"; do
+	src=$here/systemd/binlake-$role.service
+	[[ -f $src ]] || die "missing $src"
+	sed -e "s|/usr/local/bin/binlake|$bindir/binlake|g" -e "s|/etc/binlake/|$confdir/|g" "$src" >"$tmp/binlake-$role.service"
+	put "$tmp/binlake-$role.service" "$DESTDIR$UNITDIR/binlake-$role.service" 0644
+done
+
+# Configs: every deploy/<name>.example.yaml becomes <confdir>/<name>.yaml.
+mkdir -p "$DESTDIR$confdir"
+chmod 0750 "$DESTDIR$confdir"
+[[ $system -eq 0 ]] || chown root:binlake "$DESTDIR$confdir"
+shopt -s nullglob
+examples=("$here"/*.example.yaml)
+[[ ${#examples[@]} -gt 0 ]] || die "no example configs in $here"
+for src in "${examples[@]}"; do
+	name=$(basename "$src" .example.yaml)
+	config "$src" "$DESTDIR$confdir/$name.yaml"
+	# The example itself, always current, for reference.
+	put "$src" "$DESTDIR$sharedir/examples/$name.example.yaml" 0644
+done
+
+# Dashboards and the guide.
+for f in "$repo"/dashboards/grafana/*.json "$repo"/dashboards/kibana/*.ndjson; do
+	put "$f" "$DESTDIR$sharedir/dashboards/$(basename "$(dirname "$f")")/$(basename "$f")" 0644
+done
+for f in "$repo"/dashboards/grafana/provisioning/*/*.yaml; do
+	rel=${f#"$repo"/dashboards/}
+	put "$f" "$DESTDIR$sharedir/dashboards/$rel" 0644
+done
+put "$here/README.md" "$DESTDIR$docdir/deploy.md" 0644
+
+if [[ $system -eq 1 ]]; then
+	if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
+		systemctl daemon-reload
+		say "systemctl daemon-reload done"
+	else
+		say "systemd is not running here: no daemon-reload"
+	fi
+	say "next: edit $confdir/<role>.yaml, then systemctl enable --now binlake-<role>"
+fi
