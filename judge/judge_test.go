@@ -204,8 +204,8 @@ func TestAPIBadInput(t *testing.T) {
 	big := `{"instance":"` + strings.Repeat("x", MaxPlacementBytes) + `"}`
 	for _, tc := range []struct {
 		name, method, path, token, body string
-		status                           int
-		code, msg                        string
+		status                          int
+		code, msg                       string
 	}{
 		{"malformed JSON", "POST", "/v1/placement", tok, `{"instance":`, 400, "invalid", "malformed placement request: unexpected EOF"},
 		{"not an object", "POST", "/v1/placement", tok, `[1,2]`, 400, "invalid", "malformed placement request: json: cannot unmarshal array into Go value of type judge.PlacementRequest"},

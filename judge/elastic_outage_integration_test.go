@@ -1,0 +1,418 @@
+package judge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/testenv/estest"
+	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/judge/store/elastic"
+)
+
+// tcpProxy forwards connections from a loopback port to the engine. Down closes the
+// listener and every open connection, so that the judge's client meets refused
+// connections exactly as if the engine were stopped, while the engine keeps serving the
+// other tests that share it; Up listens on the same port again.
+type tcpProxy struct {
+	target, addr string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func startProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &tcpProxy{target: target, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}}
+	p.serve(ln)
+	t.Cleanup(func() { p.Down(); p.wg.Wait() })
+	return p
+}
+
+func (p *tcpProxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed by Down
+			}
+			p.wg.Add(1)
+			go func() { defer p.wg.Done(); p.pipe(c) }()
+		}
+	}()
+}
+
+// track registers c unless the proxy went down meanwhile.
+func (p *tcpProxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln == nil {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *tcpProxy) untrack(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		delete(p.conns, c)
+		c.Close()
+	}
+}
+
+func (p *tcpProxy) pipe(client net.Conn) {
+	if !p.track(client) {
+		client.Close()
+		return
+	}
+	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	if err != nil {
+		p.untrack(client)
+		return
+	}
+	if !p.track(server) {
+		p.untrack(client, server)
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(server, client); done <- struct{}{} }()
+	go func() { io.Copy(client, server); done <- struct{}{} }()
+	<-done // either side ended: end both
+	p.untrack(client, server)
+	<-done
+}
+
+// Down refuses new connections and cuts the open ones.
+func (p *tcpProxy) Down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// Up listens on the proxy's port again.
+func (p *tcpProxy) Up() error {
+	var err error
+	for range 50 { // the port is ours, but its last connections may still be closing
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", p.addr); err == nil {
+			p.serve(ln)
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("proxy: listen on %s again: %w", p.addr, err)
+}
+
+// metricValues reads unlabelled samples from a Prometheus text exposition.
+func metricValues(t *testing.T, body string, names ...string) map[string]int64 {
+	t.Helper()
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	out := map[string]int64{}
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !want[name] {
+			continue
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		require.NoError(t, err, "sample %q", sc.Text())
+		out[name] = int64(v)
+	}
+	require.Len(t, out, len(names), "samples %v in /metrics", names)
+	return out
+}
+
+// TestJudgeElasticOutageIntegration is the issue's acceptance test "engine stopped for
+// 30 s while batches flow" on a running judge: agents post batches over HTTP to a judge
+// that stores them in the real engine through a proxy; the proxy refuses connections for
+// 30 s (3 s with -short). Placements must keep succeeding, the judge must buffer (and,
+// past its capacity, drop the oldest points and count them), then write what it buffered.
+// At the end the test counts the points in the engine: exactly those the judge says it
+// wrote, and with those it says it dropped, exactly those it accepted.
+func TestJudgeElasticOutageIntegration(t *testing.T) {
+	cfg := estest.Config(t)
+	outage := 30 * time.Second
+	if testing.Short() {
+		outage = 3 * time.Second
+	}
+	const (
+		perBatch = 10
+		every    = 100 * time.Millisecond // 100 points/s
+	)
+	// Room for two thirds of what the outage produces, so that some points must go.
+	capacity := int(outage/every) * perBatch * 2 / 3
+
+	u, err := url.Parse(cfg.Addresses[0])
+	require.NoError(t, err)
+	proxy := startProxy(t, u.Host)
+	cfg.Addresses = []string{"http://" + proxy.addr}
+	prefix := fmt.Sprintf("binlake-test-%08x-judge-", rand.Uint32())
+	es := estest.Client(t) // straight to the engine, to count what arrived
+	t.Cleanup(func() { deletePrefix(t, es, prefix) })
+
+	st, err := elastic.New(elastic.Options{Config: cfg, Prefix: prefix, Logger: quiet,
+		MaxRetries: 1, Backoff: elastic.Backoff(50*time.Millisecond, 200*time.Millisecond)})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() }) // after the judge has stopped: cleanups run last first
+	base, j := readyJudge(t, Options{Store: st, Algorithm: "leastload",
+		Buffer: store.BufferOptions{Capacity: capacity, MaxBatch: 500, MinBackoff: 100 * time.Millisecond,
+			MaxBackoff: time.Second, CloseTimeout: 30 * time.Second}})
+	client := &http.Client{Timeout: 10 * time.Second}
+
+	var (
+		sent     atomic.Int64 // points of batches the judge accepted
+		down     atomic.Bool
+		placed   atomic.Int64 // placements answered, and those during the outage
+		placedDn atomic.Int64
+		lastMu   sync.Mutex
+		last     = map[string]int64{} // node → sequence number of its newest batch
+		stop     = make(chan struct{})
+		wg       sync.WaitGroup
+	)
+	nodes := []string{"wave-a", "wave-b", "wave-c"}
+	require.Len(t, outageBatch("x", time.Now(), 0).Points, perBatch)
+	wg.Add(2)
+	go func() { // the agents: one batch every 100 ms, round robin over the nodes
+		defer wg.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		prev := map[string]time.Time{}
+		for seq := int64(0); ; seq++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			node := nodes[seq%int64(len(nodes))]
+			// A point's identity includes its time to the millisecond: keep them apart.
+			ts := time.Now().UTC().Truncate(time.Millisecond)
+			if !ts.After(prev[node]) {
+				ts = prev[node].Add(time.Millisecond)
+			}
+			prev[node] = ts
+			data, err := metric.Encode(outageBatch(node, ts, seq))
+			if err != nil {
+				t.Errorf("encode: %v", err)
+				return
+			}
+			resp, err := client.Post(base+"/v1/metrics", "application/json", bytes.NewReader(data))
+			if err != nil {
+				t.Errorf("post batch %d: %v", seq, err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusAccepted {
+				t.Errorf("post batch %d: status %d", seq, resp.StatusCode)
+				return
+			}
+			sent.Add(perBatch)
+			lastMu.Lock()
+			last[node] = seq
+			lastMu.Unlock()
+		}
+	}()
+	go func() { // placements all along, each of which must succeed
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if len(j.Incremental().NodeIDs()) < len(nodes) {
+				continue // before every agent has reported once
+			}
+			resp, err := client.Post(base+"/v1/placement", "application/json", strings.NewReader(`{"instance":"orders"}`))
+			if err != nil {
+				t.Errorf("placement: %v", err)
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("placement: status %d: %s", resp.StatusCode, body)
+				return
+			}
+			placed.Add(1)
+			if down.Load() {
+				placedDn.Add(1)
+			}
+		}
+	}()
+	stopped := false
+	stopLoad := func() {
+		if !stopped {
+			stopped = true
+			close(stop)
+			wg.Wait()
+		}
+	}
+	defer stopLoad()
+
+	waitFor := func(what string, limit time.Duration, cond func(store.BufferCounters) bool) store.BufferCounters {
+		t.Helper()
+		deadline := time.Now().Add(limit)
+		for {
+			c := j.StoreCounters()
+			if cond(c) {
+				return c
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s: %+v", what, c)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("points in the engine", time.Minute, func(c store.BufferCounters) bool { return c.Written >= 5*perBatch })
+
+	// The outage.
+	proxy.Down()
+	down.Store(true)
+	start := time.Now()
+	errsBefore := j.StoreCounters().Errors
+	// From the first failed write on, nothing reaches the engine until it is back.
+	atFirstError := waitFor("a failed write", outage, func(c store.BufferCounters) bool { return c.Errors > errsBefore })
+	for time.Now().Before(start.Add(outage)) { // the outage's length is the point; /healthz answers all along
+		code, body := get(t, base+"/healthz")
+		require.Equal(t, http.StatusOK, code, body)
+		time.Sleep(500 * time.Millisecond)
+	}
+	during := j.StoreCounters()
+	down.Store(false)
+	require.NoError(t, proxy.Up())
+	t.Logf("outage of %s: %d placements answered meanwhile; at its end %+v", outage, placedDn.Load(), during)
+	require.Positive(t, placedDn.Load(), "placements during the outage")
+	require.Equal(t, atFirstError.Written, during.Written, "points written while the engine was unreachable")
+	require.Greater(t, during.Errors, errsBefore)
+	require.GreaterOrEqual(t, during.Buffered, int64(capacity), "the buffer filled up")
+	if !testing.Short() {
+		require.Positive(t, during.Dropped, "the outage produced more than the capacity of %d points", capacity)
+	}
+
+	// Batches keep flowing for a moment after the engine is back, then stop.
+	more := sent.Load() + 20*perBatch
+	for sent.Load() < more && !t.Failed() {
+		time.Sleep(every)
+	}
+	stopLoad()
+	require.False(t, t.Failed(), "agents or placements failed")
+
+	// The judge writes what it buffered: its figures, read from /metrics as an operator
+	// would, account for every point it accepted.
+	const (
+		mBuffered = "binlake_judge_store_points_buffered"
+		mWritten  = "binlake_judge_store_points_written_total"
+		mDropped  = "binlake_judge_store_points_dropped_total"
+		mErrors   = "binlake_judge_store_write_errors_total"
+	)
+	var m map[string]int64
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		_, body := get(t, base+"/metrics")
+		m = metricValues(t, body, mBuffered, mWritten, mDropped, mErrors)
+		if m[mBuffered] == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the judge did not write its buffer after the outage: %v", m)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	total := sent.Load()
+	t.Logf("sent %d points; written %d, dropped %d, %d failed writes; %d placements in all",
+		total, m[mWritten], m[mDropped], m[mErrors], placed.Load())
+	require.Equal(t, total, m[mWritten]+m[mDropped], "every accepted point is written or dropped")
+	require.GreaterOrEqual(t, m[mWritten]-during.Written, int64(capacity), "the full buffer was written after the outage")
+	require.GreaterOrEqual(t, m[mDropped], during.Dropped)
+	_, body := get(t, base+"/healthz")
+	require.Contains(t, body, fmt.Sprintf(`"store":{"buffered":0,"dropped":%d,"written":%d,"write_errors":%d}`, m[mDropped], m[mWritten], m[mErrors]))
+
+	// Count in the engine what arrived, straight from the engine.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := es.Count(es.Count.WithContext(ctx), es.Count.WithIndex(prefix+"*"))
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.False(t, res.IsError(), res.String())
+	var cnt struct{ Count int64 }
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&cnt))
+	require.Equal(t, m[mWritten], cnt.Count, "points in the engine")
+	// Dropping takes the oldest: every node's newest batch arrived.
+	for _, node := range nodes {
+		s, err := st.Stats(ctx, store.Query{Node: node, Name: "go.goroutines", From: start.Add(-time.Hour), To: time.Now().Add(time.Hour)})
+		require.NoError(t, err)
+		require.Equal(t, float64(last[node]), s.Max, "newest batch of %s", node)
+	}
+}
+
+// outageBatch is an agent's batch: ten points, seq in go.goroutines.
+func outageBatch(node string, ts time.Time, seq int64) metric.Batch {
+	return metric.Batch{Node: node, TS: ts, IntervalS: 10, Points: []metric.Point{
+		{Name: "cpu.util", Value: float64(20 + 10*(seq%3))}, {Name: "mem.used_pct", Value: 40},
+		{Name: "load.1", Value: 0.5}, {Name: "net.rx_bps", Value: 1e6}, {Name: "net.tx_bps", Value: 2e6},
+		{Name: "disk.used_pct", Value: 30}, {Name: "wave.instances", Value: 2},
+		{Name: "wave.tps", Value: 100, Labels: map[string]string{"instance": "orders"}},
+		{Name: "wave.tps", Value: 50, Labels: map[string]string{"instance": "users"}},
+		{Name: "go.goroutines", Value: float64(seq)},
+	}}
+}
+
+// deletePrefix removes a test's indices and index template (best effort, logged).
+func deletePrefix(t *testing.T, es esapi.Transport, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, req := range []esapi.Request{
+		esapi.IndicesDeleteRequest{Index: []string{prefix + "*"}, AllowNoIndices: esapi.BoolPtr(true), IgnoreUnavailable: esapi.BoolPtr(true)},
+		esapi.IndicesDeleteIndexTemplateRequest{Name: strings.TrimRight(prefix, "-.")},
+	} {
+		res, err := req.Do(ctx, es)
+		if err != nil {
+			t.Logf("cleanup %s: %v", prefix, err)
+			continue
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.IsError() && res.StatusCode != http.StatusNotFound {
+			t.Logf("cleanup %s: %s", prefix, res.Status())
+		}
+	}
+}
