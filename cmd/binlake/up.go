@@ -6,41 +6,142 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
+	"time"
 
+	"github.com/binlake/binlake/agent"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/internal/up"
+	"github.com/binlake/binlake/judge"
+	"github.com/binlake/binlake/wave"
 )
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, " ") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the API, status page and /healthz")
-	dataDir := fs.String("data", "./data", "folder for the embedded store, coordinator file and alarm log")
+	dataDir := fs.String("data", "./data", "folder for the judge's store ("+up.StoreFile+"), the coordinator file ("+up.CoordFile+") and the wave's rows; one binlake up at a time may use it")
+	node := fs.String("node", "", "this host's node id, for the agent and the wave (default: the host name)")
+	judgeHTTP := fs.String("judge-http", up.DefaultJudgeListen, "address of the status page and the judge API (port 0 picks a free one)")
+	alarmHTTP := fs.String("alarm-http", up.DefaultAlarmListen, "address of the alarm API (/v1/alerts, /v1/silences)")
+	waveHTTP := fs.String("wave-http", up.DefaultWaveListen, "address of the wave's /metrics and /status (only with -mysql)")
+	agentMetrics := fs.String("agent-metrics", agent.MetricsListenOff, "address of the agent's own /metrics, or off")
+	interval := config.Duration(agent.DefaultInterval)
+	fs.Var(&interval, "interval", "how often the agent collects this host's metrics (e.g. 10s, 500ms)")
+	algorithm := fs.String("algorithm", judge.DefaultAlgorithm, "the judge's default placement algorithm (GET /v1/plugins lists them)")
+	policies := fs.String("policies", "", "alert policy file (see deploy/policies.example.yaml); default: built-in policies for a dead agent, CPU, memory, disk, lag and publish errors")
+	channels := fs.String("channels", "", "YAML file with a channels: section as in deploy/alarm.example.yaml; alerts always go to the log too")
+	mysqlDSN := fs.String("mysql", "", "also capture this MySQL/MariaDB source with a wave: user[:password]@tcp(host:port)/ (the password may come from $"+up.MySQLPasswordEnv+" instead)")
+	flavor := fs.String("mysql-flavor", "", "mysql or mariadb (default: ask the server)")
+	serverID := fs.Uint("mysql-server-id", 0, "replica server id the wave registers with, unique on the source (default: derived from the data folder)")
+	var subs stringList
+	fs.Var(&subs, "mysql-sub", "a subscription, name=topic:include[,include…][;exclude=…][;events=…]; repeatable (default: every table outside the system schemas, topic "+up.DefaultRowsTopic+")")
+	rows := fs.String("rows", "", "file the wave appends rows to as JSON lines, or - for stdout (default: "+up.RowsFile+" in the data folder)")
+	shutdown := config.Duration(up.DefaultShutdownTimeout)
+	fs.Var(&shutdown, "shutdown-timeout", "how long stopping may take after Ctrl-C")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: binlake up [flags]\n\nRuns the suite in one process on embedded defaults (no Kafka, Elasticsearch or ZooKeeper needed).\n\nFlags:")
+		fmt.Fprintln(stderr, `Usage: binlake up [flags]
+
+Runs the judge, the alarm and an agent for this host in one process on embedded defaults:
+an in-process bus, the judge's SQLite store and the single-node coordinator in the data
+folder, alert notifications in the log. No config file, Kafka, Elasticsearch or ZooKeeper
+is needed. With -mysql a wave captures that source too and writes its rows to a file or
+stdout. Ctrl-C stops it.
+
+Flags:`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	logger, err := newLogger(stderr, *logLevel)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("up takes no arguments, got %q (flags go before them?)", fs.Args())
+	}
+	if _, err := logging.ParseLevel(*logLevel); err != nil {
+		return fmt.Errorf("bad -log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	logger, err := logging.New(stderr, *logLevel, *logFormat)
+	if err != nil {
+		return fmt.Errorf("bad -log-format %q: want text or json", *logFormat)
+	}
+	if interval.D() < 10*time.Millisecond {
+		return fmt.Errorf("bad -interval %s: want at least 10ms", interval)
+	}
+	chans, err := up.LoadChannels(*channels, logger)
 	if err != nil {
 		return err
 	}
-	return up.Run(ctx, up.Options{
-		HTTPAddr: *httpAddr,
-		DataDir:  *dataDir,
-		Logger:   logger,
-		Ready: func(addr string) {
-			fmt.Fprintf(stdout, "binlake is up: http://%s/healthz (Ctrl-C stops it)\n", addr)
-		},
-	})
+	pols, err := up.LoadPolicies(*policies, chans)
+	if err != nil {
+		return err
+	}
+	opts := up.Options{
+		DataDir: *dataDir, Node: *node, JudgeListen: *judgeHTTP, AlarmListen: *alarmHTTP, WaveListen: *waveHTTP,
+		AgentMetrics: *agentMetrics, AgentInterval: interval.D(), Algorithm: *algorithm,
+		Policies: pols, Channels: &chans, Rows: *rows, Stdout: stdout, ShutdownTimeout: shutdown.D(), Logger: logger,
+		Ready: func(u up.URLs) { printURLs(stdout, u) },
+	}
+	if *mysqlDSN != "" {
+		m, err := up.ParseDSN(*mysqlDSN)
+		if err != nil {
+			return err
+		}
+		if pw := os.Getenv(up.MySQLPasswordEnv); pw != "" {
+			m.Password = config.Secret(pw)
+		}
+		switch *flavor {
+		case "", wave.FlavorMySQL, wave.FlavorMariaDB:
+			m.Flavor = *flavor
+		default:
+			return fmt.Errorf("bad -mysql-flavor %q: want mysql or mariadb", *flavor)
+		}
+		if *serverID > 1<<32-1 {
+			return fmt.Errorf("bad -mysql-server-id %d: at most %d", *serverID, uint32(1<<32-1))
+		}
+		m.ServerID = uint32(*serverID)
+		for _, s := range subs {
+			sub, err := wave.ParseSubscriptionFlag(s)
+			if err != nil {
+				return fmt.Errorf("-mysql-sub: %w", err)
+			}
+			m.Subscriptions = append(m.Subscriptions, sub)
+		}
+		opts.MySQL = &m
+	} else if len(subs) > 0 || *flavor != "" || *serverID != 0 || *rows != "" {
+		return fmt.Errorf("-mysql-sub, -mysql-flavor, -mysql-server-id and -rows need -mysql")
+	}
+	return up.Run(ctx, opts)
 }
 
+// printURLs tells the user where to look, on stdout (logs go to stderr).
+func printURLs(w io.Writer, u up.URLs) {
+	fmt.Fprintf(w, "binlake is up:\n")
+	fmt.Fprintf(w, "  status page  %s\n", u.Status)
+	fmt.Fprintf(w, "  judge API    %s/v1/nodes  (POST /v1/placement, /openapi.json)\n", u.Judge)
+	fmt.Fprintf(w, "  alarm API    %s/v1/alerts\n", u.Alarm)
+	if u.Wave != "" {
+		fmt.Fprintf(w, "  wave         %s/status  (rows to %s)\n", u.Wave, u.Rows)
+	}
+	if u.Agent != "" {
+		fmt.Fprintf(w, "  agent        %s\n", u.Agent)
+	}
+	fmt.Fprintf(w, "Ctrl-C stops it.\n")
+}
+
+// newLogger is the plain logger of the roles without a log section in their config.
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
+	l, err := logging.New(w, level, "text")
+	if err != nil {
 		return nil, fmt.Errorf("bad -log-level %q: want debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	return l, nil
 }

@@ -1,68 +1,522 @@
-// Package up runs the whole suite in one process on the embedded defaults
-// (in-process bus, embedded store, single-node coordinator): `binlake up`.
+// Package up runs the suite in one process on the embedded defaults: `binlake up`.
+//
+// One in-process bus (internal/bus/memory) carries the metric batches from an agent for
+// this host to a judge and an alarm; the judge stores raw points in SQLite and the alarm
+// keeps its notification log in the single-node coordinator, both in one data folder
+// that a lock keeps to one process. With a MySQL source a wave captures it too, writing
+// rows to a file or stdout, and the agent scrapes the wave's /metrics.
+//
+// Each role keeps its own HTTP server (judge, alarm, wave): their routes overlap
+// (/healthz, /metrics), and separate ports keep every URL the same as in the
+// distributed shape.
 package up
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"net"
-	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/binlake/binlake/agent"
+	"github.com/binlake/binlake/agent/collector"
+	wavecollector "github.com/binlake/binlake/agent/collector/wave"
+	"github.com/binlake/binlake/alarm"
+	"github.com/binlake/binlake/alarm/policy"
 	"github.com/binlake/binlake/internal/buildinfo"
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/memory"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge"
+	"github.com/binlake/binlake/judge/store/sqlite"
+	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/sink"
 )
 
-// Options configures `binlake up`.
+// Default addresses: next to each other, on loopback only.
+const (
+	DefaultJudgeListen = "127.0.0.1:8080"
+	DefaultAlarmListen = "127.0.0.1:8081"
+	DefaultWaveListen  = "127.0.0.1:8082"
+	// DefaultShutdownTimeout bounds the stop after Ctrl-C.
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// Files in the data folder.
+const (
+	StoreFile = "judge.db"   // the judge's raw points (SQLite)
+	CoordFile = "coord.json" // the single-node coordinator: alarm log, silences, wave offsets
+	RowsFile  = "rows.jsonl" // the wave's rows, unless Rows says otherwise
+)
+
+// Options configures `binlake up`. Zero fields take the defaults named.
 type Options struct {
-	// HTTPAddr is where the API, status page and /healthz listen.
-	HTTPAddr string
-	// DataDir holds the embedded store, the coordinator file and the alarm log.
+	// DataDir holds the store, the coordinator file and the rows. "./data".
 	DataDir string
-	Logger  *slog.Logger
-	// Ready, when set, receives the bound HTTP address once the suite serves.
-	Ready func(addr string)
+	// Node is this host's node id, used by the agent and the wave. The host name.
+	Node string
+
+	// JudgeListen serves the status page and the judge API; AlarmListen the alarm API;
+	// WaveListen the wave's /metrics and /status (only with MySQL). Port 0 picks one.
+	JudgeListen, AlarmListen, WaveListen string
+	// AgentMetrics is where the agent serves its own /metrics; "off" (the default)
+	// serves none, since the judge and alarm already show what it sends.
+	AgentMetrics string
+	// AgentInterval is how often the agent collects. 10 s.
+	AgentInterval time.Duration
+	// Algorithm is the judge's default placement algorithm (judge.DefaultAlgorithm).
+	Algorithm string
+
+	// Policies are the alert policies (DefaultPolicies when nil); Channels the
+	// notifiers they name (LoadChannels; the log channel alone when nil).
+	Policies []*policy.Policy
+	Channels *Channels
+
+	// MySQL, when set, runs a wave on that source.
+	MySQL *MySQL
+	// Rows is where the wave writes rows: a file path (DataDir/rows.jsonl when empty),
+	// or "-" for Stdout.
+	Rows   string
+	Stdout io.Writer
+
+	ShutdownTimeout time.Duration
+	Logger          *slog.Logger
+	// Ready, when set, is called once every part serves.
+	Ready func(URLs)
 }
 
-// Run serves until ctx ends, then shuts down within a bounded time.
-func Run(ctx context.Context, o Options) error {
+// URLs are where the parts of a running `up` answer.
+type URLs struct {
+	Status string // the judge's status page
+	Judge  string // the judge's base URL (API under /v1)
+	Alarm  string // the alarm's base URL
+	Wave   string // the wave's base URL; empty without MySQL
+	Agent  string // the agent's /metrics; empty when off
+	Rows   string // where rows go; empty without MySQL
+}
+
+func (o *Options) defaults() error {
+	if o.DataDir == "" {
+		o.DataDir = "./data"
+	}
+	if o.Node == "" {
+		o.Node = hostname()
+		if o.Node == "" {
+			return errors.New("the host name is unknown: pass --node")
+		}
+	}
+	if o.JudgeListen == "" {
+		o.JudgeListen = DefaultJudgeListen
+	}
+	if o.AlarmListen == "" {
+		o.AlarmListen = DefaultAlarmListen
+	}
+	if o.WaveListen == "" {
+		o.WaveListen = DefaultWaveListen
+	}
+	if o.AgentMetrics == "" {
+		o.AgentMetrics = agent.MetricsListenOff
+	}
+	if o.AgentInterval == 0 {
+		o.AgentInterval = agent.DefaultInterval
+	}
+	if o.Algorithm == "" {
+		o.Algorithm = judge.DefaultAlgorithm
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	log := o.Logger.With("component", "up")
-	ln, err := net.Listen("tcp", o.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.HTTPAddr, err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"status":"ok","version":%q}`+"\n", buildinfo.String())
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	addr := ln.Addr().String()
-	log.Info("binlake up serving", "http", "http://"+addr, "data", o.DataDir, "version", buildinfo.String())
-	if o.Ready != nil {
-		o.Ready(addr)
-	}
+	return nil
+}
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("http server: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+// actor is one running part.
+type actor struct {
+	name string
+	done chan struct{}
+	err  error
+}
+
+// Run starts every part, serves until ctx ends or a part fails, then stops the sources
+// (agent, wave) before the sinks (judge, alarm), so the last batches reach them, all
+// within ShutdownTimeout. A second Run on the same data folder fails with
+// ErrDataDirBusy.
+func Run(ctx context.Context, o Options) (err error) {
+	if err := o.defaults(); err != nil {
 		return err
 	}
-	log.Info("stopped")
+	log := o.Logger.With("component", "up")
+	dir, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return fmt.Errorf("data folder %s: %w", o.DataDir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("data folder: %w", err)
+	}
+	lock, err := lockDataDir(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close() // last: releases the folder
+
+	chans := o.Channels
+	if chans == nil {
+		c, err := LoadChannels("", o.Logger)
+		if err != nil {
+			return err
+		}
+		chans = &c
+	}
+	pols := o.Policies
+	if pols == nil {
+		if pols, err = LoadPolicies("", *chans); err != nil {
+			return err
+		}
+	}
+
+	// The sinks' dependencies first: coordinator, store, bus.
+	c, err := single.New(single.Options{Path: filepath.Join(dir, CoordFile)})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	storePath := filepath.Join(dir, StoreFile)
+	st, err := sqlite.Open(sqlite.Options{Path: storePath})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	b, err := memory.New(memory.Options{})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: 1}); err != nil {
+		return fmt.Errorf("bus: %w", err)
+	}
+	// Two groups, so the judge and the alarm each see every batch; from the first
+	// message, so none published before a subscriber joined is missed.
+	judgeSub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "binlake-judge", StartAt: bus.StartFirst})
+	if err != nil {
+		return fmt.Errorf("bus: %w", err)
+	}
+	defer judgeSub.Close()
+	alarmSub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: alarm.DefaultGroup, StartAt: bus.StartFirst})
+	if err != nil {
+		return fmt.Errorf("bus: %w", err)
+	}
+	defer alarmSub.Close()
+
+	var urls URLs
+	judgeReady, alarmReady := make(chan string, 1), make(chan string, 1)
+	j, err := judge.New(judge.Options{
+		Store: st, Subscriber: judgeSub, Listen: o.JudgeListen, Algorithm: o.Algorithm,
+		Logger: o.Logger, Ready: func(a string) { judgeReady <- a },
+	})
+	if err != nil {
+		return err
+	}
+	defer j.Close() // a judge that never ran still closes its store buffer
+	al, err := alarm.New(alarm.Options{
+		Policies: pols, Channels: chans.Notifiers, Subscriber: alarmSub, Coordinator: c,
+		Listen: o.AlarmListen, Logger: o.Logger, Ready: func(a string) { alarmReady <- a },
+	})
+	if err != nil {
+		return err
+	}
+
+	attrs := []any{"version", buildinfo.String(), "data", dir, "node", o.Node, "store", "sqlite " + storePath,
+		"coordinator", "single " + filepath.Join(dir, CoordFile), "bus", "in-process", "policies", len(pols),
+		"channels", strings.Join(chans.Desc, ", "), "agent_interval", o.AgentInterval}
+	if o.MySQL != nil {
+		attrs = append(attrs, "mysql", o.MySQL.String())
+	}
+	log.Info("binlake up starting", attrs...)
+
+	// Sources stop first, then sinks; a part that returns early stops everything.
+	srcCtx, stopSources := context.WithCancel(ctx)
+	defer stopSources()
+	sinkCtx, stopSinks := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSinks()
+	exited := make(chan *actor, 8)
+	var sinks, sources []*actor
+	start := func(name string, ctx context.Context, run func(context.Context) error) *actor {
+		a := &actor{name: name, done: make(chan struct{})}
+		go func() {
+			defer close(a.done)
+			a.err = run(ctx)
+			exited <- a
+		}()
+		return a
+	}
+	var failed error
+	// stop ends the sources, then the sinks, each group within what is left of the
+	// shutdown budget, and returns the first error.
+	stop := func() error {
+		stopSources()
+		deadline := time.NewTimer(o.ShutdownTimeout)
+		defer deadline.Stop()
+		wait := func(as []*actor) error {
+			for _, a := range as {
+				select {
+				case <-a.done:
+				case <-deadline.C:
+					return fmt.Errorf("shutdown: %s did not stop within %s", a.name, o.ShutdownTimeout)
+				}
+			}
+			return nil
+		}
+		if err := wait(sources); err != nil {
+			return err
+		}
+		stopSinks()
+		if err := wait(sinks); err != nil {
+			return err
+		}
+		if failed != nil {
+			return failed
+		}
+		for _, a := range slices.Concat(sources, sinks) {
+			if a.err != nil {
+				return fmt.Errorf("%s: %w", a.name, a.err)
+			}
+		}
+		return nil
+	}
+	// await waits for a part's ready signal; false when it will not come (the part
+	// stopped, or ctx ended), and then the caller stops the rest.
+	await := func(a *actor, ready <-chan string) (string, bool) {
+		select {
+		case addr := <-ready:
+			return addr, true
+		case <-a.done:
+			<-exited
+			if a.err == nil {
+				a.err = errors.New("stopped before serving")
+			}
+			failed = fmt.Errorf("%s: %w", a.name, a.err)
+		case <-ctx.Done():
+		}
+		return "", false
+	}
+
+	sinks = append(sinks, start("judge", sinkCtx, j.Run))
+	addr, ok := await(sinks[0], judgeReady)
+	if !ok {
+		return stop()
+	}
+	urls.Judge, urls.Status = "http://"+addr, "http://"+addr+"/"
+	sinks = append(sinks, start("alarm", sinkCtx, al.Run))
+	if addr, ok = await(sinks[1], alarmReady); !ok {
+		return stop()
+	}
+	urls.Alarm = "http://" + addr
+
+	var collectors []collector.Collector
+	host, err := newCollector("host", nil)
+	if err != nil {
+		failed = err
+		return stop()
+	}
+	collectors = append(collectors, host)
+
+	if o.MySQL != nil {
+		w, rows, closeRows, err := o.newWave(ctx, c, dir)
+		if err != nil {
+			failed = err
+			return stop()
+		}
+		defer closeRows() // after the wave stopped
+		waveReady := make(chan string, 1)
+		w.opts.Ready = func(a string) { waveReady <- a }
+		wv, err := wave.New(w.opts)
+		if err != nil {
+			failed = err
+			return stop()
+		}
+		sources = append(sources, start("wave", srcCtx, wv.Run))
+		if addr, ok = await(sources[len(sources)-1], waveReady); !ok {
+			return stop()
+		}
+		urls.Wave, urls.Rows = "http://"+addr, rows
+		wc, err := newCollector(wavecollector.Name, func(cfg any) {
+			cfg.(*wavecollector.Config).URL = urls.Wave + "/metrics"
+		})
+		if err != nil {
+			failed = err
+			return stop()
+		}
+		collectors = append(collectors, wc)
+	}
+
+	acfg := agent.DefaultConfig()
+	acfg.Node, acfg.Interval, acfg.MetricsListen = o.Node, config.Duration(o.AgentInterval), o.AgentMetrics
+	agentReady := make(chan string, 1)
+	ag, err := agent.New(agent.Options{
+		Config: acfg, ConfigFile: "(binlake up)", Collectors: collectors, Logger: o.Logger,
+		Sink:  agent.NewBusSink(b, agent.BusSinkOptions{Topic: metric.Topic, Partitions: 1, Endpoint: "in-process bus"}),
+		Ready: func(a string) { agentReady <- a },
+	})
+	if err != nil {
+		failed = err
+		return stop()
+	}
+	defer ag.Close()
+	sources = append(sources, start("agent", srcCtx, ag.Run))
+	if addr, ok = await(sources[len(sources)-1], agentReady); !ok {
+		return stop()
+	}
+	if addr != "" {
+		urls.Agent = "http://" + addr + "/metrics"
+	}
+
+	running := []any{"status_page", urls.Status, "judge_api", urls.Judge + "/v1/nodes", "alarm_api", urls.Alarm + "/v1/alerts"}
+	if urls.Wave != "" {
+		running = append(running, "wave", urls.Wave+"/status", "rows", urls.Rows)
+	}
+	if urls.Agent != "" {
+		running = append(running, "agent_metrics", urls.Agent)
+	}
+	log.Info("binlake up running", running...)
+	if o.Ready != nil {
+		o.Ready(urls)
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info("stopping: sources first, then judge and alarm", "within", o.ShutdownTimeout)
+	case a := <-exited:
+		if a.err == nil {
+			a.err = errors.New("stopped unexpectedly")
+		}
+		failed = fmt.Errorf("%s: %w", a.name, a.err)
+		log.Error("a part stopped; stopping the others", "part", a.name, "err", a.err)
+	}
+	if err := stop(); err != nil {
+		return err
+	}
+	log.Info("binlake up stopped")
 	return nil
+}
+
+// newCollector builds a registered collector from its default config, adjusted by set.
+func newCollector(name string, set func(cfg any)) (collector.Collector, error) {
+	f, err := collector.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	cfg := f.Config()
+	if set != nil {
+		set(cfg)
+	}
+	if v, ok := cfg.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return nil, fmt.Errorf("collector %s: %w", name, err)
+		}
+	}
+	col, err := f.New(cfg, collector.Env{})
+	if err != nil {
+		return nil, fmt.Errorf("collector %s: %w", name, err)
+	}
+	return col, nil
+}
+
+type waveSetup struct{ opts wave.Options }
+
+// newWave defines the capture instance for the source in the coordinator (keeping its
+// offset when the definition is unchanged) and opens the rows sink.
+func (o *Options) newWave(ctx context.Context, c coord.Coordinator, dir string) (*waveSetup, string, func(), error) {
+	m := *o.MySQL
+	if m.Flavor == "" {
+		f, err := detectFlavor(ctx, m)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		m.Flavor = f
+	}
+	inst := m.instance(dir)
+	if err := defineInstance(ctx, c, inst, o.Node, o.Logger); err != nil {
+		return nil, "", nil, err
+	}
+	var pub bus.Publisher
+	rows := o.Rows
+	closeRows := func() {}
+	switch rows {
+	case "-":
+		s := sink.New(o.Stdout)
+		pub, closeRows, rows = s, func() { s.Close() }, "stdout"
+	default:
+		if rows == "" {
+			rows = filepath.Join(dir, RowsFile)
+		}
+		s, err := sink.OpenFile(rows, false)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		pub, closeRows = s, func() { s.Close() }
+	}
+	pw := m.Password
+	return &waveSetup{opts: wave.Options{
+		Node: o.Node, HTTPAddr: o.WaveListen, Coord: c, Publisher: pub, Logger: o.Logger,
+		Password: func(wave.Source) (config.Secret, error) { return pw, nil },
+	}}, rows, closeRows, nil
+}
+
+// defineInstance stores the instance unless the same definition is there already; a
+// changed one replaces it, and capture starts again at the source's current position.
+func defineInstance(ctx context.Context, c coord.Coordinator, inst *wave.Instance, node string, logger *slog.Logger) error {
+	if err := inst.Validate(); err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	want, err := inst.Marshal()
+	if err != nil {
+		return err
+	}
+	cur, err := c.Get(ctx, "instances/"+inst.ID)
+	switch {
+	case errors.Is(err, coord.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("read instance %s: %w", inst.ID, err)
+	case string(cur.Data) == string(want):
+		_, err := wave.MoveInstance(ctx, c, inst.ID, node, nil)
+		return err
+	default:
+		logger.Warn("the source or its subscriptions changed: capture starts again at the source's current position",
+			"component", "up", "instance", inst.ID)
+		if err := wave.RemoveInstance(ctx, c, inst.ID); err != nil {
+			return err
+		}
+	}
+	_, err = wave.AddInstance(ctx, c, inst, node, nil)
+	return err
+}
+
+// detectFlavor asks the server whether it is MariaDB.
+func detectFlavor(ctx context.Context, m MySQL) (string, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := client.ConnectWithContext(cctx, m.Addr, m.User, m.Password.Reveal(), "", 10*time.Second)
+	if err != nil {
+		return "", fmt.Errorf("mysql %s: connect to detect its flavor (or pass --mysql-flavor): %w", m, err)
+	}
+	defer conn.Close()
+	if strings.Contains(strings.ToLower(conn.GetServerVersion()), "mariadb") {
+		return wave.FlavorMariaDB, nil
+	}
+	return wave.FlavorMySQL, nil
 }
