@@ -99,7 +99,8 @@ else
 	[[ -f $repo/go.mod ]] || die "no go.mod in $repo: pass --binary"
 	version=$(git -C "$repo" describe --tags --always --dirty 2>/dev/null || echo devel)
 	say "building binlake $version"
-	(cd "$repo" && CGO_ENABLED=0 go build -trimpath \
+	# The Makefile's flags, so that a 'make build' before shares the build cache.
+	(cd "$repo" && go build -trimpath \
 		-ldflags "-s -w -X github.com/binlake/binlake/internal/buildinfo.Version=$version" \
 		-o "$tmp/binlake" ./cmd/binlake) || die "go build failed"
 	bin=$tmp/binlake

@@ -1,0 +1,465 @@
+// Package deploy holds no Go code: its tests run install.sh into temporary trees and
+// check the systemd units with systemd-analyze where it is installed.
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var roles = []string{"wave", "agent", "alarm", "judge"}
+
+// fakeTools puts recording stand-ins for the commands install.sh must not run when
+// DESTDIR is set (user creation, ownership, systemd) first on PATH; calls() returns what
+// was run.
+func fakeTools(t *testing.T) (path string, calls func() string) {
+	t.Helper()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "calls.log")
+	for _, name := range []string{"useradd", "groupadd", "getent", "chown", "systemctl", "systemd-sysusers"} {
+		script := fmt.Sprintf("#!/bin/sh\necho \"%s $*\" >> %q\n", name, log)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path = dir + string(os.PathListSeparator) + filepath.Join(runtime.GOROOT(), "bin") + string(os.PathListSeparator) + os.Getenv("PATH")
+	return path, func() string {
+		b, _ := os.ReadFile(log)
+		return string(b)
+	}
+}
+
+// stubBinary writes an executable stand-in for binlake; content tells versions apart.
+func stubBinary(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "binlake")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\necho "+content+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// install runs install.sh with args and environment env (PATH from fakeTools).
+func install(t *testing.T, path string, env []string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{"install.sh"}, args...)...)
+	cmd.Env = append(append(os.Environ(), "PATH="+path, "DESTDIR=", "PREFIX=", "SYSCONFDIR=", "UNITDIR=", "BINARY="), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// tree lists the regular files under root, relative, with their modes.
+func tree(t *testing.T, root string) map[string]fs.FileMode {
+	t.Helper()
+	out := map[string]fs.FileMode{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		out["/"+rel] = info.Mode().Perm()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func exampleNames(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("*.example.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no deploy/*.example.yaml (%v)", err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(f, ".example.yaml"))
+	}
+	return names
+}
+
+// unitKeys parses a unit file into section.key → values.
+func unitKeys(t *testing.T, file string) map[string][]string {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	keys := map[string][]string{}
+	section := ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "["):
+			section = strings.Trim(line, "[]")
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				t.Errorf("%s: line %q is not key=value", file, line)
+				continue
+			}
+			keys[section+"."+k] = append(keys[section+"."+k], v)
+		}
+	}
+	return keys
+}
+
+func TestInstallTree(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		env       []string
+		prefix    string
+		sysconf   string
+		unitdir   string
+		wantDocIn string
+	}{
+		{name: "defaults", prefix: "/usr/local", sysconf: "/etc", unitdir: "/etc/systemd/system"},
+		{name: "flags", args: []string{"--prefix", "/usr", "--sysconfdir", "/opt/etc", "--unitdir", "/usr/lib/systemd/system"},
+			prefix: "/usr", sysconf: "/opt/etc", unitdir: "/usr/lib/systemd/system"},
+		{name: "environment", env: []string{"PREFIX=/opt/binlake", "UNITDIR=/lib/systemd/system"},
+			prefix: "/opt/binlake", sysconf: "/etc", unitdir: "/lib/systemd/system"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path, calls := fakeTools(t)
+			dest := t.TempDir()
+			// Paths of the real layout that do not exist yet must not exist afterwards.
+			var absent []string
+			for _, p := range []string{tc.prefix + "/share/binlake", tc.prefix + "/bin/binlake", tc.sysconf + "/binlake", tc.unitdir + "/binlake-judge.service"} {
+				if _, err := os.Lstat(p); os.IsNotExist(err) {
+					absent = append(absent, p)
+				}
+			}
+			args := append([]string{"--binary", stubBinary(t, "v1")}, tc.args...)
+			out, err := install(t, path, append([]string{"DESTDIR=" + dest}, tc.env...), args...)
+			if err != nil {
+				t.Fatalf("install.sh: %v\n%s", err, out)
+			}
+			if c := calls(); c != "" {
+				t.Errorf("with DESTDIR set install.sh ran:\n%s", c)
+			}
+			for _, p := range absent {
+				if _, err := os.Lstat(p); !os.IsNotExist(err) {
+					t.Errorf("%s was created outside DESTDIR", p)
+				}
+			}
+
+			got := tree(t, dest)
+			want := map[string]fs.FileMode{
+				tc.prefix + "/bin/binlake":                                                            0o755,
+				tc.prefix + "/share/doc/binlake/deploy.md":                                            0o644,
+				tc.prefix + "/share/binlake/dashboards/grafana/binlake-overview.json":                 0o644,
+				tc.prefix + "/share/binlake/dashboards/grafana/binlake-node.json":                     0o644,
+				tc.prefix + "/share/binlake/dashboards/grafana/provisioning/datasources/binlake.yaml": 0o644,
+				tc.prefix + "/share/binlake/dashboards/grafana/provisioning/dashboards/binlake.yaml":  0o644,
+				tc.prefix + "/share/binlake/dashboards/kibana/binlake.ndjson":                         0o644,
+			}
+			for _, r := range roles {
+				want[tc.unitdir+"/binlake-"+r+".service"] = 0o644
+			}
+			for _, n := range exampleNames(t) {
+				want[tc.sysconf+"/binlake/"+n+".yaml"] = 0o640
+				want[tc.prefix+"/share/binlake/examples/"+n+".example.yaml"] = 0o644
+			}
+			for f, mode := range want {
+				if m, ok := got[f]; !ok {
+					t.Errorf("missing %s", f)
+				} else if m != mode {
+					t.Errorf("%s: mode %v, want %v", f, m, mode)
+				}
+			}
+			for f := range got {
+				if _, ok := want[f]; !ok {
+					t.Errorf("unexpected file %s", f)
+				}
+			}
+			if info, err := os.Stat(dest + tc.sysconf + "/binlake"); err != nil || info.Mode().Perm() != 0o750 {
+				t.Errorf("config folder: %v, mode %v; want 0750", err, info.Mode().Perm())
+			}
+			for _, n := range exampleNames(t) {
+				sameFile(t, n+".example.yaml", dest+tc.sysconf+"/binlake/"+n+".yaml")
+			}
+
+			for _, r := range roles {
+				unit := dest + tc.unitdir + "/binlake-" + r + ".service"
+				k := unitKeys(t, unit)
+				exec := fmt.Sprintf("%s/bin/binlake %s --config %s/binlake/%s.yaml", tc.prefix, r, tc.sysconf, r)
+				if r == "alarm" {
+					exec += fmt.Sprintf(" --policies %s/binlake/policies.yaml", tc.sysconf)
+				}
+				for key, v := range map[string]string{
+					"Service.ExecStart":        exec,
+					"Service.User":             "binlake",
+					"Service.Group":            "binlake",
+					"Service.NoNewPrivileges":  "yes",
+					"Service.ProtectSystem":    "strict",
+					"Service.PrivateTmp":       "yes",
+					"Service.StateDirectory":   "binlake/" + r,
+					"Service.WorkingDirectory": "/var/lib/binlake/" + r,
+					"Service.Restart":          "on-failure",
+					"Service.EnvironmentFile":  "-" + tc.sysconf + "/binlake/" + r + ".env",
+					"Install.WantedBy":         "multi-user.target",
+				} {
+					if !slices.Contains(k[key], v) {
+						t.Errorf("%s: %s = %q, want %q", filepath.Base(unit), key, k[key], v)
+					}
+				}
+				if ph := k["Service.ProtectHome"]; len(ph) != 1 || (ph[0] != "yes" && ph[0] != "read-only") {
+					t.Errorf("%s: ProtectHome = %q", filepath.Base(unit), ph)
+				}
+			}
+		})
+	}
+}
+
+func sameFile(t *testing.T, a, b string) {
+	t.Helper()
+	x, err1 := os.ReadFile(a)
+	y, err2 := os.ReadFile(b)
+	if err1 != nil || err2 != nil || !bytes.Equal(x, y) {
+		t.Errorf("%s and %s differ (%v, %v)", a, b, err1, err2)
+	}
+}
+
+func TestInstallIdempotent(t *testing.T) {
+	path, calls := fakeTools(t)
+	dest := t.TempDir()
+	env := []string{"DESTDIR=" + dest}
+	v1, v2 := stubBinary(t, "v1"), stubBinary(t, "v2")
+	run := func(bin string) string {
+		t.Helper()
+		out, err := install(t, path, env, "--binary", bin)
+		if err != nil {
+			t.Fatalf("install.sh: %v\n%s", err, out)
+		}
+		return out
+	}
+	run(v1)
+	before := tree(t, dest)
+
+	// A second run with the same inputs changes nothing and says so by saying nothing.
+	if out := run(v1); strings.Contains(out, "installed") {
+		t.Errorf("second run installed again:\n%s", out)
+	}
+	if after := tree(t, dest); !maps(before, after) {
+		t.Errorf("second run changed the tree:\n%v\n%v", before, after)
+	}
+
+	// An edited config is kept; the shipped example goes beside it as .new.
+	cfg := dest + "/etc/binlake/judge.yaml"
+	mine := []byte("# the operator's own\n")
+	if err := os.WriteFile(cfg, mine, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := run(v1)
+	if b, _ := os.ReadFile(cfg); !bytes.Equal(b, mine) {
+		t.Errorf("edited config overwritten: %q", b)
+	}
+	sameFile(t, "judge.example.yaml", cfg+".new")
+	if !strings.Contains(out, "judge.yaml.new") {
+		t.Errorf("output does not point at judge.yaml.new:\n%s", out)
+	}
+	if info, _ := os.Stat(cfg); info.Mode().Perm() != 0o600 {
+		t.Errorf("kept config's mode changed to %v", info.Mode().Perm())
+	}
+	// Again: nothing new to write, the .new stays.
+	if out := run(v1); strings.Contains(out, "installed") {
+		t.Errorf("third run installed again:\n%s", out)
+	}
+	sameFile(t, "judge.example.yaml", cfg+".new")
+
+	// A config equal to the example again: the stale .new goes.
+	ex, _ := os.ReadFile("judge.example.yaml")
+	if err := os.WriteFile(cfg, ex, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	run(v1)
+	if _, err := os.Stat(cfg + ".new"); !os.IsNotExist(err) {
+		t.Errorf("judge.yaml.new left behind: %v", err)
+	}
+
+	// A new binary replaces the old, which stays as binlake.prev.
+	out = run(v2)
+	sameFile(t, v2, dest+"/usr/local/bin/binlake")
+	sameFile(t, v1, dest+"/usr/local/bin/binlake.prev")
+	if !strings.Contains(out, "binlake.prev") {
+		t.Errorf("output does not mention binlake.prev:\n%s", out)
+	}
+	if c := calls(); c != "" {
+		t.Errorf("with DESTDIR set install.sh ran:\n%s", c)
+	}
+}
+
+func maps(a, b map[string]fs.FileMode) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestInstallArguments(t *testing.T) {
+	path, calls := fakeTools(t)
+	tests := []struct {
+		name     string
+		args     []string
+		env      []string
+		wantErr  bool
+		wantText string
+	}{
+		{"help", []string{"--help"}, nil, false, "DESTDIR"},
+		{"short help", []string{"-h"}, nil, false, "--prefix DIR"},
+		{"unknown option", []string{"--frobnicate"}, nil, true, "unknown option '--frobnicate'"},
+		{"relative prefix", []string{"--prefix", "usr"}, []string{"DESTDIR=" + t.TempDir()}, true, "PREFIX must be an absolute path"},
+		{"missing value", []string{"--binary"}, nil, true, "--binary needs a value"},
+		{"binary not there", []string{"--binary", "/nonexistent/binlake"}, []string{"DESTDIR=" + t.TempDir()}, true, "not an executable file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := install(t, path, tc.env, tc.args...)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v\n%s", err, tc.wantErr, out)
+			}
+			if !strings.Contains(out, tc.wantText) {
+				t.Errorf("output does not contain %q:\n%s", tc.wantText, out)
+			}
+		})
+	}
+	if os.Getuid() != 0 {
+		out, err := install(t, path, nil, "--binary", stubBinary(t, "v1"))
+		if err == nil || !strings.Contains(out, "needs root") {
+			t.Errorf("non-root install into /: err %v\n%s", err, out)
+		}
+	}
+	if c := calls(); c != "" {
+		t.Errorf("argument errors ran:\n%s", c)
+	}
+}
+
+// TestInstallBuilds runs install.sh the way an operator does from a checkout: it builds
+// the binary with go.
+func TestInstallBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	path, _ := fakeTools(t)
+	dest := t.TempDir()
+	out, err := install(t, path, []string{"DESTDIR=" + dest})
+	if err != nil {
+		t.Fatalf("install.sh: %v\n%s", err, out)
+	}
+	v, err := exec.Command(dest+"/usr/local/bin/binlake", "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(v), "binlake ") {
+		t.Fatalf("installed binary: %v: %s", err, v)
+	}
+}
+
+var exposure = regexp.MustCompile(`Overall exposure level for (\S+): ([0-9.]+)`)
+
+// TestUnitsVerify checks the installed units with systemd-analyze: verify must accept
+// them without a warning, and the offline security analysis must rate them below 3
+// ("OK"; an unhardened service scores 9.6).
+func TestUnitsVerify(t *testing.T) {
+	sa, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze is not installed here (Debian: apt-get install systemd); the units are not verified")
+	}
+	path, _ := fakeTools(t)
+	dest := t.TempDir()
+	if out, err := install(t, path, []string{"DESTDIR=" + dest}, "--binary", stubBinary(t, "v1")); err != nil {
+		t.Fatalf("install.sh: %v\n%s", err, out)
+	}
+	// verify checks that ExecStart exists: point it at the staged binary.
+	dir := t.TempDir()
+	var units []string
+	for _, r := range roles {
+		b, err := os.ReadFile(dest + "/etc/systemd/system/binlake-" + r + ".service")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.ReplaceAll(b, []byte("/usr/local/bin/binlake"), []byte(dest+"/usr/local/bin/binlake"))
+		u := filepath.Join(dir, "binlake-"+r+".service")
+		if err := os.WriteFile(u, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		units = append(units, u)
+	}
+	verify := func(files ...string) string {
+		out, err := exec.Command(sa, append([]string{"verify"}, files...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Sprintf("exit %v: %s", err, out)
+		}
+		// verify exits 0 on unknown keys and bad values, only printing them.
+		var ours []string
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "binlake-") {
+				ours = append(ours, line)
+			}
+		}
+		return strings.Join(ours, "\n")
+	}
+	if msg := verify(units...); msg != "" {
+		t.Errorf("systemd-analyze verify:\n%s", msg)
+	}
+	// The check above can fail: a broken copy is reported.
+	broken := filepath.Join(dir, "binlake-broken.service")
+	b, _ := os.ReadFile(units[0])
+	os.WriteFile(broken, bytes.Replace(b, []byte("ProtectSystem=strict"), []byte("ProtectSystem=stricter"), 1), 0o644)
+	if msg := verify(broken); !strings.Contains(msg, "protect system") && !strings.Contains(msg, "ProtectSystem") {
+		t.Errorf("verify did not report a bad ProtectSystem value: %q", msg)
+	}
+
+	out, err := exec.Command(sa, append([]string{"security", "--offline=yes", "--no-pager"}, units...)...).CombinedOutput()
+	if err != nil && !bytes.Contains(out, []byte("Overall exposure")) {
+		t.Skipf("systemd-analyze security --offline is not supported here: %v", err)
+	}
+	found := exposure.FindAllStringSubmatch(string(out), -1)
+	if len(found) != len(units) {
+		t.Fatalf("security: %d ratings for %d units:\n%s", len(found), len(units), out)
+	}
+	for _, f := range found {
+		if v, _ := strconv.ParseFloat(f[2], 64); v >= 3 {
+			t.Errorf("%s: exposure %s, want below 3", f[1], f[2])
+		} else {
+			t.Logf("%s: exposure %s", f[1], f[2])
+		}
+	}
+}
+
+// TestShellcheck lints install.sh where shellcheck is installed.
+func TestShellcheck(t *testing.T) {
+	sc, err := exec.LookPath("shellcheck")
+	if err != nil {
+		t.Skip("shellcheck is not installed here (Debian: apt-get install shellcheck)")
+	}
+	if out, err := exec.Command(sc, "install.sh").CombinedOutput(); err != nil {
+		t.Errorf("shellcheck install.sh: %v\n%s", err, out)
+	}
+}
