@@ -243,7 +243,11 @@ func TestBufferedCloseWritesWhatIsQueued(t *testing.T) {
 	db := openSQLite(t)
 	o := &outage{Store: db}
 	o.down.Store(true)
-	b := store.NewBuffered(o, fastOpts(10_000))
+	opts := fastOpts(10_000)
+	// Close must write everything queued; the bound only has to exceed how long that takes
+	// on a loaded machine under -race (1 s did not).
+	opts.CloseTimeout = time.Minute
+	b := store.NewBuffered(o, opts)
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
