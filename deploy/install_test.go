@@ -463,3 +463,62 @@ func TestShellcheck(t *testing.T) {
 		t.Errorf("shellcheck install.sh: %v\n%s", err, out)
 	}
 }
+
+// TestInstallSystem runs the live-install path (no DESTDIR) with every path in a temporary
+// folder and stand-ins for id (reporting root), getent, groupadd, useradd, chown and
+// systemctl: the user is created once, only what was written is chowned, and
+// daemon-reload runs exactly when systemd is running.
+func TestInstallSystem(t *testing.T) {
+	path, calls := fakeTools(t)
+	fakes := strings.SplitN(path, string(os.PathListSeparator), 2)[0]
+	state := filepath.Join(fakes, "user-exists")
+	scripts := map[string]string{
+		"id":       "#!/bin/sh\necho 0\n",
+		"getent":   fmt.Sprintf("#!/bin/sh\necho \"getent $*\" >> %q\n[ -e %q ] || exit 2\necho \"$2:x:999:999::/var/lib/binlake:/usr/sbin/nologin\"\n", filepath.Join(fakes, "calls.log"), state),
+		"useradd":  fmt.Sprintf("#!/bin/sh\necho \"useradd $*\" >> %q\ntouch %q\n", filepath.Join(fakes, "calls.log"), state),
+		"groupadd": fmt.Sprintf("#!/bin/sh\necho \"groupadd $*\" >> %q\ntouch %q\n", filepath.Join(fakes, "calls.log"), state),
+	}
+	for name, s := range scripts {
+		if err := os.WriteFile(filepath.Join(fakes, name), []byte(s), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := t.TempDir()
+	env := []string{"PREFIX=" + root + "/usr", "SYSCONFDIR=" + root + "/etc", "UNITDIR=" + root + "/units"}
+	_, systemd := os.Stat("/run/systemd/system")
+	reload := "systemctl daemon-reload\n"
+	if systemd != nil {
+		reload = ""
+	}
+
+	out, err := install(t, path, env, "--binary", stubBinary(t, "v1"))
+	if err != nil {
+		t.Fatalf("install.sh: %v\n%s", err, out)
+	}
+	var want strings.Builder
+	want.WriteString("getent passwd binlake\ngetent group binlake\ngroupadd --system binlake\n")
+	want.WriteString("useradd --system --gid binlake --home-dir /var/lib/binlake --no-create-home --shell /usr/sbin/nologin --comment BinLake services binlake\n")
+	want.WriteString("getent group binlake\n")
+	fmt.Fprintf(&want, "chown root:binlake %s/etc/binlake\n", root)
+	for _, n := range exampleNames(t) {
+		fmt.Fprintf(&want, "chown root:binlake %s/etc/binlake/%s.yaml\n", root, n)
+	}
+	want.WriteString(reload)
+	if got := calls(); got != want.String() {
+		t.Errorf("first run ran:\n%s\nwant:\n%s", got, want.String())
+	}
+	if _, err := os.Stat(root + "/usr/bin/binlake"); err != nil {
+		t.Errorf("binary: %v", err)
+	}
+
+	// Second run: the user exists, every config is kept and unchanged: nothing to chown.
+	os.Truncate(filepath.Join(fakes, "calls.log"), 0)
+	if out, err := install(t, path, env, "--binary", stubBinary(t, "v1")); err != nil {
+		t.Fatalf("install.sh: %v\n%s", err, out)
+	}
+	want.Reset()
+	fmt.Fprintf(&want, "getent passwd binlake\ngetent group binlake\nchown root:binlake %s/etc/binlake\n%s", root, reload)
+	if got := calls(); got != want.String() {
+		t.Errorf("second run ran:\n%s\nwant:\n%s", got, want.String())
+	}
+}
