@@ -24,7 +24,7 @@ const (
 	CoordSingle   = "single"
 	CoordZK       = "zk"
 	TokenEnv      = "BINLAKE_ALARM_TOKEN"
-	defaultListen = "127.0.0.1:8091"
+	defaultListen = "127.0.0.1:8092"
 	DefaultGroup  = "binlake-alarm"
 )
 

@@ -17,7 +17,7 @@ import (
 func TestExamples(t *testing.T) {
 	cfg, err := Load("../deploy/alarm.example.yaml")
 	require.NoError(t, err)
-	require.Equal(t, "127.0.0.1:8091", cfg.HTTP.Listen)
+	require.Equal(t, "127.0.0.1:8092", cfg.HTTP.Listen)
 	require.True(t, cfg.Inhibit().Enabled)
 	pols, err := policy.Load("../deploy/policies.example.yaml")
 	require.NoError(t, err)
