@@ -11,7 +11,7 @@ KEEP_SERVICES ?=
 TEST_FLAGS ?= -race -timeout 20m
 BENCH ?= .
 
-.PHONY: all build run test unit services-up services-down services-status bench lint fmt clean
+.PHONY: all build run test unit services-up services-down services-status bench bench-agent lint fmt clean
 
 all: build
 
@@ -49,6 +49,10 @@ services-status:
 bench:
 	@eval "$$(bash $(SERVICES) env)"; \
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
+
+## bench-agent: the agent's RSS and CPU beside Debian's prometheus-node-exporter (BENCHMARKS.md).
+bench-agent: build
+	BIN=$(BIN) bash deploy/bench/agent-footprint.sh
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
