@@ -27,7 +27,7 @@ var commands = map[string]command{
 	"judge":    {"store metrics, analyse load and answer placement requests", runJudge},
 	"alarm":    {"evaluate alert policies over the metric stream and notify", runAlarm},
 	"instance": {"add, list, show, remove or move capture instances", runInstance},
-	"bench":    {"run a benchmark against the test services", notYet("bench", 3)},
+	"bench":    {"run a benchmark against the test services", runBench},
 	"version":  {"print the version", runVersion},
 }
 
