@@ -34,6 +34,7 @@ body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin-bottom:2em}
 th,td{border:1px solid #ccc;padding:.3em .7em;text-align:right}
 th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}
+#placements td,#placements th{text-align:left}
 .live{color:#070}.stale{color:#b00}.err{color:#b00}
 small{color:#666}
 </style></head><body>

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/internal/testenv"
+)
+
+// These tests run the real binary, as `make run` does. They need no external service, so
+// they run in every `go test ./...`; only the browser part needs Chromium, and skips
+// without it unless CI=true.
+
+// buildBinary builds cmd/binlake once per test binary.
+var buildBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "binlake-up-test-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "binlake")
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goCmd); err != nil {
+		goCmd = "go"
+	}
+	out, err := exec.Command(goCmd, "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// upProcess is a running `binlake up`.
+type upProcess struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	urls   map[string]string // "status page", "judge API", "alarm API" → URL
+	exited chan struct{}
+	err    error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var urlLine = regexp.MustCompile(`^\s+(status page|judge API|alarm API)\s+(http://\S+)`)
+
+// startBinary starts `binlake up args…`; with wantReady it waits until the URLs are
+// printed.
+func startBinary(t *testing.T, wantReady bool, args ...string) *upProcess {
+	t.Helper()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &upProcess{stderr: &syncBuffer{}, urls: map[string]string{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, append([]string{"up"}, args...)...)
+	p.cmd.Stderr = p.stderr
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		signalled := false
+		for sc.Scan() {
+			if m := urlLine.FindStringSubmatch(sc.Text()); m != nil {
+				// Base URLs: the lines show an endpoint of each.
+				u := strings.TrimSuffix(m[2], "/")
+				u = strings.TrimSuffix(strings.TrimSuffix(u, "/v1/nodes"), "/v1/alerts")
+				p.urls[m[1]] = u
+			}
+			if strings.HasPrefix(sc.Text(), "Ctrl-C stops it") && !signalled {
+				signalled = true
+				close(ready)
+			}
+		}
+		io.Copy(io.Discard, stdout)
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("binlake up stderr:\n%s", p.stderr)
+		}
+	})
+	if !wantReady {
+		return p
+	}
+	select {
+	case <-ready:
+	case <-p.exited:
+		t.Fatalf("binlake up exited before serving: %v\n%s", p.err, p.stderr)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("binlake up printed no URLs within 60s\n%s", p.stderr)
+	}
+	return p
+}
+
+// get polls url until check accepts the answer or the deadline passes.
+func poll(t *testing.T, what string, d time.Duration, try func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	last := ""
+	for {
+		ok, state := try()
+		if ok {
+			return
+		}
+		last = state
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s; last: %s", what, d, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func call(method, url, body string) (int, []byte, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, data, err
+}
+
+// TestUpSmoke is the acceptance test of `binlake up`: the binary on free ports and a
+// temporary data folder answers /healthz, places on the local node, shows the agent's
+// points, renders the status page in headless Chromium, and exits 0 on SIGINT.
+func TestUpSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	node := fmt.Sprintf("smoke-%d", os.Getpid())
+	p := startBinary(t, true, "--data", dir, "--node", node, "--interval", "200ms",
+		"--judge-http", "127.0.0.1:0", "--alarm-http", "127.0.0.1:0")
+	judge, alarm := p.urls["judge API"], p.urls["alarm API"]
+	if judge == "" || alarm == "" || p.urls["status page"] == "" {
+		t.Fatalf("URLs printed: %v", p.urls)
+	}
+	for _, base := range []string{judge, alarm} {
+		code, body, err := call("GET", base+"/healthz", "")
+		if err != nil || code != 200 {
+			t.Fatalf("GET %s/healthz = %d %s %v", base, code, body, err)
+		}
+	}
+
+	poll(t, "POST /v1/placement answers the local node", 30*time.Second, func() (bool, string) {
+		code, body, err := call("POST", judge+"/v1/placement", `{"instance":"smoke"}`)
+		var d struct{ Node string }
+		_ = json.Unmarshal(body, &d)
+		return err == nil && code == 200 && d.Node == node, fmt.Sprintf("%d %s %v", code, body, err)
+	})
+	poll(t, "GET /v1/nodes shows the agent's points", 30*time.Second, func() (bool, string) {
+		code, body, err := call("GET", judge+"/v1/nodes", "")
+		var ns struct {
+			Nodes []struct {
+				Node    string
+				Live    bool
+				Batches int64 `json:"batches_this_hour"`
+				Load    map[string]float64
+			}
+		}
+		_ = json.Unmarshal(body, &ns)
+		for _, n := range ns.Nodes {
+			_, cpu := n.Load["cpu.util"]
+			_, mem := n.Load["mem.used_pct"]
+			if n.Node == node && n.Live && n.Batches >= 2 && cpu && mem {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d %s %v", code, body, err)
+	})
+
+	t.Run("status page in headless Chromium", func(t *testing.T) {
+		dom, shot := renderPage(t, p.urls["status page"]+"/")
+		for _, want := range []string{"BinLake judge", `id="nodes"`, ">" + node + "<", "live", ">smoke<"} {
+			if !strings.Contains(dom, want) {
+				t.Errorf("the rendered status page lacks %q:\n%s", want, dom)
+			}
+		}
+		if st, err := os.Stat(shot); err != nil || st.Size() < 1000 {
+			t.Errorf("screenshot %s: %v", shot, err)
+		}
+	})
+
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(45 * time.Second):
+		t.Fatalf("binlake up did not exit within 45s of SIGINT\n%s", p.stderr)
+	}
+	if p.err != nil {
+		t.Fatalf("binlake up exited with %v after SIGINT\n%s", p.err, p.stderr)
+	}
+	logs := p.stderr.String()
+	for _, want := range []string{"binlake up starting", "data=" + dir, "binlake up stopped", "judge stopped", "alarm stopped", "agent stopped"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log lacks %q", want)
+		}
+	}
+	if strings.Contains(logs, "level=ERROR") {
+		t.Errorf("errors logged:\n%s", logs)
+	}
+}
+
+// renderPage loads url in headless Chromium and returns the DOM and a screenshot's path.
+// BINLAKE_UP_SCREENSHOT, when set, names where the screenshot is kept.
+func renderPage(t *testing.T, url string) (string, string) {
+	t.Helper()
+	bin := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		if testenv.InCI() {
+			t.Fatal("chromium is not installed (CI=true): apt-get install -y chromium")
+		}
+		t.Skip("chromium is not installed (apt-get install -y chromium); set CI=true to make this a failure")
+	}
+	shot := os.Getenv("BINLAKE_UP_SCREENSHOT")
+	if shot == "" {
+		shot = filepath.Join(t.TempDir(), "status.png")
+	}
+	run := func(mode string) []byte {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		// A profile of its own, and nothing that talks to the network beyond url.
+		args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--user-data-dir=" + t.TempDir(), "--window-size=1280,800", mode, url}
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				t.Fatalf("chromium %s did not finish within 60s\n%s", mode, stderr.String())
+			}
+			t.Fatalf("chromium %s: %v\n%s", mode, err, stderr.String())
+		}
+		return stdout.Bytes()
+	}
+	dom := string(run("--dump-dom"))
+	run("--screenshot=" + shot)
+	return dom, shot
+}
+
+// TestUpSecondOnTheSameDataFolderFails: the second process exits 1 naming the folder and
+// the holder, and the first keeps serving.
+func TestUpSecondOnTheSameDataFolderFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dir := t.TempDir()
+	first := startBinary(t, true, "--data", dir, "--node", "first", "--judge-http", "127.0.0.1:0", "--alarm-http", "127.0.0.1:0")
+	second := startBinary(t, false, "--data", dir, "--node", "second", "--judge-http", "127.0.0.1:0", "--alarm-http", "127.0.0.1:0")
+	select {
+	case <-second.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the second binlake up on the same data folder kept running")
+	}
+	var ee *exec.ExitError
+	if !errors.As(second.err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("second binlake up: %v, want exit status 1", second.err)
+	}
+	msg := second.stderr.String()
+	for _, want := range []string{"data folder in use", dir, fmt.Sprintf("pid %d", first.cmd.Process.Pid), "--data"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the second's error lacks %q:\n%s", want, msg)
+		}
+	}
+	if code, _, err := call("GET", first.urls["judge API"]+"/healthz", ""); err != nil || code != 200 {
+		t.Fatalf("the first stopped serving: %d %v", code, err)
+	}
+}
