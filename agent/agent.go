@@ -26,6 +26,7 @@ import (
 	_ "github.com/binlake/binlake/agent/collector/host" // registers "host"
 	"github.com/binlake/binlake/agent/collector/process"
 	_ "github.com/binlake/binlake/agent/collector/wave" // registers "wave"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -151,8 +152,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("agent starting", "config", a.opts.ConfigFile, "node", cfg.Node, "interval", cfg.Interval.D(),
 		"collectors", names, "sink", a.opts.Sink.String(), "buffer", cfg.Buffer, "metrics", cfg.MetricsListen)
 
-	var srv *http.Server
-	srvErr := make(chan error, 1)
+	var srv *httpapi.Server
 	if cfg.MetricsListen != MetricsListenOff {
 		ln, err := net.Listen("tcp", cfg.MetricsListen)
 		if err != nil {
@@ -164,8 +164,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write([]byte(`{"status":"ok"}` + "\n"))
 		})
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() { srvErr <- srv.Serve(ln) }()
+		srv = httpapi.Start(ln, &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, nil)
 		a.log.Info("agent metrics serving", "url", "http://"+ln.Addr().String()+"/metrics")
 		if a.opts.Ready != nil {
 			a.opts.Ready(ln.Addr().String())
@@ -198,10 +197,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("agent stopped", "collected", st.Collected, "delivered", st.Delivered, "dropped", st.Dropped, "undelivered", st.Pending)
 
 	if srv != nil {
-		sctx, c := context.WithTimeout(context.Background(), 2*time.Second)
-		srv.Shutdown(sctx)
-		c()
-		if err := <-srvErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		srv.Shutdown(2 * time.Second)
+		if err := srv.Err(); err != nil {
 			return fmt.Errorf("agent metrics server: %w", err)
 		}
 	}

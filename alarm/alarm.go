@@ -22,6 +22,7 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -75,6 +76,7 @@ type Alarm struct {
 	reg      *prometheus.Registry
 	m        *metrics
 	handler  http.Handler
+	errs     *httpapi.Errors
 }
 
 // New validates the options and builds the alarm; nothing runs until Run.
@@ -204,34 +206,25 @@ func (a *Alarm) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.subscribeLoop(srcCtx) }()
 	}
-	var srv *http.Server
+	var srv *httpapi.Server
 	if ln != nil {
-		srv = &http.Server{Handler: a.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+		srv = httpapi.Start(ln, httpapi.NewServer(a.handler), func(err error) {
+			select {
+			case errc <- fmt.Errorf("alarm: http server: %w", err):
+			default:
+			}
+			cancel()
+		})
 		addr := ln.Addr().String()
 		a.log.Info("alarm API serving", "addr", "http://"+addr)
 		if a.o.Ready != nil {
 			a.o.Ready(addr)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				select {
-				case errc <- fmt.Errorf("alarm: http server: %w", err):
-				default:
-				}
-				cancel()
-			}
-		}()
 	}
 	<-srcCtx.Done()
 	a.log.Info("alarm stopping")
 	if srv != nil {
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := srv.Shutdown(sctx); err != nil {
-			srv.Close()
-		}
-		scancel()
+		srv.Shutdown(10 * time.Second)
 	}
 	wg.Wait()
 	a.disp.Close(15 * time.Second)

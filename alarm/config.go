@@ -14,15 +14,15 @@ import (
 
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/wiring"
 )
 
 // Kinds in alarm.yaml.
 const (
-	BusKafka      = "kafka"
-	BusNone       = "none"
-	CoordSingle   = "single"
-	CoordZK       = "zk"
+	BusKafka      = wiring.BusKafka
+	BusNone       = wiring.BusNone
+	CoordSingle   = wiring.CoordSingle
+	CoordZK       = wiring.CoordZK
 	TokenEnv      = "BINLAKE_ALARM_TOKEN"
 	defaultListen = "127.0.0.1:8092"
 	DefaultGroup  = "binlake-alarm"
@@ -30,33 +30,16 @@ const (
 
 // Config is alarm.yaml (deploy/alarm.example.yaml documents every field).
 type Config struct {
-	Log struct {
-		Level  string `yaml:"level"`
-		Format string `yaml:"format"`
-	} `yaml:"log"`
+	Log  wiring.LogConfig `yaml:"log"`
 	HTTP struct {
-		Listen      string        `yaml:"listen"`
-		Token       config.Secret `yaml:"token"`
-		TokenFile   string        `yaml:"token_file"`
-		ExternalURL string        `yaml:"external_url"`
+		wiring.HTTPConfig `yaml:",inline"`
+		ExternalURL       string `yaml:"external_url"`
 	} `yaml:"http"`
-	Bus struct {
-		Kind       string   `yaml:"kind"`
-		Brokers    []string `yaml:"brokers"`
-		Topic      string   `yaml:"topic"`
-		Partitions int      `yaml:"partitions"`
-		// Group is shared by every alarm process, so each node's batches are evaluated
-		// by exactly one of them.
-		Group string `yaml:"group"`
-	} `yaml:"bus"`
-	Coordinator struct {
-		Kind           string          `yaml:"kind"`
-		Path           string          `yaml:"path"`
-		Servers        []string        `yaml:"servers"`
-		Root           string          `yaml:"root"`
-		SessionTimeout config.Duration `yaml:"session_timeout"`
-	} `yaml:"coordinator"`
-	Evaluation struct {
+	// Bus.Group is shared by every alarm process, so each node's batches are evaluated
+	// by exactly one of them.
+	Bus         wiring.BusConfig   `yaml:"bus"`
+	Coordinator wiring.CoordConfig `yaml:"coordinator"`
+	Evaluation  struct {
 		Interval          config.Duration `yaml:"interval"`
 		StaleIntervals    float64         `yaml:"stale_intervals"`
 		ResolvedRetention config.Duration `yaml:"resolved_retention"`
@@ -109,50 +92,14 @@ func Load(path string) (Config, error) {
 
 // Validate fills the defaults and checks the values; config.Load calls it.
 func (c *Config) Validate() error {
-	if c.HTTP.Listen == "" {
-		c.HTTP.Listen = defaultListen
+	if err := c.HTTP.Validate(defaultListen); err != nil {
+		return err
 	}
-	if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
-		return fmt.Errorf("http.listen %q: want host:port", c.HTTP.Listen)
+	if err := c.Bus.Validate(DefaultGroup); err != nil {
+		return err
 	}
-	if c.HTTP.Token != "" && c.HTTP.TokenFile != "" {
-		return errors.New("http: set token or token_file, not both")
-	}
-	switch c.Bus.Kind {
-	case "":
-		c.Bus.Kind = BusKafka
-		fallthrough
-	case BusKafka:
-		if len(c.Bus.Brokers) == 0 {
-			return errors.New("bus.brokers: at least one host:port")
-		}
-	case BusNone:
-	default:
-		return fmt.Errorf("bus.kind %q: want kafka or none", c.Bus.Kind)
-	}
-	if c.Bus.Topic == "" {
-		c.Bus.Topic = metric.Topic
-	}
-	if c.Bus.Group == "" {
-		c.Bus.Group = DefaultGroup
-	}
-	if c.Bus.Partitions < 0 {
-		return errors.New("bus.partitions must not be negative")
-	}
-	switch c.Coordinator.Kind {
-	case "":
-		c.Coordinator.Kind = CoordSingle
-		fallthrough
-	case CoordSingle:
-		if c.Coordinator.Path == "" {
-			c.Coordinator.Path = "./data/alarm-coord.json"
-		}
-	case CoordZK:
-		if len(c.Coordinator.Servers) == 0 {
-			return errors.New("coordinator.servers: at least one ZooKeeper host:port")
-		}
-	default:
-		return fmt.Errorf("coordinator.kind %q: want single or zk", c.Coordinator.Kind)
+	if err := c.Coordinator.Validate("./data/alarm-coord.json"); err != nil {
+		return err
 	}
 	if c.Evaluation.Interval < 0 || c.Evaluation.ResolvedRetention < 0 || c.Evaluation.StaleIntervals < 0 {
 		return errors.New("evaluation: values must not be negative")

@@ -1,123 +1,61 @@
 package alarm
 
 import (
-	"bytes"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/binlake/binlake/internal/buildinfo"
+	"github.com/binlake/binlake/internal/httpapi"
 )
 
 // maxSilenceBytes bounds a POST /v1/silences body.
 const maxSilenceBytes = 64 << 10
 
-type apiError struct {
-	status int
-	code   string
-	msg    string
-}
-
-func (e *apiError) Error() string { return e.msg }
-
-var errUnauthorized = &apiError{http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token"}
-
-// writeError maps an error to its status and JSON body {"error":{"code","message"}}: the
-// only place that does. Only internal errors are logged.
-func (a *Alarm) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var (
-		ae *apiError
-		mb *http.MaxBytesError
-	)
+// classify maps the alarm's own errors to their answers, for httpapi.Errors.
+func classify(err error) *httpapi.Error {
 	switch {
-	case errors.As(err, &ae):
-	case errors.As(err, &mb):
-		ae = &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body larger than %d bytes", mb.Limit)}
 	case errors.Is(err, ErrInvalidSilence):
-		ae = &apiError{http.StatusBadRequest, "invalid", err.Error()}
+		return &httpapi.Error{Status: http.StatusBadRequest, Code: httpapi.CodeInvalid, Msg: err.Error()}
 	case errors.Is(err, ErrSilenceNotFound):
-		ae = &apiError{http.StatusNotFound, "not_found", err.Error()}
-	default:
-		a.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		ae = &apiError{http.StatusInternalServerError, "internal", "internal error"}
+		return &httpapi.Error{Status: http.StatusNotFound, Code: httpapi.CodeNotFound, Msg: err.Error()}
 	}
-	if ae.status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="binlake-alarm"`)
-	}
-	writeJSON(w, ae.status, map[string]any{"error": map[string]string{"code": ae.code, "message": ae.msg}})
+	return nil
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		http.Error(w, `{"error":{"code":"internal","message":"encode response"}}`, http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+// writeError answers err through the API's one error mapping.
+func (a *Alarm) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	a.errs.Write(w, r, err)
 }
 
 func (a *Alarm) routes() http.Handler {
+	a.errs = &httpapi.Errors{Log: a.log, Realm: "binlake-alarm", Classify: classify}
+	auth := a.errs.RequireBearer(a.o.Token)
 	r := chi.NewRouter()
-	r.Use(func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			defer func() {
-				if p := recover(); p != nil {
-					if p == http.ErrAbortHandler {
-						panic(p)
-					}
-					a.writeError(w, r, fmt.Errorf("panic: %v", p))
-				}
-			}()
-			next.ServeHTTP(w, r)
-		})
-	})
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		a.writeError(w, r, &apiError{http.StatusNotFound, "not_found", "no such endpoint: " + r.URL.Path})
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		a.writeError(w, r, &apiError{http.StatusMethodNotAllowed, "method_not_allowed", r.Method + " is not allowed on " + r.URL.Path})
-	})
+	r.Use(a.errs.Recover)
+	r.NotFound(a.errs.NotFound)
+	r.MethodNotAllowed(a.errs.MethodNotAllowed)
 	r.Get("/healthz", a.handleHealth)
 	r.Get("/metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{Registry: a.reg}).ServeHTTP)
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/alerts", a.handleAlerts)
 		r.Get("/policies", a.handlePolicies)
 		r.Get("/silences", a.handleSilences)
-		r.With(a.auth).Post("/silences", a.handleCreateSilence)
-		r.With(a.auth).Delete("/silences/{id}", a.handleDeleteSilence)
+		r.With(auth).Post("/silences", a.handleCreateSilence)
+		r.With(auth).Delete("/silences/{id}", a.handleDeleteSilence)
 	})
 	return r
 }
 
-// auth requires the bearer token on writes when one is configured, in constant time.
-func (a *Alarm) auth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if want := a.o.Token.Reveal(); want != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-				a.writeError(w, r, errUnauthorized)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 func (a *Alarm) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	p, f, r := a.eng.Counts()
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": buildinfo.String(), "policies": len(a.o.Policies),
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": buildinfo.String(), "policies": len(a.o.Policies),
 		"alerts": map[string]int{"pending": p, "firing": f, "resolved": r}})
 }
 
@@ -126,7 +64,7 @@ func (a *Alarm) handleAlerts(w http.ResponseWriter, r *http.Request) {
 	switch state {
 	case "", "pending", "firing", "resolved":
 	default:
-		a.writeError(w, r, &apiError{http.StatusBadRequest, "invalid", fmt.Sprintf("state %q: want pending, firing or resolved", state)})
+		a.writeError(w, r, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalid, "state %q: want pending, firing or resolved", state))
 		return
 	}
 	out := []AlertView{}
@@ -135,7 +73,7 @@ func (a *Alarm) handleAlerts(w http.ResponseWriter, r *http.Request) {
 			out = append(out, v)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"alerts": out})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"alerts": out})
 }
 
 type policyView struct {
@@ -163,7 +101,7 @@ func (a *Alarm) handlePolicies(w http.ResponseWriter, _ *http.Request) {
 		}
 		out = append(out, v)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"policies": out})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"policies": out})
 }
 
 type silenceView struct {
@@ -181,7 +119,7 @@ func (a *Alarm) handleSilences(w http.ResponseWriter, _ *http.Request) {
 		v.Status.State = s.State(now)
 		out = append(out, v)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"silences": out})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"silences": out})
 }
 
 // DecodeSilence reads a silence strictly: one JSON object with known fields. Instead of
@@ -238,7 +176,7 @@ func (a *Alarm) handleCreateSilence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.log.Info("silence created", "id", s.ID, "ends_at", s.EndsAt, "created_by", s.CreatedBy)
-	writeJSON(w, http.StatusOK, map[string]string{"silenceID": s.ID})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"silenceID": s.ID})
 }
 
 func (a *Alarm) handleDeleteSilence(w http.ResponseWriter, r *http.Request) {
@@ -248,5 +186,5 @@ func (a *Alarm) handleDeleteSilence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.log.Info("silence deleted", "id", id)
-	writeJSON(w, http.StatusOK, map[string]string{"status": "deleted"})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "deleted"})
 }

@@ -3,12 +3,12 @@ package judge
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/wiring"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/lbplugins"
 )
@@ -21,8 +21,8 @@ const (
 
 // Bus and store kinds.
 const (
-	BusKafka      = "kafka"
-	BusNone       = "none" // HTTP ingest only
+	BusKafka      = wiring.BusKafka
+	BusNone       = wiring.BusNone // HTTP ingest only
 	StoreSQLite   = "sqlite"
 	StoreElastic  = "elastic"
 	defaultListen = "127.0.0.1:8090"
@@ -30,24 +30,11 @@ const (
 
 // Config is judge.yaml (deploy/judge.example.yaml documents every field).
 type Config struct {
-	Log struct {
-		Level  string `yaml:"level"`
-		Format string `yaml:"format"`
-	} `yaml:"log"`
-	HTTP struct {
-		Listen    string        `yaml:"listen"`
-		Token     config.Secret `yaml:"token"`
-		TokenFile string        `yaml:"token_file"`
-	} `yaml:"http"`
-	Bus struct {
-		Kind       string   `yaml:"kind"`
-		Brokers    []string `yaml:"brokers"`
-		Topic      string   `yaml:"topic"`
-		Partitions int      `yaml:"partitions"`
-		// Group is the consumer group; empty means binlake-judge-<hostname>-<pid>, so
-		// that every judge process sees every node.
-		Group string `yaml:"group"`
-	} `yaml:"bus"`
+	Log  wiring.LogConfig  `yaml:"log"`
+	HTTP wiring.HTTPConfig `yaml:"http"`
+	// Bus.Group is the consumer group; empty means binlake-judge-<hostname>-<pid>, so
+	// that every judge process sees every node.
+	Bus   wiring.BusConfig `yaml:"bus"`
 	Store struct {
 		Kind   string `yaml:"kind"`
 		SQLite struct {
@@ -137,39 +124,11 @@ func Load(path string) (Config, error) {
 
 // Validate fills the defaults and checks the values; config.Load calls it.
 func (c *Config) Validate() error {
-	if c.HTTP.Listen == "" {
-		c.HTTP.Listen = defaultListen
+	if err := c.HTTP.Validate(defaultListen); err != nil {
+		return err
 	}
-	if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
-		return fmt.Errorf("http.listen %q: want host:port", c.HTTP.Listen)
-	}
-	if c.HTTP.Token != "" && c.HTTP.TokenFile != "" {
-		return errors.New("http: set token or token_file, not both")
-	}
-	switch c.Bus.Kind {
-	case "":
-		c.Bus.Kind = BusKafka
-		fallthrough
-	case BusKafka:
-		if len(c.Bus.Brokers) == 0 {
-			return errors.New("bus.brokers: at least one host:port for kafka (or bus.kind: none for HTTP ingest only)")
-		}
-	case BusNone:
-	default:
-		return fmt.Errorf("bus.kind %q: want kafka or none", c.Bus.Kind)
-	}
-	if c.Bus.Topic == "" {
-		c.Bus.Topic = metric.Topic
-	}
-	if c.Bus.Partitions < 0 {
-		return fmt.Errorf("bus.partitions %d is negative", c.Bus.Partitions)
-	}
-	if c.Bus.Group == "" {
-		host, _ := os.Hostname()
-		if host == "" {
-			host = "unknown"
-		}
-		c.Bus.Group = fmt.Sprintf("binlake-judge-%s-%d", host, os.Getpid())
+	if err := c.Bus.Validate(processGroup()); err != nil {
+		return err
 	}
 	switch c.Store.Kind {
 	case "":
@@ -230,6 +189,16 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// processGroup is the judge's default consumer group: one per process, so that every
+// judge sees every node.
+func processGroup() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "unknown"
+	}
+	return fmt.Sprintf("binlake-judge-%s-%d", host, os.Getpid())
 }
 
 // Filters returns the common placement filters of the config.

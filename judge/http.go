@@ -1,14 +1,11 @@
 package judge
 
 import (
-	"bytes"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/binlake/binlake/internal/buildinfo"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/store"
@@ -30,84 +28,37 @@ const (
 	maxIdentLen       = 255
 )
 
-// Error codes of the JSON error body {"error":{"code","message"}}.
-const (
-	codeInvalid      = "invalid"
-	codeUnauthorized = "unauthorized"
-	codeNotFound     = "not_found"
-	codeTooLarge     = "too_large"
-	codeUnavailable  = "unavailable"
-	codeMethod       = "method_not_allowed"
-	codeInternal     = "internal"
-)
-
-// apiError is an error with its HTTP status and code.
-type apiError struct {
-	status int
-	code   string
-	msg    string
-}
-
-func (e *apiError) Error() string { return e.msg }
-
+// invalid is a 400 answer: the request is malformed.
 func invalid(format string, args ...any) error {
-	return &apiError{http.StatusBadRequest, codeInvalid, fmt.Sprintf(format, args...)}
+	return httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalid, format, args...)
 }
 
-var errUnauthorized = &apiError{http.StatusUnauthorized, codeUnauthorized, "missing or wrong bearer token"}
-
-// writeError maps an error to its status and JSON body: the only place that does. Only
-// internal errors are logged; the others are the client's and are answered.
-func (j *Judge) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var (
-		ae *apiError
-		mb *http.MaxBytesError
-	)
+// classify maps the judge's own errors to their answers, for httpapi.Errors.
+func classify(err error) *httpapi.Error {
 	switch {
-	case errors.As(err, &ae):
-	case errors.As(err, &mb):
-		ae = &apiError{http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("request body larger than %d bytes", mb.Limit)}
-	case errors.Is(err, lbplugins.ErrUnknownAlgorithm):
-		ae = &apiError{http.StatusBadRequest, codeInvalid, err.Error()}
-	case errors.Is(err, ErrDecode):
-		ae = &apiError{http.StatusBadRequest, codeInvalid, err.Error()}
+	case errors.Is(err, lbplugins.ErrUnknownAlgorithm), errors.Is(err, ErrDecode):
+		return &httpapi.Error{Status: http.StatusBadRequest, Code: httpapi.CodeInvalid, Msg: err.Error()}
 	case errors.Is(err, lbplugins.ErrNoCandidates):
-		ae = &apiError{http.StatusServiceUnavailable, codeUnavailable, err.Error()}
+		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: httpapi.CodeUnavailable, Msg: err.Error()}
 	case errors.Is(err, store.ErrClosed):
-		ae = &apiError{http.StatusServiceUnavailable, codeUnavailable, "the judge is stopping"}
-	default:
-		j.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		ae = &apiError{http.StatusInternalServerError, codeInternal, "internal error"}
+		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: httpapi.CodeUnavailable, Msg: "the judge is stopping"}
 	}
-	if ae.status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="binlake-judge"`)
-	}
-	writeJSON(w, ae.status, map[string]any{"error": map[string]string{"code": ae.code, "message": ae.msg}})
+	return nil
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		http.Error(w, `{"error":{"code":"internal","message":"encode response"}}`, http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+// writeError answers err through the API's one error mapping.
+func (j *Judge) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	j.errs.Write(w, r, err)
 }
 
 // routes is the API. Every route here is in judge/api/openapi.json (a test checks it).
 func (j *Judge) routes() http.Handler {
+	j.errs = &httpapi.Errors{Log: j.log, Realm: "binlake-judge", Classify: classify}
+	auth := j.errs.RequireBearer(j.o.Token)
 	r := chi.NewRouter()
-	r.Use(j.recoverer)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		j.writeError(w, r, &apiError{http.StatusNotFound, codeNotFound, "no such endpoint: " + r.URL.Path})
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		j.writeError(w, r, &apiError{http.StatusMethodNotAllowed, codeMethod, r.Method + " is not allowed on " + r.URL.Path})
-	})
+	r.Use(j.errs.Recover)
+	r.NotFound(j.errs.NotFound)
+	r.MethodNotAllowed(j.errs.MethodNotAllowed)
 	r.Get("/", j.handleStatus)
 	r.Get("/healthz", j.handleHealth)
 	r.Get("/metrics", promhttp.HandlerFor(j.reg, promhttp.HandlerOpts{Registry: j.reg}).ServeHTTP)
@@ -119,39 +70,10 @@ func (j *Judge) routes() http.Handler {
 		r.Get("/nodes", j.handleNodes)
 		r.Get("/nodes/{id}", j.handleNode)
 		r.Get("/plugins", j.handlePlugins)
-		r.With(j.auth).Post("/metrics", j.handleMetrics)
-		r.With(j.auth).Post("/placement", j.handlePlacement)
+		r.With(auth).Post("/metrics", j.handleMetrics)
+		r.With(auth).Post("/placement", j.handlePlacement)
 	})
 	return r
-}
-
-func (j *Judge) recoverer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
-				}
-				j.writeError(w, r, fmt.Errorf("panic: %v", p))
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
-}
-
-// auth requires the bearer token on writes when one is configured. The comparison takes
-// the same time whatever the token's content.
-func (j *Judge) auth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if want := j.o.Token.Reveal(); want != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-				j.writeError(w, r, errUnauthorized)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // storeHealth is the store buffer's figures in GET /healthz. A judge whose store is down
@@ -170,7 +92,7 @@ func (j *Judge) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	if s := j.hist.Snapshot(); s != nil {
 		out["historical_as_of"] = s.AsOf.UTC()
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // DecodePlacementRequest reads a placement request strictly: one JSON object with known
@@ -249,7 +171,7 @@ func (j *Judge) handlePlacement(w http.ResponseWriter, r *http.Request) {
 	if d.Filtered == nil {
 		d.Filtered = []lbplugins.Filtered{}
 	}
-	writeJSON(w, http.StatusOK, placementResponse{Node: d.Node, Algorithm: d.Algorithm, Scores: d.Scores, Filtered: d.Filtered, DataAsOf: d.DataAsOf.UTC()})
+	httpapi.WriteJSON(w, http.StatusOK, placementResponse{Node: d.Node, Algorithm: d.Algorithm, Scores: d.Scores, Filtered: d.Filtered, DataAsOf: d.DataAsOf.UTC()})
 }
 
 func (j *Judge) handleMetrics(w http.ResponseWriter, r *http.Request) {
@@ -282,7 +204,7 @@ func (j *Judge) handlePlugins(w http.ResponseWriter, _ *http.Request) {
 			out = append(out, pluginInfo{Name: name, Description: p.Description(), Default: name == j.o.Algorithm})
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"default": j.o.Algorithm, "plugins": out})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"default": j.o.Algorithm, "plugins": out})
 }
 
 // nodeSummary is one row of GET /v1/nodes: liveness and the current level (EWMA) of
@@ -318,7 +240,7 @@ func (j *Judge) handleNodes(w http.ResponseWriter, _ *http.Request) {
 	if s := j.hist.Snapshot(); s != nil {
 		out["historical_as_of"] = s.AsOf.UTC()
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 type nodeDetail struct {
@@ -353,7 +275,7 @@ func (j *Judge) handleNode(w http.ResponseWriter, r *http.Request) {
 		hist = snap.Nodes[id]
 	}
 	if !ok && hist == nil {
-		j.writeError(w, r, &apiError{http.StatusNotFound, codeNotFound, fmt.Sprintf("unknown node %q", id)})
+		j.writeError(w, r, httpapi.Errorf(http.StatusNotFound, httpapi.CodeNotFound, "unknown node %q", id))
 		return
 	}
 	d := nodeDetail{Current: currentDetail{Hour: j.inc.Hour(), Series: []seriesJSON{}}}
@@ -375,5 +297,5 @@ func (j *Judge) handleNode(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Historical = &historicalDetail{AsOf: snap.AsOf.UTC(), Until: snap.Until, Metrics: hist}
 	}
-	writeJSON(w, http.StatusOK, d)
+	httpapi.WriteJSON(w, http.StatusOK, d)
 }

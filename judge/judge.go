@@ -17,6 +17,7 @@ import (
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/store"
@@ -88,6 +89,7 @@ type Judge struct {
 	m       *metrics
 	reg     *prometheus.Registry
 	handler http.Handler
+	errs    *httpapi.Errors
 
 	viewMu    sync.Mutex
 	viewVer   uint64
@@ -252,36 +254,28 @@ func (j *Judge) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); j.retentionLoop(srcCtx) }()
 	}
-	var srv *http.Server
+	var srv *httpapi.Server
 	if ln != nil {
-		srv = &http.Server{Handler: j.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+		srv = httpapi.Start(ln, httpapi.NewServer(j.handler), func(err error) {
+			select {
+			case errc <- fmt.Errorf("judge: http server: %w", err):
+			default:
+			}
+			cancel()
+		})
 		addr := ln.Addr().String()
 		j.log.Info("judge API serving", "addr", "http://"+addr)
 		if j.o.Ready != nil {
 			j.o.Ready(addr)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				select {
-				case errc <- fmt.Errorf("judge: http server: %w", err):
-				default:
-				}
-				cancel()
-			}
-		}()
 	}
 
 	<-srcCtx.Done()
 	j.log.Info("judge stopping")
 	if srv != nil {
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := srv.Shutdown(sctx); err != nil {
+		if err := srv.Shutdown(10 * time.Second); err != nil {
 			j.log.Warn("http shutdown", "err", err)
-			srv.Close()
 		}
-		scancel()
 	}
 	wg.Wait()
 	// No source is left: write what is buffered, within the buffer's close timeout.

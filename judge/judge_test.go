@@ -22,6 +22,7 @@ import (
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/memory"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/store"
@@ -602,8 +603,8 @@ func FuzzDecodePlacementRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req, err := DecodePlacementRequest(bytes.NewReader(data))
 		if err != nil {
-			var ae *apiError
-			if !errors.As(err, &ae) || ae.status != http.StatusBadRequest || ae.msg == "" {
+			var ae *httpapi.Error
+			if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || ae.Msg == "" {
 				t.Fatalf("error %v is not a 400 with a message", err)
 			}
 			return

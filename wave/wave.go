@@ -29,6 +29,7 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/httpapi"
 )
 
 // GroupWaves is the coordinator group the waves register in.
@@ -284,13 +285,8 @@ func (w *Wave) Run(ctx context.Context) error {
 			return fmt.Errorf("wave: listen on %s: %w", w.opts.HTTPAddr, err)
 		}
 		httpAddr = ln.Addr().String()
-		srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		go srv.Serve(ln)
-		defer func() {
-			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer scancel()
-			srv.Shutdown(sctx)
-		}()
+		srv := httpapi.Start(ln, &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second}, nil)
+		defer srv.Shutdown(5 * time.Second)
 	}
 	adv := w.opts.AdvertiseAddr
 	if adv == "" {

@@ -5,19 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/binlake/binlake/alarm"
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/alarm/policy"
-	"github.com/binlake/binlake/internal/bus"
-	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/internal/coord"
-	"github.com/binlake/binlake/internal/coord/single"
-	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/logging"
 )
 
@@ -77,43 +70,17 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("http token: %w", err)
 	}
 
-	var c coord.Coordinator
-	coordDesc := ""
-	switch cfg.Coordinator.Kind {
-	case alarm.CoordSingle:
-		if err := os.MkdirAll(filepath.Dir(cfg.Coordinator.Path), 0o755); err != nil {
-			return fmt.Errorf("coordinator: %w", err)
-		}
-		c, err = single.New(single.Options{Path: cfg.Coordinator.Path})
-		coordDesc = "single " + cfg.Coordinator.Path
-	default:
-		c, err = zk.New(ctx, zk.Options{Servers: cfg.Coordinator.Servers, Root: cfg.Coordinator.Root,
-			SessionTimeout: cfg.Coordinator.SessionTimeout.D(), Logger: logger})
-		coordDesc = "zk " + strings.Join(cfg.Coordinator.Servers, ",")
-	}
+	c, coordDesc, err := cfg.Coordinator.Open(ctx, logger)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 
-	var sub bus.Subscriber
-	busDesc := "none"
-	if cfg.Bus.Kind == alarm.BusKafka {
-		b, err := kafka.New(kafka.Options{Brokers: cfg.Bus.Brokers, ClientID: "binlake-alarm", Logger: logger})
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		if err := b.CreateTopic(ctx, bus.TopicSpec{Name: cfg.Bus.Topic, Partitions: cfg.Bus.Partitions}); err != nil {
-			return fmt.Errorf("bus: %w", err)
-		}
-		sub, err = b.Subscriber(bus.SubscribeOptions{Topic: cfg.Bus.Topic, Group: cfg.Bus.Group, StartAt: bus.StartLast})
-		if err != nil {
-			return fmt.Errorf("bus: %w", err)
-		}
-		defer sub.Close()
-		busDesc = fmt.Sprintf("kafka %s topic %s group %s", strings.Join(cfg.Bus.Brokers, ","), cfg.Bus.Topic, cfg.Bus.Group)
+	sub, closeBus, busDesc, err := cfg.Bus.Subscribe(ctx, "binlake-alarm", logger)
+	if err != nil {
+		return err
 	}
+	defer closeBus()
 
 	logger.Info("alarm starting", "config", *cfgPath, "policies_file", *polPath, "policies", len(pols),
 		"channels", strings.Join(chanDesc, ", "), "bus", busDesc, "coordinator", coordDesc, "listen", cfg.HTTP.Listen,

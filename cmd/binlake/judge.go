@@ -11,8 +11,6 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8"
 
-	"github.com/binlake/binlake/internal/bus"
-	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/judge"
@@ -94,23 +92,13 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer st.Close()
 
-	var sub bus.Subscriber
-	busDesc := "none (HTTP ingest only)"
-	if cfg.Bus.Kind == judge.BusKafka {
-		b, err := kafka.New(kafka.Options{Brokers: cfg.Bus.Brokers, ClientID: "binlake-judge", Logger: logger})
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		if err := b.CreateTopic(ctx, bus.TopicSpec{Name: cfg.Bus.Topic, Partitions: cfg.Bus.Partitions}); err != nil {
-			return fmt.Errorf("bus: %w", err)
-		}
-		sub, err = b.Subscriber(bus.SubscribeOptions{Topic: cfg.Bus.Topic, Group: cfg.Bus.Group, StartAt: bus.StartLast})
-		if err != nil {
-			return fmt.Errorf("bus: %w", err)
-		}
-		defer sub.Close()
-		busDesc = fmt.Sprintf("kafka %s topic %s group %s", strings.Join(cfg.Bus.Brokers, ","), cfg.Bus.Topic, cfg.Bus.Group)
+	sub, closeBus, busDesc, err := cfg.Bus.Subscribe(ctx, "binlake-judge", logger)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	if sub == nil {
+		busDesc = "none (HTTP ingest only)"
 	}
 
 	logger.Info("judge starting", "config", *cfgPath, "listen", cfg.HTTP.Listen, "store", storeDesc, "bus", busDesc,

@@ -11,9 +11,8 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/coord"
-	"github.com/binlake/binlake/internal/coord/single"
-	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/logging"
+	"github.com/binlake/binlake/internal/wiring"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/sink"
 )
@@ -100,10 +99,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // openCoordinator connects to ZooKeeper or opens the single-node coordinator.
 func openCoordinator(ctx context.Context, cc wave.CoordinatorConfig, logger *slog.Logger) (coord.Coordinator, error) {
-	switch cc.Type {
-	case wave.CoordSingle:
-		return single.New(single.Options{Path: cc.Path})
-	default:
-		return zk.New(ctx, zk.Options{Servers: cc.Servers, Root: cc.Root, SessionTimeout: cc.SessionTimeout.D(), Logger: logger})
-	}
+	c, _, err := wiring.OpenCoordinator(ctx, wiring.CoordOptions{Kind: cc.Type, Path: cc.Path, Servers: cc.Servers,
+		Root: cc.Root, SessionTimeout: cc.SessionTimeout.D(), Logger: logger})
+	return c, err
 }

@@ -1,0 +1,196 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/config"
+)
+
+var errMine = errors.New("mine")
+
+func newErrors(logs *bytes.Buffer) *Errors {
+	return &Errors{
+		Log:   slog.New(slog.NewTextHandler(logs, nil)),
+		Realm: "test",
+		Classify: func(err error) *Error {
+			if errors.Is(err, errMine) {
+				return &Error{Status: http.StatusConflict, Code: "conflict", Msg: err.Error()}
+			}
+			return nil
+		},
+	}
+}
+
+type body struct {
+	Error struct{ Code, Message string }
+}
+
+func decode(t *testing.T, rec *httptest.ResponseRecorder) body {
+	t.Helper()
+	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	var b body
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &b))
+	return b
+}
+
+func TestErrorsWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		err        error
+		status     int
+		code, msg  string
+		logged     bool
+		authHeader string
+	}{
+		{"api error", Errorf(http.StatusBadRequest, CodeInvalid, "bad %s", "thing"), 400, CodeInvalid, "bad thing", false, ""},
+		{"wrapped api error", errors.Join(errors.New("ctx"), ErrUnauthorized), 401, CodeUnauthorized, "missing or wrong bearer token", false, `Bearer realm="test"`},
+		{"too large", &http.MaxBytesError{Limit: 10}, 413, CodeTooLarge, "request body larger than 10 bytes", false, ""},
+		{"classified", errors.Join(errMine), 409, "conflict", "mine", false, ""},
+		{"internal", errors.New("disk on fire"), 500, CodeInternal, "internal error", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			rec := httptest.NewRecorder()
+			newErrors(&logs).Write(rec, httptest.NewRequest("GET", "/x", nil), tc.err)
+			require.Equal(t, tc.status, rec.Code)
+			b := decode(t, rec)
+			require.Equal(t, tc.code, b.Error.Code)
+			require.Equal(t, tc.msg, b.Error.Message)
+			require.Equal(t, tc.logged, strings.Contains(logs.String(), "disk on fire"), logs.String())
+			require.Equal(t, tc.authHeader, rec.Header().Get("WWW-Authenticate"))
+		})
+	}
+}
+
+func TestNotFoundAndMethod(t *testing.T) {
+	e := newErrors(&bytes.Buffer{})
+	rec := httptest.NewRecorder()
+	e.NotFound(rec, httptest.NewRequest("GET", "/nope", nil))
+	require.Equal(t, 404, rec.Code)
+	require.Equal(t, "no such endpoint: /nope", decode(t, rec).Error.Message)
+	rec = httptest.NewRecorder()
+	e.MethodNotAllowed(rec, httptest.NewRequest("PUT", "/v1/x", nil))
+	require.Equal(t, 405, rec.Code)
+	require.Equal(t, CodeMethod, decode(t, rec).Error.Code)
+	require.Equal(t, "PUT is not allowed on /v1/x", decode(t, rec).Error.Message)
+}
+
+func TestRecover(t *testing.T) {
+	var logs bytes.Buffer
+	h := newErrors(&logs).Recover(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	require.Equal(t, 500, rec.Code)
+	require.Contains(t, logs.String(), "panic: boom")
+
+	abort := newErrors(&logs).Recover(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }))
+	require.PanicsWithValue(t, http.ErrAbortHandler, func() { abort.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil)) })
+}
+
+func TestRequireBearer(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	for _, tc := range []struct {
+		name, token, header string
+		want                int
+	}{
+		{"no token configured", "", "", 204},
+		{"right token", "s3cret", "Bearer s3cret", 204},
+		{"wrong token", "s3cret", "Bearer s3cres", 401},
+		{"prefix of token", "s3cret", "Bearer s3c", 401},
+		{"missing header", "s3cret", "", 401},
+		{"not bearer", "s3cret", "Basic s3cret", 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newErrors(&bytes.Buffer{}).RequireBearer(configSecret(tc.token))(ok)
+			req := httptest.NewRequest("POST", "/", nil)
+			if tc.header != "" {
+				req.Header.Set("Authorization", tc.header)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			require.Equal(t, tc.want, rec.Code)
+			if tc.want == 401 {
+				require.Equal(t, CodeUnauthorized, decode(t, rec).Error.Code)
+			}
+		})
+	}
+}
+
+func TestWriteJSONDoesNotEscapeHTML(t *testing.T) {
+	rec := httptest.NewRecorder()
+	WriteJSON(rec, 201, map[string]string{"a": "<b>&"})
+	require.Equal(t, 201, rec.Code)
+	require.Equal(t, `{"a":"<b>&"}`+"\n", rec.Body.String())
+	rec = httptest.NewRecorder()
+	WriteJSON(rec, 200, func() {}) // not encodable
+	require.Equal(t, 500, rec.Code)
+}
+
+func TestServerServesAndShutsDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	failed := make(chan error, 1)
+	s := Start(ln, NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hi") })),
+		func(err error) { failed <- err })
+	resp, err := http.Get("http://" + ln.Addr().String())
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, "hi", string(b))
+	require.NoError(t, s.Shutdown(5*time.Second))
+	require.NoError(t, s.Shutdown(5*time.Second), "idempotent")
+	require.NoError(t, s.Err())
+	select {
+	case err := <-failed:
+		t.Fatalf("onFail called on a clean shutdown: %v", err)
+	default:
+	}
+	_, err = http.Get("http://" + ln.Addr().String())
+	require.Error(t, err, "still serving after Shutdown")
+}
+
+func TestServerReportsServeFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ln.Close() // Serve fails at once
+	failed := make(chan error, 1)
+	s := Start(ln, NewServer(http.NotFoundHandler()), func(err error) { failed <- err })
+	select {
+	case err := <-failed:
+		require.Error(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("onFail not called")
+	}
+	require.NoError(t, s.Shutdown(time.Second))
+	require.Error(t, s.Err())
+}
+
+func TestServerShutdownIsBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	entered, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	s := Start(ln, NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		close(entered)
+		<-release
+	})), nil)
+	go http.Get("http://" + ln.Addr().String())
+	<-entered
+	// The handler never returns: Shutdown gives up after its bound and closes.
+	require.ErrorIs(t, s.Shutdown(50*time.Millisecond), context.DeadlineExceeded)
+}
+
+func configSecret(s string) config.Secret { return config.Secret(s) }
