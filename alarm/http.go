@@ -37,10 +37,7 @@ func (a *Alarm) writeError(w http.ResponseWriter, r *http.Request, err error) {
 func (a *Alarm) routes() http.Handler {
 	a.errs = &httpapi.Errors{Log: a.log, Realm: "binlake-alarm", Classify: classify}
 	auth := a.errs.RequireBearer(a.o.Token)
-	r := chi.NewRouter()
-	r.Use(a.errs.Recover)
-	r.NotFound(a.errs.NotFound)
-	r.MethodNotAllowed(a.errs.MethodNotAllowed)
+	r := a.errs.Router()
 	r.Get("/healthz", a.handleHealth)
 	r.Get("/metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{Registry: a.reg}).ServeHTTP)
 	r.Route("/v1", func(r chi.Router) {

@@ -55,10 +55,7 @@ func (j *Judge) writeError(w http.ResponseWriter, r *http.Request, err error) {
 func (j *Judge) routes() http.Handler {
 	j.errs = &httpapi.Errors{Log: j.log, Realm: "binlake-judge", Classify: classify}
 	auth := j.errs.RequireBearer(j.o.Token)
-	r := chi.NewRouter()
-	r.Use(j.errs.Recover)
-	r.NotFound(j.errs.NotFound)
-	r.MethodNotAllowed(j.errs.MethodNotAllowed)
+	r := j.errs.Router()
 	r.Get("/", j.handleStatus)
 	r.Get("/healthz", j.handleHealth)
 	r.Get("/metrics", promhttp.HandlerFor(j.reg, promhttp.HandlerOpts{Registry: j.reg}).ServeHTTP)

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/binlake/binlake/internal/config"
 )
 
@@ -128,6 +130,16 @@ func (e *Errors) RequireBearer(token config.Secret) func(http.Handler) http.Hand
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// Router is a chi router whose panics, unknown routes and wrong methods are answered
+// through e.
+func (e *Errors) Router() chi.Router {
+	r := chi.NewRouter()
+	r.Use(e.Recover)
+	r.NotFound(e.NotFound)
+	r.MethodNotAllowed(e.MethodNotAllowed)
+	return r
 }
 
 // WriteJSON answers v as JSON with status. HTML characters are not escaped: the API is

@@ -194,3 +194,20 @@ func TestServerShutdownIsBounded(t *testing.T) {
 }
 
 func configSecret(s string) config.Secret { return config.Secret(s) }
+
+func TestRouterAnswersThroughErrors(t *testing.T) {
+	var logs bytes.Buffer
+	r := newErrors(&logs).Router()
+	r.Get("/ok", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	r.Get("/panic", func(http.ResponseWriter, *http.Request) { panic("boom") })
+	for _, tc := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/ok", 204}, {"GET", "/nope", 404}, {"POST", "/ok", 405}, {"GET", "/panic", 500},
+	} {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		require.Equal(t, tc.want, rec.Code, "%s %s", tc.method, tc.path)
+	}
+}
