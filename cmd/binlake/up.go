@@ -78,11 +78,11 @@ Flags:`)
 	}
 	chans, err := up.LoadChannels(*channels, logger)
 	if err != nil {
-		return err
+		return fmt.Errorf("-channels: %w", err)
 	}
 	pols, err := up.LoadPolicies(*policies, chans)
 	if err != nil {
-		return err
+		return fmt.Errorf("-policies: %w", err)
 	}
 	opts := up.Options{
 		DataDir: *dataDir, Node: *node, JudgeListen: *judgeHTTP, AlarmListen: *alarmHTTP, WaveListen: *waveHTTP,
