@@ -77,11 +77,3 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nRun 'binlake <command> -h' for the flags of a command.")
 }
-
-// notYet is the placeholder of a role whose issue has not landed; it fails loudly
-// instead of pretending to run.
-func notYet(name string, issue int) func(context.Context, []string, io.Writer, io.Writer) error {
-	return func(context.Context, []string, io.Writer, io.Writer) error {
-		return fmt.Errorf("%s is not implemented yet (issue #%d)", name, issue)
-	}
-}

@@ -22,7 +22,6 @@ func TestRun(t *testing.T) {
 		{name: "help", args: []string{"help"}, wantOut: "up "},
 		{name: "bad flag", args: []string{"up", "-nope"}, wantErrSub: "flag provided but not defined"},
 		{name: "bad log level", args: []string{"up", "-log-level", "loud"}, wantErrSub: `bad -log-level "loud"`},
-		{name: "role not yet built says so", args: []string{"bench"}, wantErrSub: "not implemented yet"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

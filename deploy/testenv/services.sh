@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # services.sh up|down|status|env [SERVICE...]
 # Starts (idempotently) or stops the real test services, each bound to 127.0.0.1:
-#   mariadb 3307, zookeeper 2181, kafka 9092, elasticsearch 9200.
+#   mariadb 3307, zookeeper 2181 (+ ensemble 2182-2184), kafka 9092, elasticsearch 9200;
+#   browser installs headless Chromium for the status-page test.
 # `env` prints the BINLAKE_TEST_* exports that point the tests at them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-ALL=(mariadb zookeeper kafka elasticsearch)
+ALL=(mariadb zookeeper kafka elasticsearch browser)
 
 cmd=${1:-}; shift || true
 svcs=("$@"); ((${#svcs[@]})) || svcs=("${ALL[@]}")
