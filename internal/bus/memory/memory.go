@@ -1,6 +1,6 @@
-// Package memory is the in-process bus.Bus of the embedded shape (`make run`): the
-// same delivery semantics as bus/kafka, checked by the same bustest suite, without a
-// broker.
+// Package memory is the in-process bus.Bus of the embedded shape (`make run`, `binlake
+// up`): the same delivery semantics as bus/kafka, checked by the same bustest suite,
+// without a broker.
 //
 // Each topic keeps a log per partition; a message goes to the partition chosen by a
 // hash of its key, so one key's messages stay in order. Each consumer group keeps its
@@ -11,15 +11,23 @@
 // A group comes into being at its first Subscribe, positioned by StartAt, and keeps its
 // positions for the life of the Bus; nothing survives the process.
 //
-// Memory is not bounded: the log of every topic is kept until the Bus is closed,
-// because a group that joins later with StartFirst must see every message. The embedded
-// shape carries one metric batch per agent tick, which stays small for the lifetime of
-// a process; a long-running process with heavy traffic should use bus/kafka.
+// Memory is bounded the way Kafka bounds disk, by retention: each partition keeps at
+// most Options.RetainMessages messages and Options.RetainBytes bytes of keys and values
+// (DefaultRetainMessages and DefaultRetainBytes, whichever is reached first), and
+// publishing beyond that drops the partition's oldest messages. The newest message is
+// always kept, as Kafka keeps its active segment. Offsets are never reused: a trimmed
+// log keeps counting from where it was, and its first retained offset is its start.
+// A new StartFirst group begins at the start. A group whose committed position fell
+// below the start (it was slower than retention) continues from the start, as Kafka
+// does with auto.offset.reset=earliest: the trimmed messages are lost to it, which is
+// counted in Stats and logged at Debug. Retention is the only way a committed message
+// is not delivered to a group; every retained one still is, at least once.
 package memory
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,16 +40,51 @@ import (
 // (message.max.bytes), so a message accepted here is accepted there.
 const DefaultMaxMessageBytes = 1048588
 
+// Retention defaults, per partition. At the agent's default interval `binlake up`
+// publishes about 15 MB a day, so 64 MiB keeps several days: far more than a
+// subscriber that is merely slow needs, and a small bound for a process that runs
+// for months.
+const (
+	DefaultRetainMessages = 100_000
+	DefaultRetainBytes    = 64 << 20
+)
+
 // Options configures a Bus.
 type Options struct {
 	// MaxMessageBytes limits len(Key)+len(Value) on topics whose TopicSpec sets no
 	// limit. DefaultMaxMessageBytes when zero.
 	MaxMessageBytes int
+	// RetainMessages is how many messages each partition keeps at most; older ones
+	// are dropped. DefaultRetainMessages when zero.
+	RetainMessages int
+	// RetainBytes bounds the len(Key)+len(Value) that each partition keeps; older
+	// messages are dropped, though the newest is always kept. DefaultRetainBytes when
+	// zero.
+	RetainBytes int64
+	// Logger receives Debug records when a group falls behind retention; nil logs
+	// nothing.
+	Logger *slog.Logger
+}
+
+// Stats counts what retention did since New.
+type Stats struct {
+	// Trimmed is the number of messages dropped from the logs by retention.
+	Trimmed int64
+	// Resets is how many times a group's position was moved up to the start of a
+	// trimmed log, and Skipped how many messages those groups never received.
+	Resets  int64
+	Skipped int64
 }
 
 // Bus is an in-process message bus. The zero value is not usable; call New.
 type Bus struct {
-	maxBytes int
+	maxBytes    int
+	retainMsgs  int
+	retainBytes int64
+	logger      *slog.Logger
+	trimmed     atomic.Int64
+	resets      atomic.Int64
+	skipped     atomic.Int64
 
 	mu     sync.Mutex
 	topics map[string]*topic
@@ -61,14 +104,48 @@ func New(opts Options) (*Bus, error) {
 	if opts.MaxMessageBytes < 0 {
 		return nil, fmt.Errorf("memory bus: max message bytes %d is negative", opts.MaxMessageBytes)
 	}
+	if opts.RetainMessages < 0 {
+		return nil, fmt.Errorf("memory bus: retain messages %d is negative", opts.RetainMessages)
+	}
+	if opts.RetainBytes < 0 {
+		return nil, fmt.Errorf("memory bus: retain bytes %d is negative", opts.RetainBytes)
+	}
 	if opts.MaxMessageBytes == 0 {
 		opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if opts.RetainMessages == 0 {
+		opts.RetainMessages = DefaultRetainMessages
+	}
+	if opts.RetainBytes == 0 {
+		opts.RetainBytes = DefaultRetainBytes
+	}
+	if opts.Logger != nil {
+		opts.Logger = opts.Logger.With("component", "bus.memory")
+	}
 	return &Bus{
-		maxBytes: opts.MaxMessageBytes,
-		topics:   map[string]*topic{},
-		closed:   make(chan struct{}),
+		maxBytes:    opts.MaxMessageBytes,
+		retainMsgs:  opts.RetainMessages,
+		retainBytes: opts.RetainBytes,
+		logger:      opts.Logger,
+		topics:      map[string]*topic{},
+		closed:      make(chan struct{}),
 	}, nil
+}
+
+// reset counts and logs (outside any lock) a group moved from position to start.
+func (b *Bus) reset(topic, group string, partition int, position, start int64) {
+	b.resets.Add(1)
+	b.skipped.Add(start - position)
+	if b.logger != nil {
+		b.logger.Debug("consumer group fell behind retention; continuing from the log start",
+			"topic", topic, "group", group, "partition", partition,
+			"position", position, "start", start, "skipped", start-position)
+	}
+}
+
+// Stats returns what retention did so far.
+func (b *Bus) Stats() Stats {
+	return Stats{Trimmed: b.trimmed.Load(), Resets: b.resets.Load(), Skipped: b.skipped.Load()}
 }
 
 func (b *Bus) isClosed() bool {
@@ -103,7 +180,7 @@ func (b *Bus) CreateTopic(ctx context.Context, spec bus.TopicSpec) error {
 		b.topics[spec.Name] = &topic{
 			name:     spec.Name,
 			maxBytes: maxBytes,
-			parts:    make([][]bus.Message, spec.Partitions),
+			parts:    make([]partition, spec.Partitions),
 			groups:   map[string]*group{},
 			changed:  make(chan struct{}),
 		}
@@ -158,7 +235,7 @@ type topic struct {
 	maxBytes int
 
 	mu     sync.Mutex
-	parts  [][]bus.Message
+	parts  []partition
 	rr     int // next partition for messages without a key
 	groups map[string]*group
 	// changed is closed and replaced whenever a waiting member may have work: a
@@ -188,6 +265,58 @@ func (t *topic) partitionLocked(key []byte) int {
 	}
 	return int(h % uint32(n))
 }
+
+// partition is one partition's retained log: a ring buffer of the messages at offsets
+// start..end()-1, oldest at buf[head]. A ring rather than a slice that is appended to
+// and resliced from the front, so that a full log trims and appends without copying
+// or allocating.
+type partition struct {
+	buf   []bus.Message // len is a power of two (or zero)
+	head  int           // index in buf of the message at offset start
+	n     int           // retained messages
+	start int64         // offset of the oldest retained message
+	bytes int64         // retained len(Key)+len(Value)
+}
+
+func (p *partition) end() int64 { return p.start + int64(p.n) }
+
+// at returns the message at offset off, which must be in [start, end()).
+func (p *partition) at(off int64) bus.Message {
+	return p.buf[(p.head+int(off-p.start))&(len(p.buf)-1)]
+}
+
+// push appends m and gives it the next offset.
+func (p *partition) push(m bus.Message) {
+	if p.n == len(p.buf) {
+		buf := make([]bus.Message, max(16, 2*len(p.buf)))
+		for i := range p.n {
+			buf[i] = p.buf[(p.head+i)&(len(p.buf)-1)]
+		}
+		p.buf, p.head = buf, 0
+	}
+	m.Offset = p.end()
+	p.buf[(p.head+p.n)&(len(p.buf)-1)] = m
+	p.n++
+	p.bytes += size(m)
+}
+
+// trim drops the oldest messages until at most maxMsgs and maxBytes are retained,
+// keeping the newest message whatever its size, and returns how many it dropped.
+// A slot is cleared when dropped, so its key and value can be collected.
+func (p *partition) trim(maxMsgs int, maxBytes int64) int {
+	dropped := 0
+	for p.n > 1 && (p.n > maxMsgs || p.bytes > maxBytes) {
+		p.bytes -= size(p.buf[p.head])
+		p.buf[p.head] = bus.Message{}
+		p.head = (p.head + 1) & (len(p.buf) - 1)
+		p.n--
+		p.start++
+		dropped++
+	}
+	return dropped
+}
+
+func size(m bus.Message) int64 { return int64(len(m.Key) + len(m.Value)) }
 
 // group is one consumer group of a topic.
 type group struct {
@@ -252,8 +381,13 @@ func (p *publisher) Publish(ctx context.Context, msgs ...bus.Message) error {
 		m.Key = clone(m.Key)
 		m.Value = clone(m.Value)
 		m.Partition = locked.partitionLocked(m.Key)
-		m.Offset = int64(len(locked.parts[m.Partition]))
-		locked.parts[m.Partition] = append(locked.parts[m.Partition], m)
+		part := &locked.parts[m.Partition]
+		part.push(m)
+		// Trimming right away keeps the bound exact; a group whose position is now
+		// below the start finds out when it next reads (Subscribe).
+		if n := part.trim(p.b.retainMsgs, p.b.retainBytes); n > 0 {
+			p.b.trimmed.Add(int64(n))
+		}
 	}
 	if locked != nil {
 		locked.broadcastLocked()
@@ -319,7 +453,7 @@ func (s *subscriber) Subscribe(ctx context.Context, h bus.Handler) error {
 		p := -1
 		for i := range len(t.parts) {
 			q := (next + i) % len(t.parts)
-			if g.ownerLocked(q) == me && !g.busy[q] && g.next[q] < int64(len(t.parts[q])) {
+			if g.ownerLocked(q) == me && !g.busy[q] && g.next[q] < t.parts[q].end() {
 				p = q
 				break
 			}
@@ -338,9 +472,19 @@ func (s *subscriber) Subscribe(ctx context.Context, h bus.Handler) error {
 				return bus.ErrClosed
 			}
 		}
+		part := &t.parts[p]
+		behind := g.next[p]
+		if behind < part.start {
+			// Retention dropped messages this group had not committed: continue from
+			// the oldest retained one, as Kafka's auto.offset.reset=earliest would.
+			g.next[p] = part.start
+		}
 		g.busy[p] = true
-		m := t.parts[p][g.next[p]]
+		m := part.at(g.next[p])
 		t.mu.Unlock()
+		if behind < m.Offset {
+			s.b.reset(t.name, s.opts.Group, p, behind, m.Offset)
+		}
 		next = p + 1
 
 		// The handler gets its own copies, as it would from Kafka: a handler that
@@ -384,9 +528,10 @@ func (s *subscriber) join(me *member) *group {
 	g, ok := t.groups[s.opts.Group]
 	if !ok {
 		g = &group{next: make([]int64, len(t.parts)), busy: make([]bool, len(t.parts))}
-		if s.opts.StartAt == bus.StartLast {
-			for p := range t.parts {
-				g.next[p] = int64(len(t.parts[p]))
+		for p := range t.parts {
+			g.next[p] = t.parts[p].start // the oldest retained message
+			if s.opts.StartAt == bus.StartLast {
+				g.next[p] = t.parts[p].end()
 			}
 		}
 		t.groups[s.opts.Group] = g
