@@ -11,12 +11,18 @@ KEEP_SERVICES ?=
 TEST_FLAGS ?= -race -timeout 20m
 BENCH ?= .
 
-.PHONY: all build run test unit services-up services-down services-status bench bench-agent lint fmt clean
+AGENT_BIN := bin/binlake-agent
+
+.PHONY: all build build-agent run test unit services-up services-down services-status bench bench-agent lint fmt clean
 
 all: build
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/binlake
+
+## build-agent: the slim agent-only binary for the hosts the agent watches (-tags agentonly).
+build-agent:
+	$(GO) build -trimpath -tags agentonly -ldflags '$(LDFLAGS)' -o $(AGENT_BIN) ./cmd/binlake
 
 ## run: build and start the suite on embedded defaults (no external services).
 run: build
@@ -51,8 +57,8 @@ bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
 
 ## bench-agent: the agent's RSS and CPU beside Debian's prometheus-node-exporter (BENCHMARKS.md).
-bench-agent: build
-	BIN=$(BIN) bash deploy/bench/agent-footprint.sh
+bench-agent: build-agent
+	BIN=$(AGENT_BIN) bash deploy/bench/agent-footprint.sh
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -20,17 +20,6 @@ type command struct {
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-var commands = map[string]command{
-	"up":       {"run judge, alarm and an agent in one process on embedded defaults", runUp},
-	"wave":     {"capture MySQL/MariaDB binlogs and publish rows to Kafka", runWave},
-	"agent":    {"collect host, runtime and wave metrics and push them", runAgent},
-	"judge":    {"store metrics, analyse load and answer placement requests", runJudge},
-	"alarm":    {"evaluate alert policies over the metric stream and notify", runAlarm},
-	"instance": {"add, list, show, remove or move capture instances", runInstance},
-	"bench":    {"run a benchmark against the test services", runBench},
-	"version":  {"print the version", runVersion},
-}
-
 // errUsage marks an error already explained to the user with usage text (exit status 2).
 var errUsage = errors.New("usage")
 

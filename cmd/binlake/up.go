@@ -1,3 +1,5 @@
+//go:build !agentonly
+
 package main
 
 import (
@@ -5,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -138,10 +139,3 @@ func printURLs(w io.Writer, u up.URLs) {
 }
 
 // newLogger is the plain logger of the roles without a log section in their config.
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	l, err := logging.New(w, level, "text")
-	if err != nil {
-		return nil, fmt.Errorf("bad -log-level %q: want debug, info, warn or error", level)
-	}
-	return l, nil
-}

@@ -1,0 +1,10 @@
+//go:build agentonly
+
+package main
+
+// commands of the slim agent build (`make build-agent`): linking only the agent keeps its
+// resident memory below node_exporter's on the hosts it watches (BENCHMARKS.md, "agent").
+var commands = map[string]command{
+	"agent":   {"collect host, runtime and wave metrics and push them", runAgent},
+	"version": {"print the version", runVersion},
+}
