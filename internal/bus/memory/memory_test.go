@@ -24,12 +24,6 @@ func TestConformance(t *testing.T) {
 	bustest.Run(t, newBus)
 }
 
-func TestNewRejectsNegativeLimit(t *testing.T) {
-	if _, err := memory.New(memory.Options{MaxMessageBytes: -1}); err == nil {
-		t.Fatal("New with a negative MaxMessageBytes succeeded")
-	}
-}
-
 // TestBusLimitIsTopicDefault checks that Options.MaxMessageBytes applies to topics that
 // set no limit of their own, and that a topic's own limit wins.
 func TestBusLimitIsTopicDefault(t *testing.T) {
