@@ -201,7 +201,9 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	defer st.Close()
-	b, err := memory.New(memory.Options{})
+	// Judge and alarm read each batch within milliseconds and the judge's history lives in
+	// SQLite, so the bus only has to cover a stalled consumer: 8 MiB is about half a day.
+	b, err := memory.New(memory.Options{RetainBytes: 8 << 20, Logger: o.Logger})
 	if err != nil {
 		return err
 	}
