@@ -13,7 +13,7 @@ BENCH ?= .
 
 AGENT_BIN := bin/binlake-agent
 
-.PHONY: all build build-agent run test unit services-up services-down services-status bench bench-agent lint fmt clean
+.PHONY: all build build-agent run test unit services-up services-down services-status bench bench-agent bench-wave lint fmt clean
 
 all: build
 
@@ -51,14 +51,20 @@ services-down:
 services-status:
 	bash $(SERVICES) status
 
-## bench: Go benchmarks (integration benchmarks run when the services are up).
-bench:
+## bench: Go benchmarks (integration benchmarks run when the services are up), then bench-wave.
+bench: build
 	@eval "$$(bash $(SERVICES) env)"; \
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
+	$(MAKE) bench-wave
+
+## bench-wave: wave capture to Kafka against mariadb-binlog on the test services (ROWS=1000000).
+ROWS ?= 1000000
+bench-wave: build
+	./$(BIN) bench wave -rows $(ROWS)
 
 ## bench-agent: the agent's RSS and CPU beside Debian's prometheus-node-exporter (BENCHMARKS.md).
-bench-agent: build-agent
-	BIN=$(AGENT_BIN) bash deploy/bench/agent-footprint.sh
+bench-agent: build
+	BIN=$(BIN) bash deploy/bench/agent-footprint.sh
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -6,10 +6,9 @@
 #   phase 1: agent at a 1 s interval and node_exporter scraped once per second, DURATION s
 #   phase 2: agent alone at the 10 s default, DURATION s (its CPU is the target figure)
 #
-# Two builds of the agent run side by side: the shipped one (`binlake agent`, the one
-# binary with every role linked in) and an agent-only build of the same package (a
-# throwaway main generated under deploy/bench/_agentonly, which ./... ignores, and
-# removed afterwards). The difference between them is the cost of the one binary.
+# Two builds of the agent run side by side: `binlake agent` (the one binary with every role
+# linked in) and `binlake-agent` (the same command built with -tags agentonly, `make
+# build-agent`, the build meant for the hosts). The difference is the cost of the one binary.
 #
 # Usage: deploy/bench/agent-footprint.sh            (make bench-agent)
 # Env:   BIN (agent binary; built when unset), DURATION (60), SINK (kafka|http; kafka when
@@ -48,62 +47,7 @@ if [[ -z ${BIN:-} ]]; then
 fi
 [[ -x $BIN ]] || die "no agent binary at $BIN"
 SLIM=$WORK/binlake-agent-only
-SLIMSRC=$ROOT/deploy/bench/_agentonly
-mkdir -p "$SLIMSRC"
-cat >"$SLIMSRC/main.go" <<'GO'
-// Throwaway agent-only main for agent-footprint.sh: the agent package without the other roles.
-package main
-
-import (
-	"context"
-	"fmt"
-	"log/slog"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
-
-	"github.com/binlake/binlake/agent"
-	"github.com/binlake/binlake/internal/bus/kafka"
-	"github.com/binlake/binlake/internal/config"
-)
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[len(os.Args)-1]); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context, path string) error {
-	cfg, err := agent.Load(path)
-	if err != nil {
-		return err
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	var sink agent.Sink
-	if cfg.Sink.Type == agent.SinkKafka {
-		b, err := kafka.New(kafka.Options{Brokers: cfg.Sink.Kafka.Brokers, Logger: log})
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		sink = agent.NewBusSink(b, agent.BusSinkOptions{Topic: cfg.Sink.Kafka.Topic, Partitions: 1, Replication: 1,
-			Endpoint: "kafka " + strings.Join(cfg.Sink.Kafka.Brokers, ",")})
-	} else {
-		tok, err := config.ResolveSecret(cfg.Sink.HTTP.Token, agent.TokenEnv, cfg.Sink.HTTP.TokenFile)
-		if err != nil {
-			return err
-		}
-		sink = agent.NewHTTPSink(cfg.Sink.HTTP.URL, tok, nil)
-	}
-	return agent.Run(ctx, agent.Options{Config: cfg, ConfigFile: path, Sink: sink, Logger: log})
-}
-GO
-(cd "$ROOT" && go build -trimpath -ldflags '-s -w' -o "$SLIM" ./deploy/bench/_agentonly) || { rm -rf "$SLIMSRC"; die "agent-only build failed"; }
-rm -rf "$SLIMSRC"
+(cd "$ROOT" && go build -trimpath -tags agentonly -ldflags '-s -w' -o "$SLIM" ./cmd/binlake) || die "agent-only build failed"
 
 if [[ -z ${SINK:-} ]]; then
 	if (exec 3<>/dev/tcp/127.0.0.1/9092) 2>/dev/null; then SINK=kafka; else SINK=http; fi
@@ -201,7 +145,7 @@ done
 curl -fsS -o /dev/null "http://127.0.0.1:$NE_PORT/metrics" || die "node_exporter does not answer (see $WORK/node_exporter.log)"
 sleep 3 # both past start-up
 echo "phase 1: ${DURATION}s, agent at 1s, node_exporter scraped every 1s (sink: $SINK)" >&2
-phase1=$(SCRAPE=1 measure "binlake agent" "$AGENT_PID" "agent-only build" "$SLIM_PID" node_exporter "$NE_PID")
+phase1=$(SCRAPE=1 measure "binlake agent" "$AGENT_PID" "binlake-agent (agentonly)" "$SLIM_PID" node_exporter "$NE_PID")
 if grep -q "sink failing" "$WORK/agent-1s.log" "$WORK/slim-1s.log"; then echo "warning: an agent's sink failed during phase 1" >&2; fi
 kill "$AGENT_PID" "$SLIM_PID" "$NE_PID"
 wait "$AGENT_PID" "$SLIM_PID" "$NE_PID" 2>/dev/null || true
@@ -217,7 +161,7 @@ SLIM_PID=$!
 pids+=("$SLIM_PID")
 sleep 3
 echo "phase 2: ${DURATION}s, agents at 10s" >&2
-phase2=$(measure "binlake agent" "$AGENT_PID" "agent-only build" "$SLIM_PID")
+phase2=$(measure "binlake agent" "$AGENT_PID" "binlake-agent (agentonly)" "$SLIM_PID")
 kill "$AGENT_PID" "$SLIM_PID"
 wait "$AGENT_PID" "$SLIM_PID" 2>/dev/null || true
 
