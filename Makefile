@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X github.com/binlake/binlake/internal/buildinfo.Version=$(VERS
 SERVICES := deploy/testenv/services.sh
 # KEEP_SERVICES=1 leaves the test services running after `make test`.
 KEEP_SERVICES ?=
-TEST_FLAGS ?= -race -timeout 20m
+TEST_FLAGS ?= -race -count=1 -timeout 20m
 BENCH ?= .
 
 AGENT_BIN := bin/binlake-agent
