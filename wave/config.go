@@ -69,6 +69,11 @@ type KafkaSinkConfig struct {
 	MaxMessageBytes int `yaml:"max_message_bytes"`
 	// BatchSize is the most messages per partition in one produce request.
 	BatchSize int `yaml:"batch_size"`
+	// WriteTimeout bounds one produce request, which is tried once (the wave retries
+	// itself, checking its leadership between attempts). Empty: a quarter of
+	// coordinator.session_timeout with ZooKeeper, 10 s with the single coordinator. With
+	// ZooKeeper it must be at most a quarter of the session timeout; see KafkaWriteTimeout.
+	WriteTimeout config.Duration `yaml:"write_timeout"`
 }
 
 // FileSinkConfig is the JSON-lines file sink.
@@ -163,6 +168,16 @@ func (c *Config) Validate() error {
 		if k.BatchSize < 1 {
 			return fmt.Errorf("field \"sink.kafka.batch_size\": %d: must be at least 1", k.BatchSize)
 		}
+		if k.WriteTimeout < 0 {
+			return fmt.Errorf("field \"sink.kafka.write_timeout\": %s: must not be negative", k.WriteTimeout)
+		}
+		if c.Coordinator.Type == CoordZK {
+			if limit := c.Coordinator.SessionTimeout.D() / 4; c.KafkaWriteTimeout() > limit {
+				return fmt.Errorf("field \"sink.kafka.write_timeout\": %s: must be at most a quarter of field "+
+					"\"coordinator.session_timeout\" %s (%s), or a wave that lost its session could still "+
+					"be writing when another wave takes over", k.WriteTimeout, c.Coordinator.SessionTimeout, limit)
+			}
+		}
 	case SinkFile:
 		if c.Sink.File.Path == "" {
 			return errors.New(`field "sink.file.path": required for the file sink`)
@@ -185,6 +200,30 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// KafkaWriteTimeout is the effective bound on one produce request of the wave's Kafka
+// writer: sink.kafka.write_timeout, or when unset a quarter of the ZooKeeper session
+// timeout (10 s with the single coordinator). The writer tries a request once.
+//
+// Why a quarter: it bounds how long a wave that lost its leadership can still write.
+// The ZooKeeper client declares the connection lost (and with it every leadership: the
+// wave cancels publishing and makes no new attempt) when it heard nothing for 2/3 of
+// the session timeout S; the server expires the session, and only then lets another
+// wave win, S after it last heard from this one: at least about S/3 (less a round trip)
+// after Lost. The last produce request begun before Lost, and a batch it left queued
+// (sent after at most the writer's 5 ms batch timeout), ends by Lost + 5 ms + T; with
+// T <= S/4 that is before the successor can lead, with a margin for the round trip. It
+// is an application-level bound: bytes already handed to the kernel before the cut may
+// still be retransmitted later, which no client timeout can recall.
+func (c *Config) KafkaWriteTimeout() time.Duration {
+	if t := c.Sink.Kafka.WriteTimeout.D(); t > 0 {
+		return t
+	}
+	if c.Coordinator.Type == CoordZK && c.Coordinator.SessionTimeout > 0 {
+		return min(10*time.Second, c.Coordinator.SessionTimeout.D()/4)
+	}
+	return 10 * time.Second
 }
 
 // PipelineOptions returns the pipeline settings as Options fields.

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/binlake/binlake/internal/config"
 )
 
 func TestFilterMatch(t *testing.T) {
@@ -193,6 +196,41 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
+// TestKafkaWriteTimeout: the wave's produce requests are bounded well below the ZooKeeper
+// session timeout, derived when unset, as configured when set.
+func TestKafkaWriteTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Config)
+		want  time.Duration
+		valid bool
+	}{
+		{"derived from the session", func(c *Config) {}, time.Second, true},
+		{"configured", func(c *Config) { c.Sink.Kafka.WriteTimeout = config.Duration(500 * time.Millisecond) }, 500 * time.Millisecond, true},
+		{"configured at the limit", func(c *Config) { c.Sink.Kafka.WriteTimeout = config.Duration(time.Second) }, time.Second, true},
+		{"configured above the limit", func(c *Config) { c.Sink.Kafka.WriteTimeout = config.Duration(1001 * time.Millisecond) }, 1001 * time.Millisecond, false},
+		{"long session, capped", func(c *Config) { c.Coordinator.SessionTimeout = config.Duration(time.Minute) }, 10 * time.Second, true},
+		{"single coordinator", func(c *Config) {
+			c.Coordinator = CoordinatorConfig{Type: CoordSingle, Path: "/tmp/coord.json"}
+			c.Sink.Kafka.WriteTimeout = config.Duration(30 * time.Second)
+		}, 30 * time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := LoadConfig(writeFile(t, goodConfig)) // session_timeout 4s
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(cfg)
+			if got := cfg.KafkaWriteTimeout(); got != tc.want {
+				t.Errorf("KafkaWriteTimeout() = %v, want %v", got, tc.want)
+			}
+			if err := cfg.Validate(); (err == nil) != tc.valid {
+				t.Errorf("Validate() = %v, want valid=%v", err, tc.valid)
+			}
+		})
+	}
+}
+
 // TestLoadConfigErrors: a bad wave.yaml gives an error naming the field.
 func TestLoadConfigErrors(t *testing.T) {
 	tests := []struct {
@@ -210,6 +248,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"file path", strings.Replace(goodConfig, "type: kafka", "type: file", 1), "sink.file.path"},
 		{"batch rows", strings.Replace(goodConfig, "batch_rows: 1000", "batch_rows: 0", 1), "pipeline.batch_rows"},
 		{"http addr", strings.Replace(goodConfig, "http_addr: 127.0.0.1:8091", "http_addr: nowhere", 1), "http_addr"},
+		{"write timeout not below session", strings.Replace(goodConfig, "brokers: [127.0.0.1:9092]",
+			"brokers: [127.0.0.1:9092]\n    write_timeout: 2s", 1), `"sink.kafka.write_timeout": 2s: must be at most a quarter of field "coordinator.session_timeout" 4s`},
+		{"negative write timeout", strings.Replace(goodConfig, "brokers: [127.0.0.1:9092]",
+			"brokers: [127.0.0.1:9092]\n    write_timeout: -1s", 1), "sink.kafka.write_timeout"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,6 +24,7 @@ var ErrFenced = errors.New("offset changed under us: another wave leads this ins
 type publisher struct {
 	id         string
 	pub        bus.Publisher
+	lost       <-chan struct{} // the leadership's Lost: no attempt starts after it closed
 	in         <-chan item
 	maxRows    int
 	backoffMin time.Duration
@@ -161,6 +162,13 @@ func (p *publisher) run(ctx context.Context) error {
 func (p *publisher) publish(ctx context.Context, msgs []bus.Message) error {
 	backoff := p.backoffMin
 	for attempt := 1; ; attempt++ {
+		// The context ends shortly after Lost closes (lead's watcher cancels it); look
+		// at Lost itself too, so that no attempt starts once the leadership is gone.
+		select {
+		case <-p.lost:
+			return nil
+		default:
+		}
 		err := p.pub.Publish(ctx, msgs...)
 		if err == nil {
 			if attempt > 1 {
@@ -345,10 +353,24 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		s.State, s.Error, s.Position = StateRunning, "", start
 	})
 
+	busPub := w.opts.Publisher
+	if w.opts.NewPublisher != nil {
+		// One publisher per leadership term, closed when the term ends (after Lost, the
+		// pipeline has stopped: no new attempt; Close waits at most for the one produce
+		// request in flight, bounded by the writer's timeout).
+		if busPub, err = w.opts.NewPublisher(); err != nil {
+			return fmt.Errorf("open a publisher: %w", err)
+		}
+		defer func() {
+			if cerr := busPub.Close(); cerr != nil {
+				log.Debug("close the term's publisher", "err", cerr)
+			}
+		}()
+	}
 	items := make(chan item, w.opts.Pipeline.QueueItems)
 	cm := &committer{c: w.opts.Coord, key: offKey, id: inst.ID, interval: w.opts.Pipeline.CommitInterval,
 		m: w.m, log: log, now: time.Now, version: version, committed: start, kick: make(chan struct{}, 1)}
-	pub := &publisher{id: inst.ID, pub: w.opts.Publisher, in: items, maxRows: w.opts.Pipeline.BatchRows,
+	pub := &publisher{id: inst.ID, pub: busPub, lost: lead.Lost(), in: items, maxRows: w.opts.Pipeline.BatchRows,
 		backoffMin: 100 * time.Millisecond, backoffMax: w.opts.Pipeline.PublishBackoffMax,
 		m: w.m, log: log, commit: cm, rows: start.Rows, now: time.Now,
 		chunkMsgs: w.opts.Pipeline.PublishChunkMessages, chunkBytes: w.opts.Pipeline.PublishChunkBytes}

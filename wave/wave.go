@@ -78,8 +78,14 @@ type Options struct {
 	// when empty.
 	AdvertiseAddr string
 
-	Coord     coord.Coordinator
-	Publisher bus.Publisher
+	Coord coord.Coordinator
+	// Publisher is shared by every instance's pipeline; NewPublisher, when set, is used
+	// instead: each leadership term opens its own publisher and closes it when the term
+	// ends, so nothing a lost term left queued is sent together with a later term's
+	// writes (the Kafka sink uses it; see Config.KafkaWriteTimeout for the bound on how
+	// long a lost term can still write).
+	Publisher    bus.Publisher
+	NewPublisher func() (bus.Publisher, error)
 	// Topics, when set, creates each subscription's topic (with TopicSpec) before
 	// capture starts.
 	Topics    TopicCreator
@@ -103,7 +109,7 @@ func (o *Options) setDefaults() error {
 	if o.Node == "" {
 		return errors.New("wave: node is required")
 	}
-	if o.Coord == nil || o.Publisher == nil {
+	if o.Coord == nil || (o.Publisher == nil && o.NewPublisher == nil) {
 		return errors.New("wave: a coordinator and a publisher are required")
 	}
 	p := &o.Pipeline

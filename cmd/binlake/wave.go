@@ -69,18 +69,17 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	switch cfg.Sink.Type {
 	case wave.SinkKafka:
 		k := cfg.Sink.Kafka
+		// One attempt per produce request, bounded by the write timeout: kafka-go's own
+		// retries would keep a lost leader's batch in flight for up to 5 × 10 s; the wave
+		// retries itself and stops once its leadership is lost (Config.KafkaWriteTimeout).
 		b, err := kafka.New(kafka.Options{Brokers: k.Brokers, ClientID: "binlake-wave-" + cfg.Node,
-			BatchSize: k.BatchSize, BatchBytes: int64(k.MaxMessageBytes), Logger: logger})
+			BatchSize: k.BatchSize, BatchBytes: int64(k.MaxMessageBytes),
+			MaxAttempts: 1, WriteTimeout: cfg.KafkaWriteTimeout(), Logger: logger})
 		if err != nil {
 			return err
 		}
 		defer b.Close()
-		pub, err := b.Publisher()
-		if err != nil {
-			return err
-		}
-		defer pub.Close()
-		opts.Publisher, opts.Topics = pub, b
+		opts.NewPublisher, opts.Topics = b.Publisher, b
 		opts.TopicSpec = bus.TopicSpec{Partitions: k.Partitions, Replication: k.Replication, MaxMessageBytes: k.MaxMessageBytes}
 		// The record overhead (headers, lengths) counts against the broker's limit.
 		opts.MaxMessageBytes = k.MaxMessageBytes - 128

@@ -52,7 +52,10 @@ type Options struct {
 	BatchTimeout time.Duration
 	// WriteTimeout bounds one produce request. 10 s.
 	WriteTimeout time.Duration
-	// MaxAttempts is how often a produce request is tried on retriable errors. 5.
+	// MaxAttempts is how often a produce request is tried on retriable errors. 5. The
+	// writer retries in the background, even after the Publish call that queued the
+	// request returned on its context: a caller that must stop writing at a known time
+	// (a wave that lost its leadership) sets 1 and a WriteTimeout below its deadline.
 	MaxAttempts int
 
 	// DialTimeout bounds opening a connection to a broker. 5 s.
@@ -446,6 +449,12 @@ func (p *publisher) Publish(ctx context.Context, msgs ...bus.Message) error {
 		}
 		kms[i] = kafkago.Message{Topic: m.Topic, Key: m.Key, Value: m.Value, Time: m.Time}
 	}
+	// kafka-go's WriteMessages queues the batch before it looks at ctx, and a queued
+	// batch is sent whatever becomes of the caller: a caller that gave up (a wave that
+	// lost its leadership) must not start a write.
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("publish %d messages: %w", len(msgs), err)
+	}
 	err := p.w.WriteMessages(ctx, kms...)
 	if errors.Is(err, kafkago.UnknownTopicOrPartition) {
 		// The writer looked the topic up in the shared metadata cache, which may not
@@ -471,6 +480,9 @@ func (p *publisher) retryUnknown(ctx context.Context, kms []kafkago.Message, err
 		if werr := p.b.waitForLeaders(ctx, m.Topic); werr != nil {
 			return err
 		}
+	}
+	if ctx.Err() != nil {
+		return err
 	}
 	return p.w.WriteMessages(ctx, kms...)
 }

@@ -64,6 +64,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"negative batch size", kafka.Options{Brokers: []string{"h:1"}, BatchSize: -1}, "batch size -1"},
 		{"negative timeout", kafka.Options{Brokers: []string{"h:1"}, SessionTimeout: -time.Second}, "session timeout"},
 		{"heartbeat not below session", kafka.Options{Brokers: []string{"h:1"}, HeartbeatInterval: 10 * time.Second}, "heartbeat interval"},
+		{"negative max attempts", kafka.Options{Brokers: []string{"h:1"}, MaxAttempts: -1}, "max attempts -1"},
+		{"negative write timeout", kafka.Options{Brokers: []string{"h:1"}, WriteTimeout: -time.Second}, "write timeout"},
 		{"backoff max below min", kafka.Options{Brokers: []string{"h:1"}, ReadBackoffMin: time.Second, ReadBackoffMax: time.Millisecond}, "read backoff"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,5 +175,54 @@ func BenchmarkKafkaPublish(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "msgs/s")
 		})
+	}
+}
+
+// TestPublishCanceledWritesNothingIntegration: a Publish whose context has ended sends
+// nothing, not even later. kafka-go queues a batch before it looks at the context and
+// sends it whatever the caller does; a wave that lost its leadership must not write.
+func TestPublishCanceledWritesNothingIntegration(t *testing.T) {
+	addr := testenv.Require(t, testenv.Kafka)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := kafka.New(kafka.Options{Brokers: testenv.HostPorts(addr), MaxAttempts: 1, WriteTimeout: 2 * time.Second,
+		Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	topic := fmt.Sprintf("bustest.canceled.%d", time.Now().UnixNano())
+	if err := b.CreateTopic(ctx, bus.TopicSpec{Name: topic}); err != nil {
+		t.Fatal(err) // the metadata cache now knows the topic: the writer would queue at once
+	}
+	p, err := b.Publisher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, stop := context.WithCancel(ctx)
+	stop()
+	if err := p.Publish(gone, bus.Message{Topic: topic, Value: []byte("stale")}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Publish with a canceled context = %v, want context.Canceled", err)
+	}
+	if err := p.Publish(ctx, bus.Message{Topic: topic, Value: []byte("live")}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.Subscriber(bus.SubscribeOptions{Topic: topic, Group: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, scancel := context.WithCancel(ctx)
+	defer scancel()
+	var got []string
+	err = s.Subscribe(sctx, func(_ context.Context, m bus.Message) error {
+		got = append(got, string(m.Value))
+		scancel() // the first message decides
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "live" {
+		t.Fatalf("first message on the topic = %q, want only the live one", got)
 	}
 }
