@@ -264,22 +264,11 @@ func (a *Alarm) timerLoop(ctx context.Context) {
 }
 
 func (a *Alarm) subscribeLoop(ctx context.Context) {
-	backoff := time.Second
-	for {
-		err := a.o.Subscriber.Subscribe(ctx, func(_ context.Context, m bus.Message) error {
-			_ = a.ObserveRaw(m.Value) // bad batches are counted and skipped, never fatal
-			return nil
-		})
-		if ctx.Err() != nil {
-			return
-		}
+	bus.SubscribeWithRetry(ctx, a.o.Subscriber, func(_ context.Context, m bus.Message) error {
+		_ = a.ObserveRaw(m.Value) // bad batches are counted and skipped, never fatal
+		return nil
+	}, bus.RetryOptions{OnError: func(err error, wait time.Duration) {
 		a.m.subscribeErrors.Inc()
-		a.log.Warn("metric subscription failed; retrying", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 30*time.Second)
-	}
+		a.log.Warn("metric subscription failed; retrying", "err", err, "in", wait)
+	}})
 }

@@ -298,26 +298,15 @@ func (j *Judge) Run(ctx context.Context) error {
 }
 
 func (j *Judge) subscribeLoop(ctx context.Context) {
-	backoff := time.Second
-	for {
-		err := j.o.Subscriber.Subscribe(ctx, func(_ context.Context, m bus.Message) error {
-			// Undecodable batches are counted and skipped inside: never an error, so a
-			// bad message cannot stall the group.
-			_ = j.IngestRaw(m.Value, sourceBus)
-			return nil
-		})
-		if ctx.Err() != nil {
-			return
-		}
+	bus.SubscribeWithRetry(ctx, j.o.Subscriber, func(_ context.Context, m bus.Message) error {
+		// Undecodable batches are counted and skipped inside: never an error, so a
+		// bad message cannot stall the group.
+		_ = j.IngestRaw(m.Value, sourceBus)
+		return nil
+	}, bus.RetryOptions{OnError: func(err error, wait time.Duration) {
 		j.m.subscribeErrors.Inc()
-		j.log.Warn("metric subscription failed; retrying", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 30*time.Second)
-	}
+		j.log.Warn("metric subscription failed; retrying", "err", err, "in", wait)
+	}})
 }
 
 func (j *Judge) retentionLoop(ctx context.Context) {

@@ -1,0 +1,51 @@
+package bus
+
+import (
+	"context"
+	"time"
+)
+
+// RetryOptions tunes SubscribeWithRetry.
+type RetryOptions struct {
+	// MinBackoff is the first wait after a failed subscription; 1s when zero.
+	MinBackoff time.Duration
+	// MaxBackoff caps the doubling wait; 30s when zero.
+	MaxBackoff time.Duration
+	// OnError, when set, is told every time Subscribe returned while ctx was still
+	// alive, with the wait before the next attempt, so that each role keeps its own
+	// metric and log line.
+	OnError func(err error, wait time.Duration)
+}
+
+// SubscribeWithRetry calls sub.Subscribe with h until ctx ends, waiting between
+// attempts with a doubling backoff. A role that must keep consuming whatever the bus
+// does (a broker restart, a rebalance error) uses it so that a failing subscription
+// never stops the role. The backoff is not reset after a success: a subscription that
+// keeps failing after a while of work still cannot spin.
+func SubscribeWithRetry(ctx context.Context, sub Subscriber, h Handler, o RetryOptions) {
+	backoff := o.MinBackoff
+	if backoff <= 0 {
+		backoff = time.Second
+	}
+	maxBackoff := o.MaxBackoff
+	if maxBackoff <= 0 {
+		maxBackoff = 30 * time.Second
+	}
+	for {
+		err := sub.Subscribe(ctx, h)
+		if ctx.Err() != nil {
+			return
+		}
+		if o.OnError != nil {
+			o.OnError(err, backoff)
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
