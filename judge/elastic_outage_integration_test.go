@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -22,121 +21,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/internal/testenv/estest"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/elastic"
 )
-
-// tcpProxy forwards connections from a loopback port to the engine. Down closes the
-// listener and every open connection, so that the judge's client meets refused
-// connections exactly as if the engine were stopped, while the engine keeps serving the
-// other tests that share it; Up listens on the same port again.
-type tcpProxy struct {
-	target, addr string
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-}
-
-func startProxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &tcpProxy{target: target, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}}
-	p.serve(ln)
-	t.Cleanup(func() { p.Down(); p.wg.Wait() })
-	return p
-}
-
-func (p *tcpProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return // closed by Down
-			}
-			p.wg.Add(1)
-			go func() { defer p.wg.Done(); p.pipe(c) }()
-		}
-	}()
-}
-
-// track registers c unless the proxy went down meanwhile.
-func (p *tcpProxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln == nil {
-		return false
-	}
-	p.conns[c] = struct{}{}
-	return true
-}
-
-func (p *tcpProxy) untrack(cs ...net.Conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range cs {
-		delete(p.conns, c)
-		c.Close()
-	}
-}
-
-func (p *tcpProxy) pipe(client net.Conn) {
-	if !p.track(client) {
-		client.Close()
-		return
-	}
-	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
-	if err != nil {
-		p.untrack(client)
-		return
-	}
-	if !p.track(server) {
-		p.untrack(client, server)
-		return
-	}
-	done := make(chan struct{}, 2)
-	go func() { io.Copy(server, client); done <- struct{}{} }()
-	go func() { io.Copy(client, server); done <- struct{}{} }()
-	<-done // either side ended: end both
-	p.untrack(client, server)
-	<-done
-}
-
-// Down refuses new connections and cuts the open ones.
-func (p *tcpProxy) Down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-		delete(p.conns, c)
-	}
-}
-
-// Up listens on the proxy's port again.
-func (p *tcpProxy) Up() error {
-	var err error
-	for range 50 { // the port is ours, but its last connections may still be closing
-		var ln net.Listener
-		if ln, err = net.Listen("tcp", p.addr); err == nil {
-			p.serve(ln)
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("proxy: listen on %s again: %w", p.addr, err)
-}
 
 // metricValues reads unlabelled samples from a Prometheus text exposition.
 func metricValues(t *testing.T, body string, names ...string) map[string]int64 {
@@ -182,8 +71,8 @@ func TestJudgeElasticOutageIntegration(t *testing.T) {
 
 	u, err := url.Parse(cfg.Addresses[0])
 	require.NoError(t, err)
-	proxy := startProxy(t, u.Host)
-	cfg.Addresses = []string{"http://" + proxy.addr}
+	proxy := testenv.StartProxy(t, u.Host, testenv.Copy)
+	cfg.Addresses = []string{"http://" + proxy.Addr()}
 	prefix := fmt.Sprintf("binlake-test-%08x-judge-", rand.Uint32())
 	es := estest.Client(t) // straight to the engine, to count what arrived
 	t.Cleanup(func() { deletePrefix(t, es, prefix) })

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/binlake/binlake/internal/testenv"
 )
 
 // kafkaProxy is a TCP proxy in front of one Kafka broker that the test can take down and
@@ -27,16 +29,13 @@ import (
 // (key 10) does too but only consumer groups ask it. Metadata versions 0-12 are parsed,
 // the flexible ones (9+) included; kafka-go asks at most v8.
 type kafkaProxy struct {
-	t        testing.TB
-	upstream string // the broker, 127.0.0.1:9092
-	upPort   int32
-	addr     string // where the proxy listens
-	port     int32
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	*testenv.Proxy
+	t      testing.TB
+	upPort int32  // the broker's port, 9092
+	addr   string // where the proxy listens
+	// port is addr's port, set once the proxy listens; atomic because pipe reads it on
+	// the proxy's goroutines.
+	port atomic.Int32
 
 	rewrites atomic.Int64
 }
@@ -48,86 +47,30 @@ func newKafkaProxy(t testing.TB, upstream string) *kafkaProxy {
 		t.Fatalf("kafka proxy: upstream %q: %v", upstream, err)
 	}
 	up, _ := strconv.Atoi(ps)
-	p := &kafkaProxy{t: t, upstream: upstream, upPort: int32(up), conns: map[net.Conn]struct{}{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.port = int32(ln.Addr().(*net.TCPAddr).Port)
-	p.serve(ln)
-	t.Cleanup(func() { p.down(); p.wg.Wait() })
+	p := &kafkaProxy{t: t, upPort: int32(up)}
+	p.Proxy = testenv.StartProxy(t, upstream, p.pipe)
+	p.addr = p.Proxy.Addr()
+	_, ps, _ = net.SplitHostPort(p.addr)
+	port, _ := strconv.Atoi(ps)
+	p.port.Store(int32(port))
 	return p
 }
 
 // down closes the listener and every connection: the client sees connection refused
 // until up.
-func (p *kafkaProxy) down() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
-}
+func (p *kafkaProxy) down() { p.Down() }
 
 // up listens again on the same address.
 func (p *kafkaProxy) up() {
 	p.t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		p.t.Fatalf("kafka proxy: listen again on %s: %v", p.addr, err)
+	if err := p.Up(); err != nil {
+		p.t.Fatalf("kafka proxy: %v", err)
 	}
-	p.serve(ln)
 }
 
-func (p *kafkaProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				p.handle(c)
-			}()
-		}
-	}()
-}
-
-func (p *kafkaProxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln == nil { // went down meanwhile
-		return false
-	}
-	for _, c := range cs {
-		p.conns[c] = struct{}{}
-	}
-	return true
-}
-
-func (p *kafkaProxy) handle(client net.Conn) {
-	defer client.Close()
-	server, err := net.Dial("tcp", p.upstream)
-	if err != nil {
-		return
-	}
-	defer server.Close()
-	if !p.track(client, server) {
-		return
-	}
+// pipe forwards frames both ways, rewriting the advertised broker port in Metadata
+// responses, until one side ends; the proxy then closes both.
+func (p *kafkaProxy) pipe(client, server net.Conn) {
 	// Requests name their API and version; responses only the correlation id.
 	var mu sync.Mutex
 	pending := map[int32][2]int16{} // correlation id → api key, version
@@ -168,7 +111,7 @@ func (p *kafkaProxy) handle(client net.Conn) {
 				delete(pending, corr)
 				mu.Unlock()
 				if ok {
-					if err := rewriteMetadata(frame, req[1], p.upPort, p.port); err != nil {
+					if err := rewriteMetadata(frame, req[1], p.upPort, p.port.Load()); err != nil {
 						p.t.Errorf("kafka proxy: %v", err)
 						return
 					}
