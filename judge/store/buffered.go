@@ -113,10 +113,8 @@ func NewBuffered(inner Store, opts BufferOptions) *Buffered {
 // Write validates the points and queues them; it does not wait for the inner store.
 // An invalid batch is refused whole with an error wrapping ErrInvalid.
 func (b *Buffered) Write(_ context.Context, points []Point) error {
-	for i, p := range points {
-		if err := p.Validate(); err != nil {
-			return fmt.Errorf("buffered store: point %d: %w", i, err)
-		}
+	if err := ValidatePoints(points); err != nil {
+		return fmt.Errorf("buffered store: %w", err)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -62,6 +62,18 @@ func (p Point) validate() error {
 	return nil
 }
 
+// ValidatePoints validates every point of a batch and reports the first bad one by its
+// index, wrapping ErrInvalid. Stores call it before touching anything, so that a bad
+// batch stores nothing.
+func ValidatePoints(points []Point) error {
+	for i, p := range points {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("point %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // Validate reports, wrapping ErrInvalid, a query that names no series. An empty or
 // inverted time range is not an error: it selects nothing.
 func (q Query) Validate() error {

@@ -263,10 +263,8 @@ type item struct {
 // bulk indexer, retrying documents refused with 429 or 5xx, and refreshes the touched
 // indices, so that the points are visible to queries when it returns.
 func (s *Store) Write(ctx context.Context, points []store.Point) error {
-	for i, p := range points {
-		if err := p.Validate(); err != nil {
-			return fmt.Errorf("elastic store: point %d: %w", i, err)
-		}
+	if err := store.ValidatePoints(points); err != nil {
+		return fmt.Errorf("elastic store: %w", err)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -99,10 +99,8 @@ func Open(opts Options) (*Store, error) {
 // Write validates every point first, so that a bad batch stores nothing, then inserts
 // them in one transaction. A point with the identity of a stored one replaces it.
 func (s *Store) Write(ctx context.Context, points []store.Point) error {
-	for i, p := range points {
-		if err := p.Validate(); err != nil {
-			return fmt.Errorf("sqlite store: point %d: %w", i, err)
-		}
+	if err := store.ValidatePoints(points); err != nil {
+		return fmt.Errorf("sqlite store: %w", err)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
