@@ -11,14 +11,20 @@ usage() {
 	cat <<EOF
 Usage: deploy/install.sh [options]
 
-Installs the binlake binary, the systemd units of the wave, agent, alarm and judge
+Installs the binlake binary, the slim binlake-agent binary, the systemd units of the wave, agent, alarm and judge
 roles, one config per role (from deploy/<role>.example.yaml), the dashboards and the
-guide. Safe to run again: units and the binary are replaced, a config that exists is
+guide. Safe to run again: units and the binaries are replaced (the previous ones stay
+as <binary>.prev), a config that exists is
 kept, and when the shipped example differs it is written beside it as <config>.new.
 
 Options (environment variables of the same name work too):
   --binary PATH      install this binlake binary instead of building one from this
                      checkout with 'go build' (needs Go)
+  --agent-binary PATH
+                     install this binlake-agent binary (make build-agent) for the agent
+                     unit. Without it and without --binary, it is built from this
+                     checkout with -tags agentonly; with --binary alone, the agent unit
+                     runs the full binlake instead
   --prefix DIR       PREFIX, default /usr/local: the binary goes to PREFIX/bin, the
                      dashboards and the guide to PREFIX/share
   --destdir DIR      DESTDIR, default empty: stage everything under DIR (for a
@@ -40,6 +46,7 @@ die() { echo "install.sh: $*" >&2; exit 1; }
 say() { echo "install.sh: $*"; }
 
 BINARY=${BINARY:-}
+AGENT_BINARY=${AGENT_BINARY:-}
 PREFIX=${PREFIX:-/usr/local}
 DESTDIR=${DESTDIR:-}
 SYSCONFDIR=${SYSCONFDIR:-/etc}
@@ -51,6 +58,8 @@ while [[ $# -gt 0 ]]; do
 	case $1 in
 	--binary) need_arg "$@"; BINARY=$2; shift 2 ;;
 	--binary=*) BINARY=${1#*=}; shift ;;
+	--agent-binary) need_arg "$@"; AGENT_BINARY=$2; shift 2 ;;
+	--agent-binary=*) AGENT_BINARY=${1#*=}; shift ;;
 	--prefix) need_arg "$@"; PREFIX=$2; shift 2 ;;
 	--prefix=*) PREFIX=${1#*=}; shift ;;
 	--destdir) need_arg "$@"; DESTDIR=$2; shift 2 ;;
@@ -90,20 +99,37 @@ docdir=$PREFIX/share/doc/binlake
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# The binary: given, or built from this checkout.
+# The binaries: given, or built from this checkout.
+build() { # build NAME [go build flags...]: build ./cmd/binlake into $tmp/NAME
+	local name=$1
+	shift
+	command -v go >/dev/null || die "go is not on PATH: build with 'make build build-agent' and pass --binary bin/binlake --agent-binary bin/binlake-agent"
+	[[ -f $repo/go.mod ]] || die "no go.mod in $repo: pass --binary"
+	version=${version:-$(git -C "$repo" describe --tags --always --dirty 2>/dev/null || echo devel)}
+	say "building $name $version"
+	# The Makefile's flags, so that a 'make build build-agent' before shares the build cache.
+	(cd "$repo" && go build -trimpath "$@" \
+		-ldflags "-s -w -X github.com/binlake/binlake/internal/buildinfo.Version=$version" \
+		-o "$tmp/$name" ./cmd/binlake) || die "go build of $name failed"
+}
 if [[ -n $BINARY ]]; then
 	[[ -f $BINARY && -x $BINARY ]] || die "--binary $BINARY: not an executable file"
 	bin=$BINARY
 else
-	command -v go >/dev/null || die "go is not on PATH: build with 'make build' and pass --binary bin/binlake"
-	[[ -f $repo/go.mod ]] || die "no go.mod in $repo: pass --binary"
-	version=$(git -C "$repo" describe --tags --always --dirty 2>/dev/null || echo devel)
-	say "building binlake $version"
-	# The Makefile's flags, so that a 'make build' before shares the build cache.
-	(cd "$repo" && go build -trimpath \
-		-ldflags "-s -w -X github.com/binlake/binlake/internal/buildinfo.Version=$version" \
-		-o "$tmp/binlake" ./cmd/binlake) || die "go build failed"
+	build binlake
 	bin=$tmp/binlake
+fi
+# The agent unit runs the slim binlake-agent (-tags agentonly: only the agent is linked,
+# ~10 MiB less RSS; BENCHMARKS.md "agent"). agent_bin empty: it runs the full binlake.
+if [[ -n $AGENT_BINARY ]]; then
+	[[ -f $AGENT_BINARY && -x $AGENT_BINARY ]] || die "--agent-binary $AGENT_BINARY: not an executable file"
+	agent_bin=$AGENT_BINARY
+elif [[ -z $BINARY ]]; then
+	build binlake-agent -tags agentonly
+	agent_bin=$tmp/binlake-agent
+else
+	agent_bin=
+	say "no --agent-binary: binlake-agent.service runs the full binlake (make build-agent gives bin/binlake-agent)"
 fi
 
 # put SRC DST MODE: replace DST with SRC (atomically, via a temporary file beside it).
@@ -151,19 +177,26 @@ if [[ $system -eq 1 ]] && ! getent group binlake >/dev/null; then
 	die "group binlake does not exist (created with the user unless --no-user)"
 fi
 
-# The binary; the one it replaces stays as binlake.prev for a rollback.
-dst=$DESTDIR$bindir/binlake
-if [[ -f $dst ]] && ! cmp -s "$bin" "$dst"; then
-	cp -p "$dst" "$dst.prev"
-	say "kept the previous binary as ${dst#"$DESTDIR"}.prev"
-fi
-put "$bin" "$dst" 0755
+# binary SRC NAME: install SRC as bindir/NAME; the one it replaces stays as NAME.prev
+# for a rollback.
+binary() {
+	local src=$1 dst=$DESTDIR$bindir/$2
+	if [[ -f $dst ]] && ! cmp -s "$src" "$dst"; then
+		cp -p "$dst" "$dst.prev"
+		say "kept the previous binary as ${dst#"$DESTDIR"}.prev"
+	fi
+	put "$src" "$dst" 0755
+}
+binary "$bin" binlake
+[[ -z $agent_bin ]] || binary "$agent_bin" binlake-agent
 
 # Units: the paths in the shipped files are the defaults; rewrite them for this layout.
 for role in "${ROLES[@]}"; do
 	src=$here/systemd/binlake-$role.service
 	[[ -f $src ]] || die "missing $src"
-	sed -e "s|/usr/local/bin/binlake|$bindir/binlake|g" -e "s|/etc/binlake/|$confdir/|g" "$src" >"$tmp/binlake-$role.service"
+	fallback=() # without binlake-agent the agent unit runs the full binary
+	[[ -n $agent_bin ]] || fallback=(-e "s|/usr/local/bin/binlake-agent |/usr/local/bin/binlake |g")
+	sed "${fallback[@]}" -e "s|/usr/local/bin/binlake|$bindir/binlake|g" -e "s|/etc/binlake/|$confdir/|g" "$src" >"$tmp/binlake-$role.service"
 	put "$tmp/binlake-$role.service" "$DESTDIR$UNITDIR/binlake-$role.service" 0644
 done
 

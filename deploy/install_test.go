@@ -40,7 +40,8 @@ func fakeTools(t *testing.T) (path string, calls func() string) {
 	}
 }
 
-// stubBinary writes an executable stand-in for binlake; content tells versions apart.
+// stubBinary writes an executable stand-in for binlake or binlake-agent; content tells
+// versions apart.
 func stubBinary(t *testing.T, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "binlake")
@@ -54,7 +55,7 @@ func stubBinary(t *testing.T, content string) string {
 func install(t *testing.T, path string, env []string, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command("bash", append([]string{"install.sh"}, args...)...)
-	cmd.Env = append(append(os.Environ(), "PATH="+path, "DESTDIR=", "PREFIX=", "SYSCONFDIR=", "UNITDIR=", "BINARY="), env...)
+	cmd.Env = append(append(os.Environ(), "PATH="+path, "DESTDIR=", "PREFIX=", "SYSCONFDIR=", "UNITDIR=", "BINARY=", "AGENT_BINARY="), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -132,12 +133,14 @@ func TestInstallTree(t *testing.T) {
 		sysconf   string
 		unitdir   string
 		wantDocIn string
+		noAgent   bool // --binary without --agent-binary: the agent unit runs the full binlake
 	}{
 		{name: "defaults", prefix: "/usr/local", sysconf: "/etc", unitdir: "/etc/systemd/system"},
 		{name: "flags", args: []string{"--prefix", "/usr", "--sysconfdir", "/opt/etc", "--unitdir", "/usr/lib/systemd/system"},
 			prefix: "/usr", sysconf: "/opt/etc", unitdir: "/usr/lib/systemd/system"},
 		{name: "environment", env: []string{"PREFIX=/opt/binlake", "UNITDIR=/lib/systemd/system"},
 			prefix: "/opt/binlake", sysconf: "/etc", unitdir: "/lib/systemd/system"},
+		{name: "no agent binary", noAgent: true, prefix: "/usr/local", sysconf: "/etc", unitdir: "/etc/systemd/system"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,10 +153,17 @@ func TestInstallTree(t *testing.T) {
 					absent = append(absent, p)
 				}
 			}
-			args := append([]string{"--binary", stubBinary(t, "v1")}, tc.args...)
+			args := []string{"--binary", stubBinary(t, "v1")}
+			if !tc.noAgent {
+				args = append(args, "--agent-binary", stubBinary(t, "agent v1"))
+			}
+			args = append(args, tc.args...)
 			out, err := install(t, path, append([]string{"DESTDIR=" + dest}, tc.env...), args...)
 			if err != nil {
 				t.Fatalf("install.sh: %v\n%s", err, out)
+			}
+			if said := strings.Contains(out, "binlake-agent.service runs the full binlake"); said != tc.noAgent {
+				t.Errorf("output says the agent unit falls back to binlake: %v, want %v\n%s", said, tc.noAgent, out)
 			}
 			if c := calls(); c != "" {
 				t.Errorf("with DESTDIR set install.sh ran:\n%s", c)
@@ -173,6 +183,9 @@ func TestInstallTree(t *testing.T) {
 				tc.prefix + "/share/binlake/dashboards/grafana/provisioning/datasources/binlake.yaml": 0o644,
 				tc.prefix + "/share/binlake/dashboards/grafana/provisioning/dashboards/binlake.yaml":  0o644,
 				tc.prefix + "/share/binlake/dashboards/kibana/binlake.ndjson":                         0o644,
+			}
+			if !tc.noAgent {
+				want[tc.prefix+"/bin/binlake-agent"] = 0o755
 			}
 			for _, r := range roles {
 				want[tc.unitdir+"/binlake-"+r+".service"] = 0o644
@@ -203,7 +216,11 @@ func TestInstallTree(t *testing.T) {
 			for _, r := range roles {
 				unit := dest + tc.unitdir + "/binlake-" + r + ".service"
 				k := unitKeys(t, unit)
-				exec := fmt.Sprintf("%s/bin/binlake %s --config %s/binlake/%s.yaml", tc.prefix, r, tc.sysconf, r)
+				bin := "binlake"
+				if r == "agent" && !tc.noAgent {
+					bin = "binlake-agent"
+				}
+				exec := fmt.Sprintf("%s/bin/%s %s --config %s/binlake/%s.yaml", tc.prefix, bin, r, tc.sysconf, r)
 				if r == "alarm" {
 					exec += fmt.Sprintf(" --policies %s/binlake/policies.yaml", tc.sysconf)
 				}
@@ -246,13 +263,22 @@ func TestInstallIdempotent(t *testing.T) {
 	dest := t.TempDir()
 	env := []string{"DESTDIR=" + dest}
 	v1, v2 := stubBinary(t, "v1"), stubBinary(t, "v2")
-	run := func(bin string) string {
+	a1, a2 := stubBinary(t, "agent v1"), stubBinary(t, "agent v2")
+	runAgent := func(bin, agent string) string {
 		t.Helper()
-		out, err := install(t, path, env, "--binary", bin)
+		args := []string{"--binary", bin}
+		if agent != "" {
+			args = append(args, "--agent-binary", agent)
+		}
+		out, err := install(t, path, env, args...)
 		if err != nil {
 			t.Fatalf("install.sh: %v\n%s", err, out)
 		}
 		return out
+	}
+	run := func(bin string) string {
+		t.Helper()
+		return runAgent(bin, a1)
 	}
 	run(v1)
 	before := tree(t, dest)
@@ -308,6 +334,39 @@ func TestInstallIdempotent(t *testing.T) {
 	if !strings.Contains(out, "binlake.prev") {
 		t.Errorf("output does not mention binlake.prev:\n%s", out)
 	}
+	if _, err := os.Stat(dest + "/usr/local/bin/binlake-agent.prev"); !os.IsNotExist(err) {
+		t.Errorf("binlake-agent.prev written though binlake-agent did not change: %v", err)
+	}
+
+	// A new agent binary: the same, as binlake-agent.prev.
+	out = runAgent(v2, a2)
+	sameFile(t, a2, dest+"/usr/local/bin/binlake-agent")
+	sameFile(t, a1, dest+"/usr/local/bin/binlake-agent.prev")
+	sameFile(t, v1, dest+"/usr/local/bin/binlake.prev")
+	if !strings.Contains(out, "binlake-agent.prev") || strings.Contains(out, "bin/binlake.prev") {
+		t.Errorf("output should mention binlake-agent.prev only:\n%s", out)
+	}
+	unit := dest + "/etc/systemd/system/binlake-agent.service"
+	agentExec := "/usr/local/bin/binlake-agent agent --config /etc/binlake/agent.yaml"
+	if k := unitKeys(t, unit); !slices.Equal(k["Service.ExecStart"], []string{agentExec}) {
+		t.Errorf("agent unit ExecStart = %q, want %q", k["Service.ExecStart"], agentExec)
+	}
+
+	// --binary alone: the agent unit is rewritten to the full binary, binlake-agent is left.
+	out = runAgent(v2, "")
+	fullExec := "/usr/local/bin/binlake agent --config /etc/binlake/agent.yaml"
+	if k := unitKeys(t, unit); !slices.Equal(k["Service.ExecStart"], []string{fullExec}) {
+		t.Errorf("fallback: agent unit ExecStart = %q, want %q", k["Service.ExecStart"], fullExec)
+	}
+	if !strings.Contains(out, "installed /etc/systemd/system/binlake-agent.service") || !strings.Contains(out, "runs the full binlake") {
+		t.Errorf("fallback output does not report the rewritten agent unit:\n%s", out)
+	}
+	sameFile(t, a2, dest+"/usr/local/bin/binlake-agent")
+	// And back: --agent-binary points the unit at binlake-agent again.
+	runAgent(v2, a2)
+	if k := unitKeys(t, unit); !slices.Equal(k["Service.ExecStart"], []string{agentExec}) {
+		t.Errorf("agent unit ExecStart = %q after --agent-binary again, want %q", k["Service.ExecStart"], agentExec)
+	}
 	if c := calls(); c != "" {
 		t.Errorf("with DESTDIR set install.sh ran:\n%s", c)
 	}
@@ -340,6 +399,9 @@ func TestInstallArguments(t *testing.T) {
 		{"relative prefix", []string{"--prefix", "usr"}, []string{"DESTDIR=" + t.TempDir()}, true, "PREFIX must be an absolute path"},
 		{"missing value", []string{"--binary"}, nil, true, "--binary needs a value"},
 		{"binary not there", []string{"--binary", "/nonexistent/binlake"}, []string{"DESTDIR=" + t.TempDir()}, true, "not an executable file"},
+		{"missing agent value", []string{"--agent-binary"}, nil, true, "--agent-binary needs a value"},
+		{"agent binary not there", []string{"--binary", stubBinary(t, "v1"), "--agent-binary", "/nonexistent/binlake-agent"},
+			[]string{"DESTDIR=" + t.TempDir()}, true, "--agent-binary /nonexistent/binlake-agent: not an executable file"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -379,6 +441,18 @@ func TestInstallBuilds(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(v), "binlake ") {
 		t.Fatalf("installed binary: %v: %s", err, v)
 	}
+	// binlake-agent is the agentonly build: version works, the other roles are not linked.
+	agent := dest + "/usr/local/bin/binlake-agent"
+	if v, err := exec.Command(agent, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(v), "binlake ") {
+		t.Fatalf("installed binlake-agent: %v: %s", err, v)
+	}
+	// -h exits 2 in both builds; the text tells them apart.
+	if out, _ := exec.Command(agent, "wave", "-h").CombinedOutput(); !strings.Contains(string(out), `unknown command "wave"`) {
+		t.Errorf("binlake-agent knows the wave subcommand; want the agentonly build:\n%s", out)
+	}
+	if out, _ := exec.Command(dest+"/usr/local/bin/binlake", "wave", "-h").CombinedOutput(); !strings.Contains(string(out), "Usage: binlake wave") {
+		t.Errorf("binlake wave -h:\n%s", out)
+	}
 }
 
 var exposure = regexp.MustCompile(`Overall exposure level for (\S+): ([0-9.]+)`)
@@ -393,7 +467,7 @@ func TestUnitsVerify(t *testing.T) {
 	}
 	path, _ := fakeTools(t)
 	dest := t.TempDir()
-	if out, err := install(t, path, []string{"DESTDIR=" + dest}, "--binary", stubBinary(t, "v1")); err != nil {
+	if out, err := install(t, path, []string{"DESTDIR=" + dest}, "--binary", stubBinary(t, "v1"), "--agent-binary", stubBinary(t, "agent v1")); err != nil {
 		t.Fatalf("install.sh: %v\n%s", err, out)
 	}
 	// verify checks that ExecStart exists: point it at the staged binary.
