@@ -208,18 +208,7 @@ func (a *Alarm) Run(ctx context.Context) error {
 	}
 	var srv *httpapi.Server
 	if ln != nil {
-		srv = httpapi.Start(ln, httpapi.NewServer(a.handler), func(err error) {
-			select {
-			case errc <- fmt.Errorf("alarm: http server: %w", err):
-			default:
-			}
-			cancel()
-		})
-		addr := ln.Addr().String()
-		a.log.Info("alarm API serving", "addr", "http://"+addr)
-		if a.o.Ready != nil {
-			a.o.Ready(addr)
-		}
+		srv = httpapi.ServeAPI(ln, a.handler, "alarm", a.log, a.o.Ready, errc, cancel)
 	}
 	<-srcCtx.Done()
 	a.log.Info("alarm stopping")

@@ -256,18 +256,7 @@ func (j *Judge) Run(ctx context.Context) error {
 	}
 	var srv *httpapi.Server
 	if ln != nil {
-		srv = httpapi.Start(ln, httpapi.NewServer(j.handler), func(err error) {
-			select {
-			case errc <- fmt.Errorf("judge: http server: %w", err):
-			default:
-			}
-			cancel()
-		})
-		addr := ln.Addr().String()
-		j.log.Info("judge API serving", "addr", "http://"+addr)
-		if j.o.Ready != nil {
-			j.o.Ready(addr)
-		}
+		srv = httpapi.ServeAPI(ln, j.handler, "judge", j.log, j.o.Ready, errc, cancel)
 	}
 
 	<-srcCtx.Done()

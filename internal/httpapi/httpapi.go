@@ -212,3 +212,22 @@ func (s *Server) Err() error {
 		return nil
 	}
 }
+
+// ServeAPI starts a role's JSON API on ln in the background, logs where it serves and
+// calls ready (when set) with the bound address. If serving fails, the error, wrapped
+// with the role's name, goes to errc when it has room, and cancel stops the role.
+func ServeAPI(ln net.Listener, h http.Handler, role string, log *slog.Logger, ready func(addr string), errc chan<- error, cancel func()) *Server {
+	srv := Start(ln, NewServer(h), func(err error) {
+		select {
+		case errc <- fmt.Errorf("%s: http server: %w", role, err):
+		default:
+		}
+		cancel()
+	})
+	addr := ln.Addr().String()
+	log.Info(role+" API serving", "addr", "http://"+addr)
+	if ready != nil {
+		ready(addr)
+	}
+	return srv
+}

@@ -211,3 +211,39 @@ func TestRouterAnswersThroughErrors(t *testing.T) {
 		require.Equal(t, tc.want, rec.Code, "%s %s", tc.method, tc.path)
 	}
 }
+
+func TestServeAPI(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var readyAddr string
+	errc := make(chan error, 1)
+	cancelled := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	srv := ServeAPI(ln, h, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), func(a string) { readyAddr = a }, errc, func() { close(cancelled) })
+	if readyAddr != ln.Addr().String() {
+		t.Fatalf("ready got %q, want %q", readyAddr, ln.Addr())
+	}
+	resp, err := http.Get("http://" + readyAddr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "ok" {
+		t.Fatalf("body %q", body)
+	}
+	// Closing the listener under the server is a serving failure: it must reach errc,
+	// named after the role, and cancel the role.
+	ln.Close()
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancel was not called after the server failed")
+	}
+	if err := <-errc; err == nil || !strings.HasPrefix(err.Error(), "test: http server: ") {
+		t.Fatalf("errc got %v", err)
+	}
+	srv.Shutdown(time.Second)
+}
