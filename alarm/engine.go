@@ -154,6 +154,16 @@ type group struct {
 	alerts  map[uint64]notify.Alert
 }
 
+// firing reports whether the group carries at least one firing alert.
+func (g *group) firing() bool {
+	for _, a := range g.alerts {
+		if a.Status == notify.StatusFiring {
+			return true
+		}
+	}
+	return false
+}
+
 // NewEngine builds an engine; Restore loads the notification log before use.
 func NewEngine(o EngineOptions) *Engine {
 	if o.Now == nil {
@@ -614,11 +624,33 @@ func (e *Engine) process(now time.Time, as []*alertState, ef *effects) {
 			}
 		}
 	}
+	e.flushDue(now, ef)
+}
+
+// flushDue sends the groups whose group_wait has passed, in the documented order
+// (deploy/alarm.example.yaml, notify.group_wait): groups that only resolve come before groups that
+// fire, each set by group key, and the alerts of a message by node, then fingerprint. A
+// receiver that keeps state (a pager, a chat thread) thus sees what cleared before what is
+// new, and the same evaluation always yields the same sequence.
+func (e *Engine) flushDue(now time.Time, ef *effects) {
+	var due []*group
 	for k, g := range e.groups {
 		if now.Before(g.flushAt) {
 			continue
 		}
 		delete(e.groups, k)
+		due = append(due, g)
+	}
+	slices.SortFunc(due, func(a, b *group) int {
+		if fa, fb := a.firing(), b.firing(); fa != fb {
+			if fa {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	for _, g := range due {
 		alerts := slices.Collect(maps.Values(g.alerts))
 		sort.Slice(alerts, func(i, j int) bool {
 			if alerts[i].Labels[policy.LabelNode] != alerts[j].Labels[policy.LabelNode] {

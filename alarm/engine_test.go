@@ -373,6 +373,49 @@ func TestInhibition(t *testing.T) {
 	})
 }
 
+// TestNotificationOrder pins the order of the messages of one evaluation: groups that only
+// resolve first, then groups that fire, each by group key ("policy/severity").
+func TestNotificationOrder(t *testing.T) {
+	three := `policies:
+  - name: c-mem
+    metric: cpu.util
+    condition: last > 50
+    severity: P2
+    channels: [c]
+  - name: a-cpu
+    metric: cpu.util
+    condition: last > 70
+    severity: P2
+    channels: [c]
+  - name: b-cpu
+    metric: cpu.util
+    condition: last < 60
+    severity: P1
+    channels: [c]
+`
+	keys := func(ms []notify.Message) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.GroupKey+" "+m.Alerts[0].Status)
+		}
+		return out
+	}
+	for i := 0; i < 20; i++ { // map iteration differs run to run; the order must not
+		r := newRig(t, three, nil)
+		r.observe("wave-1", 80) // fires a-cpu and c-mem
+		require.Equal(t, []string{"a-cpu/P2 firing", "c-mem/P2 firing"}, keys(r.out.messages()))
+		r.clk.Add(10 * time.Second)
+		r.observe("wave-1", 55) // a-cpu resolves, b-cpu fires, c-mem holds
+		require.Equal(t, []string{"a-cpu/P2 resolved", "b-cpu/P1 firing"}, keys(r.out.messages()))
+		r.clk.Add(10 * time.Second)
+		r.observe("wave-1", 10) // b-cpu holds, c-mem resolves: resolved comes first
+		require.Equal(t, []string{"c-mem/P2 resolved"}, keys(r.out.messages()))
+		r.clk.Add(10 * time.Second)
+		r.observe("wave-1", 65) // b-cpu resolves, c-mem fires again
+		require.Equal(t, []string{"b-cpu/P1 resolved", "c-mem/P2 firing"}, keys(r.out.messages()))
+	}
+}
+
 func TestGroupWait(t *testing.T) {
 	r := newRig(t, basePolicy, func(o *EngineOptions) { o.GroupWait = 30 * time.Second })
 	r.observe("wave-1", 95)
