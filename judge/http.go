@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -131,7 +133,19 @@ func DecodePlacementRequest(r io.Reader) (PlacementRequest, error) {
 			return req, err
 		}
 	}
-	return req, nil
+	return req, checkExplain(&req)
+}
+
+func checkExplain(req *PlacementRequest) error {
+	switch req.Explain {
+	case "", ExplainTop, ExplainAll:
+	default:
+		return invalid("explain %q: want %q (the best candidates) or %q (every node)", req.Explain, ExplainTop, ExplainAll)
+	}
+	if req.Top < 0 || req.Top > lbplugins.MaxTopK {
+		return invalid("top %d: want 1–%d candidates", req.Top, lbplugins.MaxTopK)
+	}
+	return nil
 }
 
 func checkIdent(what, s string) error {
@@ -146,29 +160,45 @@ func checkIdent(what, s string) error {
 	return nil
 }
 
-type placementResponse struct {
-	Node      string               `json:"node"`
-	Algorithm string               `json:"algorithm"`
-	Scores    []lbplugins.Score    `json:"scores"`
-	Filtered  []lbplugins.Filtered `json:"filtered"`
-	DataAsOf  time.Time            `json:"data_as_of"`
-}
-
 func (j *Judge) handlePlacement(w http.ResponseWriter, r *http.Request) {
 	req, err := DecodePlacementRequest(http.MaxBytesReader(w, r.Body, MaxPlacementBytes))
+	if err == nil {
+		err = placementQuery(r.URL.Query(), &req)
+	}
 	if err != nil {
 		j.writeError(w, r, err)
 		return
 	}
-	d, err := j.Place(req)
+	ans, err := j.Place(req)
 	if err != nil {
 		j.writeError(w, r, err)
 		return
 	}
-	if d.Filtered == nil {
-		d.Filtered = []lbplugins.Filtered{}
+	bp := answerBufs.Get().(*[]byte)
+	b := appendAnswer((*bp)[:0], &ans)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+	if cap(b) <= 64<<10 { // an explain=all answer is not kept around
+		*bp = b
+		answerBufs.Put(bp)
 	}
-	httpapi.WriteJSON(w, http.StatusOK, placementResponse{Node: d.Node, Algorithm: d.Algorithm, Scores: d.Scores, Filtered: d.Filtered, DataAsOf: d.DataAsOf.UTC()})
+}
+
+// placementQuery applies ?explain= and ?top= over the body's fields.
+func placementQuery(q url.Values, req *PlacementRequest) error {
+	if v := q.Get("explain"); v != "" {
+		req.Explain = v
+	}
+	if v := q.Get("top"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return invalid("top %q: want a number of candidates, 1–%d", v, lbplugins.MaxTopK)
+		}
+		req.Top = n
+	}
+	return checkExplain(req)
 }
 
 func (j *Judge) handleMetrics(w http.ResponseWriter, r *http.Request) {
@@ -244,6 +274,8 @@ type nodeDetail struct {
 	nodeSummary
 	Current    currentDetail     `json:"current"`
 	Historical *historicalDetail `json:"historical"`
+	// Reservations are placements onto the node that it does not report yet.
+	Reservations []Reservation `json:"reservations"`
 }
 
 type currentDetail struct {
@@ -275,7 +307,10 @@ func (j *Judge) handleNode(w http.ResponseWriter, r *http.Request) {
 		j.writeError(w, r, httpapi.Errorf(http.StatusNotFound, httpapi.CodeNotFound, "unknown node %q", id))
 		return
 	}
-	d := nodeDetail{Current: currentDetail{Hour: j.inc.Hour(), Series: []seriesJSON{}}}
+	d := nodeDetail{Current: currentDetail{Hour: j.inc.Hour(), Series: []seriesJSON{}}, Reservations: j.Reservations(id)}
+	if d.Reservations == nil {
+		d.Reservations = []Reservation{}
+	}
 	d.Node = id
 	d.Load = map[string]float64{}
 	if ok {

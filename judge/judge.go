@@ -58,6 +58,14 @@ type Options struct {
 	// Plugins holds per-algorithm settings by name.
 	Plugins map[string]lbplugins.Settings
 
+	// SnapshotEvery is how often, at most, placements rebuild their snapshot of the
+	// analyses while batches arrive; zero rebuilds whenever anything changed (tests).
+	// The role's config defaults it to DefaultSnapshotEvery.
+	SnapshotEvery time.Duration
+	// ReservationTTL bounds how long a placement holds capacity on its node when the
+	// node does not report the instance; DefaultReservationTTL when zero.
+	ReservationTTL time.Duration
+
 	// EWMAAlpha of the incremental analysis (0.2 when zero).
 	EWMAAlpha float64
 	// HistoricalEvery is the historical refresh period (10 min when zero);
@@ -91,24 +99,7 @@ type Judge struct {
 	handler http.Handler
 	errs    *httpapi.Errors
 
-	viewMu    sync.Mutex
-	viewVer   uint64
-	viewSnap  *analysis.Snapshot
-	viewCache []*lbplugins.NodeView
-
-	recentMu sync.Mutex
-	recent   []Placement // newest last, at most maxRecent
-}
-
-const maxRecent = 20
-
-// Placement is one answered (or refused) placement, for the status page.
-type Placement struct {
-	At        time.Time
-	Instance  string
-	Algorithm string
-	Node      string
-	Error     string
+	placer
 }
 
 // New validates the options and builds the judge. Only the store buffer's writer starts
@@ -176,6 +167,7 @@ func New(o Options) (*Judge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("judge: metrics: %w", err)
 	}
+	j.initPlacer()
 	j.handler = j.routes()
 	// Last, so that no error above leaves its goroutine behind.
 	bo := o.Buffer
@@ -345,6 +337,7 @@ func (j *Judge) IngestRaw(data []byte, source string) error {
 // only once the judge is closed; the batch is analysed all the same.
 func (j *Judge) Ingest(b metric.Batch, source string) error {
 	j.inc.Observe(b)
+	j.changes.Add(1)
 	j.m.batches.WithLabelValues(source).Inc()
 	j.m.points.WithLabelValues(source).Add(float64(len(b.Points)))
 	ts := b.TS
@@ -371,86 +364,6 @@ func (j *Judge) Ingest(b metric.Batch, source string) error {
 		return fmt.Errorf("judge: store %d points: %w", len(pts), err)
 	}
 	return nil
-}
-
-// views returns the NodeViews of every known node with their historical analysis,
-// rebuilt only when either analysis changed. Callers must not modify them.
-func (j *Judge) views() []*lbplugins.NodeView {
-	snap := j.hist.Snapshot()
-	ver := j.inc.Version()
-	j.viewMu.Lock()
-	defer j.viewMu.Unlock()
-	if j.viewCache != nil && ver == j.viewVer && snap == j.viewSnap {
-		return j.viewCache
-	}
-	vs, ver := j.inc.Views()
-	for _, v := range vs {
-		v.History = map[string]lbplugins.History{}
-		if snap != nil {
-			for name, h := range snap.Nodes[v.Node] {
-				v.History[name] = h
-			}
-		}
-	}
-	j.viewCache, j.viewVer, j.viewSnap = vs, ver, snap
-	return vs
-}
-
-// PlacementRequest is the body of POST /v1/placement.
-type PlacementRequest struct {
-	Instance  string   `json:"instance"`
-	Exclude   []string `json:"exclude,omitempty"`
-	Algorithm string   `json:"algorithm,omitempty"`
-}
-
-// Place answers a placement request. It reads only in-memory analyses, never the store.
-func (j *Judge) Place(req PlacementRequest) (lbplugins.Decision, error) {
-	start := time.Now()
-	algo := req.Algorithm
-	if algo == "" {
-		algo = j.o.Algorithm
-	}
-	p, ok := j.plugins[algo]
-	if !ok {
-		_, err := lbplugins.Lookup(algo)
-		if err == nil {
-			err = fmt.Errorf("algorithm %q is not available", algo)
-		}
-		j.m.placements.WithLabelValues("unknown", "invalid").Inc()
-		return lbplugins.Decision{}, err
-	}
-	now := j.now()
-	d, err := lbplugins.Decide(p, j.o.Filters, lbplugins.Request{Instance: req.Instance, Exclude: req.Exclude, Algorithm: algo}, j.views(), now)
-	j.m.placementSeconds.WithLabelValues(algo).Observe(time.Since(start).Seconds())
-	rec := Placement{At: now, Instance: req.Instance, Algorithm: algo, Node: d.Node}
-	switch {
-	case err == nil:
-		j.m.placements.WithLabelValues(algo, "ok").Inc()
-	case errors.Is(err, lbplugins.ErrNoCandidates):
-		j.m.placements.WithLabelValues(algo, "no_candidates").Inc()
-		rec.Error = err.Error()
-	default:
-		j.m.placements.WithLabelValues(algo, "error").Inc()
-		rec.Error = err.Error()
-	}
-	j.recentMu.Lock()
-	j.recent = append(j.recent, rec)
-	if len(j.recent) > maxRecent {
-		j.recent = append(j.recent[:0:0], j.recent[len(j.recent)-maxRecent:]...)
-	}
-	j.recentMu.Unlock()
-	return d, err
-}
-
-// Recent returns the last placements, newest first.
-func (j *Judge) Recent() []Placement {
-	j.recentMu.Lock()
-	defer j.recentMu.Unlock()
-	out := make([]Placement, len(j.recent))
-	for i, p := range j.recent {
-		out[len(out)-1-i] = p
-	}
-	return out
 }
 
 // live applies the common stale rule for the node listings.

@@ -133,22 +133,42 @@ func TestPlacementOverHTTP(t *testing.T) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	require.Equal(t, []string{"algorithm", "data_as_of", "filtered", "node", "scores"}, keys, "DESIGN.md's shape")
+	require.Equal(t, []string{"algorithm", "candidates", "data_as_of", "filtered", "node", "reservation", "scores"}, keys,
+		"the compact answer (judge/api/openapi.json)")
 
 	var resp struct {
 		Node, Algorithm string
-		Scores          []lbplugins.Score
-		Filtered        []lbplugins.Filtered
-		DataAsOf        time.Time `json:"data_as_of"`
+		Candidates      int
+		Scores          []struct {
+			Node  string
+			Score float64
+			Parts map[string]float64
+		}
+		Filtered    map[string]int
+		DataAsOf    time.Time `json:"data_as_of"`
+		Reservation Reservation
 	}
 	require.NoError(t, json.Unmarshal(r.body, &resp))
 	require.Equal(t, "wave-2", resp.Node)
 	require.Equal(t, "leastload", resp.Algorithm)
-	require.Equal(t, []lbplugins.Filtered{{Node: "wave-3", Reason: "over threshold: cpu.util 95 > 90"}}, resp.Filtered)
+	require.Equal(t, 2, resp.Candidates)
+	require.Equal(t, map[string]int{"over_threshold": 1}, resp.Filtered)
 	require.Len(t, resp.Scores, 2)
 	require.Equal(t, "wave-2", resp.Scores[0].Node)
 	require.Contains(t, resp.Scores[0].Parts, "cpu")
 	require.Equal(t, t0, resp.DataAsOf)
+	require.Equal(t, Reservation{Instance: "orders", Node: "wave-2", At: c.Now(), ExpiresAt: c.Now().Add(DefaultReservationTTL)}, resp.Reservation)
+
+	// explain=all lists every filtered node with its reason.
+	r = do(t, h, "POST", "/v1/placement?explain=all", "", strings.NewReader(`{"instance":"orders","dry_run":true}`))
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var all struct {
+		FilteredNodes []lbplugins.Filtered `json:"filtered_nodes"`
+		Reservation   *Reservation
+	}
+	require.NoError(t, json.Unmarshal(r.body, &all))
+	require.Equal(t, []lbplugins.Filtered{{Node: "wave-3", Reason: "over threshold: cpu.util 95 > 90"}}, all.FilteredNodes)
+	require.Nil(t, all.Reservation, "a dry run reserves nothing")
 
 	// The algorithm can be chosen per request.
 	r = do(t, h, "POST", "/v1/placement", "", strings.NewReader(`{"instance":"orders","algorithm":"balanced"}`))

@@ -13,6 +13,7 @@ type metrics struct {
 	subscribeErrors               prometheus.Counter
 	placements                    *prometheus.CounterVec
 	placementSeconds              *prometheus.HistogramVec
+	snapshotBuilds                prometheus.Counter
 }
 
 func newRegistry() *prometheus.Registry {
@@ -40,7 +41,18 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 			Help:    "Time to decide a placement, by algorithm.",
 			Buckets: []float64{.00001, .00005, .0001, .0005, .001, .005, .01, .05, .1, .5}}, []string{"algorithm"}),
 	}
+	m.snapshotBuilds = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "placement_snapshots_total",
+		Help: "Placement snapshots built from the analyses (at most one per placement.snapshot_every while batches arrive)."})
 	cs := []prometheus.Collector{
+		m.snapshotBuilds,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "reservations",
+			Help: "Placements holding capacity on their node until it reports the instance."}, func() float64 {
+			total := 0.0
+			for _, p := range j.res.Pending() {
+				total += p.Instances
+			}
+			return total
+		}),
 		m.batches, m.points, m.decodeErrors, m.pointsUnstorable, m.subscribeErrors, m.placements, m.placementSeconds,
 		newBufferCollector(ns, sub, j.StoreCounters),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "nodes",

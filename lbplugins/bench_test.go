@@ -8,8 +8,9 @@ import (
 	"github.com/binlake/binlake/lbplugins/internal/cluster"
 )
 
-// BenchmarkDecide measures one placement decision (common filters, the plugin's filter
-// and scores, sorting) per algorithm and cluster size.
+// BenchmarkDecide measures one placement decision on a snapshot (common filters, the
+// plugin's scores, the top 5 explained) per algorithm and cluster size, and building the
+// snapshot itself, which the judge does at most once per snapshot interval.
 func BenchmarkDecide(b *testing.B) {
 	filters := lbplugins.Filters{Thresholds: map[string]float64{"cpu.util": 90, "mem.used_pct": 95}}
 	for _, algo := range lbplugins.Names() {
@@ -18,21 +19,35 @@ func BenchmarkDecide(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, n := range []int{10, 100, 1000, 5000} {
-			nodes := cluster.Random(n, 1)
+			snap := lbplugins.NewSnapshot(cluster.Random(n, 1), filters, cluster.Now, p)
 			req := lbplugins.Request{Instance: "orders", Exclude: []string{"wave-0001"}}
 			b.Run(fmt.Sprintf("%s/nodes=%d", algo, n), func(b *testing.B) {
-				d, err := lbplugins.Decide(p, filters, req, nodes, cluster.Now)
-				if err != nil || d.Node == "" || len(d.Scores)+len(d.Filtered) != n {
-					b.Fatalf("bad decision before timing: %v %+v", err, d.Node)
+				d, err := snap.Decide(p, req, cluster.Now)
+				if err != nil || d.Node == "" || d.Candidates+d.FilteredBy.Total() != n || len(d.Scores) != min(n-1, 5) {
+					b.Fatalf("bad decision before timing: %v %+v", err, d)
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
 				for b.Loop() {
-					if _, err := lbplugins.Decide(p, filters, req, nodes, cluster.Now); err != nil {
+					if _, err := snap.Decide(p, req, cluster.Now); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 		}
+	}
+	for _, n := range []int{1000, 5000} {
+		nodes := cluster.Random(n, 1)
+		ps := make([]lbplugins.Plugin, 0, len(lbplugins.Names()))
+		for _, algo := range lbplugins.Names() {
+			p, _ := lbplugins.New(algo, lbplugins.Settings{Seed: 1})
+			ps = append(ps, p)
+		}
+		b.Run(fmt.Sprintf("snapshot/nodes=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				lbplugins.NewSnapshot(nodes, filters, cluster.Now, ps...)
+			}
+		})
 	}
 }

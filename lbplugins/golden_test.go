@@ -94,4 +94,4 @@ func TestGoldenDecisions(t *testing.T) {
 	}
 }
 
-func scoreParts(s lbplugins.Score) map[string]float64 { return s.Parts }
+func scoreParts(s lbplugins.Score) map[string]float64 { return s.Parts.Map() }

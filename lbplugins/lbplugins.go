@@ -1,21 +1,23 @@
 // Package lbplugins holds the placement algorithms of the judge ("on which wave should
 // this new instance run?") behind one interface, in the shape of the Kubernetes
-// scheduler framework: common filters and the plugin's own Filter remove nodes with a
-// named reason, the plugin scores the remaining candidates 0–100 (a weighted sum of
-// parts), the highest score wins, and the answer explains every node's score.
+// scheduler framework: common filters (and a plugin's own, optionally) remove nodes with
+// a named reason, the plugin scores the remaining candidates 0–100 (a weighted sum of
+// parts), the highest score wins, and the answer explains the best candidates' scores
+// (every node's on request).
 //
-// Plugins live in subpackages and register themselves at init time; import
-// lbplugins/all to get every one. A plugin sees only NodeView values, built by the
-// judge from its analyses, so no plugin touches the store or the bus.
+// Decisions run on a Snapshot: an immutable view of every node, built from NodeView
+// values when the judge's analyses change and shared by concurrent placements. It holds
+// the levels the plugins read as flat arrays, so that a decision takes no lock and
+// allocates nothing per node. Plugins live in subpackages and register themselves at
+// init time; import lbplugins/all to get every one. No plugin touches the store or the
+// bus.
 package lbplugins
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -92,36 +94,62 @@ type Request struct {
 	Instance  string
 	Exclude   []string
 	Algorithm string
-	// Now is the decision time, set by Decide.
+	// Pending are instances placed recently that their nodes do not report yet (the
+	// judge's reservations): each counts on its node as a running instance with the
+	// cluster's average load per instance (Snapshot.Demand), so that a burst of
+	// placements spreads instead of piling onto the node that looked best.
+	Pending []Pending
+	// TopK is how many of the best candidates the decision explains; DefaultTopK when
+	// zero, at most MaxTopK. ExplainAll explains every candidate and lists every
+	// filtered node with its reason.
+	TopK       int
+	ExplainAll bool
+	// Now is the decision time (staleness, the hour-of-day profile); set by Decide.
 	Now time.Time
 }
 
-// Score is one candidate's score (0–100) and its parts. Parts add up to Value for the
-// weighted-sum plugins; Notes carry the raw inputs that explain a part.
-type Score struct {
-	Node  string             `json:"node"`
-	Value float64            `json:"score"`
-	Parts map[string]float64 `json:"parts"`
+// Pending is a node's count of reserved instances.
+type Pending struct {
+	Node      string  `json:"node"`
+	Instances float64 `json:"instances"`
 }
 
-// Filtered is a node that may not take the instance, with the reason.
-type Filtered struct {
-	Node   string `json:"node"`
-	Reason string `json:"reason"`
-}
+// DefaultTopK and MaxTopK bound how many candidates an answer explains.
+const (
+	DefaultTopK = 5
+	MaxTopK     = 100
+)
 
-// Plugin is one placement algorithm.
+// Plugin is one placement algorithm. A plugin is shared by concurrent placements.
 type Plugin interface {
 	// Name is the algorithm's registered name.
 	Name() string
 	// Description is one sentence for GET /v1/plugins.
 	Description() string
-	// Filter returns a non-empty reason when the node must not take the instance. It runs
-	// after the common filters (excluded, stale, over threshold).
-	Filter(req Request, n *NodeView) string
-	// Score scores every candidate that passed the filters (at least one), in the same
-	// order. Values outside 0–100 are clamped by Decide.
-	Score(req Request, candidates []*NodeView) []Score
+	// Prepare precomputes what Score reads from a snapshot, once per snapshot rather than
+	// once per placement; nil when the plugin needs nothing beyond the snapshot's arrays.
+	// Decisions hand the result back as Round.Prepared.
+	Prepare(s *Snapshot) any
+	// Score writes the score of every candidate r.Cands[k] into out[k]. The decision
+	// clamps values to 0–100 (NaN to 0) and rounds them to two decimals.
+	Score(r *Round, out []float64)
+	// Explain returns the parts of candidate r.Cands[k]'s score, after Score ran on r.
+	// It runs only for the candidates an answer explains.
+	Explain(r *Round, k int) Parts
+}
+
+// DataFilter is implemented by plugins that score from the nodes' levels. A node that
+// reports none of what the plugin reads is filtered with the reason "no data" rather
+// than scored as full or as empty.
+type DataFilter interface {
+	NoData(r *Round, i int) bool
+}
+
+// NodeFilter is implemented by plugins with a filter of their own. It runs after the
+// common filters (excluded, stale, no data, over threshold); a non-empty reason removes
+// node i of the round's snapshot.
+type NodeFilter interface {
+	Filter(r *Round, i int) string
 }
 
 // Settings configure a plugin (the plugins section of judge.yaml). Each plugin reads the
@@ -212,146 +240,6 @@ func New(name string, s Settings) (Plugin, error) {
 	}
 	return p, nil
 }
-
-// Filters are the checks common to every algorithm.
-type Filters struct {
-	// StaleIntervals: a node whose last batch is older than this many of its reporting
-	// intervals is stale. 3 when zero.
-	StaleIntervals float64
-	// DefaultInterval is assumed for a node that declared no interval. 10 s when zero.
-	DefaultInterval time.Duration
-	// Thresholds are hard limits on the current level (NodeView.Load) of a metric:
-	// a node above any of them is filtered ("cpu.util": 90).
-	Thresholds map[string]float64
-}
-
-// Decision is the outcome of one placement.
-type Decision struct {
-	Node      string
-	Algorithm string
-	Scores    []Score    // every candidate, best first
-	Filtered  []Filtered // sorted by node
-	// DataAsOf is the oldest LastSeen among the scored candidates: every score rests on
-	// data at least this fresh.
-	DataAsOf time.Time
-}
-
-// ErrNoCandidates is returned (wrapped, with the reasons) when every node was filtered.
-var ErrNoCandidates = errors.New("no live node can take the instance")
-
-// Decide runs the common filters, the plugin's filter and its score over nodes, and picks
-// the highest score; ties go to the first node by name, so that equal clusters give
-// repeatable answers. now is the decision time (for staleness).
-func Decide(p Plugin, f Filters, req Request, nodes []*NodeView, now time.Time) (Decision, error) {
-	stale := f.StaleIntervals
-	if stale <= 0 {
-		stale = 3
-	}
-	defInterval := f.DefaultInterval
-	if defInterval <= 0 {
-		defInterval = 10 * time.Second
-	}
-	excluded := make(map[string]bool, len(req.Exclude))
-	for _, e := range req.Exclude {
-		excluded[e] = true
-	}
-	thresholdNames := make([]string, 0, len(f.Thresholds))
-	for name := range f.Thresholds {
-		thresholdNames = append(thresholdNames, name)
-	}
-	sort.Strings(thresholdNames)
-
-	req.Now = now
-	d := Decision{Algorithm: p.Name()}
-	candidates := make([]*NodeView, 0, len(nodes))
-	for _, n := range nodes {
-		reason := ""
-		switch {
-		case excluded[n.Node]:
-			reason = "excluded"
-		default:
-			iv := n.Interval
-			if iv <= 0 {
-				iv = defInterval
-			}
-			limit := time.Duration(stale * float64(iv))
-			if age := now.Sub(n.LastSeen); n.LastSeen.IsZero() || age > limit {
-				reason = fmt.Sprintf("stale: no batch for %s (limit %g intervals of %s)", age.Round(time.Second), stale, iv)
-				if n.LastSeen.IsZero() {
-					reason = "stale: no batch this hour"
-				}
-				break
-			}
-			for _, name := range thresholdNames {
-				if v, ok := n.Load(name); ok && v > f.Thresholds[name] {
-					reason = fmt.Sprintf("over threshold: %s %.4g > %g", name, v, f.Thresholds[name])
-					break
-				}
-			}
-			if reason == "" {
-				reason = p.Filter(req, n)
-			}
-		}
-		if reason != "" {
-			d.Filtered = append(d.Filtered, Filtered{Node: n.Node, Reason: reason})
-			continue
-		}
-		candidates = append(candidates, n)
-	}
-	slices.SortFunc(d.Filtered, func(a, b Filtered) int { return strings.Compare(a.Node, b.Node) })
-	if len(candidates) == 0 {
-		if len(nodes) == 0 {
-			return d, fmt.Errorf("%w: the judge has not heard from any node", ErrNoCandidates)
-		}
-		return d, fmt.Errorf("%w: all %d nodes filtered (%s)", ErrNoCandidates, len(nodes), summarise(d.Filtered))
-	}
-	scores := p.Score(req, candidates)
-	if len(scores) != len(candidates) {
-		return d, fmt.Errorf("plugin %s returned %d scores for %d candidates", p.Name(), len(scores), len(candidates))
-	}
-	for i := range scores {
-		scores[i].Node = candidates[i].Node
-		v := scores[i].Value
-		if math.IsNaN(v) {
-			v = 0
-		}
-		scores[i].Value = round2(math.Max(0, math.Min(100, v)))
-		for k, pv := range scores[i].Parts {
-			scores[i].Parts[k] = round2(pv)
-		}
-		if d.DataAsOf.IsZero() || candidates[i].LastSeen.Before(d.DataAsOf) {
-			d.DataAsOf = candidates[i].LastSeen
-		}
-	}
-	// Node names are unique, so this order is total and an unstable sort is enough.
-	slices.SortFunc(scores, func(a, b Score) int {
-		if a.Value != b.Value {
-			return cmp.Compare(b.Value, a.Value)
-		}
-		return strings.Compare(a.Node, b.Node)
-	})
-	d.Scores = scores
-	d.Node = scores[0].Node
-	return d, nil
-}
-
-// summarise lists up to five filter reasons for an error message.
-func summarise(fs []Filtered) string {
-	var b strings.Builder
-	for i, f := range fs {
-		if i == 5 {
-			fmt.Fprintf(&b, "; and %d more", len(fs)-5)
-			break
-		}
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(f.Node + ": " + f.Reason)
-	}
-	return b.String()
-}
-
-func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
 // Rand is a goroutine-safe random source for plugins that draw (random, p2c). Plugins
 // are shared by concurrent requests.

@@ -50,23 +50,21 @@ func TestSettingsRejected(t *testing.T) {
 type fixed struct {
 	scores map[string]float64
 	reject map[string]string
-	short  bool
 }
 
-func (fixed) Name() string        { return "fixed" }
-func (fixed) Description() string { return "test" }
-func (f fixed) Filter(_ lbplugins.Request, n *lbplugins.NodeView) string {
-	return f.reject[n.Node]
+func (fixed) Name() string                    { return "fixed" }
+func (fixed) Description() string             { return "test" }
+func (fixed) Prepare(*lbplugins.Snapshot) any { return nil }
+func (f fixed) Filter(r *lbplugins.Round, i int) string {
+	return f.reject[r.Snap.Views[i].Node]
 }
-func (f fixed) Score(_ lbplugins.Request, cs []*lbplugins.NodeView) []lbplugins.Score {
-	out := make([]lbplugins.Score, len(cs))
-	for i, n := range cs {
-		out[i] = lbplugins.Score{Value: f.scores[n.Node], Parts: map[string]float64{"given": f.scores[n.Node]}}
+func (f fixed) Score(r *lbplugins.Round, out []float64) {
+	for k, i := range r.Cands {
+		out[k] = f.scores[r.Snap.Views[i].Node]
 	}
-	if f.short {
-		return out[:len(out)-1]
-	}
-	return out
+}
+func (f fixed) Explain(r *lbplugins.Round, k int) lbplugins.Parts {
+	return lbplugins.PartsOf(lbplugins.Part{Name: "given", Value: r.Scores[k]})
 }
 
 func TestDecide(t *testing.T) {
@@ -133,12 +131,6 @@ func TestDecide(t *testing.T) {
 			name:   "no nodes at all",
 			plugin: fixed{},
 			err:    "no live node can take the instance: the judge has not heard from any node",
-		},
-		{
-			name:   "plugin returning too few scores",
-			plugin: fixed{short: true},
-			nodes:  []*lbplugins.NodeView{cluster.Node("a", nil)},
-			err:    "plugin fixed returned 0 scores for 1 candidates",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

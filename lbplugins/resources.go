@@ -1,6 +1,6 @@
 package lbplugins
 
-import "math"
+
 
 // Resources the weighted-sum plugins (leastload, balanced, p2c) weigh. Each turns into a
 // utilisation between 0 (idle) and 1 (full) per node; see Usage.
@@ -59,79 +59,212 @@ func relative(n *NodeView, res string) bool {
 	return false
 }
 
-// Usage returns, for each candidate in order, its utilisation (0–1) of each resource that
-// at least one candidate reports. Absolute resources (cpu, memory, load per core) are
-// fractions of the node's capacity; relative ones are divided by the largest value among
-// the candidates (at least 1, so that near-idle clusters are not magnified). A node that
-// does not report a resource others report counts as full on it: placing work on a node
-// the judge cannot see is the riskier choice. Resources no candidate reports are absent.
-func Usage(candidates []*NodeView, resources []string) []map[string]float64 {
-	out := make([]map[string]float64, len(candidates))
-	for i := range out {
-		out[i] = make(map[string]float64, len(resources))
-	}
-	for _, res := range resources {
-		raw := make([]float64, len(candidates))
-		have := make([]bool, len(candidates))
-		maxRel, any := 1.0, false
-		for i, n := range candidates {
-			raw[i], have[i] = rawUsage(n, res)
-			if have[i] {
-				any = true
-				if relative(n, res) && raw[i] > maxRel {
-					maxRel = raw[i]
-				}
-			}
-		}
-		if !any {
-			continue
-		}
-		for i, n := range candidates {
-			u := 1.0
-			if have[i] {
-				u = raw[i]
-				if relative(n, res) {
-					u /= maxRel
-				}
-			}
-			out[i][res] = clamp01(u)
-		}
-	}
-	return out
+// Scope is what a resource's utilisation is relative to: a set of candidates (all of a
+// round's, or p2c's drawn pair). For each resource it records whether any member
+// reports it and the largest relative level among them (at least 1, so that near-idle
+// clusters are not magnified).
+type Scope struct {
+	any    [numRes]bool
+	maxRel [numRes]float64
 }
 
+// ScopeOf computes the scope of the given node indices of the round's snapshot.
+func (r *Round) ScopeOf(nodes []int) Scope {
+	var sc Scope
+	for res := range numRes {
+		sc.maxRel[res] = 1
+	}
+	for _, i := range nodes {
+		r.widen(&sc, i)
+	}
+	return sc
+}
+
+func (r *Round) widen(sc *Scope, i int) {
+	for res := range numRes {
+		switch r.Snap.kind[res][i] {
+		case kindMissing:
+		case kindRel:
+			sc.any[res] = true
+			if v := r.raw(res, i); v > sc.maxRel[res] {
+				sc.maxRel[res] = v
+			}
+		default:
+			sc.any[res] = true
+		}
+	}
+}
+
+// raw is a node's raw level of a resource with its pending reservations added.
+func (r *Round) raw(res, i int) float64 {
+	v := r.Snap.raw[res][i]
+	if p := r.pend[i]; p != 0 {
+		v += p * r.Snap.demand[res]
+	}
+	return v
+}
+
+// Level returns node i's raw level of resource res with its pending reservations
+// added, and false when the node does not report it.
+func (r *Round) Level(res, i int) (float64, bool) {
+	if r.Snap.kind[res][i] == kindMissing {
+		return 0, false
+	}
+	return r.raw(res, i), true
+}
+
+// ReportsAny reports whether node i reports at least one resource with a weight in w.
+func (r *Round) ReportsAny(w *Weights, i int) bool {
+	return r.Snap.reports[i]&w.mask() != 0
+}
+
+// mask has bit res set for every resource with a weight.
+func (w *Weights) mask() uint8 {
+	var m uint8
+	for res := range numRes {
+		if w[res] > 0 {
+			m |= 1 << res
+		}
+	}
+	return m
+}
+
+// scopeOfCands computes the scope of the round's candidates resource by resource.
+func (r *Round) scopeOfCands(anyMask uint8) Scope {
+	var sc Scope
+	for res := range numRes {
+		sc.maxRel[res] = 1
+		if anyMask&(1<<res) == 0 {
+			continue
+		}
+		sc.any[res] = true
+		kind, raw, demand, m := r.Snap.kind[res], r.Snap.raw[res], r.Snap.demand[res], 1.0
+		for _, i := range r.Cands {
+			if kind[i] != kindRel {
+				continue
+			}
+			v := raw[i]
+			if p := r.pend[i]; p != 0 {
+				v += p * demand
+			}
+			if v > m {
+				m = v
+			}
+		}
+		sc.maxRel[res] = m
+	}
+	return sc
+}
+
+// Usage returns node i's utilisation (0–1) of resource res (an index into
+// AllResources) within scope sc, and false when no member of the scope reports the
+// resource. Absolute resources (cpu, memory, load per core) are fractions of the node's
+// capacity; relative ones are divided by the scope's largest level. A node that does not
+// report a resource others report counts as full on it: placing work on a node the judge
+// cannot see is the riskier choice. Pending reservations count.
+func (r *Round) Usage(sc *Scope, res, i int) (float64, bool) {
+	if !sc.any[res] {
+		return 0, false
+	}
+	switch r.Snap.kind[res][i] {
+	case kindMissing:
+		return 1, true
+	case kindRel:
+		return clamp01(r.raw(res, i) / sc.maxRel[res]), true
+	}
+	return clamp01(r.raw(res, i)), true
+}
+
+// clamp01 clamps to [0, 1], NaN to 1. Plain comparisons: math.Max and math.Min handle
+// signed zeros and NaN in a call that costs more than the rest of a node's score.
 func clamp01(v float64) float64 {
-	if math.IsNaN(v) {
+	switch {
+	case v != v:
+		return 1
+	case v < 0:
+		return 0
+	case v > 1:
 		return 1
 	}
-	return math.Max(0, math.Min(1, v))
+	return v
 }
 
-// Composite is the weighted free capacity of a node: 100·Σ w·(1−u) / Σ w over the
-// resources present in usage. The parts are the per-resource contributions; they add up
-// to the score.
-func Composite(usage map[string]float64, weights map[string]float64) (float64, map[string]float64) {
+// Weights are the per-resource weights of a weighted-sum score, in the order of
+// AllResources.
+type Weights [numRes]float64
+
+// WeightsOf turns checked weights (CheckWeights) into Weights.
+func WeightsOf(m map[string]float64) Weights {
+	var w Weights
+	for res, name := range AllResources {
+		w[res] = m[name]
+	}
+	return w
+}
+
+// CompositeAll writes the Composite of every candidate of the round into out, resource
+// by resource over the snapshot's arrays: the hot loop of leastload. The sums come out
+// bit for bit as Composite's.
+func (r *Round) CompositeAll(sc *Scope, w *Weights, out []float64) {
+	clear(out)
 	total := 0.0
-	for _, res := range AllResources {
-		if _, ok := usage[res]; ok {
-			total += weights[res]
+	for res := range numRes {
+		if sc.any[res] {
+			total += w[res]
 		}
 	}
-	parts := make(map[string]float64, len(usage))
 	if total == 0 {
-		return 0, parts
+		return
 	}
-	score := 0.0
-	for _, res := range AllResources {
-		u, ok := usage[res]
-		if !ok || weights[res] == 0 {
+	for res := range numRes {
+		wr := w[res]
+		if !sc.any[res] || wr == 0 {
 			continue
 		}
-		c := 100 * weights[res] * (1 - u) / total
-		parts[res] = c
+		kind, raw, demand, maxRel := r.Snap.kind[res], r.Snap.raw[res], r.Snap.demand[res], sc.maxRel[res]
+		for k, i := range r.Cands {
+			u := 1.0
+			if kd := kind[i]; kd != kindMissing {
+				v := raw[i]
+				if p := r.pend[i]; p != 0 {
+					v += p * demand
+				}
+				if kd == kindRel {
+					v /= maxRel
+				}
+				u = clamp01(v)
+			}
+			out[k] += 100 * wr * (1 - u) / total
+		}
+	}
+}
+
+// Composite is node i's weighted free capacity within scope sc: 100·Σ w·(1−u) / Σ w over
+// the resources the scope reports. With parts it also fills the per-resource
+// contributions, which add up to the score.
+func (r *Round) Composite(sc *Scope, w *Weights, i int, parts *Parts) float64 {
+	total := 0.0
+	for res := range numRes {
+		if sc.any[res] {
+			total += w[res]
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	score := 0.0
+	for res := range numRes {
+		u, ok := r.Usage(sc, res, i)
+		if !ok || w[res] == 0 {
+			continue
+		}
+		c := 100 * w[res] * (1 - u) / total
+		if parts != nil {
+			parts.Add(AllResources[res], c)
+		}
 		score += c
 	}
-	return score, parts
+	return score
 }
 
 // DefaultWeights are leastload's and p2c's weights when judge.yaml sets none: CPU and

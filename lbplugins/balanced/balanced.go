@@ -25,13 +25,27 @@ func DefaultWeights() map[string]float64 {
 }
 
 // Plugin scores 100·(1 − σ), σ the weighted standard deviation of the utilisations
-// after placement. The instance's demand is estimated as the cluster's average usage per
-// running instance (Σ usage / Σ wave.instances over the candidates), or nothing when no
-// candidate reports instances. Parts: each resource's utilisation after placement in
-// percent ("cpu_after"), and "stddev" in percent points.
-type Plugin struct{ weights map[string]float64 }
+// after placement. The instance's demand is estimated as the candidates' average usage
+// per running instance (Σ usage / Σ wave.instances over the candidates, reserved
+// instances included), or nothing when no candidate reports instances. Parts: each
+// resource's utilisation after placement in percent ("cpu_after"), and "stddev" in
+// percent points.
+type Plugin struct {
+	weights lbplugins.Weights
+	used    []int // resources with a weight, in AllResources order
+}
 
 var _ lbplugins.Plugin = (*Plugin)(nil)
+
+var instancesRes = lbplugins.ResourceIndex(lbplugins.ResInstances)
+
+// afterParts are the part names of the utilisations after placement.
+var afterParts = func() (n [lbplugins.NumResources]string) {
+	for res, name := range lbplugins.AllResources {
+		n[res] = name + "_after"
+	}
+	return n
+}()
 
 // New builds the plugin; Settings.Weights override DefaultWeights.
 func New(s lbplugins.Settings) (lbplugins.Plugin, error) {
@@ -39,7 +53,13 @@ func New(s lbplugins.Settings) (lbplugins.Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plugin{weights: w}, nil
+	p := &Plugin{weights: lbplugins.WeightsOf(w)}
+	for res := range lbplugins.NumResources {
+		if p.weights[res] > 0 {
+			p.used = append(p.used, res)
+		}
+	}
+	return p, nil
 }
 
 // Name implements lbplugins.Plugin.
@@ -50,63 +70,84 @@ func (*Plugin) Description() string {
 	return "the node whose resource utilisations stay most even after placement (Kubernetes BalancedAllocation)"
 }
 
-// Filter implements lbplugins.Plugin: only the common filters apply.
-func (*Plugin) Filter(lbplugins.Request, *lbplugins.NodeView) string { return "" }
+// NoData implements lbplugins.DataFilter: a node that reports none of the weighted
+// resources cannot be compared.
+func (p *Plugin) NoData(r *lbplugins.Round, i int) bool { return !r.ReportsAny(&p.weights, i) }
 
-// Score implements lbplugins.Plugin.
-func (p *Plugin) Score(_ lbplugins.Request, cs []*lbplugins.NodeView) []lbplugins.Score {
-	var used []string
-	for _, res := range lbplugins.AllResources {
-		if p.weights[res] > 0 {
-			used = append(used, res)
-		}
-	}
-	usage := lbplugins.Usage(cs, used)
-	demand := make(map[string]float64, len(used))
+// Prepare implements lbplugins.Plugin: the snapshot's arrays are all it reads.
+func (*Plugin) Prepare(*lbplugins.Snapshot) any { return nil }
+
+// demand is the instance's estimated usage per resource, from the round's candidates.
+func (p *Plugin) demand(r *lbplugins.Round) (d [lbplugins.NumResources]float64) {
 	instances := 0.0
-	for _, n := range cs {
-		if v, ok := n.Load(lbplugins.WaveInstances); ok {
+	for _, i := range r.Cands {
+		if v, ok := r.Level(instancesRes, i); ok {
 			instances += v
 		}
 	}
-	if instances > 0 {
-		for _, res := range used {
-			sum := 0.0
-			for i := range cs {
-				sum += usage[i][res]
-			}
-			demand[res] = sum / instances
+	if instances <= 0 {
+		return d
+	}
+	for _, res := range p.used {
+		sum := 0.0
+		for _, i := range r.Cands {
+			u, _ := r.Usage(&r.All, res, i)
+			sum += u
+		}
+		d[res] = sum / instances
+	}
+	return d
+}
+
+// score is node i's score; with parts it fills them.
+func (p *Plugin) score(r *lbplugins.Round, demand *[lbplugins.NumResources]float64, i int, parts *lbplugins.Parts) float64 {
+	var after [lbplugins.NumResources]float64
+	var have [lbplugins.NumResources]bool
+	wsum, mean := 0.0, 0.0
+	for _, res := range p.used {
+		u, ok := r.Usage(&r.All, res, i)
+		if !ok {
+			continue // no candidate reports it
+		}
+		a := math.Min(1, u+demand[res])
+		after[res], have[res] = a, true
+		if parts != nil {
+			parts.Add(afterParts[res], 100*a)
+		}
+		wsum += p.weights[res]
+		mean += p.weights[res] * a
+	}
+	if wsum == 0 {
+		if parts != nil {
+			parts.Add("stddev", 0)
+		}
+		return 100
+	}
+	mean /= wsum
+	variance := 0.0
+	for _, res := range p.used {
+		if have[res] {
+			variance += p.weights[res] * (after[res] - mean) * (after[res] - mean)
 		}
 	}
-	out := make([]lbplugins.Score, len(cs))
-	for i := range cs {
-		parts := map[string]float64{}
-		wsum, mean := 0.0, 0.0
-		after := map[string]float64{}
-		for _, res := range used {
-			u, ok := usage[i][res]
-			if !ok {
-				continue // no candidate reports it
-			}
-			a := math.Min(1, u+demand[res])
-			after[res] = a
-			parts[res+"_after"] = 100 * a
-			wsum += p.weights[res]
-			mean += p.weights[res] * a
-		}
-		if wsum == 0 {
-			parts["stddev"] = 0
-			out[i] = lbplugins.Score{Value: 100, Parts: parts}
-			continue
-		}
-		mean /= wsum
-		variance := 0.0
-		for res, a := range after {
-			variance += p.weights[res] * (a - mean) * (a - mean)
-		}
-		sd := math.Sqrt(variance / wsum)
-		parts["stddev"] = 100 * sd
-		out[i] = lbplugins.Score{Value: 100 * (1 - sd), Parts: parts}
+	sd := math.Sqrt(variance / wsum)
+	if parts != nil {
+		parts.Add("stddev", 100*sd)
 	}
-	return out
+	return 100 * (1 - sd)
+}
+
+// Score implements lbplugins.Plugin. The demand stays in r.Vec for Explain.
+func (p *Plugin) Score(r *lbplugins.Round, out []float64) {
+	r.Vec = p.demand(r)
+	for k, i := range r.Cands {
+		out[k] = p.score(r, &r.Vec, i, nil)
+	}
+}
+
+// Explain implements lbplugins.Plugin.
+func (p *Plugin) Explain(r *lbplugins.Round, k int) lbplugins.Parts {
+	var parts lbplugins.Parts
+	p.score(r, &r.Vec, r.Cands[k], &parts)
+	return parts
 }

@@ -94,7 +94,7 @@ func TestBalanced(t *testing.T) {
 			for _, s := range d.Scores {
 				got[s.Node] = s.Value
 				if want, ok := tc.parts[s.Node]; ok {
-					require.Equal(t, want, s.Parts)
+					require.Equal(t, want, s.Parts.Map())
 				}
 			}
 			require.Equal(t, tc.scores, got)

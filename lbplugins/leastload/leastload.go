@@ -12,9 +12,9 @@ const Name = "leastload"
 
 func init() { lbplugins.Register(Name, New) }
 
-// Plugin scores 100·Σ w·(1−u)/Σ w; see lbplugins.Usage for u. The parts are the
+// Plugin scores 100·Σ w·(1−u)/Σ w; see lbplugins.Round.Usage for u. The parts are the
 // per-resource contributions and add up to the score.
-type Plugin struct{ weights map[string]float64 }
+type Plugin struct{ weights lbplugins.Weights }
 
 var _ lbplugins.Plugin = (*Plugin)(nil)
 
@@ -24,7 +24,7 @@ func New(s lbplugins.Settings) (lbplugins.Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plugin{weights: w}, nil
+	return &Plugin{weights: lbplugins.WeightsOf(w)}, nil
 }
 
 // Name implements lbplugins.Plugin.
@@ -35,16 +35,21 @@ func (*Plugin) Description() string {
 	return "the node with the most free capacity: weighted cpu, memory, load per core, network, wave TPS and instance count"
 }
 
-// Filter implements lbplugins.Plugin: only the common filters apply.
-func (*Plugin) Filter(lbplugins.Request, *lbplugins.NodeView) string { return "" }
+// NoData implements lbplugins.DataFilter: a node that reports none of the weighted
+// resources cannot be compared.
+func (p *Plugin) NoData(r *lbplugins.Round, i int) bool { return !r.ReportsAny(&p.weights, i) }
+
+// Prepare implements lbplugins.Plugin: the snapshot's arrays are all it reads.
+func (*Plugin) Prepare(*lbplugins.Snapshot) any { return nil }
 
 // Score implements lbplugins.Plugin.
-func (p *Plugin) Score(_ lbplugins.Request, cs []*lbplugins.NodeView) []lbplugins.Score {
-	usage := lbplugins.Usage(cs, lbplugins.AllResources)
-	out := make([]lbplugins.Score, len(cs))
-	for i := range cs {
-		v, parts := lbplugins.Composite(usage[i], p.weights)
-		out[i] = lbplugins.Score{Value: v, Parts: parts}
-	}
-	return out
+func (p *Plugin) Score(r *lbplugins.Round, out []float64) {
+	r.CompositeAll(&r.All, &p.weights, out)
+}
+
+// Explain implements lbplugins.Plugin.
+func (p *Plugin) Explain(r *lbplugins.Round, k int) lbplugins.Parts {
+	var parts lbplugins.Parts
+	r.Composite(&r.All, &p.weights, r.Cands[k], &parts)
+	return parts
 }

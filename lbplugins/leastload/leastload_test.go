@@ -132,12 +132,12 @@ func TestLeastLoad(t *testing.T) {
 			for _, s := range d.Scores {
 				got[s.Node] = s.Value
 				sum := 0.0
-				for _, v := range s.Parts {
+				for _, v := range s.Parts.Map() {
 					sum += v
 				}
 				require.InDelta(t, s.Value, sum, 0.02, "parts of %s add up to its score", s.Node)
 				if want, ok := tc.parts[s.Node]; ok {
-					require.Equal(t, want, s.Parts)
+					require.Equal(t, want, s.Parts.Map())
 				}
 			}
 			require.Equal(t, tc.scores, got)

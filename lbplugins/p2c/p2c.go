@@ -4,6 +4,8 @@
 package p2c
 
 import (
+	"slices"
+
 	"github.com/binlake/binlake/lbplugins"
 )
 
@@ -15,7 +17,7 @@ func init() { lbplugins.Register(Name, New) }
 // Plugin scores the two drawn nodes 1 + 0.99·(leastload's composite), so a drawn node
 // always outranks one not drawn (score 0, part "drawn" 0) even when it is full.
 type Plugin struct {
-	weights map[string]float64
+	weights lbplugins.Weights
 	rnd     *lbplugins.Rand
 }
 
@@ -27,7 +29,7 @@ func New(s lbplugins.Settings) (lbplugins.Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plugin{weights: w, rnd: lbplugins.NewRand(s.Seed)}, nil
+	return &Plugin{weights: lbplugins.WeightsOf(w), rnd: lbplugins.NewRand(s.Seed)}, nil
 }
 
 // Name implements lbplugins.Plugin.
@@ -38,37 +40,53 @@ func (*Plugin) Description() string {
 	return "power of two choices: two random live nodes, the less loaded (leastload's composite) wins"
 }
 
-// Filter implements lbplugins.Plugin: only the common filters apply.
-func (*Plugin) Filter(lbplugins.Request, *lbplugins.NodeView) string { return "" }
+// NoData implements lbplugins.DataFilter: a node that reports none of the weighted
+// resources cannot be compared.
+func (p *Plugin) NoData(r *lbplugins.Round, i int) bool { return !r.ReportsAny(&p.weights, i) }
 
-// Score implements lbplugins.Plugin.
-func (p *Plugin) Score(_ lbplugins.Request, cs []*lbplugins.NodeView) []lbplugins.Score {
-	out := make([]lbplugins.Score, len(cs))
-	for i := range out {
-		out[i] = lbplugins.Score{Parts: map[string]float64{"drawn": 0}}
+// Prepare implements lbplugins.Plugin: the snapshot's arrays are all it reads.
+func (*Plugin) Prepare(*lbplugins.Snapshot) any { return nil }
+
+// Score implements lbplugins.Plugin. The draws are positions in r.Cands, kept in
+// r.Drawn for Explain.
+func (p *Plugin) Score(r *lbplugins.Round, out []float64) {
+	for k := range out {
+		out[k] = 0
 	}
-	a := p.rnd.IntN(len(cs))
-	drawn := []int{a}
-	if len(cs) > 1 {
-		b := p.rnd.IntN(len(cs) - 1)
+	a := p.rnd.IntN(len(out))
+	r.Drawn = append(r.Drawn[:0], a)
+	if len(out) > 1 {
+		b := p.rnd.IntN(len(out) - 1)
 		if b >= a {
 			b++
 		}
-		drawn = append(drawn, b)
+		r.Drawn = append(r.Drawn, b)
 	}
-	pair := make([]*lbplugins.NodeView, len(drawn))
-	for i, j := range drawn {
-		pair[i] = cs[j]
+	pair := p.pairScope(r)
+	for _, k := range r.Drawn {
+		out[k] = 1 + 0.99*r.Composite(&pair, &p.weights, r.Cands[k], nil)
 	}
-	// Usage is relative among the two drawn nodes only: they are all p2c compares.
-	usage := lbplugins.Usage(pair, lbplugins.AllResources)
-	for i, j := range drawn {
-		v, parts := lbplugins.Composite(usage[i], p.weights)
-		for k := range parts {
-			parts[k] *= 0.99
-		}
-		parts["drawn"] = 1
-		out[j] = lbplugins.Score{Value: 1 + 0.99*v, Parts: parts}
+}
+
+// pairScope is the scope of the drawn nodes only: they are all p2c compares.
+func (p *Plugin) pairScope(r *lbplugins.Round) lbplugins.Scope {
+	var nodes [2]int
+	for j, k := range r.Drawn {
+		nodes[j] = r.Cands[k]
 	}
-	return out
+	return r.ScopeOf(nodes[:len(r.Drawn)])
+}
+
+// Explain implements lbplugins.Plugin.
+func (p *Plugin) Explain(r *lbplugins.Round, k int) lbplugins.Parts {
+	var parts lbplugins.Parts
+	if !slices.Contains(r.Drawn, k) {
+		parts.Add("drawn", 0)
+		return parts
+	}
+	pair := p.pairScope(r)
+	r.Composite(&pair, &p.weights, r.Cands[k], &parts)
+	parts.Scale(0.99)
+	parts.Add("drawn", 1)
+	return parts
 }

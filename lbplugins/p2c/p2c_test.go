@@ -76,7 +76,7 @@ func TestP2C(t *testing.T) {
 			got := map[string]float64{}
 			for _, s := range d.Scores {
 				got[s.Node] = s.Value
-				require.Equal(t, 1.0, s.Parts["drawn"])
+				require.Equal(t, 1.0, s.Parts.Map()["drawn"])
 			}
 			require.Equal(t, tc.scores, got)
 		})
@@ -99,7 +99,7 @@ func TestP2CDrawsTwo(t *testing.T) {
 		require.NoError(t, err)
 		var drawn []lbplugins.Score
 		for _, s := range d.Scores {
-			if s.Parts["drawn"] == 1 {
+			if s.Parts.Map()["drawn"] == 1 {
 				drawn = append(drawn, s)
 				drawnEver[s.Node] = true
 			} else {

@@ -29,10 +29,15 @@ const (
 // standard deviation; for a roughly normal series p95 ≈ mean + 1.645·σ gives σ.
 const z95 = 1.6449
 
-// resources are the percentages predictive forecasts, with their part prefixes.
-var resources = []struct{ metric, part string }{
-	{lbplugins.CPUUtil, "cpu"},
-	{lbplugins.MemUsedPct, "memory"},
+// resources are the percentages predictive forecasts, with their part names and their
+// index among lbplugins.AllResources (for the demand of a pending instance).
+var resources = [...]struct {
+	metric             string
+	mean, stddev, risk string
+	res                int
+}{
+	{lbplugins.CPUUtil, "cpu_mean", "cpu_stddev", "cpu_risk", lbplugins.ResourceIndex(lbplugins.ResCPU)},
+	{lbplugins.MemUsedPct, "memory_mean", "memory_stddev", "memory_risk", lbplugins.ResourceIndex(lbplugins.ResMemory)},
 }
 
 // Plugin is the predictive algorithm.
@@ -69,50 +74,109 @@ func (*Plugin) Description() string {
 	return "the lowest expected peak over the next hour: hour-of-day profile + current hour, risk = mean + k·stddev (Trimaran)"
 }
 
-// Filter implements lbplugins.Plugin: only the common filters apply.
-func (*Plugin) Filter(lbplugins.Request, *lbplugins.NodeView) string { return "" }
-
-// Forecast returns the expected mean and standard deviation of a percentage metric over
-// the next hour: the profile's hour after now blended with the current hour (EWMA and
-// standard deviation) by the profile weight; either alone when the other is missing.
-func (p *Plugin) Forecast(n *lbplugins.NodeView, metric string, next int) (mean, sd float64, ok bool) {
-	var pm, ps float64
-	hasProfile := false
-	if h, found := n.History[metric]; found && h.Profile[next].Count > 0 {
-		w := h.Profile[next]
-		pm, ps, hasProfile = w.Avg, math.Max(0, (w.P95-w.Avg)/z95), true
+// inputs are one node's forecast inputs per resource (see forecast): the current hour
+// and the profile of every hour of the day.
+type inputs [len(resources)]struct {
+	hasCurrent bool
+	ewma, sd   float64
+	profile    [24]struct {
+		ok       bool
+		mean, sd float64
 	}
-	c, hasCurrent := n.Current[metric]
-	hasCurrent = hasCurrent && c.Count > 0
-	switch {
-	case hasProfile && hasCurrent:
-		return p.w*pm + (1-p.w)*c.EWMA, p.w*ps + (1-p.w)*c.Stddev, true
-	case hasProfile:
-		return pm, ps, true
-	case hasCurrent:
-		return c.EWMA, c.Stddev, true
-	}
-	return 0, 0, false
 }
 
-// Score implements lbplugins.Plugin. A resource with no data counts as risk 100.
-func (p *Plugin) Score(req lbplugins.Request, cs []*lbplugins.NodeView) []lbplugins.Score {
-	next := req.Now.UTC().Add(time.Hour).Hour()
-	out := make([]lbplugins.Score, len(cs))
-	for i, n := range cs {
-		parts := map[string]float64{}
-		worst := 0.0
-		for _, r := range resources {
-			risk := 100.0
-			if mean, sd, ok := p.Forecast(n, r.metric, next); ok {
-				parts[r.part+"_mean"] = mean
-				parts[r.part+"_stddev"] = sd
-				risk = math.Max(0, math.Min(100, mean+p.k*sd))
+// Prepare implements lbplugins.Plugin: the forecast inputs of every node, indexed like
+// the snapshot.
+func (p *Plugin) Prepare(s *lbplugins.Snapshot) any {
+	in := make([]inputs, s.Len())
+	for i, n := range s.Views {
+		for j, r := range resources {
+			if _, ok := n.Load(r.metric); ok {
+				c := n.Current[r.metric]
+				in[i][j].hasCurrent, in[i][j].ewma, in[i][j].sd = true, c.EWMA, c.Stddev
 			}
-			parts[r.part+"_risk"] = risk
-			worst = math.Max(worst, risk)
+			h, found := n.History[r.metric]
+			if !found {
+				continue
+			}
+			for hour, w := range h.Profile {
+				if w.Count > 0 {
+					pr := &in[i][j].profile[hour]
+					pr.ok, pr.mean, pr.sd = true, w.Avg, math.Max(0, (w.P95-w.Avg)/z95)
+				}
+			}
 		}
-		out[i] = lbplugins.Score{Value: 100 - worst, Parts: parts}
 	}
-	return out
+	return in
+}
+
+// forecast is the expected mean and standard deviation of resource j on node i over
+// the next hour: the profile's hour after now blended with the current hour (EWMA and
+// standard deviation) by the profile weight, either alone when the other is missing; it
+// adds the expected load of the node's pending reservations to the mean.
+func (p *Plugin) forecast(r *lbplugins.Round, in []inputs, i, j, next int) (mean, sd float64, ok bool) {
+	x := &in[i][j]
+	pr := x.profile[next]
+	switch {
+	case pr.ok && x.hasCurrent:
+		mean, sd, ok = p.w*pr.mean+(1-p.w)*x.ewma, p.w*pr.sd+(1-p.w)*x.sd, true
+	case pr.ok:
+		mean, sd, ok = pr.mean, pr.sd, true
+	case x.hasCurrent:
+		mean, sd, ok = x.ewma, x.sd, true
+	}
+	if pend := r.Pending(i); ok && pend > 0 {
+		mean += pend * 100 * r.Snap.Demand(resources[j].res)
+	}
+	return mean, sd, ok
+}
+
+// score is node i's score; with parts it fills them. A resource with no data counts as
+// risk 100 (the node has data on the other: see NoData).
+func (p *Plugin) score(r *lbplugins.Round, i int, parts *lbplugins.Parts) float64 {
+	in := r.Prepared.([]inputs)
+	next := r.Req.Now.UTC().Add(time.Hour).Hour()
+	worst := 0.0
+	for j, res := range resources {
+		risk := 100.0
+		if mean, sd, ok := p.forecast(r, in, i, j, next); ok {
+			if parts != nil {
+				parts.Add(res.mean, mean)
+				parts.Add(res.stddev, sd)
+			}
+			risk = math.Max(0, math.Min(100, mean+p.k*sd))
+		}
+		if parts != nil {
+			parts.Add(res.risk, risk)
+		}
+		worst = math.Max(worst, risk)
+	}
+	return 100 - worst
+}
+
+// NoData implements lbplugins.DataFilter: a node with neither a current level nor a
+// profile for the next hour of cpu or memory has nothing to forecast from.
+func (p *Plugin) NoData(r *lbplugins.Round, i int) bool {
+	in := r.Prepared.([]inputs)
+	next := r.Req.Now.UTC().Add(time.Hour).Hour()
+	for j := range resources {
+		if in[i][j].hasCurrent || in[i][j].profile[next].ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Score implements lbplugins.Plugin.
+func (p *Plugin) Score(r *lbplugins.Round, out []float64) {
+	for k, i := range r.Cands {
+		out[k] = p.score(r, i, nil)
+	}
+}
+
+// Explain implements lbplugins.Plugin.
+func (p *Plugin) Explain(r *lbplugins.Round, k int) lbplugins.Parts {
+	var parts lbplugins.Parts
+	p.score(r, r.Cands[k], &parts)
+	return parts
 }

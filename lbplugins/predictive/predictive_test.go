@@ -40,6 +40,7 @@ func TestPredictive(t *testing.T) {
 		scores map[string]float64
 		parts  map[string]map[string]float64
 		err    bool
+		noData []string // nodes filtered for having no data
 	}{
 		{
 			// quiet-now: current 20, profile 80 (σ 0) → mean 50. steady: 40 and 40 → 40.
@@ -77,13 +78,23 @@ func TestPredictive(t *testing.T) {
 			scores: map[string]float64{"hist-only": 65, "hot": 40},
 		},
 		{
-			name: "no data at all is risk 100",
+			name: "no data at all is filtered, not scored as full",
 			nodes: []*lbplugins.NodeView{
 				cluster.Node("blind", nil),
 				cluster.Node("seen", N{"cpu.util": 85, "mem.used_pct": 85}),
 			},
 			want:   "seen",
-			scores: map[string]float64{"blind": 0, "seen": 15},
+			scores: map[string]float64{"seen": 15},
+			noData: []string{"blind"},
+		},
+		{
+			name: "memory without data is risk 100",
+			nodes: []*lbplugins.NodeView{
+				cluster.Node("half", N{"cpu.util": 10}),
+				cluster.Node("seen", N{"cpu.util": 85, "mem.used_pct": 85}),
+			},
+			want:   "seen",
+			scores: map[string]float64{"half": 0, "seen": 15},
 		},
 		{
 			name: "tie goes to the first name",
@@ -117,10 +128,17 @@ func TestPredictive(t *testing.T) {
 			for _, s := range d.Scores {
 				got[s.Node] = s.Value
 				if want, ok := tc.parts[s.Node]; ok {
-					require.Equal(t, want, s.Parts)
+					require.Equal(t, want, s.Parts.Map())
 				}
 			}
 			require.Equal(t, tc.scores, got)
+			var noData []string
+			for _, f := range d.Filtered {
+				require.Equal(t, "no data: the node reports none of the levels predictive reads", f.Reason)
+				noData = append(noData, f.Node)
+			}
+			require.Equal(t, tc.noData, noData)
+			require.Equal(t, len(tc.noData), d.FilteredBy.NoData)
 		})
 	}
 }

@@ -35,15 +35,17 @@ func (*Plugin) Description() string {
 	return "a uniformly random live node (the default, as in the original BinLake)"
 }
 
-// Filter implements lbplugins.Plugin: only the common filters apply.
-func (*Plugin) Filter(lbplugins.Request, *lbplugins.NodeView) string { return "" }
+// Prepare implements lbplugins.Plugin: random reads nothing.
+func (*Plugin) Prepare(*lbplugins.Snapshot) any { return nil }
 
 // Score implements lbplugins.Plugin.
-func (p *Plugin) Score(_ lbplugins.Request, cs []*lbplugins.NodeView) []lbplugins.Score {
-	out := make([]lbplugins.Score, len(cs))
-	for i := range cs {
-		v := 100 * p.rnd.Float64()
-		out[i] = lbplugins.Score{Value: v, Parts: map[string]float64{"random": v}}
+func (p *Plugin) Score(r *lbplugins.Round, out []float64) {
+	for k := range out {
+		out[k] = 100 * p.rnd.Float64()
 	}
-	return out
+}
+
+// Explain implements lbplugins.Plugin: the draw itself.
+func (*Plugin) Explain(r *lbplugins.Round, k int) lbplugins.Parts {
+	return lbplugins.PartsOf(lbplugins.Part{Name: "random", Value: r.Scores[k]})
 }

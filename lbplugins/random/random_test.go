@@ -20,7 +20,7 @@ func TestRandom(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "only", d.Node)
 		require.Len(t, d.Scores, 1)
-		require.Equal(t, d.Scores[0].Value, d.Scores[0].Parts["random"])
+		require.Equal(t, d.Scores[0].Value, d.Scores[0].Parts.Map()["random"])
 	})
 
 	t.Run("every live node is chosen, stale and excluded never", func(t *testing.T) {

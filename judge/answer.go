@@ -1,0 +1,107 @@
+package judge
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/binlake/binlake/lbplugins"
+)
+
+// answerBufs recycle the buffers placement answers are appended into.
+var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// appendAnswer appends a placement answer as JSON (judge/api/openapi.json,
+// PlacementAnswer). It is written by hand because the answer is the judge's hottest
+// output: encoding/json's reflection cost as much as the decision itself.
+func appendAnswer(b []byte, a *PlacementAnswer) []byte {
+	b = append(b, `{"node":`...)
+	b = lbplugins.AppendJSONString(b, a.Node)
+	b = append(b, `,"algorithm":`...)
+	b = lbplugins.AppendJSONString(b, a.Algorithm)
+	b = append(b, `,"data_as_of":`...)
+	b = appendTime(b, a.DataAsOf)
+	b = append(b, `,"candidates":`...)
+	b = strconv.AppendInt(b, int64(a.Candidates), 10)
+	b = append(b, `,"scores":[`...)
+	for i := range a.Scores {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendScore(b, &a.Scores[i])
+	}
+	b = append(b, `],"filtered":`...)
+	b = appendCounts(b, a.FilteredBy)
+	if a.Filtered != nil {
+		b = append(b, `,"filtered_nodes":[`...)
+		for i, f := range a.Filtered {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"node":`...)
+			b = lbplugins.AppendJSONString(b, f.Node)
+			b = append(b, `,"reason":`...)
+			b = lbplugins.AppendJSONString(b, f.Reason)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if r := a.Reservation; r != nil {
+		b = append(b, `,"reservation":{"instance":`...)
+		b = lbplugins.AppendJSONString(b, r.Instance)
+		b = append(b, `,"node":`...)
+		b = lbplugins.AppendJSONString(b, r.Node)
+		b = append(b, `,"at":`...)
+		b = appendTime(b, r.At)
+		b = append(b, `,"expires_at":`...)
+		b = appendTime(b, r.ExpiresAt)
+		if r.Target > 0 {
+			b = append(b, `,"target_instances":`...)
+			b = lbplugins.AppendJSONFloat(b, r.Target)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}', '\n')
+}
+
+func appendScore(b []byte, s *lbplugins.Score) []byte {
+	b = append(b, `{"node":`...)
+	b = lbplugins.AppendJSONString(b, s.Node)
+	b = append(b, `,"score":`...)
+	b = lbplugins.AppendJSONFloat(b, s.Value)
+	b = append(b, `,"parts":`...)
+	b = s.Parts.AppendJSON(b)
+	if s.Pending > 0 {
+		b = append(b, `,"pending":`...)
+		b = lbplugins.AppendJSONFloat(b, s.Pending)
+	}
+	return append(b, '}')
+}
+
+func appendCounts(b []byte, c lbplugins.FilterCounts) []byte {
+	b = append(b, '{')
+	first := true
+	for _, kv := range [...]struct {
+		key string
+		n   int
+	}{{"excluded", c.Excluded}, {"stale", c.Stale}, {"no_data", c.NoData}, {"over_threshold", c.OverThreshold}, {"plugin", c.Plugin}} {
+		if kv.n == 0 {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, '"')
+		b = append(b, kv.key...)
+		b = append(b, `":`...)
+		b = strconv.AppendInt(b, int64(kv.n), 10)
+	}
+	return append(b, '}')
+}
+
+func appendTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}

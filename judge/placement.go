@@ -1,0 +1,228 @@
+package judge
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/binlake/binlake/judge/analysis"
+	"github.com/binlake/binlake/lbplugins"
+)
+
+// DefaultSnapshotEvery is how often, at most, the placement snapshot is rebuilt while
+// batches keep arriving (placement.snapshot_every).
+const DefaultSnapshotEvery = 200 * time.Millisecond
+
+// placer answers placements from an immutable snapshot of the analyses. Ingest marks it
+// dirty; the first placement after SnapshotEvery rebuilds it (one at a time, without
+// making others wait: they answer from the previous snapshot meanwhile). A placement
+// takes no lock: it loads the snapshot and the reservations through atomic pointers.
+type placer struct {
+	snap     atomic.Pointer[placementSnapshot]
+	changes  atomic.Uint64 // bumped by every ingested batch
+	building sync.Mutex
+	res      *reservations
+	byAlgo   map[string]*algoMetrics
+	recent   [maxRecent]atomic.Pointer[Placement]
+	recentN  atomic.Uint64
+}
+
+type placementSnapshot struct {
+	*lbplugins.Snapshot
+	changes uint64              // the placer's change count it was built from
+	hist    *analysis.Snapshot  // the historical analysis it carries
+	built   time.Time           // wall-clock build time (coalescing uses real time)
+}
+
+// algoMetrics are one algorithm's placement counters, resolved once so that a placement
+// does not look labels up.
+type algoMetrics struct {
+	ok, noCandidates, failed prometheus.Counter
+	seconds                  prometheus.Observer
+}
+
+const maxRecent = 20
+
+// Placement is one answered (or refused) placement, for the status page.
+type Placement struct {
+	At        time.Time
+	Instance  string
+	Algorithm string
+	Node      string
+	Error     string
+	seq       uint64
+}
+
+func (j *Judge) initPlacer() {
+	j.res = newReservations(j.o.ReservationTTL)
+	j.byAlgo = make(map[string]*algoMetrics, len(j.plugins))
+	for name := range j.plugins {
+		j.byAlgo[name] = &algoMetrics{
+			ok:           j.m.placements.WithLabelValues(name, "ok"),
+			noCandidates: j.m.placements.WithLabelValues(name, "no_candidates"),
+			failed:       j.m.placements.WithLabelValues(name, "error"),
+			seconds:      j.m.placementSeconds.WithLabelValues(name),
+		}
+	}
+}
+
+// snapshot returns the current placement snapshot, rebuilding it first when the
+// analyses changed and the last build is older than SnapshotEvery (or there is none).
+func (j *Judge) snapshot() *placementSnapshot {
+	cur := j.snap.Load()
+	if cur != nil && !j.stale(cur) {
+		return cur
+	}
+	if cur == nil {
+		j.building.Lock() // the first placement waits for the first snapshot
+	} else if !j.building.TryLock() {
+		return cur // another placement is rebuilding: answer from the previous one
+	}
+	defer j.building.Unlock()
+	if now := j.snap.Load(); now != cur && now != nil {
+		return now
+	}
+	return j.rebuild()
+}
+
+func (j *Judge) stale(s *placementSnapshot) bool {
+	if s.changes == j.changes.Load() && s.hist == j.hist.Snapshot() {
+		return false
+	}
+	return time.Since(s.built) >= j.o.SnapshotEvery
+}
+
+// rebuild builds and publishes a snapshot of the analyses. Callers hold building.
+func (j *Judge) rebuild() *placementSnapshot {
+	changes := j.changes.Load() // before reading, so that a concurrent batch marks it stale
+	hist := j.hist.Snapshot()
+	vs, _ := j.inc.Views()
+	for _, v := range vs {
+		if hist != nil {
+			v.History = hist.Nodes[v.Node]
+		}
+	}
+	ps := &placementSnapshot{changes: changes, hist: hist, built: time.Now()}
+	plugins := make([]lbplugins.Plugin, 0, len(j.plugins))
+	for _, p := range j.plugins {
+		plugins = append(plugins, p)
+	}
+	ps.Snapshot = lbplugins.NewSnapshot(vs, j.o.Filters, j.now(), plugins...)
+	j.snap.Store(ps)
+	j.m.snapshotBuilds.Inc()
+	// Reservations whose nodes now report their instances, or that expired, end here.
+	j.res.Sweep(j.now(), func(node string) (float64, bool) { return reportedInstances(ps.Snapshot, node) })
+	return ps
+}
+
+// reportedInstances is the wave.instances a node last reported.
+func reportedInstances(s *lbplugins.Snapshot, node string) (float64, bool) {
+	i, ok := s.Index(node)
+	if !ok {
+		return 0, false
+	}
+	c, ok := s.Views[i].Current[lbplugins.WaveInstances]
+	if !ok || c.Count == 0 {
+		return 0, false
+	}
+	return c.Last, true
+}
+
+// PlacementRequest is the body of POST /v1/placement.
+type PlacementRequest struct {
+	Instance  string   `json:"instance"`
+	Exclude   []string `json:"exclude,omitempty"`
+	Algorithm string   `json:"algorithm,omitempty"`
+	// Top is how many of the best candidates the answer explains (lbplugins.DefaultTopK
+	// when zero); Explain "all" explains every candidate and lists every filtered node.
+	Top     int    `json:"top,omitempty"`
+	Explain string `json:"explain,omitempty"`
+	// DryRun answers without reserving capacity on the chosen node.
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+// Explain values.
+const (
+	ExplainTop = "top"
+	ExplainAll = "all"
+)
+
+// PlacementAnswer is a decision and the reservation it made (none for a dry run).
+type PlacementAnswer struct {
+	lbplugins.Decision
+	Reservation *Reservation
+}
+
+// Place answers a placement request. It reads only the in-memory snapshot, never the
+// store, and reserves capacity on the chosen node unless the request is a dry run.
+func (j *Judge) Place(req PlacementRequest) (PlacementAnswer, error) {
+	start := time.Now()
+	algo := req.Algorithm
+	if algo == "" {
+		algo = j.o.Algorithm
+	}
+	p, ok := j.plugins[algo]
+	if !ok {
+		_, err := lbplugins.Lookup(algo)
+		if err == nil {
+			err = fmt.Errorf("algorithm %q is not available", algo)
+		}
+		j.m.placements.WithLabelValues("unknown", "invalid").Inc()
+		return PlacementAnswer{}, err
+	}
+	snap := j.snapshot()
+	now := j.now()
+	if j.res.Due(now) {
+		j.res.Sweep(now, func(node string) (float64, bool) { return reportedInstances(snap.Snapshot, node) })
+	}
+	d, err := snap.Decide(p, lbplugins.Request{Instance: req.Instance, Exclude: req.Exclude, Algorithm: algo,
+		Pending: j.res.Pending(), TopK: req.Top, ExplainAll: req.Explain == ExplainAll}, now)
+	am := j.byAlgo[algo]
+	am.seconds.Observe(time.Since(start).Seconds())
+	ans := PlacementAnswer{Decision: d}
+	rec := Placement{At: now, Instance: req.Instance, Algorithm: algo, Node: d.Node}
+	switch {
+	case err == nil:
+		am.ok.Inc()
+		if !req.DryRun {
+			count, has := reportedInstances(snap.Snapshot, d.Node)
+			r := j.res.Reserve(d.Node, req.Instance, now, count, has)
+			ans.Reservation = &r
+		}
+	case errors.Is(err, lbplugins.ErrNoCandidates):
+		am.noCandidates.Inc()
+		rec.Error = err.Error()
+	default:
+		am.failed.Inc()
+		rec.Error = err.Error()
+	}
+	j.remember(&rec)
+	return ans, err
+}
+
+// remember keeps a placement for the status page in a lock-free ring.
+func (j *Judge) remember(p *Placement) {
+	p.seq = j.recentN.Add(1)
+	j.recent[p.seq%maxRecent].Store(p)
+}
+
+// Recent returns the last placements, newest first.
+func (j *Judge) Recent() []Placement {
+	out := make([]Placement, 0, maxRecent)
+	for i := range j.recent {
+		if p := j.recent[i].Load(); p != nil {
+			out = append(out, *p)
+		}
+	}
+	slices.SortFunc(out, func(a, b Placement) int { return cmp.Compare(b.seq, a.seq) })
+	return out
+}
+
+// Reservations returns a node's pending reservations, oldest first.
+func (j *Judge) Reservations(node string) []Reservation { return j.res.Node(node) }

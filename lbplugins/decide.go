@@ -1,0 +1,351 @@
+package lbplugins
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Score is one candidate's score (0–100) and its parts. Parts add up to Value for the
+// weighted-sum plugins; others carry the raw inputs that explain the score. Pending is
+// the node's reserved instances that the score counted.
+type Score struct {
+	Node    string  `json:"node"`
+	Value   float64 `json:"score"`
+	Parts   Parts   `json:"parts"`
+	Pending float64 `json:"pending,omitempty"`
+}
+
+// Filtered is a node that may not take the instance, with the reason.
+type Filtered struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+// FilterCounts count the filtered nodes per reason.
+type FilterCounts struct {
+	Excluded      int `json:"excluded,omitempty"`
+	Stale         int `json:"stale,omitempty"`
+	NoData        int `json:"no_data,omitempty"`
+	OverThreshold int `json:"over_threshold,omitempty"`
+	Plugin        int `json:"plugin,omitempty"`
+}
+
+// Total is the number of filtered nodes.
+func (c FilterCounts) Total() int {
+	return c.Excluded + c.Stale + c.NoData + c.OverThreshold + c.Plugin
+}
+
+// Decision is the outcome of one placement.
+type Decision struct {
+	Node      string
+	Algorithm string
+	// Candidates is how many nodes passed the filters and were scored.
+	Candidates int
+	// Scores are the best Request.TopK candidates, best first; every candidate with
+	// Request.ExplainAll.
+	Scores []Score
+	// FilteredBy counts the filtered nodes per reason. Filtered lists each with its
+	// reason, sorted by node, only with Request.ExplainAll.
+	FilteredBy FilterCounts
+	Filtered   []Filtered
+	// DataAsOf is the oldest LastSeen among the scored candidates: every score rests on
+	// data at least this fresh.
+	DataAsOf time.Time
+}
+
+// ErrNoCandidates is returned (wrapped, with the reasons) when every node was filtered.
+var ErrNoCandidates = errors.New("no live node can take the instance")
+
+// Round is one decision in progress: the snapshot, the request, the candidates that
+// passed the filters and the scratch space plugins share with the decision. Rounds are
+// pooled; a plugin must not keep one after Score or Explain returns.
+type Round struct {
+	Snap *Snapshot
+	Req  *Request
+	// Prepared is what the plugin's Prepare returned for Snap.
+	Prepared any
+	// Cands are the candidates' node indices, in node-name order.
+	Cands []int
+	// All is the scope of every candidate.
+	All Scope
+	// Scores are the plugin's raw scores of the candidates, set once Score returns.
+	Scores []float64
+	// Drawn is scratch for plugins that draw candidates (p2c): positions in Cands.
+	// Vec is scratch for a per-resource vector that Score computes and Explain reuses
+	// (balanced's demand).
+	Drawn []int
+	Vec   [NumResources]float64
+
+	algorithm string
+	pend      []float64 // pending instances per node index
+	excluded  []bool
+	marked    []int // node indices whose pend or excluded must be reset
+	final     []float64
+	order     []int
+}
+
+var rounds = sync.Pool{New: func() any { return new(Round) }}
+
+func (s *Snapshot) round(req *Request) *Round {
+	r := rounds.Get().(*Round)
+	r.Snap, r.Req = s, req
+	n := len(s.Views)
+	if cap(r.pend) < n {
+		r.pend, r.excluded = make([]float64, n), make([]bool, n)
+	}
+	r.pend, r.excluded = r.pend[:n], r.excluded[:n]
+	r.Cands, r.Drawn, r.marked = r.Cands[:0], r.Drawn[:0], r.marked[:0]
+	for _, name := range req.Exclude {
+		if i, ok := s.index[name]; ok {
+			r.excluded[i] = true
+			r.marked = append(r.marked, i)
+		}
+	}
+	for _, p := range req.Pending {
+		if i, ok := s.index[p.Node]; ok && p.Instances > 0 {
+			r.pend[i] += p.Instances
+			r.marked = append(r.marked, i)
+		}
+	}
+	return r
+}
+
+func (r *Round) release() {
+	for _, i := range r.marked {
+		r.pend[i], r.excluded[i] = 0, false
+	}
+	r.Snap, r.Req, r.Prepared = nil, nil, nil
+	rounds.Put(r)
+}
+
+// Pending is node i's count of reserved instances in this round.
+func (r *Round) Pending(i int) float64 { return r.pend[i] }
+
+// Why a node was filtered.
+const (
+	passed = iota
+	byExcluded
+	byStale
+	byNoData
+	byThreshold
+	byPlugin
+)
+
+// filters are a plugin's optional filters.
+type filters struct {
+	data DataFilter
+	node NodeFilter
+}
+
+func filtersOf(p Plugin) filters {
+	var f filters
+	f.data, _ = p.(DataFilter)
+	f.node, _ = p.(NodeFilter)
+	return f
+}
+
+func (r *Round) filter(i int, now int64, pf filters) (int, string) {
+	s := r.Snap
+	switch {
+	case r.excluded[i]:
+		return byExcluded, ""
+	case s.lastSeen[i] == 0 || now > s.staleAt[i]:
+		return byStale, ""
+	case pf.data != nil && pf.data.NoData(r, i):
+		return byNoData, ""
+	case s.over[i] != 0:
+		return byThreshold, ""
+	}
+	if pf.node != nil {
+		if reason := pf.node.Filter(r, i); reason != "" {
+			return byPlugin, reason
+		}
+	}
+	return passed, ""
+}
+
+// reason spells out why node i was filtered, for explanations and errors.
+func (r *Round) reason(i, why int, pluginReason string, now time.Time) string {
+	s := r.Snap
+	switch why {
+	case byExcluded:
+		return "excluded"
+	case byStale:
+		if s.lastSeen[i] == 0 {
+			return "stale: no batch this hour"
+		}
+		age := now.Sub(time.Unix(0, s.lastSeen[i]))
+		return fmt.Sprintf("stale: no batch for %s (limit %g intervals of %s)", age.Round(time.Second), s.filters.StaleIntervals, s.interval[i])
+	case byNoData:
+		return "no data: the node reports none of the levels " + r.algorithm + " reads"
+	case byThreshold:
+		name := s.thresholds[s.over[i]-1]
+		v, _ := s.Views[i].Load(name)
+		return fmt.Sprintf("over threshold: %s %.4g > %g", name, v, s.filters.Thresholds[name])
+	}
+	return pluginReason
+}
+
+func (c *FilterCounts) add(why int) {
+	switch why {
+	case byExcluded:
+		c.Excluded++
+	case byStale:
+		c.Stale++
+	case byNoData:
+		c.NoData++
+	case byThreshold:
+		c.OverThreshold++
+	default:
+		c.Plugin++
+	}
+}
+
+// Decide runs the common filters, the plugin's filter and its score over the snapshot's
+// nodes and picks the highest score; ties go to the first node by name, so that equal
+// clusters give repeatable answers. now is the decision time. It takes no lock and, for
+// an answer of the default size, allocates only the explained scores.
+func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error) {
+	req.Now = now
+	r := s.round(&req)
+	defer r.release()
+	prepared, ok := s.prepared[p.Name()]
+	if !ok {
+		prepared = p.Prepare(s) // a plugin the snapshot was not built for
+	}
+	r.Prepared = prepared
+	d := Decision{Algorithm: p.Name()}
+	pf := filtersOf(p)
+	r.algorithm = p.Name()
+	nowNs := now.UnixNano()
+	var anyMask uint8
+	oldest := -1
+	for i := range s.Views {
+		why, pluginReason := r.filter(i, nowNs, pf)
+		if why != passed {
+			d.FilteredBy.add(why)
+			if req.ExplainAll {
+				d.Filtered = append(d.Filtered, Filtered{Node: s.Views[i].Node, Reason: r.reason(i, why, pluginReason, now)})
+			}
+			continue
+		}
+		r.Cands = append(r.Cands, i)
+		anyMask |= s.reports[i]
+		if oldest < 0 || s.lastSeen[i] < s.lastSeen[oldest] {
+			oldest = i
+		}
+	}
+	if len(r.Cands) == 0 {
+		return d, r.noCandidates(now, pf)
+	}
+	r.All = r.scopeOfCands(anyMask)
+	d.Candidates = len(r.Cands)
+	d.DataAsOf = s.Views[oldest].LastSeen
+	r.Scores = resize(r.Scores, len(r.Cands))
+	r.final = resize(r.final, len(r.Cands))
+	p.Score(r, r.Scores)
+	for k, v := range r.Scores {
+		switch {
+		case v != v || v < 0: // NaN
+			v = 0
+		case v > 100:
+			v = 100
+		}
+		r.final[k] = round2(v)
+	}
+	best := r.best(req)
+	d.Scores = make([]Score, len(best))
+	for j, k := range best {
+		i := r.Cands[k]
+		parts := p.Explain(r, k)
+		parts.round()
+		d.Scores[j] = Score{Node: s.Views[i].Node, Value: r.final[k], Parts: parts, Pending: r.pend[i]}
+	}
+	d.Node = d.Scores[0].Node
+	return d, nil
+}
+
+// better orders candidate positions: higher score first, then node name.
+func (r *Round) better(a, b int) int {
+	if r.final[a] != r.final[b] {
+		return cmp.Compare(r.final[b], r.final[a])
+	}
+	return strings.Compare(r.Snap.Views[r.Cands[a]].Node, r.Snap.Views[r.Cands[b]].Node)
+}
+
+// best returns the positions of the candidates to explain, best first: the top k by
+// insertion into a short sorted list, or every candidate sorted.
+func (r *Round) best(req Request) []int {
+	r.order = r.order[:0]
+	if req.ExplainAll {
+		for k := range r.Cands {
+			r.order = append(r.order, k)
+		}
+		slices.SortFunc(r.order, r.better)
+		return r.order
+	}
+	k := req.TopK
+	if k <= 0 {
+		k = DefaultTopK
+	}
+	k = min(k, MaxTopK)
+	for c := range r.Cands {
+		n := len(r.order)
+		if n == k && r.better(c, r.order[n-1]) >= 0 {
+			continue
+		}
+		if n < k {
+			r.order = append(r.order, c)
+		} else {
+			r.order[n-1] = c
+		}
+		for j := len(r.order) - 1; j > 0 && r.better(r.order[j], r.order[j-1]) < 0; j-- {
+			r.order[j], r.order[j-1] = r.order[j-1], r.order[j]
+		}
+	}
+	return r.order
+}
+
+// noCandidates is the error of a round where every node was filtered, naming up to five
+// of them with their reasons.
+func (r *Round) noCandidates(now time.Time, pf filters) error {
+	if len(r.Snap.Views) == 0 {
+		return fmt.Errorf("%w: the judge has not heard from any node", ErrNoCandidates)
+	}
+	var b strings.Builder
+	for i := range r.Snap.Views {
+		if i == 5 {
+			fmt.Fprintf(&b, "; and %d more", len(r.Snap.Views)-5)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		why, pluginReason := r.filter(i, now.UnixNano(), pf)
+		b.WriteString(r.Snap.Views[i].Node + ": " + r.reason(i, why, pluginReason, now))
+	}
+	return fmt.Errorf("%w: all %d nodes filtered (%s)", ErrNoCandidates, len(r.Snap.Views), b.String())
+}
+
+// Decide builds a snapshot of nodes and decides on it with every candidate explained: the
+// one-shot form for tests and tools. The judge keeps a snapshot and calls
+// Snapshot.Decide.
+func Decide(p Plugin, f Filters, req Request, nodes []*NodeView, now time.Time) (Decision, error) {
+	req.ExplainAll = true
+	return NewSnapshot(nodes, f, now, p).Decide(p, req, now)
+}
+
+func resize(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }

@@ -1,0 +1,156 @@
+package lbplugins
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// MaxParts is the most parts a score can have (balanced: six resources and the stddev).
+const MaxParts = 8
+
+// Part is one named contribution to a score, or a raw input that explains one.
+type Part struct {
+	Name  string
+	Value float64
+}
+
+// Parts are a score's parts in a fixed-size array, so that explaining a score allocates
+// nothing. They encode as a JSON object in the order they were added.
+type Parts struct {
+	n int
+	p [MaxParts]Part
+}
+
+// PartsOf builds Parts from name/value pairs (tests, plugins with fixed parts).
+func PartsOf(kv ...Part) Parts {
+	var ps Parts
+	for _, p := range kv {
+		ps.Add(p.Name, p.Value)
+	}
+	return ps
+}
+
+// Add appends a part; parts past MaxParts are dropped (a plugin bug its tests catch).
+func (ps *Parts) Add(name string, v float64) {
+	if ps.n < MaxParts {
+		ps.p[ps.n] = Part{Name: name, Value: v}
+		ps.n++
+	}
+}
+
+// Len is the number of parts.
+func (ps *Parts) Len() int { return ps.n }
+
+// At returns part i, 0 ≤ i < Len.
+func (ps *Parts) At(i int) Part { return ps.p[i] }
+
+// Scale multiplies every part by f (p2c's 0.99).
+func (ps *Parts) Scale(f float64) {
+	for i := range ps.n {
+		ps.p[i].Value *= f
+	}
+}
+
+// Sum is the total of the parts.
+func (ps *Parts) Sum() float64 {
+	t := 0.0
+	for i := range ps.n {
+		t += ps.p[i].Value
+	}
+	return t
+}
+
+// Map returns the parts as a map (tests, the status page).
+func (ps *Parts) Map() map[string]float64 {
+	m := make(map[string]float64, ps.n)
+	for i := range ps.n {
+		m[ps.p[i].Name] = ps.p[i].Value
+	}
+	return m
+}
+
+func (ps *Parts) round() {
+	for i := range ps.n {
+		ps.p[i].Value = round2(ps.p[i].Value)
+	}
+}
+
+// AppendJSON appends the parts as a JSON object.
+func (ps *Parts) AppendJSON(b []byte) []byte {
+	b = append(b, '{')
+	for i := range ps.n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendJSONString(b, ps.p[i].Name)
+		b = append(b, ':')
+		b = AppendJSONFloat(b, ps.p[i].Value)
+	}
+	return append(b, '}')
+}
+
+// MarshalJSON implements json.Marshaler.
+func (ps Parts) MarshalJSON() ([]byte, error) { return ps.AppendJSON(nil), nil }
+
+// AppendJSONFloat appends a finite float in JSON's shortest form; NaN and infinities,
+// which JSON cannot carry, become 0.
+func AppendJSONFloat(b []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		v = 0
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+// AppendJSONString appends s as a JSON string, escaping what JSON requires (quotes,
+// backslashes, control characters) and replacing invalid UTF-8 with U+FFFD, as
+// encoding/json does.
+func AppendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < 0x80 {
+			i++
+			continue
+		}
+		if c < 0x80 {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, "\ufffd"...)
+			i += size
+			start = i
+			continue
+		}
+		// U+2028 and U+2029 are valid JSON but break JavaScript; encoding/json escapes them.
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

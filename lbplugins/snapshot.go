@@ -1,0 +1,189 @@
+package lbplugins
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Filters are the checks common to every algorithm.
+type Filters struct {
+	// StaleIntervals: a node whose last batch is older than this many of its reporting
+	// intervals is stale. 3 when zero.
+	StaleIntervals float64
+	// DefaultInterval is assumed for a node that declared no interval. 10 s when zero.
+	DefaultInterval time.Duration
+	// Thresholds are hard limits on the current level (NodeView.Load) of a metric:
+	// a node above any of them is filtered ("cpu.util": 90).
+	Thresholds map[string]float64
+}
+
+// Resource indices into the snapshot's arrays, in the order of AllResources.
+const (
+	resCPU = iota
+	resMemory
+	resLoad
+	resNetwork
+	resTPS
+	resInstances
+	numRes
+)
+
+// NumResources is the number of resources: the length of AllResources and Weights, and
+// the bound of the res index that Round.Usage and Round.Level take.
+const NumResources = numRes
+
+// How a node reports one resource.
+const (
+	kindMissing uint8 = iota // not reported: the node counts as full on it
+	kindAbs                  // a fraction of the node's own capacity
+	kindRel                  // compared with the busiest candidate
+)
+
+// Snapshot is an immutable view of every node for placement decisions: the NodeView
+// inputs sorted by name, the common filters' verdicts that do not depend on the request
+// (threshold, the time a node turns stale) and each resource's raw level as
+// flat arrays. Build one with NewSnapshot whenever the analyses change; any number of
+// decisions may then run on it at once.
+type Snapshot struct {
+	// Views are the inputs, sorted by node name; index i of every array is Views[i].
+	Views []*NodeView
+	// BuiltAt is when the snapshot was built (for the answer's data age).
+	BuiltAt time.Time
+
+	filters    Filters
+	thresholds []string // sorted names of Filters.Thresholds
+	index      map[string]int
+	lastSeen   []int64 // UnixNano; 0 when never seen
+	staleAt    []int64 // UnixNano after which the node is stale
+	interval   []time.Duration
+	over       []int32 // 1 + index into thresholds of the first exceeded, 0 when none
+	kind       [numRes][]uint8
+	reports    []uint8 // bit res set when the node reports resource res
+	raw        [numRes][]float64
+	demand     [numRes]float64
+	prepared   map[string]any
+}
+
+// NewSnapshot builds a snapshot of nodes (node names must be unique) under the common
+// filters f, and runs each plugin's Prepare on it.
+func NewSnapshot(nodes []*NodeView, f Filters, builtAt time.Time, plugins ...Plugin) *Snapshot {
+	if f.StaleIntervals <= 0 {
+		f.StaleIntervals = 3
+	}
+	if f.DefaultInterval <= 0 {
+		f.DefaultInterval = 10 * time.Second
+	}
+	s := &Snapshot{filters: f, BuiltAt: builtAt, prepared: make(map[string]any, len(plugins))}
+	for name := range f.Thresholds {
+		s.thresholds = append(s.thresholds, name)
+	}
+	slices.Sort(s.thresholds)
+	s.Views = slices.Clone(nodes)
+	slices.SortFunc(s.Views, func(a, b *NodeView) int { return strings.Compare(a.Node, b.Node) })
+	n := len(s.Views)
+	s.index = make(map[string]int, n)
+	s.lastSeen, s.staleAt = make([]int64, n), make([]int64, n)
+	s.interval, s.over, s.reports = make([]time.Duration, n), make([]int32, n), make([]uint8, n)
+	for r := range numRes {
+		s.kind[r], s.raw[r] = make([]uint8, n), make([]float64, n)
+	}
+	for i, v := range s.Views {
+		s.index[v.Node] = i
+		s.fillNode(i, v)
+	}
+	s.fillDemand()
+	for _, p := range plugins {
+		s.prepared[p.Name()] = p.Prepare(s)
+	}
+	return s
+}
+
+func (s *Snapshot) fillNode(i int, v *NodeView) {
+	iv := v.Interval
+	if iv <= 0 {
+		iv = s.filters.DefaultInterval
+	}
+	s.interval[i] = iv
+	if !v.LastSeen.IsZero() {
+		s.lastSeen[i] = v.LastSeen.UnixNano()
+		s.staleAt[i] = s.lastSeen[i] + int64(s.filters.StaleIntervals*float64(iv))
+	}
+	for t, name := range s.thresholds {
+		if l, ok := v.Load(name); ok && l > s.filters.Thresholds[name] {
+			s.over[i] = int32(t + 1)
+			break
+		}
+	}
+	for r := range numRes {
+		raw, ok := rawUsage(v, AllResources[r])
+		switch {
+		case !ok:
+			s.kind[r][i] = kindMissing
+		case relative(v, AllResources[r]):
+			s.kind[r][i] = kindRel
+		default:
+			s.kind[r][i] = kindAbs
+		}
+		if ok {
+			s.reports[i] |= 1 << r
+		}
+		s.raw[r][i] = raw
+	}
+}
+
+// fillDemand estimates what one more instance adds to each resource: the live cluster's
+// total over its running instances (wave.instances), in the resource's raw unit. With
+// no instance reported anywhere only the instance count itself grows.
+func (s *Snapshot) fillDemand() {
+	instances := 0.0
+	var total [numRes]float64
+	for i := range s.Views {
+		if s.kind[resInstances][i] == kindMissing {
+			continue
+		}
+		instances += s.raw[resInstances][i]
+		for r := range numRes {
+			if s.kind[r][i] != kindMissing && !math.IsNaN(s.raw[r][i]) && !math.IsInf(s.raw[r][i], 0) {
+				total[r] += s.raw[r][i]
+			}
+		}
+	}
+	if instances > 0 {
+		for r := range numRes {
+			s.demand[r] = total[r] / instances
+		}
+	}
+	s.demand[resInstances] = 1
+}
+
+// Len is the number of nodes.
+func (s *Snapshot) Len() int { return len(s.Views) }
+
+// Index returns the position of a node, or false.
+func (s *Snapshot) Index(node string) (int, bool) {
+	i, ok := s.index[node]
+	return i, ok
+}
+
+// ResourceIndex is the index of a resource name (one of AllResources), or -1.
+func ResourceIndex(name string) int {
+	for r, n := range AllResources {
+		if n == name {
+			return r
+		}
+	}
+	return -1
+}
+
+// Demand is the expected raw usage of one more instance on resource res (an index into
+// AllResources): what a pending reservation adds to its node. Fractions for cpu and
+// memory, the raw unit for the others; 1 for instances.
+func (s *Snapshot) Demand(res int) float64 { return s.demand[res] }
+
+// Prepared returns what plugin name's Prepare returned for this snapshot.
+func (s *Snapshot) Prepared(name string) (any, bool) {
+	p, ok := s.prepared[name]
+	return p, ok
+}
