@@ -35,9 +35,9 @@ type placer struct {
 
 type placementSnapshot struct {
 	*lbplugins.Snapshot
-	changes uint64              // the placer's change count it was built from
-	hist    *analysis.Snapshot  // the historical analysis it carries
-	built   time.Time           // wall-clock build time (coalescing uses real time)
+	changes uint64             // the placer's change count it was built from
+	hist    *analysis.Snapshot // the historical analysis it carries
+	built   time.Time          // wall-clock build time (coalescing uses real time)
 }
 
 // algoMetrics are one algorithm's placement counters, resolved once so that a placement

@@ -1,7 +1,5 @@
 package lbplugins
 
-
-
 // Resources the weighted-sum plugins (leastload, balanced, p2c) weigh. Each turns into a
 // utilisation between 0 (idle) and 1 (full) per node; see Usage.
 const (
