@@ -42,23 +42,11 @@ func (ps *Parts) Add(name string, v float64) {
 // Len is the number of parts.
 func (ps *Parts) Len() int { return ps.n }
 
-// At returns part i, 0 ≤ i < Len.
-func (ps *Parts) At(i int) Part { return ps.p[i] }
-
 // Scale multiplies every part by f (p2c's 0.99).
 func (ps *Parts) Scale(f float64) {
 	for i := range ps.n {
 		ps.p[i].Value *= f
 	}
-}
-
-// Sum is the total of the parts.
-func (ps *Parts) Sum() float64 {
-	t := 0.0
-	for i := range ps.n {
-		t += ps.p[i].Value
-	}
-	return t
 }
 
 // Map returns the parts as a map (tests, the status page).
