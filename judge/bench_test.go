@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,34 +13,123 @@ import (
 	"github.com/binlake/binlake/internal/metric"
 )
 
+// fleetBatch is node i's batch: the host and wave figures the plugins read.
+func fleetBatch(i int, ts time.Time) metric.Batch {
+	return metric.Batch{Node: fmt.Sprintf("wave-%04d", i), TS: ts, IntervalS: 60, Points: []metric.Point{
+		{Name: "cpu.util", Value: float64(i % 90)}, {Name: "mem.used_pct", Value: float64((i * 7) % 90)},
+		{Name: "load.1", Value: float64(i%8) / 2}, {Name: "cpu.cores", Value: 8}, {Name: "wave.tps", Value: float64(i * 3)},
+		{Name: "wave.instances", Value: float64(i % 10)}, {Name: "net.rx_bps", Value: float64(i * 1000)},
+		{Name: "net.tx_bps", Value: float64(i * 500)},
+	}}
+}
+
+// ingestFleet feeds every node's batch round and round at batchesPerSec until stop
+// closes, as the agents of a fleet do; it returns how many batches it sent.
+func ingestFleet(j *Judge, nodes, batchesPerSec int, stop <-chan struct{}) func() int {
+	var (
+		wg   sync.WaitGroup
+		sent int
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for n := 0; ; {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			for range batchesPerSec / 100 {
+				j.Ingest(fleetBatch(n%nodes, time.Now()), sourceHTTP)
+				n++
+				sent++
+			}
+		}
+	}()
+	return func() int { wg.Wait(); return sent }
+}
+
+// BenchmarkPlaceWhileIngesting is one leastload placement (decision, default answer,
+// reservation) while the fleet's batches keep arriving (2,000 batches/s of 8 points)
+// and the snapshot is rebuilt every 200 ms. It reports the latency percentiles of
+// Judge.Place; allocations are those of the whole process (ingest included), so the
+// decision's own are in lbplugins' BenchmarkDecide.
+func BenchmarkPlaceWhileIngesting(b *testing.B) {
+	for _, nodes := range []int{1000, 5000} {
+		b.Run(fmt.Sprintf("leastload/nodes=%d", nodes), func(b *testing.B) {
+			j, err := New(Options{Store: openStoreB(b), Algorithm: "leastload", Logger: quiet, SnapshotEvery: DefaultSnapshotEvery})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { j.Close() })
+			now := time.Now()
+			for i := range nodes {
+				j.Ingest(fleetBatch(i, now), sourceHTTP)
+			}
+			stop := make(chan struct{})
+			sent := ingestFleet(j, nodes, 2000, stop)
+			req := PlacementRequest{Instance: "orders", Exclude: []string{"wave-0001"}}
+			if _, err := j.Place(req); err != nil {
+				b.Fatalf("placement before timing: %v", err)
+			}
+			lats := make([]time.Duration, 0, b.N)
+			start := time.Now()
+			b.ResetTimer()
+			for b.Loop() {
+				t := time.Now()
+				if _, err := j.Place(req); err != nil {
+					b.Fatal(err)
+				}
+				lats = append(lats, time.Since(t))
+			}
+			b.StopTimer()
+			elapsed := time.Since(start)
+			close(stop)
+			batches := sent()
+			reportLatencies(b, lats)
+			b.ReportMetric(float64(batches)/elapsed.Seconds(), "batches/s")
+		})
+	}
+}
+
+func reportLatencies(b *testing.B, lats []time.Duration) {
+	if len(lats) == 0 {
+		return
+	}
+	slices.Sort(lats)
+	b.ReportMetric(float64(lats[len(lats)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(lats[len(lats)*99/100].Nanoseconds())/1e3, "p99-µs")
+}
+
 // BenchmarkPlacementHTTP is the HTTP load of POST /v1/placement on 127.0.0.1 with 1,000
-// live nodes: b.N requests from 8 concurrent clients over keep-alive connections. It
-// reports the latency percentiles seen by the clients and the request rate.
+// live nodes: b.N requests from 8 concurrent keep-alive clients in this process. It
+// reports the latency percentiles seen by the clients, the request rate and the bytes of
+// an answer.
 func BenchmarkPlacementHTTP(b *testing.B) {
 	for _, algo := range []string{"random", "leastload", "p2c", "predictive", "balanced"} {
 		b.Run(algo+"/nodes=1000", func(b *testing.B) {
-			base, j := readyJudgeB(b, Options{Store: openStoreB(b), Algorithm: algo})
+			base, j := readyJudgeB(b, Options{Store: openStoreB(b), Algorithm: algo, SnapshotEvery: DefaultSnapshotEvery})
 			now := time.Now()
 			for i := range 1000 {
-				j.Ingest(metric.Batch{Node: fmt.Sprintf("wave-%04d", i), TS: now, IntervalS: 60, Points: []metric.Point{
-					{Name: "cpu.util", Value: float64(i % 90)}, {Name: "mem.used_pct", Value: float64((i * 7) % 90)},
-					{Name: "load.1", Value: float64(i%8) / 2}, {Name: "wave.tps", Value: float64(i * 3)},
-					{Name: "wave.instances", Value: float64(i % 10)}, {Name: "net.rx_bps", Value: float64(i * 1000)},
-				}}, sourceHTTP)
+				j.Ingest(fleetBatch(i, now), sourceHTTP)
 			}
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 			body := []byte(`{"instance":"orders","exclude":["wave-0001"]}`)
+			var size int
 			call := func() (time.Duration, error) {
 				start := time.Now()
 				resp, err := client.Post(base+"/v1/placement", "application/json", bytes.NewReader(body))
 				if err != nil {
 					return 0, err
 				}
-				_, err = io.Copy(io.Discard, resp.Body)
+				n, err := io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode != http.StatusOK {
 					return 0, fmt.Errorf("status %d", resp.StatusCode)
 				}
+				size = int(n)
 				return time.Since(start), err
 			}
 			if _, err := call(); err != nil {
@@ -79,12 +168,9 @@ func BenchmarkPlacementHTTP(b *testing.B) {
 			wg.Wait()
 			elapsed := time.Since(start)
 			b.StopTimer()
-			sort.Slice(lats, func(a, c int) bool { return lats[a] < lats[c] })
-			if len(lats) > 0 {
-				b.ReportMetric(float64(lats[len(lats)/2].Microseconds())/1000, "p50-ms")
-				b.ReportMetric(float64(lats[len(lats)*99/100].Microseconds())/1000, "p99-ms")
-				b.ReportMetric(float64(len(lats))/elapsed.Seconds(), "req/s")
-			}
+			reportLatencies(b, lats)
+			b.ReportMetric(float64(len(lats))/elapsed.Seconds(), "req/s")
+			b.ReportMetric(float64(size), "bytes/answer")
 		})
 	}
 }

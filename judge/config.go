@@ -62,6 +62,8 @@ type Config struct {
 		DefaultInterval config.Duration               `yaml:"default_interval"`
 		Thresholds      map[string]float64            `yaml:"thresholds"`
 		Plugins         map[string]lbplugins.Settings `yaml:"plugins"`
+		SnapshotEvery   config.Duration               `yaml:"snapshot_every"`
+		ReservationTTL  config.Duration               `yaml:"reservation_ttl"`
 	} `yaml:"placement"`
 }
 
@@ -177,6 +179,18 @@ func (c *Config) Validate() error {
 	}
 	if p.StaleIntervals < 0 || p.DefaultInterval < 0 {
 		return errors.New("placement: stale_intervals and default_interval must not be negative")
+	}
+	if p.SnapshotEvery < 0 || p.SnapshotEvery.D() > time.Minute {
+		return fmt.Errorf("placement.snapshot_every %s: want at most 1m (%s when unset)", p.SnapshotEvery, config.Duration(DefaultSnapshotEvery))
+	}
+	if p.SnapshotEvery == 0 {
+		p.SnapshotEvery = config.Duration(DefaultSnapshotEvery)
+	}
+	if p.ReservationTTL == 0 {
+		p.ReservationTTL = config.Duration(DefaultReservationTTL)
+	}
+	if p.ReservationTTL.D() < time.Second {
+		return fmt.Errorf("placement.reservation_ttl %s: at least 1s", p.ReservationTTL)
 	}
 	for name := range p.Thresholds {
 		if !metric.ValidName(name) {

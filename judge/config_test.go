@@ -50,6 +50,9 @@ func TestConfigErrors(t *testing.T) {
 		{"max below min", "bus: {kind: none}\nstore: {buffer: {min_backoff: 2s, max_backoff: 1s}}\n", "store.buffer: max_backoff 1s is below min_backoff 2s"},
 		{"max below default min", "bus: {kind: none}\nstore: {buffer: {max_backoff: 50ms}}\n", "store.buffer: max_backoff 50ms is below min_backoff 100ms"},
 		{"bad threshold name", "bus: {kind: none}\nplacement: {thresholds: {\"cpu util\": 90}}\n", `placement.thresholds: "cpu util" is not a metric name`},
+		{"negative snapshot_every", "bus: {kind: none}\nplacement: {snapshot_every: -1s}\n", "placement.snapshot_every -1s: want at most 1m (200ms when unset)"},
+		{"long snapshot_every", "bus: {kind: none}\nplacement: {snapshot_every: 2m}\n", "placement.snapshot_every 2m0s: want at most 1m (200ms when unset)"},
+		{"short reservation_ttl", "bus: {kind: none}\nplacement: {reservation_ttl: 10ms}\n", "placement.reservation_ttl 10ms: at least 1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "judge.yaml")

@@ -46,13 +46,9 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 	cs := []prometheus.Collector{
 		m.snapshotBuilds,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "reservations",
-			Help: "Placements holding capacity on their node until it reports the instance."}, func() float64 {
-			total := 0.0
-			for _, p := range j.res.Pending() {
-				total += p.Instances
-			}
-			return total
-		}),
+			Help: "Placements holding capacity on their node until it reports the instance."}, func() float64 { return float64(j.res.size.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "reservations_refused_total",
+			Help: "Placements answered without a reservation because 100,000 were pending."}, func() float64 { return float64(j.res.refused.Load()) }),
 		m.batches, m.points, m.decodeErrors, m.pointsUnstorable, m.subscribeErrors, m.placements, m.placementSeconds,
 		newBufferCollector(ns, sub, j.StoreCounters),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "nodes",

@@ -35,9 +35,10 @@ type placer struct {
 
 type placementSnapshot struct {
 	*lbplugins.Snapshot
-	changes uint64             // the placer's change count it was built from
-	hist    *analysis.Snapshot // the historical analysis it carries
-	built   time.Time          // wall-clock build time (coalescing uses real time)
+	reserved *lbplugins.Reserved // the reservations per node, counted by placements
+	changes  uint64              // the placer's change count it was built from
+	hist     *analysis.Snapshot  // the historical analysis it carries
+	built    time.Time           // wall-clock build time (coalescing uses real time)
 }
 
 // algoMetrics are one algorithm's placement counters, resolved once so that a placement
@@ -114,10 +115,12 @@ func (j *Judge) rebuild() *placementSnapshot {
 		plugins = append(plugins, p)
 	}
 	ps.Snapshot = lbplugins.NewSnapshot(vs, j.o.Filters, j.now(), plugins...)
-	j.snap.Store(ps)
-	j.m.snapshotBuilds.Inc()
 	// Reservations whose nodes now report their instances, or that expired, end here.
-	j.res.Sweep(j.now(), func(node string) (float64, bool) { return reportedInstances(ps.Snapshot, node) })
+	j.res.Rebase(ps.Snapshot, j.now(), func(r *lbplugins.Reserved) {
+		ps.reserved = r
+		j.snap.Store(ps)
+	})
+	j.m.snapshotBuilds.Inc()
 	return ps
 }
 
@@ -179,10 +182,10 @@ func (j *Judge) Place(req PlacementRequest) (PlacementAnswer, error) {
 	snap := j.snapshot()
 	now := j.now()
 	if j.res.Due(now) {
-		j.res.Sweep(now, func(node string) (float64, bool) { return reportedInstances(snap.Snapshot, node) })
+		j.res.Expire(now)
 	}
 	d, err := snap.Decide(p, lbplugins.Request{Instance: req.Instance, Exclude: req.Exclude, Algorithm: algo,
-		Pending: j.res.Pending(), TopK: req.Top, ExplainAll: req.Explain == ExplainAll}, now)
+		Reserved: snap.reserved, TopK: req.Top, ExplainAll: req.Explain == ExplainAll}, now)
 	am := j.byAlgo[algo]
 	am.seconds.Observe(time.Since(start).Seconds())
 	ans := PlacementAnswer{Decision: d}
@@ -192,8 +195,9 @@ func (j *Judge) Place(req PlacementRequest) (PlacementAnswer, error) {
 		am.ok.Inc()
 		if !req.DryRun {
 			count, has := reportedInstances(snap.Snapshot, d.Node)
-			r := j.res.Reserve(d.Node, req.Instance, now, count, has)
-			ans.Reservation = &r
+			if r, ok := j.res.Reserve(d.Node, req.Instance, now, count, has); ok {
+				ans.Reservation = &r
+			}
 		}
 	case errors.Is(err, lbplugins.ErrNoCandidates):
 		am.noCandidates.Inc()

@@ -95,7 +95,7 @@ func TestReservationLifetime(t *testing.T) {
 	_, err = j.Place(PlacementRequest{Instance: "probe", DryRun: true})
 	require.NoError(t, err)
 	require.Empty(t, j.Reservations("wave-a"))
-	require.Empty(t, j.res.Pending())
+	require.Zero(t, j.res.size.Load())
 }
 
 // The default answer explains the best five; top and explain change that; bad values

@@ -9,9 +9,14 @@ import (
 	"github.com/binlake/binlake/lbplugins"
 )
 
-// DefaultReservationTTL is how long a placement counts on its node when the node never
-// reports the instance (it reports no wave.instances, or the instance never started).
-const DefaultReservationTTL = 2 * time.Minute
+// Reservation defaults: how long a placement counts on its node when the node never
+// reports the instance (it reports no wave.instances, or the instance never started),
+// and how many placements may be pending at once (a bound on memory when nothing
+// reports: past it, placements are answered without a reservation, and counted).
+const (
+	DefaultReservationTTL = 2 * time.Minute
+	maxReservations       = 100_000
+)
 
 // Reservation is capacity a placement holds on its node until the node's reported
 // wave.instances shows the instance (reaches Target) or the reservation expires.
@@ -26,16 +31,21 @@ type Reservation struct {
 	Target float64 `json:"target_instances,omitempty"`
 }
 
-// reservations are the judge's placement feedback. Placements read the pending counts
-// lock-free (an immutable list behind an atomic pointer); reserving and sweeping take a
-// mutex and publish a new list.
+// reservations are the judge's placement feedback. The bookkeeping (who, until when)
+// sits behind a mutex that only reserving and sweeping take; decisions read per-node
+// counts aligned with the snapshot they decide on (lbplugins.Reserved, atomics), so a
+// placement reads them without a lock or a lookup by name.
 type reservations struct {
 	ttl time.Duration
 
 	mu     sync.Mutex
 	byNode map[string][]Reservation
+	total  int
+	snap   *lbplugins.Snapshot // the published snapshot the counts belong to
+	counts *lbplugins.Reserved // its per-node counts
 
-	pending    atomic.Pointer[[]lbplugins.Pending]
+	size       atomic.Int64
+	refused    atomic.Int64
 	nextExpiry atomic.Int64 // UnixNano of the earliest expiry; 0 when none
 }
 
@@ -46,15 +56,6 @@ func newReservations(ttl time.Duration) *reservations {
 	return &reservations{ttl: ttl, byNode: map[string][]Reservation{}}
 }
 
-// Pending returns the reserved instances per node, for a decision. It must not be
-// modified.
-func (rs *reservations) Pending() []lbplugins.Pending {
-	if p := rs.pending.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
 // Due reports whether a reservation has expired by now, so that a sweep is needed.
 func (rs *reservations) Due(now time.Time) bool {
 	n := rs.nextExpiry.Load()
@@ -62,42 +63,92 @@ func (rs *reservations) Due(now time.Time) bool {
 }
 
 // Reserve records a placement of instance on node; reported is the node's
-// wave.instances at the decision (ok false when it reports none).
-func (rs *reservations) Reserve(node, instance string, now time.Time, reported float64, ok bool) Reservation {
+// wave.instances at the decision (ok false when it reports none). It returns false
+// when maxReservations are pending.
+func (rs *reservations) Reserve(node, instance string, now time.Time, reported float64, ok bool) (Reservation, bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	if rs.total >= maxReservations {
+		rs.refused.Add(1)
+		return Reservation{}, false
+	}
 	r := Reservation{Instance: instance, Node: node, At: now, ExpiresAt: now.Add(rs.ttl)}
 	if ok {
 		r.Target = reported + float64(len(rs.byNode[node])) + 1
 	}
 	rs.byNode[node] = append(rs.byNode[node], r)
-	rs.publishLocked()
-	return r
+	rs.total++
+	rs.size.Store(int64(rs.total))
+	if rs.nextExpiry.Load() == 0 {
+		rs.nextExpiry.Store(r.ExpiresAt.UnixNano())
+	}
+	if i, found := rs.index(node); found {
+		rs.counts.Add(i, 1)
+	}
+	return r, true
 }
 
-// Sweep drops the reservations that expired by now and those whose node reports
-// enough instances (reported gives a node's wave.instances).
-func (rs *reservations) Sweep(now time.Time, reported func(node string) (float64, bool)) {
+// Rebase sweeps against a new snapshot (reported gives a node's wave.instances in it)
+// and publishes it with counts of its own, under the mutex so that no reservation made
+// meanwhile is lost.
+func (rs *reservations) Rebase(s *lbplugins.Snapshot, now time.Time, publish func(*lbplugins.Reserved)) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	changed := false
+	counts := lbplugins.NewReserved(s)
+	rs.sweepLocked(now, func(node string) (float64, bool) { return reportedInstances(s, node) })
+	for node, list := range rs.byNode {
+		if i, ok := s.Index(node); ok {
+			counts.Add(i, int32(len(list)))
+		}
+	}
+	rs.snap, rs.counts = s, counts
+	publish(counts)
+}
+
+// Expire drops the reservations that expired by now from the published counts.
+func (rs *reservations) Expire(now time.Time) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.snap == nil {
+		return
+	}
+	rs.sweepLocked(now, func(string) (float64, bool) { return 0, false })
+}
+
+// sweepLocked drops the reservations that expired by now and those whose node reports
+// enough instances, taking them out of the current counts.
+func (rs *reservations) sweepLocked(now time.Time, reported func(node string) (float64, bool)) {
+	var next int64
 	for node, list := range rs.byNode {
 		count, ok := reported(node)
 		kept := slices.DeleteFunc(list, func(r Reservation) bool {
 			return !now.Before(r.ExpiresAt) || (ok && r.Target > 0 && count >= r.Target)
 		})
-		if len(kept) != len(list) {
-			changed = true
+		if gone := len(list) - len(kept); gone > 0 {
+			rs.total -= gone
+			if i, found := rs.index(node); found {
+				rs.counts.Add(i, -int32(gone))
+			}
 		}
 		if len(kept) == 0 {
 			delete(rs.byNode, node)
-		} else {
-			rs.byNode[node] = kept
+			continue
+		}
+		rs.byNode[node] = kept
+		if e := kept[0].ExpiresAt.UnixNano(); next == 0 || e < next {
+			next = e // a node's list is oldest first
 		}
 	}
-	if changed {
-		rs.publishLocked()
+	rs.nextExpiry.Store(next)
+	rs.size.Store(int64(rs.total))
+}
+
+// index is node's position in the snapshot the counts belong to.
+func (rs *reservations) index(node string) (int, bool) {
+	if rs.snap == nil {
+		return 0, false
 	}
+	return rs.snap.Index(node)
 }
 
 // Node returns a node's reservations, oldest first.
@@ -105,19 +156,4 @@ func (rs *reservations) Node(node string) []Reservation {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return slices.Clone(rs.byNode[node])
-}
-
-func (rs *reservations) publishLocked() {
-	list := make([]lbplugins.Pending, 0, len(rs.byNode))
-	var next int64
-	for node, rr := range rs.byNode {
-		list = append(list, lbplugins.Pending{Node: node, Instances: float64(len(rr))})
-		for _, r := range rr {
-			if e := r.ExpiresAt.UnixNano(); next == 0 || e < next {
-				next = e
-			}
-		}
-	}
-	rs.pending.Store(&list)
-	rs.nextExpiry.Store(next)
 }

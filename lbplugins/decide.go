@@ -67,7 +67,7 @@ var ErrNoCandidates = errors.New("no live node can take the instance")
 // pooled; a plugin must not keep one after Score or Explain returns.
 type Round struct {
 	Snap *Snapshot
-	Req  *Request
+	Req  Request
 	// Prepared is what the plugin's Prepare returned for Snap.
 	Prepared any
 	// Cands are the candidates' node indices, in node-name order.
@@ -92,7 +92,7 @@ type Round struct {
 
 var rounds = sync.Pool{New: func() any { return new(Round) }}
 
-func (s *Snapshot) round(req *Request) *Round {
+func (s *Snapshot) round(req Request) *Round {
 	r := rounds.Get().(*Round)
 	r.Snap, r.Req = s, req
 	n := len(s.Views)
@@ -107,10 +107,12 @@ func (s *Snapshot) round(req *Request) *Round {
 			r.marked = append(r.marked, i)
 		}
 	}
-	for _, p := range req.Pending {
-		if i, ok := s.index[p.Node]; ok && p.Instances > 0 {
-			r.pend[i] += p.Instances
-			r.marked = append(r.marked, i)
+	if rv := req.Reserved; rv != nil && len(rv.n) == n {
+		for i := range rv.n {
+			if c := rv.n[i].Load(); c > 0 {
+				r.pend[i] += float64(c)
+				r.marked = append(r.marked, i)
+			}
 		}
 	}
 	return r
@@ -120,7 +122,7 @@ func (r *Round) release() {
 	for _, i := range r.marked {
 		r.pend[i], r.excluded[i] = 0, false
 	}
-	r.Snap, r.Req, r.Prepared = nil, nil, nil
+	r.Snap, r.Req, r.Prepared = nil, Request{}, nil
 	rounds.Put(r)
 }
 
@@ -213,7 +215,7 @@ func (c *FilterCounts) add(why int) {
 // an answer of the default size, allocates only the explained scores.
 func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error) {
 	req.Now = now
-	r := s.round(&req)
+	r := s.round(req)
 	defer r.release()
 	prepared, ok := s.prepared[p.Name()]
 	if !ok {

@@ -94,11 +94,12 @@ type Request struct {
 	Instance  string
 	Exclude   []string
 	Algorithm string
-	// Pending are instances placed recently that their nodes do not report yet (the
-	// judge's reservations): each counts on its node as a running instance with the
-	// cluster's average load per instance (Snapshot.Demand), so that a burst of
-	// placements spreads instead of piling onto the node that looked best.
-	Pending []Pending
+	// Reserved counts, per node of the snapshot decided on, instances placed recently
+	// that their nodes do not report yet (the judge's reservations): each counts on its
+	// node as a running instance with the cluster's average load per instance
+	// (Snapshot.Demand), so that a burst of placements spreads instead of piling onto
+	// the node that looked best. Nil when there are none.
+	Reserved *Reserved
 	// TopK is how many of the best candidates the decision explains; DefaultTopK when
 	// zero, at most MaxTopK. ExplainAll explains every candidate and lists every
 	// filtered node with its reason.
@@ -106,12 +107,6 @@ type Request struct {
 	ExplainAll bool
 	// Now is the decision time (staleness, the hour-of-day profile); set by Decide.
 	Now time.Time
-}
-
-// Pending is a node's count of reserved instances.
-type Pending struct {
-	Node      string  `json:"node"`
-	Instances float64 `json:"instances"`
 }
 
 // DefaultTopK and MaxTopK bound how many candidates an answer explains.

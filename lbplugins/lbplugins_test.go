@@ -157,3 +157,35 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// Reserved instances count on their node with the cluster's load per instance: two
+// equal nodes, one with a reservation, and the other wins; the reservation shows in the
+// explanation.
+func TestReservedCounts(t *testing.T) {
+	nodes := []*lbplugins.NodeView{
+		cluster.Node("a", map[string]float64{"cpu.util": 40, "wave.instances": 2}),
+		cluster.Node("b", map[string]float64{"cpu.util": 40, "wave.instances": 2}),
+	}
+	p, err := lbplugins.New("leastload", lbplugins.Settings{})
+	require.NoError(t, err)
+	snap := lbplugins.NewSnapshot(nodes, lbplugins.Filters{}, cluster.Now, p)
+	require.InDelta(t, 0.2, snap.Demand(lbplugins.ResourceIndex(lbplugins.ResCPU)), 1e-9, "40 % over two instances, as a fraction")
+	res := lbplugins.NewReserved(snap)
+	d, err := snap.Decide(p, lbplugins.Request{Reserved: res}, cluster.Now)
+	require.NoError(t, err)
+	require.Equal(t, "a", d.Node, "a tie goes to the first name")
+
+	res.Add(0, 1)
+	d, err = snap.Decide(p, lbplugins.Request{Reserved: res}, cluster.Now)
+	require.NoError(t, err)
+	require.Equal(t, "b", d.Node)
+	require.Equal(t, 1.0, d.Scores[1].Pending)
+	require.Equal(t, 0.0, d.Scores[0].Pending)
+	require.Equal(t, map[string]float64{"cpu": 0.4 * 3 / 5 * 100, "instances": 0}, d.Scores[1].Parts.Map(),
+		"a counts 60 % cpu and 3 instances, the most")
+
+	res.Add(0, -1)
+	d, err = snap.Decide(p, lbplugins.Request{Reserved: res}, cluster.Now)
+	require.NoError(t, err)
+	require.Equal(t, "a", d.Node, "a released reservation no longer counts")
+}

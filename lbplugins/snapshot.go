@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -187,3 +188,16 @@ func (s *Snapshot) Prepared(name string) (any, bool) {
 	p, ok := s.prepared[name]
 	return p, ok
 }
+
+// Reserved counts reserved instances per node of one snapshot, updated by placements
+// while decisions read it; safe for concurrent use.
+type Reserved struct{ n []atomic.Int32 }
+
+// NewReserved returns zero counts for the nodes of s.
+func NewReserved(s *Snapshot) *Reserved { return &Reserved{n: make([]atomic.Int32, len(s.Views))} }
+
+// Add changes node i's count by delta.
+func (r *Reserved) Add(i int, delta int32) { r.n[i].Add(delta) }
+
+// Get returns node i's count.
+func (r *Reserved) Get(i int) int32 { return r.n[i].Load() }

@@ -227,7 +227,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	var urls URLs
 	judgeReady, alarmReady := make(chan string, 1), make(chan string, 1)
 	j, err := judge.New(judge.Options{
-		Store: st, Subscriber: judgeSub, Listen: o.JudgeListen, Algorithm: o.Algorithm,
+		Store: st, Subscriber: judgeSub, Listen: o.JudgeListen, Algorithm: o.Algorithm, SnapshotEvery: judge.DefaultSnapshotEvery,
 		Logger: o.Logger, Ready: func(a string) { judgeReady <- a },
 	})
 	if err != nil {
