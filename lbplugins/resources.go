@@ -111,13 +111,13 @@ func (r *Round) Level(res, i int) (float64, bool) {
 	return r.raw(res, i), true
 }
 
-// ReportsAny reports whether node i reports at least one resource with a weight in w.
-func (r *Round) ReportsAny(w *Weights, i int) bool {
-	return r.Snap.reports[i]&w.mask() != 0
+// ReportsAny reports whether node i reports at least one resource of mask (Weights.Mask).
+func (r *Round) ReportsAny(mask uint8, i int) bool {
+	return r.Snap.reports[i]&mask != 0
 }
 
-// mask has bit res set for every resource with a weight.
-func (w *Weights) mask() uint8 {
+// Mask has bit res set for every resource with a weight.
+func (w *Weights) Mask() uint8 {
 	var m uint8
 	for res := range numRes {
 		if w[res] > 0 {
@@ -136,6 +136,9 @@ func (r *Round) scopeOfCands(anyMask uint8) Scope {
 			continue
 		}
 		sc.any[res] = true
+		if !r.Snap.hasRel[res] {
+			continue // no node compares this resource relatively
+		}
 		kind, raw, demand, m := r.Snap.kind[res], r.Snap.raw[res], r.Snap.demand[res], 1.0
 		for _, i := range r.Cands {
 			if kind[i] != kindRel {

@@ -62,6 +62,7 @@ type Snapshot struct {
 	over       []int32 // 1 + index into thresholds of the first exceeded, 0 when none
 	kind       [numRes][]uint8
 	reports    []uint8 // bit res set when the node reports resource res
+	hasRel     [numRes]bool
 	raw        [numRes][]float64
 	demand     [numRes]float64
 	prepared   map[string]any
@@ -124,6 +125,7 @@ func (s *Snapshot) fillNode(i int, v *NodeView) {
 			s.kind[r][i] = kindMissing
 		case relative(v, AllResources[r]):
 			s.kind[r][i] = kindRel
+			s.hasRel[r] = true
 		default:
 			s.kind[r][i] = kindAbs
 		}

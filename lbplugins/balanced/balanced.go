@@ -32,6 +32,7 @@ func DefaultWeights() map[string]float64 {
 // percent points.
 type Plugin struct {
 	weights lbplugins.Weights
+	mask    uint8 // the weighted resources
 	used    []int // resources with a weight, in AllResources order
 }
 
@@ -54,6 +55,7 @@ func New(s lbplugins.Settings) (lbplugins.Plugin, error) {
 		return nil, err
 	}
 	p := &Plugin{weights: lbplugins.WeightsOf(w)}
+	p.mask = p.weights.Mask()
 	for res := range lbplugins.NumResources {
 		if p.weights[res] > 0 {
 			p.used = append(p.used, res)
@@ -72,7 +74,7 @@ func (*Plugin) Description() string {
 
 // NoData implements lbplugins.DataFilter: a node that reports none of the weighted
 // resources cannot be compared.
-func (p *Plugin) NoData(r *lbplugins.Round, i int) bool { return !r.ReportsAny(&p.weights, i) }
+func (p *Plugin) NoData(r *lbplugins.Round, i int) bool { return !r.ReportsAny(p.mask, i) }
 
 // Prepare implements lbplugins.Plugin: the snapshot's arrays are all it reads.
 func (*Plugin) Prepare(*lbplugins.Snapshot) any { return nil }

@@ -14,7 +14,10 @@ func init() { lbplugins.Register(Name, New) }
 
 // Plugin scores 100·Σ w·(1−u)/Σ w; see lbplugins.Round.Usage for u. The parts are the
 // per-resource contributions and add up to the score.
-type Plugin struct{ weights lbplugins.Weights }
+type Plugin struct {
+	weights lbplugins.Weights
+	mask    uint8 // the weighted resources
+}
 
 var _ lbplugins.Plugin = (*Plugin)(nil)
 
@@ -24,7 +27,8 @@ func New(s lbplugins.Settings) (lbplugins.Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plugin{weights: lbplugins.WeightsOf(w)}, nil
+	lw := lbplugins.WeightsOf(w)
+	return &Plugin{weights: lw, mask: lw.Mask()}, nil
 }
 
 // Name implements lbplugins.Plugin.
@@ -37,7 +41,7 @@ func (*Plugin) Description() string {
 
 // NoData implements lbplugins.DataFilter: a node that reports none of the weighted
 // resources cannot be compared.
-func (p *Plugin) NoData(r *lbplugins.Round, i int) bool { return !r.ReportsAny(&p.weights, i) }
+func (p *Plugin) NoData(r *lbplugins.Round, i int) bool { return !r.ReportsAny(p.mask, i) }
 
 // Prepare implements lbplugins.Plugin: the snapshot's arrays are all it reads.
 func (*Plugin) Prepare(*lbplugins.Snapshot) any { return nil }

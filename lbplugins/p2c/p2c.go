@@ -18,6 +18,7 @@ func init() { lbplugins.Register(Name, New) }
 // always outranks one not drawn (score 0, part "drawn" 0) even when it is full.
 type Plugin struct {
 	weights lbplugins.Weights
+	mask    uint8 // the weighted resources
 	rnd     *lbplugins.Rand
 }
 
@@ -29,7 +30,8 @@ func New(s lbplugins.Settings) (lbplugins.Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plugin{weights: lbplugins.WeightsOf(w), rnd: lbplugins.NewRand(s.Seed)}, nil
+	lw := lbplugins.WeightsOf(w)
+	return &Plugin{weights: lw, mask: lw.Mask(), rnd: lbplugins.NewRand(s.Seed)}, nil
 }
 
 // Name implements lbplugins.Plugin.
@@ -42,7 +44,7 @@ func (*Plugin) Description() string {
 
 // NoData implements lbplugins.DataFilter: a node that reports none of the weighted
 // resources cannot be compared.
-func (p *Plugin) NoData(r *lbplugins.Round, i int) bool { return !r.ReportsAny(&p.weights, i) }
+func (p *Plugin) NoData(r *lbplugins.Round, i int) bool { return !r.ReportsAny(p.mask, i) }
 
 // Prepare implements lbplugins.Plugin: the snapshot's arrays are all it reads.
 func (*Plugin) Prepare(*lbplugins.Snapshot) any { return nil }
