@@ -83,7 +83,7 @@ func (p *Plugin) Forecast(n *lbplugins.NodeView, metric string, next int) (mean,
 		pm, ps, hasProfile = w.Avg, math.Max(0, (w.P95-w.Avg)/z95), true
 	}
 	c, hasCurrent := n.Current[metric]
-	hasCurrent = hasCurrent && c.Count > 0
+	hasCurrent = hasCurrent && c.HasLevel()
 	switch {
 	case hasProfile && hasCurrent:
 		return p.w*pm + (1-p.w)*c.EWMA, p.w*ps + (1-p.w)*c.Stddev, true

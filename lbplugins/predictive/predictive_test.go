@@ -124,3 +124,16 @@ func TestPredictive(t *testing.T) {
 		})
 	}
 }
+
+// TestForecastCarried: at xx:00 the current hour has no sample yet; the forecast uses the
+// level and spread carried from the previous hour.
+func TestForecastCarried(t *testing.T) {
+	p, err := predictive.New(lbplugins.Settings{})
+	require.NoError(t, err)
+	n := cluster.Node("wave-1", nil)
+	n.Current[lbplugins.CPUUtil] = lbplugins.Current{EWMA: 30, Last: 31, Stddev: 4, Carried: true}
+	mean, sd, ok := p.(*predictive.Plugin).Forecast(n, lbplugins.CPUUtil, 14)
+	require.True(t, ok)
+	require.Equal(t, 30.0, mean)
+	require.Equal(t, 4.0, sd)
+}
