@@ -176,8 +176,11 @@ func (a *Incremental) Replay(points []store.Point) (skipped int) {
 		if at.After(now) {
 			at = now
 		}
+		hour := a.hour
 		a.rollLocked(at)
-		if n == nil || p.Node != points[i-1].Node {
+		// The node is looked up again when it changes and after a rollover, which may
+		// have forgotten it.
+		if n == nil || p.Node != points[i-1].Node || !a.hour.Equal(hour) {
 			n = a.nodeLocked(p.Node)
 		}
 		if at.After(n.lastSeen) {

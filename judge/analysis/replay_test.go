@@ -154,3 +154,23 @@ func TestReplayNeverGoesBack(t *testing.T) {
 	require.Equal(t, now, f.LastSeen, "a TS from the future counts as now")
 	require.Equal(t, time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), a.Hour(), "and does not roll the hour")
 }
+
+// TestReplayForgetsAsLive: a rollover during a replay forgets nodes silent for longer
+// than ForgetAfter, as live; a forgotten node that reports again starts afresh.
+func TestReplayForgetsAsLive(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 29, 12, 31, 0, 0, time.UTC)}
+	a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: c.Now, ForgetAfter: time.Hour})
+	require.NoError(t, err)
+	at := func(h, m int) time.Time { return time.Date(2026, 11, 29, h, m, 0, 0, time.UTC) }
+	require.Zero(t, a.Replay([]store.Point{
+		{Node: "wave-b", Name: lbplugins.CPUUtil, TS: at(10, 0), Value: 90},
+		{Node: "wave-a", Name: lbplugins.CPUUtil, TS: at(10, 0), Value: 90},
+		{Node: "wave-a", Name: lbplugins.CPUUtil, TS: at(12, 30), Value: 10},
+	}))
+	require.Equal(t, []string{"wave-a"}, a.NodeIDs())
+	n, _ := a.Node("wave-a")
+	require.Equal(t, at(12, 30), n.LastSeen)
+	require.Equal(t, int64(1), n.Batches)
+	require.Len(t, n.Series, 1)
+	require.Equal(t, 10.0, n.Series[0].EWMA, "no level carried from before it was forgotten")
+}
