@@ -131,7 +131,7 @@ func reportedInstances(s *lbplugins.Snapshot, node string) (float64, bool) {
 		return 0, false
 	}
 	c, ok := s.Views[i].Current[lbplugins.WaveInstances]
-	if !ok || c.Count == 0 {
+	if !ok || !c.HasLevel() {
 		return 0, false
 	}
 	return c.Last, true

@@ -40,6 +40,10 @@ const (
 )
 
 // Current summarises one series over the current hour (the judge's incremental analysis).
+// Count, Mean, Min, Max and P95 are the hour's and restart at every hour. The level (Last,
+// EWMA) carries across the hour: it is the latest value and the EWMA of all the samples
+// so far, continuing from the previous hour's. Stddev is the hour's once it has two
+// samples, before that the previous hour's closing one.
 type Current struct {
 	Count  int64   `json:"count"`
 	Mean   float64 `json:"mean"`
@@ -49,7 +53,13 @@ type Current struct {
 	Last   float64 `json:"last"`
 	EWMA   float64 `json:"ewma"`
 	P95    float64 `json:"p95"`
+	// Carried: no sample yet this hour (Count is 0); Last, EWMA and Stddev are carried
+	// over from the previous hour, so that the level does not vanish at every xx:00.
+	Carried bool `json:"carried,omitempty"`
 }
+
+// HasLevel reports whether Last and EWMA hold a level: a sample this hour or one carried.
+func (c Current) HasLevel() bool { return c.Count > 0 || c.Carried }
 
 // Window summarises one series over a past time range (the historical analysis).
 type Window struct {
@@ -79,11 +89,12 @@ type NodeView struct {
 	History  map[string]History
 }
 
-// Load returns the value plugins use for "the current level" of a metric: the EWMA of
-// the current hour, which follows the last minutes without jumping on a single sample.
+// Load returns the value plugins use for "the current level" of a metric: the EWMA,
+// which follows the last minutes without jumping on a single sample, carried across the
+// hour so that no node loses its level at xx:00.
 func (n *NodeView) Load(name string) (float64, bool) {
 	c, ok := n.Current[name]
-	if !ok || c.Count == 0 {
+	if !ok || !c.HasLevel() {
 		return 0, false
 	}
 	return c.EWMA, true

@@ -189,3 +189,17 @@ func TestReservedCounts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "a", d.Node, "a released reservation no longer counts")
 }
+
+// TestLoadCarried: a level carried over the hour (no sample yet, Count 0) is a level; a
+// Count 0 that is not carried is no data.
+func TestLoadCarried(t *testing.T) {
+	n := &lbplugins.NodeView{Current: map[string]lbplugins.Current{
+		lbplugins.CPUUtil:    {EWMA: 42, Last: 40, Stddev: 3, Carried: true},
+		lbplugins.MemUsedPct: {EWMA: 42},
+	}}
+	v, ok := n.Load(lbplugins.CPUUtil)
+	require.True(t, ok)
+	require.Equal(t, 42.0, v)
+	_, ok = n.Load(lbplugins.MemUsedPct)
+	require.False(t, ok)
+}

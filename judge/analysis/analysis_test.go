@@ -3,6 +3,7 @@ package analysis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/sqlite"
+	"github.com/binlake/binlake/lbplugins"
 )
 
 // clock is a settable test clock.
@@ -111,13 +113,15 @@ func TestIncrementalHourRollover(t *testing.T) {
 	require.Equal(t, time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), a.Hour())
 	v1 := a.Version()
 
-	// Crossing the hour with no batch: a read alone rolls over. Liveness survives.
+	// Crossing the hour with no batch: a read alone rolls over. Liveness survives, and
+	// so does the level, carried; the hour's statistics restart.
 	c.Set(time.Date(2026, 11, 29, 15, 0, 0, 0, time.UTC))
 	require.Equal(t, time.Date(2026, 11, 29, 15, 0, 0, 0, time.UTC), a.Hour())
 	require.NotEqual(t, v1, a.Version())
 	n, ok := a.Node("wave-1")
 	require.True(t, ok)
-	require.Empty(t, n.Series)
+	require.Len(t, n.Series, 1)
+	require.Equal(t, lbplugins.Current{Last: 80, EWMA: 80, Carried: true}, n.Series[0].Current)
 	require.Zero(t, n.Batches)
 	require.Equal(t, time.Date(2026, 11, 29, 14, 59, 50, 0, time.UTC), n.LastSeen)
 
@@ -126,16 +130,18 @@ func TestIncrementalHourRollover(t *testing.T) {
 	c.Set(time.Date(2026, 11, 29, 15, 0, 5, 0, time.UTC))
 	a.Observe(batch("wave-1", time.Date(2026, 11, 29, 14, 59, 55, 0, time.UTC), metric.Point{Name: "cpu.util", Value: 99}))
 	n, _ = a.Node("wave-1")
-	require.Empty(t, n.Series)
+	require.True(t, n.Series[0].Carried)
 	require.Equal(t, c.Now(), n.LastSeen)
 	require.Equal(t, int64(1), a.Late())
 
-	// The new hour's statistics start from scratch.
+	// The new hour's statistics start from scratch; the EWMA goes on from the carried one.
 	a.Observe(batch("wave-1", c.Now(), metric.Point{Name: "cpu.util", Value: 20}))
 	n, _ = a.Node("wave-1")
 	require.Len(t, n.Series, 1)
 	require.Equal(t, int64(1), n.Series[0].Count)
+	require.False(t, n.Series[0].Carried)
 	require.Equal(t, 20.0, n.Series[0].Max)
+	require.InDelta(t, 0.2*20+0.8*80, n.Series[0].EWMA, 1e-9)
 
 	// A node silent for more than a day is forgotten at a rollover.
 	c.Set(time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC))
@@ -248,4 +254,75 @@ func TestHistorical(t *testing.T) {
 	f.set(false)
 	require.NoError(t, h.Refresh(context.Background()))
 	require.NotSame(t, s, h.Snapshot())
+}
+
+// TestIncrementalP95Signs checks the p95 with negative values and zeros in the sketch.
+func TestIncrementalP95Signs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    func(i int) float64
+	}{
+		{"negative", func(i int) float64 { return -float64((i*7919)%10000)/10 - 1 }},
+		{"mixed", func(i int) float64 { return float64((i*7919)%10000)/10 - 900 }},
+		{"mostly zero", func(i int) float64 { return float64(i%2) * -5 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{t: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)}
+			a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: c.Now})
+			require.NoError(t, err)
+			var vals []float64
+			for i := range 2000 {
+				vals = append(vals, tc.v(i))
+				a.Observe(batch("n", c.Now(), metric.Point{Name: "x", Value: vals[i]}))
+			}
+			sort.Float64s(vals)
+			n, _ := a.Node("n")
+			want := store.Quantile(vals, 0.95)
+			require.InDelta(t, want, n.Series[0].P95, math.Abs(want)*analysis.SketchAccuracy*1.5)
+		})
+	}
+}
+
+// TestIncrementalConcurrentReads runs Observe beside Views, Nodes and Node (under -race it
+// checks the lazily cached p95); the readers stop when the writers are done.
+func TestIncrementalConcurrentReads(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)}
+	a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: c.Now})
+	require.NoError(t, err)
+	const perWriter = 400
+	done := make(chan struct{})
+	var readers, writers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				a.Views()
+				a.Nodes()
+				a.Node("w0")
+			}
+		})
+	}
+	for w := range 2 {
+		writers.Go(func() {
+			node := fmt.Sprintf("w%d", w)
+			for i := range perWriter {
+				a.Observe(batch(node, c.Now(), metric.Point{Name: "cpu.util", Value: float64(i % 100)},
+					metric.Point{Name: "wave.tps", Value: float64(i), Labels: map[string]string{"instance": "orders"}}))
+			}
+		})
+	}
+	writers.Wait()
+	close(done)
+	readers.Wait()
+	views, _ := a.Views()
+	require.Len(t, views, 2)
+	for _, v := range views {
+		cpu := v.Current["cpu.util"]
+		require.Equal(t, int64(perWriter), cpu.Count)
+		require.InEpsilon(t, 95, cpu.P95, analysis.SketchAccuracy*1.5, "p95 of 0–99 four times")
+	}
 }

@@ -5,25 +5,12 @@ package analysis
 
 import (
 	"fmt"
-	"math"
-	"sort"
+	"hash/maphash"
 	"sync"
 	"time"
 
-	"github.com/DataDog/sketches-go/ddsketch"
-
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
-	"github.com/binlake/binlake/lbplugins"
-)
-
-// Sketch parameters. DDSketch (DataDog/sketches-go) was chosen over a t-digest because
-// its error bound is relative to the value (1 % here) at every quantile, not only near
-// the tails, it is mergeable, and the collapsing store bounds its memory: 2,048 bins of
-// 1 % cover about 17 orders of magnitude, from bytes per second to TPS and percentages.
-const (
-	SketchAccuracy = 0.01
-	sketchBins     = 2048
 )
 
 // IncrementalOptions configure the current-hour analysis.
@@ -38,13 +25,23 @@ type IncrementalOptions struct {
 
 // Incremental keeps streaming statistics per node and series for the current hour
 // (by the judge's clock). It is safe for concurrent use.
+//
+// At every hour (xx:00) the hour's statistics restart but each series' level (last
+// value, EWMA, standard deviation) is carried over, marked Carried until the series'
+// first sample of the new hour: placements at xx:00 see every node's level, not only
+// the first node to report. A series with no sample during a whole hour is dropped at
+// the next rollover, so a level is carried at most to the end of the hour after its
+// last sample. Carrying never refreshes a node's LastSeen: a silent node still goes stale.
 type Incremental struct {
 	now    func() time.Time
 	alpha  float64
 	forget time.Duration
+	seed   maphash.Seed // of the labelled series' keys
 
-	mu      sync.RWMutex
-	hour    time.Time // start of the current hour
+	mu sync.RWMutex
+	// hour is the start of the hour the statistics are of; zero until the first data, so
+	// that a Replay on start may begin in the previous hour whatever was read before.
+	hour    time.Time
 	nodes   map[string]*nodeState
 	version uint64 // bumped by every change, so readers can cache derived views
 	late    int64  // points skipped because their batch belongs to an earlier hour
@@ -56,21 +53,7 @@ type nodeState struct {
 	declared time.Duration // interval the agent declares
 	measured time.Duration // time between the last two batches received
 	batches  int64         // this hour
-	series   map[string]*seriesState
-}
-
-type seriesState struct {
-	name   string
-	labels map[string]string
-	count  int64
-	mean   float64
-	m2     float64 // Welford's sum of squared deviations
-	min    float64
-	max    float64
-	last   float64
-	ewma   float64
-	p95    float64
-	sketch *ddsketch.DDSketch
+	series   seriesIndex
 }
 
 // NewIncremental returns an empty analysis.
@@ -88,16 +71,18 @@ func NewIncremental(o IncrementalOptions) (*Incremental, error) {
 		o.ForgetAfter = 24 * time.Hour
 	}
 	return &Incremental{
-		now: o.Now, alpha: o.Alpha, forget: o.ForgetAfter,
-		hour:  o.Now().UTC().Truncate(time.Hour),
+		now: o.Now, alpha: o.Alpha, forget: o.ForgetAfter, seed: maphash.MakeSeed(),
 		nodes: map[string]*nodeState{},
 	}, nil
 }
 
-// rollLocked starts a new hour when the clock has left the current one: statistics are
-// reset, liveness is kept. Callers hold mu exclusively.
+func hourOf(t time.Time) time.Time { return t.UTC().Truncate(time.Hour) }
+
+// rollLocked starts a new hour when now has left the current one: every series carries
+// its level into the new hour and restarts its statistics; liveness is kept. Callers
+// hold mu exclusively.
 func (a *Incremental) rollLocked(now time.Time) {
-	h := now.UTC().Truncate(time.Hour)
+	h := hourOf(now)
 	if !h.After(a.hour) {
 		return
 	}
@@ -108,20 +93,17 @@ func (a *Incremental) rollLocked(now time.Time) {
 			delete(a.nodes, id)
 			continue
 		}
-		n.series = map[string]*seriesState{}
+		n.series.roll()
 		n.batches = 0
 	}
 }
 
-// needsRoll reports, under the read lock, whether a writer must roll first.
-func (a *Incremental) needsRoll(now time.Time) bool {
-	return now.UTC().Truncate(time.Hour).After(a.hour)
-}
-
+// rlock takes the read lock after rolling the hour if the clock has left it, so that a
+// read alone starts the new hour.
 func (a *Incremental) rlock() time.Time {
 	now := a.now()
 	a.mu.RLock()
-	if a.needsRoll(now) {
+	if len(a.nodes) > 0 && hourOf(now).After(a.hour) {
 		a.mu.RUnlock()
 		a.mu.Lock()
 		a.rollLocked(now)
@@ -131,11 +113,23 @@ func (a *Incremental) rlock() time.Time {
 	return now
 }
 
-func seriesID(name string, labels map[string]string) string {
-	if len(labels) == 0 {
-		return name
+func (a *Incremental) nodeLocked(id string) *nodeState {
+	n, ok := a.nodes[id]
+	if !ok {
+		n = &nodeState{series: newSeriesIndex()}
+		a.nodes[id] = n
 	}
-	return name + "{" + store.LabelKey(labels) + "}"
+	return n
+}
+
+// seen records a batch received at `at` carrying timestamp ts.
+func (n *nodeState) seen(at, ts time.Time) {
+	if !n.lastSeen.IsZero() && at.After(n.lastSeen) {
+		n.measured = at.Sub(n.lastSeen)
+	}
+	n.lastSeen = at
+	n.lastTS = ts
+	n.batches++
 }
 
 // Observe adds a batch. The node's liveness is updated whatever the batch's timestamp;
@@ -147,167 +141,68 @@ func (a *Incremental) Observe(b metric.Batch) {
 	defer a.mu.Unlock()
 	a.rollLocked(now)
 	a.version++
-	n, ok := a.nodes[b.Node]
-	if !ok {
-		n = &nodeState{series: map[string]*seriesState{}}
-		a.nodes[b.Node] = n
-	}
-	if !n.lastSeen.IsZero() && now.After(n.lastSeen) {
-		n.measured = now.Sub(n.lastSeen)
-	}
-	n.lastSeen = now
-	n.lastTS = b.TS
+	n := a.nodeLocked(b.Node)
+	n.seen(now, b.TS)
 	n.declared = time.Duration(b.IntervalS * float64(time.Second))
-	n.batches++
 	if !b.TS.IsZero() && b.TS.Before(a.hour) {
 		a.late += int64(len(b.Points))
 		return
 	}
-	for _, p := range b.Points {
-		id := seriesID(p.Name, p.Labels)
-		s, ok := n.series[id]
-		if !ok {
-			sk, err := ddsketch.LogCollapsingLowestDenseDDSketch(SketchAccuracy, sketchBins)
-			if err != nil {
-				panic(err) // constant, valid parameters
-			}
-			s = &seriesState{name: p.Name, labels: p.Labels, sketch: sk, min: p.Value, max: p.Value, ewma: p.Value}
-			n.series[id] = s
+	for i := range b.Points {
+		p := &b.Points[i]
+		n.series.get(a.seed, p.Name, p.Labels).add(p.Value, a.alpha)
+	}
+}
+
+// Replay rebuilds the analysis from stored points, in non-decreasing TS order (as
+// store.Scan gives them, in as many calls as it has chunks), as if each had been received
+// at its own TS: the node's LastSeen is the TS, the points of one node and TS make one
+// batch, the interval is measured between consecutive TSs and the hours roll over as
+// they do live, carrying levels. TSs later than the clock count as now, and the analysis
+// never goes back in time: a point of an hour before the current one (the judge must
+// replay before its first Observe) is not analysed and is counted in skipped.
+func (a *Incremental) Replay(points []store.Point) (skipped int) {
+	if len(points) == 0 {
+		return 0
+	}
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.version++
+	var n *nodeState
+	for i := range points {
+		p := &points[i]
+		at := p.TS
+		if at.After(now) {
+			at = now
 		}
-		s.add(p.Value, a.alpha)
-	}
-}
-
-func (s *seriesState) add(v, alpha float64) {
-	s.count++
-	d := v - s.mean
-	s.mean += d / float64(s.count)
-	s.m2 += d * (v - s.mean)
-	s.min = math.Min(s.min, v)
-	s.max = math.Max(s.max, v)
-	s.last = v
-	if s.count > 1 {
-		s.ewma = alpha*v + (1-alpha)*s.ewma
-	}
-	if err := s.sketch.Add(v); err == nil {
-		// Recomputed here, once per point, so that reads (every placement) stay cheap.
-		if q, err := s.sketch.GetValueAtQuantile(0.95); err == nil {
-			s.p95 = q
+		hour := a.hour
+		a.rollLocked(at)
+		// The node is looked up again when it changes and after a rollover, which may
+		// have forgotten it.
+		if n == nil || p.Node != points[i-1].Node || !a.hour.Equal(hour) {
+			n = a.nodeLocked(p.Node)
 		}
-	}
-}
-
-func (s *seriesState) current() lbplugins.Current {
-	sd := 0.0
-	if s.count > 1 {
-		sd = math.Sqrt(s.m2 / float64(s.count-1))
-	}
-	return lbplugins.Current{Count: s.count, Mean: s.mean, Stddev: sd, Min: s.min, Max: s.max, Last: s.last, EWMA: s.ewma, P95: s.p95}
-}
-
-// Series is one series' current-hour statistics.
-type Series struct {
-	Name   string            `json:"name"`
-	Labels map[string]string `json:"labels,omitempty"`
-	lbplugins.Current
-}
-
-// Node is one node's current-hour analysis and liveness.
-type Node struct {
-	Node     string    `json:"node"`
-	LastSeen time.Time `json:"last_seen"`
-	// LastBatchTS is the timestamp the agent put on its last batch.
-	LastBatchTS time.Time `json:"last_batch_ts"`
-	// Interval is the declared interval, or the measured one when none was declared.
-	Interval time.Duration `json:"-"`
-	Batches  int64         `json:"batches_this_hour"`
-	Series   []Series      `json:"series"` // sorted by name, then labels
-}
-
-func (n *nodeState) interval() time.Duration {
-	if n.declared > 0 {
-		return n.declared
-	}
-	return n.measured
-}
-
-func (n *nodeState) export(id string, withSeries bool) Node {
-	out := Node{Node: id, LastSeen: n.lastSeen, LastBatchTS: n.lastTS, Interval: n.interval(), Batches: n.batches}
-	if withSeries {
-		out.Series = make([]Series, 0, len(n.series))
-		for _, s := range n.series {
-			out.Series = append(out.Series, Series{Name: s.name, Labels: s.labels, Current: s.current()})
+		if at.After(n.lastSeen) {
+			n.seen(at, p.TS)
 		}
-		sort.Slice(out.Series, func(i, j int) bool {
-			if out.Series[i].Name != out.Series[j].Name {
-				return out.Series[i].Name < out.Series[j].Name
-			}
-			return store.LabelKey(out.Series[i].Labels) < store.LabelKey(out.Series[j].Labels)
-		})
+		if at.Before(a.hour) {
+			skipped++
+			continue
+		}
+		n.series.get(a.seed, p.Name, p.Labels).add(p.Value, a.alpha)
 	}
-	return out
+	return skipped
 }
 
 // Hour returns the start of the current hour.
 func (a *Incremental) Hour() time.Time {
-	a.rlock()
+	now := a.rlock()
 	defer a.mu.RUnlock()
+	if a.hour.IsZero() {
+		return hourOf(now)
+	}
 	return a.hour
-}
-
-// Node returns one node's analysis, with every series.
-func (a *Incremental) Node(id string) (Node, bool) {
-	a.rlock()
-	defer a.mu.RUnlock()
-	n, ok := a.nodes[id]
-	if !ok {
-		return Node{}, false
-	}
-	return n.export(id, true), true
-}
-
-// Nodes returns every node's analysis, sorted by node, with every series.
-func (a *Incremental) Nodes() []Node {
-	a.rlock()
-	defer a.mu.RUnlock()
-	out := make([]Node, 0, len(a.nodes))
-	for id, n := range a.nodes {
-		out = append(out, n.export(id, true))
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
-	return out
-}
-
-// NodeIDs lists the known nodes, sorted.
-func (a *Incremental) NodeIDs() []string {
-	a.rlock()
-	defer a.mu.RUnlock()
-	out := make([]string, 0, len(a.nodes))
-	for id := range a.nodes {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Views returns a NodeView per node with liveness and the node-level (unlabelled)
-// series of the current hour; History is left for the caller. The version changes
-// whenever the result would, so callers may cache.
-func (a *Incremental) Views() ([]*lbplugins.NodeView, uint64) {
-	a.rlock()
-	defer a.mu.RUnlock()
-	out := make([]*lbplugins.NodeView, 0, len(a.nodes))
-	for id, n := range a.nodes {
-		v := &lbplugins.NodeView{Node: id, LastSeen: n.lastSeen, Interval: n.interval(), Current: make(map[string]lbplugins.Current, len(n.series))}
-		for _, s := range n.series {
-			if len(s.labels) == 0 {
-				v.Current[s.name] = s.current()
-			}
-		}
-		out = append(out, v)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
-	return out, a.version
 }
 
 // Version changes whenever the analysis changes.

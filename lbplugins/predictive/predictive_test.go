@@ -142,3 +142,17 @@ func TestPredictive(t *testing.T) {
 		})
 	}
 }
+
+// TestForecastCarried: at xx:00 the current hour has no sample yet; the forecast uses the
+// level and spread carried from the previous hour.
+func TestForecastCarried(t *testing.T) {
+	p, err := predictive.New(lbplugins.Settings{})
+	require.NoError(t, err)
+	n := cluster.Node("wave-1", nil)
+	n.Current[lbplugins.CPUUtil] = lbplugins.Current{EWMA: 30, Last: 31, Stddev: 4, Carried: true}
+	d, err := lbplugins.Decide(p, lbplugins.Filters{}, lbplugins.Request{}, []*lbplugins.NodeView{n}, cluster.Now)
+	require.NoError(t, err)
+	parts := d.Scores[0].Parts.Map()
+	require.Equal(t, 30.0, parts["cpu_mean"])
+	require.Equal(t, 4.0, parts["cpu_stddev"])
+}

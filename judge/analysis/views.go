@@ -1,0 +1,128 @@
+package analysis
+
+import (
+	"sort"
+	"time"
+
+	"github.com/binlake/binlake/lbplugins"
+)
+
+// Series is one series' current-hour statistics.
+type Series struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels,omitempty"`
+	lbplugins.Current
+}
+
+// Node is one node's current-hour analysis and liveness.
+type Node struct {
+	Node     string    `json:"node"`
+	LastSeen time.Time `json:"last_seen"`
+	// LastBatchTS is the timestamp the agent put on its last batch.
+	LastBatchTS time.Time `json:"last_batch_ts"`
+	// Interval is the declared interval, or the measured one when none was declared.
+	Interval time.Duration `json:"-"`
+	Batches  int64         `json:"batches_this_hour"`
+	Series   []Series      `json:"series"` // sorted by name, then labels
+}
+
+func (n *nodeState) interval() time.Duration {
+	if n.declared > 0 {
+		return n.declared
+	}
+	return n.measured
+}
+
+// export copies the node out with its series unsorted and their label keys, so that the
+// caller sorts after releasing the lock. Callers hold the read lock at least.
+func (n *nodeState) export(id string) (Node, bySeries) {
+	out := Node{Node: id, LastSeen: n.lastSeen, LastBatchTS: n.lastTS, Interval: n.interval(), Batches: n.batches,
+		Series: make([]Series, 0, n.series.size)}
+	keys := make([]string, 0, n.series.size)
+	n.series.each(func(s *seriesState) {
+		out.Series = append(out.Series, Series{Name: s.name, Labels: s.labels, Current: s.current()})
+		keys = append(keys, s.labelKey)
+	})
+	return out, bySeries{out.Series, keys}
+}
+
+// bySeries sorts series by name, then labels (their keys, in the same order).
+type bySeries struct {
+	s    []Series
+	keys []string
+}
+
+func (b bySeries) Len() int { return len(b.s) }
+func (b bySeries) Less(i, j int) bool {
+	if b.s[i].Name != b.s[j].Name {
+		return b.s[i].Name < b.s[j].Name
+	}
+	return b.keys[i] < b.keys[j]
+}
+func (b bySeries) Swap(i, j int) {
+	b.s[i], b.s[j] = b.s[j], b.s[i]
+	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
+}
+
+// Node returns one node's analysis, with every series.
+func (a *Incremental) Node(id string) (Node, bool) {
+	a.rlock()
+	n, ok := a.nodes[id]
+	var out Node
+	var order bySeries
+	if ok {
+		out, order = n.export(id)
+	}
+	a.mu.RUnlock()
+	sort.Sort(order)
+	return out, ok
+}
+
+// Nodes returns every node's analysis, sorted by node, with every series.
+func (a *Incremental) Nodes() []Node {
+	a.rlock()
+	out := make([]Node, 0, len(a.nodes))
+	orders := make([]bySeries, 0, len(a.nodes))
+	for id, n := range a.nodes {
+		nd, order := n.export(id)
+		out = append(out, nd)
+		orders = append(orders, order)
+	}
+	a.mu.RUnlock()
+	for _, o := range orders {
+		sort.Sort(o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
+	return out
+}
+
+// NodeIDs lists the known nodes, sorted.
+func (a *Incremental) NodeIDs() []string {
+	a.rlock()
+	defer a.mu.RUnlock()
+	out := make([]string, 0, len(a.nodes))
+	for id := range a.nodes {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Views returns a NodeView per node with liveness and the node-level (unlabelled)
+// series of the current hour, carried ones included; History is left for the caller.
+// The version changes whenever the result would, so callers may cache.
+func (a *Incremental) Views() ([]*lbplugins.NodeView, uint64) {
+	a.rlock()
+	defer a.mu.RUnlock()
+	out := make([]*lbplugins.NodeView, 0, len(a.nodes))
+	for id, n := range a.nodes {
+		v := &lbplugins.NodeView{Node: id, LastSeen: n.lastSeen, Interval: n.interval(),
+			Current: make(map[string]lbplugins.Current, len(n.series.plain))}
+		for name, s := range n.series.plain {
+			v.Current[name] = s.current()
+		}
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
+	return out, a.version
+}
