@@ -65,7 +65,7 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 			return -1
 		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "late_points_total",
-			Help: "Points stored but left out of the current hour because their batch was from an earlier hour."},
+			Help: "Points stored but left out of the current hour: their batch was from an earlier hour, or not newer than the node's last (a redelivery)."},
 			func() float64 { return float64(j.inc.Late()) }),
 	}
 	for _, c := range cs {

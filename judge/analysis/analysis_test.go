@@ -98,7 +98,7 @@ func TestIncrementalP95Accuracy(t *testing.T) {
 	for i := range 5000 {
 		v := float64((i*7919)%10000) / 10 // 0–999.9, scrambled
 		vals = append(vals, v)
-		a.Observe(batch("n", c.Now(), metric.Point{Name: "x", Value: v}))
+		a.Observe(batch("n", c.Now().Add(time.Duration(i)*time.Millisecond), metric.Point{Name: "x", Value: v}))
 	}
 	sort.Float64s(vals)
 	n, _ := a.Node("n")
@@ -273,7 +273,7 @@ func TestIncrementalP95Signs(t *testing.T) {
 			var vals []float64
 			for i := range 2000 {
 				vals = append(vals, tc.v(i))
-				a.Observe(batch("n", c.Now(), metric.Point{Name: "x", Value: vals[i]}))
+				a.Observe(batch("n", c.Now().Add(time.Duration(i)*time.Millisecond), metric.Point{Name: "x", Value: vals[i]}))
 			}
 			sort.Float64s(vals)
 			n, _ := a.Node("n")
@@ -310,7 +310,7 @@ func TestIncrementalConcurrentReads(t *testing.T) {
 		writers.Go(func() {
 			node := fmt.Sprintf("w%d", w)
 			for i := range perWriter {
-				a.Observe(batch(node, c.Now(), metric.Point{Name: "cpu.util", Value: float64(i % 100)},
+				a.Observe(batch(node, c.Now().Add(time.Duration(i)*time.Millisecond), metric.Point{Name: "cpu.util", Value: float64(i % 100)},
 					metric.Point{Name: "wave.tps", Value: float64(i), Labels: map[string]string{"instance": "orders"}}))
 			}
 		})

@@ -44,7 +44,7 @@ type Incremental struct {
 	hour    time.Time
 	nodes   map[string]*nodeState
 	version uint64 // bumped by every change, so readers can cache derived views
-	late    int64  // points skipped because their batch belongs to an earlier hour
+	late    int64  // points not analysed: their batch is from an earlier hour, or redelivered
 }
 
 type nodeState struct {
@@ -128,13 +128,17 @@ func (n *nodeState) seen(at, ts time.Time) {
 		n.measured = at.Sub(n.lastSeen)
 	}
 	n.lastSeen = at
-	n.lastTS = ts
+	if ts.After(n.lastTS) {
+		n.lastTS = ts
+	}
 	n.batches++
 }
 
 // Observe adds a batch. The node's liveness is updated whatever the batch's timestamp;
-// its points count toward the current hour unless the batch is from an earlier hour
-// (a late delivery), in which case they are only stored, not analysed.
+// its points count toward the current hour unless the batch is from an earlier hour (a
+// late delivery), in which case they are only stored, not analysed. A point not newer
+// than its series' last is not analysed twice either: the bus delivers at least once,
+// and a restarted judge replays what the store has before the bus delivers it again.
 func (a *Incremental) Observe(b metric.Batch) {
 	now := a.now()
 	a.mu.Lock()
@@ -148,9 +152,18 @@ func (a *Incremental) Observe(b metric.Batch) {
 		a.late += int64(len(b.Points))
 		return
 	}
+	ts := b.TS.UnixNano()
 	for i := range b.Points {
 		p := &b.Points[i]
-		n.series.get(a.seed, p.Name, p.Labels).add(p.Value, a.alpha)
+		s := n.series.get(a.seed, p.Name, p.Labels)
+		if !b.TS.IsZero() {
+			if ts <= s.lastTS {
+				a.late++
+				continue
+			}
+			s.lastTS = ts
+		}
+		s.add(p.Value, a.alpha)
 	}
 }
 
@@ -190,7 +203,13 @@ func (a *Incremental) Replay(points []store.Point) (skipped int) {
 			skipped++
 			continue
 		}
-		n.series.get(a.seed, p.Name, p.Labels).add(p.Value, a.alpha)
+		s := n.series.get(a.seed, p.Name, p.Labels)
+		if ts := p.TS.UnixNano(); ts <= s.lastTS {
+			skipped++
+			continue
+		}
+		s.lastTS = p.TS.UnixNano()
+		s.add(p.Value, a.alpha)
 	}
 	return skipped
 }
@@ -212,7 +231,8 @@ func (a *Incremental) Version() uint64 {
 	return a.version
 }
 
-// Late is the number of points skipped because their batch was from an earlier hour.
+// Late is the number of points not analysed because their batch was from an earlier hour
+// or not newer than their series' last sample (a redelivery).
 func (a *Incremental) Late() int64 {
 	a.rlock()
 	defer a.mu.RUnlock()

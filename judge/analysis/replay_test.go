@@ -140,13 +140,13 @@ func TestReplayNeverGoesBack(t *testing.T) {
 		{Node: "wave-a", Name: lbplugins.CPUUtil, TS: now.Add(-10 * time.Second), Value: 30},
 		{Node: "wave-c", Name: lbplugins.CPUUtil, TS: now.Add(time.Hour), Value: 50},
 	})
-	require.Equal(t, 2, skipped)
+	require.Equal(t, 3, skipped)
 	require.Equal(t, time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), a.Hour())
 
 	n, _ := a.Node("wave-a")
 	require.Equal(t, now, n.LastSeen, "not moved back to 14:00:20")
-	require.Equal(t, int64(2), n.Series[0].Count, "the 14:00:20 point counts, the 13:59:50 one not")
-	require.Equal(t, 30.0, n.Series[0].Max)
+	require.Equal(t, int64(1), n.Series[0].Count, "neither the 13:59:50 point nor the 14:00:20 one, older than the series' last (a redelivery)")
+	require.Equal(t, 10.0, n.Series[0].Max)
 	b, _ := a.Node("wave-b")
 	require.Equal(t, old, b.LastSeen, "liveness is kept as Observe keeps it for a late batch")
 	require.Empty(t, b.Series)
@@ -173,4 +173,28 @@ func TestReplayForgetsAsLive(t *testing.T) {
 	require.Equal(t, int64(1), n.Batches)
 	require.Len(t, n.Series, 1)
 	require.Equal(t, 10.0, n.Series[0].EWMA, "no level carried from before it was forgotten")
+}
+
+// A batch delivered again (Kafka is at-least-once) or out of order is not analysed twice:
+// the node stays live, the statistics do not move.
+func TestObserveRedelivery(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 11, 29, 14, 10, 0, 0, time.UTC)}
+	a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: clk.Now})
+	require.NoError(t, err)
+	b := func(ts time.Time, v float64) metric.Batch {
+		return metric.Batch{Node: "wave-1", TS: ts, IntervalS: 10, Points: []metric.Point{{Name: "cpu.util", Value: v}}}
+	}
+	t1 := clk.Now()
+	a.Observe(b(t1, 10))
+	a.Observe(b(t1.Add(10*time.Second), 20))
+	clk.Set(t1.Add(30 * time.Second))
+	a.Observe(b(t1, 10))                    // redelivered
+	a.Observe(b(t1.Add(5*time.Second), 99)) // older than the last: out of order
+	n, ok := a.Node("wave-1")
+	require.True(t, ok)
+	require.Equal(t, int64(2), n.Series[0].Count)
+	require.Equal(t, 20.0, n.Series[0].Last)
+	require.Equal(t, clk.Now(), n.LastSeen, "liveness still counts")
+	require.Equal(t, t1.Add(10*time.Second), n.LastBatchTS)
+	require.Equal(t, int64(2), a.Late())
 }

@@ -16,6 +16,7 @@ type seriesState struct {
 	pairs    []labelPair  // labels, to compare without ranging over a map
 	labelKey string       // store.LabelKey(labels), for sorting exports
 	next     *seriesState // the next series whose key hashes alike (seriesIndex)
+	lastTS   int64        // UnixNano of the batch of the last sample, to skip redeliveries
 
 	// The hour's statistics.
 	count  int64
