@@ -17,14 +17,14 @@ import (
 
 // These tests run the real command's work against a real judge process built from the
 // tree. Placement and SQLite ingest need no service, so they run in every `go test`
-// (not under -short: the build takes a while); Elasticsearch ingest needs
+// (-short skips them outside CI: the build takes a while); Elasticsearch ingest needs
 // $BINLAKE_TEST_ES and is skipped without it unless CI=true.
 
 // runBench runs a small bench and returns its printed report.
 func runBench(t *testing.T, edit func(*Options)) (*Result, string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the binlake binary")
+	if testing.Short() && !testenv.InCI() {
+		t.Skip("-short: builds and runs the binlake binary")
 	}
 	o := DefaultOptions()
 	o.Binary = testenv.BinlakeBinary(t)

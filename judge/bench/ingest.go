@@ -39,101 +39,67 @@ const stallAfter = time.Minute
 
 func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, error) {
 	out := o.Out
-	f := newFleet(o.Nodes, o.Batch)
 	h0, err := j.health(ctx)
 	if err != nil {
 		return nil, err
 	}
 	base := h0.Store.Written + h0.Store.Dropped
-	nBatches := (o.Points + o.Batch - 1) / o.Batch
 	res := &IngestResult{Store: e.store, Nodes: o.Nodes, Senders: o.Concurrency, Batch: o.Batch}
 	fmt.Fprintf(out, "sending %d points from %d nodes in batches of %d with %d senders\n", o.Points, o.Nodes, o.Batch, o.Concurrency)
 
-	w := newWindow(int64(o.Buffer))
-	c := newClient(j.base, o.Concurrency)
-	tsBase := time.Now().Truncate(time.Millisecond)
-	var next atomic.Int64
-	var accepted, batches atomic.Int64
+	in := &ingester{o: o, f: newFleet(o.Nodes, o.Batch), c: newClient(j.base, o.Concurrency), w: newWindow(int64(o.Buffer)), j: j}
 	sendCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	g, gctx := errgroup.WithContext(sendCtx)
+	defer in.w.close() // releases senders waiting for room when the run ends early
 	cpu0, cerr0 := j.cpu()
 	bcpu0 := benchCPU()
 	start := time.Now()
-	for range o.Concurrency {
-		g.Go(func() error {
-			var scratch bytes.Buffer
-			for i := int(next.Add(1) - 1); i < nBatches; i = int(next.Add(1) - 1) {
-				size := min(o.Batch, o.Points-i*o.Batch)
-				if !w.acquire(int64(size)) {
-					return nil // another sender failed
-				}
-				// Batch i is node i mod N's tick i/N, stamped tick milliseconds after the
-				// base, so that no two points share an identity in the store.
-				node, tick := i%o.Nodes, i/o.Nodes
-				b := f.batch(node, tick, size, tsBase.Add(time.Duration(tick)*time.Millisecond), liveInterval)
-				if err := c.sendBatch(gctx, b, &scratch); err != nil {
-					w.close()
-					return fmt.Errorf("bench judge: batch %d of %d points: %w%s", i, size, err, j.exitNote())
-				}
-				accepted.Add(int64(size))
-				batches.Add(1)
-			}
-			return nil
-		})
-	}
 	sent := make(chan error, 1)
 	go func() {
-		err := g.Wait()
+		err := in.send(sendCtx)
 		res.Sending = time.Since(start)
 		sent <- err
 	}()
 
 	// Poll the judge's counters: they open the window, show progress and end the run.
 	var (
-		h        health
-		sendErr  error
-		sending  = true
-		tick     = time.NewTicker(pollEvery)
-		lastLine = start
-		lastW    int64
-		lastS    int64
-		progress = time.Now()
-		settled  int64
+		h                  health
+		sending            = true
+		tick               = time.NewTicker(pollEvery)
+		lastLine, lastMove = start, start
+		lastW, lastS       int64
+		settled            int64
 	)
 	defer tick.Stop()
 	for {
 		select {
-		case sendErr = <-sent:
-			sending = false
-			if sendErr != nil {
-				return nil, sendErr
+		case err := <-sent:
+			if err != nil {
+				return nil, err
 			}
+			sending = false
 		case <-ctx.Done():
-			w.close()
 			return nil, ctx.Err()
 		case <-tick.C:
 		}
 		if h, err = j.health(ctx); err != nil {
-			w.close()
 			return nil, err
 		}
 		now := time.Now()
 		if s := h.Store.Written + h.Store.Dropped - base; s != settled {
-			settled, progress = s, now
-			w.settle(s)
+			settled, lastMove = s, now
+			in.w.settle(s)
 		}
-		if !sending && settled >= accepted.Load() {
+		if !sending && settled >= in.accepted.Load() {
 			res.Elapsed = now.Sub(start)
 			break
 		}
-		if now.Sub(progress) > stallAfter {
-			w.close()
+		if settled < in.accepted.Load() && now.Sub(lastMove) > stallAfter {
 			return nil, fmt.Errorf("bench judge: the store wrote nothing for %s: %d of %d points written, %d write errors (see %s)",
-				stallAfter, settled, accepted.Load(), h.Store.WriteErrors, j.log)
+				stallAfter, settled, in.accepted.Load(), h.Store.WriteErrors, j.log)
 		}
 		if since := now.Sub(lastLine); since >= o.Progress {
-			wr, sn := h.Store.Written-h0.Store.Written, accepted.Load()
+			wr, sn := h.Store.Written-h0.Store.Written, in.accepted.Load()
 			fmt.Fprintf(out, "  %5.1f s  sent %d/%d points (%.0f/s)  written %d (%.0f/s)  buffered %d\n", now.Sub(start).Seconds(),
 				sn, o.Points, float64(sn-lastS)/since.Seconds(), wr, float64(wr-lastW)/since.Seconds(), h.Store.Buffered)
 			lastLine, lastW, lastS = now, wr, sn
@@ -141,7 +107,7 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, e
 	}
 	cpu1, cerr1 := j.cpu()
 	bcpu1 := benchCPU()
-	res.Points, res.Batches = accepted.Load(), batches.Load()
+	res.Points, res.Batches = in.accepted.Load(), in.batches.Load()
 	res.Written = h.Store.Written - h0.Store.Written
 	res.Dropped = h.Store.Dropped - h0.Store.Dropped
 	res.WriteErrors = h.Store.WriteErrors - h0.Store.WriteErrors
@@ -163,6 +129,49 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, e
 		return r, fmt.Errorf("bench judge: the store holds %d points, %d were sent", res.Stored, res.Points)
 	}
 	return r, nil
+}
+
+// ingester sends the run's batches from o.Concurrency senders, within the window.
+type ingester struct {
+	o Options
+	f *fleet
+	c *client
+	w *window
+	j *judgeProc
+
+	accepted, batches atomic.Int64
+}
+
+// send returns once every batch was accepted, or with the first refusal.
+func (in *ingester) send(ctx context.Context) error {
+	o := in.o
+	nBatches := (o.Points + o.Batch - 1) / o.Batch
+	tsBase := time.Now().Truncate(time.Millisecond)
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for range o.Concurrency {
+		g.Go(func() error {
+			var scratch bytes.Buffer
+			for i := int(next.Add(1) - 1); i < nBatches; i = int(next.Add(1) - 1) {
+				size := min(o.Batch, o.Points-i*o.Batch)
+				if !in.w.acquire(int64(size)) {
+					return nil // the run ended early
+				}
+				// Batch i is node i mod N's tick i/N, stamped tick milliseconds after the
+				// base, so that no two points share an identity in the store.
+				node, tick := i%o.Nodes, i/o.Nodes
+				b := in.f.batch(node, tick, size, tsBase.Add(time.Duration(tick)*time.Millisecond), liveInterval)
+				if err := in.c.sendBatch(gctx, b, &scratch); err != nil {
+					in.w.close()
+					return fmt.Errorf("bench judge: batch %d of %d points: %w%s", i, size, err, in.j.exitNote())
+				}
+				in.accepted.Add(int64(size))
+				in.batches.Add(1)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // window keeps the points sent and not yet settled (written or dropped, by the judge's

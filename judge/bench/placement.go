@@ -215,6 +215,7 @@ func seed(ctx context.Context, o Options, j *judgeProc, f *fleet, interval time.
 			return nil
 		})
 	}
+	defer c.hc.CloseIdleConnections() // the judge need not keep the seeding connections
 	return g.Wait()
 }
 
