@@ -60,8 +60,10 @@ const (
 	// always its first): decoding every 100 KB answer would take the load generator's
 	// CPU from the judge it shares the machine with.
 	checkEvery = 32
-	// ingestSenders re-send the nodes' batches while placements run.
-	ingestSenders = 4
+	// ingestSenders re-send the nodes' batches while placements run: enough that a
+	// slow answer (the judge is saturated by placements) does not hold the rate back,
+	// as agents do not wait for each other either.
+	ingestSenders = 16
 	// liveInterval is the smallest interval the nodes declare, an agent's default.
 	liveInterval = 10 * time.Second
 )
