@@ -17,7 +17,8 @@ import (
 type PlacementResult struct {
 	Nodes, Clients int
 	Algorithm      string
-	// Answers are the 200 answers with a node; Latency and AnswerBytes are theirs.
+	// Answers are the 200 answers (one in checkEvery per client decoded to check it names
+	// a node); Latency and AnswerBytes are theirs.
 	Answers     int64
 	AnswerBytes int64
 	Latency     Latency
