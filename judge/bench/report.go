@@ -37,9 +37,9 @@ func reportCPU(out io.Writer, r *Result) {
 	w := r.Window.Seconds()
 	judge := "n/a (no /proc)"
 	if r.JudgeCPU >= 0 {
-		judge = fmt.Sprintf("%.1f s (%.2f cores)", r.JudgeCPU.Seconds(), r.JudgeCPU.Seconds()/w)
+		judge = fmt.Sprintf("%.2f s (%.2f cores)", r.JudgeCPU.Seconds(), r.JudgeCPU.Seconds()/w)
 	}
-	fmt.Fprintf(out, "CPU in %.1f s: judge %s, load generator %.1f s (%.2f cores)\n", w, judge, r.BenchCPU.Seconds(), r.BenchCPU.Seconds()/w)
+	fmt.Fprintf(out, "CPU in %.2f s: judge %s, load generator %.2f s (%.2f cores)\n", w, judge, r.BenchCPU.Seconds(), r.BenchCPU.Seconds()/w)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
