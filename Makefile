@@ -13,7 +13,7 @@ BENCH ?= .
 
 AGENT_BIN := bin/binlake-agent
 
-.PHONY: all build build-agent run test unit services-up services-down services-status bench bench-agent bench-wave lint fmt clean
+.PHONY: all build build-agent run test unit services-up services-down services-status bench bench-agent bench-wave bench-judge lint fmt clean
 
 all: build
 
@@ -51,16 +51,26 @@ services-down:
 services-status:
 	bash $(SERVICES) status
 
-## bench: Go benchmarks (integration benchmarks run when the services are up), then bench-wave.
+## bench: Go benchmarks (integration benchmarks run when the services are up), then bench-wave and bench-judge.
 bench: build
 	@eval "$$(bash $(SERVICES) env)"; \
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
 	$(MAKE) bench-wave
+	$(MAKE) bench-judge
 
 ## bench-wave: wave capture to Kafka against mariadb-binlog on the test services (ROWS=1000000).
 ROWS ?= 1000000
 bench-wave: build
 	./$(BIN) bench wave -rows $(ROWS)
+
+## bench-judge: a real judge process: placements with 1,000 live nodes, then ingest of 2,000,000
+## points (JUDGE_STORE=elastic for the test engine; JUDGE_FLAGS adds flags to both runs).
+JUDGE_STORE ?= sqlite
+JUDGE_FLAGS ?=
+bench-judge: build
+	@eval "$$(bash $(SERVICES) env)"; \
+	./$(BIN) bench judge -store $(JUDGE_STORE) $(JUDGE_FLAGS) && \
+	./$(BIN) bench judge -mode ingest -store $(JUDGE_STORE) $(JUDGE_FLAGS)
 
 ## bench-agent: the agent's RSS and CPU beside Debian's prometheus-node-exporter (BENCHMARKS.md).
 bench-agent: build

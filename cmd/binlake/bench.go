@@ -14,11 +14,16 @@ import (
 	"github.com/binlake/binlake/wave/bench"
 )
 
-const benchUsage = `Usage: binlake bench wave [flags]
+const benchUsage = `Usage: binlake bench wave|judge [flags]
 
   wave   load N rows into the test MariaDB, capture them to Kafka with a wave pipeline
          (acks from the broker), and time mariadb-binlog decoding the same binlog range
-         as a reference; prints both rates and their ratio`
+         as a reference; prints both rates and their ratio
+  judge  start a real judge process and load it over HTTP: placement requests with N
+         live nodes reporting (req/s, latency percentiles, bytes per answer), or
+         -mode ingest: points/s from the first send to every point in the store
+
+Run 'binlake bench <benchmark> -h' for its flags.`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -28,10 +33,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return nil
 	}
-	if args[0] != "wave" {
-		fmt.Fprintf(stderr, "binlake bench: unknown benchmark %q\n\n%s\n", args[0], benchUsage)
-		return errUsage
+	switch args[0] {
+	case "wave":
+		return runBenchWave(ctx, args[1:], stdout, stderr)
+	case "judge":
+		return runBenchJudge(ctx, args[1:], stdout, stderr)
 	}
+	fmt.Fprintf(stderr, "binlake bench: unknown benchmark %q\n\n%s\n", args[0], benchUsage)
+	return errUsage
+}
+
+func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench wave", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	rows := fs.Int("rows", 1_000_000, "rows to load and capture")
@@ -46,8 +58,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	batchRows := fs.Int("batch-rows", 5000, "row messages per publish call (pipeline.batch_rows)")
 	ref := fs.String("mariadb-binlog", "", `reference decoder binary (mariadb-binlog or mysqlbinlog from PATH when empty; "-" to skip)`)
 	keep := fs.Bool("keep", false, "keep the benchmark database and topic")
-	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage+"\n\nFlags:"); fs.PrintDefaults() }
-	if err := fs.Parse(args[1:]); err != nil {
+	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage+"\n\nFlags of bench wave:"); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	pw, err := config.ResolveSecret("", *pwEnv, *pwFile)

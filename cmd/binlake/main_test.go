@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"strings"
 	"testing"
 )
@@ -22,6 +23,14 @@ func TestRun(t *testing.T) {
 		{name: "help", args: []string{"help"}, wantOut: "up "},
 		{name: "bad flag", args: []string{"up", "-nope"}, wantErrSub: "flag provided but not defined"},
 		{name: "bad log level", args: []string{"up", "-log-level", "loud"}, wantErrSub: `bad -log-level "loud"`},
+		{name: "unknown benchmark", args: []string{"bench", "kafka"}, wantErr: errUsage, wantOut: `unknown benchmark "kafka"`},
+		{name: "bench lists judge", args: []string{"bench", "-h"}, wantOut: "judge  start a real judge process"},
+		{name: "bench judge help", args: []string{"bench", "judge", "-h"}, wantErr: flag.ErrHelp, wantOut: "-ingest-rate"},
+		{name: "bench judge bad mode", args: []string{"bench", "judge", "-mode", "both"}, wantErrSub: `-mode "both": want placement or ingest`},
+		{name: "bench judge zero nodes", args: []string{"bench", "judge", "-nodes", "0"}, wantErrSub: "-nodes 0: must be at least 1"},
+		{name: "bench judge bad number", args: []string{"bench", "judge", "-points", "lots"}, wantErrSub: `invalid value "lots" for flag -points`},
+		{name: "bench judge bad store", args: []string{"bench", "judge", "-store", "csv"}, wantErrSub: `-store "csv": want sqlite or elastic`},
+		{name: "bench judge argument", args: []string{"bench", "judge", "now"}, wantErr: errUsage, wantOut: `unexpected argument "now"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/binlake/binlake/judge"
+)
+
+// env is what a run sets up around the judge: a temporary folder with the generated
+// config and the judge's log, and the store it writes to.
+type env struct {
+	binary, dir, config, log string
+	// store says where the points go, for the log; stored counts them in the engine
+	// itself and drop deletes them (nil for SQLite, whose file is in dir).
+	store  string
+	stored func(context.Context) (int64, error)
+	drop   func(context.Context) error
+}
+
+// newEnv creates the folder and writes judge.yaml, checked with the judge's own loader
+// so that a mistake here is reported before any process starts.
+func newEnv(o Options) (*env, error) {
+	dir, err := os.MkdirTemp("", "binlake-bench-judge-")
+	if err != nil {
+		return nil, fmt.Errorf("bench judge: %w", err)
+	}
+	e := &env{binary: o.Binary, dir: dir, config: filepath.Join(dir, "judge.yaml"), log: filepath.Join(dir, "judge.log")}
+	cfg, err := e.judgeConfig(o)
+	if err == nil {
+		err = os.WriteFile(e.config, cfg, 0o600)
+	}
+	if err == nil {
+		_, err = judge.Load(e.config)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("bench judge: judge config %s: %w", e.config, err)
+	}
+	fmt.Fprintf(o.Out, "bench judge: %s mode; judge config %s, log %s; points go to %s\n", o.Mode, e.config, e.log, e.store)
+	return e, nil
+}
+
+// judgeConfig is the judge.yaml of the run: HTTP ingest only (no bus), on a port the
+// kernel picks, the chosen store, the production placement filters.
+func (e *env) judgeConfig(o Options) ([]byte, error) {
+	st := map[string]any{"kind": o.Store, "buffer": map[string]any{"capacity": o.Buffer, "batch": o.StoreBatch}}
+	switch o.Store {
+	case StoreSQLite:
+		path := filepath.Join(e.dir, "judge.db")
+		st["sqlite"] = map[string]any{"path": path}
+		e.store = "sqlite " + path
+		e.stored = func(ctx context.Context) (int64, error) { return sqliteCount(ctx, path) }
+	case StoreElastic:
+		// A prefix of the run's own, so that parallel runs and other users of the
+		// engine never see each other's points.
+		prefix := fmt.Sprintf("binlake-bench-%d-%d-", os.Getpid(), time.Now().UnixNano()%1e9)
+		st["elastic"] = map[string]any{"addresses": []string{o.ES}, "prefix": prefix}
+		es := newEngine(o.ES, prefix)
+		e.store = fmt.Sprintf("elastic %s, indices %s*", strings.TrimRight(o.ES, "/"), prefix)
+		e.stored, e.drop = es.count, es.drop
+	}
+	return yaml.Marshal(map[string]any{
+		"log":   map[string]any{"level": "info", "format": "text"},
+		"http":  map[string]any{"listen": "127.0.0.1:0"},
+		"bus":   map[string]any{"kind": "none"},
+		"store": st,
+		"placement": map[string]any{
+			"algorithm":  o.Algorithm,
+			"thresholds": map[string]float64{"cpu.util": 90, "mem.used_pct": 95},
+		},
+	})
+}
+
+// close deletes what the run created unless keep.
+func (e *env) close(keep bool, out io.Writer) error {
+	if keep {
+		fmt.Fprintf(out, "kept %s and the points in %s\n", e.dir, e.store)
+		return nil
+	}
+	var err error
+	if e.drop != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err = e.drop(ctx)
+	}
+	os.RemoveAll(e.dir)
+	return err
+}

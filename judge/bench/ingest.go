@@ -1,0 +1,224 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// IngestResult holds the figures of an ingest run.
+type IngestResult struct {
+	Store                 string
+	Nodes, Senders, Batch int
+	// Points and Batches the judge accepted (all that were sent: a refused batch ends
+	// the run).
+	Points, Batches int64
+	// Elapsed runs from the first send to the judge reporting every point written;
+	// Sending to the last batch accepted.
+	Elapsed, Sending time.Duration
+	// Written, Dropped and WriteErrors are the judge's store buffer counters over the run.
+	Written, Dropped, WriteErrors int64
+	// Stored is the count of points in the engine itself, after the run.
+	Stored int64
+}
+
+// PointsPerS is the rate from the first send to every point written.
+func (r *IngestResult) PointsPerS() float64 { return float64(r.Points) / r.Elapsed.Seconds() }
+
+// pollEvery is how often the judge's counters are read while ingesting: it bounds how
+// late the end of the run is seen, and how stale the window below is.
+const pollEvery = 10 * time.Millisecond
+
+// stallAfter ends a run whose store writes nothing for this long.
+const stallAfter = time.Minute
+
+func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, error) {
+	out := o.Out
+	h0, err := j.health(ctx)
+	if err != nil {
+		return nil, err
+	}
+	base := h0.Store.Written + h0.Store.Dropped
+	res := &IngestResult{Store: e.store, Nodes: o.Nodes, Senders: o.Concurrency, Batch: o.Batch}
+	fmt.Fprintf(out, "sending %d points from %d nodes in batches of %d with %d senders\n", o.Points, o.Nodes, o.Batch, o.Concurrency)
+
+	in := &ingester{o: o, f: newFleet(o.Nodes, o.Batch), c: newClient(j.base, o.Concurrency), w: newWindow(int64(o.Buffer)), j: j}
+	sendCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer in.w.close() // releases senders waiting for room when the run ends early
+	cpu0, cerr0 := j.cpu()
+	bcpu0 := benchCPU()
+	start := time.Now()
+	sent := make(chan error, 1)
+	go func() {
+		err := in.send(sendCtx)
+		res.Sending = time.Since(start)
+		sent <- err
+	}()
+
+	// Poll the judge's counters: they open the window, show progress and end the run.
+	var (
+		h                  health
+		sending            = true
+		tick               = time.NewTicker(pollEvery)
+		lastLine, lastMove = start, start
+		lastW, lastS       int64
+		settled            int64
+	)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-sent:
+			if err != nil {
+				return nil, err
+			}
+			sending = false
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+		if h, err = j.health(ctx); err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		if s := h.Store.Written + h.Store.Dropped - base; s != settled {
+			settled, lastMove = s, now
+			in.w.settle(s)
+		}
+		if !sending && settled >= in.accepted.Load() {
+			res.Elapsed = now.Sub(start)
+			break
+		}
+		if settled < in.accepted.Load() && now.Sub(lastMove) > stallAfter {
+			return nil, fmt.Errorf("bench judge: the store wrote nothing for %s: %d of %d points written, %d write errors (see %s)",
+				stallAfter, settled, in.accepted.Load(), h.Store.WriteErrors, j.log)
+		}
+		if since := now.Sub(lastLine); since >= o.Progress {
+			wr, sn := h.Store.Written-h0.Store.Written, in.accepted.Load()
+			fmt.Fprintf(out, "  %5.1f s  sent %d/%d points (%.0f/s)  written %d (%.0f/s)  buffered %d\n", now.Sub(start).Seconds(),
+				sn, o.Points, float64(sn-lastS)/since.Seconds(), wr, float64(wr-lastW)/since.Seconds(), h.Store.Buffered)
+			lastLine, lastW, lastS = now, wr, sn
+		}
+	}
+	cpu1, cerr1 := j.cpu()
+	bcpu1 := benchCPU()
+	res.Points, res.Batches = in.accepted.Load(), in.batches.Load()
+	res.Written = h.Store.Written - h0.Store.Written
+	res.Dropped = h.Store.Dropped - h0.Store.Dropped
+	res.WriteErrors = h.Store.WriteErrors - h0.Store.WriteErrors
+	stored, err := e.stored(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bench judge: %w", err)
+	}
+	res.Stored = stored
+	r := &Result{Ingest: res, Window: res.Elapsed, BenchCPU: bcpu1 - bcpu0}
+	r.JudgeCPU = cpu1 - cpu0
+	if cerr0 != nil || cerr1 != nil {
+		r.JudgeCPU = -1
+	}
+	reportIngest(out, r)
+	switch {
+	case res.Dropped > 0:
+		return r, fmt.Errorf("bench judge: the judge dropped %d points on the way to the store (see %s)", res.Dropped, j.log)
+	case res.Stored != res.Points:
+		return r, fmt.Errorf("bench judge: the store holds %d points, %d were sent", res.Stored, res.Points)
+	}
+	return r, nil
+}
+
+// ingester sends the run's batches from o.Concurrency senders, within the window.
+type ingester struct {
+	o Options
+	f *fleet
+	c *client
+	w *window
+	j *judgeProc
+
+	accepted, batches atomic.Int64
+}
+
+// send returns once every batch was accepted, or with the first refusal.
+func (in *ingester) send(ctx context.Context) error {
+	o := in.o
+	nBatches := (o.Points + o.Batch - 1) / o.Batch
+	tsBase := time.Now().Truncate(time.Millisecond)
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for range o.Concurrency {
+		g.Go(func() error {
+			var scratch bytes.Buffer
+			for i := int(next.Add(1) - 1); i < nBatches; i = int(next.Add(1) - 1) {
+				size := min(o.Batch, o.Points-i*o.Batch)
+				if !in.w.acquire(int64(size)) {
+					return nil // the run ended early
+				}
+				// Batch i is node i mod N's tick i/N, stamped tick milliseconds after the
+				// base, so that no two points share an identity in the store.
+				node, tick := i%o.Nodes, i/o.Nodes
+				b := in.f.batch(node, tick, size, tsBase.Add(time.Duration(tick)*time.Millisecond), liveInterval)
+				if err := in.c.sendBatch(gctx, b, &scratch); err != nil {
+					in.w.close()
+					return fmt.Errorf("bench judge: batch %d of %d points: %w%s", i, size, err, in.j.exitNote())
+				}
+				in.accepted.Add(int64(size))
+				in.batches.Add(1)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// window keeps the points sent and not yet settled (written or dropped, by the judge's
+// counters) within the judge's store buffer: the judge never makes ingest wait for the
+// store and drops the oldest points past its buffer, so without this the senders would
+// outrun a slower store and measure drops. The settled count is read, so it is never
+// ahead of the judge's, and what is sent past it is at most the buffer.
+type window struct {
+	mu              sync.Mutex
+	cond            *sync.Cond
+	size            int64
+	issued, settled int64
+	closed          bool
+}
+
+func newWindow(size int64) *window {
+	w := &window{size: size}
+	w.cond = sync.NewCond(&w.mu)
+	return w
+}
+
+// acquire waits until n more points fit and counts them issued; false once closed.
+func (w *window) acquire(n int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for !w.closed && w.issued+n-w.settled > w.size {
+		w.cond.Wait()
+	}
+	if w.closed {
+		return false
+	}
+	w.issued += n
+	return true
+}
+
+// settle records the points settled so far.
+func (w *window) settle(n int64) {
+	w.mu.Lock()
+	w.settled = n
+	w.mu.Unlock()
+	w.cond.Broadcast()
+}
+
+// close releases every waiter for good.
+func (w *window) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.cond.Broadcast()
+}
