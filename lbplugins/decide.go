@@ -70,10 +70,13 @@ type Round struct {
 	Req  Request
 	// Prepared is what the plugin's Prepare returned for Snap.
 	Prepared any
+	// NextHour is the UTC hour after Req.Now, for hour-of-day profiles.
+	NextHour int
 	// Cands are the candidates' node indices, in node-name order.
-	Cands []int
-	// All is the scope of every candidate.
-	All Scope
+	Cands   []int
+	all     Scope // the scope of every candidate, once AllScope computed it
+	allDone bool
+	anyMask uint8
 	// Scores are the plugin's raw scores of the candidates, set once Score returns.
 	Scores []float64
 	// Drawn is scratch for plugins that draw candidates (p2c): positions in Cands.
@@ -86,6 +89,7 @@ type Round struct {
 	pend      []float64 // pending instances per node index
 	excluded  []bool
 	marked    []int // node indices whose pend or excluded must be reset
+	isCand    []bool
 	final     []float64
 	order     []int
 }
@@ -97,9 +101,9 @@ func (s *Snapshot) round(req Request) *Round {
 	r.Snap, r.Req = s, req
 	n := len(s.Views)
 	if cap(r.pend) < n {
-		r.pend, r.excluded = make([]float64, n), make([]bool, n)
+		r.pend, r.excluded, r.isCand = make([]float64, n), make([]bool, n), make([]bool, n)
 	}
-	r.pend, r.excluded = r.pend[:n], r.excluded[:n]
+	r.pend, r.excluded, r.isCand = r.pend[:n], r.excluded[:n], r.isCand[:n]
 	r.Cands, r.Drawn, r.marked = r.Cands[:0], r.Drawn[:0], r.marked[:0]
 	for _, name := range req.Exclude {
 		if i, ok := s.index[name]; ok {
@@ -121,6 +125,9 @@ func (s *Snapshot) round(req Request) *Round {
 func (r *Round) release() {
 	for _, i := range r.marked {
 		r.pend[i], r.excluded[i] = 0, false
+	}
+	for _, i := range r.Cands {
+		r.isCand[i] = false
 	}
 	r.Snap, r.Req, r.Prepared = nil, Request{}, nil
 	rounds.Put(r)
@@ -222,6 +229,7 @@ func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error
 		prepared = p.Prepare(s) // a plugin the snapshot was not built for
 	}
 	r.Prepared = prepared
+	r.NextHour = now.UTC().Add(time.Hour).Hour()
 	d := Decision{Algorithm: p.Name()}
 	pf := filtersOf(p)
 	r.algorithm = p.Name()
@@ -238,6 +246,7 @@ func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error
 			continue
 		}
 		r.Cands = append(r.Cands, i)
+		r.isCand[i] = true
 		anyMask |= s.reports[i]
 		if oldest < 0 || s.lastSeen[i] < s.lastSeen[oldest] {
 			oldest = i
@@ -246,7 +255,7 @@ func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error
 	if len(r.Cands) == 0 {
 		return d, r.noCandidates(now, pf)
 	}
-	r.All = r.scopeOfCands(anyMask)
+	r.anyMask, r.allDone = anyMask, false
 	d.Candidates = len(r.Cands)
 	d.DataAsOf = s.Views[oldest].LastSeen
 	r.Scores = resize(r.Scores, len(r.Cands))

@@ -269,11 +269,14 @@ func (r *Rand) IntN(n int) int {
 	return r.r.IntN(n)
 }
 
-// Float64 returns a uniform float in [0, 1).
-func (r *Rand) Float64() float64 {
+// Fill sets every element of out to a uniform float in [0, 1) scaled by scale, under
+// one lock for all (random draws one per candidate).
+func (r *Rand) Fill(out []float64, scale float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.r.Float64()
+	for i := range out {
+		out[i] = scale * r.r.Float64()
+	}
 }
 
 // CheckWeights rejects weight names outside known and negative weights, and fills the

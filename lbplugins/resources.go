@@ -127,29 +127,41 @@ func (w *Weights) Mask() uint8 {
 	return m
 }
 
-// scopeOfCands computes the scope of the round's candidates resource by resource.
-func (r *Round) scopeOfCands(anyMask uint8) Scope {
+// AllScope is the scope of every candidate of the round, computed on first use (random
+// and predictive never need it).
+func (r *Round) AllScope() *Scope {
+	if !r.allDone {
+		r.all, r.allDone = r.scopeOfCands(), true
+	}
+	return &r.all
+}
+
+// scopeOfCands computes the scope of the round's candidates. A relative resource's
+// largest level is the first candidate in the snapshot's list of nodes by level, raised
+// by the pending reservations of candidates, so that it costs no pass over them.
+func (r *Round) scopeOfCands() Scope {
 	var sc Scope
 	for res := range numRes {
 		sc.maxRel[res] = 1
-		if anyMask&(1<<res) == 0 {
+		if r.anyMask&(1<<res) == 0 {
 			continue
 		}
 		sc.any[res] = true
 		if !r.Snap.hasRel[res] {
 			continue // no node compares this resource relatively
 		}
-		kind, raw, demand, m := r.Snap.kind[res], r.Snap.raw[res], r.Snap.demand[res], 1.0
-		for _, i := range r.Cands {
-			if kind[i] != kindRel {
-				continue
+		raw, m := r.Snap.raw[res], 1.0
+		for _, i := range r.Snap.byLevel[res] {
+			if r.isCand[i] {
+				m = max(m, raw[i])
+				break
 			}
-			v := raw[i]
-			if p := r.pend[i]; p != 0 {
-				v += p * demand
-			}
-			if v > m {
-				m = v
+		}
+		for _, i := range r.marked {
+			if r.isCand[i] && r.Snap.kind[res][i] == kindRel {
+				if v := r.raw(res, i); v > m {
+					m = v
+				}
 			}
 		}
 		sc.maxRel[res] = m
@@ -223,6 +235,7 @@ func (r *Round) CompositeAll(sc *Scope, w *Weights, out []float64) {
 			continue
 		}
 		kind, raw, demand, maxRel := r.Snap.kind[res], r.Snap.raw[res], r.Snap.demand[res], sc.maxRel[res]
+		coef := 100 * wr / total
 		for k, i := range r.Cands {
 			u := 1.0
 			if kd := kind[i]; kd != kindMissing {
@@ -235,7 +248,7 @@ func (r *Round) CompositeAll(sc *Scope, w *Weights, out []float64) {
 				}
 				u = clamp01(v)
 			}
-			out[k] += 100 * wr * (1 - u) / total
+			out[k] += coef * (1 - u)
 		}
 	}
 }
@@ -259,7 +272,7 @@ func (r *Round) Composite(sc *Scope, w *Weights, i int, parts *Parts) float64 {
 		if !ok || w[res] == 0 {
 			continue
 		}
-		c := 100 * w[res] * (1 - u) / total
+		c := 100 * w[res] / total * (1 - u) // as CompositeAll computes it
 		if parts != nil {
 			parts.Add(AllResources[res], c)
 		}

@@ -1,6 +1,7 @@
 package lbplugins
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strings"
@@ -63,6 +64,7 @@ type Snapshot struct {
 	kind       [numRes][]uint8
 	reports    []uint8 // bit res set when the node reports resource res
 	hasRel     [numRes]bool
+	byLevel    [numRes][]int32 // relative nodes whose raw level exceeds 1, highest first
 	raw        [numRes][]float64
 	demand     [numRes]float64
 	prepared   map[string]any
@@ -96,6 +98,7 @@ func NewSnapshot(nodes []*NodeView, f Filters, builtAt time.Time, plugins ...Plu
 		s.fillNode(i, v)
 	}
 	s.fillDemand()
+	s.fillByLevel()
 	for _, p := range plugins {
 		s.prepared[p.Name()] = p.Prepare(s)
 	}
@@ -159,6 +162,22 @@ func (s *Snapshot) fillDemand() {
 		}
 	}
 	s.demand[resInstances] = 1
+}
+
+// fillByLevel lists, per relative resource, the nodes whose level may be a scope's
+// largest (above the floor of 1; NaN never is), highest first.
+func (s *Snapshot) fillByLevel() {
+	for r := range numRes {
+		var l []int32
+		for i, k := range s.kind[r] {
+			if k == kindRel && s.raw[r][i] > 1 {
+				l = append(l, int32(i))
+			}
+		}
+		raw := s.raw[r]
+		slices.SortFunc(l, func(a, b int32) int { return cmp.Compare(raw[b], raw[a]) })
+		s.byLevel[r] = l
+	}
 }
 
 // Len is the number of nodes.

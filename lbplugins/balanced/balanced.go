@@ -93,7 +93,7 @@ func (p *Plugin) demand(r *lbplugins.Round) (d [lbplugins.NumResources]float64) 
 	for _, res := range p.used {
 		sum := 0.0
 		for _, i := range r.Cands {
-			u, _ := r.Usage(&r.All, res, i)
+			u, _ := r.Usage(r.AllScope(), res, i)
 			sum += u
 		}
 		d[res] = sum / instances
@@ -107,7 +107,7 @@ func (p *Plugin) score(r *lbplugins.Round, demand *[lbplugins.NumResources]float
 	var have [lbplugins.NumResources]bool
 	wsum, mean := 0.0, 0.0
 	for _, res := range p.used {
-		u, ok := r.Usage(&r.All, res, i)
+		u, ok := r.Usage(r.AllScope(), res, i)
 		if !ok {
 			continue // no candidate reports it
 		}

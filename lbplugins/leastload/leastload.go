@@ -48,12 +48,12 @@ func (*Plugin) Prepare(*lbplugins.Snapshot) any { return nil }
 
 // Score implements lbplugins.Plugin.
 func (p *Plugin) Score(r *lbplugins.Round, out []float64) {
-	r.CompositeAll(&r.All, &p.weights, out)
+	r.CompositeAll(r.AllScope(), &p.weights, out)
 }
 
 // Explain implements lbplugins.Plugin.
 func (p *Plugin) Explain(r *lbplugins.Round, k int) lbplugins.Parts {
 	var parts lbplugins.Parts
-	r.Composite(&r.All, &p.weights, r.Cands[k], &parts)
+	r.Composite(r.AllScope(), &p.weights, r.Cands[k], &parts)
 	return parts
 }

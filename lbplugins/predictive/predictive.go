@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/binlake/binlake/lbplugins"
 )
@@ -133,9 +132,8 @@ func (p *Plugin) forecast(r *lbplugins.Round, in []inputs, i, j, next int) (mean
 
 // score is node i's score; with parts it fills them. A resource with no data counts as
 // risk 100 (the node has data on the other: see NoData).
-func (p *Plugin) score(r *lbplugins.Round, i int, parts *lbplugins.Parts) float64 {
-	in := r.Prepared.([]inputs)
-	next := r.Req.Now.UTC().Add(time.Hour).Hour()
+func (p *Plugin) score(r *lbplugins.Round, in []inputs, i int, parts *lbplugins.Parts) float64 {
+	next := r.NextHour
 	worst := 0.0
 	for j, res := range resources {
 		risk := 100.0
@@ -157,8 +155,7 @@ func (p *Plugin) score(r *lbplugins.Round, i int, parts *lbplugins.Parts) float6
 // NoData implements lbplugins.DataFilter: a node with neither a current level nor a
 // profile for the next hour of cpu or memory has nothing to forecast from.
 func (p *Plugin) NoData(r *lbplugins.Round, i int) bool {
-	in := r.Prepared.([]inputs)
-	next := r.Req.Now.UTC().Add(time.Hour).Hour()
+	in, next := r.Prepared.([]inputs), r.NextHour
 	for j := range resources {
 		if in[i][j].hasCurrent || in[i][j].profile[next].ok {
 			return false
@@ -169,14 +166,15 @@ func (p *Plugin) NoData(r *lbplugins.Round, i int) bool {
 
 // Score implements lbplugins.Plugin.
 func (p *Plugin) Score(r *lbplugins.Round, out []float64) {
+	in := r.Prepared.([]inputs)
 	for k, i := range r.Cands {
-		out[k] = p.score(r, i, nil)
+		out[k] = p.score(r, in, i, nil)
 	}
 }
 
 // Explain implements lbplugins.Plugin.
 func (p *Plugin) Explain(r *lbplugins.Round, k int) lbplugins.Parts {
 	var parts lbplugins.Parts
-	p.score(r, r.Cands[k], &parts)
+	p.score(r, r.Prepared.([]inputs), r.Cands[k], &parts)
 	return parts
 }

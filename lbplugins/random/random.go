@@ -40,9 +40,7 @@ func (*Plugin) Prepare(*lbplugins.Snapshot) any { return nil }
 
 // Score implements lbplugins.Plugin.
 func (p *Plugin) Score(r *lbplugins.Round, out []float64) {
-	for k := range out {
-		out[k] = 100 * p.rnd.Float64()
-	}
+	p.rnd.Fill(out, 100)
 }
 
 // Explain implements lbplugins.Plugin: the draw itself.

@@ -1,0 +1,51 @@
+package judge
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/binlake/binlake/judge/store"
+)
+
+// Bounds of the restart rebuild. The level a plugin reads is an EWMA that forgets a
+// sample within a few dozen batches, so ten minutes before the hour are enough to carry
+// it across xx:00 as a running judge would; the previous hour's own statistics are
+// discarded at the rollover anyway.
+const (
+	rebuildLead    = 10 * time.Minute
+	rebuildTimeout = 2 * time.Minute
+	rebuildLogStep = 5 * time.Second
+)
+
+// rebuildCurrentHour replays the stored points of the current hour (and the last
+// minutes of the previous one) into the incremental analysis, so that a restarted judge
+// answers as it did before. It runs before any batch is ingested; a store that cannot be
+// read is logged and the judge starts from live traffic, as before.
+func (j *Judge) rebuildCurrentHour(ctx context.Context) {
+	now := j.now()
+	from := now.UTC().Truncate(time.Hour).Add(-rebuildLead)
+	ctx, cancel := context.WithTimeout(ctx, rebuildTimeout)
+	defer cancel()
+	start := time.Now()
+	lastLog := start
+	var points, skipped int
+	j.log.Info("rebuilding the current hour from the store", "from", from, "to", now)
+	err := j.o.Store.Scan(ctx, from, now.Add(time.Second), func(chunk []store.Point) error {
+		points += len(chunk)
+		skipped += j.inc.Replay(chunk)
+		if time.Since(lastLog) >= rebuildLogStep {
+			lastLog = time.Now()
+			j.log.Info("rebuilding the current hour", "points", points, "elapsed", time.Since(start).Round(time.Second))
+		}
+		return nil
+	})
+	j.changes.Add(1)
+	if err != nil {
+		j.log.Warn("rebuilding the current hour failed; the analysis continues from live batches",
+			"err", fmt.Errorf("judge: %w", err), "points_replayed", points)
+		return
+	}
+	j.log.Info("rebuilt the current hour from the store", "points", points, "not_analysed", skipped,
+		"nodes", len(j.inc.NodeIDs()), "took", time.Since(start).Round(time.Millisecond))
+}
