@@ -268,3 +268,62 @@ func TestBufferedCloseWritesWhatIsQueued(t *testing.T) {
 		t.Fatalf("write after close: %v, want ErrClosed", err)
 	}
 }
+
+// gate is an inner store whose Write reports that it started and then waits to be let go.
+type gate struct {
+	store.Store
+	entered chan int // the size of each batch that came in
+	release chan struct{}
+}
+
+func (g *gate) Write(ctx context.Context, pts []store.Point) error {
+	g.entered <- len(pts)
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Store.Write(ctx, pts)
+}
+
+func (g *gate) Close() error { return nil }
+
+// TestBufferedWritesConcurrently: with Writers 2, a second batch goes to the store while
+// the first is still being written, and a third waits for one of them.
+func TestBufferedWritesConcurrently(t *testing.T) {
+	db := openSQLite(t)
+	g := &gate{Store: db, entered: make(chan int, 10), release: make(chan struct{})}
+	opts := fastOpts(1000)
+	opts.Writers = 2
+	b := store.NewBuffered(g, opts)
+	defer b.Close()
+	if err := b.Write(context.Background(), points("w1", 0, 150)); err != nil { // three batches of 50
+		t.Fatalf("write: %v", err)
+	}
+	for range 2 {
+		select {
+		case n := <-g.entered:
+			if n != 50 {
+				t.Fatalf("a batch of %d points, want 50", n)
+			}
+		case <-time.After(10 * time.Second): // a hang detector, not a speed target
+			t.Fatal("the second writer did not start while the first was busy")
+		}
+	}
+	select {
+	case <-g.entered:
+		t.Fatal("a third batch started with Writers 2")
+	default:
+	}
+	if c := b.Counters(); c.Buffered != 150 || c.Written != 0 {
+		t.Fatalf("while two batches are in flight: %+v, want 150 buffered", c)
+	}
+	close(g.release)
+	flush(t, b)
+	if c := b.Counters(); c.Written != 150 || c.Buffered != 0 {
+		t.Fatalf("after flush: %+v, want 150 written", c)
+	}
+	if st := count(t, db, "w1"); st.Count != 150 {
+		t.Fatalf("stored %+v, want 150 points", st)
+	}
+}

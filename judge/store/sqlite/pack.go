@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"maps"
 	"slices"
@@ -45,7 +46,7 @@ func (s *Store) packBucket(ctx context.Context) (bool, error) {
 	next := target
 	oldest, ok := ri.oldest()
 	// The watermark is bucket-aligned and every point of recent is at or after it, so
-	// the oldest bucket is a whole one, in which no chunk exists yet.
+	// the oldest bucket is a whole one.
 	packing := ok && oldest < target
 	if packing {
 		next = (bucketOf(oldest) + 1) * bucketMS
@@ -56,20 +57,8 @@ func (s *Store) packBucket(ctx context.Context) (bool, error) {
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	if packing {
-		bucket := bucketOf(oldest)
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO chunks (series, bucket, data) VALUES (?, ?, ?)`)
-		if err != nil {
-			return false, fmt.Errorf("pack: prepare: %w", err)
-		}
-		defer stmt.Close()
-		bySeries := ri.before(next)
-		var buf []byte
-		// In series order, so that the inserts walk the primary key forward.
-		for _, id := range slices.Sorted(maps.Keys(bySeries)) {
-			buf = encodeChunk(buf[:0], bucket, bySeries[id])
-			if _, err := stmt.ExecContext(ctx, id, bucket, buf); err != nil {
-				return false, fmt.Errorf("pack: write chunk of series %d, bucket %d: %w", id, bucket, err)
-			}
+		if err := packChunks(ctx, tx, bucketOf(oldest), ri.before(next)); err != nil {
+			return false, err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM recent WHERE ts < ?`, next); err != nil {
 			return false, fmt.Errorf("pack: delete packed points: %w", err)
@@ -84,4 +73,35 @@ func (s *Store) packBucket(ctx context.Context) (bool, error) {
 	ri.dropBefore(next)
 	ri.watermark = next
 	return next >= target, nil
+}
+
+// packChunks writes recent's points of one bucket, by series, as that bucket's chunks. A
+// chunk may exist already, of points that came from the future (futureMS): then recent's
+// points, the newer writes, are merged into it.
+func packChunks(ctx context.Context, tx *sql.Tx, bucket int64, bySeries map[int64][]sample) error {
+	existing := map[int64][]sample{}
+	err := eachChunk(ctx, tx, `SELECT series, bucket, data FROM chunks WHERE bucket = ?`, []any{bucket},
+		func(id int64, samples []sample) { existing[id] = slices.Clone(samples) })
+	if err != nil {
+		return fmt.Errorf("pack: read chunks of bucket %d: %w", bucket, err)
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO chunks (series, bucket, data) VALUES (?, ?, ?)
+		ON CONFLICT (series, bucket) DO UPDATE SET data = excluded.data`)
+	if err != nil {
+		return fmt.Errorf("pack: prepare: %w", err)
+	}
+	defer stmt.Close()
+	var buf []byte
+	// In series order, so that the inserts walk the primary key forward.
+	for _, id := range slices.Sorted(maps.Keys(bySeries)) {
+		samples := bySeries[id]
+		if old, ok := existing[id]; ok {
+			samples = mergeSamples(old, samples)
+		}
+		buf = encodeChunk(buf[:0], bucket, samples)
+		if _, err := stmt.ExecContext(ctx, id, bucket, buf); err != nil {
+			return fmt.Errorf("pack: write chunk of series %d, bucket %d: %w", id, bucket, err)
+		}
+	}
+	return nil
 }

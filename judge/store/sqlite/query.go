@@ -81,22 +81,45 @@ func (s *Store) series(ctx context.Context, q store.Query, fn func(ms int64, v f
 		if err != nil {
 			return fmt.Errorf("sqlite store: %s: %w", what, err)
 		}
-		err = eachChunk(ctx, tx, `SELECT series, bucket, data FROM chunks WHERE series = ? AND bucket >= ? AND bucket <= ?`,
+		var packed []sample // in time order: the chunks come in bucket order
+		err = eachChunk(ctx, tx, `SELECT series, bucket, data FROM chunks WHERE series = ? AND bucket >= ? AND bucket <= ? ORDER BY bucket`,
 			[]any{id, bucketOf(from), bucketOf(to - 1)}, func(_ int64, samples []sample) {
 				for _, sm := range samples {
 					if sm.ms >= from && sm.ms < to {
-						fn(sm.ms, sm.v)
+						packed = append(packed, sm)
 					}
 				}
 			})
 		if err != nil {
 			return fmt.Errorf("sqlite store: %s: %w", what, err)
 		}
-		for _, sm := range s.recent.series(id, from, to) {
+		for _, sm := range newerWins(packed, s.recent.series(id, from, to)) {
 			fn(sm.ms, sm.v)
 		}
 		return nil
 	})
+}
+
+// newerWins merges a series' samples from chunks and from recent, both in time order. A
+// time in both is a point that came from the future into a chunk and was written again
+// into recent since: recent holds the newer value.
+func newerWins(packed, recent []sample) []sample {
+	if len(recent) == 0 {
+		return packed
+	}
+	out := make([]sample, 0, len(packed)+len(recent))
+	i := 0
+	for _, r := range recent {
+		for i < len(packed) && packed[i].ms < r.ms {
+			out = append(out, packed[i])
+			i++
+		}
+		if i < len(packed) && packed[i].ms == r.ms {
+			i++
+		}
+		out = append(out, r)
+	}
+	return append(out, packed[i:]...)
 }
 
 // read runs fn in a read transaction, so that it sees one state of the file.

@@ -28,9 +28,9 @@ type scanPoint struct {
 	v          float64
 }
 
-// Scan reads the chunks before the watermark bucket by bucket, in one read transaction
-// (sorting each bucket's points by time), then recent's points, copied from the index
-// when the transaction began, so that both parts show one state of the store.
+// Scan reads, in one read transaction, the chunks of [from, to) bucket by bucket, with
+// recent's points of each bucket (copied from the index as the transaction began, so
+// that both show one state of the store), each bucket's points sorted by time.
 func (s *Store) Scan(ctx context.Context, from, to time.Time, fn func([]store.Point) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -44,24 +44,16 @@ func (s *Store) Scan(ctx context.Context, from, to time.Time, fn func([]store.Po
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		sc := scanner{tx: tx, fn: fn, out: make([]store.Point, 0, scanChunk)}
 		s.recent.mu.RLock()
-		w := s.recent.watermark
-		recent := s.recent.inRange(max(lo, w), hi)
-		// The transaction's first read fixes the state it sees: one with no packing
+		sc.recent = s.recent.inRange(lo, hi)
+		// The transaction's first read fixes the state it sees: one with no change
 		// after the copy above.
 		err := sc.loadSeries(ctx)
 		s.recent.mu.RUnlock()
 		if err != nil {
 			return err
 		}
-		if lo < w {
-			if err := sc.chunks(ctx, lo, min(hi, w)); err != nil {
-				return err
-			}
-		}
-		for _, p := range recent {
-			if err := sc.emit(p); err != nil {
-				return err
-			}
+		if err := sc.buckets(ctx, lo, hi); err != nil {
+			return err
 		}
 		return sc.flush()
 	})
@@ -76,6 +68,7 @@ type scanner struct {
 	tx     *sql.Tx
 	fn     func([]store.Point) error
 	series map[int64]seriesInfo
+	recent []scanPoint // recent's points of the range, in time order, not yet emitted
 	out    []store.Point
 }
 
@@ -103,19 +96,23 @@ func (sc *scanner) loadSeries(ctx context.Context) error {
 	return rows.Err()
 }
 
-// chunks emits the points of [lo, hi) from the chunks, one bucket at a time, skipping
-// empty buckets with one index probe each.
-func (sc *scanner) chunks(ctx context.Context, lo, hi int64) error {
+// buckets emits the points of [lo, hi) bucket by bucket: the next bucket is the first
+// one with a chunk (one index probe) or with a point of recent.
+func (sc *scanner) buckets(ctx context.Context, lo, hi int64) error {
 	var pts []scanPoint
 	for b, last := bucketOf(lo), bucketOf(hi-1); b <= last; b++ {
 		var next sql.NullInt64
 		if err := sc.tx.QueryRowContext(ctx, `SELECT min(bucket) FROM chunks WHERE bucket >= ? AND bucket <= ?`, b, last).Scan(&next); err != nil {
 			return err
 		}
-		if !next.Valid {
+		switch {
+		case len(sc.recent) > 0 && (!next.Valid || bucketOf(sc.recent[0].ms) < next.Int64):
+			b = bucketOf(sc.recent[0].ms)
+		case next.Valid:
+			b = next.Int64
+		default:
 			return nil
 		}
-		b = next.Int64
 		pts = pts[:0]
 		err := eachChunk(ctx, sc.tx, `SELECT series, bucket, data FROM chunks WHERE bucket = ?`, []any{b},
 			func(id int64, samples []sample) {
@@ -128,8 +125,19 @@ func (sc *scanner) chunks(ctx context.Context, lo, hi int64) error {
 		if err != nil {
 			return err
 		}
-		slices.SortFunc(pts, func(a, b scanPoint) int { return cmp.Compare(a.ms, b.ms) })
-		for _, p := range pts {
+		for len(sc.recent) > 0 && bucketOf(sc.recent[0].ms) == b {
+			pts = append(pts, sc.recent[0])
+			sc.recent = sc.recent[1:]
+		}
+		// By time; a point both in a chunk and in recent (see newerWins) once: recent's,
+		// which the stable sort keeps after the chunk's.
+		slices.SortStableFunc(pts, func(a, b scanPoint) int {
+			return cmp.Or(cmp.Compare(a.ms, b.ms), cmp.Compare(a.series, b.series))
+		})
+		for i, p := range pts {
+			if i+1 < len(pts) && pts[i+1].ms == p.ms && pts[i+1].series == p.series {
+				continue
+			}
 			if err := sc.emit(p); err != nil {
 				return err
 			}

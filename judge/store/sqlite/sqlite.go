@@ -4,20 +4,23 @@
 // Layout (schema version 2). A B-tree ordered by series dirties one page per series
 // that a commit touches, and with thousands of series every commit rewrote thousands
 // of pages: that, not SQL, bounded the first layout (one row per point keyed by series
-// and time) to some 40,000 points/s. So points are kept in two places, each point in
-// exactly one of them, decided by its time and the watermark W:
+// and time) to some 40,000 points/s. So points are kept in two places, decided by their
+// time and the watermark W:
 //
-//   - recent (series, ts, value): every point with ts ≥ W, as a log in write order, so
+//   - recent (series, ts, value): the points with ts ≥ W, as a log in write order, so
 //     that an insert appends to the last page. A rewritten point adds a row; the newer
 //     one wins.
-//   - chunks (series, bucket, data): every point with ts < W, packed per series and
-//     5-minute bucket into one blob (encodeChunk). A query for one series over a week
-//     reads some 2,000 consecutive rows of the primary key.
+//   - chunks (series, bucket, data): the points with ts < W, and those that arrived more
+//     than an hour ahead of the clock, packed per series and 5-minute bucket into one
+//     blob (encodeChunk). A query for one series over a week reads some 2,000
+//     consecutive rows of the primary key.
 //
 // After a write, once recent holds a whole bucket older than the newest point by more
 // than a minute (and not in the future), the writer packs that bucket into chunks,
 // deletes it from recent and advances W, in one transaction; a point that arrives late,
-// older than W, is merged into its chunk at once. The store keeps recent's points in
+// older than W, or early, is merged into its chunk at once. A point can be in both
+// places only if it came early and was written again once its time was near: readers
+// then take recent's value, the newer one. The store keeps recent's points in
 // memory by series as well (recentIndex), which is what packing and per-series queries
 // read. The series table holds each (node, metric name, label set) once under an
 // integer id; the store caches it, so a write binds three numbers per point. Timestamps are Unix milliseconds, as in the

@@ -15,9 +15,14 @@ import (
 // limit of 32,766).
 const rowsPerInsert = 500
 
+// futureMS is how far ahead of the clock a point still goes to recent. A node whose clock
+// runs ahead must not keep its points in recent (and memory) until their time comes:
+// they are merged into their chunks at once, like late points.
+const futureMS = 60 * 60 * 1000
+
 // Write validates every point first, so that a bad batch stores nothing, then stores
-// them in one transaction: points at or after the watermark into recent, older ones
-// merged into their chunks. A point with the identity of a stored one replaces it. The
+// them in one transaction: points at or after the watermark into recent, older ones, and
+// ones more than futureMS ahead of the clock, merged into their chunks. A point with the identity of a stored one replaces it. The
 // rows are built before the transaction starts, so that a second writer prepares its
 // batch while the first one inserts. Packing, when due, follows in transactions of its
 // own; if it fails the points are stored all the same, the failure is logged, and the
@@ -57,8 +62,9 @@ func (s *Store) write(ctx context.Context, rs rows) error {
 	}
 	fresh := make([]row, 0, len(rs.rows))
 	var late []row
+	future := s.now().UnixMilli() + futureMS
 	for _, r := range rs.rows {
-		if r.ms < s.recent.watermark {
+		if r.ms < s.recent.watermark || r.ms >= future {
 			late = append(late, r)
 		} else {
 			fresh = append(fresh, r)
