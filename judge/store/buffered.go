@@ -17,6 +17,10 @@ type BufferOptions struct {
 	// oldest waiting points are dropped and counted.
 	Capacity int
 	// MaxBatch bounds the points handed to the inner store in one Write (default 5,000).
+	// A batch ends where a Write ended, up to twice MaxBatch: one Write's points (one
+	// agent batch: one node at one time) then reach the store together, which the
+	// Elasticsearch store writes as new documents instead of merging into ones another
+	// batch created.
 	MaxBatch int
 	// Writers is how many batches are being written to the inner store at once
 	// (default 2): while the engine indexes one bulk request the next is encoded and
@@ -63,6 +67,7 @@ type Buffered struct {
 
 	mu       sync.Mutex
 	ring     []Point // capacity opts.Capacity; the queue is ring[head:head+n] modulo len
+	starts   []bool  // starts[i]: ring[i] is the first point of a Write
 	head, n  int
 	inflight int           // points taken by the writers and not yet settled
 	empty    chan struct{} // closed when n+inflight reaches 0; replaced when points arrive
@@ -110,6 +115,7 @@ func NewBuffered(inner Store, opts BufferOptions) *Buffered {
 		opts:   opts,
 		log:    opts.Logger.With("component", "store.buffer"),
 		ring:   make([]Point, opts.Capacity),
+		starts: make([]bool, opts.Capacity),
 		empty:  make(chan struct{}),
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
@@ -145,7 +151,7 @@ func (b *Buffered) Write(_ context.Context, points []Point) error {
 	if b.n+b.inflight == 0 {
 		b.empty = make(chan struct{})
 	}
-	for _, p := range points {
+	for i, p := range points {
 		if len(p.Labels) > 0 {
 			p.Labels = maps.Clone(p.Labels) // the caller may reuse its maps
 		}
@@ -155,7 +161,8 @@ func (b *Buffered) Write(_ context.Context, points []Point) error {
 			b.n--
 			b.counters.Dropped++
 		}
-		b.ring[(b.head+b.n)%len(b.ring)] = p
+		at := (b.head + b.n) % len(b.ring)
+		b.ring[at], b.starts[at] = p, i == 0
 		b.n++
 	}
 	b.signalWake()
@@ -184,13 +191,14 @@ func (b *Buffered) Flush(ctx context.Context) error {
 	}
 }
 
-// take moves up to MaxBatch points from the queue into batch (reused) and marks them in
-// flight. If points remain, it wakes another writer.
+// take moves up to MaxBatch points from the queue into batch (reused), then on to the
+// end of the Write they came with (up to twice MaxBatch), and marks them in flight. If
+// points remain, it wakes another writer.
 func (b *Buffered) take(batch []Point) []Point {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	batch = batch[:0]
-	for b.n > 0 && len(batch) < b.opts.MaxBatch {
+	for b.n > 0 && (len(batch) < b.opts.MaxBatch || !b.starts[b.head] && len(batch) < 2*b.opts.MaxBatch) {
 		batch = append(batch, b.ring[b.head])
 		b.ring[b.head] = Point{}
 		b.head = (b.head + 1) % len(b.ring)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -297,8 +298,10 @@ func TestBufferedWritesConcurrently(t *testing.T) {
 	opts.Writers = 2
 	b := store.NewBuffered(g, opts)
 	defer b.Close()
-	if err := b.Write(context.Background(), points("w1", 0, 150)); err != nil { // three batches of 50
-		t.Fatalf("write: %v", err)
+	for i := range 3 { // three batches of 50
+		if err := b.Write(context.Background(), points("w1", 50*i, 50)); err != nil {
+			t.Fatalf("write: %v", err)
+		}
 	}
 	for range 2 {
 		select {
@@ -325,5 +328,32 @@ func TestBufferedWritesConcurrently(t *testing.T) {
 	}
 	if st := count(t, db, "w1"); st.Count != 150 {
 		t.Fatalf("stored %+v, want 150 points", st)
+	}
+}
+
+// TestBufferedKeepsAWriteTogether: a batch ends where a Write ended, past MaxBatch if need
+// be, but not past twice MaxBatch.
+func TestBufferedKeepsAWriteTogether(t *testing.T) {
+	db := openSQLite(t)
+	g := &gate{Store: db, entered: make(chan int, 10), release: make(chan struct{})}
+	opts := fastOpts(1000)
+	opts.Writers = 1
+	b := store.NewBuffered(g, opts) // MaxBatch 50
+	defer b.Close()
+	for i, n := range []int{40, 30, 20, 130} {
+		if err := b.Write(context.Background(), points("w1", 1000*i, n)); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+	}
+	close(g.release)
+	flush(t, b)
+	var sizes []int
+	for len(g.entered) > 0 {
+		sizes = append(sizes, <-g.entered)
+	}
+	// 40+30 (the second Write is not split at 50); 20+80 (the fourth is, where the batch
+	// reaches twice MaxBatch); the fourth's last 50.
+	if want := []int{70, 100, 50}; !slices.Equal(sizes, want) {
+		t.Fatalf("batches of %v points, want %v", sizes, want)
 	}
 }

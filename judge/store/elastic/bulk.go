@@ -38,6 +38,15 @@ func newBulkIndexer(s *Store, workers int) *bulkIndexer {
 	return &bulkIndexer{s: s, slots: make(chan struct{}, workers)}
 }
 
+// itemResult is what a bulk answer says of one item, as bulkFilter keeps it.
+type itemResult struct {
+	Status int `json:"status"`
+	Error  struct {
+		Type   string `json:"type"`
+		Reason string `json:"reason"`
+	} `json:"error"`
+}
+
 // request is one bulk request: its documents, in body order.
 type request struct {
 	docs []*document
@@ -46,16 +55,18 @@ type request struct {
 
 // outcome is what one request came to.
 type outcome struct {
-	retry    []*document // refused with 429, 409 or 5xx
+	existing []*document // created before: to send again, now as updates
+	refused  []*document // refused with 429, 5xx, or 409 to an update: to retry later
 	failed   int         // refused for good
 	failures []string    // the first few reasons
 	err      error       // the request itself failed
 }
 
-// index sends docs and returns those to retry. It fails if a request fails (after the
-// client's own retries) or the engine refuses a document for good (a mapping conflict,
-// say: an error wrapping store.ErrInvalid).
-func (bi *bulkIndexer) index(ctx context.Context, docs []*document) ([]*document, error) {
+// index sends docs. It returns the documents whose create found them existing (marked
+// to merge) and those the engine refused for now. It fails if a request fails (after
+// the client's own retries) or the engine refuses a document for good (a mapping
+// conflict, say: an error wrapping store.ErrInvalid).
+func (bi *bulkIndexer) index(ctx context.Context, docs []*document) (existing, refused []*document, err error) {
 	reqs := bi.split(docs)
 	outs := make([]outcome, len(reqs))
 	if len(reqs) == 1 {
@@ -67,22 +78,22 @@ func (bi *bulkIndexer) index(ctx context.Context, docs []*document) ([]*document
 		}
 		wg.Wait()
 	}
-	var retry []*document
 	var failed int
 	var failures []string
 	for _, o := range outs {
 		if o.err != nil {
-			return nil, o.err
+			return nil, nil, o.err
 		}
-		retry = append(retry, o.retry...)
+		existing = append(existing, o.existing...)
+		refused = append(refused, o.refused...)
 		failed += o.failed
 		failures = append(failures, o.failures...)
 	}
 	if failed > 0 {
-		return nil, fmt.Errorf("elastic store: %d of %d documents rejected: %s: %w",
+		return nil, nil, fmt.Errorf("elastic store: %d of %d documents rejected: %s: %w",
 			failed, len(docs), strings.Join(failures[:min(len(failures), 3)], "; "), store.ErrInvalid)
 	}
-	return retry, nil
+	return existing, refused, nil
 }
 
 // split encodes docs into requests of at most FlushBytes (a larger document goes alone).
@@ -135,12 +146,10 @@ func (bi *bulkIndexer) send(ctx context.Context, r request) outcome {
 	if !res.Errors {
 		return outcome{}
 	}
-	var items []map[string]struct {
-		Status int `json:"status"`
-		Error  struct {
-			Type   string `json:"type"`
-			Reason string `json:"reason"`
-		} `json:"error"`
+	// One of the two actions per item, by position.
+	var items []struct {
+		Create itemResult `json:"create"`
+		Update itemResult `json:"update"`
 	}
 	if err := json.Unmarshal(res.Items, &items); err != nil {
 		return outcome{err: fmt.Errorf("elastic store: bulk: decode items: %w", err)}
@@ -150,16 +159,22 @@ func (bi *bulkIndexer) send(ctx context.Context, r request) outcome {
 	}
 	var o outcome
 	for i, item := range items {
-		for _, it := range item { // the one key: the action
-			switch {
-			case it.Status < 300:
-			case it.Status == http.StatusTooManyRequests || it.Status == http.StatusConflict || it.Status >= 500:
-				o.retry = append(o.retry, r.docs[i])
-			default:
-				o.failed++
-				if len(o.failures) < 3 {
-					o.failures = append(o.failures, fmt.Sprintf("%d %s: %s", it.Status, it.Error.Type, it.Error.Reason))
-				}
+		d := r.docs[i]
+		it := item.Create
+		if d.merge {
+			it = item.Update
+		}
+		switch {
+		case it.Status >= 200 && it.Status < 300:
+		case it.Status == http.StatusConflict && !d.merge:
+			d.merge = true
+			o.existing = append(o.existing, d)
+		case it.Status == http.StatusTooManyRequests || it.Status == http.StatusConflict || it.Status >= 500:
+			o.refused = append(o.refused, d)
+		default:
+			o.failed++
+			if len(o.failures) < 3 {
+				o.failures = append(o.failures, fmt.Sprintf("%d %s: %s", it.Status, it.Error.Type, it.Error.Reason))
 			}
 		}
 	}

@@ -23,10 +23,13 @@
 // documents of whichever comes second (an error wrapping store.ErrInvalid). The agent's
 // names never collide (Graphite and Metricbeat have the same rule).
 //
-// A document's _id is a hash of (node, labels, ts), and Write sends each document as an
-// update with doc_as_upsert: a point merges into its document, replacing the value of
-// the same metric, so a retried or redelivered batch does not count twice, and points
-// of one document written by different Writes all stay.
+// A document's _id follows from (node, labels, ts). Write sends each document as a create
+// (what an index costs the engine, about a fifth less than an update); if the document
+// exists already (a retried or redelivered batch, a batch split between two requests,
+// points of it written before), the create answers 409 and the document goes again at
+// once as an update with doc_as_upsert, which merges its metrics into the stored ones.
+// So a point written again replaces its value and does not count twice, and points of
+// one document written by different Writes all stay.
 //
 // Visibility: Write returns once the engine has acknowledged the points (durable: the
 // translog is synced per request), but the indices refresh every RefreshInterval rather
@@ -87,7 +90,9 @@ type Options struct {
 	// the same pattern.
 	TemplatePriority int
 	// RefreshInterval is the indices' refresh_interval: how long a written point may
-	// take to become visible to queries (default 5 s).
+	// take to become visible to queries (default 10 s: dashboards refresh every 10–30 s
+	// and the judge's analyses read windows that ended before the current hour, while
+	// each refresh makes a segment the engine must later merge).
 	RefreshInterval time.Duration
 	// Workers bounds the bulk requests in flight across all Writes (default 2), and
 	// FlushBytes the body of one (default 5 MB): a larger Write is split into requests
@@ -144,7 +149,7 @@ func New(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("elastic store: refresh interval %s is negative", opts.RefreshInterval)
 	}
 	if opts.RefreshInterval == 0 {
-		opts.RefreshInterval = 5 * time.Second
+		opts.RefreshInterval = 10 * time.Second
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 2

@@ -53,8 +53,8 @@ func TestIndexNameAndTemplate(t *testing.T) {
 			t.Errorf("field %s mapped as %v, want %s", field, got, typ)
 		}
 	}
-	if got := tmpl["template"].(map[string]any)["settings"].(map[string]any)["refresh_interval"]; got != "5000ms" {
-		t.Errorf("refresh_interval %v, want the default 5000ms", got)
+	if got := tmpl["template"].(map[string]any)["settings"].(map[string]any)["refresh_interval"]; got != "10000ms" {
+		t.Errorf("refresh_interval %v, want the default 10000ms", got)
 	}
 }
 

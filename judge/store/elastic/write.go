@@ -20,6 +20,9 @@ type document struct {
 	ms        int64
 	labelsKey string // store.LabelKey: also the JSON of the labels object
 	metrics   []metric
+	// merge: the document exists (a create of it answered 409), so it goes as an
+	// update that merges its fields into the stored ones.
+	merge bool
 }
 
 type metric struct {
@@ -87,15 +90,32 @@ func (s *Store) documents(points []store.Point) []*document {
 	return docs
 }
 
-// appendBulk appends d as a bulk update with doc_as_upsert: the fields given replace
-// those of the stored document and the others stay. retry_on_conflict covers two bulk
-// requests updating one document at once (a batch split between two of them).
+// appendBulk appends d's bulk action and source. A new document goes as a create, which
+// costs the engine what an index does; one that exists (merge) as an update with
+// doc_as_upsert, which reads the stored document and replaces only the fields given:
+// the metrics of this write. retry_on_conflict covers two requests updating one
+// document at once.
 func (d *document) appendBulk(buf []byte) []byte {
-	buf = append(buf, `{"update":{"_index":`...)
+	if d.merge {
+		buf = append(buf, `{"update":{"_index":`...)
+	} else {
+		buf = append(buf, `{"create":{"_index":`...)
+	}
 	buf = store.AppendJSONString(buf, d.index)
 	buf = append(buf, `,"_id":"`...)
 	buf = append(buf, d.id...)
-	buf = append(buf, "\",\"retry_on_conflict\":3}}\n{\"doc\":{\"node\":"...)
+	if !d.merge {
+		buf = append(buf, "\"}}\n"...)
+		return append(d.appendSource(buf), '\n')
+	}
+	buf = append(buf, "\",\"retry_on_conflict\":3}}\n{\"doc\":"...)
+	buf = d.appendSource(buf)
+	return append(buf, ",\"doc_as_upsert\":true}\n"...)
+}
+
+// appendSource appends d's fields as a JSON object.
+func (d *document) appendSource(buf []byte) []byte {
+	buf = append(buf, `{"node":`...)
 	buf = store.AppendJSONString(buf, d.node)
 	buf = append(buf, `,"ts":`...)
 	buf = strconv.AppendInt(buf, d.ms, 10)
@@ -116,16 +136,17 @@ func (d *document) appendBulk(buf []byte) []byte {
 		buf = append(buf, ':')
 		buf = strconv.AppendFloat(buf, m.value, 'g', -1, 64)
 	}
-	return append(buf, "}},\"doc_as_upsert\":true}\n"...)
+	return append(buf, "}}"...)
 }
 
-// ErrRejected reports points the engine kept refusing with 429, 409 or 5xx after the
+// ErrRejected reports documents the engine kept refusing with 429, 409 or 5xx after the
 // retries.
 var ErrRejected = errors.New("points refused by the engine")
 
 // Write validates every point, so that a bad batch stores nothing, groups the points into
-// documents and indexes them through the bulk indexer, retrying documents refused with
-// 429, 409 or 5xx. It returns once the engine has acknowledged every document.
+// documents and indexes them through the bulk indexer: documents that exist already are
+// sent again at once as updates, documents refused with 429, 409 (to an update) or 5xx
+// after a back-off. It returns once the engine has acknowledged every document.
 func (s *Store) Write(ctx context.Context, points []store.Point) error {
 	if err := store.ValidatePoints(points); err != nil {
 		return fmt.Errorf("elastic store: %w", err)
@@ -142,23 +163,28 @@ func (s *Store) Write(ctx context.Context, points []store.Point) error {
 		return err
 	}
 	docs := s.documents(points)
-	for attempt := 0; ; attempt++ {
-		retry, err := s.bulk.index(ctx, docs)
+	total := len(docs)
+	for attempt := 0; ; {
+		// Each document turns from create to update at most once: this ends.
+		existing, refused, err := s.bulk.index(ctx, docs)
 		if err != nil {
 			return err
 		}
-		if len(retry) == 0 {
+		if len(refused) > 0 {
+			if attempt >= s.opts.MaxRetries {
+				return fmt.Errorf("elastic store: %d of %d documents still refused after %d retries: %w",
+					len(refused), total, attempt, ErrRejected)
+			}
+			attempt++
+			s.log.Debug("bulk items refused, retrying", "documents", len(refused), "attempt", attempt)
+			if err := sleep(ctx, s.opts.Backoff(attempt)); err != nil {
+				return fmt.Errorf("elastic store: retry refused documents: %w", err)
+			}
+		}
+		docs = append(existing, refused...)
+		if len(docs) == 0 {
 			return nil
 		}
-		if attempt >= s.opts.MaxRetries {
-			return fmt.Errorf("elastic store: %d of %d documents still refused after %d retries: %w",
-				len(retry), len(docs), attempt, ErrRejected)
-		}
-		s.log.Debug("bulk items refused, retrying", "documents", len(retry), "attempt", attempt+1)
-		if err := sleep(ctx, s.opts.Backoff(attempt+1)); err != nil {
-			return fmt.Errorf("elastic store: retry refused documents: %w", err)
-		}
-		docs = retry
 	}
 }
 

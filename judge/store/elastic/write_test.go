@@ -10,29 +10,26 @@ import (
 	"github.com/binlake/binlake/judge/store"
 )
 
-// bulkLine is one decoded action and document of a bulk body.
-type bulkLine struct {
-	Action struct {
-		Update struct {
-			Index           string `json:"_index"`
-			ID              string `json:"_id"`
-			RetryOnConflict int    `json:"retry_on_conflict"`
-		} `json:"update"`
-	}
-	Doc struct {
-		Doc struct {
-			Node      string             `json:"node"`
-			TS        int64              `json:"ts"`
-			Hour      int                `json:"hour"`
-			LabelsKey string             `json:"labels_key"`
-			Labels    map[string]string  `json:"labels"`
-			M         map[string]float64 `json:"m"`
-		} `json:"doc"`
-		DocAsUpsert bool `json:"doc_as_upsert"`
-	}
+// source is a decoded document.
+type source struct {
+	Node      string             `json:"node"`
+	TS        int64              `json:"ts"`
+	Hour      int                `json:"hour"`
+	LabelsKey string             `json:"labels_key"`
+	Labels    map[string]string  `json:"labels"`
+	M         map[string]float64 `json:"m"`
 }
 
-// decodeBulk decodes the bulk body of docs, two strict JSON lines per document.
+// bulkLine is one decoded action and document of a bulk body.
+type bulkLine struct {
+	action          string // create or update
+	index, id       string
+	retryOnConflict int
+	doc             source
+}
+
+// decodeBulk decodes the bulk body of docs, two strict JSON lines per document: a create
+// and its source, or an update and its partial document with doc_as_upsert.
 func decodeBulk(t *testing.T, docs []*document) []bulkLine {
 	t.Helper()
 	var buf []byte
@@ -43,14 +40,43 @@ func decodeBulk(t *testing.T, docs []*document) []bulkLine {
 	if len(lines) != 2*len(docs) {
 		t.Fatalf("%d lines for %d documents:\n%s", len(lines), len(docs), buf)
 	}
+	strict := func(line []byte, v any) {
+		t.Helper()
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+	}
 	out := make([]bulkLine, len(docs))
 	for i := range docs {
-		for j, v := range []any{&out[i].Action, &out[i].Doc} {
-			dec := json.NewDecoder(bytes.NewReader(lines[2*i+j]))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(v); err != nil {
-				t.Fatalf("line %d %s: %v", 2*i+j, lines[2*i+j], err)
+		var action map[string]struct {
+			Index           string `json:"_index"`
+			ID              string `json:"_id"`
+			RetryOnConflict int    `json:"retry_on_conflict"`
+		}
+		strict(lines[2*i], &action)
+		if len(action) != 1 {
+			t.Fatalf("action line %s", lines[2*i])
+		}
+		for name, a := range action {
+			out[i] = bulkLine{action: name, index: a.Index, id: a.ID, retryOnConflict: a.RetryOnConflict}
+		}
+		switch out[i].action {
+		case "create":
+			strict(lines[2*i+1], &out[i].doc)
+		case "update":
+			var u struct {
+				Doc         source `json:"doc"`
+				DocAsUpsert bool   `json:"doc_as_upsert"`
 			}
+			strict(lines[2*i+1], &u)
+			if !u.DocAsUpsert || out[i].retryOnConflict == 0 {
+				t.Fatalf("update %s without doc_as_upsert or retry_on_conflict", lines[2*i:2*i+2])
+			}
+			out[i].doc = u.Doc
+		default:
+			t.Fatalf("action %q", out[i].action)
 		}
 	}
 	return out
@@ -80,26 +106,28 @@ func TestDocumentsGroupPointsByNodeTimeAndLabels(t *testing.T) {
 		{Node: "w2", Name: "cpu.util", TS: ts, Value: 7},                              // another node
 		{Node: "w1", Name: "cpu.util", Labels: map[string]string{}, TS: ts, Value: 8}, // empty labels are no labels
 	})
+	// New documents go as creates; one that exists, as an update of the same fields.
+	docs[1].merge = true
 	got := decodeBulk(t, docs)
 	if len(got) != 4 {
 		t.Fatalf("%d documents, want 4", len(got))
 	}
 	want := []struct {
-		index, node, labelsKey string
-		ms                     int64
-		m                      map[string]float64
+		action, index, node, labelsKey string
+		ms                             int64
+		m                              map[string]float64
 	}{
-		{"t-2026.02.03", "w1", "", ts.UnixMilli(), map[string]float64{"cpu.util": 8, "load.1": 3}},
-		{"t-2026.02.03", "w1", `{"instance":"orders"}`, ts.UnixMilli(), map[string]float64{"wave.tps": 2, "wave.lag_s": 4}},
-		{"t-2026.02.04", "w1", "", ts.UnixMilli() + 1, map[string]float64{"cpu.util": 6}},
-		{"t-2026.02.03", "w2", "", ts.UnixMilli(), map[string]float64{"cpu.util": 7}},
+		{"create", "t-2026.02.03", "w1", "", ts.UnixMilli(), map[string]float64{"cpu.util": 8, "load.1": 3}},
+		{"update", "t-2026.02.03", "w1", `{"instance":"orders"}`, ts.UnixMilli(), map[string]float64{"wave.tps": 2, "wave.lag_s": 4}},
+		{"create", "t-2026.02.04", "w1", "", ts.UnixMilli() + 1, map[string]float64{"cpu.util": 6}},
+		{"create", "t-2026.02.03", "w2", "", ts.UnixMilli(), map[string]float64{"cpu.util": 7}},
 	}
 	ids := map[string]bool{}
 	for i, w := range want {
 		g := got[i]
-		doc := g.Doc.Doc
-		if g.Action.Update.Index != w.index || doc.Node != w.node || doc.LabelsKey != w.labelsKey || doc.TS != w.ms || !g.Doc.DocAsUpsert {
-			t.Errorf("document %d: %+v, want index %s node %s labels %s ts %d", i, g, w.index, w.node, w.labelsKey, w.ms)
+		doc := g.doc
+		if g.action != w.action || g.index != w.index || doc.Node != w.node || doc.LabelsKey != w.labelsKey || doc.TS != w.ms {
+			t.Errorf("document %d: %+v, want %s index %s node %s labels %s ts %d", i, g, w.action, w.index, w.node, w.labelsKey, w.ms)
 		}
 		if len(doc.M) != len(w.m) {
 			t.Errorf("document %d: metrics %v, want %v", i, doc.M, w.m)
@@ -115,10 +143,10 @@ func TestDocumentsGroupPointsByNodeTimeAndLabels(t *testing.T) {
 		if (doc.Labels == nil) != (w.labelsKey == "") || (doc.Labels != nil && store.LabelKey(doc.Labels) != w.labelsKey) {
 			t.Errorf("document %d: labels %v for labels_key %s", i, doc.Labels, w.labelsKey)
 		}
-		if ids[g.Action.Update.ID] {
-			t.Errorf("document %d: id %s used twice", i, g.Action.Update.ID)
+		if ids[g.id] {
+			t.Errorf("document %d: id %s used twice", i, g.id)
 		}
-		ids[g.Action.Update.ID] = true
+		ids[g.id] = true
 	}
 	// The id depends on the identity only.
 	again := s.documents([]store.Point{{Node: "w1", Name: "load.1", TS: ts, Value: 0}})
@@ -139,10 +167,13 @@ func FuzzAppendBulk(f *testing.F) {
 			return
 		}
 		s := testStore(t)
-		got := decodeBulk(t, s.documents([]store.Point{p}))
-		doc := got[0].Doc.Doc
-		if doc.Node != node || doc.Labels["instance"] != value || doc.TS != ms || doc.M["wave.tps"] != v {
-			t.Fatalf("decoded %+v, want node %q, label %q, ts %d, value %v", doc, node, value, ms, v)
+		docs := s.documents([]store.Point{p})
+		for _, merge := range []bool{false, true} {
+			docs[0].merge = merge
+			doc := decodeBulk(t, docs)[0].doc
+			if doc.Node != node || doc.Labels["instance"] != value || doc.TS != ms || doc.M["wave.tps"] != v {
+				t.Fatalf("decoded %+v, want node %q, label %q, ts %d, value %v", doc, node, value, ms, v)
+			}
 		}
 	})
 }
