@@ -131,7 +131,9 @@ var (
 	// fieldRef finds "field:" in a Lucene query string; _exists_:X names X.
 	fieldRef  = regexp.MustCompile(`(?:^|[\s(!+-])([A-Za-z_][A-Za-z0-9_.]*)\s*:`)
 	existsRef = regexp.MustCompile(`_exists_\s*:\s*([A-Za-z0-9_.*]+)`)
-	nameRef   = regexp.MustCompile(`(?:^|[\s(!+-])name\s*:\s*("?)([^"\s)]*)"?`)
+	// metricRef finds the metrics a query selects: each is a field m.<name> of the
+	// judge's documents, selected with _exists_:m.<name>.
+	metricRef = regexp.MustCompile(`_exists_\s*:\s*m\.([a-z0-9_.]+)`)
 )
 
 // checkUse returns the problems of one query against the mapping and the emitted names.
@@ -164,17 +166,19 @@ func checkUse(m mapping, u use, names, labels []string) []error {
 			bad("%s field %q: no collector emits label %q (known: %v)", f.role, f.field, k, labels)
 		}
 	}
-	found := nameRef.FindAllStringSubmatch(u.query, -1)
-	if len(found) == 0 && !u.varOnly {
-		bad("query %q selects no metric name (want name:\"...\")", u.query)
+	selected := metricNames(u.query)
+	if len(selected) == 0 && !u.varOnly {
+		bad("query %q selects no metric (want _exists_:m.<name>)", u.query)
 	}
-	for _, r := range found {
-		switch {
-		case r[1] != `"`:
-			bad("query %q: quote the metric name (name:\"%s\"): Lucene splits unquoted terms", u.query, r[2])
-		case !slices.Contains(names, r[2]):
-			bad("query %q: metric %q is not one the agent emits", u.query, r[2])
+	for _, n := range selected {
+		if !slices.Contains(names, n) {
+			bad("query %q: metric %q is not one the agent emits", u.query, n)
 		}
+	}
+	// A document holds every metric of its node, time and label set: aggregating another
+	// metric than the one selected would show it only where both were sent.
+	if n, ok := strings.CutPrefix(u.mfield, "m."); ok && len(selected) > 0 && !slices.Contains(selected, n) {
+		bad("query %q aggregates %s but selects %v", u.query, u.mfield, selected)
 	}
 	return errs
 }
@@ -182,8 +186,8 @@ func checkUse(m mapping, u use, names, labels []string) []error {
 // metricNames returns the metric names a query selects.
 func metricNames(q string) []string {
 	var out []string
-	for _, r := range nameRef.FindAllStringSubmatch(q, -1) {
-		out = append(out, r[2])
+	for _, r := range metricRef.FindAllStringSubmatch(q, -1) {
+		out = append(out, r[1])
 	}
 	return out
 }

@@ -9,8 +9,9 @@ import (
 // mistakes they exist for.
 func TestCheckUseCatches(t *testing.T) {
 	m := judgeMapping(t)
-	good := use{where: "w", query: `name:"cpu.util" AND labels_key:"" AND node:$node`, index: m.pattern,
-		fields: []fieldUse{{"value", numeric, "metric avg"}, {"node", keyword, "terms"}, {"ts", date, "date_histogram"}}}
+	good := use{where: "w", query: `_exists_:m.cpu.util AND labels_key:"" AND node:$node`, index: m.pattern,
+		metric: "avg", mfield: "m.cpu.util",
+		fields: []fieldUse{{"m.cpu.util", numeric, "metric avg"}, {"node", keyword, "terms"}, {"ts", date, "date_histogram"}}}
 	tests := []struct {
 		name string
 		edit func(*use)
@@ -18,16 +19,19 @@ func TestCheckUseCatches(t *testing.T) {
 	}{
 		{"good", func(*use) {}, ""},
 		{"other index", func(u *use) { u.index = "metrics-*" }, `reads index "metrics-*"`},
-		{"unknown metric", func(u *use) { u.query = `name:"cpu.usage"` }, `metric "cpu.usage" is not one the agent emits`},
-		{"unquoted metric", func(u *use) { u.query = `name:cpu.util` }, "quote the metric name"},
-		{"no metric", func(u *use) { u.query = `node:$node` }, "selects no metric name"},
-		{"unknown query field", func(u *use) { u.query = `name:"cpu.util" AND host:a` }, `query field "host" is not in`},
-		{"unknown exists field", func(u *use) { u.query = `name:"cpu.util" AND _exists_:tags` }, `_exists_ field "tags" is not in`},
-		{"unknown label", func(u *use) { u.query = `name:"cpu.util" AND labels.zone:a` }, `no collector emits label "zone"`},
+		{"unknown metric", func(u *use) {
+			u.query, u.mfield, u.fields[0].field = `_exists_:m.cpu.usage`, "m.cpu.usage", "m.cpu.usage"
+		}, `metric "cpu.usage" is not one the agent emits`},
+		{"another metric aggregated", func(u *use) { u.mfield, u.fields[0].field = "m.load.1", "m.load.1" }, `aggregates m.load.1 but selects [cpu.util]`},
+		{"no metric", func(u *use) { u.query = `node:$node` }, "selects no metric"},
+		{"unknown query field", func(u *use) { u.query = `_exists_:m.cpu.util AND host:a` }, `query field "host" is not in`},
+		{"unknown exists field", func(u *use) { u.query = `_exists_:m.cpu.util AND _exists_:tags` }, `_exists_ field "tags" is not in`},
+		{"unknown label", func(u *use) { u.query = `_exists_:m.cpu.util AND labels.zone:a` }, `no collector emits label "zone"`},
 		{"avg over keyword", func(u *use) { u.fields[0].field = "node" }, `"node" is mapped as keyword`},
-		{"terms over number", func(u *use) { u.fields[1].field = "value" }, `"value" is mapped as double`},
+		{"terms over number", func(u *use) { u.fields[1].field = "m.cpu.util" }, `"m.cpu.util" is mapped as double`},
 		{"time field not a date", func(u *use) { u.fields[2].field = "hour" }, `"hour" is mapped as byte`},
 		{"labels object itself", func(u *use) { u.fields[1].field = "labels" }, `terms field "labels" is not in`},
+		{"metrics object itself", func(u *use) { u.fields[0].field = "m" }, `metric avg field "m" is not in`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -59,9 +59,10 @@ func ValidName(s string) bool {
 	return true
 }
 
-// validLabelKey follows Prometheus label names ([A-Za-z_][A-Za-z0-9_]*), which also keeps
-// dots out of Elasticsearch field names, where they would create nested objects.
-func validLabelKey(s string) bool {
+// ValidLabelKey reports whether s is a valid label key. Keys follow Prometheus label
+// names ([A-Za-z_][A-Za-z0-9_]*, at most MaxLabelKeyLen bytes), which also keeps dots out
+// of Elasticsearch field names, where they would create nested objects.
+func ValidLabelKey(s string) bool {
 	if len(s) == 0 || len(s) > MaxLabelKeyLen || s[0] >= '0' && s[0] <= '9' {
 		return false
 	}
@@ -142,7 +143,7 @@ func (p *Point) validate() error {
 		switch {
 		case k == "":
 			return fmt.Errorf("%s: empty label key", p.Name)
-		case !validLabelKey(k):
+		case !ValidLabelKey(k):
 			return fmt.Errorf("%s: invalid label key %q (want [A-Za-z_][A-Za-z0-9_]*, at most %d bytes)", p.Name, truncate(k), MaxLabelKeyLen)
 		case len(v) > MaxLabelValueLen:
 			return fmt.Errorf("%s: label %q: value longer than %d bytes", p.Name, k, MaxLabelValueLen)

@@ -17,7 +17,16 @@ type BufferOptions struct {
 	// oldest waiting points are dropped and counted.
 	Capacity int
 	// MaxBatch bounds the points handed to the inner store in one Write (default 5,000).
+	// A batch ends where a Write ended, up to twice MaxBatch: one Write's points (one
+	// agent batch: one node at one time) then reach the store together, which the
+	// Elasticsearch store writes as new documents instead of merging into ones another
+	// batch created.
 	MaxBatch int
+	// Writers is how many batches are being written to the inner store at once
+	// (default 2): while the engine indexes one bulk request the next is encoded and
+	// sent, which is what keeps a two-core Elasticsearch node busy. SQLite serialises
+	// writers but still overlaps one batch's preparation with the other's insert.
+	Writers int
 	// MinBackoff and MaxBackoff bound the exponential wait between failed writes
 	// (defaults 100 ms and 10 s).
 	MinBackoff, MaxBackoff time.Duration
@@ -40,14 +49,17 @@ type BufferCounters struct {
 	Errors   int64 // failed Write calls to the inner store (each retry counts)
 }
 
-// Buffered is a Store whose Write only queues the points: a background goroutine writes
-// them to the inner store in batches, retrying with back-off while it fails (an engine
-// outage), so that Write never waits for the engine. The queue is bounded; past the
-// bound the oldest points are dropped and counted. Queries go straight to the inner
-// store and so see a point only once it has been written; Flush waits for that.
+// Buffered is a Store whose Write only queues the points: background writers (Writers of
+// them) take batches off the queue in order and write them to the inner store, retrying
+// with back-off while it fails (an engine outage), so that Write never waits for the
+// engine. The queue is bounded; past the bound the oldest points are dropped and counted.
+// Queries go straight to the inner store and so see a point only once it has been
+// written; Flush waits for that, Refresh also makes it visible.
 //
 // A batch the inner store refuses with ErrInvalid is dropped, not retried. Points
 // rewritten after a timeout are harmless: stores treat a point's identity as a key.
+// Concurrent writers may finish batches out of order, so if the queue holds two
+// different values for one identity either may be the one that stays.
 type Buffered struct {
 	inner Store
 	opts  BufferOptions
@@ -55,22 +67,23 @@ type Buffered struct {
 
 	mu       sync.Mutex
 	ring     []Point // capacity opts.Capacity; the queue is ring[head:head+n] modulo len
+	starts   []bool  // starts[i]: ring[i] is the first point of a Write
 	head, n  int
-	inflight int           // points taken by the writer and not yet settled
+	inflight int           // points taken by the writers and not yet settled
 	empty    chan struct{} // closed when n+inflight reaches 0; replaced when points arrive
 	closed   bool
 	counters BufferCounters
 
-	wake     chan struct{} // a Write queued points
+	wake     chan struct{} // points are waiting for a writer
 	done     chan struct{} // closed by Close
 	life     context.Context
 	stopLife context.CancelFunc // called by Close after CloseTimeout
-	exited   chan struct{}      // closed when the writer goroutine returns
+	exited   chan struct{}      // closed when every writer goroutine has returned
 }
 
 var _ Store = (*Buffered)(nil)
 
-// NewBuffered wraps inner and starts the writer goroutine. Close stops it and closes
+// NewBuffered wraps inner and starts the writer goroutines. Close stops them and closes
 // inner: the Buffered store owns it.
 func NewBuffered(inner Store, opts BufferOptions) *Buffered {
 	if opts.Capacity <= 0 {
@@ -78,6 +91,9 @@ func NewBuffered(inner Store, opts BufferOptions) *Buffered {
 	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 5_000
+	}
+	if opts.Writers <= 0 {
+		opts.Writers = 2
 	}
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = 100 * time.Millisecond
@@ -99,6 +115,7 @@ func NewBuffered(inner Store, opts BufferOptions) *Buffered {
 		opts:   opts,
 		log:    opts.Logger.With("component", "store.buffer"),
 		ring:   make([]Point, opts.Capacity),
+		starts: make([]bool, opts.Capacity),
 		empty:  make(chan struct{}),
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
@@ -106,7 +123,14 @@ func NewBuffered(inner Store, opts BufferOptions) *Buffered {
 	}
 	b.life, b.stopLife = context.WithCancel(context.Background())
 	close(b.empty)
-	go b.run()
+	var wg sync.WaitGroup
+	for range opts.Writers {
+		wg.Go(b.run)
+	}
+	go func() {
+		wg.Wait()
+		close(b.exited)
+	}()
 	return b
 }
 
@@ -127,7 +151,7 @@ func (b *Buffered) Write(_ context.Context, points []Point) error {
 	if b.n+b.inflight == 0 {
 		b.empty = make(chan struct{})
 	}
-	for _, p := range points {
+	for i, p := range points {
 		if len(p.Labels) > 0 {
 			p.Labels = maps.Clone(p.Labels) // the caller may reuse its maps
 		}
@@ -137,13 +161,11 @@ func (b *Buffered) Write(_ context.Context, points []Point) error {
 			b.n--
 			b.counters.Dropped++
 		}
-		b.ring[(b.head+b.n)%len(b.ring)] = p
+		at := (b.head + b.n) % len(b.ring)
+		b.ring[at], b.starts[at] = p, i == 0
 		b.n++
 	}
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
+	b.signalWake()
 	return nil
 }
 
@@ -169,23 +191,35 @@ func (b *Buffered) Flush(ctx context.Context) error {
 	}
 }
 
-// take moves up to MaxBatch points from the queue into batch (reused) and marks them in
-// flight.
+// take moves up to MaxBatch points from the queue into batch (reused), then on to the
+// end of the Write they came with (up to twice MaxBatch), and marks them in flight. If
+// points remain, it wakes another writer.
 func (b *Buffered) take(batch []Point) []Point {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	batch = batch[:0]
-	for b.n > 0 && len(batch) < b.opts.MaxBatch {
+	for b.n > 0 && (len(batch) < b.opts.MaxBatch || !b.starts[b.head] && len(batch) < 2*b.opts.MaxBatch) {
 		batch = append(batch, b.ring[b.head])
 		b.ring[b.head] = Point{}
 		b.head = (b.head + 1) % len(b.ring)
 		b.n--
 	}
-	b.inflight = len(batch)
+	b.inflight += len(batch)
+	if b.n > 0 {
+		b.signalWake()
+	}
 	return batch
 }
 
-// settle ends the in-flight batch: written or dropped.
+// signalWake tells a sleeping writer that points are waiting.
+func (b *Buffered) signalWake() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// settle ends an in-flight batch: written or dropped.
 func (b *Buffered) settle(count int, written bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -194,8 +228,8 @@ func (b *Buffered) settle(count int, written bool) {
 	} else {
 		b.counters.Dropped += int64(count)
 	}
-	b.inflight = 0
-	if b.n == 0 {
+	b.inflight -= count
+	if b.n == 0 && b.inflight == 0 {
 		b.signalEmpty()
 	}
 }
@@ -215,11 +249,10 @@ func (b *Buffered) failed() {
 	b.mu.Unlock()
 }
 
-// run is the writer goroutine. Until Close it retries a failing batch forever (the bound
+// run is one writer goroutine. Until Close it retries a failing batch forever (the bound
 // on the queue keeps memory in check); after Close it keeps going until the queue is
 // empty or CloseTimeout has passed.
 func (b *Buffered) run() {
-	defer close(b.exited)
 	ctx := b.life  // cancelled when Close runs out of time, even in the middle of a Write
 	done := b.done // nil once closing, so that the selects below stop seeing it
 	closing := func() { done = nil }
@@ -282,14 +315,17 @@ func (b *Buffered) settleEmpty() {
 	}
 }
 
-// dropRest drops whatever is still queued when Close runs out of time.
+// dropRest drops whatever is still queued when Close runs out of time. A batch another
+// writer has in flight is settled by that writer.
 func (b *Buffered) dropRest() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.counters.Dropped += int64(b.n)
 	clear(b.ring)
 	b.head, b.n = 0, 0
-	b.signalEmpty()
+	if b.inflight == 0 {
+		b.signalEmpty()
+	}
 }
 
 func (b *Buffered) backoff(attempt int) time.Duration {
@@ -299,6 +335,18 @@ func (b *Buffered) backoff(attempt int) time.Duration {
 	}
 	d = min(d, b.opts.MaxBackoff)
 	return d + time.Duration(rand.Int64N(int64(d)/4+1))
+}
+
+// Refresh waits until every point queued so far has been written or dropped (Flush), then
+// refreshes the inner store, so that queries see the written points.
+func (b *Buffered) Refresh(ctx context.Context) error {
+	if b.isClosed() {
+		return ErrClosed
+	}
+	if err := b.Flush(ctx); err != nil {
+		return err
+	}
+	return b.inner.Refresh(ctx)
 }
 
 // Stats queries the inner store.
@@ -323,6 +371,14 @@ func (b *Buffered) Nodes(ctx context.Context, from, to time.Time) ([]string, err
 		return nil, ErrClosed
 	}
 	return b.inner.Nodes(ctx, from, to)
+}
+
+// Scan reads the inner store.
+func (b *Buffered) Scan(ctx context.Context, from, to time.Time, fn func([]Point) error) error {
+	if b.isClosed() {
+		return ErrClosed
+	}
+	return b.inner.Scan(ctx, from, to, fn)
 }
 
 // DeleteBefore applies retention in the inner store; queued points are unaffected.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,17 +15,6 @@ import (
 	"github.com/binlake/binlake/judge/store/sqlite"
 	"github.com/binlake/binlake/judge/store/storetest"
 )
-
-// flushing adapts a Buffered store to the suite's contract that points are readable
-// when Write returns.
-type flushing struct{ *store.Buffered }
-
-func (f flushing) Write(ctx context.Context, pts []store.Point) error {
-	if err := f.Buffered.Write(ctx, pts); err != nil {
-		return err
-	}
-	return f.Flush(ctx)
-}
 
 func openSQLite(t *testing.T) *sqlite.Store {
 	t.Helper()
@@ -38,7 +28,7 @@ func openSQLite(t *testing.T) *sqlite.Store {
 
 func TestBufferedConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return flushing{store.NewBuffered(openSQLite(t), store.BufferOptions{MaxBatch: 700})}
+		return store.NewBuffered(openSQLite(t), store.BufferOptions{MaxBatch: 700})
 	})
 }
 
@@ -277,5 +267,93 @@ func TestBufferedCloseWritesWhatIsQueued(t *testing.T) {
 	}
 	if err := b.Write(context.Background(), points("w1", 0, 1)); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("write after close: %v, want ErrClosed", err)
+	}
+}
+
+// gate is an inner store whose Write reports that it started and then waits to be let go.
+type gate struct {
+	store.Store
+	entered chan int // the size of each batch that came in
+	release chan struct{}
+}
+
+func (g *gate) Write(ctx context.Context, pts []store.Point) error {
+	g.entered <- len(pts)
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Store.Write(ctx, pts)
+}
+
+func (g *gate) Close() error { return nil }
+
+// TestBufferedWritesConcurrently: with Writers 2, a second batch goes to the store while
+// the first is still being written, and a third waits for one of them.
+func TestBufferedWritesConcurrently(t *testing.T) {
+	db := openSQLite(t)
+	g := &gate{Store: db, entered: make(chan int, 10), release: make(chan struct{})}
+	opts := fastOpts(1000)
+	opts.Writers = 2
+	b := store.NewBuffered(g, opts)
+	defer b.Close()
+	for i := range 3 { // three batches of 50
+		if err := b.Write(context.Background(), points("w1", 50*i, 50)); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+	}
+	for range 2 {
+		select {
+		case n := <-g.entered:
+			if n != 50 {
+				t.Fatalf("a batch of %d points, want 50", n)
+			}
+		case <-time.After(10 * time.Second): // a hang detector, not a speed target
+			t.Fatal("the second writer did not start while the first was busy")
+		}
+	}
+	select {
+	case <-g.entered:
+		t.Fatal("a third batch started with Writers 2")
+	default:
+	}
+	if c := b.Counters(); c.Buffered != 150 || c.Written != 0 {
+		t.Fatalf("while two batches are in flight: %+v, want 150 buffered", c)
+	}
+	close(g.release)
+	flush(t, b)
+	if c := b.Counters(); c.Written != 150 || c.Buffered != 0 {
+		t.Fatalf("after flush: %+v, want 150 written", c)
+	}
+	if st := count(t, db, "w1"); st.Count != 150 {
+		t.Fatalf("stored %+v, want 150 points", st)
+	}
+}
+
+// TestBufferedKeepsAWriteTogether: a batch ends where a Write ended, past MaxBatch if need
+// be, but not past twice MaxBatch.
+func TestBufferedKeepsAWriteTogether(t *testing.T) {
+	db := openSQLite(t)
+	g := &gate{Store: db, entered: make(chan int, 10), release: make(chan struct{})}
+	opts := fastOpts(1000)
+	opts.Writers = 1
+	b := store.NewBuffered(g, opts) // MaxBatch 50
+	defer b.Close()
+	for i, n := range []int{40, 30, 20, 130} {
+		if err := b.Write(context.Background(), points("w1", 1000*i, n)); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+	}
+	close(g.release)
+	flush(t, b)
+	var sizes []int
+	for len(g.entered) > 0 {
+		sizes = append(sizes, <-g.entered)
+	}
+	// 40+30 (the second Write is not split at 50); 20+80 (the fourth is, where the batch
+	// reaches twice MaxBatch); the fourth's last 50.
+	if want := []int{70, 100, 50}; !slices.Equal(sizes, want) {
+		t.Fatalf("batches of %v points, want %v", sizes, want)
 	}
 }

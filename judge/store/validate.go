@@ -1,12 +1,13 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"time"
 	"unicode/utf8"
+
+	"github.com/binlake/binlake/internal/metric"
 )
 
 // Limits on what a point may carry. They keep one bad batch from producing documents or
@@ -23,8 +24,13 @@ const (
 var ErrInvalid = errors.New("invalid input")
 
 // Validate reports, wrapping ErrInvalid, the first problem that would make p unstorable: an empty or oversized
-// node or name, too many or oversized labels, a value that is not finite (JSON and the
-// engines' double fields cannot carry NaN or ±Inf), or a zero or pre-1970 timestamp.
+// node or name, a metric name or label key outside the wire format's grammar
+// (metric.ValidName, metric.ValidLabelKey), too many or oversized labels, a value that is
+// not finite (JSON and the engines' double fields cannot carry NaN or ±Inf), or a zero or
+// pre-1970 timestamp. The grammar matters to the Elasticsearch store, where a metric name
+// is a field path (m.<name>) and a label key a field (labels.<key>): another character
+// could nest objects or act as a wildcard. Both stores enforce it, so that they accept
+// the same points.
 func (p Point) Validate() error {
 	if err := p.validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -36,7 +42,7 @@ func (p Point) validate() error {
 	if err := checkIdent("node", p.Node); err != nil {
 		return err
 	}
-	if err := checkIdent("metric name", p.Name); err != nil {
+	if err := checkName(p.Name); err != nil {
 		return fmt.Errorf("node %q: %w", p.Node, err)
 	}
 	if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
@@ -49,8 +55,11 @@ func (p Point) validate() error {
 		return fmt.Errorf("point %s/%s: %d labels, at most %d", p.Node, p.Name, len(p.Labels), MaxLabels)
 	}
 	for k, v := range p.Labels {
-		if err := checkIdent("label key", k); err != nil {
-			return fmt.Errorf("point %s/%s: %w", p.Node, p.Name, err)
+		if !metric.ValidLabelKey(k) {
+			if err := checkIdent("label key", k); err != nil {
+				return fmt.Errorf("point %s/%s: %w", p.Node, p.Name, err)
+			}
+			return fmt.Errorf("point %s/%s: label key %q: want [A-Za-z_][A-Za-z0-9_]*, at most %d bytes", p.Node, p.Name, k, metric.MaxLabelKeyLen)
 		}
 		if !utf8.ValidString(v) {
 			return fmt.Errorf("point %s/%s: label %q value is not valid UTF-8", p.Node, p.Name, k)
@@ -74,16 +83,28 @@ func ValidatePoints(points []Point) error {
 	return nil
 }
 
-// Validate reports, wrapping ErrInvalid, a query that names no series. An empty or
-// inverted time range is not an error: it selects nothing.
+// Validate reports, wrapping ErrInvalid, a query that names no series or a metric name
+// no point can have. An empty or inverted time range is not an error: it selects nothing.
 func (q Query) Validate() error {
 	if err := checkIdent("query node", q.Node); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if err := checkIdent("query metric name", q.Name); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	if err := checkName(q.Name); err != nil {
+		return fmt.Errorf("%w: query: %w", ErrInvalid, err)
 	}
 	return nil
+}
+
+// checkName checks a metric name against the wire format's grammar.
+func checkName(name string) error {
+	if metric.ValidName(name) { // non-empty, short ASCII: checkIdent has nothing to add
+		return nil
+	}
+	if err := checkIdent("metric name", name); err != nil {
+		return err
+	}
+	return fmt.Errorf("metric name %q: want lowercase letters, digits, '.' and '_', starting with a letter, no empty dot-separated part, at most %d bytes",
+		name, metric.MaxNameLen)
 }
 
 func checkIdent(what, s string) error {
@@ -97,18 +118,6 @@ func checkIdent(what, s string) error {
 		return fmt.Errorf("%s %q is not valid UTF-8", what, s)
 	}
 	return nil
-}
-
-// LabelKey is the canonical encoding of a label set that both stores index, so that
-// "exactly these labels" is one equality test: "" for nil or empty labels, otherwise the
-// JSON object with sorted keys (unambiguous whatever the keys and values contain).
-func LabelKey(labels map[string]string) string {
-	if len(labels) == 0 {
-		return ""
-	}
-	// encoding/json sorts map keys, and a map[string]string cannot fail to marshal.
-	b, _ := json.Marshal(labels)
-	return string(b)
 }
 
 // P95 is the reference 95th percentile the exact stores compute and the conformance suite

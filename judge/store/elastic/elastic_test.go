@@ -21,6 +21,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"underscore start", elastic.Options{Prefix: "_binlake-"}, "index prefix"},
 		{"no separator", elastic.Options{Prefix: "binlake"}, "ending in"},
 		{"negative replicas", elastic.Options{Replicas: -1}, "replicas"},
+		{"negative refresh interval", elastic.Options{RefreshInterval: -time.Second}, "refresh interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := elastic.New(tc.opts)
@@ -47,10 +48,13 @@ func TestIndexNameAndTemplate(t *testing.T) {
 		t.Fatalf("index patterns %v", p)
 	}
 	props := tmpl["template"].(map[string]any)["mappings"].(map[string]any)["properties"].(map[string]any)
-	for field, typ := range map[string]string{"node": "keyword", "name": "keyword", "labels_key": "keyword", "ts": "date", "value": "double", "hour": "byte", "labels": "object"} {
+	for field, typ := range map[string]string{"node": "keyword", "labels_key": "keyword", "ts": "date", "hour": "byte", "labels": "object", "m": "object"} {
 		if got := props[field].(map[string]any)["type"]; got != typ {
 			t.Errorf("field %s mapped as %v, want %s", field, got, typ)
 		}
+	}
+	if got := tmpl["template"].(map[string]any)["settings"].(map[string]any)["refresh_interval"]; got != "10000ms" {
+		t.Errorf("refresh_interval %v, want the default 10000ms", got)
 	}
 }
 

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -91,28 +92,88 @@ func TestExactP95(t *testing.T) {
 	}
 }
 
-// TestReopen checks that points survive closing and reopening the file.
+// TestReopen checks that points survive closing and reopening the file, both the packed
+// ones and those still in recent, where a rewritten point's newer value must win.
 func TestReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "metrics.db")
 	s := open(t, path)
+	ctx := context.Background()
 	ts := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	pts := []store.Point{
-		{Node: "w1", Name: "cpu.util", TS: ts, Value: 10},
-		{Node: "w1", Name: "cpu.util", TS: ts.Add(time.Second), Value: 30},
+		{Node: "w1", Name: "cpu.util", TS: ts, Value: 10},                // packed: an hour before the newest
+		{Node: "w1", Name: "cpu.util", TS: ts.Add(time.Hour), Value: 99}, // stays in recent
 	}
-	if err := s.Write(context.Background(), pts); err != nil {
+	if err := s.Write(ctx, pts); err != nil {
 		t.Fatalf("write: %v", err)
+	}
+	pts[1].Value = 30 // a rewrite: a second row in recent's log
+	if err := s.Write(ctx, pts[1:]); err != nil {
+		t.Fatalf("rewrite: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 	s = open(t, path)
-	got, err := s.Stats(context.Background(), store.Query{Node: "w1", Name: "cpu.util", From: ts, To: ts.Add(time.Minute)})
+	got, err := s.Stats(ctx, store.Query{Node: "w1", Name: "cpu.util", From: ts, To: ts.Add(2 * time.Hour)})
 	if err != nil {
 		t.Fatalf("stats: %v", err)
 	}
 	if got.Count != 2 || got.Avg != 20 || got.Max != 30 {
 		t.Fatalf("after reopen: %+v, want count 2 avg 20 max 30", got)
+	}
+}
+
+// TestConvertsSchemaVersion1 opens a file of the first layout (one row per point) and
+// finds its points, labels included.
+func TestConvertsSchemaVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	_, err = db.Exec(`
+		CREATE TABLE points (
+			node TEXT NOT NULL, name TEXT NOT NULL, labels TEXT NOT NULL, ts INTEGER NOT NULL, value REAL NOT NULL,
+			PRIMARY KEY (node, name, labels, ts)
+		) WITHOUT ROWID;
+		CREATE INDEX points_ts ON points (ts);
+		PRAGMA user_version = 1;`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		_, err := db.Exec(`INSERT INTO points VALUES ('w1', 'wave.tps', '{"instance":"orders"}', ?, ?), ('w2', 'cpu.util', '', ?, ?)`,
+			ts.Add(time.Duration(i)*time.Minute).UnixMilli(), float64(i), ts.Add(time.Duration(i)*time.Minute).UnixMilli(), float64(2*i))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, path)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		q    store.Query
+		want store.Stats
+	}{
+		{store.Query{Node: "w1", Name: "wave.tps", Labels: map[string]string{"instance": "orders"}, From: ts, To: ts.Add(2 * time.Hour)},
+			store.Stats{Count: 100, Avg: 49.5, Max: 99, P95: 94.05}},
+		{store.Query{Node: "w2", Name: "cpu.util", From: ts, To: ts.Add(2 * time.Hour)},
+			store.Stats{Count: 100, Avg: 99, Max: 198, P95: 188.1}},
+	} {
+		got, err := s.Stats(ctx, tc.q)
+		if err != nil {
+			t.Fatalf("stats: %v", err)
+		}
+		if got.Count != tc.want.Count || got.Avg != tc.want.Avg || got.Max != tc.want.Max || math.Abs(got.P95-tc.want.P95) > 1e-9 {
+			t.Errorf("%s/%s after conversion: %+v, want %+v", tc.q.Node, tc.q.Name, got, tc.want)
+		}
+	}
+	nodes, err := s.Nodes(ctx, ts, ts.Add(2*time.Hour))
+	if err != nil || !slices.Equal(nodes, []string{"w1", "w2"}) {
+		t.Fatalf("nodes after conversion: %v, %v", nodes, err)
 	}
 }
 
@@ -138,4 +199,67 @@ func TestOpenErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPointsFromTheFuture: a point more than an hour ahead of the clock is stored (and
+// read) at once; written again once its time is near, its newer value is the one read,
+// before and after it is packed, and after a reopen.
+func TestPointsFromTheFuture(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.db")
+	now := time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	s, err := sqlite.Open(sqlite.Options{Path: path, Now: clock})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer func() { s.Close() }()
+	ctx := context.Background()
+	early := store.Point{Node: "w1", Name: "cpu.util", TS: now.Add(3 * time.Hour), Value: 1}
+	q := store.Query{Node: "w1", Name: "cpu.util", From: now, To: now.Add(24 * time.Hour)}
+	check := func(what string, want float64) {
+		t.Helper()
+		st, err := s.Stats(ctx, q)
+		if err != nil || st.Count != 1 || st.Max != want {
+			t.Fatalf("%s: stats %+v, %v; want the one point with value %v", what, st, err, want)
+		}
+		var got []store.Point
+		err = s.Scan(ctx, q.From, q.To, func(chunk []store.Point) error {
+			for _, p := range chunk {
+				if p.Node == early.Node {
+					got = append(got, p)
+				}
+			}
+			return nil
+		})
+		if err != nil || len(got) != 1 || got[0].Value != want || !got[0].TS.Equal(early.TS) {
+			t.Fatalf("%s: scan %v, %v; want the one point with value %v", what, got, err, want)
+		}
+	}
+	if err := s.Write(ctx, []store.Point{early}); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	check("written early", 1)
+
+	now = early.TS.Add(-time.Minute) // its time is near
+	early.Value = 2
+	if err := s.Write(ctx, []store.Point{early}); err != nil {
+		t.Fatalf("rewrite: %v", err)
+	}
+	check("written again", 2)
+
+	// A newer point packs the bucket that holds it.
+	now = early.TS.Add(20 * time.Minute)
+	later := store.Point{Node: "w2", Name: "cpu.util", TS: now, Value: 5}
+	if err := s.Write(ctx, []store.Point{later}); err != nil {
+		t.Fatalf("write later point: %v", err)
+	}
+	check("packed", 2)
+
+	if err := s.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if s, err = sqlite.Open(sqlite.Options{Path: path, Now: clock}); err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	check("reopened", 2)
 }

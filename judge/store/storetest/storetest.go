@@ -25,7 +25,8 @@ import (
 
 // Run runs the suite. newStore returns a store for one subtest; it may be shared with
 // other tests (the Elasticsearch engine is), so the suite writes under node names unique
-// to the run and only looks at its own nodes. Run closes every store it obtains.
+// to the run and only looks at its own nodes. Run closes every store it obtains. The
+// suite calls Refresh between writing and reading, as the contract requires.
 func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	r := &run{
@@ -40,6 +41,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Nodes", r.nodes)
 	t.Run("EmptySeries", r.emptySeries)
 	t.Run("RewriteIsIdempotent", r.rewrite)
+	t.Run("Scan", r.scan)
 	t.Run("ConcurrentWrites", r.concurrentWrites)
 	t.Run("InvalidInput", r.invalidInput)
 	t.Run("DeleteBefore", r.deleteBefore)
@@ -69,6 +71,14 @@ func (r *run) open(t *testing.T) (store.Store, string) {
 // start returns the subtest's own day: distinct days keep one subtest's deletions from
 // touching another's points on engines that delete whole daily indices.
 func (r *run) day(n int) time.Time { return r.base.AddDate(0, 0, n) }
+
+// refresh makes what was written visible, as a reader of the store must before it reads.
+func refresh(t testing.TB, ctx context.Context, s store.Store) {
+	t.Helper()
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatalf("refresh: %v", err)
+	}
+}
 
 func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -180,6 +190,7 @@ func (r *run) statsAndLabels(t *testing.T) {
 			t.Fatalf("write: %v", err)
 		}
 	}
+	refresh(t, ctx, s)
 	ranges := []struct {
 		name     string
 		from, to time.Time
@@ -251,6 +262,7 @@ func (r *run) profile(t *testing.T) {
 	if err := s.Write(ctx, pts); err != nil {
 		t.Fatalf("write: %v", err)
 	}
+	refresh(t, ctx, s)
 	for _, rg := range []struct {
 		name     string
 		from, to time.Time
@@ -299,6 +311,7 @@ func (r *run) nodes(t *testing.T) {
 	if err := s.Write(ctx, pts); err != nil {
 		t.Fatalf("write: %v", err)
 	}
+	refresh(t, ctx, s)
 	for _, tc := range []struct {
 		name     string
 		from, to time.Time
@@ -339,6 +352,7 @@ func (r *run) emptySeries(t *testing.T) {
 	if err := s.Write(ctx, nil); err != nil {
 		t.Fatalf("writing no points: %v", err)
 	}
+	refresh(t, ctx, s)
 	for _, q := range []store.Query{
 		{Node: p + "missing", Name: "cpu.util", From: d, To: d.Add(24 * time.Hour)},
 		{Node: p + "a", Name: "missing", From: d, To: d.Add(24 * time.Hour)},
@@ -369,6 +383,7 @@ func (r *run) rewrite(t *testing.T) {
 		if err := s.Write(ctx, pts); err != nil {
 			t.Fatalf("write: %v", err)
 		}
+		refresh(t, ctx, s)
 	}
 	q := store.Query{Node: p + "a", Name: "cpu.util", From: d, To: d.Add(time.Hour)}
 	got, err := s.Stats(ctx, q)
@@ -382,12 +397,37 @@ func (r *run) rewrite(t *testing.T) {
 	if err := s.Write(ctx, upd); err != nil {
 		t.Fatalf("write: %v", err)
 	}
+	refresh(t, ctx, s)
 	got, err = s.Stats(ctx, q)
 	if err != nil {
 		t.Fatalf("stats: %v", err)
 	}
 	if got.Count != 60 || got.Max != 1e6 {
 		t.Errorf("after overwrite: %+v, want count 60 and max 1e6", got)
+	}
+	// The overwrite touched that point only: the other series of the node at the same
+	// time (stores may keep them together) are as they were.
+	for _, se := range allSeries[1:] {
+		q := store.Query{Node: p + "a", Name: se.name, Labels: se.labels, From: d, To: d.Add(time.Hour)}
+		got, err := s.Stats(ctx, q)
+		if err != nil {
+			t.Fatalf("stats %s: %v", describe(q), err)
+		}
+		CheckStats(t, "beside the overwrite "+describe(q), got, Expected(pts, q))
+	}
+	// Points of one node, time and label set that arrive in separate writes all stay.
+	t1 := d.Add(2 * time.Hour)
+	for i, name := range []string{"cpu.util", "mem.used_pct", "load.1"} {
+		if err := s.Write(ctx, []store.Point{{Node: p + "b", Name: name, TS: t1, Value: float64(i + 1)}}); err != nil {
+			t.Fatalf("write %s: %v", name, err)
+		}
+	}
+	refresh(t, ctx, s)
+	for i, name := range []string{"cpu.util", "mem.used_pct", "load.1"} {
+		got, err := s.Stats(ctx, store.Query{Node: p + "b", Name: name, From: t1, To: t1.Add(time.Second)})
+		if err != nil || got.Count != 1 || got.Max != float64(i+1) {
+			t.Errorf("%s written on its own beside the others: %+v, %v; want count 1, value %d", name, got, err, i+1)
+		}
 	}
 }
 
@@ -424,6 +464,7 @@ func (r *run) concurrentWrites(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("concurrent use: %v", err)
 	}
+	refresh(t, ctx, s)
 	got, err := s.Stats(ctx, store.Query{Node: p + "a", Name: "cpu.util", From: d, To: d.Add(24 * time.Hour)})
 	if err != nil {
 		t.Fatalf("stats: %v", err)
@@ -460,6 +501,7 @@ func (r *run) invalidInput(t *testing.T) {
 		})
 	}
 	// A rejected batch stores nothing, not even its valid points.
+	refresh(t, ctx, s)
 	got, err := s.Stats(ctx, store.Query{Node: p + "a", Name: "cpu.util", From: d, To: d.Add(24 * time.Hour)})
 	if err != nil || got.Count != 0 {
 		t.Fatalf("after rejected batches: %+v, %v; want nothing stored", got, err)
@@ -486,6 +528,7 @@ func (r *run) deleteBefore(t *testing.T) {
 	if err := s.Write(ctx, pts); err != nil {
 		t.Fatalf("write: %v", err)
 	}
+	refresh(t, ctx, s)
 	all := store.Query{Node: p + "a", Name: "cpu.util", From: d.Add(-24 * time.Hour), To: d.Add(96 * time.Hour)}
 	check := func(what string) {
 		t.Helper()
@@ -524,6 +567,7 @@ func (r *run) deleteBefore(t *testing.T) {
 	if err := s.Write(ctx, []store.Point{late}); err != nil {
 		t.Fatalf("late write: %v", err)
 	}
+	refresh(t, ctx, s)
 	pts = append(pts, late)
 	check("after a late write")
 }
@@ -548,6 +592,8 @@ func (r *run) close(t *testing.T) {
 		"stats":   func() error { _, err := s.Stats(ctx, q); return err }(),
 		"profile": func() error { _, err := s.Profile(ctx, q); return err }(),
 		"nodes":   func() error { _, err := s.Nodes(ctx, d, d.Add(time.Hour)); return err }(),
+		"scan":    s.Scan(ctx, d, d.Add(time.Hour), func([]store.Point) error { return nil }),
+		"refresh": s.Refresh(ctx),
 		"delete":  s.DeleteBefore(ctx, d),
 	} {
 		if !errors.Is(err, store.ErrClosed) {
@@ -580,6 +626,7 @@ func Large(t testing.TB, s store.Store, n int) (store.Stats, []float64) {
 			t.Fatalf("write %d points: %v", len(chunk), err)
 		}
 	}
+	refresh(t, ctx, s)
 	q := store.Query{Node: node, Name: "cpu.util", From: from, To: from.Add(time.Duration(n) * time.Second)}
 	got, err := s.Stats(ctx, q)
 	if err != nil {

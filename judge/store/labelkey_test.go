@@ -1,0 +1,65 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+// marshalKey is the reference LabelKey: what encoding/json makes of the map.
+func marshalKey(t testing.TB, labels map[string]string) string {
+	t.Helper()
+	if len(labels) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(labels)
+	if err != nil {
+		t.Fatalf("marshal %q: %v", labels, err)
+	}
+	return string(b)
+}
+
+func TestLabelKeyMatchesEncodingJSON(t *testing.T) {
+	many := map[string]string{}
+	for i := range MaxLabels + 3 {
+		many[fmt.Sprintf("k%02d", (i*7)%(MaxLabels+3))] = fmt.Sprint(i)
+	}
+	for _, labels := range []map[string]string{
+		nil,
+		{},
+		{"instance": "orders"},
+		{"b": "2", "a": "1", "c": "3"},
+		{"q": `"quoted" \ back\slash`, "html": "<a href='x'>&amp;</a>"},
+		{"ctl": "\x00\x01\b\f\n\r\t\x1f\x7f", "sep": "a\u2028b\u2029c", "bad": "\xff\xfe ok \xc3"},
+		{"uni": "héllo wörld ✓ 𝄞"},
+		many,
+	} {
+		if got, want := LabelKey(labels), marshalKey(t, labels); got != want {
+			t.Errorf("LabelKey(%q) = %q, want %q", labels, got, want)
+		}
+	}
+}
+
+// FuzzLabelKey checks the hand-built key against encoding/json for arbitrary keys and
+// values, valid UTF-8 or not.
+func FuzzLabelKey(f *testing.F) {
+	f.Add("instance", "orders", "", "")
+	f.Add("a", "<&>", "b", "\u2028\x00\"\\")
+	f.Add("\xff", "x", "k", "\xc3(")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		labels := map[string]string{k1: v1}
+		if k2 != "" {
+			labels[k2] = v2
+		}
+		if got, want := LabelKey(labels), marshalKey(t, labels); got != want {
+			t.Fatalf("LabelKey(%q) = %q, want %q", labels, got, want)
+		}
+		b, err := json.Marshal(k1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendJSONString([]byte("x"), k1); string(got) != "x"+string(b) {
+			t.Fatalf("AppendJSONString(%q) = %q, want %q", k1, got[1:], b)
+		}
+	})
+}
