@@ -232,6 +232,9 @@ func (j *Judge) Run(ctx context.Context) error {
 		}
 	}
 
+	// Before the first batch, so that a restarted judge answers as it did.
+	j.rebuildCurrentHour(ctx)
+
 	srcCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

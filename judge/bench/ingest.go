@@ -111,6 +111,11 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, e
 	res.Written = h.Store.Written - h0.Store.Written
 	res.Dropped = h.Store.Dropped - h0.Store.Dropped
 	res.WriteErrors = h.Store.WriteErrors - h0.Store.WriteErrors
+	// The store is counted once the judge is gone, with the store's own reader: SQLite
+	// is one process's file, and nothing may still be on its way.
+	if err := j.stop(); err != nil {
+		return nil, err
+	}
 	stored, err := e.stored(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("bench judge: %w", err)

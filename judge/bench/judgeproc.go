@@ -31,12 +31,13 @@ const (
 
 // judgeProc is the running judge.
 type judgeProc struct {
-	cmd    *exec.Cmd
-	base   string // http://127.0.0.1:port
-	log    string
-	hc     *http.Client
-	exited chan struct{}
-	err    error // of Wait, once exited is closed
+	cmd     *exec.Cmd
+	base    string // http://127.0.0.1:port
+	log     string
+	hc      *http.Client
+	exited  chan struct{}
+	err     error // of Wait, once exited is closed
+	stopped bool  // stop ran (it is idempotent)
 }
 
 // startJudge starts `binlake judge --config …` and returns once it answers GET /healthz.
@@ -188,6 +189,10 @@ func (j *judgeProc) exitNote() string {
 // stop sends SIGTERM and waits for the judge to finish writing, killing it past
 // stopTimeout. An exit other than the clean one after SIGTERM is an error.
 func (j *judgeProc) stop() error {
+	if j.stopped {
+		return nil
+	}
+	j.stopped = true
 	select {
 	case <-j.exited:
 		return fmt.Errorf("bench judge: the judge exited during the run: %v%s", j.err, j.logTail())

@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,24 +11,38 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the driver the judge's SQLite store uses
+	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/judge/store/elastic"
+	"github.com/binlake/binlake/judge/store/sqlite"
 )
 
-// The counts below read the stores directly, not through the judge, so that "all
-// points stored" is checked by the engine. They know the stores' layouts: one row of
-// table points per point (judge/store/sqlite), one document per point in the indices
-// <prefix>* (judge/store/elastic). If a layout changes, only these functions do.
+// The counts below open the store the judge wrote, after it stopped, and count what its
+// Scan reads back over all time: the engine is asked, not the judge's own counters.
 
-// sqliteCount counts the rows of the judge's SQLite file, read-only beside the running
-// judge (WAL mode lets it read while the judge writes).
+// countPoints counts every point a store holds.
+func countPoints(ctx context.Context, st store.Store) (int64, error) {
+	if err := st.Refresh(ctx); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := st.Scan(ctx, time.Unix(0, 0), time.Now().Add(24*time.Hour), func(ps []store.Point) error {
+		n += int64(len(ps))
+		return nil
+	})
+	return n, err
+}
+
+// sqliteCount counts the points of the judge's SQLite file.
 func sqliteCount(ctx context.Context, path string) (int64, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
+	st, err := sqlite.Open(sqlite.Options{Path: path})
 	if err != nil {
 		return 0, fmt.Errorf("count points in %s: %w", path, err)
 	}
-	defer db.Close()
-	var n int64
-	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM points").Scan(&n); err != nil {
+	defer st.Close()
+	n, err := countPoints(ctx, st)
+	if err != nil {
 		return 0, fmt.Errorf("count points in %s: %w", path, err)
 	}
 	return n, nil
@@ -46,20 +59,18 @@ func newEngine(base, prefix string) *engine {
 	return &engine{base: strings.TrimRight(base, "/"), prefix: prefix, hc: &http.Client{Timeout: time.Minute}}
 }
 
-// count refreshes the run's indices and counts their documents.
+// count counts the points in the run's indices.
 func (e *engine) count(ctx context.Context) (int64, error) {
-	// The prefix is the run's own, lowercase letters, digits and '-': no escaping.
-	pattern := e.prefix + "*"
-	if err := e.do(ctx, http.MethodPost, "/"+pattern+"/_refresh", nil); err != nil {
-		return 0, err
+	st, err := elastic.New(elastic.Options{Config: elasticsearch.Config{Addresses: []string{e.base}}, Prefix: e.prefix})
+	if err != nil {
+		return 0, fmt.Errorf("count points in %s*: %w", e.prefix, err)
 	}
-	var c struct {
-		Count int64 `json:"count"`
+	defer st.Close()
+	n, err := countPoints(ctx, st)
+	if err != nil {
+		return 0, fmt.Errorf("count points in %s*: %w", e.prefix, err)
 	}
-	if err := e.do(ctx, http.MethodGet, "/"+pattern+"/_count", &c); err != nil {
-		return 0, err
-	}
-	return c.Count, nil
+	return n, nil
 }
 
 // drop deletes the run's indices and the index templates whose patterns start with its
