@@ -38,7 +38,7 @@ func instanceFor(t testing.TB, w *workload, id, prefix string, start *wave.Posit
 	return &wave.Instance{
 		ID: id,
 		Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB,
-			ServerID: uint32(1000 + time.Now().UnixNano()%100000)},
+			ServerID: testenv.ReplicaServerID()},
 		Start: start,
 		Subscriptions: []wave.Subscription{
 			{Name: "orders", Topic: prefix + ".orders", Include: []string{db + `\.t_orders`}},
