@@ -65,3 +65,5 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+replace github.com/go-zookeeper/zk => ./third_party/go-zookeeper/zk

@@ -93,7 +93,7 @@ func TestWaveDDLIntegration(t *testing.T) {
 	mustExec(t, conn, "DELETE FROM t_ddl WHERE id = 2")
 
 	a := testenv.RequireMySQL(t)
-	inst := &wave.Instance{ID: "ddl", Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: 4242},
+	inst := &wave.Instance{ID: "ddl", Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
 		Start: start, Subscriptions: []wave.Subscription{{Name: "all", Topic: "ddl.all",
 			Include: []string{strings.ReplaceAll(w.db, ".", `\.`) + `\.t_ddl`}, PartitionBy: wave.PartitionTable}}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -150,7 +150,7 @@ func normalize(v any) any {
 // puts the instance in the error state (status, metric, coordinator), never a silent skip.
 func TestWavePurgedBinlogIntegration(t *testing.T) {
 	a := testenv.RequireMySQL(t)
-	inst := &wave.Instance{ID: "gone", Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: 4243},
+	inst := &wave.Instance{ID: "gone", Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
 		Start:         &wave.Position{File: "binlog.999999", Pos: 4},
 		Subscriptions: []wave.Subscription{{Name: "all", Topic: "gone.all"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -192,7 +192,7 @@ func TestWaveTooLargeIntegration(t *testing.T) {
 	for _, mode := range []string{wave.TooLargeStop, wave.TooLargeSkip} {
 		t.Run(mode, func(t *testing.T) {
 			inst := &wave.Instance{ID: "big-" + mode, OnTooLarge: mode, Start: start,
-				Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: 4244},
+				Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
 				Subscriptions: []wave.Subscription{{Name: "all", Topic: "big." + mode,
 					Include: []string{strings.ReplaceAll(w.db, ".", `\.`) + `\.t_big`}}}}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

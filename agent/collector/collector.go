@@ -42,42 +42,53 @@ type Factory struct {
 	New func(cfg any, env Env) (Collector, error)
 }
 
-var (
+// registry holds the factories by name. The package keeps one (std) that the collectors'
+// init functions fill; a test owns its own value so that running it again (-count>1)
+// does not register the same name twice in the process-wide one.
+type registry struct {
 	mu        sync.RWMutex
-	factories = map[string]Factory{}
-)
+	factories map[string]Factory
+}
+
+var std = &registry{factories: map[string]Factory{}}
 
 // Register makes a collector kind available under name. It is meant to be called from
 // init; registering the same name twice is a programming error and panics.
-func Register(name string, f Factory) {
+func Register(name string, f Factory) { std.register(name, f) }
+
+// Lookup returns the factory registered under name, or an error listing the known names.
+func Lookup(name string) (Factory, error) { return std.lookup(name) }
+
+// Names returns the registered names, sorted.
+func Names() []string { return std.names() }
+
+func (r *registry) register(name string, f Factory) {
 	if name == "" || f.Config == nil || f.New == nil {
 		panic(fmt.Sprintf("collector.Register(%q): name, Config and New are required", name))
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := factories[name]; dup {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.factories[name]; dup {
 		panic(fmt.Sprintf("collector.Register: collector %q registered twice", name))
 	}
-	factories[name] = f
+	r.factories[name] = f
 }
 
-// Lookup returns the factory registered under name, or an error listing the known names.
-func Lookup(name string) (Factory, error) {
-	mu.RLock()
-	f, ok := factories[name]
-	mu.RUnlock()
+func (r *registry) lookup(name string) (Factory, error) {
+	r.mu.RLock()
+	f, ok := r.factories[name]
+	r.mu.RUnlock()
 	if !ok {
-		return Factory{}, fmt.Errorf("unknown collector %q (known: %s)", name, strings.Join(Names(), ", "))
+		return Factory{}, fmt.Errorf("unknown collector %q (known: %s)", name, strings.Join(r.names(), ", "))
 	}
 	return f, nil
 }
 
-// Names returns the registered names, sorted.
-func Names() []string {
-	mu.RLock()
-	defer mu.RUnlock()
-	names := make([]string, 0, len(factories))
-	for n := range factories {
+func (r *registry) names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.factories))
+	for n := range r.factories {
 		names = append(names, n)
 	}
 	sort.Strings(names)

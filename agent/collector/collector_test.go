@@ -21,21 +21,24 @@ func factory() Factory {
 	}
 }
 
+// TestRegistry uses a registry of its own: the process-wide one is filled once by init
+// functions, so registering test names there would panic on the second run (-count>1).
 func TestRegistry(t *testing.T) {
-	Register("zz-test-b", factory())
-	Register("zz-test-a", factory())
-	f, err := Lookup("zz-test-a")
+	r := &registry{factories: map[string]Factory{}}
+	r.register("zz-test-b", factory())
+	r.register("zz-test-a", factory())
+	f, err := r.lookup("zz-test-a")
 	require.NoError(t, err)
 	c, err := f.New(f.Config(), Env{})
 	require.NoError(t, err)
 	require.Equal(t, "nop", c.Name())
 
-	_, err = Lookup("gpu")
+	_, err = r.lookup("gpu")
 	require.EqualError(t, err, `unknown collector "gpu" (known: zz-test-a, zz-test-b)`)
 
 	require.PanicsWithValue(t, `collector.Register: collector "zz-test-a" registered twice`, func() {
-		Register("zz-test-a", factory())
+		r.register("zz-test-a", factory())
 	})
-	require.Panics(t, func() { Register("", factory()) })
-	require.Panics(t, func() { Register("x", Factory{}) })
+	require.Panics(t, func() { r.register("", factory()) })
+	require.Panics(t, func() { r.register("x", Factory{}) })
 }

@@ -160,9 +160,12 @@ func TestHTTPErrorsHideTheURL(t *testing.T) {
 func TestDispatcherIsolatesChannels(t *testing.T) {
 	var okCount, badCalls, perm atomic.Int64
 	block := make(chan struct{})
+	badEntered := make(chan struct{}, 1) // the bad channel's first attempt has begun
 	ok := notifierFunc(func(context.Context, Message) error { okCount.Add(1); return nil })
 	bad := notifierFunc(func(ctx context.Context, _ Message) error {
-		badCalls.Add(1)
+		if badCalls.Add(1) == 1 {
+			badEntered <- struct{}{}
+		}
 		select {
 		case <-block:
 		case <-ctx.Done():
@@ -172,7 +175,9 @@ func TestDispatcherIsolatesChannels(t *testing.T) {
 	permanent := notifierFunc(func(context.Context, Message) error { perm.Add(1); return ErrPermanent })
 	reg := prometheus.NewRegistry()
 	d, err := NewDispatcher(map[string]Notifier{"ok": ok, "bad": bad, "perm": permanent}, DispatcherOptions{
-		Attempts: 3, Backoff: time.Millisecond, Timeout: 5 * time.Second, Logger: quiet, Registerer: reg})
+		// The attempt timeout is far beyond the test so that only close(block) ends the
+		// bad channel's hanging attempt, however slowly the machine runs.
+		Attempts: 3, Backoff: time.Millisecond, Timeout: time.Hour, Logger: quiet, Registerer: reg})
 	require.NoError(t, err)
 	d.Start()
 	for i := 0; i < 10; i++ {
@@ -183,6 +188,13 @@ func TestDispatcherIsolatesChannels(t *testing.T) {
 		}
 	}
 	require.False(t, d.Enqueue(Message{Receiver: "nope"}))
+	// The workers start in any order: the healthy channel may have delivered everything
+	// before the bad one began its first attempt, so wait for that attempt first.
+	select {
+	case <-badEntered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("timed out: the bad channel never tried its first message")
+	}
 	waitFor(t, func() bool { return okCount.Load() == 10 }, "the healthy channel delivers while the other hangs")
 	require.Equal(t, int64(1), badCalls.Load(), "the failing channel is still on its first attempt")
 	close(block)

@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"testing"
@@ -92,4 +94,13 @@ func RequireMySQL(t testing.TB) MySQLAddr {
 		t.Fatalf("%s: %v", MySQL.Env, err)
 	}
 	return a
+}
+
+// ReplicaServerID returns a random replica server id for a test's binlog reader. MariaDB
+// lets one connection per server id read the binlog and drops the older one when a second
+// arrives, so a fixed id in a test makes parallel runs on the shared test server (another
+// checkout, another package) cut each other off.
+func ReplicaServerID() uint32 {
+	const low = 1000 // below: ids a hand-configured replica may use
+	return low + rand.Uint32N(math.MaxUint32-low)
 }

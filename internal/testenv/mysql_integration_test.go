@@ -85,8 +85,7 @@ func TestMySQLBinlogIntegration(t *testing.T) {
 		t.Fatalf("port %q: %v", port, err)
 	}
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		// A server id no real replica uses; two replicas with one id would kick each other off.
-		ServerID: uint32(1000 + time.Now().UnixNano()%1_000_000),
+		ServerID: ReplicaServerID(),
 		Flavor:   mysql.MariaDBFlavor,
 		Host:     host,
 		Port:     uint16(portN),
