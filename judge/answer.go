@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/binlake/binlake/internal/jsonenc"
 	"github.com/binlake/binlake/lbplugins"
 )
 
@@ -16,9 +17,9 @@ var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return 
 // output: encoding/json's reflection cost as much as the decision itself.
 func appendAnswer(b []byte, a *PlacementAnswer) []byte {
 	b = append(b, `{"node":`...)
-	b = lbplugins.AppendJSONString(b, a.Node)
+	b = jsonenc.AppendString(b, a.Node)
 	b = append(b, `,"algorithm":`...)
-	b = lbplugins.AppendJSONString(b, a.Algorithm)
+	b = jsonenc.AppendString(b, a.Algorithm)
 	b = append(b, `,"data_as_of":`...)
 	b = appendTime(b, a.DataAsOf)
 	b = append(b, `,"candidates":`...)
@@ -39,18 +40,18 @@ func appendAnswer(b []byte, a *PlacementAnswer) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"node":`...)
-			b = lbplugins.AppendJSONString(b, f.Node)
+			b = jsonenc.AppendString(b, f.Node)
 			b = append(b, `,"reason":`...)
-			b = lbplugins.AppendJSONString(b, f.Reason)
+			b = jsonenc.AppendString(b, f.Reason)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
 	}
 	if r := a.Reservation; r != nil {
 		b = append(b, `,"reservation":{"instance":`...)
-		b = lbplugins.AppendJSONString(b, r.Instance)
+		b = jsonenc.AppendString(b, r.Instance)
 		b = append(b, `,"node":`...)
-		b = lbplugins.AppendJSONString(b, r.Node)
+		b = jsonenc.AppendString(b, r.Node)
 		b = append(b, `,"at":`...)
 		b = appendTime(b, r.At)
 		b = append(b, `,"expires_at":`...)
@@ -66,7 +67,7 @@ func appendAnswer(b []byte, a *PlacementAnswer) []byte {
 
 func appendScore(b []byte, s *lbplugins.Score) []byte {
 	b = append(b, `{"node":`...)
-	b = lbplugins.AppendJSONString(b, s.Node)
+	b = jsonenc.AppendString(b, s.Node)
 	b = append(b, `,"score":`...)
 	b = lbplugins.AppendJSONFloat(b, s.Value)
 	b = append(b, `,"parts":`...)

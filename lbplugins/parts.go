@@ -3,7 +3,8 @@ package lbplugins
 import (
 	"math"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/binlake/binlake/internal/jsonenc"
 )
 
 // MaxParts is the most parts a score can have (balanced: six resources and the stddev).
@@ -71,7 +72,7 @@ func (ps *Parts) AppendJSON(b []byte) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = AppendJSONString(b, ps.p[i].Name)
+		b = jsonenc.AppendString(b, ps.p[i].Name)
 		b = append(b, ':')
 		b = AppendJSONFloat(b, ps.p[i].Value)
 	}
@@ -88,57 +89,4 @@ func AppendJSONFloat(b []byte, v float64) []byte {
 		v = 0
 	}
 	return strconv.AppendFloat(b, v, 'g', -1, 64)
-}
-
-// AppendJSONString appends s as a JSON string, escaping what JSON requires (quotes,
-// backslashes, control characters) and replacing invalid UTF-8 with U+FFFD, as
-// encoding/json does.
-func AppendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < 0x80 {
-			i++
-			continue
-		}
-		if c < 0x80 {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, "\ufffd"...)
-			i += size
-			start = i
-			continue
-		}
-		// U+2028 and U+2029 are valid JSON but break JavaScript; encoding/json escapes them.
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

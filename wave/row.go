@@ -8,9 +8,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/binlake/binlake/internal/jsonenc"
 )
 
 // Event types of a row message (DESIGN.md, "Row message").
@@ -119,7 +120,7 @@ func EncodeRow(dst []byte, t *Table, typ string, m Meta, before, after []any) ([
 				dst = append(dst, ',')
 			}
 			n++
-			dst = appendString(dst, c.Name)
+			dst = jsonenc.AppendString(dst, c.Name)
 			dst = append(dst, ':')
 			dst = append(dst, b...)
 		}
@@ -132,7 +133,7 @@ func EncodeRow(dst []byte, t *Table, typ string, m Meta, before, after []any) ([
 func EncodeDDL(dst []byte, database, table string, m Meta, sql string) []byte {
 	dst = appendHeader(dst, database, table, TypeDDL, m)
 	dst = append(dst, `,"sql":`...)
-	dst = appendString(dst, sql)
+	dst = jsonenc.AppendString(dst, sql)
 	return append(dst, '}')
 }
 
@@ -169,21 +170,21 @@ func AppendKey(dst []byte, t *Table, by string, image []any) []byte {
 
 func appendHeader(dst []byte, db, table, typ string, m Meta) []byte {
 	dst = append(dst, `{"instance":`...)
-	dst = appendString(dst, m.Instance)
+	dst = jsonenc.AppendString(dst, m.Instance)
 	dst = append(dst, `,"database":`...)
-	dst = appendString(dst, db)
+	dst = jsonenc.AppendString(dst, db)
 	dst = append(dst, `,"table":`...)
-	dst = appendString(dst, table)
+	dst = jsonenc.AppendString(dst, table)
 	dst = append(dst, `,"type":`...)
-	dst = appendString(dst, typ)
+	dst = jsonenc.AppendString(dst, typ)
 	dst = append(dst, `,"ts":`...)
 	dst = strconv.AppendInt(dst, m.TS, 10)
 	if m.GTID != "" {
 		dst = append(dst, `,"gtid":`...)
-		dst = appendString(dst, m.GTID)
+		dst = jsonenc.AppendString(dst, m.GTID)
 	}
 	dst = append(dst, `,"file":`...)
-	dst = appendString(dst, m.File)
+	dst = jsonenc.AppendString(dst, m.File)
 	dst = append(dst, `,"pos":`...)
 	dst = strconv.AppendUint(dst, uint64(m.Pos), 10)
 	if m.XID != 0 {
@@ -210,7 +211,7 @@ func appendImage(dst []byte, t *Table, row []any) ([]byte, error) {
 }
 
 func appendField(dst []byte, c *Column, v any) ([]byte, error) {
-	dst = appendString(dst, c.Name)
+	dst = jsonenc.AppendString(dst, c.Name)
 	dst = append(dst, ':')
 	return appendValue(dst, c, v)
 }
@@ -262,7 +263,7 @@ func appendValue(dst []byte, c *Column, v any) ([]byte, error) {
 		// A type go-mysql gained later (for example a partial JSON diff): say so in
 		// the message rather than dropping the value.
 		if s, ok := v.(fmt.Stringer); ok {
-			return appendString(dst, s.String()), nil
+			return jsonenc.AppendString(dst, s.String()), nil
 		}
 		return dst, fmt.Errorf("column %s: unsupported value type %T", c.Name, v)
 	}
@@ -287,10 +288,10 @@ func appendFloat(dst []byte, f float64, bits int) []byte {
 
 func appendEnum(dst []byte, c *Column, x int64) []byte {
 	if x >= 1 && int(x) <= len(c.Enum) {
-		return appendString(dst, c.Enum[x-1])
+		return jsonenc.AppendString(dst, c.Enum[x-1])
 	}
 	if x == 0 {
-		return appendString(dst, "") // MySQL's "invalid value" entry
+		return jsonenc.AppendString(dst, "") // MySQL's "invalid value" entry
 	}
 	return strconv.AppendInt(dst, x, 10) // no value list (no metadata): the index
 }
@@ -308,7 +309,7 @@ func appendSet(dst []byte, c *Column, x int64) []byte {
 			b.WriteString(name)
 		}
 	}
-	return appendString(dst, b.String())
+	return jsonenc.AppendString(dst, b.String())
 }
 
 // appendText encodes values go-mysql hands over as strings: decimals, temporal values,
@@ -316,14 +317,14 @@ func appendSet(dst []byte, c *Column, x int64) []byte {
 func appendText(dst []byte, c *Column, s string) []byte {
 	switch c.Type {
 	case mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_DECIMAL:
-		return appendString(dst, s) // exact: never through float64
+		return jsonenc.AppendString(dst, s) // exact: never through float64
 	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
-		return appendString(dst, strings.Replace(s, " ", "T", 1))
+		return jsonenc.AppendString(dst, strings.Replace(s, " ", "T", 1))
 	case mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIMESTAMP2:
 		if strings.HasPrefix(s, "0000-00-00") {
-			return appendString(dst, strings.Replace(s, " ", "T", 1))
+			return jsonenc.AppendString(dst, strings.Replace(s, " ", "T", 1))
 		}
-		return appendString(dst, strings.Replace(s, " ", "T", 1)+"Z") // rendered in UTC
+		return jsonenc.AppendString(dst, strings.Replace(s, " ", "T", 1)+"Z") // rendered in UTC
 	case mysql.MYSQL_TYPE_JSON:
 		return appendJSONDoc(dst, []byte(s))
 	}
@@ -333,7 +334,7 @@ func appendText(dst []byte, c *Column, s string) []byte {
 	if c.Binary {
 		return appendBase64(dst, []byte(s))
 	}
-	return appendString(dst, s)
+	return jsonenc.AppendString(dst, s)
 }
 
 func appendBytes(dst []byte, c *Column, b []byte) []byte {
@@ -343,7 +344,7 @@ func appendBytes(dst []byte, c *Column, b []byte) []byte {
 	case c.Binary || c.Type == mysql.MYSQL_TYPE_GEOMETRY:
 		return appendBase64(dst, b)
 	}
-	return appendString(dst, string(b))
+	return jsonenc.AppendString(dst, string(b))
 }
 
 // appendJSONDoc embeds a JSON column's document as JSON. An empty document (what MySQL
@@ -357,13 +358,13 @@ func appendJSONDoc(dst []byte, b []byte) []byte {
 	case json.Valid(b):
 		return appendCompactJSON(dst, b)
 	}
-	return appendString(dst, string(b))
+	return jsonenc.AppendString(dst, string(b))
 }
 
 func appendCompactJSON(dst []byte, b []byte) []byte {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, b); err != nil {
-		return appendString(dst, string(b))
+		return jsonenc.AppendString(dst, string(b))
 	}
 	return append(dst, buf.Bytes()...)
 }
@@ -371,59 +372,5 @@ func appendCompactJSON(dst []byte, b []byte) []byte {
 func appendBase64(dst []byte, b []byte) []byte {
 	dst = append(dst, '"')
 	dst = base64.StdEncoding.AppendEncode(dst, b)
-	return append(dst, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
-// encoding/json does; valid text (utf8mb4 included) passes unchanged, HTML characters
-// unescaped.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		// U+2028 and U+2029 are valid JSON but break JavaScript consumers.
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/binlake/binlake/internal/jsonenc"
 )
 
 // Bounds on a batch. A bad message must cost little: the size is checked before parsing,
@@ -171,7 +173,7 @@ func Encode(b Batch) ([]byte, error) {
 	}
 	buf := make([]byte, 0, 96+len(b.Points)*40)
 	buf = append(buf, `{"node":`...)
-	buf = appendString(buf, b.Node)
+	buf = jsonenc.AppendString(buf, b.Node)
 	buf = append(buf, `,"ts":"`...)
 	buf = b.TS.UTC().AppendFormat(buf, time.RFC3339Nano)
 	buf = append(buf, `","interval_s":`...)
@@ -184,7 +186,7 @@ func Encode(b Batch) ([]byte, error) {
 			buf = append(buf, ',')
 		}
 		buf = append(buf, `{"name":`...)
-		buf = appendString(buf, p.Name)
+		buf = jsonenc.AppendString(buf, p.Name)
 		buf = append(buf, `,"value":`...)
 		buf = appendFloat(buf, p.Value)
 		if len(p.Labels) > 0 {
@@ -198,9 +200,9 @@ func Encode(b Batch) ([]byte, error) {
 				if j > 0 {
 					buf = append(buf, ',')
 				}
-				buf = appendString(buf, k)
+				buf = jsonenc.AppendString(buf, k)
 				buf = append(buf, ':')
-				buf = appendString(buf, p.Labels[k])
+				buf = jsonenc.AppendString(buf, p.Labels[k])
 			}
 			buf = append(buf, '}')
 		}
@@ -221,36 +223,6 @@ func appendFloat(buf []byte, f float64) []byte {
 		return strconv.AppendFloat(buf, f, 'e', -1, 64)
 	}
 	return strconv.AppendFloat(buf, f, 'f', -1, 64)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string. Validate has ensured valid UTF-8.
-func appendString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		buf = append(buf, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			buf = append(buf, '\\', c)
-		case '\n':
-			buf = append(buf, '\\', 'n')
-		case '\r':
-			buf = append(buf, '\\', 'r')
-		case '\t':
-			buf = append(buf, '\\', 't')
-		default:
-			buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
 }
 
 // Decode parses and validates one batch. It is strict: the input must be exactly one JSON

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/binlake/binlake/internal/jsonenc"
 )
 
 // marshalKey is the reference LabelKey: what encoding/json makes of the map.
@@ -58,8 +60,8 @@ func FuzzLabelKey(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := AppendJSONString([]byte("x"), k1); string(got) != "x"+string(b) {
-			t.Fatalf("AppendJSONString(%q) = %q, want %q", k1, got[1:], b)
+		if got := jsonenc.AppendStringHTML([]byte("x"), k1); string(got) != "x"+string(b) {
+			t.Fatalf("jsonenc.AppendStringHTML(%q) = %q, want %q", k1, got[1:], b)
 		}
 	})
 }

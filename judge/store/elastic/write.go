@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/binlake/binlake/internal/jsonenc"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -101,7 +102,7 @@ func (d *document) appendBulk(buf []byte) []byte {
 	} else {
 		buf = append(buf, `{"create":{"_index":`...)
 	}
-	buf = store.AppendJSONString(buf, d.index)
+	buf = jsonenc.AppendStringHTML(buf, d.index)
 	buf = append(buf, `,"_id":"`...)
 	buf = append(buf, d.id...)
 	if !d.merge {
@@ -116,13 +117,13 @@ func (d *document) appendBulk(buf []byte) []byte {
 // appendSource appends d's fields as a JSON object.
 func (d *document) appendSource(buf []byte) []byte {
 	buf = append(buf, `{"node":`...)
-	buf = store.AppendJSONString(buf, d.node)
+	buf = jsonenc.AppendStringHTML(buf, d.node)
 	buf = append(buf, `,"ts":`...)
 	buf = strconv.AppendInt(buf, d.ms, 10)
 	buf = append(buf, `,"hour":`...)
 	buf = strconv.AppendInt(buf, d.ms/3_600_000%24, 10)
 	buf = append(buf, `,"labels_key":`...)
-	buf = store.AppendJSONString(buf, d.labelsKey)
+	buf = jsonenc.AppendStringHTML(buf, d.labelsKey)
 	if d.labelsKey != "" {
 		buf = append(buf, `,"labels":`...)
 		buf = append(buf, d.labelsKey...)
@@ -132,7 +133,7 @@ func (d *document) appendSource(buf []byte) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = store.AppendJSONString(buf, m.name)
+		buf = jsonenc.AppendStringHTML(buf, m.name)
 		buf = append(buf, ':')
 		buf = strconv.AppendFloat(buf, m.value, 'g', -1, 64)
 	}
