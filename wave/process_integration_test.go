@@ -13,10 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,52 +27,10 @@ import (
 	"github.com/binlake/binlake/wave"
 )
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testenv.RemoveBinlakeBinary()
 	os.Exit(code)
-}
-
-// binlakeBinary builds cmd/binlake once per test process.
-func binlakeBinary(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		if b := os.Getenv("BINLAKE_WAVE_BIN"); b != "" {
-			// A prebuilt binary, for iterating on these tests; normally built from the tree.
-			binPath = b
-			return
-		}
-		binDir, binErr = os.MkdirTemp("", "binlake-wave-test-")
-		if binErr != nil {
-			return
-		}
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		binPath = filepath.Join(binDir, "binlake")
-		start := time.Now()
-		cmd := exec.Command(gobin, "build", "-o", binPath, "github.com/binlake/binlake/cmd/binlake")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build ./cmd/binlake: %v\n%s", err, out)
-			return
-		}
-		t.Logf("built binlake in %s", time.Since(start).Round(time.Millisecond))
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
 }
 
 // faultRows is how many row changes a fault test writes: enough that the fault lands in
@@ -131,7 +87,7 @@ pipeline:
 // the test fails. The process is killed when the test ends if it still runs.
 func startWave(t *testing.T, node, cfg string, env []string) *waveProc {
 	t.Helper()
-	bin := binlakeBinary(t)
+	bin := testenv.BinlakeBinary(t)
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "wave.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -26,23 +25,11 @@ import (
 // they run in every `go test ./...`; only the browser part needs Chromium, and skips
 // without it unless CI=true.
 
-// buildBinary builds cmd/binlake once per test binary.
-var buildBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "binlake-up-test-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "binlake")
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goCmd); err != nil {
-		goCmd = "go"
-	}
-	out, err := exec.Command(goCmd, "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.RemoveBinlakeBinary()
+	os.Exit(code)
+}
 
 // upProcess is a running `binlake up`.
 type upProcess struct {
@@ -76,10 +63,7 @@ var urlLine = regexp.MustCompile(`^\s+(status page|judge API|alarm API)\s+(http:
 // printed.
 func startBinary(t *testing.T, wantReady bool, args ...string) *upProcess {
 	t.Helper()
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testenv.BinlakeBinary(t)
 	p := &upProcess{stderr: &syncBuffer{}, urls: map[string]string{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, append([]string{"up"}, args...)...)
 	p.cmd.Stderr = p.stderr
