@@ -340,6 +340,13 @@ func TestBufferedKeepsAWriteTogether(t *testing.T) {
 	opts.Writers = 1
 	b := store.NewBuffered(g, opts) // MaxBatch 50
 	defer b.Close()
+	// The writer takes a first Write and waits in the gate while the others queue up.
+	if err := b.Write(context.Background(), points("w1", 10_000, 10)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if n := <-g.entered; n != 10 {
+		t.Fatalf("first batch of %d points, want 10", n)
+	}
 	for i, n := range []int{40, 30, 20, 130} {
 		if err := b.Write(context.Background(), points("w1", 1000*i, n)); err != nil {
 			t.Fatalf("write: %v", err)

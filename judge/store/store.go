@@ -46,10 +46,12 @@ type HourProfile [24]Stats
 //
 // Visibility: Write returns once the points are durable (a crash after it returns loses
 // none of them), but queries and Scan may see them only after the store's refresh
-// interval (Elasticsearch refreshes its indices every few seconds instead of on every
-// write, which is what lets it ingest fast); SQLite shows them at once. Refresh makes
-// every point whose Write returned visible now: tests, benchmarks and tools call it, the
-// judge does not need to.
+// interval (Elasticsearch refreshes its indices every 10 s by default instead of on
+// every write, which is much of what lets it ingest fast); SQLite shows them at once.
+// Refresh makes every point whose Write returned visible now: tests, benchmarks and
+// tools call it, and so should a reader that needs the latest points (a restart rebuild
+// before its Scan); the judge's analyses, which read past hours, need not. Buffered's
+// Refresh first waits until what it holds is written.
 type Store interface {
 	// Write stores points durably. A point's identity is (Node, Name, Labels, TS to the
 	// millisecond): writing it again replaces the stored value, so retried or
@@ -73,7 +75,8 @@ type Store interface {
 	// points' Labels maps may be shared between points: fn must copy what it keeps and
 	// modify neither. A point that becomes visible while the scan runs is delivered only
 	// if the scan has not yet passed its time. It is what the judge reads to rebuild its
-	// in-memory analysis on restart.
+	// in-memory analysis on restart (after a Refresh, so that the points written in the
+	// last refresh interval before the stop are there).
 	Scan(ctx context.Context, from, to time.Time, fn func([]Point) error) error
 	// DeleteBefore removes points older than t (retention).
 	DeleteBefore(ctx context.Context, t time.Time) error

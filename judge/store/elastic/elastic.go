@@ -51,6 +51,7 @@
 package elastic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -283,7 +284,7 @@ func (s *Store) ensureTemplate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("elastic store: encode template: %w", err)
 	}
-	req := esapi.IndicesPutIndexTemplateRequest{Name: s.templateName(), Body: strings.NewReader(string(body))}
+	req := esapi.IndicesPutIndexTemplateRequest{Name: s.templateName(), Body: bytes.NewReader(body)}
 	if _, err := s.do(ctx, req, "put index template "+s.templateName()); err != nil {
 		return err
 	}
@@ -291,7 +292,7 @@ func (s *Store) ensureTemplate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("elastic store: encode mappings: %w", err)
 	}
-	mreq := esapi.IndicesPutMappingRequest{Index: []string{s.pattern()}, Body: strings.NewReader(string(upgrade)),
+	mreq := esapi.IndicesPutMappingRequest{Index: []string{s.pattern()}, Body: bytes.NewReader(upgrade),
 		AllowNoIndices: esapi.BoolPtr(true), IgnoreUnavailable: esapi.BoolPtr(true)}
 	if _, err := s.do(ctx, mreq, "put mappings of "+s.pattern()); err != nil {
 		return err

@@ -1,7 +1,6 @@
 package elastic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -62,8 +61,7 @@ func (s *Store) Scan(ctx context.Context, from, to time.Time, fn func([]store.Po
 				} `json:"hits"`
 			} `json:"hits"`
 		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		if err := dec.Decode(&res); err != nil {
+		if err := json.Unmarshal(raw, &res); err != nil {
 			return fmt.Errorf("elastic store: scan: decode answer: %w", err)
 		}
 		hits := res.Hits.Hits
