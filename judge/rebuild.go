@@ -31,15 +31,20 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) {
 	lastLog := start
 	var points, skipped int
 	j.log.Info("rebuilding the current hour from the store", "from", from, "to", now)
-	err := j.o.Store.Scan(ctx, from, now.Add(time.Second), func(chunk []store.Point) error {
-		points += len(chunk)
-		skipped += j.inc.Replay(chunk)
-		if time.Since(lastLog) >= rebuildLogStep {
-			lastLog = time.Now()
-			j.log.Info("rebuilding the current hour", "points", points, "elapsed", time.Since(start).Round(time.Second))
-		}
-		return nil
-	})
+	// Points written within the store's refresh interval before the restart are durable
+	// but not yet searchable: make them so first.
+	err := j.o.Store.Refresh(ctx)
+	if err == nil {
+		err = j.o.Store.Scan(ctx, from, now.Add(time.Second), func(chunk []store.Point) error {
+			points += len(chunk)
+			skipped += j.inc.Replay(chunk)
+			if time.Since(lastLog) >= rebuildLogStep {
+				lastLog = time.Now()
+				j.log.Info("rebuilding the current hour", "points", points, "elapsed", time.Since(start).Round(time.Second))
+			}
+			return nil
+		})
+	}
 	j.changes.Add(1)
 	if err != nil {
 		j.log.Warn("rebuilding the current hour failed; the analysis continues from live batches",
