@@ -47,6 +47,9 @@ type Config struct {
 			PasswordFile string        `yaml:"password_file"`
 			Prefix       string        `yaml:"prefix"`
 			Replicas     int           `yaml:"replicas"`
+			// RefreshInterval is how soon a written point becomes searchable; the
+			// store's default when zero.
+			RefreshInterval config.Duration `yaml:"refresh_interval"`
 		} `yaml:"elastic"`
 		Retention config.Duration `yaml:"retention"`
 		Buffer    BufferConfig    `yaml:"buffer"`
@@ -143,6 +146,9 @@ func (c *Config) Validate() error {
 	case StoreElastic:
 		if len(c.Store.Elastic.Addresses) == 0 {
 			return errors.New("store.elastic.addresses: at least one URL, e.g. http://127.0.0.1:9200")
+		}
+		if c.Store.Elastic.RefreshInterval < 0 {
+			return errors.New("store.elastic.refresh_interval must not be negative")
 		}
 		if c.Store.Elastic.Password != "" && c.Store.Elastic.PasswordFile != "" {
 			return errors.New("store.elastic: set password or password_file, not both")

@@ -85,7 +85,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		s, err := elastic.New(elastic.Options{
 			Config: elasticsearch.Config{Addresses: e.Addresses, Username: e.Username, Password: pw.Reveal()},
-			Prefix: e.Prefix, Replicas: e.Replicas, Logger: logger,
+			Prefix: e.Prefix, Replicas: e.Replicas, RefreshInterval: e.RefreshInterval.D(), Logger: logger,
 		})
 		if err != nil {
 			return err
