@@ -90,6 +90,7 @@ type Round struct {
 	excluded  []bool
 	marked    []int // node indices whose pend or excluded must be reset
 	isCand    []bool
+	pendCands []int // positions in Cands of the candidates with pending reservations
 	final     []float64
 	order     []int
 }
@@ -104,7 +105,7 @@ func (s *Snapshot) round(req Request) *Round {
 		r.pend, r.excluded, r.isCand = make([]float64, n), make([]bool, n), make([]bool, n)
 	}
 	r.pend, r.excluded, r.isCand = r.pend[:n], r.excluded[:n], r.isCand[:n]
-	r.Cands, r.Drawn, r.marked = r.Cands[:0], r.Drawn[:0], r.marked[:0]
+	r.Cands, r.Drawn, r.marked, r.pendCands = r.Cands[:0], r.Drawn[:0], r.marked[:0], r.pendCands[:0]
 	for _, name := range req.Exclude {
 		if i, ok := s.index[name]; ok {
 			r.excluded[i] = true
@@ -136,6 +137,20 @@ func (r *Round) release() {
 // Pending is node i's count of reserved instances in this round.
 func (r *Round) Pending(i int) float64 { return r.pend[i] }
 
+// pass makes node i a candidate.
+func (r *Round) pass(i int, anyMask *uint8, oldest *int) {
+	s := r.Snap
+	if r.pend[i] != 0 {
+		r.pendCands = append(r.pendCands, len(r.Cands))
+	}
+	r.Cands = append(r.Cands, i)
+	r.isCand[i] = true
+	*anyMask |= s.reports[i]
+	if *oldest < 0 || s.lastSeen[i] < s.lastSeen[*oldest] {
+		*oldest = i
+	}
+}
+
 // Why a node was filtered.
 const (
 	passed = iota
@@ -148,12 +163,16 @@ const (
 
 // filters are a plugin's optional filters.
 type filters struct {
-	data DataFilter
-	node NodeFilter
+	reads uint8 // ResourceReader's mask, 0 when the plugin has none
+	data  DataFilter
+	node  NodeFilter
 }
 
 func filtersOf(p Plugin) filters {
 	var f filters
+	if rr, ok := p.(ResourceReader); ok {
+		f.reads = rr.Reads()
+	}
 	f.data, _ = p.(DataFilter)
 	f.node, _ = p.(NodeFilter)
 	return f
@@ -166,7 +185,7 @@ func (r *Round) filter(i int, now int64, pf filters) (int, string) {
 		return byExcluded, ""
 	case s.lastSeen[i] == 0 || now > s.staleAt[i]:
 		return byStale, ""
-	case pf.data != nil && pf.data.NoData(r, i):
+	case pf.reads != 0 && s.reports[i]&pf.reads == 0, pf.data != nil && pf.data.NoData(r, i):
 		return byNoData, ""
 	case s.over[i] != 0:
 		return byThreshold, ""
@@ -237,6 +256,12 @@ func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error
 	var anyMask uint8
 	oldest := -1
 	for i := range s.Views {
+		// The common case inline: a live node with data under its thresholds.
+		if !r.excluded[i] && s.lastSeen[i] != 0 && nowNs <= s.staleAt[i] && s.over[i] == 0 &&
+			(pf.reads == 0 || s.reports[i]&pf.reads != 0) && pf.data == nil && pf.node == nil {
+			r.pass(i, &anyMask, &oldest)
+			continue
+		}
 		why, pluginReason := r.filter(i, nowNs, pf)
 		if why != passed {
 			d.FilteredBy.add(why)
@@ -245,12 +270,7 @@ func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error
 			}
 			continue
 		}
-		r.Cands = append(r.Cands, i)
-		r.isCand[i] = true
-		anyMask |= s.reports[i]
-		if oldest < 0 || s.lastSeen[i] < s.lastSeen[oldest] {
-			oldest = i
-		}
+		r.pass(i, &anyMask, &oldest)
 	}
 	if len(r.Cands) == 0 {
 		return d, r.noCandidates(now, pf)

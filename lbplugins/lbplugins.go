@@ -151,6 +151,13 @@ type DataFilter interface {
 	NoData(r *Round, i int) bool
 }
 
+// ResourceReader is implemented by the weighted-sum plugins: a node that reports none
+// of the resources in the mask (bit i for AllResources[i]) has no data for them. It is
+// DataFilter's fast form, checked without a call per node.
+type ResourceReader interface {
+	Reads() uint8
+}
+
 // NodeFilter is implemented by plugins with a filter of their own. It runs after the
 // common filters (excluded, stale, no data, over threshold); a non-empty reason removes
 // node i of the round's snapshot.

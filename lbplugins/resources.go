@@ -111,11 +111,6 @@ func (r *Round) Level(res, i int) (float64, bool) {
 	return r.raw(res, i), true
 }
 
-// ReportsAny reports whether node i reports at least one resource of mask (Weights.Mask).
-func (r *Round) ReportsAny(mask uint8, i int) bool {
-	return r.Snap.reports[i]&mask != 0
-}
-
 // Mask has bit res set for every resource with a weight.
 func (w *Weights) Mask() uint8 {
 	var m uint8
@@ -216,8 +211,10 @@ func WeightsOf(m map[string]float64) Weights {
 }
 
 // CompositeAll writes the Composite of every candidate of the round into out, resource
-// by resource over the snapshot's arrays: the hot loop of leastload. The sums come out
-// bit for bit as Composite's.
+// by resource over the snapshot's arrays: the hot loop of leastload. Absolute resources
+// read the free capacity precomputed per node, relative ones divide by the scope's
+// largest level; candidates with pending reservations are then scored one by one. The
+// sums come out bit for bit as Composite's.
 func (r *Round) CompositeAll(sc *Scope, w *Weights, out []float64) {
 	clear(out)
 	total := 0.0
@@ -234,22 +231,31 @@ func (r *Round) CompositeAll(sc *Scope, w *Weights, out []float64) {
 		if !sc.any[res] || wr == 0 {
 			continue
 		}
-		kind, raw, demand, maxRel := r.Snap.kind[res], r.Snap.raw[res], r.Snap.demand[res], sc.maxRel[res]
 		coef := 100 * wr / total
+		free := r.Snap.free[res]
+		if !r.Snap.hasRel[res] {
+			for k, i := range r.Cands {
+				out[k] += coef * free[i]
+			}
+			continue
+		}
+		kind, raw, maxRel := r.Snap.kind[res], r.Snap.raw[res], sc.maxRel[res]
 		for k, i := range r.Cands {
-			u := 1.0
-			if kd := kind[i]; kd != kindMissing {
-				v := raw[i]
-				if p := r.pend[i]; p != 0 {
-					v += p * demand
-				}
-				if kd == kindRel {
-					v /= maxRel
-				}
-				u = clamp01(v)
+			if kind[i] != kindRel {
+				out[k] += coef * free[i]
+				continue
+			}
+			u := raw[i] / maxRel
+			if !(u < 1) { // NaN too, as clamp01
+				u = 1
+			} else if u < 0 {
+				u = 0
 			}
 			out[k] += coef * (1 - u)
 		}
+	}
+	for _, k := range r.pendCands {
+		out[k] = r.Composite(sc, w, r.Cands[k], nil)
 	}
 }
 

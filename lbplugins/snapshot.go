@@ -66,6 +66,7 @@ type Snapshot struct {
 	hasRel     [numRes]bool
 	byLevel    [numRes][]int32 // relative nodes whose raw level exceeds 1, highest first
 	raw        [numRes][]float64
+	free       [numRes][]float64 // 1 − usage of an absolute resource; 0 when not reported
 	demand     [numRes]float64
 	prepared   map[string]any
 }
@@ -91,7 +92,7 @@ func NewSnapshot(nodes []*NodeView, f Filters, builtAt time.Time, plugins ...Plu
 	s.lastSeen, s.staleAt = make([]int64, n), make([]int64, n)
 	s.interval, s.over, s.reports = make([]time.Duration, n), make([]int32, n), make([]uint8, n)
 	for r := range numRes {
-		s.kind[r], s.raw[r] = make([]uint8, n), make([]float64, n)
+		s.kind[r], s.raw[r], s.free[r] = make([]uint8, n), make([]float64, n), make([]float64, n)
 	}
 	for i, v := range s.Views {
 		s.index[v.Node] = i
@@ -134,6 +135,9 @@ func (s *Snapshot) fillNode(i int, v *NodeView) {
 		}
 		if ok {
 			s.reports[i] |= 1 << r
+		}
+		if s.kind[r][i] == kindAbs {
+			s.free[r][i] = 1 - clamp01(raw)
 		}
 		s.raw[r][i] = raw
 	}

@@ -39,9 +39,9 @@ func (*Plugin) Description() string {
 	return "the node with the most free capacity: weighted cpu, memory, load per core, network, wave TPS and instance count"
 }
 
-// NoData implements lbplugins.DataFilter: a node that reports none of the weighted
+// Reads implements lbplugins.ResourceReader: a node that reports none of the weighted
 // resources cannot be compared.
-func (p *Plugin) NoData(r *lbplugins.Round, i int) bool { return !r.ReportsAny(p.mask, i) }
+func (p *Plugin) Reads() uint8 { return p.mask }
 
 // Prepare implements lbplugins.Plugin: the snapshot's arrays are all it reads.
 func (*Plugin) Prepare(*lbplugins.Snapshot) any { return nil }
