@@ -213,8 +213,8 @@ func WeightsOf(m map[string]float64) Weights {
 // CompositeAll writes the Composite of every candidate of the round into out, resource
 // by resource over the snapshot's arrays: the hot loop of leastload. Absolute resources
 // read the free capacity precomputed per node, relative ones divide by the scope's
-// largest level; candidates with pending reservations are then scored one by one. The
-// sums come out bit for bit as Composite's.
+// largest level, levels raised by pending reservations when there are some. The sums
+// come out bit for bit as Composite's.
 func (r *Round) CompositeAll(sc *Scope, w *Weights, out []float64) {
 	clear(out)
 	total := 0.0
@@ -233,6 +233,10 @@ func (r *Round) CompositeAll(sc *Scope, w *Weights, out []float64) {
 		}
 		coef := 100 * wr / total
 		free := r.Snap.free[res]
+		if len(r.pendCands) > 0 {
+			r.compositePending(res, coef, sc.maxRel[res], out)
+			continue
+		}
 		if !r.Snap.hasRel[res] {
 			for k, i := range r.Cands {
 				out[k] += coef * free[i]
@@ -254,8 +258,25 @@ func (r *Round) CompositeAll(sc *Scope, w *Weights, out []float64) {
 			out[k] += coef * (1 - u)
 		}
 	}
-	for _, k := range r.pendCands {
-		out[k] = r.Composite(sc, w, r.Cands[k], nil)
+}
+
+// compositePending is CompositeAll's loop for one resource when reservations are
+// pending on some candidates: every level is raised by its node's pending instances.
+func (r *Round) compositePending(res int, coef, maxRel float64, out []float64) {
+	kind, raw, demand := r.Snap.kind[res], r.Snap.raw[res], r.Snap.demand[res]
+	for k, i := range r.Cands {
+		kd := kind[i]
+		if kd == kindMissing {
+			continue // full: its contribution is 0
+		}
+		v := raw[i]
+		if p := r.pend[i]; p != 0 {
+			v += p * demand
+		}
+		if kd == kindRel {
+			v /= maxRel
+		}
+		out[k] += coef * (1 - clamp01(v))
 	}
 }
 
