@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -201,8 +203,22 @@ func placementQuery(q url.Values, req *PlacementRequest) error {
 	return checkExplain(req)
 }
 
+// bodyBufs recycle the buffers metric batches are read into (Decode copies what it keeps).
+var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 func (j *Judge) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxMetricsBytes))
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 1<<20 {
+			buf.Reset()
+			bodyBufs.Put(buf)
+		}
+	}()
+	if r.ContentLength > 0 && r.ContentLength <= MaxMetricsBytes {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxMetricsBytes))
+	data := buf.Bytes()
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {

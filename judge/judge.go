@@ -362,8 +362,9 @@ func (j *Judge) Ingest(b metric.Batch, source string) error {
 	if len(pts) == 0 {
 		return nil
 	}
-	// Write refuses only invalid points (checked above) and a closed buffer.
-	if err := j.buf.Write(context.Background(), pts); err != nil {
+	// Write refuses only invalid points (checked above) and a closed buffer. The label maps
+	// are the decoder's, used by nothing else once analysed: the buffer may keep them.
+	if err := j.buf.WriteOwned(pts); err != nil {
 		return fmt.Errorf("judge: store %d points: %w", len(pts), err)
 	}
 	return nil

@@ -28,6 +28,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	listen := fs.String("http", "", "override http.listen (host:port)")
 	algorithm := fs.String("algorithm", "", "override placement.algorithm")
 	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake judge [flags]\n\nStores the metric stream, analyses load and answers placement requests over HTTP.\n\nFlags:")
 		fs.PrintDefaults()
@@ -38,6 +39,13 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg, err := judge.Load(*cfgPath)
 	if err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	if *listen != "" || *algorithm != "" {
 		if *listen != "" {

@@ -61,12 +61,13 @@ type Options struct {
 
 // Store is the SQLite store. It is safe for concurrent use.
 type Store struct {
-	mu     sync.RWMutex // held shared by every operation, exclusively by Close
-	closed bool
-	w      *sql.DB // one connection: SQLite serialises writers anyway
-	r      *sql.DB
-	now    func() time.Time
-	log    *slog.Logger
+	mu      sync.RWMutex // held shared by every operation, exclusively by Close
+	closed  bool
+	w       *sql.DB // one connection: SQLite serialises writers anyway
+	r       *sql.DB
+	now     func() time.Time
+	inserts inserts
+	log     *slog.Logger
 
 	ids    seriesIDs
 	recent recentIndex
@@ -166,6 +167,10 @@ func (s *Store) init() error {
 	if err := s.recent.load(ctx, s.w); err != nil {
 		return err
 	}
+	var err error
+	if s.inserts, err = prepareInserts(s.w); err != nil {
+		return err
+	}
 	return s.pack(ctx)
 }
 
@@ -216,5 +221,6 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.inserts.close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
