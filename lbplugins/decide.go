@@ -281,15 +281,6 @@ func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error
 	r.Scores = resize(r.Scores, len(r.Cands))
 	r.final = resize(r.final, len(r.Cands))
 	p.Score(r, r.Scores)
-	for k, v := range r.Scores {
-		switch {
-		case v != v || v < 0: // NaN
-			v = 0
-		case v > 100:
-			v = 100
-		}
-		r.final[k] = round2(v)
-	}
 	best := r.best(req)
 	d.Scores = make([]Score, len(best))
 	for j, k := range best {
@@ -315,7 +306,8 @@ func (r *Round) better(a, b int) int {
 func (r *Round) best(req Request) []int {
 	r.order = r.order[:0]
 	if req.ExplainAll {
-		for k := range r.Cands {
+		for k, v := range r.Scores {
+			r.final[k] = round2(clampScore(v))
 			r.order = append(r.order, k)
 		}
 		slices.SortFunc(r.order, r.better)
@@ -326,8 +318,15 @@ func (r *Round) best(req Request) []int {
 		k = DefaultTopK
 	}
 	k = min(k, MaxTopK)
-	for c := range r.Cands {
+	for c, v := range r.Scores {
 		n := len(r.order)
+		v = clampScore(v)
+		// Rounding moves a score by at most 0.005: one that far below the k-th best
+		// cannot enter, and most candidates leave here without being rounded.
+		if n == k && v+0.006 < r.final[r.order[n-1]] {
+			continue
+		}
+		r.final[c] = round2(v)
 		if n == k && r.better(c, r.order[n-1]) >= 0 {
 			continue
 		}
@@ -380,3 +379,14 @@ func resize(s []float64, n int) []float64 {
 }
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+// clampScore bounds a plugin's score to 0–100, NaN to 0.
+func clampScore(v float64) float64 {
+	switch {
+	case v != v || v < 0: // NaN
+		return 0
+	case v > 100:
+		return 100
+	}
+	return v
+}
