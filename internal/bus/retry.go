@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,8 +21,10 @@ type RetryOptions struct {
 // SubscribeWithRetry calls sub.Subscribe with h until ctx ends, waiting between
 // attempts with a doubling backoff. A role that must keep consuming whatever the bus
 // does (a broker restart, a rebalance error) uses it so that a failing subscription
-// never stops the role. The backoff is not reset after a success: a subscription that
-// keeps failing after a while of work still cannot spin.
+// never stops the role. An attempt in which h handled at least one message counts as a
+// success: the wait after it starts again from MinBackoff, so that an error after hours
+// of work is retried at once rather than after the last outage's longest wait, and a
+// subscription that fails before handling anything still backs off to MaxBackoff.
 func SubscribeWithRetry(ctx context.Context, sub Subscriber, h Handler, o RetryOptions) {
 	backoff := o.MinBackoff
 	if backoff <= 0 {
@@ -31,10 +34,25 @@ func SubscribeWithRetry(ctx context.Context, sub Subscriber, h Handler, o RetryO
 	if maxBackoff <= 0 {
 		maxBackoff = 30 * time.Second
 	}
+	var handled atomic.Bool
+	counted := func(ctx context.Context, m Message) error {
+		err := h(ctx, m)
+		if err == nil {
+			handled.Store(true)
+		}
+		return err
+	}
 	for {
-		err := sub.Subscribe(ctx, h)
+		handled.Store(false)
+		err := sub.Subscribe(ctx, counted)
 		if ctx.Err() != nil {
 			return
+		}
+		if handled.Load() {
+			backoff = o.MinBackoff
+			if backoff <= 0 {
+				backoff = time.Second
+			}
 		}
 		if o.OnError != nil {
 			o.OnError(err, backoff)

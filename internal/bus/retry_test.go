@@ -98,6 +98,74 @@ func TestSubscribeWithRetry(t *testing.T) {
 	}
 }
 
+// TestSubscribeWithRetryResetsAfterSuccess: an attempt that handled a message starts the
+// backoff again from its minimum (issue 18: a consumer that worked for hours and then hit
+// a rebalance error must not wait out the last outage's longest backoff).
+func TestSubscribeWithRetryResetsAfterSuccess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.CreateTopic(ctx, bus.TopicSpec{Name: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := b.Publisher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: "t", Group: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	for _, v := range []string{"1", "2"} {
+		if err := pub.Publish(ctx, bus.Message{Topic: "t", Key: []byte("k"), Value: []byte(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Deliveries: 1 fails, 1 fails, 1 is handled, 2 fails, 2 is handled.
+	fail := map[int]bool{1: true, 2: true, 4: true}
+	var (
+		mu         sync.Mutex
+		deliveries int
+		waits      []time.Duration
+	)
+	runCtx, stop := context.WithCancel(ctx)
+	bus.SubscribeWithRetry(runCtx, sub, func(context.Context, bus.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		deliveries++
+		if fail[deliveries] {
+			return errors.New("boom")
+		}
+		if deliveries == 5 {
+			stop()
+		}
+		return nil
+	}, bus.RetryOptions{MinBackoff: time.Millisecond, MaxBackoff: 8 * time.Millisecond,
+		OnError: func(_ error, wait time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			waits = append(waits, wait)
+		}})
+	mu.Lock()
+	defer mu.Unlock()
+	want := []time.Duration{time.Millisecond, 2 * time.Millisecond, time.Millisecond}
+	if len(waits) != len(want) {
+		t.Fatalf("waits %v, want %v", waits, want)
+	}
+	for i := range want {
+		if waits[i] != want[i] {
+			t.Errorf("waits %v, want %v (the attempt that handled message 1 resets the backoff)", waits, want)
+			break
+		}
+	}
+}
+
 // TestSubscribeWithRetryClosedSubscriber checks that a subscriber that can never work
 // again (closed) keeps being reported, not silently spun on, until ctx ends.
 func TestSubscribeWithRetryClosedSubscriber(t *testing.T) {
