@@ -139,6 +139,7 @@ type alertState struct {
 	resolvedAt    time.Time
 	lastEval      time.Time
 	lastSent      time.Time
+	lastMuted     time.Time // when a notification due was last suppressed (silence, inhibition)
 	sent          int
 	sendResolved  bool
 	restore       *LogEntry
@@ -588,11 +589,20 @@ func (e *Engine) process(now time.Time, as []*alertState, ef *effects) {
 			a.silencedBy = e.silenced(a, now)
 			a.inhibited = e.inhibited(a)
 			if len(a.silencedBy) > 0 || a.inhibited {
-				if e.o.OnSuppressed != nil && (a.lastSent.IsZero() || now.Sub(a.lastSent) >= a.p.RepeatInterval) {
-					if len(a.silencedBy) > 0 {
-						e.o.OnSuppressed("silenced")
-					} else {
-						e.o.OnSuppressed("inhibited")
+				// One suppression per notification that would have gone out: the first,
+				// then one per repeat interval, not one per evaluation.
+				last := a.lastSent
+				if a.lastMuted.After(last) {
+					last = a.lastMuted
+				}
+				if last.IsZero() || now.Sub(last) >= a.p.RepeatInterval {
+					a.lastMuted = now
+					if e.o.OnSuppressed != nil {
+						if len(a.silencedBy) > 0 {
+							e.o.OnSuppressed("silenced")
+						} else {
+							e.o.OnSuppressed("inhibited")
+						}
 					}
 				}
 				// Persist the firing state even when muted, so a restart remembers it.

@@ -312,6 +312,30 @@ func TestSilence(t *testing.T) {
 	require.Empty(t, r.out.take())
 }
 
+// A silenced alert counts one suppression per notification it would have sent (the first,
+// then one per repeat interval), not one per evaluation tick (issue 18, item 8).
+func TestSilencedCounter(t *testing.T) {
+	var suppressed []string
+	r := newRig(t, basePolicy+"    repeat_interval: 1h\n", func(o *EngineOptions) {
+		o.StaleIntervals = 1000
+		o.OnSuppressed = func(reason string) { suppressed = append(suppressed, reason) }
+	})
+	_, err := r.sil.Create(context.Background(), Silence{Matchers: []Matcher{{Name: "node", Value: "wave-1"}},
+		EndsAt: t0.Add(3 * time.Hour), CreatedBy: "test"})
+	require.NoError(t, err)
+	r.observe("wave-1", 95)
+	for range 30 { // half a minute of evaluation ticks
+		r.clk.Add(time.Second)
+		r.e.Tick()
+	}
+	require.Equal(t, []string{"silenced"}, suppressed, "one notification was due")
+	r.clk.Add(time.Hour)
+	r.e.Tick()
+	r.e.Tick()
+	require.Equal(t, []string{"silenced", "silenced"}, suppressed, "and its repeat an hour later")
+	require.Empty(t, r.out.take())
+}
+
 func TestSilenceValidation(t *testing.T) {
 	r := newRig(t, basePolicy, nil)
 	f := false
