@@ -82,7 +82,7 @@ func DefaultConfig() Config {
 		MetricsListen: DefaultMetricsListen,
 		Sink: SinkConfig{
 			Type:  SinkKafka,
-			Kafka: KafkaSinkConfig{Brokers: []string{"127.0.0.1:9092"}, Topic: metric.Topic, Partitions: 1, Replication: 1},
+			Kafka: KafkaSinkConfig{Brokers: []string{"127.0.0.1:9092"}, Topic: metric.Topic, Partitions: metric.TopicPartitions, Replication: 1},
 			HTTP:  HTTPSinkConfig{Timeout: config.Duration(5 * time.Second)},
 		},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/binlake/binlake/agent/collector/process"
 	"github.com/binlake/binlake/agent/collector/wave"
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/metric"
 )
 
 func load(t *testing.T, body string) (Config, error) {
@@ -67,6 +68,7 @@ func TestLoadDefaults(t *testing.T) {
 	require.Equal(t, SinkKafka, c.Sink.Type)
 	require.Equal(t, []string{"127.0.0.1:9092"}, c.Sink.Kafka.Brokers)
 	require.Equal(t, "binlake.metrics", c.Sink.Kafka.Topic)
+	require.Equal(t, metric.TopicPartitions, c.Sink.Kafka.Partitions, "the partitions the alarm and the judge create it with")
 	require.Equal(t, []string{"host"}, c.Collectors.Enabled())
 
 	c, err = load(t, "collectors:\n  host: {enabled: false}\n  wave:\n")
@@ -129,6 +131,7 @@ func TestExampleConfig(t *testing.T) {
 	c, err := Load("../deploy/agent.example.yaml")
 	require.NoError(t, err)
 	require.Equal(t, "wave-1", c.Node)
+	require.Equal(t, metric.TopicPartitions, c.Sink.Kafka.Partitions)
 	require.Contains(t, c.Collectors.Enabled(), "host")
 	require.Contains(t, c.Collectors.Enabled(), "wave")
 }

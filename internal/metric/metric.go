@@ -7,7 +7,12 @@ import "time"
 // Topic is the bus topic that carries metric batches.
 const Topic = "binlake.metrics"
 
-// Canonical point names (DESIGN.md, "Data contracts").
+// TopicPartitions is the partition count every role gives the metric topic when it
+// creates it (the agent, the alarm or the judge, whichever comes first), so that the
+// topic does not depend on which started first and several alarms can share its load.
+const TopicPartitions = 3
+
+// Canonical point names (the data contract of the metric batch).
 const (
 	CPUUtil         = "cpu.util"
 	Load1           = "load.1"

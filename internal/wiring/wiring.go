@@ -89,6 +89,9 @@ func (b *BusConfig) Validate(defaultGroup string) error {
 	if b.Partitions < 0 {
 		return fmt.Errorf("bus.partitions %d is negative", b.Partitions)
 	}
+	if b.Partitions == 0 {
+		b.Partitions = metric.TopicPartitions
+	}
 	if b.Group == "" {
 		b.Group = defaultGroup
 	}

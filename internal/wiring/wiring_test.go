@@ -53,8 +53,9 @@ func TestBusConfigValidate(t *testing.T) {
 	}{
 		{"defaults need brokers", BusConfig{}, "bus.brokers: at least one host:port", BusConfig{}},
 		{"kafka defaults", BusConfig{Brokers: []string{"b:1"}}, "",
-			BusConfig{Kind: BusKafka, Brokers: []string{"b:1"}, Topic: metric.Topic, Group: "g"}},
-		{"none", BusConfig{Kind: BusNone, Group: "mine", Topic: "t"}, "", BusConfig{Kind: BusNone, Group: "mine", Topic: "t"}},
+			BusConfig{Kind: BusKafka, Brokers: []string{"b:1"}, Topic: metric.Topic, Partitions: metric.TopicPartitions, Group: "g"}},
+		{"none", BusConfig{Kind: BusNone, Group: "mine", Topic: "t"}, "", BusConfig{Kind: BusNone, Group: "mine", Topic: "t", Partitions: metric.TopicPartitions}},
+		{"partitions kept", BusConfig{Kind: BusNone, Partitions: 6}, "", BusConfig{Kind: BusNone, Topic: metric.Topic, Partitions: 6, Group: "g"}},
 		{"bad kind", BusConfig{Kind: "rabbit"}, `bus.kind "rabbit": want kafka or none`, BusConfig{}},
 		{"negative partitions", BusConfig{Kind: BusNone, Partitions: -1}, "bus.partitions -1 is negative", BusConfig{}},
 	} {
