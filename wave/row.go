@@ -14,7 +14,7 @@ import (
 	"github.com/binlake/binlake/internal/jsonenc"
 )
 
-// Event types of a row message (DESIGN.md, "Row message").
+// Event types of a row message (docs/design.md, "Row message").
 const (
 	TypeInsert = "insert"
 	TypeUpdate = "update"

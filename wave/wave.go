@@ -1,5 +1,5 @@
 // Package wave is the capture role: it acts as a MySQL/MariaDB replica, turns row events
-// into row messages (DESIGN.md) and publishes them to a bus with at-least-once delivery.
+// into row messages (docs/design.md) and publishes them to a bus with at-least-once delivery.
 //
 // A Wave registers itself under "waves/<node>", polls the instances in the coordinator,
 // and for each instance it should run (assigned to it, unassigned, or assigned to a node

@@ -66,7 +66,7 @@ up() {
   fi
   mkdir -p "$LOGDIR"
 
-  # Settings: the binlog options are what the product reads (DESIGN.md, "Test services");
+  # Settings: the binlog options are what the product reads (docs/design.md, "Test services");
   # max_allowed_packet and max_connections leave room for bulk loads and many test clients;
   # relaxed flushing keeps the shared 2-core machine responsive (durability is not under test).
   start_bg "$PIDFILE" "$LOGDIR/stdout.log" mariadbd --no-defaults $(server_user) \

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// designExample is the batch from DESIGN.md, "Data contracts", verbatim.
+// designExample is the batch from docs/design.md, "Data contracts", verbatim.
 const designExample = `{"node":"wave-3","ts":"2026-11-29T14:00:00Z","interval_s":10,"points":[{"name":"cpu.util","value":37.5},{"name":"wave.tps","value":1200,"labels":{"instance":"orders"}}]}`
 
 var exampleTS = time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)

@@ -1,4 +1,4 @@
-// Package testenv finds the real test services (DESIGN.md, "Test services") for
+// Package testenv finds the real test services (docs/design.md, "Test services") for
 // integration tests. A test asks for a service by its variable; when the variable is
 // unset the test is skipped, except under CI=true, where it fails naming the service.
 // A set variable whose service does not answer always fails, naming the service.

@@ -16,7 +16,7 @@
 //	    collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
 //	        collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)}))
 //
-// The "instance" label is the capture instance id (DESIGN.md). A Prometheus server that
+// The "instance" label is the capture instance id (docs/design.md). A Prometheus server that
 // scrapes the wave directly renames it to exported_instance unless honor_labels is set.
 //
 // # What the agent emits
