@@ -17,33 +17,16 @@ import (
 	"github.com/binlake/binlake/internal/testenv/estest"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/elastic"
+	"github.com/binlake/binlake/judge/store/storetest"
 )
-
-// series says how the agent emits one metric: the label a point may carry and whether a
-// node-level (unlabelled) point is sent as well. It mirrors agent/collector/*.
-var series = []struct {
-	names []string
-	label string // "" for node-level only
-	total bool   // with label: a node-level sum/max is sent too
-}{
-	{[]string{"cpu.util"}, "cpu", true},
-	{[]string{"load.1", "load.5", "load.15", "mem.used_pct", "mem.total_bytes", "mem.available_bytes",
-		"swap.used_pct", "swap.used_bytes", "go.heap_bytes", "go.gc_pause_p99_s", "go.goroutines", "wave.instances",
-		"agent.buffer_len", "agent.dropped_batches", "agent.collector_errors", "agent.collect_seconds", "agent.rss_bytes"}, "", true},
-	{[]string{"net.rx_bps", "net.tx_bps"}, "iface", true},
-	{[]string{"disk.used_pct"}, "mount", false},
-	{[]string{"disk.read_bps", "disk.write_bps", "disk.read_iops", "disk.write_iops"}, "device", true},
-	{[]string{"wave.tps", "wave.lag_s", "wave.publish_errors"}, "instance", true},
-	{[]string{"process.count", "process.rss_bytes", "process.cpu_pct"}, "process", false},
-}
 
 // hasNodeLevel reports whether the agent sends a node-level point for every one of names.
 func hasNodeLevel(names []string) bool {
 	for _, n := range names {
 		ok := false
-		for _, sr := range series {
-			if slices.Contains(sr.names, n) {
-				ok = sr.label == "" || sr.total
+		for _, sr := range storetest.AgentShape {
+			if slices.Contains(sr.Names, n) {
+				ok = sr.Label == "" || sr.Total
 			}
 		}
 		if !ok {
@@ -88,15 +71,15 @@ func TestDashboardQueriesIntegration(t *testing.T) {
 	for _, node := range []string{"wave-1", "wave-2"} {
 		for i := range 3 {
 			ts := now.Add(-time.Duration(i) * time.Minute)
-			for _, sr := range series {
-				for _, name := range sr.names {
-					if sr.label == "" || sr.total {
+			for _, sr := range storetest.AgentShape {
+				for _, name := range sr.Names {
+					if sr.Label == "" || sr.Total {
 						pts = append(pts, store.Point{Node: node, Name: name, TS: ts, Value: float64(10 + i)})
 					}
-					if sr.label != "" {
+					if sr.Label != "" {
 						for _, v := range []string{"a", "b"} {
 							pts = append(pts, store.Point{Node: node, Name: name, TS: ts, Value: float64(1000 + i),
-								Labels: map[string]string{sr.label: v}})
+								Labels: map[string]string{sr.Label: v}})
 						}
 					}
 				}

@@ -208,12 +208,6 @@ func ResourceIndex(name string) int {
 // memory, the raw unit for the others; 1 for instances.
 func (s *Snapshot) Demand(res int) float64 { return s.demand[res] }
 
-// Prepared returns what plugin name's Prepare returned for this snapshot.
-func (s *Snapshot) Prepared(name string) (any, bool) {
-	p, ok := s.prepared[name]
-	return p, ok
-}
-
 // Reserved counts reserved instances per node of one snapshot, updated by placements
 // while decisions read it; safe for concurrent use.
 type Reserved struct{ n []atomic.Int32 }
@@ -223,6 +217,3 @@ func NewReserved(s *Snapshot) *Reserved { return &Reserved{n: make([]atomic.Int3
 
 // Add changes node i's count by delta.
 func (r *Reserved) Add(i int, delta int32) { r.n[i].Add(delta) }
-
-// Get returns node i's count.
-func (r *Reserved) Get(i int) int32 { return r.n[i].Load() }

@@ -11,17 +11,15 @@ import (
 	"github.com/binlake/binlake/internal/bus/memory"
 )
 
-// TestSubscribeWithRetry checks that a failing handler does not end the loop: the error
-// is reported with a doubling, capped wait, the uncommitted message is delivered again,
-// and the loop returns once ctx ends.
-func TestSubscribeWithRetry(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// memoryTopic is topic "t" on an in-process bus, with a publisher and a subscriber of
+// group "g", all closed when the test ends.
+func memoryTopic(ctx context.Context, t *testing.T) (bus.Publisher, bus.Subscriber) {
+	t.Helper()
 	b, err := memory.New(memory.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
 	if err := b.CreateTopic(ctx, bus.TopicSpec{Name: "t"}); err != nil {
 		t.Fatal(err)
 	}
@@ -29,12 +27,22 @@ func TestSubscribeWithRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pub.Close()
+	t.Cleanup(func() { pub.Close() })
 	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: "t", Group: "g"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sub.Close()
+	t.Cleanup(func() { sub.Close() })
+	return pub, sub
+}
+
+// TestSubscribeWithRetry checks that a failing handler does not end the loop: the error
+// is reported with a doubling, capped wait, the uncommitted message is delivered again,
+// and the loop returns once ctx ends.
+func TestSubscribeWithRetry(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pub, sub := memoryTopic(ctx, t)
 	if err := pub.Publish(ctx, bus.Message{Topic: "t", Key: []byte("k"), Value: []byte("v")}); err != nil {
 		t.Fatal(err)
 	}
@@ -104,24 +112,7 @@ func TestSubscribeWithRetry(t *testing.T) {
 func TestSubscribeWithRetryResetsAfterSuccess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := memory.New(memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := b.CreateTopic(ctx, bus.TopicSpec{Name: "t"}); err != nil {
-		t.Fatal(err)
-	}
-	pub, err := b.Publisher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: "t", Group: "g"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
+	pub, sub := memoryTopic(ctx, t)
 	for _, v := range []string{"1", "2"} {
 		if err := pub.Publish(ctx, bus.Message{Topic: "t", Key: []byte("k"), Value: []byte(v)}); err != nil {
 			t.Fatal(err)

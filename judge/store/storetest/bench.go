@@ -11,14 +11,18 @@ import (
 	"github.com/binlake/binlake/judge/store"
 )
 
-// agentSeries says how the agent emits one group of metrics (agent/collector/*; the
-// dashboards' integration test keeps the same list): the label its per-object points
-// carry ("" for node-level only), and whether a node-level total is sent as well.
-var agentSeries = []struct {
-	names []string
-	label string
-	total bool
-}{
+// SeriesShape says how the agent emits one group of metrics (agent/collector/*): the
+// label its per-object points carry ("" for node-level only), and whether a node-level
+// total is sent as well.
+type SeriesShape struct {
+	Names []string
+	Label string
+	Total bool
+}
+
+// AgentShape is every group the agent emits; AgentBatch and the dashboards' integration
+// test build their points from it.
+var AgentShape = []SeriesShape{
 	{[]string{"cpu.util"}, "cpu", true},
 	{[]string{"load.1", "load.5", "load.15", "mem.used_pct", "mem.total_bytes", "mem.available_bytes",
 		"swap.used_pct", "swap.used_bytes", "go.heap_bytes", "go.gc_pause_p99_s", "go.goroutines", "wave.instances",
@@ -34,9 +38,9 @@ var agentSeries = []struct {
 // batch (store.Buffered copies what it queues).
 var agentLabels = func() map[string][2]map[string]string {
 	m := map[string][2]map[string]string{}
-	for _, s := range agentSeries {
-		if s.label != "" {
-			m[s.label] = [2]map[string]string{{s.label: "a"}, {s.label: "b"}}
+	for _, s := range AgentShape {
+		if s.Label != "" {
+			m[s.Label] = [2]map[string]string{{s.Label: "a"}, {s.Label: "b"}}
 		}
 	}
 	return m
@@ -49,13 +53,13 @@ var agentLabels = func() map[string][2]map[string]string {
 func AgentBatch(node string, ts time.Time, seq int) []store.Point {
 	pts := make([]store.Point, 0, 56)
 	v := float64(seq % 1000)
-	for _, s := range agentSeries {
-		for _, name := range s.names {
-			if s.label == "" || s.total {
+	for _, s := range AgentShape {
+		for _, name := range s.Names {
+			if s.Label == "" || s.Total {
 				pts = append(pts, store.Point{Node: node, Name: name, TS: ts, Value: v})
 			}
-			if s.label != "" {
-				for i, labels := range agentLabels[s.label] {
+			if s.Label != "" {
+				for i, labels := range agentLabels[s.Label] {
 					pts = append(pts, store.Point{Node: node, Name: name, Labels: labels, TS: ts, Value: v + float64(i)})
 				}
 			}
