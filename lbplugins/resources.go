@@ -210,12 +210,34 @@ func WeightsOf(m map[string]float64) Weights {
 	return w
 }
 
-// CompositeAll writes the Composite of every candidate of the round into out, resource
-// by resource over the snapshot's arrays: the hot loop of leastload. Absolute resources
-// read the free capacity precomputed per node, relative ones divide by the scope's
-// largest level, levels raised by pending reservations when there are some. The sums
-// come out bit for bit as Composite's.
-func (r *Round) CompositeAll(sc *Scope, w *Weights, out []float64) {
+// CompositeAll writes the Composite of every candidate of the round into out: the hot
+// loop of leastload. When the round's scope is the one pre was computed in, it gathers
+// the precomputed composites; otherwise it goes resource by resource over the snapshot's
+// arrays (absolute resources read the free capacity precomputed per node, relative ones
+// divide by the scope's largest level). Candidates with pending reservations are then
+// scored one by one, their levels raised; when many have some, the pass per resource
+// raises them on the way instead. The sums come out bit for bit as Composite's.
+func (r *Round) CompositeAll(sc *Scope, w *Weights, pre *Precomposed, out []float64) {
+	manyPending := len(r.pendCands) > len(r.Cands)/8
+	switch {
+	case manyPending:
+		r.compositeEach(sc, w, true, out)
+		return
+	case pre.fits(sc, w):
+		for k, i := range r.Cands {
+			out[k] = pre.vals[i]
+		}
+	default:
+		r.compositeEach(sc, w, false, out)
+	}
+	for _, k := range r.pendCands {
+		out[k] = r.Composite(sc, w, r.Cands[k], nil)
+	}
+}
+
+// compositeEach is CompositeAll resource by resource; with pending, levels are raised by
+// the candidates' pending reservations.
+func (r *Round) compositeEach(sc *Scope, w *Weights, pending bool, out []float64) {
 	clear(out)
 	total := 0.0
 	for res := range numRes {
@@ -233,7 +255,7 @@ func (r *Round) CompositeAll(sc *Scope, w *Weights, out []float64) {
 		}
 		coef := 100 * wr / total
 		free := r.Snap.free[res]
-		if len(r.pendCands) > 0 {
+		if pending {
 			r.compositePending(res, coef, sc.maxRel[res], out)
 			continue
 		}
@@ -249,19 +271,13 @@ func (r *Round) CompositeAll(sc *Scope, w *Weights, out []float64) {
 				out[k] += coef * free[i]
 				continue
 			}
-			u := raw[i] / maxRel
-			if !(u < 1) { // NaN too, as clamp01
-				u = 1
-			} else if u < 0 {
-				u = 0
-			}
-			out[k] += coef * (1 - u)
+			out[k] += coef * (1 - relUsage(raw[i], maxRel))
 		}
 	}
 }
 
-// compositePending is CompositeAll's loop for one resource when reservations are
-// pending on some candidates: every level is raised by its node's pending instances.
+// compositePending is compositeEach's loop for one resource when reservations are
+// pending on many candidates: every level is raised by its node's pending instances.
 func (r *Round) compositePending(res int, coef, maxRel float64, out []float64) {
 	kind, raw, demand := r.Snap.kind[res], r.Snap.raw[res], r.Snap.demand[res]
 	for k, i := range r.Cands {

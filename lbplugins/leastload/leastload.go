@@ -43,12 +43,14 @@ func (*Plugin) Description() string {
 // resources cannot be compared.
 func (p *Plugin) Reads() uint8 { return p.mask }
 
-// Prepare implements lbplugins.Plugin: the snapshot's arrays are all it reads.
-func (*Plugin) Prepare(*lbplugins.Snapshot) any { return nil }
+// Prepare implements lbplugins.Plugin: every node's composite in the scope of the likely
+// candidates, which most rounds gather instead of computing.
+func (p *Plugin) Prepare(s *lbplugins.Snapshot) any { return lbplugins.Precompose(s, &p.weights) }
 
 // Score implements lbplugins.Plugin.
 func (p *Plugin) Score(r *lbplugins.Round, out []float64) {
-	r.CompositeAll(r.AllScope(), &p.weights, out)
+	pre, _ := r.Prepared.(*lbplugins.Precomposed)
+	r.CompositeAll(r.AllScope(), &p.weights, pre, out)
 }
 
 // Explain implements lbplugins.Plugin.

@@ -1,0 +1,59 @@
+package lbplugins_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/lbplugins"
+	"github.com/binlake/binlake/lbplugins/internal/cluster"
+)
+
+// TestPrecomposedIsComposite checks leastload's fast path against the node-by-node
+// composite, bit for bit, in the rounds that take each branch of CompositeAll: the
+// precomputed scope, a scope changed by excluding the busiest node, a few candidates
+// with reservations (fixed up one by one, one of them raised above the busiest) and
+// many (raised resource by resource).
+func TestPrecomposedIsComposite(t *testing.T) {
+	filters := lbplugins.Filters{Thresholds: map[string]float64{"cpu.util": 90, "mem.used_pct": 95}}
+	w := lbplugins.WeightsOf(lbplugins.DefaultWeights())
+	for seed := uint64(1); seed <= 5; seed++ {
+		nodes := goldenCluster(300, seed)
+		p, err := lbplugins.New("leastload", lbplugins.Settings{})
+		require.NoError(t, err)
+		snap := lbplugins.NewSnapshot(nodes, filters, cluster.Now, p)
+		busiest := busiestTPS(nodes)
+		few, many := lbplugins.NewReserved(snap), lbplugins.NewReserved(snap)
+		for i := 0; i < 5; i++ {
+			few.Add(i*7, 1)
+		}
+		few.Add(11, 500) // far above the busiest: the scope's largest levels move
+		for i := 0; i < snap.Len(); i += 2 {
+			many.Add(i, int32(1+i%3))
+		}
+		for name, req := range map[string]lbplugins.Request{
+			"precomputed scope": {},
+			"busiest excluded":  {Exclude: []string{busiest}},
+			"few pending":       {Reserved: few},
+			"many pending":      {Reserved: many},
+		} {
+			t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
+				all, each := lbplugins.Composites(snap, req, w)
+				require.NotEmpty(t, all)
+				require.Equal(t, each, all)
+			})
+		}
+	}
+}
+
+// busiestTPS is the node with the highest wave.tps, which sets the relative scale.
+func busiestTPS(nodes []*lbplugins.NodeView) string {
+	best, top := "", -1.0
+	for _, n := range nodes {
+		if v, ok := n.Load(lbplugins.WaveTPS); ok && v > top {
+			best, top = n.Node, v
+		}
+	}
+	return best
+}
