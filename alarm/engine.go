@@ -92,6 +92,11 @@ type Engine struct {
 	counts   [4]int             // alerts per state
 	dirty    []*alertState
 	lastGC   time.Time
+	// stalled is set while the bus says this process is behind on (or cannot read) its
+	// partitions; resumedAt is when it last caught up. Silence is only evidence of a dead
+	// node when the stream is read up to date (see SetCaughtUp).
+	stalled   bool
+	resumedAt time.Time
 
 	effMu sync.Mutex // orders effects (log writes, sends) across calls
 }
@@ -104,7 +109,8 @@ type series struct {
 	samples      []policy.Sample
 	keep         int           // points the conditions need
 	window       time.Duration // time the window functions need
-	lastSeen     time.Time     // engine clock at the last point
+	lastSeen     time.Time     // engine clock at the last point (only to forget idle series)
+	lastTS       time.Time     // the last point's own time, capped at the engine clock
 	interval     time.Duration
 	slots        []slot
 }
@@ -115,7 +121,7 @@ type slot struct {
 }
 
 type nodataSlot struct {
-	lastSeen time.Time
+	lastTS   time.Time // the node's last point's own time, capped at the engine clock
 	interval time.Duration
 	a        *alertState
 }
@@ -300,7 +306,7 @@ func (e *Engine) Observe(b metric.Batch) {
 		}
 		s.samples = append(s.samples, policy.Sample{TS: ts, Value: pt.Value})
 		s.trim()
-		s.lastSeen, s.interval = now, interval
+		s.lastSeen, s.lastTS, s.interval = now, minTime(ts, now), interval
 		for j := range s.slots {
 			sl := &s.slots[j]
 			value, active, _ := sl.p.Cond.Eval(s.samples)
@@ -325,7 +331,7 @@ func (e *Engine) Observe(b metric.Batch) {
 			e.step(sl.a, active, value, now)
 		}
 	}
-	e.observeNodata(b, now, interval)
+	e.observeNodata(b, minTime(ts, now), now, interval)
 	if e.o.OnEvaluations != nil && evals > 0 {
 		e.o.OnEvaluations(evals)
 	}
@@ -381,7 +387,7 @@ func (s *series) trim() {
 	}
 }
 
-func (e *Engine) observeNodata(b metric.Batch, now time.Time, interval time.Duration) {
+func (e *Engine) observeNodata(b metric.Batch, ts, now time.Time, interval time.Duration) {
 	for _, p := range e.nodata {
 		if !p.MatchNode(b.Node) {
 			continue
@@ -403,7 +409,10 @@ func (e *Engine) observeNodata(b metric.Batch, now time.Time, interval time.Dura
 			sl = &nodataSlot{}
 			slots[p] = sl
 		}
-		sl.lastSeen, sl.interval = now, interval
+		if ts.After(sl.lastTS) {
+			sl.lastTS = ts
+		}
+		sl.interval = interval
 		if sl.a == nil && len(e.restored) > 0 {
 			labels := nodataLabels(p, b.Node)
 			fp := fingerprint(labels)
@@ -427,8 +436,16 @@ func (e *Engine) Tick() {
 	now := e.now()
 	for node, slots := range e.nodes {
 		for p, sl := range slots {
-			missing := now.Sub(sl.lastSeen)
+			missing := now.Sub(sl.lastTS)
 			active := missing > time.Duration(float64(p.NoData)*float64(sl.interval))
+			if e.holding(now, sl.interval) {
+				// Behind on the stream, or within one interval of catching up: the
+				// node's points may be on their way; keep whatever state it has.
+				if sl.a == nil {
+					continue
+				}
+				active = sl.a.active
+			}
 			if sl.a == nil {
 				if !active {
 					continue
@@ -444,7 +461,7 @@ func (e *Engine) Tick() {
 	for _, a := range e.alerts {
 		if a.series != nil && a.state != StateResolved {
 			s := a.series
-			if now.Sub(s.lastSeen) > time.Duration(e.o.StaleIntervals*float64(s.interval)) {
+			if now.Sub(s.lastTS) > time.Duration(e.o.StaleIntervals*float64(s.interval)) && !e.holding(now, s.interval) {
 				e.step(a, false, a.value, now)
 			} else {
 				e.step(a, a.active, a.value, now)
@@ -462,6 +479,61 @@ func (e *Engine) Tick() {
 		e.lastGC = now
 	}
 	e.unlock(&ef)
+}
+
+// holding reports whether silence of a series or node with this interval says nothing
+// yet: the stream is not read up to date, or it caught up less than one interval ago.
+func (e *Engine) holding(now time.Time, interval time.Duration) bool {
+	return e.stalled || now.Sub(e.resumedAt) < interval
+}
+
+// SetCaughtUp tells the engine whether its process reads its share of the stream up to
+// date (the bus's committed positions reached the partitions' ends). Nodata and stale
+// series are measured on the points' own time against the engine's clock, which is only
+// evidence of silence while nothing is waiting to be read: during a broker outage, a
+// rebalance or any other consumption gap, and for one interval after it ended (so every
+// partition's backlog is replayed), nodata does not fire and firing series do not go
+// stale. An engine starts caught up; one whose caller never calls this stays so.
+func (e *Engine) SetCaughtUp(ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ok && e.stalled {
+		e.resumedAt = e.now()
+	}
+	e.stalled = !ok
+}
+
+// Release forgets the given nodes without notifying or touching the notification log:
+// their partitions moved to another alarm process, which continues their alerts from
+// the log. Their queued notifications still go out.
+func (e *Engine) Release(nodes []string) {
+	if len(nodes) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	gone := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		gone[n] = true
+		delete(e.nodes, n)
+	}
+	for k, s := range e.series {
+		if gone[s.node] {
+			delete(e.series, k)
+		}
+	}
+	for _, a := range e.alerts {
+		if gone[a.node] {
+			e.drop(a)
+		}
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return b
+	}
+	return a
 }
 
 // gc forgets series and nodes silent for an hour and without alerts, so churned node
