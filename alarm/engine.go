@@ -3,6 +3,7 @@ package alarm
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"hash/fnv"
 	"log/slog"
 	"maps"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -60,8 +62,15 @@ type EngineOptions struct {
 	StaleIntervals float64
 	// DefaultInterval is assumed for batches without interval_s (10 s when zero).
 	DefaultInterval time.Duration
-	// Send receives each notification (one per channel); it must not block.
-	Send        func(notify.Message)
+	// Send receives each notification (one per channel); it must not block. Whoever
+	// delivers it reports the outcome with Engine.Delivered: a page counts as sent, in
+	// the notification log, only once a channel delivered it.
+	Send func(notify.Message)
+	// DeliveryTimeout bounds how long a queued page may take to be delivered (all
+	// retries included) after its group_wait; a page claimed in the log and neither
+	// delivered nor failed within group_wait plus this is resent (its process crashed).
+	// 2 min when zero.
+	DeliveryTimeout time.Duration
 	ExternalURL string
 	Now         func() time.Time
 	Logger      *slog.Logger
@@ -144,7 +153,9 @@ type alertState struct {
 	inactiveSince time.Time
 	resolvedAt    time.Time
 	lastEval      time.Time
-	lastSent      time.Time
+	lastSent      time.Time // when a page was last claimed (the repeat interval runs from it)
+	claimAt       time.Time // this process's page in flight: claimed, not yet delivered
+	holdUntil     time.Time // another process's page is in flight until then
 	lastMuted     time.Time // when a notification due was last suppressed (silence, inhibition)
 	sent          int
 	sendResolved  bool
@@ -188,6 +199,9 @@ func NewEngine(o EngineOptions) *Engine {
 	if o.DefaultInterval <= 0 {
 		o.DefaultInterval = 10 * time.Second
 	}
+	if o.DeliveryTimeout <= 0 {
+		o.DeliveryTimeout = 2 * time.Minute
+	}
 	if len(o.Inhibition.Equal) == 0 {
 		o.Inhibition.Equal = []string{policy.LabelNode}
 	}
@@ -220,13 +234,9 @@ func (e *Engine) Restore(ctx context.Context) (int, error) {
 	defer e.mu.Unlock()
 	n := 0
 	for _, le := range entries {
-		b, derr := hex.DecodeString(le.Fingerprint)
-		if derr != nil || len(b) != 8 {
+		fp, ok := parseFP(le.Fingerprint)
+		if !ok {
 			continue
-		}
-		var fp uint64
-		for _, c := range b {
-			fp = fp<<8 | uint64(c)
 		}
 		if _, live := e.alerts[fp]; live {
 			continue
@@ -239,8 +249,22 @@ func (e *Engine) Restore(ctx context.Context) (int, error) {
 
 // effects are what a call decided and runs after the engine's lock is released.
 type effects struct {
-	ops  []logOp
-	msgs []notify.Message
+	ops    []logOp
+	claims []claim
+	msgs   []notify.Message
+}
+
+// claim is a page due: it is queued only if the shared notification log agrees that no
+// process paged the alert within its repeat interval and none has a page in flight.
+type claim struct {
+	a      *alertState
+	entry  LogEntry // QueuedAt is the claim's time
+	repeat time.Duration
+	lease  time.Duration
+	// Outcome, set by run: queue it, or adopt the log's entry (another process paged),
+	// or neither (the log changed under the claim: decide again at the next tick).
+	queue bool
+	adopt *LogEntry
 }
 
 type logOp struct {
@@ -250,6 +274,9 @@ type logOp struct {
 
 func (e *Engine) run(ef *effects) {
 	defer e.effMu.Unlock()
+	for i := range ef.claims {
+		e.claim(&ef.claims[i])
+	}
 	for _, op := range ef.ops {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var err error
@@ -260,10 +287,7 @@ func (e *Engine) run(ef *effects) {
 		}
 		cancel()
 		if err != nil {
-			if e.o.OnLogError != nil {
-				e.o.OnLogError()
-			}
-			e.log.Warn("notification log write failed", "err", err, "fingerprint", op.entry.Fingerprint)
+			e.logError(err, op.entry.Fingerprint)
 		}
 	}
 	for _, m := range ef.msgs {
@@ -271,11 +295,134 @@ func (e *Engine) run(ef *effects) {
 	}
 }
 
-// unlock releases the engine and runs the effects in order.
+// unlock releases the engine and runs the effects in order; claims that won go into
+// their groups in a second pass.
 func (e *Engine) unlock(ef *effects) {
 	e.effMu.Lock()
 	e.mu.Unlock()
 	e.run(ef)
+	if len(ef.claims) == 0 {
+		return
+	}
+	e.mu.Lock()
+	now := e.now()
+	for _, c := range ef.claims {
+		a := c.a
+		if e.alerts[a.fp] != a || !a.claimAt.Equal(c.entry.QueuedAt) {
+			continue // resolved or dropped meanwhile
+		}
+		switch {
+		case c.queue:
+			e.enqueue(a, notify.StatusFiring, now)
+		case c.adopt != nil:
+			e.adopt(a, *c.adopt, c.lease)
+		default:
+			a.claimAt, a.lastSent, a.sent = time.Time{}, time.Time{}, a.sent-1
+		}
+	}
+	var ef2 effects
+	e.flushDue(now, &ef2)
+	e.effMu.Lock()
+	e.mu.Unlock()
+	e.run(&ef2)
+}
+
+// claim asks the shared log whether the page of c may go out, and records it as queued
+// if so. Without an answer from the log it pages: a duplicate is better than silence.
+func (e *Engine) claim(c *claim) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	now := c.entry.QueuedAt
+	le, ver, err := e.o.Log.Get(ctx, c.entry.Fingerprint)
+	switch {
+	case errors.Is(err, coord.ErrNotFound):
+		ver = coord.NoVersion
+	case err != nil:
+		e.logError(err, c.entry.Fingerprint)
+		c.queue = true
+		return
+	case le.pending() && now.Sub(le.QueuedAt) < c.lease,
+		!le.pending() && !le.LastSent.IsZero() && now.Sub(le.LastSent) < c.repeat:
+		c.adopt = &le
+		return
+	}
+	c.entry.LastSent, c.entry.Sent = le.LastSent, le.Sent // Sent counts deliveries
+	err = e.o.Log.Put(ctx, c.entry, ver)
+	switch {
+	case errors.Is(err, coord.ErrVersionConflict):
+		return // another process wrote it first: decide again next tick
+	case err != nil:
+		e.logError(err, c.entry.Fingerprint)
+	}
+	c.queue = true
+}
+
+// adopt continues an alert another process (or this one before a restart) paged: no
+// page before the repeat interval, or before that process's page in flight had time to
+// be delivered.
+func (e *Engine) adopt(a *alertState, le LogEntry, lease time.Duration) {
+	a.claimAt = time.Time{}
+	a.sent = max(le.Sent, 1)
+	if le.pending() {
+		a.lastSent, a.holdUntil = time.Time{}, le.QueuedAt.Add(lease)
+		return
+	}
+	a.lastSent, a.holdUntil = le.LastSent, time.Time{}
+}
+
+func (e *Engine) logError(err error, fp string) {
+	if e.o.OnLogError != nil {
+		e.o.OnLogError()
+	}
+	e.log.Warn("notification log write failed", "err", err, "fingerprint", fp)
+}
+
+// Delivered reports the outcome of a notification given to Send. A firing page
+// delivered to a channel is recorded in the log as sent (the first channel counts); a
+// failed one stays pending, so it is resent after its lease.
+func (e *Engine) Delivered(m notify.Message, err error) {
+	type done struct {
+		fp string
+		at time.Time
+	}
+	var ds []done
+	e.mu.Lock()
+	now := e.now()
+	for _, na := range m.Alerts {
+		if na.Status != notify.StatusFiring {
+			continue
+		}
+		fp, ok := parseFP(na.Fingerprint)
+		if a := e.alerts[fp]; ok && a != nil && !a.claimAt.IsZero() {
+			if err == nil {
+				ds = append(ds, done{a.fps, a.claimAt})
+				a.claimAt, a.lastSent = time.Time{}, now
+			} else {
+				a.holdUntil = a.claimAt.Add(e.lease(a))
+				a.claimAt, a.lastSent = time.Time{}, time.Time{}
+			}
+		}
+	}
+	e.mu.Unlock()
+	for _, d := range ds {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		le, ver, gerr := e.o.Log.Get(ctx, d.fp)
+		if gerr == nil && le.QueuedAt.Equal(d.at) && le.pending() {
+			le.LastSent, le.Sent = now, le.Sent+1
+			if perr := e.o.Log.Put(ctx, le, ver); perr != nil && !errors.Is(perr, coord.ErrVersionConflict) {
+				e.logError(perr, d.fp)
+			}
+		}
+		cancel()
+	}
+}
+
+func (e *Engine) lease(a *alertState) time.Duration {
+	wait := e.o.GroupWait
+	if a.p.GroupWait != nil {
+		wait = *a.p.GroupWait
+	}
+	return wait + e.o.DeliveryTimeout
 }
 
 // Observe evaluates a decoded, valid batch and sends what became due.
@@ -599,8 +746,11 @@ func (e *Engine) step(a *alertState, active bool, value float64, now time.Time) 
 		le := a.restore
 		a.restore = nil
 		e.setState(a, StateFiring)
-		a.activeSince, a.firingSince, a.lastSent, a.sent = le.ActiveSince, le.FiringSince, le.LastSent, le.Sent
+		a.activeSince, a.firingSince = le.ActiveSince, le.FiringSince
 		a.inactiveSince = time.Time{}
+		if le.pending() || le.Sent > 0 {
+			e.adopt(a, *le, e.lease(a))
+		}
 	}
 	switch a.state {
 	case StateInactive, StateResolved:
@@ -640,6 +790,7 @@ func (e *Engine) step(a *alertState, active bool, value float64, now time.Time) 
 func (e *Engine) fire(a *alertState, now time.Time) {
 	e.setState(a, StateFiring)
 	a.firingSince, a.inactiveSince, a.lastSent, a.sent = now, time.Time{}, time.Time{}, 0
+	a.claimAt, a.holdUntil = time.Time{}, time.Time{}
 	a.resolvedAt = time.Time{}
 	a.sendResolved = false
 }
@@ -686,13 +837,14 @@ func (e *Engine) process(now time.Time, as []*alertState, ef *effects) {
 			if mx := a.p.MaxNotifications; mx > 0 && a.sent >= mx {
 				continue
 			}
-			if !a.lastSent.IsZero() && now.Sub(a.lastSent) < a.p.RepeatInterval {
+			if !a.lastSent.IsZero() && now.Sub(a.lastSent) < a.p.RepeatInterval || now.Before(a.holdUntil) || !a.claimAt.IsZero() {
 				continue
 			}
-			a.lastSent = now
+			a.lastSent, a.claimAt, a.holdUntil = now, now, time.Time{}
 			a.sent++
-			ef.ops = append(ef.ops, logOp{entry: a.entry()})
-			e.enqueue(a, notify.StatusFiring, now)
+			ce := a.entry()
+			ce.QueuedAt = now
+			ef.claims = append(ef.claims, claim{a: a, entry: ce, repeat: a.p.RepeatInterval, lease: e.lease(a)})
 		case StateResolved:
 			if a.sendResolved {
 				a.sendResolved = false
@@ -878,6 +1030,18 @@ func fingerprint(l map[string]string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(labelKey(l)))
 	return h.Sum64()
+}
+
+func parseFP(s string) (uint64, bool) {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != 8 {
+		return 0, false
+	}
+	var fp uint64
+	for _, c := range b {
+		fp = fp<<8 | uint64(c)
+	}
+	return fp, true
 }
 
 func fpString(fp uint64) string {
