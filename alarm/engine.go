@@ -71,9 +71,9 @@ type EngineOptions struct {
 	// delivered nor failed within group_wait plus this is resent (its process crashed).
 	// 2 min when zero.
 	DeliveryTimeout time.Duration
-	ExternalURL string
-	Now         func() time.Time
-	Logger      *slog.Logger
+	ExternalURL     string
+	Now             func() time.Time
+	Logger          *slog.Logger
 	// Hooks for the metrics; each may be nil.
 	OnEvaluations func(n int)
 	OnLogError    func()

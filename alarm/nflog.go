@@ -100,7 +100,9 @@ func (l *CoordLog) Load(ctx context.Context) ([]LogEntry, error) {
 }
 
 // Save implements NotificationLog.
-func (l *CoordLog) Save(ctx context.Context, e LogEntry) error { return l.Put(ctx, e, coord.AnyVersion) }
+func (l *CoordLog) Save(ctx context.Context, e LogEntry) error {
+	return l.Put(ctx, e, coord.AnyVersion)
+}
 
 // Put implements NotificationLog.
 func (l *CoordLog) Put(ctx context.Context, e LogEntry, version int64) error {
