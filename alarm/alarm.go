@@ -54,7 +54,10 @@ type Options struct {
 	SilenceRefresh time.Duration
 	// LogRefresh is how often the notification log is reloaded, to pick up alerts another
 	// alarm process fired before a rebalance moved their node here (1 min).
-	LogRefresh        time.Duration
+	LogRefresh time.Duration
+	// PositionInterval is how often a sharded subscriber (bus.Positioner) is asked which
+	// partitions this process holds and whether it is caught up (1 s).
+	PositionInterval  time.Duration
 	ResolvedRetention time.Duration
 	StaleIntervals    float64
 	Dispatch          notify.DispatcherOptions
@@ -77,6 +80,7 @@ type Alarm struct {
 	m        *metrics
 	handler  http.Handler
 	errs     *httpapi.Errors
+	own      *ownership // nil unless the subscriber is a bus.Positioner
 }
 
 // New validates the options and builds the alarm; nothing runs until Run.
@@ -102,6 +106,9 @@ func New(o Options) (*Alarm, error) {
 	if o.LogRefresh <= 0 {
 		o.LogRefresh = time.Minute
 	}
+	if o.PositionInterval <= 0 {
+		o.PositionInterval = time.Second
+	}
 	for _, p := range o.Policies {
 		for _, c := range p.Channels {
 			if _, ok := o.Channels[c]; !ok {
@@ -117,6 +124,7 @@ func New(o Options) (*Alarm, error) {
 	}
 	dopts := o.Dispatch
 	dopts.Logger, dopts.Registerer = o.Logger, a.reg
+	dopts.Done = func(m notify.Message, err error) { a.eng.Delivered(m, err) }
 	var err error
 	a.disp, err = notify.NewDispatcher(o.Channels, dopts)
 	if err != nil {
@@ -136,6 +144,13 @@ func New(o Options) (*Alarm, error) {
 		return nil, fmt.Errorf("alarm: metrics: %w", err)
 	}
 	a.handler = a.routes()
+	if pos, ok := o.Subscriber.(bus.Positioner); ok {
+		a.own = &ownership{pos: pos, eng: a.eng, log: a.log, parts: map[string]int{}, onGain: func(ctx context.Context) {
+			if _, err := a.eng.Restore(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("notification log reload after a rebalance failed", "err", err)
+			}
+		}}
+	}
 	return a, nil
 }
 
@@ -206,6 +221,10 @@ func (a *Alarm) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.subscribeLoop(srcCtx) }()
 	}
+	if a.own != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.own.run(srcCtx, a.o.PositionInterval) }()
+	}
 	var srv *httpapi.Server
 	if ln != nil {
 		srv = httpapi.ServeAPI(ln, a.handler, "alarm", a.log, a.o.Ready, errc, cancel)
@@ -254,6 +273,9 @@ func (a *Alarm) timerLoop(ctx context.Context) {
 
 func (a *Alarm) subscribeLoop(ctx context.Context) {
 	bus.SubscribeWithRetry(ctx, a.o.Subscriber, func(_ context.Context, m bus.Message) error {
+		if a.own != nil && len(m.Key) > 0 {
+			a.own.seen(string(m.Key), m.Partition) // the key is the node id (metric contract)
+		}
 		_ = a.ObserveRaw(m.Value) // bad batches are counted and skipped, never fatal
 		return nil
 	}, bus.RetryOptions{OnError: func(err error, wait time.Duration) {

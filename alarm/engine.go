@@ -3,6 +3,7 @@ package alarm
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"hash/fnv"
 	"log/slog"
 	"maps"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -60,11 +62,18 @@ type EngineOptions struct {
 	StaleIntervals float64
 	// DefaultInterval is assumed for batches without interval_s (10 s when zero).
 	DefaultInterval time.Duration
-	// Send receives each notification (one per channel); it must not block.
-	Send        func(notify.Message)
-	ExternalURL string
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// Send receives each notification (one per channel); it must not block. Whoever
+	// delivers it reports the outcome with Engine.Delivered: a page counts as sent, in
+	// the notification log, only once a channel delivered it.
+	Send func(notify.Message)
+	// DeliveryTimeout bounds how long a queued page may take to be delivered (all
+	// retries included) after its group_wait; a page claimed in the log and neither
+	// delivered nor failed within group_wait plus this is resent (its process crashed).
+	// 2 min when zero.
+	DeliveryTimeout time.Duration
+	ExternalURL     string
+	Now             func() time.Time
+	Logger          *slog.Logger
 	// Hooks for the metrics; each may be nil.
 	OnEvaluations func(n int)
 	OnLogError    func()
@@ -92,6 +101,11 @@ type Engine struct {
 	counts   [4]int             // alerts per state
 	dirty    []*alertState
 	lastGC   time.Time
+	// stalled is set while the bus says this process is behind on (or cannot read) its
+	// partitions; resumedAt is when it last caught up. Silence is only evidence of a dead
+	// node when the stream is read up to date (see SetCaughtUp).
+	stalled   bool
+	resumedAt time.Time
 
 	effMu sync.Mutex // orders effects (log writes, sends) across calls
 }
@@ -104,7 +118,8 @@ type series struct {
 	samples      []policy.Sample
 	keep         int           // points the conditions need
 	window       time.Duration // time the window functions need
-	lastSeen     time.Time     // engine clock at the last point
+	lastSeen     time.Time     // engine clock at the last point (only to forget idle series)
+	lastTS       time.Time     // the last point's own time, capped at the engine clock
 	interval     time.Duration
 	slots        []slot
 }
@@ -115,7 +130,7 @@ type slot struct {
 }
 
 type nodataSlot struct {
-	lastSeen time.Time
+	lastTS   time.Time // the node's last point's own time, capped at the engine clock
 	interval time.Duration
 	a        *alertState
 }
@@ -138,7 +153,9 @@ type alertState struct {
 	inactiveSince time.Time
 	resolvedAt    time.Time
 	lastEval      time.Time
-	lastSent      time.Time
+	lastSent      time.Time // when a page was last claimed (the repeat interval runs from it)
+	claimAt       time.Time // this process's page in flight: claimed, not yet delivered
+	holdUntil     time.Time // another process's page is in flight until then
 	lastMuted     time.Time // when a notification due was last suppressed (silence, inhibition)
 	sent          int
 	sendResolved  bool
@@ -182,6 +199,9 @@ func NewEngine(o EngineOptions) *Engine {
 	if o.DefaultInterval <= 0 {
 		o.DefaultInterval = 10 * time.Second
 	}
+	if o.DeliveryTimeout <= 0 {
+		o.DeliveryTimeout = 2 * time.Minute
+	}
 	if len(o.Inhibition.Equal) == 0 {
 		o.Inhibition.Equal = []string{policy.LabelNode}
 	}
@@ -214,13 +234,9 @@ func (e *Engine) Restore(ctx context.Context) (int, error) {
 	defer e.mu.Unlock()
 	n := 0
 	for _, le := range entries {
-		b, derr := hex.DecodeString(le.Fingerprint)
-		if derr != nil || len(b) != 8 {
+		fp, ok := parseFP(le.Fingerprint)
+		if !ok {
 			continue
-		}
-		var fp uint64
-		for _, c := range b {
-			fp = fp<<8 | uint64(c)
 		}
 		if _, live := e.alerts[fp]; live {
 			continue
@@ -233,8 +249,22 @@ func (e *Engine) Restore(ctx context.Context) (int, error) {
 
 // effects are what a call decided and runs after the engine's lock is released.
 type effects struct {
-	ops  []logOp
-	msgs []notify.Message
+	ops    []logOp
+	claims []claim
+	msgs   []notify.Message
+}
+
+// claim is a page due: it is queued only if the shared notification log agrees that no
+// process paged the alert within its repeat interval and none has a page in flight.
+type claim struct {
+	a      *alertState
+	entry  LogEntry // QueuedAt is the claim's time
+	repeat time.Duration
+	lease  time.Duration
+	// Outcome, set by run: queue it, or adopt the log's entry (another process paged),
+	// or neither (the log changed under the claim: decide again at the next tick).
+	queue bool
+	adopt *LogEntry
 }
 
 type logOp struct {
@@ -244,6 +274,9 @@ type logOp struct {
 
 func (e *Engine) run(ef *effects) {
 	defer e.effMu.Unlock()
+	for i := range ef.claims {
+		e.claim(&ef.claims[i])
+	}
 	for _, op := range ef.ops {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var err error
@@ -254,10 +287,7 @@ func (e *Engine) run(ef *effects) {
 		}
 		cancel()
 		if err != nil {
-			if e.o.OnLogError != nil {
-				e.o.OnLogError()
-			}
-			e.log.Warn("notification log write failed", "err", err, "fingerprint", op.entry.Fingerprint)
+			e.logError(err, op.entry.Fingerprint)
 		}
 	}
 	for _, m := range ef.msgs {
@@ -265,11 +295,134 @@ func (e *Engine) run(ef *effects) {
 	}
 }
 
-// unlock releases the engine and runs the effects in order.
+// unlock releases the engine and runs the effects in order; claims that won go into
+// their groups in a second pass.
 func (e *Engine) unlock(ef *effects) {
 	e.effMu.Lock()
 	e.mu.Unlock()
 	e.run(ef)
+	if len(ef.claims) == 0 {
+		return
+	}
+	e.mu.Lock()
+	now := e.now()
+	for _, c := range ef.claims {
+		a := c.a
+		if e.alerts[a.fp] != a || !a.claimAt.Equal(c.entry.QueuedAt) {
+			continue // resolved or dropped meanwhile
+		}
+		switch {
+		case c.queue:
+			e.enqueue(a, notify.StatusFiring, now)
+		case c.adopt != nil:
+			e.adopt(a, *c.adopt, c.lease)
+		default:
+			a.claimAt, a.lastSent, a.sent = time.Time{}, time.Time{}, a.sent-1
+		}
+	}
+	var ef2 effects
+	e.flushDue(now, &ef2)
+	e.effMu.Lock()
+	e.mu.Unlock()
+	e.run(&ef2)
+}
+
+// claim asks the shared log whether the page of c may go out, and records it as queued
+// if so. Without an answer from the log it pages: a duplicate is better than silence.
+func (e *Engine) claim(c *claim) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	now := c.entry.QueuedAt
+	le, ver, err := e.o.Log.Get(ctx, c.entry.Fingerprint)
+	switch {
+	case errors.Is(err, coord.ErrNotFound):
+		ver = coord.NoVersion
+	case err != nil:
+		e.logError(err, c.entry.Fingerprint)
+		c.queue = true
+		return
+	case le.pending() && now.Sub(le.QueuedAt) < c.lease,
+		!le.pending() && !le.LastSent.IsZero() && now.Sub(le.LastSent) < c.repeat:
+		c.adopt = &le
+		return
+	}
+	c.entry.LastSent, c.entry.Sent = le.LastSent, le.Sent // Sent counts deliveries
+	err = e.o.Log.Put(ctx, c.entry, ver)
+	switch {
+	case errors.Is(err, coord.ErrVersionConflict):
+		return // another process wrote it first: decide again next tick
+	case err != nil:
+		e.logError(err, c.entry.Fingerprint)
+	}
+	c.queue = true
+}
+
+// adopt continues an alert another process (or this one before a restart) paged: no
+// page before the repeat interval, or before that process's page in flight had time to
+// be delivered.
+func (e *Engine) adopt(a *alertState, le LogEntry, lease time.Duration) {
+	a.claimAt = time.Time{}
+	a.sent = max(le.Sent, 1)
+	if le.pending() {
+		a.lastSent, a.holdUntil = time.Time{}, le.QueuedAt.Add(lease)
+		return
+	}
+	a.lastSent, a.holdUntil = le.LastSent, time.Time{}
+}
+
+func (e *Engine) logError(err error, fp string) {
+	if e.o.OnLogError != nil {
+		e.o.OnLogError()
+	}
+	e.log.Warn("notification log write failed", "err", err, "fingerprint", fp)
+}
+
+// Delivered reports the outcome of a notification given to Send. A firing page
+// delivered to a channel is recorded in the log as sent (the first channel counts); a
+// failed one stays pending, so it is resent after its lease.
+func (e *Engine) Delivered(m notify.Message, err error) {
+	type done struct {
+		fp string
+		at time.Time
+	}
+	var ds []done
+	e.mu.Lock()
+	now := e.now()
+	for _, na := range m.Alerts {
+		if na.Status != notify.StatusFiring {
+			continue
+		}
+		fp, ok := parseFP(na.Fingerprint)
+		if a := e.alerts[fp]; ok && a != nil && !a.claimAt.IsZero() {
+			if err == nil {
+				ds = append(ds, done{a.fps, a.claimAt})
+				a.claimAt, a.lastSent = time.Time{}, now
+			} else {
+				a.holdUntil = a.claimAt.Add(e.lease(a))
+				a.claimAt, a.lastSent = time.Time{}, time.Time{}
+			}
+		}
+	}
+	e.mu.Unlock()
+	for _, d := range ds {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		le, ver, gerr := e.o.Log.Get(ctx, d.fp)
+		if gerr == nil && le.QueuedAt.Equal(d.at) && le.pending() {
+			le.LastSent, le.Sent = now, le.Sent+1
+			if perr := e.o.Log.Put(ctx, le, ver); perr != nil && !errors.Is(perr, coord.ErrVersionConflict) {
+				e.logError(perr, d.fp)
+			}
+		}
+		cancel()
+	}
+}
+
+func (e *Engine) lease(a *alertState) time.Duration {
+	wait := e.o.GroupWait
+	if a.p.GroupWait != nil {
+		wait = *a.p.GroupWait
+	}
+	return wait + e.o.DeliveryTimeout
 }
 
 // Observe evaluates a decoded, valid batch and sends what became due.
@@ -300,7 +453,7 @@ func (e *Engine) Observe(b metric.Batch) {
 		}
 		s.samples = append(s.samples, policy.Sample{TS: ts, Value: pt.Value})
 		s.trim()
-		s.lastSeen, s.interval = now, interval
+		s.lastSeen, s.lastTS, s.interval = now, minTime(ts, now), interval
 		for j := range s.slots {
 			sl := &s.slots[j]
 			value, active, _ := sl.p.Cond.Eval(s.samples)
@@ -325,7 +478,7 @@ func (e *Engine) Observe(b metric.Batch) {
 			e.step(sl.a, active, value, now)
 		}
 	}
-	e.observeNodata(b, now, interval)
+	e.observeNodata(b, minTime(ts, now), now, interval)
 	if e.o.OnEvaluations != nil && evals > 0 {
 		e.o.OnEvaluations(evals)
 	}
@@ -381,7 +534,7 @@ func (s *series) trim() {
 	}
 }
 
-func (e *Engine) observeNodata(b metric.Batch, now time.Time, interval time.Duration) {
+func (e *Engine) observeNodata(b metric.Batch, ts, now time.Time, interval time.Duration) {
 	for _, p := range e.nodata {
 		if !p.MatchNode(b.Node) {
 			continue
@@ -403,7 +556,10 @@ func (e *Engine) observeNodata(b metric.Batch, now time.Time, interval time.Dura
 			sl = &nodataSlot{}
 			slots[p] = sl
 		}
-		sl.lastSeen, sl.interval = now, interval
+		if ts.After(sl.lastTS) {
+			sl.lastTS = ts
+		}
+		sl.interval = interval
 		if sl.a == nil && len(e.restored) > 0 {
 			labels := nodataLabels(p, b.Node)
 			fp := fingerprint(labels)
@@ -427,8 +583,16 @@ func (e *Engine) Tick() {
 	now := e.now()
 	for node, slots := range e.nodes {
 		for p, sl := range slots {
-			missing := now.Sub(sl.lastSeen)
+			missing := now.Sub(sl.lastTS)
 			active := missing > time.Duration(float64(p.NoData)*float64(sl.interval))
+			if e.holding(now, sl.interval) {
+				// Behind on the stream, or within one interval of catching up: the
+				// node's points may be on their way; keep whatever state it has.
+				if sl.a == nil {
+					continue
+				}
+				active = sl.a.active
+			}
 			if sl.a == nil {
 				if !active {
 					continue
@@ -444,7 +608,7 @@ func (e *Engine) Tick() {
 	for _, a := range e.alerts {
 		if a.series != nil && a.state != StateResolved {
 			s := a.series
-			if now.Sub(s.lastSeen) > time.Duration(e.o.StaleIntervals*float64(s.interval)) {
+			if now.Sub(s.lastTS) > time.Duration(e.o.StaleIntervals*float64(s.interval)) && !e.holding(now, s.interval) {
 				e.step(a, false, a.value, now)
 			} else {
 				e.step(a, a.active, a.value, now)
@@ -462,6 +626,61 @@ func (e *Engine) Tick() {
 		e.lastGC = now
 	}
 	e.unlock(&ef)
+}
+
+// holding reports whether silence of a series or node with this interval says nothing
+// yet: the stream is not read up to date, or it caught up less than one interval ago.
+func (e *Engine) holding(now time.Time, interval time.Duration) bool {
+	return e.stalled || now.Sub(e.resumedAt) < interval
+}
+
+// SetCaughtUp tells the engine whether its process reads its share of the stream up to
+// date (the bus's committed positions reached the partitions' ends). Nodata and stale
+// series are measured on the points' own time against the engine's clock, which is only
+// evidence of silence while nothing is waiting to be read: during a broker outage, a
+// rebalance or any other consumption gap, and for one interval after it ended (so every
+// partition's backlog is replayed), nodata does not fire and firing series do not go
+// stale. An engine starts caught up; one whose caller never calls this stays so.
+func (e *Engine) SetCaughtUp(ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ok && e.stalled {
+		e.resumedAt = e.now()
+	}
+	e.stalled = !ok
+}
+
+// Release forgets the given nodes without notifying or touching the notification log:
+// their partitions moved to another alarm process, which continues their alerts from
+// the log. Their queued notifications still go out.
+func (e *Engine) Release(nodes []string) {
+	if len(nodes) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	gone := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		gone[n] = true
+		delete(e.nodes, n)
+	}
+	for k, s := range e.series {
+		if gone[s.node] {
+			delete(e.series, k)
+		}
+	}
+	for _, a := range e.alerts {
+		if gone[a.node] {
+			e.drop(a)
+		}
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return b
+	}
+	return a
 }
 
 // gc forgets series and nodes silent for an hour and without alerts, so churned node
@@ -527,8 +746,11 @@ func (e *Engine) step(a *alertState, active bool, value float64, now time.Time) 
 		le := a.restore
 		a.restore = nil
 		e.setState(a, StateFiring)
-		a.activeSince, a.firingSince, a.lastSent, a.sent = le.ActiveSince, le.FiringSince, le.LastSent, le.Sent
+		a.activeSince, a.firingSince = le.ActiveSince, le.FiringSince
 		a.inactiveSince = time.Time{}
+		if le.pending() || le.Sent > 0 {
+			e.adopt(a, *le, e.lease(a))
+		}
 	}
 	switch a.state {
 	case StateInactive, StateResolved:
@@ -568,6 +790,7 @@ func (e *Engine) step(a *alertState, active bool, value float64, now time.Time) 
 func (e *Engine) fire(a *alertState, now time.Time) {
 	e.setState(a, StateFiring)
 	a.firingSince, a.inactiveSince, a.lastSent, a.sent = now, time.Time{}, time.Time{}, 0
+	a.claimAt, a.holdUntil = time.Time{}, time.Time{}
 	a.resolvedAt = time.Time{}
 	a.sendResolved = false
 }
@@ -614,13 +837,14 @@ func (e *Engine) process(now time.Time, as []*alertState, ef *effects) {
 			if mx := a.p.MaxNotifications; mx > 0 && a.sent >= mx {
 				continue
 			}
-			if !a.lastSent.IsZero() && now.Sub(a.lastSent) < a.p.RepeatInterval {
+			if !a.lastSent.IsZero() && now.Sub(a.lastSent) < a.p.RepeatInterval || now.Before(a.holdUntil) || !a.claimAt.IsZero() {
 				continue
 			}
-			a.lastSent = now
+			a.lastSent, a.claimAt, a.holdUntil = now, now, time.Time{}
 			a.sent++
-			ef.ops = append(ef.ops, logOp{entry: a.entry()})
-			e.enqueue(a, notify.StatusFiring, now)
+			ce := a.entry()
+			ce.QueuedAt = now
+			ef.claims = append(ef.claims, claim{a: a, entry: ce, repeat: a.p.RepeatInterval, lease: e.lease(a)})
 		case StateResolved:
 			if a.sendResolved {
 				a.sendResolved = false
@@ -806,6 +1030,18 @@ func fingerprint(l map[string]string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(labelKey(l)))
 	return h.Sum64()
+}
+
+func parseFP(s string) (uint64, bool) {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != 8 {
+		return 0, false
+	}
+	var fp uint64
+	for _, c := range b {
+		fp = fp<<8 | uint64(c)
+	}
+	return fp, true
 }
 
 func fpString(fp uint64) string {

@@ -30,9 +30,19 @@ func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return 
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // outbox records what the engine sends.
+// take and messages count as delivery: they report it to the engine.
 type outbox struct {
 	mu   sync.Mutex
 	msgs []notify.Message
+	e    *Engine
+}
+
+func (o *outbox) deliver(ms []notify.Message) {
+	for _, m := range ms {
+		if o.e != nil {
+			o.e.Delivered(m, nil)
+		}
+	}
 }
 
 func (o *outbox) send(m notify.Message) { o.mu.Lock(); o.msgs = append(o.msgs, m); o.mu.Unlock() }
@@ -47,6 +57,7 @@ func (o *outbox) take() []string {
 			out = append(out, a.Status+" "+a.Labels["node"])
 		}
 	}
+	o.deliver(o.msgs)
 	o.msgs = nil
 	return out
 }
@@ -56,6 +67,7 @@ func (o *outbox) messages() []notify.Message {
 	defer o.mu.Unlock()
 	m := o.msgs
 	o.msgs = nil
+	o.deliver(m)
 	return m
 }
 
@@ -98,6 +110,7 @@ func newRigOn(t testing.TB, c coord.Coordinator, clk *clock, yaml string, mod fu
 		mod(&o)
 	}
 	r.e = NewEngine(o)
+	r.out.e = r.e
 	_, err := r.e.Restore(context.Background())
 	require.NoError(t, err)
 	return r

@@ -19,9 +19,17 @@ type LogEntry struct {
 	Labels      map[string]string `json:"labels"`
 	ActiveSince time.Time         `json:"active_since"`
 	FiringSince time.Time         `json:"firing_since"`
-	LastSent    time.Time         `json:"last_sent,omitzero"`
-	Sent        int               `json:"sent"`
+	// QueuedAt is when a page was claimed and queued (by any alarm process); LastSent
+	// when one was delivered. A page queued after the last delivery is pending: if its
+	// process crashed, whoever evaluates the alert resends it once the claim's lease ran
+	// out (see Engine).
+	QueuedAt time.Time `json:"queued_at,omitzero"`
+	LastSent time.Time `json:"last_sent,omitzero"`
+	Sent     int       `json:"sent"`
 }
+
+// pending reports whether a page was queued and not (yet) delivered.
+func (e LogEntry) pending() bool { return !e.QueuedAt.IsZero() && e.QueuedAt.After(e.LastSent) }
 
 // NotificationLog persists the state of firing alerts.
 type NotificationLog interface {
@@ -31,6 +39,12 @@ type NotificationLog interface {
 	Save(ctx context.Context, e LogEntry) error
 	// Remove forgets an entry; removing a missing one is not an error.
 	Remove(ctx context.Context, fingerprint string) error
+	// Get returns one entry and its version, or coord.ErrNotFound.
+	Get(ctx context.Context, fingerprint string) (LogEntry, int64, error)
+	// Put writes e if its version is still version (coord.NoVersion: create), else
+	// fails with coord.ErrVersionConflict: the compare-and-set that lets one alarm
+	// process, of several sharing the log, claim a page.
+	Put(ctx context.Context, e LogEntry, version int64) error
 }
 
 // DefaultLogPrefix is where CoordLog keeps its entries.
@@ -87,14 +101,33 @@ func (l *CoordLog) Load(ctx context.Context) ([]LogEntry, error) {
 
 // Save implements NotificationLog.
 func (l *CoordLog) Save(ctx context.Context, e LogEntry) error {
+	return l.Put(ctx, e, coord.AnyVersion)
+}
+
+// Put implements NotificationLog.
+func (l *CoordLog) Put(ctx context.Context, e LogEntry, version int64) error {
 	data, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("notification log: encode: %w", err)
 	}
-	if _, err := l.C.Put(ctx, l.prefix()+"/"+e.Fingerprint, data, coord.AnyVersion); err != nil {
+	if _, err := l.C.Put(ctx, l.prefix()+"/"+e.Fingerprint, data, version); err != nil {
 		return fmt.Errorf("notification log: save %s: %w", e.Fingerprint, err)
 	}
 	return nil
+}
+
+// Get implements NotificationLog.
+func (l *CoordLog) Get(ctx context.Context, fp string) (LogEntry, int64, error) {
+	v, err := l.C.Get(ctx, l.prefix()+"/"+fp)
+	if err != nil {
+		return LogEntry{}, 0, fmt.Errorf("notification log: get %s: %w", fp, err)
+	}
+	var e LogEntry
+	if err := json.Unmarshal(v.Data, &e); err != nil || e.Fingerprint != fp {
+		// A corrupt entry is overwritten by the next claim.
+		return LogEntry{}, v.Version, nil
+	}
+	return e, v.Version, nil
 }
 
 // Remove implements NotificationLog.

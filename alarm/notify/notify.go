@@ -169,6 +169,9 @@ type DispatcherOptions struct {
 	Logger  *slog.Logger
 	// Registerer receives the counters; none when nil.
 	Registerer prometheus.Registerer
+	// Done, when set, is told each message's outcome once the dispatcher is finished
+	// with it: nil when delivered, else the last error (or why it was dropped).
+	Done func(m Message, err error)
 }
 
 // Dispatcher owns one queue and one worker per channel.
@@ -279,6 +282,7 @@ func (d *Dispatcher) Enqueue(m Message) bool {
 	default:
 		d.drop.WithLabelValues(w.name).Inc()
 		d.log.Warn("notification queue full; message dropped", "channel", w.name, "group", m.GroupKey)
+		d.done(m, errors.New("queue full"))
 		return false
 	}
 }
@@ -321,6 +325,7 @@ func (d *Dispatcher) deliver(ctx context.Context, w *worker, m Message) {
 		if err == nil {
 			d.sent.WithLabelValues(w.name).Inc()
 			d.log.Debug("notification sent", "channel", w.name, "group", m.GroupKey, "alerts", len(m.Alerts), "status", m.Status())
+			d.done(m, nil)
 			return
 		}
 		d.retry.WithLabelValues(w.name).Inc()
@@ -336,4 +341,11 @@ func (d *Dispatcher) deliver(ctx context.Context, w *worker, m Message) {
 	}
 	d.failed.WithLabelValues(w.name).Inc()
 	d.log.Warn("notification failed", "channel", w.name, "group", m.GroupKey, "alerts", len(m.Alerts), "err", err)
+	d.done(m, err)
+}
+
+func (d *Dispatcher) done(m Message, err error) {
+	if d.o.Done != nil {
+		d.o.Done(m, err)
+	}
 }

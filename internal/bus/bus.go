@@ -101,3 +101,25 @@ var ErrMessageTooLarge = errors.New("message too large")
 
 // ErrClosed is returned by operations on a closed bus, publisher or subscriber.
 var ErrClosed = errors.New("bus closed")
+
+// Position is one group member's share of its topic, as the bus knows it.
+type Position struct {
+	// Known is false while the group rebalances or the member has not joined yet; the
+	// other fields are then empty.
+	Known bool
+	// Partitions are the partitions assigned to this member, sorted.
+	Partitions []int
+	// CaughtUp reports that every message that was in those partitions at the previous
+	// Position call has been handled and committed: the member is not behind. The first
+	// call after the assignment changed reports false.
+	CaughtUp bool
+}
+
+// Positioner is implemented by subscribers whose consumer groups share partitions
+// among processes (bus/kafka). A role that keeps state per key (the alarm, per node)
+// asks it which keys it still owns and whether it reads them up to date; a subscriber
+// without it delivers the whole topic to its only member.
+type Positioner interface {
+	// Position describes the running Subscribe call's membership.
+	Position(ctx context.Context) (Position, error)
+}

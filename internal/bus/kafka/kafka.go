@@ -552,6 +552,10 @@ type subscriber struct {
 	closed  bool
 	running bool
 	reader  *kafkago.Reader // of the running Subscribe call
+	// clientID names the running call's member to the group coordinator (Position);
+	// ends are the partitions' end offsets Position saw last.
+	clientID string
+	ends     map[int]int64
 }
 
 // Subscribe joins the consumer group with a fresh kafka.Reader and leaves it when it
@@ -652,11 +656,14 @@ func (s *subscriber) open() (*kafkago.Reader, error) {
 	if s.closed {
 		return nil, bus.ErrClosed
 	}
+	dialer := *s.b.dialer
+	dialer.ClientID = memberClientID(dialer.ClientID)
+	s.clientID, s.ends = dialer.ClientID, nil
 	s.reader = kafkago.NewReader(kafkago.ReaderConfig{
 		Brokers:           o.Brokers,
 		GroupID:           s.opts.Group,
 		Topic:             s.opts.Topic,
-		Dialer:            s.b.dialer,
+		Dialer:            &dialer,
 		MinBytes:          1,
 		MaxBytes:          o.MaxBytes,
 		MaxWait:           o.MaxWait,
@@ -684,7 +691,7 @@ func (s *subscriber) closeReader(r *kafkago.Reader) {
 		s.mu.Unlock()
 		return
 	}
-	s.reader = nil
+	s.reader, s.clientID, s.ends = nil, "", nil
 	s.mu.Unlock()
 	if err := r.Close(); err != nil {
 		s.b.log.Warn("close kafka reader", "topic", s.opts.Topic, "group", s.opts.Group, "err", err)

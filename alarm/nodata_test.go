@@ -1,0 +1,82 @@
+package alarm
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const nodataPolicy = `  - name: agent-dead
+    nodata: 3
+    severity: P0
+    channels: [c]
+`
+
+// A consumption gap (broker restart, rebalance) is not silence of the nodes: nothing
+// fires while the bus is behind, a backlog replayed afterwards keeps its own time, and
+// only a node that really stopped pages, one interval after the stream caught up
+// (issue 18, item 6).
+func TestNodataWaitsForTheStream(t *testing.T) {
+	r := newRig(t, basePolicy+nodataPolicy, nil)
+	start := r.clk.Now()
+	send := func(node string, at time.Time, v float64) { r.e.Observe(batch(node, at, cpu(v))) }
+	for i := range 3 { // both nodes healthy, wave-2 violating cpu
+		send("wave-1", start.Add(time.Duration(i)*10*time.Second), 10)
+		send("wave-2", start.Add(time.Duration(i)*10*time.Second), 95)
+		r.clk.Add(10 * time.Second)
+		r.e.Tick()
+	}
+	require.Equal(t, []string{"firing wave-2"}, r.out.take())
+
+	// The consumer falls behind for five minutes; the agents keep publishing.
+	r.e.SetCaughtUp(false)
+	gapStart := r.clk.Now()
+	for range 300 {
+		r.clk.Add(time.Second)
+		r.e.Tick()
+	}
+	require.Empty(t, r.out.take(), "no nodata and no stale resolution while the bus is behind")
+	require.Equal(t, "firing", r.state("wave-2"))
+
+	// The backlog replays with the points' own times; wave-1 died two minutes into the gap.
+	for at := gapStart; !at.After(r.clk.Now()); at = at.Add(10 * time.Second) {
+		if at.Before(gapStart.Add(2 * time.Minute)) {
+			send("wave-1", at, 10)
+		}
+		send("wave-2", at, 95)
+	}
+	r.e.SetCaughtUp(true)
+	r.e.Tick()
+	require.Empty(t, r.out.take(), "a grace of one interval after catching up")
+	r.clk.Add(10 * time.Second)
+	send("wave-2", r.clk.Now(), 95)
+	r.e.Tick()
+	msgs := r.out.messages()
+	require.Len(t, msgs, 1, "wave-1, silent for three minutes of its own time, pages; wave-2 does not")
+	require.Equal(t, "wave-1", msgs[0].Alerts[0].Labels["node"])
+	require.Equal(t, "nodata", msgs[0].Alerts[0].Labels["reason"])
+	require.Equal(t, "firing", r.state("wave-2"))
+}
+
+// Nodes whose partitions moved to another alarm process are forgotten without a page:
+// neither nodata nor a resolution (the other process continues their alerts from the
+// log), and the log keeps their entries (issue 18, item 6).
+func TestReleaseForgetsMovedNodes(t *testing.T) {
+	r := newRig(t, basePolicy+nodataPolicy, nil)
+	r.observe("wave-1", 95)
+	r.observe("wave-2", 10)
+	require.Equal(t, []string{F}, r.out.take())
+	r.e.Release([]string{"wave-1"})
+	require.Equal(t, "inactive", r.state("wave-1"))
+	for range 12 { // two minutes; only wave-2 is still read here
+		r.clk.Add(10 * time.Second)
+		r.observe("wave-2", 10)
+	}
+	require.Empty(t, r.out.take())
+	entries, err := r.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, "wave-1", entries[0].Labels["node"])
+}
