@@ -164,7 +164,7 @@ func checkIdent(what, s string) error {
 
 func (j *Judge) handlePlacement(w http.ResponseWriter, r *http.Request) {
 	req, err := DecodePlacementRequest(http.MaxBytesReader(w, r.Body, MaxPlacementBytes))
-	if err == nil {
+	if err == nil && r.URL.RawQuery != "" { // parsing an empty query still allocates
 		err = placementQuery(r.URL.Query(), &req)
 	}
 	if err != nil {
@@ -178,8 +178,9 @@ func (j *Judge) handlePlacement(w http.ResponseWriter, r *http.Request) {
 	}
 	bp := answerBufs.Get().(*[]byte)
 	b := appendAnswer((*bp)[:0], &ans)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	h := w.Header()
+	h["Content-Type"] = contentTypeJSON // canonical keys set directly: Set allocates per call
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(http.StatusOK)
 	w.Write(b)
 	if cap(b) <= 64<<10 { // an explain=all answer is not kept around
@@ -187,6 +188,9 @@ func (j *Judge) handlePlacement(w http.ResponseWriter, r *http.Request) {
 		answerBufs.Put(bp)
 	}
 }
+
+// contentTypeJSON is shared by every answer; net/http only reads it.
+var contentTypeJSON = []string{"application/json"}
 
 // placementQuery applies ?explain= and ?top= over the body's fields.
 func placementQuery(q url.Values, req *PlacementRequest) error {
