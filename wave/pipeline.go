@@ -376,7 +376,7 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 	}
 	log.Info("capture starting", "position", start.String(), "token", lead.Token())
 	w.setStatus(inst.ID, func(s *InstanceStatus) {
-		s.State, s.Error, s.Position = StateRunning, "", start
+		s.State, s.Error, s.Reason, s.Position = StateRunning, "", "", start
 	})
 
 	busPub := w.opts.Publisher
@@ -407,10 +407,10 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		onSkip:   func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
 		onError: func(err error) {
 			w.m.reconnects.WithLabelValues(inst.ID).Inc()
-			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error = StateReconnecting, err.Error() })
+			w.setStatus(inst.ID, func(s *InstanceStatus) { s.fail(StateReconnecting, err) })
 		},
 		onConn: func() {
-			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error = StateRunning, "" })
+			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error, s.Reason = StateRunning, "", "" })
 		},
 		backoffMin: 200 * time.Millisecond, backoffMax: w.opts.Pipeline.ReconnectBackoffMax,
 		eventQueue: w.opts.Pipeline.EventQueue, heartbeat: w.opts.Pipeline.Heartbeat,
