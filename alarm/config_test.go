@@ -21,7 +21,7 @@ func TestExamples(t *testing.T) {
 	require.True(t, cfg.Inhibit().Enabled)
 	pols, err := policy.Load("../deploy/policies.example.yaml")
 	require.NoError(t, err)
-	require.Len(t, pols, 5)
+	require.Len(t, pols, 6)
 	for _, p := range pols {
 		for _, c := range p.Channels {
 			require.Contains(t, cfg.Channels, c, "policy %s", p.Name)

@@ -121,7 +121,7 @@ func currentPosition(ctx context.Context, addr, user, password, flavor string) (
 		return p, fmt.Errorf("SHOW MASTER STATUS: %w", err)
 	}
 	if r.RowNumber() == 0 {
-		return p, errors.New("SHOW MASTER STATUS returned nothing: is log_bin enabled on the source?")
+		return p, fmt.Errorf("%w (SHOW MASTER STATUS returned nothing)", ErrBinlogOff)
 	}
 	p.File, _ = r.GetString(0, 0)
 	pos, _ := r.GetUint(0, 1)

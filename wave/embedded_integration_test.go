@@ -118,7 +118,7 @@ func TestWaveEmbeddedIntegration(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		pub, err := sink.OpenFile(out, false)
+		pub, err := sink.OpenFile(sink.FileOptions{Path: out})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	wm "github.com/binlake/binlake/agent/collector/wave"
 )
 
-// metrics are the wave's Prometheus series. The four the agent reads use the names the
+// metrics are the wave's Prometheus series. The five the agent reads use the names the
 // agent's wave collector defines (agent/collector/wave), so the two cannot drift apart.
 type metrics struct {
 	reg *prometheus.Registry
@@ -18,6 +18,7 @@ type metrics struct {
 	publishErrors *prometheus.CounterVec // wm.MetricPublishErrors
 	lag           *prometheus.GaugeVec   // wm.MetricLagSeconds
 	led           prometheus.Gauge       // wm.MetricInstancesLed
+	running       *prometheus.GaugeVec   // wm.MetricInstanceRunning
 
 	bytes      *prometheus.CounterVec
 	batches    *prometheus.CounterVec
@@ -40,6 +41,9 @@ func newMetrics() *metrics {
 			Help: "Now minus the binlog timestamp of the last acknowledged event; 0 when caught up."}, inst),
 		led: prometheus.NewGauge(prometheus.GaugeOpts{Name: wm.MetricInstancesLed,
 			Help: "Instances this wave leads now."}),
+		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: wm.MetricInstanceRunning,
+			Help: "1 while the instance captures, 0 while this wave leads it but it does not (state and reason say why); absent on standby."},
+			[]string{wm.LabelInstance, wm.LabelState, wm.LabelReason}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_bytes_published_total",
 			Help: "Key and value bytes of acknowledged row messages."}, inst),
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_batches_published_total",
@@ -55,7 +59,7 @@ func newMetrics() *metrics {
 		instError: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_instance_error",
 			Help: "1 while the instance is stopped by an error that needs an operator (binlog purged, oversized row)."}, inst),
 	}
-	m.reg.MustRegister(m.rows, m.publishErrors, m.lag, m.led, m.bytes, m.batches, m.skipped,
+	m.reg.MustRegister(m.rows, m.publishErrors, m.lag, m.led, m.running, m.bytes, m.batches, m.skipped,
 		m.reconnects, m.commitPos, m.commitTS, m.instError,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
 			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)})),
@@ -72,4 +76,21 @@ func (m *metrics) forget(id string) {
 	m.lag.Delete(l)
 	m.commitPos.DeletePartialMatch(l)
 	m.commitTS.Delete(l)
+}
+
+// setState shows an instance's state as its one running series. A standby wave shows
+// none: another wave runs the instance, and only the one responsible should alert.
+func (m *metrics) setState(st InstanceStatus) {
+	m.dropState(st.ID)
+	switch st.State {
+	case StateStandby:
+	case StateRunning:
+		m.running.WithLabelValues(st.ID, st.State, "").Set(1)
+	default:
+		m.running.WithLabelValues(st.ID, st.State, st.Reason).Set(0)
+	}
+}
+
+func (m *metrics) dropState(id string) {
+	m.running.DeletePartialMatch(prometheus.Labels{wm.LabelInstance: id})
 }

@@ -206,6 +206,12 @@ type committer struct {
 	m        *metrics
 	log      *slog.Logger
 	now      func() time.Time
+	// sync makes the acknowledged messages durable before each commit: the publisher's
+	// Sync when it is a bus.Syncer, else nil.
+	sync func() error
+	// syncErr is a failed sync: the acknowledged position is no longer known durable, so
+	// nothing more is committed in this leadership term (not even the final flush).
+	syncErr error
 
 	mu        sync.Mutex
 	version   int64
@@ -252,6 +258,17 @@ func (c *committer) flush(ctx context.Context) error {
 	if !ok || same {
 		return nil
 	}
+	if c.syncErr != nil {
+		return c.syncErr
+	}
+	if c.sync != nil {
+		// A failed sync may have lost acknowledged messages: the pipeline restarts from
+		// the committed offset and publishes them again.
+		if err := c.sync(); err != nil {
+			c.syncErr = fmt.Errorf("sync the sink before committing %s: %w", c.key, err)
+			return c.syncErr
+		}
+	}
 	p.At = c.now().UnixMilli()
 	data, err := json.Marshal(p)
 	if err != nil {
@@ -273,6 +290,15 @@ func (c *committer) flush(ctx context.Context) error {
 	c.m.commitPos.DeletePartialMatch(map[string]string{"instance": c.id})
 	c.m.commitPos.WithLabelValues(c.id, p.File).Set(float64(p.Pos))
 	c.m.commitTS.WithLabelValues(c.id).Set(float64(p.TS))
+	return nil
+}
+
+// syncOf is what a committer calls before each commit to make pub's acknowledgements
+// durable: its Sync when it is a bus.Syncer, else nil (a Kafka acknowledgement is).
+func syncOf(pub bus.Publisher) func() error {
+	if s, ok := pub.(bus.Syncer); ok {
+		return s.Sync
+	}
 	return nil
 }
 
@@ -350,7 +376,7 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 	}
 	log.Info("capture starting", "position", start.String(), "token", lead.Token())
 	w.setStatus(inst.ID, func(s *InstanceStatus) {
-		s.State, s.Error, s.Position = StateRunning, "", start
+		s.State, s.Error, s.Reason, s.Position = StateRunning, "", "", start
 	})
 
 	busPub := w.opts.Publisher
@@ -370,6 +396,7 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 	items := make(chan item, w.opts.Pipeline.QueueItems)
 	cm := &committer{c: w.opts.Coord, key: offKey, id: inst.ID, interval: w.opts.Pipeline.CommitInterval,
 		m: w.m, log: log, now: time.Now, version: version, committed: start, kick: make(chan struct{}, 1)}
+	cm.sync = syncOf(busPub)
 	pub := &publisher{id: inst.ID, pub: busPub, lost: lead.Lost(), in: items, maxRows: w.opts.Pipeline.BatchRows,
 		backoffMin: 100 * time.Millisecond, backoffMax: w.opts.Pipeline.PublishBackoffMax,
 		m: w.m, log: log, commit: cm, rows: start.Rows, now: time.Now,
@@ -380,10 +407,10 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		onSkip:   func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
 		onError: func(err error) {
 			w.m.reconnects.WithLabelValues(inst.ID).Inc()
-			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error = StateReconnecting, err.Error() })
+			w.setStatus(inst.ID, func(s *InstanceStatus) { s.fail(StateReconnecting, err) })
 		},
 		onConn: func() {
-			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error = StateRunning, "" })
+			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error, s.Reason = StateRunning, "", "" })
 		},
 		backoffMin: 200 * time.Millisecond, backoffMax: w.opts.Pipeline.ReconnectBackoffMax,
 		eventQueue: w.opts.Pipeline.EventQueue, heartbeat: w.opts.Pipeline.Heartbeat,

@@ -157,8 +157,14 @@ type InstanceStatus struct {
 	ID       string   `json:"id"`
 	State    string   `json:"state"`
 	Error    string   `json:"error,omitempty"`
+	Reason   string   `json:"reason,omitempty"` // Reason(error): the error's class
 	Position Position `json:"position"`
 	Since    string   `json:"since"`
+}
+
+// fail sets a state that is not running, with its error.
+func (s *InstanceStatus) fail(state string, err error) {
+	s.State, s.Error, s.Reason = state, err.Error(), Reason(err)
 }
 
 // Wave is one capture node.
@@ -256,6 +262,7 @@ func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
 	} else {
 		w.m.instError.WithLabelValues(id).Set(0)
 	}
+	w.m.setState(st)
 	if st.State != before && (st.State == StateError || st.State == StateRunning) {
 		// Make the state visible to `binlake instance show` on any host.
 		data, _ := json.Marshal(map[string]any{"node": w.opts.Node, "state": st.State, "error": st.Error, "since": st.Since})
@@ -411,6 +418,7 @@ func (w *Wave) reconcile(ctx context.Context) {
 	for _, id := range stopped {
 		delete(w.status, id)
 		w.m.instError.DeleteLabelValues(id)
+		w.m.dropState(id)
 	}
 	if ctx.Err() != nil {
 		return
@@ -475,14 +483,14 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 			// the leadership, show the error, and wait for an operator (a changed
 			// definition or a removal restarts the runner).
 			log.Error("instance stopped: operator action needed", "err", err)
-			w.setStatus(id, func(s *InstanceStatus) { s.State, s.Error = StateError, err.Error() })
+			w.setStatus(id, func(s *InstanceStatus) { s.fail(StateError, err) })
 			select {
 			case <-ctx.Done():
 			case <-lead.Lost():
 			}
 		case err != nil:
 			log.Warn("pipeline failed; restarting after a pause", "err", err)
-			w.setStatus(id, func(s *InstanceStatus) { s.State, s.Error = StateRetrying, err.Error() })
+			w.setStatus(id, func(s *InstanceStatus) { s.fail(StateRetrying, err) })
 		}
 		w.m.led.Dec()
 		w.m.forget(id)

@@ -84,7 +84,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// The record overhead (headers, lengths) counts against the broker's limit.
 		opts.MaxMessageBytes = k.MaxMessageBytes - 128
 	case wave.SinkFile:
-		s, err := sink.OpenFile(cfg.Sink.File.Path, cfg.Sink.File.Sync)
+		s, err := sink.OpenFile(sink.FileOptions{Path: cfg.Sink.File.Path, Sync: cfg.Sink.File.Sync})
 		if err != nil {
 			return err
 		}

@@ -41,6 +41,14 @@ type Publisher interface {
 	Close() error
 }
 
+// Syncer is a Publisher whose acknowledgement is not yet durable (a file sink without an
+// fsync per Publish). The wave calls Sync before it commits an offset, so an offset never
+// covers messages that a crash of the machine could take back.
+type Syncer interface {
+	// Sync makes the messages of every Publish that returned durable, or fails.
+	Sync() error
+}
+
 // Subscriber delivers the messages of one topic to one consumer group.
 type Subscriber interface {
 	// Subscribe delivers messages to h until ctx ends (then it returns nil) or h

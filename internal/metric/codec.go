@@ -516,7 +516,7 @@ func (d *decoder) stringField(name string) (string, error) {
 var canonical = func() map[string]string {
 	m := map[string]string{}
 	for _, n := range []string{CPUUtil, Load1, Load5, Load15, MemUsedPct, NetRxBps, NetTxBps, DiskUsedPct,
-		GoHeapBytes, GoGCPauseP99, GoGoroutines, WaveTPS, WaveInstances, WaveLagSeconds, WavePublishErrs} {
+		GoHeapBytes, GoGCPauseP99, GoGoroutines, WaveTPS, WaveInstances, WaveLagSeconds, WavePublishErrs, WaveInstanceRunning} {
 		m[n] = n
 	}
 	return m

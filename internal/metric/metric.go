@@ -29,6 +29,9 @@ const (
 	WaveInstances   = "wave.instances"
 	WaveLagSeconds  = "wave.lag_s"
 	WavePublishErrs = "wave.publish_errors"
+	// WaveInstanceRunning is 1 while a capture instance runs, 0 while its wave cannot run
+	// it (labels instance, state, reason).
+	WaveInstanceRunning = "wave.instance_running"
 )
 
 // Batch is what one agent sends per tick.

@@ -466,7 +466,7 @@ func (o *Options) newWave(ctx context.Context, c coord.Coordinator, dir string) 
 		if rows == "" {
 			rows = filepath.Join(dir, RowsFile)
 		}
-		s, err := sink.OpenFile(rows, false)
+		s, err := sink.OpenFile(sink.FileOptions{Path: rows})
 		if err != nil {
 			return nil, "", nil, err
 		}

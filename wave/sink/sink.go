@@ -5,13 +5,11 @@
 package sink
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/binlake/binlake/internal/bus"
@@ -28,36 +26,25 @@ type Line struct {
 // Writer is a bus.Publisher writing JSON lines.
 type Writer struct {
 	mu     sync.Mutex
-	w      *bufio.Writer
-	f      *os.File // nil for stdout or a plain io.Writer
-	sync   bool
+	buf    bytes.Buffer // one Publish's lines, encoded before anything is written
+	out    io.Writer    // New's writer; nil for a file
+	file   *fileSink    // OpenFile's file; nil for New
 	closed bool
-	closer io.Closer
 }
 
-var _ bus.Publisher = (*Writer)(nil)
+var (
+	_ bus.Publisher = (*Writer)(nil)
+	_ bus.Syncer    = (*Writer)(nil)
+)
 
 // New writes to w (for example os.Stdout). Publish returns once the lines are written
-// to w; Close does not close w.
+// to w; Close does not close w. A failed write cannot be taken back on a plain writer: a
+// retried Publish may follow a partial line.
 func New(w io.Writer) *Writer {
-	return &Writer{w: bufio.NewWriterSize(w, 256<<10)}
+	return &Writer{out: w}
 }
 
-// OpenFile appends to the file at path, creating it and its directory. With sync, each
-// Publish returns only after fsync: an acknowledged message survives a crash of the
-// machine, which is what the wave's offset commit assumes of an acknowledgement.
-func OpenFile(path string, sync bool) (*Writer, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("file sink: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("file sink: %w", err)
-	}
-	return &Writer{w: bufio.NewWriterSize(f, 256<<10), f: f, sync: sync, closer: f}, nil
-}
-
-// Publish writes one line per message and flushes.
+// Publish writes one line per message, all of them or (for a file) none.
 func (s *Writer) Publish(ctx context.Context, msgs ...bus.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -67,6 +54,8 @@ func (s *Writer) Publish(ctx context.Context, msgs ...bus.Message) error {
 	if s.closed {
 		return bus.ErrClosed
 	}
+	// Encode everything first: a bad message then leaves nothing half-written.
+	s.buf.Reset()
 	for i, m := range msgs {
 		if m.Topic == "" {
 			return fmt.Errorf("publish message %d: empty topic", i)
@@ -80,23 +69,33 @@ func (s *Writer) Publish(ctx context.Context, msgs ...bus.Message) error {
 		if err != nil {
 			return fmt.Errorf("publish message %d: %w", i, err)
 		}
-		s.w.Write(line)
-		if err := s.w.WriteByte('\n'); err != nil {
-			return fmt.Errorf("file sink: write: %w", err)
-		}
+		s.buf.Write(line)
+		s.buf.WriteByte('\n')
 	}
-	if err := s.w.Flush(); err != nil {
-		return fmt.Errorf("file sink: write: %w", err)
+	if s.file != nil {
+		return s.file.write(s.buf.Bytes())
 	}
-	if s.sync && s.f != nil {
-		if err := s.f.Sync(); err != nil {
-			return fmt.Errorf("file sink: sync: %w", err)
-		}
+	if _, err := s.out.Write(s.buf.Bytes()); err != nil {
+		return fmt.Errorf("sink: write: %w", err)
 	}
 	return nil
 }
 
-// Close flushes and closes the file (not a writer given to New). It is idempotent.
+// Sync makes every line of the Publish calls that returned so far durable (fsync); the
+// wave calls it before it commits an offset. It does nothing for a writer given to New.
+func (s *Writer) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return bus.ErrClosed
+	}
+	if s.file == nil {
+		return nil
+	}
+	return s.file.sync()
+}
+
+// Close closes the file (not a writer given to New). It is idempotent.
 func (s *Writer) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -104,11 +103,8 @@ func (s *Writer) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := s.w.Flush()
-	if s.closer != nil {
-		if cerr := s.closer.Close(); err == nil {
-			err = cerr
-		}
+	if s.file != nil {
+		return s.file.close()
 	}
-	return err
+	return nil
 }

@@ -10,6 +10,8 @@
 //	binlake_wave_instances_led                     gauge    instances this wave leads now
 //	binlake_wave_lag_seconds{instance}             gauge    now - timestamp of the last published event
 //	binlake_wave_publish_errors_total{instance}    counter  failed publish attempts
+//	binlake_wave_instance_running{instance,state,reason}  gauge  1 capturing, 0 led but not
+//	                                               capturing (reconnecting, retrying, error)
 //	go_memstats_heap_alloc_bytes, go_goroutines    client_golang's default Go collector
 //	go_gc_duration_seconds                         same (summary); fallback for the GC p99
 //	go_sched_pauses_total_gc_seconds               histogram from runtime/metrics, enabled with
@@ -31,6 +33,8 @@
 //	wave.instances       binlake_wave_instances_led
 //	wave.lag_s{instance} binlake_wave_lag_seconds; unlabelled = the largest
 //	wave.publish_errors{instance}  errors since the previous scrape; unlabelled = sum
+//	wave.instance_running{instance,state,reason}  binlake_wave_instance_running (reason only
+//	                     when not running), so a policy on "last < 1" names the instance and why
 //
 // Rates and increases need two scrapes, so the first tick after start (and after a
 // failed scrape) carries none of them; a counter that went down (the wave restarted)
@@ -66,7 +70,12 @@ const (
 	MetricInstancesLed  = "binlake_wave_instances_led"
 	MetricLagSeconds    = "binlake_wave_lag_seconds"
 	MetricPublishErrors = "binlake_wave_publish_errors_total"
-	LabelInstance       = "instance"
+	// MetricInstanceRunning is 1 while an instance this wave leads captures, else 0, with
+	// its state and the class of its error (wave.Reason).
+	MetricInstanceRunning = "binlake_wave_instance_running"
+	LabelInstance         = "instance"
+	LabelState            = "state"
+	LabelReason           = "reason"
 
 	MetricHeapAlloc   = "go_memstats_heap_alloc_bytes"
 	MetricGoroutines  = "go_goroutines"
@@ -194,6 +203,22 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 		}
 		if any {
 			add(metric.WaveLagSeconds, top, "")
+		}
+	}
+
+	if mf := families[MetricInstanceRunning]; mf != nil {
+		for _, m := range mf.Metric {
+			v, ok := value(m)
+			if !ok {
+				continue
+			}
+			labels := map[string]string{}
+			for _, l := range m.Label {
+				if n := l.GetName(); (n == LabelInstance || n == LabelState || n == LabelReason) && l.GetValue() != "" {
+					labels[n] = l.GetValue()
+				}
+			}
+			pts = append(pts, metric.Point{Name: metric.WaveInstanceRunning, Value: v, Labels: labels})
 		}
 	}
 

@@ -1,0 +1,52 @@
+package wave
+
+import (
+	"errors"
+	"net"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// ErrBinlogOff reports a source that writes no binlog: there is nothing to capture until
+// an operator turns log_bin on.
+var ErrBinlogOff = errors.New("the source writes no binlog: turn log_bin on")
+
+// Reasons an instance is not running, as the "reason" label of its state metric: a short,
+// fixed set, so that an alert can name the cause without a label per error message. The
+// full error is in /status.
+const (
+	ReasonBinlogOff       = "binlog_off"
+	ReasonAccessDenied    = "access_denied" // a login or privilege the source refused (REPLICATION SLAVE/CLIENT)
+	ReasonUnreachable     = "source_unreachable"
+	ReasonBinlogPurged    = "binlog_purged"
+	ReasonMessageTooLarge = "message_too_large"
+	ReasonFenced          = "fenced"
+	ReasonOther           = "error"
+)
+
+// Reason classifies why an instance stopped or retries.
+func Reason(err error) string {
+	var me *mysql.MyError
+	var ne net.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrBinlogOff):
+		return ReasonBinlogOff
+	case errors.Is(err, ErrBinlogPurged):
+		return ReasonBinlogPurged
+	case errors.Is(err, ErrMessageTooLarge):
+		return ReasonMessageTooLarge
+	case errors.Is(err, ErrFenced):
+		return ReasonFenced
+	case errors.As(err, &me):
+		switch me.Code {
+		case mysql.ER_ACCESS_DENIED_ERROR, mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR,
+			mysql.ER_DBACCESS_DENIED_ERROR, mysql.ER_TABLEACCESS_DENIED_ERROR:
+			return ReasonAccessDenied
+		}
+	case errors.As(err, &ne):
+		return ReasonUnreachable
+	}
+	return ReasonOther
+}

@@ -1,0 +1,84 @@
+package wave
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	wm "github.com/binlake/binlake/agent/collector/wave"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+func TestReason(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{fmt.Errorf("read the source's current position: %w", ErrBinlogOff), ReasonBinlogOff},
+		{fmt.Errorf("SHOW MASTER STATUS: %w", mysql.NewError(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, "need BINLOG MONITOR")), ReasonAccessDenied},
+		{fmt.Errorf("connect: %w", mysql.NewError(mysql.ER_ACCESS_DENIED_ERROR, "Access denied for user")), ReasonAccessDenied},
+		{fmt.Errorf("connect: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}), ReasonUnreachable},
+		{&fatalError{fmt.Errorf("%w: x", ErrBinlogPurged)}, ReasonBinlogPurged},
+		{fmt.Errorf("commit: %w", ErrFenced), ReasonFenced},
+		{mysql.NewError(mysql.ER_NO_SUCH_TABLE, "no table"), ReasonOther},
+		{errors.New("capture ended"), ReasonOther},
+	} {
+		if got := Reason(tc.err); got != tc.want {
+			t.Errorf("Reason(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestStateMetricReachesTheAgent: the wave's state series, scraped by the agent's wave
+// collector, becomes wave.instance_running: 1 while running, 0 with the state and reason
+// while not, nothing on standby.
+func TestStateMetricReachesTheAgent(t *testing.T) {
+	m := newMetrics()
+	srv := httptest.NewServer(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	cfg := wm.DefaultConfig()
+	cfg.URL = srv.URL
+	col, err := wm.New(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	points := func() []string {
+		t.Helper()
+		pts, err := col.Collect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range pts {
+			if p.Name == metric.WaveInstanceRunning {
+				out = append(out, fmt.Sprintf("%s %s %s %g", p.Labels["instance"], p.Labels["state"], p.Labels["reason"], p.Value))
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	var st InstanceStatus
+	st.fail(StateRetrying, fmt.Errorf("read the source's current position: %w", ErrBinlogOff))
+	st.ID = "a"
+	m.setState(st)
+	m.setState(InstanceStatus{ID: "b", State: StateRunning})
+	m.setState(InstanceStatus{ID: "c", State: StateStandby})
+	if got, want := points(), []string{"a retrying binlog_off 0", "b running  1"}; !slices.Equal(got, want) {
+		t.Fatalf("points %q, want %q", got, want)
+	}
+	// A state replaces the previous one; a standby or forgotten instance has no series.
+	m.setState(InstanceStatus{ID: "a", State: StateRunning})
+	m.setState(InstanceStatus{ID: "b", State: StateStandby})
+	m.dropState("c")
+	if got, want := points(), []string{"a running  1"}; !slices.Equal(got, want) {
+		t.Fatalf("points %q, want %q", got, want)
+	}
+}

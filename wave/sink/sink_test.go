@@ -1,0 +1,230 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/binlake/binlake/internal/bus"
+)
+
+// faultyFile is a real file that fails on demand: failWrite writes the first half of the
+// next Write and returns an error, failSync fails the next Sync.
+type faultyFile struct {
+	*os.File
+	failWrite, failSync bool
+	opens               int
+}
+
+func (f *faultyFile) Write(b []byte) (int, error) {
+	if f.failWrite {
+		f.failWrite = false
+		n, _ := f.File.Write(b[:len(b)/2])
+		return n, errors.New("injected write failure")
+	}
+	return f.File.Write(b)
+}
+
+func (f *faultyFile) Sync() error {
+	if f.failSync {
+		f.failSync = false
+		return errors.New("injected fsync failure")
+	}
+	return f.File.Sync()
+}
+
+func openFaulty(t *testing.T, path string, syncEach bool) (*Writer, *faultyFile) {
+	t.Helper()
+	ff := &faultyFile{}
+	w, err := OpenFile(FileOptions{Path: path, Sync: syncEach, Open: func(p string) (File, error) {
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+		ff.File = f
+		ff.opens++
+		return ff, err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w, ff
+}
+
+func rows(from, n int) []bus.Message {
+	msgs := make([]bus.Message, n)
+	for i := range msgs {
+		msgs[i] = bus.Message{Topic: "t", Key: []byte(fmt.Sprint(from + i)), Value: []byte(fmt.Sprintf(`{"n":%d}`, from+i))}
+	}
+	return msgs
+}
+
+// keys reads the file and returns the key of each line, failing on a line that is not
+// whole JSON.
+func keys(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		t.Fatalf("the file ends with a partial line: %q", data)
+	}
+	var out []string
+	for _, l := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		var line Line
+		if err := json.Unmarshal(l, &line); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		out = append(out, line.Key)
+	}
+	return out
+}
+
+func seq(from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprint(i))
+	}
+	return out
+}
+
+// TestFileSinkRecoversFromAFailedWrite: a write that fails half-way is cut back when the
+// retried Publish reopens the file, so each row is in the file exactly once.
+func TestFileSinkRecoversFromAFailedWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	w, ff := openFaulty(t, path, false)
+	ctx := context.Background()
+	if err := w.Publish(ctx, rows(0, 3)...); err != nil {
+		t.Fatal(err)
+	}
+	ff.failWrite = true
+	if err := w.Publish(ctx, rows(3, 4)...); err == nil || !strings.Contains(err.Error(), "injected write failure") {
+		t.Fatalf("Publish over a failing write: %v", err)
+	}
+	if err := w.Publish(ctx, rows(3, 4)...); err != nil {
+		t.Fatalf("the retried Publish: %v", err)
+	}
+	if err := w.Publish(ctx, rows(7, 2)...); err != nil {
+		t.Fatal(err)
+	}
+	if ff.opens != 2 {
+		t.Fatalf("the file was opened %d times, want 2 (once more after the failure)", ff.opens)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(t, path); !slices.Equal(got, seq(0, 9)) {
+		t.Fatalf("rows in the file: %v, want 0…8 once each", got)
+	}
+}
+
+// TestFileSinkCutsBackToTheSyncedLengthAfterAFailedSync: after a failed fsync the lines
+// written since the last good one are not known durable; the wave publishes them again
+// from its committed offset, so the file drops them rather than keeping two copies.
+func TestFileSinkCutsBackToTheSyncedLengthAfterAFailedSync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	w, ff := openFaulty(t, path, false)
+	ctx := context.Background()
+	if err := w.Publish(ctx, rows(0, 2)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Publish(ctx, rows(2, 2)...); err != nil {
+		t.Fatal(err)
+	}
+	ff.failSync = true
+	if err := w.Sync(); err == nil || !strings.Contains(err.Error(), "injected fsync failure") {
+		t.Fatalf("Sync: %v, want the fsync's error", err)
+	}
+	// The wave's restarted pipeline publishes rows 2 and 3 again.
+	if err := w.Publish(ctx, rows(2, 3)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(t, path); !slices.Equal(got, seq(0, 5)) {
+		t.Fatalf("rows in the file: %v, want 0…4 once each", got)
+	}
+}
+
+// TestFileSinkSyncEachPublish: with Sync set, a failed fsync fails the Publish and its
+// retry writes the rows once.
+func TestFileSinkSyncEachPublish(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	w, ff := openFaulty(t, path, true)
+	ctx := context.Background()
+	if err := w.Publish(ctx, rows(0, 2)...); err != nil {
+		t.Fatal(err)
+	}
+	ff.failSync = true
+	if err := w.Publish(ctx, rows(2, 2)...); err == nil {
+		t.Fatal("Publish succeeded over a failed fsync")
+	}
+	if err := w.Publish(ctx, rows(2, 2)...); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(t, path); !slices.Equal(got, seq(0, 4)) {
+		t.Fatalf("rows in the file: %v, want 0…3 once each", got)
+	}
+}
+
+// TestOpenFileCutsAPartialLastLine: a line cut by a crash is dropped on open, so the next
+// row does not run into it.
+func TestOpenFileCutsAPartialLastLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	whole := `{"topic":"t","key":"0","message":{"n":0}}` + "\n"
+	for _, tc := range []struct{ name, content, want string }{
+		{"partial after lines", whole + `{"topic":"t","ke`, whole},
+		{"only a partial line", `{"topic"`, ""},
+		{"whole lines", whole, whole},
+		{"a partial line longer than one read", whole + strings.Repeat("x", 100<<10), whole},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			w, err := OpenFile(FileOptions{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Publish(context.Background(), rows(1, 1)...); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			data, _ := os.ReadFile(path)
+			if want := tc.want + `{"topic":"t","key":"1","message":{"n":1}}` + "\n"; string(data) != want {
+				t.Fatalf("file = %q, want %q", data, want)
+			}
+		})
+	}
+}
+
+func TestPublishRefusesAnEmptyTopicAndWritesNothing(t *testing.T) {
+	var b bytes.Buffer
+	w := New(&b)
+	msgs := append(rows(0, 2), bus.Message{Value: []byte("x")})
+	if err := w.Publish(context.Background(), msgs...); err == nil || !strings.Contains(err.Error(), "message 2: empty topic") {
+		t.Fatalf("Publish: %v", err)
+	}
+	if b.Len() != 0 {
+		t.Fatalf("wrote %q before refusing the batch", b.String())
+	}
+	if err := w.Publish(context.Background(), bus.Message{Topic: "t", Value: []byte("not json")}); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"topic":"t","key":"","message":"not json"}` + "\n"; b.String() != want {
+		t.Fatalf("wrote %q, want %q", b.String(), want)
+	}
+}
