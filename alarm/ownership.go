@@ -27,17 +27,33 @@ type ownership struct {
 	mu     sync.Mutex
 	parts  map[string]int // node → partition, from the messages handled
 	owned  map[int]bool   // at the last known position
+	strays int            // messages handled from partitions outside owned
 	onGain func(ctx context.Context)
 }
 
+// seen records the partition of a message before the engine observes it. A partition
+// the last answer did not give this process is news from the reader, which fetches a
+// newly assigned partition at once, up to a poll interval before the bus's answer says
+// so: its backlog (behind by the session timeout when its previous owner crashed) is
+// replayed with the points' own times, and until the poll judges it read up to date
+// the engine must hold nodata and staleness, or those old points page nodata for live
+// nodes and resolve firing alerts early (issue 18, item 9). A revoked partition's last
+// buffered messages stray the same way, for one poll.
 func (o *ownership) seen(node string, partition int) {
 	o.mu.Lock()
 	o.parts[node] = partition
+	if !o.owned[partition] {
+		o.strays++
+		o.eng.SetCaughtUp(false)
+	}
 	o.mu.Unlock()
 }
 
 // poll asks the bus once and applies the answer.
 func (o *ownership) poll(ctx context.Context) {
+	o.mu.Lock()
+	strays := o.strays
+	o.mu.Unlock()
 	p, err := o.pos.Position(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -74,7 +90,11 @@ func (o *ownership) poll(ctx context.Context) {
 	if gained && o.onGain != nil {
 		o.onGain(ctx)
 	}
-	o.eng.SetCaughtUp(p.CaughtUp)
+	// A stray handled since the question went out is newer than the answer. Under o.mu,
+	// so a stray's hold cannot be overtaken by this answer.
+	o.mu.Lock()
+	o.eng.SetCaughtUp(p.CaughtUp && o.strays == strays)
+	o.mu.Unlock()
 }
 
 // run polls every interval until ctx ends. Until the first answer the engine holds

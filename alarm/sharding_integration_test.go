@@ -3,7 +3,6 @@ package alarm
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,11 +38,7 @@ func TestShardedAlarmsPageOnce(t *testing.T) {
 	pb := newBus()
 	require.NoError(t, pb.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: metric.TopicPartitions}))
 	rcv := newReceiver(t)
-	pols := parsePolicies(t, basePolicy+"    repeat_interval: 4h\n"+`  - name: agent-dead
-    nodata: 3
-    severity: P0
-    channels: [c]
-`)
+	pols := parsePolicies(t, shardPolicies)
 	start := func() (stop func()) {
 		c, err := zk.New(ctx, zk.Options{Servers: testenv.HostPorts(zaddr), Root: root})
 		require.NoError(t, err)
@@ -62,110 +57,20 @@ func TestShardedAlarmsPageOnce(t *testing.T) {
 
 	pub, err := pb.Publisher()
 	require.NoError(t, err)
-	var (
-		mu       sync.Mutex
-		violate  = true
-		nodes    []string
-		violated = map[string]bool{}
-	)
-	for i := range 12 {
-		n := fmt.Sprintf("wave-%02d", i)
-		nodes = append(nodes, n)
-		violated[n] = i < 4
-	}
-	// The agents: every node publishes every second, as agents do, for the whole test.
-	pctx, pcancel := context.WithCancel(ctx)
-	pubDone := make(chan struct{})
-	go func() {
-		defer close(pubDone)
-		tk := time.NewTicker(time.Second)
-		defer tk.Stop()
-		for {
-			mu.Lock()
-			v := violate
-			mu.Unlock()
-			now := time.Now().UTC()
-			var msgs []bus.Message
-			for _, n := range nodes {
-				val := 10.0
-				if v && violated[n] {
-					val = 95
-				}
-				data, err := metric.Encode(metric.Batch{Node: n, TS: now, IntervalS: 1, Points: []metric.Point{cpu(val)}})
-				if err != nil {
-					panic(err)
-				}
-				msgs = append(msgs, bus.Message{Topic: topic, Key: []byte(n), Value: data})
-			}
-			if err := pub.Publish(pctx, msgs...); err != nil && pctx.Err() == nil {
-				t.Errorf("publish: %v", err)
-			}
-			select {
-			case <-pctx.Done():
-				return
-			case <-tk.C:
-			}
-		}
-	}()
-	count := func() (firing, resolved map[string]int, nodata int) {
-		firing, resolved = map[string]int{}, map[string]int{}
-		for _, p := range rcv.payloads() {
-			for _, a := range p.Alerts {
-				if a.Labels["reason"] == "nodata" {
-					nodata++
-					continue
-				}
-				if a.Status == "firing" {
-					firing[a.Labels["node"]]++
-				} else {
-					resolved[a.Labels["node"]]++
-				}
-			}
-		}
-		return
-	}
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		for !ok() {
-			select {
-			case <-rcv.seen:
-			case <-time.After(90 * time.Second):
-				f, r, nd := count()
-				t.Fatalf("%s: firing %v resolved %v nodata %d", what, f, r, nd)
-			}
-		}
-	}
-	waitFor("first pages", func() bool { f, _, _ := count(); return len(f) == 4 })
+	nodes, violating := shardNodes(12, metric.TopicPartitions, 4)
+	agents := startFleet(t, ctx, pub, topic, nodes, violating)
+	rcv.waitPages(t, "first pages", func(pg pages) bool { return len(pg.firing) == len(violating) })
 
 	// A stops (its partitions move to B), runs again (they move back), then the
 	// violations stop. Between the steps: enough agent ticks for each rebalance.
-	settle := func() {
-		for range 12 {
-			select {
-			case <-rcv.seen:
-			case <-time.After(time.Second):
-			}
-		}
-	}
 	stopA()
-	settle()
+	watch(12 * time.Second)
 	stopA = start()
-	settle()
-	mu.Lock()
-	violate = false
-	mu.Unlock()
-	waitFor("resolutions", func() bool { _, r, _ := count(); return len(r) == 4 })
-	settle()
-	pcancel()
-	<-pubDone
+	watch(12 * time.Second)
+	agents.heal()
+	rcv.waitPages(t, "resolutions", func(pg pages) bool { return len(pg.resolved) == len(violating) })
+	watch(12 * time.Second)
+	agents.stop()
 	stopA()
-
-	firing, resolved, nodata := count()
-	t.Logf("pages per node: firing %v resolved %v nodata %d", firing, resolved, nodata)
-	for _, n := range nodes[:4] {
-		require.Equal(t, 1, firing[n], "firing pages of %s", n)
-		require.Equal(t, 1, resolved[n], "resolved notices of %s", n)
-	}
-	require.Len(t, firing, 4, "no healthy node pages")
-	require.Zero(t, nodata, "no nodata page")
+	requirePagedOnce(t, rcv.pages(), violating)
 }

@@ -1,0 +1,193 @@
+package alarm
+
+// A real crash of one of two `binlake alarm` processes sharing a consumer group (issue
+// 18, item 9, tried from outside): SIGKILL leaves the group nothing but a member that
+// stops heartbeating, so its partitions sit unread until the session times out, and its
+// ZooKeeper session, dispatcher queue and last commits end without a goodbye.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/kafka"
+	"github.com/binlake/binlake/internal/coord/zk"
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/testenv"
+)
+
+// alarmProc is one running `binlake alarm` and its API.
+type alarmProc struct {
+	*testenv.Proc
+	api string
+}
+
+var servingLine = regexp.MustCompile(`alarm serving on (http://\S+) `)
+
+func startAlarmProc(t *testing.T, name, cfg, pols string) *alarmProc {
+	t.Helper()
+	dir := t.TempDir()
+	cfgPath, polPath := filepath.Join(dir, "alarm.yaml"), filepath.Join(dir, "policies.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
+	require.NoError(t, os.WriteFile(polPath, []byte(pols), 0o600))
+	p := testenv.StartBinlake(t, name, nil, "alarm", "--config", cfgPath, "--policies", polPath)
+	return &alarmProc{Proc: p, api: p.WaitOutput(t, servingLine, 60*time.Second)[1]}
+}
+
+// firing lists the nodes whose alerts the process's API shows firing.
+func (p *alarmProc) firing(t *testing.T) []string {
+	t.Helper()
+	resp, err := http.Get(p.api + "/v1/alerts?state=firing")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var body struct{ Alerts []AlertView }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	var out []string
+	for _, a := range body.Alerts {
+		out = append(out, a.Labels["node"])
+	}
+	return out
+}
+
+// TestShardedAlarmProcessesKill9: two `binlake alarm` processes in one group, ZooKeeper
+// holding the shared notification log; one is killed with SIGKILL while its violating
+// nodes fire, and started again once the other took its partitions over. Every violating
+// node pages exactly once, no node pages nodata, every resolution is delivered.
+func TestShardedAlarmProcessesKill9(t *testing.T) {
+	kaddr := testenv.Require(t, testenv.Kafka)
+	zaddr := testenv.Require(t, testenv.ZooKeeper)
+	testenv.BinlakeBinary(t) // built before the clock of the scenario starts
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	suffix := time.Now().UnixNano()
+	topic := fmt.Sprintf("%s.alarmkill-%d", metric.Topic, suffix)
+	group := topic + "-alarm"
+	root := fmt.Sprintf("/binlake-test-alarmkill-%d", suffix)
+	brokers := testenv.HostPorts(kaddr)
+	b, err := kafka.New(kafka.Options{Brokers: brokers, Logger: quiet})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: metric.TopicPartitions}))
+	zc, err := zk.New(ctx, zk.Options{Servers: testenv.HostPorts(zaddr), Root: root})
+	require.NoError(t, err)
+	t.Cleanup(func() { zc.Close() })
+	nflog := &CoordLog{C: zc}
+	rcv := newReceiver(t)
+
+	// The bus section has no session timeout: the group notices the crash after the
+	// bus's default, 10 s.
+	cfg := fmt.Sprintf(`log: {level: info, format: text}
+http: {listen: "127.0.0.1:0"}
+bus: {kind: kafka, brokers: [%s], topic: %s, group: %s}
+coordinator: {kind: zk, servers: [%s], root: %s, session_timeout: 4s}
+evaluation: {interval: 200ms}
+notify: {group_wait: 500ms, backoff: 100ms}
+channels:
+  c: {kind: webhook, url: "%s"}
+`, strings.Join(brokers, ", "), topic, group, strings.Join(testenv.HostPorts(zaddr), ", "), root, rcv.srv.URL)
+	procA := startAlarmProc(t, "alarm-a", cfg, shardPolicies)
+	procB := startAlarmProc(t, "alarm-b", cfg, shardPolicies)
+	kc := &kafkago.Client{Addr: kafkago.TCP(brokers...), Timeout: 10 * time.Second}
+	waitMembers(t, ctx, kc, group, 2)
+
+	pub, err := b.Publisher()
+	require.NoError(t, err)
+	nodes, violating := shardNodes(12, metric.TopicPartitions, 4)
+	agents := startFleet(t, ctx, pub, topic, nodes, violating)
+	rcv.waitPages(t, "first pages", func(pg pages) bool { return len(pg.firing) == len(violating) })
+	// The pages are delivered; wait until the log says so too, so the kill cannot fall
+	// between a delivery and its record (that page would be resent after its lease, by
+	// design).
+	waitLog(t, ctx, nflog, len(violating))
+	moved := procA.firing(t)
+	require.NotEmpty(t, moved, "alarm A evaluates some violating nodes (every partition has one)")
+
+	killed := time.Now()
+	procA.Kill(t)
+	waitMembers(t, ctx, kc, group, 1)
+	t.Logf("group rebalanced %v after the kill; A's violating nodes %v", time.Since(killed).Round(100*time.Millisecond), moved)
+	waitFiring(t, "B took A's alerts over", func() bool { return len(procB.firing(t)) == len(violating) })
+	watch(5 * time.Second) // nodata: 3 s of silence
+
+	procA = startAlarmProc(t, "alarm-a2", cfg, shardPolicies)
+	waitMembers(t, ctx, kc, group, 2)
+	waitFiring(t, "A took its share back", func() bool {
+		a, b := procA.firing(t), procB.firing(t)
+		return len(a) > 0 && len(a)+len(b) == len(violating)
+	})
+	watch(5 * time.Second)
+
+	agents.heal()
+	rcv.waitPages(t, "resolutions", func(pg pages) bool { return len(pg.resolved) == len(violating) })
+	watch(5 * time.Second)
+	agents.stop()
+	for _, p := range []*alarmProc{procA, procB} {
+		require.NoError(t, p.Exited(), "the alarm processes keep running")
+	}
+	requirePagedOnce(t, rcv.pages(), violating)
+}
+
+// waitMembers waits until the group is stable with n members.
+func waitMembers(t *testing.T, ctx context.Context, kc *kafkago.Client, group string, n int) {
+	t.Helper()
+	poll(t, ctx, fmt.Sprintf("group %s stable with %d members", group, n), func() (bool, string) {
+		gr, err := kc.DescribeGroups(ctx, &kafkago.DescribeGroupsRequest{GroupIDs: []string{group}})
+		if err != nil || len(gr.Groups) != 1 {
+			return false, fmt.Sprint(err)
+		}
+		g := gr.Groups[0]
+		return g.GroupState == "Stable" && len(g.Members) == n, fmt.Sprintf("%s with %d members", g.GroupState, len(g.Members))
+	})
+}
+
+// waitLog waits until the notification log holds n delivered pages.
+func waitLog(t *testing.T, ctx context.Context, l NotificationLog, n int) {
+	t.Helper()
+	poll(t, ctx, fmt.Sprintf("%d delivered pages in the notification log", n), func() (bool, string) {
+		es, err := l.Load(ctx)
+		done := 0
+		for _, e := range es {
+			if e.Sent > 0 && !e.pending() {
+				done++
+			}
+		}
+		return err == nil && done == n, fmt.Sprintf("%d entries, %d delivered, err %v", len(es), done, err)
+	})
+}
+
+func waitFiring(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	poll(t, context.Background(), what, func() (bool, string) { return ok(), "" })
+}
+
+// poll asks try every 100 ms until it says yes, failing after 60 s with its last state.
+func poll(t *testing.T, ctx context.Context, what string, try func() (bool, string)) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, state := try()
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v (last: %s)", what, ctx.Err(), state)
+		case <-deadline:
+			t.Fatalf("%s: not within 60s (last: %s)", what, state)
+		case <-tick.C:
+		}
+	}
+}

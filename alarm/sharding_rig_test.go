@@ -1,0 +1,181 @@
+package alarm
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// The rig of the sharding tests (alarm processes sharing one consumer group on the real
+// Kafka): agents publishing, a receiver counting pages per node, the checks.
+
+// shardPolicies: cpu above 90 pages (once per 4 h), a node silent for 3 of its intervals
+// pages nodata.
+const shardPolicies = basePolicy + "    repeat_interval: 4h\n" + `  - name: agent-dead
+    nodata: 3
+    severity: P0
+    channels: [c]
+`
+
+// shardNodes names n nodes and picks the violating ones: the first node on each of the
+// partitions, then the next ones, up to violating. Every partition carries a violation,
+// so whichever partitions a rebalance moves, violating nodes move with them.
+func shardNodes(n, partitions, violating int) (nodes, bad []string) {
+	ps := make([]int, partitions)
+	for i := range ps {
+		ps[i] = i
+	}
+	seen := map[int]bool{}
+	picked := map[string]bool{}
+	for i := range n {
+		node := fmt.Sprintf("wave-%02d", i)
+		nodes = append(nodes, node)
+		// The bus's publisher partitions by key with Kafka's Murmur2.
+		p := (&kafkago.Murmur2Balancer{}).Balance(kafkago.Message{Key: []byte(node)}, ps...)
+		if !seen[p] && len(picked) < violating {
+			seen[p] = true
+			picked[node] = true
+		}
+	}
+	for _, node := range nodes {
+		if len(picked) < violating {
+			picked[node] = true
+		}
+		if picked[node] {
+			bad = append(bad, node)
+		}
+	}
+	return nodes, bad
+}
+
+// fleet plays the agents: every node publishes one batch a second, as agents do; the
+// violating ones report cpu 95 until heal.
+type fleet struct {
+	mu     sync.Mutex
+	healed bool
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startFleet(t *testing.T, ctx context.Context, pub bus.Publisher, topic string, nodes, violating []string) *fleet {
+	bad := map[string]bool{}
+	for _, n := range violating {
+		bad[n] = true
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	f := &fleet{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		tk := time.NewTicker(time.Second)
+		defer tk.Stop()
+		for {
+			f.mu.Lock()
+			healed := f.healed
+			f.mu.Unlock()
+			now := time.Now().UTC()
+			msgs := make([]bus.Message, 0, len(nodes))
+			for _, n := range nodes {
+				val := 10.0
+				if bad[n] && !healed {
+					val = 95
+				}
+				data, err := metric.Encode(metric.Batch{Node: n, TS: now, IntervalS: 1, Points: []metric.Point{cpu(val)}})
+				if err != nil {
+					panic(err)
+				}
+				msgs = append(msgs, bus.Message{Topic: topic, Key: []byte(n), Value: data})
+			}
+			if err := pub.Publish(ctx, msgs...); err != nil && ctx.Err() == nil {
+				t.Errorf("publish: %v", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	t.Cleanup(f.stop)
+	return f
+}
+
+// heal ends the violations.
+func (f *fleet) heal() {
+	f.mu.Lock()
+	f.healed = true
+	f.mu.Unlock()
+}
+
+// stop ends the publishing and waits for it.
+func (f *fleet) stop() {
+	f.cancel()
+	<-f.done
+}
+
+// pages is what the receiver got: firing and resolved notices per node, nodata pages.
+type pages struct {
+	firing, resolved map[string]int
+	nodata           int
+}
+
+func (r *receiver) pages() pages {
+	pg := pages{firing: map[string]int{}, resolved: map[string]int{}}
+	for _, p := range r.payloads() {
+		for _, a := range p.Alerts {
+			switch {
+			case a.Labels["reason"] == "nodata":
+				pg.nodata++
+			case a.Status == "firing":
+				pg.firing[a.Labels["node"]]++
+			default:
+				pg.resolved[a.Labels["node"]]++
+			}
+		}
+	}
+	return pg
+}
+
+// waitPages waits until ok accepts what the receiver got, failing after 90 s.
+func (r *receiver) waitPages(t *testing.T, what string, ok func(pages) bool) {
+	t.Helper()
+	deadline := time.After(90 * time.Second)
+	for !ok(r.pages()) {
+		select {
+		case <-r.seen:
+		case <-deadline:
+			t.Fatalf("%s: %+v", what, r.pages())
+		}
+	}
+}
+
+// watch lets d pass: a window of agent ticks during which a wrong page (a duplicate, a
+// false nodata) would arrive. It is the observation, not a synchronisation: the checks
+// after it look at everything the receiver got.
+func watch(d time.Duration) {
+	<-time.After(d)
+}
+
+// requirePagedOnce checks the outcome of a sharding test: every violating node paged
+// once and was resolved once, no other node paged, no nodata page.
+func requirePagedOnce(t *testing.T, pg pages, violating []string) {
+	t.Helper()
+	t.Logf("pages per node: firing %v resolved %v nodata %d", pg.firing, pg.resolved, pg.nodata)
+	for _, n := range violating {
+		if pg.firing[n] != 1 || pg.resolved[n] != 1 {
+			t.Errorf("%s: %d firing pages and %d resolved notices, want 1 and 1", n, pg.firing[n], pg.resolved[n])
+		}
+	}
+	if len(pg.firing) != len(violating) || len(pg.resolved) != len(violating) {
+		t.Errorf("pages for %d and resolutions for %d nodes, want only the %d violating ones", len(pg.firing), len(pg.resolved), len(violating))
+	}
+	if pg.nodata != 0 {
+		t.Errorf("%d nodata pages, want none", pg.nodata)
+	}
+}
