@@ -153,6 +153,8 @@ const (
 )
 
 // InstanceStatus is what the wave knows of one instance it runs or stands by for.
+// Position is the last offset committed, where the instance would resume (the term's
+// starting point until its first commit).
 type InstanceStatus struct {
 	ID       string   `json:"id"`
 	State    string   `json:"state"`
