@@ -100,11 +100,35 @@ func contains(s []string, v string) bool {
 	return false
 }
 
+// StateIncomplete is what ShowInstance reports for an id that has an assignment but no
+// definition: an add that stopped between its two writes. Adding it again completes it;
+// removing it clears it.
+const StateIncomplete = "incomplete"
+
 // AddInstance stores a new instance and assigns it to node (chosen by p when node is
 // empty). It fails if the instance exists.
+//
+// The assignment is written before the definition: a wave that sees the definition then
+// runs it where it belongs, rather than on whichever wave wins the election for an
+// unassigned instance. An add that stops between the two writes leaves an assignment
+// without a definition: no wave runs it (there is nothing to run), ShowInstance reports it
+// as StateIncomplete, and adding the instance again completes it.
 func AddInstance(ctx context.Context, c coord.Coordinator, inst *Instance, node string, p Placer) (string, error) {
 	if err := inst.Validate(); err != nil {
 		return "", fmt.Errorf("instance: %w", err)
+	}
+	defKey, assignKey := instanceKey(inst.ID, ""), instanceKey(inst.ID, "assign")
+	// Check before writing anything, so that adding an existing instance cannot move it.
+	if _, err := undefinedVersion(ctx, c, inst.ID); err != nil {
+		return "", err
+	}
+	assignVersion := coord.NoVersion
+	switch cur, err := c.Get(ctx, assignKey); {
+	case errors.Is(err, coord.ErrNotFound):
+	case err != nil:
+		return "", fmt.Errorf("read assignment of %s: %w", inst.ID, err)
+	default:
+		assignVersion = cur.Version // left by an add that stopped before the definition
 	}
 	if node == "" {
 		if p == nil {
@@ -119,17 +143,43 @@ func AddInstance(ctx context.Context, c coord.Coordinator, inst *Instance, node 
 	if err != nil {
 		return "", err
 	}
-	// Assign first: a wave that sees the definition then runs it where it belongs.
-	if _, err := c.Put(ctx, instanceKey(inst.ID, ""), data, coord.NoVersion); err != nil {
+	// Both writes check the version read above: of two adds of the same id at once, one
+	// fails instead of the two mixing a definition and an assignment.
+	if _, err := c.Put(ctx, assignKey, []byte(node), assignVersion); err != nil {
+		if errors.Is(err, coord.ErrVersionConflict) {
+			return "", fmt.Errorf("instance %s is being added by someone else", inst.ID)
+		}
+		return "", fmt.Errorf("assign instance %s: %w", inst.ID, err)
+	}
+	// Read the definition's version again: ZooKeeper has just created its node, empty,
+	// as the assignment's parent.
+	defVersion, err := undefinedVersion(ctx, c, inst.ID)
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.Put(ctx, defKey, data, defVersion); err != nil {
 		if errors.Is(err, coord.ErrVersionConflict) || errors.Is(err, coord.ErrExists) {
 			return "", fmt.Errorf("instance %s already exists", inst.ID)
 		}
-		return "", fmt.Errorf("store instance %s: %w", inst.ID, err)
-	}
-	if _, err := c.Put(ctx, instanceKey(inst.ID, "assign"), []byte(node), coord.AnyVersion); err != nil {
-		return "", fmt.Errorf("assign instance %s: %w", inst.ID, err)
+		return "", fmt.Errorf("store instance %s (assigned to %s; add it again to complete it): %w", inst.ID, node, err)
 	}
 	return node, nil
+}
+
+// undefinedVersion returns the version to write an instance's definition at: NoVersion
+// when the key is absent, its version when it is empty (ZooKeeper creates it so as the
+// parent of the assignment or of a status). An instance already defined is an error.
+func undefinedVersion(ctx context.Context, c coord.Coordinator, id string) (int64, error) {
+	cur, err := c.Get(ctx, instanceKey(id, ""))
+	switch {
+	case errors.Is(err, coord.ErrNotFound):
+		return coord.NoVersion, nil
+	case err != nil:
+		return 0, fmt.Errorf("read instance %s: %w", id, err)
+	case len(cur.Data) > 0:
+		return 0, fmt.Errorf("instance %s already exists", id)
+	}
+	return cur.Version, nil
 }
 
 // RemoveInstance deletes an instance with its assignment, offset and status; its
@@ -194,8 +244,21 @@ func ListInstances(ctx context.Context, c coord.Coordinator) ([]string, error) {
 // carries the instance's row count and commit time).
 func ShowInstance(ctx context.Context, c coord.Coordinator, id string, sample time.Duration, now func() time.Time) (*InstanceInfo, error) {
 	v, err := c.Get(ctx, instanceKey(id, ""))
-	if err != nil {
+	if err != nil && !errors.Is(err, coord.ErrNotFound) {
 		return nil, fmt.Errorf("instance %s: %w", id, err)
+	}
+	if err != nil || len(v.Data) == 0 {
+		// No definition: an add that stopped after the assignment (see AddInstance)
+		// leaves only that, which no wave runs. Report it rather than hide it.
+		a, aerr := c.Get(ctx, instanceKey(id, "assign"))
+		if errors.Is(aerr, coord.ErrNotFound) {
+			return nil, fmt.Errorf("instance %s: %w", id, coord.ErrNotFound)
+		}
+		if aerr != nil {
+			return nil, fmt.Errorf("instance %s: %w", id, aerr)
+		}
+		return &InstanceInfo{ID: id, Assign: string(a.Data), State: StateIncomplete,
+			Error: "assigned but no definition stored (an add stopped half-way): add it again to complete it, or remove it"}, nil
 	}
 	info := &InstanceInfo{ID: id}
 	if inst, err := ParseInstance(v.Data); err == nil {

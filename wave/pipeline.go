@@ -141,6 +141,13 @@ func (p *publisher) run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		// The leadership may have ended while the batch was out (the watcher cancels ctx
+		// only shortly after Lost closes): hand no boundary to the committer then. A term
+		// that lost its leadership commits nothing more, or it could move the offset under
+		// its successor.
+		if isClosed(p.lost) {
+			return errLost
+		}
 		switch {
 		case idle && len(p.in) == 0:
 			p.m.lag.WithLabelValues(p.id).Set(0)
@@ -163,11 +170,10 @@ func (p *publisher) publish(ctx context.Context, msgs []bus.Message) error {
 	backoff := p.backoffMin
 	for attempt := 1; ; attempt++ {
 		// The context ends shortly after Lost closes (lead's watcher cancels it); look
-		// at Lost itself too, so that no attempt starts once the leadership is gone.
-		select {
-		case <-p.lost:
-			return nil
-		default:
+		// at Lost itself too, so that no attempt starts once the leadership is gone. It
+		// is an error, not a quiet return: the caller must not treat msgs as published.
+		if isClosed(p.lost) {
+			return errLost
 		}
 		err := p.pub.Publish(ctx, msgs...)
 		if err == nil {
@@ -200,6 +206,7 @@ func (p *publisher) publish(ctx context.Context, msgs []bus.Message) error {
 // check, at most once per interval.
 type committer struct {
 	c        coord.Coordinator
+	lost     <-chan struct{} // the leadership's Lost: nothing is written after it closed
 	key      string
 	id       string
 	interval time.Duration
@@ -212,6 +219,9 @@ type committer struct {
 	// syncErr is a failed sync: the acknowledged position is no longer known durable, so
 	// nothing more is committed in this leadership term (not even the final flush).
 	syncErr error
+	// onCommit, when set, is told each position written, so that the wave's /status
+	// shows where the instance would resume now rather than where the term started.
+	onCommit func(Position)
 
 	mu        sync.Mutex
 	version   int64
@@ -258,6 +268,9 @@ func (c *committer) flush(ctx context.Context) error {
 	if !ok || same {
 		return nil
 	}
+	if isClosed(c.lost) {
+		return errLost
+	}
 	if c.syncErr != nil {
 		return c.syncErr
 	}
@@ -290,6 +303,9 @@ func (c *committer) flush(ctx context.Context) error {
 	c.m.commitPos.DeletePartialMatch(map[string]string{"instance": c.id})
 	c.m.commitPos.WithLabelValues(c.id, p.File).Set(float64(p.Pos))
 	c.m.commitTS.WithLabelValues(c.id).Set(float64(p.TS))
+	if c.onCommit != nil {
+		c.onCommit(p)
+	}
 	return nil
 }
 
@@ -394,8 +410,9 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		}()
 	}
 	items := make(chan item, w.opts.Pipeline.QueueItems)
-	cm := &committer{c: w.opts.Coord, key: offKey, id: inst.ID, interval: w.opts.Pipeline.CommitInterval,
-		m: w.m, log: log, now: time.Now, version: version, committed: start, kick: make(chan struct{}, 1)}
+	cm := &committer{c: w.opts.Coord, lost: lead.Lost(), key: offKey, id: inst.ID, interval: w.opts.Pipeline.CommitInterval,
+		m: w.m, log: log, now: time.Now, version: version, committed: start, kick: make(chan struct{}, 1),
+		onCommit: func(p Position) { w.setStatus(inst.ID, func(s *InstanceStatus) { s.Position = p }) }}
 	cm.sync = syncOf(busPub)
 	pub := &publisher{id: inst.ID, pub: busPub, lost: lead.Lost(), in: items, maxRows: w.opts.Pipeline.BatchRows,
 		backoffMin: 100 * time.Millisecond, backoffMax: w.opts.Pipeline.PublishBackoffMax,
@@ -453,6 +470,16 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 }
 
 var errLost = errors.New("leadership lost")
+
+// isClosed reports whether ch is closed (a nil channel never is).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
 
 func instanceKey(id, child string) string {
 	if child == "" {

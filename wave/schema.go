@@ -196,7 +196,10 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 	}
 	if needNames {
 		if len(info.cols) != n {
-			return nil, fmt.Errorf("table %s: binlog has %d columns, the schema %d, and the binlog has no column names (set binlog_row_metadata=FULL)", key, n, len(info.cols))
+			// Fatal: a reconnect reads the same event and the same (current) schema
+			// again, so retrying would only loop in "reconnecting"; the instance stops in
+			// the error state for an operator instead.
+			return nil, &fatalError{fmt.Errorf("table %s: binlog has %d columns, the schema %d, and the binlog has no column names to match them by: rows written before a DDL cannot be decoded (set binlog_row_metadata=FULL on the source; then remove the instance and add it again with a start after the DDL)", key, n, len(info.cols))}
 		}
 		for i := range n {
 			t.Columns[i].Name = info.cols[i].name

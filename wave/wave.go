@@ -153,6 +153,8 @@ const (
 )
 
 // InstanceStatus is what the wave knows of one instance it runs or stands by for.
+// Position is the last offset committed, where the instance would resume (the term's
+// starting point until its first commit).
 type InstanceStatus struct {
 	ID       string   `json:"id"`
 	State    string   `json:"state"`
@@ -388,13 +390,27 @@ func (w *Wave) reconcile(ctx context.Context) {
 	want := map[string][]byte{}
 	for _, id := range ids {
 		v, err := w.opts.Coord.Get(ctx, instanceKey(id, ""))
-		if err != nil || len(v.Data) == 0 {
+		if errors.Is(err, coord.ErrNotFound) || (err == nil && len(v.Data) == 0) {
+			continue // removed, or an add that stopped before the definition (AddInstance)
+		}
+		run := false
+		if err == nil {
+			run, err = w.shouldRun(ctx, id)
+		}
+		if err != nil {
+			// Only NotFound means "gone": a failed read (a timeout, a reconnecting
+			// session) says nothing about the instance, so what runs keeps running.
+			if ctx.Err() == nil {
+				w.log.Warn("read instance; keeping its runner as it is", "instance", id, "err", err)
+			}
+			if def, ok := w.runningDef(id); ok {
+				want[id] = def
+			}
 			continue
 		}
-		if !w.shouldRun(ctx, id) {
-			continue
+		if run {
+			want[id] = v.Data
 		}
-		want[id] = v.Data
 	}
 	// Stop the runners no longer wanted (or whose definition changed) without holding
 	// the lock: they update their status while stopping.
@@ -438,20 +454,35 @@ func (w *Wave) reconcile(ctx context.Context) {
 	}
 }
 
+// runningDef returns the definition the runner of id runs, if there is one.
+func (w *Wave) runningDef(id string) ([]byte, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r, ok := w.runners[id]
+	if !ok {
+		return nil, false
+	}
+	return r.def, true
+}
+
 // shouldRun: the assigned wave runs an instance; any wave stands by for an unassigned
-// instance or one whose assigned wave is not alive (the election fallback).
-func (w *Wave) shouldRun(ctx context.Context, id string) bool {
+// instance or one whose assigned wave is not alive (the election fallback). An error is
+// a failed read of the assignment, which decides nothing.
+func (w *Wave) shouldRun(ctx context.Context, id string) (bool, error) {
 	v, err := w.opts.Coord.Get(ctx, instanceKey(id, "assign"))
-	if err != nil || len(v.Data) == 0 {
-		return errors.Is(err, coord.ErrNotFound) || (err == nil && len(v.Data) == 0)
+	if errors.Is(err, coord.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
 	}
 	node := string(v.Data)
-	if node == w.opts.Node {
-		return true
+	if node == "" || node == w.opts.Node {
+		return true, nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return !w.live[node]
+	return !w.live[node], nil
 }
 
 // runInstance campaigns for an instance and runs its pipeline while leading, until ctx

@@ -1,0 +1,101 @@
+package wave
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/coord/single"
+)
+
+// flakyCoord is a coordinator whose reads of chosen keys fail, as ZooKeeper's do while
+// the session reconnects.
+type flakyCoord struct {
+	coord.Coordinator
+	mu      sync.Mutex
+	failGet map[string]error
+}
+
+func (f *flakyCoord) Get(ctx context.Context, key string) (coord.Value, error) {
+	f.mu.Lock()
+	err := f.failGet[key]
+	f.mu.Unlock()
+	if err != nil {
+		return coord.Value{}, err
+	}
+	return f.Coordinator.Get(ctx, key)
+}
+
+func (f *flakyCoord) setFail(key string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		delete(f.failGet, key)
+		return
+	}
+	f.failGet[key] = err
+}
+
+type nopPublisher struct{}
+
+func (nopPublisher) Publish(context.Context, ...bus.Message) error { return nil }
+func (nopPublisher) Close() error                                  { return nil }
+
+// TestReconcileKeepsRunnersOnReadErrors: a failed read of an instance's definition or
+// assignment leaves its runner running; only NotFound (the instance was removed) stops it.
+func TestReconcileKeepsRunnersOnReadErrors(t *testing.T) {
+	for _, key := range []string{instanceKey("x", ""), instanceKey("x", "assign")} {
+		t.Run(key, func(t *testing.T) {
+			base, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer base.Close()
+			c := &flakyCoord{Coordinator: base, failGet: map[string]error{}}
+			ctx := t.Context()
+			inst := validInstance()
+			inst.ID = "x"
+			inst.Source.Addr = "127.0.0.1:1" // the runner's capture keeps reconnecting: it only has to exist
+			inst.Start = &Position{File: "bin.000001", Pos: 4}
+			if _, err := AddInstance(ctx, c, &inst, "me", nil); err != nil {
+				t.Fatal(err)
+			}
+			w, err := New(Options{Node: "me", Coord: c, Publisher: nopPublisher{}, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.stopRunners()
+
+			w.reconcile(ctx)
+			first, ok := w.runners["x"]
+			if !ok {
+				t.Fatal("no runner for the instance")
+			}
+			c.setFail(key, errors.New("zk: connection closed (injected)"))
+			w.reconcile(ctx)
+			if w.runners["x"] != first {
+				t.Fatalf("a failed read of %s stopped or replaced the runner", key)
+			}
+			select {
+			case <-first.done:
+				t.Fatal("the runner ended after a failed read")
+			default:
+			}
+
+			c.setFail(key, nil)
+			if err := RemoveInstance(ctx, c, "x"); err != nil {
+				t.Fatal(err)
+			}
+			w.reconcile(ctx)
+			if _, ok := w.runners["x"]; ok {
+				t.Fatal("the runner of a removed instance still runs")
+			}
+			<-first.done
+		})
+	}
+}

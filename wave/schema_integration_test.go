@@ -1,0 +1,110 @@
+package wave
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/binlake/binlake/internal/testenv"
+)
+
+// TestColumnCountMismatchIsFatalIntegration: a TABLE_MAP written before an ALTER, read
+// after it from a binlog without column names, has fewer columns than the schema the wave
+// reads now. Nothing a reconnect does changes that, so the error must be fatal (the
+// instance's error state), not a retried one (an endless "reconnecting").
+//
+// The test server writes binlog_row_metadata=FULL, a global setting shared with other
+// tests, so the event is read from it as is and its names are cleared here, as a source
+// with binlog_row_metadata=MINIMAL writes it; the schema lookup is the real one.
+func TestColumnCountMismatchIsFatalIntegration(t *testing.T) {
+	a := testenv.RequireMySQL(t)
+	ctx := testenv.Context(t)
+	conn, err := client.ConnectWithContext(ctx, a.Addr, a.User, a.Password, "", 10*time.Second)
+	if err != nil {
+		t.Fatalf("connect to MariaDB at %s: %v", a, err)
+	}
+	defer conn.Close()
+	db := fmt.Sprintf("wave_i18_cols_%d", time.Now().UnixNano()%1e9)
+	exec := func(q string) {
+		t.Helper()
+		if _, err := conn.Execute(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec("CREATE DATABASE " + db)
+	defer conn.Execute("DROP DATABASE IF EXISTS " + db)
+	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY, a INT)")
+	start, err := currentPosition(ctx, a.Addr, a.User, a.Password, FlavorMariaDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec("INSERT INTO " + db + ".t VALUES (1, 2)")
+	exec("ALTER TABLE " + db + ".t ADD COLUMN b INT")
+
+	inst := &Instance{ID: "cols", Source: Source{Addr: a.Addr, User: a.User, Flavor: FlavorMariaDB, ServerID: 1}}
+	filter, err := NewFilter([]Subscription{{Name: "all", Topic: "cols"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := newCapture(captureOptions{inst: inst, password: a.Password, filter: filter, log: slog.New(slog.DiscardHandler)}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.sc.close()
+
+	// With its names, the old TABLE_MAP still decodes: the ALTER alone is no error.
+	c.tables = map[uint64]*Table{}
+	if err := c.handle(ctx, readTableMap(t, ctx, a, start, db, "t")); err != nil {
+		t.Fatalf("TABLE_MAP with column names: %v", err)
+	}
+
+	// Read afresh: the event caches its names once asked for them.
+	ev := readTableMap(t, ctx, a, start, db, "t")
+	tm := ev.Event.(*replication.TableMapEvent)
+	tm.ColumnName, tm.PrimaryKey, tm.PrimaryKeyPrefix = nil, nil, nil
+	c.tables = map[uint64]*Table{}
+	err = c.handle(ctx, ev)
+	if err == nil {
+		t.Fatal("a TABLE_MAP of 2 unnamed columns against a schema of 3 decoded without error")
+	}
+	if !isFatal(err) {
+		t.Errorf("error %q is retried (the instance would loop reconnecting); want it fatal", err)
+	}
+	if want := fmt.Sprintf("table %s.t: binlog has 2 columns, the schema 3", db); !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+}
+
+// readTableMap reads the source's binlog from start until the TABLE_MAP event of db.table.
+func readTableMap(t *testing.T, ctx context.Context, a testenv.MySQLAddr, start Position, db, table string) *replication.BinlogEvent {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(a.Addr)
+	p, _ := strconv.ParseUint(port, 10, 16)
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID: testenv.ReplicaServerID(), Flavor: FlavorMariaDB, Host: host, Port: uint16(p),
+		User: a.User, Password: a.Password, Logger: slog.New(slog.DiscardHandler),
+	})
+	defer syncer.Close()
+	streamer, err := syncer.StartSync(mysql.Position{Name: start.File, Pos: start.Pos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := streamer.GetEvent(ctx)
+		if err != nil {
+			t.Fatalf("reading the binlog for the TABLE_MAP of %s.%s: %v", db, table, err)
+		}
+		if tm, ok := ev.Event.(*replication.TableMapEvent); ok && string(tm.Schema) == db && string(tm.Table) == table {
+			return ev
+		}
+	}
+}
