@@ -74,6 +74,9 @@ type capture struct {
 	// resume is the last transaction boundary read: where a reconnect starts.
 	resume Position
 	gset   mysql.GTIDSet // GTID set at resume (nil when the source has no GTIDs known)
+	// gtidLookedUp: the GTID set of a file/pos start was asked for (onConnect); announce:
+	// it was found and is still to be committed, so that a restart resumes by GTID too.
+	gtidLookedUp, announce bool
 
 	// per connection
 	file   string
@@ -177,6 +180,8 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 	src := c.inst.Source
 	host, portStr, _ := net.SplitHostPort(src.Addr)
 	port, _ := strconv.ParseUint(portStr, 10, 16)
+	var owner binlogOwner // set by onConnect
+	dial := &singleDial{}
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
 		ServerID:                src.ServerID,
 		Flavor:                  src.Flavor,
@@ -192,8 +197,13 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 		EventCacheCount:         c.eventQueue,
 		Logger:                  redactLogger(c.log.With("component", "go-mysql"), c.password),
 		DiscardGTIDSet:          true, // we track the set ourselves, at transaction boundaries
+		Dialer:                  dial.dial,
+		Option:                  func(conn *client.Conn) error { return c.onConnect(conn, &owner) },
 	})
-	defer syncer.Close()
+	defer func() {
+		syncer.Close()
+		c.endSession(owner)
+	}()
 
 	c.tables = map[uint64]*Table{}
 	c.inTxn, c.pending = false, nil
@@ -206,6 +216,12 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 	}
 	if err != nil {
 		return false, classify(err)
+	}
+	if c.announce {
+		c.announce = false
+		if err := c.send(ctx, item{commit: ptr(c.resume)}); err != nil {
+			return false, err // ctx ended
+		}
 	}
 	for {
 		ev, err := streamer.GetEvent(ctx)

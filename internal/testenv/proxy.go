@@ -14,13 +14,14 @@ import (
 // a shared service (refused connections, cut ones) while the service keeps serving the
 // other tests that share it.
 type Proxy struct {
-	target, addr string
-	pipe         func(client, server net.Conn)
+	addr string
+	pipe func(client, server net.Conn)
 
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	target string
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
 }
 
 // Copy is the plain pipe: bytes both ways until either side ends.
@@ -95,7 +96,10 @@ func (p *Proxy) handle(client net.Conn) {
 		client.Close()
 		return
 	}
-	server, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	p.mu.Lock()
+	target := p.target
+	p.mu.Unlock()
+	server, err := net.DialTimeout("tcp", target, 5*time.Second)
 	if err != nil {
 		p.untrack(client)
 		return
@@ -116,6 +120,18 @@ func (p *Proxy) Down() {
 		p.ln.Close()
 		p.ln = nil
 	}
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// Switch moves the proxy to another target, the way a virtual IP or a proxy moves to
+// another server: the open connections are cut, new ones reach target.
+func (p *Proxy) Switch(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
 	for c := range p.conns {
 		c.Close()
 		delete(p.conns, c)
