@@ -612,7 +612,7 @@ func (s *subscriber) Subscribe(ctx context.Context, h bus.Handler) error {
 			stopFetch()
 		}
 	}()
-	err = s.fetchLoop(ctx, fetchCtx, r, acks, h)
+	err = s.fetchLoop(fetchCtx, r, acks, h)
 	stopFetch()
 	<-committed
 	select {
@@ -633,13 +633,14 @@ func (s *subscriber) Subscribe(ctx context.Context, h bus.Handler) error {
 	return err
 }
 
-// fetchLoop delivers messages to h until ctx ends (nil), the reader fails or is closed,
-// fetchCtx is cancelled by a failed commit, or h fails (its error).
-func (s *subscriber) fetchLoop(ctx, fetchCtx context.Context, r *kafkago.Reader, acks *bus.AckTracker, h bus.Handler) error {
+// fetchLoop delivers messages to h until ctx ends (nil: Subscribe's context, or a failed
+// commit, which Subscribe reports), the reader fails or is closed, or h fails (its
+// error). A handler waiting (for room in a buffer) sees ctx end too.
+func (s *subscriber) fetchLoop(ctx context.Context, r *kafkago.Reader, acks *bus.AckTracker, h bus.Handler) error {
 	for {
-		m, err := r.FetchMessage(fetchCtx)
+		m, err := r.FetchMessage(ctx)
 		switch {
-		case fetchCtx.Err() != nil:
+		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, io.EOF):
 			return bus.ErrClosed // the reader was closed by Close
