@@ -95,7 +95,7 @@ func (c *Config) Validate() error {
 	if err := c.HTTP.Validate(defaultListen); err != nil {
 		return err
 	}
-	if err := c.Bus.Validate(DefaultGroup); err != nil {
+	if err := c.Bus.Validate(DefaultGroup, wiring.StartNewest); err != nil {
 		return err
 	}
 	if err := c.Coordinator.Validate("./data/alarm-coord.json"); err != nil {

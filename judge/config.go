@@ -19,6 +19,9 @@ const (
 	ElasticPasswordEnv = "BINLAKE_JUDGE_ES_PASSWORD"
 )
 
+// DefaultGroupPrefix, followed by the judge's node name, is its default consumer group.
+const DefaultGroupPrefix = "binlake-judge-"
+
 // Bus and store kinds.
 const (
 	BusKafka      = wiring.BusKafka
@@ -30,10 +33,14 @@ const (
 
 // Config is judge.yaml (deploy/judge.example.yaml documents every field).
 type Config struct {
+	// Node names this judge, stably across restarts; the host name when empty.
+	Node string            `yaml:"node"`
 	Log  wiring.LogConfig  `yaml:"log"`
 	HTTP wiring.HTTPConfig `yaml:"http"`
-	// Bus.Group is the consumer group; empty means binlake-judge-<hostname>-<pid>, so
-	// that every judge process sees every node.
+	// Bus.Group is the consumer group; empty means binlake-judge-<node>: every judge has
+	// a group of its own, and so sees every node's batches, and keeps it across
+	// restarts, so that a restarted judge resumes where it stopped. A new group starts
+	// at the oldest retained batch unless Bus.Start says newest.
 	Bus   wiring.BusConfig `yaml:"bus"`
 	Store struct {
 		Kind   string `yaml:"kind"`
@@ -73,8 +80,13 @@ type Config struct {
 // BufferConfig is store.buffer: the bounded buffer between ingest and the store. Zero
 // values take store.BufferOptions' defaults.
 type BufferConfig struct {
-	// Capacity in points; past it the oldest are dropped and counted.
+	// Capacity in points. A full buffer holds the bus back (its batches are committed
+	// only once stored) and answers HTTP batches as HTTPOverflow says.
 	Capacity int `yaml:"capacity"`
+	// HTTPOverflow is what happens to a batch posted over HTTP that finds the buffer
+	// full: "reject" (the default) answers 503 and the agent sends it again later;
+	// "drop" accepts it and drops the oldest HTTP points, counted.
+	HTTPOverflow string `yaml:"http_overflow"`
 	// Batch is the most points written to the store at once.
 	Batch int `yaml:"batch"`
 	// MinBackoff and MaxBackoff bound the exponential wait between failed writes.
@@ -90,7 +102,20 @@ type BufferConfig struct {
 // effective min_backoff.
 const defaultMinBackoff = 100 * time.Millisecond
 
-func (b BufferConfig) validate() error {
+// HTTPOverflow values.
+const (
+	OverflowReject = "reject"
+	OverflowDrop   = "drop"
+)
+
+func (b *BufferConfig) validate() error {
+	switch b.HTTPOverflow {
+	case "":
+		b.HTTPOverflow = OverflowReject
+	case OverflowReject, OverflowDrop:
+	default:
+		return fmt.Errorf("store.buffer.http_overflow %q: want %s or %s", b.HTTPOverflow, OverflowReject, OverflowDrop)
+	}
 	if b.Capacity < 0 || b.Batch < 0 {
 		return fmt.Errorf("store.buffer: capacity %d and batch %d must not be negative", b.Capacity, b.Batch)
 	}
@@ -111,8 +136,12 @@ func (b BufferConfig) validate() error {
 
 // Options returns the store buffer's options.
 func (b BufferConfig) Options() store.BufferOptions {
+	overflow := store.OverflowReject
+	if b.HTTPOverflow == OverflowDrop {
+		overflow = store.OverflowDrop
+	}
 	return store.BufferOptions{
-		Capacity: b.Capacity, MaxBatch: b.Batch,
+		Capacity: b.Capacity, MaxBatch: b.Batch, Overflow: overflow,
 		MinBackoff: b.MinBackoff.D(), MaxBackoff: b.MaxBackoff.D(),
 		WriteTimeout: b.WriteTimeout.D(), CloseTimeout: b.CloseTimeout.D(),
 	}
@@ -132,7 +161,13 @@ func (c *Config) Validate() error {
 	if err := c.HTTP.Validate(defaultListen); err != nil {
 		return err
 	}
-	if err := c.Bus.Validate(processGroup()); err != nil {
+	if c.Node == "" {
+		c.Node, _ = os.Hostname()
+		if c.Node == "" {
+			return errors.New("node: empty, and the host name is unknown: set it")
+		}
+	}
+	if err := c.Bus.Validate(DefaultGroupPrefix+c.Node, wiring.StartOldest); err != nil {
 		return err
 	}
 	switch c.Store.Kind {
@@ -209,16 +244,6 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
-}
-
-// processGroup is the judge's default consumer group: one per process, so that every
-// judge sees every node.
-func processGroup() string {
-	host, _ := os.Hostname()
-	if host == "" {
-		host = "unknown"
-	}
-	return fmt.Sprintf("binlake-judge-%s-%d", host, os.Getpid())
 }
 
 // Filters returns the common placement filters of the config.

@@ -3,12 +3,12 @@ package judge
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/binlake/binlake/internal/wiring"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -17,9 +17,13 @@ func TestExampleConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:8090", c.HTTP.Listen)
 	require.Equal(t, BusKafka, c.Bus.Kind)
-	require.True(t, strings.HasPrefix(c.Bus.Group, "binlake-judge-"), c.Bus.Group)
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	require.Equal(t, host, c.Node)
+	require.Equal(t, "binlake-judge-"+host, c.Bus.Group, "one stable group per judge")
+	require.Equal(t, wiring.StartOldest, c.Bus.Start)
 	require.Equal(t, StoreSQLite, c.Store.Kind)
-	require.Equal(t, store.BufferOptions{Capacity: 100_000, MaxBatch: 5000, MinBackoff: 100 * time.Millisecond,
+	require.Equal(t, store.BufferOptions{Capacity: 100_000, MaxBatch: 5000, Overflow: store.OverflowReject, MinBackoff: 100 * time.Millisecond,
 		MaxBackoff: 10 * time.Second, WriteTimeout: 30 * time.Second, CloseTimeout: 10 * time.Second}, c.Store.Buffer.Options())
 	require.Equal(t, "random", c.Placement.Algorithm)
 	require.Equal(t, 90.0, c.Filters().Thresholds["cpu.util"])
@@ -30,6 +34,17 @@ func TestExampleConfig(t *testing.T) {
 		Buffer: c.Store.Buffer.Options(), Logger: quiet})
 	require.NoError(t, err)
 	require.NoError(t, j.Close())
+}
+
+// TestConfigGroupFromNode: the default group follows the node name, so a restarted
+// judge keeps its group; drop is an explicit choice.
+func TestConfigGroupFromNode(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "judge.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("node: judge-7\nbus: {brokers: [\"k:9092\"]}\nstore: {buffer: {http_overflow: drop}}\n"), 0o600))
+	c, err := Load(p)
+	require.NoError(t, err)
+	require.Equal(t, "binlake-judge-judge-7", c.Bus.Group)
+	require.Equal(t, store.OverflowDrop, c.Store.Buffer.Options().Overflow)
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -45,6 +60,8 @@ func TestConfigErrors(t *testing.T) {
 		{"bare duration", "bus: {kind: none}\nanalysis: {historical_every: 600}\n", `invalid duration "600"`},
 		{"bad alpha", "bus: {kind: none}\nanalysis: {ewma_alpha: 2}\n", "analysis.ewma_alpha 2"},
 		{"old store queue", "bus: {kind: none}\nstore: {queue: 1024}\n", `judge.yaml:2: field "store.queue" not found`},
+		{"bad http_overflow", "bus: {kind: none}\nstore: {buffer: {http_overflow: oldest}}\n", `store.buffer.http_overflow "oldest": want reject or drop`},
+		{"bad start", "bus: {kind: kafka, brokers: [\"k:9092\"], start: latest}\n", `bus.start "latest": want oldest or newest`},
 		{"negative capacity", "bus: {kind: none}\nstore: {buffer: {capacity: -1}}\n", "store.buffer: capacity -1 and batch 0 must not be negative"},
 		{"negative backoff", "bus: {kind: none}\nstore: {buffer: {min_backoff: -1s}}\n", "store.buffer: min_backoff, max_backoff, write_timeout and close_timeout must not be negative"},
 		{"max below min", "bus: {kind: none}\nstore: {buffer: {min_backoff: 2s, max_backoff: 1s}}\n", "store.buffer: max_backoff 1s is below min_backoff 2s"},

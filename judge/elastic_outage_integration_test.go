@@ -81,7 +81,7 @@ func TestJudgeElasticOutageIntegration(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() }) // after the judge has stopped: cleanups run last first
 	base, j := readyJudge(t, Options{Store: st, Algorithm: "leastload",
-		Buffer: store.BufferOptions{Capacity: capacity, MaxBatch: 500, MinBackoff: 100 * time.Millisecond,
+		Buffer: store.BufferOptions{Capacity: capacity, MaxBatch: 500, Overflow: store.OverflowDrop, MinBackoff: 100 * time.Millisecond,
 			MaxBackoff: time.Second, CloseTimeout: 30 * time.Second}})
 	client := &http.Client{Timeout: 10 * time.Second}
 

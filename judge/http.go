@@ -44,6 +44,9 @@ func classify(err error) *httpapi.Error {
 		return &httpapi.Error{Status: http.StatusBadRequest, Code: httpapi.CodeInvalid, Msg: err.Error()}
 	case errors.Is(err, lbplugins.ErrNoCandidates):
 		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: httpapi.CodeUnavailable, Msg: err.Error()}
+	case errors.Is(err, store.ErrFull):
+		// The agent keeps the batch and sends it again.
+		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: httpapi.CodeUnavailable, Msg: err.Error()}
 	case errors.Is(err, store.ErrClosed):
 		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: httpapi.CodeUnavailable, Msg: "the judge is stopping"}
 	}

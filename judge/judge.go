@@ -36,13 +36,16 @@ type Options struct {
 	// it through a store.Buffered of its own (see Buffer), so pass the bare store; the
 	// judge does not close it.
 	Store store.Store
-	// Buffer sizes the bounded buffer between ingest and Store: ingest never waits for
-	// the store, failed writes are retried with back-off while the store is down, and
-	// past Capacity the oldest points are dropped and counted. Zero fields take
+	// Buffer sizes the bounded buffer between ingest and Store: failed writes are
+	// retried with back-off while the store is down. A batch from the bus is committed
+	// only once the store has its points, and while the buffer is full the bus waits
+	// (it keeps what the judge has not taken); a batch posted over HTTP that finds the
+	// buffer full is refused with 503, or with Overflow store.OverflowDrop accepted
+	// while older HTTP points are dropped, counted. Zero fields take
 	// store.BufferOptions' defaults; Logger defaults to the judge's.
 	Buffer store.BufferOptions
 	// Subscriber delivers batches from the bus (topic binlake.metrics, a group of this
-	// process's own). Nil means HTTP ingest only. The judge does not close it.
+	// judge's own). Nil means HTTP ingest only. The judge does not close it.
 	Subscriber bus.Subscriber
 
 	// Listen is the API's address ("127.0.0.1:8090"); empty runs no HTTP server (the
@@ -282,12 +285,7 @@ func (j *Judge) Run(ctx context.Context) error {
 }
 
 func (j *Judge) subscribeLoop(ctx context.Context) {
-	bus.SubscribeWithRetry(ctx, j.o.Subscriber, func(_ context.Context, m bus.Message) error {
-		// Undecodable batches are counted and skipped inside: never an error, so a
-		// bad message cannot stall the group.
-		_ = j.IngestRaw(m.Value, sourceBus)
-		return nil
-	}, bus.RetryOptions{OnError: func(err error, wait time.Duration) {
+	bus.SubscribeWithRetry(ctx, j.o.Subscriber, j.ingestBus, bus.RetryOptions{OnError: func(err error, wait time.Duration) {
 		j.m.subscribeErrors.Inc()
 		j.log.Warn("metric subscription failed; retrying", "err", err, "in", wait)
 	}})
@@ -323,6 +321,34 @@ var ErrDecode = errors.New("bad metric batch")
 // IngestRaw decodes one encoded batch and ingests it. An undecodable batch is counted and
 // returned as an error wrapping ErrDecode; it changes nothing. Other errors are Ingest's.
 func (j *Judge) IngestRaw(data []byte, source string) error {
+	b, err := j.decode(data, source)
+	if err != nil {
+		return err
+	}
+	return j.Ingest(b, source)
+}
+
+// ingestBus ingests one batch from the bus. The bus commits it only once the store has
+// its points (or refused them as invalid): a judge that crashes or is stopped before
+// gets it again. While the store buffer is full it waits, and so does the bus. An
+// undecodable batch is counted and skipped, so that a bad message cannot stall the
+// group.
+func (j *Judge) ingestBus(ctx context.Context, m bus.Message) error {
+	ack := bus.Defer(ctx)
+	b, err := j.decode(m.Value, sourceBus)
+	if err != nil {
+		ack()
+		return nil
+	}
+	pts := j.observe(b, sourceBus)
+	if err := j.buf.WriteAcked(ctx, pts, ack); err != nil {
+		// Stopping: the batch stays uncommitted.
+		return fmt.Errorf("judge: store %d points: %w", len(pts), err)
+	}
+	return nil
+}
+
+func (j *Judge) decode(data []byte, source string) (metric.Batch, error) {
 	b, err := metric.Decode(data)
 	if err == nil {
 		err = b.Validate()
@@ -330,15 +356,31 @@ func (j *Judge) IngestRaw(data []byte, source string) error {
 	if err != nil {
 		j.m.decodeErrors.WithLabelValues(source).Inc()
 		j.log.Debug("skipping undecodable batch", "source", source, "err", err)
-		return fmt.Errorf("%w: %w", ErrDecode, err)
+		return b, fmt.Errorf("%w: %w", ErrDecode, err)
 	}
-	return j.Ingest(b, source)
+	return b, nil
 }
 
 // Ingest adds a decoded, valid batch to the incremental analysis and hands its points to
-// the store buffer. It never waits for the store. It fails, wrapping store.ErrClosed,
-// only once the judge is closed; the batch is analysed all the same.
+// the store buffer. It never waits for the store. It fails, wrapping store.ErrFull, when
+// the buffer has no room (Buffer.Overflow store.OverflowReject), and wrapping
+// store.ErrClosed once the judge is closed; the batch is analysed all the same.
 func (j *Judge) Ingest(b metric.Batch, source string) error {
+	pts := j.observe(b, source)
+	if len(pts) == 0 {
+		return nil
+	}
+	// Write refuses only invalid points (checked by observe), a full buffer and a closed
+	// one. The label maps are the decoder's, used by nothing else once analysed: the
+	// buffer may keep them.
+	if err := j.buf.WriteOwned(pts); err != nil {
+		return fmt.Errorf("judge: store %d points: %w", len(pts), err)
+	}
+	return nil
+}
+
+// observe adds a batch to the incremental analysis and returns its storable points.
+func (j *Judge) observe(b metric.Batch, source string) []store.Point {
 	j.inc.Observe(b)
 	j.changes.Add(1)
 	j.m.batches.WithLabelValues(source).Inc()
@@ -359,15 +401,7 @@ func (j *Judge) Ingest(b metric.Batch, source string) error {
 		}
 		pts = append(pts, sp)
 	}
-	if len(pts) == 0 {
-		return nil
-	}
-	// Write refuses only invalid points (checked above) and a closed buffer. The label maps
-	// are the decoder's, used by nothing else once analysed: the buffer may keep them.
-	if err := j.buf.WriteOwned(pts); err != nil {
-		return fmt.Errorf("judge: store %d points: %w", len(pts), err)
-	}
-	return nil
+	return pts
 }
 
 // live applies the common stale rule for the node listings.

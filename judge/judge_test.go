@@ -493,13 +493,13 @@ func TestPlacementWhileStoreFails(t *testing.T) {
 	require.Equal(t, int64(6), s.Count, "5 batches of wave-0 during the outage and 1 after")
 }
 
-// Past its capacity the buffer drops the oldest points and counts them, in /metrics,
-// /healthz and on the status page; placements go on.
+// With http_overflow drop, past its capacity the buffer drops the oldest points and
+// counts them, in /metrics, /healthz and on the status page; placements go on.
 func TestStoreBufferOverflow(t *testing.T) {
 	fs := &failingStore{Store: openStore(t), down: true}
 	j, _ := newJudge(t, func(o *Options) {
 		o.Store = fs
-		o.Buffer = store.BufferOptions{Capacity: 10, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}
+		o.Buffer = store.BufferOptions{Capacity: 10, Overflow: store.OverflowDrop, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}
 	})
 	h := j.Handler()
 	// One batch of 18 points into room for 10: one buffer write, so exactly the 8

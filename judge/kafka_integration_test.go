@@ -15,8 +15,8 @@ import (
 	"github.com/binlake/binlake/internal/testenv"
 )
 
-// TestJudgeKafkaIntegration runs a judge on the real Kafka with the production settings
-// (its own group, starting at the newest message): batches published by "agents" become
+// TestJudgeKafkaIntegration runs a judge on the real Kafka in a group of its own that
+// starts at the newest message (bus.start: newest): batches published by "agents" become
 // visible in GET /v1/nodes and drive placement; a garbage message is skipped.
 func TestJudgeKafkaIntegration(t *testing.T) {
 	addr := testenv.Require(t, testenv.Kafka)

@@ -83,6 +83,7 @@ type bufferCollector struct {
 	counters          func() store.BufferCounters
 	buffered, dropped *prometheus.Desc
 	written, errors   *prometheus.Desc
+	rejected          *prometheus.Desc
 }
 
 func newBufferCollector(ns, sub string, counters func() store.BufferCounters) *bufferCollector {
@@ -92,9 +93,11 @@ func newBufferCollector(ns, sub string, counters func() store.BufferCounters) *b
 		buffered: prometheus.NewDesc(name("store_points_buffered"),
 			"Points waiting for the store (including the batch being written).", nil, nil),
 		dropped: prometheus.NewDesc(name("store_points_dropped_total"),
-			"Points that never reached the store: the oldest past the buffer's capacity, batches the store refused as invalid, and what was left when the judge stopped.", nil, nil),
+			"Points that never reached the store: HTTP points past the buffer's capacity with store.buffer.http_overflow drop, batches the store refused as invalid, and what was left when the judge stopped (bus batches among those are delivered again).", nil, nil),
 		written: prometheus.NewDesc(name("store_points_written_total"),
 			"Points the store accepted.", nil, nil),
+		rejected: prometheus.NewDesc(name("store_points_rejected_total"),
+			"Points of HTTP batches refused with 503 because the buffer was full (store.buffer.http_overflow reject); the agent sends them again.", nil, nil),
 		errors: prometheus.NewDesc(name("store_write_errors_total"),
 			"Store writes that failed (each retry counts); their points stay buffered and are retried with back-off.", nil, nil),
 	}
@@ -105,6 +108,7 @@ func (c *bufferCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.dropped
 	ch <- c.written
 	ch <- c.errors
+	ch <- c.rejected
 }
 
 func (c *bufferCollector) Collect(ch chan<- prometheus.Metric) {
@@ -113,4 +117,5 @@ func (c *bufferCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(v.Dropped))
 	ch <- prometheus.MustNewConstMetric(c.written, prometheus.CounterValue, float64(v.Written))
 	ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(v.Errors))
+	ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(v.Rejected))
 }

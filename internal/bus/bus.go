@@ -26,7 +26,8 @@ type Message struct {
 }
 
 // Handler processes one delivered message. A message is committed (and will not be
-// delivered again to the same group) only after its handler returned nil. A handler
+// delivered again to the same group) only after its handler returned nil, and, if the
+// handler took an ack with Defer, after that ack was called. A handler
 // error stops the subscription: Subscribe returns it and the message stays uncommitted,
 // so a restarted subscriber of the same group sees it again (at-least-once).
 type Handler func(ctx context.Context, m Message) error

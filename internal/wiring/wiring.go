@@ -21,10 +21,12 @@ import (
 	"github.com/binlake/binlake/internal/metric"
 )
 
-// Kinds of the bus and coordinator sections.
+// Kinds of the bus and coordinator sections, and where a new consumer group starts.
 const (
 	BusKafka    = "kafka"
 	BusNone     = "none"
+	StartOldest = "oldest" // the oldest message the topic retains
+	StartNewest = "newest" // messages published after the group joined
 	CoordSingle = "single"
 	CoordZK     = "zk"
 )
@@ -66,11 +68,14 @@ type BusConfig struct {
 	// Group is the consumer group; each role chooses its default (shared by its
 	// processes, or one per process).
 	Group string `yaml:"group"`
+	// Start is where the group begins when it has no committed position yet:
+	// StartOldest or StartNewest; each role chooses its default.
+	Start string `yaml:"start"`
 }
 
-// Validate fills the defaults (kafka, the metric topic, defaultGroup) and checks the
-// section.
-func (b *BusConfig) Validate(defaultGroup string) error {
+// Validate fills the defaults (kafka, the metric topic, defaultGroup, defaultStart) and
+// checks the section.
+func (b *BusConfig) Validate(defaultGroup, defaultStart string) error {
 	switch b.Kind {
 	case "":
 		b.Kind = BusKafka
@@ -95,11 +100,17 @@ func (b *BusConfig) Validate(defaultGroup string) error {
 	if b.Group == "" {
 		b.Group = defaultGroup
 	}
+	if b.Start == "" {
+		b.Start = defaultStart
+	}
+	if b.Start != StartOldest && b.Start != StartNewest {
+		return fmt.Errorf("bus.start %q: want %s or %s", b.Start, StartOldest, StartNewest)
+	}
 	return nil
 }
 
 // Subscribe connects to the bus, creates the topic when it is missing and subscribes
-// the group from the newest batches on. With kind none it returns a nil subscriber.
+// the group, which begins where Start says if it is new. With kind none it returns a nil subscriber.
 // closeFn closes the subscriber, then the connection; desc names the bus for the log.
 func (b BusConfig) Subscribe(ctx context.Context, clientID string, logger *slog.Logger) (sub bus.Subscriber, closeFn func(), desc string, err error) {
 	if b.Kind != BusKafka {
@@ -113,7 +124,11 @@ func (b BusConfig) Subscribe(ctx context.Context, clientID string, logger *slog.
 		k.Close()
 		return nil, nil, "", fmt.Errorf("bus: %w", err)
 	}
-	sub, err = k.Subscriber(bus.SubscribeOptions{Topic: b.Topic, Group: b.Group, StartAt: bus.StartLast})
+	start := bus.StartFirst
+	if b.Start == StartNewest {
+		start = bus.StartLast
+	}
+	sub, err = k.Subscriber(bus.SubscribeOptions{Topic: b.Topic, Group: b.Group, StartAt: start})
 	if err != nil {
 		k.Close()
 		return nil, nil, "", fmt.Errorf("bus: %w", err)
@@ -122,7 +137,8 @@ func (b BusConfig) Subscribe(ctx context.Context, clientID string, logger *slog.
 		sub.Close()
 		k.Close()
 	}
-	return sub, closeFn, fmt.Sprintf("kafka %s topic %s group %s", strings.Join(b.Brokers, ","), b.Topic, b.Group), nil
+	return sub, closeFn, fmt.Sprintf("kafka %s topic %s group %s (a new group starts at the %s message)",
+		strings.Join(b.Brokers, ","), b.Topic, b.Group, b.Start), nil
 }
 
 // CoordConfig is the coordinator: section (kind: single or zk).

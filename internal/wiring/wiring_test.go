@@ -53,14 +53,17 @@ func TestBusConfigValidate(t *testing.T) {
 	}{
 		{"defaults need brokers", BusConfig{}, "bus.brokers: at least one host:port", BusConfig{}},
 		{"kafka defaults", BusConfig{Brokers: []string{"b:1"}}, "",
-			BusConfig{Kind: BusKafka, Brokers: []string{"b:1"}, Topic: metric.Topic, Partitions: metric.TopicPartitions, Group: "g"}},
-		{"none", BusConfig{Kind: BusNone, Group: "mine", Topic: "t"}, "", BusConfig{Kind: BusNone, Group: "mine", Topic: "t", Partitions: metric.TopicPartitions}},
-		{"partitions kept", BusConfig{Kind: BusNone, Partitions: 6}, "", BusConfig{Kind: BusNone, Topic: metric.Topic, Partitions: 6, Group: "g"}},
+			BusConfig{Kind: BusKafka, Brokers: []string{"b:1"}, Topic: metric.Topic, Partitions: metric.TopicPartitions, Group: "g", Start: StartNewest}},
+		{"none", BusConfig{Kind: BusNone, Group: "mine", Topic: "t"}, "", BusConfig{Kind: BusNone, Group: "mine", Topic: "t", Partitions: metric.TopicPartitions, Start: StartNewest}},
+		{"partitions kept", BusConfig{Kind: BusNone, Partitions: 6}, "", BusConfig{Kind: BusNone, Topic: metric.Topic, Partitions: 6, Group: "g", Start: StartNewest}},
 		{"bad kind", BusConfig{Kind: "rabbit"}, `bus.kind "rabbit": want kafka or none`, BusConfig{}},
 		{"negative partitions", BusConfig{Kind: BusNone, Partitions: -1}, "bus.partitions -1 is negative", BusConfig{}},
+		{"start kept", BusConfig{Kind: BusNone, Start: StartOldest}, "",
+			BusConfig{Kind: BusNone, Topic: metric.Topic, Partitions: metric.TopicPartitions, Group: "g", Start: StartOldest}},
+		{"bad start", BusConfig{Kind: BusNone, Start: "earliest"}, `bus.start "earliest": want oldest or newest`, BusConfig{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.in.Validate("g")
+			err := tc.in.Validate("g", StartNewest)
 			if tc.want != "" {
 				require.ErrorContains(t, err, tc.want)
 				return
@@ -135,13 +138,13 @@ func TestSubscribeKafkaIntegration(t *testing.T) {
 	addr := testenv.Require(t, testenv.Kafka)
 	topic := fmt.Sprintf("wiring-test-%d", time.Now().UnixNano())
 	b := BusConfig{Brokers: []string{addr}, Topic: topic}
-	require.NoError(t, b.Validate("wiring-test"))
+	require.NoError(t, b.Validate("wiring-test", StartNewest))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	sub, closeFn, desc, err := b.Subscribe(ctx, "wiring-test", quiet)
 	require.NoError(t, err)
 	defer closeFn()
-	require.Equal(t, fmt.Sprintf("kafka %s topic %s group wiring-test", addr, topic), desc)
+	require.Equal(t, fmt.Sprintf("kafka %s topic %s group wiring-test (a new group starts at the newest message)", addr, topic), desc)
 
 	// The topic exists now: a message published to it reaches the subscription.
 	k, err := kafka.New(kafka.Options{Brokers: []string{addr}, Logger: quiet})

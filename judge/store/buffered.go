@@ -13,9 +13,14 @@ import (
 
 // BufferOptions configures a Buffered store.
 type BufferOptions struct {
-	// Capacity bounds the points waiting to be written (default 100,000). Past it the
-	// oldest waiting points are dropped and counted.
+	// Capacity bounds the points waiting to be written (default 100,000). A full buffer
+	// makes WriteAcked wait for room; Write and WriteOwned do what Overflow says.
 	Capacity int
+	// Overflow is what Write and WriteOwned do with points that find the buffer full:
+	// OverflowReject (the default) refuses the whole write with ErrFull, OverflowDrop
+	// drops the oldest points that came through Write or WriteOwned (or, when the oldest
+	// came through WriteAcked, the new ones) and counts them.
+	Overflow Overflow
 	// MaxBatch bounds the points handed to the inner store in one Write (default 5,000).
 	// A batch ends where a Write ended, up to twice MaxBatch: one Write's points (one
 	// agent batch: one node at one time) then reach the store together, which the
@@ -39,21 +44,36 @@ type BufferOptions struct {
 	Logger *slog.Logger
 }
 
-// BufferCounters are the buffer's figures for the judge's /metrics. Written, Dropped and
-// Errors only grow; every accepted point ends up in exactly one of Written, Dropped or
-// Buffered.
+// Overflow chooses what Buffered.Write does when the buffer is full.
+type Overflow int
+
+const (
+	// OverflowReject refuses the write with ErrFull: the caller keeps its points.
+	OverflowReject Overflow = iota
+	// OverflowDrop accepts the write and drops points, counted.
+	OverflowDrop
+)
+
+// ErrFull is returned by Write and WriteOwned when the buffer has no room for the points
+// and the buffer's Overflow is OverflowReject.
+var ErrFull = errors.New("store buffer full")
+
+// BufferCounters are the buffer's figures for the judge's /metrics. Written, Dropped,
+// Rejected and Errors only grow; every accepted point ends up in exactly one of Written,
+// Dropped or Buffered.
 type BufferCounters struct {
 	Buffered int64 // points waiting now, including the batch being written
 	Dropped  int64 // points dropped: overflow, rejected as invalid by the inner store, left at Close
 	Written  int64 // points the inner store accepted
+	Rejected int64 // points refused with ErrFull (never accepted)
 	Errors   int64 // failed Write calls to the inner store (each retry counts)
 }
 
 // Buffered is a Store whose Write only queues the points: background writers (Writers of
 // them) take batches off the queue in order and write them to the inner store, retrying
 // with back-off while it fails (an engine outage), so that Write never waits for the
-// engine. The queue is bounded; past the bound the oldest points are dropped and counted.
-// Queries go straight to the inner store and so see a point only once it has been
+// engine. The queue is bounded: past the bound WriteAcked waits for room, and Write
+// refuses the points or drops some, counted (BufferOptions.Overflow). Queries go straight to the inner store and so see a point only once it has been
 // written; Flush waits for that, Refresh also makes it visible.
 //
 // A batch the inner store refuses with ErrInvalid is dropped, not retried. Points
@@ -66,8 +86,10 @@ type Buffered struct {
 	log   *slog.Logger
 
 	mu       sync.Mutex
-	ring     []Point // capacity opts.Capacity; the queue is ring[head:head+n] modulo len
-	starts   []bool  // starts[i]: ring[i] is the first point of a Write
+	ring     []Point       // capacity opts.Capacity; the queue is ring[head:head+n] modulo len
+	starts   []bool        // starts[i]: ring[i] is the first point of a Write
+	owners   []*acked      // owners[i]: the WriteAcked ring[i] came with; nil for Write
+	room     chan struct{} // closed when points leave the queue; nil while nobody waits
 	head, n  int
 	inflight int           // points taken by the writers and not yet settled
 	empty    chan struct{} // closed when n+inflight reaches 0; replaced when points arrive
@@ -116,6 +138,7 @@ func NewBuffered(inner Store, opts BufferOptions) *Buffered {
 		log:    opts.Logger.With("component", "store.buffer"),
 		ring:   make([]Point, opts.Capacity),
 		starts: make([]bool, opts.Capacity),
+		owners: make([]*acked, opts.Capacity),
 		empty:  make(chan struct{}),
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
@@ -135,8 +158,9 @@ func NewBuffered(inner Store, opts BufferOptions) *Buffered {
 }
 
 // Write validates the points and queues them; it does not wait for the inner store.
-// An invalid batch is refused whole with an error wrapping ErrInvalid. The points' label
-// maps are copied: the caller may reuse them.
+// An invalid batch is refused whole with an error wrapping ErrInvalid; points that find
+// the buffer full are handled as BufferOptions.Overflow says. The points' label maps are
+// copied: the caller may reuse them.
 func (b *Buffered) Write(ctx context.Context, points []Point) error {
 	return b.write(points, true)
 }
@@ -147,6 +171,57 @@ func (b *Buffered) Write(ctx context.Context, points []Point) error {
 // labelled point's map. The inner store still validates what it writes.
 func (b *Buffered) WriteOwned(points []Point) error {
 	return b.write(points, false)
+}
+
+// acked is one WriteAcked call: its points still to be settled, and whether any of them
+// was lost (dropped without the inner store having refused it).
+type acked struct {
+	left int
+	lost bool
+	ack  func()
+}
+
+// WriteAcked queues points as WriteOwned does (the caller has validated them and hands
+// their label maps over), but never drops one to make room: while the buffer is full it
+// waits, until ctx ends or the buffer is closed (then it returns the error, having
+// queued only some points). ack is called, on a writer goroutine, once every point is
+// in the inner store or was refused by it as invalid (retrying those is useless); it is
+// never called if any point is lost (Close ran out of time). It is how a source that can
+// deliver again (the bus) moves on only once the store has its points.
+func (b *Buffered) WriteAcked(ctx context.Context, points []Point, ack func()) error {
+	if len(points) == 0 {
+		ack()
+		return nil
+	}
+	a := &acked{left: len(points), ack: ack}
+	for len(points) > 0 {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return ErrClosed
+		}
+		free := len(b.ring) - b.n
+		if free == 0 {
+			if b.room == nil {
+				b.room = make(chan struct{})
+			}
+			room := b.room
+			b.mu.Unlock()
+			select {
+			case <-room:
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("buffered store: wait for room: %w", ctx.Err())
+			case <-b.done:
+				return ErrClosed
+			}
+		}
+		k := min(free, len(points))
+		b.pushLocked(points[:k], a.left == len(points), a)
+		b.mu.Unlock()
+		points = points[k:]
+	}
+	return nil
 }
 
 func (b *Buffered) write(points []Point, fromCaller bool) error {
@@ -163,25 +238,51 @@ func (b *Buffered) write(points []Point, fromCaller bool) error {
 	if len(points) == 0 {
 		return nil
 	}
+	if b.opts.Overflow == OverflowReject && b.n+len(points) > len(b.ring) {
+		b.counters.Rejected += int64(len(points))
+		return fmt.Errorf("buffered store: %d points, room for %d: %w", len(points), len(b.ring)-b.n, ErrFull)
+	}
+	if fromCaller {
+		cloned := make([]Point, len(points))
+		for i, p := range points {
+			if len(p.Labels) > 0 {
+				p.Labels = maps.Clone(p.Labels)
+			}
+			cloned[i] = p
+		}
+		points = cloned
+	}
+	// OverflowDrop: make room by dropping the oldest points no acked write is waiting
+	// for; while an acked one is oldest, drop the new points instead.
+	for b.n+len(points) > len(b.ring) && b.n > 0 && b.owners[b.head] == nil {
+		b.ring[b.head], b.starts[b.head] = Point{}, false
+		b.head = (b.head + 1) % len(b.ring)
+		b.n--
+		b.counters.Dropped++
+	}
+	if over := b.n + len(points) - len(b.ring); over > 0 {
+		b.counters.Dropped += int64(over)
+		points = points[over:]
+	}
+	b.pushLocked(points, true, nil)
+	return nil
+}
+
+// pushLocked appends points, which fit, to the queue; start marks the first as the start
+// of a Write. b.mu is held.
+func (b *Buffered) pushLocked(points []Point, start bool, owner *acked) {
+	if len(points) == 0 {
+		return
+	}
 	if b.n+b.inflight == 0 {
 		b.empty = make(chan struct{})
 	}
 	for i, p := range points {
-		if fromCaller && len(p.Labels) > 0 {
-			p.Labels = maps.Clone(p.Labels)
-		}
-		if b.n == len(b.ring) {
-			b.ring[b.head] = Point{}
-			b.head = (b.head + 1) % len(b.ring)
-			b.n--
-			b.counters.Dropped++
-		}
 		at := (b.head + b.n) % len(b.ring)
-		b.ring[at], b.starts[at] = p, i == 0
+		b.ring[at], b.starts[at], b.owners[at] = p, start && i == 0, owner
 		b.n++
 	}
 	b.signalWake()
-	return nil
 }
 
 // Counters returns the current figures.
@@ -206,16 +307,29 @@ func (b *Buffered) Flush(ctx context.Context) error {
 	}
 }
 
+// ownerRun is a run of consecutive points of a batch that came with the same WriteAcked
+// (owner nil: with Write).
+type ownerRun struct {
+	owner *acked
+	n     int
+}
+
 // take moves up to MaxBatch points from the queue into batch (reused), then on to the
-// end of the Write they came with (up to twice MaxBatch), and marks them in flight. If
-// points remain, it wakes another writer.
-func (b *Buffered) take(batch []Point) []Point {
+// end of the Write they came with (up to twice MaxBatch), and marks them in flight; runs
+// (reused) says which WriteAcked calls they came with. If points remain, it wakes another
+// writer; if a WriteAcked waits for room, it wakes that.
+func (b *Buffered) take(batch []Point, runs []ownerRun) ([]Point, []ownerRun) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	batch = batch[:0]
+	batch, runs = batch[:0], runs[:0]
 	for b.n > 0 && (len(batch) < b.opts.MaxBatch || !b.starts[b.head] && len(batch) < 2*b.opts.MaxBatch) {
 		batch = append(batch, b.ring[b.head])
-		b.ring[b.head] = Point{}
+		if o := b.owners[b.head]; len(runs) > 0 && runs[len(runs)-1].owner == o {
+			runs[len(runs)-1].n++
+		} else {
+			runs = append(runs, ownerRun{owner: o, n: 1})
+		}
+		b.ring[b.head], b.owners[b.head] = Point{}, nil
 		b.head = (b.head + 1) % len(b.ring)
 		b.n--
 	}
@@ -223,7 +337,11 @@ func (b *Buffered) take(batch []Point) []Point {
 	if b.n > 0 {
 		b.signalWake()
 	}
-	return batch
+	if len(batch) > 0 && b.room != nil {
+		close(b.room)
+		b.room = nil
+	}
+	return batch, runs
 }
 
 // signalWake tells a sleeping writer that points are waiting.
@@ -234,18 +352,39 @@ func (b *Buffered) signalWake() {
 	}
 }
 
-// settle ends an in-flight batch: written or dropped.
-func (b *Buffered) settle(count int, written bool) {
+// Outcomes of an in-flight batch.
+const (
+	written = iota // the inner store has the points
+	refused        // the inner store refused them as invalid: dropped, and never worth a retry
+	lost           // dropped: Close ran out of time, or the inner store is closed
+)
+
+// settle ends an in-flight batch and calls the acks of the WriteAcked calls it completed.
+func (b *Buffered) settle(count int, runs []ownerRun, outcome int) {
+	var done []func()
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if written {
+	if outcome == written {
 		b.counters.Written += int64(count)
 	} else {
 		b.counters.Dropped += int64(count)
 	}
+	for _, r := range runs {
+		if r.owner == nil {
+			continue
+		}
+		r.owner.left -= r.n
+		r.owner.lost = r.owner.lost || outcome == lost
+		if r.owner.left == 0 && !r.owner.lost {
+			done = append(done, r.owner.ack)
+		}
+	}
 	b.inflight -= count
 	if b.n == 0 && b.inflight == 0 {
 		b.signalEmpty()
+	}
+	b.mu.Unlock()
+	for _, ack := range done {
+		ack()
 	}
 }
 
@@ -272,8 +411,9 @@ func (b *Buffered) run() {
 	done := b.done // nil once closing, so that the selects below stop seeing it
 	closing := func() { done = nil }
 	var batch []Point
+	var runs []ownerRun
 	for {
-		batch = b.take(batch)
+		batch, runs = b.take(batch, runs)
 		if len(batch) == 0 {
 			b.settleEmpty()
 			if done == nil {
@@ -291,17 +431,21 @@ func (b *Buffered) run() {
 			err := b.inner.Write(wctx, batch)
 			cancel()
 			if err == nil {
-				b.settle(len(batch), true)
+				b.settle(len(batch), runs, written)
 				break
 			}
 			b.failed()
 			if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
 				b.log.Warn("dropping a batch the store refused", "points", len(batch), "err", err)
-				b.settle(len(batch), false)
+				outcome := refused
+				if errors.Is(err, ErrClosed) {
+					outcome = lost
+				}
+				b.settle(len(batch), runs, outcome)
 				break
 			}
 			if ctx.Err() != nil { // Close ran out of time
-				b.settle(len(batch), false)
+				b.settle(len(batch), runs, lost)
 				b.dropRest()
 				return
 			}
@@ -337,6 +481,7 @@ func (b *Buffered) dropRest() {
 	defer b.mu.Unlock()
 	b.counters.Dropped += int64(b.n)
 	clear(b.ring)
+	clear(b.owners) // their acks are never called
 	b.head, b.n = 0, 0
 	if b.inflight == 0 {
 		b.signalEmpty()

@@ -138,7 +138,9 @@ func TestBufferedDropsOldestPastCapacity(t *testing.T) {
 	db := openSQLite(t)
 	o := &outage{Store: db}
 	o.down.Store(true)
-	b := store.NewBuffered(o, fastOpts(100))
+	opts := fastOpts(100)
+	opts.Overflow = store.OverflowDrop
+	b := store.NewBuffered(o, opts)
 	defer b.Close()
 	// One call of 250 points into a queue of 100: the writer cannot take any while
 	// Write holds the queue, so exactly the 150 oldest go.

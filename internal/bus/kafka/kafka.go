@@ -3,7 +3,8 @@
 //
 // Publishing goes through one batching kafka.Writer per Publisher with acks from all
 // in-sync replicas; subscribing goes through a kafka.Reader per Subscribe call in a
-// consumer group with manual commits, made only after the handler returned nil
+// consumer group with manual commits, made only once a message is done: its handler
+// returned nil and, if it deferred its ack (bus.Defer), the ack was called
 // (at-least-once). Topics are never auto-created: a typo in a topic name fails with
 // bus.ErrUnknownTopic instead of creating a topic.
 package kafka
@@ -80,12 +81,13 @@ type Options struct {
 	RebalanceTimeout time.Duration
 	// JoinGroupBackoff is the pause before rejoining a group after an error. 250 ms.
 	JoinGroupBackoff time.Duration
-	// CommitInterval batches offset commits. Zero (the default) commits each message
-	// synchronously after its handler returned nil: nothing handled is ever redelivered
-	// unless a rebalance interrupts a commit, at one round trip per message. A positive
-	// interval commits the handled offsets that often and when the subscription ends
-	// cleanly: far faster, but a crash redelivers up to an interval of handled messages.
-	// Either way only handled messages are committed (at-least-once).
+	// CommitInterval batches offset commits. Zero (the default) commits synchronously,
+	// in the background, as soon as the oldest pending message of a partition is done
+	// (its handler returned nil and any bus.Defer ack was called), covering every message
+	// done meanwhile: a crash redelivers only what was not done yet, or done during the
+	// commit's round trip. A positive interval lets kafka-go send those commits that
+	// often: fewer requests, but a crash redelivers up to an interval of done messages.
+	// Either way only done messages are committed (at-least-once).
 	CommitInterval time.Duration
 	// ReadBackoffMin and ReadBackoffMax bound the pause between fetches that returned
 	// nothing. 50 ms and 500 ms.
@@ -559,7 +561,9 @@ type subscriber struct {
 }
 
 // Subscribe joins the consumer group with a fresh kafka.Reader and leaves it when it
-// returns. A handler error returns at once; the message stays uncommitted.
+// returns. A handler error returns at once; the message stays uncommitted. Positions are
+// committed in the background as messages become done (bus.Defer), and once more as
+// Subscribe returns.
 func (s *subscriber) Subscribe(ctx context.Context, h bus.Handler) error {
 	if h == nil {
 		return fmt.Errorf("subscribe to %s: nil handler", s.opts.Topic)
@@ -599,6 +603,44 @@ func (s *subscriber) Subscribe(ctx context.Context, h bus.Handler) error {
 	defer s.closeReader(r)
 
 	log := s.b.log.With("topic", s.opts.Topic, "group", s.opts.Group)
+	acks := bus.NewAckTracker()
+	// The committer ends the fetches when a commit fails for good.
+	fetchCtx, stopFetch := context.WithCancel(ctx)
+	defer stopFetch()
+	commitErr := make(chan error, 1)
+	committed := make(chan struct{})
+	go func() {
+		defer close(committed)
+		if err := s.commitLoop(fetchCtx, r, acks, log); err != nil {
+			commitErr <- err
+			stopFetch()
+		}
+	}()
+	err = s.fetchLoop(fetchCtx, r, acks, h)
+	stopFetch()
+	<-committed
+	select {
+	case cerr := <-commitErr:
+		return cerr
+	default:
+	}
+	if errors.Is(err, bus.ErrClosed) {
+		return err
+	}
+	// What the handlers finished since the last commit, so that a subscriber taking over
+	// (or this one, subscribing again) starts right after it, even when ctx has ended.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.opts.WriteTimeout)
+	defer cancel()
+	if cerr := s.commit(fctx, r, acks, log); cerr != nil && err == nil && ctx.Err() == nil {
+		return cerr
+	}
+	return err
+}
+
+// fetchLoop delivers messages to h until ctx ends (nil: Subscribe's context, or a failed
+// commit, which Subscribe reports), the reader fails or is closed, or h fails (its
+// error). A handler waiting (for room in a buffer) sees ctx end too.
+func (s *subscriber) fetchLoop(ctx context.Context, r *kafkago.Reader, acks *bus.AckTracker, h bus.Handler) error {
 	for {
 		m, err := r.FetchMessage(ctx)
 		switch {
@@ -609,7 +651,8 @@ func (s *subscriber) Subscribe(ctx context.Context, h bus.Handler) error {
 		case err != nil:
 			return fmt.Errorf("subscribe to %s as group %s: fetch: %w", s.opts.Topic, s.opts.Group, err)
 		}
-		herr := h(ctx, bus.Message{
+		hctx, entry := acks.Add(ctx, m.Partition, m.Offset)
+		herr := h(hctx, bus.Message{
 			Topic: m.Topic, Key: m.Key, Value: m.Value, Time: m.Time,
 			Partition: m.Partition, Offset: m.Offset,
 		})
@@ -619,22 +662,53 @@ func (s *subscriber) Subscribe(ctx context.Context, h bus.Handler) error {
 			}
 			return herr
 		}
-		if err := r.CommitMessages(ctx, m); err != nil {
-			switch {
-			case ctx.Err() != nil:
-				return nil
-			case errors.Is(err, io.ErrClosedPipe):
-				return bus.ErrClosed
-			case rebalancing(err):
-				// The partition may have moved to another member, which resumes from
-				// the last committed offset: this message will be delivered again.
-				log.Warn("commit failed during a rebalance; message will be redelivered",
-					"partition", m.Partition, "offset", m.Offset, "err", err)
-			default:
-				return fmt.Errorf("subscribe to %s as group %s: commit offset %d of partition %d: %w",
-					s.opts.Topic, s.opts.Group, m.Offset, m.Partition, err)
-			}
+		entry.Handled()
+	}
+}
+
+// commitLoop commits the group's position whenever the oldest pending message of a
+// partition is done, until ctx ends (nil) or a commit fails for good (its error). One
+// commit covers every message done since the last one.
+func (s *subscriber) commitLoop(ctx context.Context, r *kafkago.Reader, acks *bus.AckTracker, log *slog.Logger) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-acks.Signal():
 		}
+		if err := s.commit(ctx, r, acks, log); err != nil {
+			return err
+		}
+	}
+}
+
+// commit commits what acks has ready. It returns nil when ctx has ended (what was ready
+// stays ready) and on failures during a rebalance (the messages are delivered again).
+func (s *subscriber) commit(ctx context.Context, r *kafkago.Reader, acks *bus.AckTracker, log *slog.Logger) error {
+	ready := acks.Ready()
+	if len(ready) == 0 {
+		return nil
+	}
+	msgs := make([]kafkago.Message, 0, len(ready))
+	for p, off := range ready {
+		msgs = append(msgs, kafkago.Message{Topic: s.opts.Topic, Partition: p, Offset: off})
+	}
+	err := r.CommitMessages(ctx, msgs...)
+	switch {
+	case err == nil:
+		acks.Committed(ready)
+		return nil
+	case ctx.Err() != nil:
+		return nil // the final commit, with a context of its own, tries again
+	case errors.Is(err, io.ErrClosedPipe):
+		return bus.ErrClosed
+	case rebalancing(err):
+		// The partitions may have moved to another member, which resumes from the last
+		// committed offsets: these messages will be delivered again.
+		log.Warn("commit failed during a rebalance; messages will be redelivered", "offsets", ready, "err", err)
+		return nil
+	default:
+		return fmt.Errorf("subscribe to %s as group %s: commit offsets %v: %w", s.opts.Topic, s.opts.Group, ready, err)
 	}
 }
 

@@ -66,7 +66,7 @@ func TestElasticOutageIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}
-	b := store.NewBuffered(es, store.BufferOptions{Capacity: capacity, MaxBatch: 2000,
+	b := store.NewBuffered(es, store.BufferOptions{Capacity: capacity, MaxBatch: 2000, Overflow: store.OverflowDrop,
 		MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second, CloseTimeout: 30 * time.Second})
 	defer b.Close()
 
