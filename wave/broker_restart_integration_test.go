@@ -14,13 +14,12 @@ import (
 // TestWaveKafkaOutageIntegration's proxy does not exercise (the broker's own shutdown, log
 // recovery and leader election). A real wave process publishes to a broker of its own
 // (testenv.StartKafkaBroker; the shared test broker serves other tests meanwhile) while
-// rows are written to MariaDB. The broker is stopped twice, first with SIGTERM (a
-// controlled shutdown) while the stream flows, then with SIGKILL (a crash) while the wave
-// catches up after the first restart; each time rows are written while it is down, and
-// after 10 s it is started again on the same data folder and port. Publishing must resume
-// by itself each time, and every row must reach Kafka: nothing lost, per-key order kept;
-// duplicates (produce requests the broker took whose acknowledgement the wave never saw)
-// are counted.
+// rows are written to MariaDB. The broker is stopped twice while the stream flows, first
+// with SIGTERM (a controlled shutdown), then with SIGKILL (a crash); each time more rows
+// are written while it is down, and after 10 s it is started again on the same data
+// folder and port. Publishing must resume by itself each time, and every row must reach
+// Kafka: nothing lost, per-key order kept; duplicates (produce requests the broker took
+// whose acknowledgement the wave never saw) are counted.
 func TestWaveKafkaRestartIntegration(t *testing.T) {
 	broker := testenv.StartKafkaBroker(t)
 	ctx := testenv.Context(t) // no fixed budget: the workload slows down with the machine
@@ -33,22 +32,30 @@ func TestWaveKafkaRestartIntegration(t *testing.T) {
 	}
 	p := startWave(t, "wave-r", f.config("wave-r", broker.Addr()), f.env)
 
-	// The stream in three thirds: the first before the first stop, the others each
-	// written while the broker is down.
-	phase := f.writeUpTo(f.n / 3)
-	f.waitFor("the stream flowing", func() bool { return f.offset().Rows >= int64(f.n/6) }, p)
+	// The stream in four parts, two per stop: one flowing when the broker stops, one
+	// written while it is down.
+	const parts = 4
+	var part <-chan *wave.Position
+	writePart := func(k int) {
+		if part != nil {
+			select {
+			case <-part:
+			case <-ctx.Done():
+				t.Fatal("the workload did not finish its part")
+			}
+		}
+		part = f.writeUpTo(f.n * k / parts)
+	}
 	const outage = 10 * time.Second
 	series := `binlake_wave_publish_errors_total{instance="brk"}`
 	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		earlier := int64(f.expectedMessages())
+		writePart(2*i + 1)
+		f.waitFor(fmt.Sprintf("the stream flowing past %d messages", earlier), func() bool { return f.offset().Rows > earlier }, p)
 		errsBefore := max(metricValue(f.scrape("wave-r"), series), 0)
 		atStop := f.offset()
 		stopped := broker.Stop(t, sig)
-		select {
-		case <-phase:
-		case <-ctx.Done():
-			t.Fatal("the workload did not finish its part")
-		}
-		phase = f.writeUpTo(f.n * (i + 2) / 3)
+		writePart(2*i + 2)
 		time.Sleep(outage) // the outage's length is the point of the test, not a wait for a condition
 		errsDuring := metricValue(f.scrape("wave-r"), series)
 		stalled := f.offset()
@@ -67,6 +74,6 @@ func TestWaveKafkaRestartIntegration(t *testing.T) {
 	// The readers start now, from the topics' first offsets: one running during a stop
 	// would end at its first error.
 	f.startReaders()
-	dups := f.finish(phase, p)
+	dups := f.finish(part, p)
 	t.Logf("after two broker restarts: every row on Kafka, %d duplicates", dups)
 }
