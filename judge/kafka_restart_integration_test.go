@@ -189,10 +189,13 @@ func TestJudgeKafkaRestartIntegration(t *testing.T) {
 	agents.halt()
 	acked := agents.acked[from:]
 	want := make(map[string]bool, len(acked))
+	loMs, hiMs := acked[0].ts.UnixMilli(), acked[0].ts.UnixMilli()
 	for _, ab := range acked {
-		want[fmt.Sprintf("%s@%d", ab.node, ab.ts.UnixMilli())] = true
+		ms := ab.ts.UnixMilli()
+		want[fmt.Sprintf("%s@%d", ab.node, ms)] = true
+		loMs, hiMs = min(loMs, ms), max(hiMs, ms)
 	}
-	lo, hi := acked[0].ts, acked[len(acked)-1].ts.Add(time.Millisecond)
+	lo, hi := time.UnixMilli(loMs), time.UnixMilli(hiMs+1) // Scan's range ends before hi
 	stored := func() (found, points int) {
 		require.NoError(t, st.Refresh(ctx))
 		perKey := map[string]int{}
