@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # kafka.sh up|down|status
+# kafka.sh private-run DIR PORT CONTROLLER_PORT | private-wait DIR PORT
 # A single Apache Kafka 4 broker for the integration tests (BINLAKE_TEST_KAFKA=127.0.0.1:9092),
 # in KRaft combined mode (broker and controller in one JVM, controller on 127.0.0.1:9093).
+# The private-* subcommands run another such broker, of one test alone, with its state in DIR
+# and its own ports: fault tests stop and restart it while the shared one keeps serving the
+# other tests (internal/testenv.StartKafkaBroker). private-run runs it in the foreground
+# (the JVM replaces the script, so the caller's signals reach the broker itself);
+# private-wait returns once it serves.
 # Its jars come from Maven Central through deploy/testenv/kafka/pom.xml (Maven's own local
 # repository, ~/.m2 by default) and are copied once into $CACHE_DIR/kafka/lib-<pom hash>/, so
 # re-runs neither fetch nor run Maven. A class-data-sharing archive of the broker's classes is
@@ -12,18 +18,19 @@ source "$(dirname "$0")/lib.sh"
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 POM=$HERE/kafka/pom.xml
-SVC_DIR=$TESTENV_DIR/kafka
-DATA=$SVC_DIR/data
-LOGD=$SVC_DIR/log
-PIDF=$SVC_DIR/pid
-CONF=$SVC_DIR/server.properties
-PORT=9092
-CONTROLLER_PORT=9093
 START_TIMEOUT=120
 STOP_TIMEOUT=60
 
 # The lib folder is keyed by the pom's hash: editing the pom (a new Kafka version) refetches.
 LIB=$CACHE_DIR/kafka/lib-$(sha256sum "$POM" | cut -c1-12)
+
+# set_broker DIR PORT CONTROLLER_PORT: which broker the functions below act on, its state
+# folder and its ports.
+set_broker() {
+  SVC_DIR=$1 PORT=$2 CONTROLLER_PORT=$3
+  DATA=$SVC_DIR/data LOGD=$SVC_DIR/log PIDF=$SVC_DIR/pid CONF=$SVC_DIR/server.properties
+}
+set_broker "$TESTENV_DIR/kafka" 9092 9093
 
 need_tools() {
   command -v java >/dev/null 2>&1 || need_apt default-jre-headless
@@ -139,6 +146,9 @@ coordinator_ok() {
 # (ArchiveClassesAtExit); the next start checks that file with -Xshare:on (a broker killed
 # while dumping leaves a truncated one, on which the JVM crashes) and only then renames it for
 # use. Mapping the archive roughly halves the JVM's class-loading time on a busy 2-core machine.
+# Private brokers use the archive but never dump one (CDS_DUMP=0): the dump adds ~15 s to
+# the stop that a fault test times, and several of them may stop at once.
+CDS_DUMP=1
 jvm_cds_flags() {
   local cp=$1 jsa
   jsa=$LIB/broker-$(sha256sum <<<"$JAVA_RUNTIME $(command -v java) $cp" | cut -c1-12).jsa
@@ -151,38 +161,43 @@ jvm_cds_flags() {
       rm -f "$jsa.new" "$LOGD/cds-check-hs_err.log"
     fi
   fi
-  if [[ -f $jsa ]]; then CDS_FLAGS=("-XX:SharedArchiveFile=$jsa" -Xshare:auto); else CDS_FLAGS=("-XX:ArchiveClassesAtExit=$jsa.new"); fi
+  if [[ -f $jsa ]]; then CDS_FLAGS=("-XX:SharedArchiveFile=$jsa" -Xshare:auto)
+  elif [[ $CDS_DUMP == 1 ]]; then CDS_FLAGS=("-XX:ArchiveClassesAtExit=$jsa.new")
+  else CDS_FLAGS=(); fi
 }
 
 # started_or_dead: stops the wait as soon as the broker serves or its JVM has exited.
 started_or_dead() { ! pid_alive "$PIDF" || metadata_ok; }
 
-up() {
-  if pid_alive "$PIDF" && metadata_ok; then
-    echo "kafka: already running on 127.0.0.1:$PORT (pid $(cat "$PIDF"))"; return 0
-  fi
-  local t0 fetched_in=""; t0=$(now_ms)
-  if ! pid_alive "$PIDF"; then
-    rm -f "$PIDF"
-    local p; for p in "$PORT" "$CONTROLLER_PORT"; do
-      port_open "$p" && die "kafka: 127.0.0.1:$p is taken by a process we did not start (no live pid in $PIDF)"
-    done
-    need_tools
-    if [[ ! -f $LIB/.complete ]]; then
-      fetch_jars; fetched_in=$(elapsed "$t0")
-    fi
-    t0=$(now_ms) # the cold start counts formatting and the broker's start, not the jar fetch
-    write_conf
-    format_storage
-    # -Xmx512m: a test broker holds little; the team's services share 2 cores and one machine.
-    # An explicit, sorted class path (not lib/*): the CDS archive is only valid for the same one.
-    local cp; cp=$(ls "$LIB"/*.jar | LC_ALL=C sort | paste -sd:)
-    jvm_cds_flags "$cp"
-    start_bg "$PIDF" "$LOGD/stdout.log" java "${CDS_FLAGS[@]}" -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-      -XX:+ExitOnOutOfMemoryError -XX:ErrorFile="$LOGD/hs_err_pid%p.log" -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true \
-      -Dlog4j2.configurationFile="$HERE/kafka/log4j2.properties" -Dkafka.logs.dir="$LOGD" \
-      -cp "$cp" kafka.Kafka "$CONF"
-  fi
+# prepare: everything before the broker's JVM starts: tools, jars, server.properties, the
+# formatted data folder and the class-data archive. The broker's command is left in
+# BROKER_CMD.
+prepare() {
+  need_tools
+  fetch_jars
+  write_conf
+  format_storage
+  # An explicit, sorted class path (not lib/*): the CDS archive is only valid for the same one.
+  local cp; cp=$(ls "$LIB"/*.jar | LC_ALL=C sort | paste -sd:)
+  jvm_cds_flags "$cp"
+  # -Xmx512m: a test broker holds little; the team's services share 2 cores and one machine.
+  BROKER_CMD=(java "${CDS_FLAGS[@]}" -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20
+    -XX:+ExitOnOutOfMemoryError -XX:ErrorFile="$LOGD/hs_err_pid%p.log" -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true
+    -Dlog4j2.configurationFile="$HERE/kafka/log4j2.properties" -Dkafka.logs.dir="$LOGD"
+    -cp "$cp" kafka.Kafka "$CONF")
+}
+
+# ports_free: fail when another process holds one of the broker's ports.
+ports_free() {
+  local p; for p in "$PORT" "$CONTROLLER_PORT"; do
+    port_open "$p" && die "kafka: 127.0.0.1:$p is taken by a process we did not start (no live pid in $PIDF)"
+  done
+  return 0
+}
+
+# wait_ready: wait until the broker serves and its group coordinator is up; fail with its
+# logs when the JVM exits first.
+wait_ready() {
   wait_until kafka "$START_TIMEOUT" "$LOGD/server.log" started_or_dead || die "kafka: broker did not become ready on 127.0.0.1:$PORT"
   if ! pid_alive "$PIDF"; then
     log "kafka: the broker exited; last lines of $LOGD/server.log and stdout.log:"
@@ -192,7 +207,62 @@ up() {
     die "kafka: broker exited during start"
   fi
   wait_until kafka 60 "$LOGD/server.log" coordinator_ok || die "kafka: the group coordinator (__consumer_offsets) did not come up"
+}
+
+up() {
+  if pid_alive "$PIDF" && metadata_ok; then
+    echo "kafka: already running on 127.0.0.1:$PORT (pid $(cat "$PIDF"))"; return 0
+  fi
+  local t0 fetched_in=""; t0=$(now_ms)
+  if ! pid_alive "$PIDF"; then
+    rm -f "$PIDF"
+    ports_free
+    need_tools
+    if [[ ! -f $LIB/.complete ]]; then
+      fetch_jars; fetched_in=$(elapsed "$t0")
+    fi
+    t0=$(now_ms) # the cold start counts formatting and the broker's start, not the jar fetch
+    prepare
+    start_bg "$PIDF" "$LOGD/stdout.log" "${BROKER_CMD[@]}"
+  fi
+  wait_ready
   echo "kafka: ready on 127.0.0.1:$PORT in $(elapsed "$t0") s (cold start${fetched_in:+; plus $fetched_in s fetching the jars before it})"
+}
+
+# private_args DIR PORT [CONTROLLER_PORT]: check a private-* command's arguments and select
+# that broker.
+private_args() {
+  local dir=${1:-} port=${2:-} cport=${3:-0}
+  [[ -n $dir ]] || die "kafka: private-*: the broker's state folder (DIR) is required"
+  [[ $port =~ ^[0-9]+$ && $cport =~ ^[0-9]+$ ]] || die "kafka: private-*: ports must be numbers, got '$port' and '$cport'"
+  (( port != 9092 && port != 9093 && cport != 9092 && cport != 9093 )) ||
+    die "kafka: private-*: ports 9092 and 9093 belong to the shared test broker"
+  mkdir -p "$dir"
+  set_broker "$(cd "$dir" && pwd)" "$port" "$cport"
+}
+
+# private_run DIR PORT CONTROLLER_PORT: a broker of the caller's own in the foreground. The
+# same DIR and ports start it again on the data it kept.
+private_run() {
+  (( $# == 3 )) || die "kafka: usage: kafka.sh private-run DIR PORT CONTROLLER_PORT"
+  private_args "$@"
+  CDS_DUMP=0
+  pid_alive "$PIDF" && die "kafka: a broker already runs on $SVC_DIR (pid $(cat "$PIDF"))"
+  ports_free
+  # Written first, so that private-wait waits through the preparation too; exec keeps the
+  # pid, so the file then names the JVM.
+  echo $$ >"$PIDF"
+  prepare
+  exec "${BROKER_CMD[@]}" >>"$LOGD/stdout.log" 2>&1 </dev/null
+}
+
+# private_wait DIR PORT: return once the broker private-run started on DIR serves.
+private_wait() {
+  (( $# == 2 )) || die "kafka: usage: kafka.sh private-wait DIR PORT"
+  private_args "$@"
+  local t0; t0=$(now_ms)
+  wait_ready
+  echo "kafka: private broker ready on 127.0.0.1:$PORT in $(elapsed "$t0") s"
 }
 
 # down: TERM the broker our pid file names and wait for its controlled shutdown (and, after
@@ -230,5 +300,7 @@ case ${1:-} in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+  private-run) shift; private_run "$@" ;;
+  private-wait) shift; private_wait "$@" ;;
+  *) echo "usage: $0 up|down|status | private-run DIR PORT CONTROLLER_PORT | private-wait DIR PORT" >&2; exit 2 ;;
 esac
