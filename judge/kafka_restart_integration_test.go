@@ -125,7 +125,7 @@ func TestJudgeKafkaRestartIntegration(t *testing.T) {
 		resumeLimit = 90 * time.Second
 	)
 	bc := wiring.BusConfig{Kind: wiring.BusKafka, Brokers: []string{broker.Addr()}}
-	require.NoError(t, bc.Validate("binlake-judge-restart-test"))
+	require.NoError(t, bc.Validate("binlake-judge-restart-test", wiring.StartNewest))
 	sub, closeSub, _, err := bc.Subscribe(ctx, "judge-restart-test", quiet)
 	require.NoError(t, err)
 	t.Cleanup(closeSub) // after the judge has stopped: cleanups run last first
