@@ -109,10 +109,17 @@ func (p *Policy) MatchNode(node string) bool {
 	return true
 }
 
+// AnyValue as a selected label's value matches every point that carries the label,
+// whatever its value: a policy on a labelled series (wave.lag_s{instance}) then leaves
+// out the unlabelled summary series of the same metric, which would page a second time
+// for the same fault.
+const AnyValue = "*"
+
 // MatchLabels reports whether a point's labels satisfy the policy's label selection.
 func (p *Policy) MatchLabels(l map[string]string) bool {
 	for k, v := range p.Labels {
-		if got, ok := l[k]; !ok || got != v {
+		got, ok := l[k]
+		if !ok || (v != AnyValue && got != v) {
 			return false
 		}
 	}

@@ -68,6 +68,9 @@ func TestParse(t *testing.T) {
 	require.True(t, l.MatchLabels(map[string]string{"instance": "orders", "x": "y"}))
 	require.False(t, l.MatchLabels(map[string]string{"instance": "users"}))
 	require.False(t, l.MatchLabels(nil))
+	l.Labels = map[string]string{"instance": AnyValue}
+	require.True(t, l.MatchLabels(map[string]string{"instance": "users"}))
+	require.False(t, l.MatchLabels(nil), "the unlabelled summary series is not selected by *")
 
 	d := ps[2]
 	require.Nil(t, d.Cond)

@@ -75,6 +75,7 @@ func TestDefaultWavePoliciesFire(t *testing.T) {
 			point(metric.WaveInstanceRunning, 1, "instance", "orders", "state", wave.StateRunning),
 			point(metric.WaveLagSeconds, lag, "instance", "orders"),
 			point(metric.WaveLagSeconds, 5, "instance", "users"),
+			point(metric.WaveLagSeconds, lag), // the agent's unlabelled largest lag: no second page
 		}})
 		e.Tick()
 		now = now.Add(10 * time.Second)
