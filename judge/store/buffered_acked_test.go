@@ -13,9 +13,7 @@ import (
 // TestBufferedRejectsWhenFull: by default a write that does not fit is refused whole,
 // counted, and nothing queued is dropped.
 func TestBufferedRejectsWhenFull(t *testing.T) {
-	db := openSQLite(t)
-	o := &outage{Store: db}
-	o.down.Store(true)
+	db, o := downSQLite(t)
 	b := store.NewBuffered(o, fastOpts(100))
 	defer b.Close()
 	ctx := context.Background()
@@ -39,9 +37,7 @@ func TestBufferedRejectsWhenFull(t *testing.T) {
 // WriteAcked waits instead of dropping; once the store is back every point arrives and
 // the ack comes after the last one is written.
 func TestBufferedWriteAckedWaitsForRoom(t *testing.T) {
-	db := openSQLite(t)
-	o := &outage{Store: db}
-	o.down.Store(true)
+	db, o := downSQLite(t)
 	opts := fastOpts(100)
 	opts.Writers = 1 // one batch of up to 100 in flight (twice MaxBatch): 200 buffered at most
 	b := store.NewBuffered(o, opts)
@@ -122,12 +118,7 @@ func TestBufferedDropSparesAckedPoints(t *testing.T) {
 // TestBufferedLostPointsAreNotAcked: points that Close gives up on are never acked, so
 // their source delivers them again.
 func TestBufferedLostPointsAreNotAcked(t *testing.T) {
-	o := &outage{Store: openSQLite(t)}
-	o.block.Store(true)
-	opts := fastOpts(1000)
-	opts.WriteTimeout = time.Hour // the inner Write hangs until Close gives up
-	opts.CloseTimeout = 50 * time.Millisecond
-	b := store.NewBuffered(o, opts)
+	b, o := hungBuffered(t)
 	var acks atomic.Int64
 	if err := b.WriteAcked(context.Background(), points("w1", 0, 10), func() { acks.Add(1) }); err != nil {
 		t.Fatalf("WriteAcked: %v", err)
