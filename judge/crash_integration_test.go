@@ -30,11 +30,7 @@ import (
 	"github.com/binlake/binlake/judge/store/elastic"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemoveBinlakeBinary()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.RunRemovingBinlake(m) }
 
 // crashPoints is how many points the crash test produces (the figure).
 const (

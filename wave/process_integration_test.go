@@ -26,11 +26,7 @@ import (
 	"github.com/binlake/binlake/wave"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemoveBinlakeBinary()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.RunRemovingBinlake(m) }
 
 // faultRows is how many row changes a fault test writes: enough that the fault lands in
 // the middle of the stream with writes still going on.

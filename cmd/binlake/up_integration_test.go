@@ -23,11 +23,7 @@ import (
 // they run in every `go test ./...`; only the browser part needs Chromium, and skips
 // without it unless CI=true.
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemoveBinlakeBinary()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.RunRemovingBinlake(m) }
 
 // upProcess is a running `binlake up` and the URLs it printed.
 type upProcess struct {
