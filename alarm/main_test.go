@@ -3,7 +3,6 @@ package alarm
 import (
 	"io"
 	"log/slog"
-	"os"
 	"testing"
 
 	"github.com/binlake/binlake/internal/testenv"
@@ -11,8 +10,4 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemoveBinlakeBinary() // the process tests' build
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.RunRemovingBinlake(m) }

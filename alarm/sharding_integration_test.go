@@ -2,7 +2,6 @@ package alarm
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -25,10 +24,7 @@ func TestShardedAlarmsPageOnce(t *testing.T) {
 	zaddr := testenv.Require(t, testenv.ZooKeeper)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	suffix := time.Now().UnixNano()
-	topic := fmt.Sprintf("%s.alarmshard-%d", metric.Topic, suffix)
-	group := topic + "-alarm"
-	root := fmt.Sprintf("/binlake-test-alarmshard-%d", suffix)
+	topic, group, root := shardNames("alarmshard")
 	newBus := func() *kafka.Bus {
 		b, err := kafka.New(kafka.Options{Brokers: testenv.HostPorts(kaddr), Logger: quiet, SessionTimeout: 6 * time.Second})
 		require.NoError(t, err)

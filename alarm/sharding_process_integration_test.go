@@ -70,10 +70,7 @@ func TestShardedAlarmProcessesKill9(t *testing.T) {
 	testenv.BinlakeBinary(t) // built before the clock of the scenario starts
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	suffix := time.Now().UnixNano()
-	topic := fmt.Sprintf("%s.alarmkill-%d", metric.Topic, suffix)
-	group := topic + "-alarm"
-	root := fmt.Sprintf("/binlake-test-alarmkill-%d", suffix)
+	topic, group, root := shardNames("alarmkill")
 	brokers := testenv.HostPorts(kaddr)
 	b, err := kafka.New(kafka.Options{Brokers: brokers, Logger: quiet})
 	require.NoError(t, err)

@@ -24,6 +24,14 @@ const shardPolicies = basePolicy + "    repeat_interval: 4h\n" + `  - name: agen
     channels: [c]
 `
 
+// shardNames names a sharding test's own metric topic, consumer group and ZooKeeper
+// root, so that runs on the shared services never see each other.
+func shardNames(kind string) (topic, group, root string) {
+	suffix := time.Now().UnixNano()
+	topic = fmt.Sprintf("%s.%s-%d", metric.Topic, kind, suffix)
+	return topic, topic + "-alarm", fmt.Sprintf("/binlake-test-%s-%d", kind, suffix)
+}
+
 // shardNodes names n nodes and picks the violating ones: the first node on each of the
 // partitions, then the next ones, up to violating. Every partition carries a violation,
 // so whichever partitions a rebalance moves, violating nodes move with them.

@@ -5,7 +5,6 @@ package judge
 // no final commit, no flush of the store buffer, exactly as a crashed host.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -13,13 +12,10 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,11 +30,7 @@ import (
 	"github.com/binlake/binlake/judge/store/elastic"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemoveBinlakeBinary()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.RunRemovingBinlake(m) }
 
 // crashPoints is how many points the crash test produces (the issue's figure).
 const (
@@ -47,80 +39,19 @@ const (
 	crashNodes    = 20
 )
 
-// judgeProc is one running `binlake judge`.
+// judgeProc is one running `binlake judge` and the base URL of its API.
 type judgeProc struct {
-	cmd  *exec.Cmd
+	*testenv.Proc
 	base string // http://host:port of its API
-	log  *syncLog
-	done chan struct{}
-}
-
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 var servingLine = regexp.MustCompile(`judge serving on (http://\S+)`)
 
 // startJudgeProcess runs `binlake judge -config cfgPath` and waits until it serves.
-func startJudgeProcess(t *testing.T, cfgPath string) *judgeProc {
+func startJudgeProcess(t *testing.T, name, cfgPath string) *judgeProc {
 	t.Helper()
-	p := &judgeProc{log: &syncLog{}, done: make(chan struct{})}
-	p.cmd = exec.Command(testenv.BinlakeBinary(t), "judge", "-config", cfgPath)
-	p.cmd.Stderr = p.log
-	stdout, err := p.cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
-	served := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
-				served <- m[1]
-			}
-		}
-	}()
-	go func() {
-		p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-p.done:
-			case <-time.After(30 * time.Second):
-				p.cmd.Process.Kill()
-				<-p.done
-			}
-		}
-		if t.Failed() {
-			lines := strings.Split(strings.TrimSpace(p.log.String()), "\n")
-			t.Logf("last lines of the judge's log:\n%s", strings.Join(lines[max(0, len(lines)-30):], "\n"))
-		}
-	})
-	select {
-	case p.base = <-served:
-	case <-p.done:
-		t.Fatalf("the judge exited before serving:\n%s", p.log.String())
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("the judge did not serve within 2 minutes:\n%s", p.log.String())
-	}
-	return p
+	p := testenv.StartBinlake(t, name, nil, "judge", "-config", cfgPath)
+	return &judgeProc{Proc: p, base: p.WaitOutput(t, servingLine, 2*time.Minute)[1]}
 }
 
 // metric reads one unlabelled sample of the judge's /metrics.
@@ -247,7 +178,7 @@ func TestJudgeKillIntegration(t *testing.T) {
 	// yet in the store. The other half is produced while it is down; the engine is fast
 	// again for the second judge.
 	publish(0, batches/2)
-	first := startJudgeProcess(t, cfg)
+	first := startJudgeProcess(t, "judge-first", cfg)
 	deadline := time.Now().Add(2 * time.Minute)
 	const (
 		mWritten  = "binlake_judge_store_points_written_total"
@@ -263,8 +194,7 @@ func TestJudgeKillIntegration(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "in 2 minutes the judge did not write 5000 points with 5000 buffered: %v", atKill)
 		time.Sleep(5 * time.Millisecond) // polling a process's /metrics
 	}
-	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
-	<-first.done
+	first.Kill(t)
 	engine.slow.Store(false)
 	publish(batches/2, batches)
 
@@ -273,7 +203,7 @@ func TestJudgeKillIntegration(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	storedAtKill := countStored(t, ctx, st, base)
 
-	second := startJudgeProcess(t, cfg)
+	second := startJudgeProcess(t, "judge-second", cfg)
 	deadline = time.Now().Add(3 * time.Minute)
 	for {
 		if second.metric(t, "binlake_judge_store_points_buffered") == 0 && countStored(t, ctx, st, base).unique >= crashPoints {

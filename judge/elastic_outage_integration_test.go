@@ -102,7 +102,7 @@ func TestJudgeElasticOutageIntegration(t *testing.T) {
 		defer wg.Done()
 		tick := time.NewTicker(every)
 		defer tick.Stop()
-		prev := map[string]time.Time{}
+		times := batchTimes{}
 		for seq := int64(0); ; seq++ {
 			select {
 			case <-stop:
@@ -110,12 +110,7 @@ func TestJudgeElasticOutageIntegration(t *testing.T) {
 			case <-tick.C:
 			}
 			node := nodes[seq%int64(len(nodes))]
-			// A point's identity includes its time to the millisecond: keep them apart.
-			ts := time.Now().UTC().Truncate(time.Millisecond)
-			if !ts.After(prev[node]) {
-				ts = prev[node].Add(time.Millisecond)
-			}
-			prev[node] = ts
+			ts := times.next(node)
 			data, err := metric.Encode(outageBatch(node, ts, seq))
 			if err != nil {
 				t.Errorf("encode: %v", err)
@@ -283,6 +278,19 @@ func outageBatch(node string, ts time.Time, seq int64) metric.Batch {
 		{Name: "wave.tps", Value: 50, Labels: map[string]string{"instance": "users"}},
 		{Name: "go.goroutines", Value: float64(seq)},
 	}}
+}
+
+// batchTimes hands out an agent's batch times: now, and for each node later than its
+// previous batch, since a point's identity includes its time to the millisecond.
+type batchTimes map[string]time.Time
+
+func (bt batchTimes) next(node string) time.Time {
+	ts := time.Now().UTC().Truncate(time.Millisecond)
+	if !ts.After(bt[node]) {
+		ts = bt[node].Add(time.Millisecond)
+	}
+	bt[node] = ts
+	return ts
 }
 
 // deletePrefix removes a test's indices and index template (best effort, logged).

@@ -40,17 +40,12 @@ func startRestartAgents(t *testing.T, pub bus.Publisher, nodes []string, interva
 	a := &restartAgents{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
-		prev := map[string]time.Time{}
+		times := batchTimes{}
 		tick := time.NewTicker(interval) // the load's pace, not a synchronisation
 		defer tick.Stop()
 		for seq := int64(0); ; seq++ {
 			node := nodes[seq%int64(len(nodes))]
-			// A point's identity includes its time to the millisecond: keep them apart.
-			ts := time.Now().UTC().Truncate(time.Millisecond)
-			if !ts.After(prev[node]) {
-				ts = prev[node].Add(time.Millisecond)
-			}
-			prev[node] = ts
+			ts := times.next(node)
 			data, err := metric.Encode(outageBatch(node, ts, seq))
 			if err != nil {
 				t.Errorf("encode: %v", err)

@@ -48,21 +48,8 @@ func instanceFor(t testing.TB, w *workload, id, prefix string, start *wave.Posit
 	}
 }
 
-func currentPos(t testing.TB) *wave.Position {
-	c := connect(t)
-	r, err := c.Execute("SHOW MASTER STATUS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	file, _ := r.GetString(0, 0)
-	pos, _ := r.GetUint(0, 1)
-	g, err := c.Execute("SELECT @@GLOBAL.gtid_binlog_pos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs, _ := g.GetString(0, 0)
-	return &wave.Position{File: file, Pos: uint32(pos), GTIDSet: gs}
-}
+// currentPos is the binlog end of the shared test server.
+func currentPos(t testing.TB) *wave.Position { return masterStatus(t, connect(t)) }
 
 // readLines reads the file sink's output until want messages arrived for the workload's
 // database (or the deadline).

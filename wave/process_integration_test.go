@@ -11,11 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,11 +26,7 @@ import (
 	"github.com/binlake/binlake/wave"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemoveBinlakeBinary()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.RunRemovingBinlake(m) }
 
 // faultRows is how many row changes a fault test writes: enough that the fault lands in
 // the middle of the stream with writes still going on.
@@ -48,15 +42,6 @@ func faultRows(t testing.TB) int {
 		return 6000
 	}
 	return 30000
-}
-
-// waveProc is one running `binlake wave` process.
-type waveProc struct {
-	node string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
 }
 
 // waveConfig renders a wave.yaml for node.
@@ -84,71 +69,15 @@ pipeline:
 `, node, zkServers, root, session, brokers)
 }
 
-// startWave starts `binlake wave` with cfg; its log goes to a file printed (tail) when
-// the test fails. The process is killed when the test ends if it still runs.
-func startWave(t *testing.T, node, cfg string, env []string) *waveProc {
+// startWave starts `binlake wave` with cfg as node; testenv.StartBinlake prints the tail
+// of its log when the test fails and stops it when the test ends if it still runs.
+func startWave(t *testing.T, node, cfg string, env []string) *testenv.Proc {
 	t.Helper()
-	bin := testenv.BinlakeBinary(t)
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "wave.yaml")
+	cfgPath := filepath.Join(t.TempDir(), "wave.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &waveProc{node: node, log: filepath.Join(dir, "wave.log"), done: make(chan struct{})}
-	logf, err := os.Create(p.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd = exec.Command(bin, "wave", "-config", cfgPath)
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.Env = append(os.Environ(), env...)
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", node, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-p.done:
-			case <-time.After(15 * time.Second):
-				p.cmd.Process.Kill()
-				<-p.done
-			}
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(p.log)
-			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-			t.Logf("last lines of %s's log:\n%s", node, strings.Join(lines[max(0, len(lines)-30):], "\n"))
-		}
-	})
-	return p
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *waveProc) kill(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("kill %s: %v", p.node, err)
-	}
-	<-p.done
-}
-
-// exited fails the test if the process ended on its own.
-func (p *waveProc) exited() error {
-	select {
-	case <-p.done:
-		b, _ := os.ReadFile(p.log)
-		return fmt.Errorf("wave %s exited: %v\n%s", p.node, p.err, b)
-	default:
-		return nil
-	}
+	return testenv.StartBinlake(t, node, env, "wave", "-config", cfgPath)
 }
 
 // faultEnv is the shared setup of the process fault tests: a workload database, a
@@ -246,11 +175,11 @@ func (f *faultEnv) leader() string {
 
 // waitFor polls cond every 50 ms until it holds, failing the test at the context's end
 // or when one of procs exits.
-func (f *faultEnv) waitFor(what string, cond func() bool, procs ...*waveProc) {
+func (f *faultEnv) waitFor(what string, cond func() bool, procs ...*testenv.Proc) {
 	f.t.Helper()
 	for !cond() {
 		for _, p := range procs {
-			if err := p.exited(); err != nil {
+			if err := p.Exited(); err != nil {
 				f.t.Fatal(err)
 			}
 		}
@@ -364,7 +293,7 @@ func (f *faultEnv) expectedMessages() int {
 // finish waits for the writer and for the offset to reach its end, then reads every
 // message Kafka holds on the three topics and verifies them: nothing missing, per-key
 // order, values exact. It returns the number of duplicates.
-func (f *faultEnv) finish(written <-chan *wave.Position, procs ...*waveProc) (dups int) {
+func (f *faultEnv) finish(written <-chan *wave.Position, procs ...*testenv.Proc) (dups int) {
 	f.t.Helper()
 	var end *wave.Position
 	select {
@@ -400,7 +329,7 @@ func TestWaveKillRestartIntegration(t *testing.T) {
 	written := f.write()
 	f.waitFor("a third of the stream committed", func() bool { return f.offset().Rows >= int64(f.n/3) }, p1)
 
-	p1.kill(t)
+	p1.Kill(t)
 	killed := f.offset()
 	held := f.messages()
 	if again := f.offset(); again != killed {
@@ -449,7 +378,7 @@ func TestWaveFailoverIntegration(t *testing.T) {
 		return f.leader() == "wave-a" && f.offset().Rows >= int64(f.n/3)
 	}, pa, pb)
 
-	pa.kill(t)
+	pa.Kill(t)
 	killedAt := time.Now()
 	killed := f.offset()
 	held := f.messages()

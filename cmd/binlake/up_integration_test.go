@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,95 +23,34 @@ import (
 // they run in every `go test ./...`; only the browser part needs Chromium, and skips
 // without it unless CI=true.
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemoveBinlakeBinary()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.RunRemovingBinlake(m) }
 
-// upProcess is a running `binlake up`.
+// upProcess is a running `binlake up` and the URLs it printed.
 type upProcess struct {
-	cmd    *exec.Cmd
-	stderr *syncBuffer
-	urls   map[string]string // "status page", "judge API", "alarm API" → URL
-	exited chan struct{}
-	err    error
+	*testenv.Proc
+	urls map[string]string // "status page", "judge API", "alarm API" → URL
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+var (
+	readyLine = regexp.MustCompile(`^Ctrl-C stops it`)
+	urlLines  = regexp.MustCompile(`(?m)^[ \t]+(status page|judge API|alarm API)[ \t]+(http://\S+)`)
+)
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-var urlLine = regexp.MustCompile(`^\s+(status page|judge API|alarm API)\s+(http://\S+)`)
-
-// startBinary starts `binlake up args…`; with wantReady it waits until the URLs are
-// printed.
-func startBinary(t *testing.T, wantReady bool, args ...string) *upProcess {
+// startBinary starts `binlake up args…` as name, without waiting for it to serve.
+func startBinary(t *testing.T, name string, args ...string) *testenv.Proc {
 	t.Helper()
-	bin := testenv.BinlakeBinary(t)
-	p := &upProcess{stderr: &syncBuffer{}, urls: map[string]string{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, append([]string{"up"}, args...)...)
-	p.cmd.Stderr = p.stderr
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		signalled := false
-		for sc.Scan() {
-			if m := urlLine.FindStringSubmatch(sc.Text()); m != nil {
-				// Base URLs: the lines show an endpoint of each.
-				u := strings.TrimSuffix(m[2], "/")
-				u = strings.TrimSuffix(strings.TrimSuffix(u, "/v1/nodes"), "/v1/alerts")
-				p.urls[m[1]] = u
-			}
-			if strings.HasPrefix(sc.Text(), "Ctrl-C stops it") && !signalled {
-				signalled = true
-				close(ready)
-			}
-		}
-		io.Copy(io.Discard, stdout)
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("binlake up stderr:\n%s", p.stderr)
-		}
-	})
-	if !wantReady {
-		return p
-	}
-	select {
-	case <-ready:
-	case <-p.exited:
-		t.Fatalf("binlake up exited before serving: %v\n%s", p.err, p.stderr)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("binlake up printed no URLs within 60s\n%s", p.stderr)
+	return testenv.StartBinlake(t, name, nil, append([]string{"up"}, args...)...)
+}
+
+// startServing starts `binlake up args…` as name and waits until it printed its URLs.
+func startServing(t *testing.T, name string, args ...string) *upProcess {
+	t.Helper()
+	p := &upProcess{Proc: startBinary(t, name, args...), urls: map[string]string{}}
+	p.WaitOutput(t, readyLine, 60*time.Second)
+	for _, m := range urlLines.FindAllStringSubmatch(p.Output(), -1) {
+		// Base URLs: the lines show an endpoint of each.
+		u := strings.TrimSuffix(m[2], "/")
+		p.urls[m[1]] = strings.TrimSuffix(strings.TrimSuffix(u, "/v1/nodes"), "/v1/alerts")
 	}
 	return p
 }
@@ -161,7 +98,7 @@ func TestUpSmoke(t *testing.T) {
 	}
 	dir := t.TempDir()
 	node := fmt.Sprintf("smoke-%d", os.Getpid())
-	p := startBinary(t, true, "--data", dir, "--node", node, "--interval", "200ms",
+	p := startServing(t, "up", "--data", dir, "--node", node, "--interval", "200ms",
 		"--judge-http", "127.0.0.1:0", "--alarm-http", "127.0.0.1:0")
 	judge, alarm := p.urls["judge API"], p.urls["alarm API"]
 	if judge == "" || alarm == "" || p.urls["status page"] == "" {
@@ -213,18 +150,11 @@ func TestUpSmoke(t *testing.T) {
 		}
 	})
 
-	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
+	p.Signal(t, os.Interrupt)
+	if err := p.Wait(t, 45*time.Second); err != nil {
+		t.Fatalf("binlake up exited with %v after SIGINT\n%s", err, p.Output())
 	}
-	select {
-	case <-p.exited:
-	case <-time.After(45 * time.Second):
-		t.Fatalf("binlake up did not exit within 45s of SIGINT\n%s", p.stderr)
-	}
-	if p.err != nil {
-		t.Fatalf("binlake up exited with %v after SIGINT\n%s", p.err, p.stderr)
-	}
-	logs := p.stderr.String()
+	logs := p.Output()
 	for _, want := range []string{"binlake up starting", "data=" + dir, "binlake up stopped", "judge stopped", "alarm stopped", "agent stopped"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the log lacks %q", want)
@@ -286,19 +216,15 @@ func TestUpSecondOnTheSameDataFolderFails(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	dir := t.TempDir()
-	first := startBinary(t, true, "--data", dir, "--node", "first", "--judge-http", "127.0.0.1:0", "--alarm-http", "127.0.0.1:0")
-	second := startBinary(t, false, "--data", dir, "--node", "second", "--judge-http", "127.0.0.1:0", "--alarm-http", "127.0.0.1:0")
-	select {
-	case <-second.exited:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the second binlake up on the same data folder kept running")
-	}
+	first := startServing(t, "first", "--data", dir, "--node", "first", "--judge-http", "127.0.0.1:0", "--alarm-http", "127.0.0.1:0")
+	second := startBinary(t, "second", "--data", dir, "--node", "second", "--judge-http", "127.0.0.1:0", "--alarm-http", "127.0.0.1:0")
+	err := second.Wait(t, 60*time.Second)
 	var ee *exec.ExitError
-	if !errors.As(second.err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("second binlake up: %v, want exit status 1", second.err)
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("second binlake up: %v, want exit status 1", err)
 	}
-	msg := second.stderr.String()
-	for _, want := range []string{"data folder in use", dir, fmt.Sprintf("pid %d", first.cmd.Process.Pid), "--data"} {
+	msg := second.Output()
+	for _, want := range []string{"data folder in use", dir, fmt.Sprintf("pid %d", first.Pid()), "--data"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the second's error lacks %q:\n%s", want, msg)
 		}

@@ -22,7 +22,7 @@ var (
 
 // BinlakeBinary returns the path of a binlake binary built from this tree, building it
 // on the first call of the test process (or $BINLAKE_TEST_BIN when set). A package whose
-// tests call it removes the build with RemoveBinlakeBinary in its TestMain.
+// tests call it has RunRemovingBinlake as its TestMain, which removes the build.
 func BinlakeBinary(t testing.TB) string {
 	t.Helper()
 	if b := os.Getenv(BinlakeEnv); b != "" {
@@ -56,8 +56,15 @@ func buildBinlake() (string, error) {
 	return dir, nil
 }
 
-// RemoveBinlakeBinary deletes the binary BinlakeBinary built, if any.
-func RemoveBinlakeBinary() {
+// RunRemovingBinlake is the TestMain of a package whose tests call BinlakeBinary: it runs
+// the tests, deletes the binary BinlakeBinary built, if any, and exits with their status.
+func RunRemovingBinlake(m *testing.M) {
+	code := m.Run()
+	removeBinlakeBinary()
+	os.Exit(code)
+}
+
+func removeBinlakeBinary() {
 	binMu.Lock()
 	defer binMu.Unlock()
 	if binDir != "" {

@@ -82,12 +82,41 @@ func (p *Proc) Stop() {
 	}
 }
 
+// Signal sends sig to the process, for a test of how it reacts to one.
+func (p *Proc) Signal(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %v to %s: %v", sig, p.Name, err)
+	}
+}
+
+// Wait waits up to d for the process to end and returns how it ended (nil for exit
+// status 0); it fails the test if the process still runs after d.
+func (p *Proc) Wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(d):
+		t.Fatalf("%s still runs after %v\n%s", p.Name, d, p.tail(30))
+		return nil
+	}
+}
+
+// Pid is the process's id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Output is everything the process printed so far, standard output and error together.
+func (p *Proc) Output() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
+}
+
 // Exited returns an error, with the process's output, if it ended on its own.
 func (p *Proc) Exited() error {
 	select {
 	case <-p.done:
-		b, _ := os.ReadFile(p.log)
-		return fmt.Errorf("%s exited: %v\n%s", p.Name, p.err, b)
+		return fmt.Errorf("%s exited: %v\n%s", p.Name, p.err, p.Output())
 	default:
 		return nil
 	}
@@ -101,8 +130,7 @@ func (p *Proc) WaitOutput(t *testing.T, re *regexp.Regexp, d time.Duration) []st
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		b, _ := os.ReadFile(p.log)
-		for _, line := range strings.Split(string(b), "\n") {
+		for _, line := range strings.Split(p.Output(), "\n") {
 			if m := re.FindStringSubmatch(line); m != nil {
 				return m
 			}
@@ -118,7 +146,6 @@ func (p *Proc) WaitOutput(t *testing.T, re *regexp.Regexp, d time.Duration) []st
 }
 
 func (p *Proc) tail(n int) string {
-	b, _ := os.ReadFile(p.log)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	lines := strings.Split(strings.TrimSpace(p.Output()), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

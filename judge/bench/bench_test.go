@@ -10,11 +10,7 @@ import (
 	"github.com/binlake/binlake/judge/store"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.RemoveBinlakeBinary()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.RunRemovingBinlake(m) }
 
 // validOptions are the defaults with an executable that exists: the test binary.
 func validOptions(t *testing.T) Options {

@@ -11,27 +11,42 @@ import (
 )
 
 // TestBufferedRejectsWhenFull: by default a write that does not fit is refused whole,
-// counted, and nothing queued is dropped.
+// counted, and nothing queued is dropped. The writers take batches off the queue while
+// the store is down (and keep them for their retries), so how much fits before the
+// queue is full depends on when they run: the test writes until the first refusal,
+// which must come once the queue and the writers' batches hold all they can.
 func TestBufferedRejectsWhenFull(t *testing.T) {
-	db := openSQLite(t)
-	o := &outage{Store: db}
-	o.down.Store(true)
-	b := store.NewBuffered(o, fastOpts(100))
+	db, o := downSQLite(t)
+	opts := fastOpts(100)
+	opts.Writers = 2
+	b := store.NewBuffered(o, opts)
 	defer b.Close()
 	ctx := context.Background()
 	if err := b.Write(ctx, points("w1", 0, 80)); err != nil {
 		t.Fatalf("write: %v", err)
 	}
-	if err := b.Write(ctx, points("w1", 80, 30)); !errors.Is(err, store.ErrFull) {
-		t.Fatalf("write past capacity: %v, want ErrFull", err)
+	accepted := 80
+	// At most Capacity queued plus up to twice MaxBatch per writer in flight.
+	limit := opts.Capacity + 2*opts.MaxBatch*opts.Writers
+	for {
+		err := b.Write(ctx, points("w1", accepted, 30))
+		if errors.Is(err, store.ErrFull) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		if accepted += 30; accepted > limit {
+			t.Fatalf("%d points accepted while the store is down, more than the %d the buffer can hold", accepted, limit)
+		}
 	}
-	if c := b.Counters(); c.Rejected != 30 || c.Dropped != 0 || c.Buffered != 80 {
-		t.Fatalf("counters %+v, want 30 rejected, none dropped, 80 buffered", c)
+	if c := b.Counters(); c.Rejected != 30 || c.Dropped != 0 || c.Buffered != int64(accepted) {
+		t.Fatalf("counters %+v, want 30 rejected, none dropped, %d buffered", c, accepted)
 	}
 	o.down.Store(false)
 	flush(t, b)
-	if st := count(t, db, "w1"); st.Count != 80 {
-		t.Fatalf("stored %+v, want the 80 accepted points", st)
+	if st := count(t, db, "w1"); st.Count != int64(accepted) {
+		t.Fatalf("stored %+v, want the %d accepted points", st, accepted)
 	}
 }
 
@@ -39,9 +54,7 @@ func TestBufferedRejectsWhenFull(t *testing.T) {
 // WriteAcked waits instead of dropping; once the store is back every point arrives and
 // the ack comes after the last one is written.
 func TestBufferedWriteAckedWaitsForRoom(t *testing.T) {
-	db := openSQLite(t)
-	o := &outage{Store: db}
-	o.down.Store(true)
+	db, o := downSQLite(t)
 	opts := fastOpts(100)
 	opts.Writers = 1 // one batch of up to 100 in flight (twice MaxBatch): 200 buffered at most
 	b := store.NewBuffered(o, opts)
@@ -122,12 +135,7 @@ func TestBufferedDropSparesAckedPoints(t *testing.T) {
 // TestBufferedLostPointsAreNotAcked: points that Close gives up on are never acked, so
 // their source delivers them again.
 func TestBufferedLostPointsAreNotAcked(t *testing.T) {
-	o := &outage{Store: openSQLite(t)}
-	o.block.Store(true)
-	opts := fastOpts(1000)
-	opts.WriteTimeout = time.Hour // the inner Write hangs until Close gives up
-	opts.CloseTimeout = 50 * time.Millisecond
-	b := store.NewBuffered(o, opts)
+	b, o := hungBuffered(t)
 	var acks atomic.Int64
 	if err := b.WriteAcked(context.Background(), points("w1", 0, 10), func() { acks.Add(1) }); err != nil {
 		t.Fatalf("WriteAcked: %v", err)

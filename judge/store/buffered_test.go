@@ -61,6 +61,27 @@ func (o *outage) Write(ctx context.Context, pts []store.Point) error {
 // Close leaves the real store open so that the test can read what arrived.
 func (o *outage) Close() error { return nil }
 
+// downSQLite is a real store behind an outage that is down from the start.
+func downSQLite(t *testing.T) (*sqlite.Store, *outage) {
+	t.Helper()
+	db := openSQLite(t)
+	o := &outage{Store: db}
+	o.down.Store(true)
+	return db, o
+}
+
+// hungBuffered is a Buffered in front of a store whose Write hangs: nothing it takes is
+// ever written, and Close gives up on it after 50 ms.
+func hungBuffered(t *testing.T) (*store.Buffered, *outage) {
+	t.Helper()
+	o := &outage{Store: openSQLite(t)}
+	o.block.Store(true)
+	opts := fastOpts(1000)
+	opts.WriteTimeout = time.Hour // the inner Write hangs until Close gives up
+	opts.CloseTimeout = 50 * time.Millisecond
+	return store.NewBuffered(o, opts), o
+}
+
 var t0 = time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 
 func points(node string, from, n int) []store.Point {
@@ -106,9 +127,7 @@ func flush(t *testing.T, b *store.Buffered) {
 }
 
 func TestBufferedOutageThenRecovery(t *testing.T) {
-	db := openSQLite(t)
-	o := &outage{Store: db}
-	o.down.Store(true)
+	db, o := downSQLite(t)
 	b := store.NewBuffered(o, fastOpts(1000))
 	defer b.Close()
 	ctx := context.Background()
@@ -135,9 +154,7 @@ func TestBufferedOutageThenRecovery(t *testing.T) {
 }
 
 func TestBufferedDropsOldestPastCapacity(t *testing.T) {
-	db := openSQLite(t)
-	o := &outage{Store: db}
-	o.down.Store(true)
+	db, o := downSQLite(t)
 	opts := fastOpts(100)
 	opts.Overflow = store.OverflowDrop
 	b := store.NewBuffered(o, opts)
@@ -163,12 +180,7 @@ func TestBufferedDropsOldestPastCapacity(t *testing.T) {
 }
 
 func TestBufferedWriteDoesNotWaitForTheStore(t *testing.T) {
-	o := &outage{Store: openSQLite(t)}
-	o.block.Store(true)
-	opts := fastOpts(1000)
-	opts.WriteTimeout = time.Hour // the inner Write hangs until Close gives up
-	opts.CloseTimeout = 50 * time.Millisecond
-	b := store.NewBuffered(o, opts)
+	b, o := hungBuffered(t)
 	if err := b.Write(context.Background(), points("w1", 0, 10)); err != nil {
 		t.Fatalf("write: %v", err)
 	}
@@ -232,9 +244,7 @@ func TestBufferedDropsInvalidBatch(t *testing.T) {
 }
 
 func TestBufferedCloseWritesWhatIsQueued(t *testing.T) {
-	db := openSQLite(t)
-	o := &outage{Store: db}
-	o.down.Store(true)
+	db, o := downSQLite(t)
 	opts := fastOpts(10_000)
 	// Close must write everything queued; the bound only has to exceed how long that takes
 	// on a loaded machine under -race (1 s did not).
