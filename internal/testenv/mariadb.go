@@ -101,6 +101,13 @@ func (m *PrivateMariaDB) start(t testing.TB, bins map[string]string, o MariaDBOp
 	}
 	// Small InnoDB files: the datadir is written in 2 s instead of 3 and takes 22 MB.
 	small := []string{"--innodb-log-file-size=4M", "--innodb-buffer-pool-size=16M"}
+	// A temporary folder of its own: installs running at once in the shared /tmp collide
+	// on the bootstrap's temporary table files ("Unknown table 'mysql.tmp_user_sys'").
+	tmp := filepath.Join(m.Dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	small = append(small, "--tmpdir="+tmp)
 	install := exec.Command(bins["mariadb-install-db"], append(append([]string{"--no-defaults", "--datadir=" + data,
 		"--auth-root-authentication-method=normal", "--skip-test-db"}, userArg...), small...)...)
 	if b, err := install.CombinedOutput(); err != nil {

@@ -34,8 +34,14 @@ func startMariaDBWithoutBinlog(t *testing.T) string {
 	if os.Getuid() == 0 {
 		asRoot = []string{"--user=root"} // mariadbd refuses root unless told
 	}
+	// A temporary folder of its own: installs running at once in the shared /tmp collide
+	// on the bootstrap's temporary table files.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	install := exec.Command("mariadb-install-db", append([]string{"--no-defaults", "--datadir=" + data,
-		"--auth-root-authentication-method=normal", "--skip-test-db"}, asRoot...)...)
+		"--auth-root-authentication-method=normal", "--skip-test-db", "--tmpdir=" + tmp}, asRoot...)...)
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
