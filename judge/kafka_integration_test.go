@@ -36,7 +36,8 @@ func TestJudgeKafkaIntegration(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { pub.Close() })
 	// The group joins asynchronously and starts at the newest offset, so publish until the
-	// judge has seen both nodes, as agents do every tick.
+	// judge has seen both nodes and the garbage (three partitions: each message's own
+	// partition may be consumed later than the others'), as agents do every tick.
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		now := time.Now().UTC()
@@ -46,11 +47,13 @@ func TestJudgeKafkaIntegration(t *testing.T) {
 			bus.Message{Topic: topic, Key: []byte("wave-k2"), Value: encode(t, load("wave-k2", now, 25, 40))},
 		))
 		_, body := get(t, base+"/v1/nodes")
-		if strings.Contains(body, `"node":"wave-k1"`) && strings.Contains(body, `"node":"wave-k2"`) {
+		_, m := get(t, base+"/metrics")
+		if strings.Contains(body, `"node":"wave-k1"`) && strings.Contains(body, `"node":"wave-k2"`) &&
+			strings.Contains(m, `binlake_judge_decode_errors_total{source="bus"}`) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the judge did not see both nodes through Kafka: %s", body)
+			t.Fatalf("the judge did not see both nodes and count the garbage message through Kafka: %s", body)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
