@@ -7,10 +7,13 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/binlake/binlake/internal/httpload"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -110,14 +113,52 @@ func reportLatencies(b *testing.B, lats []time.Duration) {
 // live nodes: b.N requests from 8 concurrent keep-alive clients in this process. It
 // reports the latency percentiles seen by the clients, the request rate and the bytes of
 // an answer. Placements reserve capacity (and, since no node ever reports the instances,
-// pile up reservations on every node), except in the dry_run case.
+// pile up reservations on every node), except in the dry_run case. The clients are
+// httpload connections (one TCP connection each, as wrk's); client=net-http runs the
+// same load through net/http's Client, whose transport costs about as much CPU per
+// request as the judge's answer, for comparison.
 func BenchmarkPlacementHTTP(b *testing.B) {
-	for _, c := range []struct{ algo, mode, dryRun string }{
-		{"leastload", "reserve", ""}, {"leastload", "dry_run", `,"dry_run":true`},
-		{"random", "reserve", ""}, {"p2c", "reserve", ""}, {"predictive", "reserve", ""}, {"balanced", "reserve", ""},
+	type poster func(body []byte) (int, int, error) // status, answer bytes
+	clients := map[string]func(b *testing.B, base string) func() poster{
+		"httpload": func(b *testing.B, base string) func() poster {
+			host := strings.TrimPrefix(base, "http://")
+			return func() poster {
+				c, err := httpload.Dial(host, 10*time.Second)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { c.Close() })
+				var answer []byte
+				return func(body []byte) (int, int, error) {
+					code, got, err := c.Post("/v1/placement", body, answer[:0])
+					answer = got
+					return code, len(got), err
+				}
+			}
+		},
+		"net-http": func(b *testing.B, base string) func() poster {
+			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+			return func() poster {
+				return func(body []byte) (int, int, error) {
+					resp, err := hc.Post(base+"/v1/placement", "application/json", bytes.NewReader(body))
+					if err != nil {
+						return 0, 0, err
+					}
+					n, err := io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					return resp.StatusCode, int(n), err
+				}
+			}
+		},
+	}
+	for _, c := range []struct{ algo, mode, dryRun, client string }{
+		{"leastload", "reserve", "", "httpload"}, {"leastload", "dry_run", `,"dry_run":true`, "httpload"},
+		{"leastload", "dry_run", `,"dry_run":true`, "net-http"},
+		{"random", "reserve", "", "httpload"}, {"p2c", "reserve", "", "httpload"},
+		{"predictive", "reserve", "", "httpload"}, {"balanced", "reserve", "", "httpload"},
 	} {
 		algo, dryRun := c.algo, c.dryRun
-		b.Run(algo+"/"+c.mode+"/nodes=1000", func(b *testing.B) {
+		b.Run(algo+"/"+c.mode+"/client="+c.client+"/nodes=1000", func(b *testing.B) {
 			base, j := readyJudgeB(b, Options{Store: openStoreB(b), Algorithm: algo, SnapshotEvery: DefaultSnapshotEvery})
 			now := time.Now()
 			for i := range 1000 {
@@ -128,24 +169,22 @@ func BenchmarkPlacementHTTP(b *testing.B) {
 			if err := j.buf.Refresh(context.Background()); err != nil {
 				b.Fatal(err)
 			}
-			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+			newPoster := clients[c.client](b, base)
 			body := []byte(`{"instance":"orders","exclude":["wave-0001"]` + dryRun + `}`)
-			var size int
-			call := func() (time.Duration, error) {
+			var size atomic.Int64
+			call := func(post poster) (time.Duration, error) {
 				start := time.Now()
-				resp, err := client.Post(base+"/v1/placement", "application/json", bytes.NewReader(body))
+				code, n, err := post(body)
 				if err != nil {
 					return 0, err
 				}
-				n, err := io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					return 0, fmt.Errorf("status %d", resp.StatusCode)
+				if code != http.StatusOK {
+					return 0, fmt.Errorf("status %d", code)
 				}
-				size = int(n)
-				return time.Since(start), err
+				size.Store(int64(n))
+				return time.Since(start), nil
 			}
-			if _, err := call(); err != nil {
+			if _, err := call(newPoster()); err != nil {
 				b.Fatalf("placement before timing: %v", err)
 			}
 			const clients = 8
@@ -159,31 +198,38 @@ func BenchmarkPlacementHTTP(b *testing.B) {
 				next <- struct{}{}
 			}
 			close(next)
+			posters := make([]poster, clients)
+			for i := range posters {
+				posters[i] = newPoster()
+			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			start := time.Now()
-			for range clients {
+			for _, post := range posters {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					mine := make([]time.Duration, 0, b.N/clients+1)
+					defer func() { mu.Lock(); lats = append(lats, mine...); mu.Unlock() }()
 					for range next {
-						d, err := call()
+						d, err := call(post)
 						if err != nil {
 							b.Error(err)
 							return
 						}
-						mu.Lock()
-						lats = append(lats, d)
-						mu.Unlock()
+						mine = append(mine, d)
 					}
 				}()
 			}
 			wg.Wait()
 			elapsed := time.Since(start)
 			b.StopTimer()
+			if len(lats) != b.N {
+				b.Fatalf("%d of %d placements answered", len(lats), b.N)
+			}
 			reportLatencies(b, lats)
 			b.ReportMetric(float64(len(lats))/elapsed.Seconds(), "req/s")
-			b.ReportMetric(float64(size), "bytes/answer")
+			b.ReportMetric(float64(size.Load()), "bytes/answer")
 		})
 	}
 }
