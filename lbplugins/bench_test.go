@@ -36,6 +36,25 @@ func BenchmarkDecide(b *testing.B) {
 			})
 		}
 	}
+	// Reservations pending on every node: the judge under a burst of placements faster
+	// than the nodes report their instances (BenchmarkPlacementHTTP's reserve case).
+	for _, n := range []int{1000, 5000} {
+		p, _ := lbplugins.New("leastload", lbplugins.Settings{Seed: 1})
+		snap := lbplugins.NewSnapshot(cluster.Random(n, 1), filters, cluster.Now, p)
+		rv := lbplugins.NewReserved(snap)
+		for i := range n {
+			rv.Add(i, int32(1+i%40))
+		}
+		req := lbplugins.Request{Instance: "orders", Exclude: []string{"wave-0001"}, Reserved: rv}
+		b.Run(fmt.Sprintf("leastload/reserved=all/nodes=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := snap.Decide(p, req, cluster.Now); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	for _, n := range []int{1000, 5000} {
 		nodes := cluster.Random(n, 1)
 		ps := make([]lbplugins.Plugin, 0, len(lbplugins.Names()))

@@ -255,22 +255,10 @@ func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error
 	nowNs := now.UnixNano()
 	var anyMask uint8
 	oldest := -1
-	for i := range s.Views {
-		// The common case inline: a live node with data under its thresholds.
-		if !r.excluded[i] && s.lastSeen[i] != 0 && nowNs <= s.staleAt[i] && s.over[i] == 0 &&
-			(pf.reads == 0 || s.reports[i]&pf.reads != 0) && pf.data == nil && pf.node == nil {
-			r.pass(i, &anyMask, &oldest)
-			continue
-		}
-		why, pluginReason := r.filter(i, nowNs, pf)
-		if why != passed {
-			d.FilteredBy.add(why)
-			if req.ExplainAll {
-				d.Filtered = append(d.Filtered, Filtered{Node: s.Views[i].Node, Reason: r.reason(i, why, pluginReason, now)})
-			}
-			continue
-		}
-		r.pass(i, &anyMask, &oldest)
+	if s.likely.fits(pf, nowNs, req.ExplainAll) && !slowFilters {
+		oldest, anyMask = r.passLikely(nowNs, pf, &d.FilteredBy)
+	} else {
+		oldest, anyMask = r.passEach(now, pf, &d)
 	}
 	if len(r.Cands) == 0 {
 		return d, r.noCandidates(now, pf)
@@ -389,4 +377,30 @@ func clampScore(v float64) float64 {
 		return 100
 	}
 	return v
+}
+
+// passEach runs the filters over every node, one by one: Decide's general path. It
+// returns the oldest candidate (-1 when none) and the resources the candidates report.
+func (r *Round) passEach(now time.Time, pf filters, d *Decision) (int, uint8) {
+	s, nowNs := r.Snap, now.UnixNano()
+	var anyMask uint8
+	oldest := -1
+	for i := range s.Views {
+		// The common case inline: a live node with data under its thresholds.
+		if !r.excluded[i] && s.lastSeen[i] != 0 && nowNs <= s.staleAt[i] && s.over[i] == 0 &&
+			(pf.reads == 0 || s.reports[i]&pf.reads != 0) && pf.data == nil && pf.node == nil {
+			r.pass(i, &anyMask, &oldest)
+			continue
+		}
+		why, pluginReason := r.filter(i, nowNs, pf)
+		if why != passed {
+			d.FilteredBy.add(why)
+			if r.Req.ExplainAll {
+				d.Filtered = append(d.Filtered, Filtered{Node: s.Views[i].Node, Reason: r.reason(i, why, pluginReason, now)})
+			}
+			continue
+		}
+		r.pass(i, &anyMask, &oldest)
+	}
+	return oldest, anyMask
 }

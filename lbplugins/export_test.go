@@ -26,3 +26,10 @@ func Composites(s *Snapshot, req Request, w Weights) (all, each []uint64) {
 	}
 	return all, each
 }
+
+// SlowFilters makes Decide run its filters node by node until the returned func is
+// called (not safe alongside other decisions).
+func SlowFilters() (undo func()) {
+	slowFilters = true
+	return func() { slowFilters = false }
+}

@@ -279,17 +279,20 @@ func (r *Round) compositeEach(sc *Scope, w *Weights, pending bool, out []float64
 // compositePending is compositeEach's loop for one resource when reservations are
 // pending on many candidates: every level is raised by its node's pending instances.
 func (r *Round) compositePending(res int, coef, maxRel float64, out []float64) {
-	kind, raw, demand := r.Snap.kind[res], r.Snap.raw[res], r.Snap.demand[res]
-	for k, i := range r.Cands {
-		kd := kind[i]
-		if kd == kindMissing {
-			continue // full: its contribution is 0
-		}
+	// Locals, so that the loop keeps them in registers (stores into out could alias r's
+	// fields otherwise), and out's length proven once.
+	kind, raw, pend, demand := r.Snap.kind[res], r.Snap.raw[res], r.pend, r.Snap.demand[res]
+	cands := r.Cands
+	out = out[:len(cands)]
+	for k, i := range cands {
 		v := raw[i]
-		if p := r.pend[i]; p != 0 {
+		if p := pend[i]; p != 0 {
 			v += p * demand
 		}
-		if kd == kindRel {
+		switch kind[i] {
+		case kindMissing:
+			continue // full: its contribution is 0
+		case kindRel:
 			v /= maxRel
 		}
 		out[k] += coef * (1 - clamp01(v))

@@ -68,6 +68,7 @@ type Snapshot struct {
 	raw        [numRes][]float64
 	free       [numRes][]float64 // 1 − usage of an absolute resource; 0 when not reported
 	demand     [numRes]float64
+	likely     likelySet
 	prepared   map[string]any
 }
 
@@ -100,6 +101,7 @@ func NewSnapshot(nodes []*NodeView, f Filters, builtAt time.Time, plugins ...Plu
 	}
 	s.fillDemand()
 	s.fillByLevel()
+	s.fillLikely()
 	for _, p := range plugins {
 		s.prepared[p.Name()] = p.Prepare(s)
 	}
