@@ -306,16 +306,19 @@ func (r *Round) best(req Request) []int {
 		k = DefaultTopK
 	}
 	k = min(k, MaxTopK)
+	// full and last (the k-th best's final score) are kept in locals: this loop visits
+	// every candidate, and most leave at the first test.
+	final, full, last := r.final, false, 0.0
 	for c, v := range r.Scores {
-		n := len(r.order)
 		v = clampScore(v)
 		// Rounding moves a score by at most 0.005: one that far below the k-th best
 		// cannot enter, and most candidates leave here without being rounded.
-		if n == k && v+0.006 < r.final[r.order[n-1]] {
+		if full && v+0.006 < last {
 			continue
 		}
-		r.final[c] = round2(v)
-		if n == k && r.better(c, r.order[n-1]) >= 0 {
+		final[c] = round2(v)
+		n := len(r.order)
+		if full && r.better(c, r.order[n-1]) >= 0 {
 			continue
 		}
 		if n < k {
@@ -325,6 +328,9 @@ func (r *Round) best(req Request) []int {
 		}
 		for j := len(r.order) - 1; j > 0 && r.better(r.order[j], r.order[j-1]) < 0; j-- {
 			r.order[j], r.order[j-1] = r.order[j-1], r.order[j]
+		}
+		if len(r.order) == k {
+			full, last = true, final[r.order[k-1]]
 		}
 	}
 	return r.order
