@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/binlake/binlake/internal/httpload"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -79,20 +81,43 @@ func (c *client) sendBatch(ctx context.Context, b metric.Batch, scratch *bytes.B
 // errNoNode is a 200 answer to a placement without a node.
 var errNoNode = errors.New(`placement answer without "node"`)
 
+// placeConn is one placement client's keep-alive connection. The placement load goes
+// through httpload rather than net/http's Client: the bench shares the machine with the
+// judge, and the Client's transport took as much CPU per request as the judge's answer.
+type placeConn struct {
+	c      *httpload.Conn
+	answer []byte
+}
+
+func dialPlacement(base string) (*placeConn, error) {
+	c, err := httpload.Dial(strings.TrimPrefix(base, "http://"), 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &placeConn{c: c}, nil
+}
+
 // place posts one placement request and returns the answer's size. With check it
 // decodes the answer and requires a node: only "node" is relied on, as the rest of
 // the answer's shape is the judge's to change.
-func (c *client) place(ctx context.Context, body []byte, check bool, answer *bytes.Buffer) (int, error) {
-	if err := c.post(ctx, "/v1/placement", body, http.StatusOK, answer); err != nil {
+func (p *placeConn) place(body []byte, check bool) (int, error) {
+	code, answer, err := p.c.Post("/v1/placement", body, p.answer[:0])
+	p.answer = answer
+	if err != nil {
 		return 0, err
+	}
+	if code != http.StatusOK {
+		return 0, &statusError{code: code, body: string(bytes.TrimSpace(answer[:min(len(answer), 300)]))}
 	}
 	if check {
 		var a struct {
 			Node string `json:"node"`
 		}
-		if err := json.Unmarshal(answer.Bytes(), &a); err != nil || a.Node == "" {
-			return answer.Len(), fmt.Errorf("%w: %.200s", errNoNode, answer.String())
+		if err := json.Unmarshal(answer, &a); err != nil || a.Node == "" {
+			return len(answer), fmt.Errorf("%w: %.200s", errNoNode, answer)
 		}
 	}
-	return answer.Len(), nil
+	return len(answer), nil
 }
+
+func (p *placeConn) close() { p.c.Close() }

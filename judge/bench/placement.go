@@ -95,13 +95,16 @@ func runPlacement(ctx context.Context, o Options, j *judgeProc) (*Result, error)
 	}
 	fmt.Fprintf(out, "seeded %d nodes (%d points each, interval %s) in %s\n", o.Nodes, per, interval, time.Since(t0).Round(time.Millisecond))
 
-	pc := newClient(j.base, o.Concurrency)
 	bodies := make([][]byte, 64)
 	for i := range bodies {
 		bodies[i], _ = json.Marshal(map[string]string{"instance": fmt.Sprintf("bench-orders-%02d", i), "algorithm": o.Algorithm})
 	}
-	var scratch bytes.Buffer
-	if _, err := pc.place(ctx, bodies[0], true, &scratch); err != nil {
+	first, err := dialPlacement(j.base)
+	if err == nil {
+		_, err = first.place(bodies[0], true)
+		first.close()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("bench judge: first placement: %w", err)
 	}
 
@@ -112,7 +115,7 @@ func runPlacement(ctx context.Context, o Options, j *judgeProc) (*Result, error)
 	go func() { defer close(ingDone); ing.run(ictx) }()
 
 	fmt.Fprintf(out, "placing with %d clients for %s (algorithm %s), ingest %d points/s meanwhile\n", o.Concurrency, o.Duration, o.Algorithm, o.IngestRate)
-	pl := &placer{c: pc, bodies: bodies, res: PlacementResult{Nodes: o.Nodes, Clients: o.Concurrency, Algorithm: o.Algorithm, Errors: map[string]int64{}}}
+	pl := &placer{base: j.base, bodies: bodies, res: PlacementResult{Nodes: o.Nodes, Clients: o.Concurrency, Algorithm: o.Algorithm, Errors: map[string]int64{}}}
 	cpu0, cerr0 := j.cpu()
 	bcpu0 := benchCPU()
 	start := time.Now()
@@ -153,7 +156,7 @@ func runPlacement(ctx context.Context, o Options, j *judgeProc) (*Result, error)
 // placer is the placement load: closed-loop clients, each keeping its own latencies
 // and error counts until the end, merged into res then.
 type placer struct {
-	c       *client
+	base    string
 	bodies  [][]byte
 	answers atomic.Int64 // for progress lines
 
@@ -174,11 +177,18 @@ func (p *placer) run(ctx context.Context, clients int, end time.Time) {
 				mine   = make([]time.Duration, 0, 4096)
 				errs   = map[string]int64{}
 				bytesN int64
-				answer bytes.Buffer
 			)
+			conn, err := dialPlacement(p.base)
+			if err != nil {
+				p.mu.Lock()
+				p.res.Errors[errorKey(err)]++
+				p.mu.Unlock()
+				return
+			}
+			defer conn.close()
 			for n := 0; time.Now().Before(end) && ctx.Err() == nil; n++ {
 				t := time.Now()
-				size, err := p.c.place(ctx, p.bodies[(c+n)%len(p.bodies)], n%checkEvery == 0, &answer)
+				size, err := conn.place(p.bodies[(c+n)%len(p.bodies)], n%checkEvery == 0)
 				if err != nil {
 					if ctx.Err() == nil {
 						errs[errorKey(err)]++
