@@ -85,8 +85,13 @@ type capture struct {
 	inTxn   bool
 	txGTID  string
 	pending *rowsBatch // the last rows event, held back to flag the transaction's last row
+	spans   []msgSpan  // flush's scratch
 	txGSet  mysql.GTIDSet
 }
+
+// msgSpan is one message of a rows event in flush's arena: a subscription's key and
+// the row's value.
+type msgSpan struct{ sub, kStart, kEnd, vStart, vEnd int }
 
 // rowsBatch is a rows event decoded but not yet encoded.
 type rowsBatch struct {
@@ -419,7 +424,10 @@ func (c *capture) flush(ctx context.Context, commit bool, xid uint64) error {
 		step = 2
 	}
 	it := item{ts: b.meta.TS}
-	var buf []byte
+	// Every key and value of the event goes into one arena, sliced once it is complete:
+	// one allocation per event instead of two per row and subscription.
+	var arena []byte
+	spans := c.spans[:0]
 	for i := 0; i+step <= len(b.rows); i += step {
 		var before, after []any
 		switch b.typ {
@@ -434,28 +442,36 @@ func (c *capture) flush(ctx context.Context, commit bool, xid uint64) error {
 		if commit && i+step >= len(b.rows) {
 			m.Commit, m.XID = true, xid
 		}
+		vStart := len(arena)
 		var err error
-		buf, err = EncodeRow(buf[:0], b.t, b.typ, m, before, after)
+		arena, err = EncodeRow(arena, b.t, b.typ, m, before, after)
 		if err != nil {
 			return &fatalError{fmt.Errorf("encode row of %s.%s at %s:%d: %w", b.t.Database, b.t.Name, m.File, m.Pos, err)}
 		}
+		vEnd := len(arena)
 		image := after
 		if image == nil {
 			image = before
 		}
-		value := bytes.Clone(buf)
 		for _, si := range b.subs {
 			sub := c.filter.Subscription(si)
-			key := AppendKey(nil, b.t, sub.PartitionBy, image)
-			if err := c.checkSize(key, value, b, m); err != nil {
+			kStart := len(arena)
+			arena = AppendKey(arena, b.t, sub.PartitionBy, image)
+			if err := c.checkSize(arena[kStart:], arena[vStart:vEnd], b, m); err != nil {
+				arena = arena[:kStart]
 				if errors.Is(err, errSkip) {
 					continue
 				}
 				return err
 			}
-			it.msgs = append(it.msgs, bus.Message{Topic: sub.Topic, Key: key, Value: value})
-			it.bytes += len(key) + len(value)
+			spans = append(spans, msgSpan{sub: si, kStart: kStart, kEnd: len(arena), vStart: vStart, vEnd: vEnd})
 		}
+	}
+	c.spans = spans
+	for _, sp := range spans {
+		key, value := arena[sp.kStart:sp.kEnd:sp.kEnd], arena[sp.vStart:sp.vEnd:sp.vEnd]
+		it.msgs = append(it.msgs, bus.Message{Topic: c.filter.Subscription(sp.sub).Topic, Key: key, Value: value})
+		it.bytes += len(key) + len(value)
 	}
 	if len(it.msgs) == 0 {
 		return nil

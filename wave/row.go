@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
@@ -102,31 +104,80 @@ func EncodeRow(dst []byte, t *Table, typ string, m Meta, before, after []any) ([
 		return dst, err
 	}
 	if before != nil && after != nil {
-		dst = append(dst, `,"old":{`...)
-		n := 0
-		var a, b []byte
-		for i := range t.Columns {
-			c := &t.Columns[i]
-			if a, err = appendValue(a[:0], c, after[i]); err != nil {
-				return dst, err
-			}
-			if b, err = appendValue(b[:0], c, before[i]); err != nil {
-				return dst, err
-			}
-			if bytes.Equal(a, b) {
-				continue
-			}
-			if n > 0 {
-				dst = append(dst, ',')
-			}
-			n++
-			dst = jsonenc.AppendString(dst, c.Name)
-			dst = append(dst, ':')
-			dst = append(dst, b...)
+		if dst, err = appendOld(dst, t, before, after); err != nil {
+			return dst, err
 		}
-		dst = append(dst, '}')
 	}
 	return append(dst, '}'), nil
+}
+
+// appendOld appends the "old" object of an update: the columns whose value changed,
+// with their value before. Values are compared as go-mysql decoded them; JSON
+// documents, whose text may differ in spacing only, by their encoding.
+func appendOld(dst []byte, t *Table, before, after []any) ([]byte, error) {
+	dst = append(dst, `,"old":{`...)
+	n := 0
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		same, err := sameValue(c, before[i], after[i])
+		if err != nil {
+			return dst, err
+		}
+		if same {
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		if dst, err = appendField(dst, c, before[i]); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// scratchPool holds the buffers sameValue encodes JSON documents into.
+var scratchPool = sync.Pool{New: func() any { return new([2][]byte) }}
+
+// sameValue reports whether a column's two values encode alike.
+func sameValue(c *Column, x, y any) (bool, error) {
+	if c.Type != mysql.MYSQL_TYPE_JSON && !c.JSON {
+		switch a := x.(type) {
+		case nil:
+			return y == nil, nil
+		case []byte:
+			b, ok := y.([]byte)
+			return ok && bytes.Equal(a, b), nil
+		case string, int8, int16, int32, int64, int, uint8, uint16, uint32, uint64:
+			return x == y, nil
+		}
+	}
+	if xb, ok := rawBytes(x); ok {
+		if yb, ok := rawBytes(y); ok && bytes.Equal(xb, yb) {
+			return true, nil // the same text encodes alike
+		}
+	}
+	s := scratchPool.Get().(*[2][]byte)
+	defer scratchPool.Put(s)
+	var err error
+	if s[0], err = appendValue(s[0][:0], c, x); err != nil {
+		return false, err
+	}
+	if s[1], err = appendValue(s[1][:0], c, y); err != nil {
+		return false, err
+	}
+	return bytes.Equal(s[0], s[1]), nil
+}
+
+func rawBytes(v any) ([]byte, bool) {
+	switch b := v.(type) {
+	case []byte:
+		return b, true
+	case string:
+		return bytesOf(b), true
+	}
+	return nil, false
 }
 
 // EncodeDDL appends the JSON message of a DDL statement to dst.
@@ -300,16 +351,27 @@ func appendSet(dst []byte, c *Column, x int64) []byte {
 	if len(c.Set) == 0 {
 		return strconv.AppendUint(dst, uint64(x), 10)
 	}
-	var b strings.Builder
+	dst = append(dst, '"')
+	first := true
 	for i, name := range c.Set {
-		if i < 64 && uint64(x)&(1<<uint(i)) != 0 {
-			if b.Len() > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(name)
+		if i >= 64 || uint64(x)&(1<<uint(i)) == 0 {
+			continue
 		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendStringBody(dst, name)
 	}
-	return jsonenc.AppendString(dst, b.String())
+	return append(dst, '"')
+}
+
+// appendStringBody appends s escaped as the inside of a JSON string (no quotes).
+func appendStringBody(dst []byte, s string) []byte {
+	at := len(dst)
+	dst = jsonenc.AppendString(dst, s)
+	copy(dst[at:], dst[at+1:len(dst)-1])
+	return dst[:len(dst)-2]
 }
 
 // appendText encodes values go-mysql hands over as strings: decimals, temporal values,
@@ -319,20 +381,20 @@ func appendText(dst []byte, c *Column, s string) []byte {
 	case mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_DECIMAL:
 		return jsonenc.AppendString(dst, s) // exact: never through float64
 	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
-		return jsonenc.AppendString(dst, strings.Replace(s, " ", "T", 1))
+		return appendTemporal(dst, s, "")
 	case mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIMESTAMP2:
 		if strings.HasPrefix(s, "0000-00-00") {
-			return jsonenc.AppendString(dst, strings.Replace(s, " ", "T", 1))
+			return appendTemporal(dst, s, "")
 		}
-		return jsonenc.AppendString(dst, strings.Replace(s, " ", "T", 1)+"Z") // rendered in UTC
+		return appendTemporal(dst, s, "Z") // rendered in UTC
 	case mysql.MYSQL_TYPE_JSON:
-		return appendJSONDoc(dst, []byte(s))
+		return appendJSONDoc(dst, bytesOf(s))
 	}
 	if c.JSON {
-		return appendJSONDoc(dst, []byte(s))
+		return appendJSONDoc(dst, bytesOf(s))
 	}
 	if c.Binary {
-		return appendBase64(dst, []byte(s))
+		return appendBase64(dst, bytesOf(s))
 	}
 	return jsonenc.AppendString(dst, s)
 }
@@ -347,26 +409,39 @@ func appendBytes(dst []byte, c *Column, b []byte) []byte {
 	return jsonenc.AppendString(dst, string(b))
 }
 
+// appendTemporal appends go-mysql's "2006-01-02 15:04:05[.frac]" as an ISO 8601
+// string, its first space a 'T', with suffix after it.
+func appendTemporal(dst []byte, s, suffix string) []byte {
+	at := len(dst)
+	dst = jsonenc.AppendString(dst, s) // digits and separators: nothing to escape
+	if i := bytes.IndexByte(dst[at:], ' '); i >= 0 {
+		dst[at+i] = 'T'
+	}
+	if suffix != "" {
+		dst = append(dst[:len(dst)-1], suffix...)
+		dst = append(dst, '"')
+	}
+	return dst
+}
+
+// bytesOf is s's bytes without a copy, for readers that do not keep or change them
+// (the JSON validator and base64): go-mysql hands some columns over as strings.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
 // appendJSONDoc embeds a JSON column's document as JSON. An empty document (what MySQL
 // stores for an invalid insert in non-strict mode) is null; text that is not valid JSON
 // is kept as a string instead of corrupting the message.
 func appendJSONDoc(dst []byte, b []byte) []byte {
 	b = bytes.TrimSpace(b)
-	switch {
-	case len(b) == 0:
+	if len(b) == 0 {
 		return append(dst, "null"...)
-	case json.Valid(b):
-		return appendCompactJSON(dst, b)
 	}
-	return jsonenc.AppendString(dst, string(b))
-}
-
-func appendCompactJSON(dst []byte, b []byte) []byte {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
+	// Compact validates as it goes and appends nothing on an error: one pass.
+	buf := bytes.NewBuffer(dst)
+	if err := json.Compact(buf, b); err != nil {
 		return jsonenc.AppendString(dst, string(b))
 	}
-	return append(dst, buf.Bytes()...)
+	return buf.Bytes()
 }
 
 func appendBase64(dst []byte, b []byte) []byte {

@@ -63,6 +63,8 @@ func TestAppendValue(t *testing.T) {
 		{"enum without metadata", col(mysql.MYSQL_TYPE_ENUM), int64(3), `3`},
 		{"set", Column{Name: "c", Type: mysql.MYSQL_TYPE_SET, Set: []string{"x", "y", "z"}}, int64(5), `"x,z"`},
 		{"set empty", Column{Name: "c", Type: mysql.MYSQL_TYPE_SET, Set: []string{"x"}}, int64(0), `""`},
+		{"set names escaped", Column{Name: "c", Type: mysql.MYSQL_TYPE_SET, Set: []string{`a"b`, "x", "t\tab"}}, int64(5), `"a\"b,t\tab"`},
+		{"datetime without time part", col(mysql.MYSQL_TYPE_DATETIME2), "2024-01-02", `"2024-01-02"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,6 +127,43 @@ func TestEncodeRow(t *testing.T) {
 			}
 			if string(got) != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEncodeUpdateOld: "old" lists a column when its encoding changed, whatever form
+// go-mysql gave the values in, and not when only a JSON document's spacing did.
+func TestEncodeUpdateOld(t *testing.T) {
+	tb := &Table{Database: "shop", Name: "t", PK: []int{0}, Columns: []Column{
+		{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true},
+		{Name: "doc", Type: mysql.MYSQL_TYPE_BLOB, JSON: true},
+		{Name: "raw", Type: mysql.MYSQL_TYPE_BLOB, Binary: true},
+		{Name: "f", Type: mysql.MYSQL_TYPE_DOUBLE},
+	}}
+	tests := []struct {
+		name          string
+		before, after []any
+		want          string
+	}{
+		{"nothing changed", []any{int32(1), []byte(`{"a":1}`), []byte{1}, 1.5}, []any{int32(1), []byte(`{"a":1}`), []byte{1}, 1.5}, `{}`},
+		{"json spacing only", []any{int32(1), []byte(`{"a": 1}`), []byte{1}, 1.5}, []any{int32(1), []byte(`{"a":1}`), []byte{1}, 1.5}, `{}`},
+		{"json changed", []any{int32(1), []byte(`{"a": 1}`), []byte{1}, 1.5}, []any{int32(1), `{"a":2}`, []byte{1}, 1.5}, `{"doc":{"a":1}}`},
+		{"bytes and null", []any{int32(1), nil, []byte{1}, nil}, []any{int32(1), []byte(`{}`), []byte{2}, 2.5}, `{"doc":null,"raw":"AQ==","f":null}`},
+		{"float", []any{int32(1), nil, nil, 1.5}, []any{int32(1), nil, nil, 1.25}, `{"f":1.5}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := EncodeRow(nil, tb, TypeUpdate, Meta{}, tc.before, tc.after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var msg struct{ Old json.RawMessage }
+			if err := json.Unmarshal(got, &msg); err != nil {
+				t.Fatalf("%v: %s", err, got)
+			}
+			if string(msg.Old) != tc.want {
+				t.Errorf("old %s, want %s (message %s)", msg.Old, tc.want, got)
 			}
 		})
 	}
