@@ -50,6 +50,16 @@ type Syncer interface {
 	Sync() error
 }
 
+// Partitioner is a Publisher that tells which partition of a topic a key goes to, so
+// that a caller can keep one request in flight per partition: messages to different
+// partitions need no order between them, and a key never changes partition while the
+// topic's partition count stays.
+type Partitioner interface {
+	// Partition returns the partition of topic that a message with key is written to,
+	// or -1 when the publisher spreads messages without a key.
+	Partition(ctx context.Context, topic string, key []byte) (int, error)
+}
+
 // Subscriber delivers the messages of one topic to one consumer group.
 type Subscriber interface {
 	// Subscribe delivers messages to h until ctx ends (then it returns nil) or h

@@ -53,6 +53,9 @@ type Options struct {
 	BatchTimeout time.Duration
 	// WriteTimeout bounds one produce request. 10 s.
 	WriteTimeout time.Duration
+	// Compression is the codec of produced record batches: none (the default), gzip,
+	// snappy, lz4 or zstd.
+	Compression string
 	// MaxAttempts is how often a produce request is tried on retriable errors. 5. The
 	// writer retries in the background, even after the Publish call that queued the
 	// request returned on its context: a caller that must stop writing at a known time
@@ -127,6 +130,9 @@ func (o *Options) setDefaults() error {
 	if o.ClientID == "" {
 		o.ClientID = "binlake"
 	}
+	if _, err := compressionCodec(o.Compression); err != nil {
+		return err
+	}
 	if o.BatchSize == 0 {
 		o.BatchSize = 100
 	}
@@ -178,9 +184,10 @@ type Bus struct {
 }
 
 var (
-	_ bus.Bus        = (*Bus)(nil)
-	_ bus.Publisher  = (*publisher)(nil)
-	_ bus.Subscriber = (*subscriber)(nil)
+	_ bus.Bus         = (*Bus)(nil)
+	_ bus.Publisher   = (*publisher)(nil)
+	_ bus.Partitioner = (*publisher)(nil)
+	_ bus.Subscriber  = (*subscriber)(nil)
 )
 
 // New returns a Bus for the brokers in opts. It does not connect yet: the first call
@@ -365,6 +372,7 @@ func (b *Bus) Publisher() (bus.Publisher, error) {
 		WriteTimeout:           b.opts.WriteTimeout,
 		ReadTimeout:            b.opts.WriteTimeout,
 		RequiredAcks:           kafkago.RequireAll,
+		Compression:            compression(b.opts.Compression),
 		Logger:                 info,
 		ErrorLogger:            errs,
 		Transport:              b.transport,
@@ -431,6 +439,7 @@ type publisher struct {
 
 	mu     sync.Mutex
 	closed bool
+	counts partitionCounts
 }
 
 // Publish writes msgs and returns when all in-sync replicas have them.
