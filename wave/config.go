@@ -69,6 +69,11 @@ type KafkaSinkConfig struct {
 	MaxMessageBytes int `yaml:"max_message_bytes"`
 	// BatchSize is the most messages per partition in one produce request.
 	BatchSize int `yaml:"batch_size"`
+	// Linger is how long a partition's request that is not full waits for more rows.
+	// The wave hands the producer whole chunks, so a short linger only adds latency. 1 ms.
+	Linger config.Duration `yaml:"linger"`
+	// Compression is the codec of produced batches: none, gzip, snappy, lz4 or zstd.
+	Compression string `yaml:"compression"`
 	// WriteTimeout bounds one produce request, which is tried once (the wave retries
 	// itself, checking its leadership between attempts). Empty: a quarter of
 	// coordinator.session_timeout with ZooKeeper, 10 s with the single coordinator. With
@@ -86,6 +91,7 @@ type FileSinkConfig struct {
 type PipelineConfig struct {
 	BatchRows           int             `yaml:"batch_rows"`
 	QueueItems          int             `yaml:"queue_items"`
+	PublishInFlight     int             `yaml:"publish_in_flight"`
 	CommitInterval      config.Duration `yaml:"commit_interval"`
 	PublishBackoffMax   config.Duration `yaml:"publish_backoff_max"`
 	ReconnectBackoffMax config.Duration `yaml:"reconnect_backoff_max"`
@@ -100,8 +106,8 @@ func DefaultConfig() *Config {
 		Log:         LogConfig{Level: "info", Format: "text"},
 		Coordinator: CoordinatorConfig{Type: CoordZK, Root: "/binlake", SessionTimeout: config.Duration(10 * time.Second)},
 		Sink: SinkConfig{Type: SinkKafka, Kafka: KafkaSinkConfig{Partitions: 3, Replication: 1,
-			MaxMessageBytes: 1 << 20, BatchSize: 1000}},
-		Pipeline: PipelineConfig{BatchRows: 5000, QueueItems: 256,
+			MaxMessageBytes: 1 << 20, BatchSize: 1000, Linger: config.Duration(time.Millisecond), Compression: "none"}},
+		Pipeline: PipelineConfig{BatchRows: 5000, QueueItems: 256, PublishInFlight: DefaultPublishInFlight,
 			CommitInterval: config.Duration(500 * time.Millisecond), PublishBackoffMax: config.Duration(5 * time.Second),
 			ReconnectBackoffMax: config.Duration(10 * time.Second), Heartbeat: config.Duration(2 * time.Second),
 			PollInterval: config.Duration(2 * time.Second)},
@@ -168,6 +174,14 @@ func (c *Config) Validate() error {
 		if k.BatchSize < 1 {
 			return fmt.Errorf("field \"sink.kafka.batch_size\": %d: must be at least 1", k.BatchSize)
 		}
+		if k.Linger <= 0 {
+			return fmt.Errorf("field \"sink.kafka.linger\": %s: must be positive", k.Linger)
+		}
+		switch k.Compression {
+		case "none", "gzip", "snappy", "lz4", "zstd":
+		default:
+			return fmt.Errorf("field \"sink.kafka.compression\": %q: want none, gzip, snappy, lz4 or zstd", k.Compression)
+		}
 		if k.WriteTimeout < 0 {
 			return fmt.Errorf("field \"sink.kafka.write_timeout\": %s: must not be negative", k.WriteTimeout)
 		}
@@ -187,7 +201,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("field \"sink.type\": %q: want kafka, file or stdout", c.Sink.Type)
 	}
 	p := c.Pipeline
-	for name, v := range map[string]int{"pipeline.batch_rows": p.BatchRows, "pipeline.queue_items": p.QueueItems} {
+	for name, v := range map[string]int{"pipeline.batch_rows": p.BatchRows, "pipeline.queue_items": p.QueueItems,
+		"pipeline.publish_in_flight": p.PublishInFlight} {
 		if v < 1 {
 			return fmt.Errorf("field %q: %d: must be at least 1", name, v)
 		}
@@ -229,7 +244,7 @@ func (c *Config) KafkaWriteTimeout() time.Duration {
 // PipelineOptions returns the pipeline settings as Options fields.
 func (c *Config) PipelineOptions() PipelineOptions {
 	p := c.Pipeline
-	o := PipelineOptions{BatchRows: p.BatchRows, QueueItems: p.QueueItems, CommitInterval: p.CommitInterval.D(),
+	o := PipelineOptions{BatchRows: p.BatchRows, QueueItems: p.QueueItems, PublishInFlight: p.PublishInFlight, CommitInterval: p.CommitInterval.D(),
 		PublishBackoffMax: p.PublishBackoffMax.D(), ReconnectBackoffMax: p.ReconnectBackoffMax.D(), Heartbeat: p.Heartbeat.D()}
 	if c.Sink.Type == SinkKafka {
 		// The Kafka bus is built with batch_size and max_message_bytes as its writer's

@@ -38,6 +38,9 @@ type publisher struct {
 	// bound); see chunks.
 	chunkMsgs  int
 	chunkBytes int64
+	// inFlight is how many gathered batches may be on their way at once (1: stop and
+	// wait); see lanes.go.
+	inFlight int
 }
 
 // recordOverhead is what a producer adds to key and value when it sizes a batch: kafka-go
@@ -85,83 +88,6 @@ func chunks(msgs []bus.Message, maxMsgs int, maxBytes int64) [][]bus.Message {
 		l.bytes += size
 	}
 	return append(out, msgs[start:])
-}
-
-func (p *publisher) run(ctx context.Context) error {
-	var msgs []bus.Message
-	for {
-		var first item
-		select {
-		case first = <-p.in:
-		case <-ctx.Done():
-			return nil
-		}
-		batch := []item{first}
-		n := len(first.msgs)
-	gather:
-		for n < p.maxRows {
-			select {
-			case it := <-p.in:
-				batch = append(batch, it)
-				n += len(it.msgs)
-			default:
-				break gather
-			}
-		}
-		msgs = msgs[:0]
-		var commit *Position
-		var ts int64
-		bytes := 0
-		idle := false
-		commitRows := p.rows // rows up to the last boundary in the batch, for the offset
-		for _, it := range batch {
-			msgs = append(msgs, it.msgs...)
-			bytes += it.bytes
-			if it.commit != nil {
-				commit = it.commit
-				commitRows = p.rows + int64(len(msgs))
-			}
-			ts = max(ts, it.ts)
-			idle = it.idle // the last item decides: a heartbeat after everything else
-		}
-		if len(msgs) > 0 {
-			for _, chunk := range chunks(msgs, p.chunkMsgs, p.chunkBytes) {
-				if err := p.publish(ctx, chunk); err != nil {
-					return err
-				}
-				if ctx.Err() != nil {
-					return nil
-				}
-			}
-			p.rows += int64(len(msgs))
-			p.m.rows.WithLabelValues(p.id).Add(float64(len(msgs)))
-			p.m.bytes.WithLabelValues(p.id).Add(float64(bytes))
-			p.m.batches.WithLabelValues(p.id).Inc()
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		// The leadership may have ended while the batch was out (the watcher cancels ctx
-		// only shortly after Lost closes): hand no boundary to the committer then. A term
-		// that lost its leadership commits nothing more, or it could move the offset under
-		// its successor.
-		if isClosed(p.lost) {
-			return errLost
-		}
-		switch {
-		case idle && len(p.in) == 0:
-			p.m.lag.WithLabelValues(p.id).Set(0)
-		case ts > 0:
-			p.m.lag.WithLabelValues(p.id).Set(max(0, float64(p.now().Unix()-ts)))
-		}
-		if commit != nil {
-			c := *commit
-			c.Rows = commitRows
-			p.commit.ack(c)
-		}
-		// Release the batch's messages for the collector while the slice is reused.
-		clear(msgs)
-	}
 }
 
 // publish sends msgs until acknowledged, retrying with capped exponential backoff: while
@@ -417,7 +343,8 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 	pub := &publisher{id: inst.ID, pub: busPub, lost: lead.Lost(), in: items, maxRows: w.opts.Pipeline.BatchRows,
 		backoffMin: 100 * time.Millisecond, backoffMax: w.opts.Pipeline.PublishBackoffMax,
 		m: w.m, log: log, commit: cm, rows: start.Rows, now: time.Now,
-		chunkMsgs: w.opts.Pipeline.PublishChunkMessages, chunkBytes: w.opts.Pipeline.PublishChunkBytes}
+		chunkMsgs: w.opts.Pipeline.PublishChunkMessages, chunkBytes: w.opts.Pipeline.PublishChunkBytes,
+		inFlight: w.opts.Pipeline.PublishInFlight}
 	capt, err := newCapture(captureOptions{
 		inst: inst, password: password.Reveal(), filter: filter, log: log, out: items,
 		maxBytes: w.opts.MaxMessageBytes,

@@ -66,6 +66,9 @@ type PipelineOptions struct {
 	// each key's changes in order across a retried partial failure (see chunks).
 	PublishChunkMessages int
 	PublishChunkBytes    int64
+	// PublishInFlight is how many gathered batches may be on their way to the bus at
+	// once, each partition still receiving its requests one at a time. 4.
+	PublishInFlight int
 }
 
 // Options configures a Wave.
@@ -126,6 +129,7 @@ func (o *Options) setDefaults() error {
 	def(&p.BatchRows, 5000)
 	def(&p.QueueItems, 256)
 	def(&p.EventQueue, 256)
+	def(&p.PublishInFlight, DefaultPublishInFlight)
 	defD(&p.CommitInterval, 500*time.Millisecond)
 	defD(&p.PublishBackoffMax, 5*time.Second)
 	defD(&p.ReconnectBackoffMax, 10*time.Second)

@@ -73,7 +73,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// retries would keep a lost leader's batch in flight for up to 5 × 10 s; the wave
 		// retries itself and stops once its leadership is lost (Config.KafkaWriteTimeout).
 		b, err := kafka.New(kafka.Options{Brokers: k.Brokers, ClientID: "binlake-wave-" + cfg.Node,
-			BatchSize: k.BatchSize, BatchBytes: int64(k.MaxMessageBytes),
+			BatchSize: k.BatchSize, BatchBytes: int64(k.MaxMessageBytes), BatchTimeout: k.Linger.D(), Compression: k.Compression,
 			MaxAttempts: 1, WriteTimeout: cfg.KafkaWriteTimeout(), Logger: logger})
 		if err != nil {
 			return err

@@ -1,0 +1,261 @@
+package wave
+
+import (
+	"context"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/binlake/binlake/internal/bus"
+)
+
+// The publisher keeps several produce requests in flight without giving up per-key order
+// or the commit rule:
+//
+//   - A lane is one partition of one topic (one lane in all when the bus cannot say
+//     which partition a key goes to). A lane publishes its chunks one at a time, each
+//     retried until acknowledged before the next, so a partition receives a key's
+//     changes in order and a retry repeats only its own contiguous run; lanes run at
+//     once, so the partitions' requests overlap each other and the capture.
+//   - A flight is one gathered batch: its messages split into the lanes' chunks. A
+//     flight is done when all its chunks are acknowledged; flights complete in the
+//     order they were gathered, and only then does a batch's boundary reach the
+//     committer: the committed position covers acknowledged rows only, in order.
+//   - At most inFlight flights are out at once: the capture waits behind them.
+
+// DefaultPublishInFlight is how many gathered batches may be on their way at once.
+const DefaultPublishInFlight = 4
+
+// flight is one gathered batch on its way.
+type flight struct {
+	commit     *Position // the batch's last transaction boundary, if any
+	commitRows int64     // rows published up to that boundary
+	rows       int
+	bytes      int
+	ts         int64
+	idle       bool
+	pending    atomic.Int32  // chunks not yet acknowledged
+	done       chan struct{} // closed when pending reaches zero
+}
+
+// ack counts one of the flight's chunks acknowledged.
+func (f *flight) ack() {
+	if f.pending.Add(-1) == 0 {
+		close(f.done)
+	}
+}
+
+// laneKey names a lane: a topic's partition (-1: the bus spreads it, or cannot say).
+type laneKey struct {
+	topic     string
+	partition int
+}
+
+type laneWork struct {
+	msgs []bus.Message
+	f    *flight
+}
+
+// run gathers items into flights, sends their chunks down the lanes and completes the
+// flights in order, until ctx ends (nil) or a publish fails for good (its error).
+func (p *publisher) run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	window := max(p.inFlight, 1)
+	order := make(chan *flight, window-1) // with the one completing: window flights out
+	lanes := &laneSet{p: p, g: g, ctx: gctx, lanes: map[laneKey]chan laneWork{}}
+	g.Go(func() error { return p.complete(gctx, order) })
+	g.Go(func() error {
+		defer lanes.close()
+		return p.dispatch(gctx, order, lanes)
+	})
+	return g.Wait()
+}
+
+// dispatch is the gathering side of run.
+func (p *publisher) dispatch(ctx context.Context, order chan<- *flight, lanes *laneSet) error {
+	part, _ := p.pub.(bus.Partitioner)
+	for {
+		var first item
+		select {
+		case first = <-p.in:
+		case <-ctx.Done():
+			return nil
+		}
+		batch := []item{first}
+		n := len(first.msgs)
+	gather:
+		for n < p.maxRows {
+			select {
+			case it := <-p.in:
+				batch = append(batch, it)
+				n += len(it.msgs)
+			default:
+				break gather
+			}
+		}
+		f := &flight{done: make(chan struct{}), commitRows: p.rows}
+		var msgs []bus.Message
+		for _, it := range batch {
+			msgs = append(msgs, it.msgs...)
+			f.bytes += it.bytes
+			if it.commit != nil {
+				f.commit = it.commit
+				f.commitRows = p.rows + int64(len(msgs))
+			}
+			f.ts = max(f.ts, it.ts)
+			f.idle = it.idle // the last item decides: a heartbeat after everything else
+		}
+		f.rows = len(msgs)
+		p.rows += int64(len(msgs))
+		work, err := p.split(ctx, part, msgs)
+		if err != nil {
+			return err
+		}
+		total := 0
+		for _, w := range work {
+			total += len(w.chunks)
+		}
+		f.pending.Store(int32(total))
+		if total == 0 {
+			close(f.done)
+		}
+		select {
+		case order <- f:
+		case <-ctx.Done():
+			return nil
+		}
+		for _, w := range work {
+			for _, c := range w.chunks {
+				if !lanes.send(w.key, laneWork{msgs: c, f: f}) {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// laneChunks are one lane's share of a flight, cut into chunks.
+type laneChunks struct {
+	key    laneKey
+	chunks [][]bus.Message
+}
+
+// split sorts msgs into their lanes, keeping their order within each, and cuts each
+// lane's share into chunks of one produce request (see chunks).
+func (p *publisher) split(ctx context.Context, part bus.Partitioner, msgs []bus.Message) ([]laneChunks, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	if part == nil {
+		return []laneChunks{{key: laneKey{partition: -1}, chunks: chunks(msgs, p.chunkMsgs, p.chunkBytes)}}, nil
+	}
+	var keys []laneKey
+	byLane := map[laneKey][]bus.Message{}
+	for _, m := range msgs {
+		pn, err := part.Partition(ctx, m.Topic, m.Key)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil
+			}
+			// Not knowing the partitions is what a failing publish would meet too:
+			// send this batch down one lane, where publish retries it in order.
+			return []laneChunks{{key: laneKey{partition: -1}, chunks: chunks(msgs, p.chunkMsgs, p.chunkBytes)}}, nil
+		}
+		k := laneKey{topic: m.Topic, partition: pn}
+		if _, ok := byLane[k]; !ok {
+			keys = append(keys, k)
+		}
+		byLane[k] = append(byLane[k], m)
+	}
+	out := make([]laneChunks, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, laneChunks{key: k, chunks: chunks(byLane[k], p.chunkMsgs, p.chunkBytes)})
+	}
+	return out, nil
+}
+
+// complete finishes the flights in order: once a flight's chunks are all acknowledged it
+// counts them, sets the lag and hands the batch's boundary to the committer.
+func (p *publisher) complete(ctx context.Context, order <-chan *flight) error {
+	for {
+		var f *flight
+		select {
+		case f = <-order:
+		case <-ctx.Done():
+			return nil
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil
+		}
+		if f.rows > 0 {
+			p.m.rows.WithLabelValues(p.id).Add(float64(f.rows))
+			p.m.bytes.WithLabelValues(p.id).Add(float64(f.bytes))
+			p.m.batches.WithLabelValues(p.id).Inc()
+		}
+		// The leadership may have ended while the batch was out (the watcher cancels ctx
+		// only shortly after Lost closes): hand no boundary to the committer then. A term
+		// that lost its leadership commits nothing more, or it could move the offset under
+		// its successor.
+		if isClosed(p.lost) {
+			return errLost
+		}
+		switch {
+		case f.idle && len(p.in) == 0 && len(order) == 0:
+			p.m.lag.WithLabelValues(p.id).Set(0)
+		case f.ts > 0:
+			p.m.lag.WithLabelValues(p.id).Set(max(0, float64(p.now().Unix()-f.ts)))
+		}
+		if f.commit != nil {
+			c := *f.commit
+			c.Rows = f.commitRows
+			p.commit.ack(c)
+		}
+	}
+}
+
+// laneSet starts a lane the first time a chunk goes its way.
+type laneSet struct {
+	p     *publisher
+	g     *errgroup.Group
+	ctx   context.Context
+	lanes map[laneKey]chan laneWork
+}
+
+// send hands w to its lane; false when the publisher is stopping.
+func (ls *laneSet) send(k laneKey, w laneWork) bool {
+	ch, ok := ls.lanes[k]
+	if !ok {
+		ch = make(chan laneWork, 1)
+		ls.lanes[k] = ch
+		ls.g.Go(func() error { return ls.p.lane(ls.ctx, ch) })
+	}
+	select {
+	case ch <- w:
+		return true
+	case <-ls.ctx.Done():
+		return false
+	}
+}
+
+func (ls *laneSet) close() {
+	for _, ch := range ls.lanes {
+		close(ch)
+	}
+}
+
+// lane publishes its chunks one at a time, in order, each until acknowledged.
+func (p *publisher) lane(ctx context.Context, in <-chan laneWork) error {
+	for w := range in {
+		if err := p.publish(ctx, w.msgs); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil // publish gave up on a stop: the chunk is not acknowledged
+		}
+		clear(w.msgs) // release the messages for the collector
+		w.f.ack()
+	}
+	return nil
+}

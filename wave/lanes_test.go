@@ -1,0 +1,191 @@
+package wave
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/internal/bus"
+)
+
+// partPub is a bus.Partitioner whose partition is a key's first letter ('a' → 0) and
+// whose Publish records each call, waits at a partition's gate while it is closed and
+// fails a partition's first calls when told to.
+type partPub struct {
+	mu    sync.Mutex
+	gates map[int]chan struct{}
+	fail  map[int]int // partition → calls still to fail
+	calls map[int][][]string
+	seen  chan struct{}
+}
+
+func newPartPub() *partPub {
+	return &partPub{gates: map[int]chan struct{}{}, fail: map[int]int{}, calls: map[int][][]string{}, seen: make(chan struct{}, 100)}
+}
+
+func (p *partPub) Partition(_ context.Context, _ string, key []byte) (int, error) {
+	return int(key[0] - 'a'), nil
+}
+
+func (p *partPub) Publish(ctx context.Context, msgs ...bus.Message) error {
+	part := int(msgs[0].Key[0] - 'a')
+	var keys []string
+	for _, m := range msgs {
+		if int(m.Key[0]-'a') != part {
+			return fmt.Errorf("one call carries partitions %d and %d", part, m.Key[0]-'a')
+		}
+		keys = append(keys, string(m.Key))
+	}
+	p.mu.Lock()
+	gate := p.gates[part]
+	p.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls[part] = append(p.calls[part], keys)
+	p.seen <- struct{}{}
+	if p.fail[part] > 0 {
+		p.fail[part]--
+		return errors.New("broker says no")
+	}
+	return nil
+}
+
+func (p *partPub) Close() error { return nil }
+
+func (p *partPub) keysOf(part int) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, c := range p.calls[part] {
+		out = append(out, c...)
+	}
+	return out
+}
+
+func (p *partPub) waitFor(t *testing.T, part int, want ...string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for !slices.Equal(p.keysOf(part), want) {
+		select {
+		case <-p.seen:
+		case <-deadline:
+			t.Fatalf("partition %d received %v, want %v", part, p.keysOf(part), want)
+		}
+	}
+}
+
+func lanesPublisher(pub bus.Publisher, in chan item, inFlight int) (*publisher, *committer) {
+	cm := &committer{kick: make(chan struct{}, 1)}
+	return &publisher{id: "lanes", pub: pub, in: in, maxRows: 3, backoffMin: time.Millisecond, backoffMax: time.Millisecond,
+		m: newMetrics(), log: slog.New(slog.DiscardHandler), commit: cm, now: time.Now, chunkMsgs: 2, inFlight: inFlight}, cm
+}
+
+func rowItem(pos uint32, keys ...string) item {
+	it := item{commit: &Position{File: "bin.000001", Pos: pos}}
+	for _, k := range keys {
+		it.msgs = append(it.msgs, bus.Message{Topic: "t", Key: []byte(k), Value: []byte("v")})
+	}
+	return it
+}
+
+func acked(cm *committer) Position {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	return cm.acked
+}
+
+// TestLanesOverlapPartitionsAndCommitInOrder: a partition that does not answer holds
+// back no other partition, but it holds back every commit from its first pending row on;
+// once it answers, the boundaries reach the committer in order, with the row counts.
+func TestLanesOverlapPartitionsAndCommitInOrder(t *testing.T) {
+	pub := newPartPub()
+	pub.gates[1] = make(chan struct{})
+	in := make(chan item, 8)
+	p, cm := lanesPublisher(pub, in, 4)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- p.run(ctx) }()
+
+	in <- rowItem(100, "a1", "b1", "c1")
+	pub.waitFor(t, 0, "a1")
+	in <- rowItem(200, "a2", "c2", "a3")
+	pub.waitFor(t, 0, "a1", "a2", "a3")
+	pub.waitFor(t, 2, "c1", "c2")
+	if a := acked(cm); a.Pos != 0 {
+		t.Fatalf("boundary %s committed while b1 was not acknowledged", a.String())
+	}
+	close(pub.gates[1])
+	pub.waitFor(t, 1, "b1")
+	deadline := time.After(10 * time.Second)
+	for acked(cm).Pos != 200 {
+		select {
+		case <-cm.kick:
+		case <-deadline:
+			t.Fatalf("committer holds %s, want bin.000001:200", acked(cm).String())
+		}
+	}
+	if a := acked(cm); a.Rows != 6 {
+		t.Errorf("boundary 200 counts %d rows, want 6", a.Rows)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Errorf("run = %v", err)
+	}
+}
+
+// TestLanesRetryInOrder: a partition's failed request is repeated before its next one,
+// so a key's changes reach the partition in order, duplicates at most.
+func TestLanesRetryInOrder(t *testing.T) {
+	pub := newPartPub()
+	pub.fail[0] = 2
+	in := make(chan item, 8)
+	p, cm := lanesPublisher(pub, in, 4)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go p.run(ctx)
+	in <- rowItem(100, "a1", "a2", "b1")
+	in <- rowItem(200, "a3")
+	pub.waitFor(t, 0, "a1", "a2", "a1", "a2", "a1", "a2", "a3")
+	deadline := time.After(10 * time.Second)
+	for acked(cm).Pos != 200 {
+		select {
+		case <-cm.kick:
+		case <-deadline:
+			t.Fatalf("committer holds %s, want bin.000001:200", acked(cm).String())
+		}
+	}
+}
+
+// TestLanesWindow: with one batch in flight, the next waits for it (stop and wait).
+func TestLanesWindow(t *testing.T) {
+	pub := newPartPub()
+	pub.gates[1] = make(chan struct{})
+	in := make(chan item, 8)
+	p, _ := lanesPublisher(pub, in, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go p.run(ctx)
+	in <- rowItem(100, "a1", "b1")
+	pub.waitFor(t, 0, "a1")
+	in <- rowItem(200, "a2")
+	select {
+	case <-pub.seen:
+		t.Fatalf("a second batch went out while the first was in flight: partition 0 got %v", pub.keysOf(0))
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(pub.gates[1])
+	pub.waitFor(t, 0, "a1", "a2")
+}
