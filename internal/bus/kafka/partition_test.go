@@ -86,4 +86,3 @@ func TestPartitionIntegration(t *testing.T) {
 		t.Errorf("compression brotli: %v, want an error naming it", err)
 	}
 }
-
