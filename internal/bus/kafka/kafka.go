@@ -555,4 +555,3 @@ func (p *publisher) Close() error {
 	}
 	return nil
 }
-
