@@ -44,6 +44,7 @@ func BenchmarkKafkaSubscribe(b *testing.B) {
 			b.Run("handler="+hname+"/mode="+mode, func(b *testing.B) {
 				work := handlers[hname]
 				var busy time.Duration
+				commits := tt.bus.CommitRequests()
 				for b.Loop() {
 					s := tt.subscriber(b, tt.bus, tt.name+".g"+strconv.FormatInt(groups.Add(1), 10))
 					var (
@@ -73,6 +74,7 @@ func BenchmarkKafkaSubscribe(b *testing.B) {
 					busy += last.Sub(first)
 				}
 				b.ReportMetric(float64(b.N*backlog)/busy.Seconds(), "msgs/s")
+				b.ReportMetric(float64(tt.bus.CommitRequests()-commits)/float64(b.N), "commits/op")
 			})
 		}
 	}
