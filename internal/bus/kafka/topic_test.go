@@ -71,19 +71,26 @@ func (tt *testTopic) subscriber(t testing.TB, b *kafka.Bus, group string) bus.Co
 }
 
 // publishSeq publishes n messages to each of the topic's partitions, valued 0…n-1 per
-// partition.
+// partition and padded to valueBytes.
 func (tt *testTopic) publishSeq(t testing.TB, ctx context.Context, n int, valueBytes int) {
 	t.Helper()
+	for p := range tt.parts {
+		tt.publishTo(t, ctx, p, n, valueBytes)
+	}
+}
+
+// publishTo publishes n messages to partition p, valued 0…n-1 and padded to valueBytes.
+func (tt *testTopic) publishTo(t testing.TB, ctx context.Context, p, n int, valueBytes int) {
+	t.Helper()
+	key := []byte(keyFor(p, tt.parts))
 	var msgs []bus.Message
 	for i := range n {
-		for p := range tt.parts {
-			v := []byte(strconv.Itoa(i))
-			if len(v) < valueBytes {
-				v = append(v, make([]byte, valueBytes-len(v))...)
-				v[len(strconv.Itoa(i))] = ' '
-			}
-			msgs = append(msgs, bus.Message{Topic: tt.name, Key: []byte(keyFor(p, tt.parts)), Value: v})
+		v := []byte(strconv.Itoa(i))
+		if len(v) < valueBytes {
+			v = append(v, make([]byte, valueBytes-len(v))...)
+			v[len(strconv.Itoa(i))] = ' '
 		}
+		msgs = append(msgs, bus.Message{Topic: tt.name, Key: key, Value: v})
 	}
 	for len(msgs) > 0 {
 		k := min(len(msgs), 1000)

@@ -36,7 +36,7 @@ func TestPartitionsConcurrentIntegration(t *testing.T) {
 	defer cancel()
 	tt := newTestTopic(t, ctx, "concurrent", 3, kafka.Options{CommitInterval: 100 * time.Millisecond})
 	const n = 30
-	tt.publishSeq(t, ctx, n, 0)
+	tt.publishTo(t, ctx, 0, n, 0) // the other partitions get theirs once 0 is stuck
 
 	order := &inOrder{next: map[int]int{}}
 	stuck := make(chan struct{})
@@ -70,17 +70,19 @@ func TestPartitionsConcurrentIntegration(t *testing.T) {
 			return nil
 		})
 	}()
+	select {
+	case <-stuck:
+	case <-ctx.Done():
+		t.Fatal("partition 0's handler was never called")
+	}
+	tt.publishTo(t, ctx, 1, n, 0)
+	tt.publishTo(t, ctx, 2, n, 0)
 	for range 2 {
 		select {
 		case <-othersDone:
 		case <-ctx.Done():
 			t.Fatal("partitions 1 and 2 were not handled while partition 0's handler was stuck")
 		}
-	}
-	select {
-	case <-stuck:
-	default:
-		t.Fatal("partition 0's handler was never called")
 	}
 	close(release)
 	select {
