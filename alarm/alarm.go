@@ -278,7 +278,7 @@ func (a *Alarm) subscribeLoop(ctx context.Context) {
 		}
 		_ = a.ObserveRaw(m.Value) // bad batches are counted and skipped, never fatal
 		return nil
-	}, bus.RetryOptions{OnError: func(err error, wait time.Duration) {
+	}, bus.RetryOptions{Concurrent: true /* safe: the engine and ownership lock */, OnError: func(err error, wait time.Duration) {
 		a.m.subscribeErrors.Inc()
 		a.log.Warn("metric subscription failed; retrying", "err", err, "in", wait)
 	}})

@@ -285,7 +285,7 @@ func (j *Judge) Run(ctx context.Context) error {
 }
 
 func (j *Judge) subscribeLoop(ctx context.Context) {
-	bus.SubscribeWithRetry(ctx, j.o.Subscriber, j.ingestBus, bus.RetryOptions{OnError: func(err error, wait time.Duration) {
+	bus.SubscribeWithRetry(ctx, j.o.Subscriber, j.ingestBus, bus.RetryOptions{Concurrent: true /* safe: HTTP ingests concurrently too */, OnError: func(err error, wait time.Duration) {
 		j.m.subscribeErrors.Inc()
 		j.log.Warn("metric subscription failed; retrying", "err", err, "in", wait)
 	}})

@@ -30,6 +30,14 @@ type Message struct {
 // handler took an ack with Defer, after that ack was called. A handler
 // error stops the subscription: Subscribe returns it and the message stays uncommitted,
 // so a restarted subscriber of the same group sees it again (at-least-once).
+//
+// Concurrency: Subscribe never calls its handler concurrently with itself, whatever the
+// number of partitions. SubscribeConcurrent (ConcurrentSubscriber) calls it from one
+// goroutine per assigned partition at once, so a handler given to it must be safe for
+// concurrent calls. Either way a partition's messages (and so one key's) are handled one
+// at a time, in order. ctx ends when the subscription ends or the message's partition is
+// taken away in a rebalance: a handler that then returns ctx's error has not failed, and
+// its message is delivered again (here or to the member that took the partition over).
 type Handler func(ctx context.Context, m Message) error
 
 // Publisher writes messages.
@@ -68,6 +76,18 @@ type Subscriber interface {
 	Subscribe(ctx context.Context, h Handler) error
 	// Close releases resources. It is idempotent.
 	Close() error
+}
+
+// ConcurrentSubscriber is a Subscriber that can handle its partitions in parallel
+// (bus/kafka): a consumer whose handler is safe for concurrent calls opts in by calling
+// SubscribeConcurrent, and then uses every core instead of one. bus/memory does not
+// implement it: it has a single delivery loop.
+type ConcurrentSubscriber interface {
+	Subscriber
+	// SubscribeConcurrent is Subscribe with one handler goroutine per assigned
+	// partition: h is called concurrently for messages of different partitions, and
+	// one at a time, in order, for the messages of one partition.
+	SubscribeConcurrent(ctx context.Context, h Handler) error
 }
 
 // SubscribeOptions chooses what a Subscriber reads.

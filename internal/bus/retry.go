@@ -16,6 +16,10 @@ type RetryOptions struct {
 	// alive, with the wait before the next attempt, so that each role keeps its own
 	// metric and log line.
 	OnError func(err error, wait time.Duration)
+	// Concurrent subscribes with SubscribeConcurrent when the subscriber is a
+	// ConcurrentSubscriber: h must then be safe for concurrent calls (see Handler).
+	// Other subscribers call h serially whatever it says.
+	Concurrent bool
 }
 
 // SubscribeWithRetry calls sub.Subscribe with h until ctx ends, waiting between
@@ -44,7 +48,7 @@ func SubscribeWithRetry(ctx context.Context, sub Subscriber, h Handler, o RetryO
 	}
 	for {
 		handled.Store(false)
-		err := sub.Subscribe(ctx, counted)
+		err := subscribe(ctx, sub, counted, o.Concurrent)
 		if ctx.Err() != nil {
 			return
 		}
@@ -66,4 +70,12 @@ func SubscribeWithRetry(ctx context.Context, sub Subscriber, h Handler, o RetryO
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
+}
+
+// subscribe calls SubscribeConcurrent when asked to and sub has it, else Subscribe.
+func subscribe(ctx context.Context, sub Subscriber, h Handler, concurrent bool) error {
+	if cs, ok := sub.(ConcurrentSubscriber); ok && concurrent {
+		return cs.SubscribeConcurrent(ctx, h)
+	}
+	return sub.Subscribe(ctx, h)
 }

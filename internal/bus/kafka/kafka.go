@@ -2,11 +2,12 @@
 // segmentio/kafka-go. It passes the same bustest suite as bus/memory.
 //
 // Publishing goes through one batching kafka.Writer per Publisher with acks from all
-// in-sync replicas; subscribing goes through a kafka.Reader per Subscribe call in a
-// consumer group with manual commits, made only once a message is done: its handler
-// returned nil and, if it deferred its ack (bus.Defer), the ack was called
-// (at-least-once). Topics are never auto-created: a typo in a topic name fails with
-// bus.ErrUnknownTopic instead of creating a topic.
+// in-sync replicas. Subscribing joins a consumer group (kafka.ConsumerGroup) and reads
+// each assigned partition with a reader and a worker goroutine of its own; positions are
+// committed per partition up to the oldest message not yet done (its handler has not
+// returned nil, or a bus.Defer ack is outstanding), once per CommitInterval and when the
+// partitions are given up (at-least-once). Topics are never auto-created: a typo in a
+// topic name fails with bus.ErrUnknownTopic instead of creating a topic.
 package kafka
 
 import (
@@ -18,6 +19,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -84,13 +86,12 @@ type Options struct {
 	RebalanceTimeout time.Duration
 	// JoinGroupBackoff is the pause before rejoining a group after an error. 250 ms.
 	JoinGroupBackoff time.Duration
-	// CommitInterval batches offset commits. Zero (the default) commits synchronously,
-	// in the background, as soon as the oldest pending message of a partition is done
-	// (its handler returned nil and any bus.Defer ack was called), covering every message
-	// done meanwhile: a crash redelivers only what was not done yet, or done during the
-	// commit's round trip. A positive interval lets kafka-go send those commits that
-	// often: fewer requests, but a crash redelivers up to an interval of done messages.
-	// Either way only done messages are committed (at-least-once).
+	// CommitInterval is how often a subscription commits its group's positions: per
+	// partition, up to the oldest message not yet done (its handler returned nil and any
+	// bus.Defer ack was called), one request per interval for all partitions, and a last
+	// time when the subscription ends or a rebalance takes its partitions (at-least-once).
+	// A crash redelivers up to an interval of done messages. 1 s: at a million points a
+	// second, a commit per message would cost a broker round trip per batch.
 	CommitInterval time.Duration
 	// ReadBackoffMin and ReadBackoffMax bound the pause between fetches that returned
 	// nothing. 50 ms and 500 ms.
@@ -154,6 +155,7 @@ func (o *Options) setDefaults() error {
 	def(&o.SessionTimeout, 10*time.Second)
 	def(&o.RebalanceTimeout, 10*time.Second)
 	def(&o.JoinGroupBackoff, 250*time.Millisecond)
+	def(&o.CommitInterval, time.Second)
 	def(&o.ReadBackoffMin, 50*time.Millisecond)
 	def(&o.ReadBackoffMax, 500*time.Millisecond)
 	if o.ReadBackoffMax < o.ReadBackoffMin {
@@ -176,6 +178,9 @@ type Bus struct {
 	transport *kafkago.Transport // shared by the client and every writer: one metadata cache
 	client    *kafkago.Client
 	dialer    *kafkago.Dialer
+
+	// commits counts the offset-commit requests of this Bus's subscriptions.
+	commits atomic.Int64
 
 	mu          sync.Mutex
 	closed      bool
@@ -216,6 +221,11 @@ func New(opts Options) (*Bus, error) {
 		subscribers: map[*subscriber]struct{}{},
 	}, nil
 }
+
+// CommitRequests is how many offset-commit requests this Bus's subscriptions have sent:
+// with CommitInterval, about one per interval per subscription however many messages
+// they handle.
+func (b *Bus) CommitRequests() int64 { return b.commits.Load() }
 
 // loggers bridge kafka-go's printf-style loggers to slog: its chatter at Debug, its
 // errors at Warn (they are retried; what finally fails is returned to the caller).
@@ -551,250 +561,6 @@ func (p *publisher) Close() error {
 	p.b.forget(p, nil)
 	if err := p.w.Close(); err != nil {
 		return fmt.Errorf("close kafka writer: %w", err)
-	}
-	return nil
-}
-
-type subscriber struct {
-	b    *Bus
-	opts bus.SubscribeOptions
-
-	mu      sync.Mutex
-	closed  bool
-	running bool
-	reader  *kafkago.Reader // of the running Subscribe call
-	// clientID names the running call's member to the group coordinator (Position);
-	// ends are the partitions' end offsets Position saw last.
-	clientID string
-	ends     map[int]int64
-}
-
-// Subscribe joins the consumer group with a fresh kafka.Reader and leaves it when it
-// returns. A handler error returns at once; the message stays uncommitted. Positions are
-// committed in the background as messages become done (bus.Defer), and once more as
-// Subscribe returns.
-func (s *subscriber) Subscribe(ctx context.Context, h bus.Handler) error {
-	if h == nil {
-		return fmt.Errorf("subscribe to %s: nil handler", s.opts.Topic)
-	}
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		return bus.ErrClosed
-	case s.running:
-		s.mu.Unlock()
-		return fmt.Errorf("subscribe to %s as group %s: this subscriber is already subscribing", s.opts.Topic, s.opts.Group)
-	}
-	s.running = true
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.running = false
-		s.mu.Unlock()
-	}()
-
-	// kafka-go's reader would retry an unknown topic forever; say so instead.
-	ok, err := s.b.topicExists(ctx, s.opts.Topic)
-	switch {
-	case ctx.Err() != nil:
-		return nil
-	case err != nil:
-		return fmt.Errorf("subscribe to %s: %w", s.opts.Topic, err)
-	case !ok:
-		return fmt.Errorf("subscribe to %q: %w", s.opts.Topic, bus.ErrUnknownTopic)
-	}
-
-	r, err := s.open()
-	if err != nil {
-		return err
-	}
-	defer s.closeReader(r)
-
-	log := s.b.log.With("topic", s.opts.Topic, "group", s.opts.Group)
-	acks := bus.NewAckTracker()
-	// The committer ends the fetches when a commit fails for good.
-	fetchCtx, stopFetch := context.WithCancel(ctx)
-	defer stopFetch()
-	commitErr := make(chan error, 1)
-	committed := make(chan struct{})
-	go func() {
-		defer close(committed)
-		if err := s.commitLoop(fetchCtx, r, acks, log); err != nil {
-			commitErr <- err
-			stopFetch()
-		}
-	}()
-	err = s.fetchLoop(fetchCtx, r, acks, h)
-	stopFetch()
-	<-committed
-	select {
-	case cerr := <-commitErr:
-		return cerr
-	default:
-	}
-	if errors.Is(err, bus.ErrClosed) {
-		return err
-	}
-	// What the handlers finished since the last commit, so that a subscriber taking over
-	// (or this one, subscribing again) starts right after it, even when ctx has ended.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.opts.WriteTimeout)
-	defer cancel()
-	if cerr := s.commit(fctx, r, acks, log); cerr != nil && err == nil && ctx.Err() == nil {
-		return cerr
-	}
-	return err
-}
-
-// fetchLoop delivers messages to h until ctx ends (nil: Subscribe's context, or a failed
-// commit, which Subscribe reports), the reader fails or is closed, or h fails (its
-// error). A handler waiting (for room in a buffer) sees ctx end too.
-func (s *subscriber) fetchLoop(ctx context.Context, r *kafkago.Reader, acks *bus.AckTracker, h bus.Handler) error {
-	for {
-		m, err := r.FetchMessage(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, io.EOF):
-			return bus.ErrClosed // the reader was closed by Close
-		case err != nil:
-			return fmt.Errorf("subscribe to %s as group %s: fetch: %w", s.opts.Topic, s.opts.Group, err)
-		}
-		hctx, entry := acks.Add(ctx, m.Partition, m.Offset)
-		herr := h(hctx, bus.Message{
-			Topic: m.Topic, Key: m.Key, Value: m.Value, Time: m.Time,
-			Partition: m.Partition, Offset: m.Offset,
-		})
-		if herr != nil {
-			if check.Canceled(ctx, herr) {
-				return nil
-			}
-			return herr
-		}
-		entry.Handled()
-	}
-}
-
-// commitLoop commits the group's position whenever the oldest pending message of a
-// partition is done, until ctx ends (nil) or a commit fails for good (its error). One
-// commit covers every message done since the last one.
-func (s *subscriber) commitLoop(ctx context.Context, r *kafkago.Reader, acks *bus.AckTracker, log *slog.Logger) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-acks.Signal():
-		}
-		if err := s.commit(ctx, r, acks, log); err != nil {
-			return err
-		}
-	}
-}
-
-// commit commits what acks has ready. It returns nil when ctx has ended (what was ready
-// stays ready) and on failures during a rebalance (the messages are delivered again).
-func (s *subscriber) commit(ctx context.Context, r *kafkago.Reader, acks *bus.AckTracker, log *slog.Logger) error {
-	ready := acks.Ready()
-	if len(ready) == 0 {
-		return nil
-	}
-	msgs := make([]kafkago.Message, 0, len(ready))
-	for p, off := range ready {
-		msgs = append(msgs, kafkago.Message{Topic: s.opts.Topic, Partition: p, Offset: off})
-	}
-	err := r.CommitMessages(ctx, msgs...)
-	switch {
-	case err == nil:
-		acks.Committed(ready)
-		return nil
-	case ctx.Err() != nil:
-		return nil // the final commit, with a context of its own, tries again
-	case errors.Is(err, io.ErrClosedPipe):
-		return bus.ErrClosed
-	case rebalancing(err):
-		// The partitions may have moved to another member, which resumes from the last
-		// committed offsets: these messages will be delivered again.
-		log.Warn("commit failed during a rebalance; messages will be redelivered", "offsets", ready, "err", err)
-		return nil
-	default:
-		return fmt.Errorf("subscribe to %s as group %s: commit offsets %v: %w", s.opts.Topic, s.opts.Group, ready, err)
-	}
-}
-
-func rebalancing(err error) bool {
-	return errors.Is(err, kafkago.RebalanceInProgress) || errors.Is(err, kafkago.IllegalGeneration) ||
-		errors.Is(err, kafkago.UnknownMemberId) || errors.Is(err, kafkago.NotCoordinatorForGroup)
-}
-
-// open creates the reader, unless Close came first.
-func (s *subscriber) open() (*kafkago.Reader, error) {
-	o := s.b.opts
-	start := kafkago.FirstOffset
-	if s.opts.StartAt == bus.StartLast {
-		start = kafkago.LastOffset
-	}
-	info, errs := s.b.loggers()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, bus.ErrClosed
-	}
-	dialer := *s.b.dialer
-	dialer.ClientID = memberClientID(dialer.ClientID)
-	s.clientID, s.ends = dialer.ClientID, nil
-	s.reader = kafkago.NewReader(kafkago.ReaderConfig{
-		Brokers:           o.Brokers,
-		GroupID:           s.opts.Group,
-		Topic:             s.opts.Topic,
-		Dialer:            &dialer,
-		MinBytes:          1,
-		MaxBytes:          o.MaxBytes,
-		MaxWait:           o.MaxWait,
-		HeartbeatInterval: o.HeartbeatInterval,
-		SessionTimeout:    o.SessionTimeout,
-		RebalanceTimeout:  o.RebalanceTimeout,
-		JoinGroupBackoff:  o.JoinGroupBackoff,
-		ReadBackoffMin:    o.ReadBackoffMin,
-		ReadBackoffMax:    o.ReadBackoffMax,
-		StartOffset:       start,
-		CommitInterval:    o.CommitInterval,
-		// Partitions added to the topic later are consumed too.
-		WatchPartitionChanges: true,
-		Logger:                info,
-		ErrorLogger:           errs,
-	})
-	return s.reader, nil
-}
-
-// closeReader closes r once, whether Subscribe or Close gets there first; closing
-// leaves the group, so the remaining members take over its partitions promptly.
-func (s *subscriber) closeReader(r *kafkago.Reader) {
-	s.mu.Lock()
-	if s.reader != r {
-		s.mu.Unlock()
-		return
-	}
-	s.reader, s.clientID, s.ends = nil, "", nil
-	s.mu.Unlock()
-	if err := r.Close(); err != nil {
-		s.b.log.Warn("close kafka reader", "topic", s.opts.Topic, "group", s.opts.Group, "err", err)
-	}
-}
-
-// Close ends a running Subscribe (it returns bus.ErrClosed) and makes later calls fail
-// with ErrClosed. It does not wait for a running handler.
-func (s *subscriber) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	r := s.reader
-	s.mu.Unlock()
-	s.b.forget(nil, s)
-	if r != nil {
-		s.closeReader(r)
 	}
 	return nil
 }

@@ -29,28 +29,53 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestKafkaBusIntegration runs the conformance suite against the test broker, with
-// synchronous commits (the default) and with interval commits: both must keep the
+// TestKafkaBusIntegration runs the conformance suite against the test broker: serial
+// handlers with the default commit interval, and per-partition handlers (the suite's
+// handlers are safe for concurrent calls) with a short one. Both must keep the
 // at-least-once contract.
 func TestKafkaBusIntegration(t *testing.T) {
 	addr := testenv.Require(t, testenv.Kafka)
-	for _, commit := range []time.Duration{0, 100 * time.Millisecond} {
-		t.Run("commit_"+commit.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		commit     time.Duration
+		concurrent bool
+	}{{"serial", 0, false}, {"concurrent", 50 * time.Millisecond, true}} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			bustest.Run(t, func(t *testing.T) bus.Bus {
 				b, err := kafka.New(kafka.Options{
 					Brokers:        testenv.HostPorts(addr),
 					ClientID:       "binlake-bustest",
-					CommitInterval: commit,
+					CommitInterval: tc.commit,
 					Logger:         testLogger(t),
 				})
 				if err != nil {
 					t.Fatalf("kafka.New: %v", err)
 				}
+				if tc.concurrent {
+					return concurrentBus{b}
+				}
 				return b
 			})
 		})
 	}
+}
+
+// concurrentBus hands out subscribers whose Subscribe is SubscribeConcurrent.
+type concurrentBus struct{ bus.Bus }
+
+func (b concurrentBus) Subscriber(opts bus.SubscribeOptions) (bus.Subscriber, error) {
+	s, err := b.Bus.Subscriber(opts)
+	if err != nil {
+		return nil, err
+	}
+	return concurrentSubscriber{s.(bus.ConcurrentSubscriber)}, nil
+}
+
+type concurrentSubscriber struct{ bus.ConcurrentSubscriber }
+
+func (s concurrentSubscriber) Subscribe(ctx context.Context, h bus.Handler) error {
+	return s.SubscribeConcurrent(ctx, h)
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
@@ -66,6 +91,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"heartbeat not below session", kafka.Options{Brokers: []string{"h:1"}, HeartbeatInterval: 10 * time.Second}, "heartbeat interval"},
 		{"negative max attempts", kafka.Options{Brokers: []string{"h:1"}, MaxAttempts: -1}, "max attempts -1"},
 		{"negative write timeout", kafka.Options{Brokers: []string{"h:1"}, WriteTimeout: -time.Second}, "write timeout"},
+		{"negative commit interval", kafka.Options{Brokers: []string{"h:1"}, CommitInterval: -time.Second}, "commit interval"},
 		{"backoff max below min", kafka.Options{Brokers: []string{"h:1"}, ReadBackoffMin: time.Second, ReadBackoffMax: time.Millisecond}, "read backoff"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
