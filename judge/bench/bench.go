@@ -185,7 +185,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, j.stop()) }()
+	defer func() { err = errors.Join(err, j.Stop()) }()
 	if opts.Mode == ModeIngest {
 		return runIngest(ctx, opts, env, j)
 	}
