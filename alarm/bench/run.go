@@ -11,6 +11,10 @@ import (
 
 // Result holds the figures of a run.
 type Result struct {
+	// Dir is the run's temporary folder and AlarmPID the alarm's process (both gone
+	// after the run unless Keep).
+	Dir                                        string
+	AlarmPID                                   int
 	Topic                                      string
 	Nodes, Policies, Partitions, Batch, Target int
 	// Produced are the points the broker acknowledged over the run (the warm-up batch
@@ -74,7 +78,7 @@ const (
 
 func runLoad(ctx context.Context, o Options, e *env, a *alarmProc, hook *receiver) (*Result, error) {
 	out := o.Out
-	res := &Result{Topic: e.topic, Nodes: o.Nodes, Policies: o.Policies, Partitions: o.Partitions, Batch: o.Batch,
+	res := &Result{Dir: e.dir, AlarmPID: a.Pid(), Topic: e.topic, Nodes: o.Nodes, Policies: o.Policies, Partitions: o.Partitions, Batch: o.Batch,
 		Target: o.Rate, Violations: o.Violations}
 	c0, err := a.counters(ctx)
 	if err != nil {
