@@ -22,11 +22,14 @@ type alarmProc struct {
 	hc         *http.Client
 }
 
-// startAlarm starts `binlake alarm --config … --policies …` and returns once its
+// startAlarm starts `binlake alarm --config … --policies … [--cpuprofile …]` and returns once its
 // /metrics answers.
-func startAlarm(ctx context.Context, e *env, out io.Writer) (*alarmProc, error) {
-	p, err := benchkit.Start(ctx, benchkit.Spec{Role: "alarm", Binary: e.binary,
-		Args: []string{"alarm", "--config", e.config, "--policies", e.policies}, Dir: e.dir, Log: e.log, ReadyPrefix: readyPrefix}, out)
+func startAlarm(ctx context.Context, e *env, cpuProfile string, out io.Writer) (*alarmProc, error) {
+	args := []string{"alarm", "--config", e.config, "--policies", e.policies}
+	if cpuProfile != "" {
+		args = append(args, "--cpuprofile", cpuProfile)
+	}
+	p, err := benchkit.Start(ctx, benchkit.Spec{Role: "alarm", Binary: e.binary, Args: args, Dir: e.dir, Log: e.log, ReadyPrefix: readyPrefix}, out)
 	if err != nil {
 		return nil, err
 	}

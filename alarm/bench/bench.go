@@ -57,6 +57,8 @@ type Options struct {
 	Batch    int
 	// Violations are injected during the load, evenly spread.
 	Violations int
+	// CPUProfile, when set, is a file the alarm writes a CPU profile of its run to.
+	CPUProfile string
 	// Keep leaves the temporary folder, the topic and the consumer group in place.
 	Keep bool
 	// Out receives progress lines and the report (nil: discarded).
@@ -137,7 +139,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, env.close(opts.Keep, opts.Out)) }()
-	a, err := startAlarm(ctx, env, opts.Out)
+	a, err := startAlarm(ctx, env, opts.CPUProfile, opts.Out)
 	if err != nil {
 		return nil, err
 	}

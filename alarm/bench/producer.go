@@ -3,11 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/internal/metric"
@@ -20,8 +22,11 @@ const (
 	producerBatchSize  = 1000
 	producerBatchBytes = 1 << 20
 	producerLinger     = 5 * time.Millisecond
-	// paceEvery is the producer's tick: each tick sends the batches due by then.
+	// paceEvery is the producer's tick: each tick sends the batches due by then, at most
+	// maxBurst's worth, so that a producer that fell behind (a starved CPU) catches up
+	// in steps instead of building one ever larger burst while sending nothing.
 	paceEvery = 5 * time.Millisecond
+	maxBurst  = 50 * time.Millisecond
 	// agentInterval is the interval the nodes declare, an agent's default.
 	agentInterval = 10 * time.Second
 )
@@ -35,8 +40,8 @@ type producer struct {
 	tr    *kafkago.Transport
 	viols []violation
 
-	next   int         // batches built so far: batch k is node k mod N's tick k / N
-	lastTS []time.Time // per node, so that a node's batches have increasing times
+	lanes  []*lane
+	lastTS []time.Time // per node (of one lane), so that a node's batches have increasing times
 	// sentAt is when violation k's batch was handed to the writer (zero: not yet).
 	mu     sync.Mutex
 	sentAt []time.Time
@@ -65,26 +70,55 @@ func newProducer(o Options, topic string) *producer {
 			p.acked.Add(n)
 		},
 	}
+	p.newLanes()
 	return p
 }
 
-// send hands count batches to the writer; armed maps a node to the violation its next
-// batch carries.
-func (p *producer) send(ctx context.Context, count int, armed map[int]int) error {
+// lane builds and sends the batches of a share of the nodes (node mod lanes): the
+// lanes run side by side, so that building and encoding batches, which costs more
+// CPU than anything else in the bench, is spread over the cores.
+type lane struct {
+	p     *producer
+	nodes []int
+	viols []int // the violations on this lane's nodes, by time
+	next  int   // batches built so far: batch k is node nodes[k mod len]'s tick k / len
+	armed map[int]int
+}
+
+// newLanes splits the nodes over min(GOMAXPROCS, nodes) lanes.
+func (p *producer) newLanes() {
+	n := min(runtime.GOMAXPROCS(0), p.o.Nodes)
+	p.lanes = make([]*lane, n)
+	for g := range p.lanes {
+		p.lanes[g] = &lane{p: p, armed: map[int]int{}}
+	}
+	for node := range p.o.Nodes {
+		l := p.lanes[node%n]
+		l.nodes = append(l.nodes, node)
+	}
+	for k, v := range p.viols {
+		l := p.lanes[v.node%n]
+		l.viols = append(l.viols, k)
+	}
+}
+
+// send hands count batches to the writer, the violations armed on their nodes included.
+func (l *lane) send(ctx context.Context, count int) error {
+	p := l.p
 	msgs := make([]kafkago.Message, 0, count)
 	var hit []int
 	for range count {
-		node, tick := p.next%p.o.Nodes, p.next/p.o.Nodes
-		p.next++
+		node, tick := l.nodes[l.next%len(l.nodes)], l.next/len(l.nodes)
+		l.next++
 		ts := time.Now().Truncate(time.Millisecond)
 		if !ts.After(p.lastTS[node]) {
 			ts = p.lastTS[node].Add(time.Millisecond) // the engine skips a point not newer than the last
 		}
 		p.lastTS[node] = ts
 		b := p.f.Batch(node, tick, p.o.Batch, ts, agentInterval)
-		if k, ok := armed[node]; ok {
+		if k, ok := l.armed[node]; ok {
 			b.Points[p.viols[k].metric].Value = violationValue
-			delete(armed, node)
+			delete(l.armed, node)
 			hit = append(hit, k)
 		}
 		data, err := metric.Encode(b)
@@ -106,29 +140,45 @@ func (p *producer) send(ctx context.Context, count int, armed map[int]int) error
 	return nil
 }
 
+// warmUp sends one batch.
+func (p *producer) warmUp(ctx context.Context) error { return p.lanes[0].send(ctx, 1) }
+
 // run sends at the target rate for the load's duration, arming each violation at its
 // time; it returns when the duration is over (the writer may still hold batches).
 func (p *producer) run(ctx context.Context, start time.Time) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, l := range p.lanes {
+		g.Go(func() error { return l.run(gctx, start) })
+	}
+	return g.Wait()
+}
+
+// run sends the lane's share of the rate: its nodes' share of the target.
+func (l *lane) run(ctx context.Context, start time.Time) error {
+	o := l.p.o
+	rate := float64(o.Rate) * float64(len(l.nodes)) / float64(o.Nodes)
+	burst := max(1, int(rate*maxBurst.Seconds())/o.Batch)
 	t := time.NewTicker(paceEvery)
 	defer t.Stop()
-	armed := map[int]int{}
 	nextViol, sent := 0, 0
 	for {
-		now := time.Now()
-		el := now.Sub(start)
-		if el >= p.o.Duration {
+		el := time.Since(start)
+		if el >= o.Duration {
 			return nil
 		}
-		for nextViol < len(p.viols) && el >= time.Duration(p.viols[nextViol].at*float64(p.o.Duration)) {
-			armed[p.viols[nextViol].node] = nextViol
-			nextViol++
+		for ; nextViol < len(l.viols); nextViol++ {
+			v := l.p.viols[l.viols[nextViol]]
+			if el < time.Duration(v.at*float64(o.Duration)) {
+				break
+			}
+			l.armed[v.node] = l.viols[nextViol]
 		}
-		due := int(float64(p.o.Rate)*el.Seconds()) / p.o.Batch
-		if due > sent {
-			if err := p.send(ctx, due-sent, armed); err != nil {
+		due := int(rate*el.Seconds()) / o.Batch
+		if n := min(due-sent, burst); n > 0 {
+			if err := l.send(ctx, n); err != nil {
 				return err
 			}
-			sent = due
+			sent += n
 		}
 		select {
 		case <-ctx.Done():

@@ -88,7 +88,7 @@ func runLoad(ctx context.Context, o Options, e *env, a *alarmProc, hook *receive
 	defer p.close()
 
 	// Warm-up: one batch, so that the group has joined and reads before the clock starts.
-	if err := p.send(ctx, 1, nil); err != nil {
+	if err := p.warmUp(ctx); err != nil {
 		return nil, err
 	}
 	if _, err := waitEvaluated(ctx, a, c0.Points+int64(o.Batch), time.Minute); err != nil {
