@@ -25,15 +25,12 @@ import (
 // BusKafka is the only bus the alarm consumes the metric stream from.
 const BusKafka = "kafka"
 
-// DefaultBrokers are the test services' (deploy/testenv/services.sh env).
-const DefaultBrokers = "127.0.0.1:9092"
-
 // DefaultOptions: 1,000 nodes under 100 policies, 100,000 points/s for 30 s in batches
 // of 100 points (an agent with its node series and some thirty wave instances), 20
 // violations, 3 partitions.
 func DefaultOptions() Options {
 	return Options{
-		Bus: BusKafka, Brokers: []string{DefaultBrokers}, Partitions: 3,
+		Bus: BusKafka, Brokers: []string{benchkit.DefaultBrokers}, Partitions: 3,
 		Policies: 100, Nodes: 1000, Rate: 100_000, Duration: 30 * time.Second, Batch: 100, Violations: 20,
 		Progress: 2 * time.Second, Drain: 2 * time.Minute,
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -15,8 +14,6 @@ import (
 	"github.com/binlake/binlake/alarm"
 	"github.com/binlake/binlake/alarm/policy"
 	"github.com/binlake/binlake/internal/benchkit"
-	"github.com/binlake/binlake/internal/bus"
-	"github.com/binlake/binlake/internal/bus/kafka"
 )
 
 // channel is the name of the webhook channel every policy notifies.
@@ -49,7 +46,7 @@ func newEnv(ctx context.Context, o Options, webhook string) (*env, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := e.createTopic(ctx, o.Partitions, o.Logger); err != nil {
+	if err := benchkit.CreateTopic(ctx, o.Brokers, e.topic, o.Partitions, o.Logger); err != nil {
 		e.k.Close()
 		os.RemoveAll(dir)
 		return nil, err
@@ -88,20 +85,6 @@ func (e *env) writeFiles(o Options, webhook string) error {
 	}
 	if _, err := policy.Load(e.policies); err != nil {
 		return fmt.Errorf("bench alarm: generated %s: %w", e.policies, err)
-	}
-	return nil
-}
-
-// createTopic creates the run's topic with the bus's own call, which returns once every
-// partition has a leader.
-func (e *env) createTopic(ctx context.Context, partitions int, logger *slog.Logger) error {
-	b, err := kafka.New(kafka.Options{Brokers: e.brokers, ClientID: "binlake-bench-alarm", Logger: logger})
-	if err != nil {
-		return fmt.Errorf("bench alarm: %w", err)
-	}
-	defer b.Close()
-	if err := b.CreateTopic(ctx, bus.TopicSpec{Name: e.topic, Partitions: partitions}); err != nil {
-		return fmt.Errorf("bench alarm: create topic %s: %w", e.topic, err)
 	}
 	return nil
 }

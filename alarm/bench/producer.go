@@ -12,16 +12,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/internal/benchkit"
-	"github.com/binlake/binlake/internal/metric"
 )
 
-// Producer settings: the agents' partitioner (Murmur2, Kafka's Java client's, as the bus
-// uses) keeps a node on one partition; batching up to 1 MiB per partition request with a
-// 5 ms linger, acks from every in-sync replica.
 const (
-	producerBatchSize  = 1000
-	producerBatchBytes = 1 << 20
-	producerLinger     = 5 * time.Millisecond
 	// paceEvery is the producer's tick: each tick sends the batches due by then, at most
 	// maxBurst's worth, so that a producer that fell behind (a starved CPU) catches up
 	// in steps instead of building one ever larger burst while sending nothing.
@@ -34,42 +27,24 @@ const (
 // producer sends the fleet's batches to the topic at the target rate, asynchronously,
 // and injects the violations.
 type producer struct {
+	*benchkit.Producer
 	o     Options
 	f     *benchkit.Fleet
-	w     *kafkago.Writer
-	tr    *kafkago.Transport
 	viols []violation
-
-	lanes  []*lane
-	lastTS []time.Time // per node (of one lane), so that a node's batches have increasing times
+	lanes []*lane
+	// lastTS is per node (of one lane), so that a node's batches have increasing times.
+	lastTS []time.Time
 	// sentAt is when violation k's batch was handed to the writer (zero: not yet).
 	mu     sync.Mutex
 	sentAt []time.Time
-
-	produced      atomic.Int64 // points handed to the writer
-	acked, failed atomic.Int64 // points the broker acknowledged, or that failed for good
-	firstErr      atomic.Pointer[error]
+	// produced counts the points handed to the writer.
+	produced atomic.Int64
 }
 
 func newProducer(o Options, topic string) *producer {
-	p := &producer{o: o, f: benchkit.NewFleet(o.Nodes, o.Batch), viols: violations(o.Violations, o.Nodes, o.Policies),
-		lastTS: make([]time.Time, o.Nodes), sentAt: make([]time.Time, o.Violations),
-		tr: &kafkago.Transport{ClientID: "binlake-bench-alarm"}}
-	p.w = &kafkago.Writer{
-		Addr: kafkago.TCP(o.Brokers...), Topic: topic, Balancer: &kafkago.Murmur2Balancer{},
-		BatchSize: producerBatchSize, BatchBytes: producerBatchBytes, BatchTimeout: producerLinger,
-		RequiredAcks: kafkago.RequireAll, Async: true,
-		Transport: p.tr,
-		Completion: func(msgs []kafkago.Message, err error) {
-			n := int64(len(msgs) * o.Batch) // every batch holds o.Batch points
-			if err != nil {
-				p.failed.Add(n)
-				p.firstErr.CompareAndSwap(nil, &err)
-				return
-			}
-			p.acked.Add(n)
-		},
-	}
+	p := &producer{Producer: benchkit.NewProducer(o.Brokers, topic, "binlake-bench-alarm"), o: o,
+		f: benchkit.NewFleet(o.Nodes, o.Batch), viols: violations(o.Violations, o.Nodes, o.Policies),
+		lastTS: make([]time.Time, o.Nodes), sentAt: make([]time.Time, o.Violations)}
 	p.newLanes()
 	return p
 }
@@ -121,14 +96,14 @@ func (l *lane) send(ctx context.Context, count int) error {
 			delete(l.armed, node)
 			hit = append(hit, k)
 		}
-		data, err := metric.Encode(b)
+		m, err := benchkit.Message(b)
 		if err != nil {
-			return fmt.Errorf("bench alarm: encode batch of %s: %w", b.Node, err)
+			return fmt.Errorf("bench alarm: %w", err)
 		}
-		msgs = append(msgs, kafkago.Message{Key: []byte(b.Node), Value: data, Time: ts})
+		msgs = append(msgs, m)
 	}
-	if err := p.w.WriteMessages(ctx, msgs...); err != nil {
-		return fmt.Errorf("bench alarm: produce: %w", err)
+	if err := p.Write(ctx, msgs...); err != nil {
+		return fmt.Errorf("bench alarm: %w", err)
 	}
 	now := time.Now()
 	p.mu.Lock()
@@ -188,25 +163,9 @@ func (l *lane) run(ctx context.Context, start time.Time) error {
 	}
 }
 
-// close flushes what the writer holds, waits for every acknowledgement and closes the
-// connections; it may be called again.
-func (p *producer) close() error {
-	err := p.w.Close()
-	p.tr.CloseIdleConnections()
-	return err
-}
-
 // violationTimes returns when each violation's batch was sent (zero: never).
 func (p *producer) violationTimes() []time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]time.Time(nil), p.sentAt...)
-}
-
-// err is the first produce failure, if any.
-func (p *producer) err() error {
-	if e := p.firstErr.Load(); e != nil {
-		return *e
-	}
-	return nil
 }

@@ -85,7 +85,7 @@ func runLoad(ctx context.Context, o Options, e *env, a *alarmProc, hook *receive
 		return nil, err
 	}
 	p := newProducer(o, e.topic)
-	defer p.close()
+	defer p.Close()
 
 	// Warm-up: one batch, so that the group has joined and reads before the clock starts.
 	if err := p.warmUp(ctx); err != nil {
@@ -115,10 +115,10 @@ func runLoad(ctx context.Context, o Options, e *env, a *alarmProc, hook *receive
 		return nil, err
 	}
 	res.EvaluatedInLoad = cl.Points - cw.Points
-	if err := p.close(); err != nil {
+	if err := p.Close(); err != nil {
 		return nil, fmt.Errorf("bench alarm: producer: %w", err)
 	}
-	res.Produced, res.ProduceErrors = p.acked.Load(), p.failed.Load()
+	res.Produced, res.ProduceErrors = p.Acked(), p.Failed()
 	if res.LagAtLoadEnd, err = e.k.Lag(ctx, e.topic, e.group); err != nil {
 		return nil, fmt.Errorf("bench alarm: %w", err)
 	}
@@ -142,7 +142,7 @@ func runLoad(ctx context.Context, o Options, e *env, a *alarmProc, hook *receive
 	res.WebhookRequests, _, res.WebhookAlerts = hook.stats()
 
 	report(out, res)
-	return res, check(res, p.err(), hook)
+	return res, check(res, p.Err(), hook)
 }
 
 // check turns what the run must show into an error: every point evaluated once, nothing

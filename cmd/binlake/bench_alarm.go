@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/binlake/binlake/alarm/bench"
+	"github.com/binlake/binlake/internal/benchkit"
 )
 
 const benchAlarmUsage = `Usage: binlake bench alarm [flags]
@@ -39,7 +40,7 @@ func runBenchAlarm(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("bench alarm: the binlake binary to start as the alarm: %w", err)
 	}
 	o := bench.DefaultOptions()
-	brokers := bench.DefaultBrokers
+	brokers := benchkit.DefaultBrokers
 	if k := os.Getenv("BINLAKE_TEST_KAFKA"); k != "" {
 		brokers = k
 	}

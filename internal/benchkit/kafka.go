@@ -4,10 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/kafka"
 )
+
+// DefaultBrokers are the test services' Kafka (deploy/testenv/services.sh env).
+const DefaultBrokers = "127.0.0.1:9092"
 
 // Kafka asks the brokers about a bench's topic and consumer group.
 type Kafka struct {
@@ -126,4 +133,18 @@ func (k *Kafka) TopicExists(ctx context.Context, topic string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// CreateTopic creates a topic with the bus's own call, which returns once every
+// partition has a leader.
+func CreateTopic(ctx context.Context, brokers []string, topic string, partitions int, logger *slog.Logger) error {
+	b, err := kafka.New(kafka.Options{Brokers: brokers, ClientID: "binlake-bench", Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: partitions}); err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return nil
 }
