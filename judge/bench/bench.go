@@ -19,11 +19,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"runtime"
 	"time"
 
+	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/lbplugins"
@@ -35,6 +37,8 @@ const (
 	ModeIngest    = "ingest"
 	StoreSQLite   = judge.StoreSQLite
 	StoreElastic  = judge.StoreElastic
+	BusHTTP       = "http"
+	BusKafka      = judge.BusKafka
 )
 
 // DefaultES is the Elasticsearch URL of the test services.
@@ -52,7 +56,8 @@ const DefaultES = "http://127.0.0.1:9200"
 // which raises latency without raising req/s.
 func DefaultOptions() Options {
 	return Options{
-		Mode: ModePlacement, Store: StoreSQLite, ES: DefaultES,
+		Mode: ModePlacement, Bus: BusHTTP, Brokers: []string{benchkit.DefaultBrokers}, Partitions: 3,
+		Store: StoreSQLite, ES: DefaultES,
 		Nodes: 1000, Concurrency: 4 * runtime.GOMAXPROCS(0),
 		Duration: 15 * time.Second, Algorithm: "leastload", IngestRate: 1000,
 		Points: 2_000_000, Batch: 100,
@@ -66,6 +71,12 @@ func DefaultOptions() Options {
 type Options struct {
 	// Mode is ModePlacement or ModeIngest.
 	Mode string
+	// Bus is how ingest reaches the judge: BusHTTP (POST /v1/metrics) or, in ingest
+	// mode, BusKafka (a topic of the run's own on Brokers, with Partitions, which the
+	// judge consumes as its bus).
+	Bus        string
+	Brokers    []string
+	Partitions int
 	// Binary is the binlake executable started as the judge. Required (the command
 	// passes its own, os.Executable).
 	Binary string
@@ -103,6 +114,26 @@ type Options struct {
 func (o *Options) validate() error {
 	if o.Mode != ModePlacement && o.Mode != ModeIngest {
 		return fmt.Errorf("bench judge: -mode %q: want %s or %s", o.Mode, ModePlacement, ModeIngest)
+	}
+	switch o.Bus {
+	case BusHTTP:
+	case BusKafka:
+		if o.Mode != ModeIngest {
+			return fmt.Errorf("bench judge: -bus %s: only with -mode %s (placements are asked over HTTP)", BusKafka, ModeIngest)
+		}
+		if len(o.Brokers) == 0 {
+			return errors.New("bench judge: -brokers: at least one host:port")
+		}
+		for _, b := range o.Brokers {
+			if _, _, err := net.SplitHostPort(b); err != nil {
+				return fmt.Errorf("bench judge: -brokers: %q is not host:port", b)
+			}
+		}
+		if o.Partitions < 1 {
+			return fmt.Errorf("bench judge: -partitions %d: must be at least 1", o.Partitions)
+		}
+	default:
+		return fmt.Errorf("bench judge: -bus %q: want %s or %s", o.Bus, BusHTTP, BusKafka)
 	}
 	if o.Binary == "" {
 		return errors.New("bench judge: no binlake binary to start as the judge")
@@ -176,7 +207,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	env, err := newEnv(opts)
+	env, err := newEnv(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

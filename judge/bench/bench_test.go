@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -46,6 +47,11 @@ func TestOptionsErrors(t *testing.T) {
 		{"buffer below batch", func(o *Options) { o.Mode, o.Buffer, o.Batch = ModeIngest, 50, 100 }, "-buffer 50 is smaller than -batch 100"},
 		{"zero duration", func(o *Options) { o.Duration = 0 }, "-duration 0s: must be positive"},
 		{"unknown algorithm", func(o *Options) { o.Algorithm = "roundrobin" }, `-algorithm`},
+		{"unknown bus", func(o *Options) { o.Bus = "zk" }, `-bus "zk": want http or kafka`},
+		{"kafka for placements", func(o *Options) { o.Bus = BusKafka }, "-bus kafka: only with -mode ingest"},
+		{"kafka without brokers", func(o *Options) { o.Mode, o.Bus, o.Brokers = ModeIngest, BusKafka, nil }, "-brokers: at least one"},
+		{"kafka broker without port", func(o *Options) { o.Mode, o.Bus, o.Brokers = ModeIngest, BusKafka, []string{"kafka"} }, `-brokers: "kafka" is not host:port`},
+		{"kafka without partitions", func(o *Options) { o.Mode, o.Bus, o.Partitions = ModeIngest, BusKafka, 0 }, "-partitions 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,6 +69,7 @@ func TestOptionsErrors(t *testing.T) {
 		func(*Options) {},
 		func(o *Options) { o.Mode, o.Store = ModeIngest, StoreElastic },
 		func(o *Options) { o.IngestRate = 0 },
+		func(o *Options) { o.Mode, o.Bus = ModeIngest, BusKafka },
 	} {
 		o := validOptions(t)
 		edit(&o)
@@ -106,7 +113,7 @@ func TestNewEnv(t *testing.T) {
 		o.Store = st
 		var out strings.Builder
 		o.Out = &out
-		e, err := newEnv(o)
+		e, err := newEnv(context.Background(), o)
 		if err != nil {
 			t.Fatalf("%s: %v", st, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,11 +12,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/internal/benchkit"
+	"github.com/binlake/binlake/internal/metric"
 )
 
 // IngestResult holds the figures of an ingest run.
 type IngestResult struct {
-	Store                 string
+	// Store names where the points went, Via how they got to the judge.
+	Store, Via            string
 	Nodes, Senders, Batch int
 	// Points and Batches the judge accepted (all that were sent: a refused batch ends
 	// the run).
@@ -46,10 +49,34 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, e
 		return nil, err
 	}
 	base := h0.Store.Written + h0.Store.Dropped
-	res := &IngestResult{Store: e.store, Nodes: o.Nodes, Senders: o.Concurrency, Batch: o.Batch}
+	res := &IngestResult{Store: e.store, Via: e.via, Nodes: o.Nodes, Senders: o.Concurrency, Batch: o.Batch}
 	fmt.Fprintf(out, "sending %d points from %d nodes in batches of %d with %d senders\n", o.Points, o.Nodes, o.Batch, o.Concurrency)
 
-	in := &ingester{o: o, f: benchkit.NewFleet(o.Nodes, o.Batch), c: newClient(j.base, o.Concurrency), w: newWindow(int64(o.Buffer)), j: j}
+	in := &ingester{o: o, f: benchkit.NewFleet(o.Nodes, o.Batch), j: j}
+	if o.Bus == BusKafka {
+		prod := benchkit.NewProducer(o.Brokers, e.topic, "binlake-bench-judge")
+		defer prod.Close()
+		in.deliver = func(ctx context.Context, b metric.Batch, _ *bytes.Buffer) error {
+			m, err := benchkit.Message(b)
+			if err == nil {
+				err = prod.Write(ctx, m)
+			}
+			return err
+		}
+		in.flush = func() error {
+			prod.Close()
+			if prod.Failed() > 0 {
+				return fmt.Errorf("bench judge: the broker refused %d points: %w", prod.Failed(), prod.Err())
+			}
+			return nil
+		}
+		// The judge holds the bus back itself (a batch is committed once stored): the
+		// points wait in the topic, so the senders need no window.
+		in.w = newWindow(math.MaxInt64 / 2)
+	} else {
+		c := newClient(j.base, o.Concurrency)
+		in.deliver, in.w = c.sendBatch, newWindow(int64(o.Buffer))
+	}
 	sendCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer in.w.close() // releases senders waiting for room when the run ends early
@@ -142,9 +169,12 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, e
 type ingester struct {
 	o Options
 	f *benchkit.Fleet
-	c *client
 	w *window
 	j *judgeProc
+	// deliver sends one batch: POST /v1/metrics, or to the producer of the topic;
+	// flush, when set, waits for what deliver left on its way.
+	deliver func(context.Context, metric.Batch, *bytes.Buffer) error
+	flush   func() error
 
 	accepted, batches atomic.Int64
 }
@@ -168,7 +198,7 @@ func (in *ingester) send(ctx context.Context) error {
 				// base, so that no two points share an identity in the store.
 				node, tick := i%o.Nodes, i/o.Nodes
 				b := in.f.Batch(node, tick, size, tsBase.Add(time.Duration(tick)*time.Millisecond), liveInterval)
-				if err := in.c.sendBatch(gctx, b, &scratch); err != nil {
+				if err := in.deliver(gctx, b, &scratch); err != nil {
 					in.w.close()
 					return fmt.Errorf("bench judge: batch %d of %d points: %w%s", i, size, err, in.j.ExitNote())
 				}
@@ -178,7 +208,10 @@ func (in *ingester) send(ctx context.Context) error {
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil || in.flush == nil {
+		return err
+	}
+	return in.flush()
 }
 
 // window keeps the points sent and not yet settled (written or dropped, by the judge's
