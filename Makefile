@@ -76,13 +76,15 @@ bench-wave: build
 	./$(BIN) bench wave -rows $(ROWS)
 
 ## bench-judge: a real judge process: placements with 1,000 live nodes, then ingest of 2,000,000
-## points (JUDGE_STORE=elastic for the test engine; JUDGE_FLAGS adds flags to both runs).
+## points over HTTP and through Kafka (JUDGE_STORE=elastic for the test engine; JUDGE_FLAGS adds
+## flags to every run).
 JUDGE_STORE ?= sqlite
 JUDGE_FLAGS ?=
 bench-judge: build
 	@eval "$$(bash $(SERVICES) env)"; \
 	./$(BIN) bench judge -store $(JUDGE_STORE) $(JUDGE_FLAGS) && \
-	./$(BIN) bench judge -mode ingest -store $(JUDGE_STORE) $(JUDGE_FLAGS)
+	./$(BIN) bench judge -mode ingest -store $(JUDGE_STORE) $(JUDGE_FLAGS) && \
+	./$(BIN) bench judge -mode ingest -bus kafka -store $(JUDGE_STORE) $(JUDGE_FLAGS)
 
 ## bench-alarm: a real alarm process reading agent batches from Kafka (100 policies, 1,000 nodes,
 ## 3 partitions, 20 violations) at ALARM_RATES points/s, 30 s each (ALARM_FLAGS adds flags).

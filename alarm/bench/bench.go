@@ -14,8 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"os"
 	"time"
 
 	"github.com/binlake/binlake/internal/benchkit"
@@ -73,21 +71,8 @@ func (o *Options) validate() error {
 	if o.Bus != BusKafka {
 		return fmt.Errorf("bench alarm: -bus %q: want %s (the alarm reads the metric stream from Kafka only)", o.Bus, BusKafka)
 	}
-	if o.Binary == "" {
-		return errors.New("bench alarm: no binlake binary to start as the alarm")
-	}
-	if fi, err := os.Stat(o.Binary); err != nil {
-		return fmt.Errorf("bench alarm: alarm binary: %w", err)
-	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("bench alarm: alarm binary %s is not an executable file", o.Binary)
-	}
-	if len(o.Brokers) == 0 {
-		return errors.New("bench alarm: -brokers: at least one host:port")
-	}
-	for _, b := range o.Brokers {
-		if _, _, err := net.SplitHostPort(b); err != nil {
-			return fmt.Errorf("bench alarm: -brokers: %q is not host:port", b)
-		}
+	if err := errors.Join(benchkit.CheckBinary("alarm", o.Binary), benchkit.CheckBrokers(o.Brokers)); err != nil {
+		return fmt.Errorf("bench alarm: %w", err)
 	}
 	for _, c := range []struct {
 		flag string

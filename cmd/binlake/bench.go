@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
+	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/wave/bench"
 )
@@ -46,6 +48,26 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stderr, "binlake bench: unknown benchmark %q\n\n%s\n", args[0], benchUsage)
 	return errUsage
+}
+
+// parseBenchFlags parses a benchmark's flags, which take no further arguments.
+func parseBenchFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "binlake %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return errUsage
+	}
+	return nil
+}
+
+// benchBrokers is the default of -brokers: the test services' Kafka.
+func benchBrokers() string {
+	if k := os.Getenv("BINLAKE_TEST_KAFKA"); k != "" {
+		return k
+	}
+	return benchkit.DefaultBrokers
 }
 
 func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/binlake/binlake/alarm/bench"
-	"github.com/binlake/binlake/internal/benchkit"
 )
 
 const benchAlarmUsage = `Usage: binlake bench alarm [flags]
@@ -40,10 +39,7 @@ func runBenchAlarm(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("bench alarm: the binlake binary to start as the alarm: %w", err)
 	}
 	o := bench.DefaultOptions()
-	brokers := benchkit.DefaultBrokers
-	if k := os.Getenv("BINLAKE_TEST_KAFKA"); k != "" {
-		brokers = k
-	}
+	brokers := benchBrokers()
 	fs := flag.NewFlagSet("bench alarm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.Bus, "bus", o.Bus, "the metric bus between the producer and the alarm: kafka")
@@ -59,12 +55,8 @@ func runBenchAlarm(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.StringVar(&o.CPUProfile, "alarm-cpuprofile", "", "have the alarm write a CPU profile of its run to this file (go tool pprof)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary folder (configs, alarm log), the topic and the consumer group")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchAlarmUsage+"\n\nFlags:"); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := parseBenchFlags(fs, args, stderr); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "binlake bench alarm: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
 	}
 	o.Brokers = strings.Split(brokers, ",")
 	o.Out = stdout

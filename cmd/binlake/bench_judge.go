@@ -49,10 +49,7 @@ func runBenchJudge(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if es := os.Getenv("BINLAKE_TEST_ES"); es != "" {
 		o.ES = es
 	}
-	brokers := strings.Join(o.Brokers, ",")
-	if k := os.Getenv("BINLAKE_TEST_KAFKA"); k != "" {
-		brokers = k
-	}
+	brokers := benchBrokers()
 	fs := flag.NewFlagSet("bench judge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.Mode, "mode", o.Mode, "placement or ingest")
@@ -73,12 +70,8 @@ func runBenchJudge(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.StringVar(&o.Binary, "judge-binary", self, "the binlake binary started as the judge")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary folder (config, judge log, SQLite file) and the Elasticsearch indices")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchJudgeUsage+"\n\nFlags:"); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := parseBenchFlags(fs, args, stderr); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "binlake bench judge: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
 	}
 	o.Brokers = strings.Split(brokers, ",")
 	o.Out = stdout

@@ -19,9 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
-	"os"
 	"runtime"
 	"time"
 
@@ -121,13 +119,8 @@ func (o *Options) validate() error {
 		if o.Mode != ModeIngest {
 			return fmt.Errorf("bench judge: -bus %s: only with -mode %s (placements are asked over HTTP)", BusKafka, ModeIngest)
 		}
-		if len(o.Brokers) == 0 {
-			return errors.New("bench judge: -brokers: at least one host:port")
-		}
-		for _, b := range o.Brokers {
-			if _, _, err := net.SplitHostPort(b); err != nil {
-				return fmt.Errorf("bench judge: -brokers: %q is not host:port", b)
-			}
+		if err := benchkit.CheckBrokers(o.Brokers); err != nil {
+			return fmt.Errorf("bench judge: %w", err)
 		}
 		if o.Partitions < 1 {
 			return fmt.Errorf("bench judge: -partitions %d: must be at least 1", o.Partitions)
@@ -135,13 +128,8 @@ func (o *Options) validate() error {
 	default:
 		return fmt.Errorf("bench judge: -bus %q: want %s or %s", o.Bus, BusHTTP, BusKafka)
 	}
-	if o.Binary == "" {
-		return errors.New("bench judge: no binlake binary to start as the judge")
-	}
-	if fi, err := os.Stat(o.Binary); err != nil {
-		return fmt.Errorf("bench judge: judge binary: %w", err)
-	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("bench judge: judge binary %s is not an executable file", o.Binary)
+	if err := benchkit.CheckBinary("judge", o.Binary); err != nil {
+		return fmt.Errorf("bench judge: %w", err)
 	}
 	switch o.Store {
 	case StoreSQLite:
