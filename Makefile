@@ -13,7 +13,7 @@ BENCH ?= .
 
 AGENT_BIN := bin/binlake-agent
 
-.PHONY: all build build-agent run test unit flake services-up services-down services-status bench bench-agent bench-wave bench-judge lint fmt clean
+.PHONY: all build build-agent run test unit flake services-up services-down services-status bench bench-agent bench-wave bench-judge bench-alarm lint fmt clean
 
 all: build
 
@@ -61,12 +61,14 @@ services-down:
 services-status:
 	bash $(SERVICES) status
 
-## bench: Go benchmarks (integration benchmarks run when the services are up), then bench-wave and bench-judge.
+## bench: Go benchmarks (integration benchmarks run when the services are up), then bench-wave,
+## bench-judge and bench-alarm.
 bench: build
 	@eval "$$(bash $(SERVICES) env)"; \
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem ./...
 	$(MAKE) bench-wave
 	$(MAKE) bench-judge
+	$(MAKE) bench-alarm
 
 ## bench-wave: wave capture to Kafka against mariadb-binlog on the test services (ROWS=1000000).
 ROWS ?= 1000000
@@ -74,13 +76,23 @@ bench-wave: build
 	./$(BIN) bench wave -rows $(ROWS)
 
 ## bench-judge: a real judge process: placements with 1,000 live nodes, then ingest of 2,000,000
-## points (JUDGE_STORE=elastic for the test engine; JUDGE_FLAGS adds flags to both runs).
+## points over HTTP and through Kafka (JUDGE_STORE=elastic for the test engine; JUDGE_FLAGS adds
+## flags to every run).
 JUDGE_STORE ?= sqlite
 JUDGE_FLAGS ?=
 bench-judge: build
 	@eval "$$(bash $(SERVICES) env)"; \
 	./$(BIN) bench judge -store $(JUDGE_STORE) $(JUDGE_FLAGS) && \
-	./$(BIN) bench judge -mode ingest -store $(JUDGE_STORE) $(JUDGE_FLAGS)
+	./$(BIN) bench judge -mode ingest -store $(JUDGE_STORE) $(JUDGE_FLAGS) && \
+	./$(BIN) bench judge -mode ingest -bus kafka -store $(JUDGE_STORE) $(JUDGE_FLAGS)
+
+## bench-alarm: a real alarm process reading agent batches from Kafka (100 policies, 1,000 nodes,
+## 3 partitions, 20 violations) at ALARM_RATES points/s, 30 s each (ALARM_FLAGS adds flags).
+ALARM_RATES ?= 100000 250000 1000000
+ALARM_FLAGS ?=
+bench-alarm: build
+	@eval "$$(bash $(SERVICES) env)"; \
+	for r in $(ALARM_RATES); do ./$(BIN) bench alarm -rate $$r $(ALARM_FLAGS) || exit 1; done
 
 ## bench-agent: the agent's RSS and CPU beside Debian's prometheus-node-exporter (BENCHMARKS.md).
 bench-agent: build

@@ -24,6 +24,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	listen := fs.String("http", "", "override http.listen (host:port)")
 	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
 	check := fs.Bool("check", false, "validate the config and policy files and exit")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake alarm [flags]\n\nEvaluates alert policies over the metric stream and notifies channels.\n\nFlags:")
 		fs.PrintDefaults()
@@ -66,6 +67,13 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *check {
 		fmt.Fprintf(stdout, "%s and %s are valid: %d policies, channels %s\n", *cfgPath, *polPath, len(pols), strings.Join(chanDesc, ", "))
 		return nil
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	token, err := config.ResolveSecret(cfg.HTTP.Token, alarm.TokenEnv, cfg.HTTP.TokenFile)
 	if err != nil {

@@ -8,13 +8,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
+	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/wave/bench"
 )
 
-const benchUsage = `Usage: binlake bench wave|judge [flags]
+const benchUsage = `Usage: binlake bench wave|judge|alarm [flags]
 
   wave   load N rows into the test MariaDB, capture them to Kafka with a wave pipeline
          (acks from the broker), and time mariadb-binlog decoding the same binlog range
@@ -22,6 +24,9 @@ const benchUsage = `Usage: binlake bench wave|judge [flags]
   judge  start a real judge process and load it over HTTP: placement requests with N
          live nodes reporting (req/s, latency percentiles, bytes per answer), or
          -mode ingest: points/s from the first send to every point in the store
+  alarm  start a real alarm process on a metric topic of its own and produce agent
+         batches to Kafka at a target rate with injected violations: points/s
+         evaluated, consumer lag, violation → webhook latency, CPU
 
 Run 'binlake bench <benchmark> -h' for its flags.`
 
@@ -38,9 +43,31 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runBenchWave(ctx, args[1:], stdout, stderr)
 	case "judge":
 		return runBenchJudge(ctx, args[1:], stdout, stderr)
+	case "alarm":
+		return runBenchAlarm(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "binlake bench: unknown benchmark %q\n\n%s\n", args[0], benchUsage)
 	return errUsage
+}
+
+// parseBenchFlags parses a benchmark's flags, which take no further arguments.
+func parseBenchFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "binlake %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return errUsage
+	}
+	return nil
+}
+
+// benchBrokers is the default of -brokers: the test services' Kafka.
+func benchBrokers() string {
+	if k := os.Getenv("BINLAKE_TEST_KAFKA"); k != "" {
+		return k
+	}
+	return benchkit.DefaultBrokers
 }
 
 func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/binlake/binlake/judge/bench"
 )
@@ -29,11 +30,14 @@ end unless -keep.
       send -points points in batches of -batch from -nodes nodes with -concurrency
       senders, as fast as the judge writes them without overflowing its store buffer,
       then count them in the store itself. Prints points/s from the first send to
-      every point written, and the judge's CPU.
+      every point written, and the judge's CPU. With -bus kafka the points go through
+      a topic of the run's own, which the judge consumes as its bus (it commits a
+      batch once stored, so the topic holds what the store has not taken yet).
 
 Examples:
   binlake bench judge                                   # 1,000 nodes, leastload, 15 s
   binlake bench judge -mode ingest                      # 2,000,000 points into SQLite
+  binlake bench judge -mode ingest -bus kafka           # the same through Kafka
   binlake bench judge -mode ingest -store elastic -es http://127.0.0.1:9200`
 
 func runBenchJudge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -45,9 +49,13 @@ func runBenchJudge(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if es := os.Getenv("BINLAKE_TEST_ES"); es != "" {
 		o.ES = es
 	}
+	brokers := benchBrokers()
 	fs := flag.NewFlagSet("bench judge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.Mode, "mode", o.Mode, "placement or ingest")
+	fs.StringVar(&o.Bus, "bus", o.Bus, "ingest: how points reach the judge: http (POST /v1/metrics) or kafka (a topic of the run's own, which the judge consumes)")
+	fs.StringVar(&brokers, "brokers", brokers, "-bus kafka: Kafka brokers, comma-separated ($BINLAKE_TEST_KAFKA when set)")
+	fs.IntVar(&o.Partitions, "partitions", o.Partitions, "-bus kafka: partitions of the run's topic")
 	fs.StringVar(&o.Store, "store", o.Store, "the judge's store: sqlite (a file in the temporary folder) or elastic (at -es)")
 	fs.StringVar(&o.ES, "es", o.ES, "Elasticsearch URL for -store elastic ($BINLAKE_TEST_ES when set); the run writes indices of a prefix of its own")
 	fs.IntVar(&o.Nodes, "nodes", o.Nodes, "nodes reporting metrics")
@@ -62,13 +70,10 @@ func runBenchJudge(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.StringVar(&o.Binary, "judge-binary", self, "the binlake binary started as the judge")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary folder (config, judge log, SQLite file) and the Elasticsearch indices")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchJudgeUsage+"\n\nFlags:"); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := parseBenchFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "binlake bench judge: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
-	}
+	o.Brokers = strings.Split(brokers, ",")
 	o.Out = stdout
 	_, err = bench.Run(ctx, o)
 	return err

@@ -20,10 +20,10 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"runtime"
 	"time"
 
+	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/lbplugins"
@@ -35,6 +35,8 @@ const (
 	ModeIngest    = "ingest"
 	StoreSQLite   = judge.StoreSQLite
 	StoreElastic  = judge.StoreElastic
+	BusHTTP       = "http"
+	BusKafka      = judge.BusKafka
 )
 
 // DefaultES is the Elasticsearch URL of the test services.
@@ -52,7 +54,8 @@ const DefaultES = "http://127.0.0.1:9200"
 // which raises latency without raising req/s.
 func DefaultOptions() Options {
 	return Options{
-		Mode: ModePlacement, Store: StoreSQLite, ES: DefaultES,
+		Mode: ModePlacement, Bus: BusHTTP, Brokers: []string{benchkit.DefaultBrokers}, Partitions: 3,
+		Store: StoreSQLite, ES: DefaultES,
 		Nodes: 1000, Concurrency: 4 * runtime.GOMAXPROCS(0),
 		Duration: 15 * time.Second, Algorithm: "leastload", IngestRate: 1000,
 		Points: 2_000_000, Batch: 100,
@@ -66,6 +69,12 @@ func DefaultOptions() Options {
 type Options struct {
 	// Mode is ModePlacement or ModeIngest.
 	Mode string
+	// Bus is how ingest reaches the judge: BusHTTP (POST /v1/metrics) or, in ingest
+	// mode, BusKafka (a topic of the run's own on Brokers, with Partitions, which the
+	// judge consumes as its bus).
+	Bus        string
+	Brokers    []string
+	Partitions int
 	// Binary is the binlake executable started as the judge. Required (the command
 	// passes its own, os.Executable).
 	Binary string
@@ -104,13 +113,23 @@ func (o *Options) validate() error {
 	if o.Mode != ModePlacement && o.Mode != ModeIngest {
 		return fmt.Errorf("bench judge: -mode %q: want %s or %s", o.Mode, ModePlacement, ModeIngest)
 	}
-	if o.Binary == "" {
-		return errors.New("bench judge: no binlake binary to start as the judge")
+	switch o.Bus {
+	case BusHTTP:
+	case BusKafka:
+		if o.Mode != ModeIngest {
+			return fmt.Errorf("bench judge: -bus %s: only with -mode %s (placements are asked over HTTP)", BusKafka, ModeIngest)
+		}
+		if err := benchkit.CheckBrokers(o.Brokers); err != nil {
+			return fmt.Errorf("bench judge: %w", err)
+		}
+		if o.Partitions < 1 {
+			return fmt.Errorf("bench judge: -partitions %d: must be at least 1", o.Partitions)
+		}
+	default:
+		return fmt.Errorf("bench judge: -bus %q: want %s or %s", o.Bus, BusHTTP, BusKafka)
 	}
-	if fi, err := os.Stat(o.Binary); err != nil {
-		return fmt.Errorf("bench judge: judge binary: %w", err)
-	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("bench judge: judge binary %s is not an executable file", o.Binary)
+	if err := benchkit.CheckBinary("judge", o.Binary); err != nil {
+		return fmt.Errorf("bench judge: %w", err)
 	}
 	switch o.Store {
 	case StoreSQLite:
@@ -176,7 +195,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	env, err := newEnv(opts)
+	env, err := newEnv(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +204,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, j.stop()) }()
+	defer func() { err = errors.Join(err, j.Stop()) }()
 	if opts.Mode == ModeIngest {
 		return runIngest(ctx, opts, env, j)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/internal/testenv"
 )
 
@@ -130,6 +131,27 @@ func TestIngestElasticIntegration(t *testing.T) {
 	body.ReadFrom(resp.Body)
 	if strings.TrimSpace(body.String()) != "" {
 		t.Errorf("indices of the run left behind: %s", body.String())
+	}
+}
+
+// TestIngestKafkaIntegration: through a topic of the run's own, which the judge consumes
+// as its bus; every point is stored once, and the topic is deleted at the end.
+func TestIngestKafkaIntegration(t *testing.T) {
+	brokers := testenv.HostPorts(testenv.Require(t, testenv.Kafka))
+	const points = 20_001
+	res, report := runBench(t, func(o *Options) {
+		o.Mode, o.Bus, o.Brokers, o.Nodes, o.Points, o.Batch, o.Concurrency = ModeIngest, BusKafka, brokers, 20, points, 100, 4
+		o.Buffer, o.StoreBatch = 5_000, 1_000 // below the points sent: the bus must wait for the store
+	})
+	checkIngest(t, res, report, points)
+	m := regexp.MustCompile(`through Kafka topic (\S+) `).FindStringSubmatch(report)
+	if m == nil {
+		t.Fatalf("report does not name the topic:\n%s", report)
+	}
+	k := benchkit.NewKafka(brokers)
+	defer k.Close()
+	if ok, err := k.TopicExists(context.Background(), m[1]); err != nil || ok {
+		t.Errorf("topic %s still exists after the bench (%v)", m[1], err)
 	}
 }
 

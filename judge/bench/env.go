@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/judge"
 )
 
@@ -18,6 +21,10 @@ import (
 // config and the judge's log, and the store it writes to.
 type env struct {
 	binary, dir, config, log string
+	// via says how points reach the judge; topic and group are the run's own with
+	// BusKafka, deleted by close.
+	via, topic, group string
+	brokers           []string
 	// store says where the points go, for the log; stored counts them in the engine
 	// itself and drop deletes them (nil for SQLite, whose file is in dir).
 	store  string
@@ -26,13 +33,20 @@ type env struct {
 }
 
 // newEnv creates the folder and writes judge.yaml, checked with the judge's own loader
-// so that a mistake here is reported before any process starts.
-func newEnv(o Options) (*env, error) {
+// so that a mistake here is reported before any process starts, and the topic with
+// BusKafka.
+func newEnv(ctx context.Context, o Options) (*env, error) {
 	dir, err := os.MkdirTemp("", "binlake-bench-judge-")
 	if err != nil {
 		return nil, fmt.Errorf("bench judge: %w", err)
 	}
-	e := &env{binary: o.Binary, dir: dir, config: filepath.Join(dir, "judge.yaml"), log: filepath.Join(dir, "judge.log")}
+	e := &env{binary: o.Binary, dir: dir, config: filepath.Join(dir, "judge.yaml"), log: filepath.Join(dir, "judge.log"), via: "over HTTP"}
+	if o.Bus == BusKafka {
+		// Names of the run's own, so that parallel runs never read each other's points.
+		e.topic = fmt.Sprintf("binlake-bench-judge-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
+		e.group, e.brokers = e.topic, o.Brokers
+		e.via = fmt.Sprintf("through Kafka topic %s (%d partitions)", e.topic, o.Partitions)
+	}
 	cfg, err := e.judgeConfig(o)
 	if err == nil {
 		err = os.WriteFile(e.config, cfg, 0o600)
@@ -44,12 +58,19 @@ func newEnv(o Options) (*env, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("bench judge: judge config %s: %w", e.config, err)
 	}
-	fmt.Fprintf(o.Out, "bench judge: %s mode; judge config %s, log %s; points go to %s\n", o.Mode, e.config, e.log, e.store)
+	if e.topic != "" {
+		if err := benchkit.CreateTopic(ctx, o.Brokers, e.topic, o.Partitions, slog.New(slog.DiscardHandler)); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("bench judge: %w", err)
+		}
+	}
+	fmt.Fprintf(o.Out, "bench judge: %s mode; judge config %s, log %s; points come %s and go to %s\n", o.Mode, e.config, e.log, e.via, e.store)
 	return e, nil
 }
 
-// judgeConfig is the judge.yaml of the run: HTTP ingest only (no bus), on a port the
-// kernel picks, the chosen store, the production placement filters.
+// judgeConfig is the judge.yaml of the run: HTTP ingest only (no bus) or the run's topic
+// read from its start, on a port the kernel picks, the chosen store, the production
+// placement filters.
 func (e *env) judgeConfig(o Options) ([]byte, error) {
 	st := map[string]any{"kind": o.Store, "buffer": map[string]any{"capacity": o.Buffer, "batch": o.StoreBatch}}
 	switch o.Store {
@@ -67,10 +88,15 @@ func (e *env) judgeConfig(o Options) ([]byte, error) {
 		e.store = fmt.Sprintf("elastic %s, indices %s*", strings.TrimRight(o.ES, "/"), prefix)
 		e.stored, e.drop = es.count, es.drop
 	}
+	bus := map[string]any{"kind": judge.BusNone}
+	if e.topic != "" {
+		bus = map[string]any{"kind": judge.BusKafka, "brokers": o.Brokers, "topic": e.topic, "partitions": o.Partitions,
+			"group": e.group, "start": "oldest"}
+	}
 	return yaml.Marshal(map[string]any{
 		"log":   map[string]any{"level": "info", "format": "text"},
 		"http":  map[string]any{"listen": "127.0.0.1:0"},
-		"bus":   map[string]any{"kind": "none"},
+		"bus":   bus,
 		"store": st,
 		"placement": map[string]any{
 			"algorithm":  o.Algorithm,
@@ -83,13 +109,21 @@ func (e *env) judgeConfig(o Options) ([]byte, error) {
 func (e *env) close(keep bool, out io.Writer) error {
 	if keep {
 		fmt.Fprintf(out, "kept %s and the points in %s\n", e.dir, e.store)
+		if e.topic != "" {
+			fmt.Fprintf(out, "kept topic %s and group %s\n", e.topic, e.group)
+		}
 		return nil
 	}
 	var err error
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	if e.drop != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
 		err = e.drop(ctx)
+	}
+	if e.topic != "" {
+		k := benchkit.NewKafka(e.brokers)
+		defer k.Close()
+		err = errors.Join(err, k.DeleteTopic(ctx, e.topic), k.DeleteGroup(ctx, e.group))
 	}
 	os.RemoveAll(e.dir)
 	return err

@@ -4,16 +4,21 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/binlake/binlake/internal/benchkit"
+	"github.com/binlake/binlake/internal/metric"
 )
 
 // IngestResult holds the figures of an ingest run.
 type IngestResult struct {
-	Store                 string
+	// Store names where the points went, Via how they got to the judge.
+	Store, Via            string
 	Nodes, Senders, Batch int
 	// Points and Batches the judge accepted (all that were sent: a refused batch ends
 	// the run).
@@ -44,15 +49,39 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, e
 		return nil, err
 	}
 	base := h0.Store.Written + h0.Store.Dropped
-	res := &IngestResult{Store: e.store, Nodes: o.Nodes, Senders: o.Concurrency, Batch: o.Batch}
+	res := &IngestResult{Store: e.store, Via: e.via, Nodes: o.Nodes, Senders: o.Concurrency, Batch: o.Batch}
 	fmt.Fprintf(out, "sending %d points from %d nodes in batches of %d with %d senders\n", o.Points, o.Nodes, o.Batch, o.Concurrency)
 
-	in := &ingester{o: o, f: newFleet(o.Nodes, o.Batch), c: newClient(j.base, o.Concurrency), w: newWindow(int64(o.Buffer)), j: j}
+	in := &ingester{o: o, f: benchkit.NewFleet(o.Nodes, o.Batch), j: j}
+	if o.Bus == BusKafka {
+		prod := benchkit.NewProducer(o.Brokers, e.topic, "binlake-bench-judge")
+		defer prod.Close()
+		in.deliver = func(ctx context.Context, b metric.Batch, _ *bytes.Buffer) error {
+			m, err := benchkit.Message(b)
+			if err == nil {
+				err = prod.Write(ctx, m)
+			}
+			return err
+		}
+		in.flush = func() error {
+			prod.Close()
+			if prod.Failed() > 0 {
+				return fmt.Errorf("bench judge: the broker refused %d points: %w", prod.Failed(), prod.Err())
+			}
+			return nil
+		}
+		// The judge holds the bus back itself (a batch is committed once stored): the
+		// points wait in the topic, so the senders need no window.
+		in.w = newWindow(math.MaxInt64 / 2)
+	} else {
+		c := newClient(j.base, o.Concurrency)
+		in.deliver, in.w = c.sendBatch, newWindow(int64(o.Buffer))
+	}
 	sendCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer in.w.close() // releases senders waiting for room when the run ends early
-	cpu0, cerr0 := j.cpu()
-	bcpu0 := benchCPU()
+	cpu0, cerr0 := j.CPU()
+	bcpu0 := benchkit.SelfCPU()
 	start := time.Now()
 	sent := make(chan error, 1)
 	go func() {
@@ -96,7 +125,7 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, e
 		}
 		if settled < in.accepted.Load() && now.Sub(lastMove) > stallAfter {
 			return nil, fmt.Errorf("bench judge: the store wrote nothing for %s: %d of %d points written, %d write errors (see %s)",
-				stallAfter, settled, in.accepted.Load(), h.Store.WriteErrors, j.log)
+				stallAfter, settled, in.accepted.Load(), h.Store.WriteErrors, j.Log)
 		}
 		if since := now.Sub(lastLine); since >= o.Progress {
 			wr, sn := h.Store.Written-h0.Store.Written, in.accepted.Load()
@@ -105,15 +134,15 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, e
 			lastLine, lastW, lastS = now, wr, sn
 		}
 	}
-	cpu1, cerr1 := j.cpu()
-	bcpu1 := benchCPU()
+	cpu1, cerr1 := j.CPU()
+	bcpu1 := benchkit.SelfCPU()
 	res.Points, res.Batches = in.accepted.Load(), in.batches.Load()
 	res.Written = h.Store.Written - h0.Store.Written
 	res.Dropped = h.Store.Dropped - h0.Store.Dropped
 	res.WriteErrors = h.Store.WriteErrors - h0.Store.WriteErrors
 	// The store is counted once the judge is gone, with the store's own reader: SQLite
 	// is one process's file, and nothing may still be on its way.
-	if err := j.stop(); err != nil {
+	if err := j.Stop(); err != nil {
 		return nil, err
 	}
 	stored, err := e.stored(ctx)
@@ -129,7 +158,7 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, e
 	reportIngest(out, r)
 	switch {
 	case res.Dropped > 0:
-		return r, fmt.Errorf("bench judge: the judge dropped %d points on the way to the store (see %s)", res.Dropped, j.log)
+		return r, fmt.Errorf("bench judge: the judge dropped %d points on the way to the store (see %s)", res.Dropped, j.Log)
 	case res.Stored != res.Points:
 		return r, fmt.Errorf("bench judge: the store holds %d points, %d were sent", res.Stored, res.Points)
 	}
@@ -139,10 +168,13 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, e
 // ingester sends the run's batches from o.Concurrency senders, within the window.
 type ingester struct {
 	o Options
-	f *fleet
-	c *client
+	f *benchkit.Fleet
 	w *window
 	j *judgeProc
+	// deliver sends one batch: POST /v1/metrics, or to the producer of the topic;
+	// flush, when set, waits for what deliver left on its way.
+	deliver func(context.Context, metric.Batch, *bytes.Buffer) error
+	flush   func() error
 
 	accepted, batches atomic.Int64
 }
@@ -165,10 +197,10 @@ func (in *ingester) send(ctx context.Context) error {
 				// Batch i is node i mod N's tick i/N, stamped tick milliseconds after the
 				// base, so that no two points share an identity in the store.
 				node, tick := i%o.Nodes, i/o.Nodes
-				b := in.f.batch(node, tick, size, tsBase.Add(time.Duration(tick)*time.Millisecond), liveInterval)
-				if err := in.c.sendBatch(gctx, b, &scratch); err != nil {
+				b := in.f.Batch(node, tick, size, tsBase.Add(time.Duration(tick)*time.Millisecond), liveInterval)
+				if err := in.deliver(gctx, b, &scratch); err != nil {
 					in.w.close()
-					return fmt.Errorf("bench judge: batch %d of %d points: %w%s", i, size, err, in.j.exitNote())
+					return fmt.Errorf("bench judge: batch %d of %d points: %w%s", i, size, err, in.j.ExitNote())
 				}
 				in.accepted.Add(int64(size))
 				in.batches.Add(1)
@@ -176,7 +208,10 @@ func (in *ingester) send(ctx context.Context) error {
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil || in.flush == nil {
+		return err
+	}
+	return in.flush()
 }
 
 // window keeps the points sent and not yet settled (written or dropped, by the judge's

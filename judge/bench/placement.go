@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/binlake/binlake/internal/benchkit"
 )
 
 // PlacementResult holds the figures of a placement run.
@@ -21,7 +23,7 @@ type PlacementResult struct {
 	// a node); Latency and AnswerBytes are theirs.
 	Answers     int64
 	AnswerBytes int64
-	Latency     Latency
+	Latency     benchkit.Latency
 	// Elapsed runs from the first request to the last answer.
 	Elapsed time.Duration
 	// Errors counts the failed requests by HTTP status, "transport" or "200 without node".
@@ -71,8 +73,8 @@ const (
 
 func runPlacement(ctx context.Context, o Options, j *judgeProc) (*Result, error) {
 	out := o.Out
-	f := newFleet(o.Nodes, len(nodeMetrics))
-	per := len(nodeMetrics)
+	f := benchkit.NewFleet(o.Nodes, len(benchkit.NodeMetrics))
+	per := len(benchkit.NodeMetrics)
 	// The nodes declare an interval at least as long as one round of re-sending takes,
 	// so that none turns stale; without re-sending, one that outlasts the run.
 	interval := liveInterval
@@ -116,8 +118,8 @@ func runPlacement(ctx context.Context, o Options, j *judgeProc) (*Result, error)
 
 	fmt.Fprintf(out, "placing with %d clients for %s (algorithm %s), ingest %d points/s meanwhile\n", o.Concurrency, o.Duration, o.Algorithm, o.IngestRate)
 	pl := &placer{base: j.base, bodies: bodies, res: PlacementResult{Nodes: o.Nodes, Clients: o.Concurrency, Algorithm: o.Algorithm, Errors: map[string]int64{}}}
-	cpu0, cerr0 := j.cpu()
-	bcpu0 := benchCPU()
+	cpu0, cerr0 := j.CPU()
+	bcpu0 := benchkit.SelfCPU()
 	start := time.Now()
 	end := start.Add(o.Duration)
 	placed := make(chan struct{})
@@ -134,15 +136,15 @@ func runPlacement(ctx context.Context, o Options, j *judgeProc) (*Result, error)
 	<-placed
 	res := &pl.res
 	res.Elapsed = time.Since(start)
-	cpu1, cerr1 := j.cpu()
-	bcpu1 := benchCPU()
+	cpu1, cerr1 := j.CPU()
+	bcpu1 := benchkit.SelfCPU()
 	stopIngest()
 	<-ingDone
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	res.Answers = pl.answers.Load()
-	res.Latency = summarise(slices.Concat(pl.lats...))
+	res.Latency = benchkit.Summarise(slices.Concat(pl.lats...))
 	res.Ingest = ing.achieved()
 	r := &Result{Placement: res, Window: res.Elapsed, BenchCPU: bcpu1 - bcpu0}
 	r.JudgeCPU = cpu1 - cpu0
@@ -212,7 +214,7 @@ func (p *placer) run(ctx context.Context, clients int, end time.Time) {
 }
 
 // seed sends every node's first batch, o.Concurrency at a time.
-func seed(ctx context.Context, o Options, j *judgeProc, f *fleet, interval time.Duration) error {
+func seed(ctx context.Context, o Options, j *judgeProc, f *benchkit.Fleet, interval time.Duration) error {
 	c := newClient(j.base, o.Concurrency)
 	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
@@ -221,8 +223,8 @@ func seed(ctx context.Context, o Options, j *judgeProc, f *fleet, interval time.
 		g.Go(func() error {
 			var scratch bytes.Buffer
 			for i := int(next.Add(1) - 1); i < o.Nodes; i = int(next.Add(1) - 1) {
-				if err := c.sendBatch(gctx, f.batch(i, 0, len(nodeMetrics), now, interval), &scratch); err != nil {
-					return fmt.Errorf("bench judge: seed node %d: %w%s", i, err, j.exitNote())
+				if err := c.sendBatch(gctx, f.Batch(i, 0, len(benchkit.NodeMetrics), now, interval), &scratch); err != nil {
+					return fmt.Errorf("bench judge: seed node %d: %w%s", i, err, j.ExitNote())
 				}
 			}
 			return nil
@@ -236,7 +238,7 @@ func seed(ctx context.Context, o Options, j *judgeProc, f *fleet, interval time.
 // k mod N's, due at start + k·per/rate. A sender that falls behind sends at once, so the
 // achieved rate shows when the judge cannot take the target.
 type ingestLoop struct {
-	fleet    *fleet
+	fleet    *benchkit.Fleet
 	rate     int
 	per      int
 	interval time.Duration
@@ -255,7 +257,7 @@ func (l *ingestLoop) run(ctx context.Context) {
 	}
 	period := time.Duration(float64(l.per) / float64(l.rate) * float64(time.Second))
 	start := l.started
-	n := len(l.fleet.nodes)
+	n := l.fleet.Len()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range ingestSenders {
@@ -272,7 +274,7 @@ func (l *ingestLoop) run(ctx context.Context) {
 					case <-time.After(wait):
 					}
 				}
-				b := l.fleet.batch(k%n, 1+k/n, l.per, time.Now(), l.interval)
+				b := l.fleet.Batch(k%n, 1+k/n, l.per, time.Now(), l.interval)
 				if err := l.c.sendBatch(ctx, b, &scratch); err != nil {
 					if ctx.Err() == nil {
 						l.errs.Add(1)

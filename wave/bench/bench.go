@@ -23,8 +23,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
-	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
@@ -405,45 +405,26 @@ func metric(body, series string) float64 {
 
 // onBroker sums the topic's high watermarks: the messages the broker acknowledged.
 func onBroker(ctx context.Context, brokers []string, topic string) (int64, error) {
-	tr := &kafkago.Transport{}
-	defer tr.CloseIdleConnections()
-	c := &kafkago.Client{Addr: kafkago.TCP(brokers...), Transport: tr, Timeout: 10 * time.Second}
-	md, err := c.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{topic}})
-	if err != nil || len(md.Topics) != 1 || md.Topics[0].Error != nil {
-		return 0, fmt.Errorf("bench: metadata of %s: %v", topic, errors.Join(err, topicErr(md)))
-	}
-	req := &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{}}
-	for _, p := range md.Topics[0].Partitions {
-		req.Topics[topic] = append(req.Topics[topic], kafkago.LastOffsetOf(p.ID))
-	}
-	resp, err := c.ListOffsets(ctx, req)
+	k := benchkit.NewKafka(brokers)
+	defer k.Close()
+	ends, err := k.EndOffsets(ctx, topic)
 	if err != nil {
-		return 0, fmt.Errorf("bench: offsets of %s: %w", topic, err)
+		return 0, fmt.Errorf("bench: %w", err)
 	}
 	var n int64
-	for _, p := range resp.Topics[topic] {
-		if p.Error != nil {
-			return 0, fmt.Errorf("bench: offsets of %s/%d: %w", topic, p.Partition, p.Error)
-		}
-		n += p.LastOffset
+	for _, end := range ends {
+		n += end
 	}
 	return n, nil
 }
 
-func topicErr(md *kafkago.MetadataResponse) error {
-	if md == nil || len(md.Topics) == 0 {
-		return nil
-	}
-	return md.Topics[0].Error
-}
-
+// deleteTopic deletes the benchmark topic, best effort: the run's figures are already out.
 func deleteTopic(brokers []string, topic string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	tr := &kafkago.Transport{}
-	defer tr.CloseIdleConnections()
-	c := &kafkago.Client{Addr: kafkago.TCP(brokers...), Transport: tr}
-	c.DeleteTopics(ctx, &kafkago.DeleteTopicsRequest{Topics: []string{topic}})
+	k := benchkit.NewKafka(brokers)
+	defer k.Close()
+	k.DeleteTopic(ctx, topic)
 }
 
 // countWriter counts what the reference decoder prints.

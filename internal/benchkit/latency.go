@@ -1,4 +1,4 @@
-package bench
+package benchkit
 
 import (
 	"math"
@@ -15,8 +15,8 @@ type Latency struct {
 	P50, P90, P99, P999, Max time.Duration
 }
 
-// summarise sorts ds in place and returns its summary; the zero Latency when empty.
-func summarise(ds []time.Duration) Latency {
+// Summarise sorts ds in place and returns its summary; the zero Latency when empty.
+func Summarise(ds []time.Duration) Latency {
 	if len(ds) == 0 {
 		return Latency{}
 	}
