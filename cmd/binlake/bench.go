@@ -10,9 +10,11 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/bench"
 )
 
@@ -83,6 +85,10 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	partitions := fs.Int("partitions", 3, "partitions of the benchmark topic")
 	kbatch := fs.Int("kafka-batch-size", 1000, "producer messages per partition per request (sink.kafka.batch_size)")
 	batchRows := fs.Int("batch-rows", 5000, "row messages per publish call (pipeline.batch_rows)")
+	inFlight := fs.Int("in-flight", wave.DefaultPublishInFlight, "batches on their way at once (pipeline.publish_in_flight)")
+	linger := fs.Duration("linger", time.Millisecond, "how long a produce request that is not full waits (sink.kafka.linger)")
+	compression := fs.String("compression", "lz4", "codec of produced batches: none, gzip, snappy, lz4 or zstd (sink.kafka.compression)")
+	cpuProfile := fs.String("cpuprofile", "", "write the wave's CPU profile during the capture to this file")
 	ref := fs.String("mariadb-binlog", "", `reference decoder binary (mariadb-binlog or mysqlbinlog from PATH when empty; "-" to skip)`)
 	keep := fs.Bool("keep", false, "keep the benchmark database and topic")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage+"\n\nFlags of bench wave:"); fs.PrintDefaults() }
@@ -93,10 +99,15 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return fmt.Errorf("bench wave: password: %w", err)
 	}
+	var profile func() (func(), error)
+	if *cpuProfile != "" {
+		profile = func() (func(), error) { return startCPUProfile(*cpuProfile) }
+	}
 	_, err = bench.Run(ctx, bench.Options{
 		Rows: *rows, RowsPerTxn: *perTxn, Addr: *addr, User: *user, Password: pw,
 		Brokers: strings.Split(*brokers, ","), Partitions: *partitions, KafkaBatchSize: *kbatch,
-		BatchRows: *batchRows, MariadbBinlog: *ref, Keep: *keep, Out: stdout,
+		BatchRows: *batchRows, InFlight: *inFlight, Linger: *linger, Compression: *compression,
+		MariadbBinlog: *ref, Keep: *keep, Out: stdout, Profile: profile,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	return err

@@ -51,6 +51,16 @@ type Options struct {
 	KafkaBatchSize int
 	// BatchRows is pipeline.batch_rows. 5000.
 	BatchRows int
+	// InFlight is pipeline.publish_in_flight. wave.DefaultPublishInFlight.
+	InFlight int
+	// Linger is sink.kafka.linger. 1 ms.
+	Linger time.Duration
+	// Compression is sink.kafka.compression: none, gzip, snappy, lz4 or zstd. lz4.
+	Compression string
+	// Profile, when set, is started as the capture starts and stopped as it ends: the
+	// wave runs in this process, so a CPU profile then is the wave's (plus the bench's
+	// little polling).
+	Profile func() (stop func(), err error)
 	// MariadbBinlog is the reference decoder; "mariadb-binlog" (then "mysqlbinlog") from
 	// PATH when empty. "-" skips the reference.
 	MariadbBinlog string
@@ -73,8 +83,18 @@ func (o *Options) setDefaults() error {
 	def(&o.Partitions, 3)
 	def(&o.KafkaBatchSize, 1000)
 	def(&o.BatchRows, 5000)
+	def(&o.InFlight, wave.DefaultPublishInFlight)
+	if o.Linger == 0 {
+		o.Linger = time.Millisecond
+	}
+	if o.Linger < 0 {
+		return fmt.Errorf("bench: linger %s is negative", o.Linger)
+	}
+	if o.Compression == "" {
+		o.Compression = "lz4"
+	}
 	for name, v := range map[string]int{"rows": o.Rows, "rows per transaction": o.RowsPerTxn, "partitions": o.Partitions,
-		"kafka batch size": o.KafkaBatchSize, "batch rows": o.BatchRows} {
+		"kafka batch size": o.KafkaBatchSize, "batch rows": o.BatchRows, "in flight": o.InFlight} {
 		if v < 1 {
 			return fmt.Errorf("bench: %s %d: must be at least 1", name, v)
 		}
@@ -112,6 +132,9 @@ type Result struct {
 	RefBytes  int64         // its output
 	RefCmd    string
 	Binlog    int64 // bytes of binlog in the range
+	// CPU is what each process spent during the capture: the wave (this process),
+	// the Kafka broker and the source server; -1 where it could not be read.
+	CPU CaptureCPU
 }
 
 // CaptureRowsPerS is the wave's capture rate.
@@ -306,6 +329,7 @@ func capture(ctx context.Context, opts Options, db, topic string, start wave.Pos
 	defer c.Close()
 	const maxMsg = 1 << 20
 	b, err := kafka.New(kafka.Options{Brokers: opts.Brokers, ClientID: "binlake-bench", BatchSize: opts.KafkaBatchSize,
+		BatchTimeout: opts.Linger, Compression: opts.Compression,
 		BatchBytes: maxMsg, Logger: opts.Logger})
 	if err != nil {
 		return err
@@ -331,15 +355,23 @@ func capture(ctx context.Context, opts Options, db, topic string, start wave.Pos
 		MaxMessageBytes: maxMsg - 128, PollInterval: 100 * time.Millisecond, Logger: opts.Logger,
 		Password: func(wave.Source) (config.Secret, error) { return opts.Password, nil },
 		Pipeline: wave.PipelineOptions{BatchRows: opts.BatchRows, CommitInterval: 100 * time.Millisecond,
-			PublishChunkMessages: opts.KafkaBatchSize, PublishChunkBytes: maxMsg}})
+			PublishChunkMessages: opts.KafkaBatchSize, PublishChunkBytes: maxMsg, PublishInFlight: opts.InFlight}})
 	if err != nil {
 		return err
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
-	fmt.Fprintf(out, "capturing to Kafka topic %s (%d partitions, acks=all, batch %d messages/partition) from %s\n",
-		topic, opts.Partitions, opts.KafkaBatchSize, start.String())
+	fmt.Fprintf(out, "capturing to Kafka topic %s (%d partitions, acks=all, batch %d messages/partition, linger %s, %s compression, %d batches in flight) from %s\n",
+		topic, opts.Partitions, opts.KafkaBatchSize, opts.Linger, opts.Compression, opts.InFlight, start.String())
+	if opts.Profile != nil {
+		stop, err := opts.Profile()
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	cpu := startCPU(opts)
 	t0 := time.Now()
 	go func() { errc <- w.Run(wctx) }()
 	var werr error
@@ -364,6 +396,7 @@ func capture(ctx context.Context, opts Options, db, topic string, start wave.Pos
 		}
 		if rows >= int64(opts.Rows) {
 			res.Capture = time.Since(t0)
+			res.CPU = cpu.stop()
 			res.Messages = rows
 			break
 		}
@@ -494,4 +527,14 @@ func report(out io.Writer, opts Options, r *Result) {
 			r.Reference.Round(time.Millisecond), r.ReferenceRowsPerS(), float64(r.Binlog)/1e6/r.Reference.Seconds(), float64(r.RefBytes)/1e6)
 		fmt.Fprintf(out, "ratio wave/mariadb-binlog: %.2f (rows/s)\n", r.CaptureRowsPerS()/r.ReferenceRowsPerS())
 	}
+	fmt.Fprintf(out, "CPU during the capture (%s): wave %s, Kafka broker %s, source server %s\n", r.Capture.Round(time.Millisecond),
+		cores(r.CPU.Wave, r.Capture), cores(r.CPU.Broker, r.Capture), cores(r.CPU.Source, r.Capture))
+}
+
+// cores formats a CPU time as seconds and the cores it kept busy over d.
+func cores(cpu, d time.Duration) string {
+	if cpu < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f s (%.2f cores)", cpu.Seconds(), cpu.Seconds()/d.Seconds())
 }
