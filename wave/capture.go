@@ -82,11 +82,12 @@ type capture struct {
 	file   string
 	tables map[uint64]*Table
 	// per transaction
-	inTxn   bool
-	txGTID  string
-	pending *rowsBatch // the last rows event, held back to flag the transaction's last row
-	spans   []msgSpan  // flush's scratch
-	txGSet  mysql.GTIDSet
+	inTxn    bool
+	txGTID   string
+	pending  *rowsBatch // the last rows event, held back to flag the transaction's last row
+	spans    []msgSpan  // flush's scratch
+	msgBytes int        // the last event's key and value bytes per message, to size the next arena
+	txGSet   mysql.GTIDSet
 }
 
 // msgSpan is one message of a rows event in flush's arena: a subscription's key and
@@ -425,8 +426,10 @@ func (c *capture) flush(ctx context.Context, commit bool, xid uint64) error {
 	}
 	it := item{ts: b.meta.TS}
 	// Every key and value of the event goes into one arena, sliced once it is complete:
-	// one allocation per event instead of two per row and subscription.
-	var arena []byte
+	// one allocation per event instead of two per row and subscription, sized from the
+	// previous events' messages so that it seldom grows.
+	nMsgs := len(b.rows) / step * len(b.subs)
+	arena := make([]byte, 0, nMsgs*max(c.msgBytes, 64)+c.msgBytes)
 	spans := c.spans[:0]
 	for i := 0; i+step <= len(b.rows); i += step {
 		var before, after []any
@@ -468,6 +471,10 @@ func (c *capture) flush(ctx context.Context, commit bool, xid uint64) error {
 		}
 	}
 	c.spans = spans
+	if len(spans) > 0 {
+		c.msgBytes = len(arena)/len(spans) + 1
+	}
+	it.msgs = make([]bus.Message, 0, len(spans))
 	for _, sp := range spans {
 		key, value := arena[sp.kStart:sp.kEnd:sp.kEnd], arena[sp.vStart:sp.vEnd:sp.vEnd]
 		it.msgs = append(it.msgs, bus.Message{Topic: c.filter.Subscription(sp.sub).Topic, Key: key, Value: value})
