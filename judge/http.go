@@ -102,43 +102,61 @@ func (j *Judge) handleHealth(w http.ResponseWriter, _ *http.Request) {
 // DecodePlacementRequest reads a placement request strictly: one JSON object with known
 // fields, a non-empty instance, at most maxExclude exclusions.
 func DecodePlacementRequest(r io.Reader) (PlacementRequest, error) {
-	var req PlacementRequest
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	buf, err := readBody(r)
+	defer func() { buf.Reset(); bodyBufs.Put(buf) }() // the pool's buffers are empty
+	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
+			return PlacementRequest{}, err
+		}
+		return PlacementRequest{}, invalid("read placement request: %v", err)
+	}
+	req, ok := decodePlacementFast(buf.Bytes())
+	if !ok {
+		if req, err = decodePlacementJSON(buf.Bytes()); err != nil {
 			return req, err
 		}
+	}
+	return req, checkPlacement(&req)
+}
+
+// decodePlacementJSON is encoding/json's strict decoding of a placement request: the
+// judge's definition of one, and the words of its errors.
+func decodePlacementJSON(b []byte) (PlacementRequest, error) {
+	var req PlacementRequest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
 		if errors.Is(err, io.EOF) {
 			return req, invalid("empty body: want a JSON object like {\"instance\":\"orders\"}")
 		}
 		return req, invalid("malformed placement request: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return req, err
-		}
 		return req, invalid("malformed placement request: data after the JSON object")
 	}
+	return req, nil
+}
+
+// checkPlacement checks a decoded request's fields.
+func checkPlacement(req *PlacementRequest) error {
 	if err := checkIdent("instance", req.Instance); err != nil {
-		return req, err
+		return err
 	}
 	if len(req.Exclude) > maxExclude {
-		return req, invalid("exclude lists %d nodes, at most %d", len(req.Exclude), maxExclude)
+		return invalid("exclude lists %d nodes, at most %d", len(req.Exclude), maxExclude)
 	}
 	for i, e := range req.Exclude {
 		if err := checkIdent(fmt.Sprintf("exclude[%d]", i), e); err != nil {
-			return req, err
+			return err
 		}
 	}
 	if req.Algorithm != "" {
 		if err := checkIdent("algorithm", req.Algorithm); err != nil {
-			return req, err
+			return err
 		}
 	}
-	return req, checkExplain(&req)
+	return checkExplain(req)
 }
 
 func checkExplain(req *PlacementRequest) error {

@@ -88,5 +88,44 @@ func AppendJSONFloat(b []byte, v float64) []byte {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		v = 0
 	}
+	if c, ok := cents(v); ok {
+		return appendCents(b, c)
+	}
 	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+// cents returns v in hundredths when v is the double nearest to a number of two
+// decimals that strconv's shortest 'g' form writes without an exponent (0.01 ≤ |v| <
+// 1e6, or 0): scores and parts are rounded to two decimals, and their shortest form is
+// then those decimals, which appendCents writes without strconv's search.
+func cents(v float64) (int64, bool) {
+	if v == 0 {
+		return 0, !math.Signbit(v) // strconv writes -0
+	}
+	if a := math.Abs(v); a < 0.01 || a >= 1e6 {
+		return 0, false
+	}
+	n := math.Round(v * 100)
+	if n/100 != v {
+		return 0, false
+	}
+	return int64(n), true
+}
+
+// appendCents writes c hundredths as strconv's shortest form does: no trailing zeros,
+// no point for whole numbers.
+func appendCents(b []byte, c int64) []byte {
+	if c < 0 {
+		b = append(b, '-')
+		c = -c
+	}
+	b = strconv.AppendInt(b, c/100, 10)
+	switch frac := c % 100; {
+	case frac == 0:
+	case frac%10 == 0:
+		b = append(b, '.', byte('0'+frac/10))
+	default:
+		b = append(b, '.', byte('0'+frac/10), byte('0'+frac%10))
+	}
+	return b
 }

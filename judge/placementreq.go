@@ -1,0 +1,179 @@
+package judge
+
+import (
+	"bytes"
+	"io"
+)
+
+// The placement request is the judge's hottest input: encoding/json's Decoder cost
+// about as much per request as the decision. decodePlacementFast reads the shapes callers
+// send (an object of the known keys with plain strings, a list of plain strings, a
+// non-negative integer and a boolean) straight from the body; anything else (an escape
+// in a string, null, a fraction, an unknown or malformed field) goes to encoding/json,
+// which decides and words the error. FuzzPlacementDecoders checks that the two agree
+// whenever the fast one answers.
+
+// readBody reads r whole into a pooled buffer (placement bodies are small: at most
+// MaxPlacementBytes); put it back with bodyBufs.Put. The decoders copy what they keep.
+func readBody(r io.Reader) (*bytes.Buffer, error) {
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	_, err := buf.ReadFrom(r)
+	return buf, err
+}
+
+// decodePlacementFast decodes b when it is one of the plain shapes, and says whether it
+// did; on false the caller decodes with encoding/json.
+func decodePlacementFast(b []byte) (PlacementRequest, bool) {
+	var req PlacementRequest
+	d := fastJSON{b: b}
+	if !d.byte('{') {
+		return req, false
+	}
+	if d.peek('}') {
+		d.i++
+		return req, d.end()
+	}
+	for {
+		key, ok := d.str()
+		if !ok || !d.byte(':') {
+			return req, false
+		}
+		switch key {
+		case "instance":
+			req.Instance, ok = d.str()
+		case "algorithm":
+			req.Algorithm, ok = d.str()
+		case "explain":
+			req.Explain, ok = d.str()
+		case "exclude":
+			req.Exclude, ok = d.strs()
+		case "top":
+			req.Top, ok = d.uint()
+		case "dry_run":
+			req.DryRun, ok = d.bool()
+		default:
+			return req, false
+		}
+		if !ok {
+			return req, false
+		}
+		if d.peek(',') {
+			d.i++
+			continue
+		}
+		if !d.byte('}') {
+			return req, false
+		}
+		return req, d.end()
+	}
+}
+
+// fastJSON reads the plain JSON values decodePlacementFast accepts; every method
+// returns false on anything else.
+type fastJSON struct {
+	b []byte
+	i int
+}
+
+func (d *fastJSON) space() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek skips space and reports whether c is next.
+func (d *fastJSON) peek(c byte) bool {
+	d.space()
+	return d.i < len(d.b) && d.b[d.i] == c
+}
+
+func (d *fastJSON) byte(c byte) bool {
+	if !d.peek(c) {
+		return false
+	}
+	d.i++
+	return true
+}
+
+// end reports whether only space is left.
+func (d *fastJSON) end() bool {
+	d.space()
+	return d.i == len(d.b)
+}
+
+// str reads a string of printable ASCII without escapes (others go the slow way, which
+// also checks UTF-8 the way encoding/json does).
+func (d *fastJSON) str() (string, bool) {
+	if !d.byte('"') {
+		return "", false
+	}
+	start := d.i
+	for ; d.i < len(d.b); d.i++ {
+		switch c := d.b[d.i]; {
+		case c == '"':
+			s := string(d.b[start:d.i])
+			d.i++
+			return s, true
+		case c == '\\' || c < 0x20 || c >= 0x7f:
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func (d *fastJSON) strs() ([]string, bool) {
+	if !d.byte('[') {
+		return nil, false
+	}
+	out := []string{}
+	if d.peek(']') {
+		d.i++
+		return out, true
+	}
+	for {
+		s, ok := d.str()
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+		if d.peek(',') {
+			d.i++
+			continue
+		}
+		return out, d.byte(']')
+	}
+}
+
+// uint reads a non-negative integer of at most 9 digits without leading zeros.
+func (d *fastJSON) uint() (int, bool) {
+	d.space()
+	start, n := d.i, 0
+	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' && d.i-start < 9 {
+		n = n*10 + int(d.b[d.i]-'0')
+		d.i++
+	}
+	digits := d.i - start
+	if digits == 0 || (digits > 1 && d.b[start] == '0') || d.i < len(d.b) && (d.b[d.i] >= '0' && d.b[d.i] <= '9' || d.b[d.i] == '.' || d.b[d.i] == 'e' || d.b[d.i] == 'E') {
+		return 0, false
+	}
+	return n, true
+}
+
+func (d *fastJSON) bool() (bool, bool) {
+	d.space()
+	switch {
+	case bytes.HasPrefix(d.b[d.i:], []byte("true")):
+		d.i += 4
+		return true, true
+	case bytes.HasPrefix(d.b[d.i:], []byte("false")):
+		d.i += 5
+		return false, true
+	}
+	return false, false
+}
