@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -81,6 +82,10 @@ type Alarm struct {
 	handler  http.Handler
 	errs     *httpapi.Errors
 	own      *ownership // nil unless the subscriber is a bus.Positioner
+	// decoders are idle metric decoders, one per goroutine decoding at once (the bus
+	// delivers partitions concurrently); each remembers the names and label sets of the
+	// batches it decoded. A channel rather than a sync.Pool: a pool drops them at each GC.
+	decoders chan *metric.Decoder
 }
 
 // New validates the options and builds the alarm; nothing runs until Run.
@@ -116,7 +121,7 @@ func New(o Options) (*Alarm, error) {
 			}
 		}
 	}
-	a := &Alarm{o: o, log: o.Logger.With("component", "alarm")}
+	a := &Alarm{o: o, log: o.Logger.With("component", "alarm"), decoders: make(chan *metric.Decoder, 2*runtime.GOMAXPROCS(0))}
 	a.reg = o.Registry
 	if a.reg == nil {
 		a.reg = prometheus.NewRegistry()
@@ -176,7 +181,17 @@ func (a *Alarm) ObserveRaw(data []byte) error { return a.observeRaw(data, nil) }
 // observeRaw is ObserveRaw, calling ack once the notification log writes the batch led
 // to are done (at once for a bad batch).
 func (a *Alarm) observeRaw(data []byte, ack func()) error {
-	b, err := metric.Decode(data) // validates: Decode accepts only what Validate does
+	var dec *metric.Decoder
+	select {
+	case dec = <-a.decoders:
+	default:
+		dec = metric.NewDecoder()
+	}
+	b, err := dec.Decode(data) // validates: Decode accepts only what Validate does
+	select {
+	case a.decoders <- dec:
+	default:
+	}
 	if err != nil {
 		if ack != nil {
 			ack()

@@ -236,8 +236,8 @@ func (e *Engine) ObserveAck(b metric.Batch, ack func()) {
 		interval = e.o.DefaultInterval
 	}
 	evals := sh.observe(&b, ts, now, interval)
-	ef := &effects{ack: ack}
-	sh.process(now, sh.dirty, ef)
+	ef := effects{ack: ack}
+	sh.process(now, sh.dirty, &ef)
 	sh.dirty = sh.dirty[:0]
 	// Submitted under the shard's lock: the writer's order is the order of decisions.
 	e.w.submit(ef, now)
@@ -262,9 +262,9 @@ func (e *Engine) Tick() {
 	e.stMu.Unlock()
 	held := func(interval time.Duration) bool { return stalled || now.Sub(resumedAt) < interval }
 	gc := now.Sub(e.lastGC) > time.Minute
-	ef := &effects{}
+	var ef effects
 	for _, sh := range e.shards {
-		sh.tick(now, held, ef)
+		sh.tick(now, held, &ef)
 		if gc {
 			sh.gc(now)
 		}

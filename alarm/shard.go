@@ -23,7 +23,7 @@ type shard struct {
 	mu sync.Mutex
 
 	series   map[seriesKey]*series
-	layouts  map[string][]layoutEntry                   // node → its last batch's series, point by point
+	layouts  map[string][]layoutEntry                  // node → its last batch's series, point by point
 	nodes    map[string]map[*policy.Policy]*nodataSlot // node → nodata policy → slot
 	alerts   map[uint64]*alertState                    // every alert not inactive
 	restored map[string]map[uint64]LogEntry            // node → loaded, not yet seen here

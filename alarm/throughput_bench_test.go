@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,6 +129,7 @@ func BenchmarkDecodeEvaluate(b *testing.B) {
 	runtime.ReadMemStats(&ms0)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU(b)
 	var stampTS []byte
 	for i := range b.N {
 		n := i % tpNodes
@@ -141,8 +143,10 @@ func BenchmarkDecodeEvaluate(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	cpu := processCPU(b) - cpu0
 	runtime.ReadMemStats(&ms1)
 	total := float64(b.N * points)
+	b.ReportMetric(float64(cpu.Nanoseconds())/total, "cpu-ns/point")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/total, "ns/point")
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/total, "allocs/point")
 	b.ReportMetric(total/b.Elapsed().Seconds(), "points/s")
@@ -169,6 +173,7 @@ func BenchmarkObserveParallel(b *testing.B) {
 	g := runtime.GOMAXPROCS(0)
 	var ids, batches atomic.Int64
 	b.ResetTimer()
+	cpu0 := processCPU(b)
 	b.RunParallel(func(pb *testing.PB) {
 		id := int(ids.Add(1) - 1)
 		var mine []int
@@ -194,5 +199,17 @@ func BenchmarkObserveParallel(b *testing.B) {
 		batches.Add(done)
 	})
 	b.StopTimer()
-	b.ReportMetric(float64(batches.Load()*int64(points))/b.Elapsed().Seconds(), "points/s")
+	total := float64(batches.Load() * int64(points))
+	b.ReportMetric(total/b.Elapsed().Seconds(), "points/s")
+	b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/total, "cpu-ns/point")
+}
+
+// processCPU is the CPU time this process used so far (user and system): on a shared
+// machine a steadier measure of the cost than the wall clock.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -99,15 +99,17 @@ func newWriter(e *Engine) *writer {
 
 // submit queues ef. An evaluation with nothing to write is only queued when a group is
 // due, so the common batch costs no hand-over.
-func (w *writer) submit(ef *effects, now time.Time) {
+func (w *writer) submit(ef effects, now time.Time) {
 	if ef.empty() && now.UnixNano() < w.nextFlush.Load() {
 		if ef.ack != nil {
 			ef.ack()
 		}
 		return
 	}
+	queued := new(effects) // only now: the common call above stays off the heap
+	*queued = ef
 	w.mu.Lock()
-	w.queue = append(w.queue, ef)
+	w.queue = append(w.queue, queued)
 	if !w.running {
 		w.running = true
 		go w.drain()
