@@ -56,7 +56,8 @@ type EngineOptions struct {
 	StaleIntervals float64
 	// DefaultInterval is assumed for batches without interval_s (10 s when zero).
 	DefaultInterval time.Duration
-	// Send receives each notification (one per channel); it must not block. Whoever
+	// Send receives each notification (one per channel), from the engine's writer
+	// goroutine, in order; it must not block. Whoever
 	// delivers it reports the outcome with Engine.Delivered: a page counts as sent, in
 	// the notification log, only once a channel delivered it.
 	Send func(notify.Message)

@@ -191,7 +191,8 @@ func (sh *shard) tick(now time.Time, held heldFunc, ef *effects) {
 }
 
 // heldFunc reports whether silence of a series or node with this interval says nothing
-// yet (see Engine.holding).
+// yet: the stream is not read up to date, or it caught up less than one interval ago
+// (see Engine.SetCaughtUp).
 type heldFunc func(interval time.Duration) bool
 
 // release forgets nodes (see Engine.Release). Called with sh.mu held.
