@@ -2,6 +2,7 @@ package alarm
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -117,9 +118,28 @@ func warm(b *testing.B, a *Alarm, f *encodedFleet, ts time.Time, evals *atomic.I
 
 // BenchmarkDecodeEvaluate: one op is one agent batch (55 points) of one of 1,000 nodes
 // through ObserveRaw; nodes take turns, each tick 10 s after its previous one.
+// With log=others the notification log holds firing alerts of nodes this process does
+// not evaluate (alarm processes share the log; each restores all of it): they must not
+// cost the evaluation of the others.
 func BenchmarkDecodeEvaluate(b *testing.B) {
+	for _, others := range []int{0, 20} {
+		b.Run(fmt.Sprintf("log=%d-others", others), func(b *testing.B) { benchDecodeEvaluate(b, others) })
+	}
+}
+
+func benchDecodeEvaluate(b *testing.B, others int) {
 	var evals atomic.Int64
 	a := newBenchAlarm(b, &evals)
+	for i := range others {
+		le := LogEntry{Fingerprint: fpString(uint64(i + 1)), Policy: "a0",
+			Labels: map[string]string{"node": fmt.Sprintf("elsewhere-%d", i)}, FiringSince: t0, Sent: 1, LastSent: t0}
+		if err := a.eng.o.Log.Save(context.Background(), le); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n, err := a.eng.Restore(context.Background()); err != nil || n != others {
+		b.Fatalf("restored %d entries (%v), want %d", n, err, others)
+	}
 	ts := t0
 	f := newEncodedFleet(b, tpNodes, ts)
 	warm(b, a, f, ts, &evals)
