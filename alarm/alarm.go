@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -81,6 +82,10 @@ type Alarm struct {
 	handler  http.Handler
 	errs     *httpapi.Errors
 	own      *ownership // nil unless the subscriber is a bus.Positioner
+	// decoders are idle metric decoders, one per goroutine decoding at once (the bus
+	// delivers partitions concurrently); each remembers the names and label sets of the
+	// batches it decoded. A channel rather than a sync.Pool: a pool drops them at each GC.
+	decoders chan *metric.Decoder
 }
 
 // New validates the options and builds the alarm; nothing runs until Run.
@@ -116,7 +121,7 @@ func New(o Options) (*Alarm, error) {
 			}
 		}
 	}
-	a := &Alarm{o: o, log: o.Logger.With("component", "alarm")}
+	a := &Alarm{o: o, log: o.Logger.With("component", "alarm"), decoders: make(chan *metric.Decoder, 2*runtime.GOMAXPROCS(0))}
 	a.reg = o.Registry
 	if a.reg == nil {
 		a.reg = prometheus.NewRegistry()
@@ -171,19 +176,33 @@ func (a *Alarm) Handler() http.Handler { return a.handler }
 
 // ObserveRaw decodes one encoded batch and evaluates it; a bad batch is counted and
 // skipped (returned as an error, but never fatal).
-func (a *Alarm) ObserveRaw(data []byte) error {
-	b, err := metric.Decode(data)
-	if err == nil {
-		err = b.Validate()
+func (a *Alarm) ObserveRaw(data []byte) error { return a.observeRaw(data, nil) }
+
+// observeRaw is ObserveRaw, calling ack once the notification log writes the batch led
+// to are done (at once for a bad batch).
+func (a *Alarm) observeRaw(data []byte, ack func()) error {
+	var dec *metric.Decoder
+	select {
+	case dec = <-a.decoders:
+	default:
+		dec = metric.NewDecoder()
+	}
+	b, err := dec.Decode(data) // validates: Decode accepts only what Validate does
+	select {
+	case a.decoders <- dec:
+	default:
 	}
 	if err != nil {
+		if ack != nil {
+			ack()
+		}
 		a.m.decodeErrors.Inc()
 		a.log.Debug("skipping undecodable batch", "err", err)
 		return fmt.Errorf("bad metric batch: %w", err)
 	}
 	a.m.batches.Inc()
 	a.m.points.Add(float64(len(b.Points)))
-	a.eng.Observe(b)
+	a.eng.ObserveAck(b, ack)
 	return nil
 }
 
@@ -235,6 +254,7 @@ func (a *Alarm) Run(ctx context.Context) error {
 		srv.Shutdown(10 * time.Second)
 	}
 	wg.Wait()
+	a.eng.Sync() // the pages already claimed reach the channels before they drain
 	a.disp.Close(15 * time.Second)
 	a.log.Info("alarm stopped")
 	select {
@@ -272,11 +292,14 @@ func (a *Alarm) timerLoop(ctx context.Context) {
 }
 
 func (a *Alarm) subscribeLoop(ctx context.Context) {
-	bus.SubscribeWithRetry(ctx, a.o.Subscriber, func(_ context.Context, m bus.Message) error {
+	bus.SubscribeWithRetry(ctx, a.o.Subscriber, func(ctx context.Context, m bus.Message) error {
 		if a.own != nil && len(m.Key) > 0 {
 			a.own.seen(string(m.Key), m.Partition) // the key is the node id (metric contract)
 		}
-		_ = a.ObserveRaw(m.Value) // bad batches are counted and skipped, never fatal
+		// The message is committed once the batch's notification log writes are done
+		// (bus.Defer), so a crash before them redelivers it. Bad batches are counted and
+		// skipped, never fatal.
+		_ = a.observeRaw(m.Value, bus.Defer(ctx))
 		return nil
 	}, bus.RetryOptions{Concurrent: true /* safe: the engine and ownership lock */, OnError: func(err error, wait time.Duration) {
 		a.m.subscribeErrors.Inc()

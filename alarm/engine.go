@@ -3,20 +3,14 @@ package alarm
 import (
 	"context"
 	"encoding/hex"
-	"errors"
-	"hash/fnv"
 	"log/slog"
-	"maps"
 	"math"
-	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/alarm/policy"
-	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -62,7 +56,8 @@ type EngineOptions struct {
 	StaleIntervals float64
 	// DefaultInterval is assumed for batches without interval_s (10 s when zero).
 	DefaultInterval time.Duration
-	// Send receives each notification (one per channel); it must not block. Whoever
+	// Send receives each notification (one per channel), from the engine's writer
+	// goroutine, in order; it must not block. Whoever
 	// delivers it reports the outcome with Engine.Delivered: a page counts as sent, in
 	// the notification log, only once a channel delivered it.
 	Send func(notify.Message)
@@ -81,8 +76,10 @@ type EngineOptions struct {
 }
 
 // Engine evaluates policies over the metric stream and keeps the alerts' states. Its
-// methods are safe for concurrent use; all time comes from EngineOptions.Now, so tests
-// drive it deterministically with Observe and Tick.
+// methods are safe for concurrent use: the state is sharded by node, so batches of
+// different nodes are evaluated in parallel, and the notification log is written by the
+// engine's writer, off the evaluation. All time comes from EngineOptions.Now, so tests
+// drive it deterministically with Observe, Tick and Sync.
 type Engine struct {
 	o   EngineOptions
 	log *slog.Logger
@@ -91,42 +88,19 @@ type Engine struct {
 	byMetric map[string][]*policy.Policy
 	nodata   []*policy.Policy
 
-	mu       sync.Mutex
-	series   map[seriesKey]*series
-	nodes    map[string]map[*policy.Policy]*nodataSlot // node → nodata policy → slot
-	alerts   map[uint64]*alertState                    // every alert not inactive
-	restored map[uint64]LogEntry                       // loaded, not yet seen here
-	groups   map[string]*group
-	inhibit  map[string]*[6]int // equal-labels key → firing alerts per severity
-	counts   [4]int             // alerts per state
-	dirty    []*alertState
-	lastGC   time.Time
+	shards  []*shard
+	inhibit inhibitions
+	w       *writer
+
+	tickMu sync.Mutex // one Tick at a time
+	lastGC time.Time
+
 	// stalled is set while the bus says this process is behind on (or cannot read) its
 	// partitions; resumedAt is when it last caught up. Silence is only evidence of a dead
 	// node when the stream is read up to date (see SetCaughtUp).
+	stMu      sync.Mutex
 	stalled   bool
 	resumedAt time.Time
-
-	effMu sync.Mutex // orders effects (log writes, sends) across calls
-}
-
-type seriesKey struct{ node, metric, labels string }
-
-type series struct {
-	node, metric string
-	labels       map[string]string
-	samples      []policy.Sample
-	keep         int           // points the conditions need
-	window       time.Duration // time the window functions need
-	lastSeen     time.Time     // engine clock at the last point (only to forget idle series)
-	lastTS       time.Time     // the last point's own time, capped at the engine clock
-	interval     time.Duration
-	slots        []slot
-}
-
-type slot struct {
-	p *policy.Policy
-	a *alertState
 }
 
 type nodataSlot struct {
@@ -142,8 +116,10 @@ type alertState struct {
 	p      *policy.Policy
 	labels map[string]string
 	node   string
+	sh     *shard
 	series *series // nil for nodata alerts
 	nd     *nodataSlot
+	gen    uint64 // see shard.process
 
 	state         State
 	active        bool
@@ -163,23 +139,6 @@ type alertState struct {
 	silencedBy    []string
 	inhibited     bool
 	inhibitKey    string
-}
-
-type group struct {
-	p       *policy.Policy
-	key     string
-	flushAt time.Time
-	alerts  map[uint64]notify.Alert
-}
-
-// firing reports whether the group carries at least one firing alert.
-func (g *group) firing() bool {
-	for _, a := range g.alerts {
-		if a.Status == notify.StatusFiring {
-			return true
-		}
-	}
-	return false
 }
 
 // NewEngine builds an engine; Restore loads the notification log before use.
@@ -210,9 +169,12 @@ func NewEngine(o EngineOptions) *Engine {
 	}
 	e := &Engine{
 		o: o, log: o.Logger.With("component", "alarm"), now: o.Now,
-		byMetric: map[string][]*policy.Policy{}, series: map[seriesKey]*series{},
-		nodes: map[string]map[*policy.Policy]*nodataSlot{}, alerts: map[uint64]*alertState{},
-		restored: map[uint64]LogEntry{}, groups: map[string]*group{}, inhibit: map[string]*[6]int{},
+		byMetric: map[string][]*policy.Policy{}, inhibit: inhibitions{m: map[string]*[6]int{}},
+	}
+	e.w = newWriter(e)
+	e.shards = make([]*shard, engineShards)
+	for i := range e.shards {
+		e.shards[i] = newShard(e)
 	}
 	for _, p := range o.Policies {
 		if p.Cond != nil {
@@ -230,204 +192,41 @@ func NewEngine(o EngineOptions) *Engine {
 // with a resolved notification if it no longer violates.
 func (e *Engine) Restore(ctx context.Context) (int, error) {
 	entries, err := e.o.Log.Load(ctx)
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	n := 0
 	for _, le := range entries {
 		fp, ok := parseFP(le.Fingerprint)
 		if !ok {
 			continue
 		}
-		if _, live := e.alerts[fp]; live {
-			continue
+		node := le.Labels[policy.LabelNode]
+		sh := e.shardOf(node)
+		sh.mu.Lock()
+		if _, live := sh.alerts[fp]; !live {
+			if sh.restored[node] == nil {
+				sh.restored[node] = map[uint64]LogEntry{}
+			}
+			sh.restored[node][fp] = le
+			n++
 		}
-		e.restored[fp] = le
-		n++
+		sh.mu.Unlock()
 	}
 	return n, err
 }
 
-// effects are what a call decided and runs after the engine's lock is released.
-type effects struct {
-	ops    []logOp
-	claims []claim
-	msgs   []notify.Message
-}
+// Sync waits until the notification log writes and the notifications of every call
+// made so far are done (tests, and a clean stop).
+func (e *Engine) Sync() { e.w.sync() }
 
-// claim is a page due: it is queued only if the shared notification log agrees that no
-// process paged the alert within its repeat interval and none has a page in flight.
-type claim struct {
-	a      *alertState
-	entry  LogEntry // QueuedAt is the claim's time
-	repeat time.Duration
-	lease  time.Duration
-	// Outcome, set by run: queue it, or adopt the log's entry (another process paged),
-	// or neither (the log changed under the claim: decide again at the next tick).
-	queue bool
-	adopt *LogEntry
-}
+// Observe evaluates a decoded, valid batch; what became due is written and sent by the
+// engine's writer.
+func (e *Engine) Observe(b metric.Batch) { e.ObserveAck(b, nil) }
 
-type logOp struct {
-	remove bool
-	entry  LogEntry
-}
-
-func (e *Engine) run(ef *effects) {
-	defer e.effMu.Unlock()
-	for i := range ef.claims {
-		e.claim(&ef.claims[i])
-	}
-	for _, op := range ef.ops {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		var err error
-		if op.remove {
-			err = e.o.Log.Remove(ctx, op.entry.Fingerprint)
-		} else {
-			err = e.o.Log.Save(ctx, op.entry)
-		}
-		cancel()
-		if err != nil {
-			e.logError(err, op.entry.Fingerprint)
-		}
-	}
-	for _, m := range ef.msgs {
-		e.o.Send(m)
-	}
-}
-
-// unlock releases the engine and runs the effects in order; claims that won go into
-// their groups in a second pass.
-func (e *Engine) unlock(ef *effects) {
-	e.effMu.Lock()
-	e.mu.Unlock()
-	e.run(ef)
-	if len(ef.claims) == 0 {
-		return
-	}
-	e.mu.Lock()
-	now := e.now()
-	for _, c := range ef.claims {
-		a := c.a
-		if e.alerts[a.fp] != a || !a.claimAt.Equal(c.entry.QueuedAt) {
-			continue // resolved or dropped meanwhile
-		}
-		switch {
-		case c.queue:
-			e.enqueue(a, notify.StatusFiring, now)
-		case c.adopt != nil:
-			e.adopt(a, *c.adopt, c.lease)
-		default:
-			a.claimAt, a.lastSent, a.sent = time.Time{}, time.Time{}, a.sent-1
-		}
-	}
-	var ef2 effects
-	e.flushDue(now, &ef2)
-	e.effMu.Lock()
-	e.mu.Unlock()
-	e.run(&ef2)
-}
-
-// claim asks the shared log whether the page of c may go out, and records it as queued
-// if so. Without an answer from the log it pages: a duplicate is better than silence.
-func (e *Engine) claim(c *claim) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	now := c.entry.QueuedAt
-	le, ver, err := e.o.Log.Get(ctx, c.entry.Fingerprint)
-	switch {
-	case errors.Is(err, coord.ErrNotFound):
-		ver = coord.NoVersion
-	case err != nil:
-		e.logError(err, c.entry.Fingerprint)
-		c.queue = true
-		return
-	case le.pending() && now.Sub(le.QueuedAt) < c.lease,
-		!le.pending() && !le.LastSent.IsZero() && now.Sub(le.LastSent) < c.repeat:
-		c.adopt = &le
-		return
-	}
-	c.entry.LastSent, c.entry.Sent = le.LastSent, le.Sent // Sent counts deliveries
-	err = e.o.Log.Put(ctx, c.entry, ver)
-	switch {
-	case errors.Is(err, coord.ErrVersionConflict):
-		return // another process wrote it first: decide again next tick
-	case err != nil:
-		e.logError(err, c.entry.Fingerprint)
-	}
-	c.queue = true
-}
-
-// adopt continues an alert another process (or this one before a restart) paged: no
-// page before the repeat interval, or before that process's page in flight had time to
-// be delivered.
-func (e *Engine) adopt(a *alertState, le LogEntry, lease time.Duration) {
-	a.claimAt = time.Time{}
-	a.sent = max(le.Sent, 1)
-	if le.pending() {
-		a.lastSent, a.holdUntil = time.Time{}, le.QueuedAt.Add(lease)
-		return
-	}
-	a.lastSent, a.holdUntil = le.LastSent, time.Time{}
-}
-
-func (e *Engine) logError(err error, fp string) {
-	if e.o.OnLogError != nil {
-		e.o.OnLogError()
-	}
-	e.log.Warn("notification log write failed", "err", err, "fingerprint", fp)
-}
-
-// Delivered reports the outcome of a notification given to Send. A firing page
-// delivered to a channel is recorded in the log as sent (the first channel counts); a
-// failed one stays pending, so it is resent after its lease.
-func (e *Engine) Delivered(m notify.Message, err error) {
-	type done struct {
-		fp string
-		at time.Time
-	}
-	var ds []done
-	e.mu.Lock()
-	now := e.now()
-	for _, na := range m.Alerts {
-		if na.Status != notify.StatusFiring {
-			continue
-		}
-		fp, ok := parseFP(na.Fingerprint)
-		if a := e.alerts[fp]; ok && a != nil && !a.claimAt.IsZero() {
-			if err == nil {
-				ds = append(ds, done{a.fps, a.claimAt})
-				a.claimAt, a.lastSent = time.Time{}, now
-			} else {
-				a.holdUntil = a.claimAt.Add(e.lease(a))
-				a.claimAt, a.lastSent = time.Time{}, time.Time{}
-			}
-		}
-	}
-	e.mu.Unlock()
-	for _, d := range ds {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		le, ver, gerr := e.o.Log.Get(ctx, d.fp)
-		if gerr == nil && le.QueuedAt.Equal(d.at) && le.pending() {
-			le.LastSent, le.Sent = now, le.Sent+1
-			if perr := e.o.Log.Put(ctx, le, ver); perr != nil && !errors.Is(perr, coord.ErrVersionConflict) {
-				e.logError(perr, d.fp)
-			}
-		}
-		cancel()
-	}
-}
-
-func (e *Engine) lease(a *alertState) time.Duration {
-	wait := e.o.GroupWait
-	if a.p.GroupWait != nil {
-		wait = *a.p.GroupWait
-	}
-	return wait + e.o.DeliveryTimeout
-}
-
-// Observe evaluates a decoded, valid batch and sends what became due.
-func (e *Engine) Observe(b metric.Batch) {
-	e.mu.Lock()
+// ObserveAck is Observe, calling ack (when not nil) once the notification log writes the
+// batch led to are done: a bus handler acknowledges the batch's message with it, so a
+// crash before the writes redelivers the batch instead of losing its page.
+func (e *Engine) ObserveAck(b metric.Batch, ack func()) {
+	sh := e.shardOf(b.Node)
+	sh.mu.Lock()
 	now := e.now()
 	ts := b.TS
 	if ts.IsZero() {
@@ -437,201 +236,47 @@ func (e *Engine) Observe(b metric.Batch) {
 	if interval <= 0 {
 		interval = e.o.DefaultInterval
 	}
-	evals := 0
-	for i := range b.Points {
-		pt := &b.Points[i]
-		pols := e.byMetric[pt.Name]
-		if len(pols) == 0 {
-			continue
-		}
-		s := e.seriesFor(b.Node, pt, pols)
-		if len(s.slots) == 0 {
-			continue
-		}
-		if n := len(s.samples); n > 0 && !ts.After(s.samples[n-1].TS) {
-			continue // a redelivered or out-of-order batch: already evaluated
-		}
-		s.samples = append(s.samples, policy.Sample{TS: ts, Value: pt.Value})
-		s.trim()
-		s.lastSeen, s.lastTS, s.interval = now, minTime(ts, now), interval
-		for j := range s.slots {
-			sl := &s.slots[j]
-			value, active, _ := sl.p.Cond.Eval(s.samples)
-			evals++
-			if sl.a == nil {
-				if !active && len(e.restored) == 0 {
-					continue
-				}
-				labels := alertLabels(sl.p, b.Node, pt.Labels)
-				fp := fingerprint(labels)
-				le, wasFiring := e.restored[fp]
-				if !active && !wasFiring {
-					continue
-				}
-				sl.a = e.newAlert(fp, sl.p, labels, b.Node)
-				sl.a.series = s
-				if wasFiring {
-					delete(e.restored, fp)
-					e.resume(sl.a, le)
-				}
-			}
-			e.step(sl.a, active, value, now)
-		}
-	}
-	e.observeNodata(b, minTime(ts, now), now, interval)
+	evals := sh.observe(&b, ts, now, interval)
+	ef := effects{ack: ack}
+	sh.process(now, sh.dirty, &ef)
+	sh.dirty = sh.dirty[:0]
+	// Submitted under the shard's lock: the writer's order is the order of decisions.
+	e.w.submit(ef, now)
+	sh.mu.Unlock()
 	if e.o.OnEvaluations != nil && evals > 0 {
 		e.o.OnEvaluations(evals)
-	}
-	var ef effects
-	e.process(now, e.dirty, &ef)
-	e.dirty = e.dirty[:0]
-	e.unlock(&ef)
-}
-
-func (e *Engine) seriesFor(node string, pt *metric.Point, pols []*policy.Policy) *series {
-	k := seriesKey{node: node, metric: pt.Name}
-	if len(pt.Labels) > 0 {
-		k.labels = labelKey(pt.Labels)
-	}
-	if s, ok := e.series[k]; ok {
-		return s
-	}
-	s := &series{node: node, metric: pt.Name, labels: maps.Clone(pt.Labels)}
-	for _, p := range pols {
-		if p.MatchNode(node) && p.MatchLabels(pt.Labels) {
-			s.slots = append(s.slots, slot{p: p})
-			s.keep = max(s.keep, p.Cond.Need())
-			s.window = max(s.window, p.Cond.Window)
-		}
-	}
-	e.series[k] = s
-	return s
-}
-
-// trim keeps what the conditions need: the last keep points, and the points within the
-// window before the newest; never more than a hard bound.
-func (s *series) trim() {
-	const hardMax = 100_000
-	n := len(s.samples)
-	drop := 0
-	newest := s.samples[n-1].TS
-	for drop < n-1 && n-drop > s.keep {
-		if s.window > 0 && s.samples[drop].TS.After(newest.Add(-s.window)) {
-			break
-		}
-		drop++
-	}
-	if n-drop > hardMax {
-		drop = n - hardMax
-	}
-	if drop > 0 {
-		// Reslicing would pin the old array; copy once it is mostly dead.
-		if drop > len(s.samples)/2 {
-			s.samples = append(s.samples[:0], s.samples[drop:]...)
-		} else {
-			s.samples = s.samples[drop:]
-		}
-	}
-}
-
-func (e *Engine) observeNodata(b metric.Batch, ts, now time.Time, interval time.Duration) {
-	for _, p := range e.nodata {
-		if !p.MatchNode(b.Node) {
-			continue
-		}
-		seen := p.Metric == ""
-		for i := 0; !seen && i < len(b.Points); i++ {
-			seen = b.Points[i].Name == p.Metric && p.MatchLabels(b.Points[i].Labels)
-		}
-		if !seen {
-			continue
-		}
-		slots := e.nodes[b.Node]
-		if slots == nil {
-			slots = map[*policy.Policy]*nodataSlot{}
-			e.nodes[b.Node] = slots
-		}
-		sl := slots[p]
-		if sl == nil {
-			sl = &nodataSlot{}
-			slots[p] = sl
-		}
-		if ts.After(sl.lastTS) {
-			sl.lastTS = ts
-		}
-		sl.interval = interval
-		if sl.a == nil && len(e.restored) > 0 {
-			labels := nodataLabels(p, b.Node)
-			fp := fingerprint(labels)
-			if le, ok := e.restored[fp]; ok {
-				delete(e.restored, fp)
-				sl.a = e.newAlert(fp, p, labels, b.Node)
-				sl.a.nd = sl
-				e.resume(sl.a, le)
-			}
-		}
-		if sl.a != nil {
-			e.step(sl.a, false, 0, now)
-		}
 	}
 }
 
 // Tick advances the timers: pending alerts whose `for` passed fire, keep_firing_for runs
 // out, silent series go stale, nodata fires, repeats and grouped notifications go out.
+// It holds every shard while it runs, so one Tick is one evaluation, as a batch is.
 func (e *Engine) Tick() {
-	e.mu.Lock()
+	e.tickMu.Lock()
+	defer e.tickMu.Unlock()
+	for _, sh := range e.shards {
+		sh.mu.Lock()
+	}
 	now := e.now()
-	for node, slots := range e.nodes {
-		for p, sl := range slots {
-			missing := now.Sub(sl.lastTS)
-			active := missing > time.Duration(float64(p.NoData)*float64(sl.interval))
-			if e.holding(now, sl.interval) {
-				// Behind on the stream, or within one interval of catching up: the
-				// node's points may be on their way; keep whatever state it has.
-				if sl.a == nil {
-					continue
-				}
-				active = sl.a.active
-			}
-			if sl.a == nil {
-				if !active {
-					continue
-				}
-				labels := nodataLabels(p, node)
-				sl.a = e.newAlert(fingerprint(labels), p, labels, node)
-				sl.a.nd = sl
-			}
-			e.step(sl.a, active, missing.Seconds(), now)
-		}
-	}
-	all := make([]*alertState, 0, len(e.alerts))
-	for _, a := range e.alerts {
-		if a.series != nil && a.state != StateResolved {
-			s := a.series
-			if now.Sub(s.lastTS) > time.Duration(e.o.StaleIntervals*float64(s.interval)) && !e.holding(now, s.interval) {
-				e.step(a, false, a.value, now)
-			} else {
-				e.step(a, a.active, a.value, now)
-			}
-		} else if a.nd == nil {
-			e.step(a, a.active, a.value, now)
-		}
-		all = append(all, a)
-	}
+	e.stMu.Lock()
+	stalled, resumedAt := e.stalled, e.resumedAt
+	e.stMu.Unlock()
+	held := func(interval time.Duration) bool { return stalled || now.Sub(resumedAt) < interval }
+	gc := now.Sub(e.lastGC) > time.Minute
 	var ef effects
-	e.process(now, all, &ef)
-	e.dirty = e.dirty[:0]
-	if now.Sub(e.lastGC) > time.Minute {
-		e.gc(now)
+	for _, sh := range e.shards {
+		sh.tick(now, held, &ef)
+		if gc {
+			sh.gc(now)
+		}
+	}
+	if gc {
 		e.lastGC = now
 	}
-	e.unlock(&ef)
-}
-
-// holding reports whether silence of a series or node with this interval says nothing
-// yet: the stream is not read up to date, or it caught up less than one interval ago.
-func (e *Engine) holding(now time.Time, interval time.Duration) bool {
-	return e.stalled || now.Sub(e.resumedAt) < interval
+	e.w.submit(ef, now)
+	for _, sh := range e.shards {
+		sh.mu.Unlock()
+	}
 }
 
 // SetCaughtUp tells the engine whether its process reads its share of the stream up to
@@ -642,8 +287,8 @@ func (e *Engine) holding(now time.Time, interval time.Duration) bool {
 // partition's backlog is replayed), nodata does not fire and firing series do not go
 // stale. An engine starts caught up; one whose caller never calls this stays so.
 func (e *Engine) SetCaughtUp(ok bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.stMu.Lock()
+	defer e.stMu.Unlock()
 	if ok && e.stalled {
 		e.resumedAt = e.now()
 	}
@@ -657,22 +302,18 @@ func (e *Engine) Release(nodes []string) {
 	if len(nodes) == 0 {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	gone := make(map[string]bool, len(nodes))
+	byShard := map[*shard]map[string]bool{}
 	for _, n := range nodes {
-		gone[n] = true
-		delete(e.nodes, n)
-	}
-	for k, s := range e.series {
-		if gone[s.node] {
-			delete(e.series, k)
+		sh := e.shardOf(n)
+		if byShard[sh] == nil {
+			byShard[sh] = map[string]bool{}
 		}
+		byShard[sh][n] = true
 	}
-	for _, a := range e.alerts {
-		if gone[a.node] {
-			e.drop(a)
-		}
+	for sh, gone := range byShard {
+		sh.mu.Lock()
+		sh.release(gone)
+		sh.mu.Unlock()
 	}
 }
 
@@ -683,244 +324,6 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// gc forgets series and nodes silent for an hour and without alerts, so churned node
-// names do not pile up.
-func (e *Engine) gc(now time.Time) {
-	for k, s := range e.series {
-		if now.Sub(s.lastSeen) < time.Hour {
-			continue
-		}
-		busy := false
-		for _, sl := range s.slots {
-			busy = busy || sl.a != nil
-		}
-		if !busy {
-			delete(e.series, k)
-		}
-	}
-}
-
-func (e *Engine) newAlert(fp uint64, p *policy.Policy, labels map[string]string, node string) *alertState {
-	a := &alertState{fp: fp, fps: fpString(fp), p: p, labels: labels, node: node}
-	parts := make([]string, len(e.o.Inhibition.Equal))
-	for i, l := range e.o.Inhibition.Equal {
-		parts[i] = labels[l]
-	}
-	a.inhibitKey = strings.Join(parts, "\xff")
-	e.alerts[fp] = a
-	e.counts[StateInactive]++
-	return a
-}
-
-// resume continues a firing alert from the notification log.
-func (e *Engine) resume(a *alertState, le LogEntry) {
-	a.restore = &le
-}
-
-func (e *Engine) setState(a *alertState, s State) {
-	if a.state == s {
-		return
-	}
-	if a.state == StateFiring {
-		e.inhibit[a.inhibitKey][a.p.Severity]--
-	}
-	if s == StateFiring {
-		c := e.inhibit[a.inhibitKey]
-		if c == nil {
-			c = new([6]int)
-			e.inhibit[a.inhibitKey] = c
-		}
-		c[a.p.Severity]++
-	}
-	e.counts[a.state]--
-	e.counts[s]++
-	a.state = s
-}
-
-// step is the state machine. active is the condition's latest result.
-func (e *Engine) step(a *alertState, active bool, value float64, now time.Time) {
-	a.active, a.value, a.lastEval = active, value, now
-	e.dirty = append(e.dirty, a)
-	if a.restore != nil && a.state == StateInactive {
-		// Continue where the log left it: firing, with its notification history.
-		le := a.restore
-		a.restore = nil
-		e.setState(a, StateFiring)
-		a.activeSince, a.firingSince = le.ActiveSince, le.FiringSince
-		a.inactiveSince = time.Time{}
-		if le.pending() || le.Sent > 0 {
-			e.adopt(a, *le, e.lease(a))
-		}
-	}
-	switch a.state {
-	case StateInactive, StateResolved:
-		if !active {
-			return
-		}
-		a.activeSince = now
-		if a.p.For <= 0 {
-			e.fire(a, now)
-		} else {
-			e.setState(a, StatePending)
-		}
-	case StatePending:
-		if !active {
-			e.setState(a, StateInactive)
-			return
-		}
-		if now.Sub(a.activeSince) >= a.p.For {
-			e.fire(a, now)
-		}
-	case StateFiring:
-		if active {
-			a.inactiveSince = time.Time{}
-			return
-		}
-		if a.inactiveSince.IsZero() {
-			a.inactiveSince = now
-		}
-		if now.Sub(a.inactiveSince) >= a.p.KeepFiringFor {
-			e.setState(a, StateResolved)
-			a.resolvedAt = now
-			a.sendResolved = true
-		}
-	}
-}
-
-func (e *Engine) fire(a *alertState, now time.Time) {
-	e.setState(a, StateFiring)
-	a.firingSince, a.inactiveSince, a.lastSent, a.sent = now, time.Time{}, time.Time{}, 0
-	a.claimAt, a.holdUntil = time.Time{}, time.Time{}
-	a.resolvedAt = time.Time{}
-	a.sendResolved = false
-}
-
-// process decides the notifications of the given alerts, flushes due groups and drops
-// finished alerts.
-func (e *Engine) process(now time.Time, as []*alertState, ef *effects) {
-	seen := make(map[*alertState]bool, len(as))
-	for _, a := range as {
-		if seen[a] {
-			continue
-		}
-		seen[a] = true
-		switch a.state {
-		case StateInactive:
-			e.drop(a)
-		case StatePending:
-		case StateFiring:
-			a.silencedBy = e.silenced(a, now)
-			a.inhibited = e.inhibited(a)
-			if len(a.silencedBy) > 0 || a.inhibited {
-				// One suppression per notification that would have gone out: the first,
-				// then one per repeat interval, not one per evaluation.
-				last := a.lastSent
-				if a.lastMuted.After(last) {
-					last = a.lastMuted
-				}
-				if last.IsZero() || now.Sub(last) >= a.p.RepeatInterval {
-					a.lastMuted = now
-					if e.o.OnSuppressed != nil {
-						if len(a.silencedBy) > 0 {
-							e.o.OnSuppressed("silenced")
-						} else {
-							e.o.OnSuppressed("inhibited")
-						}
-					}
-				}
-				// Persist the firing state even when muted, so a restart remembers it.
-				if a.lastEval.Equal(a.firingSince) {
-					ef.ops = append(ef.ops, logOp{entry: a.entry()})
-				}
-				continue
-			}
-			if mx := a.p.MaxNotifications; mx > 0 && a.sent >= mx {
-				continue
-			}
-			if !a.lastSent.IsZero() && now.Sub(a.lastSent) < a.p.RepeatInterval || now.Before(a.holdUntil) || !a.claimAt.IsZero() {
-				continue
-			}
-			a.lastSent, a.claimAt, a.holdUntil = now, now, time.Time{}
-			a.sent++
-			ce := a.entry()
-			ce.QueuedAt = now
-			ef.claims = append(ef.claims, claim{a: a, entry: ce, repeat: a.p.RepeatInterval, lease: e.lease(a)})
-		case StateResolved:
-			if a.sendResolved {
-				a.sendResolved = false
-				if a.sent > 0 && len(e.silenced(a, now)) == 0 {
-					e.enqueue(a, notify.StatusResolved, now)
-				}
-				ef.ops = append(ef.ops, logOp{remove: true, entry: LogEntry{Fingerprint: a.fps}})
-			}
-			if now.Sub(a.resolvedAt) >= e.o.ResolvedRetention {
-				e.drop(a)
-			}
-		}
-	}
-	e.flushDue(now, ef)
-}
-
-// flushDue sends the groups whose group_wait has passed, in the documented order
-// (deploy/alarm.example.yaml, notify.group_wait): groups that only resolve come before groups that
-// fire, each set by group key, and the alerts of a message by node, then fingerprint. A
-// receiver that keeps state (a pager, a chat thread) thus sees what cleared before what is
-// new, and the same evaluation always yields the same sequence.
-func (e *Engine) flushDue(now time.Time, ef *effects) {
-	var due []*group
-	for k, g := range e.groups {
-		if now.Before(g.flushAt) {
-			continue
-		}
-		delete(e.groups, k)
-		due = append(due, g)
-	}
-	slices.SortFunc(due, func(a, b *group) int {
-		if fa, fb := a.firing(), b.firing(); fa != fb {
-			if fa {
-				return 1
-			}
-			return -1
-		}
-		return strings.Compare(a.key, b.key)
-	})
-	for _, g := range due {
-		alerts := slices.Collect(maps.Values(g.alerts))
-		sort.Slice(alerts, func(i, j int) bool {
-			if alerts[i].Labels[policy.LabelNode] != alerts[j].Labels[policy.LabelNode] {
-				return alerts[i].Labels[policy.LabelNode] < alerts[j].Labels[policy.LabelNode]
-			}
-			return alerts[i].Fingerprint < alerts[j].Fingerprint
-		})
-		for _, ch := range g.p.Channels {
-			ef.msgs = append(ef.msgs, notify.Message{
-				Receiver: ch, GroupKey: g.key, ExternalURL: e.o.ExternalURL, Alerts: alerts,
-				GroupLabels: map[string]string{policy.LabelAlertName: g.p.Name, policy.LabelSeverity: g.p.Severity.String()},
-			})
-		}
-	}
-}
-
-// drop removes an alert from memory (it is inactive or resolved long enough).
-func (e *Engine) drop(a *alertState) {
-	if e.alerts[a.fp] != a {
-		return
-	}
-	e.setState(a, StateInactive)
-	e.counts[StateInactive]--
-	delete(e.alerts, a.fp)
-	if a.series != nil {
-		for i := range a.series.slots {
-			if a.series.slots[i].a == a {
-				a.series.slots[i].a = nil
-			}
-		}
-	}
-	if a.nd != nil && a.nd.a == a {
-		a.nd.a = nil
-	}
-}
-
 func (e *Engine) silenced(a *alertState, now time.Time) []string {
 	if e.o.Silences == nil {
 		return nil
@@ -929,38 +332,17 @@ func (e *Engine) silenced(a *alertState, now time.Time) []string {
 }
 
 func (e *Engine) inhibited(a *alertState) bool {
-	if !e.o.Inhibition.Enabled {
-		return false
-	}
-	c := e.inhibit[a.inhibitKey]
-	if c == nil {
-		return false
-	}
-	for s := policy.Severity(0); s < a.p.Severity; s++ {
-		if c[s] > 0 {
-			return true
-		}
-	}
-	return false
+	return e.o.Inhibition.Enabled && e.inhibit.above(a.inhibitKey, a.p.Severity)
 }
 
-func (e *Engine) enqueue(a *alertState, status string, now time.Time) {
-	key := a.p.Name + "/" + a.p.Severity.String()
-	g := e.groups[key]
-	if g == nil {
-		wait := e.o.GroupWait
-		if a.p.GroupWait != nil {
-			wait = *a.p.GroupWait
-		}
-		g = &group{p: a.p, key: key, flushAt: now.Add(wait), alerts: map[uint64]notify.Alert{}}
-		e.groups[key] = g
-	}
+// notifyAlert is the alert as a notification carries it.
+func (e *Engine) notifyAlert(a *alertState, status string) notify.Alert {
 	na := notify.Alert{Status: status, Labels: a.labels, StartsAt: a.firingSince, Value: a.value, Fingerprint: a.fps}
 	if status == notify.StatusResolved {
 		na.EndsAt = a.resolvedAt
 	}
 	na.Annotations = a.p.Render(e.templateData(a))
-	g.alerts[a.fp] = na
+	return na
 }
 
 func (e *Engine) templateData(a *alertState) policy.TemplateData {
@@ -977,59 +359,6 @@ func (e *Engine) templateData(a *alertState) policy.TemplateData {
 func (a *alertState) entry() LogEntry {
 	return LogEntry{Fingerprint: a.fps, Policy: a.p.Name, Labels: a.labels, ActiveSince: a.activeSince,
 		FiringSince: a.firingSince, LastSent: a.lastSent, Sent: a.sent}
-}
-
-// alertLabels are the labels of an alert: the reserved ones, the policy's, and the
-// point's (a point label that collides with a reserved one is kept as exported_<name>).
-func alertLabels(p *policy.Policy, node string, point map[string]string) map[string]string {
-	l := make(map[string]string, 4+len(p.AlertLabels)+len(point))
-	for k, v := range point {
-		l[k] = v
-	}
-	for k, v := range p.AlertLabels {
-		l[k] = v
-	}
-	for _, k := range []string{policy.LabelAlertName, policy.LabelNode, policy.LabelSeverity, policy.LabelMetric} {
-		if v, ok := point[k]; ok {
-			l["exported_"+k] = v
-		}
-	}
-	l[policy.LabelAlertName] = p.Name
-	l[policy.LabelNode] = node
-	l[policy.LabelSeverity] = p.Severity.String()
-	if p.Metric != "" {
-		l[policy.LabelMetric] = p.Metric
-	}
-	return l
-}
-
-func nodataLabels(p *policy.Policy, node string) map[string]string {
-	l := alertLabels(p, node, nil)
-	l["reason"] = "nodata"
-	return l
-}
-
-func labelKey(l map[string]string) string {
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(k)
-		b.WriteByte(0xff)
-		b.WriteString(l[k])
-		b.WriteByte(0xfe)
-	}
-	return b.String()
-}
-
-// fingerprint identifies an alert by its labels (FNV-64a over the sorted pairs).
-func fingerprint(l map[string]string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(labelKey(l)))
-	return h.Sum64()
 }
 
 func parseFP(s string) (uint64, bool) {
@@ -1079,11 +408,19 @@ func tp(t time.Time) *time.Time {
 
 // Alerts lists the alerts that are not inactive, most severe first, then by name and node.
 func (e *Engine) Alerts() []AlertView {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := e.now()
-	out := make([]AlertView, 0, len(e.alerts))
-	for _, a := range e.alerts {
+	var out []AlertView
+	for _, sh := range e.shards {
+		sh.mu.Lock()
+		out = sh.appendViews(out, e.now())
+		sh.mu.Unlock()
+	}
+	sortViews(out)
+	return out
+}
+
+func (sh *shard) appendViews(out []AlertView, now time.Time) []AlertView {
+	e := sh.e
+	for _, a := range sh.alerts {
 		if a.state == StateInactive {
 			continue
 		}
@@ -1104,6 +441,11 @@ func (e *Engine) Alerts() []AlertView {
 		}
 		out = append(out, v)
 	}
+	return out
+}
+
+// sortViews orders alerts most severe first, then by name and node.
+func sortViews(out []AlertView) {
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i].Labels, out[j].Labels
 		if a[policy.LabelSeverity] != b[policy.LabelSeverity] {
@@ -1117,12 +459,14 @@ func (e *Engine) Alerts() []AlertView {
 		}
 		return out[i].Fingerprint < out[j].Fingerprint
 	})
-	return out
 }
 
 // Counts returns how many alerts are pending, firing and resolved.
 func (e *Engine) Counts() (pending, firing, resolved int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.counts[StatePending], e.counts[StateFiring], e.counts[StateResolved]
+	for _, sh := range e.shards {
+		sh.mu.Lock()
+		pending, firing, resolved = pending+sh.counts[StatePending], firing+sh.counts[StateFiring], resolved+sh.counts[StateResolved]
+		sh.mu.Unlock()
+	}
+	return pending, firing, resolved
 }

@@ -30,7 +30,8 @@ func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return 
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // outbox records what the engine sends.
-// take and messages count as delivery: they report it to the engine.
+// take and messages wait for the engine's writer, then count as delivery: they report it
+// to the engine.
 type outbox struct {
 	mu   sync.Mutex
 	msgs []notify.Message
@@ -45,10 +46,18 @@ func (o *outbox) deliver(ms []notify.Message) {
 	}
 }
 
+// sync waits until the engine wrote and sent what it decided so far.
+func (o *outbox) sync() {
+	if o.e != nil {
+		o.e.Sync()
+	}
+}
+
 func (o *outbox) send(m notify.Message) { o.mu.Lock(); o.msgs = append(o.msgs, m); o.mu.Unlock() }
 
 // take returns the statuses of the alerts sent since the last call ("firing wave-1").
 func (o *outbox) take() []string {
+	o.sync()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var out []string
@@ -63,6 +72,7 @@ func (o *outbox) take() []string {
 }
 
 func (o *outbox) messages() []notify.Message {
+	o.sync()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	m := o.msgs
@@ -122,10 +132,12 @@ func batch(node string, at time.Time, pts ...metric.Point) metric.Batch {
 
 func cpu(v float64) metric.Point { return metric.Point{Name: "cpu.util", Value: v} }
 
-// observe sends one cpu.util point of node at the rig's time, then ticks.
+// observe sends one cpu.util point of node at the rig's time, then ticks, and waits for
+// the notification log writes and notifications that followed.
 func (r *rig) observe(node string, v float64) {
 	r.e.Observe(batch(node, r.clk.Now(), cpu(v)))
 	r.e.Tick()
+	r.e.Sync()
 }
 
 func (r *rig) state(node string) string {

@@ -234,11 +234,14 @@ func appendFloat(buf []byte, f float64) []byte {
 // It is a hand-written parser for this one shape rather than encoding/json: it is several
 // times faster, allocates little, and can reject what encoding/json silently accepts
 // ("Node" for "node", duplicate keys, a missing value, lone surrogates).
-func Decode(data []byte) (Batch, error) {
+func Decode(data []byte) (Batch, error) { return decode(data, nil) }
+
+// decode is Decode, remembering strings and label sets in c unless it is nil.
+func decode(data []byte, c *Decoder) (Batch, error) {
 	if len(data) > MaxBatchBytes {
 		return Batch{}, fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, len(data), MaxBatchBytes)
 	}
-	d := decoder{data: data, point: -1}
+	d := decoder{data: data, point: -1, cache: c}
 	b, err := d.batch()
 	if err != nil {
 		return Batch{}, err
@@ -253,6 +256,7 @@ type decoder struct {
 	data  []byte
 	pos   int
 	point int // index of the point being parsed, -1 outside the points array
+	cache *Decoder
 }
 
 func (d *decoder) errorf(format string, args ...any) error {
@@ -470,6 +474,12 @@ func (d *decoder) labels() (map[string]string, error) {
 	if d.literal("null") {
 		return nil, nil
 	}
+	if d.cache != nil {
+		if m, ok := d.cache.labelSet(d); ok {
+			return m, nil
+		}
+	}
+	start := d.pos
 	var m map[string]string
 	err := d.object(`'{' for field "labels"`, func(key []byte) error {
 		if len(m) == MaxLabels {
@@ -488,9 +498,12 @@ func (d *decoder) labels() (map[string]string, error) {
 		if _, dup := m[string(key)]; dup {
 			return d.errorf("duplicate label %q", truncate(string(key)))
 		}
-		m[string(key)] = string(v)
+		m[d.keep(key)] = d.keep(v)
 		return nil
 	})
+	if err == nil && d.cache != nil {
+		d.cache.rememberLabels(d.data[start:d.pos], m)
+	}
 	// An empty object means no labels; decoding it to nil keeps round trips exact, since
 	// Encode omits empty labels.
 	return m, err
@@ -533,7 +546,15 @@ func (d *decoder) nameField() (string, error) {
 	if c, ok := canonical[string(s)]; ok {
 		return c, nil
 	}
-	return string(s), nil
+	return d.keep(s), nil
+}
+
+// keep turns decoded bytes into a string, through the Decoder's memory when there is one.
+func (d *decoder) keep(b []byte) string {
+	if d.cache != nil {
+		return d.cache.str(b)
+	}
+	return string(b)
 }
 
 func (d *decoder) timeField(name string) (time.Time, error) {

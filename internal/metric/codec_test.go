@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -285,8 +286,15 @@ func FuzzDecode(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
+	// One Decoder across all inputs: what it remembers of earlier ones must never change
+	// how a later one decodes.
+	dec := NewDecoder()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := Decode(data)
+		cb, cerr := dec.Decode(data)
+		if fmt.Sprint(err) != fmt.Sprint(cerr) || err == nil && !equalBatch(b, cb) {
+			t.Fatalf("Decoder disagrees with Decode on %q:\n%+v %v\n%+v %v", data, b, err, cb, cerr)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("error wraps neither ErrInvalid nor ErrTooLarge: %v", err)
@@ -321,4 +329,29 @@ func mustEncode(t testing.TB, b Batch) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A Decoder decodes a stream like Decode and shares what repeats: the names and label
+// sets of the same agent's next batch are the very strings and maps of the previous one.
+func TestDecoderRemembers(t *testing.T) {
+	in := batchJSON(`{"name":"disk.read_bps","value":1,"labels":{"device":"sda"}},{"name":"disk.read_bps","value":2,"labels":{"device":"sdb"}}`)
+	dec := NewDecoder()
+	first, err := dec.Decode([]byte(in))
+	require.NoError(t, err)
+	want, err := Decode([]byte(in))
+	require.NoError(t, err)
+	require.True(t, equalBatch(want, first))
+	second, err := dec.Decode([]byte(in))
+	require.NoError(t, err)
+	require.True(t, equalBatch(want, second))
+	for i := range first.Points {
+		require.Equal(t, reflect.ValueOf(first.Points[i].Labels).Pointer(), reflect.ValueOf(second.Points[i].Labels).Pointer(), "point %d: label set shared", i)
+		require.Equal(t, unsafe.StringData(first.Points[i].Name), unsafe.StringData(second.Points[i].Name), "point %d: name shared", i)
+	}
+	// A label set with a different spelling is its own set; a bad one is still refused.
+	_, err = dec.Decode([]byte(batchJSON(`{"name":"a","value":1,"labels":{"device":"sda","device":"sdb"}}`)))
+	require.ErrorIs(t, err, ErrInvalid)
+	other, err := dec.Decode([]byte(batchJSON(`{"name":"a","value":1,"labels":{"device":"sdc"}}`)))
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"device": "sdc"}, other.Points[0].Labels)
 }

@@ -1,0 +1,181 @@
+package alarm
+
+import (
+	"hash/fnv"
+	"maps"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+type seriesKey struct{ node, metric, labels string }
+
+type series struct {
+	node, metric string
+	labels       map[string]string
+	samples      []policy.Sample // the live window: buf[start:]
+	buf          []policy.Sample
+	keep         int           // points the conditions need
+	window       time.Duration // time the window functions need
+	lastSeen     time.Time     // engine clock at the last point (only to forget idle series)
+	lastTS       time.Time     // the last point's own time, capped at the engine clock
+	interval     time.Duration
+	slots        []slot
+	gone         bool // forgotten (gc, Release): a layout still pointing here must look it up again
+}
+
+type slot struct {
+	p *policy.Policy
+	a *alertState
+}
+
+// layoutEntry remembers which series a node's point at one position of its batch was.
+// An agent sends the same points in the same order every tick, so the previous batch's
+// layout resolves a point with a name and label comparison instead of building its
+// label key and looking it up (the costliest part of evaluation with labelled points).
+type layoutEntry struct {
+	name string
+	s    *series // nil: no policy reads this metric
+}
+
+// seriesAt returns the series of the node's i-th point, nil when no policy reads its
+// metric, and remembers it in the node's layout.
+func (sh *shard) seriesAt(node string, layout []layoutEntry, i int, pt *metric.Point) *series {
+	if i < len(layout) {
+		if le := &layout[i]; le.name == pt.Name {
+			if le.s == nil {
+				return nil
+			}
+			if !le.s.gone && labelsEqual(le.s.labels, pt.Labels) {
+				return le.s
+			}
+		}
+	}
+	var s *series
+	if pols := sh.e.byMetric[pt.Name]; len(pols) > 0 {
+		s = sh.seriesFor(node, pt, pols)
+	}
+	if i < len(layout) {
+		layout[i] = layoutEntry{name: pt.Name, s: s}
+	}
+	return s
+}
+
+func labelsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range b {
+		if w, ok := a[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (sh *shard) seriesFor(node string, pt *metric.Point, pols []*policy.Policy) *series {
+	k := seriesKey{node: node, metric: pt.Name}
+	if len(pt.Labels) > 0 {
+		k.labels = labelKey(pt.Labels)
+	}
+	if s, ok := sh.series[k]; ok {
+		return s
+	}
+	s := &series{node: node, metric: pt.Name, labels: maps.Clone(pt.Labels)}
+	for _, p := range pols {
+		if p.MatchNode(node) && p.MatchLabels(pt.Labels) {
+			s.slots = append(s.slots, slot{p: p})
+			s.keep = max(s.keep, p.Cond.Need())
+			s.window = max(s.window, p.Cond.Window)
+		}
+	}
+	sh.series[k] = s
+	return s
+}
+
+// add appends a sample and trims the window. The window lives at the end of buf; once
+// buf is full the live samples move back to its start, so a steady series does not
+// allocate.
+func (s *series) add(x policy.Sample) {
+	if len(s.buf) == cap(s.buf) && len(s.samples) < len(s.buf) {
+		s.buf = append(s.buf[:0], s.samples...)
+	}
+	s.buf = append(s.buf, x)
+	s.samples = s.buf[len(s.buf)-len(s.samples)-1:]
+	s.trim()
+}
+
+// trim keeps what the conditions need: the last keep points, and the points within the
+// window before the newest; never more than a hard bound.
+func (s *series) trim() {
+	const hardMax = 100_000
+	n := len(s.samples)
+	drop := 0
+	newest := s.samples[n-1].TS
+	for drop < n-1 && n-drop > s.keep {
+		if s.window > 0 && s.samples[drop].TS.After(newest.Add(-s.window)) {
+			break
+		}
+		drop++
+	}
+	if n-drop > hardMax {
+		drop = n - hardMax
+	}
+	s.samples = s.samples[drop:]
+}
+
+// alertLabels are the labels of an alert: the reserved ones, the policy's, and the
+// point's (a point label that collides with a reserved one is kept as exported_<name>).
+func alertLabels(p *policy.Policy, node string, point map[string]string) map[string]string {
+	l := make(map[string]string, 4+len(p.AlertLabels)+len(point))
+	for k, v := range point {
+		l[k] = v
+	}
+	for k, v := range p.AlertLabels {
+		l[k] = v
+	}
+	for _, k := range []string{policy.LabelAlertName, policy.LabelNode, policy.LabelSeverity, policy.LabelMetric} {
+		if v, ok := point[k]; ok {
+			l["exported_"+k] = v
+		}
+	}
+	l[policy.LabelAlertName] = p.Name
+	l[policy.LabelNode] = node
+	l[policy.LabelSeverity] = p.Severity.String()
+	if p.Metric != "" {
+		l[policy.LabelMetric] = p.Metric
+	}
+	return l
+}
+
+func nodataLabels(p *policy.Policy, node string) map[string]string {
+	l := alertLabels(p, node, nil)
+	l["reason"] = "nodata"
+	return l
+}
+
+func labelKey(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(0xff)
+		b.WriteString(l[k])
+		b.WriteByte(0xfe)
+	}
+	return b.String()
+}
+
+// fingerprint identifies an alert by its labels (FNV-64a over the sorted pairs).
+func fingerprint(l map[string]string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(labelKey(l)))
+	return h.Sum64()
+}

@@ -1,0 +1,450 @@
+package alarm
+
+import (
+	"hash/fnv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// engineShards is how many shards the engine's state is split into. A node's series and
+// alerts are all on one shard, so batches of different nodes, which the bus delivers
+// from several partitions at once, are evaluated in parallel; more shards than cores
+// keeps two busy partitions from colliding on one lock.
+const engineShards = 16
+
+// shard is the state of the nodes whose name hashes to it, under its own lock.
+type shard struct {
+	e  *Engine
+	mu sync.Mutex
+
+	series   map[seriesKey]*series
+	layouts  map[string][]layoutEntry                  // node → its last batch's series, point by point
+	nodes    map[string]map[*policy.Policy]*nodataSlot // node → nodata policy → slot
+	alerts   map[uint64]*alertState                    // every alert not inactive
+	restored map[string]map[uint64]LogEntry            // node → loaded, not yet seen here
+	counts   [4]int                                    // alerts per state
+	dirty    []*alertState
+	gen      uint64 // marks the alerts process has seen in its current call
+}
+
+func newShard(e *Engine) *shard {
+	return &shard{e: e, series: map[seriesKey]*series{}, layouts: map[string][]layoutEntry{},
+		nodes: map[string]map[*policy.Policy]*nodataSlot{}, alerts: map[uint64]*alertState{},
+		restored: map[string]map[uint64]LogEntry{}}
+}
+
+func (e *Engine) shardOf(node string) *shard {
+	h := fnv.New32a()
+	h.Write([]byte(node))
+	return e.shards[h.Sum32()%uint32(len(e.shards))]
+}
+
+// observe evaluates a batch of one of the shard's nodes. Called with sh.mu held.
+func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Duration) int {
+	layout := sh.layouts[b.Node]
+	if len(layout) != len(b.Points) {
+		layout = append(layout[:0:0], layout[:min(len(layout), len(b.Points))]...)
+		layout = append(layout, make([]layoutEntry, len(b.Points)-len(layout))...)
+		sh.layouts[b.Node] = layout
+	}
+	rest := sh.restored[b.Node]
+	evals := 0
+	for i := range b.Points {
+		pt := &b.Points[i]
+		s := sh.seriesAt(b.Node, layout, i, pt)
+		if s == nil || len(s.slots) == 0 {
+			continue
+		}
+		if n := len(s.samples); n > 0 && !ts.After(s.samples[n-1].TS) {
+			continue // a redelivered or out-of-order batch: already evaluated
+		}
+		s.add(policy.Sample{TS: ts, Value: pt.Value})
+		s.lastSeen, s.lastTS, s.interval = now, minTime(ts, now), interval
+		for j := range s.slots {
+			sl := &s.slots[j]
+			value, active, _ := sl.p.Cond.Eval(s.samples)
+			evals++
+			if sl.a == nil {
+				if !active && len(rest) == 0 {
+					continue
+				}
+				labels := alertLabels(sl.p, b.Node, pt.Labels)
+				fp := fingerprint(labels)
+				le, wasFiring := rest[fp]
+				if !active && !wasFiring {
+					continue
+				}
+				sl.a = sh.newAlert(fp, sl.p, labels, b.Node)
+				sl.a.series = s
+				if wasFiring {
+					rest = sh.unrestore(b.Node, fp)
+					sl.a.restore = &le
+				}
+			}
+			sh.step(sl.a, active, value, now)
+		}
+	}
+	sh.observeNodata(b, minTime(ts, now), now, interval)
+	return evals
+}
+
+// unrestore forgets a restored entry now continued by a live alert and returns the
+// node's remaining ones.
+func (sh *shard) unrestore(node string, fp uint64) map[uint64]LogEntry {
+	rest := sh.restored[node]
+	delete(rest, fp)
+	if len(rest) == 0 {
+		delete(sh.restored, node)
+		return nil
+	}
+	return rest
+}
+
+func (sh *shard) observeNodata(b *metric.Batch, ts, now time.Time, interval time.Duration) {
+	for _, p := range sh.e.nodata {
+		if !p.MatchNode(b.Node) {
+			continue
+		}
+		seen := p.Metric == ""
+		for i := 0; !seen && i < len(b.Points); i++ {
+			seen = b.Points[i].Name == p.Metric && p.MatchLabels(b.Points[i].Labels)
+		}
+		if !seen {
+			continue
+		}
+		slots := sh.nodes[b.Node]
+		if slots == nil {
+			slots = map[*policy.Policy]*nodataSlot{}
+			sh.nodes[b.Node] = slots
+		}
+		sl := slots[p]
+		if sl == nil {
+			sl = &nodataSlot{}
+			slots[p] = sl
+		}
+		if ts.After(sl.lastTS) {
+			sl.lastTS = ts
+		}
+		sl.interval = interval
+		if sl.a == nil && len(sh.restored[b.Node]) > 0 {
+			labels := nodataLabels(p, b.Node)
+			fp := fingerprint(labels)
+			if le, ok := sh.restored[b.Node][fp]; ok {
+				sh.unrestore(b.Node, fp)
+				sl.a = sh.newAlert(fp, p, labels, b.Node)
+				sl.a.nd = sl
+				sl.a.restore = &le
+			}
+		}
+		if sl.a != nil {
+			sh.step(sl.a, false, 0, now)
+		}
+	}
+}
+
+// tick advances the shard's timers (see Engine.Tick). Called with sh.mu held.
+func (sh *shard) tick(now time.Time, held heldFunc, ef *effects) {
+	for node, slots := range sh.nodes {
+		for p, sl := range slots {
+			missing := now.Sub(sl.lastTS)
+			active := missing > time.Duration(float64(p.NoData)*float64(sl.interval))
+			if held(sl.interval) {
+				// Behind on the stream, or within one interval of catching up: the
+				// node's points may be on their way; keep whatever state it has.
+				if sl.a == nil {
+					continue
+				}
+				active = sl.a.active
+			}
+			if sl.a == nil {
+				if !active {
+					continue
+				}
+				labels := nodataLabels(p, node)
+				sl.a = sh.newAlert(fingerprint(labels), p, labels, node)
+				sl.a.nd = sl
+			}
+			sh.step(sl.a, active, missing.Seconds(), now)
+		}
+	}
+	all := make([]*alertState, 0, len(sh.alerts))
+	for _, a := range sh.alerts {
+		if a.series != nil && a.state != StateResolved {
+			s := a.series
+			if now.Sub(s.lastTS) > time.Duration(sh.e.o.StaleIntervals*float64(s.interval)) && !held(s.interval) {
+				sh.step(a, false, a.value, now)
+			} else {
+				sh.step(a, a.active, a.value, now)
+			}
+		} else if a.nd == nil {
+			sh.step(a, a.active, a.value, now)
+		}
+		all = append(all, a)
+	}
+	sh.process(now, all, ef)
+	sh.dirty = sh.dirty[:0]
+}
+
+// heldFunc reports whether silence of a series or node with this interval says nothing
+// yet: the stream is not read up to date, or it caught up less than one interval ago
+// (see Engine.SetCaughtUp).
+type heldFunc func(interval time.Duration) bool
+
+// release forgets nodes (see Engine.Release). Called with sh.mu held.
+func (sh *shard) release(gone map[string]bool) {
+	for n := range gone {
+		delete(sh.nodes, n)
+		delete(sh.layouts, n)
+	}
+	for k, s := range sh.series {
+		if gone[s.node] {
+			s.gone = true
+			delete(sh.series, k)
+		}
+	}
+	for _, a := range sh.alerts {
+		if gone[a.node] {
+			sh.drop(a)
+		}
+	}
+}
+
+// gc forgets series silent for an hour and without alerts, so churned node names do not
+// pile up.
+func (sh *shard) gc(now time.Time) {
+	for k, s := range sh.series {
+		if now.Sub(s.lastSeen) < time.Hour {
+			continue
+		}
+		busy := false
+		for _, sl := range s.slots {
+			busy = busy || sl.a != nil
+		}
+		if !busy {
+			s.gone = true
+			delete(sh.series, k)
+		}
+	}
+	for node, layout := range sh.layouts {
+		live := false
+		for _, le := range layout {
+			live = live || le.s != nil && !le.s.gone
+		}
+		if !live {
+			delete(sh.layouts, node)
+		}
+	}
+}
+
+func (sh *shard) newAlert(fp uint64, p *policy.Policy, labels map[string]string, node string) *alertState {
+	a := &alertState{fp: fp, fps: fpString(fp), p: p, labels: labels, node: node, sh: sh}
+	parts := make([]string, len(sh.e.o.Inhibition.Equal))
+	for i, l := range sh.e.o.Inhibition.Equal {
+		parts[i] = labels[l]
+	}
+	a.inhibitKey = strings.Join(parts, "\xff")
+	sh.alerts[fp] = a
+	sh.counts[StateInactive]++
+	return a
+}
+
+func (sh *shard) setState(a *alertState, s State) {
+	if a.state == s {
+		return
+	}
+	if a.state == StateFiring || s == StateFiring {
+		sh.e.inhibit.move(a.inhibitKey, a.p.Severity, a.state == StateFiring, s == StateFiring)
+	}
+	sh.counts[a.state]--
+	sh.counts[s]++
+	a.state = s
+}
+
+// step is the state machine. active is the condition's latest result.
+func (sh *shard) step(a *alertState, active bool, value float64, now time.Time) {
+	a.active, a.value, a.lastEval = active, value, now
+	sh.dirty = append(sh.dirty, a)
+	if a.restore != nil && a.state == StateInactive {
+		// Continue where the log left it: firing, with its notification history.
+		le := a.restore
+		a.restore = nil
+		sh.setState(a, StateFiring)
+		a.activeSince, a.firingSince = le.ActiveSince, le.FiringSince
+		a.inactiveSince = time.Time{}
+		if le.pending() || le.Sent > 0 {
+			a.adopt(*le, sh.e.lease(a))
+		}
+	}
+	switch a.state {
+	case StateInactive, StateResolved:
+		if !active {
+			return
+		}
+		a.activeSince = now
+		if a.p.For <= 0 {
+			sh.fire(a, now)
+		} else {
+			sh.setState(a, StatePending)
+		}
+	case StatePending:
+		if !active {
+			sh.setState(a, StateInactive)
+			return
+		}
+		if now.Sub(a.activeSince) >= a.p.For {
+			sh.fire(a, now)
+		}
+	case StateFiring:
+		if active {
+			a.inactiveSince = time.Time{}
+			return
+		}
+		if a.inactiveSince.IsZero() {
+			a.inactiveSince = now
+		}
+		if now.Sub(a.inactiveSince) >= a.p.KeepFiringFor {
+			sh.setState(a, StateResolved)
+			a.resolvedAt = now
+			a.sendResolved = true
+		}
+	}
+}
+
+func (sh *shard) fire(a *alertState, now time.Time) {
+	sh.setState(a, StateFiring)
+	a.firingSince, a.inactiveSince, a.lastSent, a.sent = now, time.Time{}, time.Time{}, 0
+	a.claimAt, a.holdUntil = time.Time{}, time.Time{}
+	a.resolvedAt = time.Time{}
+	a.sendResolved = false
+}
+
+// process decides the notifications of the given alerts and drops finished ones; what
+// it decided goes into ef, for the writer. Called with sh.mu held.
+func (sh *shard) process(now time.Time, as []*alertState, ef *effects) {
+	e := sh.e
+	sh.gen++
+	for _, a := range as {
+		if a.gen == sh.gen {
+			continue
+		}
+		a.gen = sh.gen
+		switch a.state {
+		case StateInactive:
+			sh.drop(a)
+		case StatePending:
+		case StateFiring:
+			a.silencedBy = e.silenced(a, now)
+			a.inhibited = e.inhibited(a)
+			if len(a.silencedBy) > 0 || a.inhibited {
+				// One suppression per notification that would have gone out: the first,
+				// then one per repeat interval, not one per evaluation.
+				last := a.lastSent
+				if a.lastMuted.After(last) {
+					last = a.lastMuted
+				}
+				if last.IsZero() || now.Sub(last) >= a.p.RepeatInterval {
+					a.lastMuted = now
+					if e.o.OnSuppressed != nil {
+						if len(a.silencedBy) > 0 {
+							e.o.OnSuppressed("silenced")
+						} else {
+							e.o.OnSuppressed("inhibited")
+						}
+					}
+				}
+				// Persist the firing state even when muted, so a restart remembers it.
+				if a.lastEval.Equal(a.firingSince) {
+					ef.ops = append(ef.ops, logOp{entry: a.entry()})
+				}
+				continue
+			}
+			if mx := a.p.MaxNotifications; mx > 0 && a.sent >= mx {
+				continue
+			}
+			if !a.lastSent.IsZero() && now.Sub(a.lastSent) < a.p.RepeatInterval || now.Before(a.holdUntil) || !a.claimAt.IsZero() {
+				continue
+			}
+			a.lastSent, a.claimAt, a.holdUntil = now, now, time.Time{}
+			a.sent++
+			ce := a.entry()
+			ce.QueuedAt = now
+			ef.claims = append(ef.claims, claim{a: a, entry: ce, repeat: a.p.RepeatInterval, lease: e.lease(a)})
+		case StateResolved:
+			if a.sendResolved {
+				a.sendResolved = false
+				op := logOp{remove: true, entry: LogEntry{Fingerprint: a.fps}}
+				if a.sent > 0 && len(e.silenced(a, now)) == 0 {
+					op.then = &pendingAlert{p: a.p, fp: a.fp, na: e.notifyAlert(a, notify.StatusResolved)}
+				}
+				ef.ops = append(ef.ops, op)
+			}
+			if now.Sub(a.resolvedAt) >= e.o.ResolvedRetention {
+				sh.drop(a)
+			}
+		}
+	}
+}
+
+// drop removes an alert from memory (it is inactive or resolved long enough).
+func (sh *shard) drop(a *alertState) {
+	if sh.alerts[a.fp] != a {
+		return
+	}
+	sh.setState(a, StateInactive)
+	sh.counts[StateInactive]--
+	delete(sh.alerts, a.fp)
+	if a.series != nil {
+		for i := range a.series.slots {
+			if a.series.slots[i].a == a {
+				a.series.slots[i].a = nil
+			}
+		}
+	}
+	if a.nd != nil && a.nd.a == a {
+		a.nd.a = nil
+	}
+}
+
+// inhibitions counts firing alerts per equal-labels key and severity, across shards (the
+// equal labels need not include the node).
+type inhibitions struct {
+	mu sync.Mutex
+	m  map[string]*[6]int
+}
+
+func (in *inhibitions) move(key string, sev policy.Severity, from, to bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	c := in.m[key]
+	if c == nil {
+		c = new([6]int)
+		in.m[key] = c
+	}
+	if from {
+		c[sev]--
+	}
+	if to {
+		c[sev]++
+	}
+}
+
+// above reports whether an alert more severe than sev fires under key.
+func (in *inhibitions) above(key string, sev policy.Severity) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	c := in.m[key]
+	if c == nil {
+		return false
+	}
+	for s := policy.Severity(0); s < sev; s++ {
+		if c[s] > 0 {
+			return true
+		}
+	}
+	return false
+}
