@@ -88,7 +88,8 @@ type Round struct {
 	algorithm string
 	pend      []float64 // pending instances per node index
 	excluded  []bool
-	marked    []int // node indices whose pend or excluded must be reset
+	marked    []int // node indices whose pend or excluded must be reset: the excluded first
+	nExcluded int   // how many of marked are the request's exclusions
 	isCand    []bool
 	pendCands []int // positions in Cands of the candidates with pending reservations
 	final     []float64
@@ -112,6 +113,7 @@ func (s *Snapshot) round(req Request) *Round {
 			r.marked = append(r.marked, i)
 		}
 	}
+	r.nExcluded = len(r.marked)
 	if rv := req.Reserved; rv != nil && len(rv.n) == n {
 		for i := range rv.n {
 			if c := rv.n[i].Load(); c > 0 {

@@ -86,10 +86,7 @@ func (r *Round) passLikely(now int64, pf filters, c *FilterCounts) (int, uint8) 
 	cands := append(r.Cands[:0], l.nodes...)
 	anyMask, count, dropped := l.reports, l.count, false
 	excluded, pend := r.excluded, r.pend
-	for _, i := range r.marked { // the excluded and the reserved nodes
-		if !excluded[i] {
-			continue
-		}
+	for _, i := range r.marked[:r.nExcluded] {
 		k, ok := slices.BinarySearch(cands, i)
 		if !ok {
 			continue // not likely, or listed twice
@@ -112,21 +109,10 @@ func (r *Round) passLikely(now int64, pf filters, c *FilterCounts) (int, uint8) 
 			break
 		}
 	}
-	isCand := r.isCand
-	for _, i := range cands {
+	isCand, pendCands := r.isCand, r.pendCands[:0]
+	for k, i := range cands {
 		isCand[i] = true
-	}
-	// The reserved candidates' positions: marked lists the reserved in node order, as
-	// cands is, so one merge finds them.
-	pendCands, k := r.pendCands[:0], 0
-	for _, i := range r.marked {
-		if pend[i] == 0 || excluded[i] {
-			continue
-		}
-		for k < len(cands) && cands[k] < i {
-			k++
-		}
-		if k < len(cands) && cands[k] == i {
+		if pend[i] != 0 {
 			pendCands = append(pendCands, k)
 		}
 	}

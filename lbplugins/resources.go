@@ -136,6 +136,8 @@ func (r *Round) AllScope() *Scope {
 // by the pending reservations of candidates, so that it costs no pass over them.
 func (r *Round) scopeOfCands() Scope {
 	var sc Scope
+	var rel [numRes]int // the relative resources to raise by reservations
+	nRel := 0
 	for res := range numRes {
 		sc.maxRel[res] = 1
 		if r.anyMask&(1<<res) == 0 {
@@ -145,21 +147,33 @@ func (r *Round) scopeOfCands() Scope {
 		if !r.Snap.hasRel[res] {
 			continue // no node compares this resource relatively
 		}
-		raw, m := r.Snap.raw[res], 1.0
+		raw := r.Snap.raw[res]
 		for _, i := range r.Snap.byLevel[res] {
 			if r.isCand[i] {
-				m = max(m, raw[i])
+				sc.maxRel[res] = max(1, raw[i])
 				break
 			}
 		}
-		for _, i := range r.marked {
-			if r.isCand[i] && r.Snap.kind[res][i] == kindRel {
-				if v := r.raw(res, i); v > m {
-					m = v
+		rel[nRel] = res
+		nRel++
+	}
+	if nRel == 0 {
+		return sc
+	}
+	// One pass over the reserved nodes raises every relative resource's largest level.
+	s, isCand, pend := r.Snap, r.isCand, r.pend
+	for _, i := range r.marked[r.nExcluded:] {
+		p := pend[i]
+		if !isCand[i] || p == 0 {
+			continue
+		}
+		for _, res := range rel[:nRel] {
+			if s.kind[res][i] == kindRel {
+				if v := s.raw[res][i] + p*s.demand[res]; v > sc.maxRel[res] {
+					sc.maxRel[res] = v
 				}
 			}
 		}
-		sc.maxRel[res] = m
 	}
 	return sc
 }
