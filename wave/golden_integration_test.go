@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-mysql-org/go-mysql/client"
-
 	"github.com/binlake/binlake/internal/testenv"
 )
 
@@ -62,20 +60,7 @@ var goldenTypes = []struct {
 func TestGoldenRowMessagesIntegration(t *testing.T) {
 	a := testenv.RequireMySQL(t)
 	ctx := testenv.Context(t)
-	conn, err := client.ConnectWithContext(ctx, a.Addr, a.User, a.Password, "", 10*time.Second)
-	if err != nil {
-		t.Fatalf("connect to MariaDB at %s: %v", a, err)
-	}
-	defer conn.Close()
-	db := fmt.Sprintf("wave_golden_%d", time.Now().UnixNano()%1e9)
-	exec := func(q string) {
-		t.Helper()
-		if _, err := conn.Execute(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec("CREATE DATABASE " + db)
-	defer conn.Execute("DROP DATABASE IF EXISTS " + db)
+	db, exec, _ := testenv.ScratchDatabase(t, "wave_golden")
 	exec("SET time_zone = '+00:00'")
 	for _, g := range goldenTypes {
 		exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, v %s)", db, g.name, g.column))

@@ -106,6 +106,19 @@ func acked(cm *committer) Position {
 	return cm.acked
 }
 
+// waitAcked waits until the committer was handed the boundary at pos.
+func waitAcked(t *testing.T, cm *committer, pos uint32) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for acked(cm).Pos != pos {
+		select {
+		case <-cm.kick:
+		case <-deadline:
+			t.Fatalf("committer holds %s, want bin.000001:%d", acked(cm).String(), pos)
+		}
+	}
+}
+
 // TestLanesOverlapPartitionsAndCommitInOrder: a partition that does not answer holds
 // back no other partition, but it holds back every commit from its first pending row on;
 // once it answers, the boundaries reach the committer in order, with the row counts.
@@ -129,14 +142,7 @@ func TestLanesOverlapPartitionsAndCommitInOrder(t *testing.T) {
 	}
 	close(pub.gates[1])
 	pub.waitFor(t, 1, "b1")
-	deadline := time.After(10 * time.Second)
-	for acked(cm).Pos != 200 {
-		select {
-		case <-cm.kick:
-		case <-deadline:
-			t.Fatalf("committer holds %s, want bin.000001:200", acked(cm).String())
-		}
-	}
+	waitAcked(t, cm, 200)
 	if a := acked(cm); a.Rows != 6 {
 		t.Errorf("boundary 200 counts %d rows, want 6", a.Rows)
 	}
@@ -159,14 +165,7 @@ func TestLanesRetryInOrder(t *testing.T) {
 	in <- rowItem(100, "a1", "a2", "b1")
 	in <- rowItem(200, "a3")
 	pub.waitFor(t, 0, "a1", "a2", "a1", "a2", "a1", "a2", "a3")
-	deadline := time.After(10 * time.Second)
-	for acked(cm).Pos != 200 {
-		select {
-		case <-cm.kick:
-		case <-deadline:
-			t.Fatalf("committer holds %s, want bin.000001:200", acked(cm).String())
-		}
-	}
+	waitAcked(t, cm, 200)
 }
 
 // TestLanesWindow: with one batch in flight, the next waits for it (stop and wait).

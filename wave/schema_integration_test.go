@@ -8,9 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -28,20 +26,7 @@ import (
 func TestColumnCountMismatchIsFatalIntegration(t *testing.T) {
 	a := testenv.RequireMySQL(t)
 	ctx := testenv.Context(t)
-	conn, err := client.ConnectWithContext(ctx, a.Addr, a.User, a.Password, "", 10*time.Second)
-	if err != nil {
-		t.Fatalf("connect to MariaDB at %s: %v", a, err)
-	}
-	defer conn.Close()
-	db := fmt.Sprintf("wave_i18_cols_%d", time.Now().UnixNano()%1e9)
-	exec := func(q string) {
-		t.Helper()
-		if _, err := conn.Execute(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec("CREATE DATABASE " + db)
-	defer conn.Execute("DROP DATABASE IF EXISTS " + db)
+	db, exec, _ := testenv.ScratchDatabase(t, "wave_i18_cols")
 	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY, a INT)")
 	start, err := currentPosition(ctx, a.Addr, a.User, a.Password, FlavorMariaDB)
 	if err != nil {

@@ -7,6 +7,9 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
 )
 
 // MySQLAddr is a parsed BINLAKE_TEST_MYSQL value.
@@ -103,4 +106,29 @@ func RequireMySQL(t testing.TB) MySQLAddr {
 func ReplicaServerID() uint32 {
 	const low = 1000 // below: ids a hand-configured replica may use
 	return low + rand.Uint32N(math.MaxUint32-low)
+}
+
+// ScratchDatabase connects to the test MySQL/MariaDB, creates a database named prefix
+// and a suffix of the run's own, and drops it when the test ends. exec runs a statement
+// and fails the test on an error.
+func ScratchDatabase(t testing.TB, prefix string) (db string, exec func(q string), conn *client.Conn) {
+	t.Helper()
+	a := RequireMySQL(t)
+	conn, err := client.Connect(a.Addr, a.User, a.Password, "")
+	if err != nil {
+		t.Fatalf("connect to MariaDB at %s: %v", a, err)
+	}
+	db = fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano()%1e9)
+	exec = func(q string) {
+		t.Helper()
+		if _, err := conn.Execute(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec("CREATE DATABASE " + db)
+	t.Cleanup(func() {
+		conn.Execute("DROP DATABASE IF EXISTS " + db)
+		conn.Close()
+	})
+	return db, exec, conn
 }

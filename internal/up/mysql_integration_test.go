@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-mysql-org/go-mysql/client"
-
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
@@ -23,20 +21,7 @@ import (
 // figures for the same node. A restart on the same folder resumes without repeating rows.
 func TestUpMySQLIntegration(t *testing.T) {
 	a := testenv.RequireMySQL(t)
-	conn, err := client.Connect(a.Addr, a.User, a.Password, "")
-	if err != nil {
-		t.Fatalf("connect to %s: %v", a, err)
-	}
-	defer conn.Close()
-	db := fmt.Sprintf("up_it_%d", time.Now().UnixNano()%1e9)
-	exec := func(q string) {
-		t.Helper()
-		if _, err := conn.Execute(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec("CREATE DATABASE " + db)
-	t.Cleanup(func() { conn.Execute("DROP DATABASE IF EXISTS " + db) })
+	db, exec, _ := testenv.ScratchDatabase(t, "up_it")
 	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY, v VARCHAR(20))")
 
 	dir := t.TempDir()
