@@ -78,6 +78,7 @@ func TestDefaultWavePoliciesFire(t *testing.T) {
 			point(metric.WaveLagSeconds, lag), // the agent's unlabelled largest lag: no second page
 		}})
 		e.Tick()
+		e.Sync() // the engine's writer sends what became due
 		now = now.Add(10 * time.Second)
 	}
 	for range 6 { // 50 s: both conditions hold, neither for a minute yet
