@@ -229,7 +229,7 @@ func (ls *laneSet) send(k laneKey, w laneWork) bool {
 	if !ok {
 		ch = make(chan laneWork, 1)
 		ls.lanes[k] = ch
-		ls.g.Go(func() error { return ls.p.lane(ls.ctx, ch) })
+		ls.g.Go(func() error { return ls.p.lane(ls.ctx, k, ch) })
 	}
 	select {
 	case ch <- w:
@@ -245,10 +245,20 @@ func (ls *laneSet) close() {
 	}
 }
 
-// lane publishes its chunks one at a time, in order, each until acknowledged.
-func (p *publisher) lane(ctx context.Context, in <-chan laneWork) error {
+// lane publishes its chunks one at a time, in order, each until acknowledged. A lane of
+// a known partition produces straight to it when the bus can (bus.PartitionPublisher):
+// one request per chunk, without the writer looking the partition up again per message.
+func (p *publisher) lane(ctx context.Context, k laneKey, in <-chan laneWork) error {
+	to, direct := p.pub.(bus.PartitionPublisher)
+	direct = direct && k.partition >= 0
 	for w := range in {
-		if err := p.publish(ctx, w.msgs); err != nil {
+		var err error
+		if direct {
+			err = p.publishWith(ctx, w.msgs, func(ctx context.Context) error { return to.PublishTo(ctx, k.topic, k.partition, w.msgs...) })
+		} else {
+			err = p.publish(ctx, w.msgs)
+		}
+		if err != nil {
 			return err
 		}
 		if ctx.Err() != nil {

@@ -93,6 +93,11 @@ func chunks(msgs []bus.Message, maxMsgs int, maxBytes int64) [][]bus.Message {
 // publish sends msgs until acknowledged, retrying with capped exponential backoff: while
 // the sink is down, capture stalls behind the bounded queue instead of growing memory.
 func (p *publisher) publish(ctx context.Context, msgs []bus.Message) error {
+	return p.publishWith(ctx, msgs, func(ctx context.Context) error { return p.pub.Publish(ctx, msgs...) })
+}
+
+// publishWith is publish through send, one attempt per call.
+func (p *publisher) publishWith(ctx context.Context, msgs []bus.Message, send func(context.Context) error) error {
 	backoff := p.backoffMin
 	for attempt := 1; ; attempt++ {
 		// The context ends shortly after Lost closes (lead's watcher cancels it); look
@@ -101,7 +106,7 @@ func (p *publisher) publish(ctx context.Context, msgs []bus.Message) error {
 		if isClosed(p.lost) {
 			return errLost
 		}
-		err := p.pub.Publish(ctx, msgs...)
+		err := send(ctx)
 		if err == nil {
 			if attempt > 1 {
 				p.log.Info("publishing resumed", "attempts", attempt)

@@ -68,6 +68,16 @@ type Partitioner interface {
 	Partition(ctx context.Context, topic string, key []byte) (int, error)
 }
 
+// PartitionPublisher is a Publisher that writes to a partition the caller names (one a
+// Partitioner chose) as a single produce request, which Kafka appends whole or not at
+// all: a caller keeping one request in flight per partition needs nothing else.
+type PartitionPublisher interface {
+	// PublishTo writes msgs, all of topic, to its partition and returns when all
+	// in-sync replicas have them, or with an error naming what failed (then none was
+	// written).
+	PublishTo(ctx context.Context, topic string, partition int, msgs ...Message) error
+}
+
 // Subscriber delivers the messages of one topic to one consumer group.
 type Subscriber interface {
 	// Subscribe delivers messages to h until ctx ends (then it returns nil) or h

@@ -189,10 +189,11 @@ type Bus struct {
 }
 
 var (
-	_ bus.Bus         = (*Bus)(nil)
-	_ bus.Publisher   = (*publisher)(nil)
-	_ bus.Partitioner = (*publisher)(nil)
-	_ bus.Subscriber  = (*subscriber)(nil)
+	_ bus.Bus                = (*Bus)(nil)
+	_ bus.Publisher          = (*publisher)(nil)
+	_ bus.Partitioner        = (*publisher)(nil)
+	_ bus.PartitionPublisher = (*publisher)(nil)
+	_ bus.Subscriber         = (*subscriber)(nil)
 )
 
 // New returns a Bus for the brokers in opts. It does not connect yet: the first call

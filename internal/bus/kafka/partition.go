@@ -2,9 +2,14 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/internal/check"
 
 	kafkago "github.com/segmentio/kafka-go"
 )
@@ -93,4 +98,61 @@ func (p *publisher) partitions(ctx context.Context, topic string) ([]int, error)
 	c.count[topic] = cachedCount{parts: parts, at: time.Now()}
 	c.mu.Unlock()
 	return parts, nil
+}
+
+// PublishTo writes msgs to one partition of topic as one produce request
+// (bus.PartitionPublisher), without the writer's batching: the caller chose the
+// partition with Partition and made the chunk. Kafka appends the record batch whole or
+// not at all. The request is tried once, bounded by WriteTimeout.
+func (p *publisher) PublishTo(ctx context.Context, topic string, partition int, msgs ...bus.Message) error {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return bus.ErrClosed
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := check.TopicName(topic); err != nil {
+		return fmt.Errorf("publish to %s/%d: %w", topic, partition, err)
+	}
+	records := make([]kafkago.Record, len(msgs))
+	var bytes int64
+	for i, m := range msgs {
+		if m.Topic != topic {
+			return fmt.Errorf("publish to %s/%d: message %d is for topic %q", topic, partition, i, m.Topic)
+		}
+		size := int64(len(m.Key) + len(m.Value))
+		if size > p.b.opts.BatchBytes {
+			return fmt.Errorf("publish to %s: a message of %d bytes exceeds the batch bytes %d: %w", topic, size, p.b.opts.BatchBytes, bus.ErrMessageTooLarge)
+		}
+		bytes += size
+		records[i] = kafkago.Record{Time: m.Time, Key: kafkago.NewBytes(m.Key), Value: kafkago.NewBytes(m.Value)}
+	}
+	if bytes > p.b.opts.BatchBytes {
+		return fmt.Errorf("publish to %s/%d: %d messages of %d bytes exceed the batch bytes %d in one request: %w",
+			topic, partition, len(msgs), bytes, p.b.opts.BatchBytes, bus.ErrMessageTooLarge)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("publish %d messages: %w", len(msgs), err)
+	}
+	resp, err := p.b.client.Produce(ctx, &kafkago.ProduceRequest{Topic: topic, Partition: partition,
+		RequiredAcks: kafkago.RequireAll, Records: kafkago.NewRecordReader(records...), Compression: compression(p.b.opts.Compression)})
+	if err == nil {
+		err = resp.Error
+		for _, rerr := range resp.RecordErrors {
+			err = errors.Join(err, rerr)
+			break
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, io.ErrClosedPipe):
+		return bus.ErrClosed
+	case ctx.Err() != nil:
+		return fmt.Errorf("publish %d messages: %w", len(msgs), err)
+	}
+	return fmt.Errorf("publish %d messages to %s/%d: %w", len(msgs), topic, partition, classify(err))
 }
