@@ -3,6 +3,7 @@ package wave
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -107,8 +108,11 @@ func (p *publisher) dispatch(ctx context.Context, order chan<- *flight, lanes *l
 		}
 		f.rows = len(msgs)
 		p.rows += int64(len(msgs))
-		work, err := p.split(ctx, part, msgs)
-		if err != nil {
+		work, err := p.laneWork(ctx, part, msgs)
+		switch {
+		case ctx.Err() != nil:
+			return nil // stopping: this flight goes nowhere, and nothing after it
+		case err != nil:
 			return err
 		}
 		total := 0
@@ -140,6 +144,32 @@ type laneChunks struct {
 	chunks [][]bus.Message
 }
 
+// laneWork splits msgs into their lanes, asking the bus for partitions again with
+// backoff while it cannot say (the cluster unreachable, as a publish would find it). It
+// never falls back to a lane of its own: a key's newer changes must not overtake its
+// older ones still on their partition's lane. It returns errLost once the leadership is
+// gone, and nothing once ctx ends.
+func (p *publisher) laneWork(ctx context.Context, part bus.Partitioner, msgs []bus.Message) ([]laneChunks, error) {
+	backoff := p.backoffMin
+	for attempt := 1; ; attempt++ {
+		work, err := p.split(ctx, part, msgs)
+		if err == nil || ctx.Err() != nil {
+			return work, err
+		}
+		if isClosed(p.lost) {
+			return nil, errLost
+		}
+		p.m.publishErrors.WithLabelValues(p.id).Inc()
+		p.log.Warn("partitions unknown; retrying", "messages", len(msgs), "attempt", attempt, "backoff", backoff, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, p.backoffMax)
+	}
+}
+
 // split sorts msgs into their lanes, keeping their order within each, and cuts each
 // lane's share into chunks of one produce request (see chunks).
 func (p *publisher) split(ctx context.Context, part bus.Partitioner, msgs []bus.Message) ([]laneChunks, error) {
@@ -154,12 +184,7 @@ func (p *publisher) split(ctx context.Context, part bus.Partitioner, msgs []bus.
 	for _, m := range msgs {
 		pn, err := part.Partition(ctx, m.Topic, m.Key)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, nil
-			}
-			// Not knowing the partitions is what a failing publish would meet too:
-			// send this batch down one lane, where publish retries it in order.
-			return []laneChunks{{key: laneKey{partition: -1}, chunks: chunks(msgs, p.chunkMsgs, p.chunkBytes)}}, nil
+			return nil, err
 		}
 		k := laneKey{topic: m.Topic, partition: pn}
 		if _, ok := byLane[k]; !ok {

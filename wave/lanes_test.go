@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // whose Publish records each call, waits at a partition's gate while it is closed and
 // fails a partition's first calls when told to.
 type partPub struct {
-	mu    sync.Mutex
+	partErrs atomic.Int32 // Partition calls still to fail
+	mu       sync.Mutex
 	gates map[int]chan struct{}
 	fail  map[int]int // partition → calls still to fail
 	calls map[int][][]string
@@ -29,6 +31,10 @@ func newPartPub() *partPub {
 }
 
 func (p *partPub) Partition(_ context.Context, _ string, key []byte) (int, error) {
+	if p.partErrs.Load() > 0 {
+		p.partErrs.Add(-1)
+		return 0, errors.New("metadata: no broker reachable")
+	}
 	return int(key[0] - 'a'), nil
 }
 
@@ -188,4 +194,36 @@ func TestLanesWindow(t *testing.T) {
 	}
 	close(pub.gates[1])
 	pub.waitFor(t, 0, "a1", "a2")
+}
+
+// TestLanesWaitForPartitions: while the bus cannot say which partition a key goes to,
+// the batch waits (retried with backoff) rather than take a lane of its own that could
+// overtake the key's older changes; then it goes out in order and its boundary commits.
+// A stop meanwhile commits nothing of it.
+func TestLanesWaitForPartitions(t *testing.T) {
+	pub := newPartPub()
+	pub.gates[0] = make(chan struct{})
+	in := make(chan item, 8)
+	p, cm := lanesPublisher(pub, in, 4)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go p.run(ctx)
+	in <- rowItem(100, "a1")
+	pub.partErrs.Store(3)
+	in <- rowItem(200, "a2", "b1")
+	close(pub.gates[0])
+	pub.waitFor(t, 0, "a1", "a2")
+	pub.waitFor(t, 1, "b1")
+	waitAcked(t, cm, 200)
+
+	// Stopping while the partitions are unknown: the boundary of the waiting batch never
+	// reaches the committer.
+	pub.partErrs.Store(1 << 20)
+	in <- rowItem(300, "a3")
+	<-time.After(50 * time.Millisecond)
+	cancel()
+	<-time.After(50 * time.Millisecond)
+	if a := acked(cm); a.Pos != 200 {
+		t.Fatalf("committer holds %s after a stop with a3 unpublished, want bin.000001:200", a.String())
+	}
 }
