@@ -20,10 +20,10 @@ import (
 type partPub struct {
 	partErrs atomic.Int32 // Partition calls still to fail
 	mu       sync.Mutex
-	gates map[int]chan struct{}
-	fail  map[int]int // partition → calls still to fail
-	calls map[int][][]string
-	seen  chan struct{}
+	gates    map[int]chan struct{}
+	fail     map[int]int // partition → calls still to fail
+	calls    map[int][][]string
+	seen     chan struct{}
 }
 
 func newPartPub() *partPub {
