@@ -254,14 +254,3 @@ func TestReport(t *testing.T) {
 		t.Errorf("report with the broker's pid and no violations:\n%s", s)
 	}
 }
-
-func TestLocal(t *testing.T) {
-	for host, want := range map[string]bool{"127.0.0.1": true, "::1": true, "localhost": true, "192.0.2.7": false, "kafka.example": false} {
-		if got := local(host); got != want {
-			t.Errorf("local(%q) = %v, want %v", host, got, want)
-		}
-	}
-	if _, err := brokerPID("192.0.2.7:9092"); err == nil || !strings.Contains(err.Error(), "not on this machine") {
-		t.Errorf("brokerPID of a remote broker: %v", err)
-	}
-}

@@ -1,9 +1,6 @@
 package bench
 
 import (
-	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/binlake/binlake/internal/benchkit"
@@ -24,7 +21,7 @@ type cpuWindow struct {
 func snapCPU(a *alarmProc, broker string) *cpuWindow {
 	w := &cpuWindow{a: a, bench0: benchkit.SelfCPU()}
 	w.alarm0, w.alarmErr = a.CPU()
-	w.brokerPID, w.brokerErr = brokerPID(broker)
+	w.brokerPID, w.brokerErr = benchkit.AddrPID(broker)
 	if w.brokerErr == nil {
 		w.broker0, w.brokerErr = benchkit.ProcessCPU(w.brokerPID)
 	}
@@ -48,42 +45,4 @@ func (w *cpuWindow) end() {
 	if w.brokerErr != nil {
 		w.brokerNote = w.brokerErr.Error()
 	}
-}
-
-// brokerPID finds the process serving broker (host:port) on this machine.
-func brokerPID(broker string) (int, error) {
-	host, p, err := net.SplitHostPort(broker)
-	if err != nil {
-		return 0, err
-	}
-	port, err := strconv.Atoi(p)
-	if err != nil {
-		return 0, fmt.Errorf("broker %s: port %q", broker, p)
-	}
-	if !local(host) {
-		return 0, fmt.Errorf("broker %s is not on this machine", broker)
-	}
-	return benchkit.ListenerPID(port)
-}
-
-// local says whether host names this machine: a loopback name or address, or one of its
-// interfaces' addresses.
-func local(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return false
-	}
-	if ip.IsLoopback() || ip.IsUnspecified() {
-		return true
-	}
-	addrs, _ := net.InterfaceAddrs()
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
-			return true
-		}
-	}
-	return false
 }

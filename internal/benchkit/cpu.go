@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,6 +56,45 @@ func SelfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// AddrPID finds the process serving addr (host:port) on this machine, as ListenerPID
+// does; an address of another machine is an error saying so.
+func AddrPID(addr string) (int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return 0, fmt.Errorf("%s: port %q", addr, p)
+	}
+	if !local(host) {
+		return 0, fmt.Errorf("%s is not on this machine", addr)
+	}
+	return ListenerPID(port)
+}
+
+// local says whether host names this machine: a loopback name or address, or one of its
+// interfaces' addresses.
+func local(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return false
+	}
+	if ip.IsLoopback() || ip.IsUnspecified() {
+		return true
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // ListenerPID finds the process listening on a local TCP port: the socket's inode in

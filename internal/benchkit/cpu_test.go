@@ -3,6 +3,7 @@ package benchkit
 import (
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -62,5 +63,19 @@ func TestListenerPID(t *testing.T) {
 	ln.Close()
 	if pid, err := ListenerPID(port); err == nil {
 		t.Errorf("ListenerPID of a closed port = %d, want an error", pid)
+	}
+}
+
+func TestAddrPID(t *testing.T) {
+	for host, want := range map[string]bool{"127.0.0.1": true, "::1": true, "localhost": true, "192.0.2.7": false, "kafka.example": false} {
+		if got := local(host); got != want {
+			t.Errorf("local(%q) = %v, want %v", host, got, want)
+		}
+	}
+	if _, err := AddrPID("192.0.2.7:9092"); err == nil || !strings.Contains(err.Error(), "not on this machine") {
+		t.Errorf("AddrPID of a remote broker: %v", err)
+	}
+	if _, err := AddrPID("127.0.0.1:x"); err == nil || !strings.Contains(err.Error(), `port "x"`) {
+		t.Errorf("AddrPID of a bad port: %v", err)
 	}
 }

@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/binlake/binlake/internal/benchkit"
@@ -42,17 +40,9 @@ func (w *cpuWatch) stop() CaptureCPU {
 	return CaptureCPU{Wave: benchkit.SelfCPU() - w.wave, Broker: since(w.brokerPid, w.broker), Source: since(w.sourcePid, w.source)}
 }
 
-// localPid is the pid of the process listening on addr's port here, or -1.
+// localPid is the pid of the process serving addr on this machine, or -1.
 func localPid(addr string) int {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return -1
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		return -1
-	}
-	pid, err := benchkit.ListenerPID(n)
+	pid, err := benchkit.AddrPID(addr)
 	if err != nil {
 		return -1
 	}
