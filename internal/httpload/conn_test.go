@@ -37,14 +37,21 @@ func echo(t *testing.T, conns *atomic.Int32) *httptest.Server {
 	return srv
 }
 
-func TestPostKeepsTheConnection(t *testing.T) {
-	var conns atomic.Int32
-	srv := echo(t, &conns)
-	c, err := Dial(srv.Listener.Addr().String(), 5*time.Second)
+// dial connects to srv, closing the connection when the test ends.
+func dial(t *testing.T, srv *httptest.Server, timeout time.Duration) *Conn {
+	t.Helper()
+	c, err := Dial(srv.Listener.Addr().String(), timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestPostKeepsTheConnection(t *testing.T) {
+	var conns atomic.Int32
+	srv := echo(t, &conns)
+	c := dial(t, srv, 5*time.Second)
 	var answer []byte
 	for i := range 100 {
 		body := strings.Repeat("ab", i*50) // up to 9,900 bytes: answers larger than one read
@@ -69,11 +76,7 @@ func TestPostKeepsTheConnection(t *testing.T) {
 func TestPostRedialsAClosedConnection(t *testing.T) {
 	var conns atomic.Int32
 	srv := echo(t, &conns)
-	c, err := Dial(srv.Listener.Addr().String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, srv, 5*time.Second)
 	if _, _, err := c.Post("/echo", []byte("a"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -102,11 +105,7 @@ func TestPostRedialsAClosedConnection(t *testing.T) {
 func TestPostFailsOnAGoneServer(t *testing.T) {
 	var conns atomic.Int32
 	srv := echo(t, &conns)
-	c, err := Dial(srv.Listener.Addr().String(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, srv, time.Second)
 	srv.Close()
 	if code, _, err := c.Post("/echo", []byte("a"), nil); err == nil {
 		t.Fatalf("a closed server answered %d", code)

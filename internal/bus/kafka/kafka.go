@@ -453,12 +453,15 @@ type publisher struct {
 	counts partitionCounts
 }
 
+func (p *publisher) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
 // Publish writes msgs and returns when all in-sync replicas have them.
 func (p *publisher) Publish(ctx context.Context, msgs ...bus.Message) error {
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
+	if p.isClosed() {
 		return bus.ErrClosed
 	}
 	if len(msgs) == 0 {

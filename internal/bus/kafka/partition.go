@@ -105,10 +105,7 @@ func (p *publisher) partitions(ctx context.Context, topic string) ([]int, error)
 // partition with Partition and made the chunk. Kafka appends the record batch whole or
 // not at all. The request is tried once, bounded by WriteTimeout.
 func (p *publisher) PublishTo(ctx context.Context, topic string, partition int, msgs ...bus.Message) error {
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
+	if p.isClosed() {
 		return bus.ErrClosed
 	}
 	if len(msgs) == 0 {
