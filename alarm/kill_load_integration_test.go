@@ -82,6 +82,7 @@ channels:
 	watch(6 * time.Second)
 	proc = startAlarmProc(t, "alarm-load2", cfg, loadPolicies)
 	t.Logf("alarm killed under load (%d points published by then), restarted after %s", loadAtKill, time.Since(killedAt).Round(100*time.Millisecond))
+	require.GreaterOrEqual(t, loadAtKill, int64(5*500*100), "the kill came five seconds into the load")
 	violating := append(append([]string{}, before...), late...)
 	rcv.waitPages(t, "the late violations paged", func(pg pages) bool { return len(pg.firing) == len(violating) })
 	watch(5 * time.Second)
