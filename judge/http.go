@@ -147,7 +147,7 @@ func checkPlacement(req *PlacementRequest) error {
 		return invalid("exclude lists %d nodes, at most %d", len(req.Exclude), maxExclude)
 	}
 	for i, e := range req.Exclude {
-		if err := checkIdent(fmt.Sprintf("exclude[%d]", i), e); err != nil {
+		if err := checkIdentAt("exclude", i, e); err != nil {
 			return err
 		}
 	}
@@ -171,14 +171,24 @@ func checkExplain(req *PlacementRequest) error {
 	return nil
 }
 
-func checkIdent(what, s string) error {
+func checkIdent(what, s string) error { return checkIdentAt(what, -1, s) }
+
+// checkIdentAt is checkIdent of element index of the list what (-1: not a list); the
+// element's name is formatted only for an error, as placements check their exclusions.
+func checkIdentAt(what string, index int, s string) error {
+	name := func() string {
+		if index < 0 {
+			return what
+		}
+		return fmt.Sprintf("%s[%d]", what, index)
+	}
 	switch {
 	case s == "":
-		return invalid("%s is empty", what)
+		return invalid("%s is empty", name())
 	case len(s) > maxIdentLen:
-		return invalid("%s is %d bytes, at most %d", what, len(s), maxIdentLen)
+		return invalid("%s is %d bytes, at most %d", name(), len(s), maxIdentLen)
 	case !utf8.ValidString(s):
-		return invalid("%s is not valid UTF-8", what)
+		return invalid("%s is not valid UTF-8", name())
 	}
 	return nil
 }
