@@ -197,6 +197,7 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 		Password:                c.password,
 		Charset:                 "utf8mb4",
 		TimestampStringLocation: time.UTC,
+		ParseTime:               true, // temporal values formatted by EncodeRow, not fmt.Sprintf
 		HeartbeatPeriod:         c.heartbeat,
 		ReadTimeout:             3*c.heartbeat + 5*time.Second,
 		DisableRetrySync:        true, // reconnects are ours: from a transaction boundary, with backoff

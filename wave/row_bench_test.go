@@ -3,8 +3,8 @@ package wave
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -17,7 +17,7 @@ func benchTable() (*Table, [][]any) {
 		{Name: "customer", Type: mysql.MYSQL_TYPE_VARCHAR},
 		{Name: "amount", Type: mysql.MYSQL_TYPE_NEWDECIMAL},
 		{Name: "status", Type: mysql.MYSQL_TYPE_ENUM, Enum: []string{"new", "paid", "shipped"}},
-		{Name: "created", Type: mysql.MYSQL_TYPE_DATETIME2},
+		{Name: "created", Type: mysql.MYSQL_TYPE_DATETIME2, Frac: 6},
 		{Name: "updated", Type: mysql.MYSQL_TYPE_TIMESTAMP2},
 		{Name: "attrs", Type: mysql.MYSQL_TYPE_JSON},
 		{Name: "qty", Type: mysql.MYSQL_TYPE_LONG, Unsigned: true},
@@ -27,7 +27,7 @@ func benchTable() (*Table, [][]any) {
 	rows := make([][]any, 64)
 	for i := range rows {
 		rows[i] = []any{int64(1000 + i), fmt.Sprintf("customer-%d@example.com", i), "1234.50", int64(1 + i%3),
-			"2026-12-01 10:11:12.123456", "2026-12-01 10:11:13", []byte(`{"gift": true, "tags": ["a", "b"], "n": ` + fmt.Sprint(i) + `}`),
+			time.Date(2026, 12, 1, 10, 11, 12, 123456000, time.UTC), time.Unix(1764583873+int64(i), 0), []byte(`{"gift": true, "tags": ["a", "b"], "n": ` + fmt.Sprint(i) + `}`),
 			int32(i % 7), 1.25 * float64(i), []byte("\x89PNG\r\n\x1a\n")}
 	}
 	return t, rows
@@ -103,9 +103,9 @@ func jsonValue(c *Column, v any) any {
 	case mysql.MYSQL_TYPE_ENUM:
 		return c.Enum[v.(int64)-1]
 	case mysql.MYSQL_TYPE_DATETIME2:
-		return strings.Replace(v.(string), " ", "T", 1)
+		return v.(time.Time).Format("2006-01-02T15:04:05.000000")
 	case mysql.MYSQL_TYPE_TIMESTAMP2:
-		return strings.Replace(v.(string), " ", "T", 1) + "Z"
+		return v.(time.Time).UTC().Format("2006-01-02T15:04:05Z")
 	case mysql.MYSQL_TYPE_JSON:
 		return json.RawMessage(v.([]byte))
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -13,6 +14,7 @@ import (
 // facts that change its meaning.
 func TestAppendValue(t *testing.T) {
 	col := func(typ byte) Column { return Column{Name: "c", Type: typ} }
+	frac := func(typ byte, digits uint8) Column { return Column{Name: "c", Type: typ, Frac: digits} }
 	unsigned := func(typ byte) Column { return Column{Name: "c", Type: typ, Unsigned: true} }
 	tests := []struct {
 		name string
@@ -65,6 +67,14 @@ func TestAppendValue(t *testing.T) {
 		{"set empty", Column{Name: "c", Type: mysql.MYSQL_TYPE_SET, Set: []string{"x"}}, int64(0), `""`},
 		{"set names escaped", Column{Name: "c", Type: mysql.MYSQL_TYPE_SET, Set: []string{`a"b`, "x", "t\tab"}}, int64(5), `"a\"b,t\tab"`},
 		{"datetime without time part", col(mysql.MYSQL_TYPE_DATETIME2), "2024-01-02", `"2024-01-02"`},
+		// ParseTime: go-mysql's time.Time for DATETIME and TIMESTAMP from 1970 on.
+		{"datetime time", frac(mysql.MYSQL_TYPE_DATETIME2, 6), time.Date(2024, 1, 2, 3, 4, 5, 123456000, time.UTC), `"2024-01-02T03:04:05.123456"`},
+		{"datetime time truncated to its digits", frac(mysql.MYSQL_TYPE_DATETIME2, 3), time.Date(2024, 1, 2, 3, 4, 5, 987654000, time.UTC), `"2024-01-02T03:04:05.987"`},
+		{"datetime time one digit", frac(mysql.MYSQL_TYPE_DATETIME2, 1), time.Date(2024, 1, 2, 3, 4, 5, 900000000, time.UTC), `"2024-01-02T03:04:05.9"`},
+		{"datetime time no digits", frac(mysql.MYSQL_TYPE_DATETIME2, 0), time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), `"9999-12-31T23:59:59"`},
+		{"old datetime time", col(mysql.MYSQL_TYPE_DATETIME), time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), `"1970-01-01T00:00:00"`},
+		{"timestamp time in UTC", frac(mysql.MYSQL_TYPE_TIMESTAMP2, 2), time.Date(2024, 1, 2, 5, 4, 5, 120000000, time.FixedZone("UTC+2", 7200)), `"2024-01-02T03:04:05.12Z"`},
+		{"old timestamp time", col(mysql.MYSQL_TYPE_TIMESTAMP), time.Unix(1704164645, 0), `"2024-01-02T03:04:05Z"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -289,5 +299,39 @@ func TestRedactLogger(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "n=5") || !strings.Contains(b.String(), "***") {
 		t.Fatalf("log lost its content: %s", b.String())
+	}
+}
+
+// TestEncodeUpdateOldTime: time.Time values (ParseTime) are compared as instants, so an
+// unchanged DATETIME or TIMESTAMP stays out of "old" and a changed one is listed.
+func TestEncodeUpdateOldTime(t *testing.T) {
+	tb := &Table{Database: "shop", Name: "t", PK: []int{0}, Columns: []Column{
+		{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true},
+		{Name: "at", Type: mysql.MYSQL_TYPE_TIMESTAMP2, Frac: 3},
+	}}
+	at := time.Date(2024, 1, 2, 3, 4, 5, 6e6, time.UTC)
+	tests := []struct {
+		name          string
+		before, after any
+		want          string
+	}{
+		{"same instant, other zone", at, at.In(time.FixedZone("UTC+2", 7200)), `{}`},
+		{"changed", at, at.Add(time.Millisecond), `{"at":"2024-01-02T03:04:05.006Z"}`},
+		{"from text to time", "0000-00-00 00:00:00", at, `{"at":"0000-00-00T00:00:00"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := EncodeRow(nil, tb, TypeUpdate, Meta{}, []any{int32(1), tc.before}, []any{int32(1), tc.after})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var msg struct{ Old json.RawMessage }
+			if err := json.Unmarshal(got, &msg); err != nil {
+				t.Fatalf("%v: %s", err, got)
+			}
+			if string(msg.Old) != tc.want {
+				t.Errorf("old = %s, want %s (message %s)", msg.Old, tc.want, got)
+			}
+		})
 	}
 }

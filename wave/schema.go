@@ -166,6 +166,9 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 		}
 		c.Enum = enums[i]
 		c.Set = sets[i]
+		if (c.Type == mysql.MYSQL_TYPE_DATETIME2 || c.Type == mysql.MYSQL_TYPE_TIMESTAMP2) && i < len(tm.ColumnMeta) {
+			c.Frac = uint8(tm.ColumnMeta[i])
+		}
 	}
 	for _, pk := range tm.PrimaryKey {
 		if int(pk) < n {
