@@ -198,6 +198,7 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 		Charset:                 "utf8mb4",
 		TimestampStringLocation: time.UTC,
 		ParseTime:               true, // temporal values formatted by EncodeRow, not fmt.Sprintf
+		RowsEventDecodeFunc:     newRowsDecoder().decode,
 		HeartbeatPeriod:         c.heartbeat,
 		ReadTimeout:             3*c.heartbeat + 5*time.Second,
 		DisableRetrySync:        true, // reconnects are ours: from a transaction boundary, with backoff
