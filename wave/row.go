@@ -3,7 +3,6 @@ package wave
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -496,12 +495,11 @@ func appendJSONDoc(dst []byte, b []byte) []byte {
 	if len(b) == 0 {
 		return append(dst, "null"...)
 	}
-	// Compact validates as it goes and appends nothing on an error: one pass.
-	buf := bytes.NewBuffer(dst)
-	if err := json.Compact(buf, b); err != nil {
-		return jsonenc.AppendString(dst, string(b))
+	// AppendCompact validates as it goes and appends nothing on an error: one pass.
+	if out, ok := jsonenc.AppendCompact(dst, b); ok {
+		return out
 	}
-	return buf.Bytes()
+	return jsonenc.AppendString(dst, string(b))
 }
 
 func appendBase64(dst []byte, b []byte) []byte {
