@@ -355,6 +355,7 @@ func (c *capture) tableMap(ctx context.Context, tm *replication.TableMapEvent) e
 	if err != nil {
 		return err
 	}
+	t.Prepare()
 	c.tables[tm.TableID] = t
 	return nil
 }

@@ -49,6 +49,8 @@ type Column struct {
 	// table-map metadata): go-mysql hands such values over as a time.Time, which does
 	// not carry them.
 	Frac uint8
+
+	key []byte // `"<Name>":`, encoded by Table.Prepare
 }
 
 // Table is the column layout of a table at one point in the binlog.
@@ -59,6 +61,26 @@ type Table struct {
 	// PK holds the indexes of the primary key columns, in key order; empty when the
 	// table has none.
 	PK []int
+
+	names []byte // `,"database":<Database>,"table":<Name>`, encoded by Prepare
+}
+
+// Prepare encodes the JSON every message of the table repeats (its names, each column's
+// key) once, so that EncodeRow copies them instead of escaping them for every row. A
+// Table works unprepared too; it must not change after Prepare.
+func (t *Table) Prepare() {
+	t.names = appendNames(nil, t.Database, t.Name)
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		c.key = append(jsonenc.AppendString(nil, c.Name), ':')
+	}
+}
+
+func appendNames(dst []byte, db, table string) []byte {
+	dst = append(dst, `,"database":`...)
+	dst = jsonenc.AppendString(dst, db)
+	dst = append(dst, `,"table":`...)
+	return jsonenc.AppendString(dst, table)
 }
 
 // Meta is the binlog position of a row, copied into its message.
@@ -77,7 +99,7 @@ type Meta struct {
 // (UseDecimal off, ParseTime on: DATETIME and TIMESTAMP values from 1970 on arrive as
 // time.Time, earlier and zero ones as text; TIMESTAMP rendered in UTC).
 func EncodeRow(dst []byte, t *Table, typ string, m Meta, before, after []any) ([]byte, error) {
-	dst = appendHeader(dst, t.Database, t.Name, typ, m)
+	dst = appendHeader(dst, t.names, t.Database, t.Name, typ, m)
 	image := after
 	if image == nil {
 		image = before
@@ -190,7 +212,7 @@ func rawBytes(v any) ([]byte, bool) {
 
 // EncodeDDL appends the JSON message of a DDL statement to dst.
 func EncodeDDL(dst []byte, database, table string, m Meta, sql string) []byte {
-	dst = appendHeader(dst, database, table, TypeDDL, m)
+	dst = appendHeader(dst, nil, database, table, TypeDDL, m)
 	dst = append(dst, `,"sql":`...)
 	dst = jsonenc.AppendString(dst, sql)
 	return append(dst, '}')
@@ -227,13 +249,16 @@ func AppendKey(dst []byte, t *Table, by string, image []any) []byte {
 	return append(dst, ']')
 }
 
-func appendHeader(dst []byte, db, table, typ string, m Meta) []byte {
+// appendHeader appends a message's opening fields; names is appendNames' encoding of db
+// and table when prepared, else nil.
+func appendHeader(dst, names []byte, db, table, typ string, m Meta) []byte {
 	dst = append(dst, `{"instance":`...)
 	dst = jsonenc.AppendString(dst, m.Instance)
-	dst = append(dst, `,"database":`...)
-	dst = jsonenc.AppendString(dst, db)
-	dst = append(dst, `,"table":`...)
-	dst = jsonenc.AppendString(dst, table)
+	if names != nil {
+		dst = append(dst, names...)
+	} else {
+		dst = appendNames(dst, db, table)
+	}
 	dst = append(dst, `,"type":`...)
 	dst = jsonenc.AppendString(dst, typ)
 	dst = append(dst, `,"ts":`...)
@@ -270,8 +295,11 @@ func appendImage(dst []byte, t *Table, row []any) ([]byte, error) {
 }
 
 func appendField(dst []byte, c *Column, v any) ([]byte, error) {
-	dst = jsonenc.AppendString(dst, c.Name)
-	dst = append(dst, ':')
+	if c.key != nil {
+		dst = append(dst, c.key...)
+	} else {
+		dst = append(jsonenc.AppendString(dst, c.Name), ':')
+	}
 	return appendValue(dst, c, v)
 }
 

@@ -24,6 +24,7 @@ func benchTable() (*Table, [][]any) {
 		{Name: "weight", Type: mysql.MYSQL_TYPE_DOUBLE},
 		{Name: "thumb", Type: mysql.MYSQL_TYPE_BLOB, Binary: true},
 	}}
+	t.Prepare() // as the capture does
 	rows := make([][]any, 64)
 	for i := range rows {
 		rows[i] = []any{int64(1000 + i), fmt.Sprintf("customer-%d@example.com", i), "1234.50", int64(1 + i%3),

@@ -3,6 +3,7 @@ package wave
 import (
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,14 +130,20 @@ func TestEncodeRow(t *testing.T) {
 		{"delete carries the deleted row", TypeDelete, m, []any{uint64(7), "1.50", nil}, nil,
 			`{"instance":"orders","database":"shop","table":"orders","type":"delete","ts":1764424800,"gtid":"0-1-202","file":"bin.000001","pos":1234,"commit":false,"pk":{"id":7},"data":{"id":7,"amount":"1.50","note":null}}`},
 	}
+	// Prepared (as the capture's tables are) or not, a table encodes alike.
+	prepared := *tb
+	prepared.Columns = slices.Clone(tb.Columns)
+	prepared.Prepare()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := EncodeRow(nil, tb, tc.typ, tc.meta, tc.before, tc.after)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != tc.want {
-				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			for _, tb := range []*Table{tb, &prepared} {
+				got, err := EncodeRow(nil, tb, tc.typ, tc.meta, tc.before, tc.after)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != tc.want {
+					t.Errorf("prepared %v: got\n%s\nwant\n%s", tb.names != nil, got, tc.want)
+				}
 			}
 		})
 	}
