@@ -89,6 +89,7 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	linger := fs.Duration("linger", time.Millisecond, "how long a produce request that is not full waits (sink.kafka.linger)")
 	compression := fs.String("compression", "lz4", "codec of produced batches: none, gzip, snappy, lz4 or zstd (sink.kafka.compression)")
 	cpuProfile := fs.String("cpuprofile", "", "write the wave's CPU profile during the capture to this file")
+	tracePath := fs.String("trace", "", "write an execution trace of the capture to this file (go tool trace): where the pipeline waited")
 	ref := fs.String("mariadb-binlog", "", `reference decoder binary (mariadb-binlog or mysqlbinlog from PATH when empty; "-" to skip)`)
 	keep := fs.Bool("keep", false, "keep the benchmark database and topic")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage+"\n\nFlags of bench wave:"); fs.PrintDefaults() }
@@ -100,8 +101,8 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("bench wave: password: %w", err)
 	}
 	var profile func() (func(), error)
-	if *cpuProfile != "" {
-		profile = func() (func(), error) { return startCPUProfile(*cpuProfile) }
+	if *cpuProfile != "" || *tracePath != "" {
+		profile = func() (func(), error) { return startProfiles(*cpuProfile, *tracePath) }
 	}
 	_, err = bench.Run(ctx, bench.Options{
 		Rows: *rows, RowsPerTxn: *perTxn, Addr: *addr, User: *user, Password: pw,
