@@ -54,6 +54,18 @@ func BenchmarkDecide(b *testing.B) {
 				}
 			}
 		})
+		// As in a burst: every decision reserves, so the next one sees one more.
+		b.Run(fmt.Sprintf("leastload/reserved=all,growing/nodes=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := snap.Decide(p, req, cluster.Now)
+				if err != nil {
+					b.Fatal(err)
+				}
+				k, _ := snap.Index(d.Node)
+				rv.Add(k, 1)
+			}
+		})
 	}
 	for _, n := range []int{1000, 5000} {
 		nodes := cluster.Random(n, 1)

@@ -94,12 +94,20 @@ type Round struct {
 	pendCands []int // positions in Cands of the candidates with pending reservations
 	final     []float64
 	order     []int
+	cache     compositeCache
+	raised    raisedCache
 }
 
 var rounds = sync.Pool{New: func() any { return new(Round) }}
 
 func (s *Snapshot) round(req Request) *Round {
 	r := rounds.Get().(*Round)
+	s.setRound(r, req)
+	return r
+}
+
+// setRound readies r, fresh or reset, for a decision on s.
+func (s *Snapshot) setRound(r *Round, req Request) {
 	r.Snap, r.Req = s, req
 	n := len(s.Views)
 	if cap(r.pend) < n {
@@ -122,10 +130,15 @@ func (s *Snapshot) round(req Request) *Round {
 			}
 		}
 	}
-	return r
 }
 
 func (r *Round) release() {
+	r.reset()
+	rounds.Put(r)
+}
+
+// reset clears what a decision marked, keeping the scratch space and the cache.
+func (r *Round) reset() {
 	for _, i := range r.marked {
 		r.pend[i], r.excluded[i] = 0, false
 	}
@@ -133,7 +146,6 @@ func (r *Round) release() {
 		r.isCand[i] = false
 	}
 	r.Snap, r.Req, r.Prepared = nil, Request{}, nil
-	rounds.Put(r)
 }
 
 // Pending is node i's count of reserved instances in this round.

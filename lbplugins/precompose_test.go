@@ -57,3 +57,46 @@ func busiestTPS(nodes []*lbplugins.NodeView) string {
 	}
 	return best
 }
+
+// TestCompositeCacheFollowsReservations: under a burst of placements (reservations on
+// most nodes, one more or one fewer between rounds, now and then the busiest node
+// excluded or raised far above the rest so that the scope moves), the composites a Round
+// keeps from round to round stay bit for bit what Composite computes node by node.
+func TestCompositeCacheFollowsReservations(t *testing.T) {
+	filters := lbplugins.Filters{Thresholds: map[string]float64{"cpu.util": 90, "mem.used_pct": 95}}
+	w := lbplugins.WeightsOf(lbplugins.DefaultWeights())
+	for seed := uint64(1); seed <= 3; seed++ {
+		nodes := goldenCluster(300, seed)
+		p, err := lbplugins.New("leastload", lbplugins.Settings{})
+		require.NoError(t, err)
+		snap := lbplugins.NewSnapshot(nodes, filters, cluster.Now, p)
+		busiest := busiestTPS(nodes)
+		rv := lbplugins.NewReserved(snap)
+		for i := 0; i < snap.Len(); i++ {
+			rv.Add(i, int32(1+i%4))
+		}
+		reqOf := func(it int) lbplugins.Request {
+			node := (it * 37) % snap.Len()
+			switch {
+			case it%17 == 0:
+				rv.Add(node, 300) // far above the busiest: the scope moves
+			case it%17 == 1:
+				rv.Add((it-1)*37%snap.Len(), -300)
+			case it%3 == 0:
+				rv.Add(node, -1)
+			default:
+				rv.Add(node, 1)
+			}
+			req := lbplugins.Request{Reserved: rv}
+			if it%11 == 0 {
+				req.Exclude = []string{busiest}
+			}
+			return req
+		}
+		all, each := lbplugins.CompositeStorm(snap, w, 120, reqOf)
+		for it := range all {
+			require.NotEmpty(t, all[it])
+			require.Equal(t, each[it], all[it], "seed %d, round %d", seed, it)
+		}
+	}
+}

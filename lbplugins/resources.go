@@ -133,7 +133,8 @@ func (r *Round) AllScope() *Scope {
 
 // scopeOfCands computes the scope of the round's candidates. A relative resource's
 // largest level is the first candidate in the snapshot's list of nodes by level, raised
-// by the pending reservations of candidates, so that it costs no pass over them.
+// by the pending reservations of candidates (raise), so that it costs no pass over the
+// candidates when none is reserved.
 func (r *Round) scopeOfCands() Scope {
 	var sc Scope
 	var rel [numRes]int // the relative resources to raise by reservations
@@ -160,20 +161,8 @@ func (r *Round) scopeOfCands() Scope {
 	if nRel == 0 {
 		return sc
 	}
-	// One pass over the reserved nodes raises every relative resource's largest level.
-	s, isCand, pend := r.Snap, r.isCand, r.pend
-	for _, i := range r.marked[r.nExcluded:] {
-		p := pend[i]
-		if !isCand[i] || p == 0 {
-			continue
-		}
-		for _, res := range rel[:nRel] {
-			if s.kind[res][i] == kindRel {
-				if v := s.raw[res][i] + p*s.demand[res]; v > sc.maxRel[res] {
-					sc.maxRel[res] = v
-				}
-			}
-		}
+	if len(r.marked) > r.nExcluded { // reservations pending: raise by them
+		r.raise(&sc, rel[:nRel])
 	}
 	return sc
 }
@@ -235,7 +224,7 @@ func (r *Round) CompositeAll(sc *Scope, w *Weights, pre *Precomposed, out []floa
 	manyPending := len(r.pendCands) > len(r.Cands)/8
 	switch {
 	case manyPending:
-		r.compositeEach(sc, w, true, out)
+		r.compositeCached(sc, w, out)
 		return
 	case pre.fits(sc, w):
 		for k, i := range r.Cands {
