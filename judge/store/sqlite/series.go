@@ -88,12 +88,43 @@ func (c *seriesIDs) resolve(points []store.Point) rows {
 	return r
 }
 
-// createSeries finds or inserts, in tx, the series that resolve did not know, fills
-// their ids into the rows and returns them, for remember once tx has committed.
-func (r rows) createSeries(ctx context.Context, tx *sql.Tx) (map[seriesKey]int64, error) {
+// createSeries inserts, in tx, the series that resolve did not know, with the ids after
+// the largest in the table, through the prepared multi-row INSERTs (a query per new
+// series was most of a write's time while a fleet's series were new); fills their ids
+// into the rows and returns them, for remember once tx has committed. Should a series be
+// in the file after all (another program wrote it), the insert fails and findSeries
+// takes its id, and those of the rest, one by one.
+func (r rows) createSeries(ctx context.Context, tx *sql.Tx, ins *batchInsert) (map[seriesKey]int64, error) {
 	if len(r.missing) == 0 {
 		return nil, nil
 	}
+	var last int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM series`).Scan(&last); err != nil {
+		return nil, fmt.Errorf("sqlite store: largest series id: %w", err)
+	}
+	keys := make([]seriesKey, 0, len(r.missing))
+	for k := range r.missing {
+		keys = append(keys, k)
+	}
+	err := ins.exec(ctx, tx, len(keys), func(dst []any, i int) []any {
+		return append(dst, last+1+int64(i), keys[i].node, keys[i].name, keys[i].labels)
+	})
+	if err != nil {
+		return r.findSeries(ctx, tx)
+	}
+	found := make(map[seriesKey]int64, len(keys))
+	for i, k := range keys {
+		id := last + 1 + int64(i)
+		for _, at := range r.missing[k] {
+			r.rows[at].id = id
+		}
+		found[k] = id
+	}
+	return found, nil
+}
+
+// findSeries finds or inserts, in tx, the series that resolve did not know, one by one.
+func (r rows) findSeries(ctx context.Context, tx *sql.Tx) (map[seriesKey]int64, error) {
 	found := make(map[seriesKey]int64, len(r.missing))
 	// The no-op update makes RETURNING answer for an existing row too.
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO series (node, name, labels) VALUES (?, ?, ?)

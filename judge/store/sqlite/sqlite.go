@@ -66,7 +66,8 @@ type Store struct {
 	w       *sql.DB // one connection: SQLite serialises writers anyway
 	r       *sql.DB
 	now     func() time.Time
-	inserts inserts
+	// The prepared INSERTs of points into recent and of new series.
+	recentInsert, seriesInsert *batchInsert
 	log     *slog.Logger
 
 	ids    seriesIDs
@@ -168,7 +169,11 @@ func (s *Store) init() error {
 		return err
 	}
 	var err error
-	if s.inserts, err = prepareInserts(s.w); err != nil {
+	if s.recentInsert, err = prepareBatchInsert(s.w, "recent (series, ts, value)", 3, rowsPerInsert, 100, 20, 5, 1); err != nil {
+		return err
+	}
+	if s.seriesInsert, err = prepareBatchInsert(s.w, "series (id, node, name, labels)", 4, 100, 20, 5, 1); err != nil {
+		s.recentInsert.close()
 		return err
 	}
 	return s.pack(ctx)
@@ -221,6 +226,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.inserts.close()
+	s.recentInsert.close()
+	s.seriesInsert.close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }

@@ -263,3 +263,46 @@ func TestPointsFromTheFuture(t *testing.T) {
 	}
 	check("reopened", 2)
 }
+
+// TestSeriesWrittenByAnotherProgram: new series go in with ids the store picks, in
+// multi-row INSERTs; a series another program added to the file after the store opened
+// (so not in its cache) makes that insert fail, and the write still stores every point,
+// the known series under its existing id, the new ones beside it.
+func TestSeriesWrittenByAnotherProgram(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.db")
+	s := open(t, path)
+	ctx := context.Background()
+	ts := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if err := s.Write(ctx, []store.Point{{Node: "w1", Name: "cpu.util", TS: ts, Value: 1}}); err != nil {
+		t.Fatalf("first write: %v", err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`INSERT INTO series (node, name, labels) VALUES ('w2', 'cpu.util', '')`); err != nil {
+		t.Fatalf("the other program's insert: %v", err)
+	}
+	var pts []store.Point
+	for i := range 30 { // new series around the known one, more than one INSERT's worth
+		pts = append(pts, store.Point{Node: "w" + string(rune('a'+i%26)) + string(rune('0'+i/26)), Name: "mem.used_pct", TS: ts, Value: float64(i)})
+	}
+	pts = append(pts, store.Point{Node: "w2", Name: "cpu.util", TS: ts, Value: 7})
+	if err := s.Write(ctx, pts); err != nil {
+		t.Fatalf("write beside the other program's series: %v", err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM series WHERE node = 'w2' AND name = 'cpu.util'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("series w2/cpu.util rows = %d (%v), want 1", n, err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM series`).Scan(&n); err != nil || n != 32 {
+		t.Fatalf("series rows = %d (%v), want 32", n, err)
+	}
+	for _, p := range pts {
+		got, err := s.Stats(ctx, store.Query{Node: p.Node, Name: p.Name, From: ts, To: ts.Add(time.Second)})
+		if err != nil || got.Count != 1 || got.Max != p.Value {
+			t.Fatalf("%s/%s: %+v (%v), want the one point %g", p.Node, p.Name, got, err, p.Value)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/binlake/binlake/judge/store"
 )
@@ -56,7 +55,7 @@ func (s *Store) write(ctx context.Context, rs rows) error {
 		return fmt.Errorf("sqlite store: begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	created, err := rs.createSeries(ctx, tx)
+	created, err := rs.createSeries(ctx, tx, s.seriesInsert)
 	if err != nil {
 		return err
 	}
@@ -70,8 +69,11 @@ func (s *Store) write(ctx context.Context, rs rows) error {
 			fresh = append(fresh, r)
 		}
 	}
-	if err := s.inserts.insertRecent(ctx, tx, fresh); err != nil {
-		return err
+	err = s.recentInsert.exec(ctx, tx, len(fresh), func(dst []any, i int) []any {
+		return append(dst, fresh[i].id, fresh[i].ms, fresh[i].v)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite store: %w", err)
 	}
 	if err := mergeLate(ctx, tx, late); err != nil {
 		return err
@@ -82,69 +84,6 @@ func (s *Store) write(ctx context.Context, rs rows) error {
 	s.recent.add(fresh)
 	s.ids.remember(created)
 	return nil
-}
-
-// insertSizes are the row counts of the prepared multi-row INSERTs: a write is cut into
-// the largest that fit, so that no write has to parse SQL (the parser was a tenth of the
-// judge's ingest CPU when every remainder was prepared anew).
-var insertSizes = [...]int{rowsPerInsert, 100, 20, 5, 1}
-
-// inserts are the prepared INSERTs into recent, one per insertSizes entry, on the one
-// write connection.
-type inserts [len(insertSizes)]*sql.Stmt
-
-func prepareInserts(db *sql.DB) (inserts, error) {
-	var in inserts
-	for i, n := range insertSizes {
-		st, err := db.Prepare(insertRecentSQL(n))
-		if err != nil {
-			in.close()
-			return in, fmt.Errorf("prepare insert of %d rows: %w", n, err)
-		}
-		in[i] = st
-	}
-	return in, nil
-}
-
-func (in *inserts) close() {
-	for _, st := range in {
-		if st != nil {
-			st.Close()
-		}
-	}
-}
-
-// insertRecent appends rows to recent with the prepared statements.
-func (in *inserts) insertRecent(ctx context.Context, tx *sql.Tx, rs []row) error {
-	args := make([]any, 0, 3*min(len(rs), rowsPerInsert))
-	for i := 0; len(rs) > 0; {
-		n := insertSizes[i]
-		if len(rs) < n {
-			i++
-			continue
-		}
-		args = args[:0]
-		for _, r := range rs[:n] {
-			args = append(args, r.id, r.ms, r.v)
-		}
-		if _, err := tx.StmtContext(ctx, in[i]).ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("sqlite store: insert: %w", err)
-		}
-		rs = rs[n:]
-	}
-	return nil
-}
-
-func insertRecentSQL(rows int) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO recent (series, ts, value) VALUES ")
-	for i := range rows {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?)")
-	}
-	return b.String()
 }
 
 // chunkKey names one chunk.
