@@ -401,7 +401,7 @@ func (j *Judge) observe(b metric.Batch, source string) []store.Point {
 	pts := make([]store.Point, 0, len(b.Points))
 	for _, p := range b.Points {
 		sp := store.Point{Node: b.Node, Name: p.Name, Labels: p.Labels, TS: ts, Value: p.Value}
-		if err := sp.Validate(); err != nil {
+		if err := sp.ValidateDecoded(); err != nil { // b passed metric's Validate
 			// The wire format allows a little more than the store (label counts and
 			// lengths); such a point is analysed but not stored.
 			j.m.pointsUnstorable.Inc()

@@ -71,6 +71,24 @@ func (p Point) validate() error {
 	return nil
 }
 
+// ValidateDecoded is Validate for a point of a batch that passed metric.Batch.Validate
+// (its node, name, value, time and labels): of the store's rules only two can still
+// fail, the label count and a label value's length, where the wire format allows more.
+// It checks those, and on a failure returns Validate's own error. The judge checks every
+// point it stores this way: validating each anew was a tenth of its ingest CPU.
+// TestValidateDecodedAsValidate holds the two to the same answers.
+func (p Point) ValidateDecoded() error {
+	if len(p.Labels) > MaxLabels {
+		return p.Validate()
+	}
+	for _, v := range p.Labels {
+		if len(v) > MaxNameLen {
+			return p.Validate()
+		}
+	}
+	return nil
+}
+
 // ValidatePoints validates every point of a batch and reports the first bad one by its
 // index, wrapping ErrInvalid. Stores call it before touching anything, so that a bad
 // batch stores nothing.
