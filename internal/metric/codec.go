@@ -398,8 +398,10 @@ func (d *decoder) points() ([]Point, error) {
 	if err := d.expect('[', `'[' for field "points"`); err != nil {
 		return nil, err
 	}
-	// Counting "name" keys is a fast scan and sizes the slice right for well-formed input.
-	n := min(bytes.Count(d.data[d.pos:], []byte(`"name"`)), MaxPoints)
+	// Every point opens one object, and one more when it has labels: counting '{' (one
+	// vectorised pass; counting "name" keys cost a fifth of a decode) sizes the slice at
+	// most twice too large, never too small, for well-formed input.
+	n := min(bytes.Count(d.data[d.pos:], []byte{'{'}), MaxPoints)
 	pts := make([]Point, 0, n)
 	if d.peek() == ']' {
 		d.pos++
@@ -428,7 +430,59 @@ func (d *decoder) points() ([]Point, error) {
 	}
 }
 
+// slowPoints turns pointFast off, for the fuzz test that compares both ways.
+var slowPoints = false
+
+// pointFast reads a point in the exact shape Encode writes and agents send,
+// {"name":"…","value":…} with ,"labels":{…} before the '}' when there are labels, no
+// spaces, a name of plain ASCII: without a call per field and its key, it costs about
+// half of the general way. At the first byte that differs it gives up, having moved
+// nothing, and pointValue reads the point by the general rules (which word any error).
+func (d *decoder) pointFast() (Point, bool) {
+	const head, value, labels = `{"name":"`, `,"value":`, `,"labels":`
+	start, data := d.pos, d.data
+	if slowPoints || !bytes.HasPrefix(data[start:], []byte(head)) {
+		return Point{}, false
+	}
+	i := start + len(head)
+	j := i
+	for j < len(data) && data[j] != '"' && data[j] != '\\' && data[j] >= 0x20 && data[j] < 0x80 {
+		j++
+	}
+	if j == len(data) || data[j] != '"' || !bytes.HasPrefix(data[j+1:], []byte(value)) {
+		return Point{}, false
+	}
+	d.pos = j + 1 + len(value)
+	var p Point
+	var err error
+	if p.Value, err = d.number(); err != nil {
+		d.pos = start
+		return Point{}, false
+	}
+	if bytes.HasPrefix(data[d.pos:], []byte(labels)) {
+		d.pos += len(labels)
+		if p.Labels, err = d.labels(); err != nil || p.Labels == nil {
+			d.pos = start // null labels, or an error the general way words
+			return Point{}, false
+		}
+	}
+	if d.pos == len(data) || data[d.pos] != '}' {
+		d.pos = start
+		return Point{}, false
+	}
+	d.pos++
+	if c, ok := canonical[string(data[i:j])]; ok {
+		p.Name = c
+	} else {
+		p.Name = d.keep(data[i:j])
+	}
+	return p, true
+}
+
 func (d *decoder) pointValue() (Point, error) {
+	if p, ok := d.pointFast(); ok {
+		return p, nil
+	}
 	var p Point
 	var seen [3]bool
 	mark := func(i int, key []byte) error {

@@ -65,6 +65,19 @@ func BenchmarkDecode(b *testing.B) {
 				}
 			}
 		})
+		// A consumer's remembering Decoder, as the alarm and the judge decode: the names
+		// and label sets of the batch before are the ones of this one.
+		b.Run(fmt.Sprintf("remembering/points=%d", n), func(b *testing.B) {
+			data := mustEncode(b, benchBatch(n))
+			dec := NewDecoder()
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := dec.Decode(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -273,6 +273,8 @@ func FuzzDecode(f *testing.F) {
 		designExample + "x",
 		batchJSON(`{"name":"a","value":-0.0e-0,"labels":{"k":"\u00e9\ud83d\ude00\n"}},{"name":"b","value":1e308}`),
 		batchJSON(`{"name":"a","value":1,"labels":{"k":"\ud800"}}`),
+		batchJSON(`{"name":"a","value":1,"labels":{}},{"name":"b","value":2,"labels":null},{"name":"c","value":3,"labels":{"k":"v"},"value":4}`),
+		batchJSON(`{"name":"a\u0062","value":01},{"name":"","value":-},{"name":"d","value":1e999},{"name":"e","value":5 }`),
 		`{"node":"n","ts":"2026-01-02T03:04:05.999999999+14:00","interval_s":86400,"points":null}`,
 		`{"node":"n","ts":"9999-12-31T23:59:59Z","interval_s":1e-300,"points":[]}`,
 		`{"node":"n","node":"n"}`,
@@ -294,6 +296,13 @@ func FuzzDecode(f *testing.F) {
 		cb, cerr := dec.Decode(data)
 		if fmt.Sprint(err) != fmt.Sprint(cerr) || err == nil && !equalBatch(b, cb) {
 			t.Fatalf("Decoder disagrees with Decode on %q:\n%+v %v\n%+v %v", data, b, err, cb, cerr)
+		}
+		// Points in Encode's shape take pointFast: the general rules must read the same.
+		slowPoints = true
+		sb, serr := Decode(data)
+		slowPoints = false
+		if fmt.Sprint(err) != fmt.Sprint(serr) || err == nil && !equalBatch(b, sb) {
+			t.Fatalf("pointFast disagrees with the general rules on %q:\n%+v %v\n%+v %v", data, b, err, sb, serr)
 		}
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrTooLarge) {
