@@ -357,11 +357,8 @@ var decoders = sync.Pool{New: func() any { return metric.NewDecoder() }}
 
 func (j *Judge) decode(data []byte, source string) (metric.Batch, error) {
 	dec := decoders.Get().(*metric.Decoder)
-	b, err := dec.Decode(data)
+	b, err := dec.Decode(data) // validates the batch
 	decoders.Put(dec)
-	if err == nil {
-		err = b.Validate()
-	}
 	if err != nil {
 		j.m.decodeErrors.WithLabelValues(source).Inc()
 		j.log.Debug("skipping undecodable batch", "source", source, "err", err)
