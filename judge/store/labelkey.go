@@ -1,7 +1,9 @@
 package store
 
 import (
+	"reflect"
 	"slices"
+	"unsafe"
 
 	"github.com/binlake/binlake/internal/jsonenc"
 )
@@ -47,4 +49,31 @@ func LabelKey(labels map[string]string) string {
 		b = jsonenc.AppendStringHTML(b, labels[k])
 	}
 	return string(append(b, '}'))
+}
+
+// LabelKeys computes LabelKey once per label map for the points of one write: batches
+// decoded by a remembering metric.Decoder share one map per label set, so a write of
+// thousands of points holds few distinct maps (LabelKey per point was a tenth of the
+// SQLite store's write). It knows maps by identity, which is sound only while they are
+// alive and unchanged: use one for a single call, whose points keep their maps alive
+// and must not be modified meanwhile.
+type LabelKeys struct {
+	keys map[unsafe.Pointer]string
+}
+
+// Of is LabelKey(labels).
+func (lk *LabelKeys) Of(labels map[string]string) string {
+	if len(labels) == 0 {
+		return ""
+	}
+	id := reflect.ValueOf(labels).UnsafePointer()
+	if k, ok := lk.keys[id]; ok {
+		return k
+	}
+	if lk.keys == nil {
+		lk.keys = map[unsafe.Pointer]string{}
+	}
+	k := LabelKey(labels)
+	lk.keys[id] = k
+	return k
 }

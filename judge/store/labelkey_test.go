@@ -65,3 +65,19 @@ func FuzzLabelKey(f *testing.F) {
 		}
 	})
 }
+
+// TestLabelKeysAsLabelKey: the memo answers LabelKey for shared maps, for equal maps
+// that are distinct, and for none.
+func TestLabelKeysAsLabelKey(t *testing.T) {
+	shared := map[string]string{"instance": "orders", "db": "shop"}
+	sets := []map[string]string{nil, {}, shared, {"instance": "orders"}, shared, {"db": "shop", "instance": "orders"}, {"instance": "billing"}, shared}
+	var lk LabelKeys
+	for i, m := range sets {
+		if got, want := lk.Of(m), LabelKey(m); got != want {
+			t.Fatalf("set %d %v: %q, want %q", i, m, got, want)
+		}
+	}
+	if len(lk.keys) != 4 { // shared once, and the three other non-empty maps
+		t.Fatalf("memo holds %d maps, want 4", len(lk.keys))
+	}
+}

@@ -72,9 +72,10 @@ func (s *Store) documents(points []store.Point) []*document {
 	byKey := make(map[docKey]*document, len(points)/4+1)
 	var docs []*document
 	days := map[int64]string{} // day number → index name
+	var lk store.LabelKeys
 	for _, p := range points {
 		ms := p.TS.UnixMilli()
-		k := docKey{p.Node, store.LabelKey(p.Labels), ms}
+		k := docKey{p.Node, lk.Of(p.Labels), ms}
 		d := byKey[k]
 		if d == nil {
 			index, ok := days[ms/msPerDay]

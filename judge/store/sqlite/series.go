@@ -72,10 +72,11 @@ type rows struct {
 // resolve turns points into rows, with the cached series ids.
 func (c *seriesIDs) resolve(points []store.Point) rows {
 	r := rows{rows: make([]row, len(points))}
+	var lk store.LabelKeys
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, p := range points {
-		k := seriesKey{p.Node, p.Name, store.LabelKey(p.Labels)}
+		k := seriesKey{p.Node, p.Name, lk.Of(p.Labels)}
 		id, ok := c.ids[k]
 		if !ok {
 			if r.missing == nil {
