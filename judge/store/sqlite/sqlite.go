@@ -61,14 +61,14 @@ type Options struct {
 
 // Store is the SQLite store. It is safe for concurrent use.
 type Store struct {
-	mu      sync.RWMutex // held shared by every operation, exclusively by Close
-	closed  bool
-	w       *sql.DB // one connection: SQLite serialises writers anyway
-	r       *sql.DB
-	now     func() time.Time
+	mu     sync.RWMutex // held shared by every operation, exclusively by Close
+	closed bool
+	w      *sql.DB // one connection: SQLite serialises writers anyway
+	r      *sql.DB
+	now    func() time.Time
 	// The prepared INSERTs of points into recent and of new series.
 	recentInsert, seriesInsert *batchInsert
-	log     *slog.Logger
+	log                        *slog.Logger
 
 	ids    seriesIDs
 	recent recentIndex
