@@ -9,15 +9,7 @@ import "math"
 func Composites(s *Snapshot, req Request, w Weights) (all, each []uint64) {
 	r := s.round(req)
 	defer r.release()
-	var mask uint8
-	oldest := -1
-	for i := range s.Views {
-		if !r.excluded[i] && s.lastSeen[i] != 0 && s.over[i] == 0 {
-			r.pass(i, &mask, &oldest)
-		}
-	}
-	r.anyMask, r.allDone = mask, false
-	sc := r.AllScope()
+	sc := passAll(r)
 	out := make([]float64, len(r.Cands))
 	r.CompositeAll(sc, &w, Precompose(s, &w), out)
 	for k, i := range r.Cands {
@@ -38,15 +30,7 @@ func CompositeStorm(s *Snapshot, w Weights, rounds int, reqOf func(i int) Reques
 	score := func(r *Round, req Request, fresh bool) []uint64 {
 		s.setRound(r, req)
 		defer r.reset()
-		var mask uint8
-		oldest := -1
-		for i := range s.Views {
-			if !r.excluded[i] && s.lastSeen[i] != 0 && s.over[i] == 0 {
-				r.pass(i, &mask, &oldest)
-			}
-		}
-		r.anyMask, r.allDone = mask, false
-		sc := r.AllScope()
+		sc := passAll(r)
 		var bits []uint64
 		if fresh {
 			for _, i := range r.Cands {
@@ -67,6 +51,20 @@ func CompositeStorm(s *Snapshot, w Weights, rounds int, reqOf func(i int) Reques
 		each = append(each, score(new(Round), req, true))
 	}
 	return all, each
+}
+
+// passAll makes every node of the round's snapshot with data under every threshold a
+// candidate, unless excluded, and returns the candidates' scope.
+func passAll(r *Round) *Scope {
+	var mask uint8
+	oldest := -1
+	for i := range r.Snap.Views {
+		if !r.excluded[i] && r.Snap.lastSeen[i] != 0 && r.Snap.over[i] == 0 {
+			r.pass(i, &mask, &oldest)
+		}
+	}
+	r.anyMask, r.allDone = mask, false
+	return r.AllScope()
 }
 
 // SlowFilters makes Decide run its filters node by node until the returned func is

@@ -171,19 +171,25 @@ func TestEncodeUpdateOld(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := EncodeRow(nil, tb, TypeUpdate, Meta{}, tc.before, tc.after)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var msg struct{ Old json.RawMessage }
-			if err := json.Unmarshal(got, &msg); err != nil {
-				t.Fatalf("%v: %s", err, got)
-			}
-			if string(msg.Old) != tc.want {
-				t.Errorf("old %s, want %s (message %s)", msg.Old, tc.want, got)
+			if old := oldOf(t, tb, tc.before, tc.after); old != tc.want {
+				t.Errorf("old %s, want %s", old, tc.want)
 			}
 		})
 	}
+}
+
+// oldOf is the "old" member of the update message of before → after.
+func oldOf(t *testing.T, tb *Table, before, after []any) string {
+	t.Helper()
+	got, err := EncodeRow(nil, tb, TypeUpdate, Meta{}, before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct{ Old json.RawMessage }
+	if err := json.Unmarshal(got, &msg); err != nil {
+		t.Fatalf("%v: %s", err, got)
+	}
+	return string(msg.Old)
 }
 
 func TestEncodeRowNoPK(t *testing.T) {
@@ -328,16 +334,8 @@ func TestEncodeUpdateOldTime(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := EncodeRow(nil, tb, TypeUpdate, Meta{}, []any{int32(1), tc.before}, []any{int32(1), tc.after})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var msg struct{ Old json.RawMessage }
-			if err := json.Unmarshal(got, &msg); err != nil {
-				t.Fatalf("%v: %s", err, got)
-			}
-			if string(msg.Old) != tc.want {
-				t.Errorf("old = %s, want %s (message %s)", msg.Old, tc.want, got)
+			if old := oldOf(t, tb, []any{int32(1), tc.before}, []any{int32(1), tc.after}); old != tc.want {
+				t.Errorf("old = %s, want %s", old, tc.want)
 			}
 		})
 	}

@@ -64,64 +64,44 @@ func (c *compactor) value(depth int) bool {
 }
 
 func (c *compactor) object(depth int) bool {
-	if depth > maxDepth {
-		return false
-	}
-	c.out = append(c.out, '{')
-	c.pos++
-	c.space()
-	if c.pos < len(c.src) && c.src[c.pos] == '}' {
-		c.pos++
-		c.out = append(c.out, '}')
-		return true
-	}
-	for {
-		if c.pos >= len(c.src) || c.src[c.pos] != '"' || !c.str() {
-			return false
-		}
-		c.space()
-		if c.pos >= len(c.src) || c.src[c.pos] != ':' {
-			return false
-		}
-		c.pos++
-		c.out = append(c.out, ':')
-		c.space()
-		if !c.value(depth) {
-			return false
-		}
-		c.space()
-		if c.pos >= len(c.src) {
-			return false
-		}
-		switch c.src[c.pos] {
-		case ',':
-			c.pos++
-			c.out = append(c.out, ',')
-			c.space()
-		case '}':
-			c.pos++
-			c.out = append(c.out, '}')
-			return true
-		default:
-			return false
-		}
-	}
+	return c.container(depth, '}', c.member)
 }
 
 func (c *compactor) array(depth int) bool {
+	return c.container(depth, ']', c.value)
+}
+
+// member copies an object's "key": value.
+func (c *compactor) member(depth int) bool {
+	if c.pos >= len(c.src) || c.src[c.pos] != '"' || !c.str() {
+		return false
+	}
+	c.space()
+	if c.pos >= len(c.src) || c.src[c.pos] != ':' {
+		return false
+	}
+	c.pos++
+	c.out = append(c.out, ':')
+	c.space()
+	return c.value(depth)
+}
+
+// container copies an object or array (at its opening byte) whose members member reads,
+// separated by commas, up to close.
+func (c *compactor) container(depth int, close byte, member func(depth int) bool) bool {
 	if depth > maxDepth {
 		return false
 	}
-	c.out = append(c.out, '[')
+	c.out = append(c.out, c.src[c.pos])
 	c.pos++
 	c.space()
-	if c.pos < len(c.src) && c.src[c.pos] == ']' {
+	if c.pos < len(c.src) && c.src[c.pos] == close {
 		c.pos++
-		c.out = append(c.out, ']')
+		c.out = append(c.out, close)
 		return true
 	}
 	for {
-		if !c.value(depth) {
+		if !member(depth) {
 			return false
 		}
 		c.space()
@@ -133,9 +113,9 @@ func (c *compactor) array(depth int) bool {
 			c.pos++
 			c.out = append(c.out, ',')
 			c.space()
-		case ']':
+		case close:
 			c.pos++
-			c.out = append(c.out, ']')
+			c.out = append(c.out, close)
 			return true
 		default:
 			return false
