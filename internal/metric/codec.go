@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -93,7 +94,11 @@ func text(s string) error {
 
 // Validate checks every rule of the data contract. Encode and Decode both call it, so
 // anything one accepts the other does.
-func (b Batch) Validate() error {
+func (b Batch) Validate() error { return b.validate(true) }
+
+// validate is Validate; checkLabels false skips the label sets, for a decoder that has
+// checked every one of them (decoder.labelsUnchecked).
+func (b Batch) validate(checkLabels bool) error {
 	switch {
 	case b.Node == "":
 		return fmt.Errorf("%w: empty node", ErrInvalid)
@@ -121,14 +126,14 @@ func (b Batch) Validate() error {
 		return fmt.Errorf("%w: %d points, more than %d", ErrTooLarge, len(b.Points), MaxPoints)
 	}
 	for i := range b.Points {
-		if err := b.Points[i].validate(); err != nil {
+		if err := b.Points[i].validate(checkLabels); err != nil {
 			return fmt.Errorf("%w: point %d: %s", ErrInvalid, i, err)
 		}
 	}
 	return nil
 }
 
-func (p *Point) validate() error {
+func (p *Point) validate(checkLabels bool) error {
 	switch {
 	case p.Name == "":
 		return errors.New("empty name")
@@ -138,21 +143,44 @@ func (p *Point) validate() error {
 		return fmt.Errorf("%s: value is NaN", p.Name)
 	case math.IsInf(p.Value, 0):
 		return fmt.Errorf("%s: value is infinite", p.Name)
-	case len(p.Labels) > MaxLabels:
+	}
+	if !checkLabels {
+		return nil
+	}
+	return p.validateLabels()
+}
+
+// validateLabels checks the point's label set. When several labels break the rules it
+// names the first in key order, so that a batch always gets the same error.
+func (p *Point) validateLabels() error {
+	if len(p.Labels) > MaxLabels {
 		return fmt.Errorf("%s: %d labels, more than %d", p.Name, len(p.Labels), MaxLabels)
 	}
 	for k, v := range p.Labels {
-		switch {
-		case k == "":
-			return fmt.Errorf("%s: empty label key", p.Name)
-		case !ValidLabelKey(k):
-			return fmt.Errorf("%s: invalid label key %q (want [A-Za-z_][A-Za-z0-9_]*, at most %d bytes)", p.Name, truncate(k), MaxLabelKeyLen)
-		case len(v) > MaxLabelValueLen:
-			return fmt.Errorf("%s: label %q: value longer than %d bytes", p.Name, k, MaxLabelValueLen)
+		if labelError(p.Name, k, v) != nil {
+			keys := slices.Sorted(maps.Keys(p.Labels))
+			for _, k := range keys {
+				if err := labelError(p.Name, k, p.Labels[k]); err != nil {
+					return err
+				}
+			}
 		}
-		if err := text(v); err != nil {
-			return fmt.Errorf("%s: label %q: %v", p.Name, k, err)
-		}
+	}
+	return nil
+}
+
+// labelError is what is wrong with one label of the point named name, or nil.
+func labelError(name, k, v string) error {
+	switch {
+	case k == "":
+		return fmt.Errorf("%s: empty label key", name)
+	case !ValidLabelKey(k):
+		return fmt.Errorf("%s: invalid label key %q (want [A-Za-z_][A-Za-z0-9_]*, at most %d bytes)", name, truncate(k), MaxLabelKeyLen)
+	case len(v) > MaxLabelValueLen:
+		return fmt.Errorf("%s: label %q: value longer than %d bytes", name, k, MaxLabelValueLen)
+	}
+	if err := text(v); err != nil {
+		return fmt.Errorf("%s: label %q: %v", name, k, err)
 	}
 	return nil
 }
@@ -241,12 +269,12 @@ func decode(data []byte, c *Decoder) (Batch, error) {
 	if len(data) > MaxBatchBytes {
 		return Batch{}, fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, len(data), MaxBatchBytes)
 	}
-	d := decoder{data: data, point: -1, cache: c}
+	d := decoder{data: data, point: -1, cache: c, labelsUnchecked: c == nil}
 	b, err := d.batch()
 	if err != nil {
 		return Batch{}, err
 	}
-	if err := b.Validate(); err != nil {
+	if err := b.validate(d.labelsUnchecked); err != nil {
 		return Batch{}, err
 	}
 	return b, nil
@@ -257,6 +285,11 @@ type decoder struct {
 	pos   int
 	point int // index of the point being parsed, -1 outside the points array
 	cache *Decoder
+	// labelsUnchecked is set once a label set was decoded without checking it against
+	// the rules of Validate: always without a Decoder; with one, a set that broke them.
+	// A Decoder remembers only sets that keep them, so when no set was left unchecked
+	// the batch's validation need not walk the labels again.
+	labelsUnchecked bool
 }
 
 func (d *decoder) errorf(format string, args ...any) error {
@@ -556,7 +589,11 @@ func (d *decoder) labels() (map[string]string, error) {
 		return nil
 	})
 	if err == nil && d.cache != nil {
-		d.cache.rememberLabels(d.data[start:d.pos], m)
+		if (&Point{Labels: m}).validateLabels() == nil {
+			d.cache.rememberLabels(d.data[start:d.pos], m)
+		} else {
+			d.labelsUnchecked = true // Validate words the error, with the point's name
+		}
 	}
 	// An empty object means no labels; decoding it to nil keeps round trips exact, since
 	// Encode omits empty labels.

@@ -274,6 +274,9 @@ func FuzzDecode(f *testing.F) {
 		batchJSON(`{"name":"a","value":-0.0e-0,"labels":{"k":"\u00e9\ud83d\ude00\n"}},{"name":"b","value":1e308}`),
 		batchJSON(`{"name":"a","value":1,"labels":{"k":"\ud800"}}`),
 		batchJSON(`{"name":"a","value":1,"labels":{}},{"name":"b","value":2,"labels":null},{"name":"c","value":3,"labels":{"k":"v"},"value":4}`),
+		batchJSON(`{"name":"a","value":1,"labels":{"k":"v"}},{"name":"B","value":1,"labels":{"k":"v"}},{"name":"c","value":1,"labels":{"bad key":"v"}}`),
+		batchJSON(`{"name":"a","value":1,"labels":{"k":"\u0001"}},{"name":"b","value":1,"labels":{"k":"v"}}`),
+		batchJSON(`{"name":"a","value":1,"labels":{"0":"x","10":"y","a":"\u0001"}}`), // several bad labels: one error, always the same
 		batchJSON(`{"name":"a\u0062","value":01},{"name":"","value":-},{"name":"d","value":1e999},{"name":"e","value":5 }`),
 		`{"node":"n","ts":"2026-01-02T03:04:05.999999999+14:00","interval_s":86400,"points":null}`,
 		`{"node":"n","ts":"9999-12-31T23:59:59Z","interval_s":1e-300,"points":[]}`,

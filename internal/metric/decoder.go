@@ -72,7 +72,8 @@ func (c *Decoder) labelSet(d *decoder) (map[string]string, bool) {
 	return nil, false
 }
 
-// rememberLabels keeps a labels object that decoded without error.
+// rememberLabels keeps a labels object that decoded without error into a set that keeps
+// the label rules of Validate (decoder.labelsUnchecked relies on it).
 func (c *Decoder) rememberLabels(raw []byte, m map[string]string) {
 	if len(raw) > maxLabelSetLen || bytes.IndexByte(raw, '{') != 0 {
 		return
