@@ -46,8 +46,11 @@ func (d *rowsDecoder) bareOf(tm *replication.TableMapEvent) *replication.TableMa
 	if len(d.bare) >= maxBareTables {
 		clear(d.bare)
 	}
-	cp := *tm
-	cp.SignednessBitmap = nil
-	d.bare[tm.TableID] = bareTable{orig: tm, bare: &cp}
-	return &cp
+	// Only the fields row decoding reads, not a copy of the whole event: go-mysql fills
+	// caches inside a TableMapEvent lazily (ColumnNameString), and the capture calls
+	// those on its own goroutine while this one decodes.
+	bare := &replication.TableMapEvent{TableID: tm.TableID, Flags: tm.Flags, Schema: tm.Schema, Table: tm.Table,
+		ColumnCount: tm.ColumnCount, ColumnType: tm.ColumnType, ColumnMeta: tm.ColumnMeta, NullBitmap: tm.NullBitmap}
+	d.bare[tm.TableID] = bareTable{orig: tm, bare: bare}
+	return bare
 }
