@@ -186,6 +186,37 @@ func (c Cond) cmp(v float64) bool {
 	return false
 }
 
+// maxValue is the largest value of s, -Inf when s is empty: the builtin max's answer
+// (NaN wins, +0 over -0) with plain comparisons, which cost a third of what max did on
+// the alarm's hottest loop.
+func maxValue(s []Sample) float64 {
+	mx := math.Inf(-1)
+	for i := range s {
+		if v := s[i].Value; v > mx || v != v || (v == 0 && mx == 0 && math.Signbit(mx)) {
+			if mx != mx {
+				continue // NaN stays
+			}
+			mx = v
+		}
+	}
+	return mx
+}
+
+// minValue is the smallest value of s, +Inf when s is empty, as the builtin min decides
+// (NaN wins, -0 under +0).
+func minValue(s []Sample) float64 {
+	mn := math.Inf(1)
+	for i := range s {
+		if v := s[i].Value; v < mn || v != v || (v == 0 && mn == 0 && math.Signbit(v)) {
+			if mn != mn {
+				continue
+			}
+			mn = v
+		}
+	}
+	return mn
+}
+
 // Eval applies the condition to a series (oldest first). It returns the value the function
 // computed (for all, the newest point; for diff and pdiff, the first change that violates
 // or else the newest one) and whether the condition holds. With too few points for the
@@ -198,22 +229,22 @@ func (c Cond) Eval(s []Sample) (value float64, active, ok bool) {
 			return 0, false, false
 		}
 		from := s[n-1].TS.Add(-c.Window)
-		var sum float64
-		cnt := 0
-		mx, mn := math.Inf(-1), math.Inf(1)
-		for i := n - 1; i >= 0 && s[i].TS.After(from); i-- {
-			v := s[i].Value
-			sum += v
-			cnt++
-			mx, mn = max(mx, v), min(mn, v)
+		first := n // the window is the samples after from: a suffix, the series being in time order
+		for first > 0 && s[first-1].TS.After(from) {
+			first--
 		}
+		win := s[first:]
 		switch c.Func {
 		case FuncAvgOver:
-			value = sum / float64(cnt)
+			var sum float64
+			for i := len(win) - 1; i >= 0; i-- { // newest first, as the sum always ran
+				sum += win[i].Value
+			}
+			value = sum / float64(len(win))
 		case FuncMaxOver:
-			value = mx
+			value = maxValue(win)
 		default:
-			value = mn
+			value = minValue(win)
 		}
 		return value, c.cmp(value), true
 	}
@@ -233,15 +264,9 @@ func (c Cond) Eval(s []Sample) (value float64, active, ok bool) {
 			value /= float64(len(w))
 		}
 	case FuncMax:
-		value = math.Inf(-1)
-		for _, p := range w {
-			value = max(value, p.Value)
-		}
+		value = maxValue(w)
 	case FuncMin:
-		value = math.Inf(1)
-		for _, p := range w {
-			value = min(value, p.Value)
-		}
+		value = minValue(w)
 	case FuncAll:
 		for _, p := range w {
 			if !c.cmp(p.Value) {

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -146,4 +147,27 @@ func FuzzParseCond(f *testing.F) {
 		c.Eval(series(1, 2, 3))
 		c.Eval(nil)
 	})
+}
+
+// TestMaxMinValueAsBuiltin: the plain-comparison maximum and minimum answer what the
+// builtin max and min fold to, signed zeros, infinities and NaN included, in any order.
+func TestMaxMinValueAsBuiltin(t *testing.T) {
+	vals := []float64{0, math.Copysign(0, -1), 1, -1, 2.5, math.Inf(1), math.Inf(-1), math.NaN()}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		s := make([]Sample, r.IntN(6))
+		for i := range s {
+			s[i].Value = vals[r.IntN(len(vals))]
+		}
+		wantMax, wantMin := math.Inf(-1), math.Inf(1)
+		for _, p := range s {
+			wantMax, wantMin = max(wantMax, p.Value), min(wantMin, p.Value)
+		}
+		if got := maxValue(s); math.Float64bits(got) != math.Float64bits(wantMax) && !(got != got && wantMax != wantMax) {
+			t.Fatalf("maxValue(%v) = %v, builtin %v", s, got, wantMax)
+		}
+		if got := minValue(s); math.Float64bits(got) != math.Float64bits(wantMin) && !(got != got && wantMin != wantMin) {
+			t.Fatalf("minValue(%v) = %v, builtin %v", s, got, wantMin)
+		}
+	}
 }
