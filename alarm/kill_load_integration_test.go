@@ -3,19 +3,14 @@ package alarm
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	kafkago "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/bus"
-	"github.com/binlake/binlake/internal/bus/kafka"
-	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/metric"
-	"github.com/binlake/binlake/internal/testenv"
 )
 
 // loadPolicies add a policy over every load node's 99 labelled series, which never
@@ -34,43 +29,17 @@ const loadPolicies = shardPolicies + `  - name: disk
 // violating node pages exactly once (none lost, none sent twice within the 4 h repeat
 // interval), every resolution arrives, and no node pages nodata.
 func TestAlarmKill9UnderLoadIntegration(t *testing.T) {
-	kaddr := testenv.Require(t, testenv.Kafka)
-	zaddr := testenv.Require(t, testenv.ZooKeeper)
-	testenv.BinlakeBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	topic, group, root := shardNames("alarmkillload")
-	brokers := testenv.HostPorts(kaddr)
-	b, err := kafka.New(kafka.Options{Brokers: brokers, Logger: quiet})
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
-	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: metric.TopicPartitions}))
-	zc, err := zk.New(ctx, zk.Options{Servers: testenv.HostPorts(zaddr), Root: root})
-	require.NoError(t, err)
-	t.Cleanup(func() { zc.Close() })
-	rcv := newReceiver(t)
-	cfg := fmt.Sprintf(`log: {level: info, format: text}
-http: {listen: "127.0.0.1:0"}
-bus: {kind: kafka, brokers: [%s], topic: %s, group: %s}
-coordinator: {kind: zk, servers: [%s], root: %s, session_timeout: 4s}
-evaluation: {interval: 200ms}
-notify: {group_wait: 500ms, backoff: 100ms}
-channels:
-  c: {kind: webhook, url: "%s"}
-`, strings.Join(brokers, ", "), topic, group, strings.Join(testenv.HostPorts(zaddr), ", "), root, rcv.srv.URL)
-
-	pub, err := b.Publisher()
-	require.NoError(t, err)
+	r := newProcessRig(t, "alarmkillload", 4*time.Minute)
+	ctx, topic, group, rcv, cfg, pub, kc := r.ctx, r.topic, r.group, r.rcv, r.cfg, r.pub, r.kc
 	load := startLoad(t, ctx, pub, topic, 500, 100)
 	loadStart := time.Now()
 	proc := startAlarmProc(t, "alarm-load", cfg, loadPolicies)
-	kc := &kafkago.Client{Addr: kafkago.TCP(brokers...), Timeout: 10 * time.Second}
 	waitMembers(t, ctx, kc, group, 1)
 
 	nodes, before := shardNodes(12, metric.TopicPartitions, 4)
 	agents := startFleet(t, ctx, pub, topic, nodes, before)
 	rcv.waitPages(t, "first pages", func(pg pages) bool { return len(pg.firing) == len(before) })
-	waitLog(t, ctx, &CoordLog{C: zc}, len(before))
+	waitLog(t, ctx, &CoordLog{C: r.zc}, len(before))
 	// Kill it in the middle of the load, not at its start.
 	waitFiring(t, "five seconds of load", func() bool { return load.points.Load() >= 5*500*100 })
 

@@ -27,6 +27,56 @@ import (
 	"github.com/binlake/binlake/internal/testenv"
 )
 
+// processRig is what the tests of real `binlake alarm` processes on the test services
+// share: a topic of the test's own (metric.TopicPartitions partitions) and its consumer
+// group, a ZooKeeper root, a publisher onto the topic, the coordinator, a client for the
+// group's state, the webhook receiver, and the alarm.yaml every process of the test runs.
+type processRig struct {
+	ctx          context.Context
+	topic, group string
+	pub          bus.Publisher
+	zc           *zk.Coordinator
+	kc           *kafkago.Client
+	rcv          *receiver
+	cfg          string
+}
+
+// newProcessRig sets the rig up, named after the test, for a scenario of at most timeout.
+func newProcessRig(t *testing.T, name string, timeout time.Duration) *processRig {
+	t.Helper()
+	kaddr := testenv.Require(t, testenv.Kafka)
+	zaddr := testenv.Require(t, testenv.ZooKeeper)
+	testenv.BinlakeBinary(t) // built before the clock of the scenario starts
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	r := &processRig{ctx: ctx, rcv: newReceiver(t)}
+	var root string
+	r.topic, r.group, root = shardNames(name)
+	brokers := testenv.HostPorts(kaddr)
+	b, err := kafka.New(kafka.Options{Brokers: brokers, Logger: quiet})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: r.topic, Partitions: metric.TopicPartitions}))
+	r.pub, err = b.Publisher()
+	require.NoError(t, err)
+	r.zc, err = zk.New(ctx, zk.Options{Servers: testenv.HostPorts(zaddr), Root: root})
+	require.NoError(t, err)
+	t.Cleanup(func() { r.zc.Close() })
+	r.kc = &kafkago.Client{Addr: kafkago.TCP(brokers...), Timeout: 10 * time.Second}
+	// The bus section has no session timeout: the group notices a crashed process after
+	// the bus's default, 10 s.
+	r.cfg = fmt.Sprintf(`log: {level: info, format: text}
+http: {listen: "127.0.0.1:0"}
+bus: {kind: kafka, brokers: [%s], topic: %s, group: %s}
+coordinator: {kind: zk, servers: [%s], root: %s, session_timeout: 4s}
+evaluation: {interval: 200ms}
+notify: {group_wait: 500ms, backoff: 100ms}
+channels:
+  c: {kind: webhook, url: "%s"}
+`, strings.Join(brokers, ", "), r.topic, r.group, strings.Join(testenv.HostPorts(zaddr), ", "), root, r.rcv.srv.URL)
+	return r
+}
+
 // alarmProc is one running `binlake alarm` and its API.
 type alarmProc struct {
 	*testenv.Proc
@@ -65,41 +115,14 @@ func (p *alarmProc) firing(t *testing.T) []string {
 // nodes fire, and started again once the other took its partitions over. Every violating
 // node pages exactly once, no node pages nodata, every resolution is delivered.
 func TestShardedAlarmProcessesKill9(t *testing.T) {
-	kaddr := testenv.Require(t, testenv.Kafka)
-	zaddr := testenv.Require(t, testenv.ZooKeeper)
-	testenv.BinlakeBinary(t) // built before the clock of the scenario starts
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	topic, group, root := shardNames("alarmkill")
-	brokers := testenv.HostPorts(kaddr)
-	b, err := kafka.New(kafka.Options{Brokers: brokers, Logger: quiet})
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
-	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: metric.TopicPartitions}))
-	zc, err := zk.New(ctx, zk.Options{Servers: testenv.HostPorts(zaddr), Root: root})
-	require.NoError(t, err)
-	t.Cleanup(func() { zc.Close() })
-	nflog := &CoordLog{C: zc}
-	rcv := newReceiver(t)
-
-	// The bus section has no session timeout: the group notices the crash after the
-	// bus's default, 10 s.
-	cfg := fmt.Sprintf(`log: {level: info, format: text}
-http: {listen: "127.0.0.1:0"}
-bus: {kind: kafka, brokers: [%s], topic: %s, group: %s}
-coordinator: {kind: zk, servers: [%s], root: %s, session_timeout: 4s}
-evaluation: {interval: 200ms}
-notify: {group_wait: 500ms, backoff: 100ms}
-channels:
-  c: {kind: webhook, url: "%s"}
-`, strings.Join(brokers, ", "), topic, group, strings.Join(testenv.HostPorts(zaddr), ", "), root, rcv.srv.URL)
+	r := newProcessRig(t, "alarmkill", 3*time.Minute)
+	ctx, topic, group, rcv, cfg := r.ctx, r.topic, r.group, r.rcv, r.cfg
+	nflog := &CoordLog{C: r.zc}
 	procA := startAlarmProc(t, "alarm-a", cfg, shardPolicies)
 	procB := startAlarmProc(t, "alarm-b", cfg, shardPolicies)
-	kc := &kafkago.Client{Addr: kafkago.TCP(brokers...), Timeout: 10 * time.Second}
+	kc, pub := r.kc, r.pub
 	waitMembers(t, ctx, kc, group, 2)
 
-	pub, err := b.Publisher()
-	require.NoError(t, err)
 	nodes, violating := shardNodes(12, metric.TopicPartitions, 4)
 	agents := startFleet(t, ctx, pub, topic, nodes, violating)
 	rcv.waitPages(t, "first pages", func(pg pages) bool { return len(pg.firing) == len(violating) })
