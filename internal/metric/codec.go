@@ -196,10 +196,19 @@ func truncate(s string) string {
 // Encode validates b and returns its JSON form, with ts in RFC 3339 UTC and labels in key
 // order, so equal batches encode to equal bytes.
 func Encode(b Batch) ([]byte, error) {
-	if err := b.Validate(); err != nil {
+	buf, err := AppendEncode(make([]byte, 0, 96+len(b.Points)*40), b)
+	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 0, 96+len(b.Points)*40)
+	return buf, nil
+}
+
+// AppendEncode is Encode appending to buf, for senders that reuse one buffer.
+func AppendEncode(buf []byte, b Batch) ([]byte, error) {
+	if err := b.Validate(); err != nil {
+		return buf, err
+	}
+	start := len(buf)
 	buf = append(buf, `{"node":`...)
 	buf = jsonenc.AppendString(buf, b.Node)
 	buf = append(buf, `,"ts":"`...)
@@ -207,7 +216,8 @@ func Encode(b Batch) ([]byte, error) {
 	buf = append(buf, `","interval_s":`...)
 	buf = appendFloat(buf, b.IntervalS)
 	buf = append(buf, `,"points":[`...)
-	var keys []string
+	var keyArr [8]string
+	keys := keyArr[:0]
 	for i := range b.Points {
 		p := &b.Points[i]
 		if i > 0 {
@@ -237,8 +247,8 @@ func Encode(b Batch) ([]byte, error) {
 		buf = append(buf, '}')
 	}
 	buf = append(buf, "]}"...)
-	if len(buf) > MaxBatchBytes {
-		return nil, fmt.Errorf("%w: %d bytes encoded, more than %d", ErrTooLarge, len(buf), MaxBatchBytes)
+	if n := len(buf) - start; n > MaxBatchBytes {
+		return buf[:start], fmt.Errorf("%w: %d bytes encoded, more than %d", ErrTooLarge, n, MaxBatchBytes)
 	}
 	return buf, nil
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -56,13 +55,7 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, e
 	if o.Bus == BusKafka {
 		prod := benchkit.NewProducer(o.Brokers, e.topic, "binlake-bench-judge")
 		defer prod.Close()
-		in.deliver = func(ctx context.Context, b metric.Batch, _ *bytes.Buffer) error {
-			m, err := benchkit.Message(b)
-			if err == nil {
-				err = prod.Write(ctx, m)
-			}
-			return err
-		}
+		in.dial = func() (batchSender, error) { return topicSender{prod}, nil }
 		in.flush = func() error {
 			prod.Close()
 			if prod.Failed() > 0 {
@@ -74,8 +67,8 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, e
 		// points wait in the topic, so the senders need no window.
 		in.w = newWindow(math.MaxInt64 / 2)
 	} else {
-		c := newClient(j.base, o.Concurrency)
-		in.deliver, in.w = c.sendBatch, newWindow(int64(o.Buffer))
+		in.dial = func() (batchSender, error) { return dialBatches(j.base) }
+		in.w = newWindow(int64(o.Buffer))
 	}
 	sendCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -171,10 +164,11 @@ type ingester struct {
 	f *benchkit.Fleet
 	w *window
 	j *judgeProc
-	// deliver sends one batch: POST /v1/metrics, or to the producer of the topic;
-	// flush, when set, waits for what deliver left on its way.
-	deliver func(context.Context, metric.Batch, *bytes.Buffer) error
-	flush   func() error
+	// dial gives each sender its way to the judge: a connection for POST /v1/metrics,
+	// or the producer of the topic; flush, when set, waits for what the senders left
+	// on their way.
+	dial  func() (batchSender, error)
+	flush func() error
 
 	accepted, batches atomic.Int64
 }
@@ -188,7 +182,12 @@ func (in *ingester) send(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for range o.Concurrency {
 		g.Go(func() error {
-			var scratch bytes.Buffer
+			bs, err := in.dial()
+			if err != nil {
+				in.w.close()
+				return fmt.Errorf("bench judge: %w", err)
+			}
+			defer bs.close()
 			for i := int(next.Add(1) - 1); i < nBatches; i = int(next.Add(1) - 1) {
 				size := min(o.Batch, o.Points-i*o.Batch)
 				if !in.w.acquire(int64(size)) {
@@ -198,7 +197,7 @@ func (in *ingester) send(ctx context.Context) error {
 				// base, so that no two points share an identity in the store.
 				node, tick := i%o.Nodes, i/o.Nodes
 				b := in.f.Batch(node, tick, size, tsBase.Add(time.Duration(tick)*time.Millisecond), liveInterval)
-				if err := in.deliver(gctx, b, &scratch); err != nil {
+				if err := bs.send(gctx, b); err != nil {
 					in.w.close()
 					return fmt.Errorf("bench judge: batch %d of %d points: %w%s", i, size, err, in.j.ExitNote())
 				}
@@ -213,6 +212,25 @@ func (in *ingester) send(ctx context.Context) error {
 	}
 	return in.flush()
 }
+
+// batchSender is one sender's way of delivering batches.
+type batchSender interface {
+	send(context.Context, metric.Batch) error
+	close()
+}
+
+// topicSender publishes batches to the run's topic through the shared producer.
+type topicSender struct{ prod *benchkit.Producer }
+
+func (t topicSender) send(ctx context.Context, b metric.Batch) error {
+	m, err := benchkit.Message(b)
+	if err == nil {
+		err = t.prod.Write(ctx, m)
+	}
+	return err
+}
+
+func (topicSender) close() {}
 
 // window keeps the points sent and not yet settled (written or dropped, by the judge's
 // counters) within the judge's store buffer: the judge never makes ingest wait for the

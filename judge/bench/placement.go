@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -110,7 +109,7 @@ func runPlacement(ctx context.Context, o Options, j *judgeProc) (*Result, error)
 		return nil, fmt.Errorf("bench judge: first placement: %w", err)
 	}
 
-	ing := &ingestLoop{fleet: f, rate: o.IngestRate, per: per, interval: interval, c: newClient(j.base, ingestSenders)}
+	ing := &ingestLoop{fleet: f, rate: o.IngestRate, per: per, interval: interval, base: j.base}
 	ictx, stopIngest := context.WithCancel(ctx)
 	defer stopIngest()
 	ingDone := make(chan struct{})
@@ -215,22 +214,24 @@ func (p *placer) run(ctx context.Context, clients int, end time.Time) {
 
 // seed sends every node's first batch, o.Concurrency at a time.
 func seed(ctx context.Context, o Options, j *judgeProc, f *benchkit.Fleet, interval time.Duration) error {
-	c := newClient(j.base, o.Concurrency)
 	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	now := time.Now()
 	for range o.Concurrency {
 		g.Go(func() error {
-			var scratch bytes.Buffer
+			bc, err := dialBatches(j.base)
+			if err != nil {
+				return fmt.Errorf("bench judge: seed: %w", err)
+			}
+			defer bc.close() // the judge need not keep the seeding connections
 			for i := int(next.Add(1) - 1); i < o.Nodes; i = int(next.Add(1) - 1) {
-				if err := c.sendBatch(gctx, f.Batch(i, 0, len(benchkit.NodeMetrics), now, interval), &scratch); err != nil {
+				if err := bc.send(gctx, f.Batch(i, 0, len(benchkit.NodeMetrics), now, interval)); err != nil {
 					return fmt.Errorf("bench judge: seed node %d: %w%s", i, err, j.ExitNote())
 				}
 			}
 			return nil
 		})
 	}
-	defer c.hc.CloseIdleConnections() // the judge need not keep the seeding connections
 	return g.Wait()
 }
 
@@ -242,7 +243,7 @@ type ingestLoop struct {
 	rate     int
 	per      int
 	interval time.Duration
-	c        *client
+	base     string // the judge's URL
 
 	points, batches, errs atomic.Int64
 	started, stopped      time.Time // set by run, read once it returned
@@ -264,7 +265,12 @@ func (l *ingestLoop) run(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var scratch bytes.Buffer
+			bc, err := dialBatches(l.base)
+			if err != nil {
+				l.errs.Add(1)
+				return
+			}
+			defer bc.close()
 			for ctx.Err() == nil {
 				k := int(next.Add(1) - 1)
 				if wait := time.Until(start.Add(time.Duration(k) * period)); wait > 0 {
@@ -275,7 +281,7 @@ func (l *ingestLoop) run(ctx context.Context) {
 					}
 				}
 				b := l.fleet.Batch(k%n, 1+k/n, l.per, time.Now(), l.interval)
-				if err := l.c.sendBatch(ctx, b, &scratch); err != nil {
+				if err := bc.send(ctx, b); err != nil {
 					if ctx.Err() == nil {
 						l.errs.Add(1)
 					}
