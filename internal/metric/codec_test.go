@@ -211,6 +211,11 @@ func TestEncodeValidates(t *testing.T) {
 			_, err := Encode(b)
 			require.ErrorIs(t, err, tc.is)
 			require.ErrorContains(t, err, tc.wantErr)
+
+			// AppendEncode refuses the same way and leaves what buf held.
+			buf, err := AppendEncode([]byte("kept"), b)
+			require.ErrorIs(t, err, tc.is)
+			require.Equal(t, "kept", string(buf))
 		})
 	}
 }
@@ -249,6 +254,14 @@ func TestRoundTrip(t *testing.T) {
 	again, err := Encode(got)
 	require.NoError(t, err)
 	require.Equal(t, out, again)
+
+	// AppendEncode writes the same bytes after what buf holds, into a reused buffer too.
+	buf := []byte("prefix")
+	for range 2 {
+		buf, err = AppendEncode(buf[:len("prefix")], got)
+		require.NoError(t, err)
+		require.Equal(t, "prefix"+string(out), string(buf))
+	}
 }
 
 func TestValidName(t *testing.T) {
