@@ -2,11 +2,18 @@ package elastic
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -148,6 +155,15 @@ func TestDocumentsGroupPointsByNodeTimeAndLabels(t *testing.T) {
 		}
 		ids[g.id] = true
 	}
+	// The id is the time's low 6 bytes then SHA-256 of node, NUL and labels key: the ids
+	// documents already stored carry, so that a batch redelivered across an upgrade
+	// still meets its document.
+	sum := sha256.Sum256([]byte("w1\x00" + `{"instance":"orders"}`))
+	wantID := binary.BigEndian.AppendUint64(nil, uint64(ts.UnixMilli()))[2:]
+	wantID = append(wantID, sum[:10]...)
+	if got[1].id != base64.RawURLEncoding.EncodeToString(wantID) {
+		t.Errorf("id %s, want %s", got[1].id, base64.RawURLEncoding.EncodeToString(wantID))
+	}
 	// The id depends on the identity only.
 	again := s.documents([]store.Point{{Node: "w1", Name: "load.1", TS: ts, Value: 0}})
 	if again[0].id != docs[0].id {
@@ -176,4 +192,83 @@ func FuzzAppendBulk(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkDocuments: the judge's CPU per point between a store write and the bulk
+// request's bytes, for the bench's batches (8 node-level points, then three series per
+// instance), 5,000 points per write as the judge's buffer hands them over.
+func BenchmarkDocuments(b *testing.B) {
+	s, err := New(Options{Prefix: "b-"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	f := benchkit.NewFleet(50, 100)
+	ts := time.Date(2026, 2, 3, 10, 0, 0, 0, time.UTC)
+	var points []store.Point
+	for i := range 50 {
+		mb := f.Batch(i, 0, 100, ts, 10*time.Second)
+		for _, p := range mb.Points {
+			points = append(points, store.Point{Node: mb.Node, Name: p.Name, Labels: p.Labels, TS: ts, Value: p.Value})
+		}
+	}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = buf[:0]
+		for _, d := range s.documents(points) {
+			buf = d.appendBulk(buf)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(points)), "ns/point")
+}
+
+// TestDocumentsAsPlainGrouping: over random interleavings of a few nodes, times, label
+// sets and names, documents holds every document's last value of each metric, as a
+// plain map of maps does, and opens documents in the order of their first points.
+func TestDocumentsAsPlainGrouping(t *testing.T) {
+	s := testStore(t)
+	ts := time.Date(2026, 2, 3, 10, 0, 0, 0, time.UTC)
+	labelSets := []map[string]string{nil, {"instance": "a"}, {"instance": "b"}, {"mount": "/"}}
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := range 300 {
+		points := make([]store.Point, 1+r.IntN(60))
+		type key struct {
+			node, labels string
+			ms           int64
+		}
+		want := map[key]map[string]float64{}
+		var order []key
+		for i := range points {
+			p := store.Point{Node: fmt.Sprintf("w%d", r.IntN(3)), Name: fmt.Sprintf("m%d", r.IntN(5)),
+				Labels: labelSets[r.IntN(len(labelSets))], TS: ts.Add(time.Duration(r.IntN(2)) * time.Millisecond), Value: float64(i)}
+			points[i] = p
+			k := key{p.Node, store.LabelKey(p.Labels), p.TS.UnixMilli()}
+			if want[k] == nil {
+				want[k] = map[string]float64{}
+				order = append(order, k)
+			}
+			want[k][p.Name] = p.Value
+		}
+		docs := s.documents(points)
+		if len(docs) != len(order) {
+			t.Fatalf("round %d: %d documents, want %d", round, len(docs), len(order))
+		}
+		for i, d := range docs {
+			k := order[i]
+			if d.node != k.node || d.labelsKey != k.labels || d.ms != k.ms {
+				t.Fatalf("round %d: document %d is %s %s %d, want %+v", round, i, d.node, d.labelsKey, d.ms, k)
+			}
+			got := map[string]float64{}
+			for _, m := range d.metrics {
+				if _, dup := got[m.name]; dup {
+					t.Fatalf("round %d: document %d holds %s twice", round, i, m.name)
+				}
+				got[m.name] = m.value
+			}
+			if !maps.Equal(got, want[k]) {
+				t.Fatalf("round %d: document %d metrics %v, want %v", round, i, got, want[k])
+			}
+		}
+	}
 }
