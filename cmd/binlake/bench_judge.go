@@ -30,9 +30,10 @@ end unless -keep.
       send -points points in batches of -batch from -nodes nodes with -concurrency
       senders, as fast as the judge writes them without overflowing its store buffer,
       then count them in the store itself. Prints points/s from the first send to
-      every point written, and the judge's CPU. With -bus kafka the points go through
-      a topic of the run's own, which the judge consumes as its bus (it commits a
-      batch once stored, so the topic holds what the store has not taken yet).
+      every point written, and the judge's CPU. With -bus kafka the points are
+      produced into a topic of the run's own before the judge starts; the judge
+      consumes it as its bus (committing a batch once stored) and the clock runs
+      from the judge serving to every point written: its rate from Kafka to stored.
 
 Examples:
   binlake bench judge                                   # 1,000 nodes, leastload, 15 s

@@ -200,13 +200,19 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, env.close(opts.Keep, opts.Out)) }()
+	var produced time.Duration
+	if opts.Mode == ModeIngest && opts.Bus == BusKafka {
+		if produced, err = prefill(ctx, opts, env); err != nil {
+			return nil, err
+		}
+	}
 	j, err := startJudge(ctx, env, opts.Out)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, j.Stop()) }()
 	if opts.Mode == ModeIngest {
-		return runIngest(ctx, opts, env, j)
+		return runIngest(ctx, opts, env, j, produced)
 	}
 	return runPlacement(ctx, opts, j)
 }

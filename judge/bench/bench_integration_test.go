@@ -144,6 +144,9 @@ func TestIngestKafkaIntegration(t *testing.T) {
 		o.Buffer, o.StoreBatch = 5_000, 1_000 // below the points sent: the bus must wait for the store
 	})
 	checkIngest(t, res, report, points)
+	if !res.Ingest.Prefilled || !strings.Contains(report, "after the judge started serving") || res.Ingest.Sending <= 0 {
+		t.Errorf("want the topic filled before the judge started and the clock from its start:\n%s", report)
+	}
 	m := regexp.MustCompile(`through Kafka topic (\S+) `).FindStringSubmatch(report)
 	if m == nil {
 		t.Fatalf("report does not name the topic:\n%s", report)
@@ -157,7 +160,7 @@ func TestIngestKafkaIntegration(t *testing.T) {
 
 func checkIngest(t *testing.T, res *Result, report string, points int) {
 	t.Helper()
-	rate := figure(t, report, `after the first send: (\d+) points/s`)
+	rate := figure(t, report, `after (?:the first send|the judge started serving): (\d+) points/s`)
 	stored := figure(t, report, `the store holds (\d+) points`)
 	if rate <= 0 || int(stored) != points {
 		t.Errorf("figures not sane: %v points/s, %v stored of %d", rate, stored, points)

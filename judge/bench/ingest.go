@@ -23,8 +23,11 @@ type IngestResult struct {
 	// the run).
 	Points, Batches int64
 	// Elapsed runs from the first send to the judge reporting every point written;
-	// Sending to the last batch accepted.
+	// Sending to the last batch accepted. Prefilled (through Kafka): the points were
+	// produced before the judge started, in Sending, and Elapsed runs from the judge
+	// serving.
 	Elapsed, Sending time.Duration
+	Prefilled        bool
 	// Written, Dropped and WriteErrors are the judge's store buffer counters over the run.
 	Written, Dropped, WriteErrors int64
 	// Stored is the count of points in the engine itself, after the run.
@@ -41,32 +44,53 @@ const pollEvery = 10 * time.Millisecond
 // stallAfter ends a run whose store writes nothing for this long.
 const stallAfter = time.Minute
 
-func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, error) {
+// prefill produces every batch of a -bus kafka run into its topic before the judge
+// starts. The judge's figure is then its own, from Kafka to stored: it drains a topic
+// that holds the whole run, as after an outage, with no producer and broker intake
+// competing for the machine's two cores (a 1M points/s producer beside it took most of
+// the first seconds' CPU).
+func prefill(ctx context.Context, o Options, e *env) (time.Duration, error) {
+	prod := benchkit.NewProducer(o.Brokers, e.topic, "binlake-bench-judge")
+	defer prod.Close()
+	in := &ingester{o: o, f: benchkit.NewFleet(o.Nodes, o.Batch), w: newWindow(math.MaxInt64 / 2),
+		dial: func() (batchSender, error) { return topicSender{prod}, nil },
+		flush: func() error {
+			prod.Close()
+			if prod.Failed() > 0 {
+				return fmt.Errorf("bench judge: the broker refused %d points: %w", prod.Failed(), prod.Err())
+			}
+			return nil
+		}}
+	fmt.Fprintf(o.Out, "producing %d points from %d nodes in batches of %d into topic %s before the judge starts\n",
+		o.Points, o.Nodes, o.Batch, e.topic)
+	start := time.Now()
+	if err := in.send(ctx); err != nil {
+		return 0, err
+	}
+	took := time.Since(start)
+	fmt.Fprintf(o.Out, "produced in %s (%.0f points/s)\n", took.Round(time.Millisecond), float64(o.Points)/took.Seconds())
+	return took, nil
+}
+
+// runIngest measures the judge's ingest. Over HTTP the senders post while the judge
+// writes; through Kafka (produced, when not zero, is how long prefill took) the points
+// are in the topic already and the clock starts with the judge serving.
+func runIngest(ctx context.Context, o Options, e *env, j *judgeProc, produced time.Duration) (*Result, error) {
 	out := o.Out
 	h0, err := j.health(ctx)
 	if err != nil {
 		return nil, err
 	}
 	base := h0.Store.Written + h0.Store.Dropped
-	res := &IngestResult{Store: e.store, Via: e.via, Nodes: o.Nodes, Senders: o.Concurrency, Batch: o.Batch}
-	fmt.Fprintf(out, "sending %d points from %d nodes in batches of %d with %d senders\n", o.Points, o.Nodes, o.Batch, o.Concurrency)
-
+	res := &IngestResult{Store: e.store, Via: e.via, Nodes: o.Nodes, Senders: o.Concurrency, Batch: o.Batch,
+		Prefilled: o.Bus == BusKafka}
 	in := &ingester{o: o, f: benchkit.NewFleet(o.Nodes, o.Batch), j: j}
-	if o.Bus == BusKafka {
-		prod := benchkit.NewProducer(o.Brokers, e.topic, "binlake-bench-judge")
-		defer prod.Close()
-		in.dial = func() (batchSender, error) { return topicSender{prod}, nil }
-		in.flush = func() error {
-			prod.Close()
-			if prod.Failed() > 0 {
-				return fmt.Errorf("bench judge: the broker refused %d points: %w", prod.Failed(), prod.Err())
-			}
-			return nil
-		}
-		// The judge holds the bus back itself (a batch is committed once stored): the
-		// points wait in the topic, so the senders need no window.
+	if res.Prefilled {
+		fmt.Fprintf(out, "the judge drains the topic's %d points\n", o.Points)
+		in.accepted.Store(int64(o.Points))
 		in.w = newWindow(math.MaxInt64 / 2)
 	} else {
+		fmt.Fprintf(out, "sending %d points from %d nodes in batches of %d with %d senders\n", o.Points, o.Nodes, o.Batch, o.Concurrency)
 		in.dial = func() (batchSender, error) { return dialBatches(j.base) }
 		in.w = newWindow(int64(o.Buffer))
 	}
@@ -78,6 +102,11 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc) (*Result, e
 	start := time.Now()
 	sent := make(chan error, 1)
 	go func() {
+		if res.Prefilled {
+			res.Sending = produced
+			sent <- nil
+			return
+		}
 		err := in.send(sendCtx)
 		res.Sending = time.Since(start)
 		sent <- err
@@ -173,6 +202,14 @@ type ingester struct {
 	accepted, batches atomic.Int64
 }
 
+// exitNote is the judge's exit, when it has one to tell (none while prefilling).
+func (in *ingester) exitNote() string {
+	if in.j == nil {
+		return ""
+	}
+	return in.j.ExitNote()
+}
+
 // send returns once every batch was accepted, or with the first refusal.
 func (in *ingester) send(ctx context.Context) error {
 	o := in.o
@@ -199,7 +236,7 @@ func (in *ingester) send(ctx context.Context) error {
 				b := in.f.Batch(node, tick, size, tsBase.Add(time.Duration(tick)*time.Millisecond), liveInterval)
 				if err := bs.send(gctx, b); err != nil {
 					in.w.close()
-					return fmt.Errorf("bench judge: batch %d of %d points: %w%s", i, size, err, in.j.ExitNote())
+					return fmt.Errorf("bench judge: batch %d of %d points: %w%s", i, size, err, in.exitNote())
 				}
 				in.accepted.Add(int64(size))
 				in.batches.Add(1)

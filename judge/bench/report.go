@@ -48,8 +48,12 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Micros
 func reportIngest(out io.Writer, r *Result) {
 	i := r.Ingest
 	fmt.Fprintf(out, "\ningest %s into %s: %d points from %d nodes, batches of %d, %d senders\n", i.Via, i.Store, i.Points, i.Nodes, i.Batch, i.Senders)
-	fmt.Fprintf(out, "all points written %s after the first send: %.0f points/s (sending took %s; %d write errors, %d dropped)\n",
-		i.Elapsed.Round(time.Millisecond), i.PointsPerS(), i.Sending.Round(time.Millisecond), i.WriteErrors, i.Dropped)
+	from, sending := "the first send", "sending took"
+	if i.Prefilled {
+		from, sending = "the judge started serving", "produced beforehand in"
+	}
+	fmt.Fprintf(out, "all points written %s after %s: %.0f points/s (%s %s; %d write errors, %d dropped)\n",
+		i.Elapsed.Round(time.Millisecond), from, i.PointsPerS(), sending, i.Sending.Round(time.Millisecond), i.WriteErrors, i.Dropped)
 	fmt.Fprintf(out, "the store holds %d points (counted in the engine)\n", i.Stored)
 	reportCPU(out, r)
 }
