@@ -17,6 +17,7 @@ type series struct {
 	node, metric string
 	labels       map[string]string
 	samples      []policy.Sample // the live window: buf[start:]
+	base         int64           // samples dropped from the front so far: samples[0]'s absolute index
 	buf          []policy.Sample
 	keep         int           // points the conditions need
 	window       time.Duration // time the window functions need
@@ -30,6 +31,17 @@ type series struct {
 type slot struct {
 	p *policy.Policy
 	a *alertState
+	w *policy.Window // the running state of a time-window condition; nil for the others
+}
+
+// eval evaluates the slot's condition on s after a new sample.
+func (sl *slot) eval(s *series) (value float64, active bool) {
+	if sl.w != nil {
+		value, active, _ = sl.p.Cond.EvalWindow(sl.w, s.samples, s.base)
+	} else {
+		value, active, _ = sl.p.Cond.Eval(s.samples)
+	}
+	return value, active
 }
 
 // layoutEntry remembers which series a node's point at one position of its batch was.
@@ -87,7 +99,11 @@ func (sh *shard) seriesFor(node string, pt *metric.Point, pols []*policy.Policy)
 	s := &series{node: node, metric: pt.Name, labels: maps.Clone(pt.Labels)}
 	for _, p := range pols {
 		if p.MatchNode(node) && p.MatchLabels(pt.Labels) {
-			s.slots = append(s.slots, slot{p: p})
+			sl := slot{p: p}
+			if p.Cond.Window > 0 {
+				sl.w = &policy.Window{}
+			}
+			s.slots = append(s.slots, sl)
 			s.keep = max(s.keep, p.Cond.Need())
 			s.window = max(s.window, p.Cond.Window)
 		}
@@ -125,6 +141,7 @@ func (s *series) trim() {
 		drop = n - hardMax
 	}
 	s.samples = s.samples[drop:]
+	s.base += int64(drop)
 }
 
 // alertLabels are the labels of an alert: the reserved ones, the policy's, and the

@@ -67,7 +67,7 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 		s.lastSeen, s.lastTS, s.interval = now, minTime(ts, now), interval
 		for j := range s.slots {
 			sl := &s.slots[j]
-			value, active, _ := sl.p.Cond.Eval(s.samples)
+			value, active := sl.eval(s)
 			evals++
 			if sl.a == nil {
 				if !active && len(rest) == 0 {
