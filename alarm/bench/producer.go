@@ -34,6 +34,7 @@ type producer struct {
 	lanes []*lane
 	// lastTS is per node (of one lane), so that a node's batches have increasing times.
 	lastTS []time.Time
+	keys   [][]byte // the nodes' message keys, shared by their messages
 	// sentAt is when violation k's batch was handed to the writer (zero: not yet).
 	mu     sync.Mutex
 	sentAt []time.Time
@@ -44,7 +45,10 @@ type producer struct {
 func newProducer(o Options, topic string) *producer {
 	p := &producer{Producer: benchkit.NewProducer(o.Brokers, topic, "binlake-bench-alarm"), o: o,
 		f: benchkit.NewFleet(o.Nodes, o.Batch), viols: violations(o.Violations, o.Nodes, o.Policies),
-		lastTS: make([]time.Time, o.Nodes), sentAt: make([]time.Time, o.Violations)}
+		lastTS: make([]time.Time, o.Nodes), sentAt: make([]time.Time, o.Violations), keys: make([][]byte, o.Nodes)}
+	for i := range p.keys {
+		p.keys[i] = []byte(p.f.Node(i))
+	}
 	p.newLanes()
 	return p
 }
@@ -58,6 +62,8 @@ type lane struct {
 	viols []int // the violations on this lane's nodes, by time
 	next  int   // batches built so far: batch k is node nodes[k mod len]'s tick k / len
 	armed map[int]int
+	// msgSize is the largest message so far, to size the next call's buffer.
+	msgSize int
 }
 
 // newLanes splits the nodes over min(GOMAXPROCS, nodes) lanes.
@@ -78,9 +84,12 @@ func (p *producer) newLanes() {
 }
 
 // send hands count batches to the writer, the violations armed on their nodes included.
+// The batches are encoded by the fleet straight into one buffer per call, which the
+// writer holds until the broker has them.
 func (l *lane) send(ctx context.Context, count int) error {
 	p := l.p
 	msgs := make([]kafkago.Message, 0, count)
+	buf := make([]byte, 0, count*l.msgSize)
 	var hit []int
 	for range count {
 		node, tick := l.nodes[l.next%len(l.nodes)], l.next/len(l.nodes)
@@ -90,17 +99,16 @@ func (l *lane) send(ctx context.Context, count int) error {
 			ts = p.lastTS[node].Add(time.Millisecond) // the engine skips a point not newer than the last
 		}
 		p.lastTS[node] = ts
-		b := p.f.Batch(node, tick, p.o.Batch, ts, agentInterval)
+		setK := -1
 		if k, ok := l.armed[node]; ok {
-			b.Points[p.viols[k].metric].Value = violationValue
+			setK = p.viols[k].metric
 			delete(l.armed, node)
 			hit = append(hit, k)
 		}
-		m, err := benchkit.Message(b)
-		if err != nil {
-			return fmt.Errorf("bench alarm: %w", err)
-		}
-		msgs = append(msgs, m)
+		start := len(buf)
+		buf = p.f.AppendJSON(buf, node, tick, p.o.Batch, ts, agentInterval, setK, violationValue)
+		l.msgSize = max(l.msgSize, len(buf)-start)
+		msgs = append(msgs, kafkago.Message{Key: p.keys[node], Value: buf[start:len(buf):len(buf)], Time: ts, WriterData: p.o.Batch})
 	}
 	if err := p.Write(ctx, msgs...); err != nil {
 		return fmt.Errorf("bench alarm: %w", err)

@@ -17,6 +17,7 @@ import (
 type Fleet struct {
 	nodes    []nodeProfile
 	instance []map[string]string // labels of the per-instance series, shared read-only
+	json     fleetJSON
 }
 
 type nodeProfile struct {
@@ -61,6 +62,7 @@ func NewFleet(n, maxPoints int) *Fleet {
 	for j := 0; len(NodeMetrics)+j*len(InstanceMetrics) < maxPoints; j++ {
 		f.instance = append(f.instance, map[string]string{"instance": fmt.Sprintf("inst-%04d", j)})
 	}
+	f.encodeParts(maxPoints)
 	return f
 }
 
@@ -69,28 +71,57 @@ func NewFleet(n, maxPoints int) *Fleet {
 // and (node, ts) differs between the batches of a run, so every point has its own
 // identity in the store and none replaces another.
 func (f *Fleet) Batch(i, tick, size int, ts time.Time, interval time.Duration) metric.Batch {
+	b := metric.Batch{Node: f.nodes[i].id, TS: ts, IntervalS: interval.Seconds(), Points: make([]metric.Point, 0, size)}
+	for k := range size {
+		name, labels := f.series(k)
+		b.Points = append(b.Points, metric.Point{Name: name, Labels: labels, Value: f.value(i, tick, k)})
+	}
+	return b
+}
+
+// series is the name and labels of a batch's k-th point.
+func (f *Fleet) series(k int) (string, map[string]string) {
+	if k < len(NodeMetrics) {
+		return NodeMetrics[k], nil
+	}
+	j := k - len(NodeMetrics)
+	return InstanceMetrics[j%len(InstanceMetrics)], f.instance[j/len(InstanceMetrics)]
+}
+
+// value is the k-th point's value in node i's batch number tick.
+func (f *Fleet) value(i, tick, k int) float64 {
 	n := &f.nodes[i]
 	// A slow wave (period ≈ 60 ticks) of ±amp around the profile.
 	w := 1 + n.amp*math.Sin(n.phase+float64(tick)*2*math.Pi/60)
-	b := metric.Batch{Node: n.id, TS: ts, IntervalS: interval.Seconds(), Points: make([]metric.Point, 0, size)}
-	values := [...]float64{min(100, n.cpu*w), min(100, n.mem*w), n.load * w, n.cores, n.rx * w, n.tx * w, n.tps * w, n.instances}
-	for k := 0; k < size && k < len(values); k++ {
-		b.Points = append(b.Points, metric.Point{Name: NodeMetrics[k], Value: math.Round(values[k]*100) / 100})
-	}
-	for k := len(values); k < size; k++ {
-		j := k - len(values)
+	var v float64
+	switch k {
+	case 0:
+		v = min(100, n.cpu*w)
+	case 1:
+		v = min(100, n.mem*w)
+	case 2:
+		v = n.load * w
+	case 3:
+		v = n.cores
+	case 4:
+		v = n.rx * w
+	case 5:
+		v = n.tx * w
+	case 6:
+		v = n.tps * w
+	case 7:
+		v = n.instances
+	default:
+		j := k - len(NodeMetrics)
 		inst := j / len(InstanceMetrics)
-		var v float64
 		switch j % len(InstanceMetrics) {
 		case 0: // wave.tps
 			v = n.tps * w / float64(2+inst%7)
 		case 1: // wave.lag_s
 			v = 0.05 * w * float64(1+inst%5)
 		} // wave.publish_errors: 0
-		b.Points = append(b.Points, metric.Point{Name: InstanceMetrics[j%len(InstanceMetrics)],
-			Labels: f.instance[inst], Value: math.Round(v*100) / 100})
 	}
-	return b
+	return math.Round(v*100) / 100
 }
 
 // Len is the number of nodes.

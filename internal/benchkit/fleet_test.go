@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/binlake/binlake/internal/metric"
 )
 
 // TestBatchesAreDistinct checks what the ingest count relies on: the batches of a
@@ -64,5 +66,30 @@ func TestBatchesCarryPluginMetrics(t *testing.T) {
 	}
 	if over == 0 || over > 100 {
 		t.Errorf("%d of 1000 nodes above 90 %% CPU, want a few", over)
+	}
+}
+
+// TestAppendJSONAsEncode: AppendJSON writes the bytes metric.Encode gives the batch
+// Batch builds, with the replaced value in place, after whatever buf held.
+func TestAppendJSONAsEncode(t *testing.T) {
+	f := NewFleet(30, 100)
+	ts := time.Date(2026, 12, 1, 10, 0, 0, 123_000_000, time.FixedZone("X", 3600))
+	buf := []byte("kept")
+	for i := range 30 {
+		for _, size := range []int{1, 8, 9, 57, 100} {
+			setK := (i*7 + size) % (size + 1) // sometimes past the last point: none replaced
+			b := f.Batch(i, i*3, size, ts.Add(time.Duration(i)*time.Millisecond), 10*time.Second)
+			if setK < size {
+				b.Points[setK].Value = 1.5e12
+			}
+			want, err := metric.Encode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf = f.AppendJSON(buf[:4], i, i*3, size, b.TS, 10*time.Second, setK, 1.5e12)
+			if string(buf[4:]) != string(want) || string(buf[:4]) != "kept" {
+				t.Fatalf("node %d, %d points, point %d set:\n%s\nwant\n%s", i, size, setK, buf, want)
+			}
+		}
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
-
-	"github.com/binlake/binlake/internal/metric"
 )
 
 // Producer settings: the agents' partitioner (Murmur2, Kafka's Java client's, as the bus
@@ -53,16 +51,7 @@ func NewProducer(brokers []string, topic, clientID string) *Producer {
 	return p
 }
 
-// Message encodes a batch as its message.
-func Message(b metric.Batch) (kafkago.Message, error) {
-	data, err := metric.Encode(b)
-	if err != nil {
-		return kafkago.Message{}, fmt.Errorf("encode batch of %s: %w", b.Node, err)
-	}
-	return kafkago.Message{Key: []byte(b.Node), Value: data, Time: b.TS, WriterData: len(b.Points)}, nil
-}
-
-// Write hands messages (from Message) to the writer; the broker's answer comes later
+// Write hands messages (WriterData: their points, an int) to the writer; the broker's answer comes later
 // (Acked, Failed).
 func (p *Producer) Write(ctx context.Context, msgs ...kafkago.Message) error {
 	if err := p.w.WriteMessages(ctx, msgs...); err != nil {

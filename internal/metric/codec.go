@@ -214,7 +214,7 @@ func AppendEncode(buf []byte, b Batch) ([]byte, error) {
 	buf = append(buf, `,"ts":"`...)
 	buf = b.TS.UTC().AppendFormat(buf, time.RFC3339Nano)
 	buf = append(buf, `","interval_s":`...)
-	buf = appendFloat(buf, b.IntervalS)
+	buf = AppendFloat(buf, b.IntervalS)
 	buf = append(buf, `,"points":[`...)
 	var keyArr [8]string
 	keys := keyArr[:0]
@@ -226,7 +226,7 @@ func AppendEncode(buf []byte, b Batch) ([]byte, error) {
 		buf = append(buf, `{"name":`...)
 		buf = jsonenc.AppendString(buf, p.Name)
 		buf = append(buf, `,"value":`...)
-		buf = appendFloat(buf, p.Value)
+		buf = AppendFloat(buf, p.Value)
 		if len(p.Labels) > 0 {
 			keys = keys[:0]
 			for k := range p.Labels {
@@ -253,9 +253,10 @@ func AppendEncode(buf []byte, b Batch) ([]byte, error) {
 	return buf, nil
 }
 
-// appendFloat formats like encoding/json: plain decimals in the usual range, exponent
-// notation outside it; always the shortest text that parses back to the same float.
-func appendFloat(buf []byte, f float64) []byte {
+// AppendFloat appends a value as Encode writes it, for encoders of the same form: like
+// encoding/json, plain decimals in the usual range, exponent notation outside it; always
+// the shortest text that parses back to the same float.
+func AppendFloat(buf []byte, f float64) []byte {
 	abs := math.Abs(f)
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		return strconv.AppendFloat(buf, f, 'e', -1, 64)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/httpload"
-	"github.com/binlake/binlake/internal/metric"
 )
 
 // statusError is an answer other than the expected status.
@@ -34,13 +33,12 @@ func errorKey(err error) string {
 	return "transport"
 }
 
-// batchConn posts metric batches over one keep-alive connection of its own, encoding
-// each into a reused buffer: the senders share the machine with the judge, and
-// net/http's client plus a fresh encoding per batch took a fifth of a core at the
-// judge's ingest rate.
+// batchConn posts metric batches over one keep-alive connection of its own: the senders
+// share the machine with the judge, and net/http's client plus a fresh encoding per
+// batch took a fifth of a core at the judge's ingest rate.
 type batchConn struct {
-	c            *httpload.Conn
-	body, answer []byte
+	c      *httpload.Conn
+	answer []byte
 }
 
 func dialBatches(base string) (*batchConn, error) {
@@ -51,14 +49,10 @@ func dialBatches(base string) (*batchConn, error) {
 	return &batchConn{c: c}, nil
 }
 
-// send posts b to POST /v1/metrics, which answers 202. The connection's timeout
-// bounds it rather than ctx: the judge answers a batch at once or refuses it.
-func (bc *batchConn) send(_ context.Context, b metric.Batch) error {
-	body, err := metric.AppendEncode(bc.body[:0], b)
-	if err != nil {
-		return fmt.Errorf("bench judge: encode batch of %s: %w", b.Node, err)
-	}
-	bc.body = body
+// send posts a node's encoded batch to POST /v1/metrics, which answers 202. The
+// connection's timeout bounds it rather than ctx: the judge answers a batch at once or
+// refuses it.
+func (bc *batchConn) send(_ context.Context, _ string, body []byte, _ int) error {
 	code, answer, err := bc.c.Post("/v1/metrics", body, bc.answer[:0])
 	bc.answer = answer
 	if err != nil {

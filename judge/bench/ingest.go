@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -8,10 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	kafkago "github.com/segmentio/kafka-go"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/internal/benchkit"
-	"github.com/binlake/binlake/internal/metric"
 )
 
 // IngestResult holds the figures of an ingest run.
@@ -225,6 +226,7 @@ func (in *ingester) send(ctx context.Context) error {
 				return fmt.Errorf("bench judge: %w", err)
 			}
 			defer bs.close()
+			var body []byte
 			for i := int(next.Add(1) - 1); i < nBatches; i = int(next.Add(1) - 1) {
 				size := min(o.Batch, o.Points-i*o.Batch)
 				if !in.w.acquire(int64(size)) {
@@ -233,8 +235,8 @@ func (in *ingester) send(ctx context.Context) error {
 				// Batch i is node i mod N's tick i/N, stamped tick milliseconds after the
 				// base, so that no two points share an identity in the store.
 				node, tick := i%o.Nodes, i/o.Nodes
-				b := in.f.Batch(node, tick, size, tsBase.Add(time.Duration(tick)*time.Millisecond), liveInterval)
-				if err := bs.send(gctx, b); err != nil {
+				body = in.f.AppendJSON(body[:0], node, tick, size, tsBase.Add(time.Duration(tick)*time.Millisecond), liveInterval, -1, 0)
+				if err := bs.send(gctx, in.f.Node(node), body, size); err != nil {
 					in.w.close()
 					return fmt.Errorf("bench judge: batch %d of %d points: %w%s", i, size, err, in.exitNote())
 				}
@@ -250,21 +252,18 @@ func (in *ingester) send(ctx context.Context) error {
 	return in.flush()
 }
 
-// batchSender is one sender's way of delivering batches.
+// batchSender is one sender's way of delivering batches: a node's batch of points,
+// encoded (body is the caller's to reuse once send returns).
 type batchSender interface {
-	send(context.Context, metric.Batch) error
+	send(ctx context.Context, node string, body []byte, points int) error
 	close()
 }
 
 // topicSender publishes batches to the run's topic through the shared producer.
 type topicSender struct{ prod *benchkit.Producer }
 
-func (t topicSender) send(ctx context.Context, b metric.Batch) error {
-	m, err := benchkit.Message(b)
-	if err == nil {
-		err = t.prod.Write(ctx, m)
-	}
-	return err
+func (t topicSender) send(ctx context.Context, node string, body []byte, points int) error {
+	return t.prod.Write(ctx, kafkago.Message{Key: []byte(node), Value: bytes.Clone(body), WriterData: points})
 }
 
 func (topicSender) close() {}

@@ -224,8 +224,10 @@ func seed(ctx context.Context, o Options, j *judgeProc, f *benchkit.Fleet, inter
 				return fmt.Errorf("bench judge: seed: %w", err)
 			}
 			defer bc.close() // the judge need not keep the seeding connections
+			var body []byte
 			for i := int(next.Add(1) - 1); i < o.Nodes; i = int(next.Add(1) - 1) {
-				if err := bc.send(gctx, f.Batch(i, 0, len(benchkit.NodeMetrics), now, interval)); err != nil {
+				body = f.AppendJSON(body[:0], i, 0, len(benchkit.NodeMetrics), now, interval, -1, 0)
+				if err := bc.send(gctx, f.Node(i), body, len(benchkit.NodeMetrics)); err != nil {
 					return fmt.Errorf("bench judge: seed node %d: %w%s", i, err, j.ExitNote())
 				}
 			}
@@ -271,6 +273,7 @@ func (l *ingestLoop) run(ctx context.Context) {
 				return
 			}
 			defer bc.close()
+			var body []byte
 			for ctx.Err() == nil {
 				k := int(next.Add(1) - 1)
 				if wait := time.Until(start.Add(time.Duration(k) * period)); wait > 0 {
@@ -280,14 +283,14 @@ func (l *ingestLoop) run(ctx context.Context) {
 					case <-time.After(wait):
 					}
 				}
-				b := l.fleet.Batch(k%n, 1+k/n, l.per, time.Now(), l.interval)
-				if err := bc.send(ctx, b); err != nil {
+				body = l.fleet.AppendJSON(body[:0], k%n, 1+k/n, l.per, time.Now(), l.interval, -1, 0)
+				if err := bc.send(ctx, l.fleet.Node(k%n), body, l.per); err != nil {
 					if ctx.Err() == nil {
 						l.errs.Add(1)
 					}
 					continue
 				}
-				l.points.Add(int64(len(b.Points)))
+				l.points.Add(int64(l.per))
 				l.batches.Add(1)
 			}
 		}()
