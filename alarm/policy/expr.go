@@ -56,7 +56,46 @@ type Cond struct {
 	Op        Op
 	Threshold float64
 	src       string
+	// fn and op are Func and Op as small integers, set by ParseCond: the alarm
+	// evaluates a condition per point and policy, and switching on the strings was a
+	// tenth of its CPU.
+	fn funcKind
+	op opKind
 }
+
+type funcKind uint8
+
+const (
+	fnLast funcKind = iota + 1
+	fnAvg
+	fnMax
+	fnMin
+	fnSum
+	fnAll
+	fnDiff
+	fnPDiff
+	fnAvgOver
+	fnMaxOver
+	fnMinOver
+)
+
+var funcKinds = map[Func]funcKind{
+	FuncLast: fnLast, FuncAvg: fnAvg, FuncMax: fnMax, FuncMin: fnMin, FuncSum: fnSum, FuncAll: fnAll,
+	FuncDiff: fnDiff, FuncPDiff: fnPDiff, FuncAvgOver: fnAvgOver, FuncMaxOver: fnMaxOver, FuncMinOver: fnMinOver,
+}
+
+type opKind uint8
+
+const (
+	opGT opKind = iota + 1
+	opGE
+	opLT
+	opLE
+	opEQ
+	opNE
+)
+
+var opKinds = map[Op]opKind{OpGT: opGT, OpGE: opGE, OpLT: opLT, OpLE: opLE, OpEQ: opEQ, OpNE: opNE}
 
 // String returns the condition as written.
 func (c Cond) String() string { return c.src }
@@ -152,35 +191,36 @@ func ParseCond(s string) (Cond, error) {
 		return fail("threshold %q is not a finite number", num)
 	}
 	c.Threshold = v
+	c.fn, c.op = funcKinds[c.Func], opKinds[c.Op]
 	return c, nil
 }
 
 // Need returns how many newest points the condition reads (0 for window functions,
 // which read by time).
-func (c Cond) Need() int {
-	switch c.Func {
-	case FuncDiff, FuncPDiff:
+func (c *Cond) Need() int {
+	switch c.fn {
+	case fnDiff, fnPDiff:
 		return c.N + 1
-	case FuncAvgOver, FuncMaxOver, FuncMinOver:
+	case fnAvgOver, fnMaxOver, fnMinOver:
 		return 0
 	default:
 		return c.N
 	}
 }
 
-func (c Cond) cmp(v float64) bool {
-	switch c.Op {
-	case OpGT:
+func (c *Cond) cmp(v float64) bool {
+	switch c.op {
+	case opGT:
 		return v > c.Threshold
-	case OpGE:
+	case opGE:
 		return v >= c.Threshold
-	case OpLT:
+	case opLT:
 		return v < c.Threshold
-	case OpLE:
+	case opLE:
 		return v <= c.Threshold
-	case OpEQ:
+	case opEQ:
 		return v == c.Threshold
-	case OpNE:
+	case opNE:
 		return v != c.Threshold
 	}
 	return false
@@ -221,10 +261,10 @@ func minValue(s []Sample) float64 {
 // computed (for all, the newest point; for diff and pdiff, the first change that violates
 // or else the newest one) and whether the condition holds. With too few points for the
 // function it returns ok=false: not enough data is never a violation.
-func (c Cond) Eval(s []Sample) (value float64, active, ok bool) {
+func (c *Cond) Eval(s []Sample) (value float64, active, ok bool) {
 	n := len(s)
-	switch c.Func {
-	case FuncAvgOver, FuncMaxOver, FuncMinOver:
+	switch c.fn {
+	case fnAvgOver, fnMaxOver, fnMinOver:
 		if n == 0 {
 			return 0, false, false
 		}
@@ -234,14 +274,14 @@ func (c Cond) Eval(s []Sample) (value float64, active, ok bool) {
 			first--
 		}
 		win := s[first:]
-		switch c.Func {
-		case FuncAvgOver:
+		switch c.fn {
+		case fnAvgOver:
 			var sum float64
 			for i := len(win) - 1; i >= 0; i-- { // newest first, as the sum always ran
 				sum += win[i].Value
 			}
 			value = sum / float64(len(win))
-		case FuncMaxOver:
+		case fnMaxOver:
 			value = maxValue(win)
 		default:
 			value = minValue(win)
@@ -253,34 +293,34 @@ func (c Cond) Eval(s []Sample) (value float64, active, ok bool) {
 		return 0, false, false
 	}
 	w := s[n-need:]
-	switch c.Func {
-	case FuncLast:
+	switch c.fn {
+	case fnLast:
 		value = w[0].Value // the N-th newest
-	case FuncAvg, FuncSum:
+	case fnAvg, fnSum:
 		for _, p := range w {
 			value += p.Value
 		}
-		if c.Func == FuncAvg {
+		if c.fn == fnAvg {
 			value /= float64(len(w))
 		}
-	case FuncMax:
+	case fnMax:
 		value = maxValue(w)
-	case FuncMin:
+	case fnMin:
 		value = minValue(w)
-	case FuncAll:
+	case fnAll:
 		for _, p := range w {
 			if !c.cmp(p.Value) {
 				return w[len(w)-1].Value, false, true
 			}
 		}
 		return w[len(w)-1].Value, true, true
-	case FuncDiff, FuncPDiff:
+	case fnDiff, fnPDiff:
 		cur := w[len(w)-1].Value
 		first := math.NaN()
 		for i := len(w) - 2; i >= 0; i-- {
 			prev := w[i].Value
 			d := cur - prev
-			if c.Func == FuncPDiff {
+			if c.fn == fnPDiff {
 				if prev == 0 {
 					continue // a change against zero has no percentage
 				}

@@ -89,7 +89,12 @@ func TestParseCond(t *testing.T) {
 		t.Run(tc.in, func(t *testing.T) {
 			c, err := ParseCond(tc.in)
 			require.NoError(t, err)
-			c.src = ""
+			// The compiled kinds name the same function and operator.
+			require.Equal(t, funcKinds[tc.want.Func], c.fn)
+			require.Equal(t, opKinds[tc.want.Op], c.op)
+			require.NotZero(t, c.fn)
+			require.NotZero(t, c.op)
+			c.src, c.fn, c.op = "", 0, 0
 			require.Equal(t, tc.want, c)
 		})
 	}

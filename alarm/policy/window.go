@@ -32,7 +32,7 @@ type Window struct {
 // and is taken afresh once as many points have moved as the window holds. Its mean is
 // as close to the exact one as Eval's plain sum (closer when the window mixes large and
 // small values), but the two may differ in the last bits.
-func (c Cond) EvalWindow(w *Window, s []Sample, base int64) (value float64, active, ok bool) {
+func (c *Cond) EvalWindow(w *Window, s []Sample, base int64) (value float64, active, ok bool) {
 	n := len(s)
 	if n == 0 || c.Window <= 0 {
 		return c.Eval(s)
@@ -48,13 +48,13 @@ func (c Cond) EvalWindow(w *Window, s []Sample, base int64) (value float64, acti
 	w.next = end
 	cut := s[n-1].TS.Add(-c.Window)
 	for w.from < end-1 && !s[w.from-base].TS.After(cut) {
-		if c.Func == FuncAvgOver {
+		if c.fn == fnAvgOver {
 			w.add(-s[w.from-base].Value)
 		}
 		w.from++
 	}
-	switch c.Func {
-	case FuncAvgOver:
+	switch c.fn {
+	case fnAvgOver:
 		count := end - w.from
 		if w.moves >= count {
 			// Sum afresh, so that the compensation's own rounding does not pile up.
@@ -65,7 +65,7 @@ func (c Cond) EvalWindow(w *Window, s []Sample, base int64) (value float64, acti
 			w.moves = 0
 		}
 		value = (w.sum + w.comp) / float64(count)
-	case FuncMaxOver, FuncMinOver:
+	case fnMaxOver, fnMinOver:
 		for w.q[w.head] < w.from {
 			w.head++
 		}
@@ -77,17 +77,17 @@ func (c Cond) EvalWindow(w *Window, s []Sample, base int64) (value float64, acti
 }
 
 // take adds the sample of absolute index k to the window's state.
-func (c Cond) take(w *Window, s []Sample, base, k int64) {
+func (c *Cond) take(w *Window, s []Sample, base, k int64) {
 	v := s[k-base].Value
-	switch c.Func {
-	case FuncAvgOver:
+	switch c.fn {
+	case fnAvgOver:
 		w.add(v)
-	case FuncMaxOver, FuncMinOver:
+	case fnMaxOver, fnMinOver:
 		// Drop the queued samples the new one outranks: they leave the window before
 		// it, so they can no longer be the extreme.
 		for len(w.q) > w.head {
 			last := s[w.q[len(w.q)-1]-base].Value
-			if c.Func == FuncMaxOver && !before(v, last) || c.Func == FuncMinOver && !before(last, v) {
+			if c.fn == fnMaxOver && !before(v, last) || c.fn == fnMinOver && !before(last, v) {
 				w.q = w.q[:len(w.q)-1]
 				continue
 			}
