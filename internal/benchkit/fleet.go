@@ -72,9 +72,10 @@ func NewFleet(n, maxPoints int) *Fleet {
 // identity in the store and none replaces another.
 func (f *Fleet) Batch(i, tick, size int, ts time.Time, interval time.Duration) metric.Batch {
 	b := metric.Batch{Node: f.nodes[i].id, TS: ts, IntervalS: interval.Seconds(), Points: make([]metric.Point, 0, size)}
+	w := f.wave(i, tick)
 	for k := range size {
 		name, labels := f.series(k)
-		b.Points = append(b.Points, metric.Point{Name: name, Labels: labels, Value: f.value(i, tick, k)})
+		b.Points = append(b.Points, metric.Point{Name: name, Labels: labels, Value: f.value(i, w, k)})
 	}
 	return b
 }
@@ -88,11 +89,16 @@ func (f *Fleet) series(k int) (string, map[string]string) {
 	return InstanceMetrics[j%len(InstanceMetrics)], f.instance[j/len(InstanceMetrics)]
 }
 
-// value is the k-th point's value in node i's batch number tick.
-func (f *Fleet) value(i, tick, k int) float64 {
+// wave is node i's factor at batch number tick: a slow wave (period ≈ 60 ticks) of
+// ±amp around the profile.
+func (f *Fleet) wave(i, tick int) float64 {
 	n := &f.nodes[i]
-	// A slow wave (period ≈ 60 ticks) of ±amp around the profile.
-	w := 1 + n.amp*math.Sin(n.phase+float64(tick)*2*math.Pi/60)
+	return 1 + n.amp*math.Sin(n.phase+float64(tick)*2*math.Pi/60)
+}
+
+// value is the k-th point's value in a batch of node i whose wave factor is w.
+func (f *Fleet) value(i int, w float64, k int) float64 {
+	n := &f.nodes[i]
 	var v float64
 	switch k {
 	case 0:

@@ -52,6 +52,7 @@ func (f *Fleet) AppendJSON(buf []byte, i, tick, size int, ts time.Time, interval
 	buf = append(buf, `","interval_s":`...)
 	buf = metric.AppendFloat(buf, interval.Seconds())
 	buf = append(buf, `,"points":[`...)
+	w := f.wave(i, tick)
 	for k := range size {
 		if k > 0 {
 			buf = append(buf, ',')
@@ -60,7 +61,7 @@ func (f *Fleet) AppendJSON(buf []byte, i, tick, size int, ts time.Time, interval
 		buf = append(buf, p.head...)
 		v := setV
 		if k != setK {
-			v = f.value(i, tick, k)
+			v = f.value(i, w, k)
 		}
 		buf = metric.AppendFloat(buf, v)
 		buf = append(buf, p.tail...)
