@@ -85,7 +85,7 @@ type Alarm struct {
 	// decoders are idle metric decoders, one per goroutine decoding at once (the bus
 	// delivers partitions concurrently); each remembers the names and label sets of the
 	// batches it decoded. A channel rather than a sync.Pool: a pool drops them at each GC.
-	decoders chan *metric.Decoder
+	decoders chan *batchDecoder
 }
 
 // New validates the options and builds the alarm; nothing runs until Run.
@@ -121,7 +121,7 @@ func New(o Options) (*Alarm, error) {
 			}
 		}
 	}
-	a := &Alarm{o: o, log: o.Logger.With("component", "alarm"), decoders: make(chan *metric.Decoder, 2*runtime.GOMAXPROCS(0))}
+	a := &Alarm{o: o, log: o.Logger.With("component", "alarm"), decoders: make(chan *batchDecoder, 2*runtime.GOMAXPROCS(0))}
 	a.reg = o.Registry
 	if a.reg == nil {
 		a.reg = prometheus.NewRegistry()
@@ -181,17 +181,21 @@ func (a *Alarm) ObserveRaw(data []byte) error { return a.observeRaw(data, nil) }
 // observeRaw is ObserveRaw, calling ack once the notification log writes the batch led
 // to are done (at once for a bad batch).
 func (a *Alarm) observeRaw(data []byte, ack func()) error {
-	var dec *metric.Decoder
+	var bd *batchDecoder
 	select {
-	case dec = <-a.decoders:
+	case bd = <-a.decoders:
 	default:
-		dec = metric.NewDecoder()
+		bd = &batchDecoder{dec: metric.NewDecoder()}
 	}
-	b, err := dec.Decode(data) // validates: Decode accepts only what Validate does
-	select {
-	case a.decoders <- dec:
-	default:
-	}
+	// Back to the idle ones once the engine is done with the batch: its points are the
+	// decoder's array for the next one.
+	defer func() {
+		select {
+		case a.decoders <- bd:
+		default:
+		}
+	}()
+	b, err := bd.dec.DecodeInto(data, bd.points) // validates: Decode accepts only what Validate does
 	if err != nil {
 		if ack != nil {
 			ack()
@@ -202,8 +206,16 @@ func (a *Alarm) observeRaw(data []byte, ack func()) error {
 	}
 	a.m.batches.Inc()
 	a.m.points.Add(float64(len(b.Points)))
-	a.eng.ObserveAck(b, ack)
+	a.eng.ObserveAck(b, ack) // evaluates at once: nothing keeps b.Points after it returns
+	bd.points = b.Points
 	return nil
+}
+
+// batchDecoder is a metric decoder with the points array of its last batch, which the
+// next decode reuses.
+type batchDecoder struct {
+	dec    *metric.Decoder
+	points []metric.Point
 }
 
 // Run restores the notification log and silences, starts the channels, then the timers,

@@ -273,14 +273,16 @@ func AppendFloat(buf []byte, f float64) []byte {
 // It is a hand-written parser for this one shape rather than encoding/json: it is several
 // times faster, allocates little, and can reject what encoding/json silently accepts
 // ("Node" for "node", duplicate keys, a missing value, lone surrogates).
-func Decode(data []byte) (Batch, error) { return decode(data, nil) }
+func Decode(data []byte) (Batch, error) { return decode(data, nil, nil) }
 
 // decode is Decode, remembering strings and label sets in c unless it is nil.
-func decode(data []byte, c *Decoder) (Batch, error) {
+// decode is Decode, with a remembering Decoder when c is set, and the points in reuse's
+// array when it has room.
+func decode(data []byte, c *Decoder, reuse []Point) (Batch, error) {
 	if len(data) > MaxBatchBytes {
 		return Batch{}, fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, len(data), MaxBatchBytes)
 	}
-	d := decoder{data: data, point: -1, cache: c, labelsUnchecked: c == nil}
+	d := decoder{data: data, point: -1, cache: c, labelsUnchecked: c == nil, reuse: reuse}
 	b, err := d.batch()
 	if err != nil {
 		return Batch{}, err
@@ -301,6 +303,8 @@ type decoder struct {
 	// A Decoder remembers only sets that keep them, so when no set was left unchecked
 	// the batch's validation need not walk the labels again.
 	labelsUnchecked bool
+	// reuse, when its capacity is enough, holds the points instead of a new slice.
+	reuse []Point
 }
 
 func (d *decoder) errorf(format string, args ...any) error {
@@ -446,7 +450,10 @@ func (d *decoder) points() ([]Point, error) {
 	// vectorised pass; counting "name" keys cost a fifth of a decode) sizes the slice at
 	// most twice too large, never too small, for well-formed input.
 	n := min(bytes.Count(d.data[d.pos:], []byte{'{'}), MaxPoints)
-	pts := make([]Point, 0, n)
+	pts := d.reuse[:0]
+	if pts == nil || cap(pts) < n { // never nil: "points":[] decodes to an empty slice
+		pts = make([]Point, 0, n)
+	}
 	if d.peek() == ']' {
 		d.pos++
 		return pts, nil

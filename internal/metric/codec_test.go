@@ -307,11 +307,24 @@ func FuzzDecode(f *testing.F) {
 	// One Decoder across all inputs: what it remembers of earlier ones must never change
 	// how a later one decodes.
 	dec := NewDecoder()
+	// DecodeInto's array: left holding the points of earlier inputs, which must never
+	// show through.
+	reuse := make([]Point, 0, 64)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := Decode(data)
 		cb, cerr := dec.Decode(data)
 		if fmt.Sprint(err) != fmt.Sprint(cerr) || err == nil && !equalBatch(b, cb) {
 			t.Fatalf("Decoder disagrees with Decode on %q:\n%+v %v\n%+v %v", data, b, err, cb, cerr)
+		}
+		ib, ierr := dec.DecodeInto(data, reuse)
+		if fmt.Sprint(err) != fmt.Sprint(ierr) || err == nil && !equalBatch(b, ib) {
+			t.Fatalf("DecodeInto disagrees with Decode on %q:\n%+v %v\n%+v %v", data, b, err, ib, ierr)
+		}
+		if ierr == nil && cap(ib.Points) == cap(reuse) && len(ib.Points) > 0 && &ib.Points[0] != &reuse[:1][0] {
+			t.Fatalf("DecodeInto did not use the array it was given for %d points", len(ib.Points))
+		}
+		if ierr == nil && cap(ib.Points) <= cap(reuse) {
+			reuse = ib.Points
 		}
 		// Points in Encode's shape take pointFast: the general rules must read the same.
 		slowPoints = true
