@@ -99,14 +99,14 @@ func (l *lane) send(ctx context.Context, count int) error {
 			ts = p.lastTS[node].Add(time.Millisecond) // the engine skips a point not newer than the last
 		}
 		p.lastTS[node] = ts
-		setK := -1
+		var over []benchkit.Override
 		if k, ok := l.armed[node]; ok {
-			setK = p.viols[k].metric
+			over = append(over, benchkit.Override{Point: p.viols[k].metric, Value: violationValue})
 			delete(l.armed, node)
 			hit = append(hit, k)
 		}
 		start := len(buf)
-		buf = p.f.AppendJSON(buf, node, tick, p.o.Batch, ts, agentInterval, setK, violationValue)
+		buf = p.f.AppendJSON(buf, node, tick, p.o.Batch, ts, agentInterval, over...)
 		l.msgSize = max(l.msgSize, len(buf)-start)
 		msgs = append(msgs, kafkago.Message{Key: p.keys[node], Value: buf[start:len(buf):len(buf)], Time: ts, WriterData: p.o.Batch})
 	}

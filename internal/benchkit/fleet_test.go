@@ -70,7 +70,8 @@ func TestBatchesCarryPluginMetrics(t *testing.T) {
 }
 
 // TestAppendJSONAsEncode: AppendJSON writes the bytes metric.Encode gives the batch
-// Batch builds, with the replaced value in place, after whatever buf held.
+// Batch builds, with the overridden value in place (an override past the batch's end
+// changes nothing), after whatever buf held.
 func TestAppendJSONAsEncode(t *testing.T) {
 	f := NewFleet(30, 100)
 	ts := time.Date(2026, 12, 1, 10, 0, 0, 123_000_000, time.FixedZone("X", 3600))
@@ -86,7 +87,7 @@ func TestAppendJSONAsEncode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			buf = f.AppendJSON(buf[:4], i, i*3, size, b.TS, 10*time.Second, setK, 1.5e12)
+			buf = f.AppendJSON(buf[:4], i, i*3, size, b.TS, 10*time.Second, Override{Point: setK, Value: 1.5e12})
 			if string(buf[4:]) != string(want) || string(buf[:4]) != "kept" {
 				t.Fatalf("node %d, %d points, point %d set:\n%s\nwant\n%s", i, size, setK, buf, want)
 			}

@@ -41,12 +41,18 @@ func (f *Fleet) encodeParts(maxPoints int) {
 	}
 }
 
+// Override replaces the value of a batch's point number Point.
+type Override struct {
+	Point int
+	Value float64
+}
+
 // AppendJSON appends node i's batch number tick, as Batch builds it, in the bytes
-// metric.Encode gives it, with the value of point setK replaced by setV (setK < 0:
-// none). It builds no Batch and checks nothing, so a load generator spends its CPU on
-// the values and the time: building, validating and encoding a Batch took more of the
-// alarm bench's CPU than its Kafka producer. size is at most the fleet's maxPoints.
-func (f *Fleet) AppendJSON(buf []byte, i, tick, size int, ts time.Time, interval time.Duration, setK int, setV float64) []byte {
+// metric.Encode gives it, with the overrides' values in place. It builds no Batch and
+// checks nothing, so a load generator spends its CPU on the values and the time:
+// building, validating and encoding a Batch took more of the alarm bench's CPU than its
+// Kafka producer. size is at most the fleet's maxPoints.
+func (f *Fleet) AppendJSON(buf []byte, i, tick, size int, ts time.Time, interval time.Duration, overrides ...Override) []byte {
 	buf = append(buf, f.json.nodes[i]...)
 	buf = ts.UTC().AppendFormat(buf, time.RFC3339Nano)
 	buf = append(buf, `","interval_s":`...)
@@ -59,9 +65,11 @@ func (f *Fleet) AppendJSON(buf []byte, i, tick, size int, ts time.Time, interval
 		}
 		p := &f.json.points[k]
 		buf = append(buf, p.head...)
-		v := setV
-		if k != setK {
-			v = f.value(i, w, k)
+		v := f.value(i, w, k)
+		for _, o := range overrides {
+			if o.Point == k {
+				v = o.Value
+			}
 		}
 		buf = metric.AppendFloat(buf, v)
 		buf = append(buf, p.tail...)

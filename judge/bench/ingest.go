@@ -235,7 +235,7 @@ func (in *ingester) send(ctx context.Context) error {
 				// Batch i is node i mod N's tick i/N, stamped tick milliseconds after the
 				// base, so that no two points share an identity in the store.
 				node, tick := i%o.Nodes, i/o.Nodes
-				body = in.f.AppendJSON(body[:0], node, tick, size, tsBase.Add(time.Duration(tick)*time.Millisecond), liveInterval, -1, 0)
+				body = in.f.AppendJSON(body[:0], node, tick, size, tsBase.Add(time.Duration(tick)*time.Millisecond), liveInterval)
 				if err := bs.send(gctx, in.f.Node(node), body, size); err != nil {
 					in.w.close()
 					return fmt.Errorf("bench judge: batch %d of %d points: %w%s", i, size, err, in.exitNote())

@@ -226,7 +226,7 @@ func seed(ctx context.Context, o Options, j *judgeProc, f *benchkit.Fleet, inter
 			defer bc.close() // the judge need not keep the seeding connections
 			var body []byte
 			for i := int(next.Add(1) - 1); i < o.Nodes; i = int(next.Add(1) - 1) {
-				body = f.AppendJSON(body[:0], i, 0, len(benchkit.NodeMetrics), now, interval, -1, 0)
+				body = f.AppendJSON(body[:0], i, 0, len(benchkit.NodeMetrics), now, interval)
 				if err := bc.send(gctx, f.Node(i), body, len(benchkit.NodeMetrics)); err != nil {
 					return fmt.Errorf("bench judge: seed node %d: %w%s", i, err, j.ExitNote())
 				}
@@ -283,7 +283,7 @@ func (l *ingestLoop) run(ctx context.Context) {
 					case <-time.After(wait):
 					}
 				}
-				body = l.fleet.AppendJSON(body[:0], k%n, 1+k/n, l.per, time.Now(), l.interval, -1, 0)
+				body = l.fleet.AppendJSON(body[:0], k%n, 1+k/n, l.per, time.Now(), l.interval)
 				if err := bc.send(ctx, l.fleet.Node(k%n), body, l.per); err != nil {
 					if ctx.Err() == nil {
 						l.errs.Add(1)
