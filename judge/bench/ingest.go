@@ -92,7 +92,7 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc, produced ti
 		in.w = newWindow(math.MaxInt64 / 2)
 	} else {
 		fmt.Fprintf(out, "sending %d points from %d nodes in batches of %d with %d senders\n", o.Points, o.Nodes, o.Batch, o.Concurrency)
-		in.dial = func() (batchSender, error) { return dialBatches(j.base) }
+		in.dial = func() (batchSender, error) { return dialJudge(j.base) }
 		in.w = newWindow(int64(o.Buffer))
 	}
 	sendCtx, cancel := context.WithCancel(ctx)

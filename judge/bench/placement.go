@@ -100,7 +100,7 @@ func runPlacement(ctx context.Context, o Options, j *judgeProc) (*Result, error)
 	for i := range bodies {
 		bodies[i], _ = json.Marshal(map[string]string{"instance": fmt.Sprintf("bench-orders-%02d", i), "algorithm": o.Algorithm})
 	}
-	first, err := dialPlacement(j.base)
+	first, err := dialJudge(j.base)
 	if err == nil {
 		_, err = first.place(bodies[0], true)
 		first.close()
@@ -179,7 +179,7 @@ func (p *placer) run(ctx context.Context, clients int, end time.Time) {
 				errs   = map[string]int64{}
 				bytesN int64
 			)
-			conn, err := dialPlacement(p.base)
+			conn, err := dialJudge(p.base)
 			if err != nil {
 				p.mu.Lock()
 				p.res.Errors[errorKey(err)]++
@@ -219,7 +219,7 @@ func seed(ctx context.Context, o Options, j *judgeProc, f *benchkit.Fleet, inter
 	now := time.Now()
 	for range o.Concurrency {
 		g.Go(func() error {
-			bc, err := dialBatches(j.base)
+			bc, err := dialJudge(j.base)
 			if err != nil {
 				return fmt.Errorf("bench judge: seed: %w", err)
 			}
@@ -267,7 +267,7 @@ func (l *ingestLoop) run(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bc, err := dialBatches(l.base)
+			bc, err := dialJudge(l.base)
 			if err != nil {
 				l.errs.Add(1)
 				return
