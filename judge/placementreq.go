@@ -3,6 +3,8 @@ package judge
 import (
 	"bytes"
 	"io"
+
+	"github.com/binlake/binlake/internal/jsonenc"
 )
 
 // The placement request is the judge's hottest input: encoding/json's Decoder cost
@@ -76,16 +78,7 @@ type fastJSON struct {
 	i int
 }
 
-func (d *fastJSON) space() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
+func (d *fastJSON) space() { d.i = jsonenc.SkipSpace(d.b, d.i) }
 
 // peek skips space and reports whether c is next.
 func (d *fastJSON) peek(c byte) bool {

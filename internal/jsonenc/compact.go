@@ -29,16 +29,7 @@ type compactor struct {
 	out []byte
 }
 
-func (c *compactor) space() {
-	for c.pos < len(c.src) {
-		switch c.src[c.pos] {
-		case ' ', '\t', '\n', '\r':
-			c.pos++
-		default:
-			return
-		}
-	}
-}
+func (c *compactor) space() { c.pos = SkipSpace(c.src, c.pos) }
 
 func (c *compactor) value(depth int) bool {
 	if c.pos >= len(c.src) {

@@ -315,16 +315,7 @@ func (d *decoder) errorf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s (at byte %d)", ErrInvalid, msg, d.pos)
 }
 
-func (d *decoder) ws() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
-		}
-	}
-}
+func (d *decoder) ws() { d.pos = jsonenc.SkipSpace(d.data, d.pos) }
 
 // peek returns the next non-space byte, or 0 at the end of input.
 func (d *decoder) peek() byte {
