@@ -16,14 +16,9 @@ import (
 // with reservations (fixed up one by one, one of them raised above the busiest) and
 // many (raised resource by resource).
 func TestPrecomposedIsComposite(t *testing.T) {
-	filters := lbplugins.Filters{Thresholds: map[string]float64{"cpu.util": 90, "mem.used_pct": 95}}
 	w := lbplugins.WeightsOf(lbplugins.DefaultWeights())
 	for seed := uint64(1); seed <= 5; seed++ {
-		nodes := goldenCluster(300, seed)
-		p, err := lbplugins.New("leastload", lbplugins.Settings{})
-		require.NoError(t, err)
-		snap := lbplugins.NewSnapshot(nodes, filters, cluster.Now, p)
-		busiest := busiestTPS(nodes)
+		snap, busiest := leastloadGolden(t, seed)
 		few, many := lbplugins.NewReserved(snap), lbplugins.NewReserved(snap)
 		for i := 0; i < 5; i++ {
 			few.Add(i*7, 1)
@@ -47,6 +42,17 @@ func TestPrecomposedIsComposite(t *testing.T) {
 	}
 }
 
+// leastloadGolden is leastload's snapshot of the 300-node golden cluster of seed, with the
+// production thresholds, and the cluster's busiest node.
+func leastloadGolden(t *testing.T, seed uint64) (*lbplugins.Snapshot, string) {
+	t.Helper()
+	filters := lbplugins.Filters{Thresholds: map[string]float64{"cpu.util": 90, "mem.used_pct": 95}}
+	nodes := goldenCluster(300, seed)
+	p, err := lbplugins.New("leastload", lbplugins.Settings{})
+	require.NoError(t, err)
+	return lbplugins.NewSnapshot(nodes, filters, cluster.Now, p), busiestTPS(nodes)
+}
+
 // busiestTPS is the node with the highest wave.tps, which sets the relative scale.
 func busiestTPS(nodes []*lbplugins.NodeView) string {
 	best, top := "", -1.0
@@ -63,14 +69,9 @@ func busiestTPS(nodes []*lbplugins.NodeView) string {
 // excluded or raised far above the rest so that the scope moves), the composites a Round
 // keeps from round to round stay bit for bit what Composite computes node by node.
 func TestCompositeCacheFollowsReservations(t *testing.T) {
-	filters := lbplugins.Filters{Thresholds: map[string]float64{"cpu.util": 90, "mem.used_pct": 95}}
 	w := lbplugins.WeightsOf(lbplugins.DefaultWeights())
 	for seed := uint64(1); seed <= 3; seed++ {
-		nodes := goldenCluster(300, seed)
-		p, err := lbplugins.New("leastload", lbplugins.Settings{})
-		require.NoError(t, err)
-		snap := lbplugins.NewSnapshot(nodes, filters, cluster.Now, p)
-		busiest := busiestTPS(nodes)
+		snap, busiest := leastloadGolden(t, seed)
 		rv := lbplugins.NewReserved(snap)
 		for i := 0; i < snap.Len(); i++ {
 			rv.Add(i, int32(1+i%4))
