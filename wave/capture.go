@@ -79,13 +79,16 @@ type capture struct {
 	gtidLookedUp, announce bool
 
 	// per connection
-	file   string
-	tables map[uint64]*Table
+	file    string
+	tables  map[uint64]*Table
+	decoder *rowsDecoder // the rows go-mysql decodes: those not read in place
 	// per transaction
 	inTxn    bool
 	txGTID   string
 	pending  *rowsBatch // the last rows event, held back to flag the transaction's last row
 	spans    []msgSpan  // flush's scratch
+	fields   []span     // the pending rows event's fields, when read in place
+	raws     []rawImage // and its row images
 	msgBytes int        // the last event's key and value bytes per message, to size the next arena
 	txGSet   mysql.GTIDSet
 }
@@ -94,11 +97,13 @@ type capture struct {
 // the row's value.
 type msgSpan struct{ sub, kStart, kEnd, vStart, vEnd int }
 
-// rowsBatch is a rows event decoded but not yet encoded.
+// rowsBatch is a rows event decoded but not yet encoded: its row images read in place
+// (raw) or decoded by go-mysql (rows), in order (before and after of an update).
 type rowsBatch struct {
 	t     *Table
 	typ   string
-	rows  [][]any
+	raw   []rawImage
+	rows  []values
 	meta  Meta
 	subs  []int
 	tsMax int64
@@ -197,8 +202,8 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 		Password:                c.password,
 		Charset:                 "utf8mb4",
 		TimestampStringLocation: time.UTC,
-		ParseTime:               true, // temporal values formatted by EncodeRow, not fmt.Sprintf
-		RowsEventDecodeFunc:     newRowsDecoder().decode,
+		ParseTime:               true,         // temporal values formatted by EncodeRow, not fmt.Sprintf
+		RowsEventDecodeFunc:     decodeHeader, // rows are read by the capture (c.rows)
 		HeartbeatPeriod:         c.heartbeat,
 		ReadTimeout:             3*c.heartbeat + 5*time.Second,
 		DisableRetrySync:        true, // reconnects are ours: from a transaction boundary, with backoff
@@ -214,6 +219,7 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 	}()
 
 	c.tables = map[uint64]*Table{}
+	c.decoder = newRowsDecoder()
 	c.inTxn, c.pending = false, nil
 	c.file = c.resume.File
 	var streamer *replication.BinlogStreamer
@@ -349,6 +355,7 @@ func (c *capture) beginTxn(gtid string) {
 
 func (c *capture) tableMap(ctx context.Context, tm *replication.TableMapEvent) error {
 	if t, ok := c.tables[tm.TableID]; ok && sameLayout(t, tm) {
+		t.tm = tm
 		return nil
 	}
 	t, err := buildTable(ctx, tm, c.inst.Source.Flavor, c.sc)
@@ -356,6 +363,7 @@ func (c *capture) tableMap(ctx context.Context, tm *replication.TableMapEvent) e
 		return err
 	}
 	t.Prepare()
+	t.tm = tm
 	c.tables[tm.TableID] = t
 	return nil
 }
@@ -371,6 +379,11 @@ func sameLayout(t *Table, tm *replication.TableMapEvent) bool {
 	}
 	for i := range t.Columns {
 		if string(tm.ColumnName[i]) != t.Columns[i].Name || tm.ColumnType[i] != typeOnWire(t.Columns[i].Type) {
+			return false
+		}
+		// A VARCHAR(10) altered to VARCHAR(300) keeps its name and type but not the
+		// width of its length prefix.
+		if t.inPlace && (i >= len(tm.ColumnMeta) || newRawCol(tm.ColumnType[i], tm.ColumnMeta[i]) != t.Columns[i].raw) {
 			return false
 		}
 	}
@@ -408,9 +421,38 @@ func (c *capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 	if err := c.flush(ctx, false, 0); err != nil {
 		return err
 	}
-	c.pending = &rowsBatch{
-		t: t, typ: typ, rows: e.Rows, subs: subs,
+	b := &rowsBatch{
+		t: t, typ: typ, subs: subs,
 		meta: Meta{Instance: c.inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos},
+	}
+	if err := c.readRows(et, e, b); err != nil {
+		return fmt.Errorf("rows event of %s.%s at %s:%d: %w", t.Database, t.Name, c.file, h.LogPos, err)
+	}
+	c.pending = b
+	return nil
+}
+
+// readRows fills b's row images: read in place when the event allows it, else decoded
+// by go-mysql. An event whose fields do not add up in place (which go-mysql's own
+// decoding would then refuse too) goes through go-mysql, whose error says more.
+func (c *capture) readRows(et replication.EventType, e *replication.RowsEvent, b *rowsBatch) error {
+	u, ok := undecodedOf(e)
+	if ok && readableInPlace(et, e, b.t) {
+		fields, raws, err := readImages(c.fields[:0], c.raws[:0], u.data[u.pos:], b.t, b.typ)
+		c.fields, c.raws = fields, raws
+		if err == nil {
+			b.raw = raws
+			return nil
+		}
+	}
+	if ok {
+		if err := c.decoder.decodeRows(e, u); err != nil {
+			return err
+		}
+	}
+	b.rows = make([]values, len(e.Rows))
+	for i, r := range e.Rows {
+		b.rows[i] = r
 	}
 	return nil
 }
@@ -423,6 +465,22 @@ func (c *capture) flush(ctx context.Context, commit bool, xid uint64) error {
 		return nil
 	}
 	c.pending = nil
+	var it item
+	var err error
+	if b.raw != nil {
+		it, err = encodeBatch(c, b, b.raw, commit, xid)
+	} else {
+		it, err = encodeBatch(c, b, b.rows, commit, xid)
+	}
+	if err != nil || len(it.msgs) == 0 {
+		return err
+	}
+	return c.send(ctx, it)
+}
+
+// encodeBatch encodes a rows event's images into its messages, one per row and
+// subscription.
+func encodeBatch[I rowImage[I]](c *capture, b *rowsBatch, images []I, commit bool, xid uint64) (item, error) {
 	step := 1
 	if b.typ == TypeUpdate {
 		step = 2
@@ -431,44 +489,44 @@ func (c *capture) flush(ctx context.Context, commit bool, xid uint64) error {
 	// Every key and value of the event goes into one arena, sliced once it is complete:
 	// one allocation per event instead of two per row and subscription, sized from the
 	// previous events' messages so that it seldom grows.
-	nMsgs := len(b.rows) / step * len(b.subs)
+	nMsgs := len(images) / step * len(b.subs)
 	arena := make([]byte, 0, nMsgs*max(c.msgBytes, 64)+c.msgBytes)
 	spans := c.spans[:0]
-	for i := 0; i+step <= len(b.rows); i += step {
-		var before, after []any
+	for i := 0; i+step <= len(images); i += step {
+		var before, after I
 		switch b.typ {
 		case TypeInsert:
-			after = b.rows[i]
+			after = images[i]
 		case TypeDelete:
-			before = b.rows[i]
+			before = images[i]
 		case TypeUpdate:
-			before, after = b.rows[i], b.rows[i+1]
+			before, after = images[i], images[i+1]
 		}
 		m := b.meta
-		if commit && i+step >= len(b.rows) {
+		if commit && i+step >= len(images) {
 			m.Commit, m.XID = true, xid
 		}
 		vStart := len(arena)
 		var err error
-		arena, err = EncodeRow(arena, b.t, b.typ, m, before, after)
+		arena, err = encodeRow(arena, b.t, b.typ, m, before, after)
 		if err != nil {
-			return &fatalError{fmt.Errorf("encode row of %s.%s at %s:%d: %w", b.t.Database, b.t.Name, m.File, m.Pos, err)}
+			return it, &fatalError{fmt.Errorf("encode row of %s.%s at %s:%d: %w", b.t.Database, b.t.Name, m.File, m.Pos, err)}
 		}
 		vEnd := len(arena)
 		image := after
-		if image == nil {
+		if image.isNil() {
 			image = before
 		}
 		for _, si := range b.subs {
 			sub := c.filter.Subscription(si)
 			kStart := len(arena)
-			arena = AppendKey(arena, b.t, sub.PartitionBy, image)
+			arena = appendKey(arena, b.t, sub.PartitionBy, image)
 			if err := c.checkSize(arena[kStart:], arena[vStart:vEnd], b, m); err != nil {
 				arena = arena[:kStart]
 				if errors.Is(err, errSkip) {
 					continue
 				}
-				return err
+				return it, err
 			}
 			spans = append(spans, msgSpan{sub: si, kStart: kStart, kEnd: len(arena), vStart: vStart, vEnd: vEnd})
 		}
@@ -483,10 +541,7 @@ func (c *capture) flush(ctx context.Context, commit bool, xid uint64) error {
 		it.msgs = append(it.msgs, bus.Message{Topic: c.filter.Subscription(sp.sub).Topic, Key: key, Value: value})
 		it.bytes += len(key) + len(value)
 	}
-	if len(it.msgs) == 0 {
-		return nil
-	}
-	return c.send(ctx, it)
+	return it, nil
 }
 
 var errSkip = errors.New("skip")

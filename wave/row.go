@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/binlake/binlake/internal/jsonenc"
 )
@@ -51,6 +52,7 @@ type Column struct {
 	Frac uint8
 
 	key []byte // `"<Name>":`, encoded by Table.Prepare
+	raw rawCol // where its values lie in a row image, when read in place (rowimage.go)
 }
 
 // Table is the column layout of a table at one point in the binlog.
@@ -63,6 +65,10 @@ type Table struct {
 	PK []int
 
 	names []byte // `,"database":<Database>,"table":<Name>`, encoded by Prepare
+	// tm is the table map the capture last saw for the table; inPlace: every column's
+	// values can be read in place (rowimage.go).
+	tm      *replication.TableMapEvent
+	inPlace bool
 }
 
 // Prepare encodes the JSON every message of the table repeats (its names, each column's
@@ -99,14 +105,41 @@ type Meta struct {
 // (UseDecimal off, ParseTime on: DATETIME and TIMESTAMP values from 1970 on arrive as
 // time.Time, earlier and zero ones as text; TIMESTAMP rendered in UTC).
 func EncodeRow(dst []byte, t *Table, typ string, m Meta, before, after []any) ([]byte, error) {
+	return encodeRow(dst, t, typ, m, values(before), values(after))
+}
+
+// rowImage is one image of a changed row (before or after), however it was decoded:
+// go-mysql's values or the binlog's bytes read in place (rawImage).
+type rowImage[I any] interface {
+	isNil() bool
+	len() int
+	// appendValue appends the JSON of column i, described by c.
+	appendValue(dst []byte, c *Column, i int) ([]byte, error)
+	// sameAs reports whether column i encodes alike in this image and o.
+	sameAs(o I, c *Column, i int) (bool, error)
+}
+
+// values is a row image as go-mysql decodes it.
+type values []any
+
+func (v values) isNil() bool { return v == nil }
+func (v values) len() int    { return len(v) }
+func (v values) appendValue(dst []byte, c *Column, i int) ([]byte, error) {
+	return appendValue(dst, c, v[i])
+}
+func (v values) sameAs(o values, c *Column, i int) (bool, error) { return sameValue(c, v[i], o[i]) }
+
+// encodeRow is EncodeRow for either kind of image.
+func encodeRow[I rowImage[I]](dst []byte, t *Table, typ string, m Meta, before, after I) ([]byte, error) {
 	dst = appendHeader(dst, t.names, t.Database, t.Name, typ, m)
 	image := after
-	if image == nil {
+	if image.isNil() {
 		image = before
 	}
-	if len(image) != len(t.Columns) || (before != nil && after != nil && len(before) != len(after)) {
-		return dst, fmt.Errorf("%s.%s: row has %d values, table map %d columns", t.Database, t.Name, len(image), len(t.Columns))
+	if image.len() != len(t.Columns) || (!before.isNil() && !after.isNil() && before.len() != after.len()) {
+		return dst, fmt.Errorf("%s.%s: row has %d values, table map %d columns", t.Database, t.Name, image.len(), len(t.Columns))
 	}
+	var err error
 	dst = append(dst, `,"pk":`...)
 	if len(t.PK) == 0 {
 		dst = append(dst, "null"...)
@@ -116,8 +149,7 @@ func EncodeRow(dst []byte, t *Table, typ string, m Meta, before, after []any) ([
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			var err error
-			if dst, err = appendField(dst, &t.Columns[ci], image[ci]); err != nil {
+			if dst, err = appendField(dst, &t.Columns[ci], image, ci); err != nil {
 				return dst, err
 			}
 		}
@@ -125,12 +157,17 @@ func EncodeRow(dst []byte, t *Table, typ string, m Meta, before, after []any) ([
 	}
 	// data is the row as it is after the change; for a delete, the row that was deleted
 	// (as Maxwell and Canal's JSON do), so every message carries the whole row once.
-	var err error
-	dst = append(dst, `,"data":`...)
-	if dst, err = appendImage(dst, t, image); err != nil {
-		return dst, err
+	dst = append(dst, `,"data":{`...)
+	for i := range t.Columns {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = appendField(dst, &t.Columns[i], image, i); err != nil {
+			return dst, err
+		}
 	}
-	if before != nil && after != nil {
+	dst = append(dst, '}')
+	if !before.isNil() && !after.isNil() {
 		if dst, err = appendOld(dst, t, before, after); err != nil {
 			return dst, err
 		}
@@ -139,14 +176,14 @@ func EncodeRow(dst []byte, t *Table, typ string, m Meta, before, after []any) ([
 }
 
 // appendOld appends the "old" object of an update: the columns whose value changed,
-// with their value before. Values are compared as go-mysql decoded them; JSON
-// documents, whose text may differ in spacing only, by their encoding.
-func appendOld(dst []byte, t *Table, before, after []any) ([]byte, error) {
+// with their value before. Values are compared as decoded; JSON documents, whose text
+// may differ in spacing only, by their encoding.
+func appendOld[I rowImage[I]](dst []byte, t *Table, before, after I) ([]byte, error) {
 	dst = append(dst, `,"old":{`...)
 	n := 0
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		same, err := sameValue(c, before[i], after[i])
+		same, err := before.sameAs(after, c, i)
 		if err != nil {
 			return dst, err
 		}
@@ -157,7 +194,7 @@ func appendOld(dst []byte, t *Table, before, after []any) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		n++
-		if dst, err = appendField(dst, c, before[i]); err != nil {
+		if dst, err = appendField(dst, c, before, i); err != nil {
 			return dst, err
 		}
 	}
@@ -222,6 +259,10 @@ func EncodeDDL(dst []byte, database, table string, m Meta, sql string) []byte {
 // primary key values as a JSON array ("shop.orders:[7]"), so one row's changes stay on
 // one partition and in order.
 func AppendKey(dst []byte, t *Table, by string, image []any) []byte {
+	return appendKey(dst, t, by, values(image))
+}
+
+func appendKey[I rowImage[I]](dst []byte, t *Table, by string, image I) []byte {
 	switch by {
 	case PartitionDatabase:
 		return append(dst, t.Database...)
@@ -233,7 +274,7 @@ func AppendKey(dst []byte, t *Table, by string, image []any) []byte {
 	dst = append(dst, t.Database...)
 	dst = append(dst, '.')
 	dst = append(dst, t.Name...)
-	if len(t.PK) == 0 || len(image) != len(t.Columns) {
+	if len(t.PK) == 0 || image.len() != len(t.Columns) {
 		return dst
 	}
 	dst = append(dst, ":["...)
@@ -242,7 +283,7 @@ func AppendKey(dst []byte, t *Table, by string, image []any) []byte {
 			dst = append(dst, ',')
 		}
 		var err error
-		if dst, err = appendValue(dst, &t.Columns[ci], image[ci]); err != nil {
+		if dst, err = image.appendValue(dst, &t.Columns[ci], ci); err != nil {
 			dst = append(dst, "null"...)
 		}
 	}
@@ -280,27 +321,13 @@ func appendHeader(dst, names []byte, db, table, typ string, m Meta) []byte {
 	return dst
 }
 
-func appendImage(dst []byte, t *Table, row []any) ([]byte, error) {
-	dst = append(dst, '{')
-	for i := range t.Columns {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		var err error
-		if dst, err = appendField(dst, &t.Columns[i], row[i]); err != nil {
-			return dst, err
-		}
-	}
-	return append(dst, '}'), nil
-}
-
-func appendField(dst []byte, c *Column, v any) ([]byte, error) {
+func appendField[I rowImage[I]](dst []byte, c *Column, image I, i int) ([]byte, error) {
 	if c.key != nil {
 		dst = append(dst, c.key...)
 	} else {
 		dst = append(jsonenc.AppendString(dst, c.Name), ':')
 	}
-	return appendValue(dst, c, v)
+	return image.appendValue(dst, c, i)
 }
 
 // appendValue appends the JSON form of one decoded column value. The type switch is on
@@ -319,15 +346,7 @@ func appendValue(dst []byte, c *Column, v any) ([]byte, error) {
 		}
 		return appendInt(dst, c, int64(x), 32), nil
 	case int64:
-		switch c.Type {
-		case mysql.MYSQL_TYPE_ENUM:
-			return appendEnum(dst, c, x), nil
-		case mysql.MYSQL_TYPE_SET:
-			return appendSet(dst, c, x), nil
-		case mysql.MYSQL_TYPE_BIT:
-			return strconv.AppendUint(dst, uint64(x), 10), nil
-		}
-		return appendInt(dst, c, x, 64), nil
+		return appendInt64(dst, c, x), nil
 	case int:
 		return strconv.AppendInt(dst, int64(x), 10), nil
 	case uint8:
@@ -356,6 +375,19 @@ func appendValue(dst []byte, c *Column, v any) ([]byte, error) {
 		}
 		return dst, fmt.Errorf("column %s: unsupported value type %T", c.Name, v)
 	}
+}
+
+// appendInt64 encodes the int64s go-mysql gives for BIGINT, ENUM, SET and BIT.
+func appendInt64(dst []byte, c *Column, x int64) []byte {
+	switch c.Type {
+	case mysql.MYSQL_TYPE_ENUM:
+		return appendEnum(dst, c, x)
+	case mysql.MYSQL_TYPE_SET:
+		return appendSet(dst, c, x)
+	case mysql.MYSQL_TYPE_BIT:
+		return strconv.AppendUint(dst, uint64(x), 10)
+	}
+	return appendInt(dst, c, x, 64)
 }
 
 // appendInt reinterprets a signed value of the given width as unsigned when the column is
@@ -444,7 +476,7 @@ func appendBytes(dst []byte, c *Column, b []byte) []byte {
 	case c.Binary || c.Type == mysql.MYSQL_TYPE_GEOMETRY:
 		return appendBase64(dst, b)
 	}
-	return jsonenc.AppendString(dst, string(b))
+	return jsonenc.AppendString(dst, stringOf(b))
 }
 
 // appendTemporal appends go-mysql's "2006-01-02 15:04:05[.frac]" as an ISO 8601
@@ -496,24 +528,35 @@ func appendTime(dst []byte, c *Column, t time.Time) []byte {
 	return append(dst, '"')
 }
 
-// appendPadded appends a non-negative v in decimal, zero-padded to width digits.
+// appendPadded appends v in decimal, zero-padded to width characters as fmt's "%0*d"
+// pads it (a minus sign counts in the width: only values no server writes are negative).
 func appendPadded(dst []byte, v, width int) []byte {
+	u := uint64(v)
+	if v < 0 {
+		dst = append(dst, '-')
+		u = -u
+		width--
+	}
 	var b [20]byte
 	i := len(b)
-	for v >= 10 || width > 1 {
+	for u >= 10 || width > 1 {
 		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
+		b[i] = byte('0' + u%10)
+		u /= 10
 		width--
 	}
 	i--
-	b[i] = byte('0' + v)
+	b[i] = byte('0' + u)
 	return append(dst, b[i:]...)
 }
 
 // bytesOf is s's bytes without a copy, for readers that do not keep or change them
 // (the JSON validator and base64): go-mysql hands some columns over as strings.
 func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// stringOf is b as a string without a copy, for the encoders that read it and keep
+// nothing (appendText, jsonenc.AppendString).
+func stringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // appendJSONDoc embeds a JSON column's document as JSON. An empty document (what MySQL
 // stores for an invalid insert in non-strict mode) is null; text that is not valid JSON
@@ -527,7 +570,7 @@ func appendJSONDoc(dst []byte, b []byte) []byte {
 	if out, ok := jsonenc.AppendCompact(dst, b); ok {
 		return out
 	}
-	return jsonenc.AppendString(dst, string(b))
+	return jsonenc.AppendString(dst, stringOf(b))
 }
 
 func appendBase64(dst []byte, b []byte) []byte {

@@ -1,12 +1,14 @@
 package wave
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
 )
 
 // benchTable is an order table as shops have them: a key, text, a decimal, an enum,
@@ -111,4 +113,71 @@ func jsonValue(c *Column, v any) any {
 		return json.RawMessage(v.([]byte))
 	}
 	return v
+}
+
+// BenchmarkRowsEvent is a rows event of 100 inserted rows of the bench's table (as
+// `binlake bench wave` writes them) from the event's bytes to its messages and keys:
+// read in place, and decoded by go-mysql first (what the capture does with the kinds it
+// does not read in place). It reports ns/row.
+func BenchmarkRowsEvent(b *testing.B) {
+	cols := []testColumn{
+		{tp: mysql.MYSQL_TYPE_LONGLONG, unsigned: true}, {tp: mysql.MYSQL_TYPE_NEWDECIMAL, meta: 20<<8 | 4},
+		{tp: mysql.MYSQL_TYPE_VARCHAR, meta: 64 * 4}, {tp: mysql.MYSQL_TYPE_DATETIME2, meta: 6},
+		{tp: mysql.MYSQL_TYPE_LONG, unsigned: true}, {tp: mysql.MYSQL_TYPE_BLOB, meta: 4, json: true},
+		{tp: mysql.MYSQL_TYPE_VARCHAR, meta: 32 * 4},
+	}
+	te := newTestEvents(b, cols)
+	const rows = 100
+	var body []byte
+	for i := range rows {
+		body = append(body, 1<<6) // the last column NULL
+		body = binary.LittleEndian.AppendUint64(body, uint64(1_000_000+i))
+		body = append(body, decimalField(b, fmt.Sprintf("%d.%04d", 1000+i, i%10000), 20, 4)...)
+		name := fmt.Sprintf("customer-%d@example.com", i)
+		body = append(append(body, byte(len(name)), 0), name...)
+		body = append(body, binary.BigEndian.AppendUint64(nil, datetimeIntOffset+datetimeBits(2026, 12, 1, 10, 11, int64(i%60)))[3:]...)
+		body = append(body, byte(i), 0x12, 0x34)
+		body = binary.LittleEndian.AppendUint32(body, uint32(i%7))
+		doc := fmt.Sprintf(`{"gift": true, "tags": ["a", "b"], "n": %d}`, i)
+		body = append(binary.LittleEndian.AppendUint32(body, uint32(len(doc))), doc...)
+	}
+	e, err := te.rowsEvent(b, replication.WRITE_ROWS_EVENTv2, body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u, _ := undecodedOf(e)
+	m := Meta{Instance: "shop-1", TS: 1764583872, GTID: "0-1-123456", File: "mysql-bin.000042", Pos: 4567890}
+	var out []byte // one buffer for the event's messages, as the capture's arena
+	b.Run("in-place", func(b *testing.B) {
+		var fields []span
+		var raws []rawImage
+		b.ReportAllocs()
+		for b.Loop() {
+			fields, raws, err = readImages(fields[:0], raws[:0], u.data[u.pos:], te.table, TypeInsert)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if out, err = encodeImages(out[:0], te.table, TypeInsert, m, raws); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+	})
+	b.Run("go-mysql", func(b *testing.B) {
+		d := newRowsDecoder()
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := d.decodeRows(e, u); err != nil {
+				b.Fatal(err)
+			}
+			images := make([]values, len(e.Rows))
+			for i := range e.Rows {
+				images[i] = e.Rows[i]
+			}
+			if out, err = encodeImages(out[:0], te.table, TypeInsert, m, images); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+	})
 }

@@ -6,12 +6,41 @@ import "github.com/go-mysql-org/go-mysql/replication"
 // TABLES, so past this many it forgets them all and starts over.
 const maxBareTables = 4096
 
-// rowsDecoder decodes rows events as go-mysql does, but against a copy of the table map
-// without its signedness bitmap: go-mysql turns that bitmap into a new map for every row
-// it decodes (5% of the wave's CPU at full speed), while EncodeRow reads signedness from
-// its own Column.Unsigned and reinterprets the signed values go-mysql then gives
-// (appendInt). It runs on go-mysql's parser goroutine, one per syncer, as the syncer's
-// RowsEventDecodeFunc; nothing else touches it.
+// undecoded is what the syncer's rows-event decoder (decodeHeader) leaves in a
+// RowsEvent's Rows, as its one row's one value: the event's bytes and where its rows
+// begin. The capture then reads the rows in place (rowimage.go) or has go-mysql decode
+// them (rowsDecoder.decodeRows); rows of tables nobody subscribed to are never decoded.
+type undecoded struct {
+	data []byte
+	pos  int
+}
+
+// decodeHeader is the syncer's RowsEventDecodeFunc: go-mysql parses the event's header
+// (table id, table map, column bitmaps) and leaves the rows undecoded.
+func decodeHeader(e *replication.RowsEvent, data []byte) error {
+	pos, err := e.DecodeHeader(data)
+	if err != nil {
+		return err
+	}
+	e.Rows = [][]any{{&undecoded{data: data, pos: pos}}}
+	return nil
+}
+
+// undecodedOf is the event's rows as decodeHeader left them, or false when they were
+// decoded already.
+func undecodedOf(e *replication.RowsEvent) (*undecoded, bool) {
+	if len(e.Rows) != 1 || len(e.Rows[0]) != 1 {
+		return nil, false
+	}
+	u, ok := e.Rows[0][0].(*undecoded)
+	return u, ok
+}
+
+// rowsDecoder decodes the rows of events the capture does not read in place, as go-mysql
+// does, but against a copy of the table map without its signedness bitmap: go-mysql
+// turns that bitmap into a new map for every row it decodes, while EncodeRow reads
+// signedness from its own Column.Unsigned and reinterprets the signed values go-mysql
+// then gives (appendInt). It belongs to one capture session's goroutine.
 type rowsDecoder struct {
 	bare map[uint64]bareTable
 }
@@ -25,18 +54,15 @@ func newRowsDecoder() *rowsDecoder {
 	return &rowsDecoder{bare: map[uint64]bareTable{}}
 }
 
-// decode is replication.RowsEvent.Decode with the bare table map swapped in for
-// DecodeData and the original put back after it.
-func (d *rowsDecoder) decode(e *replication.RowsEvent, data []byte) error {
-	pos, err := e.DecodeHeader(data)
-	if err != nil {
-		return err
-	}
+// decodeRows is the rest of replication.RowsEvent.Decode after decodeHeader, with the
+// bare table map swapped in and the original put back after it.
+func (d *rowsDecoder) decodeRows(e *replication.RowsEvent, u *undecoded) error {
+	e.Rows = nil
 	if tm := e.Table; tm != nil && len(tm.SignednessBitmap) > 0 {
 		e.Table = d.bareOf(tm)
 		defer func() { e.Table = tm }()
 	}
-	return e.DecodeData(pos, data)
+	return e.DecodeData(u.pos, u.data)
 }
 
 func (d *rowsDecoder) bareOf(tm *replication.TableMapEvent) *replication.TableMapEvent {
@@ -47,8 +73,8 @@ func (d *rowsDecoder) bareOf(tm *replication.TableMapEvent) *replication.TableMa
 		clear(d.bare)
 	}
 	// Only the fields row decoding reads, not a copy of the whole event: go-mysql fills
-	// caches inside a TableMapEvent lazily (ColumnNameString), and the capture calls
-	// those on its own goroutine while this one decodes.
+	// caches inside a TableMapEvent lazily (ColumnNameString), and the syncer's parser
+	// goroutine reads the original while the capture decodes.
 	bare := &replication.TableMapEvent{TableID: tm.TableID, Flags: tm.Flags, Schema: tm.Schema, Table: tm.Table,
 		ColumnCount: tm.ColumnCount, ColumnType: tm.ColumnType, ColumnMeta: tm.ColumnMeta, NullBitmap: tm.NullBitmap}
 	d.bare[tm.TableID] = bareTable{orig: tm, bare: bare}

@@ -154,9 +154,14 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 	collations := tm.CollationMap()
 	enums := tm.EnumStrValueMap()
 	sets := tm.SetStrValueMap()
+	t.inPlace = len(tm.ColumnMeta) == n && len(tm.ColumnType) == n
 	for i := range n {
 		c := &t.Columns[i]
 		c.Type = columnType(tm, i)
+		if t.inPlace {
+			c.raw = newRawCol(tm.ColumnType[i], tm.ColumnMeta[i])
+			t.inPlace = c.raw.kind != rawNone
+		}
 		if i < len(names) {
 			c.Name = names[i]
 		}
