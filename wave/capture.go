@@ -87,6 +87,7 @@ type capture struct {
 	txGTID   string
 	pending  *rowsBatch // the last rows event, held back to flag the transaction's last row
 	spans    []msgSpan  // flush's scratch
+	head     []byte     // and the header of a rows event's messages
 	fields   []span     // the pending rows event's fields, when read in place
 	raws     []rawImage // and its row images
 	msgBytes int        // the last event's key and value bytes per message, to size the next arena
@@ -492,6 +493,8 @@ func encodeBatch[I rowImage[I]](c *capture, b *rowsBatch, images []I, commit boo
 	nMsgs := len(images) / step * len(b.subs)
 	arena := make([]byte, 0, nMsgs*max(c.msgBytes, 64)+c.msgBytes)
 	spans := c.spans[:0]
+	head := appendHeader(c.head[:0], b.t.names, b.t.Database, b.t.Name, b.typ, b.meta)
+	c.head = head
 	for i := 0; i+step <= len(images); i += step {
 		var before, after I
 		switch b.typ {
@@ -507,8 +510,13 @@ func encodeBatch[I rowImage[I]](c *capture, b *rowsBatch, images []I, commit boo
 			m.Commit, m.XID = true, xid
 		}
 		vStart := len(arena)
+		if m.Commit {
+			arena = appendHeader(arena, b.t.names, b.t.Database, b.t.Name, b.typ, m)
+		} else {
+			arena = append(arena, head...)
+		}
 		var err error
-		arena, err = encodeRow(arena, b.t, b.typ, m, before, after)
+		arena, err = encodeRow(arena, b.t, before, after)
 		if err != nil {
 			return it, &fatalError{fmt.Errorf("encode row of %s.%s at %s:%d: %w", b.t.Database, b.t.Name, m.File, m.Pos, err)}
 		}

@@ -2,6 +2,7 @@ package wave
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -95,20 +96,18 @@ func (p *publisher) dispatch(ctx context.Context, order chan<- *flight, lanes *l
 			}
 		}
 		f := &flight{done: make(chan struct{}), commitRows: p.rows}
-		var msgs []bus.Message
 		for _, it := range batch {
-			msgs = append(msgs, it.msgs...)
+			f.rows += len(it.msgs)
 			f.bytes += it.bytes
 			if it.commit != nil {
 				f.commit = it.commit
-				f.commitRows = p.rows + int64(len(msgs))
+				f.commitRows = p.rows + int64(f.rows)
 			}
 			f.ts = max(f.ts, it.ts)
 			f.idle = it.idle // the last item decides: a heartbeat after everything else
 		}
-		f.rows = len(msgs)
-		p.rows += int64(len(msgs))
-		work, err := p.laneWork(ctx, part, msgs)
+		p.rows += int64(f.rows)
+		work, err := p.laneWork(ctx, part, batch, f.rows)
 		switch {
 		case ctx.Err() != nil:
 			return nil // stopping: this flight goes nowhere, and nothing after it
@@ -144,15 +143,15 @@ type laneChunks struct {
 	chunks [][]bus.Message
 }
 
-// laneWork splits msgs into their lanes, asking the bus for partitions again with
+// laneWork splits the n messages of batch into their lanes, asking the bus for partitions again with
 // backoff while it cannot say (the cluster unreachable, as a publish would find it). It
 // never falls back to a lane of its own: a key's newer changes must not overtake its
 // older ones still on their partition's lane. It returns errLost once the leadership is
 // gone, and nothing once ctx ends.
-func (p *publisher) laneWork(ctx context.Context, part bus.Partitioner, msgs []bus.Message) ([]laneChunks, error) {
+func (p *publisher) laneWork(ctx context.Context, part bus.Partitioner, batch []item, n int) ([]laneChunks, error) {
 	backoff := p.backoffMin
 	for attempt := 1; ; attempt++ {
-		work, err := p.split(ctx, part, msgs)
+		work, err := p.split(ctx, part, batch, n)
 		if err == nil || ctx.Err() != nil {
 			return work, err
 		}
@@ -160,7 +159,7 @@ func (p *publisher) laneWork(ctx context.Context, part bus.Partitioner, msgs []b
 			return nil, errLost
 		}
 		p.m.publishErrors.WithLabelValues(p.id).Inc()
-		p.log.Warn("partitions unknown; retrying", "messages", len(msgs), "attempt", attempt, "backoff", backoff, "err", err)
+		p.log.Warn("partitions unknown; retrying", "messages", n, "attempt", attempt, "backoff", backoff, "err", err)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -170,31 +169,64 @@ func (p *publisher) laneWork(ctx context.Context, part bus.Partitioner, msgs []b
 	}
 }
 
-// split sorts msgs into their lanes, keeping their order within each, and cuts each
-// lane's share into chunks of one produce request (see chunks).
-func (p *publisher) split(ctx context.Context, part bus.Partitioner, msgs []bus.Message) ([]laneChunks, error) {
-	if len(msgs) == 0 {
+// split sorts the n messages of batch into their lanes, keeping their order within
+// each, and cuts each lane's share into chunks of one produce request (see chunks). The
+// lanes' messages share one allocation; a batch has few lanes (one per partition), found
+// by a scan that mostly stops at the lane of the message before.
+func (p *publisher) split(ctx context.Context, part bus.Partitioner, batch []item, n int) ([]laneChunks, error) {
+	if n == 0 {
 		return nil, nil
 	}
+	all := make([]bus.Message, 0, n)
 	if part == nil {
-		return []laneChunks{{key: laneKey{partition: -1}, chunks: chunks(msgs, p.chunkMsgs, p.chunkBytes)}}, nil
-	}
-	var keys []laneKey
-	byLane := map[laneKey][]bus.Message{}
-	for _, m := range msgs {
-		pn, err := part.Partition(ctx, m.Topic, m.Key)
-		if err != nil {
-			return nil, err
+		for _, it := range batch {
+			all = append(all, it.msgs...)
 		}
-		k := laneKey{topic: m.Topic, partition: pn}
-		if _, ok := byLane[k]; !ok {
-			keys = append(keys, k)
-		}
-		byLane[k] = append(byLane[k], m)
+		return []laneChunks{{key: laneKey{partition: -1}, chunks: chunks(all, p.chunkMsgs, p.chunkBytes)}}, nil
 	}
-	out := make([]laneChunks, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, laneChunks{key: k, chunks: chunks(byLane[k], p.chunkMsgs, p.chunkBytes)})
+	type lane struct {
+		key   laneKey
+		count int
+		msgs  []bus.Message
+	}
+	var lanes []lane
+	of := p.laneOf[:0] // each message's lane, in batch order
+	last := -1
+	for _, it := range batch {
+		for _, m := range it.msgs {
+			pn, err := part.Partition(ctx, m.Topic, m.Key)
+			if err != nil {
+				return nil, err
+			}
+			k := laneKey{topic: m.Topic, partition: pn}
+			if last < 0 || lanes[last].key != k {
+				last = slices.IndexFunc(lanes, func(l lane) bool { return l.key == k })
+				if last < 0 {
+					lanes = append(lanes, lane{key: k})
+					last = len(lanes) - 1
+				}
+			}
+			lanes[last].count++
+			of = append(of, int32(last))
+		}
+	}
+	p.laneOf = of
+	for i := range lanes { // carve each lane's room out of all
+		end := len(all) + lanes[i].count
+		lanes[i].msgs = all[len(all):len(all):end]
+		all = all[:end]
+	}
+	i := 0
+	for _, it := range batch {
+		for _, m := range it.msgs {
+			l := &lanes[of[i]]
+			l.msgs = append(l.msgs, m)
+			i++
+		}
+	}
+	out := make([]laneChunks, 0, len(lanes))
+	for _, l := range lanes {
+		out = append(out, laneChunks{key: l.key, chunks: chunks(l.msgs, p.chunkMsgs, p.chunkBytes)})
 	}
 	return out, nil
 }

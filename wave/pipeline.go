@@ -41,6 +41,7 @@ type publisher struct {
 	// inFlight is how many gathered batches may be on their way at once (1: stop and
 	// wait); see lanes.go.
 	inFlight int
+	laneOf   []int32 // split's scratch: each message's lane (dispatch's goroutine only)
 }
 
 // recordOverhead is what a producer adds to key and value when it sizes a batch: kafka-go

@@ -105,7 +105,8 @@ type Meta struct {
 // (UseDecimal off, ParseTime on: DATETIME and TIMESTAMP values from 1970 on arrive as
 // time.Time, earlier and zero ones as text; TIMESTAMP rendered in UTC).
 func EncodeRow(dst []byte, t *Table, typ string, m Meta, before, after []any) ([]byte, error) {
-	return encodeRow(dst, t, typ, m, values(before), values(after))
+	dst = appendHeader(dst, t.names, t.Database, t.Name, typ, m)
+	return encodeRow(dst, t, values(before), values(after))
 }
 
 // rowImage is one image of a changed row (before or after), however it was decoded:
@@ -129,9 +130,10 @@ func (v values) appendValue(dst []byte, c *Column, i int) ([]byte, error) {
 }
 func (v values) sameAs(o values, c *Column, i int) (bool, error) { return sameValue(c, v[i], o[i]) }
 
-// encodeRow is EncodeRow for either kind of image.
-func encodeRow[I rowImage[I]](dst []byte, t *Table, typ string, m Meta, before, after I) ([]byte, error) {
-	dst = appendHeader(dst, t.names, t.Database, t.Name, typ, m)
+// encodeRow is EncodeRow after the header, for either kind of image: the header is the
+// same for every row of a rows event but its last, so the capture encodes it once per
+// event and copies it.
+func encodeRow[I rowImage[I]](dst []byte, t *Table, before, after I) ([]byte, error) {
 	image := after
 	if image.isNil() {
 		image = before

@@ -181,7 +181,8 @@ func encodeImages[I rowImage[I]](out []byte, t *Table, typ string, m Meta, image
 			before, after = images[i], images[i+1]
 		}
 		var err error
-		if out, err = encodeRow(out, t, typ, m, before, after); err != nil {
+		out = appendHeader(out, t.names, t.Database, t.Name, typ, m)
+		if out, err = encodeRow(out, t, before, after); err != nil {
 			return out, err
 		}
 		image := after
@@ -430,6 +431,79 @@ func TestRawAsDecodedUpdates(t *testing.T) {
 			}
 			if want := `"old":` + tc.wantOld + `}`; !bytes.Contains(inPlace, []byte(want)) {
 				t.Fatalf("message %s lacks %s", inPlace, want)
+			}
+		})
+	}
+}
+
+// TestEncodeBatchAsEncodeRow: the capture's encoding of a whole rows event (the header
+// encoded once and copied, rows read in place, keys per subscription) gives, message by
+// message, what EncodeRow and AppendKey give for go-mysql's values of each row, the
+// last row carrying the transaction's commit and xid.
+func TestEncodeBatchAsEncodeRow(t *testing.T) {
+	cols := []testColumn{{tp: mysql.MYSQL_TYPE_LONG}, {tp: mysql.MYSQL_TYPE_VARCHAR, meta: 20}}
+	filter, err := NewFilter([]Subscription{{Name: "all", Topic: "rows"}, {Name: "by-table", Topic: "tables", PartitionBy: PartitionTable}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{TypeInsert, TypeUpdate} {
+		t.Run(typ, func(t *testing.T) {
+			te := newTestEvents(t, cols)
+			et, images := replication.WRITE_ROWS_EVENTv2, 3
+			if typ == TypeUpdate {
+				et, images = replication.UPDATE_ROWS_EVENTv2, 6
+			}
+			var rows []byte
+			for i := range images {
+				rows = append(rows, 0)
+				rows = binary.LittleEndian.AppendUint32(rows, uint32(i/2))
+				rows = append(rows, 2, 'r', byte('a'+i))
+			}
+			e, err := te.rowsEvent(t, et, rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &capture{captureOptions: captureOptions{filter: filter, inst: &Instance{ID: "shop"}}}
+			b := &rowsBatch{t: te.table, typ: typ, subs: []int{0, 1},
+				meta: Meta{Instance: "shop", TS: 1764583872, GTID: "0-1-9", File: "bin.000003", Pos: 777}}
+			if err := c.readRows(et, e, b); err != nil || b.raw == nil {
+				t.Fatalf("read in place: %v (raw %v)", err, b.raw != nil)
+			}
+			it, err := encodeBatch(c, b, b.raw, true, 99)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := undecodedOf(e)
+			if err := newRowsDecoder().decodeRows(e, u); err != nil {
+				t.Fatal(err)
+			}
+			step := images / 3
+			if len(it.msgs) != 6 {
+				t.Fatalf("%d messages, want 3 rows × 2 subscriptions", len(it.msgs))
+			}
+			for row := range 3 {
+				m := b.meta
+				if row == 2 {
+					m.Commit, m.XID = true, 99
+				}
+				var before, after []any
+				if typ == TypeUpdate {
+					before = e.Rows[row*step]
+				}
+				after = e.Rows[row*step+step-1]
+				want, err := EncodeRow(nil, te.table, typ, m, before, after)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for s, by := range []string{PartitionPK, PartitionTable} {
+					got := it.msgs[row*2+s]
+					if !bytes.Equal(got.Value, want) {
+						t.Errorf("row %d, subscription %d:\n got %s\nwant %s", row, s, got.Value, want)
+					}
+					if wantKey := AppendKey(nil, te.table, by, after); !bytes.Equal(got.Key, wantKey) {
+						t.Errorf("row %d key %s, want %s", row, got.Key, wantKey)
+					}
+				}
 			}
 		})
 	}
