@@ -204,6 +204,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	res.Binlog = sizes
 
+	settle(ctx, opts, "capture")
 	if err := capture(ctx, opts, db, topic, start, res); err != nil {
 		return nil, err
 	}
@@ -212,6 +213,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	if opts.MariadbBinlog != "-" {
+		settle(ctx, opts, "reference")
 		if err := reference(ctx, opts, files, start, end, res); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/binlake/binlake/internal/benchkit"
@@ -58,4 +60,41 @@ func pidCPU(pid int) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// settle waits until the source server and the broker are idle (under settleCores
+// over a settleWindow) or settleMax has passed, and says how long it waited. After the
+// load, InnoDB flushes and purges for seconds and the broker may still be writing: the
+// timed phases (the capture, then the reference) start from the same quiet machine
+// instead of competing with the phase before for the two cores.
+func settle(ctx context.Context, opts Options, what string) {
+	const (
+		settleWindow = 250 * time.Millisecond
+		settleCores  = 0.05
+		settleMax    = 20 * time.Second
+	)
+	pids := []int{localPid(opts.Addr), localPid(opts.Brokers[0])}
+	t0 := time.Now()
+	for time.Since(t0) < settleMax {
+		before := make([]time.Duration, len(pids))
+		for i, p := range pids {
+			before[i] = pidCPU(p)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(settleWindow):
+		}
+		busy := time.Duration(0)
+		for i, p := range pids {
+			if now := pidCPU(p); now >= 0 && before[i] >= 0 {
+				busy += now - before[i]
+			}
+		}
+		if busy.Seconds() < settleCores*settleWindow.Seconds() {
+			fmt.Fprintf(opts.Out, "waited %s for the source server and the broker to go idle before the %s\n", time.Since(t0).Round(time.Millisecond), what)
+			return
+		}
+	}
+	fmt.Fprintf(opts.Out, "the source server and the broker were still busy after %s; starting the %s anyway\n", settleMax, what)
 }
