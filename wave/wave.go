@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/binlake/binlake/internal/buildinfo"
@@ -221,6 +222,9 @@ func Run(ctx context.Context, opts Options) error {
 	defer w.Close()
 	return w.Run(ctx)
 }
+
+// Gatherer is the wave's metrics, as /metrics serves them.
+func (w *Wave) Gatherer() prometheus.Gatherer { return w.m.reg }
 
 // Handler serves /metrics, /healthz and /status.
 func (w *Wave) Handler() http.Handler {
