@@ -23,8 +23,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/binlake/binlake/internal/buildinfo"
 	"github.com/binlake/binlake/internal/bus"
@@ -223,8 +223,15 @@ func Run(ctx context.Context, opts Options) error {
 	return w.Run(ctx)
 }
 
-// Gatherer is the wave's metrics, as /metrics serves them.
-func (w *Wave) Gatherer() prometheus.Gatherer { return w.m.reg }
+// Published is how many row messages of instance id the sink has acknowledged since
+// this wave started (its binlake_wave_rows_published_total).
+func (w *Wave) Published(id string) int64 {
+	var m dto.Metric
+	if err := w.m.rows.WithLabelValues(id).Write(&m); err != nil {
+		return 0
+	}
+	return int64(m.GetCounter().GetValue())
+}
 
 // Handler serves /metrics, /healthz and /status.
 func (w *Wave) Handler() http.Handler {

@@ -24,7 +24,6 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 
-	wm "github.com/binlake/binlake/agent/collector/wave"
 	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
@@ -380,7 +379,7 @@ func capture(ctx context.Context, opts Options, db, topic string, start wave.Pos
 		}
 		defer stop()
 	}
-	cpu := startCPU(opts)
+	cpu := newCPUWatch(opts)
 	t0 := time.Now()
 	var running, acked time.Time
 	go func() { errc <- w.Run(wctx) }()
@@ -391,36 +390,38 @@ func capture(ctx context.Context, opts Options, db, topic string, start wave.Pos
 			<-errc
 		}
 	}()
+	// Polled every 5 ms from this process, so cheaply: the wave's own status and
+	// counter, and the coordinator only once every row is acknowledged.
 	last := time.Now()
 	for {
-		info, err := wave.ShowInstance(ctx, c, "bench", 0, time.Now)
-		if err != nil {
-			return err
+		st := instanceStatus(w)
+		if st.State == wave.StateError {
+			return fmt.Errorf("bench: capture stopped: %s", st.Error)
 		}
-		if info.State == wave.StateError {
-			return fmt.Errorf("bench: capture stopped: %s", info.Error)
-		}
-		var rows int64
-		if info.Position != nil {
-			rows = info.Position.Rows
-		}
-		if running.IsZero() && instanceRunning(w) {
+		if running.IsZero() && st.State == wave.StateRunning {
 			running = time.Now()
-			cpu = startCPU(opts)
+			cpu.start()
 		}
-		if !running.IsZero() && acked.IsZero() && ackedRows(w) >= float64(opts.Rows) {
+		published := w.Published("bench")
+		if !running.IsZero() && acked.IsZero() && published >= int64(opts.Rows) {
 			acked = time.Now()
 			res.CPU = cpu.stop()
 		}
-		if rows >= int64(opts.Rows) && !acked.IsZero() {
-			res.Committed = time.Since(t0)
-			res.Startup, res.Capture = running.Sub(t0), acked.Sub(running)
-			res.Messages = rows
-			break
+		if !acked.IsZero() {
+			info, err := wave.ShowInstance(ctx, c, "bench", 0, time.Now)
+			if err != nil {
+				return err
+			}
+			if info.Position != nil && info.Position.Rows >= int64(opts.Rows) {
+				res.Committed = time.Since(t0)
+				res.Startup, res.Capture = running.Sub(t0), acked.Sub(running)
+				res.Messages = info.Position.Rows
+				break
+			}
 		}
 		if time.Since(last) >= 2*time.Second {
 			last = time.Now()
-			fmt.Fprintf(out, "  captured %d/%d rows (%.0f rows/s)\n", rows, opts.Rows, float64(rows)/time.Since(t0).Seconds())
+			fmt.Fprintf(out, "  captured %d/%d rows (%.0f rows/s)\n", published, opts.Rows, float64(published)/time.Since(t0).Seconds())
 		}
 		select {
 		case werr = <-errc:
@@ -444,30 +445,14 @@ func capture(ctx context.Context, opts Options, db, topic string, start wave.Pos
 	return nil
 }
 
-// instanceRunning reports whether the bench's instance has started capturing.
-func instanceRunning(w *wave.Wave) bool {
+// instanceStatus is the bench instance's status in the wave (empty before it has one).
+func instanceStatus(w *wave.Wave) wave.InstanceStatus {
 	for _, s := range w.Status() {
-		if s.ID == "bench" && s.State == wave.StateRunning {
-			return true
+		if s.ID == "bench" {
+			return s
 		}
 	}
-	return false
-}
-
-// ackedRows is the wave's count of row messages the broker acknowledged.
-func ackedRows(w *wave.Wave) float64 {
-	mfs, err := w.Gatherer().Gather()
-	if err != nil {
-		return 0
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == wm.MetricRowsPublished {
-			for _, m := range mf.GetMetric() {
-				return m.GetCounter().GetValue() // one instance
-			}
-		}
-	}
-	return 0
+	return wave.InstanceStatus{}
 }
 
 func metric(body, series string) float64 {
