@@ -72,11 +72,7 @@ func appendRawText(dst []byte, rc *rawCol, b []byte) ([]byte, error) {
 		if v == 0 {
 			return append(dst, "0000-00-00"...), nil
 		}
-		dst = appendPadded(dst, int(v/(16*32)), 4)
-		dst = append(dst, '-')
-		dst = appendPadded(dst, int(v/32%16), 2)
-		dst = append(dst, '-')
-		return appendPadded(dst, int(v%32), 2), nil
+		return appendDate(dst, int(v/(16*32)), int(v/32%16), int(v%32)), nil
 	case rawTime2:
 		return appendTime2Text(dst, b, int(rc.dec)), nil
 	case rawTimestamp2:
@@ -142,12 +138,7 @@ func appendDatetime2Text(dst, b []byte, dec int) []byte {
 	if intPart == 0 {
 		return appendZeroTime(dst, int(frac), dec)
 	}
-	dst = appendPadded(dst, year, 4)
-	dst = append(dst, '-')
-	dst = appendPadded(dst, month, 2)
-	dst = append(dst, '-')
-	dst = appendPadded(dst, day, 2)
-	dst = append(dst, ' ')
+	dst = append(appendDate(dst, year, month, day), ' ')
 	dst = appendClock(dst, hour, minute, second)
 	return appendFraction(dst, int(frac), dec)
 }
@@ -158,12 +149,21 @@ func appendZeroTime(dst []byte, frac, dec int) []byte {
 	return appendFraction(dst, frac, dec)
 }
 
+// appendDate appends "YYYY-MM-DD" and appendClock "hh:mm:ss", as "%04d-%02d-%02d" and
+// "%02d:%02d:%02d" print them.
+func appendDate(dst []byte, year, month, day int) []byte {
+	return appendTriple(dst, year, 4, month, day, '-')
+}
+
 func appendClock(dst []byte, hour, minute, second int) []byte {
-	dst = appendPadded(dst, hour, 2)
-	dst = append(dst, ':')
-	dst = appendPadded(dst, minute, 2)
-	dst = append(dst, ':')
-	return appendPadded(dst, second, 2)
+	return appendTriple(dst, hour, 2, minute, second, ':')
+}
+
+// appendTriple appends a padded to width digits, then b and c padded to two, each after sep.
+func appendTriple(dst []byte, a, width, b, c int, sep byte) []byte {
+	dst = append(appendPadded(dst, a, width), sep)
+	dst = append(appendPadded(dst, b, 2), sep)
+	return appendPadded(dst, c, 2)
 }
 
 // appendFraction appends ".%06d" of frac cut to dec digits, as go-mysql formats it (a

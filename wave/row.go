@@ -508,22 +508,9 @@ func appendTime(dst []byte, c *Column, t time.Time) []byte {
 	year, month, day := t.Date()
 	hour, minute, second := t.Clock()
 	dst = append(dst, '"')
-	dst = appendPadded(dst, year, 4)
-	dst = append(dst, '-')
-	dst = appendPadded(dst, int(month), 2)
-	dst = append(dst, '-')
-	dst = appendPadded(dst, day, 2)
-	dst = append(dst, 'T')
-	dst = appendPadded(dst, hour, 2)
-	dst = append(dst, ':')
-	dst = appendPadded(dst, minute, 2)
-	dst = append(dst, ':')
-	dst = appendPadded(dst, second, 2)
-	if frac := int(min(c.Frac, 6)); frac > 0 {
-		dst = append(dst, '.')
-		dst = appendPadded(dst, t.Nanosecond()/1000, 6)
-		dst = dst[:len(dst)-(6-frac)]
-	}
+	dst = append(appendDate(dst, year, int(month), day), 'T')
+	dst = appendClock(dst, hour, minute, second)
+	dst = appendFraction(dst, t.Nanosecond()/1000, int(min(c.Frac, 6)))
 	if utc {
 		dst = append(dst, 'Z')
 	}

@@ -48,34 +48,32 @@ type rawCol struct {
 	dec         uint8 // fractional-second digits of rawTime2, rawDatetime2, rawTimestamp2
 }
 
+// fixedCols are the column kinds whose width the wire type alone gives.
+var fixedCols = map[byte]rawCol{
+	mysql.MYSQL_TYPE_TINY:     {kind: rawInt, width: 1},
+	mysql.MYSQL_TYPE_SHORT:    {kind: rawInt, width: 2},
+	mysql.MYSQL_TYPE_INT24:    {kind: rawInt, width: 3},
+	mysql.MYSQL_TYPE_LONG:     {kind: rawInt, width: 4},
+	mysql.MYSQL_TYPE_LONGLONG: {kind: rawInt, width: 8},
+	mysql.MYSQL_TYPE_YEAR:     {kind: rawYear, width: 1},
+	mysql.MYSQL_TYPE_FLOAT:    {kind: rawFloat, width: 4},
+	mysql.MYSQL_TYPE_DOUBLE:   {kind: rawDouble, width: 8},
+	mysql.MYSQL_TYPE_DATE:     {kind: rawDate, width: 3},
+}
+
 // newRawCol describes a column of wire type tp with table-map metadata meta; kind is
 // rawNone for what is left to go-mysql.
 func newRawCol(tp byte, meta uint16) rawCol {
+	if rc, ok := fixedCols[tp]; ok {
+		return rc
+	}
 	switch tp {
-	case mysql.MYSQL_TYPE_TINY:
-		return rawCol{kind: rawInt, width: 1}
-	case mysql.MYSQL_TYPE_SHORT:
-		return rawCol{kind: rawInt, width: 2}
-	case mysql.MYSQL_TYPE_INT24:
-		return rawCol{kind: rawInt, width: 3}
-	case mysql.MYSQL_TYPE_LONG:
-		return rawCol{kind: rawInt, width: 4}
-	case mysql.MYSQL_TYPE_LONGLONG:
-		return rawCol{kind: rawInt, width: 8}
-	case mysql.MYSQL_TYPE_YEAR:
-		return rawCol{kind: rawYear, width: 1}
-	case mysql.MYSQL_TYPE_FLOAT:
-		return rawCol{kind: rawFloat, width: 4}
-	case mysql.MYSQL_TYPE_DOUBLE:
-		return rawCol{kind: rawDouble, width: 8}
 	case mysql.MYSQL_TYPE_NEWDECIMAL:
 		prec, scale := int(meta>>8), int(meta&0xff)
 		if prec == 0 || prec > 65 || scale > prec || scale > 30 {
 			return rawCol{}
 		}
 		return rawCol{kind: rawDecimal, width: uint8(decimalSize(prec, scale)), prec: uint8(prec), scale: uint8(scale)}
-	case mysql.MYSQL_TYPE_DATE:
-		return rawCol{kind: rawDate, width: 3}
 	case mysql.MYSQL_TYPE_TIME2, mysql.MYSQL_TYPE_DATETIME2, mysql.MYSQL_TYPE_TIMESTAMP2:
 		if meta > 6 {
 			return rawCol{}

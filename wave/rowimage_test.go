@@ -163,6 +163,22 @@ func (te *testEvents) encodeBoth(t testing.TB, et replication.EventType, rows []
 	return inPlace, decoded, errIn, errDec
 }
 
+// expectBoth encodes a rows event both ways and fails unless both succeed alike and
+// the messages contain want.
+func (te *testEvents) expectBoth(t *testing.T, et replication.EventType, rows []byte, want string) {
+	t.Helper()
+	inPlace, decoded, errIn, errDec := te.encodeBoth(t, et, rows)
+	if errIn != nil || errDec != nil {
+		t.Fatalf("in place: %v, go-mysql: %v", errIn, errDec)
+	}
+	if !bytes.Equal(inPlace, decoded) {
+		t.Fatalf("in place:\n%s\ngo-mysql:\n%s", inPlace, decoded)
+	}
+	if !bytes.Contains(inPlace, []byte(want)) {
+		t.Fatalf("message %s lacks %s", inPlace, want)
+	}
+}
+
 // encodeImages appends every message and key of a rows event's images to out, one per
 // line.
 func encodeImages[I rowImage[I]](out []byte, t *Table, typ string, m Meta, images []I) ([]byte, error) {
@@ -322,16 +338,7 @@ func TestRawAsDecodedValues(t *testing.T) {
 			cols := []testColumn{{tp: mysql.MYSQL_TYPE_LONG}, tc.col}
 			te := newTestEvents(t, cols)
 			row := append([]byte{0, 7, 0, 0, 0}, tc.field...)
-			inPlace, decoded, errIn, errDec := te.encodeBoth(t, replication.WRITE_ROWS_EVENTv2, row)
-			if errIn != nil || errDec != nil {
-				t.Fatalf("in place: %v, go-mysql: %v", errIn, errDec)
-			}
-			if !bytes.Equal(inPlace, decoded) {
-				t.Fatalf("in place:\n%s\ngo-mysql:\n%s", inPlace, decoded)
-			}
-			if want := `"c1":` + tc.want + `}`; !bytes.Contains(inPlace, []byte(want)) {
-				t.Fatalf("message %s lacks %s", inPlace, want)
-			}
+			te.expectBoth(t, replication.WRITE_ROWS_EVENTv2, row, `"c1":`+tc.want+`}`)
 		})
 	}
 }
@@ -422,16 +429,7 @@ func TestRawAsDecodedUpdates(t *testing.T) {
 				return append(append([]byte{0}, le(7, 4)...), field...)
 			}
 			rows := append(image(tc.before), image(tc.after)...)
-			inPlace, decoded, errIn, errDec := te.encodeBoth(t, replication.UPDATE_ROWS_EVENTv2, rows)
-			if errIn != nil || errDec != nil {
-				t.Fatalf("in place: %v, go-mysql: %v", errIn, errDec)
-			}
-			if !bytes.Equal(inPlace, decoded) {
-				t.Fatalf("in place:\n%s\ngo-mysql:\n%s", inPlace, decoded)
-			}
-			if want := `"old":` + tc.wantOld + `}`; !bytes.Contains(inPlace, []byte(want)) {
-				t.Fatalf("message %s lacks %s", inPlace, want)
-			}
+			te.expectBoth(t, replication.UPDATE_ROWS_EVENTv2, rows, `"old":`+tc.wantOld+`}`)
 		})
 	}
 }
