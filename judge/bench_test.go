@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/binlake/binlake/judge/api"
 	"io"
 	"net/http"
 	"slices"
@@ -76,7 +77,7 @@ func BenchmarkPlaceWhileIngesting(b *testing.B) {
 			}
 			stop := make(chan struct{})
 			sent := ingestFleet(j, nodes, 2000, stop)
-			req := PlacementRequest{Instance: "orders", Exclude: []string{"wave-0001"}, DryRun: true}
+			req := api.PlacementRequest{Instance: "orders", Exclude: []string{"wave-0001"}, DryRun: true}
 			if _, err := j.Place(req); err != nil {
 				b.Fatalf("placement before timing: %v", err)
 			}

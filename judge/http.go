@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -101,15 +102,15 @@ func (j *Judge) handleHealth(w http.ResponseWriter, _ *http.Request) {
 
 // DecodePlacementRequest reads a placement request strictly: one JSON object with known
 // fields, a non-empty instance, at most maxExclude exclusions.
-func DecodePlacementRequest(r io.Reader) (PlacementRequest, error) {
+func DecodePlacementRequest(r io.Reader) (api.PlacementRequest, error) {
 	buf, err := readBody(r)
 	defer func() { buf.Reset(); bodyBufs.Put(buf) }() // the pool's buffers are empty
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return PlacementRequest{}, err
+			return api.PlacementRequest{}, err
 		}
-		return PlacementRequest{}, invalid("read placement request: %v", err)
+		return api.PlacementRequest{}, invalid("read placement request: %v", err)
 	}
 	req, ok := decodePlacementFast(buf.Bytes())
 	if !ok {
@@ -122,13 +123,21 @@ func DecodePlacementRequest(r io.Reader) (PlacementRequest, error) {
 
 // decodePlacementJSON is encoding/json's strict decoding of a placement request: the
 // judge's definition of one, and the words of its errors.
-func decodePlacementJSON(b []byte) (PlacementRequest, error) {
-	var req PlacementRequest
+func decodePlacementJSON(b []byte) (api.PlacementRequest, error) {
+	var req api.PlacementRequest
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		if errors.Is(err, io.EOF) {
 			return req, invalid("empty body: want a JSON object like {\"instance\":\"orders\"}")
+		}
+		// Name the field and the JSON type, not the Go type it was meant for.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			if te.Field == "" {
+				return req, invalid("malformed placement request: a JSON %s where an object like {\"instance\":\"orders\"} belongs", te.Value)
+			}
+			return req, invalid("malformed placement request: field %s: a JSON %s where a %s belongs", te.Field, te.Value, jsonKind(te.Type.Kind()))
 		}
 		return req, invalid("malformed placement request: %v", err)
 	}
@@ -138,8 +147,23 @@ func decodePlacementJSON(b []byte) (PlacementRequest, error) {
 	return req, nil
 }
 
+// jsonKind names the JSON type a Go kind decodes from.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "string"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64, reflect.Float64:
+		return "number"
+	}
+	return "object"
+}
+
 // checkPlacement checks a decoded request's fields.
-func checkPlacement(req *PlacementRequest) error {
+func checkPlacement(req *api.PlacementRequest) error {
 	if err := checkIdent("instance", req.Instance); err != nil {
 		return err
 	}
@@ -159,11 +183,11 @@ func checkPlacement(req *PlacementRequest) error {
 	return checkExplain(req)
 }
 
-func checkExplain(req *PlacementRequest) error {
+func checkExplain(req *api.PlacementRequest) error {
 	switch req.Explain {
-	case "", ExplainTop, ExplainAll:
+	case "", api.ExplainTop, api.ExplainAll:
 	default:
-		return invalid("explain %q: want %q (the best candidates) or %q (every node)", req.Explain, ExplainTop, ExplainAll)
+		return invalid("explain %q: want %q (the best candidates) or %q (every node)", req.Explain, api.ExplainTop, api.ExplainAll)
 	}
 	if req.Top < 0 || req.Top > lbplugins.MaxTopK {
 		return invalid("top %d: want 1–%d candidates", req.Top, lbplugins.MaxTopK)
@@ -224,7 +248,7 @@ func (j *Judge) handlePlacement(w http.ResponseWriter, r *http.Request) {
 var contentTypeJSON = []string{"application/json"}
 
 // placementQuery applies ?explain= and ?top= over the body's fields.
-func placementQuery(q url.Values, req *PlacementRequest) error {
+func placementQuery(q url.Values, req *api.PlacementRequest) error {
 	if v := q.Get("explain"); v != "" {
 		req.Explain = v
 	}
@@ -326,7 +350,7 @@ type nodeDetail struct {
 	Current    currentDetail     `json:"current"`
 	Historical *historicalDetail `json:"historical"`
 	// Reservations are placements onto the node that it does not report yet.
-	Reservations []Reservation `json:"reservations"`
+	Reservations []api.Reservation `json:"reservations"`
 }
 
 type currentDetail struct {
@@ -360,7 +384,7 @@ func (j *Judge) handleNode(w http.ResponseWriter, r *http.Request) {
 	}
 	d := nodeDetail{Current: currentDetail{Hour: j.inc.Hour(), Series: []seriesJSON{}}, Reservations: j.Reservations(id)}
 	if d.Reservations == nil {
-		d.Reservations = []Reservation{}
+		d.Reservations = []api.Reservation{}
 	}
 	d.Node = id
 	d.Load = map[string]float64{}

@@ -146,7 +146,7 @@ func TestPlacementOverHTTP(t *testing.T) {
 		}
 		Filtered    map[string]int
 		DataAsOf    time.Time `json:"data_as_of"`
-		Reservation Reservation
+		Reservation api.Reservation
 	}
 	require.NoError(t, json.Unmarshal(r.body, &resp))
 	require.Equal(t, "wave-2", resp.Node)
@@ -157,14 +157,14 @@ func TestPlacementOverHTTP(t *testing.T) {
 	require.Equal(t, "wave-2", resp.Scores[0].Node)
 	require.Contains(t, resp.Scores[0].Parts, "cpu")
 	require.Equal(t, t0, resp.DataAsOf)
-	require.Equal(t, Reservation{Instance: "orders", Node: "wave-2", At: c.Now(), ExpiresAt: c.Now().Add(DefaultReservationTTL)}, resp.Reservation)
+	require.Equal(t, api.Reservation{Instance: "orders", Node: "wave-2", At: c.Now(), ExpiresAt: c.Now().Add(DefaultReservationTTL)}, resp.Reservation)
 
 	// explain=all lists every filtered node with its reason.
 	r = do(t, h, "POST", "/v1/placement?explain=all", "", strings.NewReader(`{"instance":"orders","dry_run":true}`))
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	var all struct {
 		FilteredNodes []lbplugins.Filtered `json:"filtered_nodes"`
-		Reservation   *Reservation
+		Reservation   *api.Reservation
 	}
 	require.NoError(t, json.Unmarshal(r.body, &all))
 	require.Equal(t, []lbplugins.Filtered{{Node: "wave-3", Reason: "over threshold: cpu.util 95 > 90"}}, all.FilteredNodes)
@@ -229,7 +229,8 @@ func TestAPIBadInput(t *testing.T) {
 		code, msg                       string
 	}{
 		{"malformed JSON", "POST", "/v1/placement", tok, `{"instance":`, 400, "invalid", "malformed placement request: unexpected EOF"},
-		{"not an object", "POST", "/v1/placement", tok, `[1,2]`, 400, "invalid", "malformed placement request: json: cannot unmarshal array into Go value of type judge.PlacementRequest"},
+		{"not an object", "POST", "/v1/placement", tok, `[1,2]`, 400, "invalid", `malformed placement request: a JSON array where an object like {"instance":"orders"} belongs`},
+		{"wrong field type", "POST", "/v1/placement", tok, `{"instance":7}`, 400, "invalid", "malformed placement request: field instance: a JSON number where a string belongs"},
 		{"empty body", "POST", "/v1/placement", tok, ``, 400, "invalid", `empty body: want a JSON object like {"instance":"orders"}`},
 		{"unknown field", "POST", "/v1/placement", tok, `{"instance":"a","node":"x"}`, 400, "invalid", `malformed placement request: json: unknown field "node"`},
 		{"trailing data", "POST", "/v1/placement", tok, `{"instance":"a"} {}`, 400, "invalid", "malformed placement request: data after the JSON object"},

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/binlake/binlake/judge/api"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -137,34 +138,15 @@ func reportedInstances(s *lbplugins.Snapshot, node string) (float64, bool) {
 	return c.Last, true
 }
 
-// PlacementRequest is the body of POST /v1/placement.
-type PlacementRequest struct {
-	Instance  string   `json:"instance"`
-	Exclude   []string `json:"exclude,omitempty"`
-	Algorithm string   `json:"algorithm,omitempty"`
-	// Top is how many of the best candidates the answer explains (lbplugins.DefaultTopK
-	// when zero); Explain "all" explains every candidate and lists every filtered node.
-	Top     int    `json:"top,omitempty"`
-	Explain string `json:"explain,omitempty"`
-	// DryRun answers without reserving capacity on the chosen node.
-	DryRun bool `json:"dry_run,omitempty"`
-}
-
-// Explain values.
-const (
-	ExplainTop = "top"
-	ExplainAll = "all"
-)
-
 // PlacementAnswer is a decision and the reservation it made (none for a dry run).
 type PlacementAnswer struct {
 	lbplugins.Decision
-	Reservation *Reservation
+	Reservation *api.Reservation
 }
 
 // Place answers a placement request. It reads only the in-memory snapshot, never the
 // store, and reserves capacity on the chosen node unless the request is a dry run.
-func (j *Judge) Place(req PlacementRequest) (PlacementAnswer, error) {
+func (j *Judge) Place(req api.PlacementRequest) (PlacementAnswer, error) {
 	start := time.Now()
 	algo := req.Algorithm
 	if algo == "" {
@@ -185,7 +167,7 @@ func (j *Judge) Place(req PlacementRequest) (PlacementAnswer, error) {
 		j.res.Expire(now)
 	}
 	d, err := snap.Decide(p, lbplugins.Request{Instance: req.Instance, Exclude: req.Exclude, Algorithm: algo,
-		Reserved: snap.reserved, TopK: req.Top, ExplainAll: req.Explain == ExplainAll}, now)
+		Reserved: snap.reserved, TopK: req.Top, ExplainAll: req.Explain == api.ExplainAll}, now)
 	am := j.byAlgo[algo]
 	am.seconds.Observe(time.Since(start).Seconds())
 	ans := PlacementAnswer{Decision: d}
@@ -229,4 +211,4 @@ func (j *Judge) Recent() []Placement {
 }
 
 // Reservations returns a node's pending reservations, oldest first.
-func (j *Judge) Reservations(node string) []Reservation { return j.res.Node(node) }
+func (j *Judge) Reservations(node string) []api.Reservation { return j.res.Node(node) }

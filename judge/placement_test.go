@@ -1,8 +1,10 @@
 package judge
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/binlake/binlake/judge/api"
 	"net/http"
 	"strings"
 	"testing"
@@ -34,7 +36,7 @@ func TestPlacementFeedbackSpreads(t *testing.T) {
 			c.Add(time.Second)
 			per := map[string]int{}
 			for i := range 20 {
-				ans, err := j.Place(PlacementRequest{Instance: fmt.Sprintf("orders-%d", i)})
+				ans, err := j.Place(api.PlacementRequest{Instance: fmt.Sprintf("orders-%d", i)})
 				require.NoError(t, err)
 				per[ans.Node]++
 				require.NotNil(t, ans.Reservation)
@@ -45,7 +47,7 @@ func TestPlacementFeedbackSpreads(t *testing.T) {
 			// Without feedback (dry runs reserve nothing) every answer is the same node.
 			first := ""
 			for range 5 {
-				ans, err := j.Place(PlacementRequest{Instance: "probe", DryRun: true})
+				ans, err := j.Place(api.PlacementRequest{Instance: "probe", DryRun: true})
 				require.NoError(t, err)
 				if first == "" {
 					first = ans.Node
@@ -63,10 +65,10 @@ func TestReservationLifetime(t *testing.T) {
 	require.NoError(t, j.Ingest(wave("wave-a", t0, 20, 1), sourceHTTP))
 	c.Add(time.Second)
 
-	ans, err := j.Place(PlacementRequest{Instance: "orders"})
+	ans, err := j.Place(api.PlacementRequest{Instance: "orders"})
 	require.NoError(t, err)
 	require.Equal(t, "wave-a", ans.Node)
-	ans, err = j.Place(PlacementRequest{Instance: "billing"})
+	ans, err = j.Place(api.PlacementRequest{Instance: "billing"})
 	require.NoError(t, err)
 	require.Equal(t, "wave-a", ans.Node)
 	require.Equal(t, float64(3), ans.Reservation.Target)
@@ -75,7 +77,7 @@ func TestReservationLifetime(t *testing.T) {
 	// GET /v1/nodes/{node} shows them.
 	r := do(t, h, "GET", "/v1/nodes/wave-a", "", nil)
 	require.Equal(t, http.StatusOK, r.status)
-	var d struct{ Reservations []Reservation }
+	var d struct{ Reservations []api.Reservation }
 	require.NoError(t, json.Unmarshal(r.body, &d))
 	require.Len(t, d.Reservations, 2)
 	require.Equal(t, "orders", d.Reservations[0].Instance)
@@ -84,7 +86,7 @@ func TestReservationLifetime(t *testing.T) {
 	// The node reports one more instance: the older reservation is fulfilled.
 	c.Add(10 * time.Second)
 	require.NoError(t, j.Ingest(wave("wave-a", c.Now(), 20, 2), sourceHTTP))
-	ans, err = j.Place(PlacementRequest{Instance: "probe", DryRun: true})
+	ans, err = j.Place(api.PlacementRequest{Instance: "probe", DryRun: true})
 	require.NoError(t, err)
 	require.Len(t, j.Reservations("wave-a"), 1)
 	require.Equal(t, "billing", j.Reservations("wave-a")[0].Instance)
@@ -92,7 +94,7 @@ func TestReservationLifetime(t *testing.T) {
 	// The other one never shows up: it expires after its TTL.
 	c.Add(time.Minute)
 	require.NoError(t, j.Ingest(wave("wave-a", c.Now(), 20, 2), sourceHTTP))
-	_, err = j.Place(PlacementRequest{Instance: "probe", DryRun: true})
+	_, err = j.Place(api.PlacementRequest{Instance: "probe", DryRun: true})
 	require.NoError(t, err)
 	require.Empty(t, j.Reservations("wave-a"))
 	require.Zero(t, j.res.size.Load())
@@ -165,32 +167,25 @@ func TestAnswerJSON(t *testing.T) {
 		},
 		FilteredBy: lbplugins.FilterCounts{Stale: 2, Plugin: 1},
 		Filtered:   []lbplugins.Filtered{{Node: "a\tb", Reason: "stale: <no batch>"}},
-	}, Reservation: &Reservation{Instance: "orders", Node: "wave-1", At: t0, ExpiresAt: t0.Add(time.Minute), Target: 3}}
+	}, Reservation: &api.Reservation{Instance: "orders", Node: "wave-1", At: t0, ExpiresAt: t0.Add(time.Minute), Target: 3}}
 	data := appendAnswer(nil, &ans)
 	require.True(t, json.Valid(data), "%s", data)
-	var got struct {
-		Node, Algorithm string
-		DataAsOf        time.Time `json:"data_as_of"`
-		Candidates      int
-		Scores          []struct {
-			Node    string
-			Score   float64
-			Parts   map[string]float64
-			Pending float64
-		}
-		Filtered      map[string]int
-		FilteredNodes []lbplugins.Filtered `json:"filtered_nodes"`
-		Reservation   Reservation
-	}
-	require.NoError(t, json.Unmarshal(data, &got))
+	// Strictly into the client's type (judge/api): every field the judge writes is one
+	// a client reads.
+	var got api.PlacementAnswer
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&got))
 	require.Equal(t, ans.Node, got.Node)
+	require.Equal(t, "leastload", got.Algorithm)
 	require.Equal(t, ans.DataAsOf, got.DataAsOf)
 	require.Equal(t, 2, got.Candidates)
 	require.Equal(t, map[string]float64{"cpu": 50.5, "memory": 30.75}, got.Scores[0].Parts)
 	require.Equal(t, 1.0, got.Scores[0].Pending)
+	require.Equal(t, 81.25, got.Scores[0].Score)
 	require.Equal(t, "wave-\ufffd", got.Scores[1].Node, "invalid UTF-8 becomes U+FFFD, as with encoding/json")
 	require.Equal(t, 1e-7, got.Scores[1].Score)
-	require.Equal(t, map[string]int{"stale": 2, "plugin": 1}, got.Filtered)
+	require.Equal(t, ans.FilteredBy, got.Filtered)
 	require.Equal(t, ans.Filtered, got.FilteredNodes)
-	require.Equal(t, *ans.Reservation, got.Reservation)
+	require.Equal(t, ans.Reservation, got.Reservation)
 }

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"bytes"
+	"github.com/binlake/binlake/judge/api"
 	"io"
 
 	"github.com/binlake/binlake/internal/jsonenc"
@@ -26,8 +27,8 @@ func readBody(r io.Reader) (*bytes.Buffer, error) {
 
 // decodePlacementFast decodes b when it is one of the plain shapes, and says whether it
 // did; on false the caller decodes with encoding/json.
-func decodePlacementFast(b []byte) (PlacementRequest, bool) {
-	var req PlacementRequest
+func decodePlacementFast(b []byte) (api.PlacementRequest, bool) {
+	var req api.PlacementRequest
 	d := fastJSON{b: b}
 	if !d.byte('{') {
 		return req, false

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"github.com/binlake/binlake/judge/api"
 	"reflect"
 	"testing"
 )
@@ -51,7 +52,7 @@ func checkDecodersAgree(t *testing.T, b []byte) {
 	}
 }
 
-func show(r PlacementRequest) string { return fmt.Sprintf("%#v", r) }
+func show(r api.PlacementRequest) string { return fmt.Sprintf("%#v", r) }
 
 // FuzzPlacementDecoders: the fast decoder never accepts what encoding/json refuses or
 // reads it differently.

@@ -3,6 +3,7 @@ package judge
 import (
 	"context"
 	"fmt"
+	"github.com/binlake/binlake/judge/api"
 	"path/filepath"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ func TestRestartRebuildsCurrentHour(t *testing.T) {
 		}
 		c.Add(10 * time.Second)
 	}
-	req := PlacementRequest{Instance: "orders", DryRun: true, Explain: ExplainAll}
+	req := api.PlacementRequest{Instance: "orders", DryRun: true, Explain: api.ExplainAll}
 	want, err := before.Place(req)
 	require.NoError(t, err)
 	wantNodes := before.inc.Nodes()

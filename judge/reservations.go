@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"github.com/binlake/binlake/judge/api"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,19 +19,6 @@ const (
 	maxReservations       = 100_000
 )
 
-// Reservation is capacity a placement holds on its node until the node's reported
-// wave.instances shows the instance (reaches Target) or the reservation expires.
-type Reservation struct {
-	Instance  string    `json:"instance"`
-	Node      string    `json:"node"`
-	At        time.Time `json:"at"`
-	ExpiresAt time.Time `json:"expires_at"`
-	// Target is the wave.instances the node reports once it runs the instance: what it
-	// reported at placement plus its reservations then, this one included. Zero when the
-	// node reports no instance count (only expiry ends the reservation).
-	Target float64 `json:"target_instances,omitempty"`
-}
-
 // reservations are the judge's placement feedback. The bookkeeping (who, until when)
 // sits behind a mutex that only reserving and sweeping take; decisions read per-node
 // counts aligned with the snapshot they decide on (lbplugins.Reserved, atomics), so a
@@ -39,7 +27,7 @@ type reservations struct {
 	ttl time.Duration
 
 	mu     sync.Mutex
-	byNode map[string][]Reservation
+	byNode map[string][]api.Reservation
 	total  int
 	snap   *lbplugins.Snapshot // the published snapshot the counts belong to
 	counts *lbplugins.Reserved // its per-node counts
@@ -53,7 +41,7 @@ func newReservations(ttl time.Duration) *reservations {
 	if ttl <= 0 {
 		ttl = DefaultReservationTTL
 	}
-	return &reservations{ttl: ttl, byNode: map[string][]Reservation{}}
+	return &reservations{ttl: ttl, byNode: map[string][]api.Reservation{}}
 }
 
 // Due reports whether a reservation has expired by now, so that a sweep is needed.
@@ -65,14 +53,14 @@ func (rs *reservations) Due(now time.Time) bool {
 // Reserve records a placement of instance on node; reported is the node's
 // wave.instances at the decision (ok false when it reports none). It returns false
 // when maxReservations are pending.
-func (rs *reservations) Reserve(node, instance string, now time.Time, reported float64, ok bool) (Reservation, bool) {
+func (rs *reservations) Reserve(node, instance string, now time.Time, reported float64, ok bool) (api.Reservation, bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.total >= maxReservations {
 		rs.refused.Add(1)
-		return Reservation{}, false
+		return api.Reservation{}, false
 	}
-	r := Reservation{Instance: instance, Node: node, At: now, ExpiresAt: now.Add(rs.ttl)}
+	r := api.Reservation{Instance: instance, Node: node, At: now, ExpiresAt: now.Add(rs.ttl)}
 	if ok {
 		r.Target = reported + float64(len(rs.byNode[node])) + 1
 	}
@@ -121,7 +109,7 @@ func (rs *reservations) sweepLocked(now time.Time, reported func(node string) (f
 	var next int64
 	for node, list := range rs.byNode {
 		count, ok := reported(node)
-		kept := slices.DeleteFunc(list, func(r Reservation) bool {
+		kept := slices.DeleteFunc(list, func(r api.Reservation) bool {
 			return !now.Before(r.ExpiresAt) || (ok && r.Target > 0 && count >= r.Target)
 		})
 		if gone := len(list) - len(kept); gone > 0 {
@@ -152,7 +140,7 @@ func (rs *reservations) index(node string) (int, bool) {
 }
 
 // Node returns a node's reservations, oldest first.
-func (rs *reservations) Node(node string) []Reservation {
+func (rs *reservations) Node(node string) []api.Reservation {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return slices.Clone(rs.byNode[node])

@@ -1,15 +1,11 @@
 package wave
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
-	"strings"
 	"time"
 
 	"github.com/binlake/binlake/internal/coord"
@@ -24,50 +20,6 @@ var ErrNoWave = errors.New("no live wave")
 // Placer chooses the node for an instance.
 type Placer interface {
 	Place(ctx context.Context, instance string, exclude []string) (string, error)
-}
-
-// JudgePlacer asks the judge's POST /v1/placement.
-type JudgePlacer struct {
-	URL    string // the judge's base URL, e.g. http://127.0.0.1:8080
-	Client *http.Client
-}
-
-// Place implements Placer.
-func (j JudgePlacer) Place(ctx context.Context, instance string, exclude []string) (string, error) {
-	body, _ := json.Marshal(map[string]any{"instance": instance, "exclude": nonNil(exclude)})
-	url := strings.TrimRight(j.URL, "/") + "/v1/placement"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return "", fmt.Errorf("placement: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	c := j.Client
-	if c == nil {
-		c = &http.Client{Timeout: 10 * time.Second}
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("placement: %w", err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("placement: %s answered %s: %s", url, resp.Status, bytes.TrimSpace(data))
-	}
-	var out struct {
-		Node string `json:"node"`
-	}
-	if err := json.Unmarshal(data, &out); err != nil || out.Node == "" {
-		return "", fmt.Errorf("placement: %s answered without a node: %s", url, bytes.TrimSpace(data))
-	}
-	return out.Node, nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // RandomPlacer picks a random live wave, as the original does without a judge.

@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/judge"
+	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave"
 )
 
@@ -31,7 +33,8 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move> [flag
                                             the committed offset
 
 Coordinator flags (every subcommand): -zk host:port,… -root /binlake, or -config wave.yaml
-to use that file's coordinator section; -judge http://judge:8080 for placement.`
+to use that file's coordinator section; -judge http://judge:8080 for placement, with
+-judge-token-file (or BINLAKE_JUDGE_TOKEN) when the judge has a token.`
 
 func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -47,7 +50,8 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	zkServers := fs.String("zk", "", "ZooKeeper servers, comma-separated host:port")
 	root := fs.String("root", "/binlake", "coordinator root")
 	cfgPath := fs.String("config", "", "take the coordinator from this wave.yaml")
-	judge := fs.String("judge", "", "judge base URL for placement (POST /v1/placement)")
+	judgeURL := fs.String("judge", "", "judge base URL for placement (POST /v1/placement)")
+	judgeTokenFile := fs.String("judge-token-file", "", "file holding the judge's token, when it has one (or set "+judge.TokenEnv+")")
 	file := fs.String("f", "", "add: instance definition (YAML)")
 	node := fs.String("node", "", "add, move: the wave to assign to (skips placement)")
 	sample := fs.Duration("sample", 2*time.Second, "show: how long to watch the offset for rows/s (0 to skip)")
@@ -87,8 +91,12 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer c.Close()
 	var placer wave.Placer
-	if *judge != "" {
-		placer = wave.JudgePlacer{URL: *judge, Client: &http.Client{Timeout: 10 * time.Second}}
+	if *judgeURL != "" {
+		token, err := config.ResolveSecret("", judge.TokenEnv, *judgeTokenFile)
+		if err != nil {
+			return fmt.Errorf("instance %s: judge token: %w", sub, err)
+		}
+		placer = judgePlacer{&client.Client{URL: *judgeURL, Token: token}}
 	}
 	needID := func() error {
 		if id == "" {
@@ -200,4 +208,15 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// judgePlacer places instances where the judge answers (its client sends the token).
+type judgePlacer struct{ c *client.Client }
+
+func (p judgePlacer) Place(ctx context.Context, instance string, exclude []string) (string, error) {
+	ans, err := p.c.Place(ctx, api.PlacementRequest{Instance: instance, Exclude: exclude})
+	if err != nil {
+		return "", err
+	}
+	return ans.Node, nil
 }

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/judge"
+	"github.com/binlake/binlake/judge/store/sqlite"
+	"github.com/binlake/binlake/lbplugins"
+)
+
+// TestInstanceAddAsksJudgeWithToken: `binlake instance add -judge` against a judge that
+// requires a token is refused without it (saying so) and, given the token by file,
+// assigns the instance where the judge answers, on the real ZooKeeper.
+func TestInstanceAddAsksJudgeWithToken(t *testing.T) {
+	zk := testenv.Require(t, testenv.ZooKeeper)
+	root := fmt.Sprintf("/binlake-judge-add-%d", time.Now().UnixNano())
+	dir := t.TempDir()
+
+	st, err := sqlite.Open(sqlite.Options{Path: filepath.Join(dir, "judge.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	j, err := judge.New(judge.Options{Store: st, Algorithm: "leastload", Token: config.Secret("s3cret"),
+		Plugins: map[string]lbplugins.Settings{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	for node, cpu := range map[string]float64{"wave-busy": 95, "wave-idle": 5} {
+		b := metric.Batch{Node: node, TS: time.Now(), IntervalS: 10, Points: []metric.Point{
+			{Name: "cpu.util", Value: cpu}, {Name: "mem.used_pct", Value: cpu}}}
+		if err := j.Ingest(b, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(j.Handler())
+	defer srv.Close()
+
+	instFile := filepath.Join(dir, "orders.yaml")
+	writeFile(t, instFile, "id: orders\nsource:\n  addr: 127.0.0.1:3307\n  user: binlake\n  server_id: 4242\nsubscriptions:\n  - name: all\n    topic: orders.rows\n")
+	tokenFile := filepath.Join(dir, "judge.token")
+	writeFile(t, tokenFile, "s3cret\n")
+	t.Setenv(judge.TokenEnv, "")
+
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := runInstance(context.Background(), append([]string{"add", "-zk", zk, "-root", root, "-judge", srv.URL, "-f", instFile}, args...), &out, &errOut)
+		return out.String() + errOut.String(), err
+	}
+	out, err := run()
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "-judge-token-file") {
+		t.Fatalf("without the token: %v (%s), want the judge's 401 and how to give the token", err, out)
+	}
+	out, err = run("-judge-token-file", tokenFile)
+	if err != nil {
+		t.Fatalf("with the token: %v (%s)", err, out)
+	}
+	if !strings.Contains(out, "instance orders added, assigned to wave-idle") {
+		t.Fatalf("with the token: %q, want orders assigned to wave-idle, the judge's choice", out)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
