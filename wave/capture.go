@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/logging"
 )
 
 // ErrBinlogPurged is the fatal error of an instance whose resume position is no longer on
@@ -209,7 +209,7 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 		ReadTimeout:             3*c.heartbeat + 5*time.Second,
 		DisableRetrySync:        true, // reconnects are ours: from a transaction boundary, with backoff
 		EventCacheCount:         c.eventQueue,
-		Logger:                  redactLogger(c.log.With("component", "go-mysql"), c.password),
+		Logger:                  logging.Redact(c.log.With("component", "go-mysql"), c.password),
 		DiscardGTIDSet:          true, // we track the set ourselves, at transaction boundaries
 		Dialer:                  dial.dial,
 		Option:                  func(conn *client.Conn) error { return c.onConnect(conn, &owner) },
@@ -597,68 +597,6 @@ func (c *capture) boundary(h *replication.EventHeader) {
 
 func ptr[T any](v T) *T { return &v }
 
-var reDDLTable = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*(?:ALTER|CREATE|DROP|TRUNCATE|RENAME)\\s+(?:(?:TEMPORARY|ONLINE|IGNORE|OR\\s+REPLACE)\\s+)*TABLE\\s+(?:IF\\s+(?:NOT\\s+)?EXISTS\\s+)?((?:`[^`]+`|[A-Za-z0-9_$]+)(?:\\s*\\.\\s*(?:`[^`]+`|[A-Za-z0-9_$]+))?)")
-
-// ddlTable extracts the table a DDL statement is about ("" when it is not about one).
-func ddlTable(defaultDB, sql string) (db, table string) {
-	m := reDDLTable.FindStringSubmatch(sql)
-	if m == nil {
-		return defaultDB, ""
-	}
-	name := m[1]
-	parts := splitQualified(name)
-	if len(parts) == 2 {
-		return parts[0], parts[1]
-	}
-	return defaultDB, parts[0]
-}
-
-func splitQualified(s string) []string {
-	var parts []string
-	var cur strings.Builder
-	inQuote := false
-	for _, r := range s {
-		switch {
-		case r == '`':
-			inQuote = !inQuote
-		case r == '.' && !inQuote:
-			parts = append(parts, strings.TrimSpace(cur.String()))
-			cur.Reset()
-		default:
-			cur.WriteRune(r)
-		}
-	}
-	return append(parts, strings.TrimSpace(cur.String()))
-}
-
-// ddl handles a statement other than BEGIN/COMMIT: a DDL. It ends any transaction
-// (DDL commits implicitly) and becomes a "ddl" message for the subscriptions of its table.
-func (c *capture) ddl(ctx context.Context, h *replication.EventHeader, schema, sql string) error {
-	if err := c.flush(ctx, true, 0); err != nil {
-		return err
-	}
-	c.sc.invalidate()
-	clear(c.tables)
-	db, table := ddlTable(schema, sql)
-	it := item{ts: int64(h.Timestamp)}
-	if table != "" {
-		subs := c.filter.Match(db, table, TypeDDL)
-		value := EncodeDDL(nil, db, table, Meta{Instance: c.inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos, Commit: true}, sql)
-		for _, si := range subs {
-			sub := c.filter.Subscription(si)
-			key := []byte(db + "." + table)
-			if sub.PartitionBy == PartitionDatabase {
-				key = []byte(db)
-			}
-			it.msgs = append(it.msgs, bus.Message{Topic: sub.Topic, Key: key, Value: value})
-			it.bytes += len(key) + len(value)
-		}
-	}
-	c.boundary(h)
-	it.commit = ptr(c.resume)
-	return c.send(ctx, it)
-}
-
 func uuidString(sid []byte) (string, error) {
 	if len(sid) != 16 {
 		return "", fmt.Errorf("gtid event: source id of %d bytes", len(sid))
@@ -677,63 +615,4 @@ func uuidString(sid []byte) (string, error) {
 
 func hasPrefixFold(b []byte, prefix string) bool {
 	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], []byte(prefix))
-}
-
-// redactingHandler hides a secret inside log records. go-mysql logs its whole
-// BinlogSyncerConfig, password included, when a syncer is created; the wave passes it a
-// logger through this handler so the source password never reaches a log.
-type redactingHandler struct {
-	h      slog.Handler
-	secret string
-}
-
-func redactLogger(l *slog.Logger, secret string) *slog.Logger {
-	if secret == "" {
-		return l
-	}
-	return slog.New(&redactingHandler{h: l.Handler(), secret: secret})
-}
-
-func (r *redactingHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return r.h.Enabled(ctx, l)
-}
-
-func (r *redactingHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	for i := range as {
-		as[i] = r.attr(as[i])
-	}
-	return &redactingHandler{h: r.h.WithAttrs(as), secret: r.secret}
-}
-
-func (r *redactingHandler) WithGroup(name string) slog.Handler {
-	return &redactingHandler{h: r.h.WithGroup(name), secret: r.secret}
-}
-
-func (r *redactingHandler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, r.hide(rec.Message), rec.PC)
-	rec.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(r.attr(a))
-		return true
-	})
-	return r.h.Handle(ctx, out)
-}
-
-func (r *redactingHandler) hide(s string) string { return strings.ReplaceAll(s, r.secret, "***") }
-
-func (r *redactingHandler) attr(a slog.Attr) slog.Attr {
-	v := a.Value.Resolve()
-	switch v.Kind() {
-	case slog.KindGroup:
-		g := v.Group()
-		out := make([]slog.Attr, len(g))
-		for i := range g {
-			out[i] = r.attr(g[i])
-		}
-		return slog.Attr{Key: a.Key, Value: slog.GroupValue(out...)}
-	case slog.KindString:
-		return slog.String(a.Key, r.hide(v.String()))
-	case slog.KindAny:
-		return slog.String(a.Key, r.hide(fmt.Sprint(v.Any())))
-	}
-	return a
 }

@@ -67,3 +67,19 @@ func TestRedact(t *testing.T) {
 		require.Contains(t, out, Redacted)
 	}
 }
+
+// TestRedactSecret: a secret inside the message, a With attribute, a struct formatted with
+// fmt and a group is replaced; the rest of the record stays.
+func TestRedactSecret(t *testing.T) {
+	var b strings.Builder
+	base := slog.New(slog.NewTextHandler(&b, nil))
+	l := Redact(base, "s3cr3t")
+	l.With("dsn", "root:s3cr3t@x").Info("create s3cr3t", "config", struct{ Password string }{"s3cr3t"},
+		slog.Group("g", "p", "s3cr3t"), "n", 5)
+	if strings.Contains(b.String(), "s3cr3t") {
+		t.Fatalf("secret in log: %s", b.String())
+	}
+	if !strings.Contains(b.String(), "n=5") || !strings.Contains(b.String(), "***") {
+		t.Fatalf("log lost its content: %s", b.String())
+	}
+}
