@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/agent/collector"
 	_ "github.com/binlake/binlake/agent/collector/host" // registers "host"
 	"github.com/binlake/binlake/agent/collector/process"
@@ -308,8 +309,7 @@ func (a *Agent) noteResult(name string, err error) {
 // buffer is empty.
 func (a *Agent) send(ctx context.Context, stop <-chan struct{}) {
 	interval := a.opts.Config.Interval.D()
-	minBackoff := min(100*time.Millisecond, interval/2)
-	backoff := minBackoff
+	bo := backoff.New(min(100*time.Millisecond, interval/2), interval)
 	down := false
 	for {
 		b, ok := a.q.take()
@@ -330,7 +330,7 @@ func (a *Agent) send(ctx context.Context, stop <-chan struct{}) {
 		case err == nil:
 			a.q.done()
 			a.delivered.Add(1)
-			backoff = minBackoff
+			bo.Reset()
 			if down {
 				down = false
 				pending, dropped := a.q.stats()
@@ -347,7 +347,7 @@ func (a *Agent) send(ctx context.Context, stop <-chan struct{}) {
 				down = true
 				a.log.Warn("sink failing; buffering", "sink", a.opts.Sink.String(), "err", err)
 			}
-			t := time.NewTimer(backoff)
+			t := time.NewTimer(bo.NextBackOff())
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -357,7 +357,6 @@ func (a *Agent) send(ctx context.Context, stop <-chan struct{}) {
 				<-t.C
 			case <-t.C:
 			}
-			backoff = min(backoff*2, max(interval, minBackoff))
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 	"github.com/stretchr/testify/require"
 
+	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/internal/testenv/estest"
@@ -77,7 +78,7 @@ func TestJudgeElasticOutageIntegration(t *testing.T) {
 	t.Cleanup(func() { deletePrefix(t, es, prefix) })
 
 	st, err := elastic.New(elastic.Options{Config: cfg, Prefix: prefix, Logger: quiet,
-		MaxRetries: 1, Backoff: elastic.Backoff(50*time.Millisecond, 200*time.Millisecond)})
+		MaxRetries: 1, Backoff: backoff.Schedule(50*time.Millisecond, 200*time.Millisecond)})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() }) // after the judge has stopped: cleanups run last first
 	base, j := readyJudge(t, Options{Store: st, Algorithm: "leastload",

@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
+	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/logging"
 )
@@ -161,7 +162,7 @@ func currentPosition(ctx context.Context, addr, user, password, flavor string) (
 // run captures until ctx ends (nil) or a fatal error.
 func (c *capture) run(ctx context.Context) error {
 	defer c.sc.close()
-	backoff := c.backoffMin
+	bo := backoff.New(c.backoffMin, c.backoffMax)
 	for {
 		read, err := c.session(ctx)
 		if ctx.Err() != nil {
@@ -171,18 +172,18 @@ func (c *capture) run(ctx context.Context) error {
 			return err
 		}
 		if read {
-			backoff = c.backoffMin
+			bo.Reset()
 		}
-		c.log.Warn("binlog connection failed; reconnecting", "resume", c.resume.String(), "backoff", backoff, "err", err)
+		wait := bo.NextBackOff()
+		c.log.Warn("binlog connection failed; reconnecting", "resume", c.resume.String(), "backoff", wait, "err", err)
 		if c.onError != nil {
 			c.onError(err)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(backoff*2, c.backoffMax)
 	}
 }
 

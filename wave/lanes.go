@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/bus"
 )
 
@@ -149,7 +150,7 @@ type laneChunks struct {
 // older ones still on their partition's lane. It returns errLost once the leadership is
 // gone, and nothing once ctx ends.
 func (p *publisher) laneWork(ctx context.Context, part bus.Partitioner, batch []item, n int) ([]laneChunks, error) {
-	backoff := p.backoffMin
+	bo := backoff.New(p.backoffMin, p.backoffMax)
 	for attempt := 1; ; attempt++ {
 		work, err := p.split(ctx, part, batch, n)
 		if err == nil || ctx.Err() != nil {
@@ -159,13 +160,13 @@ func (p *publisher) laneWork(ctx context.Context, part bus.Partitioner, batch []
 			return nil, errLost
 		}
 		p.m.publishErrors.WithLabelValues(p.id).Inc()
-		p.log.Warn("partitions unknown; retrying", "messages", n, "attempt", attempt, "backoff", backoff, "err", err)
+		wait := bo.NextBackOff()
+		p.log.Warn("partitions unknown; retrying", "messages", n, "attempt", attempt, "backoff", wait, "err", err)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(backoff*2, p.backoffMax)
 	}
 }
 

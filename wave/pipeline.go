@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/coord"
 )
@@ -99,7 +100,7 @@ func (p *publisher) publish(ctx context.Context, msgs []bus.Message) error {
 
 // publishWith is publish through send, one attempt per call.
 func (p *publisher) publishWith(ctx context.Context, msgs []bus.Message, send func(context.Context) error) error {
-	backoff := p.backoffMin
+	bo := backoff.New(p.backoffMin, p.backoffMax)
 	for attempt := 1; ; attempt++ {
 		// The context ends shortly after Lost closes (lead's watcher cancels it); look
 		// at Lost itself too, so that no attempt starts once the leadership is gone. It
@@ -124,13 +125,13 @@ func (p *publisher) publishWith(ctx context.Context, msgs []bus.Message, send fu
 			return fmt.Errorf("publish: %w", err)
 		}
 		p.m.publishErrors.WithLabelValues(p.id).Inc()
-		p.log.Warn("publish failed; retrying", "messages", len(msgs), "attempt", attempt, "backoff", backoff, "err", err)
+		wait := bo.NextBackOff()
+		p.log.Warn("publish failed; retrying", "messages", len(msgs), "attempt", attempt, "backoff", wait, "err", err)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(backoff*2, p.backoffMax)
 	}
 }
 

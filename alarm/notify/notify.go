@@ -5,6 +5,8 @@
 package notify
 
 import (
+	"github.com/binlake/binlake/internal/backoff"
+
 	"context"
 	"errors"
 	"fmt"
@@ -316,7 +318,7 @@ func (d *Dispatcher) run(ctx context.Context, w *worker) {
 }
 
 func (d *Dispatcher) deliver(ctx context.Context, w *worker, m Message) {
-	wait := d.o.Backoff
+	bo := backoff.New(d.o.Backoff, d.o.MaxBackoff)
 	var err error
 	for attempt := 1; attempt <= d.o.Attempts; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, d.o.Timeout)
@@ -332,12 +334,12 @@ func (d *Dispatcher) deliver(ctx context.Context, w *worker, m Message) {
 		if errors.Is(err, ErrPermanent) || attempt == d.o.Attempts || ctx.Err() != nil {
 			break
 		}
+		wait := bo.NextBackOff()
 		d.log.Debug("notification attempt failed; retrying", "channel", w.name, "attempt", attempt, "in", wait, "err", err)
 		select {
 		case <-ctx.Done():
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, d.o.MaxBackoff)
 	}
 	d.failed.WithLabelValues(w.name).Inc()
 	d.log.Warn("notification failed", "channel", w.name, "group", m.GroupKey, "alerts", len(m.Alerts), "err", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/binlake/binlake/internal/backoff"
 )
 
 // RetryOptions tunes SubscribeWithRetry.
@@ -30,14 +32,14 @@ type RetryOptions struct {
 // of work is retried at once rather than after the last outage's longest wait, and a
 // subscription that fails before handling anything still backs off to MaxBackoff.
 func SubscribeWithRetry(ctx context.Context, sub Subscriber, h Handler, o RetryOptions) {
-	backoff := o.MinBackoff
-	if backoff <= 0 {
-		backoff = time.Second
+	first, limit := o.MinBackoff, o.MaxBackoff
+	if first <= 0 {
+		first = time.Second
 	}
-	maxBackoff := o.MaxBackoff
-	if maxBackoff <= 0 {
-		maxBackoff = 30 * time.Second
+	if limit <= 0 {
+		limit = 30 * time.Second
 	}
+	bo := backoff.New(first, limit)
 	var handled atomic.Bool
 	counted := func(ctx context.Context, m Message) error {
 		err := h(ctx, m)
@@ -53,22 +55,19 @@ func SubscribeWithRetry(ctx context.Context, sub Subscriber, h Handler, o RetryO
 			return
 		}
 		if handled.Load() {
-			backoff = o.MinBackoff
-			if backoff <= 0 {
-				backoff = time.Second
-			}
+			bo.Reset()
 		}
+		wait := bo.NextBackOff()
 		if o.OnError != nil {
-			o.OnError(err, backoff)
+			o.OnError(err, wait)
 		}
-		t := time.NewTimer(backoff)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }
 

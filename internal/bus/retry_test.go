@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/memory"
 )
@@ -100,8 +101,8 @@ func TestSubscribeWithRetry(t *testing.T) {
 	}
 	want := []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond}
 	for i := range want {
-		if waits[i] != want[i] {
-			t.Errorf("wait %d = %v, want %v", i, waits[i], want[i])
+		if !nearly(waits[i], want[i]) {
+			t.Errorf("wait %d = %v, want %v ± %.0f%%", i, waits[i], want[i], backoff.Jitter*100)
 		}
 	}
 }
@@ -150,11 +151,16 @@ func TestSubscribeWithRetryResetsAfterSuccess(t *testing.T) {
 		t.Fatalf("waits %v, want %v", waits, want)
 	}
 	for i := range want {
-		if waits[i] != want[i] {
-			t.Errorf("waits %v, want %v (the attempt that handled message 1 resets the backoff)", waits, want)
+		if !nearly(waits[i], want[i]) {
+			t.Errorf("waits %v, want %v ± %.0f%% (the attempt that handled message 1 resets the backoff)", waits, want, backoff.Jitter*100)
 			break
 		}
 	}
+}
+
+// nearly reports whether a wait is want within the back-off's jitter.
+func nearly(got, want time.Duration) bool {
+	return float64(got) >= float64(want)*(1-backoff.Jitter)-1 && float64(got) <= float64(want)*(1+backoff.Jitter)+1
 }
 
 // TestSubscribeWithRetryClosedSubscriber checks that a subscriber that can never work

@@ -1,12 +1,13 @@
 package store
 
 import (
+	"github.com/binlake/binlake/internal/backoff"
+
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -449,7 +450,7 @@ func (b *Buffered) run() {
 				b.dropRest()
 				return
 			}
-			wait := b.backoff(attempt)
+			wait := backoff.Schedule(b.opts.MinBackoff, b.opts.MaxBackoff)(attempt)
 			if attempt == 1 || attempt%10 == 0 {
 				b.log.Warn("store write failed, retrying", "points", len(batch), "attempt", attempt, "retry_in", wait, "err", err)
 			}
@@ -486,15 +487,6 @@ func (b *Buffered) dropRest() {
 	if b.inflight == 0 {
 		b.signalEmpty()
 	}
-}
-
-func (b *Buffered) backoff(attempt int) time.Duration {
-	d := b.opts.MinBackoff
-	for i := 1; i < attempt && d < b.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, b.opts.MaxBackoff)
-	return d + time.Duration(rand.Int64N(int64(d)/4+1))
 }
 
 // Refresh waits until every point queued so far has been written or dropped (Flush), then

@@ -57,7 +57,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -66,6 +65,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -161,7 +161,7 @@ func New(opts Options) (*Store, error) {
 		opts.MaxRetries = 5
 	}
 	if opts.Backoff == nil {
-		opts.Backoff = Backoff(100*time.Millisecond, 5*time.Second)
+		opts.Backoff = backoff.Schedule(100*time.Millisecond, 5*time.Second)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -192,18 +192,6 @@ func checkPrefix(p string) error {
 		return fmt.Errorf("elastic store: index prefix %q: want lowercase, no \\/*?\"<>|,#: or spaces, not starting with _-+, ending in '-' or '.'", p)
 	}
 	return nil
-}
-
-// Backoff returns an exponential back-off from first doubling up to limit, with up to 25%
-// random jitter so that retrying clients do not move in step.
-func Backoff(first, limit time.Duration) func(attempt int) time.Duration {
-	return func(attempt int) time.Duration {
-		d := first
-		for i := 1; i < attempt && d < limit; i++ {
-			d *= 2
-		}
-		return time.Duration(float64(min(d, limit)) * (1 + rand.Float64()/4))
-	}
 }
 
 // IndexName is the daily index that holds points of t's UTC day.

@@ -58,15 +58,6 @@ func TestIndexNameAndTemplate(t *testing.T) {
 	}
 }
 
-func TestBackoffGrowsToTheLimit(t *testing.T) {
-	bo := elastic.Backoff(100*time.Millisecond, time.Second)
-	for attempt, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 3: 400 * time.Millisecond, 10: time.Second} {
-		if got := bo(attempt); got < want || got > want*5/4 {
-			t.Errorf("attempt %d: %v, want %v plus at most 25%% jitter", attempt, got, want)
-		}
-	}
-}
-
 // testConfigNoEngine points at a closed loopback port: New must not contact the engine.
 func testConfigNoEngine() elasticsearch.Config {
 	return elasticsearch.Config{Addresses: []string{"http://127.0.0.1:1"}}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/testenv/estest"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/elastic"
@@ -62,7 +63,7 @@ func TestElasticOutageIntegration(t *testing.T) {
 	d := &detour{base: cfg.Transport, closed: closedPort(t)}
 	cfg.Transport = d
 	es, err := elastic.New(elastic.Options{Config: cfg, Prefix: prefix, MaxRetries: 2,
-		Backoff: elastic.Backoff(50*time.Millisecond, 500*time.Millisecond)})
+		Backoff: backoff.Schedule(50*time.Millisecond, 500*time.Millisecond)})
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}
