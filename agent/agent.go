@@ -22,11 +22,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/agent/collector"
 	_ "github.com/binlake/binlake/agent/collector/host" // registers "host"
 	"github.com/binlake/binlake/agent/collector/process"
 	_ "github.com/binlake/binlake/agent/collector/wave" // registers "wave"
+	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 )

@@ -4,19 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge"
-	"github.com/binlake/binlake/judge/store/sqlite"
-	"github.com/binlake/binlake/lbplugins"
+	"github.com/binlake/binlake/judge/judgetest"
 )
 
 // TestInstanceAddAsksJudgeWithToken: `binlake instance add -judge` against a judge that
@@ -27,26 +23,7 @@ func TestInstanceAddAsksJudgeWithToken(t *testing.T) {
 	root := fmt.Sprintf("/binlake-judge-add-%d", time.Now().UnixNano())
 	dir := t.TempDir()
 
-	st, err := sqlite.Open(sqlite.Options{Path: filepath.Join(dir, "judge.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	j, err := judge.New(judge.Options{Store: st, Algorithm: "leastload", Token: config.Secret("s3cret"),
-		Plugins: map[string]lbplugins.Settings{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	for node, cpu := range map[string]float64{"wave-busy": 95, "wave-idle": 5} {
-		b := metric.Batch{Node: node, TS: time.Now(), IntervalS: 10, Points: []metric.Point{
-			{Name: "cpu.util", Value: cpu}, {Name: "mem.used_pct", Value: cpu}}}
-		if err := j.Ingest(b, "test"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv := httptest.NewServer(j.Handler())
-	defer srv.Close()
+	srv := judgetest.Start(t, "s3cret")
 
 	instFile := filepath.Join(dir, "orders.yaml")
 	writeFile(t, instFile, "id: orders\nsource:\n  addr: 127.0.0.1:3307\n  user: binlake\n  server_id: 4242\nsubscriptions:\n  - name: all\n    topic: orders.rows\n")
