@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/binlake/binlake/agent/collector"
 	"github.com/binlake/binlake/internal/metric"
 )
@@ -201,57 +203,34 @@ type Stat struct {
 	StartTicks uint64  // start time since boot, in USER_HZ ticks: tells a reused pid apart
 }
 
-// Read reads /proc/PID/stat, status and cmdline under procRoot.
+// Read reads /proc/PID/stat, status and cmdline under procRoot, through
+// prometheus/procfs.
 func Read(procRoot string, pid int) (Stat, error) {
-	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	st := Stat{PID: pid}
-	raw, err := os.ReadFile(filepath.Join(dir, "stat"))
+	fs, err := procfs.NewFS(procRoot)
 	if err != nil {
 		return st, err
 	}
-	// comm is in parentheses and may itself hold spaces and ')': split at the last ')'.
-	open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
-	if open < 0 || end < open {
-		return st, fmt.Errorf("%s/stat: malformed", dir)
-	}
-	st.Comm = string(raw[open+1 : end])
-	f := strings.Fields(string(raw[end+1:]))
-	// f[0] is field 3 (state); utime, stime and starttime are fields 14, 15 and 22.
-	if len(f) < 20 {
-		return st, fmt.Errorf("%s/stat: %d fields, want at least 22", dir, len(f)+2)
-	}
-	ut, err1 := strconv.ParseUint(f[11], 10, 64)
-	stime, err2 := strconv.ParseUint(f[12], 10, 64)
-	start, err3 := strconv.ParseUint(f[19], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return st, fmt.Errorf("%s/stat: %w", dir, err)
-	}
-	st.CPUSeconds = float64(ut+stime) / userHZ
-	st.StartTicks = start
-
-	status, err := os.ReadFile(filepath.Join(dir, "status"))
+	p, err := fs.Proc(pid)
 	if err != nil {
 		return st, err
 	}
-	for _, line := range strings.Split(string(status), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "VmRSS" && k != "VmHWM") {
-			continue
-		}
-		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err != nil {
-			return st, fmt.Errorf("%s/status %s: %w", dir, k, err)
-		}
-		if k == "VmRSS" {
-			st.RSSBytes = kb * 1024
-		} else {
-			st.HWMBytes = kb * 1024
-		}
+	ps, err := p.Stat()
+	if err != nil {
+		return st, fmt.Errorf("process %d: %w", pid, err)
 	}
-	if cmd, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
-		for _, a := range bytes.Split(bytes.TrimRight(cmd, "\x00"), []byte{0}) {
-			if len(a) > 0 {
-				st.Args = append(st.Args, string(a))
+	status, err := p.NewStatus()
+	if err != nil {
+		return st, fmt.Errorf("process %d: %w", pid, err)
+	}
+	st.Comm = ps.Comm
+	st.CPUSeconds = float64(ps.UTime+ps.STime) / userHZ
+	st.StartTicks = ps.Starttime
+	st.RSSBytes, st.HWMBytes = status.VmRSS, status.VmHWM
+	if args, err := p.CmdLine(); err == nil {
+		for _, a := range args {
+			if a != "" {
+				st.Args = append(st.Args, a)
 			}
 		}
 	}
