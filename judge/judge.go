@@ -385,7 +385,7 @@ func (j *Judge) Ingest(b metric.Batch, source string) error {
 	return nil
 }
 
-// observe adds a batch to the incremental analysis and returns its storable points.
+// observe adds a batch to the incremental analysis and returns its points for the store.
 func (j *Judge) observe(b metric.Batch, source string) []store.Point {
 	j.inc.Observe(b)
 	j.changes.Add(1)
@@ -395,17 +395,11 @@ func (j *Judge) observe(b metric.Batch, source string) []store.Point {
 	if ts.IsZero() {
 		ts = j.now()
 	}
+	// b passed metric's validation, whose limits are the store's: every point is
+	// storable as it is (TestDecodedPointsAreStorable), so none is validated again.
 	pts := make([]store.Point, 0, len(b.Points))
 	for _, p := range b.Points {
-		sp := store.Point{Node: b.Node, Name: p.Name, Labels: p.Labels, TS: ts, Value: p.Value}
-		if err := sp.ValidateDecoded(); err != nil { // b passed metric's Validate
-			// The wire format allows a little more than the store (label counts and
-			// lengths); such a point is analysed but not stored.
-			j.m.pointsUnstorable.Inc()
-			j.log.Debug("point not storable", "err", err)
-			continue
-		}
-		pts = append(pts, sp)
+		pts = append(pts, store.Point{Node: b.Node, Name: p.Name, Labels: p.Labels, TS: ts, Value: p.Value})
 	}
 	return pts
 }

@@ -9,7 +9,6 @@ import (
 
 type metrics struct {
 	batches, points, decodeErrors *prometheus.CounterVec
-	pointsUnstorable              prometheus.Counter
 	subscribeErrors               prometheus.Counter
 	placements                    *prometheus.CounterVec
 	placementSeconds              *prometheus.HistogramVec
@@ -31,8 +30,6 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 			Help: "Metric points ingested, by source."}, []string{"source"}),
 		decodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "decode_errors_total",
 			Help: "Batches skipped because they could not be decoded or validated, by source."}, []string{"source"}),
-		pointsUnstorable: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "points_unstorable_total",
-			Help: "Points analysed but not stored because the store refuses them (label limits)."}),
 		subscribeErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "subscribe_errors_total",
 			Help: "Bus subscriptions that ended with an error and were restarted."}),
 		placements: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "placements_total",
@@ -49,7 +46,7 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 			Help: "Placements holding capacity on their node until it reports the instance."}, func() float64 { return float64(j.res.size.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "reservations_refused_total",
 			Help: "Placements answered without a reservation because 100,000 were pending."}, func() float64 { return float64(j.res.refused.Load()) }),
-		m.batches, m.points, m.decodeErrors, m.pointsUnstorable, m.subscribeErrors, m.placements, m.placementSeconds,
+		m.batches, m.points, m.decodeErrors, m.subscribeErrors, m.placements, m.placementSeconds,
 		newBufferCollector(ns, sub, j.StoreCounters),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "nodes",
 			Help: "Nodes known to the current-hour analysis."}, func() float64 { return float64(len(j.inc.NodeIDs())) }),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/buildinfo"
+	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -45,7 +46,7 @@ small{color:#666}
 {{if .Nodes}}<table id="nodes">
 <tr><th>node</th><th>state</th><th>last batch</th><th>cpu %</th><th>mem %</th><th>load.1</th><th>net bytes/s</th><th>wave TPS</th><th>instances</th></tr>
 {{range .Nodes}}<tr><td>{{.Node}}</td><td class="{{if .Live}}live">live{{else}}stale">stale{{end}}</td><td>{{age $.Now .LastSeen}}</td>
-<td>{{f1 .Load "cpu.util"}}</td><td>{{f1 .Load "mem.used_pct"}}</td><td>{{f1 .Load "load.1"}}</td><td>{{f1 .Load "net.rx_bps"}} / {{f1 .Load "net.tx_bps"}}</td><td>{{f1 .Load "wave.tps"}}</td><td>{{f1 .Load "wave.instances"}}</td></tr>
+<td>{{f1 .Load $.M.CPU}}</td><td>{{f1 .Load $.M.Mem}}</td><td>{{f1 .Load $.M.Load1}}</td><td>{{f1 .Load $.M.Rx}} / {{f1 .Load $.M.Tx}}</td><td>{{f1 .Load $.M.TPS}}</td><td>{{f1 .Load $.M.Instances}}</td></tr>
 {{end}}</table>{{else}}<p>No node has reported yet.</p>{{end}}
 <h2>Last placements</h2>
 {{if .Recent}}<table id="placements">
@@ -70,14 +71,19 @@ func formatFloat(v float64) string {
 
 func trim(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
+// statusMetrics are the canonical names of the status page's load columns.
+var statusMetrics = struct{ CPU, Mem, Load1, Rx, Tx, TPS, Instances string }{
+	metric.CPUUtil, metric.MemUsedPct, metric.Load1, metric.NetRxBps, metric.NetTxBps, metric.WaveTPS, metric.WaveInstances}
+
 func (j *Judge) handleStatus(w http.ResponseWriter, r *http.Request) {
 	data := struct {
+		M                   any // statusMetrics
 		Version, Algorithm  string
 		Now, Hour, HistAsOf time.Time
 		Nodes               []nodeSummary
 		Recent              []Placement
 		Store               store.BufferCounters
-	}{Version: buildinfo.String(), Algorithm: j.o.Algorithm, Now: j.now(), Hour: j.inc.Hour(), Nodes: j.summaries(), Recent: j.Recent(),
+	}{M: statusMetrics, Version: buildinfo.String(), Algorithm: j.o.Algorithm, Now: j.now(), Hour: j.inc.Hour(), Nodes: j.summaries(), Recent: j.Recent(),
 		Store: j.buf.Counters()}
 	if s := j.hist.Snapshot(); s != nil {
 		data.HistAsOf = s.AsOf

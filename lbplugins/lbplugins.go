@@ -22,21 +22,21 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/binlake/binlake/internal/metric"
 )
 
-// Metric names the plugins read. Most are the canonical names of internal/metric,
-// repeated here so that this package has no dependency on the wire format. CPUCores is
-// not canonical: when an agent reports it, leastload and balanced divide the load
-// average by it; without it, the load average is compared across the candidates.
+// Metric names the plugins read: the canonical names internal/metric defines (the
+// data contract of the metric batch), under the names plugins know them by.
 const (
-	CPUUtil       = "cpu.util"
-	MemUsedPct    = "mem.used_pct"
-	Load1         = "load.1"
-	NetRxBps      = "net.rx_bps"
-	NetTxBps      = "net.tx_bps"
-	WaveTPS       = "wave.tps"
-	WaveInstances = "wave.instances"
-	CPUCores      = "cpu.cores"
+	CPUUtil       = metric.CPUUtil
+	MemUsedPct    = metric.MemUsedPct
+	Load1         = metric.Load1
+	NetRxBps      = metric.NetRxBps
+	NetTxBps      = metric.NetTxBps
+	WaveTPS       = metric.WaveTPS
+	WaveInstances = metric.WaveInstances
+	CPUCores      = metric.CPUCores
 )
 
 // Current summarises one series over the current hour (the judge's incremental analysis).

@@ -30,7 +30,7 @@ type nodeProfile struct {
 // NodeMetrics are the node-level series the placement plugins read (lbplugins'
 // names), first in every batch.
 var NodeMetrics = []string{
-	metric.CPUUtil, metric.MemUsedPct, metric.Load1, "cpu.cores",
+	metric.CPUUtil, metric.MemUsedPct, metric.Load1, metric.CPUCores,
 	metric.NetRxBps, metric.NetTxBps, metric.WaveTPS, metric.WaveInstances,
 }
 

@@ -14,7 +14,10 @@ const TopicPartitions = 3
 
 // Canonical point names (the data contract of the metric batch).
 const (
-	CPUUtil         = "cpu.util"
+	CPUUtil = "cpu.util"
+	// CPUCores is optional: when a node reports it, placement divides its load average
+	// by it; without it, load averages are compared across nodes as they are.
+	CPUCores        = "cpu.cores"
 	Load1           = "load.1"
 	Load5           = "load.5"
 	Load15          = "load.15"

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/lbplugins"
 )
@@ -20,7 +21,7 @@ import (
 // are configured: those the placement algorithms and the status page read.
 var DefaultMetrics = []string{
 	lbplugins.CPUUtil, lbplugins.MemUsedPct, lbplugins.Load1, lbplugins.NetRxBps, lbplugins.NetTxBps,
-	lbplugins.WaveTPS, lbplugins.WaveInstances, "disk.used_pct",
+	lbplugins.WaveTPS, lbplugins.WaveInstances, metric.DiskUsedPct,
 }
 
 // HistoricalOptions configure the historical analysis.

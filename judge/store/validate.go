@@ -10,11 +10,11 @@ import (
 	"github.com/binlake/binlake/internal/metric"
 )
 
-// Limits on what a point may carry. They keep one bad batch from producing documents or
-// rows that the engines reject later, far from the cause.
+// Limits on what a point may carry: the metric batch's own (internal/metric), so that
+// every point of a batch the decoder accepted is storable. They keep one bad batch from
+// producing documents or rows that the engines reject later, far from the cause.
 const (
-	MaxNameLen   = 256 // node, metric name, label key and label value
-	MaxLabels    = 16
+	MaxLabels    = metric.MaxLabels
 	minTimestamp = 0 // the Unix epoch: hour-of-day arithmetic assumes non-negative times
 )
 
@@ -39,7 +39,7 @@ func (p Point) Validate() error {
 }
 
 func (p Point) validate() error {
-	if err := checkIdent("node", p.Node); err != nil {
+	if err := checkIdent("node", p.Node, metric.MaxNodeLen); err != nil {
 		return err
 	}
 	if err := checkName(p.Name); err != nil {
@@ -56,7 +56,7 @@ func (p Point) validate() error {
 	}
 	for k, v := range p.Labels {
 		if !metric.ValidLabelKey(k) {
-			if err := checkIdent("label key", k); err != nil {
+			if err := checkIdent("label key", k, metric.MaxLabelKeyLen); err != nil {
 				return fmt.Errorf("point %s/%s: %w", p.Node, p.Name, err)
 			}
 			return fmt.Errorf("point %s/%s: label key %q: want [A-Za-z_][A-Za-z0-9_]*, at most %d bytes", p.Node, p.Name, k, metric.MaxLabelKeyLen)
@@ -64,26 +64,8 @@ func (p Point) validate() error {
 		if !utf8.ValidString(v) {
 			return fmt.Errorf("point %s/%s: label %q value is not valid UTF-8", p.Node, p.Name, k)
 		}
-		if len(v) > MaxNameLen {
-			return fmt.Errorf("point %s/%s: label %q value is %d bytes, at most %d", p.Node, p.Name, k, len(v), MaxNameLen)
-		}
-	}
-	return nil
-}
-
-// ValidateDecoded is Validate for a point of a batch that passed metric.Batch.Validate
-// (its node, name, value, time and labels): of the store's rules only two can still
-// fail, the label count and a label value's length, where the wire format allows more.
-// It checks those, and on a failure returns Validate's own error. The judge checks every
-// point it stores this way: validating each anew was a tenth of its ingest CPU.
-// TestValidateDecodedAsValidate holds the two to the same answers.
-func (p Point) ValidateDecoded() error {
-	if len(p.Labels) > MaxLabels {
-		return p.Validate()
-	}
-	for _, v := range p.Labels {
-		if len(v) > MaxNameLen {
-			return p.Validate()
+		if len(v) > metric.MaxLabelValueLen {
+			return fmt.Errorf("point %s/%s: label %q value is %d bytes, at most %d", p.Node, p.Name, k, len(v), metric.MaxLabelValueLen)
 		}
 	}
 	return nil
@@ -104,7 +86,7 @@ func ValidatePoints(points []Point) error {
 // Validate reports, wrapping ErrInvalid, a query that names no series or a metric name
 // no point can have. An empty or inverted time range is not an error: it selects nothing.
 func (q Query) Validate() error {
-	if err := checkIdent("query node", q.Node); err != nil {
+	if err := checkIdent("query node", q.Node, metric.MaxNodeLen); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if err := checkName(q.Name); err != nil {
@@ -118,19 +100,19 @@ func checkName(name string) error {
 	if metric.ValidName(name) { // non-empty, short ASCII: checkIdent has nothing to add
 		return nil
 	}
-	if err := checkIdent("metric name", name); err != nil {
+	if err := checkIdent("metric name", name, metric.MaxNameLen); err != nil {
 		return err
 	}
 	return fmt.Errorf("metric name %q: want lowercase letters, digits, '.' and '_', starting with a letter, no empty dot-separated part, at most %d bytes",
 		name, metric.MaxNameLen)
 }
 
-func checkIdent(what, s string) error {
+func checkIdent(what, s string, maxLen int) error {
 	switch {
 	case s == "":
 		return fmt.Errorf("%s is empty", what)
-	case len(s) > MaxNameLen:
-		return fmt.Errorf("%s is %d bytes, at most %d", what, len(s), MaxNameLen)
+	case len(s) > maxLen:
+		return fmt.Errorf("%s is %d bytes, at most %d", what, len(s), maxLen)
 	case !utf8.ValidString(s):
 		// JSON would replace the bad bytes, silently merging distinct series.
 		return fmt.Errorf("%s %q is not valid UTF-8", what, s)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
-	"github.com/binlake/binlake/judge/store"
+	wire "github.com/binlake/binlake/internal/metric"
 )
 
 // The index template: the mappings every daily index gets, installed once by the store.
@@ -31,7 +31,7 @@ func dynamicTemplates() []any {
 		map[string]any{"labels_as_keywords": map[string]any{
 			"path_match":         "labels.*",
 			"match_mapping_type": "string",
-			"mapping":            map[string]any{"type": "keyword", "ignore_above": store.MaxNameLen},
+			"mapping":            map[string]any{"type": "keyword", "ignore_above": wire.MaxLabelValueLen},
 		}},
 		map[string]any{"metrics_as_doubles": map[string]any{
 			"path_match":         "m.*",
