@@ -14,6 +14,11 @@ import (
 	"github.com/binlake/binlake/internal/metric"
 )
 
+// DefaultStaleIntervals is how many of its intervals a series may stay silent before its
+// alert resolves: more than the judge's metric.DefaultStaleIntervals for a node, so that
+// an agent that skips a batch or two does not resolve and re-fire its alerts.
+const DefaultStaleIntervals = 5
+
 // State is an alert's state.
 type State int
 
@@ -52,7 +57,8 @@ type EngineOptions struct {
 	// ResolvedRetention is how long a resolved alert stays listed (15 min when zero).
 	ResolvedRetention time.Duration
 	// StaleIntervals: a series that sent nothing for this many of its intervals counts as
-	// no longer violating (5 when zero), so its alert resolves instead of firing forever.
+	// no longer violating (DefaultStaleIntervals when zero), so its alert resolves
+	// instead of firing forever (metric.Stale's rule).
 	StaleIntervals float64
 	// DefaultInterval is assumed for batches without interval_s (10 s when zero).
 	DefaultInterval time.Duration
@@ -153,10 +159,10 @@ func NewEngine(o EngineOptions) *Engine {
 		o.ResolvedRetention = 15 * time.Minute
 	}
 	if o.StaleIntervals <= 0 {
-		o.StaleIntervals = 5
+		o.StaleIntervals = DefaultStaleIntervals
 	}
 	if o.DefaultInterval <= 0 {
-		o.DefaultInterval = 10 * time.Second
+		o.DefaultInterval = metric.DefaultInterval
 	}
 	if o.DeliveryTimeout <= 0 {
 		o.DeliveryTimeout = 2 * time.Minute

@@ -176,7 +176,7 @@ func (sh *shard) tick(now time.Time, held heldFunc, ef *effects) {
 	for _, a := range sh.alerts {
 		if a.series != nil && a.state != StateResolved {
 			s := a.series
-			if now.Sub(s.lastTS) > time.Duration(sh.e.o.StaleIntervals*float64(s.interval)) && !held(s.interval) {
+			if metric.Stale(s.lastTS, now, s.interval, sh.e.o.StaleIntervals) && !held(s.interval) {
 				sh.step(a, false, a.value, now)
 			} else {
 				sh.step(a, a.active, a.value, now)

@@ -404,17 +404,10 @@ func (j *Judge) observe(b metric.Batch, source string) []store.Point {
 	return pts
 }
 
-// live applies the common stale rule for the node listings.
+// live applies the common stale rule (metric.Stale) for the node listings.
 func (j *Judge) live(lastSeen time.Time, interval time.Duration, now time.Time) bool {
-	stale := j.o.Filters.StaleIntervals
-	if stale <= 0 {
-		stale = 3
-	}
 	if interval <= 0 {
 		interval = j.o.Filters.DefaultInterval
-		if interval <= 0 {
-			interval = 10 * time.Second
-		}
 	}
-	return !lastSeen.IsZero() && now.Sub(lastSeen) <= time.Duration(stale*float64(interval))
+	return !metric.Stale(lastSeen, now, interval, j.o.Filters.StaleIntervals)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/binlake/binlake/internal/metric"
 )
 
 // Filters are the checks common to every algorithm.
@@ -76,10 +78,10 @@ type Snapshot struct {
 // filters f, and runs each plugin's Prepare on it.
 func NewSnapshot(nodes []*NodeView, f Filters, builtAt time.Time, plugins ...Plugin) *Snapshot {
 	if f.StaleIntervals <= 0 {
-		f.StaleIntervals = 3
+		f.StaleIntervals = metric.DefaultStaleIntervals
 	}
 	if f.DefaultInterval <= 0 {
-		f.DefaultInterval = 10 * time.Second
+		f.DefaultInterval = metric.DefaultInterval
 	}
 	s := &Snapshot{filters: f, BuiltAt: builtAt, prepared: make(map[string]any, len(plugins))}
 	for name := range f.Thresholds {
@@ -116,7 +118,7 @@ func (s *Snapshot) fillNode(i int, v *NodeView) {
 	s.interval[i] = iv
 	if !v.LastSeen.IsZero() {
 		s.lastSeen[i] = v.LastSeen.UnixNano()
-		s.staleAt[i] = s.lastSeen[i] + int64(s.filters.StaleIntervals*float64(iv))
+		s.staleAt[i] = s.lastSeen[i] + int64(metric.StaleAfter(iv, s.filters.StaleIntervals)) // metric.Stale's rule
 	}
 	for t, name := range s.thresholds {
 		if l, ok := v.Load(name); ok && l > s.filters.Thresholds[name] {
