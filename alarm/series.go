@@ -91,7 +91,7 @@ func labelsEqual(a, b map[string]string) bool {
 func (sh *shard) seriesFor(node string, pt *metric.Point, pols []*policy.Policy) *series {
 	k := seriesKey{node: node, metric: pt.Name}
 	if len(pt.Labels) > 0 {
-		k.labels = labelKey(pt.Labels)
+		k.labels = metric.LabelSetKey(pt.Labels)
 	}
 	if s, ok := sh.series[k]; ok {
 		return s
@@ -174,7 +174,10 @@ func nodataLabels(p *policy.Policy, node string) map[string]string {
 	return l
 }
 
-func labelKey(l map[string]string) string {
+// fingerprintText is the text an alert's fingerprint hashes: its label pairs sorted,
+// with separators no label can hold. It is not metric.LabelSetKey because fingerprints
+// outlive a process (the notification log, receivers): the text must never change.
+func fingerprintText(l map[string]string) string {
 	keys := make([]string, 0, len(l))
 	for k := range l {
 		keys = append(keys, k)
@@ -193,6 +196,6 @@ func labelKey(l map[string]string) string {
 // fingerprint identifies an alert by its labels (FNV-64a over the sorted pairs).
 func fingerprint(l map[string]string) uint64 {
 	h := fnv.New64a()
-	h.Write([]byte(labelKey(l)))
+	h.Write([]byte(fingerprintText(l)))
 	return h.Sum64()
 }

@@ -4,7 +4,7 @@ import (
 	"math"
 	"sync/atomic"
 
-	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/lbplugins"
 )
 
@@ -14,7 +14,7 @@ type seriesState struct {
 	name     string
 	labels   map[string]string
 	pairs    []labelPair  // labels, to compare without ranging over a map
-	labelKey string       // store.LabelKey(labels), for sorting exports
+	labelKey string       // metric.LabelSetKey(labels), for sorting exports
 	next     *seriesState // the next series whose key hashes alike (seriesIndex)
 	lastTS   int64        // UnixNano of the batch of the last sample, to skip redeliveries
 
@@ -39,7 +39,7 @@ type seriesState struct {
 }
 
 func newSeries(name string, labels map[string]string) *seriesState {
-	s := &seriesState{name: name, labels: labels, pairs: pairsOf(labels), labelKey: store.LabelKey(labels), sketch: newTopSketch()}
+	s := &seriesState{name: name, labels: labels, pairs: pairsOf(labels), labelKey: metric.LabelSetKey(labels), sketch: newTopSketch()}
 	s.p95Of.Store(-1)
 	return s
 }

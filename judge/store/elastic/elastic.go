@@ -11,7 +11,7 @@
 //	hour        byte     UTC hour of day of ts, for the hour-of-day profile without
 //	                     scripts (the engine may run without the painless module)
 //	labels      object   one keyword per label (labels.instance …), for dashboards
-//	labels_key  keyword  store.LabelKey(labels): "" for node-level series; queries
+//	labels_key  keyword  wire.LabelSetKey(labels): "" for node-level series; queries
 //	                     select on it, so that "exactly these labels" is one term
 //	m           object   one double per metric: m.cpu.util, m.wave.tps …
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	wire "github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -20,7 +21,7 @@ func metricField(name string) string { return "m." + name }
 func seriesQuery(q store.Query) map[string]any {
 	return map[string]any{"bool": map[string]any{"filter": []any{
 		map[string]any{"term": map[string]any{"node": q.Node}},
-		map[string]any{"term": map[string]any{"labels_key": store.LabelKey(q.Labels)}},
+		map[string]any{"term": map[string]any{"labels_key": wire.LabelSetKey(q.Labels)}},
 		map[string]any{"range": map[string]any{"ts": map[string]any{
 			"gte": q.From.UnixMilli(), "lt": q.To.UnixMilli(), "format": "epoch_millis",
 		}}},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/jsonenc"
+	wire "github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -20,7 +21,7 @@ type document struct {
 	id        [16]byte // docID
 	node      string
 	ms        int64
-	labelsKey string // store.LabelKey: also the JSON of the labels object
+	labelsKey string // wire.LabelSetKey: also the JSON of the labels object
 	metrics   []metric
 	// merge: the document exists (a create of it answered 409), so it goes as an
 	// update that merges its fields into the stored ones.
@@ -81,7 +82,7 @@ func (s *Store) documents(points []store.Point) []*document {
 	docs := make([]*document, 0, len(points)/3+1)
 	days := map[int64]string{} // day number → index name
 	var (
-		lk      store.LabelKeys
+		lk      wire.LabelSetKeys
 		slab    []document
 		scratch []byte
 		// arena holds the metrics of every document: the document opened last takes

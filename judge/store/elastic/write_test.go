@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/binlake/binlake/internal/benchkit"
+	wire "github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -147,7 +148,7 @@ func TestDocumentsGroupPointsByNodeTimeAndLabels(t *testing.T) {
 		if wantHour := int(w.ms / 3_600_000 % 24); doc.Hour != wantHour {
 			t.Errorf("document %d: hour %d, want %d", i, doc.Hour, wantHour)
 		}
-		if (doc.Labels == nil) != (w.labelsKey == "") || (doc.Labels != nil && store.LabelKey(doc.Labels) != w.labelsKey) {
+		if (doc.Labels == nil) != (w.labelsKey == "") || (doc.Labels != nil && wire.LabelSetKey(doc.Labels) != w.labelsKey) {
 			t.Errorf("document %d: labels %v for labels_key %s", i, doc.Labels, w.labelsKey)
 		}
 		if ids[g.id] {
@@ -243,7 +244,7 @@ func TestDocumentsAsPlainGrouping(t *testing.T) {
 			p := store.Point{Node: fmt.Sprintf("w%d", r.IntN(3)), Name: fmt.Sprintf("m%d", r.IntN(5)),
 				Labels: labelSets[r.IntN(len(labelSets))], TS: ts.Add(time.Duration(r.IntN(2)) * time.Millisecond), Value: float64(i)}
 			points[i] = p
-			k := key{p.Node, store.LabelKey(p.Labels), p.TS.UnixMilli()}
+			k := key{p.Node, wire.LabelSetKey(p.Labels), p.TS.UnixMilli()}
 			if want[k] == nil {
 				want[k] = map[string]float64{}
 				order = append(order, k)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -74,7 +75,7 @@ func (s *Store) series(ctx context.Context, q store.Query, fn func(ms int64, v f
 	return s.read(ctx, func(tx *sql.Tx) error {
 		var id int64
 		err := tx.QueryRowContext(ctx, `SELECT id FROM series WHERE node = ? AND name = ? AND labels = ?`,
-			q.Node, q.Name, store.LabelKey(q.Labels)).Scan(&id)
+			q.Node, q.Name, metric.LabelSetKey(q.Labels)).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}

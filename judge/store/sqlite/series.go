@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 )
 
-// seriesKey is a series' identity: node, metric name and store.LabelKey of its labels.
+// seriesKey is a series' identity: node, metric name and metric.LabelSetKey of its labels.
 type seriesKey struct{ node, name, labels string }
 
 // seriesIDs caches the series table in memory (tens of bytes per series), so that a write
@@ -72,7 +73,7 @@ type rows struct {
 // resolve turns points into rows, with the cached series ids.
 func (c *seriesIDs) resolve(points []store.Point) rows {
 	r := rows{rows: make([]row, len(points))}
-	var lk store.LabelKeys
+	var lk metric.LabelSetKeys
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, p := range points {

@@ -81,7 +81,7 @@ CREATE TABLE IF NOT EXISTS series (
 	id     INTEGER PRIMARY KEY,
 	node   TEXT NOT NULL,
 	name   TEXT NOT NULL,
-	labels TEXT NOT NULL, -- store.LabelKey: '' for node-level series
+	labels TEXT NOT NULL, -- metric.LabelSetKey: '' for node-level series
 	UNIQUE (node, name, labels)
 );
 -- The log of points at or after the watermark, in write order; a rewritten point's

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 )
 
 // pointKey is a point's identity and value as one comparable string.
 func pointKey(p store.Point) string {
-	return fmt.Sprintf("%s|%s|%s|%d|%v", p.Node, p.Name, store.LabelKey(p.Labels), p.TS.UnixMilli(), p.Value)
+	return fmt.Sprintf("%s|%s|%s|%d|%v", p.Node, p.Name, metric.LabelSetKey(p.Labels), p.TS.UnixMilli(), p.Value)
 }
 
 // scanned is what one Scan delivered.

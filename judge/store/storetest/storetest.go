@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -120,10 +121,10 @@ func gen(rng *rand.Rand, nodes []string, from, to time.Time, step time.Duration)
 
 // Expected returns the values of pts selected by q, sorted ascending.
 func Expected(pts []store.Point, q store.Query) []float64 {
-	key := store.LabelKey(q.Labels)
+	key := metric.LabelSetKey(q.Labels)
 	var vs []float64
 	for _, p := range pts {
-		if p.Node == q.Node && p.Name == q.Name && store.LabelKey(p.Labels) == key &&
+		if p.Node == q.Node && p.Name == q.Name && metric.LabelSetKey(p.Labels) == key &&
 			!p.TS.Before(q.From) && p.TS.Before(q.To) {
 			vs = append(vs, p.Value)
 		}
@@ -247,7 +248,7 @@ func (r *run) statsAndLabels(t *testing.T) {
 }
 
 func describe(q store.Query) string {
-	return fmt.Sprintf("%s/%s%s", q.Node, q.Name, store.LabelKey(q.Labels))
+	return fmt.Sprintf("%s/%s%s", q.Node, q.Name, metric.LabelSetKey(q.Labels))
 }
 
 func (r *run) profile(t *testing.T) {

@@ -1,4 +1,4 @@
-package store
+package metric
 
 import (
 	"reflect"
@@ -16,7 +16,7 @@ import (
 // they were computed before and how existing SQLite files and Elasticsearch documents
 // hold them; it is built by hand because the ingest path computes one per point and
 // reflection cost a fifth of the SQLite store's time.
-func LabelKey(labels map[string]string) string {
+func LabelSetKey(labels map[string]string) string {
 	switch len(labels) {
 	case 0:
 		return ""
@@ -51,18 +51,18 @@ func LabelKey(labels map[string]string) string {
 	return string(append(b, '}'))
 }
 
-// LabelKeys computes LabelKey once per label map for the points of one write: batches
+// LabelSetKeys computes LabelKey once per label map for the points of one write: batches
 // decoded by a remembering metric.Decoder share one map per label set, so a write of
 // thousands of points holds few distinct maps (LabelKey per point was a tenth of the
 // SQLite store's write). It knows maps by identity, which is sound only while they are
 // alive and unchanged: use one for a single call, whose points keep their maps alive
 // and must not be modified meanwhile.
-type LabelKeys struct {
+type LabelSetKeys struct {
 	keys map[unsafe.Pointer]string
 }
 
-// Of is LabelKey(labels).
-func (lk *LabelKeys) Of(labels map[string]string) string {
+// Of is LabelSetKey(labels).
+func (lk *LabelSetKeys) Of(labels map[string]string) string {
 	if len(labels) == 0 {
 		return ""
 	}
@@ -73,7 +73,7 @@ func (lk *LabelKeys) Of(labels map[string]string) string {
 	if lk.keys == nil {
 		lk.keys = map[unsafe.Pointer]string{}
 	}
-	k := LabelKey(labels)
+	k := LabelSetKey(labels)
 	lk.keys[id] = k
 	return k
 }

@@ -1,4 +1,4 @@
-package store
+package metric
 
 import (
 	"encoding/json"
@@ -21,7 +21,7 @@ func marshalKey(t testing.TB, labels map[string]string) string {
 	return string(b)
 }
 
-func TestLabelKeyMatchesEncodingJSON(t *testing.T) {
+func TestLabelSetKeyMatchesEncodingJSON(t *testing.T) {
 	many := map[string]string{}
 	for i := range MaxLabels + 3 {
 		many[fmt.Sprintf("k%02d", (i*7)%(MaxLabels+3))] = fmt.Sprint(i)
@@ -36,8 +36,8 @@ func TestLabelKeyMatchesEncodingJSON(t *testing.T) {
 		{"uni": "héllo wörld ✓ 𝄞"},
 		many,
 	} {
-		if got, want := LabelKey(labels), marshalKey(t, labels); got != want {
-			t.Errorf("LabelKey(%q) = %q, want %q", labels, got, want)
+		if got, want := LabelSetKey(labels), marshalKey(t, labels); got != want {
+			t.Errorf("LabelSetKey(%q) = %q, want %q", labels, got, want)
 		}
 	}
 }
@@ -53,8 +53,8 @@ func FuzzLabelKey(f *testing.F) {
 		if k2 != "" {
 			labels[k2] = v2
 		}
-		if got, want := LabelKey(labels), marshalKey(t, labels); got != want {
-			t.Fatalf("LabelKey(%q) = %q, want %q", labels, got, want)
+		if got, want := LabelSetKey(labels), marshalKey(t, labels); got != want {
+			t.Fatalf("LabelSetKey(%q) = %q, want %q", labels, got, want)
 		}
 		b, err := json.Marshal(k1)
 		if err != nil {
@@ -66,14 +66,14 @@ func FuzzLabelKey(f *testing.F) {
 	})
 }
 
-// TestLabelKeysAsLabelKey: the memo answers LabelKey for shared maps, for equal maps
+// TestLabelSetKeysAsLabelKey: the memo answers LabelKey for shared maps, for equal maps
 // that are distinct, and for none.
-func TestLabelKeysAsLabelKey(t *testing.T) {
+func TestLabelSetKeysAsLabelKey(t *testing.T) {
 	shared := map[string]string{"instance": "orders", "db": "shop"}
 	sets := []map[string]string{nil, {}, shared, {"instance": "orders"}, shared, {"db": "shop", "instance": "orders"}, {"instance": "billing"}, shared}
-	var lk LabelKeys
+	var lk LabelSetKeys
 	for i, m := range sets {
-		if got, want := lk.Of(m), LabelKey(m); got != want {
+		if got, want := lk.Of(m), LabelSetKey(m); got != want {
 			t.Fatalf("set %d %v: %q, want %q", i, m, got, want)
 		}
 	}
