@@ -1,0 +1,203 @@
+package wave
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/binlake/binlake/internal/coord"
+)
+
+// The wave's instance runners: which instances this wave should run (its assignment and
+// the leader election), starting, restarting and stopping one goroutine per instance.
+
+// runner is one instance running on this wave.
+type runner struct {
+	def    []byte // the definition it runs; a change restarts it
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// reconcile starts a runner for each instance this wave should run and stops the rest.
+func (w *Wave) reconcile(ctx context.Context) {
+	ids, err := w.opts.Coord.List(ctx, "instances")
+	if err != nil && !errors.Is(err, coord.ErrNotFound) {
+		if ctx.Err() == nil {
+			w.log.Warn("list instances", "err", err)
+		}
+		return
+	}
+	want := map[string][]byte{}
+	for _, id := range ids {
+		v, err := w.opts.Coord.Get(ctx, instanceKey(id, ""))
+		if errors.Is(err, coord.ErrNotFound) || (err == nil && len(v.Data) == 0) {
+			continue // removed, or an add that stopped before the definition (AddInstance)
+		}
+		run := false
+		if err == nil {
+			run, err = w.shouldRun(ctx, id)
+		}
+		if err != nil {
+			// Only NotFound means "gone": a failed read (a timeout, a reconnecting
+			// session) says nothing about the instance, so what runs keeps running.
+			if ctx.Err() == nil {
+				w.log.Warn("read instance; keeping its runner as it is", "instance", id, "err", err)
+			}
+			if def, ok := w.runningDef(id); ok {
+				want[id] = def
+			}
+			continue
+		}
+		if run {
+			want[id] = v.Data
+		}
+	}
+	// Stop the runners no longer wanted (or whose definition changed) without holding
+	// the lock: they update their status while stopping.
+	w.mu.Lock()
+	var stopped []string
+	var stopping []*runner
+	for id, r := range w.runners {
+		if def, ok := want[id]; !ok || !slices.Equal(def, r.def) {
+			r.cancel()
+			stopping = append(stopping, r)
+			stopped = append(stopped, id)
+			delete(w.runners, id)
+		}
+	}
+	w.mu.Unlock()
+	for _, r := range stopping {
+		<-r.done
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range stopped {
+		delete(w.status, id)
+		w.m.instError.DeleteLabelValues(id)
+		w.m.dropState(id)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	for id, def := range want {
+		if _, ok := w.runners[id]; ok {
+			continue
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		r := &runner{def: def, cancel: cancel, done: make(chan struct{})}
+		w.runners[id] = r
+		w.status[id] = &InstanceStatus{ID: id, State: StateStandby, Since: time.Now().UTC().Format(time.RFC3339)}
+		go func() {
+			defer close(r.done)
+			w.runInstance(rctx, id, def)
+		}()
+	}
+}
+
+// runningDef returns the definition the runner of id runs, if there is one.
+func (w *Wave) runningDef(id string) ([]byte, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r, ok := w.runners[id]
+	if !ok {
+		return nil, false
+	}
+	return r.def, true
+}
+
+// shouldRun: the assigned wave runs an instance; any wave stands by for an unassigned
+// instance or one whose assigned wave is not alive (the election fallback). An error is
+// a failed read of the assignment, which decides nothing.
+func (w *Wave) shouldRun(ctx context.Context, id string) (bool, error) {
+	v, err := w.opts.Coord.Get(ctx, instanceKey(id, "assign"))
+	if errors.Is(err, coord.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	node := string(v.Data)
+	if node == "" || node == w.opts.Node {
+		return true, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.live[node], nil
+}
+
+// runInstance campaigns for an instance and runs its pipeline while leading, until ctx
+// ends.
+func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
+	log := w.log.With("instance", id)
+	inst, perr := ParseInstance(def)
+	for ctx.Err() == nil {
+		lead, err := w.opts.Coord.Campaign(ctx, instanceKey(id, "leader"), []byte(w.opts.Node))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("campaign failed", "err", err)
+			sleep(ctx, w.opts.Pipeline.RetryBackoff)
+			continue
+		}
+		w.m.led.Inc()
+		log.Info("leading instance", "token", lead.Token())
+		if perr != nil {
+			err = &fatalError{perr}
+		} else {
+			err = w.lead(ctx, inst, lead)
+		}
+		switch {
+		case ctx.Err() != nil || errors.Is(err, errLost):
+		case isFatal(err):
+			// Retrying cannot fix it, and another wave would meet the same error: keep
+			// the leadership, show the error, and wait for an operator (a changed
+			// definition or a removal restarts the runner).
+			log.Error("instance stopped: operator action needed", "err", err)
+			w.setStatus(id, func(s *InstanceStatus) { s.fail(StateError, err) })
+			select {
+			case <-ctx.Done():
+			case <-lead.Lost():
+			}
+		case err != nil:
+			log.Warn("pipeline failed; restarting after a pause", "err", err)
+			w.setStatus(id, func(s *InstanceStatus) { s.fail(StateRetrying, err) })
+		}
+		w.m.led.Dec()
+		w.m.forget(id)
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if rerr := lead.Resign(rctx); rerr != nil {
+			log.Debug("resign", "err", rerr)
+		}
+		cancel()
+		if ctx.Err() == nil && !isFatal(err) {
+			w.setStatus(id, func(s *InstanceStatus) {
+				if s.State != StateRetrying {
+					s.State = StateStandby
+				}
+			})
+			sleep(ctx, w.opts.Pipeline.RetryBackoff)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func (w *Wave) stopRunners() {
+	w.mu.Lock()
+	rs := w.runners
+	w.runners = map[string]*runner{}
+	w.mu.Unlock()
+	for _, r := range rs {
+		r.cancel()
+	}
+	for _, r := range rs {
+		<-r.done
+	}
+}
