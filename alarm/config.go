@@ -14,15 +14,14 @@ import (
 
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/internal/wiring"
 )
 
 // Kinds in alarm.yaml.
 const (
-	BusKafka      = wiring.BusKafka
-	BusNone       = wiring.BusNone
-	CoordSingle   = wiring.CoordSingle
-	CoordZK       = wiring.CoordZK
+	BusKafka      = config.BusKafka
+	BusNone       = config.BusNone
+	CoordSingle   = config.CoordSingle
+	CoordZK       = config.CoordZK
 	TokenEnv      = "BINLAKE_ALARM_TOKEN"
 	defaultListen = "127.0.0.1:8092"
 	DefaultGroup  = "binlake-alarm"
@@ -30,15 +29,15 @@ const (
 
 // Config is alarm.yaml (deploy/alarm.example.yaml documents every field).
 type Config struct {
-	Log  wiring.LogConfig `yaml:"log"`
+	Log  config.Log `yaml:"log"`
 	HTTP struct {
-		wiring.HTTPConfig `yaml:",inline"`
-		ExternalURL       string `yaml:"external_url"`
+		config.HTTP `yaml:",inline"`
+		ExternalURL string `yaml:"external_url"`
 	} `yaml:"http"`
 	// Bus.Group is shared by every alarm process, so each node's batches are evaluated
 	// by exactly one of them.
-	Bus         wiring.BusConfig   `yaml:"bus"`
-	Coordinator wiring.CoordConfig `yaml:"coordinator"`
+	Bus         config.Bus         `yaml:"bus"`
+	Coordinator config.Coordinator `yaml:"coordinator"`
 	Evaluation  struct {
 		Interval          config.Duration `yaml:"interval"`
 		StaleIntervals    float64         `yaml:"stale_intervals"`
@@ -95,7 +94,7 @@ func (c *Config) Validate() error {
 	if err := c.HTTP.Validate(defaultListen); err != nil {
 		return err
 	}
-	if err := c.Bus.Validate(DefaultGroup, wiring.StartNewest); err != nil {
+	if err := c.Bus.Validate(DefaultGroup, config.StartNewest); err != nil {
 		return err
 	}
 	if err := c.Coordinator.Validate("./data/alarm-coord.json"); err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/metric"
-	"github.com/binlake/binlake/internal/wiring"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/lbplugins"
 )
@@ -24,8 +23,8 @@ const DefaultGroupPrefix = "binlake-judge-"
 
 // Bus and store kinds.
 const (
-	BusKafka      = wiring.BusKafka
-	BusNone       = wiring.BusNone // HTTP ingest only
+	BusKafka      = config.BusKafka
+	BusNone       = config.BusNone // HTTP ingest only
 	StoreSQLite   = "sqlite"
 	StoreElastic  = "elastic"
 	defaultListen = "127.0.0.1:8090"
@@ -34,14 +33,14 @@ const (
 // Config is judge.yaml (deploy/judge.example.yaml documents every field).
 type Config struct {
 	// Node names this judge, stably across restarts; the host name when empty.
-	Node string            `yaml:"node"`
-	Log  wiring.LogConfig  `yaml:"log"`
-	HTTP wiring.HTTPConfig `yaml:"http"`
+	Node string      `yaml:"node"`
+	Log  config.Log  `yaml:"log"`
+	HTTP config.HTTP `yaml:"http"`
 	// Bus.Group is the consumer group; empty means binlake-judge-<node>: every judge has
 	// a group of its own, and so sees every node's batches, and keeps it across
 	// restarts, so that a restarted judge resumes where it stopped. A new group starts
 	// at the oldest retained batch unless Bus.Start says newest.
-	Bus   wiring.BusConfig `yaml:"bus"`
+	Bus   config.Bus `yaml:"bus"`
 	Store struct {
 		Kind   string `yaml:"kind"`
 		SQLite struct {
@@ -167,7 +166,7 @@ func (c *Config) Validate() error {
 			return errors.New("node: empty, and the host name is unknown: set it")
 		}
 	}
-	if err := c.Bus.Validate(DefaultGroupPrefix+c.Node, wiring.StartOldest); err != nil {
+	if err := c.Bus.Validate(DefaultGroupPrefix+c.Node, config.StartOldest); err != nil {
 		return err
 	}
 	switch c.Store.Kind {

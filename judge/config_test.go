@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/binlake/binlake/internal/wiring"
+	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -21,7 +21,7 @@ func TestExampleConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, host, c.Node)
 	require.Equal(t, "binlake-judge-"+host, c.Bus.Group, "one stable group per judge")
-	require.Equal(t, wiring.StartOldest, c.Bus.Start)
+	require.Equal(t, config.StartOldest, c.Bus.Start)
 	require.Equal(t, StoreSQLite, c.Store.Kind)
 	require.Equal(t, store.BufferOptions{Capacity: 100_000, MaxBatch: 5000, Overflow: store.OverflowReject, MinBackoff: 100 * time.Millisecond,
 		MaxBackoff: 10 * time.Second, WriteTimeout: 30 * time.Second, CloseTimeout: 10 * time.Second}, c.Store.Buffer.Options())

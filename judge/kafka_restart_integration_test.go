@@ -13,6 +13,7 @@ import (
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
+	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/internal/wiring"
@@ -100,7 +101,7 @@ func (a *restartAgents) counts() (acked, failures int) {
 // TestJudgeKafkaRestartIntegration is the judge's side of a Kafka broker restart: a judge
 // ingests the metric stream from a broker of its own (testenv.StartKafkaBroker; the shared
 // test broker serves other tests meanwhile) through the production subscription
-// (wiring.BusConfig.Subscribe: a group of its own, from the newest batches on) into
+// (config.Bus.Subscribe: a group of its own, from the newest batches on) into
 // SQLite. The broker is stopped in the middle of the stream, first with SIGTERM (a
 // controlled shutdown), then with SIGKILL (a crash: log recovery on the next start), each
 // time for 10 s, and started again on the same data folder and port. Ingest must resume by
@@ -119,9 +120,9 @@ func TestJudgeKafkaRestartIntegration(t *testing.T) {
 		// plus rejoining the group on a busy machine.
 		resumeLimit = 90 * time.Second
 	)
-	bc := wiring.BusConfig{Kind: wiring.BusKafka, Brokers: []string{broker.Addr()}}
-	require.NoError(t, bc.Validate("binlake-judge-restart-test", wiring.StartNewest))
-	sub, closeSub, _, err := bc.Subscribe(ctx, "judge-restart-test", quiet)
+	bc := config.Bus{Kind: config.BusKafka, Brokers: []string{broker.Addr()}}
+	require.NoError(t, bc.Validate("binlake-judge-restart-test", config.StartNewest))
+	sub, closeSub, _, err := wiring.Subscribe(ctx, bc, "judge-restart-test", quiet)
 	require.NoError(t, err)
 	t.Cleanup(closeSub) // after the judge has stopped: cleanups run last first
 	st := openStore(t)

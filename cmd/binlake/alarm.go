@@ -14,6 +14,7 @@ import (
 	"github.com/binlake/binlake/alarm/policy"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/logging"
+	"github.com/binlake/binlake/internal/wiring"
 )
 
 func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -80,13 +81,13 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("http token: %w", err)
 	}
 
-	c, coordDesc, err := cfg.Coordinator.Open(ctx, logger)
+	c, coordDesc, err := wiring.Open(ctx, cfg.Coordinator, logger)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 
-	sub, closeBus, busDesc, err := cfg.Bus.Subscribe(ctx, "binlake-alarm", logger)
+	sub, closeBus, busDesc, err := wiring.Subscribe(ctx, cfg.Bus, "binlake-alarm", logger)
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,12 @@
-// Package wiring holds the config sections several roles share (bus, coordinator, HTTP
-// API) and builds what they describe: a bus subscription, a coordinator. The roles keep
-// their own defaults; the keys, checks and construction are here once.
+// Package wiring builds what the shared config sections (internal/config) describe: a
+// bus subscription, a coordinator. Only the composition (cmd/binlake, internal/up) uses
+// it, so that the roles themselves link neither the Kafka nor the ZooKeeper client.
 package wiring
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"time"
 
@@ -18,102 +16,13 @@ import (
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/coord/zk"
-	"github.com/binlake/binlake/internal/metric"
 )
 
-// Kinds of the bus and coordinator sections, and where a new consumer group starts.
-const (
-	BusKafka    = "kafka"
-	BusNone     = "none"
-	StartOldest = "oldest" // the oldest message the topic retains
-	StartNewest = "newest" // messages published after the group joined
-	CoordSingle = "single"
-	CoordZK     = "zk"
-)
-
-// LogConfig is the log: section.
-type LogConfig struct {
-	Level  string `yaml:"level"`
-	Format string `yaml:"format"`
-}
-
-// HTTPConfig is the core of the http: section of a role that serves an API.
-type HTTPConfig struct {
-	Listen string `yaml:"listen"`
-	// Token, when set, is required as a bearer token on writes; TokenFile holds it instead.
-	Token     config.Secret `yaml:"token"`
-	TokenFile string        `yaml:"token_file"`
-}
-
-// Validate fills Listen with defaultListen when empty and checks the section.
-func (h *HTTPConfig) Validate(defaultListen string) error {
-	if h.Listen == "" {
-		h.Listen = defaultListen
-	}
-	if _, _, err := net.SplitHostPort(h.Listen); err != nil {
-		return fmt.Errorf("http.listen %q: want host:port", h.Listen)
-	}
-	if h.Token != "" && h.TokenFile != "" {
-		return errors.New("http: set token or token_file, not both")
-	}
-	return nil
-}
-
-// BusConfig is the bus: section of a role that consumes the metric stream.
-type BusConfig struct {
-	Kind       string   `yaml:"kind"`
-	Brokers    []string `yaml:"brokers"`
-	Topic      string   `yaml:"topic"`
-	Partitions int      `yaml:"partitions"`
-	// Group is the consumer group; each role chooses its default (shared by its
-	// processes, or one per process).
-	Group string `yaml:"group"`
-	// Start is where the group begins when it has no committed position yet:
-	// StartOldest or StartNewest; each role chooses its default.
-	Start string `yaml:"start"`
-}
-
-// Validate fills the defaults (kafka, the metric topic, defaultGroup, defaultStart) and
-// checks the section.
-func (b *BusConfig) Validate(defaultGroup, defaultStart string) error {
-	switch b.Kind {
-	case "":
-		b.Kind = BusKafka
-		fallthrough
-	case BusKafka:
-		if len(b.Brokers) == 0 {
-			return errors.New("bus.brokers: at least one host:port for kafka (or bus.kind: none to run without the bus)")
-		}
-	case BusNone:
-	default:
-		return fmt.Errorf("bus.kind %q: want kafka or none", b.Kind)
-	}
-	if b.Topic == "" {
-		b.Topic = metric.Topic
-	}
-	if b.Partitions < 0 {
-		return fmt.Errorf("bus.partitions %d is negative", b.Partitions)
-	}
-	if b.Partitions == 0 {
-		b.Partitions = metric.TopicPartitions
-	}
-	if b.Group == "" {
-		b.Group = defaultGroup
-	}
-	if b.Start == "" {
-		b.Start = defaultStart
-	}
-	if b.Start != StartOldest && b.Start != StartNewest {
-		return fmt.Errorf("bus.start %q: want %s or %s", b.Start, StartOldest, StartNewest)
-	}
-	return nil
-}
-
-// Subscribe connects to the bus, creates the topic when it is missing and subscribes
+// Subscribe connects to the bus b describes, creates the topic when it is missing and subscribes
 // the group, which begins where Start says if it is new. With kind none it returns a nil subscriber.
 // closeFn closes the subscriber, then the connection; desc names the bus for the log.
-func (b BusConfig) Subscribe(ctx context.Context, clientID string, logger *slog.Logger) (sub bus.Subscriber, closeFn func(), desc string, err error) {
-	if b.Kind != BusKafka {
+func Subscribe(ctx context.Context, b config.Bus, clientID string, logger *slog.Logger) (sub bus.Subscriber, closeFn func(), desc string, err error) {
+	if b.Kind != config.BusKafka {
 		return nil, func() {}, "none", nil
 	}
 	k, err := kafka.New(kafka.Options{Brokers: b.Brokers, ClientID: clientID, Logger: logger})
@@ -125,7 +34,7 @@ func (b BusConfig) Subscribe(ctx context.Context, clientID string, logger *slog.
 		return nil, nil, "", fmt.Errorf("bus: %w", err)
 	}
 	start := bus.StartFirst
-	if b.Start == StartNewest {
+	if b.Start == config.StartNewest {
 		start = bus.StartLast
 	}
 	sub, err = k.Subscriber(bus.SubscribeOptions{Topic: b.Topic, Group: b.Group, StartAt: start})
@@ -141,44 +50,15 @@ func (b BusConfig) Subscribe(ctx context.Context, clientID string, logger *slog.
 		strings.Join(b.Brokers, ","), b.Topic, b.Group, b.Start), nil
 }
 
-// CoordConfig is the coordinator: section (kind: single or zk).
-type CoordConfig struct {
-	Kind           string          `yaml:"kind"`
-	Path           string          `yaml:"path"`
-	Servers        []string        `yaml:"servers"`
-	Root           string          `yaml:"root"`
-	SessionTimeout config.Duration `yaml:"session_timeout"`
-}
-
-// Validate fills the defaults (single, at defaultPath) and checks the section.
-func (c *CoordConfig) Validate(defaultPath string) error {
-	switch c.Kind {
-	case "":
-		c.Kind = CoordSingle
-		fallthrough
-	case CoordSingle:
-		if c.Path == "" {
-			c.Path = defaultPath
-		}
-	case CoordZK:
-		if len(c.Servers) == 0 {
-			return errors.New("coordinator.servers: at least one ZooKeeper host:port")
-		}
-	default:
-		return fmt.Errorf("coordinator.kind %q: want single or zk", c.Kind)
-	}
-	return nil
-}
-
-// Open opens the coordinator the section describes.
-func (c CoordConfig) Open(ctx context.Context, logger *slog.Logger) (coord.Coordinator, string, error) {
+// Open opens the coordinator c describes.
+func Open(ctx context.Context, c config.Coordinator, logger *slog.Logger) (coord.Coordinator, string, error) {
 	return OpenCoordinator(ctx, CoordOptions{Kind: c.Kind, Path: c.Path, Servers: c.Servers, Root: c.Root,
 		SessionTimeout: c.SessionTimeout.D(), Logger: logger})
 }
 
 // CoordOptions describe a coordinator, whatever the config section's keys.
 type CoordOptions struct {
-	// Kind is CoordSingle or else ZooKeeper.
+	// Kind is config.CoordSingle or else ZooKeeper.
 	Kind string
 	// Path is the single coordinator's file (its folder is created).
 	Path string
@@ -192,7 +72,7 @@ type CoordOptions struct {
 // OpenCoordinator opens the single-node coordinator or connects to ZooKeeper; desc names
 // it for the log.
 func OpenCoordinator(ctx context.Context, o CoordOptions) (c coord.Coordinator, desc string, err error) {
-	if o.Kind == CoordSingle {
+	if o.Kind == config.CoordSingle {
 		c, err = single.New(single.Options{Path: o.Path})
 		return c, "single " + o.Path, err
 	}

@@ -1,0 +1,131 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// The config sections several roles share: the same keys, defaults filled by the role,
+// and checks in one place. Building what they describe (a bus subscription, a
+// coordinator) is the composition's job (internal/wiring), so that a role's config does
+// not link the Kafka and ZooKeeper clients.
+
+// Kinds of the bus and coordinator sections, and where a new consumer group starts.
+const (
+	BusKafka    = "kafka"
+	BusNone     = "none"
+	StartOldest = "oldest" // the oldest message the topic retains
+	StartNewest = "newest" // messages published after the group joined
+	CoordSingle = "single"
+	CoordZK     = "zk"
+)
+
+// Log is the log: section.
+type Log struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+// HTTP is the core of the http: section of a role that serves an API.
+type HTTP struct {
+	Listen string `yaml:"listen"`
+	// Token, when set, is required as a bearer token on writes; TokenFile holds it instead.
+	Token     Secret `yaml:"token"`
+	TokenFile string `yaml:"token_file"`
+}
+
+// Validate fills Listen with defaultListen when empty and checks the section.
+func (h *HTTP) Validate(defaultListen string) error {
+	if h.Listen == "" {
+		h.Listen = defaultListen
+	}
+	if _, _, err := net.SplitHostPort(h.Listen); err != nil {
+		return fmt.Errorf("http.listen %q: want host:port", h.Listen)
+	}
+	if h.Token != "" && h.TokenFile != "" {
+		return errors.New("http: set token or token_file, not both")
+	}
+	return nil
+}
+
+// Bus is the bus: section of a role that consumes the metric stream.
+type Bus struct {
+	Kind       string   `yaml:"kind"`
+	Brokers    []string `yaml:"brokers"`
+	Topic      string   `yaml:"topic"`
+	Partitions int      `yaml:"partitions"`
+	// Group is the consumer group; each role chooses its default (shared by its
+	// processes, or one per process).
+	Group string `yaml:"group"`
+	// Start is where the group begins when it has no committed position yet:
+	// StartOldest or StartNewest; each role chooses its default.
+	Start string `yaml:"start"`
+}
+
+// Validate fills the defaults (kafka, the metric topic, defaultGroup, defaultStart) and
+// checks the section.
+func (b *Bus) Validate(defaultGroup, defaultStart string) error {
+	switch b.Kind {
+	case "":
+		b.Kind = BusKafka
+		fallthrough
+	case BusKafka:
+		if len(b.Brokers) == 0 {
+			return errors.New("bus.brokers: at least one host:port for kafka (or bus.kind: none to run without the bus)")
+		}
+	case BusNone:
+	default:
+		return fmt.Errorf("bus.kind %q: want kafka or none", b.Kind)
+	}
+	if b.Topic == "" {
+		b.Topic = metric.Topic
+	}
+	if b.Partitions < 0 {
+		return fmt.Errorf("bus.partitions %d is negative", b.Partitions)
+	}
+	if b.Partitions == 0 {
+		b.Partitions = metric.TopicPartitions
+	}
+	if b.Group == "" {
+		b.Group = defaultGroup
+	}
+	if b.Start == "" {
+		b.Start = defaultStart
+	}
+	if b.Start != StartOldest && b.Start != StartNewest {
+		return fmt.Errorf("bus.start %q: want %s or %s", b.Start, StartOldest, StartNewest)
+	}
+	return nil
+}
+
+// Coordinator is the coordinator: section (kind: single or zk).
+type Coordinator struct {
+	Kind           string   `yaml:"kind"`
+	Path           string   `yaml:"path"`
+	Servers        []string `yaml:"servers"`
+	Root           string   `yaml:"root"`
+	SessionTimeout Duration `yaml:"session_timeout"`
+}
+
+// Validate fills the defaults (single, at defaultPath) and checks the section.
+func (c *Coordinator) Validate(defaultPath string) error {
+	switch c.Kind {
+	case "":
+		c.Kind = CoordSingle
+		fallthrough
+	case CoordSingle:
+		if c.Path == "" {
+			c.Path = defaultPath
+		}
+	case CoordZK:
+		if len(c.Servers) == 0 {
+			return errors.New("coordinator.servers: at least one ZooKeeper host:port")
+		}
+	default:
+		return fmt.Errorf("coordinator.kind %q: want single or zk", c.Kind)
+	}
+	return nil
+}
