@@ -84,13 +84,13 @@ func TestLoadErrors(t *testing.T) {
 		in   string
 		want []string
 	}{
-		{"unknown top-level key", "node: a\nintervall: 10s\n", []string{`agent.yaml:2: field "intervall" not found`}},
+		{"unknown top-level key", "node: a\nintervall: 10s\n", []string{`agent.yaml:2: unknown key "intervall"`}},
 		{"bad duration", "interval: ten\n", []string{`agent.yaml:1: field "interval": invalid duration "ten"`}},
 		{"interval too short", "interval: 1ms\n", []string{`field "interval": 1ms`}},
 		{"buffer zero", "buffer: 0\n", []string{`field "buffer": 0`}},
 		{"buffer wrong type", "buffer: lots\n", []string{`agent.yaml:1: field "buffer"`, `"lots"`}},
 		{"unknown sink type", "sink:\n  type: carrier-pigeon\n", []string{`field "sink.type": "carrier-pigeon"`}},
-		{"unknown sink key", "sink:\n  kafak: {}\n", []string{`agent.yaml:2: field "sink.kafak" not found`}},
+		{"unknown sink key", "sink:\n  kafak: {}\n", []string{`agent.yaml:2: unknown key "sink.kafak"`}},
 		{"no brokers", "sink:\n  kafka:\n    brokers: []\n", []string{`field "sink.kafka.brokers": required`}},
 		{"broker without port", "sink:\n  kafka:\n    brokers: [kafka1]\n", []string{`field "sink.kafka.brokers[0]": "kafka1" is not host:port`}},
 		{"http without url", "sink:\n  type: http\n", []string{`field "sink.http.url": required`}},
@@ -98,7 +98,7 @@ func TestLoadErrors(t *testing.T) {
 		{"token twice", "sink:\n  type: http\n  http:\n    url: http://judge/v1/metrics\n    token: a\n    token_file: /x\n", []string{`field "sink.http.token"`}},
 		{"metrics_listen", "metrics_listen: 9108\n", []string{`field "metrics_listen"`}},
 		{"unknown collector", "collectors:\n  host:\n  gpu:\n    enabled: true\n", []string{`agent.yaml:3:`, `unknown collector "gpu" (known: host, process, wave)`}},
-		{"unknown collector field", "collectors:\n  host:\n    per_cpuu: true\n", []string{`agent.yaml:3: field "collectors.host.per_cpuu" not found`, "per_cpu"}},
+		{"unknown collector field", "collectors:\n  host:\n    per_cpuu: true\n", []string{`agent.yaml:3: unknown key "collectors.host.per_cpuu"`, "per_cpu"}},
 		{"collector field type", "collectors:\n  host:\n    per_cpu: sometimes\n", []string{`agent.yaml:3: field "collectors.host.per_cpu"`, `"sometimes"`}},
 		{"enabled type", "collectors:\n  wave:\n    enabled: maybe\n", []string{`agent.yaml:3: field "collectors.wave.enabled"`}},
 		{"collector validate names the field", "collectors:\n  host:\n    mount_ignore: \"(\"\n", []string{`agent.yaml:3: field "collectors.host.mount_ignore"`, "missing closing )"}},

@@ -49,7 +49,7 @@ func TestConfigGroupFromNode(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"unknown key", "bus: {kind: none}\nplacment: {}\n", `field "placment" not found`},
+		{"unknown key", "bus: {kind: none}\nplacment: {}\n", `unknown key "placment"`},
 		{"unknown algorithm", "bus: {kind: none}\nplacement: {algorithm: roundrobin}\n", `placement.algorithm: unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random)`},
 		{"bad weight", "bus: {kind: none}\nplacement: {plugins: {leastload: {weights: {gpu: 1}}}}\n", `placement.plugins.leastload: plugin leastload: unknown weight "gpu"`},
 		{"unknown plugin settings", "bus: {kind: none}\nplacement: {plugins: {fastest: {}}}\n", `placement.plugins.fastest: unknown algorithm "fastest"`},
@@ -59,7 +59,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad listen", "bus: {kind: none}\nhttp: {listen: 8090}\n", `http.listen "8090": want host:port`},
 		{"bare duration", "bus: {kind: none}\nanalysis: {historical_every: 600}\n", `invalid duration "600"`},
 		{"bad alpha", "bus: {kind: none}\nanalysis: {ewma_alpha: 2}\n", "analysis.ewma_alpha 2"},
-		{"old store queue", "bus: {kind: none}\nstore: {queue: 1024}\n", `judge.yaml:2: field "store.queue" not found`},
+		{"old store queue", "bus: {kind: none}\nstore: {queue: 1024}\n", `judge.yaml:2: unknown key "store.queue"`},
 		{"bad http_overflow", "bus: {kind: none}\nstore: {buffer: {http_overflow: oldest}}\n", `store.buffer.http_overflow "oldest": want reject or drop`},
 		{"bad start", "bus: {kind: kafka, brokers: [\"k:9092\"], start: latest}\n", `bus.start "latest": want oldest or newest`},
 		{"negative capacity", "bus: {kind: none}\nstore: {buffer: {capacity: -1}}\n", "store.buffer: capacity -1 and batch 0 must not be negative"},

@@ -85,7 +85,7 @@ func TestParseErrors(t *testing.T) {
 		line       int
 		field, msg string
 	}{
-		{"unknown key", "policies:\n  - name: a\n    metric: cpu.util\n    conditon: last > 1\n", 4, "policies[0].conditon", "not found"},
+		{"unknown key", "policies:\n  - name: a\n    metric: cpu.util\n    conditon: last > 1\n", 4, "policies[0].conditon", "unknown key"},
 		{"bad condition", "policies:\n  - name: a\n    metric: cpu.util\n    condition: avg(#3) =< 1\n    severity: P1\n    channels: [x]\n", 4, "policies[0].condition", "unknown operator"},
 		{"bad severity", "policies:\n  - name: a\n    metric: cpu.util\n    condition: last > 1\n    severity: P9\n    channels: [x]\n", 5, "policies[0].severity", "P0"},
 		{"missing severity", "policies:\n  - name: a\n    metric: cpu.util\n    condition: last > 1\n    channels: [x]\n", 2, "policies[0].severity", "missing"},
@@ -99,7 +99,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad metric", "policies:\n  - name: a\n    metric: CPU\n    condition: last > 1\n    severity: P1\n    channels: [x]\n", 3, "policies[0].metric", "not a metric name"},
 		{"duplicate name", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x]\n  - name: a\n    nodata: 2\n    severity: P1\n    channels: [x]\n", 6, "policies[1].name", "duplicate"},
 		{"negative nodata", "policies:\n  - name: a\n    nodata: -1\n    severity: P1\n    channels: [x]\n", 3, "policies[0].nodata", "nodata"},
-		{"wrong type", "policies:\n  - name: a\n    nodata: [1]\n", 3, "policies[0].nodata", "cannot use"},
+		{"wrong type", "policies:\n  - name: a\n    nodata: [1]\n", 3, "policies[0].nodata", "a list where an integer belongs"},
 		{"empty list", "policies: []\n", 0, "policies", "no policies"},
 	}
 	for _, tc := range cases {

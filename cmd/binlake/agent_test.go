@@ -23,7 +23,7 @@ func TestAgentCommandBadConfig(t *testing.T) {
 	}
 	var out bytes.Buffer
 	err := run(context.Background(), []string{"agent", "-config", path}, &out, &out)
-	if err == nil || !strings.Contains(err.Error(), `agent.yaml:4: field "collectors.host.per_cpuu" not found`) {
+	if err == nil || !strings.Contains(err.Error(), `agent.yaml:4: unknown key "collectors.host.per_cpuu"`) {
 		t.Fatalf("err = %v, want it to name the field and line", err)
 	}
 	err = run(context.Background(), []string{"agent", "-config", filepath.Join(t.TempDir(), "none.yaml")}, &out, &out)

@@ -99,7 +99,7 @@ func Decode(r io.Reader, name string, out any) (err error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(out); err != nil {
-		return translate(err, name, data, root)
+		return translate(err, name, data, root, out)
 	}
 	if v, ok := out.(Validator); ok {
 		if err := v.Validate(); err != nil {
@@ -117,7 +117,7 @@ func parseOne(data []byte, name string) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: %w: no YAML document", name, ErrEmpty)
 		}
-		return nil, translate(err, name, data, nil)
+		return nil, translate(err, name, data, nil, nil)
 	}
 	if isNull(&root) {
 		return nil, fmt.Errorf("%s: %w: the document is null", name, ErrEmpty)
@@ -127,7 +127,7 @@ func parseOne(data []byte, name string) (*yaml.Node, error) {
 	case errors.Is(err, io.EOF):
 		return &root, nil
 	case err != nil:
-		return nil, translate(err, name, data, nil)
+		return nil, translate(err, name, data, nil, nil)
 	default:
 		return nil, &Error{File: name, Line: extra.Line, Msg: "a second YAML document (\"---\") is not allowed: one file holds one config"}
 	}
@@ -153,7 +153,7 @@ var (
 // translate turns the yaml package's errors ("yaml: unmarshal errors:\n  line 7: field x
 // not found in type T") into *Error values naming file, line and field, joined with
 // errors.Join when there are several.
-func translate(err error, name string, data []byte, root *yaml.Node) error {
+func translate(err error, name string, data []byte, root *yaml.Node, out any) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
 		msg := err.Error()
@@ -183,7 +183,11 @@ func translate(err error, name string, data []byte, root *yaml.Node) error {
 			if field == "" {
 				field = m[1]
 			}
-			e.Msg = fmt.Sprintf("field %q not found in type %s", field, m[2])
+			e.Msg = unknownMsg(field, out)
+			// A section decoding itself (the agent's collectors) names its own keys.
+			if _, known, ok := strings.Cut(m[2], " (known: "); ok {
+				e.Msg = fmt.Sprintf("unknown key %q (known: %s", field, known)
+			}
 		} else {
 			// Type mismatches and errors from our own UnmarshalYAML methods (Duration) are
 			// about the value on that line; the tag says which kind of node it is.
@@ -209,6 +213,128 @@ func lineHasTab(data []byte, line int) bool {
 	return line >= 1 && line <= len(lines) && bytes.ContainsRune(lines[line-1], '\t')
 }
 
+// unknownMsg says that the key at the dotted path field is not one the config knows,
+// and which keys it knows there (read from out's yaml tags), never a Go type.
+func unknownMsg(field string, out any) string {
+	msg := fmt.Sprintf("unknown key %q", field)
+	parent := ""
+	if i := strings.LastIndexByte(field, '.'); i >= 0 {
+		parent = field[:i]
+	}
+	if out == nil {
+		return msg
+	}
+	if keys := knownKeys(reflect.TypeOf(out), parent); len(keys) > 0 {
+		where := "at the top level"
+		if parent != "" {
+			where = "under " + parent
+		}
+		msg += fmt.Sprintf(" (%s: %s)", where, strings.Join(keys, ", "))
+	}
+	return msg
+}
+
+// reIndex strips list indexes from a dotted path ("subscriptions[1].topic").
+var reIndex = regexp.MustCompile(`\[\d+\]`)
+
+// knownKeys lists the yaml keys of the mapping at the dotted path below t, in field
+// order; nil when the path does not lead to a struct.
+func knownKeys(t reflect.Type, path string) []string {
+	t = structOf(t)
+	if path != "" {
+		for _, key := range strings.Split(reIndex.ReplaceAllString(path, ""), ".") {
+			if t == nil {
+				return nil
+			}
+			f, ok := fieldByKey(t, key)
+			if !ok {
+				return nil
+			}
+			t = structOf(f.Type)
+		}
+	}
+	if t == nil {
+		return nil
+	}
+	return keysOf(t, nil)
+}
+
+// structOf is t without pointers, slices and arrays, if that is a struct; else nil.
+func structOf(t reflect.Type) reflect.Type {
+	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	return t
+}
+
+// keysOf appends t's yaml keys, inline structs' keys in their place.
+func keysOf(t reflect.Type, keys []string) []string {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case name == "-":
+		case strings.Contains(opts, "inline"):
+			if st := structOf(f.Type); st != nil {
+				keys = keysOf(st, keys)
+			}
+		case name == "":
+			keys = append(keys, strings.ToLower(f.Name))
+		default:
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
+
+// fieldByKey finds the field of t (or of its inline structs) whose yaml key is key.
+func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if strings.Contains(opts, "inline") {
+			if st := structOf(f.Type); st != nil {
+				if g, ok := fieldByKey(st, key); ok {
+					return g, true
+				}
+			}
+			continue
+		}
+		if name == key || (name == "" && strings.EqualFold(f.Name, key)) {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// yamlKind names what YAML must hold to decode into the Go type the yaml package names
+// ("int", "[]string", "config.Duration", "map[string]string"), in YAML's words.
+func yamlKind(into string) string {
+	switch {
+	case strings.HasPrefix(into, "[]"):
+		return "a list"
+	case strings.HasPrefix(into, "map["):
+		return "a mapping"
+	case strings.HasPrefix(into, "int"), strings.HasPrefix(into, "uint"):
+		return "an integer"
+	case strings.HasPrefix(into, "float"):
+		return "a number"
+	case into == "bool":
+		return "true or false"
+	case into == "string", into == "config.Secret":
+		return "a string"
+	case into == "config.Duration", into == "time.Duration":
+		return "a duration"
+	}
+	return "a mapping" // a struct
+}
+
 func typeMsg(tag, value, into string) string {
 	kinds := map[string]string{
 		"str": "string", "int": "integer", "float": "number", "bool": "boolean",
@@ -218,10 +344,14 @@ func typeMsg(tag, value, into string) string {
 	if kind == "" {
 		kind = "!!" + tag
 	}
-	if value == "" {
-		return fmt.Sprintf("cannot use a %s as %s", kind, into)
+	into, hint, _ := strings.Cut(into, " (") // our own UnmarshalYAML adds a hint: "(want e.g. …)"
+	if hint != "" {
+		hint = " (" + hint
 	}
-	return fmt.Sprintf("cannot use %s %q as %s", kind, value, into)
+	if value == "" {
+		return fmt.Sprintf("a %s where %s belongs%s", kind, yamlKind(into), hint)
+	}
+	return fmt.Sprintf("%s %q where %s belongs%s", kind, value, yamlKind(into), hint)
 }
 
 // entry is one node of the document that an error on its line may be about.

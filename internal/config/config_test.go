@@ -75,22 +75,22 @@ subscriptions:
 		{
 			name:    "unknown top-level key",
 			in:      "name: a\nport: 1\n\n\n\n\nintervall: 10s\n",
-			wantErr: []string{`agent.yaml:7: field "intervall" not found in type config.testConfig`},
+			wantErr: []string{`agent.yaml:7: unknown key "intervall" (at the top level: name, port, interval, password, server, subscriptions)`},
 		},
 		{
 			name:    "unknown nested key names the path",
 			in:      "server:\n  addr: x\n  adress: y\n",
-			wantErr: []string{`agent.yaml:3: field "server.adress" not found in type config.server`},
+			wantErr: []string{`agent.yaml:3: unknown key "server.adress" (under server: addr, interval)`},
 		},
 		{
 			name:    "unknown key inside a list item",
 			in:      "subscriptions:\n  - topic: a\n  - topic: b\n    tabels: [x]\n",
-			wantErr: []string{`agent.yaml:4: field "subscriptions[1].tabels" not found`},
+			wantErr: []string{`agent.yaml:4: unknown key "subscriptions[1].tabels" (under subscriptions[1]: topic, tables)`},
 		},
 		{
 			name:    "wrong scalar type names field and value",
 			in:      "name: a\nport: eighty\n",
-			wantErr: []string{`agent.yaml:2: field "port": cannot use string "eighty" as int`},
+			wantErr: []string{`agent.yaml:2: field "port": string "eighty" where an integer belongs`},
 		},
 		{
 			name:    "nested wrong type",
@@ -110,17 +110,17 @@ subscriptions:
 		{
 			name:    "duration given a list",
 			in:      "interval: [1, 2]\n",
-			wantErr: []string{`agent.yaml:1: field "interval": cannot use a list as config.Duration (want e.g. "10s")`},
+			wantErr: []string{`agent.yaml:1: field "interval": a list where a duration belongs (want e.g. "10s")`},
 		},
 		{
 			name:    "mapping where a string belongs",
 			in:      "name:\n  first: a\n",
-			wantErr: []string{`agent.yaml:2: field "name": cannot use a mapping as string`},
+			wantErr: []string{`agent.yaml:2: field "name": a mapping where a string belongs`},
 		},
 		{
 			name:    "several errors are all reported",
 			in:      "port: x\nbogus: 1\n",
-			wantErr: []string{`agent.yaml:1: field "port"`, `agent.yaml:2: field "bogus" not found`},
+			wantErr: []string{`agent.yaml:1: field "port"`, `agent.yaml:2: unknown key "bogus"`},
 		},
 		{
 			name:    "syntax error has the line",
@@ -150,7 +150,7 @@ subscriptions:
 		{
 			name:    "top level is a list",
 			in:      "- a\n- b\n",
-			wantErr: []string{"agent.yaml:1:", "cannot use a list as config.testConfig"},
+			wantErr: []string{"agent.yaml:1:", "a list where a mapping belongs"},
 		},
 		{
 			name:    "validate error is prefixed with the file",
@@ -184,7 +184,7 @@ func TestDecodeErrorKinds(t *testing.T) {
 	err = Decode(strings.NewReader("bogus: 1\n"), "x.yaml", &c)
 	var ce *Error
 	require.ErrorAs(t, err, &ce)
-	require.Equal(t, Error{File: "x.yaml", Line: 1, Msg: `field "bogus" not found in type config.testConfig`}, *ce)
+	require.Equal(t, Error{File: "x.yaml", Line: 1, Msg: `unknown key "bogus" (at the top level: name, port, interval, password, server, subscriptions)`}, *ce)
 
 	require.ErrorContains(t, Decode(strings.NewReader("a: 1"), "x.yaml", c), "non-nil pointer")
 	require.ErrorContains(t, Decode(strings.NewReader("a: 1"), "x.yaml", (*testConfig)(nil)), "non-nil pointer")
@@ -207,7 +207,7 @@ func TestLoad(t *testing.T) {
 	require.ErrorContains(t, err, "missing.yaml")
 
 	require.NoError(t, os.WriteFile(path, []byte("name: j\nnmae: k\n"), 0o600))
-	require.ErrorContains(t, Load(path, &c), path+`:2: field "nmae" not found`)
+	require.ErrorContains(t, Load(path, &c), path+`:2: unknown key "nmae"`)
 }
 
 func TestDuration(t *testing.T) {
