@@ -53,7 +53,7 @@ type Options struct {
 	// Ticks replaces the interval ticker (tests drive collection with it).
 	Ticks <-chan time.Time
 	// Ready, when set, receives the address of the agent's /metrics once it listens
-	// ("" when metrics_listen is off).
+	// ("" when http.listen is off).
 	Ready func(metricsAddr string)
 }
 
@@ -151,11 +151,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	cfg := a.opts.Config
 	a.log.Info("agent starting", "config", a.opts.ConfigFile, "node", cfg.Node, "interval", cfg.Interval.D(),
-		"collectors", names, "sink", a.opts.Sink.String(), "buffer", cfg.Buffer, "metrics", cfg.MetricsListen)
+		"collectors", names, "sink", a.opts.Sink.String(), "buffer", cfg.Buffer, "metrics", cfg.HTTP.Listen)
 
 	var srv *httpapi.Server
-	if cfg.MetricsListen != MetricsListenOff {
-		ln, err := net.Listen("tcp", cfg.MetricsListen)
+	if cfg.HTTP.Listen != MetricsListenOff {
+		ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 		if err != nil {
 			return fmt.Errorf("agent metrics listen: %w", err)
 		}

@@ -86,7 +86,7 @@ func testConfig() Config {
 	c := DefaultConfig()
 	c.Node = "wave-test"
 	c.Interval = config.Duration(50 * time.Millisecond)
-	c.MetricsListen = MetricsListenOff
+	c.HTTP.Listen = MetricsListenOff
 	return c
 }
 
@@ -363,7 +363,7 @@ func TestMemoryBus(t *testing.T) {
 func TestOwnMetricsEndpoint(t *testing.T) {
 	j := newJudge(t)
 	cfg := testConfig()
-	cfg.MetricsListen = "127.0.0.1:0"
+	cfg.HTTP.Listen = "127.0.0.1:0"
 	addrc := make(chan string, 1)
 	a, err := New(Options{Config: cfg, Sink: NewHTTPSink(j.srv.URL, "", nil), Collectors: []collector.Collector{&seqCollector{name: "seq"}},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(addr string) { addrc <- addr }, Ticks: make(chan time.Time)})

@@ -43,10 +43,18 @@ type Config struct {
 	Interval config.Duration `yaml:"interval"`
 	// Buffer is how many batches wait while the sink is down; past it the oldest go.
 	Buffer int `yaml:"buffer"`
-	// MetricsListen is where the agent serves its own /metrics, or "off".
-	MetricsListen string     `yaml:"metrics_listen"`
-	Sink          SinkConfig `yaml:"sink"`
-	Collectors    Collectors `yaml:"collectors"`
+	// HTTP.Listen is where the agent serves its own /metrics and /healthz, or "off".
+	HTTP struct {
+		Listen string `yaml:"listen"`
+	} `yaml:"http"`
+	Log        config.Log `yaml:"log"`
+	Sink       SinkConfig `yaml:"sink"`
+	Collectors Collectors `yaml:"collectors"`
+}
+
+// RenamedKeys are the keys of older agent.yaml files, now the same as every role's.
+func (*Config) RenamedKeys() map[string]string {
+	return map[string]string{"metrics_listen": "http.listen"}
 }
 
 // SinkConfig chooses where batches go.
@@ -76,16 +84,17 @@ type HTTPSinkConfig struct {
 func DefaultConfig() Config {
 	node, _ := os.Hostname()
 	c := Config{
-		Node:          node,
-		Interval:      config.Duration(DefaultInterval),
-		Buffer:        DefaultBuffer,
-		MetricsListen: DefaultMetricsListen,
+		Node:     node,
+		Interval: config.Duration(DefaultInterval),
+		Buffer:   DefaultBuffer,
+		Log:      config.Log{Level: "info", Format: "text"},
 		Sink: SinkConfig{
 			Type:  SinkKafka,
 			Kafka: KafkaSinkConfig{Brokers: []string{"127.0.0.1:9092"}, Topic: metric.Topic, Partitions: metric.TopicPartitions, Replication: 1},
 			HTTP:  HTTPSinkConfig{Timeout: config.Duration(5 * time.Second)},
 		},
 	}
+	c.HTTP.Listen = DefaultMetricsListen
 	// Without a collectors section, the host collector runs with its defaults.
 	f, err := collector.Lookup("host")
 	if err == nil {
@@ -121,9 +130,9 @@ func (c *Config) Validate() error {
 	if c.Buffer < 1 || c.Buffer > maxBuffer {
 		bad("buffer", "%d: want between 1 and %d batches", c.Buffer, maxBuffer)
 	}
-	if c.MetricsListen != MetricsListenOff {
-		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
-			bad("metrics_listen", "%q: want host:port or %q", c.MetricsListen, MetricsListenOff)
+	if c.HTTP.Listen != MetricsListenOff {
+		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+			bad("http.listen", "%q: want host:port or %q", c.HTTP.Listen, MetricsListenOff)
 		}
 	}
 	switch c.Sink.Type {

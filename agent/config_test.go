@@ -27,7 +27,7 @@ func TestLoadValid(t *testing.T) {
 	c, err := load(t, `node: wave-3
 interval: 5s
 buffer: 10
-metrics_listen: off
+http: {listen: "off"}
 sink:
   type: http
   http:
@@ -96,7 +96,8 @@ func TestLoadErrors(t *testing.T) {
 		{"http without url", "sink:\n  type: http\n", []string{`field "sink.http.url": required`}},
 		{"http url with password", "sink:\n  type: http\n  http:\n    url: http://u:hunter2@judge/v1/metrics\n", []string{`field "sink.http.url": credentials`}},
 		{"token twice", "sink:\n  type: http\n  http:\n    url: http://judge/v1/metrics\n    token: a\n    token_file: /x\n", []string{`field "sink.http.token"`}},
-		{"metrics_listen", "metrics_listen: 9108\n", []string{`field "metrics_listen"`}},
+		{"http listen", "http: {listen: 9108}\n", []string{`field "http.listen"`}},
+		{"renamed metrics_listen", "metrics_listen: off\n", []string{`field "metrics_listen": this key is now "http.listen"`}},
 		{"unknown collector", "collectors:\n  host:\n  gpu:\n    enabled: true\n", []string{`agent.yaml:3:`, `unknown collector "gpu" (known: host, process, wave)`}},
 		{"unknown collector field", "collectors:\n  host:\n    per_cpuu: true\n", []string{`agent.yaml:3: unknown key "collectors.host.per_cpuu"`, "per_cpu"}},
 		{"collector field type", "collectors:\n  host:\n    per_cpu: sometimes\n", []string{`agent.yaml:3: field "collectors.host.per_cpu"`, `"sometimes"`}},

@@ -67,7 +67,7 @@ func TestAgentKafkaIntegration(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Node = node
 	cfg.Interval = config.Duration(200 * time.Millisecond)
-	cfg.MetricsListen = MetricsListenOff
+	cfg.HTTP.Listen = MetricsListenOff
 	cfg.Sink.Kafka.Brokers = testenv.HostPorts(brokers)
 	cfg.Sink.Kafka.Topic = topic
 	hc := host.DefaultConfig()

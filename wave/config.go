@@ -13,36 +13,21 @@ import (
 type Config struct {
 	// Node is this wave's id, unique among the waves.
 	Node string `yaml:"node"`
-	// HTTPAddr serves /metrics, /healthz and /status.
-	HTTPAddr string `yaml:"http_addr"`
-	// AdvertiseAddr is the HTTP address other hosts reach this wave at; http_addr when empty.
-	AdvertiseAddr string            `yaml:"advertise_addr"`
-	Log           LogConfig         `yaml:"log"`
-	Coordinator   CoordinatorConfig `yaml:"coordinator"`
-	Sink          SinkConfig        `yaml:"sink"`
-	Pipeline      PipelineConfig    `yaml:"pipeline"`
+	// HTTP.Listen serves /metrics, /healthz and /status.
+	HTTP struct {
+		Listen string `yaml:"listen"`
+	} `yaml:"http"`
+	// AdvertiseAddr is the HTTP address other hosts reach this wave at; http.listen when empty.
+	AdvertiseAddr string             `yaml:"advertise_addr"`
+	Log           config.Log         `yaml:"log"`
+	Coordinator   config.Coordinator `yaml:"coordinator"`
+	Sink          SinkConfig         `yaml:"sink"`
+	Pipeline      PipelineConfig     `yaml:"pipeline"`
 }
 
-// LogConfig chooses the log level and format.
-type LogConfig struct {
-	Level  string `yaml:"level"`
-	Format string `yaml:"format"`
-}
-
-// Coordinator kinds.
-const (
-	CoordZK     = "zk"
-	CoordSingle = "single"
-)
-
-// CoordinatorConfig chooses ZooKeeper (distributed) or the single-node coordinator.
-type CoordinatorConfig struct {
-	Type           string          `yaml:"type"`
-	Servers        []string        `yaml:"servers"`
-	Root           string          `yaml:"root"`
-	SessionTimeout config.Duration `yaml:"session_timeout"`
-	// Path is the single coordinator's file.
-	Path string `yaml:"path"`
+// RenamedKeys are the keys of older wave.yaml files, now the same as every role's.
+func (*Config) RenamedKeys() map[string]string {
+	return map[string]string{"http_addr": "http.listen", "coordinator.type": "coordinator.kind"}
 }
 
 // Sink kinds.
@@ -101,10 +86,9 @@ type PipelineConfig struct {
 
 // DefaultConfig returns the defaults that a file overrides.
 func DefaultConfig() *Config {
-	return &Config{
-		HTTPAddr:    "127.0.0.1:8091",
-		Log:         LogConfig{Level: "info", Format: "text"},
-		Coordinator: CoordinatorConfig{Type: CoordZK, Root: "/binlake", SessionTimeout: config.Duration(10 * time.Second)},
+	c := &Config{
+		Log:         config.Log{Level: "info", Format: "text"},
+		Coordinator: config.Coordinator{Kind: config.CoordZK, Root: "/binlake", SessionTimeout: config.Duration(10 * time.Second)},
 		Sink: SinkConfig{Type: SinkKafka, Kafka: KafkaSinkConfig{Partitions: 3, Replication: 1,
 			MaxMessageBytes: 1 << 20, BatchSize: 1000, Linger: config.Duration(time.Millisecond), Compression: "none"}},
 		Pipeline: PipelineConfig{BatchRows: 5000, QueueItems: 256, PublishInFlight: DefaultPublishInFlight,
@@ -112,6 +96,8 @@ func DefaultConfig() *Config {
 			ReconnectBackoffMax: config.Duration(10 * time.Second), Heartbeat: config.Duration(2 * time.Second),
 			PollInterval: config.Duration(2 * time.Second)},
 	}
+	c.HTTP.Listen = "127.0.0.1:8091"
+	return c
 }
 
 // LoadConfig reads and validates wave.yaml; errors name the file, line and field.
@@ -128,11 +114,11 @@ func (c *Config) Validate() error {
 	if !reID.MatchString(c.Node) {
 		return fmt.Errorf("field \"node\": %q: want 1-128 letters, digits, '.', '_' or '-'", c.Node)
 	}
-	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
-		return fmt.Errorf("field \"http_addr\": %q: want host:port", c.HTTPAddr)
+	if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+		return fmt.Errorf("field \"http.listen\": %q: want host:port", c.HTTP.Listen)
 	}
-	switch c.Coordinator.Type {
-	case CoordZK:
+	switch c.Coordinator.Kind {
+	case config.CoordZK:
 		if len(c.Coordinator.Servers) == 0 {
 			return errors.New(`field "coordinator.servers": at least one ZooKeeper host:port is required`)
 		}
@@ -144,12 +130,12 @@ func (c *Config) Validate() error {
 		if c.Coordinator.SessionTimeout <= 0 {
 			return errors.New(`field "coordinator.session_timeout": must be positive`)
 		}
-	case CoordSingle:
+	case config.CoordSingle:
 		if c.Coordinator.Path == "" {
 			return errors.New(`field "coordinator.path": required for the single coordinator`)
 		}
 	default:
-		return fmt.Errorf("field \"coordinator.type\": %q: want zk or single", c.Coordinator.Type)
+		return fmt.Errorf("field \"coordinator.kind\": %q: want zk or single", c.Coordinator.Kind)
 	}
 	switch c.Sink.Type {
 	case SinkKafka:
@@ -185,7 +171,7 @@ func (c *Config) Validate() error {
 		if k.WriteTimeout < 0 {
 			return fmt.Errorf("field \"sink.kafka.write_timeout\": %s: must not be negative", k.WriteTimeout)
 		}
-		if c.Coordinator.Type == CoordZK {
+		if c.Coordinator.Kind == config.CoordZK {
 			if limit := c.Coordinator.SessionTimeout.D() / 4; c.KafkaWriteTimeout() > limit {
 				return fmt.Errorf("field \"sink.kafka.write_timeout\": %s: must be at most a quarter of field "+
 					"\"coordinator.session_timeout\" %s (%s), or a wave that lost its session could still "+
@@ -235,7 +221,7 @@ func (c *Config) KafkaWriteTimeout() time.Duration {
 	if t := c.Sink.Kafka.WriteTimeout.D(); t > 0 {
 		return t
 	}
-	if c.Coordinator.Type == CoordZK && c.Coordinator.SessionTimeout > 0 {
+	if c.Coordinator.Kind == config.CoordZK && c.Coordinator.SessionTimeout > 0 {
 		return min(10*time.Second, c.Coordinator.SessionTimeout.D()/4)
 	}
 	return 10 * time.Second

@@ -166,9 +166,10 @@ func writeFile(t *testing.T, body string) string {
 }
 
 const goodConfig = `node: wave-1
-http_addr: 127.0.0.1:8091
+http:
+  listen: 127.0.0.1:8091
 coordinator:
-  type: zk
+  kind: zk
   servers: [127.0.0.1:2181]
   session_timeout: 4s
 sink:
@@ -211,7 +212,7 @@ func TestKafkaWriteTimeout(t *testing.T) {
 		{"configured above the limit", func(c *Config) { c.Sink.Kafka.WriteTimeout = config.Duration(1001 * time.Millisecond) }, 1001 * time.Millisecond, false},
 		{"long session, capped", func(c *Config) { c.Coordinator.SessionTimeout = config.Duration(time.Minute) }, 10 * time.Second, true},
 		{"single coordinator", func(c *Config) {
-			c.Coordinator = CoordinatorConfig{Type: CoordSingle, Path: "/tmp/coord.json"}
+			c.Coordinator = config.Coordinator{Kind: config.CoordSingle, Path: "/tmp/coord.json"}
 			c.Sink.Kafka.WriteTimeout = config.Duration(30 * time.Second)
 		}, 30 * time.Second, true},
 	} {
@@ -240,7 +241,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"wrong type", strings.Replace(goodConfig, "batch_rows: 1000", "batch_rows: many", 1), "pipeline.batch_rows"},
 		{"bad duration", strings.Replace(goodConfig, "4s", "4", 1), "coordinator.session_timeout"},
 		{"no node", strings.Replace(goodConfig, "node: wave-1", "node: ''", 1), `"node"`},
-		{"coordinator type", strings.Replace(goodConfig, "type: zk", "type: etcd", 1), "coordinator.type"},
+		{"coordinator kind", strings.Replace(goodConfig, "kind: zk", "kind: etcd", 1), "coordinator.kind"},
+		{"renamed coordinator.type", strings.Replace(goodConfig, "kind: zk", "type: zk", 1), `this key is now "coordinator.kind"`},
+		{"renamed http_addr", strings.Replace(goodConfig, "http:\n  listen: 127.0.0.1:8091", "http_addr: 127.0.0.1:8091", 1), `this key is now "http.listen"`},
 		{"no servers", strings.Replace(goodConfig, "servers: [127.0.0.1:2181]", "servers: []", 1), "coordinator.servers"},
 		{"bad server", strings.Replace(goodConfig, "servers: [127.0.0.1:2181]", "servers: [zk]", 1), "coordinator.servers[0]"},
 		{"sink type", strings.Replace(goodConfig, "type: kafka", "type: s3", 1), "sink.type"},
@@ -250,7 +253,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"in flight", strings.Replace(goodConfig, "batch_rows: 1000", "batch_rows: 1000\n  publish_in_flight: 0", 1), "pipeline.publish_in_flight"},
 		{"compression", strings.Replace(goodConfig, "brokers: [127.0.0.1:9092]", "brokers: [127.0.0.1:9092]\n    compression: brotli", 1), `"sink.kafka.compression": "brotli"`},
 		{"linger", strings.Replace(goodConfig, "brokers: [127.0.0.1:9092]", "brokers: [127.0.0.1:9092]\n    linger: 0s", 1), "sink.kafka.linger"},
-		{"http addr", strings.Replace(goodConfig, "http_addr: 127.0.0.1:8091", "http_addr: nowhere", 1), "http_addr"},
+		{"http listen", strings.Replace(goodConfig, "listen: 127.0.0.1:8091", "listen: nowhere", 1), "http.listen"},
 		{"write timeout not below session", strings.Replace(goodConfig, "brokers: [127.0.0.1:9092]",
 			"brokers: [127.0.0.1:9092]\n    write_timeout: 2s", 1), `"sink.kafka.write_timeout": 2s: must be at most a quarter of field "coordinator.session_timeout" 4s`},
 		{"negative write timeout", strings.Replace(goodConfig, "brokers: [127.0.0.1:9092]",

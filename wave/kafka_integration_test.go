@@ -145,7 +145,7 @@ func TestWaveKafkaIntegration(t *testing.T) {
 	// The writer as `binlake wave` builds it (cmd/binlake/wave.go): one attempt per
 	// produce request, bounded by the write timeout that goes with the session, so that
 	// every failed request is the wave's own retry, counted in its publish errors.
-	cfg := wave.Config{Coordinator: wave.CoordinatorConfig{Type: wave.CoordZK, SessionTimeout: config.Duration(session)}}
+	cfg := wave.Config{Coordinator: config.Coordinator{Kind: config.CoordZK, SessionTimeout: config.Duration(session)}}
 	b, err := kafka.New(kafka.Options{Brokers: strings.Split(brokers, ","), BatchSize: 1000,
 		MaxAttempts: 1, WriteTimeout: cfg.KafkaWriteTimeout(), Logger: testLogger(t)})
 	if err != nil {

@@ -47,10 +47,10 @@ func faultRows(t testing.TB) int {
 // waveConfig renders a wave.yaml for node.
 func waveConfig(node, zkServers, root, brokers string, session time.Duration) string {
 	return fmt.Sprintf(`node: %s
-http_addr: 127.0.0.1:0
+http: {listen: 127.0.0.1:0}
 log: {level: info, format: text}
 coordinator:
-  type: zk
+  kind: zk
   servers: [%s]
   root: %s
   session_timeout: %s

@@ -11,6 +11,7 @@ import (
 	"github.com/binlake/binlake/agent"
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/logging"
 )
 
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -20,7 +21,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	node := fs.String("node", "", "override the config's node id")
 	var interval config.Duration
 	fs.Var(&interval, "interval", "override the config's collection interval (e.g. 10s)")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake agent [flags]\n\nCollects host, wave and process metrics every interval and pushes them to Kafka or the judge.\n\nFlags:")
 		fs.PrintDefaults()
@@ -28,11 +29,14 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	logger, err := newLogger(stderr, *logLevel)
+	cfg, err := agent.Load(*cfgPath)
 	if err != nil {
 		return err
 	}
-	cfg, err := agent.Load(*cfgPath)
+	if *logLevel != "" {
+		cfg.Log.Level = *logLevel
+	}
+	logger, err := logging.New(stderr, cfg.Log.Level, cfg.Log.Format)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/wiring"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/client"
@@ -69,7 +70,7 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		id = fs.Arg(0)
 	}
 
-	cc := wave.CoordinatorConfig{Type: wave.CoordZK, Root: *root, SessionTimeout: config.Duration(10 * time.Second)}
+	cc := config.Coordinator{Kind: config.CoordZK, Root: *root, SessionTimeout: config.Duration(10 * time.Second)}
 	switch {
 	case *cfgPath != "":
 		cfg, err := wave.LoadConfig(*cfgPath)
@@ -85,7 +86,7 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := openCoordinator(cctx, cc, logger)
+	c, _, err := wiring.Open(cctx, cc, logger)
 	if err != nil {
 		return err
 	}

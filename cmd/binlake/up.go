@@ -137,5 +137,3 @@ func printURLs(w io.Writer, u up.URLs) {
 	}
 	fmt.Fprintf(w, "Ctrl-C stops it.\n")
 }
-
-// newLogger is the plain logger of the roles without a log section in their config.

@@ -7,12 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
-	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/internal/wiring"
 	"github.com/binlake/binlake/wave"
@@ -24,7 +22,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "/etc/binlake/wave.yaml", "wave config file (see deploy/wave.example.yaml)")
 	node := fs.String("node", "", "override the config's node id")
-	httpAddr := fs.String("http", "", "override the config's http_addr")
+	httpAddr := fs.String("http", "", "override the config's http.listen")
 	logLevel := fs.String("log-level", "", "override the config's log level: debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake wave [flags]\n\nCaptures the binlogs of the instances assigned to this node and publishes their rows.\n\nFlags:")
@@ -42,7 +40,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			cfg.Node = *node
 		}
 		if *httpAddr != "" {
-			cfg.HTTPAddr = *httpAddr
+			cfg.HTTP.Listen = *httpAddr
 		}
 		if *logLevel != "" {
 			cfg.Log.Level = *logLevel
@@ -56,14 +54,14 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("%s: field \"log\": %w", *cfgPath, err)
 	}
 
-	c, err := openCoordinator(ctx, cfg.Coordinator, logger)
+	c, _, err := wiring.Open(ctx, cfg.Coordinator, logger)
 	if err != nil {
 		return err
 	}
 	defer c.Close() // last: the wave resigns its leaderships first
 
 	opts := wave.Options{
-		Node: cfg.Node, HTTPAddr: cfg.HTTPAddr, AdvertiseAddr: cfg.AdvertiseAddr, Coord: c,
+		Node: cfg.Node, HTTPAddr: cfg.HTTP.Listen, AdvertiseAddr: cfg.AdvertiseAddr, Coord: c,
 		Pipeline: cfg.PipelineOptions(), PollInterval: cfg.Pipeline.PollInterval.D(), Logger: logger,
 	}
 	switch cfg.Sink.Type {
@@ -96,11 +94,4 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		opts.Publisher = s
 	}
 	return wave.Run(ctx, opts)
-}
-
-// openCoordinator connects to ZooKeeper or opens the single-node coordinator.
-func openCoordinator(ctx context.Context, cc wave.CoordinatorConfig, logger *slog.Logger) (coord.Coordinator, error) {
-	c, _, err := wiring.OpenCoordinator(ctx, wiring.CoordOptions{Kind: cc.Type, Path: cc.Path, Servers: cc.Servers,
-		Root: cc.Root, SessionTimeout: cc.SessionTimeout.D(), Logger: logger})
-	return c, err
 }

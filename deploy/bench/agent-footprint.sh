@@ -77,7 +77,7 @@ fi
 
 write_config() { # interval file [node]
 	{
-		printf 'node: %s\ninterval: %s\nmetrics_listen: "off"\n' "${3:-bench-agent}" "$1"
+		printf 'node: %s\ninterval: %s\nhttp: {listen: "off"}\n' "${3:-bench-agent}" "$1"
 		sink_yaml
 		printf 'collectors:\n  host: {}\n'
 	} >"$2"

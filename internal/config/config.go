@@ -11,6 +11,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,6 +28,14 @@ var ErrEmpty = errors.New("empty config")
 // Validator is implemented by config structs that check themselves after decoding.
 type Validator interface {
 	Validate() error
+}
+
+// Renamer is implemented by configs whose keys were renamed: RenamedKeys maps an old
+// dotted key ("coordinator.type", "http_addr") to the key that replaced it. Decode
+// refuses a file that still uses an old key, naming the new one, instead of the plain
+// "unknown key" an operator upgrading would otherwise get.
+type Renamer interface {
+	RenamedKeys() map[string]string
 }
 
 // Error is one problem found while decoding a file. Field is the dotted path of the
@@ -94,6 +103,12 @@ func Decode(r io.Reader, name string, out any) (err error) {
 		return err
 	}
 
+	if r, ok := out.(Renamer); ok {
+		if err := checkRenamed(root, name, r.RenamedKeys()); err != nil {
+			return err
+		}
+	}
+
 	// Second pass: the strict decode. Node.Decode cannot reject unknown fields, so decode
 	// the bytes again with KnownFields.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -104,6 +119,31 @@ func Decode(r io.Reader, name string, out any) (err error) {
 	if v, ok := out.(Validator); ok {
 		if err := v.Validate(); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// checkRenamed reports the first key of the document that renamed lists as an old key.
+func checkRenamed(root *yaml.Node, name string, renamed map[string]string) error {
+	if len(renamed) == 0 {
+		return nil
+	}
+	paths := map[int][]entry{}
+	collectPaths(root, "", paths)
+	lines := make([]int, 0, len(paths))
+	for line := range paths {
+		lines = append(lines, line)
+	}
+	slices.Sort(lines)
+	for _, line := range lines {
+		for _, e := range paths[line] {
+			if e.kind != "key" {
+				continue
+			}
+			if to, ok := renamed[reIndex.ReplaceAllString(e.path, "")]; ok {
+				return &Error{File: name, Line: line, Field: e.path, Msg: fmt.Sprintf("this key is now %q: rename it", to)}
+			}
 		}
 	}
 	return nil

@@ -336,3 +336,29 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// renamedConfig has keys that replaced older ones.
+type renamedConfig struct {
+	HTTP struct {
+		Listen string `yaml:"listen"`
+	} `yaml:"http"`
+	Items []struct {
+		Kind string `yaml:"kind"`
+	} `yaml:"items"`
+}
+
+func (renamedConfig) RenamedKeys() map[string]string {
+	return map[string]string{"http_addr": "http.listen", "items.type": "items.kind"}
+}
+
+// TestDecodeRenamedKeys: a file with an old key is refused with the new key named, at
+// the old key's line, inside lists too; the new keys decode.
+func TestDecodeRenamedKeys(t *testing.T) {
+	var c renamedConfig
+	err := Decode(strings.NewReader("http_addr: :9\n"), "w.yaml", &c)
+	require.EqualError(t, err, `w.yaml:1: field "http_addr": this key is now "http.listen": rename it`)
+	err = Decode(strings.NewReader("items:\n  - kind: a\n  - type: b\n"), "w.yaml", &c)
+	require.EqualError(t, err, `w.yaml:3: field "items[1].type": this key is now "items.kind": rename it`)
+	require.NoError(t, Decode(strings.NewReader("http:\n  listen: :9\nitems:\n  - kind: a\n"), "w.yaml", &c))
+	require.Equal(t, ":9", c.HTTP.Listen)
+}

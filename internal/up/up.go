@@ -367,7 +367,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 
 	acfg := agent.DefaultConfig()
-	acfg.Node, acfg.Interval, acfg.MetricsListen = o.Node, config.Duration(o.AgentInterval), o.AgentMetrics
+	acfg.Node, acfg.Interval, acfg.HTTP.Listen = o.Node, config.Duration(o.AgentInterval), o.AgentMetrics
 	agentReady := make(chan string, 1)
 	ag, err := agent.New(agent.Options{
 		Config: acfg, ConfigFile: "(binlake up)", Collectors: collectors, Logger: o.Logger,
