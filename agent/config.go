@@ -54,12 +54,12 @@ type Config struct {
 
 // RenamedKeys are the keys of older agent.yaml files, now the same as every role's.
 func (*Config) RenamedKeys() map[string]string {
-	return map[string]string{"metrics_listen": "http.listen"}
+	return map[string]string{"metrics_listen": "http.listen", "sink.type": "sink.kind"}
 }
 
 // SinkConfig chooses where batches go.
 type SinkConfig struct {
-	Type  string          `yaml:"type"`
+	Kind  string          `yaml:"kind"`
 	Kafka KafkaSinkConfig `yaml:"kafka"`
 	HTTP  HTTPSinkConfig  `yaml:"http"`
 }
@@ -89,7 +89,7 @@ func DefaultConfig() Config {
 		Buffer:   DefaultBuffer,
 		Log:      config.Log{Level: "info", Format: "text"},
 		Sink: SinkConfig{
-			Type:  SinkKafka,
+			Kind:  SinkKafka,
 			Kafka: KafkaSinkConfig{Brokers: []string{"127.0.0.1:9092"}, Topic: metric.Topic, Partitions: metric.TopicPartitions, Replication: 1},
 			HTTP:  HTTPSinkConfig{Timeout: config.Duration(5 * time.Second)},
 		},
@@ -135,11 +135,11 @@ func (c *Config) Validate() error {
 			bad("http.listen", "%q: want host:port or %q", c.HTTP.Listen, MetricsListenOff)
 		}
 	}
-	switch c.Sink.Type {
+	switch c.Sink.Kind {
 	case SinkKafka:
 		k := c.Sink.Kafka
 		if len(k.Brokers) == 0 {
-			bad("sink.kafka.brokers", "required when sink.type is kafka")
+			bad("sink.kafka.brokers", "required when sink.kind is kafka")
 		}
 		for i, b := range k.Brokers {
 			if _, _, err := net.SplitHostPort(b); err != nil {
@@ -159,7 +159,7 @@ func (c *Config) Validate() error {
 		h := c.Sink.HTTP
 		u, err := url.Parse(h.URL)
 		if h.URL == "" {
-			bad("sink.http.url", "required when sink.type is http (e.g. http://judge:8080/v1/metrics)")
+			bad("sink.http.url", "required when sink.kind is http (e.g. http://judge:8080/v1/metrics)")
 		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("sink.http.url", "%q is not an http(s) URL", redactURL(h.URL))
 		} else if u.User != nil {
@@ -172,7 +172,7 @@ func (c *Config) Validate() error {
 			bad("sink.http.token", "set token or token_file, not both")
 		}
 	default:
-		bad("sink.type", "%q: want %q or %q", c.Sink.Type, SinkKafka, SinkHTTP)
+		bad("sink.kind", "%q: want %q or %q", c.Sink.Kind, SinkKafka, SinkHTTP)
 	}
 	if len(c.Collectors.Enabled()) == 0 {
 		bad("collectors", "no collector enabled (known: %s)", strings.Join(collector.Names(), ", "))

@@ -29,7 +29,7 @@ interval: 5s
 buffer: 10
 http: {listen: "off"}
 sink:
-  type: http
+  kind: http
   http:
     url: http://127.0.0.1:8080/v1/metrics
     token: abc
@@ -65,7 +65,7 @@ func TestLoadDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, DefaultInterval, c.Interval.D())
 	require.Equal(t, DefaultBuffer, c.Buffer)
-	require.Equal(t, SinkKafka, c.Sink.Type)
+	require.Equal(t, SinkKafka, c.Sink.Kind)
 	require.Equal(t, []string{"127.0.0.1:9092"}, c.Sink.Kafka.Brokers)
 	require.Equal(t, "binlake.metrics", c.Sink.Kafka.Topic)
 	require.Equal(t, metric.TopicPartitions, c.Sink.Kafka.Partitions, "the partitions the alarm and the judge create it with")
@@ -89,13 +89,13 @@ func TestLoadErrors(t *testing.T) {
 		{"interval too short", "interval: 1ms\n", []string{`field "interval": 1ms`}},
 		{"buffer zero", "buffer: 0\n", []string{`field "buffer": 0`}},
 		{"buffer wrong type", "buffer: lots\n", []string{`agent.yaml:1: field "buffer"`, `"lots"`}},
-		{"unknown sink type", "sink:\n  type: carrier-pigeon\n", []string{`field "sink.type": "carrier-pigeon"`}},
+		{"unknown sink type", "sink:\n  kind: carrier-pigeon\n", []string{`field "sink.kind": "carrier-pigeon"`}},
 		{"unknown sink key", "sink:\n  kafak: {}\n", []string{`agent.yaml:2: unknown key "sink.kafak"`}},
 		{"no brokers", "sink:\n  kafka:\n    brokers: []\n", []string{`field "sink.kafka.brokers": required`}},
 		{"broker without port", "sink:\n  kafka:\n    brokers: [kafka1]\n", []string{`field "sink.kafka.brokers[0]": "kafka1" is not host:port`}},
-		{"http without url", "sink:\n  type: http\n", []string{`field "sink.http.url": required`}},
-		{"http url with password", "sink:\n  type: http\n  http:\n    url: http://u:hunter2@judge/v1/metrics\n", []string{`field "sink.http.url": credentials`}},
-		{"token twice", "sink:\n  type: http\n  http:\n    url: http://judge/v1/metrics\n    token: a\n    token_file: /x\n", []string{`field "sink.http.token"`}},
+		{"http without url", "sink:\n  kind: http\n", []string{`field "sink.http.url": required`}},
+		{"http url with password", "sink:\n  kind: http\n  http:\n    url: http://u:hunter2@judge/v1/metrics\n", []string{`field "sink.http.url": credentials`}},
+		{"token twice", "sink:\n  kind: http\n  http:\n    url: http://judge/v1/metrics\n    token: a\n    token_file: /x\n", []string{`field "sink.http.token"`}},
 		{"http listen", "http: {listen: 9108}\n", []string{`field "http.listen"`}},
 		{"renamed metrics_listen", "metrics_listen: off\n", []string{`field "metrics_listen": this key is now "http.listen"`}},
 		{"unknown collector", "collectors:\n  host:\n  gpu:\n    enabled: true\n", []string{`agent.yaml:3:`, `unknown collector "gpu" (known: host, process, wave)`}},
@@ -140,7 +140,7 @@ func TestExampleConfig(t *testing.T) {
 func FuzzLoad(f *testing.F) {
 	for _, s := range []string{
 		"node: a\n", "collectors:\n  host:\n    per_cpu: true\n", "collectors:\n  gpu: {}\n",
-		"collectors:\n  host: [1]\n", "collectors:\n  host:\n    per_cpuu: 1\n", "sink:\n  type: http\n",
+		"collectors:\n  host: [1]\n", "collectors:\n  host:\n    per_cpuu: 1\n", "sink:\n  kind: http\n",
 		"collectors:\n  process: {cmdline: \"(\"}\n", "collectors:\n  wave:\n    enabled: [x]\n",
 	} {
 		f.Add([]byte(s))

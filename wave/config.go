@@ -27,7 +27,7 @@ type Config struct {
 
 // RenamedKeys are the keys of older wave.yaml files, now the same as every role's.
 func (*Config) RenamedKeys() map[string]string {
-	return map[string]string{"http_addr": "http.listen", "coordinator.type": "coordinator.kind"}
+	return map[string]string{"http_addr": "http.listen", "coordinator.type": "coordinator.kind", "sink.type": "sink.kind"}
 }
 
 // Sink kinds.
@@ -39,7 +39,7 @@ const (
 
 // SinkConfig chooses where row messages go.
 type SinkConfig struct {
-	Type  string          `yaml:"type"`
+	Kind  string          `yaml:"kind"`
 	Kafka KafkaSinkConfig `yaml:"kafka"`
 	File  FileSinkConfig  `yaml:"file"`
 }
@@ -89,7 +89,7 @@ func DefaultConfig() *Config {
 	c := &Config{
 		Log:         config.Log{Level: "info", Format: "text"},
 		Coordinator: config.Coordinator{Kind: config.CoordZK, Root: "/binlake", SessionTimeout: config.Duration(10 * time.Second)},
-		Sink: SinkConfig{Type: SinkKafka, Kafka: KafkaSinkConfig{Partitions: 3, Replication: 1,
+		Sink: SinkConfig{Kind: SinkKafka, Kafka: KafkaSinkConfig{Partitions: 3, Replication: 1,
 			MaxMessageBytes: 1 << 20, BatchSize: 1000, Linger: config.Duration(time.Millisecond), Compression: "none"}},
 		Pipeline: PipelineConfig{BatchRows: 5000, QueueItems: 256, PublishInFlight: DefaultPublishInFlight,
 			CommitInterval: config.Duration(500 * time.Millisecond), PublishBackoffMax: config.Duration(5 * time.Second),
@@ -137,7 +137,7 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("field \"coordinator.kind\": %q: want zk or single", c.Coordinator.Kind)
 	}
-	switch c.Sink.Type {
+	switch c.Sink.Kind {
 	case SinkKafka:
 		k := c.Sink.Kafka
 		if len(k.Brokers) == 0 {
@@ -184,7 +184,7 @@ func (c *Config) Validate() error {
 		}
 	case SinkStdout:
 	default:
-		return fmt.Errorf("field \"sink.type\": %q: want kafka, file or stdout", c.Sink.Type)
+		return fmt.Errorf("field \"sink.kind\": %q: want kafka, file or stdout", c.Sink.Kind)
 	}
 	p := c.Pipeline
 	for name, v := range map[string]int{"pipeline.batch_rows": p.BatchRows, "pipeline.queue_items": p.QueueItems,
@@ -232,7 +232,7 @@ func (c *Config) PipelineOptions() PipelineOptions {
 	p := c.Pipeline
 	o := PipelineOptions{BatchRows: p.BatchRows, QueueItems: p.QueueItems, PublishInFlight: p.PublishInFlight, CommitInterval: p.CommitInterval.D(),
 		PublishBackoffMax: p.PublishBackoffMax.D(), ReconnectBackoffMax: p.ReconnectBackoffMax.D(), Heartbeat: p.Heartbeat.D()}
-	if c.Sink.Type == SinkKafka {
+	if c.Sink.Kind == SinkKafka {
 		// The Kafka bus is built with batch_size and max_message_bytes as its writer's
 		// batch size and bytes (cmd/binlake): one produce request per partition per call.
 		o.PublishChunkMessages = c.Sink.Kafka.BatchSize

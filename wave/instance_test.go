@@ -173,7 +173,7 @@ coordinator:
   servers: [127.0.0.1:2181]
   session_timeout: 4s
 sink:
-  type: kafka
+  kind: kafka
   kafka:
     brokers: [127.0.0.1:9092]
 pipeline:
@@ -246,9 +246,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"renamed http_addr", strings.Replace(goodConfig, "http:\n  listen: 127.0.0.1:8091", "http_addr: 127.0.0.1:8091", 1), `this key is now "http.listen"`},
 		{"no servers", strings.Replace(goodConfig, "servers: [127.0.0.1:2181]", "servers: []", 1), "coordinator.servers"},
 		{"bad server", strings.Replace(goodConfig, "servers: [127.0.0.1:2181]", "servers: [zk]", 1), "coordinator.servers[0]"},
-		{"sink type", strings.Replace(goodConfig, "type: kafka", "type: s3", 1), "sink.type"},
+		{"sink kind", strings.Replace(goodConfig, "kind: kafka", "kind: s3", 1), "sink.kind"},
+		{"renamed sink.type", strings.Replace(goodConfig, "kind: kafka", "type: kafka", 1), `this key is now "sink.kind"`},
 		{"no brokers", strings.Replace(goodConfig, "brokers: [127.0.0.1:9092]", "brokers: []", 1), "sink.kafka.brokers"},
-		{"file path", strings.Replace(goodConfig, "type: kafka", "type: file", 1), "sink.file.path"},
+		{"file path", strings.Replace(goodConfig, "kind: kafka", "kind: file", 1), "sink.file.path"},
 		{"batch rows", strings.Replace(goodConfig, "batch_rows: 1000", "batch_rows: 0", 1), "pipeline.batch_rows"},
 		{"in flight", strings.Replace(goodConfig, "batch_rows: 1000", "batch_rows: 1000\n  publish_in_flight: 0", 1), "pipeline.publish_in_flight"},
 		{"compression", strings.Replace(goodConfig, "brokers: [127.0.0.1:9092]", "brokers: [127.0.0.1:9092]\n    compression: brotli", 1), `"sink.kafka.compression": "brotli"`},

@@ -55,7 +55,7 @@ coordinator:
   root: %s
   session_timeout: %s
 sink:
-  type: kafka
+  kind: kafka
   kafka:
     brokers: [%s]
     partitions: 3

@@ -53,7 +53,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	var sink agent.Sink
-	switch cfg.Sink.Type {
+	switch cfg.Sink.Kind {
 	case agent.SinkKafka:
 		k := cfg.Sink.Kafka
 		b, err := kafka.New(kafka.Options{Brokers: k.Brokers, ClientID: "binlake-agent-" + cfg.Node, Logger: logger})

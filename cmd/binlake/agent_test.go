@@ -52,7 +52,7 @@ func TestAgentCommandHTTP(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
 	os.WriteFile(tokenFile, []byte("tok-123\n"), 0o600)
-	cfg := "node: cmd-test\ninterval: 100ms\nhttp: {listen: \"off\"}\nsink:\n  type: http\n  http:\n    url: " + judge.URL + "/v1/metrics\n    token_file: " + tokenFile + "\n"
+	cfg := "node: cmd-test\ninterval: 100ms\nhttp: {listen: \"off\"}\nsink:\n  kind: http\n  http:\n    url: " + judge.URL + "/v1/metrics\n    token_file: " + tokenFile + "\n"
 	path := filepath.Join(dir, "agent.yaml")
 	os.WriteFile(path, []byte(cfg), 0o600)
 

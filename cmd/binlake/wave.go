@@ -64,7 +64,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Node: cfg.Node, HTTPAddr: cfg.HTTP.Listen, AdvertiseAddr: cfg.AdvertiseAddr, Coord: c,
 		Pipeline: cfg.PipelineOptions(), PollInterval: cfg.Pipeline.PollInterval.D(), Logger: logger,
 	}
-	switch cfg.Sink.Type {
+	switch cfg.Sink.Kind {
 	case wave.SinkKafka:
 		k := cfg.Sink.Kafka
 		// One attempt per produce request, bounded by the write timeout: kafka-go's own

@@ -54,9 +54,9 @@ if [[ -z ${SINK:-} ]]; then
 fi
 sink_yaml() {
 	if [[ $SINK == kafka ]]; then
-		printf 'sink:\n  type: kafka\n  kafka:\n    brokers: [127.0.0.1:9092]\n    topic: binlake.metrics.bench\n'
+		printf 'sink:\n  kind: kafka\n  kafka:\n    brokers: [127.0.0.1:9092]\n    topic: binlake.metrics.bench\n'
 	else
-		printf 'sink:\n  type: http\n  http:\n    url: http://127.0.0.1:%s/v1/metrics\n' "$HTTP_PORT"
+		printf 'sink:\n  kind: http\n  http:\n    url: http://127.0.0.1:%s/v1/metrics\n' "$HTTP_PORT"
 	fi
 }
 if [[ $SINK == http ]]; then
