@@ -12,11 +12,11 @@ import (
 	"net"
 	"net/http"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/alarm/policy"
@@ -242,39 +242,25 @@ func (a *Alarm) Run(ctx context.Context) error {
 	a.log.Info("notification log restored", "firing_alerts", n)
 
 	a.disp.Start()
-	srcCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errc := make(chan error, 1)
-	wg.Add(1)
-	go func() { defer wg.Done(); a.timerLoop(srcCtx) }()
+	// One run group: the timers, the stream, the ownership and the API stop together
+	// when ctx ends or the API fails (its error is Run's).
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { a.timerLoop(gctx); return nil })
 	if a.o.Subscriber != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); a.subscribeLoop(srcCtx) }()
+		g.Go(func() error { a.subscribeLoop(gctx); return nil })
 	}
 	if a.own != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); a.own.run(srcCtx, a.o.PositionInterval) }()
+		g.Go(func() error { a.own.run(gctx, a.o.PositionInterval); return nil })
 	}
-	var srv *httpapi.Server
 	if ln != nil {
-		srv = httpapi.ServeAPI(ln, a.handler, "alarm", a.log, a.o.Ready, errc, cancel)
+		g.Go(func() error { return httpapi.RunAPI(gctx, ln, a.handler, "alarm", a.log, a.o.Ready) })
 	}
-	<-srcCtx.Done()
-	a.log.Info("alarm stopping")
-	if srv != nil {
-		srv.Shutdown(10 * time.Second)
-	}
-	wg.Wait()
+	go func() { <-gctx.Done(); a.log.Info("alarm stopping") }()
+	runErr := g.Wait()
 	a.eng.Sync() // the pages already claimed reach the channels before they drain
 	a.disp.Close(15 * time.Second)
 	a.log.Info("alarm stopped")
-	select {
-	case err := <-errc:
-		return err
-	default:
-		return nil
-	}
+	return runErr
 }
 
 func (a *Alarm) timerLoop(ctx context.Context) {

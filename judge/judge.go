@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/config"
@@ -238,33 +239,21 @@ func (j *Judge) Run(ctx context.Context) error {
 	// Before the first batch, so that a restarted judge answers as it did.
 	j.rebuildCurrentHour(ctx)
 
-	srcCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errc := make(chan error, 1)
+	// One run group: the sources, the analyses and the API stop together when ctx ends or
+	// the API fails (its error is Run's).
+	g, gctx := errgroup.WithContext(ctx)
 	if j.o.Subscriber != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); j.subscribeLoop(srcCtx) }()
+		g.Go(func() error { j.subscribeLoop(gctx); return nil })
 	}
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = j.hist.Run(srcCtx) }()
+	g.Go(func() error { _ = j.hist.Run(gctx); return nil })
 	if j.o.Retention > 0 {
-		wg.Add(1)
-		go func() { defer wg.Done(); j.retentionLoop(srcCtx) }()
+		g.Go(func() error { j.retentionLoop(gctx); return nil })
 	}
-	var srv *httpapi.Server
 	if ln != nil {
-		srv = httpapi.ServeAPI(ln, j.handler, "judge", j.log, j.o.Ready, errc, cancel)
+		g.Go(func() error { return httpapi.RunAPI(gctx, ln, j.handler, "judge", j.log, j.o.Ready) })
 	}
-
-	<-srcCtx.Done()
-	j.log.Info("judge stopping")
-	if srv != nil {
-		if err := srv.Shutdown(10 * time.Second); err != nil {
-			j.log.Warn("http shutdown", "err", err)
-		}
-	}
-	wg.Wait()
+	go func() { <-gctx.Done(); j.log.Info("judge stopping") }()
+	runErr := g.Wait()
 	// No source is left: write what is buffered, within the buffer's close timeout.
 	if c := j.buf.Counters(); c.Buffered > 0 {
 		j.log.Info("writing buffered points before stopping", "points", c.Buffered)
@@ -276,12 +265,7 @@ func (j *Judge) Run(ctx context.Context) error {
 		j.log.Warn("points were dropped on the way to the store", "dropped", c.Dropped, "written", c.Written)
 	}
 	j.log.Info("judge stopped")
-	select {
-	case err := <-errc:
-		return err
-	default:
-		return nil
-	}
+	return runErr
 }
 
 func (j *Judge) subscribeLoop(ctx context.Context) {

@@ -213,21 +213,30 @@ func (s *Server) Err() error {
 	}
 }
 
-// ServeAPI starts a role's JSON API on ln in the background, logs where it serves and
-// calls ready (when set) with the bound address. If serving fails, the error, wrapped
-// with the role's name, goes to errc when it has room, and cancel stops the role.
-func ServeAPI(ln net.Listener, h http.Handler, role string, log *slog.Logger, ready func(addr string), errc chan<- error, cancel func()) *Server {
-	srv := Start(ln, NewServer(h), func(err error) {
-		select {
-		case errc <- fmt.Errorf("%s: http server: %w", role, err):
-		default:
-		}
-		cancel()
-	})
+// ShutdownTimeout is how long RunAPI lets the requests in flight finish once its
+// context ends.
+const ShutdownTimeout = 10 * time.Second
+
+// RunAPI serves a role's JSON API on ln until ctx ends, then shuts it down (requests in
+// flight get ShutdownTimeout). It logs where it serves and calls ready (when set) with
+// the bound address. It returns nil after a shutdown, or why serving failed, named
+// after the role: in a run group (errgroup), that stops the role.
+func RunAPI(ctx context.Context, ln net.Listener, h http.Handler, role string, log *slog.Logger, ready func(addr string)) error {
+	failed := make(chan error, 1)
+	srv := Start(ln, NewServer(h), func(err error) { failed <- err })
 	addr := ln.Addr().String()
 	log.Info(role+" API serving", "addr", "http://"+addr)
 	if ready != nil {
 		ready(addr)
 	}
-	return srv
+	select {
+	case err := <-failed:
+		srv.Shutdown(0)
+		return fmt.Errorf("%s: http server: %w", role, err)
+	case <-ctx.Done():
+	}
+	if err := srv.Shutdown(ShutdownTimeout); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	return nil
 }

@@ -212,38 +212,49 @@ func TestRouterAnswersThroughErrors(t *testing.T) {
 	}
 }
 
-func TestServeAPI(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var readyAddr string
-	errc := make(chan error, 1)
-	cancelled := make(chan struct{})
+// TestRunAPI: the API serves until its context ends and then returns nil; a serving
+// failure returns at once, named after the role.
+func TestRunAPI(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
-	srv := ServeAPI(ln, h, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), func(a string) { readyAddr = a }, errc, func() { close(cancelled) })
-	if readyAddr != ln.Addr().String() {
-		t.Fatalf("ready got %q, want %q", readyAddr, ln.Addr())
+	for _, fail := range []bool{false, true} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan string, 1)
+		done := make(chan error, 1)
+		go func() { done <- RunAPI(ctx, ln, h, "test", quiet, func(a string) { ready <- a }) }()
+		addr := <-ready
+		if addr != ln.Addr().String() {
+			t.Fatalf("ready got %q, want %q", addr, ln.Addr())
+		}
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "ok" {
+			t.Fatalf("body %q", body)
+		}
+		if fail {
+			ln.Close() // closing the listener under the server is a serving failure
+		} else {
+			cancel()
+		}
+		select {
+		case err := <-done:
+			switch {
+			case fail && (err == nil || !strings.HasPrefix(err.Error(), "test: http server: ")):
+				t.Fatalf("after a serving failure: %v, want the error named after the role", err)
+			case !fail && err != nil:
+				t.Fatalf("after the context ended: %v, want nil", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("RunAPI did not return (failure %v)", fail)
+		}
+		cancel()
 	}
-	resp, err := http.Get("http://" + readyAddr + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(body) != "ok" {
-		t.Fatalf("body %q", body)
-	}
-	// Closing the listener under the server is a serving failure: it must reach errc,
-	// named after the role, and cancel the role.
-	ln.Close()
-	select {
-	case <-cancelled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("cancel was not called after the server failed")
-	}
-	if err := <-errc; err == nil || !strings.HasPrefix(err.Error(), "test: http server: ") {
-		t.Fatalf("errc got %v", err)
-	}
-	srv.Shutdown(time.Second)
 }
