@@ -21,6 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/agent/collector"
 	_ "github.com/binlake/binlake/agent/collector/host" // registers "host"
@@ -153,7 +154,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("agent starting", "config", a.opts.ConfigFile, "node", cfg.Node, "interval", cfg.Interval.D(),
 		"collectors", names, "sink", a.opts.Sink.String(), "buffer", cfg.Buffer, "metrics", cfg.HTTP.Listen)
 
-	var srv *httpapi.Server
+	// The metrics endpoint and the collection run as one group: if serving fails, the
+	// agent stops (draining what it collected) and says why, instead of running on
+	// without the endpoint its scrapers expect.
+	g, gctx := errgroup.WithContext(ctx)
 	if cfg.HTTP.Listen != MetricsListenOff {
 		ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 		if err != nil {
@@ -165,17 +169,26 @@ func (a *Agent) Run(ctx context.Context) error {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write([]byte(`{"status":"ok"}` + "\n"))
 		})
-		srv = httpapi.Start(ln, &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, nil)
-		a.log.Info("agent metrics serving", "url", "http://"+ln.Addr().String()+"/metrics")
-		if a.opts.Ready != nil {
-			a.opts.Ready(ln.Addr().String())
-		}
+		g.Go(func() error { return httpapi.Serve(gctx, ln, mux, "agent metrics", a.log, a.opts.Ready) })
 	} else if a.opts.Ready != nil {
 		a.opts.Ready("")
 	}
+	g.Go(func() error {
+		a.collectAndSend(gctx)
+		return nil
+	})
+	err := g.Wait()
+	st := a.Stats()
+	a.log.Info("agent stopped", "collected", st.Collected, "delivered", st.Delivered, "dropped", st.Dropped, "undelivered", st.Pending)
+	return err
+}
 
+// collectAndSend collects until ctx ends, then gives the sender a bounded time to
+// deliver what is left.
+func (a *Agent) collectAndSend(ctx context.Context) {
 	// The sender starts first and stops last, so what was collected drains.
 	sendCtx, stopSend := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSend()
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)
@@ -186,24 +199,13 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	// Drain: bounded, since the sink may be down for good.
 	drain := time.NewTimer(5 * time.Second)
+	defer drain.Stop()
 	select {
 	case <-sent:
 	case <-drain.C:
 		stopSend()
 		<-sent
 	}
-	drain.Stop()
-	stopSend()
-	st := a.Stats()
-	a.log.Info("agent stopped", "collected", st.Collected, "delivered", st.Delivered, "dropped", st.Dropped, "undelivered", st.Pending)
-
-	if srv != nil {
-		srv.Shutdown(2 * time.Second)
-		if err := srv.Err(); err != nil {
-			return fmt.Errorf("agent metrics server: %w", err)
-		}
-	}
-	return nil
 }
 
 func (a *Agent) collectLoop(ctx context.Context) {

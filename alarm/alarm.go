@@ -253,7 +253,7 @@ func (a *Alarm) Run(ctx context.Context) error {
 		g.Go(func() error { a.own.run(gctx, a.o.PositionInterval); return nil })
 	}
 	if ln != nil {
-		g.Go(func() error { return httpapi.RunAPI(gctx, ln, a.handler, "alarm", a.log, a.o.Ready) })
+		g.Go(func() error { return httpapi.Serve(gctx, ln, a.handler, "alarm API", a.log, a.o.Ready) })
 	}
 	go func() { <-gctx.Done(); a.log.Info("alarm stopping") }()
 	runErr := g.Wait()

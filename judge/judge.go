@@ -250,7 +250,7 @@ func (j *Judge) Run(ctx context.Context) error {
 		g.Go(func() error { j.retentionLoop(gctx); return nil })
 	}
 	if ln != nil {
-		g.Go(func() error { return httpapi.RunAPI(gctx, ln, j.handler, "judge", j.log, j.o.Ready) })
+		g.Go(func() error { return httpapi.Serve(gctx, ln, j.handler, "judge API", j.log, j.o.Ready) })
 	}
 	go func() { <-gctx.Done(); j.log.Info("judge stopping") }()
 	runErr := g.Wait()

@@ -24,6 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/internal/buildinfo"
 	"github.com/binlake/binlake/internal/bus"
@@ -301,6 +302,9 @@ func (w *Wave) Run(ctx context.Context) error {
 	w.mu.Unlock()
 	defer close(w.done)
 
+	// The HTTP endpoint and the instances run as one group: a wave whose /metrics and
+	// /status stopped serving stops too, with the reason, rather than run unobserved.
+	g, gctx := errgroup.WithContext(ctx)
 	var httpAddr string
 	if w.opts.HTTPAddr != "" {
 		ln, err := net.Listen("tcp", w.opts.HTTPAddr)
@@ -308,9 +312,14 @@ func (w *Wave) Run(ctx context.Context) error {
 			return fmt.Errorf("wave: listen on %s: %w", w.opts.HTTPAddr, err)
 		}
 		httpAddr = ln.Addr().String()
-		srv := httpapi.Start(ln, &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second}, nil)
-		defer srv.Shutdown(5 * time.Second)
+		g.Go(func() error { return httpapi.Serve(gctx, ln, w.Handler(), "wave HTTP", w.log, nil) })
 	}
+	g.Go(func() error { return w.runInstances(gctx, httpAddr) })
+	return g.Wait()
+}
+
+// runInstances registers the wave and runs the instances it should until ctx ends.
+func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 	adv := w.opts.AdvertiseAddr
 	if adv == "" {
 		adv = httpAddr

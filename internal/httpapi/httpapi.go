@@ -6,17 +6,13 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -155,88 +151,4 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
-}
-
-// NewServer is an *http.Server for a JSON API, with timeouts that keep slow or idle
-// clients from holding connections.
-func NewServer(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
-}
-
-// Server is an *http.Server serving a listener in the background.
-type Server struct {
-	srv  *http.Server
-	done chan struct{}
-	once sync.Once
-	err  error // set before done closes
-}
-
-// Start serves ln with srv in a goroutine. If serving fails (not by Shutdown), onFail,
-// when set, is called once with the error, from that goroutine.
-func Start(ln net.Listener, srv *http.Server, onFail func(error)) *Server {
-	s := &Server{srv: srv, done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.err = err
-			if onFail != nil {
-				onFail(err)
-			}
-		}
-	}()
-	return s
-}
-
-// Shutdown stops accepting connections and waits up to timeout for the requests in
-// flight; past it the remaining connections are closed. It returns when the serving
-// goroutine has, with Shutdown's own error (the timeout). It is idempotent.
-func (s *Server) Shutdown(timeout time.Duration) error {
-	var err error
-	s.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		if err = s.srv.Shutdown(ctx); err != nil {
-			s.srv.Close()
-		}
-		<-s.done
-	})
-	return err
-}
-
-// Err is why serving failed, or nil; valid once Shutdown has returned.
-func (s *Server) Err() error {
-	select {
-	case <-s.done:
-		return s.err
-	default:
-		return nil
-	}
-}
-
-// ShutdownTimeout is how long RunAPI lets the requests in flight finish once its
-// context ends.
-const ShutdownTimeout = 10 * time.Second
-
-// RunAPI serves a role's JSON API on ln until ctx ends, then shuts it down (requests in
-// flight get ShutdownTimeout). It logs where it serves and calls ready (when set) with
-// the bound address. It returns nil after a shutdown, or why serving failed, named
-// after the role: in a run group (errgroup), that stops the role.
-func RunAPI(ctx context.Context, ln net.Listener, h http.Handler, role string, log *slog.Logger, ready func(addr string)) error {
-	failed := make(chan error, 1)
-	srv := Start(ln, NewServer(h), func(err error) { failed <- err })
-	addr := ln.Addr().String()
-	log.Info(role+" API serving", "addr", "http://"+addr)
-	if ready != nil {
-		ready(addr)
-	}
-	select {
-	case err := <-failed:
-		srv.Shutdown(0)
-		return fmt.Errorf("%s: http server: %w", role, err)
-	case <-ctx.Done():
-	}
-	if err := srv.Shutdown(ShutdownTimeout); err != nil {
-		log.Warn("http shutdown", "err", err)
-	}
-	return nil
 }

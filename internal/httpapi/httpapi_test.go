@@ -139,60 +139,6 @@ func TestWriteJSONDoesNotEscapeHTML(t *testing.T) {
 	require.Equal(t, 500, rec.Code)
 }
 
-func TestServerServesAndShutsDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	failed := make(chan error, 1)
-	s := Start(ln, NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hi") })),
-		func(err error) { failed <- err })
-	resp, err := http.Get("http://" + ln.Addr().String())
-	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, "hi", string(b))
-	require.NoError(t, s.Shutdown(5*time.Second))
-	require.NoError(t, s.Shutdown(5*time.Second), "idempotent")
-	require.NoError(t, s.Err())
-	select {
-	case err := <-failed:
-		t.Fatalf("onFail called on a clean shutdown: %v", err)
-	default:
-	}
-	_, err = http.Get("http://" + ln.Addr().String())
-	require.Error(t, err, "still serving after Shutdown")
-}
-
-func TestServerReportsServeFailure(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ln.Close() // Serve fails at once
-	failed := make(chan error, 1)
-	s := Start(ln, NewServer(http.NotFoundHandler()), func(err error) { failed <- err })
-	select {
-	case err := <-failed:
-		require.Error(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("onFail not called")
-	}
-	require.NoError(t, s.Shutdown(time.Second))
-	require.Error(t, s.Err())
-}
-
-func TestServerShutdownIsBounded(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	entered, release := make(chan struct{}), make(chan struct{})
-	defer close(release)
-	s := Start(ln, NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-		close(entered)
-		<-release
-	})), nil)
-	go http.Get("http://" + ln.Addr().String())
-	<-entered
-	// The handler never returns: Shutdown gives up after its bound and closes.
-	require.ErrorIs(t, s.Shutdown(50*time.Millisecond), context.DeadlineExceeded)
-}
-
 func configSecret(s string) config.Secret { return config.Secret(s) }
 
 func TestRouterAnswersThroughErrors(t *testing.T) {
@@ -212,9 +158,9 @@ func TestRouterAnswersThroughErrors(t *testing.T) {
 	}
 }
 
-// TestRunAPI: the API serves until its context ends and then returns nil; a serving
-// failure returns at once, named after the role.
-func TestRunAPI(t *testing.T) {
+// TestServe: the server serves until its context ends and then returns nil and stops
+// listening; a serving failure returns at once, named after what it serves.
+func TestServe(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
 	for _, fail := range []bool{false, true} {
@@ -225,7 +171,7 @@ func TestRunAPI(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		ready := make(chan string, 1)
 		done := make(chan error, 1)
-		go func() { done <- RunAPI(ctx, ln, h, "test", quiet, func(a string) { ready <- a }) }()
+		go func() { done <- Serve(ctx, ln, h, "test", quiet, func(a string) { ready <- a }) }()
 		addr := <-ready
 		if addr != ln.Addr().String() {
 			t.Fatalf("ready got %q, want %q", addr, ln.Addr())
@@ -248,13 +194,43 @@ func TestRunAPI(t *testing.T) {
 		case err := <-done:
 			switch {
 			case fail && (err == nil || !strings.HasPrefix(err.Error(), "test: http server: ")):
-				t.Fatalf("after a serving failure: %v, want the error named after the role", err)
+				t.Fatalf("after a serving failure: %v, want the error named after what it serves", err)
 			case !fail && err != nil:
 				t.Fatalf("after the context ended: %v, want nil", err)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("RunAPI did not return (failure %v)", fail)
+			t.Fatalf("Serve did not return (failure %v)", fail)
+		}
+		if _, err := http.Get("http://" + addr + "/"); err == nil {
+			t.Fatalf("still serving after Serve returned (failure %v)", fail)
 		}
 		cancel()
+	}
+}
+
+// TestServeShutdownIsBounded: a request that never ends does not hold Serve past its
+// shutdown bound.
+func TestServeShutdownIsBounded(t *testing.T) {
+	defer func(d time.Duration) { shutdownTimeout = d }(shutdownTimeout)
+	shutdownTimeout = 50 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	entered, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		close(entered)
+		<-release
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, h, "test", slog.New(slog.NewTextHandler(io.Discard, nil)), nil) }()
+	go http.Get("http://" + ln.Addr().String())
+	<-entered
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve waited for a request that never ends")
 	}
 }
