@@ -13,10 +13,8 @@ import (
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
-	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/internal/testenv"
-	"github.com/binlake/binlake/internal/wiring"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -120,17 +118,16 @@ func TestJudgeKafkaRestartIntegration(t *testing.T) {
 		// plus rejoining the group on a busy machine.
 		resumeLimit = 90 * time.Second
 	)
-	bc := config.Bus{Kind: config.BusKafka, Brokers: []string{broker.Addr()}}
-	require.NoError(t, bc.Validate("binlake-judge-restart-test", config.StartNewest))
-	sub, closeSub, _, err := wiring.Subscribe(ctx, bc, "judge-restart-test", quiet)
+	b, err := kafka.New(kafka.Options{Brokers: []string{broker.Addr()}, ClientID: "judge-restart-test", Logger: quiet, WriteTimeout: 2 * time.Second})
 	require.NoError(t, err)
-	t.Cleanup(closeSub) // after the judge has stopped: cleanups run last first
+	t.Cleanup(func() { b.Close() }) // after the judge has stopped: cleanups run last first
+	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: metric.TopicPartitions}))
+	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "binlake-judge-restart-test", StartAt: bus.StartLast})
+	require.NoError(t, err)
+	t.Cleanup(func() { sub.Close() })
 	st := openStore(t)
 	base, j := readyJudge(t, Options{Store: st, Subscriber: sub, Algorithm: "leastload"})
 
-	b, err := kafka.New(kafka.Options{Brokers: []string{broker.Addr()}, ClientID: "agents", Logger: quiet, WriteTimeout: 2 * time.Second})
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
 	pub, err := b.Publisher()
 	require.NoError(t, err)
 	t.Cleanup(func() { pub.Close() })

@@ -14,7 +14,6 @@ import (
 	"github.com/binlake/binlake/alarm/policy"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/logging"
-	"github.com/binlake/binlake/internal/wiring"
 )
 
 func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -81,13 +80,13 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("http token: %w", err)
 	}
 
-	c, coordDesc, err := wiring.Open(ctx, cfg.Coordinator, logger)
+	c, coordDesc, err := Open(ctx, cfg.Coordinator, logger)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 
-	sub, closeBus, busDesc, err := wiring.Subscribe(ctx, cfg.Bus, "binlake-alarm", logger)
+	sub, closeBus, busDesc, err := Subscribe(ctx, cfg.Bus, "binlake-alarm", logger)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/internal/wiring"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/client"
@@ -86,7 +85,7 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, _, err := wiring.Open(cctx, cc, logger)
+	c, _, err := Open(cctx, cc, logger)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/logging"
-	"github.com/binlake/binlake/internal/wiring"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/elastic"
@@ -103,7 +102,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer st.Close()
 
-	sub, closeBus, busDesc, err := wiring.Subscribe(ctx, cfg.Bus, "binlake-judge", logger)
+	sub, closeBus, busDesc, err := Subscribe(ctx, cfg.Bus, "binlake-judge", logger)
 	if err != nil {
 		return err
 	}

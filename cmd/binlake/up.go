@@ -14,7 +14,6 @@ import (
 	"github.com/binlake/binlake/agent"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/logging"
-	"github.com/binlake/binlake/internal/up"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/wave"
 )
@@ -28,24 +27,24 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := fs.String("data", "./data", "folder for the judge's store ("+up.StoreFile+"), the coordinator file ("+up.CoordFile+") and the wave's rows; one binlake up at a time may use it")
+	dataDir := fs.String("data", "./data", "folder for the judge's store ("+StoreFile+"), the coordinator file ("+CoordFile+") and the wave's rows; one binlake up at a time may use it")
 	node := fs.String("node", "", "this host's node id, for the agent and the wave (default: the host name)")
-	judgeHTTP := fs.String("judge-http", up.DefaultJudgeListen, "address of the status page and the judge API (port 0 picks a free one)")
-	alarmHTTP := fs.String("alarm-http", up.DefaultAlarmListen, "address of the alarm API (/v1/alerts, /v1/silences)")
-	waveHTTP := fs.String("wave-http", up.DefaultWaveListen, "address of the wave's /metrics and /status (only with -mysql)")
+	judgeHTTP := fs.String("judge-http", DefaultJudgeListen, "address of the status page and the judge API (port 0 picks a free one)")
+	alarmHTTP := fs.String("alarm-http", DefaultAlarmListen, "address of the alarm API (/v1/alerts, /v1/silences)")
+	waveHTTP := fs.String("wave-http", DefaultWaveListen, "address of the wave's /metrics and /status (only with -mysql)")
 	agentMetrics := fs.String("agent-metrics", agent.MetricsListenOff, "address of the agent's own /metrics, or off")
 	interval := config.Duration(agent.DefaultInterval)
 	fs.Var(&interval, "interval", "how often the agent collects this host's metrics (e.g. 10s, 500ms)")
 	algorithm := fs.String("algorithm", judge.DefaultAlgorithm, "the judge's default placement algorithm (GET /v1/plugins lists them)")
 	policies := fs.String("policies", "", "alert policy file (see deploy/policies.example.yaml); default: built-in policies for a dead agent, CPU, memory, disk, capture lag, a capture that is not running and publish errors")
 	channels := fs.String("channels", "", "YAML file with a channels: section as in deploy/alarm.example.yaml; alerts always go to the log too")
-	mysqlDSN := fs.String("mysql", "", "also capture this MySQL/MariaDB source with a wave: user[:password]@tcp(host:port)/ (the password may come from $"+up.MySQLPasswordEnv+" instead)")
+	mysqlDSN := fs.String("mysql", "", "also capture this MySQL/MariaDB source with a wave: user[:password]@tcp(host:port)/ (the password may come from $"+MySQLPasswordEnv+" instead)")
 	flavor := fs.String("mysql-flavor", "", "mysql or mariadb (default: ask the server)")
 	serverID := fs.Uint("mysql-server-id", 0, "replica server id the wave registers with, unique on the source (default: derived from the data folder)")
 	var subs stringList
-	fs.Var(&subs, "mysql-sub", "a subscription, name=topic:include[,include…][;exclude=…][;events=…]; repeatable (default: every table outside the system schemas, topic "+up.DefaultRowsTopic+")")
-	rows := fs.String("rows", "", "file the wave appends rows to as JSON lines, or - for stdout (default: "+up.RowsFile+" in the data folder)")
-	shutdown := config.Duration(up.DefaultShutdownTimeout)
+	fs.Var(&subs, "mysql-sub", "a subscription, name=topic:include[,include…][;exclude=…][;events=…]; repeatable (default: every table outside the system schemas, topic "+DefaultRowsTopic+")")
+	rows := fs.String("rows", "", "file the wave appends rows to as JSON lines, or - for stdout (default: "+RowsFile+" in the data folder)")
+	shutdown := config.Duration(DefaultShutdownTimeout)
 	fs.Var(&shutdown, "shutdown-timeout", "how long stopping may take after Ctrl-C")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
@@ -77,26 +76,26 @@ Flags:`)
 	if interval.D() < 10*time.Millisecond {
 		return fmt.Errorf("bad -interval %s: want at least 10ms", interval)
 	}
-	chans, err := up.LoadChannels(*channels, logger)
+	chans, err := LoadChannels(*channels, logger)
 	if err != nil {
 		return fmt.Errorf("-channels: %w", err)
 	}
-	pols, err := up.LoadPolicies(*policies, chans)
+	pols, err := LoadPolicies(*policies, chans)
 	if err != nil {
 		return fmt.Errorf("-policies: %w", err)
 	}
-	opts := up.Options{
+	opts := upOptions{
 		DataDir: *dataDir, Node: *node, JudgeListen: *judgeHTTP, AlarmListen: *alarmHTTP, WaveListen: *waveHTTP,
 		AgentMetrics: *agentMetrics, AgentInterval: interval.D(), Algorithm: *algorithm,
 		Policies: pols, Channels: &chans, Rows: *rows, Stdout: stdout, ShutdownTimeout: shutdown.D(), Logger: logger,
-		Ready: func(u up.URLs) { printURLs(stdout, u) },
+		Ready: func(u upURLs) { printURLs(stdout, u) },
 	}
 	if *mysqlDSN != "" {
-		m, err := up.ParseDSN(*mysqlDSN)
+		m, err := ParseDSN(*mysqlDSN)
 		if err != nil {
 			return err
 		}
-		if pw := os.Getenv(up.MySQLPasswordEnv); pw != "" {
+		if pw := os.Getenv(MySQLPasswordEnv); pw != "" {
 			m.Password = config.Secret(pw)
 		}
 		switch *flavor {
@@ -120,11 +119,11 @@ Flags:`)
 	} else if len(subs) > 0 || *flavor != "" || *serverID != 0 || *rows != "" {
 		return fmt.Errorf("-mysql-sub, -mysql-flavor, -mysql-server-id and -rows need -mysql")
 	}
-	return up.Run(ctx, opts)
+	return runSuite(ctx, opts)
 }
 
 // printURLs tells the user where to look, on stdout (logs go to stderr).
-func printURLs(w io.Writer, u up.URLs) {
+func printURLs(w io.Writer, u upURLs) {
 	fmt.Fprintf(w, "binlake is up:\n")
 	fmt.Fprintf(w, "  status page  %s\n", u.Status)
 	fmt.Fprintf(w, "  judge API    %s/v1/nodes  (POST /v1/placement, /openapi.json)\n", u.Judge)

@@ -102,7 +102,7 @@ func TestUpSmoke(t *testing.T) {
 		"--judge-http", "127.0.0.1:0", "--alarm-http", "127.0.0.1:0")
 	judge, alarm := p.urls["judge API"], p.urls["alarm API"]
 	if judge == "" || alarm == "" || p.urls["status page"] == "" {
-		t.Fatalf("URLs printed: %v", p.urls)
+		t.Fatalf("upURLs printed: %v", p.urls)
 	}
 	for _, base := range []string{judge, alarm} {
 		code, body, err := call("GET", base+"/healthz", "")

@@ -12,7 +12,6 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/logging"
-	"github.com/binlake/binlake/internal/wiring"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/sink"
 )
@@ -54,7 +53,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("%s: field \"log\": %w", *cfgPath, err)
 	}
 
-	c, _, err := wiring.Open(ctx, cfg.Coordinator, logger)
+	c, _, err := Open(ctx, cfg.Coordinator, logger)
 	if err != nil {
 		return err
 	}

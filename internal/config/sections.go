@@ -10,7 +10,7 @@ import (
 
 // The config sections several roles share: the same keys, defaults filled by the role,
 // and checks in one place. Building what they describe (a bus subscription, a
-// coordinator) is the composition's job (internal/wiring), so that a role's config does
+// coordinator) is the composition's job (cmd/binlake), so that a role's config does
 // not link the Kafka and ZooKeeper clients.
 
 // Kinds of the bus and coordinator sections, and where a new consumer group starts.

@@ -1,4 +1,6 @@
-package up
+//go:build !agentonly
+
+package main
 
 import (
 	"context"

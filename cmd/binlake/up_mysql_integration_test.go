@@ -1,4 +1,6 @@
-package up
+//go:build !agentonly
+
+package main
 
 import (
 	"bufio"
@@ -27,7 +29,7 @@ func TestUpMySQLIntegration(t *testing.T) {
 	dir := t.TempDir()
 	m := MySQL{Addr: a.Addr, User: a.User, Password: config.Secret(a.Password),
 		Subscriptions: []wave.Subscription{{Name: "t", Topic: "it.rows", Include: []string{db + `\.t`}}}}
-	s := startUp(t, Options{DataDir: dir, Node: "wave-up", MySQL: &m})
+	s := startUp(t, upOptions{DataDir: dir, Node: "wave-up", MySQL: &m})
 	if s.urls.Wave == "" || s.urls.Rows != filepath.Join(dir, RowsFile) {
 		t.Fatalf("urls = %+v", s.urls)
 	}
@@ -60,7 +62,7 @@ func TestUpMySQLIntegration(t *testing.T) {
 	}
 
 	// Restart: the unchanged instance keeps its offset, so only the new row is added.
-	s = startUp(t, Options{DataDir: dir, Node: "wave-up", MySQL: &m})
+	s = startUp(t, upOptions{DataDir: dir, Node: "wave-up", MySQL: &m})
 	exec("INSERT INTO " + db + ".t VALUES (3, 'three')")
 	rows := waitRows(t, s.urls.Rows, db, 3)
 	if len(rows) != 3 {

@@ -1,4 +1,6 @@
-package up
+//go:build !agentonly
+
+package main
 
 import (
 	"bytes"
@@ -114,7 +116,7 @@ func (m MySQL) instance(dataDir string) *wave.Instance {
 // InstanceID is the id of the capture instance of --mysql.
 const InstanceID = "local"
 
-//go:embed policies.yaml
+//go:embed up_policies.yaml
 var defaultPolicies []byte
 
 // DefaultPolicies are the policies `up` runs without --policies: a dead agent, high CPU,

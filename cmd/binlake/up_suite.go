@@ -1,4 +1,6 @@
-// Package up runs the suite in one process on the embedded defaults: `binlake up`.
+//go:build !agentonly
+
+// `binlake up`: the suite in one process on the embedded defaults.
 //
 // One in-process bus (internal/bus/memory) carries the metric batches from an agent for
 // this host to a judge and an alarm; the judge stores raw points in SQLite and the alarm
@@ -9,9 +11,11 @@
 // Each role keeps its own HTTP server (judge, alarm, wave): their routes overlap
 // (/healthz, /metrics), and separate ports keep every URL the same as in the
 // distributed shape.
-package up
+
+package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +23,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -59,8 +62,8 @@ const (
 	RowsFile  = "rows.jsonl" // the wave's rows, unless Rows says otherwise
 )
 
-// Options configures `binlake up`. Zero fields take the defaults named.
-type Options struct {
+// upOptions configures `binlake up`. Zero fields take the defaults named.
+type upOptions struct {
 	// DataDir holds the store, the coordinator file and the rows. "./data".
 	DataDir string
 	// Node is this host's node id, used by the agent and the wave. The host name.
@@ -92,11 +95,11 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
 	// Ready, when set, is called once every part serves.
-	Ready func(URLs)
+	Ready func(upURLs)
 }
 
-// URLs are where the parts of a running `up` answer.
-type URLs struct {
+// upURLs are where the parts of a running `up` answer.
+type upURLs struct {
 	Status string // the judge's status page
 	Judge  string // the judge's base URL (API under /v1)
 	Alarm  string // the alarm's base URL
@@ -105,7 +108,7 @@ type URLs struct {
 	Rows   string // where rows go; empty without MySQL
 }
 
-func (o *Options) defaults() error {
+func (o *upOptions) defaults() error {
 	if o.DataDir == "" {
 		o.DataDir = "./data"
 	}
@@ -145,18 +148,11 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// actor is one running part.
-type actor struct {
-	name string
-	done chan struct{}
-	err  error
-}
-
-// Run starts every part, serves until ctx ends or a part fails, then stops the sources
+// runSuite starts every part, serves until ctx ends or a part fails, then stops the sources
 // (agent, wave) before the sinks (judge, alarm), so the last batches reach them, all
-// within ShutdownTimeout. A second Run on the same data folder fails with
+// within ShutdownTimeout. A second runSuite on the same data folder fails with
 // ErrDataDirBusy.
-func Run(ctx context.Context, o Options) (err error) {
+func runSuite(ctx context.Context, o upOptions) (err error) {
 	if err := o.defaults(); err != nil {
 		return err
 	}
@@ -224,7 +220,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	defer alarmSub.Close()
 
-	var urls URLs
+	var urls upURLs
 	judgeReady, alarmReady := make(chan string, 1), make(chan string, 1)
 	j, err := judge.New(judge.Options{
 		Store: st, Subscriber: judgeSub, Listen: o.JudgeListen, Algorithm: o.Algorithm, SnapshotEvery: judge.DefaultSnapshotEvery,
@@ -250,118 +246,74 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	log.Info("binlake up starting", attrs...)
 
-	// Sources stop first, then sinks; a part that returns early stops everything.
-	srcCtx, stopSources := context.WithCancel(ctx)
-	defer stopSources()
-	sinkCtx, stopSinks := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopSinks()
-	exited := make(chan *actor, 8)
-	var sinks, sources []*actor
-	start := func(name string, ctx context.Context, run func(context.Context) error) *actor {
-		a := &actor{name: name, done: make(chan struct{})}
-		go func() {
-			defer close(a.done)
-			a.err = run(ctx)
-			exited <- a
-		}()
-		return a
-	}
-	var failed error
-	// stop ends the sources, then the sinks, each group within what is left of the
-	// shutdown budget, and returns the first error.
-	stop := func() error {
-		stopSources()
+	// Two stages, so the sources (agent, wave) stop before the sinks (judge, alarm) and
+	// the last batches reach them; a part that fails or returns early stops everything.
+	sinks := newStage(context.WithoutCancel(ctx))
+	sources := newStage(ctx)
+	defer sources.cancel()
+	defer sinks.cancel()
+	// shutdown stops the sources, then the sinks, within ShutdownTimeout, and returns
+	// cause or else the first part's error.
+	shutdown := func(cause error) error {
 		deadline := time.NewTimer(o.ShutdownTimeout)
 		defer deadline.Stop()
-		wait := func(as []*actor) error {
-			for _, a := range as {
-				select {
-				case <-a.done:
-				case <-deadline.C:
-					return fmt.Errorf("shutdown: %s did not stop within %s", a.name, o.ShutdownTimeout)
-				}
-			}
-			return nil
-		}
-		if err := wait(sources); err != nil {
-			return err
-		}
-		stopSinks()
-		if err := wait(sinks); err != nil {
-			return err
-		}
-		if failed != nil {
-			return failed
-		}
-		for _, a := range slices.Concat(sources, sinks) {
-			if a.err != nil {
-				return fmt.Errorf("%s: %w", a.name, a.err)
-			}
-		}
-		return nil
+		errSrc := sources.stop(deadline.C, o.ShutdownTimeout)
+		errSink := sinks.stop(deadline.C, o.ShutdownTimeout)
+		return cmp.Or(cause, errSrc, errSink)
 	}
-	// await waits for a part's ready signal; false when it will not come (the part
-	// stopped, or ctx ended), and then the caller stops the rest.
-	await := func(a *actor, ready <-chan string) (string, bool) {
+	// await waits for a part's ready signal; false when it will not come (a part of
+	// its stage failed, or ctx ended), and then the caller shuts down.
+	await := func(st *stage, ready <-chan string) (string, bool) {
 		select {
 		case addr := <-ready:
 			return addr, true
-		case <-a.done:
-			<-exited
-			if a.err == nil {
-				a.err = errors.New("stopped before serving")
-			}
-			failed = fmt.Errorf("%s: %w", a.name, a.err)
+		case <-st.ctx.Done():
 		case <-ctx.Done():
 		}
 		return "", false
 	}
 
-	sinks = append(sinks, start("judge", sinkCtx, j.Run))
-	addr, ok := await(sinks[0], judgeReady)
+	sinks.run("judge", j.Run)
+	addr, ok := await(sinks, judgeReady)
 	if !ok {
-		return stop()
+		return shutdown(nil)
 	}
 	urls.Judge, urls.Status = "http://"+addr, "http://"+addr+"/"
-	sinks = append(sinks, start("alarm", sinkCtx, al.Run))
-	if addr, ok = await(sinks[1], alarmReady); !ok {
-		return stop()
+	sinks.run("alarm", al.Run)
+	if addr, ok = await(sinks, alarmReady); !ok {
+		return shutdown(nil)
 	}
 	urls.Alarm = "http://" + addr
 
 	var collectors []collector.Collector
 	host, err := newCollector("host", nil)
 	if err != nil {
-		failed = err
-		return stop()
+		return shutdown(err)
 	}
 	collectors = append(collectors, host)
 
 	if o.MySQL != nil {
 		w, rows, closeRows, err := o.newWave(ctx, c, dir)
 		if err != nil {
-			failed = err
-			return stop()
+			return shutdown(err)
 		}
 		defer closeRows() // after the wave stopped
 		waveReady := make(chan string, 1)
 		w.opts.Ready = func(a string) { waveReady <- a }
 		wv, err := wave.New(w.opts)
 		if err != nil {
-			failed = err
-			return stop()
+			return shutdown(err)
 		}
-		sources = append(sources, start("wave", srcCtx, wv.Run))
-		if addr, ok = await(sources[len(sources)-1], waveReady); !ok {
-			return stop()
+		sources.run("wave", wv.Run)
+		if addr, ok = await(sources, waveReady); !ok {
+			return shutdown(nil)
 		}
 		urls.Wave, urls.Rows = "http://"+addr, rows
 		wc, err := newCollector(wavecollector.Name, func(cfg any) {
 			cfg.(*wavecollector.Config).URL = urls.Wave + "/metrics"
 		})
 		if err != nil {
-			failed = err
-			return stop()
+			return shutdown(err)
 		}
 		collectors = append(collectors, wc)
 	}
@@ -375,13 +327,12 @@ func Run(ctx context.Context, o Options) (err error) {
 		Ready: func(a string) { agentReady <- a },
 	})
 	if err != nil {
-		failed = err
-		return stop()
+		return shutdown(err)
 	}
 	defer ag.Close()
-	sources = append(sources, start("agent", srcCtx, ag.Run))
-	if addr, ok = await(sources[len(sources)-1], agentReady); !ok {
-		return stop()
+	sources.run("agent", ag.Run)
+	if addr, ok = await(sources, agentReady); !ok {
+		return shutdown(nil)
 	}
 	if addr != "" {
 		urls.Agent = "http://" + addr + "/metrics"
@@ -402,14 +353,13 @@ func Run(ctx context.Context, o Options) (err error) {
 	select {
 	case <-ctx.Done():
 		log.Info("stopping: sources first, then judge and alarm", "within", o.ShutdownTimeout)
-	case a := <-exited:
-		if a.err == nil {
-			a.err = errors.New("stopped unexpectedly")
-		}
-		failed = fmt.Errorf("%s: %w", a.name, a.err)
-		log.Error("a part stopped; stopping the others", "part", a.name, "err", a.err)
+	case <-sources.ctx.Done():
+	case <-sinks.ctx.Done():
 	}
-	if err := stop(); err != nil {
+	if ctx.Err() == nil {
+		log.Error("a part stopped; stopping the others")
+	}
+	if err := shutdown(nil); err != nil {
 		return err
 	}
 	log.Info("binlake up stopped")
@@ -442,7 +392,7 @@ type waveSetup struct{ opts wave.Options }
 
 // newWave defines the capture instance for the source in the coordinator (keeping its
 // offset when the definition is unchanged) and opens the rows sink.
-func (o *Options) newWave(ctx context.Context, c coord.Coordinator, dir string) (*waveSetup, string, func(), error) {
+func (o *upOptions) newWave(ctx context.Context, c coord.Coordinator, dir string) (*waveSetup, string, func(), error) {
 	m := *o.MySQL
 	if m.Flavor == "" {
 		f, err := detectFlavor(ctx, m)

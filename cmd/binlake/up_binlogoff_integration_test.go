@@ -1,4 +1,6 @@
-package up
+//go:build !agentonly
+
+package main
 
 import (
 	"context"
@@ -123,7 +125,7 @@ func TestUpAlertsACaptureThatNeverStartsIntegration(t *testing.T) {
 	if !found {
 		t.Fatal("no built-in policy wave-not-running")
 	}
-	s := startUp(t, Options{DataDir: t.TempDir(), Node: "binlog-off", Channels: &chans, Policies: pols,
+	s := startUp(t, upOptions{DataDir: t.TempDir(), Node: "binlog-off", Channels: &chans, Policies: pols,
 		MySQL: &MySQL{Addr: addr, User: "root"}})
 
 	deadline := time.After(60 * time.Second)

@@ -1,7 +1,10 @@
-// Package wiring builds what the shared config sections (internal/config) describe: a
-// bus subscription, a coordinator. Only the composition (cmd/binlake, internal/up) uses
-// it, so that the roles themselves link neither the Kafka nor the ZooKeeper client.
-package wiring
+//go:build !agentonly
+
+// The wiring: building what the shared config sections (internal/config) describe, a
+// bus subscription or a coordinator, is the composition's job, so that the roles
+// themselves link neither the Kafka nor the ZooKeeper client: they receive interfaces.
+
+package main
 
 import (
 	"context"

@@ -1,4 +1,6 @@
-package up
+//go:build !agentonly
+
+package main
 
 import (
 	"bytes"
@@ -23,16 +25,16 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 // started is a Run in a goroutine.
 type started struct {
-	urls   URLs
+	urls   upURLs
 	cancel context.CancelFunc
 	done   chan error
 }
 
 // startUp runs Run on free ports and waits until it serves.
-func startUp(t *testing.T, o Options) *started {
+func startUp(t *testing.T, o upOptions) *started {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan URLs, 1)
+	ready := make(chan upURLs, 1)
 	o.JudgeListen, o.AlarmListen, o.WaveListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	if o.AgentInterval == 0 {
 		o.AgentInterval = 100 * time.Millisecond
@@ -40,9 +42,9 @@ func startUp(t *testing.T, o Options) *started {
 	if o.Logger == nil {
 		o.Logger = quietLogger()
 	}
-	o.Ready = func(u URLs) { ready <- u }
+	o.Ready = func(u upURLs) { ready <- u }
 	s := &started{cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- Run(ctx, o) }()
+	go func() { s.done <- runSuite(ctx, o) }()
 	select {
 	case s.urls = <-ready:
 	case err := <-s.done:
@@ -127,7 +129,7 @@ func waitNode(t *testing.T, judgeURL, node string) {
 
 func TestRunServesPlacementAndStopsCleanly(t *testing.T) {
 	dir := t.TempDir()
-	s := startUp(t, Options{DataDir: dir, Node: "node-a"})
+	s := startUp(t, upOptions{DataDir: dir, Node: "node-a"})
 	waitNode(t, s.urls.Judge, "node-a")
 
 	var place struct{ Node string }
@@ -173,8 +175,8 @@ func TestRunServesPlacementAndStopsCleanly(t *testing.T) {
 
 func TestSecondRunOnTheSameDataFolderFails(t *testing.T) {
 	dir := t.TempDir()
-	startUp(t, Options{DataDir: dir, Node: "n1"})
-	err := Run(context.Background(), Options{DataDir: dir, Node: "n2", JudgeListen: "127.0.0.1:0",
+	startUp(t, upOptions{DataDir: dir, Node: "n1"})
+	err := runSuite(context.Background(), upOptions{DataDir: dir, Node: "n2", JudgeListen: "127.0.0.1:0",
 		AlarmListen: "127.0.0.1:0", Logger: quietLogger()})
 	if !errors.Is(err, ErrDataDirBusy) {
 		t.Fatalf("second Run: %v, want ErrDataDirBusy", err)
@@ -195,7 +197,7 @@ func TestRunReportsABusyPortAndReleasesTheFolder(t *testing.T) {
 	dir := t.TempDir()
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(context.Background(), Options{DataDir: dir, Node: "n", JudgeListen: "127.0.0.1:0",
+		done <- runSuite(context.Background(), upOptions{DataDir: dir, Node: "n", JudgeListen: "127.0.0.1:0",
 			AlarmListen: ln.Addr().String(), Logger: quietLogger()})
 	}()
 	select {
@@ -207,7 +209,7 @@ func TestRunReportsABusyPortAndReleasesTheFolder(t *testing.T) {
 		t.Fatalf("Run: %v, want an error naming the alarm and %s", err, ln.Addr())
 	}
 	// Everything was closed: the folder can be used again.
-	s := startUp(t, Options{DataDir: dir, Node: "n"})
+	s := startUp(t, upOptions{DataDir: dir, Node: "n"})
 	if err := s.stop(t); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,6 @@
-package wiring
+//go:build !agentonly
+
+package main
 
 import (
 	"context"
