@@ -2,10 +2,7 @@ package alarm
 
 import (
 	"context"
-	"encoding/hex"
 	"log/slog"
-	"math"
-	"sort"
 	"sync"
 	"time"
 
@@ -365,114 +362,4 @@ func (e *Engine) templateData(a *alertState) policy.TemplateData {
 func (a *alertState) entry() LogEntry {
 	return LogEntry{Fingerprint: a.fps, Policy: a.p.Name, Labels: a.labels, ActiveSince: a.activeSince,
 		FiringSince: a.firingSince, LastSent: a.lastSent, Sent: a.sent}
-}
-
-func parseFP(s string) (uint64, bool) {
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != 8 {
-		return 0, false
-	}
-	var fp uint64
-	for _, c := range b {
-		fp = fp<<8 | uint64(c)
-	}
-	return fp, true
-}
-
-func fpString(fp uint64) string {
-	var b [8]byte
-	for i := 7; i >= 0; i-- {
-		b[i] = byte(fp)
-		fp >>= 8
-	}
-	return hex.EncodeToString(b[:])
-}
-
-// AlertView is an alert as GET /v1/alerts shows it.
-type AlertView struct {
-	Fingerprint   string            `json:"fingerprint"`
-	State         string            `json:"state"`
-	Labels        map[string]string `json:"labels"`
-	Annotations   map[string]string `json:"annotations"`
-	Value         float64           `json:"value"`
-	ActiveSince   *time.Time        `json:"activeSince,omitempty"`
-	FiringSince   *time.Time        `json:"firingSince,omitempty"`
-	ResolvedAt    *time.Time        `json:"resolvedAt,omitempty"`
-	LastNotified  *time.Time        `json:"lastNotified,omitempty"`
-	Notifications int               `json:"notifications"`
-	SilencedBy    []string          `json:"silencedBy"`
-	Inhibited     bool              `json:"inhibited"`
-}
-
-func tp(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
-// Alerts lists the alerts that are not inactive, most severe first, then by name and node.
-func (e *Engine) Alerts() []AlertView {
-	var out []AlertView
-	for _, sh := range e.shards {
-		sh.mu.Lock()
-		out = sh.appendViews(out, e.now())
-		sh.mu.Unlock()
-	}
-	sortViews(out)
-	return out
-}
-
-func (sh *shard) appendViews(out []AlertView, now time.Time) []AlertView {
-	e := sh.e
-	for _, a := range sh.alerts {
-		if a.state == StateInactive {
-			continue
-		}
-		v := AlertView{Fingerprint: a.fps, State: a.state.String(), Labels: a.labels,
-			Annotations: a.p.Render(e.templateData(a)), Value: a.value, ActiveSince: tp(a.activeSince),
-			Notifications: a.sent, LastNotified: tp(a.lastSent), SilencedBy: e.silenced(a, now), Inhibited: a.state == StateFiring && e.inhibited(a)}
-		if v.SilencedBy == nil {
-			v.SilencedBy = []string{}
-		}
-		if a.state == StateFiring || a.state == StateResolved {
-			v.FiringSince = tp(a.firingSince)
-		}
-		if a.state == StateResolved {
-			v.ResolvedAt = tp(a.resolvedAt)
-		}
-		if math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
-			v.Value = 0
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
-// sortViews orders alerts most severe first, then by name and node.
-func sortViews(out []AlertView) {
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].Labels, out[j].Labels
-		if a[policy.LabelSeverity] != b[policy.LabelSeverity] {
-			return a[policy.LabelSeverity] < b[policy.LabelSeverity]
-		}
-		if a[policy.LabelAlertName] != b[policy.LabelAlertName] {
-			return a[policy.LabelAlertName] < b[policy.LabelAlertName]
-		}
-		if a[policy.LabelNode] != b[policy.LabelNode] {
-			return a[policy.LabelNode] < b[policy.LabelNode]
-		}
-		return out[i].Fingerprint < out[j].Fingerprint
-	})
-}
-
-// Counts returns how many alerts are pending, firing and resolved.
-func (e *Engine) Counts() (pending, firing, resolved int) {
-	for _, sh := range e.shards {
-		sh.mu.Lock()
-		pending, firing, resolved = pending+sh.counts[StatePending], firing+sh.counts[StateFiring], resolved+sh.counts[StateResolved]
-		sh.mu.Unlock()
-	}
-	return pending, firing, resolved
 }

@@ -1,6 +1,7 @@
 package alarm
 
 import (
+	"encoding/hex"
 	"hash/fnv"
 	"maps"
 	"sort"
@@ -198,4 +199,27 @@ func fingerprint(l map[string]string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(fingerprintText(l)))
 	return h.Sum64()
+}
+
+// parseFP and fpString convert a fingerprint to and from the 16 hex digits the
+// notification log and the API show.
+func parseFP(s string) (uint64, bool) {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != 8 {
+		return 0, false
+	}
+	var fp uint64
+	for _, c := range b {
+		fp = fp<<8 | uint64(c)
+	}
+	return fp, true
+}
+
+func fpString(fp uint64) string {
+	var b [8]byte
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(fp)
+		fp >>= 8
+	}
+	return hex.EncodeToString(b[:])
 }
