@@ -80,9 +80,10 @@ type capture struct {
 	gtidLookedUp, announce bool
 
 	// per connection
-	file    string
-	tables  map[uint64]*Table
-	decoder *rowsDecoder // the rows go-mysql decodes: those not read in place
+	file      string
+	tables    map[uint64]*Table
+	decoder   *rowsDecoder // the rows go-mysql decodes: those not read in place
+	ddlTables *ddlParser
 	// per transaction
 	inTxn    bool
 	txGTID   string
@@ -112,7 +113,7 @@ type rowsBatch struct {
 }
 
 func newCapture(o captureOptions, start Position) (*capture, error) {
-	c := &capture{captureOptions: o, resume: start}
+	c := &capture{captureOptions: o, resume: start, ddlTables: newDDLParser()}
 	c.sc = newSchema(o.inst.Source.Addr, o.inst.Source.User, o.password, o.log)
 	if start.GTIDSet != "" {
 		gs, err := mysql.ParseGTIDSet(o.inst.Source.Flavor, start.GTIDSet)

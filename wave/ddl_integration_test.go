@@ -76,7 +76,7 @@ func readBus(t *testing.T, ctx context.Context, b *memory.Bus, topic string, wan
 }
 
 // TestWaveDDLIntegration: ALTER TABLE ADD COLUMN (in the middle) and DROP COLUMN between
-// rows. The wave reads all of it after the last DDL ran, so names taken from the current
+// rows, then a DROP of two tables. The wave reads all of it after the last DDL ran, so names taken from the current
 // schema would be wrong for the earlier rows; the table map's metadata keeps them right.
 func TestWaveDDLIntegration(t *testing.T) {
 	conn := connect(t)
@@ -91,6 +91,9 @@ func TestWaveDDLIntegration(t *testing.T) {
 	mustExec(t, conn, "ALTER TABLE t_ddl DROP COLUMN a")
 	mustExec(t, conn, "INSERT INTO t_ddl VALUES (5,99.99,5)")
 	mustExec(t, conn, "DELETE FROM t_ddl WHERE id = 2")
+	// A multi-table DROP that names the subscribed table second still reaches it.
+	mustExec(t, conn, "CREATE TABLE t_other (id INT PRIMARY KEY)")
+	mustExec(t, conn, "DROP TABLE t_other, t_ddl")
 
 	a := testenv.RequireMySQL(t)
 	inst := &wave.Instance{ID: "ddl", Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
@@ -110,6 +113,7 @@ func TestWaveDDLIntegration(t *testing.T) {
 		`{"type":"ddl","sql":"ALTER TABLE t_ddl DROP COLUMN a"}`,
 		`{"type":"insert","data":{"id":5,"c":"99.99","b":5}}`,
 		`{"type":"delete","data":{"id":2,"c":null,"b":2}}`,
+		`{"type":"ddl"}`, // the DROP, as the server rewrote it
 	}
 	got := readBus(t, ctx, b, "ddl.all", len(want))
 	if len(got) != len(want) {
@@ -123,6 +127,9 @@ func TestWaveDDLIntegration(t *testing.T) {
 			if !reflect.DeepEqual(normalize(g[k]), normalize(v)) {
 				t.Errorf("message %d: %s = %v, want %v (message %v)", i, k, g[k], v, g)
 			}
+		}
+		if sql, _ := g["sql"].(string); i == len(want)-1 && !strings.Contains(sql, "t_other") {
+			t.Errorf("message %d: sql %q, want the DROP of t_other and t_ddl", i, sql)
 		}
 		if g["table"] != "t_ddl" || g["database"] != w.db {
 			t.Errorf("message %d: table %v.%v", i, g["database"], g["table"])

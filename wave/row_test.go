@@ -236,25 +236,6 @@ func TestAppendKey(t *testing.T) {
 	}
 }
 
-func TestDDLTable(t *testing.T) {
-	tests := []struct{ sql, db, table string }{
-		{"ALTER TABLE t_orders ADD COLUMN x INT", "def", "t_orders"},
-		{"alter table `shop`.`orders` drop column x", "shop", "orders"},
-		{"CREATE TABLE IF NOT EXISTS s.t (id int)", "s", "t"},
-		{"DROP TABLE IF EXISTS `a b`", "def", "a b"},
-		{"/* comment */ TRUNCATE TABLE t", "def", "t"},
-		{"CREATE OR REPLACE TABLE x.y (a int)", "x", "y"},
-		{"CREATE DATABASE foo", "def", ""},
-		{"GRANT ALL ON *.* TO x", "def", ""},
-	}
-	for _, tc := range tests {
-		db, table := ddlTable("def", tc.sql)
-		if db != tc.db || table != tc.table {
-			t.Errorf("%q: got %s.%s, want %s.%s", tc.sql, db, table, tc.db, tc.table)
-		}
-	}
-}
-
 // FuzzEncodeRow: any values of any column kind must give valid JSON or an error, never
 // a panic.
 func FuzzEncodeRow(f *testing.F) {
