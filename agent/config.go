@@ -6,12 +6,8 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"reflect"
-	"sort"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/binlake/binlake/agent/collector"
 	"github.com/binlake/binlake/internal/config"
@@ -64,12 +60,12 @@ type SinkConfig struct {
 	HTTP  HTTPSinkConfig  `yaml:"http"`
 }
 
-// KafkaSinkConfig is the bus sink over Kafka.
+// KafkaSinkConfig is the bus sink over Kafka: the keys every Kafka section has
+// (partitions and replication are the metric topic's, if the agent creates it) and the
+// topic.
 type KafkaSinkConfig struct {
-	Brokers     []string `yaml:"brokers"`
-	Topic       string   `yaml:"topic"`
-	Partitions  int      `yaml:"partitions"`
-	Replication int      `yaml:"replication"`
+	config.Kafka `yaml:",inline"`
+	Topic        string `yaml:"topic"`
 }
 
 // HTTPSinkConfig is the HTTP sink: POST to the judge's /v1/metrics.
@@ -89,16 +85,18 @@ func DefaultConfig() Config {
 		Buffer:   DefaultBuffer,
 		Log:      config.Log{Level: "info", Format: "text"},
 		Sink: SinkConfig{
-			Kind:  SinkKafka,
-			Kafka: KafkaSinkConfig{Brokers: []string{"127.0.0.1:9092"}, Topic: metric.Topic, Partitions: metric.TopicPartitions, Replication: 1},
-			HTTP:  HTTPSinkConfig{Timeout: config.Duration(5 * time.Second)},
+			Kind: SinkKafka,
+			Kafka: KafkaSinkConfig{
+				Kafka: config.Kafka{Brokers: []string{"127.0.0.1:9092"}, Partitions: metric.TopicPartitions, Replication: 1},
+				Topic: metric.Topic,
+			},
+			HTTP: HTTPSinkConfig{Timeout: config.Duration(5 * time.Second)},
 		},
 	}
 	c.HTTP.Listen = DefaultMetricsListen
 	// Without a collectors section, the host collector runs with its defaults.
-	f, err := collector.Lookup("host")
-	if err == nil {
-		c.Collectors.set("host", f.Config())
+	if cfg, ok := (collectorRegistry{}).NewConfig("host"); ok {
+		c.Collectors.Set("host", cfg)
 	}
 	return c
 }
@@ -138,22 +136,11 @@ func (c *Config) Validate() error {
 	switch c.Sink.Kind {
 	case SinkKafka:
 		k := c.Sink.Kafka
-		if len(k.Brokers) == 0 {
-			bad("sink.kafka.brokers", "required when sink.kind is kafka")
-		}
-		for i, b := range k.Brokers {
-			if _, _, err := net.SplitHostPort(b); err != nil {
-				bad(fmt.Sprintf("sink.kafka.brokers[%d]", i), "%q is not host:port", b)
-			}
+		if err := k.Kafka.Validate("sink.kafka"); err != nil {
+			errs = append(errs, err)
 		}
 		if k.Topic == "" {
 			bad("sink.kafka.topic", "empty")
-		}
-		if k.Partitions < 1 {
-			bad("sink.kafka.partitions", "%d: want at least 1", k.Partitions)
-		}
-		if k.Replication < 1 {
-			bad("sink.kafka.replication", "%d: want at least 1", k.Replication)
 		}
 	case SinkHTTP:
 		h := c.Sink.HTTP
@@ -181,174 +168,41 @@ func (c *Config) Validate() error {
 }
 
 // Collectors is the collectors section: one key per registered collector, each holding
-// that collector's own config, plus "enabled" (default true).
+// that collector's own config plus "enabled" (default true); config.Plugins decodes it.
 type Collectors struct {
-	names   []string // enabled, in file order
-	configs map[string]any
+	config.Plugins[collectorRegistry]
 }
 
-func (cs *Collectors) set(name string, cfg any) {
-	if cs.configs == nil {
-		cs.configs = map[string]any{}
-	}
-	if _, ok := cs.configs[name]; !ok {
-		cs.names = append(cs.names, name)
-	}
-	cs.configs[name] = cfg
-}
+// collectorRegistry is the collector registry as config.Plugins reads it.
+type collectorRegistry struct{}
 
-// Enabled returns the names of the enabled collectors in file order.
-func (cs Collectors) Enabled() []string { return append([]string(nil), cs.names...) }
+func (collectorRegistry) Names() []string { return collector.Names() }
 
-// Config returns the decoded config of an enabled collector.
-func (cs Collectors) Config(name string) (any, bool) {
-	c, ok := cs.configs[name]
-	return c, ok
+func (collectorRegistry) NewConfig(name string) (any, bool) {
+	f, err := collector.Lookup(name)
+	if err != nil {
+		return nil, false
+	}
+	return f.Config(), true
 }
 
 // Build constructs the enabled collectors.
 func (cs Collectors) Build(env collector.Env) ([]collector.Collector, error) {
-	out := make([]collector.Collector, 0, len(cs.names))
-	for _, name := range cs.names {
+	names := cs.Enabled()
+	out := make([]collector.Collector, 0, len(names))
+	for _, name := range names {
 		f, err := collector.Lookup(name)
 		if err != nil {
 			return nil, err
 		}
-		c, err := f.New(cs.configs[name], env)
+		cfg, _ := cs.Config(name)
+		c, err := f.New(cfg, env)
 		if err != nil {
 			return nil, fmt.Errorf("collector %s: %w", name, err)
 		}
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// UnmarshalYAML decodes the section strictly. The yaml package cannot reject unknown keys
-// when decoding from a node, so they are checked here against the config struct's tags;
-// errors are *yaml.TypeError with lines, so config.Decode names file, line and field.
-func (cs *Collectors) UnmarshalYAML(n *yaml.Node) error {
-	*cs = Collectors{}
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
-		return nil
-	}
-	if n.Kind != yaml.MappingNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: cannot unmarshal %s into collectors (want a mapping of collector names)", n.Line, n.ShortTag())}}
-	}
-	var errs []string
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		name := k.Value
-		f, err := collector.Lookup(name)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("line %d: collectors.%s: %v", k.Line, name, err))
-			continue
-		}
-		cfg := f.Config()
-		enabled, e := decodeSection(name, v, cfg)
-		if len(e) > 0 {
-			errs = append(errs, e...)
-			continue
-		}
-		if enabled {
-			cs.set(name, cfg)
-		}
-	}
-	if len(errs) > 0 {
-		return &yaml.TypeError{Errors: errs}
-	}
-	return nil
-}
-
-// decodeSection decodes one collector's section into cfg and reports whether it is enabled.
-func decodeSection(name string, v *yaml.Node, cfg any) (bool, []string) {
-	if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
-		return true, validate(name, v, cfg)
-	}
-	if v.Kind != yaml.MappingNode {
-		return false, []string{fmt.Sprintf("line %d: cannot unmarshal %s into collectors.%s (want a mapping, e.g. {enabled: true})", v.Line, v.ShortTag(), name)}
-	}
-	known := yamlFields(reflect.TypeOf(cfg).Elem())
-	enabled := true
-	rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: v.Line, Column: v.Column}
-	var errs []string
-	for i := 0; i+1 < len(v.Content); i += 2 {
-		k, val := v.Content[i], v.Content[i+1]
-		switch {
-		case k.Value == "enabled":
-			if err := val.Decode(&enabled); err != nil {
-				errs = append(errs, typeErrors(err)...)
-			}
-		case known[k.Value]:
-			rest.Content = append(rest.Content, k, val)
-		default:
-			errs = append(errs, fmt.Sprintf("line %d: field %s not found in type %T (known: enabled, %s)", k.Line, k.Value, cfg, strings.Join(sortedKeys(known), ", ")))
-		}
-	}
-	if len(errs) > 0 {
-		return false, errs
-	}
-	if err := rest.Decode(cfg); err != nil {
-		return false, typeErrors(err)
-	}
-	return enabled, validate(name, v, cfg)
-}
-
-// validate calls the collector config's Validate and points the error at the line of
-// the field it names, when it names one.
-func validate(name string, section *yaml.Node, cfg any) []string {
-	vd, ok := cfg.(config.Validator)
-	if !ok {
-		return nil
-	}
-	err := vd.Validate()
-	if err == nil {
-		return nil
-	}
-	line := section.Line
-	if section.Kind == yaml.MappingNode {
-		for i := 0; i+1 < len(section.Content); i += 2 {
-			if strings.HasPrefix(err.Error(), section.Content[i].Value+":") {
-				line = section.Content[i+1].Line
-			}
-		}
-	}
-	return []string{fmt.Sprintf("line %d: collectors.%s: %v", line, name, err)}
-}
-
-func typeErrors(err error) []string {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return te.Errors
-	}
-	return []string{err.Error()}
-}
-
-func yamlFields(t reflect.Type) map[string]bool {
-	out := map[string]bool{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if tag == "-" {
-			continue
-		}
-		if tag == "" {
-			tag = strings.ToLower(f.Name)
-		}
-		out[tag] = true
-	}
-	return out
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // redactURL drops userinfo so a URL can be logged or put in an error.

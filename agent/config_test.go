@@ -98,7 +98,7 @@ func TestLoadErrors(t *testing.T) {
 		{"token twice", "sink:\n  kind: http\n  http:\n    url: http://judge/v1/metrics\n    token: a\n    token_file: /x\n", []string{`field "sink.http.token"`}},
 		{"http listen", "http: {listen: 9108}\n", []string{`field "http.listen"`}},
 		{"renamed metrics_listen", "metrics_listen: off\n", []string{`field "metrics_listen": this key is now "http.listen"`}},
-		{"unknown collector", "collectors:\n  host:\n  gpu:\n    enabled: true\n", []string{`agent.yaml:3:`, `unknown collector "gpu" (known: host, process, wave)`}},
+		{"unknown collector", "collectors:\n  host:\n  gpu:\n    enabled: true\n", []string{`agent.yaml:3: unknown key "collectors.gpu" (under collectors: host, process, wave)`}},
 		{"unknown collector field", "collectors:\n  host:\n    per_cpuu: true\n", []string{`agent.yaml:3: unknown key "collectors.host.per_cpuu"`, "per_cpu"}},
 		{"collector field type", "collectors:\n  host:\n    per_cpu: sometimes\n", []string{`agent.yaml:3: field "collectors.host.per_cpu"`, `"sometimes"`}},
 		{"enabled type", "collectors:\n  wave:\n    enabled: maybe\n", []string{`agent.yaml:3: field "collectors.wave.enabled"`}},

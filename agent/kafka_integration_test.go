@@ -75,9 +75,9 @@ func TestAgentKafkaIntegration(t *testing.T) {
 	wc := wave.DefaultConfig()
 	wc.URL = waveSrv.URL + "/metrics"
 	cfg.Collectors = Collectors{}
-	cfg.Collectors.set("host", hc)
-	cfg.Collectors.set("wave", wc)
-	cfg.Collectors.set("process", &process.Config{PIDFile: pidFile})
+	cfg.Collectors.Set("host", hc)
+	cfg.Collectors.Set("wave", wc)
+	cfg.Collectors.Set("process", &process.Config{PIDFile: pidFile})
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b, err := kafka.New(kafka.Options{Brokers: cfg.Sink.Kafka.Brokers, Logger: log})

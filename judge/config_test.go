@@ -53,7 +53,7 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown algorithm", "bus: {kind: none}\nplacement: {algorithm: roundrobin}\n", `placement.algorithm: unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random)`},
 		{"bad weight", "bus: {kind: none}\nplacement: {plugins: {leastload: {weights: {gpu: 1}}}}\n", `placement.plugins.leastload: plugin leastload: unknown weight "gpu"`},
 		{"unknown plugin settings", "bus: {kind: none}\nplacement: {plugins: {fastest: {}}}\n", `placement.plugins.fastest: unknown algorithm "fastest"`},
-		{"kafka without brokers", "bus: {kind: kafka}\n", "bus.brokers: at least one host:port"},
+		{"kafka without brokers", "bus: {kind: kafka}\n", `field "bus.brokers": required: at least one host:port`},
 		{"bad bus", "bus: {kind: rabbit}\n", `bus.kind "rabbit": want kafka or none`},
 		{"elastic without addresses", "bus: {kind: none}\nstore: {kind: elastic}\n", "store.elastic.addresses"},
 		{"bad listen", "bus: {kind: none}\nhttp: {listen: 8090}\n", `http.listen "8090": want host:port`},

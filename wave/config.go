@@ -44,11 +44,10 @@ type SinkConfig struct {
 	File  FileSinkConfig  `yaml:"file"`
 }
 
-// KafkaSinkConfig is the Kafka sink.
+// KafkaSinkConfig is the Kafka sink: the keys every Kafka section has (partitions and
+// replication are those of the row topics the wave creates) and the producer's tuning.
 type KafkaSinkConfig struct {
-	Brokers     []string `yaml:"brokers"`
-	Partitions  int      `yaml:"partitions"`
-	Replication int      `yaml:"replication"`
+	config.Kafka `yaml:",inline"`
 	// MaxMessageBytes is the largest row message; it sets the topics' max.message.bytes
 	// and the producer's batch limit.
 	MaxMessageBytes int `yaml:"max_message_bytes"`
@@ -89,7 +88,7 @@ func DefaultConfig() *Config {
 	c := &Config{
 		Log:         config.Log{Level: "info", Format: "text"},
 		Coordinator: config.Coordinator{Kind: config.CoordZK, Root: "/binlake", SessionTimeout: config.Duration(10 * time.Second)},
-		Sink: SinkConfig{Kind: SinkKafka, Kafka: KafkaSinkConfig{Partitions: 3, Replication: 1,
+		Sink: SinkConfig{Kind: SinkKafka, Kafka: KafkaSinkConfig{Kafka: config.Kafka{Partitions: 3, Replication: 1},
 			MaxMessageBytes: 1 << 20, BatchSize: 1000, Linger: config.Duration(time.Millisecond), Compression: "none"}},
 		Pipeline: PipelineConfig{BatchRows: 5000, QueueItems: 256, PublishInFlight: DefaultPublishInFlight,
 			CommitInterval: config.Duration(500 * time.Millisecond), PublishBackoffMax: config.Duration(5 * time.Second),
@@ -109,7 +108,8 @@ func LoadConfig(path string) (*Config, error) {
 	return cfg, nil
 }
 
-// Validate checks the config and names the first bad field.
+// Validate checks the config and names the first bad field (every bad one of the keys
+// all Kafka sections share, which config.Kafka checks together).
 func (c *Config) Validate() error {
 	if !reID.MatchString(c.Node) {
 		return fmt.Errorf("field \"node\": %q: want 1-128 letters, digits, '.', '_' or '-'", c.Node)
@@ -140,19 +140,8 @@ func (c *Config) Validate() error {
 	switch c.Sink.Kind {
 	case SinkKafka:
 		k := c.Sink.Kafka
-		if len(k.Brokers) == 0 {
-			return errors.New(`field "sink.kafka.brokers": at least one broker is required`)
-		}
-		for i, b := range k.Brokers {
-			if _, _, err := net.SplitHostPort(b); err != nil {
-				return fmt.Errorf("field \"sink.kafka.brokers[%d]\": %q: want host:port", i, b)
-			}
-		}
-		if k.Partitions < 1 {
-			return fmt.Errorf("field \"sink.kafka.partitions\": %d: must be at least 1", k.Partitions)
-		}
-		if k.Replication < 1 {
-			return fmt.Errorf("field \"sink.kafka.replication\": %d: must be at least 1", k.Replication)
+		if err := k.Kafka.Validate("sink.kafka"); err != nil {
+			return err
 		}
 		if k.MaxMessageBytes < 1024 {
 			return fmt.Errorf("field \"sink.kafka.max_message_bytes\": %d: must be at least 1024", k.MaxMessageBytes)

@@ -34,9 +34,10 @@ type Env struct {
 type Factory struct {
 	// Config returns a pointer to the collector's config struct, filled with its
 	// defaults. The agent decodes the collector's section of agent.yaml into it
-	// strictly; keep config structs flat (scalars, lists, maps of scalars) because
-	// unknown keys are checked at the top level of the section only. If the value
-	// has a Validate() error method it is called after decoding.
+	// strictly (config.Plugins: unknown keys are errors at any depth); the section's
+	// "enabled" key is the agent's, so the struct must not have one. If the value has
+	// a Validate() error method it is called after decoding; an error that begins with
+	// a key ("url …: …") is reported at that key's line.
 	Config func() any
 	// New builds the collector from the decoded config (the value Config returned).
 	New func(cfg any, env Env) (Collector, error)

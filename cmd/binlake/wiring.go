@@ -32,7 +32,7 @@ func Subscribe(ctx context.Context, b config.Bus, clientID string, logger *slog.
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if err := k.CreateTopic(ctx, bus.TopicSpec{Name: b.Topic, Partitions: b.Partitions}); err != nil {
+	if err := k.CreateTopic(ctx, bus.TopicSpec{Name: b.Topic, Partitions: b.Partitions, Replication: b.Replication}); err != nil {
 		k.Close()
 		return nil, nil, "", fmt.Errorf("bus: %w", err)
 	}

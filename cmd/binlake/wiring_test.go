@@ -61,7 +61,7 @@ func TestOpenZKCoordinatorIntegration(t *testing.T) {
 func TestSubscribeKafkaIntegration(t *testing.T) {
 	addr := testenv.Require(t, testenv.Kafka)
 	topic := fmt.Sprintf("wiring-test-%d", time.Now().UnixNano())
-	b := config.Bus{Brokers: []string{addr}, Topic: topic}
+	b := config.Bus{Kafka: config.Kafka{Brokers: []string{addr}}, Topic: topic}
 	require.NoError(t, b.Validate("wiring-test", config.StartNewest))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -184,10 +184,13 @@ func isNull(n *yaml.Node) bool {
 }
 
 var (
-	reSyntax  = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	reLine    = regexp.MustCompile(`^line (\d+): (.*)$`)
-	reUnknown = regexp.MustCompile(`^field (.+) not found in type (.+)$`)
-	reType    = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
+	reSyntax = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	reLine   = regexp.MustCompile(`(?s)^line (\d+): (.*)$`)
+	// An unknown key (.* since a key may be ""), from the decoder or a Plugins section.
+	reUnknown = regexp.MustCompile(`^field (.*) not found in type (.+)$`)
+	// An error about the key a section names (fieldError).
+	reField = regexp.MustCompile(`(?s)^field (\S+): (.*)$`)
+	reType  = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
 )
 
 // translate turns the yaml package's errors ("yaml: unmarshal errors:\n  line 7: field x
@@ -219,15 +222,10 @@ func translate(err error, name string, data []byte, root *yaml.Node, out any) er
 			e.Msg = m[2]
 		}
 		if m := reUnknown.FindStringSubmatch(e.Msg); m != nil {
-			field := find(paths[e.Line], "key", m[1])
-			if field == "" {
-				field = m[1]
-			}
-			e.Msg = unknownMsg(field, out)
-			// A section decoding itself (the agent's collectors) names its own keys.
-			if _, known, ok := strings.Cut(m[2], " (known: "); ok {
-				e.Msg = fmt.Sprintf("unknown key %q (known: %s", field, known)
-			}
+			e.Msg = unknownMsg(findKey(paths[e.Line], m[1]), out)
+		} else if m := reField.FindStringSubmatch(e.Msg); m != nil {
+			// A section that decodes itself (Plugins) names the key below it.
+			e.Field, e.Msg = findKey(paths[e.Line], m[1]), m[2]
 		} else {
 			// Type mismatches and errors from our own UnmarshalYAML methods (Duration) are
 			// about the value on that line; the tag says which kind of node it is.
@@ -246,6 +244,15 @@ func translate(err error, name string, data []byte, root *yaml.Node, out any) er
 		return errs[0]
 	}
 	return errors.Join(errs...)
+}
+
+// findKey is the full dotted path of the key on a line whose path ends with key, or key
+// itself when the line does not tell.
+func findKey(entries []entry, key string) string {
+	if p := find(entries, "key", key); p != "" {
+		return p
+	}
+	return key
 }
 
 func lineHasTab(data []byte, line int) bool {
@@ -276,82 +283,6 @@ func unknownMsg(field string, out any) string {
 
 // reIndex strips list indexes from a dotted path ("subscriptions[1].topic").
 var reIndex = regexp.MustCompile(`\[\d+\]`)
-
-// knownKeys lists the yaml keys of the mapping at the dotted path below t, in field
-// order; nil when the path does not lead to a struct.
-func knownKeys(t reflect.Type, path string) []string {
-	t = structOf(t)
-	if path != "" {
-		for _, key := range strings.Split(reIndex.ReplaceAllString(path, ""), ".") {
-			if t == nil {
-				return nil
-			}
-			f, ok := fieldByKey(t, key)
-			if !ok {
-				return nil
-			}
-			t = structOf(f.Type)
-		}
-	}
-	if t == nil {
-		return nil
-	}
-	return keysOf(t, nil)
-}
-
-// structOf is t without pointers, slices and arrays, if that is a struct; else nil.
-func structOf(t reflect.Type) reflect.Type {
-	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-		t = t.Elem()
-	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil
-	}
-	return t
-}
-
-// keysOf appends t's yaml keys, inline structs' keys in their place.
-func keysOf(t reflect.Type, keys []string) []string {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		switch {
-		case name == "-":
-		case strings.Contains(opts, "inline"):
-			if st := structOf(f.Type); st != nil {
-				keys = keysOf(st, keys)
-			}
-		case name == "":
-			keys = append(keys, strings.ToLower(f.Name))
-		default:
-			keys = append(keys, name)
-		}
-	}
-	return keys
-}
-
-// fieldByKey finds the field of t (or of its inline structs) whose yaml key is key.
-func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if strings.Contains(opts, "inline") {
-			if st := structOf(f.Type); st != nil {
-				if g, ok := fieldByKey(st, key); ok {
-					return g, true
-				}
-			}
-			continue
-		}
-		if name == key || (name == "" && strings.EqualFold(f.Name, key)) {
-			return f, true
-		}
-	}
-	return reflect.StructField{}, false
-}
 
 // yamlKind names what YAML must hold to decode into the Go type the yaml package names
 // ("int", "[]string", "config.Duration", "map[string]string"), in YAML's words.

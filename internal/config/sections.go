@@ -53,10 +53,9 @@ func (h *HTTP) Validate(defaultListen string) error {
 
 // Bus is the bus: section of a role that consumes the metric stream.
 type Bus struct {
-	Kind       string   `yaml:"kind"`
-	Brokers    []string `yaml:"brokers"`
-	Topic      string   `yaml:"topic"`
-	Partitions int      `yaml:"partitions"`
+	Kind  string `yaml:"kind"`
+	Kafka `yaml:",inline"`
+	Topic string `yaml:"topic"`
 	// Group is the consumer group; each role chooses its default (shared by its
 	// processes, or one per process).
 	Group string `yaml:"group"`
@@ -65,29 +64,35 @@ type Bus struct {
 	Start string `yaml:"start"`
 }
 
-// Validate fills the defaults (kafka, the metric topic, defaultGroup, defaultStart) and
-// checks the section.
+// Validate fills the defaults (kafka, the metric topic and its partitions, replication 1,
+// defaultGroup, defaultStart) and checks the section. A zero partitions or replication
+// means the default here, since the judge and the alarm have no defaults of their own
+// to start from. With kind none the Kafka keys are not used, so not checked.
 func (b *Bus) Validate(defaultGroup, defaultStart string) error {
 	switch b.Kind {
 	case "":
 		b.Kind = BusKafka
-		fallthrough
-	case BusKafka:
-		if len(b.Brokers) == 0 {
-			return errors.New("bus.brokers: at least one host:port for kafka (or bus.kind: none to run without the bus)")
-		}
-	case BusNone:
+	case BusKafka, BusNone:
 	default:
 		return fmt.Errorf("bus.kind %q: want kafka or none", b.Kind)
 	}
 	if b.Topic == "" {
 		b.Topic = metric.Topic
 	}
-	if b.Partitions < 0 {
-		return fmt.Errorf("bus.partitions %d is negative", b.Partitions)
-	}
 	if b.Partitions == 0 {
 		b.Partitions = metric.TopicPartitions
+	}
+	if b.Replication == 0 {
+		b.Replication = 1
+	}
+	if b.Kind == BusKafka {
+		if err := b.Kafka.Validate("bus"); err != nil {
+			if len(b.Brokers) == 0 {
+				// The kind defaults to kafka: say how to run without a bus.
+				err = fmt.Errorf("%w (or bus.kind: none to run without the bus)", err)
+			}
+			return err
+		}
 	}
 	if b.Group == "" {
 		b.Group = defaultGroup

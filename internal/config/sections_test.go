@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -33,31 +34,67 @@ func TestHTTPSectionValidate(t *testing.T) {
 }
 
 func TestBusSectionValidate(t *testing.T) {
+	broker := Kafka{Brokers: []string{"b:1"}}
+	defaults := Kafka{Brokers: []string{"b:1"}, Partitions: metric.TopicPartitions, Replication: 1}
+	noKafka := Kafka{Partitions: metric.TopicPartitions, Replication: 1}
 	for _, tc := range []struct {
 		name string
 		in   Bus
 		want string
 		out  Bus
 	}{
-		{"defaults need brokers", Bus{}, "bus.brokers: at least one host:port", Bus{}},
-		{"kafka defaults", Bus{Brokers: []string{"b:1"}}, "",
-			Bus{Kind: BusKafka, Brokers: []string{"b:1"}, Topic: metric.Topic, Partitions: metric.TopicPartitions, Group: "g", Start: StartNewest}},
-		{"none", Bus{Kind: BusNone, Group: "mine", Topic: "t"}, "", Bus{Kind: BusNone, Group: "mine", Topic: "t", Partitions: metric.TopicPartitions, Start: StartNewest}},
-		{"partitions kept", Bus{Kind: BusNone, Partitions: 6}, "", Bus{Kind: BusNone, Topic: metric.Topic, Partitions: 6, Group: "g", Start: StartNewest}},
+		{"defaults need brokers", Bus{}, `field "bus.brokers": required: at least one host:port (or bus.kind: none to run without the bus)`, Bus{}},
+		{"kafka defaults", Bus{Kafka: broker}, "",
+			Bus{Kind: BusKafka, Kafka: defaults, Topic: metric.Topic, Group: "g", Start: StartNewest}},
+		{"none", Bus{Kind: BusNone, Group: "mine", Topic: "t"}, "", Bus{Kind: BusNone, Kafka: noKafka, Group: "mine", Topic: "t", Start: StartNewest}},
+		{"none does not check kafka keys", Bus{Kind: BusNone, Kafka: Kafka{Brokers: []string{"nohost"}, Partitions: -1}}, "",
+			Bus{Kind: BusNone, Kafka: Kafka{Brokers: []string{"nohost"}, Partitions: -1, Replication: 1}, Topic: metric.Topic, Group: "g", Start: StartNewest}},
+		{"partitions and replication kept", Bus{Kafka: Kafka{Brokers: []string{"b:1"}, Partitions: 6, Replication: 3}}, "",
+			Bus{Kind: BusKafka, Kafka: Kafka{Brokers: []string{"b:1"}, Partitions: 6, Replication: 3}, Topic: metric.Topic, Group: "g", Start: StartNewest}},
 		{"bad kind", Bus{Kind: "rabbit"}, `bus.kind "rabbit": want kafka or none`, Bus{}},
-		{"negative partitions", Bus{Kind: BusNone, Partitions: -1}, "bus.partitions -1 is negative", Bus{}},
+		{"negative partitions", Bus{Kafka: Kafka{Brokers: []string{"b:1"}, Partitions: -1}}, `field "bus.partitions": -1: want at least 1`, Bus{}},
+		{"broker without port", Bus{Kafka: Kafka{Brokers: []string{"b:1", "b"}}}, `field "bus.brokers[1]": "b" is not host:port`, Bus{}},
 		{"start kept", Bus{Kind: BusNone, Start: StartOldest}, "",
-			Bus{Kind: BusNone, Topic: metric.Topic, Partitions: metric.TopicPartitions, Group: "g", Start: StartOldest}},
+			Bus{Kind: BusNone, Kafka: noKafka, Topic: metric.Topic, Group: "g", Start: StartOldest}},
 		{"bad start", Bus{Kind: BusNone, Start: "earliest"}, `bus.start "earliest": want oldest or newest`, Bus{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.in.Validate("g", StartNewest)
 			if tc.want != "" {
-				require.ErrorContains(t, err, tc.want)
+				require.EqualError(t, err, tc.want)
 				return
 			}
 			require.NoError(t, err)
 			require.Equal(t, tc.out, tc.in)
+		})
+	}
+}
+
+// TestKafkaSectionValidate: every problem is reported, each under the caller's prefix.
+func TestKafkaSectionValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   Kafka
+		want []string // the joined errors, in order; nil for none
+	}{
+		{"valid", Kafka{Brokers: []string{"a:1", "[::1]:9092"}, Partitions: 1, Replication: 1}, nil},
+		{"no brokers", Kafka{Partitions: 1, Replication: 1}, []string{`field "sink.kafka.brokers": required: at least one host:port`}},
+		{"broker without port", Kafka{Brokers: []string{"a:1", "b"}, Partitions: 1, Replication: 1},
+			[]string{`field "sink.kafka.brokers[1]": "b" is not host:port`}},
+		{"everything wrong", Kafka{Brokers: []string{"x", "y:1:2"}, Partitions: 0, Replication: -1}, []string{
+			`field "sink.kafka.brokers[0]": "x" is not host:port`,
+			`field "sink.kafka.brokers[1]": "y:1:2" is not host:port`,
+			`field "sink.kafka.partitions": 0: want at least 1`,
+			`field "sink.kafka.replication": -1: want at least 1`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.in.Validate("sink.kafka")
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, strings.Join(tc.want, "\n"))
 		})
 	}
 }
