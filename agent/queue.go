@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/ring"
 )
 
 // queue is the bounded buffer between collection and the sink. Push never blocks: when
@@ -16,28 +17,22 @@ import (
 // which is what makes the drop counter exact.
 type queue struct {
 	mu       sync.Mutex
-	buf      []metric.Batch // ring
-	head, n  int
+	waiting  *ring.Ring[metric.Batch]
 	inflight int
 	dropped  uint64
 	ready    chan struct{} // capacity 1: "there may be something to send"
 }
 
 func newQueue(capacity int) *queue {
-	return &queue{buf: make([]metric.Batch, capacity), ready: make(chan struct{}, 1)}
+	return &queue{waiting: ring.New[metric.Batch](capacity), ready: make(chan struct{}, 1)}
 }
 
 // push appends b, dropping the oldest waiting batch if the queue is full.
 func (q *queue) push(b metric.Batch) {
 	q.mu.Lock()
-	if q.n == len(q.buf) {
-		q.buf[q.head] = metric.Batch{}
-		q.head = (q.head + 1) % len(q.buf)
-		q.n--
+	if q.waiting.Push(b) {
 		q.dropped++
 	}
-	q.buf[(q.head+q.n)%len(q.buf)] = b
-	q.n++
 	q.mu.Unlock()
 	q.signal()
 }
@@ -46,15 +41,11 @@ func (q *queue) push(b metric.Batch) {
 func (q *queue) take() (metric.Batch, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.n == 0 {
-		return metric.Batch{}, false
+	b, ok := q.waiting.PopFront()
+	if ok {
+		q.inflight++
 	}
-	b := q.buf[q.head]
-	q.buf[q.head] = metric.Batch{}
-	q.head = (q.head + 1) % len(q.buf)
-	q.n--
-	q.inflight++
-	return b, true
+	return b, ok
 }
 
 // done ends the flight of a delivered or rejected batch.
@@ -69,12 +60,8 @@ func (q *queue) done() {
 func (q *queue) putBack(b metric.Batch) {
 	q.mu.Lock()
 	q.inflight--
-	if q.n == len(q.buf) {
+	if !q.waiting.PushFront(b) {
 		q.dropped++
-	} else {
-		q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
-		q.buf[q.head] = b
-		q.n++
 	}
 	q.mu.Unlock()
 }
@@ -90,5 +77,5 @@ func (q *queue) signal() {
 func (q *queue) stats() (pending int, dropped uint64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.n + q.inflight, q.dropped
+	return q.waiting.Len() + q.inflight, q.dropped
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"github.com/binlake/binlake/internal/backoff"
+	"github.com/binlake/binlake/internal/ring"
 
 	"context"
 	"errors"
@@ -87,13 +88,10 @@ type Buffered struct {
 	log   *slog.Logger
 
 	mu       sync.Mutex
-	ring     []Point       // capacity opts.Capacity; the queue is ring[head:head+n] modulo len
-	starts   []bool        // starts[i]: ring[i] is the first point of a Write
-	owners   []*acked      // owners[i]: the WriteAcked ring[i] came with; nil for Write
-	room     chan struct{} // closed when points leave the queue; nil while nobody waits
-	head, n  int
-	inflight int           // points taken by the writers and not yet settled
-	empty    chan struct{} // closed when n+inflight reaches 0; replaced when points arrive
+	queue    *ring.Ring[queued] // capacity opts.Capacity
+	room     chan struct{}      // closed when points leave the queue; nil while nobody waits
+	inflight int                // points taken by the writers and not yet settled
+	empty    chan struct{}      // closed when nothing is queued or in flight; replaced when points arrive
 	closed   bool
 	counters BufferCounters
 
@@ -105,6 +103,14 @@ type Buffered struct {
 }
 
 var _ Store = (*Buffered)(nil)
+
+// queued is one point waiting in the queue, with what the writers need to know of the
+// call it came with.
+type queued struct {
+	point Point
+	start bool   // the first point of a Write: a batch may end before it
+	owner *acked // the WriteAcked it came with; nil for Write
+}
 
 // NewBuffered wraps inner and starts the writer goroutines. Close stops them and closes
 // inner: the Buffered store owns it.
@@ -137,9 +143,7 @@ func NewBuffered(inner Store, opts BufferOptions) *Buffered {
 		inner:  inner,
 		opts:   opts,
 		log:    opts.Logger.With("component", "store.buffer"),
-		ring:   make([]Point, opts.Capacity),
-		starts: make([]bool, opts.Capacity),
-		owners: make([]*acked, opts.Capacity),
+		queue:  ring.New[queued](opts.Capacity),
 		empty:  make(chan struct{}),
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
@@ -201,7 +205,7 @@ func (b *Buffered) WriteAcked(ctx context.Context, points []Point, ack func()) e
 			b.mu.Unlock()
 			return ErrClosed
 		}
-		free := len(b.ring) - b.n
+		free := b.queue.Cap() - b.queue.Len()
 		if free == 0 {
 			if b.room == nil {
 				b.room = make(chan struct{})
@@ -239,9 +243,9 @@ func (b *Buffered) write(points []Point, fromCaller bool) error {
 	if len(points) == 0 {
 		return nil
 	}
-	if b.opts.Overflow == OverflowReject && b.n+len(points) > len(b.ring) {
+	if b.opts.Overflow == OverflowReject && b.queue.Len()+len(points) > b.queue.Cap() {
 		b.counters.Rejected += int64(len(points))
-		return fmt.Errorf("buffered store: %d points, room for %d: %w", len(points), len(b.ring)-b.n, ErrFull)
+		return fmt.Errorf("buffered store: %d points, room for %d: %w", len(points), b.queue.Cap()-b.queue.Len(), ErrFull)
 	}
 	if fromCaller {
 		cloned := make([]Point, len(points))
@@ -255,13 +259,14 @@ func (b *Buffered) write(points []Point, fromCaller bool) error {
 	}
 	// OverflowDrop: make room by dropping the oldest points no acked write is waiting
 	// for; while an acked one is oldest, drop the new points instead.
-	for b.n+len(points) > len(b.ring) && b.n > 0 && b.owners[b.head] == nil {
-		b.ring[b.head], b.starts[b.head] = Point{}, false
-		b.head = (b.head + 1) % len(b.ring)
-		b.n--
+	for b.queue.Len()+len(points) > b.queue.Cap() {
+		if oldest := b.queue.Front(); oldest == nil || oldest.owner != nil {
+			break
+		}
+		b.queue.DropFront()
 		b.counters.Dropped++
 	}
-	if over := b.n + len(points) - len(b.ring); over > 0 {
+	if over := b.queue.Len() + len(points) - b.queue.Cap(); over > 0 {
 		b.counters.Dropped += int64(over)
 		points = points[over:]
 	}
@@ -275,13 +280,12 @@ func (b *Buffered) pushLocked(points []Point, start bool, owner *acked) {
 	if len(points) == 0 {
 		return
 	}
-	if b.n+b.inflight == 0 {
+	if b.queue.Len()+b.inflight == 0 {
 		b.empty = make(chan struct{})
 	}
-	for i, p := range points {
-		at := (b.head + b.n) % len(b.ring)
-		b.ring[at], b.starts[at], b.owners[at] = p, start && i == 0, owner
-		b.n++
+	for i := range points {
+		q, _ := b.queue.PushZero() // they fit: nothing is dropped
+		q.point, q.start, q.owner = points[i], start && i == 0, owner
 	}
 	b.signalWake()
 }
@@ -291,7 +295,7 @@ func (b *Buffered) Counters() BufferCounters {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	c := b.counters
-	c.Buffered = int64(b.n + b.inflight)
+	c.Buffered = int64(b.queue.Len() + b.inflight)
 	return c
 }
 
@@ -323,19 +327,21 @@ func (b *Buffered) take(batch []Point, runs []ownerRun) ([]Point, []ownerRun) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	batch, runs = batch[:0], runs[:0]
-	for b.n > 0 && (len(batch) < b.opts.MaxBatch || !b.starts[b.head] && len(batch) < 2*b.opts.MaxBatch) {
-		batch = append(batch, b.ring[b.head])
-		if o := b.owners[b.head]; len(runs) > 0 && runs[len(runs)-1].owner == o {
+	for len(batch) < 2*b.opts.MaxBatch {
+		q := b.queue.Front()
+		if q == nil || len(batch) >= b.opts.MaxBatch && q.start {
+			break
+		}
+		batch = append(batch, q.point)
+		if len(runs) > 0 && runs[len(runs)-1].owner == q.owner {
 			runs[len(runs)-1].n++
 		} else {
-			runs = append(runs, ownerRun{owner: o, n: 1})
+			runs = append(runs, ownerRun{owner: q.owner, n: 1})
 		}
-		b.ring[b.head], b.owners[b.head] = Point{}, nil
-		b.head = (b.head + 1) % len(b.ring)
-		b.n--
+		b.queue.DropFront()
 	}
 	b.inflight += len(batch)
-	if b.n > 0 {
+	if b.queue.Len() > 0 {
 		b.signalWake()
 	}
 	if len(batch) > 0 && b.room != nil {
@@ -380,7 +386,7 @@ func (b *Buffered) settle(count int, runs []ownerRun, outcome int) {
 		}
 	}
 	b.inflight -= count
-	if b.n == 0 && b.inflight == 0 {
+	if b.queue.Len() == 0 && b.inflight == 0 {
 		b.signalEmpty()
 	}
 	b.mu.Unlock()
@@ -470,7 +476,7 @@ func (b *Buffered) run() {
 func (b *Buffered) settleEmpty() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.n == 0 && b.inflight == 0 {
+	if b.queue.Len() == 0 && b.inflight == 0 {
 		b.signalEmpty()
 	}
 }
@@ -480,10 +486,8 @@ func (b *Buffered) settleEmpty() {
 func (b *Buffered) dropRest() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.counters.Dropped += int64(b.n)
-	clear(b.ring)
-	clear(b.owners) // their acks are never called
-	b.head, b.n = 0, 0
+	b.counters.Dropped += int64(b.queue.Len())
+	b.queue.Clear() // the acks of their owners are never called
 	if b.inflight == 0 {
 		b.signalEmpty()
 	}
