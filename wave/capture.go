@@ -64,6 +64,11 @@ type captureOptions struct {
 	backoffMin, backoffMax time.Duration
 	eventQueue             int
 	heartbeat              time.Duration
+	// snapshot: the instance's snapshot options, the requests the leader polls from the
+	// coordinator, and a callback with the progress (rows emitted, tables left).
+	snapshot         *SnapshotOptions
+	snapshotRequests <-chan SnapshotRequest
+	onSnapshot       func(rows, tablesLeft int)
 }
 
 // capture reads the source's binlog and turns it into items. It reconnects by itself
@@ -80,10 +85,14 @@ type capture struct {
 	gtidLookedUp, announce bool
 
 	// per connection
-	file      string
-	tables    map[uint64]*Table
-	decoder   *rowsDecoder // the rows go-mysql decodes: those not read in place
+	file    string
+	tables  map[uint64]*Table
+	decoder *rowsDecoder // the rows go-mysql decodes: those not read in place
+	// readPos is where the binlog was read to: the end of the last event handled.
+	readPos   Position
 	ddlTables *ddlParser
+	snap      *snapshotRun // snapshotcapture.go
+	keyBuf    []byte
 	// per transaction
 	inTxn    bool
 	txGTID   string
@@ -115,6 +124,12 @@ type rowsBatch struct {
 func newCapture(o captureOptions, start Position) (*capture, error) {
 	c := &capture{captureOptions: o, resume: start, ddlTables: newDDLParser()}
 	c.sc = newSchema(o.inst.Source.Addr, o.inst.Source.User, o.password, o.log)
+	opts := o.snapshot
+	if opts == nil {
+		opts = &SnapshotOptions{}
+	}
+	c.snap = &snapshotRun{src: snapshotSource{addr: o.inst.Source.Addr, user: o.inst.Source.User, password: o.password},
+		opts: opts, requests: o.snapshotRequests, touched: map[string]time.Time{}, onRows: o.onSnapshot, lastLog: time.Now()}
 	if start.GTIDSet != "" {
 		gs, err := mysql.ParseGTIDSet(o.inst.Source.Flavor, start.GTIDSet)
 		if err != nil {
@@ -163,6 +178,7 @@ func currentPosition(ctx context.Context, addr, user, password, flavor string) (
 // run captures until ctx ends (nil) or a fatal error.
 func (c *capture) run(ctx context.Context) error {
 	defer c.sc.close()
+	defer c.snap.src.close()
 	bo := backoff.New(c.backoffMin, c.backoffMax)
 	for {
 		read, err := c.session(ctx)
@@ -225,6 +241,8 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 	c.decoder = newRowsDecoder()
 	c.inTxn, c.pending = false, nil
 	c.file = c.resume.File
+	c.readPos = Position{}
+	c.snap.table, c.snap.pending = nil, nil // read again: the binlog is read again from c.resume
 	var streamer *replication.BinlogStreamer
 	if c.gset != nil {
 		streamer, err = syncer.StartSyncGTID(c.gset.Clone())
@@ -241,7 +259,15 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 		}
 	}
 	for {
-		ev, err := streamer.GetEvent(ctx)
+		ev, err := c.nextEvent(ctx, streamer)
+		if errors.Is(err, errNoEventYet) {
+			if !c.inTxn && c.pending == nil {
+				if err := c.snapStep(ctx); err != nil {
+					return read, err
+				}
+			}
+			continue
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return read, nil
@@ -257,7 +283,36 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 		if err := c.handle(ctx, ev); err != nil {
 			return read, err
 		}
+		if e, ok := ev.Event.(*replication.RotateEvent); ok {
+			c.readPos = Position{File: c.file, Pos: uint32(e.Position)}
+		} else if ev.Header.LogPos > 0 {
+			c.readPos = Position{File: c.file, Pos: ev.Header.LogPos}
+		}
+		if !c.inTxn && c.pending == nil {
+			if err := c.snapStep(ctx); err != nil {
+				return read, err
+			}
+		}
 	}
+}
+
+// errNoEventYet: nextEvent waited its while without an event.
+var errNoEventYet = errors.New("no binlog event yet")
+
+// nextEvent is the next binlog event. While a snapshot waits for its next read or
+// emission it waits only a moment, so that the snapshot goes on while the source is
+// idle.
+func (c *capture) nextEvent(ctx context.Context, streamer *replication.BinlogStreamer) (*replication.BinlogEvent, error) {
+	if !c.snapActive() && len(c.snap.requests) == 0 {
+		return streamer.GetEvent(ctx)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	ev, err := streamer.GetEvent(wctx)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, errNoEventYet
+	}
+	return ev, err
 }
 
 // classify marks the source's "cannot serve this position" error as fatal.
@@ -418,7 +473,9 @@ func (c *capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 	}
 	c.inTxn = true
 	subs := c.filter.Match(t.Database, t.Name, typ)
-	if len(subs) == 0 {
+	// The table a snapshot reads: every change counts, subscribed or not.
+	snapshotting := c.snapActive() && c.snapTable() == t.Database+"."+t.Name
+	if len(subs) == 0 && !snapshotting {
 		return nil
 	}
 	if err := c.flush(ctx, false, 0); err != nil {
@@ -430,6 +487,12 @@ func (c *capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 	}
 	if err := c.readRows(et, e, b); err != nil {
 		return fmt.Errorf("rows event of %s.%s at %s:%d: %w", t.Database, t.Name, c.file, h.LogPos, err)
+	}
+	if snapshotting {
+		c.snapTouch(b)
+	}
+	if len(subs) == 0 {
+		return nil
 	}
 	c.pending = b
 	return nil
@@ -500,7 +563,7 @@ func encodeBatch[I rowImage[I]](c *capture, b *rowsBatch, images []I, commit boo
 	for i := 0; i+step <= len(images); i += step {
 		var before, after I
 		switch b.typ {
-		case TypeInsert:
+		case TypeInsert, TypeSnapshot:
 			after = images[i]
 		case TypeDelete:
 			before = images[i]

@@ -17,6 +17,7 @@ func (c *capture) ddl(ctx context.Context, h *replication.EventHeader, schema, s
 	}
 	c.sc.invalidate()
 	clear(c.tables)
+	c.snapDDL()
 	it := item{ts: int64(h.Timestamp)}
 	for _, t := range c.ddlTables.tables(schema, sql) {
 		subs := c.filter.Match(t.db, t.table, TypeDDL)

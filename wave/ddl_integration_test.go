@@ -11,6 +11,7 @@ import (
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/memory"
+	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
@@ -20,12 +21,23 @@ import (
 // bus (to read topics) and the wave.
 func embedded(t *testing.T, ctx context.Context, inst *wave.Instance, maxBytes int) (*memory.Bus, *wave.Wave, string) {
 	t.Helper()
-	dir := t.TempDir()
-	c, err := single.New(single.Options{Path: filepath.Join(dir, "coord.json")})
+	return embeddedOn(t, ctx, singleCoord(t), inst, maxBytes)
+}
+
+// singleCoord is a single-node coordinator in the test's temporary folder.
+func singleCoord(t *testing.T) coord.Coordinator {
+	t.Helper()
+	c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// embeddedOn is embedded on the coordinator c.
+func embeddedOn(t *testing.T, ctx context.Context, c coord.Coordinator, inst *wave.Instance, maxBytes int) (*memory.Bus, *wave.Wave, string) {
+	t.Helper()
 	b, err := memory.New(memory.Options{})
 	if err != nil {
 		t.Fatal(err)

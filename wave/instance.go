@@ -42,6 +42,8 @@ type Instance struct {
 	Subscriptions []Subscription `json:"subscriptions" yaml:"subscriptions"`
 	// OnTooLarge is "stop" (default) or "skip".
 	OnTooLarge string `json:"on_too_large,omitempty" yaml:"on_too_large"`
+	// Snapshot configures the reading of the tables' existing rows (snapshot.go).
+	Snapshot *SnapshotOptions `json:"snapshot,omitempty" yaml:"snapshot"`
 }
 
 // Source is the MySQL or MariaDB server read as a replica. The password is never stored
@@ -110,6 +112,11 @@ func (in *Instance) Validate() error {
 	default:
 		return fmt.Errorf("on_too_large %q: want stop or skip", in.OnTooLarge)
 	}
+	if in.Snapshot != nil {
+		if err := in.Snapshot.validate(); err != nil {
+			return err
+		}
+	}
 	if len(in.Subscriptions) == 0 {
 		return errors.New("subscriptions: at least one is required")
 	}
@@ -159,6 +166,9 @@ type Position struct {
 	// readings.
 	Rows int64 `json:"rows,omitempty" yaml:"-"`
 	At   int64 `json:"at,omitempty" yaml:"-"`
+	// Snapshot is the progress of the instance's snapshot, when it has one; never
+	// changed in place (a Position is copied into the items and the status).
+	Snapshot *SnapshotProgress `json:"snapshot,omitempty" yaml:"-"`
 }
 
 func (p Position) String() string {
@@ -312,7 +322,12 @@ func (s *subscription) matchTable(name string) bool {
 	return true
 }
 
+// wants reports whether the subscription takes events of type typ; snapshot rows go
+// where inserts go (a snapshot row is the insert of a row that predates the capture).
 func (s *subscription) wants(typ string) bool {
+	if typ == TypeSnapshot {
+		typ = TypeInsert
+	}
 	return s.events == 0 || s.events&eventBit(typ) != 0
 }
 

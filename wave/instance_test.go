@@ -132,6 +132,7 @@ func TestInstanceValidate(t *testing.T) {
 		{"password sources", func(i *Instance) { i.Source.PasswordEnv, i.Source.PasswordFile = "X", "/f" }, "password_env"},
 		{"start", func(i *Instance) { i.Start = &Position{} }, "start"},
 		{"too large", func(i *Instance) { i.OnTooLarge = "drop" }, "on_too_large"},
+		{"snapshot chunk", func(i *Instance) { i.Snapshot = &SnapshotOptions{ChunkRows: -5} }, "snapshot.chunk_rows -5"},
 		{"no subscriptions", func(i *Instance) { i.Subscriptions = nil }, "subscriptions"},
 		{"bad subscription", func(i *Instance) { i.Subscriptions[0].Include = []string{"("} }, "subscriptions[0]: include[0]"},
 		{"duplicate name", func(i *Instance) { i.Subscriptions = append(i.Subscriptions, i.Subscriptions[0]) }, `subscriptions[1].name "a"`},

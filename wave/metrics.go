@@ -27,6 +27,9 @@ type metrics struct {
 	commitPos  *prometheus.GaugeVec
 	commitTS   *prometheus.GaugeVec
 	instError  *prometheus.GaugeVec
+	// snapshotRows and snapshotTables: the instance's current or last snapshot.
+	snapshotRows   *prometheus.GaugeVec
+	snapshotTables *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -58,9 +61,13 @@ func newMetrics() *metrics {
 			Help: "Binlog timestamp of the last committed offset."}, inst),
 		instError: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_instance_error",
 			Help: "1 while the instance is stopped by an error that needs an operator (binlog purged, oversized row)."}, inst),
+		snapshotRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_snapshot_rows",
+			Help: "Rows the instance's current or last snapshot emitted so far."}, inst),
+		snapshotTables: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_snapshot_tables_remaining",
+			Help: "Tables the instance's snapshot has still to read; 0 once it finished."}, inst),
 	}
 	m.reg.MustRegister(m.rows, m.publishErrors, m.lag, m.led, m.running, m.bytes, m.batches, m.skipped,
-		m.reconnects, m.commitPos, m.commitTS, m.instError,
+		m.reconnects, m.commitPos, m.commitTS, m.instError, m.snapshotRows, m.snapshotTables,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
 			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -76,6 +83,8 @@ func (m *metrics) forget(id string) {
 	m.lag.Delete(l)
 	m.commitPos.DeletePartialMatch(l)
 	m.commitTS.Delete(l)
+	m.snapshotRows.Delete(l)
+	m.snapshotTables.Delete(l)
 }
 
 // setState shows an instance's state as its one running series. A standby wave shows

@@ -309,8 +309,13 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		} else if start, err = currentPosition(ctx, inst.Source.Addr, inst.Source.User, password.Reveal(), inst.Source.Flavor); err != nil {
 			return fmt.Errorf("read the source's current position: %w", err)
 		}
+		if inst.Snapshot != nil && inst.Snapshot.Initial {
+			if start.Snapshot, err = initialSnapshotProgress(ctx, inst, password.Reveal(), filter); err != nil {
+				return err
+			}
+		}
 		// Commit the starting point at once: a restart before the first row must not
-		// jump ahead to a newer "current position".
+		// jump ahead to a newer "current position" (nor forget the initial snapshot).
 		data, _ := json.Marshal(start)
 		if version, err = w.opts.Coord.Put(ctx, offKey, data, coord.NoVersion); err != nil {
 			if errors.Is(err, coord.ErrVersionConflict) || errors.Is(err, coord.ErrExists) {
@@ -352,6 +357,7 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		m: w.m, log: log, commit: cm, rows: start.Rows, now: time.Now,
 		chunkMsgs: w.opts.Pipeline.PublishChunkMessages, chunkBytes: w.opts.Pipeline.PublishChunkBytes,
 		inFlight: w.opts.Pipeline.PublishInFlight}
+	snapshotRequests := make(chan SnapshotRequest, 1)
 	capt, err := newCapture(captureOptions{
 		inst: inst, password: password.Reveal(), filter: filter, log: log, out: items,
 		maxBytes: w.opts.MaxMessageBytes,
@@ -365,6 +371,11 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		},
 		backoffMin: 200 * time.Millisecond, backoffMax: w.opts.Pipeline.ReconnectBackoffMax,
 		eventQueue: w.opts.Pipeline.EventQueue, heartbeat: w.opts.Pipeline.Heartbeat,
+		snapshot: inst.Snapshot, snapshotRequests: snapshotRequests,
+		onSnapshot: func(rows, tablesLeft int) {
+			w.m.snapshotRows.WithLabelValues(inst.ID).Set(float64(rows))
+			w.m.snapshotTables.WithLabelValues(inst.ID).Set(float64(tablesLeft))
+		},
 	}, start)
 	if err != nil {
 		return err
@@ -375,6 +386,10 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return pub.run(gctx) })
 	g.Go(func() error { return cm.run(gctx) })
+	g.Go(func() error {
+		w.pollSnapshotRequests(gctx, inst.ID, snapshotRequests, log)
+		return nil
+	})
 	g.Go(func() error {
 		err := capt.run(gctx)
 		if err == nil && gctx.Err() == nil {

@@ -23,6 +23,8 @@ const (
 	TypeUpdate = "update"
 	TypeDelete = "delete"
 	TypeDDL    = "ddl"
+	// TypeSnapshot is a row the table held when a snapshot read it (snapshot.go).
+	TypeSnapshot = "snapshot"
 )
 
 // binaryCollation is the collation id of the "binary" character set: columns with it

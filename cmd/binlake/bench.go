@@ -22,7 +22,8 @@ const benchUsage = `Usage: binlake bench wave|judge|alarm [flags]
 
   wave   load N rows into the test MariaDB, capture them to Kafka with a wave pipeline
          (acks from the broker), and time mariadb-binlog decoding the same binlog range
-         as a reference; prints both rates and their ratio
+         as a reference; prints both rates and their ratio (-snapshot: time a snapshot
+         of the loaded rows instead)
   judge  start a real judge process and load it over HTTP: placement requests with N
          live nodes reporting (req/s, latency percentiles, bytes per answer), or
          -mode ingest: points/s from the first send to every point in the store
@@ -92,6 +93,8 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	tracePath := fs.String("trace", "", "write an execution trace of the capture to this file (go tool trace): where the pipeline waited")
 	ref := fs.String("mariadb-binlog", "", `reference decoder binary (mariadb-binlog or mysqlbinlog from PATH when empty; "-" to skip)`)
 	keep := fs.Bool("keep", false, "keep the benchmark database and topic")
+	snapshot := fs.Bool("snapshot", false, "time a snapshot of the loaded rows (snapshot.initial on an instance started after the load) instead of their binlog capture")
+	chunkRows := fs.Int("chunk-rows", wave.DefaultSnapshotChunkRows, "with -snapshot: rows per read (snapshot.chunk_rows)")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage+"\n\nFlags of bench wave:"); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -108,7 +111,7 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Rows: *rows, RowsPerTxn: *perTxn, Addr: *addr, User: *user, Password: pw,
 		Brokers: strings.Split(*brokers, ","), Partitions: *partitions, KafkaBatchSize: *kbatch,
 		BatchRows: *batchRows, InFlight: *inFlight, Linger: *linger, Compression: *compression,
-		MariadbBinlog: *ref, Keep: *keep, Out: stdout, Profile: profile,
+		MariadbBinlog: *ref, Keep: *keep, Out: stdout, Profile: profile, Snapshot: *snapshot, ChunkRows: *chunkRows,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	return err

@@ -21,7 +21,7 @@ import (
 	"github.com/binlake/binlake/wave"
 )
 
-const instanceUsage = `Usage: binlake instance <add|list|show|remove|move> [flags] [id]
+const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapshot> [flags] [id]
 
   add    -f instance.yaml [-node wave-1]   store an instance and assign it (judge placement
                                             with -judge, else a random live wave)
@@ -31,6 +31,9 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move> [flag
   move   <id> [-node wave-2]                assign to another wave (judge or random when
                                             -node is empty); the new wave resumes from
                                             the committed offset
+  snapshot <id> [-tables db.t1,db.t2]       emit the tables' existing rows (default: every
+                                            subscribed table) as "snapshot" messages while
+                                            the binlog streams on; progress in show
 
 Coordinator flags (every subcommand): -zk host:port,… -root /binlake, or -config wave.yaml
 to use that file's coordinator section; -judge http://judge:8080 for placement, with
@@ -56,6 +59,7 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	node := fs.String("node", "", "add, move: the wave to assign to (skips placement)")
 	sample := fs.Duration("sample", 2*time.Second, "show: how long to watch the offset for rows/s (0 to skip)")
 	asJSON := fs.Bool("json", false, "show, list: print JSON")
+	tables := fs.String("tables", "", "snapshot: comma-separated db.table names (default: every subscribed table)")
 	fs.Usage = func() { fmt.Fprintln(stderr, instanceUsage+"\n\nFlags:"); fs.PrintDefaults() }
 	// Allow the id before the flags: binlake instance show orders -json.
 	var id string
@@ -166,6 +170,14 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if info.Position != nil {
 			fmt.Fprintf(stdout, "position  %s\n", info.Position)
 		}
+		if p := info.Position; p != nil && p.Snapshot != nil {
+			sp := p.Snapshot
+			state := fmt.Sprintf("reading %s (%d tables left)", strings.Join(sp.Tables[:min(1, len(sp.Tables))], ""), len(sp.Tables))
+			if sp.Done {
+				state = "done"
+			}
+			fmt.Fprintf(stdout, "snapshot  %s: %s, %d rows, started %s\n", sp.Request, state, sp.Rows, sp.StartedAt)
+		}
 		if info.LagS != nil {
 			fmt.Fprintf(stdout, "lag       %.0f s (since the last committed transaction)\n", *info.LagS)
 		}
@@ -196,6 +208,23 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		fmt.Fprintf(stdout, "instance %s assigned to %s\n", id, n)
+	case "snapshot":
+		if err := needID(); err != nil {
+			return err
+		}
+		var names []string
+		if *tables != "" {
+			names = strings.Split(*tables, ",")
+		}
+		req, err := wave.RequestSnapshot(cctx, c, id, names)
+		if err != nil {
+			return err
+		}
+		what := "every subscribed table"
+		if len(names) > 0 {
+			what = strings.Join(names, ", ")
+		}
+		fmt.Fprintf(stdout, "snapshot %s of instance %s requested: %s; its leader starts it at its next poll and source heartbeat, within seconds (progress: binlake instance show %s)\n", req.ID, id, what, id)
 	default:
 		fmt.Fprintf(stderr, "binlake instance: unknown subcommand %q\n\n%s\n", sub, instanceUsage)
 		return errUsage

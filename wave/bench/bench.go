@@ -64,6 +64,11 @@ type Options struct {
 	// MariadbBinlog is the reference decoder; "mariadb-binlog" (then "mysqlbinlog") from
 	// PATH when empty. "-" skips the reference.
 	MariadbBinlog string
+	// Snapshot times a snapshot of the loaded rows (an instance started after the load
+	// with snapshot.initial) instead of their capture from the binlog; no reference.
+	Snapshot bool
+	// ChunkRows is snapshot.chunk_rows. wave.DefaultSnapshotChunkRows.
+	ChunkRows int
 	// Keep leaves the database and the topic in place.
 	Keep bool
 	// Out receives progress lines and the report.
@@ -84,6 +89,7 @@ func (o *Options) setDefaults() error {
 	def(&o.KafkaBatchSize, 1000)
 	def(&o.BatchRows, 5000)
 	def(&o.InFlight, wave.DefaultPublishInFlight)
+	def(&o.ChunkRows, wave.DefaultSnapshotChunkRows)
 	if o.Linger == 0 {
 		o.Linger = time.Millisecond
 	}
@@ -94,7 +100,7 @@ func (o *Options) setDefaults() error {
 		o.Compression = "lz4"
 	}
 	for name, v := range map[string]int{"rows": o.Rows, "rows per transaction": o.RowsPerTxn, "partitions": o.Partitions,
-		"kafka batch size": o.KafkaBatchSize, "batch rows": o.BatchRows, "in flight": o.InFlight} {
+		"kafka batch size": o.KafkaBatchSize, "batch rows": o.BatchRows, "in flight": o.InFlight, "chunk rows": o.ChunkRows} {
 		if v < 1 {
 			return fmt.Errorf("bench: %s %d: must be at least 1", name, v)
 		}
@@ -216,6 +222,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	res.Binlog = sizes
 
+	if opts.Snapshot {
+		// The instance starts where the load ended: every row comes from the snapshot.
+		start, res.Binlog = end, 0
+		opts.MariadbBinlog = "-"
+	}
 	settle(ctx, opts, "capture")
 	if err := capture(ctx, opts, db, topic, start, res); err != nil {
 		return nil, err
@@ -361,6 +372,9 @@ func capture(ctx context.Context, opts Options, db, topic string, start wave.Pos
 		Start:         &start,
 		Subscriptions: []wave.Subscription{{Name: "bench", Topic: topic, Include: []string{db + `\.bench`}}},
 	}
+	if opts.Snapshot {
+		inst.Snapshot = &wave.SnapshotOptions{Initial: true, ChunkRows: opts.ChunkRows}
+	}
 	if _, err := wave.AddInstance(ctx, c, inst, "bench", nil); err != nil {
 		return err
 	}
@@ -376,8 +390,12 @@ func capture(ctx context.Context, opts Options, db, topic string, start wave.Pos
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
-	fmt.Fprintf(out, "capturing to Kafka topic %s (%d partitions, acks=all, batch %d messages/partition, linger %s, %s compression, %d batches in flight) from %s\n",
-		topic, opts.Partitions, opts.KafkaBatchSize, opts.Linger, opts.Compression, opts.InFlight, start.String())
+	what := "capturing"
+	if opts.Snapshot {
+		what = fmt.Sprintf("snapshotting %s.bench (chunks of %d rows)", db, opts.ChunkRows)
+	}
+	fmt.Fprintf(out, "%s to Kafka topic %s (%d partitions, acks=all, batch %d messages/partition, linger %s, %s compression, %d batches in flight) from %s\n",
+		what, topic, opts.Partitions, opts.KafkaBatchSize, opts.Linger, opts.Compression, opts.InFlight, start.String())
 	if opts.Profile != nil {
 		stop, err := opts.Profile()
 		if err != nil {
@@ -553,12 +571,20 @@ func reference(ctx context.Context, opts Options, files []string, start, end wav
 }
 
 func report(out io.Writer, opts Options, r *Result) {
-	fmt.Fprintf(out, "\nwave capture to Kafka: %d rows in %s: %.0f rows/s, %.1f MB/s of messages (%d messages, %.1f MB, acks=all; the broker holds %d)\n",
-		r.Rows, r.Capture.Round(time.Millisecond), r.CaptureRowsPerS(), float64(r.Bytes)/1e6/r.Capture.Seconds(),
+	what := "wave capture"
+	if opts.Snapshot {
+		what = "wave snapshot"
+	}
+	fmt.Fprintf(out, "\n%s to Kafka: %d rows in %s: %.0f rows/s, %.1f MB/s of messages (%d messages, %.1f MB, acks=all; the broker holds %d)\n",
+		what, r.Rows, r.Capture.Round(time.Millisecond), r.CaptureRowsPerS(), float64(r.Bytes)/1e6/r.Capture.Seconds(),
 		r.Messages, float64(r.Bytes)/1e6, r.OnBroker)
 	fmt.Fprintf(out, "  (from the capture's start to the last acknowledgement; before it the wave's start-up took %s: leadership, topic, starting offset; from the wave's start to the offset committed over every row: %s, %.0f rows/s)\n",
 		r.Startup.Round(time.Millisecond), r.Committed.Round(time.Millisecond), float64(r.Rows)/r.Committed.Seconds())
-	fmt.Fprintf(out, "binlog range: %.1f MB (%.1f MB/s read by the wave)\n", float64(r.Binlog)/1e6, float64(r.Binlog)/1e6/r.Capture.Seconds())
+	if opts.Snapshot {
+		fmt.Fprintf(out, "snapshot: %.0f rows/s (SELECTs in primary-key chunks of %d rows, interleaved with the binlog)\n", r.CaptureRowsPerS(), opts.ChunkRows)
+	} else {
+		fmt.Fprintf(out, "binlog range: %.1f MB (%.1f MB/s read by the wave)\n", float64(r.Binlog)/1e6, float64(r.Binlog)/1e6/r.Capture.Seconds())
+	}
 	if r.Reference > 0 {
 		fmt.Fprintf(out, "mariadb-binlog decode (reference): %s: %.0f rows/s, %.1f MB/s of binlog, %.1f MB of text\n",
 			r.Reference.Round(time.Millisecond), r.ReferenceRowsPerS(), float64(r.Binlog)/1e6/r.Reference.Seconds(), float64(r.RefBytes)/1e6)

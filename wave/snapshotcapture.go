@@ -1,0 +1,332 @@
+package wave
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/binlake/binlake/internal/bus"
+)
+
+// The capture's side of a snapshot (snapshot.go): between binlog transactions it reads
+// the next chunk of the table being snapshotted, then goes on reading the binlog; rows
+// that binlog events change meanwhile leave the chunk, and once the binlog has reached
+// where it ended after the read, the rest is emitted, before any later event.
+
+// snapshotRun is the capture's state of a snapshot.
+type snapshotRun struct {
+	src     snapshotSource
+	opts    *SnapshotOptions
+	table   *Table               // the layout of the table being read; nil until its next chunk
+	pending *snapshotChunk       // read, waiting for the binlog to reach its end
+	touched map[string]time.Time // keys of that table the binlog changed lately
+	// requests are new snapshot requests from the coordinator (the leader polls them).
+	requests <-chan SnapshotRequest
+	nextRead time.Time // the rows_per_second pace
+	pruned   time.Time // when touched last lost its old keys
+	lastLog  time.Time
+	logRows  int64 // progress rows at lastLog
+	onRows   func(rows, tablesLeft int)
+}
+
+// snapshotChunk is a chunk read and not yet emitted.
+type snapshotChunk struct {
+	rows  []queryRow
+	index map[string]int // key -> row; dropped rows are nil in rows
+	end   Position       // where the binlog ended after the read
+	last  []KeyValue     // the last row's key: the progress once emitted
+	final bool           // fewer rows than asked: the table's last chunk
+}
+
+func (ch *snapshotChunk) drop(key string) {
+	if i, ok := ch.index[key]; ok {
+		ch.rows[i] = nil
+		delete(ch.index, key)
+	}
+}
+
+// prune forgets the keys touched longer than snapshotGuard ago (once a second): only
+// the recent ones can still be newer than a chunk read now.
+func (s *snapshotRun) prune(now time.Time) {
+	if now.Sub(s.pruned) < time.Second {
+		return
+	}
+	s.pruned = now
+	for k, at := range s.touched {
+		if now.Sub(at) > snapshotGuard {
+			delete(s.touched, k)
+		}
+	}
+}
+
+// snapActive: a snapshot is being read.
+func (c *capture) snapActive() bool { return c.snap != nil && c.resume.Snapshot.active() }
+
+// snapTable is the table being read, "db.table", or "".
+func (c *capture) snapTable() string {
+	if !c.snapActive() || len(c.resume.Snapshot.Tables) == 0 {
+		return ""
+	}
+	return c.resume.Snapshot.Tables[0]
+}
+
+// snapTouch records the keys of a rows event of the table being read and drops them
+// from the pending chunk: the event carries the newer whole row.
+func (c *capture) snapTouch(b *rowsBatch) {
+	now := time.Now()
+	s := c.snap
+	touch := func(key []byte) {
+		k := string(key)
+		s.touched[k] = now
+		if s.pending != nil {
+			s.pending.drop(k)
+		}
+	}
+	if b.raw != nil {
+		for _, img := range b.raw {
+			c.keyBuf = appendKey(c.keyBuf[:0], b.t, PartitionPK, img)
+			touch(c.keyBuf)
+		}
+		return
+	}
+	for _, img := range b.rows {
+		c.keyBuf = appendKey(c.keyBuf[:0], b.t, PartitionPK, img)
+		touch(c.keyBuf)
+	}
+}
+
+// snapDDL forgets what a DDL may have changed: the table's layout and the chunk read
+// with it (read again after the DDL).
+func (c *capture) snapDDL() {
+	if c.snap != nil {
+		c.snap.table, c.snap.pending = nil, nil
+	}
+}
+
+// snapStep, at a transaction boundary, starts a requested snapshot, emits the pending
+// chunk once the binlog reached its end, and reads chunks while that end is reached at
+// once (an idle source), for at most a short while: the binlog waits meanwhile.
+func (c *capture) snapStep(ctx context.Context) error {
+	s := c.snap
+	if s == nil {
+		return nil
+	}
+	select {
+	case req := <-s.requests:
+		if p := c.resume.Snapshot; p == nil || p.Request != req.ID {
+			if err := c.snapStart(ctx, req); err != nil {
+				return err
+			}
+		}
+	default:
+	}
+	if !c.snapActive() {
+		return nil
+	}
+	s.prune(time.Now())
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for c.snapActive() && time.Now().Before(deadline) {
+		if s.pending == nil {
+			if time.Now().Before(s.nextRead) {
+				return nil
+			}
+			if err := c.snapRead(ctx); err != nil {
+				if isFatal(err) {
+					return err
+				}
+				c.log.Warn("snapshot read failed; trying again shortly", "table", c.snapTable(), "err", err)
+				s.nextRead = time.Now().Add(2 * time.Second)
+				return nil
+			}
+			continue
+		}
+		if !binlogReached(c.readPos, s.pending.end) {
+			return nil
+		}
+		if err := c.snapEmit(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// snapStart begins the snapshot req asks for, replacing any other.
+func (c *capture) snapStart(ctx context.Context, req SnapshotRequest) error {
+	s := c.snap
+	tables := req.Tables
+	if len(tables) == 0 {
+		var err error
+		if tables, err = s.src.subscribedTables(ctx, c.filter); err != nil {
+			c.log.Warn("snapshot request: listing the tables failed; trying again at the next request poll", "request", req.ID, "err", err)
+			return nil
+		}
+	}
+	if err := s.src.checkRowImage(ctx); err != nil {
+		if isFatal(err) {
+			return err
+		}
+		c.log.Warn("snapshot request: reading binlog_row_image failed; trying again at the next request poll", "request", req.ID, "err", err)
+		return nil
+	}
+	p := &SnapshotProgress{Request: req.ID, Tables: tables, StartedAt: time.Now().UTC().Format(time.RFC3339)}
+	if len(tables) == 0 {
+		p.Done = true
+	}
+	c.log.Info("snapshot starting", "request", req.ID, "tables", tables, "chunk_rows", s.opts.chunkRows(), "rows_per_second", s.opts.RowsPerSecond)
+	s.table, s.pending, s.lastLog, s.logRows = nil, nil, time.Now(), 0
+	clear(s.touched)
+	return c.snapCommit(ctx, nil, p)
+}
+
+// snapRead reads the next chunk of the table being snapshotted.
+func (c *capture) snapRead(ctx context.Context) error {
+	s := c.snap
+	p := c.resume.Snapshot
+	name := p.Tables[0]
+	db, table, _ := splitTableName(name)
+	if s.table == nil {
+		t, err := s.src.table(ctx, c.sc, db, table)
+		if reason := unreadable(err); reason != "" {
+			return c.snapSkip(ctx, reason)
+		}
+		if err != nil {
+			return err
+		}
+		s.table = t
+	}
+	readAt := time.Now()
+	n := s.opts.chunkRows()
+	rows, err := s.src.chunk(ctx, s.table, p.After, n)
+	if errors.Is(err, errTableChanged) {
+		s.table = nil
+		return nil
+	}
+	if reason := unreadable(err); reason != "" {
+		return c.snapSkip(ctx, reason)
+	}
+	if err != nil {
+		return err
+	}
+	end, err := s.src.binlogEnd(ctx)
+	if err != nil {
+		return err
+	}
+	ch := &snapshotChunk{rows: rows, index: make(map[string]int, len(rows)), end: end, final: len(rows) < n}
+	if len(rows) > 0 {
+		// The next chunk starts after the last row read, whether or not it is emitted.
+		last := rows[len(rows)-1]
+		for _, ci := range s.table.PK {
+			ch.last = append(ch.last, keyValueOf(&last[ci], &s.table.Columns[ci]))
+		}
+	}
+	for i, r := range rows {
+		c.keyBuf = appendKey(c.keyBuf[:0], s.table, PartitionPK, r)
+		k := string(c.keyBuf)
+		if _, ok := s.touched[k]; ok {
+			rows[i] = nil // a binlog event changed it shortly before the read
+			continue
+		}
+		ch.index[k] = i
+	}
+	s.pending = ch
+	if rps := s.opts.RowsPerSecond; rps > 0 {
+		from := s.nextRead
+		if from.Before(readAt) {
+			from = readAt
+		}
+		s.nextRead = from.Add(time.Duration(float64(len(rows)) / float64(rps) * float64(time.Second)))
+	}
+	return nil
+}
+
+// snapSkip moves on from the table being read, which it cannot read, saying why.
+func (c *capture) snapSkip(ctx context.Context, reason string) error {
+	p := c.resume.Snapshot
+	c.log.Warn("snapshot: skipping a table it cannot read", "table", p.Tables[0], "reason", reason)
+	next := p.next(0)
+	next.Skipped = append(slices.Clip(p.Skipped), p.Tables[0]+": "+reason)
+	c.snap.table = nil
+	return c.snapCommit(ctx, nil, next)
+}
+
+// unreadable says why a snapshot cannot read a table at all ("" when err is not such a
+// reason): it then skips the table and reads the others.
+func unreadable(err error) string {
+	var me *mysql.MyError
+	switch {
+	case errors.Is(err, errNoPrimaryKey):
+		return err.Error()
+	case errors.As(err, &me) && me.Code == mysql.ER_NO_SUCH_TABLE:
+		return "the table is gone"
+	}
+	return ""
+}
+
+// snapEmit emits the pending chunk's remaining rows as snapshot messages, with the
+// progress after them as the item's commit.
+func (c *capture) snapEmit(ctx context.Context) error {
+	s := c.snap
+	ch := s.pending
+	s.pending = nil
+	p := c.resume.Snapshot
+	rows := slices.DeleteFunc(ch.rows, func(r queryRow) bool { return r == nil })
+	var it item
+	if len(rows) > 0 {
+		b := &rowsBatch{t: s.table, typ: TypeSnapshot, subs: c.filter.Match(s.table.Database, s.table.Name, TypeSnapshot),
+			meta: Meta{Instance: c.inst.ID, TS: time.Now().Unix(), File: ch.end.File, Pos: ch.end.Pos}}
+		var err error
+		if it, err = encodeBatch(c, b, rows, true, 0); err != nil {
+			return err
+		}
+	}
+	next := p.after(ch.last, int64(len(rows)))
+	if ch.final {
+		next = p.next(int64(len(rows)))
+		c.log.Info("snapshot: table done", "table", p.Tables[0], "snapshot_rows", next.Rows)
+		s.table = nil
+		clear(s.touched)
+	}
+	return c.snapCommit(ctx, it.msgs, next)
+}
+
+// snapCommit makes p the progress at the current boundary and sends it as an item's
+// commit, after msgs.
+func (c *capture) snapCommit(ctx context.Context, msgs []bus.Message, p *SnapshotProgress) error {
+	c.resume.Snapshot = p
+	it := item{msgs: msgs, commit: ptr(c.resume), ts: c.resume.TS}
+	for _, m := range msgs {
+		it.bytes += len(m.Key) + len(m.Value)
+	}
+	s := c.snap
+	if s.onRows != nil {
+		s.onRows(int(p.Rows), len(p.Tables))
+	}
+	switch now := time.Now(); {
+	case p.Done:
+		c.log.Info("snapshot finished", "request", p.Request, "snapshot_rows", p.Rows, "started_at", p.StartedAt)
+	case now.Sub(s.lastLog) >= 10*time.Second:
+		rate := float64(p.Rows-s.logRows) / now.Sub(s.lastLog).Seconds()
+		c.log.Info("snapshot progress", "request", p.Request, "table", p.Tables[0], "tables_left", len(p.Tables),
+			"snapshot_rows", p.Rows, "rows_per_second", int64(rate))
+		s.lastLog, s.logRows = now, p.Rows
+	}
+	return c.send(ctx, it)
+}
+
+// after is the progress once a chunk of rows ending at key last was emitted.
+func (p *SnapshotProgress) after(last []KeyValue, rows int64) *SnapshotProgress {
+	n := *p
+	n.After, n.Rows = last, p.Rows+rows
+	return &n
+}
+
+// next is the progress once the current table's last chunk (rows) was emitted.
+func (p *SnapshotProgress) next(rows int64) *SnapshotProgress {
+	n := *p
+	n.Tables, n.After, n.Rows = p.Tables[1:], nil, p.Rows+rows
+	n.Done = len(n.Tables) == 0
+	return &n
+}
