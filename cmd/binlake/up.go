@@ -40,6 +40,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	channels := fs.String("channels", "", "YAML file with a channels: section as in deploy/alarm.example.yaml; alerts always go to the log too")
 	mysqlDSN := fs.String("mysql", "", "also capture this MySQL/MariaDB source with a wave: user[:password]@tcp(host:port)/ (the password may come from $"+MySQLPasswordEnv+" instead)")
 	flavor := fs.String("mysql-flavor", "", "mysql or mariadb (default: ask the server)")
+	snapshot := fs.Bool("mysql-snapshot", false, "at the first start on the data folder, emit the subscribed tables' existing rows (\"type\":\"snapshot\") before the binlog, without a gap")
 	serverID := fs.Uint("mysql-server-id", 0, "replica server id the wave registers with, unique on the source (default: derived from the data folder)")
 	var subs stringList
 	fs.Var(&subs, "mysql-sub", "a subscription, name=topic:include[,include…][;exclude=…][;events=…]; repeatable (default: every table outside the system schemas, topic "+DefaultRowsTopic+")")
@@ -107,7 +108,7 @@ Flags:`)
 		if *serverID > 1<<32-1 {
 			return fmt.Errorf("bad -mysql-server-id %d: at most %d", *serverID, uint32(1<<32-1))
 		}
-		m.ServerID = uint32(*serverID)
+		m.ServerID, m.Snapshot = uint32(*serverID), *snapshot
 		for _, s := range subs {
 			sub, err := wave.ParseSubscriptionFlag(s)
 			if err != nil {
@@ -116,8 +117,8 @@ Flags:`)
 			m.Subscriptions = append(m.Subscriptions, sub)
 		}
 		opts.MySQL = &m
-	} else if len(subs) > 0 || *flavor != "" || *serverID != 0 || *rows != "" {
-		return fmt.Errorf("-mysql-sub, -mysql-flavor, -mysql-server-id and -rows need -mysql")
+	} else if len(subs) > 0 || *flavor != "" || *serverID != 0 || *rows != "" || *snapshot {
+		return fmt.Errorf("-mysql-sub, -mysql-flavor, -mysql-server-id, -mysql-snapshot and -rows need -mysql")
 	}
 	return runSuite(ctx, opts)
 }

@@ -70,6 +70,27 @@ func TestUpMySQLIntegration(t *testing.T) {
 	}
 }
 
+// TestUpMySQLSnapshotIntegration: `up -mysql-snapshot` emits the rows a table already
+// holds at the first start, then the binlog's.
+func TestUpMySQLSnapshotIntegration(t *testing.T) {
+	a := testenv.RequireMySQL(t)
+	db, exec, _ := testenv.ScratchDatabase(t, "up_snap")
+	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY, v VARCHAR(20))")
+	exec("INSERT INTO " + db + ".t VALUES (1, 'one'), (2, 'two')")
+	m := MySQL{Addr: a.Addr, User: a.User, Password: config.Secret(a.Password), Snapshot: true,
+		Subscriptions: []wave.Subscription{{Name: "t", Topic: "it.rows", Include: []string{db + `\.t`}}}}
+	s := startUp(t, upOptions{DataDir: t.TempDir(), Node: "wave-up", MySQL: &m})
+	waitRows(t, s.urls.Rows, db, 2)
+	exec("INSERT INTO " + db + ".t VALUES (3, 'three')")
+	rows := waitRows(t, s.urls.Rows, db, 3)
+	if got := strings.Join(rows, ","); got != "snapshot:one,snapshot:two,insert:three" {
+		t.Fatalf("rows file holds %s, want the two existing rows as snapshot rows, then the insert", got)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func waitRunning(t *testing.T, waveURL string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -88,7 +109,8 @@ func waitRunning(t *testing.T, waveURL string) {
 	}
 }
 
-// waitRows reads the rows file until at least want rows of db arrived, and returns them.
+// waitRows reads the rows file until at least want rows of db arrived (inserts or
+// snapshot rows), and returns them as "type:v".
 func waitRows(t *testing.T, path, db string, want int) []string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -110,10 +132,10 @@ func waitRows(t *testing.T, path, db string, want int) []string {
 					t.Fatalf("row message %s: %v", l.Message, err)
 				}
 				if msg.Database == db {
-					if l.Topic != "it.rows" || msg.Type != wave.TypeInsert {
+					if l.Topic != "it.rows" || (msg.Type != wave.TypeInsert && msg.Type != wave.TypeSnapshot) {
 						t.Fatalf("row %s on topic %s", l.Message, l.Topic)
 					}
-					rows = append(rows, fmt.Sprint(msg.Data["v"]))
+					rows = append(rows, msg.Type+":"+fmt.Sprint(msg.Data["v"]))
 				}
 			}
 			f.Close()

@@ -38,6 +38,9 @@ type MySQL struct {
 	// Subscriptions route the rows; empty means every table outside the system schemas
 	// to the topic DefaultRowsTopic.
 	Subscriptions []wave.Subscription
+	// Snapshot emits the subscribed tables' existing rows at the first start on a data
+	// folder, then the binlog from where the snapshot began.
+	Snapshot bool
 }
 
 // String names the source for logs, without its password.
@@ -106,11 +109,15 @@ func (m MySQL) instance(dataDir string) *wave.Instance {
 		// Away from the small ids people give their real replicas.
 		id = 100000 + h.Sum32()%1000000000
 	}
-	return &wave.Instance{
+	inst := &wave.Instance{
 		ID:            InstanceID,
 		Source:        wave.Source{Addr: m.Addr, User: m.User, Flavor: m.Flavor, ServerID: id},
 		Subscriptions: subs,
 	}
+	if m.Snapshot {
+		inst.Snapshot = &wave.SnapshotOptions{Initial: true}
+	}
+	return inst
 }
 
 // InstanceID is the id of the capture instance of --mysql.
