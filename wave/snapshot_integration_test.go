@@ -37,6 +37,11 @@ var typesRows = []string{
 	  'blue', 'a,b,c', b'1111111111', '{"a": {"b": {"c": "deep"}}}', X'', 'line1\nline2\ttab', X'00', 9007199254740993, 0, 1, 'x')`,
 }
 
+// decRows go into a table keyed by a DECIMAL whose values differ beyond a double's
+// precision: resuming after one of them must not skip or repeat the next.
+var decRows = []string{"('12345678901234567890.0000000001', 1)", "('12345678901234567890.0000000002', 2)",
+	"('12345678901234567890.0000000003', 3)", "('-1.5', 4)", "('0', 5)"}
+
 // TestSnapshotMatchesBinlogIntegration: a snapshot message of a row is the binlog's
 // insert message of the same row, field for field, with the same key (so the same
 // partition). One wave reads the inserts from the binlog; another, started after them,
@@ -46,23 +51,28 @@ func TestSnapshotMatchesBinlogIntegration(t *testing.T) {
 	w := newWorkload(t, 6) // a unique database; its own tables stay unused here
 	mustExec(t, conn, "USE "+w.db)
 	mustExec(t, conn, typesDDL)
+	mustExec(t, conn, "CREATE TABLE t_dec (d DECIMAL(30,10) NOT NULL PRIMARY KEY, v INT)")
 	start := currentPos(t)
 	for _, r := range typesRows {
 		mustExec(t, conn, "INSERT INTO t_types VALUES "+r)
 	}
+	for _, r := range decRows {
+		mustExec(t, conn, "INSERT INTO t_dec VALUES "+r)
+	}
+	n := len(typesRows) + len(decRows)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a := testenv.RequireMySQL(t)
 	inst := func(id string, start *wave.Position, snap *wave.SnapshotOptions) *wave.Instance {
 		return &wave.Instance{ID: id, Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
 			Start: start, Snapshot: snap, Subscriptions: []wave.Subscription{{Name: "all", Topic: "types",
-				Include: []string{regexp.QuoteMeta(w.db) + `\.t_types`}}}}
+				Include: []string{regexp.QuoteMeta(w.db) + `\.t_(types|dec)`}}}}
 	}
 	binlogBus, _, _ := embedded(t, ctx, inst("from-binlog", start, nil), 0)
 	snapBus, _, _ := embedded(t, ctx, inst("from-snapshot", currentPos(t), &wave.SnapshotOptions{Initial: true, ChunkRows: 3}), 0)
 
-	fromBinlog := readKeyed(t, ctx, binlogBus, "types", len(typesRows))
-	fromSnapshot := readKeyed(t, ctx, snapBus, "types", len(typesRows))
+	fromBinlog := readKeyed(t, ctx, binlogBus, "types", n)
+	fromSnapshot := readKeyed(t, ctx, snapBus, "types", n)
 	for key, b := range fromBinlog {
 		s, ok := fromSnapshot[key]
 		switch {
@@ -74,8 +84,8 @@ func TestSnapshotMatchesBinlogIntegration(t *testing.T) {
 			t.Errorf("key %s: data differs\nbinlog:   %s\nsnapshot: %s", key, b.data, s.data)
 		}
 	}
-	if len(fromSnapshot) != len(fromBinlog) {
-		t.Errorf("snapshot has %d rows, the binlog %d", len(fromSnapshot), len(fromBinlog))
+	if len(fromSnapshot) != n || len(fromBinlog) != n {
+		t.Errorf("snapshot has %d rows, the binlog %d, want %d", len(fromSnapshot), len(fromBinlog), n)
 	}
 }
 

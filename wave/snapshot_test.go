@@ -63,10 +63,18 @@ func TestAfterKey(t *testing.T) {
 	}{
 		{[]string{"a"}, "a >= ? AND (a > ?)", 2},
 		{[]string{"a", "b"}, "a >= ? AND (a > ? OR (a = ? AND (b > ?)))", 4},
+		{[]string{"a", "d"}, "a >= ? AND (a > ? OR (a = ? AND (d > CAST(? AS DECIMAL(65,30)))))", 4},
 		{[]string{"a", "b", "c"}, "a >= ? AND (a > ? OR (a = ? AND (b > ? OR (b = ? AND (c > ?)))))", 6},
 	} {
 		k := []KeyValue{{Int: &one}, {Text: &two}, {Int: &one}}[:len(tc.keys)]
-		got, args := afterKey(tc.keys, k)
+		params := make([]string, len(tc.keys))
+		for i, key := range tc.keys {
+			params[i] = "?"
+			if key == "d" {
+				params[i] = "CAST(? AS DECIMAL(65,30))"
+			}
+		}
+		got, args := afterKey(tc.keys, params, k)
 		if got != tc.want || len(args) != tc.args {
 			t.Errorf("%v: %q with %d args, want %q with %d", tc.keys, got, len(args), tc.want, tc.args)
 		}

@@ -204,8 +204,13 @@ func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") 
 // start when nil).
 func (s *snapshotSource) chunk(ctx context.Context, t *Table, after []KeyValue, n int) ([]queryRow, error) {
 	keys := make([]string, len(t.PK))
+	params := make([]string, len(t.PK))
 	for i, ci := range t.PK {
-		keys[i] = quoteName(t.Columns[ci].Name)
+		keys[i], params[i] = quoteName(t.Columns[ci].Name), "?"
+		if typ := t.Columns[ci].Type; typ == mysql.MYSQL_TYPE_NEWDECIMAL || typ == mysql.MYSQL_TYPE_DECIMAL {
+			// A decimal compared with a text argument would be compared as a double.
+			params[i] = "CAST(? AS DECIMAL(65,30))"
+		}
 	}
 	q := "SELECT * FROM " + quoteName(t.Database) + "." + quoteName(t.Name)
 	var args []any
@@ -214,7 +219,7 @@ func (s *snapshotSource) chunk(ctx context.Context, t *Table, after []KeyValue, 
 			return nil, &fatalError{fmt.Errorf("snapshot of %s.%s: resume key has %d values, the primary key %d columns", t.Database, t.Name, len(after), len(t.PK))}
 		}
 		var where string
-		where, args = afterKey(keys, after)
+		where, args = afterKey(keys, params, after)
 		q += " WHERE " + where
 	}
 	q += " ORDER BY " + strings.Join(keys, ",") + " LIMIT ?"
@@ -233,19 +238,20 @@ func (s *snapshotSource) chunk(ctx context.Context, t *Table, after []KeyValue, 
 	return rows, nil
 }
 
-// afterKey is the condition "key after k" on the key columns keys, in the form the
-// range optimizer turns into one index range even for a key of several columns
-// (keyset pagination): k1 >= v1 AND (k1 > v1 OR (k1 = v1 AND (k2 > v2 OR ...))).
-func afterKey(keys []string, k []KeyValue) (string, []any) {
+// afterKey is the condition "key after k" on the key columns keys (params are their
+// placeholders), in the form the range optimizer turns into one index range even for a
+// key of several columns (keyset pagination):
+// k1 >= v1 AND (k1 > v1 OR (k1 = v1 AND (k2 > v2 OR ...))).
+func afterKey(keys, params []string, k []KeyValue) (string, []any) {
 	args := []any{k[0].arg()}
 	var b strings.Builder
-	b.WriteString(keys[0] + " >= ? AND ")
+	b.WriteString(keys[0] + " >= " + params[0] + " AND ")
 	for i := range keys {
 		if i > 0 {
-			b.WriteString(" OR (" + keys[i-1] + " = ? AND ")
+			b.WriteString(" OR (" + keys[i-1] + " = " + params[i-1] + " AND ")
 			args = append(args, k[i-1].arg())
 		}
-		b.WriteString("(" + keys[i] + " > ?")
+		b.WriteString("(" + keys[i] + " > " + params[i])
 		args = append(args, k[i].arg())
 	}
 	b.WriteString(strings.Repeat(")", len(keys)) + strings.Repeat(")", len(keys)-1))
