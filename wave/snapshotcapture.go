@@ -134,22 +134,45 @@ func (c *capture) snapStep(ctx context.Context) error {
 				return nil
 			}
 			if err := c.snapRead(ctx); err != nil {
-				if isFatal(err) {
-					return err
-				}
-				c.log.Warn("snapshot read failed; trying again shortly", "table", c.snapTable(), "err", err)
-				s.nextRead = time.Now().Add(2 * time.Second)
-				return nil
+				return c.snapReadFailed(err)
 			}
 			continue
 		}
 		if !binlogReached(c.readPos, s.pending.end) {
 			return nil
 		}
-		if err := c.snapEmit(ctx); err != nil {
+		// While the chunk is encoded and sent, the next one is read: the source's work
+		// and the parsing of its answer overlap the encoding (the binlog waits either way).
+		var next chan fetched
+		if ch := s.pending; !ch.final && !time.Now().Before(s.nextRead) {
+			next = make(chan fetched, 1)
+			t, after := s.table, ch.last
+			go func() { next <- s.fetch(ctx, t, after) }()
+		}
+		err := c.snapEmit(ctx)
+		if next != nil {
+			f := <-next // awaited before anything else uses the connection
+			if err == nil {
+				if err := c.snapTake(ctx, f); err != nil {
+					return c.snapReadFailed(err)
+				}
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// snapReadFailed stops the instance on a fatal error; on another it tries again shortly,
+// the binlog going on meanwhile.
+func (c *capture) snapReadFailed(err error) error {
+	if isFatal(err) {
+		return err
+	}
+	c.log.Warn("snapshot read failed; trying again shortly", "table", c.snapTable(), "err", err)
+	c.snap.nextRead = time.Now().Add(2 * time.Second)
 	return nil
 }
 
@@ -197,23 +220,42 @@ func (c *capture) snapRead(ctx context.Context) error {
 		}
 		s.table = t
 	}
-	readAt := time.Now()
-	n := s.opts.chunkRows()
-	rows, err := s.src.chunk(ctx, s.table, p.After, n)
-	if errors.Is(err, errTableChanged) {
+	return c.snapTake(ctx, s.fetch(ctx, s.table, p.After))
+}
+
+// fetched is a chunk as the source returned it.
+type fetched struct {
+	rows []queryRow
+	end  Position  // where the binlog ended after the read
+	at   time.Time // when the read began
+	n    int       // rows asked for
+	err  error
+}
+
+// fetch reads the chunk of t after the key after, then where the binlog ends. It changes
+// no capture state, so it may run while the capture emits the previous chunk.
+func (s *snapshotRun) fetch(ctx context.Context, t *Table, after []KeyValue) fetched {
+	f := fetched{at: time.Now(), n: s.opts.chunkRows()}
+	if f.rows, f.err = s.src.chunk(ctx, t, after, f.n); f.err == nil {
+		f.end, f.err = s.src.binlogEnd(ctx)
+	}
+	return f
+}
+
+// snapTake makes a fetched chunk the pending one, without the rows binlog events changed
+// shortly before the read.
+func (c *capture) snapTake(ctx context.Context, f fetched) error {
+	s := c.snap
+	switch reason := unreadable(f.err); {
+	case errors.Is(f.err, errTableChanged):
 		s.table = nil
 		return nil
-	}
-	if reason := unreadable(err); reason != "" {
+	case reason != "":
 		return c.snapSkip(ctx, reason)
+	case f.err != nil:
+		return f.err
 	}
-	if err != nil {
-		return err
-	}
-	end, err := s.src.binlogEnd(ctx)
-	if err != nil {
-		return err
-	}
+	rows, end, n, readAt := f.rows, f.end, f.n, f.at
 	ch := &snapshotChunk{rows: rows, index: make(map[string]int, len(rows)), end: end, final: len(rows) < n}
 	if len(rows) > 0 {
 		// The next chunk starts after the last row read, whether or not it is emitted.
