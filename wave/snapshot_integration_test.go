@@ -137,6 +137,9 @@ func TestSnapshotRequestIntegration(t *testing.T) {
 	if p.Request != req.ID || p.Rows != int64(len(typesRows)) || len(p.Skipped) != 1 || !strings.Contains(p.Skipped[0], "t_nopk: no primary key") {
 		t.Fatalf("progress %+v: want request %s done with %d rows and t_nopk skipped for its missing primary key", p, req.ID, len(typesRows))
 	}
+	if status := httpGet(t, "http://"+addr+"/status"); !strings.Contains(status, `"snapshot":{"request":"`+req.ID+`"`) {
+		t.Errorf("/status does not show the snapshot %s: %s", req.ID, status)
+	}
 	metrics := httpGet(t, "http://"+addr+"/metrics")
 	for _, want := range []string{`binlake_wave_snapshot_rows{instance="req"} 4`, `binlake_wave_snapshot_tables_remaining{instance="req"} 0`} {
 		if !strings.Contains(metrics, want) {
@@ -299,12 +302,19 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 		for _, vals := range w.live[table] {
 			want[pkOf(table, vals)] = w.image(table, vals)
 		}
-		r, err := conn.Execute("SELECT COUNT(*) FROM " + w.db + "." + table)
+		// The model is what the table holds: the same keys as a SELECT of it.
+		r, err := conn.Execute("SELECT id FROM " + w.db + "." + table)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rows, _ := r.GetInt(0, 0); int(rows) != len(w.live[table]) {
-			t.Fatalf("%s holds %d rows, the workload's model %d", table, rows, len(w.live[table]))
+		if r.RowNumber() != len(w.live[table]) {
+			t.Fatalf("%s holds %d rows, the workload's model %d", table, r.RowNumber(), len(w.live[table]))
+		}
+		for i := range r.RowNumber() {
+			id, _ := r.GetString(i, 0)
+			if _, ok := want[table+":"+id]; !ok {
+				t.Fatalf("%s holds id %s, which the workload's model lacks", table, id)
+			}
 		}
 	}
 	missing, wrong := 0, 0
