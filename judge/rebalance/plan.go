@@ -289,7 +289,9 @@ func (st *state) move(in *Instance, from, to *waveState, reason string) {
 	st.moves = append(st.moves, m)
 }
 
-func byLoad(a, b *waveState) int { return cmp.Or(cmp.Compare(a.load, b.load), cmp.Compare(a.Node, b.Node)) }
+func byLoad(a, b *waveState) int {
+	return cmp.Or(cmp.Compare(a.load, b.load), cmp.Compare(a.Node, b.Node))
+}
 
 func abs(x float64) float64 {
 	if x < 0 {
