@@ -19,6 +19,9 @@ import (
 // and, when the binlog lacks the optional metadata, names, signedness and the primary key.
 type schemaInfo struct {
 	cols []schemaColumn
+	// pk names the primary key's columns in key order (which may differ from the
+	// columns' order): the order of the key the messages carry.
+	pk []string
 }
 
 type schemaColumn struct {
@@ -109,6 +112,14 @@ func (s *schema) lookup(ctx context.Context, db, table string) (*schemaInfo, err
 		})
 	}
 	r.Close()
+	if kr, err := s.execute(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, db, table); err == nil {
+		for i := range kr.RowNumber() {
+			name, _ := kr.GetString(i, 0)
+			info.pk = append(info.pk, name)
+		}
+		kr.Close()
+	}
 	// MariaDB's JSON is LONGTEXT with a column check constraint json_valid(`c`).
 	if cr, err := s.execute(ctx, `SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS
 		WHERE CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?`, db, table); err == nil {
@@ -234,7 +245,25 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 		}
 		if needPK && sc.pk {
 			c.PK = true
-			t.PK = append(t.PK, i)
+		}
+	}
+	if needPK {
+		// In key order, as the binlog's own metadata and a snapshot give it; in the
+		// columns' order when the key's order could not be read.
+		order := info.pk
+		if len(order) == 0 {
+			for _, c := range t.Columns {
+				if c.PK {
+					order = append(order, c.Name)
+				}
+			}
+		}
+		for _, name := range order {
+			for i := range t.Columns {
+				if t.Columns[i].Name == name && t.Columns[i].PK {
+					t.PK = append(t.PK, i)
+				}
+			}
 		}
 	}
 	return t, nil

@@ -93,3 +93,33 @@ func readTableMap(t *testing.T, ctx context.Context, a testenv.MySQLAddr, start 
 		}
 	}
 }
+
+// TestSchemaPrimaryKeyInKeyOrderIntegration: without the binlog's primary-key metadata,
+// the key comes from the schema in key order, not the columns' order, so that a row's
+// message key is the same as with the metadata, and as a snapshot's of the same row.
+func TestSchemaPrimaryKeyInKeyOrderIntegration(t *testing.T) {
+	a := testenv.RequireMySQL(t)
+	ctx := testenv.Context(t)
+	db, exec, _ := testenv.ScratchDatabase(t, "wave_pk_order")
+	exec("CREATE TABLE " + db + ".t (a INT NOT NULL, b INT NOT NULL, c INT, PRIMARY KEY (b, a))")
+	start, err := currentPosition(ctx, a.Addr, a.User, a.Password, FlavorMariaDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec("INSERT INTO " + db + ".t VALUES (1, 2, 3)")
+	sc := newSchema(a.Addr, a.User, a.Password, slog.New(slog.DiscardHandler))
+	defer sc.close()
+	for _, metadata := range []bool{true, false} {
+		tm := readTableMap(t, ctx, a, start, db, "t").Event.(*replication.TableMapEvent)
+		if !metadata {
+			tm.PrimaryKey, tm.PrimaryKeyPrefix = nil, nil
+		}
+		tb, err := buildTable(ctx, tm, FlavorMariaDB, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(tb.PK) != "[1 0]" {
+			t.Errorf("with the binlog's key metadata %v: PK %v, want [1 0] (b, then a)", metadata, tb.PK)
+		}
+	}
+}
