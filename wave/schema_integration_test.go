@@ -24,14 +24,8 @@ import (
 // tests, so the event is read from it as is and its names are cleared here, as a source
 // with binlog_row_metadata=MINIMAL writes it; the schema lookup is the real one.
 func TestColumnCountMismatchIsFatalIntegration(t *testing.T) {
-	a := testenv.RequireMySQL(t)
-	ctx := testenv.Context(t)
-	db, exec, _ := testenv.ScratchDatabase(t, "wave_i18_cols")
-	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY, a INT)")
-	start, err := currentPosition(ctx, a.Addr, a.User, a.Password, FlavorMariaDB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
+	db, exec, start := tableAt(t, ctx, a, "wave_i18_cols", "(id INT PRIMARY KEY, a INT)")
 	exec("INSERT INTO " + db + ".t VALUES (1, 2)")
 	exec("ALTER TABLE " + db + ".t ADD COLUMN b INT")
 
@@ -69,6 +63,20 @@ func TestColumnCountMismatchIsFatalIntegration(t *testing.T) {
 	}
 }
 
+// tableAt creates table t (columns as given) in a scratch database and returns the
+// database, its exec, and the binlog position after the CREATE: where a read of the
+// table's first rows starts.
+func tableAt(t *testing.T, ctx context.Context, a testenv.MySQLAddr, prefix, columns string) (string, func(string), Position) {
+	t.Helper()
+	db, exec, _ := testenv.ScratchDatabase(t, prefix)
+	exec("CREATE TABLE " + db + ".t " + columns)
+	start, err := currentPosition(ctx, a.Addr, a.User, a.Password, FlavorMariaDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, exec, start
+}
+
 // readTableMap reads the source's binlog from start until the TABLE_MAP event of db.table.
 func readTableMap(t *testing.T, ctx context.Context, a testenv.MySQLAddr, start Position, db, table string) *replication.BinlogEvent {
 	t.Helper()
@@ -98,14 +106,8 @@ func readTableMap(t *testing.T, ctx context.Context, a testenv.MySQLAddr, start 
 // the key comes from the schema in key order, not the columns' order, so that a row's
 // message key is the same as with the metadata, and as a snapshot's of the same row.
 func TestSchemaPrimaryKeyInKeyOrderIntegration(t *testing.T) {
-	a := testenv.RequireMySQL(t)
-	ctx := testenv.Context(t)
-	db, exec, _ := testenv.ScratchDatabase(t, "wave_pk_order")
-	exec("CREATE TABLE " + db + ".t (a INT NOT NULL, b INT NOT NULL, c INT, PRIMARY KEY (b, a))")
-	start, err := currentPosition(ctx, a.Addr, a.User, a.Password, FlavorMariaDB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
+	db, exec, start := tableAt(t, ctx, a, "wave_pk_order", "(a INT NOT NULL, b INT NOT NULL, c INT, PRIMARY KEY (b, a))")
 	exec("INSERT INTO " + db + ".t VALUES (1, 2, 3)")
 	sc := newSchema(a.Addr, a.User, a.Password, slog.New(slog.DiscardHandler))
 	defer sc.close()
