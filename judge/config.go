@@ -74,6 +74,64 @@ type Config struct {
 		SnapshotEvery   config.Duration               `yaml:"snapshot_every"`
 		ReservationTTL  config.Duration               `yaml:"reservation_ttl"`
 	} `yaml:"placement"`
+	// Rebalance holds the goals GET and POST /v1/rebalance plan for and what an idle
+	// instance costs.
+	Rebalance RebalanceConfig `yaml:"rebalance"`
+}
+
+// RebalanceConfig is the rebalance section. Band, InstanceFloor and Cooldown are
+// pointers because 0 is a meaningful setting for each (no band, idle instances cost
+// nothing, no cooldown) that must not be taken for "unset"; Validate fills every unset
+// field with DefaultRebalanceOptions' value.
+type RebalanceConfig struct {
+	// HardMax is the load (cost units: rows/s) no wave should exceed; 0 disables the goal.
+	HardMax float64 `yaml:"hard_max"`
+	// Band is the spread (most minus least loaded wave) the plans aim within.
+	Band *float64 `yaml:"band"`
+	// InstanceFloor is what an idle instance costs, in rows/s.
+	InstanceFloor *float64 `yaml:"instance_floor"`
+	// MaxMoves bounds a plan; 0 means the default.
+	MaxMoves int `yaml:"max_moves"`
+	// Cooldown keeps an instance that moved recently where it is.
+	Cooldown *config.Duration `yaml:"cooldown"`
+}
+
+// validate fills the defaults and checks the values.
+func (r *RebalanceConfig) validate() error {
+	d := DefaultRebalanceOptions()
+	if r.Band == nil {
+		r.Band = &d.Band
+	}
+	if r.InstanceFloor == nil {
+		r.InstanceFloor = &d.InstanceFloor
+	}
+	if r.MaxMoves == 0 {
+		r.MaxMoves = d.MaxMoves
+	}
+	if r.Cooldown == nil {
+		cd := config.Duration(d.Cooldown)
+		r.Cooldown = &cd
+	}
+	return r.Options().validate()
+}
+
+// Options returns the rebalance options of the section (defaults for unset fields).
+func (r RebalanceConfig) Options() RebalanceOptions {
+	o := DefaultRebalanceOptions()
+	o.HardMax = r.HardMax
+	if r.Band != nil {
+		o.Band = *r.Band
+	}
+	if r.InstanceFloor != nil {
+		o.InstanceFloor = *r.InstanceFloor
+	}
+	if r.MaxMoves != 0 {
+		o.MaxMoves = r.MaxMoves
+	}
+	if r.Cooldown != nil {
+		o.Cooldown = r.Cooldown.D()
+	}
+	return o
 }
 
 // BufferConfig is store.buffer: the bounded buffer between ingest and the store. Zero
@@ -242,7 +300,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("placement.plugins.%s: %w", name, err)
 		}
 	}
-	return nil
+	return c.Rebalance.validate()
 }
 
 // Filters returns the common placement filters of the config.

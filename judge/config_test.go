@@ -29,9 +29,10 @@ func TestExampleConfig(t *testing.T) {
 	require.Equal(t, 90.0, c.Filters().Thresholds["cpu.util"])
 	require.Equal(t, 3.0, c.Placement.Plugins["leastload"].Weights["cpu"])
 	require.Equal(t, 1.0, *c.Placement.Plugins["predictive"].K)
+	require.Equal(t, DefaultRebalanceOptions(), c.Rebalance.Options(), "the example shows the defaults")
 	// The example is usable as it is.
 	j, err := New(Options{Store: openStore(t), Algorithm: c.Placement.Algorithm, Filters: c.Filters(), Plugins: c.Placement.Plugins,
-		Buffer: c.Store.Buffer.Options(), Logger: quiet})
+		Buffer: c.Store.Buffer.Options(), Rebalance: new(c.Rebalance.Options()), Logger: quiet})
 	require.NoError(t, err)
 	require.NoError(t, j.Close())
 }
@@ -45,6 +46,32 @@ func TestConfigGroupFromNode(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "binlake-judge-judge-7", c.Bus.Group)
 	require.Equal(t, store.OverflowDrop, c.Store.Buffer.Options().Overflow)
+}
+
+// TestConfigRebalance: unset keys take the defaults; 0 is a setting where it means
+// something (no hard threshold, no band, free idle instances, no cooldown).
+func TestConfigRebalance(t *testing.T) {
+	def := DefaultRebalanceOptions()
+	require.Equal(t, RebalanceOptions{HardMax: 0, Band: 2000, InstanceFloor: 100, MaxMoves: 20, Cooldown: 10 * time.Minute}, def)
+	for _, tc := range []struct {
+		name, yaml string
+		want       RebalanceOptions
+	}{
+		{"absent", "", def},
+		{"empty", "rebalance: {}\n", def},
+		{"some", "rebalance: {hard_max: 50000, max_moves: 5}\n", RebalanceOptions{HardMax: 50000, Band: 2000, InstanceFloor: 100, MaxMoves: 5, Cooldown: 10 * time.Minute}},
+		{"zeros are settings", "rebalance: {band: 0, instance_floor: 0, cooldown: 0s}\n", RebalanceOptions{MaxMoves: 20}},
+		{"all", "rebalance: {hard_max: 9000, band: 500.5, instance_floor: 10, max_moves: 3, cooldown: 1h}\n",
+			RebalanceOptions{HardMax: 9000, Band: 500.5, InstanceFloor: 10, MaxMoves: 3, Cooldown: time.Hour}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "judge.yaml")
+			require.NoError(t, os.WriteFile(p, []byte("bus: {kind: none}\n"+tc.yaml), 0o600))
+			c, err := Load(p)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, c.Rebalance.Options())
+		})
+	}
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -70,6 +97,16 @@ func TestConfigErrors(t *testing.T) {
 		{"negative snapshot_every", "bus: {kind: none}\nplacement: {snapshot_every: -1s}\n", "placement.snapshot_every -1s: want at most 1m (200ms when unset)"},
 		{"long snapshot_every", "bus: {kind: none}\nplacement: {snapshot_every: 2m}\n", "placement.snapshot_every 2m0s: want at most 1m (200ms when unset)"},
 		{"short reservation_ttl", "bus: {kind: none}\nplacement: {reservation_ttl: 10ms}\n", "placement.reservation_ttl 10ms: at least 1s"},
+		{"negative hard_max", "bus: {kind: none}\nrebalance: {hard_max: -1}\n", "rebalance.hard_max -1: want a finite number ≥ 0 (rows/s)"},
+		{"negative band", "bus: {kind: none}\nrebalance: {band: -5}\n", "rebalance.band -5: want a finite number ≥ 0 (rows/s)"},
+		{"NaN band", "bus: {kind: none}\nrebalance: {band: .nan}\n", "rebalance.band NaN: want a finite number ≥ 0 (rows/s)"},
+		{"infinite hard_max", "bus: {kind: none}\nrebalance: {hard_max: .inf}\n", "rebalance.hard_max +Inf: want a finite number ≥ 0 (rows/s)"},
+		{"negative instance_floor", "bus: {kind: none}\nrebalance: {instance_floor: -0.5}\n", "rebalance.instance_floor -0.5: want a finite number ≥ 0 (rows/s)"},
+		{"negative max_moves", "bus: {kind: none}\nrebalance: {max_moves: -2}\n", "rebalance.max_moves -2: want at least 1"},
+		{"negative cooldown", "bus: {kind: none}\nrebalance: {cooldown: -1m}\n", "rebalance.cooldown -1m0s: must not be negative"},
+		{"bare cooldown", "bus: {kind: none}\nrebalance: {cooldown: 600}\n", `invalid duration "600"`},
+		{"unknown rebalance key", "bus: {kind: none}\nrebalance: {floor: 100}\n", `unknown key "rebalance.floor"`},
+		{"string band", "bus: {kind: none}\nrebalance: {band: wide}\n", `rebalance.band`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "judge.yaml")
@@ -77,6 +114,24 @@ func TestConfigErrors(t *testing.T) {
 			_, err := Load(p)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestNewRejectsRebalance: options given in code are checked as the config is.
+func TestNewRejectsRebalance(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    RebalanceOptions
+		want string
+	}{
+		{"negative band", RebalanceOptions{Band: -1, MaxMoves: 1}, "judge: rebalance.band -1: want a finite number ≥ 0 (rows/s)"},
+		{"no moves", RebalanceOptions{Band: 10}, "judge: rebalance.max_moves 0: want at least 1"},
+		{"negative cooldown", RebalanceOptions{MaxMoves: 1, Cooldown: -time.Second}, "judge: rebalance.cooldown -1s: must not be negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Options{Store: openStore(t), Rebalance: &tc.o, Logger: quiet})
+			require.EqualError(t, err, tc.want)
 		})
 	}
 }

@@ -77,6 +77,8 @@ func (j *Judge) routes() http.Handler {
 		r.Get("/plugins", j.handlePlugins)
 		r.With(auth).Post("/metrics", j.handleMetrics)
 		r.With(auth).Post("/placement", j.handlePlacement)
+		r.Get("/rebalance", j.handleRebalanceView)
+		r.With(auth).Post("/rebalance", j.handleRebalance)
 	})
 	return r
 }
@@ -351,6 +353,9 @@ type nodeDetail struct {
 	Historical *historicalDetail `json:"historical"`
 	// Reservations are placements onto the node that it does not report yet.
 	Reservations []api.Reservation `json:"reservations"`
+	// Instances are the instances the node runs, in the judge's view, with their costs
+	// (costs.go), sorted by instance.
+	Instances []api.InstanceCost `json:"instances"`
 }
 
 type currentDetail struct {
@@ -382,7 +387,8 @@ func (j *Judge) handleNode(w http.ResponseWriter, r *http.Request) {
 		j.writeError(w, r, httpapi.Errorf(http.StatusNotFound, httpapi.CodeNotFound, "unknown node %q", id))
 		return
 	}
-	d := nodeDetail{Current: currentDetail{Hour: j.inc.Hour(), Series: []seriesJSON{}}, Reservations: j.Reservations(id)}
+	d := nodeDetail{Current: currentDetail{Hour: j.inc.Hour(), Series: []seriesJSON{}}, Reservations: j.Reservations(id),
+		Instances: []api.InstanceCost{}}
 	if d.Reservations == nil {
 		d.Reservations = []api.Reservation{}
 	}
@@ -397,6 +403,7 @@ func (j *Judge) handleNode(w http.ResponseWriter, r *http.Request) {
 				d.Load[s.Name] = s.EWMA
 			}
 		}
+		d.Instances = costsOf(n, j.o.Rebalance.InstanceFloor).running()
 	}
 	if snap != nil {
 		if hist == nil {

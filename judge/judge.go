@@ -69,6 +69,9 @@ type Options struct {
 	// ReservationTTL bounds how long a placement holds capacity on its node when the
 	// node does not report the instance; DefaultReservationTTL when zero.
 	ReservationTTL time.Duration
+	// Rebalance holds the goals of GET and POST /v1/rebalance and the instance floor;
+	// DefaultRebalanceOptions when nil (a pointer: every zero field is a setting).
+	Rebalance *RebalanceOptions
 
 	// EWMAAlpha of the incremental analysis (0.2 when zero).
 	EWMAAlpha float64
@@ -125,6 +128,14 @@ func New(o Options) (*Judge, error) {
 	if o.Retention < 0 {
 		return nil, fmt.Errorf("judge: retention %s is negative", o.Retention)
 	}
+	rb := DefaultRebalanceOptions()
+	if o.Rebalance != nil {
+		rb = *o.Rebalance // a copy: the caller's struct may change later
+	}
+	if err := rb.validate(); err != nil {
+		return nil, fmt.Errorf("judge: %w", err)
+	}
+	o.Rebalance = &rb
 	j := &Judge{o: o, log: o.Logger.With("component", "judge"), now: o.Now}
 
 	// Every registered algorithm is built once, so a request may name any of them.

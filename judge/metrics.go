@@ -13,7 +13,14 @@ type metrics struct {
 	placements                    *prometheus.CounterVec
 	placementSeconds              *prometheus.HistogramVec
 	snapshotBuilds                prometheus.Counter
+	rebalancePlans                *prometheus.CounterVec
 }
+
+// Sources of rebalancing plans, as the label of binlake_judge_rebalance_plans_total.
+const (
+	planSourcePost = "post" // POST /v1/rebalance: a balancer's cluster
+	planSourceGet  = "get"  // GET /v1/rebalance: the judge's own view, a dry run
+)
 
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
@@ -37,7 +44,12 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 		placementSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "placement_seconds",
 			Help:    "Time to decide a placement, by algorithm.",
 			Buckets: []float64{.00001, .00005, .0001, .0005, .001, .005, .01, .05, .1, .5}}, []string{"algorithm"}),
+		rebalancePlans: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "rebalance_plans_total",
+			Help: "Rebalancing plans answered, by source: post (a balancer's cluster, POST /v1/rebalance) or get (the judge's own view, GET /v1/rebalance)."}, []string{"source"}),
 	}
+	// Both sources from the start, so that a rate over them is defined before the first plan.
+	m.rebalancePlans.WithLabelValues(planSourcePost)
+	m.rebalancePlans.WithLabelValues(planSourceGet)
 	m.snapshotBuilds = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "placement_snapshots_total",
 		Help: "Placement snapshots built from the analyses (at most one per placement.snapshot_every while batches arrive)."})
 	cs := []prometheus.Collector{
@@ -46,7 +58,7 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 			Help: "Placements holding capacity on their node until it reports the instance."}, func() float64 { return float64(j.res.size.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "reservations_refused_total",
 			Help: "Placements answered without a reservation because 100,000 were pending."}, func() float64 { return float64(j.res.refused.Load()) }),
-		m.batches, m.points, m.decodeErrors, m.subscribeErrors, m.placements, m.placementSeconds,
+		m.batches, m.points, m.decodeErrors, m.subscribeErrors, m.placements, m.placementSeconds, m.rebalancePlans,
 		newBufferCollector(ns, sub, j.StoreCounters),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "nodes",
 			Help: "Nodes known to the current-hour analysis."}, func() float64 { return float64(len(j.inc.NodeIDs())) }),

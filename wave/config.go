@@ -23,6 +23,7 @@ type Config struct {
 	Coordinator   config.Coordinator `yaml:"coordinator"`
 	Sink          SinkConfig         `yaml:"sink"`
 	Pipeline      PipelineConfig     `yaml:"pipeline"`
+	Balancer      BalancerConfig     `yaml:"balancer"`
 }
 
 // RenamedKeys are the keys of older wave.yaml files, now the same as every role's.
@@ -96,6 +97,7 @@ func DefaultConfig() *Config {
 			PollInterval: config.Duration(2 * time.Second)},
 	}
 	c.HTTP.Listen = "127.0.0.1:8091"
+	c.Balancer = DefaultBalancerConfig()
 	return c
 }
 
@@ -189,7 +191,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("field %q: %s: must be positive", name, v)
 		}
 	}
-	return nil
+	return c.Balancer.Validate()
 }
 
 // KafkaWriteTimeout is the effective bound on one produce request of the wave's Kafka

@@ -44,6 +44,9 @@ type Instance struct {
 	OnTooLarge string `json:"on_too_large,omitempty" yaml:"on_too_large"`
 	// Snapshot configures the reading of the tables' existing rows (snapshot.go).
 	Snapshot *SnapshotOptions `json:"snapshot,omitempty" yaml:"snapshot"`
+	// Pinned keeps the instance on its wave: the balancer never moves it, except off a
+	// dead wave.
+	Pinned bool `json:"pinned,omitempty" yaml:"pinned"`
 }
 
 // Source is the MySQL or MariaDB server read as a replica. The password is never stored

@@ -30,6 +30,11 @@ type metrics struct {
 	// snapshotRows and snapshotTables: the instance's current or last snapshot.
 	snapshotRows   *prometheus.GaugeVec
 	snapshotTables *prometheus.GaugeVec
+	// The balancer's series (balance.go).
+	balancerLeader    prometheus.Gauge
+	balancerMoves     *prometheus.CounterVec
+	balancerFallbacks *prometheus.CounterVec
+	balancerSpread    prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -65,7 +70,18 @@ func newMetrics() *metrics {
 			Help: "Rows the instance's current or last snapshot emitted so far."}, inst),
 		snapshotTables: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_snapshot_tables_remaining",
 			Help: "Tables the instance's snapshot has still to read; 0 once it finished."}, inst),
+		balancerLeader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlake_wave_balancer_leader",
+			Help: "1 while this wave is the cluster's balancer."}),
+		balancerMoves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_moves_total",
+			Help: "Instance moves this wave made as the balancer, by reason (failover, hard_max, spread) and result (assigned, done, skipped, failed)."},
+			[]string{"reason", "result"}),
+		balancerFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_fallbacks_total",
+			Help: "Failovers placed by fewest instances because the judge was not configured (no_judge) or did not answer (judge_error)."},
+			[]string{"reason"}),
+		balancerSpread: prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlake_wave_balancer_spread",
+			Help: "The load spread (most minus least loaded wave, in the judge's cost units) of the balancer's last plan."}),
 	}
+	m.reg.MustRegister(m.balancerLeader, m.balancerMoves, m.balancerFallbacks, m.balancerSpread)
 	m.reg.MustRegister(m.rows, m.publishErrors, m.lag, m.led, m.running, m.bytes, m.batches, m.skipped,
 		m.reconnects, m.commitPos, m.commitTS, m.instError, m.snapshotRows, m.snapshotTables,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(

@@ -107,8 +107,9 @@ func (w *Wave) runningDef(id string) ([]byte, bool) {
 }
 
 // shouldRun: the assigned wave runs an instance; any wave stands by for an unassigned
-// instance or one whose assigned wave is not alive (the election fallback). An error is
-// a failed read of the assignment, which decides nothing.
+// instance, or for one whose assigned wave has not been alive for FailoverGrace (the
+// election fallback: the balancer normally reassigns it before). An error is a failed
+// read of the assignment, which decides nothing.
 func (w *Wave) shouldRun(ctx context.Context, id string) (bool, error) {
 	v, err := w.opts.Coord.Get(ctx, instanceKey(id, "assign"))
 	if errors.Is(err, coord.ErrNotFound) {
@@ -123,7 +124,15 @@ func (w *Wave) shouldRun(ctx context.Context, id string) (bool, error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return !w.live[node], nil
+	if w.live[node] {
+		return false, nil
+	}
+	since, ok := w.deadSince[node]
+	if !ok {
+		since = time.Now() // never seen alive by this wave: the grace starts now
+		w.deadSince[node] = since
+	}
+	return time.Since(since) >= w.opts.Balancer.FailoverGrace, nil
 }
 
 // runInstance campaigns for an instance and runs its pipeline while leading, until ctx

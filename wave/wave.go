@@ -99,6 +99,8 @@ type Options struct {
 	MaxMessageBytes int
 
 	Pipeline PipelineOptions
+	// Balancer is the wave's part in balancing the cluster (balancer.go).
+	Balancer BalancerOptions
 	// PollInterval is how often the instance list is read. 2 s.
 	PollInterval time.Duration
 	// Password returns a source's password; by default from source.password_env or
@@ -137,6 +139,7 @@ func (o *Options) setDefaults() error {
 	defD(&p.Heartbeat, 2*time.Second)
 	defD(&p.RetryBackoff, 2*time.Second)
 	defD(&o.PollInterval, 2*time.Second)
+	o.Balancer.setDefaults()
 	if o.Password == nil {
 		o.Password = func(s Source) (config.Secret, error) {
 			return config.ResolveSecret("", s.PasswordEnv, s.PasswordFile)
@@ -167,6 +170,9 @@ type InstanceStatus struct {
 	Reason   string   `json:"reason,omitempty"` // Reason(error): the error's class
 	Position Position `json:"position"`
 	Since    string   `json:"since"`
+	// LagS is the instance's lag (binlake_wave_lag_seconds) while it runs: the balancer
+	// waits for it to fall under its bound after a move.
+	LagS *float64 `json:"lag_s,omitempty"`
 }
 
 // fail sets a state that is not running, with its error.
@@ -184,11 +190,17 @@ type Wave struct {
 	status  map[string]*InstanceStatus
 	runners map[string]*runner
 	live    map[string]bool
+	// deadSince is when each assigned wave that is not live was first seen so: the
+	// election fallback waits FailoverGrace from it, for the balancer to place first.
+	deadSince map[string]time.Time
+	bal       balancerState
 
 	closed  bool
 	started bool
 	stop    context.CancelFunc
 	done    chan struct{}
+	// registered is closed once the wave is a member of the waves group.
+	registered chan struct{}
 }
 
 // New builds a wave; Run starts it.
@@ -197,13 +209,15 @@ func New(opts Options) (*Wave, error) {
 		return nil, err
 	}
 	return &Wave{
-		opts:    opts,
-		log:     opts.Logger.With("component", "wave", "node", opts.Node),
-		m:       newMetrics(),
-		status:  map[string]*InstanceStatus{},
-		runners: map[string]*runner{},
-		live:    map[string]bool{},
-		done:    make(chan struct{}),
+		opts:       opts,
+		log:        opts.Logger.With("component", "wave", "node", opts.Node),
+		m:          newMetrics(),
+		status:     map[string]*InstanceStatus{},
+		runners:    map[string]*runner{},
+		live:       map[string]bool{},
+		deadSince:  map[string]time.Time{},
+		done:       make(chan struct{}),
+		registered: make(chan struct{}),
 	}, nil
 }
 
@@ -237,7 +251,7 @@ func (w *Wave) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /status", func(rw http.ResponseWriter, _ *http.Request) {
 		rw.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(rw).Encode(map[string]any{"node": w.opts.Node, "instances": w.Status()})
+		json.NewEncoder(rw).Encode(map[string]any{"node": w.opts.Node, "instances": w.Status(), "balancer": w.bal.snapshot()})
 	})
 	return mux
 }
@@ -248,7 +262,15 @@ func (w *Wave) Status() []InstanceStatus {
 	defer w.mu.Unlock()
 	out := make([]InstanceStatus, 0, len(w.status))
 	for _, s := range w.status {
-		out = append(out, *s)
+		st := *s
+		if st.State == StateRunning {
+			var m dto.Metric
+			if w.m.lag.WithLabelValues(st.ID).Write(&m) == nil {
+				lag := m.GetGauge().GetValue()
+				st.LagS = &lag
+			}
+		}
+		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
@@ -315,6 +337,11 @@ func (w *Wave) Run(ctx context.Context) error {
 		g.Go(func() error { return httpapi.Serve(gctx, ln, w.Handler(), "wave HTTP", w.log, nil) })
 	}
 	g.Go(func() error { return w.runInstances(gctx, httpAddr) })
+	g.Go(func() error {
+		<-w.registered // the balancer needs this wave registered (it reads the members)
+		w.runBalancer(gctx)
+		return nil
+	})
 	return g.Wait()
 }
 
@@ -334,6 +361,7 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 		return err
 	}
 	w.log.Info("wave running", "http", httpAddr, "version", buildinfo.String())
+	close(w.registered)
 	if w.opts.Ready != nil {
 		w.opts.Ready(httpAddr)
 	}
@@ -366,6 +394,14 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 				live[m.ID] = true
 			}
 			w.mu.Lock()
+			for node := range w.live {
+				if !live[node] {
+					w.deadSince[node] = time.Now()
+				}
+			}
+			for node := range live {
+				delete(w.deadSince, node)
+			}
 			w.live = live
 			w.mu.Unlock()
 		case <-tick.C:

@@ -21,7 +21,7 @@ import (
 	"github.com/binlake/binlake/wave"
 )
 
-const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapshot> [flags] [id]
+const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapshot|rebalance> [flags] [id]
 
   add    -f instance.yaml [-node wave-1]   store an instance and assign it (judge placement
                                             with -judge, else a random live wave)
@@ -34,6 +34,9 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapsh
   snapshot <id> [-tables db.t1,db.t2]       emit the tables' existing rows (default: every
                                             subscribed table) as "snapshot" messages while
                                             the binlog streams on; progress in show
+  rebalance [-apply] [-wait 30m] [-json]    the judge's plan to even the waves' load (a
+                                            dry run); -apply has the cluster's balancer
+                                            execute it one move at a time, followed here
 
 Coordinator flags (every subcommand): -zk host:port,… -root /binlake, or -config wave.yaml
 to use that file's coordinator section; -judge http://judge:8080 for placement, with
@@ -59,6 +62,8 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	node := fs.String("node", "", "add, move: the wave to assign to (skips placement)")
 	sample := fs.Duration("sample", 2*time.Second, "show: how long to watch the offset for rows/s (0 to skip)")
 	asJSON := fs.Bool("json", false, "show, list: print JSON")
+	apply := fs.Bool("apply", false, "rebalance: have the balancer execute the plan")
+	wait := fs.Duration("wait", 30*time.Minute, "rebalance -apply: how long to follow the run")
 	tables := fs.String("tables", "", "snapshot: comma-separated db.table names (default: every subscribed table)")
 	fs.Usage = func() { fmt.Fprintln(stderr, instanceUsage+"\n\nFlags:"); fs.PrintDefaults() }
 	// Allow the id before the flags: binlake instance show orders -json.
@@ -81,6 +86,12 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		cc = cfg.Coordinator
+		if *judgeURL == "" && sub == "rebalance" {
+			*judgeURL = cfg.Balancer.Judge
+			if *judgeTokenFile == "" {
+				*judgeTokenFile = cfg.Balancer.JudgeTokenFile
+			}
+		}
 	case *zkServers != "":
 		cc.Servers = strings.Split(*zkServers, ",")
 	default:
@@ -95,12 +106,14 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer c.Close()
 	var placer wave.Placer
+	var planner wave.Planner
 	if *judgeURL != "" {
 		token, err := config.ResolveSecret("", judge.TokenEnv, *judgeTokenFile)
 		if err != nil {
 			return fmt.Errorf("instance %s: judge token: %w", sub, err)
 		}
-		placer = judgePlacer{&client.Client{URL: *judgeURL, Token: token}}
+		jc := &client.Client{URL: *judgeURL, Token: token}
+		placer, planner = judgePlacer{jc}, jc
 	}
 	needID := func() error {
 		if id == "" {
@@ -225,6 +238,11 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			what = strings.Join(names, ", ")
 		}
 		fmt.Fprintf(stdout, "snapshot %s of instance %s requested: %s; its leader starts it at its next poll and source heartbeat, within seconds (progress: binlake instance show %s)\n", req.ID, id, what, id)
+	case "rebalance":
+		if *apply {
+			return rebalanceInstances(ctx, c, planner, true, *asJSON, *wait, stdout)
+		}
+		return rebalanceInstances(cctx, c, planner, false, *asJSON, *wait, stdout)
 	default:
 		fmt.Fprintf(stderr, "binlake instance: unknown subcommand %q\n\n%s\n", sub, instanceUsage)
 		return errUsage

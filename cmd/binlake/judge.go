@@ -119,7 +119,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		SnapshotEvery: cfg.Placement.SnapshotEvery.D(), ReservationTTL: cfg.Placement.ReservationTTL.D(),
 		EWMAAlpha: cfg.Analysis.EWMAAlpha, HistoricalEvery: cfg.Analysis.HistoricalEvery.D(),
 		HistoricalMetrics: cfg.Analysis.HistoricalMetrics, Retention: cfg.Store.Retention.D(), Buffer: cfg.Store.Buffer.Options(),
-		Logger: logger,
+		Rebalance: new(cfg.Rebalance.Options()), Logger: logger,
 		Ready: func(addr string) {
 			fmt.Fprintf(stdout, "judge serving on http://%s (status page at /)\n", addr)
 		},

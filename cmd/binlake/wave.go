@@ -11,7 +11,10 @@ import (
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
+	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/logging"
+	"github.com/binlake/binlake/judge"
+	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/sink"
 )
@@ -62,7 +65,16 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	opts := wave.Options{
 		Node: cfg.Node, HTTPAddr: cfg.HTTP.Listen, AdvertiseAddr: cfg.AdvertiseAddr, Coord: c,
 		Pipeline: cfg.PipelineOptions(), PollInterval: cfg.Pipeline.PollInterval.D(), Logger: logger,
+		Balancer: cfg.Balancer.Options(),
 	}
+	if cfg.Balancer.Judge != "" {
+		token, err := config.ResolveSecret("", judge.TokenEnv, cfg.Balancer.JudgeTokenFile)
+		if err != nil {
+			return fmt.Errorf("%s: field \"balancer.judge_token_file\": %w", *cfgPath, err)
+		}
+		opts.Balancer.Planner = &client.Client{URL: cfg.Balancer.Judge, Token: token}
+	}
+	logger.Info("balancer", "enabled", cfg.Balancer.Enabled, "judge", cfg.Balancer.Judge, "auto", cfg.Balancer.Auto)
 	switch cfg.Sink.Kind {
 	case wave.SinkKafka:
 		k := cfg.Sink.Kafka

@@ -35,6 +35,12 @@ const (
 	// WaveInstanceRunning is 1 while a capture instance runs, 0 while its wave cannot run
 	// it (labels instance, state, reason).
 	WaveInstanceRunning = "wave.instance_running"
+	// WaveBytesPerS is the bytes (keys and values) a wave publishes per second, per
+	// instance and summed (unlabelled).
+	WaveBytesPerS = "wave.bytes_per_s"
+	// WaveCPUCores is the CPU the wave process uses, in cores (unlabelled): the judge
+	// splits it between instances by their rows to cost each one.
+	WaveCPUCores = "wave.cpu_cores"
 )
 
 // Batch is what one agent sends per tick.

@@ -3,6 +3,7 @@ package api
 import (
 	"time"
 
+	"github.com/binlake/binlake/judge/rebalance"
 	"github.com/binlake/binlake/lbplugins"
 )
 
@@ -62,4 +63,63 @@ type Score struct {
 	Score   float64            `json:"score"`
 	Parts   map[string]float64 `json:"parts"`
 	Pending float64            `json:"pending,omitempty"`
+}
+
+// RebalanceRequest is the body of POST /v1/rebalance: the cluster as its balancer knows
+// it from the coordinator (the live waves, where each instance is assigned, which are
+// pinned, when each last moved). The judge adds what each instance costs and plans with
+// its configured goals (rebalance.* in judge.yaml). GET /v1/rebalance plans the same way
+// from what the agents report instead (a dry run for an operator).
+type RebalanceRequest struct {
+	Waves     []RebalanceWave     `json:"waves"`
+	Instances []RebalanceInstance `json:"instances"`
+}
+
+// RebalanceWave is one wave in a RebalanceRequest.
+type RebalanceWave struct {
+	Node  string `json:"node"`
+	Alive bool   `json:"alive"`
+}
+
+// RebalanceInstance is one instance in a RebalanceRequest: the wave it is assigned to
+// (required; one not among the request's live waves is moved), whether it must stay
+// there, and when it last moved (zero: never), which the cooldown counts from.
+type RebalanceInstance struct {
+	ID      string    `json:"id"`
+	Node    string    `json:"node"`
+	Pinned  bool      `json:"pinned,omitempty"`
+	MovedAt time.Time `json:"moved_at,omitzero"`
+}
+
+// InstanceCost is what one instance costs a wave, from the per-instance series its wave's
+// agent reports: rows/s and bytes/s (EWMAs of wave.tps and wave.bytes_per_s), and its
+// share of the wave process's CPU (wave.cpu_cores split by rows). Cost is the planner's
+// unit: rows/s plus the configured floor every instance costs even while idle (its
+// binlog connection, its goroutines). Measured is false when no agent reported the
+// instance: its cost is then the floor alone.
+type InstanceCost struct {
+	Instance  string  `json:"instance"`
+	Node      string  `json:"node,omitempty"`
+	RowsPerS  float64 `json:"rows_per_s"`
+	BytesPerS float64 `json:"bytes_per_s"`
+	CPUShare  float64 `json:"cpu_cores"`
+	Cost      float64 `json:"cost"`
+	Measured  bool    `json:"measured"`
+}
+
+// RebalanceAnswer is the judge's plan: the moves with their reasons and predicted loads
+// (rebalance.Plan), the goals it planned for, and the costs it planned with.
+type RebalanceAnswer struct {
+	rebalance.Plan
+	Goals    RebalanceGoals `json:"goals"`
+	Costs    []InstanceCost `json:"costs"`
+	DataAsOf time.Time      `json:"data_as_of"`
+}
+
+// RebalanceGoals are the goals a plan was made for (rebalance.Goals in JSON).
+type RebalanceGoals struct {
+	HardMax   float64 `json:"hard_max"`
+	Band      float64 `json:"band"`
+	MaxMoves  int     `json:"max_moves"`
+	CooldownS float64 `json:"cooldown_s"`
 }

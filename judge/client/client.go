@@ -1,5 +1,6 @@
 // Package client calls a judge's HTTP API with the API's own request and answer types
-// (judge/api): the placements `binlake instance add -judge` and `instance move` ask for.
+// (judge/api): the placements `binlake instance add -judge` and `instance move` ask for,
+// and the rebalancing plans a balancer asks for.
 package client
 
 import (
@@ -20,9 +21,13 @@ import (
 // DefaultTimeout bounds one request when Client.HTTP is nil.
 const DefaultTimeout = 10 * time.Second
 
-// maxAnswer bounds what a client reads of an answer (explain=all on a large fleet
-// stays far below it).
-const maxAnswer = 8 << 20
+// maxAnswer bounds what a client reads of a placement answer (explain=all on a large
+// fleet stays far below it); maxRebalanceAnswer of a rebalancing plan, which lists every
+// instance's cost (about 150 bytes each, 100,000 instances at most) and every wave's load.
+const (
+	maxAnswer          = 8 << 20
+	maxRebalanceAnswer = 64 << 20
+)
 
 // Client is a judge's API at URL.
 type Client struct {
@@ -46,7 +51,7 @@ func (c *Client) Place(ctx context.Context, req api.PlacementRequest) (*api.Plac
 		return nil, fmt.Errorf("placement: %w", err)
 	}
 	var ans api.PlacementAnswer
-	if err := c.post(ctx, "/v1/placement", body, &ans); err != nil {
+	if err := c.post(ctx, "/v1/placement", body, maxAnswer, "placement", &ans); err != nil {
 		return nil, fmt.Errorf("placement of %s: %w", req.Instance, err)
 	}
 	if ans.Node == "" {
@@ -55,9 +60,32 @@ func (c *Client) Place(ctx context.Context, req api.PlacementRequest) (*api.Plac
 	return &ans, nil
 }
 
-// post sends body to path and decodes a 200 answer into out; any other status is an
-// error carrying the judge's own message (its {"error":{"code","message"}} body).
-func (c *Client) post(ctx context.Context, path string, body []byte, out any) error {
+// Rebalance asks POST /v1/rebalance for a plan that brings the cluster req describes (its
+// waves, and the wave each instance is assigned to) within the judge's goals. The
+// judge only plans: carrying the moves out is the caller's job.
+func (c *Client) Rebalance(ctx context.Context, req api.RebalanceRequest) (*api.RebalanceAnswer, error) {
+	// The judge wants lists, not null, and a new balancer may have none yet.
+	if req.Waves == nil {
+		req.Waves = []api.RebalanceWave{}
+	}
+	if req.Instances == nil {
+		req.Instances = []api.RebalanceInstance{}
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("rebalance: %w", err)
+	}
+	var ans api.RebalanceAnswer
+	if err := c.post(ctx, "/v1/rebalance", body, maxRebalanceAnswer, "rebalance", &ans); err != nil {
+		return nil, fmt.Errorf("rebalance of %d instances on %d waves: %w", len(req.Instances), len(req.Waves), err)
+	}
+	return &ans, nil
+}
+
+// post sends body to path and decodes a 200 answer of at most limit bytes into out (a
+// what answer); any other status is an error carrying the judge's own message (its
+// {"error":{"code","message"}} body).
+func (c *Client) post(ctx context.Context, path string, body []byte, limit int64, what string, out any) error {
 	url := strings.TrimRight(c.URL, "/") + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -76,7 +104,7 @@ func (c *Client) post(ctx context.Context, path string, body []byte, out any) er
 		return err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return fmt.Errorf("read the answer of %s: %w", url, err)
 	}
@@ -86,8 +114,11 @@ func (c *Client) post(ctx context.Context, path string, body []byte, out any) er
 	case resp.StatusCode != http.StatusOK:
 		return fmt.Errorf("%s answered %s: %s", url, resp.Status, errorMessage(data))
 	}
+	if int64(len(data)) > limit {
+		return fmt.Errorf("%s answered more than %d bytes", url, limit)
+	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s answered what is not a placement answer: %w", url, err)
+		return fmt.Errorf("%s answered what is not a %s answer: %w", url, what, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -54,5 +55,52 @@ func TestPlaceErrors(t *testing.T) {
 	_, err = (&client.Client{URL: "http://127.0.0.1:9"}).Place(ctx, api.PlacementRequest{Instance: "orders"})
 	if err == nil || !strings.Contains(err.Error(), "placement of orders") {
 		t.Errorf("no judge: %v", err)
+	}
+}
+
+// TestRebalance: the client posts the cluster with the token and decodes the plan. The
+// judge has no wave series from these nodes, so every instance costs the floor (100):
+// 30 on wave-busy and none on wave-idle is a spread of 3000, and five moves bring it to
+// the band (2000).
+func TestRebalance(t *testing.T) {
+	srv := judgetest.Start(t, "s3cret")
+	ctx := context.Background()
+	req := api.RebalanceRequest{Waves: []api.RebalanceWave{{Node: "wave-busy", Alive: true}, {Node: "wave-idle", Alive: true}}}
+	for i := range 30 {
+		req.Instances = append(req.Instances, api.RebalanceInstance{ID: fmt.Sprintf("i%02d", i), Node: "wave-busy"})
+	}
+	ans, err := (&client.Client{URL: srv.URL, Token: "s3cret"}).Rebalance(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ans.Moves) != 5 || !ans.Balanced || ans.SpreadBefore != 3000 || ans.SpreadAfter != 2000 {
+		t.Fatalf("plan %+v: want 5 moves from a spread of 3000 to 2000, balanced", ans.Plan)
+	}
+	for _, m := range ans.Moves {
+		if m.From != "wave-busy" || m.To != "wave-idle" || m.Reason != "spread" || m.Cost != 100 {
+			t.Errorf("move %+v: want a spread move of 100 from wave-busy to wave-idle", m)
+		}
+	}
+	if len(ans.Costs) != 30 || ans.Costs[0].Instance != "i00" || ans.Costs[0].Measured || ans.Costs[0].Cost != 100 {
+		t.Errorf("costs %+v: want 30, by instance, each the floor alone", ans.Costs)
+	}
+	if ans.Goals != (api.RebalanceGoals{Band: 2000, MaxMoves: 20, CooldownS: 600}) || ans.DataAsOf.IsZero() {
+		t.Errorf("goals %+v as of %s: want the defaults, as of a time", ans.Goals, ans.DataAsOf)
+	}
+
+	// Nil lists are sent as empty ones, which the judge accepts.
+	ans, err = (&client.Client{URL: srv.URL, Token: "s3cret"}).Rebalance(ctx, api.RebalanceRequest{})
+	if err != nil || ans.Unmet != "no live wave" || ans.Moves == nil {
+		t.Fatalf("empty cluster: %+v, %v; want an empty plan with no live wave", ans, err)
+	}
+
+	_, err = (&client.Client{URL: srv.URL}).Rebalance(ctx, req)
+	if !errors.Is(err, client.ErrUnauthorized) {
+		t.Errorf("no token: %v, want ErrUnauthorized", err)
+	}
+	req.Instances = append(req.Instances, req.Instances[0])
+	_, err = (&client.Client{URL: srv.URL, Token: "s3cret"}).Rebalance(ctx, req)
+	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), `id "i00" is listed twice`) {
+		t.Errorf("duplicate instance: %v, want the judge's 400 naming it", err)
 	}
 }

@@ -7,6 +7,7 @@
 // series; the names are the constants below and the wave should use them from here:
 //
 //	binlake_wave_rows_published_total{instance}   counter  rows acknowledged by Kafka
+//	binlake_wave_bytes_published_total{instance}  counter  key and value bytes of those rows
 //	binlake_wave_instances_led                     gauge    instances this wave leads now
 //	binlake_wave_lag_seconds{instance}             gauge    now - timestamp of the last published event
 //	binlake_wave_publish_errors_total{instance}    counter  failed publish attempts
@@ -17,6 +18,8 @@
 //	go_sched_pauses_total_gc_seconds               histogram from runtime/metrics, enabled with
 //	    collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
 //	        collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)}))
+//	process_cpu_seconds_total                      client_golang's process collector
+//	                                               (collectors.NewProcessCollector)
 //
 // The "instance" label is the capture instance id (docs/design.md). A Prometheus server that
 // scrapes the wave directly renames it to exported_instance unless honor_labels is set.
@@ -30,6 +33,10 @@
 //	                     histogram, the largest recent pause from go_gc_duration_seconds
 //	                     (quantile 1, an upper bound of p99)
 //	wave.tps{instance}   rows published per second between two scrapes; unlabelled = sum
+//	wave.bytes_per_s{instance}  bytes published per second between two scrapes; unlabelled = sum
+//	wave.cpu_cores       CPU seconds the wave process used per second between two scrapes
+//	                     (1 = one core busy); with wave.tps, the judge splits it by
+//	                     instance to cost each one (judge/costs.go)
 //	wave.instances       binlake_wave_instances_led
 //	wave.lag_s{instance} binlake_wave_lag_seconds; unlabelled = the largest
 //	wave.publish_errors{instance}  errors since the previous scrape; unlabelled = sum
@@ -77,10 +84,16 @@ const (
 	LabelState            = "state"
 	LabelReason           = "reason"
 
+	// MetricBytesPublished counts the key and value bytes of the rows in
+	// MetricRowsPublished.
+	MetricBytesPublished = "binlake_wave_bytes_published_total"
+
 	MetricHeapAlloc   = "go_memstats_heap_alloc_bytes"
 	MetricGoroutines  = "go_goroutines"
 	MetricGCPauseHist = "go_sched_pauses_total_gc_seconds"
 	MetricGCDuration  = "go_gc_duration_seconds"
+	// MetricProcessCPU is the process collector's CPU time (user and system).
+	MetricProcessCPU = "process_cpu_seconds_total"
 )
 
 // DefaultURL is where the wave serves /metrics unless configured otherwise.
@@ -137,7 +150,10 @@ var _ collector.Collector = (*Collector)(nil)
 type scrape struct {
 	at     time.Time
 	rows   map[string]float64
+	bytes  map[string]float64
 	errs   map[string]float64
+	cpu    float64
+	hasCPU bool
 	pauses *dto.Histogram
 }
 
@@ -223,26 +239,34 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 	}
 
 	cur.rows = byInstance(families[MetricRowsPublished])
+	cur.bytes = byInstance(families[MetricBytesPublished])
 	cur.errs = byInstance(families[MetricPublishErrors])
+	cur.cpu, cur.hasCPU = single(families[MetricProcessCPU])
 	if c.prev != nil {
 		if dt := cur.at.Sub(c.prev.at).Seconds(); dt > 0 {
-			var total float64
-			inc := increases(c.prev.rows, cur.rows)
-			for _, inst := range sortedKeys(inc) {
-				add(metric.WaveTPS, inc[inst]/dt, inst)
-				total += inc[inst] / dt
+			// perInstance emits each instance's increase divided by div (dt for a rate,
+			// 1 for the increase itself) and, unlabelled, their sum.
+			perInstance := func(name string, inc map[string]float64, div float64) {
+				var total float64
+				for _, inst := range sortedKeys(inc) {
+					add(name, inc[inst]/div, inst)
+					total += inc[inst] / div
+				}
+				if len(inc) > 0 {
+					add(name, total, "")
+				}
 			}
-			if len(inc) > 0 {
-				add(metric.WaveTPS, total, "")
-			}
-			total = 0
-			inc = increases(c.prev.errs, cur.errs)
-			for _, inst := range sortedKeys(inc) {
-				add(metric.WavePublishErrs, inc[inst], inst)
-				total += inc[inst]
-			}
-			if len(inc) > 0 {
-				add(metric.WavePublishErrs, total, "")
+			perInstance(metric.WaveTPS, increases(c.prev.rows, cur.rows), dt)
+			perInstance(metric.WaveBytesPerS, increases(c.prev.bytes, cur.bytes), dt)
+			perInstance(metric.WavePublishErrs, increases(c.prev.errs, cur.errs), 1)
+			// The process's CPU counter did not start within the interval, unlike a new
+			// instance's: without the previous value there is no rate.
+			if cur.hasCPU && c.prev.hasCPU {
+				used := cur.cpu - c.prev.cpu
+				if used < 0 { // the wave restarted: all of its CPU time is new
+					used = cur.cpu
+				}
+				add(metric.WaveCPUCores, used/dt, "")
 			}
 		}
 	}

@@ -27,6 +27,8 @@ import (
 type fakeWave struct {
 	reg     *prometheus.Registry
 	rows    *prometheus.CounterVec
+	bytes   *prometheus.CounterVec
+	cpu     prometheus.Counter // stands in for the process collector's
 	errs    *prometheus.CounterVec
 	lag     *prometheus.GaugeVec
 	led     prometheus.Gauge
@@ -37,10 +39,12 @@ type fakeWave struct {
 func newFakeWave(t *testing.T, goCollector prometheus.Collector) *fakeWave {
 	w := &fakeWave{reg: prometheus.NewRegistry()}
 	w.rows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRowsPublished, Help: "rows"}, []string{LabelInstance})
+	w.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricBytesPublished, Help: "bytes"}, []string{LabelInstance})
+	w.cpu = prometheus.NewCounter(prometheus.CounterOpts{Name: MetricProcessCPU, Help: "cpu"})
 	w.errs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricPublishErrors, Help: "errors"}, []string{LabelInstance})
 	w.lag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricLagSeconds, Help: "lag"}, []string{LabelInstance})
 	w.led = prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricInstancesLed, Help: "led"})
-	w.reg.MustRegister(w.rows, w.errs, w.lag, w.led, goCollector)
+	w.reg.MustRegister(w.rows, w.bytes, w.cpu, w.errs, w.lag, w.led, goCollector)
 	h := promhttp.HandlerFor(w.reg, promhttp.HandlerOpts{})
 	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.scrapes++
@@ -66,6 +70,9 @@ func TestWaveAgainstClientGolang(t *testing.T) {
 	w := newFakeWave(t, goc)
 	w.rows.WithLabelValues("orders").Add(1000)
 	w.rows.WithLabelValues("users").Add(50)
+	w.bytes.WithLabelValues("orders").Add(400_000)
+	w.bytes.WithLabelValues("users").Add(9_000)
+	w.cpu.Add(120) // the process has run for a while
 	w.errs.WithLabelValues("orders").Add(3)
 	w.lag.WithLabelValues("orders").Set(1.5)
 	w.lag.WithLabelValues("users").Set(4)
@@ -81,13 +88,19 @@ func TestWaveAgainstClientGolang(t *testing.T) {
 	require.Equal(t, 4.0, find(t, first, metric.WaveLagSeconds, "users"))
 	require.Equal(t, 4.0, find(t, first, metric.WaveLagSeconds, ""), "unlabelled lag is the largest")
 	require.False(t, has(first, metric.WaveTPS))
+	require.False(t, has(first, metric.WaveBytesPerS))
+	require.False(t, has(first, metric.WaveCPUCores), "the process's CPU so far is not a rate")
 	require.False(t, has(first, metric.WavePublishErrs))
 	require.Greater(t, find(t, first, metric.GoHeapBytes, ""), 0.0)
 	require.GreaterOrEqual(t, find(t, first, metric.GoGoroutines, ""), 1.0)
 	require.True(t, has(first, metric.GoGCPauseP99), "the runtime/metrics histogram is exposed as %s", MetricGCPauseHist)
 
-	w.rows.WithLabelValues("orders").Add(12000) // 1200/s over 10 s
-	w.rows.WithLabelValues("users").Add(300)    // 30/s
+	w.rows.WithLabelValues("orders").Add(12000)      // 1200/s over 10 s
+	w.rows.WithLabelValues("users").Add(300)         // 30/s
+	w.bytes.WithLabelValues("orders").Add(5_000_000) // 500 kB/s
+	w.bytes.WithLabelValues("users").Add(20_000)     // 2 kB/s
+	w.bytes.WithLabelValues("billing").Add(1_000)    // a new instance: counted from zero
+	w.cpu.Add(15)                                    // 1.5 cores over 10 s
 	w.errs.WithLabelValues("orders").Add(2)
 	w.errs.WithLabelValues("billing").Add(1) // a new instance: counted from zero
 	*now = now.Add(10 * time.Second)
@@ -96,6 +109,12 @@ func TestWaveAgainstClientGolang(t *testing.T) {
 	require.InDelta(t, 1200.0, find(t, second, metric.WaveTPS, "orders"), 1e-9)
 	require.InDelta(t, 30.0, find(t, second, metric.WaveTPS, "users"), 1e-9)
 	require.InDelta(t, 1230.0, find(t, second, metric.WaveTPS, ""), 1e-9)
+	require.InDelta(t, 500_000.0, find(t, second, metric.WaveBytesPerS, "orders"), 1e-9)
+	require.InDelta(t, 2_000.0, find(t, second, metric.WaveBytesPerS, "users"), 1e-9)
+	require.InDelta(t, 100.0, find(t, second, metric.WaveBytesPerS, "billing"), 1e-9)
+	require.InDelta(t, 502_100.0, find(t, second, metric.WaveBytesPerS, ""), 1e-9)
+	require.InDelta(t, 1.5, find(t, second, metric.WaveCPUCores, ""), 1e-9)
+	require.Equal(t, 1, count(second, metric.WaveCPUCores), "one unlabelled series")
 	require.Equal(t, 2.0, find(t, second, metric.WavePublishErrs, "orders"))
 	require.Equal(t, 1.0, find(t, second, metric.WavePublishErrs, "billing"))
 	require.Equal(t, 3.0, find(t, second, metric.WavePublishErrs, ""))
@@ -158,18 +177,51 @@ go_goroutines 17
 }
 
 func TestWaveCounterReset(t *testing.T) {
-	body := "# TYPE binlake_wave_rows_published_total counter\nbinlake_wave_rows_published_total{instance=\"orders\"} 5000\n"
+	body := `# TYPE binlake_wave_rows_published_total counter
+binlake_wave_rows_published_total{instance="orders"} 5000
+# TYPE binlake_wave_bytes_published_total counter
+binlake_wave_bytes_published_total{instance="orders"} 900000
+# TYPE process_cpu_seconds_total counter
+process_cpu_seconds_total 3600
+`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(body)) }))
 	t.Cleanup(srv.Close)
 	c, now := newCollector(t, srv.URL)
 	_, err := c.Collect(context.Background())
 	require.NoError(t, err)
-	// The wave restarted and has published 200 rows since.
-	body = strings.Replace(body, "5000", "200", 1)
+	// The wave restarted and has published 200 rows and 30,000 bytes and used 4 s of CPU
+	// since.
+	body = strings.NewReplacer(" 5000", " 200", " 900000", " 30000", " 3600", " 4").Replace(body)
 	*now = now.Add(10 * time.Second)
 	pts, err := c.Collect(context.Background())
 	require.NoError(t, err)
 	require.InDelta(t, 20.0, find(t, pts, metric.WaveTPS, "orders"), 1e-9)
+	require.InDelta(t, 3000.0, find(t, pts, metric.WaveBytesPerS, "orders"), 1e-9)
+	require.InDelta(t, 3000.0, find(t, pts, metric.WaveBytesPerS, ""), 1e-9)
+	require.InDelta(t, 0.4, find(t, pts, metric.WaveCPUCores, ""), 1e-9)
+}
+
+// TestWaveCPUNeedsTwoValues: a process CPU counter that appears between two scrapes has
+// been counting since the process started, not since the previous scrape: no rate yet.
+func TestWaveCPUNeedsTwoValues(t *testing.T) {
+	body := "binlake_wave_rows_published_total{instance=\"a\"} 10\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(body)) }))
+	t.Cleanup(srv.Close)
+	c, now := newCollector(t, srv.URL)
+	_, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	body += "process_cpu_seconds_total 500\n"
+	*now = now.Add(10 * time.Second)
+	pts, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	require.False(t, has(pts, metric.WaveCPUCores))
+	require.True(t, has(pts, metric.WaveTPS))
+	body = strings.Replace(body, " 500", " 505", 1)
+	*now = now.Add(10 * time.Second)
+	pts, err = c.Collect(context.Background())
+	require.NoError(t, err)
+	require.InDelta(t, 0.5, find(t, pts, metric.WaveCPUCores, ""), 1e-9)
+	require.False(t, has(pts, metric.WaveBytesPerS), "no bytes counter, no bytes rate")
 }
 
 func TestWaveErrors(t *testing.T) {
@@ -200,7 +252,7 @@ func TestWaveGapResetsRates(t *testing.T) {
 			w.WriteHeader(503)
 			return
 		}
-		w.Write([]byte("binlake_wave_rows_published_total{instance=\"a\"} 10\n"))
+		w.Write([]byte("binlake_wave_rows_published_total{instance=\"a\"} 10\nbinlake_wave_bytes_published_total{instance=\"a\"} 900\nprocess_cpu_seconds_total 7\n"))
 	}))
 	t.Cleanup(srv.Close)
 	c, _ := newCollector(t, srv.URL)
@@ -212,7 +264,9 @@ func TestWaveGapResetsRates(t *testing.T) {
 	ok = true
 	pts, err := c.Collect(context.Background())
 	require.NoError(t, err)
-	require.False(t, has(pts, metric.WaveTPS), "no rate across a failed scrape")
+	for _, name := range []string{metric.WaveTPS, metric.WaveBytesPerS, metric.WaveCPUCores} {
+		require.False(t, has(pts, name), "no %s across a failed scrape", name)
+	}
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -292,6 +346,16 @@ func find(t *testing.T, pts []metric.Point, name, instance string) float64 {
 	sort.Strings(names)
 	t.Fatalf("no %s{instance=%q} in %v", name, instance, names)
 	return 0
+}
+
+func count(pts []metric.Point, name string) int {
+	n := 0
+	for _, p := range pts {
+		if p.Name == name {
+			n++
+		}
+	}
+	return n
 }
 
 func has(pts []metric.Point, name string) bool {

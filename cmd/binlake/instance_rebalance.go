@@ -1,0 +1,120 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/judge/rebalance"
+	"github.com/binlake/binlake/wave"
+)
+
+// rebalanceInstances is `binlake instance rebalance`: the judge's plan for the cluster as
+// the coordinator has it (a dry run), or with apply the balancer's execution of a fresh
+// plan, followed move by move until it finishes or wait passes.
+func rebalanceInstances(ctx context.Context, c coord.Coordinator, p wave.Planner, apply, asJSON bool, wait time.Duration, stdout io.Writer) error {
+	if !apply {
+		ans, err := wave.PlanRebalance(ctx, c, p)
+		if err != nil {
+			return fmt.Errorf("instance rebalance: %w", err)
+		}
+		if asJSON {
+			return json.NewEncoder(stdout).Encode(ans)
+		}
+		fmt.Fprintf(stdout, "goals: hard max %s, band %.4g, at most %d moves, cooldown %s (judge data as of %s)\n",
+			orNone(ans.Goals.HardMax), ans.Goals.Band, ans.Goals.MaxMoves, time.Duration(ans.Goals.CooldownS*float64(time.Second)),
+			ans.DataAsOf.Format(time.RFC3339))
+		printPlan(stdout, &ans.Plan)
+		if len(ans.Moves) > 0 {
+			fmt.Fprintln(stdout, "dry run: nothing moved; --apply has the balancer execute a fresh plan, one move at a time")
+		}
+		return nil
+	}
+	id, err := wave.RequestRebalance(ctx, c)
+	if err != nil {
+		return fmt.Errorf("instance rebalance: %w", err)
+	}
+	fmt.Fprintf(stdout, "rebalance %s requested; the balancer picks it up at its next poll\n", id)
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	shown, planShown := 0, false
+	for {
+		run, err := wave.ReadRebalanceRun(ctx, c)
+		if err != nil && !errors.Is(err, coord.ErrNotFound) {
+			return fmt.Errorf("instance rebalance: %w", err)
+		}
+		if run != nil && run.ID == id {
+			if run.Plan != nil && !planShown {
+				fmt.Fprintf(stdout, "balancer %s applies:\n", run.Balancer)
+				printPlan(stdout, run.Plan)
+				planShown = true
+			}
+			for _, r := range run.Results[shown:] {
+				line := fmt.Sprintf("%s %s → %s: %s", r.Instance, r.From, r.To, r.Result)
+				if r.SettledS > 0 {
+					line += fmt.Sprintf(", running and caught up after %.1f s", r.SettledS)
+				}
+				if r.Error != "" {
+					line += ": " + r.Error
+				}
+				fmt.Fprintln(stdout, line)
+			}
+			shown = len(run.Results)
+			if run.Finished != nil {
+				if run.Error != "" {
+					return fmt.Errorf("instance rebalance: %s", run.Error)
+				}
+				fmt.Fprintf(stdout, "rebalance %s finished: %d moves\n", id, shown)
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("instance rebalance: %s not finished after %s (it goes on; see the balancer wave's /status)", id, wait)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func printPlan(w io.Writer, p *rebalance.Plan) {
+	state := "balanced"
+	if !p.Balanced {
+		state = "not balanced: " + p.Unmet
+	}
+	fmt.Fprintf(w, "plan: %d moves, spread %.4g → %.4g, %s\n", len(p.Moves), p.SpreadBefore, p.SpreadAfter, state)
+	if len(p.Moves) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "#\tINSTANCE\tFROM\tTO\tREASON\tCOST\tFROM LOAD\tTO LOAD")
+		for i, m := range p.Moves {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.4g\t%.4g → %.4g\t%.4g → %.4g\n", i+1, m.Instance, dash(m.From), m.To, m.Reason,
+				m.Cost, m.FromLoad[0], m.FromLoad[1], m.ToLoad[0], m.ToLoad[1])
+		}
+		tw.Flush()
+	}
+	nodes := make([]string, 0, len(p.Before))
+	for n := range p.Before {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WAVE\tLOAD NOW\tAFTER")
+	for _, n := range nodes {
+		fmt.Fprintf(tw, "%s\t%.4g\t%.4g\n", n, p.Before[n], p.After[n])
+	}
+	tw.Flush()
+}
+
+func orNone(v float64) string {
+	if v <= 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.4g", v)
+}

@@ -1,0 +1,205 @@
+package judge
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/analysis"
+	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/lbplugins"
+)
+
+// series builds one current-hour series: a level with a sample this hour, or carried
+// over from the previous hour.
+func series(name string, labels map[string]string, ewma, last float64, carried bool) analysis.Series {
+	c := lbplugins.Current{EWMA: ewma, Last: last, Count: 1, Carried: carried}
+	if carried {
+		c.Count = 0
+	}
+	return analysis.Series{Name: name, Labels: labels, Current: c}
+}
+
+func inst(id string) map[string]string { return map[string]string{"instance": id} }
+
+func runningLabels(id, state string) map[string]string {
+	return map[string]string{"instance": id, "state": state}
+}
+
+func TestCostsOf(t *testing.T) {
+	cost := func(id string, rows, bytes, cpu, c float64) api.InstanceCost {
+		return api.InstanceCost{Instance: id, Node: "wave-1", RowsPerS: rows, BytesPerS: bytes, CPUShare: cpu, Cost: c, Measured: true}
+	}
+	for _, tc := range []struct {
+		name   string
+		floor  float64
+		series []analysis.Series
+		want   map[string]api.InstanceCost
+		runs   []string
+	}{
+		{
+			name:  "rows, bytes and the CPU split by rows",
+			floor: 100,
+			series: []analysis.Series{
+				series(metric.WaveCPUCores, nil, 2, 2, false),
+				series(metric.WaveTPS, nil, 400, 400, false), // the node's sum: not an instance
+				series(metric.WaveTPS, inst("orders"), 300, 310, false),
+				series(metric.WaveTPS, inst("users"), 100, 90, false),
+				series(metric.WaveBytesPerS, inst("orders"), 60_000, 61_000, false),
+				series(metric.WaveBytesPerS, inst("users"), 5_000, 5_000, false),
+				series(metric.WaveInstanceRunning, runningLabels("orders", "running"), 1, 1, false),
+				series(metric.WaveInstanceRunning, runningLabels("users", "running"), 1, 1, false),
+				series(metric.WaveLagSeconds, inst("orders"), 3, 3, false), // not a cost
+			},
+			want: map[string]api.InstanceCost{
+				"orders": cost("orders", 300, 60_000, 1.5, 400),
+				"users":  cost("users", 100, 5_000, 0.5, 200),
+			},
+			runs: []string{"orders", "users"},
+		},
+		{
+			name:  "no rows: no CPU share, the floor only",
+			floor: 100,
+			series: []analysis.Series{
+				series(metric.WaveCPUCores, nil, 0.3, 0.3, false),
+				series(metric.WaveTPS, inst("idle"), 0, 0, false),
+				series(metric.WaveInstanceRunning, runningLabels("idle", "running"), 1, 1, false),
+			},
+			want: map[string]api.InstanceCost{"idle": cost("idle", 0, 0, 0, 100)},
+			runs: []string{"idle"},
+		},
+		{
+			name:  "a stopped instance is costed but not run; its rows still split the CPU",
+			floor: 10,
+			series: []analysis.Series{
+				series(metric.WaveCPUCores, nil, 1, 1, false),
+				series(metric.WaveTPS, inst("orders"), 30, 30, false),
+				series(metric.WaveTPS, inst("broken"), 10, 0, false),
+				series(metric.WaveInstanceRunning, runningLabels("orders", "running"), 1, 1, false),
+				series(metric.WaveInstanceRunning, map[string]string{"instance": "broken", "state": "error", "reason": "binlog_purged"}, 0.4, 0, false),
+			},
+			want: map[string]api.InstanceCost{
+				"orders": cost("orders", 30, 0, 0.75, 40),
+				"broken": cost("broken", 10, 0, 0.25, 20),
+			},
+			runs: []string{"orders"},
+		},
+		{
+			name:  "a carried level is the previous hour's: not run",
+			floor: 100,
+			series: []analysis.Series{
+				series(metric.WaveTPS, inst("gone"), 50, 50, true),
+				series(metric.WaveInstanceRunning, runningLabels("gone", "running"), 1, 1, true),
+				series(metric.WaveTPS, inst("tpsonly"), 5, 5, true), // no instance_running, carried
+			},
+			want: map[string]api.InstanceCost{"gone": cost("gone", 50, 0, 0, 150), "tpsonly": cost("tpsonly", 5, 0, 0, 105)},
+			runs: []string{},
+		},
+		{
+			name:  "without instance_running, a wave.tps this hour says it runs",
+			floor: 1,
+			series: []analysis.Series{
+				series(metric.WaveTPS, inst("old-wave"), 7, 7, false),
+			},
+			want: map[string]api.InstanceCost{"old-wave": cost("old-wave", 7, 0, 0, 8)},
+			runs: []string{"old-wave"},
+		},
+		{
+			name:  "one state at 1 among the hour's states: runs",
+			floor: 0,
+			series: []analysis.Series{
+				series(metric.WaveInstanceRunning, map[string]string{"instance": "flaky", "state": "reconnecting", "reason": "network"}, 0, 0, false),
+				series(metric.WaveInstanceRunning, runningLabels("flaky", "running"), 0.8, 1, false),
+				series(metric.WaveInstanceRunning, runningLabels("starting", "connecting"), 0, 0, false),
+			},
+			want: map[string]api.InstanceCost{"flaky": cost("flaky", 0, 0, 0, 0), "starting": cost("starting", 0, 0, 0, 0)},
+			runs: []string{"flaky"},
+		},
+		{
+			name:  "NaN, negative and infinite levels count as 0",
+			floor: 100,
+			series: []analysis.Series{
+				series(metric.WaveCPUCores, nil, math.NaN(), 0, false),
+				series(metric.WaveTPS, inst("a"), math.NaN(), 0, false),
+				series(metric.WaveTPS, inst("b"), -20, 0, false),
+				series(metric.WaveBytesPerS, inst("b"), math.Inf(1), 0, false),
+				series(metric.WaveTPS, inst("c"), 40, 40, false),
+			},
+			want: map[string]api.InstanceCost{"a": cost("a", 0, 0, 0, 100), "b": cost("b", 0, 0, 0, 100), "c": cost("c", 40, 0, 0, 140)},
+			runs: []string{"a", "b", "c"},
+		},
+		{
+			name:   "a host without a wave",
+			floor:  100,
+			series: []analysis.Series{series(metric.CPUUtil, nil, 50, 50, false)},
+			want:   map[string]api.InstanceCost{},
+			runs:   []string{},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := costsOf(analysis.Node{Node: "wave-1", Series: tc.series}, tc.floor)
+			require.Equal(t, tc.want, nc.costs)
+			require.Equal(t, tc.runs, sortedRuns(nc.runs))
+			running := nc.running()
+			require.Len(t, running, len(tc.runs))
+			for i, c := range running {
+				require.Equal(t, tc.runs[i], c.Instance, "sorted by instance")
+				require.Equal(t, tc.want[c.Instance], c)
+			}
+		})
+	}
+}
+
+// waveBatch is one agent batch of a wave: its CPU and, per instance, rows/s, bytes/s
+// and whether it runs.
+func waveBatch(node string, ts time.Time, cpu float64, rows map[string]float64, stopped ...string) metric.Batch {
+	b := metric.Batch{Node: node, TS: ts, IntervalS: 10, Points: []metric.Point{
+		{Name: metric.WaveCPUCores, Value: cpu}, {Name: metric.CPUUtil, Value: 20}, {Name: metric.MemUsedPct, Value: 20}}}
+	for id, r := range rows {
+		b.Points = append(b.Points,
+			metric.Point{Name: metric.WaveTPS, Value: r, Labels: inst(id)},
+			metric.Point{Name: metric.WaveBytesPerS, Value: r * 200, Labels: inst(id)},
+			metric.Point{Name: metric.WaveInstanceRunning, Value: 1, Labels: runningLabels(id, "running")})
+	}
+	for _, id := range stopped {
+		b.Points = append(b.Points, metric.Point{Name: metric.WaveInstanceRunning, Value: 0,
+			Labels: map[string]string{"instance": id, "state": "error", "reason": "binlog_purged"}})
+	}
+	return b
+}
+
+// TestNodeDetailInstances: GET /v1/nodes/{id} lists the instances the node runs with
+// their costs, by instance; a node without a wave lists none.
+func TestNodeDetailInstances(t *testing.T) {
+	j, _ := newJudge(t, func(o *Options) { o.Rebalance = &RebalanceOptions{InstanceFloor: 50, MaxMoves: 1} })
+	require.NoError(t, j.Ingest(waveBatch("wave-1", t0, 2, map[string]float64{"users": 100, "orders": 300}, "broken"), sourceHTTP))
+	require.NoError(t, j.Ingest(load("host-1", t0, 10, 10), sourceHTTP))
+	require.NoError(t, j.Ingest(metric.Batch{Node: "host-2", TS: t0, IntervalS: 10, Points: []metric.Point{{Name: metric.CPUUtil, Value: 1}}}, sourceHTTP))
+
+	r := do(t, j.Handler(), "GET", "/v1/nodes/wave-1", "", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var d struct {
+		Instances json.RawMessage `json:"instances"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &d))
+	require.JSONEq(t, `[
+		{"instance":"orders","node":"wave-1","rows_per_s":300,"bytes_per_s":60000,"cpu_cores":1.5,"cost":350,"measured":true},
+		{"instance":"users","node":"wave-1","rows_per_s":100,"bytes_per_s":20000,"cpu_cores":0.5,"cost":150,"measured":true}
+	]`, string(d.Instances))
+
+	// host-1 reports a wave.tps but no wave.instance_running (the load helper's): it
+	// runs orders. host-2 runs nothing.
+	r = do(t, j.Handler(), "GET", "/v1/nodes/host-1", "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	require.NoError(t, json.Unmarshal(r.body, &d))
+	require.JSONEq(t, `[{"instance":"orders","node":"host-1","rows_per_s":10,"bytes_per_s":0,"cpu_cores":0,"cost":60,"measured":true}]`, string(d.Instances))
+	r = do(t, j.Handler(), "GET", "/v1/nodes/host-2", "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	require.NoError(t, json.Unmarshal(r.body, &d))
+	require.JSONEq(t, `[]`, string(d.Instances))
+}

@@ -1,0 +1,359 @@
+package wave
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/judge/rebalance"
+)
+
+// The balancer's loop: elected among the waves, it watches the membership (a wave whose
+// session ended has its instances placed at once), serves rebalance requests, and in
+// automatic mode applies plans itself.
+
+// Coordinator keys of the balancer.
+const (
+	balancerLeaderKey  = "balancer/leader"
+	balancerRequestKey = "balancer/request"
+	balancerRunKey     = "balancer/run"
+)
+
+// BalanceRequest asks the balancer to plan and apply a rebalance (`binlake instance
+// rebalance --apply`); the balancer answers in the BalanceRun with the same ID.
+type BalanceRequest struct {
+	ID string    `json:"id"`
+	At time.Time `json:"at"`
+}
+
+// BalanceRun is the balancer's latest rebalance run, at balancer/run: its plan and each
+// move's result as it comes.
+type BalanceRun struct {
+	ID       string          `json:"id"`
+	Source   string          `json:"source"` // "request" or "auto"
+	Balancer string          `json:"balancer"`
+	Started  time.Time       `json:"started"`
+	Finished *time.Time      `json:"finished,omitempty"`
+	Plan     *rebalance.Plan `json:"plan,omitempty"`
+	Results  []MoveResult    `json:"results"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// balancer is the state of one term as the cluster's balancer.
+type balancer struct {
+	w       *Wave
+	opts    BalancerOptions
+	mv      *mover
+	running atomic.Bool // a rebalance run is applying moves
+	outside time.Time   // when the load left the goals (automatic mode); zero: within
+}
+
+// runBalancer campaigns for the balancer's role and balances while it holds it.
+func (w *Wave) runBalancer(ctx context.Context) {
+	if w.opts.Balancer.Disabled {
+		return
+	}
+	for ctx.Err() == nil {
+		lead, err := w.opts.Coord.Campaign(ctx, balancerLeaderKey, []byte(w.opts.Node))
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("balancer campaign failed", "err", err)
+				sleep(ctx, w.opts.Pipeline.RetryBackoff)
+			}
+			continue
+		}
+		planner := "judge"
+		if w.opts.Balancer.Planner == nil {
+			planner = "none: a dead wave's instances go to the waves with the fewest"
+		}
+		w.log.Info("this wave balances the cluster", "planner", planner, "auto", w.opts.Balancer.Auto)
+		w.m.balancerLeader.Set(1)
+		w.bal.update(func(v *balancerView) { v.Leader, v.Auto = true, w.opts.Balancer.Auto })
+		lctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-lead.Lost():
+			case <-lctx.Done():
+			}
+			cancel()
+		}()
+		b := &balancer{w: w, opts: w.opts.Balancer, mv: &mover{c: w.opts.Coord, opts: w.opts.Balancer, log: w.log.With("component", "balancer"),
+			http: &http.Client{Timeout: 5 * time.Second}, now: time.Now}}
+		b.loop(lctx)
+		cancel()
+		w.m.balancerLeader.Set(0)
+		w.bal.update(func(v *balancerView) { v.Leader, v.OutsideSince = false, nil })
+		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		lead.Resign(rctx)
+		rcancel()
+	}
+}
+
+func (b *balancer) loop(ctx context.Context) {
+	members, err := b.w.opts.Coord.WatchMembers(ctx, GroupWaves)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.mv.log.Warn("watch waves", "err", err)
+		}
+		return
+	}
+	poll := time.NewTicker(b.w.opts.PollInterval)
+	defer poll.Stop()
+	plan := time.NewTicker(b.opts.Interval)
+	defer plan.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-members:
+			if !ok {
+				return
+			}
+			b.failover(ctx)
+		case <-poll.C:
+			b.failover(ctx)
+			b.serveRequest(ctx)
+		case <-plan.C:
+			b.auto(ctx)
+		}
+	}
+}
+
+// failover assigns every instance of a dead wave (or of none) to a live one, as the
+// planner places them, or by fewest instances when it does not answer.
+func (b *balancer) failover(ctx context.Context) {
+	cl, err := readCluster(ctx, b.w.opts.Coord)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.mv.log.Warn("read the cluster", "err", err)
+		}
+		return
+	}
+	orphans := cl.orphans()
+	if len(orphans) == 0 {
+		return
+	}
+	b.mv.log.Info("instances without a live wave", "count", len(orphans), "instances", orphans)
+	plan := b.plan(ctx, cl, true)
+	for _, m := range plan.Moves {
+		if m.Reason != rebalance.ReasonFailover {
+			continue
+		}
+		r := MoveResult{Move: m, At: time.Now().UTC(), Result: MoveAssigned}
+		switch err := b.mv.assign(ctx, m, cl.versions[m.Instance]); {
+		case errors.Is(err, errStale):
+			r.Result, r.Error = MoveSkipped, err.Error()
+		case err != nil:
+			r.Result, r.Error = MoveFailed, err.Error()
+			b.mv.log.Error("failover assignment failed", "instance", m.Instance, "to", m.To, "err", err)
+		default:
+			b.mv.log.Info("failover: instance assigned", "instance", m.Instance, "from", m.From, "to", m.To,
+				"cost", m.Cost, "to_load", m.ToLoad)
+		}
+		b.record(r)
+	}
+}
+
+// plan asks the planner; for a failover (orphans only) it falls back to fewest
+// instances when the planner is missing or does not answer in time.
+func (b *balancer) plan(ctx context.Context, cl *cluster, failover bool) rebalance.Plan {
+	if b.opts.Planner != nil {
+		pctx, cancel := context.WithTimeout(ctx, b.opts.PlanTimeout)
+		ans, err := b.opts.Planner.Rebalance(pctx, cl.req)
+		cancel()
+		if err == nil {
+			b.w.bal.update(func(v *balancerView) { v.Planner = "judge" })
+			b.w.m.balancerSpread.Set(ans.SpreadBefore)
+			return ans.Plan
+		}
+		if ctx.Err() != nil {
+			return rebalance.Plan{}
+		}
+		b.w.m.balancerFallbacks.WithLabelValues("judge_error").Inc()
+		b.mv.log.Warn("the judge did not answer; placing by fewest instances", "err", err)
+	} else {
+		b.w.m.balancerFallbacks.WithLabelValues("no_judge").Inc()
+		b.mv.log.Info("no judge configured; placing by fewest instances")
+	}
+	b.w.bal.update(func(v *balancerView) { v.Planner = "fewest_instances" })
+	if !failover {
+		return rebalance.Plan{}
+	}
+	return fewestInstances(cl.req, time.Now())
+}
+
+func (b *balancer) record(r MoveResult) {
+	b.w.m.balancerMoves.WithLabelValues(r.Reason, r.Result).Inc()
+	b.w.bal.record(r)
+}
+
+// auto applies a plan once the load has stayed outside the goals for AutoAfter.
+func (b *balancer) auto(ctx context.Context) {
+	if !b.opts.Auto || b.opts.Planner == nil || b.running.Load() {
+		return
+	}
+	cl, err := readCluster(ctx, b.w.opts.Coord)
+	if err != nil {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, b.opts.PlanTimeout)
+	ans, err := b.opts.Planner.Rebalance(pctx, cl.req)
+	cancel()
+	if err != nil {
+		b.mv.log.Warn("automatic rebalancing: the judge did not answer", "err", err)
+		return
+	}
+	b.w.m.balancerSpread.Set(ans.SpreadBefore)
+	now := time.Now()
+	switch {
+	case len(ans.Moves) == 0:
+		if !b.outside.IsZero() {
+			b.mv.log.Info("load back within the goals", "spread", ans.SpreadBefore, "band", ans.Goals.Band)
+		}
+		b.outside = time.Time{}
+	case b.outside.IsZero():
+		b.outside = now
+		b.mv.log.Info("load outside the goals; rebalancing unless it returns", "spread", ans.SpreadBefore,
+			"band", ans.Goals.Band, "moves", len(ans.Moves), "after", b.opts.AutoAfter)
+	case now.Sub(b.outside) >= b.opts.AutoAfter:
+		b.outside = time.Time{}
+		b.start(ctx, newRunID(), "auto", cl, &ans.Plan)
+	}
+	b.w.bal.update(func(v *balancerView) {
+		v.OutsideSince = nil
+		if !b.outside.IsZero() {
+			t := b.outside.UTC()
+			v.OutsideSince = &t
+		}
+	})
+}
+
+// serveRequest starts the run an operator asked for, if there is one.
+func (b *balancer) serveRequest(ctx context.Context) {
+	c := b.w.opts.Coord
+	v, err := c.Get(ctx, balancerRequestKey)
+	if err != nil || len(v.Data) == 0 {
+		return
+	}
+	var req BalanceRequest
+	jerr := json.Unmarshal(v.Data, &req)
+	if err := c.Delete(ctx, balancerRequestKey, v.Version); err != nil {
+		return // taken or withdrawn meanwhile
+	}
+	if jerr != nil || req.ID == "" {
+		b.mv.log.Warn("ignoring a malformed rebalance request", "data", string(v.Data))
+		return
+	}
+	run := &BalanceRun{ID: req.ID, Source: "request", Balancer: b.w.opts.Node, Started: time.Now().UTC()}
+	fail := func(err error) {
+		run.Error = err.Error()
+		t := time.Now().UTC()
+		run.Finished = &t
+		b.writeRun(ctx, run)
+	}
+	if b.running.Load() {
+		fail(errors.New("a rebalance run is already applying moves"))
+		return
+	}
+	if b.opts.Planner == nil {
+		fail(fmt.Errorf("%w; set balancer.judge in the waves' config", ErrNoPlanner))
+		return
+	}
+	cl, err := readCluster(ctx, c)
+	if err != nil {
+		fail(err)
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, b.opts.PlanTimeout)
+	ans, err := b.opts.Planner.Rebalance(pctx, cl.req)
+	cancel()
+	if err != nil {
+		fail(fmt.Errorf("plan: %w", err))
+		return
+	}
+	b.start(ctx, req.ID, "request", cl, &ans.Plan)
+}
+
+// start applies plan in the background (failovers go on meanwhile), writing its
+// progress at balancer/run.
+func (b *balancer) start(ctx context.Context, id, source string, cl *cluster, plan *rebalance.Plan) {
+	run := &BalanceRun{ID: id, Source: source, Balancer: b.w.opts.Node, Started: time.Now().UTC(), Plan: plan, Results: []MoveResult{}}
+	b.mv.log.Info("rebalancing", "run", id, "source", source, "moves", len(plan.Moves),
+		"spread_before", plan.SpreadBefore, "spread_after", plan.SpreadAfter)
+	b.writeRun(ctx, run)
+	b.running.Store(true)
+	go func() {
+		defer b.running.Store(false)
+		var mu sync.Mutex // moves in flight report concurrently
+		err := b.mv.apply(ctx, plan.Moves, cl.versions, func(r MoveResult) {
+			b.record(r)
+			mu.Lock()
+			defer mu.Unlock()
+			run.Results = append(run.Results, r)
+			b.writeRun(ctx, run)
+		})
+		if err != nil {
+			run.Error = err.Error()
+		}
+		t := time.Now().UTC()
+		run.Finished = &t
+		b.writeRun(context.WithoutCancel(ctx), run)
+		b.mv.log.Info("rebalance run finished", "run", id, "moves", len(run.Results), "err", err)
+	}()
+}
+
+func (b *balancer) writeRun(ctx context.Context, run *BalanceRun) {
+	data, _ := json.Marshal(run)
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := b.w.opts.Coord.Put(wctx, balancerRunKey, data, coord.AnyVersion); err != nil {
+		b.mv.log.Warn("write the rebalance run", "err", err)
+	}
+}
+
+func newRunID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// RequestRebalance asks the cluster's balancer to plan and apply a rebalance and returns
+// the request's id; FollowRebalance reads its progress.
+func RequestRebalance(ctx context.Context, c coord.Coordinator) (string, error) {
+	if _, err := c.Leader(ctx, balancerLeaderKey); err != nil {
+		if errors.Is(err, coord.ErrNotFound) {
+			return "", errors.New("no balancer runs: no live wave takes part in balancing")
+		}
+		return "", fmt.Errorf("find the balancer: %w", err)
+	}
+	req := BalanceRequest{ID: newRunID(), At: time.Now().UTC()}
+	data, _ := json.Marshal(req)
+	if _, err := c.Put(ctx, balancerRequestKey, data, coord.NoVersion); err != nil {
+		if errors.Is(err, coord.ErrVersionConflict) || errors.Is(err, coord.ErrExists) {
+			return "", errors.New("another rebalance request is waiting for the balancer")
+		}
+		return "", fmt.Errorf("request a rebalance: %w", err)
+	}
+	return req.ID, nil
+}
+
+// ReadRebalanceRun returns the balancer's latest run (ErrNotFound when none).
+func ReadRebalanceRun(ctx context.Context, c coord.Coordinator) (*BalanceRun, error) {
+	v, err := c.Get(ctx, balancerRunKey)
+	if err != nil {
+		return nil, err
+	}
+	var run BalanceRun
+	if err := json.Unmarshal(v.Data, &run); err != nil {
+		return nil, fmt.Errorf("read the rebalance run: %w", err)
+	}
+	return &run, nil
+}
