@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"encoding/json"
 	"strconv"
 	"sync"
 	"time"
@@ -61,6 +62,11 @@ func appendAnswer(b []byte, a *PlacementAnswer) []byte {
 			b = lbplugins.AppendJSONFloat(b, r.Target)
 		}
 		b = append(b, '}')
+	}
+	if c := a.InstanceCost; c != nil {
+		b = append(b, `,"instance_cost":`...)
+		cb, _ := json.Marshal(c) // explain "all" only: off the hot path
+		b = append(b, cb...)
 	}
 	return append(b, '}', '\n')
 }

@@ -115,3 +115,26 @@ func nonNegative(v float64) float64 {
 	}
 	return v
 }
+
+// instanceCost is what instance id costs, from a node that runs it (else any node that
+// reports it), for the placement explanation; nil when no node reports it. It reads
+// every node's series, so only `explain: all` placements ask for it.
+func (j *Judge) instanceCost(id string) *api.InstanceCost {
+	var found *api.InstanceCost
+	for _, node := range j.inc.NodeIDs() { // sorted: the first reporting node wins a tie
+		n, ok := j.inc.Node(node)
+		if !ok {
+			continue
+		}
+		nc := costsOf(n, j.o.Rebalance.InstanceFloor)
+		c, ok := nc.costs[id]
+		switch {
+		case !ok:
+		case nc.runs[id]:
+			return &c
+		case found == nil:
+			found = &c
+		}
+	}
+	return found
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,4 +203,27 @@ func TestNodeDetailInstances(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status)
 	require.NoError(t, json.Unmarshal(r.body, &d))
 	require.JSONEq(t, `[]`, string(d.Instances))
+}
+
+// TestPlacementExplainsInstanceCost: an `explain: all` placement carries what the
+// instance costs where it runs (the load the placement moves); the default answer, on
+// the hot path, does not; an instance no agent reports has none.
+func TestPlacementExplainsInstanceCost(t *testing.T) {
+	j, _ := newJudge(t, func(o *Options) { o.Rebalance = &RebalanceOptions{InstanceFloor: 50, MaxMoves: 1} })
+	require.NoError(t, j.Ingest(waveBatch("wave-1", t0, 2, map[string]float64{"users": 100, "orders": 300}), sourceHTTP))
+	require.NoError(t, j.Ingest(waveBatch("wave-2", t0, 1, nil), sourceHTTP))
+	place := func(body string) map[string]json.RawMessage {
+		r := do(t, j.Handler(), "POST", "/v1/placement", "", strings.NewReader(body))
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		var a map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(r.body, &a))
+		return a
+	}
+	a := place(`{"instance":"orders","exclude":["wave-1"],"dry_run":true,"explain":"all"}`)
+	require.JSONEq(t, `{"instance":"orders","node":"wave-1","rows_per_s":300,"bytes_per_s":60000,"cpu_cores":1.5,"cost":350,"measured":true}`,
+		string(a["instance_cost"]))
+	a = place(`{"instance":"orders","exclude":["wave-1"],"dry_run":true}`)
+	require.NotContains(t, a, "instance_cost")
+	a = place(`{"instance":"new","dry_run":true,"explain":"all"}`)
+	require.NotContains(t, a, "instance_cost")
 }

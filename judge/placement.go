@@ -142,6 +142,9 @@ func reportedInstances(s *lbplugins.Snapshot, node string) (float64, bool) {
 type PlacementAnswer struct {
 	lbplugins.Decision
 	Reservation *api.Reservation
+	// InstanceCost is what the instance costs where it runs now (explain "all" only):
+	// what the placement moves onto the chosen node.
+	InstanceCost *api.InstanceCost
 }
 
 // Place answers a placement request. It reads only the in-memory snapshot, never the
@@ -171,6 +174,9 @@ func (j *Judge) Place(req api.PlacementRequest) (PlacementAnswer, error) {
 	am := j.byAlgo[algo]
 	am.seconds.Observe(time.Since(start).Seconds())
 	ans := PlacementAnswer{Decision: d}
+	if req.Explain == api.ExplainAll {
+		ans.InstanceCost = j.instanceCost(req.Instance)
+	}
 	rec := Placement{At: now, Instance: req.Instance, Algorithm: algo, Node: d.Node}
 	switch {
 	case err == nil:

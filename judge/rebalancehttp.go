@@ -131,12 +131,12 @@ func checkRebalance(req *api.RebalanceRequest) error {
 		if err := checkElemIdent("instances", i, "id", in.ID); err != nil {
 			return err
 		}
-		if in.Node == "" {
-			// An instance on no wave is a placement's business, not a plan's.
-			return invalid("instances[%d].node is empty: name the wave the instance is assigned to (place a new instance with POST /v1/placement)", i)
-		}
-		if err := checkElemIdent("instances", i, "node", in.Node); err != nil {
-			return err
+		// An empty node is an instance assigned to no wave yet: the plan places it like a
+		// dead wave's (the failover goal).
+		if in.Node != "" {
+			if err := checkElemIdent("instances", i, "node", in.Node); err != nil {
+				return err
+			}
 		}
 		if first, dup := insts[in.ID]; dup {
 			return invalid("instances[%d]: id %q is listed twice (first as instances[%d])", i, in.ID, first)

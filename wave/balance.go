@@ -47,7 +47,9 @@ type BalanceRun struct {
 	Error    string          `json:"error,omitempty"`
 }
 
-// balancer is the state of one term as the cluster's balancer.
+// balancer is the state of one term as the cluster's balancer. It reads the whole
+// cluster (a few coordinator reads per instance) on a member change and every Interval,
+// never per poll: a poll reads only balancer/request.
 type balancer struct {
 	w       *Wave
 	opts    BalancerOptions
@@ -90,6 +92,8 @@ func (w *Wave) runBalancer(ctx context.Context) {
 		b.loop(lctx)
 		cancel()
 		w.m.balancerLeader.Set(0)
+		w.m.balancerSpread.Set(0)
+		w.m.balancerMeanLoad.Set(0)
 		w.bal.update(func(v *balancerView) { v.Leader, v.OutsideSince = false, nil })
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		lead.Resign(rctx)
@@ -119,9 +123,11 @@ func (b *balancer) loop(ctx context.Context) {
 			}
 			b.failover(ctx)
 		case <-poll.C:
-			b.failover(ctx)
 			b.serveRequest(ctx)
 		case <-plan.C:
+			// Also what no member change announced: an instance added to a dead wave, or
+			// a failover that failed to write.
+			b.failover(ctx)
 			b.auto(ctx)
 		}
 	}
@@ -171,7 +177,7 @@ func (b *balancer) plan(ctx context.Context, cl *cluster, failover bool) rebalan
 		cancel()
 		if err == nil {
 			b.w.bal.update(func(v *balancerView) { v.Planner = "judge" })
-			b.w.m.balancerSpread.Set(ans.SpreadBefore)
+			b.w.m.observePlan(&ans.Plan)
 			return ans.Plan
 		}
 		if ctx.Err() != nil {
@@ -195,9 +201,11 @@ func (b *balancer) record(r MoveResult) {
 	b.w.bal.record(r)
 }
 
-// auto applies a plan once the load has stayed outside the goals for AutoAfter.
+// auto asks for a plan every Interval, which keeps the load metrics current (the
+// capacity alert watches them), and in automatic mode applies it once the load has
+// stayed outside the goals for AutoAfter.
 func (b *balancer) auto(ctx context.Context) {
-	if !b.opts.Auto || b.opts.Planner == nil || b.running.Load() {
+	if b.opts.Planner == nil || b.running.Load() {
 		return
 	}
 	cl, err := readCluster(ctx, b.w.opts.Coord)
@@ -211,7 +219,10 @@ func (b *balancer) auto(ctx context.Context) {
 		b.mv.log.Warn("automatic rebalancing: the judge did not answer", "err", err)
 		return
 	}
-	b.w.m.balancerSpread.Set(ans.SpreadBefore)
+	b.w.m.observePlan(&ans.Plan)
+	if !b.opts.Auto {
+		return
+	}
 	now := time.Now()
 	switch {
 	case len(ans.Moves) == 0:

@@ -307,11 +307,7 @@ func (e *balanceEnv) balancerMetric(name string) float64 {
 	}
 	var total float64
 	for _, m := range ms {
-		var d struct{ Addr string }
-		if err := json.Unmarshal(m.Data, &d); err != nil {
-			e.t.Fatal(err)
-		}
-		for _, line := range strings.Split(httpGet(e.t, "http://"+d.Addr+"/metrics"), "\n") {
+		for _, line := range strings.Split(httpGet(e.t, "http://"+e.addr(m.ID)+"/metrics"), "\n") {
 			if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "{")) {
 				f := strings.Fields(line)
 				v, err := strconv.ParseFloat(f[len(f)-1], 64)
@@ -353,4 +349,39 @@ collectors:
 		e.t.Fatal(err)
 	}
 	return testenv.StartBinlake(e.t, "agent-"+node, nil, "agent", "-config", path)
+}
+
+// balancerStatus reads the "balancer" part of the balancer wave's /status.
+func (e *balanceEnv) balancerStatus() (st struct {
+	Leader, Auto bool
+	Moves        []wave.MoveResult
+}) {
+	l, err := e.c.Leader(e.ctx, "balancer/leader")
+	if err != nil {
+		e.t.Fatalf("no balancer: %v", err)
+	}
+	var body struct{ Balancer json.RawMessage }
+	if err := json.Unmarshal([]byte(httpGet(e.t, "http://"+e.addr(string(l))+"/status")), &body); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := json.Unmarshal(body.Balancer, &st); err != nil {
+		e.t.Fatalf("balancer status %s: %v", body.Balancer, err)
+	}
+	return st
+}
+
+// addr is node's HTTP address, as it registered it.
+func (e *balanceEnv) addr(node string) string {
+	ms, err := e.c.Members(e.ctx, wave.GroupWaves)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, m := range ms {
+		var d struct{ Addr string }
+		if m.ID == node && json.Unmarshal(m.Data, &d) == nil {
+			return d.Addr
+		}
+	}
+	e.t.Fatalf("wave %s is not registered", node)
+	return ""
 }

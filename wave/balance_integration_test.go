@@ -131,6 +131,16 @@ func TestBalancerScaleOutIntegration(t *testing.T) {
 	if m := e.balancerMetric("binlake_wave_balancer_moves_total"); m != 3 {
 		t.Errorf("the balancer counted %g moves, want 3", m)
 	}
+	// The balancer's /status shows each move with its reason.
+	st := e.balancerStatus()
+	if !st.Leader || !st.Auto || len(st.Moves) != 3 {
+		t.Errorf("balancer status %+v: want the leader in automatic mode with 3 moves", st)
+	}
+	for _, m := range st.Moves {
+		if m.Reason != "spread" || m.Result != wave.MoveDone || m.To != "wave-d" || m.SettledS <= 0 {
+			t.Errorf("move on the status page %+v: want a settled spread move to wave-d", m)
+		}
+	}
 	e.stopWriting()
 	for i, inst := range e.insts {
 		rows, pause := e.checkRows(i)

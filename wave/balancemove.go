@@ -43,6 +43,8 @@ type mover struct {
 	log  *slog.Logger
 	http *http.Client
 	now  func() time.Time
+
+	lagUnknownSaid bool // the warning that lags cannot be read was logged
 }
 
 // assign rewrites the instance's assignment from m.From to m.To. version is the
@@ -80,6 +82,9 @@ func (mv *mover) settle(ctx context.Context, m rebalance.Move) (time.Duration, e
 		last = why
 		select {
 		case <-ctx.Done():
+			if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+				return 0, fmt.Errorf("stopped waiting for %s to settle on %s (%s): %w", m.Instance, m.To, last, context.Cause(ctx))
+			}
 			return 0, fmt.Errorf("%s not settled on %s after %s: %s", m.Instance, m.To, mv.opts.SettleTimeout, last)
 		case <-time.After(250 * time.Millisecond):
 		}
@@ -100,6 +105,11 @@ func (mv *mover) settled(ctx context.Context, m rebalance.Move) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
+	if !known && !mv.lagUnknownSaid {
+		mv.lagUnknownSaid = true
+		mv.log.Warn("cannot read the lag of moved instances: settling on their running state alone", "wave", m.To,
+			"hint", "each wave's http.listen or advertise_addr must be reachable from the other waves")
+	}
 	if known && lag > mv.opts.LagBound.Seconds() {
 		return false, fmt.Sprintf("lag %.1fs", lag)
 	}
@@ -107,7 +117,8 @@ func (mv *mover) settled(ctx context.Context, m rebalance.Move) (bool, string) {
 }
 
 // lagOn reads the instance's lag from node's /status; known is false when the wave
-// advertises no address (the lag check is then skipped).
+// advertises no address, or one this process cannot reach it at (the lag check is then
+// skipped, and the move settles on the instance's running state).
 func (mv *mover) lagOn(ctx context.Context, node, id string) (lag float64, known bool, err error) {
 	ms, err := mv.c.Members(ctx, GroupWaves)
 	if err != nil {
@@ -131,12 +142,15 @@ func (mv *mover) lagOn(ctx context.Context, node, id string) (lag float64, known
 	}
 	resp, err := mv.http.Do(req)
 	if err != nil {
-		return 0, false, fmt.Errorf("status of %s: %w", node, err)
+		return 0, false, nil // not reachable from here (a loopback address, a firewall)
 	}
 	defer resp.Body.Close()
-	var st struct{ Instances []InstanceStatus }
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return 0, false, fmt.Errorf("status of %s: %w", node, err)
+	var st struct {
+		Node      string
+		Instances []InstanceStatus
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Node != node {
+		return 0, false, nil // another process answers there (a loopback address)
 	}
 	for _, s := range st.Instances {
 		if s.ID == id && s.LagS != nil {

@@ -43,8 +43,8 @@ type BalancerOptions struct {
 	SettleTimeout time.Duration
 	// FailoverGrace is how long a wave waits, after another wave died, before it
 	// campaigns for the dead wave's instances itself (the election fallback): the
-	// balancer's placement normally comes first. 5 s; negative for none; none with the
-	// balancer disabled.
+	// balancer's placement normally comes first. 5 s; negative for none (set it so when no
+	// wave of the cluster balances).
 	FailoverGrace time.Duration
 	// PlanTimeout bounds one request to the planner (3 s): a failover must not wait on
 	// a slow judge.
@@ -63,7 +63,7 @@ func (o *BalancerOptions) setDefaults() {
 	defD(&o.SettleTimeout, 2*time.Minute)
 	defD(&o.PlanTimeout, 3*time.Second)
 	switch {
-	case o.FailoverGrace == 0 && !o.Disabled:
+	case o.FailoverGrace == 0:
 		o.FailoverGrace = 5 * time.Second
 	case o.FailoverGrace < 0:
 		o.FailoverGrace = 0 // asked for none

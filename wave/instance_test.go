@@ -189,6 +189,13 @@ func TestLoadConfig(t *testing.T) {
 	if cfg.Sink.Kafka.Partitions != 3 || cfg.Pipeline.BatchRows != 1000 || cfg.Coordinator.Root != "/binlake" {
 		t.Errorf("defaults or values wrong: %+v", cfg)
 	}
+	if b := cfg.Balancer.Options(); b.Disabled || b.Auto || b.InFlight != 1 || b.FailoverGrace != 5*time.Second || b.Planner != nil {
+		t.Errorf("balancer defaults: %+v, want enabled, manual, one move at a time, a 5 s grace, no judge", b)
+	}
+	cfg.Balancer.FailoverGrace = 0
+	if g := cfg.Balancer.Options().FailoverGrace; g >= 0 {
+		t.Errorf("failover_grace 0 gives %v, want a negative grace (none) for BalancerOptions", g)
+	}
 	example, err := LoadConfig("../deploy/wave.example.yaml")
 	if err != nil {
 		t.Fatalf("the shipped example does not load: %v", err)
@@ -260,6 +267,11 @@ func TestLoadConfigErrors(t *testing.T) {
 			"brokers: [127.0.0.1:9092]\n    write_timeout: 2s", 1), `"sink.kafka.write_timeout": 2s: must be at most a quarter of field "coordinator.session_timeout" 4s`},
 		{"negative write timeout", strings.Replace(goodConfig, "brokers: [127.0.0.1:9092]",
 			"brokers: [127.0.0.1:9092]\n    write_timeout: -1s", 1), "sink.kafka.write_timeout"},
+		{"balancer judge", goodConfig + "balancer:\n  judge: judge:8080\n", `"balancer.judge": "judge:8080": want the judge's base URL`},
+		{"balancer in flight", goodConfig + "balancer:\n  in_flight: 0\n", `"balancer.in_flight": 0`},
+		{"balancer interval", goodConfig + "balancer:\n  interval: 0s\n", `"balancer.interval"`},
+		{"balancer grace", goodConfig + "balancer:\n  failover_grace: -1s\n", `"balancer.failover_grace": -1s: must not be negative`},
+		{"balancer unknown key", goodConfig + "balancer:\n  band: 5\n", "balancer.band"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

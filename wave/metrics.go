@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	wm "github.com/binlake/binlake/agent/collector/wave"
+	"github.com/binlake/binlake/judge/rebalance"
 )
 
 // metrics are the wave's Prometheus series. The five the agent reads use the names the
@@ -35,6 +36,7 @@ type metrics struct {
 	balancerMoves     *prometheus.CounterVec
 	balancerFallbacks *prometheus.CounterVec
 	balancerSpread    prometheus.Gauge
+	balancerMeanLoad  prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -80,8 +82,10 @@ func newMetrics() *metrics {
 			[]string{"reason"}),
 		balancerSpread: prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlake_wave_balancer_spread",
 			Help: "The load spread (most minus least loaded wave, in the judge's cost units) of the balancer's last plan."}),
+		balancerMeanLoad: prometheus.NewGauge(prometheus.GaugeOpts{Name: wm.MetricClusterMeanLoad,
+			Help: "The mean load of the live waves (the judge's cost units: rows/s plus a floor per instance) in the balancer's last plan; 0 on the other waves. Its agent reports it as wave.cluster_load, which the capacity alert watches."}),
 	}
-	m.reg.MustRegister(m.balancerLeader, m.balancerMoves, m.balancerFallbacks, m.balancerSpread)
+	m.reg.MustRegister(m.balancerLeader, m.balancerMoves, m.balancerFallbacks, m.balancerSpread, m.balancerMeanLoad)
 	m.reg.MustRegister(m.rows, m.publishErrors, m.lag, m.led, m.running, m.bytes, m.batches, m.skipped,
 		m.reconnects, m.commitPos, m.commitTS, m.instError, m.snapshotRows, m.snapshotTables,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
@@ -118,4 +122,16 @@ func (m *metrics) setState(st InstanceStatus) {
 
 func (m *metrics) dropState(id string) {
 	m.running.DeletePartialMatch(prometheus.Labels{wm.LabelInstance: id})
+}
+
+// observePlan shows the cluster's load as the balancer's last plan saw it.
+func (m *metrics) observePlan(p *rebalance.Plan) {
+	m.balancerSpread.Set(p.SpreadBefore)
+	var sum float64
+	for _, l := range p.Before {
+		sum += l
+	}
+	if len(p.Before) > 0 {
+		m.balancerMeanLoad.Set(sum / float64(len(p.Before)))
+	}
 }

@@ -401,9 +401,13 @@ func TestWaveFailoverIntegration(t *testing.T) {
 	if int64(dups) != tail {
 		t.Errorf("%d duplicates, want exactly the uncommitted tail of %d", dups, tail)
 	}
-	// wave-b runs it as the election fallback: the assignment still names wave-a.
+	// The balancer (wave-b, the only one left) assigned it to wave-b, so wave-a, back,
+	// would not take it back.
 	if l := f.leader(); l != "wave-b" {
 		t.Errorf("leader %q at the end, want wave-b", l)
+	}
+	if v, err := f.c.Get(ctx, "instances/"+f.inst.ID+"/assign"); err != nil || string(v.Data) != "wave-b" {
+		t.Errorf("assignment at the end: %q (%v), want wave-b", v.Data, err)
 	}
 }
 

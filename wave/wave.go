@@ -3,7 +3,9 @@
 //
 // A Wave registers itself under "waves/<node>", polls the instances in the coordinator,
 // and for each instance it should run (assigned to it, unassigned, or assigned to a node
-// that is not alive) campaigns for "instances/<id>/leader". While it leads, one pipeline
+// that has not been alive for the failover grace) campaigns for "instances/<id>/leader".
+// One wave, elected, is also the cluster's balancer (balance.go): it reassigns a dead
+// wave's instances and applies rebalancing plans. While it leads, one pipeline
 // runs: binlog reader → decoder/filter/encoder → batching publisher → offset committer,
 // connected by bounded channels. The offset ("instances/<id>/offset") is written with a
 // version check and only at transaction boundaries whose every earlier message the sink

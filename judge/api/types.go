@@ -53,6 +53,9 @@ type PlacementAnswer struct {
 	Filtered      lbplugins.FilterCounts `json:"filtered"`
 	FilteredNodes []lbplugins.Filtered   `json:"filtered_nodes,omitempty"`
 	Reservation   *Reservation           `json:"reservation,omitempty"`
+	// InstanceCost is what the instance costs where an agent reports it (explain "all"
+	// only; absent when no agent reports it).
+	InstanceCost *InstanceCost `json:"instance_cost,omitempty"`
 }
 
 // Score is one candidate's score in a placement answer: its parts by name (the

@@ -289,8 +289,10 @@ func (st *state) move(in *Instance, from, to *waveState, reason string) {
 	st.moves = append(st.moves, m)
 }
 
+// byLoad orders waves by load, then by instance count (so that instances that cost
+// nothing, idle ones with no floor, still spread), then by node.
 func byLoad(a, b *waveState) int {
-	return cmp.Or(cmp.Compare(a.load, b.load), cmp.Compare(a.Node, b.Node))
+	return cmp.Or(cmp.Compare(a.load, b.load), cmp.Compare(len(a.insts), len(b.insts)), cmp.Compare(a.Node, b.Node))
 }
 
 func abs(x float64) float64 {

@@ -64,6 +64,18 @@ func TestFailover(t *testing.T) {
 	}
 }
 
+// TestFailoverSpreadsIdleInstances: instances that cost nothing (no floor, no rows) still
+// spread over the survivors, by count.
+func TestFailoverSpreadsIdleInstances(t *testing.T) {
+	ws := append(waves(true, "b", "c", "d"), Wave{Node: "a"})
+	insts := instances("a", 10, 0)
+	p := Make(ws, insts, Goals{}, now)
+	c := counts(insts, p)
+	if c["b"]+c["c"]+c["d"] != 10 || max(c["b"], c["c"], c["d"])-min(c["b"], c["c"], c["d"]) > 1 {
+		t.Errorf("after the failover of 10 idle instances: %v, want counts within 1 of each other", c)
+	}
+}
+
 // TestFailoverSpreadsByLoad: the survivor with less load gets more of the instances.
 func TestFailoverSpreadsByLoad(t *testing.T) {
 	ws := []Wave{{Node: "b", Alive: true, Base: 0.3}, {Node: "c", Alive: true}, {Node: "a"}}

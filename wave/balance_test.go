@@ -1,0 +1,122 @@
+package wave_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/judge/client"
+	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/sink"
+)
+
+// TestBalancerFailoverFallback: with no judge, or a judge that does not answer, the
+// balancer still places a dead wave's instances, by fewest instances, says so in its
+// metric, and rewrites their assignments. Three in-process waves share one single
+// coordinator; their instances' source is unreachable (placement does not need it).
+func TestBalancerFailoverFallback(t *testing.T) {
+	dead := httptest.NewServer(nil)
+	dead.Close() // a judge that refuses connections
+	for _, tc := range []struct {
+		name    string
+		planner wave.Planner
+		reason  string
+	}{
+		{"no judge", nil, "no_judge"},
+		{"judge unreachable", &client.Client{URL: dead.URL}, "judge_error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			waves := map[string]*wave.Wave{}
+			stops := map[string]context.CancelFunc{}
+			for _, node := range []string{"wave-a", "wave-b", "wave-c"} {
+				w, err := wave.New(wave.Options{Node: node, Coord: c, Publisher: sink.New(io.Discard), PollInterval: 50 * time.Millisecond,
+					Balancer: wave.BalancerOptions{Planner: tc.planner, Interval: time.Hour}, Logger: testLogger(t)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				wctx, stop := context.WithCancel(ctx)
+				done := make(chan struct{})
+				go func() { defer close(done); w.Run(wctx) }()
+				waves[node], stops[node] = w, func() { stop(); <-done }
+				defer stops[node]()
+				waitUntil(t, ctx, node+" registered", func() bool { return isMember(ctx, c, node) })
+			}
+			var ids []string
+			for i := range 9 {
+				inst := &wave.Instance{ID: fmt.Sprintf("i%d", i), Source: wave.Source{Addr: "127.0.0.1:1", User: "u", Flavor: wave.FlavorMariaDB, ServerID: uint32(100 + i)},
+					Subscriptions: []wave.Subscription{{Name: "all", Topic: "t"}}}
+				if _, err := wave.AddInstance(ctx, c, inst, "wave-a", nil); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, inst.ID)
+			}
+			stops["wave-a"]()
+			counts := map[string]int{}
+			waitUntil(t, ctx, "every instance reassigned off wave-a", func() bool {
+				clear(counts)
+				for _, id := range ids {
+					v, err := c.Get(ctx, "instances/"+id+"/assign")
+					if err != nil || string(v.Data) == "wave-a" {
+						return false
+					}
+					counts[string(v.Data)]++
+				}
+				return true
+			})
+			if counts["wave-b"]+counts["wave-c"] != 9 || counts["wave-b"] < 4 || counts["wave-c"] < 4 {
+				t.Errorf("after wave-a stopped: %v, want 9 instances split 5/4 over wave-b and wave-c", counts)
+			}
+			series := fmt.Sprintf(`binlake_wave_balancer_fallbacks_total{reason=%q}`, tc.reason)
+			if got := scrapeSum(t, waves["wave-b"], series) + scrapeSum(t, waves["wave-c"], series); got < 1 {
+				t.Errorf("%s = %g on the survivors, want at least 1", series, got)
+			}
+		})
+	}
+}
+
+func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if ctx.Err() != nil {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func isMember(ctx context.Context, c coord.Coordinator, node string) bool {
+	ms, err := c.Members(ctx, wave.GroupWaves)
+	for _, m := range ms {
+		if err == nil && m.ID == node {
+			return true
+		}
+	}
+	return false
+}
+
+// scrapeSum reads series from the wave's /metrics (0 when absent).
+func scrapeSum(t *testing.T, w *wave.Wave, series string) float64 {
+	rec := httptest.NewRecorder()
+	w.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	var v float64
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			fmt.Sscan(rest, &v)
+		}
+	}
+	return v
+}
