@@ -1,16 +1,20 @@
 package alarm
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/alarm/policy"
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/metric"
 )
 
 // TestExamples: the shipped examples load, and every channel a policy names exists.
@@ -21,12 +25,73 @@ func TestExamples(t *testing.T) {
 	require.True(t, cfg.Inhibit().Enabled)
 	pols, err := policy.Load("../deploy/policies.example.yaml")
 	require.NoError(t, err)
-	require.Len(t, pols, 6)
+	require.Len(t, pols, 7)
 	for _, p := range pols {
 		for _, c := range p.Channels {
 			require.Contains(t, cfg.Channels, c, "policy %s", p.Name)
 		}
 	}
+}
+
+// TestExampleCapacityPolicy runs the example's cluster-capacity policy, as the file
+// ships it, on an engine with an injected clock: the balancer's node reporting a cluster
+// mean load above 40000 pages once it has held for 30 minutes, not before; a load below
+// it pages nothing.
+func TestExampleCapacityPolicy(t *testing.T) {
+	pols, err := policy.Load("../deploy/policies.example.yaml")
+	require.NoError(t, err)
+	var p *policy.Policy
+	for _, q := range pols {
+		if q.Name == "cluster-capacity" {
+			p = q
+		}
+	}
+	require.NotNil(t, p, "no cluster-capacity policy in the example")
+	require.Equal(t, metric.WaveClusterLoad, p.Metric)
+	require.Equal(t, "avg_over(30m) > 40000", p.Cond.String())
+	require.Equal(t, 30*time.Minute, p.For)
+	require.Equal(t, policy.Severity(3), p.Severity)
+
+	// run feeds node wave-2's wave.cluster_load (value v) every 10 s for two hours and
+	// returns when the first alert fired (0: none) and the messages sent then.
+	run := func(t *testing.T, v float64) (time.Duration, []notify.Message) {
+		c := openCoord(t, t.TempDir())
+		t.Cleanup(func() { c.Close() })
+		clk := &clock{t: t0}
+		out := &outbox{}
+		e := NewEngine(EngineOptions{Policies: []*policy.Policy{p}, Log: &CoordLog{C: c}, Send: out.send,
+			Now: clk.Now, Logger: quiet})
+		out.e = e
+		_, err := e.Restore(context.Background())
+		require.NoError(t, err)
+		for ; clk.Now().Sub(t0) <= 2*time.Hour; clk.Add(10 * time.Second) {
+			e.Observe(batch("wave-2", clk.Now(), metric.Point{Name: metric.WaveClusterLoad, Value: v}))
+			e.Tick()
+			if ms := out.messages(); len(ms) > 0 {
+				return clk.Now().Sub(t0), ms
+			}
+		}
+		return 0, nil
+	}
+
+	at, ms := run(t, 45000)
+	require.Equal(t, 30*time.Minute, at, "fires once the condition held for 30 minutes")
+	var channels []string
+	for _, m := range ms {
+		channels = append(channels, m.Receiver)
+		require.Len(t, m.Alerts, 1)
+		a := m.Alerts[0]
+		require.Equal(t, "firing", a.Status)
+		require.Equal(t, "cluster-capacity", a.Labels["alertname"])
+		require.Equal(t, "wave-2", a.Labels["node"])
+		require.Equal(t, "the cluster's mean load per wave is 45000 (rows/s-equivalent), above 40000: add a wave "+
+			"(binlake wave on a new host); it takes its share through the balancer (automatic mode) or "+
+			"`binlake instance rebalance --apply`", a.Annotations["summary"])
+	}
+	require.ElementsMatch(t, p.Channels, channels, "one message per channel")
+
+	at, ms = run(t, 39000)
+	require.Empty(t, ms, "a load below the threshold fired at %s", at)
 }
 
 func TestConfigErrors(t *testing.T) {

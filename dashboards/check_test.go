@@ -27,7 +27,7 @@ var emittedNames = []string{
 	metric.CPUUtil, metric.Load1, metric.Load5, metric.Load15, metric.MemUsedPct,
 	metric.NetRxBps, metric.NetTxBps, metric.DiskUsedPct, metric.GoHeapBytes,
 	metric.GoGCPauseP99, metric.GoGoroutines, metric.WaveTPS, metric.WaveInstances,
-	metric.WaveLagSeconds, metric.WavePublishErrs,
+	metric.WaveLagSeconds, metric.WavePublishErrs, metric.WaveClusterLoad,
 	host.MemTotalBytes, host.MemAvailBytes, host.SwapUsedPct, host.SwapUsedBytes,
 	host.DiskReadBps, host.DiskWriteBps, host.DiskReadIOPS, host.DiskWriteIOPS,
 	process.Count, process.RSSBytes, process.CPUPct,

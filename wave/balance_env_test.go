@@ -39,6 +39,8 @@ type balanceEnv struct {
 	insts   []*wave.Instance // instance i reads table t<i> into its own topic
 	// balancer is the balancer section of every wave's config.
 	balancer string
+	// poll, when set, replaces the test waves' 200 ms pipeline.poll_interval.
+	poll string
 
 	writers sync.WaitGroup
 	stop    context.CancelFunc
@@ -99,7 +101,11 @@ func (e *balanceEnv) addAll(node string) {
 }
 
 func (e *balanceEnv) startWave(node string) *testenv.Proc {
-	return startWave(e.t, node, waveConfig(node, e.zk, e.root, e.brokers, 4*time.Second)+e.balancer, e.env)
+	cfg := waveConfig(node, e.zk, e.root, e.brokers, 4*time.Second)
+	if e.poll != "" {
+		cfg = strings.Replace(cfg, "poll_interval: 200ms", "poll_interval: "+e.poll, 1)
+	}
+	return startWave(e.t, node, cfg+e.balancer, e.env)
 }
 
 // write inserts rates[i] rows per second into table i (a multiple of 10: a tenth every

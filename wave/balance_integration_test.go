@@ -161,10 +161,11 @@ func TestBalancerScaleOutIntegration(t *testing.T) {
 // source, all on one of three waves; agents report each wave's per-instance rates to the
 // judge. `binlake instance rebalance` shows the plan, `--apply` executes it one move at
 // a time: the load converges within the band in the predicted number of moves, no row
-// is lost, and each moved instance pauses at most 5 s.
+// is lost, and each moved instance pauses at most 5 s with the default 2 s poll.
 func TestBalancerRebalanceIntegration(t *testing.T) {
 	ctx := testenv.Context(t)
 	e := newBalanceEnv(t, ctx, "rb", 6)
+	e.poll = "2s" // the default: a move's pause is what an operator gets
 	const band = 150
 	judgeURL, section := e.startJudge(judge.RebalanceOptions{Band: band, InstanceFloor: 20, MaxMoves: 20, Cooldown: 10 * time.Minute}, "")
 	e.balancer = section

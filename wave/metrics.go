@@ -72,7 +72,7 @@ func newMetrics() *metrics {
 			Help: "Rows the instance's current or last snapshot emitted so far."}, inst),
 		snapshotTables: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_snapshot_tables_remaining",
 			Help: "Tables the instance's snapshot has still to read; 0 once it finished."}, inst),
-		balancerLeader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlake_wave_balancer_leader",
+		balancerLeader: prometheus.NewGauge(prometheus.GaugeOpts{Name: wm.MetricBalancerLeader,
 			Help: "1 while this wave is the cluster's balancer."}),
 		balancerMoves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_moves_total",
 			Help: "Instance moves this wave made as the balancer, by reason (failover, hard_max, spread) and result (assigned, done, skipped, failed)."},

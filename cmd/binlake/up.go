@@ -36,7 +36,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	interval := config.Duration(agent.DefaultInterval)
 	fs.Var(&interval, "interval", "how often the agent collects this host's metrics (e.g. 10s, 500ms)")
 	algorithm := fs.String("algorithm", judge.DefaultAlgorithm, "the judge's default placement algorithm (GET /v1/plugins lists them)")
-	policies := fs.String("policies", "", "alert policy file (see deploy/policies.example.yaml); default: built-in policies for a dead agent, CPU, memory, disk, capture lag, a capture that is not running and publish errors")
+	policies := fs.String("policies", "", "alert policy file (see deploy/policies.example.yaml); default: built-in policies for a dead agent, CPU, memory, disk, capture lag, a capture that is not running, publish errors and the cluster's capacity")
 	channels := fs.String("channels", "", "YAML file with a channels: section as in deploy/alarm.example.yaml; alerts always go to the log too")
 	mysqlDSN := fs.String("mysql", "", "also capture this MySQL/MariaDB source with a wave: user[:password]@tcp(host:port)/ (the password may come from $"+MySQLPasswordEnv+" instead)")
 	flavor := fs.String("mysql-flavor", "", "mysql or mariadb (default: ask the server)")

@@ -127,8 +127,8 @@ const InstanceID = "local"
 var defaultPolicies []byte
 
 // DefaultPolicies are the policies `up` runs without --policies: a dead agent, high CPU,
-// memory and disk, replication lag, a capture instance that is not running and publish
-// errors, all to the log channel.
+// memory and disk, replication lag, a capture instance that is not running, publish
+// errors and the cluster's capacity (add a wave), all to the log channel.
 func DefaultPolicies() ([]*policy.Policy, error) {
 	return policy.Parse(bytes.NewReader(defaultPolicies), "built-in policies")
 }

@@ -339,7 +339,7 @@ func TestDefaultPoliciesParse(t *testing.T) {
 	for _, p := range pols {
 		names[p.Name] = true
 	}
-	for _, want := range []string{"agent-dead", "cpu-high", "memory-high", "disk-high", "replication-lag", "wave-not-running"} {
+	for _, want := range []string{"agent-dead", "cpu-high", "memory-high", "disk-high", "replication-lag", "wave-not-running", "cluster-capacity"} {
 		if !names[want] {
 			t.Errorf("no built-in policy %s", want)
 		}

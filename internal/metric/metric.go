@@ -41,6 +41,10 @@ const (
 	// WaveCPUCores is the CPU the wave process uses, in cores (unlabelled): the judge
 	// splits it between instances by their rows to cost each one.
 	WaveCPUCores = "wave.cpu_cores"
+	// WaveClusterLoad is the cluster's mean load per live wave in the judge's cost units
+	// (rows/s plus a floor per instance), from the balancer's last plan (unlabelled). Only
+	// the balancer wave's node reports it; the capacity alert watches it.
+	WaveClusterLoad = "wave.cluster_load"
 )
 
 // Batch is what one agent sends per tick.

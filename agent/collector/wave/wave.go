@@ -20,6 +20,12 @@
 //	        collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)}))
 //	process_cpu_seconds_total                      client_golang's process collector
 //	                                               (collectors.NewProcessCollector)
+//	binlake_wave_balancer_leader                   gauge    1 on the cluster's balancer wave
+//	                                               (the one elected), 0 on the others
+//	binlake_wave_balancer_mean_load                gauge    mean load per live wave in the
+//	                                               balancer's last plan, in the judge's cost
+//	                                               units (rows/s plus a floor per instance);
+//	                                               0 on the other waves
 //
 // The "instance" label is the capture instance id (docs/design.md). A Prometheus server that
 // scrapes the wave directly renames it to exported_instance unless honor_labels is set.
@@ -42,6 +48,10 @@
 //	wave.publish_errors{instance}  errors since the previous scrape; unlabelled = sum
 //	wave.instance_running{instance,state,reason}  binlake_wave_instance_running (reason only
 //	                     when not running), so a policy on "last < 1" names the instance and why
+//	wave.cluster_load    binlake_wave_balancer_mean_load, only while the wave reports
+//	                     binlake_wave_balancer_leader 1: one node of the cluster (the
+//	                     balancer's) reports the cluster's mean load per wave, which the
+//	                     default capacity alert (cluster-capacity) watches
 //
 // Rates and increases need two scrapes, so the first tick after start (and after a
 // failed scrape) carries none of them; a counter that went down (the wave restarted)
@@ -80,6 +90,12 @@ const (
 	// MetricInstanceRunning is 1 while an instance this wave leads captures, else 0, with
 	// its state and the class of its error (wave.Reason).
 	MetricInstanceRunning = "binlake_wave_instance_running"
+	// MetricBalancerLeader is 1 on the cluster's balancer wave, 0 on the others: the
+	// agent reports MetricClusterMeanLoad only where it is 1.
+	MetricBalancerLeader = "binlake_wave_balancer_leader"
+	// MetricClusterMeanLoad is the mean load per live wave in the balancer's last plan,
+	// exported by the balancer wave only (0 on the others).
+	MetricClusterMeanLoad = "binlake_wave_balancer_mean_load"
 	LabelInstance         = "instance"
 	LabelState            = "state"
 	LabelReason           = "reason"
@@ -235,6 +251,14 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 				}
 			}
 			pts = append(pts, metric.Point{Name: metric.WaveInstanceRunning, Value: v, Labels: labels})
+		}
+	}
+
+	// The cluster's load, from the balancer only: the other waves export 0, which is not
+	// the cluster's load, and one reporter keeps it one series per cluster.
+	if leader, ok := single(families[MetricBalancerLeader]); ok && leader == 1 {
+		if v, ok := single(families[MetricClusterMeanLoad]); ok {
+			add(metric.WaveClusterLoad, v, "")
 		}
 	}
 

@@ -366,3 +366,64 @@ func has(pts []metric.Point, name string) bool {
 	}
 	return false
 }
+
+// TestWaveClusterLoad: wave.cluster_load is the balancer's mean load per wave, reported
+// by the balancer wave's agent only, so that the cluster has one series of it.
+func TestWaveClusterLoad(t *testing.T) {
+	const goroutines = "# TYPE go_goroutines gauge\ngo_goroutines 17\n"
+	exposition := func(leader string) string {
+		return "# TYPE " + MetricBalancerLeader + " gauge\n" + MetricBalancerLeader + " " + leader + "\n" +
+			"# TYPE " + MetricClusterMeanLoad + " gauge\n" + MetricClusterMeanLoad + " 41234.5\n" + goroutines
+	}
+	tests := []struct {
+		name, body string
+		want       float64 // < 0: no point
+	}{
+		{"leader", exposition("1"), 41234.5},
+		{"not the balancer", exposition("0"), -1},
+		{"no balancer series", goroutines, -1},
+		{"leader without the mean load", "# TYPE " + MetricBalancerLeader + " gauge\n" + MetricBalancerLeader + " 1\n" + goroutines, -1},
+		{"mean load without the leader gauge", "# TYPE " + MetricClusterMeanLoad + " gauge\n" + MetricClusterMeanLoad + " 5\n" + goroutines, -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newCollector(t, serve(t, tc.body).URL)
+			pts, err := c.Collect(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, 17.0, find(t, pts, metric.GoGoroutines, ""), "the scrape was read")
+			if tc.want < 0 {
+				require.False(t, has(pts, metric.WaveClusterLoad))
+				return
+			}
+			require.Equal(t, 1, count(pts, metric.WaveClusterLoad))
+			require.Equal(t, tc.want, find(t, pts, metric.WaveClusterLoad, ""))
+			for _, p := range pts {
+				if p.Name == metric.WaveClusterLoad {
+					require.Empty(t, p.Labels, "unlabelled")
+				}
+			}
+		})
+	}
+}
+
+// TestWaveClusterLoadFromClientGolang: the two gauges as the wave registers them, the
+// leadership moving away between two scrapes.
+func TestWaveClusterLoadFromClientGolang(t *testing.T) {
+	w := newFakeWave(t, collectors.NewGoCollector())
+	leader := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricBalancerLeader, Help: "leader"})
+	mean := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricClusterMeanLoad, Help: "mean load"})
+	w.reg.MustRegister(leader, mean)
+	leader.Set(1)
+	mean.Set(52_000)
+	c, now := newCollector(t, w.srv.URL+"/metrics")
+	pts, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 52_000.0, find(t, pts, metric.WaveClusterLoad, ""))
+
+	leader.Set(0) // another wave was elected: this one resets its gauges
+	mean.Set(0)
+	*now = now.Add(10 * time.Second)
+	pts, err = c.Collect(context.Background())
+	require.NoError(t, err)
+	require.False(t, has(pts, metric.WaveClusterLoad))
+}
