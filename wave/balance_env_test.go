@@ -259,8 +259,7 @@ func readFirstTimes(t *testing.T, ctx context.Context, brokers, topic string, wa
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: strings.Split(brokers, ","), Topic: topic,
-				Partition: p.ID, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 200 * time.Millisecond})
+			r := partitionReader(brokers, topic, p.ID)
 			defer r.Close()
 			for {
 				m, err := r.ReadMessage(rctx)

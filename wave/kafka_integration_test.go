@@ -34,6 +34,12 @@ type topicReader struct {
 	err   error
 }
 
+// partitionReader reads one partition of topic from its start.
+func partitionReader(brokers, topic string, partition int) *kafkago.Reader {
+	return kafkago.NewReader(kafkago.ReaderConfig{Brokers: strings.Split(brokers, ","), Topic: topic,
+		Partition: partition, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 200 * time.Millisecond})
+}
+
 func startReader(t testing.TB, ctx context.Context, brokers, topic string) *topicReader {
 	tr := &topicReader{topic: topic, done: make(chan struct{})}
 	tr.want.Store(math.MaxInt64)
@@ -57,8 +63,7 @@ func startReader(t testing.TB, ctx context.Context, brokers, topic string) *topi
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: strings.Split(brokers, ","), Topic: topic,
-					Partition: p.ID, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 200 * time.Millisecond})
+				r := partitionReader(brokers, topic, p.ID)
 				defer r.Close()
 				for tr.total.Load() < tr.want.Load() {
 					m, err := r.ReadMessage(rctx)

@@ -41,6 +41,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge"
+	judgeclient "github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/judge/store/sqlite"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/sink"
@@ -300,6 +301,9 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 		defer closeRows() // after the wave stopped
 		waveReady := make(chan string, 1)
 		w.opts.Ready = func(a string) { waveReady <- a }
+		// The suite's own judge plans for the balancer: one wave has nothing to move, but
+		// the plans keep the cluster's load figures (and the capacity alert) current.
+		w.opts.Balancer.Planner = &judgeclient.Client{URL: urls.Judge}
 		wv, err := wave.New(w.opts)
 		if err != nil {
 			return shutdown(err)
