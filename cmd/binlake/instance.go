@@ -39,7 +39,8 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapsh
                                             execute it one move at a time, followed here
 
 Coordinator flags (every subcommand): -zk host:port,… -root /binlake, or -config wave.yaml
-to use that file's coordinator section; -judge http://judge:8080 for placement, with
+to use that file's coordinator section (and, for rebalance, its balancer.judge);
+-judge http://judge:8080 for placement and rebalance plans, with
 -judge-token-file (or BINLAKE_JUDGE_TOKEN) when the judge has a token.`
 
 func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -56,7 +57,7 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	zkServers := fs.String("zk", "", "ZooKeeper servers, comma-separated host:port")
 	root := fs.String("root", "/binlake", "coordinator root")
 	cfgPath := fs.String("config", "", "take the coordinator from this wave.yaml")
-	judgeURL := fs.String("judge", "", "judge base URL for placement (POST /v1/placement)")
+	judgeURL := fs.String("judge", "", "judge base URL for placement (POST /v1/placement) and rebalance plans (POST /v1/rebalance)")
 	judgeTokenFile := fs.String("judge-token-file", "", "file holding the judge's token, when it has one (or set "+judge.TokenEnv+")")
 	file := fs.String("f", "", "add: instance definition (YAML)")
 	node := fs.String("node", "", "add, move: the wave to assign to (skips placement)")

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/coord/zk"
+	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/judge/judgetest"
+	"github.com/binlake/binlake/wave"
+)
+
+// TestInstanceRebalanceDryRun: `binlake instance rebalance` on the real ZooKeeper reads
+// the cluster (two live waves, 24 idle instances all on one) and prints the judge's
+// plan: with the default floor (100 per instance) and band (2000), two moves with their
+// reason and the loads before and after, moving nothing. -apply without a balancer
+// running says so.
+func TestInstanceRebalanceDryRun(t *testing.T) {
+	zkAddr := testenv.Require(t, testenv.ZooKeeper)
+	root := fmt.Sprintf("/binlake-rebalance-cli-%d", time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := zk.New(ctx, zk.Options{Servers: strings.Split(zkAddr, ","), Root: root, SessionTimeout: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, node := range []string{"wave-busy", "wave-idle"} {
+		if err := c.Register(ctx, wave.GroupWaves, coord.Member{ID: node}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 24 {
+		inst := &wave.Instance{ID: fmt.Sprintf("i%d", i), Source: wave.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: wave.FlavorMariaDB, ServerID: uint32(500 + i)},
+			Subscriptions: []wave.Subscription{{Name: "all", Topic: "t"}}}
+		if _, err := wave.AddInstance(ctx, c, inst, "wave-busy", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := judgetest.Start(t, "") // the default goals: a floor of 100 per instance, band 2000
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := runInstance(ctx, append([]string{"rebalance", "-zk", zkAddr, "-root", root}, args...), &out, &errOut)
+		return out.String() + errOut.String(), err
+	}
+
+	if out, err := run(); err == nil || !strings.Contains(err.Error(), "needs a judge") {
+		t.Fatalf("without -judge: %v (%s), want an error saying a judge is needed", err, out)
+	}
+	out, err := run("-judge", srv.URL, "-json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"balanced":true`) || !strings.Contains(out, `"before":{"wave-busy":2400,"wave-idle":0}`) ||
+		strings.Count(out, `"reason":"spread"`) != 2 {
+		t.Fatalf("plan: %s, want two spread moves from 2400 against 0", out)
+	}
+	out, err = run("-judge", srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"goals: hard max none, band 2000", "plan: 2 moves, spread 2400 → 2000, balanced",
+		"wave-busy  wave-idle  spread  100   2400 → 2300  0 → 100", "wave-busy  2400      2200", "dry run: nothing moved"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, out)
+		}
+	}
+	for i := range 24 {
+		if v, err := c.Get(ctx, fmt.Sprintf("instances/i%d/assign", i)); err != nil || string(v.Data) != "wave-busy" {
+			t.Errorf("instance i%d assigned to %q after a dry run, want wave-busy", i, v.Data)
+		}
+	}
+	if out, err := run("-apply"); err == nil || !strings.Contains(err.Error(), "no balancer runs") {
+		t.Fatalf("-apply without a balancer: %v (%s), want an error saying no balancer runs", err, out)
+	}
+}
