@@ -48,6 +48,9 @@ func TestBalancerFailoverIntegration(t *testing.T) {
 	n := count(assigned)
 	t.Logf("kill -9 of wave-a: its 12 instances assigned %v, all led by a survivor %s after the kill (session timeout 4 s)",
 		n, resumed.Round(10*time.Millisecond))
+	if resumed > failoverLimit {
+		t.Errorf("the 12 instances ran on the survivors %s after the kill, over the limit of %s at a 4 s session timeout", resumed, failoverLimit)
+	}
 	if d := n["wave-b"] - n["wave-c"]; d < -1 || d > 1 {
 		t.Errorf("after the failover wave-b has %d instances and wave-c %d, want counts that differ by at most 1", n["wave-b"], n["wave-c"])
 	}
@@ -123,6 +126,10 @@ func TestBalancerScaleOutIntegration(t *testing.T) {
 	after := e.nodes("assign")
 	n := count(after)
 	t.Logf("wave-d joined: %v after %s", n, took.Round(100*time.Millisecond))
+	// auto_after 2 s, a plan every 1 s, then 3 moves one at a time at a 200 ms poll.
+	if took > 30*time.Second {
+		t.Errorf("wave-d ran its 3 instances %s after it started, want within 30 s", took)
+	}
 	for _, node := range append(nodes, "wave-d") {
 		if n[node] != 3 {
 			t.Errorf("%s has %d instances after wave-d joined, want 3 (the spread within the band)", node, n[node])
