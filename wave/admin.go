@@ -153,8 +153,8 @@ func MoveInstance(ctx context.Context, c coord.Coordinator, id, node string, p P
 	if _, err := c.Get(ctx, instanceKey(id, "")); err != nil {
 		return "", fmt.Errorf("instance %s: %w", id, err)
 	}
+	cur, _ := c.Get(ctx, instanceKey(id, "assign"))
 	if node == "" {
-		cur, _ := c.Get(ctx, instanceKey(id, "assign"))
 		if p == nil {
 			p = RandomPlacer{Coord: c}
 		}
@@ -165,6 +165,12 @@ func MoveInstance(ctx context.Context, c coord.Coordinator, id, node string, p P
 	}
 	if _, err := c.Put(ctx, instanceKey(id, "assign"), []byte(node), coord.AnyVersion); err != nil {
 		return "", fmt.Errorf("assign instance %s: %w", id, err)
+	}
+	// Recorded as the balancer records its own moves: the instance then cools down before
+	// a plan moves it again.
+	rec, _ := json.Marshal(moveRecord{At: time.Now().UTC(), From: string(cur.Data), To: node, Reason: "manual"})
+	if _, err := c.Put(ctx, instanceKey(id, "moved"), rec, coord.AnyVersion); err != nil {
+		return node, fmt.Errorf("instance %s assigned to %s, but its move was not recorded: %w", id, node, err)
 	}
 	return node, nil
 }

@@ -85,15 +85,15 @@ func TestBalancerFailoverIntegration(t *testing.T) {
 }
 
 // TestBalancerScaleOutIntegration: 3 waves with 4 instances each, automatic mode on; a
-// fourth wave joins and receives instances, one planned move at a time, until the spread
-// is within the band. Every moved instance loses no row and pauses at most 5 s.
+// fourth wave joins and receives instances, two planned moves in flight at a time, until
+// the spread is within the band. Every moved instance loses no row and pauses at most 5 s.
 func TestBalancerScaleOutIntegration(t *testing.T) {
 	ctx := testenv.Context(t)
 	e := newBalanceEnv(t, ctx, "so", 12)
 	// Every instance costs the floor (100), so the band of 150 means counts that differ
 	// by at most 1: 4,4,4,0 becomes 3,3,3,3 in three moves.
 	_, e.balancer = e.startJudge(judge.RebalanceOptions{Band: 150, InstanceFloor: 100, MaxMoves: 20, Cooldown: 10 * time.Minute},
-		"  auto: true\n  auto_after: 2s\n")
+		"  auto: true\n  auto_after: 2s\n  in_flight: 2\n") // two moves at once: the third waits for a slot
 	procs := []*testenv.Proc{e.startWave("wave-a"), e.startWave("wave-b"), e.startWave("wave-c")}
 	nodes := []string{"wave-a", "wave-b", "wave-c"}
 	e.waitWaves(3, procs...)
