@@ -98,6 +98,9 @@ func (w *Wave) runBalancer(ctx context.Context) {
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		lead.Resign(rctx)
 		rcancel()
+		// A term that ended by itself (its member watch failed) leaves another wave a
+		// chance to win before this one campaigns again.
+		sleep(ctx, w.opts.Pipeline.RetryBackoff)
 	}
 }
 
