@@ -24,9 +24,15 @@ build:
 build-agent:
 	$(GO) build -trimpath -tags agentonly -ldflags '$(LDFLAGS)' -o $(AGENT_BIN) ./cmd/binlake
 
-## run: build and start the suite on embedded defaults (no external services).
-run: build
-	./$(BIN) up
+## run: build and start the suite on embedded defaults (no external services). ARGS are
+## flags for binlake up, quoted for the shell: make run ARGS='--interval 1s' or
+## make run ARGS="--mysql 'root@tcp(127.0.0.1:3307)/'" (binlake up -h lists them).
+## The build is announced first: the first one compiles every dependency and takes minutes.
+ARGS ?=
+run:
+	@echo "make run: building $(BIN) (the first build compiles every dependency)"
+	@$(MAKE) --no-print-directory build
+	./$(BIN) up $(ARGS)
 
 ## unit: the tests that need no service (integration tests skip).
 unit:

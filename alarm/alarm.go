@@ -42,6 +42,8 @@ type Options struct {
 
 	// Listen is the HTTP address; empty runs no server.
 	Listen string
+	// TLS, when its files are set, serves the API over HTTPS.
+	TLS config.HTTPTLS
 	// Token, when set, is required as a bearer token to create or delete silences.
 	Token config.Secret
 	// ExternalURL is how receivers reach this alarm (links in notifications).
@@ -225,7 +227,7 @@ func (a *Alarm) Run(ctx context.Context) error {
 	var ln net.Listener
 	if a.o.Listen != "" {
 		var err error
-		ln, err = net.Listen("tcp", a.o.Listen)
+		ln, err = httpapi.Listen(a.o.Listen, a.o.TLS)
 		if err != nil {
 			return fmt.Errorf("alarm: listen on %s: %w", a.o.Listen, err)
 		}

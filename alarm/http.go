@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/binlake/binlake/alarm/api"
 	"github.com/binlake/binlake/internal/buildinfo"
 	"github.com/binlake/binlake/internal/httpapi"
 )
@@ -34,12 +36,18 @@ func (a *Alarm) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	a.errs.Write(w, r, err)
 }
 
+// routes is the API. Every route here is in alarm/api/openapi.json (a test checks it).
 func (a *Alarm) routes() http.Handler {
 	a.errs = &httpapi.Errors{Log: a.log, Realm: "binlake-alarm", Classify: classify}
 	auth := a.errs.RequireBearer(a.o.Token)
 	r := a.errs.Router()
+	r.Get("/", a.handleIndex)
 	r.Get("/healthz", a.handleHealth)
 	r.Get("/metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{Registry: a.reg}).ServeHTTP)
+	r.Get("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(api.OpenAPI)
+	})
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/alerts", a.handleAlerts)
 		r.Get("/policies", a.handlePolicies)
@@ -48,6 +56,41 @@ func (a *Alarm) routes() http.Handler {
 		r.With(auth).Delete("/silences/{id}", a.handleDeleteSilence)
 	})
 	return r
+}
+
+// indexPage is the alarm's front page: what it holds, in counts, and links to its API.
+// The judge's status page shows the firing alerts themselves.
+var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>BinLake alarm</title>
+<style>body{font-family:system-ui,sans-serif;margin:2em;color:#222}li{margin:.2em 0}.err{color:#b00}small{color:#666}</style>
+</head><body>
+<h1>BinLake alarm</h1>
+<p><small>version {{.Version}}</small></p>
+<p id="counts">{{.Policies}} policies · {{if .Firing}}<span class="err">{{.Firing}} firing</span>{{else}}0 firing{{end}} · {{.Pending}} pending · {{.Resolved}} resolved · {{.Silences}} silences</p>
+<h2>API</h2>
+<ul>
+<li><a href="v1/alerts?state=firing">GET /v1/alerts?state=firing</a>: the firing alerts (<a href="v1/alerts">all</a>: pending, firing, resolved)</li>
+<li><a href="v1/policies">GET /v1/policies</a>: the alert policies</li>
+<li><a href="v1/silences">GET /v1/silences</a>: the silences; POST /v1/silences and DELETE /v1/silences/{id} create and delete one{{if .Token}} (with the token){{end}}</li>
+<li><a href="openapi.json">GET /openapi.json</a>: this API, OpenAPI 3</li>
+<li><a href="metrics">GET /metrics</a> (Prometheus) · <a href="healthz">GET /healthz</a></li>
+</ul>
+</body></html>
+`))
+
+func (a *Alarm) handleIndex(w http.ResponseWriter, _ *http.Request) {
+	p, f, res := a.eng.Counts()
+	data := struct {
+		Version                             string
+		Policies, Pending, Firing, Resolved int
+		Silences                            int
+		Token                               bool
+	}{Version: buildinfo.String(), Policies: len(a.o.Policies), Pending: p, Firing: f, Resolved: res,
+		Silences: len(a.silences.List()), Token: a.o.Token != ""}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := indexPage.Execute(w, data); err != nil {
+		a.log.Error("front page", "err", err)
+	}
 }
 
 func (a *Alarm) handleHealth(w http.ResponseWriter, _ *http.Request) {
@@ -59,7 +102,7 @@ func (a *Alarm) handleHealth(w http.ResponseWriter, _ *http.Request) {
 func (a *Alarm) handleAlerts(w http.ResponseWriter, r *http.Request) {
 	state, fp := r.URL.Query().Get("state"), r.URL.Query().Get("fingerprint")
 	switch state {
-	case "", "pending", "firing", "resolved":
+	case "", api.StatePending, api.StateFiring, api.StateResolved:
 	default:
 		a.writeError(w, r, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalid, "state %q: want pending, firing or resolved", state))
 		return

@@ -5,26 +5,15 @@ import (
 	"sort"
 	"time"
 
+	"github.com/binlake/binlake/alarm/api"
 	"github.com/binlake/binlake/alarm/policy"
 )
 
 // The alerts as the API and the status page show them.
 
-// AlertView is an alert as GET /v1/alerts shows it.
-type AlertView struct {
-	Fingerprint   string            `json:"fingerprint"`
-	State         string            `json:"state"`
-	Labels        map[string]string `json:"labels"`
-	Annotations   map[string]string `json:"annotations"`
-	Value         float64           `json:"value"`
-	ActiveSince   *time.Time        `json:"activeSince,omitempty"`
-	FiringSince   *time.Time        `json:"firingSince,omitempty"`
-	ResolvedAt    *time.Time        `json:"resolvedAt,omitempty"`
-	LastNotified  *time.Time        `json:"lastNotified,omitempty"`
-	Notifications int               `json:"notifications"`
-	SilencedBy    []string          `json:"silencedBy"`
-	Inhibited     bool              `json:"inhibited"`
-}
+// AlertView is an alert as GET /v1/alerts shows it (alarm/api, which the judge's status
+// page reads too).
+type AlertView = api.Alert
 
 func tp(t time.Time) *time.Time {
 	if t.IsZero() {
@@ -97,4 +86,15 @@ func (e *Engine) Counts() (pending, firing, resolved int) {
 		sh.mu.Unlock()
 	}
 	return pending, firing, resolved
+}
+
+// Firing lists the firing alerts, most severe first, then by name and node.
+func (e *Engine) Firing() []AlertView {
+	out := []AlertView{}
+	for _, v := range e.Alerts() {
+		if v.State == api.StateFiring {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -12,8 +12,8 @@ usage() {
 Usage: deploy/install.sh [options]
 
 Installs the binlake binary, the slim binlake-agent binary, the systemd units of the wave, agent, alarm and judge
-roles, one config per role (from deploy/<role>.example.yaml), the dashboards and the
-guide. Safe to run again: units and the binaries are replaced (the previous ones stay
+roles, one config per role (deploy/<role>.yaml where there is one, the alarm's starter
+configs, else deploy/<role>.example.yaml), the dashboards and the guide. Safe to run again: units and the binaries are replaced (the previous ones stay
 as <binary>.prev), a config that exists is
 kept, and when the shipped example differs it is written beside it as <config>.new.
 
@@ -200,7 +200,9 @@ for role in "${ROLES[@]}"; do
 	put "$tmp/binlake-$role.service" "$DESTDIR$UNITDIR/binlake-$role.service" 0644
 done
 
-# Configs: every deploy/<name>.example.yaml becomes <confdir>/<name>.yaml.
+# Configs: every deploy/<name>.example.yaml becomes <confdir>/<name>.yaml, unless a starter
+# deploy/<name>.yaml exists: that one is installed instead (the alarm's, whose channel is
+# its log, so that it starts without secret files) and the example is the reference.
 mkdir -p "$DESTDIR$confdir"
 chmod 0750 "$DESTDIR$confdir"
 [[ $system -eq 0 ]] || chown root:binlake "$DESTDIR$confdir"
@@ -209,7 +211,9 @@ examples=("$here"/*.example.yaml)
 [[ ${#examples[@]} -gt 0 ]] || die "no example configs in $here"
 for src in "${examples[@]}"; do
 	name=$(basename "$src" .example.yaml)
-	config "$src" "$DESTDIR$confdir/$name.yaml"
+	starter=$here/$name.yaml
+	[[ -f $starter ]] || starter=$src
+	config "$starter" "$DESTDIR$confdir/$name.yaml"
 	# The example itself, always current, for reference.
 	put "$src" "$DESTDIR$sharedir/examples/$name.example.yaml" 0644
 done

@@ -95,6 +95,15 @@ func exampleNames(t *testing.T) []string {
 	return names
 }
 
+// installedFrom names the file install.sh installs as <name>.yaml: the starter
+// <name>.yaml where there is one (the alarm's), else the example.
+func installedFrom(name string) string {
+	if _, err := os.Stat(name + ".yaml"); err == nil {
+		return name + ".yaml"
+	}
+	return name + ".example.yaml"
+}
+
 // unitKeys parses a unit file into section.key → values.
 func unitKeys(t *testing.T, file string) map[string][]string {
 	t.Helper()
@@ -210,7 +219,8 @@ func TestInstallTree(t *testing.T) {
 				t.Errorf("config folder: %v, mode %v; want 0750", err, info.Mode().Perm())
 			}
 			for _, n := range exampleNames(t) {
-				sameFile(t, n+".example.yaml", dest+tc.sysconf+"/binlake/"+n+".yaml")
+				sameFile(t, installedFrom(n), dest+tc.sysconf+"/binlake/"+n+".yaml")
+				sameFile(t, n+".example.yaml", dest+tc.prefix+"/share/binlake/examples/"+n+".example.yaml")
 			}
 
 			for _, r := range roles {

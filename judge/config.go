@@ -1,8 +1,10 @@
 package judge
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 const (
 	TokenEnv           = "BINLAKE_JUDGE_TOKEN"
 	ElasticPasswordEnv = "BINLAKE_JUDGE_ES_PASSWORD"
+	ElasticAPIKeyEnv   = "BINLAKE_JUDGE_ES_API_KEY"
 )
 
 // DefaultGroupPrefix, followed by the judge's node name, is its default consumer group.
@@ -47,12 +50,20 @@ type Config struct {
 			Path string `yaml:"path"`
 		} `yaml:"sqlite"`
 		Elastic struct {
-			Addresses    []string      `yaml:"addresses"`
+			Addresses []string `yaml:"addresses"`
+			// CAFile is a PEM file of the certificate authorities that signed the
+			// engine's certificate (https addresses); the system's when empty.
+			CAFile string `yaml:"ca_file"`
+			// Basic auth: Username with Password, PasswordFile or $BINLAKE_JUDGE_ES_PASSWORD.
 			Username     string        `yaml:"username"`
 			Password     config.Secret `yaml:"password"`
 			PasswordFile string        `yaml:"password_file"`
-			Prefix       string        `yaml:"prefix"`
-			Replicas     int           `yaml:"replicas"`
+			// Or an API key (instead of basic auth): its "encoded" value or
+			// "<id>:<api_key>", in APIKey, APIKeyFile or $BINLAKE_JUDGE_ES_API_KEY.
+			APIKey     config.Secret `yaml:"api_key"`
+			APIKeyFile string        `yaml:"api_key_file"`
+			Prefix     string        `yaml:"prefix"`
+			Replicas   int           `yaml:"replicas"`
 			// RefreshInterval is how soon a written point becomes searchable; the
 			// store's default when zero.
 			RefreshInterval config.Duration `yaml:"refresh_interval"`
@@ -242,8 +253,8 @@ func (c *Config) Validate() error {
 		if c.Store.Elastic.RefreshInterval < 0 {
 			return errors.New("store.elastic.refresh_interval must not be negative")
 		}
-		if c.Store.Elastic.Password != "" && c.Store.Elastic.PasswordFile != "" {
-			return errors.New("store.elastic: set password or password_file, not both")
+		if err := c.validateElastic(); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("store.kind %q: want sqlite or elastic", c.Store.Kind)
@@ -310,4 +321,77 @@ func (c *Config) Filters() lbplugins.Filters {
 		DefaultInterval: c.Placement.DefaultInterval.D(),
 		Thresholds:      c.Placement.Thresholds,
 	}
+}
+
+// validateElastic checks store.elastic's addresses, CA file and credentials (not the
+// environment: ElasticCredentials reads it).
+func (c *Config) validateElastic() error {
+	e := &c.Store.Elastic
+	https := false
+	for i, a := range e.Addresses {
+		u, err := url.Parse(a)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("store.elastic.addresses[%d] %q: want http://host:port or https://host:port", i, a)
+		}
+		if u.User != nil {
+			return fmt.Errorf("store.elastic.addresses[%d]: credentials in the URL would be logged: use username and password_file, or api_key_file", i)
+		}
+		https = https || u.Scheme == "https"
+	}
+	if e.CAFile != "" {
+		if !https {
+			return fmt.Errorf("store.elastic.ca_file: set, but no address is https://")
+		}
+		if err := checkCAFile(e.CAFile); err != nil {
+			return fmt.Errorf("store.elastic.ca_file: %w", err)
+		}
+	}
+	if e.Password != "" && e.PasswordFile != "" {
+		return errors.New("store.elastic: set password or password_file, not both")
+	}
+	if e.APIKey != "" && e.APIKeyFile != "" {
+		return errors.New("store.elastic: set api_key or api_key_file, not both")
+	}
+	if e.Username == "" && (e.Password != "" || e.PasswordFile != "") {
+		return errors.New("store.elastic.username: required with password or password_file")
+	}
+	if e.Username != "" && (e.APIKey != "" || e.APIKeyFile != "") {
+		return errors.New("store.elastic: set username (basic auth) or api_key/api_key_file, not both")
+	}
+	return nil
+}
+
+// checkCAFile checks that path holds at least one PEM certificate.
+func checkCAFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(b) {
+		return fmt.Errorf("%s: no PEM certificate in it", path)
+	}
+	return nil
+}
+
+// ElasticCredentials resolves store.elastic's password and API key, each from the
+// environment (ElasticPasswordEnv, ElasticAPIKeyEnv) first, then its file, then its
+// inline value. A username without any password is an error; so are both kinds at once.
+// The errors name the key and the file, never a secret.
+func (c *Config) ElasticCredentials() (password, apiKey config.Secret, err error) {
+	e := c.Store.Elastic
+	if password, err = config.ResolveSecret(e.Password, ElasticPasswordEnv, e.PasswordFile); err != nil {
+		return "", "", fmt.Errorf("store.elastic.password_file: %w", err)
+	}
+	if apiKey, err = config.ResolveSecret(e.APIKey, ElasticAPIKeyEnv, e.APIKeyFile); err != nil {
+		return "", "", fmt.Errorf("store.elastic.api_key_file: %w", err)
+	}
+	switch {
+	case e.Username != "" && password == "":
+		return "", "", fmt.Errorf("store.elastic.username %q: no password: set password_file, password or $%s", e.Username, ElasticPasswordEnv)
+	case e.Username != "" && apiKey != "":
+		return "", "", fmt.Errorf("store.elastic: username and an API key ($%s) both set: use one", ElasticAPIKeyEnv)
+	case e.Username == "" && password != "":
+		return "", "", fmt.Errorf("store.elastic: a password ($%s) without username", ElasticPasswordEnv)
+	}
+	return password, apiKey, nil
 }

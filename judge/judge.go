@@ -52,6 +52,8 @@ type Options struct {
 	// Listen is the API's address ("127.0.0.1:8090"); empty runs no HTTP server (the
 	// caller may serve Handler itself).
 	Listen string
+	// TLS, when its files are set, serves the API over HTTPS.
+	TLS config.HTTPTLS
 	// Token, when set, is required as "Authorization: Bearer <token>" on POST endpoints.
 	Token config.Secret
 
@@ -90,6 +92,9 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Ready, when set, receives the bound API address once it serves.
 	Ready func(addr string)
+	// Status is what the status page shows beside the judge's own figures: the alarm's
+	// firing alerts and the wave instances' errors (status.go).
+	Status StatusOptions
 }
 
 // Judge is one judge. Build it with New and run it with Run.
@@ -105,6 +110,7 @@ type Judge struct {
 	reg     *prometheus.Registry
 	handler http.Handler
 	errs    *httpapi.Errors
+	states  instanceStates // the wave instances' states, for the status page
 
 	placer
 }
@@ -240,7 +246,7 @@ func (j *Judge) Run(ctx context.Context) error {
 	var ln net.Listener
 	if j.o.Listen != "" {
 		var err error
-		ln, err = net.Listen("tcp", j.o.Listen)
+		ln, err = httpapi.Listen(j.o.Listen, j.o.TLS)
 		if err != nil {
 			j.Close()
 			return fmt.Errorf("judge: listen on %s: %w", j.o.Listen, err)
@@ -390,6 +396,7 @@ func (j *Judge) observe(b metric.Batch, source string) []store.Point {
 	if ts.IsZero() {
 		ts = j.now()
 	}
+	j.states.observe(b, ts)
 	// b passed metric's validation, whose limits are the store's: every point is
 	// storable as it is (TestDecodedPointsAreStorable), so none is validated again.
 	pts := make([]store.Point, 0, len(b.Points))

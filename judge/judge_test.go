@@ -651,5 +651,5 @@ func TestStatusPageLoadColumns(t *testing.T) {
 	require.NoError(t, j.Ingest(b, "test"))
 	r := do(t, j.Handler(), "GET", "/", "", nil)
 	require.Equal(t, http.StatusOK, r.status)
-	require.Contains(t, string(r.body), "<td>37.5</td><td>61.5</td><td>2.5</td><td>1500.0 / 2500.0</td><td>–</td><td>4.0</td>")
+	require.Contains(t, string(r.body), "<td>37.5</td><td>61.5</td><td>2.5</td><td>1500.0</td><td>2500.0</td><td>–</td><td>4</td>")
 }

@@ -132,9 +132,15 @@ func (c *Config) Validate() error {
 		if c.Coordinator.SessionTimeout <= 0 {
 			return errors.New(`field "coordinator.session_timeout": must be positive`)
 		}
+		if err := c.Coordinator.Auth.Validate("coordinator.auth"); err != nil {
+			return err
+		}
 	case config.CoordSingle:
 		if c.Coordinator.Path == "" {
 			return errors.New(`field "coordinator.path": required for the single coordinator`)
+		}
+		if c.Coordinator.Auth != (config.CoordAuth{}) {
+			return errors.New(`field "coordinator.auth": only for kind zk`)
 		}
 	default:
 		return fmt.Errorf("field \"coordinator.kind\": %q: want zk or single", c.Coordinator.Kind)

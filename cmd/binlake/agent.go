@@ -22,11 +22,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var interval config.Duration
 	fs.Var(&interval, "interval", "override the config's collection interval (e.g. 10s)")
 	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
+	check := fs.Bool("check", false, "validate the config (and read sink.http.token_file) and exit; connects to nothing")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake agent [flags]\n\nCollects host, wave and process metrics every interval and pushes them to Kafka or the judge.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := agent.Load(*cfgPath)
@@ -51,12 +52,25 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("flags: %w", err)
 		}
 	}
+	if *check {
+		if h := cfg.Sink.HTTP; cfg.Sink.Kind == agent.SinkHTTP {
+			if _, err := config.ResolveSecret(h.Token, agent.TokenEnv, h.TokenFile); err != nil {
+				return fmt.Errorf("%s: sink.http token: %w", *cfgPath, err)
+			}
+		}
+		fmt.Fprintf(stdout, "%s is valid: node %s, interval %s, sink %s\n", *cfgPath, cfg.Node, cfg.Interval, cfg.Sink.Kind)
+		return nil
+	}
 
 	var sink agent.Sink
 	switch cfg.Sink.Kind {
 	case agent.SinkKafka:
 		k := cfg.Sink.Kafka
-		b, err := kafka.New(kafka.Options{Brokers: k.Brokers, ClientID: "binlake-agent-" + cfg.Node, Logger: logger})
+		kopts := kafka.Options{ClientID: "binlake-agent-" + cfg.Node, Logger: logger}
+		if err := kopts.FromConfig(k.Kafka, "sink.kafka"); err != nil {
+			return err
+		}
+		b, err := kafka.New(kopts)
 		if err != nil {
 			return err
 		}

@@ -29,7 +29,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "Usage: binlake alarm [flags]\n\nEvaluates alert policies over the metric stream and notifies channels.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := alarm.Load(*cfgPath)
@@ -97,14 +97,14 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"auth", token != "")
 	return alarm.Run(ctx, alarm.Options{
 		Policies: pols, Channels: channels, Subscriber: sub, Coordinator: c,
-		Listen: cfg.HTTP.Listen, Token: token, ExternalURL: cfg.HTTP.ExternalURL,
+		Listen: cfg.HTTP.Listen, TLS: cfg.HTTP.TLS, Token: token, ExternalURL: cfg.HTTP.ExternalURL,
 		Inhibition: cfg.Inhibit(), GroupWait: cfg.Notify.GroupWait.D(), EvalInterval: cfg.Evaluation.Interval.D(),
 		ResolvedRetention: cfg.Evaluation.ResolvedRetention.D(), StaleIntervals: cfg.Evaluation.StaleIntervals,
 		Dispatch: notify.DispatcherOptions{Queue: cfg.Notify.Queue, Attempts: cfg.Notify.Attempts, Backoff: cfg.Notify.Backoff.D(),
 			MaxBackoff: cfg.Notify.MaxBackoff.D(), Timeout: cfg.Notify.Timeout.D()},
 		Logger: logger,
 		Ready: func(addr string) {
-			fmt.Fprintf(stdout, "alarm serving on http://%s (alerts at /v1/alerts)\n", addr)
+			fmt.Fprintf(stdout, "alarm serving on %s://%s (alerts at /v1/alerts)\n", scheme(cfg.HTTP.TLS), addr)
 		},
 	})
 }

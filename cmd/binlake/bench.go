@@ -49,17 +49,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "alarm":
 		return runBenchAlarm(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "binlake bench: unknown benchmark %q\n\n%s\n", args[0], benchUsage)
+	fmt.Fprintf(stderr, "%s\n\nbinlake bench: unknown benchmark %q\n", benchUsage, args[0])
 	return errUsage
 }
 
 // parseBenchFlags parses a benchmark's flags, which take no further arguments.
 func parseBenchFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "binlake %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		fmt.Fprintf(stderr, "Usage: binlake %s [flags]  (binlake %s -h lists them)\nbinlake %s: unexpected argument %q\n", fs.Name(), fs.Name(), fs.Name(), fs.Arg(0))
 		return errUsage
 	}
 	return nil
@@ -96,7 +96,7 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	snapshot := fs.Bool("snapshot", false, "time a snapshot of the loaded rows (snapshot.initial on an instance started after the load) instead of their binlog capture")
 	chunkRows := fs.Int("chunk-rows", wave.DefaultSnapshotChunkRows, "with -snapshot: rows per read (snapshot.chunk_rows)")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage+"\n\nFlags of bench wave:"); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	pw, err := config.ResolveSecret("", *pwEnv, *pwFile)

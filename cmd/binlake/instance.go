@@ -9,7 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,9 +43,13 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapsh
                                             execute it one move at a time, followed here
 
 Coordinator flags (every subcommand): -zk host:port,… -root /binlake, or -config wave.yaml
-to use that file's coordinator section (and, for rebalance, its balancer.judge);
--judge http://judge:8080 for placement and rebalance plans, with
--judge-token-file (or BINLAKE_JUDGE_TOKEN) when the judge has a token.`
+to use that file's coordinator section (and, for rebalance, its balancer.judge), or
+-data DIR for the folder of a 'binlake up' (the default, ./data, when neither -zk nor
+-config is given). up's coordinator is a single-process file that a running up holds:
+stop up (Ctrl-C) first, run binlake instance, then start up again on the same folder;
+while up runs, its wave's /status shows the instance. -judge http://judge:8080 for
+placement and rebalance plans, with -judge-token-file (or BINLAKE_JUDGE_TOKEN) when the
+judge has a token.`
 
 func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -52,11 +60,19 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return nil
 	}
 	sub, args := args[0], args[1:]
+	switch sub {
+	case "add", "list", "show", "remove", "move", "snapshot", "rebalance":
+	default:
+		usageLine, _, _ := strings.Cut(instanceUsage, "\n")
+		fmt.Fprintf(stderr, "%s  (binlake instance -h explains them)\nbinlake instance: unknown subcommand %q\n", usageLine, sub)
+		return errUsage
+	}
 	fs := flag.NewFlagSet("instance "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	zkServers := fs.String("zk", "", "ZooKeeper servers, comma-separated host:port")
 	root := fs.String("root", "/binlake", "coordinator root")
 	cfgPath := fs.String("config", "", "take the coordinator from this wave.yaml")
+	dataDir := fs.String("data", "./data", "the data folder of a binlake up, whose coordinator file ("+CoordFile+") to use when neither -zk nor -config is given; up must be stopped")
 	judgeURL := fs.String("judge", "", "judge base URL for placement (POST /v1/placement) and rebalance plans (POST /v1/rebalance)")
 	judgeTokenFile := fs.String("judge-token-file", "", "file holding the judge's token, when it has one (or set "+judge.TokenEnv+")")
 	file := fs.String("f", "", "add: instance definition (YAML)")
@@ -72,11 +88,17 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		id, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if id == "" && fs.NArg() > 0 {
 		id = fs.Arg(0)
+	}
+
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if n := btoi(set["data"]) + btoi(set["zk"]) + btoi(set["config"]); n > 1 {
+		return fmt.Errorf("instance %s: give one of -data, -zk and -config", sub)
 	}
 
 	cc := config.Coordinator{Kind: config.CoordZK, Root: *root, SessionTimeout: config.Duration(10 * time.Second)}
@@ -96,10 +118,20 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case *zkServers != "":
 		cc.Servers = strings.Split(*zkServers, ",")
 	default:
-		return fmt.Errorf("instance %s: give -zk host:port,… or -config wave.yaml", sub)
+		path, unlock, err := openUpData(*dataDir)
+		if err != nil {
+			return fmt.Errorf("instance %s: %w", sub, err)
+		}
+		defer unlock() // after c.Close below: the folder stays ours until the file is saved
+		cc = config.Coordinator{Kind: config.CoordSingle, Path: path}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if cc.Kind != config.CoordSingle {
+		if err := probeZK(cctx, cc.Servers); err != nil {
+			return fmt.Errorf("instance %s: %w", sub, err)
+		}
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, _, err := Open(cctx, cc, logger)
 	if err != nil {
@@ -244,11 +276,67 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return rebalanceInstances(ctx, c, planner, true, *asJSON, *wait, stdout)
 		}
 		return rebalanceInstances(cctx, c, planner, false, *asJSON, *wait, stdout)
-	default:
-		fmt.Fprintf(stderr, "binlake instance: unknown subcommand %q\n\n%s\n", sub, instanceUsage)
-		return errUsage
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// openUpData locks the data folder of a `binlake up` as up itself does and returns the
+// path of its coordinator file, and the function that releases the folder. The single
+// coordinator is one process's file (it is locked, and up keeps its state in memory), so
+// a running up cannot be changed, or read consistently, from here: that is reported as
+// such rather than as a lock failure.
+func openUpData(dataDir string) (path string, unlock func(), err error) {
+	dir, err := filepath.Abs(dataDir)
+	if err != nil {
+		return "", nil, fmt.Errorf("data folder %s: %w", dataDir, err)
+	}
+	path = filepath.Join(dir, CoordFile)
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil, fmt.Errorf("%s has no %s, so it is not the data folder of a binlake up: give that folder with -data, or a cluster's coordinator with -zk or -config", dir, CoordFile)
+		}
+		return "", nil, fmt.Errorf("data folder %s: %w", dir, err)
+	}
+	lock, err := lockDataDir(dir)
+	if errors.Is(err, ErrDataDirBusy) {
+		holder := "a binlake up"
+		if b, rerr := os.ReadFile(filepath.Join(dir, lockName)); rerr == nil && strings.TrimSpace(string(b)) != "" {
+			holder += " (pid " + strings.TrimSpace(string(b)) + ")"
+		}
+		return "", nil, fmt.Errorf("%s is in use by %s, which holds its coordinator while it runs: stop it (Ctrl-C), run binlake instance again, then start up again on the same folder", dir, holder)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	return path, func() { lock.Close() }, nil
+}
+
+// probeZK dials each ZooKeeper server once, so that an unreachable ensemble fails at once
+// with the address and the cause (connection refused, no such host) instead of a session
+// timeout. One reachable server is enough; the client finds the others.
+func probeZK(ctx context.Context, servers []string) error {
+	var errs []error
+	for _, s := range servers {
+		addr := strings.TrimSpace(s)
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			addr = net.JoinHostPort(addr, "2181") // the client's default port
+		}
+		d := net.Dialer{Timeout: 5 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("zookeeper %s: %w", strings.Join(servers, ","), errors.Join(errs...))
 }
 
 func dash(s string) string {

@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/judge"
@@ -28,12 +26,13 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	listen := fs.String("http", "", "override http.listen (host:port)")
 	algorithm := fs.String("algorithm", "", "override placement.algorithm")
 	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
+	check := fs.Bool("check", false, "validate the config (and read the token and password files) and exit; connects to nothing")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake judge [flags]\n\nStores the metric stream, analyses load and answers placement requests over HTTP.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := judge.Load(*cfgPath)
@@ -67,7 +66,16 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	token, err := config.ResolveSecret(cfg.HTTP.Token, judge.TokenEnv, cfg.HTTP.TokenFile)
 	if err != nil {
-		return fmt.Errorf("http token: %w", err)
+		return fmt.Errorf("%s: http token: %w", *cfgPath, err)
+	}
+	if *check {
+		if cfg.Store.Kind == judge.StoreElastic {
+			if _, _, err := cfg.ElasticCredentials(); err != nil {
+				return fmt.Errorf("%s: %w", *cfgPath, err)
+			}
+		}
+		fmt.Fprintf(stdout, "%s is valid: store %s, bus %s, algorithm %s\n", *cfgPath, cfg.Store.Kind, cfg.Bus.Kind, cfg.Placement.Algorithm)
+		return nil
 	}
 
 	// The store: the sink, opened first and closed last. The judge writes to it through
@@ -87,12 +95,16 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		st, storeDesc = s, "sqlite "+path
 	case judge.StoreElastic:
 		e := cfg.Store.Elastic
-		pw, err := config.ResolveSecret(e.Password, judge.ElasticPasswordEnv, e.PasswordFile)
+		pw, key, err := cfg.ElasticCredentials()
 		if err != nil {
-			return fmt.Errorf("store.elastic password: %w", err)
+			return fmt.Errorf("%s: %w", *cfgPath, err)
+		}
+		esCfg, err := elastic.Conn{Addresses: e.Addresses, CAFile: e.CAFile, Username: e.Username, Password: pw, APIKey: key}.ClientConfig()
+		if err != nil {
+			return err
 		}
 		s, err := elastic.New(elastic.Options{
-			Config: elasticsearch.Config{Addresses: e.Addresses, Username: e.Username, Password: pw.Reveal()},
+			Config: esCfg,
 			Prefix: e.Prefix, Replicas: e.Replicas, RefreshInterval: e.RefreshInterval.D(), Logger: logger,
 		})
 		if err != nil {
@@ -114,14 +126,14 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logger.Info("judge starting", "config", *cfgPath, "listen", cfg.HTTP.Listen, "store", storeDesc, "bus", busDesc,
 		"algorithm", cfg.Placement.Algorithm, "auth", token != "")
 	return judge.Run(ctx, judge.Options{
-		Store: st, Subscriber: sub, Listen: cfg.HTTP.Listen, Token: token,
+		Store: st, Subscriber: sub, Listen: cfg.HTTP.Listen, TLS: cfg.HTTP.TLS, Token: token,
 		Algorithm: cfg.Placement.Algorithm, Filters: cfg.Filters(), Plugins: cfg.Placement.Plugins,
 		SnapshotEvery: cfg.Placement.SnapshotEvery.D(), ReservationTTL: cfg.Placement.ReservationTTL.D(),
 		EWMAAlpha: cfg.Analysis.EWMAAlpha, HistoricalEvery: cfg.Analysis.HistoricalEvery.D(),
 		HistoricalMetrics: cfg.Analysis.HistoricalMetrics, Retention: cfg.Store.Retention.D(), Buffer: cfg.Store.Buffer.Options(),
 		Rebalance: new(cfg.Rebalance.Options()), Logger: logger,
 		Ready: func(addr string) {
-			fmt.Fprintf(stdout, "judge serving on http://%s (status page at /)\n", addr)
+			fmt.Fprintf(stdout, "judge serving on %s://%s (status page at /)\n", scheme(cfg.HTTP.TLS), addr)
 		},
 	})
 }

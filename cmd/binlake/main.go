@@ -1,5 +1,10 @@
 // Command binlake is the one binary of BinLake-Go: binlake up|wave|agent|alarm|judge|instance|bench|version.
 // Each subcommand parses its flags into the options of one package and calls its Run(ctx).
+//
+// Conventions every subcommand follows: usage text goes to stderr (stdout is kept for what
+// a command produces, such as rows or JSON); -h/--help prints it and exits 0; a bad flag
+// or argument prints a short usage and then the error, last, and exits 2; any other
+// failure prints "binlake: <error>" and exits 1.
 package main
 
 import (
@@ -8,9 +13,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -23,35 +30,66 @@ type command struct {
 // errUsage marks an error already explained to the user with usage text (exit status 2).
 var errUsage = errors.New("usage")
 
+// usageError is a flag or argument error that parseFlags has already printed after a
+// short usage: main exits 2 without printing it again, while tests and callers still
+// see the flag package's message.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string        { return e.err.Error() }
+func (e *usageError) Unwrap() error        { return e.err }
+func (e *usageError) Is(target error) bool { return target == errUsage }
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode prints err unless it was explained already and returns the process's status:
+// 0 for success and for help asked for, 2 for a usage error, 1 for any other failure.
+func exitCode(err error, stderr io.Writer) int {
 	switch {
-	case err == nil:
-	case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
-		os.Exit(2)
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
 	default:
-		fmt.Fprintf(os.Stderr, "binlake: %v\n", err)
-		os.Exit(1)
+		fmt.Fprintf(stderr, "binlake: %v\n", err)
+		return 1
 	}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
-	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "binlake: unknown command %q\n\n", args[0])
+	if len(args) == 0 {
 		usage(stderr)
 		return errUsage
 	}
-	return cmd.run(ctx, args[1:], stdout, stderr)
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stderr)
+		return nil
+	case "-v", "-version", "--version":
+		if _, ok := commands["version"]; ok {
+			return runVersion(ctx, args[1:], stdout, stderr)
+		}
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		// The usage first and the error last, where the eye lands after the command.
+		fmt.Fprintln(stderr, "Usage: binlake <command> [flags]  (binlake -h lists the commands)")
+		if strings.HasPrefix(args[0], "-") {
+			fmt.Fprintf(stderr, "binlake: unknown flag %s: flags go after the command\n", args[0])
+		} else {
+			fmt.Fprintf(stderr, "binlake: unknown command %q\n", args[0])
+		}
+		return errUsage
+	}
+	err := cmd.run(ctx, args[1:], stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // help was asked for and printed
+	}
+	return explainAddrInUse(args[0], err)
 }
 
 func usage(w io.Writer) {
@@ -64,5 +102,69 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'binlake <command> -h' for the flags of a command.")
+	fmt.Fprintln(w, "\nbinlake --version (or -v) prints the version.\nRun 'binlake <command> -h' for the flags of a command.")
+}
+
+// parseFlags parses a subcommand's flags. -h prints the subcommand's full usage and
+// returns flag.ErrHelp, which run turns into success. A bad flag prints a two-line usage
+// and then the error, so that the error is the last line the user sees rather than
+// scrolled away above a page of flags, and returns a usageError (exit status 2).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	out, full := fs.Output(), fs.Usage
+	// Silence the flag package's own report (error first, then the full usage).
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = full
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		if full != nil {
+			full()
+		} else {
+			fmt.Fprintf(out, "Usage of binlake %s:\n", fs.Name())
+			fs.PrintDefaults()
+		}
+		return flag.ErrHelp
+	}
+	fmt.Fprintf(out, "Usage: binlake %s [flags]  (binlake %s -h lists them)\n", fs.Name(), fs.Name())
+	fmt.Fprintf(out, "binlake %s: %v\n", fs.Name(), err)
+	return &usageError{err}
+}
+
+// listenKeys name, per role, the setting that changes its listen address, for the
+// message of a port clash. up names its own flags (see upListenError).
+var listenKeys = map[string]string{
+	"judge": "http.listen in the config (or -http)",
+	"alarm": "http.listen in the config (or -http)",
+	"wave":  "http.listen in the config (or -http)",
+	"agent": "http.listen in the config (or off)",
+}
+
+// explainAddrInUse rewrites a role's "listen tcp …: address already in use" into which
+// address is taken and which setting picks another; other errors pass unchanged.
+func explainAddrInUse(cmd string, err error) error {
+	key, ok := listenKeys[cmd]
+	if !ok || err == nil {
+		return err
+	}
+	if addr, inUse := addrInUse(err); inUse {
+		return fmt.Errorf("%s: %s is in use by another process: pick another with %s", cmd, addr, key)
+	}
+	return err
+}
+
+// addrInUse reports whether err is a failed listen on an address another socket holds,
+// and which address.
+func addrInUse(err error) (string, bool) {
+	var op *net.OpError
+	if !errors.Is(err, syscall.EADDRINUSE) || !errors.As(err, &op) || op.Op != "listen" {
+		return "", false
+	}
+	if op.Addr != nil {
+		return op.Addr.String(), true
+	}
+	return "", true
 }

@@ -36,15 +36,15 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	interval := config.Duration(agent.DefaultInterval)
 	fs.Var(&interval, "interval", "how often the agent collects this host's metrics (e.g. 10s, 500ms)")
 	algorithm := fs.String("algorithm", judge.DefaultAlgorithm, "the judge's default placement algorithm (GET /v1/plugins lists them)")
-	policies := fs.String("policies", "", "alert policy file (see deploy/policies.example.yaml); default: built-in policies for a dead agent, CPU, memory, disk, capture lag, a capture that is not running, publish errors and the cluster's capacity")
-	channels := fs.String("channels", "", "YAML file with a channels: section as in deploy/alarm.example.yaml; alerts always go to the log too")
-	mysqlDSN := fs.String("mysql", "", "also capture this MySQL/MariaDB source with a wave: user[:password]@tcp(host:port)/ (the password may come from $"+MySQLPasswordEnv+" instead)")
+	policies := fs.String("policies", "", "alert policy file (see deploy/policies.example.yaml); default: built-in policies for a dead agent, CPU, memory, disk, capture lag, a capture that is not running, publish errors and the cluster's capacity. With -channels, every channel a policy names must be there; without, alerts for channels up does not have go to the log")
+	channels := fs.String("channels", "", "the alarm's config file (deploy/alarm.example.yaml) or a file with just its channels: section; only the channels are used, and each must build (a missing url_file or password_file is an error naming the channel). Alerts always go to the log too")
+	mysqlDSN := fs.String("mysql", "", "also capture this MySQL/MariaDB source with a wave: user[:password]@tcp(host:port)/ or mysql://user[:password]@host[:port]/ (port 3306 by default, the password URL-encoded; better from $"+MySQLPasswordEnv+", kept out of the process list)")
 	flavor := fs.String("mysql-flavor", "", "mysql or mariadb (default: ask the server)")
 	snapshot := fs.Bool("mysql-snapshot", false, "at the first start on the data folder, emit the subscribed tables' existing rows (\"type\":\"snapshot\") before the binlog, without a gap")
 	serverID := fs.Uint("mysql-server-id", 0, "replica server id the wave registers with, unique on the source (default: derived from the data folder)")
 	var subs stringList
 	fs.Var(&subs, "mysql-sub", "a subscription, name=topic:include[,include…][;exclude=…][;events=…]; repeatable (default: every table outside the system schemas, topic "+DefaultRowsTopic+")")
-	rows := fs.String("rows", "", "file the wave appends rows to as JSON lines, or - for stdout (default: "+RowsFile+" in the data folder)")
+	rows := fs.String("rows", "", "file the wave appends rows to as JSON lines, or - for stdout, which then carries rows only: the addresses and the log go to stderr (default: "+RowsFile+" in the data folder)")
 	shutdown := config.Duration(DefaultShutdownTimeout)
 	fs.Var(&shutdown, "shutdown-timeout", "how long stopping may take after Ctrl-C")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -61,7 +61,7 @@ stdout. Ctrl-C stops it.
 Flags:`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -81,15 +81,24 @@ Flags:`)
 	if err != nil {
 		return fmt.Errorf("-channels: %w", err)
 	}
-	pols, err := LoadPolicies(*policies, chans)
+	pols, toLog, err := LoadPolicies(*policies, chans)
 	if err != nil {
 		return fmt.Errorf("-policies: %w", err)
+	}
+	if len(toLog) > 0 {
+		logger.Warn("the policies name channels that up does not have without -channels: their alerts go to the log only; -channels with the alarm's config file sends them",
+			"component", "up", "policies_file", *policies, "channels", strings.Join(toLog, ", "))
+	}
+	// With -rows - stdout is the row stream a pipe consumes: nothing else may go there.
+	banner := stdout
+	if *rows == "-" {
+		banner = stderr
 	}
 	opts := upOptions{
 		DataDir: *dataDir, Node: *node, JudgeListen: *judgeHTTP, AlarmListen: *alarmHTTP, WaveListen: *waveHTTP,
 		AgentMetrics: *agentMetrics, AgentInterval: interval.D(), Algorithm: *algorithm,
 		Policies: pols, Channels: &chans, Rows: *rows, Stdout: stdout, ShutdownTimeout: shutdown.D(), Logger: logger,
-		Ready: func(u upURLs) { printURLs(stdout, u) },
+		Ready: func(u upURLs) { printURLs(banner, u) },
 	}
 	if *mysqlDSN != "" {
 		m, err := ParseDSN(*mysqlDSN)
@@ -123,7 +132,8 @@ Flags:`)
 	return runSuite(ctx, opts)
 }
 
-// printURLs tells the user where to look, on stdout (logs go to stderr).
+// printURLs tells the user where to look: on stdout (logs go to stderr), or on stderr
+// when stdout carries the rows (-rows -).
 func printURLs(w io.Writer, u upURLs) {
 	fmt.Fprintf(w, "binlake is up:\n")
 	fmt.Fprintf(w, "  status page  %s\n", u.Status)

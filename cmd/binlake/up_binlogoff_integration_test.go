@@ -112,7 +112,7 @@ func TestUpAlertsACaptureThatNeverStartsIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	chans.Notifiers["test"] = got
-	pols, err := LoadPolicies("", chans)
+	pols, _, err := LoadPolicies("", chans)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +153,15 @@ func TestUpAlertsACaptureThatNeverStartsIntegration(t *testing.T) {
 			getJSON(t, "GET", s.urls.Wave+"/status", "", &st)
 			if len(st.Instances) != 1 || st.Instances[0].Reason != wave.ReasonBinlogOff || !strings.Contains(st.Instances[0].Error, "log_bin") {
 				t.Fatalf("wave status %+v: want the binlog_off reason and an error naming log_bin", st.Instances)
+			}
+			// So does the status page, beside the firing alert; it reloads every agent
+			// interval (100 ms: the 1 s floor).
+			page := getPage(t, s.urls.Status)
+			for _, want := range []string{`<td class="err">wave-not-running</td>`, "<td>" + InstanceID + "</td>",
+				"<td>" + wave.ReasonBinlogOff + "</td>", "log_bin", `<meta http-equiv="refresh" content="1">`} {
+				if !strings.Contains(page, want) {
+					t.Fatalf("the status page lacks %q:\n%s", want, page)
+				}
 			}
 			return
 		}

@@ -3,8 +3,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -199,4 +202,253 @@ func TestDefaultCapacityPolicyFires(t *testing.T) {
 			t.Fatalf("fired at %s: %v", at, got)
 		}
 	})
+}
+
+// exampleAlarmConfig copies deploy/alarm.example.yaml into dir with every *_file secret
+// it names moved into dir, written there unless skip names its base name. It returns the
+// copy's path and the secret files' new paths by base name.
+func exampleAlarmConfig(t *testing.T, dir string, skip ...string) (string, map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "alarm.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secretFile := regexp.MustCompile(`(?m)^(\s*[a-z_]+_file:\s*)(\S+)`)
+	files := map[string]string{}
+	out := secretFile.ReplaceAllStringFunc(string(b), func(line string) string {
+		m := secretFile.FindStringSubmatch(line)
+		base := filepath.Base(m[2])
+		p := filepath.Join(dir, base)
+		files[base] = p
+		if !slices.Contains(skip, base) {
+			// A URL fits every kind: robot and webhook URLs, and a password or signing secret.
+			if err := os.WriteFile(p, []byte("http://127.0.0.1:9/"+base+"?token=hunter2\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m[1] + p
+	})
+	p := filepath.Join(dir, "alarm.yaml")
+	if err := os.WriteFile(p, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, files
+}
+
+const examplePolicies = "../../deploy/policies.example.yaml"
+
+// TestUpExamplePoliciesWithoutChannels: the shipped policies, whose channels are the
+// alarm's, load without -channels: the channels up lacks are reported once, and every
+// policy notifies the log (the only channel up has), including those that did not name it.
+func TestUpExamplePoliciesWithoutChannels(t *testing.T) {
+	chans, err := LoadChannels("", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols, toLog, err := LoadPolicies(examplePolicies, chans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"dba-dingtalk", "dba-mail", "dba-wecom", "ops-slack", "ops-webhook"}; !slices.Equal(toLog, want) {
+		t.Fatalf("channels to the log = %v, want %v", toLog, want)
+	}
+	if len(pols) < 5 {
+		t.Fatalf("%d policies", len(pols))
+	}
+	for _, p := range pols {
+		if !slices.Equal(p.Channels, []string{LogChannel}) {
+			t.Fatalf("policy %s notifies %v, want [log]", p.Name, p.Channels)
+		}
+	}
+}
+
+// TestUpExamplePoliciesWithAlarmConfig: -channels takes the alarm's own config file; each
+// policy keeps its channels and gains the log; a channel the file lacks, or whose secret
+// file is missing, is an error naming it.
+func TestUpExamplePoliciesWithAlarmConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg, _ := exampleAlarmConfig(t, dir)
+	chans, err := LoadChannels(cfg, quietLogger())
+	if err != nil {
+		t.Fatalf("the alarm's example config: %v", err)
+	}
+	for _, name := range []string{"ops-webhook", "dba-dingtalk", "dba-wecom", "ops-slack", "dba-mail", LogChannel} {
+		if chans.Notifiers[name] == nil {
+			t.Fatalf("no channel %s in %v", name, chans.Desc)
+		}
+	}
+	if strings.Contains(strings.Join(chans.Desc, " "), "hunter2") {
+		t.Fatalf("channel descriptions show a secret: %v", chans.Desc)
+	}
+	pols, toLog, err := LoadPolicies(examplePolicies, chans)
+	if err != nil || len(toLog) != 0 {
+		t.Fatalf("LoadPolicies: %v (to the log: %v)", err, toLog)
+	}
+	got := map[string][]string{}
+	for _, p := range pols {
+		got[p.Name] = p.Channels
+	}
+	for name, want := range map[string][]string{
+		"cpu-high":        {"ops-webhook", "ops-slack", LogChannel},
+		"replication-lag": {"dba-dingtalk", "dba-wecom", LogChannel},
+		"tps-drop":        {LogChannel},
+	} {
+		if !slices.Equal(got[name], want) {
+			t.Errorf("policy %s notifies %v, want %v", name, got[name], want)
+		}
+	}
+
+	t.Run("missing secret file", func(t *testing.T) {
+		cfg, files := exampleAlarmConfig(t, t.TempDir(), "wecom.url")
+		_, err := LoadChannels(cfg, quietLogger())
+		if err == nil || !strings.Contains(err.Error(), "channels.dba-wecom") || !strings.Contains(err.Error(), files["wecom.url"]) {
+			t.Fatalf("err = %v, want it to name channels.dba-wecom and %s", err, files["wecom.url"])
+		}
+	})
+	t.Run("policy names a channel the file lacks", func(t *testing.T) {
+		only := filepath.Join(dir, "channels.yaml")
+		hook := filepath.Join(dir, "hook.url")
+		writeFile(t, only, "channels:\n  ops-webhook:\n    kind: webhook\n    url_file: "+hook+"\n")
+		writeFile(t, hook, "http://127.0.0.1:9/hook\n")
+		chans, err := LoadChannels(only, quietLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = LoadPolicies(examplePolicies, chans)
+		if err == nil || !strings.Contains(err.Error(), `policy "cpu-high" names channel "ops-slack", which -channels `+only+" does not configure") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("log is up's", func(t *testing.T) {
+		bad := filepath.Join(dir, "log.yaml")
+		writeFile(t, bad, "channels:\n  log:\n    kind: webhook\n    url: http://127.0.0.1:9/\n")
+		if _, err := LoadChannels(bad, quietLogger()); err == nil || !strings.Contains(err.Error(), "give this channel another name") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+// TestUpRunsExamplePolicies: `binlake up --policies deploy/policies.example.yaml` starts,
+// with and without the alarm's config as -channels, and says once where the alerts of
+// the channels it lacks go.
+func TestUpRunsExamplePolicies(t *testing.T) {
+	cfg, _ := exampleAlarmConfig(t, t.TempDir())
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		warn  int
+	}{
+		{"without channels", nil, 1},
+		{"with the alarm's config", []string{"-channels", cfg}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			stdout, stderr := &syncWriter{w: &out}, &syncWriter{w: &errOut}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			args := append([]string{"up", "-data", t.TempDir(), "-judge-http", "127.0.0.1:0", "-alarm-http", "127.0.0.1:0",
+				"-policies", examplePolicies}, tc.extra...)
+			go func() { done <- run(ctx, args, stdout, stderr) }()
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				stdout.mu.Lock()
+				up := strings.Contains(out.String(), "Ctrl-C stops it")
+				stdout.mu.Unlock()
+				if up {
+					break
+				}
+				select {
+				case err := <-done:
+					t.Fatalf("up: %v\n%s", err, errOut.String())
+				case <-time.After(50 * time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("up not serving after 30s")
+				}
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("up: %v", err)
+			}
+			log := errOut.String()
+			if n := strings.Count(log, "their alerts go to the log only"); n != tc.warn {
+				t.Fatalf("%d warnings about channels up lacks, want %d:\n%s", n, tc.warn, log)
+			}
+			if tc.warn > 0 && !strings.Contains(log, `channels="dba-dingtalk, dba-mail, dba-wecom, ops-slack, ops-webhook"`) {
+				t.Fatalf("the warning does not list the channels:\n%s", log)
+			}
+			if tc.warn == 0 && !strings.Contains(log, "dba-dingtalk=dingtalk") {
+				t.Fatalf("up does not report the alarm's channels:\n%s", log)
+			}
+			if strings.Contains(log, "hunter2") {
+				t.Fatalf("a secret reached the log:\n%s", log)
+			}
+		})
+	}
+}
+
+// receiversOf runs pols on an alarm engine with an injected clock, feeding wave-1 a CPU
+// at 99% for two minutes, and returns the channels that received policy's firing alert.
+func receiversOf(t *testing.T, pols []*policy.Policy, name string) []string {
+	t.Helper()
+	c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), CoordFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	var got []string
+	send := func(m notify.Message) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, a := range m.Alerts {
+			if a.Status == "firing" && a.Labels["alertname"] == name && !slices.Contains(got, m.Receiver) {
+				got = append(got, m.Receiver)
+			}
+		}
+	}
+	e := alarm.NewEngine(alarm.EngineOptions{Policies: pols, Log: &alarm.CoordLog{C: c}, Send: send,
+		Now: func() time.Time { return now }, Logger: quietLogger()})
+	if _, err := e.Restore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range 12 {
+		e.Observe(metric.Batch{Node: "wave-1", TS: now, IntervalS: 10, Points: []metric.Point{{Name: "cpu.util", Value: 99}}})
+		e.Tick()
+		e.Sync()
+		now = now.Add(10 * time.Second)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(got)
+	return got
+}
+
+// TestUpExamplePolicyAlertsReachTheLog: cpu-critical names [ops-webhook, dba-mail] and
+// not the log; its alert reaches the log in up all the same, alone without -channels and
+// besides its own channels with the alarm's config.
+func TestUpExamplePolicyAlertsReachTheLog(t *testing.T) {
+	chans, err := LoadChannels("", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pols, _, err := LoadPolicies(examplePolicies, chans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := receiversOf(t, pols, "cpu-critical"); !slices.Equal(got, []string{LogChannel}) {
+		t.Fatalf("without -channels, cpu-critical went to %v, want [log]", got)
+	}
+	cfg, _ := exampleAlarmConfig(t, t.TempDir())
+	if chans, err = LoadChannels(cfg, quietLogger()); err != nil {
+		t.Fatal(err)
+	}
+	if pols, _, err = LoadPolicies(examplePolicies, chans); err != nil {
+		t.Fatal(err)
+	}
+	if got := receiversOf(t, pols, "cpu-critical"); !slices.Equal(got, []string{"dba-mail", LogChannel, "ops-webhook"}) {
+		t.Fatalf("with the alarm's channels, cpu-critical went to %v, want [dba-mail log ops-webhook]", got)
+	}
 }

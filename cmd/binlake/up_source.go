@@ -10,8 +10,10 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/binlake/binlake/alarm"
@@ -53,15 +55,23 @@ const DefaultRowsTopic = "binlake.rows"
 // own bookkeeping, not application data.
 var systemSchemas = []string{`mysql\..*`, `information_schema\..*`, `performance_schema\..*`, `sys\..*`}
 
-// ParseDSN parses "user[:password]@tcp(host:port)[/]" (the go-sql-driver form) or
-// "user[:password]@host:port". A database or parameters after '/' are refused, since
-// the wave reads the whole server's binlog and filters with subscriptions.
+// ParseDSN parses "user[:password]@tcp(host:port)[/]" (the go-sql-driver form),
+// "user[:password]@host:port" or the URL form "mysql://user[:password]@host[:port][/]"
+// (port 3306 when left out; user and password %-encoded as in any URL). A database or
+// parameters after '/' are refused, since the wave reads the whole server's binlog and
+// filters with subscriptions. Errors show the DSN with its password as ***.
 func ParseDSN(dsn string) (MySQL, error) {
-	var m MySQL
 	rest := strings.TrimSpace(dsn)
+	if scheme, tail, ok := strings.Cut(rest, "://"); ok {
+		if scheme != "mysql" && scheme != "mariadb" {
+			return MySQL{}, fmt.Errorf("mysql DSN: scheme %q: want mysql://user[:password]@host[:port]/ or user[:password]@tcp(host:port)/", scheme)
+		}
+		return parseURLDSN(scheme, tail)
+	}
+	var m MySQL
 	at := strings.LastIndex(rest, "@") // passwords may contain '@'
 	if at < 0 {
-		return m, errors.New(`mysql DSN: no user: want user[:password]@tcp(host:port)/`)
+		return m, errors.New(`mysql DSN: no user: want user[:password]@tcp(host:port)/ or mysql://user[:password]@host:port/`)
 	}
 	user, pw, _ := strings.Cut(rest[:at], ":")
 	m.User, m.Password = user, config.Secret(pw)
@@ -90,10 +100,65 @@ func ParseDSN(dsn string) (MySQL, error) {
 	if m.User == "" {
 		return m, fmt.Errorf("mysql DSN %q: empty user", safe)
 	}
-	if host, port, err := net.SplitHostPort(m.Addr); err != nil || host == "" || port == "" {
-		return m, fmt.Errorf("mysql DSN %q: want host:port, got %q", safe, m.Addr)
+	if err := checkHostPort(m.Addr); err != nil {
+		return m, fmt.Errorf("mysql DSN %q: %w", safe, err)
 	}
 	return m, nil
+}
+
+// parseURLDSN parses what follows "mysql://".
+func parseURLDSN(scheme, rest string) (MySQL, error) {
+	var m MySQL
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return m, fmt.Errorf("mysql DSN %q: no user: want %s://user[:password]@host[:port]/", scheme+"://"+rest, scheme)
+	}
+	userinfo, hostpart := rest[:at], rest[at+1:]
+	rawUser, rawPW, hasPW := strings.Cut(userinfo, ":")
+	safe := scheme + "://" + rawUser
+	if hasPW {
+		safe += ":***"
+	}
+	safe += "@" + hostpart
+	user, err := url.PathUnescape(rawUser)
+	if err != nil {
+		return m, fmt.Errorf("mysql DSN %q: the user has a bad %%-escape", safe)
+	}
+	pw, err := url.PathUnescape(rawPW)
+	if err != nil {
+		// The error would quote the password's bad escape: say only where it is.
+		return m, fmt.Errorf("mysql DSN %q: the password has a bad %%-escape (write %%25 for a literal %%)", safe)
+	}
+	host, path, _ := strings.Cut(hostpart, "/")
+	if path != "" || strings.ContainsAny(host, "?#") {
+		return m, fmt.Errorf("mysql DSN %q: nothing may follow the address but '/': the wave reads every database and --mysql-sub selects tables", safe)
+	}
+	if user == "" {
+		return m, fmt.Errorf("mysql DSN %q: empty user", safe)
+	}
+	if host == "" {
+		return m, fmt.Errorf("mysql DSN %q: no host", safe)
+	}
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host = net.JoinHostPort(strings.Trim(host, "[]"), "3306") // a URL may leave the port out
+	}
+	if err := checkHostPort(host); err != nil {
+		return m, fmt.Errorf("mysql DSN %q: %w", safe, err)
+	}
+	m.User, m.Password, m.Addr = user, config.Secret(pw), host
+	return m, nil
+}
+
+// checkHostPort accepts host:port with a non-empty host and a port from 1 to 65535.
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || port == "" {
+		return fmt.Errorf("want host:port, got %q", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q: want a number from 1 to 65535", port)
+	}
+	return nil
 }
 
 // instance is the capture instance `up` defines for the source.
@@ -133,7 +198,9 @@ func DefaultPolicies() ([]*policy.Policy, error) {
 	return policy.Parse(bytes.NewReader(defaultPolicies), "built-in policies")
 }
 
-// LogChannel is the channel every `up` has: alerts as warnings in its log.
+// LogChannel is the channel every `up` has: alerts as warnings in its log. Every policy
+// of up notifies it, whether or not the policy names it, so that the log is the one place
+// that shows every alert.
 const LogChannel = "log"
 
 // Channels are the alarm's notification channels.
@@ -141,24 +208,33 @@ type Channels struct {
 	Notifiers map[string]notify.Notifier
 	// Desc describes each, without secrets, for the start-up log.
 	Desc []string
+	// File is the --channels file they came from; empty for the log channel alone.
+	File string
 }
 
-// channelsFile is the part of alarm.yaml `up --channels` reads.
-type channelsFile struct {
-	Channels map[string]alarm.Channel `yaml:"channels"`
-}
+// alarmFile is alarm.yaml as `up --channels` reads it: the alarm's own config type, so
+// that the alarm's file is accepted as it is, but a defined type without its Validate,
+// since a file holding only a channels: section is valid for up and only the channels
+// are used (the bus, coordinator and HTTP of up are its own).
+type alarmFile alarm.Config
 
 // LoadChannels builds the log channel plus, when path is set, the channels of a YAML file
-// holding a "channels:" section in alarm.yaml's format.
+// in alarm.yaml's format: the alarm's config file itself, or a file with only its
+// "channels:" section. Every channel must build: one whose secret file (url_file,
+// password_file…) cannot be read is an error naming the channel and the file, since a
+// channel given on purpose and silently left out would lose the alerts sent to it.
 func LoadChannels(path string, logger *slog.Logger) (Channels, error) {
 	var ac alarm.Config
 	if path != "" {
-		var f channelsFile
+		var f alarmFile
 		if err := config.Load(path, &f); err != nil {
 			return Channels{}, err
 		}
 		if len(f.Channels) == 0 {
 			return Channels{}, fmt.Errorf("%s: no channels: want a mapping under \"channels:\"", path)
+		}
+		if ch, ok := f.Channels[LogChannel]; ok && ch.Kind != "log" {
+			return Channels{}, fmt.Errorf("%s: channels.%s is kind %q: the name %q is up's log channel, which every policy notifies; give this channel another name", path, LogChannel, ch.Kind, LogChannel)
 		}
 		ac.Channels = f.Channels
 	}
@@ -177,39 +253,62 @@ func LoadChannels(path string, logger *slog.Logger) (Channels, error) {
 	if err != nil {
 		return Channels{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return Channels{Notifiers: n, Desc: desc}, nil
+	return Channels{Notifiers: n, Desc: desc, File: path}, nil
 }
 
 // LoadPolicies reads a policy file, or returns DefaultPolicies sent to every channel of
-// chans when path is empty. Every channel a policy names must be in chans.
-func LoadPolicies(path string, chans Channels) ([]*policy.Policy, error) {
+// chans when path is empty. Every policy notifies LogChannel too.
+//
+// With a channels file (chans.File), every channel a policy names must be in it: a
+// misspelt channel is an error naming the policy and the channel. Without one, a policy
+// naming channels up does not have (those of the alarm's config, say) still runs, its
+// alerts going to the log: toLog lists those channels, for the caller to say so once.
+func LoadPolicies(path string, chans Channels) (pols []*policy.Policy, toLog []string, err error) {
 	if path == "" {
 		pols, err := DefaultPolicies()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		names := make([]string, 0, len(chans.Notifiers))
-		for n := range chans.Notifiers {
-			names = append(names, n)
-		}
-		slices.Sort(names)
 		for _, p := range pols {
-			p.Channels = names
+			p.Channels = channelNames(chans)
 		}
-		return pols, nil
+		return pols, nil, nil
 	}
-	pols, err := policy.Load(path)
+	pols, err = policy.Load(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, p := range pols {
+		kept := make([]string, 0, len(p.Channels)+1)
 		for _, c := range p.Channels {
-			if chans.Notifiers[c] == nil {
-				return nil, fmt.Errorf("%s:%d: policy %q names channel %q: up has %q plus those of --channels", path, p.Line, p.Name, c, LogChannel)
+			switch {
+			case chans.Notifiers[c] != nil:
+				kept = append(kept, c)
+			case chans.File != "":
+				return nil, nil, fmt.Errorf("%s:%d: policy %q names channel %q, which -channels %s does not configure (it has %s)",
+					path, p.Line, p.Name, c, chans.File, strings.Join(channelNames(chans), ", "))
+			default:
+				if !slices.Contains(toLog, c) {
+					toLog = append(toLog, c)
+				}
 			}
 		}
+		if !slices.Contains(kept, LogChannel) {
+			kept = append(kept, LogChannel)
+		}
+		p.Channels = kept
 	}
-	return pols, nil
+	slices.Sort(toLog)
+	return pols, toLog, nil
+}
+
+func channelNames(chans Channels) []string {
+	names := make([]string, 0, len(chans.Notifiers))
+	for n := range chans.Notifiers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // hostname is the default node id.

@@ -181,7 +181,7 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 	}
 	pols := o.Policies
 	if pols == nil {
-		if pols, err = LoadPolicies("", *chans); err != nil {
+		if pols, _, err = LoadPolicies("", *chans); err != nil {
 			return err
 		}
 	}
@@ -223,9 +223,10 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 
 	var urls upURLs
 	judgeReady, alarmReady := make(chan string, 1), make(chan string, 1)
+	status := newUpStatus(&o) // the status page's alerts and instance errors (up_status.go)
 	j, err := judge.New(judge.Options{
 		Store: st, Subscriber: judgeSub, Listen: o.JudgeListen, Algorithm: o.Algorithm, SnapshotEvery: judge.DefaultSnapshotEvery,
-		Logger: o.Logger, Ready: func(a string) { judgeReady <- a },
+		Logger: o.Logger, Ready: func(a string) { judgeReady <- a }, Status: status.options(),
 	})
 	if err != nil {
 		return err
@@ -238,6 +239,7 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	status.alarm.Store(al)
 
 	attrs := []any{"version", buildinfo.String(), "data", dir, "node", o.Node, "store", "sqlite " + storePath,
 		"coordinator", "single " + filepath.Join(dir, CoordFile), "bus", "in-process", "policies", len(pols),
@@ -274,13 +276,13 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 		return "", false
 	}
 
-	sinks.run("judge", j.Run)
+	sinks.run("judge", listenFlag(j.Run, "-judge-http"))
 	addr, ok := await(sinks, judgeReady)
 	if !ok {
 		return shutdown(nil)
 	}
 	urls.Judge, urls.Status = "http://"+addr, "http://"+addr+"/"
-	sinks.run("alarm", al.Run)
+	sinks.run("alarm", listenFlag(al.Run, "-alarm-http"))
 	if addr, ok = await(sinks, alarmReady); !ok {
 		return shutdown(nil)
 	}
@@ -308,7 +310,8 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 		if err != nil {
 			return shutdown(err)
 		}
-		sources.run("wave", wv.Run)
+		status.wave.Store(wv)
+		sources.run("wave", listenFlag(wv.Run, "-wave-http"))
 		if addr, ok = await(sources, waveReady); !ok {
 			return shutdown(nil)
 		}
@@ -334,7 +337,7 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 		return shutdown(err)
 	}
 	defer ag.Close()
-	sources.run("agent", ag.Run)
+	sources.run("agent", listenFlag(ag.Run, "-agent-metrics"))
 	if addr, ok = await(sources, agentReady); !ok {
 		return shutdown(nil)
 	}
@@ -368,6 +371,20 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 	}
 	log.Info("binlake up stopped")
 	return nil
+}
+
+// listenFlag names the flag of `up` that changes a part's address when the part fails
+// because another process holds it: "-judge-http 127.0.0.1:8080 is in use: pick another
+// with -judge-http" says what to do, where the kernel's "bind: address already in use"
+// does not say which of up's four listeners it was.
+func listenFlag(run func(context.Context) error, flagName string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := run(ctx)
+		if addr, ok := addrInUse(err); ok {
+			return fmt.Errorf("%s %s is in use by another process: pick another with %s (port 0 picks a free one)", flagName, addr, flagName)
+		}
+		return err
+	}
 }
 
 // newCollector builds a registered collector from its default config, adjusted by set.
@@ -468,7 +485,7 @@ func detectFlavor(ctx context.Context, m MySQL) (string, error) {
 	defer cancel()
 	conn, err := client.ConnectWithContext(cctx, m.Addr, m.User, m.Password.Reveal(), "", 10*time.Second)
 	if err != nil {
-		return "", fmt.Errorf("mysql %s: connect to detect its flavor (or pass --mysql-flavor): %w", m, err)
+		return "", fmt.Errorf("mysql %s: %w", m, err)
 	}
 	defer conn.Close()
 	if strings.Contains(strings.ToLower(conn.GetServerVersion()), "mariadb") {

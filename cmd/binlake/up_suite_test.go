@@ -297,7 +297,7 @@ func TestLoadChannelsAndPolicies(t *testing.T) {
 	if strings.Contains(strings.Join(chans.Desc, " "), "hunter2") {
 		t.Fatalf("channel description shows the URL's token: %v", chans.Desc)
 	}
-	pols, err := LoadPolicies("", chans)
+	pols, _, err := LoadPolicies("", chans)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,11 +321,11 @@ func TestLoadChannelsAndPolicies(t *testing.T) {
 	}
 
 	bad := write("pol.yaml", "policies:\n  - name: x\n    metric: cpu.util\n    condition: \"last > 1\"\n    severity: P3\n    channels: [pager]\n")
-	if _, err := LoadPolicies(bad, chans); err == nil || !strings.Contains(err.Error(), `"pager"`) {
+	if _, _, err := LoadPolicies(bad, chans); err == nil || !strings.Contains(err.Error(), `"pager"`) {
 		t.Fatalf("policy naming an unknown channel: %v", err)
 	}
 	good := write("pol2.yaml", "policies:\n  - name: x\n    metric: cpu.util\n    condition: \"last > 1\"\n    severity: P3\n    channels: [ops]\n")
-	if pols, err := LoadPolicies(good, chans); err != nil || len(pols) != 1 {
+	if pols, _, err := LoadPolicies(good, chans); err != nil || len(pols) != 1 {
 		t.Fatalf("LoadPolicies = %v, %v", pols, err)
 	}
 }

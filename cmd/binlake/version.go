@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -9,7 +10,20 @@ import (
 	"github.com/binlake/binlake/internal/buildinfo"
 )
 
-func runVersion(_ context.Context, _ []string, stdout, _ io.Writer) error {
+// runVersion is `binlake version`, also reached as `binlake --version` and `binlake -v`.
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: binlake version\n\nPrints the version, the Go version and the platform (also: binlake --version, binlake -v).")
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "Usage: binlake version\nbinlake version: unexpected argument %q\n", fs.Arg(0))
+		return errUsage
+	}
 	_, err := fmt.Fprintf(stdout, "binlake %s (%s %s/%s)\n", buildinfo.String(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return err
 }

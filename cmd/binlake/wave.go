@@ -26,11 +26,12 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	node := fs.String("node", "", "override the config's node id")
 	httpAddr := fs.String("http", "", "override the config's http.listen")
 	logLevel := fs.String("log-level", "", "override the config's log level: debug, info, warn or error")
+	check := fs.Bool("check", false, "validate the config (and read balancer.judge_token_file) and exit; connects to nothing")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake wave [flags]\n\nCaptures the binlogs of the instances assigned to this node and publishes their rows.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := wave.LoadConfig(*cfgPath)
@@ -54,6 +55,15 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	logger, err := logging.New(stderr, cfg.Log.Level, cfg.Log.Format)
 	if err != nil {
 		return fmt.Errorf("%s: field \"log\": %w", *cfgPath, err)
+	}
+	if *check {
+		if cfg.Balancer.Judge != "" {
+			if _, err := config.ResolveSecret("", judge.TokenEnv, cfg.Balancer.JudgeTokenFile); err != nil {
+				return fmt.Errorf("%s: field \"balancer.judge_token_file\": %w", *cfgPath, err)
+			}
+		}
+		fmt.Fprintf(stdout, "%s is valid: node %s, coordinator %s, sink %s\n", *cfgPath, cfg.Node, cfg.Coordinator.Kind, cfg.Sink.Kind)
+		return nil
 	}
 
 	c, _, err := Open(ctx, cfg.Coordinator, logger)
@@ -81,9 +91,13 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// One attempt per produce request, bounded by the write timeout: kafka-go's own
 		// retries would keep a lost leader's batch in flight for up to 5 × 10 s; the wave
 		// retries itself and stops once its leadership is lost (Config.KafkaWriteTimeout).
-		b, err := kafka.New(kafka.Options{Brokers: k.Brokers, ClientID: "binlake-wave-" + cfg.Node,
+		kopts := kafka.Options{ClientID: "binlake-wave-" + cfg.Node,
 			BatchSize: k.BatchSize, BatchBytes: int64(k.MaxMessageBytes), BatchTimeout: k.Linger.D(), Compression: k.Compression,
-			MaxAttempts: 1, WriteTimeout: cfg.KafkaWriteTimeout(), Logger: logger})
+			MaxAttempts: 1, WriteTimeout: cfg.KafkaWriteTimeout(), Logger: logger}
+		if err := kopts.FromConfig(k.Kafka, "sink.kafka"); err != nil {
+			return fmt.Errorf("%s: %w", *cfgPath, err)
+		}
+		b, err := kafka.New(kopts)
 		if err != nil {
 			return err
 		}

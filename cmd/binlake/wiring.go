@@ -28,7 +28,11 @@ func Subscribe(ctx context.Context, b config.Bus, clientID string, logger *slog.
 	if b.Kind != config.BusKafka {
 		return nil, func() {}, "none", nil
 	}
-	k, err := kafka.New(kafka.Options{Brokers: b.Brokers, ClientID: clientID, Logger: logger})
+	kopts := kafka.Options{ClientID: clientID, Logger: logger}
+	if err := kopts.FromConfig(b.Kafka, "bus"); err != nil {
+		return nil, nil, "", err
+	}
+	k, err := kafka.New(kopts)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -49,14 +53,30 @@ func Subscribe(ctx context.Context, b config.Bus, clientID string, logger *slog.
 		sub.Close()
 		k.Close()
 	}
-	return sub, closeFn, fmt.Sprintf("kafka %s topic %s group %s (a new group starts at the %s message)",
-		strings.Join(b.Brokers, ","), b.Topic, b.Group, b.Start), nil
+	sec := ""
+	if kopts.TLS != nil || kopts.SASL != nil {
+		sec = " (" + kopts.Security() + ")"
+	}
+	return sub, closeFn, fmt.Sprintf("kafka %s%s topic %s group %s (a new group starts at the %s message)",
+		strings.Join(b.Brokers, ","), sec, b.Topic, b.Group, b.Start), nil
 }
 
 // Open opens the coordinator c describes.
 func Open(ctx context.Context, c config.Coordinator, logger *slog.Logger) (coord.Coordinator, string, error) {
-	return OpenCoordinator(ctx, CoordOptions{Kind: c.Kind, Path: c.Path, Servers: c.Servers, Root: c.Root,
-		SessionTimeout: c.SessionTimeout.D(), Logger: logger})
+	o := CoordOptions{Kind: c.Kind, Path: c.Path, Servers: c.Servers, Root: c.Root,
+		SessionTimeout: c.SessionTimeout.D(), Logger: logger}
+	if c.Kind == config.CoordZK && c.Auth.Enabled() {
+		pw, err := c.Auth.Password()
+		if err != nil {
+			key := "coordinator.auth.password_file"
+			if c.Auth.PasswordFile == "" {
+				key = "coordinator.auth.password_env"
+			}
+			return nil, "", fmt.Errorf("field %q: %w", key, err)
+		}
+		o.Auth = &zk.DigestAuth{Username: c.Auth.Username, Password: pw}
+	}
+	return OpenCoordinator(ctx, o)
 }
 
 // CoordOptions describe a coordinator, whatever the config section's keys.
@@ -69,7 +89,9 @@ type CoordOptions struct {
 	Servers        []string
 	Root           string
 	SessionTimeout time.Duration
-	Logger         *slog.Logger
+	// Auth, when set, is ZooKeeper's digest identity; the nodes created admit it only.
+	Auth   *zk.DigestAuth
+	Logger *slog.Logger
 }
 
 // OpenCoordinator opens the single-node coordinator or connects to ZooKeeper; desc names
@@ -79,6 +101,10 @@ func OpenCoordinator(ctx context.Context, o CoordOptions) (c coord.Coordinator, 
 		c, err = single.New(single.Options{Path: o.Path})
 		return c, "single " + o.Path, err
 	}
-	c, err = zk.New(ctx, zk.Options{Servers: o.Servers, Root: o.Root, SessionTimeout: o.SessionTimeout, Logger: o.Logger})
-	return c, "zk " + strings.Join(o.Servers, ","), err
+	c, err = zk.New(ctx, zk.Options{Servers: o.Servers, Root: o.Root, SessionTimeout: o.SessionTimeout, Logger: o.Logger, Auth: o.Auth})
+	desc = "zk " + strings.Join(o.Servers, ",")
+	if o.Auth != nil {
+		desc += " (digest auth as " + o.Auth.Username + ")"
+	}
+	return c, desc, err
 }

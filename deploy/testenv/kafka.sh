@@ -3,6 +3,14 @@
 # kafka.sh private-run DIR PORT CONTROLLER_PORT | private-wait DIR PORT
 # A single Apache Kafka 4 broker for the integration tests (BINLAKE_TEST_KAFKA=127.0.0.1:9092),
 # in KRaft combined mode (broker and controller in one JVM, controller on 127.0.0.1:9093).
+# The same broker has a second listener, SASL_SSL on 127.0.0.1:9094 (BINLAKE_TEST_KAFKA_SASL),
+# for the transport-security tests: TLS with a server certificate of a test CA (client
+# certificates of that CA are requested, not required) and SASL PLAIN, SCRAM-SHA-256 and
+# SCRAM-SHA-512. The CA, the server's keystore, a client certificate and the users' random
+# passwords are made once with openssl and kept in $TESTENV_DIR/kafka/tls/; the PLAIN user
+# (binlake-plain) is in the listener's JAAS config, the SCRAM user (binlake-scram) is set
+# through the Admin API (kafka/ScramUsers.java, compiled once) after every start.
+# `services.sh env` exports the address, the CA and the users (BINLAKE_TEST_KAFKA_SASL_*).
 # The private-* subcommands run another such broker, of one test alone, with its state in DIR
 # and its own ports: fault tests stop and restart it while the shared one keeps serving the
 # other tests (internal/testenv.StartKafkaBroker). private-run runs it in the foreground
@@ -24,13 +32,68 @@ STOP_TIMEOUT=60
 # The lib folder is keyed by the pom's hash: editing the pom (a new Kafka version) refetches.
 LIB=$CACHE_DIR/kafka/lib-$(sha256sum "$POM" | cut -c1-12)
 
-# set_broker DIR PORT CONTROLLER_PORT: which broker the functions below act on, its state
-# folder and its ports.
+# set_broker DIR PORT CONTROLLER_PORT [SASL_PORT]: which broker the functions below act on,
+# its state folder and its ports. Only the shared broker has the SASL_SSL listener.
 set_broker() {
-  SVC_DIR=$1 PORT=$2 CONTROLLER_PORT=$3
+  SVC_DIR=$1 PORT=$2 CONTROLLER_PORT=$3 SASL_PORT=${4:-}
   DATA=$SVC_DIR/data LOGD=$SVC_DIR/log PIDF=$SVC_DIR/pid CONF=$SVC_DIR/server.properties
 }
-set_broker "$TESTENV_DIR/kafka" 9092 9093
+set_broker "$TESTENV_DIR/kafka" 9092 9093 9094
+
+# The SASL_SSL listener's material (shared broker only); services.sh env names the same files.
+TLSD=$TESTENV_DIR/kafka/tls
+KEYSTORE_PASS=binlake-testenv
+SCRAM_USER=binlake-scram
+PLAIN_USER=binlake-plain
+
+# make_tls: the test CA, the broker's certificate (127.0.0.1 and localhost) in a PKCS12
+# keystore, a client certificate and the two users' passwords, once.
+make_tls() {
+  [[ -f $TLSD/.complete ]] && return 0
+  command -v openssl >/dev/null 2>&1 || need_apt openssl
+  local tmp=$TLSD.tmp
+  rm -rf "$tmp"; mkdir -p "$tmp" "$LOGD"; chmod 700 "$tmp"
+  log "kafka: making the test CA, certificates and SASL passwords in $TLSD (first run only)"
+  (
+    cd "$tmp"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 -subj "/CN=binlake testenv CA" \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=127.0.0.1"
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 3650 -extfile server.ext
+    openssl pkcs12 -export -in server.pem -inkey server.key -certfile ca.pem -name kafka \
+      -out server.p12 -passout "pass:$KEYSTORE_PASS"
+    openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj "/CN=binlake-testenv-client"
+    printf 'extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n' >client.ext
+    openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 3650 -extfile client.ext
+    rm -f ./*.csr ./*.ext
+    # URL-safe, no quoting needed in the JAAS config.
+    head -c 18 /dev/urandom | base64 | tr '+/' '-_' >scram.password
+    head -c 18 /dev/urandom | base64 | tr '+/' '-_' >plain.password
+    chmod 600 ./*.key ./*.password server.p12
+  ) >"$LOGD/tls.log" 2>&1 || { tail -n 20 "$LOGD/tls.log" >&2; die "kafka: making the test certificates failed; see $LOGD/tls.log"; }
+  touch "$tmp/.complete"
+  rm -rf "$TLSD"; mv "$tmp" "$TLSD"
+}
+
+# set_scram_user: create or update the SCRAM user through the PLAINTEXT listener. The tool is
+# compiled once, keyed by its source's hash.
+set_scram_user() {
+  local src=$HERE/kafka/ScramUsers.java tools
+  tools=$CACHE_DIR/kafka/tools-$(sha256sum "$src" | cut -c1-12)
+  if [[ ! -f $tools/ScramUsers.class ]]; then
+    command -v javac >/dev/null 2>&1 || need_apt default-jdk-headless
+    rm -rf "$tools.tmp"; mkdir -p "$tools.tmp"
+    javac -d "$tools.tmp" -cp "$LIB/*" "$src" >"$LOGD/scram.log" 2>&1 ||
+      { cat "$LOGD/scram.log" >&2; die "kafka: compiling $src failed"; }
+    rm -rf "$tools"; mv "$tools.tmp" "$tools"
+  fi
+  java -Xmx128m -Dlog4j2.level=ERROR -cp "$LIB/*:$tools" ScramUsers "127.0.0.1:$PORT" "$SCRAM_USER" "$TLSD/scram.password" \
+    >>"$LOGD/scram.log" 2>&1 || { tail -n 20 "$LOGD/scram.log" >&2; die "kafka: setting the SCRAM user failed; see $LOGD/scram.log"; }
+}
+
+# sasl_ready: the SASL_SSL listener accepts connections (the broker is started by then).
+sasl_ready() { port_open "$SASL_PORT"; }
 
 need_tools() {
   command -v java >/dev/null 2>&1 || need_apt default-jre-headless
@@ -69,14 +132,21 @@ fetch_jars() {
 
 write_conf() {
   mkdir -p "$DATA" "$LOGD"
+  local listeners="PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT"
+  local advertised="PLAINTEXT://127.0.0.1:$PORT" map="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+  if [[ -n $SASL_PORT ]]; then
+    listeners+=",SASL_SSL://127.0.0.1:$SASL_PORT"
+    advertised+=",SASL_SSL://127.0.0.1:$SASL_PORT"
+    map+=",SASL_SSL:SASL_SSL"
+  fi
   cat >"$CONF" <<CFG
 # Written by deploy/testenv/kafka.sh on every start; edit the script, not this file.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$PORT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listeners=$listeners
+advertised.listeners=$advertised
+listener.security.protocol.map=$map
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 log.dirs=$DATA
@@ -99,6 +169,23 @@ num.network.threads=2
 num.io.threads=4
 num.recovery.threads.per.data.dir=1
 CFG
+  [[ -n $SASL_PORT ]] || return 0
+  local plain_pw; plain_pw=$(cat "$TLSD/plain.password")
+  cat >>"$CONF" <<CFG
+# The SASL_SSL listener of the transport-security tests (see the script's header).
+listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="$PLAIN_USER" password="$plain_pw" user_$PLAIN_USER="$plain_pw";
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.ssl.keystore.type=PKCS12
+listener.name.sasl_ssl.ssl.keystore.location=$TLSD/server.p12
+listener.name.sasl_ssl.ssl.keystore.password=$KEYSTORE_PASS
+listener.name.sasl_ssl.ssl.key.password=$KEYSTORE_PASS
+listener.name.sasl_ssl.ssl.truststore.type=PEM
+listener.name.sasl_ssl.ssl.truststore.location=$TLSD/ca.pem
+listener.name.sasl_ssl.ssl.client.auth=requested
+CFG
+  chmod 600 "$CONF"
 }
 
 # format_storage: give the data folder its cluster id and metadata log, only the first time,
@@ -175,6 +262,7 @@ started_or_dead() { ! pid_alive "$PIDF" || metadata_ok; }
 prepare() {
   need_tools
   fetch_jars
+  [[ -z $SASL_PORT ]] || make_tls
   write_conf
   format_storage
   # An explicit, sorted class path (not lib/*): the CDS archive is only valid for the same one.
@@ -211,7 +299,9 @@ wait_ready() {
 
 up() {
   if pid_alive "$PIDF" && metadata_ok; then
-    echo "kafka: already running on 127.0.0.1:$PORT (pid $(cat "$PIDF"))"; return 0
+    echo "kafka: already running on 127.0.0.1:$PORT (pid $(cat "$PIDF"))"
+    sasl_ready || log "kafka: the running broker has no SASL_SSL listener on 127.0.0.1:$SASL_PORT (started by an older kafka.sh): run kafka.sh down && kafka.sh up to add it"
+    return 0
   fi
   local t0 fetched_in=""; t0=$(now_ms)
   if ! pid_alive "$PIDF"; then
@@ -226,7 +316,11 @@ up() {
     start_bg "$PIDF" "$LOGD/stdout.log" "${BROKER_CMD[@]}"
   fi
   wait_ready
-  echo "kafka: ready on 127.0.0.1:$PORT in $(elapsed "$t0") s (cold start${fetched_in:+; plus $fetched_in s fetching the jars before it})"
+  if [[ -f $TLSD/.complete ]] && grep -q '^listener.name.sasl_ssl' "$CONF" 2>/dev/null; then
+    wait_until kafka 30 "$LOGD/server.log" sasl_ready || die "kafka: the SASL_SSL listener did not open on 127.0.0.1:$SASL_PORT"
+    set_scram_user
+  fi
+  echo "kafka: ready on 127.0.0.1:$PORT${SASL_PORT:+ (SASL_SSL on $SASL_PORT)} in $(elapsed "$t0") s (cold start${fetched_in:+; plus $fetched_in s fetching the jars before it})"
 }
 
 # private_args DIR PORT [CONTROLLER_PORT]: check a private-* command's arguments and select
@@ -235,8 +329,8 @@ private_args() {
   local dir=${1:-} port=${2:-} cport=${3:-0}
   [[ -n $dir ]] || die "kafka: private-*: the broker's state folder (DIR) is required"
   [[ $port =~ ^[0-9]+$ && $cport =~ ^[0-9]+$ ]] || die "kafka: private-*: ports must be numbers, got '$port' and '$cport'"
-  (( port != 9092 && port != 9093 && cport != 9092 && cport != 9093 )) ||
-    die "kafka: private-*: ports 9092 and 9093 belong to the shared test broker"
+  (( port != 9092 && port != 9093 && port != 9094 && cport != 9092 && cport != 9093 && cport != 9094 )) ||
+    die "kafka: private-*: ports 9092, 9093 and 9094 belong to the shared test broker"
   mkdir -p "$dir"
   set_broker "$(cd "$dir" && pwd)" "$port" "$cport"
 }
@@ -287,7 +381,7 @@ down() {
 status() {
   if pid_alive "$PIDF"; then
     if metadata_ok; then
-      echo "kafka: running on 127.0.0.1:$PORT (pid $(cat "$PIDF"))"
+      echo "kafka: running on 127.0.0.1:$PORT (pid $(cat "$PIDF"))$(sasl_ready && echo ", SASL_SSL on 127.0.0.1:$SASL_PORT" || echo ", no SASL_SSL listener")"
     else
       echo "kafka: pid $(cat "$PIDF") alive but not answering metadata on 127.0.0.1:$PORT"
     fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # services.sh up|down|status|env [SERVICE...]
 # Starts (idempotently) or stops the real test services, each bound to 127.0.0.1:
-#   mariadb 3307, zookeeper 2181 (+ ensemble 2182-2184), kafka 9092, elasticsearch 9200;
+#   mariadb 3307, zookeeper 2181 (+ ensemble 2182-2184), kafka 9092 (+ SASL_SSL 9094),
+#   elasticsearch 9200;
 #   browser installs headless Chromium for the status-page test.
 # `env` prints the BINLAKE_TEST_* exports that point the tests at them.
 set -euo pipefail
@@ -18,11 +19,22 @@ case $cmd in
     # Stop in reverse order: clients of ZooKeeper before ZooKeeper.
     for ((i=${#svcs[@]}-1; i>=0; i--)); do bash "$here/${svcs[i]}.sh" down; done ;;
   env)
+    # kafka.sh keeps the SASL_SSL listener's CA, client certificate and passwords here.
+    repo=$(cd "$here/../.." && pwd)
+    tlsd=${BINLAKE_TESTENV_DIR:-$repo/.testenv}/kafka/tls
     cat <<ENV
 export BINLAKE_TEST_MYSQL='root@tcp(127.0.0.1:3307)/'
 export BINLAKE_TEST_ZK=127.0.0.1:2181
 export BINLAKE_TEST_ZK_ENSEMBLE=127.0.0.1:2182,127.0.0.1:2183,127.0.0.1:2184
 export BINLAKE_TEST_KAFKA=127.0.0.1:9092
+export BINLAKE_TEST_KAFKA_SASL=127.0.0.1:9094
+export BINLAKE_TEST_KAFKA_SASL_CA='$tlsd/ca.pem'
+export BINLAKE_TEST_KAFKA_SASL_CLIENT_CERT='$tlsd/client.pem'
+export BINLAKE_TEST_KAFKA_SASL_CLIENT_KEY='$tlsd/client.key'
+export BINLAKE_TEST_KAFKA_SASL_SCRAM_USER=binlake-scram
+export BINLAKE_TEST_KAFKA_SASL_SCRAM_PASSWORD_FILE='$tlsd/scram.password'
+export BINLAKE_TEST_KAFKA_SASL_PLAIN_USER=binlake-plain
+export BINLAKE_TEST_KAFKA_SASL_PLAIN_PASSWORD_FILE='$tlsd/plain.password'
 export BINLAKE_TEST_ES=http://127.0.0.1:9200
 ENV
     ;;

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
+	"strings"
 
 	"github.com/binlake/binlake/internal/metric"
 )
@@ -35,6 +37,8 @@ type HTTP struct {
 	// Token, when set, is required as a bearer token on writes; TokenFile holds it instead.
 	Token     Secret `yaml:"token"`
 	TokenFile string `yaml:"token_file"`
+	// TLS, when its files are set, serves the API over HTTPS only.
+	TLS HTTPTLS `yaml:"tls"`
 }
 
 // Validate fills Listen with defaultListen when empty and checks the section.
@@ -48,7 +52,7 @@ func (h *HTTP) Validate(defaultListen string) error {
 	if h.Token != "" && h.TokenFile != "" {
 		return errors.New("http: set token or token_file, not both")
 	}
-	return nil
+	return h.TLS.Validate("http.tls")
 }
 
 // Bus is the bus: section of a role that consumes the metric stream.
@@ -113,6 +117,58 @@ type Coordinator struct {
 	Servers        []string `yaml:"servers"`
 	Root           string   `yaml:"root"`
 	SessionTimeout Duration `yaml:"session_timeout"`
+	// Auth, when its username is set, authenticates the ZooKeeper session with the digest
+	// scheme and gives the znodes the coordinator creates a digest ACL for that user only.
+	Auth CoordAuth `yaml:"auth"`
+}
+
+// CoordAuth is the coordinator's auth: key, ZooKeeper digest credentials. The password is
+// never inline: it comes from the variable PasswordEnv when set and non-empty, else from
+// PasswordFile.
+type CoordAuth struct {
+	Username     string `yaml:"username"`
+	PasswordFile string `yaml:"password_file"`
+	PasswordEnv  string `yaml:"password_env"`
+}
+
+// Enabled reports whether the section asks for digest authentication.
+func (a CoordAuth) Enabled() bool { return a.Username != "" }
+
+// Password resolves the password from the environment or the file. Its errors name the
+// variable or the file, never a value.
+func (a CoordAuth) Password() (Secret, error) {
+	return KafkaSASL{PasswordFile: a.PasswordFile, PasswordEnv: a.PasswordEnv}.Password()
+}
+
+// reEnvName is a portable environment variable name.
+var reEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Validate checks the keys; prefix is the auth key's path ("coordinator.auth"). Every
+// problem is reported, joined, each naming its field.
+func (a CoordAuth) Validate(prefix string) error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("field %q: %s", prefix+"."+key, fmt.Sprintf(format, args...)))
+	}
+	if a.Username == "" {
+		if a.PasswordFile != "" || a.PasswordEnv != "" {
+			bad("username", "required when a password is set")
+		}
+		return errors.Join(errs...)
+	}
+	if strings.Contains(a.Username, ":") {
+		bad("username", "%q: a digest user name cannot contain ':'", a.Username)
+	}
+	if a.PasswordFile == "" && a.PasswordEnv == "" {
+		bad("password_file", "required with a username (or password_env; the password is never inline)")
+	}
+	if a.PasswordEnv != "" && !reEnvName.MatchString(a.PasswordEnv) {
+		bad("password_env", "%q is not an environment variable name", a.PasswordEnv)
+	}
+	if err := checkPasswordFile(a.PasswordFile, a.PasswordEnv); err != nil {
+		bad("password_file", "%v", err)
+	}
+	return errors.Join(errs...)
 }
 
 // Validate fills the defaults (single, at defaultPath) and checks the section.
@@ -129,8 +185,12 @@ func (c *Coordinator) Validate(defaultPath string) error {
 		if len(c.Servers) == 0 {
 			return errors.New("coordinator.servers: at least one ZooKeeper host:port")
 		}
+		return c.Auth.Validate("coordinator.auth")
 	default:
 		return fmt.Errorf("coordinator.kind %q: want single or zk", c.Kind)
+	}
+	if c.Auth != (CoordAuth{}) {
+		return errors.New(`field "coordinator.auth": only for kind zk`)
 	}
 	return nil
 }

@@ -20,6 +20,10 @@ func TestHTTPSectionValidate(t *testing.T) {
 		{"kept", HTTP{Listen: ":9"}, "", ":9"},
 		{"no port", HTTP{Listen: "8090"}, `http.listen "8090": want host:port`, ""},
 		{"both tokens", HTTP{Token: "a", TokenFile: "f"}, "http: set token or token_file, not both", ""},
+		{"tls cert without key", HTTP{TLS: HTTPTLS{CertFile: "c.pem"}}, "http.tls.key_file: required with http.tls.cert_file", ""},
+		{"tls key without cert", HTTP{TLS: HTTPTLS{KeyFile: "k.pem"}}, "http.tls.cert_file: required with http.tls.key_file", ""},
+		{"tls missing cert", HTTP{TLS: HTTPTLS{CertFile: "/nonexistent/c.pem", KeyFile: "/nonexistent/k.pem"}},
+			`http.tls.cert_file "/nonexistent/c.pem": no such file or directory`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.in.Validate("127.0.0.1:1")

@@ -12,18 +12,21 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol/metadata"
+	"github.com/segmentio/kafka-go/sasl"
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/internal/check"
@@ -40,6 +43,11 @@ type Options struct {
 	Brokers []string
 	// ClientID names this client in broker logs and quotas. "binlake" when empty.
 	ClientID string
+	// TLS, when set, makes every connection to the brokers use TLS (its ServerName, when
+	// empty, is the host of the address dialled). FromConfig builds it from a tls: key.
+	TLS *tls.Config
+	// SASL, when set, authenticates every connection to the brokers.
+	SASL *SASL
 
 	// BatchSize is the most messages per partition in one produce request. 100.
 	BatchSize int
@@ -131,6 +139,11 @@ func (o *Options) setDefaults() error {
 	if o.ClientID == "" {
 		o.ClientID = "binlake"
 	}
+	if o.SASL != nil {
+		if _, err := o.SASL.mechanism(); err != nil {
+			return err
+		}
+	}
 	if _, err := compressionCodec(o.Compression); err != nil {
 		return err
 	}
@@ -178,6 +191,7 @@ type Bus struct {
 	transport *kafkago.Transport // shared by the client and every writer: one metadata cache
 	client    *kafkago.Client
 	dialer    *kafkago.Dialer
+	sasl      sasl.Mechanism // nil without SASL
 
 	// commits counts the offset-commit requests of this Bus's subscriptions.
 	commits atomic.Int64
@@ -203,21 +217,38 @@ func New(opts Options) (*Bus, error) {
 		return nil, err
 	}
 	log := opts.Logger.With("component", "bus.kafka")
+	if opts.TLS != nil && opts.TLS.InsecureSkipVerify {
+		log.Warn("kafka: TLS without verifying the brokers' certificates (tls.insecure_skip_verify): anyone in the path can read and change the traffic")
+	}
+	if opts.SASL != nil && opts.TLS == nil && strings.EqualFold(opts.SASL.Mechanism, "plain") {
+		log.Warn("kafka: SASL PLAIN without TLS sends the password in clear text; add a tls: key", "user", opts.SASL.Username)
+	}
+	var mech sasl.Mechanism
+	if opts.SASL != nil {
+		var err error
+		if mech, err = opts.SASL.mechanism(); err != nil {
+			return nil, err
+		}
+	}
 	dial := (&net.Dialer{Timeout: opts.DialTimeout}).DialContext
 	transport := &kafkago.Transport{
 		Dial:        dial,
 		DialTimeout: opts.DialTimeout,
 		ClientID:    opts.ClientID,
 		MetadataTTL: opts.MetadataTTL,
+		TLS:         opts.TLS,
+		SASL:        mech,
 	}
 	addr := kafkago.TCP(opts.Brokers...)
 	return &Bus{
-		opts:        opts,
-		log:         log,
-		addr:        addr,
-		transport:   transport,
-		client:      &kafkago.Client{Addr: addr, Transport: transport, Timeout: opts.WriteTimeout},
-		dialer:      &kafkago.Dialer{ClientID: opts.ClientID, Timeout: opts.DialTimeout, DualStack: true},
+		opts:      opts,
+		log:       log,
+		addr:      addr,
+		transport: transport,
+		client:    &kafkago.Client{Addr: addr, Transport: transport, Timeout: opts.WriteTimeout},
+		dialer: &kafkago.Dialer{ClientID: opts.ClientID, Timeout: opts.DialTimeout, DualStack: true,
+			TLS: opts.TLS, SASLMechanism: mech},
+		sasl:        mech,
 		publishers:  map[*publisher]struct{}{},
 		subscribers: map[*subscriber]struct{}{},
 	}, nil
@@ -270,7 +301,7 @@ func (b *Bus) CreateTopic(ctx context.Context, spec bus.TopicSpec) error {
 	}
 	resp, err := b.client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{tc}})
 	if err != nil {
-		return fmt.Errorf("create topic %s: %w", spec.Name, err)
+		return fmt.Errorf("create topic %s: %w", spec.Name, b.explain(ctx, err))
 	}
 	switch err := resp.Errors[spec.Name]; {
 	case err == nil:
@@ -314,7 +345,7 @@ func (b *Bus) refreshTopic(ctx context.Context, topic string) error {
 		AllowAutoTopicCreation: true,
 	})
 	if err != nil {
-		return fmt.Errorf("read metadata of %s: %w", topic, err)
+		return fmt.Errorf("read metadata of %s: %w", topic, b.explain(ctx, err))
 	}
 	md, ok := resp.(*metadata.Response)
 	if !ok {
@@ -346,12 +377,13 @@ func (b *Bus) refreshTopic(ctx context.Context, topic string) error {
 // topicExists asks the cluster, bypassing the shared metadata cache, which may predate
 // a topic made by another process.
 func (b *Bus) topicExists(ctx context.Context, topic string) (bool, error) {
-	t := &kafkago.Transport{Dial: b.transport.Dial, DialTimeout: b.opts.DialTimeout, ClientID: b.opts.ClientID}
+	t := &kafkago.Transport{Dial: b.transport.Dial, DialTimeout: b.opts.DialTimeout, ClientID: b.opts.ClientID,
+		TLS: b.opts.TLS, SASL: b.sasl}
 	defer t.CloseIdleConnections()
 	c := &kafkago.Client{Addr: b.addr, Transport: t, Timeout: b.opts.WriteTimeout}
 	md, err := c.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
-		return false, fmt.Errorf("read metadata of %s: %w", topic, err)
+		return false, fmt.Errorf("read metadata of %s: %w", topic, b.explain(ctx, err))
 	}
 	for _, tm := range md.Topics {
 		if tm.Name == topic {
@@ -533,12 +565,12 @@ func (p *publisher) mapError(ctx context.Context, msgs []bus.Message, err error)
 		for i, e := range werrs {
 			if e != nil {
 				return fmt.Errorf("publish: %d of %d messages failed, first message %d to %s: %w",
-					werrs.Count(), len(msgs), i, msgs[i].Topic, classify(e))
+					werrs.Count(), len(msgs), i, msgs[i].Topic, p.b.explain(ctx, classify(e)))
 			}
 		}
 	}
 	topic := msgs[0].Topic
-	return fmt.Errorf("publish %d messages to %s: %w", len(msgs), topic, classify(err))
+	return fmt.Errorf("publish %d messages to %s: %w", len(msgs), topic, p.b.explain(ctx, classify(err)))
 }
 
 // classify wraps kafka-go errors that have a bus meaning with the bus sentinel.

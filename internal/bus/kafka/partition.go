@@ -151,5 +151,5 @@ func (p *publisher) PublishTo(ctx context.Context, topic string, partition int, 
 	case ctx.Err() != nil:
 		return fmt.Errorf("publish %d messages: %w", len(msgs), err)
 	}
-	return fmt.Errorf("publish %d messages to %s/%d: %w", len(msgs), topic, partition, classify(err))
+	return fmt.Errorf("publish %d messages to %s/%d: %w", len(msgs), topic, partition, p.b.explain(ctx, classify(err)))
 }

@@ -106,7 +106,7 @@ func (s *subscriber) subscribe(ctx context.Context, h bus.Handler, concurrent bo
 		case err != nil:
 			// kafka-go logs the failure and tries again after JoinGroupBackoff.
 			if failed++; failed == joinAttempts {
-				return fmt.Errorf("subscribe to %s as group %s: join: %w", s.opts.Topic, s.opts.Group, err)
+				return fmt.Errorf("subscribe to %s as group %s: join: %w", s.opts.Topic, s.opts.Group, s.b.explain(ctx, err))
 			}
 			continue
 		}

@@ -27,6 +27,7 @@ import (
 
 	gozk "github.com/go-zookeeper/zk"
 
+	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/internal/keypath"
 )
@@ -51,6 +52,19 @@ type Options struct {
 	SessionTimeout time.Duration
 	// Logger receives the coordinator's and the ZooKeeper client's logs; slog.Default() when nil.
 	Logger *slog.Logger
+	// Auth, when set, authenticates the session with the digest scheme (also after every
+	// reconnection) and gives every znode the coordinator creates an ACL that admits this
+	// user only (all permissions): other clients can neither read nor change them. Nodes
+	// that exist already keep their ACL. Without Auth the nodes are open to all (world).
+	Auth *DigestAuth
+}
+
+// DigestAuth is a ZooKeeper digest identity. ZooKeeper receives it as sent (no TLS here):
+// keep the ensemble on a trusted network.
+type DigestAuth struct {
+	Username string
+	// Password prints as "***" everywhere.
+	Password config.Secret
 }
 
 // Coordinator is a coord.Coordinator on ZooKeeper. Its methods are safe for concurrent use.
@@ -110,11 +124,21 @@ func New(ctx context.Context, opts Options) (*Coordinator, error) {
 		log = slog.Default()
 	}
 	log = log.With("component", "coord/zk")
+	acl := gozk.WorldACL(gozk.PermAll)
+	if a := opts.Auth; a != nil {
+		if a.Username == "" || strings.Contains(a.Username, ":") {
+			return nil, fmt.Errorf("zookeeper coordinator: options: auth: username %q: want a non-empty name without ':'", a.Username)
+		}
+		if a.Password == "" {
+			return nil, errors.New("zookeeper coordinator: options: auth: empty password")
+		}
+		acl = gozk.DigestACL(gozk.PermAll, a.Username, a.Password.Reveal())
+	}
 
 	c := &Coordinator{
 		root:     root,
 		log:      log,
-		acl:      gozk.WorldACL(gozk.PermAll),
+		acl:      acl,
 		done:     make(chan struct{}),
 		sessions: make(chan struct{}, 1),
 		held:     map[*leadership]struct{}{},
@@ -137,9 +161,56 @@ func New(ctx context.Context, opts Options) (*Coordinator, error) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	if a := opts.Auth; a != nil {
+		// The client re-sends the credentials after every reconnection, before any
+		// queued request.
+		if _, err := call(ctx, func() (struct{}, error) {
+			return struct{}{}, conn.AddAuth("digest", []byte(a.Username+":"+a.Password.Reveal()))
+		}); err != nil {
+			conn.Close()
+			// The client's error names neither the user nor the password.
+			return nil, fmt.Errorf("zookeeper coordinator: add digest auth of user %q: %w", a.Username, err)
+		}
+		c.checkRootACL(a.Username)
+	}
 	c.wg.Add(1)
 	go c.reconcile()
 	return c, nil
+}
+
+// checkRootACL warns when the root znode exists with an ACL that does not restrict it to
+// user: it predates the auth configuration, and so do perhaps nodes below it, which keep
+// their ACL (the coordinator never changes an existing node's ACL).
+func (c *Coordinator) checkRootACL(user string) {
+	if c.root == "" {
+		return
+	}
+	acl, _, err := c.conn.GetACL(c.root)
+	switch {
+	case errors.Is(err, gozk.ErrNoNode):
+		return
+	case err != nil:
+		c.log.Warn("read the root znode's ACL", "root", c.root, "err", c.mapErr(err))
+		return
+	}
+	for _, a := range acl {
+		if a.Scheme != "digest" || !strings.HasPrefix(a.ID, user+":") {
+			c.log.Warn("the root znode is not restricted to the coordinator's digest user: it was created without "+
+				"coordinator.auth, and so perhaps were nodes below it, which keep their ACL; set the ACL with zkCli's setAcl -R or recreate the tree",
+				"root", c.root, "acl_scheme", a.Scheme, "acl_id", redactDigest(a))
+			return
+		}
+	}
+}
+
+// redactDigest shows an ACL's id without a digest's hash.
+func redactDigest(a gozk.ACL) string {
+	if a.Scheme == "digest" {
+		if user, _, ok := strings.Cut(a.ID, ":"); ok {
+			return user + ":" + config.Redacted
+		}
+	}
+	return a.ID
 }
 
 // zkLogger bridges the client's Printf logging to slog. The client logs its routine
@@ -345,6 +416,9 @@ func (c *Coordinator) mapErr(err error) error {
 		return fmt.Errorf("%w: %w", coord.ErrClosed, err)
 	case errors.Is(err, gozk.ErrSessionExpired):
 		return fmt.Errorf("%w: %w", coord.ErrSessionLost, err)
+	case errors.Is(err, gozk.ErrNoAuth):
+		return fmt.Errorf("zookeeper: the znode's ACL does not admit this client (coordinator.auth: wrong or missing "+
+			"username or password, or the node was created with other credentials): %w", err)
 	}
 	return err
 }

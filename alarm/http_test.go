@@ -1,0 +1,91 @@
+package alarm
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/alarm/api"
+	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// Every route the router serves is in the committed OpenAPI document and vice versa, and
+// GET /openapi.json serves it.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	c := openCoord(t, t.TempDir())
+	t.Cleanup(func() { c.Close() })
+	a, err := New(Options{Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"c": notify.Log{L: quiet}},
+		Coordinator: c, Logger: quiet})
+	require.NoError(t, err)
+	var doc struct {
+		OpenAPI string                    `json:"openapi"`
+		Paths   map[string]map[string]any `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(api.OpenAPI, &doc))
+	require.Equal(t, "3.0.3", doc.OpenAPI)
+	var documented []string
+	for p, ops := range doc.Paths {
+		for m := range ops {
+			documented = append(documented, strings.ToUpper(m)+" "+p)
+		}
+	}
+	var served []string
+	err = chi.Walk(a.Handler().(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		served = append(served, method+" "+route)
+		return nil
+	})
+	require.NoError(t, err)
+	sort.Strings(documented)
+	sort.Strings(served)
+	require.Equal(t, documented, served)
+
+	c2 := openCoord(t, t.TempDir())
+	t.Cleanup(func() { c2.Close() })
+	base, _ := startAlarm(t, Options{Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"c": notify.Log{L: quiet}},
+		Coordinator: c2, Logger: quiet})
+	resp, err := http.Get(base + "/openapi.json")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	var served2 json.RawMessage
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&served2))
+	require.JSONEq(t, string(api.OpenAPI), string(served2))
+}
+
+// The alarm's / is a page of counts (integers) and links to its API, each of which
+// answers.
+func TestFrontPageLinksTheAPI(t *testing.T) {
+	c := openCoord(t, t.TempDir())
+	t.Cleanup(func() { c.Close() })
+	base, a := startAlarm(t, Options{Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"c": notify.Log{L: quiet}},
+		Coordinator: c, Logger: quiet, Token: "s3cret"})
+	d, err := metric.Encode(batch("wave-<9>", time.Now().UTC(), cpu(97)))
+	require.NoError(t, err)
+	require.NoError(t, a.ObserveRaw(d))
+	require.Eventually(t, func() bool { _, f, _ := a.Engine().Counts(); return f == 1 }, 10*time.Second, 10*time.Millisecond)
+
+	code, page := do(t, "GET", base+"/", "", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, page, `<p id="counts">1 policies · <span class="err">1 firing</span> · 0 pending · 0 resolved · 0 silences</p>`)
+	require.NotContains(t, page, "<script")
+	for _, link := range []string{"v1/alerts?state=firing", "v1/alerts", "v1/policies", "v1/silences", "openapi.json", "metrics", "healthz"} {
+		require.Contains(t, page, `<a href="`+link+`">`)
+		code, body := do(t, "GET", base+"/"+link, "", "")
+		require.Equal(t, http.StatusOK, code, "%s: %s", link, body)
+	}
+	code, body := do(t, "GET", base+"/v1/alerts?state=firing", "", "")
+	require.Equal(t, http.StatusOK, code)
+	var got struct{ Alerts []api.Alert }
+	require.NoError(t, json.Unmarshal([]byte(body), &got))
+	require.Len(t, got.Alerts, 1)
+	require.Equal(t, "wave-<9>", got.Alerts[0].Labels[api.LabelNode])
+	require.Equal(t, got.Alerts, a.Engine().Firing(), "Firing lists what the API does")
+}

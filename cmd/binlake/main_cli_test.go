@@ -1,0 +1,370 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/internal/testenv"
+)
+
+// runBinary runs the built binlake with args and returns its stdout, stderr and exit
+// status: the exit status is what a shell sees, which run's error alone does not show.
+func runBinary(t *testing.T, args ...string) (stdout, stderr string, status int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testenv.BinlakeBinary(t), args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		status = ee.ExitCode()
+	default:
+		t.Fatalf("binlake %v: %v", args, err)
+	}
+	return out.String(), errOut.String(), status
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestVersionFlags: --version and -v print what `binlake version` prints, exit 0.
+func TestVersionFlags(t *testing.T) {
+	want, _, status := runBinary(t, "version")
+	if status != 0 || !strings.HasPrefix(want, "binlake ") {
+		t.Fatalf("binlake version: status %d, output %q", status, want)
+	}
+	for _, flag := range []string{"--version", "-v", "-version"} {
+		out, errOut, status := runBinary(t, flag)
+		if status != 0 || out != want || errOut != "" {
+			t.Fatalf("binlake %s: status %d, stdout %q, stderr %q; want status 0 and %q", flag, status, out, errOut, want)
+		}
+	}
+}
+
+// TestHelpExitsZero: -h and --help print the usage on stderr, nothing on stdout, and
+// succeed, for the top level and every subcommand and sub-subcommand.
+func TestHelpExitsZero(t *testing.T) {
+	cases := [][]string{{"-h"}, {"--help"}, {"help"}}
+	for name := range commands {
+		cases = append(cases, []string{name, "-h"}, []string{name, "--help"})
+	}
+	for _, sub := range []string{"add", "list", "show", "remove", "move", "snapshot", "rebalance"} {
+		cases = append(cases, []string{"instance", sub, "-h"})
+	}
+	for _, b := range []string{"wave", "judge", "alarm"} {
+		cases = append(cases, []string{"bench", b, "-h"}, []string{"bench", b, "--help"})
+	}
+	for _, args := range cases {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), args, &out, &errOut)
+			if code := exitCode(err, &errOut); code != 0 {
+				t.Fatalf("exit status %d (err %v), want 0; stderr:\n%s", code, err, errOut.String())
+			}
+			if out.Len() != 0 {
+				t.Fatalf("usage on stdout: %q; it goes to stderr", out.String())
+			}
+			if !strings.Contains(errOut.String(), "Usage: binlake") {
+				t.Fatalf("stderr has no usage:\n%s", errOut.String())
+			}
+		})
+	}
+	// The process itself, once: status 0.
+	if _, errOut, status := runBinary(t, "up", "-h"); status != 0 || !strings.Contains(errOut, "-mysql") {
+		t.Fatalf("binlake up -h: status %d, stderr %q", status, errOut)
+	}
+}
+
+// TestBadFlagErrorLast: an unknown flag or command prints a short usage, then the error
+// as the last line, and exits 2.
+func TestBadFlagErrorLast(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		last string
+	}{
+		{[]string{"up", "-nope"}, "binlake up: flag provided but not defined: -nope"},
+		{[]string{"up", "-interval", "soon"}, `binlake up: invalid value "soon" for flag -interval`},
+		{[]string{"wave", "-nope"}, "binlake wave: flag provided but not defined: -nope"},
+		{[]string{"agent", "-nope"}, "binlake agent: flag provided but not defined: -nope"},
+		{[]string{"alarm", "-nope"}, "binlake alarm: flag provided but not defined: -nope"},
+		{[]string{"judge", "-nope"}, "binlake judge: flag provided but not defined: -nope"},
+		{[]string{"instance", "list", "-nope"}, "binlake instance list: flag provided but not defined: -nope"},
+		{[]string{"instance", "frob"}, `binlake instance: unknown subcommand "frob"`},
+		{[]string{"bench", "judge", "-nope"}, "binlake bench judge: flag provided but not defined: -nope"},
+		{[]string{"bench", "judge", "now"}, `binlake bench judge: unexpected argument "now"`},
+		{[]string{"bench", "kafka"}, `binlake bench: unknown benchmark "kafka"`},
+		{[]string{"version", "-nope"}, "binlake version: flag provided but not defined: -nope"},
+		{[]string{"-nope"}, "binlake: unknown flag -nope: flags go after the command"},
+		{[]string{"frobnicate"}, `binlake: unknown command "frobnicate"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), tc.args, &out, &errOut)
+			if code := exitCode(err, &errOut); code != 2 {
+				t.Fatalf("exit status %d (err %v), want 2", code, err)
+			}
+			got := errOut.String()
+			if l := lastLine(got); !strings.HasPrefix(l, tc.last) {
+				t.Fatalf("last line %q, want it to start with %q; stderr:\n%s", l, tc.last, got)
+			}
+			if !strings.HasPrefix(got, "Usage: binlake") {
+				t.Fatalf("stderr does not start with a usage line:\n%s", got)
+			}
+			// Short: not the page of flags the flag package prints by itself.
+			if strings.Contains(got, "-log-level") || strings.Count(got, "\n") > 25 {
+				t.Fatalf("usage is the full one, want a short one:\n%s", got)
+			}
+		})
+	}
+	_, errOut, status := runBinary(t, "up", "-nope")
+	if status != 2 || lastLine(errOut) != "binlake up: flag provided but not defined: -nope" || strings.Count(errOut, "-nope") != 1 {
+		t.Fatalf("binlake up -nope: status %d, stderr:\n%s", status, errOut)
+	}
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestConnectionErrorsNameAddressAndCause: a ZooKeeper or MySQL that refuses the
+// connection is reported at once with its address and the refusal, and nothing else.
+func TestConnectionErrorsNameAddressAndCause(t *testing.T) {
+	addr := closedPort(t)
+	start := time.Now()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"instance", "list", "-zk", addr}, &out, &errOut)
+	if err == nil || err.Error() != "instance list: zookeeper "+addr+": dial tcp "+addr+": connect: connection refused" {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %s: an unreachable ZooKeeper should fail at once, not after the session timeout", d)
+	}
+
+	_, err = detectFlavor(context.Background(), MySQL{Addr: addr, User: "repl", Password: config.Secret("hunter2")})
+	if err == nil || !strings.HasPrefix(err.Error(), "mysql repl@tcp("+addr+")/: ") || !strings.Contains(err.Error(), "connection refused") ||
+		strings.Contains(err.Error(), "flavor") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("err = %v: want the source, the refusal, no unrelated hint, no password", err)
+	}
+}
+
+// TestPortInUseNamesTheFlag: up names its flag, a role its config key.
+func TestPortInUseNamesTheFlag(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := ln.Addr().String()
+
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), []string{"up", "-data", t.TempDir(), "-judge-http", busy, "-alarm-http", "127.0.0.1:0"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "-judge-http "+busy+" is in use by another process: pick another with -judge-http") {
+		t.Fatalf("up: err = %v", err)
+	}
+	err = run(context.Background(), []string{"up", "-data", t.TempDir(), "-judge-http", "127.0.0.1:0", "-alarm-http", busy}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "-alarm-http "+busy+" is in use by another process: pick another with -alarm-http") {
+		t.Fatalf("up: err = %v", err)
+	}
+
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "judge.yaml")
+	writeFile(t, cfg, fmt.Sprintf("http:\n  listen: %s\nbus:\n  kind: none\nstore:\n  kind: sqlite\n  sqlite:\n    path: %s\n", busy, filepath.Join(dir, "judge.db")))
+	err = run(context.Background(), []string{"judge", "-config", cfg}, &out, &errOut)
+	if err == nil || err.Error() != "judge: "+busy+" is in use by another process: pick another with http.listen in the config (or -http)" {
+		t.Fatalf("judge: err = %v", err)
+	}
+
+	// The other roles fail the same way (wave and agent need a broker or a source to get
+	// that far): their errors as they return them.
+	inUse := &net.OpError{Op: "listen", Net: "tcp", Addr: ln.Addr(), Err: os.NewSyscallError("bind", syscall.EADDRINUSE)}
+	for role, want := range map[string]string{
+		"wave":  "wave: " + busy + " is in use by another process: pick another with http.listen in the config (or -http)",
+		"agent": "agent: " + busy + " is in use by another process: pick another with http.listen in the config (or off)",
+		"alarm": "alarm: " + busy + " is in use by another process: pick another with http.listen in the config (or -http)",
+	} {
+		if got := explainAddrInUse(role, fmt.Errorf("%s: listen on %s: %w", role, busy, inUse)); got == nil || got.Error() != want {
+			t.Errorf("%s: %v, want %s", role, got, want)
+		}
+	}
+	other := errors.New("judge: store: disk full")
+	if got := explainAddrInUse("judge", other); got != other {
+		t.Fatalf("other errors must pass unchanged: %v", got)
+	}
+}
+
+// TestParseDSNURLForm: mysql:// DSNs parse, with the port defaulting to 3306, and a bad
+// one is an error that never shows the password.
+func TestParseDSNURLForm(t *testing.T) {
+	for _, tc := range []struct{ dsn, user, pw, addr string }{
+		{"mysql://repl:s%40cret@db.example:3307/", "repl", "s@cret", "db.example:3307"},
+		{"mysql://root@127.0.0.1/", "root", "", "127.0.0.1:3306"},
+		{"mysql://root@127.0.0.1:3307", "root", "", "127.0.0.1:3307"},
+		{"mariadb://u:p+q@[::1]:3307/", "u", "p+q", "[::1]:3307"},
+		{"mysql://u:pa@ss@h:1/", "u", "pa@ss", "h:1"},
+	} {
+		m, err := ParseDSN(tc.dsn)
+		if err != nil || m.User != tc.user || m.Password.Reveal() != tc.pw || m.Addr != tc.addr {
+			t.Errorf("ParseDSN(%q) = %s@%s pw %q, %v; want %s@%s pw %q", tc.dsn, m.User, m.Addr, m.Password.Reveal(), err, tc.user, tc.addr, tc.pw)
+		}
+	}
+	for _, tc := range []struct{ dsn, want string }{
+		{"mysql://:hunter2@h:1/", "empty user"},
+		{"mysql://u:hunter2@h:99999/", `port "99999"`},
+		{"mysql://u:hunter2@h:1/orders", "nothing may follow the address"},
+		{"mysql://u:hunter2@h:1/?tls=true", "nothing may follow the address"},
+		{"mysql://u:hunter2@h:1?tls=true", "nothing may follow the address"},
+		{"mysql://u:hunter2%zz@h/", "the password has a bad %-escape"},
+		{"mysql://u:hunter2@/", "no host"},
+		{"mysql://hunter2.example:3306/", "no user"},
+		{"postgres://u:hunter2@h/", `scheme "postgres"`},
+		{"u:hunter2@tcp(h:0)/", `port "0"`},
+	} {
+		_, err := ParseDSN(tc.dsn)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseDSN(%q) = %v, want an error saying %q", tc.dsn, err, tc.want)
+		} else if strings.Contains(err.Error(), "hunter2") && !strings.Contains(tc.dsn, "hunter2.example") {
+			t.Errorf("ParseDSN(%q): the error shows the password: %v", tc.dsn, err)
+		}
+	}
+	// Through the command: the error is up's, the password still hidden.
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"up", "-data", t.TempDir(), "-mysql", "mysql://u:hunter2@h:1/db"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), `mysql DSN "mysql://u:***@h:1/db"`) || strings.Contains(err.Error()+errOut.String(), "hunter2") {
+		t.Fatalf("err = %v; stderr %s", err, errOut.String())
+	}
+}
+
+// TestInstanceOnUpDataFolder: `binlake instance -data DIR` reads and changes the
+// coordinator of a stopped up, and says plainly when up runs on the folder.
+func TestInstanceOnUpDataFolder(t *testing.T) {
+	dir := t.TempDir()
+	// What up leaves in its folder after a run with --mysql: the capture instance.
+	c, err := single.New(single.Options{Path: filepath.Join(dir, CoordFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := MySQL{Addr: "127.0.0.1:3307", User: "root", Flavor: "mariadb"}
+	if err := defineInstance(context.Background(), c, m.instance(dir), "db-host", quietLogger()); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"instance", "list", "-data", dir}, &out, &errOut); err != nil {
+		t.Fatalf("instance list: %v; %s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), InstanceID) || !strings.Contains(out.String(), "db-host") {
+		t.Fatalf("instance list:\n%s", out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"instance", "show", InstanceID, "-data", dir, "-sample", "0"}, &out, &errOut); err != nil {
+		t.Fatalf("instance show: %v", err)
+	}
+	if !strings.Contains(out.String(), "source    root@127.0.0.1:3307 (mariadb") {
+		t.Fatalf("instance show:\n%s", out.String())
+	}
+	// A change is saved for up's next start.
+	out.Reset()
+	if err := run(context.Background(), []string{"instance", "move", InstanceID, "-node", "other-host", "-data", dir}, &out, &errOut); err != nil {
+		t.Fatalf("instance move: %v", err)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"instance", "list", "-data", dir}, &out, &errOut); err != nil || !strings.Contains(out.String(), "other-host") {
+		t.Fatalf("instance list after move: %v\n%s", err, out.String())
+	}
+
+	// While up runs on the folder.
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- runSuite(ctx, upOptions{DataDir: dir, Node: "db-host", JudgeListen: "127.0.0.1:0", AlarmListen: "127.0.0.1:0",
+			Logger: quietLogger(), Ready: func(upURLs) { close(ready) }})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("up: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("up not ready after 30s")
+	}
+	err = run(context.Background(), []string{"instance", "list", "-data", dir}, &out, &errOut)
+	want := fmt.Sprintf("instance list: %s is in use by a binlake up (pid %d), which holds its coordinator while it runs: stop it", dir, os.Getpid())
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("while up runs: err = %v\nwant it to start with %s", err, want)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	// Up released it: instance works again.
+	if err := run(context.Background(), []string{"instance", "list", "-data", dir}, &out, &errOut); err != nil {
+		t.Fatalf("after up stopped: %v", err)
+	}
+
+	// Not up's folder, or two coordinators at once.
+	empty := t.TempDir()
+	err = run(context.Background(), []string{"instance", "list", "-data", empty}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), empty+" has no "+CoordFile) {
+		t.Fatalf("empty folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(empty, CoordFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("instance created %s in a folder that was not up's: %v", CoordFile, err)
+	}
+	err = run(context.Background(), []string{"instance", "list", "-data", dir, "-zk", "127.0.0.1:2181"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "give one of -data, -zk and -config") {
+		t.Fatalf("-data with -zk: %v", err)
+	}
+}
+
+// TestMakeRunPassesArgs: make run announces the build and hands ARGS to binlake up.
+func TestMakeRunPassesArgs(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	// -n prints the commands; the sub-make of the build is given -n too.
+	cmd := exec.Command("make", "-n", "run", "ARGS=--interval 1s --judge-http 127.0.0.1:0")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if !strings.Contains(lines[0], "building bin/binlake") {
+		t.Fatalf("make run does not say first that it builds:\n%s", out)
+	}
+	if l := lines[len(lines)-1]; l != "./bin/binlake up --interval 1s --judge-http 127.0.0.1:0" {
+		t.Fatalf("last command %q, want binlake up with ARGS", l)
+	}
+	if !strings.Contains(string(out), "go build") {
+		t.Fatalf("make run does not build:\n%s", out)
+	}
+}

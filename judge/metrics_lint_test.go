@@ -1,0 +1,46 @@
+package judge
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+)
+
+// TestMetricsLint gives every labelled judge series a value (a vector shows nothing
+// until it has a child, so a scrape of a quiet judge would leave some out) and lints the
+// judge's registry with promlint, the rules of `promtool check metrics`. cmd/binlake's
+// TestMetricsLintIntegration scrapes a running judge's /metrics over HTTP as well.
+func TestMetricsLint(t *testing.T) {
+	j, _ := newJudge(t, nil)
+	j.m.batches.WithLabelValues("bus").Inc()
+	j.m.points.WithLabelValues("bus").Add(2)
+	j.m.decodeErrors.WithLabelValues("http").Inc()
+	j.m.subscribeErrors.Inc()
+	j.m.placements.WithLabelValues("leastload", "ok").Inc()
+	j.m.placementSeconds.WithLabelValues("leastload").Observe(0.001)
+	j.m.snapshotBuilds.Inc()
+
+	mfs, err := j.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	for _, n := range []string{"binlake_judge_batches_total", "binlake_judge_points_total", "binlake_judge_decode_errors_total",
+		"binlake_judge_subscribe_errors_total", "binlake_judge_placements_total", "binlake_judge_placement_seconds",
+		"binlake_judge_placement_snapshots_total", "binlake_judge_rebalance_plans_total", "binlake_judge_store_points_written_total",
+		"go_goroutines", "process_cpu_seconds_total"} {
+		if !names[n] {
+			t.Errorf("%s not gathered", n)
+		}
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}

@@ -1,0 +1,142 @@
+package judge
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/testenv/certtest"
+)
+
+func loadYAML(t *testing.T, yaml string) (Config, error) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "judge.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(yaml), 0o600))
+	return Load(p)
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+// The judge's API over HTTPS (http.tls), through Run as the binary starts it: a client
+// trusting the certificate gets 200, a plain-HTTP one a 400 from the TLS server.
+func TestRunServesHTTPS(t *testing.T) {
+	pair := certtest.New(t, "judge")
+	c, err := loadYAML(t, fmt.Sprintf("bus: {kind: none}\nhttp:\n  listen: 127.0.0.1:0\n  tls: {cert_file: %q, key_file: %q}\n", pair.CertFile, pair.KeyFile))
+	require.NoError(t, err)
+	addrc := make(chan string, 1)
+	j, err := New(Options{Store: openStore(t), Logger: quiet, Listen: c.HTTP.Listen, TLS: c.HTTP.TLS, Ready: func(a string) { addrc <- a }})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- j.Run(ctx) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("judge stopped: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("judge did not start")
+	}
+
+	res, err := certtest.Client(pair.Pool).Get("https://" + addr + "/v1/nodes")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode, string(body))
+	require.Equal(t, "application/json", res.Header.Get("Content-Type"))
+
+	res, err = (&http.Client{Timeout: 10 * time.Second}).Get("http://" + addr + "/v1/nodes")
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+}
+
+// A certificate path that does not exist fails the config, naming the key.
+func TestConfigHTTPTLSErrors(t *testing.T) {
+	pair := certtest.New(t, "judge")
+	_, err := loadYAML(t, fmt.Sprintf("bus: {kind: none}\nhttp:\n  tls: {cert_file: /nonexistent/judge.crt, key_file: %q}\n", pair.KeyFile))
+	require.ErrorContains(t, err, `http.tls.cert_file "/nonexistent/judge.crt": no such file or directory`)
+	_, err = loadYAML(t, fmt.Sprintf("bus: {kind: none}\nhttp:\n  tls: {cert_file: %q}\n", pair.CertFile))
+	require.ErrorContains(t, err, "http.tls.key_file: required with http.tls.cert_file")
+	_, err = loadYAML(t, "bus: {kind: none}\nhttp:\n  tls: {cert: x}\n")
+	require.ErrorContains(t, err, `unknown key "http.tls.cert"`)
+}
+
+func TestConfigElasticSecurity(t *testing.T) {
+	pair := certtest.New(t, "es")
+	junk := writeFile(t, "junk.pem", "not a certificate")
+	pwFile := writeFile(t, "es.pw", "s3cret-pw\n")
+	keyFile := writeFile(t, "es.key", "id1:k3y-secret\n")
+	const es = "bus: {kind: none}\nstore:\n  kind: elastic\n  elastic:\n"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"ca over http", es + "    addresses: [http://127.0.0.1:9200]\n    ca_file: " + pair.CertFile + "\n", "store.elastic.ca_file: set, but no address is https://"},
+		{"missing ca", es + "    addresses: [https://127.0.0.1:9200]\n    ca_file: /nonexistent/ca.pem\n", "store.elastic.ca_file: open /nonexistent/ca.pem: no such file or directory"},
+		{"ca not pem", es + "    addresses: [https://127.0.0.1:9200]\n    ca_file: " + junk + "\n", "store.elastic.ca_file: " + junk + ": no PEM certificate in it"},
+		{"bad address", es + "    addresses: [127.0.0.1:9200]\n", `store.elastic.addresses[0] "127.0.0.1:9200": want http://host:port or https://host:port`},
+		{"credentials in url", es + "    addresses: [\"https://u:p@127.0.0.1:9200\"]\n", "store.elastic.addresses[0]: credentials in the URL would be logged"},
+		{"password without username", es + "    addresses: [https://h:9200]\n    password_file: " + pwFile + "\n", "store.elastic.username: required with password or password_file"},
+		{"both api keys", es + "    addresses: [https://h:9200]\n    api_key: x\n    api_key_file: " + keyFile + "\n", "store.elastic: set api_key or api_key_file, not both"},
+		{"basic and api key", es + "    addresses: [https://h:9200]\n    username: u\n    api_key_file: " + keyFile + "\n", "store.elastic: set username (basic auth) or api_key/api_key_file, not both"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadYAML(t, tc.yaml)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+
+	t.Run("basic auth from file", func(t *testing.T) {
+		t.Setenv(ElasticPasswordEnv, "")
+		c, err := loadYAML(t, es+"    addresses: [https://h:9200]\n    ca_file: "+pair.CertFile+"\n    username: binlake\n    password_file: "+pwFile+"\n")
+		require.NoError(t, err)
+		pw, key, err := c.ElasticCredentials()
+		require.NoError(t, err)
+		require.Equal(t, "s3cret-pw", pw.Reveal())
+		require.Empty(t, key)
+	})
+	t.Run("api key from env over file", func(t *testing.T) {
+		t.Setenv(ElasticAPIKeyEnv, "from-env")
+		c, err := loadYAML(t, es+"    addresses: [https://h:9200]\n    api_key_file: "+keyFile+"\n")
+		require.NoError(t, err)
+		_, key, err := c.ElasticCredentials()
+		require.NoError(t, err)
+		require.Equal(t, "from-env", key.Reveal())
+	})
+	t.Run("api key from file", func(t *testing.T) {
+		t.Setenv(ElasticAPIKeyEnv, "")
+		c, err := loadYAML(t, es+"    addresses: [https://h:9200]\n    api_key_file: "+keyFile+"\n")
+		require.NoError(t, err)
+		_, key, err := c.ElasticCredentials()
+		require.NoError(t, err)
+		require.Equal(t, "id1:k3y-secret", key.Reveal())
+		require.NotContains(t, fmt.Sprintf("%v %+v", c, c), "k3y-secret")
+	})
+	t.Run("username without password", func(t *testing.T) {
+		t.Setenv(ElasticPasswordEnv, "")
+		c, err := loadYAML(t, es+"    addresses: [https://h:9200]\n    username: binlake\n")
+		require.NoError(t, err)
+		_, _, err = c.ElasticCredentials()
+		require.EqualError(t, err, `store.elastic.username "binlake": no password: set password_file, password or $`+ElasticPasswordEnv)
+	})
+	t.Run("missing key file", func(t *testing.T) {
+		t.Setenv(ElasticAPIKeyEnv, "")
+		c, err := loadYAML(t, es+"    addresses: [https://h:9200]\n    api_key_file: /nonexistent/key\n")
+		require.NoError(t, err)
+		_, _, err = c.ElasticCredentials()
+		require.EqualError(t, err, "store.elastic.api_key_file: read secret: open /nonexistent/key: no such file or directory")
+	})
+	_ = config.Redacted
+}
