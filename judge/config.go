@@ -88,6 +88,12 @@ type Config struct {
 	// Rebalance holds the goals GET and POST /v1/rebalance plan for and what an idle
 	// instance costs.
 	Rebalance RebalanceConfig `yaml:"rebalance"`
+	// Status configures the status page (/).
+	Status struct {
+		// AlarmURL is the alarm's base URL (http://alarm:8092): the page lists its firing
+		// alerts and links to it. Empty: the page says no alarm is connected.
+		AlarmURL string `yaml:"alarm_url"`
+	} `yaml:"status"`
 }
 
 // RebalanceConfig is the rebalance section. Band, InstanceFloor and Cooldown are
@@ -228,6 +234,15 @@ func Load(path string) (Config, error) {
 func (c *Config) Validate() error {
 	if err := c.HTTP.Validate(defaultListen); err != nil {
 		return err
+	}
+	if u := c.Status.AlarmURL; u != "" {
+		pu, err := url.Parse(u)
+		switch {
+		case err == nil && pu.User != nil:
+			return errors.New("status.alarm_url: credentials in the URL are refused (they would reach the logs); the alarm's reads need none")
+		case err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "":
+			return fmt.Errorf("status.alarm_url %q: want the alarm's base URL, such as http://alarm:8092", u)
+		}
 	}
 	if c.Node == "" {
 		c.Node, _ = os.Hostname()

@@ -107,6 +107,8 @@ func TestConfigErrors(t *testing.T) {
 		{"bare cooldown", "bus: {kind: none}\nrebalance: {cooldown: 600}\n", `invalid duration "600"`},
 		{"unknown rebalance key", "bus: {kind: none}\nrebalance: {floor: 100}\n", `unknown key "rebalance.floor"`},
 		{"string band", "bus: {kind: none}\nrebalance: {band: wide}\n", `rebalance.band`},
+		{"alarm url without scheme", "bus: {kind: none}\nstatus: {alarm_url: \"alarm:8092\"}\n", `status.alarm_url "alarm:8092": want the alarm's base URL`},
+		{"alarm url with credentials", "bus: {kind: none}\nstatus: {alarm_url: \"http://u:p@alarm:8092\"}\n", `status.alarm_url: credentials in the URL are refused`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "judge.yaml")

@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/logging"
@@ -131,9 +133,17 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		SnapshotEvery: cfg.Placement.SnapshotEvery.D(), ReservationTTL: cfg.Placement.ReservationTTL.D(),
 		EWMAAlpha: cfg.Analysis.EWMAAlpha, HistoricalEvery: cfg.Analysis.HistoricalEvery.D(),
 		HistoricalMetrics: cfg.Analysis.HistoricalMetrics, Retention: cfg.Store.Retention.D(), Buffer: cfg.Store.Buffer.Options(),
-		Rebalance: new(cfg.Rebalance.Options()), Logger: logger,
+		Rebalance: new(cfg.Rebalance.Options()), Logger: logger, Status: statusOptions(cfg.Status.AlarmURL),
 		Ready: func(addr string) {
 			fmt.Fprintf(stdout, "judge serving on %s://%s (status page at /)\n", scheme(cfg.HTTP.TLS), addr)
 		},
 	})
+}
+
+// statusOptions connects the status page to the alarm at alarmURL, when there is one.
+func statusOptions(alarmURL string) judge.StatusOptions {
+	if alarmURL == "" {
+		return judge.StatusOptions{}
+	}
+	return judge.StatusOptions{AlarmURL: alarmURL, Alerts: judge.AlarmAlerts(alarmURL, &http.Client{Timeout: 2 * time.Second})}
 }
