@@ -3,8 +3,6 @@ package alarm
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -46,16 +44,7 @@ func TestRunServesHTTPS(t *testing.T) {
 		t.Fatal("alarm did not start")
 	}
 
-	res, err := certtest.Client(pair.Pool).Get("https://" + addr + "/v1/alerts")
-	require.NoError(t, err)
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	require.Equal(t, http.StatusOK, res.StatusCode, string(body))
-
-	res, err = (&http.Client{Timeout: 10 * time.Second}).Get("http://" + addr + "/v1/alerts")
-	require.NoError(t, err)
-	res.Body.Close()
-	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	certtest.ServesHTTPSOnly(t, pair.Pool, addr, "/v1/alerts")
 
 	require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf("bus: {kind: none}\nchannels: {l: {kind: log}}\nhttp:\n  tls: {cert_file: /nonexistent/alarm.crt, key_file: %q}\n",
 		pair.KeyFile)), 0o600))

@@ -3,8 +3,6 @@ package judge
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -52,17 +50,7 @@ func TestRunServesHTTPS(t *testing.T) {
 		t.Fatal("judge did not start")
 	}
 
-	res, err := certtest.Client(pair.Pool).Get("https://" + addr + "/v1/nodes")
-	require.NoError(t, err)
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	require.Equal(t, http.StatusOK, res.StatusCode, string(body))
-	require.Equal(t, "application/json", res.Header.Get("Content-Type"))
-
-	res, err = (&http.Client{Timeout: 10 * time.Second}).Get("http://" + addr + "/v1/nodes")
-	require.NoError(t, err)
-	res.Body.Close()
-	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	require.Equal(t, "application/json", certtest.ServesHTTPSOnly(t, pair.Pool, addr, "/v1/nodes"))
 }
 
 // A certificate path that does not exist fails the config, naming the key.

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -81,4 +82,29 @@ func New(t testing.TB, name string) Pair {
 // Client is an HTTP client that trusts only pool.
 func Client(pool *x509.CertPool) *http.Client {
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+// ServesHTTPSOnly checks that addr answers GET path over HTTPS with a certificate pool
+// trusts (200), and answers a plain-HTTP request with 400 (Go's "client sent an HTTP
+// request to an HTTPS server"). It returns the HTTPS answer's Content-Type.
+func ServesHTTPSOnly(t testing.TB, pool *x509.CertPool, addr, path string) string {
+	t.Helper()
+	res, err := Client(pool).Get("https://" + addr + path)
+	if err != nil {
+		t.Fatalf("GET https://%s%s: %v", addr, path, err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET https://%s%s: %s: %s", addr, path, res.Status, body)
+	}
+	plain, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + addr + path)
+	if err != nil {
+		t.Fatalf("GET http://%s%s: %v", addr, path, err)
+	}
+	plain.Body.Close()
+	if plain.StatusCode != http.StatusBadRequest {
+		t.Fatalf("GET http://%s%s over plain HTTP: %s, want 400", addr, path, plain.Status)
+	}
+	return res.Header.Get("Content-Type")
 }
