@@ -3,16 +3,14 @@ package alarm
 import (
 	"encoding/json"
 	"net/http"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/alarm/api"
 	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -24,26 +22,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	a, err := New(Options{Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"c": notify.Log{L: quiet}},
 		Coordinator: c, Logger: quiet})
 	require.NoError(t, err)
-	var doc struct {
-		OpenAPI string                    `json:"openapi"`
-		Paths   map[string]map[string]any `json:"paths"`
-	}
-	require.NoError(t, json.Unmarshal(api.OpenAPI, &doc))
-	require.Equal(t, "3.0.3", doc.OpenAPI)
-	var documented []string
-	for p, ops := range doc.Paths {
-		for m := range ops {
-			documented = append(documented, strings.ToUpper(m)+" "+p)
-		}
-	}
-	var served []string
-	err = chi.Walk(a.Handler().(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		served = append(served, method+" "+route)
-		return nil
-	})
+	served, documented, err := httpapi.RouteDiff(a.Handler(), api.OpenAPI)
 	require.NoError(t, err)
-	sort.Strings(documented)
-	sort.Strings(served)
 	require.Equal(t, documented, served)
 
 	c2 := openCoord(t, t.TempDir())
