@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -25,41 +24,7 @@ import (
 // heading, one per line (continuations joined, comments dropped).
 func guideCommands(t *testing.T, heading string) []string {
 	t.Helper()
-	b, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cmds []string
-	in, block, cont := false, false, ""
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case !block && strings.HasPrefix(line, "## "):
-			in = line == heading
-		case in && !block && line == "```sh":
-			block = true
-		case block && line == "```":
-			block = false
-		case in && block:
-			line = cont + line
-			cont = ""
-			if strings.HasSuffix(line, "\\") {
-				cont = strings.TrimSuffix(line, "\\") + " "
-				continue
-			}
-			if i := strings.Index(line, " #"); i >= 0 {
-				line = line[:i]
-			}
-			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-				cmds = append(cmds, line)
-			}
-		}
-	}
-	if len(cmds) == 0 {
-		t.Fatalf("README.md has no sh blocks under %q", heading)
-	}
-	return cmds
+	return testenv.ShellCommands(t, "README.md", heading)
 }
 
 // words splits a command line into words, removing double quotes and expanding $pkgdir.

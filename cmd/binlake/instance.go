@@ -42,7 +42,8 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapsh
                                             dry run); -apply has the cluster's balancer
                                             execute it one move at a time, followed here
 
-Coordinator flags (every subcommand): -zk host:port,… -root /binlake, or -config wave.yaml
+Coordinator flags (every subcommand): -zk host:port,… -root /binlake (with -zk-user and
+-zk-password-file when the cluster sets coordinator.auth), or -config wave.yaml
 to use that file's coordinator section (and, for rebalance, its balancer.judge), or
 -data DIR for the folder of a 'binlake up' (the default, ./data, when neither -zk nor
 -config is given). up's coordinator is a single-process file that a running up holds:
@@ -50,6 +51,9 @@ stop up (Ctrl-C) first, run binlake instance, then start up again on the same fo
 while up runs, its wave's /status shows the instance. -judge http://judge:8080 for
 placement and rebalance plans, with -judge-token-file (or BINLAKE_JUDGE_TOKEN) when the
 judge has a token.`
+
+// zkPasswordEnv holds the ZooKeeper digest password of -zk-user (it wins over the file).
+const zkPasswordEnv = "BINLAKE_ZK_PASSWORD"
 
 func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -71,6 +75,8 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.SetOutput(stderr)
 	zkServers := fs.String("zk", "", "ZooKeeper servers, comma-separated host:port")
 	root := fs.String("root", "/binlake", "coordinator root")
+	zkUser := fs.String("zk-user", "", "with -zk: the ZooKeeper digest user, when the cluster sets coordinator.auth")
+	zkPasswordFile := fs.String("zk-password-file", "", "with -zk-user: the file holding its password (or set "+zkPasswordEnv+")")
 	cfgPath := fs.String("config", "", "take the coordinator from this wave.yaml")
 	dataDir := fs.String("data", "./data", "the data folder of a binlake up, whose coordinator file ("+CoordFile+") to use when neither -zk nor -config is given; up must be stopped")
 	judgeURL := fs.String("judge", "", "judge base URL for placement (POST /v1/placement) and rebalance plans (POST /v1/rebalance)")
@@ -117,6 +123,12 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	case *zkServers != "":
 		cc.Servers = strings.Split(*zkServers, ",")
+		if *zkUser != "" {
+			if *zkPasswordFile == "" && os.Getenv(zkPasswordEnv) == "" {
+				return fmt.Errorf("instance %s: -zk-user %s: give -zk-password-file or set %s", sub, *zkUser, zkPasswordEnv)
+			}
+			cc.Auth = config.CoordAuth{Username: *zkUser, PasswordFile: *zkPasswordFile, PasswordEnv: zkPasswordEnv}
+		}
 	default:
 		path, unlock, err := openUpData(*dataDir)
 		if err != nil {

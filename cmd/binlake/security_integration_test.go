@@ -22,6 +22,7 @@ import (
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave"
 )
 
 // saslKafka is a Kafka section for the test broker's SASL_SSL listener, SCRAM-SHA-512.
@@ -198,6 +199,23 @@ func TestOpenZKCoordinatorAuthIntegration(t *testing.T) {
 	data, _, err := owner.Get(root + "/k")
 	require.NoError(t, err)
 	require.Equal(t, "v", string(data))
+
+	// binlake instance reaches the protected root with -zk-user, and only with it.
+	t.Setenv(zkPasswordEnv, "")
+	inst := &wave.Instance{ID: "orders", Source: wave.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: wave.FlavorMariaDB, ServerID: 9},
+		Subscriptions: []wave.Subscription{{Name: "all", Topic: "t"}}}
+	_, err = wave.AddInstance(ctx, c, inst, "wave-1", nil)
+	require.NoError(t, err)
+	var out, errOut bytes.Buffer
+	require.NoError(t, runInstance(ctx, []string{"list", "-zk", addr, "-root", root, "-zk-user", "binlake", "-zk-password-file", pwFile}, &out, &errOut),
+		errOut.String())
+	require.Contains(t, out.String(), "orders")
+	err = runInstance(ctx, []string{"list", "-zk", addr, "-root", root}, &out, &errOut)
+	require.ErrorContains(t, err, "not authenticated", "instance list without the digest credentials")
+	err = runInstance(ctx, []string{"list", "-zk", addr, "-root", root, "-zk-user", "binlake"}, &out, &errOut)
+	require.ErrorContains(t, err, "-zk-user binlake: give -zk-password-file or set "+zkPasswordEnv)
+
+	require.NoError(t, c.Delete(ctx, "instances", coord.AnyVersion))
 	require.NoError(t, owner.Delete(root+"/k", -1))
 	require.NoError(t, owner.Delete(root, -1))
 
