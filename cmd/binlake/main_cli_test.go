@@ -344,27 +344,3 @@ func TestInstanceOnUpDataFolder(t *testing.T) {
 		t.Fatalf("-data with -zk: %v", err)
 	}
 }
-
-// TestMakeRunPassesArgs: make run announces the build and hands ARGS to binlake up.
-func TestMakeRunPassesArgs(t *testing.T) {
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("no make")
-	}
-	// -n prints the commands; the sub-make of the build is given -n too.
-	cmd := exec.Command("make", "-n", "run", "ARGS=--interval 1s --judge-http 127.0.0.1:0")
-	cmd.Dir = filepath.Join("..", "..")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("make -n run: %v\n%s", err, out)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if !strings.Contains(lines[0], "building bin/binlake") {
-		t.Fatalf("make run does not say first that it builds:\n%s", out)
-	}
-	if l := lines[len(lines)-1]; l != "./bin/binlake up --interval 1s --judge-http 127.0.0.1:0" {
-		t.Fatalf("last command %q, want binlake up with ARGS", l)
-	}
-	if !strings.Contains(string(out), "go build") {
-		t.Fatalf("make run does not build:\n%s", out)
-	}
-}
