@@ -2,12 +2,10 @@ package alarm
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -183,14 +181,11 @@ func (ch *Channel) build(logger *slog.Logger) (notify.Notifier, string, error) {
 		host, _, _ := net.SplitHostPort(s.Addr)
 		tc := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, InsecureSkipVerify: s.InsecureSkipVerify}
 		if s.CAFile != "" {
-			pem, err := os.ReadFile(s.CAFile)
+			pool, _, err := config.LoadCAPool(s.CAFile)
 			if err != nil {
 				return nil, "", fmt.Errorf("smtp.ca_file: %w", err)
 			}
-			tc.RootCAs = x509.NewCertPool()
-			if !tc.RootCAs.AppendCertsFromPEM(pem) {
-				return nil, "", fmt.Errorf("smtp.ca_file %s: no PEM certificate", s.CAFile)
-			}
+			tc.RootCAs = pool
 		}
 		e, err := notify.NewEmail(notify.EmailOptions{Addr: s.Addr, From: s.From, To: s.To, Username: s.Username,
 			Password: pw, StartTLS: s.StartTLS, TLS: tc})

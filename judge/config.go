@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
@@ -378,14 +377,8 @@ func (c *Config) validateElastic() error {
 
 // checkCAFile checks that path holds at least one PEM certificate.
 func checkCAFile(path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if !x509.NewCertPool().AppendCertsFromPEM(b) {
-		return fmt.Errorf("%s: no PEM certificate in it", path)
-	}
-	return nil
+	_, _, err := config.LoadCAPool(path)
+	return err
 }
 
 // ElasticCredentials resolves store.elastic's password and API key, each from the

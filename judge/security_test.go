@@ -73,7 +73,7 @@ func TestConfigElasticSecurity(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"ca over http", es + "    addresses: [http://127.0.0.1:9200]\n    ca_file: " + pair.CertFile + "\n", "store.elastic.ca_file: set, but no address is https://"},
 		{"missing ca", es + "    addresses: [https://127.0.0.1:9200]\n    ca_file: /nonexistent/ca.pem\n", "store.elastic.ca_file: open /nonexistent/ca.pem: no such file or directory"},
-		{"ca not pem", es + "    addresses: [https://127.0.0.1:9200]\n    ca_file: " + junk + "\n", "store.elastic.ca_file: " + junk + ": no PEM certificate in it"},
+		{"ca not pem", es + "    addresses: [https://127.0.0.1:9200]\n    ca_file: " + junk + "\n", "store.elastic.ca_file: " + junk + " holds no PEM certificate"},
 		{"bad address", es + "    addresses: [127.0.0.1:9200]\n", `store.elastic.addresses[0] "127.0.0.1:9200": want http://host:port or https://host:port`},
 		{"credentials in url", es + "    addresses: [\"https://u:p@127.0.0.1:9200\"]\n", "store.elastic.addresses[0]: credentials in the URL would be logged"},
 		{"password without username", es + "    addresses: [https://h:9200]\n    password_file: " + pwFile + "\n", "store.elastic.username: required with password or password_file"},

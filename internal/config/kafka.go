@@ -2,7 +2,6 @@ package config
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -137,13 +136,9 @@ func (t *KafkaTLS) Load(prefix string) (*tls.Config, error) {
 	}
 	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
 	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
+		pool, _, err := LoadCAPool(t.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("field %q: %w", prefix+".ca_file", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("field %q: %s holds no PEM certificate", prefix+".ca_file", t.CAFile)
 		}
 		c.RootCAs = pool
 	}

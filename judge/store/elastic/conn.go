@@ -1,11 +1,9 @@
 package elastic
 
 import (
-	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/elastic/go-elasticsearch/v8"
@@ -33,12 +31,9 @@ type Conn struct {
 func (c Conn) ClientConfig() (elasticsearch.Config, error) {
 	cfg := elasticsearch.Config{Addresses: c.Addresses}
 	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
+		_, pem, err := config.LoadCAPool(c.CAFile)
 		if err != nil {
 			return cfg, fmt.Errorf("elastic store: CA file: %w", err)
-		}
-		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
-			return cfg, fmt.Errorf("elastic store: CA file %s: no PEM certificate in it", c.CAFile)
 		}
 		cfg.CACert = pem
 	}

@@ -181,7 +181,7 @@ func TestConnClientConfig(t *testing.T) {
 		want string
 	}{
 		{"missing CA", elastic.Conn{CAFile: filepath.Join(dir, "none.pem")}, "elastic store: CA file: open " + filepath.Join(dir, "none.pem") + ": no such file or directory"},
-		{"CA not PEM", elastic.Conn{CAFile: junk}, "elastic store: CA file " + junk + ": no PEM certificate in it"},
+		{"CA not PEM", elastic.Conn{CAFile: junk}, "elastic store: CA file: " + junk + " holds no PEM certificate"},
 		{"both auths", elastic.Conn{Username: "u", Password: "p", APIKey: "k"}, "elastic store: set username/password or an API key, not both"},
 		{"password alone", elastic.Conn{Password: "p"}, "elastic store: a password without username"},
 	} {
