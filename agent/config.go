@@ -74,6 +74,9 @@ type HTTPSinkConfig struct {
 	Token     config.Secret   `yaml:"token"`
 	TokenFile string          `yaml:"token_file"`
 	Timeout   config.Duration `yaml:"timeout"`
+	// CAFile, for an https URL, holds the CA of the judge's certificate when it is not
+	// one the system trusts (the judge's http.tls with a private CA).
+	CAFile string `yaml:"ca_file"`
 }
 
 // DefaultConfig returns the defaults: host collector only, Kafka sink on the local broker.
@@ -157,6 +160,11 @@ func (c *Config) Validate() error {
 		}
 		if h.Token != "" && h.TokenFile != "" {
 			bad("sink.http.token", "set token or token_file, not both")
+		}
+		if h.CAFile != "" {
+			if _, _, err := config.LoadCAPool(h.CAFile); err != nil {
+				bad("sink.http.ca_file", "%v", err)
+			}
 		}
 	default:
 		bad("sink.kind", "%q: want %q or %q", c.Sink.Kind, SinkKafka, SinkHTTP)

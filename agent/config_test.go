@@ -96,6 +96,7 @@ func TestLoadErrors(t *testing.T) {
 		{"http without url", "sink:\n  kind: http\n", []string{`field "sink.http.url": required`}},
 		{"http url with password", "sink:\n  kind: http\n  http:\n    url: http://u:hunter2@judge/v1/metrics\n", []string{`field "sink.http.url": credentials`}},
 		{"token twice", "sink:\n  kind: http\n  http:\n    url: http://judge/v1/metrics\n    token: a\n    token_file: /x\n", []string{`field "sink.http.token"`}},
+		{"CA file missing", "sink:\n  kind: http\n  http:\n    url: https://judge/v1/metrics\n    ca_file: /nonexistent/ca.pem\n", []string{`field "sink.http.ca_file"`, "/nonexistent/ca.pem"}},
 		{"http listen", "http: {listen: 9108}\n", []string{`field "http.listen"`}},
 		{"renamed metrics_listen", "metrics_listen: off\n", []string{`field "metrics_listen": this key is now "http.listen"`}},
 		{"unknown collector", "collectors:\n  host:\n  gpu:\n    enabled: true\n", []string{`agent.yaml:3: unknown key "collectors.gpu" (under collectors: host, process, wave)`}},

@@ -92,6 +92,9 @@ type Config struct {
 		// AlarmURL is the alarm's base URL (http://alarm:8092): the page lists its firing
 		// alerts and links to it. Empty: the page says no alarm is connected.
 		AlarmURL string `yaml:"alarm_url"`
+		// AlarmCAFile holds the CA of the alarm's certificate for an https alarm_url the
+		// system does not trust.
+		AlarmCAFile string `yaml:"alarm_ca_file"`
 	} `yaml:"status"`
 }
 
@@ -241,6 +244,11 @@ func (c *Config) Validate() error {
 			return errors.New("status.alarm_url: credentials in the URL are refused (they would reach the logs); the alarm's reads need none")
 		case err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "":
 			return fmt.Errorf("status.alarm_url %q: want the alarm's base URL, such as http://alarm:8092", u)
+		}
+	}
+	if f := c.Status.AlarmCAFile; f != "" {
+		if err := checkCAFile(f); err != nil {
+			return fmt.Errorf("status.alarm_ca_file: %w", err)
 		}
 	}
 	if c.Node == "" {

@@ -16,14 +16,17 @@ type BalancerConfig struct {
 	// a dead wave's instances go to the waves with the fewest, and nothing rebalances.
 	Judge string `yaml:"judge"`
 	// JudgeTokenFile holds the judge's token when it has one (or BINLAKE_JUDGE_TOKEN).
-	JudgeTokenFile string          `yaml:"judge_token_file"`
-	Auto           bool            `yaml:"auto"`
-	AutoAfter      config.Duration `yaml:"auto_after"`
-	Interval       config.Duration `yaml:"interval"`
-	InFlight       int             `yaml:"in_flight"`
-	LagBound       config.Duration `yaml:"lag_bound"`
-	SettleTimeout  config.Duration `yaml:"settle_timeout"`
-	FailoverGrace  config.Duration `yaml:"failover_grace"`
+	JudgeTokenFile string `yaml:"judge_token_file"`
+	// JudgeCAFile holds the CA of the judge's certificate when its https URL uses one the
+	// system does not trust.
+	JudgeCAFile   string          `yaml:"judge_ca_file"`
+	Auto          bool            `yaml:"auto"`
+	AutoAfter     config.Duration `yaml:"auto_after"`
+	Interval      config.Duration `yaml:"interval"`
+	InFlight      int             `yaml:"in_flight"`
+	LagBound      config.Duration `yaml:"lag_bound"`
+	SettleTimeout config.Duration `yaml:"settle_timeout"`
+	FailoverGrace config.Duration `yaml:"failover_grace"`
 }
 
 // DefaultBalancerConfig is the balancer section's defaults.
@@ -39,6 +42,11 @@ func (b *BalancerConfig) Validate() error {
 		u, err := url.Parse(b.Judge)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("field \"balancer.judge\": %q: want the judge's base URL, such as http://judge:8080", b.Judge)
+		}
+	}
+	if b.JudgeCAFile != "" {
+		if _, _, err := config.LoadCAPool(b.JudgeCAFile); err != nil {
+			return fmt.Errorf("field \"balancer.judge_ca_file\": %w", err)
 		}
 	}
 	if b.InFlight < 1 {

@@ -272,6 +272,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"balancer interval", goodConfig + "balancer:\n  interval: 0s\n", `"balancer.interval"`},
 		{"balancer grace", goodConfig + "balancer:\n  failover_grace: -1s\n", `"balancer.failover_grace": -1s: must not be negative`},
 		{"balancer unknown key", goodConfig + "balancer:\n  band: 5\n", "balancer.band"},
+		{"balancer judge CA", goodConfig + "balancer:\n  judge_ca_file: /nonexistent/ca.pem\n", `"balancer.judge_ca_file": open /nonexistent/ca.pem`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,12 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/binlake/binlake/agent"
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/logging"
 )
 
@@ -85,7 +85,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("sink.http token: %w", err)
 		}
-		sink = agent.NewHTTPSink(h.URL, token, &http.Client{Timeout: h.Timeout.D()})
+		hc, err := httpapi.Client(h.CAFile, h.Timeout.D())
+		if err != nil {
+			return fmt.Errorf("%s: field \"sink.http.ca_file\": %w", *cfgPath, err)
+		}
+		sink = agent.NewHTTPSink(h.URL, token, hc)
 	}
 	return agent.Run(ctx, agent.Options{Config: cfg, ConfigFile: *cfgPath, Sink: sink, Logger: logger})
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/client"
@@ -80,6 +81,7 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfgPath := fs.String("config", "", "take the coordinator from this wave.yaml")
 	dataDir := fs.String("data", "./data", "the data folder of a binlake up, whose coordinator file ("+CoordFile+") to use when neither -zk nor -config is given; up must be stopped")
 	judgeURL := fs.String("judge", "", "judge base URL for placement (POST /v1/placement) and rebalance plans (POST /v1/rebalance)")
+	judgeCAFile := fs.String("judge-ca-file", "", "the CA of the judge's certificate, for an https -judge the system does not trust")
 	judgeTokenFile := fs.String("judge-token-file", "", "file holding the judge's token, when it has one (or set "+judge.TokenEnv+")")
 	file := fs.String("f", "", "add: instance definition (YAML)")
 	node := fs.String("node", "", "add, move: the wave to assign to (skips placement)")
@@ -120,6 +122,9 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			if *judgeTokenFile == "" {
 				*judgeTokenFile = cfg.Balancer.JudgeTokenFile
 			}
+			if *judgeCAFile == "" {
+				*judgeCAFile = cfg.Balancer.JudgeCAFile
+			}
 		}
 	case *zkServers != "":
 		cc.Servers = strings.Split(*zkServers, ",")
@@ -157,7 +162,11 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil {
 			return fmt.Errorf("instance %s: judge token: %w", sub, err)
 		}
-		jc := &client.Client{URL: *judgeURL, Token: token}
+		hc, err := httpapi.Client(*judgeCAFile, client.DefaultTimeout)
+		if err != nil {
+			return fmt.Errorf("instance %s: -judge-ca-file: %w", sub, err)
+		}
+		jc := &client.Client{URL: *judgeURL, Token: token, HTTP: hc}
 		placer, planner = judgePlacer{jc}, jc
 	}
 	needID := func() error {

@@ -5,7 +5,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +82,30 @@ func TestInstanceRebalanceDryRun(t *testing.T) {
 	}
 	if out, err := run("-apply"); err == nil || !strings.Contains(err.Error(), "no balancer runs") {
 		t.Fatalf("-apply without a balancer: %v (%s), want an error saying no balancer runs", err, out)
+	}
+}
+
+// TestInstanceRebalanceJudgeCAFile: against a judge served over HTTPS with a private
+// certificate, `binlake instance rebalance` needs -judge-ca-file: without it the
+// certificate is refused, with it the plan comes back.
+func TestInstanceRebalanceJudgeCAFile(t *testing.T) {
+	zkAddr := testenv.Require(t, testenv.ZooKeeper)
+	root := fmt.Sprintf("/binlake-rebalance-ca-%d", time.Now().UnixNano())
+	srv := judgetest.StartTLS(t, "")
+	ca := filepath.Join(t.TempDir(), "judge-ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := runInstance(context.Background(), append([]string{"rebalance", "-zk", zkAddr, "-root", root, "-judge", srv.URL, "-json"}, args...), &out, &errOut)
+		return out.String() + errOut.String(), err
+	}
+	if out, err := run(); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("without -judge-ca-file: %v (%s), want the certificate refused", err, out)
+	}
+	out, err := run("-judge-ca-file", ca)
+	if err != nil || !strings.Contains(out, `"goals"`) {
+		t.Fatalf("with -judge-ca-file: %v (%s), want a plan", err, out)
 	}
 }

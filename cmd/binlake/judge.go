@@ -7,13 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/store"
@@ -125,6 +125,10 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		busDesc = "none (HTTP ingest only)"
 	}
 
+	status, err := statusOptions(cfg.Status.AlarmURL, cfg.Status.AlarmCAFile)
+	if err != nil {
+		return fmt.Errorf("%s: field \"status.alarm_ca_file\": %w", *cfgPath, err)
+	}
 	logger.Info("judge starting", "config", *cfgPath, "listen", cfg.HTTP.Listen, "store", storeDesc, "bus", busDesc,
 		"algorithm", cfg.Placement.Algorithm, "auth", token != "")
 	return judge.Run(ctx, judge.Options{
@@ -133,7 +137,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		SnapshotEvery: cfg.Placement.SnapshotEvery.D(), ReservationTTL: cfg.Placement.ReservationTTL.D(),
 		EWMAAlpha: cfg.Analysis.EWMAAlpha, HistoricalEvery: cfg.Analysis.HistoricalEvery.D(),
 		HistoricalMetrics: cfg.Analysis.HistoricalMetrics, Retention: cfg.Store.Retention.D(), Buffer: cfg.Store.Buffer.Options(),
-		Rebalance: new(cfg.Rebalance.Options()), Logger: logger, Status: statusOptions(cfg.Status.AlarmURL),
+		Rebalance: new(cfg.Rebalance.Options()), Logger: logger, Status: status,
 		Ready: func(addr string) {
 			fmt.Fprintf(stdout, "judge serving on %s://%s (status page at /)\n", scheme(cfg.HTTP.TLS), addr)
 		},
@@ -141,9 +145,13 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // statusOptions connects the status page to the alarm at alarmURL, when there is one.
-func statusOptions(alarmURL string) judge.StatusOptions {
+func statusOptions(alarmURL, caFile string) (judge.StatusOptions, error) {
 	if alarmURL == "" {
-		return judge.StatusOptions{}
+		return judge.StatusOptions{}, nil
 	}
-	return judge.StatusOptions{AlarmURL: alarmURL, Alerts: judge.AlarmAlerts(alarmURL, &http.Client{Timeout: 2 * time.Second})}
+	hc, err := httpapi.Client(caFile, 2*time.Second)
+	if err != nil {
+		return judge.StatusOptions{}, err
+	}
+	return judge.StatusOptions{AlarmURL: alarmURL, Alerts: judge.AlarmAlerts(alarmURL, hc)}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/client"
@@ -82,7 +83,11 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return fmt.Errorf("%s: field \"balancer.judge_token_file\": %w", *cfgPath, err)
 		}
-		opts.Balancer.Planner = &client.Client{URL: cfg.Balancer.Judge, Token: token}
+		hc, err := httpapi.Client(cfg.Balancer.JudgeCAFile, client.DefaultTimeout)
+		if err != nil {
+			return fmt.Errorf("%s: field \"balancer.judge_ca_file\": %w", *cfgPath, err)
+		}
+		opts.Balancer.Planner = &client.Client{URL: cfg.Balancer.Judge, Token: token, HTTP: hc}
 	}
 	logger.Info("balancer", "enabled", cfg.Balancer.Enabled, "judge", cfg.Balancer.Judge, "auto", cfg.Balancer.Auto)
 	switch cfg.Sink.Kind {

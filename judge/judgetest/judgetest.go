@@ -21,6 +21,21 @@ import (
 // wave-idle at 5 %. The judge and the server stop with the test.
 func Start(t testing.TB, token string) *httptest.Server {
 	t.Helper()
+	srv := httptest.NewServer(newJudge(t, token).Handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// StartTLS is Start over HTTPS, with httptest's own certificate (srv.Certificate()).
+func StartTLS(t testing.TB, token string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewTLSServer(newJudge(t, token).Handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func newJudge(t testing.TB, token string) *judge.Judge {
+	t.Helper()
 	st, err := sqlite.Open(sqlite.Options{Path: filepath.Join(t.TempDir(), "judge.db")})
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +54,5 @@ func Start(t testing.TB, token string) *httptest.Server {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(j.Handler())
-	t.Cleanup(srv.Close)
-	return srv
+	return j
 }
