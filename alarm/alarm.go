@@ -60,7 +60,13 @@ type Options struct {
 	LogRefresh time.Duration
 	// PositionInterval is how often a sharded subscriber (bus.Positioner) is asked which
 	// partitions this process holds and whether it is caught up (1 s).
-	PositionInterval  time.Duration
+	PositionInterval time.Duration
+	// BookInterval is how often the node book (see nodeBook) is written for the
+	// partitions this process holds (5 s).
+	BookInterval time.Duration
+	// ShutdownTimeout bounds the stop once ctx ends: the notification log writes, the
+	// groups still waiting and the channels' queues (30 s).
+	ShutdownTimeout   time.Duration
 	ResolvedRetention time.Duration
 	StaleIntervals    float64
 	Dispatch          notify.DispatcherOptions
@@ -83,7 +89,8 @@ type Alarm struct {
 	m        *metrics
 	handler  http.Handler
 	errs     *httpapi.Errors
-	own      *ownership // nil unless the subscriber is a bus.Positioner
+	own      *ownership // nil without a subscriber
+	book     *nodeBook
 	// decoders are idle metric decoders, one per goroutine decoding at once (the bus
 	// delivers partitions concurrently); each remembers the names and label sets of the
 	// batches it decoded. A channel rather than a sync.Pool: a pool drops them at each GC.
@@ -115,6 +122,12 @@ func New(o Options) (*Alarm, error) {
 	}
 	if o.PositionInterval <= 0 {
 		o.PositionInterval = time.Second
+	}
+	if o.BookInterval <= 0 {
+		o.BookInterval = 5 * time.Second
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 30 * time.Second
 	}
 	for _, p := range o.Policies {
 		for _, c := range p.Channels {
@@ -151,14 +164,38 @@ func New(o Options) (*Alarm, error) {
 		return nil, fmt.Errorf("alarm: metrics: %w", err)
 	}
 	a.handler = a.routes()
-	if pos, ok := o.Subscriber.(bus.Positioner); ok {
-		a.own = &ownership{pos: pos, eng: a.eng, log: a.log, parts: map[string]int{}, onGain: func(ctx context.Context) {
-			if _, err := a.eng.Restore(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("notification log reload after a rebalance failed", "err", err)
-			}
-		}}
+	a.book = newNodeBook(o.Coordinator, a.eng, a.log, o.Now)
+	if o.Subscriber != nil {
+		pos, _ := o.Subscriber.(bus.Positioner)
+		a.own = &ownership{pos: pos, eng: a.eng, log: a.log, parts: map[string]int{}, onGain: a.gained, onRelease: a.saveBook}
 	}
 	return a, nil
+}
+
+// gained takes over partitions: the notification log again (alerts other processes
+// fired continue here; resolved notices they left are sent), and the node book's pages
+// of the partitions, so that their silent nodes page nodata here.
+func (a *Alarm) gained(ctx context.Context, parts []int) {
+	if _, err := a.eng.Restore(ctx); err != nil && ctx.Err() == nil {
+		a.log.Warn("notification log reload after a rebalance failed", "err", err)
+	}
+	nodes, err := a.book.load(ctx, parts)
+	a.own.learn(nodes)
+	if err != nil && ctx.Err() == nil {
+		a.log.Warn("node book: pages of the gained partitions could not all be read", "partitions", parts, "err", err)
+	}
+	a.log.Info("took partitions over", "partitions", parts, "nodes_from_book", len(nodes))
+}
+
+// saveBook writes the node book's pages of the given partitions (nil: all held).
+func (a *Alarm) saveBook(ctx context.Context, parts []int) {
+	nodes, held := a.own.holding()
+	if parts == nil {
+		parts = held
+	}
+	if err := a.book.save(ctx, nodes, parts); err != nil && ctx.Err() == nil {
+		a.log.Warn("node book: write failed", "partitions", parts, "err", err)
+	}
 }
 
 // Run builds an alarm and runs it until ctx ends.
@@ -240,6 +277,14 @@ func (a *Alarm) Run(ctx context.Context) error {
 	if serr := a.silences.Refresh(rctx); serr != nil {
 		a.log.Warn("silences could not be loaded; retrying in the background", "err", serr)
 	}
+	if a.own != nil && a.own.pos == nil {
+		// One process owns the whole stream: every page of the node book is its own.
+		nodes, err := a.book.load(rctx, nil)
+		a.own.learn(nodes)
+		if err != nil {
+			a.log.Warn("node book: some pages could not be read", "err", err)
+		}
+	}
 	rcancel()
 	a.log.Info("notification log restored", "firing_alerts", n)
 
@@ -251,24 +296,50 @@ func (a *Alarm) Run(ctx context.Context) error {
 	if a.o.Subscriber != nil {
 		g.Go(func() error { a.subscribeLoop(gctx); return nil })
 	}
-	if a.own != nil {
+	if a.own != nil && a.own.pos != nil {
 		g.Go(func() error { a.own.run(gctx, a.o.PositionInterval); return nil })
 	}
 	if ln != nil {
 		g.Go(func() error { return httpapi.Serve(gctx, ln, a.handler, "alarm API", a.log, a.o.Ready) })
 	}
-	go func() { <-gctx.Done(); a.log.Info("alarm stopping") }()
+	go func() { <-gctx.Done(); a.log.Info("alarm stopping", "within", a.o.ShutdownTimeout) }()
 	runErr := g.Wait()
-	a.eng.Sync() // the pages already claimed reach the channels before they drain
-	a.disp.Close(15 * time.Second)
-	a.log.Info("alarm stopped")
+	a.stop()
 	return runErr
+}
+
+// stop ends the run once nothing is read or evaluated any more, within ShutdownTimeout,
+// so that a deploy is never held by a hung coordinator or channel, and says what was
+// left: the node book's pages for whoever takes the partitions next; the notification
+// log writes and every group still in group_wait (a resolution decided just before the
+// stop goes out now, not never); the channels' queues; then the pages and resolved
+// notices still undelivered are handed back to the log for another process to send.
+func (a *Alarm) stop() {
+	deadline := time.Now().Add(a.o.ShutdownTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if a.own != nil {
+		bctx, bcancel := context.WithTimeout(ctx, a.o.ShutdownTimeout/4)
+		a.saveBook(bctx, nil)
+		bcancel()
+	}
+	unwritten := a.eng.Flush(deadline)
+	undelivered := a.disp.Close(time.Until(deadline))
+	rctx, rcancel := context.WithTimeout(context.Background(), max(time.Until(deadline), 2*time.Second))
+	pages, resolutions := a.eng.releaseInflight(rctx)
+	rcancel()
+	if unwritten+undelivered+pages+resolutions == 0 {
+		a.log.Info("alarm stopped")
+		return
+	}
+	a.log.Warn("alarm stopped with work left", "unwritten_evaluations", unwritten, "undelivered_notifications", undelivered,
+		"pages_handed_back", pages, "resolutions_handed_back", resolutions)
 }
 
 func (a *Alarm) timerLoop(ctx context.Context) {
 	t := time.NewTicker(a.o.EvalInterval)
 	defer t.Stop()
-	lastSil, lastLog := time.Now(), time.Now()
+	lastSil, lastLog, lastBook := time.Now(), time.Now(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -286,6 +357,10 @@ func (a *Alarm) timerLoop(ctx context.Context) {
 			if _, err := a.eng.Restore(ctx); err != nil && ctx.Err() == nil {
 				a.log.Warn("notification log refresh failed", "err", err)
 			}
+		}
+		if a.own != nil && time.Since(lastBook) >= a.o.BookInterval {
+			lastBook = time.Now()
+			a.saveBook(ctx, nil)
 		}
 		a.eng.Tick()
 	}

@@ -89,6 +89,7 @@ type Engine struct {
 	now func() time.Time
 
 	byMetric map[string][]*policy.Policy
+	byName   map[string]*policy.Policy
 	nodata   []*policy.Policy
 
 	shards  []*shard
@@ -104,6 +105,17 @@ type Engine struct {
 	stMu      sync.Mutex
 	stalled   bool
 	resumedAt time.Time
+
+	// The notifications this process queued and has not seen delivered: pages by
+	// fingerprint and claim time, resolved notices by fingerprint and resolution time.
+	infMu   sync.Mutex
+	paging  map[string]time.Time
+	telling map[string]time.Time
+
+	// opsCtx is the notification log operations' context, cancelled when a stop runs out
+	// of time.
+	opsCtx  context.Context
+	stopOps context.CancelFunc
 }
 
 type nodataSlot struct {
@@ -138,10 +150,13 @@ type alertState struct {
 	lastMuted     time.Time // when a notification due was last suppressed (silence, inhibition)
 	sent          int
 	sendResolved  bool
-	restore       *LogEntry
-	silencedBy    []string
-	inhibited     bool
-	inhibitKey    string
+	// evalTS is the own time of the newest point the decision to fire rested on,
+	// resolvedTS the one behind the resolution (see LogEntry); guardTS, while set, is
+	// the evalTS of the log entry the alert resumed: points no newer cannot change it.
+	evalTS, resolvedTS, guardTS time.Time
+	silencedBy                  []string
+	inhibited                   bool
+	inhibitKey                  string
 }
 
 // NewEngine builds an engine; Restore loads the notification log before use.
@@ -172,14 +187,17 @@ func NewEngine(o EngineOptions) *Engine {
 	}
 	e := &Engine{
 		o: o, log: o.Logger.With("component", "alarm"), now: o.Now,
-		byMetric: map[string][]*policy.Policy{}, inhibit: inhibitions{m: map[string]*[6]int{}},
+		byMetric: map[string][]*policy.Policy{}, byName: map[string]*policy.Policy{}, inhibit: inhibitions{m: map[string]*[6]int{}},
+		paging: map[string]time.Time{}, telling: map[string]time.Time{},
 	}
+	e.opsCtx, e.stopOps = context.WithCancel(context.Background())
 	e.w = newWriter(e)
 	e.shards = make([]*shard, engineShards)
 	for i := range e.shards {
 		e.shards[i] = newShard(e)
 	}
 	for _, p := range o.Policies {
+		e.byName[p.Name] = p
 		if p.Cond != nil {
 			e.byMetric[p.Metric] = append(e.byMetric[p.Metric], p)
 		}
@@ -190,35 +208,76 @@ func NewEngine(o EngineOptions) *Engine {
 	return e
 }
 
-// Restore loads the notification log: alerts that were firing continue (without a new
-// page before their repeat interval) once their series is evaluated here, and resolve
-// with a resolved notification if it no longer violates.
+// Restore loads the notification log. Alerts it holds firing continue once their series
+// (or, for nodata, their node) is evaluated here: firing, paged again only when the log
+// says a page is due, resolved with a notice when they no longer hold. What it loaded
+// replaces what an earlier Restore loaded, so an entry another process resolved since is
+// not continued. It then sends the resolved notices whose sender is gone (see sweep).
 func (e *Engine) Restore(ctx context.Context) (int, error) {
 	entries, err := e.o.Log.Load(ctx)
+	// A load that failed part-way adds what it found to what an earlier one loaded.
+	partial := err != nil
+	fresh := make(map[*shard]map[string]map[uint64]LogEntry, len(e.shards))
 	n := 0
 	for _, le := range entries {
 		fp, ok := parseFP(le.Fingerprint)
-		if !ok {
+		if !ok || !le.firing() {
 			continue
 		}
 		node := le.Labels[policy.LabelNode]
 		sh := e.shardOf(node)
+		byNode := fresh[sh]
+		if byNode == nil {
+			byNode = map[string]map[uint64]LogEntry{}
+			fresh[sh] = byNode
+		}
+		if byNode[node] == nil {
+			byNode[node] = map[uint64]LogEntry{}
+		}
+		byNode[node][fp] = le
+	}
+	for _, sh := range e.shards {
 		sh.mu.Lock()
-		if _, live := sh.alerts[fp]; !live {
-			if sh.restored[node] == nil {
-				sh.restored[node] = map[uint64]LogEntry{}
+		if !partial {
+			sh.restored = map[string]map[uint64]LogEntry{}
+		}
+		for node, les := range fresh[sh] {
+			for fp, le := range les {
+				if _, live := sh.alerts[fp]; live {
+					continue
+				}
+				if sh.restored[node] == nil {
+					sh.restored[node] = map[uint64]LogEntry{}
+				}
+				sh.restored[node][fp] = le
+				n++
 			}
-			sh.restored[node][fp] = le
-			n++
 		}
 		sh.mu.Unlock()
 	}
+	e.sweep(ctx, entries)
 	return n, err
 }
 
 // Sync waits until the notification log writes and the notifications of every call
 // made so far are done (tests, and a clean stop).
 func (e *Engine) Sync() { e.w.sync() }
+
+// Flush is the engine's part of a stop, once nothing evaluates any more: the writer
+// finishes what was decided and every notification group goes out at once, whatever its
+// group_wait, so a resolution decided just before the stop is not left waiting. At
+// deadline the log operations still running are cut short; Flush returns how many
+// evaluations' effects were left unwritten then (their batches are not acknowledged,
+// so the next owner of their partitions evaluates them again).
+func (e *Engine) Flush(deadline time.Time) (unwritten int) {
+	e.w.submit(effects{expedite: true}, e.now())
+	unwritten = e.w.syncUntil(deadline)
+	if unwritten > 0 {
+		e.stopOps()
+		e.w.syncUntil(time.Now().Add(time.Second))
+	}
+	return unwritten
+}
 
 // Observe evaluates a decoded, valid batch; what became due is written and sent by the
 // engine's writer.
@@ -349,17 +408,84 @@ func (e *Engine) notifyAlert(a *alertState, status string) notify.Alert {
 }
 
 func (e *Engine) templateData(a *alertState) policy.TemplateData {
-	d := policy.TemplateData{Policy: a.p.Name, Node: a.node, Metric: a.p.Metric, Value: a.value,
-		Severity: a.p.Severity.String(), State: a.state.String(), Labels: a.labels}
-	if a.p.Cond != nil {
-		d.Threshold, d.Condition = a.p.Cond.Threshold, a.p.Cond.String()
+	return templateData(a.p, a.labels, a.value, a.state)
+}
+
+func templateData(p *policy.Policy, labels map[string]string, value float64, state State) policy.TemplateData {
+	d := policy.TemplateData{Policy: p.Name, Node: labels[policy.LabelNode], Metric: p.Metric, Value: value,
+		Severity: p.Severity.String(), State: state.String(), Labels: labels}
+	if p.Cond != nil {
+		d.Threshold, d.Condition = p.Cond.Threshold, p.Cond.String()
 	} else {
-		d.Threshold, d.Condition = float64(a.p.NoData), "nodata"
+		d.Threshold, d.Condition = float64(p.NoData), "nodata"
 	}
 	return d
 }
 
 func (a *alertState) entry() LogEntry {
 	return LogEntry{Fingerprint: a.fps, Policy: a.p.Name, Labels: a.labels, ActiveSince: a.activeSince,
-		FiringSince: a.firingSince, LastSent: a.lastSent, Sent: a.sent}
+		FiringSince: a.firingSince, LastSent: a.lastSent, Sent: a.sent, EvalTS: a.evalTS, Value: a.value}
+}
+
+// evidenceTS is the own time of the newest point the alert's state rests on: its
+// series' newest point, or for nodata the node's last point.
+func (a *alertState) evidenceTS() time.Time {
+	switch {
+	case a.series != nil:
+		return a.series.newest()
+	case a.nd != nil:
+		return a.nd.lastTS
+	}
+	return time.Time{}
+}
+
+// nodataRecords returns, for the nodes keep accepts, what the engine watches of them for
+// nodata: their interval and the own time of their last point per nodata policy (the
+// node book's page; see nodeBook).
+func (e *Engine) nodataRecords(keep func(node string) bool) map[string]nodeRecord {
+	out := map[string]nodeRecord{}
+	for _, sh := range e.shards {
+		sh.mu.Lock()
+		for node, slots := range sh.nodes {
+			if !keep(node) {
+				continue
+			}
+			r := nodeRecord{Seen: make(map[string]time.Time, len(slots))}
+			for p, sl := range slots {
+				r.Seen[p.Name] = sl.lastTS
+				r.Interval = max(r.Interval, sl.interval)
+			}
+			out[node] = r
+		}
+		sh.mu.Unlock()
+	}
+	return out
+}
+
+// adoptNodata watches the given nodes for nodata from their recorded last points on, as
+// if their batches had been read here (a node already watched keeps the newer time).
+// Records of policies this engine does not have, or that do not select the node, are
+// ignored.
+func (e *Engine) adoptNodata(recs map[string]nodeRecord) {
+	for node, r := range recs {
+		sh := e.shardOf(node)
+		sh.mu.Lock()
+		for name, ts := range r.Seen {
+			p := e.byName[name]
+			if p == nil || p.NoData <= 0 || !p.MatchNode(node) || r.Interval <= 0 {
+				continue
+			}
+			slots := sh.nodes[node]
+			if slots == nil {
+				slots = map[*policy.Policy]*nodataSlot{}
+				sh.nodes[node] = slots
+			}
+			if sl := slots[p]; sl == nil {
+				slots[p] = &nodataSlot{lastTS: ts, interval: r.Interval}
+			} else if ts.After(sl.lastTS) {
+				sl.lastTS = ts
+			}
+		}
+		sh.mu.Unlock()
+	}
 }

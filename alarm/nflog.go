@@ -10,9 +10,14 @@ import (
 	"github.com/binlake/binlake/internal/coord"
 )
 
-// LogEntry is what the notification log remembers of one firing alert: enough to continue
-// it after a restart (or on another alarm process after a rebalance) without paging early
-// and without forgetting to send its resolution.
+// LogEntry is what the notification log remembers of one alert's episode: enough to
+// continue it after a restart (or on another alarm process after a rebalance) without
+// paging early, to send its resolution exactly once, and to refuse a replayed point from
+// before a decision. An entry goes firing → resolving (ResolvedAt set, its resolved
+// notice claimed and on its way) → resolved (ResolveSent: a tombstone, kept
+// EngineOptions.ResolvedRetention, then removed). Every change is a compare-and-set, so
+// of several processes evaluating the same alert (the overlap of a rebalance, a stale
+// copy of the log) exactly one pages and exactly one resolves.
 type LogEntry struct {
 	Fingerprint string            `json:"fingerprint"`
 	Policy      string            `json:"policy"`
@@ -26,10 +31,30 @@ type LogEntry struct {
 	QueuedAt time.Time `json:"queued_at,omitzero"`
 	LastSent time.Time `json:"last_sent,omitzero"`
 	Sent     int       `json:"sent"`
+	// EvalTS is the own time of the newest point the decision to fire rested on (for
+	// nodata: the node's last point): a claim resting on older points than the episode's
+	// resolution is a replay, and is refused.
+	EvalTS time.Time `json:"eval_ts,omitzero"`
+	// Value is the alert's value at its last change, for the resolved notice.
+	Value float64 `json:"value,omitempty"`
+	// ResolvedAt is when the alert resolved (zero while it fires) and ResolvedTS the own
+	// time of the point that resolved it. ResolveQueuedAt is when its resolved notice was
+	// claimed and queued (zero: released by a stopping process, anyone may send it);
+	// ResolveSent once the notice was delivered, or when there was none to send.
+	ResolvedAt      time.Time `json:"resolved_at,omitzero"`
+	ResolvedTS      time.Time `json:"resolved_ts,omitzero"`
+	ResolveQueuedAt time.Time `json:"resolve_queued_at,omitzero"`
+	ResolveSent     bool      `json:"resolve_sent,omitempty"`
 }
 
 // pending reports whether a page was queued and not (yet) delivered.
 func (e LogEntry) pending() bool { return !e.QueuedAt.IsZero() && e.QueuedAt.After(e.LastSent) }
+
+// firing reports whether the entry's episode has not resolved.
+func (e LogEntry) firing() bool { return e.ResolvedAt.IsZero() }
+
+// resolving reports whether the episode resolved and its notice is not delivered yet.
+func (e LogEntry) resolving() bool { return !e.firing() && !e.ResolveSent }
 
 // NotificationLog persists the state of firing alerts.
 type NotificationLog interface {
@@ -37,8 +62,10 @@ type NotificationLog interface {
 	Load(ctx context.Context) ([]LogEntry, error)
 	// Save creates or replaces the entry of e.Fingerprint.
 	Save(ctx context.Context, e LogEntry) error
-	// Remove forgets an entry; removing a missing one is not an error.
-	Remove(ctx context.Context, fingerprint string) error
+	// Remove forgets an entry if its version is still version (coord.AnyVersion: in any
+	// case), else fails with coord.ErrVersionConflict; removing a missing one is not an
+	// error.
+	Remove(ctx context.Context, fingerprint string, version int64) error
 	// Get returns one entry and its version, or coord.ErrNotFound.
 	Get(ctx context.Context, fingerprint string) (LogEntry, int64, error)
 	// Put writes e if its version is still version (coord.NoVersion: create), else
@@ -131,8 +158,8 @@ func (l *CoordLog) Get(ctx context.Context, fp string) (LogEntry, int64, error) 
 }
 
 // Remove implements NotificationLog.
-func (l *CoordLog) Remove(ctx context.Context, fp string) error {
-	err := l.C.Delete(ctx, l.prefix()+"/"+fp, coord.AnyVersion)
+func (l *CoordLog) Remove(ctx context.Context, fp string, version int64) error {
+	err := l.C.Delete(ctx, l.prefix()+"/"+fp, version)
 	if err != nil && !errors.Is(err, coord.ErrNotFound) {
 		return fmt.Errorf("notification log: remove %s: %w", fp, err)
 	}

@@ -3,6 +3,7 @@ package alarm
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -18,17 +19,51 @@ import (
 // without a page; when it gains partitions it reloads the notification log, so alerts
 // another process fired continue here; while it is behind (a broker outage, a
 // rebalance) the engine holds nodata. A subscriber without Positioner (the in-process
-// bus) has one member that owns everything.
+// bus; pos is nil) has one member that owns everything it reads.
 type ownership struct {
 	pos bus.Positioner
 	eng *Engine
 	log *slog.Logger
 
 	mu     sync.Mutex
-	parts  map[string]int // node → partition, from the messages handled
+	parts  map[string]int // node → partition, from the messages handled and the node book
 	owned  map[int]bool   // at the last known position
 	strays int            // messages handled from partitions outside owned
-	onGain func(ctx context.Context)
+	// onGain is told the partitions this process gained, onRelease those it lost, before
+	// their nodes are released.
+	onGain    func(ctx context.Context, gained []int)
+	onRelease func(ctx context.Context, lost []int)
+}
+
+// learn records the partitions of nodes known from the node book, not from their
+// messages (a silent node sends none), so that they are released with their partition.
+func (o *ownership) learn(parts map[string]int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for node, p := range parts {
+		if _, ok := o.parts[node]; !ok {
+			o.parts[node] = p
+		}
+	}
+}
+
+// holding returns the node → partition map and the partitions this process holds (every
+// partition it knows of without a Positioner).
+func (o *ownership) holding() (map[string]int, []int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	parts := maps.Clone(o.parts)
+	var held []int
+	if o.pos == nil {
+		seen := map[int]bool{}
+		for _, p := range parts {
+			seen[p] = true
+		}
+		held = slices.Sorted(maps.Keys(seen))
+	} else {
+		held = slices.Sorted(maps.Keys(o.owned))
+	}
+	return parts, held
 }
 
 // seen records the partition of a message before the engine observes it. A partition
@@ -42,7 +77,7 @@ type ownership struct {
 func (o *ownership) seen(node string, partition int) {
 	o.mu.Lock()
 	o.parts[node] = partition
-	if !o.owned[partition] {
+	if o.pos != nil && !o.owned[partition] {
 		o.strays++
 		o.eng.SetCaughtUp(false)
 	}
@@ -67,13 +102,26 @@ func (o *ownership) poll(ctx context.Context) {
 		return
 	}
 	owned := make(map[int]bool, len(p.Partitions))
-	gained := false
+	var gained, lost []int
 	o.mu.Lock()
 	for _, part := range p.Partitions {
 		owned[part] = true
-		gained = gained || !o.owned[part]
+		if !o.owned[part] {
+			gained = append(gained, part)
+		}
+	}
+	for part := range o.owned {
+		if !owned[part] {
+			lost = append(lost, part)
+		}
 	}
 	o.owned = owned
+	o.mu.Unlock()
+	if len(lost) > 0 && o.onRelease != nil {
+		slices.Sort(lost)
+		o.onRelease(ctx, lost)
+	}
+	o.mu.Lock()
 	var released []string
 	for node, part := range o.parts {
 		if !owned[part] {
@@ -87,8 +135,8 @@ func (o *ownership) poll(ctx context.Context) {
 		o.log.Info("partitions moved to another alarm process; releasing their nodes", "nodes", released)
 		o.eng.Release(released)
 	}
-	if gained && o.onGain != nil {
-		o.onGain(ctx)
+	if len(gained) > 0 && o.onGain != nil {
+		o.onGain(ctx, gained)
 	}
 	// A stray handled since the question went out is newer than the answer. Under o.mu,
 	// so a stray's hold cannot be overtaken by this answer.

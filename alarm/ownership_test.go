@@ -51,7 +51,7 @@ func TestStrayPartitionHoldsNodataAndStaleness(t *testing.T) {
 	// notification log, partition 3's first message (a stale answer's miss) is handled:
 	// newer than the answer, it keeps the engine held.
 	pos.p = bus.Position{Known: true, Partitions: []int{0, 1, 2}, CaughtUp: true}
-	o.onGain = func(context.Context) { handle("wave-9", 3, r.clk.Now().Add(-time.Minute), 10) }
+	o.onGain = func(context.Context, []int) { handle("wave-9", 3, r.clk.Now().Add(-time.Minute), 10) }
 	o.poll(ctx)
 	o.onGain = nil
 	r.clk.Add(11 * time.Second) // past the grace of one interval after catching up

@@ -35,14 +35,21 @@ type slot struct {
 	w *policy.Window // the running state of a time-window condition; nil for the others
 }
 
-// eval evaluates the slot's condition on s after a new sample.
-func (sl *slot) eval(s *series) (value float64, active bool) {
+// eval evaluates the slot's condition on s after a new sample; ok is false when the
+// series has too few points for the condition to tell (all(#3) after two points).
+func (sl *slot) eval(s *series) (value float64, active, ok bool) {
 	if sl.w != nil {
-		value, active, _ = sl.p.Cond.EvalWindow(sl.w, s.samples, s.base)
-	} else {
-		value, active, _ = sl.p.Cond.Eval(s.samples)
+		return sl.p.Cond.EvalWindow(sl.w, s.samples, s.base)
 	}
-	return value, active
+	return sl.p.Cond.Eval(s.samples)
+}
+
+// newest is the own time of the series' newest point.
+func (s *series) newest() time.Time {
+	if len(s.samples) == 0 {
+		return time.Time{}
+	}
+	return s.samples[len(s.samples)-1].TS
 }
 
 // layoutEntry remembers which series a node's point at one position of its batch was.

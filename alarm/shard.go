@@ -67,7 +67,7 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 		s.lastSeen, s.lastTS, s.interval = now, minTime(ts, now), interval
 		for j := range s.slots {
 			sl := &s.slots[j]
-			value, active := sl.eval(s)
+			value, active, ok := sl.eval(s)
 			evals++
 			if sl.a == nil {
 				if !active && len(rest) == 0 {
@@ -83,9 +83,17 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 				sl.a.series = s
 				if wasFiring {
 					rest = sh.unrestore(b.Node, fp)
-					sl.a.restore = &le
+					sh.resume(sl.a, le, now)
 				}
 			}
+			if !ok || !ts.After(sl.a.guardTS) {
+				// Too few points to tell (a process that just took the series over), or
+				// a replayed point no newer than the one the log's decision rested on:
+				// either way the alert keeps its state until the series can tell.
+				sh.dirty = append(sh.dirty, sl.a)
+				continue
+			}
+			sl.a.guardTS = time.Time{}
 			sh.step(sl.a, active, value, now)
 		}
 	}
@@ -131,26 +139,56 @@ func (sh *shard) observeNodata(b *metric.Batch, ts, now time.Time, interval time
 			sl.lastTS = ts
 		}
 		sl.interval = interval
-		if sl.a == nil && len(sh.restored[b.Node]) > 0 {
-			labels := nodataLabels(p, b.Node)
-			fp := fingerprint(labels)
-			if le, ok := sh.restored[b.Node][fp]; ok {
-				sh.unrestore(b.Node, fp)
-				sl.a = sh.newAlert(fp, p, labels, b.Node)
-				sl.a.nd = sl
-				sl.a.restore = &le
+		sh.resumeNodata(b.Node, p, sl, now)
+		if a := sl.a; a != nil {
+			if !ts.After(a.guardTS) {
+				// A replayed batch from before the node fell silent says nothing new.
+				sh.dirty = append(sh.dirty, a)
+				continue
 			}
-		}
-		if sl.a != nil {
-			sh.step(sl.a, false, 0, now)
+			a.guardTS = time.Time{}
+			sh.step(a, false, 0, now)
 		}
 	}
+}
+
+// resumeNodata continues a nodata alert the notification log holds firing for the
+// node, if the slot has none yet.
+func (sh *shard) resumeNodata(node string, p *policy.Policy, sl *nodataSlot, now time.Time) {
+	if sl.a != nil || len(sh.restored[node]) == 0 {
+		return
+	}
+	labels := nodataLabels(p, node)
+	fp := fingerprint(labels)
+	le, ok := sh.restored[node][fp]
+	if !ok {
+		return
+	}
+	sh.unrestore(node, fp)
+	sl.a = sh.newAlert(fp, p, labels, node)
+	sl.a.nd = sl
+	sh.resume(sl.a, le, now)
+}
+
+// resume continues an alert the notification log holds firing: firing here too, with
+// its episode's start and the evidence time its decision rested on. It adopts nothing
+// from the entry it was loaded from (a copy that another process may have changed
+// since): being firing and never paged here, it claims at once, and the log decides
+// whether a page is due (see Engine.claim).
+func (sh *shard) resume(a *alertState, le LogEntry, now time.Time) {
+	sh.setState(a, StateFiring)
+	a.active, a.value, a.lastEval = true, le.Value, now
+	a.activeSince, a.firingSince = le.ActiveSince, le.FiringSince
+	a.evalTS, a.guardTS = le.EvalTS, le.EvalTS
+	a.sent = le.Sent
+	sh.dirty = append(sh.dirty, a)
 }
 
 // tick advances the shard's timers (see Engine.Tick). Called with sh.mu held.
 func (sh *shard) tick(now time.Time, held heldFunc, ef *effects) {
 	for node, slots := range sh.nodes {
 		for p, sl := range slots {
+			sh.resumeNodata(node, p, sl, now)
 			missing := now.Sub(sl.lastTS)
 			active := missing > time.Duration(float64(p.NoData)*float64(sl.interval))
 			if held(sl.interval) {
@@ -269,17 +307,6 @@ func (sh *shard) setState(a *alertState, s State) {
 func (sh *shard) step(a *alertState, active bool, value float64, now time.Time) {
 	a.active, a.value, a.lastEval = active, value, now
 	sh.dirty = append(sh.dirty, a)
-	if a.restore != nil && a.state == StateInactive {
-		// Continue where the log left it: firing, with its notification history.
-		le := a.restore
-		a.restore = nil
-		sh.setState(a, StateFiring)
-		a.activeSince, a.firingSince = le.ActiveSince, le.FiringSince
-		a.inactiveSince = time.Time{}
-		if le.pending() || le.Sent > 0 {
-			a.adopt(*le, sh.e.lease(a))
-		}
-	}
 	switch a.state {
 	case StateInactive, StateResolved:
 		if !active {
@@ -302,6 +329,7 @@ func (sh *shard) step(a *alertState, active bool, value float64, now time.Time) 
 	case StateFiring:
 		if active {
 			a.inactiveSince = time.Time{}
+			a.evalTS = a.evidenceTS() // a newer point bears the decision out
 			return
 		}
 		if a.inactiveSince.IsZero() {
@@ -309,7 +337,7 @@ func (sh *shard) step(a *alertState, active bool, value float64, now time.Time) 
 		}
 		if now.Sub(a.inactiveSince) >= a.p.KeepFiringFor {
 			sh.setState(a, StateResolved)
-			a.resolvedAt = now
+			a.resolvedAt, a.resolvedTS = now, a.evidenceTS()
 			a.sendResolved = true
 		}
 	}
@@ -317,6 +345,7 @@ func (sh *shard) step(a *alertState, active bool, value float64, now time.Time) 
 
 func (sh *shard) fire(a *alertState, now time.Time) {
 	sh.setState(a, StateFiring)
+	a.evalTS, a.guardTS = a.evidenceTS(), time.Time{}
 	a.firingSince, a.inactiveSince, a.lastSent, a.sent = now, time.Time{}, time.Time{}, 0
 	a.claimAt, a.holdUntil = time.Time{}, time.Time{}
 	a.resolvedAt = time.Time{}
@@ -359,7 +388,7 @@ func (sh *shard) process(now time.Time, as []*alertState, ef *effects) {
 				}
 				// Persist the firing state even when muted, so a restart remembers it.
 				if a.lastEval.Equal(a.firingSince) {
-					ef.ops = append(ef.ops, logOp{entry: a.entry()})
+					ef.saves = append(ef.saves, a.entry())
 				}
 				continue
 			}
@@ -377,11 +406,8 @@ func (sh *shard) process(now time.Time, as []*alertState, ef *effects) {
 		case StateResolved:
 			if a.sendResolved {
 				a.sendResolved = false
-				op := logOp{remove: true, entry: LogEntry{Fingerprint: a.fps}}
-				if a.sent > 0 && len(e.silenced(a, now)) == 0 {
-					op.then = &pendingAlert{p: a.p, fp: a.fp, na: e.notifyAlert(a, notify.StatusResolved)}
-				}
-				ef.ops = append(ef.ops, op)
+				ef.resolves = append(ef.resolves, resolution{a: a, p: a.p, at: a.resolvedAt, ts: a.resolvedTS, value: a.value,
+					tell: len(e.silenced(a, now)) == 0, pagedHere: a.sent > 0, na: e.notifyAlert(a, notify.StatusResolved)})
 			}
 			if now.Sub(a.resolvedAt) >= e.o.ResolvedRetention {
 				sh.drop(a)

@@ -1,8 +1,6 @@
 package alarm
 
 import (
-	"context"
-	"errors"
 	"maps"
 	"math"
 	"slices"
@@ -14,41 +12,28 @@ import (
 
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/alarm/policy"
-	"github.com/binlake/binlake/internal/coord"
 )
 
 // effects are what one evaluation decided that touches the notification log: the log's
 // writes (an fsync and a rename each on coord/single, a round trip on ZooKeeper) run on
 // the writer's goroutine, not in the evaluation, and a notification goes out only after
-// the write it depends on: a page once its claim is in the log, a resolution once its
-// entry is removed.
+// the write it depends on: a page once its claim is in the log, a resolution once the
+// log says it resolves (and only if the log did not know it resolved already).
 type effects struct {
-	claims []claim
-	ops    []logOp
+	claims   []claim
+	saves    []LogEntry   // firing states to remember without a page (muted alerts)
+	resolves []resolution // alerts that stopped holding
+	notices  []*pendingAlert
+	// expedite sends every notification group at once, whatever its group_wait (a
+	// stopping process).
+	expedite bool
 	// ack, when set, is called once the writes are done: the bus then commits the
 	// batch's position, so a crash before the writes redelivers the batch.
 	ack func()
 }
 
-func (ef *effects) empty() bool { return len(ef.claims) == 0 && len(ef.ops) == 0 }
-
-// claim is a page due: it is queued only if the shared notification log agrees that no
-// process paged the alert within its repeat interval and none has a page in flight.
-type claim struct {
-	a      *alertState
-	entry  LogEntry // QueuedAt is the claim's time
-	repeat time.Duration
-	lease  time.Duration
-	// Outcome, set by the writer: queue it, or adopt the log's entry (another process
-	// paged), or neither (the log changed under the claim: decide again at the next tick).
-	queue bool
-	adopt *LogEntry
-}
-
-type logOp struct {
-	remove bool
-	entry  LogEntry
-	then   *pendingAlert // a resolution to group once the entry is removed
+func (ef *effects) empty() bool {
+	return len(ef.claims) == 0 && len(ef.saves) == 0 && len(ef.resolves) == 0 && len(ef.notices) == 0 && !ef.expedite
 }
 
 // pendingAlert is a notification on its way into its group.
@@ -126,6 +111,26 @@ func (w *writer) sync() {
 	w.mu.Unlock()
 }
 
+// syncUntil is sync, giving up at deadline; it returns how many evaluations' effects
+// were still waiting for the writer then (0: all done).
+func (w *writer) syncUntil(deadline time.Time) int {
+	wake := time.AfterFunc(time.Until(deadline), func() {
+		w.mu.Lock()
+		w.idle.Broadcast()
+		w.mu.Unlock()
+	})
+	defer wake.Stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.running && time.Now().Before(deadline) {
+		w.idle.Wait()
+	}
+	if !w.running {
+		return 0
+	}
+	return len(w.queue) + 1 // the queue, and the batch in hand
+}
+
 func (w *writer) drain() {
 	for {
 		w.mu.Lock()
@@ -151,55 +156,37 @@ func (w *writer) run(ef *effects) {
 	for i := range ef.claims {
 		e.claim(&ef.claims[i])
 	}
-	var resolved []*pendingAlert
-	for _, op := range ef.ops {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		var err error
-		if op.remove {
-			err = e.o.Log.Remove(ctx, op.entry.Fingerprint)
-		} else {
-			err = e.o.Log.Save(ctx, op.entry)
+	for _, le := range ef.saves {
+		ctx, cancel := e.opContext()
+		if err := e.o.Log.Save(ctx, le); err != nil {
+			e.logError(err, le.Fingerprint)
 		}
 		cancel()
-		if err != nil {
-			e.logError(err, op.entry.Fingerprint)
-		}
-		if op.then != nil {
-			resolved = append(resolved, op.then)
+	}
+	notices := ef.notices
+	for i := range ef.resolves {
+		if pa := e.resolve(&ef.resolves[i]); pa != nil {
+			notices = append(notices, pa)
 		}
 	}
 	if ef.ack != nil {
 		ef.ack()
 	}
 	now := e.now()
-	for _, pa := range resolved {
+	for _, pa := range notices {
 		w.enqueue(pa, now)
 	}
 	for i := range ef.claims {
-		if pa := w.e.settle(&ef.claims[i]); pa != nil {
+		for _, pa := range e.settle(&ef.claims[i]) {
 			w.enqueue(pa, now)
 		}
 	}
-}
-
-// settle applies a claim's outcome to its alert and returns the page to queue, if any.
-func (e *Engine) settle(c *claim) *pendingAlert {
-	a := c.a
-	sh := a.sh
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.alerts[a.fp] != a || !a.claimAt.Equal(c.entry.QueuedAt) {
-		return nil // resolved or dropped meanwhile
+	if ef.expedite {
+		for _, g := range w.groups {
+			g.flushAt = now
+		}
+		w.nextFlush.Store(now.UnixNano())
 	}
-	switch {
-	case c.queue:
-		return &pendingAlert{p: a.p, fp: a.fp, na: e.notifyAlert(a, notify.StatusFiring)}
-	case c.adopt != nil:
-		a.adopt(*c.adopt, c.lease)
-	default:
-		a.claimAt, a.lastSent, a.sent = time.Time{}, time.Time{}, a.sent-1
-	}
-	return nil
 }
 
 func (w *writer) enqueue(pa *pendingAlert, now time.Time) {
@@ -261,106 +248,4 @@ func (w *writer) flush(now time.Time) {
 			})
 		}
 	}
-}
-
-// claim asks the shared log whether the page of c may go out, and records it as queued
-// if so. Without an answer from the log it pages: a duplicate is better than silence.
-func (e *Engine) claim(c *claim) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	now := c.entry.QueuedAt
-	le, ver, err := e.o.Log.Get(ctx, c.entry.Fingerprint)
-	switch {
-	case errors.Is(err, coord.ErrNotFound):
-		ver = coord.NoVersion
-	case err != nil:
-		e.logError(err, c.entry.Fingerprint)
-		c.queue = true
-		return
-	case le.pending() && now.Sub(le.QueuedAt) < c.lease,
-		!le.pending() && !le.LastSent.IsZero() && now.Sub(le.LastSent) < c.repeat:
-		c.adopt = &le
-		return
-	}
-	c.entry.LastSent, c.entry.Sent = le.LastSent, le.Sent // Sent counts deliveries
-	err = e.o.Log.Put(ctx, c.entry, ver)
-	switch {
-	case errors.Is(err, coord.ErrVersionConflict):
-		return // another process wrote it first: decide again next tick
-	case err != nil:
-		e.logError(err, c.entry.Fingerprint)
-	}
-	c.queue = true
-}
-
-// adopt continues an alert another process (or this one before a restart) paged: no
-// page before the repeat interval, or before that process's page in flight had time to
-// be delivered.
-func (a *alertState) adopt(le LogEntry, lease time.Duration) {
-	a.claimAt = time.Time{}
-	a.sent = max(le.Sent, 1)
-	if le.pending() {
-		a.lastSent, a.holdUntil = time.Time{}, le.QueuedAt.Add(lease)
-		return
-	}
-	a.lastSent, a.holdUntil = le.LastSent, time.Time{}
-}
-
-func (e *Engine) logError(err error, fp string) {
-	if e.o.OnLogError != nil {
-		e.o.OnLogError()
-	}
-	e.log.Warn("notification log write failed", "err", err, "fingerprint", fp)
-}
-
-// Delivered reports the outcome of a notification given to Send. A firing page
-// delivered to a channel is recorded in the log as sent (the first channel counts); a
-// failed one stays pending, so it is resent after its lease.
-func (e *Engine) Delivered(m notify.Message, err error) {
-	type done struct {
-		fp string
-		at time.Time
-	}
-	var ds []done
-	now := e.now()
-	for _, na := range m.Alerts {
-		if na.Status != notify.StatusFiring {
-			continue
-		}
-		fp, ok := parseFP(na.Fingerprint)
-		if !ok {
-			continue
-		}
-		sh := e.shardOf(na.Labels[policy.LabelNode])
-		sh.mu.Lock()
-		if a := sh.alerts[fp]; a != nil && !a.claimAt.IsZero() {
-			if err == nil {
-				ds = append(ds, done{a.fps, a.claimAt})
-				a.claimAt, a.lastSent = time.Time{}, now
-			} else {
-				a.holdUntil = a.claimAt.Add(e.lease(a))
-				a.claimAt, a.lastSent = time.Time{}, time.Time{}
-			}
-		}
-		sh.mu.Unlock()
-	}
-	for _, d := range ds {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		le, ver, gerr := e.o.Log.Get(ctx, d.fp)
-		if gerr == nil && le.QueuedAt.Equal(d.at) && le.pending() {
-			le.LastSent, le.Sent = now, le.Sent+1
-			if perr := e.o.Log.Put(ctx, le, ver); perr != nil && !errors.Is(perr, coord.ErrVersionConflict) {
-				e.logError(perr, d.fp)
-			}
-		}
-		cancel()
-	}
-}
-
-func (e *Engine) lease(a *alertState) time.Duration {
-	wait := e.o.GroupWait
-	if a.p.GroupWait != nil {
-		wait = *a.p.GroupWait
-	}
-	return wait + e.o.DeliveryTimeout
 }

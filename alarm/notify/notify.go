@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -189,6 +190,7 @@ type Dispatcher struct {
 	startOnce, closeOnce sync.Once
 	cancel               context.CancelFunc
 	wg                   sync.WaitGroup
+	givenUp              atomic.Int64 // messages Close cut short
 }
 
 type worker struct {
@@ -290,8 +292,9 @@ func (d *Dispatcher) Enqueue(m Message) bool {
 }
 
 // Close stops the workers after they drained what is queued, within drain; messages
-// still queued after that are dropped. It is idempotent.
-func (d *Dispatcher) Close(drain time.Duration) {
+// still queued after that are given up (reported to Done with an error). It returns how
+// many were given up; it is idempotent (a second call returns 0).
+func (d *Dispatcher) Close(drain time.Duration) (undelivered int) {
 	d.closeOnce.Do(func() {
 		if d.cancel == nil {
 			return
@@ -308,7 +311,9 @@ func (d *Dispatcher) Close(drain time.Duration) {
 			<-done
 		}
 		d.cancel()
+		undelivered = int(d.givenUp.Load())
 	})
+	return undelivered
 }
 
 func (d *Dispatcher) run(ctx context.Context, w *worker) {
@@ -342,6 +347,9 @@ func (d *Dispatcher) deliver(ctx context.Context, w *worker, m Message) {
 		}
 	}
 	d.failed.WithLabelValues(w.name).Inc()
+	if ctx.Err() != nil {
+		d.givenUp.Add(1) // cut short by Close
+	}
 	d.log.Warn("notification failed", "channel", w.name, "group", m.GroupKey, "alerts", len(m.Alerts), "err", err)
 	d.done(m, err)
 }

@@ -1,0 +1,278 @@
+package alarm
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The hand-over of alerts between alarm processes (restarts, rebalances, deploys), each
+// case a window of issue 34 in which a page was sent twice, a resolution lost or sent
+// falsely, or a nodata page never sent. A "process" here is an engine on a notification
+// log that a later engine opens again (coord/single on the same file), which is what a
+// restart or a partition's new owner sees.
+
+// restartOn opens the log of dir again, as the next process would.
+func restartOn(t *testing.T, dir string, clk *clock, pol string, mod func(*EngineOptions)) *rig {
+	t.Helper()
+	c := openCoord(t, dir)
+	t.Cleanup(func() { c.Close() })
+	return newRigOn(t, c, clk, pol, mod)
+}
+
+// A process that takes a series over with fewer points than its condition needs keeps
+// the alert the log holds firing until the series can tell: no resolution from "not
+// enough data", no second page (issue 34: each moved violating node got a false resolve
+// and a second page).
+func TestTakeoverKeepsStateUntilDecidable(t *testing.T) {
+	cases := []struct {
+		name, cond string
+		fire       []float64 // what makes the first process page
+		undecided  []float64 // what the next one sees before the condition can tell
+		decide     []float64 // then: still violating (no page), or ending it (one resolution)
+		want       []string
+	}{
+		{"all", "all(#3) > 90", []float64{95, 95, 95}, []float64{95, 95}, []float64{95, 10}, []string{R}},
+		{"avg", "avg(#3) > 90", []float64{95, 95, 95}, []float64{95, 95}, []float64{95, 10}, []string{R}},
+		{"diff", "diff(#1) > 50", []float64{10, 95}, []float64{95}, []float64{95}, []string{R}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, clk := t.TempDir(), &clock{t: t0}
+			pol := strings.Replace(basePolicy, "last > 90", tc.cond, 1) + "    repeat_interval: 1h\n"
+			c1 := openCoord(t, dir)
+			r1 := newRigOn(t, c1, clk, pol, nil)
+			for _, v := range tc.fire {
+				r1.observe("wave-1", v)
+				clk.Add(10 * time.Second)
+			}
+			require.Equal(t, []string{F}, r1.out.take())
+			require.NoError(t, c1.Close())
+
+			r2 := restartOn(t, dir, clk, pol, nil)
+			for i, v := range tc.undecided {
+				r2.observe("wave-1", v)
+				require.Equal(t, "firing", r2.state("wave-1"), "point %d: not enough data keeps it firing", i)
+				require.Empty(t, r2.out.take(), "point %d: no resolution, no page", i)
+				clk.Add(10 * time.Second)
+			}
+			var sent []string
+			for _, v := range tc.decide {
+				r2.observe("wave-1", v)
+				sent = append(sent, r2.out.take()...)
+				clk.Add(10 * time.Second)
+			}
+			require.Equal(t, tc.want, sent)
+		})
+	}
+}
+
+// A page delivered after its node's partition moved away is still recorded as sent, so
+// the new owner does not page again once the claim's lease ran out (issue 34, item 1).
+func TestDeliveryAfterReleaseIsRecorded(t *testing.T) {
+	pol := basePolicy + "    repeat_interval: 1h\n"
+	r := newRig(t, pol, nil)
+	r.e.Observe(batch("wave-1", r.clk.Now(), cpu(95)))
+	r.e.Sync()
+	r.out.mu.Lock()
+	queued := r.out.msgs
+	r.out.msgs = nil
+	r.out.mu.Unlock()
+	require.Len(t, queued, 1)
+	r.e.Release([]string{"wave-1"}) // the rebalance, between the claim and the delivery
+	r.out.deliver(queued)
+
+	entries, err := r.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, 1, entries[0].Sent, "the delivery is in the log")
+	require.False(t, entries[0].pending())
+
+	next := newRigOn(t, r.c, r.clk, pol, nil) // the partition's new owner
+	r.clk.Add(5 * time.Minute)                // past the lease of an undelivered claim
+	next.observe("wave-1", 95)
+	require.Equal(t, "firing", next.state("wave-1"))
+	require.Empty(t, next.out.take(), "paged once, within the repeat interval")
+}
+
+// A resolution decided just before a crash, still waiting in its group, is sent by the
+// next process once its lease ran out: the log remembered it as resolving (issue 34,
+// item 2).
+func TestResolutionSurvivesACrash(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	pol := basePolicy + "    repeat_interval: 1h\n"
+	wait := func(o *EngineOptions) { o.GroupWait = 30 * time.Second }
+	c1 := openCoord(t, dir)
+	r1 := newRigOn(t, c1, clk, pol, wait)
+	r1.observe("wave-1", 95)
+	clk.Add(30 * time.Second)
+	r1.observe("wave-1", 95)
+	require.Equal(t, []string{F}, r1.out.take())
+	clk.Add(10 * time.Second)
+	r1.observe("wave-1", 10) // resolved; its notice waits out group_wait…
+	require.Empty(t, r1.out.take())
+	require.NoError(t, c1.Close()) // …and the process is gone with it
+
+	r2 := restartOn(t, dir, clk, pol, wait)
+	r2.observe("wave-1", 10)
+	require.Empty(t, r2.out.take(), "within the lease the first process may still deliver it")
+	clk.Add(3 * time.Minute)
+	_, err := r2.e.Restore(context.Background()) // the periodic reload of the log sweeps it
+	require.NoError(t, err)
+	r2.e.Sync()
+	clk.Add(30 * time.Second)
+	r2.e.Tick()
+	require.Equal(t, []string{R}, r2.out.take())
+	for range 3 {
+		clk.Add(3 * time.Minute)
+		_, err := r2.e.Restore(context.Background())
+		require.NoError(t, err)
+		r2.observe("wave-1", 10)
+	}
+	require.Empty(t, r2.out.take(), "sent once")
+}
+
+// Two processes evaluate one node for a while (the overlap of a rebalance, or a process
+// continuing a copy of the log it loaded earlier): the heal is resolved once, by
+// whichever records it in the log first (issue 34: "a heal followed by a stop of its
+// owner was resolved twice").
+func TestOverlapResolvesOnce(t *testing.T) {
+	pol := basePolicy + "    repeat_interval: 1h\n"
+	r1 := newRig(t, pol, nil)
+	r2 := newRigOn(t, r1.c, r1.clk, pol, nil)
+	r1.observe("wave-1", 95)
+	require.Equal(t, []string{F}, r1.out.take())
+	_, err := r2.e.Restore(context.Background()) // r2's copy of the log: firing
+	require.NoError(t, err)
+	r1.clk.Add(10 * time.Second)
+	r1.observe("wave-1", 10)
+	require.Equal(t, []string{R}, r1.out.take())
+	r2.observe("wave-1", 10)
+	require.Equal(t, "resolved", r2.state("wave-1"))
+	require.Empty(t, r2.out.take(), "the log knows it resolved: no second resolution")
+}
+
+// A copy of the log that is stale the other way: the episode it holds resolved, and the
+// node violates again. The process continuing the copy pages the new episode at once
+// instead of taking it for the old one, paged already.
+func TestStaleCopyPagesTheNewEpisode(t *testing.T) {
+	pol := basePolicy + "    repeat_interval: 1h\n"
+	r1 := newRig(t, pol, nil)
+	r2 := newRigOn(t, r1.c, r1.clk, pol, nil)
+	r1.observe("wave-1", 95)
+	require.Equal(t, []string{F}, r1.out.take())
+	_, err := r2.e.Restore(context.Background())
+	require.NoError(t, err)
+	r1.clk.Add(10 * time.Second)
+	r1.observe("wave-1", 10)
+	require.Equal(t, []string{R}, r1.out.take())
+	r1.clk.Add(10 * time.Second)
+	r2.observe("wave-1", 95) // the partition moved to r2, which violates again
+	require.Equal(t, []string{F}, r2.out.take())
+	require.Empty(t, r1.out.take())
+}
+
+// Batches replayed after a restart (the bus commits positions once a second) carry
+// their own times. A replayed point from before the alert fired does not resolve the
+// alert the log holds firing (issue 34, item 4) …
+func TestReplayBeforeFiringKeepsIt(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	pol := strings.Replace(basePolicy, "last > 90", "all(#2) > 90", 1) + "    repeat_interval: 1h\n"
+	c1 := openCoord(t, dir)
+	r1 := newRigOn(t, c1, clk, pol, nil)
+	ts := []time.Time{t0, t0.Add(10 * time.Second), t0.Add(20 * time.Second)}
+	for i, v := range []float64{10, 95, 95} {
+		clk.t = ts[i]
+		r1.observe("wave-1", v)
+	}
+	require.Equal(t, []string{F}, r1.out.take())
+	require.NoError(t, c1.Close())
+
+	clk.Add(2 * time.Second)
+	r2 := restartOn(t, dir, clk, pol, nil)
+	for i, v := range []float64{10, 95, 95} { // the replay
+		r2.e.Observe(batch("wave-1", ts[i], cpu(v)))
+		r2.e.Tick()
+		require.Equal(t, "firing", r2.state("wave-1"), "replayed point %d", i)
+	}
+	require.Empty(t, r2.out.take())
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 95)
+	require.Empty(t, r2.out.take(), "the episode goes on: no page within the repeat interval")
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 10)
+	require.Equal(t, []string{R}, r2.out.take())
+}
+
+// … and a replayed point from before a resolution does not fire the episode again: the
+// log keeps the resolution as a tombstone for a while, with the point it rested on.
+func TestReplayBeforeResolutionDoesNotPage(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	pol := basePolicy + "    repeat_interval: 1h\n"
+	c1 := openCoord(t, dir)
+	r1 := newRigOn(t, c1, clk, pol, nil)
+	r1.observe("wave-1", 95)
+	clk.Add(10 * time.Second)
+	r1.observe("wave-1", 10)
+	require.Equal(t, []string{F, R}, r1.out.take())
+	require.NoError(t, c1.Close())
+
+	clk.Add(time.Second)
+	r2 := restartOn(t, dir, clk, pol, nil)
+	r2.e.Observe(batch("wave-1", t0, cpu(95))) // replayed
+	r2.e.Tick()
+	r2.e.Observe(batch("wave-1", t0.Add(10*time.Second), cpu(10)))
+	r2.e.Tick()
+	require.Empty(t, r2.out.take())
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 95) // a real new violation still pages
+	require.Equal(t, []string{F}, r2.out.take())
+}
+
+// The tombstones go after ResolvedRetention.
+func TestTombstonesAreCollected(t *testing.T) {
+	r := newRig(t, basePolicy, nil)
+	r.observe("wave-1", 95)
+	r.clk.Add(10 * time.Second)
+	r.observe("wave-1", 10)
+	require.Equal(t, []string{F, R}, r.out.take())
+	entries, err := r.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.True(t, entries[0].ResolveSent)
+	r.clk.Add(16 * time.Minute)
+	_, err = r.e.Restore(context.Background())
+	require.NoError(t, err)
+	entries, err = r.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, entries)
+}
+
+// A resolved notice whose delivery failed stays in the log as resolving and is sent
+// again by the sweep once its lease ran out.
+func TestFailedResolutionIsResent(t *testing.T) {
+	r := newRig(t, basePolicy, nil)
+	r.observe("wave-1", 95)
+	require.Equal(t, []string{F}, r.out.take())
+	r.clk.Add(10 * time.Second)
+	r.e.Observe(batch("wave-1", r.clk.Now(), cpu(10)))
+	r.e.Tick()
+	r.e.Sync()
+	r.out.mu.Lock()
+	failed := r.out.msgs
+	r.out.msgs = nil
+	r.out.mu.Unlock()
+	require.Len(t, failed, 1)
+	for _, m := range failed {
+		r.e.Delivered(m, context.DeadlineExceeded)
+	}
+	r.clk.Add(3 * time.Minute)
+	_, err := r.e.Restore(context.Background())
+	require.NoError(t, err)
+	r.e.Sync()
+	r.e.Tick()
+	require.Equal(t, []string{R}, r.out.take())
+}

@@ -1,0 +1,174 @@
+package alarm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/memory"
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// runAlarm runs an alarm in the background; stop cancels it and returns Run's error.
+func runAlarm(t *testing.T, o Options) (a *Alarm, stop func() error) {
+	t.Helper()
+	a, err := New(o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() { cancel(); runErr = <-done })
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return a, stop
+}
+
+func encode(t testing.TB, node string, at time.Time, interval float64, pts ...metric.Point) []byte {
+	t.Helper()
+	data, err := metric.Encode(metric.Batch{Node: node, TS: at, IntervalS: interval, Points: pts})
+	require.NoError(t, err)
+	return data
+}
+
+// An ordinary stop (a deploy's SIGTERM) sends the resolution of an alert that healed
+// just before it, although its group_wait has not passed: the stop path sends every
+// group at once (issue 34, item 2).
+func TestStopSendsAWaitingResolution(t *testing.T) {
+	rcv := newReceiver(t)
+	c := openCoord(t, t.TempDir())
+	t.Cleanup(func() { c.Close() })
+	a, stop := runAlarm(t, Options{Policies: parsePolicies(t, basePolicy), Coordinator: c, Logger: quiet,
+		Channels: map[string]notify.Notifier{"c": webhookChannel(t, rcv.srv.URL)}, GroupWait: 2 * time.Second})
+	require.NoError(t, a.ObserveRaw(encode(t, "wave-1", time.Now(), 10, cpu(95))))
+	p := rcv.wait(t, 1)
+	require.Equal(t, "firing", p[0].Status)
+	require.NoError(t, a.ObserveRaw(encode(t, "wave-1", time.Now(), 10, cpu(10))))
+	require.NoError(t, stop()) // within the resolution's group_wait
+	p = rcv.payloads()
+	require.Len(t, p, 2, "the resolution went out before the process stopped")
+	require.Equal(t, "resolved", p[1].Status)
+}
+
+// A node that falls silent just before its alarm process stops pages nodata from the
+// next process, which never reads a batch of it: the node book carries it over (issue
+// 34, item 3).
+func TestNodataForANodeSilentBeforeARestart(t *testing.T) {
+	mb, err := memory.New(memory.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { mb.Close() })
+	ctx := context.Background()
+	require.NoError(t, mb.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: 4}))
+	pub, err := mb.Publisher()
+	require.NoError(t, err)
+	publish := func(node string) {
+		require.NoError(t, pub.Publish(ctx, bus.Message{Topic: metric.Topic, Key: []byte(node),
+			Value: encode(t, node, time.Now(), 0.5, cpu(10))}))
+	}
+	rcv := newReceiver(t)
+	dir := t.TempDir()
+	pols := parsePolicies(t, basePolicy+nodataPolicy)
+	start := func() (stop func() error) {
+		c := openCoord(t, dir)
+		sub, err := mb.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "alarm"})
+		require.NoError(t, err)
+		_, stopRun := runAlarm(t, Options{Policies: pols, Coordinator: c, Subscriber: sub, Logger: quiet,
+			Channels: map[string]notify.Notifier{"c": webhookChannel(t, rcv.srv.URL)}, EvalInterval: 50 * time.Millisecond,
+			BookInterval: time.Hour /* only the stop writes it */})
+		return func() error { err := stopRun(); sub.Close(); c.Close(); return err }
+	}
+	stopA := start()
+	for range 6 {
+		publish("wave-1")
+		publish("wave-2")
+		time.Sleep(500 * time.Millisecond)
+	}
+	// wave-2 falls silent; half an interval later its alarm process stops.
+	publish("wave-1")
+	time.Sleep(250 * time.Millisecond)
+	require.NoError(t, stopA())
+	require.Empty(t, rcv.payloads(), "not silent long enough to page yet")
+
+	stopB := start()
+	for range 8 { // 4 s: wave-2 is silent for 3 of its intervals after 1.5 s
+		publish("wave-1")
+		time.Sleep(500 * time.Millisecond)
+	}
+	require.NoError(t, stopB())
+	var nodata []string
+	for _, p := range rcv.payloads() {
+		for _, al := range p.Alerts {
+			nodata = append(nodata, al.Status+" "+al.Labels["node"]+" "+al.Labels["reason"])
+		}
+	}
+	require.Equal(t, []string{"firing wave-2 nodata"}, nodata)
+}
+
+// hungCoord is a coordinator whose reads and writes of keys under prefix never answer
+// (a ZooKeeper that hangs): they return only when their context ends.
+type hungCoord struct {
+	coord.Coordinator
+	prefix string
+}
+
+func (h hungCoord) Get(ctx context.Context, key string) (coord.Value, error) {
+	if strings.HasPrefix(key, h.prefix) {
+		<-ctx.Done()
+		return coord.Value{}, ctx.Err()
+	}
+	return h.Coordinator.Get(ctx, key)
+}
+
+func (h hungCoord) Put(ctx context.Context, key string, data []byte, version int64) (int64, error) {
+	if strings.HasPrefix(key, h.prefix) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	return h.Coordinator.Put(ctx, key, data, version)
+}
+
+// syncBuffer is a log destination safe for the alarm's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// A stop with the notification log hung (ten claims queued, each of whose writes would
+// wait 10 s) ends within the shutdown timeout and says what it left (issue 34, item 5).
+func TestStopIsBoundedWhenTheLogHangs(t *testing.T) {
+	c := openCoord(t, t.TempDir())
+	t.Cleanup(func() { c.Close() })
+	var logs syncBuffer
+	a, stop := runAlarm(t, Options{Policies: parsePolicies(t, basePolicy), Coordinator: hungCoord{c, DefaultLogPrefix},
+		Channels: map[string]notify.Notifier{"c": webhookChannel(t, newReceiver(t).srv.URL)},
+		Logger:   slog.New(slog.NewTextHandler(&logs, nil)), ShutdownTimeout: 2 * time.Second})
+	for i := range 10 {
+		require.NoError(t, a.ObserveRaw(encode(t, fmt.Sprintf("wave-%d", i), time.Now(), 10, cpu(95))))
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second): // the old stop waited 10 s for each queued write
+		t.Fatal("the stop did not end within its shutdown timeout")
+	}
+	require.Contains(t, logs.String(), "alarm stopped with work left")
+	require.Contains(t, logs.String(), "unwritten_evaluations=")
+}
