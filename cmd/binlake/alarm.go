@@ -25,6 +25,9 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
 	check := fs.Bool("check", false, "validate the config and policy files and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	shutdown := config.Duration(DefaultShutdownTimeout)
+	fs.Var(&shutdown, "shutdown-timeout", "how long stopping may take after SIGTERM or Ctrl-C: the notification log writes, the "+
+		"notifications still grouped or queued; what is left then is handed back to the log for another alarm process and logged")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake alarm [flags]\n\nEvaluates alert policies over the metric stream and notifies channels.\n\nFlags:")
 		fs.PrintDefaults()
@@ -94,11 +97,12 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	logger.Info("alarm starting", "config", *cfgPath, "policies_file", *polPath, "policies", len(pols),
 		"channels", strings.Join(chanDesc, ", "), "bus", busDesc, "coordinator", coordDesc, "listen", cfg.HTTP.Listen,
-		"auth", token != "")
+		"auth", token != "", "shutdown_timeout", shutdown.D())
 	return alarm.Run(ctx, alarm.Options{
 		Policies: pols, Channels: channels, Subscriber: sub, Coordinator: c,
 		Listen: cfg.HTTP.Listen, TLS: cfg.HTTP.TLS, Token: token, ExternalURL: cfg.HTTP.ExternalURL,
-		Inhibition: cfg.Inhibit(), GroupWait: cfg.Notify.GroupWait.D(), EvalInterval: cfg.Evaluation.Interval.D(),
+		ShutdownTimeout: shutdown.D(),
+		Inhibition:      cfg.Inhibit(), GroupWait: cfg.Notify.GroupWait.D(), EvalInterval: cfg.Evaluation.Interval.D(),
 		ResolvedRetention: cfg.Evaluation.ResolvedRetention.D(), StaleIntervals: cfg.Evaluation.StaleIntervals,
 		Dispatch: notify.DispatcherOptions{Queue: cfg.Notify.Queue, Attempts: cfg.Notify.Attempts, Backoff: cfg.Notify.Backoff.D(),
 			MaxBackoff: cfg.Notify.MaxBackoff.D(), Timeout: cfg.Notify.Timeout.D()},

@@ -235,6 +235,8 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 	al, err := alarm.New(alarm.Options{
 		Policies: pols, Channels: chans.Notifiers, Subscriber: alarmSub, Coordinator: c,
 		Listen: o.AlarmListen, Logger: o.Logger, Ready: func(a string) { alarmReady <- a },
+		// Half the budget: the alarm stops after the sources, within the same deadline.
+		ShutdownTimeout: o.ShutdownTimeout / 2,
 	})
 	if err != nil {
 		return err
