@@ -86,3 +86,39 @@ func binlogEnd(t *testing.T, c *client.Conn) Position {
 	pos, _ := r.GetUint(0, 1)
 	return Position{File: file, Pos: uint32(pos)}
 }
+
+// TestPositionNowMariaDBIntegration: on the test MariaDB the start position of a first
+// capture has a GTID set that is not ahead of its file/pos (BINLOG_GTID_POS there holds
+// all of it) and holds a transaction committed before it.
+func TestPositionNowMariaDBIntegration(t *testing.T) {
+	db, exec, conn := testenv.ScratchDatabase(t, "posnow")
+	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY)")
+	exec("INSERT INTO " + db + ".t VALUES (1)")
+	r, err := conn.Execute("SELECT @@last_gtid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, _ := r.GetString(0, 0)
+	mine, err := mysql.ParseMariadbGTIDSet(last)
+	if err != nil || last == "" {
+		t.Fatalf("@@last_gtid %q: %v", last, err)
+	}
+	p, err := positionNow(conn, FlavorMariaDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := mysql.ParseMariadbGTIDSet(p.GTIDSet)
+	if err != nil || p.GTIDSet == "" || p.File == "" || p.Pos < 4 {
+		t.Fatalf("position %s: %v", p.String(), err)
+	}
+	if !got.Contain(mine) {
+		t.Errorf("the set %s at %s lacks %s, committed before", p.GTIDSet, p.String(), last)
+	}
+	exact, reason, err := gtidAt(conn, FlavorMariaDB, p.File, p.Pos)
+	if err != nil || exact == nil {
+		t.Fatalf("BINLOG_GTID_POS at %s: %v %s", p.String(), err, reason)
+	}
+	if !exact.Contain(got) {
+		t.Errorf("the set %s is ahead of %s:%d, where the binlog's set is %s", p.GTIDSet, p.File, p.Pos, exact)
+	}
+}

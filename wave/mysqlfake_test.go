@@ -33,9 +33,22 @@ type fakeMySQL struct {
 	serverUUID string
 	gtidMode   string // "" = the variable does not exist
 	files      map[string][]fakeBinlogEvent
+	// mariadb answers as MariaDB where the two differ (SHOW MASTER STATUS, the GTID
+	// variables); end is where the binlog ends and the GTID set there, and next, when
+	// set, a transaction that commits right after a SHOW MASTER STATUS has answered.
+	mariadb bool
+	end     fakeEnd
+	next    *fakeEnd
 
 	mu      sync.Mutex
 	queries []string
+}
+
+// fakeEnd is where a fake server's binlog ends.
+type fakeEnd struct {
+	file  string
+	pos   uint64
+	gtids string
 }
 
 var (
@@ -58,6 +71,21 @@ func (f *fakeMySQL) HandleQuery(q string) (*mysql.Result, error) {
 			return nil, mysql.NewError(mysql.ER_UNKNOWN_SYSTEM_VARIABLE, "Unknown system variable 'gtid_mode'")
 		}
 		return fakeResult([]string{"@@GLOBAL.gtid_mode"}, []any{f.gtidMode})
+	case "SELECT @@GLOBAL.gtid_mode, @@GLOBAL.gtid_executed":
+		return fakeResult([]string{"@@GLOBAL.gtid_mode", "@@GLOBAL.gtid_executed"}, []any{f.gtidMode, f.end.gtids})
+	case "SELECT @@GLOBAL.gtid_executed":
+		return fakeResult([]string{"@@GLOBAL.gtid_executed"}, []any{f.end.gtids})
+	case "SELECT @@GLOBAL.gtid_binlog_pos":
+		return fakeResult([]string{"@@GLOBAL.gtid_binlog_pos"}, []any{f.end.gtids})
+	case "SHOW MASTER STATUS":
+		e := f.end
+		if f.next != nil {
+			f.end, f.next = *f.next, nil
+		}
+		if f.mariadb {
+			return fakeResult([]string{"File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB"}, []any{e.file, e.pos, "", ""})
+		}
+		return fakeResult([]string{"File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB", "Executed_Gtid_Set"}, []any{e.file, e.pos, "", "", e.gtids})
 	}
 	m := showBinlogEvents.FindStringSubmatch(q)
 	if m == nil {
