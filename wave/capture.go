@@ -147,7 +147,24 @@ func currentPosition(ctx context.Context, addr, user, password, flavor string) (
 		return Position{}, fmt.Errorf("connect to %s as %s: %w", addr, user, err)
 	}
 	defer conn.Close()
+	return positionNow(conn, flavor)
+}
+
+// positionNow reads the end of conn's binlog and the GTID set there. The set must not be
+// ahead of the file/pos: the capture resumes by GTID, and a transaction that committed
+// between the two reads and were in the set would never be sent. A set behind it only
+// sends a transaction again (at least once).
+func positionNow(conn *client.Conn, flavor string) (Position, error) {
 	var p Position
+	var gtidMode string
+	if flavor == FlavorMariaDB {
+		// Read before the position, so it holds nothing after it.
+		if g, err := conn.Execute("SELECT @@GLOBAL.gtid_binlog_pos"); err == nil {
+			p.GTIDSet, _ = g.GetString(0, 0)
+		}
+	} else if g, err := conn.Execute("SELECT @@GLOBAL.gtid_mode"); err == nil {
+		gtidMode, _ = g.GetString(0, 0)
+	}
 	r, err := conn.Execute("SHOW MASTER STATUS")
 	if err != nil {
 		return p, fmt.Errorf("SHOW MASTER STATUS: %w", err)
@@ -158,18 +175,11 @@ func currentPosition(ctx context.Context, addr, user, password, flavor string) (
 	p.File, _ = r.GetString(0, 0)
 	pos, _ := r.GetUint(0, 1)
 	p.Pos = uint32(pos)
-	switch flavor {
-	case FlavorMariaDB:
-		if g, err := conn.Execute("SELECT @@GLOBAL.gtid_binlog_pos"); err == nil {
-			p.GTIDSet, _ = g.GetString(0, 0)
-		}
-	default:
-		if g, err := conn.Execute("SELECT @@GLOBAL.gtid_mode, @@GLOBAL.gtid_executed"); err == nil {
-			if mode, _ := g.GetString(0, 0); mode == "ON" {
-				p.GTIDSet, _ = g.GetString(0, 1)
-				p.GTIDSet = strings.ReplaceAll(p.GTIDSet, "\n", "")
-			}
-		}
+	if strings.EqualFold(gtidMode, "ON") && r.ColumnNumber() >= 5 {
+		// MySQL's Executed_Gtid_Set, which the server reads before the position (unlike
+		// @@GLOBAL.gtid_executed in a query of its own after it).
+		p.GTIDSet, _ = r.GetString(0, 4)
+		p.GTIDSet = strings.ReplaceAll(p.GTIDSet, "\n", "")
 	}
 	p.TS = time.Now().Unix()
 	return p, nil

@@ -167,30 +167,3 @@ func (c *capture) onConnect(conn *client.Conn, owner *binlogOwner) error {
 	c.log.Info("start by file/pos: resuming by GTID from here", "position", c.resume.String())
 	return nil
 }
-
-// gtidAt returns the GTID set at file/pos on the server conn reads, or nil and the reason
-// when there is none to take.
-func gtidAt(conn *client.Conn, flavor, file string, pos uint32) (mysql.GTIDSet, string, error) {
-	if flavor != FlavorMariaDB {
-		// MySQL has no function for it: the set would have to be read from the file's
-		// Previous_gtids event and the transactions up to pos.
-		return nil, "the source is MySQL: a file/pos start is not translated to a GTID set", nil
-	}
-	r, err := conn.Execute("SELECT BINLOG_GTID_POS(?, ?)", file, uint64(pos))
-	if err != nil {
-		return nil, "", fmt.Errorf("BINLOG_GTID_POS(%q, %d): %w", file, pos, err)
-	}
-	if null, _ := r.IsNull(0, 0); null {
-		return nil, fmt.Sprintf("%s:%d is not in the source's binlog", file, pos), nil
-	}
-	s, _ := r.GetString(0, 0)
-	if s == "" {
-		// An empty GTID position would make the source send from its oldest binlog.
-		return nil, fmt.Sprintf("no GTID precedes %s:%d on the source", file, pos), nil
-	}
-	gs, err := mysql.ParseMariadbGTIDSet(s)
-	if err != nil {
-		return nil, "", fmt.Errorf("BINLOG_GTID_POS(%q, %d) = %q: %w", file, pos, s, err)
-	}
-	return gs, "", nil
-}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kafka.sh up|down|status
-# kafka.sh private-run DIR PORT CONTROLLER_PORT | private-wait DIR PORT
+# kafka.sh private-run DIR PORT CONTROLLER_PORT | private-format DIR PORT CONTROLLER_PORT | private-wait DIR PORT
 # A single Apache Kafka 4 broker for the integration tests (BINLAKE_TEST_KAFKA=127.0.0.1:9092),
 # in KRaft combined mode (broker and controller in one JVM, controller on 127.0.0.1:9093).
 # The same broker has a second listener, SASL_SSL on 127.0.0.1:9094 (BINLAKE_TEST_KAFKA_SASL),
@@ -15,7 +15,7 @@
 # and its own ports: fault tests stop and restart it while the shared one keeps serving the
 # other tests (internal/testenv.StartKafkaBroker). private-run runs it in the foreground
 # (the JVM replaces the script, so the caller's signals reach the broker itself);
-# private-wait returns once it serves.
+# private-wait returns once it serves; private-format only formats DIR (tests of the format).
 # Its jars come from Maven Central through deploy/testenv/kafka/pom.xml (Maven's own local
 # repository, ~/.m2 by default) and are copied once into $CACHE_DIR/kafka/lib-<pom hash>/, so
 # re-runs neither fetch nor run Maven. A class-data-sharing archive of the broker's classes is
@@ -189,14 +189,18 @@ CFG
 }
 
 # format_storage: give the data folder its cluster id and metadata log, only the first time,
-# so topics and offsets survive down/up.
+# so topics and offsets survive down/up. BINLAKE_KAFKA_CLUSTER_ID sets the id instead of a
+# random one (the test of an id that begins with '-').
 format_storage() {
   [[ -f $DATA/meta.properties ]] && return 0
   # A Kafka cluster id is 16 random bytes in URL-safe base64 without padding (22 characters).
-  local cid; cid=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+  local cid=${BINLAKE_KAFKA_CLUSTER_ID:-}
+  [[ -n $cid ]] || cid=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
   log "kafka: formatting $DATA with cluster id $cid"
+  # --cluster-id=ID, one argument: as `-t ID`, an id beginning with '-' (one in 64) was read
+  # as an option and the format failed ("argument --cluster-id/-t: expected one argument").
   java -Xmx256m -XX:ErrorFile="$LOGD/hs_err_pid%p.log" -Dlog4j2.configurationFile="$HERE/kafka/log4j2.properties" -Dkafka.logs.dir="$LOGD" \
-    -cp "$LIB/*" kafka.tools.StorageTool format --ignore-formatted -t "$cid" -c "$CONF" \
+    -cp "$LIB/*" kafka.tools.StorageTool format --ignore-formatted --cluster-id="$cid" -c "$CONF" \
     >>"$LOGD/format.log" 2>&1 || { tail -n 20 "$LOGD/format.log" >&2; die "kafka: formatting $DATA failed; see $LOGD/format.log"; }
 }
 
@@ -350,6 +354,18 @@ private_run() {
   exec "${BROKER_CMD[@]}" >>"$LOGD/stdout.log" 2>&1 </dev/null
 }
 
+# private_format DIR PORT CONTROLLER_PORT: write the configuration of a private broker and
+# format its data folder, as private-run does before it starts the broker, and nothing more.
+private_format() {
+  (( $# == 3 )) || die "kafka: usage: kafka.sh private-format DIR PORT CONTROLLER_PORT"
+  private_args "$@"
+  need_tools
+  fetch_jars
+  write_conf
+  format_storage
+  echo "kafka: formatted $DATA"
+}
+
 # private_wait DIR PORT: return once the broker private-run started on DIR serves.
 private_wait() {
   (( $# == 2 )) || die "kafka: usage: kafka.sh private-wait DIR PORT"
@@ -395,6 +411,7 @@ case ${1:-} in
   down) down ;;
   status) status ;;
   private-run) shift; private_run "$@" ;;
+  private-format) shift; private_format "$@" ;;
   private-wait) shift; private_wait "$@" ;;
-  *) echo "usage: $0 up|down|status | private-run DIR PORT CONTROLLER_PORT | private-wait DIR PORT" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status | private-run DIR PORT CONTROLLER_PORT | private-format DIR PORT CONTROLLER_PORT | private-wait DIR PORT" >&2; exit 2 ;;
 esac

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/binlake/binlake/internal/durable"
 )
 
 // File is what the file sink writes to: an *os.File opened for appending, or a wrapper
@@ -30,6 +32,8 @@ type FileOptions struct {
 	Sync bool
 	// Open opens Path for reading and appending, creating it; nil uses os.OpenFile.
 	Open func(path string) (File, error)
+	// SyncDir fsyncs a directory; nil uses durable.SyncDir. Tests record the calls.
+	SyncDir func(dir string) error
 }
 
 func openAppend(path string) (File, error) {
@@ -43,6 +47,7 @@ func openAppend(path string) (File, error) {
 type fileSink struct {
 	path      string
 	open      func(string) (File, error)
+	syncDir   func(string) error
 	syncEach  bool
 	f         File  // nil after a failure, until reopened
 	size      int64 // the length after the last successful write
@@ -54,14 +59,22 @@ type fileSink struct {
 // OpenFile appends to the file at o.Path, creating it and its directory. A partial line
 // at its end (the machine crashed during a write) is cut off: its row comes again from
 // the source, since no offset was committed past a line that was not synced.
+//
+// The file's directory entry (and those of the directories created for it) is synced
+// before OpenFile returns, so before any offset that counts on the file is committed: an
+// fsync of the file alone leaves its name in the page cache, and a power loss could take
+// the whole file while the offset survives.
 func OpenFile(o FileOptions) (*Writer, error) {
 	if o.Open == nil {
 		o.Open = openAppend
 	}
-	if err := os.MkdirAll(filepath.Dir(o.Path), 0o755); err != nil {
+	if o.SyncDir == nil {
+		o.SyncDir = durable.SyncDir
+	}
+	if err := durable.MkdirAll(filepath.Dir(o.Path), 0o755, o.SyncDir); err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
-	fsk := &fileSink{path: o.Path, open: o.Open, syncEach: o.Sync}
+	fsk := &fileSink{path: o.Path, open: o.Open, syncDir: o.SyncDir, syncEach: o.Sync}
 	f, err := o.Open(o.Path)
 	if err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
@@ -73,6 +86,11 @@ func OpenFile(o FileOptions) (*Writer, error) {
 	if err == nil {
 		// What an earlier process wrote may still be in the page cache only.
 		err = f.Sync()
+	}
+	if err == nil {
+		// Whether this call created the file or an earlier process did (and crashed before
+		// its directory was synced), its name is durable from here on.
+		err = o.SyncDir(filepath.Dir(o.Path))
 	}
 	if err != nil {
 		f.Close()
@@ -106,14 +124,18 @@ func wholeLines(f File) (int64, error) {
 	return 0, nil
 }
 
-// ready reopens the file after a failure, cut back to the last good length.
+// ready reopens the file after a failure, cut back to the last good length. The reopen
+// creates the file again if it was removed meanwhile: its directory is synced again.
 func (s *fileSink) ready() error {
 	if s.f != nil {
 		return nil
 	}
 	f, err := s.open(s.path)
 	if err == nil {
-		if err = f.Truncate(s.truncTo); err != nil {
+		if err = f.Truncate(s.truncTo); err == nil {
+			err = s.syncDir(filepath.Dir(s.path))
+		}
+		if err != nil {
 			f.Close()
 		}
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/internal/keypath"
+	"github.com/binlake/binlake/internal/durable"
 )
 
 var _ coord.Coordinator = (*Coordinator)(nil)
@@ -30,6 +31,9 @@ type Options struct {
 	// It is created with its directory when missing. A sibling Path+".lock" is held with
 	// flock while the coordinator is open, so a second process fails to open the same file.
 	Path string
+	// SyncDir fsyncs a directory, which makes the file's replacement by a rename (and the
+	// directories created for it) durable; nil uses durable.SyncDir. Tests record the calls.
+	SyncDir func(dir string) error
 }
 
 // fileFormat is the version of the file layout, checked when loading.
@@ -51,8 +55,9 @@ type entry struct {
 
 // Coordinator is the single-process coordinator. Its methods are safe for concurrent use.
 type Coordinator struct {
-	path string
-	lock *os.File
+	path    string
+	syncDir func(string) error
+	lock    *os.File
 
 	mu       sync.Mutex
 	closed   bool
@@ -84,7 +89,10 @@ func New(opts Options) (*Coordinator, error) {
 	if opts.Path == "" {
 		return nil, errors.New("single coordinator: options: path is empty")
 	}
-	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o755); err != nil {
+	if opts.SyncDir == nil {
+		opts.SyncDir = durable.SyncDir
+	}
+	if err := durable.MkdirAll(filepath.Dir(opts.Path), 0o755, opts.SyncDir); err != nil {
 		return nil, fmt.Errorf("single coordinator: create directory of %s: %w", opts.Path, err)
 	}
 	lock, err := lockFile(opts.Path + ".lock")
@@ -98,6 +106,7 @@ func New(opts Options) (*Coordinator, error) {
 	}
 	return &Coordinator{
 		path:     opts.Path,
+		syncDir:  opts.SyncDir,
 		lock:     lock,
 		done:     make(chan struct{}),
 		st:       st,
@@ -194,10 +203,10 @@ func (c *Coordinator) save() error {
 		_ = os.Remove(tmpName)
 		return fmt.Errorf("single coordinator: write %s: %w", c.path, err)
 	}
-	// The rename is durable only once the directory is synced.
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
+	// The rename is durable only once the directory is synced: until then a power loss
+	// can bring back the old file, and what was just committed would be lost.
+	if err := c.syncDir(dir); err != nil {
+		return fmt.Errorf("single coordinator: write %s: %w", c.path, err)
 	}
 	return nil
 }
