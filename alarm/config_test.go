@@ -96,12 +96,14 @@ func TestExampleCapacityPolicy(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	cases := map[string]string{
-		"bus:\n  brokerz: [x]\nchannels: {l: {kind: log}}\n":                       "brokerz",
-		"bus: {kind: none}\nchannels: {l: {kind: pager}}\n":                        "channels.l: kind \"pager\"",
-		"bus: {kind: none}\n":                                                      "channels",
-		"bus: {kind: none}\nchannels: {w: {kind: webhook}}\n":                      "url",
-		"bus: {kind: none}\ncoordinator: {kind: zk}\nchannels: {l: {kind: log}}\n": "coordinator.servers",
-		"bus: {kind: none}\nnotify: {group_wait: 5}\nchannels: {l: {kind: log}}\n": "invalid duration",
+		"bus:\n  brokerz: [x]\nchannels: {l: {kind: log}}\n":                             "brokerz",
+		"bus: {kind: none}\nchannels: {l: {kind: pager}}\n":                              "channels.l: kind \"pager\"",
+		"bus: {kind: none}\n":                                                            "channels",
+		"bus: {kind: none}\nchannels: {w: {kind: webhook}}\n":                            "url",
+		"bus: {kind: none}\ncoordinator: {kind: zk}\nchannels: {l: {kind: log}}\n":       "coordinator.servers",
+		"bus: {kind: none}\nnotify: {group_wait: 5}\nchannels: {l: {kind: log}}\n":       "invalid duration",
+		"bus: {kind: none}\nnotify: {group_interval: -1s}\nchannels: {l: {kind: log}}\n": "notify.group_interval: must not be negative",
+		"bus: {kind: none}\nnotify: {queue: -1}\nchannels: {l: {kind: log}}\n":           "notify.queue: must not be negative",
 	}
 	for yaml, want := range cases {
 		p := filepath.Join(t.TempDir(), "alarm.yaml")

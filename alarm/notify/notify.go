@@ -108,9 +108,10 @@ func Text(m Message, markdown bool) (title, body string) {
 			resolved++
 		}
 	}
-	name := m.GroupLabels["alertname"]
-	sev := m.GroupLabels["severity"]
-	title = fmt.Sprintf("[%s] %s %s", strings.ToUpper(m.Status()), sev, name)
+	// A group's alerts are of one policy, so they share alertname and severity even when
+	// the policy's group_by leaves them out of the group labels.
+	common := m.CommonLabels()
+	title = fmt.Sprintf("[%s] %s %s", strings.ToUpper(m.Status()), common["severity"], common["alertname"])
 	if firing > 0 && resolved > 0 {
 		title += fmt.Sprintf(" (%d firing, %d resolved)", firing, resolved)
 	} else if len(m.Alerts) > 1 {

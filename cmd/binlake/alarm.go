@@ -98,7 +98,8 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return alarm.Run(ctx, alarm.Options{
 		Policies: pols, Channels: channels, Subscriber: sub, Coordinator: c,
 		Listen: cfg.HTTP.Listen, TLS: cfg.HTTP.TLS, Token: token, ExternalURL: cfg.HTTP.ExternalURL,
-		Inhibition: cfg.Inhibit(), GroupWait: cfg.Notify.GroupWait.D(), EvalInterval: cfg.Evaluation.Interval.D(),
+		Inhibition: cfg.Inhibit(), GroupWait: cfg.Notify.GroupWait.D(),
+		GroupInterval: cfg.Notify.GroupInterval.D(), EvalInterval: cfg.Evaluation.Interval.D(),
 		ResolvedRetention: cfg.Evaluation.ResolvedRetention.D(), StaleIntervals: cfg.Evaluation.StaleIntervals,
 		Dispatch: notify.DispatcherOptions{Queue: cfg.Notify.Queue, Attempts: cfg.Notify.Attempts, Backoff: cfg.Notify.Backoff.D(),
 			MaxBackoff: cfg.Notify.MaxBackoff.D(), Timeout: cfg.Notify.Timeout.D()},
