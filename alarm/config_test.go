@@ -25,7 +25,7 @@ func TestExamples(t *testing.T) {
 	require.True(t, cfg.Inhibit().Enabled)
 	pols, err := policy.Load("../deploy/policies.example.yaml")
 	require.NoError(t, err)
-	require.Len(t, pols, 7)
+	require.Len(t, pols, 9)
 	for _, p := range pols {
 		for _, c := range p.Channels {
 			require.Contains(t, cfg.Channels, c, "policy %s", p.Name)
