@@ -36,12 +36,15 @@ type Alert struct {
 	Fingerprint string
 }
 
-// Message is one notification: the alerts of one group (policy and severity).
+// Message is one notification: the alerts of one group (by default a policy's; see
+// policy.Policy.Group).
 type Message struct {
 	// Receiver is the channel's name.
 	Receiver string
-	// GroupKey identifies the group ("policy/P1").
-	GroupKey    string
+	// GroupKey identifies the group: "policy/P1", then {label="value", …} of the
+	// policy's group_by labels when it sets group_by.
+	GroupKey string
+	// GroupLabels are the group_by labels' values (alertname and severity by default).
 	GroupLabels map[string]string
 	Alerts      []Alert
 	// ExternalURL is where the alarm's API can be reached, for links.
