@@ -43,9 +43,9 @@ func compileGroupBy(in []string) ([]string, error) {
 
 // Group returns the notification group of an alert of p with labels l: its key and its
 // group labels. Alerts of one policy whose group_by labels have the same values are one
-// group (a label the alert lacks counts as empty, and is not among the group labels, as in
-// Alertmanager); groups never span policies, since a policy names the channels and
-// timers. The key is "policy/severity" (what a policy without group_by always had), then
+// group (a label the alert lacks or has empty is left out of the group labels: absent
+// and empty are one, as in Alertmanager); groups never span policies, since a policy
+// names the channels and timers. The key is "policy/severity" (what a policy without group_by always had), then
 // ":{label=\"value\", …}" with the group labels other than alertname and severity, sorted.
 func (p *Policy) Group(l map[string]string) (key string, labels map[string]string) {
 	by := p.GroupBy
@@ -57,7 +57,7 @@ func (p *Policy) Group(l map[string]string) (key string, labels map[string]strin
 	} else {
 		labels = make(map[string]string, len(by))
 		for _, k := range by {
-			if v, ok := l[k]; ok {
+			if v := l[k]; v != "" {
 				labels[k] = v
 			}
 		}

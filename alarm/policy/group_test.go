@@ -71,6 +71,11 @@ func TestGroup(t *testing.T) {
 		{"every label", each, alert(each, "wave-1", "orders"),
 			`each/P3:{instance="orders", metric="wave.lag_s", node="wave-1"}`, alert(each, "wave-1", "orders")},
 		{"a label the alert lacks", missing, alert(missing, "wave-1", "orders"), "by-missing/P3", map[string]string{}},
+		{"a label the alert has empty: the same group", missing, func() map[string]string {
+			l := alert(missing, "wave-2", "users")
+			l["team"] = ""
+			return l
+		}(), "by-missing/P3", map[string]string{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
