@@ -50,7 +50,10 @@ type Options struct {
 	ExternalURL string
 
 	Inhibition Inhibition
-	GroupWait  time.Duration
+	// GroupWait and GroupInterval are the alarm's defaults of the policies' group_wait
+	// and group_interval (EngineOptions).
+	GroupWait     time.Duration
+	GroupInterval time.Duration
 	// EvalInterval is the timer period (pending → firing, nodata, repeats): 1 s when zero.
 	EvalInterval time.Duration
 	// SilenceRefresh is how often silences are reloaded from the coordinator (10 s).
@@ -154,7 +157,7 @@ func New(o Options) (*Alarm, error) {
 	a.m = newMetrics()
 	a.eng = NewEngine(EngineOptions{
 		Policies: o.Policies, Log: &CoordLog{C: o.Coordinator}, Silences: a.silences, Inhibition: o.Inhibition,
-		GroupWait: o.GroupWait, ResolvedRetention: o.ResolvedRetention, StaleIntervals: o.StaleIntervals,
+		GroupWait: o.GroupWait, GroupInterval: o.GroupInterval, ResolvedRetention: o.ResolvedRetention, StaleIntervals: o.StaleIntervals,
 		Send: func(m notify.Message) { a.disp.Enqueue(m) }, ExternalURL: o.ExternalURL, Now: o.Now, Logger: o.Logger,
 		OnEvaluations: func(n int) { a.m.evaluations.Add(float64(n)) },
 		OnLogError:    func() { a.m.logErrors.Inc() },

@@ -187,6 +187,7 @@ func TestAlarmEndToEnd(t *testing.T) {
 	code, body = do(t, "GET", base+"/v1/policies", "", "")
 	require.Equal(t, 200, code)
 	require.Contains(t, body, `"condition":"last > 90"`)
+	require.Contains(t, body, `"groupBy":["alertname","severity"]`, "the default grouping: one group per policy")
 	// The dispatcher counts a notification sent once the receiver has answered, which can
 	// be after the receiver recorded it: read /metrics until it has (a loaded CI machine
 	// once read it before).

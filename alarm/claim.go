@@ -58,10 +58,23 @@ func (e *Engine) claim(c *claim) {
 			return
 		}
 		if le.resolving() {
-			if !le.ResolveQueuedAt.IsZero() && now.Sub(le.ResolveQueuedAt) < c.lease {
-				return // its resolved notice is on its way: this page follows it
+			e.infMu.Lock()
+			at, mine := e.telling[le.Fingerprint]
+			mine = mine && at.Equal(le.ResolvedAt)
+			if mine {
+				// This process's own resolved notice, still in its group: the new
+				// episode takes its place there, as the alert's latest state (a flap
+				// within the group's wait is one firing notice, as in Alertmanager).
+				delete(e.telling, le.Fingerprint)
 			}
-			c.resolveFirst = e.resolvedNotice(le) // its sender is gone
+			e.infMu.Unlock()
+			switch {
+			case mine:
+			case !le.ResolveQueuedAt.IsZero() && now.Sub(le.ResolveQueuedAt) < c.lease:
+				return // another process's resolved notice is on its way: this page follows it
+			default:
+				c.resolveFirst = e.resolvedNotice(le) // its sender is gone
+			}
 		}
 		c.entry.LastSent, c.entry.Sent = time.Time{}, 0 // a new episode
 	}
@@ -185,15 +198,12 @@ func (e *Engine) pageDone(fp uint64, na notify.Alert, err error, now time.Time) 
 
 func (e *Engine) lease(a *alertState) time.Duration { return e.leaseOf(a.p) }
 
-// leaseOf is how long a notification claimed by one process is left to it: its
-// group_wait plus the delivery timeout. After that it is taken for lost (the process
-// crashed) and another sends it.
+// leaseOf is how long a notification claimed by one process is left to it: as long as
+// it may wait in its group (group_wait, or up to group_interval after the group's last
+// message; group.go) plus the delivery timeout. After that it is taken for lost (the
+// process crashed) and another sends it.
 func (e *Engine) leaseOf(p *policy.Policy) time.Duration {
-	wait := e.o.GroupWait
-	if p.GroupWait != nil {
-		wait = *p.GroupWait
-	}
-	return wait + e.o.DeliveryTimeout
+	return max(e.groupWait(p), e.groupInterval(p)) + e.o.DeliveryTimeout
 }
 
 func (e *Engine) logError(err error, fp string) {

@@ -42,12 +42,13 @@ type Config struct {
 		ResolvedRetention config.Duration `yaml:"resolved_retention"`
 	} `yaml:"evaluation"`
 	Notify struct {
-		GroupWait  config.Duration `yaml:"group_wait"`
-		Attempts   int             `yaml:"attempts"`
-		Backoff    config.Duration `yaml:"backoff"`
-		MaxBackoff config.Duration `yaml:"max_backoff"`
-		Timeout    config.Duration `yaml:"timeout"`
-		Queue      int             `yaml:"queue"`
+		GroupWait     config.Duration `yaml:"group_wait"`
+		GroupInterval config.Duration `yaml:"group_interval"`
+		Attempts      int             `yaml:"attempts"`
+		Backoff       config.Duration `yaml:"backoff"`
+		MaxBackoff    config.Duration `yaml:"max_backoff"`
+		Timeout       config.Duration `yaml:"timeout"`
+		Queue         int             `yaml:"queue"`
 	} `yaml:"notify"`
 	Inhibition struct {
 		Enabled *bool    `yaml:"enabled"`
@@ -105,8 +106,16 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("evaluation.interval %s: at least 100ms", c.Evaluation.Interval)
 	}
 	n := &c.Notify
-	if n.GroupWait < 0 || n.Attempts < 0 || n.Backoff < 0 || n.MaxBackoff < 0 || n.Timeout < 0 || n.Queue < 0 {
-		return errors.New("notify: values must not be negative")
+	for _, f := range []struct {
+		name     string
+		negative bool
+	}{
+		{"group_wait", n.GroupWait < 0}, {"group_interval", n.GroupInterval < 0}, {"attempts", n.Attempts < 0},
+		{"backoff", n.Backoff < 0}, {"max_backoff", n.MaxBackoff < 0}, {"timeout", n.Timeout < 0}, {"queue", n.Queue < 0},
+	} {
+		if f.negative {
+			return fmt.Errorf("notify.%s: must not be negative", f.name)
+		}
 	}
 	for _, l := range c.Inhibition.Equal {
 		if l == "" || strings.ContainsAny(l, " .-") {

@@ -25,7 +25,7 @@ func TestExamples(t *testing.T) {
 	require.True(t, cfg.Inhibit().Enabled)
 	pols, err := policy.Load("../deploy/policies.example.yaml")
 	require.NoError(t, err)
-	require.Len(t, pols, 7)
+	require.Len(t, pols, 9)
 	for _, p := range pols {
 		for _, c := range p.Channels {
 			require.Contains(t, cfg.Channels, c, "policy %s", p.Name)
@@ -96,12 +96,14 @@ func TestExampleCapacityPolicy(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	cases := map[string]string{
-		"bus:\n  brokerz: [x]\nchannels: {l: {kind: log}}\n":                       "brokerz",
-		"bus: {kind: none}\nchannels: {l: {kind: pager}}\n":                        "channels.l: kind \"pager\"",
-		"bus: {kind: none}\n":                                                      "channels",
-		"bus: {kind: none}\nchannels: {w: {kind: webhook}}\n":                      "url",
-		"bus: {kind: none}\ncoordinator: {kind: zk}\nchannels: {l: {kind: log}}\n": "coordinator.servers",
-		"bus: {kind: none}\nnotify: {group_wait: 5}\nchannels: {l: {kind: log}}\n": "invalid duration",
+		"bus:\n  brokerz: [x]\nchannels: {l: {kind: log}}\n":                             "brokerz",
+		"bus: {kind: none}\nchannels: {l: {kind: pager}}\n":                              "channels.l: kind \"pager\"",
+		"bus: {kind: none}\n":                                                            "channels",
+		"bus: {kind: none}\nchannels: {w: {kind: webhook}}\n":                            "url",
+		"bus: {kind: none}\ncoordinator: {kind: zk}\nchannels: {l: {kind: log}}\n":       "coordinator.servers",
+		"bus: {kind: none}\nnotify: {group_wait: 5}\nchannels: {l: {kind: log}}\n":       "invalid duration",
+		"bus: {kind: none}\nnotify: {group_interval: -1s}\nchannels: {l: {kind: log}}\n": "notify.group_interval: must not be negative",
+		"bus: {kind: none}\nnotify: {queue: -1}\nchannels: {l: {kind: log}}\n":           "notify.queue: must not be negative",
 	}
 	for yaml, want := range cases {
 		p := filepath.Join(t.TempDir(), "alarm.yaml")

@@ -48,9 +48,14 @@ type EngineOptions struct {
 	// Silences mute alerts; none when nil.
 	Silences   *Silences
 	Inhibition Inhibition
-	// GroupWait is how long the first alert of a group (policy and severity) waits for
-	// others before the group is sent, unless the policy sets its own.
+	// GroupWait is how long the first alert of a group (by default, a policy's alerts;
+	// see the policy's group_by) waits for others before the group is sent, unless the
+	// policy sets its own.
 	GroupWait time.Duration
+	// GroupInterval is how long after a group's notification the alerts that fall due in
+	// it wait, to go out together, unless the policy sets its own; 0: none wait longer
+	// than GroupWait (group.go).
+	GroupInterval time.Duration
 	// ResolvedRetention is how long a resolved alert stays listed (15 min when zero).
 	ResolvedRetention time.Duration
 	// StaleIntervals: a series that sent nothing for this many of its intervals counts as
@@ -66,7 +71,8 @@ type EngineOptions struct {
 	Send func(notify.Message)
 	// DeliveryTimeout bounds how long a queued page may take to be delivered (all
 	// retries included) after its group_wait; a page claimed in the log and neither
-	// delivered nor failed within group_wait plus this is resent (its process crashed).
+	// delivered nor failed within the larger of group_wait and group_interval plus this
+	// is resent (its process crashed).
 	// 2 min when zero.
 	DeliveryTimeout time.Duration
 	ExternalURL     string

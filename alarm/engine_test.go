@@ -254,6 +254,11 @@ func TestConditionFunctionsDriveAlerts(t *testing.T) {
 		{"avg_over(15s) > 50", []float64{100, 100, 0, 0}, "resolved"},
 		{"avg_over(25s) > 50", []float64{100, 100, 0}, "firing"},
 		{"last(#2) > 50", []float64{60, 0}, "firing"},
+		{"lookup(#2,3) > 90", []float64{95, 10, 95}, "firing"},
+		{"lookup(#2,3) > 90", []float64{95, 10, 10, 95}, "inactive"},
+		{"stddev(#3) = 3", []float64{10, 11, 9, 10, 30}, "firing"},
+		{"stddev(#3) = 3", []float64{10, 11, 9, 10, 11}, "inactive"},
+		{"stddev(#3) = 3", []float64{10, 10, 30}, "inactive"}, // 3 points: too few to decide
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s %v", tc.cond, tc.vs), func(t *testing.T) {

@@ -126,6 +126,7 @@ type policyView struct {
 	KeepFiringFor    string            `json:"keepFiringFor"`
 	RepeatInterval   string            `json:"repeatInterval"`
 	MaxNotifications int               `json:"maxNotifications"`
+	GroupBy          []string          `json:"groupBy"`
 	Labels           map[string]string `json:"labels,omitempty"`
 	Channels         []string          `json:"channels"`
 }
@@ -135,7 +136,7 @@ func (a *Alarm) handlePolicies(w http.ResponseWriter, _ *http.Request) {
 	for _, p := range a.o.Policies {
 		v := policyView{Name: p.Name, Metric: p.Metric, NoData: p.NoData, Severity: p.Severity.String(), For: p.For.String(),
 			KeepFiringFor: p.KeepFiringFor.String(), RepeatInterval: p.RepeatInterval.String(),
-			MaxNotifications: p.MaxNotifications, Labels: p.AlertLabels, Channels: p.Channels}
+			MaxNotifications: p.MaxNotifications, GroupBy: p.GroupBy, Labels: p.AlertLabels, Channels: p.Channels}
 		if p.Cond != nil {
 			v.Condition = p.Cond.String()
 		}

@@ -46,8 +46,10 @@ type pendingAlert struct {
 type group struct {
 	p       *policy.Policy
 	key     string
-	flushAt time.Time
+	labels  map[string]string // the message's GroupLabels: the group_by labels
+	flushAt time.Time         // when alerts is sent; meaningless while alerts is empty
 	alerts  map[uint64]notify.Alert
+	sentAt  time.Time // the group's last notification; zero before its first (see group.go)
 }
 
 // firing reports whether the group carries at least one firing alert.
@@ -191,15 +193,14 @@ func (w *writer) run(ef *effects) {
 
 func (w *writer) enqueue(pa *pendingAlert, now time.Time) {
 	p := pa.p
-	key := p.Name + "/" + p.Severity.String()
+	key, labels := p.Group(pa.na.Labels)
 	g := w.groups[key]
 	if g == nil {
-		wait := w.e.o.GroupWait
-		if p.GroupWait != nil {
-			wait = *p.GroupWait
-		}
-		g = &group{p: p, key: key, flushAt: now.Add(wait), alerts: map[uint64]notify.Alert{}}
+		g = &group{p: p, key: key, labels: labels, alerts: map[uint64]notify.Alert{}}
 		w.groups[key] = g
+	}
+	if len(g.alerts) == 0 {
+		g.flushAt = g.sendAt(now, w.e.groupWait(p), w.e.groupInterval(p))
 		if at := g.flushAt.UnixNano(); at < w.nextFlush.Load() {
 			w.nextFlush.Store(at)
 		}
@@ -207,20 +208,26 @@ func (w *writer) enqueue(pa *pendingAlert, now time.Time) {
 	g.alerts[pa.fp] = pa.na
 }
 
-// flush sends the groups whose group_wait has passed, in the documented order
-// (deploy/alarm.example.yaml, notify.group_wait): groups that only resolve come before groups that
+// flush sends the groups whose group_wait or group_interval has passed, in the documented
+// order (deploy/alarm.example.yaml, notify.group_wait): groups that only resolve come before groups that
 // fire, each set by group key, and the alerts of a message by node, then fingerprint. A
 // receiver that keeps state (a pager, a chat thread) thus sees what cleared before what is
-// new, and the same evaluation always yields the same sequence.
+// new, and the same evaluation always yields the same sequence. A group sent is kept, empty,
+// until its group_interval ran out (group.go).
 func (w *writer) flush(now time.Time) {
 	var due []*group
 	next := int64(math.MaxInt64)
 	for k, g := range w.groups {
+		if len(g.alerts) == 0 {
+			if !now.Before(g.sentAt.Add(w.e.groupInterval(g.p))) {
+				delete(w.groups, k)
+			}
+			continue
+		}
 		if now.Before(g.flushAt) {
 			next = min(next, g.flushAt.UnixNano())
 			continue
 		}
-		delete(w.groups, k)
 		due = append(due, g)
 	}
 	w.nextFlush.Store(next)
@@ -241,10 +248,15 @@ func (w *writer) flush(now time.Time) {
 			}
 			return alerts[i].Fingerprint < alerts[j].Fingerprint
 		})
+		clear(g.alerts)
+		g.sentAt = now
+		if w.e.groupInterval(g.p) <= 0 {
+			delete(w.groups, g.key)
+		}
 		for _, ch := range g.p.Channels {
 			w.e.o.Send(notify.Message{
 				Receiver: ch, GroupKey: g.key, ExternalURL: w.e.o.ExternalURL, Alerts: alerts,
-				GroupLabels: map[string]string{policy.LabelAlertName: g.p.Name, policy.LabelSeverity: g.p.Severity.String()},
+				GroupLabels: maps.Clone(g.labels),
 			})
 		}
 	}

@@ -242,7 +242,7 @@ func TestExamplesCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = runIn(t, "", full, "alarm", "--check", "--config", cfgPath, "--policies", abs("policies.example.yaml"))
-	if res.code != 0 || !strings.Contains(res.stdout, "7 policies") {
+	if res.code != 0 || !strings.Contains(res.stdout, "9 policies") {
 		t.Errorf("alarm.example.yaml with its secret files:\n%s", res)
 	}
 	if strings.Contains(res.stdout+res.stderr, sentinel) {

@@ -37,12 +37,15 @@ type Alert struct {
 	Fingerprint string
 }
 
-// Message is one notification: the alerts of one group (policy and severity).
+// Message is one notification: the alerts of one group (by default a policy's; see
+// policy.Policy.Group).
 type Message struct {
 	// Receiver is the channel's name.
 	Receiver string
-	// GroupKey identifies the group ("policy/P1").
-	GroupKey    string
+	// GroupKey identifies the group: "policy/P1", then {label="value", …} of the
+	// policy's group_by labels when it sets group_by.
+	GroupKey string
+	// GroupLabels are the group_by labels' values (alertname and severity by default).
 	GroupLabels map[string]string
 	Alerts      []Alert
 	// ExternalURL is where the alarm's API can be reached, for links.
@@ -109,9 +112,10 @@ func Text(m Message, markdown bool) (title, body string) {
 			resolved++
 		}
 	}
-	name := m.GroupLabels["alertname"]
-	sev := m.GroupLabels["severity"]
-	title = fmt.Sprintf("[%s] %s %s", strings.ToUpper(m.Status()), sev, name)
+	// A group's alerts are of one policy, so they share alertname and severity even when
+	// the policy's group_by leaves them out of the group labels.
+	common := m.CommonLabels()
+	title = fmt.Sprintf("[%s] %s %s", strings.ToUpper(m.Status()), common["severity"], common["alertname"])
 	if firing > 0 && resolved > 0 {
 		title += fmt.Sprintf(" (%d firing, %d resolved)", firing, resolved)
 	} else if len(m.Alerts) > 1 {

@@ -401,3 +401,12 @@ func counter(c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestTextTitleFromCommonLabels: a policy whose group_by leaves out alertname and severity
+// still titles its messages with them, which all the alerts of a group share.
+func TestTextTitleFromCommonLabels(t *testing.T) {
+	m := sample()
+	m.GroupLabels = map[string]string{"team": "dba"}
+	title, _ := Text(m, false)
+	require.Equal(t, "[FIRING] P1 high-cpu (1 firing, 1 resolved)", title)
+}

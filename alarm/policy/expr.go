@@ -23,6 +23,8 @@ const (
 	FuncAll     Func = "all"      // every one of the last N points violates
 	FuncDiff    Func = "diff"     // newest minus each of the N previous points; any violates
 	FuncPDiff   Func = "pdiff"    // the same change in percent of the previous point
+	FuncLookup  Func = "lookup"   // lookup(#K,N): at least K of the last N points violate
+	FuncStddev  Func = "stddev"   // stddev(#N) = k: the newest point is more than k σ off the N before it
 	FuncAvgOver Func = "avg_over" // mean of the points within the window before the newest
 	FuncMaxOver Func = "max_over"
 	FuncMinOver Func = "min_over"
@@ -50,8 +52,12 @@ const MaxWindow = 24 * time.Hour
 
 // Cond is a parsed condition: Func(#N or window) Op Threshold.
 type Cond struct {
-	Func      Func
-	N         int           // points, for the #N functions (1 for last)
+	Func Func
+	// N is the points the #N functions read (1 for last); for stddev, the points before
+	// the newest whose mean and standard deviation the newest is measured against.
+	N int
+	// Hits is how many of the last N points must violate, for lookup(#Hits,N).
+	Hits      int
 	Window    time.Duration // for the _over functions
 	Op        Op
 	Threshold float64
@@ -77,12 +83,18 @@ const (
 	fnAvgOver
 	fnMaxOver
 	fnMinOver
+	fnLookup
+	fnStddev
 )
 
 var funcKinds = map[Func]funcKind{
 	FuncLast: fnLast, FuncAvg: fnAvg, FuncMax: fnMax, FuncMin: fnMin, FuncSum: fnSum, FuncAll: fnAll,
 	FuncDiff: fnDiff, FuncPDiff: fnPDiff, FuncAvgOver: fnAvgOver, FuncMaxOver: fnMaxOver, FuncMinOver: fnMinOver,
+	FuncLookup: fnLookup, FuncStddev: fnStddev,
 }
+
+// funcList is the functions as the parser's errors list them.
+const funcList = "last, avg, max, min, sum, all, diff, pdiff, lookup, stddev, avg_over, max_over, min_over"
 
 type opKind uint8
 
@@ -110,7 +122,7 @@ type Sample struct {
 var ErrCondition = errors.New("bad condition")
 
 // ParseCond parses "avg(#3) > 90", "last > 80", "all(#5) >= 1", "pdiff(#2) > 50",
-// "avg_over(5m) < 10".
+// "lookup(#2,3) > 80", "stddev(#10) = 3", "avg_over(5m) < 10".
 func ParseCond(s string) (Cond, error) {
 	src := strings.TrimSpace(s)
 	fail := func(format string, args ...any) (Cond, error) {
@@ -130,7 +142,7 @@ func ParseCond(s string) (Cond, error) {
 	c := Cond{Func: Func(src[:i]), src: src}
 	rest := strings.TrimLeft(src[i:], " \t")
 	switch c.Func {
-	case FuncLast, FuncAvg, FuncMax, FuncMin, FuncSum, FuncAll, FuncDiff, FuncPDiff:
+	case FuncLast, FuncAvg, FuncMax, FuncMin, FuncSum, FuncAll, FuncDiff, FuncPDiff, FuncLookup, FuncStddev:
 		c.N = 1
 		if strings.HasPrefix(rest, "(") {
 			end := strings.IndexByte(rest, ')')
@@ -139,17 +151,28 @@ func ParseCond(s string) (Cond, error) {
 			}
 			arg := strings.TrimSpace(rest[1:end])
 			rest = strings.TrimLeft(rest[end+1:], " \t")
-			num, ok := strings.CutPrefix(arg, "#")
-			if !ok {
-				return fail("%s takes a point count like #3, got %q", c.Func, arg)
+			var msg string
+			if c.Func == FuncLookup {
+				c.Hits, c.N, msg = parseLookupArg(arg)
+			} else {
+				c.N, msg = parseCount(c.Func, arg)
 			}
-			n, err := strconv.Atoi(num)
-			if err != nil || n < 1 || n > MaxN {
-				return fail("point count %q: want #1 to #%d", arg, MaxN)
+			if msg != "" {
+				return fail("%s", msg)
 			}
-			c.N = n
-		} else if c.Func != FuncLast {
-			return fail("%s needs a point count, e.g. %s(#3)", c.Func, c.Func)
+		} else {
+			switch c.Func {
+			case FuncLast:
+			case FuncLookup:
+				return fail("lookup needs how many of how many points, e.g. lookup(#2,3): 2 of the last 3")
+			case FuncStddev:
+				return fail("stddev needs a point count, e.g. stddev(#10) = 3")
+			default:
+				return fail("%s needs a point count, e.g. %s(#3)", c.Func, c.Func)
+			}
+		}
+		if c.Func == FuncStddev && c.N < 2 {
+			return fail("stddev(#%d): the standard deviation needs at least 2 points, e.g. stddev(#10) = 3", c.N)
 		}
 	case FuncAvgOver, FuncMaxOver, FuncMinOver:
 		if !strings.HasPrefix(rest, "(") {
@@ -167,12 +190,25 @@ func ParseCond(s string) (Cond, error) {
 		}
 		c.Window = d
 	case "":
-		return fail("no function; want one of last, avg, max, min, sum, all, diff, pdiff, avg_over, max_over, min_over")
+		return fail("no function; want one of %s", funcList)
 	default:
-		return fail("unknown function %q; want one of last, avg, max, min, sum, all, diff, pdiff, avg_over, max_over, min_over", c.Func)
+		return fail("unknown function %q; want one of %s", c.Func, funcList)
 	}
-	// Operator: the two-character ones first.
+	// Operator: the two-character ones first. stddev has only Open-Falcon's "= k" (or
+	// "== k"): k is how many standard deviations, not a value to compare with.
 	switch {
+	case c.Func == FuncStddev:
+		op, ok := strings.CutPrefix(rest, "==")
+		if !ok {
+			op, ok = strings.CutPrefix(rest, "=")
+		}
+		if !ok {
+			if rest == "" {
+				return fail("missing \"= k\", the number of standard deviations, e.g. stddev(#10) = 3")
+			}
+			return fail("stddev takes \"= k\", not %q: stddev(#N) = k holds when the newest point is more than k standard deviations off the mean of the N points before it, e.g. stddev(#10) = 3", rest)
+		}
+		c.Op, rest = OpEQ, op
 	case strings.HasPrefix(rest, ">="), strings.HasPrefix(rest, "<="), strings.HasPrefix(rest, "=="), strings.HasPrefix(rest, "!="):
 		c.Op, rest = Op(rest[:2]), rest[2:]
 	case strings.HasPrefix(rest, ">"), strings.HasPrefix(rest, "<"):
@@ -184,22 +220,65 @@ func ParseCond(s string) (Cond, error) {
 	}
 	num := strings.TrimSpace(rest)
 	if num == "" {
+		if c.Func == FuncStddev {
+			return fail("missing k after =, the number of standard deviations, e.g. stddev(#10) = 3")
+		}
 		return fail("missing threshold after %s", c.Op)
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return fail("threshold %q is not a finite number", num)
 	}
+	if c.Func == FuncStddev && v <= 0 {
+		return fail("k %q: want a number of standard deviations above 0, e.g. 3", num)
+	}
 	c.Threshold = v
 	c.fn, c.op = funcKinds[c.Func], opKinds[c.Op]
 	return c, nil
+}
+
+// parseCount parses the #N argument of fn; msg says what is wrong, empty when nothing.
+func parseCount(fn Func, arg string) (n int, msg string) {
+	num, ok := strings.CutPrefix(arg, "#")
+	if !ok {
+		return 0, fmt.Sprintf("%s takes a point count like #3, got %q", fn, arg)
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 1 || n > MaxN {
+		return 0, fmt.Sprintf("point count %q: want #1 to #%d", arg, MaxN)
+	}
+	return n, ""
+}
+
+// parseLookupArg parses lookup's "#K,N", Open-Falcon's order: K of the last N points.
+func parseLookupArg(arg string) (hits, n int, msg string) {
+	const want = "lookup takes how many of how many points, like lookup(#2,3): 2 of the last 3"
+	k, pts, ok := strings.Cut(arg, ",")
+	k, pts = strings.TrimSpace(k), strings.TrimSpace(pts)
+	num, hashed := strings.CutPrefix(k, "#")
+	if !ok || !hashed {
+		return 0, 0, fmt.Sprintf("%s, got %q", want, arg)
+	}
+	n, err := strconv.Atoi(pts)
+	if err != nil || n < 1 || n > MaxN {
+		return 0, 0, fmt.Sprintf("points %q: want 1 to %d, like lookup(#2,3)", pts, MaxN)
+	}
+	hits, err = strconv.Atoi(num)
+	if err != nil || hits < 1 {
+		return 0, 0, fmt.Sprintf("matching points %q: want #1 to #%d, like lookup(#2,3)", k, n)
+	}
+	if hits > n {
+		// The likeliest cause is the numbers swapped: say which is which.
+		return 0, 0, fmt.Sprintf("%d of the last %d points can never match: the first number is how many points must match, the second how many of the newest points are read, like lookup(#2,3): 2 of the last 3", hits, n)
+	}
+	return hits, n, ""
 }
 
 // Need returns how many newest points the condition reads (0 for window functions,
 // which read by time).
 func (c *Cond) Need() int {
 	switch c.fn {
-	case fnDiff, fnPDiff:
+	case fnDiff, fnPDiff, fnStddev:
 		return c.N + 1
 	case fnAvgOver, fnMaxOver, fnMinOver:
 		return 0
@@ -258,8 +337,8 @@ func minValue(s []Sample) float64 {
 }
 
 // Eval applies the condition to a series (oldest first). It returns the value the function
-// computed (for all, the newest point; for diff and pdiff, the first change that violates
-// or else the newest one) and whether the condition holds. With too few points for the
+// computed (for all, lookup and stddev, the newest point; for diff and pdiff, the first
+// change that violates or else the newest one) and whether the condition holds. With too few points for the
 // function it returns ok=false: not enough data is never a violation.
 func (c *Cond) Eval(s []Sample) (value float64, active, ok bool) {
 	n := len(s)
@@ -314,6 +393,18 @@ func (c *Cond) Eval(s []Sample) (value float64, active, ok bool) {
 			}
 		}
 		return w[len(w)-1].Value, true, true
+	case fnLookup:
+		hits := 0
+		for _, p := range w {
+			if c.cmp(p.Value) {
+				hits++
+			}
+		}
+		return w[len(w)-1].Value, hits >= c.Hits, true
+	case fnStddev:
+		x := w[len(w)-1].Value
+		mean, sd := meanStddev(w[:len(w)-1])
+		return x, math.Abs(x-mean) > c.Threshold*sd, true
 	case fnDiff, fnPDiff:
 		cur := w[len(w)-1].Value
 		first := math.NaN()
@@ -339,4 +430,24 @@ func (c *Cond) Eval(s []Sample) (value float64, active, ok bool) {
 		return first, false, true
 	}
 	return value, c.cmp(value), true
+}
+
+// meanStddev returns the mean and the population standard deviation of s (not empty),
+// as Open-Falcon's judge computes them. The values are summed as offsets from the first
+// one, so that a flat series has exactly its value as mean and exactly 0 as deviation:
+// summed as they are, ten points of 0.1 average to 0.09999999999999999, and the newest
+// 0.1 would be "off" a deviation of 0.
+func meanStddev(s []Sample) (mean, sd float64) {
+	base := s[0].Value
+	var sum float64
+	for _, p := range s {
+		sum += p.Value - base
+	}
+	off := sum / float64(len(s))
+	var sq float64
+	for _, p := range s {
+		d := p.Value - base - off
+		sq += d * d
+	}
+	return base + off, math.Sqrt(sq / float64(len(s)))
 }

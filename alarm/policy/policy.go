@@ -72,6 +72,8 @@ type Raw struct {
 	RepeatInterval   config.Duration   `yaml:"repeat_interval"`
 	MaxNotifications int               `yaml:"max_notifications"`
 	GroupWait        *config.Duration  `yaml:"group_wait"`
+	GroupInterval    *config.Duration  `yaml:"group_interval"`
+	GroupBy          []string          `yaml:"group_by"`
 }
 
 // Policy is one validated, compiled policy.
@@ -95,7 +97,11 @@ type Policy struct {
 	RepeatInterval   time.Duration
 	MaxNotifications int            // firing notifications per episode; 0 = unlimited
 	GroupWait        *time.Duration // nil = the alarm's default
-	Line             int            // where the policy starts in its file, for messages
+	GroupInterval    *time.Duration // nil = the alarm's default
+	// GroupBy are the labels whose values make a notification group (see Group):
+	// DefaultGroupBy unless the policy sets group_by; [GroupAll] groups by every label.
+	GroupBy []string
+	Line    int // where the policy starts in its file, for messages
 }
 
 // MatchNode reports whether the policy applies to a node.
@@ -281,6 +287,18 @@ func compile(r Raw) (*Policy, string, error) {
 		d := r.GroupWait.D()
 		p.GroupWait = &d
 	}
+	if r.GroupInterval != nil {
+		if *r.GroupInterval < 0 {
+			return nil, "group_interval", errors.New("must not be negative")
+		}
+		d := r.GroupInterval.D()
+		p.GroupInterval = &d
+	}
+	gb, err := compileGroupBy(r.GroupBy)
+	if err != nil {
+		return nil, "group_by", err
+	}
+	p.GroupBy = gb
 	if r.Severity == "" {
 		return nil, "severity", errors.New("missing: want P0 (most severe) to P5")
 	}

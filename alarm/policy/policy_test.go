@@ -101,6 +101,13 @@ func TestParseErrors(t *testing.T) {
 		{"negative nodata", "policies:\n  - name: a\n    nodata: -1\n    severity: P1\n    channels: [x]\n", 3, "policies[0].nodata", "nodata"},
 		{"wrong type", "policies:\n  - name: a\n    nodata: [1]\n", 3, "policies[0].nodata", "a list where an integer belongs"},
 		{"empty list", "policies: []\n", 0, "policies", "no policies"},
+		{"empty group_by", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x]\n    group_by: []\n", 6, "policies[0].group_by", "leave group_by out"},
+		{"... with other labels", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x]\n    group_by: [node, \"...\"]\n", 6, "policies[0].group_by", "only entry"},
+		{"bad group_by label", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x]\n    group_by: [node, in-stance]\n", 6, "policies[0].group_by", `label name "in-stance"`},
+		{"group_by label twice", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x]\n    group_by: [node, node]\n", 6, "policies[0].group_by", `label "node" listed twice`},
+		{"negative group_interval", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x]\n    group_interval: -1s\n", 6, "policies[0].group_interval", "negative"},
+		{"bad lookup", "policies:\n  - name: a\n    metric: cpu.util\n    condition: lookup(#5,3) > 1\n    severity: P1\n    channels: [x]\n", 4, "policies[0].condition", "5 of the last 3 points can never match"},
+		{"bad stddev", "policies:\n  - name: a\n    metric: cpu.util\n    condition: stddev(#10) > 3\n    severity: P1\n    channels: [x]\n", 4, "policies[0].condition", `stddev takes "= k"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,6 +134,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x]\n")
 	f.Add("policies: [{name: a, metric: cpu.util, condition: \"pdiff(#2) > 5\", severity: P5, channels: [c]}]")
 	f.Add("policies:\n  - {}\n")
+	f.Add("policies: [{name: a, metric: cpu.util, condition: \"lookup(#2,3) > 5\", severity: P1, channels: [c], group_by: [instance], group_interval: 5m}]")
+	f.Add("policies: [{name: a, metric: cpu.util, condition: \"stddev(#10) = 3\", severity: P1, channels: [c], group_by: [\"...\"]}]")
 	f.Fuzz(func(t *testing.T, s string) {
 		ps, err := Parse(strings.NewReader(s), "fuzz.yaml")
 		if err != nil {
@@ -139,8 +148,12 @@ func FuzzParse(f *testing.F) {
 			if len(p.Channels) == 0 || p.Cond == nil && p.NoData == 0 || p.Severity > 5 {
 				t.Fatalf("invalid policy accepted: %+v", p)
 			}
+			if len(p.GroupBy) == 0 || p.GroupInterval != nil && *p.GroupInterval < 0 {
+				t.Fatalf("invalid grouping accepted: %v %v", p.GroupBy, p.GroupInterval)
+			}
 			p.MatchNode("wave-1")
 			p.Render(TemplateData{})
+			p.Group(map[string]string{"node": "wave-1"})
 		}
 	})
 }

@@ -5,10 +5,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/binlake/binlake/alarm"
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/deploy"
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/wave"
@@ -48,9 +51,10 @@ func (f *firing) take() []string {
 }
 
 // TestDefaultWavePoliciesFire runs the built-in policies on an alarm engine with an
-// injected clock: a capture instance that stays not running for a minute, and one whose
-// lag stays above 60 s, each fire an alert that names the instance (and the reason);
-// a running instance with a small lag fires nothing.
+// injected clock: a capture instance that stays not running for a minute fires an alert
+// that names the instance and the reason; one whose lag averages above 60 s over 5
+// minutes for 2 minutes fires one that names the instance; a running instance with a
+// small lag, and the node's unlabelled largest lag, fire nothing.
 func TestDefaultWavePoliciesFire(t *testing.T) {
 	pols, err := DefaultPolicies()
 	if err != nil {
@@ -87,22 +91,86 @@ func TestDefaultWavePoliciesFire(t *testing.T) {
 		e.Sync() // the engine's writer sends what became due
 		now = now.Add(10 * time.Second)
 	}
-	for range 6 { // 50 s: both conditions hold, neither for a minute yet
+	expect := func(when string, want ...string) {
+		t.Helper()
+		if got := out.take(); !slices.Equal(got, want) {
+			t.Fatalf("%s, fired:\n%s\nwant:\n%s", when, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	for range 6 { // 50 s: both conditions hold, neither long enough yet
 		tick(120)
 	}
-	if got := out.take(); len(got) != 0 {
-		t.Fatalf("fired within the first minute: %v", got)
-	}
-	for range 3 { // to 80 s: a minute since the lag's average of 3 points (from 20 s) is above 60
+	expect("within the first minute")
+	tick(120) // 60 s: the instance has not run for a minute
+	expect("at a minute",
+		"wave-not-running local: capture instance local on db-host is not running: retrying, binlog_off (the error is on the wave's /status)")
+	for range 5 { // to 110 s
 		tick(120)
 	}
-	got := out.take()
-	want := []string{
-		"replication-lag orders: capture of orders lags 120s on db-host",
-		"wave-not-running local: capture instance local on db-host is not running: retrying, binlog_off (the error is on the wave's /status)",
+	expect("within 2 minutes of lag")
+	tick(120) // 120 s: the lag's 5-minute average has been above 60 for 2 minutes
+	expect("at 2 minutes of lag", "replication-lag orders: capture instance orders on db-host lags 120s behind its source (5-minute average)")
+}
+
+// TestDefaultPoliciesAreTheShippedOnes: there is one set of default policies. `binlake
+// up` runs deploy/policies.yaml, the file install.sh installs for the alarm, embedded
+// byte for byte; no second copy sits beside up; and the reference example watches the
+// replication lag as the defaults do (the same series, condition, for and severity).
+func TestDefaultPoliciesAreTheShippedOnes(t *testing.T) {
+	const shipped = "../../deploy/policies.yaml"
+	onDisk, err := os.ReadFile(shipped)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("fired:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	if !bytes.Equal(onDisk, deploy.Policies) {
+		t.Fatalf("up's built-in policies are not %s", shipped)
+	}
+	describe := func(ps []*policy.Policy) []string {
+		var out []string
+		for _, p := range ps {
+			cond := "nodata " + strconv.Itoa(p.NoData)
+			if p.Cond != nil {
+				cond = p.Cond.String()
+			}
+			summary := ""
+			if tm := p.Annotations["summary"]; tm != nil {
+				summary = tm.Root.String()
+			}
+			out = append(out, fmt.Sprintf("%s %s %v %s for %s %s %v %s", p.Name, p.Metric, p.Labels, cond, p.For, p.Severity, p.Channels, summary))
+		}
+		return out
+	}
+	ups, err := DefaultPolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed, err := policy.Load(shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := describe(ups), describe(installed); !slices.Equal(a, b) {
+		t.Fatalf("up runs:\n%s\nthe alarm is installed with:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+	for _, stray := range []string{"up_policies.yaml", "policies.yaml"} {
+		if _, err := os.Stat(stray); err == nil {
+			t.Errorf("cmd/binlake/%s: a second copy of the default policies; up embeds deploy/policies.yaml", stray)
+		}
+	}
+
+	example, err := policy.Load(examplePolicies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag := func(ps []*policy.Policy) string {
+		i := slices.IndexFunc(ps, func(p *policy.Policy) bool { return p.Name == "replication-lag" })
+		if i < 0 {
+			t.Fatal("no replication-lag policy")
+		}
+		p := ps[i]
+		return fmt.Sprintf("%s %v %s for %s %s", p.Metric, p.Labels, p.Cond, p.For, p.Severity)
+	}
+	if d, e := lag(installed), lag(example); d != e || d != `wave.lag_s map[instance:*] avg_over(5m) > 60 for 2m0s P1` {
+		t.Fatalf("replication-lag: the defaults have %s, the example %s", d, e)
 	}
 }
 

@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	_ "embed"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -19,6 +18,7 @@ import (
 	"github.com/binlake/binlake/alarm"
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/deploy"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/wave"
 )
@@ -188,14 +188,12 @@ func (m MySQL) instance(dataDir string) *wave.Instance {
 // InstanceID is the id of the capture instance of --mysql.
 const InstanceID = "local"
 
-//go:embed up_policies.yaml
-var defaultPolicies []byte
-
-// DefaultPolicies are the policies `up` runs without --policies: a dead agent, high CPU,
-// memory and disk, replication lag, a capture instance that is not running, publish
-// errors and the cluster's capacity (add a wave), all to the log channel.
+// DefaultPolicies are the policies `up` runs without --policies: deploy/policies.yaml,
+// the ones install.sh installs for the alarm (a dead agent, high CPU, memory and disk,
+// replication lag, a capture instance that is not running, publish errors and the
+// cluster's capacity), all to the log channel.
 func DefaultPolicies() ([]*policy.Policy, error) {
-	return policy.Parse(bytes.NewReader(defaultPolicies), "built-in policies")
+	return policy.Parse(bytes.NewReader(deploy.Policies), "built-in policies (deploy/policies.yaml)")
 }
 
 // LogChannel is the channel every `up` has: alerts as warnings in its log. Every policy

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlake/binlake/deploy"
 	"github.com/binlake/binlake/judge/store/sqlite"
 )
 
@@ -344,7 +345,7 @@ func TestDefaultPoliciesParse(t *testing.T) {
 			t.Errorf("no built-in policy %s", want)
 		}
 	}
-	if !bytes.Contains(defaultPolicies, []byte("channels: [log]")) {
+	if !bytes.Contains(deploy.Policies, []byte("channels: [log]")) {
 		t.Error("built-in policies name no log channel")
 	}
 }

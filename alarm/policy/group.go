@@ -1,0 +1,89 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// GroupAll as the only label of group_by makes every alert its own group: Alertmanager's
+// special value "...", grouping by every label.
+const GroupAll = "..."
+
+// DefaultGroupBy is the grouping of a policy that sets no group_by: one group per policy
+// (a policy has one name and one severity), as the alarm grouped before group_by existed.
+var DefaultGroupBy = []string{LabelAlertName, LabelSeverity}
+
+// compileGroupBy validates group_by; nil (not set) is DefaultGroupBy.
+func compileGroupBy(in []string) ([]string, error) {
+	if in == nil {
+		return DefaultGroupBy, nil
+	}
+	if len(in) == 0 {
+		return nil, errors.New("empty: leave group_by out for one group per policy, name labels (e.g. [instance]), or [\"...\"] for one group per alert")
+	}
+	seen := map[string]bool{}
+	for _, l := range in {
+		switch {
+		case l == GroupAll && len(in) > 1:
+			return nil, errors.New("\"...\" (every label) must be group_by's only entry")
+		case l == GroupAll:
+		case !validLabel(l):
+			return nil, fmt.Errorf("label name %q: want [A-Za-z_][A-Za-z0-9_]* or \"...\" alone", l)
+		case seen[l]:
+			return nil, fmt.Errorf("label %q listed twice", l)
+		}
+		seen[l] = true
+	}
+	return slices.Clone(in), nil
+}
+
+// Group returns the notification group of an alert of p with labels l: its key and its
+// group labels. Alerts of one policy whose group_by labels have the same values are one
+// group (a label the alert lacks or has empty is left out of the group labels: absent
+// and empty are one, as in Alertmanager); groups never span policies, since a policy
+// names the channels and timers. The key is "policy/severity" (what a policy without group_by always had), then
+// ":{label=\"value\", …}" with the group labels other than alertname and severity, sorted.
+func (p *Policy) Group(l map[string]string) (key string, labels map[string]string) {
+	by := p.GroupBy
+	if by == nil {
+		by = DefaultGroupBy
+	}
+	if len(by) == 1 && by[0] == GroupAll {
+		labels = maps.Clone(l)
+	} else {
+		labels = make(map[string]string, len(by))
+		for _, k := range by {
+			if v := l[k]; v != "" {
+				labels[k] = v
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString(p.Name)
+	b.WriteByte('/')
+	b.WriteString(p.Severity.String())
+	names := make([]string, 0, len(labels))
+	for k := range labels {
+		if k != LabelAlertName && k != LabelSeverity {
+			names = append(names, k)
+		}
+	}
+	if len(names) > 0 {
+		slices.Sort(names)
+		b.WriteString(":{")
+		for i, k := range names {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(k)
+			b.WriteByte('=')
+			b.WriteString(strconv.Quote(labels[k]))
+		}
+		b.WriteByte('}')
+	}
+	return b.String(), labels
+}
