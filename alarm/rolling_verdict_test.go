@@ -83,9 +83,9 @@ func (t tally) resolvedNodes(kind string) map[string]bool {
 // maxTimeToPage (every violation started while the group was stable), and resolved
 // once, after its violation ended; every silent node paged nodata once, not before it
 // was silent for 3 intervals, and nothing else; nothing at all for the other nodes.
-func (s *rollingRun) verdict(violators []string) {
+func (s *rollingRun) verdict(as []arrival, violators []string) {
 	t := s.t
-	got := tallyArrivals(s.rcv().arrivals())
+	got := tallyArrivals(as)
 	times := func(ts []time.Time) string {
 		var out []string
 		for _, at := range ts {
