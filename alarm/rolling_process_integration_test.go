@@ -159,7 +159,7 @@ func newRollingRun(t *testing.T) *rollingRun {
 
 func (s *rollingRun) rcv() *receiver { return s.r.rcv }
 
-// since is d after the scenario's start, as the timeline shows it.
+// since is at relative to the scenario's start, as the timeline shows it.
 func (s *rollingRun) since(at time.Time) string {
 	return fmt.Sprintf("t+%5.1fs", at.Sub(s.t0).Seconds())
 }
