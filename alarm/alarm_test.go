@@ -25,6 +25,7 @@ type receiver struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
 	got  []notify.WebhookPayload
+	at   []time.Time // when each of got arrived
 	seen chan struct{}
 }
 
@@ -38,6 +39,7 @@ func newReceiver(t testing.TB) *receiver {
 		}
 		r.mu.Lock()
 		r.got = append(r.got, p)
+		r.at = append(r.at, time.Now())
 		r.mu.Unlock()
 		select {
 		case r.seen <- struct{}{}:

@@ -36,17 +36,12 @@ func shardNames(kind string) (topic, group, root string) {
 // partitions, then the next ones, up to violating. Every partition carries a violation,
 // so whichever partitions a rebalance moves, violating nodes move with them.
 func shardNodes(n, partitions, violating int) (nodes, bad []string) {
-	ps := make([]int, partitions)
-	for i := range ps {
-		ps[i] = i
-	}
 	seen := map[int]bool{}
 	picked := map[string]bool{}
 	for i := range n {
 		node := fmt.Sprintf("wave-%02d", i)
 		nodes = append(nodes, node)
-		// The bus's publisher partitions by key with Kafka's Murmur2.
-		p := (&kafkago.Murmur2Balancer{}).Balance(kafkago.Message{Key: []byte(node)}, ps...)
+		p := partitionOf(node, partitions)
 		if !seen[p] && len(picked) < violating {
 			seen[p] = true
 			picked[node] = true
@@ -63,44 +58,51 @@ func shardNodes(n, partitions, violating int) (nodes, bad []string) {
 	return nodes, bad
 }
 
-// fleet plays the agents: every node publishes one batch a second, as agents do; the
-// violating ones report cpu 95 until heal.
+// partitionOf is the partition of the topic (of partitions partitions) a node's batches
+// go to: the bus's publisher partitions by key (the node) with Kafka's Murmur2.
+func partitionOf(node string, partitions int) int {
+	ps := make([]int, partitions)
+	for i := range ps {
+		ps[i] = i
+	}
+	return (&kafkago.Murmur2Balancer{}).Balance(kafkago.Message{Key: []byte(node)}, ps...)
+}
+
+// fleet plays the agents: every node publishes one batch a second, as agents do, cpu 95
+// while it violates and 10 otherwise, until it goes silent. Each node is controlled on
+// its own (violate, heal, silence), and the fleet records when what it published
+// changed, so a test can hold the alarm's notifications against what the nodes did.
 type fleet struct {
 	mu     sync.Mutex
-	healed bool
+	nodes  []string
+	state  map[string]*agentState
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
+// agentState is one node's behaviour and its record, in the fleet's own times (the
+// batches' timestamps).
+type agentState struct {
+	violating, silent bool
+	// violatedAt is when the node published its first violating point, healedAt its
+	// first healthy one after that (one violation per node: a second one is not
+	// recorded); last is its latest batch.
+	violatedAt, healedAt, last time.Time
+}
+
 func startFleet(t *testing.T, ctx context.Context, pub bus.Publisher, topic string, nodes, violating []string) *fleet {
-	bad := map[string]bool{}
-	for _, n := range violating {
-		bad[n] = true
-	}
 	ctx, cancel := context.WithCancel(ctx)
-	f := &fleet{cancel: cancel, done: make(chan struct{})}
+	f := &fleet{nodes: nodes, state: map[string]*agentState{}, cancel: cancel, done: make(chan struct{})}
+	for _, n := range nodes {
+		f.state[n] = &agentState{}
+	}
+	f.violate(violating...)
 	go func() {
 		defer close(f.done)
 		tk := time.NewTicker(time.Second)
 		defer tk.Stop()
 		for {
-			f.mu.Lock()
-			healed := f.healed
-			f.mu.Unlock()
-			now := time.Now().UTC()
-			msgs := make([]bus.Message, 0, len(nodes))
-			for _, n := range nodes {
-				val := 10.0
-				if bad[n] && !healed {
-					val = 95
-				}
-				data, err := metric.Encode(metric.Batch{Node: n, TS: now, IntervalS: 1, Points: []metric.Point{cpu(val)}})
-				if err != nil {
-					panic(err)
-				}
-				msgs = append(msgs, bus.Message{Topic: topic, Key: []byte(n), Value: data})
-			}
-			if err := pub.Publish(ctx, msgs...); err != nil && ctx.Err() == nil {
+			if err := pub.Publish(ctx, f.batches(topic, time.Now().UTC())...); err != nil && ctx.Err() == nil {
 				t.Errorf("publish: %v", err)
 			}
 			select {
@@ -114,11 +116,67 @@ func startFleet(t *testing.T, ctx context.Context, pub bus.Publisher, topic stri
 	return f
 }
 
-// heal ends the violations.
-func (f *fleet) heal() {
+// batches is one tick's batches of the nodes not silent, at now, and records it.
+func (f *fleet) batches(topic string, now time.Time) []bus.Message {
 	f.mu.Lock()
-	f.healed = true
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	msgs := make([]bus.Message, 0, len(f.nodes))
+	for _, n := range f.nodes {
+		st := f.state[n]
+		if st.silent {
+			continue
+		}
+		val := 10.0
+		switch {
+		case st.violating:
+			val = 95
+			if st.violatedAt.IsZero() {
+				st.violatedAt = now
+			}
+		case !st.violatedAt.IsZero() && st.healedAt.IsZero():
+			st.healedAt = now
+		}
+		st.last = now
+		data, err := metric.Encode(metric.Batch{Node: n, TS: now, IntervalS: 1, Points: []metric.Point{cpu(val)}})
+		if err != nil {
+			panic(err)
+		}
+		msgs = append(msgs, bus.Message{Topic: topic, Key: []byte(n), Value: data})
+	}
+	return msgs
+}
+
+// violate makes nodes report cpu 95 from the next tick on.
+func (f *fleet) violate(nodes ...string) { f.set(nodes, func(st *agentState) { st.violating = true }) }
+
+// heal ends the violations of nodes, of every node when none is given.
+func (f *fleet) heal(nodes ...string) {
+	if len(nodes) == 0 {
+		nodes = f.nodes
+	}
+	f.set(nodes, func(st *agentState) { st.violating = false })
+}
+
+// silence stops nodes publishing: their agents died.
+func (f *fleet) silence(nodes ...string) { f.set(nodes, func(st *agentState) { st.silent = true }) }
+
+func (f *fleet) set(nodes []string, change func(*agentState)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range nodes {
+		st := f.state[n]
+		if st == nil {
+			panic(fmt.Sprintf("fleet: no node %q", n))
+		}
+		change(st)
+	}
+}
+
+// record is what the fleet did with node so far.
+func (f *fleet) record(node string) agentState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return *f.state[node]
 }
 
 // stop ends the publishing and waits for it.
