@@ -1,0 +1,430 @@
+// Package loadmodel learns what work costs each wave: from the batches a wave's agent
+// sends (the wave process's CPU, wave.cpu_cores, beside the rows and bytes it published,
+// wave.tps and wave.bytes_per_s per instance) it fits, per wave and over a window of
+// the current hour and its history, the prices of a row and of a byte in CPU cores and
+// the base the process costs with no work:
+//
+//	wave.cpu_cores ≈ row·Σ rows/s + byte·Σ bytes/s + base
+//
+// An instance's cost on a wave is then its own rows and bytes at that wave's prices,
+// and a move's effect on its destination is predicted at the destination's prices. A
+// wave's capacity is its host's cores (cpu.cores). The fit is robust (Huber's weights)
+// and pulled towards the fleet's pooled prices, which stand in, visibly, for a wave whose
+// own samples are too few or too alike to price its work.
+package loadmodel
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/store"
+)
+
+// Sources of a wave's prices.
+const (
+	// SourceFitted: fitted to the wave's own samples.
+	SourceFitted = "fitted"
+	// SourcePooled: too few or too alike samples of its own; the fleet's pooled prices,
+	// with a base that matches the wave's mean.
+	SourcePooled = "pooled"
+	// SourceNone: no wave reports its CPU (wave.cpu_cores): no price in cores at all.
+	SourceNone = "none"
+)
+
+// Prices are one wave's fitted costs, in CPU cores.
+type Prices struct {
+	Row  float64 // cores per row/s
+	Byte float64 // cores per byte/s
+	Base float64 // cores the wave process uses with no work
+	// Source says where the prices come from (SourceFitted, SourcePooled, SourceNone);
+	// Samples how many of the wave's own samples the window held; R2 and RMSE how well
+	// the prices explain them (0 without samples).
+	Source  string
+	Samples int
+	R2      float64
+	RMSE    float64
+}
+
+// Cost is what rows/s and bytes/s of work cost at these prices, in cores.
+func (p Prices) Cost(rows, bytes float64) float64 { return p.Row*rows + p.Byte*bytes }
+
+// Options configure a Model.
+type Options struct {
+	// Window is how far back the samples reach (6 h when zero): the current hour and
+	// its history, long enough to see the load move through the day.
+	Window time.Duration
+	// MinSamples is how many samples a wave needs before its own prices are fitted (30
+	// when zero: five minutes at 10 s).
+	MinSamples int
+	// MaxSamples bounds each wave's samples (4096 when zero), the oldest dropped first.
+	MaxSamples int
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Model holds the samples of every wave and fits their prices on demand, caching each
+// fit until the wave's samples change. It is safe for concurrent use.
+type Model struct {
+	o Options
+
+	mu     sync.Mutex
+	nodes  map[string]*node
+	pooled struct {
+		at     time.Time // when fitted; zero: never
+		prices [2]float64
+		ok     bool
+	}
+	// replay gathers the points of one batch while a store scan is replayed.
+	replay map[string]*pendingSample
+}
+
+type node struct {
+	samples  []timedSample // oldest first
+	cores    float64       // cpu.cores, last reported; 0 when never
+	fitted   Prices
+	fittedAt time.Time // zero: never, or to be refitted at the next ask
+	dirty    bool      // samples came since the fit
+}
+
+type timedSample struct {
+	ts time.Time
+	sample
+}
+
+// pendingSample gathers the points of one batch into a sample.
+type pendingSample struct {
+	ts                    time.Time
+	cpu, cores            float64
+	hasCPU, hasCores      bool
+	rows, bytes           float64 // the instances' sums
+	sawRows, sawBytes     bool    // whether any instance reported them
+	rowsTotal, bytesTotal float64 // the unlabelled totals
+}
+
+// New returns an empty model.
+func New(o Options) *Model {
+	if o.Window <= 0 {
+		o.Window = 6 * time.Hour
+	}
+	if o.MinSamples <= 0 {
+		o.MinSamples = 30
+	}
+	if o.MaxSamples <= 0 {
+		o.MaxSamples = 4096
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Model{o: o, nodes: map[string]*node{}, replay: map[string]*pendingSample{}}
+}
+
+// Window is how far back the samples reach.
+func (m *Model) Window() time.Duration { return m.o.Window }
+
+// Observe takes one decoded, valid batch. Only a batch with the wave process's CPU
+// (wave.cpu_cores) is a sample; cpu.cores is the node's capacity whatever else it sends.
+func (m *Model) Observe(b metric.Batch) {
+	var ps pendingSample
+	for i := range b.Points {
+		ps.take(&b.Points[i])
+	}
+	ts := b.TS
+	if ts.IsZero() {
+		ts = m.o.Now()
+	}
+	ps.ts = ts
+	m.mu.Lock()
+	m.addLocked(b.Node, &ps)
+	m.mu.Unlock()
+}
+
+// take adds one point of a batch to the sample it belongs to. A wave reports its work
+// per instance (labelled) and summed (unlabelled): the instances' sum is taken when
+// there is one, the unlabelled total otherwise.
+func (ps *pendingSample) take(p *metric.Point) {
+	inst := p.Labels["instance"] != ""
+	v := p.Value
+	if !(v >= 0) || math.IsInf(v, 1) {
+		v = 0 // a broken agent's NaN or negative rate counts as nothing, not as poison
+	}
+	switch {
+	case p.Name == metric.WaveCPUCores && len(p.Labels) == 0:
+		ps.cpu, ps.hasCPU = v, true
+	case p.Name == metric.CPUCores && len(p.Labels) == 0:
+		ps.cores, ps.hasCores = v, true
+	case p.Name == metric.WaveTPS && inst:
+		ps.rows += v
+		ps.sawRows = true
+	case p.Name == metric.WaveBytesPerS && inst:
+		ps.bytes += v
+		ps.sawBytes = true
+	case p.Name == metric.WaveTPS && len(p.Labels) == 0:
+		ps.rowsTotal = v
+	case p.Name == metric.WaveBytesPerS && len(p.Labels) == 0:
+		ps.bytesTotal = v
+	}
+}
+
+func (m *Model) addLocked(id string, ps *pendingSample) {
+	n := m.nodes[id]
+	if ps.hasCores && ps.cores > 0 {
+		if n == nil {
+			n = &node{}
+			m.nodes[id] = n
+		}
+		n.cores = ps.cores
+	}
+	if !ps.hasCPU {
+		return
+	}
+	if n == nil {
+		n = &node{}
+		m.nodes[id] = n
+	}
+	s := sample{rows: ps.rows, bytes: ps.bytes, cpu: ps.cpu}
+	if !ps.sawRows {
+		s.rows = ps.rowsTotal
+	}
+	if !ps.sawBytes {
+		s.bytes = ps.bytesTotal
+	}
+	if k := len(n.samples); k > 0 && !ps.ts.After(n.samples[k-1].ts) {
+		// A redelivered or late batch: insert in order, once per time.
+		i := sort.Search(k, func(i int) bool { return !n.samples[i].ts.Before(ps.ts) })
+		if i < k && n.samples[i].ts.Equal(ps.ts) {
+			return
+		}
+		n.samples = append(n.samples, timedSample{})
+		copy(n.samples[i+1:], n.samples[i:])
+		n.samples[i] = timedSample{ts: ps.ts, sample: s}
+	} else {
+		n.samples = append(n.samples, timedSample{ts: ps.ts, sample: s})
+	}
+	m.trimLocked(n)
+	n.dirty = true
+}
+
+// trimLocked drops the samples older than the window (before the clock, or before the
+// newest sample when a replay runs ahead of it) and beyond MaxSamples.
+func (m *Model) trimLocked(n *node) {
+	end := m.o.Now()
+	if k := len(n.samples); k > 0 && n.samples[k-1].ts.After(end) {
+		end = n.samples[k-1].ts
+	}
+	cut := end.Add(-m.o.Window)
+	drop := 0
+	for drop < len(n.samples) && n.samples[drop].ts.Before(cut) {
+		drop++
+	}
+	drop = max(drop, len(n.samples)-m.o.MaxSamples)
+	if drop > 0 {
+		n.samples = append(n.samples[:0], n.samples[drop:]...)
+	}
+}
+
+// Replay takes stored points in non-decreasing time order (a store scan, chunk by
+// chunk): the points of one node and time make one sample, as their batch did. Call
+// EndReplay after the last chunk.
+func (m *Model) Replay(points []store.Point) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range points {
+		p := &points[i]
+		ps := m.replay[p.Node]
+		if ps != nil && !ps.ts.Equal(p.TS) {
+			m.addLocked(p.Node, ps)
+			ps = nil
+		}
+		if ps == nil {
+			ps = &pendingSample{ts: p.TS}
+			m.replay[p.Node] = ps
+		}
+		ps.take(&metric.Point{Name: p.Name, Labels: p.Labels, Value: p.Value})
+	}
+}
+
+// EndReplay adds the samples a replay still gathers.
+func (m *Model) EndReplay() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, ps := range m.replay {
+		m.addLocked(id, ps)
+	}
+	m.replay = map[string]*pendingSample{}
+}
+
+// Cores is the node's capacity: its host's cores as its agent last reported them.
+func (m *Model) Cores(id string) (float64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.nodes[id]
+	if n == nil || n.cores <= 0 {
+		return 0, false
+	}
+	return n.cores, true
+}
+
+// Prices returns the node's prices, fitted anew when its samples or the fleet's changed.
+func (m *Model) Prices(id string) Prices {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pricesLocked(id)
+}
+
+// Pooled returns the fleet's pooled prices of a row and of a byte, and whether any wave
+// had samples to pool.
+func (m *Model) Pooled() (row, byte float64, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.pooledLocked()
+	return p[0], p[1], ok
+}
+
+// priorStrength is the pull of the pooled prices on a wave's own fit (see fit).
+const priorStrength = 0.01
+
+// Refit periods: a fit over hours of samples barely moves with one more, so a wave is
+// refitted at most once a minute and the fleet's pooled prices every five, which keeps
+// a plan for a thousand waves from refitting a thousand times per request.
+const (
+	refitEvery  = time.Minute
+	repoolEvery = 5 * time.Minute
+	// poolSamples bounds what each wave gives the pooled fit (evenly spaced).
+	poolSamples = 1024
+)
+
+func (m *Model) pricesLocked(id string) Prices {
+	n := m.nodes[id]
+	prior, pooledOK := m.pooledLocked()
+	if n == nil || len(n.samples) == 0 {
+		if !pooledOK {
+			return Prices{Source: SourceNone}
+		}
+		return Prices{Row: prior[0], Byte: prior[1], Source: SourcePooled}
+	}
+	now := m.o.Now()
+	if !n.fittedAt.IsZero() && (!n.dirty || now.Sub(n.fittedAt) < refitEvery) {
+		return n.fitted
+	}
+	m.trimLocked(n)
+	ss := n.plain()
+	var p Prices
+	if len(ss) >= m.o.MinSamples && varies(ss) {
+		f := fit(ss, prior, priorStrength)
+		p = Prices{Row: f.row, Byte: f.byte, Base: f.base, Source: SourceFitted, R2: f.r2, RMSE: f.rmse}
+	} else {
+		// Too few samples, or work that never changed: the fleet's prices of work, and
+		// the base that makes them meet the wave's mean CPU.
+		var mr, mb, mc float64
+		for _, s := range ss {
+			mr, mb, mc = mr+s.rows, mb+s.bytes, mc+s.cpu
+		}
+		k := float64(len(ss))
+		mr, mb, mc = mr/k, mb/k, mc/k
+		p = Prices{Row: prior[0], Byte: prior[1], Base: math.Max(0, mc-prior[0]*mr-prior[1]*mb), Source: SourcePooled}
+		if !pooledOK {
+			p = Prices{Base: mc, Source: SourceNone}
+		}
+		p.R2, p.RMSE = explained(ss, fitResult{row: p.Row, byte: p.Byte, base: p.Base})
+	}
+	p.Samples = len(ss)
+	n.fitted, n.fittedAt, n.dirty = p, now, false
+	return p
+}
+
+// Refit forgets every cached fit, so that the next ask fits anew (tests, and a caller
+// that just replayed history).
+func (m *Model) Refit() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pooled.at = time.Time{}
+	for _, n := range m.nodes {
+		n.fittedAt = time.Time{}
+	}
+}
+
+func (n *node) plain() []sample {
+	out := make([]sample, len(n.samples))
+	for i, s := range n.samples {
+		out[i] = s.sample
+	}
+	return out
+}
+
+// varies reports whether the work changed enough across the samples to price it: a
+// coefficient of variation of at least 2 % in rows or bytes.
+func varies(ss []sample) bool {
+	cv := func(get func(sample) float64) float64 {
+		var mean, m2 float64
+		for i, s := range ss {
+			x := get(s)
+			d := x - mean
+			mean += d / float64(i+1)
+			m2 += d * (x - mean)
+		}
+		if mean <= 0 {
+			return 0
+		}
+		return math.Sqrt(m2/float64(len(ss))) / mean
+	}
+	return cv(func(s sample) float64 { return s.rows }) >= 0.02 || cv(func(s sample) float64 { return s.bytes }) >= 0.02
+}
+
+// pooledLocked fits the fleet's prices of work: every wave with enough samples, each
+// centred on its own means (so that the waves' different bases do not pass for prices),
+// in one robust fit.
+func (m *Model) pooledLocked() ([2]float64, bool) {
+	now := m.o.Now()
+	if !m.pooled.at.IsZero() && now.Sub(m.pooled.at) < repoolEvery {
+		return m.pooled.prices, m.pooled.ok
+	}
+	var all []sample
+	for _, n := range m.nodes {
+		k := len(n.samples)
+		if k < m.o.MinSamples {
+			continue
+		}
+		var mr, mb, mc float64
+		for _, s := range n.samples {
+			mr, mb, mc = mr+s.rows, mb+s.bytes, mc+s.cpu
+		}
+		mr, mb, mc = mr/float64(k), mb/float64(k), mc/float64(k)
+		step := max(1, k/poolSamples)
+		for i := 0; i < k; i += step {
+			s := n.samples[i]
+			all = append(all, sample{rows: s.rows - mr, bytes: s.bytes - mb, cpu: s.cpu - mc})
+		}
+	}
+	if len(all) == 0 {
+		// Nothing to pool yet: ask again next time rather than caching the absence.
+		return [2]float64{}, false
+	}
+	f := fitCentred(all)
+	m.pooled.at = now
+	m.pooled.prices, m.pooled.ok = [2]float64{f.row, f.byte}, f.row > 0 || f.byte > 0
+	return m.pooled.prices, m.pooled.ok
+}
+
+// fitCentred fits prices without a base to samples centred on their waves' means.
+func fitCentred(ss []sample) fitResult {
+	// Centred regressors take negative values: scale by the root mean square as fit
+	// does, with no prior and no base (the mean of centred data is zero).
+	f := fitWith(ss, [2]float64{}, 0, true)
+	f.base = 0
+	return f
+}
+
+// Nodes lists the nodes the model has samples or a capacity of, sorted.
+func (m *Model) Nodes() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.nodes))
+	for id := range m.nodes {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
