@@ -38,6 +38,7 @@ func TestTakeoverKeepsStateUntilDecidable(t *testing.T) {
 		{"all", "all(#3) > 90", []float64{95, 95, 95}, []float64{95, 95}, []float64{95, 10}, []string{R}},
 		{"avg", "avg(#3) > 90", []float64{95, 95, 95}, []float64{95, 95}, []float64{95, 10}, []string{R}},
 		{"diff", "diff(#1) > 50", []float64{10, 95}, []float64{95}, []float64{95}, []string{R}},
+		{"lookup", "lookup(#2,3) > 90", []float64{95, 95, 95}, []float64{95, 95}, []float64{95, 10, 10}, []string{R}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
