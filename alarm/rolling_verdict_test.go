@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/alarm/notify"
-	"github.com/binlake/binlake/internal/metric"
 )
 
 // arrival is one alert of a webhook payload, when the payload arrived and the
@@ -94,7 +93,7 @@ func (s *rollingRun) verdict(as []arrival, violators []string) {
 		return "[" + strings.Join(out, " ") + "]"
 	}
 	fail := func(node, format string, args ...any) {
-		t.Errorf("%s (partition %d, %s): %s", node, partitionOf(node, metric.TopicPartitions), s.roles[node], fmt.Sprintf(format, args...))
+		t.Errorf("%s (partition %d, %s): %s", node, partitionOf(node, rollingPartitions), s.roles[node], fmt.Sprintf(format, args...))
 	}
 	var figures []string
 	for _, n := range s.nodes {
@@ -176,7 +175,7 @@ func (s *rollingRun) timeline() {
 			}
 		}
 		if role := s.roles[n]; role != "" || len(c) > 0 {
-			counts = append(counts, fmt.Sprintf("%s (p%d, %s): %s", n, partitionOf(n, metric.TopicPartitions), role, strings.Join(c, ", ")))
+			counts = append(counts, fmt.Sprintf("%s (p%d, %s): %s", n, partitionOf(n, rollingPartitions), role, strings.Join(c, ", ")))
 		}
 	}
 	s.t.Logf("timeline:\n  %s\nnotices per node:\n  %s", strings.Join(lines, "\n  "), strings.Join(counts, "\n  "))

@@ -43,6 +43,11 @@ type processRig struct {
 
 // newProcessRig sets the rig up, named after the test, for a scenario of at most timeout.
 func newProcessRig(t *testing.T, name string, timeout time.Duration) *processRig {
+	return newProcessRigOn(t, name, timeout, metric.TopicPartitions)
+}
+
+// newProcessRigOn is newProcessRig with a topic of the given partition count.
+func newProcessRigOn(t *testing.T, name string, timeout time.Duration, partitions int) *processRig {
 	t.Helper()
 	kaddr := testenv.Require(t, testenv.Kafka)
 	zaddr := testenv.Require(t, testenv.ZooKeeper)
@@ -56,7 +61,7 @@ func newProcessRig(t *testing.T, name string, timeout time.Duration) *processRig
 	b, err := kafka.New(kafka.Options{Brokers: brokers, Logger: quiet})
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
-	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: r.topic, Partitions: metric.TopicPartitions}))
+	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: r.topic, Partitions: partitions}))
 	r.pub, err = b.Publisher()
 	require.NoError(t, err)
 	r.zc, err = zk.New(ctx, zk.Options{Servers: testenv.HostPorts(zaddr), Root: root})
