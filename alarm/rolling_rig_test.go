@@ -16,7 +16,6 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
-
 )
 
 // rollingRun is the state of one TestAlarmRollingRestartIntegration.
