@@ -1,26 +1,42 @@
 // Package rebalance plans moves of binlog instances between waves so that every wave
-// carries a comparable load, in the manner of Kafka Cruise Control: goals in priority
-// order, each move predicted from what the instance costs, and a plan that says why it
-// makes each move. It only plans; executing a plan (one move at a time, each waiting
-// until the instance runs again on its new wave) is the balancer's job.
+// carries a comparable share of its capacity, in the manner of Kafka Cruise Control and
+// the Kubernetes scheduler's utilisation scoring: goals in priority order, each move
+// predicted from what the instance costs on the wave it would run on, and a plan that
+// says why it makes each move. It only plans; executing a plan (one move at a time, each
+// waiting until the instance runs again on its new wave) is the balancer's job.
+//
+// A wave's load is a vector over slots: the load now, then, when the caller knows the
+// daily shape of the work, each hour of the day (the judge's hour-of-day profiles), so
+// that the goals hold at each wave's predicted peak hour, not only now. A wave's
+// utilisation is its load over its capacity; its peak, the largest over the slots. An
+// instance's load on a wave is its work (rows/s and bytes/s per slot) at that wave's
+// prices (cores per row/s and per byte/s), or, when its work or the wave's prices are
+// not known, its scalar Cost. With Capacity 1 and scalar costs the planner works in
+// whatever unit the costs are in (rows/s, or instance counts).
 //
 // The goals, highest first:
 //
-//  1. Every instance on a live wave: the instances of a dead wave go where the load is
-//     lowest, one after the other, so that consecutive placements spread.
-//  2. No wave above the hard threshold.
-//  3. The spread of load across waves (the most loaded minus the least loaded) within
-//     the band.
-//  4. The fewest moves: each move is the one that helps the current goal most, and
-//     planning stops as soon as the goals hold.
+//  1. Every instance on a live wave: the instances of a dead wave go, the most costly
+//     first, where the resulting peak is lowest, so that consecutive placements spread.
+//  2. No wave's peak above the hard threshold.
+//  3. The spread of peaks across waves (the highest minus the lowest) within the band.
+//  4. Every wave's share of the instances, best effort within the goals above: no wave
+//     runs fewer than its share of them (in proportion to its free capacity, rounded
+//     down) while another runs more than its own, so that a new wave takes its share
+//     even while every instance is idle.
+//  5. The fewest moves: each move is the one that helps the current goal most, a swap
+//     of two instances when no single move helps, and planning stops as soon as the
+//     goals hold.
 //
 // Pinned instances never move, and an instance moved less than the cooldown ago stays
-// put (unless its wave is dead). A plan holds at most MaxMoves moves.
+// put (unless its wave is dead). A plan holds at most MaxMoves moves and searches for
+// at most Budget.
 package rebalance
 
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -28,18 +44,29 @@ import (
 // Wave is one wave as the planner sees it.
 type Wave struct {
 	Node string
-	// Base is the wave's load that no instance explains (the process, the host's other
-	// work): its measured load minus the costs of the instances it runs.
-	Base float64
 	// Alive: the wave is registered. A dead wave's instances must move.
 	Alive bool
+	// Capacity is what loads are measured against: the host's cores in the utilisation
+	// model. Zero means 1 (loads are then compared as they are).
+	Capacity float64
+	// Base is the wave's load that no instance explains (the process, the host's other
+	// work), the same in every slot unless BaseSlots gives it per slot.
+	Base      float64
+	BaseSlots []float64
+	// Row and Byte price an instance's work on this wave (load per row/s and per
+	// byte/s); both zero: an instance costs its scalar Cost here.
+	Row, Byte float64
 }
 
 // Instance is one binlog instance.
 type Instance struct {
 	ID   string
 	Node string // the wave it runs on (or is assigned to)
-	// Cost is the load the instance puts on a wave (the same unit as Wave.Base).
+	// Rows and Bytes are its work per slot (the first is now; a single value holds for
+	// every slot); nil: Cost stands for its load on any wave.
+	Rows, Bytes []float64
+	// Cost is its load when its work or a wave's prices are not known (the same unit as
+	// Wave.Base).
 	Cost float64
 	// Pinned instances stay where they are.
 	Pinned bool
@@ -47,43 +74,57 @@ type Instance struct {
 	MovedAt time.Time
 }
 
-// Goals are the planner's thresholds.
+// Goals are the planner's thresholds, in utilisation (load over capacity).
 type Goals struct {
-	// HardMax is the load no wave should exceed; 0 disables the goal.
+	// HardMax is the peak no wave should exceed; 0 disables the goal.
 	HardMax float64
-	// Band is the spread (most minus least loaded wave) the plan aims to stay within.
+	// Band is the spread of peaks (highest minus lowest wave) the plan aims to stay within.
 	Band float64
 	// MaxMoves bounds the plan's length; 0 means 100.
 	MaxMoves int
 	// Cooldown keeps an instance that moved recently where it is.
 	Cooldown time.Duration
+	// NoShare turns the share-of-instances goal off (a caller that balances counts by
+	// itself: the fewest-instances fallback).
+	NoShare bool
+	// Budget bounds the search (500 ms when zero); the plan made by then is returned.
+	Budget time.Duration
 }
 
 // Move is one planned move and why.
 type Move struct {
-	Instance string  `json:"instance"`
-	From     string  `json:"from"`
-	To       string  `json:"to"`
-	Cost     float64 `json:"cost"`
-	// Reason names the goal the move serves: "failover", "hard_max" or "spread".
+	Instance string `json:"instance"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	// Cost is the instance's load on its destination at the destination's peak slot.
+	Cost float64 `json:"cost"`
+	// Reason names the goal the move serves: "failover", "hard_max", "spread" or "share".
 	Reason string `json:"reason"`
-	// FromLoad and ToLoad are the two waves' predicted loads before and after the move.
+	// FromLoad and ToLoad are the two waves' predicted peak utilisations before and
+	// after the move.
 	FromLoad [2]float64 `json:"from_load"`
 	ToLoad   [2]float64 `json:"to_load"`
+	// Swap names the instance that moves the other way in the same step (a swap: two
+	// moves, the second with Swap naming the first).
+	Swap string `json:"swap,omitempty"`
 }
 
 // Plan is the planner's answer.
 type Plan struct {
 	Moves []Move `json:"moves"`
-	// Before and After are every live wave's predicted load without and with the moves.
+	// Before and After are every live wave's predicted peak utilisation without and with
+	// the moves.
 	Before map[string]float64 `json:"before"`
 	After  map[string]float64 `json:"after"`
-	// SpreadBefore and SpreadAfter are the most minus the least loaded live wave.
+	// SpreadBefore and SpreadAfter are the highest minus the lowest live wave's peak;
+	// PeakBefore and PeakAfter the highest.
 	SpreadBefore float64 `json:"spread_before"`
 	SpreadAfter  float64 `json:"spread_after"`
+	PeakBefore   float64 `json:"peak_before"`
+	PeakAfter    float64 `json:"peak_after"`
 	// Balanced: after the moves every goal holds. When false, Unmet says which goal
 	// the plan could not reach and why (no live wave, pinned or cooling instances, the
-	// move limit, an instance larger than the band).
+	// move limit, an instance larger than the band, the search budget).
 	Balanced bool   `json:"balanced"`
 	Unmet    string `json:"unmet,omitempty"`
 }
@@ -93,21 +134,39 @@ const (
 	ReasonFailover = "failover"
 	ReasonHardMax  = "hard_max"
 	ReasonSpread   = "spread"
+	ReasonShare    = "share"
 )
 
-// state is the planner's working copy: each wave's load and instances.
+// candidates is how many of the most and of the least loaded waves a step considers
+// as sources and destinations: enough to get past a wave whose instances are all
+// pinned or cooling down, few enough that a step stays cheap on a thousand waves.
+const candidates = 8
+
+// eps absorbs rounding: a move must improve by more than this to count.
+const eps = 1e-9
+
+// state is the planner's working copy: each wave's load per slot and its instances.
 type state struct {
-	waves []*waveState
-	by    map[string]*waveState
-	now   time.Time
-	goals Goals
-	moves []Move
+	waves    []*waveState
+	by       map[string]*waveState
+	slots    int
+	now      time.Time
+	goals    Goals
+	deadline time.Time
+	moves    []Move
 }
 
 type waveState struct {
 	Wave
-	load  float64
-	insts []*Instance
+	cap   float64
+	load  []float64 // per slot
+	peak  float64   // max over slots of load/cap
+	insts []*instState
+}
+
+type instState struct {
+	*Instance
+	cost []float64 // its load on the wave it is on, per slot
 }
 
 // Make plans the moves that bring the waves to the goals. It does not change its
@@ -116,25 +175,48 @@ func Make(waves []Wave, insts []Instance, g Goals, now time.Time) Plan {
 	if g.MaxMoves <= 0 {
 		g.MaxMoves = 100
 	}
-	st := &state{by: make(map[string]*waveState, len(waves)), now: now, goals: g}
+	if g.Budget <= 0 {
+		g.Budget = 500 * time.Millisecond
+	}
+	st := &state{by: make(map[string]*waveState, len(waves)), now: now, goals: g, slots: 1,
+		deadline: time.Now().Add(g.Budget)}
 	for _, w := range waves {
-		ws := &waveState{Wave: w, load: w.Base}
+		st.slots = max(st.slots, len(w.BaseSlots))
+	}
+	for i := range insts {
+		st.slots = max(st.slots, len(insts[i].Rows), len(insts[i].Bytes))
+	}
+	for _, w := range waves {
+		ws := &waveState{Wave: w, cap: w.Capacity, load: make([]float64, st.slots)}
+		if ws.cap <= 0 {
+			ws.cap = 1
+		}
+		for k := range ws.load {
+			ws.load[k] = w.Base
+			if len(w.BaseSlots) > 0 {
+				ws.load[k] = at(w.BaseSlots, k)
+			}
+		}
 		st.waves = append(st.waves, ws)
 		st.by[w.Node] = ws
 	}
-	var orphans []*Instance
+	var orphans []*instState
 	for i := range insts {
-		in := insts[i] // a copy: the plan moves it
+		in := &instState{Instance: new(Instance)}
+		*in.Instance = insts[i] // a copy: the plan moves it
 		ws, ok := st.by[in.Node]
 		if !ok || !ws.Alive {
-			orphans = append(orphans, &in)
+			orphans = append(orphans, in)
 			continue
 		}
-		ws.insts = append(ws.insts, &in)
-		ws.load += in.Cost
+		in.cost = st.costOn(in.Instance, ws)
+		ws.add(in)
 	}
 	live := st.live()
-	p := Plan{Before: st.loads(), SpreadBefore: spread(live)}
+	for _, w := range live {
+		w.repeak()
+	}
+	p := Plan{Before: st.peaks(), SpreadBefore: spread(live), PeakBefore: highest(live)}
 	unmet := ""
 	switch {
 	case len(live) == 0:
@@ -145,12 +227,95 @@ func Make(waves []Wave, insts []Instance, g Goals, now time.Time) Plan {
 		if unmet == "" {
 			unmet = st.spread()
 		}
+		if !g.NoShare {
+			st.share() // best effort, whatever the goals above left unmet
+		}
 	}
 	p.Moves = st.moves
-	p.After = st.loads()
-	p.SpreadAfter = spread(live)
+	p.After = st.peaks()
+	p.SpreadAfter, p.PeakAfter = spread(live), highest(live)
 	p.Balanced = unmet == ""
 	p.Unmet = unmet
+	return p
+}
+
+// at is v's value in slot k: a single value holds for every slot, a missing slot is 0.
+func at(v []float64, k int) float64 {
+	switch {
+	case len(v) == 1:
+		return v[0]
+	case k < len(v):
+		return v[k]
+	}
+	return 0
+}
+
+// costOn is in's load on w per slot.
+func (st *state) costOn(in *Instance, w *waveState) []float64 {
+	c := make([]float64, st.slots)
+	priced := in.Rows != nil && (w.Row > 0 || w.Byte > 0)
+	for k := range c {
+		if priced {
+			c[k] = w.Row*at(in.Rows, k) + w.Byte*at(in.Bytes, k)
+		} else {
+			c[k] = in.Cost
+		}
+	}
+	return c
+}
+
+func (w *waveState) add(in *instState) {
+	for k, c := range in.cost {
+		w.load[k] += c
+	}
+	in.Node = w.Node
+	w.insts = append(w.insts, in)
+}
+
+func (w *waveState) remove(in *instState) {
+	for k, c := range in.cost {
+		w.load[k] -= c
+	}
+	w.insts = slices.DeleteFunc(w.insts, func(x *instState) bool { return x == in })
+}
+
+func (w *waveState) repeak() {
+	w.peak = w.peakWith(nil, 0)
+}
+
+// peakAdd is the wave's peak utilisation with in added (not allocating its cost).
+func (w *waveState) peakAdd(in *Instance) float64 {
+	priced := in.Rows != nil && (w.Row > 0 || w.Byte > 0)
+	p := math.Inf(-1)
+	for k, l := range w.load {
+		if priced {
+			l += w.Row*at(in.Rows, k) + w.Byte*at(in.Bytes, k)
+		} else {
+			l += in.Cost
+		}
+		p = max(p, l/w.cap)
+	}
+	return p
+}
+
+// peakWith is the wave's peak utilisation with sign·c added to its load (c nil: as is).
+func (w *waveState) peakWith(c []float64, sign float64) float64 {
+	p := math.Inf(-1)
+	for k, l := range w.load {
+		if c != nil {
+			l += sign * c[k]
+		}
+		p = max(p, l/w.cap)
+	}
+	return p
+}
+
+// peakSwap is the wave's peak with out's cost removed and in's added.
+func (w *waveState) peakSwap(out, in []float64) float64 {
+	p := math.Inf(-1)
+	for k, l := range w.load {
+		p = max(p, (l-out[k]+in[k])/w.cap)
+	}
 	return p
 }
 
@@ -164,11 +329,11 @@ func (st *state) live() []*waveState {
 	return out
 }
 
-func (st *state) loads() map[string]float64 {
+func (st *state) peaks() map[string]float64 {
 	out := map[string]float64{}
 	for _, w := range st.waves {
 		if w.Alive {
-			out[w.Node] = w.load
+			out[w.Node] = w.peak
 		}
 	}
 	return out
@@ -178,126 +343,379 @@ func spread(ws []*waveState) float64 {
 	if len(ws) == 0 {
 		return 0
 	}
-	lo, hi := ws[0].load, ws[0].load
-	for _, w := range ws[1:] {
-		lo, hi = min(lo, w.load), max(hi, w.load)
-	}
-	return hi - lo
+	return highest(ws) - slices.MinFunc(ws, byPeak).peak
 }
 
-// failover places every instance of a dead (or unknown) wave on the least loaded live
-// wave, the most costly first, so that the placements spread.
-func (st *state) failover(orphans []*Instance) {
-	slices.SortFunc(orphans, func(a, b *Instance) int { return cmp.Or(cmp.Compare(b.Cost, a.Cost), cmp.Compare(a.ID, b.ID)) })
+func highest(ws []*waveState) float64 {
+	if len(ws) == 0 {
+		return 0
+	}
+	return slices.MaxFunc(ws, byPeak).peak
+}
+
+// failover places every instance of a dead (or unknown) wave where the resulting peak
+// is lowest, the most costly first, so that the placements spread.
+func (st *state) failover(orphans []*instState) {
+	if len(orphans) == 0 {
+		return
+	}
 	live := st.live()
+	ref := live[0]
+	size := func(in *instState) float64 { return slices.Max(st.costOn(in.Instance, ref)) }
+	slices.SortFunc(orphans, func(a, b *instState) int { return cmp.Or(cmp.Compare(size(b), size(a)), cmp.Compare(a.ID, b.ID)) })
 	for _, in := range orphans { // not bounded by MaxMoves: each must run somewhere
-		to := slices.MinFunc(live, byLoad)
-		st.move(in, nil, to, ReasonFailover)
+		var best *waveState
+		var bestCost []float64
+		bestPeak := math.Inf(1)
+		for _, w := range live {
+			c := st.costOn(in.Instance, w)
+			p := w.peakWith(c, 1)
+			if best == nil || p < bestPeak-eps || math.Abs(p-bestPeak) <= eps && byCount(w, best) < 0 {
+				best, bestCost, bestPeak = w, c, p
+			}
+		}
+		st.move(in, nil, best, bestCost, ReasonFailover, "")
 	}
 }
 
-// hardMax moves instances off every wave above the hard threshold, each to the least
-// loaded wave, as long as that wave stays under it.
+// byCount orders waves by instances per unit of capacity, then by node.
+func byCount(a, b *waveState) int {
+	return cmp.Or(cmp.Compare(float64(len(a.insts))/a.cap, float64(len(b.insts))/b.cap), cmp.Compare(a.Node, b.Node))
+}
+
+// byPeak orders waves by peak, then by instance count per capacity, then by node.
+func byPeak(a, b *waveState) int {
+	return cmp.Or(cmp.Compare(a.peak, b.peak), byCount(a, b))
+}
+
+func (st *state) movable(in *instState) bool {
+	return !in.Pinned && (in.MovedAt.IsZero() || st.now.Sub(in.MovedAt) >= st.goals.Cooldown)
+}
+
+func (st *state) outOfTime() bool { return time.Now().After(st.deadline) }
+
+// step is one candidate change: a move of in from src to dst, or, with back set, a
+// swap that also moves back from dst to src.
+type step struct {
+	in, back   *instState
+	src, dst   *waveState
+	cost, bcst []float64 // in's load on dst, back's on src
+	srcPeak    float64   // the two waves' peaks after the step
+	dstPeak    float64
+}
+
+// better reports whether a lowers the pair's worse peak more than b, then moves less.
+func (a *step) better(b *step) bool {
+	if b == nil {
+		return true
+	}
+	am, bm := max(a.srcPeak, a.dstPeak), max(b.srcPeak, b.dstPeak)
+	if am < bm-eps {
+		return true
+	}
+	if am > bm+eps {
+		return false
+	}
+	return a.back == nil && b.back != nil
+}
+
+// bestStep finds, from the given sources to the given destinations, the move (or, when
+// no move helps, the swap) that lowers the pair's worse peak the most below the
+// source's peak, with limit on the destination's peak (+Inf: none). nil when none helps.
+func (st *state) bestStep(srcs, dsts []*waveState, limit float64) *step {
+	var best *step
+	for _, src := range srcs {
+		for _, in := range src.insts {
+			if !st.movable(in) {
+				continue
+			}
+			sp := src.peakWith(in.cost, -1)
+			if sp >= src.peak-eps {
+				continue // it costs nothing at the source's peak: moving it cannot help
+			}
+			for _, dst := range dsts {
+				if dst == src {
+					continue
+				}
+				dp := dst.peakAdd(in.Instance)
+				if dp > limit+eps || max(sp, dp) >= src.peak-eps {
+					continue
+				}
+				s := step{in: in, src: src, dst: dst, srcPeak: sp, dstPeak: dp}
+				if s.better(best) {
+					best = &s
+				}
+			}
+		}
+		if best != nil {
+			best.cost = st.costOn(best.in.Instance, best.dst)
+			return best // the highest source that can be helped is helped first
+		}
+	}
+	// No single move helps: a swap of a larger instance for a smaller one.
+	for _, src := range srcs {
+		for _, in := range src.insts {
+			if !st.movable(in) {
+				continue
+			}
+			for _, dst := range dsts {
+				if dst == src {
+					continue
+				}
+				c := st.costOn(in.Instance, dst)
+				for _, back := range dst.insts {
+					if !st.movable(back) {
+						continue
+					}
+					bc := st.costOn(back.Instance, src)
+					sp, dp := src.peakSwap(in.cost, bc), dst.peakSwap(back.cost, c)
+					if dp > limit+eps || max(sp, dp) >= src.peak-eps {
+						continue
+					}
+					s := &step{in: in, back: back, src: src, dst: dst, cost: c, bcst: bc, srcPeak: sp, dstPeak: dp}
+					if s.better(best) {
+						best = s
+					}
+				}
+			}
+			if st.outOfTime() {
+				return best
+			}
+		}
+		if best != nil {
+			return best
+		}
+	}
+	return best
+}
+
+// apply makes a step.
+func (st *state) apply(s *step, reason string) {
+	st.move(s.in, s.src, s.dst, s.cost, reason, "")
+	if s.back != nil {
+		st.move(s.back, s.dst, s.src, s.bcst, reason, s.in.ID)
+	}
+}
+
+// ends returns the n most loaded of ws, highest first, and the n least loaded, lowest
+// first (a selection, not a sort: a step on a thousand waves looks at a handful; the
+// peaks are compared first, inline, as that settles almost every comparison).
+func ends(ws []*waveState, n int) (top, bottom []*waveState) {
+	n = min(n, len(ws))
+	top, bottom = make([]*waveState, 0, n+1), make([]*waveState, 0, n+1)
+	for _, w := range ws {
+		if len(top) < n || w.peak >= top[len(top)-1].peak {
+			top = insertBounded(top, w, n, func(a, b *waveState) bool { return byPeak(a, b) > 0 })
+		}
+		if len(bottom) < n || w.peak <= bottom[len(bottom)-1].peak {
+			bottom = insertBounded(bottom, w, n, func(a, b *waveState) bool { return byPeak(a, b) < 0 })
+		}
+	}
+	return top, bottom
+}
+
+// insertBounded inserts w into list (ordered by first), keeping at most n.
+func insertBounded(list []*waveState, w *waveState, n int, first func(a, b *waveState) bool) []*waveState {
+	if len(list) == n && !first(w, list[n-1]) {
+		return list
+	}
+	i := len(list)
+	for i > 0 && first(w, list[i-1]) {
+		i--
+	}
+	list = slices.Insert(list, i, w)
+	if len(list) > n {
+		list = list[:n]
+	}
+	return list
+}
+
+// hardMax moves instances off every wave above the hard threshold, each to where it
+// keeps the destination under it.
 func (st *state) hardMax() string {
 	if st.goals.HardMax <= 0 {
 		return ""
 	}
 	live := st.live()
 	for {
-		from := slices.MaxFunc(live, byLoad)
-		if from.load <= st.goals.HardMax {
+		top, bottom := ends(live, candidates)
+		hot := top[0]
+		if hot.peak <= st.goals.HardMax+eps {
 			return ""
 		}
 		if len(st.moves) >= st.goals.MaxMoves {
-			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and the plan reached its %d moves", from.Node, from.load, st.goals.HardMax, st.goals.MaxMoves)
+			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and the plan reached its %d moves", hot.Node, hot.peak, st.goals.HardMax, st.goals.MaxMoves)
 		}
-		to := slices.MinFunc(live, byLoad)
-		// The instance that brings from nearest under the threshold without taking to
-		// over it: the smallest that suffices, else the largest that fits.
-		var best *Instance
-		need := from.load - st.goals.HardMax
-		for _, in := range from.insts {
-			if !st.movable(in) || to.load+in.Cost > st.goals.HardMax || to == from {
-				continue
-			}
-			switch {
-			case best == nil:
-				best = in
-			case best.Cost >= need && in.Cost >= need && in.Cost < best.Cost:
-				best = in
-			case best.Cost < need && in.Cost > best.Cost:
-				best = in
+		if st.outOfTime() {
+			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and the search ran out of its %s", hot.Node, hot.peak, st.goals.HardMax, st.goals.Budget)
+		}
+		var over []*waveState
+		for _, w := range top {
+			if w.peak > st.goals.HardMax+eps {
+				over = append(over, w)
 			}
 		}
-		if best == nil {
-			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and none of its instances can move (pinned, cooling down, or too large for %s)", from.Node, from.load, st.goals.HardMax, to.Node)
+		s := st.bestStep(over, bottom, st.goals.HardMax)
+		if s == nil {
+			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and no instance can move or swap to a wave it keeps under it (pinned, cooling down, or too large)", hot.Node, hot.peak, st.goals.HardMax)
 		}
-		st.move(best, from, to, ReasonHardMax)
+		st.apply(s, ReasonHardMax)
 	}
 }
 
-// spread moves, from the most to the least loaded wave, the instance that narrows the
-// spread the most, until it is within the band or no move narrows it.
+// spread lowers the highest peaks, from the most loaded waves towards the least loaded,
+// until the spread is within the band or no move or swap lowers it.
 func (st *state) spread() string {
 	live := st.live()
 	for {
-		from, to := slices.MaxFunc(live, byLoad), slices.MinFunc(live, byLoad)
-		gap := from.load - to.load
-		if gap <= st.goals.Band {
+		top, bottom := ends(live, candidates)
+		gap := top[0].peak - bottom[0].peak
+		if gap <= st.goals.Band+eps {
 			return ""
 		}
 		if len(st.moves) >= st.goals.MaxMoves {
 			return fmt.Sprintf("spread: %.3g, above the band %.3g, and the plan reached its %d moves", gap, st.goals.Band, st.goals.MaxMoves)
 		}
-		// Moving cost c makes the pair's gap |gap - 2c|: best when c is nearest gap/2,
-		// and only a move that narrows it (0 < c < gap) helps.
-		var best *Instance
-		for _, in := range from.insts {
-			if !st.movable(in) || in.Cost <= 0 || in.Cost >= gap {
+		if st.outOfTime() {
+			return fmt.Sprintf("spread: %.3g, above the band %.3g, and the search ran out of its %s", gap, st.goals.Band, st.goals.Budget)
+		}
+		limit := math.Inf(1)
+		if st.goals.HardMax > 0 {
+			limit = st.goals.HardMax
+		}
+		s := st.bestStep(top, bottom, limit)
+		if s == nil {
+			return fmt.Sprintf("spread: %.3g, above the band %.3g, and no instance of the %d most loaded waves can move or swap to lower it (pinned, cooling down, or each as large as the gap)", gap, st.goals.Band, len(top))
+		}
+		st.apply(s, ReasonSpread)
+	}
+}
+
+// share gives every wave its share of the instances, best effort: while a wave runs
+// fewer than its share (rounded down) and another more than its own, the cheapest
+// movable instance of the wave most over its share moves to it, if that keeps the
+// destination under the hard threshold and the spread within the band (or no wider than
+// it was). A wave's share is in proportion to its free capacity, what its base load
+// leaves of it, so a wave whose host is busy with other work is given fewer. Loads that
+// are not utilisations (a base above the capacity: the rows model) share by capacity.
+// It never makes a plan unbalanced: the utilisation goals come first.
+func (st *state) share() {
+	live := st.live()
+	var total, freeSum float64
+	free := make(map[*waveState]float64, len(live))
+	byCapacity := false
+	for _, w := range live {
+		total += float64(len(w.insts))
+		var basePeak float64
+		for k := range w.load {
+			basePeak = max(basePeak, w.baseAt(k)/w.cap)
+		}
+		if basePeak > 1 {
+			byCapacity = true
+		}
+		free[w] = w.cap * (1 - basePeak)
+	}
+	for _, w := range live {
+		if byCapacity {
+			free[w] = w.cap
+		}
+		free[w] = max(free[w], w.cap*0.01)
+		freeSum += free[w]
+	}
+	want := func(w *waveState) float64 { return total * free[w] / freeSum }
+	excess := func(w *waveState) float64 { return float64(len(w.insts)) - want(w) }
+	for len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
+		var short *waveState
+		var givers []*waveState
+		for _, w := range live {
+			if float64(len(w.insts)) < math.Floor(want(w)+eps) && (short == nil || excess(w) < excess(short)) {
+				short = w
+			}
+			if excess(w) >= 1-eps {
+				givers = insertBounded(givers, w, candidates, func(a, b *waveState) bool {
+					return excess(a) > excess(b)+eps || math.Abs(excess(a)-excess(b)) <= eps && a.Node < b.Node
+				})
+			}
+		}
+		if short == nil || len(givers) == 0 {
+			return
+		}
+		bound := max(st.goals.Band, spread(live))
+		var best *step
+		for _, src := range givers {
+			if src == short {
 				continue
 			}
-			if st.goals.HardMax > 0 && to.load+in.Cost > st.goals.HardMax {
-				continue
+			// The peaks of every other wave: the spread a move leaves is theirs widened
+			// by the two it changes.
+			hi, lo := math.Inf(-1), math.Inf(1)
+			for _, w := range live {
+				if w != src && w != short {
+					hi, lo = max(hi, w.peak), min(lo, w.peak)
+				}
 			}
-			if best == nil || abs(gap-2*in.Cost) < abs(gap-2*best.Cost) {
-				best = in
+			for _, in := range src.insts {
+				if !st.movable(in) {
+					continue
+				}
+				dp := short.peakAdd(in.Instance)
+				if st.goals.HardMax > 0 && dp > st.goals.HardMax+eps {
+					continue
+				}
+				sp := src.peakWith(in.cost, -1)
+				if max(hi, sp, dp)-min(lo, sp, dp) > bound+eps {
+					continue
+				}
+				if best == nil || dp < best.dstPeak-eps { // the cheapest instance
+					best = &step{in: in, src: src, dst: short, srcPeak: sp, dstPeak: dp}
+				}
+			}
+			if best != nil {
+				break // the wave most over its share gives first
 			}
 		}
 		if best == nil {
-			return fmt.Sprintf("spread: %.3g, above the band %.3g, and no instance of %s can narrow it (pinned, cooling down, or each as large as the gap)", gap, st.goals.Band, from.Node)
+			return
 		}
-		st.move(best, from, to, ReasonSpread)
+		best.cost = st.costOn(best.in.Instance, short)
+		st.apply(best, ReasonShare)
 	}
 }
 
-func (st *state) movable(in *Instance) bool {
-	return !in.Pinned && (in.MovedAt.IsZero() || st.now.Sub(in.MovedAt) >= st.goals.Cooldown)
+// baseAt is the wave's base load in slot k.
+func (w *waveState) baseAt(k int) float64 {
+	if len(w.BaseSlots) > 0 {
+		return at(w.BaseSlots, k)
+	}
+	return w.Base
 }
 
-// move records a move of in from (nil for a dead wave) to to.
-func (st *state) move(in *Instance, from, to *waveState, reason string) {
-	m := Move{Instance: in.ID, From: in.Node, To: to.Node, Cost: in.Cost, Reason: reason}
+// move records a move of in from (nil for a dead wave) to to, where it costs c.
+func (st *state) move(in *instState, from, to *waveState, c []float64, reason, swap string) {
+	m := Move{Instance: in.ID, From: in.Node, To: to.Node, Reason: reason, Swap: swap}
 	if from != nil {
-		m.FromLoad = [2]float64{from.load, from.load - in.Cost}
-		from.load -= in.Cost
-		from.insts = slices.DeleteFunc(from.insts, func(x *Instance) bool { return x == in })
+		m.FromLoad[0] = from.peak
+		from.remove(in)
+		from.repeak()
+		m.FromLoad[1] = from.peak
 	}
-	m.ToLoad = [2]float64{to.load, to.load + in.Cost}
-	to.load += in.Cost
-	in.Node, in.MovedAt = to.Node, st.now
-	to.insts = append(to.insts, in)
+	m.ToLoad[0] = to.peak
+	in.cost = c
+	to.add(in)
+	to.repeak()
+	m.ToLoad[1] = to.peak
+	m.Cost = peakSlotCost(to, c)
+	in.MovedAt = st.now
 	st.moves = append(st.moves, m)
 }
 
-// byLoad orders waves by load, then by instance count (so that instances that cost
-// nothing, idle ones with no floor, still spread), then by node.
-func byLoad(a, b *waveState) int {
-	return cmp.Or(cmp.Compare(a.load, b.load), cmp.Compare(len(a.insts), len(b.insts)), cmp.Compare(a.Node, b.Node))
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
+// peakSlotCost is c in the slot where w peaks.
+func peakSlotCost(w *waveState, c []float64) float64 {
+	k := 0
+	for i := range w.load {
+		if w.load[i] > w.load[k] {
+			k = i
+		}
 	}
-	return x
+	return c[k]
 }
