@@ -103,7 +103,15 @@ type Config struct {
 // nothing, no cooldown) that must not be taken for "unset"; Validate fills every unset
 // field with DefaultRebalanceOptions' value.
 type RebalanceConfig struct {
-	// HardMax is the load (cost units: rows/s) no wave should exceed; 0 disables the goal.
+	// MaxUtilisation is the peak utilisation (a share of the host's cores) no wave
+	// should exceed; 0 disables the goal.
+	MaxUtilisation *float64 `yaml:"max_utilisation"`
+	// UtilisationBand is the spread of peak utilisations the plans aim within.
+	UtilisationBand *float64 `yaml:"utilisation_band"`
+	// FitWindow is how far back each wave's prices are fitted.
+	FitWindow *config.Duration `yaml:"fit_window"`
+	// HardMax is the load in rows/s no wave should exceed in the rows model (the
+	// fallback when a wave reports no cores or CPU); 0 disables the goal.
 	HardMax float64 `yaml:"hard_max"`
 	// Band is the spread (most minus least loaded wave) the plans aim within.
 	Band *float64 `yaml:"band"`
@@ -118,6 +126,16 @@ type RebalanceConfig struct {
 // validate fills the defaults and checks the values.
 func (r *RebalanceConfig) validate() error {
 	d := DefaultRebalanceOptions()
+	if r.MaxUtilisation == nil {
+		r.MaxUtilisation = &d.MaxUtilisation
+	}
+	if r.UtilisationBand == nil {
+		r.UtilisationBand = &d.UtilisationBand
+	}
+	if r.FitWindow == nil {
+		fw := config.Duration(d.FitWindow)
+		r.FitWindow = &fw
+	}
 	if r.Band == nil {
 		r.Band = &d.Band
 	}
@@ -138,6 +156,15 @@ func (r *RebalanceConfig) validate() error {
 func (r RebalanceConfig) Options() RebalanceOptions {
 	o := DefaultRebalanceOptions()
 	o.HardMax = r.HardMax
+	if r.MaxUtilisation != nil {
+		o.MaxUtilisation = *r.MaxUtilisation
+	}
+	if r.UtilisationBand != nil {
+		o.UtilisationBand = *r.UtilisationBand
+	}
+	if r.FitWindow != nil {
+		o.FitWindow = r.FitWindow.D()
+	}
 	if r.Band != nil {
 		o.Band = *r.Band
 	}

@@ -52,17 +52,20 @@ func TestConfigGroupFromNode(t *testing.T) {
 // something (no hard threshold, no band, free idle instances, no cooldown).
 func TestConfigRebalance(t *testing.T) {
 	def := DefaultRebalanceOptions()
-	require.Equal(t, RebalanceOptions{HardMax: 0, Band: 2000, InstanceFloor: 100, MaxMoves: 20, Cooldown: 10 * time.Minute}, def)
+	require.Equal(t, RebalanceOptions{MaxUtilisation: 0.7, UtilisationBand: 0.05, FitWindow: 6 * time.Hour,
+		HardMax: 0, Band: 2000, InstanceFloor: 100, MaxMoves: 20, Cooldown: 10 * time.Minute}, def)
 	for _, tc := range []struct {
 		name, yaml string
 		want       RebalanceOptions
 	}{
 		{"absent", "", def},
 		{"empty", "rebalance: {}\n", def},
-		{"some", "rebalance: {hard_max: 50000, max_moves: 5}\n", RebalanceOptions{HardMax: 50000, Band: 2000, InstanceFloor: 100, MaxMoves: 5, Cooldown: 10 * time.Minute}},
-		{"zeros are settings", "rebalance: {band: 0, instance_floor: 0, cooldown: 0s}\n", RebalanceOptions{MaxMoves: 20}},
-		{"all", "rebalance: {hard_max: 9000, band: 500.5, instance_floor: 10, max_moves: 3, cooldown: 1h}\n",
-			RebalanceOptions{HardMax: 9000, Band: 500.5, InstanceFloor: 10, MaxMoves: 3, Cooldown: time.Hour}},
+		{"some", "rebalance: {hard_max: 50000, max_moves: 5}\n", RebalanceOptions{MaxUtilisation: 0.7, UtilisationBand: 0.05, FitWindow: 6 * time.Hour,
+			HardMax: 50000, Band: 2000, InstanceFloor: 100, MaxMoves: 5, Cooldown: 10 * time.Minute}},
+		{"zeros are settings", "rebalance: {max_utilisation: 0, utilisation_band: 0, band: 0, instance_floor: 0, cooldown: 0s}\n",
+			RebalanceOptions{FitWindow: 6 * time.Hour, MaxMoves: 20}},
+		{"all", "rebalance: {max_utilisation: 0.8, utilisation_band: 0.1, fit_window: 2h, hard_max: 9000, band: 500.5, instance_floor: 10, max_moves: 3, cooldown: 1h}\n",
+			RebalanceOptions{MaxUtilisation: 0.8, UtilisationBand: 0.1, FitWindow: 2 * time.Hour, HardMax: 9000, Band: 500.5, InstanceFloor: 10, MaxMoves: 3, Cooldown: time.Hour}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "judge.yaml")
@@ -93,6 +96,8 @@ func TestConfigErrors(t *testing.T) {
 		{"negative backoff", "bus: {kind: none}\nstore: {buffer: {min_backoff: -1s}}\n", "store.buffer: min_backoff, max_backoff, write_timeout and close_timeout must not be negative"},
 		{"max below min", "bus: {kind: none}\nstore: {buffer: {min_backoff: 2s, max_backoff: 1s}}\n", "store.buffer: max_backoff 1s is below min_backoff 2s"},
 		{"max below default min", "bus: {kind: none}\nstore: {buffer: {max_backoff: 50ms}}\n", "store.buffer: max_backoff 50ms is below min_backoff 100ms"},
+		{"utilisation above 1", "bus: {kind: none}\nrebalance: {max_utilisation: 70}\n", "rebalance.max_utilisation 70: want a share of the host's cores from 0 to 1 (0.7 for 70 %)"},
+		{"short fit window", "bus: {kind: none}\nrebalance: {fit_window: 1m}\n", "rebalance.fit_window 1m0s: want at least 10m"},
 		{"bad threshold name", "bus: {kind: none}\nplacement: {thresholds: {\"cpu util\": 90}}\n", `placement.thresholds: "cpu util" is not a metric name`},
 		{"negative snapshot_every", "bus: {kind: none}\nplacement: {snapshot_every: -1s}\n", "placement.snapshot_every -1s: want at most 1m (200ms when unset)"},
 		{"long snapshot_every", "bus: {kind: none}\nplacement: {snapshot_every: 2m}\n", "placement.snapshot_every 2m0s: want at most 1m (200ms when unset)"},

@@ -189,8 +189,8 @@ func TestNodeDetailInstances(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(r.body, &d))
 	require.JSONEq(t, `[
-		{"instance":"orders","node":"wave-1","rows_per_s":300,"bytes_per_s":60000,"cpu_cores":1.5,"cost":350,"measured":true},
-		{"instance":"users","node":"wave-1","rows_per_s":100,"bytes_per_s":20000,"cpu_cores":0.5,"cost":150,"measured":true}
+		{"instance":"orders","node":"wave-1","rows_per_s":300,"bytes_per_s":60000,"cpu_cores":1.5,"cores_now":0,"cores_peak":0,"cost":350,"measured":true},
+		{"instance":"users","node":"wave-1","rows_per_s":100,"bytes_per_s":20000,"cpu_cores":0.5,"cores_now":0,"cores_peak":0,"cost":150,"measured":true}
 	]`, string(d.Instances))
 
 	// host-1 reports a wave.tps but no wave.instance_running (the load helper's): it
@@ -198,7 +198,7 @@ func TestNodeDetailInstances(t *testing.T) {
 	r = do(t, j.Handler(), "GET", "/v1/nodes/host-1", "", nil)
 	require.Equal(t, http.StatusOK, r.status)
 	require.NoError(t, json.Unmarshal(r.body, &d))
-	require.JSONEq(t, `[{"instance":"orders","node":"host-1","rows_per_s":10,"bytes_per_s":0,"cpu_cores":0,"cost":60,"measured":true}]`, string(d.Instances))
+	require.JSONEq(t, `[{"instance":"orders","node":"host-1","rows_per_s":10,"bytes_per_s":0,"cpu_cores":0,"cores_now":0,"cores_peak":0,"cost":60,"measured":true}]`, string(d.Instances))
 	r = do(t, j.Handler(), "GET", "/v1/nodes/host-2", "", nil)
 	require.Equal(t, http.StatusOK, r.status)
 	require.NoError(t, json.Unmarshal(r.body, &d))
@@ -220,7 +220,7 @@ func TestPlacementExplainsInstanceCost(t *testing.T) {
 		return a
 	}
 	a := place(`{"instance":"orders","exclude":["wave-1"],"dry_run":true,"explain":"all"}`)
-	require.JSONEq(t, `{"instance":"orders","node":"wave-1","rows_per_s":300,"bytes_per_s":60000,"cpu_cores":1.5,"cost":350,"measured":true}`,
+	require.JSONEq(t, `{"instance":"orders","node":"wave-1","rows_per_s":300,"bytes_per_s":60000,"cpu_cores":1.5,"cores_now":0,"cores_peak":0,"cost":350,"measured":true}`,
 		string(a["instance_cost"]))
 	a = place(`{"instance":"orders","exclude":["wave-1"],"dry_run":true}`)
 	require.NotContains(t, a, "instance_cost")

@@ -354,8 +354,10 @@ type nodeDetail struct {
 	// Reservations are placements onto the node that it does not report yet.
 	Reservations []api.Reservation `json:"reservations"`
 	// Instances are the instances the node runs, in the judge's view, with their costs
-	// (costs.go), sorted by instance.
+	// (costs.go; in cores at the node's prices, loadview.go), sorted by instance.
 	Instances []api.InstanceCost `json:"instances"`
+	// Capacity is the node's cores, prices and utilisation (a wave node only).
+	Capacity *api.NodeLoad `json:"capacity,omitempty"`
 }
 
 type currentDetail struct {
@@ -403,7 +405,7 @@ func (j *Judge) handleNode(w http.ResponseWriter, r *http.Request) {
 				d.Load[s.Name] = s.EWMA
 			}
 		}
-		d.Instances = costsOf(n, j.o.Rebalance.InstanceFloor).running()
+		d.Instances, d.Capacity = j.nodeLoad(n, snap)
 	}
 	if snap != nil {
 		if hist == nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/analysis"
+	"github.com/binlake/binlake/judge/loadmodel"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/lbplugins"
 	_ "github.com/binlake/binlake/lbplugins/all" // every algorithm can be asked for by name
@@ -104,6 +105,7 @@ type Judge struct {
 	now     func() time.Time
 	inc     *analysis.Incremental
 	hist    *analysis.Historical
+	model   *loadmodel.Model // what work costs each wave, in cores
 	plugins map[string]lbplugins.Plugin
 	buf     *store.Buffered // writes to o.Store; reads go to o.Store directly
 	m       *metrics
@@ -137,6 +139,9 @@ func New(o Options) (*Judge, error) {
 	rb := DefaultRebalanceOptions()
 	if o.Rebalance != nil {
 		rb = *o.Rebalance // a copy: the caller's struct may change later
+		if rb.FitWindow == 0 {
+			rb.FitWindow = DefaultRebalanceOptions().FitWindow // no window is not a setting
+		}
 	}
 	if err := rb.validate(); err != nil {
 		return nil, fmt.Errorf("judge: %w", err)
@@ -173,9 +178,10 @@ func New(o Options) (*Judge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("judge: %w", err)
 	}
+	j.model = loadmodel.New(loadmodel.Options{Window: rb.FitWindow, Now: o.Now})
 	j.hist, err = analysis.NewHistorical(analysis.HistoricalOptions{
 		Store: o.Store, Metrics: o.HistoricalMetrics, Every: o.HistoricalEvery,
-		ExtraNodes: j.inc.NodeIDs, Now: o.Now, Logger: o.Logger,
+		ExtraNodes: j.inc.NodeIDs, Instances: j.instancesByNode, Now: o.Now, Logger: o.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("judge: %w", err)
@@ -389,6 +395,7 @@ func (j *Judge) Ingest(b metric.Batch, source string) error {
 // observe adds a batch to the incremental analysis and returns its points for the store.
 func (j *Judge) observe(b metric.Batch, source string) []store.Point {
 	j.inc.Observe(b)
+	j.model.Observe(b)
 	j.changes.Add(1)
 	j.m.batches.WithLabelValues(source).Inc()
 	j.m.points.WithLabelValues(source).Add(float64(len(b.Points)))

@@ -67,7 +67,9 @@ func TestRebalancePost(t *testing.T) {
 	require.Equal(t, 1300.0, ans.SpreadAfter)
 	require.True(t, ans.Balanced)
 	require.Empty(t, ans.Unmet)
-	require.Equal(t, api.RebalanceGoals{HardMax: 0, Band: 2000, MaxMoves: 20, CooldownS: 600}, ans.Goals)
+	require.Equal(t, api.RebalanceGoals{MaxUtilisation: 0.7, UtilisationBand: 0.05, HardMax: 0, Band: 2000, MaxMoves: 20, CooldownS: 600}, ans.Goals)
+	require.Equal(t, api.ModelRows, ans.Model, "no wave reports cpu.cores")
+	require.Contains(t, ans.ModelNote, "no cpu.cores from wave-1, wave-2")
 	require.Equal(t, []api.InstanceCost{
 		{Instance: "a", Node: "wave-1", RowsPerS: 3000, BytesPerS: 600_000, CPUShare: 3, Cost: 3100, Measured: true},
 		{Instance: "b", Node: "wave-1", RowsPerS: 1000, BytesPerS: 200_000, CPUShare: 1, Cost: 1100, Measured: true},
@@ -75,7 +77,7 @@ func TestRebalancePost(t *testing.T) {
 		{Instance: "f", Node: "wave-3", RowsPerS: 500, BytesPerS: 100_000, CPUShare: 1, Cost: 600, Measured: true},
 	}, ans.Costs)
 	require.Equal(t, w1, ans.DataAsOf, "the newest batch of the nodes the costs came from (wave-2's, later, gave none)")
-	require.Contains(t, string(r.body), `{"instance":"c","rows_per_s":0,"bytes_per_s":0,"cpu_cores":0,"cost":100,"measured":false}`)
+	require.Contains(t, string(r.body), `{"instance":"c","rows_per_s":0,"bytes_per_s":0,"cpu_cores":0,"cores_now":0,"cores_peak":0,"cost":100,"measured":false}`)
 
 	// The same cluster with a pinned and b moved a minute ago (within the 10 m cooldown):
 	// only the failover can be made, and the answer says why the spread stays.

@@ -2,8 +2,6 @@ package judge
 
 import (
 	"cmp"
-	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -12,57 +10,6 @@ import (
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/rebalance"
 )
-
-// RebalanceOptions are the goals GET and POST /v1/rebalance plan for (judge.yaml's
-// rebalance section) and the cost of an idle instance. Costs are in rows/s.
-type RebalanceOptions struct {
-	// HardMax is the load no wave should exceed; 0 disables the goal.
-	HardMax float64
-	// Band is the spread (most minus least loaded wave) the plans aim within.
-	Band float64
-	// InstanceFloor is what every instance costs on top of its rows/s, even idle: its
-	// binlog connection and goroutines. It also lets the planner spread idle instances.
-	InstanceFloor float64
-	// MaxMoves bounds a plan.
-	MaxMoves int
-	// Cooldown keeps an instance that moved recently where it is.
-	Cooldown time.Duration
-}
-
-// DefaultRebalanceOptions are the defaults of the rebalance section: no hard threshold,
-// a band of 2000 rows/s (a few busy instances' worth: a narrower one makes plans chase
-// noise in the rates), 100 rows/s per instance, 20 moves a plan and 10 minutes between
-// two moves of an instance (long enough for its rates on the new wave to settle).
-func DefaultRebalanceOptions() RebalanceOptions {
-	return RebalanceOptions{Band: 2000, InstanceFloor: 100, MaxMoves: 20, Cooldown: 10 * time.Minute}
-}
-
-// validate names the judge.yaml key of a bad value, for the config and for New alike.
-func (o RebalanceOptions) validate() error {
-	for _, f := range []struct {
-		key string
-		v   float64
-	}{{"hard_max", o.HardMax}, {"band", o.Band}, {"instance_floor", o.InstanceFloor}} {
-		if !(f.v >= 0) || math.IsInf(f.v, 1) {
-			return fmt.Errorf("rebalance.%s %v: want a finite number ≥ 0 (rows/s)", f.key, f.v)
-		}
-	}
-	if o.MaxMoves <= 0 {
-		return fmt.Errorf("rebalance.max_moves %d: want at least 1", o.MaxMoves)
-	}
-	if o.Cooldown < 0 {
-		return fmt.Errorf("rebalance.cooldown %s: must not be negative", o.Cooldown)
-	}
-	return nil
-}
-
-func (o RebalanceOptions) goals() rebalance.Goals {
-	return rebalance.Goals{HardMax: o.HardMax, Band: o.Band, MaxMoves: o.MaxMoves, Cooldown: o.Cooldown}
-}
-
-func (o RebalanceOptions) answerGoals() api.RebalanceGoals {
-	return api.RebalanceGoals{HardMax: o.HardMax, Band: o.Band, MaxMoves: o.MaxMoves, CooldownS: o.Cooldown.Seconds()}
-}
 
 // reportsWave: the node's agent scrapes a wave (it reports wave.* series), so the node
 // is a wave the planner may move instances to. A host without a wave is not.
@@ -76,36 +23,93 @@ func reportsWave(n analysis.Node) bool {
 }
 
 // PlanRebalance plans for the cluster a balancer describes (POST /v1/rebalance): its
-// waves and assignments, with each instance's cost from the node that reports it.
+// waves and assignments, with each instance's work from the node that reports it.
 func (j *Judge) PlanRebalance(req api.RebalanceRequest) api.RebalanceAnswer {
+	return j.plan(req.Waves, req.Instances, time.Time{})
+}
+
+// PlanRebalanceFromView plans from what the agents report (GET /v1/rebalance), a dry
+// run for an operator: the waves are the nodes that report wave series, live as the
+// node listings say, and the instances those the nodes run (costsOf). Nothing is
+// pinned or cooling down: the judge does not know.
+func (j *Judge) PlanRebalanceFromView() api.RebalanceAnswer {
+	now := j.now()
+	var (
+		waves []api.RebalanceWave
+		insts []api.RebalanceInstance
+		asOf  time.Time
+	)
+	at := map[string]int{} // instance → its index in insts
+	aliveAt := map[string]bool{}
+	for _, n := range j.inc.Nodes() { // sorted by node
+		if !reportsWave(n) {
+			continue
+		}
+		alive := j.live(n.LastSeen, n.Interval, now)
+		waves = append(waves, api.RebalanceWave{Node: n.Node, Alive: alive})
+		aliveAt[n.Node] = alive
+		if n.LastSeen.After(asOf) {
+			asOf = n.LastSeen
+		}
+		for _, id := range sortedRuns(costsOf(n, 0).runs) {
+			i, dup := at[id]
+			switch {
+			case !dup:
+				at[id] = len(insts)
+				insts = append(insts, api.RebalanceInstance{ID: id, Node: n.Node})
+			case alive && !aliveAt[insts[i].Node]:
+				// Two waves report it: it moved within the hour, and the analysis keeps the
+				// old wave's series until the hour ends. A live wave's claim wins; between
+				// two live ones, the first by node id (the judge cannot tell which is older).
+				insts[i].Node = n.Node
+			}
+		}
+	}
+	return j.plan(waves, insts, asOf)
+}
+
+// plan prices every instance on the waves it may run on and plans: in utilisation when
+// every live wave has its cores and prices, else in rows/s, saying why. The plan's data
+// is as of asOf or the newest batch of the nodes the costs came from, whichever is later.
+func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInstance, asOf time.Time) api.RebalanceAnswer {
 	o := *j.o.Rebalance
 	now := j.now()
-	// Every node's costs once: an instance is looked up on the node the request names,
-	// and, when that node does not report it, on the others.
+	hist := j.hist.Snapshot()
+	// Every wave node's view once: an instance is looked up on the node the request
+	// names, and, when that node does not report it, on the others.
 	type reported struct {
 		cost     api.InstanceCost
 		runs     bool
 		lastSeen time.Time
 	}
+	views := map[string]*waveView{}
 	byInst := map[string][]reported{}
 	for _, n := range j.inc.Nodes() { // sorted by node
 		if !reportsWave(n) {
 			continue
 		}
-		nc := costsOf(n, o.InstanceFloor)
-		for id, c := range nc.costs {
-			byInst[id] = append(byInst[id], reported{c, nc.runs[id], n.LastSeen})
+		v := j.viewOf(n, hist)
+		views[n.Node] = &v
+		for id, c := range v.costs.costs {
+			byInst[id] = append(byInst[id], reported{c, v.costs.runs[id], n.LastSeen})
 		}
 	}
-
-	waves := make([]rebalance.Wave, 0, len(req.Waves))
-	for _, w := range req.Waves {
-		waves = append(waves, rebalance.Wave{Node: w.Node, Alive: w.Alive})
+	var live []string
+	for _, w := range reqWaves {
+		if w.Alive {
+			live = append(live, w.Node)
+		}
 	}
-	insts := make([]rebalance.Instance, 0, len(req.Instances))
-	costs := make([]api.InstanceCost, 0, len(req.Instances))
-	var asOf time.Time
-	for _, in := range req.Instances {
+	ready, note := utilisationReady(views, live)
+	model := api.ModelRows
+	if ready {
+		model = api.ModelUtilisation
+	}
+
+	insts := make([]rebalance.Instance, 0, len(reqInsts))
+	costs := make([]api.InstanceCost, 0, len(reqInsts))
+	works := make(map[string]instWork, len(reqInsts))
+	for _, in := range reqInsts {
 		c := api.InstanceCost{Instance: in.ID, Cost: o.InstanceFloor}
 		if rs := byInst[in.ID]; len(rs) > 0 {
 			// The named node's figures; else a node that runs it; else any, by node id.
@@ -117,56 +121,81 @@ func (j *Judge) PlanRebalance(req api.RebalanceRequest) api.RebalanceAnswer {
 				asOf = best.lastSeen
 			}
 		}
+		pi := rebalance.Instance{ID: in.ID, Node: in.Node, Cost: c.Cost, Pinned: in.Pinned, MovedAt: in.MovedAt}
+		if model == api.ModelUtilisation {
+			pi.Cost = 0 // unmeasured: no work to price (it spreads by the share goal)
+			if c.Measured {
+				w := workOf(in.ID, c, c.Node, hist)
+				works[in.ID], pi.Rows, pi.Bytes = w, w.rows, w.bytes
+				if v := views[in.Node]; v != nil {
+					cw := w.cost(v.prices)
+					c.CoresNow, c.CoresPeak = cw[0], slices.Max(cw)
+				}
+			}
+			c.Cost = c.CoresPeak
+		}
 		costs = append(costs, c)
-		insts = append(insts, rebalance.Instance{ID: in.ID, Node: in.Node, Cost: c.Cost, Pinned: in.Pinned, MovedAt: in.MovedAt})
+		insts = append(insts, pi)
 	}
-	return answer(rebalance.Make(waves, insts, o.goals(), now), o, costs, asOf, now)
-}
 
-// PlanRebalanceFromView plans from what the agents report (GET /v1/rebalance), a dry
-// run for an operator: the waves are the nodes that report wave series, live as the
-// node listings say, and the instances those the nodes run (costsOf). Nothing is
-// pinned or cooling down: the judge does not know.
-func (j *Judge) PlanRebalanceFromView() api.RebalanceAnswer {
-	o := *j.o.Rebalance
-	now := j.now()
-	var (
-		waves []rebalance.Wave
-		insts []rebalance.Instance
-		costs []api.InstanceCost
-		asOf  time.Time
-	)
-	at := map[string]int{} // instance → its index in insts and costs
-	aliveAt := map[string]bool{}
-	for _, n := range j.inc.Nodes() { // sorted by node
-		if !reportsWave(n) {
+	waves := make([]rebalance.Wave, 0, len(reqWaves))
+	for _, w := range reqWaves {
+		v := views[w.Node]
+		if model != api.ModelUtilisation || v == nil || !w.Alive {
+			waves = append(waves, rebalance.Wave{Node: w.Node, Alive: w.Alive})
 			continue
 		}
-		alive := j.live(n.LastSeen, n.Interval, now)
-		waves = append(waves, rebalance.Wave{Node: n.Node, Alive: alive})
-		aliveAt[n.Node] = alive
-		if n.LastSeen.After(asOf) {
-			asOf = n.LastSeen
-		}
-		nc := costsOf(n, o.InstanceFloor)
-		for _, id := range sortedRuns(nc.runs) {
-			c := nc.costs[id]
-			i, dup := at[id]
-			switch {
-			case !dup:
-				at[id] = len(insts)
-				insts = append(insts, rebalance.Instance{ID: id, Node: n.Node, Cost: c.Cost})
-				costs = append(costs, c)
-			case alive && !aliveAt[insts[i].Node]:
-				// Two waves report it: it moved within the hour, and the analysis keeps the
-				// old wave's series until the hour ends. A live wave's claim wins; between
-				// two live ones, the first by node id (the judge cannot tell which is older).
-				insts[i] = rebalance.Instance{ID: id, Node: n.Node, Cost: c.Cost}
-				costs[i] = c
+		var running []instWork
+		for _, in := range reqInsts {
+			if wk, ok := works[in.ID]; ok && in.Node == w.Node {
+				running = append(running, wk)
 			}
 		}
+		waves = append(waves, planWave(v, true, running))
 	}
-	return answer(rebalance.Make(waves, insts, o.goals(), now), o, costs, asOf, now)
+	p := rebalance.Make(waves, insts, o.goals(model), now)
+	ans := answer(p, o, costs, asOf, now)
+	ans.Model, ans.ModelNote = model, note
+	ans.Waves = waveLoads(reqWaves, reqInsts, views, p, model)
+	return ans
+}
+
+// waveLoads explains every wave of a plan: its cores, prices, utilisation now, its peak
+// before and after the moves, and how many instances it runs before and after.
+func waveLoads(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInstance, views map[string]*waveView, p rebalance.Plan, model string) []api.WaveLoad {
+	before, after := map[string]int{}, map[string]int{}
+	at := map[string]string{}
+	for _, in := range reqInsts {
+		before[in.Node]++
+		at[in.ID] = in.Node
+	}
+	for _, m := range p.Moves {
+		at[m.Instance] = m.To
+	}
+	for _, n := range at {
+		after[n]++
+	}
+	out := make([]api.WaveLoad, 0, len(reqWaves))
+	for _, w := range reqWaves {
+		wl := api.WaveLoad{Node: w.Node, Alive: w.Alive, Instances: before[w.Node], InstancesAfter: after[w.Node], PeakHour: -1}
+		if !w.Alive {
+			wl.InstancesAfter = 0
+		}
+		if v := views[w.Node]; v != nil {
+			wl.Cores, wl.Prices = v.cores, apiPrices(v.prices)
+			if v.host != nil && v.cores > 0 {
+				wl.UtilNow = v.host[0] / v.cores
+			}
+		}
+		if model == api.ModelUtilisation && w.Alive {
+			wl.PeakBefore, wl.PeakAfter = p.Before[w.Node], p.After[w.Node]
+			if h, ok := p.PeakSlots[w.Node]; ok {
+				wl.PeakHour = h - 1
+			}
+		}
+		out = append(out, wl)
+	}
+	return out
 }
 
 // answer completes a plan with what it was made from: asOf is the newest batch of the
@@ -183,7 +212,7 @@ func answer(p rebalance.Plan, o RebalanceOptions, costs []api.InstanceCost, asOf
 	if asOf.IsZero() {
 		asOf = now
 	}
-	return api.RebalanceAnswer{Plan: p, Goals: o.answerGoals(), Costs: costs, DataAsOf: asOf.UTC()}
+	return api.RebalanceAnswer{Plan: p, Goals: o.answerGoals(), Costs: costs, Waves: []api.WaveLoad{}, DataAsOf: asOf.UTC()}
 }
 
 // cmpBool orders false before true.

@@ -3,6 +3,7 @@ package judge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/binlake/binlake/judge/store"
@@ -22,9 +23,16 @@ const (
 // minutes of the previous one) into the incremental analysis, so that a restarted judge
 // answers as it did before. It runs before any batch is ingested; a store that cannot be
 // read is logged and the judge starts from live traffic, as before.
+//
+// The same scan gives the load model its window of samples (rebalance.fit_window, which
+// reaches further back than the hour), so that a restarted judge prices work as it did.
 func (j *Judge) rebuildCurrentHour(ctx context.Context) {
 	now := j.now()
-	from := now.UTC().Truncate(time.Hour).Add(-rebuildLead)
+	incFrom := now.UTC().Truncate(time.Hour).Add(-rebuildLead)
+	from := incFrom
+	if w := now.Add(-j.model.Window()); w.Before(from) {
+		from = w
+	}
 	ctx, cancel := context.WithTimeout(ctx, rebuildTimeout)
 	defer cancel()
 	start := time.Now()
@@ -37,7 +45,10 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) {
 	if err == nil {
 		err = j.o.Store.Scan(ctx, from, now.Add(time.Second), func(chunk []store.Point) error {
 			points += len(chunk)
-			skipped += j.inc.Replay(chunk)
+			j.model.Replay(chunk)
+			if i, ok := slices.BinarySearchFunc(chunk, incFrom, func(p store.Point, t time.Time) int { return p.TS.Compare(t) }); ok || i < len(chunk) {
+				skipped += j.inc.Replay(chunk[i:])
+			}
 			if time.Since(lastLog) >= rebuildLogStep {
 				lastLog = time.Now()
 				j.log.Info("rebuilding the current hour", "points", points, "elapsed", time.Since(start).Round(time.Second))
@@ -45,6 +56,7 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) {
 			return nil
 		})
 	}
+	j.model.EndReplay()
 	j.changes.Add(1)
 	if err != nil {
 		j.log.Warn("rebuilding the current hour failed; the analysis continues from live batches",

@@ -38,6 +38,10 @@ type HistoricalOptions struct {
 	// ExtraNodes lists nodes to analyse besides those the store knows (the incremental
 	// analysis's), so a node appears as soon as it has history. May be nil.
 	ExtraNodes func() []string
+	// Instances lists, per node, the capture instances whose work (wave.tps and
+	// wave.bytes_per_s per instance) gets an hour-of-day profile: the daily shape the
+	// rebalancing plans keep every wave under its cap at. May be nil (no profiles).
+	Instances func() map[string][]string
 	// Now is the clock; time.Now when nil.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -50,7 +54,19 @@ type Snapshot struct {
 	Until time.Time
 	Took  time.Duration
 	Nodes map[string]map[string]lbplugins.History // node → metric → history
+	// Instances holds the hour-of-day profiles of each instance's work, per node.
+	Instances map[string]map[string]InstanceProfile // node → instance → profile
 }
+
+// InstanceProfile is an instance's work per UTC hour of the day over the last 7 days on
+// one node: mean rows/s and bytes/s, and how many points each hour had (0: no data).
+type InstanceProfile struct {
+	Rows, Bytes [24]float64
+	Count       [24]int64
+}
+
+// InstanceMetrics are the per-instance series InstanceProfile averages.
+var InstanceMetrics = []string{metric.WaveTPS, metric.WaveBytesPerS}
 
 // Historical recomputes per node and metric the last 24 h and 7 d statistics and the
 // hour-of-day profile over the hours before the current one, in the background. Readers
@@ -204,10 +220,14 @@ func (h *Historical) refresh(ctx context.Context) error {
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
+	profiles, err := h.instanceProfiles(gctx, weekFrom, until)
+	if werr := g.Wait(); werr != nil {
+		return werr
+	}
+	if err != nil {
 		return err
 	}
-	snap := &Snapshot{AsOf: start, Until: until, Nodes: map[string]map[string]lbplugins.History{}}
+	snap := &Snapshot{AsOf: start, Until: until, Nodes: map[string]map[string]lbplugins.History{}, Instances: profiles}
 	for _, r := range results {
 		if !r.ok {
 			continue
@@ -223,6 +243,59 @@ func (h *Historical) refresh(ctx context.Context) error {
 	h.snap.Store(snap)
 	h.log.Debug("historical refresh done", "nodes", len(snap.Nodes), "took", snap.Took)
 	return nil
+}
+
+// instanceProfiles queries the hour-of-day profile of every listed instance's work, one
+// profile per instance and metric, with the refresh's workers.
+func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time) (map[string]map[string]InstanceProfile, error) {
+	out := map[string]map[string]InstanceProfile{}
+	if h.o.Instances == nil {
+		return out, nil
+	}
+	type job struct{ node, inst, metric string }
+	var jobs []job
+	for node, insts := range h.o.Instances() {
+		for _, inst := range insts {
+			for _, m := range InstanceMetrics {
+				jobs = append(jobs, job{node, inst, m})
+			}
+		}
+	}
+	profs := make([]store.HourProfile, len(jobs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(h.o.Workers)
+	for i, j := range jobs {
+		g.Go(func() error {
+			q := store.Query{Node: j.node, Name: j.metric, Labels: map[string]string{"instance": j.inst}, From: from, To: until}
+			p, err := h.o.Store.Profile(gctx, q)
+			if err != nil {
+				return fmt.Errorf("%s %s{instance=%q} profile: %w", j.node, j.metric, j.inst, err)
+			}
+			profs[i] = p
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for i, j := range jobs {
+		byInst := out[j.node]
+		if byInst == nil {
+			byInst = map[string]InstanceProfile{}
+			out[j.node] = byInst
+		}
+		ip := byInst[j.inst]
+		for hr, st := range profs[i] {
+			switch j.metric {
+			case metric.WaveTPS:
+				ip.Rows[hr], ip.Count[hr] = st.Avg, st.Count
+			case metric.WaveBytesPerS:
+				ip.Bytes[hr] = st.Avg
+			}
+		}
+		byInst[j.inst] = ip
+	}
+	return out, nil
 }
 
 func window(s store.Stats) lbplugins.Window {

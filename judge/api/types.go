@@ -96,33 +96,104 @@ type RebalanceInstance struct {
 
 // InstanceCost is what one instance costs a wave, from the per-instance series its wave's
 // agent reports: rows/s and bytes/s (EWMAs of wave.tps and wave.bytes_per_s), and its
-// share of the wave process's CPU (wave.cpu_cores split by rows). Cost is the planner's
-// unit: rows/s plus the configured floor every instance costs even while idle (its
-// binlog connection, its goroutines). Measured is false when no agent reported the
-// instance: its cost is then the floor alone.
+// cost in CPU cores at the prices the judge fitted for that wave (the utilisation
+// model: CoresNow now, CoresPeak at the hour of the day its work peaks). CPUShare is the
+// wave process's CPU (wave.cpu_cores) split by rows, for comparison. Cost is what the
+// plan used: cores in the utilisation model, rows/s plus the configured floor in the
+// rows model. Measured is false when no agent reported the instance: its cost is then
+// the floor alone (rows) or nothing (utilisation).
 type InstanceCost struct {
 	Instance  string  `json:"instance"`
 	Node      string  `json:"node,omitempty"`
 	RowsPerS  float64 `json:"rows_per_s"`
 	BytesPerS float64 `json:"bytes_per_s"`
 	CPUShare  float64 `json:"cpu_cores"`
+	CoresNow  float64 `json:"cores_now"`
+	CoresPeak float64 `json:"cores_peak"`
 	Cost      float64 `json:"cost"`
 	Measured  bool    `json:"measured"`
 }
 
+// Load models of a plan.
+const (
+	// ModelUtilisation: loads are utilisations (CPU cores over each wave's cores), each
+	// instance priced at the prices the judge fitted for the wave it would run on.
+	ModelUtilisation = "utilisation"
+	// ModelRows: loads are rows/s plus a floor per instance, the same unit on every
+	// wave: the fallback when a live wave reports no cores or no CPU to price work with.
+	ModelRows = "rows"
+)
+
 // RebalanceAnswer is the judge's plan: the moves with their reasons and predicted loads
-// (rebalance.Plan), the goals it planned for, and the costs it planned with.
+// (rebalance.Plan: in utilisation, each wave's peak over now and the hours of the day,
+// or in rows/s), the model and goals it planned for, every wave's load and prices, and
+// the costs it planned with.
 type RebalanceAnswer struct {
 	rebalance.Plan
-	Goals    RebalanceGoals `json:"goals"`
-	Costs    []InstanceCost `json:"costs"`
-	DataAsOf time.Time      `json:"data_as_of"`
+	// Model is ModelUtilisation or ModelRows; ModelNote says why the plan fell back to
+	// rows, naming the waves without the data.
+	Model     string         `json:"model"`
+	ModelNote string         `json:"model_note,omitempty"`
+	Goals     RebalanceGoals `json:"goals"`
+	Waves     []WaveLoad     `json:"waves"`
+	Costs     []InstanceCost `json:"costs"`
+	DataAsOf  time.Time      `json:"data_as_of"`
 }
 
-// RebalanceGoals are the goals a plan was made for (rebalance.Goals in JSON).
+// RebalanceGoals are the goals a plan was made for: in the utilisation model
+// MaxUtilisation and UtilisationBand, in the rows model HardMax and Band (rows/s).
 type RebalanceGoals struct {
-	HardMax   float64 `json:"hard_max"`
-	Band      float64 `json:"band"`
-	MaxMoves  int     `json:"max_moves"`
-	CooldownS float64 `json:"cooldown_s"`
+	MaxUtilisation  float64 `json:"max_utilisation"`
+	UtilisationBand float64 `json:"utilisation_band"`
+	HardMax         float64 `json:"hard_max"`
+	Band            float64 `json:"band"`
+	MaxMoves        int     `json:"max_moves"`
+	CooldownS       float64 `json:"cooldown_s"`
+}
+
+// WaveLoad is one wave of a plan: its capacity, the prices the judge fitted for it, and
+// its utilisation before and after the plan.
+type WaveLoad struct {
+	Node  string `json:"node"`
+	Alive bool   `json:"alive"`
+	// Cores is the host's cores (cpu.cores); 0 when its agent reports none.
+	Cores  float64 `json:"cores"`
+	Prices Prices  `json:"prices"`
+	// UtilNow is the utilisation now (the host's CPU, cpu.util); PeakBefore and
+	// PeakAfter the predicted peak over now and the hours of the day, without and with
+	// the plan's moves, and PeakHour the UTC hour of that peak after the moves (-1: now).
+	UtilNow    float64 `json:"util_now"`
+	PeakBefore float64 `json:"peak_before"`
+	PeakAfter  float64 `json:"peak_after"`
+	PeakHour   int     `json:"peak_hour"`
+	// Instances it runs before and after the moves.
+	Instances      int `json:"instances"`
+	InstancesAfter int `json:"instances_after"`
+}
+
+// NodeLoad is a wave node's load in the utilisation model (GET /v1/nodes/{id}, "load"):
+// its cores, its prices, its utilisation now and its predicted peak over now and the
+// hours of the day with the instances it runs (PeakHour: the UTC hour; -1: now).
+type NodeLoad struct {
+	Cores    float64 `json:"cores"`
+	Prices   Prices  `json:"prices"`
+	UtilNow  float64 `json:"util_now"`
+	Peak     float64 `json:"peak"`
+	PeakHour int     `json:"peak_hour"`
+}
+
+// Prices are a wave's costs of work in CPU cores, fitted to the CPU its wave process
+// used (wave.cpu_cores) against the rows and bytes it published: per row/s, per byte/s,
+// and the base the process costs with no work. Source is "fitted" (the wave's own
+// samples), "pooled" (too few or too alike samples: the fleet's prices) or "none" (no
+// wave reports its CPU); Samples, R2 and RMSE (cores) say how well they explain the
+// wave's samples.
+type Prices struct {
+	RowCores  float64 `json:"row_cores"`
+	ByteCores float64 `json:"byte_cores"`
+	BaseCores float64 `json:"base_cores"`
+	Source    string  `json:"source"`
+	Samples   int     `json:"samples"`
+	R2        float64 `json:"r2"`
+	RMSE      float64 `json:"rmse"`
 }

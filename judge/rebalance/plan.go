@@ -122,6 +122,9 @@ type Plan struct {
 	SpreadAfter  float64 `json:"spread_after"`
 	PeakBefore   float64 `json:"peak_before"`
 	PeakAfter    float64 `json:"peak_after"`
+	// PeakSlots is, per live wave after the moves, the slot of its peak (0: now; 1+h:
+	// hour h of the day).
+	PeakSlots map[string]int `json:"-"`
 	// Balanced: after the moves every goal holds. When false, Unmet says which goal
 	// the plan could not reach and why (no live wave, pinned or cooling instances, the
 	// move limit, an instance larger than the band, the search budget).
@@ -233,6 +236,16 @@ func Make(waves []Wave, insts []Instance, g Goals, now time.Time) Plan {
 	}
 	p.Moves = st.moves
 	p.After = st.peaks()
+	p.PeakSlots = map[string]int{}
+	for _, w := range live {
+		k := 0
+		for i, l := range w.load {
+			if l > w.load[k] {
+				k = i
+			}
+		}
+		p.PeakSlots[w.Node] = k
+	}
 	p.SpreadAfter, p.PeakAfter = spread(live), highest(live)
 	p.Balanced = unmet == ""
 	p.Unmet = unmet
@@ -585,7 +598,7 @@ func (st *state) spread() string {
 		}
 		s := st.bestStep(top, bottom, limit)
 		if s == nil {
-			return fmt.Sprintf("spread: %.3g, above the band %.3g, and no instance of the %d most loaded waves can move or swap to lower it (pinned, cooling down, or each as large as the gap)", gap, st.goals.Band, len(top))
+			return fmt.Sprintf("spread: %.3g, above the band %.3g, and no instance of %s (the most loaded) or of the next %d most loaded waves can move or swap to lower it (pinned, cooling down, or each as large as the gap)", gap, st.goals.Band, top[0].Node, len(top)-1)
 		}
 		st.apply(s, ReasonSpread)
 	}

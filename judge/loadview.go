@@ -1,0 +1,254 @@
+package judge
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/analysis"
+	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/judge/loadmodel"
+	"github.com/binlake/binlake/judge/rebalance"
+)
+
+// The load view: what the judge knows of a wave's load, for plans and placements alike,
+// in one unit: CPU cores over the wave host's cores (utilisation). Each load is a vector
+// of slots, the load now and then in each UTC hour of the day, so that a plan keeps
+// every wave under its cap at its predicted peak hour (the predictive plugin's idea,
+// applied to the fleet):
+//
+//   - a wave's capacity is its host's cores (cpu.cores);
+//   - its prices are what the load model fitted for it (judge/loadmodel): cores per
+//     row/s and per byte/s, and the base its process costs idle;
+//   - an instance's work per slot is its rows/s and bytes/s now (their EWMAs) and, per
+//     hour, its hour-of-day profile over the last 7 days (the historical analysis; an
+//     hour without data takes the level now), priced at the wave it runs or would run on;
+//   - a wave's base per slot is what its host uses that its instances do not explain
+//     (the host's CPU now and its hour-of-day profile, minus its instances' costs), at
+//     least its process's idle base.
+
+// slots is the length of a load vector: now, then the 24 UTC hours of the day.
+const slots = 1 + 24
+
+// waveView is one wave node as the load view sees it.
+type waveView struct {
+	node   string
+	cores  float64 // 0: its agent reports none
+	prices loadmodel.Prices
+	host   []float64 // cores the host uses per slot; nil when it reports no cpu.util
+	costs  nodeCosts
+}
+
+// instWork is an instance's work per slot.
+type instWork struct {
+	rows, bytes []float64
+}
+
+// viewOf builds the view of node n from the current hour, the load model and the last
+// historical snapshot (nil before the first refresh).
+func (j *Judge) viewOf(n analysis.Node, hist *analysis.Snapshot) waveView {
+	v := waveView{node: n.Node, prices: j.model.Prices(n.Node), costs: costsOf(n, j.o.Rebalance.InstanceFloor)}
+	v.cores, _ = j.model.Cores(n.Node)
+	if v.cores <= 0 {
+		return v
+	}
+	util, ok := -1.0, false
+	for _, s := range n.Series {
+		if s.Name == metric.CPUUtil && len(s.Labels) == 0 && s.HasLevel() {
+			util, ok = s.EWMA, true
+		}
+	}
+	if !ok {
+		return v
+	}
+	v.host = make([]float64, slots)
+	v.host[0] = nonNegative(util) / 100 * v.cores
+	var prof *[24]float64
+	if hist != nil {
+		if h, ok := hist.Nodes[n.Node][metric.CPUUtil]; ok {
+			var p [24]float64
+			for hr, w := range h.Profile {
+				p[hr] = -1
+				if w.Count > 0 {
+					p[hr] = nonNegative(w.Avg) / 100 * v.cores
+				}
+			}
+			prof = &p
+		}
+	}
+	for hr := range 24 {
+		v.host[1+hr] = v.host[0]
+		if prof != nil && prof[hr] >= 0 {
+			v.host[1+hr] = prof[hr]
+		}
+	}
+	return v
+}
+
+// workOf is instance id's work per slot: its rates now from c, its hour-of-day profile
+// from the node that reports it (else any node with one).
+func workOf(id string, c api.InstanceCost, node string, hist *analysis.Snapshot) instWork {
+	w := instWork{rows: make([]float64, slots), bytes: make([]float64, slots)}
+	w.rows[0], w.bytes[0] = c.RowsPerS, c.BytesPerS
+	var prof *analysis.InstanceProfile
+	if hist != nil {
+		if p, ok := hist.Instances[node][id]; ok {
+			prof = &p
+		} else {
+			for _, n := range sortedKeys(hist.Instances) {
+				if p, ok := hist.Instances[n][id]; ok {
+					prof = &p
+					break
+				}
+			}
+		}
+	}
+	for hr := range 24 {
+		w.rows[1+hr], w.bytes[1+hr] = w.rows[0], w.bytes[0]
+		if prof != nil && prof.Count[hr] > 0 {
+			w.rows[1+hr], w.bytes[1+hr] = nonNegative(prof.Rows[hr]), nonNegative(prof.Bytes[hr])
+		}
+	}
+	return w
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// cost is work priced at p, per slot.
+func (w instWork) cost(p loadmodel.Prices) []float64 {
+	out := make([]float64, slots)
+	for k := range out {
+		out[k] = p.Cost(w.rows[k], w.bytes[k])
+	}
+	return out
+}
+
+// utilisationReady reports whether every live wave of views can be planned in
+// utilisation, and when not, why (naming the waves that lack the data).
+func utilisationReady(views map[string]*waveView, live []string) (bool, string) {
+	var noCores, noCPU []string
+	for _, node := range live {
+		v := views[node]
+		switch {
+		case v == nil || v.cores <= 0:
+			noCores = append(noCores, node)
+		case v.prices.Source == loadmodel.SourceNone:
+			noCPU = append(noCPU, node)
+		}
+	}
+	var why []string
+	if len(noCores) > 0 {
+		why = append(why, fmt.Sprintf("no cpu.cores from %s", list(noCores)))
+	}
+	if len(noCPU) > 0 {
+		why = append(why, fmt.Sprintf("no wave.cpu_cores from any wave to price work with (first: %s)", noCPU[0]))
+	}
+	if len(why) == 0 {
+		return true, ""
+	}
+	return false, "planned in rows/s: " + strings.Join(why, "; ")
+}
+
+// list names at most five nodes.
+func list(nodes []string) string {
+	if len(nodes) <= 5 {
+		return strings.Join(nodes, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:5], ", "), len(nodes)-5)
+}
+
+// planWave is the planner's wave for view v in the utilisation model: capacity, prices,
+// and the base per slot given the work of the instances it runs.
+func planWave(v *waveView, alive bool, running []instWork) rebalance.Wave {
+	w := rebalance.Wave{Node: v.node, Alive: alive, Capacity: v.cores, Row: v.prices.Row, Byte: v.prices.Byte, Base: v.prices.Base}
+	if v.host == nil {
+		return w
+	}
+	w.BaseSlots = make([]float64, slots)
+	for k := range w.BaseSlots {
+		explained := 0.0
+		for _, in := range running {
+			explained += v.prices.Cost(in.rows[k], in.bytes[k])
+		}
+		w.BaseSlots[k] = max(v.prices.Base, v.host[k]-explained)
+	}
+	return w
+}
+
+// apiPrices is p as the API shows it.
+func apiPrices(p loadmodel.Prices) api.Prices {
+	return api.Prices{RowCores: p.Row, ByteCores: p.Byte, BaseCores: p.Base, Source: p.Source, Samples: p.Samples, R2: p.R2, RMSE: p.RMSE}
+}
+
+// peakOf is the largest of per-slot loads over cores, and its hour (-1: now).
+func peakOf(load []float64, cores float64) (peak float64, hour int) {
+	hour = -1
+	for k, l := range load {
+		if u := l / cores; k == 0 || u > peak {
+			peak = u
+			hour = k - 1
+		}
+	}
+	return peak, hour
+}
+
+// instancesByNode lists, per wave node, the instances it reports work of this hour: the
+// ones the historical analysis profiles.
+func (j *Judge) instancesByNode() map[string][]string {
+	out := map[string][]string{}
+	for _, n := range j.inc.Nodes() {
+		seen := map[string]bool{}
+		for _, s := range n.Series {
+			if id := s.Labels[labelInstance]; id != "" && (s.Name == metric.WaveTPS || s.Name == metric.WaveBytesPerS) && !seen[id] {
+				seen[id] = true
+				out[n.Node] = append(out[n.Node], id)
+			}
+		}
+	}
+	return out
+}
+
+// nodeLoad is node n's instances with their costs in cores, and its capacity and
+// predicted utilisation (nil for a node without a wave).
+func (j *Judge) nodeLoad(n analysis.Node, hist *analysis.Snapshot) ([]api.InstanceCost, *api.NodeLoad) {
+	v := j.viewOf(n, hist)
+	insts := v.costs.running()
+	if !reportsWave(n) {
+		return insts, nil
+	}
+	load := &api.NodeLoad{Cores: v.cores, Prices: apiPrices(v.prices), PeakHour: -1}
+	var running []instWork
+	for i, c := range insts {
+		w := workOf(c.Instance, c, n.Node, hist)
+		running = append(running, w)
+		cw := w.cost(v.prices)
+		insts[i].CoresNow, insts[i].CoresPeak = cw[0], slices.Max(cw)
+	}
+	if v.cores <= 0 {
+		return insts, load
+	}
+	if v.host != nil {
+		load.UtilNow = v.host[0] / v.cores
+	}
+	pw := planWave(&v, true, running)
+	total := make([]float64, slots)
+	for k := range total {
+		total[k] = pw.Base
+		if pw.BaseSlots != nil {
+			total[k] = pw.BaseSlots[k]
+		}
+		for _, w := range running {
+			total[k] += v.prices.Cost(w.rows[k], w.bytes[k])
+		}
+	}
+	load.Peak, load.PeakHour = peakOf(total, v.cores)
+	return insts, load
+}

@@ -1,0 +1,92 @@
+package judge
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/judge/rebalance"
+)
+
+// RebalanceOptions are the goals GET and POST /v1/rebalance plan for (judge.yaml's
+// rebalance section). Plans are in utilisation (CPU cores over each wave's cores) when
+// every live wave reports its cores and the CPU to price work with, else in rows/s (the
+// rows model, with its own goals).
+type RebalanceOptions struct {
+	// MaxUtilisation is the peak utilisation no wave should exceed (0.7: 70 % of the
+	// host's cores at the wave's predicted peak hour); 0 disables the goal.
+	MaxUtilisation float64
+	// UtilisationBand is the spread of peak utilisations (highest minus lowest wave) the
+	// plans aim within.
+	UtilisationBand float64
+	// FitWindow is how far back the samples reach that each wave's prices are fitted to.
+	FitWindow time.Duration
+
+	// The rows model's goals and costs: HardMax is the load in rows/s no wave should
+	// exceed (0 disables it), Band the spread of rows/s, InstanceFloor what every
+	// instance costs on top of its rows/s even idle (its binlog connection, goroutines).
+	HardMax       float64
+	Band          float64
+	InstanceFloor float64
+
+	// MaxMoves bounds a plan.
+	MaxMoves int
+	// Cooldown keeps an instance that moved recently where it is.
+	Cooldown time.Duration
+}
+
+// DefaultRebalanceOptions are the defaults of the rebalance section: every wave under 70
+// % of its cores at its peak hour, peaks within 5 points of each other (finer chases
+// the noise of a CPU measurement), prices fitted over 6 hours; in the rows model no hard
+// threshold, a band of 2000 rows/s and 100 rows/s per instance; 20 moves a plan and 10
+// minutes between two moves of an instance (long enough for its rates on the new wave
+// to settle).
+func DefaultRebalanceOptions() RebalanceOptions {
+	return RebalanceOptions{MaxUtilisation: 0.7, UtilisationBand: 0.05, FitWindow: 6 * time.Hour,
+		Band: 2000, InstanceFloor: 100, MaxMoves: 20, Cooldown: 10 * time.Minute}
+}
+
+// validate names the judge.yaml key of a bad value, for the config and for New alike.
+func (o RebalanceOptions) validate() error {
+	for _, f := range []struct {
+		key, unit string
+		v         float64
+	}{{"hard_max", "rows/s", o.HardMax}, {"band", "rows/s", o.Band}, {"instance_floor", "rows/s", o.InstanceFloor},
+		{"max_utilisation", "a share of the cores, 0.7 for 70 %", o.MaxUtilisation}, {"utilisation_band", "a share of the cores", o.UtilisationBand}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 1) {
+			return fmt.Errorf("rebalance.%s %v: want a finite number ≥ 0 (%s)", f.key, f.v, f.unit)
+		}
+	}
+	if o.MaxUtilisation > 1 {
+		return fmt.Errorf("rebalance.max_utilisation %v: want a share of the host's cores from 0 to 1 (0.7 for 70 %%)", o.MaxUtilisation)
+	}
+	if o.FitWindow < 10*time.Minute {
+		return fmt.Errorf("rebalance.fit_window %s: want at least 10m (an hour or more to see the load move)", o.FitWindow)
+	}
+	if o.MaxMoves <= 0 {
+		return fmt.Errorf("rebalance.max_moves %d: want at least 1", o.MaxMoves)
+	}
+	if o.Cooldown < 0 {
+		return fmt.Errorf("rebalance.cooldown %s: must not be negative", o.Cooldown)
+	}
+	return nil
+}
+
+// goals are the planner's goals in the given model.
+func (o RebalanceOptions) goals(model string) rebalance.Goals {
+	g := rebalance.Goals{MaxMoves: o.MaxMoves, Cooldown: o.Cooldown}
+	if model == api.ModelUtilisation {
+		g.HardMax, g.Band = o.MaxUtilisation, o.UtilisationBand
+	} else {
+		// The rows model plans as the judge always did: idle instances spread by their
+		// floor, no share goal.
+		g.HardMax, g.Band, g.NoShare = o.HardMax, o.Band, true
+	}
+	return g
+}
+
+func (o RebalanceOptions) answerGoals() api.RebalanceGoals {
+	return api.RebalanceGoals{MaxUtilisation: o.MaxUtilisation, UtilisationBand: o.UtilisationBand,
+		HardMax: o.HardMax, Band: o.Band, MaxMoves: o.MaxMoves, CooldownS: o.Cooldown.Seconds()}
+}
