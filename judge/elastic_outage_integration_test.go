@@ -248,7 +248,7 @@ func TestJudgeElasticOutageIntegration(t *testing.T) {
 	require.GreaterOrEqual(t, m[mWritten]-during.Written, int64(capacity), "the full buffer was written after the outage")
 	require.GreaterOrEqual(t, m[mDropped], during.Dropped)
 	_, body := get(t, base+"/healthz")
-	require.Contains(t, body, fmt.Sprintf(`"store":{"buffered":0,"dropped":%d,"written":%d,"write_errors":%d}`, m[mDropped], m[mWritten], m[mErrors]))
+	require.Contains(t, body, fmt.Sprintf(`"store":{"buffered":0,"dropped":%d,"written":%d,"write_errors":%d,"refused":0}`, m[mDropped], m[mWritten], m[mErrors]))
 
 	// Count in the engine what arrived: every point of the run, read back with Scan once
 	// the indices are refreshed (a document holds several points).

@@ -90,12 +90,13 @@ type storeHealth struct {
 	Dropped     int64 `json:"dropped"`
 	Written     int64 `json:"written"`
 	WriteErrors int64 `json:"write_errors"`
+	Refused     int64 `json:"refused"` // of dropped: refused by the store as invalid
 }
 
 func (j *Judge) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	c := j.buf.Counters()
 	out := map[string]any{"status": "ok", "version": buildinfo.String(), "nodes": len(j.inc.NodeIDs()),
-		"store": storeHealth{Buffered: c.Buffered, Dropped: c.Dropped, Written: c.Written, WriteErrors: c.Errors}}
+		"store": storeHealth{Buffered: c.Buffered, Dropped: c.Dropped, Written: c.Written, WriteErrors: c.Errors, Refused: c.Refused}}
 	if s := j.hist.Snapshot(); s != nil {
 		out["historical_as_of"] = s.AsOf.UTC()
 	}

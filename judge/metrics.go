@@ -92,7 +92,7 @@ type bufferCollector struct {
 	counters          func() store.BufferCounters
 	buffered, dropped *prometheus.Desc
 	written, errors   *prometheus.Desc
-	rejected          *prometheus.Desc
+	rejected, refused *prometheus.Desc
 }
 
 func newBufferCollector(ns, sub string, counters func() store.BufferCounters) *bufferCollector {
@@ -102,7 +102,9 @@ func newBufferCollector(ns, sub string, counters func() store.BufferCounters) *b
 		buffered: prometheus.NewDesc(name("store_points_buffered"),
 			"Points waiting for the store (including the batch being written).", nil, nil),
 		dropped: prometheus.NewDesc(name("store_points_dropped_total"),
-			"Points that never reached the store: HTTP points past the buffer's capacity with store.buffer.http_overflow drop, batches the store refused as invalid, and what was left when the judge stopped (bus batches among those are delivered again).", nil, nil),
+			"Points that never reached the store: HTTP points past the buffer's capacity with store.buffer.http_overflow drop, points the store refused as invalid (store_points_refused_total), and what was left when the judge stopped (bus batches among those are delivered again).", nil, nil),
+		refused: prometheus.NewDesc(name("store_points_refused_total"),
+			"Points the store refused for good, counted in store_points_dropped_total too: an Elasticsearch mapping conflict (a metric name that is a dot-prefix of another). The rest of their batch is stored and a bus batch committed; the judge's log names the engine's reason.", nil, nil),
 		written: prometheus.NewDesc(name("store_points_written_total"),
 			"Points the store accepted.", nil, nil),
 		rejected: prometheus.NewDesc(name("store_points_rejected_total"),
@@ -118,6 +120,7 @@ func (c *bufferCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.written
 	ch <- c.errors
 	ch <- c.rejected
+	ch <- c.refused
 }
 
 func (c *bufferCollector) Collect(ch chan<- prometheus.Metric) {
@@ -127,4 +130,5 @@ func (c *bufferCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.written, prometheus.CounterValue, float64(v.Written))
 	ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(v.Errors))
 	ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(v.Rejected))
+	ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(v.Refused))
 }

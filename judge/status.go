@@ -263,7 +263,7 @@ small{color:#666}
 </style></head><body>
 <h1>BinLake judge</h1>
 <p><small>version {{.Version}} · default algorithm <b>{{.Algorithm}}</b> · hour {{.Hour.Format "15:04"}} UTC · historical analysis {{if .HistAsOf.IsZero}}not computed yet{{else}}as of {{age .Now .HistAsOf}}{{end}} · reloads every {{.RefreshS}} s (the ingest interval)</small></p>
-<p id="store"><small>store: {{.Store.Buffered}} points buffered · {{.Store.Written}} written · {{if .Store.Dropped}}<span class="err">{{.Store.Dropped}} dropped</span>{{else}}0 dropped{{end}} · {{.Store.Errors}} failed writes</small></p>
+<p id="store"><small>store: {{.Store.Buffered}} points buffered · {{.Store.Written}} written · {{if .Store.Dropped}}<span class="err">{{.Store.Dropped}} dropped{{if .Store.Refused}} ({{.Store.Refused}} refused by the store){{end}}</span>{{else}}0 dropped{{end}} · {{.Store.Errors}} failed writes</small></p>
 <h2>Firing alerts{{if not .AlertsErr}} ({{len .Alerts}}){{end}}</h2>
 {{if not .AlertsOn}}<p id="alerts">No alarm is connected to this page.</p>
 {{else if .AlertsErr}}<p id="alerts" class="err">The alarm did not answer: {{.AlertsErr}}</p>

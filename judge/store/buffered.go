@@ -61,11 +61,12 @@ const (
 var ErrFull = errors.New("store buffer full")
 
 // BufferCounters are the buffer's figures for the judge's /metrics. Written, Dropped,
-// Rejected and Errors only grow; every accepted point ends up in exactly one of Written,
-// Dropped or Buffered.
+// Refused, Rejected and Errors only grow; every accepted point ends up in exactly one of
+// Written, Dropped or Buffered.
 type BufferCounters struct {
 	Buffered int64 // points waiting now, including the batch being written
-	Dropped  int64 // points dropped: overflow, rejected as invalid by the inner store, left at Close
+	Dropped  int64 // points dropped: overflow, refused as invalid by the inner store, left at Close
+	Refused  int64 // of Dropped, the points the inner store refused as invalid
 	Written  int64 // points the inner store accepted
 	Rejected int64 // points refused with ErrFull (never accepted)
 	Errors   int64 // failed Write calls to the inner store (each retry counts)
@@ -78,8 +79,11 @@ type BufferCounters struct {
 // refuses the points or drops some, counted (BufferOptions.Overflow). Queries go straight to the inner store and so see a point only once it has been
 // written; Flush waits for that, Refresh also makes it visible.
 //
-// A batch the inner store refuses with ErrInvalid is dropped, not retried. Points
-// rewritten after a timeout are harmless: stores treat a point's identity as a key.
+// A batch the inner store refuses with ErrInvalid is dropped, not retried; when the
+// error is a *RefusedError the store kept the batch's other points, so only the refused
+// ones count as dropped. Either way they are counted (Refused) and logged with the
+// store's reasons. Points rewritten after a timeout are harmless: stores treat a point's
+// identity as a key.
 // Concurrent writers may finish batches out of order, so if the queue holds two
 // different values for one identity either may be the one that stays.
 type Buffered struct {
@@ -359,28 +363,28 @@ func (b *Buffered) signalWake() {
 	}
 }
 
-// Outcomes of an in-flight batch.
-const (
-	written = iota // the inner store has the points
-	refused        // the inner store refused them as invalid: dropped, and never worth a retry
-	lost           // dropped: Close ran out of time, or the inner store is closed
-)
-
-// settle ends an in-flight batch and calls the acks of the WriteAcked calls it completed.
-func (b *Buffered) settle(count int, runs []ownerRun, outcome int) {
+// settle ends an in-flight batch of count points and calls the acks of the WriteAcked
+// calls it completed. Unless lost, the inner store has count-refused of the points and
+// refused the rest as invalid (dropped, never worth a retry: they settle a WriteAcked
+// all the same). A lost batch is dropped whole (Close ran out of time, or the inner
+// store is closed) and its WriteAcked calls are never acknowledged.
+func (b *Buffered) settle(count int, runs []ownerRun, refused int, lost bool) {
 	var done []func()
 	b.mu.Lock()
-	if outcome == written {
-		b.counters.Written += int64(count)
-	} else {
+	switch {
+	case lost:
 		b.counters.Dropped += int64(count)
+	default:
+		b.counters.Written += int64(count - refused)
+		b.counters.Dropped += int64(refused)
+		b.counters.Refused += int64(refused)
 	}
 	for _, r := range runs {
 		if r.owner == nil {
 			continue
 		}
 		r.owner.left -= r.n
-		r.owner.lost = r.owner.lost || outcome == lost
+		r.owner.lost = r.owner.lost || lost
 		if r.owner.left == 0 && !r.owner.lost {
 			done = append(done, r.owner.ack)
 		}
@@ -438,21 +442,29 @@ func (b *Buffered) run() {
 			err := b.inner.Write(wctx, batch)
 			cancel()
 			if err == nil {
-				b.settle(len(batch), runs, written)
+				b.settle(len(batch), runs, 0, false)
+				break
+			}
+			var partly *RefusedError
+			if errors.As(err, &partly) {
+				// The store has the batch's other points: a retry would store nothing more.
+				n := min(max(partly.Points, 0), len(batch))
+				b.log.Warn("the store refused some points of a batch for good; the others are stored", "refused", n, "points", len(batch), "err", err)
+				b.settle(len(batch), runs, n, false)
 				break
 			}
 			b.failed()
 			if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
 				b.log.Warn("dropping a batch the store refused", "points", len(batch), "err", err)
-				outcome := refused
 				if errors.Is(err, ErrClosed) {
-					outcome = lost
+					b.settle(len(batch), runs, 0, true)
+				} else {
+					b.settle(len(batch), runs, len(batch), false)
 				}
-				b.settle(len(batch), runs, outcome)
 				break
 			}
 			if ctx.Err() != nil { // Close ran out of time
-				b.settle(len(batch), runs, lost)
+				b.settle(len(batch), runs, 0, true)
 				b.dropRest()
 				return
 			}

@@ -230,8 +230,8 @@ func TestBufferedDropsInvalidBatch(t *testing.T) {
 		t.Fatalf("write: %v", err)
 	}
 	flush(t, b)
-	if c := b.Counters(); c.Dropped != 50 || c.Written != 50 || c.Errors != 1 {
-		t.Fatalf("counters %+v, want the refused batch of 50 dropped and one error", c)
+	if c := b.Counters(); c.Dropped != 50 || c.Refused != 50 || c.Written != 50 || c.Errors != 1 {
+		t.Fatalf("counters %+v, want the refused batch of 50 dropped and refused, and one error", c)
 	}
 	if st := count(t, db, "w1"); st.Count != 50 {
 		t.Fatalf("stored %+v, want the second batch only", st)
@@ -240,6 +240,47 @@ func TestBufferedDropsInvalidBatch(t *testing.T) {
 	err := b.Write(context.Background(), []store.Point{{Node: "w1", Name: "", TS: t0, Value: 1}})
 	if !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("invalid point: %v, want ErrInvalid", err)
+	}
+}
+
+// partlyRefusing is a test double for an engine that refuses some points of a write for
+// good and stores the others (an Elasticsearch mapping conflict): it stores every point
+// but those of node "bad" in a real store and reports those as a *store.RefusedError.
+type partlyRefusing struct{ store.Store }
+
+func (p partlyRefusing) Write(ctx context.Context, pts []store.Point) error {
+	good := slices.DeleteFunc(slices.Clone(pts), func(p store.Point) bool { return p.Node == "bad" })
+	if err := p.Store.Write(ctx, good); err != nil {
+		return err
+	}
+	if n := len(pts) - len(good); n > 0 {
+		return &store.RefusedError{Store: "test store", Points: n, Total: len(pts), Reasons: []string{"400 mapper_parsing_exception: m.wave"}}
+	}
+	return nil
+}
+
+// TestBufferedPartlyRefusedBatch: a batch the store stored but for some points refused
+// for good is settled, not retried: the refused points count as refused and dropped, the
+// others as written, and the WriteAcked calls it completes are acknowledged (so that the
+// bus commits them), while a later batch goes on as usual.
+func TestBufferedPartlyRefusedBatch(t *testing.T) {
+	db := openSQLite(t)
+	b := store.NewBuffered(partlyRefusing{db}, store.BufferOptions{Capacity: 1000, MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+	defer b.Close()
+	batch := append(points("w1", 0, 40), points("bad", 0, 10)...)
+	var acks atomic.Int64
+	if err := b.WriteAcked(context.Background(), batch, func() { acks.Add(1) }); err != nil {
+		t.Fatalf("WriteAcked: %v", err)
+	}
+	if err := b.WriteAcked(context.Background(), points("w1", 40, 10), func() { acks.Add(1) }); err != nil {
+		t.Fatalf("WriteAcked: %v", err)
+	}
+	flush(t, b)
+	if c := b.Counters(); c.Written != 50 || c.Refused != 10 || c.Dropped != 10 || c.Errors != 0 || acks.Load() != 2 {
+		t.Fatalf("counters %+v, %d acks; want 50 written, 10 refused and dropped, no failed write, both acked", c, acks.Load())
+	}
+	if st := count(t, db, "w1"); st.Count != 50 {
+		t.Fatalf("stored %+v, want all 50 points of w1", st)
 	}
 }
 

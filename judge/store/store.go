@@ -57,7 +57,9 @@ type Store interface {
 	// millisecond): writing it again replaces the stored value, so retried or
 	// redelivered batches do not count twice, and points of the same series and time
 	// written by different calls both stay. If any point fails Point.Validate, none is
-	// stored and the error wraps ErrInvalid.
+	// stored and the error wraps ErrInvalid. If the engine refuses some points for good
+	// (an Elasticsearch mapping conflict), Write stores the others and then returns a
+	// *RefusedError, which wraps ErrInvalid, counting the refused ones.
 	Write(ctx context.Context, points []Point) error
 	// Refresh makes every point whose Write has returned visible to the queries and to
 	// Scan.

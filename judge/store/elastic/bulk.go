@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
+	"slices"
 	"sync"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
-
-	"github.com/binlake/binlake/judge/store"
 )
 
 // bulkIndexer is the store's one bulk indexer, shared by every Write for the store's
@@ -53,47 +51,61 @@ type request struct {
 	body *[]byte
 }
 
-// outcome is what one request came to.
+// maxReasons bounds the refusal reasons an outcome keeps: enough for the log to name
+// the cause, not one per document.
+const maxReasons = 3
+
+// outcome is what one or more requests came to. Every document sent ends up in exactly
+// one of existing, retry or failed, or was stored.
 type outcome struct {
 	existing []*document // created before: to send again, now as updates
-	refused  []*document // refused with 429, 5xx, or 409 to an update: to retry later
-	failed   int         // refused for good
-	failures []string    // the first few reasons
-	err      error       // the request itself failed
+	retry    []*document // refused with 429, 5xx, or 409 to an update: to retry later
+	failed   []*document // refused for good (a mapping conflict, say)
+	reasons  []string    // the first few reasons of failed
+	err      error       // a request itself failed
 }
 
-// index sends docs. It returns the documents whose create found them existing (marked
-// to merge) and those the engine refused for now. It fails if a request fails (after
-// the client's own retries) or the engine refuses a document for good (a mapping
-// conflict, say: an error wrapping store.ErrInvalid).
-func (bi *bulkIndexer) index(ctx context.Context, docs []*document) (existing, refused []*document, err error) {
+// add merges o2 into o.
+func (o *outcome) add(o2 outcome) {
+	o.existing = append(o.existing, o2.existing...)
+	o.retry = append(o.retry, o2.retry...)
+	o.failed = append(o.failed, o2.failed...)
+	o.addReasons(o2.reasons...)
+	if o.err == nil {
+		o.err = o2.err
+	}
+}
+
+// addReasons keeps the first maxReasons distinct reasons.
+func (o *outcome) addReasons(reasons ...string) {
+	for _, r := range reasons {
+		if len(o.reasons) < maxReasons && !slices.Contains(o.reasons, r) {
+			o.reasons = append(o.reasons, r)
+		}
+	}
+}
+
+// index sends docs and sorts them by the engine's answers: the documents whose create
+// found them existing (marked to merge), those the engine refused for now and those it
+// refused for good. A document refused for good does not hold up the others: they are
+// all answered. If a request fails (after the client's own retries), err says so and
+// its documents are in none of the lists.
+func (bi *bulkIndexer) index(ctx context.Context, docs []*document) outcome {
 	reqs := bi.split(docs)
-	outs := make([]outcome, len(reqs))
 	if len(reqs) == 1 {
-		outs[0] = bi.send(ctx, reqs[0])
-	} else {
-		var wg sync.WaitGroup
-		for i, r := range reqs {
-			wg.Go(func() { outs[i] = bi.send(ctx, r) })
-		}
-		wg.Wait()
+		return bi.send(ctx, reqs[0])
 	}
-	var failed int
-	var failures []string
-	for _, o := range outs {
-		if o.err != nil {
-			return nil, nil, o.err
-		}
-		existing = append(existing, o.existing...)
-		refused = append(refused, o.refused...)
-		failed += o.failed
-		failures = append(failures, o.failures...)
+	outs := make([]outcome, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() { outs[i] = bi.send(ctx, r) })
 	}
-	if failed > 0 {
-		return nil, nil, fmt.Errorf("elastic store: %d of %d documents rejected: %s: %w",
-			failed, len(docs), strings.Join(failures[:min(len(failures), 3)], "; "), store.ErrInvalid)
+	wg.Wait()
+	var o outcome
+	for _, o2 := range outs {
+		o.add(o2)
 	}
-	return existing, refused, nil
+	return o
 }
 
 // split encodes docs into requests of at most FlushBytes (a larger document goes alone).
@@ -170,11 +182,11 @@ func (bi *bulkIndexer) send(ctx context.Context, r request) outcome {
 			d.merge = true
 			o.existing = append(o.existing, d)
 		case it.Status == http.StatusTooManyRequests || it.Status == http.StatusConflict || it.Status >= 500:
-			o.refused = append(o.refused, d)
+			o.retry = append(o.retry, d)
 		default:
-			o.failed++
-			if len(o.failures) < 3 {
-				o.failures = append(o.failures, fmt.Sprintf("%d %s: %s", it.Status, it.Error.Type, it.Error.Reason))
+			o.failed = append(o.failed, d)
+			if len(o.reasons) < maxReasons {
+				o.addReasons(fmt.Sprintf("%d %s: %s", it.Status, it.Error.Type, it.Error.Reason))
 			}
 		}
 	}

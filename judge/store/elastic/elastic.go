@@ -20,8 +20,9 @@
 // interface, disk, instance); one document per point capped the two-core test engine
 // near 47,000 points/s. A metric name is a field path, so a name that is a dot-prefix
 // of another ("wave" and "wave.tps") cannot be stored beside it: the engine refuses the
-// documents of whichever comes second (an error wrapping store.ErrInvalid). The agent's
-// names never collide (Graphite and Metricbeat have the same rule).
+// documents of whichever comes second, and Write, once it has stored the others, reports
+// their points as a *store.RefusedError (invalid input). The agent's names never collide
+// (Graphite and Metricbeat have the same rule).
 //
 // A document's _id follows from (node, labels, ts). Write sends each document as a create
 // (what an index costs the engine, about a fifth less than an update); if the document

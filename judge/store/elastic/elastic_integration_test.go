@@ -2,7 +2,6 @@ package elastic_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -129,35 +128,5 @@ func TestElasticUpgradesSchema1Integration(t *testing.T) {
 	})
 	if err != nil || len(scanned) != len(pts) {
 		t.Fatalf("scan: %v, %v; want the %d schema-2 points", scanned, err, len(pts))
-	}
-}
-
-// TestElasticMetricNamePrefixIntegration: metric names are field paths, so "wave" cannot
-// be stored beside "wave.tps"; the engine's refusal comes back as invalid input that
-// names the field, and the points of other documents in the same Write are stored.
-func TestElasticMetricNamePrefixIntegration(t *testing.T) {
-	testenv.Require(t, testenv.Elasticsearch)
-	prefix := testPrefix(t)
-	cleanup(t, prefix)
-	s := newStore(t, prefix)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ts := time.Date(2018, 3, 3, 3, 0, 0, 0, time.UTC)
-	if err := s.Write(ctx, []store.Point{{Node: "w1", Name: "wave.tps", TS: ts, Value: 1}}); err != nil {
-		t.Fatalf("write wave.tps: %v", err)
-	}
-	err := s.Write(ctx, []store.Point{
-		{Node: "w1", Name: "wave", TS: ts.Add(time.Second), Value: 2},
-		{Node: "w2", Name: "cpu.util", TS: ts.Add(time.Second), Value: 3},
-	})
-	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "m.wave") {
-		t.Fatalf("write wave beside wave.tps: %v, want an invalid-input error naming m.wave", err)
-	}
-	if err := s.Refresh(ctx); err != nil {
-		t.Fatalf("refresh: %v", err)
-	}
-	got, err := s.Stats(ctx, store.Query{Node: "w2", Name: "cpu.util", From: ts, To: ts.Add(time.Hour)})
-	if err != nil || got.Count != 1 {
-		t.Fatalf("the other document of the refused write: %+v, %v; want it stored", got, err)
 	}
 }

@@ -185,7 +185,12 @@ var ErrRejected = errors.New("points refused by the engine")
 // Write validates every point, so that a bad batch stores nothing, groups the points into
 // documents and indexes them through the bulk indexer: documents that exist already are
 // sent again at once as updates, documents refused with 429, 409 (to an update) or 5xx
-// after a back-off. It returns once the engine has acknowledged every document.
+// after a back-off. It returns once the engine has acknowledged every document, except
+// those it refused for good (a mapping conflict): then, once every other document is
+// stored, it returns a *store.RefusedError counting their points and naming the
+// engine's reasons, so that the caller drops just those and moves on. A document
+// refused for now never goes into that count: if the retries run out, Write fails with
+// ErrRejected and the caller sends the batch again.
 func (s *Store) Write(ctx context.Context, points []store.Point) error {
 	if err := store.ValidatePoints(points); err != nil {
 		return fmt.Errorf("elastic store: %w", err)
@@ -203,28 +208,39 @@ func (s *Store) Write(ctx context.Context, points []store.Point) error {
 	}
 	docs := s.documents(points)
 	total := len(docs)
+	var failed outcome // the documents refused for good, and why
 	for attempt := 0; ; {
 		// Each document turns from create to update at most once: this ends.
-		existing, refused, err := s.bulk.index(ctx, docs)
-		if err != nil {
-			return err
+		o := s.bulk.index(ctx, docs)
+		if o.err != nil {
+			return o.err
 		}
-		if len(refused) > 0 {
+		failed.failed = append(failed.failed, o.failed...)
+		failed.addReasons(o.reasons...)
+		if len(o.retry) > 0 {
 			if attempt >= s.opts.MaxRetries {
 				return fmt.Errorf("elastic store: %d of %d documents still refused after %d retries: %w",
-					len(refused), total, attempt, ErrRejected)
+					len(o.retry), total, attempt, ErrRejected)
 			}
 			attempt++
-			s.log.Debug("bulk items refused, retrying", "documents", len(refused), "attempt", attempt)
+			s.log.Debug("bulk items refused, retrying", "documents", len(o.retry), "attempt", attempt)
 			if err := sleep(ctx, s.opts.Backoff(attempt)); err != nil {
 				return fmt.Errorf("elastic store: retry refused documents: %w", err)
 			}
 		}
-		docs = append(existing, refused...)
+		docs = append(o.existing, o.retry...)
 		if len(docs) == 0 {
-			return nil
+			break
 		}
 	}
+	if len(failed.failed) == 0 {
+		return nil
+	}
+	n := 0
+	for _, d := range failed.failed {
+		n += len(d.metrics)
+	}
+	return &store.RefusedError{Store: "elastic store", Points: n, Total: len(points), Reasons: failed.reasons}
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

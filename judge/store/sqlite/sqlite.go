@@ -132,9 +132,17 @@ func Open(opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	// synchronous(FULL): Write promises durable points (store.Store), and the judge's bus
+	// commits a batch's Kafka offset once Write returns. In WAL mode NORMAL syncs the
+	// WAL only at checkpoints, so a power loss or kernel crash rolls back the commits
+	// since the last one: points Kafka no longer holds. FULL syncs the WAL at every
+	// commit: one fsync per Write (its batch, up to 10,000 points from the judge's
+	// buffer, is one transaction; packing adds one per 5 minutes of data; BENCHMARKS.md
+	// has the cost). The alternative, a checkpoint before acknowledging, costs more: it
+	// copies pages into the database file and syncs both files.
 	// temp_store(MEMORY): the statement journal of a multi-row insert lives in memory,
 	// not in a temporary file written with a system call per page.
-	base := "file:" + opts.Path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)"
+	base := "file:" + opts.Path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=temp_store(MEMORY)"
 	w, err := sql.Open("sqlite", base+"&_pragma=cache_size(-32768)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: open %s: %w", opts.Path, err)
