@@ -6,6 +6,7 @@
 // the kernel's counters, so the first tick after start emits none of them. Units:
 //
 //	cpu.util{cpu}            percent of all cores (0-100); with per_cpu, one point per core
+//	cpu.cores                the logical cores (/proc/cpuinfo, else /proc/stat's cpuN lines)
 //	load.1 load.5 load.15    run-queue averages, as in /proc/loadavg
 //	mem.used_pct             (MemTotal - MemAvailable) / MemTotal * 100
 //	mem.total_bytes mem.available_bytes
@@ -203,6 +204,12 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 				add(metric.CPUUtil, u)
 			}
 		}
+	}
+	// The cores: the capacity the judge measures a wave host's utilisation against.
+	if n, err := cpu.CountsWithContext(ctx, true); err != nil || n <= 0 {
+		errs = append(errs, fmt.Errorf("cpu count: %w", orEmpty(err)))
+	} else {
+		add(metric.CPUCores, float64(n))
 	}
 	if c.cfg.PerCPU {
 		if ts, err := cpu.TimesWithContext(ctx, true); err != nil {
