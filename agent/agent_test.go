@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/binlake/binlake/internal/testenv"
 	"io"
 	"log/slog"
 	"net/http"
@@ -287,7 +288,7 @@ func TestBearerToken(t *testing.T) {
 // floods the log: one line when it starts failing, one when it recovers.
 func TestFailingCollectorIsolated(t *testing.T) {
 	j := newJudge(t)
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	good := &seqCollector{name: "good"}
 	bad := &seqCollector{name: "bad"}
 	bad.fail.Store(true)
@@ -410,21 +411,4 @@ func TestShutdownDrainsBuffer(t *testing.T) {
 	require.NoError(t, <-errc)
 	require.Equal(t, []float64{1, 2, 3}, seqs(j.received()))
 	require.NoError(t, a.Close())
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,9 +1,9 @@
 package alarm
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/binlake/binlake/internal/testenv"
 	"log/slog"
 	"strings"
 	"sync"
@@ -140,25 +140,12 @@ func (h hungCoord) Put(ctx context.Context, key string, data []byte, version int
 	return h.Coordinator.Put(ctx, key, data, version)
 }
 
-// syncBuffer is a log destination safe for the alarm's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // A stop with the notification log hung (ten claims queued, each of whose writes would
 // wait 10 s) ends within the shutdown timeout and says what it left (issue 34, item 5).
 func TestStopIsBoundedWhenTheLogHangs(t *testing.T) {
 	c := openCoord(t, t.TempDir())
 	t.Cleanup(func() { c.Close() })
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	a, stop := runAlarm(t, Options{Policies: parsePolicies(t, basePolicy), Coordinator: hungCoord{c, DefaultLogPrefix},
 		Channels: map[string]notify.Notifier{"c": webhookChannel(t, newReceiver(t).srv.URL)},
 		Logger:   slog.New(slog.NewTextHandler(&logs, nil)), ShutdownTimeout: 2 * time.Second})

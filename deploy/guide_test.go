@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,27 +46,10 @@ type guideEdit struct{ old, new string }
 type unitProc struct {
 	name   string
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *testenv.SyncBuffer
 	health string
 	done   chan error
 	exited bool // done was received
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func freePort(t *testing.T) string {
@@ -338,7 +319,7 @@ func startUnit(t *testing.T, root, unit string, port map[string]string) *unitPro
 	if err := os.MkdirAll(state, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	p := &unitProc{name: name, out: &syncBuffer{}, done: make(chan error, 1),
+	p := &unitProc{name: name, out: &testenv.SyncBuffer{}, done: make(chan error, 1),
 		health: "http://127.0.0.1:" + port[name] + "/healthz"}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Dir = state

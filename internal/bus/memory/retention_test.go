@@ -1,9 +1,9 @@
 package memory_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"github.com/binlake/binlake/internal/testenv"
 	"log/slog"
 	"math"
 	"strconv"
@@ -249,7 +249,7 @@ func TestGroupFallsBehindRetention(t *testing.T) {
 		{name: "handler fails and the group restarts", fail: true, wantSkipped: published - retain},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs testenv.SyncBuffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			b, p := newRetainingBus(t, memory.Options{RetainMessages: retain, Logger: logger}, 1)
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -416,24 +416,6 @@ func equal(a, b []int64) bool {
 		}
 	}
 	return true
-}
-
-// syncBuffer is a bytes.Buffer safe for the subscriber goroutine's logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // BenchmarkPublishRetention compares publishing to a log that never trims (the bus
