@@ -211,18 +211,23 @@ func solveMasked(m [3][3]float64, v [3]float64, free [3]bool) ([3]float64, bool)
 // spread is the standard deviation of one regressor over the samples (1 when it does
 // not vary, so that scaling by it is harmless).
 func spread(ss []sample, get func(sample) float64) float64 {
-	var mean, m2 float64
+	if _, sd := meanSD(ss, get); sd > 0 {
+		return sd
+	}
+	return 1
+}
+
+// meanSD is the mean and the (population) standard deviation of one regressor over the
+// samples, by Welford's running sums.
+func meanSD(ss []sample, get func(sample) float64) (mean, sd float64) {
+	var m2 float64
 	for i, s := range ss {
 		x := get(s)
 		d := x - mean
 		mean += d / float64(i+1)
 		m2 += d * (x - mean)
 	}
-	sd := math.Sqrt(m2 / float64(len(ss)))
-	if !(sd > 0) {
-		return 1
-	}
-	return sd
+	return mean, math.Sqrt(m2 / float64(len(ss)))
 }
 
 // mad is the median absolute deviation from the median.

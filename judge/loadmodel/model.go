@@ -358,17 +358,11 @@ func (n *node) plain() []sample {
 // coefficient of variation of at least 2 % in rows or bytes.
 func varies(ss []sample) bool {
 	cv := func(get func(sample) float64) float64 {
-		var mean, m2 float64
-		for i, s := range ss {
-			x := get(s)
-			d := x - mean
-			mean += d / float64(i+1)
-			m2 += d * (x - mean)
-		}
+		mean, sd := meanSD(ss, get)
 		if mean <= 0 {
 			return 0
 		}
-		return math.Sqrt(m2/float64(len(ss))) / mean
+		return sd / mean
 	}
 	return cv(func(s sample) float64 { return s.rows }) >= 0.02 || cv(func(s sample) float64 { return s.bytes }) >= 0.02
 }
