@@ -48,7 +48,7 @@ above it or to 0), and the run's nodes stay in its store: use a scratch judge.
 Presets (-preset; flags given override them):
   hetero       24 waves (8 × 2, 8 × 4, 8 × 8 cores), 400 instances (the default)
   large        200 waves (67 × 2, 67 × 4, 66 × 8 cores), 5,000 instances
-  homogeneous  24 waves of 4 cores, 400 instances
+  homogeneous  24 identical hosts of 4 cores (-speed-sigma 0), 400 instances
 
 Examples:
   binlake bench fleet
@@ -66,6 +66,8 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 	instances := fs.Int("instances", d.Instances, "capture instances")
 	cores := fs.String("cores", fleetsim.FormatCores(d.Cores), "capacity mix, cores:waves,…")
 	util := fs.Float64("util", d.TargetUtil, "the fleet's mean utilisation at the start (total demand over total cores)")
+	speedSigma := fs.Float64("speed-sigma", d.SpeedSigma, "σ of the hosts' lognormal speed factor, which scales each wave's prices (0: identical hosts)")
+	amplitude := fs.Float64("diurnal", d.DiurnalAmplitude, "the largest diurnal swing of an instance's rates (0: flat; each draws 30–100 % of it)")
 	history := fs.Duration("history", d.History, "simulated time the agents report before the balancer starts")
 	historyStep := fs.Duration("history-step", d.HistoryStep, "the agents' interval over the history")
 	warmup := fs.Duration("warmup", d.Warmup, "the end of the history, reported every -step")
@@ -104,7 +106,8 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	for name, apply := range map[string]func(){
 		"seed": func() { o.Seed = *seed }, "instances": func() { o.Instances = *instances },
-		"util": func() { o.TargetUtil = *util }, "history": func() { o.History = *history },
+		"util": func() { o.TargetUtil = *util }, "speed-sigma": func() { o.SpeedSigma = *speedSigma },
+		"diurnal": func() { o.DiurnalAmplitude = *amplitude }, "history": func() { o.History = *history },
 		"history-step": func() { o.HistoryStep = *historyStep }, "warmup": func() { o.Warmup = *warmup },
 		"step": func() { o.Step = *step }, "rounds": func() { o.Rounds = *rounds },
 		"round-every": func() { o.RoundEvery = *roundEvery }, "history-wait": func() { o.HistoryWait = *historyWait },

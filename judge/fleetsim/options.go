@@ -71,8 +71,8 @@ type Options struct {
 	// Judge adjusts the in-process judge's options after the simulator set its own (the
 	// store, the clock, the address): rebalance goals, analysis settings. Nil: defaults.
 	Judge func(*judge.Options)
-	// Dir holds the in-process judge's SQLite file (a temporary folder, removed at the
-	// end, when empty).
+	// Dir holds the in-process judge's SQLite file; when empty, a temporary folder
+	// removed at the end, in /dev/shm where there is one (memory: see memTempDir).
 	Dir string
 	// HistoricalEvery is the in-process judge's historical refresh period in real time:
 	// it reads the store against the simulated clock. The judge bounds a refresh by its
@@ -120,7 +120,9 @@ func DefaultOptions() Options {
 var Presets = []string{"hetero", "large", "homogeneous"}
 
 // Preset returns a named fleet's options: hetero (DefaultOptions), large (200 waves of
-// 2, 4 and 8 cores, 5,000 instances) or homogeneous (24 waves of 4 cores, 400 instances).
+// 2, 4 and 8 cores, 5,000 instances) or homogeneous (24 identical hosts of 4 cores: the
+// same prices everywhere, 400 instances; their row sizes still differ, so rows/s alone
+// does not measure their cost).
 func Preset(name string) (Options, error) {
 	o := DefaultOptions()
 	switch name {
@@ -130,6 +132,7 @@ func Preset(name string) (Options, error) {
 		o.Instances = 5000
 	case "homogeneous":
 		o.Cores = []CoreClass{{4, 24}}
+		o.SpeedSigma = 0
 	default:
 		return o, fmt.Errorf("preset %q: want one of %s", name, strings.Join(Presets, ", "))
 	}
