@@ -66,8 +66,11 @@ type Comparison struct {
 	Initial Figures `json:"initial"`
 	Judge   Figures `json:"judge"`
 	Greedy  Figures `json:"greedy"`
-	Descent Descent `json:"descent"`
-	Bound   Bound   `json:"bound"`
+	// GreedyMoves is how many instances greedy's assignment puts on another wave than
+	// the initial one: what reaching it from there would move.
+	GreedyMoves int     `json:"greedy_moves"`
+	Descent     Descent `json:"descent"`
+	Bound       Bound   `json:"bound"`
 	// Ratio is the judge's peak over the greedy reference's.
 	Ratio float64 `json:"ratio"`
 }
@@ -107,8 +110,9 @@ func (r *Report) WriteText(out io.Writer) {
 		r.Batches, r.Points, r.Retries, r.HistoryFrom.Format("01-02 15:04"), r.End.Format("01-02 15:04"), r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "balancer: %d rounds, %d plans with moves, %d moves (%d distinct instances, %d skipped); ended by %s\n",
 		len(r.Rounds), r.Plans, r.Moves, r.Distinct, r.Skipped, r.EndedBy)
-	r.Now.writeTable(out, fmt.Sprintf("utilisation now (%s UTC)", r.End.Format("15:04")))
-	r.Day.writeTable(out, "utilisation at each wave's daily peak")
+	moves := fmt.Sprintf("%d (%d distinct)", r.Moves, r.Distinct)
+	r.Now.writeTable(out, fmt.Sprintf("utilisation now (%s UTC)", r.End.Format("15:04")), moves)
+	r.Day.writeTable(out, "utilisation at each wave's daily peak", moves)
 	for _, p := range []struct {
 		what string
 		e    *PredictionError
@@ -122,7 +126,7 @@ func (r *Report) WriteText(out io.Writer) {
 	}
 }
 
-func (c *Comparison) writeTable(out io.Writer, title string) {
+func (c *Comparison) writeTable(out io.Writer, title, judgeMoves string) {
 	fmt.Fprintf(out, "\n%s\n", title)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := fmt.Sprintf("%-*s\t", nameWidth, "assignment") + "peak\tspread\t"
@@ -139,8 +143,8 @@ func (c *Comparison) writeTable(out io.Writer, title string) {
 		fmt.Fprintln(tw, line+moves+"\t")
 	}
 	row("initial (round-robin)", c.Initial, "")
-	row("judge", c.Judge, "")
-	row("greedy reference", c.Greedy, "")
+	row("judge", c.Judge, judgeMoves)
+	row("greedy reference", c.Greedy, fmt.Sprintf("%d (from scratch)", c.GreedyMoves))
 	to := "never"
 	if c.Descent.MovesToTarget >= 0 {
 		to = fmt.Sprint(c.Descent.MovesToTarget)

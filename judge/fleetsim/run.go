@@ -250,8 +250,14 @@ func (r *runner) conclude(rep *Report) {
 // compare is the figures of the judge's assignment and of the references by m.
 // The bound's dual part is computed at hours.
 func compare(f *Fleet, assign []int, m measure, hours ...float64) Comparison {
+	g := greedy(f, m)
 	c := Comparison{Initial: figuresOf(f, f.Initial, m), Judge: figuresOf(f, assign, m),
-		Greedy: figuresOf(f, greedy(f, m), m), Bound: lowerBound(f, m, hours...)}
+		Greedy: figuresOf(f, g, m), Bound: lowerBound(f, m, hours...)}
+	for i, w := range g {
+		if w != f.Initial[i] {
+			c.GreedyMoves++
+		}
+	}
 	_, c.Descent = descent(f, f.Initial, m, TargetFactor*c.Greedy.Peak)
 	c.Ratio = c.Judge.Peak / c.Greedy.Peak
 	return c
