@@ -133,10 +133,11 @@ func TestDayMeasure(t *testing.T) {
 
 // TestDescent: the move-by-move reference from everything on one wave.
 func TestDescent(t *testing.T) {
-	// .4 .3 .2 .1 on w0, w1 empty, 1 core each. Step 1: the .4 (pair max .6, the
-	// lowest). Step 2 from w0 at .6: .3 gives .7, .2 gives .6 (not lower), .1 gives .5.
-	// Then w0 at .5 (.3, .2): .3 → .8, .2 → .7, no move lowers it.
-	f := handFleet([][2]float64{{1, 1}, {1, 1}}, 0.4, 0.3, 0.2, 0.1)
+	// .1 .2 .3 .4 on w0, w1 empty, 1 core each. Step 1: the .4 (pair max .6, the
+	// lowest; the .1 would leave w1 lowest, but w0 at .9). Step 2 from w0 at .6: .3
+	// gives .7, .2 gives .6 (not lower), .1 gives .5. Then w0 at .5 (.2, .3): .3 → .8,
+	// .2 → .7, no move lowers it.
+	f := handFleet([][2]float64{{1, 1}, {1, 1}}, 0.1, 0.2, 0.3, 0.4)
 	for _, tc := range []struct {
 		target float64
 		to     int
