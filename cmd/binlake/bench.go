@@ -18,7 +18,7 @@ import (
 	"github.com/binlake/binlake/wave/bench"
 )
 
-const benchUsage = `Usage: binlake bench wave|judge|alarm [flags]
+const benchUsage = `Usage: binlake bench wave|judge|alarm|fleet [flags]
 
   wave   load N rows into the test MariaDB, capture them to Kafka with a wave pipeline
          (acks from the broker), and time mariadb-binlog decoding the same binlog range
@@ -30,6 +30,10 @@ const benchUsage = `Usage: binlake bench wave|judge|alarm [flags]
   alarm  start a real alarm process on a metric topic of its own and produce agent
          batches to Kafka at a target rate with injected violations: points/s
          evaluated, consumer lag, violation → webhook latency, CPU
+  fleet  simulate a heterogeneous fleet of waves and instances with known CPU costs and
+         drive a judge through its API round by round like a balancer: the true
+         utilisation of its plans (peak, spread, per capacity class) against a greedy
+         reference and a lower bound, and the moves
 
 Run 'binlake bench <benchmark> -h' for its flags.`
 
@@ -48,6 +52,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runBenchJudge(ctx, args[1:], stdout, stderr)
 	case "alarm":
 		return runBenchAlarm(ctx, args[1:], stdout, stderr)
+	case "fleet":
+		return runBenchFleet(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "%s\n\nbinlake bench: unknown benchmark %q\n", benchUsage, args[0])
 	return errUsage

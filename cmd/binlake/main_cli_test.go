@@ -71,7 +71,7 @@ func TestHelpExitsZero(t *testing.T) {
 	for _, sub := range []string{"add", "list", "show", "remove", "move", "snapshot", "rebalance"} {
 		cases = append(cases, []string{"instance", sub, "-h"})
 	}
-	for _, b := range []string{"wave", "judge", "alarm"} {
+	for _, b := range []string{"wave", "judge", "alarm", "fleet"} {
 		cases = append(cases, []string{"bench", b, "-h"}, []string{"bench", b, "--help"})
 	}
 	for _, args := range cases {
@@ -112,6 +112,7 @@ func TestBadFlagErrorLast(t *testing.T) {
 		{[]string{"instance", "frob"}, `binlake instance: unknown subcommand "frob"`},
 		{[]string{"bench", "judge", "-nope"}, "binlake bench judge: flag provided but not defined: -nope"},
 		{[]string{"bench", "judge", "now"}, `binlake bench judge: unexpected argument "now"`},
+		{[]string{"bench", "fleet", "-nope"}, "binlake bench fleet: flag provided but not defined: -nope"},
 		{[]string{"bench", "kafka"}, `binlake bench: unknown benchmark "kafka"`},
 		{[]string{"version", "-nope"}, "binlake version: flag provided but not defined: -nope"},
 		{[]string{"-nope"}, "binlake: unknown flag -nope: flags go after the command"},

@@ -1,0 +1,153 @@
+package fleetsim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Wave is one simulated wave host: its capacity and its true cost prices. The wave
+// process uses RowPrice·Σrows/s + BytePrice·Σbytes/s + Idle cores for the instances it
+// runs; the prices differ between waves (each host has a speed factor), which is what a
+// judge that learns per-wave prices can find and one that prices every wave alike cannot.
+type Wave struct {
+	Node  string  `json:"node"`
+	Cores int     `json:"cores"`
+	Speed float64 `json:"speed"` // the host's speed factor: its prices are the fleet's times this
+	// RowPrice is cores per row/s, BytePrice cores per byte/s, Idle the cores of the
+	// process with no instance.
+	RowPrice  float64 `json:"row_price"`
+	BytePrice float64 `json:"byte_price"`
+	Idle      float64 `json:"idle_cores"`
+}
+
+// Instance is one simulated capture instance: its daily mean rows/s, the mean size of
+// its rows, and its diurnal cycle (1 + Amp·cos(2π(h − PeakHour)/24), h the UTC hour).
+type Instance struct {
+	ID       string  `json:"id"`
+	Rows     float64 `json:"rows_per_s"`
+	RowBytes float64 `json:"row_bytes"`
+	Amp      float64 `json:"amp"`
+	PeakHour float64 `json:"peak_hour"`
+}
+
+// Fleet is a generated fleet and its initial assignment (Initial[i] is the index in
+// Waves of the wave instance i starts on).
+type Fleet struct {
+	Waves     []Wave     `json:"waves"`
+	Instances []Instance `json:"instances"`
+	Initial   []int      `json:"initial"`
+}
+
+// omega is the diurnal angular frequency, per hour.
+const omega = 2 * math.Pi / 24
+
+// hourOf is t's UTC hour of day, fractional.
+func hourOf(t time.Time) float64 {
+	t = t.UTC()
+	return float64(t.Hour()) + float64(t.Minute())/60 + (float64(t.Second())+float64(t.Nanosecond())/1e9)/3600
+}
+
+// Diurnal is the instance's rate multiplier at UTC hour h.
+func (in Instance) Diurnal(h float64) float64 {
+	return 1 + in.Amp*math.Cos(omega*(h-in.PeakHour))
+}
+
+// Base is what the instance costs w, in cores, at its daily mean rate.
+func (w Wave) Base(in Instance) float64 {
+	return in.Rows * (w.RowPrice + w.BytePrice*in.RowBytes)
+}
+
+// load is a wave's CPU demand over the day in closed form: c + x·cos(ωh) + y·sin(ωh)
+// cores at UTC hour h. Every instance's cost is a cosine of the same period, so their
+// sum is one too, and loads add component by component: the day's peak of any set of
+// instances is exact and costs O(1).
+type load struct{ c, x, y float64 }
+
+// contrib is what instance in adds to wave w's load.
+func contrib(w Wave, in Instance) load {
+	b := w.Base(in)
+	return load{c: b, x: b * in.Amp * math.Cos(omega*in.PeakHour), y: b * in.Amp * math.Sin(omega*in.PeakHour)}
+}
+
+func (l load) plus(o load) load  { return load{l.c + o.c, l.x + o.x, l.y + o.y} }
+func (l load) minus(o load) load { return load{l.c - o.c, l.x - o.x, l.y - o.y} }
+
+// at is the load at UTC hour h.
+func (l load) at(h float64) float64 { return l.c + l.x*math.Cos(omega*h) + l.y*math.Sin(omega*h) }
+
+// peak is the load's maximum over the day.
+func (l load) peak() float64 { return l.c + math.Hypot(l.x, l.y) }
+
+// Generate builds the fleet o describes: the same options and seed give the same fleet.
+// Rates are scaled so that the fleet's mean utilisation at o.Now (its total demand over
+// its total cores, whatever the assignment, at the fleet's mean prices) is
+// o.TargetUtil.
+func Generate(o Options) (*Fleet, error) {
+	if err := o.validateFleet(); err != nil {
+		return nil, err
+	}
+	r := rand.New(rand.NewPCG(o.Seed, 0x666c656574)) // "fleet"
+	f := &Fleet{}
+	var cores []int
+	for _, c := range o.Cores {
+		for range c.Waves {
+			cores = append(cores, c.Cores)
+		}
+	}
+	// Shuffled, so that neither names nor the round-robin start say a wave's class.
+	r.Shuffle(len(cores), func(i, j int) { cores[i], cores[j] = cores[j], cores[i] })
+	width := len(fmt.Sprint(len(cores) - 1))
+	var totalCores, totalIdle, rowPrice, bytePrice float64
+	for i, c := range cores {
+		speed := math.Exp(o.SpeedSigma * r.NormFloat64())
+		w := Wave{Node: fmt.Sprintf("%swave-%0*d", o.Prefix, width, i), Cores: c, Speed: speed,
+			RowPrice:  o.RowPrice * speed,
+			BytePrice: o.BytePrice * speed * math.Exp(o.SpeedSigma/2*r.NormFloat64()),
+			Idle:      o.IdleCores * speed}
+		f.Waves = append(f.Waves, w)
+		totalCores += float64(c)
+		totalIdle += w.Idle
+		// The fleet's mean prices, weighted by cores: where a balanced fleet's load goes.
+		rowPrice += w.RowPrice * float64(c)
+		bytePrice += w.BytePrice * float64(c)
+	}
+	rowPrice, bytePrice = rowPrice/totalCores, bytePrice/totalCores
+
+	regions := make([]float64, o.DiurnalRegions)
+	first := r.Float64() * 24
+	for i := range regions {
+		regions[i] = math.Mod(first+float64(i)*24/float64(len(regions)), 24)
+	}
+	width = len(fmt.Sprint(o.Instances - 1))
+	h0 := hourOf(o.Now)
+	var demand float64
+	for i := range o.Instances {
+		in := Instance{ID: fmt.Sprintf("%sinst-%0*d", o.Prefix, width, i),
+			Rows:     math.Exp(o.RowsSigma * r.NormFloat64()),
+			RowBytes: min(max(o.SizeMedian*math.Exp(o.SizeSigma*r.NormFloat64()), minRowBytes), maxRowBytes),
+			Amp:      o.DiurnalAmplitude * (0.3 + 0.7*r.Float64()),
+			PeakHour: math.Mod(regions[r.IntN(len(regions))]+1.5*r.NormFloat64()+48, 24)}
+		f.Instances = append(f.Instances, in)
+		demand += in.Diurnal(h0) * in.Rows * (rowPrice + bytePrice*in.RowBytes)
+	}
+	scale := (o.TargetUtil*totalCores - totalIdle) / demand
+	if !(scale > 0) {
+		return nil, fmt.Errorf("target utilisation %.2f is below what the waves' idle processes use alone (%.2f)", o.TargetUtil, totalIdle/totalCores)
+	}
+	for i := range f.Instances {
+		f.Instances[i].Rows *= scale
+	}
+	f.Initial = make([]int, len(f.Instances))
+	for i := range f.Initial {
+		f.Initial[i] = i % len(f.Waves) // round-robin by count
+	}
+	return f, nil
+}
+
+// Row sizes are clamped to what a binlog row event plausibly carries.
+const (
+	minRowBytes = 16
+	maxRowBytes = 1 << 20
+)

@@ -1,0 +1,153 @@
+package fleetsim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+)
+
+// handFleet is a fleet whose costs are rows × the wave's row price: waves are given as
+// cores and row price, instances as daily mean rows, flat over the day.
+func handFleet(waves [][2]float64, rows ...float64) *Fleet {
+	f := &Fleet{}
+	for k, w := range waves {
+		f.Waves = append(f.Waves, Wave{Node: fmt.Sprint("w", k), Cores: int(w[0]), RowPrice: w[1]})
+	}
+	for k, r := range rows {
+		f.Instances = append(f.Instances, Instance{ID: fmt.Sprint("i", k), Rows: r, RowBytes: 100})
+	}
+	f.Initial = make([]int, len(rows))
+	return f
+}
+
+const tol = 1e-9
+
+func near(a, b float64) bool { return math.Abs(a-b) <= tol }
+
+// TestGreedyAndBound checks the greedy reference and the lower bound on fleets small
+// enough to work out by hand.
+func TestGreedyAndBound(t *testing.T) {
+	at := atHour(0)
+	for _, tc := range []struct {
+		name   string
+		f      *Fleet
+		assign []int   // greedy's
+		peak   float64 // greedy's, now
+		fluid  float64
+		inst   float64
+		dual   float64 // the fractional optimum the dual bound approaches (from below)
+	}{
+		{
+			// Costs 1, .75, .75, .5 on two 2-core waves: 1 → w0, .75 → w1, .75 → w1 (.75
+			// there against .875 on w0), .5 → w0 (.75 against 1).
+			name: "equal waves", f: handFleet([][2]float64{{2, 0.25}, {2, 0.25}}, 4, 3, 3, 2),
+			assign: []int{0, 1, 1, 0}, peak: 0.75, fluid: 0.75, inst: 0.5, dual: 0.75,
+		},
+		{
+			// Costs 3, 2, 1 on 2 and 4 cores: 3 → w1 (.75 against 1.5), 2 → w0 (1 against
+			// 1.25), 1 → w1 (1 against 1.5): the optimum, at the fluid bound.
+			name: "capacities", f: handFleet([][2]float64{{2, 1}, {4, 1}}, 3, 2, 1),
+			assign: []int{1, 0, 1}, peak: 1, fluid: 1, inst: 0.75, dual: 1,
+		},
+		{
+			// w1 is a slower host (twice the price): .3 → w0, .3 → w0 (a tie: .6 on
+			// either), .3 → w1 (.6 against .9). The fluid bound prices everything at w0's
+			// .9/2; the fractional optimum puts x on w0 and .9 − x there at twice the
+			// cost: x = T, 2(.9 − x) = T, T = .6, which the dual bound finds.
+			name: "prices", f: handFleet([][2]float64{{1, 1}, {1, 2}}, 0.3, 0.3, 0.3),
+			assign: []int{0, 0, 1}, peak: 0.6, fluid: 0.45, inst: 0.3, dual: 0.6,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := range tc.f.Instances {
+				tc.f.Instances[i].RowBytes = 0
+			}
+			got := greedy(tc.f, at)
+			if !slices.Equal(got, tc.assign) {
+				t.Errorf("greedy %v, want %v", got, tc.assign)
+			}
+			if p := figuresOf(tc.f, got, at).Peak; !near(p, tc.peak) {
+				t.Errorf("greedy peak %v, want %v", p, tc.peak)
+			}
+			b := lowerBound(tc.f, at, 0)
+			if !near(b.Fluid, tc.fluid) || !near(b.Instance, tc.inst) {
+				t.Errorf("bound fluid %v instance %v, want %v and %v", b.Fluid, b.Instance, tc.fluid, tc.inst)
+			}
+			if b.Dual > tc.dual+tol || b.Dual < tc.dual-0.01 {
+				t.Errorf("dual bound %v, want just under the fractional optimum %v", b.Dual, tc.dual)
+			}
+			if b.Value > tc.peak+tol || b.Value < max(b.Fluid, b.Instance, b.Dual) {
+				t.Errorf("bound %v above greedy's %v, or below its parts", b.Value, tc.peak)
+			}
+		})
+	}
+}
+
+// TestBoundIdle: a wave's idle process alone bounds the peak from below.
+func TestBoundIdle(t *testing.T) {
+	f := handFleet([][2]float64{{1, 1}, {4, 1}}, 0.1)
+	f.Waves[0].Idle = 0.5
+	b := lowerBound(f, atHour(0), 0)
+	if !near(b.Idle, 0.5) || !near(b.Value, 0.5) {
+		t.Fatalf("bound %+v, want idle 0.5 and value 0.5", b)
+	}
+	// The instance is cheapest in utilisation on the 4-core wave: 0.1/4.
+	if !near(b.Instance, 0.025) {
+		t.Fatalf("instance part %v, want 0.025", b.Instance)
+	}
+}
+
+// TestDayMeasure: over the day, two instances that peak 12 hours apart fill one wave
+// evenly; greedy, placing by the day's peak, still spreads them, and the bound is the
+// larger one's peak.
+func TestDayMeasure(t *testing.T) {
+	f := handFleet([][2]float64{{1, 1}, {1, 1}}, 0.4, 0.4)
+	for i := range f.Instances {
+		f.Instances[i].RowBytes = 0
+		f.Instances[i].Amp = 0.5
+		f.Instances[i].PeakHour = 12 * float64(i)
+	}
+	both := figuresOf(f, []int{0, 0}, dayPeak)
+	if !near(both.Peak, 0.8) || !near(both.Min, 0) {
+		t.Fatalf("both on one wave: %+v, want a flat 0.8 (the cycles cancel) beside 0", both)
+	}
+	if p := figuresOf(f, []int{0, 0}, atHour(0)).Peak; !near(p, 0.8) {
+		t.Fatalf("now: %v, want 0.8", p)
+	}
+	if g := greedy(f, dayPeak); !slices.Equal(g, []int{0, 1}) || !near(figuresOf(f, g, dayPeak).Peak, 0.6) {
+		t.Fatalf("greedy by the day's peak: %v, want [0 1] at 0.6", g)
+	}
+	b := lowerBound(f, dayPeak, 0)
+	if !near(b.Fluid, 0.4) || !near(b.Instance, 0.6) || !near(b.Value, 0.6) {
+		t.Fatalf("day bound %+v, want fluid 0.4 (0.8 flat over 2 cores), instance 0.6", b)
+	}
+	if h := fluidPeakHour(handFleet([][2]float64{{1, 1}}, 1)); h != 0 {
+		t.Fatalf("fluid peak hour of a flat fleet: %v", h)
+	}
+	f.Instances = f.Instances[1:]
+	if h := fluidPeakHour(f); !near(h, 12) {
+		t.Fatalf("fluid peak hour %v, want 12", h)
+	}
+}
+
+// TestDescent: the move-by-move reference from everything on one wave.
+func TestDescent(t *testing.T) {
+	// .1 .2 .3 .4 on w0, w1 empty, 1 core each. Step 1: the .4 (pair max .6, the
+	// lowest; the .1 would leave w1 lowest, but w0 at .9). Step 2 from w0 at .6: .3
+	// gives .7, .2 gives .6 (not lower), .1 gives .5. Then w0 at .5 (.2, .3): .3 → .8,
+	// .2 → .7, no move lowers it.
+	f := handFleet([][2]float64{{1, 1}, {1, 1}}, 0.1, 0.2, 0.3, 0.4)
+	for _, tc := range []struct {
+		target float64
+		to     int
+	}{{0.6, 1}, {0.55, 2}, {0.4, -1}, {1, 0}} {
+		assign, d := descent(f, f.Initial, atHour(0), tc.target)
+		if !slices.Equal(assign, []int{1, 0, 0, 1}) || d.Moves != 2 || d.Distinct != 2 || !near(d.Peak, 0.5) || !near(d.Spread, 0) {
+			t.Fatalf("descent: %v %+v, want [1 0 0 1] in 2 moves at 0.5", assign, d)
+		}
+		if d.MovesToTarget != tc.to {
+			t.Errorf("target %v: reached after %d moves, want %d", tc.target, d.MovesToTarget, tc.to)
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package fleetsim
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// TargetFactor is how near the greedy reference's peak a plan should bring the peak
+// (issue 30's acceptance): the descent reference counts the moves that takes.
+const TargetFactor = 1.10
+
+// Report is a run's result. Utilisations are fractions of a wave's cores (1 = every
+// core busy; above 1 the wave is overloaded).
+type Report struct {
+	Seed      uint64      `json:"seed"`
+	Cores     []CoreClass `json:"cores"`
+	Waves     int         `json:"waves"`
+	Instances int         `json:"instances"`
+	// Judge is "in-process" or the external judge's URL.
+	Judge string `json:"judge"`
+	// HistoryFrom, Start and End are simulated times: the first batch, the first round,
+	// the last round.
+	HistoryFrom time.Time `json:"history_from"`
+	Start       time.Time `json:"start"`
+	End         time.Time `json:"end"`
+	// Batches and Points the judge accepted, Retries of batches it refused for now (503).
+	Batches int64 `json:"batches"`
+	Points  int64 `json:"points"`
+	Retries int64 `json:"retries"`
+	// HistoricalAsOf is the judge's historical refresh that covered the history (zero:
+	// none came within the wait, or the wait was off).
+	HistoricalAsOf time.Time `json:"historical_as_of,omitzero"`
+
+	Rounds []Round `json:"rounds"`
+	// Plans counts the plans with moves; Moves the moves applied, Distinct the instances
+	// they moved, Skipped the planned moves not applied (stale, or naming what the
+	// cluster does not have).
+	Plans    int `json:"plans"`
+	Moves    int `json:"moves"`
+	Distinct int `json:"distinct_instances"`
+	Skipped  int `json:"skipped"`
+	// EndedBy is "empty plan" or "round limit".
+	EndedBy string `json:"ended_by"`
+
+	// Now compares the assignments at End's hour; Day at each wave's own peak of the day.
+	Now Comparison `json:"now"`
+	Day Comparison `json:"day"`
+
+	// Final is the judge's final assignment, wave by wave.
+	Final []WaveResult `json:"final"`
+	// Assignment is the judge's final assignment: instance → node.
+	Assignment map[string]string `json:"assignment"`
+	// PredictedBefore and PredictedAfter compare the judge's predicted utilisations,
+	// when its answers expose them, with the truth; nil when they do not.
+	PredictedBefore *PredictionError `json:"predicted_before,omitempty"`
+	PredictedAfter  *PredictionError `json:"predicted_after,omitempty"`
+	// Elapsed is the run's real time.
+	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// Comparison is one measure's figures for every assignment.
+type Comparison struct {
+	Initial Figures `json:"initial"`
+	Judge   Figures `json:"judge"`
+	Greedy  Figures `json:"greedy"`
+	// GreedyMoves is how many instances greedy's assignment puts on another wave than
+	// the initial one: what reaching it from there would move.
+	GreedyMoves int     `json:"greedy_moves"`
+	Descent     Descent `json:"descent"`
+	Bound       Bound   `json:"bound"`
+	// Ratio is the judge's peak over the greedy reference's.
+	Ratio float64 `json:"ratio"`
+}
+
+// Round is one of the balancer's requests and what came of it.
+type Round struct {
+	N       int       `json:"n"`
+	At      time.Time `json:"at"`
+	Planned int       `json:"planned"`
+	Moved   int       `json:"moved"`
+	Skipped int       `json:"skipped"`
+	// MovedInstances are the instances the round moved, in the plan's order.
+	MovedInstances []string `json:"moved_instances"`
+	// PeakBefore and PeakAfter are the true peak utilisation at At before and after the
+	// moves; SpreadBefore and SpreadAfter the same for the spread.
+	PeakBefore   float64 `json:"peak_before"`
+	PeakAfter    float64 `json:"peak_after"`
+	SpreadBefore float64 `json:"spread_before"`
+	SpreadAfter  float64 `json:"spread_after"`
+}
+
+// WaveResult is one wave under the judge's final assignment.
+type WaveResult struct {
+	Node      string  `json:"node"`
+	Cores     int     `json:"cores"`
+	Speed     float64 `json:"speed"`
+	Instances int     `json:"instances"`
+	Now       float64 `json:"now"`
+	Day       float64 `json:"day"`
+}
+
+// WriteText writes the report as a table.
+func (r *Report) WriteText(out io.Writer) {
+	fmt.Fprintf(out, "\nfleet: %d waves (%s cores:waves), %d instances, seed %d; judge %s\n",
+		r.Waves, FormatCores(r.Cores), r.Instances, r.Seed, r.Judge)
+	fmt.Fprintf(out, "fed %d batches (%d points, %d retried) from %s to %s simulated; %s real\n",
+		r.Batches, r.Points, r.Retries, r.HistoryFrom.Format("01-02 15:04"), r.End.Format("01-02 15:04"), r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "balancer: %d rounds, %d plans with moves, %d moves (%d distinct instances, %d skipped); ended by %s\n",
+		len(r.Rounds), r.Plans, r.Moves, r.Distinct, r.Skipped, r.EndedBy)
+	moves := fmt.Sprintf("%d (%d distinct)", r.Moves, r.Distinct)
+	r.Now.writeTable(out, fmt.Sprintf("utilisation now (%s UTC)", r.End.Format("15:04")), moves)
+	r.Day.writeTable(out, "utilisation at each wave's daily peak", moves)
+	for _, p := range []struct {
+		what string
+		e    *PredictionError
+	}{{"before", r.PredictedBefore}, {"after", r.PredictedAfter}} {
+		if p.e == nil {
+			fmt.Fprintf(out, "judge's predicted utilisation %s the plans: not in its answers\n", p.what)
+			continue
+		}
+		fmt.Fprintf(out, "judge's predicted utilisation %s the plans (%q, %d plans): mean error %s, max %s\n",
+			p.what, p.e.Key, p.e.Plans, pct(p.e.MeanAbs), pct(p.e.MaxAbs))
+	}
+}
+
+func (c *Comparison) writeTable(out io.Writer, title, judgeMoves string) {
+	fmt.Fprintf(out, "\n%s\n", title)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := fmt.Sprintf("%-*s\t", nameWidth, "assignment") + "peak\tspread\t"
+	for _, cl := range c.Judge.Classes {
+		head += fmt.Sprintf("%d-core mean\tmax\t", cl.Cores)
+	}
+	head += "moves\t"
+	fmt.Fprintln(tw, head)
+	row := func(name string, f Figures, moves string) {
+		line := fmt.Sprintf("%-*s\t%s\t%s\t", nameWidth, name, pct(f.Peak), pct(f.Spread))
+		for _, cl := range f.Classes {
+			line += fmt.Sprintf("%s\t%s\t", pct(cl.Mean), pct(cl.Max))
+		}
+		fmt.Fprintln(tw, line+moves+"\t")
+	}
+	row("initial (round-robin)", c.Initial, "")
+	row("judge", c.Judge, judgeMoves)
+	row("greedy reference", c.Greedy, fmt.Sprintf("%d (from scratch)", c.GreedyMoves))
+	to := "never"
+	if c.Descent.MovesToTarget >= 0 {
+		to = fmt.Sprint(c.Descent.MovesToTarget)
+	}
+	row("descent reference", c.Descent.Figures, fmt.Sprintf("%d (%s to ≤ %.2f× greedy)", c.Descent.Moves, to, TargetFactor))
+	fmt.Fprintf(tw, "%-*s\t%s\t\t%s\t\n", nameWidth, "lower bound", pct(c.Bound.Value), strings.Repeat("\t", 2*len(c.Judge.Classes)))
+	tw.Flush()
+	fmt.Fprintf(out, "judge peak / greedy peak: %.2f×  (bound: dual %s, fluid %s, hardest instance %s)\n",
+		c.Ratio, pct(c.Bound.Dual), pct(c.Bound.Fluid), pct(c.Bound.Instance))
+}
+
+// nameWidth pads the first column, which tabwriter would align right with the figures.
+const nameWidth = 22
+
+func pct(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }

@@ -1,0 +1,264 @@
+package fleetsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// runner is one run: the simulated cluster, the clock and the judge's API.
+type runner struct {
+	o   Options
+	f   *Fleet
+	s   *state
+	clk clock
+	api *judgeAPI
+	out io.Writer
+}
+
+// Run simulates the fleet o describes against a judge and reports the truth of the
+// judge's plans beside the references.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("fleet simulation: %w", err)
+	}
+	began := time.Now()
+	var clk clock
+	judgeName := o.JudgeURL
+	if o.JudgeURL != "" || o.Now.IsZero() {
+		// An external judge runs at the wall clock; so does an unset Now.
+		o.Now = time.Now().UTC().Truncate(time.Minute)
+	}
+	f, err := Generate(o)
+	if err != nil {
+		return nil, fmt.Errorf("fleet simulation: %w", err)
+	}
+	from := o.Now.Add(-o.History)
+	base := o.JudgeURL
+	if base == "" {
+		sc := newSimClock(from)
+		clk, judgeName = sc, "in-process (SQLite, simulated clock)"
+		url, stop, err := inProcessJudge(ctx, o, sc.now)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if serr := stop(); serr != nil && o.Logger != nil {
+				o.Logger.Warn("stopping the in-process judge", "err", serr)
+			}
+		}()
+		base = url
+	} else {
+		clk = wallClock{}
+	}
+	api, err := newJudgeAPI(base, o.Token, o.CAFile, o.Senders)
+	if err != nil {
+		return nil, fmt.Errorf("fleet simulation: judge client: %w", err)
+	}
+	out := o.Progress
+	if out == nil {
+		out = io.Discard
+	}
+	r := &runner{o: o, f: f, s: newState(f, o), clk: clk, api: api, out: out}
+	rep := &Report{Seed: o.Seed, Cores: o.Cores, Waves: len(f.Waves), Instances: len(f.Instances), Judge: judgeName,
+		HistoryFrom: from, Start: o.Now, Rounds: []Round{}}
+	fmt.Fprintf(out, "fleet: %d waves (%s), %d instances; judge %s at %s\n", len(f.Waves), FormatCores(o.Cores), len(f.Instances), judgeName, base)
+	if err := r.history(ctx, rep); err != nil {
+		return nil, err
+	}
+	if err := r.rounds(ctx, rep); err != nil {
+		return nil, err
+	}
+	r.conclude(rep)
+	rep.Batches, rep.Points, rep.Retries = api.batches.Load(), api.points.Load(), api.retries.Load()
+	rep.Elapsed = time.Since(began)
+	return rep, nil
+}
+
+// tick moves the clock to t and sends every wave's batch of t, step after the previous.
+func (r *runner) tick(ctx context.Context, t time.Time, step time.Duration) error {
+	if err := r.clk.advance(ctx, t); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.o.Senders)
+	for w := range r.f.Waves {
+		g.Go(func() error { return r.api.send(gctx, r.s.batch(w, t, step)) })
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("fleet simulation: %w", err)
+	}
+	return nil
+}
+
+// history feeds the agents' batches from HistoryFrom to Now, every HistoryStep and every
+// Step over the last Warmup, and waits for a historical refresh that covers them.
+func (r *runner) history(ctx context.Context, rep *Report) error {
+	o := r.o
+	warm := o.Now.Add(-o.Warmup)
+	var ticks []time.Time
+	for t := rep.HistoryFrom; t.Before(warm); t = t.Add(o.HistoryStep) {
+		ticks = append(ticks, t)
+	}
+	for t := warm; !t.After(o.Now); t = t.Add(o.Step) {
+		ticks = append(ticks, t)
+	}
+	start, next := time.Now(), 0
+	for k, t := range ticks {
+		step := o.Step
+		if t.Before(warm) {
+			step = o.HistoryStep
+		}
+		if err := r.tick(ctx, t, step); err != nil {
+			return err
+		}
+		if pct := 10 * (k + 1) / len(ticks); pct > next || k == len(ticks)-1 {
+			next = pct
+			fmt.Fprintf(r.out, "history: %s of %s simulated, %d batches (%d points, %d retried), %s real\n",
+				t.Sub(rep.HistoryFrom).Round(time.Minute), o.History, r.api.batches.Load(), r.api.points.Load(),
+				r.api.retries.Load(), time.Since(start).Round(time.Millisecond))
+		}
+	}
+	if o.HistoryWait <= 0 {
+		return nil
+	}
+	fmt.Fprintf(r.out, "waiting up to %s for the judge's historical refresh of the history\n", o.HistoryWait)
+	asOf, err := r.api.awaitHistorical(ctx, o.Now, o.HistoryWait)
+	switch {
+	case errors.Is(err, errHistoryWait):
+		fmt.Fprintf(r.out, "warning: %v (the last as of %s); going on without it\n", err, asOf.Format(time.RFC3339))
+	case err != nil:
+		return fmt.Errorf("fleet simulation: %w", err)
+	default:
+		rep.HistoricalAsOf = asOf
+		fmt.Fprintf(r.out, "historical refresh as of %s\n", asOf.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// rounds asks for plans and applies them, every RoundEvery with the agents reporting
+// every Step between, until a plan is empty or Rounds.
+func (r *runner) rounds(ctx context.Context, rep *Report) error {
+	o := r.o
+	inst, wave := map[string]int{}, map[string]int{}
+	for i, in := range r.f.Instances {
+		inst[in.ID] = i
+	}
+	for w, wv := range r.f.Waves {
+		wave[wv.Node] = w
+	}
+	moved := map[int]bool{}
+	var before, after PredictionError
+	rep.EndedBy = "round limit"
+	for n := 1; n <= o.Rounds; n++ {
+		at := r.clk.now()
+		body, err := r.api.rebalance(ctx, r.s.request())
+		if err != nil {
+			return fmt.Errorf("fleet simulation: round %d: %w", n, err)
+		}
+		moves, raw, err := decodePlan(body)
+		if err != nil {
+			return fmt.Errorf("fleet simulation: round %d: %w", n, err)
+		}
+		h := hourOf(at)
+		truthBefore := r.truthByNode(h)
+		a := r.s.apply(moves, at, inst, wave)
+		truthAfter := r.truthByNode(h)
+		kb, pb := predicted(raw, o.PredictedBefore)
+		before.add(kb, pb, truthBefore)
+		ka, pa := predicted(raw, o.PredictedAfter)
+		after.add(ka, pa, truthAfter)
+		rd := Round{N: n, At: at, Planned: len(moves), Moved: len(a.moved), Skipped: a.skipped, MovedInstances: []string{}}
+		rd.PeakBefore, rd.SpreadBefore = peakSpread(truthBefore)
+		rd.PeakAfter, rd.SpreadAfter = peakSpread(truthAfter)
+		for _, i := range a.moved {
+			moved[i] = true
+			rd.MovedInstances = append(rd.MovedInstances, r.f.Instances[i].ID)
+		}
+		rep.Rounds = append(rep.Rounds, rd)
+		rep.Moves += len(a.moved)
+		rep.Skipped += a.skipped
+		fmt.Fprintf(r.out, "round %d at %s: %d moves planned, %d applied; true peak %s → %s, spread %s → %s\n",
+			n, at.Format("15:04"), len(moves), len(a.moved), pct(rd.PeakBefore), pct(rd.PeakAfter), pct(rd.SpreadBefore), pct(rd.SpreadAfter))
+		if len(moves) == 0 {
+			rep.EndedBy = "empty plan"
+			break
+		}
+		rep.Plans++
+		if n == o.Rounds {
+			break
+		}
+		for t := at.Add(o.Step); !t.After(at.Add(o.RoundEvery)); t = t.Add(o.Step) {
+			if err := r.tick(ctx, t, o.Step); err != nil {
+				return err
+			}
+		}
+	}
+	rep.Distinct = len(moved)
+	if before.Plans > 0 {
+		rep.PredictedBefore = &before
+	}
+	if after.Plans > 0 {
+		rep.PredictedAfter = &after
+	}
+	return nil
+}
+
+// truthByNode is every wave's true utilisation at hour h, by node.
+func (r *runner) truthByNode(h float64) map[string]float64 {
+	u := utils(r.f, r.s.ls, atHour(h))
+	out := make(map[string]float64, len(u))
+	for w, v := range u {
+		out[r.f.Waves[w].Node] = v
+	}
+	return out
+}
+
+func peakSpread(u map[string]float64) (peak, spread float64) {
+	first := true
+	var lo float64
+	for _, v := range u {
+		if first {
+			peak, lo, first = v, v, false
+		}
+		peak, lo = max(peak, v), min(lo, v)
+	}
+	return peak, peak - lo
+}
+
+// conclude fills the report's figures at the end of the run.
+func (r *runner) conclude(rep *Report) {
+	rep.End = r.clk.now()
+	h := hourOf(rep.End)
+	rep.Now = compare(r.f, r.s.assign, atHour(h), h)
+	rep.Day = compare(r.f, r.s.assign, dayPeak, h, fluidPeakHour(r.f))
+	now, day := utils(r.f, r.s.ls, atHour(hourOf(rep.End))), utils(r.f, r.s.ls, dayPeak)
+	rep.Assignment = make(map[string]string, len(r.f.Instances))
+	for i, w := range r.s.assign {
+		rep.Assignment[r.f.Instances[i].ID] = r.f.Waves[w].Node
+	}
+	for w, wv := range r.f.Waves {
+		rep.Final = append(rep.Final, WaveResult{Node: wv.Node, Cores: wv.Cores, Speed: wv.Speed,
+			Instances: len(r.s.on[w]), Now: now[w], Day: day[w]})
+	}
+}
+
+// compare is the figures of the judge's assignment and of the references by m.
+// The bound's dual part is computed at hours.
+func compare(f *Fleet, assign []int, m measure, hours ...float64) Comparison {
+	g := greedy(f, m)
+	c := Comparison{Initial: figuresOf(f, f.Initial, m), Judge: figuresOf(f, assign, m),
+		Greedy: figuresOf(f, g, m), Bound: lowerBound(f, m, hours...)}
+	for i, w := range g {
+		if w != f.Initial[i] {
+			c.GreedyMoves++
+		}
+	}
+	_, c.Descent = descent(f, f.Initial, m, TargetFactor*c.Greedy.Peak)
+	c.Ratio = c.Judge.Peak / c.Greedy.Peak
+	return c
+}

@@ -1,0 +1,193 @@
+package fleetsim
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunInProcessJudge runs a small fleet through a real in-process judge over HTTP:
+// every batch accepted, the historical refresh awaited, plans with moves applied (with
+// the cooldown honoured, which needs moved_at in the balancer's requests), and the
+// report's truth figures those of the final assignment it reports.
+func TestRunInProcessJudge(t *testing.T) {
+	o := smallOptions()
+	o.History, o.HistoryStep, o.Warmup = 2*time.Hour, 10*time.Minute, 10*time.Minute
+	o.Rounds = 6
+	o.HistoricalEvery = 2 * time.Second // the judge bounds a refresh by its period: room on a loaded machine
+	o.HistoryWait = time.Minute
+	o.Dir = t.TempDir()
+	var progress bytes.Buffer
+	o.Progress = &progress
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, o)
+	if err != nil {
+		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
+	}
+	t.Logf("progress:\n%s", progress.String())
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	t.Logf("report:\n%s", text.String())
+
+	// 11 ticks every 10 min, 11 every minute to Now, 5 between rounds (none after the last).
+	ticks := 11 + 11 + 5*(len(rep.Rounds)-1)
+	if want := int64(6 * ticks); rep.Batches != want || rep.Points < 10*want {
+		t.Errorf("the judge accepted %d batches (%d points), want %d of at least 10 points", rep.Batches, rep.Points, want)
+	}
+	if rep.HistoricalAsOf.Before(rep.Start) {
+		t.Errorf("historical refresh as of %s, want one at or after the history's end %s", rep.HistoricalAsOf, rep.Start)
+	}
+	if rep.Plans < 1 || rep.Moves < 1 || rep.Skipped != 0 {
+		t.Fatalf("%d plans, %d moves, %d skipped: want at least one plan with moves, all applied", rep.Plans, rep.Moves, rep.Skipped)
+	}
+	if rep.Distinct > rep.Moves || len(rep.Rounds) > o.Rounds {
+		t.Errorf("%d distinct instances of %d moves in %d rounds", rep.Distinct, rep.Moves, len(rep.Rounds))
+	}
+	// Rounds are 5 minutes apart, the judge's cooldown 10: no instance moves in two
+	// rounds running.
+	for k := 1; k < len(rep.Rounds); k++ {
+		prev := map[string]bool{}
+		for _, id := range rep.Rounds[k-1].MovedInstances {
+			prev[id] = true
+		}
+		for _, id := range rep.Rounds[k].MovedInstances {
+			if prev[id] {
+				t.Errorf("%s moved in rounds %d and %d, 5 minutes apart: the cooldown was not honoured", id, k, k+1)
+			}
+		}
+	}
+
+	// The truth: recompute every wave's utilisation from the reported assignment.
+	f, err := Generate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := map[string]int{}
+	for w, wv := range f.Waves {
+		node[wv.Node] = w
+	}
+	assign := make([]int, len(f.Instances))
+	changed := 0
+	for i, in := range f.Instances {
+		w, ok := node[rep.Assignment[in.ID]]
+		if !ok {
+			t.Fatalf("%s assigned to %q, not a wave", in.ID, rep.Assignment[in.ID])
+		}
+		assign[i] = w
+		if w != f.Initial[i] {
+			changed++
+		}
+	}
+	if changed == 0 || changed > rep.Distinct {
+		t.Errorf("%d instances are off their initial wave, want 1 to the %d moved", changed, rep.Distinct)
+	}
+	h := hourOf(rep.End)
+	now, day := utils(f, loads(f, assign), atHour(h)), utils(f, loads(f, assign), dayPeak)
+	total := 0
+	for w, fw := range rep.Final {
+		total += fw.Instances
+		if fw.Node != f.Waves[w].Node || !near(fw.Now, now[w]) || !near(fw.Day, day[w]) {
+			t.Errorf("final wave %+v, want %s at %.4f now, %.4f at its peak", fw, f.Waves[w].Node, now[w], day[w])
+		}
+	}
+	if total != len(f.Instances) {
+		t.Errorf("the final waves run %d instances, want %d", total, len(f.Instances))
+	}
+	for _, c := range []struct {
+		name string
+		got  Figures
+		want []float64
+	}{{"now", rep.Now.Judge, now}, {"day", rep.Day.Judge, day}} {
+		want := figures(f, c.want)
+		if !near(c.got.Peak, want.Peak) || !near(c.got.Spread, want.Spread) || len(c.got.Classes) != 3 {
+			t.Errorf("%s: judge figures %+v, want %+v", c.name, c.got, want)
+		}
+	}
+	for _, c := range []Comparison{rep.Now, rep.Day} {
+		if c.Bound.Value > c.Greedy.Peak+tol || c.Bound.Value > c.Judge.Peak+tol || !near(c.Ratio, c.Judge.Peak/c.Greedy.Peak) {
+			t.Errorf("bound %.4f, greedy %.4f, judge %.4f, ratio %.4f", c.Bound.Value, c.Greedy.Peak, c.Judge.Peak, c.Ratio)
+		}
+	}
+	last := rep.Rounds[len(rep.Rounds)-1]
+	if math.Abs(last.PeakAfter-rep.Now.Judge.Peak) > 0.1 {
+		t.Errorf("the last round's true peak %.3f is far from the end's %.3f", last.PeakAfter, rep.Now.Judge.Peak)
+	}
+	for _, want := range []string{"history:", "historical refresh as of", "round 1 at 12:00"} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("progress lacks %q", want)
+		}
+	}
+	if !strings.Contains(text.String(), "greedy reference") || !strings.Contains(text.String(), "not in its answers") {
+		t.Errorf("the table lacks the greedy reference or the prediction line")
+	}
+}
+
+// TestRunRefusesBadOptions: a bad option fails before anything starts, naming it.
+func TestRunRefusesBadOptions(t *testing.T) {
+	o := smallOptions()
+	o.Senders = 0
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "senders 0") {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestPredictedTolerant: predictions are read from the first key that holds a map of
+// node → number; other shapes are ignored, and errors are measured against the truth.
+func TestPredictedTolerant(t *testing.T) {
+	_, raw, err := decodePlan([]byte(`{"moves":[{"instance":"a","from":"w0","to":"w1","cost":3}],"util_before":[1,2],"after_util":{"w0":0.5,"w1":0.25},"extra":{"x":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, m := predicted(raw, []string{"util_before", "before_util"}); k != "" || m != nil {
+		t.Errorf("a list taken for predictions: %q %v", k, m)
+	}
+	k, m := predicted(raw, []string{"util_after", "after_util"})
+	if k != "after_util" || m["w0"] != 0.5 {
+		t.Fatalf("predicted: %q %v", k, m)
+	}
+	var p PredictionError
+	p.add(k, m, map[string]float64{"w0": 0.4, "w1": 0.45})
+	p.add("", nil, nil) // a plan without predictions counts for nothing
+	if p.Plans != 1 || !near(p.MeanAbs, 0.15) || !near(p.MaxAbs, 0.2) {
+		t.Fatalf("prediction error %+v, want 1 plan, mean 0.15, max 0.2", p)
+	}
+	if _, _, err := decodePlan([]byte(`[]`)); err == nil {
+		t.Error("a list decoded as a plan")
+	}
+}
+
+// TestApplyLikeTheMover: a move applies only if the instance is still where the plan
+// says; a second move of one instance in a plan, or one naming an unknown wave or
+// instance, is skipped.
+func TestApplyLikeTheMover(t *testing.T) {
+	f := handFleet([][2]float64{{1, 1}, {1, 1}, {1, 1}}, 0.1, 0.2)
+	s := newState(f, smallOptions())
+	inst, wave := map[string]int{"i0": 0, "i1": 1}, map[string]int{"w0": 0, "w1": 1, "w2": 2}
+	at := time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC)
+	a := s.apply([]planMove{
+		{Instance: "i0", From: "w0", To: "w1"},
+		{Instance: "i0", From: "w1", To: "w2"}, // moved already in this plan
+		{Instance: "i1", From: "w2", To: "w1"}, // not where the plan says
+		{Instance: "i1", From: "w0", To: "w9"},
+		{Instance: "ix", From: "w0", To: "w1"},
+		{Instance: "i1", From: "w0", To: "w0"},
+	}, at, inst, wave)
+	if len(a.moved) != 1 || a.moved[0] != 0 || a.skipped != 5 {
+		t.Fatalf("applied %+v, want i0 moved and 5 skipped", a)
+	}
+	if s.assign[0] != 1 || !s.movedAt[0].Equal(at) || !s.movedAt[1].IsZero() || !s.left[0][0] || !s.on[1][0] {
+		t.Fatalf("state after the move: assign %v movedAt %v", s.assign, s.movedAt)
+	}
+	req := s.request()
+	if len(req.Waves) != 3 || !req.Waves[0].Alive || req.Instances[0].ID != "i0" || req.Instances[0].Node != "w1" ||
+		!req.Instances[0].MovedAt.Equal(at) || !req.Instances[1].MovedAt.IsZero() {
+		t.Fatalf("request %+v", req)
+	}
+	if !near(s.ls[1].c, 0.1) || !near(s.ls[0].c, 0.2) {
+		t.Fatalf("true loads %v after the move", s.ls)
+	}
+}
