@@ -106,8 +106,10 @@ type RebalanceConfig struct {
 	// MaxUtilisation is the peak utilisation (a share of the host's cores) no wave
 	// should exceed; 0 disables the goal.
 	MaxUtilisation *float64 `yaml:"max_utilisation"`
-	// UtilisationBand is the spread of peak utilisations the plans aim within.
-	UtilisationBand *float64 `yaml:"utilisation_band"`
+	// UtilisationBand is the spread of peak utilisations the plans aim within;
+	// UtilisationBalance the highest peak's ceiling relative to the mean (0: off).
+	UtilisationBand    *float64 `yaml:"utilisation_band"`
+	UtilisationBalance *float64 `yaml:"utilisation_balance"`
 	// FitWindow is how far back each wave's prices are fitted.
 	FitWindow *config.Duration `yaml:"fit_window"`
 	// HardMax is the load in rows/s no wave should exceed in the rows model (the
@@ -131,6 +133,9 @@ func (r *RebalanceConfig) validate() error {
 	}
 	if r.UtilisationBand == nil {
 		r.UtilisationBand = &d.UtilisationBand
+	}
+	if r.UtilisationBalance == nil {
+		r.UtilisationBalance = &d.UtilisationBalance
 	}
 	if r.FitWindow == nil {
 		fw := config.Duration(d.FitWindow)
@@ -161,6 +166,9 @@ func (r RebalanceConfig) Options() RebalanceOptions {
 	}
 	if r.UtilisationBand != nil {
 		o.UtilisationBand = *r.UtilisationBand
+	}
+	if r.UtilisationBalance != nil {
+		o.UtilisationBalance = *r.UtilisationBalance
 	}
 	if r.FitWindow != nil {
 		o.FitWindow = r.FitWindow.D()

@@ -52,7 +52,7 @@ func TestConfigGroupFromNode(t *testing.T) {
 // something (no hard threshold, no band, free idle instances, no cooldown).
 func TestConfigRebalance(t *testing.T) {
 	def := DefaultRebalanceOptions()
-	require.Equal(t, RebalanceOptions{MaxUtilisation: 0.7, UtilisationBand: 0.05, FitWindow: 6 * time.Hour,
+	require.Equal(t, RebalanceOptions{MaxUtilisation: 0.7, UtilisationBand: 0.03, FitWindow: 6 * time.Hour,
 		HardMax: 0, Band: 2000, InstanceFloor: 100, MaxMoves: 20, Cooldown: 10 * time.Minute}, def)
 	for _, tc := range []struct {
 		name, yaml string
@@ -60,7 +60,7 @@ func TestConfigRebalance(t *testing.T) {
 	}{
 		{"absent", "", def},
 		{"empty", "rebalance: {}\n", def},
-		{"some", "rebalance: {hard_max: 50000, max_moves: 5}\n", RebalanceOptions{MaxUtilisation: 0.7, UtilisationBand: 0.05, FitWindow: 6 * time.Hour,
+		{"some", "rebalance: {hard_max: 50000, max_moves: 5}\n", RebalanceOptions{MaxUtilisation: 0.7, UtilisationBand: 0.03, FitWindow: 6 * time.Hour,
 			HardMax: 50000, Band: 2000, InstanceFloor: 100, MaxMoves: 5, Cooldown: 10 * time.Minute}},
 		{"zeros are settings", "rebalance: {max_utilisation: 0, utilisation_band: 0, band: 0, instance_floor: 0, cooldown: 0s}\n",
 			RebalanceOptions{FitWindow: 6 * time.Hour, MaxMoves: 20}},

@@ -24,9 +24,8 @@ import (
 //   - an instance's work per slot is its rows/s and bytes/s now (their EWMAs) and, per
 //     hour, its hour-of-day profile over the last 7 days (the historical analysis; an
 //     hour without data takes the level now), priced at the wave it runs or would run on;
-//   - a wave's base per slot is what its host uses that its instances do not explain
-//     (the host's CPU now and its hour-of-day profile, minus its instances' costs), at
-//     least its process's idle base.
+//   - a wave's base is what its host uses now that its instances do not explain (the
+//     host's CPU now minus its instances' costs), at least its process's idle base.
 
 // slots is the length of a load vector: now, then the 24 UTC hours of the day.
 const slots = 1 + 24
@@ -36,7 +35,7 @@ type waveView struct {
 	node   string
 	cores  float64 // 0: its agent reports none
 	prices loadmodel.Prices
-	host   []float64 // cores the host uses per slot; nil when it reports no cpu.util
+	host   []float64 // cores the host uses now ([0]); nil when it reports no cpu.util
 	costs  nodeCosts
 }
 
@@ -45,9 +44,8 @@ type instWork struct {
 	rows, bytes []float64
 }
 
-// viewOf builds the view of node n from the current hour, the load model and the last
-// historical snapshot (nil before the first refresh).
-func (j *Judge) viewOf(n analysis.Node, hist *analysis.Snapshot) waveView {
+// viewOf builds the view of node n from the current hour and the load model.
+func (j *Judge) viewOf(n analysis.Node) waveView {
 	v := waveView{node: n.Node, prices: j.model.Prices(n.Node), costs: costsOf(n, j.o.Rebalance.InstanceFloor)}
 	v.cores, _ = j.model.Cores(n.Node)
 	if v.cores <= 0 {
@@ -62,27 +60,7 @@ func (j *Judge) viewOf(n analysis.Node, hist *analysis.Snapshot) waveView {
 	if !ok {
 		return v
 	}
-	v.host = make([]float64, slots)
-	v.host[0] = nonNegative(util) / 100 * v.cores
-	var prof *[24]float64
-	if hist != nil {
-		if h, ok := hist.Nodes[n.Node][metric.CPUUtil]; ok {
-			var p [24]float64
-			for hr, w := range h.Profile {
-				p[hr] = -1
-				if w.Count > 0 {
-					p[hr] = nonNegative(w.Avg) / 100 * v.cores
-				}
-			}
-			prof = &p
-		}
-	}
-	for hr := range 24 {
-		v.host[1+hr] = v.host[0]
-		if prof != nil && prof[hr] >= 0 {
-			v.host[1+hr] = prof[hr]
-		}
-	}
+	v.host = []float64{nonNegative(util) / 100 * v.cores}
 	return v
 }
 
@@ -166,26 +144,27 @@ func list(nodes []string) string {
 }
 
 // planWave is the planner's wave for view v in the utilisation model: capacity, prices,
-// and the base per slot given the work of the instances it runs.
+// and the base given the work of the instances it runs now. The base is what the host
+// uses now that these instances do not explain, the same in every slot: the host's
+// hour-of-day profile cannot serve, since it holds the instances it ran in past days
+// (a wave that was drained would keep its old peaks as base).
 func planWave(v *waveView, alive bool, running []instWork) rebalance.Wave {
 	w := rebalance.Wave{Node: v.node, Alive: alive, Capacity: v.cores, Row: v.prices.Row, Byte: v.prices.Byte, Base: v.prices.Base}
 	if v.host == nil {
 		return w
 	}
-	w.BaseSlots = make([]float64, slots)
-	for k := range w.BaseSlots {
-		explained := 0.0
-		for _, in := range running {
-			explained += v.prices.Cost(in.rows[k], in.bytes[k])
-		}
-		w.BaseSlots[k] = max(v.prices.Base, v.host[k]-explained)
+	explained := 0.0
+	for _, in := range running {
+		explained += v.prices.Cost(in.rows[0], in.bytes[0])
 	}
+	w.Base = max(v.prices.Base, v.host[0]-explained)
 	return w
 }
 
 // apiPrices is p as the API shows it.
 func apiPrices(p loadmodel.Prices) api.Prices {
-	return api.Prices{RowCores: p.Row, ByteCores: p.Byte, BaseCores: p.Base, Source: p.Source, Samples: p.Samples, R2: p.R2, RMSE: p.RMSE}
+	return api.Prices{RowCores: p.Row, ByteCores: p.Byte, BaseCores: p.Base, Source: p.Source, Samples: p.Samples, R2: p.R2, RMSE: p.RMSE,
+		Saturated: p.Saturated}
 }
 
 // peakOf is the largest of per-slot loads over cores, and its hour (-1: now).
@@ -219,7 +198,7 @@ func (j *Judge) instancesByNode() map[string][]string {
 // nodeLoad is node n's instances with their costs in cores, and its capacity and
 // predicted utilisation (nil for a node without a wave).
 func (j *Judge) nodeLoad(n analysis.Node, hist *analysis.Snapshot) ([]api.InstanceCost, *api.NodeLoad) {
-	v := j.viewOf(n, hist)
+	v := j.viewOf(n)
 	insts := v.costs.running()
 	if !reportsWave(n) {
 		return insts, nil
@@ -242,9 +221,6 @@ func (j *Judge) nodeLoad(n analysis.Node, hist *analysis.Snapshot) ([]api.Instan
 	total := make([]float64, slots)
 	for k := range total {
 		total[k] = pw.Base
-		if pw.BaseSlots != nil {
-			total[k] = pw.BaseSlots[k]
-		}
 		for _, w := range running {
 			total[k] += v.prices.Cost(w.rows[k], w.bytes[k])
 		}

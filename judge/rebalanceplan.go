@@ -88,7 +88,7 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 		if !reportsWave(n) {
 			continue
 		}
-		v := j.viewOf(n, hist)
+		v := j.viewOf(n)
 		views[n.Node] = &v
 		for id, c := range v.costs.costs {
 			byInst[id] = append(byInst[id], reported{c, v.costs.runs[id], n.LastSeen})

@@ -196,4 +196,7 @@ type Prices struct {
 	Samples   int     `json:"samples"`
 	R2        float64 `json:"r2"`
 	RMSE      float64 `json:"rmse"`
+	// Saturated is how many samples were left out because the wave's CPU was pegged at
+	// its cores: a reading that is only a floor of what the work costs.
+	Saturated int `json:"saturated"`
 }

@@ -53,6 +53,17 @@ func decodePlan(body []byte) ([]planMove, map[string]json.RawMessage, error) {
 	return a.Moves, raw, nil
 }
 
+// balanced reports whether a rebalance answer says its goals hold ("balanced"); an
+// answer without the field is taken as balanced, so that an empty plan ends the run as
+// before.
+func balanced(raw map[string]json.RawMessage) bool {
+	var b bool
+	if v, ok := raw["balanced"]; ok && json.Unmarshal(v, &b) == nil {
+		return b
+	}
+	return true
+}
+
 // predicted returns the first of keys in the answer that holds a map of node →
 // utilisation, and the map; "" when none does.
 func predicted(raw map[string]json.RawMessage, keys []string) (string, map[string]float64) {

@@ -154,6 +154,7 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 	moved := map[int]bool{}
 	var before, after PredictionError
 	rep.EndedBy = "round limit"
+	idle := 0 // empty plans in a row that said the goals are unmet
 	for n := 1; n <= o.Rounds; n++ {
 		at := r.clk.now()
 		body, err := r.api.rebalance(ctx, r.s.request())
@@ -185,10 +186,22 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 		fmt.Fprintf(r.out, "round %d at %s: %d moves planned, %d applied; true peak %s → %s, spread %s → %s\n",
 			n, at.Format("15:04"), len(moves), len(a.moved), pct(rd.PeakBefore), pct(rd.PeakAfter), pct(rd.SpreadBefore), pct(rd.SpreadAfter))
 		if len(moves) == 0 {
-			rep.EndedBy = "empty plan"
-			break
+			// An empty plan that says the goals are unmet (cooldowns hold the instances
+			// that could move) is not the end: a balancer asks again later. Three in a
+			// row are: the judge has nothing more to do.
+			if balanced(raw) {
+				rep.EndedBy = "empty plan"
+				break
+			}
+			idle++
+			if idle == 3 {
+				rep.EndedBy = "three empty plans, goals unmet"
+				break
+			}
+		} else {
+			idle = 0
+			rep.Plans++
 		}
-		rep.Plans++
 		if n == o.Rounds {
 			break
 		}

@@ -46,6 +46,9 @@ type Prices struct {
 	Samples int
 	R2      float64
 	RMSE    float64
+	// Saturated is how many samples were left out because the wave's CPU was pegged at
+	// its cores (a reading that is only a floor of the work's cost).
+	Saturated int
 }
 
 // Cost is what rows/s and bytes/s of work cost at these prices, in cores.
@@ -310,12 +313,20 @@ func (m *Model) pricesLocked(id string) Prices {
 		return n.fitted
 	}
 	m.trimLocked(n)
-	ss := n.plain()
+	ss, saturated := n.plain()
 	var p Prices
-	if len(ss) >= m.o.MinSamples && varies(ss) {
+	switch {
+	case len(ss) == 0:
+		// Every sample saturated: the work costs more than the cores give, at least at
+		// the fleet's prices, with no base of its own to tell.
+		p = Prices{Row: prior[0], Byte: prior[1], Source: SourcePooled}
+		if !pooledOK {
+			p = Prices{Base: n.cores, Source: SourceNone}
+		}
+	case len(ss) >= m.o.MinSamples && varies(ss):
 		f := fit(ss, prior, priorStrength)
 		p = Prices{Row: f.row, Byte: f.byte, Base: f.base, Source: SourceFitted, R2: f.r2, RMSE: f.rmse}
-	} else {
+	default:
 		// Too few samples, or work that never changed: the fleet's prices of work, and
 		// the base that makes them meet the wave's mean CPU.
 		var mr, mb, mc float64
@@ -330,7 +341,7 @@ func (m *Model) pricesLocked(id string) Prices {
 		}
 		p.R2, p.RMSE = explained(ss, fitResult{row: p.Row, byte: p.Byte, base: p.Base})
 	}
-	p.Samples = len(ss)
+	p.Samples, p.Saturated = len(ss), saturated
 	n.fitted, n.fittedAt, n.dirty = p, now, false
 	return p
 }
@@ -346,12 +357,23 @@ func (m *Model) Refit() {
 	}
 }
 
-func (n *node) plain() []sample {
-	out := make([]sample, len(n.samples))
-	for i, s := range n.samples {
-		out[i] = s.sample
+// saturatedAt is the share of its cores at which a wave's CPU reading no longer says
+// what its work costs: a process pegged at its cores uses all it can get, whatever its
+// work would take, so the reading is a floor of the cost, not the cost.
+const saturatedAt = 0.95
+
+// plain is the samples the prices are fitted to, and how many were left out as
+// saturated.
+func (n *node) plain() (out []sample, saturated int) {
+	out = make([]sample, 0, len(n.samples))
+	for _, s := range n.samples {
+		if n.cores > 0 && s.cpu >= saturatedAt*n.cores {
+			saturated++
+			continue
+		}
+		out = append(out, s.sample)
 	}
-	return out
+	return out, saturated
 }
 
 // varies reports whether the work changed enough across the samples to price it: a
@@ -377,18 +399,19 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 	}
 	var all []sample
 	for _, n := range m.nodes {
-		k := len(n.samples)
+		ss, _ := n.plain()
+		k := len(ss)
 		if k < m.o.MinSamples {
 			continue
 		}
 		var mr, mb, mc float64
-		for _, s := range n.samples {
+		for _, s := range ss {
 			mr, mb, mc = mr+s.rows, mb+s.bytes, mc+s.cpu
 		}
 		mr, mb, mc = mr/float64(k), mb/float64(k), mc/float64(k)
 		step := max(1, k/poolSamples)
 		for i := 0; i < k; i += step {
-			s := n.samples[i]
+			s := ss[i]
 			all = append(all, sample{rows: s.rows - mr, bytes: s.bytes - mb, cpu: s.cpu - mc})
 		}
 	}

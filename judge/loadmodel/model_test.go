@@ -120,7 +120,7 @@ func TestPricesRecovered(t *testing.T) {
 			}
 			within(t, tc.tr.row*rows+tc.tr.byte*bytes, p.Cost(rows, bytes), 0.05, "the mix's cost")
 			require.InDelta(t, tc.tr.base, p.Base, 0.02, "base, in cores")
-			require.Equal(t, 2160, p.Samples, "six hours at 10 s")
+			require.Equal(t, 2160, p.Samples+p.Saturated, "six hours at 10 s")
 			cores, ok := m.Cores("w")
 			require.True(t, ok)
 			require.Equal(t, 4.0, cores)
@@ -223,4 +223,33 @@ func TestBadValuesCountAsNothing(t *testing.T) {
 	}
 	p := m.Prices("w")
 	require.False(t, math.IsNaN(p.Row) || math.IsNaN(p.Byte) || math.IsNaN(p.Base))
+}
+
+// A wave whose CPU is pegged at its cores says only that its work costs at least that:
+// such samples are left out, and a wave with nothing else prices its work at the
+// fleet's prices instead of calling all its CPU an idle base (which made its instances
+// look free to move, and the wave impossible to relieve).
+func TestSaturatedSamplesAreLeftOut(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	tr := truth{row: 2e-5, byte: 4e-9, base: 0.15}
+	feed(m, &clk, 6*time.Hour, newWave("a", tr, 10, 1), newWave("b", tr, 10, 2))
+	pegged := newWave("pegged", tr, 10, 3)
+	pegged.cores = 0.5 // far less than its work takes: every reading is capped
+	for t := t0; t.Before(clk); t = t.Add(10 * time.Second) {
+		b := pegged.batch(t)
+		for i := range b.Points {
+			if b.Points[i].Name == metric.WaveCPUCores {
+				b.Points[i].Value = min(b.Points[i].Value, 0.5)
+			}
+		}
+		m.Observe(b)
+	}
+	p := m.Prices("pegged")
+	require.Equal(t, SourcePooled, p.Source)
+	require.Less(t, p.Samples, 30, "a few readings below the cap, too few to fit")
+	require.Equal(t, 2160, p.Samples+p.Saturated)
+	row, _, _ := m.Pooled()
+	require.Equal(t, row, p.Row)
+	require.Less(t, p.Base, 0.5, "not every core called an idle base")
 }

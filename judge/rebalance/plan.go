@@ -20,10 +20,10 @@
 //     first, where the resulting peak is lowest, so that consecutive placements spread.
 //  2. No wave's peak above the hard threshold.
 //  3. The spread of peaks across waves (the highest minus the lowest) within the band.
-//  4. Every wave's share of the instances, best effort within the goals above: no wave
-//     runs fewer than its share of them (in proportion to its free capacity, rounded
-//     down) while another runs more than its own, so that a new wave takes its share
-//     even while every instance is idle.
+//  4. Every wave's share of the instances, best effort within the goals above: a wave
+//     that runs fewer than half its share of them (in proportion to its free capacity)
+//     takes instances, up to its share rounded down, from the waves most over theirs,
+//     so that a new wave takes its share even while every instance is idle.
 //  5. The fewest moves: each move is the one that helps the current goal most, a swap
 //     of two instances when no single move helps, and planning stops as soon as the
 //     goals hold.
@@ -80,6 +80,11 @@ type Goals struct {
 	HardMax float64
 	// Band is the spread of peaks (highest minus lowest wave) the plan aims to stay within.
 	Band float64
+	// Balance, when above 0, also ends the spread goal once the highest peak is within
+	// Balance times the fleet's mean (1.05: 5 % above it, Cruise Control's "balance
+	// percentage"): the spread goal holds when either holds, so Band is then the floor
+	// under which differences are noise.
+	Balance float64
 	// MaxMoves bounds the plan's length; 0 means 100.
 	MaxMoves int
 	// Cooldown keeps an instance that moved recently where it is.
@@ -227,8 +232,10 @@ func Make(waves []Wave, insts []Instance, g Goals, now time.Time) Plan {
 	default:
 		st.failover(orphans)
 		unmet = st.hardMax()
-		if unmet == "" {
-			unmet = st.spread()
+		// A wave that cannot be brought under the hard threshold does not keep the
+		// others from being balanced.
+		if spreadUnmet := st.spread(); unmet == "" {
+			unmet = spreadUnmet
 		}
 		if !g.NoShare {
 			st.share() // best effort, whatever the goals above left unmet
@@ -366,6 +373,16 @@ func highest(ws []*waveState) float64 {
 	return slices.MaxFunc(ws, byPeak).peak
 }
 
+// meanPeak is the fleet's mean peak, each wave weighed by its capacity.
+func meanPeak(ws []*waveState) float64 {
+	var sum, capSum float64
+	for _, w := range ws {
+		sum += w.peak * w.cap
+		capSum += w.cap
+	}
+	return sum / capSum
+}
+
 // failover places every instance of a dead (or unknown) wave where the resulting peak
 // is lowest, the most costly first, so that the placements spread.
 func (st *state) failover(orphans []*instState) {
@@ -401,6 +418,18 @@ func byPeak(a, b *waveState) int {
 	return cmp.Or(cmp.Compare(a.peak, b.peak), byCount(a, b))
 }
 
+// minGain is the least a step of the spread goal must gain on the peak it works on:
+// lowering the highest peak is progress however little (it is the goal), raising the
+// lowest must gain a quarter of the band, so that plans do not trade instances back and
+// forth under a highest wave they cannot lower, over differences within the noise of
+// the costs.
+func (st *state) minGain(raise bool) float64 {
+	if raise {
+		return max(st.goals.Band/4, eps)
+	}
+	return eps
+}
+
 func (st *state) movable(in *instState) bool {
 	return !in.Pinned && (in.MovedAt.IsZero() || st.now.Sub(in.MovedAt) >= st.goals.Cooldown)
 }
@@ -434,8 +463,18 @@ func (a *step) better(b *step) bool {
 
 // bestStep finds, from the given sources to the given destinations, the move (or, when
 // no move helps, the swap) that lowers the pair's worse peak the most below the
-// source's peak, with limit on the destination's peak (+Inf: none). nil when none helps.
-func (st *state) bestStep(srcs, dsts []*waveState, limit float64) *step {
+// source's peak by at least gain, with limit on the destination's peak (+Inf: none).
+// nil when none helps.
+func (st *state) bestStep(srcs, dsts []*waveState, limit, gain float64) *step {
+	if best := st.bestMove(srcs, dsts, limit, gain); best != nil {
+		return best
+	}
+	return st.bestSwap(srcs, dsts, limit, gain)
+}
+
+// bestMove is bestStep's single moves: the highest source that one can help, helped
+// most.
+func (st *state) bestMove(srcs, dsts []*waveState, limit, gain float64) *step {
 	var best *step
 	for _, src := range srcs {
 		for _, in := range src.insts {
@@ -451,7 +490,7 @@ func (st *state) bestStep(srcs, dsts []*waveState, limit float64) *step {
 					continue
 				}
 				dp := dst.peakAdd(in.Instance)
-				if dp > limit+eps || max(sp, dp) >= src.peak-eps {
+				if dp > limit+eps || max(sp, dp) > src.peak-gain {
 					continue
 				}
 				s := step{in: in, src: src, dst: dst, srcPeak: sp, dstPeak: dp}
@@ -465,7 +504,13 @@ func (st *state) bestStep(srcs, dsts []*waveState, limit float64) *step {
 			return best // the highest source that can be helped is helped first
 		}
 	}
-	// No single move helps: a swap of a larger instance for a smaller one.
+	return nil
+}
+
+// bestSwap is bestStep's swaps, for when no single move helps: a larger instance for a
+// smaller one.
+func (st *state) bestSwap(srcs, dsts []*waveState, limit, gain float64) *step {
+	var best *step
 	for _, src := range srcs {
 		for _, in := range src.insts {
 			if !st.movable(in) {
@@ -482,7 +527,7 @@ func (st *state) bestStep(srcs, dsts []*waveState, limit float64) *step {
 					}
 					bc := st.costOn(back.Instance, src)
 					sp, dp := src.peakSwap(in.cost, bc), dst.peakSwap(back.cost, c)
-					if dp > limit+eps || max(sp, dp) >= src.peak-eps {
+					if dp > limit+eps || max(sp, dp) > src.peak-gain {
 						continue
 					}
 					s := &step{in: in, back: back, src: src, dst: dst, cost: c, bcst: bc, srcPeak: sp, dstPeak: dp}
@@ -568,7 +613,10 @@ func (st *state) hardMax() string {
 				over = append(over, w)
 			}
 		}
-		s := st.bestStep(over, bottom, st.goals.HardMax)
+		s := st.bestStep(over, bottom, st.goals.HardMax, eps)
+		if s == nil {
+			s = st.evict(over, live)
+		}
 		if s == nil {
 			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and no instance can move or swap to a wave it keeps under it (pinned, cooling down, or too large)", hot.Node, hot.peak, st.goals.HardMax)
 		}
@@ -576,14 +624,65 @@ func (st *state) hardMax() string {
 	}
 }
 
-// spread lowers the highest peaks, from the most loaded waves towards the least loaded,
-// until the spread is within the band or no move or swap lowers it.
+// evict is the hard threshold's last resort, for a wave over it because of one large
+// instance that no wave has room for: the instance moves where it weighs least, a wave
+// that it alone (with that wave's base) keeps under the threshold, though the wave's own
+// instances then put it over; the next steps move those off, to where there is room.
+// Each instance moves once per plan, so this cannot cycle. nil when no such wave exists.
+func (st *state) evict(over, live []*waveState) *step {
+	var best *step
+	for _, src := range over {
+		for _, in := range src.insts {
+			if !st.movable(in) {
+				continue
+			}
+			sp := src.peakWith(in.cost, -1)
+			if sp > st.goals.HardMax+eps && len(src.insts) > 1 {
+				continue // not what holds its wave over the threshold
+			}
+			for _, dst := range live {
+				if dst == src {
+					continue
+				}
+				c := st.costOn(in.Instance, dst)
+				alone := math.Inf(-1) // dst's peak with its base and in alone
+				for k := range dst.load {
+					alone = max(alone, (dst.baseAt(k)+c[k])/dst.cap)
+				}
+				if alone > st.goals.HardMax+eps || alone >= src.peak-eps {
+					continue
+				}
+				s := &step{in: in, src: src, dst: dst, cost: c, srcPeak: sp, dstPeak: alone}
+				if best == nil || alone < best.dstPeak-eps {
+					best = s
+				}
+			}
+		}
+	}
+	if best != nil {
+		best.dstPeak = best.dst.peakWith(best.cost, 1)
+	}
+	return best
+}
+
+// spread narrows the spread of peaks until it is within the band: it lowers the
+// highest peak (the waves at it, towards the least loaded), and where that cannot be
+// done (the highest holds one large instance, or pinned or cooling ones) raises the
+// lowest. Each step must gain at least minGain on the peak it works on, and only the
+// highest and the lowest are worked on, so that a plan does not shuffle the waves in
+// between, which narrows nothing.
 func (st *state) spread() string {
 	live := st.live()
+	gain := st.minGain(false)
+	limit := math.Inf(1)
+	if st.goals.HardMax > 0 {
+		limit = st.goals.HardMax
+	}
 	for {
 		top, bottom := ends(live, candidates)
-		gap := top[0].peak - bottom[0].peak
-		if gap <= st.goals.Band+eps {
+		hi, lo := top[0].peak, bottom[0].peak
+		gap := hi - lo
+		if gap <= st.goals.Band+eps || st.goals.Balance > 0 && hi <= st.goals.Balance*meanPeak(live)+eps {
 			return ""
 		}
 		if len(st.moves) >= st.goals.MaxMoves {
@@ -592,16 +691,58 @@ func (st *state) spread() string {
 		if st.outOfTime() {
 			return fmt.Sprintf("spread: %.3g, above the band %.3g, and the search ran out of its %s", gap, st.goals.Band, st.goals.Budget)
 		}
-		limit := math.Inf(1)
-		if st.goals.HardMax > 0 {
-			limit = st.goals.HardMax
+		var atTop []*waveState
+		for _, w := range top {
+			if w.peak >= hi-gain {
+				atTop = append(atTop, w)
+			}
 		}
-		s := st.bestStep(top, bottom, limit)
+		s := st.bestStep(atTop, bottom, limit, gain)
+		if s == nil && len(live) > len(bottom) {
+			// The least loaded waves at their peaks may be loaded at the hour the highest
+			// peaks: any wave with room then will do.
+			s = st.bestMove(atTop, live, limit, gain)
+		}
 		if s == nil {
-			return fmt.Sprintf("spread: %.3g, above the band %.3g, and no instance of %s (the most loaded) or of the next %d most loaded waves can move or swap to lower it (pinned, cooling down, or each as large as the gap)", gap, st.goals.Band, top[0].Node, len(top)-1)
+			s = st.raiseLowest(live, bottom[0], hi, lo, st.minGain(true))
+		}
+		if s == nil {
+			return fmt.Sprintf("spread: %.3g, above the band %.3g: no instance of %s (the most loaded) can move or swap to lower it, and none can move to %s (the least loaded) to raise it (pinned, cooling down, or each as large as the gap)", gap, st.goals.Band, top[0].Node, bottom[0].Node)
 		}
 		st.apply(s, ReasonSpread)
 	}
+}
+
+// raiseLowest finds the move onto the least loaded wave low that raises the lowest peak
+// the most, by at least gain, while neither wave ends above hi − gain (a new highest) or
+// the source below lo + gain (a new lowest).
+func (st *state) raiseLowest(live []*waveState, low *waveState, hi, lo, gain float64) *step {
+	var best *step
+	for _, src := range live {
+		if src == low {
+			continue
+		}
+		for _, in := range src.insts {
+			if !st.movable(in) {
+				continue
+			}
+			dp := low.peakAdd(in.Instance)
+			if dp > hi-gain || dp < lo+gain || st.goals.HardMax > 0 && dp > st.goals.HardMax+eps {
+				continue
+			}
+			sp := src.peakWith(in.cost, -1)
+			if sp < lo+gain {
+				continue
+			}
+			if best == nil || min(sp, dp) > min(best.srcPeak, best.dstPeak)+eps {
+				best = &step{in: in, src: src, dst: low, srcPeak: sp, dstPeak: dp}
+			}
+		}
+	}
+	if best != nil {
+		best.cost = st.costOn(best.in.Instance, low)
+	}
+	return best
 }
 
 // share gives every wave its share of the instances, best effort: while a wave runs
@@ -637,11 +778,20 @@ func (st *state) share() {
 	}
 	want := func(w *waveState) float64 { return total * free[w] / freeSum }
 	excess := func(w *waveState) float64 { return float64(len(w.insts)) - want(w) }
-	for len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
+	// A wave takes instances once it runs fewer than half its share (a new wave, one
+	// emptied by a failover), and then up to its share: between the two, the
+	// utilisation goals decide alone, so a busy fleet is not stirred for counts.
+	filling := map[*waveState]bool{}
+	for _, w := range live {
+		if float64(len(w.insts)) < want(w)/2-eps {
+			filling[w] = true
+		}
+	}
+	for len(filling) > 0 && len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
 		var short *waveState
 		var givers []*waveState
 		for _, w := range live {
-			if float64(len(w.insts)) < math.Floor(want(w)+eps) && (short == nil || excess(w) < excess(short)) {
+			if filling[w] && float64(len(w.insts)) < math.Floor(want(w)+eps) && (short == nil || excess(w) < excess(short)) {
 				short = w
 			}
 			if excess(w) >= 1-eps {
@@ -688,7 +838,8 @@ func (st *state) share() {
 			}
 		}
 		if best == nil {
-			return
+			delete(filling, short) // nothing can go to it within the goals: the next
+			continue
 		}
 		best.cost = st.costOn(best.in.Instance, short)
 		st.apply(best, ReasonShare)

@@ -428,3 +428,33 @@ func BenchmarkMakePeaks(b *testing.B) {
 		b.Fatalf("unbalanced: %s", p.Unmet)
 	}
 }
+
+// TestEvictForALargeInstance: one instance too large for any wave's free room keeps its
+// wave over the hard threshold; it moves where it weighs least (a faster wave it alone
+// keeps under), and that wave's instances make room elsewhere.
+func TestEvictForALargeInstance(t *testing.T) {
+	ws := []Wave{
+		{Node: "slow", Alive: true, Capacity: 8, Row: 1.3e-4}, // the giant: 6.5 cores, 81 %
+		{Node: "fast", Alive: true, Capacity: 8, Row: 1e-4},   // the giant: 5 cores, 62.5 %
+		{Node: "x", Alive: true, Capacity: 4, Row: 1e-4},
+		{Node: "y", Alive: true, Capacity: 4, Row: 1e-4},
+	}
+	insts := []Instance{{ID: "giant", Node: "slow", Rows: []float64{50000}, Bytes: []float64{0}}}
+	for i := range 8 { // 3.2 cores on fast: 40 %
+		insts = append(insts, Instance{ID: fmt.Sprint("s", i), Node: "fast", Rows: []float64{4000}, Bytes: []float64{0}})
+	}
+	p := Make(ws, insts, Goals{HardMax: 0.7, Band: 0.05}, now)
+	c := counts(insts, p)
+	at := map[string]string{}
+	for _, m := range p.Moves {
+		at[m.Instance] = m.To
+	}
+	if at["giant"] != "fast" {
+		t.Fatalf("plan %+v: want the giant on the fast wave", p)
+	}
+	for n, u := range p.After {
+		if u > 0.7+1e-9 {
+			t.Errorf("%s at %.3f after the plan, above 0.7 (counts %v)", n, u, c)
+		}
+	}
+}
