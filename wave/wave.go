@@ -191,11 +191,10 @@ type Wave struct {
 	mu      sync.Mutex
 	status  map[string]*InstanceStatus
 	runners map[string]*runner
-	live    map[string]bool
-	// deadSince is when each assigned wave that is not live was first seen so: the
-	// election fallback waits FailoverGrace from it, for the balancer to place first.
-	deadSince map[string]time.Time
-	bal       balancerState
+	// members is the waves' membership as this wave watches it (set before registered
+	// is closed): the election fallback and the balancer tell dead waves from it.
+	members *waveMembers
+	bal     balancerState
 
 	closed  bool
 	started bool
@@ -216,8 +215,7 @@ func New(opts Options) (*Wave, error) {
 		m:          newMetrics(),
 		status:     map[string]*InstanceStatus{},
 		runners:    map[string]*runner{},
-		live:       map[string]bool{},
-		deadSince:  map[string]time.Time{},
+		members:    newWaveMembers(time.Now()), // Run starts its own at the watch's start
 		done:       make(chan struct{}),
 		registered: make(chan struct{}),
 	}, nil
@@ -340,8 +338,12 @@ func (w *Wave) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return w.runInstances(gctx, httpAddr) })
 	g.Go(func() error {
-		<-w.registered // the balancer needs this wave registered (it reads the members)
-		w.runBalancer(gctx)
+		// The balancer needs this wave registered and its membership watched.
+		select {
+		case <-w.registered:
+			w.runBalancer(gctx)
+		case <-gctx.Done(): // stopped, or failed, before
+		}
 		return nil
 	})
 	return g.Wait()
@@ -363,11 +365,10 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 		return err
 	}
 	w.log.Info("wave running", "http", httpAddr, "version", buildinfo.String())
-	close(w.registered)
-	if w.opts.Ready != nil {
-		w.opts.Ready(httpAddr)
-	}
 
+	// The membership is watched from here on: a wave this one never saw alive is absent
+	// since now (waveMembers).
+	w.members = newWaveMembers(time.Now())
 	members, err := w.opts.Coord.WatchMembers(ctx, GroupWaves)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -375,40 +376,38 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 		}
 		return fmt.Errorf("wave: watch members: %w", err)
 	}
+	watched := make(chan struct{})
+	go func() {
+		// Of its own: the instance loop below can be busy stopping runners, and the
+		// balancer must see every change as it comes.
+		defer close(watched)
+		for ms := range members {
+			w.members.apply(ms, time.Now())
+		}
+	}()
+	close(w.registered)
+	if w.opts.Ready != nil {
+		w.opts.Ready(httpAddr)
+	}
+
 	tick := time.NewTicker(w.opts.PollInterval)
 	defer tick.Stop()
 	defer w.stopRunners()
-	w.reconcile(ctx)
 	for {
+		_, changed := w.members.changes() // before reconciling: a change meanwhile wakes the next wait
+		w.reconcile(ctx)
 		select {
 		case <-ctx.Done():
 			w.log.Info("wave stopping")
 			return nil
-		case ms, ok := <-members:
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return errors.New("wave: member watch ended (coordinator closed or session lost)")
+		case <-watched:
+			if ctx.Err() != nil {
+				return nil
 			}
-			live := map[string]bool{}
-			for _, m := range ms {
-				live[m.ID] = true
-			}
-			w.mu.Lock()
-			for node := range w.live {
-				if !live[node] {
-					w.deadSince[node] = time.Now()
-				}
-			}
-			for node := range live {
-				delete(w.deadSince, node)
-			}
-			w.live = live
-			w.mu.Unlock()
+			return errors.New("wave: member watch ended (coordinator closed or session lost)")
+		case <-changed:
 		case <-tick.C:
 		}
-		w.reconcile(ctx)
 	}
 }
 
