@@ -22,17 +22,20 @@ import (
 // flowing into every one; then every wave is restarted at once. "together": SIGTERM to
 // all, then all started again in quick succession. "one_first": SIGTERM to all, one wave
 // started, and the other two only once it has won the balancer election and half a
-// second more (well within the default 5 s failover_grace). In both, no instance changes
-// wave, none runs (leads) on a wave it is not assigned to, the balancer moves nothing,
-// and no row is lost.
+// second more (well within the default 5 s failover_grace). "killed": kill -9 to all,
+// all started again at once; they register as their old sessions expire (4 s), not
+// quite together. In each, no instance changes wave, none runs (leads) on a wave it is
+// not assigned to, the balancer moves nothing, and no row is lost.
 func TestBalancerRestartIntegration(t *testing.T) {
-	t.Run("together", func(t *testing.T) { testClusterRestart(t, "rt", 0) })
-	t.Run("one_first", func(t *testing.T) { testClusterRestart(t, "r1", 500*time.Millisecond) })
+	t.Run("together", func(t *testing.T) { testClusterRestart(t, "rt", 0, false) })
+	t.Run("one_first", func(t *testing.T) { testClusterRestart(t, "r1", 500*time.Millisecond, false) })
+	t.Run("killed", func(t *testing.T) { testClusterRestart(t, "rk", 0, true) })
 }
 
 // testClusterRestart restarts the 3 waves of a running cluster; head > 0 starts wave-a
-// first and the others head after it leads the balancer election.
-func testClusterRestart(t *testing.T, name string, head time.Duration) {
+// first and the others head after it leads the balancer election; kill stops them with
+// SIGKILL instead (their sessions live on for the session timeout).
+func testClusterRestart(t *testing.T, name string, head time.Duration, kill bool) {
 	ctx := testenv.Context(t)
 	e := newBalanceEnv(t, ctx, name, 12)
 	// Every instance costs the floor, and a band of 150 holds 4/4/4: no plan moves any.
@@ -63,10 +66,14 @@ func testClusterRestart(t *testing.T, name string, head time.Duration) {
 	stopped := time.Now()
 	var wg sync.WaitGroup
 	for _, p := range procs {
-		wg.Go(p.Stop) // SIGTERM, as a deploy does
+		if kill {
+			wg.Go(func() { p.Kill(t) })
+		} else {
+			wg.Go(p.Stop) // SIGTERM, as a deploy does
+		}
 	}
 	wg.Wait()
-	t.Logf("all 3 waves stopped (SIGTERM) in %s", time.Since(stopped).Round(10*time.Millisecond))
+	t.Logf("all 3 waves stopped (kill -9: %v) in %s", kill, time.Since(stopped).Round(10*time.Millisecond))
 
 	restarted := time.Now()
 	procs = procs[:0]
@@ -85,7 +92,10 @@ func testClusterRestart(t *testing.T, name string, head time.Duration) {
 			procs = append(procs, e.startWave(n))
 		}
 	}
-	e.waitWaves(3, procs...)
+	running := regexp.MustCompile(`msg="wave running"`) // registered: after a kill, once the old session ended
+	for _, p := range procs {
+		p.WaitOutput(t, running, time.Minute)
+	}
 	registered := time.Since(restarted)
 	e.waitFor("every instance led by a live wave, where it is assigned", func() bool {
 		l := e.nodes("leader")
@@ -134,8 +144,10 @@ func testClusterRestart(t *testing.T, name string, head time.Duration) {
 
 	e.stopWriting()
 	for i, inst := range e.insts {
-		if rows, _ := e.checkRows(i); rows < 100 {
-			t.Errorf("instance %s: %d rows written, want at least 100 (10 rows/s for over 10 s)", inst.ID, rows)
+		// checkRows fails the test for any row missing from the topic; the count shows the
+		// writer ran on both sides of the restart (2 s before it, 3 s after settling).
+		if rows, _ := e.checkRows(i); rows < 50 {
+			t.Errorf("instance %s: %d rows written, want at least 50 (10 rows/s for over 5 s)", inst.ID, rows)
 		}
 	}
 }
