@@ -109,10 +109,11 @@ func (e *balanceEnv) startWave(node string) *testenv.Proc {
 }
 
 // write inserts rates[i] rows per second into table i (a multiple of 10: a tenth every
-// 100 ms) until stopWriting.
+// 100 ms) until stopWriting, or the test's end (a test that failed midway included).
 func (e *balanceEnv) write(rates []int) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	e.stop = cancel
+	defer e.t.Cleanup(e.stopWriting) // registered after the connections: runs before they close
 	for i, r := range rates {
 		if r <= 0 {
 			continue
@@ -188,7 +189,16 @@ func (e *balanceEnv) allOn(m map[string]string, nodes ...string) bool {
 // when one of procs exits.
 func (e *balanceEnv) waitFor(what string, cond func() bool, procs ...*testenv.Proc) {
 	e.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	if !e.within(90*time.Second, cond, procs...) {
+		e.t.Fatalf("timed out waiting for %s (assigned %v, leaders %v)", what, e.nodes("assign"), e.nodes("leader"))
+	}
+}
+
+// within polls cond until it holds (true), or d passes or the context ends (false); it
+// fails the test when one of procs exits.
+func (e *balanceEnv) within(d time.Duration, cond func() bool, procs ...*testenv.Proc) bool {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		for _, p := range procs {
 			if err := p.Exited(); err != nil {
@@ -196,10 +206,11 @@ func (e *balanceEnv) waitFor(what string, cond func() bool, procs ...*testenv.Pr
 			}
 		}
 		if e.ctx.Err() != nil || time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s (assigned %v, leaders %v)", what, e.nodes("assign"), e.nodes("leader"))
+			return false
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	return true
 }
 
 // checkRows fails the test for every row of table i missing from its topic, and returns
