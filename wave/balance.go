@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,8 @@ type balancer struct {
 	mv      *mover
 	running atomic.Bool // a rebalance run is applying moves
 	outside time.Time   // when the load left the goals (automatic mode); zero: within
+	// heldSaid is the waves held as possibly starting that the log last named.
+	heldSaid string
 }
 
 func newBalancer(w *Wave) *balancer {
@@ -149,11 +152,16 @@ func (b *balancer) loop(ctx context.Context) {
 }
 
 // readCluster reads the cluster as the balancer plans from it: a wave that is not live
-// but not dead yet (absence.deadAt: never seen alive by this wave, within the failover
-// grace) is held out of it with its instances, so that no plan moves them while that
-// wave may be starting. recheck is when the first held wave's grace ends (zero: none is
-// held).
+// but not dead yet is held out of it with its instances, so that no plan moves them while
+// that wave may be starting: one never seen alive by this wave, within the failover grace
+// (absence.deadAt), and one whose new process waits for its name, still held by the
+// session of its previous one (groupStarting). recheck is when to look again at the held
+// waves (zero: none is held).
 func (b *balancer) readCluster(ctx context.Context) (cl *cluster, held []string, recheck time.Time, err error) {
+	starting, err := b.w.opts.Coord.Members(ctx, groupStarting)
+	if err != nil {
+		return nil, nil, time.Time{}, fmt.Errorf("list starting waves: %w", err)
+	}
 	cl, err = readCluster(ctx, b.w.opts.Coord)
 	if err != nil {
 		return nil, nil, time.Time{}, err
@@ -161,6 +169,11 @@ func (b *balancer) readCluster(ctx context.Context) (cl *cluster, held []string,
 	now := time.Now()
 	held = cl.hold(func(node string) bool {
 		at := b.w.members.absence(node).deadAt(b.opts.FailoverGrace)
+		if slices.ContainsFunc(starting, func(m coord.Member) bool { return m.ID == node }) {
+			// Its registration ends the hold (a member change); a process that gives up
+			// does not announce it: look again at the next poll.
+			at = now.Add(b.w.opts.PollInterval)
+		}
 		if !at.After(now) {
 			return false
 		}
@@ -186,9 +199,13 @@ func (b *balancer) failover(ctx context.Context) time.Time {
 		}
 		return time.Time{}
 	}
-	if len(held) > 0 {
-		b.mv.log.Info("waves not live, never seen alive by this wave: their instances stay until their grace ends",
-			"waves", held, "grace_ends", recheck.UTC().Format(time.RFC3339Nano))
+	// Said once per change: meanwhile a pass may run at every poll.
+	if said := fmt.Sprint(held); said != b.heldSaid {
+		b.heldSaid = said
+		if len(held) > 0 {
+			b.mv.log.Info("waves not live that may be starting (never seen alive by this wave, or waiting for their name): their instances stay for now",
+				"waves", held, "look_again", recheck.UTC().Format(time.RFC3339Nano))
+		}
 	}
 	orphans := cl.orphans()
 	if len(orphans) == 0 {

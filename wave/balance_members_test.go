@@ -206,3 +206,43 @@ func TestFailoverActsOnlyOnAFreshRead(t *testing.T) {
 		t.Errorf("after the next failover pass: %v, want %v", got, want)
 	}
 }
+
+// TestFailoverHoldsAWaveWaitingForItsName: wave-c, seen alive, is gone, but a new process
+// of it waits for its name (a member of groupStarting: the previous session had not
+// expired yet): its instances stay, and the balancer looks again at the next poll. Once
+// that process gives up, they are placed.
+func TestFailoverHoldsAWaveWaitingForItsName(t *testing.T) {
+	r := newFailoverRig(t, nil)
+	r.register("wave-a")
+	r.register("wave-c")
+	mctx, unmark := context.WithCancel(r.ctx)
+	if err := r.c.Register(mctx, groupStarting, coord.Member{ID: "wave-c"}); err != nil {
+		t.Fatal(err)
+	}
+	r.leave("wave-c")
+	recheck := r.b.failover(r.ctx)
+	want := map[string]string{"i0": "wave-b", "i1": "wave-b", "i2": "wave-c", "i3": "wave-c"}
+	if got := r.assigned(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("with wave-c starting: %v, want %v", got, want)
+	}
+	if recheck.IsZero() || recheck.After(time.Now().Add(r.w.opts.PollInterval)) {
+		t.Errorf("failover says to look again at %v, want by the next poll (%s)", recheck, r.w.opts.PollInterval)
+	}
+	unmark()
+	for len(r.starting()) > 0 {
+		time.Sleep(time.Millisecond) // the single coordinator deregisters in the background
+	}
+	r.b.failover(r.ctx)
+	want = map[string]string{"i0": "wave-b", "i1": "wave-b", "i2": "wave-a", "i3": "wave-a"}
+	if got := r.assigned(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("once wave-c's new process gave up: %v, want %v", got, want)
+	}
+}
+
+func (r *failoverRig) starting() []coord.Member {
+	ms, err := r.c.Members(r.ctx, groupStarting)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return ms
+}

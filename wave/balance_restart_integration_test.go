@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,21 +24,37 @@ import (
 // all, then all started again in quick succession. "one_first": SIGTERM to all, one wave
 // started, and the other two only once it has won the balancer election and half a
 // second more (well within the default 5 s failover_grace). "killed": kill -9 to all,
-// all started again at once; they register as their old sessions expire (4 s), not
-// quite together. In each, no instance changes wave, none runs (leads) on a wave it is
-// not assigned to, the balancer moves nothing, and no row is lost.
+// all started again at once; they register as their old sessions expire (4 s).
+// "killed_apart": kill -9 to wave-a, to the others 2.5 s later, all started again at
+// once: the new wave-a registers and balances while the old sessions of wave-b and
+// wave-c still live, and sees them end while the new wave-b and wave-c wait for their
+// names. In each, no instance changes wave, none runs (leads) on a wave it is not
+// assigned to, the balancer moves nothing, and no row is lost.
 func TestBalancerRestartIntegration(t *testing.T) {
-	t.Run("together", func(t *testing.T) { testClusterRestart(t, "rt", 0, false) })
-	t.Run("one_first", func(t *testing.T) { testClusterRestart(t, "r1", 500*time.Millisecond, false) })
-	t.Run("killed", func(t *testing.T) { testClusterRestart(t, "rk", 0, true) })
+	for _, tc := range []restartCase{
+		{name: "together"},
+		{name: "one_first", head: 500 * time.Millisecond},
+		{name: "killed", kill: true},
+		{name: "killed_apart", kill: true, apart: 2500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testClusterRestart(t, tc) })
+	}
 }
 
-// testClusterRestart restarts the 3 waves of a running cluster; head > 0 starts wave-a
-// first and the others head after it leads the balancer election; kill stops them with
-// SIGKILL instead (their sessions live on for the session timeout).
-func testClusterRestart(t *testing.T, name string, head time.Duration, kill bool) {
+// restartCase is how the waves of a running cluster restart: with SIGTERM, or SIGKILL
+// (kill: their sessions live on for the session timeout), wave-a apart before the others;
+// when head > 0 wave-a starts first and the others head after it leads the balancer
+// election.
+type restartCase struct {
+	name  string
+	head  time.Duration
+	kill  bool
+	apart time.Duration
+}
+
+func testClusterRestart(t *testing.T, tc restartCase) {
 	ctx := testenv.Context(t)
-	e := newBalanceEnv(t, ctx, name, 12)
+	e := newBalanceEnv(t, ctx, "r"+strings.ReplaceAll(tc.name, "_", ""), 12)
 	// Every instance costs the floor, and a band of 150 holds 4/4/4: no plan moves any.
 	_, e.balancer = e.startJudge(judge.RebalanceOptions{Band: 150, InstanceFloor: 100, MaxMoves: 20, Cooldown: 10 * time.Minute}, "")
 	nodes := []string{"wave-a", "wave-b", "wave-c"}
@@ -65,19 +82,23 @@ func testClusterRestart(t *testing.T, name string, head time.Duration, kill bool
 	watch := e.watchPlacement(before)
 	stopped := time.Now()
 	var wg sync.WaitGroup
-	for _, p := range procs {
-		if kill {
-			wg.Go(func() { p.Kill(t) })
-		} else {
+	for i, p := range procs {
+		switch {
+		case !tc.kill:
 			wg.Go(p.Stop) // SIGTERM, as a deploy does
+		case i == 0 && tc.apart > 0:
+			p.Kill(t)
+			time.Sleep(tc.apart)
+		default:
+			wg.Go(func() { p.Kill(t) })
 		}
 	}
 	wg.Wait()
-	t.Logf("all 3 waves stopped (kill -9: %v) in %s", kill, time.Since(stopped).Round(10*time.Millisecond))
+	t.Logf("all 3 waves stopped (kill -9: %v) in %s", tc.kill, time.Since(stopped).Round(10*time.Millisecond))
 
 	restarted := time.Now()
 	procs = procs[:0]
-	if head > 0 {
+	if head := tc.head; head > 0 {
 		procs = append(procs, e.startWave("wave-a"))
 		e.waitFor("wave-a, back first, to lead the balancer election", func() bool {
 			l, err := e.c.Leader(ctx, "balancer/leader")

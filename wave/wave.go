@@ -38,6 +38,11 @@ import (
 // GroupWaves is the coordinator group the waves register in.
 const GroupWaves = "waves"
 
+// groupStarting holds the waves waiting for their name in GroupWaves, still held by the
+// session of their previous process (killed, not yet expired): the balancer does not
+// take that session's end for the wave's death.
+const groupStarting = "waves-starting"
+
 // TopicCreator creates topics; bus.Bus implements it. Sinks without topics (the file
 // sink) leave it nil.
 type TopicCreator interface {
@@ -412,9 +417,13 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 }
 
 // register joins the waves group. A previous incarnation of this node (killed, session
-// not yet expired) may still hold the name: retry until it is gone.
+// not yet expired) may still hold the name: retry until it is gone, meanwhile a member of
+// groupStarting, so that the balancer holds this wave's instances when that session ends.
 func (w *Wave) register(ctx context.Context, data []byte) error {
 	deadline := time.Now().Add(time.Minute)
+	sctx, starting := context.WithCancel(ctx)
+	defer starting() // registered, or given up: no longer starting
+	said, marked := false, false
 	for {
 		err := w.opts.Coord.Register(ctx, GroupWaves, coord.Member{ID: w.opts.Node, Data: data})
 		if err == nil {
@@ -423,7 +432,20 @@ func (w *Wave) register(ctx context.Context, data []byte) error {
 		if !errors.Is(err, coord.ErrExists) || time.Now().After(deadline) {
 			return fmt.Errorf("wave: register as %s: %w", w.opts.Node, err)
 		}
-		w.log.Info("node name still registered by a previous session; waiting for it to expire")
+		if !said {
+			w.log.Info("node name still registered by a previous session; waiting for it to expire")
+		}
+		if !marked {
+			// ErrExists: the previous process was starting too; its mark ends with its
+			// session, and this one takes over at the next try.
+			err := w.opts.Coord.Register(sctx, groupStarting, coord.Member{ID: w.opts.Node})
+			marked = err == nil
+			if err != nil && !errors.Is(err, coord.ErrExists) && !said {
+				w.log.Warn("could not say this wave is starting: the balancer may place its instances elsewhere when the previous session ends",
+					"err", err)
+			}
+		}
+		said = true
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
