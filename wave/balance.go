@@ -168,6 +168,9 @@ func (b *balancer) readCluster(ctx context.Context) (cl *cluster, held []string,
 	}
 	now := time.Now()
 	held = cl.hold(func(node string) bool {
+		// A wave still live in this wave's view but missing from the read, which is
+		// newer, has just left: seen alive, it is dead (deadAt is zero), and the member
+		// change that follows starts another pass anyway.
 		at := b.w.members.absence(node).deadAt(b.opts.FailoverGrace)
 		if slices.ContainsFunc(starting, func(m coord.Member) bool { return m.ID == node }) {
 			// Its registration ends the hold (a member change); a process that gives up
