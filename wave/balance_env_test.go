@@ -3,6 +3,7 @@ package wave_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge"
@@ -148,19 +150,30 @@ func (e *balanceEnv) stopWriting() {
 }
 
 // nodes returns, for every instance, what the coordinator's key instances/<id>/<child>
-// holds ("assign") or who leads it ("leader"); "" when nothing.
+// holds ("assign") or who leads it ("leader"); no entry when nothing. A read that fails
+// otherwise (the test's session reconnecting on a loaded machine) is read again: it says
+// nothing about the instance.
 func (e *balanceEnv) nodes(child string) map[string]string {
 	out := map[string]string{}
 	for _, inst := range e.insts {
 		k := "instances/" + inst.ID + "/" + child
-		if child == "leader" {
-			if l, err := e.c.Leader(e.ctx, k); err == nil {
-				out[inst.ID] = string(l)
+		for {
+			var data []byte
+			var err error
+			if child == "leader" {
+				data, err = e.c.Leader(e.ctx, k)
+			} else {
+				var v coord.Value
+				v, err = e.c.Get(e.ctx, k)
+				data = v.Data
 			}
-			continue
-		}
-		if v, err := e.c.Get(e.ctx, k); err == nil {
-			out[inst.ID] = string(v.Data)
+			if err == nil {
+				out[inst.ID] = string(data)
+			}
+			if err == nil || errors.Is(err, coord.ErrNotFound) || e.ctx.Err() != nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	return out
