@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,9 +17,10 @@ import (
 	"github.com/binlake/binlake/judge/rebalance"
 )
 
-// The balancer's loop: elected among the waves, it watches the membership (a wave whose
-// session ended has its instances placed at once), serves rebalance requests, and in
-// automatic mode applies plans itself.
+// The balancer's loop: elected among the waves, it follows the membership as its wave
+// watches it (a wave seen alive whose session ended has its instances placed at once; one
+// never seen alive gets the failover grace to register, as it may be starting), serves
+// rebalance requests, and in automatic mode applies plans itself.
 
 // Coordinator keys of the balancer.
 const (
@@ -56,6 +58,13 @@ type balancer struct {
 	mv      *mover
 	running atomic.Bool // a rebalance run is applying moves
 	outside time.Time   // when the load left the goals (automatic mode); zero: within
+	// heldSaid is the waves held as possibly starting that the log last named.
+	heldSaid string
+}
+
+func newBalancer(w *Wave) *balancer {
+	return &balancer{w: w, opts: w.opts.Balancer, mv: &mover{c: w.opts.Coord, opts: w.opts.Balancer, log: w.log.With("component", "balancer"),
+		http: &http.Client{Timeout: 5 * time.Second}, now: time.Now}}
 }
 
 // runBalancer campaigns for the balancer's role and balances while it holds it.
@@ -87,9 +96,7 @@ func (w *Wave) runBalancer(ctx context.Context) {
 			}
 			cancel()
 		}()
-		b := &balancer{w: w, opts: w.opts.Balancer, mv: &mover{c: w.opts.Coord, opts: w.opts.Balancer, log: w.log.With("component", "balancer"),
-			http: &http.Client{Timeout: 5 * time.Second}, now: time.Now}}
-		b.loop(lctx)
+		newBalancer(w).loop(lctx)
 		cancel()
 		w.m.balancerLeader.Set(0)
 		w.m.balancerSpread.Set(0)
@@ -105,56 +112,117 @@ func (w *Wave) runBalancer(ctx context.Context) {
 }
 
 func (b *balancer) loop(ctx context.Context) {
-	members, err := b.w.opts.Coord.WatchMembers(ctx, GroupWaves)
-	if err != nil {
-		if ctx.Err() == nil {
-			b.mv.log.Warn("watch waves", "err", err)
-		}
-		return
-	}
 	poll := time.NewTicker(b.w.opts.PollInterval)
 	defer poll.Stop()
 	plan := time.NewTicker(b.opts.Interval)
 	defer plan.Stop()
+	// wake runs a failover when the grace of a wave held as possibly starting ends.
+	wake := time.NewTimer(time.Hour)
+	wake.Stop()
+	defer wake.Stop()
+	failover := func() {
+		if at := b.failover(ctx); !at.IsZero() {
+			wake.Reset(max(time.Until(at), 0) + 10*time.Millisecond)
+		}
+	}
+	// The channel is taken before each failover: a member change while it runs wakes the
+	// next one.
+	_, changed := b.w.members.changes()
+	failover()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case _, ok := <-members:
-			if !ok {
-				return
-			}
-			b.failover(ctx)
+		case <-changed:
+			_, changed = b.w.members.changes()
+			failover()
+		case <-wake.C:
+			_, changed = b.w.members.changes()
+			failover()
 		case <-poll.C:
 			b.serveRequest(ctx)
 		case <-plan.C:
 			// Also what no member change announced: an instance added to a dead wave, or
 			// a failover that failed to write.
-			b.failover(ctx)
+			_, changed = b.w.members.changes()
+			failover()
 			b.auto(ctx)
 		}
 	}
 }
 
+// readCluster reads the cluster as the balancer plans from it: a wave that is not live
+// but not dead yet is held out of it with its instances, so that no plan moves them while
+// that wave may be starting: one never seen alive by this wave, within the failover grace
+// (absence.deadAt), and one whose new process waits for its name, still held by the
+// session of its previous one (groupStarting). recheck is when to look again at the held
+// waves (zero: none is held).
+func (b *balancer) readCluster(ctx context.Context) (cl *cluster, held []string, recheck time.Time, err error) {
+	starting, err := b.w.opts.Coord.Members(ctx, groupStarting)
+	if err != nil {
+		return nil, nil, time.Time{}, fmt.Errorf("list starting waves: %w", err)
+	}
+	cl, err = readCluster(ctx, b.w.opts.Coord)
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	now := time.Now()
+	held = cl.hold(func(node string) bool {
+		// A wave still live in this wave's view but missing from the read, which is
+		// newer, has just left: seen alive, it is dead (deadAt is zero), and the member
+		// change that follows starts another pass anyway.
+		at := b.w.members.absence(node).deadAt(b.opts.FailoverGrace)
+		if slices.ContainsFunc(starting, func(m coord.Member) bool { return m.ID == node }) {
+			// Its registration ends the hold (a member change); a process that gives up
+			// does not announce it: look again at the next poll.
+			at = now.Add(b.w.opts.PollInterval)
+		}
+		if !at.After(now) {
+			return false
+		}
+		if recheck.IsZero() || at.Before(recheck) {
+			recheck = at
+		}
+		return true
+	})
+	return cl, held, recheck, nil
+}
+
 // failover assigns every instance of a dead wave (or of none) to a live one, as the
-// planner places them, or by fewest instances when it does not answer.
-func (b *balancer) failover(ctx context.Context) {
-	cl, err := readCluster(ctx, b.w.opts.Coord)
+// planner places them, or by fewest instances when it does not answer. It returns when
+// to look again for a wave held as possibly starting (zero: none). It acts only on a
+// read at least as new as the latest member change: one that comes while it reads or
+// plans (a wave registered, or left) ends the pass, and the loop starts the next one.
+func (b *balancer) failover(ctx context.Context) time.Time {
+	gen, _ := b.w.members.changes()
+	cl, held, recheck, err := b.readCluster(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			b.mv.log.Warn("read the cluster", "err", err)
 		}
-		return
+		return time.Time{}
+	}
+	// Said once per change: meanwhile a pass may run at every poll.
+	if said := fmt.Sprint(held); said != b.heldSaid {
+		b.heldSaid = said
+		if len(held) > 0 {
+			b.mv.log.Info("waves not live that may be starting (never seen alive by this wave, or waiting for their name): their instances stay for now",
+				"waves", held, "look_again", recheck.UTC().Format(time.RFC3339Nano))
+		}
 	}
 	orphans := cl.orphans()
 	if len(orphans) == 0 {
-		return
+		return recheck
 	}
 	b.mv.log.Info("instances without a live wave", "count", len(orphans), "instances", orphans)
 	plan := b.plan(ctx, cl, true)
 	for _, m := range plan.Moves {
 		if m.Reason != rebalance.ReasonFailover {
 			continue
+		}
+		if g, _ := b.w.members.changes(); g != gen {
+			b.mv.log.Info("the waves' membership changed since the cluster was read; placing from a new read")
+			return recheck
 		}
 		r := MoveResult{Move: m, At: time.Now().UTC(), Result: MoveAssigned}
 		switch err := b.mv.assign(ctx, m, cl.versions[m.Instance]); {
@@ -169,6 +237,7 @@ func (b *balancer) failover(ctx context.Context) {
 		}
 		b.record(r)
 	}
+	return recheck
 }
 
 // plan asks the planner; for a failover (orphans only) it falls back to fewest
@@ -211,7 +280,7 @@ func (b *balancer) auto(ctx context.Context) {
 	if b.opts.Planner == nil || b.running.Load() {
 		return
 	}
-	cl, err := readCluster(ctx, b.w.opts.Coord)
+	cl, _, _, err := b.readCluster(ctx)
 	if err != nil {
 		return
 	}
@@ -281,7 +350,7 @@ func (b *balancer) serveRequest(ctx context.Context) {
 		fail(fmt.Errorf("%w; set balancer.judge in the waves' config", ErrNoPlanner))
 		return
 	}
-	cl, err := readCluster(ctx, c)
+	cl, _, _, err := b.readCluster(ctx)
 	if err != nil {
 		fail(err)
 		return

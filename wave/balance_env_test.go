@@ -3,6 +3,7 @@ package wave_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
+	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge"
@@ -109,10 +111,11 @@ func (e *balanceEnv) startWave(node string) *testenv.Proc {
 }
 
 // write inserts rates[i] rows per second into table i (a multiple of 10: a tenth every
-// 100 ms) until stopWriting.
+// 100 ms) until stopWriting, or the test's end (a test that failed midway included).
 func (e *balanceEnv) write(rates []int) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	e.stop = cancel
+	defer e.t.Cleanup(e.stopWriting) // registered after the connections: runs before they close
 	for i, r := range rates {
 		if r <= 0 {
 			continue
@@ -147,19 +150,30 @@ func (e *balanceEnv) stopWriting() {
 }
 
 // nodes returns, for every instance, what the coordinator's key instances/<id>/<child>
-// holds ("assign") or who leads it ("leader"); "" when nothing.
+// holds ("assign") or who leads it ("leader"); no entry when nothing. A read that fails
+// otherwise (the test's session reconnecting on a loaded machine) is read again: it says
+// nothing about the instance.
 func (e *balanceEnv) nodes(child string) map[string]string {
 	out := map[string]string{}
 	for _, inst := range e.insts {
 		k := "instances/" + inst.ID + "/" + child
-		if child == "leader" {
-			if l, err := e.c.Leader(e.ctx, k); err == nil {
-				out[inst.ID] = string(l)
+		for {
+			var data []byte
+			var err error
+			if child == "leader" {
+				data, err = e.c.Leader(e.ctx, k)
+			} else {
+				var v coord.Value
+				v, err = e.c.Get(e.ctx, k)
+				data = v.Data
 			}
-			continue
-		}
-		if v, err := e.c.Get(e.ctx, k); err == nil {
-			out[inst.ID] = string(v.Data)
+			if err == nil {
+				out[inst.ID] = string(data)
+			}
+			if err == nil || errors.Is(err, coord.ErrNotFound) || e.ctx.Err() != nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	return out
@@ -188,7 +202,16 @@ func (e *balanceEnv) allOn(m map[string]string, nodes ...string) bool {
 // when one of procs exits.
 func (e *balanceEnv) waitFor(what string, cond func() bool, procs ...*testenv.Proc) {
 	e.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	if !e.within(90*time.Second, cond, procs...) {
+		e.t.Fatalf("timed out waiting for %s (assigned %v, leaders %v)", what, e.nodes("assign"), e.nodes("leader"))
+	}
+}
+
+// within polls cond until it holds (true), or d passes or the context ends (false); it
+// fails the test when one of procs exits.
+func (e *balanceEnv) within(d time.Duration, cond func() bool, procs ...*testenv.Proc) bool {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		for _, p := range procs {
 			if err := p.Exited(); err != nil {
@@ -196,10 +219,11 @@ func (e *balanceEnv) waitFor(what string, cond func() bool, procs ...*testenv.Pr
 			}
 		}
 		if e.ctx.Err() != nil || time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s (assigned %v, leaders %v)", what, e.nodes("assign"), e.nodes("leader"))
+			return false
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	return true
 }
 
 // checkRows fails the test for every row of table i missing from its topic, and returns

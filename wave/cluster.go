@@ -90,6 +90,36 @@ func readMoveRecord(ctx context.Context, c coord.Coordinator, id string) (moveRe
 	return r, true
 }
 
+// hold leaves out of the cluster the waves that are not live and that held reports (not
+// dead yet: they may be starting), with their instances: no plan places, moves or counts
+// them while they are held. It returns the waves held.
+func (cl *cluster) hold(held func(node string) bool) []string {
+	var out []string
+	waves := make([]api.RebalanceWave, 0, len(cl.req.Waves))
+	gone := map[string]bool{}
+	for _, w := range cl.req.Waves {
+		if !w.Alive && held(w.Node) {
+			out = append(out, w.Node)
+			gone[w.Node] = true
+			continue
+		}
+		waves = append(waves, w)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	insts := make([]api.RebalanceInstance, 0, len(cl.req.Instances))
+	for _, in := range cl.req.Instances {
+		if gone[in.Node] {
+			delete(cl.versions, in.ID)
+			continue
+		}
+		insts = append(insts, in)
+	}
+	cl.req.Waves, cl.req.Instances = waves, insts
+	return out
+}
+
 // orphans are the instances assigned to no live wave (a dead one, or none at all).
 func (cl *cluster) orphans() []string {
 	alive := map[string]bool{}

@@ -108,8 +108,9 @@ func (w *Wave) runningDef(id string) ([]byte, bool) {
 
 // shouldRun: the assigned wave runs an instance; any wave stands by for an unassigned
 // instance, or for one whose assigned wave has not been alive for FailoverGrace (the
-// election fallback: the balancer normally reassigns it before). An error is a failed
-// read of the assignment, which decides nothing.
+// election fallback: the balancer normally reassigns it before), counted from when this
+// wave saw it leave, or from when this wave began watching if it never saw it alive. An
+// error is a failed read of the assignment, which decides nothing.
 func (w *Wave) shouldRun(ctx context.Context, id string) (bool, error) {
 	v, err := w.opts.Coord.Get(ctx, instanceKey(id, "assign"))
 	if errors.Is(err, coord.ErrNotFound) {
@@ -122,17 +123,8 @@ func (w *Wave) shouldRun(ctx context.Context, id string) (bool, error) {
 	if node == "" || node == w.opts.Node {
 		return true, nil
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.live[node] {
-		return false, nil
-	}
-	since, ok := w.deadSince[node]
-	if !ok {
-		since = time.Now() // never seen alive by this wave: the grace starts now
-		w.deadSince[node] = since
-	}
-	return time.Since(since) >= w.opts.Balancer.FailoverGrace, nil
+	a := w.members.absence(node)
+	return !a.Live && time.Since(a.Since) >= w.opts.Balancer.FailoverGrace, nil
 }
 
 // runInstance campaigns for an instance and runs its pipeline while leading, until ctx

@@ -38,6 +38,11 @@ import (
 // GroupWaves is the coordinator group the waves register in.
 const GroupWaves = "waves"
 
+// groupStarting holds the waves waiting for their name in GroupWaves, still held by the
+// session of their previous process (killed, not yet expired): the balancer does not
+// take that session's end for the wave's death.
+const groupStarting = "waves-starting"
+
 // TopicCreator creates topics; bus.Bus implements it. Sinks without topics (the file
 // sink) leave it nil.
 type TopicCreator interface {
@@ -191,11 +196,10 @@ type Wave struct {
 	mu      sync.Mutex
 	status  map[string]*InstanceStatus
 	runners map[string]*runner
-	live    map[string]bool
-	// deadSince is when each assigned wave that is not live was first seen so: the
-	// election fallback waits FailoverGrace from it, for the balancer to place first.
-	deadSince map[string]time.Time
-	bal       balancerState
+	// members is the waves' membership as this wave watches it (set before registered
+	// is closed): the election fallback and the balancer tell dead waves from it.
+	members *waveMembers
+	bal     balancerState
 
 	closed  bool
 	started bool
@@ -216,8 +220,7 @@ func New(opts Options) (*Wave, error) {
 		m:          newMetrics(),
 		status:     map[string]*InstanceStatus{},
 		runners:    map[string]*runner{},
-		live:       map[string]bool{},
-		deadSince:  map[string]time.Time{},
+		members:    newWaveMembers(time.Now()), // Run starts its own at the watch's start
 		done:       make(chan struct{}),
 		registered: make(chan struct{}),
 	}, nil
@@ -340,8 +343,12 @@ func (w *Wave) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return w.runInstances(gctx, httpAddr) })
 	g.Go(func() error {
-		<-w.registered // the balancer needs this wave registered (it reads the members)
-		w.runBalancer(gctx)
+		// The balancer needs this wave registered and its membership watched.
+		select {
+		case <-w.registered:
+			w.runBalancer(gctx)
+		case <-gctx.Done(): // stopped, or failed, before
+		}
 		return nil
 	})
 	return g.Wait()
@@ -363,11 +370,10 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 		return err
 	}
 	w.log.Info("wave running", "http", httpAddr, "version", buildinfo.String())
-	close(w.registered)
-	if w.opts.Ready != nil {
-		w.opts.Ready(httpAddr)
-	}
 
+	// The membership is watched from here on: a wave this one never saw alive is absent
+	// since now (waveMembers).
+	w.members = newWaveMembers(time.Now())
 	members, err := w.opts.Coord.WatchMembers(ctx, GroupWaves)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -375,47 +381,49 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 		}
 		return fmt.Errorf("wave: watch members: %w", err)
 	}
+	watched := make(chan struct{})
+	go func() {
+		// Of its own: the instance loop below can be busy stopping runners, and the
+		// balancer must see every change as it comes.
+		defer close(watched)
+		for ms := range members {
+			w.members.apply(ms, time.Now())
+		}
+	}()
+	close(w.registered)
+	if w.opts.Ready != nil {
+		w.opts.Ready(httpAddr)
+	}
+
 	tick := time.NewTicker(w.opts.PollInterval)
 	defer tick.Stop()
 	defer w.stopRunners()
-	w.reconcile(ctx)
 	for {
+		_, changed := w.members.changes() // before reconciling: a change meanwhile wakes the next wait
+		w.reconcile(ctx)
 		select {
 		case <-ctx.Done():
 			w.log.Info("wave stopping")
 			return nil
-		case ms, ok := <-members:
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return errors.New("wave: member watch ended (coordinator closed or session lost)")
+		case <-watched:
+			if ctx.Err() != nil {
+				return nil
 			}
-			live := map[string]bool{}
-			for _, m := range ms {
-				live[m.ID] = true
-			}
-			w.mu.Lock()
-			for node := range w.live {
-				if !live[node] {
-					w.deadSince[node] = time.Now()
-				}
-			}
-			for node := range live {
-				delete(w.deadSince, node)
-			}
-			w.live = live
-			w.mu.Unlock()
+			return errors.New("wave: member watch ended (coordinator closed or session lost)")
+		case <-changed:
 		case <-tick.C:
 		}
-		w.reconcile(ctx)
 	}
 }
 
 // register joins the waves group. A previous incarnation of this node (killed, session
-// not yet expired) may still hold the name: retry until it is gone.
+// not yet expired) may still hold the name: retry until it is gone, meanwhile a member of
+// groupStarting, so that the balancer holds this wave's instances when that session ends.
 func (w *Wave) register(ctx context.Context, data []byte) error {
 	deadline := time.Now().Add(time.Minute)
+	sctx, starting := context.WithCancel(ctx)
+	defer starting() // registered, or given up: no longer starting
+	said, marked := false, false
 	for {
 		err := w.opts.Coord.Register(ctx, GroupWaves, coord.Member{ID: w.opts.Node, Data: data})
 		if err == nil {
@@ -424,7 +432,20 @@ func (w *Wave) register(ctx context.Context, data []byte) error {
 		if !errors.Is(err, coord.ErrExists) || time.Now().After(deadline) {
 			return fmt.Errorf("wave: register as %s: %w", w.opts.Node, err)
 		}
-		w.log.Info("node name still registered by a previous session; waiting for it to expire")
+		if !said {
+			w.log.Info("node name still registered by a previous session; waiting for it to expire")
+		}
+		if !marked {
+			// ErrExists: the previous process was starting too; its mark ends with its
+			// session, and this one takes over at the next try.
+			err := w.opts.Coord.Register(sctx, groupStarting, coord.Member{ID: w.opts.Node})
+			marked = err == nil
+			if err != nil && !errors.Is(err, coord.ErrExists) && !said {
+				w.log.Warn("could not say this wave is starting: the balancer may place its instances elsewhere when the previous session ends",
+					"err", err)
+			}
+		}
+		said = true
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
