@@ -87,9 +87,7 @@ func (o RebalanceOptions) goals(model string) rebalance.Goals {
 	if model == api.ModelUtilisation {
 		g.HardMax, g.Band, g.Balance = o.MaxUtilisation, o.UtilisationBand, o.UtilisationBalance
 	} else {
-		// The rows model plans as the judge always did: idle instances spread by their
-		// floor, no share goal.
-		g.HardMax, g.Band, g.NoShare = o.HardMax, o.Band, true
+		g.HardMax, g.Band = o.HardMax, o.Band
 	}
 	return g
 }

@@ -73,12 +73,18 @@ func TestRebalance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ans.Moves) != 5 || !ans.Balanced || ans.SpreadBefore != 3000 || ans.SpreadAfter != 2000 {
-		t.Fatalf("plan %+v: want 5 moves from a spread of 3000 to 2000, balanced", ans.Plan)
+	// Five moves bring the spread within the band (2000); then wave-idle, below half its
+	// share of the instances, takes them up to its share: 15 each.
+	if len(ans.Moves) != 15 || !ans.Balanced || ans.SpreadBefore != 3000 || ans.SpreadAfter != 0 || ans.Model != api.ModelRows {
+		t.Fatalf("plan %+v (model %q): want 15 moves from a spread of 3000 to 0, balanced, in rows", ans.Plan, ans.Model)
 	}
-	for _, m := range ans.Moves {
-		if m.From != "wave-busy" || m.To != "wave-idle" || m.Reason != "spread" || m.Cost != 100 {
-			t.Errorf("move %+v: want a spread move of 100 from wave-busy to wave-idle", m)
+	for i, m := range ans.Moves {
+		want := "spread"
+		if i >= 5 {
+			want = "share"
+		}
+		if m.From != "wave-busy" || m.To != "wave-idle" || m.Reason != want || m.Cost != 100 {
+			t.Errorf("move %d %+v: want a %s move of 100 from wave-busy to wave-idle", i, m, want)
 		}
 	}
 	if len(ans.Costs) != 30 || ans.Costs[0].Instance != "i00" || ans.Costs[0].Measured || ans.Costs[0].Cost != 100 {

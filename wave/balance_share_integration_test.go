@@ -4,11 +4,11 @@ package wave_test
 // with a goal on each wave's share of the instances). These two process tests FAIL on
 // the planner of today (judge/rebalance) and are meant to land with the new one:
 //
-//   - TestBalancerPlannerV2CooldownScaleOutIntegration: today the planner takes
+//   - TestBalancerScaleOutWithinCooldownIntegration: today the planner takes
 //     instances only from the single most loaded wave; when that wave's instances all
 //     moved recently the plan is empty, although other waves, about as loaded, have
 //     movable ones.
-//   - TestBalancerPlannerV2LightLoadScaleOutIntegration: today 6/6/0 instances at a few
+//   - TestBalancerIdleScaleOutIntegration: today 6/6/0 instances at a few
 //     rows/s each are inside the default band, so nothing moves to the new wave.
 
 import (
@@ -107,14 +107,14 @@ func (r *plannerRig) checkAllRows() {
 	}
 }
 
-// TestBalancerPlannerV2CooldownScaleOutIntegration (FAILS until the planner's rewrite):
+// TestBalancerScaleOutWithinCooldownIntegration (FAILS until the planner's rewrite):
 // waves a and b run 6 instances each; wave-c joins and automatic mode moves 4 onto it
 // (they are now within the 10 min cooldown); their rows then come 3 times as fast, which
 // makes wave-c the most loaded wave, within the band. wave-d joins, within that cooldown,
 // and must take its share all the same from wave-a and wave-b, whose instances never
 // moved: every wave ends within one instance of the mean of 3 (wave-c's cooling
 // instances stay: 3/3/4/2 or the like), none of wave-c's instances moves, no row is lost.
-func TestBalancerPlannerV2CooldownScaleOutIntegration(t *testing.T) {
+func TestBalancerScaleOutWithinCooldownIntegration(t *testing.T) {
 	rb := judge.DefaultRebalanceOptions()
 	// Today's planner spreads these instances (each costs about the floor) only with a
 	// band under two instances' cost: the first scale-out happens as the premise needs.
@@ -165,11 +165,11 @@ func TestBalancerPlannerV2CooldownScaleOutIntegration(t *testing.T) {
 	r.checkAllRows()
 }
 
-// TestBalancerPlannerV2LightLoadScaleOutIntegration (FAILS until the planner's rewrite):
+// TestBalancerIdleScaleOutIntegration (FAILS until the planner's rewrite):
 // waves a and b run 6 instances each at a light load (10 rows/s each) and the judge plans
 // with its default goals; wave-c joins and automatic mode gives it its share: 4/4/4. No
 // row is lost.
-func TestBalancerPlannerV2LightLoadScaleOutIntegration(t *testing.T) {
+func TestBalancerIdleScaleOutIntegration(t *testing.T) {
 	r := newPlannerRig(t, "pl", judge.DefaultRebalanceOptions())
 	r.start()
 	r.join("wave-c")
