@@ -1,15 +1,14 @@
 package wave_test
 
-// Scale-out with the planner being rewritten (issue 30 item 6: plan in CPU utilisation,
-// with a goal on each wave's share of the instances). These two process tests FAIL on
-// the planner of today (judge/rebalance) and are meant to land with the new one:
+// Scale-out as the planner does it since issue 30 (item 6), on real waves:
 //
-//   - TestBalancerScaleOutWithinCooldownIntegration: today the planner takes
-//     instances only from the single most loaded wave; when that wave's instances all
-//     moved recently the plan is empty, although other waves, about as loaded, have
-//     movable ones.
-//   - TestBalancerIdleScaleOutIntegration: today 6/6/0 instances at a few
-//     rows/s each are inside the default band, so nothing moves to the new wave.
+//   - TestBalancerScaleOutWithinCooldownIntegration: a wave that joins within the
+//     cooldown of a previous scale-out takes its share, from the waves whose instances
+//     may move (the planner once took instances only from the single most loaded wave,
+//     and when that wave's instances had all moved recently its plan was empty).
+//   - TestBalancerIdleScaleOutIntegration: a wave that joins a cluster of idle
+//     instances takes its share with the default goals (6/6/0 instances at a few rows/s
+//     each once sat inside the default band, so nothing moved to the new wave).
 
 import (
 	"fmt"
