@@ -35,8 +35,8 @@ func TestExamples(t *testing.T) {
 
 // TestExampleCapacityPolicy runs the example's cluster-capacity policy, as the file
 // ships it, on an engine with an injected clock: the balancer's node reporting a cluster
-// mean load above 40000 pages once it has held for 30 minutes, not before; a load below
-// it pages nothing.
+// mean peak utilisation above 0.6 pages once it has held for 30 minutes, not before; a
+// utilisation below it pages nothing.
 func TestExampleCapacityPolicy(t *testing.T) {
 	pols, err := policy.Load("../deploy/policies.example.yaml")
 	require.NoError(t, err)
@@ -47,12 +47,12 @@ func TestExampleCapacityPolicy(t *testing.T) {
 		}
 	}
 	require.NotNil(t, p, "no cluster-capacity policy in the example")
-	require.Equal(t, metric.WaveClusterLoad, p.Metric)
-	require.Equal(t, "avg_over(30m) > 40000", p.Cond.String())
+	require.Equal(t, metric.WaveClusterUtil, p.Metric)
+	require.Equal(t, "avg_over(30m) > 0.6", p.Cond.String())
 	require.Equal(t, 30*time.Minute, p.For)
 	require.Equal(t, policy.Severity(3), p.Severity)
 
-	// run feeds node wave-2's wave.cluster_load (value v) every 10 s for two hours and
+	// run feeds node wave-2's wave.cluster_utilisation (value v) every 10 s for two hours and
 	// returns when the first alert fired (0: none) and the messages sent then.
 	run := func(t *testing.T, v float64) (time.Duration, []notify.Message) {
 		c := openCoord(t, t.TempDir())
@@ -65,7 +65,7 @@ func TestExampleCapacityPolicy(t *testing.T) {
 		_, err := e.Restore(context.Background())
 		require.NoError(t, err)
 		for ; clk.Now().Sub(t0) <= 2*time.Hour; clk.Add(10 * time.Second) {
-			e.Observe(batch("wave-2", clk.Now(), metric.Point{Name: metric.WaveClusterLoad, Value: v}))
+			e.Observe(batch("wave-2", clk.Now(), metric.Point{Name: metric.WaveClusterUtil, Value: v}))
 			e.Tick()
 			if ms := out.messages(); len(ms) > 0 {
 				return clk.Now().Sub(t0), ms
@@ -74,7 +74,7 @@ func TestExampleCapacityPolicy(t *testing.T) {
 		return 0, nil
 	}
 
-	at, ms := run(t, 45000)
+	at, ms := run(t, 0.65)
 	require.Equal(t, 30*time.Minute, at, "fires once the condition held for 30 minutes")
 	var channels []string
 	for _, m := range ms {
@@ -84,13 +84,13 @@ func TestExampleCapacityPolicy(t *testing.T) {
 		require.Equal(t, "firing", a.Status)
 		require.Equal(t, "cluster-capacity", a.Labels["alertname"])
 		require.Equal(t, "wave-2", a.Labels["node"])
-		require.Equal(t, "the cluster's mean load per wave is 45000 (rows/s-equivalent), above 40000: add a wave "+
+		require.Equal(t, "the cluster's waves use 0.65 of their cores on average at their peaks, above 0.6: add a wave "+
 			"(binlake wave on a new host); it takes its share through the balancer (automatic mode) or "+
 			"`binlake instance rebalance --apply`", a.Annotations["summary"])
 	}
 	require.ElementsMatch(t, p.Channels, channels, "one message per channel")
 
-	at, ms = run(t, 39000)
+	at, ms = run(t, 0.55)
 	require.Empty(t, ms, "a load below the threshold fired at %s", at)
 }
 

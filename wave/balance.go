@@ -101,6 +101,7 @@ func (w *Wave) runBalancer(ctx context.Context) {
 		w.m.balancerLeader.Set(0)
 		w.m.balancerSpread.Set(0)
 		w.m.balancerMeanLoad.Set(0)
+		w.m.balancerMeanUtil.Set(0)
 		w.bal.update(func(v *balancerView) { v.Leader, v.OutsideSince = false, nil })
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		lead.Resign(rctx)
@@ -249,7 +250,7 @@ func (b *balancer) plan(ctx context.Context, cl *cluster, failover bool) rebalan
 		cancel()
 		if err == nil {
 			b.w.bal.update(func(v *balancerView) { v.Planner = "judge" })
-			b.w.m.observePlan(&ans.Plan)
+			b.w.m.observePlan(ans)
 			return ans.Plan
 		}
 		if ctx.Err() != nil {
@@ -291,7 +292,7 @@ func (b *balancer) auto(ctx context.Context) {
 		b.mv.log.Warn("automatic rebalancing: the judge did not answer", "err", err)
 		return
 	}
-	b.w.m.observePlan(&ans.Plan)
+	b.w.m.observePlan(ans)
 	if !b.opts.Auto {
 		return
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	wm "github.com/binlake/binlake/agent/collector/wave"
-	"github.com/binlake/binlake/judge/rebalance"
+	"github.com/binlake/binlake/judge/api"
 )
 
 // metrics are the wave's Prometheus series. The five the agent reads use the names the
@@ -37,6 +37,7 @@ type metrics struct {
 	balancerFallbacks *prometheus.CounterVec
 	balancerSpread    prometheus.Gauge
 	balancerMeanLoad  prometheus.Gauge
+	balancerMeanUtil  prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -81,11 +82,13 @@ func newMetrics() *metrics {
 			Help: "Failovers placed by fewest instances because the judge was not configured (no_judge) or did not answer (judge_error)."},
 			[]string{"reason"}),
 		balancerSpread: prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlake_wave_balancer_spread",
-			Help: "The load spread (most minus least loaded wave, in the judge's cost units) of the balancer's last plan."}),
+			Help: "The load spread (highest minus lowest wave: peak utilisation, or rows/s in the rows model) of the balancer's last plan."}),
 		balancerMeanLoad: prometheus.NewGauge(prometheus.GaugeOpts{Name: wm.MetricClusterMeanLoad,
-			Help: "The mean load of the live waves (the judge's cost units: rows/s plus a floor per instance) in the balancer's last plan; 0 on the other waves. Its agent reports it as wave.cluster_load, which the capacity alert watches."}),
+			Help: "The mean load of the live waves in rows/s plus a floor per instance, in the balancer's last plan when the judge planned in the rows model (no cores or CPU to plan in utilisation); 0 on the other waves and in the utilisation model. Its agent reports it as wave.cluster_load."}),
 	}
-	m.reg.MustRegister(m.balancerLeader, m.balancerMoves, m.balancerFallbacks, m.balancerSpread, m.balancerMeanLoad)
+	m.balancerMeanUtil = prometheus.NewGauge(prometheus.GaugeOpts{Name: wm.MetricClusterMeanUtil,
+		Help: "The live waves' mean peak utilisation (CPU cores over the hosts' cores, each wave weighed by its cores) in the balancer's last plan, when the judge planned in utilisation; 0 on the other waves and in the rows model. Its agent reports it as wave.cluster_utilisation, which the capacity alert watches."})
+	m.reg.MustRegister(m.balancerLeader, m.balancerMoves, m.balancerFallbacks, m.balancerSpread, m.balancerMeanLoad, m.balancerMeanUtil)
 	m.reg.MustRegister(m.rows, m.publishErrors, m.lag, m.led, m.running, m.bytes, m.batches, m.skipped,
 		m.reconnects, m.commitPos, m.commitTS, m.instError, m.snapshotRows, m.snapshotTables,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
@@ -124,14 +127,30 @@ func (m *metrics) dropState(id string) {
 	m.running.DeletePartialMatch(prometheus.Labels{wm.LabelInstance: id})
 }
 
-// observePlan shows the cluster's load as the balancer's last plan saw it.
-func (m *metrics) observePlan(p *rebalance.Plan) {
-	m.balancerSpread.Set(p.SpreadBefore)
+// observePlan shows the cluster's load as the balancer's last plan saw it: in the
+// utilisation model the mean peak utilisation weighed by cores, in the rows model the
+// mean load in rows/s.
+func (m *metrics) observePlan(ans *api.RebalanceAnswer) {
+	m.balancerSpread.Set(ans.SpreadBefore)
+	if ans.Model == api.ModelUtilisation {
+		var sum, cores float64
+		for _, w := range ans.Waves {
+			if w.Alive {
+				sum, cores = sum+w.PeakBefore*w.Cores, cores+w.Cores
+			}
+		}
+		if cores > 0 {
+			m.balancerMeanUtil.Set(sum / cores)
+		}
+		m.balancerMeanLoad.Set(0)
+		return
+	}
+	m.balancerMeanUtil.Set(0)
 	var sum float64
-	for _, l := range p.Before {
+	for _, l := range ans.Before {
 		sum += l
 	}
-	if len(p.Before) > 0 {
-		m.balancerMeanLoad.Set(sum / float64(len(p.Before)))
+	if len(ans.Before) > 0 {
+		m.balancerMeanLoad.Set(sum / float64(len(ans.Before)))
 	}
 }

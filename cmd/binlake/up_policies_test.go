@@ -175,10 +175,10 @@ func TestDefaultPoliciesAreTheShippedOnes(t *testing.T) {
 }
 
 // TestDefaultCapacityPolicyFires runs the built-in cluster-capacity policy on an alarm
-// engine with an injected clock: the balancer's node reporting a cluster mean load above
-// 40000 fires once it has held for 30 minutes, not before, with the summary that says to
-// add a wave; a load below the threshold, or one whose 30-minute average stays below it
-// despite a short peak, fires nothing.
+// engine with an injected clock: the balancer's node reporting a cluster mean peak
+// utilisation above 0.6 fires once it has held for 30 minutes, not before, with the
+// summary that says to add a wave; a utilisation below the threshold, or one whose
+// 30-minute average stays below it despite a short peak, fires nothing.
 func TestDefaultCapacityPolicyFires(t *testing.T) {
 	pols, err := DefaultPolicies()
 	if err != nil {
@@ -189,16 +189,16 @@ func TestDefaultCapacityPolicyFires(t *testing.T) {
 		t.Fatal("no built-in policy cluster-capacity")
 	}
 	p := pols[i]
-	if p.Metric != metric.WaveClusterLoad || p.For != 30*time.Minute || p.Severity != 3 ||
+	if p.Metric != metric.WaveClusterUtil || p.For != 30*time.Minute || p.Severity != 3 ||
 		!slices.Contains(p.Channels, LogChannel) {
 		t.Fatalf("cluster-capacity: metric %s, for %s, severity %s, channels %v", p.Metric, p.For, p.Severity, p.Channels)
 	}
 	if p.Cond == nil || p.Cond.Func != policy.FuncAvgOver || p.Cond.Window != 30*time.Minute ||
-		p.Cond.Op != policy.OpGT || p.Cond.Threshold != 40000 {
+		p.Cond.Op != policy.OpGT || p.Cond.Threshold != 0.6 {
 		t.Fatalf("cluster-capacity: condition %v", p.Cond)
 	}
 
-	// run feeds the balancer node's wave.cluster_load every 10 s for d, the value at each
+	// run feeds the balancer node's wave.cluster_utilisation every 10 s for d, the value at each
 	// moment from load, to an engine running every built-in policy, and returns when the
 	// first alert fired (0: none) and what it said.
 	run := func(t *testing.T, d time.Duration, load func(since time.Duration) float64) (time.Duration, []string) {
@@ -217,7 +217,7 @@ func TestDefaultCapacityPolicyFires(t *testing.T) {
 		}
 		for ; now.Sub(start) <= d; now = now.Add(10 * time.Second) {
 			e.Observe(metric.Batch{Node: "wave-2", TS: now, IntervalS: 10, Points: []metric.Point{
-				{Name: metric.WaveClusterLoad, Value: load(now.Sub(start))},
+				{Name: metric.WaveClusterUtil, Value: load(now.Sub(start))},
 			}})
 			e.Tick()
 			e.Sync()
@@ -229,11 +229,11 @@ func TestDefaultCapacityPolicyFires(t *testing.T) {
 	}
 
 	t.Run("sustained above", func(t *testing.T) {
-		at, got := run(t, 2*time.Hour, func(time.Duration) float64 { return 45000 })
+		at, got := run(t, 2*time.Hour, func(time.Duration) float64 { return 0.65 })
 		if at != 30*time.Minute {
 			t.Fatalf("fired at %s, want after the 30 minutes of for: %v", at, got)
 		}
-		want := []string{"cluster-capacity : the cluster's mean load per wave is 45000 (rows/s-equivalent), above 40000: " +
+		want := []string{"cluster-capacity : the cluster's waves use 0.65 of their cores on average at their peaks, above 0.6: " +
 			"add a wave (binlake wave on a new host); it takes its share through the balancer (automatic mode) or " +
 			"`binlake instance rebalance --apply`"}
 		if !slices.Equal(got, want) {
@@ -241,17 +241,17 @@ func TestDefaultCapacityPolicyFires(t *testing.T) {
 		}
 	})
 	t.Run("below", func(t *testing.T) {
-		if at, got := run(t, 2*time.Hour, func(time.Duration) float64 { return 39000 }); len(got) != 0 {
+		if at, got := run(t, 2*time.Hour, func(time.Duration) float64 { return 0.55 }); len(got) != 0 {
 			t.Fatalf("fired at %s: %v", at, got)
 		}
 	})
 	t.Run("short peak", func(t *testing.T) {
-		// 5 minutes at 60000 in an hour at 30000: the 30-minute average peaks near 35000.
+		// 5 minutes at 0.9 in an hour at 0.5: the 30-minute average peaks near 0.57.
 		load := func(since time.Duration) float64 {
 			if since >= 20*time.Minute && since < 25*time.Minute {
-				return 60000
+				return 0.9
 			}
-			return 30000
+			return 0.5
 		}
 		if at, got := run(t, 2*time.Hour, load); len(got) != 0 {
 			t.Fatalf("fired at %s: %v", at, got)
@@ -262,9 +262,9 @@ func TestDefaultCapacityPolicyFires(t *testing.T) {
 		// before the condition has held for 30 minutes.
 		load := func(since time.Duration) float64 {
 			if since < 20*time.Minute {
-				return 45000
+				return 0.65
 			}
-			return 20000
+			return 0.3
 		}
 		if at, got := run(t, 2*time.Hour, load); len(got) != 0 {
 			t.Fatalf("fired at %s: %v", at, got)

@@ -45,6 +45,10 @@ const (
 	// (rows/s plus a floor per instance), from the balancer's last plan (unlabelled). Only
 	// the balancer wave's node reports it; the capacity alert watches it.
 	WaveClusterLoad = "wave.cluster_load"
+	// WaveClusterUtil is the cluster's mean peak utilisation (CPU cores over the hosts'
+	// cores, weighed by cores) from the balancer's last plan in the utilisation model
+	// (unlabelled; the balancer wave's node only). The capacity alert watches it.
+	WaveClusterUtil = "wave.cluster_utilisation"
 )
 
 // Batch is what one agent sends per tick.

@@ -48,10 +48,12 @@
 //	wave.publish_errors{instance}  errors since the previous scrape; unlabelled = sum
 //	wave.instance_running{instance,state,reason}  binlake_wave_instance_running (reason only
 //	                     when not running), so a policy on "last < 1" names the instance and why
-//	wave.cluster_load    binlake_wave_balancer_mean_load, only while the wave reports
-//	                     binlake_wave_balancer_leader 1: one node of the cluster (the
-//	                     balancer's) reports the cluster's mean load per wave, which the
-//	                     default capacity alert (cluster-capacity) watches
+//	wave.cluster_utilisation  binlake_wave_balancer_mean_utilisation, only while the wave
+//	                     reports binlake_wave_balancer_leader 1: one node of the cluster
+//	                     (the balancer's) reports the cluster's mean peak utilisation,
+//	                     which the default capacity alert (cluster-capacity) watches
+//	wave.cluster_load    binlake_wave_balancer_mean_load, the same when the judge plans
+//	                     in rows/s (cluster-capacity-rows watches it)
 //
 // Rates and increases need two scrapes, so the first tick after start (and after a
 // failed scrape) carries none of them; a counter that went down (the wave restarted)
@@ -96,6 +98,9 @@ const (
 	// MetricClusterMeanLoad is the mean load per live wave in the balancer's last plan,
 	// exported by the balancer wave only (0 on the others).
 	MetricClusterMeanLoad = "binlake_wave_balancer_mean_load"
+	// MetricClusterMeanUtil is the live waves' mean peak utilisation in the balancer's
+	// last plan (the utilisation model), exported by the balancer wave only.
+	MetricClusterMeanUtil = "binlake_wave_balancer_mean_utilisation"
 	LabelInstance         = "instance"
 	LabelState            = "state"
 	LabelReason           = "reason"
@@ -257,8 +262,11 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 	// The cluster's load, from the balancer only: the other waves export 0, which is not
 	// the cluster's load, and one reporter keeps it one series per cluster.
 	if leader, ok := single(families[MetricBalancerLeader]); ok && leader == 1 {
-		if v, ok := single(families[MetricClusterMeanLoad]); ok {
+		if v, ok := single(families[MetricClusterMeanLoad]); ok && v > 0 {
 			add(metric.WaveClusterLoad, v, "")
+		}
+		if v, ok := single(families[MetricClusterMeanUtil]); ok && v > 0 {
+			add(metric.WaveClusterUtil, v, "")
 		}
 	}
 
