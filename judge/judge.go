@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -105,7 +106,8 @@ type Judge struct {
 	now     func() time.Time
 	inc     *analysis.Incremental
 	hist    *analysis.Historical
-	model   *loadmodel.Model // what work costs each wave, in cores
+	model   *loadmodel.Model         // what work costs each wave, in cores
+	profIdx atomic.Pointer[profiles] // the last historical snapshot's instance profiles, indexed
 	plugins map[string]lbplugins.Plugin
 	buf     *store.Buffered // writes to o.Store; reads go to o.Store directly
 	m       *metrics
