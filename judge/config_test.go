@@ -80,7 +80,7 @@ func TestConfigRebalance(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown key", "bus: {kind: none}\nplacment: {}\n", `unknown key "placment"`},
-		{"unknown algorithm", "bus: {kind: none}\nplacement: {algorithm: roundrobin}\n", `placement.algorithm: unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random)`},
+		{"unknown algorithm", "bus: {kind: none}\nplacement: {algorithm: roundrobin}\n", `placement.algorithm: unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random, utilisation)`},
 		{"bad weight", "bus: {kind: none}\nplacement: {plugins: {leastload: {weights: {gpu: 1}}}}\n", `placement.plugins.leastload: plugin leastload: unknown weight "gpu"`},
 		{"unknown plugin settings", "bus: {kind: none}\nplacement: {plugins: {fastest: {}}}\n", `placement.plugins.fastest: unknown algorithm "fastest"`},
 		{"kafka without brokers", "bus: {kind: kafka}\n", `field "bus.brokers": required: at least one host:port`},

@@ -156,7 +156,10 @@ func TestPlacementOverHTTP(t *testing.T) {
 	require.Equal(t, "wave-2", resp.Scores[0].Node)
 	require.Contains(t, resp.Scores[0].Parts, "cpu")
 	require.Equal(t, t0, resp.DataAsOf)
-	require.Equal(t, api.Reservation{Instance: "orders", Node: "wave-2", At: c.Now(), ExpiresAt: c.Now().Add(DefaultReservationTTL)}, resp.Reservation)
+	// The reservation holds the fleet's typical instance (the median of the three waves'
+	// orders, 10 rows/s each), in no cores: no wave reports its CPU to price it.
+	require.Equal(t, api.Reservation{Instance: "orders", Node: "wave-2", At: c.Now(), ExpiresAt: c.Now().Add(DefaultReservationTTL),
+		Expected: api.Work{RowsPerS: 10}}, resp.Reservation)
 
 	// explain=all lists every filtered node with its reason.
 	r = do(t, h, "POST", "/v1/placement?explain=all", "", strings.NewReader(`{"instance":"orders","dry_run":true}`))
@@ -236,7 +239,7 @@ func TestAPIBadInput(t *testing.T) {
 		{"no instance", "POST", "/v1/placement", tok, `{"exclude":["a"]}`, 400, "invalid", "instance is empty"},
 		{"empty exclusion", "POST", "/v1/placement", tok, `{"instance":"a","exclude":[""]}`, 400, "invalid", "exclude[0] is empty"},
 		{"oversized body", "POST", "/v1/placement", tok, big, 413, "too_large", "request body larger than 65536 bytes"},
-		{"unknown algorithm", "POST", "/v1/placement", tok, `{"instance":"a","algorithm":"roundrobin"}`, 400, "invalid", `unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random)`},
+		{"unknown algorithm", "POST", "/v1/placement", tok, `{"instance":"a","algorithm":"roundrobin"}`, 400, "invalid", `unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random, utilisation)`},
 		{"missing token", "POST", "/v1/placement", "", `{"instance":"a"}`, 401, "unauthorized", "missing or wrong bearer token"},
 		{"wrong token", "POST", "/v1/placement", "s3creT", `{"instance":"a"}`, 401, "unauthorized", "missing or wrong bearer token"},
 		{"wrong token on metrics", "POST", "/v1/metrics", "nope", `{}`, 401, "unauthorized", "missing or wrong bearer token"},
@@ -286,7 +289,7 @@ func TestPluginsAndHealth(t *testing.T) {
 		require.NotEmpty(t, p.Description)
 		require.Equal(t, p.Name == "leastload", p.Default)
 	}
-	require.Equal(t, []string{"balanced", "leastload", "p2c", "predictive", "random"}, names)
+	require.Equal(t, []string{"balanced", "leastload", "p2c", "predictive", "random", "utilisation"}, names)
 
 	r = do(t, j.Handler(), "GET", "/healthz", "", nil)
 	require.Equal(t, http.StatusOK, r.status)
@@ -301,8 +304,8 @@ func TestNewRejects(t *testing.T) {
 		want string
 	}{
 		{"no store", Options{}, "judge: no store"},
-		{"unknown default", Options{Store: st, Algorithm: "x"}, `judge: default algorithm: unknown algorithm "x" (known: balanced, leastload, p2c, predictive, random)`},
-		{"settings for unknown plugin", Options{Store: st, Plugins: map[string]lbplugins.Settings{"y": {}}}, `judge: plugins: unknown algorithm "y" (known: balanced, leastload, p2c, predictive, random)`},
+		{"unknown default", Options{Store: st, Algorithm: "x"}, `judge: default algorithm: unknown algorithm "x" (known: balanced, leastload, p2c, predictive, random, utilisation)`},
+		{"settings for unknown plugin", Options{Store: st, Plugins: map[string]lbplugins.Settings{"y": {}}}, `judge: plugins: unknown algorithm "y" (known: balanced, leastload, p2c, predictive, random, utilisation)`},
 		{"bad weights", Options{Store: st, Plugins: map[string]lbplugins.Settings{"leastload": {Weights: map[string]float64{"gpu": 1}}}}, `judge: plugin leastload: unknown weight "gpu" (known: cpu, instances, load, memory, network, tps)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
