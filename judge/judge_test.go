@@ -233,6 +233,13 @@ func TestAPIBadInput(t *testing.T) {
 		{"malformed JSON", "POST", "/v1/placement", tok, `{"instance":`, 400, "invalid", "malformed placement request: unexpected EOF"},
 		{"not an object", "POST", "/v1/placement", tok, `[1,2]`, 400, "invalid", `malformed placement request: a JSON array where an object like {"instance":"orders"} belongs`},
 		{"wrong field type", "POST", "/v1/placement", tok, `{"instance":7}`, 400, "invalid", "malformed placement request: field instance: a JSON number where a string belongs"},
+		{"negative hint", "POST", "/v1/placement", tok, `{"instance":"a","expected":{"bytes_per_s":-5}}`, 400, "invalid", "expected.bytes_per_s -5: want a number of bytes/s from 0 to 1e+12"},
+		{"huge hint", "POST", "/v1/placement", tok, `{"instance":"a","expected":{"rows_per_s":2e12}}`, 400, "invalid", "expected.rows_per_s 2e+12: want a number of rows/s from 0 to 1e+12"},
+		{"hint out of range", "POST", "/v1/placement", tok, `{"instance":"a","expected":{"rows_per_s":1e999}}`, 400, "invalid", "malformed placement request: field expected.rows_per_s: number 1e999 is out of range"},
+		{"empty hint", "POST", "/v1/placement", tok, `{"instance":"a","expected":{}}`, 400, "invalid", "expected gives neither rows_per_s nor bytes_per_s: give one or both, or leave expected out"},
+		{"hint as a string", "POST", "/v1/placement", tok, `{"instance":"a","expected":{"rows_per_s":"5"}}`, 400, "invalid", "malformed placement request: field expected.rows_per_s: a JSON string where a number belongs"},
+		{"hint as a list", "POST", "/v1/placement", tok, `{"instance":"a","expected":[5]}`, 400, "invalid", "malformed placement request: field expected: a JSON array where an object belongs"},
+		{"unknown hint field", "POST", "/v1/placement", tok, `{"instance":"a","expected":{"rows":5}}`, 400, "invalid", `malformed placement request: json: unknown field "rows"`},
 		{"empty body", "POST", "/v1/placement", tok, ``, 400, "invalid", `empty body: want a JSON object like {"instance":"orders"}`},
 		{"unknown field", "POST", "/v1/placement", tok, `{"instance":"a","node":"x"}`, 400, "invalid", `malformed placement request: json: unknown field "node"`},
 		{"trailing data", "POST", "/v1/placement", tok, `{"instance":"a"} {}`, 400, "invalid", "malformed placement request: data after the JSON object"},
@@ -606,6 +613,8 @@ func FuzzDecodePlacementRequest(f *testing.F) {
 		`{"instance":"orders","exclude":["wave-2"],"algorithm":"leastload"}`,
 		`{"instance":"orders"}`, `{"instance":"orders","exclude":[`, `{"instance":""}`, `null`, `[]`,
 		`{"instance":"a"} x`, `{"instance":"\ud800"}`, ``,
+		`{"instance":"orders","expected":{"bytes_per_s":52341.5}}`, `{"instance":"orders","expected":{"rows_per_s":-1}}`,
+		`{"instance":"orders","expected":{}}`, `{"instance":"orders","expected":{"rows_per_s":1e400,"bytes_per_s":2}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -620,6 +629,16 @@ func FuzzDecodePlacementRequest(f *testing.F) {
 		}
 		if req.Instance == "" || len(req.Instance) > maxIdentLen || len(req.Exclude) > maxExclude {
 			t.Fatalf("accepted an invalid request %+v", req)
+		}
+		if h := req.Expected; h != nil {
+			if h.RowsPerS == nil && h.BytesPerS == nil {
+				t.Fatalf("accepted an empty hint in %q", data)
+			}
+			for _, v := range []*float64{h.RowsPerS, h.BytesPerS} {
+				if v != nil && !(*v >= 0 && *v <= maxRate) {
+					t.Fatalf("accepted the rate %v in %q", *v, data)
+				}
+			}
 		}
 	})
 }
