@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,55 +15,31 @@ import (
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/judge/judgetest/wavefleet"
 	"github.com/binlake/binlake/lbplugins/utilisation"
 )
 
-// utilWave is one wave of utilFleet: its host's cores and CPU, the true prices its
-// wave process's CPU follows, and the instances it runs with their mean rows/s.
-type utilWave struct {
-	node           string
-	cores, utilPct float64
-	row, byte      float64 // cores per row/s and per byte/s
-	insts          map[string]float64
-}
-
-// utilFleet has the agents of three waves of different sizes and prices, and of a host
-// without a wave, report 40 batches 10 s apart over HTTP: enough for the load model to
-// fit each wave's prices (its instances' rows and bytes vary independently).
-func utilFleet(t *testing.T, h http.Handler, c *clock, waves []utilWave) {
+// utilFleet has the agents of the waves, and of a host without a wave, report 40
+// batches 10 s apart over HTTP, the last at the clock's now (which it then advances):
+// enough for the load model to fit each wave's prices.
+func utilFleet(t *testing.T, h http.Handler, c *clock, waves []wavefleet.Wave) {
 	t.Helper()
-	for k := range 40 {
-		for _, w := range waves {
-			b := metric.Batch{Node: w.node, TS: c.Now(), IntervalS: 10, Points: []metric.Point{
-				{Name: metric.CPUCores, Value: w.cores}, {Name: metric.CPUUtil, Value: w.utilPct},
-				{Name: metric.MemUsedPct, Value: 40}, {Name: metric.WaveInstances, Value: float64(len(w.insts))}}}
-			cpu, total := 0.05, 0.0
-			for i, id := range slices.Sorted(func(yield func(string) bool) {
-				for id := range w.insts {
-					if !yield(id) {
-						return
-					}
-				}
-			}) {
-				rows := w.insts[id] * (1 + 0.3*math.Sin(float64(k+3*i)))
-				bytes := rows*150 + 40_000*(1+math.Cos(float64(2*k+i)))
-				cpu += w.row*rows + w.byte*bytes
-				total += rows
-				b.Points = append(b.Points,
-					metric.Point{Name: metric.WaveTPS, Value: rows, Labels: inst(id)},
-					metric.Point{Name: metric.WaveBytesPerS, Value: bytes, Labels: inst(id)},
-					metric.Point{Name: metric.WaveInstanceRunning, Value: 1, Labels: runningLabels(id, "running")})
-			}
-			b.Points = append(b.Points, metric.Point{Name: metric.WaveCPUCores, Value: cpu}, metric.Point{Name: metric.WaveTPS, Value: total})
-			r := do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b)))
+	const rounds = 40
+	start := c.Now()
+	for k, b := range wavefleet.Batches(waves, rounds, start.Add((rounds-1)*wavefleet.Interval)) {
+		if k%len(waves) == 0 && k > 0 {
+			c.Add(wavefleet.Interval)
+		}
+		r := do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b)))
+		require.Equal(t, http.StatusAccepted, r.status, string(r.body))
+		if k%len(waves) == len(waves)-1 {
+			host := metric.Batch{Node: "db-host", TS: c.Now(), IntervalS: 10, Points: []metric.Point{
+				{Name: metric.CPUCores, Value: 32}, {Name: metric.CPUUtil, Value: 5}, {Name: metric.MemUsedPct, Value: 10}}}
+			r := do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, host)))
 			require.Equal(t, http.StatusAccepted, r.status, string(r.body))
 		}
-		host := metric.Batch{Node: "db-host", TS: c.Now(), IntervalS: 10, Points: []metric.Point{
-			{Name: metric.CPUCores, Value: 32}, {Name: metric.CPUUtil, Value: 5}, {Name: metric.MemUsedPct, Value: 10}}}
-		r := do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, host)))
-		require.Equal(t, http.StatusAccepted, r.status, string(r.body))
-		c.Add(10 * time.Second)
 	}
+	c.Add(wavefleet.Interval)
 }
 
 // placeHTTP posts a placement and decodes the answer.
@@ -98,10 +73,10 @@ func scoreOf(t *testing.T, ans api.PlacementAnswer, node string) api.Score {
 func TestPlacementInUtilisation(t *testing.T) {
 	j, c := newJudge(t, func(o *Options) { o.Algorithm = "random" })
 	h := j.Handler()
-	waves := []utilWave{
-		{node: "wave-a", cores: 8, utilPct: 40, row: 2e-4, byte: 2e-9, insts: map[string]float64{"a1": 1000, "a2": 400}},
-		{node: "wave-b", cores: 16, utilPct: 48, row: 1e-4, byte: 1e-9, insts: map[string]float64{"b1": 2000, "b2": 300, "b3": 50}},
-		{node: "wave-c", cores: 4, utilPct: 68, row: 2e-4, byte: 2e-9, insts: map[string]float64{"c1": 800}},
+	waves := []wavefleet.Wave{
+		{Node: "wave-a", Cores: 8, UtilPct: 40, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"a1": 1000, "a2": 400}},
+		{Node: "wave-b", Cores: 16, UtilPct: 48, Row: 1e-4, Byte: 1e-9, Instances: map[string]float64{"b1": 2000, "b2": 300, "b3": 50}},
+		{Node: "wave-c", Cores: 4, UtilPct: 68, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"c1": 800}},
 	}
 	utilFleet(t, h, c, waves)
 
@@ -117,8 +92,8 @@ func TestPlacementInUtilisation(t *testing.T) {
 	}
 	require.Len(t, planned, 3, "db-host runs no wave")
 	for _, w := range waves {
-		require.Equal(t, "fitted", planned[w.node].Prices.Source, w.node)
-		require.InEpsilon(t, w.row, planned[w.node].Prices.RowCores, 0.2, "%s: the fit finds the wave's row price", w.node)
+		require.Equal(t, "fitted", planned[w.Node].Prices.Source, w.Node)
+		require.InEpsilon(t, w.Row, planned[w.Node].Prices.RowCores, 0.2, "%s: the fit finds the wave's row price", w.Node)
 	}
 
 	// The hint: rows and bytes that cost wave-a about 0.8 cores.
