@@ -70,6 +70,11 @@ type Options struct {
 	// analyses while batches arrive; zero rebuilds whenever anything changed (tests).
 	// The role's config defaults it to DefaultSnapshotEvery.
 	SnapshotEvery time.Duration
+	// CapacityEvery is how often, at most, a snapshot build computes every wave's load
+	// in the load model anew (its capacity for the utilisation algorithm, the instances
+	// it runs, the fleet's typical instance); the builds in between take the last ones.
+	// Zero: at every build. The role's config defaults it to DefaultCapacityEvery.
+	CapacityEvery time.Duration
 	// ReservationTTL bounds how long a placement holds capacity on its node when the
 	// node does not report the instance; DefaultReservationTTL when zero.
 	ReservationTTL time.Duration

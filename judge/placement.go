@@ -21,6 +21,12 @@ import (
 // batches keep arriving (placement.snapshot_every).
 const DefaultSnapshotEvery = 200 * time.Millisecond
 
+// DefaultCapacityEvery is how often, at most, a build computes the waves' loads in the
+// load model anew (placement.capacity_every): about ten times a snapshot build's cost
+// for a fleet of waves, while a wave's peak and prices move over minutes, and the
+// reservations in cores cover the placements made meanwhile.
+const DefaultCapacityEvery = 5 * time.Second
+
 // placer answers placements from an immutable snapshot of the analyses. Ingest marks it
 // dirty; the first placement after SnapshotEvery rebuilds it (one at a time, without
 // making others wait: they answer from the previous snapshot meanwhile). A placement
@@ -33,6 +39,10 @@ type placer struct {
 	byAlgo   map[string]*algoMetrics
 	recent   [maxRecent]atomic.Pointer[Placement]
 	recentN  atomic.Uint64
+	// caps is the last computation of the waves' loads, which the builds until the next
+	// one take (Options.CapacityEvery); capsBusy is set while one runs in the background.
+	caps     atomic.Pointer[capSet]
+	capsBusy atomic.Bool
 }
 
 type placementSnapshot struct {
@@ -113,7 +123,7 @@ func (j *Judge) rebuild() *placementSnapshot {
 		}
 	}
 	ps := &placementSnapshot{changes: changes, hist: hist, built: time.Now()}
-	ps.load = j.fillCapacities(vs, hist)
+	ps.load = j.capacities(vs, hist)
 	plugins := make([]lbplugins.Plugin, 0, len(j.plugins))
 	for _, p := range j.plugins {
 		plugins = append(plugins, p)

@@ -3,6 +3,7 @@ package judge
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/api"
@@ -11,12 +12,13 @@ import (
 )
 
 // Placements weigh a new instance in the unit the rebalancing plans use: utilisation,
-// CPU cores over each wave's cores at its predicted peak (loadview.go). At each build of
-// the placement snapshot the judge computes, once, every wave's numbers the utilisation
-// algorithm reads (lbplugins.Capacity, from the same waveLoadOf as GET /v1/nodes/{id}),
-// the instances each wave reports running (a reservation ends once its wave reports
-// its instance), and the fleet's typical instance, which stands for a new one whose
-// request gives no hint. A placement then only prices the expected work.
+// CPU cores over each wave's cores at its predicted peak (loadview.go). For the builds of
+// the placement snapshot the judge computes, at most every placement.capacity_every,
+// every wave's numbers the utilisation algorithm reads (lbplugins.Capacity, from the
+// same waveLoadOf as GET /v1/nodes/{id}), the instances each wave reports running (a
+// reservation ends once its wave reports its instance), and the fleet's typical
+// instance, which stands for a new one whose request gives no hint. A placement then
+// only prices the expected work.
 
 // placementLoad is what one placement snapshot knows of the load model.
 type placementLoad struct {
@@ -29,19 +31,52 @@ type placementLoad struct {
 	rowsPerByte float64
 }
 
-// fillCapacities sets the Capacity of every wave node among vs (sorted by node, as
-// Incremental.Views gives them) from the incremental analysis, the load model and the
-// profiles of hist, and returns what the placements of the snapshot need besides.
-func (j *Judge) fillCapacities(vs []*lbplugins.NodeView, hist *analysis.Snapshot) placementLoad {
+// capSet is one computation of the waves' loads in the load model.
+type capSet struct {
+	at   time.Time          // wall clock
+	hist *analysis.Snapshot // the historical snapshot it used
+	by   map[string]*lbplugins.Capacity
+	load placementLoad
+}
+
+// capacities sets the Capacity of every wave node among vs and returns the rest of the
+// load model's figures, from the last computation. A computation takes about ten times
+// a build without it, and when the waves' prices are due for a refit, as they all are
+// a minute after the last, far more: so a build after CapacityEvery, or after the
+// historical snapshot changed, starts the next one in the background and takes the last
+// ones meanwhile (a wave that appeared since has none: the utilisation algorithm
+// filters it until then), and the build after it takes the new ones. The first build,
+// and every build when CapacityEvery is zero, computes them itself. Callers hold
+// building.
+func (j *Judge) capacities(vs []*lbplugins.NodeView, hist *analysis.Snapshot) placementLoad {
+	cs := j.caps.Load()
+	switch {
+	case cs == nil || j.o.CapacityEvery <= 0:
+		cs = j.computeCapacities(hist)
+		j.caps.Store(cs)
+	case (cs.hist != hist || time.Since(cs.at) >= j.o.CapacityEvery) && j.capsBusy.CompareAndSwap(false, true):
+		go func() {
+			defer j.capsBusy.Store(false)
+			j.caps.Store(j.computeCapacities(hist))
+			j.changes.Add(1) // the next placement rebuilds the snapshot with them
+		}()
+	}
+	for _, v := range vs {
+		v.Capacity = cs.by[v.Node]
+	}
+	return cs.load
+}
+
+// computeCapacities computes every wave's capacity (lbplugins.Capacity) from the
+// incremental analysis, the load model and the profiles of hist, with what the
+// placements need besides.
+func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
+	cs := &capSet{at: time.Now(), hist: hist, by: map[string]*lbplugins.Capacity{}}
 	pl := placementLoad{runs: map[string]map[string]bool{}}
 	prof := j.profilesOf(hist)
 	var rows, bytes []float64
 	var sumRows, sumBytes float64
-	k := 0
-	for _, n := range j.inc.Nodes() { // sorted by node, as vs
-		for k < len(vs) && vs[k].Node < n.Node {
-			k++
-		}
+	for _, n := range j.inc.Nodes() {
 		if !reportsWave(n) {
 			continue
 		}
@@ -51,13 +86,10 @@ func (j *Judge) fillCapacities(vs []*lbplugins.NodeView, hist *analysis.Snapshot
 			rows, bytes = append(rows, c.RowsPerS), append(bytes, c.BytesPerS)
 			sumRows, sumBytes = sumRows+c.RowsPerS, sumBytes+c.BytesPerS
 		}
-		if k == len(vs) || vs[k].Node != n.Node {
-			continue // it reported after the views were taken: the next build has it
-		}
 		c := &lbplugins.Capacity{Cores: wl.view.cores, RowCores: wl.view.prices.Row, ByteCores: wl.view.prices.Byte,
 			Priced: wl.view.prices.Source != loadmodel.SourceNone, PeakCores: wl.peak, PeakHour: wl.hour}
 		c.UtilNow, c.HasUtilNow = wl.utilNow()
-		vs[k].Capacity = c
+		cs.by[n.Node] = c
 	}
 	if sumRows > 0 && sumBytes > 0 {
 		pl.rowsPerByte = sumRows / sumBytes
@@ -68,7 +100,8 @@ func (j *Judge) fillCapacities(vs []*lbplugins.NodeView, hist *analysis.Snapshot
 		pl.typical = api.ExpectedWork{Work: api.Work{RowsPerS: median(rows), BytesPerS: median(bytes)}, Source: api.ExpectedTypical,
 			Note: fmt.Sprintf("no hint: the median rows/s and bytes/s of the %d instances the waves run", len(rows))}
 	}
-	return pl
+	cs.load = pl
+	return cs
 }
 
 // median is the median of xs (sorting it); xs is not empty.

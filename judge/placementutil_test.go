@@ -16,6 +16,7 @@ import (
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/judgetest/wavefleet"
+	"github.com/binlake/binlake/lbplugins"
 	"github.com/binlake/binlake/lbplugins/utilisation"
 )
 
@@ -209,4 +210,29 @@ func TestProfilesLookup(t *testing.T) {
 	require.Equal(t, 10.0, p.of("wave-z", "y").Rows[3])
 	require.Nil(t, p.of("wave-a", "z"))
 	require.Nil(t, j.profilesOf(nil).of("wave-a", "x"))
+}
+
+// With placement.capacity_every, a build takes the waves' loads of the last
+// computation and starts the next in the background: a wave that has just reported is
+// weighed once that computation is done, without a placement waiting for it.
+func TestCapacitiesComputedInBackground(t *testing.T) {
+	j, c := newJudge(t, func(o *Options) { o.CapacityEvery = time.Nanosecond })
+	h := j.Handler()
+	utilFleet(t, h, c, []wavefleet.Wave{
+		{Node: "wave-a", Cores: 8, UtilPct: 40, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"a1": 1000}},
+		{Node: "wave-b", Cores: 8, UtilPct: 50, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"b1": 1000}},
+	})
+	probe := `{"instance":"probe","algorithm":"utilisation","explain":"all","dry_run":true}`
+	require.Equal(t, 2, placeHTTP(t, h, probe).Candidates, "the first build computes the loads itself")
+
+	for _, b := range wavefleet.Batches([]wavefleet.Wave{{Node: "wave-c", Cores: 8, UtilPct: 5, Row: 2e-4, Byte: 2e-9,
+		Instances: map[string]float64{"c1": 10}}}, 1, c.Now()) {
+		require.Equal(t, http.StatusAccepted, do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b))).status)
+	}
+	ans := placeHTTP(t, h, probe)
+	require.Equal(t, 2, ans.Candidates, "this build took the last computation, without wave-c")
+	require.Contains(t, ans.FilteredNodes, lbplugins.Filtered{Node: "wave-c", Reason: utilisation.ReasonNoWave})
+	eventually(t, "wave-c weighed", func() bool {
+		return placeHTTP(t, h, probe).Node == "wave-c"
+	})
 }

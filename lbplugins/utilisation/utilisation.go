@@ -30,7 +30,7 @@ const (
 
 // Filter reasons, also in the answer's filtered_nodes.
 const (
-	ReasonNoWave   = "no load model: the node runs no wave"
+	ReasonNoWave   = "no load model: the node runs no wave, or the judge has not computed its load yet"
 	ReasonNoCores  = "no cpu.cores: its host's capacity is unknown"
 	ReasonNoPrices = "no prices: the judge has no price of work for it yet (no wave reports wave.cpu_cores)"
 	reasonOverCap  = "over max_utilisation"
