@@ -158,13 +158,21 @@ func BenchmarkPlacementHTTP(b *testing.B) {
 		{"leastload", "dry_run", `,"dry_run":true`, "net-http"},
 		{"random", "reserve", "", "httpload"}, {"p2c", "reserve", "", "httpload"},
 		{"predictive", "reserve", "", "httpload"}, {"balanced", "reserve", "", "httpload"},
+		{"utilisation", "reserve", "", "httpload"}, {"utilisation", "dry_run", `,"dry_run":true`, "httpload"},
 	} {
 		algo, dryRun := c.algo, c.dryRun
 		b.Run(algo+"/"+c.mode+"/client="+c.client+"/nodes=1000", func(b *testing.B) {
-			base, j := readyJudgeB(b, Options{Store: openStoreB(b), Algorithm: algo, SnapshotEvery: DefaultSnapshotEvery})
+			base, j := readyJudgeB(b, Options{Store: openStoreB(b), Algorithm: algo, SnapshotEvery: DefaultSnapshotEvery,
+				CapacityEvery: DefaultCapacityEvery})
 			now := time.Now()
-			for i := range 1000 {
-				j.Ingest(fleetBatch(i, now), sourceHTTP)
+			if algo == "utilisation" { // waves whose work the load model prices
+				for _, batch := range pricedFleet(1000, now) {
+					j.Ingest(batch, sourceHTTP)
+				}
+			} else {
+				for i := range 1000 {
+					j.Ingest(fleetBatch(i, now), sourceHTTP)
+				}
 			}
 			// The fleet's first batches reach the store before timing, so that the
 			// benchmark measures placements rather than the store's first writes.
@@ -172,7 +180,11 @@ func BenchmarkPlacementHTTP(b *testing.B) {
 				b.Fatal(err)
 			}
 			newPoster := clients[c.client](b, base)
-			body := []byte(`{"instance":"orders","exclude":["wave-0001"]` + dryRun + `}`)
+			hint := ""
+			if algo == "utilisation" { // as binlake instance add sends it, with rows too
+				hint = `,"expected":{"rows_per_s":300,"bytes_per_s":50000}`
+			}
+			body := []byte(`{"instance":"orders","exclude":["wave-0001"]` + hint + dryRun + `}`)
 			var size atomic.Int64
 			call := func(post poster) (time.Duration, error) {
 				start := time.Now()
