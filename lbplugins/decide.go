@@ -94,7 +94,6 @@ type Round struct {
 
 	algorithm string
 	pend      []float64 // pending instances per node index
-	pendCores []float64 // their reserved cores, where pend is not 0
 	explain   bool      // filter reasons are shown (explain all, or no candidate)
 	excluded  []bool
 	marked    []int // node indices whose pend or excluded must be reset: the excluded first
@@ -120,9 +119,9 @@ func (s *Snapshot) setRound(r *Round, req Request) {
 	r.Snap, r.Req = s, req
 	n := len(s.Views)
 	if cap(r.pend) < n {
-		r.pend, r.pendCores, r.excluded, r.isCand = make([]float64, n), make([]float64, n), make([]bool, n), make([]bool, n)
+		r.pend, r.excluded, r.isCand = make([]float64, n), make([]bool, n), make([]bool, n)
 	}
-	r.pend, r.pendCores, r.excluded, r.isCand = r.pend[:n], r.pendCores[:n], r.excluded[:n], r.isCand[:n]
+	r.pend, r.excluded, r.isCand = r.pend[:n], r.excluded[:n], r.isCand[:n]
 	r.explain = req.ExplainAll
 	r.Cands, r.Drawn, r.marked, r.pendCands = r.Cands[:0], r.Drawn[:0], r.marked[:0], r.pendCands[:0]
 	for _, name := range req.Exclude {
@@ -136,7 +135,6 @@ func (s *Snapshot) setRound(r *Round, req Request) {
 		for i := range rv.n {
 			if c := rv.n[i].Load(); c > 0 {
 				r.pend[i] += float64(c)
-				r.pendCores[i] = rv.Cores(i)
 				r.marked = append(r.marked, i)
 			}
 		}
@@ -151,7 +149,7 @@ func (r *Round) release() {
 // reset clears what a decision marked, keeping the scratch space and the cache.
 func (r *Round) reset() {
 	for _, i := range r.marked {
-		r.pend[i], r.pendCores[i], r.excluded[i] = 0, 0, false
+		r.pend[i], r.excluded[i] = 0, false
 	}
 	for _, i := range r.Cands {
 		r.isCand[i] = false
@@ -163,8 +161,15 @@ func (r *Round) reset() {
 // Pending is node i's count of reserved instances in this round.
 func (r *Round) Pending(i int) float64 { return r.pend[i] }
 
-// PendingCores is the cores node i's reserved instances are expected to cost there.
-func (r *Round) PendingCores(i int) float64 { return r.pendCores[i] }
+// PendingCores is the cores node i's reserved instances are expected to cost there. It
+// reads them when asked, rather than with the counts for every node when the round
+// starts: only the utilisation plugin asks, for its candidates with pending ones.
+func (r *Round) PendingCores(i int) float64 {
+	if r.pend[i] == 0 {
+		return 0
+	}
+	return r.Req.Reserved.Cores(i)
+}
 
 // Passes reports whether node i passes the common filters of the round (not excluded,
 // not stale, under every threshold), whatever the plugin's own filters say.
