@@ -199,7 +199,8 @@ func (j *Judge) Place(req api.PlacementRequest) (PlacementAnswer, error) {
 		ans.InstanceCost = j.instanceCost(req.Instance)
 	}
 	if algo == utilisation.Name || req.Expected != nil {
-		ans.Expected = &exp
+		e := exp // a copy of its own: &exp would put exp on the heap in every placement
+		ans.Expected = &e
 	}
 	rec := Placement{At: now, Instance: req.Instance, Algorithm: algo, Node: d.Node}
 	switch {
