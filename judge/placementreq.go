@@ -169,7 +169,12 @@ func (d *fastJSON) workHint() (*api.WorkHint, bool) {
 	if !d.byte('{') {
 		return nil, false
 	}
-	h := &api.WorkHint{}
+	// The hint and its two numbers in one allocation.
+	box := &struct {
+		h           api.WorkHint
+		rows, bytes float64
+	}{}
+	h := &box.h
 	if d.peek('}') {
 		d.i++
 		return h, true
@@ -185,9 +190,11 @@ func (d *fastJSON) workHint() (*api.WorkHint, bool) {
 		}
 		switch key {
 		case "rows_per_s":
-			h.RowsPerS = &v
+			box.rows = v
+			h.RowsPerS = &box.rows
 		case "bytes_per_s":
-			h.BytesPerS = &v
+			box.bytes = v
+			h.BytesPerS = &box.bytes
 		default:
 			return nil, false
 		}
