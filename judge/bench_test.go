@@ -67,7 +67,8 @@ func ingestFleet(j *Judge, nodes, batchesPerSec int, stop <-chan struct{}) func(
 func BenchmarkPlaceWhileIngesting(b *testing.B) {
 	for _, nodes := range []int{1000, 5000} {
 		b.Run(fmt.Sprintf("leastload/nodes=%d", nodes), func(b *testing.B) {
-			j, err := New(Options{Store: openStoreB(b), Algorithm: "leastload", Logger: quiet, SnapshotEvery: DefaultSnapshotEvery})
+			j, err := New(Options{Store: openStoreB(b), Algorithm: "leastload", Logger: quiet, SnapshotEvery: DefaultSnapshotEvery,
+				CapacityEvery: DefaultCapacityEvery})
 			if err != nil {
 				b.Fatal(err)
 			}
