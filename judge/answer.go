@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/jsonenc"
+	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/lbplugins"
 )
 
@@ -61,7 +62,31 @@ func appendAnswer(b []byte, a *PlacementAnswer) []byte {
 			b = append(b, `,"target_instances":`...)
 			b = lbplugins.AppendJSONFloat(b, r.Target)
 		}
+		if r.Expected != (api.Work{}) {
+			b = append(b, `,"expected":`...)
+			b = appendWork(b, r.Expected)
+		}
+		if r.Cores > 0 {
+			b = append(b, `,"cores":`...)
+			b = lbplugins.AppendJSONFloat(b, r.Cores)
+		}
 		b = append(b, '}')
+	}
+	if e := a.Expected; e != nil {
+		b = append(b, `,"expected":`...)
+		b = appendWork(b, e.Work)
+		b = b[:len(b)-1] // reopen the object for the source and the note
+		b = append(b, `,"source":`...)
+		b = jsonenc.AppendString(b, e.Source)
+		if e.Note != "" {
+			b = append(b, `,"note":`...)
+			b = jsonenc.AppendString(b, e.Note)
+		}
+		b = append(b, '}')
+	}
+	if a.Note != "" {
+		b = append(b, `,"note":`...)
+		b = jsonenc.AppendString(b, a.Note)
 	}
 	if c := a.InstanceCost; c != nil {
 		b = append(b, `,"instance_cost":`...)
@@ -69,6 +94,15 @@ func appendAnswer(b []byte, a *PlacementAnswer) []byte {
 		b = append(b, cb...)
 	}
 	return append(b, '}', '\n')
+}
+
+// appendWork appends an instance's work as a JSON object.
+func appendWork(b []byte, w api.Work) []byte {
+	b = append(b, `{"rows_per_s":`...)
+	b = lbplugins.AppendJSONFloat(b, w.RowsPerS)
+	b = append(b, `,"bytes_per_s":`...)
+	b = lbplugins.AppendJSONFloat(b, w.BytesPerS)
+	return append(b, '}')
 }
 
 func appendScore(b []byte, s *lbplugins.Score) []byte {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/binlake/binlake/internal/httpload"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/judgetest/wavefleet"
 )
 
 // fleetBatch is node i's batch: the host and wave figures the plugins read.
@@ -66,7 +67,8 @@ func ingestFleet(j *Judge, nodes, batchesPerSec int, stop <-chan struct{}) func(
 func BenchmarkPlaceWhileIngesting(b *testing.B) {
 	for _, nodes := range []int{1000, 5000} {
 		b.Run(fmt.Sprintf("leastload/nodes=%d", nodes), func(b *testing.B) {
-			j, err := New(Options{Store: openStoreB(b), Algorithm: "leastload", Logger: quiet, SnapshotEvery: DefaultSnapshotEvery})
+			j, err := New(Options{Store: openStoreB(b), Algorithm: "leastload", Logger: quiet, SnapshotEvery: DefaultSnapshotEvery,
+				CapacityEvery: DefaultCapacityEvery})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -157,13 +159,21 @@ func BenchmarkPlacementHTTP(b *testing.B) {
 		{"leastload", "dry_run", `,"dry_run":true`, "net-http"},
 		{"random", "reserve", "", "httpload"}, {"p2c", "reserve", "", "httpload"},
 		{"predictive", "reserve", "", "httpload"}, {"balanced", "reserve", "", "httpload"},
+		{"utilisation", "reserve", "", "httpload"}, {"utilisation", "dry_run", `,"dry_run":true`, "httpload"},
 	} {
 		algo, dryRun := c.algo, c.dryRun
 		b.Run(algo+"/"+c.mode+"/client="+c.client+"/nodes=1000", func(b *testing.B) {
-			base, j := readyJudgeB(b, Options{Store: openStoreB(b), Algorithm: algo, SnapshotEvery: DefaultSnapshotEvery})
+			base, j := readyJudgeB(b, Options{Store: openStoreB(b), Algorithm: algo, SnapshotEvery: DefaultSnapshotEvery,
+				CapacityEvery: DefaultCapacityEvery})
 			now := time.Now()
-			for i := range 1000 {
-				j.Ingest(fleetBatch(i, now), sourceHTTP)
+			if algo == "utilisation" { // waves whose work the load model prices
+				for _, batch := range pricedFleet(1000, now) {
+					j.Ingest(batch, sourceHTTP)
+				}
+			} else {
+				for i := range 1000 {
+					j.Ingest(fleetBatch(i, now), sourceHTTP)
+				}
 			}
 			// The fleet's first batches reach the store before timing, so that the
 			// benchmark measures placements rather than the store's first writes.
@@ -171,7 +181,11 @@ func BenchmarkPlacementHTTP(b *testing.B) {
 				b.Fatal(err)
 			}
 			newPoster := clients[c.client](b, base)
-			body := []byte(`{"instance":"orders","exclude":["wave-0001"]` + dryRun + `}`)
+			hint := ""
+			if algo == "utilisation" { // as binlake instance add sends it, with rows too
+				hint = `,"expected":{"rows_per_s":300,"bytes_per_s":50000}`
+			}
+			body := []byte(`{"instance":"orders","exclude":["wave-0001"]` + hint + dryRun + `}`)
 			var size atomic.Int64
 			call := func(post poster) (time.Duration, error) {
 				start := time.Now()
@@ -288,3 +302,64 @@ type discardWriter struct {
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *discardWriter) WriteHeader(c int)           { w.code = c }
+
+// pricedFleet is n waves whose agents reported 40 rounds, 10 s apart until now, of the
+// figures the load model prices work from (wavefleet): 4 to 32 cores, two instances
+// each, prices that differ from wave to wave.
+func pricedFleet(n int, now time.Time) []metric.Batch {
+	waves := make([]wavefleet.Wave, n)
+	for i := range waves {
+		waves[i] = wavefleet.Wave{Node: fmt.Sprintf("wave-%04d", i), Cores: float64(int(4) << (i % 4)), UtilPct: float64(10 + i%60),
+			Row: 1e-4 * (1 + float64(i%5)/4), Byte: 1e-9 * (1 + float64(i%3)/2),
+			Instances: map[string]float64{fmt.Sprintf("db-%04d-a", i): float64(100 + i%900), fmt.Sprintf("db-%04d-b", i): float64(50 + i%300)}}
+	}
+	return wavefleet.Batches(waves, 40, now)
+}
+
+// BenchmarkSnapshotBuild is one build of the placement snapshot (what a placement after
+// new batches pays, at most every placement.snapshot_every, while the others answer
+// from the previous one): the nodes' views, every plugin's Prepare, the reservations
+// rebased, and the waves' capacities in the load model (cores, prices, peak), computed
+// anew ("computed": at most every placement.capacity_every; fitted prices cached) or
+// taken from the last computation ("reused": the builds in between). "refit" forgets
+// the cached fits first: the computation after a restart, or when every wave's minute
+// to refit came at once.
+func BenchmarkSnapshotBuild(b *testing.B) {
+	for _, nodes := range []int{1000} {
+		for _, mode := range []string{"reused", "computed", "refit"} {
+			b.Run(fmt.Sprintf("nodes=%d/capacities=%s", nodes, mode), func(b *testing.B) {
+				every := time.Duration(0)
+				if mode == "reused" {
+					every = time.Hour
+				}
+				j, err := New(Options{Store: openStoreB(b), Algorithm: "utilisation", Logger: quiet, CapacityEvery: every})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { j.Close() })
+				for _, batch := range pricedFleet(nodes, time.Now()) {
+					j.Ingest(batch, sourceHTTP)
+				}
+				// The store's writer done, so that it takes no CPU from the builds timed.
+				if err := j.buf.Refresh(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				j.building.Lock()
+				defer j.building.Unlock()
+				if s := j.rebuild(); s.Views[0].Capacity == nil || !s.Views[0].Capacity.Priced {
+					b.Fatalf("wave-0000 has no prices: %+v", s.Views[0].Capacity)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					if mode == "refit" {
+						b.StopTimer()
+						j.model.Refit()
+						b.StartTimer()
+					}
+					j.rebuild()
+				}
+			})
+		}
+	}
+}

@@ -82,6 +82,7 @@ type Config struct {
 		Thresholds      map[string]float64            `yaml:"thresholds"`
 		Plugins         map[string]lbplugins.Settings `yaml:"plugins"`
 		SnapshotEvery   config.Duration               `yaml:"snapshot_every"`
+		CapacityEvery   config.Duration               `yaml:"capacity_every"`
 		ReservationTTL  config.Duration               `yaml:"reservation_ttl"`
 	} `yaml:"placement"`
 	// Rebalance holds the goals GET and POST /v1/rebalance plan for and what an idle
@@ -351,6 +352,12 @@ func (c *Config) Validate() error {
 	}
 	if p.SnapshotEvery == 0 {
 		p.SnapshotEvery = config.Duration(DefaultSnapshotEvery)
+	}
+	if p.CapacityEvery < 0 || p.CapacityEvery.D() > 5*time.Minute {
+		return fmt.Errorf("placement.capacity_every %s: want at most 5m (%s when unset)", p.CapacityEvery, config.Duration(DefaultCapacityEvery))
+	}
+	if p.CapacityEvery == 0 {
+		p.CapacityEvery = config.Duration(DefaultCapacityEvery)
 	}
 	if p.ReservationTTL == 0 {
 		p.ReservationTTL = config.Duration(DefaultReservationTTL)

@@ -26,6 +26,7 @@ func TestExampleConfig(t *testing.T) {
 	require.Equal(t, store.BufferOptions{Capacity: 100_000, MaxBatch: 5000, Overflow: store.OverflowReject, MinBackoff: 100 * time.Millisecond,
 		MaxBackoff: 10 * time.Second, WriteTimeout: 30 * time.Second, CloseTimeout: 10 * time.Second}, c.Store.Buffer.Options())
 	require.Equal(t, "random", c.Placement.Algorithm)
+	require.Equal(t, config.Duration(DefaultCapacityEvery), c.Placement.CapacityEvery)
 	require.Equal(t, 90.0, c.Filters().Thresholds["cpu.util"])
 	require.Equal(t, 3.0, c.Placement.Plugins["leastload"].Weights["cpu"])
 	require.Equal(t, 1.0, *c.Placement.Plugins["predictive"].K)
@@ -80,7 +81,7 @@ func TestConfigRebalance(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown key", "bus: {kind: none}\nplacment: {}\n", `unknown key "placment"`},
-		{"unknown algorithm", "bus: {kind: none}\nplacement: {algorithm: roundrobin}\n", `placement.algorithm: unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random)`},
+		{"unknown algorithm", "bus: {kind: none}\nplacement: {algorithm: roundrobin}\n", `placement.algorithm: unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random, utilisation)`},
 		{"bad weight", "bus: {kind: none}\nplacement: {plugins: {leastload: {weights: {gpu: 1}}}}\n", `placement.plugins.leastload: plugin leastload: unknown weight "gpu"`},
 		{"unknown plugin settings", "bus: {kind: none}\nplacement: {plugins: {fastest: {}}}\n", `placement.plugins.fastest: unknown algorithm "fastest"`},
 		{"kafka without brokers", "bus: {kind: kafka}\n", `field "bus.brokers": required: at least one host:port`},
@@ -101,6 +102,8 @@ func TestConfigErrors(t *testing.T) {
 		{"bad threshold name", "bus: {kind: none}\nplacement: {thresholds: {\"cpu util\": 90}}\n", `placement.thresholds: "cpu util" is not a metric name`},
 		{"negative snapshot_every", "bus: {kind: none}\nplacement: {snapshot_every: -1s}\n", "placement.snapshot_every -1s: want at most 1m (200ms when unset)"},
 		{"long snapshot_every", "bus: {kind: none}\nplacement: {snapshot_every: 2m}\n", "placement.snapshot_every 2m0s: want at most 1m (200ms when unset)"},
+		{"negative capacity_every", "bus: {kind: none}\nplacement: {capacity_every: -1s}\n", "placement.capacity_every -1s: want at most 5m (5s when unset)"},
+		{"long capacity_every", "bus: {kind: none}\nplacement: {capacity_every: 6m}\n", "placement.capacity_every 6m0s: want at most 5m (5s when unset)"},
 		{"short reservation_ttl", "bus: {kind: none}\nplacement: {reservation_ttl: 10ms}\n", "placement.reservation_ttl 10ms: at least 1s"},
 		{"negative hard_max", "bus: {kind: none}\nrebalance: {hard_max: -1}\n", "rebalance.hard_max -1: want a finite number ≥ 0 (rows/s)"},
 		{"negative band", "bus: {kind: none}\nrebalance: {band: -5}\n", "rebalance.band -5: want a finite number ≥ 0 (rows/s)"},

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -140,7 +141,10 @@ func decodePlacementJSON(b []byte) (api.PlacementRequest, error) {
 			if te.Field == "" {
 				return req, invalid("malformed placement request: a JSON %s where an object like {\"instance\":\"orders\"} belongs", te.Value)
 			}
-			return req, invalid("malformed placement request: field %s: a JSON %s where a %s belongs", te.Field, te.Value, jsonKind(te.Type.Kind()))
+			if te.Type.Kind() == reflect.Float64 && strings.HasPrefix(te.Value, "number ") {
+				return req, invalid("malformed placement request: field %s: %s is out of range", te.Field, te.Value)
+			}
+			return req, invalid("malformed placement request: field %s: a JSON %s where %s belongs", te.Field, te.Value, jsonKind(te.Type.Kind()))
 		}
 		return req, invalid("malformed placement request: %v", err)
 	}
@@ -150,19 +154,19 @@ func decodePlacementJSON(b []byte) (api.PlacementRequest, error) {
 	return req, nil
 }
 
-// jsonKind names the JSON type a Go kind decodes from.
+// jsonKind names the JSON type a Go kind decodes from, with its article.
 func jsonKind(k reflect.Kind) string {
 	switch k {
 	case reflect.String:
-		return "string"
+		return "a string"
 	case reflect.Slice, reflect.Array:
-		return "array"
+		return "an array"
 	case reflect.Bool:
-		return "boolean"
+		return "a boolean"
 	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64, reflect.Float64:
-		return "number"
+		return "a number"
 	}
-	return "object"
+	return "an object"
 }
 
 // checkPlacement checks a decoded request's fields.
@@ -183,7 +187,35 @@ func checkPlacement(req *api.PlacementRequest) error {
 			return err
 		}
 	}
+	if err := checkWorkHint(req.Expected); err != nil {
+		return err
+	}
 	return checkExplain(req)
+}
+
+// maxRate bounds a hint's rates: far above what any source writes (10¹² rows or bytes
+// per second), low enough that a price times it stays a finite number of cores.
+const maxRate = 1e12
+
+// checkWorkHint checks a placement's expected work: at least one rate, each a finite
+// number from 0 to maxRate.
+func checkWorkHint(h *api.WorkHint) error {
+	if h == nil {
+		return nil
+	}
+	if h.RowsPerS == nil && h.BytesPerS == nil {
+		return invalid("expected gives neither rows_per_s nor bytes_per_s: give one or both, or leave expected out")
+	}
+	for _, f := range []struct {
+		key  string
+		v    *float64
+		unit string
+	}{{"rows_per_s", h.RowsPerS, "rows/s"}, {"bytes_per_s", h.BytesPerS, "bytes/s"}} {
+		if f.v != nil && !(*f.v >= 0 && *f.v <= maxRate) {
+			return invalid("expected.%s %v: want a number of %s from 0 to %g", f.key, *f.v, f.unit, float64(maxRate))
+		}
+	}
+	return nil
 }
 
 func checkExplain(req *api.PlacementRequest) error {

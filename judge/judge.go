@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,6 +70,11 @@ type Options struct {
 	// analyses while batches arrive; zero rebuilds whenever anything changed (tests).
 	// The role's config defaults it to DefaultSnapshotEvery.
 	SnapshotEvery time.Duration
+	// CapacityEvery is how often, at most, a snapshot build computes every wave's load
+	// in the load model anew (its capacity for the utilisation algorithm, the instances
+	// it runs, the fleet's typical instance); the builds in between take the last ones.
+	// Zero: at every build. The role's config defaults it to DefaultCapacityEvery.
+	CapacityEvery time.Duration
 	// ReservationTTL bounds how long a placement holds capacity on its node when the
 	// node does not report the instance; DefaultReservationTTL when zero.
 	ReservationTTL time.Duration
@@ -105,7 +111,8 @@ type Judge struct {
 	now     func() time.Time
 	inc     *analysis.Incremental
 	hist    *analysis.Historical
-	model   *loadmodel.Model // what work costs each wave, in cores
+	model   *loadmodel.Model         // what work costs each wave, in cores
+	profIdx atomic.Pointer[profiles] // the last historical snapshot's instance profiles, indexed
 	plugins map[string]lbplugins.Plugin
 	buf     *store.Buffered // writes to o.Store; reads go to o.Store directly
 	m       *metrics

@@ -156,7 +156,10 @@ func TestPlacementOverHTTP(t *testing.T) {
 	require.Equal(t, "wave-2", resp.Scores[0].Node)
 	require.Contains(t, resp.Scores[0].Parts, "cpu")
 	require.Equal(t, t0, resp.DataAsOf)
-	require.Equal(t, api.Reservation{Instance: "orders", Node: "wave-2", At: c.Now(), ExpiresAt: c.Now().Add(DefaultReservationTTL)}, resp.Reservation)
+	// The reservation holds the fleet's typical instance (the median of the three waves'
+	// orders, 10 rows/s each), in no cores: no wave reports its CPU to price it.
+	require.Equal(t, api.Reservation{Instance: "orders", Node: "wave-2", At: c.Now(), ExpiresAt: c.Now().Add(DefaultReservationTTL),
+		Expected: api.Work{RowsPerS: 10}}, resp.Reservation)
 
 	// explain=all lists every filtered node with its reason.
 	r = do(t, h, "POST", "/v1/placement?explain=all", "", strings.NewReader(`{"instance":"orders","dry_run":true}`))
@@ -230,13 +233,20 @@ func TestAPIBadInput(t *testing.T) {
 		{"malformed JSON", "POST", "/v1/placement", tok, `{"instance":`, 400, "invalid", "malformed placement request: unexpected EOF"},
 		{"not an object", "POST", "/v1/placement", tok, `[1,2]`, 400, "invalid", `malformed placement request: a JSON array where an object like {"instance":"orders"} belongs`},
 		{"wrong field type", "POST", "/v1/placement", tok, `{"instance":7}`, 400, "invalid", "malformed placement request: field instance: a JSON number where a string belongs"},
+		{"negative hint", "POST", "/v1/placement", tok, `{"instance":"a","expected":{"bytes_per_s":-5}}`, 400, "invalid", "expected.bytes_per_s -5: want a number of bytes/s from 0 to 1e+12"},
+		{"huge hint", "POST", "/v1/placement", tok, `{"instance":"a","expected":{"rows_per_s":2e12}}`, 400, "invalid", "expected.rows_per_s 2e+12: want a number of rows/s from 0 to 1e+12"},
+		{"hint out of range", "POST", "/v1/placement", tok, `{"instance":"a","expected":{"rows_per_s":1e999}}`, 400, "invalid", "malformed placement request: field expected.rows_per_s: number 1e999 is out of range"},
+		{"empty hint", "POST", "/v1/placement", tok, `{"instance":"a","expected":{}}`, 400, "invalid", "expected gives neither rows_per_s nor bytes_per_s: give one or both, or leave expected out"},
+		{"hint as a string", "POST", "/v1/placement", tok, `{"instance":"a","expected":{"rows_per_s":"5"}}`, 400, "invalid", "malformed placement request: field expected.rows_per_s: a JSON string where a number belongs"},
+		{"hint as a list", "POST", "/v1/placement", tok, `{"instance":"a","expected":[5]}`, 400, "invalid", "malformed placement request: field expected: a JSON array where an object belongs"},
+		{"unknown hint field", "POST", "/v1/placement", tok, `{"instance":"a","expected":{"rows":5}}`, 400, "invalid", `malformed placement request: json: unknown field "rows"`},
 		{"empty body", "POST", "/v1/placement", tok, ``, 400, "invalid", `empty body: want a JSON object like {"instance":"orders"}`},
 		{"unknown field", "POST", "/v1/placement", tok, `{"instance":"a","node":"x"}`, 400, "invalid", `malformed placement request: json: unknown field "node"`},
 		{"trailing data", "POST", "/v1/placement", tok, `{"instance":"a"} {}`, 400, "invalid", "malformed placement request: data after the JSON object"},
 		{"no instance", "POST", "/v1/placement", tok, `{"exclude":["a"]}`, 400, "invalid", "instance is empty"},
 		{"empty exclusion", "POST", "/v1/placement", tok, `{"instance":"a","exclude":[""]}`, 400, "invalid", "exclude[0] is empty"},
 		{"oversized body", "POST", "/v1/placement", tok, big, 413, "too_large", "request body larger than 65536 bytes"},
-		{"unknown algorithm", "POST", "/v1/placement", tok, `{"instance":"a","algorithm":"roundrobin"}`, 400, "invalid", `unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random)`},
+		{"unknown algorithm", "POST", "/v1/placement", tok, `{"instance":"a","algorithm":"roundrobin"}`, 400, "invalid", `unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random, utilisation)`},
 		{"missing token", "POST", "/v1/placement", "", `{"instance":"a"}`, 401, "unauthorized", "missing or wrong bearer token"},
 		{"wrong token", "POST", "/v1/placement", "s3creT", `{"instance":"a"}`, 401, "unauthorized", "missing or wrong bearer token"},
 		{"wrong token on metrics", "POST", "/v1/metrics", "nope", `{}`, 401, "unauthorized", "missing or wrong bearer token"},
@@ -286,7 +296,7 @@ func TestPluginsAndHealth(t *testing.T) {
 		require.NotEmpty(t, p.Description)
 		require.Equal(t, p.Name == "leastload", p.Default)
 	}
-	require.Equal(t, []string{"balanced", "leastload", "p2c", "predictive", "random"}, names)
+	require.Equal(t, []string{"balanced", "leastload", "p2c", "predictive", "random", "utilisation"}, names)
 
 	r = do(t, j.Handler(), "GET", "/healthz", "", nil)
 	require.Equal(t, http.StatusOK, r.status)
@@ -301,8 +311,8 @@ func TestNewRejects(t *testing.T) {
 		want string
 	}{
 		{"no store", Options{}, "judge: no store"},
-		{"unknown default", Options{Store: st, Algorithm: "x"}, `judge: default algorithm: unknown algorithm "x" (known: balanced, leastload, p2c, predictive, random)`},
-		{"settings for unknown plugin", Options{Store: st, Plugins: map[string]lbplugins.Settings{"y": {}}}, `judge: plugins: unknown algorithm "y" (known: balanced, leastload, p2c, predictive, random)`},
+		{"unknown default", Options{Store: st, Algorithm: "x"}, `judge: default algorithm: unknown algorithm "x" (known: balanced, leastload, p2c, predictive, random, utilisation)`},
+		{"settings for unknown plugin", Options{Store: st, Plugins: map[string]lbplugins.Settings{"y": {}}}, `judge: plugins: unknown algorithm "y" (known: balanced, leastload, p2c, predictive, random, utilisation)`},
 		{"bad weights", Options{Store: st, Plugins: map[string]lbplugins.Settings{"leastload": {Weights: map[string]float64{"gpu": 1}}}}, `judge: plugin leastload: unknown weight "gpu" (known: cpu, instances, load, memory, network, tps)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -603,6 +613,8 @@ func FuzzDecodePlacementRequest(f *testing.F) {
 		`{"instance":"orders","exclude":["wave-2"],"algorithm":"leastload"}`,
 		`{"instance":"orders"}`, `{"instance":"orders","exclude":[`, `{"instance":""}`, `null`, `[]`,
 		`{"instance":"a"} x`, `{"instance":"\ud800"}`, ``,
+		`{"instance":"orders","expected":{"bytes_per_s":52341.5}}`, `{"instance":"orders","expected":{"rows_per_s":-1}}`,
+		`{"instance":"orders","expected":{}}`, `{"instance":"orders","expected":{"rows_per_s":1e400,"bytes_per_s":2}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -617,6 +629,16 @@ func FuzzDecodePlacementRequest(f *testing.F) {
 		}
 		if req.Instance == "" || len(req.Instance) > maxIdentLen || len(req.Exclude) > maxExclude {
 			t.Fatalf("accepted an invalid request %+v", req)
+		}
+		if h := req.Expected; h != nil {
+			if h.RowsPerS == nil && h.BytesPerS == nil {
+				t.Fatalf("accepted an empty hint in %q", data)
+			}
+			for _, v := range []*float64{h.RowsPerS, h.BytesPerS} {
+				if v != nil && !(*v >= 0 && *v <= maxRate) {
+					t.Fatalf("accepted the rate %v in %q", *v, data)
+				}
+			}
 		}
 	})
 }

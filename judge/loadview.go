@@ -66,38 +66,63 @@ func (j *Judge) viewOf(n analysis.Node) waveView {
 
 // workOf is instance id's work per slot: its rates now from c, its hour-of-day profile
 // from the node that reports it (else any node with one).
-func workOf(id string, c api.InstanceCost, node string, hist *analysis.Snapshot) instWork {
+func workOf(id string, c api.InstanceCost, node string, prof *profiles) instWork {
 	w := instWork{rows: make([]float64, slots), bytes: make([]float64, slots)}
 	w.rows[0], w.bytes[0] = c.RowsPerS, c.BytesPerS
-	var prof *analysis.InstanceProfile
-	if hist != nil {
-		if p, ok := hist.Instances[node][id]; ok {
-			prof = &p
-		} else {
-			for _, n := range sortedKeys(hist.Instances) {
-				if p, ok := hist.Instances[n][id]; ok {
-					prof = &p
-					break
-				}
-			}
-		}
-	}
+	p := prof.of(node, id)
 	for hr := range 24 {
 		w.rows[1+hr], w.bytes[1+hr] = w.rows[0], w.bytes[0]
-		if prof != nil && prof.Count[hr] > 0 {
-			w.rows[1+hr], w.bytes[1+hr] = nonNegative(prof.Rows[hr]), nonNegative(prof.Bytes[hr])
+		if p != nil && p.Count[hr] > 0 {
+			w.rows[1+hr], w.bytes[1+hr] = nonNegative(p.Rows[hr]), nonNegative(p.Bytes[hr])
 		}
 	}
 	return w
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// profiles finds instances' hour-of-day profiles in one historical snapshot: on the
+// node that reports the instance, else on the first node by id that has one. The
+// second lookup goes through an index built once per snapshot (profilesOf), so that an
+// instance without a profile where it runs (new, or moved within the window) costs a
+// map lookup rather than a sort of every node, which the placement snapshot, pricing
+// every wave's instances at each build, would pay for each.
+type profiles struct {
+	hist  *analysis.Snapshot
+	first map[string]string // instance → the first node by id with its profile
+}
+
+// profilesOf returns the profiles of hist (nil: none), built on first use per snapshot.
+func (j *Judge) profilesOf(hist *analysis.Snapshot) *profiles {
+	if hist == nil {
+		return nil
 	}
-	slices.Sort(out)
-	return out
+	if p := j.profIdx.Load(); p != nil && p.hist == hist {
+		return p
+	}
+	p := &profiles{hist: hist, first: map[string]string{}}
+	for n, insts := range hist.Instances {
+		for id := range insts {
+			if cur, ok := p.first[id]; !ok || n < cur {
+				p.first[id] = n
+			}
+		}
+	}
+	j.profIdx.Store(p)
+	return p
+}
+
+// of is instance id's profile on node, else on the first node with one; nil when none.
+func (p *profiles) of(node, id string) *analysis.InstanceProfile {
+	if p == nil {
+		return nil
+	}
+	if pr, ok := p.hist.Instances[node][id]; ok {
+		return &pr
+	}
+	if n, ok := p.first[id]; ok {
+		pr := p.hist.Instances[n][id]
+		return &pr
+	}
+	return nil
 }
 
 // cost is work priced at p, per slot.
@@ -195,29 +220,34 @@ func (j *Judge) instancesByNode() map[string][]string {
 	return out
 }
 
-// nodeLoad is node n's instances with their costs in cores, and its capacity and
-// predicted utilisation (nil for a node without a wave).
-func (j *Judge) nodeLoad(n analysis.Node, hist *analysis.Snapshot) ([]api.InstanceCost, *api.NodeLoad) {
+// waveLoad is a wave node's load with the instances it runs, in the utilisation model:
+// what GET /v1/nodes/{id} shows of it and what placements weigh it by.
+type waveLoad struct {
+	view  waveView
+	insts []api.InstanceCost // the instances it runs, sorted, with their costs in cores
+	// peak is the cores it uses at its peak slot, its base and its instances at its
+	// prices (the planner's load: planWave), and hour that slot's UTC hour (-1: now);
+	// both meaningful only with cores.
+	peak float64
+	hour int
+}
+
+// waveLoadOf is node n's load in the utilisation model from the current hour, the load
+// model and the profiles of the last historical snapshot.
+func (j *Judge) waveLoadOf(n analysis.Node, prof *profiles) waveLoad {
 	v := j.viewOf(n)
-	insts := v.costs.running()
-	if !reportsWave(n) {
-		return insts, nil
-	}
-	load := &api.NodeLoad{Cores: v.cores, Prices: apiPrices(v.prices), PeakHour: -1}
+	wl := waveLoad{view: v, insts: v.costs.running(), hour: -1}
 	var running []instWork
-	for i, c := range insts {
-		w := workOf(c.Instance, c, n.Node, hist)
+	for i, c := range wl.insts {
+		w := workOf(c.Instance, c, n.Node, prof)
 		running = append(running, w)
 		cw := w.cost(v.prices)
-		insts[i].CoresNow, insts[i].CoresPeak = cw[0], slices.Max(cw)
+		wl.insts[i].CoresNow, wl.insts[i].CoresPeak = cw[0], slices.Max(cw)
 	}
 	if v.cores <= 0 {
-		return insts, load
+		return wl
 	}
-	if v.host != nil {
-		load.UtilNow = v.host[0] / v.cores
-	}
-	pw := planWave(&v, true, running)
+	pw := planWave(&wl.view, true, running)
 	total := make([]float64, slots)
 	for k := range total {
 		total[k] = pw.Base
@@ -225,6 +255,32 @@ func (j *Judge) nodeLoad(n analysis.Node, hist *analysis.Snapshot) ([]api.Instan
 			total[k] += v.prices.Cost(w.rows[k], w.bytes[k])
 		}
 	}
-	load.Peak, load.PeakHour = peakOf(total, v.cores)
-	return insts, load
+	peak, hour := peakOf(total, v.cores)
+	wl.peak, wl.hour = peak*v.cores, hour
+	return wl
+}
+
+// utilNow is the host's utilisation now, and false when it reports no cpu.util or cores.
+func (wl *waveLoad) utilNow() (float64, bool) {
+	if wl.view.host == nil || wl.view.cores <= 0 {
+		return 0, false
+	}
+	return wl.view.host[0] / wl.view.cores, true
+}
+
+// nodeLoad is node n's instances with their costs in cores, and its capacity and
+// predicted utilisation (nil for a node without a wave).
+func (j *Judge) nodeLoad(n analysis.Node, hist *analysis.Snapshot) ([]api.InstanceCost, *api.NodeLoad) {
+	wl := j.waveLoadOf(n, j.profilesOf(hist))
+	if !reportsWave(n) {
+		return wl.insts, nil
+	}
+	v := &wl.view
+	load := &api.NodeLoad{Cores: v.cores, Prices: apiPrices(v.prices), PeakHour: -1}
+	if v.cores <= 0 {
+		return wl.insts, load
+	}
+	load.UtilNow, _ = wl.utilNow()
+	load.Peak, load.PeakHour = wl.peak/v.cores, wl.hour
+	return wl.insts, load
 }

@@ -14,11 +14,18 @@ import (
 
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/lbplugins"
+	"github.com/binlake/binlake/lbplugins/utilisation"
 )
 
 // DefaultSnapshotEvery is how often, at most, the placement snapshot is rebuilt while
 // batches keep arriving (placement.snapshot_every).
 const DefaultSnapshotEvery = 200 * time.Millisecond
+
+// DefaultCapacityEvery is how often, at most, a build computes the waves' loads in the
+// load model anew (placement.capacity_every): about ten times a snapshot build's cost
+// for a fleet of waves, while a wave's peak and prices move over minutes, and the
+// reservations in cores cover the placements made meanwhile.
+const DefaultCapacityEvery = 5 * time.Second
 
 // placer answers placements from an immutable snapshot of the analyses. Ingest marks it
 // dirty; the first placement after SnapshotEvery rebuilds it (one at a time, without
@@ -32,6 +39,10 @@ type placer struct {
 	byAlgo   map[string]*algoMetrics
 	recent   [maxRecent]atomic.Pointer[Placement]
 	recentN  atomic.Uint64
+	// caps is the last computation of the waves' loads, which the builds until the next
+	// one take (Options.CapacityEvery); capsBusy is set while one runs in the background.
+	caps     atomic.Pointer[capSet]
+	capsBusy atomic.Bool
 }
 
 type placementSnapshot struct {
@@ -39,6 +50,7 @@ type placementSnapshot struct {
 	reserved *lbplugins.Reserved // the reservations per node, counted by placements
 	changes  uint64              // the placer's change count it was built from
 	hist     *analysis.Snapshot  // the historical analysis it carries
+	load     placementLoad       // the load model's figures besides the nodes' capacities
 	built    time.Time           // wall-clock build time (coalescing uses real time)
 }
 
@@ -111,13 +123,14 @@ func (j *Judge) rebuild() *placementSnapshot {
 		}
 	}
 	ps := &placementSnapshot{changes: changes, hist: hist, built: time.Now()}
+	ps.load = j.capacities(vs, hist)
 	plugins := make([]lbplugins.Plugin, 0, len(j.plugins))
 	for _, p := range j.plugins {
 		plugins = append(plugins, p)
 	}
 	ps.Snapshot = lbplugins.NewSnapshot(vs, j.o.Filters, j.now(), plugins...)
 	// Reservations whose nodes now report their instances, or that expired, end here.
-	j.res.Rebase(ps.Snapshot, j.now(), func(r *lbplugins.Reserved) {
+	j.res.Rebase(ps.Snapshot, j.now(), ps.load.reports, func(r *lbplugins.Reserved) {
 		ps.reserved = r
 		j.snap.Store(ps)
 	})
@@ -145,6 +158,9 @@ type PlacementAnswer struct {
 	// InstanceCost is what the instance costs where it runs now (explain "all" only):
 	// what the placement moves onto the chosen node.
 	InstanceCost *api.InstanceCost
+	// Expected is the instance's expected work the decision weighed: with the
+	// utilisation algorithm, or a request with a hint (nil otherwise).
+	Expected *api.ExpectedWork
 }
 
 // Place answers a placement request. It reads only the in-memory snapshot, never the
@@ -169,13 +185,22 @@ func (j *Judge) Place(req api.PlacementRequest) (PlacementAnswer, error) {
 	if j.res.Due(now) {
 		j.res.Expire(now)
 	}
+	// Every placement weighs the instance's expected work, whatever the algorithm, so
+	// that its reservation holds it in cores for the utilisation algorithm.
+	exp := snap.load.expected(req.Expected)
 	d, err := snap.Decide(p, lbplugins.Request{Instance: req.Instance, Exclude: req.Exclude, Algorithm: algo,
-		Reserved: snap.reserved, TopK: req.Top, ExplainAll: req.Explain == api.ExplainAll}, now)
+		Reserved: snap.reserved, TopK: req.Top, ExplainAll: req.Explain == api.ExplainAll,
+		Expected:       lbplugins.Work{Rows: exp.RowsPerS, Bytes: exp.BytesPerS},
+		MaxUtilisation: j.o.Rebalance.MaxUtilisation}, now)
 	am := j.byAlgo[algo]
 	am.seconds.Observe(time.Since(start).Seconds())
 	ans := PlacementAnswer{Decision: d}
 	if req.Explain == api.ExplainAll {
 		ans.InstanceCost = j.instanceCost(req.Instance)
+	}
+	if algo == utilisation.Name || req.Expected != nil {
+		e := exp // a copy of its own: &exp would put exp on the heap in every placement
+		ans.Expected = &e
 	}
 	rec := Placement{At: now, Instance: req.Instance, Algorithm: algo, Node: d.Node}
 	switch {
@@ -183,7 +208,7 @@ func (j *Judge) Place(req api.PlacementRequest) (PlacementAnswer, error) {
 		am.ok.Inc()
 		if !req.DryRun {
 			count, has := reportedInstances(snap.Snapshot, d.Node)
-			if r, ok := j.res.Reserve(d.Node, req.Instance, now, count, has); ok {
+			if r, ok := j.res.Reserve(d.Node, req.Instance, now, count, has, exp.Work); ok {
 				ans.Reservation = &r
 			}
 		}

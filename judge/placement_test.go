@@ -167,7 +167,10 @@ func TestAnswerJSON(t *testing.T) {
 		},
 		FilteredBy: lbplugins.FilterCounts{Stale: 2, Plugin: 1},
 		Filtered:   []lbplugins.Filtered{{Node: "a\tb", Reason: "stale: <no batch>"}},
-	}, Reservation: &api.Reservation{Instance: "orders", Node: "wave-1", At: t0, ExpiresAt: t0.Add(time.Minute), Target: 3}}
+		Note:       "scored \"by\" utilisation",
+	}, Reservation: &api.Reservation{Instance: "orders", Node: "wave-1", At: t0, ExpiresAt: t0.Add(time.Minute), Target: 3,
+		Expected: api.Work{RowsPerS: 120.5, BytesPerS: 1.25e-7}, Cores: 0.012345678},
+		Expected: &api.ExpectedWork{Work: api.Work{BytesPerS: 52341}, Source: api.ExpectedHint, Note: "rows/s \"unknown\""}}
 	data := appendAnswer(nil, &ans)
 	require.True(t, json.Valid(data), "%s", data)
 	// Strictly into the client's type (judge/api): every field the judge writes is one
@@ -188,4 +191,13 @@ func TestAnswerJSON(t *testing.T) {
 	require.Equal(t, ans.FilteredBy, got.Filtered)
 	require.Equal(t, ans.Filtered, got.FilteredNodes)
 	require.Equal(t, ans.Reservation, got.Reservation)
+	require.Equal(t, ans.Expected, got.Expected)
+	require.Equal(t, ans.Note, got.Note)
+
+	// Without a hint, a note or the reservation's work, none of their keys.
+	ans.Expected, ans.Decision.Note, ans.Reservation.Expected, ans.Reservation.Cores = nil, "", api.Work{}, 0
+	data = appendAnswer(nil, &ans)
+	for _, key := range []string{`"expected"`, `"note"`, `"cores"`} {
+		require.NotContains(t, string(data), key)
+	}
 }

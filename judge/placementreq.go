@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"github.com/binlake/binlake/judge/api"
 	"io"
+	"strconv"
 
 	"github.com/binlake/binlake/internal/jsonenc"
 )
@@ -11,10 +12,11 @@ import (
 // The placement request is the judge's hottest input: encoding/json's Decoder cost
 // about as much per request as the decision. decodePlacementFast reads the shapes callers
 // send (an object of the known keys with plain strings, a list of plain strings, a
-// non-negative integer and a boolean) straight from the body; anything else (an escape
-// in a string, null, a fraction, an unknown or malformed field) goes to encoding/json,
-// which decides and words the error. FuzzPlacementDecoders checks that the two agree
-// whenever the fast one answers.
+// non-negative integer, a boolean, and the expected work: an object of plain numbers)
+// straight from the body; anything else (an escape in a string, null, a fraction where
+// an integer belongs, an unknown or malformed field) goes to encoding/json, which
+// decides and words the error. FuzzPlacementDecoders checks that the two agree whenever
+// the fast one answers.
 
 // readBody reads r whole into a pooled buffer (placement bodies are small: at most
 // MaxPlacementBytes); put it back with bodyBufs.Put. The decoders copy what they keep.
@@ -55,6 +57,8 @@ func decodePlacementFast(b []byte) (api.PlacementRequest, bool) {
 			req.Top, ok = d.uint()
 		case "dry_run":
 			req.DryRun, ok = d.bool()
+		case "expected":
+			req.Expected, ok = d.workHint()
 		default:
 			return req, false
 		}
@@ -157,6 +161,95 @@ func (d *fastJSON) uint() (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// workHint reads the expected work: an object of rows_per_s and bytes_per_s, plain
+// numbers. A key given twice keeps the last value, as with encoding/json.
+func (d *fastJSON) workHint() (*api.WorkHint, bool) {
+	if !d.byte('{') {
+		return nil, false
+	}
+	// The hint and its two numbers in one allocation.
+	box := &struct {
+		h           api.WorkHint
+		rows, bytes float64
+	}{}
+	h := &box.h
+	if d.peek('}') {
+		d.i++
+		return h, true
+	}
+	for {
+		key, ok := d.str()
+		if !ok || !d.byte(':') {
+			return nil, false
+		}
+		v, ok := d.number()
+		if !ok {
+			return nil, false
+		}
+		switch key {
+		case "rows_per_s":
+			box.rows = v
+			h.RowsPerS = &box.rows
+		case "bytes_per_s":
+			box.bytes = v
+			h.BytesPerS = &box.bytes
+		default:
+			return nil, false
+		}
+		if d.peek(',') {
+			d.i++
+			continue
+		}
+		return h, d.byte('}')
+	}
+}
+
+// number reads a JSON number (RFC 8259's grammar) that a float64 holds: one out of
+// range is left to encoding/json, which words the error.
+func (d *fastJSON) number() (float64, bool) {
+	d.space()
+	b, start := d.b, d.i
+	i := start
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return 0, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseFloat(string(b[start:i]), 64)
+	if err != nil {
+		return 0, false
+	}
+	d.i = i
+	return v, true
 }
 
 func (d *fastJSON) bool() (bool, bool) {

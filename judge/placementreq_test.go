@@ -14,6 +14,9 @@ var placementBodies = []string{
 	`{"instance":"orders"}`,
 	` { "instance" : "orders" , "exclude" : [ "a" , "b" ] , "top" : 7 , "explain" : "all" , "dry_run" : true } `,
 	`{"instance":"orders","exclude":[],"dry_run":false,"top":0}`,
+	`{"instance":"orders","algorithm":"utilisation","expected":{"bytes_per_s":52341.5}}`,
+	`{"instance":"orders","expected":{ "rows_per_s" : 120 , "bytes_per_s" : 4.5e4 }}`,
+	`{"instance":"orders","expected":{"rows_per_s":0,"rows_per_s":-0.0,"bytes_per_s":1E-3}}`,
 	`{}`, `{"instance":"o","instance":"p"}`, `{"instance":"orders","exclude":["a","a"]}`,
 	`{"instance":"orders","top":10}`, `{"instance":"orders","top":01}`, `{"instance":"orders","top":1.0}`,
 	`{"instance":"orders","top":1e2}`, `{"instance":"orders","top":-1}`, `{"instance":"orders","top":123456789012}`,
@@ -22,6 +25,14 @@ var placementBodies = []string{
 	`{"instance":"orders","extra":1}`, `{"Instance":"orders"}`, `{"instance":"orders"} x`, `{"instance":"orders"}{}`,
 	`{"instance":"orders",}`, `{"instance":"orders","exclude":["a",]}`, `{"instance":"orders"`, `{"instance":"a\tb"}`,
 	`[]`, `null`, ``, ` `, `{"instance":"orders","exclude":"a"}`, `{"instance":"orders","top":true}`,
+	`{"instance":"orders","expected":{}}`, `{"instance":"orders","expected":null}`, `{"instance":"orders","expected":{"rows_per_s":null}}`,
+	`{"instance":"orders","expected":{"rows_per_s":-5}}`, `{"instance":"orders","expected":{"rows_per_s":1e400}}`,
+	`{"instance":"orders","expected":{"rows_per_s":01}}`, `{"instance":"orders","expected":{"rows_per_s":1.}}`,
+	`{"instance":"orders","expected":{"rows_per_s":.5}}`, `{"instance":"orders","expected":{"rows_per_s":+1}}`,
+	`{"instance":"orders","expected":{"rows_per_s":1e}}`, `{"instance":"orders","expected":{"rows_per_s":"1"}}`,
+	`{"instance":"orders","expected":{"rows":1}}`, `{"instance":"orders","expected":{"rows_per_s":1,}}`,
+	`{"instance":"orders","expected":[1]}`, `{"instance":"orders","expected":{"rows_per_s":NaN}}`,
+	`{"instance":"orders","expected":{"rows_per_s":-}}`, `{"instance":"orders","expected":{"bytes_per_s":1e308}}`,
 }
 
 // TestPlacementDecodersAgree: where the fast decoder answers, encoding/json answers the
@@ -30,7 +41,7 @@ func TestPlacementDecodersAgree(t *testing.T) {
 	for _, body := range placementBodies {
 		checkDecodersAgree(t, []byte(body))
 	}
-	for _, body := range placementBodies[:4] {
+	for _, body := range placementBodies[:7] {
 		if _, ok := decodePlacementFast([]byte(body)); !ok {
 			t.Errorf("the fast decoder left %s to encoding/json", body)
 		}

@@ -74,7 +74,7 @@ func DecodeRebalanceRequest(r io.Reader) (api.RebalanceRequest, error) {
 	if err := dec.Decode(&raw); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return req, invalid("malformed rebalance request: field %s: a JSON %s where a %s belongs", te.Field, te.Value, jsonKind(te.Type.Kind()))
+			return req, invalid("malformed rebalance request: field %s: a JSON %s where %s belongs", te.Field, te.Value, jsonKind(te.Type.Kind()))
 		}
 		return req, invalid("malformed rebalance request: %v", err)
 	}

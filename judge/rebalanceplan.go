@@ -75,6 +75,7 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 	o := *j.o.Rebalance
 	now := j.now()
 	hist := j.hist.Snapshot()
+	prof := j.profilesOf(hist)
 	// Every wave node's view once: an instance is looked up on the node the request
 	// names, and, when that node does not report it, on the others.
 	type reported struct {
@@ -125,7 +126,7 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 		if model == api.ModelUtilisation {
 			pi.Cost = 0 // unmeasured: no work to price (it spreads by the share goal)
 			if c.Measured {
-				w := workOf(in.ID, c, c.Node, hist)
+				w := workOf(in.ID, c, c.Node, prof)
 				works[in.ID], pi.Rows, pi.Bytes = w, w.rows, w.bytes
 				if v := views[in.Node]; v != nil {
 					cw := w.cost(v.prices)

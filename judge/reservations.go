@@ -50,19 +50,24 @@ func (rs *reservations) Due(now time.Time) bool {
 	return n != 0 && now.UnixNano() >= n
 }
 
-// Reserve records a placement of instance on node; reported is the node's
-// wave.instances at the decision (ok false when it reports none). It returns false
-// when maxReservations are pending.
-func (rs *reservations) Reserve(node, instance string, now time.Time, reported float64, ok bool) (api.Reservation, bool) {
+// Reserve records a placement of instance on node with its expected work; reported is
+// the node's wave.instances at the decision (ok false when it reports none). The work
+// counts on the node in cores at its prices. It returns false when maxReservations are
+// pending.
+func (rs *reservations) Reserve(node, instance string, now time.Time, reported float64, ok bool, work api.Work) (api.Reservation, bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.total >= maxReservations {
 		rs.refused.Add(1)
 		return api.Reservation{}, false
 	}
-	r := api.Reservation{Instance: instance, Node: node, At: now, ExpiresAt: now.Add(rs.ttl)}
+	r := api.Reservation{Instance: instance, Node: node, At: now, ExpiresAt: now.Add(rs.ttl), Expected: work}
 	if ok {
 		r.Target = reported + float64(len(rs.byNode[node])) + 1
+	}
+	i, found := rs.index(node)
+	if found {
+		r.Cores = coresOn(rs.snap, i, work)
 	}
 	rs.byNode[node] = append(rs.byNode[node], r)
 	rs.total++
@@ -70,24 +75,35 @@ func (rs *reservations) Reserve(node, instance string, now time.Time, reported f
 	if rs.nextExpiry.Load() == 0 {
 		rs.nextExpiry.Store(r.ExpiresAt.UnixNano())
 	}
-	if i, found := rs.index(node); found {
+	if found {
+		// Cores first: a decision that sees the count reads the cores with it.
+		rs.counts.AddCores(i, r.Cores)
 		rs.counts.Add(i, 1)
 	}
 	return r, true
 }
 
-// Rebase sweeps against a new snapshot (reported gives a node's wave.instances in it)
-// and publishes it with counts of its own, under the mutex so that no reservation made
-// meanwhile is lost.
-func (rs *reservations) Rebase(s *lbplugins.Snapshot, now time.Time, publish func(*lbplugins.Reserved)) {
+// Rebase sweeps against a new snapshot (its nodes' wave.instances, and runs: whether a
+// node reports running an instance) and publishes it with counts of its own, each
+// reservation's work priced anew at its node's prices in s, under the mutex so that no
+// reservation made meanwhile is lost.
+func (rs *reservations) Rebase(s *lbplugins.Snapshot, now time.Time, runs func(node, instance string) bool, publish func(*lbplugins.Reserved)) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	counts := lbplugins.NewReserved(s)
-	rs.sweepLocked(now, func(node string) (float64, bool) { return reportedInstances(s, node) })
+	rs.sweepLocked(now, func(node string) (float64, bool) { return reportedInstances(s, node) }, runs)
 	for node, list := range rs.byNode {
-		if i, ok := s.Index(node); ok {
-			counts.Add(i, int32(len(list)))
+		i, ok := s.Index(node)
+		if !ok {
+			continue
 		}
+		cores := 0.0
+		for k := range list {
+			list[k].Cores = coresOn(s, i, list[k].Expected)
+			cores += list[k].Cores
+		}
+		counts.AddCores(i, cores)
+		counts.Add(i, int32(len(list)))
 	}
 	rs.snap, rs.counts = s, counts
 	publish(counts)
@@ -100,22 +116,30 @@ func (rs *reservations) Expire(now time.Time) {
 	if rs.snap == nil {
 		return
 	}
-	rs.sweepLocked(now, func(string) (float64, bool) { return 0, false })
+	rs.sweepLocked(now, func(string) (float64, bool) { return 0, false }, nil)
 }
 
-// sweepLocked drops the reservations that expired by now and those whose node reports
-// enough instances, taking them out of the current counts.
-func (rs *reservations) sweepLocked(now time.Time, reported func(node string) (float64, bool)) {
+// sweepLocked drops the reservations that expired by now, those whose node reports
+// enough instances and those whose node reports running their instance (runs; nil:
+// none), taking them out of the current counts.
+func (rs *reservations) sweepLocked(now time.Time, reported func(node string) (float64, bool), runs func(node, instance string) bool) {
 	var next int64
 	for node, list := range rs.byNode {
 		count, ok := reported(node)
+		goneCores := 0.0
+		n := len(list)
 		kept := slices.DeleteFunc(list, func(r api.Reservation) bool {
-			return !now.Before(r.ExpiresAt) || (ok && r.Target > 0 && count >= r.Target)
+			done := !now.Before(r.ExpiresAt) || (ok && r.Target > 0 && count >= r.Target) || (runs != nil && runs(node, r.Instance))
+			if done {
+				goneCores += r.Cores
+			}
+			return done
 		})
-		if gone := len(list) - len(kept); gone > 0 {
+		if gone := n - len(kept); gone > 0 {
 			rs.total -= gone
 			if i, found := rs.index(node); found {
 				rs.counts.Add(i, -int32(gone))
+				rs.counts.AddCores(i, -goneCores)
 			}
 		}
 		if len(kept) == 0 {

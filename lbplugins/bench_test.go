@@ -20,7 +20,9 @@ func BenchmarkDecide(b *testing.B) {
 		}
 		for _, n := range []int{10, 100, 1000, 5000} {
 			snap := lbplugins.NewSnapshot(cluster.Random(n, 1), filters, cluster.Now, p)
-			req := lbplugins.Request{Instance: "orders", Exclude: []string{"wave-0001"}}
+			// The expected work and the cap are the utilisation plugin's; the others ignore them.
+			req := lbplugins.Request{Instance: "orders", Exclude: []string{"wave-0001"},
+				Expected: lbplugins.Work{Rows: 500, Bytes: 2e5}, MaxUtilisation: 0.7}
 			b.Run(fmt.Sprintf("%s/nodes=%d", algo, n), func(b *testing.B) {
 				d, err := snap.Decide(p, req, cluster.Now)
 				if err != nil || d.Node == "" || d.Candidates+d.FilteredBy.Total() != n || len(d.Scores) != min(n-1, 5) {
@@ -38,6 +40,25 @@ func BenchmarkDecide(b *testing.B) {
 	}
 	// Reservations pending on every node: the judge under a burst of placements faster
 	// than the nodes report their instances (BenchmarkPlacementHTTP's reserve case).
+	for _, n := range []int{1000, 5000} {
+		p, _ := lbplugins.New("utilisation", lbplugins.Settings{})
+		snap := lbplugins.NewSnapshot(cluster.Random(n, 1), filters, cluster.Now, p)
+		rv := lbplugins.NewReserved(snap)
+		for i := range n {
+			rv.Add(i, int32(1+i%40))
+			rv.AddCores(i, 0.01*float64(1+i%40))
+		}
+		req := lbplugins.Request{Instance: "orders", Exclude: []string{"wave-0001"}, Reserved: rv,
+			Expected: lbplugins.Work{Rows: 500, Bytes: 2e5}, MaxUtilisation: 0.7}
+		b.Run(fmt.Sprintf("utilisation/reserved=all/nodes=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := snap.Decide(p, req, cluster.Now); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	for _, n := range []int{1000, 5000} {
 		p, _ := lbplugins.New("leastload", lbplugins.Settings{Seed: 1})
 		snap := lbplugins.NewSnapshot(cluster.Random(n, 1), filters, cluster.Now, p)

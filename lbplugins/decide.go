@@ -57,6 +57,9 @@ type Decision struct {
 	// DataAsOf is the oldest LastSeen among the scored candidates: every score rests on
 	// data at least this fresh.
 	DataAsOf time.Time
+	// Note is what the plugin says of how it decided (the utilisation plugin: what it
+	// scored by, or that it fell back); empty for most.
+	Note string
 }
 
 // ErrNoCandidates is returned (wrapped, with the reasons) when every node was filtered.
@@ -84,9 +87,14 @@ type Round struct {
 	// (balanced's demand).
 	Drawn []int
 	Vec   [NumResources]float64
+	// State is the plugin's own for this round, set by its Start (Starter); Note is
+	// what it says of the decision (Decision.Note). Both start empty.
+	State int
+	Note  string
 
 	algorithm string
 	pend      []float64 // pending instances per node index
+	explain   bool      // filter reasons are shown (explain all, or no candidate)
 	excluded  []bool
 	marked    []int // node indices whose pend or excluded must be reset: the excluded first
 	nExcluded int   // how many of marked are the request's exclusions
@@ -114,6 +122,7 @@ func (s *Snapshot) setRound(r *Round, req Request) {
 		r.pend, r.excluded, r.isCand = make([]float64, n), make([]bool, n), make([]bool, n)
 	}
 	r.pend, r.excluded, r.isCand = r.pend[:n], r.excluded[:n], r.isCand[:n]
+	r.explain = req.ExplainAll
 	r.Cands, r.Drawn, r.marked, r.pendCands = r.Cands[:0], r.Drawn[:0], r.marked[:0], r.pendCands[:0]
 	for _, name := range req.Exclude {
 		if i, ok := s.index[name]; ok {
@@ -146,10 +155,33 @@ func (r *Round) reset() {
 		r.isCand[i] = false
 	}
 	r.Snap, r.Req, r.Prepared = nil, Request{}, nil
+	r.State, r.Note = 0, ""
 }
 
 // Pending is node i's count of reserved instances in this round.
 func (r *Round) Pending(i int) float64 { return r.pend[i] }
+
+// PendingCores is the cores node i's reserved instances are expected to cost there. It
+// reads them when asked, rather than with the counts for every node when the round
+// starts: only the utilisation plugin asks, for its candidates with pending ones.
+func (r *Round) PendingCores(i int) float64 {
+	if r.pend[i] == 0 {
+		return 0
+	}
+	return r.Req.Reserved.Cores(i)
+}
+
+// Passes reports whether node i passes the common filters of the round (not excluded,
+// not stale, under every threshold), whatever the plugin's own filters say.
+func (r *Round) Passes(i int) bool {
+	s := r.Snap
+	return !r.excluded[i] && s.lastSeen[i] != 0 && r.Req.Now.UnixNano() <= s.staleAt[i] && s.over[i] == 0
+}
+
+// Explaining reports whether the reasons a NodeFilter gives will be shown (an explain
+// "all" answer, or the error of a round without candidates): a filter may give a
+// short constant reason otherwise, and spare the formatting.
+func (r *Round) Explaining() bool { return r.explain }
 
 // pass makes node i a candidate.
 func (r *Round) pass(i int, anyMask *uint8, oldest *int) {
@@ -263,6 +295,9 @@ func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error
 	}
 	r.Prepared = prepared
 	r.NextHour = now.UTC().Add(time.Hour).Hour()
+	if st, ok := p.(Starter); ok {
+		st.Start(r)
+	}
 	d := Decision{Algorithm: p.Name()}
 	pf := filtersOf(p)
 	r.algorithm = p.Name()
@@ -275,6 +310,7 @@ func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error
 		oldest, anyMask = r.passEach(now, pf, &d)
 	}
 	if len(r.Cands) == 0 {
+		d.Note = r.Note
 		return d, r.noCandidates(now, pf)
 	}
 	r.anyMask, r.allDone = anyMask, false
@@ -292,6 +328,7 @@ func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error
 		d.Scores[j] = Score{Node: s.Views[i].Node, Value: r.final[k], Parts: parts, Pending: r.pend[i]}
 	}
 	d.Node = d.Scores[0].Node
+	d.Note = r.Note
 	return d, nil
 }
 
@@ -356,6 +393,7 @@ func (r *Round) noCandidates(now time.Time, pf filters) error {
 	if len(r.Snap.Views) == 0 {
 		return fmt.Errorf("%w: the judge has not heard from any node", ErrNoCandidates)
 	}
+	r.explain = true // the reasons are shown
 	var b strings.Builder
 	for i := range r.Snap.Views {
 		if i == 5 {

@@ -87,6 +87,37 @@ type NodeView struct {
 	Interval time.Duration
 	Current  map[string]Current
 	History  map[string]History
+	// Capacity is the node's load in the judge's load model (judge/loadview.go), the
+	// numbers its rebalancing plans use; nil for a node that runs no wave.
+	Capacity *Capacity
+}
+
+// Capacity is a wave node in the judge's load model, in CPU cores: its host's cores,
+// the prices the judge fitted for its work, and what it uses at its predicted peak over
+// now and the hours of the day (its base and the instances it runs, at its prices).
+type Capacity struct {
+	// Cores is the host's cores (cpu.cores); 0 when its agent reports none.
+	Cores float64
+	// RowCores and ByteCores price a row/s and a byte/s of work on this node; Priced is
+	// false when the judge has no prices yet (no wave reports wave.cpu_cores).
+	RowCores, ByteCores float64
+	Priced              bool
+	// UtilNow is the host's CPU now over its cores; HasUtilNow is false when the host
+	// reports no cpu.util.
+	UtilNow    float64
+	HasUtilNow bool
+	// PeakCores is the cores the node uses at its predicted peak slot; PeakHour that
+	// slot's UTC hour (-1: now).
+	PeakCores float64
+	PeakHour  int
+}
+
+// Cost is what work of rows/s and bytes/s costs on the node, in cores.
+func (c *Capacity) Cost(w Work) float64 { return c.RowCores*w.Rows + c.ByteCores*w.Bytes }
+
+// Work is an instance's work: the rows and bytes per second it publishes.
+type Work struct {
+	Rows, Bytes float64
 }
 
 // Load returns the value plugins use for "the current level" of a metric: the EWMA,
@@ -111,6 +142,12 @@ type Request struct {
 	// (Snapshot.Demand), so that a burst of placements spreads instead of piling onto
 	// the node that looked best. Nil when there are none.
 	Reserved *Reserved
+	// Expected is the new instance's expected work, which the utilisation plugin prices
+	// at each candidate's prices (zero: nothing known of it).
+	Expected Work
+	// MaxUtilisation caps a candidate's predicted peak utilisation with the instance
+	// (the utilisation plugin; the judge's rebalance.max_utilisation); 0: no cap.
+	MaxUtilisation float64
 	// TopK is how many of the best candidates the decision explains; DefaultTopK when
 	// zero, at most MaxTopK. ExplainAll explains every candidate and lists every
 	// filtered node with its reason.
@@ -156,6 +193,13 @@ type DataFilter interface {
 // DataFilter's fast form, checked without a call per node.
 type ResourceReader interface {
 	Reads() uint8
+}
+
+// Starter is implemented by plugins that look at a round before the filters run (the
+// utilisation plugin: whether any candidate has the data it scores by, or it falls
+// back). Start may set Round.State and Round.Note.
+type Starter interface {
+	Start(r *Round)
 }
 
 // NodeFilter is implemented by plugins with a filter of their own. It runs after the

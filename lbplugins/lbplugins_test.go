@@ -14,10 +14,10 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	require.Equal(t, []string{"balanced", "leastload", "p2c", "predictive", "random"}, lbplugins.Names())
+	require.Equal(t, []string{"balanced", "leastload", "p2c", "predictive", "random", "utilisation"}, lbplugins.Names())
 
 	_, err := lbplugins.Lookup("roundrobin")
-	require.EqualError(t, err, `unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random)`)
+	require.EqualError(t, err, `unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random, utilisation)`)
 	require.ErrorIs(t, err, lbplugins.ErrUnknownAlgorithm)
 
 	require.PanicsWithValue(t, `lbplugins: plugin "random" registered twice`, func() {

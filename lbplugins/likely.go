@@ -61,22 +61,24 @@ func (l *likelySet) allReport(reads uint8) bool {
 }
 
 // fits reports whether Decide may take the fast path for a round: the plugin has no
-// data or node filter, every likely node is fresh at now and reports what the plugin
-// reads, and the answer lists no filtered node (an explain=all answer names each).
-// A decision timed before the snapshot's build goes node by node.
+// data filter, every likely node is fresh at now and reports what the plugin reads, and
+// the answer lists no filtered node (an explain=all answer names each). A plugin's own
+// node filter runs over the likely candidates (passLikely). A decision timed before the
+// snapshot's build goes node by node.
 func (l *likelySet) fits(pf filters, now int64, explainAll bool) bool {
-	return !explainAll && pf.data == nil && pf.node == nil && len(l.nodes) > 0 &&
+	return !explainAll && pf.data == nil && len(l.nodes) > 0 &&
 		l.built <= now && now <= l.fresh && l.allReport(pf.reads)
 }
 
 // slowFilters turns Decide's fast path off, for the test that compares both paths.
 var slowFilters = false
 
-// passLikely makes the likely nodes that are not excluded the round's candidates, with
-// what pass computes for each, and counts the others' filters into c. It returns the
-// oldest candidate (-1 when every likely node was excluded) and the resources the
-// candidates report. Its cost is a copy of the list and one store per candidate, plus
-// a little per exclusion and reservation.
+// passLikely makes the likely nodes that are not excluded, and that the plugin's own
+// node filter passes, the round's candidates, with what pass computes for each, and
+// counts the others' filters into c. It returns the oldest candidate (-1 when none is
+// left) and the resources the candidates report. Its cost is a copy of the list and one
+// store per candidate, plus a little per exclusion and reservation (and a call of the
+// plugin's filter per candidate).
 func (r *Round) passLikely(now int64, pf filters, c *FilterCounts) (int, uint8) {
 	s, l := r.Snap, &r.Snap.likely
 	for _, i := range l.others {
@@ -85,7 +87,7 @@ func (r *Round) passLikely(now int64, pf filters, c *FilterCounts) (int, uint8) 
 	}
 	cands := append(r.Cands[:0], l.nodes...)
 	anyMask, count, dropped := l.reports, l.count, false
-	excluded, pend := r.excluded, r.pend
+	pend := r.pend
 	for _, i := range r.marked[:r.nExcluded] {
 		k, ok := slices.BinarySearch(cands, i)
 		if !ok {
@@ -102,11 +104,23 @@ func (r *Round) passLikely(now int64, pf filters, c *FilterCounts) (int, uint8) 
 			}
 		}
 	}
-	oldest := -1
-	for _, i := range l.byAge {
-		if !dropped || !excluded[i] {
-			oldest = i
-			break
+	if pf.node != nil {
+		// The likely nodes pass every common filter: the plugin's is the one left.
+		kept := 0
+		for _, i := range cands {
+			if pf.node.Filter(r, i) != "" {
+				c.Plugin++
+				continue
+			}
+			cands[kept] = i
+			kept++
+		}
+		if kept < len(cands) {
+			cands, dropped = cands[:kept], true
+			anyMask = 0
+			for _, i := range cands {
+				anyMask |= s.reports[i]
+			}
 		}
 	}
 	isCand, pendCands := r.isCand, r.pendCands[:0]
@@ -114,6 +128,13 @@ func (r *Round) passLikely(now int64, pf filters, c *FilterCounts) (int, uint8) 
 		isCand[i] = true
 		if pend[i] != 0 {
 			pendCands = append(pendCands, k)
+		}
+	}
+	oldest := -1
+	for _, i := range l.byAge {
+		if !dropped || isCand[i] {
+			oldest = i
+			break
 		}
 	}
 	r.Cands, r.pendCands = cands, pendCands

@@ -52,14 +52,18 @@ func TestFastFiltersDecideAsEach(t *testing.T) {
 			for i := range 200 {
 				if i%(int(seed)+2) == 0 {
 					rv.Add(i, int32(i%4))
+					rv.AddCores(i, 0.5*float64(i%4))
 				}
 			}
+			// The expected work and the cap take some waves over it (utilisation's filter).
+			work := lbplugins.Work{Rows: 5000, Bytes: 1e7}
 			for _, c := range []struct {
 				name string
 				req  lbplugins.Request
 				at   time.Time
 			}{
 				{"plain", lbplugins.Request{Instance: "orders"}, cluster.Now},
+				{"capped", lbplugins.Request{Instance: "orders", Expected: work, MaxUtilisation: 0.7, Reserved: rv, Exclude: []string{"wave-0004"}}, cluster.Now},
 				{"exclude", lbplugins.Request{Instance: "orders", Exclude: []string{"wave-0001", "wave-0002", "wave-0003", "wave-0013", "nope", "wave-0002"}}, cluster.Now},
 				{"reserved", lbplugins.Request{Instance: "orders", Exclude: []string{"wave-0004"}, Reserved: rv}, cluster.Now},
 				{"top", lbplugins.Request{Instance: "orders", TopK: 50, Reserved: rv}, cluster.Now},

@@ -19,8 +19,9 @@ type Part struct {
 // Parts are a score's parts in a fixed-size array, so that explaining a score allocates
 // nothing. They encode as a JSON object in the order they were added.
 type Parts struct {
-	n int
-	p [MaxParts]Part
+	n     int
+	exact bool
+	p     [MaxParts]Part
 }
 
 // PartsOf builds Parts from name/value pairs (tests, plugins with fixed parts).
@@ -59,7 +60,14 @@ func (ps *Parts) Map() map[string]float64 {
 	return m
 }
 
+// Exact keeps the parts as they are: Decide rounds parts to two decimals, too coarse
+// for raw inputs such as utilisations (0.6834) or cores (0.004).
+func (ps *Parts) Exact() { ps.exact = true }
+
 func (ps *Parts) round() {
+	if ps.exact {
+		return
+	}
 	for i := range ps.n {
 		ps.p[i].Value = round2(ps.p[i].Value)
 	}

@@ -212,12 +212,32 @@ func ResourceIndex(name string) int {
 // memory, the raw unit for the others; 1 for instances.
 func (s *Snapshot) Demand(res int) float64 { return s.demand[res] }
 
-// Reserved counts reserved instances per node of one snapshot, updated by placements
-// while decisions read it; safe for concurrent use.
-type Reserved struct{ n []atomic.Int32 }
+// Reserved counts reserved instances per node of one snapshot, and the cores their
+// expected work costs there, updated by placements while decisions read them; safe for
+// concurrent use.
+type Reserved struct {
+	n     []atomic.Int32
+	cores []atomic.Uint64 // float64 bits
+}
 
 // NewReserved returns zero counts for the nodes of s.
-func NewReserved(s *Snapshot) *Reserved { return &Reserved{n: make([]atomic.Int32, len(s.Views))} }
+func NewReserved(s *Snapshot) *Reserved {
+	return &Reserved{n: make([]atomic.Int32, len(s.Views)), cores: make([]atomic.Uint64, len(s.Views))}
+}
 
 // Add changes node i's count by delta.
 func (r *Reserved) Add(i int, delta int32) { r.n[i].Add(delta) }
+
+// AddCores changes the cores reserved on node i by delta.
+func (r *Reserved) AddCores(i int, delta float64) {
+	for {
+		old := r.cores[i].Load()
+		if r.cores[i].CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+delta)) {
+			return
+		}
+	}
+}
+
+// Cores is the cores reserved on node i: the expected work of its pending placements
+// at its prices (never below zero: sums of floats taken out again may leave a residue).
+func (r *Reserved) Cores(i int) float64 { return max(0, math.Float64frombits(r.cores[i].Load())) }

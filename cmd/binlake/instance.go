@@ -21,7 +21,6 @@ import (
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/judge"
-	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave"
 )
@@ -29,7 +28,8 @@ import (
 const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapshot|rebalance> [flags] [id]
 
   add    -f instance.yaml [-node wave-1]   store an instance and assign it (judge placement
-                                            with -judge, else a random live wave)
+                                            with -judge, weighing the source's binlog bytes/s
+                                            measured over -measure, else a random live wave)
   list                                      ids, assignment, leader and state
   show   <id> [-sample 2s] [-json]          leader, position, lag and rows/s
   remove <id>                               delete the instance, its offset and status
@@ -90,6 +90,7 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	apply := fs.Bool("apply", false, "rebalance: have the balancer execute the plan")
 	wait := fs.Duration("wait", 30*time.Minute, "rebalance -apply: how long to follow the run")
 	tables := fs.String("tables", "", "snapshot: comma-separated db.table names (default: every subscribed table)")
+	measure := fs.Duration("measure", 2*time.Second, "add -judge: how long to measure the source's binlog growth, sent to the judge as the instance's expected bytes/s (0: do not)")
 	fs.Usage = func() { fmt.Fprintln(stderr, instanceUsage+"\n\nFlags:"); fs.PrintDefaults() }
 	// Allow the id before the flags: binlake instance show orders -json.
 	var id string
@@ -157,6 +158,7 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	defer c.Close()
 	var placer wave.Placer
 	var planner wave.Planner
+	var jp *judgePlacer
 	if *judgeURL != "" {
 		token, err := config.ResolveSecret("", judge.TokenEnv, *judgeTokenFile)
 		if err != nil {
@@ -167,7 +169,8 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return fmt.Errorf("instance %s: -judge-ca-file: %w", sub, err)
 		}
 		jc := &client.Client{URL: *judgeURL, Token: token, HTTP: hc}
-		placer, planner = judgePlacer{jc}, jc
+		jp = &judgePlacer{c: jc}
+		placer, planner = jp, jc
 	}
 	needID := func() error {
 		if id == "" {
@@ -185,11 +188,21 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := config.Load(*file, &inst); err != nil {
 			return err
 		}
+		if jp != nil && *node == "" && *measure > 0 && inst.Validate() == nil {
+			jp.expected = measureSource(cctx, inst.Source, *measure, stdout)
+		}
 		n, err := wave.AddInstance(cctx, c, &inst, *node, placer)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "instance %s added, assigned to %s\n", inst.ID, n)
+		switch {
+		case *node != "":
+		case jp != nil && jp.answer != nil:
+			fmt.Fprintln(stdout, describePlacement(jp.answer))
+		case jp == nil:
+			fmt.Fprintln(stdout, "chosen at random among the live waves (no -judge)")
+		}
 	case "list":
 		ids, err := wave.ListInstances(cctx, c)
 		if err != nil {
@@ -365,15 +378,4 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// judgePlacer places instances where the judge answers (its client sends the token).
-type judgePlacer struct{ c *client.Client }
-
-func (p judgePlacer) Place(ctx context.Context, instance string, exclude []string) (string, error) {
-	ans, err := p.c.Place(ctx, api.PlacementRequest{Instance: instance, Exclude: exclude})
-	if err != nil {
-		return "", err
-	}
-	return ans.Node, nil
 }

@@ -5,7 +5,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +17,9 @@ import (
 
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge"
+	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/judgetest"
+	"github.com/binlake/binlake/judge/judgetest/wavefleet"
 )
 
 // TestInstanceAddAsksJudgeWithToken: `binlake instance add -judge` against a judge that
@@ -56,4 +61,94 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestInstanceAddMeasuresSourceForTheJudge: `binlake instance add -judge` measures the
+// source's binlog growth on the real MariaDB (while this test writes to it), sends it to
+// the judge as the instance's expected bytes/s, and says how the wave was chosen: the
+// utilisation algorithm, the wave's predicted peak before and after, the hint. The
+// reservation the judge made holds that work. A source it cannot measure is said so,
+// and the instance is added all the same.
+func TestInstanceAddMeasuresSourceForTheJudge(t *testing.T) {
+	zk := testenv.Require(t, testenv.ZooKeeper)
+	a := testenv.RequireMySQL(t)
+	root := fmt.Sprintf("/binlake-judge-measure-%d", time.Now().UnixNano())
+	dir := t.TempDir()
+	srv := judgetest.StartFleet(t, "utilisation", []wavefleet.Wave{
+		{Node: "wave-a", Cores: 8, UtilPct: 40, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"a1": 1000, "a2": 400}},
+		{Node: "wave-b", Cores: 16, UtilPct: 48, Row: 1e-4, Byte: 1e-9, Instances: map[string]float64{"b1": 2000}},
+	})
+	t.Setenv("BINLAKE_TEST_SOURCE_PASSWORD", a.Password)
+	source := fmt.Sprintf("source:\n  addr: %s\n  user: %s\n  password_env: BINLAKE_TEST_SOURCE_PASSWORD\n  server_id: 4243\n", a.Addr, a.User)
+	subs := "subscriptions:\n  - name: all\n    topic: orders.rows\n"
+	writeFile(t, filepath.Join(dir, "orders.yaml"), "id: orders\n"+source+subs)
+	add := func(file string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		err := runInstance(context.Background(), []string{"add", "-zk", zk, "-root", root, "-judge", srv.URL, "-f", file, "-measure", "2s"}, &out, &errOut)
+		if err != nil {
+			t.Fatalf("instance add: %v (%s%s)", err, out.String(), errOut.String())
+		}
+		return out.String()
+	}
+
+	db, exec, _ := testenv.ScratchDatabase(t, "measure")
+	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY, v VARCHAR(1000))")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for k := range 20 {
+			time.Sleep(100 * time.Millisecond)
+			exec(fmt.Sprintf("INSERT INTO %s.t VALUES (%d, REPEAT('x', 1000))", db, k))
+		}
+	}()
+	out := add(filepath.Join(dir, "orders.yaml"))
+	<-done
+	for _, want := range []string{
+		"source binlog of " + a.Addr + ": ", " KB/s over 2.", "sent to the judge as the instance's expected bytes/s",
+		"instance orders added, assigned to wave-",
+		"chosen by the judge's utilisation algorithm among 2 candidates: wave-", "'s predicted peak utilisation ",
+		"with the instance (", "; expected work ", "(hint: rows/s from the bytes/s at the fleet's ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("instance add said:\n%s\nwant %q in it", out, want)
+		}
+	}
+
+	// The judge holds the measured work on the chosen wave, in cores at its prices.
+	node := strings.Fields(out[strings.Index(out, "assigned to ")+len("assigned to "):])[0]
+	code, body := getURL(t, srv.URL+"/v1/nodes/"+node)
+	var d struct{ Reservations []api.Reservation }
+	if err := json.Unmarshal([]byte(body), &d); code != 200 || err != nil || len(d.Reservations) != 1 {
+		t.Fatalf("GET /v1/nodes/%s: %d %v %s", node, code, err, body)
+	}
+	r := d.Reservations[0]
+	if r.Instance != "orders" || r.Expected.BytesPerS < 5_000 || r.Expected.RowsPerS <= 0 || r.Cores <= 0 {
+		t.Errorf("the reservation %+v: want orders' measured bytes/s (20 rows of 1000 bytes in 2 s at least), rows/s from the fleet's ratio, and cores", r)
+	}
+
+	// A source it cannot measure (its password file is missing): said, and added anyway.
+	writeFile(t, filepath.Join(dir, "users.yaml"), strings.ReplaceAll("id: users\n"+source+subs,
+		"password_env: BINLAKE_TEST_SOURCE_PASSWORD", "password_file: "+filepath.Join(dir, "missing"))+"")
+	out = add(filepath.Join(dir, "users.yaml"))
+	for _, want := range []string{"source binlog of " + a.Addr + " not measured (read secret: ", "the judge weighs a typical instance instead",
+		"instance users added, assigned to wave-", "(typical: no hint: the median rows/s and bytes/s of the 3 instances the waves run)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("instance add said:\n%s\nwant %q in it", out, want)
+		}
+	}
+}
+
+func getURL(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }

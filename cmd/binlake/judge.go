@@ -134,7 +134,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return judge.Run(ctx, judge.Options{
 		Store: st, Subscriber: sub, Listen: cfg.HTTP.Listen, TLS: cfg.HTTP.TLS, Token: token,
 		Algorithm: cfg.Placement.Algorithm, Filters: cfg.Filters(), Plugins: cfg.Placement.Plugins,
-		SnapshotEvery: cfg.Placement.SnapshotEvery.D(), ReservationTTL: cfg.Placement.ReservationTTL.D(),
+		SnapshotEvery: cfg.Placement.SnapshotEvery.D(), CapacityEvery: cfg.Placement.CapacityEvery.D(), ReservationTTL: cfg.Placement.ReservationTTL.D(),
 		EWMAAlpha: cfg.Analysis.EWMAAlpha, HistoricalEvery: cfg.Analysis.HistoricalEvery.D(),
 		HistoricalMetrics: cfg.Analysis.HistoricalMetrics, Retention: cfg.Store.Retention.D(), Buffer: cfg.Store.Buffer.Options(),
 		Rebalance: new(cfg.Rebalance.Options()), Logger: logger, Status: status,

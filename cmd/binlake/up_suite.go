@@ -225,7 +225,7 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 	judgeReady, alarmReady := make(chan string, 1), make(chan string, 1)
 	status := newUpStatus(&o) // the status page's alerts and instance errors (up_status.go)
 	j, err := judge.New(judge.Options{
-		Store: st, Subscriber: judgeSub, Listen: o.JudgeListen, Algorithm: o.Algorithm, SnapshotEvery: judge.DefaultSnapshotEvery,
+		Store: st, Subscriber: judgeSub, Listen: o.JudgeListen, Algorithm: o.Algorithm, SnapshotEvery: judge.DefaultSnapshotEvery, CapacityEvery: judge.DefaultCapacityEvery,
 		Logger: o.Logger, Ready: func(a string) { judgeReady <- a }, Status: status.options(),
 	})
 	if err != nil {

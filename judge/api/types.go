@@ -21,6 +21,45 @@ type PlacementRequest struct {
 	Explain string `json:"explain,omitempty"`
 	// DryRun answers without reserving capacity on the chosen node.
 	DryRun bool `json:"dry_run,omitempty"`
+	// Expected is what the caller knows of the new instance's work (binlake instance add
+	// measures its source's binlog bytes/s); without it the judge takes the fleet's
+	// typical instance. The utilisation algorithm prices it at each wave's prices, and
+	// the reservation holds it on the chosen wave.
+	Expected *WorkHint `json:"expected,omitempty"`
+}
+
+// WorkHint is a new instance's expected work as a placement request gives it: rows/s,
+// bytes/s or both, each finite and ≥ 0. A hint of bytes alone takes its rows/s from the
+// fleet's ratio of rows to bytes (and the other way round).
+type WorkHint struct {
+	RowsPerS  *float64 `json:"rows_per_s,omitempty"`
+	BytesPerS *float64 `json:"bytes_per_s,omitempty"`
+}
+
+// Work is an instance's work: the rows and bytes it publishes per second.
+type Work struct {
+	RowsPerS  float64 `json:"rows_per_s"`
+	BytesPerS float64 `json:"bytes_per_s"`
+}
+
+// Sources of a placement's expected work.
+const (
+	// ExpectedHint: the request's hint (completed from the fleet's ratio of rows to
+	// bytes when it gave one of the two; Note says so).
+	ExpectedHint = "hint"
+	// ExpectedTypical: no hint; the fleet's typical instance, the median rows/s and
+	// bytes/s of the instances the agents report (Note says of how many).
+	ExpectedTypical = "typical"
+	// ExpectedNone: no hint and no instance measured anywhere: the instance is priced at
+	// nothing (a wave's peak before is its peak after).
+	ExpectedNone = "none"
+)
+
+// ExpectedWork is the new instance's work a placement weighed, and where it came from.
+type ExpectedWork struct {
+	Work
+	Source string `json:"source"`
+	Note   string `json:"note,omitempty"`
 }
 
 // Explain values.
@@ -40,6 +79,12 @@ type Reservation struct {
 	// reported at placement plus its reservations then, this one included. Zero when the
 	// node reports no instance count (only expiry ends the reservation).
 	Target float64 `json:"target_instances,omitempty"`
+	// Expected is the instance's expected work the reservation holds on the node, and
+	// Cores that work at the node's prices (the unit of the utilisation algorithm and of
+	// the rebalancing plans); both absent when nothing is known of it or the node has no
+	// prices.
+	Expected Work    `json:"expected,omitzero"`
+	Cores    float64 `json:"cores,omitempty"`
 }
 
 // PlacementAnswer is the answer to POST /v1/placement as a client decodes it: the node,
@@ -56,6 +101,11 @@ type PlacementAnswer struct {
 	// InstanceCost is what the instance costs where an agent reports it (explain "all"
 	// only; absent when no agent reports it).
 	InstanceCost *InstanceCost `json:"instance_cost,omitempty"`
+	// Expected is the instance's expected work the decision weighed (the utilisation
+	// algorithm's, or any with a hint); Note is what the algorithm says of how it decided
+	// (the utilisation algorithm: what it scored by, or that it fell back to leastload).
+	Expected *ExpectedWork `json:"expected,omitempty"`
+	Note     string        `json:"note,omitempty"`
 }
 
 // Score is one candidate's score in a placement answer: its parts by name (the

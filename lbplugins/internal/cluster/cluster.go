@@ -35,8 +35,14 @@ func Stale(n *lbplugins.NodeView, age time.Duration) *lbplugins.NodeView {
 }
 
 // Random builds n live nodes with random cpu, memory, load, network, tps and instances.
+//
+// Each node is a wave in the load model too (Capacity): 4, 8 or 16 cores, prices that
+// vary by a factor of two around 1e-4 cores per row/s and 1e-8 per byte/s, a peak of
+// 10–90 % of its cores. They come from a source of their own, so that the other levels
+// are what they were before capacities existed (the golden decisions).
 func Random(n int, seed uint64) []*lbplugins.NodeView {
 	r := rand.New(rand.NewPCG(seed, seed+1))
+	rc := rand.New(rand.NewPCG(seed^0xcafe, seed+2))
 	out := make([]*lbplugins.NodeView, n)
 	for i := range out {
 		node := Node(fmt.Sprintf("wave-%04d", i), map[string]float64{
@@ -56,7 +62,20 @@ func Random(n int, seed uint64) []*lbplugins.NodeView {
 		}
 		node.History[lbplugins.CPUUtil] = h
 		node.History[lbplugins.MemUsedPct] = h
+		cores := float64(int(4) << rc.IntN(3))
+		node.Capacity = &lbplugins.Capacity{Cores: cores, Priced: true,
+			RowCores: 1e-4 * (0.5 + rc.Float64()), ByteCores: 1e-8 * (0.5 + rc.Float64()),
+			UtilNow: rc.Float64() * 0.8, HasUtilNow: true, PeakCores: cores * (0.1 + 0.8*rc.Float64()), PeakHour: rc.IntN(25) - 1}
 		out[i] = node
 	}
 	return out
+}
+
+// Wave is a live node with the given levels that is a wave of the load model: cores,
+// prices per row/s and per byte/s, and the cores it uses at its peak (PeakHour 14).
+func Wave(name string, values map[string]float64, cores, rowCores, byteCores, peakCores float64) *lbplugins.NodeView {
+	n := Node(name, values)
+	n.Capacity = &lbplugins.Capacity{Cores: cores, RowCores: rowCores, ByteCores: byteCores, Priced: true,
+		PeakCores: peakCores, PeakHour: 14}
+	return n
 }

@@ -1,0 +1,155 @@
+package judge
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/binlake/binlake/judge/analysis"
+	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/judge/loadmodel"
+	"github.com/binlake/binlake/lbplugins"
+)
+
+// Placements weigh a new instance in the unit the rebalancing plans use: utilisation,
+// CPU cores over each wave's cores at its predicted peak (loadview.go). For the builds of
+// the placement snapshot the judge computes, at most every placement.capacity_every,
+// every wave's numbers the utilisation algorithm reads (lbplugins.Capacity, from the
+// same waveLoadOf as GET /v1/nodes/{id}), the instances each wave reports running (a
+// reservation ends once its wave reports its instance), and the fleet's typical
+// instance, which stands for a new one whose request gives no hint. A placement then
+// only prices the expected work.
+
+// placementLoad is what one placement snapshot knows of the load model.
+type placementLoad struct {
+	// runs holds, per wave node, the instances it runs (costsOf).
+	runs map[string]map[string]bool
+	// typical is the expected work of a new instance without a hint.
+	typical api.ExpectedWork
+	// rowsPerByte is the measured instances' rows over their bytes (0: unknown), which
+	// completes a hint of one of the two.
+	rowsPerByte float64
+}
+
+// capSet is one computation of the waves' loads in the load model.
+type capSet struct {
+	at   time.Time          // wall clock
+	hist *analysis.Snapshot // the historical snapshot it used
+	by   map[string]*lbplugins.Capacity
+	load placementLoad
+}
+
+// capacities sets the Capacity of every wave node among vs and returns the rest of the
+// load model's figures, from the last computation. A computation takes about ten times
+// a build without it, and when the waves' prices are due for a refit, as they all are
+// a minute after the last, far more: so a build after CapacityEvery, or after the
+// historical snapshot changed, starts the next one in the background and takes the last
+// ones meanwhile (a wave that appeared since has none: the utilisation algorithm
+// filters it until then), and the build after it takes the new ones. The first build,
+// and every build when CapacityEvery is zero, computes them itself. Callers hold
+// building.
+func (j *Judge) capacities(vs []*lbplugins.NodeView, hist *analysis.Snapshot) placementLoad {
+	cs := j.caps.Load()
+	switch {
+	case cs == nil || j.o.CapacityEvery <= 0:
+		cs = j.computeCapacities(hist)
+		j.caps.Store(cs)
+	case (cs.hist != hist || time.Since(cs.at) >= j.o.CapacityEvery) && j.capsBusy.CompareAndSwap(false, true):
+		go func() {
+			defer j.capsBusy.Store(false)
+			j.caps.Store(j.computeCapacities(hist))
+			j.changes.Add(1) // the next placement rebuilds the snapshot with them
+		}()
+	}
+	for _, v := range vs {
+		v.Capacity = cs.by[v.Node]
+	}
+	return cs.load
+}
+
+// computeCapacities computes every wave's capacity (lbplugins.Capacity) from the
+// incremental analysis, the load model and the profiles of hist, with what the
+// placements need besides.
+func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
+	cs := &capSet{at: time.Now(), hist: hist, by: map[string]*lbplugins.Capacity{}}
+	pl := placementLoad{runs: map[string]map[string]bool{}}
+	prof := j.profilesOf(hist)
+	var rows, bytes []float64
+	var sumRows, sumBytes float64
+	for _, n := range j.inc.Nodes() {
+		if !reportsWave(n) {
+			continue
+		}
+		wl := j.waveLoadOf(n, prof)
+		pl.runs[n.Node] = wl.view.costs.runs
+		for _, c := range wl.insts {
+			rows, bytes = append(rows, c.RowsPerS), append(bytes, c.BytesPerS)
+			sumRows, sumBytes = sumRows+c.RowsPerS, sumBytes+c.BytesPerS
+		}
+		c := &lbplugins.Capacity{Cores: wl.view.cores, RowCores: wl.view.prices.Row, ByteCores: wl.view.prices.Byte,
+			Priced: wl.view.prices.Source != loadmodel.SourceNone, PeakCores: wl.peak, PeakHour: wl.hour}
+		c.UtilNow, c.HasUtilNow = wl.utilNow()
+		cs.by[n.Node] = c
+	}
+	if sumRows > 0 && sumBytes > 0 {
+		pl.rowsPerByte = sumRows / sumBytes
+	}
+	pl.typical = api.ExpectedWork{Source: api.ExpectedNone,
+		Note: "no hint, and no instance measured anywhere to learn a typical one from: the instance is priced at nothing"}
+	if len(rows) > 0 {
+		pl.typical = api.ExpectedWork{Work: api.Work{RowsPerS: median(rows), BytesPerS: median(bytes)}, Source: api.ExpectedTypical,
+			Note: fmt.Sprintf("no hint: the median rows/s and bytes/s of the %d instances the waves run", len(rows))}
+	}
+	cs.load = pl
+	return cs
+}
+
+// median is the median of xs (sorting it); xs is not empty.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// expected is the work a placement weighs the new instance by: the request's hint
+// (checked by checkPlacement: finite, ≥ 0), one of its two rates completed from the
+// fleet's ratio, else the typical instance.
+func (pl *placementLoad) expected(h *api.WorkHint) api.ExpectedWork {
+	switch {
+	case h == nil:
+		return pl.typical
+	case h.RowsPerS != nil && h.BytesPerS != nil:
+		return api.ExpectedWork{Work: api.Work{RowsPerS: *h.RowsPerS, BytesPerS: *h.BytesPerS}, Source: api.ExpectedHint}
+	case h.BytesPerS != nil:
+		e := api.ExpectedWork{Work: api.Work{BytesPerS: *h.BytesPerS}, Source: api.ExpectedHint,
+			Note: "rows/s unknown: no instance measured to learn the fleet's rows per byte from; counted as 0"}
+		if pl.rowsPerByte > 0 {
+			e.RowsPerS = *h.BytesPerS * pl.rowsPerByte
+			e.Note = fmt.Sprintf("rows/s from the bytes/s at the fleet's %.4g bytes per row", 1/pl.rowsPerByte)
+		}
+		return e
+	default:
+		e := api.ExpectedWork{Work: api.Work{RowsPerS: *h.RowsPerS}, Source: api.ExpectedHint,
+			Note: "bytes/s unknown: no instance measured to learn the fleet's bytes per row from; counted as 0"}
+		if pl.rowsPerByte > 0 {
+			e.BytesPerS = *h.RowsPerS / pl.rowsPerByte
+			e.Note = fmt.Sprintf("bytes/s from the rows/s at the fleet's %.4g bytes per row", 1/pl.rowsPerByte)
+		}
+		return e
+	}
+}
+
+// reports reports whether node reports running instance (its reservation is over).
+func (pl *placementLoad) reports(node, instance string) bool { return pl.runs[node][instance] }
+
+// coresOn is work's cost on node i of s at its prices, in cores; 0 when it has none.
+func coresOn(s *lbplugins.Snapshot, i int, w api.Work) float64 {
+	c := s.Views[i].Capacity
+	if c == nil || !c.Priced {
+		return 0
+	}
+	return c.Cost(lbplugins.Work{Rows: w.RowsPerS, Bytes: w.BytesPerS})
+}

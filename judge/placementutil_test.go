@@ -1,0 +1,238 @@
+package judge
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/analysis"
+	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/judge/judgetest/wavefleet"
+	"github.com/binlake/binlake/lbplugins"
+	"github.com/binlake/binlake/lbplugins/utilisation"
+)
+
+// utilFleet has the agents of the waves, and of a host without a wave, report 40
+// batches 10 s apart over HTTP, the last at the clock's now (which it then advances):
+// enough for the load model to fit each wave's prices.
+func utilFleet(t *testing.T, h http.Handler, c *clock, waves []wavefleet.Wave) {
+	t.Helper()
+	const rounds = 40
+	start := c.Now()
+	for k, b := range wavefleet.Batches(waves, rounds, start.Add((rounds-1)*wavefleet.Interval)) {
+		if k%len(waves) == 0 && k > 0 {
+			c.Add(wavefleet.Interval)
+		}
+		r := do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b)))
+		require.Equal(t, http.StatusAccepted, r.status, string(r.body))
+		if k%len(waves) == len(waves)-1 {
+			host := metric.Batch{Node: "db-host", TS: c.Now(), IntervalS: 10, Points: []metric.Point{
+				{Name: metric.CPUCores, Value: 32}, {Name: metric.CPUUtil, Value: 5}, {Name: metric.MemUsedPct, Value: 10}}}
+			r := do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, host)))
+			require.Equal(t, http.StatusAccepted, r.status, string(r.body))
+		}
+	}
+	c.Add(wavefleet.Interval)
+}
+
+// placeHTTP posts a placement and decodes the answer.
+func placeHTTP(t *testing.T, h http.Handler, body string) api.PlacementAnswer {
+	t.Helper()
+	r := do(t, h, "POST", "/v1/placement", "", strings.NewReader(body))
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var ans api.PlacementAnswer
+	require.NoError(t, json.Unmarshal(r.body, &ans), string(r.body))
+	return ans
+}
+
+func scoreOf(t *testing.T, ans api.PlacementAnswer, node string) api.Score {
+	t.Helper()
+	for _, s := range ans.Scores {
+		if s.Node == node {
+			return s
+		}
+	}
+	t.Fatalf("no score of %s in %+v", node, ans.Scores)
+	return api.Score{}
+}
+
+// TestPlacementInUtilisation: through the HTTP API with agents' batches, the utilisation
+// algorithm weighs a new instance in the rebalancing plans' unit: each wave's peak
+// before is the one GET /v1/rebalance plans with, the hint costs each wave at that
+// wave's prices, the wave the instance would take over rebalance.max_utilisation and
+// the host without a wave are filtered with their reasons, the reservation holds the
+// instance's cores so that the next placement goes elsewhere, and it ends once the wave
+// reports running the instance. Without a hint the fleet's typical instance counts.
+func TestPlacementInUtilisation(t *testing.T) {
+	j, c := newJudge(t, func(o *Options) { o.Algorithm = "random" })
+	h := j.Handler()
+	waves := []wavefleet.Wave{
+		{Node: "wave-a", Cores: 8, UtilPct: 40, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"a1": 1000, "a2": 400}},
+		{Node: "wave-b", Cores: 16, UtilPct: 48, Row: 1e-4, Byte: 1e-9, Instances: map[string]float64{"b1": 2000, "b2": 300, "b3": 50}},
+		{Node: "wave-c", Cores: 4, UtilPct: 68, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"c1": 800}},
+	}
+	utilFleet(t, h, c, waves)
+
+	// The planner's view of every wave: its prices and its peak before any move.
+	r := do(t, h, "GET", "/v1/rebalance", "", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var plan api.RebalanceAnswer
+	require.NoError(t, json.Unmarshal(r.body, &plan))
+	require.Equal(t, api.ModelUtilisation, plan.Model, plan.ModelNote)
+	planned := map[string]api.WaveLoad{}
+	for _, w := range plan.Waves {
+		planned[w.Node] = w
+	}
+	require.Len(t, planned, 3, "db-host runs no wave")
+	for _, w := range waves {
+		require.Equal(t, "fitted", planned[w.Node].Prices.Source, w.Node)
+		require.InEpsilon(t, w.Row, planned[w.Node].Prices.RowCores, 0.2, "%s: the fit finds the wave's row price", w.Node)
+	}
+
+	// The hint: rows and bytes that cost wave-a about 0.8 cores.
+	rows, byts := 3000.0, 450_000.0
+	ans := placeHTTP(t, h, fmt.Sprintf(`{"instance":"new-1","algorithm":"utilisation","explain":"all","expected":{"rows_per_s":%g,"bytes_per_s":%g}}`, rows, byts))
+	require.Equal(t, "utilisation", ans.Algorithm)
+	require.Equal(t, utilisation.NoteScored, ans.Note)
+	require.Equal(t, &api.ExpectedWork{Work: api.Work{RowsPerS: rows, BytesPerS: byts}, Source: api.ExpectedHint}, ans.Expected)
+	filtered := map[string]string{}
+	for _, f := range ans.FilteredNodes {
+		filtered[f.Node] = f.Reason
+	}
+	require.Equal(t, utilisation.ReasonNoWave, filtered["db-host"])
+	require.Contains(t, filtered["wave-c"], "over max_utilisation: predicted peak ", "0.68 + its cost over 4 cores passes 0.7")
+	require.Equal(t, 2, ans.Candidates)
+
+	best, bestAfter := "", math.Inf(1)
+	for _, node := range []string{"wave-a", "wave-b"} {
+		s := scoreOf(t, ans, node)
+		w := planned[node]
+		cost := w.Prices.RowCores*rows + w.Prices.ByteCores*byts
+		require.Equal(t, w.Cores, s.Parts["cores"], node)
+		require.InDelta(t, w.UtilNow, s.Parts["util_now"], 1e-4, node)
+		require.InDelta(t, w.PeakBefore, s.Parts["peak_before"], 1e-4, "%s: the planner's peak", node)
+		require.InDelta(t, cost, s.Parts["cost_cores"], 1e-6, "%s: the hint at the wave's own prices", node)
+		require.InDelta(t, w.PeakBefore+cost/w.Cores, s.Parts["peak_after"], 1e-4, node)
+		require.Zero(t, s.Parts["pending_cores"], node)
+		if s.Parts["peak_after"] < bestAfter {
+			best, bestAfter = node, s.Parts["peak_after"]
+		}
+	}
+	require.Equal(t, best, ans.Node, "the lowest predicted peak after wins")
+	require.NotNil(t, ans.Reservation)
+	first := ans.Node
+	firstCores := scoreOf(t, ans, first).Parts["cost_cores"]
+	require.InDelta(t, firstCores, ans.Reservation.Cores, 1e-6, "the reservation holds the instance's cores on its wave")
+	require.Equal(t, api.Work{RowsPerS: rows, BytesPerS: byts}, ans.Reservation.Expected)
+
+	// The same instance again: the first reservation's cores count on its wave, which
+	// would have won again without them.
+	ans = placeHTTP(t, h, fmt.Sprintf(`{"instance":"new-2","algorithm":"utilisation","explain":"all","expected":{"rows_per_s":%g,"bytes_per_s":%g}}`, rows, byts))
+	require.NotEqual(t, first, ans.Node, "two placements in a row spread")
+	second := ans.Node
+	again := scoreOf(t, ans, first)
+	require.InDelta(t, firstCores, again.Parts["pending_cores"], 1e-6)
+	require.Equal(t, 1.0, again.Pending)
+	withoutPending := again.Parts["peak_after"] - again.Parts["pending_cores"]/again.Parts["cores"]
+	require.Less(t, withoutPending, scoreOf(t, ans, ans.Node).Parts["peak_after"], "the reserved cores, not the data, moved it")
+
+	// No hint: the fleet's typical instance, the median of the six instances' rows/s and
+	// bytes/s (as the plan costs them).
+	var rs, bs []float64
+	for _, cost := range plan.Costs {
+		rs, bs = append(rs, cost.RowsPerS), append(bs, cost.BytesPerS)
+	}
+	require.Len(t, rs, 6)
+	ans = placeHTTP(t, h, `{"instance":"probe","algorithm":"utilisation","dry_run":true}`)
+	require.Equal(t, api.ExpectedTypical, ans.Expected.Source)
+	require.InDelta(t, median(rs), ans.Expected.RowsPerS, 1e-6)
+	require.InDelta(t, median(bs), ans.Expected.BytesPerS, 1e-6)
+	require.Equal(t, "no hint: the median rows/s and bytes/s of the 6 instances the waves run", ans.Expected.Note)
+
+	// A hint of bytes alone takes its rows from the fleet's rows per byte.
+	ans = placeHTTP(t, h, `{"instance":"probe","algorithm":"utilisation","dry_run":true,"expected":{"bytes_per_s":150000}}`)
+	require.Equal(t, api.ExpectedHint, ans.Expected.Source)
+	require.Greater(t, ans.Expected.RowsPerS, 0.0)
+	require.Contains(t, ans.Expected.Note, "rows/s from the bytes/s at the fleet's")
+
+	// The first wave reports running new-1: its reservation ends, new-2's stays.
+	require.Len(t, j.Reservations(first), 1)
+	b := metric.Batch{Node: first, TS: c.Now(), IntervalS: 10, Points: []metric.Point{
+		{Name: metric.WaveTPS, Value: 5, Labels: inst("new-1")},
+		{Name: metric.WaveInstanceRunning, Value: 1, Labels: runningLabels("new-1", "running")}}}
+	require.Equal(t, http.StatusAccepted, do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b))).status)
+	placeHTTP(t, h, `{"instance":"probe","dry_run":true}`) // rebuilds the snapshot
+	require.Empty(t, j.Reservations(first), "its wave runs new-1")
+	require.Len(t, j.Reservations(second), 1)
+}
+
+// Without the load model's data (no wave reports cpu.cores or its CPU), the utilisation
+// algorithm says so and places as leastload does.
+func TestPlacementInUtilisationFallsBack(t *testing.T) {
+	j, c := newJudge(t, nil)
+	h := j.Handler()
+	for _, b := range []metric.Batch{load("wave-1", t0, 70, 60), load("wave-2", t0, 20, 30)} {
+		require.Equal(t, http.StatusAccepted, do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b))).status)
+	}
+	c.Add(time.Second)
+	ans := placeHTTP(t, h, `{"instance":"orders","algorithm":"utilisation"}`)
+	require.Equal(t, utilisation.NoteFallback, ans.Note)
+	require.Equal(t, "wave-2", ans.Node)
+	require.Contains(t, ans.Scores[0].Parts, "cpu", "leastload's parts")
+	require.Equal(t, api.ExpectedTypical, ans.Expected.Source, "both waves run orders at 10 rows/s")
+	require.Equal(t, 10.0, ans.Expected.RowsPerS)
+}
+
+// An instance's profile comes from the node that reports it, else from the first node
+// by id that has one.
+func TestProfilesLookup(t *testing.T) {
+	j, _ := newJudge(t, nil)
+	prof := func(rows float64) analysis.InstanceProfile {
+		var p analysis.InstanceProfile
+		p.Rows[3], p.Count[3] = rows, 1
+		return p
+	}
+	hist := &analysis.Snapshot{Instances: map[string]map[string]analysis.InstanceProfile{
+		"wave-b": {"x": prof(2), "y": prof(20)}, "wave-c": {"x": prof(3)}, "wave-a": {"y": prof(10)},
+	}}
+	p := j.profilesOf(hist)
+	require.Same(t, p, j.profilesOf(hist), "built once per snapshot")
+	require.Equal(t, 3.0, p.of("wave-c", "x").Rows[3], "where it runs")
+	require.Equal(t, 2.0, p.of("wave-z", "x").Rows[3], "else the first node by id")
+	require.Equal(t, 10.0, p.of("wave-z", "y").Rows[3])
+	require.Nil(t, p.of("wave-a", "z"))
+	require.Nil(t, j.profilesOf(nil).of("wave-a", "x"))
+}
+
+// With placement.capacity_every, a build takes the waves' loads of the last
+// computation and starts the next in the background: a wave that has just reported is
+// weighed once that computation is done, without a placement waiting for it.
+func TestCapacitiesComputedInBackground(t *testing.T) {
+	j, c := newJudge(t, func(o *Options) { o.CapacityEvery = time.Nanosecond })
+	h := j.Handler()
+	utilFleet(t, h, c, []wavefleet.Wave{
+		{Node: "wave-a", Cores: 8, UtilPct: 40, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"a1": 1000}},
+		{Node: "wave-b", Cores: 8, UtilPct: 50, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"b1": 1000}},
+	})
+	probe := `{"instance":"probe","algorithm":"utilisation","explain":"all","dry_run":true}`
+	require.Equal(t, 2, placeHTTP(t, h, probe).Candidates, "the first build computes the loads itself")
+
+	for _, b := range wavefleet.Batches([]wavefleet.Wave{{Node: "wave-c", Cores: 8, UtilPct: 5, Row: 2e-4, Byte: 2e-9,
+		Instances: map[string]float64{"c1": 10}}}, 1, c.Now()) {
+		require.Equal(t, http.StatusAccepted, do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b))).status)
+	}
+	ans := placeHTTP(t, h, probe)
+	require.Equal(t, 2, ans.Candidates, "this build took the last computation, without wave-c")
+	require.Contains(t, ans.FilteredNodes, lbplugins.Filtered{Node: "wave-c", Reason: utilisation.ReasonNoWave})
+	eventually(t, "wave-c weighed", func() bool {
+		return placeHTTP(t, h, probe).Node == "wave-c"
+	})
+}

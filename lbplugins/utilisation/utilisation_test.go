@@ -1,0 +1,235 @@
+package utilisation_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/lbplugins"
+	"github.com/binlake/binlake/lbplugins/internal/cluster"
+	"github.com/binlake/binlake/lbplugins/utilisation"
+)
+
+type N = map[string]float64
+
+// wave is a wave of the load model with the host's cpu.util at 30 %.
+func wave(name string, cores, rowCores, byteCores, peakCores float64) *lbplugins.NodeView {
+	n := cluster.Wave(name, N{"cpu.util": 30, "mem.used_pct": 40}, cores, rowCores, byteCores, peakCores)
+	n.Capacity.UtilNow, n.Capacity.HasUtilNow = 0.3, true
+	return n
+}
+
+func TestUtilisation(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		nodes    []*lbplugins.NodeView
+		expected lbplugins.Work
+		cap      float64
+		exclude  []string
+		want     string
+		scores   map[string]float64
+		parts    map[string]map[string]float64
+		filtered []lbplugins.Filtered
+		note     string
+		err      string
+	}{
+		{
+			// The same prices and cost (0.4 cores); 4 cores at 2 used go to 60 %, 16 at 6 to
+			// 40 %: the bigger host wins though it uses more cores.
+			name: "heterogeneous cores: the lowest peak after in utilisation wins",
+			nodes: []*lbplugins.NodeView{
+				wave("small", 4, 1e-4, 0, 2),
+				wave("big", 16, 1e-4, 0, 6),
+			},
+			expected: lbplugins.Work{Rows: 4000},
+			cap:      0.7,
+			want:     "big",
+			scores:   map[string]float64{"small": 62.5, "big": 71.43},
+			parts: map[string]map[string]float64{"big": {"cores": 16, "util_now": 0.3, "peak_before": 0.375,
+				"peak_after": 0.4, "peak_hour": 14, "cost_cores": 0.4, "pending_cores": 0}},
+			note: utilisation.NoteScored,
+		},
+		{
+			// 1 MB/s costs 1 core where a byte is dear, 0.1 where it is cheap: the cheap wave
+			// wins though its peak before is higher (2.5 against 2 of 8 cores).
+			name: "each wave prices the instance at its own prices",
+			nodes: []*lbplugins.NodeView{
+				wave("dear", 8, 0, 1e-6, 2),
+				wave("cheap", 8, 0, 1e-7, 2.5),
+			},
+			expected: lbplugins.Work{Bytes: 1e6},
+			cap:      0.7,
+			want:     "cheap",
+			scores:   map[string]float64{"dear": 72.73, "cheap": 75.47},
+			parts: map[string]map[string]float64{"dear": {"cores": 8, "util_now": 0.3, "peak_before": 0.25,
+				"peak_after": 0.375, "peak_hour": 14, "cost_cores": 1, "pending_cores": 0}},
+		},
+		{
+			// 0.65 before on both; the instance's 0.4 cores take the 4-core wave to 0.75, over
+			// the cap, and the 8-core one to exactly 0.7, at the cap.
+			name: "a wave the instance would take over the cap is filtered",
+			nodes: []*lbplugins.NodeView{
+				wave("wave-a", 4, 1e-4, 0, 2.6),
+				wave("wave-b", 8, 1e-4, 0, 5.2),
+			},
+			expected: lbplugins.Work{Rows: 4000},
+			cap:      0.7,
+			want:     "wave-b",
+			scores:   map[string]float64{"wave-b": 58.82},
+			filtered: []lbplugins.Filtered{{Node: "wave-a", Reason: "over max_utilisation: predicted peak 0.750 > 0.7 with the instance (0.4000 cores) and 0 pending placements (0.0000 cores) on 4 cores"}},
+		},
+		{
+			name: "every wave over the cap: no candidate, and the reasons say why",
+			nodes: []*lbplugins.NodeView{
+				wave("wave-a", 4, 1e-4, 0, 3),
+			},
+			expected: lbplugins.Work{Rows: 4000},
+			cap:      0.7,
+			err:      "no live node can take the instance: all 1 nodes filtered (wave-a: over max_utilisation: predicted peak 0.850 > 0.7 with the instance (0.4000 cores) and 0 pending placements (0.0000 cores) on 4 cores)",
+		},
+		{
+			// Without a cap a wave past 100 % still ranks below a less loaded one.
+			name: "no cap: overloaded waves still rank",
+			nodes: []*lbplugins.NodeView{
+				wave("wave-a", 4, 1e-4, 0, 6),
+				wave("wave-b", 4, 1e-4, 0, 4.4),
+			},
+			expected: lbplugins.Work{Rows: 4000},
+			want:     "wave-b",
+			scores:   map[string]float64{"wave-a": 38.46, "wave-b": 45.45},
+		},
+		{
+			name: "waves the model cannot price are filtered, each with its reason",
+			nodes: []*lbplugins.NodeView{
+				wave("priced", 8, 1e-4, 0, 7),
+				cluster.Node("db-host", N{"cpu.util": 5}),
+				func() *lbplugins.NodeView { n := wave("no-cores", 8, 1e-4, 0, 0); n.Capacity.Cores = 0; return n }(),
+				func() *lbplugins.NodeView { n := wave("no-prices", 8, 0, 0, 0); n.Capacity.Priced = false; return n }(),
+			},
+			expected: lbplugins.Work{Rows: 100},
+			want:     "priced",
+			filtered: []lbplugins.Filtered{
+				{Node: "db-host", Reason: utilisation.ReasonNoWave},
+				{Node: "no-cores", Reason: utilisation.ReasonNoCores},
+				{Node: "no-prices", Reason: utilisation.ReasonNoPrices},
+			},
+			note: utilisation.NoteScored,
+		},
+		{
+			// No node has the data: leastload's score (cpu and memory here), said so.
+			name: "no candidate has the data: falls back to leastload, and says so",
+			nodes: []*lbplugins.NodeView{
+				cluster.Node("busy", N{"cpu.util": 80, "mem.used_pct": 80}),
+				cluster.Node("idle", N{"cpu.util": 10, "mem.used_pct": 10}),
+			},
+			expected: lbplugins.Work{Rows: 100},
+			cap:      0.7,
+			want:     "idle",
+			scores:   map[string]float64{"busy": 20, "idle": 90},
+			parts:    map[string]map[string]float64{"idle": {"cpu": 54, "memory": 36}},
+			note:     utilisation.NoteFallback,
+		},
+		{
+			// The only wave with the data is excluded: the others are not filtered for lacking
+			// it, the round falls back.
+			name: "the waves with the data excluded: falls back",
+			nodes: []*lbplugins.NodeView{
+				wave("priced", 8, 1e-4, 0, 1),
+				cluster.Node("busy", N{"cpu.util": 80, "mem.used_pct": 80}),
+				cluster.Node("idle", N{"cpu.util": 10, "mem.used_pct": 10}),
+			},
+			exclude: []string{"priced"},
+			want:    "idle",
+			note:    utilisation.NoteFallback,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := lbplugins.New(utilisation.Name, lbplugins.Settings{})
+			require.NoError(t, err)
+			req := lbplugins.Request{Instance: "orders", Expected: tc.expected, MaxUtilisation: tc.cap, Exclude: tc.exclude}
+			d, err := lbplugins.Decide(p, lbplugins.Filters{}, req, tc.nodes, cluster.Now)
+			if tc.err != "" {
+				require.EqualError(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, d.Node)
+			if tc.note != "" {
+				require.Equal(t, tc.note, d.Note)
+			}
+			got := map[string]float64{}
+			for _, s := range d.Scores {
+				got[s.Node] = s.Value
+				if want, ok := tc.parts[s.Node]; ok {
+					require.Equal(t, want, s.Parts.Map(), s.Node)
+				}
+			}
+			if tc.scores != nil {
+				require.Equal(t, tc.scores, got)
+			}
+			if tc.filtered != nil {
+				var plugin []lbplugins.Filtered
+				for _, f := range d.Filtered {
+					if f.Node != "" && !contains(tc.exclude, f.Node) {
+						plugin = append(plugin, f)
+					}
+				}
+				require.Equal(t, tc.filtered, plugin)
+				require.Equal(t, len(tc.filtered), d.FilteredBy.Plugin)
+			}
+		})
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Reservations hold cores: two placements in a row onto two equal waves spread, because
+// the first one's expected cores count on its wave in the second decision; a
+// reservation's cores, not its count, decide, and they count against the cap too.
+func TestReservedCoresSpread(t *testing.T) {
+	p, err := lbplugins.New(utilisation.Name, lbplugins.Settings{})
+	require.NoError(t, err)
+	nodes := []*lbplugins.NodeView{wave("wave-a", 8, 1e-4, 0, 2), wave("wave-b", 8, 1e-4, 0, 2)}
+	snap := lbplugins.NewSnapshot(nodes, lbplugins.Filters{}, cluster.Now, p)
+	rv := lbplugins.NewReserved(snap)
+	req := lbplugins.Request{Instance: "orders", Expected: lbplugins.Work{Rows: 10000}, MaxUtilisation: 0.7, Reserved: rv, ExplainAll: true}
+
+	first, err := snap.Decide(p, req, cluster.Now)
+	require.NoError(t, err)
+	require.Equal(t, "wave-a", first.Node, "a tie goes to the first name")
+	i, _ := snap.Index(first.Node)
+	rv.Add(i, 1)
+	rv.AddCores(i, 1) // the placement's expected work at wave-a's prices
+
+	second, err := snap.Decide(p, req, cluster.Now)
+	require.NoError(t, err)
+	require.Equal(t, "wave-b", second.Node, "the first placement's cores count on wave-a")
+	var a lbplugins.Score
+	for _, s := range second.Scores {
+		if s.Node == "wave-a" {
+			a = s
+		}
+	}
+	require.Equal(t, map[string]float64{"cores": 8, "util_now": 0.3, "peak_before": 0.375, "peak_after": 0.5,
+		"peak_hour": 14, "cost_cores": 1, "pending_cores": 1}, a.Parts.Map())
+	require.Equal(t, 1.0, a.Pending)
+
+	// Enough reserved cores take wave-a over the cap: filtered, naming them.
+	rv.AddCores(i, 2.7)
+	third, err := snap.Decide(p, req, cluster.Now)
+	require.NoError(t, err)
+	require.Equal(t, "wave-b", third.Node)
+	require.Equal(t, []lbplugins.Filtered{{Node: "wave-a", Reason: "over max_utilisation: predicted peak 0.838 > 0.7 with the instance (1.0000 cores) and 1 pending placements (3.7000 cores) on 8 cores"}}, third.Filtered)
+}
+
+func TestSettingsRejected(t *testing.T) {
+	_, err := lbplugins.New(utilisation.Name, lbplugins.Settings{Weights: map[string]float64{"cpu": 1}})
+	require.EqualError(t, err, "plugin utilisation: utilisation takes no settings (its cap is rebalance.max_utilisation)")
+}
