@@ -49,11 +49,15 @@ flake:
 	$(GO) test $(FLAKE_FLAGS) ./...
 
 ## test: start the test services, run every test against them, stop them unless KEEP_SERVICES=1.
+## NORACE_TESTS run in a second pass without -race (their files say why: a simulated day
+## of a whole fleet is too slow under the race detector).
+NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets
 test:
 	@start=$$(date +%s); \
 	bash $(SERVICES) up || exit 1; \
 	eval "$$(bash $(SERVICES) env)"; \
 	$(GO) test $(TEST_FLAGS) ./...; rc=$$?; \
+	$(GO) test -count=1 -run '$(NORACE_TESTS)' ./judge/fleetsim/ || rc=1; \
 	if [ -z "$(KEEP_SERVICES)" ]; then bash $(SERVICES) down; fi; \
 	echo "make test: exit $$rc after $$(( $$(date +%s) - start )) s"; \
 	exit $$rc
