@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/rebalance"
 	"github.com/binlake/binlake/wave"
 )
@@ -29,10 +31,7 @@ func rebalanceInstances(ctx context.Context, c coord.Coordinator, p wave.Planner
 		if asJSON {
 			return json.NewEncoder(stdout).Encode(ans)
 		}
-		fmt.Fprintf(stdout, "goals: hard max %s, band %.4g, at most %d moves, cooldown %s (judge data as of %s)\n",
-			orNone(ans.Goals.HardMax), ans.Goals.Band, ans.Goals.MaxMoves, time.Duration(ans.Goals.CooldownS*float64(time.Second)),
-			ans.DataAsOf.Format(time.RFC3339))
-		printPlan(stdout, &ans.Plan)
+		printAnswer(stdout, ans)
 		if len(ans.Moves) > 0 {
 			fmt.Fprintln(stdout, "dry run: nothing moved; --apply has the balancer execute a fresh plan, one move at a time")
 		}
@@ -82,6 +81,49 @@ func rebalanceInstances(ctx context.Context, c coord.Coordinator, p wave.Planner
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// printAnswer prints the judge's plan with the model and goals it planned for, and in
+// the utilisation model every wave's cores, prices and peak utilisation.
+func printAnswer(w io.Writer, ans *api.RebalanceAnswer) {
+	g := ans.Goals
+	cooldown := time.Duration(g.CooldownS * float64(time.Second))
+	if ans.Model == api.ModelUtilisation {
+		fmt.Fprintf(w, "model: utilisation (CPU over each wave's cores, at its peak over now and the hours of the day; prices fitted per wave)\n")
+		fmt.Fprintf(w, "goals: peaks under %s of each wave's cores, spread within %.3g points, at most %d moves, cooldown %s (judge data as of %s)\n",
+			pctOrNone(g.MaxUtilisation), 100*g.UtilisationBand, g.MaxMoves, cooldown, ans.DataAsOf.Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(w, "model: rows (%s)\n", cmp.Or(ans.ModelNote, "rows/s plus a floor per instance"))
+		fmt.Fprintf(w, "goals: hard max %s, band %.4g, at most %d moves, cooldown %s (judge data as of %s)\n",
+			orNone(g.HardMax), g.Band, g.MaxMoves, cooldown, ans.DataAsOf.Format(time.RFC3339))
+	}
+	printPlan(w, &ans.Plan)
+	if ans.Model != api.ModelUtilisation {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WAVE\tCORES\tPRICES\tNOW\tPEAK\tAFTER\tAT\tINSTANCES")
+	for _, wl := range ans.Waves {
+		if !wl.Alive {
+			fmt.Fprintf(tw, "%s\t-\tdead\t\t\t\t\t%d → 0\n", wl.Node, wl.Instances)
+			continue
+		}
+		at := "now"
+		if wl.PeakHour >= 0 {
+			at = fmt.Sprintf("%02d:00 UTC", wl.PeakHour)
+		}
+		prices := fmt.Sprintf("%s (%d samples)", wl.Prices.Source, wl.Prices.Samples)
+		fmt.Fprintf(tw, "%s\t%.4g\t%s\t%.1f %%\t%.1f %%\t%.1f %%\t%s\t%d → %d\n", wl.Node, wl.Cores, prices,
+			100*wl.UtilNow, 100*wl.PeakBefore, 100*wl.PeakAfter, at, wl.Instances, wl.InstancesAfter)
+	}
+	tw.Flush()
+}
+
+func pctOrNone(v float64) string {
+	if v <= 0 {
+		return "no limit"
+	}
+	return fmt.Sprintf("%.3g %%", 100*v)
 }
 
 func printPlan(w io.Writer, p *rebalance.Plan) {

@@ -61,16 +61,20 @@ func TestInstanceRebalanceDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Two spread moves bring the spread within the band (2000 rows/s); then wave-idle,
+	// below half its share of the 24 instances, takes them up to its share, 12.
 	if !strings.Contains(out, `"balanced":true`) || !strings.Contains(out, `"before":{"wave-busy":2400,"wave-idle":0}`) ||
-		strings.Count(out, `"reason":"spread"`) != 2 {
-		t.Fatalf("plan: %s, want two spread moves from 2400 against 0", out)
+		strings.Count(out, `"reason":"spread"`) != 2 || strings.Count(out, `"reason":"share"`) != 10 || !strings.Contains(out, `"model":"rows"`) {
+		t.Fatalf("plan: %s, want two spread moves from 2400 against 0, then ten share moves, in rows", out)
 	}
 	out, err = run("-judge", srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"goals: hard max none, band 2000", "plan: 2 moves, spread 2400 → 2000, balanced",
-		"wave-busy  wave-idle  spread  100   2400 → 2300  0 → 100", "wave-busy  2400      2200", "dry run: nothing moved"} {
+	for _, want := range []string{"model: rows (planned in rows/s: no cpu.cores from wave-busy, wave-idle)",
+		"goals: hard max none, band 2000", "plan: 12 moves, spread 2400 → 0, balanced",
+		"wave-busy  wave-idle  spread  100   2400 → 2300  0 → 100", "wave-busy  wave-idle  share   100   2200 → 2100  200 → 300",
+		"wave-busy  2400      1200", "dry run: nothing moved"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("dry run output lacks %q:\n%s", want, out)
 		}

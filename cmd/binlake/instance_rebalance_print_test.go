@@ -1,0 +1,45 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/judge/rebalance"
+)
+
+// A plan in utilisation prints its model, its goals in percent of the cores and every
+// wave's cores, prices and peak before and after; a dead wave says so.
+func TestPrintAnswerInUtilisation(t *testing.T) {
+	ans := &api.RebalanceAnswer{
+		Plan: rebalance.Plan{
+			Moves:  []rebalance.Move{{Instance: "orders", From: "wave-a", To: "wave-b", Cost: 0.4, Reason: rebalance.ReasonSpread, FromLoad: [2]float64{0.8, 0.6}, ToLoad: [2]float64{0.2, 0.3}}},
+			Before: map[string]float64{"wave-a": 0.8, "wave-b": 0.2}, After: map[string]float64{"wave-a": 0.6, "wave-b": 0.3},
+			SpreadBefore: 0.6, SpreadAfter: 0.3, Balanced: true,
+		},
+		Model: api.ModelUtilisation,
+		Goals: api.RebalanceGoals{MaxUtilisation: 0.7, UtilisationBand: 0.03, MaxMoves: 20, CooldownS: 600},
+		Waves: []api.WaveLoad{
+			{Node: "wave-a", Alive: true, Cores: 2, Prices: api.Prices{Source: "fitted", Samples: 360}, UtilNow: 0.75, PeakBefore: 0.8, PeakAfter: 0.6, PeakHour: 14, Instances: 3, InstancesAfter: 2},
+			{Node: "wave-b", Alive: true, Cores: 8, Prices: api.Prices{Source: "pooled", Samples: 12}, UtilNow: 0.2, PeakBefore: 0.2, PeakAfter: 0.3, PeakHour: -1, Instances: 1, InstancesAfter: 2},
+			{Node: "wave-c", Instances: 1},
+		},
+	}
+	var b strings.Builder
+	printAnswer(&b, ans)
+	out := b.String()
+	for _, want := range []string{
+		"model: utilisation",
+		"goals: peaks under 70 % of each wave's cores, spread within 3 points, at most 20 moves, cooldown 10m0s",
+		"plan: 1 moves, spread 0.6 → 0.3, balanced",
+		"wave-a  2      fitted (360 samples)  75.0 %  80.0 %  60.0 %  14:00 UTC  3 → 2",
+		"wave-b  8      pooled (12 samples)   20.0 %  20.0 %  30.0 %  now        1 → 2",
+		"wave-c  -      dead",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
