@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -678,18 +679,35 @@ func (st *state) spread() string {
 	if st.goals.HardMax > 0 {
 		limit = st.goals.HardMax
 	}
+	// stuck are the waves whose peak nothing can lower (one large instance, or pinned or
+	// cooling ones): the goal then holds for the others, balanced among themselves, and
+	// the plan says which waves it could not bring in.
+	stuck := map[*waveState]bool{}
+	var stuckNames []string
+	unmet := func(gap float64, why string) string {
+		if len(stuckNames) > 0 {
+			why += fmt.Sprintf("; %s cannot come down (pinned, cooling down, or one instance as large as the gap)", list(stuckNames))
+		}
+		return fmt.Sprintf("spread: %.3g, above the band %.3g%s", gap, st.goals.Band, why)
+	}
 	for {
-		top, bottom := ends(live, candidates)
+		rest := slices.DeleteFunc(slices.Clone(live), func(w *waveState) bool { return stuck[w] })
+		if len(rest) == 0 {
+			return unmet(spread(live), "")
+		}
+		top, bottom := ends(rest, candidates)
 		hi, lo := top[0].peak, bottom[0].peak
-		gap := hi - lo
-		if gap <= st.goals.Band+eps || st.goals.Balance > 0 && hi <= st.goals.Balance*meanPeak(live)+eps {
-			return ""
+		if hi-lo <= st.goals.Band+eps || st.goals.Balance > 0 && hi <= st.goals.Balance*meanPeak(live)+eps {
+			if len(stuck) == 0 {
+				return ""
+			}
+			return unmet(spread(live), "")
 		}
 		if len(st.moves) >= st.goals.MaxMoves {
-			return fmt.Sprintf("spread: %.3g, above the band %.3g, and the plan reached its %d moves", gap, st.goals.Band, st.goals.MaxMoves)
+			return unmet(spread(live), fmt.Sprintf(", and the plan reached its %d moves", st.goals.MaxMoves))
 		}
 		if st.outOfTime() {
-			return fmt.Sprintf("spread: %.3g, above the band %.3g, and the search ran out of its %s", gap, st.goals.Band, st.goals.Budget)
+			return unmet(spread(live), fmt.Sprintf(", and the search ran out of its %s", st.goals.Budget))
 		}
 		var atTop []*waveState
 		for _, w := range top {
@@ -704,13 +722,27 @@ func (st *state) spread() string {
 			s = st.bestMove(atTop, live, limit, gain)
 		}
 		if s == nil {
-			s = st.raiseLowest(live, bottom[0], hi, lo, st.minGain(true))
+			s = st.raiseLowest(rest, bottom[0], hi, lo, st.minGain(true))
 		}
 		if s == nil {
-			return fmt.Sprintf("spread: %.3g, above the band %.3g: no instance of %s (the most loaded) can move or swap to lower it, and none can move to %s (the least loaded) to raise it (pinned, cooling down, or each as large as the gap)", gap, st.goals.Band, top[0].Node, bottom[0].Node)
+			// Neither can the highest come down nor the lowest go up: the highest are
+			// stuck, and the others are balanced without them.
+			for _, w := range atTop {
+				stuck[w] = true
+				stuckNames = append(stuckNames, w.Node)
+			}
+			continue
 		}
 		st.apply(s, ReasonSpread)
 	}
+}
+
+// list names at most five waves.
+func list(nodes []string) string {
+	if len(nodes) <= 5 {
+		return strings.Join(nodes, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:5], ", "), len(nodes)-5)
 }
 
 // raiseLowest finds the move onto the least loaded wave low that raises the lowest peak
