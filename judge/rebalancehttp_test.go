@@ -15,7 +15,6 @@ import (
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/api"
-	"github.com/binlake/binlake/judge/rebalance"
 )
 
 // skewed is a cluster whose agents have reported: wave-3 runs f (500 rows/s), wave-1
@@ -57,9 +56,9 @@ func TestRebalancePost(t *testing.T) {
 	// Costs (floor 100): a 3100, b 1100, c 100 (unmeasured), f 600. Live loads: wave-1
 	// 4200, wave-2 100. f fails over to wave-2 (700); the gap 3500 is best narrowed by
 	// b (to |3500-2·1100| = 1300, within the band 2000; a would leave 2700).
-	require.Equal(t, []rebalance.Move{
-		{Instance: "f", From: "wave-3", To: "wave-2", Cost: 600, Reason: rebalance.ReasonFailover, ToLoad: [2]float64{100, 700}},
-		{Instance: "b", From: "wave-1", To: "wave-2", Cost: 1100, Reason: rebalance.ReasonSpread, FromLoad: [2]float64{4200, 3100}, ToLoad: [2]float64{700, 1800}},
+	require.Equal(t, []api.Move{
+		{Instance: "f", From: "wave-3", To: "wave-2", Cost: 600, Reason: api.ReasonFailover, ToLoad: [2]float64{100, 700}},
+		{Instance: "b", From: "wave-1", To: "wave-2", Cost: 1100, Reason: api.ReasonSpread, FromLoad: [2]float64{4200, 3100}, ToLoad: [2]float64{700, 1800}},
 	}, ans.Moves)
 	require.Equal(t, map[string]float64{"wave-1": 4200, "wave-2": 100}, ans.Before)
 	require.Equal(t, map[string]float64{"wave-1": 3100, "wave-2": 1800}, ans.After)
@@ -87,7 +86,7 @@ func TestRebalancePost(t *testing.T) {
 	r, ans = postRebalance(t, j, "", body)
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	require.Len(t, ans.Moves, 1)
-	require.Equal(t, rebalance.ReasonFailover, ans.Moves[0].Reason)
+	require.Equal(t, api.ReasonFailover, ans.Moves[0].Reason)
 	require.False(t, ans.Balanced)
 	require.Contains(t, ans.Unmet, "spread")
 	require.Contains(t, ans.Unmet, "wave-1")
@@ -97,7 +96,7 @@ func TestRebalancePost(t *testing.T) {
 	r, ans = postRebalance(t, j, "", `{"waves":[{"node":"wave-1","alive":true},{"node":"wave-2","alive":true}],
 		"instances":[{"id":"a","node":"wave-1"},{"id":"new"}]}`)
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
-	require.Equal(t, []rebalance.Move{{Instance: "new", To: "wave-2", Cost: 100, Reason: rebalance.ReasonFailover, ToLoad: [2]float64{0, 100}}}, ans.Moves)
+	require.Equal(t, []api.Move{{Instance: "new", To: "wave-2", Cost: 100, Reason: api.ReasonFailover, ToLoad: [2]float64{0, 100}}}, ans.Moves)
 
 	// No instance, no wave: an empty plan, as of now, with lists and not nulls.
 	r, ans = postRebalance(t, j, "", `{"waves":[],"instances":[]}`)
@@ -169,9 +168,9 @@ func TestRebalanceGet(t *testing.T) {
 	require.NoError(t, json.Unmarshal(r.body, &ans))
 	// a counts once, on the live wave-1. Live loads: wave-1 3100+1100, wave-2 0; host-1
 	// is no wave. f (600) fails over to wave-2; b then narrows the gap 3600 to 1400.
-	require.Equal(t, []rebalance.Move{
-		{Instance: "f", From: "wave-0", To: "wave-2", Cost: 600, Reason: rebalance.ReasonFailover, ToLoad: [2]float64{0, 600}},
-		{Instance: "b", From: "wave-1", To: "wave-2", Cost: 1100, Reason: rebalance.ReasonSpread, FromLoad: [2]float64{4200, 3100}, ToLoad: [2]float64{600, 1700}},
+	require.Equal(t, []api.Move{
+		{Instance: "f", From: "wave-0", To: "wave-2", Cost: 600, Reason: api.ReasonFailover, ToLoad: [2]float64{0, 600}},
+		{Instance: "b", From: "wave-1", To: "wave-2", Cost: 1100, Reason: api.ReasonSpread, FromLoad: [2]float64{4200, 3100}, ToLoad: [2]float64{600, 1700}},
 	}, ans.Moves)
 	require.Equal(t, map[string]float64{"wave-1": 4200, "wave-2": 0}, ans.Before)
 	require.Equal(t, map[string]float64{"wave-1": 3100, "wave-2": 1700}, ans.After)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/judge/api"
-	"github.com/binlake/binlake/judge/rebalance"
+	"github.com/binlake/binlake/internal/rebalance"
 )
 
 // RebalanceOptions are the goals GET and POST /v1/rebalance plan for (judge.yaml's

@@ -8,7 +8,7 @@ import (
 
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/api"
-	"github.com/binlake/binlake/judge/rebalance"
+	"github.com/binlake/binlake/internal/rebalance"
 )
 
 // reportsWave: the node's agent scrapes a wave (it reports wave.* series), so the node
@@ -203,9 +203,6 @@ func waveLoads(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInstance, v
 // nodes the costs came from (zero: none, the plan is as of now). Empty lists are [] in
 // JSON, so that a client can range over them without a null check.
 func answer(p rebalance.Plan, o RebalanceOptions, costs []api.InstanceCost, asOf, now time.Time) api.RebalanceAnswer {
-	if p.Moves == nil {
-		p.Moves = []rebalance.Move{}
-	}
 	if costs == nil {
 		costs = []api.InstanceCost{}
 	}
@@ -213,7 +210,7 @@ func answer(p rebalance.Plan, o RebalanceOptions, costs []api.InstanceCost, asOf
 	if asOf.IsZero() {
 		asOf = now
 	}
-	return api.RebalanceAnswer{Plan: p, Goals: o.answerGoals(), Costs: costs, Waves: []api.WaveLoad{}, DataAsOf: asOf.UTC()}
+	return api.RebalanceAnswer{Plan: api.PlanOf(p), Goals: o.answerGoals(), Costs: costs, Waves: []api.WaveLoad{}, DataAsOf: asOf.UTC()}
 }
 
 // cmpBool orders false before true.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/coord"
-	"github.com/binlake/binlake/judge/rebalance"
+	"github.com/binlake/binlake/judge/api"
 )
 
 // The balancer's loop: elected among the waves, it follows the membership as its wave
@@ -44,7 +44,7 @@ type BalanceRun struct {
 	Balancer string          `json:"balancer"`
 	Started  time.Time       `json:"started"`
 	Finished *time.Time      `json:"finished,omitempty"`
-	Plan     *rebalance.Plan `json:"plan,omitempty"`
+	Plan     *api.Plan `json:"plan,omitempty"`
 	Results  []MoveResult    `json:"results"`
 	Error    string          `json:"error,omitempty"`
 }
@@ -218,7 +218,7 @@ func (b *balancer) failover(ctx context.Context) time.Time {
 	b.mv.log.Info("instances without a live wave", "count", len(orphans), "instances", orphans)
 	plan := b.plan(ctx, cl, true)
 	for _, m := range plan.Moves {
-		if m.Reason != rebalance.ReasonFailover {
+		if m.Reason != api.ReasonFailover {
 			continue
 		}
 		if g, _ := b.w.members.changes(); g != gen {
@@ -243,7 +243,7 @@ func (b *balancer) failover(ctx context.Context) time.Time {
 
 // plan asks the planner; for a failover (orphans only) it falls back to fewest
 // instances when the planner is missing or does not answer in time.
-func (b *balancer) plan(ctx context.Context, cl *cluster, failover bool) rebalance.Plan {
+func (b *balancer) plan(ctx context.Context, cl *cluster, failover bool) api.Plan {
 	if b.opts.Planner != nil {
 		pctx, cancel := context.WithTimeout(ctx, b.opts.PlanTimeout)
 		ans, err := b.opts.Planner.Rebalance(pctx, cl.req)
@@ -254,7 +254,7 @@ func (b *balancer) plan(ctx context.Context, cl *cluster, failover bool) rebalan
 			return ans.Plan
 		}
 		if ctx.Err() != nil {
-			return rebalance.Plan{}
+			return api.Plan{}
 		}
 		b.w.m.balancerFallbacks.WithLabelValues("judge_error").Inc()
 		b.mv.log.Warn("the judge did not answer; placing by fewest instances", "err", err)
@@ -264,7 +264,7 @@ func (b *balancer) plan(ctx context.Context, cl *cluster, failover bool) rebalan
 	}
 	b.w.bal.update(func(v *balancerView) { v.Planner = "fewest_instances" })
 	if !failover {
-		return rebalance.Plan{}
+		return api.Plan{}
 	}
 	return fewestInstances(cl.req, time.Now())
 }
@@ -368,7 +368,7 @@ func (b *balancer) serveRequest(ctx context.Context) {
 
 // start applies plan in the background (failovers go on meanwhile), writing its
 // progress at balancer/run.
-func (b *balancer) start(ctx context.Context, id, source string, cl *cluster, plan *rebalance.Plan) {
+func (b *balancer) start(ctx context.Context, id, source string, cl *cluster, plan *api.Plan) {
 	run := &BalanceRun{ID: id, Source: source, Balancer: b.w.opts.Node, Started: time.Now().UTC(), Plan: plan, Results: []MoveResult{}}
 	b.mv.log.Info("rebalancing", "run", id, "source", source, "moves", len(plan.Moves),
 		"spread_before", plan.SpreadBefore, "spread_after", plan.SpreadAfter)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/coord"
-	"github.com/binlake/binlake/judge/rebalance"
+	"github.com/binlake/binlake/judge/api"
 )
 
 // Executing moves: a move rewrites the instance's assignment (only if it still names
@@ -28,7 +28,7 @@ const (
 
 // MoveResult is one executed move.
 type MoveResult struct {
-	rebalance.Move
+	api.Move
 	At     time.Time `json:"at"`
 	Result string    `json:"result"`
 	Error  string    `json:"error,omitempty"`
@@ -50,7 +50,7 @@ type mover struct {
 // assign rewrites the instance's assignment from m.From to m.To. version is the
 // assignment's version the plan was made from: a move planned from an assignment that
 // changed since is skipped (errStale).
-func (mv *mover) assign(ctx context.Context, m rebalance.Move, version int64) error {
+func (mv *mover) assign(ctx context.Context, m api.Move, version int64) error {
 	if _, err := mv.c.Put(ctx, instanceKey(m.Instance, "assign"), []byte(m.To), version); err != nil {
 		if errors.Is(err, coord.ErrVersionConflict) {
 			return errStale
@@ -69,7 +69,7 @@ var errStale = errors.New("its assignment changed since the plan")
 
 // settle waits until m.Instance runs on m.To: leading there, its state running, and its
 // lag (from the wave's /status, when it advertises an address) under the bound.
-func (mv *mover) settle(ctx context.Context, m rebalance.Move) (time.Duration, error) {
+func (mv *mover) settle(ctx context.Context, m api.Move) (time.Duration, error) {
 	start := mv.now()
 	ctx, cancel := context.WithTimeout(ctx, mv.opts.SettleTimeout)
 	defer cancel()
@@ -91,7 +91,7 @@ func (mv *mover) settle(ctx context.Context, m rebalance.Move) (time.Duration, e
 	}
 }
 
-func (mv *mover) settled(ctx context.Context, m rebalance.Move) (bool, string) {
+func (mv *mover) settled(ctx context.Context, m api.Move) (bool, string) {
 	l, err := mv.c.Leader(ctx, instanceKey(m.Instance, "leader"))
 	if err != nil || string(l) != m.To {
 		return false, fmt.Sprintf("leader is %q", l)
@@ -163,7 +163,7 @@ func (mv *mover) lagOn(ctx context.Context, node, id string) (lag float64, known
 // apply executes moves, at most InFlight at once, each waiting until it settles. The
 // run stops starting moves at the first that fails (what follows was planned assuming
 // it); the moves in flight still settle. report gets every result as it comes.
-func (mv *mover) apply(ctx context.Context, moves []rebalance.Move, versions map[string]int64, report func(MoveResult)) error {
+func (mv *mover) apply(ctx context.Context, moves []api.Move, versions map[string]int64, report func(MoveResult)) error {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -200,7 +200,7 @@ func (mv *mover) apply(ctx context.Context, moves []rebalance.Move, versions map
 }
 
 // one executes one move and waits for it to settle.
-func (mv *mover) one(ctx context.Context, m rebalance.Move, version int64, report func(MoveResult)) error {
+func (mv *mover) one(ctx context.Context, m api.Move, version int64, report func(MoveResult)) error {
 	r := MoveResult{Move: m, At: mv.now().UTC()}
 	err := mv.assign(ctx, m, version)
 	if errors.Is(err, errStale) {

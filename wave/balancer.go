@@ -10,7 +10,7 @@ import (
 
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/judge/api"
-	"github.com/binlake/binlake/judge/rebalance"
+	"github.com/binlake/binlake/internal/rebalance"
 )
 
 // The balancer: one wave of the cluster, elected at "balancer/leader", owns the
@@ -100,7 +100,7 @@ func PlanRebalance(ctx context.Context, c coord.Coordinator, p Planner) (*api.Re
 // fewestInstances is the plan when no planner answers: every instance costs the same,
 // so a dead wave's instances go one by one to the wave with the fewest. It places
 // orphans only; without costs there is nothing to rebalance.
-func fewestInstances(req api.RebalanceRequest, now time.Time) rebalance.Plan {
+func fewestInstances(req api.RebalanceRequest, now time.Time) api.Plan {
 	waves := make([]rebalance.Wave, len(req.Waves))
 	for i, w := range req.Waves {
 		waves[i] = rebalance.Wave{Node: w.Node, Alive: w.Alive}
@@ -109,7 +109,7 @@ func fewestInstances(req api.RebalanceRequest, now time.Time) rebalance.Plan {
 	for i, in := range req.Instances {
 		insts[i] = rebalance.Instance{ID: in.ID, Node: in.Node, Cost: 1, Pinned: in.Pinned, MovedAt: in.MovedAt}
 	}
-	return rebalance.Make(waves, insts, rebalance.Goals{Band: math.Inf(1)}, now)
+	return api.PlanOf(rebalance.Make(waves, insts, rebalance.Goals{Band: math.Inf(1)}, now))
 }
 
 // balancerView is what the wave's /status shows of the balancer.
@@ -156,6 +156,6 @@ func (s *balancerState) record(r MoveResult) {
 	})
 }
 
-func describe(m rebalance.Move) string {
+func describe(m api.Move) string {
 	return fmt.Sprintf("%s: %s → %s (%s)", m.Instance, m.From, m.To, m.Reason)
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/judge/api"
-	"github.com/binlake/binlake/judge/rebalance"
 	"github.com/binlake/binlake/wave"
 )
 
@@ -126,7 +125,7 @@ func pctOrNone(v float64) string {
 	return fmt.Sprintf("%.3g %%", 100*v)
 }
 
-func printPlan(w io.Writer, p *rebalance.Plan) {
+func printPlan(w io.Writer, p *api.Plan) {
 	state := "balanced"
 	if !p.Balanced {
 		state = "not balanced: " + p.Unmet

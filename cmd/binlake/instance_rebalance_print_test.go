@@ -7,15 +7,14 @@ import (
 	"testing"
 
 	"github.com/binlake/binlake/judge/api"
-	"github.com/binlake/binlake/judge/rebalance"
 )
 
 // A plan in utilisation prints its model, its goals in percent of the cores and every
 // wave's cores, prices and peak before and after; a dead wave says so.
 func TestPrintAnswerInUtilisation(t *testing.T) {
 	ans := &api.RebalanceAnswer{
-		Plan: rebalance.Plan{
-			Moves:  []rebalance.Move{{Instance: "orders", From: "wave-a", To: "wave-b", Cost: 0.4, Reason: rebalance.ReasonSpread, FromLoad: [2]float64{0.8, 0.6}, ToLoad: [2]float64{0.2, 0.3}}},
+		Plan: api.Plan{
+			Moves:  []api.Move{{Instance: "orders", From: "wave-a", To: "wave-b", Cost: 0.4, Reason: api.ReasonSpread, FromLoad: [2]float64{0.8, 0.6}, ToLoad: [2]float64{0.2, 0.3}}},
 			Before: map[string]float64{"wave-a": 0.8, "wave-b": 0.2}, After: map[string]float64{"wave-a": 0.6, "wave-b": 0.3},
 			SpreadBefore: 0.6, SpreadAfter: 0.3, Balanced: true,
 		},

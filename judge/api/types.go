@@ -3,7 +3,7 @@ package api
 import (
 	"time"
 
-	"github.com/binlake/binlake/judge/rebalance"
+	"github.com/binlake/binlake/internal/rebalance"
 	"github.com/binlake/binlake/lbplugins"
 )
 
@@ -175,11 +175,11 @@ const (
 )
 
 // RebalanceAnswer is the judge's plan: the moves with their reasons and predicted loads
-// (rebalance.Plan: in utilisation, each wave's peak over now and the hours of the day,
-// or in rows/s), the model and goals it planned for, every wave's load and prices, and
-// the costs it planned with.
+// (Plan: in utilisation, each wave's peak over now and the hours of the day, or in
+// rows/s), the model and goals it planned for, every wave's load and prices, and the
+// costs it planned with.
 type RebalanceAnswer struct {
-	rebalance.Plan
+	Plan
 	// Model is ModelUtilisation or ModelRows; ModelNote says why the plan fell back to
 	// rows, naming the waves without the data.
 	Model     string         `json:"model"`
@@ -199,6 +199,68 @@ type RebalanceGoals struct {
 	Band            float64 `json:"band"`
 	MaxMoves        int     `json:"max_moves"`
 	CooldownS       float64 `json:"cooldown_s"`
+}
+
+// Plan is a rebalancing plan on the wire: the moves and the loads they predict. The
+// planner (internal/rebalance) makes it; PlanOf converts.
+type Plan struct {
+	Moves []Move `json:"moves"`
+	// Before and After are every live wave's predicted peak utilisation (rows/s in the
+	// rows model) without and with the moves.
+	Before map[string]float64 `json:"before"`
+	After  map[string]float64 `json:"after"`
+	// SpreadBefore and SpreadAfter are the highest minus the lowest live wave's load;
+	// PeakBefore and PeakAfter the highest.
+	SpreadBefore float64 `json:"spread_before"`
+	SpreadAfter  float64 `json:"spread_after"`
+	PeakBefore   float64 `json:"peak_before"`
+	PeakAfter    float64 `json:"peak_after"`
+	// Balanced: after the moves every goal holds; else Unmet says which goal the plan
+	// could not reach and why.
+	Balanced bool   `json:"balanced"`
+	Unmet    string `json:"unmet,omitempty"`
+}
+
+// Move is one planned move and why.
+type Move struct {
+	Instance string `json:"instance"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	// Cost is the instance's load on its destination at the destination's peak.
+	Cost float64 `json:"cost"`
+	// Reason names the goal the move serves: ReasonFailover, ReasonHardMax,
+	// ReasonSpread or ReasonShare.
+	Reason string `json:"reason"`
+	// FromLoad and ToLoad are the two waves' predicted loads before and after the move.
+	FromLoad [2]float64 `json:"from_load"`
+	ToLoad   [2]float64 `json:"to_load"`
+	// Swap names the instance that moves the other way in the same step.
+	Swap string `json:"swap,omitempty"`
+}
+
+// Reasons of a move, as the planner gives them.
+const (
+	ReasonFailover = rebalance.ReasonFailover
+	ReasonHardMax  = rebalance.ReasonHardMax
+	ReasonSpread   = rebalance.ReasonSpread
+	ReasonShare    = rebalance.ReasonShare
+)
+
+// PlanOf is the planner's plan on the wire; empty lists and maps are [] and {} in JSON,
+// so that a client can range over them without a null check.
+func PlanOf(p rebalance.Plan) Plan {
+	out := Plan{Moves: make([]Move, len(p.Moves)), Before: p.Before, After: p.After, SpreadBefore: p.SpreadBefore,
+		SpreadAfter: p.SpreadAfter, PeakBefore: p.PeakBefore, PeakAfter: p.PeakAfter, Balanced: p.Balanced, Unmet: p.Unmet}
+	for i, m := range p.Moves {
+		out.Moves[i] = Move(m)
+	}
+	if out.Before == nil {
+		out.Before = map[string]float64{}
+	}
+	if out.After == nil {
+		out.After = map[string]float64{}
+	}
+	return out
 }
 
 // WaveLoad is one wave of a plan: its capacity, the prices the judge fitted for it, and
