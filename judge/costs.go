@@ -11,7 +11,7 @@ import (
 
 // The instance cost model: what each capture instance costs the wave that runs it, from
 // the per-instance series the wave's agent reports (agent/collector/wave). The planner
-// (judge/rebalance) needs one number per instance; rows/s is the one that tracks a wave's
+// (internal/rebalance) needs one number per instance; rows/s is the one that tracks a wave's
 // work (each row is decoded, filtered, encoded and published), and the floor stands for
 // what an instance costs even while idle. Bytes/s and the CPU share are reported beside
 // it for the operator.

@@ -6,10 +6,10 @@ import (
 	"strings"
 
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/rebalance"
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/loadmodel"
-	"github.com/binlake/binlake/internal/rebalance"
 )
 
 // The load view: what the judge knows of a wave's load, for plans and placements alike,

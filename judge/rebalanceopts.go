@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/internal/rebalance"
+	"github.com/binlake/binlake/judge/api"
 )
 
 // RebalanceOptions are the goals GET and POST /v1/rebalance plan for (judge.yaml's

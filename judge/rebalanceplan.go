@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlake/binlake/internal/rebalance"
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/api"
-	"github.com/binlake/binlake/internal/rebalance"
 )
 
 // reportsWave: the node's agent scrapes a wave (it reports wave.* series), so the node

@@ -39,14 +39,14 @@ type BalanceRequest struct {
 // BalanceRun is the balancer's latest rebalance run, at balancer/run: its plan and each
 // move's result as it comes.
 type BalanceRun struct {
-	ID       string          `json:"id"`
-	Source   string          `json:"source"` // "request" or "auto"
-	Balancer string          `json:"balancer"`
-	Started  time.Time       `json:"started"`
-	Finished *time.Time      `json:"finished,omitempty"`
-	Plan     *api.Plan `json:"plan,omitempty"`
-	Results  []MoveResult    `json:"results"`
-	Error    string          `json:"error,omitempty"`
+	ID       string       `json:"id"`
+	Source   string       `json:"source"` // "request" or "auto"
+	Balancer string       `json:"balancer"`
+	Started  time.Time    `json:"started"`
+	Finished *time.Time   `json:"finished,omitempty"`
+	Plan     *api.Plan    `json:"plan,omitempty"`
+	Results  []MoveResult `json:"results"`
+	Error    string       `json:"error,omitempty"`
 }
 
 // balancer is the state of one term as the cluster's balancer. It reads the whole

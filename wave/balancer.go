@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/coord"
-	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/internal/rebalance"
+	"github.com/binlake/binlake/judge/api"
 )
 
 // The balancer: one wave of the cluster, elected at "balancer/leader", owns the
