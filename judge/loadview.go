@@ -64,12 +64,12 @@ func (j *Judge) viewOf(n analysis.Node) waveView {
 	return v
 }
 
-// workOf is instance id's work per slot: its rates now from c, its hour-of-day profile
-// from the node that reports it (else any node with one).
-func workOf(id string, c api.InstanceCost, node string, prof *profiles) instWork {
+// workOf is instance id's work per slot: its rates now from c, and its hour-of-day
+// profile (profiles.of).
+func workOf(id string, c api.InstanceCost, prof *profiles) instWork {
 	w := instWork{rows: make([]float64, slots), bytes: make([]float64, slots)}
 	w.rows[0], w.bytes[0] = c.RowsPerS, c.BytesPerS
-	p := prof.of(node, id)
+	p := prof.of(id)
 	for hr := range 24 {
 		w.rows[1+hr], w.bytes[1+hr] = w.rows[0], w.bytes[0]
 		if p != nil && p.Count[hr] > 0 {
@@ -79,15 +79,16 @@ func workOf(id string, c api.InstanceCost, node string, prof *profiles) instWork
 	return w
 }
 
-// profiles finds instances' hour-of-day profiles in one historical snapshot: on the
-// node that reports the instance, else on the first node by id that has one. The
-// second lookup goes through an index built once per snapshot (profilesOf), so that an
-// instance without a profile where it runs (new, or moved within the window) costs a
-// map lookup rather than a sort of every node, which the placement snapshot, pricing
-// every wave's instances at each build, would pay for each.
+// profiles finds instances' hour-of-day profiles in one historical snapshot. An
+// instance that moved within the profiles' 7 days has one on each wave that ran it, and
+// each holds only some of its days (a wave that no longer runs it reports its rate as 0
+// for the rest, or nothing): per hour, the largest of them is the one taken, which is
+// the rate of the days it ran there. The nodes with a profile of each instance are
+// indexed once per snapshot (profilesOf), so that the placement snapshot, pricing every
+// wave's instances at each build, does not search every node for each.
 type profiles struct {
 	hist  *analysis.Snapshot
-	first map[string]string // instance → the first node by id with its profile
+	nodes map[string][]string // instance → the nodes with its profile, sorted
 }
 
 // profilesOf returns the profiles of hist (nil: none), built on first use per snapshot.
@@ -98,31 +99,43 @@ func (j *Judge) profilesOf(hist *analysis.Snapshot) *profiles {
 	if p := j.profIdx.Load(); p != nil && p.hist == hist {
 		return p
 	}
-	p := &profiles{hist: hist, first: map[string]string{}}
+	p := &profiles{hist: hist, nodes: map[string][]string{}}
 	for n, insts := range hist.Instances {
 		for id := range insts {
-			if cur, ok := p.first[id]; !ok || n < cur {
-				p.first[id] = n
-			}
+			p.nodes[id] = append(p.nodes[id], n)
 		}
+	}
+	for _, ns := range p.nodes {
+		slices.Sort(ns)
 	}
 	j.profIdx.Store(p)
 	return p
 }
 
-// of is instance id's profile on node, else on the first node with one; nil when none.
-func (p *profiles) of(node, id string) *analysis.InstanceProfile {
+// of is instance id's profile: per hour, the one of the nodes that has it with the
+// largest rate that hour; nil when none has one.
+func (p *profiles) of(id string) *analysis.InstanceProfile {
 	if p == nil {
 		return nil
 	}
-	if pr, ok := p.hist.Instances[node][id]; ok {
+	ns := p.nodes[id]
+	switch len(ns) {
+	case 0:
+		return nil
+	case 1:
+		pr := p.hist.Instances[ns[0]][id]
 		return &pr
 	}
-	if n, ok := p.first[id]; ok {
+	var out analysis.InstanceProfile
+	for _, n := range ns {
 		pr := p.hist.Instances[n][id]
-		return &pr
+		for hr := range 24 {
+			if pr.Count[hr] > 0 && (out.Count[hr] == 0 || pr.Rows[hr] > out.Rows[hr]) {
+				out.Rows[hr], out.Bytes[hr], out.Count[hr] = pr.Rows[hr], pr.Bytes[hr], pr.Count[hr]
+			}
+		}
 	}
-	return nil
+	return &out
 }
 
 // cost is work priced at p, per slot.
@@ -239,7 +252,7 @@ func (j *Judge) waveLoadOf(n analysis.Node, prof *profiles) waveLoad {
 	wl := waveLoad{view: v, insts: v.costs.running(), hour: -1}
 	var running []instWork
 	for i, c := range wl.insts {
-		w := workOf(c.Instance, c, n.Node, prof)
+		w := workOf(c.Instance, c, prof)
 		running = append(running, w)
 		cw := w.cost(v.prices)
 		wl.insts[i].CoresNow, wl.insts[i].CoresPeak = cw[0], slices.Max(cw)

@@ -191,25 +191,34 @@ func TestPlacementInUtilisationFallsBack(t *testing.T) {
 	require.Equal(t, 10.0, ans.Expected.RowsPerS)
 }
 
-// An instance's profile comes from the node that reports it, else from the first node
-// by id that has one.
+// An instance's profile is, per hour, the largest of its profiles on the waves that ran
+// it within the window (a wave that no longer runs it reports its rate as 0 for the
+// days after the move): a move does not lose its daily shape.
 func TestProfilesLookup(t *testing.T) {
 	j, _ := newJudge(t, nil)
-	prof := func(rows float64) analysis.InstanceProfile {
+	prof := func(hours map[int]float64) analysis.InstanceProfile {
 		var p analysis.InstanceProfile
-		p.Rows[3], p.Count[3] = rows, 1
+		for h, rows := range hours {
+			p.Rows[h], p.Bytes[h], p.Count[h] = rows, 100*rows, 1
+		}
 		return p
 	}
 	hist := &analysis.Snapshot{Instances: map[string]map[string]analysis.InstanceProfile{
-		"wave-b": {"x": prof(2), "y": prof(20)}, "wave-c": {"x": prof(3)}, "wave-a": {"y": prof(10)},
+		// x moved from wave-b to wave-c: wave-b has its morning peak and zeros since,
+		// wave-c only the hours since the move.
+		"wave-b": {"x": prof(map[int]float64{9: 800, 12: 0, 13: 0}), "y": prof(map[int]float64{3: 20})},
+		"wave-c": {"x": prof(map[int]float64{12: 300, 13: 310})},
 	}}
 	p := j.profilesOf(hist)
 	require.Same(t, p, j.profilesOf(hist), "built once per snapshot")
-	require.Equal(t, 3.0, p.of("wave-c", "x").Rows[3], "where it runs")
-	require.Equal(t, 2.0, p.of("wave-z", "x").Rows[3], "else the first node by id")
-	require.Equal(t, 10.0, p.of("wave-z", "y").Rows[3])
-	require.Nil(t, p.of("wave-a", "z"))
-	require.Nil(t, j.profilesOf(nil).of("wave-a", "x"))
+	x := p.of("x")
+	require.Equal(t, 800.0, x.Rows[9], "the peak it had on the wave it left")
+	require.Equal(t, 300.0, x.Rows[12], "not the zeros of the wave it left")
+	require.Equal(t, 31000.0, x.Bytes[13])
+	require.Equal(t, int64(0), x.Count[20], "an hour no wave has stays without data")
+	require.Equal(t, 20.0, p.of("y").Rows[3], "one wave: its profile")
+	require.Nil(t, p.of("z"))
+	require.Nil(t, j.profilesOf(nil).of("x"))
 }
 
 // With placement.capacity_every, a build takes the waves' loads of the last

@@ -126,7 +126,7 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 		if model == api.ModelUtilisation {
 			pi.Cost = 0 // unmeasured: no work to price (it spreads by the share goal)
 			if c.Measured {
-				w := workOf(in.ID, c, c.Node, prof)
+				w := workOf(in.ID, c, prof)
 				works[in.ID], pi.Rows, pi.Bytes = w, w.rows, w.bytes
 				if v := views[in.Node]; v != nil {
 					cw := w.cost(v.prices)
