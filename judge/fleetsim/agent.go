@@ -22,8 +22,10 @@ type state struct {
 	// left is, per wave, the instances that ran there and moved away: the wave still
 	// exports their rows and bytes counters (the wave forgets only an instance's lag,
 	// positions and state when it stops leading it), so its agent reports them at 0.
-	left   []map[int]bool
-	ls     []load
+	left []map[int]bool
+	ls   []load
+	// moves is every applied move in order: instance and destination wave.
+	moves  [][2]int
 	labels []map[string]string // per instance: {instance}
 	runLbl []map[string]string // per instance: {instance, state: running}
 }
@@ -53,6 +55,7 @@ func (s *state) move(i, to int, at time.Time) {
 	s.ls[from] = s.ls[from].minus(contrib(s.f.Waves[from], s.f.Instances[i]))
 	s.ls[to] = s.ls[to].plus(contrib(s.f.Waves[to], s.f.Instances[i]))
 	s.assign[i], s.movedAt[i] = to, at
+	s.moves = append(s.moves, [2]int{i, to})
 }
 
 // Kinds of noise, so that each draw of a tick is independent of the others.

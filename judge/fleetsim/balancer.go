@@ -65,8 +65,13 @@ func balanced(raw map[string]json.RawMessage) bool {
 }
 
 // predicted returns the first of keys in the answer that holds a map of node →
-// utilisation, and the map; "" when none does.
+// utilisation, and the map; "" when none does, or when the answer says it planned in
+// rows/s (the judge's "model": "rows"), whose loads are not utilisations.
 func predicted(raw map[string]json.RawMessage, keys []string) (string, map[string]float64) {
+	var model string
+	if v, ok := raw["model"]; ok && json.Unmarshal(v, &model) == nil && model == "rows" {
+		return "", nil
+	}
 	for _, k := range keys {
 		v, ok := raw[k]
 		if !ok {

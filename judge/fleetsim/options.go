@@ -87,9 +87,9 @@ type Options struct {
 	// Prefix starts every node and instance name (a scratch run on a shared judge).
 	Prefix string
 	// PredictedKeys name, in the judge's rebalance answer, maps of node → predicted
-	// utilisation (fraction of the wave's cores) before and after the plan, when the
-	// judge exposes them; the first present is compared with the truth. Optional: a
-	// judge that exposes none is reported as such.
+	// peak utilisation of the day (fraction of the wave's cores) before and after the
+	// plan, when the judge exposes them; the first present is compared with each wave's
+	// true peak of the day. Optional: a judge that exposes none is reported as such.
 	PredictedBefore, PredictedAfter []string
 
 	// Progress receives a line per phase and round (nil: none). Logger receives the
@@ -111,8 +111,8 @@ func DefaultOptions() Options {
 		History: 24 * time.Hour, HistoryStep: 5 * time.Minute, Warmup: 30 * time.Minute, Step: time.Minute,
 		Rounds: 20, RoundEvery: 5 * time.Minute,
 		HistoricalEvery: 5 * time.Second, HistoryWait: 2 * time.Minute, Senders: 4,
-		PredictedBefore: []string{"util_before", "utilisation_before", "before_util"},
-		PredictedAfter:  []string{"util_after", "utilisation_after", "after_util"},
+		PredictedBefore: []string{"before", "util_before", "utilisation_before"},
+		PredictedAfter:  []string{"after", "util_after", "utilisation_after"},
 	}
 }
 

@@ -151,3 +151,28 @@ func TestDescent(t *testing.T) {
 		}
 	}
 }
+
+// TestMovesToTarget: the judge's applied moves replayed in order, counted to the first
+// peak within the target.
+func TestMovesToTarget(t *testing.T) {
+	// .1 .2 .3 .4 on w0 (peak 1.0), w1 empty. Moving .4 then .1 gives .6 then .5;
+	// moving .1 first gives .9, then .4 gives .5.
+	f := handFleet([][2]float64{{1, 1}, {1, 1}}, 0.1, 0.2, 0.3, 0.4)
+	for _, tc := range []struct {
+		moves  [][2]int
+		target float64
+		want   int
+	}{
+		{[][2]int{{3, 1}, {0, 1}}, 0.6, 1},
+		{[][2]int{{3, 1}, {0, 1}}, 0.55, 2},
+		{[][2]int{{0, 1}, {3, 1}}, 0.6, 2},
+		{[][2]int{{0, 1}, {3, 1}}, 0.4, -1},
+		{nil, 1, 0},
+		{nil, 0.9, -1},
+		{[][2]int{{3, 1}, {3, 0}, {3, 1}}, 0.7, 1}, // a move back does not undo the count
+	} {
+		if got := movesToTarget(f, tc.moves, atHour(0), tc.target); got != tc.want {
+			t.Errorf("moves %v to %v: %d, want %d", tc.moves, tc.target, got, tc.want)
+		}
+	}
+}

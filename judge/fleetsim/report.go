@@ -73,6 +73,11 @@ type Comparison struct {
 	Bound       Bound   `json:"bound"`
 	// Ratio is the judge's peak over the greedy reference's.
 	Ratio float64 `json:"ratio"`
+	// JudgeMovesToTarget is how many of the judge's moves, replayed in the order they
+	// were applied, first brought the peak by this measure within the target (the
+	// greedy peak times TargetFactor): the figure to hold against the descent
+	// reference's. -1 when never.
+	JudgeMovesToTarget int `json:"judge_moves_to_target"`
 }
 
 // Round is one of the balancer's requests and what came of it.
@@ -110,9 +115,11 @@ func (r *Report) WriteText(out io.Writer) {
 		r.Batches, r.Points, r.Retries, r.HistoryFrom.Format("01-02 15:04"), r.End.Format("01-02 15:04"), r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "balancer: %d rounds, %d plans with moves, %d moves (%d distinct instances, %d skipped); ended by %s\n",
 		len(r.Rounds), r.Plans, r.Moves, r.Distinct, r.Skipped, r.EndedBy)
-	moves := fmt.Sprintf("%d (%d distinct)", r.Moves, r.Distinct)
-	r.Now.writeTable(out, fmt.Sprintf("utilisation now (%s UTC)", r.End.Format("15:04")), moves)
-	r.Day.writeTable(out, "utilisation at each wave's daily peak", moves)
+	moves := func(c Comparison) string {
+		return fmt.Sprintf("%d (%d distinct, %s to ≤ %.2f× greedy)", r.Moves, r.Distinct, toTarget(c.JudgeMovesToTarget), TargetFactor)
+	}
+	r.Now.writeTable(out, fmt.Sprintf("utilisation now (%s UTC)", r.End.Format("15:04")), moves(r.Now))
+	r.Day.writeTable(out, "utilisation at each wave's daily peak", moves(r.Day))
 	for _, p := range []struct {
 		what string
 		e    *PredictionError
@@ -145,15 +152,19 @@ func (c *Comparison) writeTable(out io.Writer, title, judgeMoves string) {
 	row("initial (round-robin)", c.Initial, "")
 	row("judge", c.Judge, judgeMoves)
 	row("greedy reference", c.Greedy, fmt.Sprintf("%d (from scratch)", c.GreedyMoves))
-	to := "never"
-	if c.Descent.MovesToTarget >= 0 {
-		to = fmt.Sprint(c.Descent.MovesToTarget)
-	}
-	row("descent reference", c.Descent.Figures, fmt.Sprintf("%d (%s to ≤ %.2f× greedy)", c.Descent.Moves, to, TargetFactor))
+	row("descent reference", c.Descent.Figures, fmt.Sprintf("%d (%s to ≤ %.2f× greedy)", c.Descent.Moves, toTarget(c.Descent.MovesToTarget), TargetFactor))
 	fmt.Fprintf(tw, "%-*s\t%s\t\t%s\t\n", nameWidth, "lower bound", pct(c.Bound.Value), strings.Repeat("\t", 2*len(c.Judge.Classes)))
 	tw.Flush()
 	fmt.Fprintf(out, "judge peak / greedy peak: %.2f×  (bound: dual %s, fluid %s, hardest instance %s)\n",
 		c.Ratio, pct(c.Bound.Dual), pct(c.Bound.Fluid), pct(c.Bound.Instance))
+}
+
+// toTarget says a count of moves to the target, or that it was never reached.
+func toTarget(n int) string {
+	if n < 0 {
+		return "never"
+	}
+	return fmt.Sprint(n)
 }
 
 // nameWidth pads the first column, which tabwriter would align right with the figures.

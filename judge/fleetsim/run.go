@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -166,13 +167,13 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 			return fmt.Errorf("fleet simulation: round %d: %w", n, err)
 		}
 		h := hourOf(at)
-		truthBefore := r.truthByNode(h)
+		truthBefore, dayBefore := r.truthByNode(atHour(h)), r.truthByNode(dayPeak)
 		a := r.s.apply(moves, at, inst, wave)
-		truthAfter := r.truthByNode(h)
+		truthAfter, dayAfter := r.truthByNode(atHour(h)), r.truthByNode(dayPeak)
 		kb, pb := predicted(raw, o.PredictedBefore)
-		before.add(kb, pb, truthBefore)
+		before.add(kb, pb, dayBefore)
 		ka, pa := predicted(raw, o.PredictedAfter)
-		after.add(ka, pa, truthAfter)
+		after.add(ka, pa, dayAfter)
 		rd := Round{N: n, At: at, Planned: len(moves), Moved: len(a.moved), Skipped: a.skipped, MovedInstances: []string{}}
 		rd.PeakBefore, rd.SpreadBefore = peakSpread(truthBefore)
 		rd.PeakAfter, rd.SpreadAfter = peakSpread(truthAfter)
@@ -221,9 +222,9 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 	return nil
 }
 
-// truthByNode is every wave's true utilisation at hour h, by node.
-func (r *runner) truthByNode(h float64) map[string]float64 {
-	u := utils(r.f, r.s.ls, atHour(h))
+// truthByNode is every wave's true utilisation by m, by node.
+func (r *runner) truthByNode(m measure) map[string]float64 {
+	u := utils(r.f, r.s.ls, m)
 	out := make(map[string]float64, len(u))
 	for w, v := range u {
 		out[r.f.Waves[w].Node] = v
@@ -249,6 +250,8 @@ func (r *runner) conclude(rep *Report) {
 	h := hourOf(rep.End)
 	rep.Now = compare(r.f, r.s.assign, atHour(h), h)
 	rep.Day = compare(r.f, r.s.assign, dayPeak, h, fluidPeakHour(r.f))
+	rep.Now.JudgeMovesToTarget = movesToTarget(r.f, r.s.moves, atHour(h), TargetFactor*rep.Now.Greedy.Peak)
+	rep.Day.JudgeMovesToTarget = movesToTarget(r.f, r.s.moves, dayPeak, TargetFactor*rep.Day.Greedy.Peak)
 	now, day := utils(r.f, r.s.ls, atHour(hourOf(rep.End))), utils(r.f, r.s.ls, dayPeak)
 	rep.Assignment = make(map[string]string, len(r.f.Instances))
 	for i, w := range r.s.assign {
@@ -257,6 +260,29 @@ func (r *runner) conclude(rep *Report) {
 	for w, wv := range r.f.Waves {
 		rep.Final = append(rep.Final, WaveResult{Node: wv.Node, Cores: wv.Cores, Speed: wv.Speed,
 			Instances: len(r.s.on[w]), Now: now[w], Day: day[w]})
+	}
+}
+
+// movesToTarget replays moves from the initial assignment and returns after how many
+// the peak by m was first at most target; -1 when never.
+func movesToTarget(f *Fleet, moves [][2]int, m measure, target float64) int {
+	assign := slices.Clone(f.Initial)
+	ls := loads(f, assign)
+	u := utils(f, ls, m)
+	for n := 0; ; n++ {
+		if slices.Max(u) <= target {
+			return n
+		}
+		if n == len(moves) {
+			return -1
+		}
+		i, to := moves[n][0], moves[n][1]
+		from := assign[i]
+		ls[from] = ls[from].minus(contrib(f.Waves[from], f.Instances[i]))
+		ls[to] = ls[to].plus(contrib(f.Waves[to], f.Instances[i]))
+		u[from] = m(ls[from]) / float64(f.Waves[from].Cores)
+		u[to] = m(ls[to]) / float64(f.Waves[to].Cores)
+		assign[i] = to
 	}
 }
 

@@ -121,8 +121,15 @@ func TestRunInProcessJudge(t *testing.T) {
 			t.Errorf("progress lacks %q", want)
 		}
 	}
-	if !strings.Contains(text.String(), "greedy reference") || !strings.Contains(text.String(), "not in its answers") {
+	if !strings.Contains(text.String(), "greedy reference") || !strings.Contains(text.String(), `predicted utilisation after the plans ("after"`) {
 		t.Errorf("the table lacks the greedy reference or the prediction line")
+	}
+	// The judge's plans predict every wave's peak of the day; the simulator holds them
+	// to the truth.
+	for _, p := range []*PredictionError{rep.PredictedBefore, rep.PredictedAfter} {
+		if p == nil || p.Plans == 0 || p.Plans > len(rep.Rounds) || p.MeanAbs <= 0 || p.MeanAbs > p.MaxAbs {
+			t.Errorf("predictions %+v, want some of the %d rounds' with a mean error within the max", p, len(rep.Rounds))
+		}
 	}
 }
 
@@ -157,6 +164,13 @@ func TestPredictedTolerant(t *testing.T) {
 	}
 	if _, _, err := decodePlan([]byte(`[]`)); err == nil {
 		t.Error("a list decoded as a plan")
+	}
+	_, rows, err := decodePlan([]byte(`{"moves":[],"model":"rows","after":{"w0":1200}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, m := predicted(rows, []string{"after"}); k != "" || m != nil {
+		t.Errorf("rows/s taken for utilisations: %q %v", k, m)
 	}
 }
 
