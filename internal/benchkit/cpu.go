@@ -1,52 +1,26 @@
 package benchkit
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // ProcessCPU is a process's CPU time so far (user + system), from /proc/<pid>/stat.
 func ProcessCPU(pid int) (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, err
 	}
-	return ParseProcStat(data)
-}
-
-// clockTick is USER_HZ, the unit of utime and stime: 100 on every Linux ABI Go runs on.
-const clockTick = 10 * time.Millisecond
-
-// ParseProcStat reads utime + stime (fields 14 and 15) from a /proc/<pid>/stat line.
-// The command name (field 2) is in parentheses and may hold spaces and ')', so fields
-// are counted from the last ')'.
-func ParseProcStat(data []byte) (time.Duration, error) {
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, errors.New("proc stat: no ')' closing the command name")
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
 	}
-	f := strings.Fields(string(data[i+1:]))
-	// f[0] is field 3 (state), so field n is f[n-3].
-	if len(f) < 13 {
-		return 0, fmt.Errorf("proc stat: %d fields after the command name, want at least 13", len(f))
-	}
-	var ticks int64
-	for _, s := range f[11:13] {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("proc stat: utime/stime %q is not a tick count", s)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * clockTick, nil
+	return time.Duration(st.CPUTime() * float64(time.Second)), nil
 }
 
 // SelfCPU is this process's CPU time so far (user + system).
@@ -101,45 +75,42 @@ func local(host string) bool {
 // /proc/net/tcp and tcp6, then the process holding a descriptor of it. It only sees
 // processes whose /proc/<pid>/fd this user may read.
 func ListenerPID(port int) (int, error) {
-	var inodes []string
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		data, err := os.ReadFile(f)
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return 0, err
+	}
+	want := map[string]bool{}
+	for _, read := range []func() (procfs.NetTCP, error){fs.NetTCP, fs.NetTCP6} {
+		lines, err := read()
 		if err != nil {
 			continue // no IPv6, say
 		}
-		inodes = append(inodes, listeningInodes(data, port)...)
+		for _, l := range lines {
+			if l.St == tcpListen && l.LocalPort == uint64(port) {
+				want[fmt.Sprintf("socket:[%d]", l.Inode)] = true
+			}
+		}
 	}
-	if len(inodes) == 0 {
+	if len(want) == 0 {
 		return 0, fmt.Errorf("no local socket listens on port %d", port)
 	}
-	want := map[string]bool{}
-	for _, in := range inodes {
-		want["socket:["+in+"]"] = true
+	procs, err := fs.AllProcs()
+	if err != nil {
+		return 0, err
 	}
-	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
-	for _, fd := range fds {
-		if l, err := os.Readlink(fd); err == nil && want[l] {
-			return strconv.Atoi(strings.Split(fd, "/")[2])
+	for _, p := range procs {
+		targets, err := p.FileDescriptorTargets()
+		if err != nil {
+			continue // a process of another user, or gone
+		}
+		for _, t := range targets {
+			if want[t] {
+				return p.PID, nil
+			}
 		}
 	}
 	return 0, fmt.Errorf("port %d listens, but no readable /proc/<pid>/fd holds its socket", port)
 }
 
-// tcpListen is the st column of a socket in the LISTEN state.
-const tcpListen = "0A"
-
-// listeningInodes returns the inodes of the sockets listening on port in the text of
-// /proc/net/tcp or tcp6 ("sl local_address rem_address st … inode …", addresses as
-// hex IP:hex port).
-func listeningInodes(data []byte, port int) []string {
-	suffix := fmt.Sprintf(":%04X", port)
-	var out []string
-	for _, line := range strings.Split(string(data), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) < 10 || f[3] != tcpListen || !strings.HasSuffix(f[1], suffix) {
-			continue
-		}
-		out = append(out, f[9])
-	}
-	return out
-}
+// tcpListen is the state of a socket in the LISTEN state (TCP_LISTEN).
+const tcpListen = 0x0A

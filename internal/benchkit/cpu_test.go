@@ -8,45 +8,26 @@ import (
 	"time"
 )
 
-func TestParseProcStat(t *testing.T) {
-	// A command name with spaces and a ')' is skipped whole; utime 250 + stime 50 ticks.
-	line := "4242 (binlake (judge) x) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 50 0 0 20 0 9 0 100 0 0\n"
-	got, err := ParseProcStat([]byte(line))
-	if err != nil || got != 3*time.Second {
-		t.Fatalf("parseProcStat = %s, %v; want 3s", got, err)
+// TestProcessCPU: this process's CPU time read from /proc grows with work, and agrees
+// with getrusage.
+func TestProcessCPU(t *testing.T) {
+	before, err := ProcessCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, bad := range []string{"", "4242 binlake S 1", "4242 (binlake) S 1 2 3", "4242 (b) S 1 2 3 4 5 6 7 8 9 10 x 50 0"} {
-		if _, err := ParseProcStat([]byte(bad)); err == nil {
-			t.Errorf("ParseProcStat(%q): no error", bad)
-		}
+	for x, start := 0, SelfCPU(); SelfCPU()-start < 50*time.Millisecond; x++ {
+		_ = x * x
 	}
-}
-
-func FuzzParseProcStat(f *testing.F) {
-	f.Add([]byte("1 (init) S 0 1 1 0 -1 4194560 1 0 0 0 7 3 0 0 20 0 1 0 5 0 0"))
-	f.Add([]byte("1 (a) b) S"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if d, err := ParseProcStat(data); err == nil && d < 0 {
-			t.Fatalf("negative CPU time %s from %q", d, data)
-		}
-	})
-}
-
-func TestListeningInodes(t *testing.T) {
-	const tcp = `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100007F:2384 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1005310 1 0000000000000000 100 0 0 10 0
-   1: 0100007F:2384 0100007F:D2A4 01 00000000:00000000 00:00000000 00000000     0        0 1005999 1 0000000000000000 20 4 30 10 -1
-   2: 00000000:12384 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 777 1 0000000000000000 100 0 0 10 0
-   3: 0100007F:0050 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 888 1 0000000000000000 100 0 0 10 0
-`
-	// Port 9092 is 2384 in hex: only the listening socket counts, not a connection on
-	// that port, nor port 0x12384 or 80.
-	got := listeningInodes([]byte(tcp), 9092)
-	if len(got) != 1 || got[0] != "1005310" {
-		t.Errorf("listeningInodes = %v, want [1005310]", got)
+	after, err := ProcessCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := listeningInodes([]byte("header only\n"), 9092); len(got) != 0 {
-		t.Errorf("listeningInodes of no socket = %v", got)
+	self := SelfCPU()
+	if after-before < 30*time.Millisecond || after > self+20*time.Millisecond {
+		t.Errorf("CPU %v → %v over 50 ms of work, getrusage %v", before, after, self)
+	}
+	if _, err := ProcessCPU(1 << 30); err == nil {
+		t.Error("ProcessCPU of no process: no error")
 	}
 }
 
