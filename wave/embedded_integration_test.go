@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,12 +22,8 @@ import (
 	"github.com/binlake/binlake/wave/sink"
 )
 
-func testLogger(t testing.TB) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
+// testLogger is the shared test logger (testenv.Logger).
+var testLogger = testenv.Logger
 
 // instanceFor defines an instance on the test MariaDB reading w's database: orders to one
 // topic, items and logs to another, and every delete also to a third.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -17,17 +16,9 @@ import (
 	"github.com/binlake/binlake/internal/testenv"
 )
 
-// testLogger shows kafka-go's warnings when a test fails (-v shows them always).
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
+// testLogger is the shared test logger (testenv.Logger).
+var testLogger = testenv.Logger
 
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
 
 // TestKafkaBusIntegration runs the conformance suite against the test broker: serial
 // handlers with the default commit interval, and per-partition handlers (the suite's

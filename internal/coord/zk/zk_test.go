@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -22,12 +20,8 @@ const testRoot = "/binlake-test"
 
 const wait = 30 * time.Second
 
-func testLogger(t testing.TB) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test", t.Name())
-	}
-	return slog.New(slog.DiscardHandler)
-}
+// testLogger is the shared test logger (testenv.Logger).
+var testLogger = testenv.Logger
 
 func open(t testing.TB, servers []string, timeout time.Duration) *Coordinator {
 	t.Helper()
