@@ -19,7 +19,6 @@ import (
 // testLogger is the shared test logger (testenv.Logger).
 var testLogger = testenv.Logger
 
-
 // TestKafkaBusIntegration runs the conformance suite against the test broker: serial
 // handlers with the default commit interval, and per-partition handlers (the suite's
 // handlers are safe for concurrent calls) with a short one. Both must keep the
