@@ -51,7 +51,7 @@ flake:
 ## test: start the test services, run every test against them, stop them unless KEEP_SERVICES=1.
 ## NORACE_TESTS run in a second pass without -race (their files say why: a simulated day
 ## of a whole fleet is too slow under the race detector).
-NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets
+NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestPlannerOnTrueCosts
 test:
 	@start=$$(date +%s); \
 	bash $(SERVICES) up || exit 1; \
