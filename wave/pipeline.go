@@ -282,7 +282,9 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 	log := w.log.With("instance", inst.ID)
 	password, err := w.opts.Password(inst.Source)
 	if err != nil {
-		return &fatalError{fmt.Errorf("source password: %w", err)}
+		// Retried, not fatal: a password file put in place is read on the next attempt
+		// without an operator having to touch the instance.
+		return err // ErrSecretMissing, naming the variable or the file
 	}
 	filter, err := NewFilter(inst.Subscriptions)
 	if err != nil {

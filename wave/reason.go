@@ -16,7 +16,8 @@ var ErrBinlogOff = errors.New("the source writes no binlog: turn log_bin on")
 // full error is in /status.
 const (
 	ReasonBinlogOff       = "binlog_off"
-	ReasonAccessDenied    = "access_denied" // a login or privilege the source refused (REPLICATION SLAVE/CLIENT)
+	ReasonAccessDenied    = "access_denied"  // a login or privilege the source refused (REPLICATION SLAVE/CLIENT)
+	ReasonSecretMissing   = "secret_missing" // the password_env variable or password_file is not on this wave's host
 	ReasonUnreachable     = "source_unreachable"
 	ReasonBinlogPurged    = "binlog_purged"
 	ReasonMessageTooLarge = "message_too_large"
@@ -31,6 +32,8 @@ func Reason(err error) string {
 	switch {
 	case err == nil:
 		return ""
+	case errors.Is(err, ErrSecretMissing):
+		return ReasonSecretMissing
 	case errors.Is(err, ErrBinlogOff):
 		return ReasonBinlogOff
 	case errors.Is(err, ErrBinlogPurged):

@@ -28,6 +28,7 @@ func TestReason(t *testing.T) {
 		{fmt.Errorf("connect: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}), ReasonUnreachable},
 		{&fatalError{fmt.Errorf("%w: x", ErrBinlogPurged)}, ReasonBinlogPurged},
 		{fmt.Errorf("commit: %w", ErrFenced), ReasonFenced},
+		{fmt.Errorf("%w: source.password_env names X, which is not set", ErrSecretMissing), ReasonSecretMissing},
 		{mysql.NewError(mysql.ER_NO_SUCH_TABLE, "no table"), ReasonOther},
 		{errors.New("capture ended"), ReasonOther},
 	} {

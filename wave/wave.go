@@ -110,8 +110,8 @@ type Options struct {
 	Balancer BalancerOptions
 	// PollInterval is how often the instance list is read. 2 s.
 	PollInterval time.Duration
-	// Password returns a source's password; by default from source.password_env or
-	// source.password_file (config.ResolveSecret), empty when neither is set.
+	// Password returns a source's password; by default SourcePassword: from
+	// source.password_env or source.password_file, empty when neither is set.
 	Password func(Source) (config.Secret, error)
 	Logger   *slog.Logger
 	// Ready, when set, is called with the bound HTTP address once the wave serves.
@@ -148,9 +148,7 @@ func (o *Options) setDefaults() error {
 	defD(&o.PollInterval, 2*time.Second)
 	o.Balancer.setDefaults()
 	if o.Password == nil {
-		o.Password = func(s Source) (config.Secret, error) {
-			return config.ResolveSecret("", s.PasswordEnv, s.PasswordFile)
-		}
+		o.Password = SourcePassword
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

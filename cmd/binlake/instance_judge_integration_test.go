@@ -131,7 +131,7 @@ func TestInstanceAddMeasuresSourceForTheJudge(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "users.yaml"), strings.ReplaceAll("id: users\n"+source+subs,
 		"password_env: BINLAKE_TEST_SOURCE_PASSWORD", "password_file: "+filepath.Join(dir, "missing"))+"")
 	out = add(filepath.Join(dir, "users.yaml"))
-	for _, want := range []string{"source binlog of " + a.Addr + " not measured (read secret: ", "the judge weighs a typical instance instead",
+	for _, want := range []string{"source binlog of " + a.Addr + " not measured (source password missing: source.password_file: read secret: open ", "the judge weighs a typical instance instead",
 		"instance users added, assigned to wave-", "(typical: no hint: the median rows/s and bytes/s of the 3 instances the waves run)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("instance add said:\n%s\nwant %q in it", out, want)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave"
@@ -37,7 +36,7 @@ func (p *judgePlacer) Place(ctx context.Context, instance string, exclude []stri
 // placement, and says on out what it measured or why it could not: the measure is a
 // hint, and placement goes on without it.
 func measureSource(ctx context.Context, src wave.Source, over time.Duration, out io.Writer) *api.WorkHint {
-	password, err := config.ResolveSecret("", src.PasswordEnv, src.PasswordFile)
+	password, err := wave.SourcePassword(src)
 	if err == nil {
 		var r wave.BinlogRate
 		if r, err = wave.MeasureBinlogRate(ctx, src, string(password), over); err == nil {

@@ -1,0 +1,30 @@
+package wave
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/binlake/binlake/internal/config"
+)
+
+// ErrSecretMissing reports a source password that its definition names but this host
+// does not have: password_env names an unset variable (one set empty is an empty
+// password), or password_file a missing, empty or unreadable file. Connecting without it would only be refused by the source
+// ("Access denied … using password: NO"), which names neither.
+var ErrSecretMissing = errors.New("source password missing")
+
+// SourcePassword reads a source's password on this host, from source.password_env or
+// source.password_file; empty when the definition names neither (a user without a
+// password). A named source that is not there is an ErrSecretMissing naming the variable
+// or the file, never a value.
+func SourcePassword(s Source) (config.Secret, error) {
+	if _, set := os.LookupEnv(s.PasswordEnv); s.PasswordEnv != "" && !set {
+		return "", fmt.Errorf("%w: source.password_env names %s, which is not set in this process's environment", ErrSecretMissing, s.PasswordEnv)
+	}
+	pw, err := config.ResolveSecret("", s.PasswordEnv, s.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("%w: source.password_file: %w", ErrSecretMissing, err)
+	}
+	return pw, nil
+}
