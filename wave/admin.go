@@ -186,6 +186,31 @@ type InstanceInfo struct {
 	LagS     *float64  `json:"lag_s,omitempty"`
 	RowsPerS *float64  `json:"rows_per_s,omitempty"`
 	Instance *Instance `json:"instance,omitempty"`
+
+	// State and Error above, Reason, Since and StateNode are what the instance's leader
+	// last recorded (RecordedStatus), StateNode being that leader.
+	Reason    string `json:"reason,omitempty"`
+	Since     string `json:"since,omitempty"`
+	StateNode string `json:"state_node,omitempty"`
+	// LastKnown: the wave that recorded the state is not live (a stopped `binlake up`, a
+	// wave that died), or another one leads the instance now (a move under way): the
+	// state is the last one known, not the current one. (A live wave that records
+	// retrying holds no leadership between its attempts: its state is current.)
+	LastKnown bool `json:"last_known,omitempty"`
+}
+
+// isLive reports whether node is a member of the waves group.
+func isLive(ctx context.Context, c coord.Coordinator, node string) (bool, error) {
+	ms, err := c.Members(ctx, GroupWaves)
+	if err != nil {
+		return false, fmt.Errorf("list waves: %w", err)
+	}
+	for _, m := range ms {
+		if m.ID == node {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // ListInstances returns the ids of all instances, sorted.
@@ -229,9 +254,14 @@ func ShowInstance(ctx context.Context, c coord.Coordinator, id string, sample ti
 		info.Leader = string(l)
 	}
 	if s, err := c.Get(ctx, instanceKey(id, "status")); err == nil {
-		var st struct{ State, Error string }
+		var st RecordedStatus
 		if json.Unmarshal(s.Data, &st) == nil {
-			info.State, info.Error = st.State, st.Error
+			info.State, info.Reason, info.Error, info.Since, info.StateNode = st.State, st.Reason, st.Error, st.Since, st.Node
+			live, err := isLive(ctx, c, st.Node)
+			if err != nil {
+				return nil, err
+			}
+			info.LastKnown = !live || (info.Leader != "" && info.Leader != st.Node)
 		}
 	}
 	p1, _, ok, err := readOffset(ctx, c, instanceKey(id, "offset"))

@@ -286,9 +286,9 @@ func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
 		s = &InstanceStatus{ID: id}
 		w.status[id] = s
 	}
-	before := s.State
+	before := *s
 	f(s)
-	if s.State != before {
+	if s.State != before.State {
 		s.Since = time.Now().UTC().Format(time.RFC3339)
 	}
 	st := *s
@@ -299,15 +299,37 @@ func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
 		w.m.instError.WithLabelValues(id).Set(0)
 	}
 	w.m.setState(st)
-	if st.State != before && (st.State == StateError || st.State == StateRunning) {
-		// Make the state visible to `binlake instance show` on any host.
-		data, _ := json.Marshal(map[string]any{"node": w.opts.Node, "state": st.State, "error": st.Error, "since": st.Since})
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := w.opts.Coord.Put(ctx, instanceKey(id, "status"), data, coord.AnyVersion); err != nil {
-			w.log.Debug("write instance status", "instance", id, "err", err)
-		}
+	changed := st.State != before.State || st.Reason != before.Reason || st.Error != before.Error
+	if changed && st.State != StateStandby {
+		w.recordStatus(id, st)
 	}
+}
+
+// recordStatus writes a state of the instance's leader (running, reconnecting, retrying
+// or error: standby is no state of the instance's, and would hide the leader's) to
+// instances/<id>/status, where `binlake instance list|show` read it on any host.
+func (w *Wave) recordStatus(id string, st InstanceStatus) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// A removed instance is not brought back as an empty node holding its status.
+	if _, err := w.opts.Coord.Get(ctx, instanceKey(id, "")); err != nil {
+		w.log.Debug("instance status not written", "instance", id, "err", err)
+		return
+	}
+	data, _ := json.Marshal(RecordedStatus{Node: w.opts.Node, State: st.State, Reason: st.Reason, Error: st.Error, Since: st.Since})
+	if _, err := w.opts.Coord.Put(ctx, instanceKey(id, "status"), data, coord.AnyVersion); err != nil {
+		w.log.Debug("write instance status", "instance", id, "err", err)
+	}
+}
+
+// RecordedStatus is the value of instances/<id>/status: the latest state its leader
+// recorded, with the error's class and when the state began.
+type RecordedStatus struct {
+	Node   string `json:"node"`
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Since  string `json:"since"`
 }
 
 // Run registers the wave, serves HTTP and runs instances until ctx ends or Close.

@@ -30,8 +30,10 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapsh
   add    -f instance.yaml [-node wave-1]   store an instance and assign it (judge placement
                                             with -judge, weighing the source's binlog bytes/s
                                             measured over -measure, else a random live wave)
-  list                                      ids, assignment, leader and state
-  show   <id> [-sample 2s] [-json]          leader, position, lag and rows/s
+  list                                      ids, assignment, leader, state (with the error's
+                                            class) and since when; "(last known)" when no
+                                            wave leads the instance now
+  show   <id> [-sample 2s] [-json]          leader, state and error, position, lag, rows/s
   remove <id>                               delete the instance, its offset and status
   move   <id> [-node wave-2]                assign to another wave (judge or random when
                                             -node is empty); the new wave resumes from
@@ -221,13 +223,14 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return json.NewEncoder(stdout).Encode(infos)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tASSIGN\tLEADER\tSTATE\tPOSITION")
+		fmt.Fprintln(tw, "ID\tASSIGN\tLEADER\tSTATE\tSINCE\tPOSITION")
+		now := time.Now()
 		for _, i := range infos {
 			pos := "-"
 			if i.Position != nil {
 				pos = i.Position.String()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", i.ID, dash(i.Assign), dash(i.Leader), dash(i.State), pos)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", i.ID, dash(i.Assign), dash(i.Leader), stateText(i), sinceText(i, now), pos)
 		}
 		return tw.Flush()
 	case "show":
@@ -243,7 +246,7 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if *asJSON {
 			return json.NewEncoder(stdout).Encode(info)
 		}
-		fmt.Fprintf(stdout, "instance  %s\nassign    %s\nleader    %s\nstate     %s\n", info.ID, dash(info.Assign), dash(info.Leader), dash(info.State))
+		fmt.Fprintf(stdout, "instance  %s\nassign    %s\nleader    %s\nstate     %s\n", info.ID, dash(info.Assign), dash(info.Leader), stateLine(info, time.Now()))
 		if info.Error != "" {
 			fmt.Fprintf(stdout, "error     %s\n", info.Error)
 		}
