@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/binlake/binlake/internal/coord"
@@ -201,16 +203,43 @@ type InstanceInfo struct {
 
 // isLive reports whether node is a member of the waves group.
 func isLive(ctx context.Context, c coord.Coordinator, node string) (bool, error) {
+	live, err := liveWaves(ctx, c)
+	return slices.Contains(live, node), err
+}
+
+// liveWaves lists the members of the waves group, sorted.
+func liveWaves(ctx context.Context, c coord.Coordinator) ([]string, error) {
 	ms, err := c.Members(ctx, GroupWaves)
 	if err != nil {
-		return false, fmt.Errorf("list waves: %w", err)
+		return nil, fmt.Errorf("list waves: %w", err)
 	}
+	ids := make([]string, 0, len(ms))
 	for _, m := range ms {
-		if m.ID == node {
-			return true, nil
-		}
+		ids = append(ids, m.ID)
 	}
-	return false, nil
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// ErrNotLive is returned by RequireLive for a wave that is not a member of the waves
+// group: an instance assigned to it runs nowhere until it starts (or, after the
+// balancer's failover grace, wherever the balancer or the election puts it).
+var ErrNotLive = errors.New("is not live")
+
+// RequireLive returns an ErrNotLive naming node and the live waves unless node is one.
+func RequireLive(ctx context.Context, c coord.Coordinator, node string) error {
+	live, err := liveWaves(ctx, c)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(live, node) {
+		return nil
+	}
+	names := "none"
+	if len(live) > 0 {
+		names = strings.Join(live, ", ")
+	}
+	return fmt.Errorf("wave %s %w (live waves: %s)", node, ErrNotLive, names)
 }
 
 // ListInstances returns the ids of all instances, sorted.

@@ -29,15 +29,19 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapsh
 
   add    -f instance.yaml [-node wave-1]   store an instance and assign it (judge placement
                                             with -judge, weighing the source's binlog bytes/s
-                                            measured over -measure, else a random live wave)
+                                            measured over -measure, else a random live wave);
+                                            says how the wave was chosen
+  add    --check -f instance.yaml           check a definition (deploy/instance.example.yaml
+                                            has every key) without connecting to anything
   list                                      ids, assignment, leader, state (with the error's
-                                            class) and since when; "(last known)" when no
-                                            wave leads the instance now
+                                            class) and since when; "(last known)" when the
+                                            wave that recorded it is gone (or another leads)
   show   <id> [-sample 2s] [-json]          leader, state and error, position, lag, rows/s
   remove <id>                               delete the instance, its offset and status
   move   <id> [-node wave-2]                assign to another wave (judge or random when
                                             -node is empty); the new wave resumes from
                                             the committed offset
+  -node must name a live wave (the error lists them); -force assigns to a wave yet to start.
   snapshot <id> [-tables db.t1,db.t2]       emit the tables' existing rows (default: every
                                             subscribed table) as "snapshot" messages while
                                             the binlog streams on; progress in show
@@ -47,11 +51,12 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapsh
 
 Coordinator flags (every subcommand): -zk host:port,… -root /binlake (with -zk-user and
 -zk-password-file when the cluster sets coordinator.auth), or -config wave.yaml
-to use that file's coordinator section (and, for rebalance, its balancer.judge), or
+to use that file's coordinator section (and, for add, move and rebalance, its
+balancer.judge when -judge is not given), or
 -data DIR for the folder of a 'binlake up' (the default, ./data, when neither -zk nor
 -config is given). up's coordinator is a single-process file that a running up holds:
 stop up (Ctrl-C) first, run binlake instance, then start up again on the same folder;
-while up runs, its wave's /status shows the instance. -judge http://judge:8080 for
+while up runs, its wave's /status shows the instance. -judge http://judge:8090 for
 placement and rebalance plans, with -judge-token-file (or BINLAKE_JUDGE_TOKEN) when the
 judge has a token.`
 
@@ -86,7 +91,8 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	judgeCAFile := fs.String("judge-ca-file", "", "the CA of the judge's certificate, for an https -judge the system does not trust")
 	judgeTokenFile := fs.String("judge-token-file", "", "file holding the judge's token, when it has one (or set "+judge.TokenEnv+")")
 	file := fs.String("f", "", "add: instance definition (YAML)")
-	node := fs.String("node", "", "add, move: the wave to assign to (skips placement)")
+	node := fs.String("node", "", "add, move: the wave to assign to (skips placement); it must be live")
+	force := fs.Bool("force", false, "add, move: assign to a -node that is not live (a wave yet to start); until it is, a running balancer places the instance elsewhere after its failover grace")
 	sample := fs.Duration("sample", 2*time.Second, "show: how long to watch the offset for rows/s (0 to skip)")
 	asJSON := fs.Bool("json", false, "show, list: print JSON")
 	apply := fs.Bool("apply", false, "rebalance: have the balancer execute the plan")
@@ -112,6 +118,7 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("instance %s: give one of -data, -zk and -config", sub)
 	}
 
+	judgeFrom := "-judge" // where the judge's URL came from, for saying how a wave was chosen
 	cc := config.Coordinator{Kind: config.CoordZK, Root: *root, SessionTimeout: config.Duration(10 * time.Second)}
 	switch {
 	case *cfgPath != "":
@@ -120,8 +127,8 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		cc = cfg.Coordinator
-		if *judgeURL == "" && sub == "rebalance" {
-			*judgeURL = cfg.Balancer.Judge
+		if *judgeURL == "" && (sub == "rebalance" || sub == "add" || sub == "move") {
+			*judgeURL, judgeFrom = cfg.Balancer.Judge, "balancer.judge of "+*cfgPath
 			if *judgeTokenFile == "" {
 				*judgeTokenFile = cfg.Balancer.JudgeTokenFile
 			}
@@ -190,6 +197,9 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := config.Load(*file, &inst); err != nil {
 			return err
 		}
+		if err := requireLiveNode(cctx, c, sub, *node, *force); err != nil {
+			return err
+		}
 		if jp != nil && *node == "" && *measure > 0 && inst.Validate() == nil {
 			jp.expected = measureSource(cctx, inst.Source, *measure, stdout)
 		}
@@ -198,13 +208,7 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 		fmt.Fprintf(stdout, "instance %s added, assigned to %s\n", inst.ID, n)
-		switch {
-		case *node != "":
-		case jp != nil && jp.answer != nil:
-			fmt.Fprintln(stdout, describePlacement(jp.answer))
-		case jp == nil:
-			fmt.Fprintln(stdout, "chosen at random among the live waves (no -judge)")
-		}
+		sayHowChosen(cctx, stdout, c, n, *node != "", jp, *judgeURL, judgeFrom, *cfgPath)
 	case "list":
 		ids, err := wave.ListInstances(cctx, c)
 		if err != nil {
@@ -286,11 +290,15 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := needID(); err != nil {
 			return err
 		}
+		if err := requireLiveNode(cctx, c, sub, *node, *force); err != nil {
+			return err
+		}
 		n, err := wave.MoveInstance(cctx, c, id, *node, placer)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "instance %s assigned to %s\n", id, n)
+		sayHowChosen(cctx, stdout, c, n, *node != "", jp, *judgeURL, judgeFrom, *cfgPath)
 	case "snapshot":
 		if err := needID(); err != nil {
 			return err

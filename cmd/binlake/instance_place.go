@@ -66,7 +66,7 @@ func humanBytes(b float64) string {
 // instance and what it costs there; with another, its score.
 func describePlacement(ans *api.PlacementAnswer) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "chosen by the judge's %s algorithm among %d candidates", ans.Algorithm, ans.Candidates)
+	fmt.Fprintf(&b, "chosen by the judge's %s algorithm among %d candidate%s", ans.Algorithm, ans.Candidates, map[bool]string{true: "s"}[ans.Candidates != 1])
 	var s *api.Score
 	for i := range ans.Scores {
 		if ans.Scores[i].Node == ans.Node {

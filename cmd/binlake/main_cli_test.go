@@ -292,10 +292,15 @@ func TestInstanceOnUpDataFolder(t *testing.T) {
 	if !strings.Contains(out.String(), "source    root@127.0.0.1:3307 (mariadb") {
 		t.Fatalf("instance show:\n%s", out.String())
 	}
-	// A change is saved for up's next start.
+	// A change is saved for up's next start. No wave is live while up is stopped: a
+	// -node is refused, saying so, unless -force.
 	out.Reset()
-	if err := run(context.Background(), []string{"instance", "move", InstanceID, "-node", "other-host", "-data", dir}, &out, &errOut); err != nil {
-		t.Fatalf("instance move: %v", err)
+	err = run(context.Background(), []string{"instance", "move", InstanceID, "-node", "other-host", "-data", dir}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "wave other-host is not live (live waves: none)") {
+		t.Fatalf("instance move -node other-host on a stopped up: %v, want it refused", err)
+	}
+	if err := run(context.Background(), []string{"instance", "move", InstanceID, "-node", "other-host", "-force", "-data", dir}, &out, &errOut); err != nil {
+		t.Fatalf("instance move -force: %v", err)
 	}
 	out.Reset()
 	if err := run(context.Background(), []string{"instance", "list", "-data", dir}, &out, &errOut); err != nil || !strings.Contains(out.String(), "other-host") {
