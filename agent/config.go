@@ -149,7 +149,7 @@ func (c *Config) Validate() error {
 		h := c.Sink.HTTP
 		u, err := url.Parse(h.URL)
 		if h.URL == "" {
-			bad("sink.http.url", "required when sink.kind is http (e.g. http://judge:8080/v1/metrics)")
+			bad("sink.http.url", "required when sink.kind is http (e.g. http://judge:8090/v1/metrics)")
 		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("sink.http.url", "%q is not an http(s) URL", redactURL(h.URL))
 		} else if u.User != nil {

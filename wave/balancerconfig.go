@@ -41,7 +41,7 @@ func (b *BalancerConfig) Validate() error {
 	if b.Judge != "" {
 		u, err := url.Parse(b.Judge)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("field \"balancer.judge\": %q: want the judge's base URL, such as http://judge:8080", b.Judge)
+			return fmt.Errorf("field \"balancer.judge\": %q: want the judge's base URL, such as http://judge:8090", b.Judge)
 		}
 	}
 	if b.JudgeCAFile != "" {

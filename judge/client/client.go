@@ -31,7 +31,7 @@ const (
 
 // Client is a judge's API at URL.
 type Client struct {
-	URL string // base URL, e.g. http://judge:8080
+	URL string // base URL, e.g. http://judge:8090
 	// Token, when set, is sent as "Authorization: Bearer <token>": a judge with a token
 	// requires it on its POST endpoints.
 	Token config.Secret
