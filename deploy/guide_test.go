@@ -72,7 +72,9 @@ func freePort(t *testing.T) string {
 //   - sudoedit FILES: each file must be installed; the test makes the edits the section's
 //     table names (ZooKeeper, Kafka, the Elasticsearch store, a node name, topics, groups
 //     and free ports of its own, so that it shares the test services with other tests).
-//   - binlake ROLE --check …: runs, as written, on the staged files: exit 0.
+//   - cp /FILE NAME: the installed file is copied into the folder the commands run in.
+//   - binlake ROLE --check …, binlake instance add --check -f NAME: runs, as written, on
+//     the staged files (NAME in that folder): exit 0, "… is valid".
 //   - systemctl enable --now UNITS: each unit must be installed; with the test services
 //     (ZooKeeper, Kafka, Elasticsearch) each unit's ExecStart runs, on the staged files, in
 //     a working directory of its own, until /healthz answers 200 on every one and the
@@ -84,6 +86,7 @@ func TestGuideWalk(t *testing.T) {
 	full, agent := binaries(t)
 	path, calls := fakeTools(t)
 	root := t.TempDir() // the machine's /
+	work := t.TempDir() // the folder the guide's commands run in (cp's copies land here)
 	id := fmt.Sprintf("guide-%d", time.Now().UnixNano())
 
 	// The services, where they run here; the shipped defaults otherwise (then the configs
@@ -192,9 +195,21 @@ func TestGuideWalk(t *testing.T) {
 				}
 				delete(edits, f)
 			}
+		case "cp":
+			// A file of the install copied into the user's folder (an example to edit).
+			if len(w) != 3 || !strings.HasPrefix(w[1], "/") || strings.HasPrefix(w[2], "/") {
+				t.Fatalf("%s: TestGuideWalk knows cp /installed/file local-name only", line)
+			}
+			b, err := os.ReadFile(root + w[1])
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			if err := os.WriteFile(filepath.Join(work, w[2]), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
 		case "binlake", "binlake-agent":
 			argv := append([]string{root + "/usr/local/bin/" + w[0]}, staged(root, w[1:])...)
-			res := runIn(t, "", argv...)
+			res := runIn(t, work, argv...)
 			if res.code != 0 || !regexp.MustCompile(` (is|are) valid`).MatchString(res.stdout) {
 				t.Fatalf("%s:\n%s", line, res)
 			}

@@ -211,6 +211,11 @@ examples=("$here"/*.example.yaml)
 [[ ${#examples[@]} -gt 0 ]] || die "no example configs in $here"
 for src in "${examples[@]}"; do
 	name=$(basename "$src" .example.yaml)
+	if [[ $name == instance ]]; then
+		# A definition for binlake instance add, not a role's config: no unit reads it.
+		put "$src" "$DESTDIR$sharedir/examples/$name.example.yaml" 0644
+		continue
+	fi
 	starter=$here/$name.yaml
 	[[ -f $starter ]] || starter=$src
 	config "$starter" "$DESTDIR$confdir/$name.yaml"

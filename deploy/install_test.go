@@ -95,6 +95,20 @@ func exampleNames(t *testing.T) []string {
 	return names
 }
 
+// configNames lists the examples that install.sh installs as /etc/binlake/<name>.yaml:
+// all but instance.example.yaml, a definition for binlake instance add that no unit reads
+// (installed among the examples only).
+func configNames(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	for _, n := range exampleNames(t) {
+		if n != "instance" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
 // installedFrom names the file install.sh installs as <name>.yaml: the starter
 // <name>.yaml where there is one (the alarm's), else the example.
 func installedFrom(name string) string {
@@ -199,8 +213,10 @@ func TestInstallTree(t *testing.T) {
 			for _, r := range roles {
 				want[tc.unitdir+"/binlake-"+r+".service"] = 0o644
 			}
-			for _, n := range exampleNames(t) {
+			for _, n := range configNames(t) {
 				want[tc.sysconf+"/binlake/"+n+".yaml"] = 0o640
+			}
+			for _, n := range exampleNames(t) {
 				want[tc.prefix+"/share/binlake/examples/"+n+".example.yaml"] = 0o644
 			}
 			for f, mode := range want {
@@ -218,8 +234,10 @@ func TestInstallTree(t *testing.T) {
 			if info, err := os.Stat(dest + tc.sysconf + "/binlake"); err != nil || info.Mode().Perm() != 0o750 {
 				t.Errorf("config folder: %v, mode %v; want 0750", err, info.Mode().Perm())
 			}
-			for _, n := range exampleNames(t) {
+			for _, n := range configNames(t) {
 				sameFile(t, installedFrom(n), dest+tc.sysconf+"/binlake/"+n+".yaml")
+			}
+			for _, n := range exampleNames(t) {
 				sameFile(t, n+".example.yaml", dest+tc.prefix+"/share/binlake/examples/"+n+".example.yaml")
 			}
 
@@ -584,7 +602,7 @@ func TestInstallSystem(t *testing.T) {
 	want.WriteString("useradd --system --gid binlake --home-dir /var/lib/binlake --no-create-home --shell /usr/sbin/nologin --comment BinLake services binlake\n")
 	want.WriteString("getent group binlake\n")
 	fmt.Fprintf(&want, "chown root:binlake %s/etc/binlake\n", root)
-	for _, n := range exampleNames(t) {
+	for _, n := range configNames(t) {
 		fmt.Fprintf(&want, "chown root:binlake %s/etc/binlake/%s.yaml\n", root, n)
 	}
 	want.WriteString(reload)

@@ -91,6 +91,7 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	judgeCAFile := fs.String("judge-ca-file", "", "the CA of the judge's certificate, for an https -judge the system does not trust")
 	judgeTokenFile := fs.String("judge-token-file", "", "file holding the judge's token, when it has one (or set "+judge.TokenEnv+")")
 	file := fs.String("f", "", "add: instance definition (YAML)")
+	check := fs.Bool("check", false, "add: check the -f definition (every key and value) and exit, connecting to nothing")
 	node := fs.String("node", "", "add, move: the wave to assign to (skips placement); it must be live")
 	force := fs.Bool("force", false, "add, move: assign to a -node that is not live (a wave yet to start); until it is, a running balancer places the instance elsewhere after its failover grace")
 	sample := fs.Duration("sample", 2*time.Second, "show: how long to watch the offset for rows/s (0 to skip)")
@@ -118,6 +119,12 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("instance %s: give one of -data, -zk and -config", sub)
 	}
 
+	if *check {
+		if sub != "add" {
+			return fmt.Errorf("instance %s: --check is for instance add", sub)
+		}
+		return checkInstanceFile(*file, stdout)
+	}
 	judgeFrom := "-judge" // where the judge's URL came from, for saying how a wave was chosen
 	cc := config.Coordinator{Kind: config.CoordZK, Root: *root, SessionTimeout: config.Duration(10 * time.Second)}
 	switch {

@@ -60,7 +60,7 @@ const (
 //     placement answers this host, nodes lists it live, alerts is {"alerts":[…]}.
 //   - At the end the last up gets SIGINT and must exit 0.
 //
-// Many machines: the install, sudoedit, --check and systemctl lines must be commands of
+// Many machines: the install, sudoedit, cp, --check and systemctl lines must be commands of
 // deploy/README.md's Install section word for word, which deploy's TestGuideWalk runs
 // on a staged install against the test services. The `binlake instance` lines need a
 // ZooKeeper and a judge with waves (TestInstanceAddAsksJudgeWithToken,
@@ -248,6 +248,9 @@ func instanceHelp(t *testing.T, bin, line string, words []string) {
 		"snapshot":  "wave's TestSnapshotRequestIntegration",
 		"rebalance": "TestInstanceRebalanceDryRun",
 	}[sub]
+	if sub == "add" && slices.Contains(words, "-config") {
+		proof = "TestInstanceAddConfigUsesBalancerJudge"
+	}
 	if proof == "" {
 		t.Fatalf("%q: TestReadmeWalk knows no test that runs binlake instance %s on a cluster: add one", line, sub)
 	}

@@ -1,0 +1,59 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// TestInstanceAddCheck: `binlake instance add --check -f FILE` accepts the shipped
+// deploy/instance.example.yaml, saying what it defines and where the waves read the
+// password; refuses a misspelt key and a bad value naming the file, the line or the key;
+// and connects to nothing (no coordinator is given, and none is opened).
+func TestInstanceAddCheck(t *testing.T) {
+	example, err := filepath.Abs("../../deploy/instance.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // no ./data here: a check that opened up's coordinator would fail
+	check := func(file string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := runInstance(context.Background(), []string{"add", "--check", "-f", file}, &out, &errOut)
+		return out.String(), err
+	}
+	out, err := check(example)
+	want := example + " is valid: instance orders, source repl@127.0.0.1:3306 (mysql, server id 10001), 1 subscription(s); each wave reads the password from its environment variable BINLAKE_ORDERS_PASSWORD\n"
+	if err != nil || out != want {
+		t.Fatalf("--check on the example: %v\n%s\nwant:\n%s", err, out, want)
+	}
+	t.Logf("binlake instance add --check -f %s:\n%s", example, out)
+
+	b, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := 1 + bytes.Count(b[:bytes.Index(b, []byte("\n  password_env:"))+1], []byte("\n"))
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"misspelt key", "  password_env:", "  pasword_env:", "typo.yaml:" + strconv.Itoa(line) + `: unknown key "source.pasword_env" (under source: addr, user, password_env, password_file, flavor, server_id)`},
+		{"bad value", "flavor: mysql", "flavor: postgres", `typo.yaml: source.flavor "postgres": want mysql or mariadb`},
+	} {
+		bad := filepath.Join(t.TempDir(), "typo.yaml")
+		edited := bytes.Replace(b, []byte(tc.from), []byte(tc.to), 1)
+		if bytes.Equal(edited, b) {
+			t.Fatalf("%s: the example has no %q", tc.name, tc.from)
+		}
+		writeFile(t, bad, string(edited))
+		out, err := check(bad)
+		if err == nil || err.Error() != filepath.Dir(bad)+"/"+tc.want {
+			t.Errorf("%s: %v (%s), want the error %q", tc.name, err, out, tc.want)
+		}
+	}
+	if left, _ := os.ReadDir("."); len(left) != 0 {
+		t.Errorf("--check left %v in its working directory", left)
+	}
+}
