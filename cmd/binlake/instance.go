@@ -41,13 +41,15 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapsh
   move   <id> [-node wave-2]                assign to another wave (judge or random when
                                             -node is empty); the new wave resumes from
                                             the committed offset
-  -node must name a live wave (the error lists them); -force assigns to a wave yet to start.
   snapshot <id> [-tables db.t1,db.t2]       emit the tables' existing rows (default: every
                                             subscribed table) as "snapshot" messages while
                                             the binlog streams on; progress in show
   rebalance [-apply] [-wait 30m] [-json]    the judge's plan to even the waves' load (a
                                             dry run); -apply has the cluster's balancer
                                             execute it one move at a time, followed here
+
+add and move -node must name a live wave (the error lists them); -force assigns to a wave
+yet to start.
 
 Coordinator flags (every subcommand): -zk host:port,… -root /binlake (with -zk-user and
 -zk-password-file when the cluster sets coordinator.auth), or -config wave.yaml
