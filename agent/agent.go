@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,14 @@ const (
 	CollectSeconds  = "agent.collect_seconds"  // how long this tick's collection took
 	RSSBytes        = "agent.rss_bytes"        // the agent's own resident memory
 )
+
+// PointNames returns every point name an agent can send, sorted: its collectors' (each
+// declares them, collector.Factory.Emits) and its own.
+func PointNames() []string {
+	names := append(collector.Emitted(), BufferLen, DroppedBatches, CollectorErrors, CollectSeconds, RSSBytes)
+	slices.Sort(names)
+	return slices.Compact(names)
+}
 
 // Options configures an Agent.
 type Options struct {

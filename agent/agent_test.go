@@ -346,6 +346,7 @@ func TestMemoryBus(t *testing.T) {
 		last = map[string]bool{}
 		for _, p := range batch.Points {
 			last[p.Name] = true
+			require.Contains(t, PointNames(), p.Name, "every name an agent sends is in PointNames")
 		}
 		// cpu.util needs two samples at least a jiffy apart: wait for the batch that has it.
 		for _, n := range want {

@@ -13,26 +13,12 @@ import (
 	"testing"
 
 	"github.com/binlake/binlake/agent"
-	"github.com/binlake/binlake/agent/collector/host"
-	"github.com/binlake/binlake/agent/collector/process"
-	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store/elastic"
 )
 
-// emittedNames are the point names the agent sends. The agent has no single list, so it
-// is built here from the constants its parts use: the canonical names (internal/metric,
-// host and wave collectors), the host collector's extra names, the process collector's
-// and the agent's own. A constant added there and used by a dashboard must be added here.
-var emittedNames = []string{
-	metric.CPUUtil, metric.Load1, metric.Load5, metric.Load15, metric.MemUsedPct,
-	metric.NetRxBps, metric.NetTxBps, metric.DiskUsedPct, metric.GoHeapBytes,
-	metric.GoGCPauseP99, metric.GoGoroutines, metric.WaveTPS, metric.WaveInstances,
-	metric.WaveLagSeconds, metric.WavePublishErrs, metric.WaveClusterLoad,
-	host.MemTotalBytes, host.MemAvailBytes, host.SwapUsedPct, host.SwapUsedBytes,
-	host.DiskReadBps, host.DiskWriteBps, host.DiskReadIOPS, host.DiskWriteIOPS,
-	process.Count, process.RSSBytes, process.CPUPct,
-	agent.BufferLen, agent.DroppedBatches, agent.CollectorErrors, agent.CollectSeconds, agent.RSSBytes,
-}
+// emittedNames are the point names the agent sends: its collectors' declared names and
+// its own (each collector's test checks what it sends against its declaration).
+var emittedNames = agent.PointNames()
 
 // emittedLabels are the label keys the collectors put on points (unexported literals in
 // agent/collector/*: host cpu, iface, mount, device; wave instance; process process).

@@ -41,6 +41,10 @@ type Factory struct {
 	Config func() any
 	// New builds the collector from the decoded config (the value Config returned).
 	New func(cfg any, env Env) (Collector, error)
+	// Emits are the point names the collector can send, whatever its config (its tests
+	// check what it collects against them): what `binlake alarm --check` takes for
+	// known names when it warns about a policy's metric.
+	Emits []string
 }
 
 // registry holds the factories by name. The package keeps one (std) that the collectors'
@@ -62,6 +66,10 @@ func Lookup(name string) (Factory, error) { return std.lookup(name) }
 
 // Names returns the registered names, sorted.
 func Names() []string { return std.names() }
+
+// Emitted returns the point names the registered collectors can send (their Emits),
+// sorted, each once.
+func Emitted() []string { return std.emitted() }
 
 func (r *registry) register(name string, f Factory) {
 	if name == "" || f.Config == nil || f.New == nil {
@@ -94,4 +102,21 @@ func (r *registry) names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+func (r *registry) emitted() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range r.factories {
+		for _, n := range f.Emits {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -2,7 +2,10 @@
 // (topic "binlake.metrics", key = node id), with a strict, size-bounded JSON codec.
 package metric
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Topic is the bus topic that carries metric batches.
 const Topic = "binlake.metrics"
@@ -50,6 +53,19 @@ const (
 	// (unlabelled; the balancer wave's node only). The capacity alert watches it.
 	WaveClusterUtil = "wave.cluster_utilisation"
 )
+
+// CanonicalNames returns the canonical point names above, sorted: what a policy or a
+// dashboard may rely on whatever the agents' configuration.
+func CanonicalNames() []string {
+	names := []string{
+		CPUCores, CPUUtil, GoGCPauseP99, GoGoroutines, GoHeapBytes, Load1, Load15, Load5,
+		MemUsedPct, NetRxBps, NetTxBps, DiskUsedPct, WaveBytesPerS, WaveCPUCores,
+		WaveClusterLoad, WaveClusterUtil, WaveInstanceRunning, WaveInstances,
+		WaveLagSeconds, WavePublishErrs, WaveTPS,
+	}
+	slices.Sort(names)
+	return names
+}
 
 // Batch is what one agent sends per tick.
 type Batch struct {

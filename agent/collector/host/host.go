@@ -66,12 +66,20 @@ const (
 	defaultMountSkip  = `^/(dev|proc|run/credentials/.+|sys|var/lib/docker/.+|var/lib/containers/storage/.+|var/lib/kubelet/.+|snap/.+)($|/)`
 )
 
+// Points are the names the collector sends.
+var Points = []string{
+	metric.CPUUtil, metric.CPUCores, metric.Load1, metric.Load5, Load15, metric.MemUsedPct,
+	MemTotalBytes, MemAvailBytes, SwapUsedPct, SwapUsedBytes, metric.NetRxBps, metric.NetTxBps,
+	metric.DiskUsedPct, DiskReadBps, DiskWriteBps, DiskReadIOPS, DiskWriteIOPS,
+}
+
 func init() {
 	collector.Register(Name, collector.Factory{
 		Config: func() any { return DefaultConfig() },
 		New: func(cfg any, _ collector.Env) (collector.Collector, error) {
 			return New(*cfg.(*Config))
 		},
+		Emits: Points,
 	})
 }
 

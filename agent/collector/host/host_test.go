@@ -81,6 +81,9 @@ func TestHostGolden(t *testing.T) {
 			second, err := c.Collect(ctx)
 			require.NoError(t, err)
 			golden(t, tc.name+"_tick1", second)
+			for _, p := range append(first, second...) {
+				require.Contains(t, Points, p.Name, "a name the collector sends is in Points (its factory's Emits)")
+			}
 		})
 	}
 }

@@ -36,6 +36,9 @@ const (
 	CPUPct   = "process.cpu_pct"
 )
 
+// Points are the names the collector sends.
+var Points = []string{Count, RSSBytes, CPUPct}
+
 // userHZ is the unit of the times in /proc/PID/stat. The kernel fixes USER_HZ at 100
 // for user space on every mainstream architecture, whatever CONFIG_HZ is; sysconf
 // (_SC_CLK_TCK) returns the same constant.
@@ -47,6 +50,7 @@ func init() {
 		New: func(cfg any, _ collector.Env) (collector.Collector, error) {
 			return New(*cfg.(*Config))
 		},
+		Emits: Points,
 	})
 }
 

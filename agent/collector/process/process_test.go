@@ -60,6 +60,9 @@ func TestProcessByCmdline(t *testing.T) {
 	require.Equal(t, 90000.0*1024, second[1].Value)
 	require.Equal(t, CPUPct, second[2].Name)
 	require.InDelta(t, 30.0, second[2].Value, 1e-9)
+	for _, p := range second {
+		require.Contains(t, Points, p.Name, "a name the collector sends is in Points (its factory's Emits)")
+	}
 }
 
 func TestProcessByNameSumsAndRestarts(t *testing.T) {

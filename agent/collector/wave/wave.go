@@ -123,12 +123,20 @@ const DefaultURL = "http://127.0.0.1:8091/metrics"
 // maxBody bounds a scrape: a wave's exposition is a few tens of KiB.
 const maxBody = 16 << 20
 
+// Points are the names the collector sends.
+var Points = []string{
+	metric.GoHeapBytes, metric.GoGoroutines, metric.GoGCPauseP99, metric.WaveTPS, metric.WaveBytesPerS,
+	metric.WaveCPUCores, metric.WaveInstances, metric.WaveLagSeconds, metric.WavePublishErrs,
+	metric.WaveInstanceRunning, metric.WaveClusterUtil, metric.WaveClusterLoad,
+}
+
 func init() {
 	collector.Register(Name, collector.Factory{
 		Config: func() any { return DefaultConfig() },
 		New: func(cfg any, _ collector.Env) (collector.Collector, error) {
 			return New(*cfg.(*Config))
 		},
+		Emits: Points,
 	})
 }
 

@@ -427,3 +427,46 @@ func TestWaveClusterLoadFromClientGolang(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, has(pts, metric.WaveClusterLoad))
 }
+
+// TestWavePointsDeclared: a wave exposing every series the contract names (the balancer's
+// too) yields, over two scrapes, exactly the names of Points, which the collector's
+// factory declares (collector.Factory.Emits) for `binlake alarm --check`.
+func TestWavePointsDeclared(t *testing.T) {
+	goc := collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)}))
+	w := newFakeWave(t, goc)
+	running := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricInstanceRunning, Help: "running"}, []string{LabelInstance, "state", "reason"})
+	leader := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricBalancerLeader, Help: "leader"})
+	load := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricClusterMeanLoad, Help: "mean load"})
+	util := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricClusterMeanUtil, Help: "mean utilisation"})
+	w.reg.MustRegister(running, leader, load, util)
+	running.WithLabelValues("orders", "running", "").Set(1)
+	leader.Set(1)
+	load.Set(100)
+	util.Set(0.4)
+	w.rows.WithLabelValues("orders").Add(10)
+	w.bytes.WithLabelValues("orders").Add(100)
+	w.errs.WithLabelValues("orders").Add(1)
+	w.lag.WithLabelValues("orders").Set(1)
+	w.led.Set(1)
+	w.cpu.Add(1)
+	c, now := newCollector(t, w.srv.URL+"/metrics")
+	first, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	w.rows.WithLabelValues("orders").Add(10)
+	w.bytes.WithLabelValues("orders").Add(100)
+	w.errs.WithLabelValues("orders").Add(1)
+	w.cpu.Add(1)
+	*now = now.Add(10 * time.Second)
+	second, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	got := map[string]bool{}
+	for _, p := range append(first, second...) {
+		got[p.Name] = true
+	}
+	names := make([]string, 0, len(got))
+	for n := range got {
+		names = append(names, n)
+	}
+	require.ElementsMatch(t, Points, names)
+}
