@@ -78,6 +78,14 @@ type EngineOptions struct {
 	ExternalURL     string
 	Now             func() time.Time
 	Logger          *slog.Logger
+	// OnAlert, when set, is called as an alert fires (status firing, StartsAt set) and as
+	// it resolves (status resolved, EndsAt set), with the alert as a notification carries
+	// it, its annotations rendered with its value then; whether a notification goes out
+	// (silences, inhibition, grouping) does not matter. An alert continued from the
+	// notification log is not reported again. It runs under the alert's shard lock and
+	// must neither block nor call the engine: `binlake alarm test` records a replay's
+	// alerts with it (Replay).
+	OnAlert func(notify.Alert)
 	// Hooks for the metrics; each may be nil.
 	OnEvaluations func(n int)
 	OnLogError    func()

@@ -339,6 +339,9 @@ func (sh *shard) step(a *alertState, active bool, value float64, now time.Time) 
 			sh.setState(a, StateResolved)
 			a.resolvedAt, a.resolvedTS = now, a.evidenceTS()
 			a.sendResolved = true
+			if on := sh.e.o.OnAlert; on != nil {
+				on(sh.e.notifyAlert(a, notify.StatusResolved))
+			}
 		}
 	}
 }
@@ -350,6 +353,9 @@ func (sh *shard) fire(a *alertState, now time.Time) {
 	a.claimAt, a.holdUntil = time.Time{}, time.Time{}
 	a.resolvedAt = time.Time{}
 	a.sendResolved = false
+	if on := sh.e.o.OnAlert; on != nil {
+		on(sh.e.notifyAlert(a, notify.StatusFiring))
+	}
 }
 
 // process decides the notifications of the given alerts and drops finished ones; what
