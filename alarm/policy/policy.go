@@ -102,6 +102,8 @@ type Policy struct {
 	// DefaultGroupBy unless the policy sets group_by; [GroupAll] groups by every label.
 	GroupBy []string
 	Line    int // where the policy starts in its file, for messages
+	// MetricLine is the line of its metric key (Line when it has none).
+	MetricLine int
 }
 
 // MatchNode reports whether the policy applies to a node.
@@ -210,7 +212,7 @@ func Parse(r io.Reader, name string) ([]*Policy, error) {
 				Msg: fmt.Sprintf("duplicate policy name %q (also policies[%d])", p.Name, j)}
 		}
 		seen[p.Name] = i
-		p.Line = ln.start
+		p.Line, p.MetricLine = ln.start, ln.field("metric")
 		out = append(out, p)
 	}
 	return out, nil
