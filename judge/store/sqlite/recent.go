@@ -25,8 +25,15 @@ type recentIndex struct {
 	newest    int64              // the newest time written to recent
 }
 
-// load reads the table and the watermark; at Open, before any other use.
-func (ri *recentIndex) load(ctx context.Context, db *sql.DB) error {
+// querier is a connection pool or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// load reads the table and the watermark; at Open, before any other use (or, for a
+// Reader, into an index of its own within the read's transaction).
+func (ri *recentIndex) load(ctx context.Context, db querier) error {
 	ri.bySeries = map[int64][]sample{}
 	if err := db.QueryRowContext(ctx, `SELECT ms FROM watermark`).Scan(&ri.watermark); err != nil {
 		return fmt.Errorf("read watermark: %w", err)

@@ -42,25 +42,32 @@ func (s *Store) Scan(ctx context.Context, from, to time.Time, fn func([]store.Po
 		return nil
 	}
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		sc := scanner{tx: tx, fn: fn, out: make([]store.Point, 0, scanChunk)}
 		s.recent.mu.RLock()
-		sc.recent = s.recent.inRange(lo, hi)
-		// The transaction's first read fixes the state it sees: one with no change
-		// after the copy above.
-		err := sc.loadSeries(ctx)
-		s.recent.mu.RUnlock()
-		if err != nil {
-			return err
-		}
-		if err := sc.buckets(ctx, lo, hi); err != nil {
-			return err
-		}
-		return sc.flush()
+		recent := s.recent.inRange(lo, hi)
+		// The transaction's first read (of the series, in scan) fixes the state it
+		// sees: one with no change after the copy above.
+		return scan(ctx, tx, recent, lo, hi, fn, s.recent.mu.RUnlock)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite store: scan: %w", err)
 	}
 	return nil
+}
+
+// scan delivers the points of [lo, hi) of chunks, read through tx, and of recent (that
+// range of recent's points, in time order). fixed is called once the transaction's first
+// read fixed the state it sees.
+func scan(ctx context.Context, tx *sql.Tx, recent []scanPoint, lo, hi int64, fn func([]store.Point) error, fixed func()) error {
+	sc := scanner{tx: tx, fn: fn, out: make([]store.Point, 0, scanChunk), recent: recent}
+	err := sc.loadSeries(ctx)
+	fixed()
+	if err != nil {
+		return err
+	}
+	if err := sc.buckets(ctx, lo, hi); err != nil {
+		return err
+	}
+	return sc.flush()
 }
 
 // scanner hands points to fn, scanChunk at a time.
