@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
@@ -17,7 +16,6 @@ import (
 	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/store"
-	"github.com/binlake/binlake/judge/store/elastic"
 	"github.com/binlake/binlake/judge/store/sqlite"
 )
 
@@ -96,23 +94,11 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		st, storeDesc = s, "sqlite "+path
 	case judge.StoreElastic:
-		e := cfg.Store.Elastic
-		pw, key, err := cfg.ElasticCredentials()
-		if err != nil {
-			return fmt.Errorf("%s: %w", *cfgPath, err)
-		}
-		esCfg, err := elastic.Conn{Addresses: e.Addresses, CAFile: e.CAFile, Username: e.Username, Password: pw, APIKey: key}.ClientConfig()
+		s, desc, err := elasticStore(cfg, *cfgPath, logger)
 		if err != nil {
 			return err
 		}
-		s, err := elastic.New(elastic.Options{
-			Config: esCfg,
-			Prefix: e.Prefix, Replicas: e.Replicas, RefreshInterval: e.RefreshInterval.D(), Logger: logger,
-		})
-		if err != nil {
-			return err
-		}
-		st, storeDesc = s, "elastic "+strings.Join(e.Addresses, ",")
+		st, storeDesc = s, desc
 	}
 	defer st.Close()
 
