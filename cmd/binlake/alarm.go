@@ -17,6 +17,9 @@ import (
 )
 
 func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "test" {
+		return runAlarmTest(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("alarm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "/etc/binlake/alarm.yaml", "alarm config file (see deploy/alarm.example.yaml)")
@@ -29,7 +32,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&shutdown, "shutdown-timeout", "how long stopping may take after SIGTERM or Ctrl-C: the notification log writes, the "+
 		"notifications still grouped or queued; what is left then is handed back to the log for another alarm process and logged")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: binlake alarm [flags]\n\nEvaluates alert policies over the metric stream and notifies channels.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: binlake alarm [flags]\n       binlake alarm test -policies FILE [flags]  (try policies on stored or recorded history: binlake alarm test -h)\n\nEvaluates alert policies over the metric stream and notifies channels.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {

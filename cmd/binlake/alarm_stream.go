@@ -1,0 +1,74 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// readStream reads a recorded metric stream: one metric batch per line, as the agents
+// send them (the JSON of internal/metric, which the bus's binlake.metrics messages and
+// the judge's POST /v1/metrics carry: `kcat -C -t binlake.metrics -e` writes such a
+// file), blank lines skipped. Each line is decoded as strictly as the alarm decodes the
+// bus's batches; a bad one is an error naming the file and the line. The batches come
+// back in time order (a stream read from several partitions interleaves nodes), those
+// outside [from, to) left out (a zero from or to bounds nothing).
+func readStream(r io.Reader, name string, from, to time.Time) ([]metric.Batch, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	dec := metric.NewDecoder()
+	var out []metric.Batch
+	for line := 1; ; line++ {
+		data, err := readLine(br, metric.MaxBatchBytes)
+		if errors.Is(err, errLineTooLong) {
+			return nil, fmt.Errorf("%s:%d: a line longer than %d bytes, the largest metric batch", name, line, metric.MaxBatchBytes)
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		if data = bytes.TrimSpace(data); len(data) > 0 {
+			b, derr := dec.Decode(data)
+			if derr != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, line, derr)
+			}
+			if (from.IsZero() || !b.TS.Before(from)) && (to.IsZero() || b.TS.Before(to)) {
+				out = append(out, b)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+	}
+	slices.SortStableFunc(out, func(a, b metric.Batch) int { return a.TS.Compare(b.TS) })
+	return out, nil
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine returns the next line without its newline (io.EOF with the last one), or
+// errLineTooLong once it passes limit bytes.
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > limit+1 { // +1: the newline
+			return nil, errLineTooLong
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return line, err
+		}
+	}
+}
