@@ -71,6 +71,9 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if *check {
+		for _, m := range unknownMetricMessages(pols, *polPath, knownMetricNames(), knownFromSenders) {
+			fmt.Fprintln(stderr, "warning: "+m)
+		}
 		fmt.Fprintf(stdout, "%s and %s are valid: %d policies, channels %s\n", *cfgPath, *polPath, len(pols), strings.Join(chanDesc, ", "))
 		return nil
 	}
@@ -98,6 +101,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer closeBus()
 
+	logUnknownMetrics(logger, pols, *polPath, knownMetricNames(), knownFromSenders)
 	logger.Info("alarm starting", "config", *cfgPath, "policies_file", *polPath, "policies", len(pols),
 		"channels", strings.Join(chanDesc, ", "), "bus", busDesc, "coordinator", coordDesc, "listen", cfg.HTTP.Listen,
 		"auth", token != "", "shutdown_timeout", shutdown.D())

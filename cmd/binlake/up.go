@@ -97,7 +97,7 @@ Flags:`)
 	opts := upOptions{
 		DataDir: *dataDir, Node: *node, JudgeListen: *judgeHTTP, AlarmListen: *alarmHTTP, WaveListen: *waveHTTP,
 		AgentMetrics: *agentMetrics, AgentInterval: interval.D(), Algorithm: *algorithm,
-		Policies: pols, Channels: &chans, Rows: *rows, Stdout: stdout, ShutdownTimeout: shutdown.D(), Logger: logger,
+		Policies: pols, PoliciesFile: *policies, Channels: &chans, Rows: *rows, Stdout: stdout, ShutdownTimeout: shutdown.D(), Logger: logger,
 		Ready: func(u upURLs) { printURLs(banner, u) },
 	}
 	if *mysqlDSN != "" {

@@ -85,6 +85,8 @@ type upOptions struct {
 	// notifiers they name (LoadChannels; the log channel alone when nil).
 	Policies []*policy.Policy
 	Channels *Channels
+	// PoliciesFile is the file Policies came from, named in the warnings about them.
+	PoliciesFile string
 
 	// MySQL, when set, runs a wave on that source.
 	MySQL *MySQL
@@ -198,6 +200,17 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 		return err
 	}
 	defer st.Close()
+	// The store knows every metric name the judge ever stored: a policy watching none of
+	// them, nor a canonical one, is most likely a typo.
+	if names, err := st.Names(ctx); err != nil {
+		log.Warn("reading the metric names in the store, for the policies' check", "store", storePath, "err", err)
+	} else {
+		polFile := o.PoliciesFile
+		if polFile == "" {
+			polFile = "the built-in policies"
+		}
+		logUnknownMetrics(log, pols, polFile, knownMetricNames(names), "a canonical metric, one the agents' collectors send, or one in "+storePath)
+	}
 	// Judge and alarm read each batch within milliseconds and the judge's history lives in
 	// SQLite, so the bus only has to cover a stalled consumer: 8 MiB is about half a day.
 	b, err := memory.New(memory.Options{RetainBytes: 8 << 20, Logger: o.Logger})

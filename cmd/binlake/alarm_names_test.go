@@ -1,0 +1,137 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/testenv"
+)
+
+// typoPolicies watch a misspelt canonical metric and a name of one's own.
+const typoPolicies = `policies:
+  - name: cpu-high
+    metric: cpu.utl
+    condition: "avg(#3) > 90"
+    severity: P2
+    channels: [ops]
+  - name: checkout-errors
+    metric: shop.checkout_errors
+    condition: "last > 0"
+    severity: P2
+    channels: [ops]
+`
+
+// alarmConfig is an alarm config without a bus, its coordinator file in dir.
+func alarmConfig(t *testing.T, dir string) string {
+	return tempFile(t, "alarm.yaml", `bus:
+  kind: none
+coordinator:
+  kind: single
+  path: `+filepath.Join(dir, "alarm-coord.json")+`
+http:
+  listen: 127.0.0.1:0
+channels:
+  ops:
+    kind: webhook
+    url: http://127.0.0.1:9/alerts
+`)
+}
+
+// `binlake alarm --check` passes a policy on a misspelt metric but warns of it on
+// stderr, naming file, line, policy and the closest name; a name nothing near is named
+// without a guess.
+func TestAlarmCheckWarnsOfAnUnknownMetric(t *testing.T) {
+	cfg := alarmConfig(t, t.TempDir())
+	pol := tempFile(t, "policies.yaml", typoPolicies)
+	out, errOut, err := runCmd(t, "alarm", "-check", "-config", cfg, "-policies", pol)
+	require.NoError(t, err)
+	require.Equal(t, cfg+" and "+pol+" are valid: 2 policies, channels ops=webhook\n", out)
+	require.Equal(t, "warning: "+pol+`:3: policy "cpu-high" watches metric "cpu.utl", which is not a canonical metric or one the agents' collectors send: the policy can never fire; did you mean cpu.util?`+"\n"+
+		"warning: "+pol+`:8: policy "checkout-errors" watches metric "shop.checkout_errors", which is not a canonical metric or one the agents' collectors send: the policy can never fire`+"\n",
+		errOut)
+}
+
+// The alarm says the same in its log when it starts.
+func TestAlarmStartWarnsOfAnUnknownMetric(t *testing.T) {
+	dir := t.TempDir()
+	cfg := alarmConfig(t, dir)
+	pol := tempFile(t, "policies.yaml", typoPolicies)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var errOut testenv.SyncBuffer
+	serving := &signalWriter{sub: "alarm serving on", c: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"alarm", "-config", cfg, "-policies", pol}, serving, &errOut) }()
+	select {
+	case err := <-done:
+		t.Fatalf("alarm returned before serving: %v\n%s", err, errOut.String())
+	case <-serving.c:
+	}
+	cancel()
+	require.NoError(t, <-done)
+	require.Contains(t, errOut.String(), `level=WARN msg="`+pol+`:3: policy \"cpu-high\" watches metric \"cpu.utl\", which is not a canonical metric or one the agents' collectors send: the policy can never fire; did you mean cpu.util?"`)
+}
+
+// signalWriter closes c once sub has been written.
+type signalWriter struct {
+	mu   sync.Mutex
+	buf  strings.Builder
+	sub  string
+	c    chan struct{}
+	done bool
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.done && strings.Contains(w.buf.String(), w.sub) {
+		w.done = true
+		close(w.c)
+	}
+	return len(p), nil
+}
+
+// `binlake up` knows, besides the canonical names, the names in its store: a policy on
+// a name of one's own that the store holds passes; a typo is logged with the closest
+// name.
+func TestUpWarnsOfAnUnknownMetric(t *testing.T) {
+	dir := fillStore(t, []metric.Batch{{Node: "shop-1", TS: histBase, IntervalS: 10,
+		Points: []metric.Point{{Name: "shop.checkout_errors", Value: 1}}}})
+	polFile := tempFile(t, "policies.yaml", typoPolicies)
+	chans, err := LoadChannels("", quietLogger())
+	require.NoError(t, err)
+	pols, _, err := LoadPolicies(polFile, chans) // as runUp does: ops goes to the log
+	require.NoError(t, err)
+	var logs testenv.SyncBuffer
+	startUp(t, upOptions{DataDir: dir, Node: "node-a", Policies: pols, PoliciesFile: polFile, Channels: &chans,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	var warned []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "watches metric") {
+			warned = append(warned, l[strings.Index(l, "level="):])
+		}
+	}
+	require.Equal(t, []string{`level=WARN msg="` + polFile + `:3: policy \"cpu-high\" watches metric \"cpu.utl\", which is not a canonical metric, one the agents' collectors send, or one in ` +
+		filepath.Join(dir, StoreFile) + `: the policy can never fire; did you mean cpu.util?" component=up`}, warned)
+}
+
+// The shipped policies watch only names the agents and waves send: none is warned of.
+func TestShippedPoliciesWatchKnownMetrics(t *testing.T) {
+	pols, err := DefaultPolicies()
+	require.NoError(t, err)
+	require.Empty(t, unknownMetricMessages(pols, "built-in", knownMetricNames(), knownFromSenders))
+	example, err := policy.Load(examplePolicies)
+	require.NoError(t, err)
+	require.Empty(t, unknownMetricMessages(example, examplePolicies, knownMetricNames(), knownFromSenders))
+}
