@@ -74,6 +74,7 @@ func TestHelpExitsZero(t *testing.T) {
 	for _, b := range []string{"wave", "judge", "alarm", "fleet"} {
 		cases = append(cases, []string{"bench", b, "-h"}, []string{"bench", b, "--help"})
 	}
+	cases = append(cases, []string{"alarm", "test", "-h"}, []string{"alarm", "test", "--help"})
 	for _, args := range cases {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer

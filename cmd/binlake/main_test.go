@@ -29,6 +29,8 @@ func TestRun(t *testing.T) {
 		{name: "bench judge zero nodes", args: []string{"bench", "judge", "-nodes", "0"}, wantErrSub: "-nodes 0: must be at least 1"},
 		{name: "bench judge bad number", args: []string{"bench", "judge", "-points", "lots"}, wantErrSub: `invalid value "lots" for flag -points`},
 		{name: "bench judge bad store", args: []string{"bench", "judge", "-store", "csv"}, wantErrSub: `-store "csv": want sqlite or elastic`},
+		{name: "alarm help names alarm test", args: []string{"alarm", "-h"}, wantOut: "binlake alarm test -policies FILE [flags]  (try policies on stored or recorded history"},
+		{name: "alarm test help", args: []string{"alarm", "test", "-h"}, wantOut: "prints when each alert would have fired\nand resolved"},
 		{name: "bench judge argument", args: []string{"bench", "judge", "now"}, wantErr: errUsage, wantOut: `unexpected argument "now"`},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,82 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/internal/testenv/estest"
+	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/judge/store/elastic"
+)
+
+// `binlake alarm test -judge-config` on a judge whose store is Elasticsearch replays the
+// history stored there (the test engine, indices of a prefix of its own) to the same
+// alerts as the same history in SQLite or a recorded stream.
+func TestAlarmTestOnElasticsearchIntegration(t *testing.T) {
+	addr := testenv.Require(t, testenv.Elasticsearch)
+	prefix := fmt.Sprintf("binlake-test-%08x-metrics-", rand.Uint32())
+	t.Cleanup(func() { deleteESPrefix(t, prefix) })
+
+	st, err := elastic.New(elastic.Options{Config: estest.Config(t), Prefix: prefix})
+	require.NoError(t, err)
+	defer st.Close()
+	ctx := testenv.Context(t)
+	var pts []store.Point
+	for _, b := range testHistory() {
+		for _, p := range b.Points {
+			pts = append(pts, store.Point{Node: b.Node, Name: p.Name, Labels: p.Labels, TS: b.TS, Value: p.Value})
+		}
+	}
+	require.NoError(t, st.Write(ctx, pts))
+	require.NoError(t, st.Refresh(ctx)) // the judge's refresh_interval would show them within 10 s
+
+	cfg := tempFile(t, "judge.yaml", `node: judge-1
+bus:
+  kind: none
+store:
+  kind: elastic
+  elastic:
+    addresses: [`+strings.Split(addr, ",")[0]+`]
+    prefix: `+prefix+`
+`)
+	pol := tempFile(t, "policies.yaml", testPolicies)
+	out, errOut, err := runCmd(t, "alarm", "test", "-policies", pol, "-judge-config", cfg,
+		"-from", "2026-11-29T14:00:00Z", "-to", "2026-11-29T15:00:00Z")
+	require.NoError(t, err, errOut)
+	require.Empty(t, errOut)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	require.Equal(t, wantTable, lines[:len(lines)-1])
+	require.Equal(t, "replayed 51 batches of 2 nodes from elastic "+strings.Split(addr, ",")[0]+
+		" (2026-11-29T14:00:00Z to 2026-11-29T14:04:50Z) through 3 policies: 3 alerts fired, 2 resolved, 1 still firing at the end; 5 notifications would have been sent",
+		lines[len(lines)-1])
+}
+
+// deleteESPrefix removes a prefix's indices and index template (best effort, logged).
+func deleteESPrefix(t *testing.T, prefix string) {
+	es := estest.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, req := range []esapi.Request{
+		esapi.IndicesDeleteRequest{Index: []string{prefix + "*"}, AllowNoIndices: esapi.BoolPtr(true), IgnoreUnavailable: esapi.BoolPtr(true)},
+		esapi.IndicesDeleteIndexTemplateRequest{Name: strings.TrimRight(prefix, "-.")},
+	} {
+		res, err := req.Do(ctx, es)
+		if err != nil {
+			t.Logf("cleanup %s: %v", prefix, err)
+			continue
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+}
