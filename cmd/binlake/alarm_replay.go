@@ -349,11 +349,20 @@ func replaySummary(h history, policies int, eps []alarm.Episode, messages int) s
 			firing++
 		}
 	}
-	what := fmt.Sprintf("replayed %d batches of %d nodes from %s (%s to %s) through %d policies: ",
-		h.batches, len(h.nodes), h.source, stamp(h.first), stamp(h.last), policies)
+	what := fmt.Sprintf("replayed %s of %s from %s (%s to %s) through %s: ",
+		count(h.batches, "batch", "batches"), count(len(h.nodes), "node", "nodes"), h.source, stamp(h.first), stamp(h.last),
+		count(policies, "policy", "policies"))
 	if len(eps) == 0 {
 		return what + "no alert fired"
 	}
-	return what + fmt.Sprintf("%d alerts fired, %d resolved, %d still firing at the end; %d notifications would have been sent",
-		len(eps), len(eps)-firing, firing, messages)
+	return what + fmt.Sprintf("%s fired, %d resolved, %d still firing at the end; %s would have been sent",
+		count(len(eps), "alert", "alerts"), len(eps)-firing, firing, count(messages, "notification", "notifications"))
+}
+
+// count is "1 node", "2 nodes".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
