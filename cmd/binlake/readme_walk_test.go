@@ -120,6 +120,7 @@ func TestReadmeWalk(t *testing.T) {
 			t.Fatalf("README.md, %s: TestReadmeWalk has no rule for %q: add one", readmeOneMachine, line)
 		}
 	}
+	walkPolicySection(t, w, root, readme) // beside the running up (readme_walk_policy_test.go)
 	w.stop()
 	if w.runs == 0 || w.curls == 0 {
 		t.Fatalf("the section ran %d ups and %d curls: want both", w.runs, w.curls)
