@@ -199,8 +199,13 @@ func replayStore(ctx context.Context, dataDir, judgeCfg string, from, to time.Ti
 			logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			sc, h.source, err = elasticStore(cfg, judgeCfg, logger)
 		default:
-			sc, err = sqlite.OpenReader(cfg.Store.SQLite.Path)
-			h.source = "sqlite " + cfg.Store.SQLite.Path
+			path := cfg.Store.SQLite.Path
+			sc, err = sqlite.OpenReader(path)
+			if errors.Is(err, os.ErrNotExist) && !filepath.IsAbs(path) {
+				// The judge resolves it in its own working directory, not ours.
+				err = fmt.Errorf("%w: %s's store.sqlite.path is relative to the judge's working directory (/var/lib/binlake/judge under systemd): give that folder's data/ with -data", err, judgeCfg)
+			}
+			h.source = "sqlite " + path
 		}
 	default:
 		if dataDir == "" {

@@ -225,6 +225,7 @@ func TestAlarmTestWarnsOfAnUnknownMetric(t *testing.T) {
 func TestAlarmTestErrors(t *testing.T) {
 	pol := tempFile(t, "policies.yaml", testPolicies)
 	empty := t.TempDir()
+	relJudge := tempFile(t, "judge.yaml", "node: judge-1\nbus:\n  kind: none\nstore:\n  kind: sqlite\n  sqlite:\n    path: data/judge.db\n")
 	bad := tempFile(t, "bad.jsonl", `{"node":"wave-1","ts":"2026-11-29T14:00:00Z","interval_s":10,"points":[]}`+"\n"+`{"node":"wave-1"}`+"\n")
 	for _, tc := range []struct {
 		name string
@@ -238,6 +239,8 @@ func TestAlarmTestErrors(t *testing.T) {
 		{"bad from", []string{"-data", empty, "-from", "yesterday"}, `-from "yesterday": want an RFC 3339 time or a duration before -to (24h)`},
 		{"from after to", []string{"-data", empty, "-from", "2026-11-29T15:00:00Z", "-to", "2026-11-29T14:00:00Z"}, "-from 2026-11-29T15:00:00Z is not before -to 2026-11-29T14:00:00Z"},
 		{"argument", []string{"-data", empty, "now"}, `alarm test takes no arguments, got ["now"]`},
+		{"relative judge store", []string{"-judge-config", relJudge}, "sqlite store: stat data/judge.db: no such file or directory: " + relJudge +
+			"'s store.sqlite.path is relative to the judge's working directory (/var/lib/binlake/judge under systemd): give that folder's data/ with -data"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := runCmd(t, append([]string{"alarm", "test", "-policies", pol}, tc.args...)...)
