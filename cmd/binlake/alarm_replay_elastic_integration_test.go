@@ -14,9 +14,9 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 	"github.com/stretchr/testify/require"
 
+	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/internal/testenv/estest"
-	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/elastic"
 )
 
@@ -24,30 +24,14 @@ import (
 // history stored there (the test engine, indices of a prefix of its own) to the same
 // alerts as the same history in SQLite or a recorded stream.
 func TestAlarmTestOnElasticsearchIntegration(t *testing.T) {
-	addr := testenv.Require(t, testenv.Elasticsearch)
-	prefix := fmt.Sprintf("binlake-test-%08x-metrics-", rand.Uint32())
-	t.Cleanup(func() { deleteESPrefix(t, prefix) })
-
-	st, err := elastic.New(elastic.Options{Config: estest.Config(t), Prefix: prefix})
-	require.NoError(t, err)
-	defer st.Close()
-	ctx := testenv.Context(t)
-	var pts []store.Point
-	for _, b := range testHistory() {
-		for _, p := range b.Points {
-			pts = append(pts, store.Point{Node: b.Node, Name: p.Name, Labels: p.Labels, TS: b.TS, Value: p.Value})
-		}
-	}
-	require.NoError(t, st.Write(ctx, pts))
-	require.NoError(t, st.Refresh(ctx)) // the judge's refresh_interval would show them within 10 s
-
+	addr, prefix := fillElastic(t, testHistory())
 	cfg := tempFile(t, "judge.yaml", `node: judge-1
 bus:
   kind: none
 store:
   kind: elastic
   elastic:
-    addresses: [`+strings.Split(addr, ",")[0]+`]
+    addresses: [`+addr+`]
     prefix: `+prefix+`
 `)
 	pol := tempFile(t, "policies.yaml", testPolicies)
@@ -57,9 +41,26 @@ store:
 	require.Empty(t, errOut)
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	require.Equal(t, wantTable, lines[:len(lines)-1])
-	require.Equal(t, "replayed 51 batches of 2 nodes from elastic "+strings.Split(addr, ",")[0]+
+	require.Equal(t, "replayed 51 batches of 2 nodes from elastic "+addr+
 		" (2026-11-29T14:00:00Z to 2026-11-29T14:04:50Z) through 3 policies: 3 alerts fired, 2 resolved, 1 still firing at the end; 5 notifications would have been sent",
 		lines[len(lines)-1])
+}
+
+// fillElastic writes batches into an Elasticsearch store on the test engine, as the
+// judge does, under a prefix of their own (removed at the end), and makes them
+// searchable. It returns the engine's first address and the prefix.
+func fillElastic(t *testing.T, batches []metric.Batch) (addr, prefix string) {
+	t.Helper()
+	addr = strings.Split(testenv.Require(t, testenv.Elasticsearch), ",")[0]
+	prefix = fmt.Sprintf("binlake-test-%08x-metrics-", rand.Uint32())
+	t.Cleanup(func() { deleteESPrefix(t, prefix) })
+	st, err := elastic.New(elastic.Options{Config: estest.Config(t), Prefix: prefix})
+	require.NoError(t, err)
+	defer st.Close()
+	ctx := testenv.Context(t)
+	require.NoError(t, st.Write(ctx, storePoints(batches)))
+	require.NoError(t, st.Refresh(ctx)) // the judge's refresh_interval would show them within 10 s
+	return addr, prefix
 }
 
 // deleteESPrefix removes a prefix's indices and index template (best effort, logged).

@@ -81,14 +81,19 @@ func fillStore(t *testing.T, batches []metric.Batch) string {
 	st, err := sqlite.Open(sqlite.Options{Path: filepath.Join(dir, StoreFile)})
 	require.NoError(t, err)
 	defer st.Close()
+	require.NoError(t, st.Write(context.Background(), storePoints(batches)))
+	return dir
+}
+
+// storePoints are the points of batches as the judge stores them.
+func storePoints(batches []metric.Batch) []store.Point {
 	var pts []store.Point
 	for _, b := range batches {
 		for _, p := range b.Points {
 			pts = append(pts, store.Point{Node: b.Node, Name: p.Name, Labels: p.Labels, TS: b.TS, Value: p.Value})
 		}
 	}
-	require.NoError(t, st.Write(context.Background(), pts))
-	return dir
+	return pts
 }
 
 // tempFile writes content to a new file named name and returns its path.

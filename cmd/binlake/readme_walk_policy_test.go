@@ -11,7 +11,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/internal/testenv"
 )
 
@@ -106,4 +108,71 @@ func runIn(t *testing.T, bin, dir string, args ...string) (stdout, stderr string
 		t.Fatalf("binlake %s (in %s): %v\n%s%s", strings.Join(args, " "), dir, err, out.String(), errOut.String())
 	}
 	return out.String(), errOut.String()
+}
+
+const guidePolicies = "## Alert policies"
+
+// TestDeployGuidePolicies runs the binlake alarm test lines of deploy/README.md's "Alert
+// policies" section (sudo -u binlake dropped) on TestAlarmTestOnAStore's history, moved
+// to the last hour so that --from 24h covers it, with its policies as policies.new.yaml:
+//   - --data /var/lib/binlake/judge/data: an up's data folder holding the history.
+//   - --judge-config /etc/binlake/judge.yaml: the installed deploy/judge.example.yaml with
+//     the guide's Elasticsearch edits (store.kind, store.elastic.addresses; a prefix of
+//     the test's own), the history in the test engine. It needs $BINLAKE_TEST_ES (skipped
+//     without it unless CI=true).
+//
+// Each must replay the history to its three alerts.
+func TestDeployGuidePolicies(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guide := filepath.Join(root, "deploy", "README.md")
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var hist []metric.Batch
+	for _, b := range testHistory() {
+		b.TS = base.Add(b.TS.Sub(histBase))
+		hist = append(hist, b)
+	}
+	const want = "through 3 policies: 3 alerts fired, 2 resolved, 1 still firing at the end; 5 notifications would have been sent"
+	pol := tempFile(t, "policies.new.yaml", testPolicies)
+	sudo := regexp.MustCompile(`^sudo -u binlake `)
+	lines := testenv.ShellCommands(t, guide, guidePolicies)
+	if len(lines) == 0 {
+		t.Fatalf("deploy/README.md, %s: no binlake alarm test line", guidePolicies)
+	}
+	for _, line := range lines {
+		words := strings.Fields(sudo.ReplaceAllString(line, ""))
+		if len(words) < 3 || words[0] != "binlake" || words[1] != "alarm" || words[2] != "test" {
+			t.Fatalf("deploy/README.md, %s: no rule for %q: add one", guidePolicies, line)
+		}
+		args := words[1:]
+		for i := range args {
+			switch args[i] {
+			case "policies.new.yaml":
+				args[i] = pol
+			case "/var/lib/binlake/judge/data":
+				args[i] = fillStore(t, hist)
+			case "/etc/binlake/judge.yaml":
+				addr, prefix := fillElastic(t, hist)
+				b, err := os.ReadFile(filepath.Join(root, "deploy", "judge.example.yaml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := string(b)
+				for _, e := range [][2]string{{"kind: sqlite", "kind: elastic"}, {"addresses: []", "addresses: [" + addr + "]"}, {`prefix: ""`, "prefix: " + prefix}} {
+					if strings.Count(cfg, e[0]) != 1 {
+						t.Fatalf("deploy/judge.example.yaml: %q is not there once", e[0])
+					}
+					cfg = strings.Replace(cfg, e[0], e[1], 1)
+				}
+				args[i] = tempFile(t, "judge.yaml", cfg)
+			}
+		}
+		out, errOut, err := runCmd(t, args...)
+		if err != nil || !strings.HasSuffix(strings.TrimRight(out, "\n"), want) {
+			t.Fatalf("%q: %v\n%s%s\nwant the summary to end %q", line, err, out, errOut, want)
+		}
+		t.Logf("%s: %s", line, lastLine(out))
+	}
 }
