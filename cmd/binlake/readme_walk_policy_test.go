@@ -90,7 +90,9 @@ func walkPolicySection(t *testing.T, w *readmeWalk, root, readme string) {
 	if table != out {
 		t.Fatalf("README.md, %s: the example output is not what alarm test prints:\n%s\nwant:\n%s", readmePolicies, table, out)
 	}
-	os.Rename(filepath.Join(dir, "typo.yaml"), filepath.Join(dir, "policies.yaml"))
+	if err := os.Rename(filepath.Join(dir, "typo.yaml"), filepath.Join(dir, "policies.yaml")); err != nil {
+		t.Fatal(err)
+	}
 	_, errOut := runIn(t, w.bin, dir, "alarm", "--check", "--config", alarmConfig(t, dir), "--policies", "policies.yaml")
 	if first, _, _ := strings.Cut(errOut, "\n"); warning != first+"\n" {
 		t.Fatalf("README.md, %s: the example warning is not what alarm --check prints:\n%s\nwant:\n%s\n", readmePolicies, warning, first)
