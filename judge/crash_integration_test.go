@@ -139,7 +139,7 @@ func TestJudgeKillIntegration(t *testing.T) {
 	id := fmt.Sprintf("%08x", rand.Uint32())
 	topic := "binlake.metrics.crash-" + id
 	prefix := "binlake-test-" + id + "-crash-"
-	t.Cleanup(func() { deletePrefix(t, estest.Client(t), prefix) })
+	estest.CleanupPrefix(t, prefix)
 	u, err := url.Parse(esCfg.Addresses[0])
 	require.NoError(t, err)
 	engine := &slowPipe{}

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8/esapi"
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/backoff"
@@ -74,8 +73,7 @@ func TestJudgeElasticOutageIntegration(t *testing.T) {
 	proxy := testenv.StartProxy(t, u.Host, testenv.Copy)
 	cfg.Addresses = []string{"http://" + proxy.Addr()}
 	prefix := fmt.Sprintf("binlake-test-%08x-judge-", rand.Uint32())
-	es := estest.Client(t) // straight to the engine, to count what arrived
-	t.Cleanup(func() { deletePrefix(t, es, prefix) })
+	estest.CleanupPrefix(t, prefix)
 
 	st, err := elastic.New(elastic.Options{Config: cfg, Prefix: prefix, Logger: quiet,
 		MaxRetries: 1, Backoff: backoff.Schedule(50*time.Millisecond, 200*time.Millisecond)})
@@ -292,25 +290,4 @@ func (bt batchTimes) next(node string) time.Time {
 	}
 	bt[node] = ts
 	return ts
-}
-
-// deletePrefix removes a test's indices and index template (best effort, logged).
-func deletePrefix(t *testing.T, es esapi.Transport, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, req := range []esapi.Request{
-		esapi.IndicesDeleteRequest{Index: []string{prefix + "*"}, AllowNoIndices: esapi.BoolPtr(true), IgnoreUnavailable: esapi.BoolPtr(true)},
-		esapi.IndicesDeleteIndexTemplateRequest{Name: strings.TrimRight(prefix, "-.")},
-	} {
-		res, err := req.Do(ctx, es)
-		if err != nil {
-			t.Logf("cleanup %s: %v", prefix, err)
-			continue
-		}
-		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if res.IsError() && res.StatusCode != http.StatusNotFound {
-			t.Logf("cleanup %s: %s", prefix, res.Status())
-		}
-	}
 }

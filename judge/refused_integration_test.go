@@ -23,8 +23,7 @@ import (
 func TestJudgeBusBatchPartlyRefusedIntegration(t *testing.T) {
 	cfg := estest.Config(t)
 	prefix := fmt.Sprintf("binlake-test-%08x-judge-", rand.Uint32())
-	es := estest.Client(t)
-	t.Cleanup(func() { deletePrefix(t, es, prefix) })
+	estest.CleanupPrefix(t, prefix)
 	st, err := elastic.New(elastic.Options{Config: cfg, Prefix: prefix, Logger: quiet})
 	require.NoError(t, err)
 	j, _ := newJudge(t, func(o *Options) { o.Store = st })

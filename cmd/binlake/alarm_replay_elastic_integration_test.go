@@ -3,15 +3,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/elastic/go-elasticsearch/v8/esapi"
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/metric"
@@ -53,7 +49,7 @@ func fillElastic(t *testing.T, batches []metric.Batch) (addr, prefix string) {
 	t.Helper()
 	addr = strings.Split(testenv.Require(t, testenv.Elasticsearch), ",")[0]
 	prefix = fmt.Sprintf("binlake-test-%08x-metrics-", rand.Uint32())
-	t.Cleanup(func() { deleteESPrefix(t, prefix) })
+	estest.CleanupPrefix(t, prefix)
 	st, err := elastic.New(elastic.Options{Config: estest.Config(t), Prefix: prefix})
 	require.NoError(t, err)
 	defer st.Close()
@@ -61,23 +57,4 @@ func fillElastic(t *testing.T, batches []metric.Batch) (addr, prefix string) {
 	require.NoError(t, st.Write(ctx, storePoints(batches)))
 	require.NoError(t, st.Refresh(ctx)) // the judge's refresh_interval would show them within 10 s
 	return addr, prefix
-}
-
-// deleteESPrefix removes a prefix's indices and index template (best effort, logged).
-func deleteESPrefix(t *testing.T, prefix string) {
-	es := estest.Client(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, req := range []esapi.Request{
-		esapi.IndicesDeleteRequest{Index: []string{prefix + "*"}, AllowNoIndices: esapi.BoolPtr(true), IgnoreUnavailable: esapi.BoolPtr(true)},
-		esapi.IndicesDeleteIndexTemplateRequest{Name: strings.TrimRight(prefix, "-.")},
-	} {
-		res, err := req.Do(ctx, es)
-		if err != nil {
-			t.Logf("cleanup %s: %v", prefix, err)
-			continue
-		}
-		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/internal/testenv/estest"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/storetest"
 )
@@ -15,6 +16,6 @@ import (
 func BenchmarkIngest(b *testing.B) {
 	testenv.Require(b, testenv.Elasticsearch)
 	prefix := testPrefix(b)
-	cleanup(b, prefix)
+	estest.CleanupPrefix(b, prefix)
 	storetest.BenchIngest(b, newStore(b, prefix), store.BufferOptions{})
 }

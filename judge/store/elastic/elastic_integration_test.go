@@ -36,32 +36,10 @@ func newStore(t testing.TB, prefix string) *elastic.Store {
 	return s
 }
 
-// cleanup removes a prefix's indices and template (best effort, logged).
-func cleanup(t testing.TB, prefix string) {
-	t.Helper()
-	t.Cleanup(func() {
-		es := estest.Client(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, req := range []esapi.Request{
-			esapi.IndicesDeleteRequest{Index: []string{prefix + "*"}, AllowNoIndices: esapi.BoolPtr(true), IgnoreUnavailable: esapi.BoolPtr(true)},
-			esapi.IndicesDeleteIndexTemplateRequest{Name: strings.TrimRight(prefix, "-.")},
-		} {
-			res, err := req.Do(ctx, es)
-			if err != nil {
-				t.Logf("cleanup %s: %v", prefix, err)
-				continue
-			}
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-		}
-	})
-}
-
 func TestElasticStoreIntegration(t *testing.T) {
 	testenv.Require(t, testenv.Elasticsearch)
 	prefix := testPrefix(t)
-	cleanup(t, prefix)
+	estest.CleanupPrefix(t, prefix)
 	storetest.Run(t, func(t *testing.T) store.Store { return newStore(t, prefix) })
 }
 
@@ -70,7 +48,7 @@ func TestElasticStoreIntegration(t *testing.T) {
 func TestElasticLargeIntegration(t *testing.T) {
 	testenv.Require(t, testenv.Elasticsearch)
 	prefix := testPrefix(t)
-	cleanup(t, prefix)
+	estest.CleanupPrefix(t, prefix)
 	storetest.Large(t, newStore(t, prefix), 100_000)
 }
 
@@ -80,7 +58,7 @@ func TestElasticLargeIntegration(t *testing.T) {
 func TestElasticUpgradesSchema1Integration(t *testing.T) {
 	testenv.Require(t, testenv.Elasticsearch)
 	prefix := testPrefix(t)
-	cleanup(t, prefix)
+	estest.CleanupPrefix(t, prefix)
 	es := estest.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

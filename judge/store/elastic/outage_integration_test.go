@@ -59,7 +59,7 @@ func TestElasticOutageIntegration(t *testing.T) {
 	capacity := int(outage/every) * perBatch * 2 / 3
 
 	prefix := testPrefix(t)
-	cleanup(t, prefix)
+	estest.CleanupPrefix(t, prefix)
 	d := &detour{base: cfg.Transport, closed: closedPort(t)}
 	cfg.Transport = d
 	es, err := elastic.New(elastic.Options{Config: cfg, Prefix: prefix, MaxRetries: 2,

@@ -91,7 +91,7 @@ func (b *busyItem) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestElasticMixedBulkRefusalsIntegration(t *testing.T) {
 	cfg := estest.Config(t)
 	prefix := testPrefix(t)
-	cleanup(t, prefix)
+	estest.CleanupPrefix(t, prefix)
 	busy := &busyItem{base: cfg.Transport}
 	cfg.Transport = busy
 	s, err := elastic.New(elastic.Options{Config: cfg, Prefix: prefix, Backoff: func(int) time.Duration { return 10 * time.Millisecond }})
@@ -148,7 +148,7 @@ func TestElasticMixedBulkRefusalsIntegration(t *testing.T) {
 // points as a *store.RefusedError (invalid input) that names the field.
 func TestElasticMetricNamePrefixIntegration(t *testing.T) {
 	prefix := testPrefix(t)
-	cleanup(t, prefix)
+	estest.CleanupPrefix(t, prefix)
 	s := newStore(t, prefix)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -20,6 +20,7 @@ import (
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/internal/testenv/certtest"
+	"github.com/binlake/binlake/internal/testenv/estest"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/elastic"
 )
@@ -96,7 +97,7 @@ func secureStore(t *testing.T, conn elastic.Conn, prefix string) *elastic.Store 
 func TestElasticTLSAuthIntegration(t *testing.T) {
 	addr, caFile := secureEngine(t)
 	prefix := testPrefix(t)
-	cleanup(t, prefix)
+	estest.CleanupPrefix(t, prefix)
 	ts := time.Date(2017, 6, 6, 6, 0, 0, 0, time.UTC)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
