@@ -1,0 +1,197 @@
+package sink
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/binlake/binlake/internal/bus"
+)
+
+// maxLineBytes bounds one line a FileReader accepts: a longer one is not a line the
+// sink wrote (or the file is not a rows file), and reading it whole could take all the
+// memory.
+var maxLineBytes = 64 << 20
+
+// FileReader reads back what a file sink wrote (bus.Reader), for `binlake tail -file`.
+// The file reads as one partition, 0, whose offsets are its line numbers from 0, of
+// every topic at once: ReadOptions.Topic keeps that topic's lines (offsets keep counting
+// all lines), and "" keeps every line. A line that is not a sink line is delivered as
+// it is, with no topic, whatever the topic asked for: damage is shown, not skipped.
+type FileReader struct {
+	Path string
+	// Poll is how often a following Read looks for new lines. 200 ms when zero.
+	Poll time.Duration
+}
+
+var _ bus.Reader = (*FileReader)(nil)
+
+// Read delivers the file's lines from opts.From (bus.FromTime is not supported: the
+// lines carry no time) and, with opts.Follow, the lines appended later. A line being
+// written (no newline yet) waits for its end.
+func (r *FileReader) Read(ctx context.Context, opts bus.ReadOptions, h func(bus.Message) error) error {
+	for _, p := range opts.Partitions {
+		if p != 0 {
+			return fmt.Errorf("read %s: partition %d: %w (a rows file is partition 0 only)", r.Path, p, bus.ErrNoSuchPartition)
+		}
+	}
+	if opts.From.Kind == bus.FromTime {
+		return fmt.Errorf("read %s: from a time: %w: its lines carry no time; start from a line number (offset) instead", r.Path, bus.ErrNotSupported)
+	}
+	f, err := os.Open(r.Path)
+	if err != nil {
+		return fmt.Errorf("read rows file: %w", err)
+	}
+	defer func() { f.Close() }()
+	lr := &lineReader{path: r.Path, topic: opts.Topic, r: bufio.NewReaderSize(f, 64<<10)}
+
+	switch k := opts.From.Kind; k {
+	case bus.FromOldest, bus.FromOffset:
+		skip := int64(0)
+		if k == bus.FromOffset {
+			skip = max(opts.From.N, 0)
+		}
+		err = lr.each(func(m bus.Message) error {
+			if m.Offset < skip {
+				return nil
+			}
+			return h(m)
+		})
+	case bus.FromNewest:
+		err = lr.each(func(bus.Message) error { return nil })
+	case bus.FromLast:
+		// The last N of the topic asked for: a ring of them, delivered at the end.
+		n := int(min(max(opts.From.N, 0), 1<<20))
+		ring := make([]bus.Message, 0, min(n, 1024))
+		err = lr.each(func(m bus.Message) error {
+			if n == 0 {
+				return nil
+			}
+			if len(ring) == n {
+				ring = append(ring[:0], ring[1:]...)
+			}
+			ring = append(ring, m)
+			return nil
+		})
+		for _, m := range ring {
+			if err != nil {
+				break
+			}
+			err = h(m)
+		}
+	default:
+		return fmt.Errorf("read %s: unknown start kind %d", r.Path, k)
+	}
+	if err != nil || !opts.Follow {
+		return err
+	}
+
+	poll := r.Poll
+	if poll <= 0 {
+		poll = 200 * time.Millisecond
+	}
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("read rows file: %w", err)
+		}
+		if fi.Size() < lr.pos+int64(len(lr.partial)) {
+			// The sink cut the file back after a failed write or fsync (it writes those
+			// lines again): count the lines again up to where it is cut.
+			f.Close()
+			if f, err = os.Open(r.Path); err != nil {
+				return fmt.Errorf("read rows file: %w", err)
+			}
+			size := fi.Size()
+			lr = &lineReader{path: r.Path, topic: opts.Topic, r: bufio.NewReaderSize(io.LimitReader(f, size), 64<<10)}
+			if err := lr.each(func(bus.Message) error { return nil }); err != nil {
+				return err
+			}
+			if _, err := f.Seek(lr.pos, io.SeekStart); err != nil {
+				return fmt.Errorf("read rows file: %w", err)
+			}
+			lr.r, lr.partial = bufio.NewReaderSize(f, 64<<10), nil
+			continue
+		}
+		if err := lr.each(h); err != nil {
+			return err
+		}
+	}
+}
+
+// lineReader turns the file's whole lines into messages, counting lines and bytes.
+type lineReader struct {
+	path    string
+	topic   string
+	r       *bufio.Reader
+	pos     int64 // bytes of the whole lines read
+	line    int64 // whole lines read
+	partial []byte
+}
+
+// each hands every whole line from the reader's position to h, up to the end of the
+// file; a last line without its newline is kept for the next call.
+func (lr *lineReader) each(h func(bus.Message) error) error {
+	for {
+		chunk, err := lr.r.ReadSlice('\n')
+		lr.partial = append(lr.partial, chunk...)
+		if len(lr.partial) > maxLineBytes {
+			return fmt.Errorf("read %s: line %d is longer than %d bytes: not a rows file?", lr.path, lr.line, maxLineBytes)
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			// A partial line stays in lr.partial until its newline comes.
+			return nil
+		case err != nil:
+			return fmt.Errorf("read rows file: %w", err)
+		}
+		line := lr.partial
+		lr.partial = lr.partial[:0]
+		off := lr.line
+		lr.line++
+		lr.pos += int64(len(line))
+		m, ok := decodeLine(bytes.TrimSuffix(line, []byte{'\n'}))
+		if ok && lr.topic != "" && m.Topic != lr.topic {
+			continue
+		}
+		m.Offset = off
+		if err := h(m); err != nil {
+			return err
+		}
+	}
+}
+
+// decodeLine turns a line the sink wrote into its message; ok is false for a line that
+// is not one, which is returned as its value (a copy: the line's buffer is reused).
+func decodeLine(line []byte) (bus.Message, bool) {
+	var l Line
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil || dec.More() || l.Topic == "" || len(l.Message) == 0 {
+		return bus.Message{Value: bytes.Clone(line)}, false
+	}
+	m := bus.Message{Topic: l.Topic, Key: []byte(l.Key), Value: []byte(l.Message)}
+	if l.Message[0] == '"' {
+		// A value that was not JSON, written as a JSON string (Publish).
+		var s string
+		if json.Unmarshal(l.Message, &s) == nil {
+			m.Value = []byte(s)
+		}
+	}
+	return m, true
+}
