@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/binlake/binlake/internal/bus"
@@ -68,17 +70,15 @@ func (r *FileReader) Read(ctx context.Context, opts bus.ReadOptions, h func(bus.
 	case bus.FromLast:
 		// The last N of the topic asked for: a ring of them, delivered at the end.
 		n := int(min(max(opts.From.N, 0), 1<<20))
-		ring := make([]bus.Message, 0, min(n, 1024))
+		var ring []bus.Message
 		err = lr.each(func(m bus.Message) error {
 			if n == 0 {
 				return nil
 			}
-			if len(ring) == n {
-				ring = append(ring[:0], ring[1:]...)
-			}
-			ring = append(ring, m)
+			ring = keepLast(append(ring, m), n)
 			return nil
 		})
+		ring = ring[max(len(ring)-n, 0):]
 		for _, m := range ring {
 			if err != nil {
 				break
@@ -108,22 +108,12 @@ func (r *FileReader) Read(ctx context.Context, opts bus.ReadOptions, h func(bus.
 		if err != nil {
 			return fmt.Errorf("read rows file: %w", err)
 		}
-		if fi.Size() < lr.pos+int64(len(lr.partial)) {
-			// The sink cut the file back after a failed write or fsync (it writes those
-			// lines again): count the lines again up to where it is cut.
-			f.Close()
-			if f, err = os.Open(r.Path); err != nil {
-				return fmt.Errorf("read rows file: %w", err)
-			}
-			size := fi.Size()
-			lr = &lineReader{path: r.Path, topic: opts.Topic, r: bufio.NewReaderSize(io.LimitReader(f, size), 64<<10)}
-			if err := lr.each(func(bus.Message) error { return nil }); err != nil {
+		if size := fi.Size(); size < lr.pos+int64(len(lr.partial)) {
+			// The sink cut the file back after a failed write or fsync, and writes those
+			// lines again: read on from the first line that is no longer as it was read.
+			if err := lr.rewind(f, size); err != nil {
 				return err
 			}
-			if _, err := f.Seek(lr.pos, io.SeekStart); err != nil {
-				return fmt.Errorf("read rows file: %w", err)
-			}
-			lr.r, lr.partial = bufio.NewReaderSize(f, 64<<10), nil
 			continue
 		}
 		if err := lr.each(h); err != nil {
@@ -131,6 +121,11 @@ func (r *FileReader) Read(ctx context.Context, opts bus.ReadOptions, h func(bus.
 		}
 	}
 }
+
+// recentLines is how many of the last lines read a following FileReader remembers, to
+// find where the sink cut the file back: far more than one Publish's lines, which is
+// the most the sink cuts.
+const recentLines = 4096
 
 // lineReader turns the file's whole lines into messages, counting lines and bytes.
 type lineReader struct {
@@ -140,6 +135,67 @@ type lineReader struct {
 	pos     int64 // bytes of the whole lines read
 	line    int64 // whole lines read
 	partial []byte
+	// recent are the last lines read (at least the last recentLines), oldest first.
+	recent []readLine
+}
+
+// readLine is where a line that was read starts, its length and its hash.
+type readLine struct {
+	start int64
+	n     int
+	sum   uint64
+}
+
+// rewind moves the reader back to the first of its recent lines that the file, now size
+// bytes long, no longer holds as it was read (cut, or cut and written again), so that
+// the lines from there are read (and delivered) again with their offsets. A cut before
+// every remembered line starts again at the file's start.
+func (lr *lineReader) rewind(f *os.File, size int64) error {
+	back := len(lr.recent)
+	buf := []byte(nil)
+	for i, l := range lr.recent {
+		if l.start+int64(l.n) > size {
+			back = i
+			break
+		}
+		buf = slices.Grow(buf[:0], l.n)[:l.n]
+		if _, err := f.ReadAt(buf, l.start); err != nil {
+			return fmt.Errorf("read rows file: %w", err)
+		}
+		if hashLine(buf) != l.sum {
+			back = i
+			break
+		}
+	}
+	switch {
+	case back < len(lr.recent):
+		lr.line -= int64(len(lr.recent) - back)
+		lr.pos = lr.recent[back].start
+		lr.recent = lr.recent[:back]
+	case size < lr.pos: // cut before every line remembered
+		lr.pos, lr.line, lr.recent = 0, 0, lr.recent[:0]
+	}
+	if _, err := f.Seek(lr.pos, io.SeekStart); err != nil {
+		return fmt.Errorf("read rows file: %w", err)
+	}
+	lr.r.Reset(f)
+	lr.partial = lr.partial[:0]
+	return nil
+}
+
+// keepLast returns s, dropping its oldest elements once it holds 2n, so that it holds
+// at least its last n at the cost of one copy per n appends.
+func keepLast[T any](s []T, n int) []T {
+	if len(s) < 2*n {
+		return s
+	}
+	return append(s[:0], s[len(s)-n:]...)
+}
+
+func hashLine(b []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
 }
 
 // each hands every whole line from the reader's position to h, up to the end of the
@@ -163,6 +219,7 @@ func (lr *lineReader) each(h func(bus.Message) error) error {
 		line := lr.partial
 		lr.partial = lr.partial[:0]
 		off := lr.line
+		lr.recent = keepLast(append(lr.recent, readLine{start: lr.pos, n: len(line), sum: hashLine(line)}), recentLines)
 		lr.line++
 		lr.pos += int64(len(line))
 		m, ok := decodeLine(bytes.TrimSuffix(line, []byte{'\n'}))
