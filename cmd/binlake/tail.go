@@ -27,13 +27,13 @@ const tailUsage = `Usage: binlake tail [<instance>[/<subscription>]] [flags]
 Prints the row messages a wave published: those of an instance's subscription (its topic
 read from the instance's definition in the coordinator), of a topic (-topic), or of a
 file sink's file (-file, such as binlake up's data/rows.jsonl). Each partition from -from
-to its end, the partitions one after the other; then, with -f, new messages as they
-come, until Ctrl-C. Nothing is committed: no consumer group is joined.
+to its end, the partitions one after the other; then, with -follow (-f), new messages as
+they come, until Ctrl-C. Nothing is committed: no consumer group is joined.
 
   binlake tail orders -config /etc/binlake/wave.yaml     last 10 messages of each partition
-  binlake tail orders/audit -zk zk-1:2181 -brokers kafka-1:9092 -f -o line
+  binlake tail orders/audit -zk zk-1:2181 -brokers kafka-1:9092 -from end -follow -o line
   binlake tail -topic binlake.rows -brokers kafka-1:9092 -from 2026-11-29T14:00:00Z
-  binlake tail -file data/rows.jsonl -from oldest -o json
+  binlake tail -file data/rows.jsonl -from start -o json
 
 -config wave.yaml takes the coordinator and the sink (the Kafka brokers with their TLS and
 SASL, or the file) from a wave's config. Otherwise -zk names the coordinator and -brokers
@@ -74,8 +74,9 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	saslUser := fs.String("sasl-user", "", "with -sasl-mechanism: the user")
 	saslPasswordFile := fs.String("sasl-password-file", "", "with -sasl-user: the file holding the password (or set "+kafkaPasswordEnv+")")
 	partitions := fs.String("partition", "", "only these partitions, comma-separated (default: all)")
-	fromFlag := fs.String("from", "-10", "where to start in each partition: oldest, newest, an offset, -N for the last N messages, or an RFC 3339 time")
-	follow := fs.Bool("f", false, "follow: after the end, print new messages as they come, until Ctrl-C")
+	fromFlag := fs.String("from", "-10", "where to start in each partition: start (the oldest message kept), end (new messages only, with -follow), an offset, -N for the last N messages, or an RFC 3339 time")
+	follow := fs.Bool("follow", false, "after the end, print new messages as they come, until Ctrl-C (or -n)")
+	fs.BoolVar(follow, "f", false, "the same as -follow")
 	limit := fs.Int("n", 0, "stop after printing this many messages (0: no limit)")
 	output := fs.String("o", tail.Pretty, "output: pretty, json or line")
 	format := fs.String("format", tail.Auto, "the messages' format: "+strings.Join(tail.FormatNames(), ", ")+" (auto: detected per message)")

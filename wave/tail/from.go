@@ -9,13 +9,14 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 )
 
-// ParseFrom reads -from: oldest, newest, an offset (42), -N (the last N messages of each
-// partition) or an RFC 3339 time (the first message at or after it).
+// ParseFrom reads -from: start (the oldest message kept), end (only new ones), an offset
+// (42), -N (the last N messages of each partition) or an RFC 3339 time (the first message
+// at or after it).
 func ParseFrom(s string) (bus.From, error) {
 	switch s {
-	case "oldest":
+	case "start":
 		return bus.From{Kind: bus.FromOldest}, nil
-	case "newest":
+	case "end":
 		return bus.From{Kind: bus.FromNewest}, nil
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -27,5 +28,5 @@ func ParseFrom(s string) (bus.From, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return bus.From{Kind: bus.FromTime, Time: t}, nil
 	}
-	return bus.From{}, fmt.Errorf("-from %q: want oldest, newest, an offset (42), -N for the last N messages of each partition, or a time (2026-11-29T14:00:00Z)", s)
+	return bus.From{}, fmt.Errorf("-from %q: want start, end, an offset (42), -N for the last N messages of each partition, or a time (2026-11-29T14:00:00Z)", s)
 }

@@ -11,8 +11,8 @@ import (
 func TestParseFrom(t *testing.T) {
 	at := time.Date(2026, 11, 29, 14, 0, 0, 5e8, time.FixedZone("", 3600))
 	for in, want := range map[string]bus.From{
-		"oldest":                      {Kind: bus.FromOldest},
-		"newest":                      {Kind: bus.FromNewest},
+		"start":                       {Kind: bus.FromOldest},
+		"end":                         {Kind: bus.FromNewest},
 		"42":                          {Kind: bus.FromOffset, N: 42},
 		"0":                           {Kind: bus.FromOffset},
 		"-10":                         {Kind: bus.FromLast, N: 10},
@@ -24,8 +24,8 @@ func TestParseFrom(t *testing.T) {
 			t.Errorf("ParseFrom(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "start", "2026-11-29", "1e3", "-x"} {
-		if _, err := tail.ParseFrom(in); err == nil || err.Error() != `-from "`+in+`": want oldest, newest, an offset (42), -N for the last N messages of each partition, or a time (2026-11-29T14:00:00Z)` {
+	for _, in := range []string{"", "oldest", "beginning", "2026-11-29", "1e3", "-x"} {
+		if _, err := tail.ParseFrom(in); err == nil || err.Error() != `-from "`+in+`": want start, end, an offset (42), -N for the last N messages of each partition, or a time (2026-11-29T14:00:00Z)` {
 			t.Errorf("ParseFrom(%q): %v", in, err)
 		}
 	}
