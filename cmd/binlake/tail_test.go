@@ -1,0 +1,131 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/sink"
+)
+
+// TestTailArgs: what tail cannot do with its arguments is said before anything is read,
+// naming the flag and what it wants.
+func TestTailArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "usage"},
+		{[]string{"-from", "beginning", "-file", "x"}, `tail: -from "beginning": want start, end, an offset (42), -N for the last N messages of each partition, or a time (2026-11-29T14:00:00Z)`},
+		{[]string{"-o", "yaml", "-file", "x"}, `tail: -o: output "yaml": want pretty, json or line`},
+		{[]string{"-format", "avro", "-file", "x"}, `tail: -format: format "avro": want auto, json`},
+		{[]string{"-n", "-1", "-file", "x"}, "tail: -n -1: want 0 (no limit) or more"},
+		{[]string{"-partition", "a", "-file", "x"}, `tail: -partition "a": want partition numbers (0, 1, …), comma-separated`},
+		{[]string{"orders"}, "tail orders: which coordinator holds the instance? give -config wave.yaml or -zk host:port (binlake up's rows: -file data/rows.jsonl)"},
+		{[]string{"orders", "-topic", "t"}, "tail: give an instance (orders) or -topic, not both"},
+		{[]string{"orders", "extra"}, `tail: one instance at a time: "extra" is extra`},
+		{[]string{"-file", "x", "-brokers", "k:9092"}, "tail: give one of -file and -brokers"},
+		{[]string{"-topic", "t"}, "tail: where are the messages? give -brokers (Kafka), -config wave.yaml or -file"},
+		{[]string{"-topic", "t", "-config", "w.yaml", "-brokers", "k:9092"}, "tail: -config takes the Kafka cluster from its sink.kafka section: drop -brokers"},
+		{[]string{"-topic", "t", "-tls"}, "tail: -tls goes with -brokers"},
+		{[]string{"-topic", "t", "-brokers", "k:9092", "-sasl-user", "u"}, "tail: SASL needs -sasl-mechanism and -sasl-user (and -sasl-password-file or BINLAKE_KAFKA_PASSWORD)"},
+		{[]string{"orders", "-zk", "zk:2181", "-zk-user", "u"}, "tail: -zk-user u: give -zk-password-file or set BINLAKE_ZK_PASSWORD"},
+	} {
+		var out bytes.Buffer
+		err := runTail(context.Background(), tc.args, &out, &out)
+		got := ""
+		if errors.Is(err, errUsage) {
+			got = "usage"
+		} else if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("tail %q: %v; want %s (printed %q)", tc.args, err, tc.want, out.String())
+		}
+	}
+}
+
+// TestTailRowsFile: tail -file reads what binlake up's file sink wrote (the wave's row
+// messages, on their topics), one topic or all, in each output mode's form.
+func TestTailRowsFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), RowsFile)
+	w, err := sink.OpenFile(sink.FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	tb := &wave.Table{Database: "shop", Name: "orders", PK: []int{0},
+		Columns: []wave.Column{{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true}, {Name: "v", Type: mysql.MYSQL_TYPE_VARCHAR}}}
+	tb.Prepare()
+	m := wave.Meta{Instance: "local", TS: 1764424800, GTID: "0-1-7"}
+	last := m
+	last.Commit, last.XID = true, 9
+	row := func(topic, typ string, meta wave.Meta, before, after []any) bus.Message {
+		v, err := wave.EncodeRow(nil, tb, typ, meta, before, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img := after
+		if img == nil {
+			img = before
+		}
+		return bus.Message{Topic: topic, Key: wave.AppendKey(nil, tb, wave.PartitionPK, img), Value: v}
+	}
+	if err := w.Publish(context.Background(),
+		row("binlake.rows", wave.TypeInsert, m, nil, []any{int32(1), "a"}),
+		row("audit", wave.TypeUpdate, m, []any{int32(1), "a"}, []any{int32(1), "b"}),
+		row("binlake.rows", wave.TypeUpdate, last, []any{int32(1), "a"}, []any{int32(1), "b"})); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-file", path, "-o", "line"}, `binlake.rows 0:0 2025-11-29T14:00:00Z local insert shop.orders {"id":1} {"id":1,"v":"a"} gtid 0-1-7
+audit 0:1 2025-11-29T14:00:00Z local update shop.orders {"id":1} v: "a" → "b" gtid 0-1-7
+binlake.rows 0:2 2025-11-29T14:00:00Z local update shop.orders {"id":1} v: "a" → "b" gtid 0-1-7 xid 9 commit
+`},
+		{[]string{"-file", path, "-topic", "binlake.rows", "-from", "1", "-o", "json"}, `{"topic":"binlake.rows","partition":0,"offset":2,"key":"shop.orders:[1]","format":"json","message":{"instance":"local","database":"shop","table":"orders","type":"update","ts":1764424800,"gtid":"0-1-7","file":"","pos":0,"xid":9,"commit":true,"pk":{"id":1},"data":{"id":1,"v":"b"},"old":{"v":"a"}}}
+`},
+		{[]string{"-file", path, "-topic", "audit", "-from", "start"}, `partition 0 offset 1 key shop.orders:[1] format json
+{
+  "instance": "local",
+  "database": "shop",
+  "table": "orders",
+  "type": "update",
+  "ts": 1764424800,
+  "gtid": "0-1-7",
+  "file": "",
+  "pos": 0,
+  "commit": false,
+  "pk": {
+    "id": 1
+  },
+  "data": {
+    "id": 1,
+    "v": "b"
+  },
+  "old": {
+    "v": "a"
+  }
+}
+`},
+		{[]string{"-file", path, "-from", "-1", "-o", "line"}, `binlake.rows 0:2 2025-11-29T14:00:00Z local update shop.orders {"id":1} v: "a" → "b" gtid 0-1-7 xid 9 commit
+`},
+		{[]string{"-file", path, "-from", "start", "-n", "1", "-o", "line"}, `binlake.rows 0:0 2025-11-29T14:00:00Z local insert shop.orders {"id":1} {"id":1,"v":"a"} gtid 0-1-7
+`},
+	} {
+		var out, errb bytes.Buffer
+		if err := runTail(context.Background(), tc.args, &out, &errb); err != nil || errb.Len() > 0 || out.String() != tc.want {
+			t.Errorf("tail %q: %v %s; printed:\n%s\nwant:\n%s", tc.args, err, errb.String(), out.String(), tc.want)
+		}
+	}
+}
