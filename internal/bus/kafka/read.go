@@ -26,6 +26,19 @@ const readAttempts = 10
 // Read reads opts.Topic from opts.From in each partition without a consumer group
 // (bus.Reader): fetch requests from the partitions' leaders, nothing committed.
 func (b *Bus) Read(ctx context.Context, opts bus.ReadOptions, h func(bus.Message) error) error {
+	var herr error
+	err := b.read(ctx, opts, func(m bus.Message) error {
+		herr = h(m)
+		return herr
+	})
+	if err != nil && err != herr && ctx.Err() != nil {
+		// Ended by its caller (Ctrl-C), wherever it was: not a failure.
+		return nil
+	}
+	return err
+}
+
+func (b *Bus) read(ctx context.Context, opts bus.ReadOptions, h func(bus.Message) error) error {
 	if b.isClosed() {
 		return bus.ErrClosed
 	}
