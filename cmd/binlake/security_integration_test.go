@@ -214,6 +214,12 @@ func TestOpenZKCoordinatorAuthIntegration(t *testing.T) {
 	require.ErrorContains(t, err, "not authenticated", "instance list without the digest credentials")
 	err = runInstance(ctx, []string{"list", "-zk", addr, "-root", root, "-zk-user", "binlake"}, &out, &errOut)
 	require.ErrorContains(t, err, "-zk-user binlake: give -zk-password-file or set "+zkPasswordEnv)
+	// So does binlake tail, which reads the instance's subscriptions there (a subscription
+	// it does not have ends it before Kafka is asked).
+	err = runTail(ctx, []string{"orders/audit", "-zk", addr, "-root", root, "-zk-user", "binlake", "-zk-password-file", pwFile, "-brokers", "127.0.0.1:1"}, &out, &errOut)
+	require.EqualError(t, err, `tail: instance orders has no subscription "audit"; it has all (→ t)`)
+	err = runTail(ctx, []string{"orders", "-zk", addr, "-root", root, "-brokers", "127.0.0.1:1"}, &out, &errOut)
+	require.ErrorContains(t, err, "not authenticated", "tail without the digest credentials")
 
 	require.NoError(t, c.Delete(ctx, "instances", coord.AnyVersion))
 	require.NoError(t, owner.Delete(root+"/k", -1))
