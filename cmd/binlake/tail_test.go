@@ -6,12 +6,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/sink"
 )
@@ -127,5 +131,65 @@ binlake.rows 0:2 2025-11-29T14:00:00Z local update shop.orders {"id":1} v: "a" �
 		if err := runTail(context.Background(), tc.args, &out, &errb); err != nil || errb.Len() > 0 || out.String() != tc.want {
 			t.Errorf("tail %q: %v %s; printed:\n%s\nwant:\n%s", tc.args, err, errb.String(), out.String(), tc.want)
 		}
+	}
+}
+
+// TestTailConfigFileSink: with a wave.yaml whose sink is a file, tail INSTANCE reads the
+// instance's topic from the coordinator the config names and shows that topic's rows of
+// that instance only; a stdout sink has nothing to read back.
+func TestTailConfigFileSink(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "wave.yaml")
+	rows := filepath.Join(dir, "rows.jsonl")
+	writeFile := func(sinkSection string) {
+		t.Helper()
+		if err := os.WriteFile(cfg, []byte("node: wave-1\ncoordinator: {kind: single, path: "+filepath.Join(dir, "coord.json")+"}\n"+sinkSection), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile("sink: {kind: file, file: {path: " + rows + "}}\n")
+	ctx := context.Background()
+	c, _, err := Open(ctx, config.Coordinator{Kind: config.CoordSingle, Path: filepath.Join(dir, "coord.json")}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := &wave.Instance{ID: "orders", Source: wave.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: wave.FlavorMariaDB, ServerID: 9},
+		Subscriptions: []wave.Subscription{{Name: "all", Topic: "shop.rows"}, {Name: "audit", Topic: "shop.audit", Events: []string{wave.TypeDelete}}}}
+	if _, err := wave.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	w, err := sink.OpenFile(sink.FileOptions{Path: rows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	msg := func(topic, instance string, id int) bus.Message {
+		return bus.Message{Topic: topic, Key: []byte("k"), Value: []byte(fmt.Sprintf(
+			`{"instance":%q,"database":"shop","table":"t","type":"delete","ts":0,"commit":true,"pk":{"id":%d},"data":{"id":%d}}`, instance, id, id))}
+	}
+	if err := w.Publish(ctx, msg("shop.rows", "orders", 1), msg("shop.audit", "orders", 2), msg("shop.rows", "billing", 3), msg("shop.rows", "orders", 4)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		target, want, err string
+	}{
+		{"orders/all", "0:0 1970-01-01T00:00:00Z orders delete shop.t {\"id\":1} {\"id\":1} commit\n0:3 1970-01-01T00:00:00Z orders delete shop.t {\"id\":4} {\"id\":4} commit\n", ""},
+		{"orders/audit", "0:1 1970-01-01T00:00:00Z orders delete shop.t {\"id\":2} {\"id\":2} commit\n", ""},
+		{"orders", "", "tail: instance orders publishes to 2 topics: name one subscription, as orders/NAME: all (→ shop.rows), audit (→ shop.audit)"},
+		{"nosuch", "", "tail: instance nosuch: not found"},
+	} {
+		var out, errb bytes.Buffer
+		err := runTail(ctx, []string{tc.target, "-config", cfg, "-from", "start", "-o", "line"}, &out, &errb)
+		if got := fmt.Sprint(err); tc.err != "" && got != tc.err || tc.err == "" && (err != nil || out.String() != tc.want) {
+			t.Errorf("tail %s: %v; printed:\n%s\nwant %q:\n%s", tc.target, err, out.String(), tc.err, tc.want)
+		}
+	}
+
+	writeFile("sink: {kind: stdout}\n")
+	err = runTail(ctx, []string{"orders/all", "-config", cfg}, io.Discard, io.Discard)
+	if want := "tail: " + cfg + ": sink stdout: its rows went to the wave's stdout, there is nothing to read back"; fmt.Sprint(err) != want {
+		t.Errorf("stdout sink: %v, want %s", err, want)
 	}
 }
