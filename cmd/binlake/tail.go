@@ -48,9 +48,6 @@ statement), gtid, xid, and "commit" on the last row of a transaction, which may 
 another partition than the transaction's other rows.
 A message that is in no format known here is shown as it is, with the reason.`
 
-// kafkaPasswordEnv holds the SASL password of -sasl-user (it wins over the file).
-const kafkaPasswordEnv = "BINLAKE_KAFKA_PASSWORD"
-
 // errTailDone ends a Read once -n messages were printed.
 var errTailDone = errors.New("enough messages")
 
@@ -64,15 +61,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	zkPasswordFile := fs.String("zk-password-file", "", "with -zk-user: the file holding its password (or set "+zkPasswordEnv+")")
 	topic := fs.String("topic", "", "read this topic instead of an instance's")
 	file := fs.String("file", "", "read this file sink's file (binlake up: data/"+RowsFile+") instead of Kafka")
-	brokers := fs.String("brokers", "", "Kafka brokers, comma-separated host:port")
-	useTLS := fs.Bool("tls", false, "with -brokers: connect with TLS, trusting the system's CAs (implied by the other -tls flags)")
-	tlsCA := fs.String("tls-ca-file", "", "with -brokers: PEM file of the CAs that sign the brokers' certificates")
-	tlsCert := fs.String("tls-cert-file", "", "with -brokers: client certificate (PEM), for brokers that require one")
-	tlsKey := fs.String("tls-key-file", "", "with -tls-cert-file: its key (PEM)")
-	tlsServerName := fs.String("tls-server-name", "", "with -brokers: the name to check in the brokers' certificates (default: the host dialled)")
-	saslMech := fs.String("sasl-mechanism", "", "with -brokers: "+config.SASLPlain+", "+config.SASLScramSHA256+" or "+config.SASLScramSHA512)
-	saslUser := fs.String("sasl-user", "", "with -sasl-mechanism: the user")
-	saslPasswordFile := fs.String("sasl-password-file", "", "with -sasl-user: the file holding the password (or set "+kafkaPasswordEnv+")")
+	kf := addKafkaFlags(fs)
 	partitions := fs.String("partition", "", "only these partitions, comma-separated (default: all)")
 	fromFlag := fs.String("from", "-10", "where to start in each partition: start (the oldest message kept), end (new messages only, with -follow), an offset, -N for the last N messages, or an RFC 3339 time")
 	follow := fs.Bool("follow", false, "after the end, print new messages as they come, until Ctrl-C (or -n)")
@@ -115,23 +104,15 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	kafkaFlags := ""
-	for _, f := range []string{"brokers", "tls", "tls-ca-file", "tls-cert-file", "tls-key-file", "tls-server-name", "sasl-mechanism", "sasl-user", "sasl-password-file"} {
-		if set[f] {
-			kafkaFlags = "-" + f
-			break
-		}
-	}
+	kafkaFlags := kf.set()
 	switch {
 	case *cfgPath != "" && *zkServers != "":
 		return errors.New("tail: give one of -config and -zk")
 	case *cfgPath != "" && kafkaFlags != "":
 		return fmt.Errorf("tail: -config takes the Kafka cluster from its sink.kafka section: drop %s", kafkaFlags)
-	case *brokers == "" && kafkaFlags != "":
+	case kf.brokers == "" && kafkaFlags != "":
 		return fmt.Errorf("tail: %s goes with -brokers", kafkaFlags)
-	case *file != "" && *brokers != "":
+	case *file != "" && kf.brokers != "":
 		return errors.New("tail: give one of -file and -brokers")
 	case target != "" && *topic != "":
 		return fmt.Errorf("tail: give an instance (%s) or -topic, not both", target)
@@ -185,26 +166,10 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		r = b
 	case cfg != nil:
 		return fmt.Errorf("tail: %s: sink %s: its rows went to the wave's stdout, there is nothing to read back", *cfgPath, cfg.Sink.Kind)
-	case *brokers != "":
-		kopts := kafka.Options{ClientID: "binlake-tail", Logger: logger, Brokers: strings.Split(*brokers, ",")}
-		if *useTLS || *tlsCA != "" || *tlsCert != "" || *tlsKey != "" || *tlsServerName != "" {
-			t := &config.KafkaTLS{CAFile: *tlsCA, CertFile: *tlsCert, KeyFile: *tlsKey, ServerName: *tlsServerName}
-			if kopts.TLS, err = t.Load("tls"); err != nil {
-				return fmt.Errorf("tail: -tls-ca-file, -tls-cert-file, -tls-key-file: %w", err)
-			}
-		}
-		if *saslMech != "" || *saslUser != "" || *saslPasswordFile != "" {
-			if *saslMech == "" || *saslUser == "" {
-				return errors.New("tail: SASL needs -sasl-mechanism and -sasl-user (and -sasl-password-file or " + kafkaPasswordEnv + ")")
-			}
-			pw, err := config.ResolveSecret("", kafkaPasswordEnv, *saslPasswordFile)
-			if err == nil && pw == "" {
-				err = fmt.Errorf("no password: give -sasl-password-file or set %s", kafkaPasswordEnv)
-			}
-			if err != nil {
-				return fmt.Errorf("tail: -sasl-user %s: %w", *saslUser, err)
-			}
-			kopts.SASL = &kafka.SASL{Mechanism: *saslMech, Username: *saslUser, Password: pw}
+	case kf.brokers != "":
+		kopts, err := kf.options("tail", "binlake-tail", logger)
+		if err != nil {
+			return err
 		}
 		b, err := kafka.New(kopts)
 		if err != nil {
