@@ -42,14 +42,19 @@ func addKafkaFlags(fs *flag.FlagSet) *kafkaFlags {
 
 // set returns the first of the flags given ("-brokers", "-tls", …), "" when none was.
 func (k *kafkaFlags) set() string {
-	given := map[string]bool{}
-	k.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	for _, f := range []string{"brokers", "tls", "tls-ca-file", "tls-cert-file", "tls-key-file", "tls-server-name", "sasl-mechanism", "sasl-user", "sasl-password-file"} {
-		if given[f] {
+		if flagSet(k.fs, f) {
 			return "-" + f
 		}
 	}
 	return ""
+}
+
+// flagSet reports whether the flag name was given on the command line (not defaulted).
+func flagSet(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // options returns the client options the flags describe; cmd prefixes the errors.

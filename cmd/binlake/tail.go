@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +35,7 @@ they come, until Ctrl-C. Nothing is committed: no consumer group is joined.
   binlake tail orders/audit -zk zk-1:2181 -brokers kafka-1:9092 -from end -follow -o line
   binlake tail -topic binlake.rows -brokers kafka-1:9092 -from 2026-11-29T14:00:00Z
   binlake tail -file data/rows.jsonl -from start -o json
+  binlake up --mysql 'repl@tcp(db-1:3306)/' --rows - | binlake tail -file - -o line
 
 -config wave.yaml takes the coordinator and the sink (the Kafka brokers with their TLS and
 SASL, or the file) from a wave's config. Otherwise -zk names the coordinator and -brokers
@@ -48,6 +50,9 @@ statement), gtid, xid, and "commit" on the last row of a transaction, which may 
 another partition than the transaction's other rows.
 A message that is in no format known here is shown as it is, with the reason.`
 
+// tailStdin is what -file - reads; tests replace it.
+var tailStdin io.Reader = os.Stdin
+
 // errTailDone ends a Read once -n messages were printed.
 var errTailDone = errors.New("enough messages")
 
@@ -60,10 +65,10 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	zkUser := fs.String("zk-user", "", "with -zk: the ZooKeeper digest user, when the cluster sets coordinator.auth")
 	zkPasswordFile := fs.String("zk-password-file", "", "with -zk-user: the file holding its password (or set "+zkPasswordEnv+")")
 	topic := fs.String("topic", "", "read this topic instead of an instance's")
-	file := fs.String("file", "", "read this file sink's file (binlake up: data/"+RowsFile+") instead of Kafka")
+	file := fs.String("file", "", "read this file sink's file (binlake up: data/"+RowsFile+") instead of Kafka; - reads the rows piped in (binlake up --rows - | binlake tail -file -)")
 	kf := addKafkaFlags(fs)
 	partitions := fs.String("partition", "", "only these partitions, comma-separated (default: all)")
-	fromFlag := fs.String("from", "-10", "where to start in each partition: start (the oldest message kept), end (new messages only, with -follow), an offset, -N for the last N messages, or an RFC 3339 time")
+	fromFlag := fs.String("from", "-10", "where to start in each partition: start (the oldest message kept), end (new messages only, with -follow), an offset, -N for the last N messages, or an RFC 3339 time (-file -: start or an offset; start by default)")
 	follow := fs.Bool("follow", false, "after the end, print new messages as they come, until Ctrl-C (or -n)")
 	fs.BoolVar(follow, "f", false, "the same as -follow")
 	limit := fs.Int("n", 0, "stop after printing this many messages (0: no limit)")
@@ -87,6 +92,9 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("tail: one instance at a time: %q is extra", strings.Join(args, " "))
 	}
 
+	if *file == "-" && !flagSet(fs, "from") {
+		*fromFlag = "start" // a stream has no end to count back from
+	}
 	from, err := tail.ParseFrom(*fromFlag)
 	if err != nil {
 		return fmt.Errorf("tail: %w", err)
@@ -149,6 +157,8 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	var r bus.Reader
 	switch {
+	case *file == "-":
+		r = &sink.StreamReader{In: tailStdin, Name: "stdin"}
 	case *file != "":
 		r = &sink.FileReader{Path: *file}
 	case cfg != nil && cfg.Sink.Kind == wave.SinkFile:

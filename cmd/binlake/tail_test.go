@@ -193,3 +193,32 @@ func TestTailConfigFileSink(t *testing.T) {
 		t.Errorf("stdout sink: %v, want %s", err, want)
 	}
 }
+
+// TestTailStdin: -file - reads the rows binlake up --rows - writes, piped in, from the
+// start by default; -from -N, which needs the stream's end, is refused by name.
+func TestTailStdin(t *testing.T) {
+	var rows bytes.Buffer
+	w := sink.New(&rows)
+	for i := range 3 {
+		if err := w.Publish(context.Background(), bus.Message{Topic: DefaultRowsTopic, Key: []byte("k"), Value: []byte(fmt.Sprintf(
+			`{"instance":"local","database":"d","table":"t","type":"insert","ts":0,"commit":%v,"pk":{"id":%d},"data":{"id":%d}}`, i == 2, i, i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func(r io.Reader) { tailStdin = r }(tailStdin)
+	tailStdin = bytes.NewReader(rows.Bytes())
+	var out, errb bytes.Buffer
+	err := runTail(context.Background(), []string{"-file", "-", "-o", "line"}, &out, &errb)
+	want := DefaultRowsTopic + ` 0:0 1970-01-01T00:00:00Z local insert d.t {"id":0} {"id":0}
+` + DefaultRowsTopic + ` 0:1 1970-01-01T00:00:00Z local insert d.t {"id":1} {"id":1}
+` + DefaultRowsTopic + ` 0:2 1970-01-01T00:00:00Z local insert d.t {"id":2} {"id":2} commit
+`
+	if err != nil || errb.Len() > 0 || out.String() != want {
+		t.Errorf("tail -file -: %v %s; printed:\n%s\nwant:\n%s", err, errb.String(), out.String(), want)
+	}
+	tailStdin = bytes.NewReader(rows.Bytes())
+	err = runTail(context.Background(), []string{"-file", "-", "-from", "-2"}, io.Discard, io.Discard)
+	if want := "tail: read stdin: not supported: a stream has no end to count back from and its lines carry no time; start from the start or a line number (offset)"; fmt.Sprint(err) != want {
+		t.Errorf("tail -file - -from -2: %v, want %s", err, want)
+	}
+}
