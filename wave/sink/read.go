@@ -50,7 +50,24 @@ func (r *FileReader) Read(ctx context.Context, opts bus.ReadOptions, h func(bus.
 	if err != nil {
 		return fmt.Errorf("read rows file: %w", err)
 	}
-	defer func() { f.Close() }()
+	// A long file read to its end still stops at Ctrl-C.
+	deliver := h
+	h = func(m bus.Message) error {
+		if ctx.Err() != nil {
+			return errStreamDone
+		}
+		return deliver(m)
+	}
+	err = r.read(ctx, f, opts, h)
+	if errors.Is(err, errStreamDone) {
+		return nil
+	}
+	return err
+}
+
+func (r *FileReader) read(ctx context.Context, f *os.File, opts bus.ReadOptions, h func(bus.Message) error) error {
+	var err error
+	defer f.Close()
 	lr := &lineReader{path: r.Path, topic: opts.Topic, r: bufio.NewReaderSize(f, 64<<10)}
 
 	switch k := opts.From.Kind; k {

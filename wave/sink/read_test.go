@@ -111,8 +111,14 @@ func TestFileReaderFrom(t *testing.T) {
 	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "none.jsonl") {
 		t.Errorf("missing file: %v", err)
 	}
-	stop := errors.New("stop")
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
 	n := 0
+	if err := r.Read(cctx, bus.ReadOptions{}, func(bus.Message) error { n++; return nil }); err != nil || n != 0 {
+		t.Errorf("Read with its context ended: %v after %d messages; want nil after none (Ctrl-C stops a long file)", err, n)
+	}
+	stop := errors.New("stop")
+	n = 0
 	err = r.Read(context.Background(), bus.ReadOptions{}, func(bus.Message) error { n++; return stop })
 	if !errors.Is(err, stop) || n != 1 {
 		t.Errorf("a handler's error ends Read: %v after %d messages", err, n)

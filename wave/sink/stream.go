@@ -75,5 +75,5 @@ func (r *StreamReader) Read(ctx context.Context, opts bus.ReadOptions, h func(bu
 	}
 }
 
-// errStreamDone ends a stream's reading once its Read returned.
+// errStreamDone ends a reading whose Read returned or whose context ended.
 var errStreamDone = errors.New("read ended")
