@@ -135,9 +135,12 @@ func TestReadIntegration(t *testing.T) {
 	publish(1, "b0")
 	next("1:0 b0")
 	publish(1, "b1")
-	next("1:1 b1")
+	// The handler's stop ends Read as it hands b1 over: both are ready at once.
 	if err := <-done; !errors.Is(err, stop) {
 		t.Errorf("Read after the handler's error: %v", err)
+	}
+	if g := <-got; g != "1:1 b1" {
+		t.Errorf("following: %q, want 1:1 b1", g)
 	}
 
 	// A following Read ends, with nil, when its context does.
