@@ -128,14 +128,7 @@ func (k KeyValue) arg() any {
 // next poll and source heartbeat (seconds); a snapshot already running is replaced,
 // from its start.
 func RequestSnapshot(ctx context.Context, c coord.Coordinator, id string, tables []string) (SnapshotRequest, error) {
-	v, err := c.Get(ctx, instanceKey(id, ""))
-	if errors.Is(err, coord.ErrNotFound) || (err == nil && len(v.Data) == 0) {
-		return SnapshotRequest{}, fmt.Errorf("instance %s: %w", id, coord.ErrNotFound)
-	}
-	if err != nil {
-		return SnapshotRequest{}, err
-	}
-	inst, err := ParseInstance(v.Data)
+	inst, err := GetInstance(ctx, c, id)
 	if err != nil {
 		return SnapshotRequest{}, err
 	}

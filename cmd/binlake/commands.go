@@ -11,6 +11,7 @@ var commands = map[string]command{
 	"judge":    {"store metrics, analyse load and answer placement requests", runJudge},
 	"alarm":    {"evaluate alert policies over the metric stream and notify", runAlarm},
 	"instance": {"add, list, show, remove or move capture instances", runInstance},
+	"tail":     {"print the rows a wave published to a topic or file, from a position", runTail},
 	"bench":    {"run a benchmark against the test services", runBench},
 	"version":  {"print the version", runVersion},
 }

@@ -146,12 +146,9 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 		}
 	case *zkServers != "":
-		cc.Servers = strings.Split(*zkServers, ",")
-		if *zkUser != "" {
-			if *zkPasswordFile == "" && os.Getenv(zkPasswordEnv) == "" {
-				return fmt.Errorf("instance %s: -zk-user %s: give -zk-password-file or set %s", sub, *zkUser, zkPasswordEnv)
-			}
-			cc.Auth = config.CoordAuth{Username: *zkUser, PasswordFile: *zkPasswordFile, PasswordEnv: zkPasswordEnv}
+		var err error
+		if cc, err = zkCoordinator("instance "+sub, *zkServers, *root, *zkUser, *zkPasswordFile); err != nil {
+			return err
 		}
 	default:
 		path, unlock, err := openUpData(*dataDir)

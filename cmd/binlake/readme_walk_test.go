@@ -22,6 +22,7 @@ import (
 
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave/sink"
+	"github.com/binlake/binlake/wave/tail"
 )
 
 const (
@@ -31,6 +32,8 @@ const (
 	// services-up` (deploy/testenv/services.sh); the walk runs those lines against
 	// $BINLAKE_TEST_MYSQL, wherever it is.
 	readmeTestMySQL = "127.0.0.1:3307"
+	// deployTail is deploy/README.md's section on binlake tail, which this walk covers.
+	deployTail = "### What a wave published"
 )
 
 // TestReadmeWalk walks README.md's "Try it" path: every command of the sh blocks of
@@ -116,6 +119,8 @@ func TestReadmeWalk(t *testing.T) {
 			w.up(line, words[2:], env, &skipped, haveMySQL)
 		case words[0] == "curl" && len(env) == 0:
 			w.curl(line, words[1:])
+		case len(words) >= 2 && words[0] == "./bin/binlake" && words[1] == "tail" && len(env) == 0:
+			w.tail(line, words[2:], &skipped, haveMySQL)
 		default:
 			t.Fatalf("README.md, %s: TestReadmeWalk has no rule for %q: add one", readmeOneMachine, line)
 		}
@@ -141,10 +146,25 @@ func TestReadmeWalk(t *testing.T) {
 			t.Logf("walked by deploy's TestGuideWalk (deploy/README.md, Install)")
 		case len(words) >= 3 && words[0] == "binlake" && words[1] == "instance":
 			instanceHelp(t, bin, line, words[2:])
+		case len(words) >= 2 && words[0] == "binlake" && words[1] == "tail":
+			tailHelp(t, bin, line, words[2:])
 		default:
-			t.Fatalf("README.md, %s: TestReadmeWalk has no rule for %q (a step of deploy/README.md's Install section, which TestGuideWalk walks, or binlake instance): add one",
+			t.Fatalf("README.md, %s: TestReadmeWalk has no rule for %q (a step of deploy/README.md's Install section, which TestGuideWalk walks, binlake instance or binlake tail): add one",
 				readmeManyHosts, line)
 		}
+	}
+	// deploy/README.md's tail lines need ZooKeeper, Kafka and a wave, as the README's do.
+	tails := testenv.ShellCommands(t, filepath.Join(root, "deploy", "README.md"), deployTail)
+	for _, line := range tails {
+		t.Logf("$ %s (deploy/README.md)", line)
+		words, err := shellWords(line)
+		if err != nil || len(words) < 2 || words[0] != "binlake" || words[1] != "tail" {
+			t.Fatalf("deploy/README.md, %s: TestReadmeWalk has no rule for %q (%v): add one", deployTail, line, err)
+		}
+		tailHelp(t, bin, line, words[2:])
+	}
+	if len(tails) == 0 {
+		t.Fatalf("deploy/README.md has no commands under %q", deployTail)
 	}
 	t.Logf("walked in %s", time.Since(started).Round(time.Millisecond))
 	if len(skipped) > 0 {
@@ -256,6 +276,71 @@ func instanceHelp(t *testing.T, bin, line string, words []string) {
 		t.Fatalf("%q: TestReadmeWalk knows no test that runs binlake instance %s on a cluster: add one", line, sub)
 	}
 	t.Logf("binlake instance %s -h lists it; %s runs it on a cluster", sub, proof)
+}
+
+// tailHelp checks `binlake tail [flags]` against `binlake tail -h`: the lines that need
+// ZooKeeper, Kafka and a wave publishing, which TestTailIntegration runs.
+func tailHelp(t *testing.T, bin, line string, words []string) {
+	t.Helper()
+	out, err := exec.Command(bin, "tail", "-h").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%q: binlake tail -h: %v\n%s", line, err, out)
+	}
+	for i, w := range words {
+		if !strings.HasPrefix(w, "-") {
+			if i > 0 && strings.HasPrefix(words[i-1], "-") || i == 0 {
+				continue // a flag's value, or the instance
+			}
+			t.Fatalf("%q: %q is neither a flag nor the instance", line, w)
+		}
+		if !regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(w) + `\b`).Match(out) {
+			t.Fatalf("%q: binlake tail -h lists no flag %s:\n%s", line, w, out)
+		}
+	}
+	// The values of -from and -o must be ones tail takes.
+	for i := 0; i+1 < len(words); i++ {
+		var err error
+		switch words[i] {
+		case "-from":
+			_, err = tail.ParseFrom(words[i+1])
+		case "-o":
+			err = tail.CheckMode(words[i+1])
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+	}
+	t.Logf("binlake tail -h lists its flags; TestTailIntegration runs them on ZooKeeper and Kafka")
+}
+
+// tail runs the README's `./bin/binlake tail` in the checkout while up runs: it must show
+// the row the last --mysql run inserted.
+func (w *readmeWalk) tail(line string, args []string, skipped *[]string, haveMySQL bool) {
+	t := w.t
+	t.Helper()
+	if !haveMySQL {
+		*skipped = append(*skipped, line)
+		t.Logf("not run: no --mysql line ran (%s is not set), so there are no rows", testenv.MySQL.Env)
+		return
+	}
+	if w.mysqlRuns == 0 {
+		t.Fatalf("%q: no --mysql line ran before it: there are no rows to show", line)
+	}
+	for _, a := range args {
+		if a == "-follow" || a == "-f" {
+			t.Fatalf("%q: a README line that follows does not end: TestReadmeWalk runs lines that do", line)
+		}
+	}
+	cmd := exec.Command(w.bin, append([]string{"tail"}, args...)...)
+	cmd.Dir = w.dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	want := fmt.Sprintf("readme-%d", w.mysqlRuns)
+	if err != nil || stderr.Len() > 0 || !strings.Contains(string(out), want) || strings.Contains(string(out), "not a row message") {
+		t.Fatalf("%q: %v; want exit 0, nothing on stderr and the row %q:\n%s%s", line, err, want, out, stderr.String())
+	}
+	t.Logf("binlake tail printed:\n%s", out)
 }
 
 // readmeWalk is the state of the One machine walk: the up that runs now, if any.

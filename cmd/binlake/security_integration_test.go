@@ -214,6 +214,12 @@ func TestOpenZKCoordinatorAuthIntegration(t *testing.T) {
 	require.ErrorContains(t, err, "not authenticated", "instance list without the digest credentials")
 	err = runInstance(ctx, []string{"list", "-zk", addr, "-root", root, "-zk-user", "binlake"}, &out, &errOut)
 	require.ErrorContains(t, err, "-zk-user binlake: give -zk-password-file or set "+zkPasswordEnv)
+	// So does binlake tail, which reads the instance's subscriptions there (a subscription
+	// it does not have ends it before Kafka is asked).
+	err = runTail(ctx, []string{"orders/audit", "-zk", addr, "-root", root, "-zk-user", "binlake", "-zk-password-file", pwFile, "-brokers", "127.0.0.1:1"}, &out, &errOut)
+	require.EqualError(t, err, `tail: instance orders has no subscription "audit"; it has all (→ t)`)
+	err = runTail(ctx, []string{"orders", "-zk", addr, "-root", root, "-brokers", "127.0.0.1:1"}, &out, &errOut)
+	require.ErrorContains(t, err, "not authenticated", "tail without the digest credentials")
 
 	require.NoError(t, c.Delete(ctx, "instances", coord.AnyVersion))
 	require.NoError(t, owner.Delete(root+"/k", -1))
@@ -227,3 +233,38 @@ func TestOpenZKCoordinatorAuthIntegration(t *testing.T) {
 type nopLogger struct{}
 
 func (nopLogger) Printf(string, ...any) {}
+
+// TestTailSASLIntegration: binlake tail reads a topic over SASL_SSL with the -tls-* and
+// -sasl-* flags (the password from the file, or from BINLAKE_KAFKA_PASSWORD), and names
+// what is wrong when the password is.
+func TestTailSASLIntegration(t *testing.T) {
+	env := testenv.RequireKafkaSASL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	topic := fmt.Sprintf("tail-sasl-%d", time.Now().UnixNano())
+	opts := kafka.Options{Logger: quiet}
+	require.NoError(t, opts.FromConfig(saslKafka(env), "bus"))
+	k, err := kafka.New(opts)
+	require.NoError(t, err)
+	defer k.Close()
+	require.NoError(t, k.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: 1, Replication: 1}))
+	pub, err := k.Publisher()
+	require.NoError(t, err)
+	defer pub.Close()
+	require.NoError(t, pub.Publish(ctx, bus.Message{Topic: topic, Key: []byte("k"), Value: []byte(
+		`{"instance":"o","database":"d","table":"t","type":"insert","ts":0,"commit":true,"pk":{"id":1},"data":{"id":1}}`)}))
+
+	args := []string{"-topic", topic, "-brokers", env.Addr, "-tls-ca-file", env.CAFile,
+		"-sasl-mechanism", config.SASLScramSHA512, "-sasl-user", env.ScramUser, "-from", "start", "-o", "line"}
+	var out, errOut bytes.Buffer
+	require.NoError(t, runTail(ctx, append(args, "-sasl-password-file", env.ScramPasswordFile), &out, &errOut), errOut.String())
+	require.Equal(t, `0:0 1970-01-01T00:00:00Z o insert d.t {"id":1} {"id":1} commit`+"\n", out.String())
+
+	t.Setenv(kafkaPasswordEnv, "wrong-pw-1234")
+	err = runTail(ctx, args, &out, &errOut)
+	require.ErrorContains(t, err, "SASL SCRAM-SHA-512 authentication as user")
+	require.NotContains(t, err.Error(), "wrong-pw-1234")
+	t.Setenv(kafkaPasswordEnv, "")
+	err = runTail(ctx, args, &out, &errOut)
+	require.EqualError(t, err, "tail: -sasl-user "+env.ScramUser+": no password: give -sasl-password-file or set "+kafkaPasswordEnv)
+}

@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -377,26 +378,37 @@ func (b *Bus) refreshTopic(ctx context.Context, topic string) error {
 // topicExists asks the cluster, bypassing the shared metadata cache, which may predate
 // a topic made by another process.
 func (b *Bus) topicExists(ctx context.Context, topic string) (bool, error) {
+	_, ok, err := b.topicPartitions(ctx, topic)
+	return ok, err
+}
+
+// topicPartitions is topicExists that also returns the topic's partitions, sorted.
+func (b *Bus) topicPartitions(ctx context.Context, topic string) ([]int, bool, error) {
 	t := &kafkago.Transport{Dial: b.transport.Dial, DialTimeout: b.opts.DialTimeout, ClientID: b.opts.ClientID,
 		TLS: b.opts.TLS, SASL: b.sasl}
 	defer t.CloseIdleConnections()
 	c := &kafkago.Client{Addr: b.addr, Transport: t, Timeout: b.opts.WriteTimeout}
 	md, err := c.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
-		return false, fmt.Errorf("read metadata of %s: %w", topic, b.explain(ctx, err))
+		return nil, false, fmt.Errorf("read metadata of %s: %w", topic, b.explain(ctx, err))
 	}
 	for _, tm := range md.Topics {
 		if tm.Name == topic {
 			if errors.Is(tm.Error, kafkago.UnknownTopicOrPartition) {
-				return false, nil
+				return nil, false, nil
 			}
 			if tm.Error != nil {
-				return false, fmt.Errorf("read metadata of %s: %w", topic, tm.Error)
+				return nil, false, fmt.Errorf("read metadata of %s: %w", topic, tm.Error)
 			}
-			return true, nil
+			parts := make([]int, 0, len(tm.Partitions))
+			for _, p := range tm.Partitions {
+				parts = append(parts, p.ID)
+			}
+			slices.Sort(parts)
+			return parts, true, nil
 		}
 	}
-	return false, nil
+	return nil, false, nil
 }
 
 // Publisher returns a publisher with its own batching writer.

@@ -1,0 +1,28 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/binlake/binlake/internal/config"
+)
+
+// zkCoordinator is the coordinator that the -zk, -root, -zk-user and -zk-password-file
+// flags of cmd (instance add, tail, …) name: the ZooKeeper servers, with the digest
+// credentials when the cluster sets coordinator.auth (the password from the file, or
+// from $BINLAKE_ZK_PASSWORD, which wins).
+func zkCoordinator(cmd, servers, root, user, passwordFile string) (config.Coordinator, error) {
+	cc := config.Coordinator{Kind: config.CoordZK, Servers: strings.Split(servers, ","), Root: root,
+		SessionTimeout: config.Duration(10 * time.Second)}
+	if user != "" {
+		if passwordFile == "" && os.Getenv(zkPasswordEnv) == "" {
+			return cc, fmt.Errorf("%s: -zk-user %s: give -zk-password-file or set %s", cmd, user, zkPasswordEnv)
+		}
+		cc.Auth = config.CoordAuth{Username: user, PasswordFile: passwordFile, PasswordEnv: zkPasswordEnv}
+	}
+	return cc, nil
+}

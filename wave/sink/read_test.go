@@ -1,0 +1,196 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/internal/bus"
+)
+
+// rowsFile writes, through the file sink, messages on topics a and b (a0 b1 a2 b3 a4,
+// the last a text value that is not JSON), then a line that is not the sink's and half a
+// line, as a crash mid-write leaves it.
+func rowsFile(t *testing.T) (string, *Writer) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	w, err := OpenFile(FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	var msgs []bus.Message
+	for i := range 5 {
+		topic := "a"
+		if i%2 == 1 {
+			topic = "b"
+		}
+		msgs = append(msgs, bus.Message{Topic: topic, Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprintf(`{"i":%d}`, i))})
+	}
+	msgs[4].Value = []byte("plain text")
+	if err := w.Publish(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	appendRaw(t, path, "not json\n{\"topic\":\"a\",\"key\":\"k6\",\"mess")
+	return path, w
+}
+
+func appendRaw(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// show is a message as the tests compare it: "offset topic key value".
+func show(m bus.Message) string {
+	return fmt.Sprintf("%d %s %s %s", m.Offset, m.Topic, m.Key, m.Value)
+}
+
+func readAll(t *testing.T, r *FileReader, opts bus.ReadOptions) ([]string, error) {
+	t.Helper()
+	var got []string
+	err := r.Read(context.Background(), opts, func(m bus.Message) error {
+		got = append(got, show(m))
+		return nil
+	})
+	return got, err
+}
+
+// TestFileReaderFrom: each start position, with and without a topic; offsets are line
+// numbers; a line that is not the sink's comes as it is; half a line is not read.
+func TestFileReaderFrom(t *testing.T) {
+	path, _ := rowsFile(t)
+	r := &FileReader{Path: path}
+	all := []string{`0 a k0 {"i":0}`, `1 b k1 {"i":1}`, `2 a k2 {"i":2}`, `3 b k3 {"i":3}`, `4 a k4 plain text`, `5   not json`}
+	for _, tc := range []struct {
+		name  string
+		topic string
+		from  bus.From
+		want  []string
+	}{
+		{"oldest", "", bus.From{Kind: bus.FromOldest}, all},
+		{"offset", "", bus.From{Kind: bus.FromOffset, N: 3}, all[3:]},
+		{"offset past the end", "", bus.From{Kind: bus.FromOffset, N: 99}, nil},
+		{"newest", "", bus.From{Kind: bus.FromNewest}, nil},
+		{"last 2", "", bus.From{Kind: bus.FromLast, N: 2}, all[4:]},
+		{"last 99", "", bus.From{Kind: bus.FromLast, N: 99}, all},
+		{"topic a", "a", bus.From{Kind: bus.FromOldest}, []string{all[0], all[2], all[4], all[5]}},
+		{"topic b from offset 2", "b", bus.From{Kind: bus.FromOffset, N: 2}, []string{all[3], all[5]}},
+		{"last 2 of topic b", "b", bus.From{Kind: bus.FromLast, N: 2}, []string{all[3], all[5]}},
+		{"last 0", "b", bus.From{Kind: bus.FromLast}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readAll(t, r, bus.ReadOptions{Topic: tc.topic, From: tc.from})
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+
+	_, err := readAll(t, r, bus.ReadOptions{From: bus.From{Kind: bus.FromTime, Time: time.Now()}})
+	if !errors.Is(err, bus.ErrNotSupported) || !strings.Contains(err.Error(), "its lines carry no time") {
+		t.Errorf("from a time: %v", err)
+	}
+	_, err = readAll(t, r, bus.ReadOptions{Partitions: []int{1}})
+	if !errors.Is(err, bus.ErrNoSuchPartition) {
+		t.Errorf("partition 1: %v", err)
+	}
+	_, err = readAll(t, &FileReader{Path: filepath.Join(t.TempDir(), "none.jsonl")}, bus.ReadOptions{})
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "none.jsonl") {
+		t.Errorf("missing file: %v", err)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n := 0
+	if err := r.Read(cctx, bus.ReadOptions{}, func(bus.Message) error { n++; return nil }); err != nil || n != 0 {
+		t.Errorf("Read with its context ended: %v after %d messages; want nil after none (Ctrl-C stops a long file)", err, n)
+	}
+	stop := errors.New("stop")
+	n = 0
+	err = r.Read(context.Background(), bus.ReadOptions{}, func(bus.Message) error { n++; return stop })
+	if !errors.Is(err, stop) || n != 1 {
+		t.Errorf("a handler's error ends Read: %v after %d messages", err, n)
+	}
+}
+
+// TestFileReaderLongLine: a line longer than a rows file's is an error naming it, not
+// all the memory.
+func TestFileReaderLongLine(t *testing.T) {
+	defer func(n int) { maxLineBytes = n }(maxLineBytes)
+	maxLineBytes = 1 << 10
+	path := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(path, []byte("{}\n"+strings.Repeat("x", 1<<11)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readAll(t, &FileReader{Path: path}, bus.ReadOptions{})
+	if err == nil || err.Error() != "read "+path+": line 1 is longer than 1024 bytes: not a rows file?" || len(got) != 1 {
+		t.Errorf("got %q, %v", got, err)
+	}
+}
+
+// TestFileReaderFollow: after the end, lines appended by the sink come as they are
+// written, the half line once its end is written; a file cut back (the sink does so after
+// a failed write) is read on from where it is cut; Read ends with its context.
+func TestFileReaderFollow(t *testing.T) {
+	path, w := rowsFile(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 100)
+	done := make(chan error, 1)
+	go func() {
+		done <- (&FileReader{Path: path, Poll: 10 * time.Millisecond}).Read(ctx, bus.ReadOptions{Topic: "a", From: bus.From{Kind: bus.FromLast, N: 1}, Follow: true},
+			func(m bus.Message) error {
+				got <- show(m)
+				return nil
+			})
+	}()
+	next := func(want string) {
+		t.Helper()
+		select {
+		case g := <-got:
+			if g != want {
+				t.Fatalf("got %q, want %q", g, want)
+			}
+		case err := <-done:
+			t.Fatalf("Read ended: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %q", want)
+		}
+	}
+	next(`5   not json`) // the end of what was there: now the half line's end
+	appendRaw(t, path, "age\":{\"i\":6}}\n")
+	next(`6 a k6 {"i":6}`)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := fi.Size()
+	if err := w.Publish(ctx, bus.Message{Topic: "b", Key: []byte("k7"), Value: []byte("{}")}, bus.Message{Topic: "a", Key: []byte("k8"), Value: []byte(`{"i":8}`)}); err != nil {
+		t.Fatal(err)
+	}
+	next(`8 a k8 {"i":8}`)
+	// Cut back to before line 7, then lines written again: offsets go on from line 7.
+	if err := os.Truncate(path, size); err != nil {
+		t.Fatal(err)
+	}
+	// Line 7 again, shorter than lines 7 and 8 were: the file stays shorter than what
+	// the reader read, so that it sees the cut whenever it polls.
+	appendRaw(t, path, `{"topic":"a","key":"k7b","message":{"i":7}}`+"\n")
+	next(`7 a k7b {"i":7}`)
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Read after its context ended: %v", err)
+	}
+}
