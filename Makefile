@@ -49,6 +49,8 @@ flake:
 	$(GO) test $(FLAKE_FLAGS) ./...
 
 ## test: start the test services, run every test against them, stop them unless KEEP_SERVICES=1.
+## Test output goes through internal/testenv/testreport: a line per package, the output of
+## what failed, and the ten slowest tests and packages at the end.
 ## NORACE_TESTS run in a second pass without -race (their files say why: a simulated day
 ## of a whole fleet is too slow under the race detector).
 NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestPlannerOnTrueCosts
@@ -56,8 +58,10 @@ test:
 	@start=$$(date +%s); \
 	bash $(SERVICES) up || exit 1; \
 	eval "$$(bash $(SERVICES) env)"; \
-	$(GO) test $(TEST_FLAGS) ./...; rc=$$?; \
-	$(GO) test -count=1 -run '$(NORACE_TESTS)' ./judge/fleetsim/ || rc=1; \
+	$(GO) build -o bin/testreport ./internal/testenv/testreport || exit 1; \
+	$(GO) test -json $(TEST_FLAGS) ./... | bin/testreport; ps=("$${PIPESTATUS[@]}"); rc=$$(( ps[0] || ps[1] )); \
+	$(GO) test -json -count=1 -run '$(NORACE_TESTS)' ./judge/fleetsim/ | bin/testreport -slowest 2; \
+	ps=("$${PIPESTATUS[@]}"); if (( ps[0] || ps[1] )); then rc=1; fi; \
 	if [ -z "$(KEEP_SERVICES)" ]; then bash $(SERVICES) down; fi; \
 	echo "make test: exit $$rc after $$(( $$(date +%s) - start )) s"; \
 	exit $$rc

@@ -1,0 +1,153 @@
+// Command testreport reads `go test -json` on stdin and prints what `make test` shows:
+// a line per package as it ends (ok, FAIL, or no tests), the whole output of every test
+// that failed and of every package that failed outside a test (a build error, a panic,
+// a timeout), then the ten slowest tests and packages. It exits 1 when anything failed,
+// so that a pipe from go test keeps the verdict.
+//
+//	go test -json ./... | go run ./internal/testenv/testreport [-slowest 10]
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// event is one line of `go test -json` (cmd/test2json).
+type event struct {
+	Time    time.Time
+	Action  string
+	Package string
+	Test    string
+	Elapsed float64
+	Output  string
+}
+
+// timing is a finished test or package and how long it took.
+type timing struct {
+	name    string
+	elapsed float64
+}
+
+type report struct {
+	out      io.Writer
+	output   map[string][]string // "pkg test" → its output so far, dropped when it passes
+	tests    []timing
+	packages []timing
+	failed   []string
+	skipped  int
+	passed   int
+	// failedTests and failedPackages count what failed (failed lists both).
+	failedTests, failedPackages int
+}
+
+func main() {
+	slowest := flag.Int("slowest", 10, "how many of the slowest tests and packages to list")
+	flag.Parse()
+	r := &report{out: os.Stdout, output: map[string][]string{}}
+	if err := r.read(os.Stdin); err != nil {
+		fmt.Fprintln(os.Stderr, "testreport:", err)
+		os.Exit(2)
+	}
+	r.summary(*slowest)
+	if len(r.failed) > 0 {
+		os.Exit(1)
+	}
+}
+
+// read takes the events one by one; a line that is not an event (go's own messages
+// before the test binary runs, such as a build failure) is printed as it is.
+func (r *report) read(in io.Reader) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var e event
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
+			fmt.Fprintln(r.out, string(line))
+			continue
+		}
+		r.take(e)
+	}
+	return sc.Err()
+}
+
+func (r *report) take(e event) {
+	key := e.Package + " " + e.Test
+	switch e.Action {
+	case "build-output":
+		fmt.Fprint(r.out, e.Output) // a compile error: shown as go prints it
+	case "output":
+		r.output[key] = append(r.output[key], e.Output)
+	case "pass", "skip", "fail":
+		if e.Test == "" {
+			r.packageEnded(e)
+			return
+		}
+		if e.Action == "fail" {
+			fmt.Fprintf(r.out, "--- FAIL: %s %s (%.2fs)\n%s", e.Package, e.Test, e.Elapsed, strings.Join(r.output[key], ""))
+			r.failed = append(r.failed, e.Package+" "+e.Test)
+			if !strings.Contains(e.Test, "/") {
+				r.failedTests++
+			}
+		}
+		if !strings.Contains(e.Test, "/") {
+			r.tests = append(r.tests, timing{e.Package + " " + e.Test, e.Elapsed})
+			switch e.Action {
+			case "pass":
+				r.passed++
+			case "skip":
+				r.skipped++
+			}
+		}
+		delete(r.output, key)
+	}
+}
+
+// packageEnded prints the package's line, and its own output when it failed outside
+// any test.
+func (r *report) packageEnded(e event) {
+	key := e.Package + " "
+	switch e.Action {
+	case "fail":
+		fmt.Fprintf(r.out, "FAIL\t%s\t%.1fs\n", e.Package, e.Elapsed)
+		if len(r.output[key]) > 0 {
+			fmt.Fprint(r.out, strings.Join(r.output[key], ""))
+		}
+		r.failed = append(r.failed, e.Package)
+		r.failedPackages++
+	case "skip":
+		fmt.Fprintf(r.out, "?\t%s\t[no test files]\n", e.Package)
+	default:
+		fmt.Fprintf(r.out, "ok\t%s\t%.1fs\n", e.Package, e.Elapsed)
+	}
+	if e.Action != "skip" {
+		r.packages = append(r.packages, timing{e.Package, e.Elapsed})
+	}
+	delete(r.output, key)
+}
+
+func (r *report) summary(n int) {
+	byTime := func(a, b timing) int { return cmp.Or(cmp.Compare(b.elapsed, a.elapsed), cmp.Compare(a.name, b.name)) }
+	slices.SortFunc(r.tests, byTime)
+	slices.SortFunc(r.packages, byTime)
+	fmt.Fprintf(r.out, "\n%d tests passed, %d skipped, %d failed; %d packages failed\n", r.passed, r.skipped, r.failedTests, r.failedPackages)
+	fmt.Fprintf(r.out, "the %d slowest tests:\n", min(n, len(r.tests)))
+	for _, t := range r.tests[:min(n, len(r.tests))] {
+		fmt.Fprintf(r.out, "  %7.1fs  %s\n", t.elapsed, t.name)
+	}
+	fmt.Fprintf(r.out, "the %d slowest packages:\n", min(n, len(r.packages)))
+	for _, p := range r.packages[:min(n, len(r.packages))] {
+		fmt.Fprintf(r.out, "  %7.1fs  %s\n", p.elapsed, p.name)
+	}
+	if len(r.failed) > 0 {
+		fmt.Fprintf(r.out, "failed:\n  %s\n", strings.Join(r.failed, "\n  "))
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestReport: a stream with a passing package, a failing test (its output shown, the
+// passing test's not), a package that fails outside any test (a panic) and one without
+// tests gives their lines, the failures' output, the slowest first, and the failures.
+func TestReport(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Action":"start","Package":"a"}`,
+		`{"Action":"run","Package":"a","Test":"TestFast"}`,
+		`{"Action":"output","Package":"a","Test":"TestFast","Output":"quiet\n"}`,
+		`{"Action":"pass","Package":"a","Test":"TestFast","Elapsed":0.5}`,
+		`{"Action":"run","Package":"a","Test":"TestSlow"}`,
+		`{"Action":"output","Package":"a","Test":"TestSlow/sub","Output":"sub says\n"}`,
+		`{"Action":"pass","Package":"a","Test":"TestSlow/sub","Elapsed":40}`,
+		`{"Action":"output","Package":"a","Test":"TestSlow","Output":"want 3, got 2\n"}`,
+		`{"Action":"fail","Package":"a","Test":"TestSlow","Elapsed":41.5}`,
+		`{"Action":"fail","Package":"a","Elapsed":42}`,
+		`# b [b.test]`,
+		`{"ImportPath":"e [e.test]","Action":"build-output","Output":"./a.go:2:12: undefined: x\n"}`,
+		`{"ImportPath":"e [e.test]","Action":"build-fail"}`,
+		`{"Action":"output","Package":"e","Output":"FAIL\te [build failed]\n"}`,
+		`{"Action":"fail","Package":"e","Elapsed":0,"FailedBuild":"e [e.test]"}`,
+		`{"Action":"output","Package":"b","Output":"panic: boom\n"}`,
+		`{"Action":"fail","Package":"b","Elapsed":1}`,
+		`{"Action":"skip","Package":"c","Elapsed":0}`,
+		`{"Action":"run","Package":"d","Test":"TestSkips"}`,
+		`{"Action":"skip","Package":"d","Test":"TestSkips","Elapsed":0}`,
+		`{"Action":"pass","Package":"d","Elapsed":3}`,
+	}, "\n")
+	var out bytes.Buffer
+	r := &report{out: &out, output: map[string][]string{}}
+	if err := r.read(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	r.summary(2)
+	got := out.String()
+	for _, want := range []string{
+		"--- FAIL: a TestSlow (41.50s)\nwant 3, got 2\n",
+		"FAIL\ta\t42.0s\n",
+		"# b [b.test]\n",
+		"FAIL\tb\t1.0s\npanic: boom\n",
+		"?\tc\t[no test files]\n",
+		"./a.go:2:12: undefined: x\n",
+		"FAIL\te\t0.0s\nFAIL\te [build failed]\n",
+		"ok\td\t3.0s\n",
+		"1 tests passed, 1 skipped, 1 failed; 3 packages failed\n",
+		"the 2 slowest tests:\n     41.5s  a TestSlow\n      0.5s  a TestFast\n",
+		"the 2 slowest packages:\n     42.0s  a\n      3.0s  d\n",
+		"failed:\n  a TestSlow\n  a\n  e\n  b\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report lacks %q:\n%s", want, got)
+		}
+	}
+	for _, never := range []string{"quiet", "sub says"} {
+		if strings.Contains(got, never) {
+			t.Errorf("a passing test's output %q is shown:\n%s", never, got)
+		}
+	}
+}
