@@ -45,7 +45,12 @@ type Error struct {
 	Line  int // 0 when unknown
 	Field string
 	Msg   string
+	// Err is the cause when the problem came as an error (a *FieldError's), for errors.Is.
+	Err error
 }
+
+// Unwrap returns the cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	var b strings.Builder
@@ -75,7 +80,8 @@ func Load(path string, out any) error {
 
 // Decode strictly decodes exactly one YAML document from r into out (a non-nil pointer).
 // name is used in error messages, usually the file path. If out implements Validator,
-// Validate is called after a successful decode and its error is prefixed with name.
+// Validate is called after a successful decode; its *FieldErrors name the line of their
+// key (see Locate), its other errors are prefixed with name.
 func Decode(r io.Reader, name string, out any) (err error) {
 	rv := reflect.ValueOf(out)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
@@ -118,7 +124,7 @@ func Decode(r io.Reader, name string, out any) (err error) {
 	}
 	if v, ok := out.(Validator); ok {
 		if err := v.Validate(); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return locate(name, root, err)
 		}
 	}
 	return nil

@@ -3,7 +3,6 @@ package config
 import (
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 )
@@ -28,9 +27,9 @@ func (t HTTPTLS) Validate(prefix string) error {
 	}
 	switch {
 	case t.CertFile == "":
-		return fmt.Errorf("%s.cert_file: required with %s.key_file", prefix, prefix)
+		return Bad(prefix+".cert_file", "required with %s.key_file", prefix)
 	case t.KeyFile == "":
-		return fmt.Errorf("%s.key_file: required with %s.cert_file", prefix, prefix)
+		return Bad(prefix+".key_file", "required with %s.cert_file", prefix)
 	}
 	for _, f := range []struct{ key, path string }{{"cert_file", t.CertFile}, {"key_file", t.KeyFile}} {
 		if _, err := os.ReadFile(f.path); err != nil {
@@ -38,11 +37,11 @@ func (t HTTPTLS) Validate(prefix string) error {
 			if errors.As(err, &pe) {
 				err = pe.Err
 			}
-			return fmt.Errorf("%s.%s %q: %w", prefix, f.key, f.path, err)
+			return Bad(prefix+"."+f.key, "%q: %w", f.path, err)
 		}
 	}
 	if _, err := t.Load(); err != nil {
-		return fmt.Errorf("%s: cert_file %q and key_file %q: %w", prefix, t.CertFile, t.KeyFile, err)
+		return Bad(prefix+".cert_file", "%q with key_file %q: %w", t.CertFile, t.KeyFile, err)
 	}
 	return nil
 }

@@ -28,8 +28,8 @@ func TestHTTPTLSValidate(t *testing.T) {
 		in   config.HTTPTLS
 		want string
 	}{
-		{"missing key", config.HTTPTLS{CertFile: pair.CertFile, KeyFile: "/nonexistent/k.pem"}, `http.tls.key_file "/nonexistent/k.pem": no such file or directory`},
-		{"not pem", config.HTTPTLS{CertFile: junk, KeyFile: pair.KeyFile}, `http.tls: cert_file "` + junk + `" and key_file "` + pair.KeyFile + `": tls: failed to find any PEM data in certificate input`},
+		{"missing key", config.HTTPTLS{CertFile: pair.CertFile, KeyFile: "/nonexistent/k.pem"}, `field "http.tls.key_file": "/nonexistent/k.pem": no such file or directory`},
+		{"not pem", config.HTTPTLS{CertFile: junk, KeyFile: pair.KeyFile}, `field "http.tls.cert_file": "` + junk + `" with key_file "` + pair.KeyFile + `": tls: failed to find any PEM data in certificate input`},
 		{"key of another", config.HTTPTLS{CertFile: pair.CertFile, KeyFile: other.KeyFile}, "private key does not match public key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 )
@@ -138,7 +137,7 @@ func (t *KafkaTLS) Load(prefix string) (*tls.Config, error) {
 	if t.CAFile != "" {
 		pool, _, err := LoadCAPool(t.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("field %q: %w", prefix+".ca_file", err)
+			return nil, Bad(prefix+".ca_file", "%w", err)
 		}
 		c.RootCAs = pool
 	}
@@ -146,7 +145,7 @@ func (t *KafkaTLS) Load(prefix string) (*tls.Config, error) {
 		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
 			// tls.LoadX509KeyPair's errors name the problem, never the key's bytes.
-			return nil, fmt.Errorf("field %q/%q: %w", prefix+".cert_file", prefix+".key_file", err)
+			return nil, Bad(prefix+".cert_file", "%q with key_file %q: %w", t.CertFile, t.KeyFile, err)
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}
@@ -159,14 +158,14 @@ func (t *KafkaTLS) Load(prefix string) (*tls.Config, error) {
 func (k Kafka) Validate(prefix string) error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("field %q: %s", prefix+"."+key, fmt.Sprintf(format, args...)))
+		errs = append(errs, Bad(prefix+"."+key, format, args...))
 	}
 	if len(k.Brokers) == 0 {
 		bad("brokers", "required: at least one host:port")
 	}
 	for i, b := range k.Brokers {
-		if _, _, err := net.SplitHostPort(b); err != nil {
-			bad(fmt.Sprintf("brokers[%d]", i), "%q is not host:port", b)
+		if err := CheckDial(b); err != nil {
+			bad(fmt.Sprintf("brokers[%d]", i), "%w", err)
 		}
 	}
 	if k.Partitions < 1 {
@@ -187,7 +186,7 @@ func (k Kafka) Validate(prefix string) error {
 	k.SASL.validate("sasl", bad)
 	if k.SASL.Enabled() {
 		if err := checkPasswordFile(k.SASL.PasswordFile, k.SASL.PasswordEnv); err != nil {
-			bad("sasl.password_file", "%v", err)
+			bad("sasl.password_file", "%w", err)
 		}
 	}
 	return errors.Join(errs...)

@@ -3,10 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
 	"regexp"
 	"strings"
 
+	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -31,6 +31,18 @@ type Log struct {
 	Format string `yaml:"format"`
 }
 
+// Validate checks the level and the format as the logger will at start.
+func (l Log) Validate() error {
+	var errs []error
+	if _, err := logging.ParseLevel(l.Level); err != nil {
+		errs = append(errs, Bad("log.level", "%w", err))
+	}
+	if err := logging.CheckFormat(l.Format); err != nil {
+		errs = append(errs, Bad("log.format", "%w", err))
+	}
+	return errors.Join(errs...)
+}
+
 // HTTP is the core of the http: section of a role that serves an API.
 type HTTP struct {
 	Listen string `yaml:"listen"`
@@ -46,11 +58,11 @@ func (h *HTTP) Validate(defaultListen string) error {
 	if h.Listen == "" {
 		h.Listen = defaultListen
 	}
-	if _, _, err := net.SplitHostPort(h.Listen); err != nil {
-		return fmt.Errorf("http.listen %q: want host:port", h.Listen)
+	if err := CheckListen(h.Listen); err != nil {
+		return Bad("http.listen", "%w", err)
 	}
 	if h.Token != "" && h.TokenFile != "" {
-		return errors.New("http: set token or token_file, not both")
+		return Bad("http.token", "set token or token_file, not both")
 	}
 	return h.TLS.Validate("http.tls")
 }
@@ -78,7 +90,7 @@ func (b *Bus) Validate(defaultGroup, defaultStart string) error {
 		b.Kind = BusKafka
 	case BusKafka, BusNone:
 	default:
-		return fmt.Errorf("bus.kind %q: want kafka or none", b.Kind)
+		return Bad("bus.kind", "%q: want kafka or none", b.Kind)
 	}
 	if b.Topic == "" {
 		b.Topic = metric.Topic
@@ -93,7 +105,7 @@ func (b *Bus) Validate(defaultGroup, defaultStart string) error {
 		if err := b.Kafka.Validate("bus"); err != nil {
 			if len(b.Brokers) == 0 {
 				// The kind defaults to kafka: say how to run without a bus.
-				err = fmt.Errorf("%w (or bus.kind: none to run without the bus)", err)
+				err = Bad("bus.brokers", "required: at least one host:port (or bus.kind: none to run without the bus)")
 			}
 			return err
 		}
@@ -105,7 +117,7 @@ func (b *Bus) Validate(defaultGroup, defaultStart string) error {
 		b.Start = defaultStart
 	}
 	if b.Start != StartOldest && b.Start != StartNewest {
-		return fmt.Errorf("bus.start %q: want %s or %s", b.Start, StartOldest, StartNewest)
+		return Bad("bus.start", "%q: want %s or %s", b.Start, StartOldest, StartNewest)
 	}
 	return nil
 }
@@ -148,7 +160,7 @@ var reEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func (a CoordAuth) Validate(prefix string) error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("field %q: %s", prefix+"."+key, fmt.Sprintf(format, args...)))
+		errs = append(errs, Bad(prefix+"."+key, format, args...))
 	}
 	if a.Username == "" {
 		if a.PasswordFile != "" || a.PasswordEnv != "" {
@@ -166,12 +178,14 @@ func (a CoordAuth) Validate(prefix string) error {
 		bad("password_env", "%q is not an environment variable name", a.PasswordEnv)
 	}
 	if err := checkPasswordFile(a.PasswordFile, a.PasswordEnv); err != nil {
-		bad("password_file", "%v", err)
+		bad("password_file", "%w", err)
 	}
 	return errors.Join(errs...)
 }
 
-// Validate fills the defaults (single, at defaultPath) and checks the section.
+// Validate fills the defaults (single, at defaultPath) and checks the section: the
+// keys of its kind (ZooKeeper's root, which the client checks as it connects, is checked
+// by the composition: see cmd/binlake), and that no key of the other kind is set.
 func (c *Coordinator) Validate(defaultPath string) error {
 	switch c.Kind {
 	case "":
@@ -181,16 +195,36 @@ func (c *Coordinator) Validate(defaultPath string) error {
 		if c.Path == "" {
 			c.Path = defaultPath
 		}
-	case CoordZK:
-		if len(c.Servers) == 0 {
-			return errors.New("coordinator.servers: at least one ZooKeeper host:port")
+		if err := CheckFilePath(c.Path); err != nil {
+			return Bad("coordinator.path", "%w", err)
 		}
-		return c.Auth.Validate("coordinator.auth")
+		if c.Auth != (CoordAuth{}) {
+			return Bad("coordinator.auth", "only for kind zk")
+		}
+		return nil
+	case CoordZK:
+		return c.validateZK()
 	default:
-		return fmt.Errorf("coordinator.kind %q: want single or zk", c.Kind)
+		return Bad("coordinator.kind", "%q: want single or zk", c.Kind)
 	}
-	if c.Auth != (CoordAuth{}) {
-		return errors.New(`field "coordinator.auth": only for kind zk`)
+}
+
+// validateZK checks the keys of kind zk, every problem joined.
+func (c *Coordinator) validateZK() error {
+	var errs []error
+	if len(c.Servers) == 0 {
+		errs = append(errs, Bad("coordinator.servers", "required: at least one ZooKeeper host:port"))
 	}
-	return nil
+	for i, s := range c.Servers {
+		if err := CheckDial(s); err != nil {
+			errs = append(errs, Bad(fmt.Sprintf("coordinator.servers[%d]", i), "%w", err))
+		}
+	}
+	if c.SessionTimeout < 0 {
+		errs = append(errs, Bad("coordinator.session_timeout", "%s: must not be negative", c.SessionTimeout))
+	}
+	if err := c.Auth.Validate("coordinator.auth"); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }

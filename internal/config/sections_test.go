@@ -18,12 +18,12 @@ func TestHTTPSectionValidate(t *testing.T) {
 	}{
 		{"default", HTTP{}, "", "127.0.0.1:1"},
 		{"kept", HTTP{Listen: ":9"}, "", ":9"},
-		{"no port", HTTP{Listen: "8090"}, `http.listen "8090": want host:port`, ""},
-		{"both tokens", HTTP{Token: "a", TokenFile: "f"}, "http: set token or token_file, not both", ""},
-		{"tls cert without key", HTTP{TLS: HTTPTLS{CertFile: "c.pem"}}, "http.tls.key_file: required with http.tls.cert_file", ""},
-		{"tls key without cert", HTTP{TLS: HTTPTLS{KeyFile: "k.pem"}}, "http.tls.cert_file: required with http.tls.key_file", ""},
+		{"no port", HTTP{Listen: "8090"}, `field "http.listen": "8090": want host:port, e.g. 127.0.0.1:8090 (port 0 picks a free one)`, ""},
+		{"both tokens", HTTP{Token: "a", TokenFile: "f"}, `field "http.token": set token or token_file, not both`, ""},
+		{"tls cert without key", HTTP{TLS: HTTPTLS{CertFile: "c.pem"}}, `field "http.tls.key_file": required with http.tls.cert_file`, ""},
+		{"tls key without cert", HTTP{TLS: HTTPTLS{KeyFile: "k.pem"}}, `field "http.tls.cert_file": required with http.tls.key_file`, ""},
 		{"tls missing cert", HTTP{TLS: HTTPTLS{CertFile: "/nonexistent/c.pem", KeyFile: "/nonexistent/k.pem"}},
-			`http.tls.cert_file "/nonexistent/c.pem": no such file or directory`, ""},
+			`field "http.tls.cert_file": "/nonexistent/c.pem": no such file or directory`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.in.Validate("127.0.0.1:1")
@@ -55,12 +55,12 @@ func TestBusSectionValidate(t *testing.T) {
 			Bus{Kind: BusNone, Kafka: Kafka{Brokers: []string{"nohost"}, Partitions: -1, Replication: 1}, Topic: metric.Topic, Group: "g", Start: StartNewest}},
 		{"partitions and replication kept", Bus{Kafka: Kafka{Brokers: []string{"b:1"}, Partitions: 6, Replication: 3}}, "",
 			Bus{Kind: BusKafka, Kafka: Kafka{Brokers: []string{"b:1"}, Partitions: 6, Replication: 3}, Topic: metric.Topic, Group: "g", Start: StartNewest}},
-		{"bad kind", Bus{Kind: "rabbit"}, `bus.kind "rabbit": want kafka or none`, Bus{}},
+		{"bad kind", Bus{Kind: "rabbit"}, `field "bus.kind": "rabbit": want kafka or none`, Bus{}},
 		{"negative partitions", Bus{Kafka: Kafka{Brokers: []string{"b:1"}, Partitions: -1}}, `field "bus.partitions": -1: want at least 1`, Bus{}},
-		{"broker without port", Bus{Kafka: Kafka{Brokers: []string{"b:1", "b"}}}, `field "bus.brokers[1]": "b" is not host:port`, Bus{}},
+		{"broker without port", Bus{Kafka: Kafka{Brokers: []string{"b:1", "b"}}}, `field "bus.brokers[1]": "b": want host:port, e.g. kafka-1:9092`, Bus{}},
 		{"start kept", Bus{Kind: BusNone, Start: StartOldest}, "",
 			Bus{Kind: BusNone, Kafka: noKafka, Topic: metric.Topic, Group: "g", Start: StartOldest}},
-		{"bad start", Bus{Kind: BusNone, Start: "earliest"}, `bus.start "earliest": want oldest or newest`, Bus{}},
+		{"bad start", Bus{Kind: BusNone, Start: "earliest"}, `field "bus.start": "earliest": want oldest or newest`, Bus{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.in.Validate("g", StartNewest)
@@ -84,10 +84,10 @@ func TestKafkaSectionValidate(t *testing.T) {
 		{"valid", Kafka{Brokers: []string{"a:1", "[::1]:9092"}, Partitions: 1, Replication: 1}, nil},
 		{"no brokers", Kafka{Partitions: 1, Replication: 1}, []string{`field "sink.kafka.brokers": required: at least one host:port`}},
 		{"broker without port", Kafka{Brokers: []string{"a:1", "b"}, Partitions: 1, Replication: 1},
-			[]string{`field "sink.kafka.brokers[1]": "b" is not host:port`}},
+			[]string{`field "sink.kafka.brokers[1]": "b": want host:port, e.g. kafka-1:9092`}},
 		{"everything wrong", Kafka{Brokers: []string{"x", "y:1:2"}, Partitions: 0, Replication: -1}, []string{
-			`field "sink.kafka.brokers[0]": "x" is not host:port`,
-			`field "sink.kafka.brokers[1]": "y:1:2" is not host:port`,
+			`field "sink.kafka.brokers[0]": "x": want host:port, e.g. kafka-1:9092`,
+			`field "sink.kafka.brokers[1]": "y:1:2": want host:port, e.g. kafka-1:9092`,
 			`field "sink.kafka.partitions": 0: want at least 1`,
 			`field "sink.kafka.replication": -1: want at least 1`,
 		}},
@@ -111,9 +111,17 @@ func TestCoordinatorSectionValidate(t *testing.T) {
 		out  Coordinator
 	}{
 		{"default single", Coordinator{}, "", Coordinator{Kind: CoordSingle, Path: "d/c.json"}},
-		{"zk needs servers", Coordinator{Kind: CoordZK}, "coordinator.servers: at least one ZooKeeper host:port", Coordinator{}},
+		{"zk needs servers", Coordinator{Kind: CoordZK}, `field "coordinator.servers": required: at least one ZooKeeper host:port`, Coordinator{}},
 		{"zk", Coordinator{Kind: CoordZK, Servers: []string{"z:1"}}, "", Coordinator{Kind: CoordZK, Servers: []string{"z:1"}}},
-		{"bad kind", Coordinator{Kind: "etcd"}, `coordinator.kind "etcd": want single or zk`, Coordinator{}},
+		{"bad kind", Coordinator{Kind: "etcd"}, `field "coordinator.kind": "etcd": want single or zk`, Coordinator{}},
+		// What the ZooKeeper client and the single coordinator would refuse at start.
+		{"zk server port out of range", Coordinator{Kind: CoordZK, Servers: []string{"z:1", "z:218100"}},
+			`field "coordinator.servers[1]": "z:218100": port "218100": want a number from 1 to 65535`, Coordinator{}},
+		{"zk server without port", Coordinator{Kind: CoordZK, Servers: []string{"z"}}, `field "coordinator.servers[0]": "z": want host:port`, Coordinator{}},
+		{"zk negative session timeout", Coordinator{Kind: CoordZK, Servers: []string{"z:1"}, SessionTimeout: -1},
+			`field "coordinator.session_timeout": -1ns: must not be negative`, Coordinator{}},
+		{"single path is a folder", Coordinator{Path: "/"}, `field "coordinator.path": / is a folder: want a file path`, Coordinator{}},
+		{"single with auth", Coordinator{Auth: CoordAuth{Username: "u"}}, `field "coordinator.auth": only for kind zk`, Coordinator{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.in.Validate("d/c.json")

@@ -117,7 +117,7 @@ func TestKafkaSecurityValidate(t *testing.T) {
 		{"tls full", func(k *Kafka) { k.TLS = &KafkaTLS{CAFile: ca, CertFile: cert, KeyFile: key} }, nil},
 		{"tls missing ca file", func(k *Kafka) { k.TLS = &KafkaTLS{CAFile: missing} }, []string{`field "bus.tls.ca_file": open ` + missing}},
 		{"tls key is not the cert's", func(k *Kafka) { k.TLS = &KafkaTLS{CertFile: cert, KeyFile: cert} },
-			[]string{`field "bus.tls.cert_file"/"bus.tls.key_file"`}},
+			[]string{`field "bus.tls.cert_file": "`, `" with key_file "`, `found a certificate rather than a key`}},
 		{"cert without key", func(k *Kafka) { k.TLS = &KafkaTLS{CertFile: "c"} }, []string{`field "bus.tls.key_file": required with cert_file`}},
 		{"key without cert", func(k *Kafka) { k.TLS = &KafkaTLS{KeyFile: "k"} }, []string{`field "bus.tls.cert_file": required with key_file`}},
 		{"insecure with a CA", func(k *Kafka) { k.TLS = &KafkaTLS{CAFile: "ca", InsecureSkipVerify: true} }, []string{`field "bus.tls.insecure_skip_verify"`}},

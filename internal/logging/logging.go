@@ -23,15 +23,23 @@ func New(w io.Writer, level, format string) (*slog.Logger, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: redact}
-	switch strings.ToLower(strings.TrimSpace(format)) {
-	case "", "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	default:
-		return nil, fmt.Errorf("unknown log format %q: want text or json", format)
+	if err := CheckFormat(format); err != nil {
+		return nil, err
 	}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: redact}
+	if strings.EqualFold(strings.TrimSpace(format), "json") {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// CheckFormat checks a log format: text or json, case-insensitive; empty means text.
+func CheckFormat(format string) error {
+	switch strings.ToLower(strings.TrimSpace(format)) {
+	case "", "text", "json":
+		return nil
+	}
+	return fmt.Errorf("unknown log format %q: want text or json", format)
 }
 
 // ParseLevel parses debug, info, warn (or warning) and error; empty means info.

@@ -77,7 +77,7 @@ func (o *Options) FromConfig(k config.Kafka, prefix string) error {
 			if k.SASL.PasswordFile == "" {
 				key = prefix + ".sasl.password_env"
 			}
-			return fmt.Errorf("field %q: %w", key, err)
+			return config.Bad(key, "%w", err)
 		}
 		o.SASL = &SASL{Mechanism: k.SASL.Mechanism, Username: k.SASL.Username, Password: p}
 	}

@@ -89,6 +89,21 @@ type Coordinator struct {
 	regs      map[string]*registration // member znode path → live registration
 }
 
+// CheckRoot checks a root path (Options.Root; empty is DefaultRoot): absolute, and a
+// path ZooKeeper accepts. The roles' --check runs it, so that it refuses what New would.
+func CheckRoot(root string) error {
+	if root == "" || root == "/" {
+		return nil
+	}
+	if !strings.HasPrefix(root, "/") {
+		return fmt.Errorf("%q: must start with a slash, e.g. %q", root, "/"+root)
+	}
+	if err := keypath.Check(root[1:]); err != nil {
+		return fmt.Errorf("%q: %w", root, err)
+	}
+	return nil
+}
+
 // New connects to ZooKeeper and waits for a session (or for ctx to end).
 func New(ctx context.Context, opts Options) (*Coordinator, error) {
 	if len(opts.Servers) == 0 {
@@ -103,13 +118,8 @@ func New(ctx context.Context, opts Options) (*Coordinator, error) {
 	if root == "" {
 		root = DefaultRoot
 	}
-	if root != "/" {
-		if !strings.HasPrefix(root, "/") {
-			return nil, fmt.Errorf("zookeeper coordinator: options: root %q must start with a slash", root)
-		}
-		if err := keypath.Check(root[1:]); err != nil {
-			return nil, fmt.Errorf("zookeeper coordinator: options: root: %w", err)
-		}
+	if err := CheckRoot(root); err != nil {
+		return nil, fmt.Errorf("zookeeper coordinator: options: root %w", err)
 	}
 	root = strings.TrimSuffix(root, "/")
 	timeout := opts.SessionTimeout

@@ -1,0 +1,34 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+)
+
+// CheckListen checks addr, an address to listen on: host:port (an empty host is every
+// interface) with a port number from 0 to 65535, 0 picking a free one. net.SplitHostPort
+// alone passes "127.0.0.1:80911", which only net.Listen, at start, would refuse.
+func CheckListen(addr string) error { return checkHostPort(addr, 0) }
+
+// CheckDial checks addr, an address to connect to (a broker, a ZooKeeper server):
+// host:port with a port number from 1 to 65535.
+func CheckDial(addr string) error { return checkHostPort(addr, 1) }
+
+func checkHostPort(addr string, minPort int) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		if minPort == 0 {
+			return fmt.Errorf("%q: want host:port, e.g. 127.0.0.1:8090 (port 0 picks a free one)", addr)
+		}
+		return fmt.Errorf("%q: want host:port, e.g. kafka-1:9092", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < minPort || n > 65535 {
+		if minPort == 0 {
+			return fmt.Errorf("%q: port %q: want a number from 0 to 65535 (0 picks a free one)", addr, port)
+		}
+		return fmt.Errorf("%q: port %q: want a number from 1 to 65535", addr, port)
+	}
+	return nil
+}
