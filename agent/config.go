@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -117,13 +116,14 @@ func Load(path string) (Config, error) {
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("field %q: %s", field, fmt.Sprintf(format, args...)))
+		errs = append(errs, config.Bad(field, format, args...))
 	}
+	errs = append(errs, c.Log.Validate())
 	probe := metric.Batch{Node: c.Node, TS: time.Now(), IntervalS: c.Interval.D().Seconds()}
 	if c.Node == "" {
 		bad("node", "empty, and the host name is unknown: set it")
 	} else if err := probe.Validate(); err != nil && strings.Contains(err.Error(), "node") {
-		bad("node", "%v", err)
+		bad("node", "%w", err)
 	}
 	if c.Interval.D() < 10*time.Millisecond || c.Interval.D() > 24*time.Hour {
 		bad("interval", "%s: want between 10ms and 24h", c.Interval)
@@ -132,8 +132,8 @@ func (c *Config) Validate() error {
 		bad("buffer", "%d: want between 1 and %d batches", c.Buffer, maxBuffer)
 	}
 	if c.HTTP.Listen != MetricsListenOff {
-		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
-			bad("http.listen", "%q: want host:port or %q", c.HTTP.Listen, MetricsListenOff)
+		if err := config.CheckListen(c.HTTP.Listen); err != nil {
+			bad("http.listen", "%w, or %q", err, MetricsListenOff)
 		}
 	}
 	switch c.Sink.Kind {
@@ -163,7 +163,7 @@ func (c *Config) Validate() error {
 		}
 		if h.CAFile != "" {
 			if _, _, err := config.LoadCAPool(h.CAFile); err != nil {
-				bad("sink.http.ca_file", "%v", err)
+				bad("sink.http.ca_file", "%w", err)
 			}
 		}
 	default:

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,6 +92,9 @@ func Load(path string) (Config, error) {
 
 // Validate fills the defaults and checks the values; config.Load calls it.
 func (c *Config) Validate() error {
+	if err := c.Log.Validate(); err != nil {
+		return err
+	}
 	if err := c.HTTP.Validate(defaultListen); err != nil {
 		return err
 	}
@@ -99,58 +104,76 @@ func (c *Config) Validate() error {
 	if err := c.Coordinator.Validate("./data/alarm-coord.json"); err != nil {
 		return err
 	}
-	if c.Evaluation.Interval < 0 || c.Evaluation.ResolvedRetention < 0 || c.Evaluation.StaleIntervals < 0 {
-		return errors.New("evaluation: values must not be negative")
+	e := c.Evaluation
+	for _, f := range []struct {
+		key      string
+		v        any
+		negative bool
+	}{{"interval", e.Interval, e.Interval < 0}, {"stale_intervals", e.StaleIntervals, e.StaleIntervals < 0},
+		{"resolved_retention", e.ResolvedRetention, e.ResolvedRetention < 0}} {
+		if f.negative {
+			return config.Bad("evaluation."+f.key, "%v: must not be negative", f.v)
+		}
 	}
-	if c.Evaluation.Interval != 0 && c.Evaluation.Interval.D() < 100*time.Millisecond {
-		return fmt.Errorf("evaluation.interval %s: at least 100ms", c.Evaluation.Interval)
+	if e.Interval != 0 && e.Interval.D() < 100*time.Millisecond {
+		return config.Bad("evaluation.interval", "%s: want at least 100ms", e.Interval)
 	}
 	n := &c.Notify
 	for _, f := range []struct {
 		name     string
+		v        any
 		negative bool
 	}{
-		{"group_wait", n.GroupWait < 0}, {"group_interval", n.GroupInterval < 0}, {"attempts", n.Attempts < 0},
-		{"backoff", n.Backoff < 0}, {"max_backoff", n.MaxBackoff < 0}, {"timeout", n.Timeout < 0}, {"queue", n.Queue < 0},
+		{"group_wait", n.GroupWait, n.GroupWait < 0}, {"group_interval", n.GroupInterval, n.GroupInterval < 0},
+		{"attempts", n.Attempts, n.Attempts < 0}, {"backoff", n.Backoff, n.Backoff < 0}, {"max_backoff", n.MaxBackoff, n.MaxBackoff < 0},
+		{"timeout", n.Timeout, n.Timeout < 0}, {"queue", n.Queue, n.Queue < 0},
 	} {
 		if f.negative {
-			return fmt.Errorf("notify.%s: must not be negative", f.name)
+			return config.Bad("notify."+f.name, "%v: must not be negative (0 takes the default)", f.v)
 		}
 	}
-	for _, l := range c.Inhibition.Equal {
+	for i, l := range c.Inhibition.Equal {
 		if l == "" || strings.ContainsAny(l, " .-") {
-			return fmt.Errorf("inhibition.equal: %q is not a label name", l)
+			return config.Bad(fmt.Sprintf("inhibition.equal[%d]", i), "%q is not a label name", l)
 		}
 	}
 	if len(c.Channels) == 0 {
-		return errors.New("channels: configure at least one (kind: log needs nothing else)")
+		return config.Bad("channels", "configure at least one (kind: log needs nothing else)")
 	}
-	for name, ch := range c.Channels {
-		if err := ch.validate(); err != nil {
-			return fmt.Errorf("channels.%s: %w", name, err)
-		}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(c.Channels)) {
+		ch := c.Channels[name]
+		errs = append(errs, ch.validate("channels."+name))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-func (ch *Channel) validate() error {
+// validate checks the channel at the key prefix ("channels.ops").
+func (ch *Channel) validate(prefix string) error {
 	switch ch.Kind {
 	case notify.FormatWebhook, notify.FormatDingTalk, notify.FormatWeCom, notify.FormatSlack:
 		if ch.URL == "" && ch.URLFile == "" {
-			return errors.New("url (or url_file) is required")
+			return config.Bad(prefix+".url", "required for kind %s (or url_file)", ch.Kind)
 		}
 		if ch.URL != "" && ch.URLFile != "" {
-			return errors.New("set url or url_file, not both")
+			return config.Bad(prefix+".url_file", "set url or url_file, not both")
 		}
 	case "email":
-		if ch.SMTP.Addr == "" || ch.SMTP.From == "" || len(ch.SMTP.To) == 0 {
-			return errors.New("smtp.addr, smtp.from and smtp.to are required")
+		var errs []error
+		for _, f := range []struct {
+			key string
+			set bool
+		}{{"addr", ch.SMTP.Addr != ""}, {"from", ch.SMTP.From != ""}, {"to", len(ch.SMTP.To) > 0}} {
+			if !f.set {
+				errs = append(errs, config.Bad(prefix+".smtp."+f.key, "required for kind email"))
+			}
 		}
+		return errors.Join(errs...)
 	case "log":
 	case "":
-		return errors.New("kind is required: webhook, dingtalk, wecom, slack, email or log")
+		return config.Bad(prefix+".kind", "required: webhook, dingtalk, wecom, slack, email or log")
 	default:
-		return fmt.Errorf("kind %q: want webhook, dingtalk, wecom, slack, email or log", ch.Kind)
+		return config.Bad(prefix+".kind", "%q: want webhook, dingtalk, wecom, slack, email or log", ch.Kind)
 	}
 	return nil
 }

@@ -97,13 +97,13 @@ func TestExampleCapacityPolicy(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	cases := map[string]string{
 		"bus:\n  brokerz: [x]\nchannels: {l: {kind: log}}\n":                             "brokerz",
-		"bus: {kind: none}\nchannels: {l: {kind: pager}}\n":                              "channels.l: kind \"pager\"",
-		"bus: {kind: none}\n":                                                            "channels",
-		"bus: {kind: none}\nchannels: {w: {kind: webhook}}\n":                            "url",
-		"bus: {kind: none}\ncoordinator: {kind: zk}\nchannels: {l: {kind: log}}\n":       "coordinator.servers",
+		"bus: {kind: none}\nchannels: {l: {kind: pager}}\n":                              `alarm.yaml:2: field "channels.l.kind": "pager": want webhook, dingtalk, wecom, slack, email or log`,
+		"bus: {kind: none}\n":                                                            `alarm.yaml: field "channels": configure at least one (kind: log needs nothing else)`,
+		"bus: {kind: none}\nchannels: {w: {kind: webhook}}\n":                            `alarm.yaml:2: field "channels.w.url": required for kind webhook (or url_file)`,
+		"bus: {kind: none}\ncoordinator: {kind: zk}\nchannels: {l: {kind: log}}\n":       `alarm.yaml:2: field "coordinator.servers": required: at least one ZooKeeper host:port`,
 		"bus: {kind: none}\nnotify: {group_wait: 5}\nchannels: {l: {kind: log}}\n":       "invalid duration",
-		"bus: {kind: none}\nnotify: {group_interval: -1s}\nchannels: {l: {kind: log}}\n": "notify.group_interval: must not be negative",
-		"bus: {kind: none}\nnotify: {queue: -1}\nchannels: {l: {kind: log}}\n":           "notify.queue: must not be negative",
+		"bus: {kind: none}\nnotify: {group_interval: -1s}\nchannels: {l: {kind: log}}\n": `alarm.yaml:2: field "notify.group_interval": -1s: must not be negative (0 takes the default)`,
+		"bus: {kind: none}\nnotify: {queue: -1}\nchannels: {l: {kind: log}}\n":           `alarm.yaml:2: field "notify.queue": -1: must not be negative (0 takes the default)`,
 	}
 	for yaml, want := range cases {
 		p := filepath.Join(t.TempDir(), "alarm.yaml")

@@ -49,5 +49,5 @@ func TestRunServesHTTPS(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf("bus: {kind: none}\nchannels: {l: {kind: log}}\nhttp:\n  tls: {cert_file: /nonexistent/alarm.crt, key_file: %q}\n",
 		pair.KeyFile)), 0o600))
 	_, err = Load(p)
-	require.ErrorContains(t, err, `http.tls.cert_file "/nonexistent/alarm.crt": no such file or directory`)
+	require.ErrorContains(t, err, `alarm.yaml:4: field "http.tls.cert_file": "/nonexistent/alarm.crt": no such file or directory`)
 }

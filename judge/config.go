@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -226,13 +225,18 @@ func (b *BufferConfig) validate() error {
 		b.HTTPOverflow = OverflowReject
 	case OverflowReject, OverflowDrop:
 	default:
-		return fmt.Errorf("store.buffer.http_overflow %q: want %s or %s", b.HTTPOverflow, OverflowReject, OverflowDrop)
+		return config.Bad("store.buffer.http_overflow", "%q: want %s or %s", b.HTTPOverflow, OverflowReject, OverflowDrop)
 	}
-	if b.Capacity < 0 || b.Batch < 0 {
-		return fmt.Errorf("store.buffer: capacity %d and batch %d must not be negative", b.Capacity, b.Batch)
-	}
-	if b.MinBackoff < 0 || b.MaxBackoff < 0 || b.WriteTimeout < 0 || b.CloseTimeout < 0 {
-		return errors.New("store.buffer: min_backoff, max_backoff, write_timeout and close_timeout must not be negative")
+	for _, f := range []struct {
+		key      string
+		v        any
+		negative bool
+	}{{"capacity", b.Capacity, b.Capacity < 0}, {"batch", b.Batch, b.Batch < 0},
+		{"min_backoff", b.MinBackoff, b.MinBackoff < 0}, {"max_backoff", b.MaxBackoff, b.MaxBackoff < 0},
+		{"write_timeout", b.WriteTimeout, b.WriteTimeout < 0}, {"close_timeout", b.CloseTimeout, b.CloseTimeout < 0}} {
+		if f.negative {
+			return config.Bad("store.buffer."+f.key, "%v: must not be negative (0 takes the default)", f.v)
+		}
 	}
 	if b.MaxBackoff != 0 {
 		lo := b.MinBackoff.D()
@@ -240,7 +244,7 @@ func (b *BufferConfig) validate() error {
 			lo = defaultMinBackoff
 		}
 		if b.MaxBackoff.D() < lo {
-			return fmt.Errorf("store.buffer: max_backoff %s is below min_backoff %s", b.MaxBackoff, config.Duration(lo))
+			return config.Bad("store.buffer.max_backoff", "%s: want at least min_backoff, %s", b.MaxBackoff, config.Duration(lo))
 		}
 	}
 	return nil
@@ -270,6 +274,9 @@ func Load(path string) (Config, error) {
 
 // Validate fills the defaults and checks the values; config.Load calls it.
 func (c *Config) Validate() error {
+	if err := c.Log.Validate(); err != nil {
+		return err
+	}
 	if err := c.HTTP.Validate(defaultListen); err != nil {
 		return err
 	}
@@ -277,20 +284,20 @@ func (c *Config) Validate() error {
 		pu, err := url.Parse(u)
 		switch {
 		case err == nil && pu.User != nil:
-			return errors.New("status.alarm_url: credentials in the URL are refused (they would reach the logs); the alarm's reads need none")
+			return config.Bad("status.alarm_url", "credentials in the URL are refused (they would reach the logs); the alarm's reads need none")
 		case err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "":
-			return fmt.Errorf("status.alarm_url %q: want the alarm's base URL, such as http://alarm:8092", u)
+			return config.Bad("status.alarm_url", "%q: want the alarm's base URL, such as http://alarm:8092", u)
 		}
 	}
 	if f := c.Status.AlarmCAFile; f != "" {
 		if err := checkCAFile(f); err != nil {
-			return fmt.Errorf("status.alarm_ca_file: %w", err)
+			return config.Bad("status.alarm_ca_file", "%w", err)
 		}
 	}
 	if c.Node == "" {
 		c.Node, _ = os.Hostname()
 		if c.Node == "" {
-			return errors.New("node: empty, and the host name is unknown: set it")
+			return config.Bad("node", "empty, and the host name is unknown: set it")
 		}
 	}
 	if err := c.Bus.Validate(DefaultGroupPrefix+c.Node, config.StartOldest); err != nil {
@@ -304,37 +311,43 @@ func (c *Config) Validate() error {
 		if c.Store.SQLite.Path == "" {
 			c.Store.SQLite.Path = "./data/judge.db"
 		}
+		if err := config.CheckFilePath(c.Store.SQLite.Path); err != nil {
+			return config.Bad("store.sqlite.path", "%w", err)
+		}
 	case StoreElastic:
 		if len(c.Store.Elastic.Addresses) == 0 {
-			return errors.New("store.elastic.addresses: at least one URL, e.g. http://127.0.0.1:9200")
+			return config.Bad("store.elastic.addresses", "required: at least one URL, e.g. http://127.0.0.1:9200")
 		}
 		if c.Store.Elastic.RefreshInterval < 0 {
-			return errors.New("store.elastic.refresh_interval must not be negative")
+			return config.Bad("store.elastic.refresh_interval", "%s: must not be negative", c.Store.Elastic.RefreshInterval)
+		}
+		if c.Store.Elastic.Replicas < 0 {
+			return config.Bad("store.elastic.replicas", "%d: must not be negative", c.Store.Elastic.Replicas)
 		}
 		if err := c.validateElastic(); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("store.kind %q: want sqlite or elastic", c.Store.Kind)
+		return config.Bad("store.kind", "%q: want sqlite or elastic", c.Store.Kind)
 	}
 	if c.Store.Retention < 0 {
-		return errors.New("store.retention must not be negative")
+		return config.Bad("store.retention", "%s: must not be negative", c.Store.Retention)
 	}
 	if err := c.Store.Buffer.validate(); err != nil {
 		return err
 	}
 	if c.Analysis.EWMAAlpha != 0 && !(c.Analysis.EWMAAlpha > 0 && c.Analysis.EWMAAlpha <= 1) {
-		return fmt.Errorf("analysis.ewma_alpha %v: want 0 < alpha ≤ 1", c.Analysis.EWMAAlpha)
+		return config.Bad("analysis.ewma_alpha", "%v: want 0 < alpha ≤ 1", c.Analysis.EWMAAlpha)
 	}
 	if c.Analysis.HistoricalEvery < 0 {
-		return errors.New("analysis.historical_every must not be negative")
+		return config.Bad("analysis.historical_every", "%s: must not be negative", c.Analysis.HistoricalEvery)
 	}
 	if c.Analysis.HistoricalEvery != 0 && c.Analysis.HistoricalEvery.D() < time.Second {
-		return fmt.Errorf("analysis.historical_every %s: at least 1s", c.Analysis.HistoricalEvery)
+		return config.Bad("analysis.historical_every", "%s: want at least 1s", c.Analysis.HistoricalEvery)
 	}
-	for _, m := range c.Analysis.HistoricalMetrics {
+	for i, m := range c.Analysis.HistoricalMetrics {
 		if !metric.ValidName(m) {
-			return fmt.Errorf("analysis.historical_metrics: %q is not a metric name", m)
+			return config.Bad(fmt.Sprintf("analysis.historical_metrics[%d]", i), "%q is not a metric name", m)
 		}
 	}
 	p := &c.Placement
@@ -342,19 +355,22 @@ func (c *Config) Validate() error {
 		p.Algorithm = DefaultAlgorithm
 	}
 	if _, err := lbplugins.Lookup(p.Algorithm); err != nil {
-		return fmt.Errorf("placement.algorithm: %w", err)
+		return config.Bad("placement.algorithm", "%w", err)
 	}
-	if p.StaleIntervals < 0 || p.DefaultInterval < 0 {
-		return errors.New("placement: stale_intervals and default_interval must not be negative")
+	if p.StaleIntervals < 0 {
+		return config.Bad("placement.stale_intervals", "%v: must not be negative", p.StaleIntervals)
+	}
+	if p.DefaultInterval < 0 {
+		return config.Bad("placement.default_interval", "%s: must not be negative", p.DefaultInterval)
 	}
 	if p.SnapshotEvery < 0 || p.SnapshotEvery.D() > time.Minute {
-		return fmt.Errorf("placement.snapshot_every %s: want at most 1m (%s when unset)", p.SnapshotEvery, config.Duration(DefaultSnapshotEvery))
+		return config.Bad("placement.snapshot_every", "%s: want at most 1m (%s when unset)", p.SnapshotEvery, config.Duration(DefaultSnapshotEvery))
 	}
 	if p.SnapshotEvery == 0 {
 		p.SnapshotEvery = config.Duration(DefaultSnapshotEvery)
 	}
 	if p.CapacityEvery < 0 || p.CapacityEvery.D() > 5*time.Minute {
-		return fmt.Errorf("placement.capacity_every %s: want at most 5m (%s when unset)", p.CapacityEvery, config.Duration(DefaultCapacityEvery))
+		return config.Bad("placement.capacity_every", "%s: want at most 5m (%s when unset)", p.CapacityEvery, config.Duration(DefaultCapacityEvery))
 	}
 	if p.CapacityEvery == 0 {
 		p.CapacityEvery = config.Duration(DefaultCapacityEvery)
@@ -363,16 +379,16 @@ func (c *Config) Validate() error {
 		p.ReservationTTL = config.Duration(DefaultReservationTTL)
 	}
 	if p.ReservationTTL.D() < time.Second {
-		return fmt.Errorf("placement.reservation_ttl %s: at least 1s", p.ReservationTTL)
+		return config.Bad("placement.reservation_ttl", "%s: want at least 1s", p.ReservationTTL)
 	}
 	for name := range p.Thresholds {
 		if !metric.ValidName(name) {
-			return fmt.Errorf("placement.thresholds: %q is not a metric name", name)
+			return config.Bad("placement.thresholds."+name, "%q is not a metric name", name)
 		}
 	}
 	for name, s := range p.Plugins {
 		if _, err := lbplugins.New(name, s); err != nil {
-			return fmt.Errorf("placement.plugins.%s: %w", name, err)
+			return config.Bad("placement.plugins."+name, "%w", err)
 		}
 	}
 	return c.Rebalance.validate()
@@ -395,32 +411,32 @@ func (c *Config) validateElastic() error {
 	for i, a := range e.Addresses {
 		u, err := url.Parse(a)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("store.elastic.addresses[%d] %q: want http://host:port or https://host:port", i, a)
+			return config.Bad(fmt.Sprintf("store.elastic.addresses[%d]", i), "%q: want http://host:port or https://host:port", a)
 		}
 		if u.User != nil {
-			return fmt.Errorf("store.elastic.addresses[%d]: credentials in the URL would be logged: use username and password_file, or api_key_file", i)
+			return config.Bad(fmt.Sprintf("store.elastic.addresses[%d]", i), "credentials in the URL would be logged: use username and password_file, or api_key_file")
 		}
 		https = https || u.Scheme == "https"
 	}
 	if e.CAFile != "" {
 		if !https {
-			return fmt.Errorf("store.elastic.ca_file: set, but no address is https://")
+			return config.Bad("store.elastic.ca_file", "set, but no address is https://")
 		}
 		if err := checkCAFile(e.CAFile); err != nil {
-			return fmt.Errorf("store.elastic.ca_file: %w", err)
+			return config.Bad("store.elastic.ca_file", "%w", err)
 		}
 	}
 	if e.Password != "" && e.PasswordFile != "" {
-		return errors.New("store.elastic: set password or password_file, not both")
+		return config.Bad("store.elastic.password_file", "set password or password_file, not both")
 	}
 	if e.APIKey != "" && e.APIKeyFile != "" {
-		return errors.New("store.elastic: set api_key or api_key_file, not both")
+		return config.Bad("store.elastic.api_key_file", "set api_key or api_key_file, not both")
 	}
 	if e.Username == "" && (e.Password != "" || e.PasswordFile != "") {
-		return errors.New("store.elastic.username: required with password or password_file")
+		return config.Bad("store.elastic.username", "required with password or password_file")
 	}
 	if e.Username != "" && (e.APIKey != "" || e.APIKeyFile != "") {
-		return errors.New("store.elastic: set username (basic auth) or api_key/api_key_file, not both")
+		return config.Bad("store.elastic.username", "set username (basic auth) or api_key/api_key_file, not both")
 	}
 	return nil
 }
@@ -438,18 +454,18 @@ func checkCAFile(path string) error {
 func (c *Config) ElasticCredentials() (password, apiKey config.Secret, err error) {
 	e := c.Store.Elastic
 	if password, err = config.ResolveSecret(e.Password, ElasticPasswordEnv, e.PasswordFile); err != nil {
-		return "", "", fmt.Errorf("store.elastic.password_file: %w", err)
+		return "", "", config.Bad("store.elastic.password_file", "%w", err)
 	}
 	if apiKey, err = config.ResolveSecret(e.APIKey, ElasticAPIKeyEnv, e.APIKeyFile); err != nil {
-		return "", "", fmt.Errorf("store.elastic.api_key_file: %w", err)
+		return "", "", config.Bad("store.elastic.api_key_file", "%w", err)
 	}
 	switch {
 	case e.Username != "" && password == "":
-		return "", "", fmt.Errorf("store.elastic.username %q: no password: set password_file, password or $%s", e.Username, ElasticPasswordEnv)
+		return "", "", config.Bad("store.elastic.username", "%q: no password: set password_file, password or $%s", e.Username, ElasticPasswordEnv)
 	case e.Username != "" && apiKey != "":
-		return "", "", fmt.Errorf("store.elastic: username and an API key ($%s) both set: use one", ElasticAPIKeyEnv)
+		return "", "", config.Bad("store.elastic.username", "username and an API key ($%s) both set: use one", ElasticAPIKeyEnv)
 	case e.Username == "" && password != "":
-		return "", "", fmt.Errorf("store.elastic: a password ($%s) without username", ElasticPasswordEnv)
+		return "", "", config.Bad("store.elastic.username", "required: a password ($%s) is set", ElasticPasswordEnv)
 	}
 	return password, apiKey, nil
 }

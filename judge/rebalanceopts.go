@@ -1,10 +1,10 @@
 package judge
 
 import (
-	"fmt"
 	"math"
 	"time"
 
+	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/rebalance"
 	"github.com/binlake/binlake/judge/api"
 )
@@ -60,23 +60,23 @@ func (o RebalanceOptions) validate() error {
 	}{{"hard_max", "rows/s", o.HardMax}, {"band", "rows/s", o.Band}, {"instance_floor", "rows/s", o.InstanceFloor},
 		{"max_utilisation", "a share of the cores, 0.7 for 70 %", o.MaxUtilisation}, {"utilisation_band", "a share of the cores", o.UtilisationBand}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 1) {
-			return fmt.Errorf("rebalance.%s %v: want a finite number ≥ 0 (%s)", f.key, f.v, f.unit)
+			return config.Bad("rebalance."+f.key, "%v: want a finite number ≥ 0 (%s)", f.v, f.unit)
 		}
 	}
 	if o.UtilisationBalance != 0 && !(o.UtilisationBalance >= 1 && o.UtilisationBalance <= 10) {
-		return fmt.Errorf("rebalance.utilisation_balance %v: want 0 (off) or a ratio to the mean from 1 to 10 (1.05: 5 %% above it)", o.UtilisationBalance)
+		return config.Bad("rebalance.utilisation_balance", "%v: want 0 (off) or a ratio to the mean from 1 to 10 (1.05: 5 %% above it)", o.UtilisationBalance)
 	}
 	if o.MaxUtilisation > 1 {
-		return fmt.Errorf("rebalance.max_utilisation %v: want a share of the host's cores from 0 to 1 (0.7 for 70 %%)", o.MaxUtilisation)
+		return config.Bad("rebalance.max_utilisation", "%v: want a share of the host's cores from 0 to 1 (0.7 for 70 %%)", o.MaxUtilisation)
 	}
 	if o.FitWindow < 10*time.Minute {
-		return fmt.Errorf("rebalance.fit_window %s: want at least 10m (an hour or more to see the load move)", o.FitWindow)
+		return config.Bad("rebalance.fit_window", "%s: want at least 10m (an hour or more to see the load move)", o.FitWindow)
 	}
 	if o.MaxMoves <= 0 {
-		return fmt.Errorf("rebalance.max_moves %d: want at least 1", o.MaxMoves)
+		return config.Bad("rebalance.max_moves", "%d: want at least 1", o.MaxMoves)
 	}
 	if o.Cooldown < 0 {
-		return fmt.Errorf("rebalance.cooldown %s: must not be negative", o.Cooldown)
+		return config.Bad("rebalance.cooldown", "%s: must not be negative", o.Cooldown)
 	}
 	return nil
 }

@@ -57,9 +57,9 @@ func TestRunServesHTTPS(t *testing.T) {
 func TestConfigHTTPTLSErrors(t *testing.T) {
 	pair := certtest.New(t, "judge")
 	_, err := loadYAML(t, fmt.Sprintf("bus: {kind: none}\nhttp:\n  tls: {cert_file: /nonexistent/judge.crt, key_file: %q}\n", pair.KeyFile))
-	require.ErrorContains(t, err, `http.tls.cert_file "/nonexistent/judge.crt": no such file or directory`)
+	require.ErrorContains(t, err, `judge.yaml:3: field "http.tls.cert_file": "/nonexistent/judge.crt": no such file or directory`)
 	_, err = loadYAML(t, fmt.Sprintf("bus: {kind: none}\nhttp:\n  tls: {cert_file: %q}\n", pair.CertFile))
-	require.ErrorContains(t, err, "http.tls.key_file: required with http.tls.cert_file")
+	require.ErrorContains(t, err, `judge.yaml:3: field "http.tls.key_file": required with http.tls.cert_file`)
 	_, err = loadYAML(t, "bus: {kind: none}\nhttp:\n  tls: {cert: x}\n")
 	require.ErrorContains(t, err, `unknown key "http.tls.cert"`)
 }
@@ -71,14 +71,14 @@ func TestConfigElasticSecurity(t *testing.T) {
 	keyFile := writeFile(t, "es.key", "id1:k3y-secret\n")
 	const es = "bus: {kind: none}\nstore:\n  kind: elastic\n  elastic:\n"
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"ca over http", es + "    addresses: [http://127.0.0.1:9200]\n    ca_file: " + pair.CertFile + "\n", "store.elastic.ca_file: set, but no address is https://"},
-		{"missing ca", es + "    addresses: [https://127.0.0.1:9200]\n    ca_file: /nonexistent/ca.pem\n", "store.elastic.ca_file: open /nonexistent/ca.pem: no such file or directory"},
-		{"ca not pem", es + "    addresses: [https://127.0.0.1:9200]\n    ca_file: " + junk + "\n", "store.elastic.ca_file: " + junk + " holds no PEM certificate"},
-		{"bad address", es + "    addresses: [127.0.0.1:9200]\n", `store.elastic.addresses[0] "127.0.0.1:9200": want http://host:port or https://host:port`},
-		{"credentials in url", es + "    addresses: [\"https://u:p@127.0.0.1:9200\"]\n", "store.elastic.addresses[0]: credentials in the URL would be logged"},
-		{"password without username", es + "    addresses: [https://h:9200]\n    password_file: " + pwFile + "\n", "store.elastic.username: required with password or password_file"},
-		{"both api keys", es + "    addresses: [https://h:9200]\n    api_key: x\n    api_key_file: " + keyFile + "\n", "store.elastic: set api_key or api_key_file, not both"},
-		{"basic and api key", es + "    addresses: [https://h:9200]\n    username: u\n    api_key_file: " + keyFile + "\n", "store.elastic: set username (basic auth) or api_key/api_key_file, not both"},
+		{"ca over http", es + "    addresses: [http://127.0.0.1:9200]\n    ca_file: " + pair.CertFile + "\n", `judge.yaml:6: field "store.elastic.ca_file": set, but no address is https://`},
+		{"missing ca", es + "    addresses: [https://127.0.0.1:9200]\n    ca_file: /nonexistent/ca.pem\n", `judge.yaml:6: field "store.elastic.ca_file": open /nonexistent/ca.pem: no such file or directory`},
+		{"ca not pem", es + "    addresses: [https://127.0.0.1:9200]\n    ca_file: " + junk + "\n", `judge.yaml:6: field "store.elastic.ca_file": ` + junk + " holds no PEM certificate"},
+		{"bad address", es + "    addresses: [127.0.0.1:9200]\n", `judge.yaml:5: field "store.elastic.addresses[0]": "127.0.0.1:9200": want http://host:port or https://host:port`},
+		{"credentials in url", es + "    addresses: [\"https://u:p@127.0.0.1:9200\"]\n", `judge.yaml:5: field "store.elastic.addresses[0]": credentials in the URL would be logged`},
+		{"password without username", es + "    addresses: [https://h:9200]\n    password_file: " + pwFile + "\n", `judge.yaml:4: field "store.elastic.username": required with password or password_file`},
+		{"both api keys", es + "    addresses: [https://h:9200]\n    api_key: x\n    api_key_file: " + keyFile + "\n", `judge.yaml:7: field "store.elastic.api_key_file": set api_key or api_key_file, not both`},
+		{"basic and api key", es + "    addresses: [https://h:9200]\n    username: u\n    api_key_file: " + keyFile + "\n", `judge.yaml:6: field "store.elastic.username": set username (basic auth) or api_key/api_key_file, not both`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadYAML(t, tc.yaml)
@@ -117,14 +117,14 @@ func TestConfigElasticSecurity(t *testing.T) {
 		c, err := loadYAML(t, es+"    addresses: [https://h:9200]\n    username: binlake\n")
 		require.NoError(t, err)
 		_, _, err = c.ElasticCredentials()
-		require.EqualError(t, err, `store.elastic.username "binlake": no password: set password_file, password or $`+ElasticPasswordEnv)
+		require.EqualError(t, err, `field "store.elastic.username": "binlake": no password: set password_file, password or $`+ElasticPasswordEnv)
 	})
 	t.Run("missing key file", func(t *testing.T) {
 		t.Setenv(ElasticAPIKeyEnv, "")
 		c, err := loadYAML(t, es+"    addresses: [https://h:9200]\n    api_key_file: /nonexistent/key\n")
 		require.NoError(t, err)
 		_, _, err = c.ElasticCredentials()
-		require.EqualError(t, err, "store.elastic.api_key_file: read secret: open /nonexistent/key: no such file or directory")
+		require.EqualError(t, err, `field "store.elastic.api_key_file": read secret: open /nonexistent/key: no such file or directory`)
 	})
 	_ = config.Redacted
 }

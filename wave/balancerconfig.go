@@ -1,7 +1,6 @@
 package wave
 
 import (
-	"fmt"
 	"net/url"
 	"time"
 
@@ -41,25 +40,27 @@ func (b *BalancerConfig) Validate() error {
 	if b.Judge != "" {
 		u, err := url.Parse(b.Judge)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("field \"balancer.judge\": %q: want the judge's base URL, such as http://judge:8090", b.Judge)
+			return config.Bad("balancer.judge", "%q: want the judge's base URL, such as http://judge:8090", b.Judge)
 		}
 	}
 	if b.JudgeCAFile != "" {
 		if _, _, err := config.LoadCAPool(b.JudgeCAFile); err != nil {
-			return fmt.Errorf("field \"balancer.judge_ca_file\": %w", err)
+			return config.Bad("balancer.judge_ca_file", "%w", err)
 		}
 	}
 	if b.InFlight < 1 {
-		return fmt.Errorf("field \"balancer.in_flight\": %d: must be at least 1", b.InFlight)
+		return config.Bad("balancer.in_flight", "%d: must be at least 1", b.InFlight)
 	}
-	for name, v := range map[string]config.Duration{"balancer.auto_after": b.AutoAfter, "balancer.interval": b.Interval,
-		"balancer.lag_bound": b.LagBound, "balancer.settle_timeout": b.SettleTimeout} {
-		if v <= 0 {
-			return fmt.Errorf("field %q: %s: must be positive", name, v)
+	for _, f := range []struct {
+		name string
+		v    config.Duration
+	}{{"auto_after", b.AutoAfter}, {"interval", b.Interval}, {"lag_bound", b.LagBound}, {"settle_timeout", b.SettleTimeout}} {
+		if f.v <= 0 {
+			return config.Bad("balancer."+f.name, "%s: must be positive", f.v)
 		}
 	}
 	if b.FailoverGrace < 0 {
-		return fmt.Errorf("field \"balancer.failover_grace\": %s: must not be negative", b.FailoverGrace)
+		return config.Bad("balancer.failover_grace", "%s: must not be negative", b.FailoverGrace)
 	}
 	return nil
 }

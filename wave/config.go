@@ -1,9 +1,6 @@
 package wave
 
 import (
-	"errors"
-	"fmt"
-	"net"
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
@@ -114,36 +111,25 @@ func LoadConfig(path string) (*Config, error) {
 // all Kafka sections share, which config.Kafka checks together).
 func (c *Config) Validate() error {
 	if !reID.MatchString(c.Node) {
-		return fmt.Errorf("field \"node\": %q: want 1-128 letters, digits, '.', '_' or '-'", c.Node)
+		return config.Bad("node", "%q: want 1-128 letters, digits, '.', '_' or '-'", c.Node)
 	}
-	if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
-		return fmt.Errorf("field \"http.listen\": %q: want host:port", c.HTTP.Listen)
+	if err := c.Log.Validate(); err != nil {
+		return err
 	}
-	switch c.Coordinator.Kind {
-	case config.CoordZK:
-		if len(c.Coordinator.Servers) == 0 {
-			return errors.New(`field "coordinator.servers": at least one ZooKeeper host:port is required`)
+	if err := config.CheckListen(c.HTTP.Listen); err != nil {
+		return config.Bad("http.listen", "%w", err)
+	}
+	if c.AdvertiseAddr != "" {
+		if err := config.CheckDial(c.AdvertiseAddr); err != nil {
+			return config.Bad("advertise_addr", "%w (the address other hosts reach http.listen at)", err)
 		}
-		for i, s := range c.Coordinator.Servers {
-			if _, _, err := net.SplitHostPort(s); err != nil {
-				return fmt.Errorf("field \"coordinator.servers[%d]\": %q: want host:port", i, s)
-			}
-		}
-		if c.Coordinator.SessionTimeout <= 0 {
-			return errors.New(`field "coordinator.session_timeout": must be positive`)
-		}
-		if err := c.Coordinator.Auth.Validate("coordinator.auth"); err != nil {
-			return err
-		}
-	case config.CoordSingle:
-		if c.Coordinator.Path == "" {
-			return errors.New(`field "coordinator.path": required for the single coordinator`)
-		}
-		if c.Coordinator.Auth != (config.CoordAuth{}) {
-			return errors.New(`field "coordinator.auth": only for kind zk`)
-		}
-	default:
-		return fmt.Errorf("field \"coordinator.kind\": %q: want zk or single", c.Coordinator.Kind)
+	}
+	if c.Coordinator.Kind == config.CoordZK && c.Coordinator.SessionTimeout <= 0 {
+		return config.Bad("coordinator.session_timeout", "%s: must be positive", c.Coordinator.SessionTimeout)
+	}
+	// No default path: the wave's coordinator is ZooKeeper unless the file says single.
+	if err := c.Coordinator.Validate(""); err != nil {
+		return err
 	}
 	switch c.Sink.Kind {
 	case SinkKafka:
@@ -152,49 +138,56 @@ func (c *Config) Validate() error {
 			return err
 		}
 		if k.MaxMessageBytes < 1024 {
-			return fmt.Errorf("field \"sink.kafka.max_message_bytes\": %d: must be at least 1024", k.MaxMessageBytes)
+			return config.Bad("sink.kafka.max_message_bytes", "%d: must be at least 1024", k.MaxMessageBytes)
 		}
 		if k.BatchSize < 1 {
-			return fmt.Errorf("field \"sink.kafka.batch_size\": %d: must be at least 1", k.BatchSize)
+			return config.Bad("sink.kafka.batch_size", "%d: must be at least 1", k.BatchSize)
 		}
 		if k.Linger <= 0 {
-			return fmt.Errorf("field \"sink.kafka.linger\": %s: must be positive", k.Linger)
+			return config.Bad("sink.kafka.linger", "%s: must be positive", k.Linger)
 		}
 		switch k.Compression {
 		case "none", "gzip", "snappy", "lz4", "zstd":
 		default:
-			return fmt.Errorf("field \"sink.kafka.compression\": %q: want none, gzip, snappy, lz4 or zstd", k.Compression)
+			return config.Bad("sink.kafka.compression", "%q: want none, gzip, snappy, lz4 or zstd", k.Compression)
 		}
 		if k.WriteTimeout < 0 {
-			return fmt.Errorf("field \"sink.kafka.write_timeout\": %s: must not be negative", k.WriteTimeout)
+			return config.Bad("sink.kafka.write_timeout", "%s: must not be negative", k.WriteTimeout)
 		}
 		if c.Coordinator.Kind == config.CoordZK {
 			if limit := c.Coordinator.SessionTimeout.D() / 4; c.KafkaWriteTimeout() > limit {
-				return fmt.Errorf("field \"sink.kafka.write_timeout\": %s: must be at most a quarter of field "+
+				return config.Bad("sink.kafka.write_timeout", "%s: must be at most a quarter of field "+
 					"\"coordinator.session_timeout\" %s (%s), or a wave that lost its session could still "+
 					"be writing when another wave takes over", k.WriteTimeout, c.Coordinator.SessionTimeout, limit)
 			}
 		}
 	case SinkFile:
 		if c.Sink.File.Path == "" {
-			return errors.New(`field "sink.file.path": required for the file sink`)
+			return config.Bad("sink.file.path", "required for the file sink")
+		}
+		if err := config.CheckFilePath(c.Sink.File.Path); err != nil {
+			return config.Bad("sink.file.path", "%w", err)
 		}
 	case SinkStdout:
 	default:
-		return fmt.Errorf("field \"sink.kind\": %q: want kafka, file or stdout", c.Sink.Kind)
+		return config.Bad("sink.kind", "%q: want kafka, file or stdout", c.Sink.Kind)
 	}
 	p := c.Pipeline
-	for name, v := range map[string]int{"pipeline.batch_rows": p.BatchRows, "pipeline.queue_items": p.QueueItems,
-		"pipeline.publish_in_flight": p.PublishInFlight} {
-		if v < 1 {
-			return fmt.Errorf("field %q: %d: must be at least 1", name, v)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"batch_rows", p.BatchRows}, {"queue_items", p.QueueItems}, {"publish_in_flight", p.PublishInFlight}} {
+		if f.v < 1 {
+			return config.Bad("pipeline."+f.name, "%d: must be at least 1", f.v)
 		}
 	}
-	for name, v := range map[string]config.Duration{"pipeline.commit_interval": p.CommitInterval,
-		"pipeline.publish_backoff_max": p.PublishBackoffMax, "pipeline.reconnect_backoff_max": p.ReconnectBackoffMax,
-		"pipeline.heartbeat": p.Heartbeat, "pipeline.poll_interval": p.PollInterval} {
-		if v <= 0 {
-			return fmt.Errorf("field %q: %s: must be positive", name, v)
+	for _, f := range []struct {
+		name string
+		v    config.Duration
+	}{{"commit_interval", p.CommitInterval}, {"publish_backoff_max", p.PublishBackoffMax},
+		{"reconnect_backoff_max", p.ReconnectBackoffMax}, {"heartbeat", p.Heartbeat}, {"poll_interval", p.PollInterval}} {
+		if f.v <= 0 {
+			return config.Bad("pipeline."+f.name, "%s: must be positive", f.v)
 		}
 	}
 	return c.Balancer.Validate()
