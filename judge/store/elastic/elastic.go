@@ -82,7 +82,8 @@ type Options struct {
 	// with exponential back-off.
 	Config elasticsearch.Config
 	// Prefix of the daily index names; DefaultPrefix when empty. Lowercase, ending in
-	// '-' or '.', so that the index pattern <Prefix>* matches only this store's indices.
+	// '-' or '.', so that the index pattern <Prefix>* matches only this store's indices
+	// (CheckPrefix has every rule).
 	Prefix string
 	// Shards and Replicas of each daily index (defaults 1 and 0: set Replicas on a
 	// cluster with more than one data node).
@@ -134,8 +135,8 @@ func New(opts Options) (*Store, error) {
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
-	if err := checkPrefix(opts.Prefix); err != nil {
-		return nil, err
+	if err := CheckPrefix(opts.Prefix); err != nil {
+		return nil, fmt.Errorf("elastic store: index prefix %w", err)
 	}
 	if opts.Shards <= 0 {
 		opts.Shards = 1
@@ -186,11 +187,26 @@ func New(opts Options) (*Store, error) {
 	return s, nil
 }
 
-func checkPrefix(p string) error {
-	if p != strings.ToLower(p) || strings.ContainsAny(p, `\/*?"<>| ,#:`) || strings.HasPrefix(p, "_") ||
-		strings.HasPrefix(p, "-") || strings.HasPrefix(p, "+") || len(p) > 200 ||
-		!(strings.HasSuffix(p, "-") || strings.HasSuffix(p, ".")) {
-		return fmt.Errorf("elastic store: index prefix %q: want lowercase, no \\/*?\"<>|,#: or spaces, not starting with _-+, ending in '-' or '.'", p)
+// CheckPrefix checks an index prefix (Options.Prefix, judge.yaml's store.elastic.prefix)
+// and says which rule it breaks: Elasticsearch's rules for index names (lowercase, none
+// of \ / * ? " < > | , # : or a space, not starting with _ - +), and a final '-' or '.',
+// so that the pattern <prefix>* matches this store's daily indices and no other index
+// whose name merely starts the same ("binlake-metrics" would match "binlake-metricsold").
+func CheckPrefix(p string) error {
+	const bad = `\/*?"<>| ,#:`
+	switch {
+	case p == "":
+		return fmt.Errorf("empty: want e.g. %q (the default)", DefaultPrefix)
+	case p != strings.ToLower(p):
+		return fmt.Errorf("%q: must be lowercase, as index names are: e.g. %q", p, strings.ToLower(p))
+	case strings.ContainsAny(p, bad):
+		return fmt.Errorf(`%q: must not contain %q: index names cannot hold \ / * ? " < > | , # : or a space`, p, p[strings.IndexAny(p, bad):][:1])
+	case strings.HasPrefix(p, "_") || strings.HasPrefix(p, "-") || strings.HasPrefix(p, "+"):
+		return fmt.Errorf("%q: must not start with %q: index names cannot start with _, - or +", p, p[:1])
+	case len(p) > 200:
+		return fmt.Errorf("%.20q…: %d bytes: want at most 200 (index names end at 255)", p, len(p))
+	case !strings.HasSuffix(p, "-") && !strings.HasSuffix(p, "."):
+		return fmt.Errorf("%q: must end in '-' or '.', e.g. %q: the daily indices are <prefix>YYYY.MM.DD, and the pattern %s* must match only them", p, p+"-", p)
 	}
 	return nil
 }

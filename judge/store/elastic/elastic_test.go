@@ -16,10 +16,11 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		opts elastic.Options
 		want string
 	}{
-		{"uppercase prefix", elastic.Options{Prefix: "Binlake-"}, "index prefix"},
-		{"wildcard prefix", elastic.Options{Prefix: "binlake-*-"}, "index prefix"},
-		{"underscore start", elastic.Options{Prefix: "_binlake-"}, "index prefix"},
-		{"no separator", elastic.Options{Prefix: "binlake"}, "ending in"},
+		{"uppercase prefix", elastic.Options{Prefix: "Binlake-"}, `elastic store: index prefix "Binlake-": must be lowercase, as index names are: e.g. "binlake-"`},
+		{"wildcard prefix", elastic.Options{Prefix: "binlake-*-"}, `elastic store: index prefix "binlake-*-": must not contain "*"`},
+		{"underscore start", elastic.Options{Prefix: "_binlake-"}, `elastic store: index prefix "_binlake-": must not start with "_"`},
+		// The trailing separator is required, and the message must say so plainly.
+		{"no separator", elastic.Options{Prefix: "nc-prod-metrics"}, `elastic store: index prefix "nc-prod-metrics": must end in '-' or '.', e.g. "nc-prod-metrics-"`},
 		{"negative replicas", elastic.Options{Replicas: -1}, "replicas"},
 		{"negative refresh interval", elastic.Options{RefreshInterval: -time.Second}, "refresh interval"},
 	} {
