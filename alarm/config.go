@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -184,63 +183,78 @@ func (c *Config) Inhibit() Inhibition {
 }
 
 // BuildChannels resolves the channels' secrets and builds their notifiers. The second
-// result describes each channel without secrets, for the start-up log.
+// result describes each channel without secrets, for the start-up log. Every channel
+// that cannot be built is reported, in the order of their names, each problem naming
+// its key ("channels.ops.url_file"): an operator fixes them all in one go.
 func (c *Config) BuildChannels(logger *slog.Logger) (map[string]notify.Notifier, []string, error) {
 	out := map[string]notify.Notifier{}
 	var desc []string
-	for name, ch := range c.Channels {
-		n, d, err := ch.build(logger)
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(c.Channels)) {
+		ch := c.Channels[name]
+		n, d, err := ch.build("channels."+name, logger)
 		if err != nil {
-			return nil, nil, fmt.Errorf("channels.%s: %w", name, err)
+			errs = append(errs, err)
+			continue
 		}
 		out[name] = n
 		desc = append(desc, name+"="+d)
 	}
-	sort.Strings(desc)
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
 	return out, desc, nil
 }
 
-func (ch *Channel) build(logger *slog.Logger) (notify.Notifier, string, error) {
+// build builds the channel at the key prefix ("channels.ops"); every secret it cannot
+// read is reported.
+func (ch *Channel) build(prefix string, logger *slog.Logger) (notify.Notifier, string, error) {
+	var errs []error
+	secret := func(key string, v config.Secret, file string) config.Secret {
+		s, err := config.ResolveSecret(v, "", file)
+		if err != nil {
+			errs = append(errs, config.Bad(prefix+"."+key, "%w", err))
+		}
+		return s
+	}
 	switch ch.Kind {
 	case "log":
 		return notify.Log{L: logger.With("component", "alarm")}, "log", nil
 	case "email":
 		s := ch.SMTP
-		pw, err := config.ResolveSecret(s.Password, "", s.PasswordFile)
-		if err != nil {
-			return nil, "", fmt.Errorf("smtp password: %w", err)
-		}
+		pw := secret("smtp.password_file", s.Password, s.PasswordFile)
 		host, _, _ := net.SplitHostPort(s.Addr)
 		tc := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, InsecureSkipVerify: s.InsecureSkipVerify}
 		if s.CAFile != "" {
 			pool, _, err := config.LoadCAPool(s.CAFile)
 			if err != nil {
-				return nil, "", fmt.Errorf("smtp.ca_file: %w", err)
+				errs = append(errs, config.Bad(prefix+".smtp.ca_file", "%w", err))
 			}
 			tc.RootCAs = pool
+		}
+		if len(errs) > 0 {
+			return nil, "", errors.Join(errs...)
 		}
 		e, err := notify.NewEmail(notify.EmailOptions{Addr: s.Addr, From: s.From, To: s.To, Username: s.Username,
 			Password: pw, StartTLS: s.StartTLS, TLS: tc})
 		if err != nil {
-			return nil, "", err
+			return nil, "", config.Bad(prefix+".smtp", "%w", err)
 		}
 		return e, fmt.Sprintf("email via %s to %d recipient(s)", s.Addr, len(s.To)), nil
 	default:
-		u, err := config.ResolveSecret(ch.URL, "", ch.URLFile)
-		if err != nil {
-			return nil, "", fmt.Errorf("url: %w", err)
-		}
-		tok, err := config.ResolveSecret(ch.BearerToken, "", ch.BearerTokenFile)
-		if err != nil {
-			return nil, "", fmt.Errorf("bearer token: %w", err)
-		}
-		sec, err := config.ResolveSecret(ch.Secret, "", ch.SecretFile)
-		if err != nil {
-			return nil, "", fmt.Errorf("secret: %w", err)
+		u := secret("url_file", ch.URL, ch.URLFile)
+		tok := secret("bearer_token_file", ch.BearerToken, ch.BearerTokenFile)
+		sec := secret("secret_file", ch.Secret, ch.SecretFile)
+		if len(errs) > 0 {
+			return nil, "", errors.Join(errs...)
 		}
 		h, err := notify.NewHTTP(notify.HTTPOptions{Format: ch.Kind, URL: u, BearerToken: tok, Secret: sec})
 		if err != nil {
-			return nil, "", err
+			key := "url"
+			if ch.URLFile != "" {
+				key = "url_file"
+			}
+			return nil, "", config.Bad(prefix+"."+key, "%w", err)
 		}
 		return h, ch.Kind, nil
 	}

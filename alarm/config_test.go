@@ -134,3 +134,30 @@ func TestChannelSecretsStayHidden(t *testing.T) {
 	require.Equal(t, []string{"d=dingtalk"}, desc)
 	require.NotContains(t, strings.Join(desc, " "), "TOPSECRET")
 }
+
+// Every channel that cannot be built is reported, in a stable order, each naming its
+// key: not one at a time, a different one on each run.
+func TestBuildChannelsReportsEveryMissingSecret(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "alarm.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(`bus: {kind: none}
+channels:
+  webhook: {kind: webhook, url_file: /nonexistent/webhook.url}
+  ding: {kind: dingtalk, url_file: /nonexistent/ding.url, secret_file: /nonexistent/ding.secret}
+  mail:
+    kind: email
+    smtp: {addr: "smtp:587", from: a@b, to: [c@d], username: u, password_file: /nonexistent/smtp.pw}
+  log: {kind: log}
+`), 0o600))
+	cfg, err := Load(p)
+	require.NoError(t, err)
+	want := strings.Join([]string{
+		`field "channels.ding.url_file": read secret: open /nonexistent/ding.url: no such file or directory`,
+		`field "channels.ding.secret_file": read secret: open /nonexistent/ding.secret: no such file or directory`,
+		`field "channels.mail.smtp.password_file": read secret: open /nonexistent/smtp.pw: no such file or directory`,
+		`field "channels.webhook.url_file": read secret: open /nonexistent/webhook.url: no such file or directory`,
+	}, "\n")
+	for range 5 { // map order changes from run to run; the report must not
+		_, _, err := cfg.BuildChannels(quiet)
+		require.EqualError(t, err, want)
+	}
+}
