@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
 	"strings"
 
 	"github.com/binlake/binlake/agent"
@@ -22,7 +25,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var interval config.Duration
 	fs.Var(&interval, "interval", "override the config's collection interval (e.g. 10s)")
 	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
-	check := fs.Bool("check", false, "validate the config (and read sink.http.token_file) and exit; connects to nothing")
+	check := fs.Bool("check", false, "validate the config (and read the secret and TLS files it names) and exit; connects to nothing")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake agent [flags]\n\nCollects host, wave and process metrics every interval and pushes them to Kafka or the judge.\n\nFlags:")
 		fs.PrintDefaults()
@@ -52,12 +55,11 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("flags: %w", err)
 		}
 	}
+	deps, err := prepareAgent(*cfgPath, &cfg, logger)
+	if err != nil {
+		return err
+	}
 	if *check {
-		if h := cfg.Sink.HTTP; cfg.Sink.Kind == agent.SinkHTTP {
-			if _, err := config.ResolveSecret(h.Token, agent.TokenEnv, h.TokenFile); err != nil {
-				return fmt.Errorf("%s: sink.http token: %w", *cfgPath, err)
-			}
-		}
 		fmt.Fprintf(stdout, "%s is valid: node %s, interval %s, sink %s\n", *cfgPath, cfg.Node, cfg.Interval, cfg.Sink.Kind)
 		return nil
 	}
@@ -66,11 +68,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch cfg.Sink.Kind {
 	case agent.SinkKafka:
 		k := cfg.Sink.Kafka
-		kopts := kafka.Options{ClientID: "binlake-agent-" + cfg.Node, Logger: logger}
-		if err := kopts.FromConfig(k.Kafka, "sink.kafka"); err != nil {
-			return err
-		}
-		b, err := kafka.New(kopts)
+		b, err := kafka.New(*deps.kafka)
 		if err != nil {
 			return err
 		}
@@ -80,16 +78,40 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Endpoint: "kafka " + strings.Join(k.Brokers, ","),
 		})
 	case agent.SinkHTTP:
-		h := cfg.Sink.HTTP
-		token, err := config.ResolveSecret(h.Token, agent.TokenEnv, h.TokenFile)
-		if err != nil {
-			return fmt.Errorf("sink.http token: %w", err)
-		}
-		hc, err := httpapi.Client(h.CAFile, h.Timeout.D())
-		if err != nil {
-			return fmt.Errorf("%s: field \"sink.http.ca_file\": %w", *cfgPath, err)
-		}
-		sink = agent.NewHTTPSink(h.URL, token, hc)
+		sink = agent.NewHTTPSink(cfg.Sink.HTTP.URL, deps.token, deps.http)
 	}
 	return agent.Run(ctx, agent.Options{Config: cfg, ConfigFile: *cfgPath, Sink: sink, Logger: logger})
+}
+
+// agentDeps is what agent.yaml resolves to before the agent connects anywhere.
+type agentDeps struct {
+	kafka *kafka.Options // sink kind kafka
+	token config.Secret  // sink kind http
+	http  *http.Client   // sink kind http
+}
+
+// prepareAgent runs every check the agent's start makes beyond agent.Load's: the Kafka
+// sink's TLS files and SASL password, the HTTP sink's token and CA. --check calls it and
+// stops, start calls it and goes on: one function, so that --check passes exactly the
+// configs the agent starts on. Every problem is reported, each at its line.
+func prepareAgent(cfgPath string, cfg *agent.Config, logger *slog.Logger) (agentDeps, error) {
+	var d agentDeps
+	var errs []error
+	switch cfg.Sink.Kind {
+	case agent.SinkKafka:
+		d.kafka = &kafka.Options{ClientID: "binlake-agent-" + cfg.Node, Logger: logger}
+		if err := d.kafka.FromConfig(cfg.Sink.Kafka.Kafka, "sink.kafka"); err != nil {
+			errs = append(errs, err)
+		}
+	case agent.SinkHTTP:
+		h := cfg.Sink.HTTP
+		var err error
+		if d.token, err = config.ResolveSecret(h.Token, agent.TokenEnv, h.TokenFile); err != nil {
+			errs = append(errs, config.Bad("sink.http.token_file", "%w", err))
+		}
+		if d.http, err = httpapi.Client(h.CAFile, h.Timeout.D()); err != nil {
+			errs = append(errs, config.Bad("sink.http.ca_file", "%w", err))
+		}
+	}
+	return d, config.Locate(cfgPath, errors.Join(errs...))
 }

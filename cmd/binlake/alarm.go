@@ -4,14 +4,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/binlake/binlake/alarm"
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/internal/buildinfo"
+	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/logging"
 )
@@ -55,26 +59,15 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	pols, err := policy.Load(*polPath)
+	deps, err := prepareAlarm(*cfgPath, *polPath, &cfg, logger)
 	if err != nil {
 		return err
 	}
-	channels, chanDesc, err := cfg.BuildChannels(logger)
-	if err != nil {
-		return fmt.Errorf("%s: %w", *cfgPath, err)
-	}
-	for _, p := range pols {
-		for _, c := range p.Channels {
-			if channels[c] == nil {
-				return fmt.Errorf("%s:%d: policy %q names channel %q, which %s does not configure", *polPath, p.Line, p.Name, c, *cfgPath)
-			}
-		}
-	}
 	if *check {
-		for _, m := range unknownMetricMessages(pols, *polPath, knownMetricNames(), knownFromSenders) {
+		for _, m := range unknownMetricMessages(deps.policies, *polPath, knownMetricNames(), knownFromSenders) {
 			fmt.Fprintln(stderr, "warning: "+m)
 		}
-		fmt.Fprintf(stdout, "%s and %s are valid: %d policies, channels %s\n", *cfgPath, *polPath, len(pols), strings.Join(chanDesc, ", "))
+		fmt.Fprintf(stdout, "%s and %s are valid: %d policies, channels %s\n", *cfgPath, *polPath, len(deps.policies), strings.Join(deps.chanDesc, ", "))
 		return nil
 	}
 	if *cpuProfile != "" {
@@ -84,30 +77,26 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer stop()
 	}
-	token, err := config.ResolveSecret(cfg.HTTP.Token, alarm.TokenEnv, cfg.HTTP.TokenFile)
-	if err != nil {
-		return fmt.Errorf("http token: %w", err)
-	}
 
-	c, coordDesc, err := Open(ctx, cfg.Coordinator, logger)
+	c, coordDesc, err := OpenCoordinator(ctx, deps.coord)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 
-	sub, closeBus, busDesc, err := Subscribe(ctx, cfg.Bus, "binlake-alarm", logger)
+	sub, closeBus, busDesc, err := SubscribeWith(ctx, cfg.Bus, deps.bus)
 	if err != nil {
 		return err
 	}
 	defer closeBus()
 
-	logUnknownMetrics(logger, pols, *polPath, knownMetricNames(), knownFromSenders)
-	logger.Info("alarm starting", "config", *cfgPath, "policies_file", *polPath, "policies", len(pols),
-		"channels", strings.Join(chanDesc, ", "), "bus", busDesc, "coordinator", coordDesc, "listen", cfg.HTTP.Listen,
-		"auth", token != "", "shutdown_timeout", shutdown.D())
+	logUnknownMetrics(logger, deps.policies, *polPath, knownMetricNames(), knownFromSenders)
+	logger.Info("alarm starting", "version", buildinfo.String(), "config", *cfgPath, "policies_file", *polPath, "policies", len(deps.policies),
+		"channels", strings.Join(deps.chanDesc, ", "), "bus", busDesc, "coordinator", coordDesc,
+		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "auth", deps.token != "", "shutdown_timeout", shutdown.D())
 	return alarm.Run(ctx, alarm.Options{
-		Policies: pols, Channels: channels, Subscriber: sub, Coordinator: c,
-		Listen: cfg.HTTP.Listen, TLS: cfg.HTTP.TLS, Token: token, ExternalURL: cfg.HTTP.ExternalURL,
+		Policies: deps.policies, Channels: deps.channels, Subscriber: sub, Coordinator: c,
+		Listen: cfg.HTTP.Listen, TLS: cfg.HTTP.TLS, Token: deps.token, ExternalURL: cfg.HTTP.ExternalURL,
 		ShutdownTimeout: shutdown.D(),
 		Inhibition:      cfg.Inhibit(), GroupWait: cfg.Notify.GroupWait.D(),
 		GroupInterval: cfg.Notify.GroupInterval.D(), EvalInterval: cfg.Evaluation.Interval.D(),
@@ -119,4 +108,53 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "alarm serving on %s://%s (alerts at /v1/alerts)\n", scheme(cfg.HTTP.TLS), addr)
 		},
 	})
+}
+
+// alarmDeps is what alarm.yaml and the policy file resolve to before the alarm connects
+// anywhere.
+type alarmDeps struct {
+	policies []*policy.Policy
+	channels map[string]notify.Notifier
+	chanDesc []string
+	token    config.Secret
+	bus      *kafka.Options // bus kind kafka; nil for none
+	coord    CoordOptions
+}
+
+// prepareAlarm runs every check the alarm's start makes beyond alarm.Load's: the
+// policies and the channels they name, each channel's secrets, the token, the bus's
+// TLS files and SASL password, the coordinator's root and password. --check calls it and
+// stops, start calls it and goes on: one function, so that --check passes exactly the
+// files the alarm starts on. The config's problems are all reported, each at its line.
+func prepareAlarm(cfgPath, polPath string, cfg *alarm.Config, logger *slog.Logger) (alarmDeps, error) {
+	var d alarmDeps
+	pols, err := policy.Load(polPath)
+	if err != nil {
+		return d, err
+	}
+	d.policies = pols
+	var errs []error
+	if d.channels, d.chanDesc, err = cfg.BuildChannels(logger); err != nil {
+		errs = append(errs, err)
+	}
+	if d.token, err = config.ResolveSecret(cfg.HTTP.Token, alarm.TokenEnv, cfg.HTTP.TokenFile); err != nil {
+		errs = append(errs, config.Bad("http.token_file", "%w", err))
+	}
+	if d.bus, err = BusOptions(cfg.Bus, "binlake-alarm", logger); err != nil {
+		errs = append(errs, err)
+	}
+	if d.coord, err = CoordinatorOptions(cfg.Coordinator, logger); err != nil {
+		errs = append(errs, err)
+	}
+	if err := config.Locate(cfgPath, errors.Join(errs...)); err != nil {
+		return d, err
+	}
+	for _, p := range pols {
+		for _, c := range p.Channels {
+			if _, ok := cfg.Channels[c]; !ok {
+				return d, fmt.Errorf("%s:%d: policy %q names channel %q, which %s does not configure", polPath, p.Line, p.Name, c, cfgPath)
+			}
+		}
+	}
+	return d, nil
 }

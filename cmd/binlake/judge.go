@@ -4,18 +4,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/binlake/binlake/internal/buildinfo"
+	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/judge/store/elastic"
 	"github.com/binlake/binlake/judge/store/sqlite"
 )
 
@@ -64,16 +69,11 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	token, err := config.ResolveSecret(cfg.HTTP.Token, judge.TokenEnv, cfg.HTTP.TokenFile)
+	deps, err := prepareJudge(*cfgPath, &cfg, logger)
 	if err != nil {
-		return fmt.Errorf("%s: http token: %w", *cfgPath, err)
+		return err
 	}
 	if *check {
-		if cfg.Store.Kind == judge.StoreElastic {
-			if _, _, err := cfg.ElasticCredentials(); err != nil {
-				return fmt.Errorf("%s: %w", *cfgPath, err)
-			}
-		}
 		fmt.Fprintf(stdout, "%s is valid: store %s, bus %s, algorithm %s\n", *cfgPath, cfg.Store.Kind, cfg.Bus.Kind, cfg.Placement.Algorithm)
 		return nil
 	}
@@ -81,7 +81,6 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The store: the sink, opened first and closed last. The judge writes to it through
 	// its bounded, retrying buffer (store.buffer), so neither kind is wrapped here.
 	var st store.Store
-	storeDesc := ""
 	switch cfg.Store.Kind {
 	case judge.StoreSQLite:
 		path := cfg.Store.SQLite.Path
@@ -92,17 +91,17 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		st, storeDesc = s, "sqlite "+path
+		st = s
 	case judge.StoreElastic:
-		s, desc, err := elasticStore(cfg, *cfgPath, logger)
+		s, err := elastic.New(*deps.elastic)
 		if err != nil {
 			return err
 		}
-		st, storeDesc = s, desc
+		st = s
 	}
 	defer st.Close()
 
-	sub, closeBus, busDesc, err := Subscribe(ctx, cfg.Bus, "binlake-judge", logger)
+	sub, closeBus, busDesc, err := SubscribeWith(ctx, cfg.Bus, deps.bus)
 	if err != nil {
 		return err
 	}
@@ -111,23 +110,59 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		busDesc = "none (HTTP ingest only)"
 	}
 
-	status, err := statusOptions(cfg.Status.AlarmURL, cfg.Status.AlarmCAFile)
-	if err != nil {
-		return fmt.Errorf("%s: field \"status.alarm_ca_file\": %w", *cfgPath, err)
+	alarmURL := cfg.Status.AlarmURL
+	if alarmURL == "" {
+		alarmURL = "none"
 	}
-	logger.Info("judge starting", "config", *cfgPath, "listen", cfg.HTTP.Listen, "store", storeDesc, "bus", busDesc,
-		"algorithm", cfg.Placement.Algorithm, "auth", token != "")
+	logger.Info("judge starting", "version", buildinfo.String(), "config", *cfgPath, "node", cfg.Node,
+		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "store", judgeStoreDesc(cfg), "bus", busDesc,
+		"alarm", alarmURL, "algorithm", cfg.Placement.Algorithm, "auth", deps.token != "")
 	return judge.Run(ctx, judge.Options{
-		Store: st, Subscriber: sub, Listen: cfg.HTTP.Listen, TLS: cfg.HTTP.TLS, Token: token,
+		Store: st, Subscriber: sub, Listen: cfg.HTTP.Listen, TLS: cfg.HTTP.TLS, Token: deps.token,
 		Algorithm: cfg.Placement.Algorithm, Filters: cfg.Filters(), Plugins: cfg.Placement.Plugins,
 		SnapshotEvery: cfg.Placement.SnapshotEvery.D(), CapacityEvery: cfg.Placement.CapacityEvery.D(), ReservationTTL: cfg.Placement.ReservationTTL.D(),
 		EWMAAlpha: cfg.Analysis.EWMAAlpha, HistoricalEvery: cfg.Analysis.HistoricalEvery.D(),
 		HistoricalMetrics: cfg.Analysis.HistoricalMetrics, Retention: cfg.Store.Retention.D(), Buffer: cfg.Store.Buffer.Options(),
-		Rebalance: new(cfg.Rebalance.Options()), Logger: logger, Status: status,
+		Rebalance: new(cfg.Rebalance.Options()), Logger: logger, Status: deps.status,
 		Ready: func(addr string) {
 			fmt.Fprintf(stdout, "judge serving on %s://%s (status page at /)\n", scheme(cfg.HTTP.TLS), addr)
 		},
 	})
+}
+
+// judgeDeps is what judge.yaml resolves to before the judge connects anywhere.
+type judgeDeps struct {
+	token   config.Secret
+	elastic *elastic.Options // store kind elastic: the client's configuration built
+	bus     *kafka.Options   // bus kind kafka; nil for none
+	status  judge.StatusOptions
+}
+
+// prepareJudge runs every check the judge's start makes on its config beyond
+// judge.Load's (the token, the Elasticsearch prefix and credentials, the bus's TLS files
+// and SASL password, the alarm's CA) and returns what start needs. --check calls it
+// and stops, start calls it and goes on: one function, so that --check passes exactly
+// the configs the judge starts on. Every problem is reported, each at its line.
+func prepareJudge(cfgPath string, cfg *judge.Config, logger *slog.Logger) (judgeDeps, error) {
+	var d judgeDeps
+	var errs []error
+	token, err := config.ResolveSecret(cfg.HTTP.Token, judge.TokenEnv, cfg.HTTP.TokenFile)
+	if err != nil {
+		errs = append(errs, config.Bad("http.token_file", "%w", err))
+	}
+	d.token = token
+	if cfg.Store.Kind == judge.StoreElastic {
+		if d.elastic, err = elasticOptions(*cfg, logger); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.bus, err = BusOptions(cfg.Bus, "binlake-judge", logger); err != nil {
+		errs = append(errs, err)
+	}
+	if d.status, err = statusOptions(cfg.Status.AlarmURL, cfg.Status.AlarmCAFile); err != nil {
+		errs = append(errs, config.Bad("status.alarm_ca_file", "%w", err))
+	}
+	return d, config.Locate(cfgPath, errors.Join(errs...))
 }
 
 // statusOptions connects the status page to the alarm at alarmURL, when there is one.

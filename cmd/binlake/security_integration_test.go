@@ -182,7 +182,7 @@ func TestOpenZKCoordinatorAuthIntegration(t *testing.T) {
 	c, desc, err := Open(ctx, cc, quiet)
 	require.NoError(t, err)
 	defer c.Close()
-	require.Equal(t, "zk "+addr+" (digest auth as binlake)", desc)
+	require.Equal(t, "zk "+addr+" root "+root+" (digest auth as binlake)", desc)
 	_, err = c.Put(ctx, "k", []byte("v"), coord.AnyVersion)
 	require.NoError(t, err)
 

@@ -245,11 +245,11 @@ func LoadChannels(path string, logger *slog.Logger) (Channels, error) {
 	// Validate checks each channel; the bus and coordinator of `up` are its own.
 	ac.Bus.Kind = alarm.BusNone
 	if err := ac.Validate(); err != nil {
-		return Channels{}, fmt.Errorf("%s: %w", path, err)
+		return Channels{}, config.Locate(path, err)
 	}
 	n, desc, err := ac.BuildChannels(logger)
 	if err != nil {
-		return Channels{}, fmt.Errorf("%s: %w", path, err)
+		return Channels{}, config.Locate(path, err)
 	}
 	return Channels{Notifiers: n, Desc: desc, File: path}, nil
 }

@@ -3,12 +3,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"strings"
 
+	"github.com/binlake/binlake/internal/buildinfo"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
@@ -57,17 +62,16 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("%s: field \"log\": %w", *cfgPath, err)
 	}
+	deps, err := prepareWave(*cfgPath, cfg, logger)
+	if err != nil {
+		return err
+	}
 	if *check {
-		if cfg.Balancer.Judge != "" {
-			if _, err := config.ResolveSecret("", judge.TokenEnv, cfg.Balancer.JudgeTokenFile); err != nil {
-				return fmt.Errorf("%s: field \"balancer.judge_token_file\": %w", *cfgPath, err)
-			}
-		}
 		fmt.Fprintf(stdout, "%s is valid: node %s, coordinator %s, sink %s\n", *cfgPath, cfg.Node, cfg.Coordinator.Kind, cfg.Sink.Kind)
 		return nil
 	}
 
-	c, _, err := Open(ctx, cfg.Coordinator, logger)
+	c, coordDesc, err := OpenCoordinator(ctx, deps.coord)
 	if err != nil {
 		return err
 	}
@@ -78,31 +82,12 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Pipeline: cfg.PipelineOptions(), PollInterval: cfg.Pipeline.PollInterval.D(), Logger: logger,
 		Balancer: cfg.Balancer.Options(),
 	}
-	if cfg.Balancer.Judge != "" {
-		token, err := config.ResolveSecret("", judge.TokenEnv, cfg.Balancer.JudgeTokenFile)
-		if err != nil {
-			return fmt.Errorf("%s: field \"balancer.judge_token_file\": %w", *cfgPath, err)
-		}
-		hc, err := httpapi.Client(cfg.Balancer.JudgeCAFile, client.DefaultTimeout)
-		if err != nil {
-			return fmt.Errorf("%s: field \"balancer.judge_ca_file\": %w", *cfgPath, err)
-		}
-		opts.Balancer.Planner = &client.Client{URL: cfg.Balancer.Judge, Token: token, HTTP: hc}
-	}
-	logger.Info("balancer", "enabled", cfg.Balancer.Enabled, "judge", cfg.Balancer.Judge, "auto", cfg.Balancer.Auto)
+	opts.Balancer.Planner = deps.planner
+	sinkDesc := ""
 	switch cfg.Sink.Kind {
 	case wave.SinkKafka:
 		k := cfg.Sink.Kafka
-		// One attempt per produce request, bounded by the write timeout: kafka-go's own
-		// retries would keep a lost leader's batch in flight for up to 5 × 10 s; the wave
-		// retries itself and stops once its leadership is lost (Config.KafkaWriteTimeout).
-		kopts := kafka.Options{ClientID: "binlake-wave-" + cfg.Node,
-			BatchSize: k.BatchSize, BatchBytes: int64(k.MaxMessageBytes), BatchTimeout: k.Linger.D(), Compression: k.Compression,
-			MaxAttempts: 1, WriteTimeout: cfg.KafkaWriteTimeout(), Logger: logger}
-		if err := kopts.FromConfig(k.Kafka, "sink.kafka"); err != nil {
-			return fmt.Errorf("%s: %w", *cfgPath, err)
-		}
-		b, err := kafka.New(kopts)
+		b, err := kafka.New(*deps.kafka)
 		if err != nil {
 			return err
 		}
@@ -111,6 +96,10 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		opts.TopicSpec = bus.TopicSpec{Partitions: k.Partitions, Replication: k.Replication, MaxMessageBytes: k.MaxMessageBytes}
 		// The record overhead (headers, lengths) counts against the broker's limit.
 		opts.MaxMessageBytes = k.MaxMessageBytes - 128
+		sinkDesc = "kafka " + strings.Join(k.Brokers, ",")
+		if deps.kafka.TLS != nil || deps.kafka.SASL != nil {
+			sinkDesc += " (" + deps.kafka.Security() + ")"
+		}
 	case wave.SinkFile:
 		s, err := sink.OpenFile(sink.FileOptions{Path: cfg.Sink.File.Path, Sync: cfg.Sink.File.Sync})
 		if err != nil {
@@ -118,10 +107,64 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		defer s.Close()
 		opts.Publisher = s
+		sinkDesc = "file " + cfg.Sink.File.Path
 	case wave.SinkStdout:
 		s := sink.New(os.Stdout)
 		defer s.Close()
 		opts.Publisher = s
+		sinkDesc = "stdout"
 	}
+	judgeURL := cfg.Balancer.Judge
+	if judgeURL == "" {
+		judgeURL = "none"
+	}
+	logger.Info("wave starting", "version", buildinfo.String(), "config", *cfgPath, "node", cfg.Node,
+		"listen", "http://"+cfg.HTTP.Listen, "advertise", cmp.Or(cfg.AdvertiseAddr, cfg.HTTP.Listen),
+		"coordinator", coordDesc, "sink", sinkDesc, "balancer", cfg.Balancer.Enabled, "judge", judgeURL, "auto_balance", cfg.Balancer.Auto)
 	return wave.Run(ctx, opts)
+}
+
+// waveDeps is what wave.yaml resolves to before the wave connects anywhere.
+type waveDeps struct {
+	coord   CoordOptions
+	kafka   *kafka.Options // sink kind kafka
+	planner *client.Client // balancer.judge set
+}
+
+// prepareWave runs every check the wave's start makes beyond wave.LoadConfig's: the
+// coordinator's root and password, the Kafka sink's TLS files and SASL password, the
+// judge's token and CA. --check calls it and stops, start calls it and goes on: one
+// function, so that --check passes exactly the configs the wave starts on. Every
+// problem is reported, each at its line.
+func prepareWave(cfgPath string, cfg *wave.Config, logger *slog.Logger) (waveDeps, error) {
+	var d waveDeps
+	var errs []error
+	var err error
+	if d.coord, err = CoordinatorOptions(cfg.Coordinator, logger); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.Sink.Kind == wave.SinkKafka {
+		k := cfg.Sink.Kafka
+		// One attempt per produce request, bounded by the write timeout: kafka-go's own
+		// retries would keep a lost leader's batch in flight for up to 5 × 10 s; the wave
+		// retries itself and stops once its leadership is lost (Config.KafkaWriteTimeout).
+		d.kafka = &kafka.Options{ClientID: "binlake-wave-" + cfg.Node,
+			BatchSize: k.BatchSize, BatchBytes: int64(k.MaxMessageBytes), BatchTimeout: k.Linger.D(), Compression: k.Compression,
+			MaxAttempts: 1, WriteTimeout: cfg.KafkaWriteTimeout(), Logger: logger}
+		if err := d.kafka.FromConfig(k.Kafka, "sink.kafka"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if b := cfg.Balancer; b.Judge != "" {
+		token, err := config.ResolveSecret("", judge.TokenEnv, b.JudgeTokenFile)
+		if err != nil {
+			errs = append(errs, config.Bad("balancer.judge_token_file", "%w", err))
+		}
+		hc, err := httpapi.Client(b.JudgeCAFile, client.DefaultTimeout)
+		if err != nil {
+			errs = append(errs, config.Bad("balancer.judge_ca_file", "%w", err))
+		}
+		d.planner = &client.Client{URL: b.Judge, Token: token, HTTP: hc}
+	}
+	return d, config.Locate(cfgPath, errors.Join(errs...))
 }

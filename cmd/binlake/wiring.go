@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -21,18 +22,39 @@ import (
 	"github.com/binlake/binlake/internal/coord/zk"
 )
 
-// Subscribe connects to the bus b describes, creates the topic when it is missing and subscribes
-// the group, which begins where Start says if it is new. With kind none it returns a nil subscriber.
-// closeFn closes the subscriber, then the connection; desc names the bus for the log.
-func Subscribe(ctx context.Context, b config.Bus, clientID string, logger *slog.Logger) (sub bus.Subscriber, closeFn func(), desc string, err error) {
+// BusOptions resolves the Kafka keys of the bus section b (its TLS files, its SASL
+// password) into the client's options; nil with kind none. --check and start both call
+// it, so that --check refuses what start would; its errors name the key (config.Locate
+// adds the file and line).
+func BusOptions(b config.Bus, clientID string, logger *slog.Logger) (*kafka.Options, error) {
 	if b.Kind != config.BusKafka {
-		return nil, func() {}, "none", nil
+		return nil, nil
 	}
-	kopts := kafka.Options{ClientID: clientID, Logger: logger}
+	kopts := &kafka.Options{ClientID: clientID, Logger: logger}
 	if err := kopts.FromConfig(b.Kafka, "bus"); err != nil {
+		return nil, err
+	}
+	return kopts, nil
+}
+
+// Subscribe is BusOptions, then SubscribeWith.
+func Subscribe(ctx context.Context, b config.Bus, clientID string, logger *slog.Logger) (sub bus.Subscriber, closeFn func(), desc string, err error) {
+	kopts, err := BusOptions(b, clientID, logger)
+	if err != nil {
 		return nil, nil, "", err
 	}
-	k, err := kafka.New(kopts)
+	return SubscribeWith(ctx, b, kopts)
+}
+
+// SubscribeWith connects to the bus b describes with kopts (BusOptions; nil: no bus),
+// creates the topic when it is missing and subscribes the group, which begins where
+// Start says if it is new. With no bus it returns a nil subscriber. closeFn closes the
+// subscriber, then the connection; desc names the bus for the log.
+func SubscribeWith(ctx context.Context, b config.Bus, kopts *kafka.Options) (sub bus.Subscriber, closeFn func(), desc string, err error) {
+	if kopts == nil {
+		return nil, func() {}, "none", nil
+	}
+	k, err := kafka.New(*kopts)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -53,28 +75,55 @@ func Subscribe(ctx context.Context, b config.Bus, clientID string, logger *slog.
 		sub.Close()
 		k.Close()
 	}
+	return sub, closeFn, BusDesc(b, kopts), nil
+}
+
+// BusDesc names the bus for the start-up line: the brokers, their security, the topic
+// and the group.
+func BusDesc(b config.Bus, kopts *kafka.Options) string {
+	if kopts == nil {
+		return "none"
+	}
 	sec := ""
 	if kopts.TLS != nil || kopts.SASL != nil {
 		sec = " (" + kopts.Security() + ")"
 	}
-	return sub, closeFn, fmt.Sprintf("kafka %s%s topic %s group %s (a new group starts at the %s message)",
-		strings.Join(b.Brokers, ","), sec, b.Topic, b.Group, b.Start), nil
+	return fmt.Sprintf("kafka %s%s topic %s group %s (a new group starts at the %s message)",
+		strings.Join(b.Brokers, ","), sec, b.Topic, b.Group, b.Start)
 }
 
-// Open opens the coordinator c describes.
-func Open(ctx context.Context, c config.Coordinator, logger *slog.Logger) (coord.Coordinator, string, error) {
+// CoordinatorOptions resolves the coordinator section c: the ZooKeeper digest password
+// (from its variable or file) and the root, checked as the client would check it when
+// connecting. --check and start both call it; its errors name the key.
+func CoordinatorOptions(c config.Coordinator, logger *slog.Logger) (CoordOptions, error) {
 	o := CoordOptions{Kind: c.Kind, Path: c.Path, Servers: c.Servers, Root: c.Root,
 		SessionTimeout: c.SessionTimeout.D(), Logger: logger}
-	if c.Kind == config.CoordZK && c.Auth.Enabled() {
+	if c.Kind != config.CoordZK {
+		return o, nil
+	}
+	var errs []error
+	if err := zk.CheckRoot(c.Root); err != nil {
+		errs = append(errs, config.Bad("coordinator.root", "%w", err))
+	}
+	if c.Auth.Enabled() {
 		pw, err := c.Auth.Password()
 		if err != nil {
 			key := "coordinator.auth.password_file"
 			if c.Auth.PasswordFile == "" {
 				key = "coordinator.auth.password_env"
 			}
-			return nil, "", fmt.Errorf("field %q: %w", key, err)
+			errs = append(errs, config.Bad(key, "%w", err))
 		}
 		o.Auth = &zk.DigestAuth{Username: c.Auth.Username, Password: pw}
+	}
+	return o, errors.Join(errs...)
+}
+
+// Open is CoordinatorOptions, then OpenCoordinator.
+func Open(ctx context.Context, c config.Coordinator, logger *slog.Logger) (coord.Coordinator, string, error) {
+	o, err := CoordinatorOptions(c, logger)
+	if err != nil {
+		return nil, "", err
 	}
 	return OpenCoordinator(ctx, o)
 }
@@ -99,12 +148,25 @@ type CoordOptions struct {
 func OpenCoordinator(ctx context.Context, o CoordOptions) (c coord.Coordinator, desc string, err error) {
 	if o.Kind == config.CoordSingle {
 		c, err = single.New(single.Options{Path: o.Path})
-		return c, "single " + o.Path, err
+		return c, CoordDesc(o), err
 	}
 	c, err = zk.New(ctx, zk.Options{Servers: o.Servers, Root: o.Root, SessionTimeout: o.SessionTimeout, Logger: o.Logger, Auth: o.Auth})
-	desc = "zk " + strings.Join(o.Servers, ",")
+	return c, CoordDesc(o), err
+}
+
+// CoordDesc names the coordinator for the start-up line: the single file, or the
+// ZooKeeper servers with the root and the digest user.
+func CoordDesc(o CoordOptions) string {
+	if o.Kind == config.CoordSingle {
+		return "single " + o.Path
+	}
+	root := o.Root
+	if root == "" {
+		root = zk.DefaultRoot
+	}
+	desc := "zk " + strings.Join(o.Servers, ",") + " root " + root
 	if o.Auth != nil {
 		desc += " (digest auth as " + o.Auth.Username + ")"
 	}
-	return c, desc, err
+	return desc
 }

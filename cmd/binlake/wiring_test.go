@@ -53,7 +53,7 @@ func TestOpenZKCoordinatorIntegration(t *testing.T) {
 	c, desc, err := Open(ctx, cc, quiet)
 	require.NoError(t, err)
 	defer c.Close()
-	require.Equal(t, "zk "+addr, desc)
+	require.Equal(t, "zk "+addr+" root "+cc.Root, desc, "the servers and the root")
 	_, err = c.Put(ctx, "k", []byte("v"), coord.AnyVersion)
 	require.NoError(t, err)
 }
