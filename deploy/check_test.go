@@ -203,22 +203,42 @@ func TestExamplesCheck(t *testing.T) {
 		t.Errorf("the starter alarm.yaml and policies.yaml:\n%s", res)
 	}
 
+	exb, err := os.ReadFile("alarm.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := string(exb)
 	if _, err := os.Stat("/etc/binlake"); err == nil {
 		t.Log("/etc/binlake exists here: not asserting that the example's secret files are missing")
 	} else {
-		res = runIn(t, "", full, "alarm", "--check", "--config", abs("alarm.example.yaml"), "--policies", abs("policies.example.yaml"))
-		if res.code != 1 || res.stdout != "" || !regexp.MustCompile(`alarm\.example\.yaml: channels\.[a-z-]+: .*read secret: open /etc/binlake/[a-z]+\.[a-z]+: no such file`).MatchString(res.stderr) {
-			t.Errorf("alarm.example.yaml without its secret files: want exit 1 naming the channel and the file\n%s", res)
+		// Every missing file at once, in the file's order, the same on every run (the
+		// channels are a map: one at a time, a different one each run, was the old way).
+		var want []string
+		for _, m := range regexp.MustCompile(`(?m)^ +([a-z_]+_file): (/etc/binlake/[a-z.]+)`).FindAllStringSubmatch(ex, -1) {
+			want = append(want, fmt.Sprintf(`%s:%d: field "channels.`, abs("alarm.example.yaml"), lineNumber(ex, m[0])))
+			want[len(want)-1] += `[a-z-]+(\.smtp)?\.` + m[1] + `": read secret: open ` + regexp.QuoteMeta(m[2]) + `: no such file or directory`
+		}
+		if len(want) < 5 {
+			t.Fatalf("alarm.example.yaml names %d secret files, want at least 5", len(want))
+		}
+		re := regexp.MustCompile(`^binlake: ` + strings.Join(want, "\n") + "\n$")
+		first := ""
+		for range 3 {
+			res = runIn(t, "", full, "alarm", "--check", "--config", abs("alarm.example.yaml"), "--policies", abs("policies.example.yaml"))
+			if res.code != 1 || res.stdout != "" || !re.MatchString(res.stderr) {
+				t.Fatalf("alarm.example.yaml without its secret files: want exit 1 naming each channel's missing file at its line, in the file's order\n%s\nwant %s", res, re)
+			}
+			if first == "" {
+				first = res.stderr
+			} else if res.stderr != first {
+				t.Fatalf("the report changed from one run to the next:\n%s\n%s", first, res.stderr)
+			}
 		}
 	}
 
 	// The same example with its secret files in a folder of the test's.
 	dir := t.TempDir()
-	ex, err := os.ReadFile("alarm.example.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := strings.ReplaceAll(string(ex), "/etc/binlake/", dir+"/")
+	cfg := strings.ReplaceAll(ex, "/etc/binlake/", dir+"/")
 	const sentinel = "s3cret-do-not-log"
 	secrets := map[string]string{
 		"dingtalk.url":    "https://oapi.dingtalk.com/robot/send?access_token=" + sentinel,
@@ -250,6 +270,11 @@ func TestExamplesCheck(t *testing.T) {
 	}
 }
 
+// lineNumber returns the number (from 1) of the line of s that holds sub.
+func lineNumber(s, sub string) int {
+	return strings.Count(s[:strings.Index(s, sub)], "\n") + 1
+}
+
 // lineOf returns the line of s that holds sub.
 func lineOf(s, sub string) string {
 	i := strings.Index(s, sub)
@@ -265,7 +290,8 @@ func lineOf(s, sub string) string {
 }
 
 // TestCheckReportsErrors: --check of a broken config exits 1, prints nothing on stdout
-// and names the file, and the line and key or the secret file at fault.
+// and names the file, the line and the key at fault (and the secret file, if one is
+// missing). The last cases are ones --check passed while start refused them.
 func TestCheckReportsErrors(t *testing.T) {
 	full, agent := binaries(t)
 	dir := t.TempDir()
@@ -277,16 +303,25 @@ func TestCheckReportsErrors(t *testing.T) {
 		{"wave unknown key", "wave", "node: w1\ncoordinator:\n  kind: zk\n  servrs: [127.0.0.1:2181]\n",
 			[]string{"wave.yaml:4: unknown key \"coordinator.servrs\"", "servers"}},
 		{"wave judge token file", "wave", "node: w1\ncoordinator: {kind: single, path: ./coord.json}\nsink: {kind: stdout}\nbalancer:\n  judge: http://127.0.0.1:8090\n  judge_token_file: " + missing + "\n",
-			[]string{"wave.yaml: field \"balancer.judge_token_file\"", missing}},
+			[]string{"wave.yaml:6: field \"balancer.judge_token_file\": read secret: open " + missing}},
 		{"agent bad value", "agent", "interval: -1s\n", []string{"agent.yaml", "interval"}},
 		{"agent token file", "agent", "sink:\n  kind: http\n  http:\n    url: http://127.0.0.1:8090/v1/metrics\n    token_file: " + missing + "\n",
-			[]string{"agent.yaml: sink.http token", missing}},
-		{"judge store kind", "judge", "bus: {kind: none}\nstore:\n  kind: mongo\n", []string{"judge.yaml", "store.kind \"mongo\""}},
-		{"judge token file", "judge", "bus: {kind: none}\nhttp:\n  token_file: " + missing + "\n", []string{"judge.yaml: http token", missing}},
+			[]string{"agent.yaml:5: field \"sink.http.token_file\": read secret: open " + missing}},
+		{"judge store kind", "judge", "bus: {kind: none}\nstore:\n  kind: mongo\n", []string{"judge.yaml:3: field \"store.kind\": \"mongo\": want sqlite or elastic"}},
+		{"judge token file", "judge", "bus: {kind: none}\nhttp:\n  token_file: " + missing + "\n", []string{"judge.yaml:3: field \"http.token_file\": read secret: open " + missing}},
 		{"judge elastic password file", "judge", "bus: {kind: none}\nstore:\n  kind: elastic\n  elastic:\n    addresses: [http://127.0.0.1:9200]\n    username: binlake\n    password_file: " + missing + "\n",
-			[]string{"judge.yaml: store.elastic", missing}},
+			[]string{"judge.yaml:7: field \"store.elastic.password_file\": read secret: open " + missing}},
 		{"alarm channel secret", "alarm", "bus: {kind: none}\nchannels:\n  page:\n    kind: slack\n    url_file: " + missing + "\n",
-			[]string{"alarm.yaml: channels.page", missing}},
+			[]string{"alarm.yaml:5: field \"channels.page.url_file\": read secret: open " + missing}},
+		// What start refuses, --check refuses too, at the key's line (issue 33).
+		{"judge elastic prefix without its final separator", "judge", "bus: {kind: none}\nstore:\n  kind: elastic\n  elastic:\n    addresses: [http://127.0.0.1:9200]\n    prefix: nc-prod-metrics\n",
+			[]string{`judge.yaml:6: field "store.elastic.prefix": "nc-prod-metrics": must end in '-' or '.', e.g. "nc-prod-metrics-"`}},
+		{"judge listen port out of range", "judge", "bus: {kind: none}\nhttp:\n  listen: 127.0.0.1:80911\n",
+			[]string{`judge.yaml:3: field "http.listen": "127.0.0.1:80911": port "80911": want a number from 0 to 65535`}},
+		{"wave zookeeper root without its slash", "wave", "node: w1\ncoordinator:\n  kind: zk\n  servers: [127.0.0.1:2181]\n  root: binlake\nsink: {kind: stdout}\n",
+			[]string{`wave.yaml:5: field "coordinator.root": "binlake": must start with a slash, e.g. "/binlake"`}},
+		{"agent listen port out of range", "agent", "http:\n  listen: 127.0.0.1:80911\n",
+			[]string{`agent.yaml:2: field "http.listen": "127.0.0.1:80911": port "80911": want a number from 0 to 65535`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,7 +25,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var interval config.Duration
 	fs.Var(&interval, "interval", "override the config's collection interval (e.g. 10s)")
 	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
-	check := fs.Bool("check", false, "validate the config (and read the secret and TLS files it names) and exit; connects to nothing")
+	check := fs.Bool("check", false, "run every check start runs on the config (its secret and TLS files too) and exit; connects to nothing")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake agent [flags]\n\nCollects host, wave and process metrics every interval and pushes them to Kafka or the judge.\n\nFlags:")
 		fs.PrintDefaults()

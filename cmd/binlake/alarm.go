@@ -30,7 +30,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	polPath := fs.String("policies", "/etc/binlake/policies.yaml", "alert policy file (see deploy/policies.example.yaml)")
 	listen := fs.String("http", "", "override http.listen (host:port)")
 	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
-	check := fs.Bool("check", false, "validate the config and policy files and exit")
+	check := fs.Bool("check", false, "run every check start runs on the config and policy files (secret and TLS files too) and exit; connects to nothing")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	shutdown := config.Duration(DefaultShutdownTimeout)
 	fs.Var(&shutdown, "shutdown-timeout", "how long stopping may take after SIGTERM or Ctrl-C: the notification log writes, the "+

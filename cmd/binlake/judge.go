@@ -31,7 +31,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	listen := fs.String("http", "", "override http.listen (host:port)")
 	algorithm := fs.String("algorithm", "", "override placement.algorithm")
 	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
-	check := fs.Bool("check", false, "validate the config (and read the token and password files) and exit; connects to nothing")
+	check := fs.Bool("check", false, "run every check start runs on the config (secret and TLS files, the index prefix too) and exit; connects to nothing")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake judge [flags]\n\nStores the metric stream, analyses load and answers placement requests over HTTP.\n\nFlags:")

@@ -32,7 +32,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	node := fs.String("node", "", "override the config's node id")
 	httpAddr := fs.String("http", "", "override the config's http.listen")
 	logLevel := fs.String("log-level", "", "override the config's log level: debug, info, warn or error")
-	check := fs.Bool("check", false, "validate the config (and read balancer.judge_token_file) and exit; connects to nothing")
+	check := fs.Bool("check", false, "run every check start runs on the config (secret and TLS files, the ZooKeeper root too) and exit; connects to nothing")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake wave [flags]\n\nCaptures the binlogs of the instances assigned to this node and publishes their rows.\n\nFlags:")
 		fs.PrintDefaults()

@@ -1,0 +1,59 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestCheckRefusesWhatStartRefuses: each config below passed --check while the role then
+// refused to start on it (issue 33). --check and start run the same checks, so both must
+// return the same error, naming the file, the key's line and the key. Every case fails
+// before the role connects anywhere, so start is safe to run here.
+func TestCheckRefusesWhatStartRefuses(t *testing.T) {
+	t.Chdir(t.TempDir()) // a start that went further would write ./data here
+	for _, tc := range []struct {
+		name, role, yaml, want string
+	}{
+		{"judge elastic prefix", "judge", "bus: {kind: none}\nstore:\n  kind: elastic\n  elastic:\n    addresses: [http://127.0.0.1:1]\n    prefix: nc-prod-metrics\n",
+			`judge.yaml:6: field "store.elastic.prefix": "nc-prod-metrics": must end in '-' or '.', e.g. "nc-prod-metrics-": ` +
+				`the daily indices are <prefix>YYYY.MM.DD, and the pattern nc-prod-metrics* must match only them`},
+		{"judge listen port", "judge", "bus: {kind: none}\nhttp:\n  listen: 127.0.0.1:80911\n",
+			`judge.yaml:3: field "http.listen": "127.0.0.1:80911": port "80911": want a number from 0 to 65535 (0 picks a free one)`},
+		{"alarm listen port", "alarm", "bus: {kind: none}\nchannels: {l: {kind: log}}\nhttp: {listen: \":70000\"}\n",
+			`alarm.yaml:3: field "http.listen": ":70000": port "70000": want a number from 0 to 65535 (0 picks a free one)`},
+		{"wave zookeeper root", "wave", "node: w1\ncoordinator:\n  kind: zk\n  servers: [127.0.0.1:1]\n  root: binlake\nsink: {kind: stdout}\n",
+			`wave.yaml:5: field "coordinator.root": "binlake": must start with a slash, e.g. "/binlake"`},
+		{"wave zookeeper server port", "wave", "node: w1\ncoordinator:\n  kind: zk\n  servers:\n    - 127.0.0.1:1\n    - 127.0.0.1:218100\nsink: {kind: stdout}\n",
+			`wave.yaml:6: field "coordinator.servers[1]": "127.0.0.1:218100": port "218100": want a number from 1 to 65535`},
+		{"agent listen port", "agent", "node: h1\nhttp:\n  listen: 127.0.0.1:80911\nsink: {kind: http, http: {url: http://127.0.0.1:1/v1/metrics}}\n",
+			`agent.yaml:3: field "http.listen": "127.0.0.1:80911": port "80911": want a number from 0 to 65535 (0 picks a free one), or "off"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, tc.role+".yaml")
+			require.NoError(t, os.WriteFile(cfg, []byte(tc.yaml), 0o600))
+			args := []string{tc.role, "--config", cfg}
+			if tc.role == "alarm" {
+				pol := filepath.Join(dir, "policies.yaml")
+				require.NoError(t, os.WriteFile(pol, []byte("policies:\n  - {name: dead, nodata: 3, severity: P1, channels: [l]}\n"), 0o600))
+				args = append(args, "--policies", pol)
+			}
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), append(args, "--check"), &out, &errOut)
+			require.EqualError(t, err, filepath.Join(dir, tc.want), "--check; stdout %q", out.String())
+			require.Empty(t, out.String())
+
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // start must refuse before it waits on anything
+			err = run(ctx, args, &out, &errOut)
+			require.EqualError(t, err, filepath.Join(dir, tc.want), "start")
+		})
+	}
+}
