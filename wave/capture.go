@@ -17,7 +17,6 @@ import (
 
 	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/bus"
-	"github.com/binlake/binlake/internal/logging"
 )
 
 // ErrBinlogPurged is the fatal error of an instance whose resume position is no longer on
@@ -237,7 +236,7 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 		ReadTimeout:             3*c.heartbeat + 5*time.Second,
 		DisableRetrySync:        true, // reconnects are ours: from a transaction boundary, with backoff
 		EventCacheCount:         c.eventQueue,
-		Logger:                  logging.Redact(c.log.With("component", "go-mysql"), c.password),
+		Logger:                  goMySQLLogger(c.log, c.password),
 		DiscardGTIDSet:          true, // we track the set ourselves, at transaction boundaries
 		Dialer:                  dial.dial,
 		Option:                  func(conn *client.Conn) error { return c.onConnect(conn, &owner) },
