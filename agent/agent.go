@@ -30,6 +30,7 @@ import (
 	_ "github.com/binlake/binlake/agent/collector/wave" // registers "wave"
 	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/httpapi"
+	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -186,7 +187,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.collectAndSend(gctx)
 		return nil
 	})
+	stopping := logging.OnStop(gctx, a.log, "agent stopping")
 	err := g.Wait()
+	stopping()
 	st := a.Stats()
 	a.log.Info("agent stopped", "collected", st.Collected, "delivered", st.Delivered, "dropped", st.Dropped, "undelivered", st.Pending)
 	return err

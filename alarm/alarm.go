@@ -24,6 +24,7 @@ import (
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/httpapi"
+	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -305,8 +306,9 @@ func (a *Alarm) Run(ctx context.Context) error {
 	if ln != nil {
 		g.Go(func() error { return httpapi.Serve(gctx, ln, a.handler, "alarm API", a.log, a.o.Ready) })
 	}
-	go func() { <-gctx.Done(); a.log.Info("alarm stopping", "within", a.o.ShutdownTimeout) }()
+	stopping := logging.OnStop(gctx, a.log, "alarm stopping", "within", a.o.ShutdownTimeout)
 	runErr := g.Wait()
+	stopping()
 	a.stop()
 	return runErr
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/httpapi"
+	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/loadmodel"
@@ -282,8 +283,9 @@ func (j *Judge) Run(ctx context.Context) error {
 	if ln != nil {
 		g.Go(func() error { return httpapi.Serve(gctx, ln, j.handler, "judge API", j.log, j.o.Ready) })
 	}
-	go func() { <-gctx.Done(); j.log.Info("judge stopping") }()
+	stopping := logging.OnStop(gctx, j.log, "judge stopping")
 	runErr := g.Wait()
+	stopping()
 	// No source is left: write what is buffered, within the buffer's close timeout.
 	if c := j.buf.Counters(); c.Buffered > 0 {
 		j.log.Info("writing buffered points before stopping", "points", c.Buffered)

@@ -33,6 +33,7 @@ import (
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/httpapi"
+	"github.com/binlake/binlake/internal/logging"
 )
 
 // GroupWaves is the coordinator group the waves register in.
@@ -371,7 +372,16 @@ func (w *Wave) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	return g.Wait()
+	stopping := logging.OnStop(gctx, w.log, "wave stopping")
+	err := g.Wait()
+	stopping()
+	// Its instances' captures have ended and their leadership is released by now.
+	if err != nil {
+		w.log.Info("wave stopped", "err", err)
+	} else {
+		w.log.Info("wave stopped")
+	}
+	return err
 }
 
 // runInstances registers the wave and runs the instances it should until ctx ends.
@@ -423,7 +433,6 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 		w.reconcile(ctx)
 		select {
 		case <-ctx.Done():
-			w.log.Info("wave stopping")
 			return nil
 		case <-watched:
 			if ctx.Err() != nil {
