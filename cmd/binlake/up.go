@@ -29,9 +29,9 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data", "./data", "folder for the judge's store ("+StoreFile+"), the coordinator file ("+CoordFile+") and the wave's rows; one binlake up at a time may use it")
 	node := fs.String("node", "", "this host's node id, for the agent and the wave (default: the host name)")
-	judgeHTTP := fs.String("judge-http", DefaultJudgeListen, "address of the status page and the judge API (port 0 picks a free one)")
-	alarmHTTP := fs.String("alarm-http", DefaultAlarmListen, "address of the alarm API (/v1/alerts, /v1/silences)")
-	waveHTTP := fs.String("wave-http", DefaultWaveListen, "address of the wave's /metrics and /status (only with -mysql)")
+	judgeHTTP := fs.String("judge-http", DefaultJudgeListen, "address of the status page and the judge API: host:port, or a port alone on 127.0.0.1 (0 picks a free one)")
+	alarmHTTP := fs.String("alarm-http", DefaultAlarmListen, "address of the alarm API (/v1/alerts, /v1/silences): host:port, or a port alone on 127.0.0.1 (0 picks a free one)")
+	waveHTTP := fs.String("wave-http", DefaultWaveListen, "address of the wave's /metrics and /status (only with -mysql): host:port, or a port alone on 127.0.0.1 (0 picks a free one)")
 	agentMetrics := fs.String("agent-metrics", agent.MetricsListenOff, "address of the agent's own /metrics, or off")
 	interval := config.Duration(agent.DefaultInterval)
 	fs.Var(&interval, "interval", "how often the agent collects this host's metrics (e.g. 10s, 500ms)")
@@ -76,6 +76,14 @@ Flags:`)
 	}
 	if interval.D() < 10*time.Millisecond {
 		return fmt.Errorf("bad -interval %s: want at least 10ms", interval)
+	}
+	for _, l := range []struct {
+		name string
+		v    *string
+	}{{"-judge-http", judgeHTTP}, {"-alarm-http", alarmHTTP}, {"-wave-http", waveHTTP}} {
+		if *l.v, err = upListen(l.name, *l.v); err != nil {
+			return err
+		}
 	}
 	chans, err := LoadChannels(*channels, logger)
 	if err != nil {
