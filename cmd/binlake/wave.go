@@ -82,7 +82,9 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Pipeline: cfg.PipelineOptions(), PollInterval: cfg.Pipeline.PollInterval.D(), Logger: logger,
 		Balancer: cfg.Balancer.Options(),
 	}
-	opts.Balancer.Planner = deps.planner
+	if deps.planner != nil { // a nil *client.Client in the interface would read as a judge
+		opts.Balancer.Planner = deps.planner
+	}
 	sinkDesc := ""
 	switch cfg.Sink.Kind {
 	case wave.SinkKafka:
@@ -119,7 +121,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		judgeURL = "none"
 	}
 	logger.Info("wave starting", "version", buildinfo.String(), "config", *cfgPath, "node", cfg.Node,
-		"listen", "http://"+cfg.HTTP.Listen, "advertise", cmp.Or(cfg.AdvertiseAddr, cfg.HTTP.Listen),
+		"listen", "http://"+cfg.HTTP.Listen, "advertise", cmp.Or(cfg.AdvertiseAddr, "the bound listen address"),
 		"coordinator", coordDesc, "sink", sinkDesc, "balancer", cfg.Balancer.Enabled, "judge", judgeURL, "auto_balance", cfg.Balancer.Auto)
 	return wave.Run(ctx, opts)
 }
