@@ -373,6 +373,22 @@ func TestUpExamplePoliciesWithAlarmConfig(t *testing.T) {
 			t.Fatalf("err = %v, want it to name channels.dba-wecom and %s", err, files["wecom.url"])
 		}
 	})
+	t.Run("every missing secret file, in a stable order", func(t *testing.T) {
+		// Each channel was built in map order and the first failure returned: one file
+		// at a time, a different one on each run.
+		cfg, files := exampleAlarmConfig(t, t.TempDir(), "wecom.url", "slack.url", "smtp.password")
+		want := strings.Join([]string{
+			cfg + `:97: field "channels.dba-wecom.url_file": read secret: open ` + files["wecom.url"] + ": no such file or directory",
+			cfg + `:100: field "channels.ops-slack.url_file": read secret: open ` + files["slack.url"] + ": no such file or directory",
+			cfg + `:108: field "channels.dba-mail.smtp.password_file": read secret: open ` + files["smtp.password"] + ": no such file or directory",
+		}, "\n")
+		for range 5 {
+			_, err := LoadChannels(cfg, quietLogger())
+			if err == nil || err.Error() != want {
+				t.Fatalf("err =\n%v\nwant\n%s", err, want)
+			}
+		}
+	})
 	t.Run("policy names a channel the file lacks", func(t *testing.T) {
 		only := filepath.Join(dir, "channels.yaml")
 		hook := filepath.Join(dir, "hook.url")
