@@ -455,3 +455,28 @@ func TestPortsTable(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentBinaryNamesItself: binlake-agent's help and errors say binlake-agent, the
+// command the operator has on an agent-only host, not binlake.
+func TestAgentBinaryNamesItself(t *testing.T) {
+	_, agent := binaries(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string // the start of stderr
+	}{
+		{[]string{"--help"}, 0, "Usage: binlake-agent <command> [flags]\n\nCommands:\n  agent "},
+		{[]string{"agent", "-h"}, 0, "Usage: binlake-agent agent [flags]\n"},
+		{[]string{"agent", "-nope"}, 2, "Usage: binlake-agent agent [flags]  (binlake-agent agent -h lists them)\nbinlake-agent agent: flag provided but not defined: -nope\n"},
+		{[]string{"wave"}, 2, "Usage: binlake-agent <command> [flags]  (binlake-agent -h lists the commands)\nbinlake-agent: unknown command \"wave\"\n"},
+		{[]string{"agent", "--config", "/nonexistent/agent.yaml"}, 1, "binlake-agent: "},
+	} {
+		res := runIn(t, "", append([]string{agent}, tc.args...)...)
+		if res.code != tc.code || !strings.HasPrefix(res.stderr, tc.want) {
+			t.Errorf("binlake-agent %s: want exit %d and stderr starting %q\n%s", strings.Join(tc.args, " "), tc.code, tc.want, res)
+		}
+		if strings.Contains(strings.ReplaceAll(res.stderr, "binlake-agent", ""), "binlake ") {
+			t.Errorf("binlake-agent %s names binlake:\n%s", strings.Join(tc.args, " "), res.stderr)
+		}
+	}
+}

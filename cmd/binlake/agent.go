@@ -27,7 +27,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
 	check := fs.Bool("check", false, "run every check start runs on the config (its secret and TLS files too) and exit; connects to nothing")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: binlake agent [flags]\n\nCollects host, wave and process metrics every interval and pushes them to Kafka or the judge.\n\nFlags:")
+		fmt.Fprintln(stderr, "Usage: "+progName+" agent [flags]\n\nCollects host, wave and process metrics every interval and pushes them to Kafka or the judge.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args); err != nil {

@@ -4,6 +4,9 @@ package main
 
 // commands are the subcommands of the full binary. A build with -tags agentonly
 // (bin/binlake-agent, `make build-agent`) has only the agent's: see commands_agent.go.
+// progName is the binary's name in usage and error text.
+const progName = "binlake"
+
 var commands = map[string]command{
 	"up":       {"run judge, alarm and an agent in one process on embedded defaults", runUp},
 	"wave":     {"capture MySQL/MariaDB binlogs and publish rows to Kafka", runWave},

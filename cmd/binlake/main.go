@@ -55,7 +55,7 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		return 2
 	default:
-		fmt.Fprintf(stderr, "binlake: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", progName, err)
 		return 1
 	}
 }
@@ -77,11 +77,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd, ok := commands[args[0]]
 	if !ok {
 		// The usage first and the error last, where the eye lands after the command.
-		fmt.Fprintln(stderr, "Usage: binlake <command> [flags]  (binlake -h lists the commands)")
+		fmt.Fprintf(stderr, "Usage: %s <command> [flags]  (%s -h lists the commands)\n", progName, progName)
 		if strings.HasPrefix(args[0], "-") {
-			fmt.Fprintf(stderr, "binlake: unknown flag %s: flags go after the command\n", args[0])
+			fmt.Fprintf(stderr, "%s: unknown flag %s: flags go after the command\n", progName, args[0])
 		} else {
-			fmt.Fprintf(stderr, "binlake: unknown command %q\n", args[0])
+			fmt.Fprintf(stderr, "%s: unknown command %q\n", progName, args[0])
 		}
 		return errUsage
 	}
@@ -93,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: binlake <command> [flags]\n\nCommands:")
+	fmt.Fprintf(w, "Usage: %s <command> [flags]\n\nCommands:\n", progName)
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
@@ -102,7 +102,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nbinlake --version (or -v) prints the version.\nRun 'binlake <command> -h' for the flags of a command.")
+	fmt.Fprintf(w, "\n%s --version (or -v) prints the version.\nRun '%s <command> -h' for the flags of a command.\n", progName, progName)
 }
 
 // parseFlags parses a subcommand's flags. -h prints the subcommand's full usage and
@@ -124,13 +124,13 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if full != nil {
 			full()
 		} else {
-			fmt.Fprintf(out, "Usage of binlake %s:\n", fs.Name())
+			fmt.Fprintf(out, "Usage of %s %s:\n", progName, fs.Name())
 			fs.PrintDefaults()
 		}
 		return flag.ErrHelp
 	}
-	fmt.Fprintf(out, "Usage: binlake %s [flags]  (binlake %s -h lists them)\n", fs.Name(), fs.Name())
-	fmt.Fprintf(out, "binlake %s: %v\n", fs.Name(), err)
+	fmt.Fprintf(out, "Usage: %s %s [flags]  (%s %s -h lists them)\n", progName, fs.Name(), progName, fs.Name())
+	fmt.Fprintf(out, "%s %s: %v\n", progName, fs.Name(), err)
 	return &usageError{err}
 }
 

@@ -15,13 +15,13 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: binlake version\n\nPrints the version, the Go version and the platform (also: binlake --version, binlake -v).")
+		fmt.Fprintf(stderr, "Usage: %s version\n\nPrints the version, the Go version and the platform (also: %s --version, %s -v).\n", progName, progName, progName)
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "Usage: binlake version\nbinlake version: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "Usage: %s version\n%s version: unexpected argument %q\n", progName, progName, fs.Arg(0))
 		return errUsage
 	}
 	_, err := fmt.Fprintf(stdout, "binlake %s (%s %s/%s)\n", buildinfo.String(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
