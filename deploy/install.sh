@@ -29,7 +29,8 @@ Options (environment variables of the same name work too):
                      dashboards and the guide to PREFIX/share
   --destdir DIR      DESTDIR, default empty: stage everything under DIR (for a
                      package). Nothing outside DIR is touched: no user is created,
-                     no ownership changed, systemctl is not run.
+                     no ownership changed, systemctl is not run. The paths it
+                     reports are the files it wrote, DIR included.
   --sysconfdir DIR   SYSCONFDIR, default /etc: configs go to SYSCONFDIR/binlake
   --unitdir DIR      UNITDIR, default /etc/systemd/system (packages: /usr/lib/systemd/system)
   --no-user          do not create the binlake system user
@@ -142,7 +143,7 @@ put() {
 	fi
 	install -m "$mode" "$src" "$dst.tmp.$$"
 	mv -f "$dst.tmp.$$" "$dst"
-	say "installed ${dst#"$DESTDIR"}"
+	say "installed $dst"
 }
 
 # config SRC DST: install a config unless one exists; an existing one different from
@@ -155,11 +156,11 @@ config() {
 	elif cmp -s "$src" "$dst"; then
 		rm -f "$dst.new"
 	elif [[ -f $dst.new ]] && cmp -s "$src" "$dst.new"; then
-		say "kept ${dst#"$DESTDIR"}; ${dst#"$DESTDIR"}.new still holds the shipped example to merge"
+		say "kept $dst; $dst.new still holds the shipped example to merge"
 	else
 		put "$src" "$dst.new" 0640
 		wrote=$dst.new
-		say "kept ${dst#"$DESTDIR"}; the shipped example differs: see ${dst#"$DESTDIR"}.new"
+		say "kept $dst; the shipped example differs: see $dst.new"
 	fi
 	# Only what this run wrote: an operator's own ownership of a kept config stays.
 	if [[ $system -eq 1 && -n $wrote ]]; then
@@ -183,7 +184,7 @@ binary() {
 	local src=$1 dst=$DESTDIR$bindir/$2
 	if [[ -f $dst ]] && ! cmp -s "$src" "$dst"; then
 		cp -p "$dst" "$dst.prev"
-		say "kept the previous binary as ${dst#"$DESTDIR"}.prev"
+		say "kept the previous binary as $dst.prev"
 	fi
 	put "$src" "$dst" 0755
 }

@@ -185,6 +185,16 @@ func TestInstallTree(t *testing.T) {
 			if err != nil {
 				t.Fatalf("install.sh: %v\n%s", err, out)
 			}
+			// Each path it reports is the one it wrote, under DESTDIR: the operator can open it.
+			reported := regexp.MustCompile(`(?m)^install\.sh: installed (\S+)$`).FindAllStringSubmatch(out, -1)
+			if len(reported) < 10 {
+				t.Errorf("install.sh reported %d installed files:\n%s", len(reported), out)
+			}
+			for _, m := range reported {
+				if _, err := os.Stat(m[1]); err != nil || !strings.HasPrefix(m[1], dest+"/") {
+					t.Errorf("install.sh says it installed %s, which is not the file under DESTDIR %s it wrote (%v)", m[1], dest, err)
+				}
+			}
 			if said := strings.Contains(out, "binlake-agent.service runs the full binlake"); said != tc.noAgent {
 				t.Errorf("output says the agent unit falls back to binlake: %v, want %v\n%s", said, tc.noAgent, out)
 			}
@@ -386,7 +396,7 @@ func TestInstallIdempotent(t *testing.T) {
 	if k := unitKeys(t, unit); !slices.Equal(k["Service.ExecStart"], []string{fullExec}) {
 		t.Errorf("fallback: agent unit ExecStart = %q, want %q", k["Service.ExecStart"], fullExec)
 	}
-	if !strings.Contains(out, "installed /etc/systemd/system/binlake-agent.service") || !strings.Contains(out, "runs the full binlake") {
+	if !strings.Contains(out, "installed "+dest+"/etc/systemd/system/binlake-agent.service") || !strings.Contains(out, "runs the full binlake") {
 		t.Errorf("fallback output does not report the rewritten agent unit:\n%s", out)
 	}
 	sameFile(t, a2, dest+"/usr/local/bin/binlake-agent")
