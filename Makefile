@@ -17,8 +17,10 @@ AGENT_BIN := bin/binlake-agent
 
 all: build
 
+# BUILD_FLAGS: extra go build flags (make run's first build passes -v).
+BUILD_FLAGS ?=
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/binlake
+	$(GO) build $(BUILD_FLAGS) -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/binlake
 
 ## build-agent: the slim agent-only binary for the hosts the agent watches (-tags agentonly).
 build-agent:
@@ -27,11 +29,13 @@ build-agent:
 ## run: build and start the suite on embedded defaults (no external services). ARGS are
 ## flags for binlake up, quoted for the shell: make run ARGS='--interval 1s' or
 ## make run ARGS="--mysql 'root@tcp(127.0.0.1:3307)/'" (binlake up -h lists them).
-## The build is announced first: the first one compiles every dependency and takes minutes.
+## The build is announced first. The first one (no $(BIN) yet) compiles every dependency,
+## which takes minutes on a small machine: it says so and lists the packages as they compile
+## (go build -v), so that a silent screen is not mistaken for a hang.
 ARGS ?=
 run:
-	@echo "make run: building $(BIN) (the first build compiles every dependency)"
-	@$(MAKE) --no-print-directory build
+	@if [ -e $(BIN) ]; then echo "make run: building $(BIN)"; else echo "make run: building $(BIN) for the first time: every dependency is compiled, which takes a few minutes (about 2 on 2 cores); go lists the packages as it goes"; fi
+	@$(MAKE) --no-print-directory build $(if $(wildcard $(BIN)),,BUILD_FLAGS=-v)
 	./$(BIN) up $(ARGS)
 
 ## unit: the tests that need no service (integration tests skip).

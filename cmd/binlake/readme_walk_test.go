@@ -210,12 +210,7 @@ func makeRunArgs(t *testing.T, root, line string, vars []string) []string {
 	}
 	cmd := exec.Command("make", argv...)
 	cmd.Dir = root
-	for _, kv := range os.Environ() {
-		// A make of its own (go test run by make test), not the caller's flags or GO.
-		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" && k != "GO" {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Env = makeEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%q: make %s: %v\n%s", line, strings.Join(argv, " "), err, out)
@@ -246,6 +241,18 @@ func makeRunArgs(t *testing.T, root, line string, vars []string) []string {
 	}
 	t.Logf("make -n: %s", last)
 	return words[2:]
+}
+
+// makeEnv is the environment for a make of the test's own (go test run by make test),
+// without the caller's make flags or GO.
+func makeEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" && k != "GO" {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // instanceHelp checks `binlake instance SUB [flags]` against `binlake instance SUB -h`.
