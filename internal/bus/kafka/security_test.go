@@ -264,7 +264,7 @@ func TestFromConfigErrors(t *testing.T) {
 		want string
 	}{
 		{"ca file", config.Kafka{TLS: &config.KafkaTLS{CAFile: missing}}, `field "bus.tls.ca_file"`},
-		{"client key pair", config.Kafka{TLS: &config.KafkaTLS{CertFile: missing, KeyFile: missing}}, `field "bus.tls.cert_file"/"bus.tls.key_file"`},
+		{"client key pair", config.Kafka{TLS: &config.KafkaTLS{CertFile: missing, KeyFile: missing}}, `field "bus.tls.cert_file": "` + missing + `" with key_file "` + missing + `": open ` + missing},
 		{"password file", config.Kafka{SASL: config.KafkaSASL{Mechanism: "plain", Username: "u", PasswordFile: missing}}, `field "bus.sasl.password_file": read secret`},
 		{"password env unset", config.Kafka{SASL: config.KafkaSASL{Mechanism: "plain", Username: "u", PasswordEnv: "BINLAKE_TEST_UNSET_PASSWORD"}}, `field "bus.sasl.password_env": variable BINLAKE_TEST_UNSET_PASSWORD is empty or unset`},
 	} {
