@@ -267,7 +267,8 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 	// Two stages, so the sources (agent, wave) stop before the sinks (judge, alarm) and
 	// the last batches reach them; a part that fails or returns early stops everything.
 	sinks := newStage(context.WithoutCancel(ctx))
-	sources := newStage(ctx)
+	// The sources end when shutdown stops them, not with ctx: up says it is stopping first.
+	sources := newStage(context.WithoutCancel(ctx))
 	defer sources.cancel()
 	defer sinks.cancel()
 	// shutdown stops the sources, then the sinks, within ShutdownTimeout, and returns

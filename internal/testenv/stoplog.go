@@ -13,22 +13,33 @@ import (
 // logs them: a role that logs "stopped" without waiting for its "stopping" line then
 // writes them backwards, every time. Its text goes to buf.
 func StopOrderLogger(buf *SyncBuffer) *slog.Logger {
-	return slog.New(&slowStopping{h: slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})})
+	return DelayLogger(buf, func(msg string) bool { return strings.HasSuffix(msg, " stopping") })
 }
 
-type slowStopping struct{ h slog.Handler }
+// DelayLogger writes text to buf, each record whose message delay picks 100 ms late: a
+// test makes the order it must not depend on the wrong one.
+func DelayLogger(buf *SyncBuffer, delay func(msg string) bool) *slog.Logger {
+	return slog.New(&delaying{h: slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}), delay: delay})
+}
 
-func (s *slowStopping) Enabled(ctx context.Context, l slog.Level) bool { return s.h.Enabled(ctx, l) }
-func (s *slowStopping) Handle(ctx context.Context, r slog.Record) error {
-	if strings.HasSuffix(r.Message, " stopping") {
+type delaying struct {
+	h     slog.Handler
+	delay func(string) bool
+}
+
+func (d *delaying) Enabled(ctx context.Context, l slog.Level) bool { return d.h.Enabled(ctx, l) }
+func (d *delaying) Handle(ctx context.Context, r slog.Record) error {
+	if d.delay(r.Message) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	return s.h.Handle(ctx, r)
+	return d.h.Handle(ctx, r)
 }
-func (s *slowStopping) WithAttrs(as []slog.Attr) slog.Handler {
-	return &slowStopping{h: s.h.WithAttrs(as)}
+func (d *delaying) WithAttrs(as []slog.Attr) slog.Handler {
+	return &delaying{h: d.h.WithAttrs(as), delay: d.delay}
 }
-func (s *slowStopping) WithGroup(n string) slog.Handler { return &slowStopping{h: s.h.WithGroup(n)} }
+func (d *delaying) WithGroup(n string) slog.Handler {
+	return &delaying{h: d.h.WithGroup(n), delay: d.delay}
+}
 
 // RequireStopLines checks log (a StopOrderLogger's text, after the role returned) has
 // exactly one `msg="<role> stopping"` line and one `msg="<role> stopped"` line, in that
