@@ -51,6 +51,10 @@ func TestFrontPageLinksTheAPI(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, a.ObserveRaw(d))
 	require.Eventually(t, func() bool { _, f, _ := a.Engine().Counts(); return f == 1 }, 10*time.Second, 10*time.Millisecond)
+	// Once notified, the alert holds still: its lastNotified no longer changes between
+	// the API's read and the engine's below.
+	require.Eventually(t, func() bool { f := a.Engine().Firing(); return len(f) == 1 && f[0].LastNotified != nil },
+		10*time.Second, 10*time.Millisecond)
 
 	code, page := do(t, "GET", base+"/", "", "")
 	require.Equal(t, http.StatusOK, code)
