@@ -400,4 +400,3 @@ func dash(s string) string {
 	}
 	return s
 }
-
