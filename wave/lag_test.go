@@ -2,6 +2,7 @@ package wave
 
 import (
 	"encoding/json"
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -103,5 +104,30 @@ func TestLagRecordStale(t *testing.T) {
 	l.acked(0, hb)
 	if !l.stale(now) {
 		t.Error("caught up (28 s from the record's lag): not stale")
+	}
+}
+
+// TestSnapshotChunkLeavesLag: a snapshot chunk moves no binlog position, so the lag
+// after it is what it was before; not now minus the time of the last transaction, which
+// on a source idle for an hour would say an hour until the next heartbeat.
+func TestSnapshotChunkLeavesLag(t *testing.T) {
+	out := make(chan item, 1)
+	hourAgo := time.Now().Add(-time.Hour).Unix()
+	c := &capture{captureOptions: captureOptions{log: slog.New(slog.DiscardHandler), out: out},
+		resume: Position{File: "bin.000001", Pos: 4, TS: hourAgo}, snap: &snapshotRun{}}
+	l := &lagTracker{}
+	l.acked(hourAgo, 0) // the last transaction, an hour ago
+	hb := l.saw()
+	beat := time.Now().Unix()
+	l.acked(beat, hb) // the source's heartbeat since
+	l.saw()           // then an event that is no transaction (a rotate)
+	before := Lag(l.state(), time.Now())
+	if err := c.snapCommit(t.Context(), nil, &SnapshotProgress{Request: "r", Done: true}); err != nil {
+		t.Fatal(err)
+	}
+	it := <-out
+	l.acked(it.ts, it.heartbeat)
+	if after := Lag(l.state(), time.Now()); after > before+1 {
+		t.Errorf("lag %g s after a snapshot chunk, %g s before it: the chunk set it back to the last transaction's time", after, before)
 	}
 }
