@@ -40,6 +40,11 @@ func Lag(s LagState, now time.Time) float64 {
 	return float64(max(0, now.Unix()-s.TS))
 }
 
+// hasLag reports whether an instance in state has a lag to show: while its wave leads
+// and captures it, or reconnects to its source (the lag then grows: the capture has
+// published nothing newer). The metric has the same series: the term's tracker.
+func hasLag(state string) bool { return state == StateRunning || state == StateReconnecting }
+
 // lagTracker follows the lag of one leadership term of an instance: the capture counts
 // what it reads, the publisher reports each batch acknowledged in order, and the
 // readers (the metric, /status, the status record) take its state. A term's lag is

@@ -42,7 +42,7 @@ func TestLagTracker(t *testing.T) {
 }
 
 // TestRecordedLag: instance show gives the lag of a status record (as stored: through
-// its JSON) only when it is the leading wave's, of a running capture, and known.
+// its JSON) only when it is the leading wave's, of a capture running or reconnecting, and known.
 func TestRecordedLag(t *testing.T) {
 	now := time.Unix(1_800_000_100, 0)
 	rec := func(node, state string, ls *LagState) (r RecordedStatus) {
@@ -66,6 +66,8 @@ func TestRecordedLag(t *testing.T) {
 		{"no leader", rec("w1", StateRunning, behind), "", -1, false},
 		{"in error", rec("w1", StateError, behind), "w1", -1, false},
 		{"not known yet", rec("w1", StateRunning, nil), "w1", -1, false},
+		{"reconnecting", rec("w1", StateReconnecting, behind), "w1", 30, false},
+		{"retrying", rec("w1", StateRetrying, behind), "w1", -1, false},
 	} {
 		lag, caughtUp := recordedLag(tc.rec, tc.leader, now)
 		got := -1.0

@@ -333,6 +333,7 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 	log.Info("capture starting", "position", start.String(), "token", lead.Token())
 	lag := &lagTracker{}
 	w.m.lag.track(inst.ID, lag)
+	defer w.m.lag.forget(inst.ID) // the term's lag: none in the error state that may follow
 	w.setStatus(inst.ID, func(s *InstanceStatus) {
 		s.State, s.Error, s.Reason, s.Position = StateRunning, "", "", start
 	})

@@ -83,10 +83,10 @@ func (w *Wave) recordLag(ctx context.Context, id string, l *lagTracker, lost <-c
 
 // recordedLag is the lag that an instance's status record gives at now, and whether it
 // says caught up; nil when it gives none that holds: no lag known yet, or the record is
-// not of the wave leading the instance (leader) or not of a running capture (an error,
-// or a wave that has stopped since).
+// not of the wave leading the instance (leader) or not of a capture that has one
+// (hasLag: not an error, nor a wave that has stopped since).
 func recordedLag(rec RecordedStatus, leader string, now time.Time) (lag *float64, caughtUp bool) {
-	if rec.Lag == nil || !rec.Lag.Known() || rec.State != StateRunning || rec.Node == "" || rec.Node != leader {
+	if rec.Lag == nil || !rec.Lag.Known() || !hasLag(rec.State) || rec.Node == "" || rec.Node != leader {
 		return nil, false
 	}
 	v := Lag(*rec.Lag, now)

@@ -176,8 +176,9 @@ type InstanceStatus struct {
 	Reason   string   `json:"reason,omitempty"` // Reason(error): the error's class
 	Position Position `json:"position"`
 	Since    string   `json:"since"`
-	// LagS is the instance's lag (Lag, as binlake_wave_lag_seconds) while it runs, once
-	// known: the balancer waits for it to fall under its bound after a move.
+	// LagS is the instance's lag (Lag, as binlake_wave_lag_seconds) while it runs or
+	// reconnects, once known: the balancer waits for it to fall under its bound after a
+	// move.
 	LagS *float64 `json:"lag_s,omitempty"`
 }
 
@@ -272,7 +273,7 @@ func (w *Wave) Status() []InstanceStatus {
 	out := make([]InstanceStatus, 0, len(w.status))
 	for _, s := range w.status {
 		st := *s
-		if l := w.m.lag.tracker(st.ID); st.State == StateRunning && l != nil {
+		if l := w.m.lag.tracker(st.ID); hasLag(st.State) && l != nil {
 			if ls := l.state(); ls.Known() {
 				lag := Lag(ls, time.Now())
 				st.LagS = &lag
