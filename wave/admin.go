@@ -185,7 +185,8 @@ type InstanceInfo struct {
 	State    string    `json:"state,omitempty"`
 	Error    string    `json:"error,omitempty"`
 	Position *Position `json:"position,omitempty"`
-	LagS     *float64  `json:"lag_s,omitempty"`
+	LagS     *float64  `json:"lag_s,omitempty"`     // Lag, from the status record of the wave leading it
+	CaughtUp bool      `json:"caught_up,omitempty"` // and whether that says caught up
 	RowsPerS *float64  `json:"rows_per_s,omitempty"`
 	Instance *Instance `json:"instance,omitempty"`
 
@@ -291,6 +292,7 @@ func ShowInstance(ctx context.Context, c coord.Coordinator, id string, sample ti
 				return nil, err
 			}
 			info.LastKnown = !live || (info.Leader != "" && info.Leader != st.Node)
+			info.LagS, info.CaughtUp = recordedLag(st, info.Leader, now())
 		}
 	}
 	p1, _, ok, err := readOffset(ctx, c, instanceKey(id, "offset"))
@@ -301,10 +303,6 @@ func ShowInstance(ctx context.Context, c coord.Coordinator, id string, sample ti
 		return info, nil
 	}
 	info.Position = &p1
-	if p1.TS > 0 {
-		lag := max(0, now().Sub(time.Unix(p1.TS, 0)).Seconds())
-		info.LagS = &lag
-	}
 	if sample > 0 {
 		select {
 		case <-ctx.Done():

@@ -44,8 +44,10 @@ type item struct {
 	msgs   []bus.Message
 	bytes  int
 	commit *Position // the boundary after msgs: safe to resume from once msgs are acknowledged
-	ts     int64     // binlog timestamp of the newest event in the item
-	idle   bool      // the source had nothing more (a heartbeat): lag is zero
+	ts     int64     // binlog timestamp of the newest event in the item (a heartbeat's: when it came)
+	// heartbeat is the number (lagTracker.saw) of the source heartbeat the item stands
+	// for: the source had nothing newer then. 0: not a heartbeat.
+	heartbeat uint64
 }
 
 // captureOptions configures the capture stage.
@@ -63,6 +65,7 @@ type captureOptions struct {
 	backoffMin, backoffMax time.Duration
 	eventQueue             int
 	heartbeat              time.Duration
+	lag                    *lagTracker // counts the events read (nil: no lag kept)
 	// snapshot: the instance's snapshot options, the requests the leader polls from the
 	// coordinator, and a callback with the progress (rows emitted, tables left).
 	snapshot         *SnapshotOptions
@@ -88,7 +91,9 @@ type capture struct {
 	tables  map[uint64]*Table
 	decoder *rowsDecoder // the rows go-mysql decodes: those not read in place
 	// readPos is where the binlog was read to: the end of the last event handled.
-	readPos   Position
+	readPos Position
+	// seen is the number (lagTracker.saw) of the event being handled.
+	seen      uint64
 	ddlTables *ddlParser
 	snap      *snapshotRun // snapshotcapture.go
 	keyBuf    []byte
@@ -252,6 +257,7 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 	c.file = c.resume.File
 	c.readPos = Position{}
 	c.snap.table, c.snap.pending = nil, nil // read again: the binlog is read again from c.resume
+	c.lag.saw()                             // a new connection: caught up again at its first heartbeat
 	var streamer *replication.BinlogStreamer
 	if c.gset != nil {
 		streamer, err = syncer.StartSyncGTID(c.gset.Clone())
@@ -289,6 +295,7 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 				c.onConn()
 			}
 		}
+		c.seen = c.lag.saw()
 		if err := c.handle(ctx, ev); err != nil {
 			return read, err
 		}
@@ -396,11 +403,12 @@ func (c *capture) handle(ctx context.Context, ev *replication.BinlogEvent) error
 		return c.rows(ctx, h, ev.Header.EventType, e)
 	case *replication.XIDEvent:
 		return c.endTxn(ctx, h, e.XID)
-	case *replication.GenericEvent:
-		if h.EventType == replication.HEARTBEAT_EVENT || h.EventType == replication.HEARTBEAT_LOG_EVENT_V2 {
-			if !c.inTxn {
-				return c.send(ctx, item{idle: true})
-			}
+	case *replication.HeartbeatEvent:
+		// The source has nothing newer: once everything before is acknowledged, the
+		// capture is caught up (Lag). go-mysql parses both heartbeat versions into this
+		// type; one mid-transaction says nothing (the rest is still to come).
+		if !c.inTxn {
+			return c.send(ctx, item{heartbeat: c.seen, ts: time.Now().Unix()})
 		}
 	}
 	return nil

@@ -35,8 +35,8 @@ type flight struct {
 	commitRows int64     // rows published up to that boundary
 	rows       int
 	bytes      int
-	ts         int64
-	idle       bool
+	ts         int64         // the time of its last item that has one (lagTracker.acked)
+	heartbeat  uint64        // the heartbeat it ends with, if it does
 	pending    atomic.Int32  // chunks not yet acknowledged
 	done       chan struct{} // closed when pending reaches zero
 }
@@ -104,8 +104,14 @@ func (p *publisher) dispatch(ctx context.Context, order chan<- *flight, lanes *l
 				f.commit = it.commit
 				f.commitRows = p.rows + int64(f.rows)
 			}
-			f.ts = max(f.ts, it.ts)
-			f.idle = it.idle // the last item decides: a heartbeat after everything else
+			if it.ts != 0 {
+				// The last, not the largest: the lag is measured where the binlog was
+				// read to, whose timestamps a session may set back (SET timestamp).
+				f.ts = it.ts
+			}
+			if it.heartbeat != 0 {
+				f.heartbeat = it.heartbeat // what was read after it, lagTracker counted
+			}
 		}
 		p.rows += int64(f.rows)
 		work, err := p.laneWork(ctx, part, batch, f.rows)
@@ -233,7 +239,7 @@ func (p *publisher) split(ctx context.Context, part bus.Partitioner, batch []ite
 }
 
 // complete finishes the flights in order: once a flight's chunks are all acknowledged it
-// counts them, sets the lag and hands the batch's boundary to the committer.
+// counts them, tells the lag tracker and hands the batch's boundary to the committer.
 func (p *publisher) complete(ctx context.Context, order <-chan *flight) error {
 	for {
 		var f *flight
@@ -259,12 +265,7 @@ func (p *publisher) complete(ctx context.Context, order <-chan *flight) error {
 		if isClosed(p.lost) {
 			return errLost
 		}
-		switch {
-		case f.idle && len(p.in) == 0 && len(order) == 0:
-			p.m.lag.WithLabelValues(p.id).Set(0)
-		case f.ts > 0:
-			p.m.lag.WithLabelValues(p.id).Set(max(0, float64(p.now().Unix()-f.ts)))
-		}
+		p.lag.acked(f.ts, f.heartbeat)
 		if f.commit != nil {
 			c := *f.commit
 			c.Rows = f.commitRows

@@ -95,7 +95,7 @@ func (p *partPub) waitFor(t *testing.T, part int, want ...string) {
 func lanesPublisher(pub bus.Publisher, in chan item, inFlight int) (*publisher, *committer) {
 	cm := &committer{kick: make(chan struct{}, 1)}
 	return &publisher{id: "lanes", pub: pub, in: in, maxRows: 3, backoffMin: time.Millisecond, backoffMax: time.Millisecond,
-		m: newMetrics(), log: slog.New(slog.DiscardHandler), commit: cm, now: time.Now, chunkMsgs: 2, inFlight: inFlight}, cm
+		m: newMetrics(), log: slog.New(slog.DiscardHandler), commit: cm, chunkMsgs: 2, inFlight: inFlight}, cm
 }
 
 func rowItem(pos uint32, keys ...string) item {

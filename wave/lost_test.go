@@ -61,7 +61,7 @@ func TestPublisherStopsOnLostLeadership(t *testing.T) {
 			cm := &committer{kick: make(chan struct{}, 1)}
 			p := &publisher{id: "lost", pub: fake, lost: lost, in: in, maxRows: 10,
 				backoffMin: time.Millisecond, backoffMax: time.Millisecond, m: newMetrics(), log: slog.New(slog.DiscardHandler),
-				commit: cm, now: time.Now, chunkMsgs: 1}
+				commit: cm, chunkMsgs: 1}
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			errc := make(chan error, 1)

@@ -2,6 +2,8 @@ package wave
 
 import (
 	"regexp"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -17,7 +19,7 @@ type metrics struct {
 
 	rows          *prometheus.CounterVec // wm.MetricRowsPublished
 	publishErrors *prometheus.CounterVec // wm.MetricPublishErrors
-	lag           *prometheus.GaugeVec   // wm.MetricLagSeconds
+	lag           *lagGauge              // wm.MetricLagSeconds
 	led           prometheus.Gauge       // wm.MetricInstancesLed
 	running       *prometheus.GaugeVec   // wm.MetricInstanceRunning
 
@@ -48,8 +50,9 @@ func newMetrics() *metrics {
 			Help: "Row messages acknowledged by the sink (a row sent to two topics counts twice)."}, inst),
 		publishErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: wm.MetricPublishErrors,
 			Help: "Failed publish attempts (each is retried with backoff)."}, inst),
-		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: wm.MetricLagSeconds,
-			Help: "Now minus the binlog timestamp of the last acknowledged event; 0 when caught up."}, inst),
+		lag: newLagGauge(prometheus.NewDesc(wm.MetricLagSeconds,
+			"How far the capture is behind what its source has written, in seconds: 0 when caught up (the source's heartbeat says it has nothing newer and the sink has everything read before it), else now minus the binlog time of the last transaction published (or of a later heartbeat).",
+			inst, nil)),
 		led: prometheus.NewGauge(prometheus.GaugeOpts{Name: wm.MetricInstancesLed,
 			Help: "Instances this wave leads now."}),
 		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: wm.MetricInstanceRunning,
@@ -103,7 +106,7 @@ func newMetrics() *metrics {
 // rate() handles as a reset).
 func (m *metrics) forget(id string) {
 	l := prometheus.Labels{wm.LabelInstance: id}
-	m.lag.Delete(l)
+	m.lag.forget(id)
 	m.commitPos.DeletePartialMatch(l)
 	m.commitTS.Delete(l)
 	m.snapshotRows.Delete(l)
@@ -153,4 +156,50 @@ func (m *metrics) observePlan(ans *api.RebalanceAnswer) {
 	if len(ans.Before) > 0 {
 		m.balancerMeanLoad.Set(sum / float64(len(ans.Before)))
 	}
+}
+
+// lagGauge is binlake_wave_lag_seconds: each instance's Lag, computed from its tracker
+// at every scrape, so that it grows while nothing completes (a stalled sink) and falls
+// to 0 as soon as a heartbeat says the capture is caught up.
+type lagGauge struct {
+	desc *prometheus.Desc
+	mu   sync.Mutex
+	of   map[string]*lagTracker
+}
+
+func newLagGauge(desc *prometheus.Desc) *lagGauge {
+	return &lagGauge{desc: desc, of: map[string]*lagTracker{}}
+}
+
+func (g *lagGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+func (g *lagGauge) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for id, l := range g.of {
+		if s := l.state(); s.Known() {
+			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, Lag(s, now), id)
+		}
+	}
+}
+
+// track shows the lag of l as instance id's, from now on.
+func (g *lagGauge) track(id string, l *lagTracker) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.of[id] = l
+}
+
+func (g *lagGauge) forget(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.of, id)
+}
+
+// tracker is instance id's tracker, nil when this wave does not run it.
+func (g *lagGauge) tracker(id string) *lagTracker {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.of[id]
 }

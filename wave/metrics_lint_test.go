@@ -17,7 +17,7 @@ func TestMetricsLint(t *testing.T) {
 	m := newMetrics()
 	m.rows.WithLabelValues("i").Inc()
 	m.publishErrors.WithLabelValues("i").Inc()
-	m.lag.WithLabelValues("i").Set(1)
+	m.lag.track("i", &lagTracker{ts: 1.7e9})
 	m.led.Set(1)
 	m.setState(InstanceStatus{ID: "i", State: StateRunning})
 	m.setState(InstanceStatus{ID: "j", State: StateError, Reason: "binlog_purged"})

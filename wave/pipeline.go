@@ -33,8 +33,8 @@ type publisher struct {
 	m          *metrics
 	log        *slog.Logger
 	commit     *committer
-	rows       int64 // rows published by the instance so far (carried in the offset)
-	now        func() time.Time
+	rows       int64       // rows published by the instance so far (carried in the offset)
+	lag        *lagTracker // told of each batch acknowledged (nil: no lag kept)
 	// chunkMsgs and chunkBytes bound each topic's share of one Publish call (0 = no
 	// bound); see chunks.
 	chunkMsgs  int
@@ -331,6 +331,9 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		return nil
 	}
 	log.Info("capture starting", "position", start.String(), "token", lead.Token())
+	lag := &lagTracker{}
+	w.m.lag.track(inst.ID, lag)
+	defer w.m.lag.forget(inst.ID) // the term's lag: none in the error state that may follow
 	w.setStatus(inst.ID, func(s *InstanceStatus) {
 		s.State, s.Error, s.Reason, s.Position = StateRunning, "", "", start
 	})
@@ -356,7 +359,7 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 	cm.sync = syncOf(busPub)
 	pub := &publisher{id: inst.ID, pub: busPub, lost: lead.Lost(), in: items, maxRows: w.opts.Pipeline.BatchRows,
 		backoffMin: 100 * time.Millisecond, backoffMax: w.opts.Pipeline.PublishBackoffMax,
-		m: w.m, log: log, commit: cm, rows: start.Rows, now: time.Now,
+		m: w.m, log: log, commit: cm, rows: start.Rows, lag: lag,
 		chunkMsgs: w.opts.Pipeline.PublishChunkMessages, chunkBytes: w.opts.Pipeline.PublishChunkBytes,
 		inFlight: w.opts.Pipeline.PublishInFlight}
 	snapshotRequests := make(chan SnapshotRequest, 1)
@@ -372,7 +375,7 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error, s.Reason = StateRunning, "", "" })
 		},
 		backoffMin: 200 * time.Millisecond, backoffMax: w.opts.Pipeline.ReconnectBackoffMax,
-		eventQueue: w.opts.Pipeline.EventQueue, heartbeat: w.opts.Pipeline.Heartbeat,
+		eventQueue: w.opts.Pipeline.EventQueue, heartbeat: w.opts.Pipeline.Heartbeat, lag: lag,
 		snapshot: inst.Snapshot, snapshotRequests: snapshotRequests,
 		onSnapshot: func(rows, tablesLeft int) {
 			w.m.snapshotRows.WithLabelValues(inst.ID).Set(float64(rows))
@@ -390,6 +393,10 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 	g.Go(func() error { return cm.run(gctx) })
 	g.Go(func() error {
 		w.pollSnapshotRequests(gctx, inst.ID, snapshotRequests, log)
+		return nil
+	})
+	g.Go(func() error {
+		w.recordLag(gctx, inst.ID, lag, lead.Lost())
 		return nil
 	})
 	g.Go(func() error {

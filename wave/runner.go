@@ -130,6 +130,7 @@ func (w *Wave) shouldRun(ctx context.Context, id string) (bool, error) {
 // runInstance campaigns for an instance and runs its pipeline while leading, until ctx
 // ends.
 func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
+	defer w.dropRecord(id)
 	log := w.log.With("instance", id)
 	inst, perr := ParseInstance(def)
 	for ctx.Err() == nil {

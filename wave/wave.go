@@ -176,8 +176,9 @@ type InstanceStatus struct {
 	Reason   string   `json:"reason,omitempty"` // Reason(error): the error's class
 	Position Position `json:"position"`
 	Since    string   `json:"since"`
-	// LagS is the instance's lag (binlake_wave_lag_seconds) while it runs: the balancer
-	// waits for it to fall under its bound after a move.
+	// LagS is the instance's lag (Lag, as binlake_wave_lag_seconds) while it runs or
+	// reconnects, once known: the balancer waits for it to fall under its bound after a
+	// move.
 	LagS *float64 `json:"lag_s,omitempty"`
 }
 
@@ -199,6 +200,10 @@ type Wave struct {
 	// is closed): the election fallback and the balancer tell dead waves from it.
 	members *waveMembers
 	bal     balancerState
+	// recordMu orders the writes of the instances' status records and guards records,
+	// the record last written of each instance (putStatus).
+	recordMu sync.Mutex
+	records  map[string]RecordedStatus
 
 	closed  bool
 	started bool
@@ -218,6 +223,7 @@ func New(opts Options) (*Wave, error) {
 		log:        opts.Logger.With("component", "wave", "node", opts.Node),
 		m:          newMetrics(),
 		status:     map[string]*InstanceStatus{},
+		records:    map[string]RecordedStatus{},
 		runners:    map[string]*runner{},
 		members:    newWaveMembers(time.Now()), // Run starts its own at the watch's start
 		done:       make(chan struct{}),
@@ -267,10 +273,9 @@ func (w *Wave) Status() []InstanceStatus {
 	out := make([]InstanceStatus, 0, len(w.status))
 	for _, s := range w.status {
 		st := *s
-		if st.State == StateRunning {
-			var m dto.Metric
-			if w.m.lag.WithLabelValues(st.ID).Write(&m) == nil {
-				lag := m.GetGauge().GetValue()
+		if l := w.m.lag.tracker(st.ID); hasLag(st.State) && l != nil {
+			if ls := l.state(); ls.Known() {
+				lag := Lag(ls, time.Now())
 				st.LagS = &lag
 			}
 		}
@@ -310,17 +315,7 @@ func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
 // or error: standby is no state of the instance's, and would hide the leader's) to
 // instances/<id>/status, where `binlake instance list|show` read it on any host.
 func (w *Wave) recordStatus(id string, st InstanceStatus) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	// A removed instance is not brought back as an empty node holding its status.
-	if _, err := w.opts.Coord.Get(ctx, instanceKey(id, "")); err != nil {
-		w.log.Debug("instance status not written", "instance", id, "err", err)
-		return
-	}
-	data, _ := json.Marshal(RecordedStatus{Node: w.opts.Node, State: st.State, Reason: st.Reason, Error: st.Error, Since: st.Since})
-	if _, err := w.opts.Coord.Put(ctx, instanceKey(id, "status"), data, coord.AnyVersion); err != nil {
-		w.log.Debug("write instance status", "instance", id, "err", err)
-	}
+	w.putStatus(id, &RecordedStatus{Node: w.opts.Node, State: st.State, Reason: st.Reason, Error: st.Error, Since: st.Since})
 }
 
 // RecordedStatus is the value of instances/<id>/status: the latest state its leader
@@ -331,6 +326,9 @@ type RecordedStatus struct {
 	Reason string `json:"reason,omitempty"`
 	Error  string `json:"error,omitempty"`
 	Since  string `json:"since"`
+	// Lag is what the instance's lag is computed from (Lag), while the node runs it and
+	// once known: statusrecord.go keeps it within lagRecordSlack of the node's own.
+	Lag *LagState `json:"lag,omitempty"`
 }
 
 // Run registers the wave, serves HTTP and runs instances until ctx ends or Close.

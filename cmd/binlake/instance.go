@@ -271,8 +271,12 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 			fmt.Fprintf(stdout, "snapshot  %s: %s, %d rows, started %s\n", sp.Request, state, sp.Rows, sp.StartedAt)
 		}
-		if info.LagS != nil {
-			fmt.Fprintf(stdout, "lag       %.0f s (since the last committed transaction)\n", *info.LagS)
+		if info.LagS != nil { // wave.Lag: caught up, or how far behind
+			lag := fmt.Sprintf("%.0f s behind the source", *info.LagS)
+			if info.CaughtUp {
+				lag = "0 s (caught up: the source's heartbeat shows nothing newer)"
+			}
+			fmt.Fprintf(stdout, "lag       %s\n", lag)
 		}
 		if info.RowsPerS != nil {
 			fmt.Fprintf(stdout, "rows/s    %.1f\n", *info.RowsPerS)

@@ -9,7 +9,7 @@
 //	binlake_wave_rows_published_total{instance}   counter  rows acknowledged by Kafka
 //	binlake_wave_bytes_published_total{instance}  counter  key and value bytes of those rows
 //	binlake_wave_instances_led                     gauge    instances this wave leads now
-//	binlake_wave_lag_seconds{instance}             gauge    now - timestamp of the last published event
+//	binlake_wave_lag_seconds{instance}             gauge    wave.Lag: 0 when caught up, else how far behind the source
 //	binlake_wave_publish_errors_total{instance}    counter  failed publish attempts
 //	binlake_wave_instance_running{instance,state,reason}  gauge  1 capturing, 0 led but not
 //	                                               capturing (reconnecting, retrying, error)

@@ -1,0 +1,94 @@
+package wave
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/binlake/binlake/internal/coord"
+)
+
+// The lag in instances/<id>/status (RecordedStatus.Lag), which `binlake instance show`
+// reads on any host: the wave leading the instance writes it with each state it
+// records, and rewrites the record when the lag computed from it strays lagRecordSlack
+// from its own.
+
+// putStatus writes instance id's status record: rec when given (a new state), else the
+// record last written, with the lag as it is now. Nothing is written before a state is.
+func (w *Wave) putStatus(id string, rec *RecordedStatus) {
+	w.recordMu.Lock()
+	defer w.recordMu.Unlock()
+	if rec != nil {
+		w.records[id] = *rec
+	}
+	r, ok := w.records[id]
+	if !ok {
+		return
+	}
+	l := w.m.lag.tracker(id)
+	var ls LagState
+	if l != nil {
+		if ls = l.state(); ls.Known() {
+			r.Lag = &ls
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// A removed instance is not brought back as an empty node holding its status.
+	if _, err := w.opts.Coord.Get(ctx, instanceKey(id, "")); err != nil {
+		w.log.Debug("instance status not written", "instance", id, "err", err)
+		return
+	}
+	data, _ := json.Marshal(r)
+	if _, err := w.opts.Coord.Put(ctx, instanceKey(id, "status"), data, coord.AnyVersion); err != nil {
+		w.log.Debug("write instance status", "instance", id, "err", err)
+		return
+	}
+	if l != nil {
+		l.wrote(ls)
+	}
+}
+
+// dropRecord forgets the record last written for id (its runner stopped).
+func (w *Wave) dropRecord(id string) {
+	w.recordMu.Lock()
+	defer w.recordMu.Unlock()
+	delete(w.records, id)
+}
+
+// recordLag keeps the lag in instance id's status record close to the wave's own (l)
+// for as long as this term leads it, so that `binlake instance show` on any host says
+// what /status says. It looks every second and rewrites the record only when the lag
+// computed from it has strayed lagRecordSlack from the wave's: once when an idle
+// instance becomes caught up, every couple of seconds while a busy one's binlog time
+// moves, never while nothing changes (a lag growing behind a stalled sink grows in
+// the record's reader too).
+func (w *Wave) recordLag(ctx context.Context, id string, l *lagTracker, lost <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if isClosed(lost) {
+			return // another wave may lead it now: its record is that wave's to write
+		}
+		if l.stale(time.Now()) {
+			w.putStatus(id, nil)
+		}
+	}
+}
+
+// recordedLag is the lag that an instance's status record gives at now, and whether it
+// says caught up; nil when it gives none that holds: no lag known yet, or the record is
+// not of the wave leading the instance (leader) or not of a capture that has one
+// (hasLag: not an error, nor a wave that has stopped since).
+func recordedLag(rec RecordedStatus, leader string, now time.Time) (lag *float64, caughtUp bool) {
+	if rec.Lag == nil || !rec.Lag.Known() || !hasLag(rec.State) || rec.Node == "" || rec.Node != leader {
+		return nil, false
+	}
+	v := Lag(*rec.Lag, now)
+	return &v, rec.Lag.CaughtUp
+}
