@@ -74,6 +74,7 @@ func (j *Judge) routes() http.Handler {
 	})
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/nodes", j.handleNodes)
+		r.Get("/metric-names", j.handleMetricNames)
 		r.Get("/nodes/{id}", j.handleNode)
 		r.Get("/plugins", j.handlePlugins)
 		r.With(auth).Post("/metrics", j.handleMetrics)

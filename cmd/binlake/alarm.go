@@ -32,6 +32,9 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
 	check := fs.Bool("check", false, "run every check start runs on the config and policy files (secret and TLS files too) and exit; connects to nothing")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	judgeURL := fs.String("judge", "", "a judge's URL (http://judge:8090): the metric names it has seen count as known, "+
+		"so that only a policy watching a name nothing sends (a typo) is warned of; with -check this is the one connection made")
+	judgeCAFile := fs.String("judge-ca-file", "", "the CA of the judge's certificate, for an https -judge the system does not trust")
 	shutdown := config.Duration(DefaultShutdownTimeout)
 	fs.Var(&shutdown, "shutdown-timeout", "how long stopping may take after SIGTERM or Ctrl-C: the notification log writes, the "+
 		"notifications still grouped or queued; what is left then is handed back to the log for another alarm process and logged")
@@ -63,8 +66,12 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	known, knownFrom, judgeErr := knownToJudge(ctx, *judgeURL, *judgeCAFile)
 	if *check {
-		for _, m := range unknownMetricMessages(deps.policies, *polPath, knownMetricNames(), knownFromSenders) {
+		if judgeErr != nil {
+			fmt.Fprintln(stderr, "warning: "+judgeErr.Error())
+		}
+		for _, m := range unknownMetricMessages(deps.policies, *polPath, known, knownFrom) {
 			fmt.Fprintln(stderr, "warning: "+m)
 		}
 		fmt.Fprintf(stdout, "%s and %s are valid: %d policies, channels %s\n", *cfgPath, *polPath, len(deps.policies), strings.Join(deps.chanDesc, ", "))
@@ -90,7 +97,10 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer closeBus()
 
-	logUnknownMetrics(logger, deps.policies, *polPath, knownMetricNames(), knownFromSenders)
+	if judgeErr != nil {
+		logger.Warn(judgeErr.Error())
+	}
+	logUnknownMetrics(logger, deps.policies, *polPath, known, knownFrom)
 	logger.Info("alarm starting", "version", buildinfo.String(), "config", *cfgPath, "policies_file", *polPath, "policies", len(deps.policies),
 		"channels", strings.Join(deps.chanDesc, ", "), "bus", busDesc, "coordinator", coordDesc,
 		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "auth", deps.token != "", "shutdown_timeout", shutdown.D())

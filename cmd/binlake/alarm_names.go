@@ -3,12 +3,16 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 
 	"github.com/binlake/binlake/agent"
 	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/client"
 )
 
 // knownFromSenders is what knownMetricNames() holds, for the warnings of the alarm, which
@@ -44,4 +48,22 @@ func logUnknownMetrics(logger *slog.Logger, pols []*policy.Policy, file string, 
 	for _, m := range unknownMetricMessages(pols, file, known, knownFrom) {
 		logger.Warn(m)
 	}
+}
+
+// knownToJudge is knownMetricNames with the names the judge at url has seen, and what
+// they are for the warnings; with no url, or a judge that cannot answer (the error says
+// so, and that only the senders' names are known), the senders' names alone.
+func knownToJudge(ctx context.Context, url, caFile string) (known []string, knownFrom string, err error) {
+	if url == "" {
+		return knownMetricNames(), knownFromSenders, nil
+	}
+	hc, err := httpapi.Client(caFile, client.DefaultTimeout)
+	if err != nil {
+		return knownMetricNames(), knownFromSenders, fmt.Errorf("-judge-ca-file: %w", err)
+	}
+	names, err := (&client.Client{URL: url, HTTP: hc}).MetricNames(ctx)
+	if err != nil {
+		return knownMetricNames(), knownFromSenders, fmt.Errorf("the judge at %s: %w; policies are checked against the names the agents' collectors send only", url, err)
+	}
+	return knownMetricNames(names.Names), "a canonical metric, one the agents' collectors send, or one the judge at " + url + " has seen", nil
 }

@@ -3,18 +3,22 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/alarm/policy"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/judge/judgetest"
 )
 
 // typoPolicies watch a misspelt canonical metric and a name of one's own.
@@ -59,6 +63,35 @@ func TestAlarmCheckWarnsOfAnUnknownMetric(t *testing.T) {
 	require.Equal(t, "warning: "+pol+`:3: policy "cpu-high" watches metric "cpu.utl", which is not a canonical metric or one the agents' collectors send: the policy can never fire; did you mean cpu.util?`+"\n"+
 		"warning: "+pol+`:8: policy "checkout-errors" watches metric "shop.checkout_errors", which is not a canonical metric or one the agents' collectors send: the policy can never fire`+"\n",
 		errOut)
+}
+
+// With -judge, the names the judge has seen count as known: a metric of one's own that a
+// sender posts passes; the typo is still warned of, naming where the known names came
+// from. A judge that cannot answer is a warning too, and the check goes on without it.
+func TestAlarmCheckAsksTheJudge(t *testing.T) {
+	srv := judgetest.Start(t, "")
+	b := metric.Batch{Node: "shop-1", TS: time.Now().UTC(), IntervalS: 10,
+		Points: []metric.Point{{Name: "shop.checkout_errors", Value: 2}}}
+	data, err := metric.Encode(b)
+	require.NoError(t, err)
+	resp, err := http.Post(srv.URL+"/v1/metrics", "application/json", bytes.NewReader(data))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+
+	cfg := alarmConfig(t, t.TempDir())
+	pol := tempFile(t, "policies.yaml", typoPolicies)
+	out, errOut, err := runCmd(t, "alarm", "-check", "-config", cfg, "-policies", pol, "-judge", srv.URL)
+	require.NoError(t, err)
+	require.Equal(t, cfg+" and "+pol+" are valid: 2 policies, channels ops=webhook\n", out)
+	require.Equal(t, "warning: "+pol+`:3: policy "cpu-high" watches metric "cpu.utl", which is not a canonical metric, one the agents' collectors send, or one the judge at `+srv.URL+` has seen: the policy can never fire; did you mean cpu.util?`+"\n",
+		errOut)
+
+	_, errOut, err = runCmd(t, "alarm", "-check", "-config", cfg, "-policies", pol, "-judge", "http://127.0.0.1:1")
+	require.NoError(t, err)
+	require.Contains(t, errOut, "warning: the judge at http://127.0.0.1:1: metric names: ")
+	require.Contains(t, errOut, "policies are checked against the names the agents' collectors send only\n")
+	require.Contains(t, errOut, `watches metric "shop.checkout_errors", which is not a canonical metric or one the agents' collectors send`)
 }
 
 // The alarm says the same in its log when it starts.

@@ -312,3 +312,12 @@ type Prices struct {
 	// its cores: a reading that is only a floor of what the work costs.
 	Saturated int `json:"saturated"`
 }
+
+// MetricNames are the metric names the judge has seen (GET /v1/metric-names): every
+// series of the current hour and of the last historical refresh, sorted, each once.
+// An alarm's check warns of a policy whose metric is not among them (nor canonical).
+type MetricNames struct {
+	Names          []string   `json:"names"`
+	Hour           time.Time  `json:"hour"`
+	HistoricalAsOf *time.Time `json:"historical_as_of,omitempty"`
+}

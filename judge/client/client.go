@@ -82,16 +82,36 @@ func (c *Client) Rebalance(ctx context.Context, req api.RebalanceRequest) (*api.
 	return &ans, nil
 }
 
+// MetricNames asks GET /v1/metric-names for the metric names the judge has seen.
+func (c *Client) MetricNames(ctx context.Context) (*api.MetricNames, error) {
+	var ans api.MetricNames
+	if err := c.do(ctx, http.MethodGet, "/v1/metric-names", nil, maxAnswer, "metric names", &ans); err != nil {
+		return nil, fmt.Errorf("metric names: %w", err)
+	}
+	return &ans, nil
+}
+
 // post sends body to path and decodes a 200 answer of at most limit bytes into out (a
 // what answer); any other status is an error carrying the judge's own message (its
 // {"error":{"code","message"}} body).
 func (c *Client) post(ctx context.Context, path string, body []byte, limit int64, what string, out any) error {
+	return c.do(ctx, http.MethodPost, path, body, limit, what, out)
+}
+
+// do is post's request with any method; a nil body sends none.
+func (c *Client) do(ctx context.Context, method, path string, body []byte, limit int64, what string, out any) error {
 	url := strings.TrimRight(c.URL, "/") + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token.Reveal())
 	}
