@@ -27,6 +27,7 @@ import (
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/metric/waveprom"
 	"github.com/binlake/binlake/internal/testenv"
 )
 
@@ -35,13 +36,13 @@ import (
 func TestAgentKafkaIntegration(t *testing.T) {
 	brokers := testenv.Require(t, testenv.Kafka)
 
-	// A wave stand-in: the metric names of agent/collector/wave on a client_golang
+	// A wave stand-in: the wave's series (internal/metric/waveprom) on a client_golang
 	// registry with the Go collector, as the wave registers them.
 	reg := prometheus.NewRegistry()
-	rows := prometheus.NewCounterVec(prometheus.CounterOpts{Name: wave.MetricRowsPublished, Help: "h"}, []string{wave.LabelInstance})
-	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: wave.MetricPublishErrors, Help: "h"}, []string{wave.LabelInstance})
-	lag := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: wave.MetricLagSeconds, Help: "h"}, []string{wave.LabelInstance})
-	led := prometheus.NewGauge(prometheus.GaugeOpts{Name: wave.MetricInstancesLed, Help: "h"})
+	rows := prometheus.NewCounterVec(prometheus.CounterOpts{Name: waveprom.RowsPublished, Help: "h"}, []string{waveprom.LabelInstance})
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: waveprom.PublishErrors, Help: "h"}, []string{waveprom.LabelInstance})
+	lag := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: waveprom.LagSeconds, Help: "h"}, []string{waveprom.LabelInstance})
+	led := prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.InstancesLed, Help: "h"})
 	reg.MustRegister(rows, errs, lag, led, collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
 		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)})))
 	rows.WithLabelValues("orders").Add(10)

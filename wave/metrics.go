@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	wm "github.com/binlake/binlake/agent/collector/wave"
+	"github.com/binlake/binlake/internal/metric/waveprom"
 	"github.com/binlake/binlake/judge/api"
 )
 
@@ -17,11 +17,11 @@ import (
 type metrics struct {
 	reg *prometheus.Registry
 
-	rows          *prometheus.CounterVec // wm.MetricRowsPublished
-	publishErrors *prometheus.CounterVec // wm.MetricPublishErrors
-	lag           *lagGauge              // wm.MetricLagSeconds
-	led           prometheus.Gauge       // wm.MetricInstancesLed
-	running       *prometheus.GaugeVec   // wm.MetricInstanceRunning
+	rows          *prometheus.CounterVec // waveprom.RowsPublished
+	publishErrors *prometheus.CounterVec // waveprom.PublishErrors
+	lag           *lagGauge              // waveprom.LagSeconds
+	led           prometheus.Gauge       // waveprom.InstancesLed
+	running       *prometheus.GaugeVec   // waveprom.InstanceRunning
 
 	bytes      *prometheus.CounterVec
 	batches    *prometheus.CounterVec
@@ -43,21 +43,21 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	inst := []string{wm.LabelInstance}
+	inst := []string{waveprom.LabelInstance}
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
-		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: wm.MetricRowsPublished,
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: waveprom.RowsPublished,
 			Help: "Row messages acknowledged by the sink (a row sent to two topics counts twice)."}, inst),
-		publishErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: wm.MetricPublishErrors,
+		publishErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: waveprom.PublishErrors,
 			Help: "Failed publish attempts (each is retried with backoff)."}, inst),
-		lag: newLagGauge(prometheus.NewDesc(wm.MetricLagSeconds,
+		lag: newLagGauge(prometheus.NewDesc(waveprom.LagSeconds,
 			"How far the capture is behind what its source has written, in seconds: 0 when caught up (the source's heartbeat says it has nothing newer and the sink has everything read before it), else now minus the binlog time of the last transaction published (or of a later heartbeat).",
 			inst, nil)),
-		led: prometheus.NewGauge(prometheus.GaugeOpts{Name: wm.MetricInstancesLed,
+		led: prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.InstancesLed,
 			Help: "Instances this wave leads now."}),
-		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: wm.MetricInstanceRunning,
+		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: waveprom.InstanceRunning,
 			Help: "1 while the instance captures, 0 while this wave leads it but it does not (state and reason say why); absent on standby."},
-			[]string{wm.LabelInstance, wm.LabelState, wm.LabelReason}),
+			[]string{waveprom.LabelInstance, waveprom.LabelState, waveprom.LabelReason}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_bytes_published_total",
 			Help: "Key and value bytes of acknowledged row messages."}, inst),
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_batches_published_total",
@@ -67,7 +67,7 @@ func newMetrics() *metrics {
 		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_source_errors_total",
 			Help: "Binlog connection failures (each is followed by a reconnect with backoff)."}, inst),
 		commitPos: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_committed_position",
-			Help: "Byte position in its binlog file of the last committed offset."}, []string{wm.LabelInstance, "file"}),
+			Help: "Byte position in its binlog file of the last committed offset."}, []string{waveprom.LabelInstance, "file"}),
 		commitTS: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_committed_timestamp_seconds",
 			Help: "Binlog timestamp of the last committed offset."}, inst),
 		instError: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_instance_error",
@@ -76,7 +76,7 @@ func newMetrics() *metrics {
 			Help: "Rows the instance's current or last snapshot emitted so far."}, inst),
 		snapshotTables: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_snapshot_tables_remaining",
 			Help: "Tables the instance's snapshot has still to read; 0 once it finished."}, inst),
-		balancerLeader: prometheus.NewGauge(prometheus.GaugeOpts{Name: wm.MetricBalancerLeader,
+		balancerLeader: prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.BalancerLeader,
 			Help: "1 while this wave is the cluster's balancer."}),
 		balancerMoves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_moves_total",
 			Help: "Instance moves this wave made as the balancer, by reason (failover, hard_max, spread) and result (assigned, done, skipped, failed)."},
@@ -86,10 +86,10 @@ func newMetrics() *metrics {
 			[]string{"reason"}),
 		balancerSpread: prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlake_wave_balancer_spread",
 			Help: "The load spread (highest minus lowest wave: peak utilisation, or rows/s in the rows model) of the balancer's last plan."}),
-		balancerMeanLoad: prometheus.NewGauge(prometheus.GaugeOpts{Name: wm.MetricClusterMeanLoad,
+		balancerMeanLoad: prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanLoad,
 			Help: "The mean load of the live waves in rows/s plus a floor per instance, in the balancer's last plan when the judge planned in the rows model (no cores or CPU to plan in utilisation); 0 on the other waves and in the utilisation model. Its agent reports it as wave.cluster_load."}),
 	}
-	m.balancerMeanUtil = prometheus.NewGauge(prometheus.GaugeOpts{Name: wm.MetricClusterMeanUtil,
+	m.balancerMeanUtil = prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanUtil,
 		Help: "The live waves' mean peak utilisation (CPU cores over the hosts' cores, each wave weighed by its cores) in the balancer's last plan, when the judge planned in utilisation; 0 on the other waves and in the rows model. Its agent reports it as wave.cluster_utilisation, which the capacity alert watches."})
 	m.reg.MustRegister(m.balancerLeader, m.balancerMoves, m.balancerFallbacks, m.balancerSpread, m.balancerMeanLoad, m.balancerMeanUtil)
 	m.reg.MustRegister(m.rows, m.publishErrors, m.lag, m.led, m.running, m.bytes, m.batches, m.skipped,
@@ -105,7 +105,7 @@ func newMetrics() *metrics {
 // only what the wave runs (the counters restart at zero if it leads it again, which
 // rate() handles as a reset).
 func (m *metrics) forget(id string) {
-	l := prometheus.Labels{wm.LabelInstance: id}
+	l := prometheus.Labels{waveprom.LabelInstance: id}
 	m.lag.forget(id)
 	m.commitPos.DeletePartialMatch(l)
 	m.commitTS.Delete(l)
@@ -127,7 +127,7 @@ func (m *metrics) setState(st InstanceStatus) {
 }
 
 func (m *metrics) dropState(id string) {
-	m.running.DeletePartialMatch(prometheus.Labels{wm.LabelInstance: id})
+	m.running.DeletePartialMatch(prometheus.Labels{waveprom.LabelInstance: id})
 }
 
 // observePlan shows the cluster's load as the balancer's last plan saw it: in the

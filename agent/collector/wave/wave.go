@@ -78,37 +78,15 @@ import (
 	"github.com/binlake/binlake/agent/collector"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/metric/waveprom"
 )
 
 // Name is the registry name.
 const Name = "wave"
 
-// The wave's metric names: the wave registers exactly these.
+// The Go runtime's and the process collector's series, as client_golang names them; the
+// wave's own are in internal/metric/waveprom.
 const (
-	MetricRowsPublished = "binlake_wave_rows_published_total"
-	MetricInstancesLed  = "binlake_wave_instances_led"
-	MetricLagSeconds    = "binlake_wave_lag_seconds"
-	MetricPublishErrors = "binlake_wave_publish_errors_total"
-	// MetricInstanceRunning is 1 while an instance this wave leads captures, else 0, with
-	// its state and the class of its error (wave.Reason).
-	MetricInstanceRunning = "binlake_wave_instance_running"
-	// MetricBalancerLeader is 1 on the cluster's balancer wave, 0 on the others: the
-	// agent reports MetricClusterMeanLoad only where it is 1.
-	MetricBalancerLeader = "binlake_wave_balancer_leader"
-	// MetricClusterMeanLoad is the mean load per live wave in the balancer's last plan,
-	// exported by the balancer wave only (0 on the others).
-	MetricClusterMeanLoad = "binlake_wave_balancer_mean_load"
-	// MetricClusterMeanUtil is the live waves' mean peak utilisation in the balancer's
-	// last plan (the utilisation model), exported by the balancer wave only.
-	MetricClusterMeanUtil = "binlake_wave_balancer_mean_utilisation"
-	LabelInstance         = "instance"
-	LabelState            = "state"
-	LabelReason           = "reason"
-
-	// MetricBytesPublished counts the key and value bytes of the rows in
-	// MetricRowsPublished.
-	MetricBytesPublished = "binlake_wave_bytes_published_total"
-
 	MetricHeapAlloc   = "go_memstats_heap_alloc_bytes"
 	MetricGoroutines  = "go_goroutines"
 	MetricGCPauseHist = "go_sched_pauses_total_gc_seconds"
@@ -236,10 +214,10 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 		add(metric.GoGCPauseP99, v, "")
 	}
 
-	if v, ok := single(families[MetricInstancesLed]); ok {
+	if v, ok := single(families[waveprom.InstancesLed]); ok {
 		add(metric.WaveInstances, v, "")
 	}
-	if mf := families[MetricLagSeconds]; mf != nil {
+	if mf := families[waveprom.LagSeconds]; mf != nil {
 		lag := byInstance(mf)
 		top, any := 0.0, false
 		for _, inst := range sortedKeys(lag) {
@@ -251,7 +229,7 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 		}
 	}
 
-	if mf := families[MetricInstanceRunning]; mf != nil {
+	if mf := families[waveprom.InstanceRunning]; mf != nil {
 		for _, m := range mf.Metric {
 			v, ok := value(m)
 			if !ok {
@@ -259,7 +237,7 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 			}
 			labels := map[string]string{}
 			for _, l := range m.Label {
-				if n := l.GetName(); (n == LabelInstance || n == LabelState || n == LabelReason) && l.GetValue() != "" {
+				if n := l.GetName(); (n == waveprom.LabelInstance || n == waveprom.LabelState || n == waveprom.LabelReason) && l.GetValue() != "" {
 					labels[n] = l.GetValue()
 				}
 			}
@@ -269,18 +247,18 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 
 	// The cluster's load, from the balancer only: the other waves export 0, which is not
 	// the cluster's load, and one reporter keeps it one series per cluster.
-	if leader, ok := single(families[MetricBalancerLeader]); ok && leader == 1 {
-		if v, ok := single(families[MetricClusterMeanLoad]); ok && v > 0 {
+	if leader, ok := single(families[waveprom.BalancerLeader]); ok && leader == 1 {
+		if v, ok := single(families[waveprom.ClusterMeanLoad]); ok && v > 0 {
 			add(metric.WaveClusterLoad, v, "")
 		}
-		if v, ok := single(families[MetricClusterMeanUtil]); ok && v > 0 {
+		if v, ok := single(families[waveprom.ClusterMeanUtil]); ok && v > 0 {
 			add(metric.WaveClusterUtil, v, "")
 		}
 	}
 
-	cur.rows = byInstance(families[MetricRowsPublished])
-	cur.bytes = byInstance(families[MetricBytesPublished])
-	cur.errs = byInstance(families[MetricPublishErrors])
+	cur.rows = byInstance(families[waveprom.RowsPublished])
+	cur.bytes = byInstance(families[waveprom.BytesPublished])
+	cur.errs = byInstance(families[waveprom.PublishErrors])
 	cur.cpu, cur.hasCPU = single(families[MetricProcessCPU])
 	if c.prev != nil {
 		if dt := cur.at.Sub(c.prev.at).Seconds(); dt > 0 {
@@ -388,7 +366,7 @@ func byInstance(mf *dto.MetricFamily) map[string]float64 {
 		}
 		inst := ""
 		for _, l := range m.Label {
-			if l.GetName() == LabelInstance {
+			if l.GetName() == waveprom.LabelInstance {
 				inst = l.GetValue()
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/binlake/binlake/agent/collector"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/metric/waveprom"
 )
 
 // fakeWave is what the wave will register: the constants of this package on a
@@ -38,12 +39,12 @@ type fakeWave struct {
 
 func newFakeWave(t *testing.T, goCollector prometheus.Collector) *fakeWave {
 	w := &fakeWave{reg: prometheus.NewRegistry()}
-	w.rows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRowsPublished, Help: "rows"}, []string{LabelInstance})
-	w.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricBytesPublished, Help: "bytes"}, []string{LabelInstance})
+	w.rows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: waveprom.RowsPublished, Help: "rows"}, []string{waveprom.LabelInstance})
+	w.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: waveprom.BytesPublished, Help: "bytes"}, []string{waveprom.LabelInstance})
 	w.cpu = prometheus.NewCounter(prometheus.CounterOpts{Name: MetricProcessCPU, Help: "cpu"})
-	w.errs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricPublishErrors, Help: "errors"}, []string{LabelInstance})
-	w.lag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricLagSeconds, Help: "lag"}, []string{LabelInstance})
-	w.led = prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricInstancesLed, Help: "led"})
+	w.errs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: waveprom.PublishErrors, Help: "errors"}, []string{waveprom.LabelInstance})
+	w.lag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: waveprom.LagSeconds, Help: "lag"}, []string{waveprom.LabelInstance})
+	w.led = prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.InstancesLed, Help: "led"})
 	w.reg.MustRegister(w.rows, w.bytes, w.cpu, w.errs, w.lag, w.led, goCollector)
 	h := promhttp.HandlerFor(w.reg, promhttp.HandlerOpts{})
 	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -372,8 +373,8 @@ func has(pts []metric.Point, name string) bool {
 func TestWaveClusterLoad(t *testing.T) {
 	const goroutines = "# TYPE go_goroutines gauge\ngo_goroutines 17\n"
 	exposition := func(leader string) string {
-		return "# TYPE " + MetricBalancerLeader + " gauge\n" + MetricBalancerLeader + " " + leader + "\n" +
-			"# TYPE " + MetricClusterMeanLoad + " gauge\n" + MetricClusterMeanLoad + " 41234.5\n" + goroutines
+		return "# TYPE " + waveprom.BalancerLeader + " gauge\n" + waveprom.BalancerLeader + " " + leader + "\n" +
+			"# TYPE " + waveprom.ClusterMeanLoad + " gauge\n" + waveprom.ClusterMeanLoad + " 41234.5\n" + goroutines
 	}
 	tests := []struct {
 		name, body string
@@ -382,8 +383,8 @@ func TestWaveClusterLoad(t *testing.T) {
 		{"leader", exposition("1"), 41234.5},
 		{"not the balancer", exposition("0"), -1},
 		{"no balancer series", goroutines, -1},
-		{"leader without the mean load", "# TYPE " + MetricBalancerLeader + " gauge\n" + MetricBalancerLeader + " 1\n" + goroutines, -1},
-		{"mean load without the leader gauge", "# TYPE " + MetricClusterMeanLoad + " gauge\n" + MetricClusterMeanLoad + " 5\n" + goroutines, -1},
+		{"leader without the mean load", "# TYPE " + waveprom.BalancerLeader + " gauge\n" + waveprom.BalancerLeader + " 1\n" + goroutines, -1},
+		{"mean load without the leader gauge", "# TYPE " + waveprom.ClusterMeanLoad + " gauge\n" + waveprom.ClusterMeanLoad + " 5\n" + goroutines, -1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -410,8 +411,8 @@ func TestWaveClusterLoad(t *testing.T) {
 // leadership moving away between two scrapes.
 func TestWaveClusterLoadFromClientGolang(t *testing.T) {
 	w := newFakeWave(t, collectors.NewGoCollector())
-	leader := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricBalancerLeader, Help: "leader"})
-	mean := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricClusterMeanLoad, Help: "mean load"})
+	leader := prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.BalancerLeader, Help: "leader"})
+	mean := prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanLoad, Help: "mean load"})
 	w.reg.MustRegister(leader, mean)
 	leader.Set(1)
 	mean.Set(52_000)
@@ -435,10 +436,10 @@ func TestWavePointsDeclared(t *testing.T) {
 	goc := collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
 		collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)}))
 	w := newFakeWave(t, goc)
-	running := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricInstanceRunning, Help: "running"}, []string{LabelInstance, "state", "reason"})
-	leader := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricBalancerLeader, Help: "leader"})
-	load := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricClusterMeanLoad, Help: "mean load"})
-	util := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricClusterMeanUtil, Help: "mean utilisation"})
+	running := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: waveprom.InstanceRunning, Help: "running"}, []string{waveprom.LabelInstance, "state", "reason"})
+	leader := prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.BalancerLeader, Help: "leader"})
+	load := prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanLoad, Help: "mean load"})
+	util := prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanUtil, Help: "mean utilisation"})
 	w.reg.MustRegister(running, leader, load, util)
 	running.WithLabelValues("orders", "running", "").Set(1)
 	leader.Set(1)
