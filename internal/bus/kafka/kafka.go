@@ -316,15 +316,18 @@ func (b *Bus) CreateTopic(ctx context.Context, spec bus.TopicSpec) error {
 }
 
 // waitForLeaders asks the cluster until the topic, which must exist, has a leader for
-// every partition. Topic creation is asynchronous in Kafka: without this wait the first
-// Publish could fail with UnknownTopicOrPartition or LeaderNotAvailable. Each request
-// also refreshes the shared metadata cache, which writers read: they see the topic
-// once this returns.
+// every partition, and every leader acts as one. Topic creation is asynchronous in
+// Kafka: without this wait the first Publish could fail with UnknownTopicOrPartition or
+// LeaderNotAvailable. Each request also refreshes the shared metadata cache, which
+// writers read: they see the topic once this returns.
 func (b *Bus) waitForLeaders(ctx context.Context, topic string) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		err := b.refreshTopic(ctx, topic)
+		partitions, err := b.refreshTopic(ctx, topic)
+		if err == nil {
+			err = b.leadersServe(ctx, topic, partitions)
+		}
 		if err == nil {
 			return nil
 		}
@@ -340,39 +343,64 @@ func (b *Bus) waitForLeaders(ctx context.Context, topic string) error {
 // from the transport's cache, and makes the transport refresh its cache. kafka-go does
 // that only for requests that allow auto-creation, so this one does: call it only for a
 // topic known to exist, or a broker with auto.create.topics.enable would create it.
-func (b *Bus) refreshTopic(ctx context.Context, topic string) error {
+// It returns the topic's partition count.
+func (b *Bus) refreshTopic(ctx context.Context, topic string) (int, error) {
 	resp, err := b.transport.RoundTrip(ctx, b.addr, &metadata.Request{
 		TopicNames:             []string{topic},
 		AllowAutoTopicCreation: true,
 	})
 	if err != nil {
-		return fmt.Errorf("read metadata of %s: %w", topic, b.explain(ctx, err))
+		return 0, fmt.Errorf("read metadata of %s: %w", topic, b.explain(ctx, err))
 	}
 	md, ok := resp.(*metadata.Response)
 	if !ok {
-		return fmt.Errorf("read metadata of %s: unexpected response %T", topic, resp)
+		return 0, fmt.Errorf("read metadata of %s: unexpected response %T", topic, resp)
 	}
 	for _, t := range md.Topics {
 		if t.Name != topic {
 			continue
 		}
 		if t.ErrorCode != 0 {
-			return fmt.Errorf("topic %s: %w", topic, kafkago.Error(t.ErrorCode))
+			return 0, fmt.Errorf("topic %s: %w", topic, kafkago.Error(t.ErrorCode))
 		}
 		if len(t.Partitions) == 0 {
-			return fmt.Errorf("topic %s has no partitions yet", topic)
+			return 0, fmt.Errorf("topic %s has no partitions yet", topic)
 		}
 		for _, p := range t.Partitions {
 			if p.ErrorCode != 0 {
-				return fmt.Errorf("topic %s partition %d: %w", topic, p.PartitionIndex, kafkago.Error(p.ErrorCode))
+				return 0, fmt.Errorf("topic %s partition %d: %w", topic, p.PartitionIndex, kafkago.Error(p.ErrorCode))
 			}
 			if p.LeaderID < 0 {
-				return fmt.Errorf("topic %s partition %d has no leader", topic, p.PartitionIndex)
+				return 0, fmt.Errorf("topic %s partition %d has no leader", topic, p.PartitionIndex)
 			}
 		}
-		return nil
+		return len(t.Partitions), nil
 	}
-	return fmt.Errorf("topic %s missing from the metadata response", topic)
+	return 0, fmt.Errorf("topic %s missing from the metadata response", topic)
+}
+
+// leadersServe asks every partition's leader for its last offset, which only a broker
+// that leads the partition answers. A cold broker's metadata can name it leader seconds
+// before it acts as one (KRaft applies the new topic to its metadata cache first), and a
+// Publish in between fails with NotLeaderForPartition on every attempt.
+func (b *Bus) leadersServe(ctx context.Context, topic string, partitions int) error {
+	reqs := make([]kafkago.OffsetRequest, partitions)
+	for p := range reqs {
+		reqs[p] = kafkago.LastOffsetOf(p)
+	}
+	resp, err := b.client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return fmt.Errorf("list offsets of %s: %w", topic, b.explain(ctx, err))
+	}
+	for _, po := range resp.Topics[topic] {
+		if po.Error != nil {
+			return fmt.Errorf("topic %s partition %d: %w", topic, po.Partition, po.Error)
+		}
+	}
+	if n := len(resp.Topics[topic]); n != partitions {
+		return fmt.Errorf("topic %s: %d of %d partitions answered", topic, n, partitions)
+	}
+	return nil
 }
 
 // topicExists asks the cluster, bypassing the shared metadata cache, which may predate
