@@ -92,7 +92,9 @@ func (r *report) take(e event) {
 			return
 		}
 		if e.Action == "fail" {
-			fmt.Fprintf(r.out, "--- FAIL: %s %s (%.2fs)\n%s", e.Package, e.Test, e.Elapsed, strings.Join(r.output[key], ""))
+			// The test's output ends with go's own "--- FAIL: name (time)" line; the
+			// package is named before it, as the line does not.
+			fmt.Fprintf(r.out, "%s:\n%s", e.Package, strings.Join(r.output[key], ""))
 			r.failed = append(r.failed, e.Package+" "+e.Test)
 			if !strings.Contains(e.Test, "/") {
 				r.failedTests++

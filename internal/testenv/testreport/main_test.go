@@ -19,6 +19,7 @@ func TestReport(t *testing.T) {
 		`{"Action":"output","Package":"a","Test":"TestSlow/sub","Output":"sub says\n"}`,
 		`{"Action":"pass","Package":"a","Test":"TestSlow/sub","Elapsed":40}`,
 		`{"Action":"output","Package":"a","Test":"TestSlow","Output":"want 3, got 2\n"}`,
+		`{"Action":"output","Package":"a","Test":"TestSlow","Output":"--- FAIL: TestSlow (41.50s)\n"}`,
 		`{"Action":"fail","Package":"a","Test":"TestSlow","Elapsed":41.5}`,
 		`{"Action":"fail","Package":"a","Elapsed":42}`,
 		`# b [b.test]`,
@@ -41,7 +42,7 @@ func TestReport(t *testing.T) {
 	r.summary(2)
 	got := out.String()
 	for _, want := range []string{
-		"--- FAIL: a TestSlow (41.50s)\nwant 3, got 2\n",
+		"a:\nwant 3, got 2\n--- FAIL: TestSlow (41.50s)\n",
 		"FAIL\ta\t42.0s\n",
 		"# b [b.test]\n",
 		"FAIL\tb\t1.0s\npanic: boom\n",
