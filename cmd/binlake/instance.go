@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,10 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/client"
@@ -65,6 +64,62 @@ judge has a token.`
 // zkPasswordEnv holds the ZooKeeper digest password of -zk-user (it wins over the file).
 const zkPasswordEnv = "BINLAKE_ZK_PASSWORD"
 
+// instanceFlags are the flags of binlake instance: the coordinator's and the judge's,
+// which every subcommand takes, and each subcommand's own (its help names it).
+type instanceFlags struct {
+	zkServers, root, zkUser, zkPasswordFile, cfgPath, dataDir *string
+	judgeURL, judgeCAFile, judgeTokenFile                     *string
+	file, node, tables                                        *string
+	check, force, asJSON, apply                               *bool
+	sample, wait, measure                                     *time.Duration
+}
+
+func newInstanceFlags(fs *flag.FlagSet) *instanceFlags {
+	return &instanceFlags{
+		zkServers:      fs.String("zk", "", "ZooKeeper servers, comma-separated host:port"),
+		root:           fs.String("root", "/binlake", "coordinator root"),
+		zkUser:         fs.String("zk-user", "", "with -zk: the ZooKeeper digest user, when the cluster sets coordinator.auth"),
+		zkPasswordFile: fs.String("zk-password-file", "", "with -zk-user: the file holding its password (or set "+zkPasswordEnv+")"),
+		cfgPath:        fs.String("config", "", "take the coordinator from this wave.yaml"),
+		dataDir:        fs.String("data", "./data", "the data folder of a binlake up, whose coordinator file ("+CoordFile+") to use when neither -zk nor -config is given; up must be stopped"),
+		judgeURL:       fs.String("judge", "", "judge base URL for placement (POST /v1/placement) and rebalance plans (POST /v1/rebalance)"),
+		judgeCAFile:    fs.String("judge-ca-file", "", "the CA of the judge's certificate, for an https -judge the system does not trust"),
+		judgeTokenFile: fs.String("judge-token-file", "", "file holding the judge's token, when it has one (or set "+judge.TokenEnv+")"),
+		file:           fs.String("f", "", "add: instance definition (YAML)"),
+		check:          fs.Bool("check", false, "add: check the -f definition (every key and value) and exit, connecting to nothing"),
+		node:           fs.String("node", "", "add, move: the wave to assign to (skips placement); it must be live"),
+		force:          fs.Bool("force", false, "add, move: assign to a -node that is not live (a wave yet to start); until it is, a running balancer places the instance elsewhere after its failover grace"),
+		sample:         fs.Duration("sample", 2*time.Second, "show: how long to watch the offset for rows/s (0 to skip)"),
+		asJSON:         fs.Bool("json", false, "show, list: print JSON"),
+		apply:          fs.Bool("apply", false, "rebalance: have the balancer execute the plan"),
+		wait:           fs.Duration("wait", 30*time.Minute, "rebalance -apply: how long to follow the run"),
+		tables:         fs.String("tables", "", "snapshot: comma-separated db.table names (default: every subscribed table)"),
+		measure:        fs.Duration("measure", 2*time.Second, "add -judge: how long to measure the source's binlog growth, sent to the judge as the instance's expected bytes/s (0: do not)"),
+	}
+}
+
+// instanceCmd is one run of a binlake instance subcommand: its flags, the instance id
+// it names, and the coordinator and judge it talks to.
+type instanceCmd struct {
+	sub, id string
+	f       *instanceFlags
+	ctx     context.Context // the command's; cctx bounds the coordinator's operations
+	cctx    context.Context
+	out     io.Writer
+	c       coord.Coordinator
+	placer  wave.Placer
+	planner wave.Planner
+	jp      *judgePlacer
+	// judgeFrom says where the judge's URL came from, for saying how a wave was chosen.
+	judgeFrom string
+}
+
+// instanceSubcommands run each subcommand once the coordinator is open.
+var instanceSubcommands = map[string]func(*instanceCmd) error{
+	"add": (*instanceCmd).add, "list": (*instanceCmd).list, "show": (*instanceCmd).show, "remove": (*instanceCmd).remove,
+	"move": (*instanceCmd).move, "snapshot": (*instanceCmd).snapshot, "rebalance": (*instanceCmd).rebalance,
+}
+
 func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stderr, instanceUsage)
@@ -74,34 +129,15 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return nil
 	}
 	sub, args := args[0], args[1:]
-	switch sub {
-	case "add", "list", "show", "remove", "move", "snapshot", "rebalance":
-	default:
+	run, ok := instanceSubcommands[sub]
+	if !ok {
 		usageLine, _, _ := strings.Cut(instanceUsage, "\n")
 		fmt.Fprintf(stderr, "%s  (binlake instance -h explains them)\nbinlake instance: unknown subcommand %q\n", usageLine, sub)
 		return errUsage
 	}
 	fs := flag.NewFlagSet("instance "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	zkServers := fs.String("zk", "", "ZooKeeper servers, comma-separated host:port")
-	root := fs.String("root", "/binlake", "coordinator root")
-	zkUser := fs.String("zk-user", "", "with -zk: the ZooKeeper digest user, when the cluster sets coordinator.auth")
-	zkPasswordFile := fs.String("zk-password-file", "", "with -zk-user: the file holding its password (or set "+zkPasswordEnv+")")
-	cfgPath := fs.String("config", "", "take the coordinator from this wave.yaml")
-	dataDir := fs.String("data", "./data", "the data folder of a binlake up, whose coordinator file ("+CoordFile+") to use when neither -zk nor -config is given; up must be stopped")
-	judgeURL := fs.String("judge", "", "judge base URL for placement (POST /v1/placement) and rebalance plans (POST /v1/rebalance)")
-	judgeCAFile := fs.String("judge-ca-file", "", "the CA of the judge's certificate, for an https -judge the system does not trust")
-	judgeTokenFile := fs.String("judge-token-file", "", "file holding the judge's token, when it has one (or set "+judge.TokenEnv+")")
-	file := fs.String("f", "", "add: instance definition (YAML)")
-	check := fs.Bool("check", false, "add: check the -f definition (every key and value) and exit, connecting to nothing")
-	node := fs.String("node", "", "add, move: the wave to assign to (skips placement); it must be live")
-	force := fs.Bool("force", false, "add, move: assign to a -node that is not live (a wave yet to start); until it is, a running balancer places the instance elsewhere after its failover grace")
-	sample := fs.Duration("sample", 2*time.Second, "show: how long to watch the offset for rows/s (0 to skip)")
-	asJSON := fs.Bool("json", false, "show, list: print JSON")
-	apply := fs.Bool("apply", false, "rebalance: have the balancer execute the plan")
-	wait := fs.Duration("wait", 30*time.Minute, "rebalance -apply: how long to follow the run")
-	tables := fs.String("tables", "", "snapshot: comma-separated db.table names (default: every subscribed table)")
-	measure := fs.Duration("measure", 2*time.Second, "add -judge: how long to measure the source's binlog growth, sent to the judge as the instance's expected bytes/s (0: do not)")
+	f := newInstanceFlags(fs)
 	fs.Usage = func() { fmt.Fprintln(stderr, instanceUsage+"\n\nFlags:"); fs.PrintDefaults() }
 	// Allow the id before the flags: binlake instance show orders -json.
 	var id string
@@ -120,46 +156,21 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if n := btoi(set["data"]) + btoi(set["zk"]) + btoi(set["config"]); n > 1 {
 		return fmt.Errorf("instance %s: give one of -data, -zk and -config", sub)
 	}
-
-	if *check {
+	if *f.check {
 		if sub != "add" {
 			return fmt.Errorf("instance %s: --check is for instance add", sub)
 		}
-		return checkInstanceFile(*file, stdout)
+		return checkInstanceFile(*f.file, stdout)
 	}
-	judgeFrom := "-judge" // where the judge's URL came from, for saying how a wave was chosen
-	cc := config.Coordinator{Kind: config.CoordZK, Root: *root, SessionTimeout: config.Duration(10 * time.Second)}
-	switch {
-	case *cfgPath != "":
-		cfg, err := wave.LoadConfig(*cfgPath)
-		if err != nil {
-			return err
-		}
-		cc = cfg.Coordinator
-		if *judgeURL == "" && (sub == "rebalance" || sub == "add" || sub == "move") {
-			*judgeURL, judgeFrom = cfg.Balancer.Judge, "balancer.judge of "+*cfgPath
-			if *judgeTokenFile == "" {
-				*judgeTokenFile = cfg.Balancer.JudgeTokenFile
-			}
-			if *judgeCAFile == "" {
-				*judgeCAFile = cfg.Balancer.JudgeCAFile
-			}
-		}
-	case *zkServers != "":
-		var err error
-		if cc, err = zkCoordinator("instance "+sub, *zkServers, *root, *zkUser, *zkPasswordFile); err != nil {
-			return err
-		}
-	default:
-		path, unlock, err := openUpData(*dataDir)
-		if err != nil {
-			return fmt.Errorf("instance %s: %w", sub, err)
-		}
-		defer unlock() // after c.Close below: the folder stays ours until the file is saved
-		cc = config.Coordinator{Kind: config.CoordSingle, Path: path}
+	ic := &instanceCmd{sub: sub, id: id, f: f, ctx: ctx, out: stdout, judgeFrom: "-judge"}
+	cc, unlock, err := ic.coordinator()
+	if err != nil {
+		return err
 	}
+	defer unlock() // after c.Close below: up's folder stays ours until its file is saved
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	ic.cctx = cctx
 	if cc.Kind != config.CoordSingle {
 		if err := probeZK(cctx, cc.Servers); err != nil {
 			return fmt.Errorf("instance %s: %w", sub, err)
@@ -171,166 +182,71 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer c.Close()
-	var placer wave.Placer
-	var planner wave.Planner
-	var jp *judgePlacer
-	if *judgeURL != "" {
-		token, err := config.ResolveSecret("", judge.TokenEnv, *judgeTokenFile)
-		if err != nil {
-			return fmt.Errorf("instance %s: judge token: %w", sub, err)
-		}
-		hc, err := httpapi.Client(*judgeCAFile, client.DefaultTimeout)
-		if err != nil {
-			return fmt.Errorf("instance %s: -judge-ca-file: %w", sub, err)
-		}
-		jc := &client.Client{URL: *judgeURL, Token: token, HTTP: hc}
-		jp = &judgePlacer{c: jc}
-		placer, planner = jp, jc
+	ic.c = c
+	if err := ic.openJudge(); err != nil {
+		return err
 	}
-	needID := func() error {
-		if id == "" {
-			return fmt.Errorf("instance %s: which instance? give its id", sub)
+	return run(ic)
+}
+
+// coordinator is the coordinator the flags name: -config's, -zk's, or by default the
+// file of an up's -data folder, which it holds until unlock.
+func (ic *instanceCmd) coordinator() (cc config.Coordinator, unlock func(), err error) {
+	f, sub := ic.f, ic.sub
+	unlock = func() {}
+	switch {
+	case *f.cfgPath != "":
+		cfg, err := wave.LoadConfig(*f.cfgPath)
+		if err != nil {
+			return cc, unlock, err
 		}
+		if *f.judgeURL == "" && (sub == "rebalance" || sub == "add" || sub == "move") {
+			*f.judgeURL, ic.judgeFrom = cfg.Balancer.Judge, "balancer.judge of "+*f.cfgPath
+			if *f.judgeTokenFile == "" {
+				*f.judgeTokenFile = cfg.Balancer.JudgeTokenFile
+			}
+			if *f.judgeCAFile == "" {
+				*f.judgeCAFile = cfg.Balancer.JudgeCAFile
+			}
+		}
+		return cfg.Coordinator, unlock, nil
+	case *f.zkServers != "":
+		cc, err := zkCoordinator("instance "+sub, *f.zkServers, *f.root, *f.zkUser, *f.zkPasswordFile)
+		return cc, unlock, err
+	default:
+		path, unlock, err := openUpData(*f.dataDir)
+		if err != nil {
+			return cc, func() {}, fmt.Errorf("instance %s: %w", sub, err)
+		}
+		return config.Coordinator{Kind: config.CoordSingle, Path: path}, unlock, nil
+	}
+}
+
+// openJudge makes the judge of -judge (or -config's balancer.judge) the placer and the
+// planner; without one, placement is random and there is no planner.
+func (ic *instanceCmd) openJudge() error {
+	f := ic.f
+	if *f.judgeURL == "" {
 		return nil
 	}
+	token, err := config.ResolveSecret("", judge.TokenEnv, *f.judgeTokenFile)
+	if err != nil {
+		return fmt.Errorf("instance %s: judge token: %w", ic.sub, err)
+	}
+	hc, err := httpapi.Client(*f.judgeCAFile, client.DefaultTimeout)
+	if err != nil {
+		return fmt.Errorf("instance %s: -judge-ca-file: %w", ic.sub, err)
+	}
+	jc := &client.Client{URL: *f.judgeURL, Token: token, HTTP: hc}
+	ic.jp = &judgePlacer{c: jc}
+	ic.placer, ic.planner = ic.jp, jc
+	return nil
+}
 
-	switch sub {
-	case "add":
-		if *file == "" {
-			return errors.New("instance add: -f instance.yaml is required")
-		}
-		var inst wave.Instance
-		if err := config.Load(*file, &inst); err != nil {
-			return err
-		}
-		if err := requireLiveNode(cctx, c, sub, *node, *force); err != nil {
-			return err
-		}
-		if jp != nil && *node == "" && *measure > 0 && inst.Validate() == nil {
-			jp.expected = measureSource(cctx, inst.Source, *measure, stdout)
-		}
-		n, err := wave.AddInstance(cctx, c, &inst, *node, placer)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "instance %s added, assigned to %s\n", inst.ID, n)
-		sayHowChosen(cctx, stdout, c, n, *node != "", jp, *judgeURL, judgeFrom, *cfgPath)
-	case "list":
-		ids, err := wave.ListInstances(cctx, c)
-		if err != nil {
-			return err
-		}
-		var infos []*wave.InstanceInfo
-		for _, id := range ids {
-			info, err := wave.ShowInstance(cctx, c, id, 0, time.Now)
-			if err != nil {
-				return err
-			}
-			info.Instance = nil
-			infos = append(infos, info)
-		}
-		if *asJSON {
-			return json.NewEncoder(stdout).Encode(infos)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tASSIGN\tLEADER\tSTATE\tSINCE\tPOSITION")
-		now := time.Now()
-		for _, i := range infos {
-			pos := "-"
-			if i.Position != nil {
-				pos = i.Position.String()
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", i.ID, dash(i.Assign), dash(i.Leader), stateText(i), sinceText(i, now), pos)
-		}
-		return tw.Flush()
-	case "show":
-		if err := needID(); err != nil {
-			return err
-		}
-		sctx, scancel := context.WithTimeout(ctx, 30*time.Second+*sample)
-		defer scancel()
-		info, err := wave.ShowInstance(sctx, c, id, *sample, time.Now)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(stdout).Encode(info)
-		}
-		fmt.Fprintf(stdout, "instance  %s\nassign    %s\nleader    %s\nstate     %s\n", info.ID, dash(info.Assign), dash(info.Leader), stateLine(info, time.Now()))
-		if info.Error != "" {
-			fmt.Fprintf(stdout, "error     %s\n", info.Error)
-		}
-		if info.Position != nil {
-			fmt.Fprintf(stdout, "position  %s\n", info.Position)
-		}
-		if p := info.Position; p != nil && p.Snapshot != nil {
-			sp := p.Snapshot
-			state := fmt.Sprintf("reading %s (%d tables left)", strings.Join(sp.Tables[:min(1, len(sp.Tables))], ""), len(sp.Tables))
-			if sp.Done {
-				state = "done"
-			}
-			fmt.Fprintf(stdout, "snapshot  %s: %s, %d rows, started %s\n", sp.Request, state, sp.Rows, sp.StartedAt)
-		}
-		if info.LagS != nil { // wave.Lag: caught up, or how far behind
-			lag := fmt.Sprintf("%.0f s behind the source", *info.LagS)
-			if info.CaughtUp {
-				lag = "0 s (caught up: the source's heartbeat shows nothing newer)"
-			}
-			fmt.Fprintf(stdout, "lag       %s\n", lag)
-		}
-		if info.RowsPerS != nil {
-			fmt.Fprintf(stdout, "rows/s    %.1f\n", *info.RowsPerS)
-		}
-		if info.Instance != nil {
-			fmt.Fprintf(stdout, "source    %s@%s (%s, server id %d)\n", info.Instance.Source.User, info.Instance.Source.Addr,
-				info.Instance.Source.Flavor, info.Instance.Source.ServerID)
-			for _, s := range info.Instance.Subscriptions {
-				fmt.Fprintf(stdout, "sub       %s → %s include=%v exclude=%v events=%v\n", s.Name, s.Topic, s.Include, s.Exclude, s.Events)
-			}
-		}
-	case "remove":
-		if err := needID(); err != nil {
-			return err
-		}
-		if err := wave.RemoveInstance(cctx, c, id); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "instance %s removed\n", id)
-	case "move":
-		if err := needID(); err != nil {
-			return err
-		}
-		if err := requireLiveNode(cctx, c, sub, *node, *force); err != nil {
-			return err
-		}
-		n, err := wave.MoveInstance(cctx, c, id, *node, placer)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "instance %s assigned to %s\n", id, n)
-		sayHowChosen(cctx, stdout, c, n, *node != "", jp, *judgeURL, judgeFrom, *cfgPath)
-	case "snapshot":
-		if err := needID(); err != nil {
-			return err
-		}
-		var names []string
-		if *tables != "" {
-			names = strings.Split(*tables, ",")
-		}
-		req, err := wave.RequestSnapshot(cctx, c, id, names)
-		if err != nil {
-			return err
-		}
-		what := "every subscribed table"
-		if len(names) > 0 {
-			what = strings.Join(names, ", ")
-		}
-		fmt.Fprintf(stdout, "snapshot %s of instance %s requested: %s; its leader starts it at its next poll and source heartbeat, within seconds (progress: binlake instance show %s)\n", req.ID, id, what, id)
-	case "rebalance":
-		if *apply {
-			return rebalanceInstances(ctx, c, planner, true, *asJSON, *wait, stdout)
-		}
-		return rebalanceInstances(cctx, c, planner, false, *asJSON, *wait, stdout)
+// needID is the error of a subcommand that names no instance.
+func (ic *instanceCmd) needID() error {
+	if ic.id == "" {
+		return fmt.Errorf("instance %s: which instance? give its id", ic.sub)
 	}
 	return nil
 }

@@ -1,0 +1,179 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/wave"
+)
+
+// The subcommands of binlake instance, each on an open coordinator (instanceCmd).
+
+func (ic *instanceCmd) add() error {
+	f := ic.f
+	if *f.file == "" {
+		return errors.New("instance add: -f instance.yaml is required")
+	}
+	var inst wave.Instance
+	if err := config.Load(*f.file, &inst); err != nil {
+		return err
+	}
+	if err := requireLiveNode(ic.cctx, ic.c, ic.sub, *f.node, *f.force); err != nil {
+		return err
+	}
+	if ic.jp != nil && *f.node == "" && *f.measure > 0 && inst.Validate() == nil {
+		ic.jp.expected = measureSource(ic.cctx, inst.Source, *f.measure, ic.out)
+	}
+	n, err := wave.AddInstance(ic.cctx, ic.c, &inst, *f.node, ic.placer)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(ic.out, "instance %s added, assigned to %s\n", inst.ID, n)
+	sayHowChosen(ic.cctx, ic.out, ic.c, n, *f.node != "", ic.jp, *f.judgeURL, ic.judgeFrom, *f.cfgPath)
+	return nil
+}
+
+func (ic *instanceCmd) list() error {
+	ids, err := wave.ListInstances(ic.cctx, ic.c)
+	if err != nil {
+		return err
+	}
+	var infos []*wave.InstanceInfo
+	for _, id := range ids {
+		info, err := wave.ShowInstance(ic.cctx, ic.c, id, 0, time.Now)
+		if err != nil {
+			return err
+		}
+		info.Instance = nil
+		infos = append(infos, info)
+	}
+	if *ic.f.asJSON {
+		return json.NewEncoder(ic.out).Encode(infos)
+	}
+	tw := tabwriter.NewWriter(ic.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tASSIGN\tLEADER\tSTATE\tSINCE\tPOSITION")
+	now := time.Now()
+	for _, i := range infos {
+		pos := "-"
+		if i.Position != nil {
+			pos = i.Position.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", i.ID, dash(i.Assign), dash(i.Leader), stateText(i), sinceText(i, now), pos)
+	}
+	return tw.Flush()
+}
+
+func (ic *instanceCmd) show() error {
+	if err := ic.needID(); err != nil {
+		return err
+	}
+	sample := *ic.f.sample
+	sctx, scancel := context.WithTimeout(ic.ctx, 30*time.Second+sample)
+	defer scancel()
+	info, err := wave.ShowInstance(sctx, ic.c, ic.id, sample, time.Now)
+	if err != nil {
+		return err
+	}
+	out := ic.out
+	if *ic.f.asJSON {
+		return json.NewEncoder(out).Encode(info)
+	}
+	fmt.Fprintf(out, "instance  %s\nassign    %s\nleader    %s\nstate     %s\n", info.ID, dash(info.Assign), dash(info.Leader), stateLine(info, time.Now()))
+	if info.Error != "" {
+		fmt.Fprintf(out, "error     %s\n", info.Error)
+	}
+	if info.Position != nil {
+		fmt.Fprintf(out, "position  %s\n", info.Position)
+	}
+	if p := info.Position; p != nil && p.Snapshot != nil {
+		sp := p.Snapshot
+		state := fmt.Sprintf("reading %s (%d tables left)", strings.Join(sp.Tables[:min(1, len(sp.Tables))], ""), len(sp.Tables))
+		if sp.Done {
+			state = "done"
+		}
+		fmt.Fprintf(out, "snapshot  %s: %s, %d rows, started %s\n", sp.Request, state, sp.Rows, sp.StartedAt)
+	}
+	if info.LagS != nil { // wave.Lag: caught up, or how far behind
+		lag := fmt.Sprintf("%.0f s behind the source", *info.LagS)
+		if info.CaughtUp {
+			lag = "0 s (caught up: the source's heartbeat shows nothing newer)"
+		}
+		fmt.Fprintf(out, "lag       %s\n", lag)
+	}
+	if info.RowsPerS != nil {
+		fmt.Fprintf(out, "rows/s    %.1f\n", *info.RowsPerS)
+	}
+	if info.Instance != nil {
+		fmt.Fprintf(out, "source    %s@%s (%s, server id %d)\n", info.Instance.Source.User, info.Instance.Source.Addr,
+			info.Instance.Source.Flavor, info.Instance.Source.ServerID)
+		for _, s := range info.Instance.Subscriptions {
+			fmt.Fprintf(out, "sub       %s → %s include=%v exclude=%v events=%v\n", s.Name, s.Topic, s.Include, s.Exclude, s.Events)
+		}
+	}
+	return nil
+}
+
+func (ic *instanceCmd) remove() error {
+	if err := ic.needID(); err != nil {
+		return err
+	}
+	if err := wave.RemoveInstance(ic.cctx, ic.c, ic.id); err != nil {
+		return err
+	}
+	fmt.Fprintf(ic.out, "instance %s removed\n", ic.id)
+	return nil
+}
+
+func (ic *instanceCmd) move() error {
+	if err := ic.needID(); err != nil {
+		return err
+	}
+	f := ic.f
+	if err := requireLiveNode(ic.cctx, ic.c, ic.sub, *f.node, *f.force); err != nil {
+		return err
+	}
+	n, err := wave.MoveInstance(ic.cctx, ic.c, ic.id, *f.node, ic.placer)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(ic.out, "instance %s assigned to %s\n", ic.id, n)
+	sayHowChosen(ic.cctx, ic.out, ic.c, n, *f.node != "", ic.jp, *f.judgeURL, ic.judgeFrom, *f.cfgPath)
+	return nil
+}
+
+func (ic *instanceCmd) snapshot() error {
+	if err := ic.needID(); err != nil {
+		return err
+	}
+	var names []string
+	if *ic.f.tables != "" {
+		names = strings.Split(*ic.f.tables, ",")
+	}
+	req, err := wave.RequestSnapshot(ic.cctx, ic.c, ic.id, names)
+	if err != nil {
+		return err
+	}
+	what := "every subscribed table"
+	if len(names) > 0 {
+		what = strings.Join(names, ", ")
+	}
+	fmt.Fprintf(ic.out, "snapshot %s of instance %s requested: %s; its leader starts it at its next poll and source heartbeat, within seconds (progress: binlake instance show %s)\n", req.ID, ic.id, what, ic.id)
+	return nil
+}
+
+func (ic *instanceCmd) rebalance() error {
+	f := ic.f
+	if *f.apply {
+		// The run is followed for -wait, beyond the coordinator operations' bound.
+		return rebalanceInstances(ic.ctx, ic.c, ic.planner, true, *f.asJSON, *f.wait, ic.out)
+	}
+	return rebalanceInstances(ic.cctx, ic.c, ic.planner, false, *f.asJSON, *f.wait, ic.out)
+}
