@@ -1,6 +1,7 @@
 package wave
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,16 +56,12 @@ type BalancerOptions struct {
 }
 
 func (o *BalancerOptions) setDefaults() {
-	defD := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	defD(&o.AutoAfter, 5*time.Minute)
-	defD(&o.Interval, 30*time.Second)
-	defD(&o.LagBound, 10*time.Second)
-	defD(&o.SettleTimeout, 2*time.Minute)
-	defD(&o.PlanTimeout, 3*time.Second)
+	// A zero or negative setting takes the default.
+	o.AutoAfter = cmp.Or(max(o.AutoAfter, 0), 5*time.Minute)
+	o.Interval = cmp.Or(max(o.Interval, 0), 30*time.Second)
+	o.LagBound = cmp.Or(max(o.LagBound, 0), 10*time.Second)
+	o.SettleTimeout = cmp.Or(max(o.SettleTimeout, 0), 2*time.Minute)
+	o.PlanTimeout = cmp.Or(max(o.PlanTimeout, 0), 3*time.Second)
 	switch {
 	case o.FailoverGrace == 0:
 		o.FailoverGrace = 5 * time.Second

@@ -13,6 +13,7 @@
 package wave
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,26 +128,17 @@ func (o *Options) setDefaults() error {
 		return errors.New("wave: a coordinator and a publisher are required")
 	}
 	p := &o.Pipeline
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	defD := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&p.BatchRows, 5000)
-	def(&p.QueueItems, 256)
-	def(&p.EventQueue, 256)
-	def(&p.PublishInFlight, DefaultPublishInFlight)
-	defD(&p.CommitInterval, 500*time.Millisecond)
-	defD(&p.PublishBackoffMax, 5*time.Second)
-	defD(&p.ReconnectBackoffMax, 10*time.Second)
-	defD(&p.Heartbeat, 2*time.Second)
-	defD(&p.RetryBackoff, 2*time.Second)
-	defD(&o.PollInterval, 2*time.Second)
+	// A zero or negative setting takes the default.
+	p.BatchRows = cmp.Or(max(p.BatchRows, 0), 5000)
+	p.QueueItems = cmp.Or(max(p.QueueItems, 0), 256)
+	p.EventQueue = cmp.Or(max(p.EventQueue, 0), 256)
+	p.PublishInFlight = cmp.Or(max(p.PublishInFlight, 0), DefaultPublishInFlight)
+	p.CommitInterval = cmp.Or(max(p.CommitInterval, 0), 500*time.Millisecond)
+	p.PublishBackoffMax = cmp.Or(max(p.PublishBackoffMax, 0), 5*time.Second)
+	p.ReconnectBackoffMax = cmp.Or(max(p.ReconnectBackoffMax, 0), 10*time.Second)
+	p.Heartbeat = cmp.Or(max(p.Heartbeat, 0), 2*time.Second)
+	p.RetryBackoff = cmp.Or(max(p.RetryBackoff, 0), 2*time.Second)
+	o.PollInterval = cmp.Or(max(o.PollInterval, 0), 2*time.Second)
 	o.Balancer.setDefaults()
 	if o.Password == nil {
 		o.Password = SourcePassword
