@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/internal/metric"
-	"github.com/binlake/binlake/judge/store/storetest"
 )
 
 // The Kafka path's cost per point (issue "metric path through Kafka at 1M points/s"):
@@ -25,13 +25,13 @@ const (
 	tpPolicies = 100
 )
 
-// agentPolicies writes n policies over the metrics of an agent batch (storetest.AgentShape)
+// agentPolicies writes n policies over the metrics of an agent batch (benchkit.AgentShape)
 // with a mix of functions, none of which agentBatch's values violate. Every other policy
 // on a labelled metric selects the labelled series (label: "*"), the rest read them all.
 func agentPolicies(n int) string {
 	type m struct{ name, label string }
 	var ms []m
-	for _, s := range storetest.AgentShape {
+	for _, s := range benchkit.AgentShape {
 		for _, name := range s.Names {
 			ms = append(ms, m{name, s.Label})
 		}
@@ -51,14 +51,13 @@ func agentPolicies(n int) string {
 	return b.String()
 }
 
-// agentBatch is one agent tick as metric.Batch (storetest.AgentBatch's shape: 55 points,
-// 27 node-level, the rest over 12 label sets).
+// agentBatch is one agent tick as metric.Batch (benchkit.AgentPoints: 55 points, 27
+// node-level, the rest over 12 label sets).
 func agentBatch(node string, ts time.Time, seq int) metric.Batch {
-	sp := storetest.AgentBatch(node, ts, seq)
-	b := metric.Batch{Node: node, TS: ts, IntervalS: 10, Points: make([]metric.Point, len(sp))}
-	for i, p := range sp {
-		b.Points[i] = metric.Point{Name: p.Name, Value: p.Value, Labels: p.Labels}
-	}
+	b := metric.Batch{Node: node, TS: ts, IntervalS: 10, Points: make([]metric.Point, 0, 56)}
+	benchkit.AgentPoints(seq, func(name string, labels map[string]string, v float64) {
+		b.Points = append(b.Points, metric.Point{Name: name, Value: v, Labels: labels})
+	})
 	return b
 }
 

@@ -14,17 +14,17 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
+	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/internal/testenv/estest"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/elastic"
-	"github.com/binlake/binlake/judge/store/storetest"
 )
 
 // hasNodeLevel reports whether the agent sends a node-level point for every one of names.
 func hasNodeLevel(names []string) bool {
 	for _, n := range names {
 		ok := false
-		for _, sr := range storetest.AgentShape {
+		for _, sr := range benchkit.AgentShape {
 			if slices.Contains(sr.Names, n) {
 				ok = sr.Label == "" || sr.Total
 			}
@@ -71,7 +71,7 @@ func TestDashboardQueriesIntegration(t *testing.T) {
 	for _, node := range []string{"wave-1", "wave-2"} {
 		for i := range 3 {
 			ts := now.Add(-time.Duration(i) * time.Minute)
-			for _, sr := range storetest.AgentShape {
+			for _, sr := range benchkit.AgentShape {
 				for _, name := range sr.Names {
 					if sr.Label == "" || sr.Total {
 						pts = append(pts, store.Point{Node: node, Name: name, TS: ts, Value: float64(10 + i)})
