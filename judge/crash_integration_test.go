@@ -75,7 +75,7 @@ func crashConfig(t *testing.T, node, brokers, topic, esURL, prefix string) strin
 		{"  topic: binlake.metrics\n", fmt.Sprintf("  topic: %s\n", topic)},
 		{"  kind: sqlite\n", "  kind: elastic\n"},
 		{"    addresses: []             # example: [http://127.0.0.1:9200]\n", fmt.Sprintf("    addresses: [%s]\n", esURL)},
-		{"    prefix: \"\"                # daily index prefix; the store's default when empty\n", fmt.Sprintf("    prefix: %s\n", prefix)},
+		{"    prefix: \"\"                # default binlake-metrics-\n", fmt.Sprintf("    prefix: %s\n", prefix)},
 	} {
 		require.Equal(t, 1, strings.Count(cfg, r[0]), "the example config has %q once", r[0])
 		cfg = strings.Replace(cfg, r[0], r[1], 1)
