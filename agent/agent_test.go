@@ -122,7 +122,7 @@ func start(t *testing.T, cfg Config, sink Sink, logs io.Writer, cs ...collector.
 		require.NoError(t, a.Close())
 	})
 	// The agent collects once at start; tick counts from there.
-	eventually(t, func() bool { return a.Stats().Collected == 1 }, "collection at start")
+	require.Eventuallyf(t, func() bool { return a.Stats().Collected == 1 }, 10*time.Second, 5*time.Millisecond, "collection at start")
 	return r
 }
 
@@ -135,18 +135,7 @@ func (r *running) tick(t *testing.T) {
 	case err := <-r.errc:
 		t.Fatalf("agent stopped: %v", err)
 	}
-	eventually(t, func() bool { return r.a.Stats().Collected == want }, "collection %d", want)
-}
-
-func eventually(t *testing.T, cond func() bool, msg string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: "+msg, args...)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	require.Eventuallyf(t, func() bool { return r.a.Stats().Collected == want }, 10*time.Second, 5*time.Millisecond, "collection %d", want)
 }
 
 func seqs(bs []metric.Batch) []float64 {
@@ -181,7 +170,7 @@ func TestSinkDownDropsOldestAndResumes(t *testing.T) {
 	r := start(t, cfg, NewHTTPSink(j.srv.URL+"/v1/metrics", "", nil), nil, seq)
 
 	// The batch collected at start goes through.
-	eventually(t, func() bool { return r.a.Stats().Delivered == 1 }, "first delivery")
+	require.Eventuallyf(t, func() bool { return r.a.Stats().Delivered == 1 }, 10*time.Second, 5*time.Millisecond, "first delivery")
 
 	j.down.Store(true)
 	const outage = 8
@@ -189,20 +178,20 @@ func TestSinkDownDropsOldestAndResumes(t *testing.T) {
 		r.tick(t)
 	}
 	// Nothing blocked collection; the buffer holds the 3 newest and exactly 5 went.
-	eventually(t, func() bool {
+	require.Eventuallyf(t, func() bool {
 		s := r.a.Stats()
 		return s.Pending == 3 && s.Dropped == outage-3 && s.SendErrors > 0
-	}, "3 pending, %d dropped: %+v", outage-3, r.a.Stats())
+	}, 10*time.Second, 5*time.Millisecond, "3 pending, %d dropped: %+v", outage-3, r.a.Stats())
 	require.Equal(t, []float64{1}, seqs(j.received()))
 	require.Equal(t, uint64(1+outage), r.a.Stats().Collected)
 
 	// The judge comes back: no tick needed, the sender retries by itself.
 	j.down.Store(false)
-	eventually(t, func() bool { return r.a.Stats().Delivered == 4 && r.a.Stats().Pending == 0 }, "backlog delivered: %+v", r.a.Stats())
+	require.Eventuallyf(t, func() bool { return r.a.Stats().Delivered == 4 && r.a.Stats().Pending == 0 }, 10*time.Second, 5*time.Millisecond, "backlog delivered: %+v", r.a.Stats())
 	require.Equal(t, []float64{1, 7, 8, 9}, seqs(j.received()), "the oldest were dropped, order kept")
 
 	r.tick(t)
-	eventually(t, func() bool { return len(j.received()) == 5 }, "post-recovery batch")
+	require.Eventuallyf(t, func() bool { return len(j.received()) == 5 }, 10*time.Second, 5*time.Millisecond, "post-recovery batch")
 	last := j.received()[4]
 	dropped, ok := pointValue(last, DroppedBatches)
 	require.True(t, ok)
@@ -224,10 +213,10 @@ func TestSinkRefusedConnectionRecovers(t *testing.T) {
 	for range 4 {
 		r.tick(t)
 	}
-	eventually(t, func() bool { s := r.a.Stats(); return s.Pending == 2 && s.Dropped == 3 }, "%+v", r.a.Stats())
+	require.Eventuallyf(t, func() bool { s := r.a.Stats(); return s.Pending == 2 && s.Dropped == 3 }, 10*time.Second, 5*time.Millisecond, "%+v", r.a.Stats())
 
 	j2 := newJudgeOn(t, addr)
-	eventually(t, func() bool { return r.a.Stats().Delivered == 2 }, "delivery after the listener came up")
+	require.Eventuallyf(t, func() bool { return r.a.Stats().Delivered == 2 }, 10*time.Second, 5*time.Millisecond, "delivery after the listener came up")
 	require.Equal(t, []float64{4, 5}, seqs(j2.received()))
 }
 
@@ -266,9 +255,9 @@ func TestRejectedBatchIsNotRetried(t *testing.T) {
 	j.down.Store(true)
 	cfg := testConfig()
 	r := start(t, cfg, NewHTTPSink(j.srv.URL, "", nil), nil, &seqCollector{name: "seq"})
-	eventually(t, func() bool { return r.a.Stats().Rejected == 1 }, "rejection")
+	require.Eventuallyf(t, func() bool { return r.a.Stats().Rejected == 1 }, 10*time.Second, 5*time.Millisecond, "rejection")
 	r.tick(t)
-	eventually(t, func() bool { return r.a.Stats().Rejected == 2 }, "second rejection")
+	require.Eventuallyf(t, func() bool { return r.a.Stats().Rejected == 2 }, 10*time.Second, 5*time.Millisecond, "second rejection")
 	s := r.a.Stats()
 	require.Equal(t, uint64(0), s.SendErrors)
 	require.Equal(t, int64(2), j.attempts.Load(), "one attempt per batch")
@@ -279,7 +268,7 @@ func TestBearerToken(t *testing.T) {
 	j := newJudge(t)
 	var logs bytes.Buffer
 	r := start(t, testConfig(), NewHTTPSink(j.srv.URL, "s3cr3t-token", nil), &logs, &seqCollector{name: "seq"})
-	eventually(t, func() bool { return r.a.Stats().Delivered == 1 }, "delivery")
+	require.Eventuallyf(t, func() bool { return r.a.Stats().Delivered == 1 }, 10*time.Second, 5*time.Millisecond, "delivery")
 	require.Equal(t, "Bearer s3cr3t-token", j.auth.Load())
 	require.NotContains(t, logs.String(), "s3cr3t")
 }
@@ -298,7 +287,7 @@ func TestFailingCollectorIsolated(t *testing.T) {
 	}
 	bad.fail.Store(false)
 	r.tick(t)
-	eventually(t, func() bool { return len(j.received()) == 5 }, "5 batches")
+	require.Eventuallyf(t, func() bool { return len(j.received()) == 5 }, 10*time.Second, 5*time.Millisecond, "5 batches")
 	bs := j.received()
 	require.Equal(t, []float64{1, 2, 3, 4, 5, 5}, seqs(bs), "good every tick; bad only once it recovered")
 	errs, _ := pointValue(bs[4], CollectorErrors)
@@ -329,7 +318,7 @@ func TestMemoryBus(t *testing.T) {
 	}()
 
 	// The sink creates the topic with its first batch.
-	eventually(t, func() bool { return a.Stats().Delivered > 0 }, "first batch")
+	require.Eventuallyf(t, func() bool { return a.Stats().Delivered > 0 }, 10*time.Second, 5*time.Millisecond, "first batch")
 	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "test"})
 	require.NoError(t, err)
 	want := []string{metric.CPUUtil, metric.Load1, metric.Load5, metric.MemUsedPct,
@@ -374,7 +363,7 @@ func TestOwnMetricsEndpoint(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- a.Run(ctx) }()
 	addr := <-addrc
-	eventually(t, func() bool { return a.Stats().Delivered == 1 }, "delivery")
+	require.Eventuallyf(t, func() bool { return a.Stats().Delivered == 1 }, 10*time.Second, 5*time.Millisecond, "delivery")
 	resp, err := http.Get("http://" + addr + "/metrics")
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
@@ -406,7 +395,7 @@ func TestShutdownDrainsBuffer(t *testing.T) {
 	go func() { errc <- a.Run(ctx) }()
 	ticks <- time.Now()
 	ticks <- time.Now()
-	eventually(t, func() bool { return a.Stats().Collected == 3 && a.Stats().SendErrors > 0 }, "3 batches held")
+	require.Eventuallyf(t, func() bool { return a.Stats().Collected == 3 && a.Stats().SendErrors > 0 }, 10*time.Second, 5*time.Millisecond, "3 batches held")
 	cancel()
 	j.down.Store(false) // back within the drain window
 	require.NoError(t, <-errc)

@@ -61,13 +61,13 @@ func TestBusBatchAckedOnceStored(t *testing.T) {
 		return err
 	}
 	require.NoError(t, deliver(1, wide("wave-1", 5)))
-	eventually(t, "the first batch in flight", func() bool { return j.StoreCounters().Errors > 0 })
+	require.Eventually(t, func() bool { return j.StoreCounters().Errors > 0 }, 15*time.Second, 10*time.Millisecond, "the first batch in flight")
 	require.Nil(t, acks.Ready(), "acked while the store is down")
 
 	// 18 points into an empty ring of 10 (the first 5 are in flight): the handler waits.
 	second := make(chan error, 1)
 	go func() { second <- deliver(2, wide("wave-2", 18)) }()
-	eventually(t, "the buffer full", func() bool { return j.StoreCounters().Buffered == 15 })
+	require.Eventually(t, func() bool { return j.StoreCounters().Buffered == 15 }, 15*time.Second, 10*time.Millisecond, "the buffer full")
 	select {
 	case err := <-second:
 		t.Fatalf("the bus handler returned (%v) with points that did not fit", err)
@@ -77,10 +77,10 @@ func TestBusBatchAckedOnceStored(t *testing.T) {
 
 	fs.setDown(false)
 	require.NoError(t, <-second)
-	eventually(t, "both batches acked", func() bool {
+	require.Eventually(t, func() bool {
 		r := acks.Ready()
 		return r[0] == 2
-	})
+	}, 15*time.Second, 10*time.Millisecond, "both batches acked")
 	c := j.StoreCounters()
 	require.Equal(t, int64(23), c.Written)
 	require.Zero(t, c.Dropped)

@@ -411,17 +411,6 @@ func readyJudgeB(t testing.TB, o Options) (string, *Judge) {
 	return "", nil
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -453,11 +442,11 @@ func TestPlacementWhileStoreFails(t *testing.T) {
 	for i := range 20 { // distinct times: a point's identity includes its time
 		require.NoError(t, j.Ingest(load(fmt.Sprintf("wave-%d", i%4), start.Add(time.Duration(i)*time.Millisecond), float64(10*(i%4)), 40), sourceHTTP))
 	}
-	eventually(t, "failed writes counted", func() bool {
+	require.Eventually(t, func() bool {
 		_, m := get(t, base+"/metrics")
 		return strings.Contains(m, "binlake_judge_store_write_errors_total") && !strings.Contains(m, "binlake_judge_store_write_errors_total 0\n")
-	})
-	eventually(t, "a failed historical refresh", func() bool { _, f, _ := j.Historical().Counts(); return f > 0 })
+	}, 15*time.Second, 10*time.Millisecond, "failed writes counted")
+	require.Eventually(t, func() bool { _, f, _ := j.Historical().Counts(); return f > 0 }, 15*time.Second, 10*time.Millisecond, "a failed historical refresh")
 	for range 5 {
 		code, body := post(t, base+"/v1/placement", `{"instance":"orders"}`)
 		require.Equal(t, http.StatusOK, code, body)
@@ -473,10 +462,10 @@ func TestPlacementWhileStoreFails(t *testing.T) {
 
 	fs.setDown(false)
 	require.NoError(t, j.Ingest(load("wave-0", start.Add(time.Second), 5, 5), sourceHTTP))
-	eventually(t, "writes resumed", func() bool {
+	require.Eventually(t, func() bool {
 		_, m := get(t, base+"/metrics")
 		return strings.Contains(m, "binlake_judge_store_points_written_total 63\n")
-	})
+	}, 15*time.Second, 10*time.Millisecond, "writes resumed")
 	_, m = get(t, base+"/metrics")
 	require.Contains(t, m, "binlake_judge_store_points_buffered 0\n")
 	require.Contains(t, m, "binlake_judge_store_points_dropped_total 0\n")
@@ -514,14 +503,14 @@ func TestStoreBufferOverflow(t *testing.T) {
 	// Once the writer has tried the 10 (they are in flight, out of the ring), wave-2's 3
 	// points fit beside them. Before that they would push 3 of them out: on a loaded
 	// machine the writer may not have run yet.
-	eventually(t, "a first write attempt", func() bool { return j.StoreCounters().Errors > 0 })
+	require.Eventually(t, func() bool { return j.StoreCounters().Errors > 0 }, 15*time.Second, 10*time.Millisecond, "a first write attempt")
 	require.NoError(t, j.Ingest(load("wave-2", t0, 10, 10), sourceHTTP))
 	r = do(t, h, "POST", "/v1/placement", "", strings.NewReader(`{"instance":"orders"}`))
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 
 	// The store comes back: the newest points are written, the oldest never are.
 	fs.setDown(false)
-	eventually(t, "the buffer written", func() bool { return j.StoreCounters().Written == 13 })
+	require.Eventually(t, func() bool { return j.StoreCounters().Written == 13 }, 15*time.Second, 10*time.Millisecond, "the buffer written")
 	for i, want := range map[int]int64{0: 0, 7: 0, 8: 1, 17: 1} {
 		s, err := fs.Stats(context.Background(), store.Query{Node: "wave-1", Name: "wave.tps",
 			Labels: map[string]string{"instance": fmt.Sprintf("i%02d", i)}, From: t0, To: t0.Add(time.Hour)})
@@ -542,10 +531,10 @@ func TestRunWritesBufferOnStop(t *testing.T) {
 	for i := range 5 {
 		require.NoError(t, j.Ingest(load("wave-1", t0.Add(time.Duration(i)*time.Second), 10, 10), sourceHTTP))
 	}
-	eventually(t, "a failed write", func() bool { return j.StoreCounters().Errors > 0 })
+	require.Eventually(t, func() bool { return j.StoreCounters().Errors > 0 }, 15*time.Second, 10*time.Millisecond, "a failed write")
 	cancel()
 	// Run closes the buffer and drains it into a store that still fails; it comes back.
-	eventually(t, "the buffer closing", func() bool { return j.buf.Write(context.Background(), nil) != nil })
+	require.Eventually(t, func() bool { return j.buf.Write(context.Background(), nil) != nil }, 15*time.Second, 10*time.Millisecond, "the buffer closing")
 	fs.setDown(false)
 	require.NoError(t, <-done)
 	c := j.StoreCounters()
@@ -587,10 +576,10 @@ func TestIngestThroughMemoryBus(t *testing.T) {
 		bus.Message{Topic: metric.Topic, Key: []byte("wave-1"), Value: encode(t, load("wave-1", now, 80, 50))},
 		bus.Message{Topic: metric.Topic, Key: []byte("wave-2"), Value: encode(t, load("wave-2", now, 15, 20))},
 	))
-	eventually(t, "both nodes listed", func() bool {
+	require.Eventually(t, func() bool {
 		_, body := get(t, base+"/v1/nodes")
 		return strings.Contains(body, `"node":"wave-1"`) && strings.Contains(body, `"node":"wave-2"`)
-	})
+	}, 15*time.Second, 10*time.Millisecond, "both nodes listed")
 	code, body := post(t, base+"/v1/placement", `{"instance":"orders"}`)
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `"node":"wave-2"`)
@@ -602,10 +591,10 @@ func TestIngestThroughMemoryBus(t *testing.T) {
 	require.Contains(t, m, "binlake_judge_placement_seconds_bucket")
 
 	// The points reached the store.
-	eventually(t, "points stored", func() bool {
+	require.Eventually(t, func() bool {
 		s, err := st.Stats(ctx, store.Query{Node: "wave-2", Name: "cpu.util", From: now.Add(-time.Minute), To: now.Add(time.Minute)})
 		return err == nil && s.Count == 1 && s.Avg == 15
-	})
+	}, 15*time.Second, 10*time.Millisecond, "points stored")
 }
 
 func FuzzDecodePlacementRequest(f *testing.F) {

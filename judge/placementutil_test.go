@@ -241,7 +241,7 @@ func TestCapacitiesComputedInBackground(t *testing.T) {
 	ans := placeHTTP(t, h, probe)
 	require.Equal(t, 2, ans.Candidates, "this build took the last computation, without wave-c")
 	require.Contains(t, ans.FilteredNodes, lbplugins.Filtered{Node: "wave-c", Reason: utilisation.ReasonNoWave})
-	eventually(t, "wave-c weighed", func() bool {
+	require.Eventually(t, func() bool {
 		return placeHTTP(t, h, probe).Node == "wave-c"
-	})
+	}, 15*time.Second, 10*time.Millisecond, "wave-c weighed")
 }

@@ -37,14 +37,14 @@ func TestJudgeBusBatchPartlyRefusedIntegration(t *testing.T) {
 	orders := map[string]string{"instance": "orders"}
 	deliver(1, metric.Batch{Node: "wave-1", TS: t0, IntervalS: 10, Points: []metric.Point{{Name: "wave.tps", Value: 1}}})
 	// Stored first, so that it decides the mapping: m.wave is an object.
-	eventually(t, "the first batch acked", func() bool { return acks.Ready()[0] == 1 })
+	require.Eventually(t, func() bool { return acks.Ready()[0] == 1 }, 15*time.Second, 10*time.Millisecond, "the first batch acked")
 	deliver(2, metric.Batch{Node: "wave-1", TS: t0.Add(10 * time.Second), IntervalS: 10, Points: []metric.Point{
 		{Name: "wave", Value: 2},     // m.wave is an object: refused, and with it
 		{Name: "cpu.util", Value: 3}, // its document's other point
 		{Name: "wave.lag_s", Value: 4, Labels: orders},
 		{Name: "wave.tps", Value: 5, Labels: orders},
 	}})
-	eventually(t, "both batches acked", func() bool { return acks.Ready()[0] == 2 })
+	require.Eventually(t, func() bool { return acks.Ready()[0] == 2 }, 15*time.Second, 10*time.Millisecond, "both batches acked")
 	c := j.StoreCounters()
 	require.Equal(t, store.BufferCounters{Written: 3, Dropped: 2, Refused: 2}, c)
 

@@ -195,13 +195,13 @@ func TestDispatcherIsolatesChannels(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("timed out: the bad channel never tried its first message")
 	}
-	waitFor(t, func() bool { return okCount.Load() == 10 }, "the healthy channel delivers while the other hangs")
+	require.Eventually(t, func() bool { return okCount.Load() == 10 }, 20*time.Second, 5*time.Millisecond, "the healthy channel delivers while the other hangs")
 	require.Equal(t, int64(1), badCalls.Load(), "the failing channel is still on its first attempt")
 	close(block)
-	waitFor(t, func() bool { return counter(d.failed.WithLabelValues("bad")) == 10 }, "every bad message fails after its attempts")
+	require.Eventually(t, func() bool { return counter(d.failed.WithLabelValues("bad")) == 10 }, 20*time.Second, 5*time.Millisecond, "every bad message fails after its attempts")
 	require.Equal(t, int64(30), badCalls.Load(), "three attempts each")
 	require.Equal(t, 10.0, counter(d.sent.WithLabelValues("ok")))
-	waitFor(t, func() bool { return counter(d.failed.WithLabelValues("perm")) == 10 }, "permanent failures are given up")
+	require.Eventually(t, func() bool { return counter(d.failed.WithLabelValues("perm")) == 10 }, 20*time.Second, 5*time.Millisecond, "permanent failures are given up")
 	require.Equal(t, int64(10), perm.Load(), "a permanent failure is not retried")
 	d.Close(5 * time.Second)
 	d.Close(time.Second) // idempotent
@@ -224,17 +224,6 @@ func TestDispatcherQueueFull(t *testing.T) {
 type notifierFunc func(context.Context, Message) error
 
 func (f notifierFunc) Notify(ctx context.Context, m Message) error { return f(ctx, m) }
-
-func waitFor(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // --- SMTP: a real server (emersion/go-smtp) with STARTTLS and PLAIN auth. ---
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -68,10 +70,10 @@ func TestBufferedWriteAckedWaitsForRoom(t *testing.T) {
 			acks.Add(1)
 		})
 	}()
-	eventually(t, "a full buffer and a failed write", func() bool {
+	require.Eventually(t, func() bool {
 		c := b.Counters()
 		return c.Buffered == 200 && c.Errors > 0
-	})
+	}, 10*time.Second, 5*time.Millisecond, "a full buffer and a failed write")
 	select {
 	case err := <-returned:
 		t.Fatalf("WriteAcked returned (%v) with 50 points that did not fit", err)
@@ -112,7 +114,7 @@ func TestBufferedDropSparesAckedPoints(t *testing.T) {
 	if err := b.WriteAcked(context.Background(), points("acked", 0, 10), ack); err != nil {
 		t.Fatalf("WriteAcked: %v", err)
 	}
-	eventually(t, "the writer to be stuck in the store", func() bool { return o.calls.Load() >= 1 })
+	require.Eventually(t, func() bool { return o.calls.Load() >= 1 }, 10*time.Second, 5*time.Millisecond, "the writer to be stuck in the store")
 	if err := b.WriteAcked(context.Background(), points("acked", 10, 80), ack); err != nil {
 		t.Fatalf("WriteAcked: %v", err)
 	}
@@ -143,7 +145,7 @@ func TestBufferedLostPointsAreNotAcked(t *testing.T) {
 	if err := b.WriteAcked(context.Background(), points("w1", 10, 10), func() { acks.Add(1) }); err != nil {
 		t.Fatalf("WriteAcked: %v", err)
 	}
-	eventually(t, "the writer to be stuck in the store", func() bool { return o.calls.Load() >= 1 })
+	require.Eventually(t, func() bool { return o.calls.Load() >= 1 }, 10*time.Second, 5*time.Millisecond, "the writer to be stuck in the store")
 	if err := b.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}

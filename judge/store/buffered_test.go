@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/sqlite"
 	"github.com/binlake/binlake/judge/store/storetest"
@@ -101,18 +103,6 @@ func count(t *testing.T, s store.Store, node string) store.Stats {
 	return st
 }
 
-// eventually polls cond until it holds or 10 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func fastOpts(capacity int) store.BufferOptions {
 	return store.BufferOptions{Capacity: capacity, MaxBatch: 50, MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond, CloseTimeout: time.Second}
 }
@@ -136,7 +126,7 @@ func TestBufferedOutageThenRecovery(t *testing.T) {
 			t.Fatalf("write during outage: %v", err)
 		}
 	}
-	eventually(t, "failed attempts", func() bool { return b.Counters().Errors >= 3 })
+	require.Eventually(t, func() bool { return b.Counters().Errors >= 3 }, 10*time.Second, 5*time.Millisecond, "failed attempts")
 	if c := b.Counters(); c.Buffered != 600 || c.Written != 0 || c.Dropped != 0 {
 		t.Fatalf("during outage: %+v, want 600 buffered, none written or dropped", c)
 	}
@@ -184,7 +174,7 @@ func TestBufferedWriteDoesNotWaitForTheStore(t *testing.T) {
 	if err := b.Write(context.Background(), points("w1", 0, 10)); err != nil {
 		t.Fatalf("write: %v", err)
 	}
-	eventually(t, "the writer to be stuck in the store", func() bool { return o.calls.Load() == 1 })
+	require.Eventually(t, func() bool { return o.calls.Load() == 1 }, 10*time.Second, 5*time.Millisecond, "the writer to be stuck in the store")
 	done := make(chan error, 1)
 	go func() {
 		var err error
@@ -304,7 +294,7 @@ func TestBufferedCloseWritesWhatIsQueued(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	eventually(t, "a failed attempt", func() bool { return b.Counters().Errors > 0 })
+	require.Eventually(t, func() bool { return b.Counters().Errors > 0 }, 10*time.Second, 5*time.Millisecond, "a failed attempt")
 	o.down.Store(false)
 	if err := b.Close(); err != nil {
 		t.Fatalf("close: %v", err)

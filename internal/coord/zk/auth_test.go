@@ -10,6 +10,7 @@ import (
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/coordtest"
@@ -275,15 +276,15 @@ func TestZKDigestReconnectIntegration(t *testing.T) {
 
 	old := c.conn.SessionID()
 	px.freeze()
-	waitFor(t, "the session to expire", func() bool {
+	require.Eventually(t, func() bool {
 		ms, err := watcher.Members(ctx, "waves")
 		return err == nil && len(ms) == 0
-	})
+	}, wait, 20*time.Millisecond, "the session to expire")
 	px.thaw()
-	waitFor(t, "the member to be re-registered on a new session", func() bool {
+	require.Eventually(t, func() bool {
 		ms, err := watcher.Members(ctx, "waves")
 		return err == nil && len(ms) == 1 && c.conn.SessionID() != old
-	})
+	}, wait, 20*time.Millisecond, "the member to be re-registered on a new session")
 	putEventually(t, c, "k", "v2")
 	acl, _, err := owner.GetACL(root + "/waves/w1")
 	if err != nil || len(acl) != 1 || acl[0].Scheme != "digest" {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/coordtest"
 	"github.com/binlake/binlake/internal/testenv"
@@ -120,10 +122,10 @@ func TestZKTakeoverOnCloseIntegration(t *testing.T) {
 		won <- l
 	}()
 	// c2's candidate is queued behind c1's before c1 goes.
-	waitFor(t, "c2's candidate znode", func() bool {
+	require.Eventually(t, func() bool {
 		names, err := c1.List(ctx, key+"/candidates")
 		return err == nil && len(names) == 2
-	})
+	}, wait, 20*time.Millisecond, "c2's candidate znode")
 	requireLeader(t, c2, key, "c1")
 
 	if err := c1.Close(); err != nil {
@@ -154,17 +156,6 @@ func requireLeader(t *testing.T, c coord.Coordinator, key, want string) {
 	got, err := c.Leader(ctxT(t), key)
 	if err != nil || string(got) != want {
 		t.Fatalf("Leader(%s) = %q, %v; want %q", key, got, err, want)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", wait, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -309,10 +300,10 @@ func TestZKSessionExpiryIntegration(t *testing.T) {
 		}
 		won <- win{l, time.Now()}
 	}()
-	waitFor(t, "c2's candidate znode", func() bool {
+	require.Eventually(t, func() bool {
 		names, err := c2.List(ctx, key+"/candidates")
 		return err == nil && len(names) == 2
-	})
+	}, wait, 20*time.Millisecond, "c2's candidate znode")
 	oldSession := c1.conn.SessionID()
 
 	start := time.Now()
@@ -345,17 +336,17 @@ func TestZKSessionExpiryIntegration(t *testing.T) {
 	}
 	requireLeader(t, c2, key, "c2")
 	// The expired session's membership is gone…
-	waitFor(t, "wave-1 to leave with the expired session", func() bool {
+	require.Eventually(t, func() bool {
 		ms, err := c2.Members(ctx, group)
 		return err == nil && len(ms) == 0
-	})
+	}, wait, 20*time.Millisecond, "wave-1 to leave with the expired session")
 
 	// …and comes back when c1 reconnects on a new session.
 	px.thaw()
-	waitFor(t, "wave-1 to be re-registered on c1's new session", func() bool {
+	require.Eventually(t, func() bool {
 		ms, err := c2.Members(ctx, group)
 		return err == nil && len(ms) == 1 && ms[0].ID == "wave-1" && string(ms[0].Data) == "c1"
-	})
+	}, wait, 20*time.Millisecond, "wave-1 to be re-registered on c1's new session")
 	if s := c1.conn.SessionID(); s == oldSession || s == 0 {
 		t.Fatalf("c1 session %#x after expiry, want a new one (old %#x)", s, oldSession)
 	}
@@ -369,10 +360,10 @@ func TestZKSessionExpiryIntegration(t *testing.T) {
 		}
 		again <- l
 	}()
-	waitFor(t, "c1's new candidate znode", func() bool {
+	require.Eventually(t, func() bool {
 		names, err := c2.List(ctx, key+"/candidates")
 		return err == nil && len(names) == 2
-	})
+	}, wait, 20*time.Millisecond, "c1's new candidate znode")
 	if err := w.l.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -419,10 +410,10 @@ func TestZKDisconnectLosesLeadershipIntegration(t *testing.T) {
 		}
 		won <- l
 	}()
-	waitFor(t, "c2's candidate znode", func() bool {
+	require.Eventually(t, func() bool {
 		names, err := c2.List(ctx, key+"/candidates")
 		return err == nil && len(names) == 2
-	})
+	}, wait, 20*time.Millisecond, "c2's candidate znode")
 	session := c1.conn.SessionID()
 
 	px.drop()
