@@ -20,7 +20,7 @@
 # repository, ~/.m2 by default) and are copied once into $CACHE_DIR/kafka/lib-<pom hash>/, so
 # re-runs neither fetch nor run Maven. A class-data-sharing archive of the broker's classes is
 # written there when a broker stops and used by later starts (JVM start-up is most of the wait).
-# State lives under $TESTENV_DIR/kafka/: data/ (formatted once, kept across down/up), log/
+# State lives under $TESTENV_DIR/kafka/: data/ (formatted once, kept across down/up until it holds more than KAFKA_PRUNE_PARTITIONS partitions: prune_data), log/
 # (server.log, stdout.log, maven.log), pid and server.properties (rewritten on every start).
 source "$(dirname "$0")/lib.sh"
 
@@ -301,6 +301,21 @@ wait_ready() {
   wait_until kafka 60 "$LOGD/server.log" coordinator_ok || die "kafka: the group coordinator (__consumer_offsets) did not come up"
 }
 
+# prune_data: the shared broker's data folder keeps the topics of every test run so far
+# (each test makes topics of its own, none is kept on purpose). Past KAFKA_PRUNE_PARTITIONS
+# partition folders (2000) a start spends minutes loading them (3,361 took the first `up`
+# past its timeout), so the broker starts on an empty folder instead, and says so.
+# KAFKA_PRUNE_PARTITIONS=0 keeps the folder whatever its size.
+prune_data() {
+  local limit=${KAFKA_PRUNE_PARTITIONS:-2000} n
+  [[ $limit =~ ^[0-9]+$ ]] || die "kafka: KAFKA_PRUNE_PARTITIONS=$limit: want a number of partitions (0 keeps every one)"
+  (( limit > 0 )) && [[ -d $DATA ]] || return 0
+  n=$(find "$DATA" -mindepth 1 -maxdepth 1 -type d -name '*-[0-9]*' | wc -l)
+  (( n > limit )) || return 0
+  log "kafka: $n partitions of earlier test runs in $DATA, over $limit (KAFKA_PRUNE_PARTITIONS): starting on an empty data folder"
+  rm -rf "$DATA"
+}
+
 up() {
   if pid_alive "$PIDF" && metadata_ok; then
     echo "kafka: already running on 127.0.0.1:$PORT (pid $(cat "$PIDF"))"
@@ -316,6 +331,7 @@ up() {
       fetch_jars; fetched_in=$(elapsed "$t0")
     fi
     t0=$(now_ms) # the cold start counts formatting and the broker's start, not the jar fetch
+    prune_data
     prepare
     start_bg "$PIDF" "$LOGD/stdout.log" "${BROKER_CMD[@]}"
   fi
