@@ -48,7 +48,8 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapsh
                                             execute it one move at a time, followed here
 
 add and move -node must name a live wave (the error lists them); -force assigns to a wave
-yet to start.
+yet to start. A judge's choice that is not a live wave (its host's agent still reports)
+is excluded and the judge asked again.
 
 Coordinator flags (every subcommand): -zk host:port,… -root /binlake (with -zk-user and
 -zk-password-file when the cluster sets coordinator.auth), or -config wave.yaml
@@ -239,7 +240,8 @@ func (ic *instanceCmd) openJudge() error {
 	}
 	jc := &client.Client{URL: *f.judgeURL, Token: token, HTTP: hc}
 	ic.jp = &judgePlacer{c: jc}
-	ic.placer, ic.planner = ic.jp, jc
+	// The judge hears from agents, whose hosts may run no live wave: only live waves.
+	ic.placer, ic.planner = wave.LivePlacer{Coord: ic.c, Placer: ic.jp}, jc
 	return nil
 }
 

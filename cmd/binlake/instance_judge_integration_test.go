@@ -15,22 +15,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/judgetest"
 	"github.com/binlake/binlake/judge/judgetest/wavefleet"
+	"github.com/binlake/binlake/wave"
 )
 
 // TestInstanceAddAsksJudgeWithToken: `binlake instance add -judge` against a judge that
 // requires a token is refused without it (saying so) and, given the token by file,
-// assigns the instance where the judge answers, on the real ZooKeeper.
+// assigns the instance where the judge answers among the live waves, on the real
+// ZooKeeper: the judge's first choice, wave-idle, runs no wave (its agent still reports),
+// so it is asked again without it and answers wave-busy.
 func TestInstanceAddAsksJudgeWithToken(t *testing.T) {
 	zk := testenv.Require(t, testenv.ZooKeeper)
 	root := fmt.Sprintf("/binlake-judge-add-%d", time.Now().UnixNano())
 	dir := t.TempDir()
 
 	srv := judgetest.Start(t, "s3cret")
+	registerWaves(t, zk, root, "wave-busy")
 
 	instFile := filepath.Join(dir, "orders.yaml")
 	writeFile(t, instFile, "id: orders\nsource:\n  addr: 127.0.0.1:3307\n  user: binlake\n  server_id: 4242\nsubscriptions:\n  - name: all\n    topic: orders.rows\n")
@@ -51,9 +57,27 @@ func TestInstanceAddAsksJudgeWithToken(t *testing.T) {
 	if err != nil {
 		t.Fatalf("with the token: %v (%s)", err, out)
 	}
-	if !strings.Contains(out, "instance orders added, assigned to wave-idle") {
-		t.Fatalf("with the token: %q, want orders assigned to wave-idle, the judge's choice", out)
+	if !strings.Contains(out, "instance orders added, assigned to wave-busy") {
+		t.Fatalf("with the token: %q, want orders assigned to wave-busy, the judge's choice among the live waves", out)
 	}
+}
+
+// registerWaves makes nodes live waves under root on the ZooKeeper at zkAddr, for as
+// long as the returned coordinator's session lasts (the test's, or until closed).
+func registerWaves(t *testing.T, zkAddr, root string, nodes ...string) coord.Coordinator {
+	t.Helper()
+	ctx := t.Context()
+	c, err := zk.New(ctx, zk.Options{Servers: strings.Split(zkAddr, ","), Root: root, SessionTimeout: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	for _, node := range nodes {
+		if err := c.Register(ctx, wave.GroupWaves, coord.Member{ID: node}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -78,6 +102,7 @@ func TestInstanceAddMeasuresSourceForTheJudge(t *testing.T) {
 		{Node: "wave-a", Cores: 8, UtilPct: 40, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"a1": 1000, "a2": 400}},
 		{Node: "wave-b", Cores: 16, UtilPct: 48, Row: 1e-4, Byte: 1e-9, Instances: map[string]float64{"b1": 2000}},
 	})
+	registerWaves(t, zk, root, "wave-a", "wave-b")
 	t.Setenv("BINLAKE_TEST_SOURCE_PASSWORD", a.Password)
 	source := fmt.Sprintf("source:\n  addr: %s\n  user: %s\n  password_env: BINLAKE_TEST_SOURCE_PASSWORD\n  server_id: 4243\n", a.Addr, a.User)
 	subs := "subscriptions:\n  - name: all\n    topic: orders.rows\n"

@@ -118,6 +118,7 @@ func TestInstanceAddConfigUsesBalancerJudge(t *testing.T) {
 		return out.String()
 	}
 
+	judgeWaves := registerWaves(t, zkAddr, root, "wave-busy", "wave-idle")
 	out := run("add", "-config", withJudge, "-f", filepath.Join(dir, "orders.yaml"), "-measure", "0")
 	want := "instance orders added, assigned to wave-idle\nchosen by the judge's leastload algorithm among 2 candidates (score "
 	judgeLine := "\nthe judge: " + srv.URL + " (balancer.judge of " + withJudge + ")\n"
@@ -129,7 +130,9 @@ func TestInstanceAddConfigUsesBalancerJudge(t *testing.T) {
 		t.Fatalf("move -config with balancer.judge said:\n%s", out)
 	}
 
-	// No balancer.judge: random among the live waves, and said so.
+	// No balancer.judge: random among the live waves, and said so; the judge's waves
+	// are gone, wave-1 is the one.
+	judgeWaves.Close()
 	c, err := zk.New(ctx, zk.Options{Servers: strings.Split(zkAddr, ","), Root: root, SessionTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
