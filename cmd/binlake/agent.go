@@ -14,18 +14,15 @@ import (
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/httpapi"
-	"github.com/binlake/binlake/internal/logging"
 )
 
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "/etc/binlake/agent.yaml", "agent config file (see deploy/agent.example.yaml)")
+	rf := addRoleFlags(fs, "agent", "the config (its secret and TLS files too)")
 	node := fs.String("node", "", "override the config's node id")
 	var interval config.Duration
 	fs.Var(&interval, "interval", "override the config's collection interval (e.g. 10s)")
-	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
-	check := fs.Bool("check", false, "run every check start runs on the config (its secret and TLS files too) and exit; connects to nothing")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: "+progName+" agent [flags]\n\nCollects host, wave and process metrics every interval and pushes them to Kafka or the judge.\n\nFlags:")
 		fs.PrintDefaults()
@@ -33,28 +30,22 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	cfgPath, check := rf.config, rf.check
 	cfg, err := agent.Load(*cfgPath)
 	if err != nil {
 		return err
 	}
-	if *logLevel != "" {
-		cfg.Log.Level = *logLevel
+	if *node != "" {
+		cfg.Node = *node
 	}
-	logger, err := logging.New(stderr, cfg.Log.Level, cfg.Log.Format)
+	if interval != 0 {
+		cfg.Interval = interval
+	}
+	logger, stopProfile, err := rf.start(stderr, &cfg.Log, *node != "" || interval != 0, func() error { return cfg.Validate() })
 	if err != nil {
 		return err
 	}
-	if *node != "" || interval != 0 {
-		if *node != "" {
-			cfg.Node = *node
-		}
-		if interval != 0 {
-			cfg.Interval = interval
-		}
-		if err := cfg.Validate(); err != nil {
-			return fmt.Errorf("flags: %w", err)
-		}
-	}
+	defer stopProfile()
 	deps, err := prepareAgent(*cfgPath, &cfg, logger)
 	if err != nil {
 		return err

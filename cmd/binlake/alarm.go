@@ -17,7 +17,6 @@ import (
 	"github.com/binlake/binlake/internal/buildinfo"
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/internal/logging"
 )
 
 func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -26,12 +25,9 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fs := flag.NewFlagSet("alarm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "/etc/binlake/alarm.yaml", "alarm config file (see deploy/alarm.example.yaml)")
+	rf := addRoleFlags(fs, "alarm", "the config and policy files (secret and TLS files too)")
 	polPath := fs.String("policies", "/etc/binlake/policies.yaml", "alert policy file (see deploy/policies.example.yaml)")
 	listen := fs.String("http", "", "override http.listen (host:port)")
-	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
-	check := fs.Bool("check", false, "run every check start runs on the config and policy files (secret and TLS files too) and exit; connects to nothing")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	judgeURL := fs.String("judge", "", "a judge's URL (http://judge:8090): the metric names it has seen count as known, "+
 		"so that only a policy watching a name nothing sends (a typo) is warned of; with -check this is the one connection made")
 	judgeCAFile := fs.String("judge-ca-file", "", "the CA of the judge's certificate, for an https -judge the system does not trust")
@@ -45,23 +41,19 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	cfgPath, check := rf.config, rf.check
 	cfg, err := alarm.Load(*cfgPath)
 	if err != nil {
 		return err
 	}
 	if *listen != "" {
 		cfg.HTTP.Listen = *listen
-		if err := cfg.Validate(); err != nil {
-			return fmt.Errorf("flags: %w", err)
-		}
 	}
-	if *logLevel != "" {
-		cfg.Log.Level = *logLevel
-	}
-	logger, err := logging.New(stderr, cfg.Log.Level, cfg.Log.Format)
+	logger, stopProfile, err := rf.start(stderr, &cfg.Log, *listen != "", func() error { return cfg.Validate() })
 	if err != nil {
 		return err
 	}
+	defer stopProfile()
 	deps, err := prepareAlarm(*cfgPath, *polPath, &cfg, logger)
 	if err != nil {
 		return err
@@ -76,13 +68,6 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stdout, "%s and %s are valid: %d policies, channels %s\n", *cfgPath, *polPath, len(deps.policies), strings.Join(deps.chanDesc, ", "))
 		return nil
-	}
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer stop()
 	}
 
 	c, coordDesc, err := OpenCoordinator(ctx, deps.coord)

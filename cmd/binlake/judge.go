@@ -17,7 +17,6 @@ import (
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/httpapi"
-	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/elastic"
@@ -27,12 +26,9 @@ import (
 func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("judge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "/etc/binlake/judge.yaml", "judge config file (see deploy/judge.example.yaml)")
+	rf := addRoleFlags(fs, "judge", "the config (secret and TLS files, the index prefix too)")
 	listen := fs.String("http", "", "override http.listen (host:port)")
 	algorithm := fs.String("algorithm", "", "override placement.algorithm")
-	logLevel := fs.String("log-level", "", "override log.level: debug, info, warn or error")
-	check := fs.Bool("check", false, "run every check start runs on the config (secret and TLS files, the index prefix too) and exit; connects to nothing")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake judge [flags]\n\nStores the metric stream, analyses load and answers placement requests over HTTP.\n\nFlags:")
 		fs.PrintDefaults()
@@ -40,35 +36,22 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	cfgPath, check := rf.config, rf.check
 	cfg, err := judge.Load(*cfgPath)
 	if err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	if *listen != "" {
+		cfg.HTTP.Listen = *listen
 	}
-	if *listen != "" || *algorithm != "" {
-		if *listen != "" {
-			cfg.HTTP.Listen = *listen
-		}
-		if *algorithm != "" {
-			cfg.Placement.Algorithm = *algorithm
-		}
-		if err := cfg.Validate(); err != nil {
-			return fmt.Errorf("flags: %w", err)
-		}
+	if *algorithm != "" {
+		cfg.Placement.Algorithm = *algorithm
 	}
-	if *logLevel != "" {
-		cfg.Log.Level = *logLevel
-	}
-	logger, err := logging.New(stderr, cfg.Log.Level, cfg.Log.Format)
+	logger, stopProfile, err := rf.start(stderr, &cfg.Log, *listen != "" || *algorithm != "", func() error { return cfg.Validate() })
 	if err != nil {
 		return err
 	}
+	defer stopProfile()
 	deps, err := prepareJudge(*cfgPath, &cfg, logger)
 	if err != nil {
 		return err

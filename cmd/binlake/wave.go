@@ -18,7 +18,6 @@ import (
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/httpapi"
-	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave"
@@ -28,11 +27,9 @@ import (
 func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("wave", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "/etc/binlake/wave.yaml", "wave config file (see deploy/wave.example.yaml)")
+	rf := addRoleFlags(fs, "wave", "the config (secret and TLS files, the ZooKeeper root too)")
 	node := fs.String("node", "", "override the config's node id")
 	httpAddr := fs.String("http", "", "override the config's http.listen")
-	logLevel := fs.String("log-level", "", "override the config's log level: debug, info, warn or error")
-	check := fs.Bool("check", false, "run every check start runs on the config (secret and TLS files, the ZooKeeper root too) and exit; connects to nothing")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: binlake wave [flags]\n\nCaptures the binlogs of the instances assigned to this node and publishes their rows.\n\nFlags:")
 		fs.PrintDefaults()
@@ -40,28 +37,22 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	cfgPath, check := rf.config, rf.check
 	cfg, err := wave.LoadConfig(*cfgPath)
 	if err != nil {
 		return err
 	}
-	if *node != "" || *httpAddr != "" || *logLevel != "" {
-		if *node != "" {
-			cfg.Node = *node
-		}
-		if *httpAddr != "" {
-			cfg.HTTP.Listen = *httpAddr
-		}
-		if *logLevel != "" {
-			cfg.Log.Level = *logLevel
-		}
-		if err := cfg.Validate(); err != nil {
-			return fmt.Errorf("flags: %w", err)
-		}
+	if *node != "" {
+		cfg.Node = *node
 	}
-	logger, err := logging.New(stderr, cfg.Log.Level, cfg.Log.Format)
+	if *httpAddr != "" {
+		cfg.HTTP.Listen = *httpAddr
+	}
+	logger, stopProfile, err := rf.start(stderr, &cfg.Log, *node != "" || *httpAddr != "", cfg.Validate)
 	if err != nil {
-		return fmt.Errorf("%s: field \"log\": %w", *cfgPath, err)
+		return err
 	}
+	defer stopProfile()
 	deps, err := prepareWave(*cfgPath, cfg, logger)
 	if err != nil {
 		return err
