@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -152,29 +152,20 @@ func (s *HTTPSink) Send(ctx context.Context, b metric.Batch) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRejected, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("post %s: %w", redactURL(s.url), err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token.Reveal())
-	}
-	resp, err := s.client.Do(req)
+	a, err := httpapi.Call(ctx, s.client, httpapi.Request{Method: http.MethodPost, URL: s.url, Token: s.token, Body: body, Limit: 512})
 	if err != nil {
 		// url.Error carries the URL, which Validate keeps free of credentials.
 		return fmt.Errorf("post: %w", err)
 	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	msg := bytes.TrimSpace(a.Body)
 	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+	case a.OK():
 		return nil
-	case resp.StatusCode == http.StatusBadRequest, resp.StatusCode == http.StatusRequestEntityTooLarge,
-		resp.StatusCode == http.StatusUnprocessableEntity:
-		return fmt.Errorf("%w: post %s: HTTP %s: %s", ErrRejected, redactURL(s.url), resp.Status, bytes.TrimSpace(msg))
+	case a.Status == http.StatusBadRequest, a.Status == http.StatusRequestEntityTooLarge,
+		a.Status == http.StatusUnprocessableEntity:
+		return fmt.Errorf("%w: post %s: HTTP %s: %s", ErrRejected, redactURL(s.url), a.StatusText, msg)
 	default:
-		return fmt.Errorf("post %s: HTTP %s: %s", redactURL(s.url), resp.Status, bytes.TrimSpace(msg))
+		return fmt.Errorf("post %s: HTTP %s: %s", redactURL(s.url), a.StatusText, msg)
 	}
 }
 

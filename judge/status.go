@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -17,6 +16,7 @@ import (
 
 	alarmapi "github.com/binlake/binlake/alarm/api"
 	"github.com/binlake/binlake/internal/buildinfo"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/store"
@@ -95,25 +95,17 @@ func AlarmAlerts(baseURL string, client *http.Client) func(context.Context) ([]a
 	}
 	u := strings.TrimRight(baseURL, "/") + "/v1/alerts?state=" + alarmapi.StateFiring
 	return func(ctx context.Context) ([]alarmapi.Alert, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		a, err := httpapi.Call(ctx, client, httpapi.Request{Method: http.MethodGet, URL: u, Limit: maxAlertsBody})
 		if err != nil {
-			return nil, fmt.Errorf("alarm URL %q: %w", baseURL, err)
+			return nil, err // a *url.Error names the method and the URL
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, err // *url.Error: names the method and the URL
+		if a.Status != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s: %s", u, a.StatusText, clip(strings.TrimSpace(string(a.Body)), 200))
 		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxAlertsBody+1))
-		if err != nil {
-			return nil, fmt.Errorf("GET %s: read the answer: %w", u, err)
-		}
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("GET %s: %s: %s", u, resp.Status, clip(strings.TrimSpace(string(body)), 200))
-		}
-		if len(body) > maxAlertsBody {
+		if a.Truncated {
 			return nil, fmt.Errorf("GET %s: answer larger than %d MiB", u, maxAlertsBody>>20)
 		}
+		body := a.Body
 		var out struct {
 			Alerts []alarmapi.Alert `json:"alerts"`
 		}

@@ -4,17 +4,16 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/judge/api"
 )
 
@@ -101,57 +100,24 @@ func (c *Client) post(ctx context.Context, path string, body []byte, limit int64
 // do is post's request with any method; a nil body sends none.
 func (c *Client) do(ctx context.Context, method, path string, body []byte, limit int64, what string, out any) error {
 	url := strings.TrimRight(c.URL, "/") + path
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token.Reveal())
-	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: DefaultTimeout}
 	}
-	resp, err := hc.Do(req)
+	a, err := httpapi.Call(ctx, hc, httpapi.Request{Method: method, URL: url, Token: c.Token, Body: body, Limit: limit})
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return fmt.Errorf("read the answer of %s: %w", url, err)
-	}
 	switch {
-	case resp.StatusCode == http.StatusUnauthorized:
-		return fmt.Errorf("%s answered %s: %w", url, resp.Status, ErrUnauthorized)
-	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("%s answered %s: %s", url, resp.Status, errorMessage(data))
-	}
-	if int64(len(data)) > limit {
+	case a.Status == http.StatusUnauthorized:
+		return fmt.Errorf("%s answered %s: %w", url, a.StatusText, ErrUnauthorized)
+	case a.Status != http.StatusOK:
+		return fmt.Errorf("%s answered %s: %s", url, a.StatusText, httpapi.ErrorMessage(a.Body))
+	case a.Truncated:
 		return fmt.Errorf("%s answered more than %d bytes", url, limit)
 	}
-	if err := json.Unmarshal(data, out); err != nil {
+	if err := json.Unmarshal(a.Body, out); err != nil {
 		return fmt.Errorf("%s answered what is not a %s answer: %w", url, what, err)
 	}
 	return nil
-}
-
-// errorMessage is the message of the judge's error body, or the body itself.
-func errorMessage(data []byte) string {
-	var e struct {
-		Error struct {
-			Code, Message string
-		}
-	}
-	if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
-		return e.Error.Code + ": " + e.Error.Message
-	}
-	return string(bytes.TrimSpace(data))
 }
