@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/binlake/binlake/internal/metric/waveprom"
 	"github.com/binlake/binlake/judge/api"
@@ -44,56 +45,56 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	inst := []string{waveprom.LabelInstance}
+	reg := prometheus.NewRegistry()
+	f := promauto.With(reg) // every series below is registered as it is made
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: waveprom.RowsPublished,
+		reg: reg,
+		rows: f.NewCounterVec(prometheus.CounterOpts{Name: waveprom.RowsPublished,
 			Help: "Row messages acknowledged by the sink (a row sent to two topics counts twice)."}, inst),
-		publishErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: waveprom.PublishErrors,
+		publishErrors: f.NewCounterVec(prometheus.CounterOpts{Name: waveprom.PublishErrors,
 			Help: "Failed publish attempts (each is retried with backoff)."}, inst),
 		lag: newLagGauge(prometheus.NewDesc(waveprom.LagSeconds,
 			"How far the capture is behind what its source has written, in seconds: 0 when caught up (the source's heartbeat says it has nothing newer and the sink has everything read before it), else now minus the binlog time of the last transaction published (or of a later heartbeat).",
 			inst, nil)),
-		led: prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.InstancesLed,
+		led: f.NewGauge(prometheus.GaugeOpts{Name: waveprom.InstancesLed,
 			Help: "Instances this wave leads now."}),
-		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: waveprom.InstanceRunning,
+		running: f.NewGaugeVec(prometheus.GaugeOpts{Name: waveprom.InstanceRunning,
 			Help: "1 while the instance captures, 0 while this wave leads it but it does not (state and reason say why); absent on standby."},
 			[]string{waveprom.LabelInstance, waveprom.LabelState, waveprom.LabelReason}),
-		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_bytes_published_total",
+		bytes: f.NewCounterVec(prometheus.CounterOpts{Name: waveprom.BytesPublished,
 			Help: "Key and value bytes of acknowledged row messages."}, inst),
-		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_batches_published_total",
+		batches: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_batches_published_total",
 			Help: "Acknowledged publish calls."}, inst),
-		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_messages_skipped_total",
+		skipped: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_messages_skipped_total",
 			Help: "Row messages dropped because they were larger than the sink accepts (on_too_large: skip)."}, inst),
-		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_source_errors_total",
+		reconnects: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_source_errors_total",
 			Help: "Binlog connection failures (each is followed by a reconnect with backoff)."}, inst),
-		commitPos: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_committed_position",
+		commitPos: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_committed_position",
 			Help: "Byte position in its binlog file of the last committed offset."}, []string{waveprom.LabelInstance, "file"}),
-		commitTS: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_committed_timestamp_seconds",
+		commitTS: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_committed_timestamp_seconds",
 			Help: "Binlog timestamp of the last committed offset."}, inst),
-		instError: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_instance_error",
+		instError: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_instance_error",
 			Help: "1 while the instance is stopped by an error that needs an operator (binlog purged, oversized row)."}, inst),
-		snapshotRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_snapshot_rows",
+		snapshotRows: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_snapshot_rows",
 			Help: "Rows the instance's current or last snapshot emitted so far."}, inst),
-		snapshotTables: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_snapshot_tables_remaining",
+		snapshotTables: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_snapshot_tables_remaining",
 			Help: "Tables the instance's snapshot has still to read; 0 once it finished."}, inst),
-		balancerLeader: prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.BalancerLeader,
+		balancerLeader: f.NewGauge(prometheus.GaugeOpts{Name: waveprom.BalancerLeader,
 			Help: "1 while this wave is the cluster's balancer."}),
-		balancerMoves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_moves_total",
+		balancerMoves: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_moves_total",
 			Help: "Instance moves this wave made as the balancer, by reason (failover, hard_max, spread) and result (assigned, done, skipped, failed)."},
 			[]string{"reason", "result"}),
-		balancerFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_fallbacks_total",
+		balancerFallbacks: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_fallbacks_total",
 			Help: "Failovers placed by fewest instances because the judge was not configured (no_judge) or did not answer (judge_error)."},
 			[]string{"reason"}),
-		balancerSpread: prometheus.NewGauge(prometheus.GaugeOpts{Name: "binlake_wave_balancer_spread",
+		balancerSpread: f.NewGauge(prometheus.GaugeOpts{Name: "binlake_wave_balancer_spread",
 			Help: "The load spread (highest minus lowest wave: peak utilisation, or rows/s in the rows model) of the balancer's last plan."}),
-		balancerMeanLoad: prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanLoad,
+		balancerMeanLoad: f.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanLoad,
 			Help: "The mean load of the live waves in rows/s plus a floor per instance, in the balancer's last plan when the judge planned in the rows model (no cores or CPU to plan in utilisation); 0 on the other waves and in the utilisation model. Its agent reports it as wave.cluster_load."}),
 	}
-	m.balancerMeanUtil = prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanUtil,
+	m.balancerMeanUtil = f.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanUtil,
 		Help: "The live waves' mean peak utilisation (CPU cores over the hosts' cores, each wave weighed by its cores) in the balancer's last plan, when the judge planned in utilisation; 0 on the other waves and in the rows model. Its agent reports it as wave.cluster_utilisation, which the capacity alert watches."})
-	m.reg.MustRegister(m.balancerLeader, m.balancerMoves, m.balancerFallbacks, m.balancerSpread, m.balancerMeanLoad, m.balancerMeanUtil)
-	m.reg.MustRegister(m.rows, m.publishErrors, m.lag, m.led, m.running, m.bytes, m.batches, m.skipped,
-		m.reconnects, m.commitPos, m.commitTS, m.instError, m.snapshotRows, m.snapshotTables,
+	reg.MustRegister(m.lag, // a collector of its own, computed at each scrape
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
 			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
