@@ -69,11 +69,15 @@ func newProcessRigOn(t *testing.T, name string, timeout time.Duration, partition
 	t.Cleanup(func() { r.zc.Close() })
 	r.kc = &kafkago.Client{Addr: kafkago.TCP(brokers...), Timeout: 10 * time.Second}
 	// The bus section has no session timeout: the group notices a crashed process after
-	// the bus's default, 10 s.
+	// the bus's default, 10 s. The coordinator's is the default, 10 s, too: the alarm
+	// holds nothing ephemeral there (the notification log and the node book are plain
+	// nodes), and a shorter one makes its client drop the connection when ZooKeeper
+	// stalls for a few seconds on a loaded machine (2.7 s at 4 s, seen in CI), and a log
+	// the alarm cannot read is a page it sends anyway: a duplicate the verdicts count.
 	r.cfg = fmt.Sprintf(`log: {level: info, format: text}
 http: {listen: "127.0.0.1:0"}
 bus: {kind: kafka, brokers: [%s], topic: %s, group: %s}
-coordinator: {kind: zk, servers: [%s], root: %s, session_timeout: 4s}
+coordinator: {kind: zk, servers: [%s], root: %s, session_timeout: 10s}
 evaluation: {interval: 200ms}
 notify: {group_wait: 500ms, backoff: 100ms}
 channels:
