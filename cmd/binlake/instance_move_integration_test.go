@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/binlake/binlake/internal/coord"
-	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/judgetest"
@@ -27,16 +25,7 @@ func TestInstanceNodeMustBeLive(t *testing.T) {
 	root := fmt.Sprintf("/binlake-move-live-%d", time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := zk.New(ctx, zk.Options{Servers: strings.Split(zkAddr, ","), Root: root, SessionTimeout: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for _, node := range []string{"wave-2", "wave-1"} {
-		if err := c.Register(ctx, wave.GroupWaves, coord.Member{ID: node}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := registerWaves(t, zkAddr, root, "wave-2", "wave-1")
 	inst := &wave.Instance{ID: "orders", Source: wave.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: wave.FlavorMariaDB, ServerID: 4244},
 		Subscriptions: []wave.Subscription{{Name: "all", Topic: "orders.rows"}}}
 	if _, err := wave.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
@@ -133,14 +122,7 @@ func TestInstanceAddConfigUsesBalancerJudge(t *testing.T) {
 	// No balancer.judge: random among the live waves, and said so; the judge's waves
 	// are gone, wave-1 is the one.
 	judgeWaves.Close()
-	c, err := zk.New(ctx, zk.Options{Servers: strings.Split(zkAddr, ","), Root: root, SessionTimeout: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Register(ctx, wave.GroupWaves, coord.Member{ID: "wave-1"}); err != nil {
-		t.Fatal(err)
-	}
+	registerWaves(t, zkAddr, root, "wave-1")
 	out = run("add", "-config", without, "-f", filepath.Join(dir, "users.yaml"))
 	if want := "instance users added, assigned to wave-1\nchosen at random among the live waves (no -judge, and plain.yaml sets no balancer.judge)\n"; out != want {
 		t.Fatalf("add -config without balancer.judge said:\n%s\nwant:\n%s", out, want)

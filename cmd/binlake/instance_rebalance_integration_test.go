@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/binlake/binlake/internal/coord"
-	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge/judgetest"
 	"github.com/binlake/binlake/wave"
@@ -30,16 +28,7 @@ func TestInstanceRebalanceDryRun(t *testing.T) {
 	root := fmt.Sprintf("/binlake-rebalance-cli-%d", time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := zk.New(ctx, zk.Options{Servers: strings.Split(zkAddr, ","), Root: root, SessionTimeout: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for _, node := range []string{"wave-busy", "wave-idle"} {
-		if err := c.Register(ctx, wave.GroupWaves, coord.Member{ID: node}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := registerWaves(t, zkAddr, root, "wave-busy", "wave-idle")
 	for i := range 24 {
 		inst := &wave.Instance{ID: fmt.Sprintf("i%d", i), Source: wave.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: wave.FlavorMariaDB, ServerID: uint32(500 + i)},
 			Subscriptions: []wave.Subscription{{Name: "all", Topic: "t"}}}
