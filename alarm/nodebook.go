@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/binlake/binlake/internal/coord"
@@ -38,6 +39,9 @@ type nodeBook struct {
 	eng    *Engine
 	log    *slog.Logger
 	now    func() time.Time
+	// mu serialises saves: the timer, a partition moving away and the stop each save,
+	// from their own goroutines, and written is shared by them.
+	mu sync.Mutex
 	// written is what was last written per partition, to skip writes that change nothing.
 	written map[int][]byte
 }
@@ -67,6 +71,8 @@ func (b *nodeBook) key(part int) string { return b.prefix + "/" + strconv.Itoa(p
 // save writes the pages of the given partitions from what the engine watches; parts
 // maps each node to its partition.
 func (b *nodeBook) save(ctx context.Context, parts map[string]int, partitions []int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	want := make(map[int]bool, len(partitions))
 	for _, p := range partitions {
 		want[p] = true
