@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/metric/promreg"
 )
 
 // Self-metric names, in every batch.
@@ -404,37 +406,34 @@ func (a *Agent) Close() error {
 // registry holds the agent's own Prometheus metrics, read from the same counters as the
 // batch's self-metrics.
 func (a *Agent) registry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	counter := func(name, help string, f func() float64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f)
+	reg := promreg.New()
+	f := promauto.With(reg)
+	counter := func(name, help string, v func() float64) {
+		f.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, v)
 	}
-	gauge := func(name, help string, f func() float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	gauge := func(name, help string, v func() float64) {
+		f.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v)
 	}
-	a.perCollectorErrs = prometheus.NewCounterVec(prometheus.CounterOpts{
+	a.perCollectorErrs = f.NewCounterVec(prometheus.CounterOpts{
 		Name: "binlake_agent_collector_errors_total", Help: "Failed collections, per collector.",
 	}, []string{"collector"})
 	for _, c := range a.collectors {
 		a.perCollectorErrs.WithLabelValues(c.Name()) // exported at 0 before the first failure
 	}
-	reg.MustRegister(
-		a.perCollectorErrs,
-		gauge("binlake_agent_buffer_batches", "Batches not yet delivered (waiting or in flight).", func() float64 {
-			p, _ := a.q.stats()
-			return float64(p)
-		}),
-		counter("binlake_agent_dropped_batches_total", "Batches dropped because the buffer was full.", func() float64 {
-			_, d := a.q.stats()
-			return float64(d)
-		}),
-		counter("binlake_agent_batches_collected_total", "Batches built.", func() float64 { return float64(a.collected.Load()) }),
-		counter("binlake_agent_batches_delivered_total", "Batches accepted by the sink.", func() float64 { return float64(a.delivered.Load()) }),
-		counter("binlake_agent_batches_rejected_total", "Batches refused for good by the sink.", func() float64 { return float64(a.rejected.Load()) }),
-		counter("binlake_agent_send_errors_total", "Failed delivery attempts (retried).", func() float64 { return float64(a.sendErrs.Load()) }),
-		gauge("binlake_agent_collect_seconds", "Duration of the last collection.", func() float64 {
-			return math.Float64frombits(a.lastCollect.Load())
-		}),
-		prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
-	)
+	gauge("binlake_agent_buffer_batches", "Batches not yet delivered (waiting or in flight).", func() float64 {
+		p, _ := a.q.stats()
+		return float64(p)
+	})
+	counter("binlake_agent_dropped_batches_total", "Batches dropped because the buffer was full.", func() float64 {
+		_, d := a.q.stats()
+		return float64(d)
+	})
+	counter("binlake_agent_batches_collected_total", "Batches built.", func() float64 { return float64(a.collected.Load()) })
+	counter("binlake_agent_batches_delivered_total", "Batches accepted by the sink.", func() float64 { return float64(a.delivered.Load()) })
+	counter("binlake_agent_batches_rejected_total", "Batches refused for good by the sink.", func() float64 { return float64(a.rejected.Load()) })
+	counter("binlake_agent_send_errors_total", "Failed delivery attempts (retried).", func() float64 { return float64(a.sendErrs.Load()) })
+	gauge("binlake_agent_collect_seconds", "Duration of the last collection.", func() float64 {
+		return math.Float64frombits(a.lastCollect.Load())
+	})
 	return reg
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/binlake/binlake/alarm/notify"
@@ -26,6 +25,7 @@ import (
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/metric/promreg"
 )
 
 // Options configure an alarm.
@@ -143,8 +143,7 @@ func New(o Options) (*Alarm, error) {
 	a := &Alarm{o: o, log: o.Logger.With("component", "alarm"), decoders: make(chan *batchDecoder, 2*runtime.GOMAXPROCS(0))}
 	a.reg = o.Registry
 	if a.reg == nil {
-		a.reg = prometheus.NewRegistry()
-		a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		a.reg = promreg.New()
 	}
 	dopts := o.Dispatch
 	dopts.Logger, dopts.Registerer = o.Logger, a.reg

@@ -22,6 +22,7 @@ import (
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/metric/promreg"
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/loadmodel"
 	"github.com/binlake/binlake/judge/store"
@@ -196,7 +197,7 @@ func New(o Options) (*Judge, error) {
 	}
 	j.reg = o.Registry
 	if j.reg == nil {
-		j.reg = newRegistry()
+		j.reg = promreg.New()
 	}
 	j.m, err = newMetrics(j.reg, j)
 	if err != nil {

@@ -2,7 +2,6 @@ package judge
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/binlake/binlake/judge/store"
 )
@@ -21,12 +20,6 @@ const (
 	planSourcePost = "post" // POST /v1/rebalance: a balancer's cluster
 	planSourceGet  = "get"  // GET /v1/rebalance: the judge's own view, a dry run
 )
-
-func newRegistry() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
-}
 
 func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 	const ns, sub = "binlake", "judge"
