@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/bustest"
 )
 
 // rowsFile writes, through the file sink, messages on topics a and b (a0 b1 a2 b3 a4,
@@ -54,6 +55,9 @@ func appendRaw(t *testing.T, path, s string) {
 }
 
 // show is a message as the tests compare it: "offset topic key value".
+// showOK is show for bustest.StartReading.
+func showOK(m bus.Message) (string, error) { return show(m), nil }
+
 func show(m bus.Message) string {
 	return fmt.Sprintf("%d %s %s %s", m.Offset, m.Topic, m.Key, m.Value)
 }
@@ -147,28 +151,10 @@ func TestFileReaderFollow(t *testing.T) {
 	path, w := rowsFile(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	got := make(chan string, 100)
-	done := make(chan error, 1)
-	go func() {
-		done <- (&FileReader{Path: path, Poll: 10 * time.Millisecond}).Read(ctx, bus.ReadOptions{Topic: "a", From: bus.From{Kind: bus.FromLast, N: 1}, Follow: true},
-			func(m bus.Message) error {
-				got <- show(m)
-				return nil
-			})
-	}()
-	next := func(want string) {
-		t.Helper()
-		select {
-		case g := <-got:
-			if g != want {
-				t.Fatalf("got %q, want %q", g, want)
-			}
-		case err := <-done:
-			t.Fatalf("Read ended: %v", err)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no %q", want)
-		}
-	}
+	r := bustest.StartReading(t, func(handle func(bus.Message) error) error {
+		return (&FileReader{Path: path, Poll: 10 * time.Millisecond}).Read(ctx, bus.ReadOptions{Topic: "a", From: bus.From{Kind: bus.FromLast, N: 1}, Follow: true}, handle)
+	}, showOK)
+	next := r.Next
 	next(`5   not json`) // the end of what was there: now the half line's end
 	appendRaw(t, path, "age\":{\"i\":6}}\n")
 	next(`6 a k6 {"i":6}`)
@@ -190,7 +176,7 @@ func TestFileReaderFollow(t *testing.T) {
 	appendRaw(t, path, `{"topic":"a","key":"k7b","message":{"i":7}}`+"\n")
 	next(`7 a k7b {"i":7}`)
 	cancel()
-	if err := <-done; err != nil {
+	if err := <-r.Done(); err != nil {
 		t.Errorf("Read after its context ended: %v", err)
 	}
 }

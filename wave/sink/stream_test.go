@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/bustest"
 )
 
 // TestStreamReader: the lines a sink writes to a stream come as they are written, from
@@ -20,26 +21,10 @@ func TestStreamReader(t *testing.T) {
 	pr, pw := io.Pipe()
 	w := New(pw)
 	ctx := context.Background()
-	got := make(chan string, 10)
-	done := make(chan error, 1)
-	go func() {
-		done <- (&StreamReader{In: pr, Name: "stdin"}).Read(ctx, bus.ReadOptions{Topic: "a", From: bus.From{Kind: bus.FromOffset, N: 1}},
-			func(m bus.Message) error {
-				got <- show(m)
-				return nil
-			})
-	}()
-	next := func(want string) {
-		t.Helper()
-		select {
-		case g := <-got:
-			if g != want {
-				t.Fatalf("got %q, want %q", g, want)
-			}
-		case err := <-done:
-			t.Fatalf("Read ended (%v) before %q", err, want)
-		}
-	}
+	r := bustest.StartReading(t, func(handle func(bus.Message) error) error {
+		return (&StreamReader{In: pr, Name: "stdin"}).Read(ctx, bus.ReadOptions{Topic: "a", From: bus.From{Kind: bus.FromOffset, N: 1}}, handle)
+	}, showOK)
+	next := r.Next
 	publish := func(topic, key, value string) {
 		t.Helper()
 		if err := w.Publish(ctx, bus.Message{Topic: topic, Key: []byte(key), Value: []byte(value)}); err != nil {
@@ -55,7 +40,7 @@ func TestStreamReader(t *testing.T) {
 	}
 	next(`3   not a sink line`)
 	pw.Close()
-	if err := <-done; err != nil {
+	if err := <-r.Done(); err != nil {
 		t.Errorf("Read at the stream's end: %v", err)
 	}
 
@@ -69,6 +54,7 @@ func TestStreamReader(t *testing.T) {
 	// A stream that never writes: Read ends with its context.
 	idle, _ := io.Pipe()
 	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
 	go func() {
 		done <- (&StreamReader{In: idle, Name: "stdin"}).Read(cctx, bus.ReadOptions{}, func(bus.Message) error { return nil })
 	}()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/bustest"
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/testenv"
 )
@@ -67,7 +68,8 @@ func TestReadIntegration(t *testing.T) {
 			if m.Topic != topic || string(m.Key) != "k"+string(m.Value) || m.Time.IsZero() {
 				t.Errorf("message %+v", m)
 			}
-			got = append(got, fmt.Sprintf("%d:%d %s", m.Partition, m.Offset, m.Value))
+			s, _ := showAt(m)
+			got = append(got, s)
 			return nil
 		})
 		return got, err
@@ -106,60 +108,46 @@ func TestReadIntegration(t *testing.T) {
 	// Follow partitions 1 (empty) and 2 from offset 2: c2, then what is published later,
 	// until the handler says stop.
 	stop := errors.New("stop")
-	got := make(chan string, 10)
-	done := make(chan error, 1)
-	go func() {
-		done <- b.Read(ctx, bus.ReadOptions{Topic: topic, Partitions: []int{1, 2}, From: bus.From{Kind: bus.FromOffset, N: 2}, Follow: true},
-			func(m bus.Message) error {
-				got <- fmt.Sprintf("%d:%d %s", m.Partition, m.Offset, m.Value)
-				if string(m.Value) == "b1" {
-					return stop
-				}
-				return nil
-			})
-	}()
-	next := func(want string) {
-		t.Helper()
-		select {
-		case g := <-got:
-			if g != want {
-				t.Fatalf("following: %q, want %q", g, want)
-			}
-		case err := <-done:
-			t.Fatalf("Read ended (%v) before %q", err, want)
-		case <-ctx.Done():
-			t.Fatalf("no %q", want)
+	r := bustest.StartReading(t, func(handle func(bus.Message) error) error {
+		return b.Read(ctx, bus.ReadOptions{Topic: topic, Partitions: []int{1, 2}, From: bus.From{Kind: bus.FromOffset, N: 2}, Follow: true}, handle)
+	}, func(m bus.Message) (string, error) {
+		s, _ := showAt(m)
+		if string(m.Value) == "b1" {
+			return s, stop
 		}
-	}
+		return s, nil
+	})
+	next := r.Next
 	next("2:2 c2")
 	publish(1, "b0")
 	next("1:0 b0")
 	publish(1, "b1")
 	// The handler's stop ends Read as it hands b1 over: both are ready at once.
-	if err := <-done; !errors.Is(err, stop) {
+	if err := <-r.Done(); !errors.Is(err, stop) {
 		t.Errorf("Read after the handler's error: %v", err)
 	}
-	if g := <-got; g != "1:1 b1" {
+	if g := <-r.Got(); g != "1:1 b1" {
 		t.Errorf("following: %q, want 1:1 b1", g)
 	}
 
 	// A following Read ends, with nil, when its context does.
 	fctx, fcancel := context.WithCancel(ctx)
-	go func() {
-		done <- b.Read(fctx, bus.ReadOptions{Topic: topic, Partitions: []int{1}, From: bus.From{Kind: bus.FromOffset, N: 2}, Follow: true},
-			func(m bus.Message) error {
-				got <- fmt.Sprintf("%d:%d %s", m.Partition, m.Offset, m.Value)
-				return nil
-			})
-	}()
+	r = bustest.StartReading(t, func(handle func(bus.Message) error) error {
+		return b.Read(fctx, bus.ReadOptions{Topic: topic, Partitions: []int{1}, From: bus.From{Kind: bus.FromOffset, N: 2}, Follow: true}, handle)
+	}, showAt)
 	publish(1, "b2")
-	next("1:2 b2")
+	r.Next("1:2 b2")
 	fcancel()
-	if err := <-done; err != nil {
+	if err := <-r.Done(); err != nil {
 		t.Errorf("Read after its context ended: %v", err)
 	}
 	// Ended before it could ask the cluster anything (Ctrl-C at once): nil too.
 	if err := b.Read(fctx, bus.ReadOptions{Topic: topic}, func(bus.Message) error { return nil }); err != nil {
 		t.Errorf("Read with its context ended: %v", err)
 	}
+}
+
+// showAt renders a message as "partition:offset value".
+func showAt(m bus.Message) (string, error) {
+	return fmt.Sprintf("%d:%d %s", m.Partition, m.Offset, m.Value), nil
 }
