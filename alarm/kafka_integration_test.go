@@ -2,7 +2,6 @@ package alarm
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -11,22 +10,17 @@ import (
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
+	"github.com/binlake/binlake/internal/bus/kafka/kafkatest"
 	"github.com/binlake/binlake/internal/metric"
-	"github.com/binlake/binlake/internal/testenv"
 )
 
 // TestAlarmKafkaIntegration: a violating batch published to the metric topic on the real
 // Kafka produces the webhook call, through the shared consumer group.
 func TestAlarmKafkaIntegration(t *testing.T) {
-	addr := testenv.Require(t, testenv.Kafka)
-	b, err := kafka.New(kafka.Options{Brokers: testenv.HostPorts(addr), Logger: quiet})
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
+	b := kafkatest.Open(t, kafka.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	// A topic of this test's own ("binlake.metrics.<suffix>"), so runs never see each other.
-	topic := fmt.Sprintf("%s.alarmtest-%d", metric.Topic, time.Now().UnixNano())
-	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: 3}))
+	topic := kafkatest.Topic(t, ctx, b, metric.Topic+".alarmtest", 3)
 	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: topic, Group: topic + "-alarm", StartAt: bus.StartFirst})
 	require.NoError(t, err)
 	t.Cleanup(func() { sub.Close() })

@@ -10,6 +10,7 @@ import (
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
+	"github.com/binlake/binlake/internal/bus/kafka/kafkatest"
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/internal/testenv"
@@ -20,16 +21,12 @@ import (
 // rebalances). Every violating node pages exactly once, no healthy node pages nodata, and
 // every violation's resolution is delivered (issue 18, item 9).
 func TestShardedAlarmsPageOnce(t *testing.T) {
-	kaddr := testenv.Require(t, testenv.Kafka)
 	zaddr := testenv.Require(t, testenv.ZooKeeper)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	topic, group, root := shardNames("alarmshard")
 	newBus := func() *kafka.Bus {
-		b, err := kafka.New(kafka.Options{Brokers: testenv.HostPorts(kaddr), Logger: quiet, SessionTimeout: 6 * time.Second})
-		require.NoError(t, err)
-		t.Cleanup(func() { b.Close() })
-		return b
+		return kafkatest.Open(t, kafka.Options{SessionTimeout: 6 * time.Second})
 	}
 	pb := newBus()
 	require.NoError(t, pb.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: metric.TopicPartitions}))

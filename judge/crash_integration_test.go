@@ -23,6 +23,7 @@ import (
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
+	"github.com/binlake/binlake/internal/bus/kafka/kafkatest"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/internal/testenv/estest"
@@ -149,9 +150,7 @@ func TestJudgeKillIntegration(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	b, err := kafka.New(kafka.Options{Brokers: testenv.HostPorts(kafkaAddr), Logger: quiet})
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
+	b := kafkatest.Open(t, kafka.Options{})
 	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: metric.TopicPartitions}))
 	pub, err := b.Publisher()
 	require.NoError(t, err)

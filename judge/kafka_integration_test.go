@@ -2,7 +2,6 @@ package judge
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,21 +11,17 @@ import (
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
-	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/internal/bus/kafka/kafkatest"
 )
 
 // TestJudgeKafkaIntegration runs a judge on the real Kafka in a group of its own that
 // starts at the newest message (bus.start: newest): batches published by "agents" become
 // visible in GET /v1/nodes and drive placement; a garbage message is skipped.
 func TestJudgeKafkaIntegration(t *testing.T) {
-	addr := testenv.Require(t, testenv.Kafka)
-	b, err := kafka.New(kafka.Options{Brokers: testenv.HostPorts(addr), Logger: quiet})
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
+	b := kafkatest.Open(t, kafka.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	topic := fmt.Sprintf("binlake.metrics.judgetest-%d", time.Now().UnixNano())
-	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: 3}))
+	topic := kafkatest.Topic(t, ctx, b, "binlake.metrics.judgetest", 3)
 	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: topic, Group: topic + "-judge", StartAt: bus.StartLast})
 	require.NoError(t, err)
 	t.Cleanup(func() { sub.Close() })

@@ -15,6 +15,7 @@ import (
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
+	"github.com/binlake/binlake/internal/bus/kafka/kafkatest"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/testenv"
@@ -71,9 +72,7 @@ func TestSubscribeKafkaIntegration(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("kafka %s topic %s group wiring-test (a new group starts at the newest message)", addr, topic), desc)
 
 	// The topic exists now: a message published to it reaches the subscription.
-	k, err := kafka.New(kafka.Options{Brokers: []string{addr}, Logger: quiet})
-	require.NoError(t, err)
-	defer k.Close()
+	k := kafkatest.Open(t, kafka.Options{})
 	pub, err := k.Publisher()
 	require.NoError(t, err)
 	defer pub.Close()
