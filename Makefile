@@ -54,7 +54,8 @@ flake:
 
 ## test: start the test services, run every test against them, stop them unless KEEP_SERVICES=1.
 ## Test output goes through internal/testenv/testreport: a line per package, the output of
-## what failed, and the ten slowest tests and packages at the end.
+## what failed, and the ten slowest tests and packages at the end; bin/test-events.json keeps
+## every event (`go test -json`) for a closer look at where the minutes went.
 ## NORACE_TESTS run in a second pass without -race (their files say why: a simulated day
 ## of a whole fleet is too slow under the race detector).
 NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestPlannerOnTrueCosts
@@ -63,7 +64,7 @@ test:
 	bash $(SERVICES) up || exit 1; \
 	eval "$$(bash $(SERVICES) env)"; \
 	$(GO) build -o bin/testreport ./internal/testenv/testreport || exit 1; \
-	$(GO) test -json $(TEST_FLAGS) ./... | bin/testreport; ps=("$${PIPESTATUS[@]}"); rc=$$(( ps[0] || ps[1] )); \
+	$(GO) test -json $(TEST_FLAGS) ./... | tee bin/test-events.json | bin/testreport; ps=("$${PIPESTATUS[@]}"); rc=$$(( ps[0] || ps[2] )); \
 	$(GO) test -json -count=1 -run '$(NORACE_TESTS)' ./judge/fleetsim/ | bin/testreport -slowest 2; \
 	ps=("$${PIPESTATUS[@]}"); if (( ps[0] || ps[1] )); then rc=1; fi; \
 	if [ -z "$(KEEP_SERVICES)" ]; then bash $(SERVICES) down; fi; \
