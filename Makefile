@@ -8,7 +8,9 @@ LDFLAGS := -s -w -X github.com/binlake/binlake/internal/buildinfo.Version=$(VERS
 SERVICES := deploy/testenv/services.sh
 # KEEP_SERVICES=1 leaves the test services running after `make test`.
 KEEP_SERVICES ?=
-TEST_FLAGS ?= -race -count=1 -timeout 20m
+# -parallel 4: the long integration tests marked t.Parallel mostly wait on services and
+# processes, so four side by side fit the two cores of the CI machine.
+TEST_FLAGS ?= -race -count=1 -parallel 4 -timeout 20m
 BENCH ?= .
 
 AGENT_BIN := bin/binlake-agent

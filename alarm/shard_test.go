@@ -83,6 +83,7 @@ func runFleet(t *testing.T, workers int) ([]AlertView, []string) {
 // Several goroutines observing at once (the bus delivering partitions concurrently) end
 // with the same alerts and the same notifications as one goroutine observing in turn.
 func TestConcurrentObserveMatchesSerial(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	wantAlerts, wantSent := runFleet(t, 1)
 	require.NotEmpty(t, wantAlerts)
 	firing := 0

@@ -67,6 +67,7 @@ func TestStopSendsAWaitingResolution(t *testing.T) {
 // next process, which never reads a batch of it: the node book carries it over (issue
 // 34, item 3).
 func TestNodataForANodeSilentBeforeARestart(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	mb, err := memory.New(memory.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { mb.Close() })

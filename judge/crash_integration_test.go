@@ -135,6 +135,7 @@ func (s *slowPipe) pipe(client, server net.Conn) {
 // again with the same config must bring every point into the store. Duplicates (batches
 // delivered again) are allowed and counted.
 func TestJudgeKillIntegration(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	kafkaAddr := testenv.Require(t, testenv.Kafka)
 	esCfg := estest.Config(t)
 	id := fmt.Sprintf("%08x", rand.Uint32())

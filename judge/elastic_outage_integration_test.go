@@ -56,6 +56,7 @@ func metricValues(t *testing.T, body string, names ...string) map[string]int64 {
 // At the end the test counts the points in the engine: exactly those the judge says it
 // wrote, and with those it says it dropped, exactly those it accepted.
 func TestJudgeElasticOutageIntegration(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	cfg := estest.Config(t)
 	outage := 30 * time.Second
 	if testing.Short() {

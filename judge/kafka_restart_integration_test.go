@@ -107,6 +107,7 @@ func (a *restartAgents) counts() (acked, failures int) {
 // none lost. Redelivered and republished batches are the same points, which the store
 // keeps once (store.Store.Write), so duplicates show only in the judge's ingest count.
 func TestJudgeKafkaRestartIntegration(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	broker := testenv.StartKafkaBroker(t)
 	ctx := testenv.Context(t)
 	const (
