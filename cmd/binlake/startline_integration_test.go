@@ -20,6 +20,7 @@ import (
 // The wave says in one start-up line where everything it talks to is: its HTTP address,
 // its ZooKeeper servers and root, its Kafka brokers and the judge (it named none of them).
 func TestWaveStartLineNamesEveryEndpointIntegration(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	zk := testenv.Require(t, testenv.ZooKeeper)
 	brokers := testenv.Require(t, testenv.Kafka)
 	root := fmt.Sprintf("/startline-test-%d", time.Now().UnixNano())

@@ -105,6 +105,7 @@ func (n notifications) Notify(ctx context.Context, m notify.Message) error {
 // log_bin off cannot start its capture and retries for ever; the built-in policy
 // wave-not-running (its `for` shortened from 1m) alerts, naming the instance and why.
 func TestUpAlertsACaptureThatNeverStartsIntegration(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	addr := startMariaDBWithoutBinlog(t)
 	got := make(notifications, 16)
 	chans, err := LoadChannels("", quietLogger())

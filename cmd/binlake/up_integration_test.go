@@ -93,6 +93,7 @@ func call(method, url, body string) (int, []byte, error) {
 // temporary data folder answers /healthz, places on the local node, shows the agent's
 // points, renders the status page in headless Chromium, and exits 0 on SIGINT.
 func TestUpSmoke(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

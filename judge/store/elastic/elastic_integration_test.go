@@ -37,6 +37,7 @@ func newStore(t testing.TB, prefix string) *elastic.Store {
 }
 
 func TestElasticStoreIntegration(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	testenv.Require(t, testenv.Elasticsearch)
 	prefix := testPrefix(t)
 	estest.CleanupPrefix(t, prefix)
@@ -46,6 +47,7 @@ func TestElasticStoreIntegration(t *testing.T) {
 // TestElasticLargeIntegration is the acceptance: 100,000 points written, avg and
 // max read back exactly, p95 within the TDigest window around the exact value.
 func TestElasticLargeIntegration(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	testenv.Require(t, testenv.Elasticsearch)
 	prefix := testPrefix(t)
 	estest.CleanupPrefix(t, prefix)

@@ -49,6 +49,7 @@ func closedPort(t *testing.T) string {
 // buffer holds them up to its bound, drops the oldest past it, and writes the rest once
 // the engine answers again. The test counts what arrived.
 func TestElasticOutageIntegration(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	cfg := estest.Config(t)
 	outage := 30 * time.Second
 	if testing.Short() {
