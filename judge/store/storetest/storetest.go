@@ -264,6 +264,11 @@ func (r *run) profile(t *testing.T) {
 		t.Fatalf("write: %v", err)
 	}
 	refresh(t, ctx, s)
+	var byHour [24][]store.Point // the written points by hour of the day, grouped once
+	for _, pt := range pts {
+		h := pt.TS.UTC().Hour()
+		byHour[h] = append(byHour[h], pt)
+	}
 	for _, rg := range []struct {
 		name     string
 		from, to time.Time
@@ -278,13 +283,7 @@ func (r *run) profile(t *testing.T) {
 				if err != nil {
 					t.Fatalf("profile %s: %v", describe(q), err)
 				}
-				for h := range 24 {
-					var sel []store.Point
-					for _, pt := range pts {
-						if pt.TS.UTC().Hour() == h {
-							sel = append(sel, pt)
-						}
-					}
+				for h, sel := range byHour {
 					CheckStats(t, fmt.Sprintf("%s hour %d %s", rg.name, h, describe(q)), prof[h], Expected(sel, q))
 				}
 			}
