@@ -152,6 +152,9 @@ func (a CoordAuth) Password() (Secret, error) {
 	return KafkaSASL{PasswordFile: a.PasswordFile, PasswordEnv: a.PasswordEnv}.Password()
 }
 
+// PasswordRef is where the password is read.
+func (a CoordAuth) PasswordRef() SecretRef { return SecretRef{File: a.PasswordFile, Env: a.PasswordEnv} }
+
 // reEnvName is a portable environment variable name.
 var reEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
