@@ -116,7 +116,8 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown rebalance key", "bus: {kind: none}\nrebalance: {floor: 100}\n", `unknown key "rebalance.floor"`},
 		{"string band", "bus: {kind: none}\nrebalance: {band: wide}\n", `rebalance.band`},
 		{"alarm url without scheme", "bus: {kind: none}\nstatus: {alarm_url: \"alarm:8092\"}\n", `judge.yaml:2: field "status.alarm_url": "alarm:8092": want the alarm's base URL`},
-		{"alarm CA file", "bus: {kind: none}\nstatus: {alarm_ca_file: /nonexistent/ca.pem}\n", `judge.yaml:2: field "status.alarm_ca_file": open /nonexistent/ca.pem`},
+		{"alarm CA file", "bus: {kind: none}\nstatus: {alarm_url: https://a:1, tls: {ca_file: /nonexistent/ca.pem}}\n", `judge.yaml:2: field "status.tls.ca_file": open /nonexistent/ca.pem`},
+		{"alarm TLS over http", "bus: {kind: none}\nstatus: {alarm_url: http://a:1, tls: {}}\n", `judge.yaml:2: field "status.tls": set, but the URL is not https://`},
 		{"alarm url with credentials", "bus: {kind: none}\nstatus: {alarm_url: \"http://u:p@alarm:8092\"}\n", `judge.yaml:2: field "status.alarm_url": credentials in the URL are refused`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -132,7 +132,7 @@ func prepareAlarm(cfgPath, polPath string, cfg *alarm.Config, logger *slog.Logge
 	if d.channels, d.chanDesc, err = cfg.BuildChannels(logger); err != nil {
 		errs = append(errs, err)
 	}
-	if d.token, err = config.ResolveSecret(cfg.HTTP.Token, alarm.TokenEnv, cfg.HTTP.TokenFile); err != nil {
+	if d.token, err = cfg.HTTP.Token().Resolve(); err != nil {
 		errs = append(errs, config.Bad("http.token_file", "%w", err))
 	}
 	if d.bus, err = BusOptions(cfg.Bus, "binlake-alarm", logger); err != nil {

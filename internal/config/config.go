@@ -145,7 +145,8 @@ func checkRenamed(root *yaml.Node, name string, out any) error {
 	msgs := map[string]string{}
 	if r, ok := out.(Renamer); ok {
 		for from, to := range r.RenamedKeys() {
-			msgs[from] = fmt.Sprintf("this key is now %q: rename it", to)
+			// %s: the new key, its "*" filled by oldKey with the file's keys.
+			msgs[from] = "this key is now %q: rename it\x00" + to
 		}
 	}
 	if r, ok := out.(Retirer); ok {
@@ -175,32 +176,49 @@ func checkRenamed(root *yaml.Node, name string, out any) error {
 }
 
 // oldKey finds the message of the dotted path p in msgs, whose keys may hold "*" for
-// any one element.
+// any one element. A rename's message is its format and new key, split by a NUL; the
+// new key's "*" are filled with the elements of p they stand for.
 func oldKey(msgs map[string]string, p string) (string, bool) {
-	if msg, ok := msgs[p]; ok {
-		return msg, true
-	}
 	parts := strings.Split(p, ".")
-	for pattern, msg := range msgs {
-		if !strings.Contains(pattern, "*") {
-			continue
+	var stars []string
+	msg, ok := msgs[p]
+	for pattern, m := range msgs {
+		if ok {
+			break
 		}
 		want := strings.Split(pattern, ".")
-		if len(want) != len(parts) {
+		if !strings.Contains(pattern, "*") || len(want) != len(parts) {
 			continue
 		}
-		match := true
+		stars = stars[:0]
+		ok = true
 		for i := range want {
-			if want[i] != "*" && want[i] != parts[i] {
-				match = false
+			switch want[i] {
+			case "*":
+				stars = append(stars, parts[i])
+			case parts[i]:
+			default:
+				ok = false
+			}
+			if !ok {
 				break
 			}
 		}
-		if match {
-			return msg, true
+		if ok {
+			msg = m
 		}
 	}
-	return "", false
+	if !ok {
+		return "", false
+	}
+	format, to, rename := strings.Cut(msg, "\x00")
+	if !rename {
+		return msg, true
+	}
+	for _, s := range stars {
+		to = strings.Replace(to, "*", s, 1)
+	}
+	return fmt.Sprintf(format, to), true
 }
 
 // parseOne parses data into a node tree and insists on exactly one non-null document.

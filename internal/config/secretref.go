@@ -6,6 +6,11 @@ import (
 	"strings"
 )
 
+// JudgeTokenEnv is the variable of the judge's token, read by the judge (http.token_env)
+// and by every client of its API (the agent's sink.http.token_env, the wave's
+// balancer.judge_token_env, binlake instance): one secret, one variable.
+const JudgeTokenEnv = "BINLAKE_JUDGE_TOKEN"
+
 // SecretRef says where one secret (a password, a token, an API key) is read. Every
 // secret of the suite's configs takes this one shape, two keys named after it:
 // <name>_file, a file holding it, and <name>_env, an environment variable holding it,
@@ -39,6 +44,9 @@ func (r SecretRef) Check(key string) error {
 	}
 	return nil
 }
+
+// ValidEnvName reports whether name is a portable environment variable name.
+func ValidEnvName(name string) bool { return reEnvName.MatchString(name) }
 
 // InlineSecret is the message for a retired key (see Retirer) that held the secret
 // name inline ("token", "password"), naming the keys beside it that replace it.
