@@ -46,7 +46,7 @@ type Config struct {
 		GroupWait     config.Duration `yaml:"group_wait"`
 		GroupInterval config.Duration `yaml:"group_interval"`
 		Attempts      int             `yaml:"attempts"`
-		Backoff       config.Duration `yaml:"backoff"`
+		MinBackoff    config.Duration `yaml:"min_backoff"`
 		MaxBackoff    config.Duration `yaml:"max_backoff"`
 		Timeout       config.Duration `yaml:"timeout"`
 		Queue         int             `yaml:"queue"`
@@ -61,7 +61,8 @@ type Config struct {
 // RenamedKeys are the keys of older alarm.yaml files, now the same as every role's.
 func (*Config) RenamedKeys() map[string]string {
 	return map[string]string{"channels.*.smtp.ca_file": "channels.*.smtp.tls.ca_file",
-		"channels.*.smtp.insecure_skip_verify": "channels.*.smtp.tls.insecure_skip_verify"}
+		"channels.*.smtp.insecure_skip_verify": "channels.*.smtp.tls.insecure_skip_verify",
+		"notify.backoff": "notify.min_backoff"}
 }
 
 // RetiredKeys are the inline secrets older alarm.yaml files could hold.
@@ -153,7 +154,7 @@ func (c *Config) Validate() error {
 		negative bool
 	}{
 		{"group_wait", n.GroupWait, n.GroupWait < 0}, {"group_interval", n.GroupInterval, n.GroupInterval < 0},
-		{"attempts", n.Attempts, n.Attempts < 0}, {"backoff", n.Backoff, n.Backoff < 0}, {"max_backoff", n.MaxBackoff, n.MaxBackoff < 0},
+		{"attempts", n.Attempts, n.Attempts < 0}, {"min_backoff", n.MinBackoff, n.MinBackoff < 0}, {"max_backoff", n.MaxBackoff, n.MaxBackoff < 0},
 		{"timeout", n.Timeout, n.Timeout < 0}, {"queue", n.Queue, n.Queue < 0},
 	} {
 		if f.negative {

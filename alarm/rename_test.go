@@ -25,6 +25,8 @@ func TestConfigOldKeys(t *testing.T) {
 			`alarm.yaml:7: field "channels.mail.smtp.ca_file": this key is now "channels.mail.smtp.tls.ca_file": rename it`},
 		{"channels.*.smtp.insecure_skip_verify", mail + "      insecure_skip_verify: true\n",
 			`alarm.yaml:7: field "channels.mail.smtp.insecure_skip_verify": this key is now "channels.mail.smtp.tls.insecure_skip_verify": rename it`},
+		{"notify.backoff", "bus: {kind: none}\nnotify:\n  backoff: 2s\nchannels: {l: {kind: log}}\n",
+			`alarm.yaml:3: field "notify.backoff": this key is now "notify.min_backoff": rename it`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "alarm.yaml")

@@ -96,7 +96,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Inhibition:      cfg.Inhibit(), GroupWait: cfg.Notify.GroupWait.D(),
 		GroupInterval: cfg.Notify.GroupInterval.D(), EvalInterval: cfg.Evaluation.Interval.D(),
 		ResolvedRetention: cfg.Evaluation.ResolvedRetention.D(), StaleIntervals: cfg.Evaluation.StaleIntervals,
-		Dispatch: notify.DispatcherOptions{Queue: cfg.Notify.Queue, Attempts: cfg.Notify.Attempts, Backoff: cfg.Notify.Backoff.D(),
+		Dispatch: notify.DispatcherOptions{Queue: cfg.Notify.Queue, Attempts: cfg.Notify.Attempts, Backoff: cfg.Notify.MinBackoff.D(),
 			MaxBackoff: cfg.Notify.MaxBackoff.D(), Timeout: cfg.Notify.Timeout.D()},
 		Logger: logger,
 		Ready: func(addr string) {
