@@ -22,7 +22,7 @@ const (
 	CoordSingle   = config.CoordSingle
 	CoordZK       = config.CoordZK
 	TokenEnv      = "BINLAKE_ALARM_TOKEN"
-	defaultListen = "127.0.0.1:8092"
+	defaultListen = config.AlarmListen
 	DefaultGroup  = "binlake-alarm"
 )
 

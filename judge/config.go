@@ -29,7 +29,7 @@ const (
 	BusNone       = config.BusNone // HTTP ingest only
 	StoreSQLite   = "sqlite"
 	StoreElastic  = "elastic"
-	defaultListen = "127.0.0.1:8090"
+	defaultListen = config.JudgeListen
 )
 
 // Config is judge.yaml (deploy/judge.example.yaml documents every field).

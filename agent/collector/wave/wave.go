@@ -96,7 +96,7 @@ const (
 )
 
 // DefaultURL is where the wave serves /metrics unless configured otherwise.
-const DefaultURL = "http://127.0.0.1:8091/metrics"
+const DefaultURL = "http://" + config.WaveListen + "/metrics"
 
 // maxBody bounds a scrape: a wave's exposition is a few tens of KiB.
 const maxBody = 16 << 20
