@@ -171,7 +171,7 @@ func (c *Config) Validate() error {
 			bad("sink.http.url", "credentials in the URL would be logged: use token_file or token_env")
 		}
 		if h.Timeout <= 0 {
-			bad("sink.http.timeout", "%s: must be positive", h.Timeout)
+			bad("sink.http.timeout", "%s: want more than 0", h.Timeout)
 		}
 		if h.TokenEnv == "" && os.Getenv(OldTokenEnv) != "" {
 			bad("sink.http.token_env", "the variable %s is set: the judge's token is now read from %s (or the variable token_env names): rename it", OldTokenEnv, TokenEnv)

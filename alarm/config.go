@@ -141,7 +141,7 @@ func (c *Config) Validate() error {
 	}{{"interval", e.Interval, e.Interval < 0}, {"stale_intervals", e.StaleIntervals, e.StaleIntervals < 0},
 		{"resolved_retention", e.ResolvedRetention, e.ResolvedRetention < 0}} {
 		if f.negative {
-			return config.Bad("evaluation."+f.key, "%v: must not be negative", f.v)
+			return config.Bad("evaluation."+f.key, "%v: want 0 or more", f.v)
 		}
 	}
 	if e.Interval != 0 && e.Interval.D() < 100*time.Millisecond {
@@ -158,7 +158,7 @@ func (c *Config) Validate() error {
 		{"timeout", n.Timeout, n.Timeout < 0}, {"queue", n.Queue, n.Queue < 0},
 	} {
 		if f.negative {
-			return config.Bad("notify."+f.name, "%v: must not be negative (0 takes the default)", f.v)
+			return config.Bad("notify."+f.name, "%v: want 0 or more (0 takes the default)", f.v)
 		}
 	}
 	for i, l := range c.Inhibition.Equal {

@@ -249,7 +249,7 @@ func (b *BufferConfig) validate() error {
 		{"min_backoff", b.MinBackoff, b.MinBackoff < 0}, {"max_backoff", b.MaxBackoff, b.MaxBackoff < 0},
 		{"write_timeout", b.WriteTimeout, b.WriteTimeout < 0}, {"close_timeout", b.CloseTimeout, b.CloseTimeout < 0}} {
 		if f.negative {
-			return config.Bad("store.buffer."+f.key, "%v: must not be negative (0 takes the default)", f.v)
+			return config.Bad("store.buffer."+f.key, "%v: want 0 or more (0 takes the default)", f.v)
 		}
 	}
 	if b.MaxBackoff != 0 {
@@ -331,10 +331,10 @@ func (c *Config) Validate() error {
 			return config.Bad("store.elastic.addresses", "required: at least one URL, e.g. http://127.0.0.1:9200")
 		}
 		if c.Store.Elastic.RefreshInterval < 0 {
-			return config.Bad("store.elastic.refresh_interval", "%s: must not be negative", c.Store.Elastic.RefreshInterval)
+			return config.Bad("store.elastic.refresh_interval", "%s: want 0 or more", c.Store.Elastic.RefreshInterval)
 		}
 		if c.Store.Elastic.Replicas < 0 {
-			return config.Bad("store.elastic.replicas", "%d: must not be negative", c.Store.Elastic.Replicas)
+			return config.Bad("store.elastic.replicas", "%d: want 0 or more", c.Store.Elastic.Replicas)
 		}
 		if err := c.validateElastic(); err != nil {
 			return err
@@ -343,7 +343,7 @@ func (c *Config) Validate() error {
 		return config.Bad("store.kind", "%q: want sqlite or elastic", c.Store.Kind)
 	}
 	if c.Store.Retention < 0 {
-		return config.Bad("store.retention", "%s: must not be negative", c.Store.Retention)
+		return config.Bad("store.retention", "%s: want 0 or more", c.Store.Retention)
 	}
 	if err := c.Store.Buffer.validate(); err != nil {
 		return err
@@ -352,7 +352,7 @@ func (c *Config) Validate() error {
 		return config.Bad("analysis.ewma_alpha", "%v: want 0 < alpha ≤ 1", c.Analysis.EWMAAlpha)
 	}
 	if c.Analysis.HistoricalEvery < 0 {
-		return config.Bad("analysis.historical_every", "%s: must not be negative", c.Analysis.HistoricalEvery)
+		return config.Bad("analysis.historical_every", "%s: want 0 or more", c.Analysis.HistoricalEvery)
 	}
 	if c.Analysis.HistoricalEvery != 0 && c.Analysis.HistoricalEvery.D() < time.Second {
 		return config.Bad("analysis.historical_every", "%s: want at least 1s", c.Analysis.HistoricalEvery)
@@ -370,10 +370,10 @@ func (c *Config) Validate() error {
 		return config.Bad("placement.algorithm", "%w", err)
 	}
 	if p.StaleIntervals < 0 {
-		return config.Bad("placement.stale_intervals", "%v: must not be negative", p.StaleIntervals)
+		return config.Bad("placement.stale_intervals", "%v: want 0 or more", p.StaleIntervals)
 	}
 	if p.DefaultInterval < 0 {
-		return config.Bad("placement.default_interval", "%s: must not be negative", p.DefaultInterval)
+		return config.Bad("placement.default_interval", "%s: want 0 or more", p.DefaultInterval)
 	}
 	if p.SnapshotEvery < 0 || p.SnapshotEvery.D() > time.Minute {
 		return config.Bad("placement.snapshot_every", "%s: want at most 1m (%s when unset)", p.SnapshotEvery, config.Duration(DefaultSnapshotEvery))

@@ -237,7 +237,7 @@ func (c *Coordinator) validateZK() error {
 		}
 	}
 	if c.SessionTimeout < 0 {
-		errs = append(errs, Bad("coordinator.session_timeout", "%s: must not be negative", c.SessionTimeout))
+		errs = append(errs, Bad("coordinator.session_timeout", "%s: want 0 or more", c.SessionTimeout))
 	}
 	if err := c.Auth.Validate("coordinator.auth"); err != nil {
 		errs = append(errs, err)

@@ -121,7 +121,7 @@ func TestCoordinatorSectionValidate(t *testing.T) {
 			`field "coordinator.servers[1]": "z:218100": port "218100": want a number from 1 to 65535`, Coordinator{}},
 		{"zk server without port", Coordinator{Kind: CoordZK, Servers: []string{"z"}}, `field "coordinator.servers[0]": "z": want host:port`, Coordinator{}},
 		{"zk negative session timeout", Coordinator{Kind: CoordZK, Servers: []string{"z:1"}, SessionTimeout: -1},
-			`field "coordinator.session_timeout": -1ns: must not be negative`, Coordinator{}},
+			`field "coordinator.session_timeout": -1ns: want 0 or more`, Coordinator{}},
 		{"single path is a folder", Coordinator{Path: "/"}, `field "coordinator.path": / is a folder: want a file path`, Coordinator{}},
 		{"single with auth", Coordinator{Auth: CoordAuth{Username: "u"}}, `field "coordinator.auth": only for kind zk`, Coordinator{}},
 	} {

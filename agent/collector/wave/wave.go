@@ -138,7 +138,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("url %q: want an http(s) URL such as %s", c.URL, DefaultURL)
 	}
 	if c.Timeout <= 0 {
-		return fmt.Errorf("timeout %s: must be positive", c.Timeout)
+		return fmt.Errorf("timeout %s: want more than 0", c.Timeout)
 	}
 	return nil
 }
