@@ -62,7 +62,7 @@ type Config struct {
 func (*Config) RenamedKeys() map[string]string {
 	return map[string]string{"channels.*.smtp.ca_file": "channels.*.smtp.tls.ca_file",
 		"channels.*.smtp.insecure_skip_verify": "channels.*.smtp.tls.insecure_skip_verify",
-		"notify.backoff": "notify.min_backoff"}
+		"notify.backoff":                       "notify.min_backoff"}
 }
 
 // RetiredKeys are the inline secrets older alarm.yaml files could hold.
