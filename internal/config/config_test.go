@@ -394,3 +394,25 @@ func TestDecodeRetiredKeys(t *testing.T) {
 	require.EqualError(t, err, `r.yaml:3: field "channels.b.type": this key is now "kind": rename it`)
 	require.NoError(t, Decode(strings.NewReader("http:\n  token_file: /t\nchannels:\n  ops:\n    kind: x\n"), "r.yaml", &c))
 }
+
+// FuzzDecodeOldKeys: with renamed and retired keys, "*" patterns among them, any input
+// gives a config or an error naming the file, never a panic.
+func FuzzDecodeOldKeys(f *testing.F) {
+	for _, s := range []string{
+		"http:\n  token: abc\n",
+		"channels:\n  ops:\n    secret: s\n  b:\n    type: y\n",
+		"channels: {a: {type: x}, b: [1]}\n",
+		"channels:\n  *: {type: x}\n",
+		"http: {token_file: /t}\nchannels: {a.b: {kind: x}}\n",
+		"? [a, b]\n: 1\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c retiredConfig
+		err := Decode(bytes.NewReader(data), "fuzz.yaml", &c)
+		if err != nil && !strings.HasPrefix(err.Error(), "fuzz.yaml") {
+			t.Fatalf("error does not name the file: %v", err)
+		}
+	})
+}
