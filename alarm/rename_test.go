@@ -53,3 +53,21 @@ func TestChannelSecretsFromVariables(t *testing.T) {
 	_, err = Load(p)
 	require.ErrorContains(t, err, `field "channels.hook.secret_env": "1BAD" is not an environment variable name`)
 }
+
+// TestChannelSMTPTLS: an email channel's tls block is the client block of every other
+// section, checked when the channels are built (as --check does), naming its key.
+func TestChannelSMTPTLS(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "alarm.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("bus: {kind: none}\nchannels:\n  mail:\n    kind: email\n    smtp:\n      addr: smtp:587\n      from: a@b\n      to: [c@d]\n      tls: {ca_file: /nonexistent/ca.pem, server_name: mx}\n"), 0o600))
+	cfg, err := Load(p)
+	require.NoError(t, err)
+	_, _, err = cfg.BuildChannels(quiet)
+	require.EqualError(t, err, `field "channels.mail.smtp.tls.ca_file": open /nonexistent/ca.pem: no such file or directory`)
+
+	require.NoError(t, os.WriteFile(p, []byte("bus: {kind: none}\nchannels:\n  mail:\n    kind: email\n    smtp:\n      addr: smtp:587\n      from: a@b\n      to: [c@d]\n      tls: {server_name: mx}\n"), 0o600))
+	cfg, err = Load(p)
+	require.NoError(t, err)
+	chans, _, err := cfg.BuildChannels(quiet)
+	require.NoError(t, err)
+	require.Contains(t, chans, "mail")
+}
