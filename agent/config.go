@@ -20,9 +20,12 @@ const (
 	DefaultMetricsListen = "127.0.0.1:9108"
 	// MetricsListenOff disables the agent's own /metrics.
 	MetricsListenOff = "off"
-	// TokenEnv overrides sink.http.token and sink.http.token_file.
-	TokenEnv  = "BINLAKE_AGENT_TOKEN"
-	maxBuffer = 1_000_000
+	// TokenEnv is sink.http.token_env's default: the judge's token has one variable,
+	// whichever role reads it.
+	TokenEnv = config.JudgeTokenEnv
+	// OldTokenEnv is the variable older agents read the judge's token from.
+	OldTokenEnv = "BINLAKE_AGENT_TOKEN"
+	maxBuffer   = 1_000_000
 )
 
 // Sink types.
@@ -49,7 +52,12 @@ type Config struct {
 
 // RenamedKeys are the keys of older agent.yaml files, now the same as every role's.
 func (*Config) RenamedKeys() map[string]string {
-	return map[string]string{"metrics_listen": "http.listen", "sink.type": "sink.kind"}
+	return map[string]string{"metrics_listen": "http.listen", "sink.type": "sink.kind", "sink.http.ca_file": "sink.http.tls.ca_file"}
+}
+
+// RetiredKeys are the inline secrets older agent.yaml files could hold.
+func (*Config) RetiredKeys() map[string]string {
+	return map[string]string{"sink.http.token": config.InlineSecret("token")}
 }
 
 // SinkConfig chooses where batches go.
@@ -69,13 +77,20 @@ type KafkaSinkConfig struct {
 
 // HTTPSinkConfig is the HTTP sink: POST to the judge's /v1/metrics.
 type HTTPSinkConfig struct {
-	URL       string          `yaml:"url"`
-	Token     config.Secret   `yaml:"token"`
+	URL string `yaml:"url"`
+	// The judge's token, when it has one: from the variable TokenEnv names (default
+	// BINLAKE_JUDGE_TOKEN) or the file TokenFile names.
 	TokenFile string          `yaml:"token_file"`
+	TokenEnv  string          `yaml:"token_env"`
 	Timeout   config.Duration `yaml:"timeout"`
-	// CAFile, for an https URL, holds the CA of the judge's certificate when it is not
-	// one the system trusts (the judge's http.tls with a private CA).
-	CAFile string `yaml:"ca_file"`
+	// TLS, for an https URL: the CA of the judge's certificate when it is not one the
+	// system trusts (the judge's http.tls with a private CA).
+	TLS *config.ClientTLS `yaml:"tls"`
+}
+
+// Token is where the judge's token is read.
+func (h HTTPSinkConfig) Token() config.SecretRef {
+	return config.SecretRef{File: h.TokenFile, Env: h.TokenEnv}
 }
 
 // DefaultConfig returns the defaults: host collector only, Kafka sink on the local broker.
@@ -153,19 +168,19 @@ func (c *Config) Validate() error {
 		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("sink.http.url", "%q is not an http(s) URL", redactURL(h.URL))
 		} else if u.User != nil {
-			bad("sink.http.url", "credentials in the URL would be logged: use token or token_file")
+			bad("sink.http.url", "credentials in the URL would be logged: use token_file or token_env")
 		}
 		if h.Timeout <= 0 {
-			bad("sink.http.timeout", "%s: must be positive", h.Timeout)
+			bad("sink.http.timeout", "%s: want more than 0", h.Timeout)
 		}
-		if h.Token != "" && h.TokenFile != "" {
-			bad("sink.http.token", "set token or token_file, not both")
+		if h.TokenEnv == "" && os.Getenv(OldTokenEnv) != "" {
+			bad("sink.http.token_env", "the variable %s is set: the judge's token is now read from %s (or the variable token_env names): rename it", OldTokenEnv, TokenEnv)
 		}
-		if h.CAFile != "" {
-			if _, _, err := config.LoadCAPool(h.CAFile); err != nil {
-				bad("sink.http.ca_file", "%w", err)
-			}
+		if c.Sink.HTTP.TokenEnv == "" {
+			c.Sink.HTTP.TokenEnv = TokenEnv
 		}
+		errs = append(errs, c.Sink.HTTP.Token().Check("sink.http.token"))
+		errs = append(errs, h.TLS.CheckHTTPS("sink.http.tls", err == nil && u.Scheme == "https"))
 	default:
 		bad("sink.kind", "%q: want %q or %q", c.Sink.Kind, SinkKafka, SinkHTTP)
 	}

@@ -32,7 +32,7 @@ sink:
   kind: http
   http:
     url: http://127.0.0.1:8080/v1/metrics
-    token: abc
+    token_env: AGENT_TEST_TOKEN
 collectors:
   host:
     per_cpu: true
@@ -95,8 +95,9 @@ func TestLoadErrors(t *testing.T) {
 		{"broker without port", "sink:\n  kafka:\n    brokers: [kafka1]\n", []string{`agent.yaml:3: field "sink.kafka.brokers[0]": "kafka1": want host:port, e.g. kafka-1:9092`}},
 		{"http without url", "sink:\n  kind: http\n", []string{`field "sink.http.url": required`}},
 		{"http url with password", "sink:\n  kind: http\n  http:\n    url: http://u:hunter2@judge/v1/metrics\n", []string{`field "sink.http.url": credentials`}},
-		{"token twice", "sink:\n  kind: http\n  http:\n    url: http://judge/v1/metrics\n    token: a\n    token_file: /x\n", []string{`field "sink.http.token"`}},
-		{"CA file missing", "sink:\n  kind: http\n  http:\n    url: https://judge/v1/metrics\n    ca_file: /nonexistent/ca.pem\n", []string{`field "sink.http.ca_file"`, "/nonexistent/ca.pem"}},
+		{"token file missing", "sink:\n  kind: http\n  http:\n    url: http://judge/v1/metrics\n    token_file: /nonexistent/t\n", []string{`agent.yaml:5: field "sink.http.token_file": read secret: open /nonexistent/t`}},
+		{"CA file missing", "sink:\n  kind: http\n  http:\n    url: https://judge/v1/metrics\n    tls: {ca_file: /nonexistent/ca.pem}\n", []string{`field "sink.http.tls.ca_file"`, "/nonexistent/ca.pem"}},
+		{"TLS over http", "sink:\n  kind: http\n  http:\n    url: http://judge/v1/metrics\n    tls: {}\n", []string{`agent.yaml:5: field "sink.http.tls": set, but the URL is not https://`}},
 		{"http listen", "http: {listen: 9108}\n", []string{`field "http.listen"`}},
 		{"renamed metrics_listen", "metrics_listen: off\n", []string{`field "metrics_listen": this key is now "http.listen"`}},
 		{"unknown collector", "collectors:\n  host:\n  gpu:\n    enabled: true\n", []string{`agent.yaml:3: unknown key "collectors.gpu" (under collectors: host, process, wave)`}},

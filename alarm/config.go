@@ -22,7 +22,7 @@ const (
 	CoordSingle   = config.CoordSingle
 	CoordZK       = config.CoordZK
 	TokenEnv      = "BINLAKE_ALARM_TOKEN"
-	defaultListen = "127.0.0.1:8092"
+	defaultListen = config.AlarmListen
 	DefaultGroup  = "binlake-alarm"
 )
 
@@ -46,7 +46,7 @@ type Config struct {
 		GroupWait     config.Duration `yaml:"group_wait"`
 		GroupInterval config.Duration `yaml:"group_interval"`
 		Attempts      int             `yaml:"attempts"`
-		Backoff       config.Duration `yaml:"backoff"`
+		MinBackoff    config.Duration `yaml:"min_backoff"`
 		MaxBackoff    config.Duration `yaml:"max_backoff"`
 		Timeout       config.Duration `yaml:"timeout"`
 		Queue         int             `yaml:"queue"`
@@ -58,28 +58,58 @@ type Config struct {
 	Channels map[string]Channel `yaml:"channels"`
 }
 
-// Channel is one notification channel.
+// RenamedKeys are the keys of older alarm.yaml files, now the same as every role's.
+func (*Config) RenamedKeys() map[string]string {
+	return map[string]string{"channels.*.smtp.ca_file": "channels.*.smtp.tls.ca_file",
+		"channels.*.smtp.insecure_skip_verify": "channels.*.smtp.tls.insecure_skip_verify",
+		"notify.backoff":                       "notify.min_backoff"}
+}
+
+// RetiredKeys are the inline secrets older alarm.yaml files could hold.
+func (*Config) RetiredKeys() map[string]string {
+	return map[string]string{"http.token": config.InlineSecret("token"),
+		"channels.*.bearer_token": config.InlineSecret("bearer_token"), "channels.*.secret": config.InlineSecret("secret"),
+		"channels.*.smtp.password": config.InlineSecret("password")}
+}
+
+// Channel is one notification channel. Its secrets (a bearer token, a signing secret,
+// a password) come from a file or a variable, never inline (config.SecretRef).
 type Channel struct {
 	Kind string `yaml:"kind"` // webhook, dingtalk, wecom, slack, email or log
-	// HTTP kinds. Robot URLs carry their access token, so they are secrets too.
+	// HTTP kinds. The URL is an address, and may be inline; robot URLs carry their
+	// access token, so they may come from a file or a variable instead, as a secret.
 	URL             config.Secret `yaml:"url"`
 	URLFile         string        `yaml:"url_file"`
-	BearerToken     config.Secret `yaml:"bearer_token"`
+	URLEnv          string        `yaml:"url_env"`
 	BearerTokenFile string        `yaml:"bearer_token_file"`
-	Secret          config.Secret `yaml:"secret"` // DingTalk signing secret
-	SecretFile      string        `yaml:"secret_file"`
+	BearerTokenEnv  string        `yaml:"bearer_token_env"`
+	// The DingTalk signing secret.
+	SecretFile string `yaml:"secret_file"`
+	SecretEnv  string `yaml:"secret_env"`
 	// Email.
 	SMTP struct {
-		Addr               string        `yaml:"addr"`
-		From               string        `yaml:"from"`
-		To                 []string      `yaml:"to"`
-		Username           string        `yaml:"username"`
-		Password           config.Secret `yaml:"password"`
-		PasswordFile       string        `yaml:"password_file"`
-		StartTLS           string        `yaml:"starttls"`
-		CAFile             string        `yaml:"ca_file"`
-		InsecureSkipVerify bool          `yaml:"insecure_skip_verify"`
+		Addr         string   `yaml:"addr"`
+		From         string   `yaml:"from"`
+		To           []string `yaml:"to"`
+		Username     string   `yaml:"username"`
+		PasswordFile string   `yaml:"password_file"`
+		PasswordEnv  string   `yaml:"password_env"`
+		StartTLS     string   `yaml:"starttls"`
+		// TLS is the client's block; its server name defaults to addr's host.
+		TLS *config.ClientTLS `yaml:"tls"`
 	} `yaml:"smtp"`
+}
+
+// secrets are the channel's secrets by key (relative to the channel), for its kind.
+func (ch *Channel) secrets() map[string]config.SecretRef {
+	switch ch.Kind {
+	case "email":
+		return map[string]config.SecretRef{"smtp.password": {File: ch.SMTP.PasswordFile, Env: ch.SMTP.PasswordEnv}}
+	case "log":
+		return nil
+	}
+	return map[string]config.SecretRef{"url": {File: ch.URLFile, Env: ch.URLEnv},
+		"bearer_token": {File: ch.BearerTokenFile, Env: ch.BearerTokenEnv}, "secret": {File: ch.SecretFile, Env: ch.SecretEnv}}
 }
 
 // Load reads, defaults and validates alarm.yaml.
@@ -94,7 +124,7 @@ func (c *Config) Validate() error {
 	if err := c.Log.Validate(); err != nil {
 		return err
 	}
-	if err := c.HTTP.Validate(defaultListen); err != nil {
+	if err := c.HTTP.Validate(defaultListen, TokenEnv); err != nil {
 		return err
 	}
 	if err := c.Bus.Validate(DefaultGroup, config.StartNewest); err != nil {
@@ -111,7 +141,7 @@ func (c *Config) Validate() error {
 	}{{"interval", e.Interval, e.Interval < 0}, {"stale_intervals", e.StaleIntervals, e.StaleIntervals < 0},
 		{"resolved_retention", e.ResolvedRetention, e.ResolvedRetention < 0}} {
 		if f.negative {
-			return config.Bad("evaluation."+f.key, "%v: must not be negative", f.v)
+			return config.Bad("evaluation."+f.key, "%v: want 0 or more", f.v)
 		}
 	}
 	if e.Interval != 0 && e.Interval.D() < 100*time.Millisecond {
@@ -124,11 +154,11 @@ func (c *Config) Validate() error {
 		negative bool
 	}{
 		{"group_wait", n.GroupWait, n.GroupWait < 0}, {"group_interval", n.GroupInterval, n.GroupInterval < 0},
-		{"attempts", n.Attempts, n.Attempts < 0}, {"backoff", n.Backoff, n.Backoff < 0}, {"max_backoff", n.MaxBackoff, n.MaxBackoff < 0},
+		{"attempts", n.Attempts, n.Attempts < 0}, {"min_backoff", n.MinBackoff, n.MinBackoff < 0}, {"max_backoff", n.MaxBackoff, n.MaxBackoff < 0},
 		{"timeout", n.Timeout, n.Timeout < 0}, {"queue", n.Queue, n.Queue < 0},
 	} {
 		if f.negative {
-			return config.Bad("notify."+f.name, "%v: must not be negative (0 takes the default)", f.v)
+			return config.Bad("notify."+f.name, "%v: want 0 or more (0 takes the default)", f.v)
 		}
 	}
 	for i, l := range c.Inhibition.Equal {
@@ -151,14 +181,23 @@ func (c *Config) Validate() error {
 func (ch *Channel) validate(prefix string) error {
 	switch ch.Kind {
 	case notify.FormatWebhook, notify.FormatDingTalk, notify.FormatWeCom, notify.FormatSlack:
-		if ch.URL == "" && ch.URLFile == "" {
-			return config.Bad(prefix+".url", "required for kind %s (or url_file)", ch.Kind)
+		url := config.SecretRef{File: ch.URLFile, Env: ch.URLEnv}
+		if ch.URL == "" && !url.IsSet() {
+			return config.Bad(prefix+".url", "required for kind %s (or url_file, url_env)", ch.Kind)
 		}
-		if ch.URL != "" && ch.URLFile != "" {
-			return config.Bad(prefix+".url_file", "set url or url_file, not both")
+		if ch.URL != "" && url.IsSet() {
+			return config.Bad(prefix+".url_file", "set url, or url_file and url_env, not both")
+		}
+		for _, key := range []string{"url", "bearer_token", "secret"} {
+			if env := ch.secrets()[key].Env; env != "" && !config.ValidEnvName(env) {
+				return config.Bad(prefix+"."+key+"_env", "%q is not an environment variable name", env)
+			}
 		}
 	case "email":
 		var errs []error
+		if env := ch.SMTP.PasswordEnv; env != "" && !config.ValidEnvName(env) {
+			errs = append(errs, config.Bad(prefix+".smtp.password_env", "%q is not an environment variable name", env))
+		}
 		for _, f := range []struct {
 			key string
 			set bool
@@ -210,10 +249,10 @@ func (c *Config) BuildChannels(logger *slog.Logger) (map[string]notify.Notifier,
 // read is reported.
 func (ch *Channel) build(prefix string, logger *slog.Logger) (notify.Notifier, string, error) {
 	var errs []error
-	secret := func(key string, v config.Secret, file string) config.Secret {
-		s, err := config.ResolveSecret(v, "", file)
+	secret := func(key string) config.Secret {
+		s, err := ch.secrets()[key].Resolve()
 		if err != nil {
-			errs = append(errs, config.Bad(prefix+"."+key, "%w", err))
+			errs = append(errs, config.Bad(prefix+"."+key+"_file", "%w", err))
 		}
 		return s
 	}
@@ -222,15 +261,16 @@ func (ch *Channel) build(prefix string, logger *slog.Logger) (notify.Notifier, s
 		return notify.Log{L: logger.With("component", "alarm")}, "log", nil
 	case "email":
 		s := ch.SMTP
-		pw := secret("smtp.password_file", s.Password, s.PasswordFile)
-		host, _, _ := net.SplitHostPort(s.Addr)
-		tc := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, InsecureSkipVerify: s.InsecureSkipVerify}
-		if s.CAFile != "" {
-			pool, _, err := config.LoadCAPool(s.CAFile)
-			if err != nil {
-				errs = append(errs, config.Bad(prefix+".smtp.ca_file", "%w", err))
-			}
-			tc.RootCAs = pool
+		pw := secret("smtp.password")
+		tc, err := s.TLS.Load(prefix + ".smtp.tls")
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if tc == nil {
+			tc = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		if tc.ServerName == "" {
+			tc.ServerName, _, _ = net.SplitHostPort(s.Addr)
 		}
 		if len(errs) > 0 {
 			return nil, "", errors.Join(errs...)
@@ -242,9 +282,12 @@ func (ch *Channel) build(prefix string, logger *slog.Logger) (notify.Notifier, s
 		}
 		return e, fmt.Sprintf("email via %s to %d recipient(s)", s.Addr, len(s.To)), nil
 	default:
-		u := secret("url_file", ch.URL, ch.URLFile)
-		tok := secret("bearer_token_file", ch.BearerToken, ch.BearerTokenFile)
-		sec := secret("secret_file", ch.Secret, ch.SecretFile)
+		u := ch.URL
+		if u == "" {
+			u = secret("url")
+		}
+		tok := secret("bearer_token")
+		sec := secret("secret")
 		if len(errs) > 0 {
 			return nil, "", errors.Join(errs...)
 		}

@@ -99,11 +99,11 @@ func TestConfigErrors(t *testing.T) {
 		"bus:\n  brokerz: [x]\nchannels: {l: {kind: log}}\n":                             "brokerz",
 		"bus: {kind: none}\nchannels: {l: {kind: pager}}\n":                              `alarm.yaml:2: field "channels.l.kind": "pager": want webhook, dingtalk, wecom, slack, email or log`,
 		"bus: {kind: none}\n":                                                            `alarm.yaml: field "channels": configure at least one (kind: log needs nothing else)`,
-		"bus: {kind: none}\nchannels: {w: {kind: webhook}}\n":                            `alarm.yaml:2: field "channels.w.url": required for kind webhook (or url_file)`,
+		"bus: {kind: none}\nchannels: {w: {kind: webhook}}\n":                            `alarm.yaml:2: field "channels.w.url": required for kind webhook (or url_file, url_env)`,
 		"bus: {kind: none}\ncoordinator: {kind: zk}\nchannels: {l: {kind: log}}\n":       `alarm.yaml:2: field "coordinator.servers": required: at least one ZooKeeper host:port`,
 		"bus: {kind: none}\nnotify: {group_wait: 5}\nchannels: {l: {kind: log}}\n":       "invalid duration",
-		"bus: {kind: none}\nnotify: {group_interval: -1s}\nchannels: {l: {kind: log}}\n": `alarm.yaml:2: field "notify.group_interval": -1s: must not be negative (0 takes the default)`,
-		"bus: {kind: none}\nnotify: {queue: -1}\nchannels: {l: {kind: log}}\n":           `alarm.yaml:2: field "notify.queue": -1: must not be negative (0 takes the default)`,
+		"bus: {kind: none}\nnotify: {group_interval: -1s}\nchannels: {l: {kind: log}}\n": `alarm.yaml:2: field "notify.group_interval": -1s: want 0 or more (0 takes the default)`,
+		"bus: {kind: none}\nnotify: {queue: -1}\nchannels: {l: {kind: log}}\n":           `alarm.yaml:2: field "notify.queue": -1: want 0 or more (0 takes the default)`,
 	}
 	for yaml, want := range cases {
 		p := filepath.Join(t.TempDir(), "alarm.yaml")

@@ -79,7 +79,7 @@ http: {listen: "127.0.0.1:0"}
 bus: {kind: kafka, brokers: [%s], topic: %s, group: %s}
 coordinator: {kind: zk, servers: [%s], root: %s, session_timeout: 10s}
 evaluation: {interval: 200ms}
-notify: {group_wait: 500ms, backoff: 100ms}
+notify: {group_wait: 500ms, min_backoff: 100ms}
 channels:
   c: {kind: webhook, url: "%s"}
 `, strings.Join(brokers, ", "), r.topic, r.group, strings.Join(testenv.HostPorts(zaddr), ", "), root, r.rcv.srv.URL)

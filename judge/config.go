@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
@@ -14,7 +15,7 @@ import (
 
 // Environment variables that override secrets in judge.yaml.
 const (
-	TokenEnv           = "BINLAKE_JUDGE_TOKEN"
+	TokenEnv           = config.JudgeTokenEnv
 	ElasticPasswordEnv = "BINLAKE_JUDGE_ES_PASSWORD"
 	ElasticAPIKeyEnv   = "BINLAKE_JUDGE_ES_API_KEY"
 )
@@ -28,7 +29,7 @@ const (
 	BusNone       = config.BusNone // HTTP ingest only
 	StoreSQLite   = "sqlite"
 	StoreElastic  = "elastic"
-	defaultListen = "127.0.0.1:8090"
+	defaultListen = config.JudgeListen
 )
 
 // Config is judge.yaml (deploy/judge.example.yaml documents every field).
@@ -49,19 +50,21 @@ type Config struct {
 		} `yaml:"sqlite"`
 		Elastic struct {
 			Addresses []string `yaml:"addresses"`
-			// CAFile is a PEM file of the certificate authorities that signed the
-			// engine's certificate (https addresses); the system's when empty.
-			CAFile string `yaml:"ca_file"`
-			// Basic auth: Username with Password, PasswordFile or $BINLAKE_JUDGE_ES_PASSWORD.
-			Username     string        `yaml:"username"`
-			Password     config.Secret `yaml:"password"`
-			PasswordFile string        `yaml:"password_file"`
+			// TLS, for https addresses: the CAs that signed the engine's certificate
+			// (the system's when empty), a client certificate, the server name.
+			TLS *config.ClientTLS `yaml:"tls"`
+			// Basic auth: Username with the password from PasswordEnv (default
+			// BINLAKE_JUDGE_ES_PASSWORD) or PasswordFile.
+			Username     string `yaml:"username"`
+			PasswordFile string `yaml:"password_file"`
+			PasswordEnv  string `yaml:"password_env"`
 			// Or an API key (instead of basic auth): its "encoded" value or
-			// "<id>:<api_key>", in APIKey, APIKeyFile or $BINLAKE_JUDGE_ES_API_KEY.
-			APIKey     config.Secret `yaml:"api_key"`
-			APIKeyFile string        `yaml:"api_key_file"`
-			Prefix     string        `yaml:"prefix"`
-			Replicas   int           `yaml:"replicas"`
+			// "<id>:<api_key>", from APIKeyEnv (default BINLAKE_JUDGE_ES_API_KEY) or
+			// APIKeyFile.
+			APIKeyFile string `yaml:"api_key_file"`
+			APIKeyEnv  string `yaml:"api_key_env"`
+			Prefix     string `yaml:"prefix"`
+			Replicas   int    `yaml:"replicas"`
 			// RefreshInterval is how soon a written point becomes searchable; the
 			// store's default when zero.
 			RefreshInterval config.Duration `yaml:"refresh_interval"`
@@ -92,10 +95,21 @@ type Config struct {
 		// AlarmURL is the alarm's base URL (http://alarm:8092): the page lists its firing
 		// alerts and links to it. Empty: the page says no alarm is connected.
 		AlarmURL string `yaml:"alarm_url"`
-		// AlarmCAFile holds the CA of the alarm's certificate for an https alarm_url the
-		// system does not trust.
-		AlarmCAFile string `yaml:"alarm_ca_file"`
+		// TLS, for an https alarm_url: the CA of the alarm's certificate when the
+		// system does not trust it.
+		TLS *config.ClientTLS `yaml:"tls"`
 	} `yaml:"status"`
+}
+
+// RenamedKeys are the keys of older judge.yaml files, now the same as every role's.
+func (*Config) RenamedKeys() map[string]string {
+	return map[string]string{"store.elastic.ca_file": "store.elastic.tls.ca_file", "status.alarm_ca_file": "status.tls.ca_file"}
+}
+
+// RetiredKeys are the inline secrets older judge.yaml files could hold.
+func (*Config) RetiredKeys() map[string]string {
+	return map[string]string{"http.token": config.InlineSecret("token"),
+		"store.elastic.password": config.InlineSecret("password"), "store.elastic.api_key": config.InlineSecret("api_key")}
 }
 
 // RebalanceConfig is the rebalance section. Band, InstanceFloor and Cooldown are
@@ -235,7 +249,7 @@ func (b *BufferConfig) validate() error {
 		{"min_backoff", b.MinBackoff, b.MinBackoff < 0}, {"max_backoff", b.MaxBackoff, b.MaxBackoff < 0},
 		{"write_timeout", b.WriteTimeout, b.WriteTimeout < 0}, {"close_timeout", b.CloseTimeout, b.CloseTimeout < 0}} {
 		if f.negative {
-			return config.Bad("store.buffer."+f.key, "%v: must not be negative (0 takes the default)", f.v)
+			return config.Bad("store.buffer."+f.key, "%v: want 0 or more (0 takes the default)", f.v)
 		}
 	}
 	if b.MaxBackoff != 0 {
@@ -277,7 +291,7 @@ func (c *Config) Validate() error {
 	if err := c.Log.Validate(); err != nil {
 		return err
 	}
-	if err := c.HTTP.Validate(defaultListen); err != nil {
+	if err := c.HTTP.Validate(defaultListen, TokenEnv); err != nil {
 		return err
 	}
 	if u := c.Status.AlarmURL; u != "" {
@@ -289,10 +303,8 @@ func (c *Config) Validate() error {
 			return config.Bad("status.alarm_url", "%q: want the alarm's base URL, such as http://alarm:8092", u)
 		}
 	}
-	if f := c.Status.AlarmCAFile; f != "" {
-		if err := checkCAFile(f); err != nil {
-			return config.Bad("status.alarm_ca_file", "%w", err)
-		}
+	if err := c.Status.TLS.CheckHTTPS("status.tls", strings.HasPrefix(c.Status.AlarmURL, "https://")); err != nil {
+		return err
 	}
 	if c.Node == "" {
 		c.Node, _ = os.Hostname()
@@ -319,10 +331,10 @@ func (c *Config) Validate() error {
 			return config.Bad("store.elastic.addresses", "required: at least one URL, e.g. http://127.0.0.1:9200")
 		}
 		if c.Store.Elastic.RefreshInterval < 0 {
-			return config.Bad("store.elastic.refresh_interval", "%s: must not be negative", c.Store.Elastic.RefreshInterval)
+			return config.Bad("store.elastic.refresh_interval", "%s: want 0 or more", c.Store.Elastic.RefreshInterval)
 		}
 		if c.Store.Elastic.Replicas < 0 {
-			return config.Bad("store.elastic.replicas", "%d: must not be negative", c.Store.Elastic.Replicas)
+			return config.Bad("store.elastic.replicas", "%d: want 0 or more", c.Store.Elastic.Replicas)
 		}
 		if err := c.validateElastic(); err != nil {
 			return err
@@ -331,7 +343,7 @@ func (c *Config) Validate() error {
 		return config.Bad("store.kind", "%q: want sqlite or elastic", c.Store.Kind)
 	}
 	if c.Store.Retention < 0 {
-		return config.Bad("store.retention", "%s: must not be negative", c.Store.Retention)
+		return config.Bad("store.retention", "%s: want 0 or more", c.Store.Retention)
 	}
 	if err := c.Store.Buffer.validate(); err != nil {
 		return err
@@ -340,7 +352,7 @@ func (c *Config) Validate() error {
 		return config.Bad("analysis.ewma_alpha", "%v: want 0 < alpha ≤ 1", c.Analysis.EWMAAlpha)
 	}
 	if c.Analysis.HistoricalEvery < 0 {
-		return config.Bad("analysis.historical_every", "%s: must not be negative", c.Analysis.HistoricalEvery)
+		return config.Bad("analysis.historical_every", "%s: want 0 or more", c.Analysis.HistoricalEvery)
 	}
 	if c.Analysis.HistoricalEvery != 0 && c.Analysis.HistoricalEvery.D() < time.Second {
 		return config.Bad("analysis.historical_every", "%s: want at least 1s", c.Analysis.HistoricalEvery)
@@ -358,10 +370,10 @@ func (c *Config) Validate() error {
 		return config.Bad("placement.algorithm", "%w", err)
 	}
 	if p.StaleIntervals < 0 {
-		return config.Bad("placement.stale_intervals", "%v: must not be negative", p.StaleIntervals)
+		return config.Bad("placement.stale_intervals", "%v: want 0 or more", p.StaleIntervals)
 	}
 	if p.DefaultInterval < 0 {
-		return config.Bad("placement.default_interval", "%s: must not be negative", p.DefaultInterval)
+		return config.Bad("placement.default_interval", "%s: want 0 or more", p.DefaultInterval)
 	}
 	if p.SnapshotEvery < 0 || p.SnapshotEvery.D() > time.Minute {
 		return config.Bad("placement.snapshot_every", "%s: want at most 1m (%s when unset)", p.SnapshotEvery, config.Duration(DefaultSnapshotEvery))
@@ -403,8 +415,8 @@ func (c *Config) Filters() lbplugins.Filters {
 	}
 }
 
-// validateElastic checks store.elastic's addresses, CA file and credentials (not the
-// environment: ElasticCredentials reads it).
+// validateElastic checks store.elastic's addresses, TLS block and credentials' keys (the
+// files read unless their variable is set), filling the variables' defaults.
 func (c *Config) validateElastic() error {
 	e := &c.Store.Elastic
 	https := false
@@ -418,54 +430,53 @@ func (c *Config) validateElastic() error {
 		}
 		https = https || u.Scheme == "https"
 	}
-	if e.CAFile != "" {
-		if !https {
-			return config.Bad("store.elastic.ca_file", "set, but no address is https://")
-		}
-		if err := checkCAFile(e.CAFile); err != nil {
-			return config.Bad("store.elastic.ca_file", "%w", err)
-		}
+	if err := e.TLS.CheckHTTPS("store.elastic.tls", https); err != nil {
+		return err
 	}
-	if e.Password != "" && e.PasswordFile != "" {
-		return config.Bad("store.elastic.password_file", "set password or password_file, not both")
+	if e.Username == "" && e.PasswordFile != "" {
+		return config.Bad("store.elastic.username", "required with password_file")
 	}
-	if e.APIKey != "" && e.APIKeyFile != "" {
-		return config.Bad("store.elastic.api_key_file", "set api_key or api_key_file, not both")
+	if e.Username != "" && e.APIKeyFile != "" {
+		return config.Bad("store.elastic.username", "set username (basic auth) or api_key_file, not both")
 	}
-	if e.Username == "" && (e.Password != "" || e.PasswordFile != "") {
-		return config.Bad("store.elastic.username", "required with password or password_file")
+	if e.PasswordEnv == "" {
+		e.PasswordEnv = ElasticPasswordEnv
 	}
-	if e.Username != "" && (e.APIKey != "" || e.APIKeyFile != "") {
-		return config.Bad("store.elastic.username", "set username (basic auth) or api_key/api_key_file, not both")
+	if e.APIKeyEnv == "" {
+		e.APIKeyEnv = ElasticAPIKeyEnv
 	}
-	return nil
+	if err := c.elasticPassword().Check("store.elastic.password"); err != nil {
+		return err
+	}
+	return c.elasticAPIKey().Check("store.elastic.api_key")
 }
 
-// checkCAFile checks that path holds at least one PEM certificate.
-func checkCAFile(path string) error {
-	_, _, err := config.LoadCAPool(path)
-	return err
+func (c *Config) elasticPassword() config.SecretRef {
+	return config.SecretRef{File: c.Store.Elastic.PasswordFile, Env: c.Store.Elastic.PasswordEnv}
 }
 
-// ElasticCredentials resolves store.elastic's password and API key, each from the
-// environment (ElasticPasswordEnv, ElasticAPIKeyEnv) first, then its file, then its
-// inline value. A username without any password is an error; so are both kinds at once.
-// The errors name the key and the file, never a secret.
+func (c *Config) elasticAPIKey() config.SecretRef {
+	return config.SecretRef{File: c.Store.Elastic.APIKeyFile, Env: c.Store.Elastic.APIKeyEnv}
+}
+
+// ElasticCredentials resolves store.elastic's password and API key, each from its
+// variable first, then its file. A username without any password is an error; so are
+// both kinds at once. The errors name the key and the file, never a secret.
 func (c *Config) ElasticCredentials() (password, apiKey config.Secret, err error) {
 	e := c.Store.Elastic
-	if password, err = config.ResolveSecret(e.Password, ElasticPasswordEnv, e.PasswordFile); err != nil {
+	if password, err = c.elasticPassword().Resolve(); err != nil {
 		return "", "", config.Bad("store.elastic.password_file", "%w", err)
 	}
-	if apiKey, err = config.ResolveSecret(e.APIKey, ElasticAPIKeyEnv, e.APIKeyFile); err != nil {
+	if apiKey, err = c.elasticAPIKey().Resolve(); err != nil {
 		return "", "", config.Bad("store.elastic.api_key_file", "%w", err)
 	}
 	switch {
 	case e.Username != "" && password == "":
-		return "", "", config.Bad("store.elastic.username", "%q: no password: set password_file, password or $%s", e.Username, ElasticPasswordEnv)
+		return "", "", config.Bad("store.elastic.username", "%q: no password: set password_file or $%s", e.Username, e.PasswordEnv)
 	case e.Username != "" && apiKey != "":
-		return "", "", config.Bad("store.elastic.username", "username and an API key ($%s) both set: use one", ElasticAPIKeyEnv)
+		return "", "", config.Bad("store.elastic.username", "username and an API key ($%s) both set: use one", e.APIKeyEnv)
 	case e.Username == "" && password != "":
-		return "", "", config.Bad("store.elastic.username", "required: a password ($%s) is set", ElasticPasswordEnv)
+		return "", "", config.Bad("store.elastic.username", "required: a password ($%s) is set", e.PasswordEnv)
 	}
 	return password, apiKey, nil
 }

@@ -93,8 +93,8 @@ func TestConfigErrors(t *testing.T) {
 		{"old store queue", "bus: {kind: none}\nstore: {queue: 1024}\n", `judge.yaml:2: unknown key "store.queue"`},
 		{"bad http_overflow", "bus: {kind: none}\nstore: {buffer: {http_overflow: oldest}}\n", `judge.yaml:2: field "store.buffer.http_overflow": "oldest": want reject or drop`},
 		{"bad start", "bus: {kind: kafka, brokers: [\"k:9092\"], start: latest}\n", `judge.yaml:1: field "bus.start": "latest": want oldest or newest`},
-		{"negative capacity", "bus: {kind: none}\nstore: {buffer: {capacity: -1}}\n", `judge.yaml:2: field "store.buffer.capacity": -1: must not be negative (0 takes the default)`},
-		{"negative backoff", "bus: {kind: none}\nstore: {buffer: {min_backoff: -1s}}\n", `judge.yaml:2: field "store.buffer.min_backoff": -1s: must not be negative`},
+		{"negative capacity", "bus: {kind: none}\nstore: {buffer: {capacity: -1}}\n", `judge.yaml:2: field "store.buffer.capacity": -1: want 0 or more (0 takes the default)`},
+		{"negative backoff", "bus: {kind: none}\nstore: {buffer: {min_backoff: -1s}}\n", `judge.yaml:2: field "store.buffer.min_backoff": -1s: want 0 or more`},
 		{"max below min", "bus: {kind: none}\nstore: {buffer: {min_backoff: 2s, max_backoff: 1s}}\n", `judge.yaml:2: field "store.buffer.max_backoff": 1s: want at least min_backoff, 2s`},
 		{"max below default min", "bus: {kind: none}\nstore: {buffer: {max_backoff: 50ms}}\n", `judge.yaml:2: field "store.buffer.max_backoff": 50ms: want at least min_backoff, 100ms`},
 		{"utilisation above 1", "bus: {kind: none}\nrebalance: {max_utilisation: 70}\n", `judge.yaml:2: field "rebalance.max_utilisation": 70: want a share of the host's cores from 0 to 1 (0.7 for 70 %)`},
@@ -111,12 +111,13 @@ func TestConfigErrors(t *testing.T) {
 		{"infinite hard_max", "bus: {kind: none}\nrebalance: {hard_max: .inf}\n", `judge.yaml:2: field "rebalance.hard_max": +Inf: want a finite number ≥ 0 (rows/s)`},
 		{"negative instance_floor", "bus: {kind: none}\nrebalance: {instance_floor: -0.5}\n", `judge.yaml:2: field "rebalance.instance_floor": -0.5: want a finite number ≥ 0 (rows/s)`},
 		{"negative max_moves", "bus: {kind: none}\nrebalance: {max_moves: -2}\n", `judge.yaml:2: field "rebalance.max_moves": -2: want at least 1`},
-		{"negative cooldown", "bus: {kind: none}\nrebalance: {cooldown: -1m}\n", `judge.yaml:2: field "rebalance.cooldown": -1m0s: must not be negative`},
+		{"negative cooldown", "bus: {kind: none}\nrebalance: {cooldown: -1m}\n", `judge.yaml:2: field "rebalance.cooldown": -1m0s: want 0 or more`},
 		{"bare cooldown", "bus: {kind: none}\nrebalance: {cooldown: 600}\n", `invalid duration "600"`},
 		{"unknown rebalance key", "bus: {kind: none}\nrebalance: {floor: 100}\n", `unknown key "rebalance.floor"`},
 		{"string band", "bus: {kind: none}\nrebalance: {band: wide}\n", `rebalance.band`},
 		{"alarm url without scheme", "bus: {kind: none}\nstatus: {alarm_url: \"alarm:8092\"}\n", `judge.yaml:2: field "status.alarm_url": "alarm:8092": want the alarm's base URL`},
-		{"alarm CA file", "bus: {kind: none}\nstatus: {alarm_ca_file: /nonexistent/ca.pem}\n", `judge.yaml:2: field "status.alarm_ca_file": open /nonexistent/ca.pem`},
+		{"alarm CA file", "bus: {kind: none}\nstatus: {alarm_url: https://a:1, tls: {ca_file: /nonexistent/ca.pem}}\n", `judge.yaml:2: field "status.tls.ca_file": open /nonexistent/ca.pem`},
+		{"alarm TLS over http", "bus: {kind: none}\nstatus: {alarm_url: http://a:1, tls: {}}\n", `judge.yaml:2: field "status.tls": set, but the URL is not https://`},
 		{"alarm url with credentials", "bus: {kind: none}\nstatus: {alarm_url: \"http://u:p@alarm:8092\"}\n", `judge.yaml:2: field "status.alarm_url": credentials in the URL are refused`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,7 +139,7 @@ func TestNewRejectsRebalance(t *testing.T) {
 	}{
 		{"negative band", RebalanceOptions{Band: -1, MaxMoves: 1}, `judge: field "rebalance.band": -1: want a finite number ≥ 0 (rows/s)`},
 		{"no moves", RebalanceOptions{Band: 10}, `judge: field "rebalance.max_moves": 0: want at least 1`},
-		{"negative cooldown", RebalanceOptions{MaxMoves: 1, Cooldown: -time.Second}, `judge: field "rebalance.cooldown": -1s: must not be negative`},
+		{"negative cooldown", RebalanceOptions{MaxMoves: 1, Cooldown: -time.Second}, `judge: field "rebalance.cooldown": -1s: want 0 or more`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(Options{Store: openStore(t), Rebalance: &tc.o, Logger: quiet})

@@ -76,7 +76,7 @@ func (o RebalanceOptions) validate() error {
 		return config.Bad("rebalance.max_moves", "%d: want at least 1", o.MaxMoves)
 	}
 	if o.Cooldown < 0 {
-		return config.Bad("rebalance.cooldown", "%s: must not be negative", o.Cooldown)
+		return config.Bad("rebalance.cooldown", "%s: want 0 or more", o.Cooldown)
 	}
 	return nil
 }

@@ -71,14 +71,15 @@ func TestConfigElasticSecurity(t *testing.T) {
 	keyFile := writeFile(t, "es.key", "id1:k3y-secret\n")
 	const es = "bus: {kind: none}\nstore:\n  kind: elastic\n  elastic:\n"
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"ca over http", es + "    addresses: [http://127.0.0.1:9200]\n    ca_file: " + pair.CertFile + "\n", `judge.yaml:6: field "store.elastic.ca_file": set, but no address is https://`},
-		{"missing ca", es + "    addresses: [https://127.0.0.1:9200]\n    ca_file: /nonexistent/ca.pem\n", `judge.yaml:6: field "store.elastic.ca_file": open /nonexistent/ca.pem: no such file or directory`},
-		{"ca not pem", es + "    addresses: [https://127.0.0.1:9200]\n    ca_file: " + junk + "\n", `judge.yaml:6: field "store.elastic.ca_file": ` + junk + " holds no PEM certificate"},
+		{"ca over http", es + "    addresses: [http://127.0.0.1:9200]\n    tls: {ca_file: " + pair.CertFile + "}\n", `judge.yaml:6: field "store.elastic.tls": set, but the URL is not https://`},
+		{"missing ca", es + "    addresses: [https://127.0.0.1:9200]\n    tls: {ca_file: /nonexistent/ca.pem}\n", `judge.yaml:6: field "store.elastic.tls.ca_file": open /nonexistent/ca.pem: no such file or directory`},
+		{"ca not pem", es + "    addresses: [https://127.0.0.1:9200]\n    tls: {ca_file: " + junk + "}\n", `judge.yaml:6: field "store.elastic.tls.ca_file": ` + junk + " holds no PEM certificate"},
 		{"bad address", es + "    addresses: [127.0.0.1:9200]\n", `judge.yaml:5: field "store.elastic.addresses[0]": "127.0.0.1:9200": want http://host:port or https://host:port`},
 		{"credentials in url", es + "    addresses: [\"https://u:p@127.0.0.1:9200\"]\n", `judge.yaml:5: field "store.elastic.addresses[0]": credentials in the URL would be logged`},
-		{"password without username", es + "    addresses: [https://h:9200]\n    password_file: " + pwFile + "\n", `judge.yaml:4: field "store.elastic.username": required with password or password_file`},
-		{"both api keys", es + "    addresses: [https://h:9200]\n    api_key: x\n    api_key_file: " + keyFile + "\n", `judge.yaml:7: field "store.elastic.api_key_file": set api_key or api_key_file, not both`},
-		{"basic and api key", es + "    addresses: [https://h:9200]\n    username: u\n    api_key_file: " + keyFile + "\n", `judge.yaml:6: field "store.elastic.username": set username (basic auth) or api_key/api_key_file, not both`},
+		{"password without username", es + "    addresses: [https://h:9200]\n    password_file: " + pwFile + "\n", `judge.yaml:4: field "store.elastic.username": required with password_file`},
+		{"bad password variable", es + "    addresses: [https://h:9200]\n    username: u\n    password_env: BAD-NAME\n", `judge.yaml:7: field "store.elastic.password_env": "BAD-NAME" is not an environment variable name`},
+		{"missing key file", es + "    addresses: [https://h:9200]\n    api_key_file: /nonexistent/key\n", `judge.yaml:6: field "store.elastic.api_key_file": read secret: open /nonexistent/key: no such file or directory`},
+		{"basic and api key", es + "    addresses: [https://h:9200]\n    username: u\n    api_key_file: " + keyFile + "\n", `judge.yaml:6: field "store.elastic.username": set username (basic auth) or api_key_file, not both`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadYAML(t, tc.yaml)
@@ -88,7 +89,7 @@ func TestConfigElasticSecurity(t *testing.T) {
 
 	t.Run("basic auth from file", func(t *testing.T) {
 		t.Setenv(ElasticPasswordEnv, "")
-		c, err := loadYAML(t, es+"    addresses: [https://h:9200]\n    ca_file: "+pair.CertFile+"\n    username: binlake\n    password_file: "+pwFile+"\n")
+		c, err := loadYAML(t, es+"    addresses: [https://h:9200]\n    tls: {ca_file: "+pair.CertFile+"}\n    username: binlake\n    password_file: "+pwFile+"\n")
 		require.NoError(t, err)
 		pw, key, err := c.ElasticCredentials()
 		require.NoError(t, err)
@@ -117,14 +118,7 @@ func TestConfigElasticSecurity(t *testing.T) {
 		c, err := loadYAML(t, es+"    addresses: [https://h:9200]\n    username: binlake\n")
 		require.NoError(t, err)
 		_, _, err = c.ElasticCredentials()
-		require.EqualError(t, err, `field "store.elastic.username": "binlake": no password: set password_file, password or $`+ElasticPasswordEnv)
-	})
-	t.Run("missing key file", func(t *testing.T) {
-		t.Setenv(ElasticAPIKeyEnv, "")
-		c, err := loadYAML(t, es+"    addresses: [https://h:9200]\n    api_key_file: /nonexistent/key\n")
-		require.NoError(t, err)
-		_, _, err = c.ElasticCredentials()
-		require.EqualError(t, err, `field "store.elastic.api_key_file": read secret: open /nonexistent/key: no such file or directory`)
+		require.EqualError(t, err, `field "store.elastic.username": "binlake": no password: set password_file or $`+ElasticPasswordEnv)
 	})
 	_ = config.Redacted
 }

@@ -2,6 +2,7 @@ package wave
 
 import (
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
@@ -14,18 +15,20 @@ type BalancerConfig struct {
 	// Judge is the judge's base URL, which plans with what each instance costs. Empty:
 	// a dead wave's instances go to the waves with the fewest, and nothing rebalances.
 	Judge string `yaml:"judge"`
-	// JudgeTokenFile holds the judge's token when it has one (or BINLAKE_JUDGE_TOKEN).
+	// The judge's token, when it has one: from the variable JudgeTokenEnv names
+	// (default BINLAKE_JUDGE_TOKEN, the judge's own) or the file JudgeTokenFile names.
 	JudgeTokenFile string `yaml:"judge_token_file"`
-	// JudgeCAFile holds the CA of the judge's certificate when its https URL uses one the
-	// system does not trust.
-	JudgeCAFile   string          `yaml:"judge_ca_file"`
-	Auto          bool            `yaml:"auto"`
-	AutoAfter     config.Duration `yaml:"auto_after"`
-	Interval      config.Duration `yaml:"interval"`
-	InFlight      int             `yaml:"in_flight"`
-	LagBound      config.Duration `yaml:"lag_bound"`
-	SettleTimeout config.Duration `yaml:"settle_timeout"`
-	FailoverGrace config.Duration `yaml:"failover_grace"`
+	JudgeTokenEnv  string `yaml:"judge_token_env"`
+	// TLS, for an https judge URL: the client's block, e.g. the CA of the judge's
+	// certificate when the system does not trust it.
+	TLS           *config.ClientTLS `yaml:"tls"`
+	Auto          bool              `yaml:"auto"`
+	AutoAfter     config.Duration   `yaml:"auto_after"`
+	Interval      config.Duration   `yaml:"interval"`
+	InFlight      int               `yaml:"in_flight"`
+	LagBound      config.Duration   `yaml:"lag_bound"`
+	SettleTimeout config.Duration   `yaml:"settle_timeout"`
+	FailoverGrace config.Duration   `yaml:"failover_grace"`
 }
 
 // DefaultBalancerConfig is the balancer section's defaults.
@@ -43,26 +46,37 @@ func (b *BalancerConfig) Validate() error {
 			return config.Bad("balancer.judge", "%q: want the judge's base URL, such as http://judge:8090", b.Judge)
 		}
 	}
-	if b.JudgeCAFile != "" {
-		if _, _, err := config.LoadCAPool(b.JudgeCAFile); err != nil {
-			return config.Bad("balancer.judge_ca_file", "%w", err)
+	if err := b.TLS.CheckHTTPS("balancer.tls", strings.HasPrefix(b.Judge, "https://")); err != nil {
+		return err
+	}
+	if b.JudgeTokenEnv == "" {
+		b.JudgeTokenEnv = config.JudgeTokenEnv
+	}
+	if b.Judge != "" {
+		if err := b.JudgeToken().Check("balancer.judge_token"); err != nil {
+			return err
 		}
 	}
 	if b.InFlight < 1 {
-		return config.Bad("balancer.in_flight", "%d: must be at least 1", b.InFlight)
+		return config.Bad("balancer.in_flight", "%d: want at least 1", b.InFlight)
 	}
 	for _, f := range []struct {
 		name string
 		v    config.Duration
 	}{{"auto_after", b.AutoAfter}, {"interval", b.Interval}, {"lag_bound", b.LagBound}, {"settle_timeout", b.SettleTimeout}} {
 		if f.v <= 0 {
-			return config.Bad("balancer."+f.name, "%s: must be positive", f.v)
+			return config.Bad("balancer."+f.name, "%s: want more than 0", f.v)
 		}
 	}
 	if b.FailoverGrace < 0 {
-		return config.Bad("balancer.failover_grace", "%s: must not be negative", b.FailoverGrace)
+		return config.Bad("balancer.failover_grace", "%s: want 0 or more", b.FailoverGrace)
 	}
 	return nil
+}
+
+// JudgeToken is where the judge's token is read.
+func (b *BalancerConfig) JudgeToken() config.SecretRef {
+	return config.SecretRef{File: b.JudgeTokenFile, Env: b.JudgeTokenEnv}
 }
 
 // Options returns the section as BalancerOptions, without the planner (the caller

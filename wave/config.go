@@ -25,7 +25,9 @@ type Config struct {
 
 // RenamedKeys are the keys of older wave.yaml files, now the same as every role's.
 func (*Config) RenamedKeys() map[string]string {
-	return map[string]string{"http_addr": "http.listen", "coordinator.type": "coordinator.kind", "sink.type": "sink.kind"}
+	return map[string]string{"http_addr": "http.listen", "coordinator.type": "coordinator.kind", "sink.type": "sink.kind",
+		"pipeline.publish_backoff_max": "pipeline.publish_max_backoff", "pipeline.reconnect_backoff_max": "pipeline.reconnect_max_backoff",
+		"balancer.judge_ca_file": "balancer.tls.ca_file"}
 }
 
 // Sink kinds.
@@ -75,34 +77,35 @@ type PipelineConfig struct {
 	QueueItems          int             `yaml:"queue_items"`
 	PublishInFlight     int             `yaml:"publish_in_flight"`
 	CommitInterval      config.Duration `yaml:"commit_interval"`
-	PublishBackoffMax   config.Duration `yaml:"publish_backoff_max"`
-	ReconnectBackoffMax config.Duration `yaml:"reconnect_backoff_max"`
+	PublishMaxBackoff   config.Duration `yaml:"publish_max_backoff"`
+	ReconnectMaxBackoff config.Duration `yaml:"reconnect_max_backoff"`
 	Heartbeat           config.Duration `yaml:"heartbeat"`
 	PollInterval        config.Duration `yaml:"poll_interval"`
 }
 
 // DefaultConfig returns the defaults that a file overrides.
-func DefaultConfig() *Config {
-	c := &Config{
+func DefaultConfig() Config {
+	c := Config{
 		Log:         config.Log{Level: "info", Format: "text"},
 		Coordinator: config.Coordinator{Kind: config.CoordZK, Root: "/binlake", SessionTimeout: config.Duration(10 * time.Second)},
 		Sink: SinkConfig{Kind: SinkKafka, Kafka: KafkaSinkConfig{Kafka: config.Kafka{Partitions: 3, Replication: 1},
 			MaxMessageBytes: 1 << 20, BatchSize: 1000, Linger: config.Duration(time.Millisecond), Compression: "none"}},
 		Pipeline: PipelineConfig{BatchRows: 5000, QueueItems: 256, PublishInFlight: DefaultPublishInFlight,
-			CommitInterval: config.Duration(500 * time.Millisecond), PublishBackoffMax: config.Duration(5 * time.Second),
-			ReconnectBackoffMax: config.Duration(10 * time.Second), Heartbeat: config.Duration(2 * time.Second),
+			CommitInterval: config.Duration(500 * time.Millisecond), PublishMaxBackoff: config.Duration(5 * time.Second),
+			ReconnectMaxBackoff: config.Duration(10 * time.Second), Heartbeat: config.Duration(2 * time.Second),
 			PollInterval: config.Duration(2 * time.Second)},
 	}
-	c.HTTP.Listen = "127.0.0.1:8091"
+	c.HTTP.Listen = config.WaveListen
 	c.Balancer = DefaultBalancerConfig()
 	return c
 }
 
-// LoadConfig reads and validates wave.yaml; errors name the file, line and field.
-func LoadConfig(path string) (*Config, error) {
+// Load reads wave.yaml strictly over the defaults and validates it; errors name the
+// file, line and field.
+func Load(path string) (Config, error) {
 	cfg := DefaultConfig()
-	if err := config.Load(path, cfg); err != nil {
-		return nil, err
+	if err := config.Load(path, &cfg); err != nil {
+		return Config{}, err
 	}
 	return cfg, nil
 }
@@ -125,7 +128,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Coordinator.Kind == config.CoordZK && c.Coordinator.SessionTimeout <= 0 {
-		return config.Bad("coordinator.session_timeout", "%s: must be positive", c.Coordinator.SessionTimeout)
+		return config.Bad("coordinator.session_timeout", "%s: want more than 0", c.Coordinator.SessionTimeout)
 	}
 	// No default path: the wave's coordinator is ZooKeeper unless the file says single.
 	if err := c.Coordinator.Validate(""); err != nil {
@@ -138,13 +141,13 @@ func (c *Config) Validate() error {
 			return err
 		}
 		if k.MaxMessageBytes < 1024 {
-			return config.Bad("sink.kafka.max_message_bytes", "%d: must be at least 1024", k.MaxMessageBytes)
+			return config.Bad("sink.kafka.max_message_bytes", "%d: want at least 1024", k.MaxMessageBytes)
 		}
 		if k.BatchSize < 1 {
-			return config.Bad("sink.kafka.batch_size", "%d: must be at least 1", k.BatchSize)
+			return config.Bad("sink.kafka.batch_size", "%d: want at least 1", k.BatchSize)
 		}
 		if k.Linger <= 0 {
-			return config.Bad("sink.kafka.linger", "%s: must be positive", k.Linger)
+			return config.Bad("sink.kafka.linger", "%s: want more than 0", k.Linger)
 		}
 		switch k.Compression {
 		case "none", "gzip", "snappy", "lz4", "zstd":
@@ -152,7 +155,7 @@ func (c *Config) Validate() error {
 			return config.Bad("sink.kafka.compression", "%q: want none, gzip, snappy, lz4 or zstd", k.Compression)
 		}
 		if k.WriteTimeout < 0 {
-			return config.Bad("sink.kafka.write_timeout", "%s: must not be negative", k.WriteTimeout)
+			return config.Bad("sink.kafka.write_timeout", "%s: want 0 or more", k.WriteTimeout)
 		}
 		if c.Coordinator.Kind == config.CoordZK {
 			if limit := c.Coordinator.SessionTimeout.D() / 4; c.KafkaWriteTimeout() > limit {
@@ -178,16 +181,16 @@ func (c *Config) Validate() error {
 		v    int
 	}{{"batch_rows", p.BatchRows}, {"queue_items", p.QueueItems}, {"publish_in_flight", p.PublishInFlight}} {
 		if f.v < 1 {
-			return config.Bad("pipeline."+f.name, "%d: must be at least 1", f.v)
+			return config.Bad("pipeline."+f.name, "%d: want at least 1", f.v)
 		}
 	}
 	for _, f := range []struct {
 		name string
 		v    config.Duration
-	}{{"commit_interval", p.CommitInterval}, {"publish_backoff_max", p.PublishBackoffMax},
-		{"reconnect_backoff_max", p.ReconnectBackoffMax}, {"heartbeat", p.Heartbeat}, {"poll_interval", p.PollInterval}} {
+	}{{"commit_interval", p.CommitInterval}, {"publish_max_backoff", p.PublishMaxBackoff},
+		{"reconnect_max_backoff", p.ReconnectMaxBackoff}, {"heartbeat", p.Heartbeat}, {"poll_interval", p.PollInterval}} {
 		if f.v <= 0 {
-			return config.Bad("pipeline."+f.name, "%s: must be positive", f.v)
+			return config.Bad("pipeline."+f.name, "%s: want more than 0", f.v)
 		}
 	}
 	return c.Balancer.Validate()
@@ -221,7 +224,7 @@ func (c *Config) KafkaWriteTimeout() time.Duration {
 func (c *Config) PipelineOptions() PipelineOptions {
 	p := c.Pipeline
 	o := PipelineOptions{BatchRows: p.BatchRows, QueueItems: p.QueueItems, PublishInFlight: p.PublishInFlight, CommitInterval: p.CommitInterval.D(),
-		PublishBackoffMax: p.PublishBackoffMax.D(), ReconnectBackoffMax: p.ReconnectBackoffMax.D(), Heartbeat: p.Heartbeat.D()}
+		PublishBackoffMax: p.PublishMaxBackoff.D(), ReconnectBackoffMax: p.ReconnectMaxBackoff.D(), Heartbeat: p.Heartbeat.D()}
 	if c.Sink.Kind == SinkKafka {
 		// The Kafka bus is built with batch_size and max_message_bytes as its writer's
 		// batch size and bytes (cmd/binlake): one produce request per partition per call.

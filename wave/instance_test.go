@@ -182,7 +182,7 @@ pipeline:
 `
 
 func TestLoadConfig(t *testing.T) {
-	cfg, err := LoadConfig(writeFile(t, goodConfig))
+	cfg, err := Load(writeFile(t, goodConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestLoadConfig(t *testing.T) {
 	if g := cfg.Balancer.Options().FailoverGrace; g >= 0 {
 		t.Errorf("failover_grace 0 gives %v, want a negative grace (none) for BalancerOptions", g)
 	}
-	example, err := LoadConfig("../deploy/wave.example.yaml")
+	example, err := Load("../deploy/wave.example.yaml")
 	if err != nil {
 		t.Fatalf("the shipped example does not load: %v", err)
 	}
@@ -225,11 +225,11 @@ func TestKafkaWriteTimeout(t *testing.T) {
 		}, 30 * time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := LoadConfig(writeFile(t, goodConfig)) // session_timeout 4s
+			cfg, err := Load(writeFile(t, goodConfig)) // session_timeout 4s
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.edit(cfg)
+			tc.edit(&cfg)
 			if got := cfg.KafkaWriteTimeout(); got != tc.want {
 				t.Errorf("KafkaWriteTimeout() = %v, want %v", got, tc.want)
 			}
@@ -270,13 +270,15 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"balancer judge", goodConfig + "balancer:\n  judge: judge:8080\n", `"balancer.judge": "judge:8080": want the judge's base URL`},
 		{"balancer in flight", goodConfig + "balancer:\n  in_flight: 0\n", `"balancer.in_flight": 0`},
 		{"balancer interval", goodConfig + "balancer:\n  interval: 0s\n", `"balancer.interval"`},
-		{"balancer grace", goodConfig + "balancer:\n  failover_grace: -1s\n", `"balancer.failover_grace": -1s: must not be negative`},
+		{"balancer grace", goodConfig + "balancer:\n  failover_grace: -1s\n", `"balancer.failover_grace": -1s: want 0 or more`},
 		{"balancer unknown key", goodConfig + "balancer:\n  band: 5\n", "balancer.band"},
-		{"balancer judge CA", goodConfig + "balancer:\n  judge_ca_file: /nonexistent/ca.pem\n", `"balancer.judge_ca_file": open /nonexistent/ca.pem`},
+		{"balancer judge CA", goodConfig + "balancer:\n  judge: https://judge:8090\n  tls: {ca_file: /nonexistent/ca.pem}\n", `"balancer.tls.ca_file": open /nonexistent/ca.pem`},
+		{"balancer TLS over http", goodConfig + "balancer:\n  judge: http://judge:8090\n  tls: {}\n", `"balancer.tls": set, but the URL is not https://`},
+		{"balancer judge token file", goodConfig + "balancer:\n  judge: http://judge:8090\n  judge_token_file: /nonexistent/t\n", `"balancer.judge_token_file": read secret: open /nonexistent/t`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := LoadConfig(writeFile(t, tc.body))
+			_, err := Load(writeFile(t, tc.body))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to name %q", err, tc.want)
 			}

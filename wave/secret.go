@@ -22,7 +22,7 @@ func SourcePassword(s Source) (config.Secret, error) {
 	if _, set := os.LookupEnv(s.PasswordEnv); s.PasswordEnv != "" && !set {
 		return "", fmt.Errorf("%w: source.password_env names %s, which is not set in this process's environment", ErrSecretMissing, s.PasswordEnv)
 	}
-	pw, err := config.ResolveSecret("", s.PasswordEnv, s.PasswordFile)
+	pw, err := config.SecretRef{File: s.PasswordFile, Env: s.PasswordEnv}.Resolve()
 	if err != nil {
 		return "", fmt.Errorf("%w: source.password_file: %w", ErrSecretMissing, err)
 	}

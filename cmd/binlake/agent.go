@@ -97,12 +97,14 @@ func prepareAgent(cfgPath string, cfg *agent.Config, logger *slog.Logger) (agent
 	case agent.SinkHTTP:
 		h := cfg.Sink.HTTP
 		var err error
-		if d.token, err = config.ResolveSecret(h.Token, agent.TokenEnv, h.TokenFile); err != nil {
+		if d.token, err = h.Token().Resolve(); err != nil {
 			errs = append(errs, config.Bad("sink.http.token_file", "%w", err))
 		}
-		if d.http, err = httpapi.Client(h.CAFile, h.Timeout.D()); err != nil {
-			errs = append(errs, config.Bad("sink.http.ca_file", "%w", err))
+		tc, err := h.TLS.Load("sink.http.tls")
+		if err != nil {
+			errs = append(errs, err)
 		}
+		d.http = httpapi.TLSClient(tc, h.Timeout.D())
 	}
 	return d, config.Locate(cfgPath, errors.Join(errs...))
 }

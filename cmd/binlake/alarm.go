@@ -96,7 +96,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Inhibition:      cfg.Inhibit(), GroupWait: cfg.Notify.GroupWait.D(),
 		GroupInterval: cfg.Notify.GroupInterval.D(), EvalInterval: cfg.Evaluation.Interval.D(),
 		ResolvedRetention: cfg.Evaluation.ResolvedRetention.D(), StaleIntervals: cfg.Evaluation.StaleIntervals,
-		Dispatch: notify.DispatcherOptions{Queue: cfg.Notify.Queue, Attempts: cfg.Notify.Attempts, Backoff: cfg.Notify.Backoff.D(),
+		Dispatch: notify.DispatcherOptions{Queue: cfg.Notify.Queue, Attempts: cfg.Notify.Attempts, Backoff: cfg.Notify.MinBackoff.D(),
 			MaxBackoff: cfg.Notify.MaxBackoff.D(), Timeout: cfg.Notify.Timeout.D()},
 		Logger: logger,
 		Ready: func(addr string) {
@@ -132,7 +132,7 @@ func prepareAlarm(cfgPath, polPath string, cfg *alarm.Config, logger *slog.Logge
 	if d.channels, d.chanDesc, err = cfg.BuildChannels(logger); err != nil {
 		errs = append(errs, err)
 	}
-	if d.token, err = config.ResolveSecret(cfg.HTTP.Token, alarm.TokenEnv, cfg.HTTP.TokenFile); err != nil {
+	if d.token, err = cfg.HTTP.Token().Resolve(); err != nil {
 		errs = append(errs, config.Bad("http.token_file", "%w", err))
 	}
 	if d.bus, err = BusOptions(cfg.Bus, "binlake-alarm", logger); err != nil {

@@ -113,6 +113,9 @@ type instanceCmd struct {
 	jp      *judgePlacer
 	// judgeFrom says where the judge's URL came from, for saying how a wave was chosen.
 	judgeFrom string
+	// judgeBalancer is -config's balancer section when the judge's URL came from it: its
+	// token and tls block serve where no flag says otherwise.
+	judgeBalancer *wave.BalancerConfig
 }
 
 // instanceSubcommands run each subcommand once the coordinator is open.
@@ -197,18 +200,13 @@ func (ic *instanceCmd) coordinator() (cc config.Coordinator, unlock func(), err 
 	unlock = func() {}
 	switch {
 	case *f.cfgPath != "":
-		cfg, err := wave.LoadConfig(*f.cfgPath)
+		cfg, err := wave.Load(*f.cfgPath)
 		if err != nil {
 			return cc, unlock, err
 		}
 		if *f.judgeURL == "" && (sub == "rebalance" || sub == "add" || sub == "move") {
 			*f.judgeURL, ic.judgeFrom = cfg.Balancer.Judge, "balancer.judge of "+*f.cfgPath
-			if *f.judgeTokenFile == "" {
-				*f.judgeTokenFile = cfg.Balancer.JudgeTokenFile
-			}
-			if *f.judgeCAFile == "" {
-				*f.judgeCAFile = cfg.Balancer.JudgeCAFile
-			}
+			ic.judgeBalancer = &cfg.Balancer
 		}
 		return cfg.Coordinator, unlock, nil
 	case *f.zkServers != "":
@@ -230,14 +228,26 @@ func (ic *instanceCmd) openJudge() error {
 	if *f.judgeURL == "" {
 		return nil
 	}
-	token, err := config.ResolveSecret("", judge.TokenEnv, *f.judgeTokenFile)
+	// The flags win over -config's balancer section.
+	tokenRef, tlsBlock, tlsKey := config.SecretRef{File: *f.judgeTokenFile, Env: judge.TokenEnv}, (*config.ClientTLS)(nil), "-judge-ca-file"
+	if b := ic.judgeBalancer; b != nil {
+		if *f.judgeTokenFile == "" {
+			tokenRef = b.JudgeToken()
+		}
+		tlsBlock, tlsKey = b.TLS, "balancer.tls of "+*f.cfgPath
+	}
+	if *f.judgeCAFile != "" {
+		tlsBlock, tlsKey = &config.ClientTLS{CAFile: *f.judgeCAFile}, "-judge-ca-file"
+	}
+	token, err := tokenRef.Resolve()
 	if err != nil {
 		return fmt.Errorf("instance %s: judge token: %w", ic.sub, err)
 	}
-	hc, err := httpapi.Client(*f.judgeCAFile, client.DefaultTimeout)
+	tc, err := tlsBlock.Load("tls")
 	if err != nil {
-		return fmt.Errorf("instance %s: -judge-ca-file: %w", ic.sub, err)
+		return fmt.Errorf("instance %s: %s: %w", ic.sub, tlsKey, err)
 	}
+	hc := httpapi.TLSClient(tc, client.DefaultTimeout)
 	jc := &client.Client{URL: *f.judgeURL, Token: token, HTTP: hc}
 	ic.jp = &judgePlacer{c: jc}
 	// The judge hears from agents, whose hosts may run no live wave: only live waves.

@@ -129,7 +129,7 @@ type judgeDeps struct {
 func prepareJudge(cfgPath string, cfg *judge.Config, logger *slog.Logger) (judgeDeps, error) {
 	var d judgeDeps
 	var errs []error
-	token, err := config.ResolveSecret(cfg.HTTP.Token, judge.TokenEnv, cfg.HTTP.TokenFile)
+	token, err := cfg.HTTP.Token().Resolve()
 	if err != nil {
 		errs = append(errs, config.Bad("http.token_file", "%w", err))
 	}
@@ -142,20 +142,22 @@ func prepareJudge(cfgPath string, cfg *judge.Config, logger *slog.Logger) (judge
 	if d.bus, err = BusOptions(cfg.Bus, "binlake-judge", logger); err != nil {
 		errs = append(errs, err)
 	}
-	if d.status, err = statusOptions(cfg.Status.AlarmURL, cfg.Status.AlarmCAFile); err != nil {
-		errs = append(errs, config.Bad("status.alarm_ca_file", "%w", err))
+	if d.status, err = statusOptions(cfg.Status.AlarmURL, cfg.Status.TLS); err != nil {
+		errs = append(errs, err)
 	}
 	return d, config.Locate(cfgPath, errors.Join(errs...))
 }
 
-// statusOptions connects the status page to the alarm at alarmURL, when there is one.
-func statusOptions(alarmURL, caFile string) (judge.StatusOptions, error) {
+// statusOptions connects the status page to the alarm at alarmURL, when there is one,
+// with status.tls.
+func statusOptions(alarmURL string, t *config.ClientTLS) (judge.StatusOptions, error) {
 	if alarmURL == "" {
 		return judge.StatusOptions{}, nil
 	}
-	hc, err := httpapi.Client(caFile, 2*time.Second)
+	tc, err := t.Load("status.tls")
 	if err != nil {
 		return judge.StatusOptions{}, err
 	}
+	hc := httpapi.TLSClient(tc, 2*time.Second)
 	return judge.StatusOptions{AlarmURL: alarmURL, Alerts: judge.AlarmAlerts(alarmURL, hc)}, nil
 }

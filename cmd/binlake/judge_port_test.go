@@ -14,8 +14,7 @@ import (
 
 // TestDocsUseJudgePort: where `binlake instance -h`, README.md and deploy/README.md point
 // at a judge by its host name (http://judge:PORT), PORT is the judge's default port, the
-// one a judge.yaml without http.listen serves (binlake up's own judge, 127.0.0.1:8080, is
-// another matter).
+// one a judge.yaml without http.listen serves, and binlake up's.
 func TestDocsUseJudgePort(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "judge.yaml")
 	writeFile(t, cfg, "bus: {kind: none}\n")
@@ -26,6 +25,9 @@ func TestDocsUseJudgePort(t *testing.T) {
 	_, port, err := net.SplitHostPort(c.HTTP.Listen)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, upPort, _ := net.SplitHostPort(DefaultJudgeListen); upPort != port {
+		t.Errorf("binlake up's judge listens on %s, but the judge's default port is %s", DefaultJudgeListen, port)
 	}
 	texts := map[string]string{"binlake instance -h": instanceUsage}
 	for _, f := range []string{"../../README.md", "../../deploy/README.md"} {

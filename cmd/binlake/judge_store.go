@@ -42,7 +42,11 @@ func elasticOptions(cfg judge.Config, logger *slog.Logger) (*elastic.Options, er
 	if err != nil {
 		errs = append(errs, err)
 	}
-	esCfg, err := elastic.Conn{Addresses: e.Addresses, CAFile: e.CAFile, Username: e.Username, Password: pw, APIKey: key}.ClientConfig()
+	tc, err := e.TLS.Load("store.elastic.tls")
+	if err != nil {
+		errs = append(errs, err)
+	}
+	esCfg, err := elastic.Conn{Addresses: e.Addresses, TLS: tc, Username: e.Username, Password: pw, APIKey: key}.ClientConfig()
 	if err != nil {
 		errs = append(errs, config.Bad("store.elastic", "%w", err))
 	}

@@ -61,7 +61,7 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 func (k *kafkaFlags) options(cmd, clientID string, logger *slog.Logger) (kafka.Options, error) {
 	o := kafka.Options{ClientID: clientID, Logger: logger, Brokers: strings.Split(k.brokers, ",")}
 	if k.tls || k.caFile != "" || k.certFile != "" || k.keyFile != "" || k.serverName != "" {
-		t := &config.KafkaTLS{CAFile: k.caFile, CertFile: k.certFile, KeyFile: k.keyFile, ServerName: k.serverName}
+		t := &config.ClientTLS{CAFile: k.caFile, CertFile: k.certFile, KeyFile: k.keyFile, ServerName: k.serverName}
 		var err error
 		if o.TLS, err = t.Load("tls"); err != nil {
 			return o, fmt.Errorf("%s: -tls-ca-file, -tls-cert-file, -tls-key-file: %w", cmd, err)

@@ -41,7 +41,7 @@ const (
 // one fails the test, naming it, so the README cannot grow a step nobody ran.
 //
 // One machine (all of it runs, in one temporary folder standing for the checkout, so
-// `./data` is that folder's; port 0 instead of 8080/8081/8082 unless a line sets them):
+// `./data` is that folder's; port 0 instead of 8090/8092/8091 unless a line sets them):
 //   - git clone … && cd DIR: not run; the test runs in a checkout (go.mod's module is
 //     checked).
 //   - make run [ARGS=…]: `make -n run ARGS=…` in the checkout must announce the build,
@@ -59,7 +59,7 @@ const (
 //     server that does not exist here: it is only parsed, and its variables must be ones
 //     up reads; nothing connects.
 //   - curl …: the same request (method, body and curl's form content type for -d) to the
-//     running up, with the README's 8080 and 8081 mapped to the real addresses: 200, and
+//     running up, with the README's 8090 and 8092 mapped to the real addresses: 200, and
 //     placement answers this host, nodes lists it live, alerts is {"alerts":[…]}.
 //   - At the end the last up gets SIGINT and must exit 0.
 //
@@ -379,8 +379,8 @@ type readmeWalk struct {
 	done    chan error
 	line    string
 	started time.Time
-	judge   string // base URL, for the README's :8080
-	alarm   string // base URL, for the README's :8081
+	judge   string // base URL, for the README's :8090
+	alarm   string // base URL, for the README's :8092
 
 	runs, curls, mysqlRuns int
 	db                     string // the scratch database, made on the first --mysql run
@@ -606,9 +606,9 @@ func (w *readmeWalk) curl(line string, args []string) {
 	if err != nil {
 		t.Fatalf("%q: %v", line, err)
 	}
-	base := map[string]string{"8080": w.judge, "8081": w.alarm}[u.Port()]
+	base := map[string]string{"8090": w.judge, "8092": w.alarm}[u.Port()]
 	if base == "" || (u.Hostname() != "localhost" && u.Hostname() != "127.0.0.1") {
-		t.Fatalf("%q: %s is neither the judge (8080) nor the alarm (8081) of the README's banner", line, u.Host)
+		t.Fatalf("%q: %s is neither the judge (8090) nor the alarm (8092) of the README's banner", line, u.Host)
 	}
 	w.curls++
 	do := func() (int, []byte, error) {
@@ -792,7 +792,7 @@ func shellWords(line string) ([]string, error) {
 func TestShellWords(t *testing.T) {
 	for line, want := range map[string][]string{
 		`make run ARGS='--mysql mysql://root@127.0.0.1:3307/'`:                  {"make", "run", "ARGS=--mysql mysql://root@127.0.0.1:3307/"},
-		`curl -s -XPOST localhost:8080/v1/placement -d '{"instance":"orders"}'`: {"curl", "-s", "-XPOST", "localhost:8080/v1/placement", "-d", `{"instance":"orders"}`},
+		`curl -s -XPOST localhost:8090/v1/placement -d '{"instance":"orders"}'`: {"curl", "-s", "-XPOST", "localhost:8090/v1/placement", "-d", `{"instance":"orders"}`},
 		`A=1 ./bin/binlake up --mysql "a\"b" c\ d`:                              {"A=1", "./bin/binlake", "up", "--mysql", `a"b`, "c d"},
 		`git clone <this repository> binlake && cd binlake`:                     {"git", "clone", "<this repository>", "binlake"},
 	} {

@@ -28,7 +28,7 @@ import (
 // saslKafka is a Kafka section for the test broker's SASL_SSL listener, SCRAM-SHA-512.
 func saslKafka(env testenv.KafkaSASLEnv) config.Kafka {
 	return config.Kafka{Brokers: []string{env.Addr}, Partitions: 1, Replication: 1,
-		TLS:  &config.KafkaTLS{CAFile: env.CAFile},
+		TLS:  &config.ClientTLS{CAFile: env.CAFile},
 		SASL: config.KafkaSASL{Mechanism: config.SASLScramSHA512, Username: env.ScramUser, PasswordFile: env.ScramPasswordFile}}
 }
 

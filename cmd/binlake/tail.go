@@ -132,9 +132,11 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	var cfg *wave.Config
 	if *cfgPath != "" {
-		if cfg, err = wave.LoadConfig(*cfgPath); err != nil {
+		c, err := wave.Load(*cfgPath)
+		if err != nil {
 			return err
 		}
+		cfg = &c
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	instance := ""

@@ -378,9 +378,9 @@ func TestUpExamplePoliciesWithAlarmConfig(t *testing.T) {
 		// at a time, a different one on each run.
 		cfg, files := exampleAlarmConfig(t, t.TempDir(), "wecom.url", "slack.url", "smtp.password")
 		want := strings.Join([]string{
-			cfg + `:97: field "channels.dba-wecom.url_file": read secret: open ` + files["wecom.url"] + ": no such file or directory",
-			cfg + `:100: field "channels.ops-slack.url_file": read secret: open ` + files["slack.url"] + ": no such file or directory",
-			cfg + `:108: field "channels.dba-mail.smtp.password_file": read secret: open ` + files["smtp.password"] + ": no such file or directory",
+			cfg + `:100: field "channels.dba-wecom.url_file": read secret: open ` + files["wecom.url"] + ": no such file or directory",
+			cfg + `:103: field "channels.ops-slack.url_file": read secret: open ` + files["slack.url"] + ": no such file or directory",
+			cfg + `:111: field "channels.dba-mail.smtp.password_file": read secret: open ` + files["smtp.password"] + ": no such file or directory",
 		}, "\n")
 		for range 5 {
 			_, err := LoadChannels(cfg, quietLogger())

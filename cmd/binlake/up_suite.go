@@ -47,11 +47,11 @@ import (
 	"github.com/binlake/binlake/wave/sink"
 )
 
-// Default addresses: next to each other, on loopback only.
+// Default addresses: each role's own (config.JudgeListen…), on loopback only.
 const (
-	DefaultJudgeListen = "127.0.0.1:8080"
-	DefaultAlarmListen = "127.0.0.1:8081"
-	DefaultWaveListen  = "127.0.0.1:8082"
+	DefaultJudgeListen = config.JudgeListen
+	DefaultAlarmListen = config.AlarmListen
+	DefaultWaveListen  = config.WaveListen
 	// DefaultShutdownTimeout bounds the stop after Ctrl-C.
 	DefaultShutdownTimeout = 30 * time.Second
 )
@@ -390,7 +390,7 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 }
 
 // listenFlag names the flag of `up` that changes a part's address when the part fails
-// because another process holds it: "-judge-http 127.0.0.1:8080 is in use: pick another
+// because another process holds it: "-judge-http 127.0.0.1:8090 is in use: pick another
 // with -judge-http" says what to do, where the kernel's "bind: address already in use"
 // does not say which of up's four listeners it was.
 func listenFlag(run func(context.Context) error, flagName string) func(context.Context) error {

@@ -18,7 +18,6 @@ import (
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/httpapi"
-	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/sink"
@@ -38,7 +37,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	cfgPath, check := rf.config, rf.check
-	cfg, err := wave.LoadConfig(*cfgPath)
+	cfg, err := wave.Load(*cfgPath)
 	if err != nil {
 		return err
 	}
@@ -53,7 +52,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer stopProfile()
-	deps, err := prepareWave(*cfgPath, cfg, logger)
+	deps, err := prepareWave(*cfgPath, &cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -124,7 +123,7 @@ type waveDeps struct {
 	planner *client.Client // balancer.judge set
 }
 
-// prepareWave runs every check the wave's start makes beyond wave.LoadConfig's: the
+// prepareWave runs every check the wave's start makes beyond wave.Load's: the
 // coordinator's root and password, the Kafka sink's TLS files and SASL password, the
 // judge's token and CA. --check calls it and stops, start calls it and goes on: one
 // function, so that --check passes exactly the configs the wave starts on. Every
@@ -149,15 +148,15 @@ func prepareWave(cfgPath string, cfg *wave.Config, logger *slog.Logger) (waveDep
 		}
 	}
 	if b := cfg.Balancer; b.Judge != "" {
-		token, err := config.ResolveSecret("", judge.TokenEnv, b.JudgeTokenFile)
+		token, err := b.JudgeToken().Resolve()
 		if err != nil {
 			errs = append(errs, config.Bad("balancer.judge_token_file", "%w", err))
 		}
-		hc, err := httpapi.Client(b.JudgeCAFile, client.DefaultTimeout)
+		tc, err := b.TLS.Load("balancer.tls")
 		if err != nil {
-			errs = append(errs, config.Bad("balancer.judge_ca_file", "%w", err))
+			errs = append(errs, err)
 		}
-		d.planner = &client.Client{URL: b.Judge, Token: token, HTTP: hc}
+		d.planner = &client.Client{URL: b.Judge, Token: token, HTTP: httpapi.TLSClient(tc, client.DefaultTimeout)}
 	}
 	return d, config.Locate(cfgPath, errors.Join(errs...))
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
 	"regexp"
@@ -36,6 +37,16 @@ type Validator interface {
 // "unknown key" an operator upgrading would otherwise get.
 type Renamer interface {
 	RenamedKeys() map[string]string
+}
+
+// Retirer is implemented by configs that dropped keys with no key to rename them to (an
+// inline secret, which now lives in a file or a variable): RetiredKeys maps an old
+// dotted key to what to do instead. Decode refuses a file that still uses one with that
+// message.
+//
+// In both maps a "*" stands for any one key of a map ("channels.*.bearer_token").
+type Retirer interface {
+	RetiredKeys() map[string]string
 }
 
 // Error is one problem found while decoding a file. Field is the dotted path of the
@@ -109,10 +120,8 @@ func Decode(r io.Reader, name string, out any) (err error) {
 		return err
 	}
 
-	if r, ok := out.(Renamer); ok {
-		if err := checkRenamed(root, name, r.RenamedKeys()); err != nil {
-			return err
-		}
+	if err := checkRenamed(root, name, out); err != nil {
+		return err
 	}
 
 	// Second pass: the strict decode. Node.Decode cannot reject unknown fields, so decode
@@ -130,9 +139,20 @@ func Decode(r io.Reader, name string, out any) (err error) {
 	return nil
 }
 
-// checkRenamed reports the first key of the document that renamed lists as an old key.
-func checkRenamed(root *yaml.Node, name string, renamed map[string]string) error {
-	if len(renamed) == 0 {
+// checkRenamed reports the first key of the document, in the file's order, that out
+// (a Renamer, a Retirer) lists as an old key.
+func checkRenamed(root *yaml.Node, name string, out any) error {
+	msgs := map[string]string{}
+	if r, ok := out.(Renamer); ok {
+		for from, to := range r.RenamedKeys() {
+			// %s: the new key, its "*" filled by oldKey with the file's keys.
+			msgs[from] = "this key is now %q: rename it\x00" + to
+		}
+	}
+	if r, ok := out.(Retirer); ok {
+		maps.Copy(msgs, r.RetiredKeys())
+	}
+	if len(msgs) == 0 {
 		return nil
 	}
 	paths := map[int][]entry{}
@@ -147,12 +167,58 @@ func checkRenamed(root *yaml.Node, name string, renamed map[string]string) error
 			if e.kind != "key" {
 				continue
 			}
-			if to, ok := renamed[reIndex.ReplaceAllString(e.path, "")]; ok {
-				return &Error{File: name, Line: line, Field: e.path, Msg: fmt.Sprintf("this key is now %q: rename it", to)}
+			if msg, ok := oldKey(msgs, reIndex.ReplaceAllString(e.path, "")); ok {
+				return &Error{File: name, Line: line, Field: e.path, Msg: msg}
 			}
 		}
 	}
 	return nil
+}
+
+// oldKey finds the message of the dotted path p in msgs, whose keys may hold "*" for
+// any one element. A rename's message is its format and new key, split by a NUL; the
+// new key's "*" are filled with the elements of p they stand for.
+func oldKey(msgs map[string]string, p string) (string, bool) {
+	parts := strings.Split(p, ".")
+	var stars []string
+	msg, ok := msgs[p]
+	for pattern, m := range msgs {
+		if ok {
+			break
+		}
+		want := strings.Split(pattern, ".")
+		if !strings.Contains(pattern, "*") || len(want) != len(parts) {
+			continue
+		}
+		stars = stars[:0]
+		ok = true
+		for i := range want {
+			switch want[i] {
+			case "*":
+				stars = append(stars, parts[i])
+			case parts[i]:
+			default:
+				ok = false
+			}
+			if !ok {
+				break
+			}
+		}
+		if ok {
+			msg = m
+		}
+	}
+	if !ok {
+		return "", false
+	}
+	format, to, rename := strings.Cut(msg, "\x00")
+	if !rename {
+		return msg, true
+	}
+	for _, s := range stars {
+		to = strings.Replace(to, "*", s, 1)
+	}
+	return fmt.Sprintf(format, to), true
 }
 
 // parseOne parses data into a node tree and insists on exactly one non-null document.

@@ -362,3 +362,57 @@ func TestDecodeRenamedKeys(t *testing.T) {
 	require.NoError(t, Decode(strings.NewReader("http:\n  listen: :9\nitems:\n  - kind: a\n"), "w.yaml", &c))
 	require.Equal(t, ":9", c.HTTP.Listen)
 }
+
+// retiredConfig dropped keys, one of them in every entry of a map.
+type retiredConfig struct {
+	HTTP struct {
+		TokenFile string `yaml:"token_file"`
+	} `yaml:"http"`
+	Channels map[string]struct {
+		Kind string `yaml:"kind"`
+	} `yaml:"channels"`
+}
+
+func (retiredConfig) RetiredKeys() map[string]string {
+	return map[string]string{"http.token": InlineSecret("token"), "channels.*.secret": InlineSecret("secret")}
+}
+
+func (retiredConfig) RenamedKeys() map[string]string {
+	return map[string]string{"channels.*.type": "kind"}
+}
+
+// TestDecodeRetiredKeys: a retired key is refused with its message, in a map's entries
+// too (the "*"), the first in the file's order whatever the map lists; the keys that
+// replaced them decode.
+func TestDecodeRetiredKeys(t *testing.T) {
+	var c retiredConfig
+	err := Decode(strings.NewReader("http:\n  token: abc\n"), "r.yaml", &c)
+	require.EqualError(t, err, `r.yaml:2: field "http.token": a secret is never inline: put it in a file named by token_file, or in a variable named by token_env`)
+	err = Decode(strings.NewReader("channels:\n  ops:\n    kind: x\n    secret: s\n  b:\n    type: y\n"), "r.yaml", &c)
+	require.EqualError(t, err, `r.yaml:4: field "channels.ops.secret": a secret is never inline: put it in a file named by secret_file, or in a variable named by secret_env`)
+	err = Decode(strings.NewReader("channels:\n  b:\n    type: y\n"), "r.yaml", &c)
+	require.EqualError(t, err, `r.yaml:3: field "channels.b.type": this key is now "kind": rename it`)
+	require.NoError(t, Decode(strings.NewReader("http:\n  token_file: /t\nchannels:\n  ops:\n    kind: x\n"), "r.yaml", &c))
+}
+
+// FuzzDecodeOldKeys: with renamed and retired keys, "*" patterns among them, any input
+// gives a config or an error naming the file, never a panic.
+func FuzzDecodeOldKeys(f *testing.F) {
+	for _, s := range []string{
+		"http:\n  token: abc\n",
+		"channels:\n  ops:\n    secret: s\n  b:\n    type: y\n",
+		"channels: {a: {type: x}, b: [1]}\n",
+		"channels:\n  *: {type: x}\n",
+		"http: {token_file: /t}\nchannels: {a.b: {kind: x}}\n",
+		"? [a, b]\n: 1\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c retiredConfig
+		err := Decode(bytes.NewReader(data), "fuzz.yaml", &c)
+		if err != nil && !strings.HasPrefix(err.Error(), "fuzz.yaml") {
+			t.Fatalf("error does not name the file: %v", err)
+		}
+	})
+}

@@ -20,7 +20,7 @@ func TestHTTPTLSValidate(t *testing.T) {
 	require.NoError(t, os.WriteFile(junk, []byte("not pem"), 0o600))
 
 	h := config.HTTP{TLS: config.HTTPTLS{CertFile: pair.CertFile, KeyFile: pair.KeyFile}}
-	require.NoError(t, h.Validate("127.0.0.1:1"))
+	require.NoError(t, h.Validate("127.0.0.1:1", ""))
 	require.True(t, h.TLS.Enabled())
 
 	for _, tc := range []struct {
@@ -34,7 +34,7 @@ func TestHTTPTLSValidate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := config.HTTP{TLS: tc.in}
-			require.ErrorContains(t, h.Validate("127.0.0.1:1"), tc.want)
+			require.ErrorContains(t, h.Validate("127.0.0.1:1", ""), tc.want)
 		})
 	}
 }

@@ -1,10 +1,8 @@
 package config
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -21,26 +19,9 @@ type Kafka struct {
 	Replication int `yaml:"replication"`
 	// TLS, when the tls key is present (even as `tls: {}`, which trusts the system's
 	// CAs), makes every connection to the brokers use TLS.
-	TLS *KafkaTLS `yaml:"tls"`
+	TLS *ClientTLS `yaml:"tls"`
 	// SASL, when its mechanism is set, authenticates every connection.
 	SASL KafkaSASL `yaml:"sasl"`
-}
-
-// KafkaTLS is the tls: key of a Kafka section.
-type KafkaTLS struct {
-	// CAFile is a PEM file of the CAs that sign the brokers' certificates; the system's
-	// CAs when empty.
-	CAFile string `yaml:"ca_file"`
-	// CertFile and KeyFile are the client's PEM certificate and key, for brokers that
-	// require (ssl.client.auth) a client certificate; both or neither.
-	CertFile string `yaml:"cert_file"`
-	KeyFile  string `yaml:"key_file"`
-	// ServerName is the name checked in the brokers' certificates; by default the host
-	// of the address dialled.
-	ServerName string `yaml:"server_name"`
-	// InsecureSkipVerify accepts any broker certificate. For tests only: it allows a
-	// man in the middle.
-	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
 }
 
 // SASL mechanisms of a Kafka section's sasl.mechanism.
@@ -63,10 +44,15 @@ type KafkaSASL struct {
 // Enabled reports whether the section asks for SASL.
 func (s KafkaSASL) Enabled() bool { return s.Mechanism != "" }
 
+// PasswordRef is where the password is read.
+func (s KafkaSASL) PasswordRef() SecretRef {
+	return SecretRef{File: s.PasswordFile, Env: s.PasswordEnv}
+}
+
 // Password resolves the password from the environment or the file. Its errors name the
 // variable or the file, never a value.
 func (s KafkaSASL) Password() (Secret, error) {
-	p, err := ResolveSecret("", s.PasswordEnv, s.PasswordFile)
+	p, err := s.PasswordRef().Resolve()
 	if err != nil {
 		return "", err
 	}
@@ -108,50 +94,6 @@ func (s KafkaSASL) validate(prefix string, bad func(key, format string, args ...
 	}
 }
 
-// validate checks the keys (Kafka.Validate then reads the files with Load); prefix is the
-// tls key's path.
-func (t *KafkaTLS) validate(prefix string, bad func(key, format string, args ...any)) {
-	if t == nil {
-		return
-	}
-	if (t.CertFile == "") != (t.KeyFile == "") {
-		if t.CertFile == "" {
-			bad(prefix+".cert_file", "required with key_file")
-		} else {
-			bad(prefix+".key_file", "required with cert_file")
-		}
-	}
-	if t.InsecureSkipVerify && t.CAFile != "" {
-		bad(prefix+".insecure_skip_verify", "set with ca_file: the CA would not be checked; set one of them")
-	}
-}
-
-// Load builds the client TLS configuration: it reads the CA file and the client's
-// certificate and key. prefix is the tls key's path, for the errors ("bus.tls"). A nil
-// t (no tls key) gives nil: plaintext.
-func (t *KafkaTLS) Load(prefix string) (*tls.Config, error) {
-	if t == nil {
-		return nil, nil
-	}
-	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
-	if t.CAFile != "" {
-		pool, _, err := LoadCAPool(t.CAFile)
-		if err != nil {
-			return nil, Bad(prefix+".ca_file", "%w", err)
-		}
-		c.RootCAs = pool
-	}
-	if t.CertFile != "" || t.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			// tls.LoadX509KeyPair's errors name the problem, never the key's bytes.
-			return nil, Bad(prefix+".cert_file", "%q with key_file %q: %w", t.CertFile, t.KeyFile, err)
-		}
-		c.Certificates = []tls.Certificate{cert}
-	}
-	return c, nil
-}
-
 // Validate checks the section once the role filled its defaults. prefix is where the
 // role keeps it ("sink.kafka", "bus"), so that every error names the key as the file
 // spells it ("sink.kafka.brokers[1]"); all problems are reported, joined.
@@ -174,14 +116,8 @@ func (k Kafka) Validate(prefix string) error {
 	if k.Replication < 1 {
 		bad("replication", "%d: want at least 1", k.Replication)
 	}
-	n := len(errs)
-	k.TLS.validate("tls", bad)
-	if k.TLS != nil && len(errs) == n {
-		// The files must be readable and hold what they should (as at start-up), so that
-		// --check finds a wrong path.
-		if _, err := k.TLS.Load(prefix + ".tls"); err != nil {
-			errs = append(errs, err)
-		}
+	if err := k.TLS.Check(prefix + ".tls"); err != nil {
+		errs = append(errs, err)
 	}
 	k.SASL.validate("sasl", bad)
 	if k.SASL.Enabled() {
@@ -190,15 +126,4 @@ func (k Kafka) Validate(prefix string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// checkPasswordFile checks that a password file that will be read is readable and not
-// empty: unless the variable env, which takes precedence, is set. An unset variable is
-// not an error here: a service manager may set it only for the running process.
-func checkPasswordFile(file, env string) error {
-	if file == "" || (env != "" && strings.TrimSpace(os.Getenv(env)) != "") {
-		return nil
-	}
-	_, err := ResolveSecret("", "", file)
-	return err
 }

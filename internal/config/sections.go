@@ -46,23 +46,34 @@ func (l Log) Validate() error {
 // HTTP is the core of the http: section of a role that serves an API.
 type HTTP struct {
 	Listen string `yaml:"listen"`
-	// Token, when set, is required as a bearer token on writes; TokenFile holds it instead.
-	Token     Secret `yaml:"token"`
+	// The token, when there is one (from TokenEnv or TokenFile, a SecretRef), is
+	// required as a bearer token on writes. TokenEnv defaults to the role's variable.
 	TokenFile string `yaml:"token_file"`
+	TokenEnv  string `yaml:"token_env"`
 	// TLS, when its files are set, serves the API over HTTPS only.
 	TLS HTTPTLS `yaml:"tls"`
 }
 
-// Validate fills Listen with defaultListen when empty and checks the section.
-func (h *HTTP) Validate(defaultListen string) error {
+// Token is where the token is read.
+func (h HTTP) Token() SecretRef { return SecretRef{File: h.TokenFile, Env: h.TokenEnv} }
+
+// HTTPRetired is the retired key of the http section, for the roles' RetiredKeys.
+var HTTPRetired = map[string]string{"http.token": InlineSecret("token")}
+
+// Validate fills Listen with defaultListen and TokenEnv with defaultTokenEnv (the
+// role's variable) when empty, and checks the section.
+func (h *HTTP) Validate(defaultListen, defaultTokenEnv string) error {
 	if h.Listen == "" {
 		h.Listen = defaultListen
+	}
+	if h.TokenEnv == "" {
+		h.TokenEnv = defaultTokenEnv
 	}
 	if err := CheckListen(h.Listen); err != nil {
 		return Bad("http.listen", "%w", err)
 	}
-	if h.Token != "" && h.TokenFile != "" {
-		return Bad("http.token", "set token or token_file, not both")
+	if err := h.Token().Check("http.token"); err != nil {
+		return err
 	}
 	return h.TLS.Validate("http.tls")
 }
@@ -152,6 +163,11 @@ func (a CoordAuth) Password() (Secret, error) {
 	return KafkaSASL{PasswordFile: a.PasswordFile, PasswordEnv: a.PasswordEnv}.Password()
 }
 
+// PasswordRef is where the password is read.
+func (a CoordAuth) PasswordRef() SecretRef {
+	return SecretRef{File: a.PasswordFile, Env: a.PasswordEnv}
+}
+
 // reEnvName is a portable environment variable name.
 var reEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -221,7 +237,7 @@ func (c *Coordinator) validateZK() error {
 		}
 	}
 	if c.SessionTimeout < 0 {
-		errs = append(errs, Bad("coordinator.session_timeout", "%s: must not be negative", c.SessionTimeout))
+		errs = append(errs, Bad("coordinator.session_timeout", "%s: want 0 or more", c.SessionTimeout))
 	}
 	if err := c.Auth.Validate("coordinator.auth"); err != nil {
 		errs = append(errs, err)

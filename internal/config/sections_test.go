@@ -19,20 +19,22 @@ func TestHTTPSectionValidate(t *testing.T) {
 		{"default", HTTP{}, "", "127.0.0.1:1"},
 		{"kept", HTTP{Listen: ":9"}, "", ":9"},
 		{"no port", HTTP{Listen: "8090"}, `field "http.listen": "8090": want host:port, e.g. 127.0.0.1:8090 (port 0 picks a free one)`, ""},
-		{"both tokens", HTTP{Token: "a", TokenFile: "f"}, `field "http.token": set token or token_file, not both`, ""},
+		{"missing token file", HTTP{TokenFile: "/nonexistent/t"}, `field "http.token_file": read secret: open /nonexistent/t: no such file or directory`, ""},
+		{"bad token variable", HTTP{TokenEnv: "NOT-A-NAME"}, `field "http.token_env": "NOT-A-NAME" is not an environment variable name`, ""},
 		{"tls cert without key", HTTP{TLS: HTTPTLS{CertFile: "c.pem"}}, `field "http.tls.key_file": required with http.tls.cert_file`, ""},
 		{"tls key without cert", HTTP{TLS: HTTPTLS{KeyFile: "k.pem"}}, `field "http.tls.cert_file": required with http.tls.key_file`, ""},
 		{"tls missing cert", HTTP{TLS: HTTPTLS{CertFile: "/nonexistent/c.pem", KeyFile: "/nonexistent/k.pem"}},
 			`field "http.tls.cert_file": "/nonexistent/c.pem": no such file or directory`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.in.Validate("127.0.0.1:1")
+			err := tc.in.Validate("127.0.0.1:1", "ROLE_TOKEN")
 			if tc.want != "" {
 				require.ErrorContains(t, err, tc.want)
 				return
 			}
 			require.NoError(t, err)
 			require.Equal(t, tc.addr, tc.in.Listen)
+			require.Equal(t, "ROLE_TOKEN", tc.in.TokenEnv, "the role's variable by default")
 		})
 	}
 }
@@ -119,7 +121,7 @@ func TestCoordinatorSectionValidate(t *testing.T) {
 			`field "coordinator.servers[1]": "z:218100": port "218100": want a number from 1 to 65535`, Coordinator{}},
 		{"zk server without port", Coordinator{Kind: CoordZK, Servers: []string{"z"}}, `field "coordinator.servers[0]": "z": want host:port`, Coordinator{}},
 		{"zk negative session timeout", Coordinator{Kind: CoordZK, Servers: []string{"z:1"}, SessionTimeout: -1},
-			`field "coordinator.session_timeout": -1ns: must not be negative`, Coordinator{}},
+			`field "coordinator.session_timeout": -1ns: want 0 or more`, Coordinator{}},
 		{"single path is a folder", Coordinator{Path: "/"}, `field "coordinator.path": / is a folder: want a file path`, Coordinator{}},
 		{"single with auth", Coordinator{Auth: CoordAuth{Username: "u"}}, `field "coordinator.auth": only for kind zk`, Coordinator{}},
 	} {

@@ -55,7 +55,7 @@ coordinator:
 `, ca, cert, key, pw, pw)
 	var c busConfig
 	require.NoError(t, Decode(strings.NewReader(in), "judge.yaml", &c))
-	require.Equal(t, &KafkaTLS{CAFile: ca, CertFile: cert, KeyFile: key, ServerName: "kafka.internal"}, c.Bus.TLS)
+	require.Equal(t, &ClientTLS{CAFile: ca, CertFile: cert, KeyFile: key, ServerName: "kafka.internal"}, c.Bus.TLS)
 	require.Equal(t, KafkaSASL{Mechanism: SASLScramSHA512, Username: "binlake", PasswordFile: pw, PasswordEnv: "BINLAKE_KAFKA_PASSWORD"}, c.Bus.SASL)
 	require.Equal(t, CoordAuth{Username: "binlake", PasswordFile: pw}, c.Coordinator.Auth)
 
@@ -113,14 +113,14 @@ func TestKafkaSecurityValidate(t *testing.T) {
 		want []string // substrings; nil means valid
 	}{
 		{"plaintext", func(*Kafka) {}, nil},
-		{"tls system CAs", func(k *Kafka) { k.TLS = &KafkaTLS{} }, nil},
-		{"tls full", func(k *Kafka) { k.TLS = &KafkaTLS{CAFile: ca, CertFile: cert, KeyFile: key} }, nil},
-		{"tls missing ca file", func(k *Kafka) { k.TLS = &KafkaTLS{CAFile: missing} }, []string{`field "bus.tls.ca_file": open ` + missing}},
-		{"tls key is not the cert's", func(k *Kafka) { k.TLS = &KafkaTLS{CertFile: cert, KeyFile: cert} },
+		{"tls system CAs", func(k *Kafka) { k.TLS = &ClientTLS{} }, nil},
+		{"tls full", func(k *Kafka) { k.TLS = &ClientTLS{CAFile: ca, CertFile: cert, KeyFile: key} }, nil},
+		{"tls missing ca file", func(k *Kafka) { k.TLS = &ClientTLS{CAFile: missing} }, []string{`field "bus.tls.ca_file": open ` + missing}},
+		{"tls key is not the cert's", func(k *Kafka) { k.TLS = &ClientTLS{CertFile: cert, KeyFile: cert} },
 			[]string{`field "bus.tls.cert_file": "`, `" with key_file "`, `found a certificate rather than a key`}},
-		{"cert without key", func(k *Kafka) { k.TLS = &KafkaTLS{CertFile: "c"} }, []string{`field "bus.tls.key_file": required with cert_file`}},
-		{"key without cert", func(k *Kafka) { k.TLS = &KafkaTLS{KeyFile: "k"} }, []string{`field "bus.tls.cert_file": required with key_file`}},
-		{"insecure with a CA", func(k *Kafka) { k.TLS = &KafkaTLS{CAFile: "ca", InsecureSkipVerify: true} }, []string{`field "bus.tls.insecure_skip_verify"`}},
+		{"cert without key", func(k *Kafka) { k.TLS = &ClientTLS{CertFile: "c"} }, []string{`field "bus.tls.key_file": required with cert_file`}},
+		{"key without cert", func(k *Kafka) { k.TLS = &ClientTLS{KeyFile: "k"} }, []string{`field "bus.tls.cert_file": required with key_file`}},
+		{"insecure with a CA", func(k *Kafka) { k.TLS = &ClientTLS{CAFile: "ca", InsecureSkipVerify: true} }, []string{`field "bus.tls.insecure_skip_verify"`}},
 		{"sasl scram file", func(k *Kafka) {
 			k.SASL = KafkaSASL{Mechanism: SASLScramSHA256, Username: "u", PasswordFile: pwFile}
 		}, nil},
@@ -214,13 +214,13 @@ func TestSecurityPasswords(t *testing.T) {
 	require.ErrorContains(t, err, "read secret")
 }
 
-func TestKafkaTLSLoad(t *testing.T) {
-	var none *KafkaTLS
+func TestClientTLSLoad(t *testing.T) {
+	var none *ClientTLS
 	c, err := none.Load("bus.tls")
 	require.NoError(t, err)
 	require.Nil(t, c)
 
-	c, err = (&KafkaTLS{ServerName: "k"}).Load("bus.tls")
+	c, err = (&ClientTLS{ServerName: "k"}).Load("bus.tls")
 	require.NoError(t, err)
 	require.Nil(t, c.RootCAs, "no ca_file: the system's CAs")
 	require.Equal(t, "k", c.ServerName)
@@ -228,9 +228,9 @@ func TestKafkaTLSLoad(t *testing.T) {
 	dir := t.TempDir()
 	notPEM := filepath.Join(dir, "ca.pem")
 	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate"), 0o600))
-	_, err = (&KafkaTLS{CAFile: notPEM}).Load("bus.tls")
+	_, err = (&ClientTLS{CAFile: notPEM}).Load("bus.tls")
 	require.ErrorContains(t, err, `field "bus.tls.ca_file": `+notPEM+` holds no PEM certificate`)
-	_, err = (&KafkaTLS{CAFile: filepath.Join(dir, "missing")}).Load("sink.kafka.tls")
+	_, err = (&ClientTLS{CAFile: filepath.Join(dir, "missing")}).Load("sink.kafka.tls")
 	require.ErrorContains(t, err, `field "sink.kafka.tls.ca_file"`)
 }
 

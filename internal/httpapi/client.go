@@ -21,8 +21,17 @@ func Client(caFile string, timeout time.Duration) (*http.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CA file: %w", err)
 	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	c.Transport = t
-	return c, nil
+	return TLSClient(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, timeout), nil
+}
+
+// TLSClient is an HTTP client for another role's API with the TLS configuration tc, a
+// section's tls block as config.ClientTLS loads it; nil keeps the system's CAs.
+func TLSClient(tc *tls.Config, timeout time.Duration) *http.Client {
+	c := &http.Client{Timeout: timeout}
+	if tc != nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = tc
+		c.Transport = t
+	}
+	return c
 }

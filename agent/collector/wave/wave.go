@@ -96,7 +96,7 @@ const (
 )
 
 // DefaultURL is where the wave serves /metrics unless configured otherwise.
-const DefaultURL = "http://127.0.0.1:8091/metrics"
+const DefaultURL = "http://" + config.WaveListen + "/metrics"
 
 // maxBody bounds a scrape: a wave's exposition is a few tens of KiB.
 const maxBody = 16 << 20
@@ -138,7 +138,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("url %q: want an http(s) URL such as %s", c.URL, DefaultURL)
 	}
 	if c.Timeout <= 0 {
-		return fmt.Errorf("timeout %s: must be positive", c.Timeout)
+		return fmt.Errorf("timeout %s: want more than 0", c.Timeout)
 	}
 	return nil
 }

@@ -113,7 +113,7 @@ func TestSASLSSLIntegration(t *testing.T) {
 			defer cancel()
 			k := config.Kafka{
 				Brokers: []string{env.Addr},
-				TLS:     &config.KafkaTLS{CAFile: env.CAFile},
+				TLS:     &config.ClientTLS{CAFile: env.CAFile},
 				SASL:    config.KafkaSASL{Mechanism: tc.mechanism, Username: tc.user, PasswordFile: tc.passwordFile},
 			}
 			if tc.clientCert {
@@ -143,7 +143,7 @@ func TestSASLWrongPasswordIntegration(t *testing.T) {
 			t.Setenv("BINLAKE_TEST_WRONG_PASSWORD", wrong)
 			b, err := saslBus(t, config.Kafka{
 				Brokers: []string{env.Addr},
-				TLS:     &config.KafkaTLS{CAFile: env.CAFile},
+				TLS:     &config.ClientTLS{CAFile: env.CAFile},
 				SASL:    config.KafkaSASL{Mechanism: tc.mechanism, Username: tc.user, PasswordEnv: "BINLAKE_TEST_WRONG_PASSWORD"},
 			})
 			if err != nil {
@@ -173,7 +173,7 @@ func TestTLSWrongCAIntegration(t *testing.T) {
 	defer cancel()
 	b, err := saslBus(t, config.Kafka{
 		Brokers: []string{env.Addr},
-		TLS:     &config.KafkaTLS{CAFile: otherCA(t)},
+		TLS:     &config.ClientTLS{CAFile: otherCA(t)},
 		SASL:    config.KafkaSASL{Mechanism: config.SASLScramSHA512, Username: env.ScramUser, PasswordFile: env.ScramPasswordFile},
 	})
 	if err != nil {
@@ -195,7 +195,7 @@ func TestTLSToPlaintextListenerIntegration(t *testing.T) {
 	plain := testenv.HostPorts(testenv.Require(t, testenv.Kafka))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := saslBus(t, config.Kafka{Brokers: plain, TLS: &config.KafkaTLS{CAFile: env.CAFile}})
+	b, err := saslBus(t, config.Kafka{Brokers: plain, TLS: &config.ClientTLS{CAFile: env.CAFile}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,8 +263,8 @@ func TestFromConfigErrors(t *testing.T) {
 		k    config.Kafka
 		want string
 	}{
-		{"ca file", config.Kafka{TLS: &config.KafkaTLS{CAFile: missing}}, `field "bus.tls.ca_file"`},
-		{"client key pair", config.Kafka{TLS: &config.KafkaTLS{CertFile: missing, KeyFile: missing}}, `field "bus.tls.cert_file": "` + missing + `" with key_file "` + missing + `": open ` + missing},
+		{"ca file", config.Kafka{TLS: &config.ClientTLS{CAFile: missing}}, `field "bus.tls.ca_file"`},
+		{"client key pair", config.Kafka{TLS: &config.ClientTLS{CertFile: missing, KeyFile: missing}}, `field "bus.tls.cert_file": "` + missing + `" with key_file "` + missing + `": open ` + missing},
 		{"password file", config.Kafka{SASL: config.KafkaSASL{Mechanism: "plain", Username: "u", PasswordFile: missing}}, `field "bus.sasl.password_file": read secret`},
 		{"password env unset", config.Kafka{SASL: config.KafkaSASL{Mechanism: "plain", Username: "u", PasswordEnv: "BINLAKE_TEST_UNSET_PASSWORD"}}, `field "bus.sasl.password_env": variable BINLAKE_TEST_UNSET_PASSWORD is empty or unset`},
 	} {

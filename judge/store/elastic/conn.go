@@ -1,9 +1,10 @@
 package elastic
 
 import (
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
-	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/elastic/go-elasticsearch/v8"
@@ -15,9 +16,10 @@ import (
 // that signed its certificate (https addresses), and basic auth or an API key.
 type Conn struct {
 	Addresses []string
-	// CAFile is a PEM file of certificate authorities, trusted instead of the
-	// system's; empty keeps the system's.
-	CAFile string
+	// TLS is the client's TLS configuration for https addresses (config.ClientTLS's
+	// Load: the CAs trusted instead of the system's, a client certificate); nil keeps
+	// the system's CAs.
+	TLS *tls.Config
 	// Username and Password are basic auth; APIKey ("Authorization: ApiKey") replaces
 	// them: the "encoded" value Elasticsearch returns, or "<id>:<api_key>".
 	Username string
@@ -25,17 +27,15 @@ type Conn struct {
 	APIKey   config.Secret
 }
 
-// ClientConfig is the go-elasticsearch configuration of c: the CA file read (its error
-// names the file), the API key encoded. Secrets go only into the client's configuration,
+// ClientConfig is the go-elasticsearch configuration of c: its TLS on a transport of
+// its own, the API key encoded. Secrets go only into the client's configuration,
 // never into an error.
 func (c Conn) ClientConfig() (elasticsearch.Config, error) {
 	cfg := elasticsearch.Config{Addresses: c.Addresses}
-	if c.CAFile != "" {
-		_, pem, err := config.LoadCAPool(c.CAFile)
-		if err != nil {
-			return cfg, fmt.Errorf("elastic store: CA file: %w", err)
-		}
-		cfg.CACert = pem
+	if c.TLS != nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = c.TLS
+		cfg.Transport = t
 	}
 	if c.APIKey != "" {
 		if c.Username != "" {

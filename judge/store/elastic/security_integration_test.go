@@ -3,6 +3,7 @@ package elastic_test
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/pem"
 	"io"
@@ -75,6 +76,17 @@ func secureEngine(t *testing.T) (addr, caFile string) {
 	return srv.URL, caFile
 }
 
+// trust is the client TLS configuration trusting the CAs in caFile, as store.elastic.tls
+// gives it.
+func trust(t *testing.T, caFile string) *tls.Config {
+	t.Helper()
+	c, err := (&config.ClientTLS{CAFile: caFile}).Load("store.elastic.tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // secureStore opens a store on conn with few, quick retries.
 func secureStore(t *testing.T, conn elastic.Conn, prefix string) *elastic.Store {
 	t.Helper()
@@ -116,16 +128,16 @@ func TestElasticTLSAuthIntegration(t *testing.T) {
 		}
 	}
 	t.Run("basic auth", func(t *testing.T) {
-		s := secureStore(t, elastic.Conn{Addresses: []string{addr}, CAFile: caFile, Username: proxyUser, Password: proxyPassword}, prefix)
+		s := secureStore(t, elastic.Conn{Addresses: []string{addr}, TLS: trust(t, caFile), Username: proxyUser, Password: proxyPassword}, prefix)
 		roundTrip(t, s, "w-basic")
 	})
 	t.Run("api key id:key", func(t *testing.T) {
-		s := secureStore(t, elastic.Conn{Addresses: []string{addr}, CAFile: caFile, APIKey: proxyKeyID + ":" + proxyKey}, prefix)
+		s := secureStore(t, elastic.Conn{Addresses: []string{addr}, TLS: trust(t, caFile), APIKey: proxyKeyID + ":" + proxyKey}, prefix)
 		roundTrip(t, s, "w-key")
 	})
 	t.Run("api key encoded", func(t *testing.T) {
 		enc := config.Secret(base64.StdEncoding.EncodeToString([]byte(proxyKeyID + ":" + proxyKey)))
-		s := secureStore(t, elastic.Conn{Addresses: []string{addr}, CAFile: caFile, APIKey: enc}, prefix)
+		s := secureStore(t, elastic.Conn{Addresses: []string{addr}, TLS: trust(t, caFile), APIKey: enc}, prefix)
 		roundTrip(t, s, "w-key-enc")
 	})
 
@@ -155,34 +167,30 @@ func TestElasticTLSAuthIntegration(t *testing.T) {
 	})
 	t.Run("wrong CA", func(t *testing.T) {
 		other := certtest.New(t, "other")
-		fails(t, elastic.Conn{Addresses: []string{addr}, CAFile: other.CertFile, Username: proxyUser, Password: proxyPassword},
+		fails(t, elastic.Conn{Addresses: []string{addr}, TLS: trust(t, other.CertFile), Username: proxyUser, Password: proxyPassword},
 			"certificate signed by unknown authority")
 	})
 	t.Run("wrong password", func(t *testing.T) {
-		fails(t, elastic.Conn{Addresses: []string{addr}, CAFile: caFile, Username: proxyUser, Password: "wrong-pw-secret"},
+		fails(t, elastic.Conn{Addresses: []string{addr}, TLS: trust(t, caFile), Username: proxyUser, Password: "wrong-pw-secret"},
 			"401", "security_exception", "unable to authenticate user [binlake]")
 	})
 	t.Run("wrong api key", func(t *testing.T) {
-		fails(t, elastic.Conn{Addresses: []string{addr}, CAFile: caFile, APIKey: proxyKeyID + ":wrong-key-secret"},
+		fails(t, elastic.Conn{Addresses: []string{addr}, TLS: trust(t, caFile), APIKey: proxyKeyID + ":wrong-key-secret"},
 			"401", "security_exception")
 	})
 	t.Run("no credentials", func(t *testing.T) {
-		fails(t, elastic.Conn{Addresses: []string{addr}, CAFile: caFile}, "401", "missing authentication credentials")
+		fails(t, elastic.Conn{Addresses: []string{addr}, TLS: trust(t, caFile)}, "401", "missing authentication credentials")
 	})
 }
 
-// ClientConfig checks its CA file and credentials without contacting the engine.
+// ClientConfig checks its credentials and sets its TLS without contacting the engine
+// (store.elastic.tls's files are the config's to check: config.ClientTLS).
 func TestConnClientConfig(t *testing.T) {
-	dir := t.TempDir()
-	junk := filepath.Join(dir, "junk.pem")
-	os.WriteFile(junk, []byte("junk"), 0o600)
 	for _, tc := range []struct {
 		name string
 		conn elastic.Conn
 		want string
 	}{
-		{"missing CA", elastic.Conn{CAFile: filepath.Join(dir, "none.pem")}, "elastic store: CA file: open " + filepath.Join(dir, "none.pem") + ": no such file or directory"},
-		{"CA not PEM", elastic.Conn{CAFile: junk}, "elastic store: CA file: " + junk + " holds no PEM certificate"},
 		{"both auths", elastic.Conn{Username: "u", Password: "p", APIKey: "k"}, "elastic store: set username/password or an API key, not both"},
 		{"password alone", elastic.Conn{Password: "p"}, "elastic store: a password without username"},
 	} {
@@ -194,8 +202,9 @@ func TestConnClientConfig(t *testing.T) {
 		})
 	}
 	pair := certtest.New(t, "es")
-	cfg, err := elastic.Conn{Addresses: []string{"https://h:9200"}, CAFile: pair.CertFile, APIKey: "id:key"}.ClientConfig()
-	if err != nil || cfg.APIKey != base64.StdEncoding.EncodeToString([]byte("id:key")) || string(cfg.CACert) != string(pair.CertPEM) || cfg.Username != "" {
+	cfg, err := elastic.Conn{Addresses: []string{"https://h:9200"}, TLS: trust(t, pair.CertFile), APIKey: "id:key"}.ClientConfig()
+	tr, _ := cfg.Transport.(*http.Transport)
+	if err != nil || cfg.APIKey != base64.StdEncoding.EncodeToString([]byte("id:key")) || tr == nil || tr.TLSClientConfig.RootCAs == nil || cfg.Username != "" {
 		t.Fatalf("ClientConfig: %+v, %v", cfg, err)
 	}
 }

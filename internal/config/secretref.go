@@ -1,0 +1,66 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// JudgeTokenEnv is the variable of the judge's token, read by the judge (http.token_env)
+// and by every client of its API (the agent's sink.http.token_env, the wave's
+// balancer.judge_token_env, binlake instance): one secret, one variable.
+const JudgeTokenEnv = "BINLAKE_JUDGE_TOKEN"
+
+// SecretRef says where one secret (a password, a token, an API key) is read. Every
+// secret of the suite's configs takes this one shape, two keys named after it:
+// <name>_file, a file holding it, and <name>_env, an environment variable holding it,
+// which wins when it is set and non-empty (so a deployment can override a file without
+// editing it). A secret is never inline: a config is read, copied and committed more
+// widely than its secrets should be. The roles' structs keep the two keys flat
+// (password_file, password_env) and hand them to a SecretRef to check and read.
+type SecretRef struct {
+	File string
+	Env  string
+}
+
+// IsSet reports whether either source is named.
+func (r SecretRef) IsSet() bool { return r.File != "" || r.Env != "" }
+
+// Resolve reads the secret: the variable when set and non-empty, else the file (trimmed
+// of surrounding space; unreadable or empty is an error), else "". Its errors name the
+// file, never a value.
+func (r SecretRef) Resolve() (Secret, error) { return ResolveSecret("", r.Env, r.File) }
+
+// Check checks the keys of the secret at the dotted path key ("http.token" for
+// http.token_file and http.token_env): the variable's name, and the file, unless the
+// variable is set and non-empty, readable and not empty. An unset variable is not an
+// error: a service manager may set it for the running process only.
+func (r SecretRef) Check(key string) error {
+	if r.Env != "" && !reEnvName.MatchString(r.Env) {
+		return Bad(key+"_env", "%q is not an environment variable name", r.Env)
+	}
+	if err := checkPasswordFile(r.File, r.Env); err != nil {
+		return Bad(key+"_file", "%w", err)
+	}
+	return nil
+}
+
+// ValidEnvName reports whether name is a portable environment variable name.
+func ValidEnvName(name string) bool { return reEnvName.MatchString(name) }
+
+// InlineSecret is the message for a retired key (see Retirer) that held the secret
+// name inline ("token", "password"), naming the keys beside it that replace it.
+func InlineSecret(name string) string {
+	return fmt.Sprintf("a secret is never inline: put it in a file named by %s_file, or in a variable named by %s_env", name, name)
+}
+
+// checkPasswordFile checks that a password file that will be read is readable and not
+// empty: unless the variable env, which takes precedence, is set. An unset variable is
+// not an error here: a service manager may set it only for the running process.
+func checkPasswordFile(file, env string) error {
+	if file == "" || (env != "" && strings.TrimSpace(os.Getenv(env)) != "") {
+		return nil
+	}
+	_, err := ResolveSecret("", "", file)
+	return err
+}

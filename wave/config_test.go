@@ -1,0 +1,52 @@
+package wave
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestConfigOldKeys: every key wave.yaml no longer takes is refused at its line with the
+// key that replaced it, not as an unknown key.
+func TestConfigOldKeys(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"http_addr", strings.Replace(goodConfig, "http:\n  listen: 127.0.0.1:8091", "http_addr: 127.0.0.1:8091", 1),
+			`wave.yaml:2: field "http_addr": this key is now "http.listen": rename it`},
+		{"coordinator.type", strings.Replace(goodConfig, "kind: zk", "type: zk", 1),
+			`wave.yaml:5: field "coordinator.type": this key is now "coordinator.kind": rename it`},
+		{"sink.type", strings.Replace(goodConfig, "kind: kafka", "type: kafka", 1),
+			`wave.yaml:9: field "sink.type": this key is now "sink.kind": rename it`},
+		{"pipeline.publish_backoff_max", goodConfig + "  publish_backoff_max: 5s\n",
+			`wave.yaml:14: field "pipeline.publish_backoff_max": this key is now "pipeline.publish_max_backoff": rename it`},
+		{"pipeline.reconnect_backoff_max", goodConfig + "  reconnect_backoff_max: 5s\n",
+			`wave.yaml:14: field "pipeline.reconnect_backoff_max": this key is now "pipeline.reconnect_max_backoff": rename it`},
+		{"balancer.judge_ca_file", goodConfig + "balancer:\n  judge: https://judge:8090\n  judge_ca_file: /etc/ca.pem\n",
+			`wave.yaml:16: field "balancer.judge_ca_file": this key is now "balancer.tls.ca_file": rename it`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(writeFile(t, tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestConfigJudgeToken: the balancer reads the judge's token from the judge's own
+// variable unless judge_token_env names another.
+func TestConfigJudgeToken(t *testing.T) {
+	cfg, err := Load(writeFile(t, goodConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Balancer.JudgeToken().Env; got != "BINLAKE_JUDGE_TOKEN" {
+		t.Errorf("judge_token_env defaults to %q, want BINLAKE_JUDGE_TOKEN", got)
+	}
+	t.Setenv("WAVE_TEST_JUDGE_TOKEN", "tok")
+	cfg, err = Load(writeFile(t, goodConfig+"balancer:\n  judge: http://judge:8090\n  judge_token_env: WAVE_TEST_JUDGE_TOKEN\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := cfg.Balancer.JudgeToken().Resolve(); err != nil || tok.Reveal() != "tok" {
+		t.Errorf("token from judge_token_env: %v, %v", tok, err)
+	}
+}
