@@ -17,6 +17,7 @@ import (
 
 	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // ErrBinlogPurged is the fatal error of an instance whose resume position is no longer on
@@ -87,9 +88,9 @@ type capture struct {
 	gtidLookedUp, announce bool
 
 	// per connection
-	file    string
-	tables  map[uint64]*Table
-	decoder *rowsDecoder // the rows go-mysql decodes: those not read in place
+	file   string
+	tables map[uint64]*rowenc.Table
+	reader *rowenc.Reader // the rows events' row images
 	// readPos is where the binlog was read to: the end of the last event handled.
 	readPos Position
 	// seen is the number (lagTracker.saw) of the event being handled.
@@ -98,31 +99,18 @@ type capture struct {
 	snap      *snapshotRun // snapshotcapture.go
 	keyBuf    []byte
 	// per transaction
-	inTxn    bool
-	txGTID   string
-	pending  *rowsBatch // the last rows event, held back to flag the transaction's last row
-	spans    []msgSpan  // flush's scratch
-	head     []byte     // and the header of a rows event's messages
-	fields   []span     // the pending rows event's fields, when read in place
-	raws     []rawImage // and its row images
-	msgBytes int        // the last event's key and value bytes per message, to size the next arena
-	txGSet   mysql.GTIDSet
+	inTxn   bool
+	txGTID  string
+	pending *rowsBatch     // the last rows event, held back to flag the transaction's last row
+	enc     rowenc.Encoder // flush's encoder
+	keys    []string       // and its scratch: the partitioning of each subscription
+	txGSet  mysql.GTIDSet
 }
 
-// msgSpan is one message of a rows event in flush's arena: a subscription's key and
-// the row's value.
-type msgSpan struct{ sub, kStart, kEnd, vStart, vEnd int }
-
-// rowsBatch is a rows event decoded but not yet encoded: its row images read in place
-// (raw) or decoded by go-mysql (rows), in order (before and after of an update).
+// rowsBatch is a rows event read but not yet encoded, and the subscriptions it goes to.
 type rowsBatch struct {
-	t     *Table
-	typ   string
-	raw   []rawImage
-	rows  []values
-	meta  Meta
-	subs  []int
-	tsMax int64
+	rowenc.Event
+	subs []int
 }
 
 func newCapture(o captureOptions, start Position) (*capture, error) {
@@ -235,8 +223,8 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 		Password:                c.password,
 		Charset:                 "utf8mb4",
 		TimestampStringLocation: time.UTC,
-		ParseTime:               true,         // temporal values formatted by EncodeRow, not fmt.Sprintf
-		RowsEventDecodeFunc:     decodeHeader, // rows are read by the capture (c.rows)
+		ParseTime:               true,                // temporal values formatted by rowenc.EncodeRow, not fmt.Sprintf
+		RowsEventDecodeFunc:     rowenc.DecodeHeader, // rows are read by the capture (c.rows)
 		HeartbeatPeriod:         c.heartbeat,
 		ReadTimeout:             3*c.heartbeat + 5*time.Second,
 		DisableRetrySync:        true, // reconnects are ours: from a transaction boundary, with backoff
@@ -251,8 +239,8 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 		c.endSession(owner)
 	}()
 
-	c.tables = map[uint64]*Table{}
-	c.decoder = newRowsDecoder()
+	c.tables = map[uint64]*rowenc.Table{}
+	c.reader = rowenc.NewReader()
 	c.inTxn, c.pending = false, nil
 	c.file = c.resume.File
 	c.readPos = Position{}
@@ -429,8 +417,8 @@ func (c *capture) beginTxn(gtid string) {
 }
 
 func (c *capture) tableMap(ctx context.Context, tm *replication.TableMapEvent) error {
-	if t, ok := c.tables[tm.TableID]; ok && sameLayout(t, tm) {
-		t.tm = tm
+	if t, ok := c.tables[tm.TableID]; ok && t.SameLayout(tm) {
+		t.SetMap(tm)
 		return nil
 	}
 	t, err := buildTable(ctx, tm, c.inst.Source.Flavor, c.sc)
@@ -438,38 +426,9 @@ func (c *capture) tableMap(ctx context.Context, tm *replication.TableMapEvent) e
 		return err
 	}
 	t.Prepare()
-	t.tm = tm
+	t.SetMap(tm)
 	c.tables[tm.TableID] = t
 	return nil
-}
-
-// sameLayout reports whether a cached table still matches a new TABLE_MAP (same column
-// names), so an ALTER that kept the table id is noticed.
-func sameLayout(t *Table, tm *replication.TableMapEvent) bool {
-	if len(t.Columns) != int(tm.ColumnCount) || string(tm.Schema) != t.Database || string(tm.Table) != t.Name {
-		return false
-	}
-	if len(tm.ColumnName) != len(t.Columns) {
-		return len(tm.ColumnName) == 0
-	}
-	for i := range t.Columns {
-		if string(tm.ColumnName[i]) != t.Columns[i].Name || tm.ColumnType[i] != typeOnWire(t.Columns[i].Type) {
-			return false
-		}
-		// A VARCHAR(10) altered to VARCHAR(300) keeps its name and type but not the
-		// width of its length prefix.
-		if t.inPlace && (i >= len(tm.ColumnMeta) || newRawCol(tm.ColumnType[i], tm.ColumnMeta[i]) != t.Columns[i].raw) {
-			return false
-		}
-	}
-	return true
-}
-
-func typeOnWire(t byte) byte {
-	if t == mysql.MYSQL_TYPE_ENUM || t == mysql.MYSQL_TYPE_SET {
-		return mysql.MYSQL_TYPE_STRING
-	}
-	return t
 }
 
 func (c *capture) rows(ctx context.Context, h *replication.EventHeader, et replication.EventType, e *replication.RowsEvent) error {
@@ -480,11 +439,11 @@ func (c *capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 	var typ string
 	switch et {
 	case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2, replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
-		typ = TypeInsert
+		typ = rowenc.TypeInsert
 	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2, replication.PARTIAL_UPDATE_ROWS_EVENT, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
-		typ = TypeUpdate
+		typ = rowenc.TypeUpdate
 	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2, replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
-		typ = TypeDelete
+		typ = rowenc.TypeDelete
 	default:
 		return nil
 	}
@@ -498,11 +457,12 @@ func (c *capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 	if err := c.flush(ctx, false, 0); err != nil {
 		return err
 	}
-	b := &rowsBatch{
-		t: t, typ: typ, subs: subs,
-		meta: Meta{Instance: c.inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos},
-	}
-	if err := c.readRows(et, e, b); err != nil {
+	b := &rowsBatch{subs: subs, Event: rowenc.Event{
+		Table: t, Type: typ,
+		Meta: rowenc.Meta{Instance: c.inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos},
+	}}
+	var err error
+	if b.Rows, err = c.reader.Read(et, e, t, typ); err != nil {
 		return fmt.Errorf("rows event of %s.%s at %s:%d: %w", t.Database, t.Name, c.file, h.LogPos, err)
 	}
 	if snapshotting {
@@ -515,31 +475,6 @@ func (c *capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 	return nil
 }
 
-// readRows fills b's row images: read in place when the event allows it, else decoded
-// by go-mysql. An event whose fields do not add up in place (which go-mysql's own
-// decoding would then refuse too) goes through go-mysql, whose error says more.
-func (c *capture) readRows(et replication.EventType, e *replication.RowsEvent, b *rowsBatch) error {
-	u, ok := undecodedOf(e)
-	if ok && readableInPlace(et, e, b.t) {
-		fields, raws, err := readImages(c.fields[:0], c.raws[:0], u.data[u.pos:], b.t, b.typ)
-		c.fields, c.raws = fields, raws
-		if err == nil {
-			b.raw = raws
-			return nil
-		}
-	}
-	if ok {
-		if err := c.decoder.decodeRows(e, u); err != nil {
-			return err
-		}
-	}
-	b.rows = make([]values, len(e.Rows))
-	for i, r := range e.Rows {
-		b.rows[i] = r
-	}
-	return nil
-}
-
 // flush encodes and sends the held-back rows event; commit marks its last row as the
 // transaction's last.
 func (c *capture) flush(ctx context.Context, commit bool, xid uint64) error {
@@ -548,108 +483,58 @@ func (c *capture) flush(ctx context.Context, commit bool, xid uint64) error {
 		return nil
 	}
 	c.pending = nil
-	var it item
-	var err error
-	if b.raw != nil {
-		it, err = encodeBatch(c, b, b.raw, commit, xid)
-	} else {
-		it, err = encodeBatch(c, b, b.rows, commit, xid)
-	}
+	it, err := c.encode(b, commit, xid)
 	if err != nil || len(it.msgs) == 0 {
 		return err
 	}
 	return c.send(ctx, it)
 }
 
-// encodeBatch encodes a rows event's images into its messages, one per row and
+// encode encodes a rows event's images into its messages, one per row and
 // subscription.
-func encodeBatch[I rowImage[I]](c *capture, b *rowsBatch, images []I, commit bool, xid uint64) (item, error) {
-	step := 1
-	if b.typ == TypeUpdate {
-		step = 2
+func (c *capture) encode(b *rowsBatch, commit bool, xid uint64) (item, error) {
+	c.keys = c.keys[:0]
+	for _, si := range b.subs {
+		c.keys = append(c.keys, c.filter.Subscription(si).PartitionBy)
 	}
-	it := item{ts: b.meta.TS}
-	// Every key and value of the event goes into one arena, sliced once it is complete:
-	// one allocation per event instead of two per row and subscription, sized from the
-	// previous events' messages so that it seldom grows.
-	nMsgs := len(images) / step * len(b.subs)
-	arena := make([]byte, 0, nMsgs*max(c.msgBytes, 64)+c.msgBytes)
-	spans := c.spans[:0]
-	head := appendHeader(c.head[:0], b.t.names, b.t.Database, b.t.Name, b.typ, b.meta)
-	c.head = head
-	for i := 0; i+step <= len(images); i += step {
-		var before, after I
-		switch b.typ {
-		case TypeInsert, TypeSnapshot:
-			after = images[i]
-		case TypeDelete:
-			before = images[i]
-		case TypeUpdate:
-			before, after = images[i], images[i+1]
-		}
-		m := b.meta
-		if commit && i+step >= len(images) {
-			m.Commit, m.XID = true, xid
-		}
-		vStart := len(arena)
-		if m.Commit {
-			arena = appendHeader(arena, b.t.names, b.t.Database, b.t.Name, b.typ, m)
-		} else {
-			arena = append(arena, head...)
-		}
-		var err error
-		arena, err = encodeRow(arena, b.t, before, after)
-		if err != nil {
-			return it, &fatalError{fmt.Errorf("encode row of %s.%s at %s:%d: %w", b.t.Database, b.t.Name, m.File, m.Pos, err)}
-		}
-		vEnd := len(arena)
-		image := after
-		if image.isNil() {
-			image = before
-		}
-		for _, si := range b.subs {
-			sub := c.filter.Subscription(si)
-			kStart := len(arena)
-			arena = appendKey(arena, b.t, sub.PartitionBy, image)
-			if err := c.checkSize(arena[kStart:], arena[vStart:vEnd], b, m); err != nil {
-				arena = arena[:kStart]
-				if errors.Is(err, errSkip) {
-					continue
-				}
-				return it, err
-			}
-			spans = append(spans, msgSpan{sub: si, kStart: kStart, kEnd: len(arena), vStart: vStart, vEnd: vEnd})
-		}
+	it := item{ts: b.Meta.TS}
+	msgs, err := c.enc.Encode(&b.Event, c.keys, commit, xid, c.keep)
+	if err != nil {
+		return it, &fatalError{err}
 	}
-	c.spans = spans
-	if len(spans) > 0 {
-		c.msgBytes = len(arena)/len(spans) + 1
-	}
-	it.msgs = make([]bus.Message, 0, len(spans))
-	for _, sp := range spans {
-		key, value := arena[sp.kStart:sp.kEnd:sp.kEnd], arena[sp.vStart:sp.vEnd:sp.vEnd]
-		it.msgs = append(it.msgs, bus.Message{Topic: c.filter.Subscription(sp.sub).Topic, Key: key, Value: value})
-		it.bytes += len(key) + len(value)
+	it.msgs = make([]bus.Message, 0, len(msgs))
+	for _, m := range msgs {
+		it.msgs = append(it.msgs, bus.Message{Topic: c.filter.Subscription(b.subs[m.By]).Topic, Key: m.Key, Value: m.Value})
+		it.bytes += len(m.Key) + len(m.Value)
 	}
 	return it, nil
 }
 
+// keep is the encoder's check of each message: its size (checkSize).
+func (c *capture) keep(ev *rowenc.Event, key, value []byte, m rowenc.Meta) (bool, error) {
+	err := c.checkSize(key, value, ev.Table, m)
+	if errors.Is(err, errSkip) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 var errSkip = errors.New("skip")
 
-func (c *capture) checkSize(key, value []byte, b *rowsBatch, m Meta) error {
+func (c *capture) checkSize(key, value []byte, t *rowenc.Table, m rowenc.Meta) error {
 	if c.maxBytes <= 0 || len(key)+len(value) <= c.maxBytes {
 		return nil
 	}
 	if c.inst.OnTooLarge == TooLargeSkip {
 		c.log.Warn("row message larger than the sink accepts: skipped (on_too_large: skip)",
-			"table", b.t.Database+"."+b.t.Name, "bytes", len(key)+len(value), "limit", c.maxBytes, "file", m.File, "pos", m.Pos)
+			"table", t.Database+"."+t.Name, "bytes", len(key)+len(value), "limit", c.maxBytes, "file", m.File, "pos", m.Pos)
 		if c.onSkip != nil {
 			c.onSkip()
 		}
 		return errSkip
 	}
 	return &fatalError{fmt.Errorf("%w: %s.%s at %s:%d is %d bytes, the limit %d (set on_too_large: skip to drop such rows)",
-		ErrMessageTooLarge, b.t.Database, b.t.Name, m.File, m.Pos, len(key)+len(value), c.maxBytes)}
+		ErrMessageTooLarge, t.Database, t.Name, m.File, m.Pos, len(key)+len(value), c.maxBytes)}
 }
 
 // endTxn closes a transaction: the held rows event gets the commit flag, and the boundary

@@ -6,6 +6,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // ddl handles a statement other than BEGIN/COMMIT: a DDL. It ends any transaction
@@ -20,15 +21,15 @@ func (c *capture) ddl(ctx context.Context, h *replication.EventHeader, schema, s
 	c.snapDDL()
 	it := item{ts: int64(h.Timestamp)}
 	for _, t := range c.ddlTables.tables(schema, sql) {
-		subs := c.filter.Match(t.db, t.table, TypeDDL)
+		subs := c.filter.Match(t.db, t.table, rowenc.TypeDDL)
 		if len(subs) == 0 {
 			continue
 		}
-		value := EncodeDDL(nil, t.db, t.table, Meta{Instance: c.inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos, Commit: true}, sql)
+		value := rowenc.EncodeDDL(nil, t.db, t.table, rowenc.Meta{Instance: c.inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos, Commit: true}, sql)
 		for _, si := range subs {
 			sub := c.filter.Subscription(si)
 			key := []byte(t.db + "." + t.table)
-			if sub.PartitionBy == PartitionDatabase {
+			if sub.PartitionBy == rowenc.PartitionDatabase {
 				key = []byte(t.db)
 			}
 			it.msgs = append(it.msgs, bus.Message{Topic: sub.Topic, Key: key, Value: value})

@@ -15,6 +15,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // embedded starts a wave on coord/single and the memory bus with inst, and returns the
@@ -110,7 +111,7 @@ func TestWaveDDLIntegration(t *testing.T) {
 	a := testenv.RequireMySQL(t)
 	inst := &wave.Instance{ID: "ddl", Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
 		Start: start, Subscriptions: []wave.Subscription{{Name: "all", Topic: "ddl.all",
-			Include: []string{strings.ReplaceAll(w.db, ".", `\.`) + `\.t_ddl`}, PartitionBy: wave.PartitionTable}}}
+			Include: []string{strings.ReplaceAll(w.db, ".", `\.`) + `\.t_ddl`}, PartitionBy: rowenc.PartitionTable}}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	b, _, _ := embedded(t, ctx, inst, 0)

@@ -19,6 +19,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/rowenc"
 	"github.com/binlake/binlake/wave/sink"
 )
 
@@ -38,7 +39,7 @@ func instanceFor(t testing.TB, w *workload, id, prefix string, start *wave.Posit
 		Subscriptions: []wave.Subscription{
 			{Name: "orders", Topic: prefix + ".orders", Include: []string{db + `\.t_orders`}},
 			{Name: "rest", Topic: prefix + ".rest", Include: []string{db + `\.t_.*`}, Exclude: []string{db + `\.t_orders`}},
-			{Name: "deletes", Topic: prefix + ".deletes", Include: []string{db + `\..*`}, Events: []string{wave.TypeDelete}},
+			{Name: "deletes", Topic: prefix + ".deletes", Include: []string{db + `\..*`}, Events: []string{rowenc.TypeDelete}},
 		},
 	}
 }
@@ -134,12 +135,12 @@ func TestWaveEmbeddedIntegration(t *testing.T) {
 
 	w.run(3000, 300)
 	part1 := w.expected([]string{tOrders}, nil)
-	got := readFileSink(t, out, w.db, w.expected([]string{tOrders, tItems, tLogs}, nil)+w.expected([]string{tOrders, tItems, tLogs}, []string{wave.TypeDelete}), 60*time.Second)
+	got := readFileSink(t, out, w.db, w.expected([]string{tOrders, tItems, tLogs}, nil)+w.expected([]string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete}), 60*time.Second)
 	if d := w.verify(t, got["emb.orders"], []string{tOrders}, nil); d != 0 {
 		t.Errorf("orders: %d duplicates in a run without faults", d)
 	}
 	w.verify(t, got["emb.rest"], []string{tItems, tLogs}, nil)
-	w.verify(t, got["emb.deletes"], []string{tOrders, tItems, tLogs}, []string{wave.TypeDelete})
+	w.verify(t, got["emb.deletes"], []string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete})
 	t.Logf("part 1: %d order messages", part1)
 
 	// Metrics: the names the agent's wave collector reads.
@@ -161,11 +162,11 @@ func TestWaveEmbeddedIntegration(t *testing.T) {
 	w.run(w.count+2000, 250)
 	_, _, stop = runWave(false)
 	defer stop()
-	want := w.expected([]string{tOrders, tItems, tLogs}, nil) + w.expected([]string{tOrders, tItems, tLogs}, []string{wave.TypeDelete})
+	want := w.expected([]string{tOrders, tItems, tLogs}, nil) + w.expected([]string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete})
 	got = readFileSink(t, out, w.db, want, 60*time.Second)
 	dups := w.verify(t, got["emb.orders"], []string{tOrders}, nil)
 	dups += w.verify(t, got["emb.rest"], []string{tItems, tLogs}, nil)
-	w.verify(t, got["emb.deletes"], []string{tOrders, tItems, tLogs}, []string{wave.TypeDelete})
+	w.verify(t, got["emb.deletes"], []string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete})
 	if dups != 0 {
 		t.Errorf("%d duplicates after a graceful restart (lines before restart %d)", dups, before)
 	}

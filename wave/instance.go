@@ -8,13 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-)
 
-// Partitioning choices of a subscription: what the Kafka message key is made of.
-const (
-	PartitionPK       = "pk" // db.table + primary key: a row's changes stay in order (default)
-	PartitionTable    = "table"
-	PartitionDatabase = "database"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // What to do with a row message larger than the sink accepts.
@@ -190,13 +185,13 @@ type subscription struct {
 
 func eventBit(typ string) uint8 {
 	switch typ {
-	case TypeInsert:
+	case rowenc.TypeInsert:
 		return 1
-	case TypeUpdate:
+	case rowenc.TypeUpdate:
 		return 2
-	case TypeDelete:
+	case rowenc.TypeDelete:
 		return 4
-	case TypeDDL:
+	case rowenc.TypeDDL:
 		return 8
 	}
 	return 0
@@ -212,8 +207,8 @@ func compileSubscription(s Subscription) (*subscription, error) {
 	}
 	switch s.PartitionBy {
 	case "":
-		s.PartitionBy = PartitionPK
-	case PartitionPK, PartitionTable, PartitionDatabase:
+		s.PartitionBy = rowenc.PartitionPK
+	case rowenc.PartitionPK, rowenc.PartitionTable, rowenc.PartitionDatabase:
 	default:
 		return nil, fmt.Errorf("partition_by %q: want pk, table or database", s.PartitionBy)
 	}
@@ -328,8 +323,8 @@ func (s *subscription) matchTable(name string) bool {
 // wants reports whether the subscription takes events of type typ; snapshot rows go
 // where inserts go (a snapshot row is the insert of a row that predates the capture).
 func (s *subscription) wants(typ string) bool {
-	if typ == TypeSnapshot {
-		typ = TypeInsert
+	if typ == rowenc.TypeSnapshot {
+		typ = rowenc.TypeInsert
 	}
 	return s.events == 0 || s.events&eventBit(typ) != 0
 }

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 func TestFilterMatch(t *testing.T) {
 	f, err := NewFilter([]Subscription{
 		{Name: "orders", Topic: "t.orders", Include: []string{`shop\.orders`}},
 		{Name: "shop", Topic: "t.shop", Include: []string{`shop\..*`}, Exclude: []string{`shop\.tmp_.*`, `shop\.orders`}},
-		{Name: "deletes", Topic: "t.del", Events: []string{TypeDelete, TypeDDL}},
+		{Name: "deletes", Topic: "t.del", Events: []string{rowenc.TypeDelete, rowenc.TypeDDL}},
 		{Name: "two", Topic: "t.two", Include: []string{`a\.x`, `b\..*`}},
 	})
 	if err != nil {
@@ -25,16 +26,16 @@ func TestFilterMatch(t *testing.T) {
 		db, table, typ string
 		want           []int
 	}{
-		{"shop", "orders", TypeInsert, []int{0}},
-		{"shop", "orders", TypeDelete, []int{0, 2}},      // a row matching two subscriptions goes to both
-		{"shop", "orders_archive", TypeInsert, []int{1}}, // include is anchored: shop\.orders is not a prefix match
-		{"shop", "items", TypeUpdate, []int{1}},
-		{"shop", "tmp_x", TypeInsert, nil},
-		{"shop", "tmp_x", TypeDDL, []int{2}},
-		{"xshop", "items", TypeInsert, nil},
-		{"a", "x", TypeInsert, []int{3}},
-		{"a", "xy", TypeInsert, nil},
-		{"b", "anything", TypeUpdate, []int{3}},
+		{"shop", "orders", rowenc.TypeInsert, []int{0}},
+		{"shop", "orders", rowenc.TypeDelete, []int{0, 2}},      // a row matching two subscriptions goes to both
+		{"shop", "orders_archive", rowenc.TypeInsert, []int{1}}, // include is anchored: shop\.orders is not a prefix match
+		{"shop", "items", rowenc.TypeUpdate, []int{1}},
+		{"shop", "tmp_x", rowenc.TypeInsert, nil},
+		{"shop", "tmp_x", rowenc.TypeDDL, []int{2}},
+		{"xshop", "items", rowenc.TypeInsert, nil},
+		{"a", "x", rowenc.TypeInsert, []int{3}},
+		{"a", "xy", rowenc.TypeInsert, nil},
+		{"b", "anything", rowenc.TypeUpdate, []int{3}},
 	}
 	for _, tc := range tests {
 		if got := f.Match(tc.db, tc.table, tc.typ); !slices.Equal(got, tc.want) {
@@ -44,7 +45,7 @@ func TestFilterMatch(t *testing.T) {
 	if got := f.Topics(); !slices.Equal(got, []string{"t.del", "t.orders", "t.shop", "t.two"}) {
 		t.Errorf("Topics = %v", got)
 	}
-	if f.Subscription(0).PartitionBy != PartitionPK {
+	if f.Subscription(0).PartitionBy != rowenc.PartitionPK {
 		t.Errorf("default partitioning = %q, want pk", f.Subscription(0).PartitionBy)
 	}
 }
@@ -103,7 +104,7 @@ func FuzzParseSubscriptionFlag(f *testing.F) {
 			t.Fatalf("parsed %q but the filter refuses it: %v", spec, err)
 		}
 		all := flt.Tables(db, table)
-		for _, typ := range []string{TypeInsert, TypeUpdate, TypeDelete, TypeDDL} {
+		for _, typ := range []string{rowenc.TypeInsert, rowenc.TypeUpdate, rowenc.TypeDelete, rowenc.TypeDDL} {
 			for _, i := range flt.Match(db, table, typ) {
 				if !slices.Contains(all, i) {
 					t.Fatalf("Match(%s) returned %d outside Tables %v", typ, i, all)

@@ -21,6 +21,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // topicReader reads every partition of a topic from the start, in the background,
@@ -224,7 +225,7 @@ func TestWaveKafkaIntegration(t *testing.T) {
 
 	wantOrders := w.expected([]string{tOrders}, nil)
 	wantRest := w.expected([]string{tItems, tLogs}, nil)
-	wantDel := w.expected([]string{tOrders, tItems, tLogs}, []string{wave.TypeDelete})
+	wantDel := w.expected([]string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete})
 	want := wantOrders + wantRest + wantDel
 	if got := published; got != float64(want) {
 		t.Errorf("published %v messages, want %v", got, want)
@@ -233,7 +234,7 @@ func TestWaveKafkaIntegration(t *testing.T) {
 	hw := highWatermarks(t, ctx, brokers, []string{prefix + ".orders", prefix + ".rest", prefix + ".deletes"})
 	dups := w.verify(t, readers["orders"].wait(t, int(hw[prefix+".orders"])), []string{tOrders}, nil)
 	dups += w.verify(t, readers["rest"].wait(t, int(hw[prefix+".rest"])), []string{tItems, tLogs}, nil)
-	dups += w.verify(t, readers["deletes"].wait(t, int(hw[prefix+".deletes"])), []string{tOrders, tItems, tLogs}, []string{wave.TypeDelete})
+	dups += w.verify(t, readers["deletes"].wait(t, int(hw[prefix+".deletes"])), []string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete})
 	if got := sum(hw); got != int64(want+dups) {
 		t.Errorf("Kafka holds %d messages: want %d expected + %d duplicates", got, want, dups)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 func TestMain(m *testing.M) { testenv.RunRemovingBinlake(m) }
@@ -287,7 +288,7 @@ func covers(t testing.TB, have, want string) bool {
 // expectedMessages is how many messages the rows written so far make on the three topics.
 func (f *faultEnv) expectedMessages() int {
 	all := []string{tOrders, tItems, tLogs}
-	return f.w.expected(all, nil) + f.w.expected(all, []string{wave.TypeDelete})
+	return f.w.expected(all, nil) + f.w.expected(all, []string{rowenc.TypeDelete})
 }
 
 // finish waits for the writer and for the offset to reach its end, then reads every
@@ -306,7 +307,7 @@ func (f *faultEnv) finish(written <-chan *wave.Position, procs ...*testenv.Proc)
 	w := f.w
 	dups += w.verify(f.t, f.readers["orders"].wait(f.t, int(hw[f.prefix+".orders"])), []string{tOrders}, nil)
 	dups += w.verify(f.t, f.readers["rest"].wait(f.t, int(hw[f.prefix+".rest"])), []string{tItems, tLogs}, nil)
-	dups += w.verify(f.t, f.readers["deletes"].wait(f.t, int(hw[f.prefix+".deletes"])), []string{tOrders, tItems, tLogs}, []string{wave.TypeDelete})
+	dups += w.verify(f.t, f.readers["deletes"].wait(f.t, int(hw[f.prefix+".deletes"])), []string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete})
 	want := f.expectedMessages()
 	if got := sum(hw); got != int64(want+dups) {
 		f.t.Errorf("Kafka holds %d messages: want %d expected + %d duplicates", got, want, dups)

@@ -12,6 +12,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // schemaInfo is what the binlog does not say about a table and the source's
@@ -155,30 +157,26 @@ func (s *schema) warnOnce(key, msg string) {
 // buildTable turns a TABLE_MAP event into a Table: names, signedness, enum and set values
 // and the primary key from the optional metadata (binlog_row_metadata=FULL); what is
 // missing comes from the schema, with a warning.
-func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor string, sc *schema) (*Table, error) {
+func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor string, sc *schema) (*rowenc.Table, error) {
 	db, name := string(tm.Schema), string(tm.Table)
 	key := db + "." + name
 	n := int(tm.ColumnCount)
-	t := &Table{Database: db, Name: name, Columns: make([]Column, n)}
+	t := &rowenc.Table{Database: db, Name: name, Columns: make([]rowenc.Column, n)}
 	names := tm.ColumnNameString()
 	unsigned := tm.UnsignedMap()
 	collations := tm.CollationMap()
 	enums := tm.EnumStrValueMap()
 	sets := tm.SetStrValueMap()
-	t.inPlace = len(tm.ColumnMeta) == n && len(tm.ColumnType) == n
+	t.MapColumns(tm)
 	for i := range n {
 		c := &t.Columns[i]
-		c.Type = columnType(tm, i)
-		if t.inPlace {
-			c.raw = newRawCol(tm.ColumnType[i], tm.ColumnMeta[i])
-			t.inPlace = c.raw.kind != rawNone
-		}
+		c.Type = rowenc.ColumnType(tm, i)
 		if i < len(names) {
 			c.Name = names[i]
 		}
 		c.Unsigned = unsigned[i]
 		if coll, ok := collations[i]; ok {
-			c.Binary = coll == binaryCollation
+			c.Binary = coll == rowenc.BinaryCollation
 		}
 		c.Enum = enums[i]
 		c.Set = sets[i]
@@ -267,18 +265,6 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 		}
 	}
 	return t, nil
-}
-
-// columnType resolves ENUM and SET, which the binlog writes as STRING with the real type
-// in the metadata.
-func columnType(tm *replication.TableMapEvent, i int) byte {
-	typ := tm.ColumnType[i]
-	if typ == mysql.MYSQL_TYPE_STRING && i < len(tm.ColumnMeta) {
-		if rt := byte(tm.ColumnMeta[i] >> 8); rt == mysql.MYSQL_TYPE_ENUM || rt == mysql.MYSQL_TYPE_SET {
-			return rt
-		}
-	}
-	return typ
 }
 
 func hasInts(tm *replication.TableMapEvent) bool {

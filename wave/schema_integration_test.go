@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // TestColumnCountMismatchIsFatalIntegration: a TABLE_MAP written before an ALTER, read
@@ -41,7 +42,7 @@ func TestColumnCountMismatchIsFatalIntegration(t *testing.T) {
 	defer c.sc.close()
 
 	// With its names, the old TABLE_MAP still decodes: the ALTER alone is no error.
-	c.tables = map[uint64]*Table{}
+	c.tables = map[uint64]*rowenc.Table{}
 	if err := c.handle(ctx, readTableMap(t, ctx, a, start, db, "t")); err != nil {
 		t.Fatalf("TABLE_MAP with column names: %v", err)
 	}
@@ -50,7 +51,7 @@ func TestColumnCountMismatchIsFatalIntegration(t *testing.T) {
 	ev := readTableMap(t, ctx, a, start, db, "t")
 	tm := ev.Event.(*replication.TableMapEvent)
 	tm.ColumnName, tm.PrimaryKey, tm.PrimaryKeyPrefix = nil, nil, nil
-	c.tables = map[uint64]*Table{}
+	c.tables = map[uint64]*rowenc.Table{}
 	err = c.handle(ctx, ev)
 	if err == nil {
 		t.Fatal("a TABLE_MAP of 2 unnamed columns against a schema of 3 decoded without error")

@@ -1,6 +1,7 @@
 package wave
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -12,7 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
+
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // A snapshot emits the rows a table already holds as "snapshot" messages (the row
@@ -141,7 +145,7 @@ func RequestSnapshot(ctx context.Context, c coord.Coordinator, id string, tables
 		if !ok {
 			return SnapshotRequest{}, fmt.Errorf("table %q: want db.table", t)
 		}
-		if len(filter.Match(db, name, TypeSnapshot)) == 0 {
+		if len(filter.Match(db, name, rowenc.TypeSnapshot)) == 0 {
 			return SnapshotRequest{}, fmt.Errorf("table %q is in no subscription of instance %q that takes inserts", t, id)
 		}
 	}
@@ -238,4 +242,24 @@ func (w *Wave) pollSnapshotRequests(ctx context.Context, id string, out chan<- S
 		case <-t.C:
 		}
 	}
+}
+
+// keyValueOf keeps a primary-key column's value of a query row for resuming after it.
+func keyValueOf(fv *mysql.FieldValue, c *rowenc.Column) KeyValue {
+	switch fv.Type {
+	case mysql.FieldValueTypeSigned:
+		x := fv.AsInt64()
+		return KeyValue{Int: &x}
+	case mysql.FieldValueTypeUnsigned:
+		x := fv.AsUint64()
+		return KeyValue{Uint: &x}
+	case mysql.FieldValueTypeFloat:
+		x := fv.AsFloat64()
+		return KeyValue{Float: &x}
+	}
+	if c.Binary {
+		return KeyValue{Bytes: bytes.Clone(fv.AsString())}
+	}
+	s := string(fv.AsString())
+	return KeyValue{Text: &s}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // typesDDL is a table with a column of every kind the row format encodes, and a
@@ -78,7 +79,7 @@ func TestSnapshotMatchesBinlogIntegration(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("key %s: in the binlog, not in the snapshot (snapshot keys: %v)", key, keysOf(fromSnapshot))
-		case b.typ != wave.TypeInsert || s.typ != wave.TypeSnapshot:
+		case b.typ != rowenc.TypeInsert || s.typ != rowenc.TypeSnapshot:
 			t.Errorf("key %s: types %s and %s, want insert and snapshot", key, b.typ, s.typ)
 		case string(b.data) != string(s.data):
 			t.Errorf("key %s: data differs\nbinlog:   %s\nsnapshot: %s", key, b.data, s.data)
@@ -118,7 +119,7 @@ func TestSnapshotRequestIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, m := range readKeyed(t, ctx, b, "req", len(typesRows)) {
-		if m.typ != wave.TypeSnapshot || m.table != "t_types" {
+		if m.typ != rowenc.TypeSnapshot || m.table != "t_types" {
 			t.Errorf("key %s: a %s message of %s, want snapshot messages of t_types", k, m.typ, m.table)
 		}
 	}
@@ -151,7 +152,7 @@ func TestSnapshotRequestIntegration(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	mustExec(t, conn, "INSERT INTO t_types (id, k2) VALUES (99, 'new')")
 	msgs := readFrom(t, ctx, b, "req", "after", len(typesRows)+2, 3*time.Second)
-	if len(msgs) != len(typesRows)+1 || msgs[len(msgs)-1].typ != wave.TypeInsert {
+	if len(msgs) != len(typesRows)+1 || msgs[len(msgs)-1].typ != rowenc.TypeInsert {
 		t.Fatalf("after the snapshot the topic holds %d messages, the last %+v: want %d snapshot messages and the insert (did the request run twice?)",
 			len(msgs), msgs[len(msgs)-1], len(typesRows))
 	}
@@ -287,9 +288,9 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 	for _, m := range msgs {
 		k := m.table + ":" + m.id
 		switch m.typ {
-		case wave.TypeDelete:
+		case rowenc.TypeDelete:
 			delete(state, k)
-		case wave.TypeSnapshot:
+		case rowenc.TypeSnapshot:
 			snapshotted++
 			state[k] = m.data
 		default:

@@ -9,6 +9,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // The capture's side of a snapshot (snapshot.go): between binlog transactions it reads
@@ -20,7 +21,7 @@ import (
 type snapshotRun struct {
 	src     snapshotSource
 	opts    *SnapshotOptions
-	table   *Table               // the layout of the table being read; nil until its next chunk
+	table   *rowenc.Table        // the layout of the table being read; nil until its next chunk
 	pending *snapshotChunk       // read, waiting for the binlog to reach its end
 	touched map[string]time.Time // keys of that table the binlog changed lately
 	// requests are new snapshot requests from the coordinator (the leader polls them).
@@ -34,7 +35,7 @@ type snapshotRun struct {
 
 // snapshotChunk is a chunk read and not yet emitted.
 type snapshotChunk struct {
-	rows  []queryRow
+	rows  []rowenc.QueryRow
 	index map[string]int // key -> row; dropped rows are nil in rows
 	end   Position       // where the binlog ended after the read
 	last  []KeyValue     // the last row's key: the progress once emitted
@@ -85,15 +86,8 @@ func (c *capture) snapTouch(b *rowsBatch) {
 			s.pending.drop(k)
 		}
 	}
-	if b.raw != nil {
-		for _, img := range b.raw {
-			c.keyBuf = appendKey(c.keyBuf[:0], b.t, PartitionPK, img)
-			touch(c.keyBuf)
-		}
-		return
-	}
-	for _, img := range b.rows {
-		c.keyBuf = appendKey(c.keyBuf[:0], b.t, PartitionPK, img)
+	for i := range b.Rows.Len() {
+		c.keyBuf = b.Rows.AppendKey(c.keyBuf[:0], b.Table, rowenc.PartitionPK, i)
 		touch(c.keyBuf)
 	}
 }
@@ -225,7 +219,7 @@ func (c *capture) snapRead(ctx context.Context) error {
 
 // fetched is a chunk as the source returned it.
 type fetched struct {
-	rows []queryRow
+	rows []rowenc.QueryRow
 	end  Position  // where the binlog ended after the read
 	at   time.Time // when the read began
 	n    int       // rows asked for
@@ -234,7 +228,7 @@ type fetched struct {
 
 // fetch reads the chunk of t after the key after, then where the binlog ends. It changes
 // no capture state, so it may run while the capture emits the previous chunk.
-func (s *snapshotRun) fetch(ctx context.Context, t *Table, after []KeyValue) fetched {
+func (s *snapshotRun) fetch(ctx context.Context, t *rowenc.Table, after []KeyValue) fetched {
 	f := fetched{at: time.Now(), n: s.opts.chunkRows()}
 	if f.rows, f.err = s.src.chunk(ctx, t, after, f.n); f.err == nil {
 		f.end, f.err = s.src.binlogEnd(ctx)
@@ -264,8 +258,9 @@ func (c *capture) snapTake(ctx context.Context, f fetched) error {
 			ch.last = append(ch.last, keyValueOf(&last[ci], &s.table.Columns[ci]))
 		}
 	}
-	for i, r := range rows {
-		c.keyBuf = appendKey(c.keyBuf[:0], s.table, PartitionPK, r)
+	keys := rowenc.QueryRows(rows)
+	for i := range rows {
+		c.keyBuf = keys.AppendKey(c.keyBuf[:0], s.table, rowenc.PartitionPK, i)
 		k := string(c.keyBuf)
 		if _, ok := s.touched[k]; ok {
 			rows[i] = nil // a binlog event changed it shortly before the read
@@ -314,13 +309,14 @@ func (c *capture) snapEmit(ctx context.Context) error {
 	ch := s.pending
 	s.pending = nil
 	p := c.resume.Snapshot
-	rows := slices.DeleteFunc(ch.rows, func(r queryRow) bool { return r == nil })
+	rows := slices.DeleteFunc(ch.rows, func(r rowenc.QueryRow) bool { return r == nil })
 	var it item
 	if len(rows) > 0 {
-		b := &rowsBatch{t: s.table, typ: TypeSnapshot, subs: c.filter.Match(s.table.Database, s.table.Name, TypeSnapshot),
-			meta: Meta{Instance: c.inst.ID, TS: time.Now().Unix(), File: ch.end.File, Pos: ch.end.Pos}}
+		b := &rowsBatch{subs: c.filter.Match(s.table.Database, s.table.Name, rowenc.TypeSnapshot), Event: rowenc.Event{
+			Table: s.table, Type: rowenc.TypeSnapshot, Rows: rowenc.QueryRows(rows),
+			Meta: rowenc.Meta{Instance: c.inst.ID, TS: time.Now().Unix(), File: ch.end.File, Pos: ch.end.Pos}}}
 		var err error
-		if it, err = encodeBatch(c, b, rows, true, 0); err != nil {
+		if it, err = c.encode(b, true, 0); err != nil {
 			return err
 		}
 	}

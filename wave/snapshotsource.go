@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // errNoPrimaryKey: a snapshot reads tables in primary-key chunks and resumes after the
@@ -125,7 +127,7 @@ func (s *snapshotSource) subscribedTables(ctx context.Context, filter *Filter) (
 	for i := range r.RowNumber() {
 		db, _ := r.GetString(i, 0)
 		name, _ := r.GetString(i, 1)
-		if len(filter.Match(db, name, TypeSnapshot)) > 0 {
+		if len(filter.Match(db, name, rowenc.TypeSnapshot)) > 0 {
 			out = append(out, db+"."+name)
 		}
 	}
@@ -134,12 +136,12 @@ func (s *snapshotSource) subscribedTables(ctx context.Context, filter *Filter) (
 
 // table reads the layout of db.name as SELECT * returns it: the columns with the types
 // the binlog gives them, the primary key in key order, JSON columns from the schema.
-func (s *snapshotSource) table(ctx context.Context, sc *schema, db, name string) (*Table, error) {
+func (s *snapshotSource) table(ctx context.Context, sc *schema, db, name string) (*rowenc.Table, error) {
 	r, err := s.execute(ctx, "SELECT * FROM "+quoteName(db)+"."+quoteName(name)+" LIMIT 0")
 	if err != nil {
 		return nil, fmt.Errorf("read columns of %s.%s: %w", db, name, err)
 	}
-	t := &Table{Database: db, Name: name, Columns: make([]Column, len(r.Fields))}
+	t := &rowenc.Table{Database: db, Name: name, Columns: make([]rowenc.Column, len(r.Fields))}
 	byName := map[string]int{}
 	for i, f := range r.Fields {
 		c := &t.Columns[i]
@@ -159,7 +161,7 @@ func (s *snapshotSource) table(ctx context.Context, sc *schema, db, name string)
 			c.Type = mysql.MYSQL_TYPE_TIME2
 		}
 		if isStringType(f.Type) {
-			c.Binary = f.Charset == binaryCollation
+			c.Binary = f.Charset == rowenc.BinaryCollation
 		}
 	}
 	pk, err := s.execute(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
@@ -202,7 +204,7 @@ func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") 
 
 // chunk reads up to n rows of t in primary-key order, after the key after (from the
 // start when nil).
-func (s *snapshotSource) chunk(ctx context.Context, t *Table, after []KeyValue, n int) ([]queryRow, error) {
+func (s *snapshotSource) chunk(ctx context.Context, t *rowenc.Table, after []KeyValue, n int) ([]rowenc.QueryRow, error) {
 	keys := make([]string, len(t.PK))
 	params := make([]string, len(t.PK))
 	for i, ci := range t.PK {
@@ -231,7 +233,7 @@ func (s *snapshotSource) chunk(ctx context.Context, t *Table, after []KeyValue, 
 	if len(r.Fields) != len(t.Columns) {
 		return nil, errTableChanged
 	}
-	rows := make([]queryRow, len(r.Values))
+	rows := make([]rowenc.QueryRow, len(r.Values))
 	for i, v := range r.Values {
 		rows[i] = v
 	}

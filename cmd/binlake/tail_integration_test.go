@@ -19,6 +19,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // tailLine is one line of `binlake tail -o line` for a row of the test's table: partition,
@@ -150,7 +151,7 @@ pipeline: {commit_interval: 200ms, poll_interval: 200ms}
 			t.Errorf("row %+v after %+v: want partitions in order, offsets rising", r, prev)
 		}
 		prev = r
-		if r.typ == wave.TypeInsert {
+		if r.typ == rowenc.TypeInsert {
 			parts[r.partition] = true
 			if r.commit {
 				commits = append(commits, r)
@@ -209,7 +210,7 @@ pipeline: {commit_interval: 200ms, poll_interval: 200ms}
 		t.Fatalf("tail -follow -n 9 did not end; it printed:\n%s", pr.String())
 	}
 	followed := parseTail(t, pr.String())
-	if last := followed[len(followed)-1]; len(followed) != 9 || last.typ != wave.TypeInsert || last.pk != `{"id":7}` || !last.commit {
+	if last := followed[len(followed)-1]; len(followed) != 9 || last.typ != rowenc.TypeInsert || last.pk != `{"id":7}` || !last.commit {
 		t.Errorf("tail -follow printed:\n%s\nwant the 8 rows, then the insert of 7 with commit", pr.String())
 	}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/rowenc"
 	"github.com/binlake/binlake/wave/sink"
 )
 
@@ -132,7 +133,7 @@ func waitRows(t *testing.T, path, db string, want int) []string {
 					t.Fatalf("row message %s: %v", l.Message, err)
 				}
 				if msg.Database == db {
-					if l.Topic != "it.rows" || (msg.Type != wave.TypeInsert && msg.Type != wave.TypeSnapshot) {
+					if l.Topic != "it.rows" || (msg.Type != rowenc.TypeInsert && msg.Type != rowenc.TypeSnapshot) {
 						t.Fatalf("row %s on topic %s", l.Message, l.Topic)
 					}
 					rows = append(rows, msg.Type+":"+fmt.Sprint(msg.Data["v"]))

@@ -1,4 +1,4 @@
-package wave
+package rowenc
 
 import (
 	"bytes"
@@ -27,9 +27,17 @@ const (
 	TypeSnapshot = "snapshot"
 )
 
-// binaryCollation is the collation id of the "binary" character set: columns with it
+// Partitioning choices of a subscription: what the Kafka message key is made of
+// (AppendKey).
+const (
+	PartitionPK       = "pk" // db.table + primary key: a row's changes stay in order (default)
+	PartitionTable    = "table"
+	PartitionDatabase = "database"
+)
+
+// BinaryCollation is the collation id of the "binary" character set: columns with it
 // hold bytes, not text, and are encoded as base64.
-const binaryCollation = 63
+const BinaryCollation = 63
 
 // Column describes one column of a table as far as encoding needs: its name and how to
 // turn go-mysql's decoded value into JSON.

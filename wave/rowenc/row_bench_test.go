@@ -1,4 +1,4 @@
-package wave
+package rowenc
 
 import (
 	"encoding/binary"

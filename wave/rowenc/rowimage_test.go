@@ -1,4 +1,4 @@
-package wave
+package rowenc
 
 import (
 	"bytes"
@@ -52,7 +52,7 @@ func newTestEvents(t testing.TB, cols []testColumn) *testEvents {
 	p := replication.NewBinlogParser()
 	p.SetParseTime(true)
 	p.SetTimestampStringLocation(time.UTC)
-	p.SetRowsEventDecodeFunc(decodeHeader)
+	p.SetRowsEventDecodeFunc(DecodeHeader)
 	fde := binary.LittleEndian.AppendUint16(nil, 4)
 	var version [50]byte
 	copy(version[:], "5.5.0-binlake-test") // before checksums: no CRC32 to append
@@ -91,7 +91,7 @@ func newTestEvents(t testing.TB, cols []testColumn) *testEvents {
 	for i, c := range cols {
 		col := &tb.Columns[i]
 		col.Name = fmt.Sprintf("c%d", i)
-		col.Type = columnType(tme, i)
+		col.Type = ColumnType(tme, i)
 		col.Unsigned, col.Binary, col.JSON = c.unsigned, c.binary, c.json
 		col.Enum, col.Set = []string{"small", "medium", "large"}, []string{"a", "b", "c"}
 		if col.Type == mysql.MYSQL_TYPE_DATETIME2 || col.Type == mysql.MYSQL_TYPE_TIMESTAMP2 {
@@ -440,10 +440,7 @@ func TestRawAsDecodedUpdates(t *testing.T) {
 // last row carrying the transaction's commit and xid.
 func TestEncodeBatchAsEncodeRow(t *testing.T) {
 	cols := []testColumn{{tp: mysql.MYSQL_TYPE_LONG}, {tp: mysql.MYSQL_TYPE_VARCHAR, meta: 20}}
-	filter, err := NewFilter([]Subscription{{Name: "all", Topic: "rows"}, {Name: "by-table", Topic: "tables", PartitionBy: PartitionTable}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := []string{PartitionPK, PartitionTable}
 	for _, typ := range []string{TypeInsert, TypeUpdate} {
 		t.Run(typ, func(t *testing.T) {
 			te := newTestEvents(t, cols)
@@ -461,13 +458,12 @@ func TestEncodeBatchAsEncodeRow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := &capture{captureOptions: captureOptions{filter: filter, inst: &Instance{ID: "shop"}}}
-			b := &rowsBatch{t: te.table, typ: typ, subs: []int{0, 1},
-				meta: Meta{Instance: "shop", TS: 1764583872, GTID: "0-1-9", File: "bin.000003", Pos: 777}}
-			if err := c.readRows(et, e, b); err != nil || b.raw == nil {
-				t.Fatalf("read in place: %v (raw %v)", err, b.raw != nil)
+			ev := &Event{Table: te.table, Type: typ,
+				Meta: Meta{Instance: "shop", TS: 1764583872, GTID: "0-1-9", File: "bin.000003", Pos: 777}}
+			if ev.Rows, err = NewReader().Read(et, e, te.table, typ); err != nil || ev.Rows.raw == nil {
+				t.Fatalf("read in place: %v (raw %v)", err, ev.Rows.raw != nil)
 			}
-			it, err := encodeBatch(c, b, b.raw, true, 99)
+			msgs, err := new(Encoder).Encode(ev, keys, true, 99, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -476,11 +472,11 @@ func TestEncodeBatchAsEncodeRow(t *testing.T) {
 				t.Fatal(err)
 			}
 			step := images / 3
-			if len(it.msgs) != 6 {
-				t.Fatalf("%d messages, want 3 rows × 2 subscriptions", len(it.msgs))
+			if len(msgs) != 6 {
+				t.Fatalf("%d messages, want 3 rows × 2 subscriptions", len(msgs))
 			}
 			for row := range 3 {
-				m := b.meta
+				m := ev.Meta
 				if row == 2 {
 					m.Commit, m.XID = true, 99
 				}
@@ -493,8 +489,11 @@ func TestEncodeBatchAsEncodeRow(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for s, by := range []string{PartitionPK, PartitionTable} {
-					got := it.msgs[row*2+s]
+				for s, by := range keys {
+					got := msgs[row*2+s]
+					if got.By != s {
+						t.Errorf("row %d message %d keyed by %d, want %d", row, s, got.By, s)
+					}
 					if !bytes.Equal(got.Value, want) {
 						t.Errorf("row %d, subscription %d:\n got %s\nwant %s", row, s, got.Value, want)
 					}

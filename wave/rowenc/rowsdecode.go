@@ -1,4 +1,4 @@
-package wave
+package rowenc
 
 import "github.com/go-mysql-org/go-mysql/replication"
 
@@ -6,7 +6,7 @@ import "github.com/go-mysql-org/go-mysql/replication"
 // TABLES, so past this many it forgets them all and starts over.
 const maxBareTables = 4096
 
-// undecoded is what the syncer's rows-event decoder (decodeHeader) leaves in a
+// undecoded is what the syncer's rows-event decoder (DecodeHeader) leaves in a
 // RowsEvent's Rows, as its one row's one value: the event's bytes and where its rows
 // begin. The capture then reads the rows in place (rowimage.go) or has go-mysql decode
 // them (rowsDecoder.decodeRows); rows of tables nobody subscribed to are never decoded.
@@ -15,9 +15,9 @@ type undecoded struct {
 	pos  int
 }
 
-// decodeHeader is the syncer's RowsEventDecodeFunc: go-mysql parses the event's header
+// DecodeHeader is the syncer's RowsEventDecodeFunc: go-mysql parses the event's header
 // (table id, table map, column bitmaps) and leaves the rows undecoded.
-func decodeHeader(e *replication.RowsEvent, data []byte) error {
+func DecodeHeader(e *replication.RowsEvent, data []byte) error {
 	pos, err := e.DecodeHeader(data)
 	if err != nil {
 		return err
@@ -26,7 +26,7 @@ func decodeHeader(e *replication.RowsEvent, data []byte) error {
 	return nil
 }
 
-// undecodedOf is the event's rows as decodeHeader left them, or false when they were
+// undecodedOf is the event's rows as DecodeHeader left them, or false when they were
 // decoded already.
 func undecodedOf(e *replication.RowsEvent) (*undecoded, bool) {
 	if len(e.Rows) != 1 || len(e.Rows[0]) != 1 {
@@ -54,7 +54,7 @@ func newRowsDecoder() *rowsDecoder {
 	return &rowsDecoder{bare: map[uint64]bareTable{}}
 }
 
-// decodeRows is the rest of replication.RowsEvent.Decode after decodeHeader, with the
+// decodeRows is the rest of replication.RowsEvent.Decode after DecodeHeader, with the
 // bare table map swapped in and the original put back after it.
 func (d *rowsDecoder) decodeRows(e *replication.RowsEvent, u *undecoded) error {
 	e.Rows = nil

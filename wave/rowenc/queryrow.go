@@ -1,4 +1,4 @@
-package wave
+package rowenc
 
 import (
 	"bytes"
@@ -9,17 +9,17 @@ import (
 	"github.com/binlake/binlake/internal/jsonenc"
 )
 
-// queryRow is a row image as a query returns it over the binary protocol (a snapshot's
+// QueryRow is a row image as a query returns it over the binary protocol (a snapshot's
 // chunk), encoded from the result's own values: the JSON of each column is what the
 // binlog's decoded value of the same column gives (TestSnapshotMatchesBinlogIntegration
 // compares them), without boxing every value into an interface first. The result's
-// buffers hold the bytes, so a queryRow lives as long as its chunk.
-type queryRow []mysql.FieldValue
+// buffers hold the bytes, so a QueryRow lives as long as its chunk.
+type QueryRow []mysql.FieldValue
 
-func (r queryRow) isNil() bool { return r == nil }
-func (r queryRow) len() int    { return len(r) }
+func (r QueryRow) isNil() bool { return r == nil }
+func (r QueryRow) len() int    { return len(r) }
 
-func (r queryRow) appendValue(dst []byte, c *Column, i int) ([]byte, error) {
+func (r QueryRow) appendValue(dst []byte, c *Column, i int) ([]byte, error) {
 	fv := &r[i]
 	switch fv.Type {
 	case mysql.FieldValueTypeNull:
@@ -54,7 +54,7 @@ func (r queryRow) appendValue(dst []byte, c *Column, i int) ([]byte, error) {
 
 // sameAs compares the encodings: a snapshot row has no before image to compare, so this
 // only completes the rowImage contract.
-func (r queryRow) sameAs(o queryRow, c *Column, i int) (bool, error) {
+func (r QueryRow) sameAs(o QueryRow, c *Column, i int) (bool, error) {
 	a, err := r.appendValue(nil, c, i)
 	if err != nil {
 		return false, err
@@ -105,24 +105,4 @@ func truncateFraction(b []byte, frac uint8) []byte {
 		return b[:i]
 	}
 	return b[:min(len(b), i+1+int(min(frac, 6)))]
-}
-
-// keyValueOf keeps a primary-key column's value of a query row for resuming after it.
-func keyValueOf(fv *mysql.FieldValue, c *Column) KeyValue {
-	switch fv.Type {
-	case mysql.FieldValueTypeSigned:
-		x := fv.AsInt64()
-		return KeyValue{Int: &x}
-	case mysql.FieldValueTypeUnsigned:
-		x := fv.AsUint64()
-		return KeyValue{Uint: &x}
-	case mysql.FieldValueTypeFloat:
-		x := fv.AsFloat64()
-		return KeyValue{Float: &x}
-	}
-	if c.Binary {
-		return KeyValue{Bytes: bytes.Clone(fv.AsString())}
-	}
-	s := string(fv.AsString())
-	return KeyValue{Text: &s}
 }
