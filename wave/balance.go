@@ -15,19 +15,13 @@ import (
 
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // The balancer's loop: elected among the waves, it follows the membership as its wave
 // watches it (a wave seen alive whose session ended has its instances placed at once; one
 // never seen alive gets the failover grace to register, as it may be starting), serves
 // rebalance requests, and in automatic mode applies plans itself.
-
-// Coordinator keys of the balancer.
-const (
-	balancerLeaderKey  = "balancer/leader"
-	balancerRequestKey = "balancer/request"
-	balancerRunKey     = "balancer/run"
-)
 
 // BalanceRequest asks the balancer to plan and apply a rebalance (`binlake instance
 // rebalance --apply`); the balancer answers in the BalanceRun with the same ID.
@@ -73,7 +67,7 @@ func (w *Wave) runBalancer(ctx context.Context) {
 		return
 	}
 	for ctx.Err() == nil {
-		lead, err := w.opts.Coord.Campaign(ctx, balancerLeaderKey, []byte(w.opts.Node))
+		lead, err := w.opts.Coord.Campaign(ctx, cluster.BalancerLeaderKey, []byte(w.opts.Node))
 		if err != nil {
 			if ctx.Err() == nil {
 				w.log.Warn("balancer campaign failed", "err", err)
@@ -128,24 +122,24 @@ func (b *balancer) loop(ctx context.Context) {
 	}
 	// The channel is taken before each failover: a member change while it runs wakes the
 	// next one.
-	_, changed := b.w.members.changes()
+	_, changed := b.w.members.Changes()
 	failover()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
-			_, changed = b.w.members.changes()
+			_, changed = b.w.members.Changes()
 			failover()
 		case <-wake.C:
-			_, changed = b.w.members.changes()
+			_, changed = b.w.members.Changes()
 			failover()
 		case <-poll.C:
 			b.serveRequest(ctx)
 		case <-plan.C:
 			// Also what no member change announced: an instance added to a dead wave, or
 			// a failover that failed to write.
-			_, changed = b.w.members.changes()
+			_, changed = b.w.members.Changes()
 			failover()
 			b.auto(ctx)
 		}
@@ -156,10 +150,10 @@ func (b *balancer) loop(ctx context.Context) {
 // but not dead yet is held out of it with its instances, so that no plan moves them while
 // that wave may be starting: one never seen alive by this wave, within the failover grace
 // (absence.deadAt), and one whose new process waits for its name, still held by the
-// session of its previous one (groupStarting). recheck is when to look again at the held
+// session of its previous one (cluster.GroupStarting). recheck is when to look again at the held
 // waves (zero: none is held).
-func (b *balancer) readCluster(ctx context.Context) (cl *cluster, held []string, recheck time.Time, err error) {
-	starting, err := b.w.opts.Coord.Members(ctx, groupStarting)
+func (b *balancer) readCluster(ctx context.Context) (cl *clusterView, held []string, recheck time.Time, err error) {
+	starting, err := b.w.opts.Coord.Members(ctx, cluster.GroupStarting)
 	if err != nil {
 		return nil, nil, time.Time{}, fmt.Errorf("list starting waves: %w", err)
 	}
@@ -172,7 +166,7 @@ func (b *balancer) readCluster(ctx context.Context) (cl *cluster, held []string,
 		// A wave still live in this wave's view but missing from the read, which is
 		// newer, has just left: seen alive, it is dead (deadAt is zero), and the member
 		// change that follows starts another pass anyway.
-		at := b.w.members.absence(node).deadAt(b.opts.FailoverGrace)
+		at := b.w.members.Absence(node).DeadAt(b.opts.FailoverGrace)
 		if slices.ContainsFunc(starting, func(m coord.Member) bool { return m.ID == node }) {
 			// Its registration ends the hold (a member change); a process that gives up
 			// does not announce it: look again at the next poll.
@@ -195,7 +189,7 @@ func (b *balancer) readCluster(ctx context.Context) (cl *cluster, held []string,
 // read at least as new as the latest member change: one that comes while it reads or
 // plans (a wave registered, or left) ends the pass, and the loop starts the next one.
 func (b *balancer) failover(ctx context.Context) time.Time {
-	gen, _ := b.w.members.changes()
+	gen, _ := b.w.members.Changes()
 	cl, held, recheck, err := b.readCluster(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -221,7 +215,7 @@ func (b *balancer) failover(ctx context.Context) time.Time {
 		if m.Reason != api.ReasonFailover {
 			continue
 		}
-		if g, _ := b.w.members.changes(); g != gen {
+		if g, _ := b.w.members.Changes(); g != gen {
 			b.mv.log.Info("the waves' membership changed since the cluster was read; placing from a new read")
 			return recheck
 		}
@@ -243,7 +237,7 @@ func (b *balancer) failover(ctx context.Context) time.Time {
 
 // plan asks the planner; for a failover (orphans only) it falls back to fewest
 // instances when the planner is missing or does not answer in time.
-func (b *balancer) plan(ctx context.Context, cl *cluster, failover bool) api.Plan {
+func (b *balancer) plan(ctx context.Context, cl *clusterView, failover bool) api.Plan {
 	if b.opts.Planner != nil {
 		pctx, cancel := context.WithTimeout(ctx, b.opts.PlanTimeout)
 		ans, err := b.opts.Planner.Rebalance(pctx, cl.req)
@@ -323,13 +317,13 @@ func (b *balancer) auto(ctx context.Context) {
 // serveRequest starts the run an operator asked for, if there is one.
 func (b *balancer) serveRequest(ctx context.Context) {
 	c := b.w.opts.Coord
-	v, err := c.Get(ctx, balancerRequestKey)
+	v, err := c.Get(ctx, cluster.BalancerRequestKey)
 	if err != nil || len(v.Data) == 0 {
 		return
 	}
 	var req BalanceRequest
 	jerr := json.Unmarshal(v.Data, &req)
-	if err := c.Delete(ctx, balancerRequestKey, v.Version); err != nil {
+	if err := c.Delete(ctx, cluster.BalancerRequestKey, v.Version); err != nil {
 		return // taken or withdrawn meanwhile
 	}
 	if jerr != nil || req.ID == "" {
@@ -368,7 +362,7 @@ func (b *balancer) serveRequest(ctx context.Context) {
 
 // start applies plan in the background (failovers go on meanwhile), writing its
 // progress at balancer/run.
-func (b *balancer) start(ctx context.Context, id, source string, cl *cluster, plan *api.Plan) {
+func (b *balancer) start(ctx context.Context, id, source string, cl *clusterView, plan *api.Plan) {
 	run := &BalanceRun{ID: id, Source: source, Balancer: b.w.opts.Node, Started: time.Now().UTC(), Plan: plan, Results: []MoveResult{}}
 	b.mv.log.Info("rebalancing", "run", id, "source", source, "moves", len(plan.Moves),
 		"spread_before", plan.SpreadBefore, "spread_after", plan.SpreadAfter)
@@ -398,7 +392,7 @@ func (b *balancer) writeRun(ctx context.Context, run *BalanceRun) {
 	data, _ := json.Marshal(run)
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := b.w.opts.Coord.Put(wctx, balancerRunKey, data, coord.AnyVersion); err != nil {
+	if _, err := b.w.opts.Coord.Put(wctx, cluster.BalancerRunKey, data, coord.AnyVersion); err != nil {
 		b.mv.log.Warn("write the rebalance run", "err", err)
 	}
 }
@@ -412,7 +406,7 @@ func newRunID() string {
 // RequestRebalance asks the cluster's balancer to plan and apply a rebalance and returns
 // the request's id; FollowRebalance reads its progress.
 func RequestRebalance(ctx context.Context, c coord.Coordinator) (string, error) {
-	if _, err := c.Leader(ctx, balancerLeaderKey); err != nil {
+	if _, err := c.Leader(ctx, cluster.BalancerLeaderKey); err != nil {
 		if errors.Is(err, coord.ErrNotFound) {
 			return "", errors.New("no balancer runs: no live wave takes part in balancing")
 		}
@@ -420,7 +414,7 @@ func RequestRebalance(ctx context.Context, c coord.Coordinator) (string, error) 
 	}
 	req := BalanceRequest{ID: newRunID(), At: time.Now().UTC()}
 	data, _ := json.Marshal(req)
-	if _, err := c.Put(ctx, balancerRequestKey, data, coord.NoVersion); err != nil {
+	if _, err := c.Put(ctx, cluster.BalancerRequestKey, data, coord.NoVersion); err != nil {
 		if errors.Is(err, coord.ErrVersionConflict) || errors.Is(err, coord.ErrExists) {
 			return "", errors.New("another rebalance request is waiting for the balancer")
 		}
@@ -431,7 +425,7 @@ func RequestRebalance(ctx context.Context, c coord.Coordinator) (string, error) 
 
 // ReadRebalanceRun returns the balancer's latest run (ErrNotFound when none).
 func ReadRebalanceRun(ctx context.Context, c coord.Coordinator) (*BalanceRun, error) {
-	v, err := c.Get(ctx, balancerRunKey)
+	v, err := c.Get(ctx, cluster.BalancerRunKey)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestBalancerFailoverIntegration: 3 waves, 12 instances on the one then killed with
@@ -98,7 +99,7 @@ func TestBalancerScaleOutIntegration(t *testing.T) {
 	nodes := []string{"wave-a", "wave-b", "wave-c"}
 	e.waitWaves(3, procs...)
 	for i, inst := range e.insts {
-		if _, err := wave.AddInstance(ctx, e.c, inst, nodes[i%3], nil); err != nil {
+		if _, err := cluster.AddInstance(ctx, e.c, inst, nodes[i%3], nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -199,7 +200,7 @@ func TestBalancerRebalanceIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range ans.Costs {
-			i := slices.IndexFunc(e.insts, func(in *wave.Instance) bool { return in.ID == c.Instance })
+			i := slices.IndexFunc(e.insts, func(in *cluster.Instance) bool { return in.ID == c.Instance })
 			if !c.Measured || math.Abs(c.RowsPerS-float64(rates[i])) > 0.2*float64(rates[i])+5 {
 				return false
 			}

@@ -12,6 +12,8 @@ import (
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 )
 
 // TestWaveMembersAbsence: a wave seen alive and then gone is absent since it left, and
@@ -19,39 +21,39 @@ import (
 // began, and dead only a grace later; a live one is neither.
 func TestWaveMembersAbsence(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	m := newWaveMembers(t0)
-	gen0, ch := m.changes()
-	m.apply([]coord.Member{{ID: "a"}, {ID: "b"}}, t0.Add(time.Second))
+	m := cluster.NewMembers(t0)
+	gen0, ch := m.Changes()
+	m.Apply([]coord.Member{{ID: "a"}, {ID: "b"}}, t0.Add(time.Second))
 	select {
 	case <-ch:
 	default:
 		t.Fatal("applying a member list did not close the change channel")
 	}
-	m.apply([]coord.Member{{ID: "a"}}, t0.Add(3*time.Second))
-	if gen, _ := m.changes(); gen != gen0+2 {
+	m.Apply([]coord.Member{{ID: "a"}}, t0.Add(3*time.Second))
+	if gen, _ := m.Changes(); gen != gen0+2 {
 		t.Errorf("generation %d after two lists, want %d", gen, gen0+2)
 	}
 	grace := 5 * time.Second
 	for _, tc := range []struct {
 		node string
-		want absence
+		want cluster.Absence
 		dead time.Time
 	}{
-		{"a", absence{Live: true}, time.Time{}},
-		{"b", absence{Seen: true, Since: t0.Add(3 * time.Second)}, t0.Add(3 * time.Second)},
-		{"c", absence{Since: t0}, t0.Add(grace)},
+		{"a", cluster.Absence{Live: true}, time.Time{}},
+		{"b", cluster.Absence{Seen: true, Since: t0.Add(3 * time.Second)}, t0.Add(3 * time.Second)},
+		{"c", cluster.Absence{Since: t0}, t0.Add(grace)},
 	} {
-		got := m.absence(tc.node)
+		got := m.Absence(tc.node)
 		if got != tc.want {
 			t.Errorf("absence(%s) = %+v, want %+v", tc.node, got, tc.want)
 		}
-		if d := got.deadAt(grace); !d.Equal(tc.dead) {
+		if d := got.DeadAt(grace); !d.Equal(tc.dead) {
 			t.Errorf("absence(%s).deadAt = %v, want %v", tc.node, d, tc.dead)
 		}
 	}
 	// Back: live again, no longer counted as left.
-	m.apply([]coord.Member{{ID: "a"}, {ID: "b"}}, t0.Add(4*time.Second))
-	if got := m.absence("b"); got != (absence{Live: true}) {
+	m.Apply([]coord.Member{{ID: "a"}, {ID: "b"}}, t0.Add(4*time.Second))
+	if got := m.Absence("b"); got != (cluster.Absence{Live: true}) {
 		t.Errorf("absence(b) after it came back = %+v, want live", got)
 	}
 }
@@ -94,12 +96,12 @@ func newFailoverRig(t *testing.T, hook func(req api.RebalanceRequest)) *failover
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.w.members = newWaveMembers(time.Now())
+	r.w.members = cluster.NewMembers(time.Now())
 	r.b = newBalancer(r.w)
 	for i, node := range []string{"wave-b", "wave-b", "wave-c", "wave-c"} {
-		inst := validInstance()
+		inst := wavetest.ValidInstance()
 		inst.ID = fmt.Sprintf("i%d", i)
-		if _, err := AddInstance(r.ctx, c, &inst, node, nil); err != nil {
+		if _, err := cluster.AddInstance(r.ctx, c, &inst, node, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,7 +111,7 @@ func newFailoverRig(t *testing.T, hook func(req api.RebalanceRequest)) *failover
 // register makes node a member (until leave) and the view sees the members as they are.
 func (r *failoverRig) register(node string) {
 	ctx, cancel := context.WithCancel(r.ctx)
-	if err := r.c.Register(ctx, GroupWaves, coord.Member{ID: node}); err != nil {
+	if err := r.c.Register(ctx, cluster.GroupWaves, coord.Member{ID: node}); err != nil {
 		r.t.Fatal(err)
 	}
 	r.regs[node] = cancel
@@ -125,7 +127,7 @@ func (r *failoverRig) leave(node string) {
 }
 
 func (r *failoverRig) members() []coord.Member {
-	ms, err := r.c.Members(r.ctx, GroupWaves)
+	ms, err := r.c.Members(r.ctx, cluster.GroupWaves)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -133,13 +135,13 @@ func (r *failoverRig) members() []coord.Member {
 }
 
 // see gives the view the current member list, as the wave's watch would.
-func (r *failoverRig) see() { r.w.members.apply(r.members(), time.Now()) }
+func (r *failoverRig) see() { r.w.members.Apply(r.members(), time.Now()) }
 
 func (r *failoverRig) assigned() map[string]string {
 	out := map[string]string{}
 	for i := range 4 {
 		id := fmt.Sprintf("i%d", i)
-		v, err := r.c.Get(r.ctx, instanceKey(id, "assign"))
+		v, err := r.c.Get(r.ctx, cluster.AssignKey(id))
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -169,7 +171,7 @@ func TestFailoverHoldsWavesNeverSeenAlive(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after the failover: %v, want %v (wave-c's instances placed, wave-b's held)", got, want)
 	}
-	if want := r.w.members.start.Add(time.Hour); !recheck.Equal(want) {
+	if want := r.w.members.Start().Add(time.Hour); !recheck.Equal(want) {
 		t.Errorf("failover says to look again at %v, want at the end of wave-b's grace %v", recheck, want)
 	}
 	if slices.Contains(planned, "wave-b:false") {
@@ -208,7 +210,7 @@ func TestFailoverActsOnlyOnAFreshRead(t *testing.T) {
 }
 
 // TestFailoverHoldsAWaveWaitingForItsName: wave-c, seen alive, is gone, but a new process
-// of it waits for its name (a member of groupStarting: the previous session had not
+// of it waits for its name (a member of cluster.GroupStarting: the previous session had not
 // expired yet): its instances stay, and the balancer looks again at the next poll. Once
 // that process gives up, they are placed.
 func TestFailoverHoldsAWaveWaitingForItsName(t *testing.T) {
@@ -216,7 +218,7 @@ func TestFailoverHoldsAWaveWaitingForItsName(t *testing.T) {
 	r.register("wave-a")
 	r.register("wave-c")
 	mctx, unmark := context.WithCancel(r.ctx)
-	if err := r.c.Register(mctx, groupStarting, coord.Member{ID: "wave-c"}); err != nil {
+	if err := r.c.Register(mctx, cluster.GroupStarting, coord.Member{ID: "wave-c"}); err != nil {
 		t.Fatal(err)
 	}
 	r.leave("wave-c")
@@ -240,7 +242,7 @@ func TestFailoverHoldsAWaveWaitingForItsName(t *testing.T) {
 }
 
 func (r *failoverRig) starting() []coord.Member {
-	ms, err := r.c.Members(r.ctx, groupStarting)
+	ms, err := r.c.Members(r.ctx, cluster.GroupStarting)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // plannerRig is a cluster in automatic mode with an agent per wave reporting to an
@@ -48,7 +49,7 @@ func (r *plannerRig) start() {
 	r.join("wave-b")
 	r.waitWaves(2, r.procs...)
 	for i, inst := range r.insts {
-		if _, err := wave.AddInstance(r.ctx, r.c, inst, []string{"wave-a", "wave-b"}[i%2], nil); err != nil {
+		if _, err := cluster.AddInstance(r.ctx, r.c, inst, []string{"wave-a", "wave-b"}[i%2], nil); err != nil {
 			r.t.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // Executing moves: a move rewrites the instance's assignment (only if it still names
@@ -51,14 +52,14 @@ type mover struct {
 // assignment's version the plan was made from: a move planned from an assignment that
 // changed since is skipped (errStale).
 func (mv *mover) assign(ctx context.Context, m api.Move, version int64) error {
-	if _, err := mv.c.Put(ctx, instanceKey(m.Instance, "assign"), []byte(m.To), version); err != nil {
+	if _, err := mv.c.Put(ctx, cluster.AssignKey(m.Instance), []byte(m.To), version); err != nil {
 		if errors.Is(err, coord.ErrVersionConflict) {
 			return errStale
 		}
 		return fmt.Errorf("assign %s to %s: %w", m.Instance, m.To, err)
 	}
-	rec, _ := json.Marshal(moveRecord{At: mv.now().UTC(), From: m.From, To: m.To, Reason: m.Reason})
-	if _, err := mv.c.Put(ctx, instanceKey(m.Instance, "moved"), rec, coord.AnyVersion); err != nil {
+	rec, _ := json.Marshal(cluster.MoveRecord{At: mv.now().UTC(), From: m.From, To: m.To, Reason: m.Reason})
+	if _, err := mv.c.Put(ctx, cluster.MovedKey(m.Instance), rec, coord.AnyVersion); err != nil {
 		// The move stands; only its cooldown is unrecorded.
 		mv.log.Warn("record the move", "instance", m.Instance, "err", err)
 	}
@@ -92,13 +93,13 @@ func (mv *mover) settle(ctx context.Context, m api.Move) (time.Duration, error) 
 }
 
 func (mv *mover) settled(ctx context.Context, m api.Move) (bool, string) {
-	l, err := mv.c.Leader(ctx, instanceKey(m.Instance, "leader"))
+	l, err := mv.c.Leader(ctx, cluster.LeaderKey(m.Instance))
 	if err != nil || string(l) != m.To {
 		return false, fmt.Sprintf("leader is %q", l)
 	}
-	v, err := mv.c.Get(ctx, instanceKey(m.Instance, "status"))
+	v, err := mv.c.Get(ctx, cluster.StatusKey(m.Instance))
 	var st struct{ Node, State string }
-	if err != nil || json.Unmarshal(v.Data, &st) != nil || st.Node != m.To || st.State != StateRunning {
+	if err != nil || json.Unmarshal(v.Data, &st) != nil || st.Node != m.To || st.State != cluster.StateRunning {
 		return false, fmt.Sprintf("state on %q is %q", st.Node, st.State)
 	}
 	lag, known, err := mv.lagOn(ctx, m.To, m.Instance)
@@ -120,7 +121,7 @@ func (mv *mover) settled(ctx context.Context, m api.Move) (bool, string) {
 // advertises no address, or one this process cannot reach it at (the lag check is then
 // skipped, and the move settles on the instance's running state).
 func (mv *mover) lagOn(ctx context.Context, node, id string) (lag float64, known bool, err error) {
-	ms, err := mv.c.Members(ctx, GroupWaves)
+	ms, err := mv.c.Members(ctx, cluster.GroupWaves)
 	if err != nil {
 		return 0, false, err
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // BinlogRate is how fast a source's binlog grew over a short window: what `binlake
@@ -27,7 +29,7 @@ type BinlogRate struct {
 // REPLICATION CLIENT, or BINLOG MONITOR on MariaDB) and, unlike SHOW MASTER STATUS,
 // also on MySQL 8.4, and its sizes cover a rotation. A source without binary logging
 // gives ErrBinlogOff.
-func MeasureBinlogRate(ctx context.Context, src Source, password string, over time.Duration) (BinlogRate, error) {
+func MeasureBinlogRate(ctx context.Context, src cluster.Source, password string, over time.Duration) (BinlogRate, error) {
 	if over <= 0 {
 		return BinlogRate{}, fmt.Errorf("measure the binlog of %s: a window of %s: want more than 0", src.Addr, over)
 	}

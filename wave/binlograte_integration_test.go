@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // payloadRows inserts n rows of a 1000-byte payload into db.t, in one statement.
@@ -31,7 +32,7 @@ func TestMeasureBinlogRateIntegration(t *testing.T) {
 	db, exec, _ := testenv.ScratchDatabase(t, "binlograte")
 	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY, v VARCHAR(1000))")
 	a := testenv.RequireMySQL(t)
-	src := Source{Addr: a.Addr, User: a.User, Flavor: FlavorMariaDB}
+	src := cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB}
 
 	done := make(chan struct{})
 	go func() {
@@ -57,7 +58,7 @@ func TestMeasureBinlogRateIntegration(t *testing.T) {
 	}
 
 	// Failures say why: a wrong password, a window of nothing.
-	if _, err := MeasureBinlogRate(testenv.Context(t), Source{Addr: a.Addr, User: "binlake-no-such-user"}, "x", time.Second); err == nil || !strings.Contains(err.Error(), "connect to "+a.Addr) {
+	if _, err := MeasureBinlogRate(testenv.Context(t), cluster.Source{Addr: a.Addr, User: "binlake-no-such-user"}, "x", time.Second); err == nil || !strings.Contains(err.Error(), "connect to "+a.Addr) {
 		t.Errorf("an unknown user: %v, want the connection's error", err)
 	}
 	if _, err := MeasureBinlogRate(testenv.Context(t), src, a.Password, 0); err == nil {
@@ -90,7 +91,7 @@ func TestMeasureBinlogRateRotationIntegration(t *testing.T) {
 		exec("FLUSH BINARY LOGS")
 		payloadRows(exec, "r", 100, 100)
 	}()
-	r, err := MeasureBinlogRate(testenv.Context(t), Source{Addr: on.Addr, User: "root", Flavor: FlavorMariaDB}, "", 2500*time.Millisecond)
+	r, err := MeasureBinlogRate(testenv.Context(t), cluster.Source{Addr: on.Addr, User: "root", Flavor: cluster.FlavorMariaDB}, "", 2500*time.Millisecond)
 	<-done
 	if err != nil {
 		t.Fatal(err)
@@ -101,11 +102,11 @@ func TestMeasureBinlogRateRotationIntegration(t *testing.T) {
 		t.Errorf("measured %d bytes across a rotation; 200 rows of 1000 bytes went into two logs", r.Bytes)
 	}
 
-	_, err = MeasureBinlogRate(testenv.Context(t), Source{Addr: off.Addr, User: "root", Flavor: FlavorMariaDB}, "", 100*time.Millisecond)
+	_, err = MeasureBinlogRate(testenv.Context(t), cluster.Source{Addr: off.Addr, User: "root", Flavor: cluster.FlavorMariaDB}, "", 100*time.Millisecond)
 	if !errors.Is(err, ErrBinlogOff) {
 		t.Errorf("a server without a binlog: %v, want ErrBinlogOff", err)
 	}
-	_, err = MeasureBinlogRate(canceled(), Source{Addr: on.Addr, User: "root", Flavor: FlavorMariaDB}, "", time.Minute)
+	_, err = MeasureBinlogRate(canceled(), cluster.Source{Addr: on.Addr, User: "root", Flavor: cluster.FlavorMariaDB}, "", time.Minute)
 	if err == nil {
 		t.Error("a canceled measure answered")
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -44,8 +45,8 @@ func isFatal(err error) bool {
 type item struct {
 	msgs   []bus.Message
 	bytes  int
-	commit *Position // the boundary after msgs: safe to resume from once msgs are acknowledged
-	ts     int64     // binlog timestamp of the newest event in the item (a heartbeat's: when it came)
+	commit *cluster.Position // the boundary after msgs: safe to resume from once msgs are acknowledged
+	ts     int64             // binlog timestamp of the newest event in the item (a heartbeat's: when it came)
 	// heartbeat is the number (lagTracker.saw) of the source heartbeat the item stands
 	// for: the source had nothing newer then. 0: not a heartbeat.
 	heartbeat uint64
@@ -53,9 +54,9 @@ type item struct {
 
 // captureOptions configures the capture stage.
 type captureOptions struct {
-	inst     *Instance
+	inst     *cluster.Instance
 	password string
-	filter   *Filter
+	filter   *cluster.Filter
 	log      *slog.Logger
 	out      chan<- item
 	maxBytes int // largest key+value accepted; 0 = unlimited
@@ -69,8 +70,8 @@ type captureOptions struct {
 	lag                    *lagTracker // counts the events read (nil: no lag kept)
 	// snapshot: the instance's snapshot options, the requests the leader polls from the
 	// coordinator, and a callback with the progress (rows emitted, tables left).
-	snapshot         *SnapshotOptions
-	snapshotRequests <-chan SnapshotRequest
+	snapshot         *cluster.SnapshotOptions
+	snapshotRequests <-chan cluster.SnapshotRequest
 	onSnapshot       func(rows, tablesLeft int)
 }
 
@@ -81,7 +82,7 @@ type capture struct {
 	sc *schema
 
 	// resume is the last transaction boundary read: where a reconnect starts.
-	resume Position
+	resume cluster.Position
 	gset   mysql.GTIDSet // GTID set at resume (nil when the source has no GTIDs known)
 	// gtidLookedUp: the GTID set of a file/pos start was asked for (onConnect); announce:
 	// it was found and is still to be committed, so that a restart resumes by GTID too.
@@ -92,7 +93,7 @@ type capture struct {
 	tables map[uint64]*rowenc.Table
 	reader *rowenc.Reader // the rows events' row images
 	// readPos is where the binlog was read to: the end of the last event handled.
-	readPos Position
+	readPos cluster.Position
 	// seen is the number (lagTracker.saw) of the event being handled.
 	seen      uint64
 	ddlTables *ddlParser
@@ -113,12 +114,12 @@ type rowsBatch struct {
 	subs []int
 }
 
-func newCapture(o captureOptions, start Position) (*capture, error) {
+func newCapture(o captureOptions, start cluster.Position) (*capture, error) {
 	c := &capture{captureOptions: o, resume: start, ddlTables: newDDLParser()}
 	c.sc = newSchema(o.inst.Source.Addr, o.inst.Source.User, o.password, o.log)
 	opts := o.snapshot
 	if opts == nil {
-		opts = &SnapshotOptions{}
+		opts = &cluster.SnapshotOptions{}
 	}
 	c.snap = &snapshotRun{src: snapshotSource{addr: o.inst.Source.Addr, user: o.inst.Source.User, password: o.password},
 		opts: opts, requests: o.snapshotRequests, touched: map[string]time.Time{}, onRows: o.onSnapshot, lastLog: time.Now()}
@@ -133,10 +134,10 @@ func newCapture(o captureOptions, start Position) (*capture, error) {
 }
 
 // currentPosition asks the source where its binlog ends now: the start of a first capture.
-func currentPosition(ctx context.Context, addr, user, password, flavor string) (Position, error) {
+func currentPosition(ctx context.Context, addr, user, password, flavor string) (cluster.Position, error) {
 	conn, err := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
 	if err != nil {
-		return Position{}, fmt.Errorf("connect to %s as %s: %w", addr, user, err)
+		return cluster.Position{}, fmt.Errorf("connect to %s as %s: %w", addr, user, err)
 	}
 	defer conn.Close()
 	return positionNow(conn, flavor)
@@ -146,10 +147,10 @@ func currentPosition(ctx context.Context, addr, user, password, flavor string) (
 // ahead of the file/pos: the capture resumes by GTID, and a transaction that committed
 // between the two reads and were in the set would never be sent. A set behind it only
 // sends a transaction again (at least once).
-func positionNow(conn *client.Conn, flavor string) (Position, error) {
-	var p Position
+func positionNow(conn *client.Conn, flavor string) (cluster.Position, error) {
+	var p cluster.Position
 	var gtidMode string
-	if flavor == FlavorMariaDB {
+	if flavor == cluster.FlavorMariaDB {
 		// Read before the position, so it holds nothing after it.
 		if g, err := conn.Execute("SELECT @@GLOBAL.gtid_binlog_pos"); err == nil {
 			p.GTIDSet, _ = g.GetString(0, 0)
@@ -243,7 +244,7 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 	c.reader = rowenc.NewReader()
 	c.inTxn, c.pending = false, nil
 	c.file = c.resume.File
-	c.readPos = Position{}
+	c.readPos = cluster.Position{}
 	c.snap.table, c.snap.pending = nil, nil // read again: the binlog is read again from c.resume
 	c.lag.saw()                             // a new connection: caught up again at its first heartbeat
 	var streamer *replication.BinlogStreamer
@@ -288,9 +289,9 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 			return read, err
 		}
 		if e, ok := ev.Event.(*replication.RotateEvent); ok {
-			c.readPos = Position{File: c.file, Pos: uint32(e.Position)}
+			c.readPos = cluster.Position{File: c.file, Pos: uint32(e.Position)}
 		} else if ev.Header.LogPos > 0 {
-			c.readPos = Position{File: c.file, Pos: ev.Header.LogPos}
+			c.readPos = cluster.Position{File: c.file, Pos: ev.Header.LogPos}
 		}
 		if !c.inTxn && c.pending == nil {
 			if err := c.snapStep(ctx); err != nil {
@@ -525,7 +526,7 @@ func (c *capture) checkSize(key, value []byte, t *rowenc.Table, m rowenc.Meta) e
 	if c.maxBytes <= 0 || len(key)+len(value) <= c.maxBytes {
 		return nil
 	}
-	if c.inst.OnTooLarge == TooLargeSkip {
+	if c.inst.OnTooLarge == cluster.TooLargeSkip {
 		c.log.Warn("row message larger than the sink accepts: skipped (on_too_large: skip)",
 			"table", t.Database+"."+t.Name, "bytes", len(key)+len(value), "limit", c.maxBytes, "file", m.File, "pos", m.Pos)
 		if c.onSkip != nil {

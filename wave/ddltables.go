@@ -7,6 +7,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+
 	// The parser needs a driver for the literal values in statements; this is the one
 	// go-mysql's canal uses too.
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"

@@ -19,6 +19,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 	"github.com/binlake/binlake/wave/sink"
 )
@@ -28,15 +29,15 @@ var testLogger = testenv.Logger
 
 // instanceFor defines an instance on the test MariaDB reading w's database: orders to one
 // topic, items and logs to another, and every delete also to a third.
-func instanceFor(t testing.TB, w *workload, id, prefix string, start *wave.Position) *wave.Instance {
+func instanceFor(t testing.TB, w *workload, id, prefix string, start *cluster.Position) *cluster.Instance {
 	a := testenv.RequireMySQL(t)
 	db := strings.ReplaceAll(w.db, ".", `\.`)
-	return &wave.Instance{
+	return &cluster.Instance{
 		ID: id,
-		Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB,
+		Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB,
 			ServerID: testenv.ReplicaServerID()},
 		Start: start,
-		Subscriptions: []wave.Subscription{
+		Subscriptions: []cluster.Subscription{
 			{Name: "orders", Topic: prefix + ".orders", Include: []string{db + `\.t_orders`}},
 			{Name: "rest", Topic: prefix + ".rest", Include: []string{db + `\.t_.*`}, Exclude: []string{db + `\.t_orders`}},
 			{Name: "deletes", Topic: prefix + ".deletes", Include: []string{db + `\..*`}, Events: []string{rowenc.TypeDelete}},
@@ -45,7 +46,7 @@ func instanceFor(t testing.TB, w *workload, id, prefix string, start *wave.Posit
 }
 
 // currentPos is the binlog end of the shared test server.
-func currentPos(t testing.TB) *wave.Position { return masterStatus(t, connect(t)) }
+func currentPos(t testing.TB) *cluster.Position { return masterStatus(t, connect(t)) }
 
 // readLines reads the file sink's output until want messages arrived for the workload's
 // database (or the deadline).
@@ -97,7 +98,7 @@ func TestWaveEmbeddedIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		if first {
-			if _, err := wave.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
+			if _, err := cluster.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -151,7 +152,7 @@ func TestWaveEmbeddedIntegration(t *testing.T) {
 			t.Errorf("/metrics lacks %s", name)
 		}
 	}
-	if st := wv.Status(); len(st) != 1 || st[0].State != wave.StateRunning {
+	if st := wv.Status(); len(st) != 1 || st[0].State != cluster.StateRunning {
 		t.Errorf("status = %+v, want one running instance", st)
 	}
 
@@ -216,7 +217,7 @@ func TestWaveMemoryBusIntegration(t *testing.T) {
 	}
 	ctx := testenv.Context(t) // no fixed budget: the workload slows down with the machine
 	inst := instanceFor(t, w, "mem", "mem", start)
-	if _, err := wave.AddInstance(ctx, c, inst, "wave-m", nil); err != nil {
+	if _, err := cluster.AddInstance(ctx, c, inst, "wave-m", nil); err != nil {
 		t.Fatal(err)
 	}
 	w.run(2000, 200)

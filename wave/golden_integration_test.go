@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden row messages under testdata/golden")
@@ -65,7 +66,7 @@ func TestGoldenRowMessagesIntegration(t *testing.T) {
 	for _, g := range goldenTypes {
 		exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, v %s)", db, g.name, g.column))
 	}
-	start, err := currentPosition(ctx, a.Addr, a.User, a.Password, FlavorMariaDB)
+	start, err := currentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +77,8 @@ func TestGoldenRowMessagesIntegration(t *testing.T) {
 		exec(fmt.Sprintf("DELETE FROM %s WHERE id = 1", tb))
 	}
 
-	inst := &Instance{ID: "golden", Source: Source{Addr: a.Addr, User: a.User, Flavor: FlavorMariaDB, ServerID: 4242}}
-	filter, err := NewFilter([]Subscription{{Name: "golden", Topic: "golden", Include: []string{db + `\..*`}}})
+	inst := &cluster.Instance{ID: "golden", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: 4242}}
+	filter, err := cluster.NewFilter([]cluster.Subscription{{Name: "golden", Topic: "golden", Include: []string{db + `\..*`}}})
 	if err != nil {
 		t.Fatal(err)
 	}

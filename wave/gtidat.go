@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // The GTID set at a binlog file/pos, for an instance started by file/pos: with it the
@@ -20,7 +22,7 @@ var binlogEventsPage = 2000
 // gtidAt returns the GTID set at file/pos on the server conn reads, or nil and the reason
 // when there is none to take (the instance then keeps resuming by file/pos).
 func gtidAt(conn *client.Conn, flavor, file string, pos uint32) (mysql.GTIDSet, string, error) {
-	if flavor == FlavorMariaDB {
+	if flavor == cluster.FlavorMariaDB {
 		return mariadbGTIDAt(conn, file, pos)
 	}
 	return mysqlGTIDAt(conn, file, pos)

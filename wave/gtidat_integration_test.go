@@ -10,6 +10,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestOnConnectMariaDBFilePosTakesGTIDSetIntegration: on the test MariaDB, an instance
@@ -33,10 +34,10 @@ func TestOnConnectMariaDBFilePosTakesGTIDSetIntegration(t *testing.T) {
 	}
 	after := binlogEnd(t, conn)
 
-	lookUp := func(p Position) *capture {
+	lookUp := func(p cluster.Position) *capture {
 		t.Helper()
 		c := &capture{
-			captureOptions: captureOptions{inst: &Instance{Source: Source{Flavor: FlavorMariaDB}}, log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+			captureOptions: captureOptions{inst: &cluster.Instance{Source: cluster.Source{Flavor: cluster.FlavorMariaDB}}, log: slog.New(slog.NewTextHandler(io.Discard, nil))},
 			resume:         p,
 		}
 		var owner binlogOwner
@@ -63,17 +64,17 @@ func TestOnConnectMariaDBFilePosTakesGTIDSetIntegration(t *testing.T) {
 		t.Errorf("the set at %s (%s) does not contain the earlier one at %s (%s)", after.String(), ca.gset, before.String(), cb.gset)
 	}
 
-	gone := lookUp(Position{File: before.File + "-none", Pos: 4})
+	gone := lookUp(cluster.Position{File: before.File + "-none", Pos: 4})
 	if gone.gset != nil || gone.announce || !gone.gtidLookedUp {
 		t.Errorf("a file the server does not have: set %v, announce %v, looked up %v; want no set, looked up once", gone.gset, gone.announce, gone.gtidLookedUp)
 	}
-	if _, reason, err := gtidAt(conn, FlavorMariaDB, before.File+"-none", 4); err != nil || !strings.Contains(reason, "is not in the source's binlog") {
+	if _, reason, err := gtidAt(conn, cluster.FlavorMariaDB, before.File+"-none", 4); err != nil || !strings.Contains(reason, "is not in the source's binlog") {
 		t.Errorf("a file the server does not have: reason %q, error %v", reason, err)
 	}
 }
 
 // binlogEnd is the server's binlog file and position now (SHOW MASTER STATUS).
-func binlogEnd(t *testing.T, c *client.Conn) Position {
+func binlogEnd(t *testing.T, c *client.Conn) cluster.Position {
 	t.Helper()
 	r, err := c.Execute("SHOW MASTER STATUS")
 	if err != nil {
@@ -84,7 +85,7 @@ func binlogEnd(t *testing.T, c *client.Conn) Position {
 	}
 	file, _ := r.GetString(0, 0)
 	pos, _ := r.GetUint(0, 1)
-	return Position{File: file, Pos: uint32(pos)}
+	return cluster.Position{File: file, Pos: uint32(pos)}
 }
 
 // TestPositionNowMariaDBIntegration: on the test MariaDB the start position of a first
@@ -103,7 +104,7 @@ func TestPositionNowMariaDBIntegration(t *testing.T) {
 	if err != nil || last == "" {
 		t.Fatalf("@@last_gtid %q: %v", last, err)
 	}
-	p, err := positionNow(conn, FlavorMariaDB)
+	p, err := positionNow(conn, cluster.FlavorMariaDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestPositionNowMariaDBIntegration(t *testing.T) {
 	if !got.Contain(mine) {
 		t.Errorf("the set %s at %s lacks %s, committed before", p.GTIDSet, p.String(), last)
 	}
-	exact, reason, err := gtidAt(conn, FlavorMariaDB, p.File, p.Pos)
+	exact, reason, err := gtidAt(conn, cluster.FlavorMariaDB, p.File, p.Pos)
 	if err != nil || exact == nil {
 		t.Fatalf("BINLOG_GTID_POS at %s: %v %s", p.String(), err, reason)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 const (
@@ -53,8 +55,8 @@ func TestOnConnectMySQLFilePosTakesGTIDSet(t *testing.T) {
 	src := fakeMySQLSource()
 	conn := src.connect(t)
 	c := &capture{
-		captureOptions: captureOptions{inst: &Instance{Source: Source{Flavor: FlavorMySQL}}, log: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		resume:         Position{File: binlogFile, Pos: 700},
+		captureOptions: captureOptions{inst: &cluster.Instance{Source: cluster.Source{Flavor: cluster.FlavorMySQL}}, log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		resume:         cluster.Position{File: binlogFile, Pos: 700},
 	}
 	var owner binlogOwner
 	if err := c.onConnect(conn, &owner); err != nil {
@@ -130,7 +132,7 @@ func TestMySQLGTIDAt(t *testing.T) {
 				if file == "" {
 					file = binlogFile
 				}
-				gs, reason, err := gtidAt(src.connect(t), FlavorMySQL, file, tc.pos)
+				gs, reason, err := gtidAt(src.connect(t), cluster.FlavorMySQL, file, tc.pos)
 				switch {
 				case tc.errorHas != "":
 					if err == nil || !strings.Contains(err.Error(), tc.errorHas) {
@@ -159,7 +161,7 @@ func TestMySQLGTIDAt(t *testing.T) {
 // TestMySQLGTIDAtEscapesTheFileName: a file name is sent as one quoted string.
 func TestMySQLGTIDAtEscapesTheFileName(t *testing.T) {
 	src := fakeMySQLSource()
-	_, reason, err := gtidAt(src.connect(t), FlavorMySQL, "x' OR '1", 700)
+	_, reason, err := gtidAt(src.connect(t), cluster.FlavorMySQL, "x' OR '1", 700)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -165,7 +166,7 @@ func TestWaveKafkaIntegration(t *testing.T) {
 	prefix := fmt.Sprintf("wk%d", time.Now().UnixNano()%1e9)
 	const chunk = 1000 // PublishChunkMessages: the most messages per topic one failed attempt repeats
 	inst := instanceFor(t, w, "acc", prefix, start)
-	if _, err := wave.AddInstance(ctx, c, inst, "wave-k1", nil); err != nil {
+	if _, err := cluster.AddInstance(ctx, c, inst, "wave-k1", nil); err != nil {
 		t.Fatal(err)
 	}
 	addrc := make(chan string, 1)
@@ -200,14 +201,14 @@ func TestWaveKafkaIntegration(t *testing.T) {
 
 	// Capture is done when the committed offset reaches the end of the workload.
 	for {
-		info, err := wave.ShowInstance(ctx, c, "acc", 0, time.Now)
+		info, err := cluster.ShowInstance(ctx, c, "acc", 0, time.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if info.Position != nil && covers(t, info.Position.GTIDSet, end.GTIDSet) {
 			break
 		}
-		if info.State == wave.StateError {
+		if info.State == cluster.StateError {
 			t.Fatalf("instance in error: %s", info.Error)
 		}
 		if ctx.Err() != nil {
@@ -248,11 +249,11 @@ func TestWaveKafkaIntegration(t *testing.T) {
 		want, time.Since(t0).Round(time.Millisecond), dups, failed)
 
 	// instance show: leader and position from ZooKeeper.
-	info, err := wave.ShowInstance(ctx, c, "acc", 0, time.Now)
+	info, err := cluster.ShowInstance(ctx, c, "acc", 0, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Leader != "wave-k1" || info.Assign != "wave-k1" || info.State != wave.StateRunning {
+	if info.Leader != "wave-k1" || info.Assign != "wave-k1" || info.State != cluster.StateRunning {
 		t.Errorf("show: %+v", info)
 	}
 	raw, _ := json.Marshal(info.Position)

@@ -4,46 +4,9 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/binlake/binlake/wave/cluster"
 )
-
-// LagState is what an instance's lag is computed from (see Lag): what the wave keeps
-// while it runs the instance, and writes into the instance's status record for
-// `binlake instance show`.
-type LagState struct {
-	// TS is the time, in Unix seconds, up to which the capture has published everything
-	// the source wrote: the binlog timestamp of the last transaction it handled (its
-	// rows, if it had subscribed ones, acknowledged by the sink), or the time of a
-	// source heartbeat that came after it.
-	TS int64 `json:"ts"`
-	// CaughtUp: the source's last word was a heartbeat, which it sends when it has
-	// nothing newer, and everything read before it is acknowledged.
-	CaughtUp bool `json:"caught_up,omitempty"`
-}
-
-// Known reports whether s says anything: neither a transaction nor a heartbeat was
-// acknowledged yet when it does not.
-func (s LagState) Known() bool { return s.CaughtUp || s.TS > 0 }
-
-// Lag is how far a capture is behind what its source has written, in whole seconds:
-// the one definition behind binlake_wave_lag_seconds (so the agent's wave.lag_s and the
-// default replication-lag policy), the wave's /status and `binlake instance show`.
-//
-// It is 0 when the capture is caught up: the source's heartbeat says it has nothing
-// newer and the sink has everything read before it. Otherwise it is now minus the
-// time the capture has published everything up to (s.TS): it grows while the capture
-// waits for the sink or the source, and a burst the capture keeps up with stays near
-// 0. The readers show nothing for a state that is not Known (Lag says 0).
-func Lag(s LagState, now time.Time) float64 {
-	if s.CaughtUp || s.TS <= 0 {
-		return 0
-	}
-	return float64(max(0, now.Unix()-s.TS))
-}
-
-// hasLag reports whether an instance in state has a lag to show: while its wave leads
-// and captures it, or reconnects to its source (the lag then grows: the capture has
-// published nothing newer). The metric has the same series: the term's tracker.
-func hasLag(state string) bool { return state == StateRunning || state == StateReconnecting }
 
 // lagTracker follows the lag of one leadership term of an instance: the capture counts
 // what it reads, the publisher reports each batch acknowledged in order, and the
@@ -62,7 +25,7 @@ type lagTracker struct {
 	quiet uint64
 	ts    int64
 	// recorded is the state last written into the instance's status record.
-	recorded LagState
+	recorded cluster.LagState
 }
 
 // saw counts a binlog event read, or a connection opened (after which the source's end
@@ -97,10 +60,10 @@ func (l *lagTracker) acked(ts int64, heartbeat uint64) {
 
 // state is the lag's state now: caught up while nothing was read after the last
 // heartbeat acknowledged.
-func (l *lagTracker) state() LagState {
+func (l *lagTracker) state() cluster.LagState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return LagState{TS: l.ts, CaughtUp: l.quiet > 0 && l.quiet == l.read}
+	return cluster.LagState{TS: l.ts, CaughtUp: l.quiet > 0 && l.quiet == l.read}
 }
 
 // lagRecordSlack is how far the lag computed from the status record may stray from
@@ -122,11 +85,11 @@ func (l *lagTracker) stale(now time.Time) bool {
 	case !rec.Known():
 		return true
 	}
-	return math.Abs(Lag(s, now)-Lag(rec, now)) >= lagRecordSlack.Seconds()
+	return math.Abs(cluster.Lag(s, now)-cluster.Lag(rec, now)) >= lagRecordSlack.Seconds()
 }
 
 // wrote notes the state written into the status record.
-func (l *lagTracker) wrote(s LagState) {
+func (l *lagTracker) wrote(s cluster.LagState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.recorded = s

@@ -10,6 +10,7 @@ import (
 
 	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // The publisher keeps several produce requests in flight without giving up per-key order
@@ -31,8 +32,8 @@ const DefaultPublishInFlight = 4
 
 // flight is one gathered batch on its way.
 type flight struct {
-	commit     *Position // the batch's last transaction boundary, if any
-	commitRows int64     // rows published up to that boundary
+	commit     *cluster.Position // the batch's last transaction boundary, if any
+	commitRows int64             // rows published up to that boundary
 	rows       int
 	bytes      int
 	ts         int64         // the time of its last item that has one (lagTracker.acked)

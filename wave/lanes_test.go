@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // partPub is a bus.Partitioner whose partition is a key's first letter ('a' → 0) and
@@ -99,14 +100,14 @@ func lanesPublisher(pub bus.Publisher, in chan item, inFlight int) (*publisher, 
 }
 
 func rowItem(pos uint32, keys ...string) item {
-	it := item{commit: &Position{File: "bin.000001", Pos: pos}}
+	it := item{commit: &cluster.Position{File: "bin.000001", Pos: pos}}
 	for _, k := range keys {
 		it.msgs = append(it.msgs, bus.Message{Topic: "t", Key: []byte(k), Value: []byte("v")})
 	}
 	return it
 }
 
-func acked(cm *committer) Position {
+func acked(cm *committer) cluster.Position {
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
 	return cm.acked

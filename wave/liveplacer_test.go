@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 )
 
 // scriptedPlacer answers from a script, the last answer again once it runs out, and
@@ -26,10 +28,10 @@ func (s *scriptedPlacer) Place(_ context.Context, _ string, exclude []string) (s
 // A placer's answer that is not a live wave (a judge still hearing from the host of a
 // stopped wave) is excluded and the placer asked again; only live waves are returned.
 func TestLivePlacer(t *testing.T) {
-	c := adminCoordinators(t)["single"](t)
+	c := wavetest.Coordinators(t)["single"](t)
 	ctx := t.Context()
 	for _, node := range []string{"wave-1", "wave-2"} {
-		if err := c.Register(ctx, GroupWaves, coord.Member{ID: node}); err != nil {
+		if err := c.Register(ctx, cluster.GroupWaves, coord.Member{ID: node}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,9 +46,9 @@ func TestLivePlacer(t *testing.T) {
 	}{
 		{name: "live at once", answers: []string{"wave-2"}, want: "wave-2", calls: 1},
 		{name: "a stopped wave first", answers: []string{"wave-9", "wave-1"}, want: "wave-1", calls: 2},
-		{name: "only stopped waves", answers: []string{"wave-9", "wave-8"}, wantErr: ErrNotLive, calls: 3,
+		{name: "only stopped waves", answers: []string{"wave-9", "wave-8"}, wantErr: cluster.ErrNotLive, calls: 3,
 			errNames: "placement answered wave-9, wave-8: is not live (live waves: wave-1, wave-2)"},
-		{name: "every live wave excluded", answers: []string{"wave-1"}, exclude: []string{"wave-1", "wave-2"}, wantErr: ErrNoWave},
+		{name: "every live wave excluded", answers: []string{"wave-1"}, exclude: []string{"wave-1", "wave-2"}, wantErr: cluster.ErrNoWave},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &scriptedPlacer{answers: tc.answers}

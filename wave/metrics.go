@@ -11,6 +11,7 @@ import (
 
 	"github.com/binlake/binlake/internal/metric/waveprom"
 	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // metrics are the wave's Prometheus series. The five the agent reads use the names the
@@ -119,8 +120,8 @@ func (m *metrics) forget(id string) {
 func (m *metrics) setState(st InstanceStatus) {
 	m.dropState(st.ID)
 	switch st.State {
-	case StateStandby:
-	case StateRunning:
+	case cluster.StateStandby:
+	case cluster.StateRunning:
 		m.running.WithLabelValues(st.ID, st.State, "").Set(1)
 	default:
 		m.running.WithLabelValues(st.ID, st.State, st.Reason).Set(0)
@@ -180,7 +181,7 @@ func (g *lagGauge) Collect(ch chan<- prometheus.Metric) {
 	defer g.mu.Unlock()
 	for id, l := range g.of {
 		if s := l.state(); s.Known() {
-			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, Lag(s, now), id)
+			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, cluster.Lag(s, now), id)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestMetricsLint gives every wave series a value (a vector shows nothing until it has
@@ -19,8 +21,8 @@ func TestMetricsLint(t *testing.T) {
 	m.publishErrors.WithLabelValues("i").Inc()
 	m.lag.track("i", &lagTracker{ts: 1.7e9})
 	m.led.Set(1)
-	m.setState(InstanceStatus{ID: "i", State: StateRunning})
-	m.setState(InstanceStatus{ID: "j", State: StateError, Reason: "binlog_purged"})
+	m.setState(InstanceStatus{ID: "i", State: cluster.StateRunning})
+	m.setState(InstanceStatus{ID: "j", State: cluster.StateError, Reason: "binlog_purged"})
 	m.bytes.WithLabelValues("i").Add(10)
 	m.batches.WithLabelValues("i").Inc()
 	m.skipped.WithLabelValues("i").Inc()

@@ -14,6 +14,7 @@ import (
 	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // ErrFenced reports that the offset was written by someone else since this wave read it:
@@ -154,17 +155,17 @@ type committer struct {
 	syncErr error
 	// onCommit, when set, is told each position written, so that the wave's /status
 	// shows where the instance would resume now rather than where the term started.
-	onCommit func(Position)
+	onCommit func(cluster.Position)
 
 	mu        sync.Mutex
 	version   int64
-	acked     Position
+	acked     cluster.Position
 	hasAcked  bool
-	committed Position
+	committed cluster.Position
 	kick      chan struct{}
 }
 
-func (c *committer) ack(p Position) {
+func (c *committer) ack(p cluster.Position) {
 	c.mu.Lock()
 	c.acked, c.hasAcked = p, true
 	c.mu.Unlock()
@@ -251,25 +252,10 @@ func syncOf(pub bus.Publisher) func() error {
 	return nil
 }
 
-// readOffset returns the committed offset and its version, or ok=false when none is.
-func readOffset(ctx context.Context, c coord.Coordinator, key string) (p Position, version int64, ok bool, err error) {
-	v, err := c.Get(ctx, key)
-	if errors.Is(err, coord.ErrNotFound) {
-		return p, coord.NoVersion, false, nil
-	}
-	if err != nil {
-		return p, 0, false, fmt.Errorf("read %s: %w", key, err)
-	}
-	if err := json.Unmarshal(v.Data, &p); err != nil {
-		return p, 0, false, &fatalError{fmt.Errorf("offset %s is not valid JSON: %w", key, err)}
-	}
-	return p, v.Version, true, nil
-}
-
 // lead runs the capture pipeline of one instance for as long as this wave holds its
 // leadership: it returns when ctx ends, the leadership is lost (publishing and committing
 // stop first) or the pipeline fails.
-func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) error {
+func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Leadership) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -286,7 +272,7 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		// without an operator having to touch the instance.
 		return err // ErrSecretMissing, naming the variable or the file
 	}
-	filter, err := NewFilter(inst.Subscriptions)
+	filter, err := cluster.NewFilter(inst.Subscriptions)
 	if err != nil {
 		return &fatalError{err}
 	}
@@ -300,8 +286,11 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		}
 	}
 
-	offKey := instanceKey(inst.ID, "offset")
-	start, version, ok, err := readOffset(ctx, w.opts.Coord, offKey)
+	offKey := cluster.OffsetKey(inst.ID)
+	start, version, ok, err := cluster.ReadOffset(ctx, w.opts.Coord, inst.ID)
+	if errors.As(err, new(*cluster.InvalidOffsetError)) {
+		return &fatalError{err}
+	}
 	if err != nil {
 		return err
 	}
@@ -335,7 +324,7 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 	w.m.lag.track(inst.ID, lag)
 	defer w.m.lag.forget(inst.ID) // the term's lag: none in the error state that may follow
 	w.setStatus(inst.ID, func(s *InstanceStatus) {
-		s.State, s.Error, s.Reason, s.Position = StateRunning, "", "", start
+		s.State, s.Error, s.Reason, s.Position = cluster.StateRunning, "", "", start
 	})
 
 	busPub := w.opts.Publisher
@@ -355,24 +344,24 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 	items := make(chan item, w.opts.Pipeline.QueueItems)
 	cm := &committer{c: w.opts.Coord, lost: lead.Lost(), key: offKey, id: inst.ID, interval: w.opts.Pipeline.CommitInterval,
 		m: w.m, log: log, now: time.Now, version: version, committed: start, kick: make(chan struct{}, 1),
-		onCommit: func(p Position) { w.setStatus(inst.ID, func(s *InstanceStatus) { s.Position = p }) }}
+		onCommit: func(p cluster.Position) { w.setStatus(inst.ID, func(s *InstanceStatus) { s.Position = p }) }}
 	cm.sync = syncOf(busPub)
 	pub := &publisher{id: inst.ID, pub: busPub, lost: lead.Lost(), in: items, maxRows: w.opts.Pipeline.BatchRows,
 		backoffMin: 100 * time.Millisecond, backoffMax: w.opts.Pipeline.PublishBackoffMax,
 		m: w.m, log: log, commit: cm, rows: start.Rows, lag: lag,
 		chunkMsgs: w.opts.Pipeline.PublishChunkMessages, chunkBytes: w.opts.Pipeline.PublishChunkBytes,
 		inFlight: w.opts.Pipeline.PublishInFlight}
-	snapshotRequests := make(chan SnapshotRequest, 1)
+	snapshotRequests := make(chan cluster.SnapshotRequest, 1)
 	capt, err := newCapture(captureOptions{
 		inst: inst, password: password.Reveal(), filter: filter, log: log, out: items,
 		maxBytes: w.opts.MaxMessageBytes,
 		onSkip:   func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
 		onError: func(err error) {
 			w.m.reconnects.WithLabelValues(inst.ID).Inc()
-			w.setStatus(inst.ID, func(s *InstanceStatus) { s.fail(StateReconnecting, err) })
+			w.setStatus(inst.ID, func(s *InstanceStatus) { s.fail(cluster.StateReconnecting, err) })
 		},
 		onConn: func() {
-			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error, s.Reason = StateRunning, "", "" })
+			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error, s.Reason = cluster.StateRunning, "", "" })
 		},
 		backoffMin: 200 * time.Millisecond, backoffMax: w.opts.Pipeline.ReconnectBackoffMax,
 		eventQueue: w.opts.Pipeline.EventQueue, heartbeat: w.opts.Pipeline.Heartbeat, lag: lag,
@@ -437,11 +426,4 @@ func isClosed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
-}
-
-func instanceKey(id, child string) string {
-	if child == "" {
-		return "instances/" + id
-	}
-	return "instances/" + id + "/" + child
 }

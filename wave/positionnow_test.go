@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestPositionNowGTIDSetNotAheadOfThePosition: a transaction commits right after SHOW
@@ -18,12 +20,12 @@ func TestPositionNowGTIDSetNotAheadOfThePosition(t *testing.T) {
 		flavor        string
 		before, after string
 	}{
-		{FlavorMySQL, uuidA + ":1-12", uuidA + ":1-13"},
-		{FlavorMariaDB, "0-7-12", "0-7-13"},
+		{cluster.FlavorMySQL, uuidA + ":1-12", uuidA + ":1-13"},
+		{cluster.FlavorMariaDB, "0-7-12", "0-7-13"},
 	} {
 		t.Run(tc.flavor, func(t *testing.T) {
 			src := fakeMySQLSource()
-			src.mariadb = tc.flavor == FlavorMariaDB
+			src.mariadb = tc.flavor == cluster.FlavorMariaDB
 			src.end = fakeEnd{binlogFile, 991, tc.before}
 			src.next = &fakeEnd{binlogFile, 1100, tc.after}
 			p, err := positionNow(src.connect(t), tc.flavor)
@@ -52,7 +54,7 @@ func TestPositionNowWithoutGTIDs(t *testing.T) {
 		src := fakeMySQLSource()
 		src.gtidMode = mode
 		src.end = fakeEnd{binlogFile, 991, uuidA + ":1-12"}
-		p, err := positionNow(src.connect(t), FlavorMySQL)
+		p, err := positionNow(src.connect(t), cluster.FlavorMySQL)
 		if err != nil {
 			t.Fatal(err)
 		}

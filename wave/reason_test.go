@@ -14,6 +14,7 @@ import (
 
 	wm "github.com/binlake/binlake/agent/collector/wave"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 func TestReason(t *testing.T) {
@@ -67,17 +68,17 @@ func TestStateMetricReachesTheAgent(t *testing.T) {
 		return out
 	}
 	var st InstanceStatus
-	st.fail(StateRetrying, fmt.Errorf("read the source's current position: %w", ErrBinlogOff))
+	st.fail(cluster.StateRetrying, fmt.Errorf("read the source's current position: %w", ErrBinlogOff))
 	st.ID = "a"
 	m.setState(st)
-	m.setState(InstanceStatus{ID: "b", State: StateRunning})
-	m.setState(InstanceStatus{ID: "c", State: StateStandby})
+	m.setState(InstanceStatus{ID: "b", State: cluster.StateRunning})
+	m.setState(InstanceStatus{ID: "c", State: cluster.StateStandby})
 	if got, want := points(), []string{"a retrying binlog_off 0", "b running  1"}; !slices.Equal(got, want) {
 		t.Fatalf("points %q, want %q", got, want)
 	}
 	// A state replaces the previous one; a standby or forgotten instance has no series.
-	m.setState(InstanceStatus{ID: "a", State: StateRunning})
-	m.setState(InstanceStatus{ID: "b", State: StateStandby})
+	m.setState(InstanceStatus{ID: "a", State: cluster.StateRunning})
+	m.setState(InstanceStatus{ID: "b", State: cluster.StateStandby})
 	m.dropState("c")
 	if got, want := points(), []string{"a running  1"}; !slices.Equal(got, want) {
 		t.Fatalf("points %q, want %q", got, want)

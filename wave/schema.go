@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -195,7 +196,7 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 	needSign := unsigned == nil && hasInts(tm)
 	// Without collations a BLOB could be TEXT or BLOB; MariaDB's JSON is a LONGTEXT.
 	needText := collations == nil && hasStrings(tm)
-	needJSON := flavor == FlavorMariaDB && hasBlobs(tm)
+	needJSON := flavor == cluster.FlavorMariaDB && hasBlobs(tm)
 	needPK := len(tm.PrimaryKey) == 0
 	if !(needNames || needSign || needText || needJSON || needPK) {
 		return t, nil

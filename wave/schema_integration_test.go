@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -30,8 +31,8 @@ func TestColumnCountMismatchIsFatalIntegration(t *testing.T) {
 	exec("INSERT INTO " + db + ".t VALUES (1, 2)")
 	exec("ALTER TABLE " + db + ".t ADD COLUMN b INT")
 
-	inst := &Instance{ID: "cols", Source: Source{Addr: a.Addr, User: a.User, Flavor: FlavorMariaDB, ServerID: 1}}
-	filter, err := NewFilter([]Subscription{{Name: "all", Topic: "cols"}})
+	inst := &cluster.Instance{ID: "cols", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: 1}}
+	filter, err := cluster.NewFilter([]cluster.Subscription{{Name: "all", Topic: "cols"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +68,11 @@ func TestColumnCountMismatchIsFatalIntegration(t *testing.T) {
 // tableAt creates table t (columns as given) in a scratch database and returns the
 // database, its exec, and the binlog position after the CREATE: where a read of the
 // table's first rows starts.
-func tableAt(t *testing.T, ctx context.Context, a testenv.MySQLAddr, prefix, columns string) (string, func(string), Position) {
+func tableAt(t *testing.T, ctx context.Context, a testenv.MySQLAddr, prefix, columns string) (string, func(string), cluster.Position) {
 	t.Helper()
 	db, exec, _ := testenv.ScratchDatabase(t, prefix)
 	exec("CREATE TABLE " + db + ".t " + columns)
-	start, err := currentPosition(ctx, a.Addr, a.User, a.Password, FlavorMariaDB)
+	start, err := currentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +80,12 @@ func tableAt(t *testing.T, ctx context.Context, a testenv.MySQLAddr, prefix, col
 }
 
 // readTableMap reads the source's binlog from start until the TABLE_MAP event of db.table.
-func readTableMap(t *testing.T, ctx context.Context, a testenv.MySQLAddr, start Position, db, table string) *replication.BinlogEvent {
+func readTableMap(t *testing.T, ctx context.Context, a testenv.MySQLAddr, start cluster.Position, db, table string) *replication.BinlogEvent {
 	t.Helper()
 	host, port, _ := net.SplitHostPort(a.Addr)
 	p, _ := strconv.ParseUint(port, 10, 16)
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		ServerID: testenv.ReplicaServerID(), Flavor: FlavorMariaDB, Host: host, Port: uint16(p),
+		ServerID: testenv.ReplicaServerID(), Flavor: cluster.FlavorMariaDB, Host: host, Port: uint16(p),
 		User: a.User, Password: a.Password, Logger: slog.New(slog.DiscardHandler),
 	})
 	defer syncer.Close()
@@ -117,7 +118,7 @@ func TestSchemaPrimaryKeyInKeyOrderIntegration(t *testing.T) {
 		if !metadata {
 			tm.PrimaryKey, tm.PrimaryKeyPrefix = nil, nil
 		}
-		tb, err := buildTable(ctx, tm, FlavorMariaDB, sc)
+		tb, err := buildTable(ctx, tm, cluster.FlavorMariaDB, sc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/testenv"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -64,13 +64,13 @@ func TestSnapshotMatchesBinlogIntegration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a := testenv.RequireMySQL(t)
-	inst := func(id string, start *wave.Position, snap *wave.SnapshotOptions) *wave.Instance {
-		return &wave.Instance{ID: id, Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-			Start: start, Snapshot: snap, Subscriptions: []wave.Subscription{{Name: "all", Topic: "types",
+	inst := func(id string, start *cluster.Position, snap *cluster.SnapshotOptions) *cluster.Instance {
+		return &cluster.Instance{ID: id, Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+			Start: start, Snapshot: snap, Subscriptions: []cluster.Subscription{{Name: "all", Topic: "types",
 				Include: []string{regexp.QuoteMeta(w.db) + `\.t_(types|dec)`}}}}
 	}
 	binlogBus, _, _ := embedded(t, ctx, inst("from-binlog", start, nil), 0)
-	snapBus, _, _ := embedded(t, ctx, inst("from-snapshot", currentPos(t), &wave.SnapshotOptions{Initial: true, ChunkRows: 3}), 0)
+	snapBus, _, _ := embedded(t, ctx, inst("from-snapshot", currentPos(t), &cluster.SnapshotOptions{Initial: true, ChunkRows: 3}), 0)
 
 	fromBinlog := readKeyed(t, ctx, binlogBus, "types", n)
 	fromSnapshot := readKeyed(t, ctx, snapBus, "types", n)
@@ -107,14 +107,14 @@ func TestSnapshotRequestIntegration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a := testenv.RequireMySQL(t)
-	inst := &wave.Instance{ID: "req", Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-		Start: currentPos(t), Subscriptions: []wave.Subscription{{Name: "all", Topic: "req", Include: []string{regexp.QuoteMeta(w.db) + `\.t_(types|nopk)`}}}}
+	inst := &cluster.Instance{ID: "req", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+		Start: currentPos(t), Subscriptions: []cluster.Subscription{{Name: "all", Topic: "req", Include: []string{regexp.QuoteMeta(w.db) + `\.t_(types|nopk)`}}}}
 	c := singleCoord(t)
 	b, wv, addr := embeddedOn(t, ctx, c, inst, 0)
-	for wv.Status()[0].State != wave.StateRunning {
+	for wv.Status()[0].State != cluster.StateRunning {
 		time.Sleep(20 * time.Millisecond)
 	}
-	req, err := wave.RequestSnapshot(ctx, c, "req", nil)
+	req, err := cluster.RequestSnapshot(ctx, c, "req", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +123,9 @@ func TestSnapshotRequestIntegration(t *testing.T) {
 			t.Errorf("key %s: a %s message of %s, want snapshot messages of t_types", k, m.typ, m.table)
 		}
 	}
-	var p wave.SnapshotProgress
+	var p cluster.SnapshotProgress
 	for ctx.Err() == nil {
-		info, err := wave.ShowInstance(ctx, c, "req", 0, time.Now)
+		info, err := cluster.ShowInstance(ctx, c, "req", 0, time.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,19 +233,19 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 	db := regexp.QuoteMeta(w.db)
 	topic := f.prefix + ".all"
 	f.inst.Start = currentPos(t)
-	f.inst.Subscriptions = []wave.Subscription{{Name: "all", Topic: topic, Include: []string{db + `\.t_(orders|items)`}}}
+	f.inst.Subscriptions = []cluster.Subscription{{Name: "all", Topic: topic, Include: []string{db + `\.t_(orders|items)`}}}
 	// Paced so that the snapshot takes some seconds, with the writes and the kill in them.
-	f.inst.Snapshot = &wave.SnapshotOptions{Initial: true, ChunkRows: 2000, RowsPerSecond: n / 6}
+	f.inst.Snapshot = &cluster.SnapshotOptions{Initial: true, ChunkRows: 2000, RowsPerSecond: n / 6}
 	f.topics = []string{topic}
 	reader := startReader(t, ctx, f.brokers, topic)
-	if _, err := wave.AddInstance(ctx, f.c, f.inst, "wave-1", nil); err != nil {
+	if _, err := cluster.AddInstance(ctx, f.c, f.inst, "wave-1", nil); err != nil {
 		t.Fatal(err)
 	}
 	p1 := startWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
 
 	// Writes during the snapshot, on both tables, paced to last through it.
 	changes := n / 10
-	written := make(chan *wave.Position, 1)
+	written := make(chan *cluster.Position, 1)
 	go func() {
 		target := w.count + changes
 		for i := 0; w.count < target && ctx.Err() == nil; i++ {
@@ -254,11 +254,11 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 		}
 		written <- currentPos(t)
 	}()
-	snapshot := func() wave.SnapshotProgress {
+	snapshot := func() cluster.SnapshotProgress {
 		if s := f.offset().Snapshot; s != nil {
 			return *s
 		}
-		return wave.SnapshotProgress{}
+		return cluster.SnapshotProgress{}
 	}
 	f.waitFor("a third of the snapshot committed", func() bool { return snapshot().Rows >= int64(n/3) }, p1)
 	p1.Kill(t)
@@ -269,7 +269,7 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 	t.Logf("kill -9 with %d snapshot rows committed, tables left %v", killed.Rows, killed.Tables)
 	p2 := startWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
 
-	var end *wave.Position
+	var end *cluster.Position
 	select {
 	case end = <-written:
 	case <-ctx.Done():

@@ -9,6 +9,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -20,12 +21,12 @@ import (
 // snapshotRun is the capture's state of a snapshot.
 type snapshotRun struct {
 	src     snapshotSource
-	opts    *SnapshotOptions
+	opts    *cluster.SnapshotOptions
 	table   *rowenc.Table        // the layout of the table being read; nil until its next chunk
 	pending *snapshotChunk       // read, waiting for the binlog to reach its end
 	touched map[string]time.Time // keys of that table the binlog changed lately
 	// requests are new snapshot requests from the coordinator (the leader polls them).
-	requests <-chan SnapshotRequest
+	requests <-chan cluster.SnapshotRequest
 	nextRead time.Time // the rows_per_second pace
 	pruned   time.Time // when touched last lost its old keys
 	lastLog  time.Time
@@ -36,10 +37,10 @@ type snapshotRun struct {
 // snapshotChunk is a chunk read and not yet emitted.
 type snapshotChunk struct {
 	rows  []rowenc.QueryRow
-	index map[string]int // key -> row; dropped rows are nil in rows
-	end   Position       // where the binlog ended after the read
-	last  []KeyValue     // the last row's key: the progress once emitted
-	final bool           // fewer rows than asked: the table's last chunk
+	index map[string]int     // key -> row; dropped rows are nil in rows
+	end   cluster.Position   // where the binlog ended after the read
+	last  []cluster.KeyValue // the last row's key: the progress once emitted
+	final bool               // fewer rows than asked: the table's last chunk
 }
 
 func (ch *snapshotChunk) drop(key string) {
@@ -64,7 +65,7 @@ func (s *snapshotRun) prune(now time.Time) {
 }
 
 // snapActive: a snapshot is being read.
-func (c *capture) snapActive() bool { return c.snap != nil && c.resume.Snapshot.active() }
+func (c *capture) snapActive() bool { return c.snap != nil && c.resume.Snapshot.Active() }
 
 // snapTable is the table being read, "db.table", or "".
 func (c *capture) snapTable() string {
@@ -171,7 +172,7 @@ func (c *capture) snapReadFailed(err error) error {
 }
 
 // snapStart begins the snapshot req asks for, replacing any other.
-func (c *capture) snapStart(ctx context.Context, req SnapshotRequest) error {
+func (c *capture) snapStart(ctx context.Context, req cluster.SnapshotRequest) error {
 	s := c.snap
 	tables := req.Tables
 	if len(tables) == 0 {
@@ -188,11 +189,11 @@ func (c *capture) snapStart(ctx context.Context, req SnapshotRequest) error {
 		c.log.Warn("snapshot request: reading binlog_row_image failed; trying again at the next request poll", "request", req.ID, "err", err)
 		return nil
 	}
-	p := &SnapshotProgress{Request: req.ID, Tables: tables, StartedAt: time.Now().UTC().Format(time.RFC3339)}
+	p := &cluster.SnapshotProgress{Request: req.ID, Tables: tables, StartedAt: time.Now().UTC().Format(time.RFC3339)}
 	if len(tables) == 0 {
 		p.Done = true
 	}
-	c.log.Info("snapshot starting", "request", req.ID, "tables", tables, "chunk_rows", s.opts.chunkRows(), "rows_per_second", s.opts.RowsPerSecond)
+	c.log.Info("snapshot starting", "request", req.ID, "tables", tables, "chunk_rows", s.opts.ChunkSize(), "rows_per_second", s.opts.RowsPerSecond)
 	s.table, s.pending, s.lastLog, s.logRows = nil, nil, time.Now(), 0
 	clear(s.touched)
 	return c.snapCommit(ctx, nil, p)
@@ -203,7 +204,7 @@ func (c *capture) snapRead(ctx context.Context) error {
 	s := c.snap
 	p := c.resume.Snapshot
 	name := p.Tables[0]
-	db, table, _ := splitTableName(name)
+	db, table, _ := cluster.SplitTableName(name)
 	if s.table == nil {
 		t, err := s.src.table(ctx, c.sc, db, table)
 		if reason := unreadable(err); reason != "" {
@@ -220,16 +221,16 @@ func (c *capture) snapRead(ctx context.Context) error {
 // fetched is a chunk as the source returned it.
 type fetched struct {
 	rows []rowenc.QueryRow
-	end  Position  // where the binlog ended after the read
-	at   time.Time // when the read began
-	n    int       // rows asked for
+	end  cluster.Position // where the binlog ended after the read
+	at   time.Time        // when the read began
+	n    int              // rows asked for
 	err  error
 }
 
 // fetch reads the chunk of t after the key after, then where the binlog ends. It changes
 // no capture state, so it may run while the capture emits the previous chunk.
-func (s *snapshotRun) fetch(ctx context.Context, t *rowenc.Table, after []KeyValue) fetched {
-	f := fetched{at: time.Now(), n: s.opts.chunkRows()}
+func (s *snapshotRun) fetch(ctx context.Context, t *rowenc.Table, after []cluster.KeyValue) fetched {
+	f := fetched{at: time.Now(), n: s.opts.ChunkSize()}
 	if f.rows, f.err = s.src.chunk(ctx, t, after, f.n); f.err == nil {
 		f.end, f.err = s.src.binlogEnd(ctx)
 	}
@@ -283,7 +284,7 @@ func (c *capture) snapTake(ctx context.Context, f fetched) error {
 func (c *capture) snapSkip(ctx context.Context, reason string) error {
 	p := c.resume.Snapshot
 	c.log.Warn("snapshot: skipping a table it cannot read", "table", p.Tables[0], "reason", reason)
-	next := p.next(0)
+	next := p.Next(0)
 	next.Skipped = append(slices.Clip(p.Skipped), p.Tables[0]+": "+reason)
 	c.snap.table = nil
 	return c.snapCommit(ctx, nil, next)
@@ -320,9 +321,9 @@ func (c *capture) snapEmit(ctx context.Context) error {
 			return err
 		}
 	}
-	next := p.after(ch.last, int64(len(rows)))
+	next := p.AfterChunk(ch.last, int64(len(rows)))
 	if ch.final {
-		next = p.next(int64(len(rows)))
+		next = p.Next(int64(len(rows)))
 		c.log.Info("snapshot: table done", "table", p.Tables[0], "snapshot_rows", next.Rows)
 		s.table = nil
 		clear(s.touched)
@@ -332,7 +333,7 @@ func (c *capture) snapEmit(ctx context.Context) error {
 
 // snapCommit makes p the progress at the current boundary and sends it as an item's
 // commit, after msgs.
-func (c *capture) snapCommit(ctx context.Context, msgs []bus.Message, p *SnapshotProgress) error {
+func (c *capture) snapCommit(ctx context.Context, msgs []bus.Message, p *cluster.SnapshotProgress) error {
 	c.resume.Snapshot = p
 	// No ts: a snapshot chunk moves no binlog position, so it leaves the lag alone.
 	it := item{msgs: msgs, commit: ptr(c.resume)}
@@ -353,19 +354,4 @@ func (c *capture) snapCommit(ctx context.Context, msgs []bus.Message, p *Snapsho
 		s.lastLog, s.logRows = now, p.Rows
 	}
 	return c.send(ctx, it)
-}
-
-// after is the progress once a chunk of rows ending at key last was emitted.
-func (p *SnapshotProgress) after(last []KeyValue, rows int64) *SnapshotProgress {
-	n := *p
-	n.After, n.Rows = last, p.Rows+rows
-	return &n
-}
-
-// next is the progress once the current table's last chunk (rows) was emitted.
-func (p *SnapshotProgress) next(rows int64) *SnapshotProgress {
-	n := *p
-	n.Tables, n.After, n.Rows = p.Tables[1:], nil, p.Rows+rows
-	n.Done = len(n.Tables) == 0
-	return &n
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -100,15 +101,15 @@ func (s *snapshotSource) checkRowImage(ctx context.Context) error {
 }
 
 // binlogEnd is where the source's binlog ends now.
-func (s *snapshotSource) binlogEnd(ctx context.Context) (Position, error) {
+func (s *snapshotSource) binlogEnd(ctx context.Context) (cluster.Position, error) {
 	r, err := s.execute(ctx, "SHOW MASTER STATUS")
 	if err != nil {
-		return Position{}, fmt.Errorf("SHOW MASTER STATUS: %w", err)
+		return cluster.Position{}, fmt.Errorf("SHOW MASTER STATUS: %w", err)
 	}
 	if r.RowNumber() == 0 {
-		return Position{}, ErrBinlogOff
+		return cluster.Position{}, ErrBinlogOff
 	}
-	var p Position
+	var p cluster.Position
 	p.File, _ = r.GetString(0, 0)
 	pos, _ := r.GetUint(0, 1)
 	p.Pos = uint32(pos)
@@ -117,7 +118,7 @@ func (s *snapshotSource) binlogEnd(ctx context.Context) (Position, error) {
 
 // subscribedTables lists the base tables some subscription of filter takes inserts of,
 // as "db.table", sorted.
-func (s *snapshotSource) subscribedTables(ctx context.Context, filter *Filter) ([]string, error) {
+func (s *snapshotSource) subscribedTables(ctx context.Context, filter *cluster.Filter) ([]string, error) {
 	r, err := s.execute(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE'
 		AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') ORDER BY TABLE_SCHEMA, TABLE_NAME`)
 	if err != nil {
@@ -204,7 +205,7 @@ func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") 
 
 // chunk reads up to n rows of t in primary-key order, after the key after (from the
 // start when nil).
-func (s *snapshotSource) chunk(ctx context.Context, t *rowenc.Table, after []KeyValue, n int) ([]rowenc.QueryRow, error) {
+func (s *snapshotSource) chunk(ctx context.Context, t *rowenc.Table, after []cluster.KeyValue, n int) ([]rowenc.QueryRow, error) {
 	keys := make([]string, len(t.PK))
 	params := make([]string, len(t.PK))
 	for i, ci := range t.PK {
@@ -244,17 +245,17 @@ func (s *snapshotSource) chunk(ctx context.Context, t *rowenc.Table, after []Key
 // placeholders), in the form the range optimizer turns into one index range even for a
 // key of several columns (keyset pagination):
 // k1 >= v1 AND (k1 > v1 OR (k1 = v1 AND (k2 > v2 OR ...))).
-func afterKey(keys, params []string, k []KeyValue) (string, []any) {
-	args := []any{k[0].arg()}
+func afterKey(keys, params []string, k []cluster.KeyValue) (string, []any) {
+	args := []any{k[0].Arg()}
 	var b strings.Builder
 	b.WriteString(keys[0] + " >= " + params[0] + " AND ")
 	for i := range keys {
 		if i > 0 {
 			b.WriteString(" OR (" + keys[i-1] + " = " + params[i-1] + " AND ")
-			args = append(args, k[i-1].arg())
+			args = append(args, k[i-1].Arg())
 		}
 		b.WriteString("(" + keys[i] + " > " + params[i])
-		args = append(args, k[i].arg())
+		args = append(args, k[i].Arg())
 	}
 	b.WriteString(strings.Repeat(")", len(keys)) + strings.Repeat(")", len(keys)-1))
 	return b.String(), args

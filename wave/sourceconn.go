@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // The source's address may move to another server (a proxy or virtual IP after a switch
@@ -44,7 +46,7 @@ func (o binlogOwner) String() string {
 // identify reads who is at the other end of conn.
 func identify(conn *client.Conn, flavor string) (binlogOwner, error) {
 	q := "SELECT @@server_id"
-	if flavor != FlavorMariaDB {
+	if flavor != cluster.FlavorMariaDB {
 		q = "SELECT @@server_id, @@server_uuid"
 	}
 	r, err := conn.Execute(q)
@@ -55,7 +57,7 @@ func identify(conn *client.Conn, flavor string) (binlogOwner, error) {
 	if o.serverID, err = r.GetUint(0, 0); err != nil {
 		return binlogOwner{}, fmt.Errorf("read the source's server id: %w", err)
 	}
-	if flavor != FlavorMariaDB {
+	if flavor != cluster.FlavorMariaDB {
 		o.serverUUID, _ = r.GetString(0, 1)
 	}
 	return o, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestKillStaleIntegration checks where killStale sends a KILL for a binlog connection: not
@@ -34,11 +35,11 @@ func TestKillStaleIntegration(t *testing.T) {
 	var owner binlogOwner
 	dial := &singleDial{}
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		ServerID: testenv.ReplicaServerID(), Flavor: FlavorMariaDB, Host: host, Port: uint16(port), User: "root",
+		ServerID: testenv.ReplicaServerID(), Flavor: cluster.FlavorMariaDB, Host: host, Port: uint16(port), User: "root",
 		DisableRetrySync: true, Dialer: dial.dial, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Option: func(c *client.Conn) error {
 			var err error
-			owner, err = identify(c, FlavorMariaDB)
+			owner, err = identify(c, cluster.FlavorMariaDB)
 			return err
 		},
 	})
@@ -59,7 +60,7 @@ func TestKillStaleIntegration(t *testing.T) {
 		t.Fatalf("owner of the binlog connection: %+v, want a connection on server_id 21", owner)
 	}
 
-	killed, reason, err := killStale(ctx, b.Addr, "root", "", FlavorMariaDB, owner)
+	killed, reason, err := killStale(ctx, b.Addr, "root", "", cluster.FlavorMariaDB, owner)
 	if err != nil || killed || !strings.Contains(reason, "server_id 22") {
 		t.Errorf("killStale on another server: killed %v, reason %q, err %v; want no KILL, naming server_id 22", killed, reason, err)
 	}
@@ -69,7 +70,7 @@ func TestKillStaleIntegration(t *testing.T) {
 
 	notDump := owner
 	notDump.connID = ac.GetConnectionID()
-	killed, reason, err = killStale(ctx, a.Addr, "root", "", FlavorMariaDB, notDump)
+	killed, reason, err = killStale(ctx, a.Addr, "root", "", cluster.FlavorMariaDB, notDump)
 	if err != nil || killed || !strings.Contains(reason, "another session") {
 		t.Errorf("killStale of a plain session: killed %v, reason %q, err %v; want no KILL", killed, reason, err)
 	}
@@ -77,7 +78,7 @@ func TestKillStaleIntegration(t *testing.T) {
 		t.Errorf("the plain session after killStale: %v", err)
 	}
 
-	killed, reason, err = killStale(ctx, a.Addr, "root", "", FlavorMariaDB, owner)
+	killed, reason, err = killStale(ctx, a.Addr, "root", "", cluster.FlavorMariaDB, owner)
 	if err != nil || !killed {
 		t.Fatalf("killStale on the owning server: killed %v, reason %q, err %v; want a KILL", killed, reason, err)
 	}

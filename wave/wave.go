@@ -35,15 +35,8 @@ import (
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/logging"
+	"github.com/binlake/binlake/wave/cluster"
 )
-
-// GroupWaves is the coordinator group the waves register in.
-const GroupWaves = "waves"
-
-// groupStarting holds the waves waiting for their name in GroupWaves, still held by the
-// session of their previous process (killed, not yet expired): the balancer does not
-// take that session's end for the wave's death.
-const groupStarting = "waves-starting"
 
 // TopicCreator creates topics; bus.Bus implements it. Sinks without topics (the file
 // sink) leave it nil.
@@ -114,7 +107,7 @@ type Options struct {
 	PollInterval time.Duration
 	// Password returns a source's password; by default SourcePassword: from
 	// source.password_env or source.password_file, empty when neither is set.
-	Password func(Source) (config.Secret, error)
+	Password func(cluster.Source) (config.Secret, error)
 	Logger   *slog.Logger
 	// Ready, when set, is called with the bound HTTP address once the wave serves.
 	Ready func(httpAddr string)
@@ -149,25 +142,16 @@ func (o *Options) setDefaults() error {
 	return nil
 }
 
-// Instance states shown by /status and `binlake instance show`.
-const (
-	StateStandby      = "standby"      // campaigning: another wave leads
-	StateRunning      = "running"      // leading and capturing
-	StateReconnecting = "reconnecting" // leading, the source is unreachable (retrying)
-	StateRetrying     = "retrying"     // the pipeline failed and restarts after a pause
-	StateError        = "error"        // stopped until an operator acts (binlog purged, oversized row)
-)
-
 // InstanceStatus is what the wave knows of one instance it runs or stands by for.
 // Position is the last offset committed, where the instance would resume (the term's
 // starting point until its first commit).
 type InstanceStatus struct {
-	ID       string   `json:"id"`
-	State    string   `json:"state"`
-	Error    string   `json:"error,omitempty"`
-	Reason   string   `json:"reason,omitempty"` // Reason(error): the error's class
-	Position Position `json:"position"`
-	Since    string   `json:"since"`
+	ID       string           `json:"id"`
+	State    string           `json:"state"`
+	Error    string           `json:"error,omitempty"`
+	Reason   string           `json:"reason,omitempty"` // Reason(error): the error's class
+	Position cluster.Position `json:"position"`
+	Since    string           `json:"since"`
 	// LagS is the instance's lag (Lag, as binlake_wave_lag_seconds) while it runs or
 	// reconnects, once known: the balancer waits for it to fall under its bound after a
 	// move.
@@ -190,12 +174,12 @@ type Wave struct {
 	runners map[string]*runner
 	// members is the waves' membership as this wave watches it (set before registered
 	// is closed): the election fallback and the balancer tell dead waves from it.
-	members *waveMembers
+	members *cluster.Members
 	bal     balancerState
 	// recordMu orders the writes of the instances' status records and guards records,
 	// the record last written of each instance (putStatus).
 	recordMu sync.Mutex
-	records  map[string]RecordedStatus
+	records  map[string]cluster.RecordedStatus
 
 	closed  bool
 	started bool
@@ -215,9 +199,9 @@ func New(opts Options) (*Wave, error) {
 		log:        opts.Logger.With("component", "wave", "node", opts.Node),
 		m:          newMetrics(),
 		status:     map[string]*InstanceStatus{},
-		records:    map[string]RecordedStatus{},
+		records:    map[string]cluster.RecordedStatus{},
 		runners:    map[string]*runner{},
-		members:    newWaveMembers(time.Now()), // Run starts its own at the watch's start
+		members:    cluster.NewMembers(time.Now()), // Run starts its own at the watch's start
 		done:       make(chan struct{}),
 		registered: make(chan struct{}),
 	}, nil
@@ -265,9 +249,9 @@ func (w *Wave) Status() []InstanceStatus {
 	out := make([]InstanceStatus, 0, len(w.status))
 	for _, s := range w.status {
 		st := *s
-		if l := w.m.lag.tracker(st.ID); hasLag(st.State) && l != nil {
+		if l := w.m.lag.tracker(st.ID); cluster.HasLag(st.State) && l != nil {
 			if ls := l.state(); ls.Known() {
-				lag := Lag(ls, time.Now())
+				lag := cluster.Lag(ls, time.Now())
 				st.LagS = &lag
 			}
 		}
@@ -291,14 +275,14 @@ func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
 	}
 	st := *s
 	w.mu.Unlock()
-	if st.State == StateError {
+	if st.State == cluster.StateError {
 		w.m.instError.WithLabelValues(id).Set(1)
 	} else {
 		w.m.instError.WithLabelValues(id).Set(0)
 	}
 	w.m.setState(st)
 	changed := st.State != before.State || st.Reason != before.Reason || st.Error != before.Error
-	if changed && st.State != StateStandby {
+	if changed && st.State != cluster.StateStandby {
 		w.recordStatus(id, st)
 	}
 }
@@ -307,20 +291,7 @@ func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
 // or error: standby is no state of the instance's, and would hide the leader's) to
 // instances/<id>/status, where `binlake instance list|show` read it on any host.
 func (w *Wave) recordStatus(id string, st InstanceStatus) {
-	w.putStatus(id, &RecordedStatus{Node: w.opts.Node, State: st.State, Reason: st.Reason, Error: st.Error, Since: st.Since})
-}
-
-// RecordedStatus is the value of instances/<id>/status: the latest state its leader
-// recorded, with the error's class and when the state began.
-type RecordedStatus struct {
-	Node   string `json:"node"`
-	State  string `json:"state"`
-	Reason string `json:"reason,omitempty"`
-	Error  string `json:"error,omitempty"`
-	Since  string `json:"since"`
-	// Lag is what the instance's lag is computed from (Lag), while the node runs it and
-	// once known: statusrecord.go keeps it within lagRecordSlack of the node's own.
-	Lag *LagState `json:"lag,omitempty"`
+	w.putStatus(id, &cluster.RecordedStatus{Node: w.opts.Node, State: st.State, Reason: st.Reason, Error: st.Error, Since: st.Since})
 }
 
 // Run registers the wave, serves HTTP and runs instances until ctx ends or Close.
@@ -393,8 +364,8 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 
 	// The membership is watched from here on: a wave this one never saw alive is absent
 	// since now (waveMembers).
-	w.members = newWaveMembers(time.Now())
-	members, err := w.opts.Coord.WatchMembers(ctx, GroupWaves)
+	w.members = cluster.NewMembers(time.Now())
+	members, err := w.opts.Coord.WatchMembers(ctx, cluster.GroupWaves)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -407,7 +378,7 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 		// balancer must see every change as it comes.
 		defer close(watched)
 		for ms := range members {
-			w.members.apply(ms, time.Now())
+			w.members.Apply(ms, time.Now())
 		}
 	}()
 	close(w.registered)
@@ -419,7 +390,7 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 	defer tick.Stop()
 	defer w.stopRunners()
 	for {
-		_, changed := w.members.changes() // before reconciling: a change meanwhile wakes the next wait
+		_, changed := w.members.Changes() // before reconciling: a change meanwhile wakes the next wait
 		w.reconcile(ctx)
 		select {
 		case <-ctx.Done():
@@ -437,14 +408,14 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 
 // register joins the waves group. A previous incarnation of this node (killed, session
 // not yet expired) may still hold the name: retry until it is gone, meanwhile a member of
-// groupStarting, so that the balancer holds this wave's instances when that session ends.
+// cluster.GroupStarting, so that the balancer holds this wave's instances when that session ends.
 func (w *Wave) register(ctx context.Context, data []byte) error {
 	deadline := time.Now().Add(time.Minute)
 	sctx, starting := context.WithCancel(ctx)
 	defer starting() // registered, or given up: no longer starting
 	said, marked := false, false
 	for {
-		err := w.opts.Coord.Register(ctx, GroupWaves, coord.Member{ID: w.opts.Node, Data: data})
+		err := w.opts.Coord.Register(ctx, cluster.GroupWaves, coord.Member{ID: w.opts.Node, Data: data})
 		if err == nil {
 			return nil
 		}
@@ -457,7 +428,7 @@ func (w *Wave) register(ctx context.Context, data []byte) error {
 		if !marked {
 			// ErrExists: the previous process was starting too; its mark ends with its
 			// session, and this one takes over at the next try.
-			err := w.opts.Coord.Register(sctx, groupStarting, coord.Member{ID: w.opts.Node})
+			err := w.opts.Coord.Register(sctx, cluster.GroupStarting, coord.Member{ID: w.opts.Node})
 			marked = err == nil
 			if err != nil && !errors.Is(err, coord.ErrExists) && !said {
 				w.log.Warn("could not say this wave is starting: the balancer may place its instances elsewhere when the previous session ends",

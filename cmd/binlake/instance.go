@@ -22,6 +22,7 @@ import (
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapshot|rebalance> [flags] [id]
@@ -108,7 +109,7 @@ type instanceCmd struct {
 	cctx    context.Context
 	out     io.Writer
 	c       coord.Coordinator
-	placer  wave.Placer
+	placer  cluster.Placer
 	planner wave.Planner
 	jp      *judgePlacer
 	// judgeFrom says where the judge's URL came from, for saying how a wave was chosen.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -81,16 +81,16 @@ pipeline: {commit_interval: 200ms, poll_interval: 200ms}
 	}
 	defer c.Close()
 	const id, pwEnv = "tail-orders", "BINLAKE_TAIL_TEST_PASSWORD"
-	inst := &wave.Instance{ID: id,
-		Source:        wave.Source{Addr: a.Addr, User: a.User, PasswordEnv: pwEnv, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-		Subscriptions: []wave.Subscription{{Name: "rows", Topic: topic, Include: []string{db + `\.t`}}}}
-	if _, err := wave.AddInstance(ctx, c, inst, "wave-tail", nil); err != nil {
+	inst := &cluster.Instance{ID: id,
+		Source:        cluster.Source{Addr: a.Addr, User: a.User, PasswordEnv: pwEnv, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+		Subscriptions: []cluster.Subscription{{Name: "rows", Topic: topic, Include: []string{db + `\.t`}}}}
+	if _, err := cluster.AddInstance(ctx, c, inst, "wave-tail", nil); err != nil {
 		t.Fatal(err)
 	}
 	w := testenv.StartBinlake(t, "wave", []string{pwEnv + "=" + a.Password}, "wave", "--config", cfg)
 	for {
-		info, err := wave.ShowInstance(ctx, c, id, 0, time.Now)
-		if err == nil && info.State == wave.StateRunning {
+		info, err := cluster.ShowInstance(ctx, c, id, 0, time.Now)
+		if err == nil && info.State == cluster.StateRunning {
 			break
 		}
 		if err := w.Exited(); err != nil || ctx.Err() != nil {

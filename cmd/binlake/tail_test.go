@@ -16,7 +16,7 @@ import (
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 	"github.com/binlake/binlake/wave/sink"
 )
@@ -154,9 +154,9 @@ func TestTailConfigFileSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := &wave.Instance{ID: "orders", Source: wave.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: wave.FlavorMariaDB, ServerID: 9},
-		Subscriptions: []wave.Subscription{{Name: "all", Topic: "shop.rows"}, {Name: "audit", Topic: "shop.audit", Events: []string{rowenc.TypeDelete}}}}
-	if _, err := wave.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
+	inst := &cluster.Instance{ID: "orders", Source: cluster.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: cluster.FlavorMariaDB, ServerID: 9},
+		Subscriptions: []cluster.Subscription{{Name: "all", Topic: "shop.rows"}, {Name: "audit", Topic: "shop.audit", Events: []string{rowenc.TypeDelete}}}}
+	if _, err := cluster.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()

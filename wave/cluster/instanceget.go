@@ -1,4 +1,4 @@
-package wave
+package cluster
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // GetInstance reads and validates the stored definition of instance id; an instance
 // without one is coord.ErrNotFound.
 func GetInstance(ctx context.Context, c coord.Coordinator, id string) (*Instance, error) {
-	v, err := c.Get(ctx, instanceKey(id, ""))
+	v, err := c.Get(ctx, InstanceKey(id))
 	if errors.Is(err, coord.ErrNotFound) || (err == nil && len(v.Data) == 0) {
 		return nil, fmt.Errorf("instance %s: %w", id, coord.ErrNotFound)
 	}

@@ -1,4 +1,4 @@
-package wave
+package cluster
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 	"github.com/binlake/binlake/internal/config"
 )
 
-const instanceExample = "../deploy/instance.example.yaml"
+const instanceExample = "../../deploy/instance.example.yaml"
 
 // TestInstanceExample: deploy/instance.example.yaml, which `binlake instance add` takes
 // as it is shipped, is a valid definition, and it explains every key an instance has:

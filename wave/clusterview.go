@@ -2,54 +2,44 @@ package wave
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // The cluster as a rebalancing plan starts from it: read from the coordinator, which
 // holds the truth of where each instance belongs (its assignment), which waves live,
 // which instances are pinned and when each last moved.
 
-// Move records are written at instances/<id>/moved by every move the balancer makes;
-// the planner's cooldown reads them.
-type moveRecord struct {
-	At     time.Time `json:"at"`
-	From   string    `json:"from"`
-	To     string    `json:"to"`
-	Reason string    `json:"reason"`
-}
-
-// cluster is a read of the coordinator: the request a planner takes, and the version of
+// clusterView is a read of the coordinator: the request a planner takes, and the version of
 // each assignment read, so that a move only rewrites the assignment it planned from.
-type cluster struct {
+type clusterView struct {
 	req      api.RebalanceRequest
 	versions map[string]int64 // instance id → its assignment's version (NoVersion: none)
 }
 
 // readCluster reads the live waves and every defined instance with its assignment, pin
 // and last move. The waves an assignment names that are not live are listed as dead.
-func readCluster(ctx context.Context, c coord.Coordinator) (*cluster, error) {
-	ms, err := c.Members(ctx, GroupWaves)
+func readCluster(ctx context.Context, c coord.Coordinator) (*clusterView, error) {
+	ms, err := c.Members(ctx, cluster.GroupWaves)
 	if err != nil {
 		return nil, fmt.Errorf("list waves: %w", err)
 	}
-	cl := &cluster{versions: map[string]int64{}}
+	cl := &clusterView{versions: map[string]int64{}}
 	known := map[string]bool{}
 	for _, m := range ms {
 		cl.req.Waves = append(cl.req.Waves, api.RebalanceWave{Node: m.ID, Alive: true})
 		known[m.ID] = true
 	}
-	ids, err := ListInstances(ctx, c)
+	ids, err := cluster.ListInstances(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("list instances: %w", err)
 	}
 	for _, id := range ids {
-		def, err := c.Get(ctx, instanceKey(id, ""))
+		def, err := c.Get(ctx, cluster.InstanceKey(id))
 		if errors.Is(err, coord.ErrNotFound) || (err == nil && len(def.Data) == 0) {
 			continue // removed meanwhile, or incomplete (no wave runs it)
 		}
@@ -57,10 +47,10 @@ func readCluster(ctx context.Context, c coord.Coordinator) (*cluster, error) {
 			return nil, fmt.Errorf("read instance %s: %w", id, err)
 		}
 		in := api.RebalanceInstance{ID: id}
-		if inst, err := ParseInstance(def.Data); err == nil {
+		if inst, err := cluster.ParseInstance(def.Data); err == nil {
 			in.Pinned = inst.Pinned
 		}
-		a, err := c.Get(ctx, instanceKey(id, "assign"))
+		a, err := c.Get(ctx, cluster.AssignKey(id))
 		switch {
 		case errors.Is(err, coord.ErrNotFound):
 			cl.versions[id] = coord.NoVersion
@@ -69,7 +59,7 @@ func readCluster(ctx context.Context, c coord.Coordinator) (*cluster, error) {
 		default:
 			in.Node, cl.versions[id] = string(a.Data), a.Version
 		}
-		if r, ok := readMoveRecord(ctx, c, id); ok {
+		if r, ok := cluster.ReadMoveRecord(ctx, c, id); ok {
 			in.MovedAt = r.At
 		}
 		if in.Node != "" && !known[in.Node] {
@@ -81,19 +71,10 @@ func readCluster(ctx context.Context, c coord.Coordinator) (*cluster, error) {
 	return cl, nil
 }
 
-func readMoveRecord(ctx context.Context, c coord.Coordinator, id string) (moveRecord, bool) {
-	var r moveRecord
-	v, err := c.Get(ctx, instanceKey(id, "moved"))
-	if err != nil || json.Unmarshal(v.Data, &r) != nil {
-		return r, false
-	}
-	return r, true
-}
-
 // hold leaves out of the cluster the waves that are not live and that held reports (not
 // dead yet: they may be starting), with their instances: no plan places, moves or counts
 // them while they are held. It returns the waves held.
-func (cl *cluster) hold(held func(node string) bool) []string {
+func (cl *clusterView) hold(held func(node string) bool) []string {
 	var out []string
 	waves := make([]api.RebalanceWave, 0, len(cl.req.Waves))
 	gone := map[string]bool{}
@@ -121,7 +102,7 @@ func (cl *cluster) hold(held func(node string) bool) []string {
 }
 
 // orphans are the instances assigned to no live wave (a dead one, or none at all).
-func (cl *cluster) orphans() []string {
+func (cl *clusterView) orphans() []string {
 	alive := map[string]bool{}
 	for _, w := range cl.req.Waves {
 		alive[w.Node] = w.Alive
@@ -136,7 +117,7 @@ func (cl *cluster) orphans() []string {
 }
 
 // counts is how many instances each live wave is assigned.
-func (cl *cluster) counts() map[string]int {
+func (cl *clusterView) counts() map[string]int {
 	out := map[string]int{}
 	for _, w := range cl.req.Waves {
 		if w.Alive {

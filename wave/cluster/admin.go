@@ -1,4 +1,4 @@
-package wave
+package cluster
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func AddInstance(ctx context.Context, c coord.Coordinator, inst *Instance, node 
 	if err := inst.Validate(); err != nil {
 		return "", fmt.Errorf("instance: %w", err)
 	}
-	defKey, assignKey := instanceKey(inst.ID, ""), instanceKey(inst.ID, "assign")
+	defKey, assignKey := InstanceKey(inst.ID), AssignKey(inst.ID)
 	// Check before writing anything, so that adding an existing instance cannot move it.
 	if _, err := undefinedVersion(ctx, c, inst.ID); err != nil {
 		return "", err
@@ -124,7 +124,7 @@ func AddInstance(ctx context.Context, c coord.Coordinator, inst *Instance, node 
 // when the key is absent, its version when it is empty (ZooKeeper creates it so as the
 // parent of the assignment or of a status). An instance already defined is an error.
 func undefinedVersion(ctx context.Context, c coord.Coordinator, id string) (int64, error) {
-	cur, err := c.Get(ctx, instanceKey(id, ""))
+	cur, err := c.Get(ctx, InstanceKey(id))
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
 		return coord.NoVersion, nil
@@ -139,7 +139,7 @@ func undefinedVersion(ctx context.Context, c coord.Coordinator, id string) (int6
 // RemoveInstance deletes an instance with its assignment, offset and status; its
 // leader stops when it notices.
 func RemoveInstance(ctx context.Context, c coord.Coordinator, id string) error {
-	if err := c.Delete(ctx, instanceKey(id, ""), coord.AnyVersion); err != nil {
+	if err := c.Delete(ctx, InstanceKey(id), coord.AnyVersion); err != nil {
 		if errors.Is(err, coord.ErrNotFound) {
 			return fmt.Errorf("instance %s: %w", id, coord.ErrNotFound)
 		}
@@ -152,10 +152,10 @@ func RemoveInstance(ctx context.Context, c coord.Coordinator, id string) error {
 // empty). The current leader resigns on its next poll and the new node takes over from
 // the committed offset.
 func MoveInstance(ctx context.Context, c coord.Coordinator, id, node string, p Placer) (string, error) {
-	if _, err := c.Get(ctx, instanceKey(id, "")); err != nil {
+	if _, err := c.Get(ctx, InstanceKey(id)); err != nil {
 		return "", fmt.Errorf("instance %s: %w", id, err)
 	}
-	cur, _ := c.Get(ctx, instanceKey(id, "assign"))
+	cur, _ := c.Get(ctx, AssignKey(id))
 	if node == "" {
 		if p == nil {
 			p = RandomPlacer{Coord: c}
@@ -165,13 +165,13 @@ func MoveInstance(ctx context.Context, c coord.Coordinator, id, node string, p P
 			return "", err
 		}
 	}
-	if _, err := c.Put(ctx, instanceKey(id, "assign"), []byte(node), coord.AnyVersion); err != nil {
+	if _, err := c.Put(ctx, AssignKey(id), []byte(node), coord.AnyVersion); err != nil {
 		return "", fmt.Errorf("assign instance %s: %w", id, err)
 	}
 	// Recorded as the balancer records its own moves: the instance then cools down before
 	// a plan moves it again.
-	rec, _ := json.Marshal(moveRecord{At: time.Now().UTC(), From: string(cur.Data), To: node, Reason: "manual"})
-	if _, err := c.Put(ctx, instanceKey(id, "moved"), rec, coord.AnyVersion); err != nil {
+	rec, _ := json.Marshal(MoveRecord{At: time.Now().UTC(), From: string(cur.Data), To: node, Reason: "manual"})
+	if _, err := c.Put(ctx, MovedKey(id), rec, coord.AnyVersion); err != nil {
 		return node, fmt.Errorf("instance %s assigned to %s, but its move was not recorded: %w", id, node, err)
 	}
 	return node, nil
@@ -204,12 +204,12 @@ type InstanceInfo struct {
 
 // isLive reports whether node is a member of the waves group.
 func isLive(ctx context.Context, c coord.Coordinator, node string) (bool, error) {
-	live, err := liveWaves(ctx, c)
+	live, err := LiveWaves(ctx, c)
 	return slices.Contains(live, node), err
 }
 
-// liveWaves lists the members of the waves group, sorted.
-func liveWaves(ctx context.Context, c coord.Coordinator) ([]string, error) {
+// LiveWaves lists the members of the waves group, sorted.
+func LiveWaves(ctx context.Context, c coord.Coordinator) ([]string, error) {
 	ms, err := c.Members(ctx, GroupWaves)
 	if err != nil {
 		return nil, fmt.Errorf("list waves: %w", err)
@@ -229,7 +229,7 @@ var ErrNotLive = errors.New("is not live")
 
 // RequireLive returns an ErrNotLive naming node and the live waves unless node is one.
 func RequireLive(ctx context.Context, c coord.Coordinator, node string) error {
-	live, err := liveWaves(ctx, c)
+	live, err := LiveWaves(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func RequireLive(ctx context.Context, c coord.Coordinator, node string) error {
 
 // ListInstances returns the ids of all instances, sorted.
 func ListInstances(ctx context.Context, c coord.Coordinator) ([]string, error) {
-	ids, err := c.List(ctx, "instances")
+	ids, err := c.List(ctx, Instances)
 	if errors.Is(err, coord.ErrNotFound) {
 		return nil, nil
 	}
@@ -256,14 +256,14 @@ func ListInstances(ctx context.Context, c coord.Coordinator) ([]string, error) {
 // With sample > 0 it reads the offset again after sample to compute rows/s (the offset
 // carries the instance's row count and commit time).
 func ShowInstance(ctx context.Context, c coord.Coordinator, id string, sample time.Duration, now func() time.Time) (*InstanceInfo, error) {
-	v, err := c.Get(ctx, instanceKey(id, ""))
+	v, err := c.Get(ctx, InstanceKey(id))
 	if err != nil && !errors.Is(err, coord.ErrNotFound) {
 		return nil, fmt.Errorf("instance %s: %w", id, err)
 	}
 	if err != nil || len(v.Data) == 0 {
 		// No definition: an add that stopped after the assignment (see AddInstance)
 		// leaves only that, which no wave runs. Report it rather than hide it.
-		a, aerr := c.Get(ctx, instanceKey(id, "assign"))
+		a, aerr := c.Get(ctx, AssignKey(id))
 		if errors.Is(aerr, coord.ErrNotFound) {
 			return nil, fmt.Errorf("instance %s: %w", id, coord.ErrNotFound)
 		}
@@ -277,13 +277,13 @@ func ShowInstance(ctx context.Context, c coord.Coordinator, id string, sample ti
 	if inst, err := ParseInstance(v.Data); err == nil {
 		info.Instance = inst
 	}
-	if a, err := c.Get(ctx, instanceKey(id, "assign")); err == nil {
+	if a, err := c.Get(ctx, AssignKey(id)); err == nil {
 		info.Assign = string(a.Data)
 	}
-	if l, err := c.Leader(ctx, instanceKey(id, "leader")); err == nil {
+	if l, err := c.Leader(ctx, LeaderKey(id)); err == nil {
 		info.Leader = string(l)
 	}
-	if s, err := c.Get(ctx, instanceKey(id, "status")); err == nil {
+	if s, err := c.Get(ctx, StatusKey(id)); err == nil {
 		var st RecordedStatus
 		if json.Unmarshal(s.Data, &st) == nil {
 			info.State, info.Reason, info.Error, info.Since, info.StateNode = st.State, st.Reason, st.Error, st.Since, st.Node
@@ -295,7 +295,7 @@ func ShowInstance(ctx context.Context, c coord.Coordinator, id string, sample ti
 			info.LagS, info.CaughtUp = recordedLag(st, info.Leader, now())
 		}
 	}
-	p1, _, ok, err := readOffset(ctx, c, instanceKey(id, "offset"))
+	p1, _, ok, err := ReadOffset(ctx, c, id)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +309,7 @@ func ShowInstance(ctx context.Context, c coord.Coordinator, id string, sample ti
 			return info, ctx.Err()
 		case <-time.After(sample):
 		}
-		p2, _, ok, err := readOffset(ctx, c, instanceKey(id, "offset"))
+		p2, _, ok, err := ReadOffset(ctx, c, id)
 		if err == nil && ok && p2.At > p1.At {
 			r := float64(p2.Rows-p1.Rows) / (float64(p2.At-p1.At) / 1000)
 			info.RowsPerS = &r

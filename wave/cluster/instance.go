@@ -1,4 +1,4 @@
-package wave
+package cluster
 
 import (
 	"encoding/json"
@@ -73,13 +73,13 @@ type Subscription struct {
 }
 
 var (
-	reID    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
-	reTopic = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+	IDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+	reTopic   = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 )
 
 // Validate checks the definition and names the first bad field.
 func (in *Instance) Validate() error {
-	if !reID.MatchString(in.ID) {
+	if !IDPattern.MatchString(in.ID) {
 		return fmt.Errorf("id %q: want 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", in.ID)
 	}
 	s := &in.Source

@@ -1,4 +1,4 @@
-package wave
+package cluster
 
 import (
 	"sync"
@@ -12,9 +12,9 @@ import (
 // watches. Both the election fallback (shouldRun) and the balancer's failover decide from
 // it whether a wave that is not live is dead or may still be starting.
 
-// waveMembers is the membership as this wave's watch has seen it. It is fed by one
+// Members is the membership as this wave's watch has seen it. It is fed by one
 // goroutine (watchWaves) and read by the instance loop and the balancer.
-type waveMembers struct {
+type Members struct {
 	mu    sync.Mutex
 	start time.Time            // when the watch began: a wave never seen alive is absent since then
 	live  map[string]bool      // the latest member list
@@ -24,12 +24,16 @@ type waveMembers struct {
 	changed chan struct{}
 }
 
-func newWaveMembers(start time.Time) *waveMembers {
-	return &waveMembers{start: start, live: map[string]bool{}, left: map[string]time.Time{}, changed: make(chan struct{})}
+// NewMembers is the membership of a watch that began at start.
+func NewMembers(start time.Time) *Members {
+	return &Members{start: start, live: map[string]bool{}, left: map[string]time.Time{}, changed: make(chan struct{})}
 }
 
-// apply records a member list read at now.
-func (m *waveMembers) apply(ms []coord.Member, now time.Time) {
+// Start is when the watch began.
+func (m *Members) Start() time.Time { return m.start }
+
+// Apply records a member list read at now.
+func (m *Members) Apply(ms []coord.Member, now time.Time) {
 	live := make(map[string]bool, len(ms))
 	for _, mb := range ms {
 		live[mb.ID] = true
@@ -50,16 +54,16 @@ func (m *waveMembers) apply(ms []coord.Member, now time.Time) {
 	m.changed = make(chan struct{})
 }
 
-// changes returns how many member lists were applied so far and a channel closed when
+// Changes returns how many member lists were applied so far and a channel closed when
 // the next one is.
-func (m *waveMembers) changes() (uint64, <-chan struct{}) {
+func (m *Members) Changes() (uint64, <-chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.gen, m.changed
 }
 
-// absence is how a wave is absent from the membership, as this wave saw it.
-type absence struct {
+// Absence is how a wave is absent from the membership, as this wave saw it.
+type Absence struct {
 	Live bool // not absent
 	// Seen: this wave saw it alive and then leave. Its coordinator session ended, which
 	// for a crash took the session timeout: the grace a dead wave needs is behind it.
@@ -68,25 +72,25 @@ type absence struct {
 	Since time.Time
 }
 
-// absence reports how node is absent.
-func (m *waveMembers) absence(node string) absence {
+// Absence reports how node is absent.
+func (m *Members) Absence(node string) Absence {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.live[node] {
-		return absence{Live: true}
+		return Absence{Live: true}
 	}
 	if at, ok := m.left[node]; ok {
-		return absence{Seen: true, Since: at}
+		return Absence{Seen: true, Since: at}
 	}
-	return absence{Since: m.start}
+	return Absence{Since: m.start}
 }
 
-// deadAt is when the balancer counts a wave so absent as dead and places its instances
+// DeadAt is when the balancer counts a wave so absent as dead and places its instances
 // elsewhere: at once for a wave it saw leave (Seen), but a wave this wave never saw alive
 // may be starting (a whole-cluster restart brings the waves back one by one, and the
 // first one back wins the balancer election): it gets grace, counted from when this
 // wave began watching, to register. The zero time for a live wave.
-func (a absence) deadAt(grace time.Duration) time.Time {
+func (a Absence) DeadAt(grace time.Duration) time.Time {
 	switch {
 	case a.Live:
 		return time.Time{}
