@@ -12,6 +12,7 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
 )
 
@@ -54,11 +55,11 @@ func TestPublisherStopsOnLostLeadership(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			lost := make(chan struct{})
 			fake := &losingPublisher{loseOn: tc.loseOn, lose: func() { close(lost) }}
-			in := make(chan item, 2)
+			in := make(chan capture.Item, 2)
 			// One batch of two rows in one transaction, published as two chunks of one
 			// message: the boundary after the second row must not reach the committer.
-			in <- item{msgs: []bus.Message{msg("a")}}
-			in <- item{msgs: []bus.Message{msg("b")}, commit: &cluster.Position{File: "bin.000001", Pos: 900}}
+			in <- capture.Item{Msgs: []bus.Message{msg("a")}}
+			in <- capture.Item{Msgs: []bus.Message{msg("b")}, Commit: &cluster.Position{File: "bin.000001", Pos: 900}}
 			cm := &committer{kick: make(chan struct{}, 1)}
 			p := &publisher{id: "lost", pub: fake, lost: lost, in: in, maxRows: 10,
 				backoffMin: time.Millisecond, backoffMax: time.Millisecond, m: newMetrics(), log: slog.New(slog.DiscardHandler),

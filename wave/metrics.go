@@ -11,6 +11,7 @@ import (
 
 	"github.com/binlake/binlake/internal/metric/waveprom"
 	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
 )
 
@@ -166,11 +167,11 @@ func (m *metrics) observePlan(ans *api.RebalanceAnswer) {
 type lagGauge struct {
 	desc *prometheus.Desc
 	mu   sync.Mutex
-	of   map[string]*lagTracker
+	of   map[string]*capture.LagTracker
 }
 
 func newLagGauge(desc *prometheus.Desc) *lagGauge {
-	return &lagGauge{desc: desc, of: map[string]*lagTracker{}}
+	return &lagGauge{desc: desc, of: map[string]*capture.LagTracker{}}
 }
 
 func (g *lagGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
@@ -180,14 +181,14 @@ func (g *lagGauge) Collect(ch chan<- prometheus.Metric) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for id, l := range g.of {
-		if s := l.state(); s.Known() {
+		if s := l.State(); s.Known() {
 			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, cluster.Lag(s, now), id)
 		}
 	}
 }
 
 // track shows the lag of l as instance id's, from now on.
-func (g *lagGauge) track(id string, l *lagTracker) {
+func (g *lagGauge) track(id string, l *capture.LagTracker) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.of[id] = l
@@ -200,7 +201,7 @@ func (g *lagGauge) forget(id string) {
 }
 
 // tracker is instance id's tracker, nil when this wave does not run it.
-func (g *lagGauge) tracker(id string) *lagTracker {
+func (g *lagGauge) tracker(id string) *capture.LagTracker {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.of[id]

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
 )
 
@@ -19,7 +20,9 @@ func TestMetricsLint(t *testing.T) {
 	m := newMetrics()
 	m.rows.WithLabelValues("i").Inc()
 	m.publishErrors.WithLabelValues("i").Inc()
-	m.lag.track("i", &lagTracker{ts: 1.7e9})
+	lag := &capture.LagTracker{}
+	lag.Acked(1.7e9, 0)
+	m.lag.track("i", lag)
 	m.led.Set(1)
 	m.setState(InstanceStatus{ID: "i", State: cluster.StateRunning})
 	m.setState(InstanceStatus{ID: "j", State: cluster.StateError, Reason: "binlog_purged"})

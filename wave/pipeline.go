@@ -14,6 +14,7 @@ import (
 	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
 )
 
@@ -27,15 +28,15 @@ type publisher struct {
 	id         string
 	pub        bus.Publisher
 	lost       <-chan struct{} // the leadership's Lost: no attempt starts after it closed
-	in         <-chan item
+	in         <-chan capture.Item
 	maxRows    int
 	backoffMin time.Duration
 	backoffMax time.Duration
 	m          *metrics
 	log        *slog.Logger
 	commit     *committer
-	rows       int64       // rows published by the instance so far (carried in the offset)
-	lag        *lagTracker // told of each batch acknowledged (nil: no lag kept)
+	rows       int64               // rows published by the instance so far (carried in the offset)
+	lag        *capture.LagTracker // told of each batch acknowledged (nil: no lag kept)
 	// chunkMsgs and chunkBytes bound each topic's share of one Publish call (0 = no
 	// bound); see chunks.
 	chunkMsgs  int
@@ -120,7 +121,7 @@ func (p *publisher) publishWith(ctx context.Context, msgs []bus.Message, send fu
 			return nil
 		}
 		if errors.Is(err, bus.ErrMessageTooLarge) {
-			return &fatalError{fmt.Errorf("%w: %w", ErrMessageTooLarge, err)}
+			return capture.Fatal(fmt.Errorf("%w: %w", capture.ErrMessageTooLarge, err))
 		}
 		if errors.Is(err, bus.ErrClosed) {
 			return fmt.Errorf("publish: %w", err)
@@ -274,7 +275,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 	}
 	filter, err := cluster.NewFilter(inst.Subscriptions)
 	if err != nil {
-		return &fatalError{err}
+		return capture.Fatal(err)
 	}
 	if w.opts.Topics != nil {
 		for _, t := range filter.Topics() {
@@ -289,7 +290,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 	offKey := cluster.OffsetKey(inst.ID)
 	start, version, ok, err := cluster.ReadOffset(ctx, w.opts.Coord, inst.ID)
 	if errors.As(err, new(*cluster.InvalidOffsetError)) {
-		return &fatalError{err}
+		return capture.Fatal(err)
 	}
 	if err != nil {
 		return err
@@ -297,11 +298,11 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 	if !ok {
 		if inst.Start != nil {
 			start = *inst.Start
-		} else if start, err = currentPosition(ctx, inst.Source.Addr, inst.Source.User, password.Reveal(), inst.Source.Flavor); err != nil {
+		} else if start, err = capture.CurrentPosition(ctx, inst.Source.Addr, inst.Source.User, password.Reveal(), inst.Source.Flavor); err != nil {
 			return fmt.Errorf("read the source's current position: %w", err)
 		}
 		if inst.Snapshot != nil && inst.Snapshot.Initial {
-			if start.Snapshot, err = initialSnapshotProgress(ctx, inst, password.Reveal(), filter); err != nil {
+			if start.Snapshot, err = capture.InitialSnapshotProgress(ctx, inst, password.Reveal(), filter); err != nil {
 				return err
 			}
 		}
@@ -320,7 +321,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 		return nil
 	}
 	log.Info("capture starting", "position", start.String(), "token", lead.Token())
-	lag := &lagTracker{}
+	lag := &capture.LagTracker{}
 	w.m.lag.track(inst.ID, lag)
 	defer w.m.lag.forget(inst.ID) // the term's lag: none in the error state that may follow
 	w.setStatus(inst.ID, func(s *InstanceStatus) {
@@ -341,7 +342,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 			}
 		}()
 	}
-	items := make(chan item, w.opts.Pipeline.QueueItems)
+	items := make(chan capture.Item, w.opts.Pipeline.QueueItems)
 	cm := &committer{c: w.opts.Coord, lost: lead.Lost(), key: offKey, id: inst.ID, interval: w.opts.Pipeline.CommitInterval,
 		m: w.m, log: log, now: time.Now, version: version, committed: start, kick: make(chan struct{}, 1),
 		onCommit: func(p cluster.Position) { w.setStatus(inst.ID, func(s *InstanceStatus) { s.Position = p }) }}
@@ -352,21 +353,21 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 		chunkMsgs: w.opts.Pipeline.PublishChunkMessages, chunkBytes: w.opts.Pipeline.PublishChunkBytes,
 		inFlight: w.opts.Pipeline.PublishInFlight}
 	snapshotRequests := make(chan cluster.SnapshotRequest, 1)
-	capt, err := newCapture(captureOptions{
-		inst: inst, password: password.Reveal(), filter: filter, log: log, out: items,
-		maxBytes: w.opts.MaxMessageBytes,
-		onSkip:   func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
-		onError: func(err error) {
+	capt, err := capture.New(capture.Options{
+		Inst: inst, Password: password.Reveal(), Filter: filter, Log: log, Out: items,
+		MaxBytes: w.opts.MaxMessageBytes,
+		OnSkip:   func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
+		OnError: func(err error) {
 			w.m.reconnects.WithLabelValues(inst.ID).Inc()
 			w.setStatus(inst.ID, func(s *InstanceStatus) { s.fail(cluster.StateReconnecting, err) })
 		},
-		onConn: func() {
+		OnConn: func() {
 			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error, s.Reason = cluster.StateRunning, "", "" })
 		},
-		backoffMin: 200 * time.Millisecond, backoffMax: w.opts.Pipeline.ReconnectBackoffMax,
-		eventQueue: w.opts.Pipeline.EventQueue, heartbeat: w.opts.Pipeline.Heartbeat, lag: lag,
-		snapshot: inst.Snapshot, snapshotRequests: snapshotRequests,
-		onSnapshot: func(rows, tablesLeft int) {
+		BackoffMin: 200 * time.Millisecond, BackoffMax: w.opts.Pipeline.ReconnectBackoffMax,
+		EventQueue: w.opts.Pipeline.EventQueue, Heartbeat: w.opts.Pipeline.Heartbeat, Lag: lag,
+		Snapshot: inst.Snapshot, SnapshotRequests: snapshotRequests,
+		OnSnapshot: func(rows, tablesLeft int) {
 			w.m.snapshotRows.WithLabelValues(inst.ID).Set(float64(rows))
 			w.m.snapshotTables.WithLabelValues(inst.ID).Set(float64(tablesLeft))
 		},
@@ -389,7 +390,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 		return nil
 	})
 	g.Go(func() error {
-		err := capt.run(gctx)
+		err := capt.Run(gctx)
 		if err == nil && gctx.Err() == nil {
 			err = errors.New("capture ended")
 		}

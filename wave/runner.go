@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
 )
 
@@ -147,13 +148,13 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 		w.m.led.Inc()
 		log.Info("leading instance", "token", lead.Token())
 		if perr != nil {
-			err = &fatalError{perr}
+			err = capture.Fatal(perr)
 		} else {
 			err = w.lead(ctx, inst, lead)
 		}
 		switch {
 		case ctx.Err() != nil || errors.Is(err, errLost):
-		case isFatal(err):
+		case capture.IsFatal(err):
 			// Retrying cannot fix it, and another wave would meet the same error: keep
 			// the leadership, show the error, and wait for an operator (a changed
 			// definition or a removal restarts the runner).
@@ -174,7 +175,7 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 			log.Debug("resign", "err", rerr)
 		}
 		cancel()
-		if ctx.Err() == nil && !isFatal(err) {
+		if ctx.Err() == nil && !capture.IsFatal(err) {
 			w.setStatus(id, func(s *InstanceStatus) {
 				if s.State != cluster.StateRetrying {
 					s.State = cluster.StateStandby

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
 )
 
@@ -29,7 +30,7 @@ func (w *Wave) putStatus(id string, rec *cluster.RecordedStatus) {
 	l := w.m.lag.tracker(id)
 	var ls cluster.LagState
 	if l != nil {
-		if ls = l.state(); ls.Known() {
+		if ls = l.State(); ls.Known() {
 			r.Lag = &ls
 		}
 	}
@@ -46,7 +47,7 @@ func (w *Wave) putStatus(id string, rec *cluster.RecordedStatus) {
 		return
 	}
 	if l != nil {
-		l.wrote(ls)
+		l.Wrote(ls)
 	}
 }
 
@@ -64,7 +65,7 @@ func (w *Wave) dropRecord(id string) {
 // instance becomes caught up, every couple of seconds while a busy one's binlog time
 // moves, never while nothing changes (a lag growing behind a stalled sink grows in
 // the record's reader too).
-func (w *Wave) recordLag(ctx context.Context, id string, l *lagTracker, lost <-chan struct{}) {
+func (w *Wave) recordLag(ctx context.Context, id string, l *capture.LagTracker, lost <-chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -76,7 +77,7 @@ func (w *Wave) recordLag(ctx context.Context, id string, l *lagTracker, lost <-c
 		if isClosed(lost) {
 			return // another wave may lead it now: its record is that wave's to write
 		}
-		if l.stale(time.Now()) {
+		if l.Stale(time.Now()) {
 			w.putStatus(id, nil)
 		}
 	}

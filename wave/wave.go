@@ -250,7 +250,7 @@ func (w *Wave) Status() []InstanceStatus {
 	for _, s := range w.status {
 		st := *s
 		if l := w.m.lag.tracker(st.ID); cluster.HasLag(st.State) && l != nil {
-			if ls := l.state(); ls.Known() {
+			if ls := l.State(); ls.Known() {
 				lag := cluster.Lag(ls, time.Now())
 				st.LagS = &lag
 			}

@@ -1,4 +1,4 @@
-package wave
+package capture
 
 import (
 	"context"
@@ -65,10 +65,10 @@ func (s *snapshotRun) prune(now time.Time) {
 }
 
 // snapActive: a snapshot is being read.
-func (c *capture) snapActive() bool { return c.snap != nil && c.resume.Snapshot.Active() }
+func (c *Capture) snapActive() bool { return c.snap != nil && c.resume.Snapshot.Active() }
 
 // snapTable is the table being read, "db.table", or "".
-func (c *capture) snapTable() string {
+func (c *Capture) snapTable() string {
 	if !c.snapActive() || len(c.resume.Snapshot.Tables) == 0 {
 		return ""
 	}
@@ -77,7 +77,7 @@ func (c *capture) snapTable() string {
 
 // snapTouch records the keys of a rows event of the table being read and drops them
 // from the pending chunk: the event carries the newer whole row.
-func (c *capture) snapTouch(b *rowsBatch) {
+func (c *Capture) snapTouch(b *rowsBatch) {
 	now := time.Now()
 	s := c.snap
 	touch := func(key []byte) {
@@ -95,7 +95,7 @@ func (c *capture) snapTouch(b *rowsBatch) {
 
 // snapDDL forgets what a DDL may have changed: the table's layout and the chunk read
 // with it (read again after the DDL).
-func (c *capture) snapDDL() {
+func (c *Capture) snapDDL() {
 	if c.snap != nil {
 		c.snap.table, c.snap.pending = nil, nil
 	}
@@ -104,7 +104,7 @@ func (c *capture) snapDDL() {
 // snapStep, at a transaction boundary, starts a requested snapshot, emits the pending
 // chunk once the binlog reached its end, and reads chunks while that end is reached at
 // once (an idle source), for at most a short while: the binlog waits meanwhile.
-func (c *capture) snapStep(ctx context.Context) error {
+func (c *Capture) snapStep(ctx context.Context) error {
 	s := c.snap
 	if s == nil {
 		return nil
@@ -162,45 +162,45 @@ func (c *capture) snapStep(ctx context.Context) error {
 
 // snapReadFailed stops the instance on a fatal error; on another it tries again shortly,
 // the binlog going on meanwhile.
-func (c *capture) snapReadFailed(err error) error {
-	if isFatal(err) {
+func (c *Capture) snapReadFailed(err error) error {
+	if IsFatal(err) {
 		return err
 	}
-	c.log.Warn("snapshot read failed; trying again shortly", "table", c.snapTable(), "err", err)
+	c.Log.Warn("snapshot read failed; trying again shortly", "table", c.snapTable(), "err", err)
 	c.snap.nextRead = time.Now().Add(2 * time.Second)
 	return nil
 }
 
 // snapStart begins the snapshot req asks for, replacing any other.
-func (c *capture) snapStart(ctx context.Context, req cluster.SnapshotRequest) error {
+func (c *Capture) snapStart(ctx context.Context, req cluster.SnapshotRequest) error {
 	s := c.snap
 	tables := req.Tables
 	if len(tables) == 0 {
 		var err error
-		if tables, err = s.src.subscribedTables(ctx, c.filter); err != nil {
-			c.log.Warn("snapshot request: listing the tables failed; trying again at the next request poll", "request", req.ID, "err", err)
+		if tables, err = s.src.subscribedTables(ctx, c.Filter); err != nil {
+			c.Log.Warn("snapshot request: listing the tables failed; trying again at the next request poll", "request", req.ID, "err", err)
 			return nil
 		}
 	}
 	if err := s.src.checkRowImage(ctx); err != nil {
-		if isFatal(err) {
+		if IsFatal(err) {
 			return err
 		}
-		c.log.Warn("snapshot request: reading binlog_row_image failed; trying again at the next request poll", "request", req.ID, "err", err)
+		c.Log.Warn("snapshot request: reading binlog_row_image failed; trying again at the next request poll", "request", req.ID, "err", err)
 		return nil
 	}
 	p := &cluster.SnapshotProgress{Request: req.ID, Tables: tables, StartedAt: time.Now().UTC().Format(time.RFC3339)}
 	if len(tables) == 0 {
 		p.Done = true
 	}
-	c.log.Info("snapshot starting", "request", req.ID, "tables", tables, "chunk_rows", s.opts.ChunkSize(), "rows_per_second", s.opts.RowsPerSecond)
+	c.Log.Info("snapshot starting", "request", req.ID, "tables", tables, "chunk_rows", s.opts.ChunkSize(), "rows_per_second", s.opts.RowsPerSecond)
 	s.table, s.pending, s.lastLog, s.logRows = nil, nil, time.Now(), 0
 	clear(s.touched)
 	return c.snapCommit(ctx, nil, p)
 }
 
 // snapRead reads the next chunk of the table being snapshotted.
-func (c *capture) snapRead(ctx context.Context) error {
+func (c *Capture) snapRead(ctx context.Context) error {
 	s := c.snap
 	p := c.resume.Snapshot
 	name := p.Tables[0]
@@ -239,7 +239,7 @@ func (s *snapshotRun) fetch(ctx context.Context, t *rowenc.Table, after []cluste
 
 // snapTake makes a fetched chunk the pending one, without the rows binlog events changed
 // shortly before the read.
-func (c *capture) snapTake(ctx context.Context, f fetched) error {
+func (c *Capture) snapTake(ctx context.Context, f fetched) error {
 	s := c.snap
 	switch reason := unreadable(f.err); {
 	case errors.Is(f.err, errTableChanged):
@@ -281,9 +281,9 @@ func (c *capture) snapTake(ctx context.Context, f fetched) error {
 }
 
 // snapSkip moves on from the table being read, which it cannot read, saying why.
-func (c *capture) snapSkip(ctx context.Context, reason string) error {
+func (c *Capture) snapSkip(ctx context.Context, reason string) error {
 	p := c.resume.Snapshot
-	c.log.Warn("snapshot: skipping a table it cannot read", "table", p.Tables[0], "reason", reason)
+	c.Log.Warn("snapshot: skipping a table it cannot read", "table", p.Tables[0], "reason", reason)
 	next := p.Next(0)
 	next.Skipped = append(slices.Clip(p.Skipped), p.Tables[0]+": "+reason)
 	c.snap.table = nil
@@ -305,17 +305,17 @@ func unreadable(err error) string {
 
 // snapEmit emits the pending chunk's remaining rows as snapshot messages, with the
 // progress after them as the item's commit.
-func (c *capture) snapEmit(ctx context.Context) error {
+func (c *Capture) snapEmit(ctx context.Context) error {
 	s := c.snap
 	ch := s.pending
 	s.pending = nil
 	p := c.resume.Snapshot
 	rows := slices.DeleteFunc(ch.rows, func(r rowenc.QueryRow) bool { return r == nil })
-	var it item
+	var it Item
 	if len(rows) > 0 {
-		b := &rowsBatch{subs: c.filter.Match(s.table.Database, s.table.Name, rowenc.TypeSnapshot), Event: rowenc.Event{
+		b := &rowsBatch{subs: c.Filter.Match(s.table.Database, s.table.Name, rowenc.TypeSnapshot), Event: rowenc.Event{
 			Table: s.table, Type: rowenc.TypeSnapshot, Rows: rowenc.QueryRows(rows),
-			Meta: rowenc.Meta{Instance: c.inst.ID, TS: time.Now().Unix(), File: ch.end.File, Pos: ch.end.Pos}}}
+			Meta: rowenc.Meta{Instance: c.Inst.ID, TS: time.Now().Unix(), File: ch.end.File, Pos: ch.end.Pos}}}
 		var err error
 		if it, err = c.encode(b, true, 0); err != nil {
 			return err
@@ -324,21 +324,21 @@ func (c *capture) snapEmit(ctx context.Context) error {
 	next := p.AfterChunk(ch.last, int64(len(rows)))
 	if ch.final {
 		next = p.Next(int64(len(rows)))
-		c.log.Info("snapshot: table done", "table", p.Tables[0], "snapshot_rows", next.Rows)
+		c.Log.Info("snapshot: table done", "table", p.Tables[0], "snapshot_rows", next.Rows)
 		s.table = nil
 		clear(s.touched)
 	}
-	return c.snapCommit(ctx, it.msgs, next)
+	return c.snapCommit(ctx, it.Msgs, next)
 }
 
 // snapCommit makes p the progress at the current boundary and sends it as an item's
 // commit, after msgs.
-func (c *capture) snapCommit(ctx context.Context, msgs []bus.Message, p *cluster.SnapshotProgress) error {
+func (c *Capture) snapCommit(ctx context.Context, msgs []bus.Message, p *cluster.SnapshotProgress) error {
 	c.resume.Snapshot = p
 	// No ts: a snapshot chunk moves no binlog position, so it leaves the lag alone.
-	it := item{msgs: msgs, commit: ptr(c.resume)}
+	it := Item{Msgs: msgs, Commit: ptr(c.resume)}
 	for _, m := range msgs {
-		it.bytes += len(m.Key) + len(m.Value)
+		it.Bytes += len(m.Key) + len(m.Value)
 	}
 	s := c.snap
 	if s.onRows != nil {
@@ -346,10 +346,10 @@ func (c *capture) snapCommit(ctx context.Context, msgs []bus.Message, p *cluster
 	}
 	switch now := time.Now(); {
 	case p.Done:
-		c.log.Info("snapshot finished", "request", p.Request, "snapshot_rows", p.Rows, "started_at", p.StartedAt)
+		c.Log.Info("snapshot finished", "request", p.Request, "snapshot_rows", p.Rows, "started_at", p.StartedAt)
 	case now.Sub(s.lastLog) >= 10*time.Second:
 		rate := float64(p.Rows-s.logRows) / now.Sub(s.lastLog).Seconds()
-		c.log.Info("snapshot progress", "request", p.Request, "table", p.Tables[0], "tables_left", len(p.Tables),
+		c.Log.Info("snapshot progress", "request", p.Request, "table", p.Tables[0], "tables_left", len(p.Tables),
 			"snapshot_rows", p.Rows, "rows_per_second", int64(rate))
 		s.lastLog, s.logRows = now, p.Rows
 	}

@@ -1,4 +1,4 @@
-package wave
+package capture
 
 import (
 	"io"
@@ -34,11 +34,11 @@ func TestOnConnectMariaDBFilePosTakesGTIDSetIntegration(t *testing.T) {
 	}
 	after := binlogEnd(t, conn)
 
-	lookUp := func(p cluster.Position) *capture {
+	lookUp := func(p cluster.Position) *Capture {
 		t.Helper()
-		c := &capture{
-			captureOptions: captureOptions{inst: &cluster.Instance{Source: cluster.Source{Flavor: cluster.FlavorMariaDB}}, log: slog.New(slog.NewTextHandler(io.Discard, nil))},
-			resume:         p,
+		c := &Capture{
+			Options: Options{Inst: &cluster.Instance{Source: cluster.Source{Flavor: cluster.FlavorMariaDB}}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+			resume:  p,
 		}
 		var owner binlogOwner
 		if err := c.onConnect(conn, &owner); err != nil {

@@ -1,10 +1,9 @@
-package wave
+package capture
 
 import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -51,7 +50,7 @@ func binlogSeq(file string) int64 {
 
 // initialSnapshotProgress is the progress of the snapshot SnapshotOptions.Initial asks
 // for: every subscribed table, listed now, before the first offset is committed.
-func initialSnapshotProgress(ctx context.Context, inst *cluster.Instance, password string, filter *cluster.Filter) (*cluster.SnapshotProgress, error) {
+func InitialSnapshotProgress(ctx context.Context, inst *cluster.Instance, password string, filter *cluster.Filter) (*cluster.SnapshotProgress, error) {
 	src := snapshotSource{addr: inst.Source.Addr, user: inst.Source.User, password: password}
 	defer src.close()
 	if err := src.checkRowImage(ctx); err != nil {
@@ -63,33 +62,6 @@ func initialSnapshotProgress(ctx context.Context, inst *cluster.Instance, passwo
 	}
 	return &cluster.SnapshotProgress{Request: cluster.InitialSnapshot, Tables: tables, Done: len(tables) == 0,
 		StartedAt: time.Now().UTC().Format(time.RFC3339)}, nil
-}
-
-// pollSnapshotRequests hands the capture the instance's snapshot request whenever it
-// changes (and once when the leadership starts): the capture ignores the request whose
-// progress the offset already carries.
-func (w *Wave) pollSnapshotRequests(ctx context.Context, id string, out chan<- cluster.SnapshotRequest, log *slog.Logger) {
-	t := time.NewTicker(w.opts.PollInterval)
-	defer t.Stop()
-	last := ""
-	for {
-		req, ok, err := cluster.ReadSnapshotRequest(ctx, w.opts.Coord, id)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.Warn("read the snapshot request", "err", err)
-		case ok && req.ID != last:
-			select {
-			case out <- req:
-				last = req.ID
-			default: // the capture has not taken the previous one yet
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 // keyValueOf keeps a primary-key column's value of a query row for resuming after it.

@@ -1,4 +1,4 @@
-package wave
+package capture
 
 import (
 	"bytes"
@@ -66,7 +66,7 @@ func TestGoldenRowMessagesIntegration(t *testing.T) {
 	for _, g := range goldenTypes {
 		exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, v %s)", db, g.name, g.column))
 	}
-	start, err := currentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
+	start, err := CurrentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,23 +82,23 @@ func TestGoldenRowMessagesIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make(chan item, 64)
-	c, err := newCapture(captureOptions{inst: inst, password: a.Password, filter: filter, out: out,
-		log: slog.New(slog.DiscardHandler), backoffMin: 100 * time.Millisecond, backoffMax: time.Second,
-		eventQueue: 64, heartbeat: time.Second}, start)
+	out := make(chan Item, 64)
+	c, err := New(Options{Inst: inst, Password: a.Password, Filter: filter, Out: out,
+		Log: slog.New(slog.DiscardHandler), BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second,
+		EventQueue: 64, Heartbeat: time.Second}, start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go c.run(cctx)
+	go c.Run(cctx)
 
 	want := 3 * len(goldenTypes)
 	byTable := map[string][]string{}
 	for n := 0; n < want; {
 		select {
 		case it := <-out:
-			for _, m := range it.msgs {
+			for _, m := range it.Msgs {
 				table, line := maskMessage(t, m.Value)
 				byTable[table] = append(byTable[table], fmt.Sprintf("key %s\n%s", m.Key, line))
 				n++

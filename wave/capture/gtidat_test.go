@@ -1,4 +1,4 @@
-package wave
+package capture
 
 import (
 	"fmt"
@@ -54,9 +54,9 @@ func fakeMySQLSource() *fakeMySQL {
 func TestOnConnectMySQLFilePosTakesGTIDSet(t *testing.T) {
 	src := fakeMySQLSource()
 	conn := src.connect(t)
-	c := &capture{
-		captureOptions: captureOptions{inst: &cluster.Instance{Source: cluster.Source{Flavor: cluster.FlavorMySQL}}, log: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		resume:         cluster.Position{File: binlogFile, Pos: 700},
+	c := &Capture{
+		Options: Options{Inst: &cluster.Instance{Source: cluster.Source{Flavor: cluster.FlavorMySQL}}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		resume:  cluster.Position{File: binlogFile, Pos: 700},
 	}
 	var owner binlogOwner
 	if err := c.onConnect(conn, &owner); err != nil {

@@ -1,4 +1,4 @@
-package wave
+package capture
 
 import (
 	"bytes"
@@ -35,50 +35,54 @@ type fatalError struct{ err error }
 func (e *fatalError) Error() string { return e.err.Error() }
 func (e *fatalError) Unwrap() error { return e.err }
 
-func isFatal(err error) bool {
+// Fatal marks err as an error that retrying cannot fix: the instance stops.
+func Fatal(err error) error { return &fatalError{err} }
+
+// IsFatal reports whether err, or an error it wraps, was marked Fatal.
+func IsFatal(err error) bool {
 	var f *fatalError
 	return errors.As(err, &f)
 }
 
-// item is what the capture stage hands the publisher: the messages of one rows event,
+// Item is what the capture stage hands the publisher: the messages of one rows event,
 // and/or a transaction boundary reached after them.
-type item struct {
-	msgs   []bus.Message
-	bytes  int
-	commit *cluster.Position // the boundary after msgs: safe to resume from once msgs are acknowledged
-	ts     int64             // binlog timestamp of the newest event in the item (a heartbeat's: when it came)
-	// heartbeat is the number (lagTracker.saw) of the source heartbeat the item stands
+type Item struct {
+	Msgs   []bus.Message
+	Bytes  int
+	Commit *cluster.Position // the boundary after Msgs: safe to resume from once Msgs are acknowledged
+	TS     int64             // binlog timestamp of the newest event in the item (a heartbeat's: when it came)
+	// Heartbeat is the number (LagTracker.Saw) of the source heartbeat the item stands
 	// for: the source had nothing newer then. 0: not a heartbeat.
-	heartbeat uint64
+	Heartbeat uint64
 }
 
-// captureOptions configures the capture stage.
-type captureOptions struct {
-	inst     *cluster.Instance
-	password string
-	filter   *cluster.Filter
-	log      *slog.Logger
-	out      chan<- item
-	maxBytes int // largest key+value accepted; 0 = unlimited
-	onSkip   func()
-	onError  func(error) // a retried error (reconnects): counted and shown in status
-	onConn   func()      // connected (clears a retried error from status)
+// Options configures the capture stage.
+type Options struct {
+	Inst     *cluster.Instance
+	Password string
+	Filter   *cluster.Filter
+	Log      *slog.Logger
+	Out      chan<- Item
+	MaxBytes int // largest key+value accepted; 0 = unlimited
+	OnSkip   func()
+	OnError  func(error) // a retried error (reconnects): counted and shown in status
+	OnConn   func()      // connected (clears a retried error from status)
 	// backoff bounds for reconnecting to the source
-	backoffMin, backoffMax time.Duration
-	eventQueue             int
-	heartbeat              time.Duration
-	lag                    *lagTracker // counts the events read (nil: no lag kept)
-	// snapshot: the instance's snapshot options, the requests the leader polls from the
+	BackoffMin, BackoffMax time.Duration
+	EventQueue             int
+	Heartbeat              time.Duration
+	Lag                    *LagTracker // counts the events read (nil: no lag kept)
+	// Snapshot: the instance's snapshot options, the requests the leader polls from the
 	// coordinator, and a callback with the progress (rows emitted, tables left).
-	snapshot         *cluster.SnapshotOptions
-	snapshotRequests <-chan cluster.SnapshotRequest
-	onSnapshot       func(rows, tablesLeft int)
+	Snapshot         *cluster.SnapshotOptions
+	SnapshotRequests <-chan cluster.SnapshotRequest
+	OnSnapshot       func(rows, tablesLeft int)
 }
 
-// capture reads the source's binlog and turns it into items. It reconnects by itself
+// Capture reads the source's binlog and turns it into items. It reconnects by itself
 // (from the last transaction boundary it read) on connection errors, with backoff.
-type capture struct {
-	captureOptions
+type Capture struct {
+	Options
 	sc *schema
 
 	// resume is the last transaction boundary read: where a reconnect starts.
@@ -114,17 +118,17 @@ type rowsBatch struct {
 	subs []int
 }
 
-func newCapture(o captureOptions, start cluster.Position) (*capture, error) {
-	c := &capture{captureOptions: o, resume: start, ddlTables: newDDLParser()}
-	c.sc = newSchema(o.inst.Source.Addr, o.inst.Source.User, o.password, o.log)
-	opts := o.snapshot
+func New(o Options, start cluster.Position) (*Capture, error) {
+	c := &Capture{Options: o, resume: start, ddlTables: newDDLParser()}
+	c.sc = newSchema(o.Inst.Source.Addr, o.Inst.Source.User, o.Password, o.Log)
+	opts := o.Snapshot
 	if opts == nil {
 		opts = &cluster.SnapshotOptions{}
 	}
-	c.snap = &snapshotRun{src: snapshotSource{addr: o.inst.Source.Addr, user: o.inst.Source.User, password: o.password},
-		opts: opts, requests: o.snapshotRequests, touched: map[string]time.Time{}, onRows: o.onSnapshot, lastLog: time.Now()}
+	c.snap = &snapshotRun{src: snapshotSource{addr: o.Inst.Source.Addr, user: o.Inst.Source.User, password: o.Password},
+		opts: opts, requests: o.SnapshotRequests, touched: map[string]time.Time{}, onRows: o.OnSnapshot, lastLog: time.Now()}
 	if start.GTIDSet != "" {
-		gs, err := mysql.ParseGTIDSet(o.inst.Source.Flavor, start.GTIDSet)
+		gs, err := mysql.ParseGTIDSet(o.Inst.Source.Flavor, start.GTIDSet)
 		if err != nil {
 			return nil, &fatalError{fmt.Errorf("offset gtid_set %q: %w", start.GTIDSet, err)}
 		}
@@ -134,7 +138,7 @@ func newCapture(o captureOptions, start cluster.Position) (*capture, error) {
 }
 
 // currentPosition asks the source where its binlog ends now: the start of a first capture.
-func currentPosition(ctx context.Context, addr, user, password, flavor string) (cluster.Position, error) {
+func CurrentPosition(ctx context.Context, addr, user, password, flavor string) (cluster.Position, error) {
 	conn, err := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
 	if err != nil {
 		return cluster.Position{}, fmt.Errorf("connect to %s as %s: %w", addr, user, err)
@@ -178,26 +182,26 @@ func positionNow(conn *client.Conn, flavor string) (cluster.Position, error) {
 	return p, nil
 }
 
-// run captures until ctx ends (nil) or a fatal error.
-func (c *capture) run(ctx context.Context) error {
+// Run captures until ctx ends (nil) or a fatal error.
+func (c *Capture) Run(ctx context.Context) error {
 	defer c.sc.close()
 	defer c.snap.src.close()
-	bo := backoff.New(c.backoffMin, c.backoffMax)
+	bo := backoff.New(c.BackoffMin, c.BackoffMax)
 	for {
 		read, err := c.session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if isFatal(err) {
+		if IsFatal(err) {
 			return err
 		}
 		if read {
 			bo.Reset()
 		}
 		wait := bo.NextBackOff()
-		c.log.Warn("binlog connection failed; reconnecting", "resume", c.resume.String(), "backoff", wait, "err", err)
-		if c.onError != nil {
-			c.onError(err)
+		c.Log.Warn("binlog connection failed; reconnecting", "resume", c.resume.String(), "backoff", wait, "err", err)
+		if c.OnError != nil {
+			c.OnError(err)
 		}
 		select {
 		case <-ctx.Done():
@@ -209,8 +213,8 @@ func (c *capture) run(ctx context.Context) error {
 
 // session is one binlog connection. read reports whether it got any event (so the
 // backoff restarts).
-func (c *capture) session(ctx context.Context) (read bool, err error) {
-	src := c.inst.Source
+func (c *Capture) session(ctx context.Context) (read bool, err error) {
+	src := c.Inst.Source
 	host, portStr, _ := net.SplitHostPort(src.Addr)
 	port, _ := strconv.ParseUint(portStr, 10, 16)
 	var owner binlogOwner // set by onConnect
@@ -221,16 +225,16 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 		Host:                    host,
 		Port:                    uint16(port),
 		User:                    src.User,
-		Password:                c.password,
+		Password:                c.Password,
 		Charset:                 "utf8mb4",
 		TimestampStringLocation: time.UTC,
 		ParseTime:               true,                // temporal values formatted by rowenc.EncodeRow, not fmt.Sprintf
 		RowsEventDecodeFunc:     rowenc.DecodeHeader, // rows are read by the capture (c.rows)
-		HeartbeatPeriod:         c.heartbeat,
-		ReadTimeout:             3*c.heartbeat + 5*time.Second,
+		HeartbeatPeriod:         c.Heartbeat,
+		ReadTimeout:             3*c.Heartbeat + 5*time.Second,
 		DisableRetrySync:        true, // reconnects are ours: from a transaction boundary, with backoff
-		EventCacheCount:         c.eventQueue,
-		Logger:                  goMySQLLogger(c.log, c.password),
+		EventCacheCount:         c.EventQueue,
+		Logger:                  goMySQLLogger(c.Log, c.Password),
 		DiscardGTIDSet:          true, // we track the set ourselves, at transaction boundaries
 		Dialer:                  dial.dial,
 		Option:                  func(conn *client.Conn) error { return c.onConnect(conn, &owner) },
@@ -246,7 +250,7 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 	c.file = c.resume.File
 	c.readPos = cluster.Position{}
 	c.snap.table, c.snap.pending = nil, nil // read again: the binlog is read again from c.resume
-	c.lag.saw()                             // a new connection: caught up again at its first heartbeat
+	c.Lag.Saw()                             // a new connection: caught up again at its first heartbeat
 	var streamer *replication.BinlogStreamer
 	if c.gset != nil {
 		streamer, err = syncer.StartSyncGTID(c.gset.Clone())
@@ -258,7 +262,7 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 	}
 	if c.announce {
 		c.announce = false
-		if err := c.send(ctx, item{commit: ptr(c.resume)}); err != nil {
+		if err := c.send(ctx, Item{Commit: ptr(c.resume)}); err != nil {
 			return false, err // ctx ended
 		}
 	}
@@ -280,11 +284,11 @@ func (c *capture) session(ctx context.Context) (read bool, err error) {
 		}
 		if !read {
 			read = true
-			if c.onConn != nil {
-				c.onConn()
+			if c.OnConn != nil {
+				c.OnConn()
 			}
 		}
-		c.seen = c.lag.saw()
+		c.seen = c.Lag.Saw()
 		if err := c.handle(ctx, ev); err != nil {
 			return read, err
 		}
@@ -307,7 +311,7 @@ var errNoEventYet = errors.New("no binlog event yet")
 // nextEvent is the next binlog event. While a snapshot waits for its next read or
 // emission it waits only a moment, so that the snapshot goes on while the source is
 // idle.
-func (c *capture) nextEvent(ctx context.Context, streamer *replication.BinlogStreamer) (*replication.BinlogEvent, error) {
+func (c *Capture) nextEvent(ctx context.Context, streamer *replication.BinlogStreamer) (*replication.BinlogEvent, error) {
 	if !c.snapActive() && len(c.snap.requests) == 0 {
 		return streamer.GetEvent(ctx)
 	}
@@ -332,16 +336,16 @@ func classify(err error) error {
 	return err
 }
 
-func (c *capture) send(ctx context.Context, it item) error {
+func (c *Capture) send(ctx context.Context, it Item) error {
 	select {
-	case c.out <- it:
+	case c.Out <- it:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-func (c *capture) handle(ctx context.Context, ev *replication.BinlogEvent) error {
+func (c *Capture) handle(ctx context.Context, ev *replication.BinlogEvent) error {
 	h := ev.Header
 	switch e := ev.Event.(type) {
 	case *replication.RotateEvent:
@@ -397,32 +401,32 @@ func (c *capture) handle(ctx context.Context, ev *replication.BinlogEvent) error
 		// capture is caught up (Lag). go-mysql parses both heartbeat versions into this
 		// type; one mid-transaction says nothing (the rest is still to come).
 		if !c.inTxn {
-			return c.send(ctx, item{heartbeat: c.seen, ts: time.Now().Unix()})
+			return c.send(ctx, Item{Heartbeat: c.seen, TS: time.Now().Unix()})
 		}
 	}
 	return nil
 }
 
 // nextGSet is the GTID set as it will be after the current transaction commits.
-func (c *capture) nextGSet() mysql.GTIDSet {
+func (c *Capture) nextGSet() mysql.GTIDSet {
 	if c.txGSet == nil && c.gset != nil {
 		c.txGSet = c.gset.Clone()
 	}
 	return c.txGSet
 }
 
-func (c *capture) beginTxn(gtid string) {
+func (c *Capture) beginTxn(gtid string) {
 	c.inTxn = true
 	c.txGTID = gtid
 	c.txGSet = nil
 }
 
-func (c *capture) tableMap(ctx context.Context, tm *replication.TableMapEvent) error {
+func (c *Capture) tableMap(ctx context.Context, tm *replication.TableMapEvent) error {
 	if t, ok := c.tables[tm.TableID]; ok && t.SameLayout(tm) {
 		t.SetMap(tm)
 		return nil
 	}
-	t, err := buildTable(ctx, tm, c.inst.Source.Flavor, c.sc)
+	t, err := buildTable(ctx, tm, c.Inst.Source.Flavor, c.sc)
 	if err != nil {
 		return err
 	}
@@ -432,7 +436,7 @@ func (c *capture) tableMap(ctx context.Context, tm *replication.TableMapEvent) e
 	return nil
 }
 
-func (c *capture) rows(ctx context.Context, h *replication.EventHeader, et replication.EventType, e *replication.RowsEvent) error {
+func (c *Capture) rows(ctx context.Context, h *replication.EventHeader, et replication.EventType, e *replication.RowsEvent) error {
 	t, ok := c.tables[e.TableID]
 	if !ok {
 		return fmt.Errorf("rows event for unknown table id %d at %s:%d", e.TableID, c.file, h.LogPos)
@@ -449,7 +453,7 @@ func (c *capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 		return nil
 	}
 	c.inTxn = true
-	subs := c.filter.Match(t.Database, t.Name, typ)
+	subs := c.Filter.Match(t.Database, t.Name, typ)
 	// The table a snapshot reads: every change counts, subscribed or not.
 	snapshotting := c.snapActive() && c.snapTable() == t.Database+"."+t.Name
 	if len(subs) == 0 && !snapshotting {
@@ -460,7 +464,7 @@ func (c *capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 	}
 	b := &rowsBatch{subs: subs, Event: rowenc.Event{
 		Table: t, Type: typ,
-		Meta: rowenc.Meta{Instance: c.inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos},
+		Meta: rowenc.Meta{Instance: c.Inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos},
 	}}
 	var err error
 	if b.Rows, err = c.reader.Read(et, e, t, typ); err != nil {
@@ -478,14 +482,14 @@ func (c *capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 
 // flush encodes and sends the held-back rows event; commit marks its last row as the
 // transaction's last.
-func (c *capture) flush(ctx context.Context, commit bool, xid uint64) error {
+func (c *Capture) flush(ctx context.Context, commit bool, xid uint64) error {
 	b := c.pending
 	if b == nil {
 		return nil
 	}
 	c.pending = nil
 	it, err := c.encode(b, commit, xid)
-	if err != nil || len(it.msgs) == 0 {
+	if err != nil || len(it.Msgs) == 0 {
 		return err
 	}
 	return c.send(ctx, it)
@@ -493,26 +497,26 @@ func (c *capture) flush(ctx context.Context, commit bool, xid uint64) error {
 
 // encode encodes a rows event's images into its messages, one per row and
 // subscription.
-func (c *capture) encode(b *rowsBatch, commit bool, xid uint64) (item, error) {
+func (c *Capture) encode(b *rowsBatch, commit bool, xid uint64) (Item, error) {
 	c.keys = c.keys[:0]
 	for _, si := range b.subs {
-		c.keys = append(c.keys, c.filter.Subscription(si).PartitionBy)
+		c.keys = append(c.keys, c.Filter.Subscription(si).PartitionBy)
 	}
-	it := item{ts: b.Meta.TS}
+	it := Item{TS: b.Meta.TS}
 	msgs, err := c.enc.Encode(&b.Event, c.keys, commit, xid, c.keep)
 	if err != nil {
 		return it, &fatalError{err}
 	}
-	it.msgs = make([]bus.Message, 0, len(msgs))
+	it.Msgs = make([]bus.Message, 0, len(msgs))
 	for _, m := range msgs {
-		it.msgs = append(it.msgs, bus.Message{Topic: c.filter.Subscription(b.subs[m.By]).Topic, Key: m.Key, Value: m.Value})
-		it.bytes += len(m.Key) + len(m.Value)
+		it.Msgs = append(it.Msgs, bus.Message{Topic: c.Filter.Subscription(b.subs[m.By]).Topic, Key: m.Key, Value: m.Value})
+		it.Bytes += len(m.Key) + len(m.Value)
 	}
 	return it, nil
 }
 
 // keep is the encoder's check of each message: its size (checkSize).
-func (c *capture) keep(ev *rowenc.Event, key, value []byte, m rowenc.Meta) (bool, error) {
+func (c *Capture) keep(ev *rowenc.Event, key, value []byte, m rowenc.Meta) (bool, error) {
 	err := c.checkSize(key, value, ev.Table, m)
 	if errors.Is(err, errSkip) {
 		return false, nil
@@ -522,33 +526,33 @@ func (c *capture) keep(ev *rowenc.Event, key, value []byte, m rowenc.Meta) (bool
 
 var errSkip = errors.New("skip")
 
-func (c *capture) checkSize(key, value []byte, t *rowenc.Table, m rowenc.Meta) error {
-	if c.maxBytes <= 0 || len(key)+len(value) <= c.maxBytes {
+func (c *Capture) checkSize(key, value []byte, t *rowenc.Table, m rowenc.Meta) error {
+	if c.MaxBytes <= 0 || len(key)+len(value) <= c.MaxBytes {
 		return nil
 	}
-	if c.inst.OnTooLarge == cluster.TooLargeSkip {
-		c.log.Warn("row message larger than the sink accepts: skipped (on_too_large: skip)",
-			"table", t.Database+"."+t.Name, "bytes", len(key)+len(value), "limit", c.maxBytes, "file", m.File, "pos", m.Pos)
-		if c.onSkip != nil {
-			c.onSkip()
+	if c.Inst.OnTooLarge == cluster.TooLargeSkip {
+		c.Log.Warn("row message larger than the sink accepts: skipped (on_too_large: skip)",
+			"table", t.Database+"."+t.Name, "bytes", len(key)+len(value), "limit", c.MaxBytes, "file", m.File, "pos", m.Pos)
+		if c.OnSkip != nil {
+			c.OnSkip()
 		}
 		return errSkip
 	}
 	return &fatalError{fmt.Errorf("%w: %s.%s at %s:%d is %d bytes, the limit %d (set on_too_large: skip to drop such rows)",
-		ErrMessageTooLarge, t.Database, t.Name, m.File, m.Pos, len(key)+len(value), c.maxBytes)}
+		ErrMessageTooLarge, t.Database, t.Name, m.File, m.Pos, len(key)+len(value), c.MaxBytes)}
 }
 
 // endTxn closes a transaction: the held rows event gets the commit flag, and the boundary
 // after it becomes the resume position.
-func (c *capture) endTxn(ctx context.Context, h *replication.EventHeader, xid uint64) error {
+func (c *Capture) endTxn(ctx context.Context, h *replication.EventHeader, xid uint64) error {
 	if err := c.flush(ctx, true, xid); err != nil {
 		return err
 	}
 	c.boundary(h)
-	return c.send(ctx, item{commit: ptr(c.resume), ts: int64(h.Timestamp)})
+	return c.send(ctx, Item{Commit: ptr(c.resume), TS: int64(h.Timestamp)})
 }
 
-func (c *capture) boundary(h *replication.EventHeader) {
+func (c *Capture) boundary(h *replication.EventHeader) {
 	c.inTxn = false
 	if c.txGSet != nil {
 		c.gset = c.txGSet

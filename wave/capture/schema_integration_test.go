@@ -1,4 +1,4 @@
-package wave
+package capture
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func TestColumnCountMismatchIsFatalIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := newCapture(captureOptions{inst: inst, password: a.Password, filter: filter, log: slog.New(slog.DiscardHandler)}, start)
+	c, err := New(Options{Inst: inst, Password: a.Password, Filter: filter, Log: slog.New(slog.DiscardHandler)}, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestColumnCountMismatchIsFatalIntegration(t *testing.T) {
 	if err == nil {
 		t.Fatal("a TABLE_MAP of 2 unnamed columns against a schema of 3 decoded without error")
 	}
-	if !isFatal(err) {
+	if !IsFatal(err) {
 		t.Errorf("error %q is retried (the instance would loop reconnecting); want it fatal", err)
 	}
 	if want := fmt.Sprintf("table %s.t: binlog has 2 columns, the schema 3", db); !strings.Contains(err.Error(), want) {
@@ -72,7 +72,7 @@ func tableAt(t *testing.T, ctx context.Context, a testenv.MySQLAddr, prefix, col
 	t.Helper()
 	db, exec, _ := testenv.ScratchDatabase(t, prefix)
 	exec("CREATE TABLE " + db + ".t " + columns)
-	start, err := currentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
+	start, err := CurrentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
 	if err != nil {
 		t.Fatal(err)
 	}

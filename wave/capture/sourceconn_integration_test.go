@@ -1,4 +1,4 @@
-package wave
+package capture
 
 import (
 	"context"

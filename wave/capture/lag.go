@@ -1,4 +1,4 @@
-package wave
+package capture
 
 import (
 	"math"
@@ -8,14 +8,14 @@ import (
 	"github.com/binlake/binlake/wave/cluster"
 )
 
-// lagTracker follows the lag of one leadership term of an instance: the capture counts
+// LagTracker follows the lag of one leadership term of an instance: the capture counts
 // what it reads, the publisher reports each batch acknowledged in order, and the
 // readers (the metric, /status, the status record) take its state. A term's lag is
 // unknown until its first transaction or heartbeat is acknowledged: the position it
 // resumed from may be an hour old on a source that wrote nothing since (0) or a
 // great deal (an hour), which only reading tells. A nil tracker (a test's capture or
 // publisher) does nothing.
-type lagTracker struct {
+type LagTracker struct {
 	mu sync.Mutex
 	// read counts the binlog events read and the connections opened: a heartbeat's
 	// number, compared with it, says whether anything was read after the heartbeat.
@@ -28,9 +28,9 @@ type lagTracker struct {
 	recorded cluster.LagState
 }
 
-// saw counts a binlog event read, or a connection opened (after which the source's end
+// Saw counts a binlog event read, or a connection opened (after which the source's end
 // is not known until its first heartbeat), and returns its number.
-func (l *lagTracker) saw() uint64 {
+func (l *LagTracker) Saw() uint64 {
 	if l == nil {
 		return 0
 	}
@@ -40,11 +40,11 @@ func (l *lagTracker) saw() uint64 {
 	return l.read
 }
 
-// acked reports a batch acknowledged, after every batch before it: ts is the time of
+// Acked reports a batch acknowledged, after every batch before it: ts is the time of
 // its last item that has one (0: none), heartbeat the number of its last heartbeat (0:
 // none). Whatever was read after that heartbeat has a higher number, so the capture is
 // caught up only if nothing was.
-func (l *lagTracker) acked(ts int64, heartbeat uint64) {
+func (l *LagTracker) Acked(ts int64, heartbeat uint64) {
 	if l == nil {
 		return
 	}
@@ -58,9 +58,9 @@ func (l *lagTracker) acked(ts int64, heartbeat uint64) {
 	}
 }
 
-// state is the lag's state now: caught up while nothing was read after the last
+// State is the lag's state now: caught up while nothing was read after the last
 // heartbeat acknowledged.
-func (l *lagTracker) state() cluster.LagState {
+func (l *LagTracker) State() cluster.LagState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return cluster.LagState{TS: l.ts, CaughtUp: l.quiet > 0 && l.quiet == l.read}
@@ -71,11 +71,11 @@ func (l *lagTracker) state() cluster.LagState {
 // not at every batch or heartbeat.
 const lagRecordSlack = 2 * time.Second
 
-// stale reports whether the status record's lag needs rewriting: the record has none
+// Stale reports whether the status record's lag needs rewriting: the record has none
 // while the wave's is known, or the lag computed from it is lagRecordSlack or more
 // away from the wave's own.
-func (l *lagTracker) stale(now time.Time) bool {
-	s := l.state()
+func (l *LagTracker) Stale(now time.Time) bool {
+	s := l.State()
 	l.mu.Lock()
 	rec := l.recorded
 	l.mu.Unlock()
@@ -88,8 +88,8 @@ func (l *lagTracker) stale(now time.Time) bool {
 	return math.Abs(cluster.Lag(s, now)-cluster.Lag(rec, now)) >= lagRecordSlack.Seconds()
 }
 
-// wrote notes the state written into the status record.
-func (l *lagTracker) wrote(s cluster.LagState) {
+// Wrote notes the state written into the status record.
+func (l *LagTracker) Wrote(s cluster.LagState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.recorded = s

@@ -1,4 +1,4 @@
-package wave
+package capture
 
 import (
 	"context"
@@ -122,21 +122,21 @@ func killStale(ctx context.Context, addr, user, password, flavor string, owner b
 
 // endSession ends what is left of a finished session's binlog connection on the source
 // (killStale), logging the outcome: a failure only delays the source's own cleanup.
-func (c *capture) endSession(owner binlogOwner) {
+func (c *Capture) endSession(owner binlogOwner) {
 	if owner.connID == 0 {
 		return // the session never got a connection
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
 	defer cancel()
-	src := c.inst.Source
-	killed, reason, err := killStale(ctx, src.Addr, src.User, c.password, src.Flavor, owner)
+	src := c.Inst.Source
+	killed, reason, err := killStale(ctx, src.Addr, src.User, c.Password, src.Flavor, owner)
 	switch {
 	case err != nil:
-		c.log.Info("stale binlog connection left to the source", "conn_id", owner.connID, "err", err)
+		c.Log.Info("stale binlog connection left to the source", "conn_id", owner.connID, "err", err)
 	case killed:
-		c.log.Info("stale binlog connection killed", "conn_id", owner.connID, "server", owner.String())
+		c.Log.Info("stale binlog connection killed", "conn_id", owner.connID, "server", owner.String())
 	default:
-		c.log.Info("stale binlog connection not killed", "conn_id", owner.connID, "reason", reason)
+		c.Log.Info("stale binlog connection not killed", "conn_id", owner.connID, "reason", reason)
 	}
 }
 
@@ -144,8 +144,8 @@ func (c *capture) endSession(owner binlogOwner) {
 // records who owns the connection, and on an instance started by file/pos without a GTID
 // set, takes the GTID position of that file/pos from the server that wrote the file (the
 // one this connection reads), once.
-func (c *capture) onConnect(conn *client.Conn, owner *binlogOwner) error {
-	o, err := identify(conn, c.inst.Source.Flavor)
+func (c *Capture) onConnect(conn *client.Conn, owner *binlogOwner) error {
+	o, err := identify(conn, c.Inst.Source.Flavor)
 	if err != nil {
 		return err
 	}
@@ -153,19 +153,23 @@ func (c *capture) onConnect(conn *client.Conn, owner *binlogOwner) error {
 	if c.gset != nil || c.gtidLookedUp {
 		return nil
 	}
-	gs, why, err := gtidAt(conn, c.inst.Source.Flavor, c.resume.File, c.resume.Pos)
+	gs, why, err := gtidAt(conn, c.Inst.Source.Flavor, c.resume.File, c.resume.Pos)
 	if err != nil {
 		return err
 	}
 	c.gtidLookedUp = true
 	if gs == nil {
-		c.log.Warn("start by file/pos kept: the instance resumes by file name, which does not survive a switch of the source to another server; start it by gtid_set",
+		c.Log.Warn("start by file/pos kept: the instance resumes by file name, which does not survive a switch of the source to another server; start it by gtid_set",
 			"position", c.resume.String(), "reason", why)
 		return nil
 	}
 	c.gset = gs
 	c.resume.GTIDSet = gs.String()
 	c.announce = true
-	c.log.Info("start by file/pos: resuming by GTID from here", "position", c.resume.String())
+	c.Log.Info("start by file/pos: resuming by GTID from here", "position", c.resume.String())
 	return nil
 }
+
+// ErrBinlogOff reports a source that writes no binlog: there is nothing to capture until
+// an operator turns log_bin on.
+var ErrBinlogOff = errors.New("the source writes no binlog: turn log_bin on")
