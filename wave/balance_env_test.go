@@ -23,7 +23,7 @@ import (
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/store/sqlite"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/balancer"
 	"github.com/binlake/binlake/wave/cluster"
 )
 
@@ -387,7 +387,7 @@ collectors:
 // balancerStatus reads the "balancer" part of the balancer wave's /status.
 func (e *balanceEnv) balancerStatus() (st struct {
 	Leader, Auto bool
-	Moves        []wave.MoveResult
+	Moves        []balancer.MoveResult
 }) {
 	l, err := e.c.Leader(e.ctx, cluster.BalancerLeaderKey)
 	if err != nil {

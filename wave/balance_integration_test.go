@@ -16,7 +16,7 @@ import (
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/client"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/balancer"
 	"github.com/binlake/binlake/wave/cluster"
 )
 
@@ -145,7 +145,7 @@ func TestBalancerScaleOutIntegration(t *testing.T) {
 		t.Errorf("balancer status %+v: want the leader in automatic mode with 3 moves", st)
 	}
 	for _, m := range st.Moves {
-		if m.Reason != "spread" || m.Result != wave.MoveDone || m.To != "wave-d" || m.SettledS <= 0 {
+		if m.Reason != "spread" || m.Result != balancer.MoveDone || m.To != "wave-d" || m.SettledS <= 0 {
 			t.Errorf("move on the status page %+v: want a settled spread move to wave-d", m)
 		}
 	}
@@ -195,7 +195,7 @@ func TestBalancerRebalanceIntegration(t *testing.T) {
 	jc := &client.Client{URL: judgeURL}
 	var plan *api.RebalanceAnswer
 	e.waitFor("the judge to know every instance's rate", func() bool {
-		ans, err := wave.PlanRebalance(ctx, e.c, jc)
+		ans, err := balancer.PlanRebalance(ctx, e.c, jc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ func TestBalancerRebalanceIntegration(t *testing.T) {
 	// the spread is within the band and nothing more is planned.
 	var final *api.RebalanceAnswer
 	e.waitFor("the judge's plan for the new layout to be empty and in band", func() bool {
-		ans, err := wave.PlanRebalance(ctx, e.c, jc)
+		ans, err := balancer.PlanRebalance(ctx, e.c, jc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/balancer"
 	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/sink"
 )
@@ -27,7 +28,7 @@ func TestBalancerFailoverFallback(t *testing.T) {
 	dead.Close() // a judge that refuses connections
 	for _, tc := range []struct {
 		name    string
-		planner wave.Planner
+		planner balancer.Planner
 		reason  string
 	}{
 		{"no judge", nil, "no_judge"},

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/binlake/binlake/internal/metric/waveprom"
-	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/wave/balancer"
 	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
 )
@@ -36,13 +36,7 @@ type metrics struct {
 	// snapshotRows and snapshotTables: the instance's current or last snapshot.
 	snapshotRows   *prometheus.GaugeVec
 	snapshotTables *prometheus.GaugeVec
-	// The balancer's series (balance.go).
-	balancerLeader    prometheus.Gauge
-	balancerMoves     *prometheus.CounterVec
-	balancerFallbacks *prometheus.CounterVec
-	balancerSpread    prometheus.Gauge
-	balancerMeanLoad  prometheus.Gauge
-	balancerMeanUtil  prometheus.Gauge
+	balancer       balancer.Metrics // the balancer's series
 }
 
 func newMetrics() *metrics {
@@ -81,21 +75,8 @@ func newMetrics() *metrics {
 			Help: "Rows the instance's current or last snapshot emitted so far."}, inst),
 		snapshotTables: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_snapshot_tables_remaining",
 			Help: "Tables the instance's snapshot has still to read; 0 once it finished."}, inst),
-		balancerLeader: f.NewGauge(prometheus.GaugeOpts{Name: waveprom.BalancerLeader,
-			Help: "1 while this wave is the cluster's balancer."}),
-		balancerMoves: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_moves_total",
-			Help: "Instance moves this wave made as the balancer, by reason (failover, hard_max, spread) and result (assigned, done, skipped, failed)."},
-			[]string{"reason", "result"}),
-		balancerFallbacks: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_fallbacks_total",
-			Help: "Failovers placed by fewest instances because the judge was not configured (no_judge) or did not answer (judge_error)."},
-			[]string{"reason"}),
-		balancerSpread: f.NewGauge(prometheus.GaugeOpts{Name: "binlake_wave_balancer_spread",
-			Help: "The load spread (highest minus lowest wave: peak utilisation, or rows/s in the rows model) of the balancer's last plan."}),
-		balancerMeanLoad: f.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanLoad,
-			Help: "The mean load of the live waves in rows/s plus a floor per instance, in the balancer's last plan when the judge planned in the rows model (no cores or CPU to plan in utilisation); 0 on the other waves and in the utilisation model. Its agent reports it as wave.cluster_load."}),
+		balancer: balancer.NewMetrics(f),
 	}
-	m.balancerMeanUtil = f.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanUtil,
-		Help: "The live waves' mean peak utilisation (CPU cores over the hosts' cores, each wave weighed by its cores) in the balancer's last plan, when the judge planned in utilisation; 0 on the other waves and in the rows model. Its agent reports it as wave.cluster_utilisation, which the capacity alert watches."})
 	reg.MustRegister(m.lag, // a collector of its own, computed at each scrape
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
 			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)})),
@@ -131,34 +112,6 @@ func (m *metrics) setState(st InstanceStatus) {
 
 func (m *metrics) dropState(id string) {
 	m.running.DeletePartialMatch(prometheus.Labels{waveprom.LabelInstance: id})
-}
-
-// observePlan shows the cluster's load as the balancer's last plan saw it: in the
-// utilisation model the mean peak utilisation weighed by cores, in the rows model the
-// mean load in rows/s.
-func (m *metrics) observePlan(ans *api.RebalanceAnswer) {
-	m.balancerSpread.Set(ans.SpreadBefore)
-	if ans.Model == api.ModelUtilisation {
-		var sum, cores float64
-		for _, w := range ans.Waves {
-			if w.Alive {
-				sum, cores = sum+w.PeakBefore*w.Cores, cores+w.Cores
-			}
-		}
-		if cores > 0 {
-			m.balancerMeanUtil.Set(sum / cores)
-		}
-		m.balancerMeanLoad.Set(0)
-		return
-	}
-	m.balancerMeanUtil.Set(0)
-	var sum float64
-	for _, l := range ans.Before {
-		sum += l
-	}
-	if len(ans.Before) > 0 {
-		m.balancerMeanLoad.Set(sum / float64(len(ans.Before)))
-	}
 }
 
 // lagGauge is binlake_wave_lag_seconds: each instance's Lag, computed from its tracker

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
+	"github.com/binlake/binlake/wave/balancer"
 	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
 )
@@ -35,21 +36,24 @@ func TestMetricsLint(t *testing.T) {
 	m.instError.WithLabelValues("i").Set(1)
 	m.snapshotRows.WithLabelValues("i").Set(3)
 	m.snapshotTables.WithLabelValues("i").Set(0)
-	m.balancerLeader.Set(1)
-	m.balancerMoves.WithLabelValues("failover", "done").Inc()
-	m.balancerFallbacks.WithLabelValues("no_judge").Inc()
-	m.balancerSpread.Set(2)
-	m.balancerMeanLoad.Set(3)
+	m.balancer.Leader.Set(1)
+	m.balancer.Moves.WithLabelValues("failover", "done").Inc()
+	m.balancer.Fallbacks.WithLabelValues("no_judge").Inc()
+	m.balancer.Spread.Set(2)
+	m.balancer.MeanLoad.Set(3)
 
 	mfs, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every collector of the struct (one family each) shows a series, so none escapes the lint.
+	// Every collector of the struct and of the balancer's (one family each) shows a
+	// series, so none escapes the lint.
 	collectors, ours := 0, 0
-	for f := range reflect.TypeFor[metrics]().Fields() {
-		if f.Name != "reg" && f.Type.Implements(reflect.TypeFor[prometheus.Collector]()) {
-			collectors++
+	for _, st := range []reflect.Type{reflect.TypeFor[metrics](), reflect.TypeFor[balancer.Metrics]()} {
+		for f := range st.Fields() {
+			if f.Name != "reg" && f.Type.Implements(reflect.TypeFor[prometheus.Collector]()) {
+				collectors++
+			}
 		}
 	}
 	for _, mf := range mfs {

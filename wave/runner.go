@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
@@ -142,7 +143,7 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 				return
 			}
 			log.Warn("campaign failed", "err", err)
-			sleep(ctx, w.opts.Pipeline.RetryBackoff)
+			backoff.Sleep(ctx, w.opts.Pipeline.RetryBackoff)
 			continue
 		}
 		w.m.led.Inc()
@@ -181,15 +182,8 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 					s.State = cluster.StateStandby
 				}
 			})
-			sleep(ctx, w.opts.Pipeline.RetryBackoff)
+			backoff.Sleep(ctx, w.opts.Pipeline.RetryBackoff)
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
 	}
 }
 

@@ -35,6 +35,7 @@ import (
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/logging"
+	"github.com/binlake/binlake/wave/balancer"
 	"github.com/binlake/binlake/wave/cluster"
 )
 
@@ -101,7 +102,7 @@ type Options struct {
 	MaxMessageBytes int
 
 	Pipeline PipelineOptions
-	// Balancer is the wave's part in balancing the cluster (balancer.go).
+	// Balancer is the wave's part in balancing the cluster (wave/balancer).
 	Balancer BalancerOptions
 	// PollInterval is how often the instance list is read. 2 s.
 	PollInterval time.Duration
@@ -132,7 +133,7 @@ func (o *Options) setDefaults() error {
 	p.Heartbeat = cmp.Or(max(p.Heartbeat, 0), 2*time.Second)
 	p.RetryBackoff = cmp.Or(max(p.RetryBackoff, 0), 2*time.Second)
 	o.PollInterval = cmp.Or(max(o.PollInterval, 0), 2*time.Second)
-	o.Balancer.setDefaults()
+	o.Balancer.SetDefaults()
 	if o.Password == nil {
 		o.Password = SourcePassword
 	}
@@ -175,7 +176,7 @@ type Wave struct {
 	// members is the waves' membership as this wave watches it (set before registered
 	// is closed): the election fallback and the balancer tell dead waves from it.
 	members *cluster.Members
-	bal     balancerState
+	bal     *balancer.Balancer
 	// recordMu orders the writes of the instances' status records and guards records,
 	// the record last written of each instance (putStatus).
 	recordMu sync.Mutex
@@ -194,7 +195,7 @@ func New(opts Options) (*Wave, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Wave{
+	w := &Wave{
 		opts:       opts,
 		log:        opts.Logger.With("component", "wave", "node", opts.Node),
 		m:          newMetrics(),
@@ -204,7 +205,10 @@ func New(opts Options) (*Wave, error) {
 		members:    cluster.NewMembers(time.Now()), // Run starts its own at the watch's start
 		done:       make(chan struct{}),
 		registered: make(chan struct{}),
-	}, nil
+	}
+	w.bal = balancer.New(balancer.Env{Coord: opts.Coord, Node: opts.Node, Log: w.log,
+		PollInterval: opts.PollInterval, RetryBackoff: opts.Pipeline.RetryBackoff}, opts.Balancer, w.m.balancer)
+	return w, nil
 }
 
 // Run runs the wave until ctx ends or Close is called.
@@ -237,7 +241,7 @@ func (w *Wave) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /status", func(rw http.ResponseWriter, _ *http.Request) {
 		rw.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(rw).Encode(map[string]any{"node": w.opts.Node, "instances": w.Status(), "balancer": w.bal.snapshot()})
+		json.NewEncoder(rw).Encode(map[string]any{"node": w.opts.Node, "instances": w.Status(), "balancer": w.bal.Status()})
 	})
 	return mux
 }
@@ -328,7 +332,7 @@ func (w *Wave) Run(ctx context.Context) error {
 		// The balancer needs this wave registered and its membership watched.
 		select {
 		case <-w.registered:
-			w.runBalancer(gctx)
+			w.bal.Run(gctx, w.members)
 		case <-gctx.Done(): // stopped, or failed, before
 		}
 		return nil

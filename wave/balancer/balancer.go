@@ -1,4 +1,4 @@
-package wave
+package balancer
 
 import (
 	"cmp"
@@ -20,8 +20,8 @@ import (
 // rebalance --apply`) and, in automatic mode, by itself. Every move rewrites the
 // instance's assignment, so a wave that comes back does not pull its instances back.
 
-// BalancerOptions configure the wave's part in balancing.
-type BalancerOptions struct {
+// Options configure the wave's part in balancing.
+type Options struct {
 	// Disabled keeps this wave out of the balancer election. With every wave disabled,
 	// a dead wave's instances run wherever the election fallback puts them.
 	Disabled bool
@@ -55,7 +55,7 @@ type BalancerOptions struct {
 	PlanTimeout time.Duration
 }
 
-func (o *BalancerOptions) setDefaults() {
+func (o *Options) SetDefaults() {
 	// A zero or negative setting takes the default.
 	o.AutoAfter = cmp.Or(max(o.AutoAfter, 0), 5*time.Minute)
 	o.Interval = cmp.Or(max(o.Interval, 0), 30*time.Second)
@@ -109,8 +109,8 @@ func fewestInstances(req api.RebalanceRequest, now time.Time) api.Plan {
 	return api.PlanOf(rebalance.Make(waves, insts, rebalance.Goals{Band: math.Inf(1)}, now))
 }
 
-// balancerView is what the wave's /status shows of the balancer.
-type balancerView struct {
+// View is what the wave's /status shows of the balancer.
+type View struct {
 	Leader bool `json:"leader"`
 	Auto   bool `json:"auto"`
 	// Planner is "judge" or "fewest_instances" (no judge configured, or it did not
@@ -127,16 +127,16 @@ const maxRecentMoves = 20
 // balancerState is the balancer's shared state (for /status).
 type balancerState struct {
 	mu   sync.Mutex
-	view balancerView
+	view View
 }
 
-func (s *balancerState) update(f func(v *balancerView)) {
+func (s *balancerState) update(f func(v *View)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f(&s.view)
 }
 
-func (s *balancerState) snapshot() balancerView {
+func (s *balancerState) snapshot() View {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := s.view
@@ -145,7 +145,7 @@ func (s *balancerState) snapshot() balancerView {
 }
 
 func (s *balancerState) record(r MoveResult) {
-	s.update(func(v *balancerView) {
+	s.update(func(v *View) {
 		v.Moves = append([]MoveResult{r}, v.Moves...)
 		if len(v.Moves) > maxRecentMoves {
 			v.Moves = v.Moves[:maxRecentMoves]

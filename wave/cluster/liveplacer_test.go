@@ -1,4 +1,4 @@
-package wave
+package cluster_test
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func TestLivePlacer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &scriptedPlacer{answers: tc.answers}
-			got, err := LivePlacer{Coord: c, Placer: p}.Place(ctx, "orders", tc.exclude)
+			got, err := cluster.LivePlacer{Coord: c, Placer: p}.Place(ctx, "orders", tc.exclude)
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.errNames) {
 					t.Fatalf("Place = %q, %v; want %v naming %q", got, err, tc.wantErr, tc.errNames)

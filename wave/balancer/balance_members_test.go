@@ -1,4 +1,4 @@
-package wave
+package balancer
 
 import (
 	"context"
@@ -9,54 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/internal/wavetest"
 )
-
-// TestWaveMembersAbsence: a wave seen alive and then gone is absent since it left, and
-// dead at once for the balancer; a wave never seen alive is absent since the watch
-// began, and dead only a grace later; a live one is neither.
-func TestWaveMembersAbsence(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	m := cluster.NewMembers(t0)
-	gen0, ch := m.Changes()
-	m.Apply([]coord.Member{{ID: "a"}, {ID: "b"}}, t0.Add(time.Second))
-	select {
-	case <-ch:
-	default:
-		t.Fatal("applying a member list did not close the change channel")
-	}
-	m.Apply([]coord.Member{{ID: "a"}}, t0.Add(3*time.Second))
-	if gen, _ := m.Changes(); gen != gen0+2 {
-		t.Errorf("generation %d after two lists, want %d", gen, gen0+2)
-	}
-	grace := 5 * time.Second
-	for _, tc := range []struct {
-		node string
-		want cluster.Absence
-		dead time.Time
-	}{
-		{"a", cluster.Absence{Live: true}, time.Time{}},
-		{"b", cluster.Absence{Seen: true, Since: t0.Add(3 * time.Second)}, t0.Add(3 * time.Second)},
-		{"c", cluster.Absence{Since: t0}, t0.Add(grace)},
-	} {
-		got := m.Absence(tc.node)
-		if got != tc.want {
-			t.Errorf("absence(%s) = %+v, want %+v", tc.node, got, tc.want)
-		}
-		if d := got.DeadAt(grace); !d.Equal(tc.dead) {
-			t.Errorf("absence(%s).deadAt = %v, want %v", tc.node, d, tc.dead)
-		}
-	}
-	// Back: live again, no longer counted as left.
-	m.Apply([]coord.Member{{ID: "a"}, {ID: "b"}}, t0.Add(4*time.Second))
-	if got := m.Absence("b"); got != (cluster.Absence{Live: true}) {
-		t.Errorf("absence(b) after it came back = %+v, want live", got)
-	}
-}
 
 // planFunc is a Planner made of a function.
 type planFunc func(ctx context.Context, req api.RebalanceRequest) (*api.RebalanceAnswer, error)
@@ -71,8 +32,9 @@ type failoverRig struct {
 	t     *testing.T
 	ctx   context.Context
 	c     coord.Coordinator
-	w     *Wave
-	b     *balancer
+	bl    *Balancer
+	mem   *cluster.Members // the membership view the test feeds
+	b     *term
 	regs  map[string]context.CancelFunc
 	calls int // plans asked for
 }
@@ -91,13 +53,12 @@ func newFailoverRig(t *testing.T, hook func(req api.RebalanceRequest)) *failover
 		}
 		return &api.RebalanceAnswer{Plan: fewestInstances(req, time.Now())}, nil
 	})
-	r.w, err = New(Options{Node: "wave-a", Coord: c, Publisher: nopPublisher{}, Logger: slog.New(slog.DiscardHandler),
-		Balancer: BalancerOptions{Planner: planner, FailoverGrace: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.w.members = cluster.NewMembers(time.Now())
-	r.b = newBalancer(r.w)
+	opts := Options{Planner: planner, FailoverGrace: time.Hour}
+	opts.SetDefaults()
+	r.bl = New(Env{Coord: c, Node: "wave-a", Log: slog.New(slog.DiscardHandler), PollInterval: 2 * time.Second, RetryBackoff: 2 * time.Second},
+		opts, NewMetrics(promauto.With(prometheus.NewRegistry())))
+	r.mem = cluster.NewMembers(time.Now())
+	r.b = newTerm(r.bl, r.mem)
 	for i, node := range []string{"wave-b", "wave-b", "wave-c", "wave-c"} {
 		inst := wavetest.ValidInstance()
 		inst.ID = fmt.Sprintf("i%d", i)
@@ -135,7 +96,7 @@ func (r *failoverRig) members() []coord.Member {
 }
 
 // see gives the view the current member list, as the wave's watch would.
-func (r *failoverRig) see() { r.w.members.Apply(r.members(), time.Now()) }
+func (r *failoverRig) see() { r.mem.Apply(r.members(), time.Now()) }
 
 func (r *failoverRig) assigned() map[string]string {
 	out := map[string]string{}
@@ -171,7 +132,7 @@ func TestFailoverHoldsWavesNeverSeenAlive(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after the failover: %v, want %v (wave-c's instances placed, wave-b's held)", got, want)
 	}
-	if want := r.w.members.Start().Add(time.Hour); !recheck.Equal(want) {
+	if want := r.mem.Start().Add(time.Hour); !recheck.Equal(want) {
 		t.Errorf("failover says to look again at %v, want at the end of wave-b's grace %v", recheck, want)
 	}
 	if slices.Contains(planned, "wave-b:false") {
@@ -227,8 +188,8 @@ func TestFailoverHoldsAWaveWaitingForItsName(t *testing.T) {
 	if got := r.assigned(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("with wave-c starting: %v, want %v", got, want)
 	}
-	if recheck.IsZero() || recheck.After(time.Now().Add(r.w.opts.PollInterval)) {
-		t.Errorf("failover says to look again at %v, want by the next poll (%s)", recheck, r.w.opts.PollInterval)
+	if recheck.IsZero() || recheck.After(time.Now().Add(r.bl.PollInterval)) {
+		t.Errorf("failover says to look again at %v, want by the next poll (%s)", recheck, r.bl.PollInterval)
 	}
 	unmark()
 	for len(r.starting()) > 0 {

@@ -1,4 +1,4 @@
-package wave
+package cluster
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/binlake/binlake/internal/coord"
-	"github.com/binlake/binlake/wave/cluster"
 )
 
 // LivePlacer places with Placer among the live waves only. A judge places by what the
@@ -16,12 +15,12 @@ import (
 // so an instance is never assigned where nothing runs it.
 type LivePlacer struct {
 	Coord  coord.Coordinator
-	Placer cluster.Placer
+	Placer Placer
 }
 
 // Place implements Placer.
 func (l LivePlacer) Place(ctx context.Context, instance string, exclude []string) (string, error) {
-	live, err := cluster.LiveWaves(ctx, l.Coord)
+	live, err := LiveWaves(ctx, l.Coord)
 	if err != nil {
 		return "", err
 	}
@@ -48,11 +47,11 @@ func (l LivePlacer) Place(ctx context.Context, instance string, exclude []string
 		exclude = append(exclude, node)
 	}
 	if len(notLive) == 0 {
-		return "", cluster.ErrNoWave
+		return "", ErrNoWave
 	}
 	names := "none"
 	if len(live) > 0 {
 		names = strings.Join(live, ", ")
 	}
-	return "", fmt.Errorf("placement answered %s: %w (live waves: %s)", strings.Join(notLive, ", "), cluster.ErrNotLive, names)
+	return "", fmt.Errorf("placement answered %s: %w (live waves: %s)", strings.Join(notLive, ", "), ErrNotLive, names)
 }

@@ -1,4 +1,4 @@
-package wave
+package balancer
 
 import (
 	"context"
@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/wave/cluster"
@@ -43,12 +45,42 @@ type BalanceRun struct {
 	Error    string       `json:"error,omitempty"`
 }
 
-// balancer is the state of one term as the cluster's balancer. It reads the whole
-// cluster (a few coordinator reads per instance) on a member change and every Interval,
-// never per poll: a poll reads only balancer/request.
-type balancer struct {
-	w       *Wave
-	opts    BalancerOptions
+// Env is what the balancer needs of the wave it runs in.
+type Env struct {
+	Coord coord.Coordinator
+	Node  string // the wave's name
+	Log   *slog.Logger
+	// PollInterval is how often a term polls for rebalance requests and reads the
+	// membership's state; RetryBackoff the pause after a failed campaign or a term that
+	// ended by itself.
+	PollInterval, RetryBackoff time.Duration
+}
+
+// Balancer is a wave's part in balancing: it campaigns for the balancer's role (Run) and
+// balances while it holds it; Status is what the wave's /status shows of it.
+type Balancer struct {
+	Env
+	opts  Options
+	m     Metrics
+	state balancerState
+}
+
+// New is the balancer of a wave, with opts whose defaults are set (SetDefaults: the wave
+// sets them, as its election fallback reads FailoverGrace too).
+func New(env Env, opts Options, m Metrics) *Balancer {
+	return &Balancer{Env: env, opts: opts, m: m}
+}
+
+// Status is what the wave's /status shows of the balancer.
+func (bl *Balancer) Status() View { return bl.state.snapshot() }
+
+// term is the state of one term as the cluster's balancer. It reads the whole cluster
+// (a few coordinator reads per instance) on a member change and every Interval, never
+// per poll: a poll reads only balancer/request.
+type term struct {
+	bl      *Balancer
+	members *cluster.Members // the membership as the wave's watch sees it
+	opts    Options
 	mv      *mover
 	running atomic.Bool // a rebalance run is applying moves
 	outside time.Time   // when the load left the goals (automatic mode); zero: within
@@ -56,32 +88,34 @@ type balancer struct {
 	heldSaid string
 }
 
-func newBalancer(w *Wave) *balancer {
-	return &balancer{w: w, opts: w.opts.Balancer, mv: &mover{c: w.opts.Coord, opts: w.opts.Balancer, log: w.log.With("component", "balancer"),
+func newTerm(bl *Balancer, members *cluster.Members) *term {
+	return &term{bl: bl, members: members, opts: bl.opts, mv: &mover{c: bl.Coord, opts: bl.opts, log: bl.Log.With("component", "balancer"),
 		http: &http.Client{Timeout: 5 * time.Second}, now: time.Now}}
 }
 
-// runBalancer campaigns for the balancer's role and balances while it holds it.
-func (w *Wave) runBalancer(ctx context.Context) {
-	if w.opts.Balancer.Disabled {
+// Run campaigns for the balancer's role and balances while it holds it, until ctx ends.
+// members is the membership as the wave's watch sees it: the wave is registered and
+// watching by now.
+func (bl *Balancer) Run(ctx context.Context, members *cluster.Members) {
+	if bl.opts.Disabled {
 		return
 	}
 	for ctx.Err() == nil {
-		lead, err := w.opts.Coord.Campaign(ctx, cluster.BalancerLeaderKey, []byte(w.opts.Node))
+		lead, err := bl.Coord.Campaign(ctx, cluster.BalancerLeaderKey, []byte(bl.Node))
 		if err != nil {
 			if ctx.Err() == nil {
-				w.log.Warn("balancer campaign failed", "err", err)
-				sleep(ctx, w.opts.Pipeline.RetryBackoff)
+				bl.Log.Warn("balancer campaign failed", "err", err)
+				backoff.Sleep(ctx, bl.RetryBackoff)
 			}
 			continue
 		}
 		planner := "judge"
-		if w.opts.Balancer.Planner == nil {
+		if bl.opts.Planner == nil {
 			planner = "none: a dead wave's instances go to the waves with the fewest"
 		}
-		w.log.Info("this wave balances the cluster", "planner", planner, "auto", w.opts.Balancer.Auto)
-		w.m.balancerLeader.Set(1)
-		w.bal.update(func(v *balancerView) { v.Leader, v.Auto = true, w.opts.Balancer.Auto })
+		bl.Log.Info("this wave balances the cluster", "planner", planner, "auto", bl.opts.Auto)
+		bl.m.Leader.Set(1)
+		bl.state.update(func(v *View) { v.Leader, v.Auto = true, bl.opts.Auto })
 		lctx, cancel := context.WithCancel(ctx)
 		go func() {
 			select {
@@ -90,24 +124,24 @@ func (w *Wave) runBalancer(ctx context.Context) {
 			}
 			cancel()
 		}()
-		newBalancer(w).loop(lctx)
+		newTerm(bl, members).loop(lctx)
 		cancel()
-		w.m.balancerLeader.Set(0)
-		w.m.balancerSpread.Set(0)
-		w.m.balancerMeanLoad.Set(0)
-		w.m.balancerMeanUtil.Set(0)
-		w.bal.update(func(v *balancerView) { v.Leader, v.OutsideSince = false, nil })
+		bl.m.Leader.Set(0)
+		bl.m.Spread.Set(0)
+		bl.m.MeanLoad.Set(0)
+		bl.m.MeanUtil.Set(0)
+		bl.state.update(func(v *View) { v.Leader, v.OutsideSince = false, nil })
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		lead.Resign(rctx)
 		rcancel()
 		// A term that ended by itself (its member watch failed) leaves another wave a
 		// chance to win before this one campaigns again.
-		sleep(ctx, w.opts.Pipeline.RetryBackoff)
+		backoff.Sleep(ctx, bl.RetryBackoff)
 	}
 }
 
-func (b *balancer) loop(ctx context.Context) {
-	poll := time.NewTicker(b.w.opts.PollInterval)
+func (b *term) loop(ctx context.Context) {
+	poll := time.NewTicker(b.bl.PollInterval)
 	defer poll.Stop()
 	plan := time.NewTicker(b.opts.Interval)
 	defer plan.Stop()
@@ -122,24 +156,24 @@ func (b *balancer) loop(ctx context.Context) {
 	}
 	// The channel is taken before each failover: a member change while it runs wakes the
 	// next one.
-	_, changed := b.w.members.Changes()
+	_, changed := b.members.Changes()
 	failover()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
-			_, changed = b.w.members.Changes()
+			_, changed = b.members.Changes()
 			failover()
 		case <-wake.C:
-			_, changed = b.w.members.Changes()
+			_, changed = b.members.Changes()
 			failover()
 		case <-poll.C:
 			b.serveRequest(ctx)
 		case <-plan.C:
 			// Also what no member change announced: an instance added to a dead wave, or
 			// a failover that failed to write.
-			_, changed = b.w.members.Changes()
+			_, changed = b.members.Changes()
 			failover()
 			b.auto(ctx)
 		}
@@ -152,12 +186,12 @@ func (b *balancer) loop(ctx context.Context) {
 // (absence.deadAt), and one whose new process waits for its name, still held by the
 // session of its previous one (cluster.GroupStarting). recheck is when to look again at the held
 // waves (zero: none is held).
-func (b *balancer) readCluster(ctx context.Context) (cl *clusterView, held []string, recheck time.Time, err error) {
-	starting, err := b.w.opts.Coord.Members(ctx, cluster.GroupStarting)
+func (b *term) readCluster(ctx context.Context) (cl *clusterView, held []string, recheck time.Time, err error) {
+	starting, err := b.bl.Coord.Members(ctx, cluster.GroupStarting)
 	if err != nil {
 		return nil, nil, time.Time{}, fmt.Errorf("list starting waves: %w", err)
 	}
-	cl, err = readCluster(ctx, b.w.opts.Coord)
+	cl, err = readCluster(ctx, b.bl.Coord)
 	if err != nil {
 		return nil, nil, time.Time{}, err
 	}
@@ -166,11 +200,11 @@ func (b *balancer) readCluster(ctx context.Context) (cl *clusterView, held []str
 		// A wave still live in this wave's view but missing from the read, which is
 		// newer, has just left: seen alive, it is dead (deadAt is zero), and the member
 		// change that follows starts another pass anyway.
-		at := b.w.members.Absence(node).DeadAt(b.opts.FailoverGrace)
+		at := b.members.Absence(node).DeadAt(b.opts.FailoverGrace)
 		if slices.ContainsFunc(starting, func(m coord.Member) bool { return m.ID == node }) {
 			// Its registration ends the hold (a member change); a process that gives up
 			// does not announce it: look again at the next poll.
-			at = now.Add(b.w.opts.PollInterval)
+			at = now.Add(b.bl.PollInterval)
 		}
 		if !at.After(now) {
 			return false
@@ -188,8 +222,8 @@ func (b *balancer) readCluster(ctx context.Context) (cl *clusterView, held []str
 // to look again for a wave held as possibly starting (zero: none). It acts only on a
 // read at least as new as the latest member change: one that comes while it reads or
 // plans (a wave registered, or left) ends the pass, and the loop starts the next one.
-func (b *balancer) failover(ctx context.Context) time.Time {
-	gen, _ := b.w.members.Changes()
+func (b *term) failover(ctx context.Context) time.Time {
+	gen, _ := b.members.Changes()
 	cl, held, recheck, err := b.readCluster(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -215,7 +249,7 @@ func (b *balancer) failover(ctx context.Context) time.Time {
 		if m.Reason != api.ReasonFailover {
 			continue
 		}
-		if g, _ := b.w.members.Changes(); g != gen {
+		if g, _ := b.members.Changes(); g != gen {
 			b.mv.log.Info("the waves' membership changed since the cluster was read; placing from a new read")
 			return recheck
 		}
@@ -237,41 +271,41 @@ func (b *balancer) failover(ctx context.Context) time.Time {
 
 // plan asks the planner; for a failover (orphans only) it falls back to fewest
 // instances when the planner is missing or does not answer in time.
-func (b *balancer) plan(ctx context.Context, cl *clusterView, failover bool) api.Plan {
+func (b *term) plan(ctx context.Context, cl *clusterView, failover bool) api.Plan {
 	if b.opts.Planner != nil {
 		pctx, cancel := context.WithTimeout(ctx, b.opts.PlanTimeout)
 		ans, err := b.opts.Planner.Rebalance(pctx, cl.req)
 		cancel()
 		if err == nil {
-			b.w.bal.update(func(v *balancerView) { v.Planner = "judge" })
-			b.w.m.observePlan(ans)
+			b.bl.state.update(func(v *View) { v.Planner = "judge" })
+			b.bl.m.observePlan(ans)
 			return ans.Plan
 		}
 		if ctx.Err() != nil {
 			return api.Plan{}
 		}
-		b.w.m.balancerFallbacks.WithLabelValues("judge_error").Inc()
+		b.bl.m.Fallbacks.WithLabelValues("judge_error").Inc()
 		b.mv.log.Warn("the judge did not answer; placing by fewest instances", "err", err)
 	} else {
-		b.w.m.balancerFallbacks.WithLabelValues("no_judge").Inc()
+		b.bl.m.Fallbacks.WithLabelValues("no_judge").Inc()
 		b.mv.log.Info("no judge configured; placing by fewest instances")
 	}
-	b.w.bal.update(func(v *balancerView) { v.Planner = "fewest_instances" })
+	b.bl.state.update(func(v *View) { v.Planner = "fewest_instances" })
 	if !failover {
 		return api.Plan{}
 	}
 	return fewestInstances(cl.req, time.Now())
 }
 
-func (b *balancer) record(r MoveResult) {
-	b.w.m.balancerMoves.WithLabelValues(r.Reason, r.Result).Inc()
-	b.w.bal.record(r)
+func (b *term) record(r MoveResult) {
+	b.bl.m.Moves.WithLabelValues(r.Reason, r.Result).Inc()
+	b.bl.state.record(r)
 }
 
 // auto asks for a plan every Interval, which keeps the load metrics current (the
 // capacity alert watches them), and in automatic mode applies it once the load has
 // stayed outside the goals for AutoAfter.
-func (b *balancer) auto(ctx context.Context) {
+func (b *term) auto(ctx context.Context) {
 	if b.opts.Planner == nil || b.running.Load() {
 		return
 	}
@@ -286,7 +320,7 @@ func (b *balancer) auto(ctx context.Context) {
 		b.mv.log.Warn("automatic rebalancing: the judge did not answer", "err", err)
 		return
 	}
-	b.w.m.observePlan(ans)
+	b.bl.m.observePlan(ans)
 	if !b.opts.Auto {
 		return
 	}
@@ -305,7 +339,7 @@ func (b *balancer) auto(ctx context.Context) {
 		b.outside = time.Time{}
 		b.start(ctx, newRunID(), "auto", cl, &ans.Plan)
 	}
-	b.w.bal.update(func(v *balancerView) {
+	b.bl.state.update(func(v *View) {
 		v.OutsideSince = nil
 		if !b.outside.IsZero() {
 			t := b.outside.UTC()
@@ -315,8 +349,8 @@ func (b *balancer) auto(ctx context.Context) {
 }
 
 // serveRequest starts the run an operator asked for, if there is one.
-func (b *balancer) serveRequest(ctx context.Context) {
-	c := b.w.opts.Coord
+func (b *term) serveRequest(ctx context.Context) {
+	c := b.bl.Coord
 	v, err := c.Get(ctx, cluster.BalancerRequestKey)
 	if err != nil || len(v.Data) == 0 {
 		return
@@ -330,7 +364,7 @@ func (b *balancer) serveRequest(ctx context.Context) {
 		b.mv.log.Warn("ignoring a malformed rebalance request", "data", string(v.Data))
 		return
 	}
-	run := &BalanceRun{ID: req.ID, Source: "request", Balancer: b.w.opts.Node, Started: time.Now().UTC()}
+	run := &BalanceRun{ID: req.ID, Source: "request", Balancer: b.bl.Node, Started: time.Now().UTC()}
 	fail := func(err error) {
 		run.Error = err.Error()
 		t := time.Now().UTC()
@@ -362,8 +396,8 @@ func (b *balancer) serveRequest(ctx context.Context) {
 
 // start applies plan in the background (failovers go on meanwhile), writing its
 // progress at balancer/run.
-func (b *balancer) start(ctx context.Context, id, source string, cl *clusterView, plan *api.Plan) {
-	run := &BalanceRun{ID: id, Source: source, Balancer: b.w.opts.Node, Started: time.Now().UTC(), Plan: plan, Results: []MoveResult{}}
+func (b *term) start(ctx context.Context, id, source string, cl *clusterView, plan *api.Plan) {
+	run := &BalanceRun{ID: id, Source: source, Balancer: b.bl.Node, Started: time.Now().UTC(), Plan: plan, Results: []MoveResult{}}
 	b.mv.log.Info("rebalancing", "run", id, "source", source, "moves", len(plan.Moves),
 		"spread_before", plan.SpreadBefore, "spread_after", plan.SpreadAfter)
 	b.writeRun(ctx, run)
@@ -388,11 +422,11 @@ func (b *balancer) start(ctx context.Context, id, source string, cl *clusterView
 	}()
 }
 
-func (b *balancer) writeRun(ctx context.Context, run *BalanceRun) {
+func (b *term) writeRun(ctx context.Context, run *BalanceRun) {
 	data, _ := json.Marshal(run)
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := b.w.opts.Coord.Put(wctx, cluster.BalancerRunKey, data, coord.AnyVersion); err != nil {
+	if _, err := b.bl.Coord.Put(wctx, cluster.BalancerRunKey, data, coord.AnyVersion); err != nil {
 		b.mv.log.Warn("write the rebalance run", "err", err)
 	}
 }

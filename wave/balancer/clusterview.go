@@ -1,4 +1,4 @@
-package wave
+package balancer
 
 import (
 	"context"

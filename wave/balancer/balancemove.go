@@ -1,4 +1,4 @@
-package wave
+package balancer
 
 import (
 	"context"
@@ -40,7 +40,7 @@ type MoveResult struct {
 // mover executes moves against the coordinator.
 type mover struct {
 	c    coord.Coordinator
-	opts BalancerOptions
+	opts Options
 	log  *slog.Logger
 	http *http.Client
 	now  func() time.Time
@@ -146,9 +146,12 @@ func (mv *mover) lagOn(ctx context.Context, node, id string) (lag float64, known
 		return 0, false, nil // not reachable from here (a loopback address, a firewall)
 	}
 	defer resp.Body.Close()
-	var st struct {
+	var st struct { // the parts of the wave's /status (wave.InstanceStatus) it reads
 		Node      string
-		Instances []InstanceStatus
+		Instances []struct {
+			ID   string   `json:"id"`
+			LagS *float64 `json:"lag_s"`
+		}
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Node != node {
 		return 0, false, nil // another process answers there (a loopback address)
