@@ -4,12 +4,17 @@
 // A Wave registers itself under "waves/<node>", polls the instances in the coordinator,
 // and for each instance it should run (assigned to it, unassigned, or assigned to a node
 // that has not been alive for the failover grace) campaigns for "instances/<id>/leader".
-// One wave, elected, is also the cluster's balancer (balance.go): it reassigns a dead
+// One wave, elected, is also the cluster's balancer (wave/balancer): it reassigns a dead
 // wave's instances and applies rebalancing plans. While it leads, one pipeline
 // runs: binlog reader → decoder/filter/encoder → batching publisher → offset committer,
 // connected by bounded channels. The offset ("instances/<id>/offset") is written with a
 // version check and only at transaction boundaries whose every earlier message the sink
 // acknowledged; when the leadership is lost, the pipeline stops before anything else.
+//
+// The flow across the packages: wave/capture reads the source's binlog, wave/rowenc
+// turns each row into its message, this package publishes, commits and runs it all
+// (Run), wave/cluster holds what the coordinator stores, and wave/balancer moves
+// instances between waves.
 package wave
 
 import (
@@ -367,7 +372,7 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 	w.log.Info("wave running", "http", httpAddr, "version", buildinfo.String())
 
 	// The membership is watched from here on: a wave this one never saw alive is absent
-	// since now (waveMembers).
+	// since now (cluster.Members).
 	w.members = cluster.NewMembers(time.Now())
 	members, err := w.opts.Coord.WatchMembers(ctx, cluster.GroupWaves)
 	if err != nil {

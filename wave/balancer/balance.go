@@ -1,3 +1,7 @@
+// Package balancer is where an instance moves: the balancer that one wave of the
+// cluster, elected, runs (docs/design.md, "Balancing"). It places a dead wave's
+// instances, applies rebalancing plans on request and in automatic mode, and executes
+// each move until it settles. It needs of its wave only an Env and the membership.
 package balancer
 
 import (

@@ -47,7 +47,7 @@ type Options struct {
 	// balancer's placement normally comes first. It is also how long a wave that has just
 	// begun watching the membership gives a wave it has never seen alive (it may be
 	// starting, as in a whole-cluster restart) before its balancer counts it dead; a wave
-	// seen alive whose session ended is dead at once (waveMembers). 5 s; negative for none
+	// seen alive whose session ended is dead at once (cluster.Members). 5 s; negative for none
 	// (set it so when no wave of the cluster balances).
 	FailoverGrace time.Duration
 	// PlanTimeout bounds one request to the planner (3 s): a failover must not wait on

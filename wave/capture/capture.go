@@ -1,3 +1,8 @@
+// Package capture reads an instance's source: one binlog connection at a time with its
+// reconnects, the schema and DDL that name and type the columns, the start position,
+// snapshots of the existing rows, and the lag of a leadership term. It hands the wave's
+// pipeline Items: the messages of a rows event (encoded by wave/rowenc) and the
+// transaction boundaries to commit.
 package capture
 
 import (
@@ -98,7 +103,7 @@ type Capture struct {
 	reader *rowenc.Reader // the rows events' row images
 	// readPos is where the binlog was read to: the end of the last event handled.
 	readPos cluster.Position
-	// seen is the number (lagTracker.saw) of the event being handled.
+	// seen is the number (LagTracker.Saw) of the event being handled.
 	seen      uint64
 	ddlTables *ddlParser
 	snap      *snapshotRun // snapshotcapture.go

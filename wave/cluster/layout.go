@@ -1,3 +1,7 @@
+// Package cluster is the coordinator as the waves see it: the layout of its keys as code
+// (layout.go), the instances' definitions and subscription filters, the committed
+// offsets, the status records, the waves' membership, the move records, and the admin
+// operations `binlake instance` runs (add, move, remove, show, snapshot requests).
 package cluster
 
 // The coordinator's layout: every key a wave, the balancer and the admin commands read or

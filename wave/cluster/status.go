@@ -11,7 +11,7 @@ type RecordedStatus struct {
 	Error  string `json:"error,omitempty"`
 	Since  string `json:"since"`
 	// Lag is what the instance's lag is computed from (Lag), while the node runs it and
-	// once known: statusrecord.go keeps it within lagRecordSlack of the node's own.
+	// once known: the wave (statusrecord.go) keeps it within lagRecordSlack of the node's own.
 	Lag *LagState `json:"lag,omitempty"`
 }
 
@@ -52,7 +52,7 @@ func Lag(s LagState, now time.Time) float64 {
 // recordedLag is the lag that an instance's status record gives at now, and whether it
 // says caught up; nil when it gives none that holds: no lag known yet, or the record is
 // not of the wave leading the instance (leader) or not of a capture that has one
-// (hasLag: not an error, nor a wave that has stopped since).
+// (HasLag: not an error, nor a wave that has stopped since).
 func recordedLag(rec RecordedStatus, leader string, now time.Time) (lag *float64, caughtUp bool) {
 	if rec.Lag == nil || !rec.Lag.Known() || !HasLag(rec.State) || rec.Node == "" || rec.Node != leader {
 		return nil, false

@@ -1,3 +1,9 @@
+// Package rowenc is where a row becomes a message: it turns the row images of a binlog
+// rows event (read in place from the event's bytes, or decoded by go-mysql) and of a
+// snapshot's query into the JSON row messages and partitioning keys of docs/design.md
+// ("Row message"). Reader and Encoder (event.go) are its entry point from a rows event;
+// EncodeRow, EncodeDDL and AppendKey (row.go) encode one row or DDL. It knows nothing of
+// coordinators or sinks: another message format belongs beside these encoders.
 package rowenc
 
 import (

@@ -23,7 +23,7 @@ const (
 	TypeUpdate = "update"
 	TypeDelete = "delete"
 	TypeDDL    = "ddl"
-	// TypeSnapshot is a row the table held when a snapshot read it (snapshot.go).
+	// TypeSnapshot is a row the table held when a snapshot read it (wave/capture).
 	TypeSnapshot = "snapshot"
 )
 
