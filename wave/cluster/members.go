@@ -29,9 +29,6 @@ func NewMembers(start time.Time) *Members {
 	return &Members{start: start, live: map[string]bool{}, left: map[string]time.Time{}, changed: make(chan struct{})}
 }
 
-// Start is when the watch began.
-func (m *Members) Start() time.Time { return m.start }
-
 // Apply records a member list read at now.
 func (m *Members) Apply(ms []coord.Member, now time.Time) {
 	live := make(map[string]bool, len(ms))
