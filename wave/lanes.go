@@ -37,7 +37,7 @@ type flight struct {
 	commitRows int64             // rows published up to that boundary
 	rows       int
 	bytes      int
-	ts         int64         // the time of its last capture.Item that has one (capture.LagTracker.acked)
+	ts         int64         // the time of its last item that has one (capture.LagTracker.Acked)
 	heartbeat  uint64        // the heartbeat it ends with, if it does
 	pending    atomic.Int32  // chunks not yet acknowledged
 	done       chan struct{} // closed when pending reaches zero
