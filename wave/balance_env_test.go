@@ -23,7 +23,8 @@ import (
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/store/sqlite"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/balancer"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // balanceEnv is the setup of the balancer's process tests: a database with one table per
@@ -38,7 +39,7 @@ type balanceEnv struct {
 	brokers string
 	db      string
 	env     []string
-	insts   []*wave.Instance // instance i reads table t<i> into its own topic
+	insts   []*cluster.Instance // instance i reads table t<i> into its own topic
 	// balancer is the balancer section of every wave's config.
 	balancer string
 	// poll, when set, replaces the test waves' 200 ms pipeline.poll_interval.
@@ -71,10 +72,10 @@ func newBalanceEnv(t *testing.T, ctx context.Context, name string, n int) *balan
 	}
 	start := currentPos(t)
 	for i := range n {
-		inst := &wave.Instance{ID: fmt.Sprintf("%s-i%02d", e.db, i),
-			Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+		inst := &cluster.Instance{ID: fmt.Sprintf("%s-i%02d", e.db, i),
+			Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
 			Start:  start,
-			Subscriptions: []wave.Subscription{{Name: "rows", Topic: fmt.Sprintf("%s.t%d", e.db, i),
+			Subscriptions: []cluster.Subscription{{Name: "rows", Topic: fmt.Sprintf("%s.t%d", e.db, i),
 				Include: []string{fmt.Sprintf(`%s\.t%d`, e.db, i)}}}}
 		if a.Password != "" {
 			inst.Source.PasswordEnv = "BINLAKE_TEST_SOURCE_PASSWORD"
@@ -88,7 +89,7 @@ func newBalanceEnv(t *testing.T, ctx context.Context, name string, n int) *balan
 // not (yet) is the balancer's to place elsewhere.
 func (e *balanceEnv) waitWaves(n int, procs ...*testenv.Proc) {
 	e.waitFor(fmt.Sprintf("%d waves registered", n), func() bool {
-		ms, err := e.c.Members(e.ctx, wave.GroupWaves)
+		ms, err := e.c.Members(e.ctx, cluster.GroupWaves)
 		return err == nil && len(ms) == n
 	}, procs...)
 }
@@ -96,7 +97,7 @@ func (e *balanceEnv) waitWaves(n int, procs ...*testenv.Proc) {
 // addAll stores every instance, assigned to node.
 func (e *balanceEnv) addAll(node string) {
 	for _, inst := range e.insts {
-		if _, err := wave.AddInstance(e.ctx, e.c, inst, node, nil); err != nil {
+		if _, err := cluster.AddInstance(e.ctx, e.c, inst, node, nil); err != nil {
 			e.t.Fatal(err)
 		}
 	}
@@ -156,7 +157,10 @@ func (e *balanceEnv) stopWriting() {
 func (e *balanceEnv) nodes(child string) map[string]string {
 	out := map[string]string{}
 	for _, inst := range e.insts {
-		k := "instances/" + inst.ID + "/" + child
+		k := cluster.AssignKey(inst.ID)
+		if child == "leader" {
+			k = cluster.LeaderKey(inst.ID)
+		}
 		for {
 			var data []byte
 			var err error
@@ -330,7 +334,7 @@ func (e *balanceEnv) startJudge(rb judge.RebalanceOptions, extra string) (url, s
 
 // balancerMetric sums a metric (every label set) over the live waves' /metrics.
 func (e *balanceEnv) balancerMetric(name string) float64 {
-	ms, err := e.c.Members(e.ctx, wave.GroupWaves)
+	ms, err := e.c.Members(e.ctx, cluster.GroupWaves)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -355,7 +359,7 @@ func (e *balanceEnv) balancerMetric(name string) float64 {
 func (e *balanceEnv) startAgent(node, judgeURL string) *testenv.Proc {
 	var addr string
 	e.waitFor(node+" registered", func() bool {
-		ms, err := e.c.Members(e.ctx, wave.GroupWaves)
+		ms, err := e.c.Members(e.ctx, cluster.GroupWaves)
 		for _, m := range ms {
 			var d struct{ Addr string }
 			if err == nil && m.ID == node && json.Unmarshal(m.Data, &d) == nil {
@@ -383,9 +387,9 @@ collectors:
 // balancerStatus reads the "balancer" part of the balancer wave's /status.
 func (e *balanceEnv) balancerStatus() (st struct {
 	Leader, Auto bool
-	Moves        []wave.MoveResult
+	Moves        []balancer.MoveResult
 }) {
-	l, err := e.c.Leader(e.ctx, "balancer/leader")
+	l, err := e.c.Leader(e.ctx, cluster.BalancerLeaderKey)
 	if err != nil {
 		e.t.Fatalf("no balancer: %v", err)
 	}
@@ -401,7 +405,7 @@ func (e *balanceEnv) balancerStatus() (st struct {
 
 // addr is node's HTTP address, as it registered it.
 func (e *balanceEnv) addr(node string) string {
-	ms, err := e.c.Members(e.ctx, wave.GroupWaves)
+	ms, err := e.c.Members(e.ctx, cluster.GroupWaves)
 	if err != nil {
 		e.t.Fatal(err)
 	}

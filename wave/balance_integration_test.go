@@ -16,7 +16,8 @@ import (
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/client"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/balancer"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestBalancerFailoverIntegration: 3 waves, 12 instances on the one then killed with
@@ -98,7 +99,7 @@ func TestBalancerScaleOutIntegration(t *testing.T) {
 	nodes := []string{"wave-a", "wave-b", "wave-c"}
 	e.waitWaves(3, procs...)
 	for i, inst := range e.insts {
-		if _, err := wave.AddInstance(ctx, e.c, inst, nodes[i%3], nil); err != nil {
+		if _, err := cluster.AddInstance(ctx, e.c, inst, nodes[i%3], nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,7 +145,7 @@ func TestBalancerScaleOutIntegration(t *testing.T) {
 		t.Errorf("balancer status %+v: want the leader in automatic mode with 3 moves", st)
 	}
 	for _, m := range st.Moves {
-		if m.Reason != "spread" || m.Result != wave.MoveDone || m.To != "wave-d" || m.SettledS <= 0 {
+		if m.Reason != "spread" || m.Result != balancer.MoveDone || m.To != "wave-d" || m.SettledS <= 0 {
 			t.Errorf("move on the status page %+v: want a settled spread move to wave-d", m)
 		}
 	}
@@ -194,12 +195,12 @@ func TestBalancerRebalanceIntegration(t *testing.T) {
 	jc := &client.Client{URL: judgeURL}
 	var plan *api.RebalanceAnswer
 	e.waitFor("the judge to know every instance's rate", func() bool {
-		ans, err := wave.PlanRebalance(ctx, e.c, jc)
+		ans, err := balancer.PlanRebalance(ctx, e.c, jc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range ans.Costs {
-			i := slices.IndexFunc(e.insts, func(in *wave.Instance) bool { return in.ID == c.Instance })
+			i := slices.IndexFunc(e.insts, func(in *cluster.Instance) bool { return in.ID == c.Instance })
 			if !c.Measured || math.Abs(c.RowsPerS-float64(rates[i])) > 0.2*float64(rates[i])+5 {
 				return false
 			}
@@ -236,7 +237,7 @@ func TestBalancerRebalanceIntegration(t *testing.T) {
 	// the spread is within the band and nothing more is planned.
 	var final *api.RebalanceAnswer
 	e.waitFor("the judge's plan for the new layout to be empty and in band", func() bool {
-		ans, err := wave.PlanRebalance(ctx, e.c, jc)
+		ans, err := balancer.PlanRebalance(ctx, e.c, jc)
 		if err != nil {
 			t.Fatal(err)
 		}

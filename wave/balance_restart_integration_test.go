@@ -16,7 +16,7 @@ import (
 
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestBalancerRestartIntegration: 3 waves with 12 instances spread 4/4/4 and rows
@@ -64,7 +64,7 @@ func testClusterRestart(t *testing.T, tc restartCase) {
 	}
 	e.waitWaves(3, procs...)
 	for i, inst := range e.insts {
-		if _, err := wave.AddInstance(ctx, e.c, inst, nodes[i%3], nil); err != nil {
+		if _, err := cluster.AddInstance(ctx, e.c, inst, nodes[i%3], nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,7 +101,7 @@ func testClusterRestart(t *testing.T, tc restartCase) {
 	if head := tc.head; head > 0 {
 		procs = append(procs, e.startWave("wave-a"))
 		e.waitFor("wave-a, back first, to lead the balancer election", func() bool {
-			l, err := e.c.Leader(ctx, "balancer/leader")
+			l, err := e.c.Leader(ctx, cluster.BalancerLeaderKey)
 			return err == nil && string(l) == "wave-a"
 		}, procs...)
 		t.Logf("wave-a back and balancing %s after the restart began; the others start %s later",

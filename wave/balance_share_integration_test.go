@@ -18,7 +18,8 @@ import (
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/client"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/balancer"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // plannerRig is a cluster in automatic mode with an agent per wave reporting to an
@@ -48,7 +49,7 @@ func (r *plannerRig) start() {
 	r.join("wave-b")
 	r.waitWaves(2, r.procs...)
 	for i, inst := range r.insts {
-		if _, err := wave.AddInstance(r.ctx, r.c, inst, []string{"wave-a", "wave-b"}[i%2], nil); err != nil {
+		if _, err := cluster.AddInstance(r.ctx, r.c, inst, []string{"wave-a", "wave-b"}[i%2], nil); err != nil {
 			r.t.Fatal(err)
 		}
 	}
@@ -86,7 +87,7 @@ func (r *plannerRig) waitShares(d time.Duration, what string, lo, hi int, nodes 
 	if r.within(d, func() bool { return r.shares(lo, hi, nodes...) }, r.procs...) {
 		return time.Since(start)
 	}
-	plan, err := wave.PlanRebalance(r.ctx, r.c, &client.Client{URL: r.judgeURL})
+	plan, err := balancer.PlanRebalance(r.ctx, r.c, &client.Client{URL: r.judgeURL})
 	if err != nil {
 		r.t.Fatalf("%s: not within %s (assigned %v); the judge's plan: %v", what, d, count(r.nodes("assign")), err)
 	}
@@ -136,7 +137,7 @@ func TestBalancerScaleOutWithinCooldownIntegration(t *testing.T) {
 	jc := &client.Client{URL: r.judgeURL}
 	var before map[string]float64
 	if !r.within(30*time.Second, func() bool {
-		plan, err := wave.PlanRebalance(r.ctx, r.c, jc)
+		plan, err := balancer.PlanRebalance(r.ctx, r.c, jc)
 		if err != nil {
 			t.Fatal(err)
 		}

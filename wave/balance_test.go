@@ -14,6 +14,8 @@ import (
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/balancer"
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/sink"
 )
 
@@ -26,7 +28,7 @@ func TestBalancerFailoverFallback(t *testing.T) {
 	dead.Close() // a judge that refuses connections
 	for _, tc := range []struct {
 		name    string
-		planner wave.Planner
+		planner balancer.Planner
 		reason  string
 	}{
 		{"no judge", nil, "no_judge"},
@@ -57,9 +59,9 @@ func TestBalancerFailoverFallback(t *testing.T) {
 			}
 			var ids []string
 			for i := range 9 {
-				inst := &wave.Instance{ID: fmt.Sprintf("i%d", i), Source: wave.Source{Addr: "127.0.0.1:1", User: "u", Flavor: wave.FlavorMariaDB, ServerID: uint32(100 + i)},
-					Subscriptions: []wave.Subscription{{Name: "all", Topic: "t"}}}
-				if _, err := wave.AddInstance(ctx, c, inst, "wave-a", nil); err != nil {
+				inst := &cluster.Instance{ID: fmt.Sprintf("i%d", i), Source: cluster.Source{Addr: "127.0.0.1:1", User: "u", Flavor: cluster.FlavorMariaDB, ServerID: uint32(100 + i)},
+					Subscriptions: []cluster.Subscription{{Name: "all", Topic: "t"}}}
+				if _, err := cluster.AddInstance(ctx, c, inst, "wave-a", nil); err != nil {
 					t.Fatal(err)
 				}
 				ids = append(ids, inst.ID)
@@ -69,7 +71,7 @@ func TestBalancerFailoverFallback(t *testing.T) {
 			waitUntil(t, ctx, "every instance reassigned off wave-a", func() bool {
 				clear(counts)
 				for _, id := range ids {
-					v, err := c.Get(ctx, "instances/"+id+"/assign")
+					v, err := c.Get(ctx, cluster.AssignKey(id))
 					if err != nil || string(v.Data) == "wave-a" {
 						return false
 					}
@@ -99,7 +101,7 @@ func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool)
 }
 
 func isMember(ctx context.Context, c coord.Coordinator, node string) bool {
-	ms, err := c.Members(ctx, wave.GroupWaves)
+	ms, err := c.Members(ctx, cluster.GroupWaves)
 	for _, m := range ms {
 		if err == nil && m.ID == node {
 			return true

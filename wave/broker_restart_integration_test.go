@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/testenv"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestWaveKafkaRestartIntegration is the wave's side of a real Kafka broker restart, which
@@ -27,7 +27,7 @@ func TestWaveKafkaRestartIntegration(t *testing.T) {
 	// A fifth of the other fault tests' stream: the two restarts, not the volume, are the
 	// point, and each keeps the broker down for half a minute on a loaded machine.
 	f.n = max(faultRows(t)/5, 900)
-	if _, err := wave.AddInstance(ctx, f.c, f.inst, "wave-r", nil); err != nil {
+	if _, err := cluster.AddInstance(ctx, f.c, f.inst, "wave-r", nil); err != nil {
 		t.Fatal(err)
 	}
 	p := startWave(t, "wave-r", f.config("wave-r", broker.Addr()), f.env)
@@ -35,7 +35,7 @@ func TestWaveKafkaRestartIntegration(t *testing.T) {
 	// The stream in four parts, two per stop: one flowing when the broker stops, one
 	// written while it is down.
 	const parts = 4
-	var part <-chan *wave.Position
+	var part <-chan *cluster.Position
 	writePart := func(k int) {
 		if part != nil {
 			select {

@@ -15,6 +15,7 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/sink"
 )
 
@@ -25,13 +26,13 @@ type syncCheckFile struct {
 	*os.File
 	t      *testing.T
 	c      coord.Coordinator
-	key    string
-	synced int64 // lines durable after the last Sync
-	fail   bool  // the next Sync fails
+	id     string // the instance whose offset it reads
+	synced int64  // lines durable after the last Sync
+	fail   bool   // the next Sync fails
 }
 
 func (f *syncCheckFile) committedRows() int64 {
-	p, _, ok, err := readOffset(context.Background(), f.c, f.key)
+	p, _, ok, err := cluster.ReadOffset(context.Background(), f.c, f.id)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -71,8 +72,8 @@ func TestCommitSyncsTheFileSinkFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	key := instanceKey("i", "offset")
-	f := &syncCheckFile{t: t, c: c, key: key}
+	key := cluster.OffsetKey("i")
+	f := &syncCheckFile{t: t, c: c, id: "i"}
 	pub, err := sink.OpenFile(sink.FileOptions{Path: filepath.Join(dir, "rows.jsonl"), Open: func(path string) (sink.File, error) {
 		of, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 		f.File = of // a reopen after a failure keeps what was synced
@@ -97,7 +98,7 @@ func TestCommitSyncsTheFileSinkFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		rows += int64(n)
-		cm.ack(Position{File: "bin.000001", Pos: uint32(rows), Rows: rows})
+		cm.ack(cluster.Position{File: "bin.000001", Pos: uint32(rows), Rows: rows})
 		return cm.flush(ctx)
 	}
 	for _, n := range []int{3, 1, 5} {

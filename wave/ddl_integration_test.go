@@ -15,11 +15,13 @@ import (
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // embedded starts a wave on coord/single and the memory bus with inst, and returns the
 // bus (to read topics) and the wave.
-func embedded(t *testing.T, ctx context.Context, inst *wave.Instance, maxBytes int) (*memory.Bus, *wave.Wave, string) {
+func embedded(t *testing.T, ctx context.Context, inst *cluster.Instance, maxBytes int) (*memory.Bus, *wave.Wave, string) {
 	t.Helper()
 	return embeddedOn(t, ctx, singleCoord(t), inst, maxBytes)
 }
@@ -36,7 +38,7 @@ func singleCoord(t *testing.T) coord.Coordinator {
 }
 
 // embeddedOn is embedded on the coordinator c.
-func embeddedOn(t *testing.T, ctx context.Context, c coord.Coordinator, inst *wave.Instance, maxBytes int) (*memory.Bus, *wave.Wave, string) {
+func embeddedOn(t *testing.T, ctx context.Context, c coord.Coordinator, inst *cluster.Instance, maxBytes int) (*memory.Bus, *wave.Wave, string) {
 	t.Helper()
 	b, err := memory.New(memory.Options{})
 	if err != nil {
@@ -44,7 +46,7 @@ func embeddedOn(t *testing.T, ctx context.Context, c coord.Coordinator, inst *wa
 	}
 	t.Cleanup(func() { b.Close() })
 	pub, _ := b.Publisher()
-	if _, err := wave.AddInstance(ctx, c, inst, "wave-e", nil); err != nil {
+	if _, err := cluster.AddInstance(ctx, c, inst, "wave-e", nil); err != nil {
 		t.Fatal(err)
 	}
 	addrc := make(chan string, 1)
@@ -108,9 +110,9 @@ func TestWaveDDLIntegration(t *testing.T) {
 	mustExec(t, conn, "DROP TABLE t_other, t_ddl")
 
 	a := testenv.RequireMySQL(t)
-	inst := &wave.Instance{ID: "ddl", Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-		Start: start, Subscriptions: []wave.Subscription{{Name: "all", Topic: "ddl.all",
-			Include: []string{strings.ReplaceAll(w.db, ".", `\.`) + `\.t_ddl`}, PartitionBy: wave.PartitionTable}}}
+	inst := &cluster.Instance{ID: "ddl", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+		Start: start, Subscriptions: []cluster.Subscription{{Name: "all", Topic: "ddl.all",
+			Include: []string{strings.ReplaceAll(w.db, ".", `\.`) + `\.t_ddl`}, PartitionBy: rowenc.PartitionTable}}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	b, _, _ := embedded(t, ctx, inst, 0)
@@ -169,15 +171,15 @@ func normalize(v any) any {
 // puts the instance in the error state (status, metric, coordinator), never a silent skip.
 func TestWavePurgedBinlogIntegration(t *testing.T) {
 	a := testenv.RequireMySQL(t)
-	inst := &wave.Instance{ID: "gone", Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-		Start:         &wave.Position{File: "binlog.999999", Pos: 4},
-		Subscriptions: []wave.Subscription{{Name: "all", Topic: "gone.all"}}}
+	inst := &cluster.Instance{ID: "gone", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+		Start:         &cluster.Position{File: "binlog.999999", Pos: 4},
+		Subscriptions: []cluster.Subscription{{Name: "all", Topic: "gone.all"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, wv, addr := embedded(t, ctx, inst, 0)
 	for {
 		st := wv.Status()
-		if len(st) == 1 && st[0].State == wave.StateError {
+		if len(st) == 1 && st[0].State == cluster.StateError {
 			if !strings.Contains(st[0].Error, "1236") {
 				t.Errorf("error %q does not name error 1236", st[0].Error)
 			}
@@ -208,16 +210,16 @@ func TestWaveTooLargeIntegration(t *testing.T) {
 	mustExec(t, conn, "INSERT INTO t_big VALUES (2, REPEAT('x', 5000))")
 	mustExec(t, conn, "INSERT INTO t_big VALUES (3, 'small again')")
 	a := testenv.RequireMySQL(t)
-	for _, mode := range []string{wave.TooLargeStop, wave.TooLargeSkip} {
+	for _, mode := range []string{cluster.TooLargeStop, cluster.TooLargeSkip} {
 		t.Run(mode, func(t *testing.T) {
-			inst := &wave.Instance{ID: "big-" + mode, OnTooLarge: mode, Start: start,
-				Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-				Subscriptions: []wave.Subscription{{Name: "all", Topic: "big." + mode,
+			inst := &cluster.Instance{ID: "big-" + mode, OnTooLarge: mode, Start: start,
+				Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+				Subscriptions: []cluster.Subscription{{Name: "all", Topic: "big." + mode,
 					Include: []string{strings.ReplaceAll(w.db, ".", `\.`) + `\.t_big`}}}}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			b, wv, addr := embedded(t, ctx, inst, 2000)
-			if mode == wave.TooLargeSkip {
+			if mode == cluster.TooLargeSkip {
 				got := readBus(t, ctx, b, "big.skip", 2)
 				if len(got) != 2 || normalize(got[0]["pk"]).(map[string]any)["id"] != 1.0 || normalize(got[1]["pk"]).(map[string]any)["id"] != 3.0 {
 					t.Fatalf("got %v, want rows 1 and 3", got)
@@ -229,7 +231,7 @@ func TestWaveTooLargeIntegration(t *testing.T) {
 			}
 			for {
 				st := wv.Status()
-				if len(st) == 1 && st[0].State == wave.StateError {
+				if len(st) == 1 && st[0].State == cluster.StateError {
 					if !strings.Contains(st[0].Error, "larger than the sink accepts") {
 						t.Errorf("error %q", st[0].Error)
 					}

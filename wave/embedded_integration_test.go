@@ -19,6 +19,8 @@ import (
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
 	"github.com/binlake/binlake/wave/sink"
 )
 
@@ -27,24 +29,24 @@ var testLogger = testenv.Logger
 
 // instanceFor defines an instance on the test MariaDB reading w's database: orders to one
 // topic, items and logs to another, and every delete also to a third.
-func instanceFor(t testing.TB, w *workload, id, prefix string, start *wave.Position) *wave.Instance {
+func instanceFor(t testing.TB, w *workload, id, prefix string, start *cluster.Position) *cluster.Instance {
 	a := testenv.RequireMySQL(t)
 	db := strings.ReplaceAll(w.db, ".", `\.`)
-	return &wave.Instance{
+	return &cluster.Instance{
 		ID: id,
-		Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB,
+		Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB,
 			ServerID: testenv.ReplicaServerID()},
 		Start: start,
-		Subscriptions: []wave.Subscription{
+		Subscriptions: []cluster.Subscription{
 			{Name: "orders", Topic: prefix + ".orders", Include: []string{db + `\.t_orders`}},
 			{Name: "rest", Topic: prefix + ".rest", Include: []string{db + `\.t_.*`}, Exclude: []string{db + `\.t_orders`}},
-			{Name: "deletes", Topic: prefix + ".deletes", Include: []string{db + `\..*`}, Events: []string{wave.TypeDelete}},
+			{Name: "deletes", Topic: prefix + ".deletes", Include: []string{db + `\..*`}, Events: []string{rowenc.TypeDelete}},
 		},
 	}
 }
 
 // currentPos is the binlog end of the shared test server.
-func currentPos(t testing.TB) *wave.Position { return masterStatus(t, connect(t)) }
+func currentPos(t testing.TB) *cluster.Position { return masterStatus(t, connect(t)) }
 
 // readLines reads the file sink's output until want messages arrived for the workload's
 // database (or the deadline).
@@ -96,7 +98,7 @@ func TestWaveEmbeddedIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		if first {
-			if _, err := wave.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
+			if _, err := cluster.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -134,12 +136,12 @@ func TestWaveEmbeddedIntegration(t *testing.T) {
 
 	w.run(3000, 300)
 	part1 := w.expected([]string{tOrders}, nil)
-	got := readFileSink(t, out, w.db, w.expected([]string{tOrders, tItems, tLogs}, nil)+w.expected([]string{tOrders, tItems, tLogs}, []string{wave.TypeDelete}), 60*time.Second)
+	got := readFileSink(t, out, w.db, w.expected([]string{tOrders, tItems, tLogs}, nil)+w.expected([]string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete}), 60*time.Second)
 	if d := w.verify(t, got["emb.orders"], []string{tOrders}, nil); d != 0 {
 		t.Errorf("orders: %d duplicates in a run without faults", d)
 	}
 	w.verify(t, got["emb.rest"], []string{tItems, tLogs}, nil)
-	w.verify(t, got["emb.deletes"], []string{tOrders, tItems, tLogs}, []string{wave.TypeDelete})
+	w.verify(t, got["emb.deletes"], []string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete})
 	t.Logf("part 1: %d order messages", part1)
 
 	// Metrics: the names the agent's wave collector reads.
@@ -150,7 +152,7 @@ func TestWaveEmbeddedIntegration(t *testing.T) {
 			t.Errorf("/metrics lacks %s", name)
 		}
 	}
-	if st := wv.Status(); len(st) != 1 || st[0].State != wave.StateRunning {
+	if st := wv.Status(); len(st) != 1 || st[0].State != cluster.StateRunning {
 		t.Errorf("status = %+v, want one running instance", st)
 	}
 
@@ -161,11 +163,11 @@ func TestWaveEmbeddedIntegration(t *testing.T) {
 	w.run(w.count+2000, 250)
 	_, _, stop = runWave(false)
 	defer stop()
-	want := w.expected([]string{tOrders, tItems, tLogs}, nil) + w.expected([]string{tOrders, tItems, tLogs}, []string{wave.TypeDelete})
+	want := w.expected([]string{tOrders, tItems, tLogs}, nil) + w.expected([]string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete})
 	got = readFileSink(t, out, w.db, want, 60*time.Second)
 	dups := w.verify(t, got["emb.orders"], []string{tOrders}, nil)
 	dups += w.verify(t, got["emb.rest"], []string{tItems, tLogs}, nil)
-	w.verify(t, got["emb.deletes"], []string{tOrders, tItems, tLogs}, []string{wave.TypeDelete})
+	w.verify(t, got["emb.deletes"], []string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete})
 	if dups != 0 {
 		t.Errorf("%d duplicates after a graceful restart (lines before restart %d)", dups, before)
 	}
@@ -215,7 +217,7 @@ func TestWaveMemoryBusIntegration(t *testing.T) {
 	}
 	ctx := testenv.Context(t) // no fixed budget: the workload slows down with the machine
 	inst := instanceFor(t, w, "mem", "mem", start)
-	if _, err := wave.AddInstance(ctx, c, inst, "wave-m", nil); err != nil {
+	if _, err := cluster.AddInstance(ctx, c, inst, "wave-m", nil); err != nil {
 		t.Fatal(err)
 	}
 	w.run(2000, 200)

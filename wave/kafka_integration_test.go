@@ -21,6 +21,8 @@ import (
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // topicReader reads every partition of a topic from the start, in the background,
@@ -164,7 +166,7 @@ func TestWaveKafkaIntegration(t *testing.T) {
 	prefix := fmt.Sprintf("wk%d", time.Now().UnixNano()%1e9)
 	const chunk = 1000 // PublishChunkMessages: the most messages per topic one failed attempt repeats
 	inst := instanceFor(t, w, "acc", prefix, start)
-	if _, err := wave.AddInstance(ctx, c, inst, "wave-k1", nil); err != nil {
+	if _, err := cluster.AddInstance(ctx, c, inst, "wave-k1", nil); err != nil {
 		t.Fatal(err)
 	}
 	addrc := make(chan string, 1)
@@ -199,14 +201,14 @@ func TestWaveKafkaIntegration(t *testing.T) {
 
 	// Capture is done when the committed offset reaches the end of the workload.
 	for {
-		info, err := wave.ShowInstance(ctx, c, "acc", 0, time.Now)
+		info, err := cluster.ShowInstance(ctx, c, "acc", 0, time.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if info.Position != nil && covers(t, info.Position.GTIDSet, end.GTIDSet) {
 			break
 		}
-		if info.State == wave.StateError {
+		if info.State == cluster.StateError {
 			t.Fatalf("instance in error: %s", info.Error)
 		}
 		if ctx.Err() != nil {
@@ -224,7 +226,7 @@ func TestWaveKafkaIntegration(t *testing.T) {
 
 	wantOrders := w.expected([]string{tOrders}, nil)
 	wantRest := w.expected([]string{tItems, tLogs}, nil)
-	wantDel := w.expected([]string{tOrders, tItems, tLogs}, []string{wave.TypeDelete})
+	wantDel := w.expected([]string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete})
 	want := wantOrders + wantRest + wantDel
 	if got := published; got != float64(want) {
 		t.Errorf("published %v messages, want %v", got, want)
@@ -233,7 +235,7 @@ func TestWaveKafkaIntegration(t *testing.T) {
 	hw := highWatermarks(t, ctx, brokers, []string{prefix + ".orders", prefix + ".rest", prefix + ".deletes"})
 	dups := w.verify(t, readers["orders"].wait(t, int(hw[prefix+".orders"])), []string{tOrders}, nil)
 	dups += w.verify(t, readers["rest"].wait(t, int(hw[prefix+".rest"])), []string{tItems, tLogs}, nil)
-	dups += w.verify(t, readers["deletes"].wait(t, int(hw[prefix+".deletes"])), []string{tOrders, tItems, tLogs}, []string{wave.TypeDelete})
+	dups += w.verify(t, readers["deletes"].wait(t, int(hw[prefix+".deletes"])), []string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete})
 	if got := sum(hw); got != int64(want+dups) {
 		t.Errorf("Kafka holds %d messages: want %d expected + %d duplicates", got, want, dups)
 	}
@@ -247,11 +249,11 @@ func TestWaveKafkaIntegration(t *testing.T) {
 		want, time.Since(t0).Round(time.Millisecond), dups, failed)
 
 	// instance show: leader and position from ZooKeeper.
-	info, err := wave.ShowInstance(ctx, c, "acc", 0, time.Now)
+	info, err := cluster.ShowInstance(ctx, c, "acc", 0, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Leader != "wave-k1" || info.Assign != "wave-k1" || info.State != wave.StateRunning {
+	if info.Leader != "wave-k1" || info.Assign != "wave-k1" || info.State != cluster.StateRunning {
 		t.Errorf("show: %+v", info)
 	}
 	raw, _ := json.Marshal(info.Position)

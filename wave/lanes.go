@@ -10,6 +10,8 @@ import (
 
 	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/wave/capture"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // The publisher keeps several produce requests in flight without giving up per-key order
@@ -31,11 +33,11 @@ const DefaultPublishInFlight = 4
 
 // flight is one gathered batch on its way.
 type flight struct {
-	commit     *Position // the batch's last transaction boundary, if any
-	commitRows int64     // rows published up to that boundary
+	commit     *cluster.Position // the batch's last transaction boundary, if any
+	commitRows int64             // rows published up to that boundary
 	rows       int
 	bytes      int
-	ts         int64         // the time of its last item that has one (lagTracker.acked)
+	ts         int64         // the time of its last item that has one (capture.LagTracker.Acked)
 	heartbeat  uint64        // the heartbeat it ends with, if it does
 	pending    atomic.Int32  // chunks not yet acknowledged
 	done       chan struct{} // closed when pending reaches zero
@@ -78,39 +80,39 @@ func (p *publisher) run(ctx context.Context) error {
 func (p *publisher) dispatch(ctx context.Context, order chan<- *flight, lanes *laneSet) error {
 	part, _ := p.pub.(bus.Partitioner)
 	for {
-		var first item
+		var first capture.Item
 		select {
 		case first = <-p.in:
 		case <-ctx.Done():
 			return nil
 		}
-		batch := []item{first}
-		n := len(first.msgs)
+		batch := []capture.Item{first}
+		n := len(first.Msgs)
 	gather:
 		for n < p.maxRows {
 			select {
 			case it := <-p.in:
 				batch = append(batch, it)
-				n += len(it.msgs)
+				n += len(it.Msgs)
 			default:
 				break gather
 			}
 		}
 		f := &flight{done: make(chan struct{}), commitRows: p.rows}
 		for _, it := range batch {
-			f.rows += len(it.msgs)
-			f.bytes += it.bytes
-			if it.commit != nil {
-				f.commit = it.commit
+			f.rows += len(it.Msgs)
+			f.bytes += it.Bytes
+			if it.Commit != nil {
+				f.commit = it.Commit
 				f.commitRows = p.rows + int64(f.rows)
 			}
-			if it.ts != 0 {
+			if it.TS != 0 {
 				// The last, not the largest: the lag is measured where the binlog was
 				// read to, whose timestamps a session may set back (SET timestamp).
-				f.ts = it.ts
+				f.ts = it.TS
 			}
-			if it.heartbeat != 0 {
-				f.heartbeat = it.heartbeat // what was read after it, lagTracker counted
+			if it.Heartbeat != 0 {
+				f.heartbeat = it.Heartbeat // what was read after it, capture.LagTracker counted
 			}
 		}
 		p.rows += int64(f.rows)
@@ -155,7 +157,7 @@ type laneChunks struct {
 // never falls back to a lane of its own: a key's newer changes must not overtake its
 // older ones still on their partition's lane. It returns errLost once the leadership is
 // gone, and nothing once ctx ends.
-func (p *publisher) laneWork(ctx context.Context, part bus.Partitioner, batch []item, n int) ([]laneChunks, error) {
+func (p *publisher) laneWork(ctx context.Context, part bus.Partitioner, batch []capture.Item, n int) ([]laneChunks, error) {
 	bo := backoff.New(p.backoffMin, p.backoffMax)
 	for attempt := 1; ; attempt++ {
 		work, err := p.split(ctx, part, batch, n)
@@ -180,14 +182,14 @@ func (p *publisher) laneWork(ctx context.Context, part bus.Partitioner, batch []
 // each, and cuts each lane's share into chunks of one produce request (see chunks). The
 // lanes' messages share one allocation; a batch has few lanes (one per partition), found
 // by a scan that mostly stops at the lane of the message before.
-func (p *publisher) split(ctx context.Context, part bus.Partitioner, batch []item, n int) ([]laneChunks, error) {
+func (p *publisher) split(ctx context.Context, part bus.Partitioner, batch []capture.Item, n int) ([]laneChunks, error) {
 	if n == 0 {
 		return nil, nil
 	}
 	all := make([]bus.Message, 0, n)
 	if part == nil {
 		for _, it := range batch {
-			all = append(all, it.msgs...)
+			all = append(all, it.Msgs...)
 		}
 		return []laneChunks{{key: laneKey{partition: -1}, chunks: chunks(all, p.chunkMsgs, p.chunkBytes)}}, nil
 	}
@@ -200,7 +202,7 @@ func (p *publisher) split(ctx context.Context, part bus.Partitioner, batch []ite
 	of := p.laneOf[:0] // each message's lane, in batch order
 	last := -1
 	for _, it := range batch {
-		for _, m := range it.msgs {
+		for _, m := range it.Msgs {
 			pn, err := part.Partition(ctx, m.Topic, m.Key)
 			if err != nil {
 				return nil, err
@@ -225,7 +227,7 @@ func (p *publisher) split(ctx context.Context, part bus.Partitioner, batch []ite
 	}
 	i := 0
 	for _, it := range batch {
-		for _, m := range it.msgs {
+		for _, m := range it.Msgs {
 			l := &lanes[of[i]]
 			l.msgs = append(l.msgs, m)
 			i++
@@ -265,7 +267,7 @@ func (p *publisher) complete(ctx context.Context, order <-chan *flight) error {
 		if isClosed(p.lost) {
 			return errLost
 		}
-		p.lag.acked(f.ts, f.heartbeat)
+		p.lag.Acked(f.ts, f.heartbeat)
 		if f.commit != nil {
 			c := *f.commit
 			c.Rows = f.commitRows

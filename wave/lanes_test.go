@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/wave/capture"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // partPub is a bus.Partitioner whose partition is a key's first letter ('a' → 0) and
@@ -92,21 +94,21 @@ func (p *partPub) waitFor(t *testing.T, part int, want ...string) {
 	}
 }
 
-func lanesPublisher(pub bus.Publisher, in chan item, inFlight int) (*publisher, *committer) {
+func lanesPublisher(pub bus.Publisher, in chan capture.Item, inFlight int) (*publisher, *committer) {
 	cm := &committer{kick: make(chan struct{}, 1)}
 	return &publisher{id: "lanes", pub: pub, in: in, maxRows: 3, backoffMin: time.Millisecond, backoffMax: time.Millisecond,
 		m: newMetrics(), log: slog.New(slog.DiscardHandler), commit: cm, chunkMsgs: 2, inFlight: inFlight}, cm
 }
 
-func rowItem(pos uint32, keys ...string) item {
-	it := item{commit: &Position{File: "bin.000001", Pos: pos}}
+func rowItem(pos uint32, keys ...string) capture.Item {
+	it := capture.Item{Commit: &cluster.Position{File: "bin.000001", Pos: pos}}
 	for _, k := range keys {
-		it.msgs = append(it.msgs, bus.Message{Topic: "t", Key: []byte(k), Value: []byte("v")})
+		it.Msgs = append(it.Msgs, bus.Message{Topic: "t", Key: []byte(k), Value: []byte("v")})
 	}
 	return it
 }
 
-func acked(cm *committer) Position {
+func acked(cm *committer) cluster.Position {
 	cm.mu.Lock()
 	defer cm.mu.Unlock()
 	return cm.acked
@@ -131,7 +133,7 @@ func waitAcked(t *testing.T, cm *committer, pos uint32) {
 func TestLanesOverlapPartitionsAndCommitInOrder(t *testing.T) {
 	pub := newPartPub()
 	pub.gates[1] = make(chan struct{})
-	in := make(chan item, 8)
+	in := make(chan capture.Item, 8)
 	p, cm := lanesPublisher(pub, in, 4)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -163,7 +165,7 @@ func TestLanesOverlapPartitionsAndCommitInOrder(t *testing.T) {
 func TestLanesRetryInOrder(t *testing.T) {
 	pub := newPartPub()
 	pub.fail[0] = 2
-	in := make(chan item, 8)
+	in := make(chan capture.Item, 8)
 	p, cm := lanesPublisher(pub, in, 4)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -178,7 +180,7 @@ func TestLanesRetryInOrder(t *testing.T) {
 func TestLanesWindow(t *testing.T) {
 	pub := newPartPub()
 	pub.gates[1] = make(chan struct{})
-	in := make(chan item, 8)
+	in := make(chan capture.Item, 8)
 	p, _ := lanesPublisher(pub, in, 1)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -203,7 +205,7 @@ func TestLanesWindow(t *testing.T) {
 func TestLanesWaitForPartitions(t *testing.T) {
 	pub := newPartPub()
 	pub.gates[0] = make(chan struct{})
-	in := make(chan item, 8)
+	in := make(chan capture.Item, 8)
 	p, cm := lanesPublisher(pub, in, 4)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

@@ -12,6 +12,8 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/wave/capture"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // losingPublisher acknowledges every Publish and, as call number loseOn returns, ends the
@@ -53,11 +55,11 @@ func TestPublisherStopsOnLostLeadership(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			lost := make(chan struct{})
 			fake := &losingPublisher{loseOn: tc.loseOn, lose: func() { close(lost) }}
-			in := make(chan item, 2)
+			in := make(chan capture.Item, 2)
 			// One batch of two rows in one transaction, published as two chunks of one
 			// message: the boundary after the second row must not reach the committer.
-			in <- item{msgs: []bus.Message{msg("a")}}
-			in <- item{msgs: []bus.Message{msg("b")}, commit: &Position{File: "bin.000001", Pos: 900}}
+			in <- capture.Item{Msgs: []bus.Message{msg("a")}}
+			in <- capture.Item{Msgs: []bus.Message{msg("b")}, Commit: &cluster.Position{File: "bin.000001", Pos: 900}}
 			cm := &committer{kick: make(chan struct{}, 1)}
 			p := &publisher{id: "lost", pub: fake, lost: lost, in: in, maxRows: 10,
 				backoffMin: time.Millisecond, backoffMax: time.Millisecond, m: newMetrics(), log: slog.New(slog.DiscardHandler),
@@ -93,15 +95,15 @@ func TestCommitterStopsOnLostLeadership(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := t.Context()
-	key := instanceKey("lost", "offset")
+	key := cluster.OffsetKey("lost")
 	v, err := c.Put(ctx, key, []byte(`{"file":"bin.000001","pos":4}`), coord.NoVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lost := make(chan struct{})
 	cm := &committer{c: c, lost: lost, key: key, id: "lost", m: newMetrics(), log: slog.New(slog.DiscardHandler),
-		now: time.Now, version: v, committed: Position{File: "bin.000001", Pos: 4}, kick: make(chan struct{}, 1)}
-	cm.ack(Position{File: "bin.000001", Pos: 900})
+		now: time.Now, version: v, committed: cluster.Position{File: "bin.000001", Pos: 4}, kick: make(chan struct{}, 1)}
+	cm.ack(cluster.Position{File: "bin.000001", Pos: 900})
 	close(lost)
 	if err := cm.flush(ctx); !errors.Is(err, errLost) {
 		t.Errorf("flush after the loss = %v, want errLost", err)

@@ -10,7 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/binlake/binlake/internal/metric/waveprom"
-	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/wave/balancer"
+	"github.com/binlake/binlake/wave/capture"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // metrics are the wave's Prometheus series. The five the agent reads use the names the
@@ -34,13 +36,7 @@ type metrics struct {
 	// snapshotRows and snapshotTables: the instance's current or last snapshot.
 	snapshotRows   *prometheus.GaugeVec
 	snapshotTables *prometheus.GaugeVec
-	// The balancer's series (balance.go).
-	balancerLeader    prometheus.Gauge
-	balancerMoves     *prometheus.CounterVec
-	balancerFallbacks *prometheus.CounterVec
-	balancerSpread    prometheus.Gauge
-	balancerMeanLoad  prometheus.Gauge
-	balancerMeanUtil  prometheus.Gauge
+	balancer       balancer.Metrics // the balancer's series
 }
 
 func newMetrics() *metrics {
@@ -79,21 +75,8 @@ func newMetrics() *metrics {
 			Help: "Rows the instance's current or last snapshot emitted so far."}, inst),
 		snapshotTables: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_snapshot_tables_remaining",
 			Help: "Tables the instance's snapshot has still to read; 0 once it finished."}, inst),
-		balancerLeader: f.NewGauge(prometheus.GaugeOpts{Name: waveprom.BalancerLeader,
-			Help: "1 while this wave is the cluster's balancer."}),
-		balancerMoves: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_moves_total",
-			Help: "Instance moves this wave made as the balancer, by reason (failover, hard_max, spread) and result (assigned, done, skipped, failed)."},
-			[]string{"reason", "result"}),
-		balancerFallbacks: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_fallbacks_total",
-			Help: "Failovers placed by fewest instances because the judge was not configured (no_judge) or did not answer (judge_error)."},
-			[]string{"reason"}),
-		balancerSpread: f.NewGauge(prometheus.GaugeOpts{Name: "binlake_wave_balancer_spread",
-			Help: "The load spread (highest minus lowest wave: peak utilisation, or rows/s in the rows model) of the balancer's last plan."}),
-		balancerMeanLoad: f.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanLoad,
-			Help: "The mean load of the live waves in rows/s plus a floor per instance, in the balancer's last plan when the judge planned in the rows model (no cores or CPU to plan in utilisation); 0 on the other waves and in the utilisation model. Its agent reports it as wave.cluster_load."}),
+		balancer: balancer.NewMetrics(f),
 	}
-	m.balancerMeanUtil = f.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanUtil,
-		Help: "The live waves' mean peak utilisation (CPU cores over the hosts' cores, each wave weighed by its cores) in the balancer's last plan, when the judge planned in utilisation; 0 on the other waves and in the rows model. Its agent reports it as wave.cluster_utilisation, which the capacity alert watches."})
 	reg.MustRegister(m.lag, // a collector of its own, computed at each scrape
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
 			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)})),
@@ -119,8 +102,8 @@ func (m *metrics) forget(id string) {
 func (m *metrics) setState(st InstanceStatus) {
 	m.dropState(st.ID)
 	switch st.State {
-	case StateStandby:
-	case StateRunning:
+	case cluster.StateStandby:
+	case cluster.StateRunning:
 		m.running.WithLabelValues(st.ID, st.State, "").Set(1)
 	default:
 		m.running.WithLabelValues(st.ID, st.State, st.Reason).Set(0)
@@ -131,45 +114,17 @@ func (m *metrics) dropState(id string) {
 	m.running.DeletePartialMatch(prometheus.Labels{waveprom.LabelInstance: id})
 }
 
-// observePlan shows the cluster's load as the balancer's last plan saw it: in the
-// utilisation model the mean peak utilisation weighed by cores, in the rows model the
-// mean load in rows/s.
-func (m *metrics) observePlan(ans *api.RebalanceAnswer) {
-	m.balancerSpread.Set(ans.SpreadBefore)
-	if ans.Model == api.ModelUtilisation {
-		var sum, cores float64
-		for _, w := range ans.Waves {
-			if w.Alive {
-				sum, cores = sum+w.PeakBefore*w.Cores, cores+w.Cores
-			}
-		}
-		if cores > 0 {
-			m.balancerMeanUtil.Set(sum / cores)
-		}
-		m.balancerMeanLoad.Set(0)
-		return
-	}
-	m.balancerMeanUtil.Set(0)
-	var sum float64
-	for _, l := range ans.Before {
-		sum += l
-	}
-	if len(ans.Before) > 0 {
-		m.balancerMeanLoad.Set(sum / float64(len(ans.Before)))
-	}
-}
-
 // lagGauge is binlake_wave_lag_seconds: each instance's Lag, computed from its tracker
 // at every scrape, so that it grows while nothing completes (a stalled sink) and falls
 // to 0 as soon as a heartbeat says the capture is caught up.
 type lagGauge struct {
 	desc *prometheus.Desc
 	mu   sync.Mutex
-	of   map[string]*lagTracker
+	of   map[string]*capture.LagTracker
 }
 
 func newLagGauge(desc *prometheus.Desc) *lagGauge {
-	return &lagGauge{desc: desc, of: map[string]*lagTracker{}}
+	return &lagGauge{desc: desc, of: map[string]*capture.LagTracker{}}
 }
 
 func (g *lagGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
@@ -179,14 +134,14 @@ func (g *lagGauge) Collect(ch chan<- prometheus.Metric) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for id, l := range g.of {
-		if s := l.state(); s.Known() {
-			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, Lag(s, now), id)
+		if s := l.State(); s.Known() {
+			ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, cluster.Lag(s, now), id)
 		}
 	}
 }
 
 // track shows the lag of l as instance id's, from now on.
-func (g *lagGauge) track(id string, l *lagTracker) {
+func (g *lagGauge) track(id string, l *capture.LagTracker) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.of[id] = l
@@ -199,7 +154,7 @@ func (g *lagGauge) forget(id string) {
 }
 
 // tracker is instance id's tracker, nil when this wave does not run it.
-func (g *lagGauge) tracker(id string) *lagTracker {
+func (g *lagGauge) tracker(id string) *capture.LagTracker {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.of[id]

@@ -7,6 +7,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/binlake/binlake/wave/balancer"
+	"github.com/binlake/binlake/wave/capture"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestMetricsLint gives every wave series a value (a vector shows nothing until it has
@@ -17,10 +21,12 @@ func TestMetricsLint(t *testing.T) {
 	m := newMetrics()
 	m.rows.WithLabelValues("i").Inc()
 	m.publishErrors.WithLabelValues("i").Inc()
-	m.lag.track("i", &lagTracker{ts: 1.7e9})
+	lag := &capture.LagTracker{}
+	lag.Acked(1.7e9, 0)
+	m.lag.track("i", lag)
 	m.led.Set(1)
-	m.setState(InstanceStatus{ID: "i", State: StateRunning})
-	m.setState(InstanceStatus{ID: "j", State: StateError, Reason: "binlog_purged"})
+	m.setState(InstanceStatus{ID: "i", State: cluster.StateRunning})
+	m.setState(InstanceStatus{ID: "j", State: cluster.StateError, Reason: "binlog_purged"})
 	m.bytes.WithLabelValues("i").Add(10)
 	m.batches.WithLabelValues("i").Inc()
 	m.skipped.WithLabelValues("i").Inc()
@@ -30,21 +36,24 @@ func TestMetricsLint(t *testing.T) {
 	m.instError.WithLabelValues("i").Set(1)
 	m.snapshotRows.WithLabelValues("i").Set(3)
 	m.snapshotTables.WithLabelValues("i").Set(0)
-	m.balancerLeader.Set(1)
-	m.balancerMoves.WithLabelValues("failover", "done").Inc()
-	m.balancerFallbacks.WithLabelValues("no_judge").Inc()
-	m.balancerSpread.Set(2)
-	m.balancerMeanLoad.Set(3)
+	m.balancer.Leader.Set(1)
+	m.balancer.Moves.WithLabelValues("failover", "done").Inc()
+	m.balancer.Fallbacks.WithLabelValues("no_judge").Inc()
+	m.balancer.Spread.Set(2)
+	m.balancer.MeanLoad.Set(3)
 
 	mfs, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every collector of the struct (one family each) shows a series, so none escapes the lint.
+	// Every collector of the struct and of the balancer's (one family each) shows a
+	// series, so none escapes the lint.
 	collectors, ours := 0, 0
-	for f := range reflect.TypeFor[metrics]().Fields() {
-		if f.Name != "reg" && f.Type.Implements(reflect.TypeFor[prometheus.Collector]()) {
-			collectors++
+	for _, st := range []reflect.Type{reflect.TypeFor[metrics](), reflect.TypeFor[balancer.Metrics]()} {
+		for f := range st.Fields() {
+			if f.Name != "reg" && f.Type.Implements(reflect.TypeFor[prometheus.Collector]()) {
+				collectors++
+			}
 		}
 	}
 	for _, mf := range mfs {

@@ -14,6 +14,8 @@ import (
 	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/wave/capture"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // ErrFenced reports that the offset was written by someone else since this wave read it:
@@ -26,15 +28,15 @@ type publisher struct {
 	id         string
 	pub        bus.Publisher
 	lost       <-chan struct{} // the leadership's Lost: no attempt starts after it closed
-	in         <-chan item
+	in         <-chan capture.Item
 	maxRows    int
 	backoffMin time.Duration
 	backoffMax time.Duration
 	m          *metrics
 	log        *slog.Logger
 	commit     *committer
-	rows       int64       // rows published by the instance so far (carried in the offset)
-	lag        *lagTracker // told of each batch acknowledged (nil: no lag kept)
+	rows       int64               // rows published by the instance so far (carried in the offset)
+	lag        *capture.LagTracker // told of each batch acknowledged (nil: no lag kept)
 	// chunkMsgs and chunkBytes bound each topic's share of one Publish call (0 = no
 	// bound); see chunks.
 	chunkMsgs  int
@@ -119,7 +121,7 @@ func (p *publisher) publishWith(ctx context.Context, msgs []bus.Message, send fu
 			return nil
 		}
 		if errors.Is(err, bus.ErrMessageTooLarge) {
-			return &fatalError{fmt.Errorf("%w: %w", ErrMessageTooLarge, err)}
+			return capture.Fatal(fmt.Errorf("%w: %w", capture.ErrMessageTooLarge, err))
 		}
 		if errors.Is(err, bus.ErrClosed) {
 			return fmt.Errorf("publish: %w", err)
@@ -154,17 +156,17 @@ type committer struct {
 	syncErr error
 	// onCommit, when set, is told each position written, so that the wave's /status
 	// shows where the instance would resume now rather than where the term started.
-	onCommit func(Position)
+	onCommit func(cluster.Position)
 
 	mu        sync.Mutex
 	version   int64
-	acked     Position
+	acked     cluster.Position
 	hasAcked  bool
-	committed Position
+	committed cluster.Position
 	kick      chan struct{}
 }
 
-func (c *committer) ack(p Position) {
+func (c *committer) ack(p cluster.Position) {
 	c.mu.Lock()
 	c.acked, c.hasAcked = p, true
 	c.mu.Unlock()
@@ -251,25 +253,10 @@ func syncOf(pub bus.Publisher) func() error {
 	return nil
 }
 
-// readOffset returns the committed offset and its version, or ok=false when none is.
-func readOffset(ctx context.Context, c coord.Coordinator, key string) (p Position, version int64, ok bool, err error) {
-	v, err := c.Get(ctx, key)
-	if errors.Is(err, coord.ErrNotFound) {
-		return p, coord.NoVersion, false, nil
-	}
-	if err != nil {
-		return p, 0, false, fmt.Errorf("read %s: %w", key, err)
-	}
-	if err := json.Unmarshal(v.Data, &p); err != nil {
-		return p, 0, false, &fatalError{fmt.Errorf("offset %s is not valid JSON: %w", key, err)}
-	}
-	return p, v.Version, true, nil
-}
-
 // lead runs the capture pipeline of one instance for as long as this wave holds its
 // leadership: it returns when ctx ends, the leadership is lost (publishing and committing
 // stop first) or the pipeline fails.
-func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) error {
+func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Leadership) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -286,9 +273,9 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		// without an operator having to touch the instance.
 		return err // ErrSecretMissing, naming the variable or the file
 	}
-	filter, err := NewFilter(inst.Subscriptions)
+	filter, err := cluster.NewFilter(inst.Subscriptions)
 	if err != nil {
-		return &fatalError{err}
+		return capture.Fatal(err)
 	}
 	if w.opts.Topics != nil {
 		for _, t := range filter.Topics() {
@@ -300,19 +287,22 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		}
 	}
 
-	offKey := instanceKey(inst.ID, "offset")
-	start, version, ok, err := readOffset(ctx, w.opts.Coord, offKey)
+	offKey := cluster.OffsetKey(inst.ID)
+	start, version, ok, err := cluster.ReadOffset(ctx, w.opts.Coord, inst.ID)
+	if errors.As(err, new(*cluster.InvalidOffsetError)) {
+		return capture.Fatal(err)
+	}
 	if err != nil {
 		return err
 	}
 	if !ok {
 		if inst.Start != nil {
 			start = *inst.Start
-		} else if start, err = currentPosition(ctx, inst.Source.Addr, inst.Source.User, password.Reveal(), inst.Source.Flavor); err != nil {
+		} else if start, err = capture.CurrentPosition(ctx, inst.Source.Addr, inst.Source.User, password.Reveal(), inst.Source.Flavor); err != nil {
 			return fmt.Errorf("read the source's current position: %w", err)
 		}
 		if inst.Snapshot != nil && inst.Snapshot.Initial {
-			if start.Snapshot, err = initialSnapshotProgress(ctx, inst, password.Reveal(), filter); err != nil {
+			if start.Snapshot, err = capture.InitialSnapshotProgress(ctx, inst, password.Reveal(), filter); err != nil {
 				return err
 			}
 		}
@@ -331,11 +321,11 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		return nil
 	}
 	log.Info("capture starting", "position", start.String(), "token", lead.Token())
-	lag := &lagTracker{}
+	lag := &capture.LagTracker{}
 	w.m.lag.track(inst.ID, lag)
 	defer w.m.lag.forget(inst.ID) // the term's lag: none in the error state that may follow
 	w.setStatus(inst.ID, func(s *InstanceStatus) {
-		s.State, s.Error, s.Reason, s.Position = StateRunning, "", "", start
+		s.State, s.Error, s.Reason, s.Position = cluster.StateRunning, "", "", start
 	})
 
 	busPub := w.opts.Publisher
@@ -352,32 +342,32 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 			}
 		}()
 	}
-	items := make(chan item, w.opts.Pipeline.QueueItems)
+	items := make(chan capture.Item, w.opts.Pipeline.QueueItems)
 	cm := &committer{c: w.opts.Coord, lost: lead.Lost(), key: offKey, id: inst.ID, interval: w.opts.Pipeline.CommitInterval,
 		m: w.m, log: log, now: time.Now, version: version, committed: start, kick: make(chan struct{}, 1),
-		onCommit: func(p Position) { w.setStatus(inst.ID, func(s *InstanceStatus) { s.Position = p }) }}
+		onCommit: func(p cluster.Position) { w.setStatus(inst.ID, func(s *InstanceStatus) { s.Position = p }) }}
 	cm.sync = syncOf(busPub)
 	pub := &publisher{id: inst.ID, pub: busPub, lost: lead.Lost(), in: items, maxRows: w.opts.Pipeline.BatchRows,
 		backoffMin: 100 * time.Millisecond, backoffMax: w.opts.Pipeline.PublishBackoffMax,
 		m: w.m, log: log, commit: cm, rows: start.Rows, lag: lag,
 		chunkMsgs: w.opts.Pipeline.PublishChunkMessages, chunkBytes: w.opts.Pipeline.PublishChunkBytes,
 		inFlight: w.opts.Pipeline.PublishInFlight}
-	snapshotRequests := make(chan SnapshotRequest, 1)
-	capt, err := newCapture(captureOptions{
-		inst: inst, password: password.Reveal(), filter: filter, log: log, out: items,
-		maxBytes: w.opts.MaxMessageBytes,
-		onSkip:   func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
-		onError: func(err error) {
+	snapshotRequests := make(chan cluster.SnapshotRequest, 1)
+	capt, err := capture.New(capture.Options{
+		Inst: inst, Password: password.Reveal(), Filter: filter, Log: log, Out: items,
+		MaxBytes: w.opts.MaxMessageBytes,
+		OnSkip:   func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
+		OnError: func(err error) {
 			w.m.reconnects.WithLabelValues(inst.ID).Inc()
-			w.setStatus(inst.ID, func(s *InstanceStatus) { s.fail(StateReconnecting, err) })
+			w.setStatus(inst.ID, func(s *InstanceStatus) { s.fail(cluster.StateReconnecting, err) })
 		},
-		onConn: func() {
-			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error, s.Reason = StateRunning, "", "" })
+		OnConn: func() {
+			w.setStatus(inst.ID, func(s *InstanceStatus) { s.State, s.Error, s.Reason = cluster.StateRunning, "", "" })
 		},
-		backoffMin: 200 * time.Millisecond, backoffMax: w.opts.Pipeline.ReconnectBackoffMax,
-		eventQueue: w.opts.Pipeline.EventQueue, heartbeat: w.opts.Pipeline.Heartbeat, lag: lag,
-		snapshot: inst.Snapshot, snapshotRequests: snapshotRequests,
-		onSnapshot: func(rows, tablesLeft int) {
+		BackoffMin: 200 * time.Millisecond, BackoffMax: w.opts.Pipeline.ReconnectBackoffMax,
+		EventQueue: w.opts.Pipeline.EventQueue, Heartbeat: w.opts.Pipeline.Heartbeat, Lag: lag,
+		Snapshot: inst.Snapshot, SnapshotRequests: snapshotRequests,
+		OnSnapshot: func(rows, tablesLeft int) {
 			w.m.snapshotRows.WithLabelValues(inst.ID).Set(float64(rows))
 			w.m.snapshotTables.WithLabelValues(inst.ID).Set(float64(tablesLeft))
 		},
@@ -400,7 +390,7 @@ func (w *Wave) lead(ctx context.Context, inst *Instance, lead coord.Leadership) 
 		return nil
 	})
 	g.Go(func() error {
-		err := capt.run(gctx)
+		err := capt.Run(gctx)
 		if err == nil && gctx.Err() == nil {
 			err = errors.New("capture ended")
 		}
@@ -437,11 +427,4 @@ func isClosed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
-}
-
-func instanceKey(id, child string) string {
-	if child == "" {
-		return "instances/" + id
-	}
-	return "instances/" + id + "/" + child
 }

@@ -23,7 +23,8 @@ import (
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 func TestMain(m *testing.M) { testenv.RunRemovingBinlake(m) }
@@ -91,7 +92,7 @@ type faultEnv struct {
 	root    string
 	brokers string
 	prefix  string
-	inst    *wave.Instance
+	inst    *cluster.Instance
 	env     []string
 	topics  []string
 	readers map[string]*topicReader
@@ -149,10 +150,10 @@ func (f *faultEnv) config(node string, brokers string) string {
 }
 
 // offset reads the committed offset (zero Position when none yet).
-func (f *faultEnv) offset() wave.Position {
+func (f *faultEnv) offset() cluster.Position {
 	f.t.Helper()
-	var p wave.Position
-	v, err := f.c.Get(f.ctx, "instances/"+f.inst.ID+"/offset")
+	var p cluster.Position
+	v, err := f.c.Get(f.ctx, cluster.OffsetKey(f.inst.ID))
 	if errors.Is(err, coord.ErrNotFound) {
 		return p
 	}
@@ -166,7 +167,7 @@ func (f *faultEnv) offset() wave.Position {
 }
 
 func (f *faultEnv) leader() string {
-	l, err := f.c.Leader(f.ctx, "instances/"+f.inst.ID+"/leader")
+	l, err := f.c.Leader(f.ctx, cluster.LeaderKey(f.inst.ID))
 	if err != nil {
 		return ""
 	}
@@ -191,13 +192,13 @@ func (f *faultEnv) waitFor(what string, cond func() bool, procs ...*testenv.Proc
 }
 
 // write runs the workload in the background; the channel delivers the end position.
-func (f *faultEnv) write() <-chan *wave.Position { return f.writeUpTo(f.n) }
+func (f *faultEnv) write() <-chan *cluster.Position { return f.writeUpTo(f.n) }
 
 // writeUpTo writes row changes in the background until the workload has written n in
 // all; the channel delivers the position at the end. One writer at a time: the next call
 // waits until the channel has delivered.
-func (f *faultEnv) writeUpTo(n int) <-chan *wave.Position {
-	out := make(chan *wave.Position, 1)
+func (f *faultEnv) writeUpTo(n int) <-chan *cluster.Position {
+	out := make(chan *cluster.Position, 1)
 	go func() {
 		f.w.run(n, 200)
 		out <- currentPos(f.t)
@@ -273,11 +274,11 @@ func covers(t testing.TB, have, want string) bool {
 	if have == "" {
 		return false
 	}
-	h, err := mysql.ParseGTIDSet(wave.FlavorMariaDB, have)
+	h, err := mysql.ParseGTIDSet(cluster.FlavorMariaDB, have)
 	if err != nil {
 		t.Fatalf("offset gtid set %q: %v", have, err)
 	}
-	w, err := mysql.ParseGTIDSet(wave.FlavorMariaDB, want)
+	w, err := mysql.ParseGTIDSet(cluster.FlavorMariaDB, want)
 	if err != nil {
 		t.Fatalf("end gtid set %q: %v", want, err)
 	}
@@ -287,15 +288,15 @@ func covers(t testing.TB, have, want string) bool {
 // expectedMessages is how many messages the rows written so far make on the three topics.
 func (f *faultEnv) expectedMessages() int {
 	all := []string{tOrders, tItems, tLogs}
-	return f.w.expected(all, nil) + f.w.expected(all, []string{wave.TypeDelete})
+	return f.w.expected(all, nil) + f.w.expected(all, []string{rowenc.TypeDelete})
 }
 
 // finish waits for the writer and for the offset to reach its end, then reads every
 // message Kafka holds on the three topics and verifies them: nothing missing, per-key
 // order, values exact. It returns the number of duplicates.
-func (f *faultEnv) finish(written <-chan *wave.Position, procs ...*testenv.Proc) (dups int) {
+func (f *faultEnv) finish(written <-chan *cluster.Position, procs ...*testenv.Proc) (dups int) {
 	f.t.Helper()
-	var end *wave.Position
+	var end *cluster.Position
 	select {
 	case end = <-written:
 	case <-f.ctx.Done():
@@ -306,7 +307,7 @@ func (f *faultEnv) finish(written <-chan *wave.Position, procs ...*testenv.Proc)
 	w := f.w
 	dups += w.verify(f.t, f.readers["orders"].wait(f.t, int(hw[f.prefix+".orders"])), []string{tOrders}, nil)
 	dups += w.verify(f.t, f.readers["rest"].wait(f.t, int(hw[f.prefix+".rest"])), []string{tItems, tLogs}, nil)
-	dups += w.verify(f.t, f.readers["deletes"].wait(f.t, int(hw[f.prefix+".deletes"])), []string{tOrders, tItems, tLogs}, []string{wave.TypeDelete})
+	dups += w.verify(f.t, f.readers["deletes"].wait(f.t, int(hw[f.prefix+".deletes"])), []string{tOrders, tItems, tLogs}, []string{rowenc.TypeDelete})
 	want := f.expectedMessages()
 	if got := sum(hw); got != int64(want+dups) {
 		f.t.Errorf("Kafka holds %d messages: want %d expected + %d duplicates", got, want, dups)
@@ -322,7 +323,7 @@ func (f *faultEnv) finish(written <-chan *wave.Position, procs ...*testenv.Proc)
 func TestWaveKillRestartIntegration(t *testing.T) {
 	ctx := testenv.Context(t) // no fixed budget: the workload slows down with the machine
 	f := newFaultEnv(t, ctx, 21, "kill")
-	if _, err := wave.AddInstance(ctx, f.c, f.inst, "wave-1", nil); err != nil {
+	if _, err := cluster.AddInstance(ctx, f.c, f.inst, "wave-1", nil); err != nil {
 		t.Fatal(err)
 	}
 	p1 := startWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
@@ -367,10 +368,10 @@ func TestWaveFailoverIntegration(t *testing.T) {
 	pb := startWave(t, "wave-b", f.config("wave-b", f.brokers), f.env)
 	// Both are members before the instance exists, so wave-b is a live standby.
 	f.waitFor("both waves registered", func() bool {
-		ms, err := f.c.Members(ctx, wave.GroupWaves)
+		ms, err := f.c.Members(ctx, cluster.GroupWaves)
 		return err == nil && len(ms) == 2
 	}, pa, pb)
-	if _, err := wave.AddInstance(ctx, f.c, f.inst, "wave-a", nil); err != nil {
+	if _, err := cluster.AddInstance(ctx, f.c, f.inst, "wave-a", nil); err != nil {
 		t.Fatal(err)
 	}
 	written := f.write()
@@ -406,7 +407,7 @@ func TestWaveFailoverIntegration(t *testing.T) {
 	if l := f.leader(); l != "wave-b" {
 		t.Errorf("leader %q at the end, want wave-b", l)
 	}
-	if v, err := f.c.Get(ctx, "instances/"+f.inst.ID+"/assign"); err != nil || string(v.Data) != "wave-b" {
+	if v, err := f.c.Get(ctx, cluster.AssignKey(f.inst.ID)); err != nil || string(v.Data) != "wave-b" {
 		t.Errorf("assignment at the end: %q (%v), want wave-b", v.Data, err)
 	}
 }
@@ -414,7 +415,7 @@ func TestWaveFailoverIntegration(t *testing.T) {
 // scrape reads a wave process's /metrics through the address it registered.
 func (f *faultEnv) scrape(node string) string {
 	f.t.Helper()
-	ms, err := f.c.Members(f.ctx, wave.GroupWaves)
+	ms, err := f.c.Members(f.ctx, cluster.GroupWaves)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -445,7 +446,7 @@ func TestWaveKafkaOutageIntegration(t *testing.T) {
 	ctx := testenv.Context(t) // no fixed budget: the workload slows down with the machine
 	f := newFaultEnv(t, ctx, 23, "out")
 	proxy := newKafkaProxy(t, strings.Split(f.brokers, ",")[0])
-	if _, err := wave.AddInstance(ctx, f.c, f.inst, "wave-k", nil); err != nil {
+	if _, err := cluster.AddInstance(ctx, f.c, f.inst, "wave-k", nil); err != nil {
 		t.Fatal(err)
 	}
 	p := startWave(t, "wave-k", f.config("wave-k", proxy.addr), f.env)

@@ -5,11 +5,9 @@ import (
 	"net"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-)
 
-// ErrBinlogOff reports a source that writes no binlog: there is nothing to capture until
-// an operator turns log_bin on.
-var ErrBinlogOff = errors.New("the source writes no binlog: turn log_bin on")
+	"github.com/binlake/binlake/wave/capture"
+)
 
 // Reasons an instance is not running, as the "reason" label of its state metric: a short,
 // fixed set, so that an alert can name the cause without a label per error message. The
@@ -34,11 +32,11 @@ func Reason(err error) string {
 		return ""
 	case errors.Is(err, ErrSecretMissing):
 		return ReasonSecretMissing
-	case errors.Is(err, ErrBinlogOff):
+	case errors.Is(err, capture.ErrBinlogOff):
 		return ReasonBinlogOff
-	case errors.Is(err, ErrBinlogPurged):
+	case errors.Is(err, capture.ErrBinlogPurged):
 		return ReasonBinlogPurged
-	case errors.Is(err, ErrMessageTooLarge):
+	case errors.Is(err, capture.ErrMessageTooLarge):
 		return ReasonMessageTooLarge
 	case errors.Is(err, ErrFenced):
 		return ReasonFenced

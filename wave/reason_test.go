@@ -14,6 +14,8 @@ import (
 
 	wm "github.com/binlake/binlake/agent/collector/wave"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/wave/capture"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 func TestReason(t *testing.T) {
@@ -22,11 +24,11 @@ func TestReason(t *testing.T) {
 		want string
 	}{
 		{nil, ""},
-		{fmt.Errorf("read the source's current position: %w", ErrBinlogOff), ReasonBinlogOff},
+		{fmt.Errorf("read the source's current position: %w", capture.ErrBinlogOff), ReasonBinlogOff},
 		{fmt.Errorf("SHOW MASTER STATUS: %w", mysql.NewError(mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, "need BINLOG MONITOR")), ReasonAccessDenied},
 		{fmt.Errorf("connect: %w", mysql.NewError(mysql.ER_ACCESS_DENIED_ERROR, "Access denied for user")), ReasonAccessDenied},
 		{fmt.Errorf("connect: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}), ReasonUnreachable},
-		{&fatalError{fmt.Errorf("%w: x", ErrBinlogPurged)}, ReasonBinlogPurged},
+		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrBinlogPurged)), ReasonBinlogPurged},
 		{fmt.Errorf("commit: %w", ErrFenced), ReasonFenced},
 		{fmt.Errorf("%w: source.password_env names X, which is not set", ErrSecretMissing), ReasonSecretMissing},
 		{mysql.NewError(mysql.ER_NO_SUCH_TABLE, "no table"), ReasonOther},
@@ -67,17 +69,17 @@ func TestStateMetricReachesTheAgent(t *testing.T) {
 		return out
 	}
 	var st InstanceStatus
-	st.fail(StateRetrying, fmt.Errorf("read the source's current position: %w", ErrBinlogOff))
+	st.fail(cluster.StateRetrying, fmt.Errorf("read the source's current position: %w", capture.ErrBinlogOff))
 	st.ID = "a"
 	m.setState(st)
-	m.setState(InstanceStatus{ID: "b", State: StateRunning})
-	m.setState(InstanceStatus{ID: "c", State: StateStandby})
+	m.setState(InstanceStatus{ID: "b", State: cluster.StateRunning})
+	m.setState(InstanceStatus{ID: "c", State: cluster.StateStandby})
 	if got, want := points(), []string{"a retrying binlog_off 0", "b running  1"}; !slices.Equal(got, want) {
 		t.Fatalf("points %q, want %q", got, want)
 	}
 	// A state replaces the previous one; a standby or forgotten instance has no series.
-	m.setState(InstanceStatus{ID: "a", State: StateRunning})
-	m.setState(InstanceStatus{ID: "b", State: StateStandby})
+	m.setState(InstanceStatus{ID: "a", State: cluster.StateRunning})
+	m.setState(InstanceStatus{ID: "b", State: cluster.StateStandby})
 	m.dropState("c")
 	if got, want := points(), []string{"a running  1"}; !slices.Equal(got, want) {
 		t.Fatalf("points %q, want %q", got, want)

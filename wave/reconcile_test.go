@@ -11,6 +11,8 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 )
 
 // flakyCoord is a coordinator whose reads of chosen keys fail, as ZooKeeper's do while
@@ -49,7 +51,7 @@ func (nopPublisher) Close() error                                  { return nil 
 // TestReconcileKeepsRunnersOnReadErrors: a failed read of an instance's definition or
 // assignment leaves its runner running; only NotFound (the instance was removed) stops it.
 func TestReconcileKeepsRunnersOnReadErrors(t *testing.T) {
-	for _, key := range []string{instanceKey("x", ""), instanceKey("x", "assign")} {
+	for _, key := range []string{cluster.InstanceKey("x"), cluster.AssignKey("x")} {
 		t.Run(key, func(t *testing.T) {
 			base, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
 			if err != nil {
@@ -58,11 +60,11 @@ func TestReconcileKeepsRunnersOnReadErrors(t *testing.T) {
 			defer base.Close()
 			c := &flakyCoord{Coordinator: base, failGet: map[string]error{}}
 			ctx := t.Context()
-			inst := validInstance()
+			inst := wavetest.ValidInstance()
 			inst.ID = "x"
 			inst.Source.Addr = "127.0.0.1:1" // the runner's capture keeps reconnecting: it only has to exist
-			inst.Start = &Position{File: "bin.000001", Pos: 4}
-			if _, err := AddInstance(ctx, c, &inst, "me", nil); err != nil {
+			inst.Start = &cluster.Position{File: "bin.000001", Pos: 4}
+			if _, err := cluster.AddInstance(ctx, c, &inst, "me", nil); err != nil {
 				t.Fatal(err)
 			}
 			w, err := New(Options{Node: "me", Coord: c, Publisher: nopPublisher{}, Logger: slog.New(slog.DiscardHandler)})
@@ -88,7 +90,7 @@ func TestReconcileKeepsRunnersOnReadErrors(t *testing.T) {
 			}
 
 			c.setFail(key, nil)
-			if err := RemoveInstance(ctx, c, "x"); err != nil {
+			if err := cluster.RemoveInstance(ctx, c, "x"); err != nil {
 				t.Fatal(err)
 			}
 			w.reconcile(ctx)

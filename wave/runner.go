@@ -6,7 +6,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/wave/capture"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // The wave's instance runners: which instances this wave should run (its assignment and
@@ -21,7 +24,7 @@ type runner struct {
 
 // reconcile starts a runner for each instance this wave should run and stops the rest.
 func (w *Wave) reconcile(ctx context.Context) {
-	ids, err := w.opts.Coord.List(ctx, "instances")
+	ids, err := w.opts.Coord.List(ctx, cluster.Instances)
 	if err != nil && !errors.Is(err, coord.ErrNotFound) {
 		if ctx.Err() == nil {
 			w.log.Warn("list instances", "err", err)
@@ -30,7 +33,7 @@ func (w *Wave) reconcile(ctx context.Context) {
 	}
 	want := map[string][]byte{}
 	for _, id := range ids {
-		v, err := w.opts.Coord.Get(ctx, instanceKey(id, ""))
+		v, err := w.opts.Coord.Get(ctx, cluster.InstanceKey(id))
 		if errors.Is(err, coord.ErrNotFound) || (err == nil && len(v.Data) == 0) {
 			continue // removed, or an add that stopped before the definition (AddInstance)
 		}
@@ -87,7 +90,7 @@ func (w *Wave) reconcile(ctx context.Context) {
 		rctx, cancel := context.WithCancel(ctx)
 		r := &runner{def: def, cancel: cancel, done: make(chan struct{})}
 		w.runners[id] = r
-		w.status[id] = &InstanceStatus{ID: id, State: StateStandby, Since: time.Now().UTC().Format(time.RFC3339)}
+		w.status[id] = &InstanceStatus{ID: id, State: cluster.StateStandby, Since: time.Now().UTC().Format(time.RFC3339)}
 		go func() {
 			defer close(r.done)
 			w.runInstance(rctx, id, def)
@@ -112,7 +115,7 @@ func (w *Wave) runningDef(id string) ([]byte, bool) {
 // wave saw it leave, or from when this wave began watching if it never saw it alive. An
 // error is a failed read of the assignment, which decides nothing.
 func (w *Wave) shouldRun(ctx context.Context, id string) (bool, error) {
-	v, err := w.opts.Coord.Get(ctx, instanceKey(id, "assign"))
+	v, err := w.opts.Coord.Get(ctx, cluster.AssignKey(id))
 	if errors.Is(err, coord.ErrNotFound) {
 		return true, nil
 	}
@@ -123,7 +126,7 @@ func (w *Wave) shouldRun(ctx context.Context, id string) (bool, error) {
 	if node == "" || node == w.opts.Node {
 		return true, nil
 	}
-	a := w.members.absence(node)
+	a := w.members.Absence(node)
 	return !a.Live && time.Since(a.Since) >= w.opts.Balancer.FailoverGrace, nil
 }
 
@@ -132,39 +135,39 @@ func (w *Wave) shouldRun(ctx context.Context, id string) (bool, error) {
 func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 	defer w.dropRecord(id)
 	log := w.log.With("instance", id)
-	inst, perr := ParseInstance(def)
+	inst, perr := cluster.ParseInstance(def)
 	for ctx.Err() == nil {
-		lead, err := w.opts.Coord.Campaign(ctx, instanceKey(id, "leader"), []byte(w.opts.Node))
+		lead, err := w.opts.Coord.Campaign(ctx, cluster.LeaderKey(id), []byte(w.opts.Node))
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			log.Warn("campaign failed", "err", err)
-			sleep(ctx, w.opts.Pipeline.RetryBackoff)
+			backoff.Sleep(ctx, w.opts.Pipeline.RetryBackoff)
 			continue
 		}
 		w.m.led.Inc()
 		log.Info("leading instance", "token", lead.Token())
 		if perr != nil {
-			err = &fatalError{perr}
+			err = capture.Fatal(perr)
 		} else {
 			err = w.lead(ctx, inst, lead)
 		}
 		switch {
 		case ctx.Err() != nil || errors.Is(err, errLost):
-		case isFatal(err):
+		case capture.IsFatal(err):
 			// Retrying cannot fix it, and another wave would meet the same error: keep
 			// the leadership, show the error, and wait for an operator (a changed
 			// definition or a removal restarts the runner).
 			log.Error("instance stopped: operator action needed", "err", err)
-			w.setStatus(id, func(s *InstanceStatus) { s.fail(StateError, err) })
+			w.setStatus(id, func(s *InstanceStatus) { s.fail(cluster.StateError, err) })
 			select {
 			case <-ctx.Done():
 			case <-lead.Lost():
 			}
 		case err != nil:
 			log.Warn("pipeline failed; restarting after a pause", "err", err)
-			w.setStatus(id, func(s *InstanceStatus) { s.fail(StateRetrying, err) })
+			w.setStatus(id, func(s *InstanceStatus) { s.fail(cluster.StateRetrying, err) })
 		}
 		w.m.led.Dec()
 		w.m.forget(id)
@@ -173,21 +176,14 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 			log.Debug("resign", "err", rerr)
 		}
 		cancel()
-		if ctx.Err() == nil && !isFatal(err) {
+		if ctx.Err() == nil && !capture.IsFatal(err) {
 			w.setStatus(id, func(s *InstanceStatus) {
-				if s.State != StateRetrying {
-					s.State = StateStandby
+				if s.State != cluster.StateRetrying {
+					s.State = cluster.StateStandby
 				}
 			})
-			sleep(ctx, w.opts.Pipeline.RetryBackoff)
+			backoff.Sleep(ctx, w.opts.Pipeline.RetryBackoff)
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
 	}
 }
 

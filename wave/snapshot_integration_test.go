@@ -11,7 +11,8 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/testenv"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // typesDDL is a table with a column of every kind the row format encodes, and a
@@ -63,13 +64,13 @@ func TestSnapshotMatchesBinlogIntegration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a := testenv.RequireMySQL(t)
-	inst := func(id string, start *wave.Position, snap *wave.SnapshotOptions) *wave.Instance {
-		return &wave.Instance{ID: id, Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-			Start: start, Snapshot: snap, Subscriptions: []wave.Subscription{{Name: "all", Topic: "types",
+	inst := func(id string, start *cluster.Position, snap *cluster.SnapshotOptions) *cluster.Instance {
+		return &cluster.Instance{ID: id, Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+			Start: start, Snapshot: snap, Subscriptions: []cluster.Subscription{{Name: "all", Topic: "types",
 				Include: []string{regexp.QuoteMeta(w.db) + `\.t_(types|dec)`}}}}
 	}
 	binlogBus, _, _ := embedded(t, ctx, inst("from-binlog", start, nil), 0)
-	snapBus, _, _ := embedded(t, ctx, inst("from-snapshot", currentPos(t), &wave.SnapshotOptions{Initial: true, ChunkRows: 3}), 0)
+	snapBus, _, _ := embedded(t, ctx, inst("from-snapshot", currentPos(t), &cluster.SnapshotOptions{Initial: true, ChunkRows: 3}), 0)
 
 	fromBinlog := readKeyed(t, ctx, binlogBus, "types", n)
 	fromSnapshot := readKeyed(t, ctx, snapBus, "types", n)
@@ -78,7 +79,7 @@ func TestSnapshotMatchesBinlogIntegration(t *testing.T) {
 		switch {
 		case !ok:
 			t.Errorf("key %s: in the binlog, not in the snapshot (snapshot keys: %v)", key, keysOf(fromSnapshot))
-		case b.typ != wave.TypeInsert || s.typ != wave.TypeSnapshot:
+		case b.typ != rowenc.TypeInsert || s.typ != rowenc.TypeSnapshot:
 			t.Errorf("key %s: types %s and %s, want insert and snapshot", key, b.typ, s.typ)
 		case string(b.data) != string(s.data):
 			t.Errorf("key %s: data differs\nbinlog:   %s\nsnapshot: %s", key, b.data, s.data)
@@ -106,25 +107,25 @@ func TestSnapshotRequestIntegration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a := testenv.RequireMySQL(t)
-	inst := &wave.Instance{ID: "req", Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-		Start: currentPos(t), Subscriptions: []wave.Subscription{{Name: "all", Topic: "req", Include: []string{regexp.QuoteMeta(w.db) + `\.t_(types|nopk)`}}}}
+	inst := &cluster.Instance{ID: "req", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+		Start: currentPos(t), Subscriptions: []cluster.Subscription{{Name: "all", Topic: "req", Include: []string{regexp.QuoteMeta(w.db) + `\.t_(types|nopk)`}}}}
 	c := singleCoord(t)
 	b, wv, addr := embeddedOn(t, ctx, c, inst, 0)
-	for wv.Status()[0].State != wave.StateRunning {
+	for wv.Status()[0].State != cluster.StateRunning {
 		time.Sleep(20 * time.Millisecond)
 	}
-	req, err := wave.RequestSnapshot(ctx, c, "req", nil)
+	req, err := cluster.RequestSnapshot(ctx, c, "req", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k, m := range readKeyed(t, ctx, b, "req", len(typesRows)) {
-		if m.typ != wave.TypeSnapshot || m.table != "t_types" {
+		if m.typ != rowenc.TypeSnapshot || m.table != "t_types" {
 			t.Errorf("key %s: a %s message of %s, want snapshot messages of t_types", k, m.typ, m.table)
 		}
 	}
-	var p wave.SnapshotProgress
+	var p cluster.SnapshotProgress
 	for ctx.Err() == nil {
-		info, err := wave.ShowInstance(ctx, c, "req", 0, time.Now)
+		info, err := cluster.ShowInstance(ctx, c, "req", 0, time.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +152,7 @@ func TestSnapshotRequestIntegration(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	mustExec(t, conn, "INSERT INTO t_types (id, k2) VALUES (99, 'new')")
 	msgs := readFrom(t, ctx, b, "req", "after", len(typesRows)+2, 3*time.Second)
-	if len(msgs) != len(typesRows)+1 || msgs[len(msgs)-1].typ != wave.TypeInsert {
+	if len(msgs) != len(typesRows)+1 || msgs[len(msgs)-1].typ != rowenc.TypeInsert {
 		t.Fatalf("after the snapshot the topic holds %d messages, the last %+v: want %d snapshot messages and the insert (did the request run twice?)",
 			len(msgs), msgs[len(msgs)-1], len(typesRows))
 	}
@@ -232,19 +233,19 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 	db := regexp.QuoteMeta(w.db)
 	topic := f.prefix + ".all"
 	f.inst.Start = currentPos(t)
-	f.inst.Subscriptions = []wave.Subscription{{Name: "all", Topic: topic, Include: []string{db + `\.t_(orders|items)`}}}
+	f.inst.Subscriptions = []cluster.Subscription{{Name: "all", Topic: topic, Include: []string{db + `\.t_(orders|items)`}}}
 	// Paced so that the snapshot takes some seconds, with the writes and the kill in them.
-	f.inst.Snapshot = &wave.SnapshotOptions{Initial: true, ChunkRows: 2000, RowsPerSecond: n / 6}
+	f.inst.Snapshot = &cluster.SnapshotOptions{Initial: true, ChunkRows: 2000, RowsPerSecond: n / 6}
 	f.topics = []string{topic}
 	reader := startReader(t, ctx, f.brokers, topic)
-	if _, err := wave.AddInstance(ctx, f.c, f.inst, "wave-1", nil); err != nil {
+	if _, err := cluster.AddInstance(ctx, f.c, f.inst, "wave-1", nil); err != nil {
 		t.Fatal(err)
 	}
 	p1 := startWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
 
 	// Writes during the snapshot, on both tables, paced to last through it.
 	changes := n / 10
-	written := make(chan *wave.Position, 1)
+	written := make(chan *cluster.Position, 1)
 	go func() {
 		target := w.count + changes
 		for i := 0; w.count < target && ctx.Err() == nil; i++ {
@@ -253,11 +254,11 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 		}
 		written <- currentPos(t)
 	}()
-	snapshot := func() wave.SnapshotProgress {
+	snapshot := func() cluster.SnapshotProgress {
 		if s := f.offset().Snapshot; s != nil {
 			return *s
 		}
-		return wave.SnapshotProgress{}
+		return cluster.SnapshotProgress{}
 	}
 	f.waitFor("a third of the snapshot committed", func() bool { return snapshot().Rows >= int64(n/3) }, p1)
 	p1.Kill(t)
@@ -268,7 +269,7 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 	t.Logf("kill -9 with %d snapshot rows committed, tables left %v", killed.Rows, killed.Tables)
 	p2 := startWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
 
-	var end *wave.Position
+	var end *cluster.Position
 	select {
 	case end = <-written:
 	case <-ctx.Done():
@@ -287,9 +288,9 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 	for _, m := range msgs {
 		k := m.table + ":" + m.id
 		switch m.typ {
-		case wave.TypeDelete:
+		case rowenc.TypeDelete:
 			delete(state, k)
-		case wave.TypeSnapshot:
+		case rowenc.TypeSnapshot:
 			snapshotted++
 			state[k] = m.data
 		default:

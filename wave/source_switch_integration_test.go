@@ -14,6 +14,7 @@ import (
 	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // switchServers starts a primary and a replica that follows it by GTID (two private
@@ -34,7 +35,7 @@ func switchServers(t *testing.T) (prim, repl *testenv.PrivateMariaDB, pc, rc *cl
 }
 
 // masterStatus is the server's binlog end: file, pos and GTID position.
-func masterStatus(t testing.TB, c *client.Conn) *wave.Position {
+func masterStatus(t testing.TB, c *client.Conn) *cluster.Position {
 	t.Helper()
 	r, err := c.Execute("SHOW MASTER STATUS")
 	if err != nil {
@@ -47,7 +48,7 @@ func masterStatus(t testing.TB, c *client.Conn) *wave.Position {
 		t.Fatal(err)
 	}
 	gs, _ := g.GetString(0, 0)
-	return &wave.Position{File: file, Pos: uint32(pos), GTIDSet: gs}
+	return &cluster.Position{File: file, Pos: uint32(pos), GTIDSet: gs}
 }
 
 // rowIDs delivers the data.id of every message on topic (read by group "verify") until
@@ -97,7 +98,7 @@ func waitIDs(t *testing.T, ctx context.Context, who string, wv *wave.Wave, ids <
 			seen[id]++
 		case <-tick.C:
 			for _, st := range wv.Status() {
-				if st.State == wave.StateError {
+				if st.State == cluster.StateError {
 					t.Fatalf("%s: instance %s stopped: %s", who, st.ID, st.Error)
 				}
 			}
@@ -172,10 +173,10 @@ func TestWaveSourceSwitchIntegration(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	instance := func(id string, start *wave.Position) *wave.Instance {
-		return &wave.Instance{ID: id, Start: start,
-			Source:        wave.Source{Addr: proxy.Addr(), User: "root", Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-			Subscriptions: []wave.Subscription{{Name: "t", Topic: "sw." + id, Include: []string{`sw\.t`}}}}
+	instance := func(id string, start *cluster.Position) *cluster.Instance {
+		return &cluster.Instance{ID: id, Start: start,
+			Source:        cluster.Source{Addr: proxy.Addr(), User: "root", Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+			Subscriptions: []cluster.Subscription{{Name: "t", Topic: "sw." + id, Include: []string{`sw\.t`}}}}
 	}
 
 	instA := instance("a", masterStatus(t, prim))

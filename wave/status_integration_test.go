@@ -8,6 +8,7 @@ import (
 
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestWaveStatusShowsCommittedPositionIntegration: once rows are committed, /status
@@ -21,8 +22,8 @@ func TestWaveStatusShowsCommittedPositionIntegration(t *testing.T) {
 	t.Cleanup(func() { connect(t).Execute("DROP DATABASE IF EXISTS " + db) })
 	mustExec(t, conn, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
 	start := currentPos(t)
-	inst := &wave.Instance{ID: "status", Source: wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-		Start: start, Subscriptions: []wave.Subscription{{Name: "all", Topic: "status.all", Include: []string{db + `\.t`}}}}
+	inst := &cluster.Instance{ID: "status", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+		Start: start, Subscriptions: []cluster.Subscription{{Name: "all", Topic: "status.all", Include: []string{db + `\.t`}}}}
 	ctx := testenv.Context(t)
 	b, _, addr := embedded(t, ctx, inst, 0)
 
@@ -60,7 +61,7 @@ func TestWaveStatusShowsCommittedPositionIntegration(t *testing.T) {
 }
 
 // before orders binlog positions; file names are zero-padded, so they sort as strings.
-func before(p, q wave.Position) bool {
+func before(p, q cluster.Position) bool {
 	if p.File != q.File {
 		return p.File < q.File
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/wave/capture"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // The lag in instances/<id>/status (RecordedStatus.Lag), which `binlake instance show`
@@ -15,7 +17,7 @@ import (
 
 // putStatus writes instance id's status record: rec when given (a new state), else the
 // record last written, with the lag as it is now. Nothing is written before a state is.
-func (w *Wave) putStatus(id string, rec *RecordedStatus) {
+func (w *Wave) putStatus(id string, rec *cluster.RecordedStatus) {
 	w.recordMu.Lock()
 	defer w.recordMu.Unlock()
 	if rec != nil {
@@ -26,26 +28,26 @@ func (w *Wave) putStatus(id string, rec *RecordedStatus) {
 		return
 	}
 	l := w.m.lag.tracker(id)
-	var ls LagState
+	var ls cluster.LagState
 	if l != nil {
-		if ls = l.state(); ls.Known() {
+		if ls = l.State(); ls.Known() {
 			r.Lag = &ls
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// A removed instance is not brought back as an empty node holding its status.
-	if _, err := w.opts.Coord.Get(ctx, instanceKey(id, "")); err != nil {
+	if _, err := w.opts.Coord.Get(ctx, cluster.InstanceKey(id)); err != nil {
 		w.log.Debug("instance status not written", "instance", id, "err", err)
 		return
 	}
 	data, _ := json.Marshal(r)
-	if _, err := w.opts.Coord.Put(ctx, instanceKey(id, "status"), data, coord.AnyVersion); err != nil {
+	if _, err := w.opts.Coord.Put(ctx, cluster.StatusKey(id), data, coord.AnyVersion); err != nil {
 		w.log.Debug("write instance status", "instance", id, "err", err)
 		return
 	}
 	if l != nil {
-		l.wrote(ls)
+		l.Wrote(ls)
 	}
 }
 
@@ -63,7 +65,7 @@ func (w *Wave) dropRecord(id string) {
 // instance becomes caught up, every couple of seconds while a busy one's binlog time
 // moves, never while nothing changes (a lag growing behind a stalled sink grows in
 // the record's reader too).
-func (w *Wave) recordLag(ctx context.Context, id string, l *lagTracker, lost <-chan struct{}) {
+func (w *Wave) recordLag(ctx context.Context, id string, l *capture.LagTracker, lost <-chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -75,20 +77,8 @@ func (w *Wave) recordLag(ctx context.Context, id string, l *lagTracker, lost <-c
 		if isClosed(lost) {
 			return // another wave may lead it now: its record is that wave's to write
 		}
-		if l.stale(time.Now()) {
+		if l.Stale(time.Now()) {
 			w.putStatus(id, nil)
 		}
 	}
-}
-
-// recordedLag is the lag that an instance's status record gives at now, and whether it
-// says caught up; nil when it gives none that holds: no lag known yet, or the record is
-// not of the wave leading the instance (leader) or not of a capture that has one
-// (hasLag: not an error, nor a wave that has stopped since).
-func recordedLag(rec RecordedStatus, leader string, now time.Time) (lag *float64, caughtUp bool) {
-	if rec.Lag == nil || !rec.Lag.Known() || !hasLag(rec.State) || rec.Node == "" || rec.Node != leader {
-		return nil, false
-	}
-	v := Lag(*rec.Lag, now)
-	return &v, rec.Lag.CaughtUp
 }

@@ -4,12 +4,17 @@
 // A Wave registers itself under "waves/<node>", polls the instances in the coordinator,
 // and for each instance it should run (assigned to it, unassigned, or assigned to a node
 // that has not been alive for the failover grace) campaigns for "instances/<id>/leader".
-// One wave, elected, is also the cluster's balancer (balance.go): it reassigns a dead
+// One wave, elected, is also the cluster's balancer (wave/balancer): it reassigns a dead
 // wave's instances and applies rebalancing plans. While it leads, one pipeline
 // runs: binlog reader → decoder/filter/encoder → batching publisher → offset committer,
 // connected by bounded channels. The offset ("instances/<id>/offset") is written with a
 // version check and only at transaction boundaries whose every earlier message the sink
 // acknowledged; when the leadership is lost, the pipeline stops before anything else.
+//
+// The flow across the packages: wave/capture reads the source's binlog, wave/rowenc
+// turns each row into its message, this package publishes, commits and runs it all
+// (Run), wave/cluster holds what the coordinator stores, and wave/balancer moves
+// instances between waves.
 package wave
 
 import (
@@ -35,15 +40,9 @@ import (
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/logging"
+	"github.com/binlake/binlake/wave/balancer"
+	"github.com/binlake/binlake/wave/cluster"
 )
-
-// GroupWaves is the coordinator group the waves register in.
-const GroupWaves = "waves"
-
-// groupStarting holds the waves waiting for their name in GroupWaves, still held by the
-// session of their previous process (killed, not yet expired): the balancer does not
-// take that session's end for the wave's death.
-const groupStarting = "waves-starting"
 
 // TopicCreator creates topics; bus.Bus implements it. Sinks without topics (the file
 // sink) leave it nil.
@@ -108,13 +107,13 @@ type Options struct {
 	MaxMessageBytes int
 
 	Pipeline PipelineOptions
-	// Balancer is the wave's part in balancing the cluster (balancer.go).
+	// Balancer is the wave's part in balancing the cluster (wave/balancer).
 	Balancer BalancerOptions
 	// PollInterval is how often the instance list is read. 2 s.
 	PollInterval time.Duration
 	// Password returns a source's password; by default SourcePassword: from
 	// source.password_env or source.password_file, empty when neither is set.
-	Password func(Source) (config.Secret, error)
+	Password func(cluster.Source) (config.Secret, error)
 	Logger   *slog.Logger
 	// Ready, when set, is called with the bound HTTP address once the wave serves.
 	Ready func(httpAddr string)
@@ -139,7 +138,7 @@ func (o *Options) setDefaults() error {
 	p.Heartbeat = cmp.Or(max(p.Heartbeat, 0), 2*time.Second)
 	p.RetryBackoff = cmp.Or(max(p.RetryBackoff, 0), 2*time.Second)
 	o.PollInterval = cmp.Or(max(o.PollInterval, 0), 2*time.Second)
-	o.Balancer.setDefaults()
+	o.Balancer.SetDefaults()
 	if o.Password == nil {
 		o.Password = SourcePassword
 	}
@@ -149,25 +148,16 @@ func (o *Options) setDefaults() error {
 	return nil
 }
 
-// Instance states shown by /status and `binlake instance show`.
-const (
-	StateStandby      = "standby"      // campaigning: another wave leads
-	StateRunning      = "running"      // leading and capturing
-	StateReconnecting = "reconnecting" // leading, the source is unreachable (retrying)
-	StateRetrying     = "retrying"     // the pipeline failed and restarts after a pause
-	StateError        = "error"        // stopped until an operator acts (binlog purged, oversized row)
-)
-
 // InstanceStatus is what the wave knows of one instance it runs or stands by for.
 // Position is the last offset committed, where the instance would resume (the term's
 // starting point until its first commit).
 type InstanceStatus struct {
-	ID       string   `json:"id"`
-	State    string   `json:"state"`
-	Error    string   `json:"error,omitempty"`
-	Reason   string   `json:"reason,omitempty"` // Reason(error): the error's class
-	Position Position `json:"position"`
-	Since    string   `json:"since"`
+	ID       string           `json:"id"`
+	State    string           `json:"state"`
+	Error    string           `json:"error,omitempty"`
+	Reason   string           `json:"reason,omitempty"` // Reason(error): the error's class
+	Position cluster.Position `json:"position"`
+	Since    string           `json:"since"`
 	// LagS is the instance's lag (Lag, as binlake_wave_lag_seconds) while it runs or
 	// reconnects, once known: the balancer waits for it to fall under its bound after a
 	// move.
@@ -190,12 +180,12 @@ type Wave struct {
 	runners map[string]*runner
 	// members is the waves' membership as this wave watches it (set before registered
 	// is closed): the election fallback and the balancer tell dead waves from it.
-	members *waveMembers
-	bal     balancerState
+	members *cluster.Members
+	bal     *balancer.Balancer
 	// recordMu orders the writes of the instances' status records and guards records,
 	// the record last written of each instance (putStatus).
 	recordMu sync.Mutex
-	records  map[string]RecordedStatus
+	records  map[string]cluster.RecordedStatus
 
 	closed  bool
 	started bool
@@ -210,17 +200,20 @@ func New(opts Options) (*Wave, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Wave{
+	w := &Wave{
 		opts:       opts,
 		log:        opts.Logger.With("component", "wave", "node", opts.Node),
 		m:          newMetrics(),
 		status:     map[string]*InstanceStatus{},
-		records:    map[string]RecordedStatus{},
+		records:    map[string]cluster.RecordedStatus{},
 		runners:    map[string]*runner{},
-		members:    newWaveMembers(time.Now()), // Run starts its own at the watch's start
+		members:    cluster.NewMembers(time.Now()), // Run starts its own at the watch's start
 		done:       make(chan struct{}),
 		registered: make(chan struct{}),
-	}, nil
+	}
+	w.bal = balancer.New(balancer.Env{Coord: opts.Coord, Node: opts.Node, Log: w.log,
+		PollInterval: opts.PollInterval, RetryBackoff: opts.Pipeline.RetryBackoff}, opts.Balancer, w.m.balancer)
+	return w, nil
 }
 
 // Run runs the wave until ctx ends or Close is called.
@@ -253,7 +246,7 @@ func (w *Wave) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /status", func(rw http.ResponseWriter, _ *http.Request) {
 		rw.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(rw).Encode(map[string]any{"node": w.opts.Node, "instances": w.Status(), "balancer": w.bal.snapshot()})
+		json.NewEncoder(rw).Encode(map[string]any{"node": w.opts.Node, "instances": w.Status(), "balancer": w.bal.Status()})
 	})
 	return mux
 }
@@ -265,9 +258,9 @@ func (w *Wave) Status() []InstanceStatus {
 	out := make([]InstanceStatus, 0, len(w.status))
 	for _, s := range w.status {
 		st := *s
-		if l := w.m.lag.tracker(st.ID); hasLag(st.State) && l != nil {
-			if ls := l.state(); ls.Known() {
-				lag := Lag(ls, time.Now())
+		if l := w.m.lag.tracker(st.ID); cluster.HasLag(st.State) && l != nil {
+			if ls := l.State(); ls.Known() {
+				lag := cluster.Lag(ls, time.Now())
 				st.LagS = &lag
 			}
 		}
@@ -291,14 +284,14 @@ func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
 	}
 	st := *s
 	w.mu.Unlock()
-	if st.State == StateError {
+	if st.State == cluster.StateError {
 		w.m.instError.WithLabelValues(id).Set(1)
 	} else {
 		w.m.instError.WithLabelValues(id).Set(0)
 	}
 	w.m.setState(st)
 	changed := st.State != before.State || st.Reason != before.Reason || st.Error != before.Error
-	if changed && st.State != StateStandby {
+	if changed && st.State != cluster.StateStandby {
 		w.recordStatus(id, st)
 	}
 }
@@ -307,20 +300,7 @@ func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
 // or error: standby is no state of the instance's, and would hide the leader's) to
 // instances/<id>/status, where `binlake instance list|show` read it on any host.
 func (w *Wave) recordStatus(id string, st InstanceStatus) {
-	w.putStatus(id, &RecordedStatus{Node: w.opts.Node, State: st.State, Reason: st.Reason, Error: st.Error, Since: st.Since})
-}
-
-// RecordedStatus is the value of instances/<id>/status: the latest state its leader
-// recorded, with the error's class and when the state began.
-type RecordedStatus struct {
-	Node   string `json:"node"`
-	State  string `json:"state"`
-	Reason string `json:"reason,omitempty"`
-	Error  string `json:"error,omitempty"`
-	Since  string `json:"since"`
-	// Lag is what the instance's lag is computed from (Lag), while the node runs it and
-	// once known: statusrecord.go keeps it within lagRecordSlack of the node's own.
-	Lag *LagState `json:"lag,omitempty"`
+	w.putStatus(id, &cluster.RecordedStatus{Node: w.opts.Node, State: st.State, Reason: st.Reason, Error: st.Error, Since: st.Since})
 }
 
 // Run registers the wave, serves HTTP and runs instances until ctx ends or Close.
@@ -357,7 +337,7 @@ func (w *Wave) Run(ctx context.Context) error {
 		// The balancer needs this wave registered and its membership watched.
 		select {
 		case <-w.registered:
-			w.runBalancer(gctx)
+			w.bal.Run(gctx, w.members)
 		case <-gctx.Done(): // stopped, or failed, before
 		}
 		return nil
@@ -392,9 +372,9 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 	w.log.Info("wave running", "http", httpAddr, "version", buildinfo.String())
 
 	// The membership is watched from here on: a wave this one never saw alive is absent
-	// since now (waveMembers).
-	w.members = newWaveMembers(time.Now())
-	members, err := w.opts.Coord.WatchMembers(ctx, GroupWaves)
+	// since now (cluster.Members).
+	w.members = cluster.NewMembers(time.Now())
+	members, err := w.opts.Coord.WatchMembers(ctx, cluster.GroupWaves)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -407,7 +387,7 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 		// balancer must see every change as it comes.
 		defer close(watched)
 		for ms := range members {
-			w.members.apply(ms, time.Now())
+			w.members.Apply(ms, time.Now())
 		}
 	}()
 	close(w.registered)
@@ -419,7 +399,7 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 	defer tick.Stop()
 	defer w.stopRunners()
 	for {
-		_, changed := w.members.changes() // before reconciling: a change meanwhile wakes the next wait
+		_, changed := w.members.Changes() // before reconciling: a change meanwhile wakes the next wait
 		w.reconcile(ctx)
 		select {
 		case <-ctx.Done():
@@ -437,14 +417,14 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 
 // register joins the waves group. A previous incarnation of this node (killed, session
 // not yet expired) may still hold the name: retry until it is gone, meanwhile a member of
-// groupStarting, so that the balancer holds this wave's instances when that session ends.
+// cluster.GroupStarting, so that the balancer holds this wave's instances when that session ends.
 func (w *Wave) register(ctx context.Context, data []byte) error {
 	deadline := time.Now().Add(time.Minute)
 	sctx, starting := context.WithCancel(ctx)
 	defer starting() // registered, or given up: no longer starting
 	said, marked := false, false
 	for {
-		err := w.opts.Coord.Register(ctx, GroupWaves, coord.Member{ID: w.opts.Node, Data: data})
+		err := w.opts.Coord.Register(ctx, cluster.GroupWaves, coord.Member{ID: w.opts.Node, Data: data})
 		if err == nil {
 			return nil
 		}
@@ -457,7 +437,7 @@ func (w *Wave) register(ctx context.Context, data []byte) error {
 		if !marked {
 			// ErrExists: the previous process was starting too; its mark ends with its
 			// session, and this one takes over at the next try.
-			err := w.opts.Coord.Register(sctx, groupStarting, coord.Member{ID: w.opts.Node})
+			err := w.opts.Coord.Register(sctx, cluster.GroupStarting, coord.Member{ID: w.opts.Node})
 			marked = err == nil
 			if err != nil && !errors.Is(err, coord.ErrExists) && !said {
 				w.log.Warn("could not say this wave is starting: the balancer may place its instances elsewhere when the previous session ends",

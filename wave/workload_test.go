@@ -18,7 +18,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/binlake/binlake/internal/testenv"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // The workload writes mixed inserts, updates and deletes to three tables covering the
@@ -282,7 +282,7 @@ func (w *workload) txn(table string, ins, upd, del int) {
 			args = append(args, vals...)
 			phs = append(phs, ph)
 			w.live[table][id] = vals
-			w.expect[pkOf(table, vals)] = append(w.expect[pkOf(table, vals)], expMsg{typ: wave.TypeInsert, data: w.image(table, vals)})
+			w.expect[pkOf(table, vals)] = append(w.expect[pkOf(table, vals)], expMsg{typ: rowenc.TypeInsert, data: w.image(table, vals)})
 			w.count++
 		}
 		mustExec(t, w.conn, "INSERT INTO "+table+" ("+strings.Join(cols, ",")+") VALUES "+strings.Join(phs, ","), args...)
@@ -339,7 +339,7 @@ func (w *workload) txn(table string, ins, upd, del int) {
 			}
 			w.live[table][id] = after
 			k := pkOf(table, after)
-			w.expect[k] = append(w.expect[k], expMsg{typ: wave.TypeUpdate, data: w.image(table, after), old: mustJSON(old)})
+			w.expect[k] = append(w.expect[k], expMsg{typ: rowenc.TypeUpdate, data: w.image(table, after), old: mustJSON(old)})
 			w.count++
 		}
 	}
@@ -354,7 +354,7 @@ func (w *workload) txn(table string, ins, upd, del int) {
 			vals := w.live[table][id]
 			in[i] = fmt.Sprint(vals[0])
 			k := pkOf(table, vals)
-			w.expect[k] = append(w.expect[k], expMsg{typ: wave.TypeDelete, data: w.image(table, vals)})
+			w.expect[k] = append(w.expect[k], expMsg{typ: rowenc.TypeDelete, data: w.image(table, vals)})
 			delete(w.live[table], id)
 			w.count++
 		}
@@ -437,7 +437,7 @@ func (w *workload) verify(t testing.TB, msgs []received, tables []string, types 
 	defer w.mu.Unlock()
 	got := map[string][]received{}
 	for _, r := range msgs {
-		if r.database != w.db || r.typ == wave.TypeDDL {
+		if r.database != w.db || r.typ == rowenc.TypeDDL {
 			continue
 		}
 		if !slices.Contains(tables, r.table) {
@@ -500,7 +500,7 @@ func matches(m received, e expMsg) bool {
 	if m.typ != e.typ || !bytes.Equal(m.data, e.data) {
 		return false
 	}
-	return e.typ != wave.TypeUpdate || bytes.Equal(m.old, e.old)
+	return e.typ != rowenc.TypeUpdate || bytes.Equal(m.old, e.old)
 }
 
 // expected counts the messages the workload expects for tables (and types).

@@ -16,6 +16,7 @@ import (
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/bench"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 const benchUsage = `Usage: binlake bench wave|judge|alarm|fleet [flags]
@@ -100,7 +101,7 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	ref := fs.String("mariadb-binlog", "", `reference decoder binary (mariadb-binlog or mysqlbinlog from PATH when empty; "-" to skip)`)
 	keep := fs.Bool("keep", false, "keep the benchmark database and topic")
 	snapshot := fs.Bool("snapshot", false, "time a snapshot of the loaded rows (snapshot.initial on an instance started after the load) instead of their binlog capture")
-	chunkRows := fs.Int("chunk-rows", wave.DefaultSnapshotChunkRows, "with -snapshot: rows per read (snapshot.chunk_rows)")
+	chunkRows := fs.Int("chunk-rows", cluster.DefaultSnapshotChunkRows, "with -snapshot: rows per read (snapshot.chunk_rows)")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage+"\n\nFlags of bench wave:"); fs.PrintDefaults() }
 	if err := parseFlags(fs, args); err != nil {
 		return err

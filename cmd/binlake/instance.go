@@ -22,6 +22,8 @@ import (
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/balancer"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapshot|rebalance> [flags] [id]
@@ -108,8 +110,8 @@ type instanceCmd struct {
 	cctx    context.Context
 	out     io.Writer
 	c       coord.Coordinator
-	placer  wave.Placer
-	planner wave.Planner
+	placer  cluster.Placer
+	planner balancer.Planner
 	jp      *judgePlacer
 	// judgeFrom says where the judge's URL came from, for saying how a wave was chosen.
 	judgeFrom string
@@ -251,7 +253,7 @@ func (ic *instanceCmd) openJudge() error {
 	jc := &client.Client{URL: *f.judgeURL, Token: token, HTTP: hc}
 	ic.jp = &judgePlacer{c: jc}
 	// The judge hears from agents, whose hosts may run no live wave: only live waves.
-	ic.placer, ic.planner = wave.LivePlacer{Coord: ic.c, Placer: ic.jp}, jc
+	ic.placer, ic.planner = cluster.LivePlacer{Coord: ic.c, Placer: ic.jp}, jc
 	return nil
 }
 

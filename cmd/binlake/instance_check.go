@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // checkInstanceFile is `instance add --check`: the definition is read as add reads it
@@ -19,7 +19,7 @@ func checkInstanceFile(path string, out io.Writer) error {
 	if path == "" {
 		return errors.New("instance add --check: -f instance.yaml is required")
 	}
-	var inst wave.Instance
+	var inst cluster.Instance
 	if err := config.Load(path, &inst); err != nil {
 		return err
 	}

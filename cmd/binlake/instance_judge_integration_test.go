@@ -22,7 +22,7 @@ import (
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/judgetest"
 	"github.com/binlake/binlake/judge/judgetest/wavefleet"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestInstanceAddAsksJudgeWithToken: `binlake instance add -judge` against a judge that
@@ -73,7 +73,7 @@ func registerWaves(t *testing.T, zkAddr, root string, nodes ...string) coord.Coo
 	}
 	t.Cleanup(func() { c.Close() })
 	for _, node := range nodes {
-		if err := c.Register(ctx, wave.GroupWaves, coord.Member{ID: node}); err != nil {
+		if err := c.Register(ctx, cluster.GroupWaves, coord.Member{ID: node}); err != nil {
 			t.Fatal(err)
 		}
 	}

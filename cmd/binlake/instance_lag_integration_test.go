@@ -19,6 +19,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestLagOneMeaningIntegration: the wave's binlake_wave_lag_seconds, its /status and
@@ -50,10 +51,10 @@ func TestLagOneMeaningIntegration(t *testing.T) {
 	file, _ := ms.GetString(0, 0)
 	pos, _ := ms.GetUint(0, 1)
 	const id, topic = "lagtest", "lag.rows"
-	inst := &wave.Instance{ID: id, Start: &wave.Position{File: file, Pos: uint32(pos)},
-		Source:        wave.Source{Addr: a.Addr, User: a.User, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-		Subscriptions: []wave.Subscription{{Name: "all", Topic: topic, Include: []string{db + `\.t`}}}}
-	if _, err := wave.AddInstance(ctx, c, inst, "wave-lag", nil); err != nil {
+	inst := &cluster.Instance{ID: id, Start: &cluster.Position{File: file, Pos: uint32(pos)},
+		Source:        cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+		Subscriptions: []cluster.Subscription{{Name: "all", Topic: topic, Include: []string{db + `\.t`}}}}
+	if _, err := cluster.AddInstance(ctx, c, inst, "wave-lag", nil); err != nil {
 		t.Fatal(err)
 	}
 	b, err := memory.New(memory.Options{})
@@ -67,7 +68,7 @@ func TestLagOneMeaningIntegration(t *testing.T) {
 	wv, err := wave.New(wave.Options{Node: "wave-lag", HTTPAddr: "127.0.0.1:0", Coord: c, Publisher: gate, Topics: b,
 		TopicSpec: bus.TopicSpec{Partitions: 1}, PollInterval: 100 * time.Millisecond,
 		Pipeline: wave.PipelineOptions{Heartbeat: time.Second},
-		Password: func(wave.Source) (config.Secret, error) { return config.Secret(a.Password), nil },
+		Password: func(cluster.Source) (config.Secret, error) { return config.Secret(a.Password), nil },
 		Logger:   quietLogger(), Ready: func(addr string) { addrc <- addr }})
 	if err != nil {
 		t.Fatal(err)

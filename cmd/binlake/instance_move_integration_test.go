@@ -14,7 +14,7 @@ import (
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/judgetest"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestInstanceNodeMustBeLive: on the real ZooKeeper, `instance move -node` and `instance
@@ -26,9 +26,9 @@ func TestInstanceNodeMustBeLive(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := registerWaves(t, zkAddr, root, "wave-2", "wave-1")
-	inst := &wave.Instance{ID: "orders", Source: wave.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: wave.FlavorMariaDB, ServerID: 4244},
-		Subscriptions: []wave.Subscription{{Name: "all", Topic: "orders.rows"}}}
-	if _, err := wave.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
+	inst := &cluster.Instance{ID: "orders", Source: cluster.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: cluster.FlavorMariaDB, ServerID: 4244},
+		Subscriptions: []cluster.Subscription{{Name: "all", Topic: "orders.rows"}}}
+	if _, err := cluster.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (string, error) {
@@ -37,7 +37,7 @@ func TestInstanceNodeMustBeLive(t *testing.T) {
 		return out.String(), err
 	}
 	assigned := func() string {
-		v, err := c.Get(ctx, "instances/orders/assign")
+		v, err := c.Get(ctx, cluster.AssignKey("orders"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestInstanceNodeMustBeLive(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "instance add: -node: wave wave-9 is not live (live waves: wave-1, wave-2)") {
 		t.Fatalf("add -node wave-9: %v (%s)", err, out)
 	}
-	if ids, _ := wave.ListInstances(ctx, c); len(ids) != 1 {
+	if ids, _ := cluster.ListInstances(ctx, c); len(ids) != 1 {
 		t.Fatalf("after the refused add: instances %v, want orders only", ids)
 	}
 	if out, err := run("add", "-f", dir+"/users.yaml", "-node", "wave-1"); err != nil || !strings.Contains(out, "instance users added, assigned to wave-1") {

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/binlake/binlake/internal/coord"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // requireLiveNode refuses `instance add|move -node` to a wave that is not live: the
@@ -20,8 +20,8 @@ func requireLiveNode(ctx context.Context, c coord.Coordinator, sub, node string,
 	if node == "" || force {
 		return nil
 	}
-	if err := wave.RequireLive(ctx, c, node); err != nil {
-		if errors.Is(err, wave.ErrNotLive) {
+	if err := cluster.RequireLive(ctx, c, node); err != nil {
+		if errors.Is(err, cluster.ErrNotLive) {
 			return fmt.Errorf("instance %s: -node: %w; give a live wave, or -force to assign to a wave yet to start", sub, err)
 		}
 		return fmt.Errorf("instance %s: %w", sub, err)
@@ -35,7 +35,7 @@ func requireLiveNode(ctx context.Context, c coord.Coordinator, sub, node string,
 func sayHowChosen(ctx context.Context, out io.Writer, c coord.Coordinator, node string, byNode bool, jp *judgePlacer, judgeURL, judgeFrom, cfgPath string) {
 	switch {
 	case byNode:
-		if err := wave.RequireLive(ctx, c, node); errors.Is(err, wave.ErrNotLive) {
+		if err := cluster.RequireLive(ctx, c, node); errors.Is(err, cluster.ErrNotLive) {
 			fmt.Fprintf(out, "given with -node -force: %s; the instance is captured once that wave starts, unless a running balancer places it on a live wave first (after its balancer.failover_grace)\n", err)
 		}
 	case jp != nil && jp.answer != nil:

@@ -12,6 +12,8 @@ import (
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/capture"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // judgePlacer places instances where the judge answers (its client sends the token),
@@ -35,11 +37,11 @@ func (p *judgePlacer) Place(ctx context.Context, instance string, exclude []stri
 // measureSource measures the new instance's source's binlog growth for the judge's
 // placement, and says on out what it measured or why it could not: the measure is a
 // hint, and placement goes on without it.
-func measureSource(ctx context.Context, src wave.Source, over time.Duration, out io.Writer) *api.WorkHint {
+func measureSource(ctx context.Context, src cluster.Source, over time.Duration, out io.Writer) *api.WorkHint {
 	password, err := wave.SourcePassword(src)
 	if err == nil {
-		var r wave.BinlogRate
-		if r, err = wave.MeasureBinlogRate(ctx, src, string(password), over); err == nil {
+		var r capture.BinlogRate
+		if r, err = capture.MeasureBinlogRate(ctx, src, string(password), over); err == nil {
 			fmt.Fprintf(out, "source binlog of %s: %s/s over %.1f s (SHOW BINARY LOGS), sent to the judge as the instance's expected bytes/s\n",
 				src.Addr, humanBytes(r.BytesPerS), r.Over.Seconds())
 			v := r.BytesPerS

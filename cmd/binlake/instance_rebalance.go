@@ -15,15 +15,15 @@ import (
 
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/judge/api"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/balancer"
 )
 
 // rebalanceInstances is `binlake instance rebalance`: the judge's plan for the cluster as
 // the coordinator has it (a dry run), or with apply the balancer's execution of a fresh
 // plan, followed move by move until it finishes or wait passes.
-func rebalanceInstances(ctx context.Context, c coord.Coordinator, p wave.Planner, apply, asJSON bool, wait time.Duration, stdout io.Writer) error {
+func rebalanceInstances(ctx context.Context, c coord.Coordinator, p balancer.Planner, apply, asJSON bool, wait time.Duration, stdout io.Writer) error {
 	if !apply {
-		ans, err := wave.PlanRebalance(ctx, c, p)
+		ans, err := balancer.PlanRebalance(ctx, c, p)
 		if err != nil {
 			return fmt.Errorf("instance rebalance: %w", err)
 		}
@@ -36,7 +36,7 @@ func rebalanceInstances(ctx context.Context, c coord.Coordinator, p wave.Planner
 		}
 		return nil
 	}
-	id, err := wave.RequestRebalance(ctx, c)
+	id, err := balancer.RequestRebalance(ctx, c)
 	if err != nil {
 		return fmt.Errorf("instance rebalance: %w", err)
 	}
@@ -45,7 +45,7 @@ func rebalanceInstances(ctx context.Context, c coord.Coordinator, p wave.Planner
 	defer cancel()
 	shown, planShown := 0, false
 	for {
-		run, err := wave.ReadRebalanceRun(ctx, c)
+		run, err := balancer.ReadRebalanceRun(ctx, c)
 		if err != nil && !errors.Is(err, coord.ErrNotFound) {
 			return fmt.Errorf("instance rebalance: %w", err)
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge/judgetest"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestInstanceRebalanceDryRun: `binlake instance rebalance` on the real ZooKeeper reads
@@ -30,9 +30,9 @@ func TestInstanceRebalanceDryRun(t *testing.T) {
 	defer cancel()
 	c := registerWaves(t, zkAddr, root, "wave-busy", "wave-idle")
 	for i := range 24 {
-		inst := &wave.Instance{ID: fmt.Sprintf("i%d", i), Source: wave.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: wave.FlavorMariaDB, ServerID: uint32(500 + i)},
-			Subscriptions: []wave.Subscription{{Name: "all", Topic: "t"}}}
-		if _, err := wave.AddInstance(ctx, c, inst, "wave-busy", nil); err != nil {
+		inst := &cluster.Instance{ID: fmt.Sprintf("i%d", i), Source: cluster.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: cluster.FlavorMariaDB, ServerID: uint32(500 + i)},
+			Subscriptions: []cluster.Subscription{{Name: "all", Topic: "t"}}}
+		if _, err := cluster.AddInstance(ctx, c, inst, "wave-busy", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,7 +69,7 @@ func TestInstanceRebalanceDryRun(t *testing.T) {
 		}
 	}
 	for i := range 24 {
-		if v, err := c.Get(ctx, fmt.Sprintf("instances/i%d/assign", i)); err != nil || string(v.Data) != "wave-busy" {
+		if v, err := c.Get(ctx, cluster.AssignKey(fmt.Sprintf("i%d", i))); err != nil || string(v.Data) != "wave-busy" {
 			t.Errorf("instance i%d assigned to %q after a dry run, want wave-busy", i, v.Data)
 		}
 	}

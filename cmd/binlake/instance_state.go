@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // stateText is an instance's recorded state as `instance list` prints it: the state and,
 // when it is not running, the error's class ("retrying, access_denied"); "(last known)"
 // when the wave that recorded it is not live, or another leads it now, so that a stopped
 // `binlake up` does not read as running.
-func stateText(i *wave.InstanceInfo) string {
+func stateText(i *cluster.InstanceInfo) string {
 	s := stateClass(i)
 	if i.LastKnown {
 		s += " (last known)"
@@ -22,7 +22,7 @@ func stateText(i *wave.InstanceInfo) string {
 }
 
 // stateClass is the state and, when the leader recorded one, the error's class.
-func stateClass(i *wave.InstanceInfo) string {
+func stateClass(i *cluster.InstanceInfo) string {
 	switch {
 	case i.State == "":
 		return "-"
@@ -34,7 +34,7 @@ func stateClass(i *wave.InstanceInfo) string {
 
 // sinceText is when the recorded state began, with its age: "2026-05-01T10:00:00Z (3m12s
 // ago)"; "-" when none was recorded.
-func sinceText(i *wave.InstanceInfo, now time.Time) string {
+func sinceText(i *cluster.InstanceInfo, now time.Time) string {
 	t, err := time.Parse(time.RFC3339, i.Since)
 	if err != nil {
 		if i.Since == "" {
@@ -47,7 +47,7 @@ func sinceText(i *wave.InstanceInfo, now time.Time) string {
 
 // stateLine is the state of `instance show`: the state, its class, since when, and
 // whether it is only the last one known.
-func stateLine(i *wave.InstanceInfo, now time.Time) string {
+func stateLine(i *cluster.InstanceInfo, now time.Time) string {
 	if i.State == "" {
 		return "-"
 	}

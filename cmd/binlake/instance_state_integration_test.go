@@ -19,6 +19,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // sinceRE is the SINCE of `instance list` and the time of `instance show`'s state.
@@ -51,9 +52,9 @@ func TestInstanceListShowsWaveState(t *testing.T) {
 	}
 	defer c.Close()
 	for id, env := range map[string]string{"nopw": "BINLAKE_TEST_UNSET_PASSWORD", "badpw": "BINLAKE_TEST_WRONG_PASSWORD", "good": "BINLAKE_TEST_RIGHT_PASSWORD"} {
-		inst := &wave.Instance{ID: id, Source: wave.Source{Addr: a.Addr, User: user, PasswordEnv: env, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-			Subscriptions: []wave.Subscription{{Name: "all", Topic: "state.rows", Include: []string{db + `\..*`}}}}
-		if _, err := wave.AddInstance(ctx, c, inst, "wave-s", nil); err != nil {
+		inst := &cluster.Instance{ID: id, Source: cluster.Source{Addr: a.Addr, User: user, PasswordEnv: env, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+			Subscriptions: []cluster.Subscription{{Name: "all", Topic: "state.rows", Include: []string{db + `\..*`}}}}
+		if _, err := cluster.AddInstance(ctx, c, inst, "wave-s", nil); err != nil {
 			t.Fatal(err)
 		}
 	}

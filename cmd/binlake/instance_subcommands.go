@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // The subcommands of binlake instance, each on an open coordinator (instanceCmd).
@@ -22,7 +22,7 @@ func (ic *instanceCmd) add() error {
 	if *f.file == "" {
 		return errors.New("instance add: -f instance.yaml is required")
 	}
-	var inst wave.Instance
+	var inst cluster.Instance
 	if err := config.Load(*f.file, &inst); err != nil {
 		return err
 	}
@@ -32,7 +32,7 @@ func (ic *instanceCmd) add() error {
 	if ic.jp != nil && *f.node == "" && *f.measure > 0 && inst.Validate() == nil {
 		ic.jp.expected = measureSource(ic.cctx, inst.Source, *f.measure, ic.out)
 	}
-	n, err := wave.AddInstance(ic.cctx, ic.c, &inst, *f.node, ic.placer)
+	n, err := cluster.AddInstance(ic.cctx, ic.c, &inst, *f.node, ic.placer)
 	if err != nil {
 		return err
 	}
@@ -42,13 +42,13 @@ func (ic *instanceCmd) add() error {
 }
 
 func (ic *instanceCmd) list() error {
-	ids, err := wave.ListInstances(ic.cctx, ic.c)
+	ids, err := cluster.ListInstances(ic.cctx, ic.c)
 	if err != nil {
 		return err
 	}
-	var infos []*wave.InstanceInfo
+	var infos []*cluster.InstanceInfo
 	for _, id := range ids {
-		info, err := wave.ShowInstance(ic.cctx, ic.c, id, 0, time.Now)
+		info, err := cluster.ShowInstance(ic.cctx, ic.c, id, 0, time.Now)
 		if err != nil {
 			return err
 		}
@@ -78,7 +78,7 @@ func (ic *instanceCmd) show() error {
 	sample := *ic.f.sample
 	sctx, scancel := context.WithTimeout(ic.ctx, 30*time.Second+sample)
 	defer scancel()
-	info, err := wave.ShowInstance(sctx, ic.c, ic.id, sample, time.Now)
+	info, err := cluster.ShowInstance(sctx, ic.c, ic.id, sample, time.Now)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (ic *instanceCmd) remove() error {
 	if err := ic.needID(); err != nil {
 		return err
 	}
-	if err := wave.RemoveInstance(ic.cctx, ic.c, ic.id); err != nil {
+	if err := cluster.RemoveInstance(ic.cctx, ic.c, ic.id); err != nil {
 		return err
 	}
 	fmt.Fprintf(ic.out, "instance %s removed\n", ic.id)
@@ -140,7 +140,7 @@ func (ic *instanceCmd) move() error {
 	if err := requireLiveNode(ic.cctx, ic.c, ic.sub, *f.node, *f.force); err != nil {
 		return err
 	}
-	n, err := wave.MoveInstance(ic.cctx, ic.c, ic.id, *f.node, ic.placer)
+	n, err := cluster.MoveInstance(ic.cctx, ic.c, ic.id, *f.node, ic.placer)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (ic *instanceCmd) snapshot() error {
 	if *ic.f.tables != "" {
 		names = strings.Split(*ic.f.tables, ",")
 	}
-	req, err := wave.RequestSnapshot(ic.cctx, ic.c, ic.id, names)
+	req, err := cluster.RequestSnapshot(ic.cctx, ic.c, ic.id, names)
 	if err != nil {
 		return err
 	}

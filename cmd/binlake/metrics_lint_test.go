@@ -16,7 +16,7 @@ import (
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/testenv"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestMetricsLintIntegration runs every role (judge, alarm, wave on a real MySQL source,
@@ -31,7 +31,7 @@ func TestMetricsLintIntegration(t *testing.T) {
 
 	dir := t.TempDir()
 	m := MySQL{Addr: a.Addr, User: a.User, Password: config.Secret(a.Password),
-		Subscriptions: []wave.Subscription{{Name: "t", Topic: "it.rows", Include: []string{db + `\.t`}}}}
+		Subscriptions: []cluster.Subscription{{Name: "t", Topic: "it.rows", Include: []string{db + `\.t`}}}}
 	s := startUp(t, upOptions{DataDir: dir, Node: "lint-node", MySQL: &m, AgentMetrics: "127.0.0.1:0"})
 	if s.urls.Wave == "" || s.urls.Agent == "" {
 		t.Fatalf("urls = %+v, want a wave and the agent's /metrics", s.urls)

@@ -22,7 +22,7 @@ import (
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/internal/testenv"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // saslKafka is a Kafka section for the test broker's SASL_SSL listener, SCRAM-SHA-512.
@@ -202,9 +202,9 @@ func TestOpenZKCoordinatorAuthIntegration(t *testing.T) {
 
 	// binlake instance reaches the protected root with -zk-user, and only with it.
 	t.Setenv(zkPasswordEnv, "")
-	inst := &wave.Instance{ID: "orders", Source: wave.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: wave.FlavorMariaDB, ServerID: 9},
-		Subscriptions: []wave.Subscription{{Name: "all", Topic: "t"}}}
-	_, err = wave.AddInstance(ctx, c, inst, "wave-1", nil)
+	inst := &cluster.Instance{ID: "orders", Source: cluster.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: cluster.FlavorMariaDB, ServerID: 9},
+		Subscriptions: []cluster.Subscription{{Name: "all", Topic: "t"}}}
+	_, err = cluster.AddInstance(ctx, c, inst, "wave-1", nil)
 	require.NoError(t, err)
 	var out, errOut bytes.Buffer
 	require.NoError(t, runInstance(ctx, []string{"list", "-zk", addr, "-root", root, "-zk-user", "binlake", "-zk-password-file", pwFile}, &out, &errOut),
@@ -221,7 +221,7 @@ func TestOpenZKCoordinatorAuthIntegration(t *testing.T) {
 	err = runTail(ctx, []string{"orders", "-zk", addr, "-root", root, "-brokers", "127.0.0.1:1"}, &out, &errOut)
 	require.ErrorContains(t, err, "not authenticated", "tail without the digest credentials")
 
-	require.NoError(t, c.Delete(ctx, "instances", coord.AnyVersion))
+	require.NoError(t, c.Delete(ctx, cluster.Instances, coord.AnyVersion))
 	require.NoError(t, owner.Delete(root+"/k", -1))
 	require.NoError(t, owner.Delete(root, -1))
 

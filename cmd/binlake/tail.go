@@ -19,6 +19,7 @@ import (
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/sink"
 	"github.com/binlake/binlake/wave/tail"
 )
@@ -250,7 +251,7 @@ func subscriptionTopic(ctx context.Context, cc config.Coordinator, target string
 		return "", "", err
 	}
 	defer c.Close()
-	inst, err := wave.GetInstance(cctx, c, id)
+	inst, err := cluster.GetInstance(cctx, c, id)
 	if err != nil {
 		return "", "", fmt.Errorf("tail: %w", err)
 	}

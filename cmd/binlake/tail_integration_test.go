@@ -18,7 +18,8 @@ import (
 
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // tailLine is one line of `binlake tail -o line` for a row of the test's table: partition,
@@ -83,16 +84,16 @@ pipeline: {commit_interval: 200ms, poll_interval: 200ms}
 	}
 	defer c.Close()
 	const id, pwEnv = "tail-orders", "BINLAKE_TAIL_TEST_PASSWORD"
-	inst := &wave.Instance{ID: id,
-		Source:        wave.Source{Addr: a.Addr, User: a.User, PasswordEnv: pwEnv, Flavor: wave.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-		Subscriptions: []wave.Subscription{{Name: "rows", Topic: topic, Include: []string{db + `\.t`}}}}
-	if _, err := wave.AddInstance(ctx, c, inst, "wave-tail", nil); err != nil {
+	inst := &cluster.Instance{ID: id,
+		Source:        cluster.Source{Addr: a.Addr, User: a.User, PasswordEnv: pwEnv, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+		Subscriptions: []cluster.Subscription{{Name: "rows", Topic: topic, Include: []string{db + `\.t`}}}}
+	if _, err := cluster.AddInstance(ctx, c, inst, "wave-tail", nil); err != nil {
 		t.Fatal(err)
 	}
 	w := testenv.StartBinlake(t, "wave", []string{pwEnv + "=" + a.Password}, "wave", "--config", cfg)
 	for {
-		info, err := wave.ShowInstance(ctx, c, id, 0, time.Now)
-		if err == nil && info.State == wave.StateRunning {
+		info, err := cluster.ShowInstance(ctx, c, id, 0, time.Now)
+		if err == nil && info.State == cluster.StateRunning {
 			break
 		}
 		if err := w.Exited(); err != nil || ctx.Err() != nil {
@@ -153,7 +154,7 @@ pipeline: {commit_interval: 200ms, poll_interval: 200ms}
 			t.Errorf("row %+v after %+v: want partitions in order, offsets rising", r, prev)
 		}
 		prev = r
-		if r.typ == wave.TypeInsert {
+		if r.typ == rowenc.TypeInsert {
 			parts[r.partition] = true
 			if r.commit {
 				commits = append(commits, r)
@@ -212,7 +213,7 @@ pipeline: {commit_interval: 200ms, poll_interval: 200ms}
 		t.Fatalf("tail -follow -n 9 did not end; it printed:\n%s", pr.String())
 	}
 	followed := parseTail(t, pr.String())
-	if last := followed[len(followed)-1]; len(followed) != 9 || last.typ != wave.TypeInsert || last.pk != `{"id":7}` || !last.commit {
+	if last := followed[len(followed)-1]; len(followed) != 9 || last.typ != rowenc.TypeInsert || last.pk != `{"id":7}` || !last.commit {
 		t.Errorf("tail -follow printed:\n%s\nwant the 8 rows, then the insert of 7 with commit", pr.String())
 	}
 

@@ -16,7 +16,8 @@ import (
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
 	"github.com/binlake/binlake/wave/sink"
 )
 
@@ -66,14 +67,14 @@ func TestTailRowsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	tb := &wave.Table{Database: "shop", Name: "orders", PK: []int{0},
-		Columns: []wave.Column{{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true}, {Name: "v", Type: mysql.MYSQL_TYPE_VARCHAR}}}
+	tb := &rowenc.Table{Database: "shop", Name: "orders", PK: []int{0},
+		Columns: []rowenc.Column{{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true}, {Name: "v", Type: mysql.MYSQL_TYPE_VARCHAR}}}
 	tb.Prepare()
-	m := wave.Meta{Instance: "local", TS: 1764424800, GTID: "0-1-7"}
+	m := rowenc.Meta{Instance: "local", TS: 1764424800, GTID: "0-1-7"}
 	last := m
 	last.Commit, last.XID = true, 9
-	row := func(topic, typ string, meta wave.Meta, before, after []any) bus.Message {
-		v, err := wave.EncodeRow(nil, tb, typ, meta, before, after)
+	row := func(topic, typ string, meta rowenc.Meta, before, after []any) bus.Message {
+		v, err := rowenc.EncodeRow(nil, tb, typ, meta, before, after)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,12 +82,12 @@ func TestTailRowsFile(t *testing.T) {
 		if img == nil {
 			img = before
 		}
-		return bus.Message{Topic: topic, Key: wave.AppendKey(nil, tb, wave.PartitionPK, img), Value: v}
+		return bus.Message{Topic: topic, Key: rowenc.AppendKey(nil, tb, rowenc.PartitionPK, img), Value: v}
 	}
 	if err := w.Publish(context.Background(),
-		row("binlake.rows", wave.TypeInsert, m, nil, []any{int32(1), "a"}),
-		row("audit", wave.TypeUpdate, m, []any{int32(1), "a"}, []any{int32(1), "b"}),
-		row("binlake.rows", wave.TypeUpdate, last, []any{int32(1), "a"}, []any{int32(1), "b"})); err != nil {
+		row("binlake.rows", rowenc.TypeInsert, m, nil, []any{int32(1), "a"}),
+		row("audit", rowenc.TypeUpdate, m, []any{int32(1), "a"}, []any{int32(1), "b"}),
+		row("binlake.rows", rowenc.TypeUpdate, last, []any{int32(1), "a"}, []any{int32(1), "b"})); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -153,9 +154,9 @@ func TestTailConfigFileSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := &wave.Instance{ID: "orders", Source: wave.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: wave.FlavorMariaDB, ServerID: 9},
-		Subscriptions: []wave.Subscription{{Name: "all", Topic: "shop.rows"}, {Name: "audit", Topic: "shop.audit", Events: []string{wave.TypeDelete}}}}
-	if _, err := wave.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
+	inst := &cluster.Instance{ID: "orders", Source: cluster.Source{Addr: "127.0.0.1:3307", User: "u", Flavor: cluster.FlavorMariaDB, ServerID: 9},
+		Subscriptions: []cluster.Subscription{{Name: "all", Topic: "shop.rows"}, {Name: "audit", Topic: "shop.audit", Events: []string{rowenc.TypeDelete}}}}
+	if _, err := cluster.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()

@@ -15,7 +15,7 @@ import (
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/judge"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // stringList is a repeatable flag.
@@ -117,7 +117,7 @@ Flags:`)
 			m.Password = config.Secret(pw)
 		}
 		switch *flavor {
-		case "", wave.FlavorMySQL, wave.FlavorMariaDB:
+		case "", cluster.FlavorMySQL, cluster.FlavorMariaDB:
 			m.Flavor = *flavor
 		default:
 			return fmt.Errorf("bad -mysql-flavor %q: want mysql or mariadb", *flavor)
@@ -127,7 +127,7 @@ Flags:`)
 		}
 		m.ServerID, m.Snapshot = uint32(*serverID), *snapshot
 		for _, s := range subs {
-			sub, err := wave.ParseSubscriptionFlag(s)
+			sub, err := cluster.ParseSubscriptionFlag(s)
 			if err != nil {
 				return fmt.Errorf("-mysql-sub: %w", err)
 			}

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // MySQLPasswordEnv, when set, is the source's password; it wins over one in the DSN, so the
@@ -32,7 +32,7 @@ type MySQL struct {
 	ServerID uint32
 	// Subscriptions route the rows; empty means every table outside the system schemas
 	// to the topic DefaultRowsTopic.
-	Subscriptions []wave.Subscription
+	Subscriptions []cluster.Subscription
 	// Snapshot emits the subscribed tables' existing rows at the first start on a data
 	// folder, then the binlog from where the snapshot began.
 	Snapshot bool
@@ -155,10 +155,10 @@ func checkHostPort(addr string) error {
 }
 
 // instance is the capture instance `up` defines for the source.
-func (m MySQL) instance(dataDir string) *wave.Instance {
+func (m MySQL) instance(dataDir string) *cluster.Instance {
 	subs := m.Subscriptions
 	if len(subs) == 0 {
-		subs = []wave.Subscription{{Name: "all", Topic: DefaultRowsTopic, Exclude: systemSchemas}}
+		subs = []cluster.Subscription{{Name: "all", Topic: DefaultRowsTopic, Exclude: systemSchemas}}
 	}
 	id := m.ServerID
 	if id == 0 {
@@ -167,13 +167,13 @@ func (m MySQL) instance(dataDir string) *wave.Instance {
 		// Away from the small ids people give their real replicas.
 		id = 100000 + h.Sum32()%1000000000
 	}
-	inst := &wave.Instance{
+	inst := &cluster.Instance{
 		ID:            InstanceID,
-		Source:        wave.Source{Addr: m.Addr, User: m.User, Flavor: m.Flavor, ServerID: id},
+		Source:        cluster.Source{Addr: m.Addr, User: m.User, Flavor: m.Flavor, ServerID: id},
 		Subscriptions: subs,
 	}
 	if m.Snapshot {
-		inst.Snapshot = &wave.SnapshotOptions{Initial: true}
+		inst.Snapshot = &cluster.SnapshotOptions{Initial: true}
 	}
 	return inst
 }

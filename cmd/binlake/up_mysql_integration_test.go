@@ -15,6 +15,8 @@ import (
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
 	"github.com/binlake/binlake/wave/sink"
 )
 
@@ -28,7 +30,7 @@ func TestUpMySQLIntegration(t *testing.T) {
 
 	dir := t.TempDir()
 	m := MySQL{Addr: a.Addr, User: a.User, Password: config.Secret(a.Password),
-		Subscriptions: []wave.Subscription{{Name: "t", Topic: "it.rows", Include: []string{db + `\.t`}}}}
+		Subscriptions: []cluster.Subscription{{Name: "t", Topic: "it.rows", Include: []string{db + `\.t`}}}}
 	s := startUp(t, upOptions{DataDir: dir, Node: "wave-up", MySQL: &m})
 	if s.urls.Wave == "" || s.urls.Rows != filepath.Join(dir, RowsFile) {
 		t.Fatalf("urls = %+v", s.urls)
@@ -78,7 +80,7 @@ func TestUpMySQLSnapshotIntegration(t *testing.T) {
 	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY, v VARCHAR(20))")
 	exec("INSERT INTO " + db + ".t VALUES (1, 'one'), (2, 'two')")
 	m := MySQL{Addr: a.Addr, User: a.User, Password: config.Secret(a.Password), Snapshot: true,
-		Subscriptions: []wave.Subscription{{Name: "t", Topic: "it.rows", Include: []string{db + `\.t`}}}}
+		Subscriptions: []cluster.Subscription{{Name: "t", Topic: "it.rows", Include: []string{db + `\.t`}}}}
 	s := startUp(t, upOptions{DataDir: t.TempDir(), Node: "wave-up", MySQL: &m})
 	waitRows(t, s.urls.Rows, db, 2)
 	exec("INSERT INTO " + db + ".t VALUES (3, 'three')")
@@ -99,7 +101,7 @@ func waitRunning(t *testing.T, waveURL string) {
 			Instances []wave.InstanceStatus `json:"instances"`
 		}
 		getJSON(t, "GET", waveURL+"/status", "", &st)
-		if len(st.Instances) == 1 && st.Instances[0].State == wave.StateRunning {
+		if len(st.Instances) == 1 && st.Instances[0].State == cluster.StateRunning {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -132,7 +134,7 @@ func waitRows(t *testing.T, path, db string, want int) []string {
 					t.Fatalf("row message %s: %v", l.Message, err)
 				}
 				if msg.Database == db {
-					if l.Topic != "it.rows" || (msg.Type != wave.TypeInsert && msg.Type != wave.TypeSnapshot) {
+					if l.Topic != "it.rows" || (msg.Type != rowenc.TypeInsert && msg.Type != rowenc.TypeSnapshot) {
 						t.Fatalf("row %s on topic %s", l.Message, l.Topic)
 					}
 					rows = append(rows, msg.Type+":"+fmt.Sprint(msg.Data["v"]))

@@ -23,6 +23,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // firing records the alerts the engine sends, as "policy instance: summary".
@@ -81,8 +82,8 @@ func TestDefaultWavePoliciesFire(t *testing.T) {
 	}
 	tick := func(lag float64) {
 		e.Observe(metric.Batch{Node: "db-host", TS: now, IntervalS: 10, Points: []metric.Point{
-			point(metric.WaveInstanceRunning, 0, "instance", "local", "state", wave.StateRetrying, "reason", wave.ReasonBinlogOff),
-			point(metric.WaveInstanceRunning, 1, "instance", "orders", "state", wave.StateRunning),
+			point(metric.WaveInstanceRunning, 0, "instance", "local", "state", cluster.StateRetrying, "reason", wave.ReasonBinlogOff),
+			point(metric.WaveInstanceRunning, 1, "instance", "orders", "state", cluster.StateRunning),
 			point(metric.WaveLagSeconds, lag, "instance", "orders"),
 			point(metric.WaveLagSeconds, 5, "instance", "users"),
 			point(metric.WaveLagSeconds, lag), // the agent's unlabelled largest lag: no second page

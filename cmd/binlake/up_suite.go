@@ -44,6 +44,7 @@ import (
 	judgeclient "github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/judge/store/sqlite"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/sink"
 )
 
@@ -462,13 +463,13 @@ func (o *upOptions) newWave(ctx context.Context, c coord.Coordinator, dir string
 	pw := m.Password
 	return &waveSetup{opts: wave.Options{
 		Node: o.Node, HTTPAddr: o.WaveListen, Coord: c, Publisher: pub, Logger: o.Logger,
-		Password: func(wave.Source) (config.Secret, error) { return pw, nil },
+		Password: func(cluster.Source) (config.Secret, error) { return pw, nil },
 	}}, rows, closeRows, nil
 }
 
 // defineInstance stores the instance unless the same definition is there already; a
 // changed one replaces it, and capture starts again at the source's current position.
-func defineInstance(ctx context.Context, c coord.Coordinator, inst *wave.Instance, node string, logger *slog.Logger) error {
+func defineInstance(ctx context.Context, c coord.Coordinator, inst *cluster.Instance, node string, logger *slog.Logger) error {
 	if err := inst.Validate(); err != nil {
 		return fmt.Errorf("mysql: %w", err)
 	}
@@ -476,22 +477,22 @@ func defineInstance(ctx context.Context, c coord.Coordinator, inst *wave.Instanc
 	if err != nil {
 		return err
 	}
-	cur, err := c.Get(ctx, "instances/"+inst.ID)
+	cur, err := c.Get(ctx, cluster.InstanceKey(inst.ID))
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
 	case err != nil:
 		return fmt.Errorf("read instance %s: %w", inst.ID, err)
 	case string(cur.Data) == string(want):
-		_, err := wave.MoveInstance(ctx, c, inst.ID, node, nil)
+		_, err := cluster.MoveInstance(ctx, c, inst.ID, node, nil)
 		return err
 	default:
 		logger.Warn("the source or its subscriptions changed: capture starts again at the source's current position",
 			"component", "up", "instance", inst.ID)
-		if err := wave.RemoveInstance(ctx, c, inst.ID); err != nil {
+		if err := cluster.RemoveInstance(ctx, c, inst.ID); err != nil {
 			return err
 		}
 	}
-	_, err = wave.AddInstance(ctx, c, inst, node, nil)
+	_, err = cluster.AddInstance(ctx, c, inst, node, nil)
 	return err
 }
 
@@ -505,7 +506,7 @@ func detectFlavor(ctx context.Context, m MySQL) (string, error) {
 	}
 	defer conn.Close()
 	if strings.Contains(strings.ToLower(conn.GetServerVersion()), "mariadb") {
-		return wave.FlavorMariaDB, nil
+		return cluster.FlavorMariaDB, nil
 	}
-	return wave.FlavorMySQL, nil
+	return cluster.FlavorMySQL, nil
 }

@@ -6,6 +6,7 @@
 package backoff
 
 import (
+	"context"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -37,5 +38,13 @@ func Schedule(first, limit time.Duration) func(attempt int) time.Duration {
 			b.NextBackOff()
 		}
 		return b.NextBackOff()
+	}
+}
+
+// Sleep waits d, or until ctx ends.
+func Sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
 	}
 }

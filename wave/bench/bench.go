@@ -30,6 +30,7 @@ import (
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // Options configures a run. Zero fields take the defaults named.
@@ -89,7 +90,7 @@ func (o *Options) setDefaults() error {
 	def(&o.KafkaBatchSize, 1000)
 	def(&o.BatchRows, 5000)
 	def(&o.InFlight, wave.DefaultPublishInFlight)
-	def(&o.ChunkRows, wave.DefaultSnapshotChunkRows)
+	def(&o.ChunkRows, cluster.DefaultSnapshotChunkRows)
 	if o.Linger == 0 {
 		o.Linger = time.Millisecond
 	}
@@ -283,8 +284,8 @@ func load(ctx context.Context, conn *client.Conn, db string, rows, per int, out 
 	return nil
 }
 
-func masterStatus(conn *client.Conn) (wave.Position, error) {
-	var p wave.Position
+func masterStatus(conn *client.Conn) (cluster.Position, error) {
+	var p cluster.Position
 	r, err := conn.Execute("SHOW MASTER STATUS")
 	if err != nil {
 		return p, fmt.Errorf("bench: SHOW MASTER STATUS: %w", err)
@@ -302,7 +303,7 @@ func masterStatus(conn *client.Conn) (wave.Position, error) {
 }
 
 // binlogRange lists the binlog files from start's to end's and the bytes between them.
-func binlogRange(conn *client.Conn, start, end wave.Position) ([]string, int64, error) {
+func binlogRange(conn *client.Conn, start, end cluster.Position) ([]string, int64, error) {
 	r, err := conn.Execute("SHOW BINARY LOGS")
 	if err != nil {
 		return nil, 0, fmt.Errorf("bench: SHOW BINARY LOGS: %w", err)
@@ -340,7 +341,7 @@ func binlogRange(conn *client.Conn, start, end wave.Position) ([]string, int64, 
 
 // capture runs a wave pipeline from start and waits until its committed offset counts
 // every row: the rows are then acknowledged by Kafka.
-func capture(ctx context.Context, opts Options, db, topic string, start wave.Position, res *Result) error {
+func capture(ctx context.Context, opts Options, db, topic string, start cluster.Position, res *Result) error {
 	out := opts.Out
 	dir, err := os.MkdirTemp("", "binlake-bench-")
 	if err != nil {
@@ -365,23 +366,23 @@ func capture(ctx context.Context, opts Options, db, topic string, start wave.Pos
 		return err
 	}
 	defer pub.Close()
-	inst := &wave.Instance{
+	inst := &cluster.Instance{
 		ID: "bench",
-		Source: wave.Source{Addr: opts.Addr, User: opts.User, Flavor: wave.FlavorMariaDB,
+		Source: cluster.Source{Addr: opts.Addr, User: opts.User, Flavor: cluster.FlavorMariaDB,
 			ServerID: uint32(50000 + time.Now().UnixNano()%10000)},
 		Start:         &start,
-		Subscriptions: []wave.Subscription{{Name: "bench", Topic: topic, Include: []string{db + `\.bench`}}},
+		Subscriptions: []cluster.Subscription{{Name: "bench", Topic: topic, Include: []string{db + `\.bench`}}},
 	}
 	if opts.Snapshot {
-		inst.Snapshot = &wave.SnapshotOptions{Initial: true, ChunkRows: opts.ChunkRows}
+		inst.Snapshot = &cluster.SnapshotOptions{Initial: true, ChunkRows: opts.ChunkRows}
 	}
-	if _, err := wave.AddInstance(ctx, c, inst, "bench", nil); err != nil {
+	if _, err := cluster.AddInstance(ctx, c, inst, "bench", nil); err != nil {
 		return err
 	}
 	w, err := wave.New(wave.Options{Node: "bench", Coord: c, Publisher: pub, Topics: b,
 		TopicSpec:       bus.TopicSpec{Partitions: opts.Partitions, MaxMessageBytes: maxMsg},
 		MaxMessageBytes: maxMsg - 128, PollInterval: 100 * time.Millisecond, Logger: opts.Logger,
-		Password: func(wave.Source) (config.Secret, error) { return opts.Password, nil },
+		Password: func(cluster.Source) (config.Secret, error) { return opts.Password, nil },
 		Pipeline: wave.PipelineOptions{BatchRows: opts.BatchRows, CommitInterval: 100 * time.Millisecond,
 			PublishChunkMessages: opts.KafkaBatchSize, PublishChunkBytes: maxMsg, PublishInFlight: opts.InFlight}})
 	if err != nil {
@@ -419,10 +420,10 @@ func capture(ctx context.Context, opts Options, db, topic string, start wave.Pos
 	last := time.Now()
 	for {
 		st := instanceStatus(w)
-		if st.State == wave.StateError {
+		if st.State == cluster.StateError {
 			return fmt.Errorf("bench: capture stopped: %s", st.Error)
 		}
-		if running.IsZero() && st.State == wave.StateRunning {
+		if running.IsZero() && st.State == cluster.StateRunning {
 			running = time.Now()
 			cpu.start()
 		}
@@ -432,7 +433,7 @@ func capture(ctx context.Context, opts Options, db, topic string, start wave.Pos
 			res.CPU = cpu.stop()
 		}
 		if !acked.IsZero() {
-			info, err := wave.ShowInstance(ctx, c, "bench", 0, time.Now)
+			info, err := cluster.ShowInstance(ctx, c, "bench", 0, time.Now)
 			if err != nil {
 				return err
 			}
@@ -519,7 +520,7 @@ type countWriter struct{ n atomic.Int64 }
 func (c *countWriter) Write(p []byte) (int, error) { c.n.Add(int64(len(p))); return len(p), nil }
 
 // reference times mariadb-binlog decoding the same range from the server.
-func reference(ctx context.Context, opts Options, files []string, start, end wave.Position, res *Result) error {
+func reference(ctx context.Context, opts Options, files []string, start, end cluster.Position, res *Result) error {
 	out := opts.Out
 	bin := opts.MariadbBinlog
 	if bin == "" {

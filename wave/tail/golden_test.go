@@ -11,11 +11,11 @@ import (
 	"github.com/binlake/binlake/wave/tail"
 )
 
-// TestGoldenMessages: every message of the wave's golden files (wave/testdata/golden: a
+// TestGoldenMessages: every message of the wave's golden files (wave/capture/testdata/golden: a
 // real MariaDB's insert, update and delete of each column type, as the wave encodes them)
 // decodes as a row message, and prints in each mode as whole lines of printable text.
 func TestGoldenMessages(t *testing.T) {
-	files, err := filepath.Glob("../testdata/golden/*.txt")
+	files, err := filepath.Glob("../capture/testdata/golden/*.txt")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden files: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/binlake/binlake/internal/bus"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // Output modes (-o).
@@ -100,9 +100,9 @@ func (p *Printer) appendLine(b []byte, m bus.Message, d Decoded) []byte {
 	}
 	b = append(b, ' ')
 	switch r.Type {
-	case wave.TypeDDL:
+	case rowenc.TypeDDL:
 		b = appendJSONString(b, r.SQL)
-	case wave.TypeUpdate:
+	case rowenc.TypeUpdate:
 		b = appendCompact(b, r.PK)
 		b = append(b, ' ')
 		b = appendChanges(b, r.Data, r.Old)

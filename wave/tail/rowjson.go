@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // rowJSON is the wave's own JSON row message (docs/design.md, "Row message";
-// wave.EncodeRow and wave.EncodeDDL write it).
+// rowenc.EncodeRow and rowenc.EncodeDDL write it).
 type rowJSON struct{}
 
 func (rowJSON) Name() string { return "json" }
@@ -55,12 +55,12 @@ func (rowJSON) Decode(value []byte) (Row, json.RawMessage, error) {
 	r := Row{Instance: *m.Instance, Database: *m.Database, Table: *m.Table, Type: *m.Type, TS: *m.TS,
 		GTID: m.GTID, File: m.File, Pos: m.Pos, XID: m.XID, Commit: *m.Commit}
 	switch r.Type {
-	case wave.TypeDDL:
+	case rowenc.TypeDDL:
 		if m.SQL == nil {
 			return Row{}, nil, errors.New(`a ddl without its "sql"`)
 		}
 		r.SQL = *m.SQL
-	case wave.TypeInsert, wave.TypeUpdate, wave.TypeDelete, wave.TypeSnapshot:
+	case rowenc.TypeInsert, rowenc.TypeUpdate, rowenc.TypeDelete, rowenc.TypeSnapshot:
 		if !isObject(m.Data) {
 			return Row{}, nil, fmt.Errorf(`type %s without a "data" object`, r.Type)
 		}

@@ -7,13 +7,13 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/binlake/binlake/internal/bus"
-	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // ordersTable is shop.orders as the capture knows it.
-func ordersTable() *wave.Table {
-	t := &wave.Table{Database: "shop", Name: "orders", PK: []int{0},
-		Columns: []wave.Column{
+func ordersTable() *rowenc.Table {
+	t := &rowenc.Table{Database: "shop", Name: "orders", PK: []int{0},
+		Columns: []rowenc.Column{
 			{Name: "id", Type: mysql.MYSQL_TYPE_LONGLONG, Unsigned: true, PK: true},
 			{Name: "amount", Type: mysql.MYSQL_TYPE_NEWDECIMAL},
 			{Name: "note", Type: mysql.MYSQL_TYPE_VARCHAR},
@@ -28,11 +28,11 @@ func ordersTable() *wave.Table {
 func sampleMessages(t testing.TB) []bus.Message {
 	t.Helper()
 	tb := ordersTable()
-	m := wave.Meta{Instance: "orders", TS: 1764424800, GTID: "0-1-202", File: "bin.000001", Pos: 1234}
+	m := rowenc.Meta{Instance: "orders", TS: 1764424800, GTID: "0-1-202", File: "bin.000001", Pos: 1234}
 	commit := m
 	commit.Commit, commit.XID = true, 88
-	row := func(typ string, meta wave.Meta, before, after []any) bus.Message {
-		v, err := wave.EncodeRow(nil, tb, typ, meta, before, after)
+	row := func(typ string, meta rowenc.Meta, before, after []any) bus.Message {
+		v, err := rowenc.EncodeRow(nil, tb, typ, meta, before, after)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,14 +40,14 @@ func sampleMessages(t testing.TB) []bus.Message {
 		if image == nil {
 			image = before
 		}
-		return bus.Message{Topic: "binlake.rows", Key: wave.AppendKey(nil, tb, wave.PartitionPK, image), Value: v}
+		return bus.Message{Topic: "binlake.rows", Key: rowenc.AppendKey(nil, tb, rowenc.PartitionPK, image), Value: v}
 	}
-	ddlMeta := wave.Meta{Instance: "orders", TS: 1764424801, GTID: "0-1-203", File: "bin.000001", Pos: 1500, Commit: true}
+	ddlMeta := rowenc.Meta{Instance: "orders", TS: 1764424801, GTID: "0-1-203", File: "bin.000001", Pos: 1500, Commit: true}
 	msgs := []bus.Message{
-		row(wave.TypeInsert, m, nil, []any{uint64(7), "1.50", "ü <new>"}),
-		row(wave.TypeUpdate, m, []any{uint64(8), "2.00", "a"}, []any{uint64(8), "2.50", "b"}),
-		row(wave.TypeDelete, commit, []any{uint64(9), "3.00", nil}, nil),
-		{Topic: "binlake.rows", Key: []byte("shop.orders"), Value: wave.EncodeDDL(nil, "shop", "orders", ddlMeta, "ALTER TABLE orders\n  ADD c INT")},
+		row(rowenc.TypeInsert, m, nil, []any{uint64(7), "1.50", "ü <new>"}),
+		row(rowenc.TypeUpdate, m, []any{uint64(8), "2.00", "a"}, []any{uint64(8), "2.50", "b"}),
+		row(rowenc.TypeDelete, commit, []any{uint64(9), "3.00", nil}, nil),
+		{Topic: "binlake.rows", Key: []byte("shop.orders"), Value: rowenc.EncodeDDL(nil, "shop", "orders", ddlMeta, "ALTER TABLE orders\n  ADD c INT")},
 	}
 	at := time.Date(2026, 11, 29, 14, 0, 0, 123e6, time.UTC)
 	for i := range msgs {

@@ -1,0 +1,595 @@
+// Package capture reads an instance's source: one binlog connection at a time with its
+// reconnects, the schema and DDL that name and type the columns, the start position,
+// snapshots of the existing rows, and the lag of a leadership term. It hands the wave's
+// pipeline Items: the messages of a rows event (encoded by wave/rowenc) and the
+// transaction boundaries to commit.
+package capture
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/binlake/binlake/internal/backoff"
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
+)
+
+// ErrBinlogPurged is the fatal error of an instance whose resume position is no longer on
+// the source (MySQL error 1236). Capture stops; it never skips ahead silently.
+var ErrBinlogPurged = errors.New("binlog position not available on the source (error 1236)")
+
+// ErrMessageTooLarge is the fatal error of an instance that met a row message larger than
+// the sink accepts while on_too_large is "stop".
+var ErrMessageTooLarge = errors.New("row message larger than the sink accepts")
+
+// fatalError marks errors that retrying cannot fix.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
+
+// Fatal marks err as an error that retrying cannot fix: the instance stops.
+func Fatal(err error) error { return &fatalError{err} }
+
+// IsFatal reports whether err, or an error it wraps, was marked Fatal.
+func IsFatal(err error) bool {
+	var f *fatalError
+	return errors.As(err, &f)
+}
+
+// Item is what the capture stage hands the publisher: the messages of one rows event,
+// and/or a transaction boundary reached after them.
+type Item struct {
+	Msgs   []bus.Message
+	Bytes  int
+	Commit *cluster.Position // the boundary after Msgs: safe to resume from once Msgs are acknowledged
+	TS     int64             // binlog timestamp of the newest event in the item (a heartbeat's: when it came)
+	// Heartbeat is the number (LagTracker.Saw) of the source heartbeat the item stands
+	// for: the source had nothing newer then. 0: not a heartbeat.
+	Heartbeat uint64
+}
+
+// Options configures the capture stage.
+type Options struct {
+	Inst     *cluster.Instance
+	Password string
+	Filter   *cluster.Filter
+	Log      *slog.Logger
+	Out      chan<- Item
+	MaxBytes int // largest key+value accepted; 0 = unlimited
+	OnSkip   func()
+	OnError  func(error) // a retried error (reconnects): counted and shown in status
+	OnConn   func()      // connected (clears a retried error from status)
+	// backoff bounds for reconnecting to the source
+	BackoffMin, BackoffMax time.Duration
+	EventQueue             int
+	Heartbeat              time.Duration
+	Lag                    *LagTracker // counts the events read (nil: no lag kept)
+	// Snapshot: the instance's snapshot options, the requests the leader polls from the
+	// coordinator, and a callback with the progress (rows emitted, tables left).
+	Snapshot         *cluster.SnapshotOptions
+	SnapshotRequests <-chan cluster.SnapshotRequest
+	OnSnapshot       func(rows, tablesLeft int)
+}
+
+// Capture reads the source's binlog and turns it into items. It reconnects by itself
+// (from the last transaction boundary it read) on connection errors, with backoff.
+type Capture struct {
+	Options
+	sc *schema
+
+	// resume is the last transaction boundary read: where a reconnect starts.
+	resume cluster.Position
+	gset   mysql.GTIDSet // GTID set at resume (nil when the source has no GTIDs known)
+	// gtidLookedUp: the GTID set of a file/pos start was asked for (onConnect); announce:
+	// it was found and is still to be committed, so that a restart resumes by GTID too.
+	gtidLookedUp, announce bool
+
+	// per connection
+	file   string
+	tables map[uint64]*rowenc.Table
+	reader *rowenc.Reader // the rows events' row images
+	// readPos is where the binlog was read to: the end of the last event handled.
+	readPos cluster.Position
+	// seen is the number (LagTracker.Saw) of the event being handled.
+	seen      uint64
+	ddlTables *ddlParser
+	snap      *snapshotRun // snapshotcapture.go
+	keyBuf    []byte
+	// per transaction
+	inTxn   bool
+	txGTID  string
+	pending *rowsBatch     // the last rows event, held back to flag the transaction's last row
+	enc     rowenc.Encoder // flush's encoder
+	keys    []string       // and its scratch: the partitioning of each subscription
+	txGSet  mysql.GTIDSet
+}
+
+// rowsBatch is a rows event read but not yet encoded, and the subscriptions it goes to.
+type rowsBatch struct {
+	rowenc.Event
+	subs []int
+}
+
+func New(o Options, start cluster.Position) (*Capture, error) {
+	c := &Capture{Options: o, resume: start, ddlTables: newDDLParser()}
+	c.sc = newSchema(o.Inst.Source.Addr, o.Inst.Source.User, o.Password, o.Log)
+	opts := o.Snapshot
+	if opts == nil {
+		opts = &cluster.SnapshotOptions{}
+	}
+	c.snap = &snapshotRun{src: snapshotSource{addr: o.Inst.Source.Addr, user: o.Inst.Source.User, password: o.Password},
+		opts: opts, requests: o.SnapshotRequests, touched: map[string]time.Time{}, onRows: o.OnSnapshot, lastLog: time.Now()}
+	if start.GTIDSet != "" {
+		gs, err := mysql.ParseGTIDSet(o.Inst.Source.Flavor, start.GTIDSet)
+		if err != nil {
+			return nil, &fatalError{fmt.Errorf("offset gtid_set %q: %w", start.GTIDSet, err)}
+		}
+		c.gset = gs
+	}
+	return c, nil
+}
+
+// currentPosition asks the source where its binlog ends now: the start of a first capture.
+func CurrentPosition(ctx context.Context, addr, user, password, flavor string) (cluster.Position, error) {
+	conn, err := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
+	if err != nil {
+		return cluster.Position{}, fmt.Errorf("connect to %s as %s: %w", addr, user, err)
+	}
+	defer conn.Close()
+	return positionNow(conn, flavor)
+}
+
+// positionNow reads the end of conn's binlog and the GTID set there. The set must not be
+// ahead of the file/pos: the capture resumes by GTID, and a transaction that committed
+// between the two reads and were in the set would never be sent. A set behind it only
+// sends a transaction again (at least once).
+func positionNow(conn *client.Conn, flavor string) (cluster.Position, error) {
+	var p cluster.Position
+	var gtidMode string
+	if flavor == cluster.FlavorMariaDB {
+		// Read before the position, so it holds nothing after it.
+		if g, err := conn.Execute("SELECT @@GLOBAL.gtid_binlog_pos"); err == nil {
+			p.GTIDSet, _ = g.GetString(0, 0)
+		}
+	} else if g, err := conn.Execute("SELECT @@GLOBAL.gtid_mode"); err == nil {
+		gtidMode, _ = g.GetString(0, 0)
+	}
+	r, err := conn.Execute("SHOW MASTER STATUS")
+	if err != nil {
+		return p, fmt.Errorf("SHOW MASTER STATUS: %w", err)
+	}
+	if r.RowNumber() == 0 {
+		return p, fmt.Errorf("%w (SHOW MASTER STATUS returned nothing)", ErrBinlogOff)
+	}
+	p.File, _ = r.GetString(0, 0)
+	pos, _ := r.GetUint(0, 1)
+	p.Pos = uint32(pos)
+	if strings.EqualFold(gtidMode, "ON") && r.ColumnNumber() >= 5 {
+		// MySQL's Executed_Gtid_Set, which the server reads before the position (unlike
+		// @@GLOBAL.gtid_executed in a query of its own after it).
+		p.GTIDSet, _ = r.GetString(0, 4)
+		p.GTIDSet = strings.ReplaceAll(p.GTIDSet, "\n", "")
+	}
+	p.TS = time.Now().Unix()
+	return p, nil
+}
+
+// Run captures until ctx ends (nil) or a fatal error.
+func (c *Capture) Run(ctx context.Context) error {
+	defer c.sc.close()
+	defer c.snap.src.close()
+	bo := backoff.New(c.BackoffMin, c.BackoffMax)
+	for {
+		read, err := c.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if IsFatal(err) {
+			return err
+		}
+		if read {
+			bo.Reset()
+		}
+		wait := bo.NextBackOff()
+		c.Log.Warn("binlog connection failed; reconnecting", "resume", c.resume.String(), "backoff", wait, "err", err)
+		if c.OnError != nil {
+			c.OnError(err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// session is one binlog connection. read reports whether it got any event (so the
+// backoff restarts).
+func (c *Capture) session(ctx context.Context) (read bool, err error) {
+	src := c.Inst.Source
+	host, portStr, _ := net.SplitHostPort(src.Addr)
+	port, _ := strconv.ParseUint(portStr, 10, 16)
+	var owner binlogOwner // set by onConnect
+	dial := &singleDial{}
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID:                src.ServerID,
+		Flavor:                  src.Flavor,
+		Host:                    host,
+		Port:                    uint16(port),
+		User:                    src.User,
+		Password:                c.Password,
+		Charset:                 "utf8mb4",
+		TimestampStringLocation: time.UTC,
+		ParseTime:               true,                // temporal values formatted by rowenc.EncodeRow, not fmt.Sprintf
+		RowsEventDecodeFunc:     rowenc.DecodeHeader, // rows are read by the capture (c.rows)
+		HeartbeatPeriod:         c.Heartbeat,
+		ReadTimeout:             3*c.Heartbeat + 5*time.Second,
+		DisableRetrySync:        true, // reconnects are ours: from a transaction boundary, with backoff
+		EventCacheCount:         c.EventQueue,
+		Logger:                  goMySQLLogger(c.Log, c.Password),
+		DiscardGTIDSet:          true, // we track the set ourselves, at transaction boundaries
+		Dialer:                  dial.dial,
+		Option:                  func(conn *client.Conn) error { return c.onConnect(conn, &owner) },
+	})
+	defer func() {
+		syncer.Close()
+		c.endSession(owner)
+	}()
+
+	c.tables = map[uint64]*rowenc.Table{}
+	c.reader = rowenc.NewReader()
+	c.inTxn, c.pending = false, nil
+	c.file = c.resume.File
+	c.readPos = cluster.Position{}
+	c.snap.table, c.snap.pending = nil, nil // read again: the binlog is read again from c.resume
+	c.Lag.Saw()                             // a new connection: caught up again at its first heartbeat
+	var streamer *replication.BinlogStreamer
+	if c.gset != nil {
+		streamer, err = syncer.StartSyncGTID(c.gset.Clone())
+	} else {
+		streamer, err = syncer.StartSync(mysql.Position{Name: c.resume.File, Pos: max(c.resume.Pos, 4)})
+	}
+	if err != nil {
+		return false, classify(err)
+	}
+	if c.announce {
+		c.announce = false
+		if err := c.send(ctx, Item{Commit: ptr(c.resume)}); err != nil {
+			return false, err // ctx ended
+		}
+	}
+	for {
+		ev, err := c.nextEvent(ctx, streamer)
+		if errors.Is(err, errNoEventYet) {
+			if !c.inTxn && c.pending == nil {
+				if err := c.snapStep(ctx); err != nil {
+					return read, err
+				}
+			}
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return read, nil
+			}
+			return read, classify(err)
+		}
+		if !read {
+			read = true
+			if c.OnConn != nil {
+				c.OnConn()
+			}
+		}
+		c.seen = c.Lag.Saw()
+		if err := c.handle(ctx, ev); err != nil {
+			return read, err
+		}
+		if e, ok := ev.Event.(*replication.RotateEvent); ok {
+			c.readPos = cluster.Position{File: c.file, Pos: uint32(e.Position)}
+		} else if ev.Header.LogPos > 0 {
+			c.readPos = cluster.Position{File: c.file, Pos: ev.Header.LogPos}
+		}
+		if !c.inTxn && c.pending == nil {
+			if err := c.snapStep(ctx); err != nil {
+				return read, err
+			}
+		}
+	}
+}
+
+// errNoEventYet: nextEvent waited its while without an event.
+var errNoEventYet = errors.New("no binlog event yet")
+
+// nextEvent is the next binlog event. While a snapshot waits for its next read or
+// emission it waits only a moment, so that the snapshot goes on while the source is
+// idle.
+func (c *Capture) nextEvent(ctx context.Context, streamer *replication.BinlogStreamer) (*replication.BinlogEvent, error) {
+	if !c.snapActive() && len(c.snap.requests) == 0 {
+		return streamer.GetEvent(ctx)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	ev, err := streamer.GetEvent(wctx)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, errNoEventYet
+	}
+	return ev, err
+}
+
+// classify marks the source's "cannot serve this position" error as fatal.
+func classify(err error) error {
+	var me *mysql.MyError
+	if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
+		return &fatalError{fmt.Errorf("%w: %s", ErrBinlogPurged, me.Message)}
+	}
+	if strings.Contains(err.Error(), "ERROR 1236") {
+		return &fatalError{fmt.Errorf("%w: %v", ErrBinlogPurged, err)}
+	}
+	return err
+}
+
+func (c *Capture) send(ctx context.Context, it Item) error {
+	select {
+	case c.Out <- it:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Capture) handle(ctx context.Context, ev *replication.BinlogEvent) error {
+	h := ev.Header
+	switch e := ev.Event.(type) {
+	case *replication.RotateEvent:
+		c.file = string(e.NextLogName)
+		if !c.inTxn && c.gset == nil {
+			c.resume.File, c.resume.Pos = c.file, uint32(e.Position)
+		}
+	case *replication.MariadbGTIDEvent:
+		c.beginTxn(e.GTID.String())
+		gtid := e.GTID
+		gs := c.nextGSet()
+		if gs != nil {
+			if err := gs.(*mysql.MariadbGTIDSet).AddSet(&gtid); err != nil {
+				return fmt.Errorf("gtid %s: %w", gtid.String(), err)
+			}
+		} else {
+			ngs, _ := mysql.ParseMariadbGTIDSet(gtid.String())
+			c.txGSet = ngs
+		}
+	case *replication.GTIDEvent:
+		u, err := uuidString(e.SID)
+		if err != nil {
+			return err
+		}
+		c.beginTxn(fmt.Sprintf("%s:%d", u, e.GNO))
+		if gs := c.nextGSet(); gs != nil {
+			if mgs, ok := gs.(*mysql.MysqlGTIDSet); ok {
+				if err := mgs.Update(c.txGTID); err != nil {
+					return fmt.Errorf("gtid %s: %w", c.txGTID, err)
+				}
+			}
+		}
+	case *replication.QueryEvent:
+		q := bytes.TrimSpace(e.Query)
+		switch {
+		case bytes.EqualFold(q, []byte("BEGIN")):
+			c.inTxn = true
+			return nil
+		case bytes.EqualFold(q, []byte("COMMIT")), bytes.EqualFold(q, []byte("ROLLBACK")):
+			return c.endTxn(ctx, h, 0)
+		case hasPrefixFold(q, "SAVEPOINT"), hasPrefixFold(q, "ROLLBACK TO"), hasPrefixFold(q, "XA "):
+			return nil
+		}
+		return c.ddl(ctx, h, string(e.Schema), string(q))
+	case *replication.TableMapEvent:
+		return c.tableMap(ctx, e)
+	case *replication.RowsEvent:
+		return c.rows(ctx, h, ev.Header.EventType, e)
+	case *replication.XIDEvent:
+		return c.endTxn(ctx, h, e.XID)
+	case *replication.HeartbeatEvent:
+		// The source has nothing newer: once everything before is acknowledged, the
+		// capture is caught up (Lag). go-mysql parses both heartbeat versions into this
+		// type; one mid-transaction says nothing (the rest is still to come).
+		if !c.inTxn {
+			return c.send(ctx, Item{Heartbeat: c.seen, TS: time.Now().Unix()})
+		}
+	}
+	return nil
+}
+
+// nextGSet is the GTID set as it will be after the current transaction commits.
+func (c *Capture) nextGSet() mysql.GTIDSet {
+	if c.txGSet == nil && c.gset != nil {
+		c.txGSet = c.gset.Clone()
+	}
+	return c.txGSet
+}
+
+func (c *Capture) beginTxn(gtid string) {
+	c.inTxn = true
+	c.txGTID = gtid
+	c.txGSet = nil
+}
+
+func (c *Capture) tableMap(ctx context.Context, tm *replication.TableMapEvent) error {
+	if t, ok := c.tables[tm.TableID]; ok && t.SameLayout(tm) {
+		t.SetMap(tm)
+		return nil
+	}
+	t, err := buildTable(ctx, tm, c.Inst.Source.Flavor, c.sc)
+	if err != nil {
+		return err
+	}
+	t.Prepare()
+	t.SetMap(tm)
+	c.tables[tm.TableID] = t
+	return nil
+}
+
+func (c *Capture) rows(ctx context.Context, h *replication.EventHeader, et replication.EventType, e *replication.RowsEvent) error {
+	t, ok := c.tables[e.TableID]
+	if !ok {
+		return fmt.Errorf("rows event for unknown table id %d at %s:%d", e.TableID, c.file, h.LogPos)
+	}
+	var typ string
+	switch et {
+	case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2, replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
+		typ = rowenc.TypeInsert
+	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2, replication.PARTIAL_UPDATE_ROWS_EVENT, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
+		typ = rowenc.TypeUpdate
+	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2, replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
+		typ = rowenc.TypeDelete
+	default:
+		return nil
+	}
+	c.inTxn = true
+	subs := c.Filter.Match(t.Database, t.Name, typ)
+	// The table a snapshot reads: every change counts, subscribed or not.
+	snapshotting := c.snapActive() && c.snapTable() == t.Database+"."+t.Name
+	if len(subs) == 0 && !snapshotting {
+		return nil
+	}
+	if err := c.flush(ctx, false, 0); err != nil {
+		return err
+	}
+	b := &rowsBatch{subs: subs, Event: rowenc.Event{
+		Table: t, Type: typ,
+		Meta: rowenc.Meta{Instance: c.Inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos},
+	}}
+	var err error
+	if b.Rows, err = c.reader.Read(et, e, t, typ); err != nil {
+		return fmt.Errorf("rows event of %s.%s at %s:%d: %w", t.Database, t.Name, c.file, h.LogPos, err)
+	}
+	if snapshotting {
+		c.snapTouch(b)
+	}
+	if len(subs) == 0 {
+		return nil
+	}
+	c.pending = b
+	return nil
+}
+
+// flush encodes and sends the held-back rows event; commit marks its last row as the
+// transaction's last.
+func (c *Capture) flush(ctx context.Context, commit bool, xid uint64) error {
+	b := c.pending
+	if b == nil {
+		return nil
+	}
+	c.pending = nil
+	it, err := c.encode(b, commit, xid)
+	if err != nil || len(it.Msgs) == 0 {
+		return err
+	}
+	return c.send(ctx, it)
+}
+
+// encode encodes a rows event's images into its messages, one per row and
+// subscription.
+func (c *Capture) encode(b *rowsBatch, commit bool, xid uint64) (Item, error) {
+	c.keys = c.keys[:0]
+	for _, si := range b.subs {
+		c.keys = append(c.keys, c.Filter.Subscription(si).PartitionBy)
+	}
+	it := Item{TS: b.Meta.TS}
+	msgs, err := c.enc.Encode(&b.Event, c.keys, commit, xid, c.keep)
+	if err != nil {
+		return it, &fatalError{err}
+	}
+	it.Msgs = make([]bus.Message, 0, len(msgs))
+	for _, m := range msgs {
+		it.Msgs = append(it.Msgs, bus.Message{Topic: c.Filter.Subscription(b.subs[m.By]).Topic, Key: m.Key, Value: m.Value})
+		it.Bytes += len(m.Key) + len(m.Value)
+	}
+	return it, nil
+}
+
+// keep is the encoder's check of each message: its size (checkSize).
+func (c *Capture) keep(ev *rowenc.Event, key, value []byte, m rowenc.Meta) (bool, error) {
+	err := c.checkSize(key, value, ev.Table, m)
+	if errors.Is(err, errSkip) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+var errSkip = errors.New("skip")
+
+func (c *Capture) checkSize(key, value []byte, t *rowenc.Table, m rowenc.Meta) error {
+	if c.MaxBytes <= 0 || len(key)+len(value) <= c.MaxBytes {
+		return nil
+	}
+	if c.Inst.OnTooLarge == cluster.TooLargeSkip {
+		c.Log.Warn("row message larger than the sink accepts: skipped (on_too_large: skip)",
+			"table", t.Database+"."+t.Name, "bytes", len(key)+len(value), "limit", c.MaxBytes, "file", m.File, "pos", m.Pos)
+		if c.OnSkip != nil {
+			c.OnSkip()
+		}
+		return errSkip
+	}
+	return &fatalError{fmt.Errorf("%w: %s.%s at %s:%d is %d bytes, the limit %d (set on_too_large: skip to drop such rows)",
+		ErrMessageTooLarge, t.Database, t.Name, m.File, m.Pos, len(key)+len(value), c.MaxBytes)}
+}
+
+// endTxn closes a transaction: the held rows event gets the commit flag, and the boundary
+// after it becomes the resume position.
+func (c *Capture) endTxn(ctx context.Context, h *replication.EventHeader, xid uint64) error {
+	if err := c.flush(ctx, true, xid); err != nil {
+		return err
+	}
+	c.boundary(h)
+	return c.send(ctx, Item{Commit: ptr(c.resume), TS: int64(h.Timestamp)})
+}
+
+func (c *Capture) boundary(h *replication.EventHeader) {
+	c.inTxn = false
+	if c.txGSet != nil {
+		c.gset = c.txGSet
+		c.txGSet = nil
+	}
+	c.resume.File, c.resume.Pos = c.file, h.LogPos
+	if c.gset != nil {
+		c.resume.GTIDSet = c.gset.String()
+	}
+	if h.Timestamp != 0 {
+		c.resume.TS = int64(h.Timestamp)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func uuidString(sid []byte) (string, error) {
+	if len(sid) != 16 {
+		return "", fmt.Errorf("gtid event: source id of %d bytes", len(sid))
+	}
+	const hex = "0123456789abcdef"
+	var b strings.Builder
+	for i, x := range sid {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b.WriteByte('-')
+		}
+		b.WriteByte(hex[x>>4])
+		b.WriteByte(hex[x&0xF])
+	}
+	return b.String(), nil
+}
+
+func hasPrefixFold(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], []byte(prefix))
+}

@@ -1,0 +1,42 @@
+package capture
+
+import (
+	"context"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/wave/rowenc"
+)
+
+// ddl handles a statement other than BEGIN/COMMIT: a DDL. It ends any transaction
+// (DDL commits implicitly), forgets the cached table layouts, and becomes a "ddl"
+// message for the subscriptions of each table it changes (ddltables.go names them).
+func (c *Capture) ddl(ctx context.Context, h *replication.EventHeader, schema, sql string) error {
+	if err := c.flush(ctx, true, 0); err != nil {
+		return err
+	}
+	c.sc.invalidate()
+	clear(c.tables)
+	c.snapDDL()
+	it := Item{TS: int64(h.Timestamp)}
+	for _, t := range c.ddlTables.tables(schema, sql) {
+		subs := c.Filter.Match(t.db, t.table, rowenc.TypeDDL)
+		if len(subs) == 0 {
+			continue
+		}
+		value := rowenc.EncodeDDL(nil, t.db, t.table, rowenc.Meta{Instance: c.Inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos, Commit: true}, sql)
+		for _, si := range subs {
+			sub := c.Filter.Subscription(si)
+			key := []byte(t.db + "." + t.table)
+			if sub.PartitionBy == rowenc.PartitionDatabase {
+				key = []byte(t.db)
+			}
+			it.Msgs = append(it.Msgs, bus.Message{Topic: sub.Topic, Key: key, Value: value})
+			it.Bytes += len(key) + len(value)
+		}
+	}
+	c.boundary(h)
+	it.Commit = ptr(c.resume)
+	return c.send(ctx, it)
+}

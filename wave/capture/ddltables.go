@@ -1,0 +1,123 @@
+package capture
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	// The parser needs a driver for the literal values in statements; this is the one
+	// go-mysql's canal uses too.
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
+)
+
+// tableRef is a table a DDL statement changes.
+type tableRef struct{ db, table string }
+
+// ddlParser names the tables a DDL statement changes. It asks TiDB's SQL parser (the one
+// go-mysql's canal uses), which knows MySQL's grammar whole: quoting, comments, every
+// table of a multi-table DROP or RENAME. MariaDB syntax that parser does not know
+// (CREATE OR REPLACE, ALTER ONLINE, ALTER TABLE IF EXISTS, system versioning, INET6
+// columns) falls back to reading the statement's head, which finds the first table.
+// One per capture: the parser keeps state between statements.
+type ddlParser struct{ p *parser.Parser }
+
+func newDDLParser() *ddlParser { return &ddlParser{p: parser.New()} }
+
+// tables returns the tables of a CREATE, ALTER, DROP, TRUNCATE or RENAME TABLE
+// statement (both names of each renamed pair: subscribers of either name learn of it),
+// qualified with defaultDB when the statement does not say; none for other statements
+// (databases, views, indexes, grants).
+func (d *ddlParser) tables(defaultDB, sql string) (refs []tableRef) {
+	stmts, err := d.parse(sql)
+	if err != nil {
+		if ref, ok := headTable(defaultDB, sql); ok {
+			return []tableRef{ref}
+		}
+		return nil
+	}
+	add := func(n *ast.TableName) {
+		if n == nil || n.Name.O == "" {
+			return
+		}
+		db := n.Schema.O
+		if db == "" {
+			db = defaultDB
+		}
+		refs = append(refs, tableRef{db, n.Name.O})
+	}
+	for _, s := range stmts {
+		switch s := s.(type) {
+		case *ast.CreateTableStmt:
+			add(s.Table)
+		case *ast.AlterTableStmt:
+			add(s.Table)
+		case *ast.TruncateTableStmt:
+			add(s.Table)
+		case *ast.DropTableStmt:
+			if !s.IsView {
+				for _, t := range s.Tables {
+					add(t)
+				}
+			}
+		case *ast.RenameTableStmt:
+			for _, tt := range s.TableToTables {
+				add(tt.OldTable)
+				add(tt.NewTable)
+			}
+		}
+	}
+	return refs
+}
+
+// parse parses sql; a panic in the parser (a statement from the binlog must never stop
+// the capture) is an error, and the caller falls back.
+func (d *ddlParser) parse(sql string) (stmts []ast.StmtNode, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			d.p = parser.New() // its state is unknown after a panic
+			stmts, err = nil, errors.New("sql parser panicked")
+		}
+	}()
+	stmts, _, err = d.p.Parse(sql, "", "")
+	return stmts, err
+}
+
+// reDDLHead reads the table of a table DDL from the statement's head, for statements the
+// parser rejects.
+var reDDLHead = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*(?:ALTER|CREATE|DROP|TRUNCATE|RENAME)\\s+(?:(?:TEMPORARY|ONLINE|IGNORE|OR\\s+REPLACE)\\s+)*TABLE\\s+(?:IF\\s+(?:NOT\\s+)?EXISTS\\s+)?((?:`[^`]+`|[A-Za-z0-9_$]+)(?:\\s*\\.\\s*(?:`[^`]+`|[A-Za-z0-9_$]+))?)")
+
+// headTable is the first table named by a table DDL's head.
+func headTable(defaultDB, sql string) (tableRef, bool) {
+	m := reDDLHead.FindStringSubmatch(sql)
+	if m == nil {
+		return tableRef{}, false
+	}
+	parts := splitQualified(m[1])
+	if len(parts) == 2 {
+		return tableRef{parts[0], parts[1]}, true
+	}
+	return tableRef{defaultDB, parts[0]}, true
+}
+
+// splitQualified splits db.table, either part possibly `quoted` (a quoted dot is part
+// of the name).
+func splitQualified(s string) []string {
+	var parts []string
+	var cur strings.Builder
+	inQuote := false
+	for _, r := range s {
+		switch {
+		case r == '`':
+			inQuote = !inQuote
+		case r == '.' && !inQuote:
+			parts = append(parts, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	return append(parts, strings.TrimSpace(cur.String()))
+}

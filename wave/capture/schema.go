@@ -1,0 +1,297 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
+)
+
+// schemaInfo is what the binlog does not say about a table and the source's
+// information_schema does: JSON columns on MariaDB (LONGTEXT with a json_valid check),
+// and, when the binlog lacks the optional metadata, names, signedness and the primary key.
+type schemaInfo struct {
+	cols []schemaColumn
+	// pk names the primary key's columns in key order (which may differ from the
+	// columns' order): the order of the key the messages carry.
+	pk []string
+}
+
+type schemaColumn struct {
+	name     string
+	unsigned bool
+	pk       bool
+	json     bool
+	binary   bool
+}
+
+// schema looks tables up on the source over a normal client connection and caches them
+// until the next DDL. Lookups are by column name where the binlog gives names, so a
+// schema read after a later DDL cannot shift values between columns.
+type schema struct {
+	addr, user, password string
+	log                  *slog.Logger
+
+	mu     sync.Mutex
+	conn   *client.Conn
+	tables map[string]*schemaInfo
+	warned map[string]bool
+}
+
+func newSchema(addr, user, password string, log *slog.Logger) *schema {
+	return &schema{addr: addr, user: user, password: password, log: log,
+		tables: map[string]*schemaInfo{}, warned: map[string]bool{}}
+}
+
+func (s *schema) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != nil {
+		s.conn.Close()
+		s.conn = nil
+	}
+}
+
+// invalidate forgets every cached table: called on each DDL.
+func (s *schema) invalidate() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.tables)
+}
+
+func (s *schema) execute(ctx context.Context, query string, args ...any) (*mysql.Result, error) {
+	if s.conn == nil {
+		c, err := client.ConnectWithContext(ctx, s.addr, s.user, s.password, "", 10*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("connect to %s as %s: %w", s.addr, s.user, err)
+		}
+		s.conn = c
+	}
+	r, err := s.conn.Execute(query, args...)
+	if err != nil {
+		s.conn.Close()
+		s.conn = nil
+		return nil, err
+	}
+	return r, nil
+}
+
+// lookup returns the columns of db.table as the source has them now.
+func (s *schema) lookup(ctx context.Context, db, table string) (*schemaInfo, error) {
+	key := db + "." + table
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.tables[key]; ok {
+		return t, nil
+	}
+	r, err := s.execute(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, COLUMN_KEY, DATA_TYPE, IFNULL(CHARACTER_SET_NAME, '')
+		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, db, table)
+	if err != nil {
+		return nil, fmt.Errorf("read columns of %s: %w", key, err)
+	}
+	info := &schemaInfo{}
+	for i := range r.RowNumber() {
+		name, _ := r.GetString(i, 0)
+		ctype, _ := r.GetString(i, 1)
+		ckey, _ := r.GetString(i, 2)
+		dtype, _ := r.GetString(i, 3)
+		cs, _ := r.GetString(i, 4)
+		info.cols = append(info.cols, schemaColumn{
+			name:     name,
+			unsigned: strings.Contains(strings.ToLower(ctype), "unsigned"),
+			pk:       ckey == "PRI",
+			json:     strings.EqualFold(dtype, "json"),
+			binary:   cs == "binary" || strings.HasSuffix(strings.ToLower(dtype), "binary") || strings.HasSuffix(strings.ToLower(dtype), "blob"),
+		})
+	}
+	r.Close()
+	if kr, err := s.execute(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, db, table); err == nil {
+		for i := range kr.RowNumber() {
+			name, _ := kr.GetString(i, 0)
+			info.pk = append(info.pk, name)
+		}
+		kr.Close()
+	}
+	// MariaDB's JSON is LONGTEXT with a column check constraint json_valid(`c`).
+	if cr, err := s.execute(ctx, `SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS
+		WHERE CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?`, db, table); err == nil {
+		for i := range cr.RowNumber() {
+			clause, _ := cr.GetString(i, 0)
+			if m := reJSONValid.FindStringSubmatch(clause); m != nil {
+				for j := range info.cols {
+					if info.cols[j].name == m[1] {
+						info.cols[j].json = true
+					}
+				}
+			}
+		}
+		cr.Close()
+	}
+	s.tables[key] = info
+	return info, nil
+}
+
+var reJSONValid = regexp.MustCompile("^\\s*json_valid\\(`?([^`)]+)`?\\)\\s*$")
+
+// warnOnce logs a fallback to the schema once per table.
+func (s *schema) warnOnce(key, msg string) {
+	s.mu.Lock()
+	seen := s.warned[key]
+	s.warned[key] = true
+	s.mu.Unlock()
+	if !seen {
+		s.log.Warn(msg, "table", key)
+	}
+}
+
+// buildTable turns a TABLE_MAP event into a Table: names, signedness, enum and set values
+// and the primary key from the optional metadata (binlog_row_metadata=FULL); what is
+// missing comes from the schema, with a warning.
+func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor string, sc *schema) (*rowenc.Table, error) {
+	db, name := string(tm.Schema), string(tm.Table)
+	key := db + "." + name
+	n := int(tm.ColumnCount)
+	t := &rowenc.Table{Database: db, Name: name, Columns: make([]rowenc.Column, n)}
+	names := tm.ColumnNameString()
+	unsigned := tm.UnsignedMap()
+	collations := tm.CollationMap()
+	enums := tm.EnumStrValueMap()
+	sets := tm.SetStrValueMap()
+	t.MapColumns(tm)
+	for i := range n {
+		c := &t.Columns[i]
+		c.Type = rowenc.ColumnType(tm, i)
+		if i < len(names) {
+			c.Name = names[i]
+		}
+		c.Unsigned = unsigned[i]
+		if coll, ok := collations[i]; ok {
+			c.Binary = coll == rowenc.BinaryCollation
+		}
+		c.Enum = enums[i]
+		c.Set = sets[i]
+		if (c.Type == mysql.MYSQL_TYPE_DATETIME2 || c.Type == mysql.MYSQL_TYPE_TIMESTAMP2) && i < len(tm.ColumnMeta) {
+			c.Frac = uint8(tm.ColumnMeta[i])
+		}
+	}
+	for _, pk := range tm.PrimaryKey {
+		if int(pk) < n {
+			t.PK = append(t.PK, int(pk))
+			t.Columns[pk].PK = true
+		}
+	}
+
+	needNames := len(names) != n
+	needSign := unsigned == nil && hasInts(tm)
+	// Without collations a BLOB could be TEXT or BLOB; MariaDB's JSON is a LONGTEXT.
+	needText := collations == nil && hasStrings(tm)
+	needJSON := flavor == cluster.FlavorMariaDB && hasBlobs(tm)
+	needPK := len(tm.PrimaryKey) == 0
+	if !(needNames || needSign || needText || needJSON || needPK) {
+		return t, nil
+	}
+	info, err := sc.lookup(ctx, db, name)
+	if err != nil {
+		if needNames {
+			return nil, err
+		}
+		sc.warnOnce(key, "schema lookup failed; JSON columns of this table are sent as text")
+		return t, nil
+	}
+	if needNames || needSign || needText {
+		sc.warnOnce(key, "binlog lacks row metadata (binlog_row_metadata=FULL); column names and types come from the current schema, which is wrong for rows written before a later DDL")
+	}
+	if needNames {
+		if len(info.cols) != n {
+			// Fatal: a reconnect reads the same event and the same (current) schema
+			// again, so retrying would only loop in "reconnecting"; the instance stops in
+			// the error state for an operator instead.
+			return nil, &fatalError{fmt.Errorf("table %s: binlog has %d columns, the schema %d, and the binlog has no column names to match them by: rows written before a DDL cannot be decoded (set binlog_row_metadata=FULL on the source; then remove the instance and add it again with a start after the DDL)", key, n, len(info.cols))}
+		}
+		for i := range n {
+			t.Columns[i].Name = info.cols[i].name
+		}
+	}
+	byName := make(map[string]*schemaColumn, len(info.cols))
+	for i := range info.cols {
+		byName[info.cols[i].name] = &info.cols[i]
+	}
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		sc, ok := byName[c.Name]
+		if !ok {
+			continue // dropped since: the binlog's own metadata must do
+		}
+		if needSign {
+			c.Unsigned = sc.unsigned
+		}
+		if needText {
+			c.Binary = sc.binary
+		}
+		if sc.json && (c.Type == mysql.MYSQL_TYPE_BLOB || c.Type == mysql.MYSQL_TYPE_JSON) {
+			c.JSON = true
+		}
+		if needPK && sc.pk {
+			c.PK = true
+		}
+	}
+	if needPK {
+		// In key order, as the binlog's own metadata and a snapshot give it; in the
+		// columns' order when the key's order could not be read.
+		order := info.pk
+		if len(order) == 0 {
+			for _, c := range t.Columns {
+				if c.PK {
+					order = append(order, c.Name)
+				}
+			}
+		}
+		for _, name := range order {
+			for i := range t.Columns {
+				if t.Columns[i].Name == name && t.Columns[i].PK {
+					t.PK = append(t.PK, i)
+				}
+			}
+		}
+	}
+	return t, nil
+}
+
+func hasInts(tm *replication.TableMapEvent) bool {
+	for i := range tm.ColumnType {
+		switch tm.ColumnType[i] {
+		case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
+			return true
+		}
+	}
+	return false
+}
+
+func hasStrings(tm *replication.TableMapEvent) bool {
+	for i := range tm.ColumnType {
+		if tm.IsCharacterColumn(i) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasBlobs(tm *replication.TableMapEvent) bool {
+	for _, t := range tm.ColumnType {
+		if t == mysql.MYSQL_TYPE_BLOB {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,369 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/binlake/binlake/wave/rowenc"
+)
+
+// What to do with a row message larger than the sink accepts.
+const (
+	TooLargeStop = "stop" // stop the instance with an error (default)
+	TooLargeSkip = "skip" // drop the message and count it
+)
+
+// Flavors of source.
+const (
+	FlavorMySQL   = "mysql"
+	FlavorMariaDB = "mariadb"
+)
+
+// Instance is one capture instance: a source and the subscriptions fed from its one
+// binlog connection. It is stored as JSON at "instances/<id>" in the coordinator and
+// written from a YAML file by `binlake instance add`.
+type Instance struct {
+	ID     string `json:"id" yaml:"id"`
+	Source Source `json:"source" yaml:"source"`
+	// Start is where the first capture begins when no offset is committed yet; the
+	// source's current position when empty.
+	Start *Position `json:"start,omitempty" yaml:"start"`
+	// Subscriptions route rows to topics; a row matching several goes to each.
+	Subscriptions []Subscription `json:"subscriptions" yaml:"subscriptions"`
+	// OnTooLarge is "stop" (default) or "skip".
+	OnTooLarge string `json:"on_too_large,omitempty" yaml:"on_too_large"`
+	// Snapshot configures the reading of the tables' existing rows (snapshot.go).
+	Snapshot *SnapshotOptions `json:"snapshot,omitempty" yaml:"snapshot"`
+	// Pinned keeps the instance on its wave: the balancer never moves it, except off a
+	// dead wave.
+	Pinned bool `json:"pinned,omitempty" yaml:"pinned"`
+}
+
+// Source is the MySQL or MariaDB server read as a replica. The password is never stored
+// in the coordinator: each wave reads it from PasswordEnv or PasswordFile on its host.
+type Source struct {
+	Addr         string `json:"addr" yaml:"addr"` // host:port
+	User         string `json:"user" yaml:"user"`
+	PasswordEnv  string `json:"password_env,omitempty" yaml:"password_env"`
+	PasswordFile string `json:"password_file,omitempty" yaml:"password_file"`
+	Flavor       string `json:"flavor" yaml:"flavor"` // mysql or mariadb
+	// ServerID is the replica server id the wave registers with; unique among the
+	// source's replicas.
+	ServerID uint32 `json:"server_id" yaml:"server_id"`
+}
+
+// Subscription selects tables and event types and names the topic they go to.
+type Subscription struct {
+	Name  string `json:"name" yaml:"name"`
+	Topic string `json:"topic" yaml:"topic"`
+	// Include and Exclude are regular expressions matched against the whole "db.table"
+	// (anchored). A table is selected when it matches any Include (everything when
+	// Include is empty) and no Exclude.
+	Include []string `json:"include,omitempty" yaml:"include"`
+	Exclude []string `json:"exclude,omitempty" yaml:"exclude"`
+	// Events limits the event types: insert, update, delete, ddl. All when empty.
+	Events []string `json:"events,omitempty" yaml:"events"`
+	// PartitionBy is pk (default), table or database.
+	PartitionBy string `json:"partition_by,omitempty" yaml:"partition_by"`
+}
+
+var (
+	IDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+	reTopic   = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+)
+
+// Validate checks the definition and names the first bad field.
+func (in *Instance) Validate() error {
+	if !IDPattern.MatchString(in.ID) {
+		return fmt.Errorf("id %q: want 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", in.ID)
+	}
+	s := &in.Source
+	if _, port, err := net.SplitHostPort(s.Addr); err != nil || port == "" {
+		return fmt.Errorf("source.addr %q: want host:port", s.Addr)
+	}
+	if s.User == "" {
+		return errors.New("source.user: required")
+	}
+	switch s.Flavor {
+	case FlavorMySQL, FlavorMariaDB:
+	case "":
+		s.Flavor = FlavorMySQL
+	default:
+		return fmt.Errorf("source.flavor %q: want mysql or mariadb", s.Flavor)
+	}
+	if s.ServerID == 0 {
+		return errors.New("source.server_id: required (a replica server id unique on the source)")
+	}
+	if s.PasswordEnv != "" && s.PasswordFile != "" {
+		return errors.New("source.password_env and source.password_file: set at most one")
+	}
+	if in.Start != nil && in.Start.GTIDSet == "" && in.Start.File == "" {
+		return errors.New("start: set file (and pos) or gtid_set, or leave start out")
+	}
+	switch in.OnTooLarge {
+	case "", TooLargeStop, TooLargeSkip:
+	default:
+		return fmt.Errorf("on_too_large %q: want stop or skip", in.OnTooLarge)
+	}
+	if in.Snapshot != nil {
+		if err := in.Snapshot.validate(); err != nil {
+			return err
+		}
+	}
+	if len(in.Subscriptions) == 0 {
+		return errors.New("subscriptions: at least one is required")
+	}
+	names := map[string]bool{}
+	for i := range in.Subscriptions {
+		sub := &in.Subscriptions[i]
+		if _, err := compileSubscription(*sub); err != nil {
+			return fmt.Errorf("subscriptions[%d]: %w", i, err)
+		}
+		if names[sub.Name] {
+			return fmt.Errorf("subscriptions[%d].name %q: used twice", i, sub.Name)
+		}
+		names[sub.Name] = true
+	}
+	return nil
+}
+
+// Marshal returns the stored form.
+func (in *Instance) Marshal() ([]byte, error) { return json.Marshal(in) }
+
+// ParseInstance decodes and validates a stored instance definition.
+func ParseInstance(data []byte) (*Instance, error) {
+	var in Instance
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return nil, fmt.Errorf("decode instance: %w", err)
+	}
+	if err := in.Validate(); err != nil {
+		return nil, fmt.Errorf("instance %q: %w", in.ID, err)
+	}
+	return &in, nil
+}
+
+// Position is a transaction boundary in a source's binlog: where a capture resumes. It is
+// the value of "instances/<id>/offset".
+type Position struct {
+	File string `json:"file,omitempty" yaml:"file"`
+	Pos  uint32 `json:"pos,omitempty" yaml:"pos"`
+	// GTIDSet is the source's GTID set up to and including the boundary; preferred over
+	// File/Pos when set.
+	GTIDSet string `json:"gtid_set,omitempty" yaml:"gtid_set"`
+	// TS is the binlog timestamp (Unix seconds) of the last committed transaction.
+	TS int64 `json:"ts,omitempty" yaml:"-"`
+	// Rows counts the rows published by the instance up to this position, and At is the
+	// wall time (Unix milliseconds) of the commit: `instance show` derives rows/s from two
+	// readings.
+	Rows int64 `json:"rows,omitempty" yaml:"-"`
+	At   int64 `json:"at,omitempty" yaml:"-"`
+	// Snapshot is the progress of the instance's snapshot, when it has one; never
+	// changed in place (a Position is copied into the items and the status).
+	Snapshot *SnapshotProgress `json:"snapshot,omitempty" yaml:"-"`
+}
+
+func (p Position) String() string {
+	if p.GTIDSet != "" {
+		return fmt.Sprintf("%s:%d gtid %s", p.File, p.Pos, p.GTIDSet)
+	}
+	return fmt.Sprintf("%s:%d", p.File, p.Pos)
+}
+
+// subscription is a compiled Subscription.
+type subscription struct {
+	Subscription
+	include, exclude []*regexp.Regexp
+	events           uint8 // bit set of eventBit; 0 = all
+}
+
+func eventBit(typ string) uint8 {
+	switch typ {
+	case rowenc.TypeInsert:
+		return 1
+	case rowenc.TypeUpdate:
+		return 2
+	case rowenc.TypeDelete:
+		return 4
+	case rowenc.TypeDDL:
+		return 8
+	}
+	return 0
+}
+
+// compileSubscription validates a subscription and compiles its patterns.
+func compileSubscription(s Subscription) (*subscription, error) {
+	if s.Name == "" {
+		return nil, errors.New("name: required")
+	}
+	if !reTopic.MatchString(s.Topic) {
+		return nil, fmt.Errorf("topic %q: want 1-249 letters, digits, '.', '_' or '-'", s.Topic)
+	}
+	switch s.PartitionBy {
+	case "":
+		s.PartitionBy = rowenc.PartitionPK
+	case rowenc.PartitionPK, rowenc.PartitionTable, rowenc.PartitionDatabase:
+	default:
+		return nil, fmt.Errorf("partition_by %q: want pk, table or database", s.PartitionBy)
+	}
+	c := &subscription{Subscription: s}
+	compile := func(field string, pats []string) ([]*regexp.Regexp, error) {
+		var out []*regexp.Regexp
+		for i, p := range pats {
+			if p == "" {
+				return nil, fmt.Errorf("%s[%d]: empty pattern", field, i)
+			}
+			re, err := regexp.Compile(`^(?:` + p + `)$`)
+			if err != nil {
+				return nil, fmt.Errorf("%s[%d] %q: %w", field, i, p, err)
+			}
+			out = append(out, re)
+		}
+		return out, nil
+	}
+	var err error
+	if c.include, err = compile("include", s.Include); err != nil {
+		return nil, err
+	}
+	if c.exclude, err = compile("exclude", s.Exclude); err != nil {
+		return nil, err
+	}
+	for i, e := range s.Events {
+		b := eventBit(e)
+		if b == 0 {
+			return nil, fmt.Errorf("events[%d] %q: want insert, update, delete or ddl", i, e)
+		}
+		c.events |= b
+	}
+	return c, nil
+}
+
+// Filter routes a table's events to subscriptions.
+type Filter struct {
+	subs []*subscription
+}
+
+// NewFilter compiles the subscriptions of an instance.
+func NewFilter(subs []Subscription) (*Filter, error) {
+	f := &Filter{}
+	for i, s := range subs {
+		c, err := compileSubscription(s)
+		if err != nil {
+			return nil, fmt.Errorf("subscriptions[%d]: %w", i, err)
+		}
+		f.subs = append(f.subs, c)
+	}
+	return f, nil
+}
+
+// Tables returns, for "db.table", the indexes of the subscriptions that select it
+// regardless of event type; the result is cached per table by the caller.
+func (f *Filter) Tables(db, table string) []int {
+	name := db + "." + table
+	var out []int
+	for i, s := range f.subs {
+		if s.matchTable(name) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Match returns the subscriptions that want event type typ of "db.table".
+func (f *Filter) Match(db, table, typ string) []int {
+	var out []int
+	for _, i := range f.Tables(db, table) {
+		if f.subs[i].wants(typ) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Subscription returns the i-th subscription (with defaults applied).
+func (f *Filter) Subscription(i int) Subscription { return f.subs[i].Subscription }
+
+// Topics lists the distinct topics, sorted.
+func (f *Filter) Topics() []string {
+	var out []string
+	for _, s := range f.subs {
+		if !slices.Contains(out, s.Topic) {
+			out = append(out, s.Topic)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *subscription) matchTable(name string) bool {
+	ok := len(s.include) == 0
+	for _, re := range s.include {
+		if re.MatchString(name) {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		return false
+	}
+	for _, re := range s.exclude {
+		if re.MatchString(name) {
+			return false
+		}
+	}
+	return true
+}
+
+// wants reports whether the subscription takes events of type typ; snapshot rows go
+// where inserts go (a snapshot row is the insert of a row that predates the capture).
+func (s *subscription) wants(typ string) bool {
+	if typ == rowenc.TypeSnapshot {
+		typ = rowenc.TypeInsert
+	}
+	return s.events == 0 || s.events&eventBit(typ) != 0
+}
+
+// ParseSubscriptionFlag parses the compact command-line form of a subscription,
+// "name=topic:include[,include…][;exclude=…][;events=insert,update][;partition_by=pk]",
+// for `binlake instance add --sub`. Include patterns are separated by commas, so a
+// pattern cannot itself contain one.
+func ParseSubscriptionFlag(s string) (Subscription, error) {
+	var sub Subscription
+	parts := strings.Split(s, ";")
+	name, rest, ok := strings.Cut(parts[0], "=")
+	if !ok || name == "" {
+		return sub, fmt.Errorf("subscription %q: want name=topic:include[,include…][;exclude=…][;events=…][;partition_by=…]", s)
+	}
+	sub.Name = name
+	topic, incl, _ := strings.Cut(rest, ":")
+	sub.Topic = topic
+	if incl != "" {
+		sub.Include = strings.Split(incl, ",")
+	}
+	for _, p := range parts[1:] {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || v == "" {
+			return sub, fmt.Errorf("subscription %q: option %q: want key=value", s, p)
+		}
+		switch k {
+		case "exclude":
+			sub.Exclude = append(sub.Exclude, strings.Split(v, ",")...)
+		case "events":
+			sub.Events = append(sub.Events, strings.Split(v, ",")...)
+		case "partition_by":
+			sub.PartitionBy = v
+		default:
+			return sub, fmt.Errorf("subscription %q: unknown option %q (want exclude, events or partition_by)", s, k)
+		}
+	}
+	if _, err := compileSubscription(sub); err != nil {
+		return sub, fmt.Errorf("subscription %q: %w", s, err)
+	}
+	return sub, nil
+}

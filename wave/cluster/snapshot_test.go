@@ -1,0 +1,36 @@
+package cluster
+
+import "testing"
+
+func TestSnapshotOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		o  SnapshotOptions
+		ok bool
+	}{
+		{SnapshotOptions{}, true},
+		{SnapshotOptions{Initial: true, ChunkRows: 1, RowsPerSecond: 1}, true},
+		{SnapshotOptions{ChunkRows: maxSnapshotChunkRows + 1}, false},
+		{SnapshotOptions{ChunkRows: -1}, false},
+		{SnapshotOptions{RowsPerSecond: -1}, false},
+	} {
+		if err := tc.o.validate(); (err == nil) != tc.ok {
+			t.Errorf("%+v: %v, want ok=%v", tc.o, err, tc.ok)
+		}
+	}
+}
+
+func TestSnapshotProgressSteps(t *testing.T) {
+	p := &SnapshotProgress{Request: "r", Tables: []string{"d.a", "d.b"}, Rows: 10}
+	one := int64(5)
+	a := p.AfterChunk([]KeyValue{{Int: &one}}, 3)
+	if a.Rows != 13 || len(a.After) != 1 || len(p.After) != 0 {
+		t.Fatalf("after: %+v (from %+v, which must not change)", a, p)
+	}
+	b := a.Next(2)
+	if b.Rows != 15 || b.After != nil || len(b.Tables) != 1 || b.Tables[0] != "d.b" || b.Done {
+		t.Fatalf("next: %+v", b)
+	}
+	if c := b.Next(0); !c.Done || len(c.Tables) != 0 {
+		t.Fatalf("last next: %+v", c)
+	}
+}

@@ -1,0 +1,49 @@
+package cluster_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
+)
+
+func TestInstanceValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  func(*cluster.Instance)
+		want string
+	}{
+		{"id", func(i *cluster.Instance) { i.ID = "a/b" }, `id "a/b"`},
+		{"addr", func(i *cluster.Instance) { i.Source.Addr = "host" }, "source.addr"},
+		{"user", func(i *cluster.Instance) { i.Source.User = "" }, "source.user"},
+		{"flavor", func(i *cluster.Instance) { i.Source.Flavor = "postgres" }, "source.flavor"},
+		{"server id", func(i *cluster.Instance) { i.Source.ServerID = 0 }, "source.server_id"},
+		{"password sources", func(i *cluster.Instance) { i.Source.PasswordEnv, i.Source.PasswordFile = "X", "/f" }, "password_env"},
+		{"start", func(i *cluster.Instance) { i.Start = &cluster.Position{} }, "start"},
+		{"too large", func(i *cluster.Instance) { i.OnTooLarge = "drop" }, "on_too_large"},
+		{"snapshot chunk", func(i *cluster.Instance) { i.Snapshot = &cluster.SnapshotOptions{ChunkRows: -5} }, "snapshot.chunk_rows -5"},
+		{"no subscriptions", func(i *cluster.Instance) { i.Subscriptions = nil }, "subscriptions"},
+		{"bad subscription", func(i *cluster.Instance) { i.Subscriptions[0].Include = []string{"("} }, "subscriptions[0]: include[0]"},
+		{"duplicate name", func(i *cluster.Instance) { i.Subscriptions = append(i.Subscriptions, i.Subscriptions[0]) }, `subscriptions[1].name "a"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := wavetest.ValidInstance()
+			tc.mod(&in)
+			err := in.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	in := wavetest.ValidInstance()
+	data, _ := in.Marshal()
+	back, err := cluster.ParseInstance(data)
+	if err != nil || back.ID != "orders" {
+		t.Fatalf("round trip: %v %+v", err, back)
+	}
+	if _, err := cluster.ParseInstance([]byte(`{"id":"x","extra":1}`)); err == nil {
+		t.Error("unknown field accepted")
+	}
+}

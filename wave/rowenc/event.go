@@ -1,0 +1,208 @@
+// Package rowenc is where a row becomes a message: it turns the row images of a binlog
+// rows event (read in place from the event's bytes, or decoded by go-mysql) and of a
+// snapshot's query into the JSON row messages and partitioning keys of docs/design.md
+// ("Row message"). Reader and Encoder (event.go) are its entry point from a rows event;
+// EncodeRow, EncodeDDL and AppendKey (row.go) encode one row or DDL. It knows nothing of
+// coordinators or sinks: another message format belongs beside these encoders.
+package rowenc
+
+import (
+	"fmt"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// This file is the entry point from a rows event to its messages: Reader reads the
+// event's row images, Encoder turns them into one message per row and key. EncodeRow,
+// EncodeDDL and AppendKey (row.go) do the same for one row given as go-mysql's values.
+
+// Rows is the row images of one rows event or snapshot chunk, in order (before and after
+// of an update): read in place from the event's bytes, decoded by go-mysql, or as a query
+// returned them. Exactly one kind is set.
+type Rows struct {
+	raw   []rawImage
+	rows  []values
+	query []QueryRow
+}
+
+// QueryRows is the rows of a snapshot chunk as Rows.
+func QueryRows(rows []QueryRow) Rows { return Rows{query: rows} }
+
+// Len is the number of row images.
+func (r Rows) Len() int {
+	switch {
+	case r.raw != nil:
+		return len(r.raw)
+	case r.query != nil:
+		return len(r.query)
+	}
+	return len(r.rows)
+}
+
+// AppendKey appends the partitioning key (AppendKey) of image i.
+func (r Rows) AppendKey(dst []byte, t *Table, by string, i int) []byte {
+	switch {
+	case r.raw != nil:
+		return appendKey(dst, t, by, r.raw[i])
+	case r.query != nil:
+		return appendKey(dst, t, by, r.query[i])
+	}
+	return appendKey(dst, t, by, r.rows[i])
+}
+
+// Reader reads the row images of rows events whose rows the syncer left undecoded
+// (DecodeHeader). It keeps its scratch from one event to the next: the Rows it returns
+// are valid until its next Read. It belongs to one capture session's goroutine.
+type Reader struct {
+	decoder *rowsDecoder // the rows go-mysql decodes: those not read in place
+	fields  []span       // the last event's fields, when read in place
+	raws    []rawImage   // and its row images
+}
+
+// NewReader is a Reader for a new binlog connection.
+func NewReader() *Reader { return &Reader{decoder: newRowsDecoder()} }
+
+// Read reads the row images of e, a rows event of type et (TypeInsert, TypeUpdate or
+// TypeDelete in typ) of table t: in place when the event allows it, else decoded by
+// go-mysql. An event whose fields do not add up in place (which go-mysql's own decoding
+// would then refuse too) goes through go-mysql, whose error says more.
+func (r *Reader) Read(et replication.EventType, e *replication.RowsEvent, t *Table, typ string) (Rows, error) {
+	u, ok := undecodedOf(e)
+	if ok && readableInPlace(et, e, t) {
+		fields, raws, err := readImages(r.fields[:0], r.raws[:0], u.data[u.pos:], t, typ)
+		r.fields, r.raws = fields, raws
+		if err == nil {
+			return Rows{raw: raws}, nil
+		}
+	}
+	if ok {
+		if err := r.decoder.decodeRows(e, u); err != nil {
+			return Rows{}, err
+		}
+	}
+	rows := make([]values, len(e.Rows))
+	for i, row := range e.Rows {
+		rows[i] = row
+	}
+	return Rows{rows: rows}, nil
+}
+
+// Event is a rows event (or snapshot chunk) read but not yet encoded.
+type Event struct {
+	Table *Table
+	Type  string
+	Meta  Meta
+	Rows  Rows
+}
+
+// Message is one encoded message: a row's value and its key partitioned by keys[By]
+// (Encode). The keys and values of an event share one arena, each capped so that
+// appending to it copies.
+type Message struct {
+	Key, Value []byte
+	By         int
+}
+
+// msgSpan is one message in Encode's arena.
+type msgSpan struct{ by, kStart, kEnd, vStart, vEnd int }
+
+// Keep decides about each message before Encode keeps it: false drops it (with a nil
+// error), an error stops the encoding.
+type Keep func(ev *Event, key, value []byte, m Meta) (bool, error)
+
+// Encoder encodes rows events into messages, one per row and key. It keeps its scratch
+// (and the size of the last event's messages, to size the next arena) from one event to
+// the next; the messages it returns are valid until its next Encode. It belongs to one
+// goroutine.
+type Encoder struct {
+	spans    []msgSpan
+	msgs     []Message
+	head     []byte // the header of a rows event's messages
+	msgBytes int    // the last event's key and value bytes per message
+}
+
+// Encode encodes ev's rows into their messages: for each row, one per partitioning in
+// keys (PartitionPK, PartitionTable or PartitionDatabase), asking keep (nil: keep all)
+// about each. commit marks the last row as its transaction's last, with xid.
+func (e *Encoder) Encode(ev *Event, keys []string, commit bool, xid uint64, keep Keep) ([]Message, error) {
+	switch r := ev.Rows; {
+	case r.raw != nil:
+		return encodeEvent(e, ev, r.raw, keys, commit, xid, keep)
+	case r.query != nil:
+		return encodeEvent(e, ev, r.query, keys, commit, xid, keep)
+	default:
+		return encodeEvent(e, ev, r.rows, keys, commit, xid, keep)
+	}
+}
+
+func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, keys []string, commit bool, xid uint64, keep Keep) ([]Message, error) {
+	step := 1
+	if ev.Type == TypeUpdate {
+		step = 2
+	}
+	t := ev.Table
+	// Every key and value of the event goes into one arena, sliced once it is complete:
+	// one allocation per event instead of two per row and key, sized from the previous
+	// events' messages so that it seldom grows.
+	nMsgs := len(images) / step * len(keys)
+	arena := make([]byte, 0, nMsgs*max(e.msgBytes, 64)+e.msgBytes)
+	spans := e.spans[:0]
+	head := appendHeader(e.head[:0], t.names, t.Database, t.Name, ev.Type, ev.Meta)
+	e.head = head
+	for i := 0; i+step <= len(images); i += step {
+		var before, after I
+		switch ev.Type {
+		case TypeInsert, TypeSnapshot:
+			after = images[i]
+		case TypeDelete:
+			before = images[i]
+		case TypeUpdate:
+			before, after = images[i], images[i+1]
+		}
+		m := ev.Meta
+		if commit && i+step >= len(images) {
+			m.Commit, m.XID = true, xid
+		}
+		vStart := len(arena)
+		if m.Commit {
+			arena = appendHeader(arena, t.names, t.Database, t.Name, ev.Type, m)
+		} else {
+			arena = append(arena, head...)
+		}
+		var err error
+		arena, err = encodeRow(arena, t, before, after)
+		if err != nil {
+			return nil, fmt.Errorf("encode row of %s.%s at %s:%d: %w", t.Database, t.Name, m.File, m.Pos, err)
+		}
+		vEnd := len(arena)
+		image := after
+		if image.isNil() {
+			image = before
+		}
+		for k, by := range keys {
+			kStart := len(arena)
+			arena = appendKey(arena, t, by, image)
+			if keep != nil {
+				ok, err := keep(ev, arena[kStart:], arena[vStart:vEnd], m)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					arena = arena[:kStart]
+					continue
+				}
+			}
+			spans = append(spans, msgSpan{by: k, kStart: kStart, kEnd: len(arena), vStart: vStart, vEnd: vEnd})
+		}
+	}
+	e.spans = spans
+	if len(spans) > 0 {
+		e.msgBytes = len(arena)/len(spans) + 1
+	}
+	msgs := e.msgs[:0]
+	for _, sp := range spans {
+		msgs = append(msgs, Message{Key: arena[sp.kStart:sp.kEnd:sp.kEnd], Value: arena[sp.vStart:sp.vEnd:sp.vEnd], By: sp.by})
+	}
+	e.msgs = msgs
+	return msgs, nil
+}

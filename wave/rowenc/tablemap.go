@@ -1,0 +1,64 @@
+package rowenc
+
+import (
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// ColumnType is the type of column i of a TABLE_MAP event (Column.Type). It resolves ENUM
+// and SET, which the binlog writes as STRING with the real type in the metadata.
+func ColumnType(tm *replication.TableMapEvent, i int) byte {
+	typ := tm.ColumnType[i]
+	if typ == mysql.MYSQL_TYPE_STRING && i < len(tm.ColumnMeta) {
+		if rt := byte(tm.ColumnMeta[i] >> 8); rt == mysql.MYSQL_TYPE_ENUM || rt == mysql.MYSQL_TYPE_SET {
+			return rt
+		}
+	}
+	return typ
+}
+
+// MapColumns reads from the table map tm, which t's columns were built from, where each
+// column's values lie in a row image, and so whether the table's rows can be read in
+// place (rowimage.go): only when every column is of a kind read in place.
+func (t *Table) MapColumns(tm *replication.TableMapEvent) {
+	n := len(t.Columns)
+	t.inPlace = len(tm.ColumnMeta) == n && len(tm.ColumnType) == n
+	for i := 0; i < n && t.inPlace; i++ {
+		c := &t.Columns[i]
+		c.raw = newRawCol(tm.ColumnType[i], tm.ColumnMeta[i])
+		t.inPlace = c.raw.kind != rawNone
+	}
+}
+
+// SetMap records tm as the table map the capture last saw for the table: only rows
+// events of that very map are read in place.
+func (t *Table) SetMap(tm *replication.TableMapEvent) { t.tm = tm }
+
+// SameLayout reports whether a cached table still matches a new TABLE_MAP (same column
+// names), so an ALTER that kept the table id is noticed.
+func (t *Table) SameLayout(tm *replication.TableMapEvent) bool {
+	if len(t.Columns) != int(tm.ColumnCount) || string(tm.Schema) != t.Database || string(tm.Table) != t.Name {
+		return false
+	}
+	if len(tm.ColumnName) != len(t.Columns) {
+		return len(tm.ColumnName) == 0
+	}
+	for i := range t.Columns {
+		if string(tm.ColumnName[i]) != t.Columns[i].Name || tm.ColumnType[i] != typeOnWire(t.Columns[i].Type) {
+			return false
+		}
+		// A VARCHAR(10) altered to VARCHAR(300) keeps its name and type but not the
+		// width of its length prefix.
+		if t.inPlace && (i >= len(tm.ColumnMeta) || newRawCol(tm.ColumnType[i], tm.ColumnMeta[i]) != t.Columns[i].raw) {
+			return false
+		}
+	}
+	return true
+}
+
+func typeOnWire(t byte) byte {
+	if t == mysql.MYSQL_TYPE_ENUM || t == mysql.MYSQL_TYPE_SET {
+		return mysql.MYSQL_TYPE_STRING
+	}
+	return t
+}
