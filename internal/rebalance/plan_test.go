@@ -458,3 +458,38 @@ func TestEvictForALargeInstance(t *testing.T) {
 		}
 	}
 }
+
+// TestLevelBelowTheBand: peaks within the band can all stand above what the fleet can
+// run at. Two waves peak at opposite hours (0.6 each) beside a flat one (0.58): the
+// spread, 0.02, is within the band of 0.03, yet swapping a morning for an evening
+// instance brings both to 0.4 (the fleet's level is 0.46). With a LevelGain the plan
+// makes that swap; without one it plans nothing, as before; and instances that moved
+// within LevelSettle are left where they are.
+func TestLevelBelowTheBand(t *testing.T) {
+	ws := []Wave{{Node: "a", Alive: true, Capacity: 1, Row: 1}, {Node: "b", Alive: true, Capacity: 1, Row: 1},
+		{Node: "c", Alive: true, Capacity: 1, Row: 1}}
+	morning, evening, flat := []float64{0.3, 0.1}, []float64{0.1, 0.3}, []float64{0.29, 0.29}
+	insts := []Instance{
+		{ID: "m1", Node: "a", Rows: morning}, {ID: "m2", Node: "a", Rows: morning},
+		{ID: "e1", Node: "b", Rows: evening}, {ID: "e2", Node: "b", Rows: evening},
+		{ID: "f1", Node: "c", Rows: flat}, {ID: "f2", Node: "c", Rows: flat},
+	}
+	g := Goals{HardMax: 0.7, Band: 0.03, NoShare: true}
+	if p := Make(ws, insts, g, now); len(p.Moves) != 0 || !p.Balanced {
+		t.Fatalf("without a level gain %+v: want no move, balanced (the spread is within the band)", p)
+	}
+	g.LevelGain, g.LevelSettle = 0.01, 24*time.Hour
+	p := Make(ws, insts, g, now)
+	if len(p.Moves) != 2 || p.Moves[1].Swap == "" || !p.Balanced {
+		t.Fatalf("plan %+v: want one swap of a morning and an evening instance, balanced", p)
+	}
+	if math.Abs(p.After["a"]-0.4) > 1e-9 || math.Abs(p.After["b"]-0.4) > 1e-9 || math.Abs(p.PeakAfter-0.58) > 1e-9 {
+		t.Errorf("after %v: want a and b at 0.4, the flat wave's 0.58 the highest", p.After)
+	}
+	for i := range insts {
+		insts[i].MovedAt = now.Add(-time.Hour) // past the cooldown, within the settling day
+	}
+	if p := Make(ws, insts, g, now); len(p.Moves) != 0 {
+		t.Errorf("instances moved an hour ago %+v: want none moved to lower the level", p.Moves)
+	}
+}
