@@ -97,7 +97,8 @@ type Goals struct {
 	// fleet of daily cycles, mixing the cycles lowers every peak), so once the spread
 	// holds the plan keeps lowering the highest peak, while it stands more than half the
 	// band above the fleet's level (its total load over its total capacity at its
-	// busiest slot, a lower bound) and a move (or a swap) lowers it by at least LevelGain: a gain
+	// busiest slot, a lower bound; the steps start only once it stands LevelGain higher
+	// still) and a move (or a swap) lowers it by at least LevelGain: a gain
 	// above the noise of the predictions, so that the next plan, on slightly different
 	// figures, does not undo this one.
 	LevelGain float64
@@ -774,7 +775,14 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 	}
 	st.settledOnly = true
 	defer func() { st.settledOnly = false }()
+	// Hysteresis: the steps go on down to half a band above the level but start only
+	// once the highest stands a step's gain higher still, so that the next plans, their
+	// figures drifting by about that as the hours turn, do not start again for what the
+	// last one left.
 	floor := level(live) + st.goals.Band/2
+	if top, _ := ends(ws, 1); top[0].peak <= floor+g+eps {
+		return
+	}
 	for len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
 		top, bottom := ends(ws, candidates)
 		if top[0].peak <= floor+eps {

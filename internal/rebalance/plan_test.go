@@ -464,7 +464,8 @@ func TestEvictForALargeInstance(t *testing.T) {
 // run at. Two waves peak at opposite hours (0.6 each) beside a flat one (0.58): the
 // spread, 0.02, is within the band of 0.03, yet swapping a morning for an evening
 // instance brings both to 0.4 (the fleet's level is 0.46). With a LevelGain the plan
-// makes that swap; without one it plans nothing, as before; and instances that moved
+// makes that swap; without one it plans nothing, as before; nor when the highest stands
+// less than a step's gain above where the steps would stop; and instances that moved
 // within LevelSettle are left where they are.
 func TestLevelBelowTheBand(t *testing.T) {
 	ws := []Wave{{Node: "a", Alive: true, Capacity: 1, Row: 1}, {Node: "b", Alive: true, Capacity: 1, Row: 1},
@@ -486,6 +487,13 @@ func TestLevelBelowTheBand(t *testing.T) {
 	}
 	if math.Abs(p.After["a"]-0.4) > 1e-9 || math.Abs(p.After["b"]-0.4) > 1e-9 || math.Abs(p.PeakAfter-0.58) > 1e-9 {
 		t.Errorf("after %v: want a and b at 0.4, the flat wave's 0.58 the highest", p.After)
+	}
+	// Hysteresis: with a band of 0.22 the steps would go down to 0.57 (half a band over
+	// the level), but start only above 0.62 (a step's gain higher): at 0.6, none.
+	wide := g
+	wide.Band, wide.LevelGain = 0.22, 0.05
+	if p := Make(ws, insts, wide, now); len(p.Moves) != 0 {
+		t.Errorf("highest within a step's gain of where the steps stop %+v: want none", p.Moves)
 	}
 	for i := range insts {
 		insts[i].MovedAt = now.Add(-time.Hour) // past the cooldown, within the settling day
