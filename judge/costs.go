@@ -23,6 +23,10 @@ type nodeCosts struct {
 	costs map[string]api.InstanceCost
 	// runs holds those the node runs, in the judge's own view (see costsOf).
 	runs map[string]bool
+	// cpu is the wave process's CPU now (the EWMA of wave.cpu_cores), hasCPU whether
+	// the node reports it.
+	cpu    float64
+	hasCPU bool
 }
 
 // costsOf derives the costs of the instances node n reports, each instance costing
@@ -37,11 +41,12 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 	rows, bytes := map[string]float64{}, map[string]float64{}
 	running, hasRunning, tpsNow := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var cpu, totalRows float64
+	hasCPU := false
 	for _, s := range n.Series {
 		inst := s.Labels[labelInstance]
 		if inst == "" {
 			if s.Name == metric.WaveCPUCores && len(s.Labels) == 0 {
-				cpu = nonNegative(s.EWMA)
+				cpu, hasCPU = nonNegative(s.EWMA), s.HasLevel()
 			}
 			continue
 		}
@@ -59,7 +64,7 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 			running[inst] = running[inst] || (s.Last == 1 && !s.Carried)
 		}
 	}
-	out := nodeCosts{costs: map[string]api.InstanceCost{}, runs: map[string]bool{}}
+	out := nodeCosts{costs: map[string]api.InstanceCost{}, runs: map[string]bool{}, cpu: cpu, hasCPU: hasCPU}
 	add := func(inst string) {
 		if _, ok := out.costs[inst]; ok {
 			return

@@ -182,20 +182,32 @@ func list(nodes []string) string {
 }
 
 // planWave is the planner's wave for view v in the utilisation model: capacity, prices,
-// and the base given the work of the instances it runs now. The base is what the host
-// uses now that these instances do not explain, the same in every slot: the host's
-// hour-of-day profile cannot serve, since it holds the instances it ran in past days
-// (a wave that was drained would keep its old peaks as base).
+// and the base, the same in every slot: the process's base as its latest samples show
+// it (loadmodel's BaseNow) plus the host's other work (its CPU, cpu.util, minus the
+// process's, wave.cpu_cores: two levels smoothed alike, so their difference does not
+// lag a move). The host's hour-of-day profile cannot serve, since it holds the
+// instances it ran in past days (a wave that was drained would keep its old peaks as
+// base); nor can the host's CPU minus its instances' costs now, which is what it was
+// until the planner's first plans: the host's smoothed CPU still holds, for minutes,
+// the instances that just left, whose costs the sum no longer counts, and the next plan
+// saw the load it had just moved as base and moved more. A pegged wave (its CPU at its
+// cores) hides its demand: that is at least what the host gives it, running beside
+// its instances.
 func planWave(v *waveView, alive bool, running []instWork) rebalance.Wave {
-	w := rebalance.Wave{Node: v.node, Alive: alive, Capacity: v.cores, Row: v.prices.Row, Byte: v.prices.Byte, Base: v.prices.Base}
+	w := rebalance.Wave{Node: v.node, Alive: alive, Capacity: v.cores, Row: v.prices.Row, Byte: v.prices.Byte, Base: v.prices.BaseNow}
 	if v.host == nil {
 		return w
 	}
-	explained := 0.0
-	for _, in := range running {
-		explained += v.prices.Cost(in.rows[0], in.bytes[0])
+	if v.costs.hasCPU {
+		w.Base += max(0, v.host[0]-v.costs.cpu)
 	}
-	w.Base = max(v.prices.Base, v.host[0]-explained)
+	if v.prices.Pegged || !v.costs.hasCPU {
+		explained := 0.0
+		for _, in := range running {
+			explained += v.prices.Cost(in.rows[0], in.bytes[0])
+		}
+		w.Base = max(w.Base, v.host[0]-explained)
+	}
 	return w
 }
 

@@ -86,6 +86,7 @@ func (o RebalanceOptions) goals(model string) rebalance.Goals {
 	g := rebalance.Goals{MaxMoves: o.MaxMoves, Cooldown: o.Cooldown}
 	if model == api.ModelUtilisation {
 		g.HardMax, g.Band, g.Balance = o.MaxUtilisation, o.UtilisationBand, o.UtilisationBalance
+		g.LevelGain, g.LevelSettle = o.UtilisationBand/3, levelSettle
 	} else {
 		g.HardMax, g.Band = o.HardMax, o.Band
 	}
@@ -96,3 +97,8 @@ func (o RebalanceOptions) answerGoals() api.RebalanceGoals {
 	return api.RebalanceGoals{MaxUtilisation: o.MaxUtilisation, UtilisationBand: o.UtilisationBand,
 		HardMax: o.HardMax, Band: o.Band, MaxMoves: o.MaxMoves, CooldownS: o.Cooldown.Seconds()}
 }
+
+// levelSettle keeps an instance that moved within a day out of the best-effort steps
+// that lower the fleet's highest peak below the band (rebalance.Goals.LevelSettle): its
+// hour-of-day profile on its new wave takes a day to hold every hour.
+const levelSettle = 24 * time.Hour

@@ -19,7 +19,9 @@
 //  1. Every instance on a live wave: the instances of a dead wave go, the most costly
 //     first, where the resulting peak is lowest, so that consecutive placements spread.
 //  2. No wave's peak above the hard threshold.
-//  3. The spread of peaks across waves (the highest minus the lowest) within the band.
+//  3. The spread of peaks across waves (the highest minus the lowest) within the band;
+//     then, best effort (Goals.LevelGain), the highest peak lowered towards the fleet's
+//     level while each step lowers it by more than the predictions' noise.
 //  4. Every wave's share of the instances, best effort within the goals above: a wave
 //     that runs fewer than half its share of them (in proportion to its free capacity)
 //     takes instances, up to its share rounded down, from the waves most over theirs,
@@ -90,6 +92,21 @@ type Goals struct {
 	MaxMoves int
 	// Cooldown keeps an instance that moved recently where it is.
 	Cooldown time.Duration
+	// LevelGain, when above 0, carries the spread goal on past the band: the waves'
+	// peaks within the band can all stand well above what the fleet could run at (on a
+	// fleet of daily cycles, mixing the cycles lowers every peak), so once the spread
+	// holds the plan keeps lowering the highest peak, while it stands more than half the
+	// band above the fleet's level (its total load over its total capacity at its
+	// busiest slot, a lower bound; the steps start only once it stands LevelGain higher
+	// still) and a move (or a swap) lowers it by at least LevelGain: a gain
+	// above the noise of the predictions, so that the next plan, on slightly different
+	// figures, does not undo this one.
+	LevelGain float64
+	// LevelSettle keeps the instances that moved less than this ago out of those
+	// steps: the level is best effort, and an instance's cost on the wave it just moved
+	// to is the least known (its hour-of-day profile there fills in over a day), so a
+	// step over it would be the first to be undone by the next plan's figures.
+	LevelSettle time.Duration
 	// NoShare turns the share-of-instances goal off (a caller that balances counts by
 	// itself: the fewest-instances fallback).
 	NoShare bool
@@ -163,6 +180,8 @@ type state struct {
 	goals    Goals
 	deadline time.Time
 	moves    []Move
+	// settledOnly: only instances that moved at least LevelSettle ago may move (lower).
+	settledOnly bool
 }
 
 type waveState struct {
@@ -432,7 +451,11 @@ func (st *state) minGain(raise bool) float64 {
 }
 
 func (st *state) movable(in *instState) bool {
-	return !in.Pinned && (in.MovedAt.IsZero() || st.now.Sub(in.MovedAt) >= st.goals.Cooldown)
+	wait := st.goals.Cooldown
+	if st.settledOnly {
+		wait = max(wait, st.goals.LevelSettle)
+	}
+	return !in.Pinned && (in.MovedAt.IsZero() || st.now.Sub(in.MovedAt) >= wait)
 }
 
 func (st *state) outOfTime() bool { return time.Now().After(st.deadline) }
@@ -698,6 +721,7 @@ func (st *state) spread() string {
 		top, bottom := ends(rest, candidates)
 		hi, lo := top[0].peak, bottom[0].peak
 		if hi-lo <= st.goals.Band+eps || st.goals.Balance > 0 && hi <= st.goals.Balance*meanPeak(live)+eps {
+			st.lower(rest, live, limit)
 			if len(stuck) == 0 {
 				return ""
 			}
@@ -721,7 +745,10 @@ func (st *state) spread() string {
 			// peaks: any wave with room then will do.
 			s = st.bestMove(atTop, live, limit, gain)
 		}
-		if s == nil {
+		if s == nil && st.goals.LevelGain <= 0 {
+			// Raising the lowest narrows the spread without lowering the highest; with a
+			// level to lower (Goals.LevelGain) the highest is set aside instead, and the
+			// others lowered below it, which raising them would undo.
 			s = st.raiseLowest(rest, bottom[0], hi, lo, st.minGain(true))
 		}
 		if s == nil {
@@ -735,6 +762,63 @@ func (st *state) spread() string {
 		}
 		st.apply(s, ReasonSpread)
 	}
+}
+
+// lower is the spread goal's sequel (Goals.LevelGain): while the highest of ws stands
+// more than half the band above the fleet's level (level) and a step lowers it by at least
+// LevelGain, towards the least loaded or any wave with room, the step is made. Best
+// effort within the move limit and the budget: the goals hold already.
+func (st *state) lower(ws, live []*waveState, limit float64) {
+	g := st.goals.LevelGain
+	if g <= 0 {
+		return
+	}
+	st.settledOnly = true
+	defer func() { st.settledOnly = false }()
+	// Hysteresis: the steps go on down to half a band above the level but start only
+	// once the highest stands a step's gain higher still, so that the next plans, their
+	// figures drifting by about that as the hours turn, do not start again for what the
+	// last one left.
+	floor := level(live) + st.goals.Band/2
+	if top, _ := ends(ws, 1); top[0].peak <= floor+g+eps {
+		return
+	}
+	for len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
+		top, bottom := ends(ws, candidates)
+		if top[0].peak <= floor+eps {
+			return
+		}
+		hot := top[:1]
+		s := st.bestStep(hot, bottom, limit, g)
+		if s == nil && len(ws) > len(bottom) {
+			s = st.bestMove(hot, ws, limit, g)
+		}
+		if s == nil {
+			return
+		}
+		st.apply(s, ReasonSpread)
+	}
+}
+
+// level is the fleet's utilisation at its busiest slot, its live waves' total load over
+// their total capacity: no assignment can bring every wave's peak below it (a bound that
+// mixing the waves' daily cycles approaches, one instance's size permitting).
+func level(live []*waveState) float64 {
+	var capSum float64
+	var total []float64
+	for _, w := range live {
+		capSum += w.cap
+		if total == nil {
+			total = make([]float64, len(w.load))
+		}
+		for k, l := range w.load {
+			total[k] += l
+		}
+	}
+	if capSum == 0 || total == nil {
+		return 0
+	}
+	return slices.Max(total) / capSum
 }
 
 // list names at most five waves.

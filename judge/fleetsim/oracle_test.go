@@ -15,10 +15,12 @@ import (
 // balancer would. It must reach 1.10× the greedy reference at the daily peaks in no more
 // moves than the descent reference needs (plus one in twenty), moving no instance twice.
 // What the judge needs beyond that in `binlake bench fleet` is the price of learning the
-// costs (BENCHMARKS.md: a saturated wave hides its demand). Not under -race (the large
+// costs (BENCHMARKS.md: a saturated wave hides its demand). The homogeneous fleet too:
+// there the judge's 30–41 moves to the target against the descent's 25 are its learned
+// hour-of-day profiles', not the planner's (26 on the true costs). Not under -race (the large
 // fleet's 20 plans of 5,000 instances): `make test` runs it in its second pass.
 func TestPlannerOnTrueCosts(t *testing.T) {
-	for _, name := range []string{"hetero", "large"} {
+	for _, name := range []string{"hetero", "large", "homogeneous"} {
 		t.Run(name, func(t *testing.T) {
 			o, err := Preset(name)
 			if err != nil {
@@ -79,7 +81,7 @@ func planTruly(t *testing.T, f *Fleet, now time.Time) [][2]int {
 		for i := range insts {
 			insts[i].Node = f.Waves[assign[i]].Node
 		}
-		goals := rebalance.Goals{HardMax: 0.7, Band: 0.03, MaxMoves: 20, Cooldown: 10 * time.Minute, Budget: time.Minute}
+		goals := rebalance.Goals{HardMax: 0.7, Band: 0.03, LevelGain: 0.01, LevelSettle: 24 * time.Hour, MaxMoves: 20, Cooldown: 10 * time.Minute, Budget: time.Minute}
 		p := rebalance.Make(waves, insts, goals, at)
 		if len(p.Moves) == 0 {
 			return moves

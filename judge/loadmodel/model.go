@@ -49,6 +49,16 @@ type Prices struct {
 	// Saturated is how many samples were left out because the wave's CPU was pegged at
 	// its cores (a reading that is only a floor of the work's cost).
 	Saturated int
+	// BaseNow is the base as the wave's latest samples show it: the median of what
+	// these prices leave unexplained of each (its CPU minus its work's cost), over the
+	// last thirty minutes (at least the last five samples). Each sample holds the work and
+	// the CPU of one moment, so BaseNow does not lag a move as a smoothed level does,
+	// and it absorbs the prices' error at the wave's present work, which a prediction
+	// then carries only on the work that moves. Base when no recent sample is usable.
+	BaseNow float64
+	// Pegged: most of the last five samples were saturated, so the wave's demand now is
+	// unknown beyond being at least its cores.
+	Pegged bool
 }
 
 // Cost is what rows/s and bytes/s of work cost at these prices, in cores.
@@ -78,7 +88,10 @@ type Model struct {
 	pooled struct {
 		at     time.Time // when fitted; zero: never
 		prices [2]float64
-		ok     bool
+		// base is the median wave's base at the pooled prices (what its mean CPU
+		// leaves of its mean work's cost): the idle process a scaled price adds.
+		base float64
+		ok   bool
 	}
 	// replay gathers the points of one batch while a store scan is replayed.
 	replay map[string]*pendingSample
@@ -317,33 +330,70 @@ func (m *Model) pricesLocked(id string) Prices {
 	var p Prices
 	switch {
 	case len(ss) == 0:
-		// Every sample saturated: the work costs more than the cores give, at least at
-		// the fleet's prices, with no base of its own to tell.
-		p = Prices{Row: prior[0], Byte: prior[1], Source: SourcePooled}
-		if !pooledOK {
-			p = Prices{Base: n.cores, Source: SourceNone}
+		// Every sample saturated: the work costs at least the cores, at the fleet's
+		// prices scaled up to that where they come short, with no base of its own to
+		// tell (the floor: its true speed shows only once it is relieved).
+		p = Prices{Source: SourceNone, Base: n.cores}
+		if pooledOK {
+			mr, mb, _ := means(n.samples)
+			p = m.scaledLocked(prior, math.Max(1, saturatedAt*n.cores/(prior[0]*mr+prior[1]*mb+m.pooled.base)))
 		}
 	case len(ss) >= m.o.MinSamples && varies(ss):
 		f := fit(ss, prior, priorStrength)
 		p = Prices{Row: f.row, Byte: f.byte, Base: f.base, Source: SourceFitted, R2: f.r2, RMSE: f.rmse}
 	default:
-		// Too few samples, or work that never changed: the fleet's prices of work, and
-		// the base that makes them meet the wave's mean CPU.
-		var mr, mb, mc float64
-		for _, s := range ss {
-			mr, mb, mc = mr+s.rows, mb+s.bytes, mc+s.cpu
-		}
-		k := float64(len(ss))
-		mr, mb, mc = mr/k, mb/k, mc/k
-		p = Prices{Row: prior[0], Byte: prior[1], Base: math.Max(0, mc-prior[0]*mr-prior[1]*mb), Source: SourcePooled}
-		if !pooledOK {
-			p = Prices{Base: mc, Source: SourceNone}
+		// Too few samples, or work that never changed, to fit three prices: one is
+		// fitted instead, the wave's speed relative to the fleet, the factor on the
+		// fleet's prices and base that meets the wave's mean CPU. A host twice as slow
+		// as the fleet's median is priced twice as dear from its first samples on,
+		// rather than at the fleet's prices with the difference called its idle base
+		// (which moving instances off it never lowers).
+		mr, mb, mc := meanSamples(ss)
+		p = Prices{Base: mc, Source: SourceNone}
+		if pooledOK {
+			f := 1.0
+			if d := prior[0]*mr + prior[1]*mb + m.pooled.base; d > 0 && mc > 0 {
+				f = mc / d
+			}
+			p = m.scaledLocked(prior, f)
 		}
 		p.R2, p.RMSE = explained(ss, fitResult{row: p.Row, byte: p.Byte, base: p.Base})
 	}
 	p.Samples, p.Saturated = len(ss), saturated
+	p.BaseNow, p.Pegged = n.baseNow(p)
 	n.fitted, n.fittedAt, n.dirty = p, now, false
 	return p
+}
+
+// Bounds of a pooled wave's speed factor: a few samples of a host do not make it more
+// than four times as fast or as slow as the fleet's median.
+const (
+	minSpeed = 0.25
+	maxSpeed = 4
+)
+
+// scaledLocked is the pooled prices and base times the speed factor f (bounded).
+func (m *Model) scaledLocked(prior [2]float64, f float64) Prices {
+	f = min(max(f, minSpeed), maxSpeed)
+	return Prices{Row: f * prior[0], Byte: f * prior[1], Base: f * m.pooled.base, Source: SourcePooled}
+}
+
+// meanSamples is the mean rows, bytes and CPU of ss.
+func meanSamples(ss []sample) (rows, bytes, cpu float64) {
+	for _, s := range ss {
+		rows, bytes, cpu = rows+s.rows, bytes+s.bytes, cpu+s.cpu
+	}
+	k := float64(len(ss))
+	return rows / k, bytes / k, cpu / k
+}
+
+// means is meanSamples of timed samples.
+func means(ts []timedSample) (rows, bytes, cpu float64) {
+	ss := make([]sample, len(ts))
+	for i, s := range ts {
+		ss[i] = s.sample
+	}
+	return meanSamples(ss)
 }
 
 // Refit forgets every cached fit, so that the next ask fits anew (tests, and a caller
@@ -376,6 +426,42 @@ func (n *node) plain() (out []sample, saturated int) {
 	return out, saturated
 }
 
+// The latest samples BaseNow is taken from: those of the last recentSpan, at least
+// recentMin of them.
+const (
+	recentSpan = 30 * time.Minute
+	recentMin  = 5
+)
+
+// baseNow is the median residual of the latest samples at prices p (see
+// Prices.BaseNow), never below 0, and whether most of the last recentMin were saturated
+// (then the base is p's: a pegged reading's residual says nothing).
+func (n *node) baseNow(p Prices) (float64, bool) {
+	k := len(n.samples)
+	if k == 0 {
+		return p.Base, false
+	}
+	from := k - 1
+	for from > 0 && (k-from < recentMin || !n.samples[from-1].ts.Before(n.samples[k-1].ts.Add(-recentSpan))) {
+		from--
+	}
+	var res []float64
+	pegged := 0 // of the last recentMin samples
+	for i, s := range n.samples[from:] {
+		if n.cores > 0 && s.cpu >= saturatedAt*n.cores {
+			if from+i >= k-recentMin {
+				pegged++
+			}
+			continue
+		}
+		res = append(res, s.cpu-p.Cost(s.rows, s.bytes))
+	}
+	if len(res) == 0 || 2*pegged > min(k, recentMin) {
+		return p.Base, true
+	}
+	return math.Max(0, median(res)), false
+}
+
 // varies reports whether the work changed enough across the samples to price it: a
 // coefficient of variation of at least 2 % in rows or bytes.
 func varies(ss []sample) bool {
@@ -398,17 +484,15 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 		return m.pooled.prices, m.pooled.ok
 	}
 	var all []sample
+	var waveMeans [][3]float64
 	for _, n := range m.nodes {
 		ss, _ := n.plain()
 		k := len(ss)
 		if k < m.o.MinSamples {
 			continue
 		}
-		var mr, mb, mc float64
-		for _, s := range ss {
-			mr, mb, mc = mr+s.rows, mb+s.bytes, mc+s.cpu
-		}
-		mr, mb, mc = mr/float64(k), mb/float64(k), mc/float64(k)
+		mr, mb, mc := meanSamples(ss)
+		waveMeans = append(waveMeans, [3]float64{mr, mb, mc})
 		step := max(1, k/poolSamples)
 		for i := 0; i < k; i += step {
 			s := ss[i]
@@ -420,8 +504,13 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 		return [2]float64{}, false
 	}
 	f := fitCentred(all)
+	bases := make([]float64, len(waveMeans))
+	for i, wm := range waveMeans {
+		bases[i] = math.Max(0, wm[2]-f.row*wm[0]-f.byte*wm[1])
+	}
 	m.pooled.at = now
 	m.pooled.prices, m.pooled.ok = [2]float64{f.row, f.byte}, f.row > 0 || f.byte > 0
+	m.pooled.base = median(bases)
 	return m.pooled.prices, m.pooled.ok
 }
 

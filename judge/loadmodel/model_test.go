@@ -32,6 +32,7 @@ type wave struct {
 	noise    float64
 	outliers float64
 	burst    float64 // σ of each rate's log-normal burstiness
+	extra    float64 // cores of other work in the process (a snapshot running)
 	rng      *rand.Rand
 }
 
@@ -58,7 +59,7 @@ func (w *wave) batch(t time.Time) metric.Batch {
 		b.Points = append(b.Points, metric.Point{Name: metric.WaveTPS, Labels: l, Value: r},
 			metric.Point{Name: metric.WaveBytesPerS, Labels: l, Value: by})
 	}
-	cpu := w.tr.row*rows + w.tr.byte*bytes + w.tr.base
+	cpu := w.tr.row*rows + w.tr.byte*bytes + w.tr.base + w.extra
 	cpu *= 1 + w.noise*w.rng.NormFloat64()
 	if w.rng.Float64() < w.outliers {
 		cpu *= 3
@@ -128,8 +129,10 @@ func TestPricesRecovered(t *testing.T) {
 	}
 }
 
-// A wave with too little data of its own takes the fleet's pooled prices, and says so;
-// with no wave reporting its CPU there is no price at all.
+// A wave with too little data of its own takes the fleet's pooled prices scaled by its
+// speed (the one factor its few samples can fit: the mean CPU they show over what the
+// fleet's prices and base predict), and says so; with no wave reporting its CPU there is
+// no price at all.
 func TestThinDataFallsBack(t *testing.T) {
 	clk := t0
 	m := New(Options{Now: func() time.Time { return clk }})
@@ -145,11 +148,14 @@ func TestThinDataFallsBack(t *testing.T) {
 	require.Equal(t, 5, p.Samples)
 	row, byte, ok := m.Pooled()
 	require.True(t, ok)
-	require.Equal(t, row, p.Row)
-	require.Equal(t, byte, p.Byte)
 	within(t, tr.row, row, 0.10, "pooled row price")
 	within(t, tr.byte, byte, 0.10, "pooled byte price")
-	require.Greater(t, p.Base, 0.0, "a base that meets the wave's mean CPU")
+	// thin's host is twice as slow as the fleet's: its prices twice the pooled ones, in
+	// the pooled prices' proportion.
+	within(t, 4e-5, p.Row, 0.15, "thin's row price, the pooled one scaled")
+	within(t, 8e-9, p.Byte, 0.15, "thin's byte price, the pooled one scaled")
+	within(t, p.Row/row, p.Byte/byte, 1e-9, "one factor on both prices")
+	require.Greater(t, p.Base, 0.0, "the fleet's base, scaled")
 
 	unseen := m.Prices("unseen")
 	require.Equal(t, SourcePooled, unseen.Source, "a wave with no sample prices at the fleet's")
@@ -249,7 +255,44 @@ func TestSaturatedSamplesAreLeftOut(t *testing.T) {
 	require.Equal(t, SourcePooled, p.Source)
 	require.Less(t, p.Samples, 30, "a few readings below the cap, too few to fit")
 	require.Equal(t, 2160, p.Samples+p.Saturated)
-	row, _, _ := m.Pooled()
-	require.Equal(t, row, p.Row)
+	within(t, tr.row, p.Row, 0.10, "the fleet's row price (its few readings below the cap at the fleet's speed)")
 	require.Less(t, p.Base, 0.5, "not every core called an idle base")
+}
+
+// The base a plan starts from is the one the wave's latest samples show, each sample
+// the work and the CPU of one moment: when the process starts using 0.3 cores more than
+// its work explains, BaseNow has it once most of its last half hour does, while the base fitted over six hours
+// barely moves; when its latest readings are pegged at its cores, it says so and keeps
+// the fitted base (a pegged reading's residual says nothing).
+func TestBaseNowFollowsTheLatestSamples(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	tr := truth{row: 2e-5, byte: 4e-9, base: 0.15}
+	a, b, w := newWave("a", tr, 10, 1), newWave("b", tr, 10, 2), newWave("w", tr, 10, 3)
+	feed(m, &clk, 6*time.Hour, a, b, w)
+	p := m.Prices("w")
+	require.False(t, p.Pegged)
+	require.InDelta(t, tr.base, p.BaseNow, 0.03, "the base now, as fitted")
+
+	w.extra = 0.3
+	feed(m, &clk, 20*time.Minute, a, b, w)
+	p = m.Prices("w")
+	require.False(t, p.Pegged)
+	require.InDelta(t, tr.base+0.3, p.BaseNow, 0.03, "the latest samples' base")
+	require.InDelta(t, tr.base, p.Base, 0.03, "six hours' base")
+
+	w.extra = 0
+	w.cores = 0.3 // its work now takes more than its cores: every reading capped
+	for end := clk.Add(2 * time.Minute); clk.Before(end); clk = clk.Add(10 * time.Second) {
+		bt := w.batch(clk)
+		for i := range bt.Points {
+			if bt.Points[i].Name == metric.WaveCPUCores {
+				bt.Points[i].Value = min(bt.Points[i].Value, w.cores)
+			}
+		}
+		m.Observe(bt)
+	}
+	p = m.Prices("w")
+	require.True(t, p.Pegged, "the last readings at the cores")
+	require.Equal(t, p.Base, p.BaseNow)
 }
