@@ -1,0 +1,88 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/binlake/binlake/alarm"
+	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/memory"
+	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/store/sqlite"
+)
+
+// suiteDeps are what the sinks need before they start, all in the data folder or in
+// this process: the single-node coordinator, the SQLite store and the in-process bus
+// with a subscription each for the judge and the alarm.
+type suiteDeps struct {
+	coord              *single.Coordinator
+	store              *sqlite.Store
+	storePath          string
+	bus                *memory.Bus
+	judgeSub, alarmSub bus.Subscriber
+	closers            []func() error // in the order opened; close runs them last first
+}
+
+func openSuiteDeps(ctx context.Context, dir string, logger *slog.Logger) (d *suiteDeps, err error) {
+	d = &suiteDeps{storePath: filepath.Join(dir, StoreFile)}
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
+	if d.coord, err = single.New(single.Options{Path: filepath.Join(dir, CoordFile)}); err != nil {
+		return nil, err
+	}
+	d.closers = append(d.closers, d.coord.Close)
+	if d.store, err = sqlite.Open(sqlite.Options{Path: d.storePath}); err != nil {
+		return nil, err
+	}
+	d.closers = append(d.closers, d.store.Close)
+	// Judge and alarm read each batch within milliseconds and the judge's history lives in
+	// SQLite, so the bus only has to cover a stalled consumer: 8 MiB is about half a day.
+	if d.bus, err = memory.New(memory.Options{RetainBytes: 8 << 20, Logger: logger}); err != nil {
+		return nil, err
+	}
+	d.closers = append(d.closers, d.bus.Close)
+	if err := d.bus.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: 1}); err != nil {
+		return nil, fmt.Errorf("bus: %w", err)
+	}
+	// Two groups, so the judge and the alarm each see every batch; from the first
+	// message, so none published before a subscriber joined is missed.
+	if d.judgeSub, err = d.bus.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "binlake-judge", StartAt: bus.StartFirst}); err != nil {
+		return nil, fmt.Errorf("bus: %w", err)
+	}
+	d.closers = append(d.closers, d.judgeSub.Close)
+	if d.alarmSub, err = d.bus.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: alarm.DefaultGroup, StartAt: bus.StartFirst}); err != nil {
+		return nil, fmt.Errorf("bus: %w", err)
+	}
+	d.closers = append(d.closers, d.alarmSub.Close)
+	return d, nil
+}
+
+func (d *suiteDeps) close() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+	d.closers = nil
+}
+
+// checkPolicies warns about policies that watch no metric the store has ever held, nor a
+// canonical one: most likely a typo.
+func (d *suiteDeps) checkPolicies(ctx context.Context, log *slog.Logger, pols []*policy.Policy, polFile string) {
+	names, err := d.store.Names(ctx)
+	if err != nil {
+		log.Warn("reading the metric names in the store, for the policies' check", "store", d.storePath, "err", err)
+		return
+	}
+	if polFile == "" {
+		polFile = "the built-in policies"
+	}
+	logUnknownMetrics(log, pols, polFile, knownMetricNames(names), "a canonical metric, one the agents' collectors send, or one in "+d.storePath)
+}

@@ -1,0 +1,108 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/sink"
+)
+
+// waveSetup is the wave of `up`: its options before the parts it talks to are known.
+type waveSetup struct{ opts wave.Options }
+
+// newWave defines the capture instance for the source in the coordinator (keeping its
+// offset when the definition is unchanged) and opens the rows sink.
+func (o *upOptions) newWave(ctx context.Context, c coord.Coordinator, dir string) (*waveSetup, string, func(), error) {
+	m := *o.MySQL
+	if m.Flavor == "" {
+		f, err := detectFlavor(ctx, m)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		m.Flavor = f
+	}
+	inst := m.instance(dir)
+	if err := defineInstance(ctx, c, inst, o.Node, o.Logger); err != nil {
+		return nil, "", nil, err
+	}
+	var pub bus.Publisher
+	rows := o.Rows
+	closeRows := func() {}
+	switch rows {
+	case "-":
+		s := sink.New(o.Stdout)
+		pub, closeRows, rows = s, func() { s.Close() }, "stdout"
+	default:
+		if rows == "" {
+			rows = filepath.Join(dir, RowsFile)
+		}
+		s, err := sink.OpenFile(sink.FileOptions{Path: rows})
+		if err != nil {
+			return nil, "", nil, err
+		}
+		pub, closeRows = s, func() { s.Close() }
+	}
+	pw := m.Password
+	return &waveSetup{opts: wave.Options{
+		Node: o.Node, HTTPAddr: o.WaveListen, Coord: c, Publisher: pub, Logger: o.Logger,
+		Password: func(cluster.Source) (config.Secret, error) { return pw, nil },
+	}}, rows, closeRows, nil
+}
+
+// defineInstance stores the instance unless the same definition is there already; a
+// changed one replaces it, and capture starts again at the source's current position.
+func defineInstance(ctx context.Context, c coord.Coordinator, inst *cluster.Instance, node string, logger *slog.Logger) error {
+	if err := inst.Validate(); err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	want, err := inst.Marshal()
+	if err != nil {
+		return err
+	}
+	cur, err := c.Get(ctx, cluster.InstanceKey(inst.ID))
+	switch {
+	case errors.Is(err, coord.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("read instance %s: %w", inst.ID, err)
+	case string(cur.Data) == string(want):
+		_, err := cluster.MoveInstance(ctx, c, inst.ID, node, nil)
+		return err
+	default:
+		logger.Warn("the source or its subscriptions changed: capture starts again at the source's current position",
+			"component", "up", "instance", inst.ID)
+		if err := cluster.RemoveInstance(ctx, c, inst.ID); err != nil {
+			return err
+		}
+	}
+	_, err = cluster.AddInstance(ctx, c, inst, node, nil)
+	return err
+}
+
+// detectFlavor asks the server whether it is MariaDB.
+func detectFlavor(ctx context.Context, m MySQL) (string, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := client.ConnectWithContext(cctx, m.Addr, m.User, m.Password.Reveal(), "", 10*time.Second)
+	if err != nil {
+		return "", fmt.Errorf("mysql %s: %w", m, err)
+	}
+	defer conn.Close()
+	if strings.Contains(strings.ToLower(conn.GetServerVersion()), "mariadb") {
+		return cluster.FlavorMariaDB, nil
+	}
+	return cluster.FlavorMySQL, nil
+}
