@@ -66,7 +66,7 @@ sink:
 pipeline:
   commit_interval: 200ms
   poll_interval: 200ms
-  publish_backoff_max: 5s
+  publish_max_backoff: 5s
 `, node, zkServers, root, session, brokers)
 }
 
@@ -199,10 +199,15 @@ func (f *faultEnv) write() <-chan *cluster.Position { return f.writeUpTo(f.n) }
 // waits until the channel has delivered.
 func (f *faultEnv) writeUpTo(n int) <-chan *cluster.Position {
 	out := make(chan *cluster.Position, 1)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		f.w.run(n, 200)
-		out <- currentPos(f.t)
+		if !f.w.stopped.Load() {
+			out <- currentPos(f.t)
+		}
 	}()
+	f.t.Cleanup(func() { f.w.stopped.Store(true); <-done }) // before the connection closes
 	return out
 }
 

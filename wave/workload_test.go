@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,6 +80,10 @@ type workload struct {
 	conv   map[string]func([]any) map[string]any
 	nextID map[string]int64
 	count  int // expected messages on the main topics
+
+	// stopped ends run early: a test that failed stops its writer before its cleanups
+	// close the connection the writer uses.
+	stopped atomic.Bool
 }
 
 func connect(t testing.TB) *client.Conn {
@@ -375,7 +380,7 @@ func (w *workload) liveIDs(table string) []int64 {
 // run writes about n row changes in transactions of about per changes, rotating tables.
 func (w *workload) run(n, per int) {
 	tables := []string{tOrders, tItems, tLogs}
-	for i := 0; w.count < n; i++ {
+	for i := 0; w.count < n && !w.stopped.Load(); i++ {
 		left := min(per, n-w.count)
 		ins := max(1, left*6/10)
 		upd := left * 25 / 100
