@@ -16,7 +16,6 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
@@ -33,15 +32,9 @@ import (
 //   - after a snapshot with no new rows, although the last transaction is 40 s old: 0.
 func TestLagOneMeaningIntegration(t *testing.T) {
 	t.Parallel() // waits on services and processes; the package runs its long tests side by side
-	zkAddr := testenv.Require(t, testenv.ZooKeeper)
 	a := testenv.RequireMySQL(t)
 	ctx := testenv.Context(t)
-	root := fmt.Sprintf("/binlake-lag-%d", time.Now().UnixNano())
-	c, err := zk.New(ctx, zk.Options{Servers: strings.Split(zkAddr, ","), Root: root, SessionTimeout: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, zkAddr, root := testCoordinator(t, ctx, "lag")
 	db, exec, conn := testenv.ScratchDatabase(t, "lag")
 	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY, v INT)")
 	ms, err := conn.Execute("SHOW MASTER STATUS")
@@ -57,37 +50,15 @@ func TestLagOneMeaningIntegration(t *testing.T) {
 	if _, err := cluster.AddInstance(ctx, c, inst, "wave-lag", nil); err != nil {
 		t.Fatal(err)
 	}
-	b, err := memory.New(memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := testBus(t)
 	mp, _ := b.Publisher()
 	gate := &gatedPublisher{Publisher: mp}
-	addrc := make(chan string, 1)
-	wv, err := wave.New(wave.Options{Node: "wave-lag", HTTPAddr: "127.0.0.1:0", Coord: c, Publisher: gate, Topics: b,
+	_, addr, _ := startWave(t, ctx, wave.Options{Node: "wave-lag", HTTPAddr: "127.0.0.1:0", Coord: c, Publisher: gate, Topics: b,
 		TopicSpec: bus.TopicSpec{Partitions: 1}, PollInterval: 100 * time.Millisecond,
 		Pipeline: wave.PipelineOptions{Heartbeat: time.Second},
 		Password: func(cluster.Source) (config.Secret, error) { return config.Secret(a.Password), nil },
-		Logger:   quietLogger(), Ready: func(addr string) { addrc <- addr }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- wv.Run(ctx) }()
-	defer func() {
-		gate.open()
-		wv.Close()
-		if err := <-errc; err != nil {
-			t.Errorf("wave Run: %v", err)
-		}
-	}()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case err := <-errc:
-		t.Fatalf("wave: %v", err)
-	}
+		Logger:   quietLogger()})
+	defer gate.open() // before the wave stops (a cleanup): a closed gate would hold its stop
 	rows := newTopicReader(t, ctx, b, topic)
 
 	// The three readers of the lag. show is the lag line of `binlake instance show`.

@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"regexp"
@@ -14,9 +13,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/bus"
-	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
@@ -32,7 +29,6 @@ const sinceRE = `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \([0-9hms]+ ago\)`
 // and the error naming the unset variable, as the wave's log does; no secret is printed.
 // Once the wave stopped, the states read as last known.
 func TestInstanceListShowsWaveState(t *testing.T) {
-	zkAddr := testenv.Require(t, testenv.ZooKeeper)
 	a := testenv.RequireMySQL(t)
 	db, exec, _ := testenv.ScratchDatabase(t, "inststate")
 	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY)")
@@ -43,14 +39,9 @@ func TestInstanceListShowsWaveState(t *testing.T) {
 	t.Setenv("BINLAKE_TEST_UNSET_PASSWORD", "")
 	os.Unsetenv("BINLAKE_TEST_UNSET_PASSWORD")
 
-	root := fmt.Sprintf("/binlake-inst-state-%d", time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := zk.New(ctx, zk.Options{Servers: strings.Split(zkAddr, ","), Root: root, SessionTimeout: 4 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, zkAddr, root := testCoordinator(t, ctx, "inst-state")
 	for id, env := range map[string]string{"nopw": "BINLAKE_TEST_UNSET_PASSWORD", "badpw": "BINLAKE_TEST_WRONG_PASSWORD", "good": "BINLAKE_TEST_RIGHT_PASSWORD"} {
 		inst := &cluster.Instance{ID: id, Source: cluster.Source{Addr: a.Addr, User: user, PasswordEnv: env, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
 			Subscriptions: []cluster.Subscription{{Name: "all", Topic: "state.rows", Include: []string{db + `\..*`}}}}
@@ -58,33 +49,12 @@ func TestInstanceListShowsWaveState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-
-	b, err := memory.New(memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := testBus(t)
 	pub, _ := b.Publisher()
 	var logBuf bytes.Buffer
 	logs := &syncWriter{w: &logBuf}
-	wv, err := wave.New(wave.Options{Node: "wave-s", Coord: c, Publisher: pub, Topics: b, TopicSpec: bus.TopicSpec{Partitions: 1},
+	wv, _, stop := startWave(t, ctx, wave.Options{Node: "wave-s", Coord: c, Publisher: pub, Topics: b, TopicSpec: bus.TopicSpec{Partitions: 1},
 		PollInterval: 100 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- wv.Run(ctx) }()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			wv.Close()
-			if err := <-errc; err != nil {
-				t.Errorf("wave Run: %v", err)
-			}
-		}
-	}
-	defer stop()
 
 	run := func(args ...string) string {
 		t.Helper()
