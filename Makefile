@@ -58,16 +58,21 @@ flake:
 ## Test output goes through internal/testenv/testreport: a line per package, the output of
 ## what failed, and the ten slowest tests and packages at the end; bin/test-events.json keeps
 ## every event (`go test -json`) for a closer look at where the minutes went.
+## TEST_FIRST are the packages go test starts first: the longest (wave), so that the
+## others run beside it instead of after it.
+TEST_FIRST ?= ./wave/
 ## NORACE_TESTS run in a second pass without -race (their files say why: a simulated day
-## of a whole fleet is too slow under the race detector).
-NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestPlannerOnTrueCosts
+## of a whole fleet is too slow under the race detector; the wave's volume tests run a
+## quarter of their rows under it, and all of them here).
+NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestPlannerOnTrueCosts|TestWaveKafkaIntegration|TestSnapshotKillRestartIntegration
+NORACE_PKGS ?= ./judge/fleetsim/ ./wave/
 test:
 	@start=$$(date +%s); \
 	bash $(SERVICES) up || exit 1; \
 	eval "$$(bash $(SERVICES) env)"; \
 	$(GO) build -o bin/testreport ./internal/testenv/testreport || exit 1; \
-	$(GO) test -json $(TEST_FLAGS) ./... | tee bin/test-events.json | bin/testreport; ps=("$${PIPESTATUS[@]}"); rc=$$(( ps[0] || ps[2] )); \
-	$(GO) test -json -count=1 -run '$(NORACE_TESTS)' ./judge/fleetsim/ | bin/testreport -slowest 2; \
+	$(GO) test -json $(TEST_FLAGS) $(TEST_FIRST) ./... | tee bin/test-events.json | bin/testreport; ps=("$${PIPESTATUS[@]}"); rc=$$(( ps[0] || ps[2] )); \
+	$(GO) test -json -count=1 -run '^($(NORACE_TESTS))$$' $(NORACE_PKGS) | bin/testreport -slowest 4; \
 	ps=("$${PIPESTATUS[@]}"); if (( ps[0] || ps[1] )); then rc=1; fi; \
 	if [ -z "$(KEEP_SERVICES)" ]; then bash $(SERVICES) down; fi; \
 	echo "make test: exit $$rc after $$(( $$(date +%s) - start )) s"; \
