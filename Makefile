@@ -9,10 +9,8 @@ SERVICES := deploy/testenv/services.sh
 # KEEP_SERVICES=1 leaves the test services running after `make test`.
 KEEP_SERVICES ?=
 # -parallel 4: the long integration tests marked t.Parallel mostly wait on services and
-# processes, so four side by side fit the two cores of the CI machine. -p 3: the wave
-# package takes one of go test's slots for most of the run (TEST_FIRST); the other
-# packages, which mostly wait too, share two more.
-TEST_FLAGS ?= -race -count=1 -p 3 -parallel 4 -timeout 20m
+# processes, so four side by side fit the two cores of the CI machine.
+TEST_FLAGS ?= -race -count=1 -parallel 4 -timeout 20m
 BENCH ?= .
 
 AGENT_BIN := bin/binlake-agent
