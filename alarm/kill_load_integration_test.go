@@ -29,7 +29,6 @@ const loadPolicies = shardPolicies + `  - name: disk
 // violating node pages exactly once (none lost, none sent twice within the 4 h repeat
 // interval), every resolution arrives, and no node pages nodata.
 func TestAlarmKill9UnderLoadIntegration(t *testing.T) {
-	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	r := newProcessRig(t, "alarmkillload", 4*time.Minute)
 	ctx, topic, group, rcv, cfg, pub, kc := r.ctx, r.topic, r.group, r.rcv, r.cfg, r.pub, r.kc
 	load := startLoad(t, ctx, pub, topic, 500, 100)

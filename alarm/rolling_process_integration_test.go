@@ -49,7 +49,6 @@ const maxTimeToPage = 15 * time.Second
 // never before its violation ended, every silent node paged nodata exactly once, and
 // nothing else reached the receiver.
 func TestAlarmRollingRestartIntegration(t *testing.T) {
-	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	s := newRollingRun(t)
 	early := s.takeAll(2, "violating from the start")
 	s.f = startFleet(t, s.r.ctx, s.r.pub, s.r.topic, s.nodes, early)

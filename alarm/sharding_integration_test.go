@@ -21,7 +21,6 @@ import (
 // rebalances). Every violating node pages exactly once, no healthy node pages nodata, and
 // every violation's resolution is delivered (issue 18, item 9).
 func TestShardedAlarmsPageOnce(t *testing.T) {
-	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	zaddr := testenv.Require(t, testenv.ZooKeeper)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

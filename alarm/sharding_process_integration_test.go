@@ -124,7 +124,6 @@ func (p *alarmProc) firing(t *testing.T) []string {
 // nodes fire, and started again once the other took its partitions over. Every violating
 // node pages exactly once, no node pages nodata, every resolution is delivered.
 func TestShardedAlarmProcessesKill9(t *testing.T) {
-	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	r := newProcessRig(t, "alarmkill", 3*time.Minute)
 	ctx, topic, group, rcv, cfg := r.ctx, r.topic, r.group, r.rcv, r.cfg
 	nflog := &CoordLog{C: r.zc}
