@@ -46,7 +46,7 @@ func TestBalancerFailoverFallback(t *testing.T) {
 			stops := map[string]context.CancelFunc{}
 			for _, node := range []string{"wave-a", "wave-b", "wave-c"} {
 				w, err := wave.New(wave.Options{Node: node, Coord: c, Publisher: sink.New(io.Discard), PollInterval: 50 * time.Millisecond,
-					Balancer: wave.BalancerOptions{Planner: tc.planner, Interval: time.Hour}, Logger: testLogger(t)})
+					Balancer: balancer.Options{Planner: tc.planner, Interval: time.Hour}, Logger: testLogger(t)})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/wave/balancer"
 )
 
 // BalancerConfig is the balancer section of wave.yaml (see deploy/wave.example.yaml).
@@ -79,13 +80,13 @@ func (b *BalancerConfig) JudgeToken() config.SecretRef {
 	return config.SecretRef{File: b.JudgeTokenFile, Env: b.JudgeTokenEnv}
 }
 
-// Options returns the section as BalancerOptions, without the planner (the caller
+// Options returns the section as balancer.Options, without the planner (the caller
 // builds the judge's client from Judge).
-func (b *BalancerConfig) Options() BalancerOptions {
+func (b *BalancerConfig) Options() balancer.Options {
 	grace := b.FailoverGrace.D()
 	if grace == 0 {
-		grace = -1 // asked for none; BalancerOptions' zero is the default
+		grace = -1 // asked for none; balancer.Options' zero is the default
 	}
-	return BalancerOptions{Disabled: !b.Enabled, Auto: b.Auto, AutoAfter: b.AutoAfter.D(), Interval: b.Interval.D(),
+	return balancer.Options{Disabled: !b.Enabled, Auto: b.Auto, AutoAfter: b.AutoAfter.D(), Interval: b.Interval.D(),
 		InFlight: b.InFlight, LagBound: b.LagBound.D(), SettleTimeout: b.SettleTimeout.D(), FailoverGrace: grace}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // Config is wave.yaml (see deploy/wave.example.yaml).
@@ -113,7 +114,7 @@ func Load(path string) (Config, error) {
 // Validate checks the config and names the first bad field (every bad one of the keys
 // all Kafka sections share, which config.Kafka checks together).
 func (c *Config) Validate() error {
-	if !reID.MatchString(c.Node) {
+	if !cluster.IDPattern.MatchString(c.Node) {
 		return config.Bad("node", "%q: want 1-128 letters, digits, '.', '_' or '-'", c.Node)
 	}
 	if err := c.Log.Validate(); err != nil {

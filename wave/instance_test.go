@@ -46,7 +46,7 @@ func TestLoadConfig(t *testing.T) {
 	}
 	cfg.Balancer.FailoverGrace = 0
 	if g := cfg.Balancer.Options().FailoverGrace; g >= 0 {
-		t.Errorf("failover_grace 0 gives %v, want a negative grace (none) for BalancerOptions", g)
+		t.Errorf("failover_grace 0 gives %v, want a negative grace (none) for balancer.Options", g)
 	}
 	example, err := Load("../deploy/wave.example.yaml")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // ErrSecretMissing reports a source password that its definition names but this host
@@ -18,7 +19,7 @@ var ErrSecretMissing = errors.New("source password missing")
 // source.password_file; empty when the definition names neither (a user without a
 // password). A named source that is not there is an ErrSecretMissing naming the variable
 // or the file, never a value.
-func SourcePassword(s Source) (config.Secret, error) {
+func SourcePassword(s cluster.Source) (config.Secret, error) {
 	if _, set := os.LookupEnv(s.PasswordEnv); s.PasswordEnv != "" && !set {
 		return "", fmt.Errorf("%w: source.password_env names %s, which is not set in this process's environment", ErrSecretMissing, s.PasswordEnv)
 	}

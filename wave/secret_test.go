@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestSourcePassword: a password_env naming an unset variable, and a
@@ -29,17 +31,17 @@ func TestSourcePassword(t *testing.T) {
 	os.Unsetenv("BINLAKE_TEST_PW_UNSET")
 
 	for _, tc := range []struct {
-		src   Source
+		src   cluster.Source
 		want  string // the password, or the error's text
 		fails bool
 	}{
-		{Source{}, "", false},
-		{Source{PasswordEnv: "BINLAKE_TEST_PW_SET"}, "env-s3cret", false},
-		{Source{PasswordFile: good}, "file-s3cret", false},
-		{Source{PasswordEnv: "BINLAKE_TEST_PW_UNSET"}, "source password missing: source.password_env names BINLAKE_TEST_PW_UNSET, which is not set in this process's environment", true},
-		{Source{PasswordEnv: "BINLAKE_TEST_PW_BLANK"}, "", false}, // set: a user without a password
-		{Source{PasswordFile: filepath.Join(dir, "missing")}, "source password missing: source.password_file: read secret: open " + filepath.Join(dir, "missing") + ": no such file or directory", true},
-		{Source{PasswordFile: empty}, "source password missing: source.password_file: read secret: file " + empty + " is empty", true},
+		{cluster.Source{}, "", false},
+		{cluster.Source{PasswordEnv: "BINLAKE_TEST_PW_SET"}, "env-s3cret", false},
+		{cluster.Source{PasswordFile: good}, "file-s3cret", false},
+		{cluster.Source{PasswordEnv: "BINLAKE_TEST_PW_UNSET"}, "source password missing: source.password_env names BINLAKE_TEST_PW_UNSET, which is not set in this process's environment", true},
+		{cluster.Source{PasswordEnv: "BINLAKE_TEST_PW_BLANK"}, "", false}, // set: a user without a password
+		{cluster.Source{PasswordFile: filepath.Join(dir, "missing")}, "source password missing: source.password_file: read secret: open " + filepath.Join(dir, "missing") + ": no such file or directory", true},
+		{cluster.Source{PasswordFile: empty}, "source password missing: source.password_file: read secret: file " + empty + " is empty", true},
 	} {
 		pw, err := SourcePassword(tc.src)
 		switch {

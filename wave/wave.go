@@ -108,7 +108,7 @@ type Options struct {
 
 	Pipeline PipelineOptions
 	// Balancer is the wave's part in balancing the cluster (wave/balancer).
-	Balancer BalancerOptions
+	Balancer balancer.Options
 	// PollInterval is how often the instance list is read. 2 s.
 	PollInterval time.Duration
 	// Password returns a source's password; by default SourcePassword: from
