@@ -1,14 +1,13 @@
 package wave
 
 import (
-	"regexp"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/binlake/binlake/internal/metric/promreg"
 	"github.com/binlake/binlake/internal/metric/waveprom"
 	"github.com/binlake/binlake/wave/balancer"
 	"github.com/binlake/binlake/wave/capture"
@@ -41,7 +40,7 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	inst := []string{waveprom.LabelInstance}
-	reg := prometheus.NewRegistry()
+	reg := promreg.New()    // the Go runtime (with the GC pauses the agent reads) and the process
 	f := promauto.With(reg) // every series below is registered as it is made
 	m := &metrics{
 		reg: reg,
@@ -77,11 +76,7 @@ func newMetrics() *metrics {
 			Help: "Tables the instance's snapshot has still to read; 0 once it finished."}, inst),
 		balancer: balancer.NewMetrics(f),
 	}
-	reg.MustRegister(m.lag, // a collector of its own, computed at each scrape
-		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
-			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/sched/pauses/total/gc:seconds$`)})),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
+	reg.MustRegister(m.lag) // a collector of its own, computed at each scrape
 	return m
 }
 
