@@ -26,7 +26,7 @@ type suiteDeps struct {
 	storePath          string
 	bus                *memory.Bus
 	judgeSub, alarmSub bus.Subscriber
-	closers            []func() error // in the order opened; close runs them last first
+	closers            closeStack
 }
 
 func openSuiteDeps(ctx context.Context, dir string, logger *slog.Logger) (d *suiteDeps, err error) {
@@ -39,17 +39,17 @@ func openSuiteDeps(ctx context.Context, dir string, logger *slog.Logger) (d *sui
 	if d.coord, err = single.New(single.Options{Path: filepath.Join(dir, CoordFile)}); err != nil {
 		return nil, err
 	}
-	d.closers = append(d.closers, d.coord.Close)
+	d.closers.push(d.coord.Close)
 	if d.store, err = sqlite.Open(sqlite.Options{Path: d.storePath}); err != nil {
 		return nil, err
 	}
-	d.closers = append(d.closers, d.store.Close)
+	d.closers.push(d.store.Close)
 	// Judge and alarm read each batch within milliseconds and the judge's history lives in
 	// SQLite, so the bus only has to cover a stalled consumer: 8 MiB is about half a day.
 	if d.bus, err = memory.New(memory.Options{RetainBytes: 8 << 20, Logger: logger}); err != nil {
 		return nil, err
 	}
-	d.closers = append(d.closers, d.bus.Close)
+	d.closers.push(d.bus.Close)
 	if err := d.bus.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: 1}); err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
@@ -58,19 +58,26 @@ func openSuiteDeps(ctx context.Context, dir string, logger *slog.Logger) (d *sui
 	if d.judgeSub, err = d.bus.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "binlake-judge", StartAt: bus.StartFirst}); err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
-	d.closers = append(d.closers, d.judgeSub.Close)
+	d.closers.push(d.judgeSub.Close)
 	if d.alarmSub, err = d.bus.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: alarm.DefaultGroup, StartAt: bus.StartFirst}); err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
-	d.closers = append(d.closers, d.alarmSub.Close)
+	d.closers.push(d.alarmSub.Close)
 	return d, nil
 }
 
-func (d *suiteDeps) close() {
-	for i := len(d.closers) - 1; i >= 0; i-- {
-		d.closers[i]()
+func (d *suiteDeps) close() { d.closers.close() }
+
+// closeStack holds what `up` opened, in order; close closes it last first, once.
+type closeStack []func() error
+
+func (c *closeStack) push(close func() error) { *c = append(*c, close) }
+
+func (c *closeStack) close() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
 	}
-	d.closers = nil
+	*c = nil
 }
 
 // checkPolicies warns about policies that watch no metric the store has ever held, nor a

@@ -35,7 +35,7 @@ type suite struct {
 	status         *upStatus // the status page's alerts and instance errors (up_status.go)
 	sinks, sources *stage
 	urls           upURLs
-	closers        []func() // what the sources leave to close once stopped, last first
+	closers        closeStack // what the sources leave to close once stopped
 	// ready receives each part's address once it serves (its Options.Ready).
 	judgeReady, alarmReady chan string
 }
@@ -126,7 +126,7 @@ func (s *suite) startWave() (collector.Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.closers = append(s.closers, closeRows) // after the wave stopped
+	s.closers.push(func() error { closeRows(); return nil }) // after the wave stopped
 	waveReady := make(chan string, 1)
 	w.opts.Ready = readyTo(waveReady)
 	// The suite's own judge plans for the balancer: one wave has nothing to move, but
@@ -161,7 +161,7 @@ func (s *suite) startAgent(collectors []collector.Collector) error {
 	if err != nil {
 		return err
 	}
-	s.closers = append(s.closers, func() { ag.Close() })
+	s.closers.push(ag.Close)
 	addr, err := s.run(s.sources, "agent", "-agent-metrics", agentReady, ag.Run)
 	if err != nil {
 		return err
@@ -195,11 +195,7 @@ func (s *suite) shutdown(cause error) error {
 	return cmp.Or(cause, errSrc, errSink)
 }
 
-func (s *suite) closeParts() {
-	for i := len(s.closers) - 1; i >= 0; i-- {
-		s.closers[i]()
-	}
-}
+func (s *suite) closeParts() { s.closers.close() }
 
 // readyTo is a part's Ready option that hands its address to ch (buffered: it is sent once).
 func readyTo(ch chan<- string) func(string) { return func(a string) { ch <- a } }
