@@ -95,6 +95,7 @@ type Buffered struct {
 	queue    *ring.Ring[queued] // capacity opts.Capacity
 	room     chan struct{}      // closed when points leave the queue; nil while nobody waits
 	inflight int                // points taken by the writers and not yet settled
+	acking   int                // acks of settled WriteAcked calls still being called: Flush waits for them
 	empty    chan struct{}      // closed when nothing is queued or in flight; replaced when points arrive
 	closed   bool
 	counters BufferCounters
@@ -284,7 +285,7 @@ func (b *Buffered) pushLocked(points []Point, start bool, owner *acked) {
 	if len(points) == 0 {
 		return
 	}
-	if b.queue.Len()+b.inflight == 0 {
+	if b.idleLocked() {
 		b.empty = make(chan struct{})
 	}
 	for i := range points {
@@ -390,13 +391,28 @@ func (b *Buffered) settle(count int, runs []ownerRun, refused int, lost bool) {
 		}
 	}
 	b.inflight -= count
-	if b.queue.Len() == 0 && b.inflight == 0 {
+	b.acking += len(done)
+	if b.idleLocked() {
 		b.signalEmpty()
 	}
 	b.mu.Unlock()
-	for _, ack := range done {
+	if len(done) == 0 {
+		return
+	}
+	for _, ack := range done { // outside the lock: an ack commits a bus offset
 		ack()
 	}
+	b.mu.Lock()
+	b.acking -= len(done)
+	if b.idleLocked() { // only now: a Flush that returned has seen every ack called
+		b.signalEmpty()
+	}
+	b.mu.Unlock()
+}
+
+// idleLocked: nothing queued, in flight or being acknowledged. b.mu is held.
+func (b *Buffered) idleLocked() bool {
+	return b.queue.Len() == 0 && b.inflight == 0 && b.acking == 0
 }
 
 // signalEmpty closes the empty channel unless it is closed already; b.mu is held.
@@ -488,7 +504,7 @@ func (b *Buffered) run() {
 func (b *Buffered) settleEmpty() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.queue.Len() == 0 && b.inflight == 0 {
+	if b.idleLocked() {
 		b.signalEmpty()
 	}
 }
@@ -500,7 +516,7 @@ func (b *Buffered) dropRest() {
 	defer b.mu.Unlock()
 	b.counters.Dropped += int64(b.queue.Len())
 	b.queue.Clear() // the acks of their owners are never called
-	if b.inflight == 0 {
+	if b.idleLocked() {
 		b.signalEmpty()
 	}
 }
