@@ -248,6 +248,9 @@ func (a *Alarm) observeRaw(data []byte, ack func()) error {
 	}
 	a.m.batches.Inc()
 	a.m.points.Add(float64(len(b.Points)))
+	if !b.TS.IsZero() {
+		a.m.newestBatch.Observe(b.TS)
+	}
 	a.eng.ObserveAck(b, ack) // evaluates at once: nothing keeps b.Points after it returns
 	bd.points = b.Points
 	return nil

@@ -1,11 +1,16 @@
 package alarm
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/binlake/binlake/internal/metric/promreg"
+)
 
 type metrics struct {
 	evaluations, batches, points, decodeErrors prometheus.Counter
 	subscribeErrors, logErrors                 prometheus.Counter
 	suppressed                                 *prometheus.CounterVec
+	newestBatch                                *promreg.Newest
 }
 
 const ns, sub = "binlake", "alarm"
@@ -21,6 +26,9 @@ func newMetrics() *metrics {
 		decodeErrors:    c("decode_errors_total", "Batches skipped because they could not be decoded or validated."),
 		subscribeErrors: c("subscribe_errors_total", "Bus subscriptions that ended with an error and were restarted."),
 		logErrors:       c("notification_log_errors_total", "Failed writes to the notification log."),
+		// The evaluation lag of deploy/prometheus/rules.yml is time() minus this.
+		newestBatch: promreg.NewNewest(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "newest_batch_timestamp_seconds",
+			Help: "Collection time of the newest metric batch evaluated; 0 before the first. time() minus it is how far evaluation is behind."}),
 		suppressed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "notifications_suppressed_total",
 			Help: "Notifications that were due but muted, by reason (silenced or inhibited)."}, []string{"reason"}),
 	}
@@ -30,7 +38,7 @@ func (m *metrics) register(reg prometheus.Registerer, e *Engine) error {
 	m.suppressed.WithLabelValues("silenced")
 	m.suppressed.WithLabelValues("inhibited")
 	alerts := prometheus.NewGaugeFunc // one gauge per state, read under the engine's lock
-	cs := []prometheus.Collector{m.evaluations, m.batches, m.points, m.decodeErrors, m.subscribeErrors, m.logErrors, m.suppressed}
+	cs := []prometheus.Collector{m.evaluations, m.batches, m.points, m.decodeErrors, m.subscribeErrors, m.logErrors, m.suppressed, m.newestBatch}
 	for _, st := range []State{StatePending, StateFiring, StateResolved} {
 		cs = append(cs, alerts(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "alerts",
 			Help: "Alerts by state.", ConstLabels: prometheus.Labels{"state": st.String()}}, func() float64 {

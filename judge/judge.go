@@ -414,6 +414,9 @@ func (j *Judge) observe(b metric.Batch, source string) []store.Point {
 		ts = j.now()
 	}
 	j.states.observe(b, ts)
+	if n := j.m.newestBatch[source]; n != nil { // bus and http; tests ingest as others
+		n.Observe(ts)
+	}
 	// b passed metric's validation, whose limits are the store's: every point is
 	// storable as it is (TestDecodedPointsAreStorable), so none is validated again.
 	pts := make([]store.Point, 0, len(b.Points))

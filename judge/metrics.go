@@ -3,6 +3,7 @@ package judge
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/binlake/binlake/internal/metric/promreg"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -13,6 +14,7 @@ type metrics struct {
 	placementSeconds              *prometheus.HistogramVec
 	snapshotBuilds                prometheus.Counter
 	rebalancePlans                *prometheus.CounterVec
+	newestBatch                   map[string]*promreg.Newest // by source (bus, http)
 }
 
 // Sources of rebalancing plans, as the label of binlake_judge_rebalance_plans_total.
@@ -45,6 +47,7 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 	m.rebalancePlans.WithLabelValues(planSourceGet)
 	m.snapshotBuilds = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "placement_snapshots_total",
 		Help: "Placement snapshots built from the analyses (at most one per placement.snapshot_every while batches arrive)."})
+	m.newestBatch = map[string]*promreg.Newest{}
 	cs := []prometheus.Collector{
 		m.snapshotBuilds,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "reservations",
@@ -70,6 +73,14 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 			Help: "Points stored but left out of the current hour: their batch was from an earlier hour, or not newer than the node's last (a redelivery)."},
 			func() float64 { return float64(j.inc.Late()) }),
 	}
+	// The ingest lag of deploy/prometheus/rules.yml is time() minus this: batches carry
+	// their agent's collection time.
+	for _, src := range []string{sourceBus, sourceHTTP} {
+		m.newestBatch[src] = promreg.NewNewest(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "newest_batch_timestamp_seconds",
+			Help:        "Collection time of the newest metric batch ingested, by source (bus or http); 0 before the first. time() minus it is how far ingest is behind.",
+			ConstLabels: prometheus.Labels{"source": src}})
+		cs = append(cs, m.newestBatch[src])
+	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -86,6 +97,7 @@ type bufferCollector struct {
 	buffered, dropped *prometheus.Desc
 	written, errors   *prometheus.Desc
 	rejected, refused *prometheus.Desc
+	capacity          *prometheus.Desc
 }
 
 func newBufferCollector(ns, sub string, counters func() store.BufferCounters) *bufferCollector {
@@ -94,6 +106,8 @@ func newBufferCollector(ns, sub string, counters func() store.BufferCounters) *b
 		counters: counters,
 		buffered: prometheus.NewDesc(name("store_points_buffered"),
 			"Points waiting for the store (including the batch being written).", nil, nil),
+		capacity: prometheus.NewDesc(name("store_buffer_capacity_points"),
+			"Points the store buffer holds at most (store.buffer.capacity): store_points_buffered over it is how full the buffer is.", nil, nil),
 		dropped: prometheus.NewDesc(name("store_points_dropped_total"),
 			"Points that never reached the store: HTTP points past the buffer's capacity with store.buffer.http_overflow drop, points the store refused as invalid (store_points_refused_total), and what was left when the judge stopped (bus batches among those are delivered again).", nil, nil),
 		refused: prometheus.NewDesc(name("store_points_refused_total"),
@@ -109,6 +123,7 @@ func newBufferCollector(ns, sub string, counters func() store.BufferCounters) *b
 
 func (c *bufferCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.buffered
+	ch <- c.capacity
 	ch <- c.dropped
 	ch <- c.written
 	ch <- c.errors
@@ -119,6 +134,7 @@ func (c *bufferCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *bufferCollector) Collect(ch chan<- prometheus.Metric) {
 	v := c.counters()
 	ch <- prometheus.MustNewConstMetric(c.buffered, prometheus.GaugeValue, float64(v.Buffered))
+	ch <- prometheus.MustNewConstMetric(c.capacity, prometheus.GaugeValue, float64(v.Capacity))
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(v.Dropped))
 	ch <- prometheus.MustNewConstMetric(c.written, prometheus.CounterValue, float64(v.Written))
 	ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(v.Errors))

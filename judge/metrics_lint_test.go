@@ -2,8 +2,11 @@ package judge
 
 import (
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/stretchr/testify/require"
 )
 
 // TestMetricsLint gives every labelled judge series a value (a vector shows nothing
@@ -31,6 +34,7 @@ func TestMetricsLint(t *testing.T) {
 	for _, n := range []string{"binlake_judge_batches_total", "binlake_judge_points_total", "binlake_judge_decode_errors_total",
 		"binlake_judge_subscribe_errors_total", "binlake_judge_placements_total", "binlake_judge_placement_seconds",
 		"binlake_judge_placement_snapshots_total", "binlake_judge_rebalance_plans_total", "binlake_judge_store_points_written_total",
+		"binlake_judge_newest_batch_timestamp_seconds", "binlake_judge_store_buffer_capacity_points",
 		"go_goroutines", "process_cpu_seconds_total"} {
 		if !names[n] {
 			t.Errorf("%s not gathered", n)
@@ -43,4 +47,16 @@ func TestMetricsLint(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
+}
+
+// The rules' ingest lag reads binlake_judge_newest_batch_timestamp_seconds: it follows the
+// newest batch ingested per source, and a redelivered older batch leaves it alone.
+func TestNewestBatchGauge(t *testing.T) {
+	j, _ := newJudge(t, nil)
+	newest := func(src string) float64 { return testutil.ToFloat64(j.m.newestBatch[src]) }
+	require.NoError(t, j.Ingest(load("n1", t0.Add(time.Minute), 10, 10), sourceBus))
+	require.NoError(t, j.Ingest(load("n2", t0, 10, 10), sourceBus)) // older: kept
+	require.NoError(t, j.Ingest(load("n1", t0.Add(-time.Hour), 10, 10), sourceHTTP))
+	require.Equal(t, float64(t0.Add(time.Minute).Unix()), newest(sourceBus))
+	require.Equal(t, float64(t0.Add(-time.Hour).Unix()), newest(sourceHTTP))
 }

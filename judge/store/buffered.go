@@ -65,6 +65,7 @@ var ErrFull = errors.New("store buffer full")
 // Written, Dropped or Buffered.
 type BufferCounters struct {
 	Buffered int64 // points waiting now, including the batch being written
+	Capacity int64 // points the buffer holds at most (BufferOptions.Capacity)
 	Dropped  int64 // points dropped: overflow, refused as invalid by the inner store, left at Close
 	Refused  int64 // of Dropped, the points the inner store refused as invalid
 	Written  int64 // points the inner store accepted
@@ -301,6 +302,7 @@ func (b *Buffered) Counters() BufferCounters {
 	defer b.mu.Unlock()
 	c := b.counters
 	c.Buffered = int64(b.queue.Len() + b.inflight)
+	c.Capacity = int64(b.opts.Capacity)
 	return c
 }
 

@@ -2,7 +2,10 @@ package promreg
 
 import (
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
 
@@ -29,5 +32,27 @@ func TestNewServesRuntimeSeries(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// Newest holds the newest time observed: an older one (a redelivery) does not move it back.
+func TestNewestOnlyMovesForward(t *testing.T) {
+	n := NewNewest(prometheus.GaugeOpts{Name: "x_newest_batch_timestamp_seconds", Help: "h"})
+	if got := testutil.ToFloat64(n); got != 0 {
+		t.Fatalf("before any: %v, want 0", got)
+	}
+	t0 := time.Unix(1_700_000_000, 500_000_000)
+	for _, c := range []struct {
+		observe time.Time
+		want    float64
+	}{
+		{t0, 1_700_000_000.5},
+		{t0.Add(-time.Hour), 1_700_000_000.5}, // older: kept
+		{t0.Add(2 * time.Second), 1_700_000_002.5},
+	} {
+		n.Observe(c.observe)
+		if got := testutil.ToFloat64(n); got != c.want {
+			t.Fatalf("after %v: %v, want %v", c.observe, got, c.want)
+		}
 	}
 }
