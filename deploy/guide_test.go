@@ -299,6 +299,8 @@ func TestGuideWalk(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 
+	scrapeUnits(t, port)
+
 	// systemctl stop: SIGTERM, a clean exit within the units' TimeoutStopSec (45 s).
 	for i := len(procs) - 1; i >= 0; i-- {
 		p := procs[i]
@@ -366,4 +368,25 @@ func checkTree(t *testing.T, dest string) {
 			t.Logf("packager's tree: %s", strings.TrimSpace(res.stdout))
 		}
 	}
+}
+
+// scrapeUnits points a real Prometheus (Debian's 2.42) at the running units with
+// deploy/prometheus/prometheus.example.yml, its jobs and its rules: every role is up with
+// no scrape error, and every rule is evaluated with none in error.
+func scrapeUnits(t *testing.T, port map[string]string) {
+	t.Helper()
+	addrs := map[string]string{}
+	var want []string
+	for _, r := range roles {
+		addrs[r] = "127.0.0.1:" + port[r]
+		want = append(want, "http://"+addrs[r]+"/metrics")
+	}
+	config, files := testenv.ExamplePrometheus(t, "prometheus", addrs)
+	prom := testenv.StartPrometheus(t, config, files)
+	prom.WaitTargetsUp(t, want, 30*time.Second)
+	got := prom.WaitRulesEvaluated(t, 30*time.Second)
+	if n := len(alertNames(t, "prometheus/rules.yml")); len(got) <= n {
+		t.Fatalf("Prometheus loaded %d rules, want the %d alerts and the recording rules", len(got), n)
+	}
+	t.Logf("Prometheus scrapes %d roles with no error and evaluates %d rules with none in error", len(want), len(got))
 }

@@ -26,7 +26,7 @@ Options (environment variables of the same name work too):
                      checkout with -tags agentonly; with --binary alone, the agent unit
                      runs the full binlake instead
   --prefix DIR       PREFIX, default /usr/local: the binary goes to PREFIX/bin, the
-                     dashboards and the guide to PREFIX/share
+                     dashboards, the Prometheus rules and the guide to PREFIX/share
   --destdir DIR      DESTDIR, default empty: stage everything under DIR (for a
                      package). Nothing outside DIR is touched: no user is created,
                      no ownership changed, systemctl is not run. The paths it
@@ -231,6 +231,10 @@ done
 for f in "$repo"/dashboards/grafana/provisioning/*/*.yaml; do
 	rel=${f#"$repo"/dashboards/}
 	put "$f" "$DESTDIR$sharedir/dashboards/$rel" 0644
+done
+# Prometheus: the rules, their tests and an example scrape config (deploy/README.md, Prometheus).
+for f in "$here"/prometheus/*.yml; do
+	put "$f" "$DESTDIR$sharedir/prometheus/$(basename "$f")" 0644
 done
 put "$here/README.md" "$DESTDIR$docdir/deploy.md" 0644
 

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -81,6 +82,34 @@ func TestMetricsLintIntegration(t *testing.T) {
 			}
 		})
 	}
+
+	// The same up, scraped by a real Prometheus (Debian's 2.42) with deploy/prometheus's
+	// example config and rules: every role up with no scrape error, every rule evaluated
+	// with none in error, and a healthy suite raises no alert.
+	t.Run("prometheus", func(t *testing.T) {
+		addrs := map[string]string{}
+		var want []string
+		for role, u := range map[string]string{"judge": s.urls.Judge, "alarm": s.urls.Alarm, "wave": s.urls.Wave, "agent": s.urls.Agent} {
+			pu, err := url.Parse(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addrs[role] = pu.Host
+			want = append(want, "http://"+pu.Host+"/metrics")
+		}
+		config, files := testenv.ExamplePrometheus(t, "../../deploy/prometheus", addrs)
+		prom := testenv.StartPrometheus(t, config, files)
+		prom.WaitTargetsUp(t, want, 30*time.Second)
+		rules := prom.WaitRulesEvaluated(t, 30*time.Second)
+		alerts, err := prom.Alerts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(alerts) != 0 {
+			t.Errorf("a healthy up raises alerts: %+v", alerts)
+		}
+		t.Logf("Prometheus scrapes %d roles of up with no error; %d rules evaluated, none in error, no alert", len(want), len(rules))
+	})
 }
 
 // scrape GETs a /metrics page in the text format promtool reads.

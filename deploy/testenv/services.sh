@@ -3,11 +3,12 @@
 # Starts (idempotently) or stops the real test services, each bound to 127.0.0.1:
 #   mariadb 3307, zookeeper 2181 (+ ensemble 2182-2184), kafka 9092 (+ SASL_SSL 9094),
 #   elasticsearch 9200;
-#   browser installs headless Chromium for the status-page test.
+#   browser installs headless Chromium for the status-page test; prometheus unpacks Debian's
+#   Prometheus, promtool, Alertmanager and node_exporter for the tests of deploy/prometheus.
 # `env` prints the BINLAKE_TEST_* exports that point the tests at them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-ALL=(mariadb zookeeper kafka elasticsearch browser)
+ALL=(mariadb zookeeper kafka elasticsearch browser prometheus)
 
 cmd=${1:-}; shift || true
 svcs=("$@"); ((${#svcs[@]})) || svcs=("${ALL[@]}")
@@ -22,6 +23,7 @@ case $cmd in
     # kafka.sh keeps the SASL_SSL listener's CA, client certificate and passwords here.
     repo=$(cd "$here/../.." && pwd)
     tlsd=${BINLAKE_TESTENV_DIR:-$repo/.testenv}/kafka/tls
+    prom=${BINLAKE_TESTENV_DIR:-$repo/.testenv}/prometheus/root/usr/bin
     cat <<ENV
 export BINLAKE_TEST_MYSQL='root@tcp(127.0.0.1:3307)/'
 export BINLAKE_TEST_ZK=127.0.0.1:2181
@@ -36,6 +38,10 @@ export BINLAKE_TEST_KAFKA_SASL_SCRAM_PASSWORD_FILE='$tlsd/scram.password'
 export BINLAKE_TEST_KAFKA_SASL_PLAIN_USER=binlake-plain
 export BINLAKE_TEST_KAFKA_SASL_PLAIN_PASSWORD_FILE='$tlsd/plain.password'
 export BINLAKE_TEST_ES=http://127.0.0.1:9200
+export BINLAKE_TEST_PROMETHEUS='$prom/prometheus'
+export BINLAKE_PROMTOOL='$prom/promtool'
+export BINLAKE_TEST_ALERTMANAGER='$prom/prometheus-alertmanager'
+export BINLAKE_TEST_NODE_EXPORTER='$prom/prometheus-node-exporter'
 ENV
     ;;
   *) echo "usage: $0 up|down|status|env [${ALL[*]}]" >&2; exit 2 ;;
