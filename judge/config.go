@@ -9,6 +9,7 @@ import (
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/remotewrite"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/lbplugins"
 )
@@ -90,6 +91,9 @@ type Config struct {
 	// Rebalance holds the goals GET and POST /v1/rebalance plan for and what an idle
 	// instance costs.
 	Rebalance RebalanceConfig `yaml:"rebalance"`
+	// RemoteWrite configures POST /api/v1/write, where a Prometheus that scrapes
+	// node_exporter on the hosts feeds the judge (Prometheus remote write 1.0).
+	RemoteWrite RemoteWriteConfig `yaml:"remote_write"`
 	// Status configures the status page (/).
 	Status struct {
 		// AlarmURL is the alarm's base URL (http://alarm:8092): the page lists its firing
@@ -99,6 +103,38 @@ type Config struct {
 		// system does not trust it.
 		TLS *config.ClientTLS `yaml:"tls"`
 	} `yaml:"status"`
+}
+
+// RemoteWriteConfig is the remote_write section.
+type RemoteWriteConfig struct {
+	// NodeLabel names the label that holds a series' node, without its port
+	// ("wave-1:9100" → "wave-1"); default instance. A `node` label wins when present.
+	NodeLabel string `yaml:"node_label"`
+	// Unmapped is what becomes of series that map to no canonical metric: drop
+	// (default) or keep (stored under their own name and labels). Counted either way.
+	Unmapped string `yaml:"unmapped"`
+}
+
+// Options are the Mapper's options.
+func (c RemoteWriteConfig) Options() remotewrite.MapOptions {
+	return remotewrite.MapOptions{NodeLabel: c.NodeLabel, KeepUnmapped: c.Unmapped == "keep"}
+}
+
+func (c *RemoteWriteConfig) validate() error {
+	if c.NodeLabel == "" {
+		c.NodeLabel = "instance"
+	}
+	if !metric.ValidLabelKey(c.NodeLabel) {
+		return config.Bad("remote_write.node_label", "%q: want a label name", c.NodeLabel)
+	}
+	switch c.Unmapped {
+	case "":
+		c.Unmapped = "drop"
+	case "drop", "keep":
+	default:
+		return config.Bad("remote_write.unmapped", "%q: want drop or keep", c.Unmapped)
+	}
+	return nil
 }
 
 // RenamedKeys are the keys of older judge.yaml files, now the same as every role's.
@@ -292,6 +328,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.HTTP.Validate(defaultListen, TokenEnv); err != nil {
+		return err
+	}
+	if err := c.RemoteWrite.validate(); err != nil {
 		return err
 	}
 	if u := c.Status.AlarmURL; u != "" {

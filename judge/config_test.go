@@ -147,3 +147,27 @@ func TestNewRejectsRebalance(t *testing.T) {
 		})
 	}
 }
+
+func TestRemoteWriteConfig(t *testing.T) {
+	for _, c := range []struct {
+		yaml, err string
+		want      RemoteWriteConfig
+	}{
+		{"", "", RemoteWriteConfig{NodeLabel: "instance", Unmapped: "drop"}},
+		{"remote_write: {node_label: host, unmapped: keep}", "", RemoteWriteConfig{NodeLabel: "host", Unmapped: "keep"}},
+		{"remote_write: {unmapped: store}", `field "remote_write.unmapped": "store": want drop or keep`, RemoteWriteConfig{}},
+		{"remote_write: {node_label: host.name}", `field "remote_write.node_label": "host.name": want a label name`, RemoteWriteConfig{}},
+	} {
+		t.Run(c.yaml, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "judge.yaml")
+			require.NoError(t, os.WriteFile(path, []byte("bus: {kind: none}\n"+c.yaml+"\n"), 0o600))
+			cfg, err := Load(path)
+			if c.err != "" {
+				require.ErrorContains(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.want, cfg.RemoteWrite)
+		})
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/judge/remotewrite"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/lbplugins"
 )
@@ -46,6 +47,10 @@ func classify(err error) *httpapi.Error {
 		return &httpapi.Error{Status: http.StatusBadRequest, Code: httpapi.CodeInvalid, Msg: err.Error()}
 	case errors.Is(err, lbplugins.ErrNoCandidates):
 		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: httpapi.CodeUnavailable, Msg: err.Error()}
+	case errors.Is(err, remotewrite.ErrInvalid):
+		return &httpapi.Error{Status: http.StatusBadRequest, Code: httpapi.CodeInvalid, Msg: err.Error()}
+	case errors.Is(err, remotewrite.ErrTooLarge):
+		return &httpapi.Error{Status: http.StatusRequestEntityTooLarge, Code: httpapi.CodeTooLarge, Msg: err.Error()}
 	case errors.Is(err, store.ErrFull):
 		// The agent keeps the batch and sends it again.
 		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: httpapi.CodeUnavailable, Msg: err.Error()}
@@ -82,6 +87,7 @@ func (j *Judge) routes() http.Handler {
 		r.Get("/rebalance", j.handleRebalanceView)
 		r.With(auth).Post("/rebalance", j.handleRebalance)
 	})
+	r.With(auth).Post("/api/v1/write", j.handleRemoteWrite)
 	return r
 }
 

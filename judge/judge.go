@@ -25,6 +25,7 @@ import (
 	"github.com/binlake/binlake/internal/metric/promreg"
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/loadmodel"
+	"github.com/binlake/binlake/judge/remotewrite"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/lbplugins"
 	_ "github.com/binlake/binlake/lbplugins/all" // every algorithm can be asked for by name
@@ -104,6 +105,9 @@ type Options struct {
 	// Status is what the status page shows beside the judge's own figures: the alarm's
 	// firing alerts and the wave instances' errors (status.go).
 	Status StatusOptions
+	// RemoteWrite maps the series of POST /api/v1/write (Prometheus remote write) onto
+	// the canonical metrics.
+	RemoteWrite remotewrite.MapOptions
 }
 
 // Judge is one judge. Build it with New and run it with Run.
@@ -118,6 +122,7 @@ type Judge struct {
 	plugins map[string]lbplugins.Plugin
 	buf     *store.Buffered // writes to o.Store; reads go to o.Store directly
 	m       *metrics
+	rw      *remotewrite.Mapper // POST /api/v1/write's node_exporter mapping and its rates' state
 	reg     *prometheus.Registry
 	handler http.Handler
 	errs    *httpapi.Errors
@@ -188,6 +193,7 @@ func New(o Options) (*Judge, error) {
 		return nil, fmt.Errorf("judge: %w", err)
 	}
 	j.model = loadmodel.New(loadmodel.Options{Window: rb.FitWindow, Now: o.Now})
+	j.rw = remotewrite.NewMapper(o.RemoteWrite)
 	j.hist, err = analysis.NewHistorical(analysis.HistoricalOptions{
 		Store: o.Store, Metrics: o.HistoricalMetrics, Every: o.HistoricalEvery,
 		ExtraNodes: j.inc.NodeIDs, Instances: j.instancesByNode, Now: o.Now, Logger: o.Logger,
@@ -328,8 +334,9 @@ func (j *Judge) retentionLoop(ctx context.Context) {
 
 // Sources of batches, as metric labels.
 const (
-	sourceBus  = "bus"
-	sourceHTTP = "http"
+	sourceBus         = "bus"
+	sourceHTTP        = "http"
+	sourceRemoteWrite = "remote_write" // POST /api/v1/write
 )
 
 // ErrDecode marks a batch that could not be decoded or validated.

@@ -14,7 +14,8 @@ type metrics struct {
 	placementSeconds              *prometheus.HistogramVec
 	snapshotBuilds                prometheus.Counter
 	rebalancePlans                *prometheus.CounterVec
-	newestBatch                   map[string]*promreg.Newest // by source (bus, http)
+	newestBatch                   map[string]*promreg.Newest // by source (bus, http, remote_write)
+	remoteWriteSamples            *prometheus.CounterVec
 }
 
 // Sources of rebalancing plans, as the label of binlake_judge_rebalance_plans_total.
@@ -27,7 +28,7 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 	const ns, sub = "binlake", "judge"
 	m := &metrics{
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "batches_total",
-			Help: "Metric batches ingested, by source (bus or http)."}, []string{"source"}),
+			Help: "Metric batches ingested, by source (bus, http or remote_write)."}, []string{"source"}),
 		points: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "points_total",
 			Help: "Metric points ingested, by source."}, []string{"source"}),
 		decodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "decode_errors_total",
@@ -42,6 +43,11 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 		rebalancePlans: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "rebalance_plans_total",
 			Help: "Rebalancing plans answered, by source: post (a balancer's cluster, POST /v1/rebalance) or get (the judge's own view, GET /v1/rebalance)."}, []string{"source"}),
 	}
+	m.remoteWriteSamples = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "remote_write_samples_total",
+		Help: "Samples of POST /api/v1/write by what became of them: mapped (to a canonical metric), raw (stored as they are, remote_write.unmapped keep) or dropped (unmapped, without a node, or not storable)."}, []string{"result"})
+	for _, r := range []string{"mapped", "raw", "dropped"} {
+		m.remoteWriteSamples.WithLabelValues(r)
+	}
 	// Both sources from the start, so that a rate over them is defined before the first plan.
 	m.rebalancePlans.WithLabelValues(planSourcePost)
 	m.rebalancePlans.WithLabelValues(planSourceGet)
@@ -54,7 +60,7 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 			Help: "Placements holding capacity on their node until it reports the instance."}, func() float64 { return float64(j.res.size.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "reservations_refused_total",
 			Help: "Placements answered without a reservation because 100,000 were pending."}, func() float64 { return float64(j.res.refused.Load()) }),
-		m.batches, m.points, m.decodeErrors, m.subscribeErrors, m.placements, m.placementSeconds, m.rebalancePlans,
+		m.batches, m.points, m.decodeErrors, m.subscribeErrors, m.placements, m.placementSeconds, m.rebalancePlans, m.remoteWriteSamples,
 		newBufferCollector(ns, sub, j.StoreCounters),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "nodes",
 			Help: "Nodes known to the current-hour analysis."}, func() float64 { return float64(len(j.inc.NodeIDs())) }),
@@ -75,9 +81,9 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 	}
 	// The ingest lag of deploy/prometheus/rules.yml is time() minus this: batches carry
 	// their agent's collection time.
-	for _, src := range []string{sourceBus, sourceHTTP} {
+	for _, src := range []string{sourceBus, sourceHTTP, sourceRemoteWrite} {
 		m.newestBatch[src] = promreg.NewNewest(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "newest_batch_timestamp_seconds",
-			Help:        "Collection time of the newest metric batch ingested, by source (bus or http); 0 before the first. time() minus it is how far ingest is behind.",
+			Help:        "Collection time of the newest metric batch ingested, by source (bus, http or remote_write); 0 before the first. time() minus it is how far ingest is behind.",
 			ConstLabels: prometheus.Labels{"source": src}})
 		cs = append(cs, m.newestBatch[src])
 	}

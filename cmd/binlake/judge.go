@@ -106,7 +106,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		SnapshotEvery: cfg.Placement.SnapshotEvery.D(), CapacityEvery: cfg.Placement.CapacityEvery.D(), ReservationTTL: cfg.Placement.ReservationTTL.D(),
 		EWMAAlpha: cfg.Analysis.EWMAAlpha, HistoricalEvery: cfg.Analysis.HistoricalEvery.D(),
 		HistoricalMetrics: cfg.Analysis.HistoricalMetrics, Retention: cfg.Store.Retention.D(), Buffer: cfg.Store.Buffer.Options(),
-		Rebalance: new(cfg.Rebalance.Options()), Logger: logger, Status: deps.status,
+		Rebalance: new(cfg.Rebalance.Options()), RemoteWrite: cfg.RemoteWrite.Options(), Logger: logger, Status: deps.status,
 		Ready: func(addr string) {
 			fmt.Fprintf(stdout, "judge serving on %s://%s (status page at /)\n", scheme(cfg.HTTP.TLS), addr)
 		},

@@ -22,6 +22,7 @@ import (
 var (
 	Promtool       = Service{"promtool (Debian's prometheus 2.42)", "BINLAKE_PROMTOOL"}
 	PrometheusTool = Service{"Prometheus (Debian's prometheus 2.42)", "BINLAKE_TEST_PROMETHEUS"}
+	NodeExporter   = Service{"node_exporter (Debian's prometheus-node-exporter 1.5)", "BINLAKE_TEST_NODE_EXPORTER"}
 )
 
 // RequireTool returns the path of the executable s names. Like Require it skips the test
@@ -40,6 +41,78 @@ func RequireTool(t testing.TB, s Service) string {
 		t.Fatalf("%s: %s=%s is not an executable (run `make services-up`)", s.Name, s.Env, v)
 	}
 	return v
+}
+
+// StartNodeExporter starts Debian's node_exporter on a free port and returns its
+// host:port; it is stopped when the test ends.
+func StartNodeExporter(t *testing.T) string {
+	t.Helper()
+	bin := RequireTool(t, NodeExporter)
+	addr := freeAddr(t)
+	dir := t.TempDir()
+	// Debian builds it with the systemd and textfile collectors on: neither has
+	// anything to read in a test.
+	startTool(t, "node_exporter", dir, "http://"+addr+"/metrics", bin, "--web.listen-address="+addr,
+		"--no-collector.systemd", "--collector.textfile.directory="+dir)
+	return addr
+}
+
+// freeAddr returns a loopback host:port nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startTool starts argv in dir, logging to dir/<name>.log, and waits until ready
+// answers 200. It is interrupted (then killed) when the test ends, and its log shown
+// when the test failed.
+func startTool(t *testing.T, name, dir, ready string, argv ...string) {
+	t.Helper()
+	logPath := filepath.Join(dir, name+".log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("%s log:\n%s", name, b)
+		}
+	})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		select {
+		case <-done:
+			c.Errorf("%s exited (its log follows)", name)
+			return
+		default:
+		}
+		resp, err := http.Get(ready)
+		if !assert.NoError(c, err) {
+			return
+		}
+		resp.Body.Close()
+		assert.Equal(c, http.StatusOK, resp.StatusCode)
+	}, 30*time.Second, 100*time.Millisecond, "%s ready at %s", name, ready)
 }
 
 // Prometheus is a running Prometheus server of a test.
@@ -64,55 +137,10 @@ func StartPrometheus(t *testing.T, config string, files map[string]string) *Prom
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	logPath := filepath.Join(dir, "prometheus.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start prometheus: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); logf.Close(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("prometheus log:\n%s", b)
-		}
-	})
-	p := &Prometheus{URL: "http://" + addr}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		select {
-		case <-done:
-			c.Errorf("prometheus exited (its log follows)")
-			return
-		default:
-		}
-		resp, err := http.Get(p.URL + "/-/ready")
-		if !assert.NoError(c, err) {
-			return
-		}
-		resp.Body.Close()
-		assert.Equal(c, http.StatusOK, resp.StatusCode)
-	}, 30*time.Second, 100*time.Millisecond, "prometheus ready on %s", addr)
-	return p
+	addr := freeAddr(t)
+	startTool(t, "prometheus", dir, "http://"+addr+"/-/ready", bin, "--config.file="+cfg,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
+	return &Prometheus{URL: "http://" + addr}
 }
 
 // Target is one scrape target as GET /api/v1/targets shows it.

@@ -31,12 +31,13 @@ import (
 
 // Modes and stores.
 const (
-	ModePlacement = "placement"
-	ModeIngest    = "ingest"
-	StoreSQLite   = judge.StoreSQLite
-	StoreElastic  = judge.StoreElastic
-	BusHTTP       = "http"
-	BusKafka      = judge.BusKafka
+	ModePlacement  = "placement"
+	ModeIngest     = "ingest"
+	StoreSQLite    = judge.StoreSQLite
+	StoreElastic   = judge.StoreElastic
+	BusHTTP        = "http"
+	BusKafka       = judge.BusKafka
+	BusRemoteWrite = "remote-write" // POST /api/v1/write, as Prometheus remote-writes
 )
 
 // DefaultES is the Elasticsearch URL of the test services.
@@ -115,6 +116,10 @@ func (o *Options) validate() error {
 	}
 	switch o.Bus {
 	case BusHTTP:
+	case BusRemoteWrite:
+		if o.Mode != ModeIngest {
+			return fmt.Errorf("bench judge: -bus %s: only with -mode %s", BusRemoteWrite, ModeIngest)
+		}
 	case BusKafka:
 		if o.Mode != ModeIngest {
 			return fmt.Errorf("bench judge: -bus %s: only with -mode %s (placements are asked over HTTP)", BusKafka, ModeIngest)
@@ -126,7 +131,7 @@ func (o *Options) validate() error {
 			return fmt.Errorf("bench judge: -partitions %d: must be at least 1", o.Partitions)
 		}
 	default:
-		return fmt.Errorf("bench judge: -bus %q: want %s or %s", o.Bus, BusHTTP, BusKafka)
+		return fmt.Errorf("bench judge: -bus %q: want %s, %s or %s", o.Bus, BusHTTP, BusRemoteWrite, BusKafka)
 	}
 	if err := benchkit.CheckBinary("judge", o.Binary); err != nil {
 		return fmt.Errorf("bench judge: %w", err)

@@ -111,6 +111,21 @@ func TestIngestSQLiteIntegration(t *testing.T) {
 	checkIngest(t, res, report, points)
 }
 
+// TestIngestRemoteWriteIntegration: the same through POST /api/v1/write, each point a
+// series of a WriteRequest; every sample is stored (counted in the engine).
+func TestIngestRemoteWriteIntegration(t *testing.T) {
+	const points = 10_001
+	res, report := runBench(t, func(o *Options) {
+		o.Mode, o.Bus, o.Nodes, o.Points, o.Batch, o.Concurrency = ModeIngest, BusRemoteWrite, 20, points, 100, 4
+		o.Buffer = 5_000
+		o.StoreBatch = 1_000
+	})
+	checkIngest(t, res, report, points)
+	if !strings.Contains(report, "through POST /api/v1/write") {
+		t.Errorf("report does not say the points went through remote write:\n%s", report)
+	}
+}
+
 func TestIngestElasticIntegration(t *testing.T) {
 	es := testenv.Require(t, testenv.Elasticsearch)
 	const points = 5_000

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/httpload"
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/remotewrite"
 )
 
 // statusError is an answer other than the expected status.
@@ -72,6 +74,32 @@ func (jc *judgeConn) close() { jc.c.Close() }
 func (jc *judgeConn) send(_ context.Context, _ string, body []byte, _ int) error {
 	_, err := jc.post("/v1/metrics", body, http.StatusAccepted)
 	return err
+}
+
+// rwConn posts batches as Prometheus remote-write requests.
+type rwConn struct{ *judgeConn }
+
+// send posts a snappy WriteRequest (encodeRemoteWrite) to POST /api/v1/write, which
+// answers 204.
+func (rc rwConn) send(_ context.Context, _ string, body []byte, _ int) error {
+	_, err := rc.post("/api/v1/write", body, http.StatusNoContent)
+	return err
+}
+
+// encodeRemoteWrite encodes a batch as Prometheus would remote-write it: a series per
+// point, its name as __name__, the node as a node label beside the point's labels.
+func encodeRemoteWrite(b metric.Batch) []byte {
+	ms := b.TS.UnixMilli()
+	series := make([]remotewrite.Series, len(b.Points))
+	for i, p := range b.Points {
+		ls := make([]remotewrite.Label, 0, 2+len(p.Labels))
+		ls = append(ls, remotewrite.Label{Name: "__name__", Value: p.Name}, remotewrite.Label{Name: "node", Value: b.Node})
+		for k, v := range p.Labels {
+			ls = append(ls, remotewrite.Label{Name: k, Value: v})
+		}
+		series[i] = remotewrite.Series{Labels: ls, Samples: []remotewrite.Sample{{Value: p.Value, TimestampMs: ms}}}
+	}
+	return remotewrite.Encode(series)
 }
 
 // errNoNode is a 200 answer to a placement without a node.

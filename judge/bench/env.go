@@ -41,6 +41,9 @@ func newEnv(ctx context.Context, o Options) (*env, error) {
 		return nil, fmt.Errorf("bench judge: %w", err)
 	}
 	e := &env{binary: o.Binary, dir: dir, config: filepath.Join(dir, "judge.yaml"), log: filepath.Join(dir, "judge.log"), via: "over HTTP"}
+	if o.Bus == BusRemoteWrite {
+		e.via = "through POST /api/v1/write (Prometheus remote write, one series per point)"
+	}
 	if o.Bus == BusKafka {
 		// Names of the run's own, so that parallel runs never read each other's points.
 		e.topic = fmt.Sprintf("binlake-bench-judge-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
@@ -98,6 +101,9 @@ func (e *env) judgeConfig(o Options) ([]byte, error) {
 		"http":  map[string]any{"listen": "127.0.0.1:0"},
 		"bus":   bus,
 		"store": st,
+		// -bus remote-write: every point is a series of its own under its own name, named
+		// by a node label, and kept as it is: each sample is stored, as a point is.
+		"remote_write": map[string]any{"node_label": "node", "unmapped": "keep"},
 		"placement": map[string]any{
 			"algorithm":  o.Algorithm,
 			"thresholds": map[string]float64{"cpu.util": 90, "mem.used_pct": 95},

@@ -93,6 +93,15 @@ func runIngest(ctx context.Context, o Options, e *env, j *judgeProc, produced ti
 	} else {
 		fmt.Fprintf(out, "sending %d points from %d nodes in batches of %d with %d senders\n", o.Points, o.Nodes, o.Batch, o.Concurrency)
 		in.dial = func() (batchSender, error) { return dialJudge(j.base) }
+		if o.Bus == BusRemoteWrite {
+			in.dial = func() (batchSender, error) {
+				c, err := dialJudge(j.base)
+				return rwConn{c}, err
+			}
+			in.encode = func(dst []byte, node, tick, size int, ts time.Time) []byte {
+				return append(dst, encodeRemoteWrite(in.f.Batch(node, tick, size, ts, liveInterval))...)
+			}
+		}
 		in.w = newWindow(int64(o.Buffer))
 	}
 	sendCtx, cancel := context.WithCancel(ctx)
@@ -199,6 +208,9 @@ type ingester struct {
 	// on their way.
 	dial  func() (batchSender, error)
 	flush func() error
+	// encode appends a node's batch of size points at tick and ts as the senders post
+	// it: the agent's JSON when nil.
+	encode func(dst []byte, node, tick, size int, ts time.Time) []byte
 
 	accepted, batches atomic.Int64
 }
@@ -235,7 +247,12 @@ func (in *ingester) send(ctx context.Context) error {
 				// Batch i is node i mod N's tick i/N, stamped tick milliseconds after the
 				// base, so that no two points share an identity in the store.
 				node, tick := i%o.Nodes, i/o.Nodes
-				body = in.f.AppendJSON(body[:0], node, tick, size, tsBase.Add(time.Duration(tick)*time.Millisecond), liveInterval)
+				ts := tsBase.Add(time.Duration(tick) * time.Millisecond)
+				if in.encode != nil {
+					body = in.encode(body[:0], node, tick, size, ts)
+				} else {
+					body = in.f.AppendJSON(body[:0], node, tick, size, ts, liveInterval)
+				}
 				if err := bs.send(gctx, in.f.Node(node), body, size); err != nil {
 					in.w.close()
 					return fmt.Errorf("bench judge: batch %d of %d points: %w%s", i, size, err, in.exitNote())

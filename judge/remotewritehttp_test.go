@@ -1,0 +1,99 @@
+package judge
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/judge/remotewrite"
+	"github.com/binlake/binlake/judge/store"
+)
+
+// cpuScrape is one node_exporter scrape of host h at ts (one CPU, idle and user seconds)
+// plus its memory, as Prometheus remote-writes it.
+func cpuScrape(h string, ts time.Time, idle, user float64) []byte {
+	l := func(name string, kv ...string) []remotewrite.Label {
+		ls := []remotewrite.Label{{Name: "__name__", Value: name}, {Name: "instance", Value: h + ":9100"}, {Name: "job", Value: "node"}}
+		for i := 0; i < len(kv); i += 2 {
+			ls = append(ls, remotewrite.Label{Name: kv[i], Value: kv[i+1]})
+		}
+		return ls
+	}
+	at := func(v float64) []remotewrite.Sample {
+		return []remotewrite.Sample{{Value: v, TimestampMs: ts.UnixMilli()}}
+	}
+	return remotewrite.Encode([]remotewrite.Series{
+		{Labels: l("node_cpu_seconds_total", "cpu", "0", "mode", "idle"), Samples: at(idle)},
+		{Labels: l("node_cpu_seconds_total", "cpu", "0", "mode", "user"), Samples: at(user)},
+		{Labels: l("node_memory_MemTotal_bytes"), Samples: at(4e9)},
+		{Labels: l("node_memory_MemAvailable_bytes"), Samples: at(3e9)},
+		{Labels: l("node_boot_time_seconds"), Samples: at(1.6e9)},
+	})
+}
+
+// POST /api/v1/write: node_exporter's series become the node's canonical metrics in the
+// current-hour analysis, counted by what became of them.
+func TestRemoteWriteIngests(t *testing.T) {
+	j, _ := newJudge(t, nil)
+	h := j.Handler()
+	for i, s := range [][2]float64{{100, 100}, {103, 107}} { // 10 s later: 7 of 10 s busy
+		r := do(t, h, "POST", "/api/v1/write", "", bytes.NewReader(cpuScrape("wave-9", t0.Add(time.Duration(i)*10*time.Second), s[0], s[1])))
+		require.Equal(t, http.StatusNoContent, r.status, string(r.body))
+	}
+	n, ok := j.Incremental().Node("wave-9")
+	require.True(t, ok, "the judge does not know wave-9")
+	last := map[string]float64{}
+	for _, s := range n.Series {
+		last[s.Name] = s.Last
+	}
+	require.InDelta(t, 70, last["cpu.util"], 1e-9)
+	require.InDelta(t, 25, last["mem.used_pct"], 1e-9)
+	require.InDelta(t, 1, last["cpu.cores"], 1e-9)
+	m := string(do(t, h, "GET", "/metrics", "", nil).body)
+	require.Contains(t, m, `binlake_judge_remote_write_samples_total{result="mapped"} 8`)
+	require.Contains(t, m, `binlake_judge_remote_write_samples_total{result="dropped"} 2`)
+	require.Contains(t, m, `binlake_judge_batches_total{source="remote_write"} 2`)
+}
+
+func TestRemoteWriteAnswers(t *testing.T) {
+	tok := "s3cret"
+	j, _ := newJudge(t, func(o *Options) { o.Token = config.Secret(tok) })
+	h := j.Handler()
+	metadataOnly := snappy.Encode(nil, []byte{0x1a, 0x02, 0x12, 0x00}) // one MetricMetadata
+	for _, c := range []struct {
+		name, token string
+		body        []byte
+		status      int
+		msg         string
+	}{
+		{"no token", "", cpuScrape("h", t0, 1, 1), 401, "missing or wrong bearer token"},
+		{"metadata only", tok, metadataOnly, 204, ""},
+		{"not snappy", tok, []byte("\xff\xff\xff\xff\xff\xff"), 400, "not snappy-compressed"},
+		{"not a WriteRequest", tok, snappy.Encode(nil, []byte{0x08, 0x01}), 400, "field 1 has wire type 0"},
+		{"too large", tok, bytes.Repeat([]byte{0}, MaxRemoteWriteBytes+1), 413, "request body larger than"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := do(t, h, "POST", "/api/v1/write", c.token, bytes.NewReader(c.body))
+			require.Equal(t, c.status, r.status, string(r.body))
+			require.True(t, strings.Contains(string(r.body), c.msg), "%s: %s", c.msg, r.body)
+		})
+	}
+}
+
+// A full store buffer answers 503, which Prometheus retries; nothing is dropped.
+func TestRemoteWriteBackPressure(t *testing.T) {
+	fs := &failingStore{Store: openStore(t), down: true}
+	j, _ := newJudge(t, func(o *Options) {
+		o.Store = fs
+		o.Buffer = store.BufferOptions{Capacity: 1, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}
+	})
+	r := do(t, j.Handler(), "POST", "/api/v1/write", "", bytes.NewReader(cpuScrape("h", t0, 1, 1)))
+	require.Equal(t, http.StatusServiceUnavailable, r.status, string(r.body))
+	require.Zero(t, j.StoreCounters().Dropped)
+}
