@@ -299,6 +299,10 @@ func (a *Alarm) Run(ctx context.Context) error {
 	// when ctx ends or the API fails (its error is Run's).
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.timerLoop(gctx); return nil })
+	for name, r := range a.disp.Refreshers() {
+		a.m.refreshErrors.WithLabelValues(name) // exported at zero from the start
+		g.Go(func() error { a.refreshLoop(gctx, name, r); return nil })
+	}
 	if a.o.Subscriber != nil {
 		g.Go(func() error { a.subscribeLoop(gctx); return nil })
 	}
@@ -370,6 +374,34 @@ func (a *Alarm) timerLoop(ctx context.Context) {
 			a.saveBook(ctx, nil)
 		}
 		a.eng.Tick()
+	}
+}
+
+// refreshLoop sends channel's firing alerts again every interval it asks for (an
+// Alertmanager ends an alert not sent again before its endsAt). A failed refresh is
+// logged and counted; the next one sends them all again, so an Alertmanager that was
+// down gets every firing alert within one interval of coming back.
+func (a *Alarm) refreshLoop(ctx context.Context, channel string, r notify.Refresher) {
+	t := time.NewTicker(r.RefreshInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		alerts := a.eng.FiringFor(channel)
+		if len(alerts) == 0 {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, r.RefreshInterval())
+		err := r.Refresh(rctx, alerts, a.o.ExternalURL)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			a.m.refreshErrors.WithLabelValues(channel).Inc()
+			a.log.Warn("refreshing firing alerts failed; sending them again at the next interval", "channel", channel,
+				"alerts", len(alerts), "err", err)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -75,7 +76,7 @@ func (*Config) RetiredKeys() map[string]string {
 // Channel is one notification channel. Its secrets (a bearer token, a signing secret,
 // a password) come from a file or a variable, never inline (config.SecretRef).
 type Channel struct {
-	Kind string `yaml:"kind"` // webhook, dingtalk, wecom, slack, email or log
+	Kind string `yaml:"kind"` // webhook, dingtalk, wecom, slack, alertmanager, email or log
 	// HTTP kinds. The URL is an address, and may be inline; robot URLs carry their
 	// access token, so they may come from a file or a variable instead, as a secret.
 	URL             config.Secret `yaml:"url"`
@@ -86,6 +87,20 @@ type Channel struct {
 	// The DingTalk signing secret.
 	SecretFile string `yaml:"secret_file"`
 	SecretEnv  string `yaml:"secret_env"`
+	// Alertmanager: its v2 API, every URL (an Alertmanager cluster) gets every alert.
+	// Basic auth (username, password_file or password_env) or the channel's
+	// bearer_token_file / bearer_token_env.
+	Alertmanager struct {
+		URLs []string `yaml:"urls"`
+		// ResendInterval is how often firing alerts are sent again (1m); each ends four
+		// of them ahead unless sent again.
+		ResendInterval config.Duration   `yaml:"resend_interval"`
+		Timeout        config.Duration   `yaml:"timeout"`
+		TLS            *config.ClientTLS `yaml:"tls"`
+		Username       string            `yaml:"username"`
+		PasswordFile   string            `yaml:"password_file"`
+		PasswordEnv    string            `yaml:"password_env"`
+	} `yaml:"alertmanager"`
 	// Email.
 	SMTP struct {
 		Addr         string   `yaml:"addr"`
@@ -107,6 +122,9 @@ func (ch *Channel) secrets() map[string]config.SecretRef {
 		return map[string]config.SecretRef{"smtp.password": {File: ch.SMTP.PasswordFile, Env: ch.SMTP.PasswordEnv}}
 	case "log":
 		return nil
+	case notify.FormatAlertmanager:
+		return map[string]config.SecretRef{"alertmanager.password": {File: ch.Alertmanager.PasswordFile, Env: ch.Alertmanager.PasswordEnv},
+			"bearer_token": {File: ch.BearerTokenFile, Env: ch.BearerTokenEnv}}
 	}
 	return map[string]config.SecretRef{"url": {File: ch.URLFile, Env: ch.URLEnv},
 		"bearer_token": {File: ch.BearerTokenFile, Env: ch.BearerTokenEnv}, "secret": {File: ch.SecretFile, Env: ch.SecretEnv}}
@@ -207,13 +225,56 @@ func (ch *Channel) validate(prefix string) error {
 			}
 		}
 		return errors.Join(errs...)
+	case notify.FormatAlertmanager:
+		return ch.validateAlertmanager(prefix)
 	case "log":
 	case "":
-		return config.Bad(prefix+".kind", "required: webhook, dingtalk, wecom, slack, email or log")
+		return config.Bad(prefix+".kind", "required: "+kinds)
 	default:
-		return config.Bad(prefix+".kind", "%q: want webhook, dingtalk, wecom, slack, email or log", ch.Kind)
+		return config.Bad(prefix+".kind", "%q: want "+kinds, ch.Kind)
 	}
 	return nil
+}
+
+// kinds lists the channel kinds for errors.
+const kinds = "webhook, dingtalk, wecom, slack, alertmanager, email or log"
+
+func (ch *Channel) validateAlertmanager(prefix string) error {
+	am := &ch.Alertmanager
+	p := prefix + ".alertmanager"
+	if len(am.URLs) == 0 {
+		return config.Bad(p+".urls", "required for kind alertmanager: the Alertmanagers' base URLs (http://am-1:9093)")
+	}
+	https := true
+	for i, raw := range am.URLs {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") {
+			return config.Bad(fmt.Sprintf("%s.urls[%d]", p, i), "%q: want http:// or https://host:port, without credentials or a path", raw)
+		}
+		https = https && u.Scheme == "https"
+	}
+	if am.ResendInterval < 0 || am.Timeout < 0 {
+		return config.Bad(p, "resend_interval and timeout: want 0 or more (0 takes the default)")
+	}
+	if am.ResendInterval != 0 && am.ResendInterval.D() < time.Second {
+		return config.Bad(p+".resend_interval", "%s: want at least 1s", am.ResendInterval)
+	}
+	pw := config.SecretRef{File: am.PasswordFile, Env: am.PasswordEnv}
+	tok := config.SecretRef{File: ch.BearerTokenFile, Env: ch.BearerTokenEnv}
+	switch {
+	case am.Username == "" && pw.IsSet():
+		return config.Bad(p+".username", "required with password_file or password_env")
+	case am.Username != "" && !pw.IsSet():
+		return config.Bad(p+".password_file", "required with username (or password_env)")
+	case am.Username != "" && tok.IsSet():
+		return config.Bad(prefix+".bearer_token_file", "basic auth (alertmanager.username) or a bearer token, not both")
+	}
+	for key, ref := range ch.secrets() {
+		if ref.Env != "" && !config.ValidEnvName(ref.Env) {
+			return config.Bad(prefix+"."+key+"_env", "%q is not an environment variable name", ref.Env)
+		}
+	}
+	return am.TLS.CheckHTTPS(p+".tls", https)
 }
 
 // Inhibit returns the inhibition settings (enabled unless set to false).
@@ -259,6 +320,22 @@ func (ch *Channel) build(prefix string, logger *slog.Logger) (notify.Notifier, s
 	switch ch.Kind {
 	case "log":
 		return notify.Log{L: logger.With("component", "alarm")}, "log", nil
+	case notify.FormatAlertmanager:
+		am := ch.Alertmanager
+		pw, tok := secret("alertmanager.password"), secret("bearer_token")
+		tc, err := am.TLS.Load(prefix + ".alertmanager.tls")
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if len(errs) > 0 {
+			return nil, "", errors.Join(errs...)
+		}
+		n, err := notify.NewAlertmanager(notify.AlertmanagerOptions{URLs: am.URLs, Resend: am.ResendInterval.D(), Timeout: am.Timeout.D(),
+			Username: am.Username, Password: pw, BearerToken: tok, TLS: tc})
+		if err != nil {
+			return nil, "", config.Bad(prefix+".alertmanager", "%w", err)
+		}
+		return n, fmt.Sprintf("alertmanager %s, resent every %s", strings.Join(am.URLs, ","), n.RefreshInterval()), nil
 	case "email":
 		s := ch.SMTP
 		pw := secret("smtp.password")

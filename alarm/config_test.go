@@ -96,14 +96,21 @@ func TestExampleCapacityPolicy(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	cases := map[string]string{
-		"bus:\n  brokerz: [x]\nchannels: {l: {kind: log}}\n":                             "brokerz",
-		"bus: {kind: none}\nchannels: {l: {kind: pager}}\n":                              `alarm.yaml:2: field "channels.l.kind": "pager": want webhook, dingtalk, wecom, slack, email or log`,
-		"bus: {kind: none}\n":                                                            `alarm.yaml: field "channels": configure at least one (kind: log needs nothing else)`,
-		"bus: {kind: none}\nchannels: {w: {kind: webhook}}\n":                            `alarm.yaml:2: field "channels.w.url": required for kind webhook (or url_file, url_env)`,
-		"bus: {kind: none}\ncoordinator: {kind: zk}\nchannels: {l: {kind: log}}\n":       `alarm.yaml:2: field "coordinator.servers": required: at least one ZooKeeper host:port`,
-		"bus: {kind: none}\nnotify: {group_wait: 5}\nchannels: {l: {kind: log}}\n":       "invalid duration",
-		"bus: {kind: none}\nnotify: {group_interval: -1s}\nchannels: {l: {kind: log}}\n": `alarm.yaml:2: field "notify.group_interval": -1s: want 0 or more (0 takes the default)`,
-		"bus: {kind: none}\nnotify: {queue: -1}\nchannels: {l: {kind: log}}\n":           `alarm.yaml:2: field "notify.queue": -1: want 0 or more (0 takes the default)`,
+		"bus:\n  brokerz: [x]\nchannels: {l: {kind: log}}\n":                                                                                                     "brokerz",
+		"bus: {kind: none}\nchannels: {l: {kind: pager}}\n":                                                                                                      `alarm.yaml:2: field "channels.l.kind": "pager": want webhook, dingtalk, wecom, slack, alertmanager, email or log`,
+		"bus: {kind: none}\n":                                                                                                                                    `alarm.yaml: field "channels": configure at least one (kind: log needs nothing else)`,
+		"bus: {kind: none}\nchannels: {w: {kind: webhook}}\n":                                                                                                    `alarm.yaml:2: field "channels.w.url": required for kind webhook (or url_file, url_env)`,
+		"bus: {kind: none}\ncoordinator: {kind: zk}\nchannels: {l: {kind: log}}\n":                                                                               `alarm.yaml:2: field "coordinator.servers": required: at least one ZooKeeper host:port`,
+		"bus: {kind: none}\nnotify: {group_wait: 5}\nchannels: {l: {kind: log}}\n":                                                                               "invalid duration",
+		"bus: {kind: none}\nnotify: {group_interval: -1s}\nchannels: {l: {kind: log}}\n":                                                                         `alarm.yaml:2: field "notify.group_interval": -1s: want 0 or more (0 takes the default)`,
+		"bus: {kind: none}\nnotify: {queue: -1}\nchannels: {l: {kind: log}}\n":                                                                                   `alarm.yaml:2: field "notify.queue": -1: want 0 or more (0 takes the default)`,
+		"bus: {kind: none}\nchannels: {am: {kind: alertmanager}}\n":                                                                                              `field "channels.am.alertmanager.urls": required for kind alertmanager`,
+		"bus: {kind: none}\nchannels: {am: {kind: alertmanager, alertmanager: {urls: [am:9093]}}}\n":                                                             `field "channels.am.alertmanager.urls[0]": "am:9093": want http:// or https://host:port`,
+		"bus: {kind: none}\nchannels: {am: {kind: alertmanager, alertmanager: {urls: ['http://am:9093/api/v2/alerts']}}}\n":                                      `want http:// or https://host:port, without credentials or a path`,
+		"bus: {kind: none}\nchannels: {am: {kind: alertmanager, alertmanager: {urls: ['http://am:9093'], username: u}}}\n":                                       `field "channels.am.alertmanager.password_file": required with username`,
+		"bus: {kind: none}\nchannels: {am: {kind: alertmanager, alertmanager: {urls: ['http://am:9093'], username: u, password_env: P}, bearer_token_env: T}}\n": `field "channels.am.bearer_token_file": basic auth (alertmanager.username) or a bearer token, not both`,
+		"bus: {kind: none}\nchannels: {am: {kind: alertmanager, alertmanager: {urls: ['http://am:9093'], tls: {ca_file: /x}}}}\n":                                `field "channels.am.alertmanager.tls": set, but the URL is not https://`,
+		"bus: {kind: none}\nchannels: {am: {kind: alertmanager, alertmanager: {urls: ['http://am:9093'], resend_interval: 100ms}}}\n":                            `field "channels.am.alertmanager.resend_interval": 100ms: want at least 1s`,
 	}
 	for yaml, want := range cases {
 		p := filepath.Join(t.TempDir(), "alarm.yaml")

@@ -2,10 +2,12 @@ package alarm
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/binlake/binlake/alarm/api"
+	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/alarm/policy"
 )
 
@@ -95,6 +97,29 @@ func (e *Engine) Firing() []AlertView {
 		if v.State == api.StateFiring {
 			out = append(out, v)
 		}
+	}
+	return out
+}
+
+// FiringFor returns the firing alerts routed to channel whose page was sent or tried
+// (a failed page is retried after its lease; the refresh may reach a channel that came
+// back sooner) and that are neither silenced nor inhibited now: what a channel that must hear about its
+// alerts again (notify.Refresher, Alertmanager) is sent every interval. An alert the
+// process restored from the notification log is among them, so a restart does not let
+// Alertmanager's copy lapse; another process's alerts are that process's to refresh.
+func (e *Engine) FiringFor(channel string) []notify.Alert {
+	now := e.now()
+	var out []notify.Alert
+	for _, sh := range e.shards {
+		sh.mu.Lock()
+		for _, a := range sh.alerts {
+			if a.state != StateFiring || a.sent == 0 && a.holdUntil.IsZero() || !slices.Contains(a.p.Channels, channel) ||
+				len(e.silenced(a, now)) > 0 || e.inhibited(a) {
+				continue
+			}
+			out = append(out, e.notifyAlert(a, notify.StatusFiring))
+		}
+		sh.mu.Unlock()
 	}
 	return out
 }

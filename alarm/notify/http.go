@@ -145,32 +145,13 @@ func (h *HTTP) Notify(ctx context.Context, m Message) error {
 	if err != nil {
 		return fmt.Errorf("%s: encode: %w", h.o.Format, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(data))
-	if err != nil {
-		return fmt.Errorf("%s: %w", h.o.Format, ErrPermanent)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "binlake-alarm")
-	if t := h.o.BearerToken.Reveal(); t != "" {
-		req.Header.Set("Authorization", "Bearer "+t)
-	}
-	resp, err := h.o.Client.Do(req)
-	if err != nil {
-		// url.Error prints the URL, which may hold a token: keep only the cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
+	rb, err := postJSON(ctx, h.o.Client, h.o.Format, target, data, func(r *http.Request) {
+		if t := h.o.BearerToken.Reveal(); t != "" {
+			r.Header.Set("Authorization", "Bearer "+t)
 		}
-		return fmt.Errorf("%s: post: %w", h.o.Format, err)
-	}
-	defer resp.Body.Close()
-	rb, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout:
-		return fmt.Errorf("%s: HTTP %d: %s: %w", h.o.Format, resp.StatusCode, snippet(rb), ErrPermanent)
-	default:
-		return fmt.Errorf("%s: HTTP %d: %s", h.o.Format, resp.StatusCode, snippet(rb))
+	})
+	if err != nil {
+		return err
 	}
 	// DingTalk and WeCom answer 200 with an error code in the body.
 	if h.o.Format == FormatDingTalk || h.o.Format == FormatWeCom {
@@ -183,6 +164,41 @@ func (h *HTTP) Notify(ctx context.Context, m Message) error {
 		}
 	}
 	return nil
+}
+
+// postJSON posts a JSON body to target and returns the answer's body (its first 64 KiB).
+// A 4xx answer other than 408 and 429 wraps ErrPermanent: the same request will never
+// succeed. Errors start with what (the channel's kind) and never print the URL, which
+// may hold a token.
+func postJSON(ctx context.Context, c *http.Client, what, target string, data []byte, header func(*http.Request)) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, ErrPermanent)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "binlake-alarm")
+	if header != nil {
+		header(req)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		// url.Error prints the URL, which may hold a token: keep only the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%s: post: %w", what, err)
+	}
+	defer resp.Body.Close()
+	rb, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return rb, nil
+	case resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout:
+		return rb, fmt.Errorf("%s: HTTP %d: %s: %w", what, resp.StatusCode, snippet(rb), ErrPermanent)
+	default:
+		return rb, fmt.Errorf("%s: HTTP %d: %s", what, resp.StatusCode, snippet(rb))
+	}
 }
 
 // dingTalkSign adds DingTalk's timestamp and HMAC-SHA256 signature to the robot URL.

@@ -1,5 +1,6 @@
 // Package notify delivers alarm notifications to channels: an Alertmanager-compatible
-// webhook, DingTalk, WeCom and Slack robots, email over SMTP, and the log. A Dispatcher
+// webhook, Alertmanager's own v2 API, DingTalk, WeCom and Slack robots, email over SMTP,
+// and the log. A Dispatcher
 // gives every channel its own queue and goroutine with retries and back-off, so one
 // failing channel never holds back another.
 package notify
@@ -262,6 +263,18 @@ func (d *Dispatcher) Names() []string {
 		out = append(out, n)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// Refreshers returns the channels that want their firing alerts sent again on a
+// schedule (Refresher), by name.
+func (d *Dispatcher) Refreshers() map[string]Refresher {
+	out := map[string]Refresher{}
+	for name, w := range d.chans {
+		if r, ok := w.n.(Refresher); ok {
+			out[name] = r
+		}
+	}
 	return out
 }
 

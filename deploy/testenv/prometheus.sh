@@ -22,11 +22,26 @@ versions() {
     "$("$p/prometheus-node-exporter" --version 2>&1 | awk 'NR==1{print $3}')"
 }
 
-ready() { [[ -x $ROOT/usr/bin/promtool && -x $ROOT/usr/bin/prometheus-alertmanager && -x $ROOT/usr/bin/prometheus-node-exporter ]]; }
+# Debian's Alertmanager reads its default notification templates from this fixed folder
+# (a Debian patch; no flag moves it): the packages' *.tmpl files are put where they
+# expect them, the same files apt would install there.
+AM_TMPLS=/usr/share/prometheus/alertmanager
+AM_TMPL=$AM_TMPLS/email.tmpl
+
+ready() { [[ -x $ROOT/usr/bin/promtool && -x $ROOT/usr/bin/prometheus-alertmanager && -x $ROOT/usr/bin/prometheus-node-exporter && -f $AM_TMPL ]]; }
+
+# place_template copies the unpacked templates to AM_TMPLS when they are missing.
+place_template() {
+  [[ -f $AM_TMPL && -f $AM_TMPLS/default.tmpl ]] && return 0
+  mkdir -p "$AM_TMPLS" && cp "$ROOT$AM_TMPLS"/*.tmpl "$AM_TMPLS/" \
+    || die "prometheus: cannot write $AM_TMPLS, which Debian's Alertmanager reads its templates from (run as root, or install prometheus-alertmanager)"
+  log "prometheus: Alertmanager's templates placed in $AM_TMPLS"
+}
 
 case ${1:-} in
   up)
     start=$(now_ms)
+    if [[ -x $ROOT/usr/bin/prometheus-alertmanager ]]; then place_template; fi
     if ready; then log "prometheus: $(versions) already unpacked in $ROOT"; exit 0; fi
     mkdir -p "$DEBS" "$DIR"
     if ! compgen -G "$DEBS/prometheus_*.deb" >/dev/null || ! compgen -G "$DEBS/prometheus-alertmanager_*.deb" >/dev/null \
@@ -41,6 +56,7 @@ case ${1:-} in
     rm -rf "$ROOT.tmp" && mkdir -p "$ROOT.tmp"
     for deb in "$DEBS"/*.deb; do dpkg-deb -x "$deb" "$ROOT.tmp" || die "prometheus: cannot unpack $deb"; done
     rm -rf "$ROOT" && mv "$ROOT.tmp" "$ROOT"
+    place_template
     ready || die "prometheus: the packages did not hold promtool, prometheus-alertmanager and prometheus-node-exporter"
     log "prometheus: $(versions) unpacked in $ROOT in $(elapsed "$start") s" ;;
   down) ;;

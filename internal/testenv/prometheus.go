@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ var (
 	Promtool       = Service{"promtool (Debian's prometheus 2.42)", "BINLAKE_PROMTOOL"}
 	PrometheusTool = Service{"Prometheus (Debian's prometheus 2.42)", "BINLAKE_TEST_PROMETHEUS"}
 	NodeExporter   = Service{"node_exporter (Debian's prometheus-node-exporter 1.5)", "BINLAKE_TEST_NODE_EXPORTER"}
+	Alertmanager   = Service{"Alertmanager (Debian's prometheus-alertmanager 0.25)", "BINLAKE_TEST_ALERTMANAGER"}
 )
 
 // RequireTool returns the path of the executable s names. Like Require it skips the test
@@ -48,7 +50,7 @@ func RequireTool(t testing.TB, s Service) string {
 func StartNodeExporter(t *testing.T) string {
 	t.Helper()
 	bin := RequireTool(t, NodeExporter)
-	addr := freeAddr(t)
+	addr := FreeAddr(t)
 	dir := t.TempDir()
 	// Debian builds it with the systemd and textfile collectors on: neither has
 	// anything to read in a test.
@@ -57,8 +59,38 @@ func StartNodeExporter(t *testing.T) string {
 	return addr
 }
 
-// freeAddr returns a loopback host:port nothing listens on now.
-func freeAddr(t *testing.T) string {
+// StartAlertmanager starts Debian's Alertmanager on addr (FreeAddr), alone (no cluster),
+// routing every alert to a webhook receiver at receiverURL at once (group_wait 0s,
+// send_resolved), and returns its base URL. It is stopped when the test ends; stop, to
+// stop it sooner (then it may be started again on the same address).
+func StartAlertmanager(t *testing.T, addr, receiverURL string) (base string, stop func()) {
+	t.Helper()
+	bin := RequireTool(t, Alertmanager)
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`route:
+  receiver: rec
+  group_by: ['...']
+  group_wait: 0s
+  group_interval: 1s
+  repeat_interval: 1h
+receivers:
+  - name: rec
+    webhook_configs:
+      - url: %q
+        send_resolved: true
+`, receiverURL)
+	path := filepath.Join(dir, "alertmanager.yml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base = "http://" + addr
+	stop = startTool(t, "alertmanager", dir, base+"/-/ready", bin, "--config.file="+path,
+		"--storage.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--cluster.listen-address=")
+	return base, stop
+}
+
+// FreeAddr returns a loopback host:port nothing listens on now.
+func FreeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -69,9 +101,9 @@ func freeAddr(t *testing.T) string {
 }
 
 // startTool starts argv in dir, logging to dir/<name>.log, and waits until ready
-// answers 200. It is interrupted (then killed) when the test ends, and its log shown
-// when the test failed.
-func startTool(t *testing.T, name, dir, ready string, argv ...string) {
+// answers 200. It is interrupted (then killed) when the test ends, or when stop is
+// called, and its log shown when the test failed.
+func startTool(t *testing.T, name, dir, ready string, argv ...string) (stop func()) {
 	t.Helper()
 	logPath := filepath.Join(dir, name+".log")
 	logf, err := os.Create(logPath)
@@ -86,14 +118,20 @@ func startTool(t *testing.T, name, dir, ready string, argv ...string) {
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		stop()
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
 			t.Logf("%s log:\n%s", name, b)
@@ -113,6 +151,7 @@ func startTool(t *testing.T, name, dir, ready string, argv ...string) {
 		resp.Body.Close()
 		assert.Equal(c, http.StatusOK, resp.StatusCode)
 	}, 30*time.Second, 100*time.Millisecond, "%s ready at %s", name, ready)
+	return stop
 }
 
 // Prometheus is a running Prometheus server of a test.
@@ -137,7 +176,7 @@ func StartPrometheus(t *testing.T, config string, files map[string]string) *Prom
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := FreeAddr(t)
 	startTool(t, "prometheus", dir, "http://"+addr+"/-/ready", bin, "--config.file="+cfg,
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
 	return &Prometheus{URL: "http://" + addr}
