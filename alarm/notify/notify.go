@@ -1,8 +1,7 @@
 // Package notify delivers alarm notifications to channels: an Alertmanager-compatible
 // webhook, Alertmanager's own v2 API, DingTalk, WeCom and Slack robots, email over SMTP,
-// and the log. A Dispatcher
-// gives every channel its own queue and goroutine with retries and back-off, so one
-// failing channel never holds back another.
+// and the log. A Dispatcher gives every channel its own queue and goroutine with retries
+// and back-off, so one failing channel never holds back another.
 package notify
 
 import (
