@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/testenv"
@@ -112,9 +115,13 @@ func TestSnapshotRequestIntegration(t *testing.T) {
 		Start: wavetest.CurrentPos(t), Subscriptions: []cluster.Subscription{{Name: "all", Topic: "req", Include: []string{regexp.QuoteMeta(w.db) + `\.t_(types|nopk)`}}}}
 	c := singleCoord(t)
 	b, wv, addr := embeddedOn(t, ctx, c, inst, 0)
-	for wv.Status()[0].State != cluster.StateRunning {
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The wave lists the instance only once it has read the assignments, which may come
+	// after its HTTP server is ready.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		st := wv.Status()
+		require.Len(c, st, 1)
+		assert.Equal(c, cluster.StateRunning, st[0].State)
+	}, time.Minute, 20*time.Millisecond, "instance req running")
 	req, err := cluster.RequestSnapshot(ctx, c, "req", nil)
 	if err != nil {
 		t.Fatal(err)
