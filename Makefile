@@ -58,9 +58,11 @@ flake:
 ## Test output goes through internal/testenv/testreport: a line per package, the output of
 ## what failed, and the ten slowest tests and packages at the end; bin/test-events.json keeps
 ## every event (`go test -json`) for a closer look at where the minutes went.
-## TEST_FIRST are the packages go test starts first: the longest (wave), so that the
-## others run beside it instead of after it.
-TEST_FIRST ?= ./wave/
+## TEST_FIRST are the packages go test starts first, longest first (wave, the balancer's
+## process tests, the alarm, the judge: 150-350 s each under -race here), so that the short
+## ones fill in beside them instead of one of them running alone at the end: go test runs
+## two packages at a time on 2 cores, in the order they are named.
+TEST_FIRST ?= ./wave/ ./wave/balancer/integration/ ./alarm/ ./judge/
 ## NORACE_TESTS run in a second pass without -race (their files say why: a simulated day
 ## of a whole fleet is too slow under the race detector; the wave's volume tests run a
 ## quarter of their rows under it, and all of them here; SQLite's TestConformance runs
