@@ -38,6 +38,8 @@ func TestBalancerFailoverFallback(t *testing.T) {
 		{"judge unreachable", &client.Client{URL: dead.URL}, "judge_error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// The waits below give up after 30 s, within the context's minute, so that a
+			// failure shows the last state seen rather than the context's end.
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
@@ -58,7 +60,7 @@ func TestBalancerFailoverFallback(t *testing.T) {
 				go func() { defer close(done); w.Run(wctx) }()
 				waves[node], stops[node] = w, func() { stop(); <-done }
 				defer stops[node]()
-				require.Eventuallyf(t, func() bool { return isMember(ctx, c, node) }, time.Minute, 20*time.Millisecond, "%s registered", node)
+				require.Eventuallyf(t, func() bool { return isMember(ctx, c, node) }, 30*time.Second, 20*time.Millisecond, "%s registered", node)
 			}
 			var ids []string
 			for i := range 9 {
@@ -79,7 +81,7 @@ func TestBalancerFailoverFallback(t *testing.T) {
 					require.NotEqual(ct, "wave-a", string(v.Data), "instance %s still assigned to wave-a", id)
 					counts[string(v.Data)]++
 				}
-			}, time.Minute, 20*time.Millisecond, "every instance reassigned off wave-a")
+			}, 30*time.Second, 20*time.Millisecond, "every instance reassigned off wave-a")
 			if counts["wave-b"]+counts["wave-c"] != 9 || counts["wave-b"] < 4 || counts["wave-c"] < 4 {
 				t.Errorf("after wave-a stopped: %v, want 9 instances split 5/4 over wave-b and wave-c", counts)
 			}
