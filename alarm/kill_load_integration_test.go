@@ -41,7 +41,7 @@ func TestAlarmKill9UnderLoadIntegration(t *testing.T) {
 	rcv.waitPages(t, "first pages", func(pg pages) bool { return len(pg.firing) == len(before) })
 	waitLog(t, ctx, &CoordLog{C: r.zc}, len(before))
 	// Kill it in the middle of the load, not at its start.
-	waitFiring(t, "five seconds of load", func() bool { return load.points.Load() >= 5*500*100 })
+	require.Eventually(t, func() bool { return load.points.Load() >= 5*500*100 }, waitLimit, waitTick, "five seconds of load")
 
 	proc.Kill(t)
 	killedAt, loadAtKill := time.Now(), load.points.Load()

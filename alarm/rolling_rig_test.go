@@ -15,6 +15,7 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -162,13 +163,11 @@ func (s *rollingRun) settle(what string) {
 	s.waitMembers(len(s.procs))
 	var last string
 	var since time.Time
-	poll(s.t, s.r.ctx, what+": every violating node evaluated by exactly one process for 2s", func() (bool, string) {
+	require.EventuallyWithTf(s.t, func(c *assert.CollectT) {
 		owners := map[string][]string{}
 		for _, p := range s.procs {
 			ev, err := s.evaluates(p)
-			if err != nil {
-				return false, err.Error()
-			}
+			require.NoError(c, err)
 			for n := range ev {
 				owners[n] = append(owners[n], p.Name)
 			}
@@ -184,10 +183,11 @@ func (s *rollingRun) settle(what string) {
 		now := strings.Join(state, ", ")
 		if !ok || now != last {
 			last, since = now, time.Now()
-			return false, now
+			c.Errorf("last: %s", now)
+			return
 		}
-		return time.Since(since) >= 2*time.Second, now
-	})
+		assert.GreaterOrEqual(c, time.Since(since), 2*time.Second, "last: %s", now)
+	}, waitLimit, waitTick, "%s: every violating node evaluated by exactly one process for 2s", what)
 	s.event("%s: settled", what)
 }
 

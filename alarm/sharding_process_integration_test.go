@@ -18,6 +18,7 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/bus"
@@ -105,8 +106,8 @@ func startAlarmProc(t *testing.T, name, cfg, pols string) *alarmProc {
 }
 
 // firing lists the nodes whose alerts the process's API shows firing.
-func (p *alarmProc) firing(t *testing.T) []string {
-	t.Helper()
+// firing lists the nodes of p's firing alerts; t is a test or, in a wait, one look.
+func (p *alarmProc) firing(t require.TestingT) []string {
 	resp, err := http.Get(p.api + "/v1/alerts?state=firing")
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -146,15 +147,17 @@ func TestShardedAlarmProcessesKill9(t *testing.T) {
 	procA.Kill(t)
 	waitMembers(t, ctx, kc, group, 1)
 	t.Logf("group rebalanced %v after the kill; A's violating nodes %v", time.Since(killed).Round(100*time.Millisecond), moved)
-	waitFiring(t, "B took A's alerts over", func() bool { return len(procB.firing(t)) == len(violating) })
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Len(c, procB.firing(c), len(violating), "alerts firing on B")
+	}, waitLimit, waitTick, "B took A's alerts over")
 	watch(5 * time.Second) // nodata: 3 s of silence
 
 	procA = startAlarmProc(t, "alarm-a2", cfg, shardPolicies)
 	waitMembers(t, ctx, kc, group, 2)
-	waitFiring(t, "A took its share back", func() bool {
-		a, b := procA.firing(t), procB.firing(t)
-		return len(a) > 0 && len(a)+len(b) == len(violating)
-	})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		a, b := procA.firing(c), procB.firing(c)
+		assert.True(c, len(a) > 0 && len(a)+len(b) == len(violating), "last: A fires %v, B fires %v; want %d in all, some on A", a, b, len(violating))
+	}, waitLimit, waitTick, "A took its share back")
 	watch(5 * time.Second)
 
 	agents.heal()
@@ -167,56 +170,33 @@ func TestShardedAlarmProcessesKill9(t *testing.T) {
 	requirePagedOnce(t, rcv.pages(), violating)
 }
 
+// The process tests wait up to waitLimit for a state, looking every waitTick.
+const waitLimit, waitTick = 60 * time.Second, 100 * time.Millisecond
+
 // waitMembers waits until the group is stable with n members.
 func waitMembers(t *testing.T, ctx context.Context, kc *kafkago.Client, group string, n int) {
 	t.Helper()
-	poll(t, ctx, fmt.Sprintf("group %s stable with %d members", group, n), func() (bool, string) {
+	require.EventuallyWithTf(t, func(c *assert.CollectT) {
 		gr, err := kc.DescribeGroups(ctx, &kafkago.DescribeGroupsRequest{GroupIDs: []string{group}})
-		if err != nil || len(gr.Groups) != 1 {
-			return false, fmt.Sprint(err)
-		}
+		require.NoError(c, err)
+		require.Len(c, gr.Groups, 1)
 		g := gr.Groups[0]
-		return g.GroupState == "Stable" && len(g.Members) == n, fmt.Sprintf("%s with %d members", g.GroupState, len(g.Members))
-	})
+		assert.True(c, g.GroupState == "Stable" && len(g.Members) == n, "last: %s with %d members", g.GroupState, len(g.Members))
+	}, waitLimit, waitTick, "group %s stable with %d members", group, n)
 }
 
 // waitLog waits until the notification log holds n delivered pages.
 func waitLog(t *testing.T, ctx context.Context, l NotificationLog, n int) {
 	t.Helper()
-	poll(t, ctx, fmt.Sprintf("%d delivered pages in the notification log", n), func() (bool, string) {
+	require.EventuallyWithTf(t, func(c *assert.CollectT) {
 		es, err := l.Load(ctx)
+		require.NoError(c, err)
 		done := 0
 		for _, e := range es {
 			if e.Sent > 0 && !e.pending() {
 				done++
 			}
 		}
-		return err == nil && done == n, fmt.Sprintf("%d entries, %d delivered, err %v", len(es), done, err)
-	})
-}
-
-func waitFiring(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	poll(t, context.Background(), what, func() (bool, string) { return ok(), "" })
-}
-
-// poll asks try every 100 ms until it says yes, failing after 60 s with its last state.
-func poll(t *testing.T, ctx context.Context, what string, try func() (bool, string)) {
-	t.Helper()
-	deadline := time.After(60 * time.Second)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, state := try()
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v (last: %s)", what, ctx.Err(), state)
-		case <-deadline:
-			t.Fatalf("%s: not within 60s (last: %s)", what, state)
-		case <-tick.C:
-		}
-	}
+		assert.Equal(c, n, done, "last: %d entries, %d delivered", len(es), done)
+	}, waitLimit, waitTick, "%d delivered pages in the notification log", n)
 }

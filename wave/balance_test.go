@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/judge/client"
@@ -35,6 +38,8 @@ func TestBalancerFailoverFallback(t *testing.T) {
 		{"judge unreachable", &client.Client{URL: dead.URL}, "judge_error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// The waits below give up after 30 s, within the context's minute, so that a
+			// failure shows the last state seen rather than the context's end.
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
@@ -55,7 +60,7 @@ func TestBalancerFailoverFallback(t *testing.T) {
 				go func() { defer close(done); w.Run(wctx) }()
 				waves[node], stops[node] = w, func() { stop(); <-done }
 				defer stops[node]()
-				waitUntil(t, ctx, node+" registered", func() bool { return isMember(ctx, c, node) })
+				require.Eventuallyf(t, func() bool { return isMember(ctx, c, node) }, 30*time.Second, 20*time.Millisecond, "%s registered", node)
 			}
 			var ids []string
 			for i := range 9 {
@@ -68,17 +73,15 @@ func TestBalancerFailoverFallback(t *testing.T) {
 			}
 			stops["wave-a"]()
 			counts := map[string]int{}
-			waitUntil(t, ctx, "every instance reassigned off wave-a", func() bool {
+			require.EventuallyWithT(t, func(ct *assert.CollectT) {
 				clear(counts)
 				for _, id := range ids {
 					v, err := c.Get(ctx, cluster.AssignKey(id))
-					if err != nil || string(v.Data) == "wave-a" {
-						return false
-					}
+					require.NoError(ct, err, "instance %s", id)
+					require.NotEqual(ct, "wave-a", string(v.Data), "instance %s still assigned to wave-a", id)
 					counts[string(v.Data)]++
 				}
-				return true
-			})
+			}, 30*time.Second, 20*time.Millisecond, "every instance reassigned off wave-a")
 			if counts["wave-b"]+counts["wave-c"] != 9 || counts["wave-b"] < 4 || counts["wave-c"] < 4 {
 				t.Errorf("after wave-a stopped: %v, want 9 instances split 5/4 over wave-b and wave-c", counts)
 			}
@@ -87,16 +90,6 @@ func TestBalancerFailoverFallback(t *testing.T) {
 				t.Errorf("%s = %g on the survivors, want at least 1", series, got)
 			}
 		})
-	}
-}
-
-func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		if ctx.Err() != nil {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

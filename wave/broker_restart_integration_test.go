@@ -8,6 +8,7 @@ import (
 
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 )
 
 // TestWaveKafkaRestartIntegration is the wave's side of a real Kafka broker restart, which
@@ -30,7 +31,7 @@ func TestWaveKafkaRestartIntegration(t *testing.T) {
 	if _, err := cluster.AddInstance(ctx, f.c, f.inst, "wave-r", nil); err != nil {
 		t.Fatal(err)
 	}
-	p := startWave(t, "wave-r", f.config("wave-r", broker.Addr()), f.env)
+	p := wavetest.StartWave(t, "wave-r", f.config("wave-r", broker.Addr()), f.env)
 
 	// The stream in four parts, two per stop: one flowing when the broker stops, one
 	// written while it is down.

@@ -16,6 +16,7 @@ import (
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -93,21 +94,21 @@ func readBus(t *testing.T, ctx context.Context, b *memory.Bus, topic string, wan
 // rows, then a DROP of two tables. The wave reads all of it after the last DDL ran, so names taken from the current
 // schema would be wrong for the earlier rows; the table map's metadata keeps them right.
 func TestWaveDDLIntegration(t *testing.T) {
-	conn := connect(t)
+	conn := wavetest.Connect(t)
 	w := newWorkload(t, 4) // a unique database; its three tables stay unused here
-	mustExec(t, conn, "USE "+w.db)
-	mustExec(t, conn, "CREATE TABLE t_ddl (id INT PRIMARY KEY, a VARCHAR(20), b INT UNSIGNED)")
-	start := currentPos(t)
-	mustExec(t, conn, "INSERT INTO t_ddl VALUES (1,'one',4294967295),(2,'two',2),(3,NULL,3)")
-	mustExec(t, conn, "ALTER TABLE t_ddl ADD COLUMN c DECIMAL(10,2) NULL AFTER a")
-	mustExec(t, conn, "INSERT INTO t_ddl VALUES (4,'four',12.5,4)")
-	mustExec(t, conn, "UPDATE t_ddl SET c = 1.5 WHERE id = 1")
-	mustExec(t, conn, "ALTER TABLE t_ddl DROP COLUMN a")
-	mustExec(t, conn, "INSERT INTO t_ddl VALUES (5,99.99,5)")
-	mustExec(t, conn, "DELETE FROM t_ddl WHERE id = 2")
+	wavetest.MustExec(t, conn, "USE "+w.db)
+	wavetest.MustExec(t, conn, "CREATE TABLE t_ddl (id INT PRIMARY KEY, a VARCHAR(20), b INT UNSIGNED)")
+	start := wavetest.CurrentPos(t)
+	wavetest.MustExec(t, conn, "INSERT INTO t_ddl VALUES (1,'one',4294967295),(2,'two',2),(3,NULL,3)")
+	wavetest.MustExec(t, conn, "ALTER TABLE t_ddl ADD COLUMN c DECIMAL(10,2) NULL AFTER a")
+	wavetest.MustExec(t, conn, "INSERT INTO t_ddl VALUES (4,'four',12.5,4)")
+	wavetest.MustExec(t, conn, "UPDATE t_ddl SET c = 1.5 WHERE id = 1")
+	wavetest.MustExec(t, conn, "ALTER TABLE t_ddl DROP COLUMN a")
+	wavetest.MustExec(t, conn, "INSERT INTO t_ddl VALUES (5,99.99,5)")
+	wavetest.MustExec(t, conn, "DELETE FROM t_ddl WHERE id = 2")
 	// A multi-table DROP that names the subscribed table second still reaches it.
-	mustExec(t, conn, "CREATE TABLE t_other (id INT PRIMARY KEY)")
-	mustExec(t, conn, "DROP TABLE t_other, t_ddl")
+	wavetest.MustExec(t, conn, "CREATE TABLE t_other (id INT PRIMARY KEY)")
+	wavetest.MustExec(t, conn, "DROP TABLE t_other, t_ddl")
 
 	a := testenv.RequireMySQL(t)
 	inst := &cluster.Instance{ID: "ddl", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
@@ -190,10 +191,10 @@ func TestWavePurgedBinlogIntegration(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if v := metricValue(httpGet(t, "http://"+addr+"/metrics"), `binlake_wave_instance_error{instance="gone"}`); v != 1 {
+	if v := metricValue(wavetest.HTTPGet(t, "http://"+addr+"/metrics"), `binlake_wave_instance_error{instance="gone"}`); v != 1 {
 		t.Errorf("binlake_wave_instance_error = %v, want 1", v)
 	}
-	if body := httpGet(t, "http://"+addr+"/status"); !strings.Contains(body, `"state":"error"`) {
+	if body := wavetest.HTTPGet(t, "http://"+addr+"/status"); !strings.Contains(body, `"state":"error"`) {
 		t.Errorf("/status = %s", body)
 	}
 }
@@ -201,14 +202,14 @@ func TestWavePurgedBinlogIntegration(t *testing.T) {
 // TestWaveTooLargeIntegration: a row larger than the sink accepts stops the instance by
 // default, and is skipped and counted with on_too_large: skip.
 func TestWaveTooLargeIntegration(t *testing.T) {
-	conn := connect(t)
+	conn := wavetest.Connect(t)
 	w := newWorkload(t, 5)
-	mustExec(t, conn, "USE "+w.db)
-	mustExec(t, conn, "CREATE TABLE t_big (id INT PRIMARY KEY, body MEDIUMTEXT)")
-	start := currentPos(t)
-	mustExec(t, conn, "INSERT INTO t_big VALUES (1, 'small')")
-	mustExec(t, conn, "INSERT INTO t_big VALUES (2, REPEAT('x', 5000))")
-	mustExec(t, conn, "INSERT INTO t_big VALUES (3, 'small again')")
+	wavetest.MustExec(t, conn, "USE "+w.db)
+	wavetest.MustExec(t, conn, "CREATE TABLE t_big (id INT PRIMARY KEY, body MEDIUMTEXT)")
+	start := wavetest.CurrentPos(t)
+	wavetest.MustExec(t, conn, "INSERT INTO t_big VALUES (1, 'small')")
+	wavetest.MustExec(t, conn, "INSERT INTO t_big VALUES (2, REPEAT('x', 5000))")
+	wavetest.MustExec(t, conn, "INSERT INTO t_big VALUES (3, 'small again')")
 	a := testenv.RequireMySQL(t)
 	for _, mode := range []string{cluster.TooLargeStop, cluster.TooLargeSkip} {
 		t.Run(mode, func(t *testing.T) {
@@ -224,7 +225,7 @@ func TestWaveTooLargeIntegration(t *testing.T) {
 				if len(got) != 2 || normalize(got[0]["pk"]).(map[string]any)["id"] != 1.0 || normalize(got[1]["pk"]).(map[string]any)["id"] != 3.0 {
 					t.Fatalf("got %v, want rows 1 and 3", got)
 				}
-				if v := metricValue(httpGet(t, "http://"+addr+"/metrics"), `binlake_wave_messages_skipped_total{instance="big-skip"}`); v != 1 {
+				if v := metricValue(wavetest.HTTPGet(t, "http://"+addr+"/metrics"), `binlake_wave_messages_skipped_total{instance="big-skip"}`); v != 1 {
 					t.Errorf("skipped = %v, want 1", v)
 				}
 				return

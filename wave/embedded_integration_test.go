@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 	"github.com/binlake/binlake/wave/rowenc"
 	"github.com/binlake/binlake/wave/sink"
 )
@@ -44,9 +43,6 @@ func instanceFor(t testing.TB, w *workload, id, prefix string, start *cluster.Po
 		},
 	}
 }
-
-// currentPos is the binlog end of the shared test server.
-func currentPos(t testing.TB) *cluster.Position { return masterStatus(t, connect(t)) }
 
 // readLines reads the file sink's output until want messages arrived for the workload's
 // database (or the deadline).
@@ -86,7 +82,7 @@ func readFileSink(t testing.TB, path string, db string, want int, deadline time.
 // no duplicate and nothing missing, and /metrics carries the agent's names.
 func TestWaveEmbeddedIntegration(t *testing.T) {
 	w := newWorkload(t, 1)
-	start := currentPos(t)
+	start := wavetest.CurrentPos(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "rows.jsonl")
 	ctx := testenv.Context(t) // no fixed budget: the workload slows down with the machine
@@ -145,7 +141,7 @@ func TestWaveEmbeddedIntegration(t *testing.T) {
 	t.Logf("part 1: %d order messages", part1)
 
 	// Metrics: the names the agent's wave collector reads.
-	body := httpGet(t, "http://"+addr+"/metrics")
+	body := wavetest.HTTPGet(t, "http://"+addr+"/metrics")
 	for _, name := range []string{`binlake_wave_rows_published_total{instance="emb"}`, `binlake_wave_instances_led 1`,
 		`binlake_wave_lag_seconds{instance="emb"}`, "go_goroutines", "go_sched_pauses_total_gc_seconds"} {
 		if !strings.Contains(body, name) {
@@ -181,25 +177,11 @@ func countLines(t testing.TB, path string) int {
 	return strings.Count(string(b), "\n")
 }
 
-func httpGet(t testing.TB, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %s", url, resp.Status)
-	}
-	return string(b)
-}
-
 // TestWaveMemoryBusIntegration runs the wave on the in-process bus (the embedded shape
 // with a bus instead of a file) and reads the topics through a bus subscriber.
 func TestWaveMemoryBusIntegration(t *testing.T) {
 	w := newWorkload(t, 2)
-	start := currentPos(t)
+	start := wavetest.CurrentPos(t)
 	dir := t.TempDir()
 	c, err := single.New(single.Options{Path: filepath.Join(dir, "coord.json")})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -34,12 +35,6 @@ type topicReader struct {
 	parts [][]received
 	done  chan struct{}
 	err   error
-}
-
-// partitionReader reads one partition of topic from its start.
-func partitionReader(brokers, topic string, partition int) *kafkago.Reader {
-	return kafkago.NewReader(kafkago.ReaderConfig{Brokers: strings.Split(brokers, ","), Topic: topic,
-		Partition: partition, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 200 * time.Millisecond})
 }
 
 func startReader(t testing.TB, ctx context.Context, brokers, topic string) *topicReader {
@@ -65,7 +60,7 @@ func startReader(t testing.TB, ctx context.Context, brokers, topic string) *topi
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r := partitionReader(brokers, topic, p.ID)
+				r := wavetest.PartitionReader(brokers, topic, p.ID)
 				defer r.Close()
 				for tr.total.Load() < tr.want.Load() {
 					m, err := r.ReadMessage(rctx)
@@ -147,7 +142,7 @@ func TestWaveKafkaIntegration(t *testing.T) {
 	zkAddr := testenv.Require(t, testenv.ZooKeeper)
 	n := acceptanceRows(t)
 	w := newWorkload(t, 3)
-	start := currentPos(t)
+	start := wavetest.CurrentPos(t)
 
 	// 86 s on the 2-core VM (-race) when it is quiet, but the writer alone took 8m44s (382
 	// rows/s) while other tests loaded the machine: no fixed budget, the test's waits end
@@ -206,7 +201,7 @@ func TestWaveKafkaIntegration(t *testing.T) {
 	}
 	t0 := time.Now()
 	w.run(n, 500)
-	end := currentPos(t)
+	end := wavetest.CurrentPos(t)
 	wrote := time.Since(t0)
 	t.Logf("wrote %d row changes in %s (%.0f rows/s into MariaDB)", w.count, wrote.Round(time.Millisecond), float64(w.count)/wrote.Seconds())
 
@@ -228,7 +223,7 @@ func TestWaveKafkaIntegration(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	took := time.Since(t0)
-	metrics := httpGet(t, "http://"+addr+"/metrics")
+	metrics := wavetest.HTTPGet(t, "http://"+addr+"/metrics")
 	published := metricValue(metrics, `binlake_wave_rows_published_total{instance="acc"}`)
 	bytes := metricValue(metrics, `binlake_wave_bytes_published_total{instance="acc"}`)
 	failed := max(metricValue(metrics, `binlake_wave_publish_errors_total{instance="acc"}`), 0) // absent until a failure

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -43,42 +43,6 @@ func faultRows(t testing.TB) int {
 		return 6000
 	}
 	return 30000
-}
-
-// waveConfig renders a wave.yaml for node.
-func waveConfig(node, zkServers, root, brokers string, session time.Duration) string {
-	return fmt.Sprintf(`node: %s
-http: {listen: 127.0.0.1:0}
-log: {level: info, format: text}
-coordinator:
-  kind: zk
-  servers: [%s]
-  root: %s
-  session_timeout: %s
-sink:
-  kind: kafka
-  kafka:
-    brokers: [%s]
-    partitions: 3
-    replication: 1
-    max_message_bytes: 1048576
-    batch_size: 1000
-pipeline:
-  commit_interval: 200ms
-  poll_interval: 200ms
-  publish_max_backoff: 5s
-`, node, zkServers, root, session, brokers)
-}
-
-// startWave starts `binlake wave` with cfg as node; testenv.StartBinlake prints the tail
-// of its log when the test fails and stops it when the test ends if it still runs.
-func startWave(t *testing.T, node, cfg string, env []string) *testenv.Proc {
-	t.Helper()
-	cfgPath := filepath.Join(t.TempDir(), "wave.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return testenv.StartBinlake(t, node, env, "wave", "-config", cfgPath)
 }
 
 // faultEnv is the shared setup of the process fault tests: a workload database, a
@@ -113,7 +77,7 @@ func newFaultEnvOn(t *testing.T, ctx context.Context, seed uint64, id, brokers s
 	a := testenv.RequireMySQL(t)
 	f := &faultEnv{t: t, ctx: ctx, zk: zkAddr, brokers: brokers, n: faultRows(t)}
 	f.w = newWorkload(t, seed)
-	start := currentPos(t)
+	start := wavetest.CurrentPos(t)
 	f.root = fmt.Sprintf("/binlake-test-%s-%d", id, time.Now().UnixNano())
 	c, err := zk.New(ctx, zk.Options{Servers: strings.Split(zkAddr, ","), Root: f.root, SessionTimeout: 4 * time.Second, Logger: testLogger(t)})
 	if err != nil {
@@ -146,7 +110,7 @@ func (f *faultEnv) startReaders() {
 }
 
 func (f *faultEnv) config(node string, brokers string) string {
-	return waveConfig(node, f.zk, f.root, brokers, 4*time.Second)
+	return wavetest.WaveConfig(node, f.zk, f.root, brokers, 4*time.Second)
 }
 
 // offset reads the committed offset (zero Position when none yet).
@@ -204,7 +168,7 @@ func (f *faultEnv) writeUpTo(n int) <-chan *cluster.Position {
 		defer close(done)
 		f.w.run(n, 200)
 		if !f.w.stopped.Load() {
-			out <- currentPos(f.t)
+			out <- wavetest.CurrentPos(f.t)
 		}
 	}()
 	f.t.Cleanup(func() { f.w.stopped.Store(true); <-done }) // before the connection closes
@@ -331,7 +295,7 @@ func TestWaveKillRestartIntegration(t *testing.T) {
 	if _, err := cluster.AddInstance(ctx, f.c, f.inst, "wave-1", nil); err != nil {
 		t.Fatal(err)
 	}
-	p1 := startWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
+	p1 := wavetest.StartWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
 	written := f.write()
 	f.waitFor("a third of the stream committed", func() bool { return f.offset().Rows >= int64(f.n/3) }, p1)
 
@@ -347,20 +311,13 @@ func TestWaveKillRestartIntegration(t *testing.T) {
 		t.Fatalf("the offset counts %d messages but Kafka holds only %d: a commit ran ahead of an acknowledgement", killed.Rows, sum(held))
 	}
 
-	p2 := startWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
+	p2 := wavetest.StartWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
 	dups := f.finish(written, p2)
 	t.Logf("after the restart: %d duplicates (uncommitted tail %d)", dups, tail)
 	if int64(dups) != tail {
 		t.Errorf("%d duplicates, want exactly the uncommitted tail of %d", dups, tail)
 	}
 }
-
-// failoverLimit bounds a failover at a 4 s session timeout, from the kill of the leading
-// wave to the standby's first commit: the dead session expires after 4 s, then the standby
-// is elected and opens its pipeline (source connection, topics, publisher), which takes
-// 1-2 s on the loaded 2-core test machine (5.5 s in all measured there). Waiting for a
-// second session timeout, or for a slow poll of the instance list, would exceed it.
-const failoverLimit = 10 * time.Second
 
 // TestWaveFailoverIntegration is acceptance 3: two wave processes on one ZooKeeper with
 // a 4 s session timeout; the leading one is killed with SIGKILL in the middle of the
@@ -369,8 +326,8 @@ const failoverLimit = 10 * time.Second
 func TestWaveFailoverIntegration(t *testing.T) {
 	ctx := testenv.Context(t) // no fixed budget: the workload slows down with the machine
 	f := newFaultEnv(t, ctx, 22, "fo")
-	pa := startWave(t, "wave-a", f.config("wave-a", f.brokers), f.env)
-	pb := startWave(t, "wave-b", f.config("wave-b", f.brokers), f.env)
+	pa := wavetest.StartWave(t, "wave-a", f.config("wave-a", f.brokers), f.env)
+	pb := wavetest.StartWave(t, "wave-b", f.config("wave-b", f.brokers), f.env)
 	// Both are members before the instance exists, so wave-b is a live standby.
 	f.waitFor("both waves registered", func() bool {
 		ms, err := f.c.Members(ctx, cluster.GroupWaves)
@@ -396,10 +353,10 @@ func TestWaveFailoverIntegration(t *testing.T) {
 	f.waitFor("wave-b's first commit", func() bool { p := f.offset(); return p != killed }, pb)
 	resumed := time.Since(killedAt)
 	t.Logf("failover: wave-b leads %s after the kill, commits its first offset %s after it (session timeout 4 s, limit %s)",
-		led.Round(10*time.Millisecond), resumed.Round(10*time.Millisecond), failoverLimit)
-	if resumed > failoverLimit {
+		led.Round(10*time.Millisecond), resumed.Round(10*time.Millisecond), wavetest.FailoverLimit)
+	if resumed > wavetest.FailoverLimit {
 		t.Errorf("failover took %s from the kill to wave-b's first commit, over the limit of %s at a 4 s session timeout",
-			resumed.Round(10*time.Millisecond), failoverLimit)
+			resumed.Round(10*time.Millisecond), wavetest.FailoverLimit)
 	}
 
 	dups := f.finish(written, pb)
@@ -432,7 +389,7 @@ func (f *faultEnv) scrape(node string) string {
 		if err := json.Unmarshal(m.Data, &d); err != nil {
 			f.t.Fatal(err)
 		}
-		return httpGet(f.t, "http://"+d.Addr+"/metrics")
+		return wavetest.HTTPGet(f.t, "http://"+d.Addr+"/metrics")
 	}
 	f.t.Fatalf("wave %s is not registered", node)
 	return ""
@@ -454,7 +411,7 @@ func TestWaveKafkaOutageIntegration(t *testing.T) {
 	if _, err := cluster.AddInstance(ctx, f.c, f.inst, "wave-k", nil); err != nil {
 		t.Fatal(err)
 	}
-	p := startWave(t, "wave-k", f.config("wave-k", proxy.addr), f.env)
+	p := wavetest.StartWave(t, "wave-k", f.config("wave-k", proxy.addr), f.env)
 	written := f.write()
 	f.waitFor("a quarter of the stream committed", func() bool { return f.offset().Rows >= int64(f.n/4) }, p)
 	if proxy.rewrites.Load() == 0 {
@@ -464,12 +421,12 @@ func TestWaveKafkaOutageIntegration(t *testing.T) {
 
 	const outage = 20 * time.Second
 	proxy.down()
-	down := currentPos(t)
+	down := wavetest.CurrentPos(t)
 	t.Logf("Kafka unreachable for the wave from committed offset %s (%d messages)", f.offset().String(), f.offset().Rows)
 	time.Sleep(outage) // the fault's duration is the point of the test, not a wait for a condition
 	during := f.scrape("wave-k")
 	stalled := f.offset()
-	back := currentPos(t)
+	back := wavetest.CurrentPos(t)
 	proxy.up()
 	upAt := time.Now()
 	t.Logf("Kafka back after %s; the offset stood at %d messages", outage, stalled.Rows)

@@ -8,10 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -48,17 +52,17 @@ var decRows = []string{"('12345678901234567890.0000000001', 1)", "('123456789012
 // partition). One wave reads the inserts from the binlog; another, started after them,
 // snapshots the table.
 func TestSnapshotMatchesBinlogIntegration(t *testing.T) {
-	conn := connect(t)
+	conn := wavetest.Connect(t)
 	w := newWorkload(t, 6) // a unique database; its own tables stay unused here
-	mustExec(t, conn, "USE "+w.db)
-	mustExec(t, conn, typesDDL)
-	mustExec(t, conn, "CREATE TABLE t_dec (d DECIMAL(30,10) NOT NULL PRIMARY KEY, v INT)")
-	start := currentPos(t)
+	wavetest.MustExec(t, conn, "USE "+w.db)
+	wavetest.MustExec(t, conn, typesDDL)
+	wavetest.MustExec(t, conn, "CREATE TABLE t_dec (d DECIMAL(30,10) NOT NULL PRIMARY KEY, v INT)")
+	start := wavetest.CurrentPos(t)
 	for _, r := range typesRows {
-		mustExec(t, conn, "INSERT INTO t_types VALUES "+r)
+		wavetest.MustExec(t, conn, "INSERT INTO t_types VALUES "+r)
 	}
 	for _, r := range decRows {
-		mustExec(t, conn, "INSERT INTO t_dec VALUES "+r)
+		wavetest.MustExec(t, conn, "INSERT INTO t_dec VALUES "+r)
 	}
 	n := len(typesRows) + len(decRows)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -70,7 +74,7 @@ func TestSnapshotMatchesBinlogIntegration(t *testing.T) {
 				Include: []string{regexp.QuoteMeta(w.db) + `\.t_(types|dec)`}}}}
 	}
 	binlogBus, _, _ := embedded(t, ctx, inst("from-binlog", start, nil), 0)
-	snapBus, _, _ := embedded(t, ctx, inst("from-snapshot", currentPos(t), &cluster.SnapshotOptions{Initial: true, ChunkRows: 3}), 0)
+	snapBus, _, _ := embedded(t, ctx, inst("from-snapshot", wavetest.CurrentPos(t), &cluster.SnapshotOptions{Initial: true, ChunkRows: 3}), 0)
 
 	fromBinlog := readKeyed(t, ctx, binlogBus, "types", n)
 	fromSnapshot := readKeyed(t, ctx, snapBus, "types", n)
@@ -95,25 +99,29 @@ func TestSnapshotMatchesBinlogIntegration(t *testing.T) {
 // without a primary key, shows the progress in the offset and its metrics, and does not
 // run the same request twice.
 func TestSnapshotRequestIntegration(t *testing.T) {
-	conn := connect(t)
+	conn := wavetest.Connect(t)
 	w := newWorkload(t, 7)
-	mustExec(t, conn, "USE "+w.db)
-	mustExec(t, conn, typesDDL)
-	mustExec(t, conn, "CREATE TABLE t_nopk (a INT, b TEXT)")
-	mustExec(t, conn, "INSERT INTO t_nopk VALUES (1, 'x')")
+	wavetest.MustExec(t, conn, "USE "+w.db)
+	wavetest.MustExec(t, conn, typesDDL)
+	wavetest.MustExec(t, conn, "CREATE TABLE t_nopk (a INT, b TEXT)")
+	wavetest.MustExec(t, conn, "INSERT INTO t_nopk VALUES (1, 'x')")
 	for _, r := range typesRows {
-		mustExec(t, conn, "INSERT INTO t_types VALUES "+r)
+		wavetest.MustExec(t, conn, "INSERT INTO t_types VALUES "+r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	a := testenv.RequireMySQL(t)
 	inst := &cluster.Instance{ID: "req", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-		Start: currentPos(t), Subscriptions: []cluster.Subscription{{Name: "all", Topic: "req", Include: []string{regexp.QuoteMeta(w.db) + `\.t_(types|nopk)`}}}}
+		Start: wavetest.CurrentPos(t), Subscriptions: []cluster.Subscription{{Name: "all", Topic: "req", Include: []string{regexp.QuoteMeta(w.db) + `\.t_(types|nopk)`}}}}
 	c := singleCoord(t)
 	b, wv, addr := embeddedOn(t, ctx, c, inst, 0)
-	for wv.Status()[0].State != cluster.StateRunning {
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The wave lists the instance only once it has read the assignments, which may come
+	// after its HTTP server is ready.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		st := wv.Status()
+		require.Len(c, st, 1)
+		assert.Equal(c, cluster.StateRunning, st[0].State)
+	}, time.Minute, 20*time.Millisecond, "instance req running")
 	req, err := cluster.RequestSnapshot(ctx, c, "req", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -138,10 +146,10 @@ func TestSnapshotRequestIntegration(t *testing.T) {
 	if p.Request != req.ID || p.Rows != int64(len(typesRows)) || len(p.Skipped) != 1 || !strings.Contains(p.Skipped[0], "t_nopk: no primary key") {
 		t.Fatalf("progress %+v: want request %s done with %d rows and t_nopk skipped for its missing primary key", p, req.ID, len(typesRows))
 	}
-	if status := httpGet(t, "http://"+addr+"/status"); !strings.Contains(status, `"snapshot":{"request":"`+req.ID+`"`) {
+	if status := wavetest.HTTPGet(t, "http://"+addr+"/status"); !strings.Contains(status, `"snapshot":{"request":"`+req.ID+`"`) {
 		t.Errorf("/status does not show the snapshot %s: %s", req.ID, status)
 	}
-	metrics := httpGet(t, "http://"+addr+"/metrics")
+	metrics := wavetest.HTTPGet(t, "http://"+addr+"/metrics")
 	for _, want := range []string{`binlake_wave_snapshot_rows{instance="req"} 4`, `binlake_wave_snapshot_tables_remaining{instance="req"} 0`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -150,7 +158,7 @@ func TestSnapshotRequestIntegration(t *testing.T) {
 	// Polls later, the same request has not run again: after the snapshot's messages
 	// comes a new row's, and nothing else.
 	time.Sleep(500 * time.Millisecond)
-	mustExec(t, conn, "INSERT INTO t_types (id, k2) VALUES (99, 'new')")
+	wavetest.MustExec(t, conn, "INSERT INTO t_types (id, k2) VALUES (99, 'new')")
 	msgs := readFrom(t, ctx, b, "req", "after", len(typesRows)+2, 3*time.Second)
 	if len(msgs) != len(typesRows)+1 || msgs[len(msgs)-1].typ != rowenc.TypeInsert {
 		t.Fatalf("after the snapshot the topic holds %d messages, the last %+v: want %d snapshot messages and the insert (did the request run twice?)",
@@ -228,7 +236,7 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 	}
 	db := regexp.QuoteMeta(w.db)
 	topic := f.prefix + ".all"
-	f.inst.Start = currentPos(t)
+	f.inst.Start = wavetest.CurrentPos(t)
 	f.inst.Subscriptions = []cluster.Subscription{{Name: "all", Topic: topic, Include: []string{db + `\.t_(orders|items)`}}}
 	// Paced so that the snapshot takes some seconds, with the writes and the kill in them.
 	f.inst.Snapshot = &cluster.SnapshotOptions{Initial: true, ChunkRows: 2000, RowsPerSecond: n / 6}
@@ -237,7 +245,7 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 	if _, err := cluster.AddInstance(ctx, f.c, f.inst, "wave-1", nil); err != nil {
 		t.Fatal(err)
 	}
-	p1 := startWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
+	p1 := wavetest.StartWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
 
 	// Writes during the snapshot, on both tables, paced to last through it.
 	changes := n / 10
@@ -248,7 +256,7 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 			w.txn([]string{tOrders, tItems}[i%2], 10, 30, 10)
 			time.Sleep(5 * time.Millisecond)
 		}
-		written <- currentPos(t)
+		written <- wavetest.CurrentPos(t)
 	}()
 	snapshot := func() cluster.SnapshotProgress {
 		if s := f.offset().Snapshot; s != nil {
@@ -263,7 +271,7 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 		t.Fatalf("the snapshot was done before the kill: %+v", killed)
 	}
 	t.Logf("kill -9 with %d snapshot rows committed, tables left %v", killed.Rows, killed.Tables)
-	p2 := startWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
+	p2 := wavetest.StartWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
 
 	var end *cluster.Position
 	select {
@@ -294,7 +302,7 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 		}
 	}
 	want := map[string][]byte{}
-	conn := connect(t)
+	conn := wavetest.Connect(t)
 	for _, table := range []string{tOrders, tItems} {
 		for _, vals := range w.live[table] {
 			want[pkOf(table, vals)] = w.image(table, vals)

@@ -15,6 +15,7 @@ import (
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 )
 
 // switchServers starts a primary and a replica that follows it by GTID (two private
@@ -29,26 +30,9 @@ func switchServers(t *testing.T) (prim, repl *testenv.PrivateMariaDB, pc, rc *cl
 	prim, repl = s[0], s[1]
 	pc, rc = prim.Conn(t), repl.Conn(t)
 	_, port, _ := strings.Cut(prim.Addr, ":")
-	mustExec(t, rc, "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT="+port+", MASTER_USER='root', MASTER_USE_GTID=slave_pos")
-	mustExec(t, rc, "START SLAVE")
+	wavetest.MustExec(t, rc, "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT="+port+", MASTER_USER='root', MASTER_USE_GTID=slave_pos")
+	wavetest.MustExec(t, rc, "START SLAVE")
 	return prim, repl, pc, rc
-}
-
-// masterStatus is the server's binlog end: file, pos and GTID position.
-func masterStatus(t testing.TB, c *client.Conn) *cluster.Position {
-	t.Helper()
-	r, err := c.Execute("SHOW MASTER STATUS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	file, _ := r.GetString(0, 0)
-	pos, _ := r.GetUint(0, 1)
-	g, err := c.Execute("SELECT @@GLOBAL.gtid_binlog_pos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs, _ := g.GetString(0, 0)
-	return &cluster.Position{File: file, Pos: uint32(pos), GTIDSet: gs}
 }
 
 // rowIDs delivers the data.id of every message on topic (read by group "verify") until
@@ -128,7 +112,7 @@ func insertRows(t *testing.T, c *client.Conn, from, to int) []int {
 			vals = append(vals, fmt.Sprintf("(%d,'r%d')", id, id))
 			ids = append(ids, id)
 		}
-		mustExec(t, c, "INSERT INTO sw.t VALUES "+strings.Join(vals, ","))
+		wavetest.MustExec(t, c, "INSERT INTO sw.t VALUES "+strings.Join(vals, ","))
 	}
 	return ids
 }
@@ -168,8 +152,8 @@ func waitRegistered(t *testing.T, ctx context.Context, c *client.Conn, id uint32
 func TestWaveSourceSwitchIntegration(t *testing.T) {
 	primSrv, repl, prim, rc := switchServers(t)
 	proxy := testenv.StartProxy(t, primSrv.Addr, testenv.Copy)
-	mustExec(t, prim, "CREATE DATABASE sw")
-	mustExec(t, prim, "CREATE TABLE sw.t (id INT PRIMARY KEY, v VARCHAR(20))")
+	wavetest.MustExec(t, prim, "CREATE DATABASE sw")
+	wavetest.MustExec(t, prim, "CREATE TABLE sw.t (id INT PRIMARY KEY, v VARCHAR(20))")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
@@ -179,14 +163,14 @@ func TestWaveSourceSwitchIntegration(t *testing.T) {
 			Subscriptions: []cluster.Subscription{{Name: "t", Topic: "sw." + id, Include: []string{`sw\.t`}}}}
 	}
 
-	instA := instance("a", masterStatus(t, prim))
+	instA := instance("a", wavetest.MasterStatus(t, prim))
 	busA, waveA, _ := embedded(t, ctx, instA, 0)
 	idsA := rowIDs(t, ctx, busA, "sw.a")
 	before := insertRows(t, prim, 1, 40)
 	seenA := map[int]int{}
 	waitIDs(t, ctx, "instance a before the switch", waveA, idsA, before, seenA)
 
-	startB := masterStatus(t, prim)
+	startB := wavetest.MasterStatus(t, prim)
 	startB.GTIDSet = "" // a start by file/pos
 	instB := instance("b", startB)
 	busB, waveB, _ := embedded(t, ctx, instB, 0)
@@ -194,7 +178,7 @@ func TestWaveSourceSwitchIntegration(t *testing.T) {
 	waitRegistered(t, ctx, prim, instB.Source.ServerID)
 
 	// Fail over: the replica catches up, is promoted, and the address moves to it.
-	end := masterStatus(t, prim).GTIDSet
+	end := wavetest.MasterStatus(t, prim).GTIDSet
 	r, err := rc.Execute(fmt.Sprintf("SELECT MASTER_GTID_WAIT('%s', 30)", end))
 	if err != nil {
 		t.Fatal(err)
@@ -202,8 +186,8 @@ func TestWaveSourceSwitchIntegration(t *testing.T) {
 	if v, _ := r.GetInt(0, 0); v != 0 {
 		t.Fatalf("the replica did not reach the primary's %s", end)
 	}
-	mustExec(t, rc, "STOP SLAVE")
-	mustExec(t, rc, "RESET SLAVE ALL")
+	wavetest.MustExec(t, rc, "STOP SLAVE")
+	wavetest.MustExec(t, rc, "RESET SLAVE ALL")
 	proxy.Switch(repl.Addr)
 	after := insertRows(t, rc, 41, 80)
 

@@ -9,6 +9,7 @@ import (
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 )
 
 // TestWaveStatusShowsCommittedPositionIntegration: once rows are committed, /status
@@ -16,19 +17,19 @@ import (
 // the position the instance started from.
 func TestWaveStatusShowsCommittedPositionIntegration(t *testing.T) {
 	a := testenv.RequireMySQL(t)
-	conn := connect(t)
+	conn := wavetest.Connect(t)
 	db := fmt.Sprintf("wave_i18_status_%d", time.Now().UnixNano()%1e9)
-	mustExec(t, conn, "CREATE DATABASE "+db)
-	t.Cleanup(func() { connect(t).Execute("DROP DATABASE IF EXISTS " + db) })
-	mustExec(t, conn, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
-	start := currentPos(t)
+	wavetest.MustExec(t, conn, "CREATE DATABASE "+db)
+	t.Cleanup(func() { wavetest.Connect(t).Execute("DROP DATABASE IF EXISTS " + db) })
+	wavetest.MustExec(t, conn, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
+	start := wavetest.CurrentPos(t)
 	inst := &cluster.Instance{ID: "status", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
 		Start: start, Subscriptions: []cluster.Subscription{{Name: "all", Topic: "status.all", Include: []string{db + `\.t`}}}}
 	ctx := testenv.Context(t)
 	b, _, addr := embedded(t, ctx, inst, 0)
 
-	mustExec(t, conn, "INSERT INTO "+db+".t VALUES (1)")
-	after := currentPos(t)
+	wavetest.MustExec(t, conn, "INSERT INTO "+db+".t VALUES (1)")
+	after := wavetest.CurrentPos(t)
 	if got := readBus(t, ctx, b, "status.all", 1); len(got) != 1 {
 		t.Fatalf("got %d messages, want the inserted row", len(got))
 	}
@@ -41,7 +42,7 @@ func TestWaveStatusShowsCommittedPositionIntegration(t *testing.T) {
 		var st struct {
 			Instances []wave.InstanceStatus `json:"instances"`
 		}
-		body := httpGet(t, "http://"+addr+"/status")
+		body := wavetest.HTTPGet(t, "http://"+addr+"/status")
 		if err := json.Unmarshal([]byte(body), &st); err != nil || len(st.Instances) != 1 {
 			t.Fatalf("/status = %s (%v)", body, err)
 		}

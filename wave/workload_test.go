@@ -2,7 +2,6 @@ package wave_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -18,7 +17,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 
-	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -86,36 +85,25 @@ type workload struct {
 	stopped atomic.Bool
 }
 
-func connect(t testing.TB) *client.Conn {
-	t.Helper()
-	a := testenv.RequireMySQL(t)
-	conn, err := client.ConnectWithContext(context.Background(), a.Addr, a.User, a.Password, "", 10*time.Second)
-	if err != nil {
-		t.Fatalf("connect to MariaDB at %s: %v", a, err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
-}
-
 // newWorkload creates a uniquely named database with the three tables.
 func newWorkload(t testing.TB, seed uint64) *workload {
 	t.Helper()
-	conn := connect(t)
+	conn := wavetest.Connect(t)
 	db := fmt.Sprintf("wave_%s_%d", strings.ToLower(strings.NewReplacer("/", "_", "-", "_").Replace(t.Name())), time.Now().UnixNano()%1e9)
 	if len(db) > 60 {
 		db = db[len(db)-60:]
 		db = "w" + db[1:]
 	}
-	mustExec(t, conn, "CREATE DATABASE "+db)
+	wavetest.MustExec(t, conn, "CREATE DATABASE "+db)
 	t.Cleanup(func() {
-		c := connect(t)
+		c := wavetest.Connect(t)
 		c.Execute("DROP DATABASE IF EXISTS " + db)
 	})
 	if err := conn.UseDB(db); err != nil {
 		t.Fatal(err)
 	}
 	for _, ddl := range schemaDDL {
-		mustExec(t, conn, ddl)
+		wavetest.MustExec(t, conn, ddl)
 	}
 	w := &workload{
 		t: t, conn: conn, db: db, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
@@ -131,13 +119,6 @@ func newWorkload(t testing.TB, seed uint64) *workload {
 		w.live[tb] = map[int64][]any{}
 	}
 	return w
-}
-
-func mustExec(t testing.TB, c *client.Conn, q string, args ...any) {
-	t.Helper()
-	if _, err := c.Execute(q, args...); err != nil {
-		t.Fatalf("%.120s: %v", q, err)
-	}
 }
 
 var texts = []string{"plain", "ütf8 ünïcödé", "emoji 😀🚀 and 中文", `quote " backslash \ tab	nl
@@ -274,7 +255,7 @@ func (w *workload) txn(table string, ins, upd, del int) {
 	t := w.t
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	mustExec(t, w.conn, "BEGIN")
+	wavetest.MustExec(t, w.conn, "BEGIN")
 	cols := w.cols[table]
 	if ins > 0 {
 		var args []any
@@ -290,7 +271,7 @@ func (w *workload) txn(table string, ins, upd, del int) {
 			w.expect[pkOf(table, vals)] = append(w.expect[pkOf(table, vals)], expMsg{typ: rowenc.TypeInsert, data: w.image(table, vals)})
 			w.count++
 		}
-		mustExec(t, w.conn, "INSERT INTO "+table+" ("+strings.Join(cols, ",")+") VALUES "+strings.Join(phs, ","), args...)
+		wavetest.MustExec(t, w.conn, "INSERT INTO "+table+" ("+strings.Join(cols, ",")+") VALUES "+strings.Join(phs, ","), args...)
 	}
 	ids := w.liveIDs(table)
 	w.rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
@@ -326,7 +307,7 @@ func (w *workload) txn(table string, ins, upd, del int) {
 				in[i] = strconv.FormatUint(uint64(1<<63)+uint64(id), 10)
 			}
 		}
-		mustExec(t, w.conn, "UPDATE "+table+" SET "+strings.Join(set, ", ")+" WHERE id IN ("+strings.Join(in, ",")+")", args...)
+		wavetest.MustExec(t, w.conn, "UPDATE "+table+" SET "+strings.Join(set, ", ")+" WHERE id IN ("+strings.Join(in, ",")+")", args...)
 		for _, id := range chosen {
 			before := w.live[table][id]
 			after := slices.Clone(before)
@@ -363,9 +344,9 @@ func (w *workload) txn(table string, ins, upd, del int) {
 			delete(w.live[table], id)
 			w.count++
 		}
-		mustExec(t, w.conn, "DELETE FROM "+table+" WHERE id IN ("+strings.Join(in, ",")+")")
+		wavetest.MustExec(t, w.conn, "DELETE FROM "+table+" WHERE id IN ("+strings.Join(in, ",")+")")
 	}
-	mustExec(t, w.conn, "COMMIT")
+	wavetest.MustExec(t, w.conn, "COMMIT")
 }
 
 func (w *workload) liveIDs(table string) []int64 {
@@ -416,20 +397,11 @@ func decode(t testing.TB, topic string, key, value []byte, full bool) received {
 	}
 	r := received{topic: topic, key: string(key), typ: m.Type, database: m.Database, table: m.Table,
 		data: canonical(m.Data), old: canonical(m.Old)}
-	if pk, ok := decodeJSON(orNull(m.PK)).(map[string]any); ok {
-		r.id = fmt.Sprint(pk["id"])
-	}
+	r.id = wavetest.PKID(m.PK)
 	if full {
 		r.msg = decodeJSON(value).(map[string]any)
 	}
 	return r
-}
-
-func orNull(b []byte) []byte {
-	if len(b) == 0 {
-		return []byte("null")
-	}
-	return b
 }
 
 // verify checks the messages of one topic (in partition order) against the workload's

@@ -45,7 +45,7 @@ func rebalanceInstances(ctx context.Context, c coord.Coordinator, p balancer.Pla
 	defer cancel()
 	shown, planShown := 0, false
 	for {
-		run, err := balancer.ReadRebalanceRun(ctx, c)
+		run, err := balancer.ReadRun(ctx, c)
 		if err != nil && !errors.Is(err, coord.ErrNotFound) {
 			return fmt.Errorf("instance rebalance: %w", err)
 		}

@@ -55,7 +55,10 @@ func startServing(t *testing.T, name string, args ...string) *upProcess {
 	return p
 }
 
-// get polls url until check accepts the answer or the deadline passes.
+// poll asks try every 100 ms until it says yes, failing after d with what it waited for
+// and try's last state. Not testify's Eventually: that runs try on a goroutine of its
+// own, and the tries here stop the test at once (t.Fatal, which must run on the test's
+// goroutine) when the process they wait on has exited.
 func poll(t *testing.T, what string, d time.Duration, try func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(d)

@@ -29,16 +29,16 @@ import (
 // never seen alive gets the failover grace to register, as it may be starting), serves
 // rebalance requests, and in automatic mode applies plans itself.
 
-// BalanceRequest asks the balancer to plan and apply a rebalance (`binlake instance
-// rebalance --apply`); the balancer answers in the BalanceRun with the same ID.
-type BalanceRequest struct {
+// Request asks the balancer to plan and apply a rebalance (`binlake instance
+// rebalance --apply`); the balancer answers in the Run with the same ID.
+type Request struct {
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
 }
 
-// BalanceRun is the balancer's latest rebalance run, at balancer/run: its plan and each
+// Run is the balancer's latest rebalance run, at balancer/run: its plan and each
 // move's result as it comes.
-type BalanceRun struct {
+type Run struct {
 	ID       string       `json:"id"`
 	Source   string       `json:"source"` // "request" or "auto"
 	Balancer string       `json:"balancer"`
@@ -359,7 +359,7 @@ func (b *term) serveRequest(ctx context.Context) {
 	if err != nil || len(v.Data) == 0 {
 		return
 	}
-	var req BalanceRequest
+	var req Request
 	jerr := json.Unmarshal(v.Data, &req)
 	if err := c.Delete(ctx, cluster.BalancerRequestKey, v.Version); err != nil {
 		return // taken or withdrawn meanwhile
@@ -368,7 +368,7 @@ func (b *term) serveRequest(ctx context.Context) {
 		b.mv.log.Warn("ignoring a malformed rebalance request", "data", string(v.Data))
 		return
 	}
-	run := &BalanceRun{ID: req.ID, Source: "request", Balancer: b.bl.Node, Started: time.Now().UTC()}
+	run := &Run{ID: req.ID, Source: "request", Balancer: b.bl.Node, Started: time.Now().UTC()}
 	fail := func(err error) {
 		run.Error = err.Error()
 		t := time.Now().UTC()
@@ -401,7 +401,7 @@ func (b *term) serveRequest(ctx context.Context) {
 // start applies plan in the background (failovers go on meanwhile), writing its
 // progress at balancer/run.
 func (b *term) start(ctx context.Context, id, source string, cl *clusterView, plan *api.Plan) {
-	run := &BalanceRun{ID: id, Source: source, Balancer: b.bl.Node, Started: time.Now().UTC(), Plan: plan, Results: []MoveResult{}}
+	run := &Run{ID: id, Source: source, Balancer: b.bl.Node, Started: time.Now().UTC(), Plan: plan, Results: []MoveResult{}}
 	b.mv.log.Info("rebalancing", "run", id, "source", source, "moves", len(plan.Moves),
 		"spread_before", plan.SpreadBefore, "spread_after", plan.SpreadAfter)
 	b.writeRun(ctx, run)
@@ -426,7 +426,7 @@ func (b *term) start(ctx context.Context, id, source string, cl *clusterView, pl
 	}()
 }
 
-func (b *term) writeRun(ctx context.Context, run *BalanceRun) {
+func (b *term) writeRun(ctx context.Context, run *Run) {
 	data, _ := json.Marshal(run)
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -442,7 +442,7 @@ func newRunID() string {
 }
 
 // RequestRebalance asks the cluster's balancer to plan and apply a rebalance and returns
-// the request's id; FollowRebalance reads its progress.
+// the request's id; ReadRun reads its progress.
 func RequestRebalance(ctx context.Context, c coord.Coordinator) (string, error) {
 	if _, err := c.Leader(ctx, cluster.BalancerLeaderKey); err != nil {
 		if errors.Is(err, coord.ErrNotFound) {
@@ -450,7 +450,7 @@ func RequestRebalance(ctx context.Context, c coord.Coordinator) (string, error) 
 		}
 		return "", fmt.Errorf("find the balancer: %w", err)
 	}
-	req := BalanceRequest{ID: newRunID(), At: time.Now().UTC()}
+	req := Request{ID: newRunID(), At: time.Now().UTC()}
 	data, _ := json.Marshal(req)
 	if _, err := c.Put(ctx, cluster.BalancerRequestKey, data, coord.NoVersion); err != nil {
 		if errors.Is(err, coord.ErrVersionConflict) || errors.Is(err, coord.ErrExists) {
@@ -461,13 +461,13 @@ func RequestRebalance(ctx context.Context, c coord.Coordinator) (string, error) 
 	return req.ID, nil
 }
 
-// ReadRebalanceRun returns the balancer's latest run (ErrNotFound when none).
-func ReadRebalanceRun(ctx context.Context, c coord.Coordinator) (*BalanceRun, error) {
+// ReadRun returns the balancer's latest run (ErrNotFound when none).
+func ReadRun(ctx context.Context, c coord.Coordinator) (*Run, error) {
 	v, err := c.Get(ctx, cluster.BalancerRunKey)
 	if err != nil {
 		return nil, err
 	}
-	var run BalanceRun
+	var run Run
 	if err := json.Unmarshal(v.Data, &run); err != nil {
 		return nil, fmt.Errorf("read the rebalance run: %w", err)
 	}

@@ -8,23 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
 )
-
-// waitFor polls cond until it holds or ctx ends (a failure naming what).
-func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v", what, ctx.Err())
-		}
-	}
-}
 
 // TestUnfinishedNeverCommittedIntegration: a message whose deferred ack was not called
 // holds its partition's committed position back through the periodic commits, although
@@ -59,13 +48,14 @@ func TestUnfinishedNeverCommittedIntegration(t *testing.T) {
 		t.Fatal("the first subscriber did not handle every message")
 	}
 	// The periodic commits move the position up to the open message, never past it.
-	waitFor(t, ctx, "the commit of the messages before the open one", func() bool {
-		off := tt.committed(t, ctx, group)[0]
-		if off > open {
-			t.Fatalf("committed offset %d is past the unfinished message %d", off, open)
-		}
-		return off == open
-	})
+	var off int64
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		off = tt.committed(c, ctx, group)[0]
+		assert.GreaterOrEqual(c, off, int64(open), "last committed offset")
+	}, time.Minute, 50*time.Millisecond, "the commit of the messages before the open one")
+	if off > open {
+		t.Fatalf("committed offset %d is past the unfinished message %d", off, open)
+	}
 	commits := tt.bus.CommitRequests()
 	first.Close() // the handler never finishes message 7
 	if err := <-running; !errors.Is(err, bus.ErrClosed) {
@@ -194,13 +184,11 @@ func TestRevocationCommitsIntegration(t *testing.T) {
 	second := tt.newBus(t, never)
 	s2 := tt.subscriber(t, second, group)
 	run(s2, 1)
-	waitFor(t, ctx, "the second member's partition", func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		pos, err := s2.(bus.Positioner).Position(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pos.Known && len(pos.Partitions) == 1
-	})
+		require.NoError(c, err)
+		assert.True(c, pos.Known && len(pos.Partitions) == 1, "last position: %+v", pos)
+	}, time.Minute, 50*time.Millisecond, "the second member's partition")
 	if tt.bus.CommitRequests() == 0 {
 		t.Fatal("the first member gave a partition up without committing")
 	}

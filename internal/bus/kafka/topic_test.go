@@ -9,6 +9,7 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
@@ -102,9 +103,8 @@ func (tt *testTopic) publishTo(t testing.TB, ctx context.Context, p, n int, valu
 }
 
 // committed is the group's committed position per partition, as another client sees it
-// (-1 for a partition never committed).
-func (tt *testTopic) committed(t testing.TB, ctx context.Context, group string) map[int]int64 {
-	t.Helper()
+// (-1 for a partition never committed); t is a test or, in a wait, one look.
+func (tt *testTopic) committed(t require.TestingT, ctx context.Context, group string) map[int]int64 {
 	parts := make([]int, tt.parts)
 	for i := range parts {
 		parts[i] = i
@@ -114,14 +114,10 @@ func (tt *testTopic) committed(t testing.TB, ctx context.Context, group string) 
 	if err == nil {
 		err = resp.Error
 	}
-	if err != nil {
-		t.Fatalf("fetch the committed offsets of %s: %v", group, err)
-	}
+	require.NoError(t, err, "fetch the committed offsets of %s", group)
 	out := map[int]int64{}
 	for _, po := range resp.Topics[tt.name] {
-		if po.Error != nil {
-			t.Fatalf("fetch the committed offset of %s partition %d: %v", group, po.Partition, po.Error)
-		}
+		require.NoError(t, po.Error, "fetch the committed offset of %s partition %d", group, po.Partition)
 		out[po.Partition] = po.CommittedOffset
 	}
 	return out

@@ -30,10 +30,6 @@ func newStore(t *testing.T) store.Store {
 	return open(t, filepath.Join(t.TempDir(), "metrics.db"))
 }
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, newStore)
-}
-
 // TestLarge is the acceptance on the embedded store: 100,000 points, and here the
 // percentile must be exact, not merely within the sketch window.
 func TestLarge(t *testing.T) {

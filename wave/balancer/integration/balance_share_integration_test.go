@@ -1,4 +1,4 @@
-package wave_test
+package integration_test
 
 // Scale-out as the planner does it since issue 30 (item 6), on real waves:
 //

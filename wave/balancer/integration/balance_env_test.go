@@ -1,4 +1,4 @@
-package wave_test
+package integration_test
 
 import (
 	"context"
@@ -25,6 +25,7 @@ import (
 	"github.com/binlake/binlake/judge/store/sqlite"
 	"github.com/binlake/binlake/wave/balancer"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 )
 
 // balanceEnv is the setup of the balancer's process tests: a database with one table per
@@ -55,22 +56,22 @@ func newBalanceEnv(t *testing.T, ctx context.Context, name string, n int) *balan
 	stamp := time.Now().UnixNano()
 	e.root = fmt.Sprintf("/binlake-test-%s-%d", name, stamp)
 	e.db = fmt.Sprintf("bal_%s_%d", name, stamp%1e9)
-	c, err := zk.New(ctx, zk.Options{Servers: strings.Split(e.zk, ","), Root: e.root, SessionTimeout: 4 * time.Second, Logger: testLogger(t)})
+	c, err := zk.New(ctx, zk.Options{Servers: strings.Split(e.zk, ","), Root: e.root, SessionTimeout: 4 * time.Second, Logger: testenv.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	e.c = c
-	conn := connect(t)
-	mustExec(t, conn, "CREATE DATABASE "+e.db)
+	conn := wavetest.Connect(t)
+	wavetest.MustExec(t, conn, "CREATE DATABASE "+e.db)
 	t.Cleanup(func() { conn.Execute("DROP DATABASE IF EXISTS " + e.db) })
 	if a.Password != "" {
 		e.env = append(e.env, "BINLAKE_TEST_SOURCE_PASSWORD="+a.Password)
 	}
 	for i := range n {
-		mustExec(t, conn, fmt.Sprintf("CREATE TABLE %s.t%d (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT NOT NULL)", e.db, i))
+		wavetest.MustExec(t, conn, fmt.Sprintf("CREATE TABLE %s.t%d (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT NOT NULL)", e.db, i))
 	}
-	start := currentPos(t)
+	start := wavetest.CurrentPos(t)
 	for i := range n {
 		inst := &cluster.Instance{ID: fmt.Sprintf("%s-i%02d", e.db, i),
 			Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
@@ -104,11 +105,11 @@ func (e *balanceEnv) addAll(node string) {
 }
 
 func (e *balanceEnv) startWave(node string) *testenv.Proc {
-	cfg := waveConfig(node, e.zk, e.root, e.brokers, 4*time.Second)
+	cfg := wavetest.WaveConfig(node, e.zk, e.root, e.brokers, 4*time.Second)
 	if e.poll != "" {
 		cfg = strings.Replace(cfg, "poll_interval: 200ms", "poll_interval: "+e.poll, 1)
 	}
-	return startWave(e.t, node, cfg+e.balancer, e.env)
+	return wavetest.StartWave(e.t, node, cfg+e.balancer, e.env)
 }
 
 // write inserts rates[i] rows per second into table i (a multiple of 10: a tenth every
@@ -121,7 +122,7 @@ func (e *balanceEnv) write(rates []int) {
 		if r <= 0 {
 			continue
 		}
-		conn := connect(e.t)
+		conn := wavetest.Connect(e.t)
 		values := strings.TrimSuffix(strings.Repeat("(1),", r/10), ",")
 		e.writers.Add(1)
 		go func() {
@@ -235,7 +236,7 @@ func (e *balanceEnv) within(d time.Duration, cond func() bool, procs ...*testenv
 // first messages of two consecutive rows (the interruption of a move).
 func (e *balanceEnv) checkRows(i int) (rows int, pause time.Duration) {
 	e.t.Helper()
-	conn := connect(e.t)
+	conn := wavetest.Connect(e.t)
 	r, err := conn.Execute(fmt.Sprintf("SELECT id FROM %s.t%d ORDER BY id", e.db, i))
 	if err != nil {
 		e.t.Fatal(err)
@@ -287,7 +288,7 @@ func readFirstTimes(t *testing.T, ctx context.Context, brokers, topic string, wa
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := partitionReader(brokers, topic, p.ID)
+			r := wavetest.PartitionReader(brokers, topic, p.ID)
 			defer r.Close()
 			for {
 				m, err := r.ReadMessage(rctx)
@@ -297,7 +298,14 @@ func readFirstTimes(t *testing.T, ctx context.Context, brokers, topic string, wa
 				if m.Time.IsZero() {
 					t.Errorf("%s: a message without a time", topic)
 				}
-				id := decode(t, topic, m.Key, m.Value, false).id
+				var msg struct {
+					PK json.RawMessage `json:"pk"`
+				}
+				if err := json.Unmarshal(m.Value, &msg); err != nil {
+					t.Errorf("message on %s is not JSON: %v: %.200s", topic, err, m.Value)
+					return
+				}
+				id := wavetest.PKID(msg.PK)
 				mu.Lock()
 				if at, ok := out[id]; !ok || m.Time.Before(at) {
 					out[id] = m.Time
@@ -322,7 +330,7 @@ func (e *balanceEnv) startJudge(rb judge.RebalanceOptions, extra string) (url, s
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { st.Close() })
-	j, err := judge.New(judge.Options{Store: st, Rebalance: &rb, Logger: testLogger(e.t)})
+	j, err := judge.New(judge.Options{Store: st, Rebalance: &rb, Logger: testenv.Logger(e.t)})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -340,7 +348,7 @@ func (e *balanceEnv) balancerMetric(name string) float64 {
 	}
 	var total float64
 	for _, m := range ms {
-		for _, line := range strings.Split(httpGet(e.t, "http://"+e.addr(m.ID)+"/metrics"), "\n") {
+		for _, line := range strings.Split(wavetest.HTTPGet(e.t, "http://"+e.addr(m.ID)+"/metrics"), "\n") {
 			if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "{")) {
 				f := strings.Fields(line)
 				v, err := strconv.ParseFloat(f[len(f)-1], 64)
@@ -394,7 +402,7 @@ func (e *balanceEnv) balancerStatus() (st struct {
 		e.t.Fatalf("no balancer: %v", err)
 	}
 	var body struct{ Balancer json.RawMessage }
-	if err := json.Unmarshal([]byte(httpGet(e.t, "http://"+e.addr(string(l))+"/status")), &body); err != nil {
+	if err := json.Unmarshal([]byte(wavetest.HTTPGet(e.t, "http://"+e.addr(string(l))+"/status")), &body); err != nil {
 		e.t.Fatal(err)
 	}
 	if err := json.Unmarshal(body.Balancer, &st); err != nil {

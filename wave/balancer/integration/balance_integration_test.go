@@ -1,4 +1,4 @@
-package wave_test
+package integration_test
 
 // The balancer on real `binlake wave` processes, MariaDB, ZooKeeper and Kafka
 // (acceptance of issue 19): a dead wave's instances spread over the survivors and stay
@@ -18,6 +18,7 @@ import (
 	"github.com/binlake/binlake/judge/client"
 	"github.com/binlake/binlake/wave/balancer"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 )
 
 // TestBalancerFailoverIntegration: 3 waves, 12 instances on the one then killed with
@@ -49,8 +50,8 @@ func TestBalancerFailoverIntegration(t *testing.T) {
 	n := count(assigned)
 	t.Logf("kill -9 of wave-a: its 12 instances assigned %v, all led by a survivor %s after the kill (session timeout 4 s)",
 		n, resumed.Round(10*time.Millisecond))
-	if resumed > failoverLimit {
-		t.Errorf("the 12 instances ran on the survivors %s after the kill, over the limit of %s at a 4 s session timeout", resumed, failoverLimit)
+	if resumed > wavetest.FailoverLimit {
+		t.Errorf("the 12 instances ran on the survivors %s after the kill, over the limit of %s at a 4 s session timeout", resumed, wavetest.FailoverLimit)
 	}
 	if d := n["wave-b"] - n["wave-c"]; d < -1 || d > 1 {
 		t.Errorf("after the failover wave-b has %d instances and wave-c %d, want counts that differ by at most 1", n["wave-b"], n["wave-c"])

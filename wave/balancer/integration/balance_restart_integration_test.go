@@ -1,4 +1,4 @@
-package wave_test
+package integration_test
 
 // A whole-cluster restart, as a deploy does it, on real `binlake wave` processes (issue
 // 30 item 6): every wave stops with SIGTERM and starts again. The first wave back wins

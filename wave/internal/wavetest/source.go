@@ -1,0 +1,53 @@
+package wavetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave/cluster"
+)
+
+// Connect opens a connection to the test MariaDB (BINLAKE_TEST_MYSQL), closed when the
+// test ends.
+func Connect(t testing.TB) *client.Conn {
+	t.Helper()
+	a := testenv.RequireMySQL(t)
+	conn, err := client.ConnectWithContext(context.Background(), a.Addr, a.User, a.Password, "", 10*time.Second)
+	if err != nil {
+		t.Fatalf("connect to MariaDB at %s: %v", a, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// MustExec runs q on c and fails the test on an error.
+func MustExec(t testing.TB, c *client.Conn, q string, args ...any) {
+	t.Helper()
+	if _, err := c.Execute(q, args...); err != nil {
+		t.Fatalf("%.120s: %v", q, err)
+	}
+}
+
+// MasterStatus is the server's binlog end: file, pos and GTID position.
+func MasterStatus(t testing.TB, c *client.Conn) *cluster.Position {
+	t.Helper()
+	r, err := c.Execute("SHOW MASTER STATUS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, _ := r.GetString(0, 0)
+	pos, _ := r.GetUint(0, 1)
+	g, err := c.Execute("SELECT @@GLOBAL.gtid_binlog_pos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, _ := g.GetString(0, 0)
+	return &cluster.Position{File: file, Pos: uint32(pos), GTIDSet: gs}
+}
+
+// CurrentPos is the binlog end of the shared test server.
+func CurrentPos(t testing.TB) *cluster.Position { return MasterStatus(t, Connect(t)) }
