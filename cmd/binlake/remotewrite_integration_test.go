@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +26,7 @@ import (
 func TestRemoteWriteFromPrometheusIntegration(t *testing.T) {
 	t.Parallel()
 	exporter := testenv.StartNodeExporter(t)
+	busy0, total0 := procCPU(t)
 	s := startUp(t, upOptions{DataDir: t.TempDir(), Node: "rw-up"})
 	node := fmt.Sprintf("rw-%d", time.Now().UnixNano())
 	prom := testenv.StartPrometheus(t, fmt.Sprintf(`global:
@@ -78,6 +80,40 @@ remote_write:
 	}
 	require.Positive(t, mounts, "no disk.used_pct{mount} in %+v", detail.Current.Series)
 
+	// What the judge holds is what /proc shows: memory and load now, and the CPU's busy
+	// share over the run (the judge's hour mean against /proc/stat since node_exporter
+	// started), within a few points.
+	var cur struct {
+		Current struct {
+			Series []struct {
+				Name   string            `json:"name"`
+				Labels map[string]string `json:"labels"`
+				Mean   float64           `json:"mean"`
+				Last   float64           `json:"last"`
+			} `json:"series"`
+		} `json:"current"`
+	}
+	require.Equal(t, http.StatusOK, getJSON(t, "GET", s.urls.Judge+"/v1/nodes/"+node, "", &cur))
+	busy1, total1 := procCPU(t)
+	memPct, load1 := procMemLoad(t)
+	got := map[string][2]float64{}
+	for _, se := range cur.Current.Series {
+		if len(se.Labels) == 0 {
+			got[se.Name] = [2]float64{se.Mean, se.Last}
+		}
+	}
+	require.InDelta(t, memPct, got["mem.used_pct"][1], 3, "mem.used_pct against /proc/meminfo")
+	require.InDelta(t, load1, got["load.1"][1], max(1.5, load1/4), "load.1 against /proc/loadavg")
+	require.InDelta(t, 100*(busy1-busy0)/(total1-total0), got["cpu.util"][0], 12, "cpu.util against /proc/stat over the run")
+
+	// A placement can choose the node: it is live, with the figures the plugins read.
+	var placed struct {
+		Node string `json:"node"`
+	}
+	require.Equal(t, http.StatusOK, getJSON(t, "POST", s.urls.Judge+"/v1/placement",
+		`{"instance":"rw-test","exclude":["rw-up"],"algorithm":"leastload","dry_run":true}`, &placed))
+	require.Equal(t, node, placed.Node)
+
 	// Prometheus sent samples and metadata, and none failed.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		m := promSelf(t, prom.URL)
@@ -89,6 +125,46 @@ remote_write:
 		"prometheus_remote_storage_samples_retried_total"} {
 		require.Zero(t, m[failed], failed)
 	}
+}
+
+// procCPU reads /proc/stat's first line: busy (all but idle and iowait) and total jiffies.
+func procCPU(t *testing.T) (busy, total float64) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/stat")
+	require.NoError(t, err)
+	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])[1:]
+	for i, v := range f {
+		if i >= 8 { // guest and guest_nice are in user and nice already
+			break
+		}
+		n, err := strconv.ParseFloat(v, 64)
+		require.NoError(t, err)
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total
+}
+
+// procMemLoad reads the used memory share (as node_exporter's MemAvailable/MemTotal give
+// it) and the 1-minute load average.
+func procMemLoad(t *testing.T) (memPct, load1 float64) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/meminfo")
+	require.NoError(t, err)
+	kb := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 {
+			kb[strings.TrimSuffix(f[0], ":")], _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	memPct = 100 * (1 - kb["MemAvailable"]/kb["MemTotal"])
+	b, err = os.ReadFile("/proc/loadavg")
+	require.NoError(t, err)
+	load1, err = strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	require.NoError(t, err)
+	return memPct, load1
 }
 
 // promSelf reads Prometheus's own /metrics, each family's series summed.
