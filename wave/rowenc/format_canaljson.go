@@ -215,7 +215,7 @@ func appendCanalValue(dst []byte, im Image, col int) ([]byte, error) {
 		}
 		return appendQuotedUint(dst[:at], n), nil
 	case kindJSON:
-		return rewriteTail(dst, at, appendAsString), nil
+		return rewriteTail(dst, at, appendJSONText), nil
 	case kindBinary:
 		return rewriteTail(dst, at, appendBase64AsLatin1), nil
 	}

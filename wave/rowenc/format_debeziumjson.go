@@ -161,7 +161,7 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 			return rewriteTail(dst, at, appendDecimalBytes), nil
 		}
 	case kindJSON:
-		return rewriteTail(dst, at, appendAsString), nil
+		return rewriteTail(dst, at, appendJSONText), nil
 	case kindDate:
 		if isZeroDate(tok) {
 			return append(dst[:at], "null"...), nil

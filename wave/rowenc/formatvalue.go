@@ -100,14 +100,9 @@ func appendQuoted(dst, tok []byte) []byte {
 	return append(dst, '"')
 }
 
-// appendAsString appends any token as a JSON string of its text: a string as it is, a
-// number or a JSON document as the string of its JSON text.
-func appendAsString(dst, tok []byte) []byte {
-	if len(tok) > 0 && tok[0] == '"' {
-		return append(dst, tok...)
-	}
-	return jsonenc.AppendString(dst, stringOf(tok))
-}
+// appendJSONText appends a JSON document token as a JSON string of its text (a document
+// that is itself a string keeps its quotes inside).
+func appendJSONText(dst, tok []byte) []byte { return jsonenc.AppendString(dst, stringOf(tok)) }
 
 // appendSQLTemporal appends a DATETIME or TIMESTAMP token ("…T…[Z]") as the SQL form
 // "yyyy-MM-dd HH:mm:ss[.ffffff]": a space for the 'T', no 'Z'.

@@ -90,6 +90,9 @@ func TestEnumSetValues(t *testing.T) {
 	if got := appendSetArray(nil, []byte(`"q\"x,z"`)); !json.Valid(got) || string(got) != `["q\"x","z"]` {
 		t.Errorf("set array: %s", got)
 	}
+	if got := appendJSONText(nil, []byte(`"s"`)); string(got) != `"\"s\""` {
+		t.Errorf("a JSON document that is a string: %s", got)
+	}
 	if got := appendLatin1(nil, []byte{0, 'a', '"', 0xe9, 0xff}); string(got) != `"\u0000a\"éÿ"` {
 		t.Errorf("latin1: %s", got)
 	}
