@@ -200,14 +200,25 @@ func TestJSONFormatAppendRow(t *testing.T) {
 }
 
 // TestFormatsAllocate: encoding a row of every column type allocates nothing in any
-// format's default rendering, once the message buffer has grown (an ENUM's value list
+// format's default rendering (nor in debezium-json's schema and epoch values), once the message buffer has grown (an ENUM's value list
 // included: no string is built per message).
 func TestFormatsAllocate(t *testing.T) {
 	tb := goldenTable()
 	first, second := goldenRows()
 	rows := Rows{rows: []values{first, second}}
+	type variant struct {
+		name string
+		opts map[string]string
+	}
+	var variants []variant
 	for _, name := range FormatNames() {
-		f, err := NewFormat(name, nil)
+		variants = append(variants, variant{name: name})
+	}
+	// Debezium's schema and epoch values too; decimal: precise builds a big.Int per value.
+	variants = append(variants, variant{FormatDebeziumJSON, map[string]string{"schema": "true", "temporal": "epoch", "decimal": "double"}})
+	for _, v := range variants {
+		name := fmt.Sprint(v.name, v.opts)
+		f, err := NewFormat(v.name, v.opts)
 		if err != nil {
 			t.Fatal(err)
 		}
