@@ -31,6 +31,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // Options configures a run. Zero fields take the defaults named.
@@ -70,6 +71,8 @@ type Options struct {
 	Snapshot bool
 	// ChunkRows is snapshot.chunk_rows. wave.DefaultSnapshotChunkRows.
 	ChunkRows int
+	// Format is the subscription's message format (rowenc.FormatNames). json.
+	Format string
 	// Keep leaves the database and the topic in place.
 	Keep bool
 	// Out receives progress lines and the report.
@@ -105,6 +108,9 @@ func (o *Options) setDefaults() error {
 		if v < 1 {
 			return fmt.Errorf("bench: %s %d: must be at least 1", name, v)
 		}
+	}
+	if _, err := rowenc.NewFormat(o.Format, nil); err != nil {
+		return fmt.Errorf("bench: %w", err)
 	}
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:3307"
@@ -371,7 +377,7 @@ func capture(ctx context.Context, opts Options, db, topic string, start cluster.
 		Source: cluster.Source{Addr: opts.Addr, User: opts.User, Flavor: cluster.FlavorMariaDB,
 			ServerID: uint32(50000 + time.Now().UnixNano()%10000)},
 		Start:         &start,
-		Subscriptions: []cluster.Subscription{{Name: "bench", Topic: topic, Include: []string{db + `\.bench`}}},
+		Subscriptions: []cluster.Subscription{{Name: "bench", Topic: topic, Include: []string{db + `\.bench`}, Format: opts.Format}},
 	}
 	if opts.Snapshot {
 		inst.Snapshot = &cluster.SnapshotOptions{Initial: true, ChunkRows: opts.ChunkRows}
@@ -575,6 +581,9 @@ func report(out io.Writer, opts Options, r *Result) {
 	what := "wave capture"
 	if opts.Snapshot {
 		what = "wave snapshot"
+	}
+	if opts.Format != "" {
+		what += " (format " + opts.Format + ")"
 	}
 	fmt.Fprintf(out, "\n%s to Kafka: %d rows in %s: %.0f rows/s, %.1f MB/s of messages (%d messages, %.1f MB, acks=all; the broker holds %d)\n",
 		what, r.Rows, r.Capture.Round(time.Millisecond), r.CaptureRowsPerS(), float64(r.Bytes)/1e6/r.Capture.Seconds(),
