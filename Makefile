@@ -15,7 +15,7 @@ BENCH ?= .
 
 AGENT_BIN := bin/binlake-agent
 
-.PHONY: all build build-agent run test unit flake services-up services-down services-status bench bench-agent bench-wave bench-judge bench-alarm lint fmt clean
+.PHONY: all build build-agent proto run test unit flake services-up services-down services-status bench bench-agent bench-wave bench-judge bench-alarm lint fmt clean
 
 all: build
 
@@ -23,6 +23,11 @@ all: build
 BUILD_FLAGS ?=
 build:
 	$(GO) build $(BUILD_FLAGS) -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/binlake
+
+## proto: regenerate the Go code of the .proto files under proto/ (wave/rowenc/rowpb and
+## wave/rowenc/canalpb, committed): protoc from Maven Central, cached under .testenv.
+proto:
+	bash proto/gen.sh
 
 ## build-agent: the slim agent-only binary for the hosts the agent watches (-tags agentonly).
 build-agent:
