@@ -156,7 +156,7 @@ func encodePBRow[I typedImage[I]](dst []byte, s *typedScratch, t *Table, before,
 		image = before
 	}
 	if image.len() != len(t.Columns) || (!before.isNil() && !after.isNil() && before.len() != after.len()) {
-		return dst, fmt.Errorf("%s.%s: row has %d values, table map %d columns", t.Database, t.Name, image.len(), len(t.Columns))
+		return dst, errColumnCount(t, image.len())
 	}
 	var err error
 	for _, ci := range t.PK {
@@ -185,6 +185,11 @@ func encodePBRow[I typedImage[I]](dst []byte, s *typedScratch, t *Table, before,
 		}
 	}
 	return dst, nil
+}
+
+// errColumnCount is the error of a row whose image does not fit its table (encodeRow's).
+func errColumnCount(t *Table, n int) error {
+	return fmt.Errorf("%s.%s: row has %d values, table map %d columns", t.Database, t.Name, n, len(t.Columns))
 }
 
 // appendPBField appends column i of image as a binlake.v1.Field in the Row's field num.

@@ -75,6 +75,9 @@ type Table struct {
 	PK []int
 
 	names []byte // `,"database":<Database>,"table":<Name>`, encoded by Prepare
+	// mysqlTypes is each column's type as the Canal formats name it (canalvalue.go),
+	// made by Prepare.
+	mysqlTypes []string
 	// tm is the table map the capture last saw for the table; inPlace: every column's
 	// values can be read in place (rowimage.go).
 	tm      *replication.TableMapEvent
@@ -90,6 +93,7 @@ func (t *Table) Prepare() {
 		c := &t.Columns[i]
 		c.key = append(jsonenc.AppendString(nil, c.Name), ':')
 	}
+	t.mysqlTypes = canalMySQLTypes(t)
 }
 
 func appendNames(dst []byte, db, table string) []byte {

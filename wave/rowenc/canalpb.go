@@ -1,0 +1,327 @@
+package rowenc
+
+import (
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// The `canal-protobuf` format: what Canal 1.1.7's Kafka producer writes with
+// flatMessage=false (CanalMessageSerializerUtil with filterTransactionEntry, its
+// default): a CanalPacket.Packet of type MESSAGES whose body is a Messages holding
+// CanalEntry.Entry bytes, each a ROWDATA entry whose storeValue is a RowChange
+// (proto/canal/canal.proto; Go types in wave/rowenc/canalpb). Canal puts a batch of
+// entries in one Kafka message; BinLake puts one row's entry in each, keyed as every
+// format is, so that a row's changes stay in order on one partition (Canal's client
+// reads a message of one entry as a batch of one). Canal's own Java client
+// (KafkaCanalConnector) reads it.
+//
+// An insert carries its row in afterColumns, every column updated=true; a delete in
+// beforeColumns; an update both, the changed after columns updated=true (changed as
+// Canal decides it: the rendered values differ). A snapshot row comes as an INSERT (Canal
+// has no snapshot in its stream). A DDL is an entry whose RowChange has isDdl=true, the
+// statement in sql, and the event type its head names (CREATE, ALTER, ERASE, RENAME,
+// TRUNCATE, CINDEX, DINDEX, else QUERY). The header carries the binlog file, the
+// position the json format's pos carries (after the event; Canal writes the event's
+// start), the execute time in milliseconds, schema, table and event type, and the
+// transaction's GTID (Canal writes the executed GTID set there, and the transaction's
+// GTID in the curtGtid property; BinLake has the GTID only). Values: canalvalue.go.
+
+// Field numbers of Canal's messages (proto/canal/canal.proto).
+const (
+	cpPacketVersion protowire.Number = 2
+	cpPacketType    protowire.Number = 3
+	cpPacketBody    protowire.Number = 5
+	cpMessagesItem  protowire.Number = 2
+
+	cpEntryHeader     protowire.Number = 1
+	cpEntryType       protowire.Number = 2
+	cpEntryStoreValue protowire.Number = 3
+
+	cpHeaderVersion      protowire.Number = 1
+	cpHeaderLogfileName  protowire.Number = 2
+	cpHeaderLogfileOff   protowire.Number = 3
+	cpHeaderServerenCode protowire.Number = 5
+	cpHeaderExecuteTime  protowire.Number = 6
+	cpHeaderSourceType   protowire.Number = 7
+	cpHeaderSchemaName   protowire.Number = 8
+	cpHeaderTableName    protowire.Number = 9
+	cpHeaderEventType    protowire.Number = 11
+	cpHeaderGTID         protowire.Number = 13
+
+	cpRowChangeTableID   protowire.Number = 1
+	cpRowChangeEventType protowire.Number = 2
+	cpRowChangeIsDdl     protowire.Number = 10
+	cpRowChangeSQL       protowire.Number = 11
+	cpRowChangeRowDatas  protowire.Number = 12
+	cpRowChangeDdlSchema protowire.Number = 14
+
+	cpRowDataBefore protowire.Number = 1
+	cpRowDataAfter  protowire.Number = 2
+
+	cpColumnIndex     protowire.Number = 1
+	cpColumnSQLType   protowire.Number = 2
+	cpColumnName      protowire.Number = 3
+	cpColumnIsKey     protowire.Number = 4
+	cpColumnUpdated   protowire.Number = 5
+	cpColumnIsNull    protowire.Number = 6
+	cpColumnValue     protowire.Number = 8
+	cpColumnMySQLType protowire.Number = 10
+)
+
+// Enum values of Canal's messages.
+const (
+	cpPacketMessages = 7 // PacketType.MESSAGES
+	cpEntryRowData   = 2 // EntryType.ROWDATA
+	cpSourceMySQL    = 2 // Type.MYSQL
+
+	cpEventInsert   = 1
+	cpEventUpdate   = 2
+	cpEventDelete   = 3
+	cpEventCreate   = 4
+	cpEventAlter    = 5
+	cpEventErase    = 6
+	cpEventQuery    = 7
+	cpEventTruncate = 8
+	cpEventRename   = 9
+	cpEventCIndex   = 10
+	cpEventDIndex   = 11
+)
+
+// canalScratch is what a canal-protobuf row is rendered with: one typed scratch for the
+// column being written and one for an update's before value it is compared with.
+type canalScratch struct{ cur, other typedScratch }
+
+// zeros is what pbEnd grows a buffer by before it moves a body to make room for its length.
+var zeros [binaryVarintMax]byte
+
+const binaryVarintMax = 10
+
+// pbBegin appends the tag of a length-delimited field and returns where its body starts;
+// pbEnd then puts the body's length in front of it. The body is written once and moved
+// by the few bytes of its length, instead of being sized by a first pass.
+func pbBegin(dst []byte, num protowire.Number) ([]byte, int) {
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	return dst, len(dst)
+}
+
+func pbEnd(dst []byte, start int) []byte {
+	n := len(dst) - start
+	sz := protowire.SizeVarint(uint64(n))
+	dst = append(dst, zeros[:sz]...)
+	copy(dst[start+sz:], dst[start:start+n])
+	protowire.AppendVarint(dst[start:start], uint64(n))
+	return dst
+}
+
+// appendPBVarintAlways appends a varint field even when it is 0: a member of a oneof
+// (Canal's "present" fields) is written whenever it is set.
+func appendPBVarintAlways(dst []byte, num protowire.Number, v uint64) []byte {
+	dst = protowire.AppendTag(dst, num, protowire.VarintType)
+	return protowire.AppendVarint(dst, v)
+}
+
+// appendPBBool appends a bool field that is true (proto3 leaves false out).
+func appendPBBool(dst []byte, num protowire.Number, b bool) []byte {
+	if !b {
+		return dst
+	}
+	return appendPBVarintAlways(dst, num, 1)
+}
+
+// canalEvent is Canal's EventType of a row message type.
+func canalEvent(typ string) uint64 {
+	switch typ {
+	case TypeUpdate:
+		return cpEventUpdate
+	case TypeDelete:
+		return cpEventDelete
+	}
+	return cpEventInsert // insert and snapshot
+}
+
+// appendCanalPacketStart opens a Packet of one Entry and the Entry's header: the caller
+// writes the rest of the Entry and closes all with appendCanalPacketEnd.
+func appendCanalPacketStart(dst []byte, db, table string, event uint64, m Meta) ([]byte, [2]int) {
+	var open [2]int
+	dst = appendPBVarintAlways(dst, cpPacketVersion, 1)
+	dst = appendPBVarintAlways(dst, cpPacketType, cpPacketMessages)
+	dst, open[0] = pbBegin(dst, cpPacketBody)
+	dst, open[1] = pbBegin(dst, cpMessagesItem)
+	dst, hdr := pbBegin(dst, cpEntryHeader)
+	dst = appendPBVarintAlways(dst, cpHeaderVersion, 1)
+	dst = appendPBString(dst, cpHeaderLogfileName, m.File)
+	dst = appendPBVarint(dst, cpHeaderLogfileOff, uint64(m.Pos))
+	dst = appendPBString(dst, cpHeaderServerenCode, "UTF-8")
+	dst = appendPBVarint(dst, cpHeaderExecuteTime, uint64(m.TS*1000))
+	dst = appendPBVarintAlways(dst, cpHeaderSourceType, cpSourceMySQL)
+	dst = appendPBString(dst, cpHeaderSchemaName, db)
+	dst = appendPBString(dst, cpHeaderTableName, table)
+	dst = appendPBVarintAlways(dst, cpHeaderEventType, event)
+	dst = appendPBString(dst, cpHeaderGTID, m.GTID)
+	dst = pbEnd(dst, hdr)
+	return appendPBVarintAlways(dst, cpEntryType, cpEntryRowData), open
+}
+
+func appendCanalPacketEnd(dst []byte, open [2]int) []byte {
+	return pbEnd(pbEnd(dst, open[1]), open[0])
+}
+
+// encodeCanalRow appends the canal-protobuf message of one row change.
+func encodeCanalRow[I typedImage[I]](dst []byte, s *canalScratch, t *Table, typ string, m Meta, before, after I) ([]byte, error) {
+	image := after
+	if image.isNil() {
+		image = before
+	}
+	if image.len() != len(t.Columns) || (!before.isNil() && !after.isNil() && before.len() != after.len()) {
+		return dst, errColumnCount(t, image.len())
+	}
+	types := t.mysqlTypes
+	if types == nil {
+		types = canalMySQLTypes(t) // an unprepared table (tests)
+	}
+	event := canalEvent(typ)
+	dst, open := appendCanalPacketStart(dst, t.Database, t.Name, event, m)
+	dst, sv := pbBegin(dst, cpEntryStoreValue)
+	if t.tm != nil {
+		dst = appendPBVarint(dst, cpRowChangeTableID, t.tm.TableID)
+	}
+	dst = appendPBVarintAlways(dst, cpRowChangeEventType, event)
+	dst = appendPBVarintAlways(dst, cpRowChangeIsDdl, 0)
+	dst, rd := pbBegin(dst, cpRowChangeRowDatas)
+	var err error
+	if !before.isNil() {
+		if dst, err = appendCanalColumns(dst, s, t, types, cpRowDataBefore, before, before, false); err != nil {
+			return dst, err
+		}
+	}
+	if !after.isNil() {
+		if dst, err = appendCanalColumns(dst, s, t, types, cpRowDataAfter, after, before, true); err != nil {
+			return dst, err
+		}
+	}
+	dst = pbEnd(dst, rd)
+	dst = pbEnd(dst, sv)
+	return appendCanalPacketEnd(dst, open), nil
+}
+
+// appendCanalColumns appends every column of image as Columns in field num. In an after
+// image (isAfter), a column is updated when there is no before image (an insert) or its
+// rendered value differs from before's, as Canal's isUpdate decides.
+func appendCanalColumns[I typedImage[I]](dst []byte, s *canalScratch, t *Table, types []string, num protowire.Number, image, before I, isAfter bool) ([]byte, error) {
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		v, err := image.typed(&s.cur, c, i)
+		if err != nil {
+			return dst, err
+		}
+		cc := canalValue(&s.cur, c, v)
+		updated := false
+		if isAfter {
+			updated = true
+			if !before.isNil() {
+				bv, err := before.typed(&s.other, c, i)
+				if err != nil {
+					return dst, err
+				}
+				bc := canalValue(&s.other, c, bv)
+				updated = bc.isNull != cc.isNull || string(bc.value) != string(cc.value)
+			}
+		}
+		var col int
+		dst, col = pbBegin(dst, num)
+		dst = appendPBVarint(dst, cpColumnIndex, uint64(i))
+		dst = appendPBVarint(dst, cpColumnSQLType, uint64(int64(cc.sqlType))) // int32: negative as ten bytes
+		dst = appendPBString(dst, cpColumnName, c.Name)
+		dst = appendPBBool(dst, cpColumnIsKey, c.PK)
+		dst = appendPBBool(dst, cpColumnUpdated, updated)
+		dst = appendPBVarintAlways(dst, cpColumnIsNull, protowire.EncodeBool(cc.isNull))
+		if len(cc.value) > 0 {
+			dst = protowire.AppendTag(dst, cpColumnValue, protowire.BytesType)
+			dst = protowire.AppendBytes(dst, cc.value)
+		}
+		dst = appendPBString(dst, cpColumnMySQLType, types[i])
+		dst = pbEnd(dst, col)
+	}
+	return dst, nil
+}
+
+// EncodeDDLCanal appends the canal-protobuf message of a DDL statement: an entry whose
+// RowChange says isDdl, with the statement and its event type.
+func EncodeDDLCanal(dst []byte, database, table string, m Meta, sql string) []byte {
+	event := canalDDLEvent(sql)
+	dst, open := appendCanalPacketStart(dst, database, table, event, m)
+	dst, sv := pbBegin(dst, cpEntryStoreValue)
+	dst = appendPBVarintAlways(dst, cpRowChangeEventType, event)
+	dst = appendPBVarintAlways(dst, cpRowChangeIsDdl, 1)
+	dst = appendPBString(dst, cpRowChangeSQL, sql)
+	dst = appendPBString(dst, cpRowChangeDdlSchema, database)
+	dst = pbEnd(dst, sv)
+	return appendCanalPacketEnd(dst, open)
+}
+
+// canalDDLEvent is the EventType Canal's DDL parser gives a statement, from its head.
+func canalDDLEvent(sql string) uint64 {
+	f := strings.Fields(strings.ToUpper(skipSQLComments(sql)))
+	word := func(i int) string {
+		if i < len(f) {
+			return f[i]
+		}
+		return ""
+	}
+	switch word(0) {
+	case "CREATE":
+		for i := 1; i < len(f) && i < 4; i++ {
+			switch f[i] {
+			case "TABLE":
+				return cpEventCreate
+			case "INDEX":
+				return cpEventCIndex
+			}
+		}
+	case "ALTER":
+		return cpEventAlter
+	case "DROP":
+		switch word(1) {
+		case "TABLE", "TEMPORARY":
+			return cpEventErase
+		case "INDEX":
+			return cpEventDIndex
+		}
+	case "TRUNCATE":
+		return cpEventTruncate
+	case "RENAME":
+		return cpEventRename
+	}
+	return cpEventQuery
+}
+
+// skipSQLComments drops the leading /* … */ and -- comments of a statement.
+func skipSQLComments(sql string) string {
+	for {
+		sql = strings.TrimSpace(sql)
+		switch {
+		case strings.HasPrefix(sql, "/*"):
+			end := strings.Index(sql, "*/")
+			if end < 0 {
+				return ""
+			}
+			sql = sql[end+2:]
+		case strings.HasPrefix(sql, "--"), strings.HasPrefix(sql, "#"):
+			end := strings.IndexByte(sql, '\n')
+			if end < 0 {
+				return ""
+			}
+			sql = sql[end+1:]
+		default:
+			return sql
+		}
+	}
+}
+
+// EncodeRowCanal appends the canal-protobuf message of one row change given as
+// go-mysql's values (EncodeRow's, in this format).
+func EncodeRowCanal(dst []byte, t *Table, typ string, m Meta, before, after []any) ([]byte, error) {
+	var s canalScratch
+	return encodeCanalRow(dst, &s, t, typ, m, values(before), values(after))
+}
