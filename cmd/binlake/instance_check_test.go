@@ -8,7 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // TestInstanceAddCheck: `binlake instance add --check -f FILE` accepts the shipped
@@ -41,6 +44,7 @@ func TestInstanceAddCheck(t *testing.T) {
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"misspelt key", "  password_env:", "  pasword_env:", "typo.yaml:" + strconv.Itoa(line) + `: unknown key "source.pasword_env" (under source: addr, user, password_env, password_file, flavor, server_id)`},
 		{"bad value", "flavor: mysql", "flavor: postgres", `typo.yaml: source.flavor "postgres": want mysql or mariadb`},
+		{"unknown format", "\n    format: json", "\n    format: avro", `typo.yaml: subscriptions[0]: format "avro": unknown; known formats: ` + strings.Join(rowenc.FormatNames(), ", ")},
 	} {
 		bad := filepath.Join(t.TempDir(), "typo.yaml")
 		edited := bytes.Replace(b, []byte(tc.from), []byte(tc.to), 1)

@@ -111,9 +111,9 @@ type Capture struct {
 	// per transaction
 	inTxn   bool
 	txGTID  string
-	pending *rowsBatch     // the last rows event, held back to flag the transaction's last row
-	enc     rowenc.Encoder // flush's encoder
-	keys    []string       // and its scratch: the partitioning of each subscription
+	pending *rowsBatch      // the last rows event, held back to flag the transaction's last row
+	enc     rowenc.Encoder  // flush's encoder
+	targets []rowenc.Target // and its scratch: each subscription's partitioning and format
 	txGSet  mysql.GTIDSet
 }
 
@@ -503,12 +503,12 @@ func (c *Capture) flush(ctx context.Context, commit bool, xid uint64) error {
 // encode encodes a rows event's images into its messages, one per row and
 // subscription.
 func (c *Capture) encode(b *rowsBatch, commit bool, xid uint64) (Item, error) {
-	c.keys = c.keys[:0]
+	c.targets = c.targets[:0]
 	for _, si := range b.subs {
-		c.keys = append(c.keys, c.Filter.Subscription(si).PartitionBy)
+		c.targets = append(c.targets, rowenc.Target{By: c.Filter.Subscription(si).PartitionBy, Format: c.Filter.Format(si)})
 	}
 	it := Item{TS: b.Meta.TS}
-	msgs, err := c.enc.Encode(&b.Event, c.keys, commit, xid, c.keep)
+	msgs, err := c.enc.Encode(&b.Event, c.targets, commit, xid, c.keep)
 	if err != nil {
 		return it, &fatalError{err}
 	}

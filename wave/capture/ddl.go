@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -20,14 +21,31 @@ func (c *Capture) ddl(ctx context.Context, h *replication.EventHeader, schema, s
 	clear(c.tables)
 	c.snapDDL()
 	it := Item{TS: int64(h.Timestamp)}
+	m := rowenc.Meta{Instance: c.Inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos, Commit: true}
 	for _, t := range c.ddlTables.tables(schema, sql) {
 		subs := c.Filter.Match(t.db, t.table, rowenc.TypeDDL)
 		if len(subs) == 0 {
 			continue
 		}
-		value := rowenc.EncodeDDL(nil, t.db, t.table, rowenc.Meta{Instance: c.Inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos, Commit: true}, sql)
+		d := &rowenc.DDL{Database: t.db, Table: t.table, Meta: m, SQL: sql}
+		values := map[rowenc.Format][]byte{} // one message per format
 		for _, si := range subs {
-			sub := c.Filter.Subscription(si)
+			sub, f := c.Filter.Subscription(si), c.Filter.Format(si)
+			value, ok := values[f]
+			if !ok {
+				var sent bool
+				var err error
+				if value, sent, err = f.AppendDDL(nil, d); err != nil {
+					return &fatalError{fmt.Errorf("encode the DDL at %s:%d (format %s): %w", c.file, h.LogPos, f.Name(), err)}
+				}
+				if !sent {
+					value = nil // the format sends nothing for a DDL
+				}
+				values[f] = value
+			}
+			if value == nil {
+				continue
+			}
 			key := []byte(t.db + "." + t.table)
 			if sub.PartitionBy == rowenc.PartitionDatabase {
 				key = []byte(t.db)

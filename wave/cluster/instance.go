@@ -70,6 +70,13 @@ type Subscription struct {
 	Events []string `json:"events,omitempty" yaml:"events"`
 	// PartitionBy is pk (default), table or database.
 	PartitionBy string `json:"partition_by,omitempty" yaml:"partition_by"`
+	// Format is the messages' format: json (default, BinLake's row message), or a format
+	// other captures' consumers read (rowenc.FormatNames lists them; docs/design.md,
+	// "Message formats").
+	Format string `json:"format,omitempty" yaml:"format"`
+	// FormatOptions are the format's options (debezium-json's schema, say); each format
+	// refuses options it does not know.
+	FormatOptions map[string]string `json:"format_options,omitempty" yaml:"format_options"`
 }
 
 var (
@@ -181,6 +188,7 @@ type subscription struct {
 	Subscription
 	include, exclude []*regexp.Regexp
 	events           uint8 // bit set of eventBit; 0 = all
+	format           rowenc.Format
 }
 
 func eventBit(typ string) uint8 {
@@ -212,7 +220,14 @@ func compileSubscription(s Subscription) (*subscription, error) {
 	default:
 		return nil, fmt.Errorf("partition_by %q: want pk, table or database", s.PartitionBy)
 	}
-	c := &subscription{Subscription: s}
+	if s.Format == "" {
+		s.Format = rowenc.FormatJSON
+	}
+	format, err := rowenc.NewFormat(s.Format, s.FormatOptions)
+	if err != nil {
+		return nil, err
+	}
+	c := &subscription{Subscription: s, format: format}
 	compile := func(field string, pats []string) ([]*regexp.Regexp, error) {
 		var out []*regexp.Regexp
 		for i, p := range pats {
@@ -227,7 +242,6 @@ func compileSubscription(s Subscription) (*subscription, error) {
 		}
 		return out, nil
 	}
-	var err error
 	if c.include, err = compile("include", s.Include); err != nil {
 		return nil, err
 	}
@@ -289,6 +303,9 @@ func (f *Filter) Match(db, table, typ string) []int {
 // Subscription returns the i-th subscription (with defaults applied).
 func (f *Filter) Subscription(i int) Subscription { return f.subs[i].Subscription }
 
+// Format returns the i-th subscription's message format.
+func (f *Filter) Format(i int) rowenc.Format { return f.subs[i].format }
+
 // Topics lists the distinct topics, sorted.
 func (f *Filter) Topics() []string {
 	var out []string
@@ -330,7 +347,7 @@ func (s *subscription) wants(typ string) bool {
 }
 
 // ParseSubscriptionFlag parses the compact command-line form of a subscription,
-// "name=topic:include[,include…][;exclude=…][;events=insert,update][;partition_by=pk]",
+// "name=topic:include[,include…][;exclude=…][;events=insert,update][;partition_by=pk][;format=json]",
 // for `binlake instance add --sub`. Include patterns are separated by commas, so a
 // pattern cannot itself contain one.
 func ParseSubscriptionFlag(s string) (Subscription, error) {
@@ -338,7 +355,7 @@ func ParseSubscriptionFlag(s string) (Subscription, error) {
 	parts := strings.Split(s, ";")
 	name, rest, ok := strings.Cut(parts[0], "=")
 	if !ok || name == "" {
-		return sub, fmt.Errorf("subscription %q: want name=topic:include[,include…][;exclude=…][;events=…][;partition_by=…]", s)
+		return sub, fmt.Errorf("subscription %q: want name=topic:include[,include…][;exclude=…][;events=…][;partition_by=…][;format=…]", s)
 	}
 	sub.Name = name
 	topic, incl, _ := strings.Cut(rest, ":")
@@ -358,8 +375,10 @@ func ParseSubscriptionFlag(s string) (Subscription, error) {
 			sub.Events = append(sub.Events, strings.Split(v, ",")...)
 		case "partition_by":
 			sub.PartitionBy = v
+		case "format":
+			sub.Format = v
 		default:
-			return sub, fmt.Errorf("subscription %q: unknown option %q (want exclude, events or partition_by)", s, k)
+			return sub, fmt.Errorf("subscription %q: unknown option %q (want exclude, events, partition_by or format)", s, k)
 		}
 	}
 	if _, err := compileSubscription(sub); err != nil {

@@ -57,6 +57,8 @@ func TestSubscriptionErrors(t *testing.T) {
 		{Subscription{Name: "a", Topic: "t", Exclude: []string{""}}, "exclude[0]: empty pattern"},
 		{Subscription{Name: "a", Topic: "t", Events: []string{"upsert"}}, `events[0] "upsert"`},
 		{Subscription{Name: "a", Topic: "t", PartitionBy: "row"}, `partition_by "row"`},
+		{Subscription{Name: "a", Topic: "t", Format: "avro"}, `format "avro": unknown; known formats: ` + strings.Join(rowenc.FormatNames(), ", ")},
+		{Subscription{Name: "a", Topic: "t", FormatOptions: map[string]string{"schema": "true"}}, `format json: option "schema": the format has no options`},
 	}
 	for _, tc := range tests {
 		_, err := compileSubscription(tc.sub)
@@ -77,7 +79,10 @@ func TestParseSubscriptionFlag(t *testing.T) {
 		s.Name != want.Name || s.Topic != want.Topic || s.PartitionBy != want.PartitionBy {
 		t.Errorf("got %+v, want %+v", s, want)
 	}
-	for _, bad := range []string{"", "=t", "a=t;x", "a=t;colour=red", "a=t:(", "a=:x"} {
+	if s, err := ParseSubscriptionFlag(`a=t:x;format=json`); err != nil || s.Format != rowenc.FormatJSON {
+		t.Errorf("format=json: %+v, %v", s, err)
+	}
+	for _, bad := range []string{"", "=t", "a=t;x", "a=t;colour=red", "a=t:(", "a=:x", "a=t:x;format=avro"} {
 		if _, err := ParseSubscriptionFlag(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}

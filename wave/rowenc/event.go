@@ -8,6 +8,7 @@ package rowenc
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 )
@@ -95,47 +96,64 @@ type Event struct {
 	Rows  Rows
 }
 
-// Message is one encoded message: a row's value and its key partitioned by keys[By]
-// (Encode). The keys and values of an event share one arena, each capped so that
-// appending to it copies.
+// Message is one encoded message: a row's value and its key partitioned as targets[By]
+// says (Encode). The keys and values of an event share one arena, each capped so that
+// appending to it copies. A tombstone (Format.Tombstones) has a nil Value.
 type Message struct {
 	Key, Value []byte
 	By         int
 }
 
-// msgSpan is one message in Encode's arena.
+// Target is where Encode sends each row: a subscription's partitioning (PartitionPK,
+// PartitionTable or PartitionDatabase) and its format (nil: json).
+type Target struct {
+	By     string
+	Format Format
+}
+
+// msgSpan is one message in Encode's arena; vStart < 0 is a tombstone.
 type msgSpan struct{ by, kStart, kEnd, vStart, vEnd int }
 
 // Keep decides about each message before Encode keeps it: false drops it (with a nil
-// error), an error stops the encoding.
+// error), an error stops the encoding. A tombstone's value is nil.
 type Keep func(ev *Event, key, value []byte, m Meta) (bool, error)
 
-// Encoder encodes rows events into messages, one per row and key. It keeps its scratch
-// (and the size of the last event's messages, to size the next arena) from one event to
-// the next; the messages it returns are valid until its next Encode. It belongs to one
-// goroutine.
+// Encoder encodes rows events into messages, one per row and target. It keeps its
+// scratch (and the size of the last event's messages, to size the next arena) from one
+// event to the next; the messages it returns are valid until its next Encode. It belongs
+// to one goroutine.
 type Encoder struct {
 	spans    []msgSpan
 	msgs     []Message
-	head     []byte // the header of a rows event's messages
-	msgBytes int    // the last event's key and value bytes per message
+	values   [][2]int // per target, the current row's value in the arena (-1: none yet)
+	row      Row      // the Row handed to a format: here, so that handing it over does not allocate
+	head     []byte   // the header of a rows event's json messages
+	msgBytes int      // the last event's key and value bytes per message
 }
 
-// Encode encodes ev's rows into their messages: for each row, one per partitioning in
-// keys (PartitionPK, PartitionTable or PartitionDatabase), asking keep (nil: keep all)
-// about each. commit marks the last row as its transaction's last, with xid.
-func (e *Encoder) Encode(ev *Event, keys []string, commit bool, xid uint64, keep Keep) ([]Message, error) {
+// Encode encodes ev's rows into their messages: for each row, one per target, asking
+// keep (nil: keep all) about each. A row is encoded once per distinct format among the
+// targets. commit marks the last row as its transaction's last, with xid.
+func (e *Encoder) Encode(ev *Event, targets []Target, commit bool, xid uint64, keep Keep) ([]Message, error) {
 	switch r := ev.Rows; {
 	case r.raw != nil:
-		return encodeEvent(e, ev, r.raw, keys, commit, xid, keep)
+		return encodeEvent(e, ev, r.raw, targets, commit, xid, keep)
 	case r.query != nil:
-		return encodeEvent(e, ev, r.query, keys, commit, xid, keep)
+		return encodeEvent(e, ev, r.query, targets, commit, xid, keep)
 	default:
-		return encodeEvent(e, ev, r.rows, keys, commit, xid, keep)
+		return encodeEvent(e, ev, r.rows, targets, commit, xid, keep)
 	}
 }
 
-func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, keys []string, commit bool, xid uint64, keep Keep) ([]Message, error) {
+// formatOf is a target's format, json when unset.
+func formatOf(tg Target) Format {
+	if tg.Format == nil {
+		return JSON
+	}
+	return tg.Format
+}
+
+func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, targets []Target, commit bool, xid uint64, keep Keep) ([]Message, error) {
 	step := 1
 	if ev.Type == TypeUpdate {
 		step = 2
@@ -144,55 +162,97 @@ func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, keys []string
 	// Every key and value of the event goes into one arena, sliced once it is complete:
 	// one allocation per event instead of two per row and key, sized from the previous
 	// events' messages so that it seldom grows.
-	nMsgs := len(images) / step * len(keys)
+	nMsgs := len(images) / step * len(targets)
 	arena := make([]byte, 0, nMsgs*max(e.msgBytes, 64)+e.msgBytes)
 	spans := e.spans[:0]
-	head := appendHeader(e.head[:0], t.names, t.Database, t.Name, ev.Type, ev.Meta)
-	e.head = head
+	e.values = slices.Grow(e.values[:0], len(targets))[:len(targets)]
+	var head []byte
 	for i := 0; i+step <= len(images); i += step {
 		var before, after I
+		bi, ai := -1, -1
 		switch ev.Type {
 		case TypeInsert, TypeSnapshot:
-			after = images[i]
+			ai = i
 		case TypeDelete:
-			before = images[i]
+			bi = i
 		case TypeUpdate:
-			before, after = images[i], images[i+1]
+			bi, ai = i, i+1
+		}
+		if bi >= 0 {
+			before = images[bi]
+		}
+		if ai >= 0 {
+			after = images[ai]
 		}
 		m := ev.Meta
 		if commit && i+step >= len(images) {
 			m.Commit, m.XID = true, xid
 		}
-		vStart := len(arena)
-		if m.Commit {
-			arena = appendHeader(arena, t.names, t.Database, t.Name, ev.Type, m)
-		} else {
-			arena = append(arena, head...)
-		}
-		var err error
-		arena, err = encodeRow(arena, t, before, after)
-		if err != nil {
-			return nil, fmt.Errorf("encode row of %s.%s at %s:%d: %w", t.Database, t.Name, m.File, m.Pos, err)
-		}
-		vEnd := len(arena)
 		image := after
 		if image.isNil() {
 			image = before
 		}
-		for k, by := range keys {
-			kStart := len(arena)
-			arena = appendKey(arena, t, by, image)
-			if keep != nil {
-				ok, err := keep(ev, arena[kStart:], arena[vStart:vEnd], m)
-				if err != nil {
-					return nil, err
-				}
-				if !ok {
-					arena = arena[:kStart]
-					continue
+		for k := range targets {
+			e.values[k] = [2]int{-1, -1}
+		}
+		for k, tg := range targets {
+			f := formatOf(tg)
+			// One encoding per format: a later target of the same format shares it.
+			vStart, vEnd := -1, -1
+			for j := range k {
+				if formatOf(targets[j]) == f && e.values[j][0] >= 0 {
+					vStart, vEnd = e.values[j][0], e.values[j][1]
+					break
 				}
 			}
-			spans = append(spans, msgSpan{by: k, kStart: kStart, kEnd: len(arena), vStart: vStart, vEnd: vEnd})
+			if vStart < 0 {
+				vStart = len(arena)
+				var err error
+				if f == JSON {
+					// The header is the same for every row of the event but its last:
+					// encoded once and copied.
+					if m.Commit {
+						arena = appendHeader(arena, t.names, t.Database, t.Name, ev.Type, m)
+					} else {
+						if head == nil {
+							head = appendHeader(e.head[:0], t.names, t.Database, t.Name, ev.Type, ev.Meta)
+							e.head = head
+						}
+						arena = append(arena, head...)
+					}
+					arena, err = encodeRow(arena, t, before, after)
+				} else {
+					e.row = Row{Table: t, Type: ev.Type, Meta: m,
+						Before: Image{rows: &ev.Rows, t: t, i: bi}, After: Image{rows: &ev.Rows, t: t, i: ai}}
+					arena, err = f.AppendRow(arena, &e.row)
+					e.row = Row{}
+				}
+				if err != nil {
+					return nil, fmt.Errorf("encode row of %s.%s at %s:%d (format %s): %w", t.Database, t.Name, m.File, m.Pos, f.Name(), err)
+				}
+				vEnd = len(arena)
+			}
+			e.values[k] = [2]int{vStart, vEnd}
+			kStart := len(arena)
+			arena = appendKey(arena, t, tg.By, image)
+			kEnd := len(arena)
+			ok, err := keepMsg(keep, ev, arena[kStart:kEnd], arena[vStart:vEnd], m)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				arena = arena[:kStart]
+				continue
+			}
+			spans = append(spans, msgSpan{by: k, kStart: kStart, kEnd: kEnd, vStart: vStart, vEnd: vEnd})
+			if ev.Type == TypeDelete && f.Tombstones() {
+				if ok, err = keepMsg(keep, ev, arena[kStart:kEnd], nil, m); err != nil {
+					return nil, err
+				}
+				if ok {
+					spans = append(spans, msgSpan{by: k, kStart: kStart, kEnd: kEnd, vStart: -1})
+				}
+			}
 		}
 	}
 	e.spans = spans
@@ -201,8 +261,20 @@ func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, keys []string
 	}
 	msgs := e.msgs[:0]
 	for _, sp := range spans {
-		msgs = append(msgs, Message{Key: arena[sp.kStart:sp.kEnd:sp.kEnd], Value: arena[sp.vStart:sp.vEnd:sp.vEnd], By: sp.by})
+		msg := Message{Key: arena[sp.kStart:sp.kEnd:sp.kEnd], By: sp.by}
+		if sp.vStart >= 0 {
+			msg.Value = arena[sp.vStart:sp.vEnd:sp.vEnd]
+		}
+		msgs = append(msgs, msg)
 	}
 	e.msgs = msgs
 	return msgs, nil
+}
+
+// keepMsg asks keep, when set, about one message.
+func keepMsg(keep Keep, ev *Event, key, value []byte, m Meta) (bool, error) {
+	if keep == nil {
+		return true, nil
+	}
+	return keep(ev, key, value, m)
 }

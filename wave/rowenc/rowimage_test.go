@@ -441,6 +441,7 @@ func TestRawAsDecodedUpdates(t *testing.T) {
 func TestEncodeBatchAsEncodeRow(t *testing.T) {
 	cols := []testColumn{{tp: mysql.MYSQL_TYPE_LONG}, {tp: mysql.MYSQL_TYPE_VARCHAR, meta: 20}}
 	keys := []string{PartitionPK, PartitionTable}
+	targets := []Target{{By: PartitionPK}, {By: PartitionTable, Format: JSON}}
 	for _, typ := range []string{TypeInsert, TypeUpdate} {
 		t.Run(typ, func(t *testing.T) {
 			te := newTestEvents(t, cols)
@@ -463,7 +464,7 @@ func TestEncodeBatchAsEncodeRow(t *testing.T) {
 			if ev.Rows, err = NewReader().Read(et, e, te.table, typ); err != nil || ev.Rows.raw == nil {
 				t.Fatalf("read in place: %v (raw %v)", err, ev.Rows.raw != nil)
 			}
-			msgs, err := new(Encoder).Encode(ev, keys, true, 99, nil)
+			msgs, err := new(Encoder).Encode(ev, targets, true, 99, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,231 @@
+package rowenc
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// This file is the registry of message formats: a subscription names its format
+// (cluster.Subscription.Format), NewFormat makes it from the name and the subscription's
+// format options, and the Encoder (event.go) and the capture's DDL path ask it for each
+// message. The json format is the row message of docs/design.md; the others are the
+// messages other captures' consumers already read (format_*.go).
+
+// FormatJSON is the default format: BinLake's own row message (docs/design.md).
+const FormatJSON = "json"
+
+// Format turns a row change or a DDL statement into one message value. The values of a
+// Format's messages are its own; the keys (AppendKey) are the same for every format, so
+// a row's changes stay on one partition in order whatever the format.
+//
+// A Format must be comparable (a pointer, or a struct of comparable fields): the encoder
+// encodes a row once for all the subscriptions whose Formats are equal.
+type Format interface {
+	// Name is the format's name as subscriptions spell it.
+	Name() string
+	// AppendRow appends the message of one row change (an insert, update, delete or
+	// snapshot row) to dst.
+	AppendRow(dst []byte, r *Row) ([]byte, error)
+	// AppendDDL appends the message of a DDL statement to dst; ok is false when the
+	// format sends nothing for one (its producer puts DDL elsewhere, or nowhere).
+	AppendDDL(dst []byte, d *DDL) (out []byte, ok bool, err error)
+	// Tombstones reports whether each delete is followed by a tombstone: a message with
+	// the delete's key and a null value, for Kafka's log compaction.
+	Tombstones() bool
+}
+
+// Row is one row change as a Format reads it. Before is nil (IsNil) for an insert or a
+// snapshot row, After for a delete.
+type Row struct {
+	Table *Table
+	// Type is TypeInsert, TypeUpdate, TypeDelete or TypeSnapshot.
+	Type string
+	// Meta is the row's binlog position; Commit and XID are set on a transaction's last
+	// row.
+	Meta          Meta
+	Before, After Image
+}
+
+// Image is one image (before or after) of a Row's row: its column values, read one at a
+// time in the json format's rendering (AppendJSON), which the other formats rewrite in
+// their own conventions. It reads the rows event's images in place, whichever way they
+// were decoded.
+type Image struct {
+	rows *Rows
+	t    *Table
+	i    int // index in rows; -1: no image
+}
+
+// NoImage is the missing image of a Row (the before of an insert, the after of a delete).
+var NoImage = Image{i: -1}
+
+// IsNil reports whether there is no image.
+func (im Image) IsNil() bool { return im.i < 0 || im.rows == nil }
+
+// AppendJSON appends column col's value as the json format encodes it (docs/design.md,
+// "Row message"): null; a JSON number for integers, floats, YEAR and BIT; a JSON string
+// for DECIMAL (exact text), text, ENUM, SET ("a,b"), temporal values (ISO 8601 with a 'T',
+// the column's fractional digits, a 'Z' on a TIMESTAMP that is not zero), TIME, and
+// binary values (base64); a JSON column's document as JSON.
+func (im Image) AppendJSON(dst []byte, col int) ([]byte, error) {
+	c := &im.t.Columns[col]
+	switch r := im.rows; {
+	case r.raw != nil:
+		return r.raw[im.i].appendValue(dst, c, col)
+	case r.query != nil:
+		return r.query[im.i].appendValue(dst, c, col)
+	default:
+		return r.rows[im.i].appendValue(dst, c, col)
+	}
+}
+
+// Same reports whether column col has the same value in im and o (the json format's
+// "old" rule: values compared as decoded, JSON documents by their encoding).
+func (im Image) Same(o Image, col int) (bool, error) {
+	c := &im.t.Columns[col]
+	switch r := im.rows; {
+	case r.raw != nil:
+		return r.raw[im.i].sameAs(o.rows.raw[o.i], c, col)
+	case r.query != nil:
+		return r.query[im.i].sameAs(o.rows.query[o.i], c, col)
+	default:
+		return r.rows[im.i].sameAs(o.rows.rows[o.i], c, col)
+	}
+}
+
+// DDL is a DDL statement as a Format reads it: the table it changes (one message per
+// table a statement names), its position and its text.
+type DDL struct {
+	Database, Table string
+	Meta            Meta
+	SQL             string
+}
+
+// NewFormatFunc makes a format from a subscription's format options, refusing an unknown
+// option or value with an error that names the known ones.
+type NewFormatFunc func(opts map[string]string) (Format, error)
+
+var formats = map[string]NewFormatFunc{}
+
+// RegisterFormat adds a format to the registry; each format's file registers itself in
+// an init function. A name registered twice is a programming error.
+func RegisterFormat(name string, f NewFormatFunc) {
+	if _, dup := formats[name]; dup {
+		panic("rowenc: format " + name + " registered twice")
+	}
+	formats[name] = f
+}
+
+// FormatNames lists the registered formats, sorted.
+func FormatNames() []string {
+	names := make([]string, 0, len(formats))
+	for n := range formats {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NewFormat makes the format called name ("" is json) with the given options.
+func NewFormat(name string, opts map[string]string) (Format, error) {
+	if name == "" {
+		name = FormatJSON
+	}
+	f, ok := formats[name]
+	if !ok {
+		return nil, fmt.Errorf("format %q: unknown; known formats: %s", name, strings.Join(FormatNames(), ", "))
+	}
+	return f(opts)
+}
+
+// FormatOption is one option a format accepts, with its allowed values (the first is
+// the default).
+type FormatOption struct {
+	Name   string
+	Values []string
+}
+
+// ParseFormatOptions checks opts against the options format accepts and returns each
+// option's value, its default where opts does not set it.
+func ParseFormatOptions(format string, opts map[string]string, known []FormatOption) (map[string]string, error) {
+	out := make(map[string]string, len(known))
+	for _, o := range known {
+		out[o.Name] = o.Values[0]
+	}
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // the first bad option named is always the same
+	for _, k := range keys {
+		i := slices.IndexFunc(known, func(o FormatOption) bool { return o.Name == k })
+		if i < 0 {
+			if len(known) == 0 {
+				return nil, fmt.Errorf("format %s: option %q: the format has no options", format, k)
+			}
+			names := make([]string, len(known))
+			for j, o := range known {
+				names[j] = o.Name
+			}
+			return nil, fmt.Errorf("format %s: option %q: unknown; known options: %s", format, k, strings.Join(names, ", "))
+		}
+		if v := opts[k]; !slices.Contains(known[i].Values, v) {
+			return nil, fmt.Errorf("format %s: option %s %q: want one of %s", format, k, v, strings.Join(known[i].Values, ", "))
+		}
+		out[k] = opts[k]
+	}
+	return out, nil
+}
+
+// jsonFormat is the json format: EncodeRow's and EncodeDDL's message. The Encoder does
+// not call AppendRow for it: it encodes a rows event's shared header once (event.go).
+type jsonFormat struct{}
+
+// JSON is the json format.
+var JSON Format = jsonFormat{}
+
+func init() {
+	RegisterFormat(FormatJSON, func(opts map[string]string) (Format, error) {
+		if _, err := ParseFormatOptions(FormatJSON, opts, nil); err != nil {
+			return nil, err
+		}
+		return JSON, nil
+	})
+}
+
+func (jsonFormat) Name() string     { return FormatJSON }
+func (jsonFormat) Tombstones() bool { return false }
+
+func (jsonFormat) AppendRow(dst []byte, r *Row) ([]byte, error) {
+	t := r.Table
+	dst = appendHeader(dst, t.names, t.Database, t.Name, r.Type, r.Meta)
+	rows := r.After.rows
+	if rows == nil {
+		rows = r.Before.rows
+	}
+	switch {
+	case rows == nil:
+		return dst, fmt.Errorf("%s.%s: a row with no image", t.Database, t.Name)
+	case rows.raw != nil:
+		return encodeRow(dst, t, imageAt(rows.raw, r.Before), imageAt(rows.raw, r.After))
+	case rows.query != nil:
+		return encodeRow(dst, t, imageAt(rows.query, r.Before), imageAt(rows.query, r.After))
+	default:
+		return encodeRow(dst, t, imageAt(rows.rows, r.Before), imageAt(rows.rows, r.After))
+	}
+}
+
+// imageAt is im's row image in images, or the zero (nil) image.
+func imageAt[I rowImage[I]](images []I, im Image) I {
+	var zero I
+	if im.IsNil() {
+		return zero
+	}
+	return images[im.i]
+}
+
+func (jsonFormat) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) {
+	return EncodeDDL(dst, d.Database, d.Table, d.Meta, d.SQL), true, nil
+}

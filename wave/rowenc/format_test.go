@@ -1,0 +1,202 @@
+package rowenc
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestNewFormat(t *testing.T) {
+	for _, name := range []string{"", FormatJSON} {
+		f, err := NewFormat(name, nil)
+		if err != nil || f != JSON {
+			t.Errorf("NewFormat(%q) = %v, %v; want json", name, f, err)
+		}
+	}
+	_, err := NewFormat("avro", nil)
+	want := `format "avro": unknown; known formats: ` + strings.Join(FormatNames(), ", ")
+	if err == nil || err.Error() != want || !strings.Contains(want, FormatJSON) {
+		t.Errorf("unknown format: %v, want %q", err, want)
+	}
+	if _, err := NewFormat(FormatJSON, map[string]string{"schema": "true"}); err == nil || !strings.Contains(err.Error(), `option "schema": the format has no options`) {
+		t.Errorf("json with an option: %v", err)
+	}
+}
+
+func TestParseFormatOptions(t *testing.T) {
+	known := []FormatOption{{Name: "schema", Values: []string{"false", "true"}}, {Name: "decimal", Values: []string{"string", "precise"}}}
+	got, err := ParseFormatOptions("f", map[string]string{"decimal": "precise"}, known)
+	if err != nil || got["schema"] != "false" || got["decimal"] != "precise" {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	for opts, want := range map[string]string{
+		"colour=red":  `format f: option "colour": unknown; known options: schema, decimal`,
+		"schema=yes":  `format f: option schema "yes": want one of false, true`,
+		"decimal=int": `format f: option decimal "int": want one of string, precise`,
+	} {
+		k, v, _ := strings.Cut(opts, "=")
+		if _, err := ParseFormatOptions("f", map[string]string{k: v}, known); err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", opts, err, want)
+		}
+	}
+}
+
+// testFormat writes "<type> <after col 1> <before col 1> <same col 1>" and counts its
+// calls, so a test sees what the encoder handed it.
+type testFormat struct {
+	calls int
+	tomb  bool
+}
+
+func (f *testFormat) Name() string     { return "test" }
+func (f *testFormat) Tombstones() bool { return f.tomb }
+func (f *testFormat) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) {
+	return nil, false, nil
+}
+
+func (f *testFormat) AppendRow(dst []byte, r *Row) ([]byte, error) {
+	f.calls++
+	dst = append(dst, r.Type...)
+	for _, im := range []Image{r.After, r.Before} {
+		dst = append(dst, ' ')
+		if im.IsNil() {
+			dst = append(dst, '-')
+			continue
+		}
+		var err error
+		if dst, err = im.AppendJSON(dst, 1); err != nil {
+			return dst, err
+		}
+	}
+	if !r.Before.IsNil() && !r.After.IsNil() {
+		same, err := r.Before.Same(r.After, 1)
+		if err != nil {
+			return dst, err
+		}
+		dst = fmt.Appendf(dst, " %v", same)
+	}
+	return fmt.Appendf(dst, " %v", r.Meta.Commit), nil
+}
+
+// TestEncodeTargets: each target gets its format's message, a row is encoded once per
+// distinct format, json's message is EncodeRow's (whatever targets sit beside it), and a
+// format with tombstones follows each delete with a nil value under the same key.
+func TestEncodeTargets(t *testing.T) {
+	tb := testTable()
+	tb.Prepare()
+	m := Meta{Instance: "orders", TS: 1764424800, File: "bin.000001", Pos: 1234}
+	rows := [][]any{{uint64(7), "1.50", "a"}, {uint64(7), "2.00", "a"}, {uint64(8), "3.00", nil}, {uint64(8), "3.00", nil}}
+	for _, typ := range []string{TypeInsert, TypeUpdate, TypeDelete, TypeSnapshot} {
+		t.Run(typ, func(t *testing.T) {
+			f := &testFormat{tomb: true}
+			targets := []Target{{By: PartitionPK}, {By: PartitionPK, Format: f}, {By: PartitionTable, Format: f}, {By: PartitionTable, Format: JSON}}
+			images := make([]values, len(rows))
+			for i := range rows {
+				images[i] = rows[i]
+			}
+			ev := &Event{Table: tb, Type: typ, Meta: m, Rows: Rows{rows: images}}
+			msgs, err := new(Encoder).Encode(ev, targets, true, 5, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			step := 1
+			if typ == TypeUpdate {
+				step = 2
+			}
+			nRows := len(rows) / step
+			if f.calls != nRows {
+				t.Errorf("the test format encoded %d times, want once per row (%d)", f.calls, nRows)
+			}
+			var want []string
+			for r := range nRows {
+				meta := m
+				if r == nRows-1 {
+					meta.Commit, meta.XID = true, 5
+				}
+				var before, after []any
+				switch typ {
+				case TypeUpdate:
+					before, after = rows[2*r], rows[2*r+1]
+				case TypeDelete:
+					before = rows[r]
+				default:
+					after = rows[r]
+				}
+				js, err := EncodeRow(nil, tb, typ, meta, before, after)
+				if err != nil {
+					t.Fatal(err)
+				}
+				image := after
+				if image == nil {
+					image = before
+				}
+				pk, table := AppendKey(nil, tb, PartitionPK, image), AppendKey(nil, tb, PartitionTable, image)
+				col := func(v []any) string {
+					if v == nil {
+						return "-"
+					}
+					b, _ := appendValue(nil, &tb.Columns[1], v[1])
+					return string(b)
+				}
+				own := fmt.Sprintf("%s %s %s", typ, col(after), col(before))
+				if typ == TypeUpdate {
+					own += fmt.Sprintf(" %v", before[1] == after[1])
+				}
+				own += fmt.Sprintf(" %v", meta.Commit)
+				want = append(want, fmt.Sprintf("0 %s %s", pk, js), fmt.Sprintf("1 %s %s", pk, own))
+				if typ == TypeDelete {
+					want = append(want, fmt.Sprintf("1 %s <nil>", pk))
+				}
+				want = append(want, fmt.Sprintf("2 %s %s", table, own))
+				if typ == TypeDelete {
+					want = append(want, fmt.Sprintf("2 %s <nil>", table))
+				}
+				want = append(want, fmt.Sprintf("3 %s %s", table, js))
+			}
+			var got []string
+			for _, msg := range msgs {
+				v := string(msg.Value)
+				if msg.Value == nil {
+					v = "<nil>"
+				}
+				got = append(got, fmt.Sprintf("%d %s %s", msg.By, msg.Key, v))
+			}
+			if g, w := strings.Join(got, "\n"), strings.Join(want, "\n"); g != w {
+				t.Errorf("messages:\n%s\nwant:\n%s", g, w)
+			}
+		})
+	}
+}
+
+// TestJSONFormatAppendRow: the json Format's AppendRow is EncodeRow's message.
+func TestJSONFormatAppendRow(t *testing.T) {
+	tb := testTable()
+	m := Meta{Instance: "orders", TS: 1764424800, File: "bin.000001", Pos: 9, Commit: true}
+	rows := Rows{rows: []values{{uint64(7), "1.50", "a"}, {uint64(7), "2.00", "b"}}}
+	for _, tc := range []struct {
+		typ    string
+		bi, ai int
+	}{{TypeInsert, -1, 0}, {TypeUpdate, 0, 1}, {TypeDelete, 0, -1}} {
+		r := &Row{Table: tb, Type: tc.typ, Meta: m, Before: Image{rows: &rows, t: tb, i: tc.bi}, After: Image{rows: &rows, t: tb, i: tc.ai}}
+		got, err := JSON.AppendRow(nil, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before, after []any
+		if tc.bi >= 0 {
+			before = rows.rows[tc.bi]
+		}
+		if tc.ai >= 0 {
+			after = rows.rows[tc.ai]
+		}
+		want, _ := EncodeRow(nil, tb, tc.typ, m, before, after)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s:\n got %s\nwant %s", tc.typ, got, want)
+		}
+	}
+	got, ok, err := JSON.AppendDDL(nil, &DDL{Database: "shop", Table: "orders", Meta: m, SQL: "ALTER TABLE orders ADD c INT"})
+	if want := EncodeDDL(nil, "shop", "orders", m, "ALTER TABLE orders ADD c INT"); !ok || err != nil || !bytes.Equal(got, want) {
+		t.Errorf("DDL: %s %v %v, want %s", got, ok, err, want)
+	}
+}
