@@ -79,6 +79,9 @@ func appendPBString(dst []byte, num protowire.Number, s string) []byte {
 // appendValidUTF8 appends b with each byte that is not part of valid UTF-8 replaced by
 // U+FFFD, as jsonenc.AppendString replaces them.
 func appendValidUTF8(dst, b []byte) []byte {
+	if utf8.Valid(b) {
+		return append(dst, b...)
+	}
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
 		if r == utf8.RuneError && size == 1 {
