@@ -17,6 +17,7 @@ import (
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/bench"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 const benchUsage = `Usage: binlake bench wave|judge|alarm|fleet [flags]
@@ -102,6 +103,7 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	keep := fs.Bool("keep", false, "keep the benchmark database and topic")
 	snapshot := fs.Bool("snapshot", false, "time a snapshot of the loaded rows (snapshot.initial on an instance started after the load) instead of their binlog capture")
 	chunkRows := fs.Int("chunk-rows", cluster.DefaultSnapshotChunkRows, "with -snapshot: rows per read (snapshot.chunk_rows)")
+	format := fs.String("format", rowenc.FormatJSON, "message format of the subscription (subscriptions[].format): "+strings.Join(rowenc.FormatNames(), ", "))
 	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage+"\n\nFlags of bench wave:"); fs.PrintDefaults() }
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -109,6 +111,9 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	pw, err := config.ResolveSecret("", *pwEnv, *pwFile)
 	if err != nil {
 		return fmt.Errorf("bench wave: password: %w", err)
+	}
+	if _, err := rowenc.NewFormat(*format, nil); err != nil {
+		return fmt.Errorf("bench wave: -format: %w", err)
 	}
 	var profile func() (func(), error)
 	if *cpuProfile != "" || *tracePath != "" {
@@ -118,7 +123,7 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Rows: *rows, RowsPerTxn: *perTxn, Addr: *addr, User: *user, Password: pw,
 		Brokers: strings.Split(*brokers, ","), Partitions: *partitions, KafkaBatchSize: *kbatch,
 		BatchRows: *batchRows, InFlight: *inFlight, Linger: *linger, Compression: *compression,
-		MariadbBinlog: *ref, Keep: *keep, Out: stdout, Profile: profile, Snapshot: *snapshot, ChunkRows: *chunkRows,
+		MariadbBinlog: *ref, Keep: *keep, Out: stdout, Profile: profile, Snapshot: *snapshot, ChunkRows: *chunkRows, Format: *format,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	return err

@@ -70,6 +70,8 @@ type Options struct {
 	Snapshot bool
 	// ChunkRows is snapshot.chunk_rows. wave.DefaultSnapshotChunkRows.
 	ChunkRows int
+	// Format is the subscription's message format (subscriptions[].format). json.
+	Format string
 	// Keep leaves the database and the topic in place.
 	Keep bool
 	// Out receives progress lines and the report.
@@ -371,7 +373,7 @@ func capture(ctx context.Context, opts Options, db, topic string, start cluster.
 		Source: cluster.Source{Addr: opts.Addr, User: opts.User, Flavor: cluster.FlavorMariaDB,
 			ServerID: uint32(50000 + time.Now().UnixNano()%10000)},
 		Start:         &start,
-		Subscriptions: []cluster.Subscription{{Name: "bench", Topic: topic, Include: []string{db + `\.bench`}}},
+		Subscriptions: []cluster.Subscription{{Name: "bench", Topic: topic, Include: []string{db + `\.bench`}, Format: opts.Format}},
 	}
 	if opts.Snapshot {
 		inst.Snapshot = &cluster.SnapshotOptions{Initial: true, ChunkRows: opts.ChunkRows}
@@ -395,8 +397,12 @@ func capture(ctx context.Context, opts Options, db, topic string, start cluster.
 	if opts.Snapshot {
 		what = fmt.Sprintf("snapshotting %s.bench (chunks of %d rows)", db, opts.ChunkRows)
 	}
-	fmt.Fprintf(out, "%s to Kafka topic %s (%d partitions, acks=all, batch %d messages/partition, linger %s, %s compression, %d batches in flight) from %s\n",
-		what, topic, opts.Partitions, opts.KafkaBatchSize, opts.Linger, opts.Compression, opts.InFlight, start.String())
+	format := opts.Format
+	if format == "" {
+		format = "json"
+	}
+	fmt.Fprintf(out, "%s to Kafka topic %s (format %s, %d partitions, acks=all, batch %d messages/partition, linger %s, %s compression, %d batches in flight) from %s\n",
+		what, topic, format, opts.Partitions, opts.KafkaBatchSize, opts.Linger, opts.Compression, opts.InFlight, start.String())
 	if opts.Profile != nil {
 		stop, err := opts.Profile()
 		if err != nil {
