@@ -33,6 +33,9 @@ type schemaColumn struct {
 	pk       bool
 	json     bool
 	binary   bool
+	// values are an ENUM's or SET's members, from its COLUMN_TYPE: a snapshot's result
+	// does not carry them, and the formats that send a member's index need them.
+	values []string
 }
 
 // schema looks tables up on the source over a normal client connection and caches them
@@ -112,6 +115,7 @@ func (s *schema) lookup(ctx context.Context, db, table string) (*schemaInfo, err
 			pk:       ckey == "PRI",
 			json:     strings.EqualFold(dtype, "json"),
 			binary:   cs == "binary" || strings.HasSuffix(strings.ToLower(dtype), "binary") || strings.HasSuffix(strings.ToLower(dtype), "blob"),
+			values:   enumValues(ctype),
 		})
 	}
 	r.Close()
@@ -140,6 +144,45 @@ func (s *schema) lookup(ctx context.Context, db, table string) (*schemaInfo, err
 	}
 	s.tables[key] = info
 	return info, nil
+}
+
+// enumValues reads the members of an "enum('a','b')" or "set('a','b')" COLUMN_TYPE, in
+// order (” inside a member is a quote); nil for other types.
+func enumValues(ctype string) []string {
+	lower := strings.ToLower(ctype)
+	var rest string
+	switch {
+	case strings.HasPrefix(lower, "enum("):
+		rest = ctype[5:]
+	case strings.HasPrefix(lower, "set("):
+		rest = ctype[4:]
+	default:
+		return nil
+	}
+	var out []string
+	for {
+		if len(rest) == 0 || rest[0] != '\'' {
+			return out
+		}
+		var b strings.Builder
+		i := 1
+		for ; i < len(rest); i++ {
+			if rest[i] == '\'' {
+				if i+1 < len(rest) && rest[i+1] == '\'' {
+					b.WriteByte('\'')
+					i++
+					continue
+				}
+				break
+			}
+			b.WriteByte(rest[i])
+		}
+		out = append(out, b.String())
+		if i+1 >= len(rest) || rest[i+1] != ',' {
+			return out
+		}
+		rest = rest[i+2:]
+	}
 }
 
 var reJSONValid = regexp.MustCompile("^\\s*json_valid\\(`?([^`)]+)`?\\)\\s*$")

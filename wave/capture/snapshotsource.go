@@ -182,8 +182,19 @@ func (s *snapshotSource) table(ctx context.Context, sc *schema, db, name string)
 	}
 	if info, err := sc.lookup(ctx, db, name); err == nil {
 		for _, col := range info.cols {
-			if ci, ok := byName[col.name]; ok && col.json {
-				t.Columns[ci].JSON = true
+			ci, ok := byName[col.name]
+			if !ok {
+				continue
+			}
+			c := &t.Columns[ci]
+			c.JSON = c.JSON || col.json
+			// A snapshot's rows carry ENUM and SET members as text; their lists (as the
+			// binlog's metadata gives them) let a format send an index.
+			switch c.Type {
+			case mysql.MYSQL_TYPE_ENUM:
+				c.Enum = col.values
+			case mysql.MYSQL_TYPE_SET:
+				c.Set = col.values
 			}
 		}
 	}

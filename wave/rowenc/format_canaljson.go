@@ -1,0 +1,488 @@
+package rowenc
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/binlake/binlake/internal/jsonenc"
+)
+
+// FormatCanalJSON is Canal's FlatMessage, as Canal 1.1.7's Kafka producer writes it with
+// flatMessage=true (MQMessageUtils.messageConverter, serialized by fastjson2 with
+// WriteNulls: the fields in name order, nulls written). One row per message, as Canal
+// sends rows partitioned by primary key. Values are Canal's strings from the binlog
+// (LogEventConvert, RowsLogBuffer); docs/design.md ("Message formats") lists them.
+const FormatCanalJSON = "canal-json"
+
+// canalJSON is the canal-json format; it has no options.
+type canalJSON struct{}
+
+func init() {
+	RegisterFormat(FormatCanalJSON, func(opts map[string]string) (Format, error) {
+		if _, err := ParseFormatOptions(FormatCanalJSON, opts, nil); err != nil {
+			return nil, err
+		}
+		return canalJSON{}, nil
+	})
+}
+
+// nowMillis is the wall clock of the fields the peers fill with the time they built the
+// message (Canal's ts, Debezium's ts_ms); tests pin it.
+var nowMillis = func() int64 { return time.Now().UnixMilli() }
+
+func (canalJSON) Name() string     { return FormatCanalJSON }
+func (canalJSON) Tombstones() bool { return false }
+
+func (canalJSON) AppendRow(dst []byte, r *Row) ([]byte, error) {
+	t := r.Table
+	image := r.After
+	typ := "INSERT" // a snapshot row too: Canal has no snapshot of its own
+	switch r.Type {
+	case TypeUpdate:
+		typ = "UPDATE"
+	case TypeDelete:
+		typ, image = "DELETE", r.Before
+	}
+	var err error
+	dst = append(dst, `{"data":[{`...)
+	for i := range t.Columns {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendColumnKey(dst, &t.Columns[i])
+		if dst, err = appendCanalValue(dst, image, i); err != nil {
+			return dst, err
+		}
+	}
+	dst = append(dst, `}]`...)
+	dst = appendCanalHead(dst, t.Database, r.Meta)
+	dst = append(dst, `,"isDdl":false,"mysqlType":{`...)
+	for i := range t.Columns {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendColumnKey(dst, &t.Columns[i])
+		dst = appendCanalMySQLType(dst, &t.Columns[i])
+	}
+	dst = append(dst, `},"old":`...)
+	if r.Type == TypeUpdate {
+		if dst, err = appendCanalOld(dst, r); err != nil {
+			return dst, err
+		}
+	} else {
+		dst = append(dst, "null"...)
+	}
+	dst = append(dst, `,"pkNames":`...)
+	dst = appendCanalPKNames(dst, t)
+	dst = append(dst, `,"sql":"","sqlType":{`...)
+	for i := range t.Columns {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		c := &t.Columns[i]
+		dst = appendColumnKey(dst, c)
+		code, err := canalSQLType(dst, image, i)
+		if err != nil {
+			return dst, err
+		}
+		dst = strconv.AppendInt(dst, int64(code), 10)
+	}
+	dst = append(dst, `},"table":`...)
+	dst = jsonenc.AppendString(dst, t.Name)
+	return appendCanalTail(dst, typ), nil
+}
+
+// appendCanalHead appends the fields between "data" and "isDdl": database, es (the
+// binlog event's time in ms), gtid and id. Canal's id numbers its batches; a row's binlog
+// position stands in for it.
+func appendCanalHead(dst []byte, db string, m Meta) []byte {
+	dst = append(dst, `,"database":`...)
+	dst = jsonenc.AppendString(dst, db)
+	dst = append(dst, `,"es":`...)
+	dst = strconv.AppendInt(dst, m.TS*1000, 10)
+	dst = append(dst, `,"gtid":`...)
+	dst = jsonenc.AppendString(dst, m.GTID)
+	dst = append(dst, `,"id":`...)
+	return strconv.AppendUint(dst, uint64(m.Pos), 10)
+}
+
+// appendCanalTail appends ts (when the message was built) and type, and closes it.
+func appendCanalTail(dst []byte, typ string) []byte {
+	dst = append(dst, `,"ts":`...)
+	dst = strconv.AppendInt(dst, nowMillis(), 10)
+	dst = append(dst, `,"type":"`...)
+	dst = append(dst, typ...)
+	return append(dst, `"}`...)
+}
+
+// appendColumnKey appends `"<name>":`.
+func appendColumnKey(dst []byte, c *Column) []byte {
+	if c.key != nil {
+		return append(dst, c.key...)
+	}
+	return append(jsonenc.AppendString(dst, c.Name), ':')
+}
+
+// appendCanalOld appends "old" of an update: the columns whose value changed, before.
+func appendCanalOld(dst []byte, r *Row) ([]byte, error) {
+	dst = append(dst, `[{`...)
+	n := 0
+	for i := range r.Table.Columns {
+		same, err := r.Before.Same(r.After, i)
+		if err != nil {
+			return dst, err
+		}
+		if same {
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		dst = appendColumnKey(dst, &r.Table.Columns[i])
+		if dst, err = appendCanalValue(dst, r.Before, i); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, `}]`...), nil
+}
+
+// appendCanalPKNames appends the primary key's columns in the table's column order (the
+// order Canal meets them in), or null.
+func appendCanalPKNames(dst []byte, t *Table) []byte {
+	if len(t.PK) == 0 {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	n := 0
+	for i := range t.Columns {
+		if !t.Columns[i].PK {
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
+		dst = jsonenc.AppendString(dst, t.Columns[i].Name)
+	}
+	return append(dst, ']')
+}
+
+// appendCanalValue appends column col of im as Canal's string (a JSON string, or null):
+// integers, BIT and YEAR in decimal (the zero YEAR "0000"), FLOAT and DOUBLE as Java's
+// toString, DECIMAL as its plain text, DATE/TIME as they are, DATETIME and TIMESTAMP as
+// "yyyy-MM-dd HH:mm:ss[.ffffff]" (the column's digits; a TIMESTAMP in UTC), ENUM as its
+// index and SET as its bits (Canal reads no value lists), JSON as its text, binary values
+// one character per byte (ISO-8859-1), text as it is.
+func appendCanalValue(dst []byte, im Image, col int) ([]byte, error) {
+	at := len(dst)
+	dst, err := im.AppendJSON(dst, col)
+	if err != nil {
+		return dst, err
+	}
+	tok := dst[at:]
+	if isNullToken(tok) {
+		return dst, nil
+	}
+	c := &im.t.Columns[col]
+	switch kindOf(c) {
+	case kindInt, kindBit:
+		return rewriteTail(dst, at, appendQuoted), nil
+	case kindYear:
+		if string(tok) == "0" {
+			return append(dst[:at], `"0000"`...), nil
+		}
+		return rewriteTail(dst, at, appendQuoted), nil
+	case kindFloat:
+		return rewriteTail(dst, at, appendJavaFloat32Quoted), nil
+	case kindDouble:
+		return rewriteTail(dst, at, appendJavaFloat64Quoted), nil
+	case kindDatetime, kindTimestamp:
+		return rewriteTail(dst, at, appendSQLTemporal), nil
+	case kindEnum:
+		n, ok := enumIndex(c, tok)
+		if !ok {
+			return dst, nil
+		}
+		return appendQuotedUint(dst[:at], n), nil
+	case kindSet:
+		n, ok := setBits(c, tok)
+		if !ok {
+			return dst, nil
+		}
+		return appendQuotedUint(dst[:at], n), nil
+	case kindJSON:
+		return rewriteTail(dst, at, appendJSONText), nil
+	case kindBinary:
+		return rewriteTail(dst, at, appendBase64AsLatin1), nil
+	}
+	return dst, nil // DECIMAL, DATE, TIME, text: already Canal's string
+}
+
+func appendQuotedUint(dst []byte, n uint64) []byte {
+	dst = append(dst, '"')
+	dst = strconv.AppendUint(dst, n, 10)
+	return append(dst, '"')
+}
+
+func appendJavaFloat32Quoted(dst, tok []byte) []byte {
+	return append(appendJavaFloat(append(dst, '"'), tok, 32), '"')
+}
+
+func appendJavaFloat64Quoted(dst, tok []byte) []byte {
+	return append(appendJavaFloat(append(dst, '"'), tok, 64), '"')
+}
+
+// appendBase64AsLatin1 appends a base64 token's bytes as a Latin-1 JSON string.
+func appendBase64AsLatin1(dst, tok []byte) []byte {
+	n := len(dst)
+	dst = decodeBase64Token(dst, tok)
+	m := len(dst)
+	dst = appendLatin1(dst, dst[n:m])
+	k := copy(dst[n:], dst[m:])
+	return dst[:n+k]
+}
+
+// java.sql.Types codes, as Canal's sqlType carries them.
+const (
+	sqlBit       = -7
+	sqlTinyint   = -6
+	sqlBigint    = -5
+	sqlChar      = 1
+	sqlDecimal   = 3
+	sqlInteger   = 4
+	sqlSmallint  = 5
+	sqlReal      = 7
+	sqlDouble    = 8
+	sqlVarchar   = 12
+	sqlDate      = 91
+	sqlTime      = 92
+	sqlTimestamp = 93
+	sqlBlob      = 2004
+	sqlClob      = 2005
+)
+
+// canalSQLType is Canal's sqlType of column col in im: the java.sql.Types code its
+// binlog reader gives the column's type, one size up for an unsigned value beyond the
+// signed range (Canal's own rule: TINYINT → SMALLINT, SMALLINT and MEDIUMINT → INTEGER,
+// INT → BIGINT, BIGINT → DECIMAL). scratch is a buffer it may append to and drop.
+func canalSQLType(scratch []byte, im Image, col int) (int, error) {
+	c := &im.t.Columns[col]
+	switch kindOf(c) {
+	case kindInt:
+		code, bump, bits := sqlInteger, sqlBigint, 32
+		switch c.Type {
+		case mysql.MYSQL_TYPE_TINY:
+			code, bump, bits = sqlTinyint, sqlSmallint, 8
+		case mysql.MYSQL_TYPE_SHORT:
+			code, bump, bits = sqlSmallint, sqlInteger, 16
+		case mysql.MYSQL_TYPE_INT24:
+			code, bump, bits = sqlInteger, sqlInteger, 24
+		case mysql.MYSQL_TYPE_LONGLONG:
+			code, bump, bits = sqlBigint, sqlDecimal, 64
+		}
+		if !c.Unsigned || im.IsNil() {
+			return code, nil
+		}
+		at := len(scratch)
+		tok, err := im.AppendJSON(scratch, col)
+		if err != nil {
+			return 0, err
+		}
+		if v, err := strconv.ParseUint(stringOf(tok[at:]), 10, 64); err == nil && v > 1<<(bits-1)-1 {
+			return bump, nil
+		}
+		return code, nil
+	case kindFloat:
+		return sqlReal, nil
+	case kindDouble:
+		return sqlDouble, nil
+	case kindDecimal:
+		return sqlDecimal, nil
+	case kindDate:
+		return sqlDate, nil
+	case kindTime:
+		return sqlTime, nil
+	case kindDatetime, kindTimestamp:
+		return sqlTimestamp, nil
+	case kindYear:
+		return sqlVarchar, nil
+	case kindBit, kindSet:
+		return sqlBit, nil
+	case kindEnum:
+		return sqlInteger, nil
+	case kindJSON:
+		if c.Type == mysql.MYSQL_TYPE_JSON {
+			return sqlVarchar, nil
+		}
+		return sqlClob, nil // MariaDB's JSON is a LONGTEXT
+	case kindBinary:
+		return sqlBlob, nil
+	}
+	switch c.Type {
+	case mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB:
+		return sqlClob, nil
+	case mysql.MYSQL_TYPE_STRING:
+		return sqlChar, nil
+	}
+	return sqlVarchar, nil
+}
+
+// appendCanalMySQLType appends Canal's mysqlType of a column as a JSON string: the type's
+// name with its signedness, fractional digits and ENUM/SET values. Canal copies the
+// schema's COLUMN_TYPE, lengths included; the binlog does not carry those the same way
+// for every type, so they are left out ("varchar", not "varchar(64)").
+func appendCanalMySQLType(dst []byte, c *Column) []byte {
+	var name string
+	switch c.Type {
+	case mysql.MYSQL_TYPE_TINY:
+		name = "tinyint"
+	case mysql.MYSQL_TYPE_SHORT:
+		name = "smallint"
+	case mysql.MYSQL_TYPE_INT24:
+		name = "mediumint"
+	case mysql.MYSQL_TYPE_LONG:
+		name = "int"
+	case mysql.MYSQL_TYPE_LONGLONG:
+		name = "bigint"
+	case mysql.MYSQL_TYPE_FLOAT:
+		name = "float"
+	case mysql.MYSQL_TYPE_DOUBLE:
+		name = "double"
+	case mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_DECIMAL:
+		name = "decimal"
+	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_NEWDATE:
+		name = "date"
+	case mysql.MYSQL_TYPE_TIME, mysql.MYSQL_TYPE_TIME2:
+		name = "time"
+	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
+		name = "datetime"
+	case mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIMESTAMP2:
+		name = "timestamp"
+	case mysql.MYSQL_TYPE_YEAR:
+		name = "year"
+	case mysql.MYSQL_TYPE_BIT:
+		name = "bit"
+	case mysql.MYSQL_TYPE_ENUM:
+		return jsonenc.AppendString(dst, "enum("+quoteValues(c.Enum)+")")
+	case mysql.MYSQL_TYPE_SET:
+		return jsonenc.AppendString(dst, "set("+quoteValues(c.Set)+")")
+	case mysql.MYSQL_TYPE_JSON:
+		name = "json"
+	case mysql.MYSQL_TYPE_GEOMETRY:
+		name = "geometry"
+	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
+		name = "varchar"
+		if c.Binary {
+			name = "varbinary"
+		}
+	case mysql.MYSQL_TYPE_STRING:
+		name = "char"
+		if c.Binary {
+			name = "binary"
+		}
+	default: // the BLOB types
+		switch {
+		case c.JSON:
+			name = "longtext" // MariaDB's JSON
+		case c.Binary:
+			name = "blob"
+		default:
+			name = "text"
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, name...)
+	if c.Frac > 0 && (c.Type == mysql.MYSQL_TYPE_DATETIME2 || c.Type == mysql.MYSQL_TYPE_TIMESTAMP2) {
+		dst = append(dst, '(')
+		dst = strconv.AppendUint(dst, uint64(c.Frac), 10)
+		dst = append(dst, ')')
+	}
+	if c.Unsigned && kindOf(c) == kindInt {
+		dst = append(dst, " unsigned"...)
+	}
+	return append(dst, '"')
+}
+
+// quoteValues is an ENUM's or SET's value list as SQL writes it: 'a','b'.
+func quoteValues(vs []string) string {
+	var b strings.Builder
+	for i, v := range vs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\'')
+		b.WriteString(strings.ReplaceAll(v, "'", "''"))
+		b.WriteByte('\'')
+	}
+	return b.String()
+}
+
+func (canalJSON) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) {
+	dst = append(dst, `{"data":null`...)
+	dst = appendCanalHead(dst, d.Database, d.Meta)
+	dst = append(dst, `,"isDdl":true,"mysqlType":null,"old":null,"pkNames":null,"sql":`...)
+	dst = jsonenc.AppendString(dst, d.SQL)
+	dst = append(dst, `,"sqlType":null,"table":`...)
+	dst = jsonenc.AppendString(dst, d.Table)
+	return appendCanalTail(dst, CanalDDLType(d.SQL)), true, nil
+}
+
+// CanalDDLType is the type Canal gives a DDL statement (its EventType): CREATE, ALTER,
+// ERASE (DROP TABLE), TRUNCATE, RENAME, CINDEX, DINDEX, or QUERY for the rest.
+func CanalDDLType(sql string) string {
+	first, rest := sqlWord(sql)
+	second, _ := sqlWord(rest)
+	switch first {
+	case "CREATE":
+		if second == "INDEX" || second == "UNIQUE" || second == "FULLTEXT" || second == "SPATIAL" {
+			return "CINDEX"
+		}
+		return "CREATE"
+	case "ALTER":
+		return "ALTER"
+	case "DROP":
+		if second == "INDEX" {
+			return "DINDEX"
+		}
+		return "ERASE"
+	case "TRUNCATE":
+		return "TRUNCATE"
+	case "RENAME":
+		return "RENAME"
+	}
+	return "QUERY"
+}
+
+// sqlWord returns a statement's next word, upper-cased, skipping spaces and comments,
+// and what follows it.
+func sqlWord(s string) (string, string) {
+	for {
+		s = strings.TrimLeft(s, " \t\r\n")
+		switch {
+		case strings.HasPrefix(s, "/*"):
+			end := strings.Index(s, "*/")
+			if end < 0 {
+				return "", ""
+			}
+			s = s[end+2:]
+			continue
+		case strings.HasPrefix(s, "#"), strings.HasPrefix(s, "-- "):
+			end := strings.IndexByte(s, '\n')
+			if end < 0 {
+				return "", ""
+			}
+			s = s[end+1:]
+			continue
+		}
+		break
+	}
+	end := 0
+	for end < len(s) && (s[end] >= 'a' && s[end] <= 'z' || s[end] >= 'A' && s[end] <= 'Z' || s[end] == '_') {
+		end++
+	}
+	return strings.ToUpper(s[:end]), s[end:]
+}

@@ -1,0 +1,509 @@
+package rowenc
+
+import (
+	"encoding/base64"
+	"math/big"
+	"strconv"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/binlake/binlake/internal/jsonenc"
+)
+
+// FormatDebeziumJSON is the change event of Debezium's MySQL connector as Kafka Connect's
+// JsonConverter writes it: the envelope {before, after, source, op, ts_ms, transaction},
+// op c, u, d, and r for a snapshot row; with schemas.enable (option schema: true) wrapped
+// as {schema, payload}. Its default rendering is the one Flink's debezium-json reads with
+// its default options; the options give Debezium's own numeric renderings:
+//
+//	schema:     false | true     the "schema" part (JsonConverter's schemas.enable)
+//	tombstones: false | true     a null-valued message after each delete (tombstones.on.delete)
+//	decimal:    string | precise | double   decimal.handling.mode
+//	temporal:   string | epoch   string: DATE "yyyy-MM-dd", DATETIME and TIMESTAMP
+//	                             "yyyy-MM-dd HH:mm:ss[.ffffff]" (UTC), TIME "HH:mm:ss[.ffffff]";
+//	                             epoch: Debezium's time.precision.mode=adaptive_time_microseconds
+//	                             (DATE days, TIME µs, DATETIME ms or µs by its digits,
+//	                             TIMESTAMP an ISO-8601 string in UTC)
+//
+// DDL goes nowhere: Debezium writes schema changes to a topic of their own, never into a
+// table's topic.
+const FormatDebeziumJSON = "debezium-json"
+
+type debeziumJSON struct {
+	schema, tombstones bool
+	decimal            string
+	epoch              bool
+}
+
+func init() {
+	RegisterFormat(FormatDebeziumJSON, func(opts map[string]string) (Format, error) {
+		o, err := ParseFormatOptions(FormatDebeziumJSON, opts, []FormatOption{
+			{Name: "schema", Values: []string{"false", "true"}},
+			{Name: "tombstones", Values: []string{"false", "true"}},
+			{Name: "decimal", Values: []string{"string", "precise", "double"}},
+			{Name: "temporal", Values: []string{"string", "epoch"}},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return debeziumJSON{schema: o["schema"] == "true", tombstones: o["tombstones"] == "true",
+			decimal: o["decimal"], epoch: o["temporal"] == "epoch"}, nil
+	})
+}
+
+func (debeziumJSON) Name() string       { return FormatDebeziumJSON }
+func (f debeziumJSON) Tombstones() bool { return f.tombstones }
+
+func (debeziumJSON) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) { return dst, false, nil }
+
+func (f debeziumJSON) AppendRow(dst []byte, r *Row) ([]byte, error) {
+	op := "c"
+	switch r.Type {
+	case TypeUpdate:
+		op = "u"
+	case TypeDelete:
+		op = "d"
+	case TypeSnapshot:
+		op = "r"
+	}
+	if f.schema {
+		dst = append(dst, `{"schema":`...)
+		dst = f.appendSchema(dst, r)
+		dst = append(dst, `,"payload":`...)
+	}
+	var err error
+	dst = append(dst, `{"before":`...)
+	if dst, err = f.appendImage(dst, r.Before); err != nil {
+		return dst, err
+	}
+	dst = append(dst, `,"after":`...)
+	if dst, err = f.appendImage(dst, r.After); err != nil {
+		return dst, err
+	}
+	m := r.Meta
+	dst = append(dst, `,"source":{"version":"binlake","connector":"mysql","name":`...)
+	dst = jsonenc.AppendString(dst, m.Instance)
+	dst = append(dst, `,"ts_ms":`...)
+	dst = strconv.AppendInt(dst, m.TS*1000, 10)
+	dst = append(dst, `,"snapshot":`...)
+	if r.Type == TypeSnapshot {
+		dst = append(dst, `"true"`...)
+	} else {
+		dst = append(dst, `"false"`...)
+	}
+	dst = append(dst, `,"db":`...)
+	dst = jsonenc.AppendString(dst, r.Table.Database)
+	dst = append(dst, `,"sequence":null,"table":`...)
+	dst = jsonenc.AppendString(dst, r.Table.Name)
+	dst = append(dst, `,"server_id":0,"gtid":`...)
+	if m.GTID != "" {
+		dst = jsonenc.AppendString(dst, m.GTID)
+	} else {
+		dst = append(dst, "null"...)
+	}
+	dst = append(dst, `,"file":`...)
+	dst = jsonenc.AppendString(dst, m.File)
+	dst = append(dst, `,"pos":`...)
+	dst = strconv.AppendUint(dst, uint64(m.Pos), 10)
+	dst = append(dst, `,"row":0,"thread":null,"query":null},"op":"`...)
+	dst = append(dst, op...)
+	dst = append(dst, `","ts_ms":`...)
+	dst = strconv.AppendInt(dst, nowMillis(), 10)
+	dst = append(dst, `,"transaction":null}`...)
+	if f.schema {
+		dst = append(dst, '}')
+	}
+	return dst, nil
+}
+
+// appendImage appends a row image as a JSON object, or null.
+func (f debeziumJSON) appendImage(dst []byte, im Image) ([]byte, error) {
+	if im.IsNil() {
+		return append(dst, "null"...), nil
+	}
+	dst = append(dst, '{')
+	var err error
+	for i := range im.t.Columns {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendColumnKey(dst, &im.t.Columns[i])
+		if dst, err = f.appendValue(dst, im, i); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendValue appends column col of im as Debezium renders it under the format's options:
+// integers, YEAR, BIT, FLOAT and DOUBLE as numbers, ENUM and SET ("a,b") and text as
+// strings, JSON as its text in a string (io.debezium.data.Json), binary values as base64
+// (binary.handling.mode=bytes), DECIMAL and the temporal types per the options; MySQL's
+// zero dates as null (what Debezium sends for them).
+func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error) {
+	at := len(dst)
+	dst, err := im.AppendJSON(dst, col)
+	if err != nil {
+		return dst, err
+	}
+	tok := dst[at:]
+	if isNullToken(tok) {
+		return dst, nil
+	}
+	c := &im.t.Columns[col]
+	switch kindOf(c) {
+	case kindDecimal:
+		switch f.decimal {
+		case "double":
+			return rewriteTail(dst, at, appendUnquoted), nil
+		case "precise":
+			return rewriteTail(dst, at, appendDecimalBytes), nil
+		}
+	case kindJSON:
+		return rewriteTail(dst, at, appendJSONText), nil
+	case kindDate:
+		if isZeroDate(tok) {
+			return append(dst[:at], "null"...), nil
+		}
+		if f.epoch {
+			return rewriteTail(dst, at, appendEpochDays), nil
+		}
+	case kindTime:
+		if f.epoch {
+			return rewriteTail(dst, at, appendTimeMicros), nil
+		}
+	case kindDatetime:
+		switch {
+		case isZeroDate(tok):
+			return append(dst[:at], "null"...), nil
+		case f.epoch && c.Frac > 3:
+			return rewriteTail(dst, at, appendEpochMicros), nil
+		case f.epoch:
+			return rewriteTail(dst, at, appendEpochMillis), nil
+		}
+		return rewriteTail(dst, at, appendSQLTemporal), nil
+	case kindTimestamp:
+		switch {
+		case isZeroDate(tok):
+			return append(dst[:at], "null"...), nil
+		case f.epoch:
+			return dst, nil // io.debezium.time.ZonedTimestamp: ISO 8601 in UTC, as json writes it
+		}
+		return rewriteTail(dst, at, appendSQLTemporal), nil
+	}
+	return dst, nil
+}
+
+// appendDecimalBytes appends a decimal token as Kafka Connect's Decimal in JSON: base64
+// of the unscaled value's big-endian two's-complement bytes (the scale is in the schema).
+func appendDecimalBytes(dst, tok []byte) []byte {
+	digits := make([]byte, 0, len(tok))
+	for _, c := range tok[1 : len(tok)-1] {
+		if c != '.' {
+			digits = append(digits, c)
+		}
+	}
+	v, ok := new(big.Int).SetString(string(digits), 10)
+	if !ok {
+		return append(dst, tok...)
+	}
+	return appendBase64Token(dst, twosComplement(v))
+}
+
+// twosComplement is v's minimal big-endian two's-complement bytes (Java's
+// BigInteger.toByteArray, which Kafka Connect's Decimal uses).
+func twosComplement(v *big.Int) []byte {
+	if v.Sign() >= 0 {
+		b := v.Bytes()
+		if len(b) == 0 || b[0]&0x80 != 0 {
+			b = append([]byte{0}, b...)
+		}
+		return b
+	}
+	// -v - 1, inverted, is v's two's complement.
+	n := new(big.Int).Neg(v)
+	n.Sub(n, big.NewInt(1))
+	b := n.Bytes()
+	for i := range b {
+		b[i] = ^b[i]
+	}
+	if len(b) == 0 || b[0]&0x80 == 0 {
+		b = append([]byte{0xff}, b...)
+	}
+	return b
+}
+
+func appendBase64Token(dst, b []byte) []byte {
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	return append(dst, '"')
+}
+
+// parseDigits reads n decimal digits of b at i (-1 when they are not digits).
+func parseDigits(b []byte, i, n int) int {
+	if i+n > len(b) {
+		return -1
+	}
+	v := 0
+	for _, c := range b[i : i+n] {
+		if c < '0' || c > '9' {
+			return -1
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v
+}
+
+// datetimeOf reads a temporal token "yyyy-MM-dd[Thh:mm:ss[.ffffff]][Z]" as a UTC time.
+func datetimeOf(tok []byte) (time.Time, bool) {
+	b := tok[1 : len(tok)-1]
+	y, mo, d := parseDigits(b, 0, 4), parseDigits(b, 5, 2), parseDigits(b, 8, 2)
+	if y < 0 || mo < 0 || d < 0 {
+		return time.Time{}, false
+	}
+	var h, mi, s, us int
+	if len(b) >= 19 {
+		h, mi, s = parseDigits(b, 11, 2), parseDigits(b, 14, 2), parseDigits(b, 17, 2)
+		if h < 0 || mi < 0 || s < 0 {
+			return time.Time{}, false
+		}
+		us = fractionMicros(b[19:])
+	}
+	return time.Date(y, time.Month(mo), d, h, mi, s, us*1000, time.UTC), true
+}
+
+// fractionMicros reads ".ffffff" (any digits up to six; the rest of b ignored) in µs.
+func fractionMicros(b []byte) int {
+	if len(b) < 2 || b[0] != '.' {
+		return 0
+	}
+	us, n := 0, 0
+	for _, c := range b[1:] {
+		if c < '0' || c > '9' || n == 6 {
+			break
+		}
+		us, n = us*10+int(c-'0'), n+1
+	}
+	for ; n < 6; n++ {
+		us *= 10
+	}
+	return us
+}
+
+func appendEpochDays(dst, tok []byte) []byte {
+	t, ok := datetimeOf(tok)
+	if !ok {
+		return append(dst, tok...)
+	}
+	days := t.Unix() / 86400
+	if t.Unix() < 0 && t.Unix()%86400 != 0 {
+		days--
+	}
+	return strconv.AppendInt(dst, days, 10)
+}
+
+func appendEpochMillis(dst, tok []byte) []byte {
+	t, ok := datetimeOf(tok)
+	if !ok {
+		return append(dst, tok...)
+	}
+	return strconv.AppendInt(dst, t.UnixMilli(), 10)
+}
+
+func appendEpochMicros(dst, tok []byte) []byte {
+	t, ok := datetimeOf(tok)
+	if !ok {
+		return append(dst, tok...)
+	}
+	return strconv.AppendInt(dst, t.UnixMicro(), 10)
+}
+
+// appendTimeMicros appends a TIME token "[-]h…h:mm:ss[.ffffff]" as µs (MicroTime).
+func appendTimeMicros(dst, tok []byte) []byte {
+	b := tok[1 : len(tok)-1]
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	colon := 0
+	for colon < len(b) && b[colon] != ':' {
+		colon++
+	}
+	h := parseDigits(b, 0, colon)
+	mi, s := parseDigits(b, colon+1, 2), parseDigits(b, colon+4, 2)
+	if h < 0 || mi < 0 || s < 0 {
+		return append(dst, tok...)
+	}
+	us := int64(h*3600+mi*60+s)*1_000_000 + int64(fractionMicros(b[min(len(b), colon+6):]))
+	if neg {
+		us = -us
+	}
+	return strconv.AppendInt(dst, us, 10)
+}
+
+// appendSchema appends the JsonConverter schema of the envelope of r's table.
+func (f debeziumJSON) appendSchema(dst []byte, r *Row) []byte {
+	t := r.Table
+	name := r.Meta.Instance + "." + t.Database + "." + t.Name
+	image := r.After
+	if image.IsNil() {
+		image = r.Before
+	}
+	dst = append(dst, `{"type":"struct","fields":[`...)
+	for i, field := range []string{"before", "after"} {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":"struct","fields":[`...)
+		for ci := range t.Columns {
+			if ci > 0 {
+				dst = append(dst, ',')
+			}
+			dst = f.appendFieldSchema(dst, image, ci)
+		}
+		dst = append(dst, `],"optional":true,"name":`...)
+		dst = jsonenc.AppendString(dst, name+".Value")
+		dst = append(dst, `,"field":"`...)
+		dst = append(dst, field...)
+		dst = append(dst, `"}`...)
+	}
+	dst = append(dst, `,{"type":"struct","fields":[`+
+		`{"type":"string","optional":false,"field":"version"},{"type":"string","optional":false,"field":"connector"},`+
+		`{"type":"string","optional":false,"field":"name"},{"type":"int64","optional":false,"field":"ts_ms"},`+
+		`{"type":"string","optional":true,"name":"io.debezium.data.Enum","version":1,"parameters":{"allowed":"true,last,false,incremental"},"default":"false","field":"snapshot"},`+
+		`{"type":"string","optional":false,"field":"db"},{"type":"string","optional":true,"field":"sequence"},`+
+		`{"type":"string","optional":true,"field":"table"},{"type":"int64","optional":false,"field":"server_id"},`+
+		`{"type":"string","optional":true,"field":"gtid"},{"type":"string","optional":false,"field":"file"},`+
+		`{"type":"int64","optional":false,"field":"pos"},{"type":"int32","optional":false,"field":"row"},`+
+		`{"type":"int64","optional":true,"field":"thread"},{"type":"string","optional":true,"field":"query"}],`+
+		`"optional":false,"name":"io.debezium.connector.mysql.Source","field":"source"},`+
+		`{"type":"string","optional":false,"field":"op"},{"type":"int64","optional":true,"field":"ts_ms"},`+
+		`{"type":"struct","fields":[{"type":"string","optional":false,"field":"id"},`+
+		`{"type":"int64","optional":false,"field":"total_order"},{"type":"int64","optional":false,"field":"data_collection_order"}],`+
+		`"optional":true,"name":"event.block","version":1,"field":"transaction"}],"optional":false,"name":`...)
+	dst = jsonenc.AppendString(dst, name+".Envelope")
+	return append(dst, `,"version":1}`...)
+}
+
+// appendFieldSchema appends the schema of column ci: Kafka Connect's type and
+// Debezium's semantic name, under the format's options. A primary key column is not
+// optional; the binlog does not say which other columns are NOT NULL, so they are.
+func (f debeziumJSON) appendFieldSchema(dst []byte, im Image, ci int) []byte {
+	c := &im.t.Columns[ci]
+	typ, name, params := "string", "", ""
+	switch kindOf(c) {
+	case kindInt:
+		typ = "int32"
+		switch c.Type {
+		case mysql.MYSQL_TYPE_TINY:
+			typ = "int16"
+		case mysql.MYSQL_TYPE_SHORT:
+			if c.Unsigned {
+				typ = "int32"
+			} else {
+				typ = "int16"
+			}
+		case mysql.MYSQL_TYPE_LONG:
+			if c.Unsigned {
+				typ = "int64"
+			}
+		case mysql.MYSQL_TYPE_LONGLONG:
+			typ = "int64"
+		}
+	case kindFloat:
+		typ = "float"
+	case kindDouble:
+		typ = "double"
+	case kindBit:
+		typ = "int64"
+	case kindYear:
+		typ, name = "int32", "io.debezium.time.Year"
+	case kindDecimal:
+		switch f.decimal {
+		case "double":
+			typ = "double"
+		case "precise":
+			typ, name = "bytes", "org.apache.kafka.connect.data.Decimal"
+			params = `{"scale":"` + strconv.Itoa(decimalScale(im, ci)) + `"}`
+		}
+	case kindDate:
+		if f.epoch {
+			typ, name = "int32", "io.debezium.time.Date"
+		}
+	case kindTime:
+		if f.epoch {
+			typ, name = "int64", "io.debezium.time.MicroTime"
+		}
+	case kindDatetime:
+		switch {
+		case f.epoch && c.Frac > 3:
+			typ, name = "int64", "io.debezium.time.MicroTimestamp"
+		case f.epoch:
+			typ, name = "int64", "io.debezium.time.Timestamp"
+		}
+	case kindTimestamp:
+		if f.epoch {
+			name = "io.debezium.time.ZonedTimestamp"
+		}
+	case kindEnum:
+		name = "io.debezium.data.Enum"
+		params = `{"allowed":` + string(jsonenc.AppendString(nil, joinComma(c.Enum))) + `}`
+	case kindSet:
+		name = "io.debezium.data.EnumSet"
+		params = `{"allowed":` + string(jsonenc.AppendString(nil, joinComma(c.Set))) + `}`
+	case kindJSON:
+		name = "io.debezium.data.Json"
+	case kindBinary:
+		typ = "bytes"
+	}
+	dst = append(dst, `{"type":"`...)
+	dst = append(dst, typ...)
+	dst = append(dst, `","optional":`...)
+	dst = strconv.AppendBool(dst, !c.PK)
+	if name != "" {
+		dst = append(dst, `,"name":"`...)
+		dst = append(dst, name...)
+		dst = append(dst, `","version":1`...)
+	}
+	if params != "" {
+		dst = append(dst, `,"parameters":`...)
+		dst = append(dst, params...)
+	}
+	dst = append(dst, `,"field":`...)
+	dst = jsonenc.AppendString(dst, c.Name)
+	return append(dst, '}')
+}
+
+// decimalScale is the digits after the point of a DECIMAL column: the column's own
+// when read in place, else those of the image's value.
+func decimalScale(im Image, ci int) int {
+	if c := &im.t.Columns[ci]; c.raw.kind == rawDecimal {
+		return int(c.raw.scale)
+	}
+	tok, err := im.AppendJSON(nil, ci)
+	if err != nil || len(tok) < 2 || tok[0] != '"' {
+		return 0
+	}
+	for i, c := range tok {
+		if c == '.' {
+			return len(tok) - i - 2
+		}
+	}
+	return 0
+}
+
+func joinComma(vs []string) string {
+	n := 0
+	for _, v := range vs {
+		n += len(v) + 1
+	}
+	b := make([]byte, 0, n)
+	for i, v := range vs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, v...)
+	}
+	return string(b)
+}

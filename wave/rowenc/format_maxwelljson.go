@@ -1,0 +1,149 @@
+package rowenc
+
+import (
+	"strconv"
+
+	"github.com/binlake/binlake/internal/jsonenc"
+)
+
+// FormatMaxwellJSON is Maxwell's row JSON (RowMap.toJSON with Maxwell's default output
+// options: nulls written, commit info on): database, table, type, ts (seconds), xid and
+// commit on a transaction's last row, data, and old (an update's changed columns, before).
+const FormatMaxwellJSON = "maxwell-json"
+
+// maxwellJSON is the maxwell-json format. snapshotType is the type of a snapshot row:
+// Maxwell's "bootstrap-insert", or "insert" for consumers that know only the three
+// change types (Flink's maxwell-json refuses any other type).
+type maxwellJSON struct{ snapshotType string }
+
+func init() {
+	RegisterFormat(FormatMaxwellJSON, func(opts map[string]string) (Format, error) {
+		o, err := ParseFormatOptions(FormatMaxwellJSON, opts, []FormatOption{
+			{Name: "snapshot_type", Values: []string{"bootstrap-insert", "insert"}},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return maxwellJSON{snapshotType: o["snapshot_type"]}, nil
+	})
+}
+
+func (maxwellJSON) Name() string     { return FormatMaxwellJSON }
+func (maxwellJSON) Tombstones() bool { return false }
+
+// AppendDDL sends nothing: Maxwell writes no DDL into its row stream (with output_ddl it
+// writes schema changes to a topic of their own).
+func (maxwellJSON) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) { return dst, false, nil }
+
+func (f maxwellJSON) AppendRow(dst []byte, r *Row) ([]byte, error) {
+	t := r.Table
+	image, typ := r.After, r.Type
+	switch r.Type {
+	case TypeDelete:
+		image = r.Before
+	case TypeSnapshot:
+		typ = f.snapshotType
+	}
+	m := r.Meta
+	dst = append(dst, `{"database":`...)
+	dst = jsonenc.AppendString(dst, t.Database)
+	dst = append(dst, `,"table":`...)
+	dst = jsonenc.AppendString(dst, t.Name)
+	dst = append(dst, `,"type":`...)
+	dst = jsonenc.AppendString(dst, typ)
+	dst = append(dst, `,"ts":`...)
+	dst = strconv.AppendInt(dst, m.TS, 10)
+	if m.XID != 0 {
+		dst = append(dst, `,"xid":`...)
+		dst = strconv.AppendUint(dst, m.XID, 10)
+	}
+	if m.Commit {
+		dst = append(dst, `,"commit":true`...)
+	}
+	dst = append(dst, `,"data":{`...)
+	var err error
+	for i := range t.Columns {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendColumnKey(dst, &t.Columns[i])
+		if dst, err = appendMaxwellValue(dst, image, i); err != nil {
+			return dst, err
+		}
+	}
+	dst = append(dst, '}')
+	if r.Type == TypeUpdate {
+		n := 0
+		for i := range t.Columns {
+			same, err := r.Before.Same(r.After, i)
+			if err != nil {
+				return dst, err
+			}
+			if same {
+				continue
+			}
+			if n == 0 {
+				dst = append(dst, `,"old":{`...)
+			} else {
+				dst = append(dst, ',')
+			}
+			n++
+			dst = appendColumnKey(dst, &t.Columns[i])
+			if dst, err = appendMaxwellValue(dst, r.Before, i); err != nil {
+				return dst, err
+			}
+		}
+		if n > 0 {
+			dst = append(dst, '}')
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendMaxwellValue appends column col of im as Maxwell writes it: numbers as JSON
+// numbers (DECIMAL too, exact), DATETIME and TIMESTAMP as "yyyy-MM-dd HH:mm:ss[.ffffff]"
+// (UTC), SET as an array of its members, JSON as the document; the rest as the json
+// format writes them (DATE, TIME, ENUM and text as strings, binary values as base64).
+func appendMaxwellValue(dst []byte, im Image, col int) ([]byte, error) {
+	at := len(dst)
+	dst, err := im.AppendJSON(dst, col)
+	if err != nil {
+		return dst, err
+	}
+	tok := dst[at:]
+	if isNullToken(tok) {
+		return dst, nil
+	}
+	switch kindOf(&im.t.Columns[col]) {
+	case kindDecimal:
+		return rewriteTail(dst, at, appendUnquoted), nil
+	case kindDatetime, kindTimestamp:
+		return rewriteTail(dst, at, appendSQLTemporal), nil
+	case kindSet:
+		if tok[0] == '"' {
+			return rewriteTail(dst, at, appendSetArray), nil
+		}
+	}
+	return dst, nil
+}
+
+// appendUnquoted appends a JSON string token's body: a decimal as a JSON number.
+func appendUnquoted(dst, tok []byte) []byte { return append(dst, tok[1:len(tok)-1]...) }
+
+// appendSetArray appends a SET token "a,b" as ["a","b"] (the members' escapes kept).
+func appendSetArray(dst, tok []byte) []byte {
+	body := tok[1 : len(tok)-1]
+	dst = append(dst, '[')
+	if len(body) > 0 {
+		dst = append(dst, '"')
+		for _, c := range body {
+			if c == ',' {
+				dst = append(dst, '"', ',', '"')
+				continue
+			}
+			dst = append(dst, c)
+		}
+		dst = append(dst, '"')
+	}
+	return append(dst, ']')
+}
