@@ -1,9 +1,11 @@
 package rowenc
 
 import (
-	"strings"
+	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/binlake/binlake/internal/jsonenc"
 )
 
 // The `canal-protobuf` format: what Canal 1.1.7's Kafka producer writes with
@@ -25,7 +27,9 @@ import (
 // position the json format's pos carries (after the event; Canal writes the event's
 // start), the execute time in milliseconds, schema, table and event type, and the
 // transaction's GTID (Canal writes the executed GTID set there, and the transaction's
-// GTID in the curtGtid property; BinLake has the GTID only). Values: canalvalue.go.
+// GTID in the curtGtid property; BinLake has the GTID only). Each column's value,
+// sqlType and mysqlType are canal-json's (format_canaljson.go), so both Canal formats
+// carry the same text.
 
 // Field numbers of Canal's messages (proto/canal/canal.proto).
 const (
@@ -88,9 +92,10 @@ const (
 	cpEventDIndex   = 11
 )
 
-// canalScratch is what a canal-protobuf row is rendered with: one typed scratch for the
-// column being written and one for an update's before value it is compared with.
-type canalScratch struct{ cur, other typedScratch }
+// canalScratch is what a canal-protobuf row is rendered with: the canal-json rendering
+// of the column being written (tok), of an update's before value it is compared with
+// (before), and the text of a value (text).
+type canalScratch struct{ tok, before, text []byte }
 
 // zeros is what pbEnd grows a buffer by before it moves a body to make room for its length.
 var zeros [binaryVarintMax]byte
@@ -168,20 +173,14 @@ func appendCanalPacketEnd(dst []byte, open [2]int) []byte {
 }
 
 // encodeCanalRow appends the canal-protobuf message of one row change.
-func encodeCanalRow[I typedImage[I]](dst []byte, s *canalScratch, t *Table, typ string, m Meta, before, after I) ([]byte, error) {
-	image := after
-	if image.isNil() {
-		image = before
-	}
-	if image.len() != len(t.Columns) || (!before.isNil() && !after.isNil() && before.len() != after.len()) {
-		return dst, errColumnCount(t, image.len())
-	}
+func encodeCanalRow(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
+	t := r.Table
 	types := t.mysqlTypes
 	if types == nil {
 		types = canalMySQLTypes(t) // an unprepared table (tests)
 	}
-	event := canalEvent(typ)
-	dst, open := appendCanalPacketStart(dst, t.Database, t.Name, event, m)
+	event := canalEvent(r.Type)
+	dst, open := appendCanalPacketStart(dst, t.Database, t.Name, event, r.Meta)
 	dst, sv := pbBegin(dst, cpEntryStoreValue)
 	if t.tm != nil {
 		dst = appendPBVarint(dst, cpRowChangeTableID, t.tm.TableID)
@@ -190,13 +189,13 @@ func encodeCanalRow[I typedImage[I]](dst []byte, s *canalScratch, t *Table, typ 
 	dst = appendPBVarintAlways(dst, cpRowChangeIsDdl, 0)
 	dst, rd := pbBegin(dst, cpRowChangeRowDatas)
 	var err error
-	if !before.isNil() {
-		if dst, err = appendCanalColumns(dst, s, t, types, cpRowDataBefore, before, before, false); err != nil {
+	if !r.Before.IsNil() {
+		if dst, err = appendCanalColumns(dst, s, r, types, cpRowDataBefore, r.Before); err != nil {
 			return dst, err
 		}
 	}
-	if !after.isNil() {
-		if dst, err = appendCanalColumns(dst, s, t, types, cpRowDataAfter, after, before, true); err != nil {
+	if !r.After.IsNil() {
+		if dst, err = appendCanalColumns(dst, s, r, types, cpRowDataAfter, r.After); err != nil {
 			return dst, err
 		}
 	}
@@ -205,45 +204,75 @@ func encodeCanalRow[I typedImage[I]](dst []byte, s *canalScratch, t *Table, typ 
 	return appendCanalPacketEnd(dst, open), nil
 }
 
-// appendCanalColumns appends every column of image as Columns in field num. In an after
-// image (isAfter), a column is updated when there is no before image (an insert) or its
-// rendered value differs from before's, as Canal's isUpdate decides.
-func appendCanalColumns[I typedImage[I]](dst []byte, s *canalScratch, t *Table, types []string, num protowire.Number, image, before I, isAfter bool) ([]byte, error) {
+// appendCanalColumns appends every column of image as Columns in field num (before or
+// after). The values are canal-json's (appendCanalValue, canalSQLType), so that both
+// Canal formats carry the same text. In the after image, a column is updated when there
+// is no before image (an insert) or its value differs from before's, as Canal's isUpdate
+// decides.
+func appendCanalColumns(dst []byte, s *canalScratch, r *Row, types []string, num protowire.Number, image Image) ([]byte, error) {
+	t := r.Table
+	isAfter := num == cpRowDataAfter
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		v, err := image.typed(&s.cur, c, i)
+		tok, err := appendCanalValue(s.tok[:0], image, i)
+		s.tok = tok
 		if err != nil {
 			return dst, err
 		}
-		cc := canalValue(&s.cur, c, v)
+		isNull := isNullToken(tok)
 		updated := false
 		if isAfter {
 			updated = true
-			if !before.isNil() {
-				bv, err := before.typed(&s.other, c, i)
+			if !r.Before.IsNil() {
+				before, err := appendCanalValue(s.before[:0], r.Before, i)
+				s.before = before
 				if err != nil {
 					return dst, err
 				}
-				bc := canalValue(&s.other, c, bv)
-				updated = bc.isNull != cc.isNull || string(bc.value) != string(cc.value)
+				updated = string(before) != string(tok)
 			}
+		}
+		sqlType, err := canalSQLType(s.before[:0], image, i)
+		if err != nil {
+			return dst, err
 		}
 		var col int
 		dst, col = pbBegin(dst, num)
 		dst = appendPBVarint(dst, cpColumnIndex, uint64(i))
-		dst = appendPBVarint(dst, cpColumnSQLType, uint64(int64(cc.sqlType))) // int32: negative as ten bytes
+		dst = appendPBVarint(dst, cpColumnSQLType, uint64(int64(sqlType))) // int32: negative as ten bytes
 		dst = appendPBString(dst, cpColumnName, c.Name)
 		dst = appendPBBool(dst, cpColumnIsKey, c.PK)
 		dst = appendPBBool(dst, cpColumnUpdated, updated)
-		dst = appendPBVarintAlways(dst, cpColumnIsNull, protowire.EncodeBool(cc.isNull))
-		if len(cc.value) > 0 {
-			dst = protowire.AppendTag(dst, cpColumnValue, protowire.BytesType)
-			dst = protowire.AppendBytes(dst, cc.value)
+		dst = appendPBVarintAlways(dst, cpColumnIsNull, protowire.EncodeBool(isNull))
+		if !isNull {
+			text, ok := jsonenc.AppendUnquoted(s.text[:0], tok)
+			s.text = text
+			if !ok {
+				return dst, fmt.Errorf("column %s: canal value %.40s is not a JSON string", c.Name, tok)
+			}
+			if len(text) > 0 {
+				dst = protowire.AppendTag(dst, cpColumnValue, protowire.BytesType)
+				dst = protowire.AppendBytes(dst, text)
+			}
 		}
 		dst = appendPBString(dst, cpColumnMySQLType, types[i])
 		dst = pbEnd(dst, col)
 	}
 	return dst, nil
+}
+
+// canalMySQLTypes is each column's mysqlType as canal-json gives it
+// (appendCanalMySQLType), as text: Table.Prepare keeps it, so that a row does not
+// build it again.
+func canalMySQLTypes(t *Table) []string {
+	types := make([]string, len(t.Columns))
+	var tok, text []byte
+	for i := range t.Columns {
+		tok = appendCanalMySQLType(tok[:0], &t.Columns[i])
+		text, _ = jsonenc.AppendUnquoted(text[:0], tok)
+		types[i] = string(text)
+	}
+	return types
 }
 
 // EncodeDDLCanal appends the canal-protobuf message of a DDL statement: an entry whose
@@ -260,68 +289,46 @@ func EncodeDDLCanal(dst []byte, database, table string, m Meta, sql string) []by
 	return appendCanalPacketEnd(dst, open)
 }
 
-// canalDDLEvent is the EventType Canal's DDL parser gives a statement, from its head.
+// canalDDLEvent is the EventType number of the type canal-json gives a statement
+// (CanalDDLType).
 func canalDDLEvent(sql string) uint64 {
-	f := strings.Fields(strings.ToUpper(skipSQLComments(sql)))
-	word := func(i int) string {
-		if i < len(f) {
-			return f[i]
-		}
-		return ""
-	}
-	switch word(0) {
+	switch CanalDDLType(sql) {
 	case "CREATE":
-		for i := 1; i < len(f) && i < 4; i++ {
-			switch f[i] {
-			case "TABLE":
-				return cpEventCreate
-			case "INDEX":
-				return cpEventCIndex
-			}
-		}
+		return cpEventCreate
 	case "ALTER":
 		return cpEventAlter
-	case "DROP":
-		switch word(1) {
-		case "TABLE", "TEMPORARY":
-			return cpEventErase
-		case "INDEX":
-			return cpEventDIndex
-		}
+	case "ERASE":
+		return cpEventErase
 	case "TRUNCATE":
 		return cpEventTruncate
 	case "RENAME":
 		return cpEventRename
+	case "CINDEX":
+		return cpEventCIndex
+	case "DINDEX":
+		return cpEventDIndex
 	}
 	return cpEventQuery
-}
-
-// skipSQLComments drops the leading /* … */ and -- comments of a statement.
-func skipSQLComments(sql string) string {
-	for {
-		sql = strings.TrimSpace(sql)
-		switch {
-		case strings.HasPrefix(sql, "/*"):
-			end := strings.Index(sql, "*/")
-			if end < 0 {
-				return ""
-			}
-			sql = sql[end+2:]
-		case strings.HasPrefix(sql, "--"), strings.HasPrefix(sql, "#"):
-			end := strings.IndexByte(sql, '\n')
-			if end < 0 {
-				return ""
-			}
-			sql = sql[end+1:]
-		default:
-			return sql
-		}
-	}
 }
 
 // EncodeRowCanal appends the canal-protobuf message of one row change given as
 // go-mysql's values (EncodeRow's, in this format).
 func EncodeRowCanal(dst []byte, t *Table, typ string, m Meta, before, after []any) ([]byte, error) {
+	rows := Rows{rows: []values{before, after}}
+	r := Row{Table: t, Type: typ, Meta: m, Before: Image{rows: &rows, t: t, i: -1}, After: Image{rows: &rows, t: t, i: -1}}
+	if before != nil {
+		r.Before.i = 0
+	}
+	if after != nil {
+		r.After.i = 1
+	}
+	image := after
+	if image == nil {
+		image = before
+	}
+	if len(image) != len(t.Columns) || (before != nil && after != nil && len(before) != len(after)) {
+		return dst, errColumnCount(t, len(image))
+	}
 	var s canalScratch
-	return encodeCanalRow(dst, &s, t, typ, m, values(before), values(after))
+	return encodeCanalRow(dst, &s, &r)
 }

@@ -49,7 +49,7 @@ func decodeCanal(t testing.TB, b []byte) (*canalpb.Entry, *canalpb.RowChange) {
 type canalCol struct {
 	value     string
 	null      bool
-	sqlType   int32
+	sqlType   int
 	mysqlType string
 }
 
@@ -58,29 +58,29 @@ func TestCanalProtobufValues(t *testing.T) {
 	tb, rows := allKindsTable()
 	m := Meta{Instance: "orders", TS: 1764424800, GTID: "0-1-202", File: "bin.000001", Pos: 1234}
 	want := map[string]canalCol{
-		"id": {"1", false, javaBigInt, "bigint unsigned"},
-		"k2": {"ü", false, javaVarchar, "varchar"},
-		"ti": {"-128", false, javaTinyInt, "tinyint"},
-		"tu": {"255", false, javaSmallInt, "tinyint unsigned"}, // above TINYINT's signed range
-		"mi": {"-8388608", false, javaInteger, "mediumint"},
-		"bi": {"-9223372036854775808", false, javaBigInt, "bigint"},
-		"yr": {"2026", false, javaVarchar, "year"},
-		"bt": {"5", false, javaBit, "bit"},
-		"fl": {"1.1", false, javaReal, "float"},
-		"db": {"-2.5E-300", false, javaDouble, "double"},
-		"dc": {"12345678901234567890.1234567890", false, javaDecimal, "decimal"},
-		"dt": {"2026-12-01 10:11:12.123456", false, javaTimestamp, "datetime(6)"},
-		"ts": {"2026-12-01 10:11:12.000005", false, javaTimestamp, "timestamp(6)"},
-		"da": {"2024-02-29", false, javaDate, "date"},
-		"tm": {"-838:59:59", false, javaTime, "time"},
-		"js": {`{"a":[1,2.50,"ü"]}`, false, javaVarchar, "json"},
-		"mj": {`[true,null]`, false, javaClob, "longtext"},
-		"bl": {"\x00\x01\u00ff", false, javaBlob, "blob"},
-		"vb": {"\x00\u00fe", false, javaBlob, "varbinary"},
-		"tx": {"emoji 😀 中文 q\" \n", false, javaClob, "text"},
-		"en": {"2", false, javaInteger, "enum('small','medium')"},
-		"st": {"5", false, javaBit, "set('a','b','c')"},
-		"ge": {"\x01\x02", false, javaBlob, "geometry"},
+		"id": {"1", false, sqlBigint, "bigint unsigned"},
+		"k2": {"ü", false, sqlVarchar, "varchar"},
+		"ti": {"-128", false, sqlTinyint, "tinyint"},
+		"tu": {"255", false, sqlSmallint, "tinyint unsigned"}, // above TINYINT's signed range
+		"mi": {"-8388608", false, sqlInteger, "mediumint"},
+		"bi": {"-9223372036854775808", false, sqlBigint, "bigint"},
+		"yr": {"2026", false, sqlVarchar, "year"},
+		"bt": {"5", false, sqlBit, "bit"},
+		"fl": {"1.1", false, sqlReal, "float"},
+		"db": {"-2.5E-300", false, sqlDouble, "double"},
+		"dc": {"12345678901234567890.1234567890", false, sqlDecimal, "decimal"},
+		"dt": {"2026-12-01 10:11:12.123456", false, sqlTimestamp, "datetime(6)"},
+		"ts": {"2026-12-01 10:11:12.000005", false, sqlTimestamp, "timestamp(6)"},
+		"da": {"2024-02-29", false, sqlDate, "date"},
+		"tm": {"-838:59:59", false, sqlTime, "time"},
+		"js": {`{"a":[1,2.50,"ü"]}`, false, sqlVarchar, "json"},
+		"mj": {`[true,null]`, false, sqlClob, "longtext"},
+		"bl": {"\x00\x01\u00ff", false, sqlBlob, "blob"},
+		"vb": {"\x00\u00fe", false, sqlBlob, "varbinary"},
+		"tx": {"emoji 😀 中文 q\" \n", false, sqlClob, "text"},
+		"en": {"2", false, sqlInteger, "enum('small','medium')"},
+		"st": {"5", false, sqlBit, "set('a','b','c')"},
+		"ge": {"\x01\x02", false, sqlBlob, "geometry"},
 	}
 	b, err := EncodeRowCanal(nil, tb, TypeInsert, m, nil, rows[0])
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestCanalProtobufValues(t *testing.T) {
 		w, ok := want[c.GetName()]
 		require.True(t, ok, "column %s", c.GetName())
 		require.EqualValues(t, i, c.GetIndex())
-		require.Equal(t, w, canalCol{c.GetValue(), c.GetIsNull(), c.GetSqlType(), c.GetMysqlType()}, "column %s", c.GetName())
+		require.Equal(t, w, canalCol{c.GetValue(), c.GetIsNull(), int(c.GetSqlType()), c.GetMysqlType()}, "column %s", c.GetName())
 		require.Equal(t, i < 2, c.GetIsKey(), "column %s isKey", c.GetName())
 		require.True(t, c.GetUpdated(), "column %s of an insert is updated, as Canal marks it", c.GetName())
 	}
@@ -130,7 +130,7 @@ func TestCanalProtobufTypes(t *testing.T) {
 			case "id":
 				require.Equal(t, "3", c.GetValue())
 				require.Equal(t, "18446744073709551615", before.GetValue())
-				require.Equal(t, javaDecimal, before.GetSqlType(), "BIGINT UNSIGNED above the signed range")
+				require.EqualValues(t, sqlDecimal, before.GetSqlType(), "BIGINT UNSIGNED above the signed range")
 				require.True(t, c.GetUpdated())
 			case "k2":
 				require.Equal(t, "a\ufffdb", before.GetValue(), "invalid UTF-8 replaced")
@@ -143,8 +143,9 @@ func TestCanalProtobufTypes(t *testing.T) {
 				require.Equal(t, !before.GetIsNull(), c.GetUpdated(), "column %s", c.GetName())
 			}
 		}
-		zero := map[string]string{"yr": "0000", "fl": "0.0", "dc": "0.00", "dt": "0000-00-00 00:00:00", "ts": "0000-00-00 00:00:00",
-			"da": "0000-00-00", "tm": "00:00:00", "mj": "{bad", "en": "0", "st": "0", "tu": "255"}
+		zero := map[string]string{"yr": "0000", "fl": "0.0", "dt": "0000-00-00 00:00:00", "ts": "0000-00-00 00:00:00",
+			"da": "0000-00-00", "tm": "00:00:00", "en": "0", "st": "0", "tu": "255",
+			"dc": "-0.00"} // canal-json's text (a server never stores a negative zero)
 		for _, c := range rd.GetBeforeColumns() {
 			if w, ok := zero[c.GetName()]; ok {
 				require.Equal(t, w, c.GetValue(), "column %s", c.GetName())
@@ -174,18 +175,18 @@ func TestCanalProtobufTypes(t *testing.T) {
 		for _, tc := range []struct {
 			typ  byte
 			v    any
-			want int32
+			want int
 		}{
-			{mysql.MYSQL_TYPE_TINY, int8(127), javaTinyInt}, {mysql.MYSQL_TYPE_TINY, int8(-128), javaSmallInt},
-			{mysql.MYSQL_TYPE_SHORT, int16(-1), javaInteger}, {mysql.MYSQL_TYPE_INT24, int32(-1), javaInteger},
-			{mysql.MYSQL_TYPE_LONG, int32(-1), javaBigInt}, {mysql.MYSQL_TYPE_LONG, int32(5), javaInteger},
-			{mysql.MYSQL_TYPE_LONGLONG, int64(math.MaxInt64), javaBigInt},
+			{mysql.MYSQL_TYPE_TINY, int8(127), sqlTinyint}, {mysql.MYSQL_TYPE_TINY, int8(-128), sqlSmallint},
+			{mysql.MYSQL_TYPE_SHORT, int16(-1), sqlInteger}, {mysql.MYSQL_TYPE_INT24, int32(-1), sqlInteger},
+			{mysql.MYSQL_TYPE_LONG, int32(-1), sqlBigint}, {mysql.MYSQL_TYPE_LONG, int32(5), sqlInteger},
+			{mysql.MYSQL_TYPE_LONGLONG, int64(math.MaxInt64), sqlBigint},
 		} {
 			tb := &Table{Database: "d", Name: "t", Columns: []Column{{Name: "u", Type: tc.typ, Unsigned: true}}}
 			b, err := EncodeRowCanal(nil, tb, TypeInsert, Meta{}, nil, []any{tc.v})
 			require.NoError(t, err)
 			_, rc := decodeCanal(t, b)
-			require.Equal(t, tc.want, rc.GetRowDatas()[0].GetAfterColumns()[0].GetSqlType(), "%d %v", tc.typ, tc.v)
+			require.EqualValues(t, tc.want, rc.GetRowDatas()[0].GetAfterColumns()[0].GetSqlType(), "%d %v", tc.typ, tc.v)
 		}
 	})
 	t.Run("errors", func(t *testing.T) {
@@ -200,15 +201,15 @@ func TestCanalProtobufTypes(t *testing.T) {
 // Canal's parser gives it.
 func TestCanalProtobufDDL(t *testing.T) {
 	for sql, want := range map[string]canalpb.EventType{
-		"CREATE TABLE t (a INT)":                        canalpb.EventType_CREATE,
-		"create temporary table t (a int)":              canalpb.EventType_CREATE,
-		"/* gh-ost */ ALTER TABLE t ADD b INT":          canalpb.EventType_ALTER,
-		"DROP TABLE IF EXISTS t":                        canalpb.EventType_ERASE,
-		"TRUNCATE TABLE t":                              canalpb.EventType_TRUNCATE,
-		"RENAME TABLE t TO u":                           canalpb.EventType_RENAME,
-		"CREATE UNIQUE INDEX i ON t (a)":                canalpb.EventType_CINDEX,
-		"DROP INDEX i ON t":                             canalpb.EventType_DINDEX,
-		"-- note\nCREATE OR REPLACE VIEW v AS SELECT 1": canalpb.EventType_QUERY,
+		"CREATE TABLE t (a INT)":               canalpb.EventType_CREATE,
+		"create temporary table t (a int)":     canalpb.EventType_CREATE,
+		"/* gh-ost */ ALTER TABLE t ADD b INT": canalpb.EventType_ALTER,
+		"DROP TABLE IF EXISTS t":               canalpb.EventType_ERASE,
+		"TRUNCATE TABLE t":                     canalpb.EventType_TRUNCATE,
+		"RENAME TABLE t TO u":                  canalpb.EventType_RENAME,
+		"CREATE UNIQUE INDEX i ON t (a)":       canalpb.EventType_CINDEX,
+		"DROP INDEX i ON t":                    canalpb.EventType_DINDEX,
+		"-- note\nGRANT SELECT ON t TO u":      canalpb.EventType_QUERY,
 	} {
 		m := Meta{TS: 5, File: "bin.000003", Pos: 77, Commit: true}
 		e, rc := decodeCanal(t, EncodeDDLCanal(nil, "shop", "t", m, sql))
@@ -219,22 +220,6 @@ func TestCanalProtobufDDL(t *testing.T) {
 		require.Equal(t, want, e.GetHeader().GetEventType(), sql)
 		require.Equal(t, "t", e.GetHeader().GetTableName())
 		require.Empty(t, rc.GetRowDatas())
-	}
-}
-
-// TestJavaFloat pins appendJavaFloat to what Java's Float.toString and Double.toString print.
-func TestJavaFloat(t *testing.T) {
-	for _, tc := range []struct {
-		f    float64
-		bits int
-		want string
-	}{
-		{float64(float32(1.1)), 32, "1.1"}, {100, 64, "100.0"}, {0.001, 64, "0.001"}, {1e7, 64, "1.0E7"},
-		{1234567, 64, "1234567.0"}, {12345678.9, 64, "1.23456789E7"}, {1.5e-4, 64, "1.5E-4"},
-		{-2.5e-300, 64, "-2.5E-300"}, {float64(math.MaxFloat32), 32, "3.4028235E38"}, {0, 64, "0.0"},
-		{math.Copysign(0, -1), 64, "-0.0"}, {-0.5, 32, "-0.5"}, {math.MaxFloat64, 64, "1.7976931348623157E308"},
-	} {
-		require.Equal(t, tc.want, string(appendJavaFloat(nil, tc.f, tc.bits)), "%g", tc.f)
 	}
 }
 

@@ -83,21 +83,12 @@ func (canalProtobufFormat) Name() string     { return FormatCanalProtobuf }
 func (canalProtobufFormat) Tombstones() bool { return false }
 
 func (canalProtobufFormat) AppendRow(dst []byte, r *Row) ([]byte, error) {
-	rows, err := rowImages(r)
-	if err != nil {
+	if _, err := rowImages(r); err != nil {
 		return dst, err
 	}
-	t := r.Table
 	s := canalScratchPool.Get().(*canalScratch)
 	defer canalScratchPool.Put(s)
-	switch {
-	case rows.raw != nil:
-		return encodeCanalRow(dst, s, t, r.Type, r.Meta, imageAt(rows.raw, r.Before), imageAt(rows.raw, r.After))
-	case rows.query != nil:
-		return encodeCanalRow(dst, s, t, r.Type, r.Meta, imageAt(rows.query, r.Before), imageAt(rows.query, r.After))
-	default:
-		return encodeCanalRow(dst, s, t, r.Type, r.Meta, imageAt(rows.rows, r.Before), imageAt(rows.rows, r.After))
-	}
+	return encodeCanalRow(dst, s, r)
 }
 
 func (canalProtobufFormat) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) {

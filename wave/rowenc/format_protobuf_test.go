@@ -1,8 +1,11 @@
 package rowenc
 
 import (
-	"runtime"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/binlake/binlake/wave/rowenc/rowpb"
 
 	"github.com/stretchr/testify/require"
 )
@@ -50,49 +53,18 @@ func TestProtobufFormatsThroughEncoder(t *testing.T) {
 	require.True(t, rc.GetIsDdl())
 }
 
-// BenchmarkRowsEventFormats is BenchmarkRowsEvent's event (100 inserted rows read in
-// place) through the Encoder with one subscription of each format: ns/row, allocs/row
-// (the event's one arena, shared by its rows) and bytes/row of the messages.
-func BenchmarkRowsEventFormats(b *testing.B) {
-	te, e := benchRowsEvent(b)
-	te.table.PK = []int{0}
-	te.table.Prepare()
-	u, _ := undecodedOf(e)
-	m := Meta{Instance: "shop-1", TS: 1764583872, GTID: "0-1-123456", File: "mysql-bin.000042", Pos: 4567890}
-	for _, name := range []string{FormatJSON, FormatProtobuf, FormatCanalProtobuf} {
-		f, err := NewFormat(name, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		targets := []Target{{By: PartitionPK, Format: f}}
-		b.Run(name, func(b *testing.B) {
-			var enc Encoder
-			var fields []span
-			var raws []rawImage
-			var size int
-			var before, after runtime.MemStats
-			b.ReportAllocs()
-			runtime.ReadMemStats(&before)
-			for b.Loop() {
-				var err error
-				if fields, raws, err = readImages(fields[:0], raws[:0], u.data[u.pos:], te.table, TypeInsert); err != nil {
-					b.Fatal(err)
-				}
-				ev := Event{Table: te.table, Type: TypeInsert, Meta: m, Rows: Rows{raw: raws}}
-				msgs, err := enc.Encode(&ev, targets, true, 7, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				size = 0
-				for _, msg := range msgs {
-					size += len(msg.Value)
-				}
-			}
-			runtime.ReadMemStats(&after)
-			rows := float64(b.N * benchEventRows)
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/rows, "ns/row")
-			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/rows, "allocs/row")
-			b.ReportMetric(float64(size)/benchEventRows, "bytes/row")
-		})
+// isProtobufFormat reports whether f writes protobuf, not JSON.
+func isProtobufFormat(f Format) bool {
+	return f.Name() == FormatProtobuf || f.Name() == FormatCanalProtobuf
+}
+
+// checkProtobufMessage fails unless value decodes with f's generated types.
+func checkProtobufMessage(t *testing.T, f Format, value []byte) {
+	t.Helper()
+	if f.Name() == FormatCanalProtobuf {
+		decodeCanal(t, value)
+		return
 	}
+	var r rowpb.Row
+	require.NoError(t, proto.Unmarshal(value, &r), "format %s: %x", f.Name(), value)
 }

@@ -196,9 +196,7 @@ func BenchmarkRowsEvent(b *testing.B) {
 	// Each format through the capture's Encoder (one subscription, read in place): what
 	// a rows event costs from its bytes to its messages in that format, per row.
 	// go-mysql's decoding above replaced e's rows: the formats read a fresh event.
-	if e, err = te.rowsEvent(b, replication.WRITE_ROWS_EVENTv2, body); err != nil {
-		b.Fatal(err)
-	}
+	te, e = benchRowsEvent(b)
 	for _, name := range FormatNames() {
 		f, err := NewFormat(name, nil)
 		if err != nil {
