@@ -75,7 +75,7 @@ type Table struct {
 	PK []int
 
 	names []byte // `,"database":<Database>,"table":<Name>`, encoded by Prepare
-	// mysqlTypes is each column's type as the Canal formats name it (canalvalue.go),
+	// mysqlTypes is each column's mysqlType in the Canal formats (canalMySQLTypes),
 	// made by Prepare.
 	mysqlTypes []string
 	// tm is the table map the capture last saw for the table; inPlace: every column's
