@@ -1,11 +1,11 @@
 package wave_test
 
-// The protobuf formats read by their consumers (issue 35): a real `binlake wave` process
+// The Canal and protobuf formats read by their consumers (issue 35): a real `binlake wave` process
 // publishes a table with a column of every type, through a snapshot of its existing rows
 // and then inserts, updates, deletes and a DDL, in the subscription's format; the
 // consumer its users run reduces the topic to a table state, which must equal a SELECT
-// of the table. canal-protobuf is read by Canal 1.1.7's own Java client
-// (deploy/testenv/canal-consumer, KafkaCanalConnector with flatMessage=false); protobuf
+// of the table. canal-protobuf and canal-json are read by Canal 1.1.7's own Java client
+// (deploy/testenv/canal-consumer, KafkaCanalConnector with flatMessage false and true); protobuf
 // by a Go consumer decoding with the generated binlake.v1 types. Each runs as is and
 // with a kill -9 of the wave in the middle of the writes (duplicates allowed, nothing lost).
 
@@ -85,6 +85,16 @@ func TestCanalProtobufConsumerIntegration(t *testing.T) {
 		return canalJavaConsumer(t, ctx, cp, "protobuf", brokers, topic, n)
 	}
 	runFormatConsumer(t, rowenc.FormatCanalProtobuf, consume, canalExpect)
+}
+
+// TestCanalJSONConsumerIntegration runs the canal-json topic through Canal's own Java
+// client too (flatMessage=true: fastjson's FlatMessage), beside Flink's reader of it.
+func TestCanalJSONConsumerIntegration(t *testing.T) {
+	cp := testenv.JavaConsumer(t, "deploy/testenv/canal-consumer")
+	consume := func(t *testing.T, ctx context.Context, brokers, topic string, n int64) (map[string]map[string]*string, int) {
+		return canalJavaConsumer(t, ctx, cp, "flat", brokers, topic, n)
+	}
+	runFormatConsumer(t, rowenc.FormatCanalJSON, consume, canalExpect)
 }
 
 // TestProtobufConsumerIntegration runs the protobuf topic through a Go consumer of the
@@ -258,13 +268,6 @@ func compareStates(t *testing.T, got map[string]map[string]*string, want map[str
 	if bad > 0 {
 		t.Fatalf("the consumer's state differs from the table in %d places (%d rows downstream, %d in the table)", bad, len(got), len(want))
 	}
-}
-
-func show(s *string) string {
-	if s == nil {
-		return "NULL"
-	}
-	return strconv.Quote(*s)
 }
 
 // sameCell compares one value: FLOAT and DOUBLE as numbers (the table's text is the
