@@ -94,8 +94,9 @@ const (
 
 // canalScratch is what a canal-protobuf row is rendered with: the canal-json rendering
 // of the column being written (tok), of an update's before value it is compared with
-// (before), and the text of a value (text).
-type canalScratch struct{ tok, before, text []byte }
+// (before), the text of a value (text), and what canalSQLType renders an unsigned value
+// into (sqlType: it does not hand the grown buffer back, so it gets one with room).
+type canalScratch struct{ tok, before, text, sqlType []byte }
 
 // zeros is what pbEnd grows a buffer by before it moves a body to make room for its length.
 var zeros [binaryVarintMax]byte
@@ -232,7 +233,10 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, types []string, num
 				updated = string(before) != string(tok)
 			}
 		}
-		sqlType, err := canalSQLType(s.before[:0], image, i)
+		if cap(s.sqlType) < 32 {
+			s.sqlType = make([]byte, 0, 32) // an integer's text fits
+		}
+		sqlType, err := canalSQLType(s.sqlType[:0], image, i)
 		if err != nil {
 			return dst, err
 		}

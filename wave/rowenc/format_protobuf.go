@@ -59,10 +59,10 @@ func (protobufFormat) AppendRow(dst []byte, r *Row) ([]byte, error) {
 		return dst, err
 	}
 	t := r.Table
-	dst = appendPBHeader(dst, t.Database, t.Name, r.Type, r.Meta)
-	dst = appendPBCommit(dst, r.Meta)
 	s := typedScratchPool.Get().(*typedScratch)
 	defer typedScratchPool.Put(s)
+	dst = appendPBHead(dst, s, t, r.Type, r.Meta)
+	dst = appendPBCommit(dst, r.Meta)
 	switch {
 	case rows.raw != nil:
 		return encodePBRow(dst, s, t, imageAt(rows.raw, r.Before), imageAt(rows.raw, r.After))

@@ -125,6 +125,18 @@ func appendPBHeader(dst []byte, db, table, typ string, m Meta) []byte {
 	return appendPBVarint(dst, pbRowPos, uint64(m.Pos))
 }
 
+// appendPBHead appends appendPBHeader's fields, copied from s when the last row encoded
+// with s had the same ones (the rows of one event do, but for commit and xid, which
+// appendPBCommit writes), as the JSON encoder copies an event's header.
+func appendPBHead(dst []byte, s *typedScratch, t *Table, typ string, m Meta) []byte {
+	m.Commit, m.XID = false, 0
+	if s.headT != t || s.headType != typ || s.headMeta != m || s.head == nil {
+		s.head = appendPBHeader(s.head[:0], t.Database, t.Name, typ, m)
+		s.headT, s.headType, s.headMeta = t, typ, m
+	}
+	return append(dst, s.head...)
+}
+
 // appendPBCommit appends a Row's xid and commit (fields 9 and 10), set on a
 // transaction's last row only.
 func appendPBCommit(dst []byte, m Meta) []byte {
@@ -224,7 +236,7 @@ func pbValueSize(v typedValue) int {
 		return 1 + 4
 	case tvDouble:
 		return 1 + 8
-	case tvString, tvBytes, tvJSON:
+	case tvString, tvASCII, tvBytes, tvJSON:
 		return 1 + protowire.SizeBytes(len(v.b))
 	}
 	return 2 // null: true
@@ -246,7 +258,7 @@ func appendPBValue(dst []byte, v typedValue) []byte {
 	case tvDouble:
 		dst = protowire.AppendTag(dst, pbFieldDouble, protowire.Fixed64Type)
 		return protowire.AppendFixed64(dst, math.Float64bits(v.f))
-	case tvString:
+	case tvString, tvASCII:
 		dst = protowire.AppendTag(dst, pbFieldString, protowire.BytesType)
 		return protowire.AppendBytes(dst, v.b)
 	case tvBytes:

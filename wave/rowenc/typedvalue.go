@@ -34,15 +34,24 @@ const (
 	tvUint          // unsigned integers, BIT, a SET's bits without its value list
 	tvFloat         // FLOAT (f holds the float32's value)
 	tvDouble        // DOUBLE
-	tvString        // decimals, temporal values, text, ENUM and SET names
+	tvString        // text, ENUM and SET names
+	tvASCII         // the text of decimals and temporal values: ASCII, so valid UTF-8 unchecked
 	tvBytes         // binary strings and blobs
 	tvJSON          // a JSON column's document, compact
 )
 
 // typedScratch is the buffers typed values are written into: text is the text a field
 // read in place is first rendered as (appendRawText), out the value's own text, valid
-// a text made valid UTF-8 (validText).
-type typedScratch struct{ text, out, valid []byte }
+// a text made valid UTF-8 (validText). head is the protobuf header of the last row
+// encoded with it and what it was made of (appendPBHead).
+type typedScratch struct {
+	text, out, valid []byte
+
+	head     []byte
+	headT    *Table
+	headType string
+	headMeta Meta
+}
 
 // typedImage is a row image whose values can also be had typed.
 type typedImage[I any] interface {
@@ -156,7 +165,7 @@ func typedFloat(f float64, kind tvKind) typedValue {
 func typedText(s *typedScratch, c *Column, text string) typedValue {
 	switch c.Type {
 	case mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_DECIMAL:
-		return typedValue{kind: tvString, b: bytesOf(text)}
+		return typedValue{kind: tvASCII, b: bytesOf(text)}
 	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
 		return typedTemporal(s, text, "")
 	case mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIMESTAMP2:
@@ -195,14 +204,14 @@ func typedTemporal(s *typedScratch, text, suffix string) typedValue {
 	}
 	out = append(out, suffix...)
 	s.out = out
-	return typedValue{kind: tvString, b: out}
+	return typedValue{kind: tvASCII, b: out}
 }
 
 // typedTime is appendTime's text, without the quotes.
 func typedTime(s *typedScratch, c *Column, t time.Time) typedValue {
 	out := appendTime(s.out[:0], c, t)
 	s.out = out
-	return typedValue{kind: tvString, b: out[1 : len(out)-1]}
+	return typedValue{kind: tvASCII, b: out[1 : len(out)-1]}
 }
 
 // typedJSON is appendJSONDoc's decision: the compact document, null for an empty one,
