@@ -94,16 +94,6 @@ func appendValidUTF8(dst, b []byte) []byte {
 	return dst
 }
 
-// validText makes a string or JSON value's text valid UTF-8 (appendPBString), in the
-// scratch when it must change.
-func validText(s *typedScratch, v typedValue) typedValue {
-	if (v.kind == tvString || v.kind == tvJSON) && !utf8.Valid(v.b) {
-		s.valid = appendValidUTF8(s.valid[:0], v.b)
-		v.b = s.valid
-	}
-	return v
-}
-
 // appendPBVarint appends a varint field unless it is 0.
 func appendPBVarint(dst []byte, num protowire.Number, v uint64) []byte {
 	if v == 0 {
@@ -173,14 +163,18 @@ func encodePBRow[I typedImage[I]](dst []byte, s *typedScratch, t *Table, before,
 	if image.len() != len(t.Columns) || (!before.isNil() && !after.isNil() && before.len() != after.len()) {
 		return dst, errColumnCount(t, image.len())
 	}
+	names := t.pbNames
+	if names == nil {
+		names = pbFieldNames(t) // an unprepared table (tests)
+	}
 	var err error
 	for _, ci := range t.PK {
-		if dst, err = appendPBField(dst, s, pbRowPK, &t.Columns[ci], image, ci); err != nil {
+		if dst, err = appendPBField(dst, s, pbRowPK, names[ci], &t.Columns[ci], image, ci); err != nil {
 			return dst, err
 		}
 	}
 	for i := range t.Columns {
-		if dst, err = appendPBField(dst, s, pbRowData, &t.Columns[i], image, i); err != nil {
+		if dst, err = appendPBField(dst, s, pbRowData, names[i], &t.Columns[i], image, i); err != nil {
 			return dst, err
 		}
 	}
@@ -194,7 +188,7 @@ func encodePBRow[I typedImage[I]](dst []byte, s *typedScratch, t *Table, before,
 			return dst, err
 		}
 		if !same {
-			if dst, err = appendPBField(dst, s, pbRowOld, c, before, i); err != nil {
+			if dst, err = appendPBField(dst, s, pbRowOld, names[i], c, before, i); err != nil {
 				return dst, err
 			}
 		}
@@ -209,20 +203,30 @@ func errColumnCount(t *Table, n int) error {
 
 // appendPBField appends column i of image as a binlake.v1.Field in the Row's field num.
 // Its size is known before it is written, so the length comes first without a copy.
-func appendPBField[I typedImage[I]](dst []byte, s *typedScratch, num protowire.Number, c *Column, image I, i int) ([]byte, error) {
+// name is the Field's encoded name (pbFieldNames).
+func appendPBField[I typedImage[I]](dst []byte, s *typedScratch, num protowire.Number, name []byte, c *Column, image I, i int) ([]byte, error) {
 	v, err := image.typed(s, c, i)
 	if err != nil {
 		return dst, err
 	}
-	v = validText(s, v)
-	size := pbValueSize(v)
-	if c.Name != "" {
-		size += protowire.SizeTag(pbFieldName) + protowire.SizeBytes(len(c.Name))
+	if (v.kind == tvString || v.kind == tvJSON) && !utf8.Valid(v.b) {
+		s.valid = appendValidUTF8(s.valid[:0], v.b) // see appendPBString
+		v.b = s.valid
 	}
 	dst = protowire.AppendTag(dst, num, protowire.BytesType)
-	dst = protowire.AppendVarint(dst, uint64(size))
-	dst = appendPBString(dst, pbFieldName, c.Name)
+	dst = protowire.AppendVarint(dst, uint64(len(name)+pbValueSize(v)))
+	dst = append(dst, name...)
 	return appendPBValue(dst, v), nil
+}
+
+// pbFieldNames is each column's name as a Field's encoded name field (tag, length,
+// name), for Table.Prepare to keep: a row copies it.
+func pbFieldNames(t *Table) [][]byte {
+	names := make([][]byte, len(t.Columns))
+	for i := range t.Columns {
+		names[i] = appendPBString(nil, pbFieldName, t.Columns[i].Name)
+	}
+	return names
 }
 
 // pbValueSize is the encoded size of a Field's value (its oneof member, tag included).

@@ -76,8 +76,10 @@ type Table struct {
 
 	names []byte // `,"database":<Database>,"table":<Name>`, encoded by Prepare
 	// mysqlTypes is each column's mysqlType in the Canal formats (canalMySQLTypes),
-	// made by Prepare.
+	// pbNames its name as the protobuf format encodes it (pbFieldNames); both made by
+	// Prepare.
 	mysqlTypes []string
+	pbNames    [][]byte
 	// tm is the table map the capture last saw for the table; inPlace: every column's
 	// values can be read in place (rowimage.go).
 	tm      *replication.TableMapEvent
@@ -94,6 +96,7 @@ func (t *Table) Prepare() {
 		c.key = append(jsonenc.AppendString(nil, c.Name), ':')
 	}
 	t.mysqlTypes = canalMySQLTypes(t)
+	t.pbNames = pbFieldNames(t)
 }
 
 func appendNames(dst []byte, db, table string) []byte {

@@ -42,7 +42,7 @@ const (
 
 // typedScratch is the buffers typed values are written into: text is the text a field
 // read in place is first rendered as (appendRawText), out the value's own text, valid
-// a text made valid UTF-8 (validText). head is the protobuf header of the last row
+// a text made valid UTF-8 (appendPBField). head is the protobuf header of the last row
 // encoded with it and what it was made of (appendPBHead).
 type typedScratch struct {
 	text, out, valid []byte
