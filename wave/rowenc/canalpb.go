@@ -96,7 +96,14 @@ const (
 // of the column being written (tok), of an update's before value it is compared with
 // (before), the text of a value (text), and what canalSQLType renders an unsigned value
 // into (sqlType: it does not hand the grown buffer back, so it gets one with room).
-type canalScratch struct{ tok, before, text, sqlType []byte }
+type canalScratch struct {
+	tok, before, text, sqlType []byte
+
+	head     []byte // the header of the last row encoded with it (canalHead)
+	headT    *Table
+	headType string
+	headMeta Meta
+}
 
 // zeros is what pbEnd grows a buffer by before it moves a body to make room for its length.
 var zeros [binaryVarintMax]byte
@@ -146,14 +153,21 @@ func canalEvent(typ string) uint64 {
 	return cpEventInsert // insert and snapshot
 }
 
-// appendCanalPacketStart opens a Packet of one Entry and the Entry's header: the caller
-// writes the rest of the Entry and closes all with appendCanalPacketEnd.
-func appendCanalPacketStart(dst []byte, db, table string, event uint64, m Meta) ([]byte, [2]int) {
+// appendCanalPacketStart opens a Packet of one Entry and writes the Entry's header
+// (appendCanalHeader, or head when the caller has it already): the caller writes the
+// rest of the Entry and closes all with appendCanalPacketEnd.
+func appendCanalPacketStart(dst, head []byte) ([]byte, [2]int) {
 	var open [2]int
 	dst = appendPBVarintAlways(dst, cpPacketVersion, 1)
 	dst = appendPBVarintAlways(dst, cpPacketType, cpPacketMessages)
 	dst, open[0] = pbBegin(dst, cpPacketBody)
 	dst, open[1] = pbBegin(dst, cpMessagesItem)
+	dst = append(dst, head...)
+	return appendPBVarintAlways(dst, cpEntryType, cpEntryRowData), open
+}
+
+// appendCanalHeader appends an Entry's header field.
+func appendCanalHeader(dst []byte, db, table string, event uint64, m Meta) []byte {
 	dst, hdr := pbBegin(dst, cpEntryHeader)
 	dst = appendPBVarintAlways(dst, cpHeaderVersion, 1)
 	dst = appendPBString(dst, cpHeaderLogfileName, m.File)
@@ -165,8 +179,18 @@ func appendCanalPacketStart(dst []byte, db, table string, event uint64, m Meta) 
 	dst = appendPBString(dst, cpHeaderTableName, table)
 	dst = appendPBVarintAlways(dst, cpHeaderEventType, event)
 	dst = appendPBString(dst, cpHeaderGTID, m.GTID)
-	dst = pbEnd(dst, hdr)
-	return appendPBVarintAlways(dst, cpEntryType, cpEntryRowData), open
+	return pbEnd(dst, hdr)
+}
+
+// canalHead is s's header of a row of t, made again only when the last row encoded with
+// s had another one (the rows of an event share theirs: commit and xid are not in it).
+func (s *canalScratch) canalHead(t *Table, typ string, m Meta) []byte {
+	m.Commit, m.XID = false, 0
+	if s.headT != t || s.headType != typ || s.headMeta != m || s.head == nil {
+		s.head = appendCanalHeader(s.head[:0], t.Database, t.Name, canalEvent(typ), m)
+		s.headT, s.headType, s.headMeta = t, typ, m
+	}
+	return s.head
 }
 
 func appendCanalPacketEnd(dst []byte, open [2]int) []byte {
@@ -176,12 +200,12 @@ func appendCanalPacketEnd(dst []byte, open [2]int) []byte {
 // encodeCanalRow appends the canal-protobuf message of one row change.
 func encodeCanalRow(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
 	t := r.Table
-	types := t.mysqlTypes
-	if types == nil {
-		types = canalMySQLTypes(t) // an unprepared table (tests)
+	cols := t.canalCols
+	if cols == nil {
+		cols = canalColumnFields(t) // an unprepared table (tests)
 	}
 	event := canalEvent(r.Type)
-	dst, open := appendCanalPacketStart(dst, t.Database, t.Name, event, r.Meta)
+	dst, open := appendCanalPacketStart(dst, s.canalHead(t, r.Type, r.Meta))
 	dst, sv := pbBegin(dst, cpEntryStoreValue)
 	if t.tm != nil {
 		dst = appendPBVarint(dst, cpRowChangeTableID, t.tm.TableID)
@@ -191,12 +215,12 @@ func encodeCanalRow(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
 	dst, rd := pbBegin(dst, cpRowChangeRowDatas)
 	var err error
 	if !r.Before.IsNil() {
-		if dst, err = appendCanalColumns(dst, s, r, types, cpRowDataBefore, r.Before); err != nil {
+		if dst, err = appendCanalColumns(dst, s, r, cols, cpRowDataBefore, r.Before); err != nil {
 			return dst, err
 		}
 	}
 	if !r.After.IsNil() {
-		if dst, err = appendCanalColumns(dst, s, r, types, cpRowDataAfter, r.After); err != nil {
+		if dst, err = appendCanalColumns(dst, s, r, cols, cpRowDataAfter, r.After); err != nil {
 			return dst, err
 		}
 	}
@@ -210,7 +234,7 @@ func encodeCanalRow(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
 // Canal formats carry the same text. In the after image, a column is updated when there
 // is no before image (an insert) or its value differs from before's, as Canal's isUpdate
 // decides.
-func appendCanalColumns(dst []byte, s *canalScratch, r *Row, types []string, num protowire.Number, image Image) ([]byte, error) {
+func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnField, num protowire.Number, image Image) ([]byte, error) {
 	t := r.Table
 	isAfter := num == cpRowDataAfter
 	for i := range t.Columns {
@@ -244,7 +268,7 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, types []string, num
 		dst, col = pbBegin(dst, num)
 		dst = appendPBVarint(dst, cpColumnIndex, uint64(i))
 		dst = appendPBVarint(dst, cpColumnSQLType, uint64(int64(sqlType))) // int32: negative as ten bytes
-		dst = appendPBString(dst, cpColumnName, c.Name)
+		dst = append(dst, cols[i].name...)
 		dst = appendPBBool(dst, cpColumnIsKey, c.PK)
 		dst = appendPBBool(dst, cpColumnUpdated, updated)
 		dst = appendPBVarintAlways(dst, cpColumnIsNull, protowire.EncodeBool(isNull))
@@ -259,31 +283,35 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, types []string, num
 				dst = protowire.AppendBytes(dst, text)
 			}
 		}
-		dst = appendPBString(dst, cpColumnMySQLType, types[i])
+		dst = append(dst, cols[i].mysqlType...)
 		dst = pbEnd(dst, col)
 	}
 	return dst, nil
 }
 
-// canalMySQLTypes is each column's mysqlType as canal-json gives it
-// (appendCanalMySQLType), as text: Table.Prepare keeps it, so that a row does not
-// build it again.
-func canalMySQLTypes(t *Table) []string {
-	types := make([]string, len(t.Columns))
+// canalColumnField is a column's Column fields that are the same in every row: its
+// encoded name and mysqlType (canal-json's, appendCanalMySQLType).
+type canalColumnField struct{ name, mysqlType []byte }
+
+// canalColumnFields is each column's canalColumnField, for Table.Prepare to keep: a row
+// copies them.
+func canalColumnFields(t *Table) []canalColumnField {
+	cols := make([]canalColumnField, len(t.Columns))
 	var tok, text []byte
 	for i := range t.Columns {
 		tok = appendCanalMySQLType(tok[:0], &t.Columns[i])
 		text, _ = jsonenc.AppendUnquoted(text[:0], tok)
-		types[i] = string(text)
+		cols[i] = canalColumnField{name: appendPBString(nil, cpColumnName, t.Columns[i].Name),
+			mysqlType: appendPBString(nil, cpColumnMySQLType, string(text))}
 	}
-	return types
+	return cols
 }
 
 // EncodeDDLCanal appends the canal-protobuf message of a DDL statement: an entry whose
 // RowChange says isDdl, with the statement and its event type.
 func EncodeDDLCanal(dst []byte, database, table string, m Meta, sql string) []byte {
 	event := canalDDLEvent(sql)
-	dst, open := appendCanalPacketStart(dst, database, table, event, m)
+	dst, open := appendCanalPacketStart(dst, appendCanalHeader(nil, database, table, event, m))
 	dst, sv := pbBegin(dst, cpEntryStoreValue)
 	dst = appendPBVarintAlways(dst, cpRowChangeEventType, event)
 	dst = appendPBVarintAlways(dst, cpRowChangeIsDdl, 1)
