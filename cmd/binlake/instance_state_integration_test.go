@@ -45,6 +45,9 @@ func TestInstanceListShowsWaveState(t *testing.T) {
 	for id, env := range map[string]string{"nopw": "BINLAKE_TEST_UNSET_PASSWORD", "badpw": "BINLAKE_TEST_WRONG_PASSWORD", "good": "BINLAKE_TEST_RIGHT_PASSWORD"} {
 		inst := &cluster.Instance{ID: id, Source: cluster.Source{Addr: a.Addr, User: user, PasswordEnv: env, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
 			Subscriptions: []cluster.Subscription{{Name: "all", Topic: "state.rows", Include: []string{db + `\..*`}}}}
+		if id == "good" { // a format of another capture's, which show names with its options
+			inst.Subscriptions[0].Format, inst.Subscriptions[0].FormatOptions = "debezium-json", map[string]string{"schema": "true", "decimal": "precise"}
+		}
 		if _, err := cluster.AddInstance(ctx, c, inst, "wave-s", nil); err != nil {
 			t.Fatal(err)
 		}
@@ -135,6 +138,9 @@ func TestInstanceListShowsWaveState(t *testing.T) {
 	show = run("show", "good", "-sample", "0")
 	if !regexp.MustCompile(`(?m)^state     running since ` + sinceRE + `; last known: recorded by wave-s, which is not live now$`).MatchString(show) {
 		t.Errorf("instance show good after the wave stopped:\n%s", show)
+	}
+	if want := "sub       all → state.rows include=[" + db + `\..*] exclude=[] events=[] format=debezium-json map[decimal:precise schema:true]` + "\n"; !strings.Contains(show, want) {
+		t.Errorf("instance show good lacks %q:\n%s", want, show)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // The subcommands of binlake instance, each on an open coordinator (instanceCmd).
@@ -115,7 +116,15 @@ func (ic *instanceCmd) show() error {
 		fmt.Fprintf(out, "source    %s@%s (%s, server id %d)\n", info.Instance.Source.User, info.Instance.Source.Addr,
 			info.Instance.Source.Flavor, info.Instance.Source.ServerID)
 		for _, s := range info.Instance.Subscriptions {
-			fmt.Fprintf(out, "sub       %s → %s include=%v exclude=%v events=%v\n", s.Name, s.Topic, s.Include, s.Exclude, s.Events)
+			format := s.Format
+			if format == "" {
+				format = rowenc.FormatJSON
+			}
+			fmt.Fprintf(out, "sub       %s → %s include=%v exclude=%v events=%v format=%s", s.Name, s.Topic, s.Include, s.Exclude, s.Events, format)
+			if len(s.FormatOptions) > 0 {
+				fmt.Fprintf(out, " %v", s.FormatOptions) // fmt sorts a map's keys
+			}
+			fmt.Fprintln(out)
 		}
 	}
 	return nil

@@ -43,7 +43,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	snapshot := fs.Bool("mysql-snapshot", false, "at the first start on the data folder, emit the subscribed tables' existing rows (\"type\":\"snapshot\") before the binlog, without a gap")
 	serverID := fs.Uint("mysql-server-id", 0, "replica server id the wave registers with, unique on the source (default: derived from the data folder)")
 	var subs stringList
-	fs.Var(&subs, "mysql-sub", "a subscription, name=topic:include[,include…][;exclude=…][;events=…]; repeatable (default: every table outside the system schemas, topic "+DefaultRowsTopic+")")
+	fs.Var(&subs, "mysql-sub", "a subscription, name=topic:include[,include…][;exclude=…][;events=…][;partition_by=…][;format=…]; repeatable (default: every table outside the system schemas, topic "+DefaultRowsTopic+")")
 	rows := fs.String("rows", "", "file the wave appends rows to as JSON lines, or - for stdout, which then carries rows only: the addresses and the log go to stderr (default: "+RowsFile+" in the data folder)")
 	shutdown := config.Duration(DefaultShutdownTimeout)
 	fs.Var(&shutdown, "shutdown-timeout", "how long stopping may take after Ctrl-C")

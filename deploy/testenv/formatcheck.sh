@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# formatcheck.sh prepare | run FORMAT BOOTSTRAP TOPIC SPEC
+# formatcheck.sh up|down|status | prepare | run FORMAT BOOTSTRAP TOPIC SPEC
 # The real consumer of the JSON peer formats for the format tests
 # (wave/formats_integration_test.go): formatcheck/FormatCheck.java reads a topic through
 # Apache Flink's flink-json change-log formats (canal-json, debezium-json, maxwell-json)
@@ -7,7 +7,8 @@
 # Its jars come from Maven Central through formatcheck/pom.xml (Maven's own local repository,
 # ~/.m2 by default) and are copied once into $CACHE_DIR/formatcheck/lib-<hash>/ with the
 # compiled class, keyed by the hash of the pom and the source: re-runs neither fetch nor
-# compile. `prepare` only does that; `run` prepares, then runs the check (JSON on stdout).
+# compile. `prepare` (and `up`, as services.sh calls it: no process to start) only does that;
+# `run` prepares, then runs the check (JSON on stdout); `down` has nothing to stop.
 source "$(dirname "$0")/lib.sh"
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -45,12 +46,16 @@ prepare() {
 }
 
 case ${1:-} in
-  prepare) prepare ;;
+  prepare|up) prepare ;;
+  down) ;;
+  status)
+    if [[ -f $LIB/.complete ]]; then log "formatcheck: ready ($(ls "$LIB"/*.jar | wc -l) jars in $LIB)"
+    else log "formatcheck: not fetched yet (up or the format tests fetch it)"; fi ;;
   run)
     shift
     (( $# == 4 )) || die "usage: formatcheck.sh run FORMAT BOOTSTRAP TOPIC SPEC"
     prepare
     exec java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$LIB/*:$LIB/classes" FormatCheck "$@"
     ;;
-  *) die "usage: formatcheck.sh prepare | run FORMAT BOOTSTRAP TOPIC SPEC" ;;
+  *) die "usage: formatcheck.sh up|down|status | prepare | run FORMAT BOOTSTRAP TOPIC SPEC" ;;
 esac

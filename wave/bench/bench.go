@@ -31,6 +31,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/rowenc"
 )
 
 // Options configures a run. Zero fields take the defaults named.
@@ -70,7 +71,7 @@ type Options struct {
 	Snapshot bool
 	// ChunkRows is snapshot.chunk_rows. wave.DefaultSnapshotChunkRows.
 	ChunkRows int
-	// Format is the subscription's message format (subscriptions[].format). json.
+	// Format is the subscription's message format (rowenc.FormatNames). json.
 	Format string
 	// Keep leaves the database and the topic in place.
 	Keep bool
@@ -107,6 +108,9 @@ func (o *Options) setDefaults() error {
 		if v < 1 {
 			return fmt.Errorf("bench: %s %d: must be at least 1", name, v)
 		}
+	}
+	if _, err := rowenc.NewFormat(o.Format, nil); err != nil {
+		return fmt.Errorf("bench: %w", err)
 	}
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:3307"
@@ -397,12 +401,8 @@ func capture(ctx context.Context, opts Options, db, topic string, start cluster.
 	if opts.Snapshot {
 		what = fmt.Sprintf("snapshotting %s.bench (chunks of %d rows)", db, opts.ChunkRows)
 	}
-	format := opts.Format
-	if format == "" {
-		format = "json"
-	}
-	fmt.Fprintf(out, "%s to Kafka topic %s (format %s, %d partitions, acks=all, batch %d messages/partition, linger %s, %s compression, %d batches in flight) from %s\n",
-		what, topic, format, opts.Partitions, opts.KafkaBatchSize, opts.Linger, opts.Compression, opts.InFlight, start.String())
+	fmt.Fprintf(out, "%s to Kafka topic %s (%d partitions, acks=all, batch %d messages/partition, linger %s, %s compression, %d batches in flight) from %s\n",
+		what, topic, opts.Partitions, opts.KafkaBatchSize, opts.Linger, opts.Compression, opts.InFlight, start.String())
 	if opts.Profile != nil {
 		stop, err := opts.Profile()
 		if err != nil {
@@ -581,6 +581,9 @@ func report(out io.Writer, opts Options, r *Result) {
 	what := "wave capture"
 	if opts.Snapshot {
 		what = "wave snapshot"
+	}
+	if opts.Format != "" {
+		what += " (format " + opts.Format + ")"
 	}
 	fmt.Fprintf(out, "\n%s to Kafka: %d rows in %s: %.0f rows/s, %.1f MB/s of messages (%d messages, %.1f MB, acks=all; the broker holds %d)\n",
 		what, r.Rows, r.Capture.Round(time.Millisecond), r.CaptureRowsPerS(), float64(r.Bytes)/1e6/r.Capture.Seconds(),

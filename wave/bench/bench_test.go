@@ -21,6 +21,7 @@ func TestOptionsErrors(t *testing.T) {
 		{"negative partitions", Options{Partitions: -2}, "partitions -2"},
 		{"bad address", Options{Addr: "localhost"}, `source address "localhost"`},
 		{"negative batch", Options{BatchRows: -5}, "batch rows -5"},
+		{"unknown format", Options{Format: "avro"}, `format "avro": unknown; known formats: `},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

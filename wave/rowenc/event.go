@@ -245,7 +245,9 @@ func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, targets []Tar
 				continue
 			}
 			spans = append(spans, msgSpan{by: k, kStart: kStart, kEnd: kEnd, vStart: vStart, vEnd: vEnd})
-			if ev.Type == TypeDelete && f.Tombstones() {
+			// A tombstone deletes its key under log compaction: only a row's own key
+			// (pk partitioning) may have one, never a whole table's or database's.
+			if ev.Type == TypeDelete && f.Tombstones() && (tg.By == PartitionPK || tg.By == "") {
 				if ok, err = keepMsg(keep, ev, arena[kStart:kEnd], nil, m); err != nil {
 					return nil, err
 				}

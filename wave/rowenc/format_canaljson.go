@@ -367,9 +367,9 @@ func appendCanalMySQLType(dst []byte, c *Column) []byte {
 	case mysql.MYSQL_TYPE_BIT:
 		name = "bit"
 	case mysql.MYSQL_TYPE_ENUM:
-		return jsonenc.AppendString(dst, "enum("+quoteValues(c.Enum)+")")
+		return appendValueList(append(dst, `"enum(`...), c.Enum)
 	case mysql.MYSQL_TYPE_SET:
-		return jsonenc.AppendString(dst, "set("+quoteValues(c.Set)+")")
+		return appendValueList(append(dst, `"set(`...), c.Set)
 	case mysql.MYSQL_TYPE_JSON:
 		name = "json"
 	case mysql.MYSQL_TYPE_GEOMETRY:
@@ -407,18 +407,25 @@ func appendCanalMySQLType(dst []byte, c *Column) []byte {
 	return append(dst, '"')
 }
 
-// quoteValues is an ENUM's or SET's value list as SQL writes it: 'a','b'.
-func quoteValues(vs []string) string {
-	var b strings.Builder
+// appendValueList appends an ENUM's or SET's members as SQL writes them ('a','b', a quote
+// doubled), escaped for the JSON string it ends with `)"`: no allocation per message.
+func appendValueList(dst []byte, vs []string) []byte {
 	for i, v := range vs {
 		if i > 0 {
-			b.WriteByte(',')
+			dst = append(dst, ',')
 		}
-		b.WriteByte('\'')
-		b.WriteString(strings.ReplaceAll(v, "'", "''"))
-		b.WriteByte('\'')
+		dst = append(dst, '\'')
+		for {
+			q := strings.IndexByte(v, '\'')
+			if q < 0 {
+				break
+			}
+			dst = append(appendStringBody(dst, v[:q]), '\'', '\'')
+			v = v[q+1:]
+		}
+		dst = append(appendStringBody(dst, v), '\'')
 	}
-	return b.String()
+	return append(dst, ')', '"')
 }
 
 func (canalJSON) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) {

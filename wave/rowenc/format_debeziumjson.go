@@ -345,7 +345,6 @@ func appendTimeMicros(dst, tok []byte) []byte {
 // appendSchema appends the JsonConverter schema of the envelope of r's table.
 func (f debeziumJSON) appendSchema(dst []byte, r *Row) []byte {
 	t := r.Table
-	name := r.Meta.Instance + "." + t.Database + "." + t.Name
 	image := r.After
 	if image.IsNil() {
 		image = r.Before
@@ -363,7 +362,7 @@ func (f debeziumJSON) appendSchema(dst []byte, r *Row) []byte {
 			dst = f.appendFieldSchema(dst, image, ci)
 		}
 		dst = append(dst, `],"optional":true,"name":`...)
-		dst = jsonenc.AppendString(dst, name+".Value")
+		dst = appendSchemaName(dst, r, ".Value")
 		dst = append(dst, `,"field":"`...)
 		dst = append(dst, field...)
 		dst = append(dst, `"}`...)
@@ -382,8 +381,21 @@ func (f debeziumJSON) appendSchema(dst []byte, r *Row) []byte {
 		`{"type":"struct","fields":[{"type":"string","optional":false,"field":"id"},`+
 		`{"type":"int64","optional":false,"field":"total_order"},{"type":"int64","optional":false,"field":"data_collection_order"}],`+
 		`"optional":true,"name":"event.block","version":1,"field":"transaction"}],"optional":false,"name":`...)
-	dst = jsonenc.AppendString(dst, name+".Envelope")
+	dst = appendSchemaName(dst, r, ".Envelope")
 	return append(dst, `,"version":1}`...)
+}
+
+// appendSchemaName appends "<instance>.<db>.<table><suffix>" as a JSON string: Debezium's
+// record name, its topic prefix being the instance here.
+func appendSchemaName(dst []byte, r *Row, suffix string) []byte {
+	dst = append(dst, '"')
+	dst = appendStringBody(dst, r.Meta.Instance)
+	dst = append(dst, '.')
+	dst = appendStringBody(dst, r.Table.Database)
+	dst = append(dst, '.')
+	dst = appendStringBody(dst, r.Table.Name)
+	dst = append(dst, suffix...)
+	return append(dst, '"')
 }
 
 // appendFieldSchema appends the schema of column ci: Kafka Connect's type and
@@ -391,7 +403,9 @@ func (f debeziumJSON) appendSchema(dst []byte, r *Row) []byte {
 // optional; the binlog does not say which other columns are NOT NULL, so they are.
 func (f debeziumJSON) appendFieldSchema(dst []byte, im Image, ci int) []byte {
 	c := &im.t.Columns[ci]
-	typ, name, params := "string", "", ""
+	typ, name := "string", ""
+	var allowed []string // the parameters' "allowed" of an ENUM or SET
+	scale := -1          // the parameters' "scale" of a precise DECIMAL
 	switch kindOf(c) {
 	case kindInt:
 		typ = "int32"
@@ -425,7 +439,7 @@ func (f debeziumJSON) appendFieldSchema(dst []byte, im Image, ci int) []byte {
 			typ = "double"
 		case "precise":
 			typ, name = "bytes", "org.apache.kafka.connect.data.Decimal"
-			params = `{"scale":"` + strconv.Itoa(decimalScale(im, ci)) + `"}`
+			scale = decimalScale(im, ci)
 		}
 	case kindDate:
 		if f.epoch {
@@ -447,11 +461,9 @@ func (f debeziumJSON) appendFieldSchema(dst []byte, im Image, ci int) []byte {
 			name = "io.debezium.time.ZonedTimestamp"
 		}
 	case kindEnum:
-		name = "io.debezium.data.Enum"
-		params = `{"allowed":` + string(jsonenc.AppendString(nil, joinComma(c.Enum))) + `}`
+		name, allowed = "io.debezium.data.Enum", c.Enum
 	case kindSet:
-		name = "io.debezium.data.EnumSet"
-		params = `{"allowed":` + string(jsonenc.AppendString(nil, joinComma(c.Set))) + `}`
+		name, allowed = "io.debezium.data.EnumSet", c.Set
 	case kindJSON:
 		name = "io.debezium.data.Json"
 	case kindBinary:
@@ -466,13 +478,32 @@ func (f debeziumJSON) appendFieldSchema(dst []byte, im Image, ci int) []byte {
 		dst = append(dst, name...)
 		dst = append(dst, `","version":1`...)
 	}
-	if params != "" {
-		dst = append(dst, `,"parameters":`...)
-		dst = append(dst, params...)
+	switch {
+	case scale >= 0:
+		dst = append(dst, `,"parameters":{"scale":"`...)
+		dst = strconv.AppendInt(dst, int64(scale), 10)
+		dst = append(dst, `"}`...)
+	case name == "io.debezium.data.Enum" || name == "io.debezium.data.EnumSet":
+		dst = append(dst, `,"parameters":{"allowed":"`...)
+		for i, v := range allowed {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendStringBody(dst, v)
+		}
+		dst = append(dst, `"}`...)
 	}
 	dst = append(dst, `,"field":`...)
-	dst = jsonenc.AppendString(dst, c.Name)
+	dst = appendColumnName(dst, c)
 	return append(dst, '}')
+}
+
+// appendColumnName appends a column's name as a JSON string.
+func appendColumnName(dst []byte, c *Column) []byte {
+	if c.key != nil {
+		return append(dst, c.key[:len(c.key)-1]...) // `"<Name>":` without the colon
+	}
+	return jsonenc.AppendString(dst, c.Name)
 }
 
 // decimalScale is the digits after the point of a DECIMAL column: the column's own
@@ -491,19 +522,4 @@ func decimalScale(im Image, ci int) int {
 		}
 	}
 	return 0
-}
-
-func joinComma(vs []string) string {
-	n := 0
-	for _, v := range vs {
-		n += len(v) + 1
-	}
-	b := make([]byte, 0, n)
-	for i, v := range vs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, v...)
-	}
-	return string(b)
 }

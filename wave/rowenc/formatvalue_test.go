@@ -162,3 +162,22 @@ func FuzzFormats(f *testing.F) {
 		}
 	})
 }
+
+// TestJSONStringDocument: a JSON column whose document is a JSON string ("s") is sent as
+// the document's text, quotes included, where a format carries JSON as a string.
+func TestJSONStringDocument(t *testing.T) {
+	tb := &Table{Database: "d", Name: "t", PK: []int{0}, Columns: []Column{
+		{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true}, {Name: "doc", Type: mysql.MYSQL_TYPE_JSON}}}
+	rows := Rows{rows: []values{{int32(1), `"s"`}}}
+	r := &Row{Table: tb, Type: TypeInsert, Before: NoImage, After: Image{rows: &rows, t: tb, i: 0}}
+	for name, want := range map[string]string{FormatCanalJSON: `"doc":"\"s\""`, FormatDebeziumJSON: `"doc":"\"s\""`, FormatMaxwellJSON: `"doc":"s"`} {
+		f, err := NewFormat(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := f.AppendRow(nil, r)
+		if err != nil || !bytes.Contains(msg, []byte(want)) {
+			t.Errorf("%s: %s (%v), want it to hold %s", name, msg, err, want)
+		}
+	}
+}

@@ -43,8 +43,9 @@ type Format interface {
 	Decode(value []byte) (Row, json.RawMessage, error)
 }
 
-// formats are the formats the wave writes, in the order auto-detection tries them.
-var formats = []Format{rowJSON{}}
+// formats are the formats the wave writes, in the order auto-detection tries them (each
+// refuses the others' messages: peers.go).
+var formats = []Format{rowJSON{}, canalJSON{}, maxwellJSON{}, debeziumJSON{}}
 
 // Auto is the -format that tries every format in turn.
 const Auto = "auto"
@@ -98,6 +99,17 @@ func Decode(value []byte, name string) Decoded {
 	if len(why) == 0 {
 		return Decoded{Err: CheckFormat(name)}
 	}
-	// One line, whatever the formats' errors say: the printers show it on one.
-	return Decoded{Err: errors.New(strings.Join(strings.Fields(strings.Join(why, "; ")), " "))}
+	// The first format's reason (json's, the wave's default) and the others' names: their
+	// reasons are that it lacks their own fields. One line, whatever the errors say: the
+	// printers show it on one.
+	msg := why[0]
+	if len(why) > 1 {
+		var others []string
+		for _, w := range why[1:] {
+			n, _, _ := strings.Cut(w, ":")
+			others = append(others, n)
+		}
+		msg += "; nor " + strings.Join(others, ", ")
+	}
+	return Decoded{Err: errors.New(strings.Join(strings.Fields(msg), " "))}
 }
