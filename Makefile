@@ -68,9 +68,10 @@ flake:
 TEST_FIRST ?= ./wave/
 ## NORACE_TESTS run in a second pass without -race (their files say why: a simulated day
 ## of a whole fleet is too slow under the race detector; the wave's volume tests run a
-## quarter of their rows under it, and all of them here).
-NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestPlannerOnTrueCosts|TestWaveKafkaIntegration|TestSnapshotKillRestartIntegration
-NORACE_PKGS ?= ./judge/fleetsim/ ./wave/
+## quarter of their rows under it, and all of them here; the formats' allocation count,
+## which the race detector's sync.Pool spoils).
+NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestPlannerOnTrueCosts|TestWaveKafkaIntegration|TestSnapshotKillRestartIntegration|TestFormatsAllocate
+NORACE_PKGS ?= ./judge/fleetsim/ ./wave/ ./wave/rowenc/
 test:
 	@start=$$(date +%s); \
 	bash $(SERVICES) up || exit 1; \
