@@ -2,7 +2,9 @@ package tail_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -237,6 +239,19 @@ func FuzzPrint(f *testing.F) {
 	f.Add([]byte("k"), []byte(`{"data":[{"id":"1","n":"\u00ff"}],"database":"d","es":1000,"gtid":"","id":4,"isDdl":false,"old":[{"n":null}],"pkNames":["id"],"table":"t","type":"UPDATE"}`))
 	f.Add([]byte("k"), []byte(`{"database":"d","table":"t","type":"bootstrap-insert","ts":1,"xid":2,"commit":true,"data":{"id":1,"s":["a"]}}`))
 	f.Add([]byte("k"), []byte(`{"schema":{},"payload":{"before":{"id":1,"n":"a"},"after":{"id":1,"n":"b"},"source":{"name":"o","db":"d","table":"t","ts_ms":5},"op":"u"}}`))
+	// The protobuf formats (protobuf.go): their golden messages.
+	for _, format := range []string{"protobuf", "canal-protobuf"} {
+		golden, err := os.ReadFile("../rowenc/testdata/" + format + ".golden")
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(golden)), "\n") {
+			_, h, _ := strings.Cut(line, "\t")
+			if v, err := hex.DecodeString(h); err == nil {
+				f.Add([]byte("k"), v)
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		checkPrinted(t, bus.Message{Topic: "t\n", Key: key, Value: value, Partition: 2, Offset: 9})
 	})
