@@ -31,7 +31,7 @@ func TestTailArgs(t *testing.T) {
 		{nil, "usage"},
 		{[]string{"-from", "beginning", "-file", "x"}, `tail: -from "beginning": want start, end, an offset (42), -N for the last N messages of each partition, or a time (2026-11-29T14:00:00Z)`},
 		{[]string{"-o", "yaml", "-file", "x"}, `tail: -o: output "yaml": want pretty, json or line`},
-		{[]string{"-format", "avro", "-file", "x"}, `tail: -format: format "avro": want auto, json, canal-json, maxwell-json, debezium-json`},
+		{[]string{"-format", "avro", "-file", "x"}, `tail: -format: format "avro": want auto, json, canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf`},
 		{[]string{"-n", "-1", "-file", "x"}, "tail: -n -1: want 0 (no limit) or more"},
 		{[]string{"-partition", "a", "-file", "x"}, `tail: -partition "a": want partition numbers (0, 1, …), comma-separated`},
 		{[]string{"orders"}, "tail orders: which coordinator holds the instance? give -config wave.yaml or -zk host:port (binlake up's rows: -file data/rows.jsonl)"},

@@ -99,7 +99,8 @@ func TestEnumSetValues(t *testing.T) {
 }
 
 // FuzzFormats: any rows event of the kinds read in place, in every format (and
-// debezium-json's numeric options), encodes to valid JSON or to an error, never a panic.
+// debezium-json's numeric options), encodes to valid JSON (a protobuf format to a
+// message its types decode) or to an error, never a panic.
 func FuzzFormats(f *testing.F) {
 	f.Add([]byte{0, 4, 9, 11, 14, 17, 19}, []byte("\x01\x02\x03 some bytes \xff\x80\x00 of a row"), uint8(0), uint8(0))
 	f.Add([]byte{8, 10, 12, 13, 15, 16, 18, 20}, bytes.Repeat([]byte{0x80, 0x7f, 3}, 40), uint8(1), uint8(7))
@@ -151,6 +152,10 @@ func FuzzFormats(f *testing.F) {
 			return
 		}
 		for _, m := range msgs {
+			if isProtobufFormat(targets[m.By].Format) {
+				checkProtobufMessage(t, targets[m.By].Format, m.Value) // format_protobuf_test.go
+				continue
+			}
 			if m.Value != nil && !json.Valid(m.Value) {
 				t.Fatalf("format %s: invalid JSON %s", targets[m.By].Format.Name(), m.Value)
 			}

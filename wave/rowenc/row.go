@@ -75,6 +75,11 @@ type Table struct {
 	PK []int
 
 	names []byte // `,"database":<Database>,"table":<Name>`, encoded by Prepare
+	// pbNames is each column's name as the protobuf format encodes it (pbFieldNames),
+	// canalCols its name and type as canal-protobuf does (canalColumnFields); both made
+	// by Prepare.
+	pbNames   [][]byte
+	canalCols []canalColumnField
 	// tm is the table map the capture last saw for the table; inPlace: every column's
 	// values can be read in place (rowimage.go).
 	tm      *replication.TableMapEvent
@@ -90,6 +95,8 @@ func (t *Table) Prepare() {
 		c := &t.Columns[i]
 		c.key = append(jsonenc.AppendString(nil, c.Name), ':')
 	}
+	t.pbNames = pbFieldNames(t)
+	t.canalCols = canalColumnFields(t)
 }
 
 func appendNames(dst []byte, db, table string) []byte {

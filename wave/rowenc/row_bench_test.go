@@ -116,11 +116,12 @@ func jsonValue(c *Column, v any) any {
 	return v
 }
 
-// BenchmarkRowsEvent is a rows event of 100 inserted rows of the bench's table (as
-// `binlake bench wave` writes them) from the event's bytes to its messages and keys:
-// read in place, and decoded by go-mysql first (what the capture does with the kinds it
-// does not read in place). It reports ns/row.
-func BenchmarkRowsEvent(b *testing.B) {
+// benchEventRows is the number of rows of benchRowsEvent's event.
+const benchEventRows = 100
+
+// benchRowsEvent is BenchmarkRowsEvent's rows event of benchEventRows inserted rows, as
+// the capture's syncer leaves it (rows undecoded), and its table's parser.
+func benchRowsEvent(b testing.TB) (*testEvents, *replication.RowsEvent) {
 	cols := []testColumn{
 		{tp: mysql.MYSQL_TYPE_LONGLONG, unsigned: true}, {tp: mysql.MYSQL_TYPE_NEWDECIMAL, meta: 20<<8 | 4},
 		{tp: mysql.MYSQL_TYPE_VARCHAR, meta: 64 * 4}, {tp: mysql.MYSQL_TYPE_DATETIME2, meta: 6},
@@ -128,7 +129,7 @@ func BenchmarkRowsEvent(b *testing.B) {
 		{tp: mysql.MYSQL_TYPE_VARCHAR, meta: 32 * 4},
 	}
 	te := newTestEvents(b, cols)
-	const rows = 100
+	const rows = benchEventRows
 	var body []byte
 	for i := range rows {
 		body = append(body, 1<<6) // the last column NULL
@@ -146,6 +147,17 @@ func BenchmarkRowsEvent(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return te, e
+}
+
+// BenchmarkRowsEvent is a rows event of 100 inserted rows of the bench's table (as
+// `binlake bench wave` writes them) from the event's bytes to its messages and keys:
+// read in place, and decoded by go-mysql first (what the capture does with the kinds it
+// does not read in place). It reports ns/row.
+func BenchmarkRowsEvent(b *testing.B) {
+	te, e := benchRowsEvent(b)
+	const rows = benchEventRows
+	var err error
 	u, _ := undecodedOf(e)
 	m := Meta{Instance: "shop-1", TS: 1764583872, GTID: "0-1-123456", File: "mysql-bin.000042", Pos: 4567890}
 	var out []byte // one buffer for the event's messages, as the capture's arena
@@ -184,9 +196,7 @@ func BenchmarkRowsEvent(b *testing.B) {
 	// Each format through the capture's Encoder (one subscription, read in place): what
 	// a rows event costs from its bytes to its messages in that format, per row.
 	// go-mysql's decoding above replaced e's rows: the formats read a fresh event.
-	if e, err = te.rowsEvent(b, replication.WRITE_ROWS_EVENTv2, body); err != nil {
-		b.Fatal(err)
-	}
+	te, e = benchRowsEvent(b)
 	for _, name := range FormatNames() {
 		f, err := NewFormat(name, nil)
 		if err != nil {

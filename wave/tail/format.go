@@ -44,8 +44,8 @@ type Format interface {
 }
 
 // formats are the formats the wave writes, in the order auto-detection tries them (each
-// refuses the others' messages: peers.go).
-var formats = []Format{rowJSON{}, canalJSON{}, maxwellJSON{}, debeziumJSON{}}
+// refuses the others' messages: peers.go, protobuf.go; the protobuf formats last).
+var formats = []Format{rowJSON{}, canalJSON{}, maxwellJSON{}, debeziumJSON{}, rowProto{}, canalProto{}}
 
 // Auto is the -format that tries every format in turn.
 const Auto = "auto"

@@ -2,7 +2,9 @@ package tail_test
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,15 +46,15 @@ func TestPrintModes(t *testing.T) {
 0:1 2025-11-29T14:00:00Z orders update shop.orders {"id":8} amount: "2.00" → "2.50", note: "a" → "b" gtid 0-1-202
 0:2 2025-11-29T14:00:00Z orders delete shop.orders {"id":9} {"id":9,"amount":"3.00","note":null} gtid 0-1-202 xid 88 commit
 0:3 2025-11-29T14:00:01Z orders ddl shop.orders "ALTER TABLE orders\n  ADD c INT" gtid 0-1-203 commit
-1:5 not a row message (json: not a JSON object; nor canal-json, maxwell-json, debezium-json), 7 bytes: "hello\x00\xff"
-1:6 not a row message (json: no "instance" field; nor canal-json, maxwell-json, debezium-json), 72 bytes: {"database":"shop","table":"orders","type":"INSERT","data":[{"id":"1"}]}
+1:5 not a row message (json: not a JSON object; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 7 bytes: "hello\x00\xff"
+1:6 not a row message (json: no "instance" field; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 72 bytes: {"database":"shop","table":"orders","type":"INSERT","data":[{"id":"1"}]}
 `},
 		{tail.JSON, `{"topic":"binlake.rows","partition":0,"offset":0,"time":"2026-11-29T14:00:00.123Z","key":"shop.orders:[7]","format":"json","message":{"instance":"orders","database":"shop","table":"orders","type":"insert","ts":1764424800,"gtid":"0-1-202","file":"bin.000001","pos":1234,"commit":false,"pk":{"id":7},"data":{"id":7,"amount":"1.50","note":"ü <new>"}}}
 {"topic":"binlake.rows","partition":0,"offset":1,"time":"2026-11-29T14:00:00.124Z","key":"shop.orders:[8]","format":"json","message":{"instance":"orders","database":"shop","table":"orders","type":"update","ts":1764424800,"gtid":"0-1-202","file":"bin.000001","pos":1234,"commit":false,"pk":{"id":8},"data":{"id":8,"amount":"2.50","note":"b"},"old":{"amount":"2.00","note":"a"}}}
 {"topic":"binlake.rows","partition":0,"offset":2,"time":"2026-11-29T14:00:00.125Z","key":"shop.orders:[9]","format":"json","message":{"instance":"orders","database":"shop","table":"orders","type":"delete","ts":1764424800,"gtid":"0-1-202","file":"bin.000001","pos":1234,"xid":88,"commit":true,"pk":{"id":9},"data":{"id":9,"amount":"3.00","note":null}}}
 {"topic":"binlake.rows","partition":0,"offset":3,"time":"2026-11-29T14:00:00.126Z","key":"shop.orders","format":"json","message":{"instance":"orders","database":"shop","table":"orders","type":"ddl","ts":1764424801,"gtid":"0-1-203","file":"bin.000001","pos":1500,"commit":true,"sql":"ALTER TABLE orders\n  ADD c INT"}}
-{"topic":"x","partition":1,"offset":5,"key":"k\u001b","error":"json: not a JSON object; nor canal-json, maxwell-json, debezium-json","message_base64":"aGVsbG8A/w=="}
-{"topic":"x","partition":1,"offset":6,"error":"json: no \"instance\" field; nor canal-json, maxwell-json, debezium-json","message":{"database":"shop","table":"orders","type":"INSERT","data":[{"id":"1"}]}}
+{"topic":"x","partition":1,"offset":5,"key":"k\u001b","error":"json: not a JSON object; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf","message_base64":"aGVsbG8A/w=="}
+{"topic":"x","partition":1,"offset":6,"error":"json: no \"instance\" field; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf","message":{"database":"shop","table":"orders","type":"INSERT","data":[{"id":"1"}]}}
 `},
 		{tail.Pretty, `partition 0 offset 0 time 2026-11-29T14:00:00.123Z key shop.orders:[7] format json
 {
@@ -132,9 +134,9 @@ partition 0 offset 3 time 2026-11-29T14:00:00.126Z key shop.orders format json
   "commit": true,
   "sql": "ALTER TABLE orders\n  ADD c INT"
 }
-partition 1 offset 5 key "k\x1b" not a row message (json: not a JSON object; nor canal-json, maxwell-json, debezium-json), 7 bytes:
+partition 1 offset 5 key "k\x1b" not a row message (json: not a JSON object; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 7 bytes:
 "hello\x00\xff"
-partition 1 offset 6 not a row message (json: no "instance" field; nor canal-json, maxwell-json, debezium-json), 72 bytes:
+partition 1 offset 6 not a row message (json: no "instance" field; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 72 bytes:
 {
   "database": "shop",
   "table": "orders",
@@ -175,7 +177,7 @@ func TestPrintTopicAndInstance(t *testing.T) {
 		printed = append(printed, ok)
 	}
 	want := `binlake.rows 0:0 2025-11-29T14:00:00Z orders insert shop.orders {"id":7} {"id":7,"amount":"1.50","note":"ü <new>"} gtid 0-1-202
-x 1:5 not a row message (json: not a JSON object; nor canal-json, maxwell-json, debezium-json), 7 bytes: "hello\x00\xff"
+x 1:5 not a row message (json: not a JSON object; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 7 bytes: "hello\x00\xff"
 `
 	if b.String() != want || printed[0] != true || printed[1] != false || printed[2] != true {
 		t.Errorf("printed %v:\n%s\nwant [true false true]:\n%s", printed, b.String(), want)
@@ -207,7 +209,7 @@ func TestDecodeRejects(t *testing.T) {
 	if d.Format != "json" || string(d.Row.Data) != `{"a":1}` {
 		t.Errorf("extra field: %+v", d)
 	}
-	if err := tail.CheckFormat("avro"); err == nil || err.Error() != `format "avro": want auto, json, canal-json, maxwell-json, debezium-json` {
+	if err := tail.CheckFormat("avro"); err == nil || err.Error() != `format "avro": want auto, json, canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf` {
 		t.Errorf("CheckFormat(avro) = %v", err)
 	}
 }
@@ -237,6 +239,19 @@ func FuzzPrint(f *testing.F) {
 	f.Add([]byte("k"), []byte(`{"data":[{"id":"1","n":"\u00ff"}],"database":"d","es":1000,"gtid":"","id":4,"isDdl":false,"old":[{"n":null}],"pkNames":["id"],"table":"t","type":"UPDATE"}`))
 	f.Add([]byte("k"), []byte(`{"database":"d","table":"t","type":"bootstrap-insert","ts":1,"xid":2,"commit":true,"data":{"id":1,"s":["a"]}}`))
 	f.Add([]byte("k"), []byte(`{"schema":{},"payload":{"before":{"id":1,"n":"a"},"after":{"id":1,"n":"b"},"source":{"name":"o","db":"d","table":"t","ts_ms":5},"op":"u"}}`))
+	// The protobuf formats (protobuf.go): their golden messages.
+	for _, format := range []string{"protobuf", "canal-protobuf"} {
+		golden, err := os.ReadFile("../rowenc/testdata/" + format + ".golden")
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(golden)), "\n") {
+			_, h, _ := strings.Cut(line, "\t")
+			if v, err := hex.DecodeString(h); err == nil {
+				f.Add([]byte("k"), v)
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		checkPrinted(t, bus.Message{Topic: "t\n", Key: key, Value: value, Partition: 2, Offset: 9})
 	})

@@ -1,0 +1,366 @@
+package rowenc
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/binlake/binlake/internal/jsonenc"
+)
+
+// The `canal-protobuf` format: what Canal 1.1.7's Kafka producer writes with
+// flatMessage=false (CanalMessageSerializerUtil with filterTransactionEntry, its
+// default): a CanalPacket.Packet of type MESSAGES whose body is a Messages holding
+// CanalEntry.Entry bytes, each a ROWDATA entry whose storeValue is a RowChange
+// (proto/canal/canal.proto; Go types in wave/rowenc/canalpb). Canal puts a batch of
+// entries in one Kafka message; BinLake puts one row's entry in each, keyed as every
+// format is, so that a row's changes stay in order on one partition (Canal's client
+// reads a message of one entry as a batch of one). Canal's own Java client
+// (KafkaCanalConnector) reads it.
+//
+// An insert carries its row in afterColumns, every column updated=true; a delete in
+// beforeColumns; an update both, the changed after columns updated=true (changed as
+// Canal decides it: the rendered values differ). A snapshot row comes as an INSERT (Canal
+// has no snapshot in its stream). A DDL is an entry whose RowChange has isDdl=true, the
+// statement in sql, and the event type its head names (CREATE, ALTER, ERASE, RENAME,
+// TRUNCATE, CINDEX, DINDEX, else QUERY). The header carries the binlog file, the
+// position the json format's pos carries (after the event; Canal writes the event's
+// start), the execute time in milliseconds, schema, table and event type, and the
+// transaction's GTID (Canal writes the executed GTID set there, and the transaction's
+// GTID in the curtGtid property; BinLake has the GTID only). Each column's value,
+// sqlType and mysqlType are canal-json's (format_canaljson.go), so both Canal formats
+// carry the same text.
+
+// Field numbers of Canal's messages (proto/canal/canal.proto).
+const (
+	cpPacketVersion protowire.Number = 2
+	cpPacketType    protowire.Number = 3
+	cpPacketBody    protowire.Number = 5
+	cpMessagesItem  protowire.Number = 2
+
+	cpEntryHeader     protowire.Number = 1
+	cpEntryType       protowire.Number = 2
+	cpEntryStoreValue protowire.Number = 3
+
+	cpHeaderVersion      protowire.Number = 1
+	cpHeaderLogfileName  protowire.Number = 2
+	cpHeaderLogfileOff   protowire.Number = 3
+	cpHeaderServerenCode protowire.Number = 5
+	cpHeaderExecuteTime  protowire.Number = 6
+	cpHeaderSourceType   protowire.Number = 7
+	cpHeaderSchemaName   protowire.Number = 8
+	cpHeaderTableName    protowire.Number = 9
+	cpHeaderEventType    protowire.Number = 11
+	cpHeaderGTID         protowire.Number = 13
+
+	cpRowChangeTableID   protowire.Number = 1
+	cpRowChangeEventType protowire.Number = 2
+	cpRowChangeIsDdl     protowire.Number = 10
+	cpRowChangeSQL       protowire.Number = 11
+	cpRowChangeRowDatas  protowire.Number = 12
+	cpRowChangeDdlSchema protowire.Number = 14
+
+	cpRowDataBefore protowire.Number = 1
+	cpRowDataAfter  protowire.Number = 2
+
+	cpColumnIndex     protowire.Number = 1
+	cpColumnSQLType   protowire.Number = 2
+	cpColumnName      protowire.Number = 3
+	cpColumnIsKey     protowire.Number = 4
+	cpColumnUpdated   protowire.Number = 5
+	cpColumnIsNull    protowire.Number = 6
+	cpColumnValue     protowire.Number = 8
+	cpColumnMySQLType protowire.Number = 10
+)
+
+// Enum values of Canal's messages.
+const (
+	cpPacketMessages = 7 // PacketType.MESSAGES
+	cpEntryRowData   = 2 // EntryType.ROWDATA
+	cpSourceMySQL    = 2 // Type.MYSQL
+
+	cpEventInsert   = 1
+	cpEventUpdate   = 2
+	cpEventDelete   = 3
+	cpEventCreate   = 4
+	cpEventAlter    = 5
+	cpEventErase    = 6
+	cpEventQuery    = 7
+	cpEventTruncate = 8
+	cpEventRename   = 9
+	cpEventCIndex   = 10
+	cpEventDIndex   = 11
+)
+
+// canalScratch is what a canal-protobuf row is rendered with: the canal-json rendering
+// of the column being written (tok), of an update's before value it is compared with
+// (before), the text of a value (text), and what canalSQLType renders an unsigned value
+// into (sqlType: it does not hand the grown buffer back, so it gets one with room).
+type canalScratch struct {
+	tok, before, text, sqlType []byte
+
+	head     []byte // the header of the last row encoded with it (canalHead)
+	headT    *Table
+	headType string
+	headMeta Meta
+}
+
+// zeros is what pbEnd grows a buffer by before it moves a body to make room for its length.
+var zeros [binaryVarintMax]byte
+
+const binaryVarintMax = 10
+
+// pbBegin appends the tag of a length-delimited field and returns where its body starts;
+// pbEnd then puts the body's length in front of it. The body is written once and moved
+// by the few bytes of its length, instead of being sized by a first pass.
+func pbBegin(dst []byte, num protowire.Number) ([]byte, int) {
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	return dst, len(dst)
+}
+
+func pbEnd(dst []byte, start int) []byte {
+	n := len(dst) - start
+	sz := protowire.SizeVarint(uint64(n))
+	dst = append(dst, zeros[:sz]...)
+	copy(dst[start+sz:], dst[start:start+n])
+	protowire.AppendVarint(dst[start:start], uint64(n))
+	return dst
+}
+
+// appendPBVarintAlways appends a varint field even when it is 0: a member of a oneof
+// (Canal's "present" fields) is written whenever it is set.
+func appendPBVarintAlways(dst []byte, num protowire.Number, v uint64) []byte {
+	dst = protowire.AppendTag(dst, num, protowire.VarintType)
+	return protowire.AppendVarint(dst, v)
+}
+
+// appendPBBool appends a bool field that is true (proto3 leaves false out).
+func appendPBBool(dst []byte, num protowire.Number, b bool) []byte {
+	if !b {
+		return dst
+	}
+	return appendPBVarintAlways(dst, num, 1)
+}
+
+// canalEvent is Canal's EventType of a row message type.
+func canalEvent(typ string) uint64 {
+	switch typ {
+	case TypeUpdate:
+		return cpEventUpdate
+	case TypeDelete:
+		return cpEventDelete
+	}
+	return cpEventInsert // insert and snapshot
+}
+
+// appendCanalPacketStart opens a Packet of one Entry and writes the Entry's header
+// (appendCanalHeader, or head when the caller has it already): the caller writes the
+// rest of the Entry and closes all with appendCanalPacketEnd.
+func appendCanalPacketStart(dst, head []byte) ([]byte, [2]int) {
+	var open [2]int
+	dst = appendPBVarintAlways(dst, cpPacketVersion, 1)
+	dst = appendPBVarintAlways(dst, cpPacketType, cpPacketMessages)
+	dst, open[0] = pbBegin(dst, cpPacketBody)
+	dst, open[1] = pbBegin(dst, cpMessagesItem)
+	dst = append(dst, head...)
+	return appendPBVarintAlways(dst, cpEntryType, cpEntryRowData), open
+}
+
+// appendCanalHeader appends an Entry's header field.
+func appendCanalHeader(dst []byte, db, table string, event uint64, m Meta) []byte {
+	dst, hdr := pbBegin(dst, cpEntryHeader)
+	dst = appendPBVarintAlways(dst, cpHeaderVersion, 1)
+	dst = appendPBString(dst, cpHeaderLogfileName, m.File)
+	dst = appendPBVarint(dst, cpHeaderLogfileOff, uint64(m.Pos))
+	dst = appendPBString(dst, cpHeaderServerenCode, "UTF-8")
+	dst = appendPBVarint(dst, cpHeaderExecuteTime, uint64(m.TS*1000))
+	dst = appendPBVarintAlways(dst, cpHeaderSourceType, cpSourceMySQL)
+	dst = appendPBString(dst, cpHeaderSchemaName, db)
+	dst = appendPBString(dst, cpHeaderTableName, table)
+	dst = appendPBVarintAlways(dst, cpHeaderEventType, event)
+	dst = appendPBString(dst, cpHeaderGTID, m.GTID)
+	return pbEnd(dst, hdr)
+}
+
+// canalHead is s's header of a row of t, made again only when the last row encoded with
+// s had another one (the rows of an event share theirs: commit and xid are not in it).
+func (s *canalScratch) canalHead(t *Table, typ string, m Meta) []byte {
+	m.Commit, m.XID = false, 0
+	if s.headT != t || s.headType != typ || s.headMeta != m || s.head == nil {
+		s.head = appendCanalHeader(s.head[:0], t.Database, t.Name, canalEvent(typ), m)
+		s.headT, s.headType, s.headMeta = t, typ, m
+	}
+	return s.head
+}
+
+func appendCanalPacketEnd(dst []byte, open [2]int) []byte {
+	return pbEnd(pbEnd(dst, open[1]), open[0])
+}
+
+// encodeCanalRow appends the canal-protobuf message of one row change.
+func encodeCanalRow(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
+	t := r.Table
+	cols := t.canalCols
+	if cols == nil {
+		cols = canalColumnFields(t) // an unprepared table (tests)
+	}
+	event := canalEvent(r.Type)
+	dst, open := appendCanalPacketStart(dst, s.canalHead(t, r.Type, r.Meta))
+	dst, sv := pbBegin(dst, cpEntryStoreValue)
+	if t.tm != nil {
+		dst = appendPBVarint(dst, cpRowChangeTableID, t.tm.TableID)
+	}
+	dst = appendPBVarintAlways(dst, cpRowChangeEventType, event)
+	dst = appendPBVarintAlways(dst, cpRowChangeIsDdl, 0)
+	dst, rd := pbBegin(dst, cpRowChangeRowDatas)
+	var err error
+	if !r.Before.IsNil() {
+		if dst, err = appendCanalColumns(dst, s, r, cols, cpRowDataBefore, r.Before); err != nil {
+			return dst, err
+		}
+	}
+	if !r.After.IsNil() {
+		if dst, err = appendCanalColumns(dst, s, r, cols, cpRowDataAfter, r.After); err != nil {
+			return dst, err
+		}
+	}
+	dst = pbEnd(dst, rd)
+	dst = pbEnd(dst, sv)
+	return appendCanalPacketEnd(dst, open), nil
+}
+
+// appendCanalColumns appends every column of image as Columns in field num (before or
+// after). The values are canal-json's (appendCanalValue, canalSQLType), so that both
+// Canal formats carry the same text. In the after image, a column is updated when there
+// is no before image (an insert) or its value differs from before's, as Canal's isUpdate
+// decides.
+func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnField, num protowire.Number, image Image) ([]byte, error) {
+	t := r.Table
+	isAfter := num == cpRowDataAfter
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		tok, err := appendCanalValue(s.tok[:0], image, i)
+		s.tok = tok
+		if err != nil {
+			return dst, err
+		}
+		isNull := isNullToken(tok)
+		updated := false
+		if isAfter {
+			updated = true
+			if !r.Before.IsNil() {
+				before, err := appendCanalValue(s.before[:0], r.Before, i)
+				s.before = before
+				if err != nil {
+					return dst, err
+				}
+				updated = string(before) != string(tok)
+			}
+		}
+		if cap(s.sqlType) < 32 {
+			s.sqlType = make([]byte, 0, 32) // an integer's text fits
+		}
+		sqlType, err := canalSQLType(s.sqlType[:0], image, i)
+		if err != nil {
+			return dst, err
+		}
+		var col int
+		dst, col = pbBegin(dst, num)
+		dst = appendPBVarint(dst, cpColumnIndex, uint64(i))
+		dst = appendPBVarint(dst, cpColumnSQLType, uint64(int64(sqlType))) // int32: negative as ten bytes
+		dst = append(dst, cols[i].name...)
+		dst = appendPBBool(dst, cpColumnIsKey, c.PK)
+		dst = appendPBBool(dst, cpColumnUpdated, updated)
+		dst = appendPBVarintAlways(dst, cpColumnIsNull, protowire.EncodeBool(isNull))
+		if !isNull {
+			text, ok := jsonenc.AppendUnquoted(s.text[:0], tok)
+			s.text = text
+			if !ok {
+				return dst, fmt.Errorf("column %s: canal value %.40s is not a JSON string", c.Name, tok)
+			}
+			if len(text) > 0 {
+				dst = protowire.AppendTag(dst, cpColumnValue, protowire.BytesType)
+				dst = protowire.AppendBytes(dst, text)
+			}
+		}
+		dst = append(dst, cols[i].mysqlType...)
+		dst = pbEnd(dst, col)
+	}
+	return dst, nil
+}
+
+// canalColumnField is a column's Column fields that are the same in every row: its
+// encoded name and mysqlType (canal-json's, appendCanalMySQLType).
+type canalColumnField struct{ name, mysqlType []byte }
+
+// canalColumnFields is each column's canalColumnField, for Table.Prepare to keep: a row
+// copies them.
+func canalColumnFields(t *Table) []canalColumnField {
+	cols := make([]canalColumnField, len(t.Columns))
+	var tok, text []byte
+	for i := range t.Columns {
+		tok = appendCanalMySQLType(tok[:0], &t.Columns[i])
+		text, _ = jsonenc.AppendUnquoted(text[:0], tok)
+		cols[i] = canalColumnField{name: appendPBString(nil, cpColumnName, t.Columns[i].Name),
+			mysqlType: appendPBString(nil, cpColumnMySQLType, string(text))}
+	}
+	return cols
+}
+
+// EncodeDDLCanal appends the canal-protobuf message of a DDL statement: an entry whose
+// RowChange says isDdl, with the statement and its event type.
+func EncodeDDLCanal(dst []byte, database, table string, m Meta, sql string) []byte {
+	event := canalDDLEvent(sql)
+	dst, open := appendCanalPacketStart(dst, appendCanalHeader(nil, database, table, event, m))
+	dst, sv := pbBegin(dst, cpEntryStoreValue)
+	dst = appendPBVarintAlways(dst, cpRowChangeEventType, event)
+	dst = appendPBVarintAlways(dst, cpRowChangeIsDdl, 1)
+	dst = appendPBString(dst, cpRowChangeSQL, sql)
+	dst = appendPBString(dst, cpRowChangeDdlSchema, database)
+	dst = pbEnd(dst, sv)
+	return appendCanalPacketEnd(dst, open)
+}
+
+// canalDDLEvent is the EventType number of the type canal-json gives a statement
+// (CanalDDLType).
+func canalDDLEvent(sql string) uint64 {
+	switch CanalDDLType(sql) {
+	case "CREATE":
+		return cpEventCreate
+	case "ALTER":
+		return cpEventAlter
+	case "ERASE":
+		return cpEventErase
+	case "TRUNCATE":
+		return cpEventTruncate
+	case "RENAME":
+		return cpEventRename
+	case "CINDEX":
+		return cpEventCIndex
+	case "DINDEX":
+		return cpEventDIndex
+	}
+	return cpEventQuery
+}
+
+// EncodeRowCanal appends the canal-protobuf message of one row change given as
+// go-mysql's values (EncodeRow's, in this format).
+func EncodeRowCanal(dst []byte, t *Table, typ string, m Meta, before, after []any) ([]byte, error) {
+	rows := Rows{rows: []values{before, after}}
+	r := Row{Table: t, Type: typ, Meta: m, Before: Image{rows: &rows, t: t, i: -1}, After: Image{rows: &rows, t: t, i: -1}}
+	if before != nil {
+		r.Before.i = 0
+	}
+	if after != nil {
+		r.After.i = 1
+	}
+	image := after
+	if image == nil {
+		image = before
+	}
+	if len(image) != len(t.Columns) || (before != nil && after != nil && len(before) != len(after)) {
+		return dst, errColumnCount(t, len(image))
+	}
+	var s canalScratch
+	return encodeCanalRow(dst, &s, &r)
+}

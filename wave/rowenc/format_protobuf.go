@@ -1,0 +1,96 @@
+package rowenc
+
+import (
+	"fmt"
+	"sync"
+)
+
+// The two protobuf formats in the registry (format.go): `protobuf`, BinLake's own row
+// message (protobuf.go), and `canal-protobuf`, Canal's Kafka message (canalpb.go).
+
+// Names of the protobuf formats, as subscriptions spell them.
+const (
+	FormatProtobuf      = "protobuf"
+	FormatCanalProtobuf = "canal-protobuf"
+)
+
+func init() {
+	RegisterFormat(FormatProtobuf, func(opts map[string]string) (Format, error) {
+		if _, err := ParseFormatOptions(FormatProtobuf, opts, nil); err != nil {
+			return nil, err
+		}
+		return protobufFormat{}, nil
+	})
+	RegisterFormat(FormatCanalProtobuf, func(opts map[string]string) (Format, error) {
+		if _, err := ParseFormatOptions(FormatCanalProtobuf, opts, nil); err != nil {
+			return nil, err
+		}
+		return canalProtobufFormat{}, nil
+	})
+}
+
+// The scratch a row is rendered with comes from a pool: a Format is a comparable value
+// that many encoders share, so it keeps none of its own.
+var (
+	typedScratchPool = sync.Pool{New: func() any { return new(typedScratch) }}
+	canalScratchPool = sync.Pool{New: func() any { return new(canalScratch) }}
+)
+
+// rowImages is the row images r reads, of whichever kind the event was decoded into.
+func rowImages(r *Row) (*Rows, error) {
+	rows := r.After.rows
+	if rows == nil {
+		rows = r.Before.rows
+	}
+	if rows == nil {
+		return nil, fmt.Errorf("%s.%s: a row with no image", r.Table.Database, r.Table.Name)
+	}
+	return rows, nil
+}
+
+type protobufFormat struct{}
+
+func (protobufFormat) Name() string     { return FormatProtobuf }
+func (protobufFormat) Tombstones() bool { return false }
+
+func (protobufFormat) AppendRow(dst []byte, r *Row) ([]byte, error) {
+	rows, err := rowImages(r)
+	if err != nil {
+		return dst, err
+	}
+	t := r.Table
+	s := typedScratchPool.Get().(*typedScratch)
+	defer typedScratchPool.Put(s)
+	dst = appendPBHead(dst, s, t, r.Type, r.Meta)
+	dst = appendPBCommit(dst, r.Meta)
+	switch {
+	case rows.raw != nil:
+		return encodePBRow(dst, s, t, imageAt(rows.raw, r.Before), imageAt(rows.raw, r.After))
+	case rows.query != nil:
+		return encodePBRow(dst, s, t, imageAt(rows.query, r.Before), imageAt(rows.query, r.After))
+	default:
+		return encodePBRow(dst, s, t, imageAt(rows.rows, r.Before), imageAt(rows.rows, r.After))
+	}
+}
+
+func (protobufFormat) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) {
+	return EncodeDDLProto(dst, d.Database, d.Table, d.Meta, d.SQL), true, nil
+}
+
+type canalProtobufFormat struct{}
+
+func (canalProtobufFormat) Name() string     { return FormatCanalProtobuf }
+func (canalProtobufFormat) Tombstones() bool { return false }
+
+func (canalProtobufFormat) AppendRow(dst []byte, r *Row) ([]byte, error) {
+	if _, err := rowImages(r); err != nil {
+		return dst, err
+	}
+	s := canalScratchPool.Get().(*canalScratch)
+	defer canalScratchPool.Put(s)
+	return encodeCanalRow(dst, s, r)
+}
+
+func (canalProtobufFormat) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) {
+	return EncodeDDLCanal(dst, d.Database, d.Table, d.Meta, d.SQL), true, nil
+}

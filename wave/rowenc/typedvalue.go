@@ -1,0 +1,317 @@
+package rowenc
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/binlake/binlake/internal/jsonenc"
+)
+
+// A typedValue is one column value as a binary format carries it: a kind and its
+// payload, decided as the JSON form's appendValue decides the JSON of the same value
+// (rowImage.appendValue), so that the `protobuf` format carries what `json` carries:
+// the same kinds of numbers, the same text of decimals and temporal values, the JSON
+// documents compacted alike; only bytes stay bytes instead of base64.
+type typedValue struct {
+	kind tvKind
+	i    int64
+	u    uint64
+	f    float64
+	// b is the text or bytes of tvString, tvBytes and tvJSON: the image's own bytes or
+	// the scratch's, valid until the next call with the same scratch.
+	b []byte
+}
+
+type tvKind uint8
+
+const (
+	tvNull   tvKind = iota
+	tvInt           // signed integers, YEAR, an ENUM index without its value list
+	tvUint          // unsigned integers, BIT, a SET's bits without its value list
+	tvFloat         // FLOAT (f holds the float32's value)
+	tvDouble        // DOUBLE
+	tvString        // text, ENUM and SET names
+	tvASCII         // the text of decimals and temporal values: ASCII, so valid UTF-8 unchecked
+	tvBytes         // binary strings and blobs
+	tvJSON          // a JSON column's document, compact
+)
+
+// typedScratch is the buffers typed values are written into: text is the text a field
+// read in place is first rendered as (appendRawText), out the value's own text, valid
+// a text made valid UTF-8 (appendPBField). head is the protobuf header of the last row
+// encoded with it and what it was made of (appendPBHead).
+type typedScratch struct {
+	text, out, valid []byte
+
+	head     []byte
+	headT    *Table
+	headType string
+	headMeta Meta
+}
+
+// typedImage is a row image whose values can also be had typed.
+type typedImage[I any] interface {
+	rowImage[I]
+	// typed is column i's value, described by c.
+	typed(s *typedScratch, c *Column, i int) (typedValue, error)
+}
+
+func (v values) typed(s *typedScratch, c *Column, i int) (typedValue, error) {
+	return typedOf(s, c, v[i])
+}
+
+// typedOf is appendValue's decision for go-mysql's decoded value v, typed.
+func typedOf(s *typedScratch, c *Column, v any) (typedValue, error) {
+	switch x := v.(type) {
+	case nil:
+		return typedValue{}, nil
+	case int8:
+		return typedInt(c, int64(x), 8), nil
+	case int16:
+		return typedInt(c, int64(x), 16), nil
+	case int32:
+		if c.Type == mysql.MYSQL_TYPE_INT24 {
+			return typedInt(c, int64(x), 24), nil
+		}
+		return typedInt(c, int64(x), 32), nil
+	case int64:
+		return typedInt64(s, c, x), nil
+	case int:
+		return typedValue{kind: tvInt, i: int64(x)}, nil
+	case uint8:
+		return typedValue{kind: tvUint, u: uint64(x)}, nil
+	case uint16:
+		return typedValue{kind: tvUint, u: uint64(x)}, nil
+	case uint32:
+		return typedValue{kind: tvUint, u: uint64(x)}, nil
+	case uint64:
+		return typedValue{kind: tvUint, u: x}, nil
+	case float32:
+		return typedFloat(float64(x), tvFloat), nil
+	case float64:
+		return typedFloat(x, tvDouble), nil
+	case string:
+		return typedText(s, c, x), nil
+	case []byte:
+		return typedBytes(s, c, x), nil
+	case time.Time:
+		return typedTime(s, c, x), nil
+	default:
+		if st, ok := v.(fmt.Stringer); ok {
+			s.out = append(s.out[:0], st.String()...)
+			return typedValue{kind: tvString, b: s.out}, nil
+		}
+		return typedValue{}, fmt.Errorf("column %s: unsupported value type %T", c.Name, v)
+	}
+}
+
+// typedInt is an integer of the given width: unsigned when the column is (go-mysql
+// decodes every integer as signed without the table map's signedness), as appendInt.
+func typedInt(c *Column, x int64, bits uint) typedValue {
+	if c.Unsigned {
+		return typedValue{kind: tvUint, u: uint64(x) & (math.MaxUint64 >> (64 - bits))}
+	}
+	return typedValue{kind: tvInt, i: x}
+}
+
+// typedInt64 is appendInt64's decision: BIGINT, ENUM, SET or BIT.
+func typedInt64(s *typedScratch, c *Column, x int64) typedValue {
+	switch c.Type {
+	case mysql.MYSQL_TYPE_ENUM:
+		switch {
+		case x >= 1 && int(x) <= len(c.Enum):
+			return typedValue{kind: tvString, b: bytesOf(c.Enum[x-1])}
+		case x == 0:
+			return typedValue{kind: tvString} // MySQL's "invalid value" entry
+		}
+		return typedValue{kind: tvInt, i: x} // no value list (no metadata): the index
+	case mysql.MYSQL_TYPE_SET:
+		if len(c.Set) == 0 {
+			return typedValue{kind: tvUint, u: uint64(x)}
+		}
+		out, first := s.out[:0], true
+		for i, name := range c.Set {
+			if i >= 64 || uint64(x)&(1<<uint(i)) == 0 {
+				continue
+			}
+			if !first {
+				out = append(out, ',')
+			}
+			first = false
+			out = append(out, name...)
+		}
+		s.out = out
+		return typedValue{kind: tvString, b: out}
+	case mysql.MYSQL_TYPE_BIT:
+		return typedValue{kind: tvUint, u: uint64(x)}
+	}
+	return typedInt(c, x, 64)
+}
+
+// typedFloat is a FLOAT or DOUBLE; NaN and infinities, which no server stores and JSON
+// cannot carry, are null as in the JSON form.
+func typedFloat(f float64, kind tvKind) typedValue {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return typedValue{}
+	}
+	return typedValue{kind: kind, f: f}
+}
+
+// typedText is appendText's decision for the values go-mysql hands over as strings.
+func typedText(s *typedScratch, c *Column, text string) typedValue {
+	switch c.Type {
+	case mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_DECIMAL:
+		return typedValue{kind: tvASCII, b: bytesOf(text)}
+	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
+		return typedTemporal(s, text, "")
+	case mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIMESTAMP2:
+		if len(text) >= 10 && text[:10] == "0000-00-00" {
+			return typedTemporal(s, text, "")
+		}
+		return typedTemporal(s, text, "Z")
+	case mysql.MYSQL_TYPE_JSON:
+		return typedJSON(s, bytesOf(text))
+	}
+	if c.JSON {
+		return typedJSON(s, bytesOf(text))
+	}
+	if c.Binary {
+		return typedValue{kind: tvBytes, b: bytesOf(text)}
+	}
+	return typedValue{kind: tvString, b: bytesOf(text)}
+}
+
+// typedBytes is appendBytes' decision.
+func typedBytes(s *typedScratch, c *Column, b []byte) typedValue {
+	switch {
+	case c.Type == mysql.MYSQL_TYPE_JSON || c.JSON:
+		return typedJSON(s, b)
+	case c.Binary || c.Type == mysql.MYSQL_TYPE_GEOMETRY:
+		return typedValue{kind: tvBytes, b: b}
+	}
+	return typedValue{kind: tvString, b: b}
+}
+
+// typedTemporal is appendTemporal's text: the first space a 'T', suffix after it.
+func typedTemporal(s *typedScratch, text, suffix string) typedValue {
+	out := append(s.out[:0], text...)
+	if i := bytes.IndexByte(out, ' '); i >= 0 {
+		out[i] = 'T'
+	}
+	out = append(out, suffix...)
+	s.out = out
+	return typedValue{kind: tvASCII, b: out}
+}
+
+// typedTime is appendTime's text, without the quotes.
+func typedTime(s *typedScratch, c *Column, t time.Time) typedValue {
+	out := appendTime(s.out[:0], c, t)
+	s.out = out
+	return typedValue{kind: tvASCII, b: out[1 : len(out)-1]}
+}
+
+// typedJSON is appendJSONDoc's decision: the compact document, null for an empty one,
+// the text as a string when it is not JSON.
+func typedJSON(s *typedScratch, b []byte) typedValue {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return typedValue{}
+	}
+	if out, ok := jsonenc.AppendCompact(s.out[:0], b); ok {
+		s.out = out
+		return typedValue{kind: tvJSON, b: out}
+	}
+	return typedValue{kind: tvString, b: b}
+}
+
+// typed is appendRaw's decision for a field read in place.
+func (r rawImage) typed(s *typedScratch, c *Column, i int) (typedValue, error) {
+	if r.spans[i].n < 0 {
+		return typedValue{}, nil
+	}
+	b := r.field(i)
+	rc := &c.raw
+	switch rc.kind {
+	case rawInt:
+		v := uintLE(b)
+		if c.Unsigned {
+			return typedValue{kind: tvUint, u: v}, nil
+		}
+		return typedValue{kind: tvInt, i: signExtend(v, len(b))}, nil
+	case rawYear:
+		if b[0] == 0 {
+			return typedValue{kind: tvInt}, nil
+		}
+		return typedValue{kind: tvInt, i: int64(b[0]) + 1900}, nil
+	case rawFloat:
+		return typedFloat(float64(rawFloat32(b)), tvFloat), nil
+	case rawDouble:
+		return typedFloat(rawFloat64(b), tvDouble), nil
+	case rawBit:
+		return typedValue{kind: tvUint, u: uintBE(b)}, nil
+	case rawEnum, rawSet:
+		return typedInt64(s, c, int64(uintLE(b))), nil
+	case rawString:
+		return typedText(s, c, stringOf(b[rc.width:])), nil
+	case rawBlob:
+		return typedBytes(s, c, b[rc.width:]), nil
+	case rawTimestamp2:
+		if sec, usec := int64(uintBE(b[:4])), fracMicros(b[4:], rc.dec); sec != 0 {
+			return typedTime(s, c, time.Unix(sec, usec*1000)), nil
+		}
+	case rawDatetime2:
+		if t, ok := datetime2(b, rc.dec); ok {
+			return typedTime(s, c, t), nil
+		}
+	}
+	text, err := appendRawText(s.text[:0], rc, b)
+	s.text = text
+	if err != nil {
+		return typedValue{}, fmt.Errorf("column %s: %w", c.Name, err)
+	}
+	return typedText(s, c, stringOf(text)), nil
+}
+
+// typed is QueryRow.appendValue's decision for a snapshot's value. Integers take the
+// column's signedness (a YEAR comes over the binary protocol as unsigned, from the
+// binlog as signed), so that a snapshot row and an insert of it carry the same kinds.
+func (r QueryRow) typed(s *typedScratch, c *Column, i int) (typedValue, error) {
+	fv := &r[i]
+	switch fv.Type {
+	case mysql.FieldValueTypeNull:
+		return typedValue{}, nil
+	case mysql.FieldValueTypeSigned, mysql.FieldValueTypeUnsigned:
+		if c.Unsigned {
+			return typedValue{kind: tvUint, u: fv.AsUint64()}, nil
+		}
+		return typedValue{kind: tvInt, i: fv.AsInt64()}, nil
+	case mysql.FieldValueTypeFloat:
+		if c.Type == mysql.MYSQL_TYPE_FLOAT {
+			return typedFloat(float64(float32(fv.AsFloat64())), tvFloat), nil
+		}
+		return typedFloat(fv.AsFloat64(), tvDouble), nil
+	}
+	b := fv.AsString()
+	switch c.Type {
+	case mysql.MYSQL_TYPE_BIT:
+		var x uint64
+		for _, d := range b {
+			x = x<<8 | uint64(d)
+		}
+		return typedValue{kind: tvUint, u: x}, nil
+	case mysql.MYSQL_TYPE_DATETIME2, mysql.MYSQL_TYPE_TIMESTAMP2:
+		if len(b) < len("2006-01-02 15:04:05") || b[10] != ' ' {
+			return typedValue{kind: tvString, b: b}, nil // not a datetime: keep it whole
+		}
+		out := appendQueryTemporal(s.out[:0], b, c.Frac, c.Type == mysql.MYSQL_TYPE_TIMESTAMP2)
+		s.out = out
+		return typedValue{kind: tvString, b: out[1 : len(out)-1]}, nil
+	case mysql.MYSQL_TYPE_TIME2:
+		return typedValue{kind: tvString, b: truncateFraction(b, c.Frac)}, nil
+	}
+	return typedBytes(s, c, b), nil
+}
