@@ -28,6 +28,7 @@ import (
 
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 	"github.com/binlake/binlake/wave/rowenc"
 	"github.com/binlake/binlake/wave/rowenc/rowpb"
 )
@@ -113,18 +114,18 @@ func runFormatConsumer(t *testing.T, format string, consume formatConsumer, expe
 		t.Run(name, func(t *testing.T) {
 			ctx := testenv.Context(t)
 			f := newFaultEnvOn(t, ctx, 35, "fmt", testenv.Require(t, testenv.Kafka))
-			conn := connect(t)
-			mustExec(t, conn, "USE "+f.w.db)
-			mustExec(t, conn, allTypesDDL)
+			conn := wavetest.Connect(t)
+			wavetest.MustExec(t, conn, "USE "+f.w.db)
+			wavetest.MustExec(t, conn, allTypesDDL)
 			const existing, changes = 40, 400
 			var vals []string
 			for i := 1; i <= existing; i++ {
 				vals = append(vals, allTypesRow(i))
 			}
-			mustExec(t, conn, "INSERT INTO t_all VALUES "+strings.Join(vals, ","))
+			wavetest.MustExec(t, conn, "INSERT INTO t_all VALUES "+strings.Join(vals, ","))
 
 			topic := f.prefix + ".all"
-			f.inst.Start = currentPos(t)
+			f.inst.Start = wavetest.CurrentPos(t)
 			f.inst.Snapshot = &cluster.SnapshotOptions{Initial: true}
 			f.inst.Subscriptions = []cluster.Subscription{{Name: "all", Topic: topic, Format: format,
 				Include: []string{regexp.QuoteMeta(f.w.db) + `\.t_all`}}}
@@ -132,7 +133,7 @@ func runFormatConsumer(t *testing.T, format string, consume formatConsumer, expe
 			if _, err := cluster.AddInstance(ctx, f.c, f.inst, "wave-1", nil); err != nil {
 				t.Fatal(err)
 			}
-			p := startWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
+			p := wavetest.StartWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
 
 			// The changes: inserts of new rows, updates of existing ones (to other values
 			// and to NULLs), deletes, and an ALTER TABLE half-way.
@@ -140,30 +141,30 @@ func runFormatConsumer(t *testing.T, format string, consume formatConsumer, expe
 			for c := range changes {
 				switch {
 				case c == changes/2:
-					mustExec(t, conn, "ALTER TABLE t_all ADD COLUMN extra VARCHAR(16) NULL AFTER id")
+					wavetest.MustExec(t, conn, "ALTER TABLE t_all ADD COLUMN extra VARCHAR(16) NULL AFTER id")
 				case c > changes/2 && c%10 == 0:
-					mustExec(t, conn, fmt.Sprintf("UPDATE t_all SET extra = 'x%d' WHERE id %% 3 = %d", c, c%3))
+					wavetest.MustExec(t, conn, fmt.Sprintf("UPDATE t_all SET extra = 'x%d' WHERE id %% 3 = %d", c, c%3))
 				case c%4 == 1:
 					id := 1 + (c*7)%(next-1)
-					mustExec(t, conn, fmt.Sprintf("REPLACE INTO t_all (%s) VALUES %s", allTypesColumns, reID(allTypesRow(id+c), id)))
+					wavetest.MustExec(t, conn, fmt.Sprintf("REPLACE INTO t_all (%s) VALUES %s", allTypesColumns, reID(allTypesRow(id+c), id)))
 				case c%9 == 3:
-					mustExec(t, conn, fmt.Sprintf("DELETE FROM t_all WHERE id = %d", 1+(c*11)%(next-1)))
+					wavetest.MustExec(t, conn, fmt.Sprintf("DELETE FROM t_all WHERE id = %d", 1+(c*11)%(next-1)))
 				case c%4 == 2:
-					mustExec(t, conn, fmt.Sprintf("UPDATE t_all SET vc = CONCAT(vc, 'u'), dc = dc + 1, js = JSON_SET(js, '$.u', %d), tu = 255 WHERE id = %d", c, 1+(c*13)%(next-1)))
+					wavetest.MustExec(t, conn, fmt.Sprintf("UPDATE t_all SET vc = CONCAT(vc, 'u'), dc = dc + 1, js = JSON_SET(js, '$.u', %d), tu = 255 WHERE id = %d", c, 1+(c*13)%(next-1)))
 				default:
-					mustExec(t, conn, "INSERT INTO t_all ("+allTypesColumns+") VALUES "+allTypesRow(next))
+					wavetest.MustExec(t, conn, "INSERT INTO t_all ("+allTypesColumns+") VALUES "+allTypesRow(next))
 					next++
 				}
 				if kill && c == changes*2/5 {
 					f.waitFor("the snapshot done", func() bool { o := f.offset(); return o.Snapshot != nil && o.Snapshot.Done }, p)
 					p.Kill(t)
-					p = startWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
+					p = wavetest.StartWave(t, "wave-1", f.config("wave-1", f.brokers), f.env)
 				}
 			}
-			end := currentPos(t)
+			end := wavetest.CurrentPos(t)
 			f.waitFor("the snapshot done and the offset past the writes", func() bool {
 				o := f.offset()
-				return o.Snapshot != nil && o.Snapshot.Done && covers(t, o.GTIDSet, end.GTIDSet)
+				return o.Snapshot != nil && o.Snapshot.Done && wavetest.Covers(t, o.GTIDSet, end.GTIDSet)
 			}, p)
 			n := sum(f.messages())
 
@@ -197,7 +198,7 @@ type cell struct {
 // selectAllTypes reads t_all as the formats' conventions need it, timestamps in UTC.
 func selectAllTypes(t *testing.T, conn *client.Conn) map[string]map[string]cell {
 	t.Helper()
-	mustExec(t, conn, "SET time_zone = '+00:00'")
+	wavetest.MustExec(t, conn, "SET time_zone = '+00:00'")
 	r, err := conn.Execute("SELECT *, bt+0, en+0, st+0 FROM t_all")
 	if err != nil {
 		t.Fatal(err)
@@ -370,7 +371,7 @@ func protobufGoConsumer(t *testing.T, ctx context.Context, brokers, topic string
 	ddl := 0
 	var read int64
 	for part, end := range partitionEnds(t, ctx, brokers, topic) {
-		r := partitionReader(brokers, topic, part)
+		r := wavetest.PartitionReader(brokers, topic, part)
 		for off := int64(0); off < end; {
 			m, err := r.ReadMessage(ctx)
 			if err != nil {
@@ -457,4 +458,12 @@ func fieldText(f *rowpb.Field) *string {
 		s = v.Json
 	}
 	return &s
+}
+
+// show renders a nullable cell for a failure message.
+func show(s *string) string {
+	if s == nil {
+		return "NULL"
+	}
+	return strconv.Quote(*s)
 }

@@ -211,7 +211,7 @@ func TestWaveKafkaIntegration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.Position != nil && covers(t, info.Position.GTIDSet, end.GTIDSet) {
+		if info.Position != nil && wavetest.Covers(t, info.Position.GTIDSet, end.GTIDSet) {
 			break
 		}
 		if info.State == cluster.StateError {

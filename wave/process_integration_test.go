@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-mysql-org/go-mysql/mysql"
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/binlake/binlake/internal/coord"
@@ -234,26 +233,6 @@ func sum(m map[string]int64) int64 {
 	return n
 }
 
-// covers reports whether the GTID set have contains want (MariaDB). A committed offset
-// covers the end of a workload without ever equalling it when other tests write to the
-// same server: the wave also commits past the transactions it filters out, and the end
-// position, read after the workload's last transaction, may be another test's.
-func covers(t testing.TB, have, want string) bool {
-	t.Helper()
-	if have == "" {
-		return false
-	}
-	h, err := mysql.ParseGTIDSet(cluster.FlavorMariaDB, have)
-	if err != nil {
-		t.Fatalf("offset gtid set %q: %v", have, err)
-	}
-	w, err := mysql.ParseGTIDSet(cluster.FlavorMariaDB, want)
-	if err != nil {
-		t.Fatalf("end gtid set %q: %v", want, err)
-	}
-	return h.Contain(w)
-}
-
 // expectedMessages is how many messages the rows written so far make on the three topics.
 func (f *faultEnv) expectedMessages() int {
 	all := []string{tOrders, tItems, tLogs}
@@ -271,7 +250,7 @@ func (f *faultEnv) finish(written <-chan *cluster.Position, procs ...*testenv.Pr
 	case <-f.ctx.Done():
 		f.t.Fatal("workload did not finish")
 	}
-	f.waitFor("the offset to reach the end of the workload "+end.GTIDSet, func() bool { return covers(f.t, f.offset().GTIDSet, end.GTIDSet) }, procs...)
+	f.waitFor("the offset to reach the end of the workload "+end.GTIDSet, func() bool { return wavetest.Covers(f.t, f.offset().GTIDSet, end.GTIDSet) }, procs...)
 	hw := f.messages()
 	w := f.w
 	dups += w.verify(f.t, f.readers["orders"].wait(f.t, int(hw[f.prefix+".orders"])), []string{tOrders}, nil)

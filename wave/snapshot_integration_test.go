@@ -281,7 +281,7 @@ func TestSnapshotKillRestartIntegration(t *testing.T) {
 	}
 	f.waitFor("the snapshot done and the offset past the writes", func() bool {
 		o := f.offset()
-		return o.Snapshot != nil && o.Snapshot.Done && covers(t, o.GTIDSet, end.GTIDSet)
+		return o.Snapshot != nil && o.Snapshot.Done && wavetest.Covers(t, o.GTIDSet, end.GTIDSet)
 	}, p2)
 	held := f.messages()
 	msgs := reader.wait(t, int(sum(held)))

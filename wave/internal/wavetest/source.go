@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave/cluster"
@@ -51,3 +52,23 @@ func MasterStatus(t testing.TB, c *client.Conn) *cluster.Position {
 
 // CurrentPos is the binlog end of the shared test server.
 func CurrentPos(t testing.TB) *cluster.Position { return MasterStatus(t, Connect(t)) }
+
+// Covers reports whether the GTID set have contains want (MariaDB). A committed offset
+// covers the end of a workload without ever equalling it when other tests write to the
+// same server: the wave also commits past the transactions it filters out, and the end
+// position, read after the workload's last transaction, may be another test's.
+func Covers(t testing.TB, have, want string) bool {
+	t.Helper()
+	if have == "" {
+		return false
+	}
+	h, err := mysql.ParseGTIDSet(cluster.FlavorMariaDB, have)
+	if err != nil {
+		t.Fatalf("offset gtid set %q: %v", have, err)
+	}
+	w, err := mysql.ParseGTIDSet(cluster.FlavorMariaDB, want)
+	if err != nil {
+		t.Fatalf("end gtid set %q: %v", want, err)
+	}
+	return h.Contain(w)
+}

@@ -1,4 +1,4 @@
-package wave_test
+package integration_test
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/zk"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -144,7 +145,7 @@ func fmtInsert(t testing.TB, c *client.Conn, id, gen int, withExtra bool) {
 		cols, marks = append(cols, "extra"), append(marks, "?")
 		vals = append(vals, fmt.Sprintf("extra-%d-%d", id, gen))
 	}
-	mustExec(t, c, "INSERT INTO every_type ("+strings.Join(cols, ",")+") VALUES ("+strings.Join(marks, ",")+")", vals...)
+	wavetest.MustExec(t, c, "INSERT INTO every_type ("+strings.Join(cols, ",")+") VALUES ("+strings.Join(marks, ",")+")", vals...)
 }
 
 func fmtUpdate(t testing.TB, c *client.Conn, id, gen int, withExtra bool) {
@@ -158,27 +159,27 @@ func fmtUpdate(t testing.TB, c *client.Conn, id, gen int, withExtra bool) {
 		sets = append(sets, "extra = ?")
 		vals = append(vals, fmt.Sprintf("extra-%d-%d", id, gen))
 	}
-	mustExec(t, c, "UPDATE every_type SET "+strings.Join(sets, ", ")+" WHERE id = ?", append(vals, id)...)
+	wavetest.MustExec(t, c, "UPDATE every_type SET "+strings.Join(sets, ", ")+" WHERE id = ?", append(vals, id)...)
 }
 
 // fmtWorkload writes transactions of inserts, updates and deletes on ids [from, to).
 func fmtWorkload(t testing.TB, c *client.Conn, from, to int, withExtra bool) {
 	t.Helper()
 	for id := from; id < to; id += 5 {
-		mustExec(t, c, "BEGIN")
+		wavetest.MustExec(t, c, "BEGIN")
 		for j := id; j < min(id+5, to); j++ {
 			fmtInsert(t, c, j, 0, withExtra)
 		}
-		mustExec(t, c, "COMMIT")
-		mustExec(t, c, "BEGIN")
+		wavetest.MustExec(t, c, "COMMIT")
+		wavetest.MustExec(t, c, "BEGIN")
 		fmtUpdate(t, c, id, 1, withExtra)
 		if id+1 < to {
 			fmtUpdate(t, c, id+1, 2, withExtra)
 		}
 		if id+2 < to {
-			mustExec(t, c, "DELETE FROM every_type WHERE id = ?", id+2)
+			wavetest.MustExec(t, c, "DELETE FROM every_type WHERE id = ?", id+2)
 		}
-		mustExec(t, c, "COMMIT")
+		wavetest.MustExec(t, c, "COMMIT")
 	}
 }
 
@@ -204,26 +205,26 @@ func TestFormatsFlinkIntegration(t *testing.T) {
 		t.Fatalf("formatcheck.sh prepare: %v\n%s", err, out)
 	}
 
-	conn := connect(t)
+	conn := wavetest.Connect(t)
 	db := fmt.Sprintf("fmt_%d", time.Now().UnixNano()%1e9)
-	mustExec(t, conn, "CREATE DATABASE "+db)
-	t.Cleanup(func() { connect(t).Execute("DROP DATABASE IF EXISTS " + db) })
+	wavetest.MustExec(t, conn, "CREATE DATABASE "+db)
+	t.Cleanup(func() { wavetest.Connect(t).Execute("DROP DATABASE IF EXISTS " + db) })
 	if err := conn.UseDB(db); err != nil {
 		t.Fatal(err)
 	}
-	mustExec(t, conn, "SET time_zone = '+00:00'")
+	wavetest.MustExec(t, conn, "SET time_zone = '+00:00'")
 	var defs []string
 	for _, col := range fmtColumns[:len(fmtColumns)-1] {
 		defs = append(defs, col.name+" "+col.sqlType)
 	}
-	mustExec(t, conn, "CREATE TABLE every_type ("+strings.Join(defs, ", ")+")")
+	wavetest.MustExec(t, conn, "CREATE TABLE every_type ("+strings.Join(defs, ", ")+")")
 	// Rows before the instance's start: its snapshot reads them.
 	for id := 1; id <= 20; id++ {
 		fmtInsert(t, conn, id, 0, false)
 	}
 
 	zkRoot := fmt.Sprintf("/binlake-test-formats-%d", time.Now().UnixNano())
-	c, err := zk.New(ctx, zk.Options{Servers: strings.Split(zkAddr, ","), Root: zkRoot, SessionTimeout: 4 * time.Second, Logger: testLogger(t)})
+	c, err := zk.New(ctx, zk.Options{Servers: strings.Split(zkAddr, ","), Root: zkRoot, SessionTimeout: 4 * time.Second, Logger: testenv.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestFormatsFlinkIntegration(t *testing.T) {
 	prefix := fmt.Sprintf("fmt%d", time.Now().UnixNano()%1e9)
 	inst := &cluster.Instance{ID: "formats",
 		Source:   cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-		Start:    currentPos(t),
+		Start:    wavetest.CurrentPos(t),
 		Snapshot: &cluster.SnapshotOptions{Initial: true, ChunkRows: 7},
 	}
 	var env []string
@@ -246,7 +247,7 @@ func TestFormatsFlinkIntegration(t *testing.T) {
 	if _, err := cluster.AddInstance(ctx, c, inst, "wave-f1", nil); err != nil {
 		t.Fatal(err)
 	}
-	cfg := waveConfig("wave-f1", zkAddr, zkRoot, brokers, 4*time.Second)
+	cfg := wavetest.WaveConfig("wave-f1", zkAddr, zkRoot, brokers, 4*time.Second)
 	offset := func() cluster.Position {
 		var p cluster.Position
 		v, err := c.Get(ctx, cluster.OffsetKey(inst.ID))
@@ -274,24 +275,24 @@ func TestFormatsFlinkIntegration(t *testing.T) {
 		}
 	}
 
-	p1 := startWave(t, "wave-f1", cfg, env)
+	p1 := wavetest.StartWave(t, "wave-f1", cfg, env)
 	fmtWorkload(t, conn, 100, 160, false)
-	mid := currentPos(t)
-	waitFor("the first half captured", func() bool { return covers(t, offset().GTIDSet, mid.GTIDSet) }, p1)
+	mid := wavetest.CurrentPos(t)
+	waitFor("the first half captured", func() bool { return wavetest.Covers(t, offset().GTIDSet, mid.GTIDSet) }, p1)
 	// More changes, and the wave killed while it captures them.
 	fmtWorkload(t, conn, 160, 200, false)
 	p1.Kill(t)
 	t.Logf("kill -9 of the wave at committed offset %s", offset().String())
-	mustExec(t, conn, "ALTER TABLE every_type ADD COLUMN extra VARCHAR(20) NULL")
+	wavetest.MustExec(t, conn, "ALTER TABLE every_type ADD COLUMN extra VARCHAR(20) NULL")
 	fmtWorkload(t, conn, 200, 260, true)
 	// Rows from before the DDL change too, and one row of NULLs becomes values.
 	fmtUpdate(t, conn, 1, 5, true)
 	fmtUpdate(t, conn, 6, 3, true)
-	mustExec(t, conn, "DELETE FROM every_type WHERE id IN (2, 3)")
-	end := currentPos(t)
+	wavetest.MustExec(t, conn, "DELETE FROM every_type WHERE id IN (2, 3)")
+	end := wavetest.CurrentPos(t)
 
-	p2 := startWave(t, "wave-f1", cfg, env)
-	waitFor("the offset to reach the end of the workload "+end.GTIDSet, func() bool { return covers(t, offset().GTIDSet, end.GTIDSet) }, p2)
+	p2 := wavetest.StartWave(t, "wave-f1", cfg, env)
+	waitFor("the offset to reach the end of the workload "+end.GTIDSet, func() bool { return wavetest.Covers(t, offset().GTIDSet, end.GTIDSet) }, p2)
 	waitFor("the snapshot to be done", func() bool { return !offset().Snapshot.Active() }, p2)
 
 	for _, s := range fmtSubscriptions {
