@@ -74,6 +74,7 @@ func TestAlertmanagerChannelIntegration(t *testing.T) {
 				assert.Equal(c, "active", as[0].Status.State)
 				assert.Equal(c, "wave-9", as[0].Labels["node"])
 				assert.Equal(c, "cpu", as[0].Labels["alertname"])
+				assert.Equal(c, "P2", as[0].Labels["severity"])
 				assert.Equal(c, "wave-9 at 97", as[0].Annotations["summary"])
 				assert.Contains(c, as[0].GeneratorURL, "http://alarm.test:8092/v1/alerts?fingerprint=")
 			}
