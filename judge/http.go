@@ -307,7 +307,10 @@ func placementQuery(q url.Values, req *api.PlacementRequest) error {
 // bodyBufs recycle the buffers metric batches are read into (Decode copies what it keeps).
 var bodyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func (j *Judge) handleMetrics(w http.ResponseWriter, r *http.Request) {
+// readBody reads a request's body, at most limit bytes, into a pooled buffer, and calls
+// handle with it (valid only during the call). A body past the limit is counted as
+// source's decode error and answered 413; a read error is answered too.
+func (j *Judge) readBody(w http.ResponseWriter, r *http.Request, limit int64, source string, handle func([]byte)) {
 	buf := bodyBufs.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= 1<<20 {
@@ -315,24 +318,28 @@ func (j *Judge) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			bodyBufs.Put(buf)
 		}
 	}()
-	if r.ContentLength > 0 && r.ContentLength <= MaxMetricsBytes {
+	if r.ContentLength > 0 && r.ContentLength <= limit {
 		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxMetricsBytes))
-	data := buf.Bytes()
-	if err != nil {
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			j.m.decodeErrors.WithLabelValues(sourceHTTP).Inc()
+			j.m.decodeErrors.WithLabelValues(source).Inc()
 		}
 		j.writeError(w, r, err)
 		return
 	}
-	if err := j.IngestRaw(data, sourceHTTP); err != nil {
-		j.writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusAccepted)
+	handle(buf.Bytes())
+}
+
+func (j *Judge) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	j.readBody(w, r, MaxMetricsBytes, sourceHTTP, func(data []byte) {
+		if err := j.IngestRaw(data, sourceHTTP); err != nil {
+			j.writeError(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
 }
 
 type pluginInfo struct {

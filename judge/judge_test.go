@@ -493,7 +493,7 @@ func TestStoreBufferOverflow(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, r.status, string(r.body))
 	c := j.StoreCounters()
 	c.Errors = 0 // how many retries happened so far depends on timing
-	require.Equal(t, store.BufferCounters{Buffered: 10, Dropped: 8}, c)
+	require.Equal(t, store.BufferCounters{Buffered: 10, Capacity: 10, Dropped: 8}, c)
 	r = do(t, h, "GET", "/metrics", "", nil)
 	require.Contains(t, string(r.body), "binlake_judge_store_points_dropped_total 8\n")
 	r = do(t, h, "GET", "/healthz", "", nil)

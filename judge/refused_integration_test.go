@@ -46,7 +46,8 @@ func TestJudgeBusBatchPartlyRefusedIntegration(t *testing.T) {
 	}})
 	require.Eventually(t, func() bool { return acks.Ready()[0] == 2 }, 15*time.Second, 10*time.Millisecond, "both batches acked")
 	c := j.StoreCounters()
-	require.Equal(t, store.BufferCounters{Written: 3, Dropped: 2, Refused: 2}, c)
+	require.Equal(t, store.BufferCounters{Written: 3, Dropped: 2, Refused: 2, Capacity: c.Capacity}, c)
+	require.Positive(t, c.Capacity)
 
 	r := do(t, j.Handler(), "GET", "/metrics", "", nil)
 	require.Contains(t, string(r.body), "binlake_judge_store_points_refused_total 2\n")

@@ -1,8 +1,6 @@
 package judge
 
 import (
-	"bytes"
-	"errors"
 	"net/http"
 
 	"github.com/binlake/binlake/judge/remotewrite"
@@ -21,22 +19,11 @@ const MaxRemoteWriteBytes = 16 << 20
 // batches were partly ingested before a 503 comes again whole; the judge counts what it
 // has seen as late points, as it does an agent's redelivery.
 func (j *Judge) handleRemoteWrite(w http.ResponseWriter, r *http.Request) {
-	buf := bodyBufs.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= 1<<20 {
-			buf.Reset()
-			bodyBufs.Put(buf)
-		}
-	}()
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxRemoteWriteBytes)); err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			j.m.decodeErrors.WithLabelValues(sourceRemoteWrite).Inc()
-		}
-		j.writeError(w, r, err)
-		return
-	}
-	req, err := remotewrite.Decode(buf.Bytes(), remotewrite.Limits{})
+	j.readBody(w, r, MaxRemoteWriteBytes, sourceRemoteWrite, func(body []byte) { j.remoteWrite(w, r, body) })
+}
+
+func (j *Judge) remoteWrite(w http.ResponseWriter, r *http.Request, body []byte) {
+	req, err := remotewrite.Decode(body, remotewrite.Limits{})
 	if err != nil {
 		j.m.decodeErrors.WithLabelValues(sourceRemoteWrite).Inc()
 		j.writeError(w, r, err)

@@ -32,13 +32,7 @@ var (
 // not name an executable always fails.
 func RequireTool(t testing.TB, s Service) string {
 	t.Helper()
-	v := os.Getenv(s.Env)
-	if v == "" {
-		if InCI() {
-			t.Fatalf("%s is required under CI=true but %s is not set (run `make services-up`)", s.Name, s.Env)
-		}
-		t.Skipf("integration test: %s not set (run `make services-up` and `eval $(deploy/testenv/services.sh env)`)", s.Env)
-	}
+	v := lookup(t, s)
 	if fi, err := os.Stat(v); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 		t.Fatalf("%s: %s=%s is not an executable (run `make services-up`)", s.Name, s.Env, v)
 	}

@@ -34,13 +34,7 @@ func InCI() bool { return os.Getenv("CI") == "true" }
 // otherwise, naming the service.
 func Require(t testing.TB, s Service) string {
 	t.Helper()
-	v := os.Getenv(s.Env)
-	if v == "" {
-		if InCI() {
-			t.Fatalf("%s is required under CI=true but %s is not set (run `make services-up`)", s.Name, s.Env)
-		}
-		t.Skipf("integration test: %s not set (run `make services-up` and `eval $(deploy/testenv/services.sh env)`)", s.Env)
-	}
+	v := lookup(t, s)
 	for _, hp := range HostPorts(v) {
 		conn, err := net.DialTimeout("tcp", hp, 3*time.Second)
 		if err != nil {
@@ -48,6 +42,20 @@ func Require(t testing.TB, s Service) string {
 			t.Fatalf("%s is unreachable at %s (from %s): %v; start it with `make services-up`", s.Name, hp, s.Env, err)
 		}
 		conn.Close()
+	}
+	return v
+}
+
+// lookup returns s's variable; unset, it skips the test outside CI and fails it under
+// CI=true, naming the service.
+func lookup(t testing.TB, s Service) string {
+	t.Helper()
+	v := os.Getenv(s.Env)
+	if v == "" {
+		if InCI() {
+			t.Fatalf("%s is required under CI=true but %s is not set (run `make services-up`)", s.Name, s.Env)
+		}
+		t.Skipf("integration test: %s not set (run `make services-up` and `eval $(deploy/testenv/services.sh env)`)", s.Env)
 	}
 	return v
 }
