@@ -26,7 +26,6 @@ import (
 func TestRemoteWriteFromPrometheusIntegration(t *testing.T) {
 	t.Parallel()
 	exporter := testenv.StartNodeExporter(t)
-	busy0, total0 := procCPU(t)
 	s := startUp(t, upOptions{DataDir: t.TempDir(), Node: "rw-up"})
 	node := fmt.Sprintf("rw-%d", time.Now().UnixNano())
 	prom := testenv.StartPrometheus(t, fmt.Sprintf(`global:
@@ -81,30 +80,46 @@ remote_write:
 	require.Positive(t, mounts, "no disk.used_pct{mount} in %+v", detail.Current.Series)
 
 	// What the judge holds is what /proc shows: memory and load now, and the CPU's busy
-	// share over the run (the judge's hour mean against /proc/stat since node_exporter
-	// started), within a few points.
-	var cur struct {
-		Current struct {
-			Series []struct {
-				Name   string            `json:"name"`
-				Labels map[string]string `json:"labels"`
-				Mean   float64           `json:"mean"`
-				Last   float64           `json:"last"`
-			} `json:"series"`
-		} `json:"current"`
+	// share over the same 8 s: the judge's samples between two readings of the node
+	// (their count and mean give their sum) against /proc/stat between the same moments,
+	// within a few points (the scrapes' edges fall up to a second off the readings').
+	type seriesNow struct {
+		Count      int64
+		Mean, Last float64
 	}
-	require.Equal(t, http.StatusOK, getJSON(t, "GET", s.urls.Judge+"/v1/nodes/"+node, "", &cur))
+	read := func() map[string]seriesNow {
+		var cur struct {
+			Current struct {
+				Series []struct {
+					Name   string            `json:"name"`
+					Labels map[string]string `json:"labels"`
+					Count  int64             `json:"count"`
+					Mean   float64           `json:"mean"`
+					Last   float64           `json:"last"`
+				} `json:"series"`
+			} `json:"current"`
+		}
+		require.Equal(t, http.StatusOK, getJSON(t, "GET", s.urls.Judge+"/v1/nodes/"+node, "", &cur))
+		out := map[string]seriesNow{}
+		for _, se := range cur.Current.Series {
+			if len(se.Labels) == 0 {
+				out[se.Name] = seriesNow{se.Count, se.Mean, se.Last}
+			}
+		}
+		return out
+	}
+	a := read()["cpu.util"]
+	busy0, total0 := procCPU(t)
+	time.Sleep(8 * time.Second)
+	got := read()
 	busy1, total1 := procCPU(t)
 	memPct, load1 := procMemLoad(t)
-	got := map[string][2]float64{}
-	for _, se := range cur.Current.Series {
-		if len(se.Labels) == 0 {
-			got[se.Name] = [2]float64{se.Mean, se.Last}
-		}
-	}
-	require.InDelta(t, memPct, got["mem.used_pct"][1], 3, "mem.used_pct against /proc/meminfo")
-	require.InDelta(t, load1, got["load.1"][1], max(1.5, load1/4), "load.1 against /proc/loadavg")
-	require.InDelta(t, 100*(busy1-busy0)/(total1-total0), got["cpu.util"][0], 12, "cpu.util against /proc/stat over the run")
+	require.InDelta(t, memPct, got["mem.used_pct"].Last, 3, "mem.used_pct against /proc/meminfo")
+	require.InDelta(t, load1, got["load.1"].Last, max(1.5, load1/4), "load.1 against /proc/loadavg")
+	b := got["cpu.util"]
+	require.Greater(t, b.Count-a.Count, int64(4), "cpu.util samples in 8 s of 1 s scrapes")
+	judged := (float64(b.Count)*b.Mean - float64(a.Count)*a.Mean) / float64(b.Count-a.Count)
+	require.InDelta(t, 100*(busy1-busy0)/(total1-total0), judged, 8, "cpu.util against /proc/stat over the same 8 s")
 
 	// A placement can choose the node: it is live, with the figures the plugins read.
 	var placed struct {
