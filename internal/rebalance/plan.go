@@ -21,7 +21,9 @@
 //  2. No wave's peak above the hard threshold.
 //  3. The spread of peaks across waves (the highest minus the lowest) within the band;
 //     then, best effort (Goals.LevelGain), the highest peak lowered towards the fleet's
-//     level while each step lowers it by more than the predictions' noise.
+//     level while each step lowers it by more than the predictions' noise; and
+//     (Goals.LevelNow) the load of the hour the fleet is in levelled likewise, by moves
+//     that leave those peaks where they are.
 //  4. Every wave's share of the instances, best effort within the goals above: a wave
 //     that runs fewer than half its share of them (in proportion to its free capacity)
 //     takes instances, up to its share rounded down, from the waves most over theirs,
@@ -107,6 +109,11 @@ type Goals struct {
 	// to is the least known (its hour-of-day profile there fills in over a day), so a
 	// step over it would be the first to be undone by the next plan's figures.
 	LevelSettle time.Duration
+	// LevelNow, with LevelGain, adds the level's second pass: the slots it names (the
+	// judge's: now, this hour and the next) are levelled too, once the daily peaks are,
+	// by moves that keep every daily peak where the first pass left it (now.go). Without
+	// it a fleet level at its peaks can be uneven at the hour it is in.
+	LevelNow []int
 	// NoShare turns the share-of-instances goal off (a caller that balances counts by
 	// itself: the fewest-instances fallback).
 	NoShare bool
@@ -722,6 +729,7 @@ func (st *state) spread() string {
 		hi, lo := top[0].peak, bottom[0].peak
 		if hi-lo <= st.goals.Band+eps || st.goals.Balance > 0 && hi <= st.goals.Balance*meanPeak(live)+eps {
 			st.lower(rest, live, limit)
+			st.levelNow(rest, live, limit)
 			if len(stuck) == 0 {
 				return ""
 			}
@@ -804,6 +812,20 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 // their total capacity: no assignment can bring every wave's peak below it (a bound that
 // mixing the waves' daily cycles approaches, one instance's size permitting).
 func level(live []*waveState) float64 {
+	return slices.Max(append(levels(live), 0))
+}
+
+// levelAt is the fleet's utilisation in slot k (0 when it has no live wave).
+func levelAt(live []*waveState, k int) float64 {
+	if l := levels(live); k < len(l) {
+		return l[k]
+	}
+	return 0
+}
+
+// levels is the live waves' total load over their total capacity, per slot (nil when
+// there is no live wave or no capacity).
+func levels(live []*waveState) []float64 {
 	var capSum float64
 	var total []float64
 	for _, w := range live {
@@ -815,10 +837,13 @@ func level(live []*waveState) float64 {
 			total[k] += l
 		}
 	}
-	if capSum == 0 || total == nil {
-		return 0
+	if capSum == 0 {
+		return nil
 	}
-	return slices.Max(total) / capSum
+	for k := range total {
+		total[k] /= capSum
+	}
+	return total
 }
 
 // list names at most five waves.
