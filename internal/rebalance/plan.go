@@ -660,8 +660,13 @@ func (st *state) hardMax() string {
 // that it alone (with that wave's base) keeps under the threshold, though the wave's own
 // instances then put it over; the next steps move those off, to where there is room.
 // Each instance moves once per plan, so this cannot cycle. nil when no such wave exists.
+// What cannot leave the destination (its base, and its instances pinned, cooling down
+// or moved by this plan) counts: on a seeded fleet, a second eviction onto the wave a
+// large instance had just been evicted to took it to 0.91, and the next plan moved 15
+// small instances off it before the one that had to go could.
 func (st *state) evict(over, live []*waveState) *step {
 	var best *step
+	fixedLoad := map[*waveState][]float64{}
 	for _, src := range over {
 		for _, in := range src.insts {
 			if !st.movable(in) {
@@ -676,9 +681,14 @@ func (st *state) evict(over, live []*waveState) *step {
 					continue
 				}
 				c := st.costOn(in.Instance, dst)
-				alone := math.Inf(-1) // dst's peak with its base and in alone
+				fixed := fixedLoad[dst]
+				if fixed == nil {
+					fixed = st.fixedLoad(dst)
+					fixedLoad[dst] = fixed
+				}
+				alone := math.Inf(-1) // dst's peak with in beside what cannot leave it
 				for k := range dst.load {
-					alone = max(alone, (dst.baseAt(k)+c[k])/dst.cap)
+					alone = max(alone, (fixed[k]+c[k])/dst.cap)
 				}
 				if alone > st.goals.HardMax+eps || alone >= src.peak-eps {
 					continue
@@ -694,6 +704,23 @@ func (st *state) evict(over, live []*waveState) *step {
 		best.dstPeak = best.dst.peakWith(best.cost, 1)
 	}
 	return best
+}
+
+// fixedLoad is w's load per slot that cannot leave it: its base and its instances that
+// may not move.
+func (st *state) fixedLoad(w *waveState) []float64 {
+	out := make([]float64, len(w.load))
+	for k := range out {
+		out[k] = w.baseAt(k)
+	}
+	for _, in := range w.insts {
+		if !st.movable(in) {
+			for k, c := range in.cost {
+				out[k] += c
+			}
+		}
+	}
+	return out
 }
 
 // spread narrows the spread of peaks until it is within the band: it lowers the
