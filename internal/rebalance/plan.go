@@ -189,6 +189,8 @@ type state struct {
 	moves    []Move
 	// settledOnly: only instances that moved at least LevelSettle ago may move (lower).
 	settledOnly bool
+	// floors caches largeFloor: an instance's floor does not change within a plan.
+	floors map[*instState]float64
 }
 
 type waveState struct {
@@ -644,7 +646,10 @@ func (st *state) hardMax() string {
 				over = append(over, w)
 			}
 		}
-		s := st.bestStep(over, bottom, st.goals.HardMax, eps)
+		s := st.cheaperToEvict(hot, live)
+		if s == nil {
+			s = st.bestStep(over, bottom, st.goals.HardMax, eps)
+		}
 		if s == nil {
 			s = st.evict(over, live)
 		}
@@ -769,10 +774,18 @@ func (st *state) spread() string {
 			return unmet(spread(live), fmt.Sprintf(", and the search ran out of its %s", st.goals.Budget))
 		}
 		var atTop []*waveState
+		held := false
 		for _, w := range top {
 			if w.peak >= hi-gain {
 				atTop = append(atTop, w)
+				if st.heldByLarge(w, live) {
+					stuck[w], held = true, true
+					stuckNames = append(stuckNames, w.Node)
+				}
 			}
+		}
+		if held {
+			continue
 		}
 		s := st.bestStep(atTop, bottom, limit, gain)
 		if s == nil && len(live) > len(bottom) {
