@@ -48,6 +48,7 @@ func (st *state) levelNow(ws, live []*waveState, limit float64) {
 	if top, _ := w.ends(live, 1); w.excess(top[0]) > w.excess(hot[0])+eps {
 		return // a wave set aside stands higher
 	}
+	mark, startEx := len(st.moves), w.excess(hot[0])
 	for len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
 		w.level(live)
 		hot, _ = w.ends(ws, 1)
@@ -65,6 +66,7 @@ func (st *state) levelNow(ws, live []*waveState, limit float64) {
 			s = st.bestWindowSwap(&w, hot[0], cool, b, g)
 		}
 		if s == nil {
+			st.keepIfLowered(mark, startEx-w.excess(hot[0]), g)
 			return
 		}
 		st.apply(s, ReasonSpread)

@@ -191,6 +191,16 @@ type state struct {
 	settledOnly bool
 	// floors caches largeFloor: an instance's floor does not change within a plan.
 	floors map[*instState]float64
+	// undo holds, per move, what rollback needs to take it back.
+	undo []undoMove
+}
+
+// undoMove is what a move changed: the instance's wave, cost and last move.
+type undoMove struct {
+	in       *instState
+	from, to *waveState
+	cost     []float64
+	movedAt  time.Time
 }
 
 type waveState struct {
@@ -828,9 +838,11 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 	// figures drifting by about that as the hours turn, do not start again for what the
 	// last one left.
 	floor := level(live) + st.goals.Band/2
-	if top, _ := ends(ws, 1); top[0].peak <= floor+g+eps {
+	top, _ := ends(ws, 1)
+	if top[0].peak <= floor+g+eps {
 		return
 	}
+	mark, start := len(st.moves), top[0].peak
 	for len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
 		top, bottom := ends(ws, candidates)
 		if top[0].peak <= floor+eps {
@@ -842,10 +854,38 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 			s = st.bestMove(hot, ws, limit, g)
 		}
 		if s == nil {
+			st.keepIfLowered(mark, start-highest(ws), g)
 			return
 		}
 		st.apply(s, ReasonSpread)
 	}
+}
+
+// keepIfLowered takes back the moves made since mark by a best-effort pass that stopped
+// because no step could go on (not for the move limit or the budget, which the next
+// plan takes up) when they lowered the highest it works on by less than gain: each
+// step lowered one of the waves at the top, and with many waves near it (the 200-wave
+// fleet) the pass can lower several and stop at the next, leaving the fleet's highest
+// where it was: moves for nothing, which the next plan, on slightly different figures,
+// would start again (the plans went on at 2–11 moves each to the round limit).
+func (st *state) keepIfLowered(mark int, lowered, gain float64) {
+	if lowered >= gain-eps {
+		return
+	}
+	st.rollback(mark)
+}
+
+// rollback takes back the moves made since mark, the last first.
+func (st *state) rollback(mark int) {
+	for i := len(st.moves) - 1; i >= mark; i-- {
+		u := st.undo[i]
+		u.to.remove(u.in)
+		u.in.cost, u.in.MovedAt, u.in.Node = u.cost, u.movedAt, u.from.Node
+		u.from.add(u.in)
+		u.from.repeak()
+		u.to.repeak()
+	}
+	st.moves, st.undo = st.moves[:mark], st.undo[:mark]
 }
 
 // level is the fleet's utilisation at its busiest slot, its live waves' total load over
@@ -1038,6 +1078,7 @@ func (w *waveState) baseAt(k int) float64 {
 // move records a move of in from (nil for a dead wave) to to, where it costs c.
 func (st *state) move(in *instState, from, to *waveState, c []float64, reason, swap string) {
 	m := Move{Instance: in.ID, From: in.Node, To: to.Node, Reason: reason, Swap: swap}
+	st.undo = append(st.undo, undoMove{in: in, from: from, to: to, cost: in.cost, movedAt: in.MovedAt})
 	if from != nil {
 		m.FromLoad[0] = from.peak
 		from.remove(in)
