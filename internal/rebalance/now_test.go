@@ -1,6 +1,7 @@
 package rebalance
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -113,5 +114,36 @@ func TestLevelTakesBackWhatDidNotLower(t *testing.T) {
 	g = Goals{HardMax: 0.9, Band: 0.03, LevelGain: 0.01, LevelSettle: 24 * time.Hour, LevelNow: []int{0}, NoShare: true}
 	if p := Make(ws, insts, g, now); len(p.Moves) != 0 {
 		t.Errorf("b cannot come down now: moves %+v: want none", p.Moves)
+	}
+}
+
+// TestLevelNowMustPay: n waves stand 3.5 points above the fleet's level now (two
+// now-only instances of 0.035 beside a day-long one), n others as far below. One move
+// from each high wave to a low one levels them all, lowering the highest by 3.5 gains
+// of 0.01: with 10 of each that is 10 moves, kept; with 40 it is 40, more than
+// nowMovesPerGain a gain, taken back.
+func TestLevelNowMustPay(t *testing.T) {
+	fleet := func(n int) ([]Wave, []Instance) {
+		var ws []Wave
+		var insts []Instance
+		day, piece := []float64{0.1, 0.5, 0.5}, []float64{0.035, 0, 0}
+		for i := range 2 * n {
+			node := fmt.Sprintf("w%02d", i)
+			ws = append(ws, Wave{Node: node, Alive: true, Capacity: 1, Row: 1})
+			insts = append(insts, Instance{ID: node + "-day", Node: node, Rows: day})
+			if i < n {
+				insts = append(insts, Instance{ID: node + "-a", Node: node, Rows: piece}, Instance{ID: node + "-b", Node: node, Rows: piece})
+			}
+		}
+		return ws, insts
+	}
+	g := Goals{HardMax: 0.9, Band: 0.03, LevelGain: 0.01, LevelSettle: 24 * time.Hour, LevelNow: []int{0}, NoShare: true, MaxMoves: 1000}
+	ws, insts := fleet(10)
+	if p := Make(ws, insts, g, now); len(p.Moves) != 10 {
+		t.Errorf("10 high waves: %d moves, want the 10 that level them", len(p.Moves))
+	}
+	ws, insts = fleet(40)
+	if p := Make(ws, insts, g, now); len(p.Moves) != 0 {
+		t.Errorf("40 high waves: %d moves for 3.5 gains, want none (more than %d a gain)", len(p.Moves), nowMovesPerGain)
 	}
 }
