@@ -10,10 +10,11 @@ import "math"
 // off such a wave in the first plan, each lowering it by a point or less, and the next
 // plan moved the large one all the same. So the goal counts both ways' moves first
 // (cheaperToEvict). And once the highest wave stands within the band of where its
-// largest instance alone would stand on any wave (largeFloor), no move can lower the
-// fleet's highest by more than noise: the spread goal sets that wave aside at once,
-// instead of taking small instances off it a fraction of a point at a time (10 such
-// moves on the same fleet).
+// largest instance alone would stand on any wave (largeFloor), and that is more than
+// the band above the lowest wave, no move can lower the fleet's highest by more than
+// noise nor meet the band: the spread goal sets that wave aside at once, instead of
+// taking small instances off it a fraction of a point at a time (10 such moves on the
+// same fleet).
 
 // shedCount is how many of w's movable instances (the largest first, at its peak slot)
 // must leave it, beside skip, for its peak with extra added to come to limit or under;
@@ -124,10 +125,24 @@ func (st *state) largeFloor(in *instState, live []*waveState) float64 {
 }
 
 // heldByLarge reports whether w's peak stands within the band of its largest
-// instance's floor: no assignment can lower it, and so the fleet's highest, by more.
-func (st *state) heldByLarge(w *waveState, live []*waveState) bool {
+// instance's floor while that floor stands more than the band above lo (the lowest
+// peak): no assignment can then bring w within the band, and none can lower it, and so
+// the fleet's highest, by more than the band. Where the floor is within the band of
+// the lowest, moving the small instances off can still meet the band, and they move.
+func (st *state) heldByLarge(w *waveState, live []*waveState, lo float64) bool {
 	if len(w.insts) < 2 {
 		return false // alone, the spread goal's own test sets it aside
 	}
-	return w.peak <= st.largeFloor(largest(w), live)+st.goals.Band+eps
+	big := largest(w)
+	// Its floor is at most where it stands alone on w: a cheap test first, as a plan on
+	// a thousand waves asks this of its top wave at every step.
+	alone := math.Inf(-1)
+	for k := range w.load {
+		alone = max(alone, (w.baseAt(k)+big.cost[k])/w.cap)
+	}
+	if alone <= lo+st.goals.Band+eps {
+		return false
+	}
+	floor := st.largeFloor(big, live)
+	return floor > lo+st.goals.Band+eps && w.peak <= floor+st.goals.Band+eps
 }

@@ -25,8 +25,9 @@ func TestEvictBeforeShedding(t *testing.T) {
 
 // TestHeldByLargeSetAside: g runs a large instance (0.5, as much on any wave) and three
 // small ones (0.01): its peak, 0.53, is within the band (0.05) of where the large one
-// alone would stand. Moving the small ones off would lower the highest wave by a point
-// a move and never to the others' 0.3: the spread goal sets g aside at once.
+// alone would stand, and that more than the band above the others' 0.3. Moving the
+// small ones off would lower the highest wave by a point a move and never into the
+// band: the spread goal sets g aside at once.
 func TestHeldByLargeSetAside(t *testing.T) {
 	insts := append(costs("g", 0.5, 0.01, 0.01, 0.01), costs("a", 0.1, 0.1, 0.1)...)
 	insts = append(insts, costs("b", 0.1, 0.1, 0.1)...)
@@ -36,6 +37,13 @@ func TestHeldByLargeSetAside(t *testing.T) {
 	}
 	if !strings.Contains(p.Unmet, "g cannot come down") {
 		t.Errorf("unmet %q: want it to name g as set aside", p.Unmet)
+	}
+	// Where its floor is within the band of the lowest (the others at 0.47), moving a
+	// small one off meets the band, and it moves.
+	insts = append(costs("g", 0.5, 0.01, 0.01, 0.01), costs("a", 0.2, 0.27)...)
+	insts = append(insts, costs("b", 0.2, 0.27)...)
+	if p := Make(unitWaves("g", "a", "b"), insts, Goals{HardMax: 0.9, Band: 0.05, NoShare: true}, now); len(p.Moves) == 0 || !p.Balanced {
+		t.Errorf("g's floor within the band of the lowest: plan %+v: want small instances moved, balanced", p)
 	}
 	// Beyond the band of its floor the small ones do move: g at 0.6 with ten of them.
 	insts = append(costs("g", 0.5, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01), costs("a", 0.1, 0.1, 0.1)...)

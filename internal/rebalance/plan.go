@@ -788,7 +788,7 @@ func (st *state) spread() string {
 		for _, w := range top {
 			if w.peak >= hi-gain {
 				atTop = append(atTop, w)
-				if st.heldByLarge(w, live) {
+				if st.heldByLarge(w, live, lo) {
 					stuck[w], held = true, true
 					stuckNames = append(stuckNames, w.Node)
 				}
