@@ -838,11 +838,9 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 	// figures drifting by about that as the hours turn, do not start again for what the
 	// last one left.
 	floor := level(live) + st.goals.Band/2
-	top, _ := ends(ws, 1)
-	if top[0].peak <= floor+g+eps {
+	if top, _ := ends(ws, 1); top[0].peak <= floor+g+eps {
 		return
 	}
-	mark, start := len(st.moves), top[0].peak
 	for len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
 		top, bottom := ends(ws, candidates)
 		if top[0].peak <= floor+eps {
@@ -854,25 +852,10 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 			s = st.bestMove(hot, ws, limit, g)
 		}
 		if s == nil {
-			st.keepIfLowered(mark, start-highest(ws), g)
 			return
 		}
 		st.apply(s, ReasonSpread)
 	}
-}
-
-// keepIfLowered takes back the moves made since mark by a best-effort pass that stopped
-// because no step could go on (not for the move limit or the budget, which the next
-// plan takes up) when they lowered the highest it works on by less than gain: each
-// step lowered one of the waves at the top, and with many waves near it (the 200-wave
-// fleet) the pass can lower several and stop at the next, leaving the fleet's highest
-// where it was: moves for nothing, which the next plan, on slightly different figures,
-// would start again (the plans went on at 2–11 moves each to the round limit).
-func (st *state) keepIfLowered(mark int, lowered, gain float64) {
-	if lowered >= gain-eps {
-		return
-	}
-	st.rollback(mark)
 }
 
 // rollback takes back the moves made since mark, the last first.
