@@ -52,7 +52,7 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 		// 5-min steps, 2 of 64 and 1 of 46 instances moved twice; BENCHMARKS.md).
 		oneMinute bool
 		// done: the plans end on an empty one, no instance moved twice, and fewer than a
-		// quarter of the moves greedy's assignment would take (seed 2 takes 107 of 381).
+		// quarter of the moves greedy's assignment would take (seed 2 took 94–107 of 381: at the bound).
 		done bool
 		// toTarget: moves to the target at most 10 % over the descent reference's.
 		toTarget bool
