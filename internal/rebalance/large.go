@@ -11,7 +11,7 @@ import "math"
 // plan moved the large one all the same. So the goal counts both ways' moves first
 // (cheaperToEvict). And once the highest wave stands within the band of where its
 // largest instance alone would stand on any wave (largeFloor), and that is more than
-// the band above the lowest wave, no move can lower the fleet's highest by more than
+// the band above the fleet's level, no move can lower the fleet's highest by more than
 // noise nor meet the band: the spread goal sets that wave aside at once, instead of
 // taking small instances off it a fraction of a point at a time (10 such moves on the
 // same fleet).
@@ -125,10 +125,12 @@ func (st *state) largeFloor(in *instState, live []*waveState) float64 {
 }
 
 // heldByLarge reports whether w's peak stands within the band of its largest
-// instance's floor while that floor stands more than the band above lo (the lowest
-// peak): no assignment can then bring w within the band, and none can lower it, and so
-// the fleet's highest, by more than the band. Where the floor is within the band of
-// the lowest, moving the small instances off can still meet the band, and they move.
+// instance's floor while that floor stands more than the band above the fleet's level
+// (its total load over its total capacity at its busiest slot, which the lowest wave
+// cannot rise above however the others move): no assignment can then bring w within
+// the band, and none can lower it, and so the fleet's highest, by more than the band.
+// Where the floor is within the band of the level, moving the small instances off can
+// still meet the band, and they move. lo, the lowest peak, makes a cheap first test.
 func (st *state) heldByLarge(w *waveState, live []*waveState, lo float64) bool {
 	if len(w.insts) < 2 {
 		return false // alone, the spread goal's own test sets it aside
@@ -144,5 +146,5 @@ func (st *state) heldByLarge(w *waveState, live []*waveState, lo float64) bool {
 		return false
 	}
 	floor := st.largeFloor(big, live)
-	return floor > lo+st.goals.Band+eps && w.peak <= floor+st.goals.Band+eps
+	return floor > level(live)+st.goals.Band+eps && w.peak <= floor+st.goals.Band+eps
 }

@@ -45,6 +45,13 @@ func TestHeldByLargeSetAside(t *testing.T) {
 	if p := Make(unitWaves("g", "a", "b"), insts, Goals{HardMax: 0.9, Band: 0.05, NoShare: true}, now); len(p.Moves) == 0 || !p.Balanced {
 		t.Errorf("g's floor within the band of the lowest: plan %+v: want small instances moved, balanced", p)
 	}
+	// Its floor more than the band above the lowest (0.31 against 0.07 and a band of
+	// 0.2) but not above the level (0.245): moving its small one raises the lowest into
+	// the band, and it moves.
+	insts = append(costs("g", 0.31, 0.11), costs("a", 0.07)...)
+	if p := Make(unitWaves("g", "a"), insts, Goals{HardMax: 0.9, Band: 0.2, NoShare: true}, now); len(p.Moves) != 1 || !p.Balanced {
+		t.Errorf("g's floor within the band of the level: plan %+v: want its small instance moved, balanced", p)
+	}
 	// Beyond the band of its floor the small ones do move: g at 0.6 with ten of them.
 	insts = append(costs("g", 0.5, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01), costs("a", 0.1, 0.1, 0.1)...)
 	insts = append(insts, costs("b", 0.1, 0.1, 0.1)...)
