@@ -81,12 +81,16 @@ func (o RebalanceOptions) validate() error {
 	return nil
 }
 
-// goals are the planner's goals in the given model.
-func (o RebalanceOptions) goals(model string) rebalance.Goals {
+// goals are the planner's goals in the given model, for a plan made at now.
+func (o RebalanceOptions) goals(model string, now time.Time) rebalance.Goals {
 	g := rebalance.Goals{MaxMoves: o.MaxMoves, Cooldown: o.Cooldown}
 	if model == api.ModelUtilisation {
 		g.HardMax, g.Band, g.Balance = o.MaxUtilisation, o.UtilisationBand, o.UtilisationBalance
 		g.LevelGain, g.LevelSettle = o.UtilisationBand/3, levelSettle
+		// The second level: now (slot 0), this hour and the next (the load view's slot of
+		// each UTC hour is 1 + the hour), so that the hour turning does not undo it at once.
+		h := now.UTC().Hour()
+		g.LevelNow = []int{0, 1 + h, 1 + (h+1)%24}
 	} else {
 		g.HardMax, g.Band = o.HardMax, o.Band
 	}

@@ -154,7 +154,7 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 		}
 		waves = append(waves, planWave(v, true, running))
 	}
-	p := rebalance.Make(waves, insts, o.goals(model), now)
+	p := rebalance.Make(waves, insts, o.goals(model, now), now)
 	ans := answer(p, o, costs, asOf, now)
 	ans.Model, ans.ModelNote = model, note
 	ans.Waves = waveLoads(reqWaves, reqInsts, views, p, model)

@@ -21,7 +21,9 @@
 //  2. No wave's peak above the hard threshold.
 //  3. The spread of peaks across waves (the highest minus the lowest) within the band;
 //     then, best effort (Goals.LevelGain), the highest peak lowered towards the fleet's
-//     level while each step lowers it by more than the predictions' noise.
+//     level while each step lowers it by more than the predictions' noise; and
+//     (Goals.LevelNow) the load of the hour the fleet is in levelled likewise, by moves
+//     that leave those peaks where they are.
 //  4. Every wave's share of the instances, best effort within the goals above: a wave
 //     that runs fewer than half its share of them (in proportion to its free capacity)
 //     takes instances, up to its share rounded down, from the waves most over theirs,
@@ -107,6 +109,11 @@ type Goals struct {
 	// to is the least known (its hour-of-day profile there fills in over a day), so a
 	// step over it would be the first to be undone by the next plan's figures.
 	LevelSettle time.Duration
+	// LevelNow, with LevelGain, adds the level's second pass: the slots it names (the
+	// judge's: now, this hour and the next) are levelled too, once the daily peaks are,
+	// by moves that keep every daily peak where the first pass left it (now.go). Without
+	// it a fleet level at its peaks can be uneven at the hour it is in.
+	LevelNow []int
 	// NoShare turns the share-of-instances goal off (a caller that balances counts by
 	// itself: the fewest-instances fallback).
 	NoShare bool
@@ -182,6 +189,18 @@ type state struct {
 	moves    []Move
 	// settledOnly: only instances that moved at least LevelSettle ago may move (lower).
 	settledOnly bool
+	// floors caches largeFloor: an instance's floor does not change within a plan.
+	floors map[*instState]float64
+	// undo holds, per move, what rollback needs to take it back.
+	undo []undoMove
+}
+
+// undoMove is what a move changed: the instance's wave, cost and last move.
+type undoMove struct {
+	in       *instState
+	from, to *waveState
+	cost     []float64
+	movedAt  time.Time
 }
 
 type waveState struct {
@@ -637,7 +656,10 @@ func (st *state) hardMax() string {
 				over = append(over, w)
 			}
 		}
-		s := st.bestStep(over, bottom, st.goals.HardMax, eps)
+		s := st.cheaperToEvict(hot, live)
+		if s == nil {
+			s = st.bestStep(over, bottom, st.goals.HardMax, eps)
+		}
 		if s == nil {
 			s = st.evict(over, live)
 		}
@@ -653,8 +675,13 @@ func (st *state) hardMax() string {
 // that it alone (with that wave's base) keeps under the threshold, though the wave's own
 // instances then put it over; the next steps move those off, to where there is room.
 // Each instance moves once per plan, so this cannot cycle. nil when no such wave exists.
+// What cannot leave the destination (its base, and its instances pinned, cooling down
+// or moved by this plan) counts: on a seeded fleet, a second eviction onto the wave a
+// large instance had just been evicted to took it to 0.91, and the next plan moved 15
+// small instances off it before the one that had to go could.
 func (st *state) evict(over, live []*waveState) *step {
 	var best *step
+	fixedLoad := map[*waveState][]float64{}
 	for _, src := range over {
 		for _, in := range src.insts {
 			if !st.movable(in) {
@@ -669,9 +696,14 @@ func (st *state) evict(over, live []*waveState) *step {
 					continue
 				}
 				c := st.costOn(in.Instance, dst)
-				alone := math.Inf(-1) // dst's peak with its base and in alone
+				fixed := fixedLoad[dst]
+				if fixed == nil {
+					fixed = st.fixedLoad(dst)
+					fixedLoad[dst] = fixed
+				}
+				alone := math.Inf(-1) // dst's peak with in beside what cannot leave it
 				for k := range dst.load {
-					alone = max(alone, (dst.baseAt(k)+c[k])/dst.cap)
+					alone = max(alone, (fixed[k]+c[k])/dst.cap)
 				}
 				if alone > st.goals.HardMax+eps || alone >= src.peak-eps {
 					continue
@@ -687,6 +719,23 @@ func (st *state) evict(over, live []*waveState) *step {
 		best.dstPeak = best.dst.peakWith(best.cost, 1)
 	}
 	return best
+}
+
+// fixedLoad is w's load per slot that cannot leave it: its base and its instances that
+// may not move.
+func (st *state) fixedLoad(w *waveState) []float64 {
+	out := make([]float64, len(w.load))
+	for k := range out {
+		out[k] = w.baseAt(k)
+	}
+	for _, in := range w.insts {
+		if !st.movable(in) {
+			for k, c := range in.cost {
+				out[k] += c
+			}
+		}
+	}
+	return out
 }
 
 // spread narrows the spread of peaks until it is within the band: it lowers the
@@ -722,6 +771,7 @@ func (st *state) spread() string {
 		hi, lo := top[0].peak, bottom[0].peak
 		if hi-lo <= st.goals.Band+eps || st.goals.Balance > 0 && hi <= st.goals.Balance*meanPeak(live)+eps {
 			st.lower(rest, live, limit)
+			st.levelNow(rest, live, limit)
 			if len(stuck) == 0 {
 				return ""
 			}
@@ -734,10 +784,18 @@ func (st *state) spread() string {
 			return unmet(spread(live), fmt.Sprintf(", and the search ran out of its %s", st.goals.Budget))
 		}
 		var atTop []*waveState
+		held := false
 		for _, w := range top {
 			if w.peak >= hi-gain {
 				atTop = append(atTop, w)
+				if st.heldByLarge(w, live, lo) {
+					stuck[w], held = true, true
+					stuckNames = append(stuckNames, w.Node)
+				}
 			}
+		}
+		if held {
+			continue
 		}
 		s := st.bestStep(atTop, bottom, limit, gain)
 		if s == nil && len(live) > len(bottom) {
@@ -800,10 +858,37 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 	}
 }
 
+// rollback takes back the moves made since mark, the last first.
+func (st *state) rollback(mark int) {
+	for i := len(st.moves) - 1; i >= mark; i-- {
+		u := st.undo[i]
+		u.to.remove(u.in)
+		u.in.cost, u.in.MovedAt, u.in.Node = u.cost, u.movedAt, u.from.Node
+		u.from.add(u.in)
+		u.from.repeak()
+		u.to.repeak()
+	}
+	st.moves, st.undo = st.moves[:mark], st.undo[:mark]
+}
+
 // level is the fleet's utilisation at its busiest slot, its live waves' total load over
 // their total capacity: no assignment can bring every wave's peak below it (a bound that
 // mixing the waves' daily cycles approaches, one instance's size permitting).
 func level(live []*waveState) float64 {
+	return slices.Max(append(levels(live), 0))
+}
+
+// levelAt is the fleet's utilisation in slot k (0 when it has no live wave).
+func levelAt(live []*waveState, k int) float64 {
+	if l := levels(live); k < len(l) {
+		return l[k]
+	}
+	return 0
+}
+
+// levels is the live waves' total load over their total capacity, per slot (nil when
+// there is no live wave or no capacity).
+func levels(live []*waveState) []float64 {
 	var capSum float64
 	var total []float64
 	for _, w := range live {
@@ -815,10 +900,13 @@ func level(live []*waveState) float64 {
 			total[k] += l
 		}
 	}
-	if capSum == 0 || total == nil {
-		return 0
+	if capSum == 0 {
+		return nil
 	}
-	return slices.Max(total) / capSum
+	for k := range total {
+		total[k] /= capSum
+	}
+	return total
 }
 
 // list names at most five waves.
@@ -973,6 +1061,7 @@ func (w *waveState) baseAt(k int) float64 {
 // move records a move of in from (nil for a dead wave) to to, where it costs c.
 func (st *state) move(in *instState, from, to *waveState, c []float64, reason, swap string) {
 	m := Move{Instance: in.ID, From: in.Node, To: to.Node, Reason: reason, Swap: swap}
+	st.undo = append(st.undo, undoMove{in: in, from: from, to: to, cost: in.cost, movedAt: in.MovedAt})
 	if from != nil {
 		m.FromLoad[0] = from.peak
 		from.remove(in)

@@ -404,7 +404,8 @@ func BenchmarkFailover(b *testing.B) {
 
 // BenchmarkMakePeaks: the same fleet planned on 25 slots (now and each hour of the day),
 // each instance's work peaking at its own hour, priced per wave, with the judge's level
-// steps after the band (a third of the band, instances settled for a day).
+// steps after the band (a third of the band, instances settled for a day) and its second
+// level over now, this hour and the next (now is hour 12).
 func BenchmarkMakePeaks(b *testing.B) {
 	ws, insts := fleet(1000, 10000)
 	r := rand.New(rand.NewPCG(3, 4))
@@ -422,7 +423,8 @@ func BenchmarkMakePeaks(b *testing.B) {
 	}
 	var p Plan
 	for b.Loop() {
-		p = Make(ws, insts, Goals{HardMax: 0.9, Band: 0.1, LevelGain: 0.1 / 3, LevelSettle: 24 * time.Hour, MaxMoves: 100000, Budget: 10 * time.Second}, now)
+		p = Make(ws, insts, Goals{HardMax: 0.9, Band: 0.1, LevelGain: 0.1 / 3, LevelSettle: 24 * time.Hour, LevelNow: []int{0, 13, 14},
+			MaxMoves: 100000, Budget: 10 * time.Second}, now)
 	}
 	b.ReportMetric(float64(len(p.Moves)), "moves")
 	if !p.Balanced {

@@ -13,18 +13,29 @@ import (
 // them, on seeded fleets driven through its HTTP API: the peak utilisation, now and at
 // each wave's own peak of the day, within 1.10× of the greedy reference (instances by
 // descending true cost, each to the wave with the lowest resulting utilisation, which
-// moves nearly every instance), no instance moved twice, and the plans done (the last
-// one empty). The heterogeneous fleet is the issue's (24 waves of 2, 4 and 8 cores,
-// 400 instances); the homogeneous one is the regression: 24 identical hosts, where the
-// judge balanced at 1.12× now and 1.32× at the daily peak before it planned in
-// utilisation. On the heterogeneous fleet the judge must also get there in about as
-// many moves as the descent reference (one move at a time off the busiest wave, on the
-// true costs): replaying its moves in order, the peak comes within 1.10× greedy, now
-// and at the daily peaks, after at most 10 % more moves than the descent's (before the
-// judge priced a plan's base from the wave's latest samples it took 55 and 59 moves to
-// the descent's 31 and 35: each plan chased the load it had just moved). The 200-wave
-// fleet takes minutes and is measured by `binlake bench fleet -preset large`
-// (BENCHMARKS.md).
+// moves nearly every instance), and far fewer moves than greedy's. The heterogeneous
+// fleet is the issue's (24 waves of 2, 4 and 8 cores, 400 instances); the homogeneous
+// one is the regression: 24 identical hosts, where the judge balanced at 1.12× now and
+// 1.32× at the daily peak before it planned in utilisation. On both, no instance moves
+// twice and the plans are done (the last one empty).
+//
+// On the heterogeneous fleet the judge must also get there in about as many moves as
+// the descent reference (one move at a time off the busiest wave, on the true costs):
+// replaying its moves in order, the peak comes within 1.10× greedy, now and at the daily
+// peaks, after at most 10 % more moves than the descent's (before the judge priced a
+// plan's base from the wave's latest samples it took 55 and 59 moves to the descent's 31
+// and 35: each plan chased the load it had just moved).
+//
+// Seeds 2 and 3 of the same fleet each hold one instance larger than a fair share, whose
+// wave the plans set aside (their goals stay unmet, and the balancer stops on three empty
+// plans). Seed 2's daily peaks were at 1.00× greedy while its load now stood at 1.13×,
+// until the second level evened out the hour the fleet is in (rebalance.Goals.LevelNow);
+// seed 3 took 42 and 41 moves to the target against the descent's 29 and 24, shedding
+// small instances off the large one's wave, until the large one went first. They run
+// with the 5-minute history steps (cheaper: the suite's time).
+//
+// The 200-wave fleet takes minutes and is measured by `binlake bench fleet -preset
+// large` (BENCHMARKS.md).
 //
 // Not built with -race: the race detector makes a simulated day of a whole fleet take
 // over ten minutes. `make test` runs it in a run of its own without -race.
@@ -32,19 +43,36 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a day of simulated history per fleet: not in -short")
 	}
-	for _, preset := range []string{"hetero", "homogeneous"} {
-		t.Run(preset, func(t *testing.T) {
-			o, err := Preset(preset)
+	for _, c := range []struct {
+		name, preset string
+		seed         uint64
+		// oneMinute: the last six hours (the judge's fit window) at one batch a minute:
+		// an agent sends one every 10 s, and the 5-minute steps that make the rest of the
+		// day cheap to simulate leave each wave's prices a sixth of the samples (with
+		// 5-min steps, 2 of 64 and 1 of 46 instances moved twice; BENCHMARKS.md).
+		oneMinute bool
+		// done: the plans end on an empty one, no instance moved twice, and fewer than a
+		// quarter of the moves greedy's assignment would take (seed 2 took 94–107 of 381: at the bound).
+		done bool
+		// toTarget: moves to the target at most 10 % over the descent reference's.
+		toTarget bool
+	}{
+		{"hetero", "hetero", 1, true, true, true},
+		{"homogeneous", "homogeneous", 1, true, true, false},
+		{"hetero-seed-2", "hetero", 2, false, false, false},
+		{"hetero-seed-3", "hetero", 3, false, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o, err := Preset(c.preset)
 			if err != nil {
 				t.Fatal(err)
 			}
+			o.Seed = c.seed
 			o.Dir = t.TempDir()
 			o.HistoricalEvery = 5 * time.Second
-			// The last six hours (the judge's fit window) at one batch a minute: an agent
-			// sends one every 10 s, and the 5-minute steps that make the rest of the day
-			// cheap to simulate leave each wave's prices a sixth of the samples (with 5-min
-			// steps, 2 of 64 and 1 of 46 instances moved twice; BENCHMARKS.md).
-			o.HistoryStep = time.Minute
+			if c.oneMinute {
+				o.HistoryStep = time.Minute
+			}
 			var progress bytes.Buffer
 			o.Progress = &progress
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -56,34 +84,27 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 			var text bytes.Buffer
 			rep.WriteText(&text)
 			t.Logf("report:\n%s", text.String())
-			if rep.EndedBy != "empty plan" {
-				t.Errorf("ended by %q: want the plans done, the last one empty", rep.EndedBy)
-			}
-			for _, c := range []struct {
+			for _, m := range []struct {
 				what string
 				cmp  Comparison
 			}{{"now", rep.Now}, {"at the daily peaks", rep.Day}} {
-				if c.cmp.Ratio > 1.10 {
+				if m.cmp.Ratio > 1.10 {
 					t.Errorf("%s: the judge's peak %.1f %% is %.2f× the greedy reference's %.1f %%, want at most 1.10×",
-						c.what, 100*c.cmp.Judge.Peak, c.cmp.Ratio, 100*c.cmp.Greedy.Peak)
+						m.what, 100*m.cmp.Judge.Peak, m.cmp.Ratio, 100*m.cmp.Greedy.Peak)
+				}
+				got, d := m.cmp.JudgeMovesToTarget, m.cmp.Descent.MovesToTarget
+				if c.toTarget && (got < 0 || float64(got) > 1.10*float64(d)) {
+					t.Errorf("%s: the judge's moves brought the peak within %.2f× greedy after %d, the descent reference's after %d: want at most 10 %% more",
+						m.what, TargetFactor, got, d)
 				}
 			}
-			if preset == "hetero" {
-				for _, c := range []struct {
-					what string
-					cmp  Comparison
-				}{{"now", rep.Now}, {"at the daily peaks", rep.Day}} {
-					got, d := c.cmp.JudgeMovesToTarget, c.cmp.Descent.MovesToTarget
-					if got < 0 || float64(got) > 1.10*float64(d) {
-						t.Errorf("%s: the judge's moves brought the peak within %.2f× greedy after %d, the descent reference's after %d: want at most 10 %% more",
-							c.what, TargetFactor, got, d)
-					}
-				}
+			if c.done && rep.EndedBy != "empty plan" {
+				t.Errorf("ended by %q: want the plans done, the last one empty", rep.EndedBy)
 			}
-			if rep.Moves != rep.Distinct {
+			if c.done && rep.Moves != rep.Distinct {
 				t.Errorf("%d moves of %d distinct instances: want no instance moved twice", rep.Moves, rep.Distinct)
 			}
-			if rep.Moves > rep.Now.GreedyMoves/4 {
+			if c.done && rep.Moves > rep.Now.GreedyMoves/4 {
 				t.Errorf("%d moves: want far fewer than the %d the greedy reference's assignment would take", rep.Moves, rep.Now.GreedyMoves)
 			}
 		})
