@@ -122,13 +122,7 @@ func FuzzFormats(f *testing.F) {
 		if len(kinds) == 0 || len(kinds) > 24 {
 			return
 		}
-		cols := make([]testColumn, len(kinds))
-		for i, k := range kinds {
-			cols[i] = eventKinds[int(k)%len(eventKinds)]
-			cols[i].unsigned = flags&1 != 0
-			cols[i].binary = flags&2 != 0 && i%2 == 0
-			cols[i].json = flags&4 != 0
-		}
+		cols := fuzzColumns(kinds, flags)
 		te := newTestEvents(t, cols)
 		if !te.table.inPlace {
 			return

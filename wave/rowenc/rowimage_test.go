@@ -266,12 +266,8 @@ func FuzzRawAsDecoded(f *testing.F) {
 		if len(kinds) == 0 || len(kinds) > 24 {
 			return
 		}
-		cols := make([]testColumn, len(kinds))
+		cols := fuzzColumns(kinds, flags)
 		for i, k := range kinds {
-			cols[i] = eventKinds[int(k)%len(eventKinds)]
-			cols[i].unsigned = flags&1 != 0
-			cols[i].binary = flags&2 != 0 && i%2 == 0
-			cols[i].json = flags&4 != 0
 			if flags&8 != 0 && k >= byte(len(eventKinds)) { // other metadata of the same type
 				cols[i].meta ^= uint16(k)
 			}
@@ -505,4 +501,17 @@ func TestEncodeBatchAsEncodeRow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fuzzColumns builds a fuzzed table's columns: kind k of eventKinds for each byte, and
+// flags' bits 0-2 making them unsigned, binary (every other one) and JSON.
+func fuzzColumns(kinds []byte, flags uint8) []testColumn {
+	cols := make([]testColumn, len(kinds))
+	for i, k := range kinds {
+		cols[i] = eventKinds[int(k)%len(eventKinds)]
+		cols[i].unsigned = flags&1 != 0
+		cols[i].binary = flags&2 != 0 && i%2 == 0
+		cols[i].json = flags&4 != 0
+	}
+	return cols
 }
