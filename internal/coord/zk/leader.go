@@ -385,7 +385,7 @@ func (c *Coordinator) Leader(ctx context.Context, key string) ([]byte, error) {
 	if err := c.begin(ctx, key); err != nil {
 		return nil, err
 	}
-	return call(ctx, func() ([]byte, error) {
+	return read(ctx, c, func() ([]byte, error) {
 		data, _, err := c.conn.Get(c.zpath(key) + "/leader")
 		if err != nil {
 			return nil, fmt.Errorf("leader of %s: %w", key, c.mapErr(err))

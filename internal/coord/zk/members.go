@@ -141,7 +141,7 @@ func (c *Coordinator) Members(ctx context.Context, group string) ([]coord.Member
 	if err := c.begin(ctx, group); err != nil {
 		return nil, err
 	}
-	return call(ctx, func() ([]coord.Member, error) {
+	return read(ctx, c, func() ([]coord.Member, error) {
 		children, _, err := c.conn.Children(c.zpath(group))
 		if errors.Is(err, gozk.ErrNoNode) {
 			return []coord.Member{}, nil

@@ -18,7 +18,7 @@ func (c *Coordinator) Get(ctx context.Context, key string) (coord.Value, error) 
 	if err := c.begin(ctx, key); err != nil {
 		return coord.Value{}, err
 	}
-	return call(ctx, func() (coord.Value, error) {
+	return read(ctx, c, func() (coord.Value, error) {
 		data, stat, err := c.conn.Get(c.zpath(key))
 		if err != nil {
 			return coord.Value{}, fmt.Errorf("get %s: %w", key, c.mapErr(err))
@@ -166,7 +166,7 @@ func (c *Coordinator) List(ctx context.Context, key string) ([]string, error) {
 	if err := c.begin(ctx, key); err != nil {
 		return nil, err
 	}
-	return call(ctx, func() ([]string, error) {
+	return read(ctx, c, func() ([]string, error) {
 		children, _, err := c.conn.Children(c.zpath(key))
 		if errors.Is(err, gozk.ErrNoNode) {
 			return []string{}, nil

@@ -69,10 +69,11 @@ type DigestAuth struct {
 
 // Coordinator is a coord.Coordinator on ZooKeeper. Its methods are safe for concurrent use.
 type Coordinator struct {
-	conn *gozk.Conn
-	root string
-	log  *slog.Logger
-	acl  []gozk.ACL
+	conn    *gozk.Conn
+	root    string
+	log     *slog.Logger
+	acl     []gozk.ACL
+	timeout time.Duration // the session timeout asked for
 
 	done     chan struct{} // closed by Close
 	sessions chan struct{} // 1-buffered: "a session was (re-)established, reconcile"
@@ -149,6 +150,7 @@ func New(ctx context.Context, opts Options) (*Coordinator, error) {
 		root:     root,
 		log:      log,
 		acl:      acl,
+		timeout:  timeout,
 		done:     make(chan struct{}),
 		sessions: make(chan struct{}, 1),
 		held:     map[*leadership]struct{}{},
@@ -452,6 +454,26 @@ func call[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	case <-ctx.Done():
 		var zero T
 		return zero, ctx.Err()
+	}
+}
+
+// read runs an idempotent read through call, again while its error is transient: the
+// client fails every pending request with ErrConnectionClosed when a connection drops and
+// then reconnects by itself, and a reader (a CLI command, a status page) should not fail on
+// a stall the session survives. It gives up after the session timeout, when a session
+// that has not come back is gone anyway.
+func read[T any](ctx context.Context, c *Coordinator, fn func() (T, error)) (T, error) {
+	deadline := time.Now().Add(c.timeout)
+	pause := 50 * time.Millisecond
+	for {
+		v, err := call(ctx, fn)
+		if err == nil || !transient(err) || c.isClosed() || time.Now().After(deadline) {
+			return v, err
+		}
+		if serr := c.sleep(ctx, pause); serr != nil {
+			return v, err
+		}
+		pause = min(2*pause, time.Second)
 	}
 }
 

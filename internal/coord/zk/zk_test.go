@@ -657,3 +657,40 @@ func TestZKUnreachableIntegration(t *testing.T) {
 		t.Fatal("the member watch did not end with Close")
 	}
 }
+
+// TestZKReadSurvivesADroppedConnectionIntegration drops the connection under reads in
+// flight, as a stalled server does when the client's read timeout fires. The client fails
+// the pending requests with ErrConnectionClosed and reconnects within the session: the
+// reads must answer from the new connection instead of failing (a `binlake instance show`
+// must not fail on a one-second stall).
+func TestZKReadSurvivesADroppedConnectionIntegration(t *testing.T) {
+	addr := testenv.HostPorts(testenv.Require(t, testenv.ZooKeeper))
+	px := newProxy(t, addr[0])
+	c := open(t, []string{px.addr()}, 4*time.Second)
+	ctx := ctxT(t)
+	key, group := uniqueKey(t, "value"), uniqueKey(t, "waves")
+	if _, err := c.Put(ctx, key, []byte("v"), coord.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Register(ctx, group, coord.Member{ID: "m", Data: []byte("d")}); err != nil {
+		t.Fatal(err)
+	}
+
+	px.freeze() // the reads below are sent and held
+	type answer struct {
+		what string
+		err  error
+	}
+	answers := make(chan answer, 3)
+	go func() { v, err := c.Get(ctx, key); answers <- answer{"Get = " + string(v.Data), err} }()
+	go func() { ms, err := c.Members(ctx, group); answers <- answer{fmt.Sprintf("Members = %d", len(ms)), err} }()
+	go func() { ks, err := c.List(ctx, group); answers <- answer{fmt.Sprintf("List = %v", ks), err} }()
+	time.Sleep(500 * time.Millisecond) // the reads are in flight: what is under test is their fate
+	px.thaw()                          // closes the held connections: ErrConnectionClosed for each
+	for range 3 {
+		a := <-answers
+		if a.err != nil {
+			t.Errorf("%s: %v, want an answer after the client reconnected", a.what, a.err)
+		}
+	}
+}
