@@ -3,6 +3,7 @@ package judge
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"syscall"
@@ -119,7 +120,12 @@ func TestJudgeKafkaRestartIntegration(t *testing.T) {
 		// plus rejoining the group on a busy machine.
 		resumeLimit = 90 * time.Second
 	)
-	b, err := kafka.New(kafka.Options{Brokers: []string{broker.Addr()}, ClientID: "judge-restart-test", Logger: quiet, WriteTimeout: 2 * time.Second})
+	// The subscription's bus and the judge log into the test's output (shown when it
+	// fails; Info, as -json runs are verbose): which wait timed out does not say why ingest
+	// did not resume. The agents' publisher has a bus of its own, quiet: its retries
+	// through the outage are expected.
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	b, err := kafka.New(kafka.Options{Brokers: []string{broker.Addr()}, ClientID: "judge-restart-test", Logger: logger, WriteTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() }) // after the judge has stopped: cleanups run last first
 	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: metric.TopicPartitions}))
@@ -127,9 +133,12 @@ func TestJudgeKafkaRestartIntegration(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { sub.Close() })
 	st := openStore(t)
-	base, j := readyJudge(t, Options{Store: st, Subscriber: sub, Algorithm: "leastload"})
+	base, j := readyJudge(t, Options{Store: st, Subscriber: sub, Algorithm: "leastload", Logger: logger})
 
-	pub, err := b.Publisher()
+	pb, err := kafka.New(kafka.Options{Brokers: []string{broker.Addr()}, ClientID: "judge-restart-agents", Logger: quiet, WriteTimeout: 2 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { pb.Close() })
+	pub, err := pb.Publisher()
 	require.NoError(t, err)
 	t.Cleanup(func() { pub.Close() })
 	nodes := []string{"wave-a", "wave-b", "wave-c"}
