@@ -45,7 +45,8 @@ func (e *Engine) claim(c *claim) {
 		c.queue = true
 		return
 	case le.firing():
-		if le.pending() && now.Sub(le.QueuedAt) < c.lease || !le.pending() && !le.LastSent.IsZero() && now.Sub(le.LastSent) < c.repeat {
+		inFlight := le.pending() && now.Sub(le.QueuedAt) < c.lease && !e.claimerGone(le.ClaimedBy, le.QueuedAt)
+		if inFlight || !le.pending() && !le.LastSent.IsZero() && now.Sub(le.LastSent) < c.repeat {
 			c.adopt = &le
 			return
 		}
@@ -70,7 +71,7 @@ func (e *Engine) claim(c *claim) {
 			e.infMu.Unlock()
 			switch {
 			case mine:
-			case !le.ResolveQueuedAt.IsZero() && now.Sub(le.ResolveQueuedAt) < c.lease:
+			case !le.ResolveQueuedAt.IsZero() && now.Sub(le.ResolveQueuedAt) < c.lease && !e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt):
 				return // another process's resolved notice is on its way: this page follows it
 			default:
 				c.resolveFirst = e.resolvedNotice(le) // its sender is gone
@@ -137,7 +138,7 @@ func (a *alertState) adopt(le LogEntry, lease time.Duration) {
 	a.sent = max(le.Sent, 1)
 	a.activeSince, a.firingSince = le.ActiveSince, le.FiringSince
 	if le.pending() {
-		a.lastSent, a.holdUntil = time.Time{}, le.QueuedAt.Add(lease)
+		a.lastSent, a.holdUntil, a.heldFor = time.Time{}, le.QueuedAt.Add(lease), le
 		return
 	}
 	a.lastSent, a.holdUntil = le.LastSent, time.Time{}

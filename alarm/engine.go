@@ -126,6 +126,8 @@ type Engine struct {
 	paging  map[string]time.Time
 	telling map[string]time.Time
 
+	cl claimers // the group's processes, for claims left by a crash
+
 	// opsCtx is the notification log operations' context, cancelled when a stop runs out
 	// of time.
 	opsCtx  context.Context
@@ -161,6 +163,7 @@ type alertState struct {
 	lastSent      time.Time // when a page was last claimed (the repeat interval runs from it)
 	claimAt       time.Time // this process's page in flight: claimed, not yet delivered
 	holdUntil     time.Time // another process's page is in flight until then
+	heldFor       LogEntry  // that page's claim (its process and time)
 	lastMuted     time.Time // when a notification due was last suppressed (silence, inhibition)
 	sent          int
 	sendResolved  bool

@@ -277,3 +277,93 @@ func TestFailedResolutionIsResent(t *testing.T) {
 	r.e.Tick()
 	require.Equal(t, []string{R}, r.out.take())
 }
+
+// A page or a resolved notice claimed by a process that crashed before delivering it (its
+// claim waits in its group when it dies) is taken over by the next owner at once when the
+// consumer group no longer lists that process, instead of after the claim's lease
+// (minutes): a kill -9 between claim and delivery must not hold a nodata page back. While
+// the group still lists the claimer, or was last heard before the claim, the lease
+// stands: the claimer may yet deliver.
+func TestClaimOfAGoneProcessIsTakenOver(t *testing.T) {
+	pol := basePolicy + "    repeat_interval: 1h\n"
+	wait := func(o *EngineOptions) { o.GroupWait = 30 * time.Second }
+	cases := []struct {
+		name      string
+		live      []string // the group's processes as the next owner heard them
+		heardLate bool     // heard after the claim (else at the claim's moment)
+		want      []string
+	}{
+		{"claimer gone", []string{"b"}, true, []string{F}},
+		{"claimer still in the group", []string{"a", "b"}, true, nil},
+		{"membership older than the claim", []string{"b"}, false, nil},
+	}
+	for _, tc := range cases {
+		t.Run("page/"+tc.name, func(t *testing.T) {
+			dir, clk := t.TempDir(), &clock{t: t0}
+			c1 := openCoord(t, dir)
+			r1 := newRigOn(t, c1, clk, pol, wait)
+			r1.e.SetMembers("a", []string{"a"})
+			r1.observe("wave-1", 95) // claimed, waiting out group_wait…
+			require.Empty(t, r1.out.take())
+			require.NoError(t, c1.Close()) // …when the process dies
+
+			r2 := restartOn(t, dir, clk, pol, nil)
+			if tc.heardLate {
+				clk.Add(5 * time.Second)
+			}
+			r2.e.SetMembers("b", tc.live)
+			r2.observe("wave-1", 95)
+			require.Equal(t, tc.want, r2.out.take())
+		})
+		if tc.name == "claimer still in the group" {
+			t.Run("page/claimer leaves after the adoption", func(t *testing.T) {
+				dir, clk := t.TempDir(), &clock{t: t0}
+				c1 := openCoord(t, dir)
+				r1 := newRigOn(t, c1, clk, pol, wait)
+				r1.e.SetMembers("a", []string{"a"})
+				r1.observe("wave-1", 95)
+				require.NoError(t, c1.Close())
+
+				r2 := restartOn(t, dir, clk, pol, nil)
+				clk.Add(5 * time.Second)
+				r2.e.SetMembers("b", tc.live)
+				r2.observe("wave-1", 95)
+				require.Empty(t, r2.out.take(), "adopted: the claimer may deliver")
+				clk.Add(10 * time.Second) // the group notices the crash
+				r2.e.SetMembers("b", []string{"b"})
+				r2.observe("wave-1", 95)
+				require.Equal(t, []string{F}, r2.out.take(), "the hold ends with its claimer")
+			})
+		}
+		t.Run("resolution/"+tc.name, func(t *testing.T) {
+			dir, clk := t.TempDir(), &clock{t: t0}
+			c1 := openCoord(t, dir)
+			r1 := newRigOn(t, c1, clk, pol, wait)
+			r1.e.SetMembers("a", []string{"a"})
+			r1.observe("wave-1", 95)
+			clk.Add(30 * time.Second)
+			r1.observe("wave-1", 95)
+			require.Equal(t, []string{F}, r1.out.take())
+			clk.Add(10 * time.Second)
+			r1.observe("wave-1", 10) // resolved; the notice waits out group_wait…
+			require.Empty(t, r1.out.take())
+			require.NoError(t, c1.Close()) // …when the process dies
+
+			r2 := restartOn(t, dir, clk, pol, nil)
+			if tc.heardLate {
+				clk.Add(5 * time.Second)
+			}
+			r2.e.SetMembers("b", tc.live)
+			_, err := r2.e.Restore(context.Background()) // a gain of partitions reloads the log
+			require.NoError(t, err)
+			r2.e.Sync()
+			r2.e.Tick()
+			r2.e.Sync()
+			want := []string(nil)
+			if tc.want != nil {
+				want = []string{R}
+			}
+			require.Equal(t, want, r2.out.take())
+		})
+	}
+}

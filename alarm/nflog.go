@@ -31,6 +31,10 @@ type LogEntry struct {
 	QueuedAt time.Time `json:"queued_at,omitzero"`
 	LastSent time.Time `json:"last_sent,omitzero"`
 	Sent     int       `json:"sent"`
+	// ClaimedBy names the alarm process of the latest claim, page or resolved notice
+	// (its consumer-group process; empty without a group): a claim whose process left
+	// the group is taken over before its lease ends.
+	ClaimedBy string `json:"claimed_by,omitempty"`
 	// EvalTS is the own time of the newest point the decision to fire rested on (for
 	// nodata: the node's last point): a claim resting on older points than the episode's
 	// resolution is a replay, and is refused.

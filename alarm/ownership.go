@@ -101,6 +101,7 @@ func (o *ownership) poll(ctx context.Context) {
 		o.eng.SetCaughtUp(false)
 		return
 	}
+	o.eng.SetMembers(p.Process, p.Processes)
 	owned := make(map[int]bool, len(p.Partitions))
 	var gained, lost []int
 	o.mu.Lock()

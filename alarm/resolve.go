@@ -54,7 +54,7 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 		told := r.tell && (le.Sent > 0 || !le.QueuedAt.IsZero())
 		le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
 		if told {
-			le.ResolveQueuedAt = e.now()
+			le.ResolveQueuedAt, le.ClaimedBy = e.now(), e.claimer()
 		} else {
 			le.ResolveSent = true // nothing to tell: a tombstone at once
 		}
@@ -125,7 +125,8 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 		switch {
 		case le.resolving():
 			p := e.byName[le.Policy]
-			if p != nil && !le.ResolveQueuedAt.IsZero() && now.Sub(le.ResolveQueuedAt) < e.leaseOf(p) {
+			if p != nil && !le.ResolveQueuedAt.IsZero() && now.Sub(le.ResolveQueuedAt) < e.leaseOf(p) &&
+				!e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt) {
 				continue // its sender has time left
 			}
 			if pa := e.takeResolution(ctx, le, now); pa != nil {
@@ -151,7 +152,7 @@ func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Tim
 	if pa == nil {
 		le.ResolveSent = true // nobody can route it: do not try forever
 	} else {
-		le.ResolveQueuedAt = now
+		le.ResolveQueuedAt, le.ClaimedBy = now, e.claimer()
 	}
 	if err := e.o.Log.Put(ctx, le, ver); err != nil {
 		if !errors.Is(err, coord.ErrVersionConflict) {

@@ -401,13 +401,14 @@ func (sh *shard) process(now time.Time, as []*alertState, ef *effects) {
 			if mx := a.p.MaxNotifications; mx > 0 && a.sent >= mx {
 				continue
 			}
-			if !a.lastSent.IsZero() && now.Sub(a.lastSent) < a.p.RepeatInterval || now.Before(a.holdUntil) || !a.claimAt.IsZero() {
+			held := now.Before(a.holdUntil) && !e.claimerGone(a.heldFor.ClaimedBy, a.heldFor.QueuedAt)
+			if !a.lastSent.IsZero() && now.Sub(a.lastSent) < a.p.RepeatInterval || held || !a.claimAt.IsZero() {
 				continue
 			}
 			a.lastSent, a.claimAt, a.holdUntil = now, now, time.Time{}
 			a.sent++
 			ce := a.entry()
-			ce.QueuedAt = now
+			ce.QueuedAt, ce.ClaimedBy = now, e.claimer()
 			ef.claims = append(ef.claims, claim{a: a, entry: ce, repeat: a.p.RepeatInterval, lease: e.lease(a)})
 		case StateResolved:
 			if a.sendResolved {

@@ -162,6 +162,13 @@ type Position struct {
 	// Position call has been handled and committed: the member is not behind. The first
 	// call after the assignment changed reports false.
 	CaughtUp bool
+	// Process names the process this member belongs to, the same across its Subscribe
+	// calls (a member joins anew after a broker outage); Processes are those of every
+	// member of the group, this one included, sorted. A process missing from them has left
+	// the group or crashed and the group noticed (after its session timeout): work it
+	// claimed and did not finish is nobody's.
+	Process   string
+	Processes []string
 }
 
 // Positioner is implemented by subscribers whose consumer groups share partitions

@@ -475,7 +475,7 @@ func (b *Bus) Subscriber(opts bus.SubscribeOptions) (bus.Subscriber, error) {
 	if err := check.SubscribeOptions(opts); err != nil {
 		return nil, err
 	}
-	s := &subscriber{b: b, opts: opts}
+	s := &subscriber{b: b, opts: opts, process: memberClientID(b.dialer.ClientID)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	kafkago "github.com/segmentio/kafka-go"
 
@@ -15,13 +16,21 @@ import (
 
 var _ bus.Positioner = (*subscriber)(nil)
 
-// memberClientID names one Subscribe call's reader to the group coordinator: kafka-go
-// does not expose the member id it joined with, so Position finds its member in
-// DescribeGroups by this client id.
+// memberClientID names a subscriber's process to the group coordinator: its Subscribe
+// calls join as memberClientID-<call>. kafka-go does not expose the member id it joined
+// with, so Position finds its member in DescribeGroups by the client id.
 func memberClientID(base string) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return base + "-" + hex.EncodeToString(b[:])
+}
+
+// processOf is the process part of a member's client id (up to the call number).
+func processOf(clientID string) string {
+	if i := strings.LastIndexByte(clientID, '-'); i > 0 {
+		return clientID[:i]
+	}
+	return clientID
 }
 
 // Position asks the group coordinator which partitions this member holds (kafka-go's
@@ -49,7 +58,9 @@ func (s *subscriber) Position(ctx context.Context) (bus.Position, error) {
 	g := gr.Groups[0]
 	var parts []int
 	found := false
+	procs := make([]string, 0, len(g.Members))
 	for _, m := range g.Members {
+		procs = append(procs, processOf(m.ClientID))
 		if m.ClientID != id {
 			continue
 		}
@@ -65,7 +76,8 @@ func (s *subscriber) Position(ctx context.Context) (bus.Position, error) {
 		return bus.Position{}, nil
 	}
 	slices.Sort(parts)
-	pos := bus.Position{Known: true, Partitions: parts}
+	slices.Sort(procs)
+	pos := bus.Position{Known: true, Partitions: parts, Process: s.process, Processes: slices.Compact(procs)}
 	if len(parts) == 0 {
 		s.resetEnds()
 		pos.CaughtUp = true

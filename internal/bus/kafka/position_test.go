@@ -109,6 +109,9 @@ func TestPositionIntegration(t *testing.T) {
 	if !slices.Equal(first.Partitions, all) || first.CaughtUp {
 		t.Fatalf("first known answer %+v: want every partition, not yet caught up (newly assigned)", first)
 	}
+	if first.Process == "" || !slices.Equal(first.Processes, []string{first.Process}) {
+		t.Fatalf("A alone: process %q, processes %q; want A's own, alone", first.Process, first.Processes)
+	}
 	if p := a.waitPosition(t, ctx, "A caught up on the empty topic", func(p bus.Position) bool { return p.CaughtUp }); !slices.Equal(p.Partitions, all) {
 		t.Fatalf("A holds %v, want %v", p.Partitions, all)
 	}
@@ -162,6 +165,10 @@ func TestPositionIntegration(t *testing.T) {
 		t.Fatalf("A holds %v and B %v: want a disjoint split of %v", pa.Partitions, pb.Partitions, all)
 	}
 	t.Logf("after B joined: A holds %v, B holds %v", pa.Partitions, pb.Partitions)
+	both := slices.Sorted(slices.Values([]string{pa.Process, pb.Process}))
+	if pa.Process == pb.Process || !slices.Equal(pa.Processes, both) {
+		t.Fatalf("A (%q) sees processes %q, B is %q: want both, distinct", pa.Process, pa.Processes, pb.Process)
+	}
 	bm.waitPosition(t, ctx, "B caught up on its share (A committed it before)", func(p bus.Position) bool { return p.CaughtUp })
 
 	// B leaves: A holds everything again.
@@ -169,7 +176,10 @@ func TestPositionIntegration(t *testing.T) {
 	if p, err := bm.pos.Position(ctx); err != nil || p.Known {
 		t.Fatalf("a member that left: %+v, %v; want unknown", p, err)
 	}
-	a.waitPosition(t, ctx, "A holds every partition again", func(p bus.Position) bool {
+	alone := a.waitPosition(t, ctx, "A holds every partition again", func(p bus.Position) bool {
 		return p.Known && slices.Equal(p.Partitions, all)
 	})
+	if !slices.Equal(alone.Processes, []string{pa.Process}) {
+		t.Fatalf("after B left, A sees processes %q, want only its own %q", alone.Processes, pa.Process)
+	}
 }

@@ -25,8 +25,11 @@ type subscriber struct {
 	closed  bool
 	running bool
 	stop    context.CancelFunc // ends the running Subscribe call (Close)
-	// clientID names the running call's member to the group coordinator (Position);
+	// process names this subscriber's process in the group (Position); clientID, the
+	// running call's member, is process-<call>; calls counts the calls.
 	// ends are the partitions' end offsets Position saw last.
+	process  string
+	calls    int
 	clientID string
 	ends     map[int]int64
 }
@@ -146,7 +149,8 @@ func (s *subscriber) join(stop context.CancelFunc) (*kafkago.ConsumerGroup, erro
 		return nil, bus.ErrClosed
 	}
 	dialer := *s.b.dialer
-	dialer.ClientID = memberClientID(dialer.ClientID)
+	s.calls++
+	dialer.ClientID = fmt.Sprintf("%s-%d", s.process, s.calls)
 	cg, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
 		ID:                s.opts.Group,
 		Brokers:           o.Brokers,

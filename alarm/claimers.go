@@ -1,0 +1,58 @@
+package alarm
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// claimSkew is how much later than a claim's time the group's membership must have been
+// heard for its absence to count: the claim carries its process's clock, and a process
+// that joined just before claiming may be missing from a slightly older answer.
+const claimSkew = time.Second
+
+// claimers is what the bus last said of the alarm processes in the consumer group
+// (bus.Position): this process's name, which claims in the notification log carry, the
+// live ones, and when that was heard. A claim whose process the group stopped listing
+// after the claim was made was left by a crash (kill -9: the group notices after its
+// session timeout); waiting out the claim's lease (minutes) would hold its page back for
+// nothing, so it is taken over at once.
+type claimers struct {
+	mu    sync.Mutex
+	self  string
+	live  []string
+	heard time.Time
+}
+
+// SetMembers records the group's processes as the bus answered them (sorted), and this
+// process's name among them. Without a group (one process, the in-process bus) claims
+// carry no name and only their lease ends them.
+func (e *Engine) SetMembers(self string, live []string) {
+	now := e.now()
+	e.cl.mu.Lock()
+	defer e.cl.mu.Unlock()
+	e.cl.self, e.cl.live, e.cl.heard = self, slices.Clone(live), now
+}
+
+// claimer is the name this process's claims carry ("" while it knows none).
+func (e *Engine) claimer() string {
+	e.cl.mu.Lock()
+	defer e.cl.mu.Unlock()
+	return e.cl.self
+}
+
+// claimerGone reports whether the process that made a claim at the given time (its
+// clock) is known to have left: the group's membership, heard after the claim, does not
+// list it. A claim without a name, or one newer than what was heard, is not known gone.
+func (e *Engine) claimerGone(by string, at time.Time) bool {
+	if by == "" {
+		return false
+	}
+	e.cl.mu.Lock()
+	defer e.cl.mu.Unlock()
+	if by == e.cl.self || e.cl.heard.IsZero() || !e.cl.heard.After(at.Add(claimSkew)) {
+		return false
+	}
+	_, found := slices.BinarySearch(e.cl.live, by)
+	return !found
+}
