@@ -119,29 +119,35 @@ func (s *schema) lookup(ctx context.Context, db, table string) (*schemaInfo, err
 		})
 	}
 	r.Close()
-	if kr, err := s.execute(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
-		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, db, table); err == nil {
-		for i := range kr.RowNumber() {
-			name, _ := kr.GetString(i, 0)
-			info.pk = append(info.pk, name)
-		}
-		kr.Close()
+	// A failed query fails the lookup rather than caching a partial answer: a table
+	// cached without its json_valid checks would send its JSON as text until the next DDL.
+	kr, err := s.execute(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, db, table)
+	if err != nil {
+		return nil, fmt.Errorf("read the primary key of %s: %w", key, err)
 	}
+	for i := range kr.RowNumber() {
+		name, _ := kr.GetString(i, 0)
+		info.pk = append(info.pk, name)
+	}
+	kr.Close()
 	// MariaDB's JSON is LONGTEXT with a column check constraint json_valid(`c`).
-	if cr, err := s.execute(ctx, `SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS
-		WHERE CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?`, db, table); err == nil {
-		for i := range cr.RowNumber() {
-			clause, _ := cr.GetString(i, 0)
-			if m := reJSONValid.FindStringSubmatch(clause); m != nil {
-				for j := range info.cols {
-					if info.cols[j].name == m[1] {
-						info.cols[j].json = true
-					}
+	cr, err := s.execute(ctx, `SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS
+		WHERE CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?`, db, table)
+	if err != nil {
+		return nil, fmt.Errorf("read the check constraints of %s: %w", key, err)
+	}
+	for i := range cr.RowNumber() {
+		clause, _ := cr.GetString(i, 0)
+		if m := reJSONValid.FindStringSubmatch(clause); m != nil {
+			for j := range info.cols {
+				if info.cols[j].name == m[1] {
+					info.cols[j].json = true
 				}
 			}
 		}
-		cr.Close()
 	}
+	cr.Close()
 	s.tables[key] = info
 	return info, nil
 }
@@ -246,11 +252,10 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 	}
 	info, err := sc.lookup(ctx, db, name)
 	if err != nil {
-		if needNames {
-			return nil, err
-		}
-		sc.warnOnce(key, "schema lookup failed; JSON columns of this table are sent as text")
-		return t, nil
+		// The capture reconnects and reads the event again: a lookup that failed (the
+		// source busy, a connection dropped) must not send JSON as text or rows without
+		// their key until the next DDL.
+		return nil, err
 	}
 	if needNames || needSign || needText {
 		sc.warnOnce(key, "binlog lacks row metadata (binlog_row_metadata=FULL); column names and types come from the current schema, which is wrong for rows written before a later DDL")

@@ -180,22 +180,26 @@ func (s *snapshotSource) table(ctx context.Context, sc *schema, db, name string)
 	if len(t.PK) == 0 {
 		return nil, errNoPrimaryKey
 	}
-	if info, err := sc.lookup(ctx, db, name); err == nil {
-		for _, col := range info.cols {
-			ci, ok := byName[col.name]
-			if !ok {
-				continue
-			}
-			c := &t.Columns[ci]
-			c.JSON = c.JSON || col.json
-			// A snapshot's rows carry ENUM and SET members as text; their lists (as the
-			// binlog's metadata gives them) let a format send an index.
-			switch c.Type {
-			case mysql.MYSQL_TYPE_ENUM:
-				c.Enum = col.values
-			case mysql.MYSQL_TYPE_SET:
-				c.Set = col.values
-			}
+	info, err := sc.lookup(ctx, db, name)
+	if err != nil {
+		// Not a fallback to text: the snapshot would send JSON columns as strings. The
+		// snapshot fails and is tried again.
+		return nil, fmt.Errorf("snapshot of %s.%s: %w", db, name, err)
+	}
+	for _, col := range info.cols {
+		ci, ok := byName[col.name]
+		if !ok {
+			continue
+		}
+		c := &t.Columns[ci]
+		c.JSON = c.JSON || col.json
+		// A snapshot's rows carry ENUM and SET members as text; their lists (as the
+		// binlog's metadata gives them) let a format send an index.
+		switch c.Type {
+		case mysql.MYSQL_TYPE_ENUM:
+			c.Enum = col.values
+		case mysql.MYSQL_TYPE_SET:
+			c.Set = col.values
 		}
 	}
 	t.Prepare()
