@@ -22,7 +22,6 @@ import (
 // Kafka: nothing lost, per-key order kept; duplicates (produce requests the broker took
 // whose acknowledgement the wave never saw) are counted.
 func TestWaveKafkaRestartIntegration(t *testing.T) {
-	t.Parallel() // waits on services and processes: the package's long tests run side by side
 	broker := testenv.StartKafkaBroker(t)
 	ctx := testenv.Context(t) // no fixed budget: the workload slows down with the machine
 	f := newFaultEnvOn(t, ctx, 24, "brk", broker.Addr())

@@ -81,7 +81,6 @@ type formatConsumer func(t *testing.T, ctx context.Context, brokers, topic strin
 // TestCanalProtobufConsumerIntegration runs the canal-protobuf topic through Canal's
 // own Java client.
 func TestCanalProtobufConsumerIntegration(t *testing.T) {
-	t.Parallel() // waits on services and processes: the package's long tests run side by side
 	cp := testenv.JavaConsumer(t, "deploy/testenv/canal-consumer")
 	consume := func(t *testing.T, ctx context.Context, brokers, topic string, n int64) (map[string]map[string]*string, int) {
 		return canalJavaConsumer(t, ctx, cp, "protobuf", brokers, topic, n)
@@ -92,7 +91,6 @@ func TestCanalProtobufConsumerIntegration(t *testing.T) {
 // TestCanalJSONConsumerIntegration runs the canal-json topic through Canal's own Java
 // client too (flatMessage=true: fastjson's FlatMessage), beside Flink's reader of it.
 func TestCanalJSONConsumerIntegration(t *testing.T) {
-	t.Parallel() // waits on services and processes: the package's long tests run side by side
 	cp := testenv.JavaConsumer(t, "deploy/testenv/canal-consumer")
 	consume := func(t *testing.T, ctx context.Context, brokers, topic string, n int64) (map[string]map[string]*string, int) {
 		return canalJavaConsumer(t, ctx, cp, "flat", brokers, topic, n)
@@ -103,7 +101,6 @@ func TestCanalJSONConsumerIntegration(t *testing.T) {
 // TestProtobufConsumerIntegration runs the protobuf topic through a Go consumer of the
 // generated binlake.v1 types.
 func TestProtobufConsumerIntegration(t *testing.T) {
-	t.Parallel() // waits on services and processes: the package's long tests run side by side
 	runFormatConsumer(t, rowenc.FormatProtobuf, protobufGoConsumer, protobufExpect)
 }
 

@@ -138,7 +138,6 @@ func volume(full int) int {
 // designed; it happens when the machine is loaded). Such duplicates are bounded by the
 // failed attempts, each repeating at most one publish chunk. The capture rate is logged.
 func TestWaveKafkaIntegration(t *testing.T) {
-	t.Parallel() // waits on services and processes: the package's long tests run side by side
 	brokers := testenv.Require(t, testenv.Kafka)
 	zkAddr := testenv.Require(t, testenv.ZooKeeper)
 	n := acceptanceRows(t)

@@ -269,7 +269,6 @@ func (f *faultEnv) finish(written <-chan *cluster.Position, procs ...*testenv.Pr
 // duplicates are exactly the uncommitted tail: the messages Kafka held beyond the
 // committed offset when the process died.
 func TestWaveKillRestartIntegration(t *testing.T) {
-	t.Parallel()              // waits on services and processes: the package's long tests run side by side
 	ctx := testenv.Context(t) // no fixed budget: the workload slows down with the machine
 	f := newFaultEnv(t, ctx, 21, "kill")
 	if _, err := cluster.AddInstance(ctx, f.c, f.inst, "wave-1", nil); err != nil {
@@ -304,7 +303,6 @@ func TestWaveKillRestartIntegration(t *testing.T) {
 // stream. The other takes over once the dead session expires and finishes the stream:
 // nothing lost, duplicates exactly the uncommitted tail, and within failoverLimit.
 func TestWaveFailoverIntegration(t *testing.T) {
-	t.Parallel()              // waits on services and processes: the package's long tests run side by side
 	ctx := testenv.Context(t) // no fixed budget: the workload slows down with the machine
 	f := newFaultEnv(t, ctx, 22, "fo")
 	pa := wavetest.StartWave(t, "wave-a", f.config("wave-a", f.brokers), f.env)
@@ -386,7 +384,6 @@ func (f *faultEnv) scrape(node string) string {
 // the wave that is a dead broker: every connection fails. What it does not exercise is
 // the broker's own restart (log recovery, leader election), which is Kafka's business.
 func TestWaveKafkaOutageIntegration(t *testing.T) {
-	t.Parallel()              // waits on services and processes: the package's long tests run side by side
 	ctx := testenv.Context(t) // no fixed budget: the workload slows down with the machine
 	f := newFaultEnv(t, ctx, 23, "out")
 	proxy := newKafkaProxy(t, strings.Split(f.brokers, ",")[0])

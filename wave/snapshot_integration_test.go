@@ -99,7 +99,6 @@ func TestSnapshotMatchesBinlogIntegration(t *testing.T) {
 // without a primary key, shows the progress in the offset and its metrics, and does not
 // run the same request twice.
 func TestSnapshotRequestIntegration(t *testing.T) {
-	t.Parallel() // waits on services and processes: the package's long tests run side by side
 	conn := wavetest.Connect(t)
 	w := newWorkload(t, 7)
 	wavetest.MustExec(t, conn, "USE "+w.db)
@@ -226,7 +225,6 @@ func snapshotRows(t testing.TB) int { return volume(200000) }
 // in the middle of the snapshot and a restart. A consumer that applies the topic's
 // messages in order ends with exactly the tables' contents.
 func TestSnapshotKillRestartIntegration(t *testing.T) {
-	t.Parallel() // waits on services and processes: the package's long tests run side by side
 	ctx := testenv.Context(t)
 	n := snapshotRows(t)
 	f := newFaultEnvOn(t, ctx, 31, "snap", testenv.Require(t, testenv.Kafka))
