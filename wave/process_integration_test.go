@@ -175,14 +175,22 @@ func (f *faultEnv) writeUpTo(n int) <-chan *cluster.Position {
 }
 
 // messages sums the topics' high watermarks: every message Kafka holds on them. It reads
-// until two readings a second apart agree, so no produce request is still landing.
+// until the readings of three seconds in a row agree, so that no produce request a killed
+// process sent is still landing: a broker stalled by a busy machine appended one after two
+// readings a second apart had agreed, and the duplicates then exceeded the tail counted.
 func (f *faultEnv) messages() map[string]int64 {
 	f.t.Helper()
+	const settled = 3 // agreeing readings after the first, a second apart
 	var last map[string]int64
+	same := 0
 	for {
 		cur := highWatermarks(f.t, f.ctx, f.brokers, f.topics)
 		if fmt.Sprint(cur) == fmt.Sprint(last) {
-			return cur
+			if same++; same == settled {
+				return cur
+			}
+		} else {
+			same = 0
 		}
 		last = cur
 		time.Sleep(time.Second)
