@@ -45,6 +45,7 @@ type publisher struct {
 	// wait); see lanes.go.
 	inFlight int
 	laneOf   []int32 // split's scratch: each message's lane (dispatch's goroutine only)
+	resume   resumeSignal
 }
 
 // recordOverhead is what a producer adds to key and value when it sizes a batch: kafka-go
@@ -110,11 +111,13 @@ func (p *publisher) publishWith(ctx context.Context, msgs []bus.Message, send fu
 		if isClosed(p.lost) {
 			return errLost
 		}
+		gen := p.resume.seen()
 		err := send(ctx)
 		if err == nil {
 			if attempt > 1 {
 				p.log.Info("publishing resumed", "attempts", attempt)
 			}
+			p.resume.resumed() // lanes backing off may try again now (a no-op when none is)
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -133,6 +136,7 @@ func (p *publisher) publishWith(ctx context.Context, msgs []bus.Message, send fu
 		case <-ctx.Done():
 			return nil
 		case <-time.After(wait):
+		case <-p.resume.since(gen): // another lane got through since this attempt: try again now
 		}
 	}
 }
