@@ -116,7 +116,7 @@ func TestJudgeKafkaRestartIntegration(t *testing.T) {
 		interval = 50 * time.Millisecond // 20 batches/s
 		outage   = 10 * time.Second
 		// resumeLimit bounds how long after the broker serves again the judge stores new
-		// points: the subscription's retry backoff (at most 30 s, bus.SubscribeWithRetry)
+		// points: the subscription's retry backoff (at most 5 s, bus.SubscribeWithRetry)
 		// plus rejoining the group on a busy machine.
 		resumeLimit = 90 * time.Second
 	)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,5 +182,54 @@ func TestPositionIntegration(t *testing.T) {
 	})
 	if !slices.Equal(alone.Processes, []string{pa.Process}) {
 		t.Fatalf("after B left, A sees processes %q, want only its own %q", alone.Processes, pa.Process)
+	}
+}
+
+// TestRejoinAfterBrokerCrashIntegration: a subscriber whose broker crashed (kill -9) gets
+// its partitions back soon after the broker serves again, although the member its ended
+// call left behind could not leave: the next call removes it. Without that, the
+// coordinator holds the new join until the old member's session times out, a minute
+// here (SessionTimeout), so the wait below is structural, not a speed figure.
+func TestRejoinAfterBrokerCrashIntegration(t *testing.T) {
+	t.Parallel() // waits on a broker of its own
+	broker := testenv.StartKafkaBroker(t)
+	ctx := testenv.Context(t)
+	const session = time.Minute
+	b, err := kafka.New(kafka.Options{Brokers: []string{broker.Addr()}, ClientID: "binlake-rejoin", Logger: testLogger(t),
+		SessionTimeout: session, RebalanceTimeout: session})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	topic := fmt.Sprintf("binlake-rejoin-%d", time.Now().UnixNano())
+	if err := b.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: topic, Group: topic + "-group"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Close() })
+	pos := sub.(bus.Positioner)
+	go bus.SubscribeWithRetry(ctx, sub, func(context.Context, bus.Message) error { return nil },
+		bus.RetryOptions{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
+	known := func(limit time.Duration) bool {
+		deadline := time.Now().Add(limit)
+		for time.Now().Before(deadline) {
+			if p, err := pos.Position(ctx); err == nil && p.Known && len(p.Partitions) == 2 {
+				return true
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return false
+	}
+	if !known(time.Minute) {
+		t.Fatal("the subscriber never held the topic's partitions")
+	}
+	broker.Stop(t, syscall.SIGKILL)
+	broker.Start(t)
+	if !known(session / 2) {
+		t.Fatalf("the subscriber did not hold its partitions again within %s of the broker serving: "+
+			"its earlier member (session timeout %s) was not removed", session/2, session)
 	}
 }

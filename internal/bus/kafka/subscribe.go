@@ -86,6 +86,7 @@ func (s *subscriber) subscribe(ctx context.Context, h bus.Handler, concurrent bo
 		return fmt.Errorf("subscribe to %q: %w", s.opts.Topic, bus.ErrUnknownTopic)
 	}
 
+	s.evictStale(ctx)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cg, err := s.join(cancel)
