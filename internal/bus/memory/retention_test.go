@@ -3,7 +3,6 @@ package memory_test
 import (
 	"context"
 	"errors"
-	"github.com/binlake/binlake/internal/testenv"
 	"log/slog"
 	"math"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/binlake/binlake/internal/testenv"
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/memory"
