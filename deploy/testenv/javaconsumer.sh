@@ -40,5 +40,11 @@ build() {
   log "$NAME: built in $(elapsed "$t0") s ($(ls "$OUT"/lib/*.jar | wc -l) jars)"
 }
 
+# Tests that run side by side may ask for the same consumer at once: one builds, the others
+# wait for it (flock on a file beside the folder) and then find it built.
+mkdir -p "$CACHE_DIR/javaconsumer"
+exec 9>"$OUT.lock"
+flock 9
 [[ -f $OUT/.complete ]] || build
+exec 9>&-
 echo "$OUT/classes:$OUT/lib/*"
