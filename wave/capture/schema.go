@@ -104,11 +104,11 @@ func (s *schema) lookup(ctx context.Context, db, table string) (*schemaInfo, err
 	}
 	info := &schemaInfo{}
 	for i := range r.RowNumber() {
-		name, _ := r.GetString(i, 0)
-		ctype, _ := r.GetString(i, 1)
-		ckey, _ := r.GetString(i, 2)
-		dtype, _ := r.GetString(i, 3)
-		cs, _ := r.GetString(i, 4)
+		name := ownString(r, i, 0)
+		ctype := ownString(r, i, 1)
+		ckey := ownString(r, i, 2)
+		dtype := ownString(r, i, 3)
+		cs := ownString(r, i, 4)
 		info.cols = append(info.cols, schemaColumn{
 			name:     name,
 			unsigned: strings.Contains(strings.ToLower(ctype), "unsigned"),
@@ -127,8 +127,7 @@ func (s *schema) lookup(ctx context.Context, db, table string) (*schemaInfo, err
 		return nil, fmt.Errorf("read the primary key of %s: %w", key, err)
 	}
 	for i := range kr.RowNumber() {
-		name, _ := kr.GetString(i, 0)
-		info.pk = append(info.pk, name)
+		info.pk = append(info.pk, ownString(kr, i, 0))
 	}
 	kr.Close()
 	// MariaDB's JSON is LONGTEXT with a column check constraint json_valid(`c`).
@@ -138,7 +137,7 @@ func (s *schema) lookup(ctx context.Context, db, table string) (*schemaInfo, err
 		return nil, fmt.Errorf("read the check constraints of %s: %w", key, err)
 	}
 	for i := range cr.RowNumber() {
-		clause, _ := cr.GetString(i, 0)
+		clause := ownString(cr, i, 0)
 		if m := reJSONValid.FindStringSubmatch(clause); m != nil {
 			for j := range info.cols {
 				if info.cols[j].name == m[1] {
@@ -150,6 +149,16 @@ func (s *schema) lookup(ctx context.Context, db, table string) (*schemaInfo, err
 	cr.Close()
 	s.tables[key] = info
 	return info, nil
+}
+
+// ownString is a value of r as a string of its own. go-mysql's GetString returns a string
+// over the result's packet buffer, and Close hands that buffer back to a pool shared by
+// every connection of the process: a name kept from it (a cached lookup) would change
+// under the next query. Run beside other work, cached names came out overwritten, so a
+// snapshot matched no column by name and sent MariaDB JSON as text.
+func ownString(r *mysql.Result, row, col int) string {
+	s, _ := r.GetString(row, col)
+	return strings.Clone(s)
 }
 
 // enumValues reads the members of an "enum('a','b')" or "set('a','b')" COLUMN_TYPE, in

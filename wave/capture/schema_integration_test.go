@@ -127,3 +127,54 @@ func TestSchemaPrimaryKeyInKeyOrderIntegration(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaCacheOutlivesLaterQueriesIntegration: a cached lookup stays right while other
+// queries run. go-mysql's GetString returns a string over the result's packet buffer, and
+// Close returns that buffer to a process-wide pool; names kept from a closed result were
+// overwritten by the next queries (any connection's), so a snapshot read later matched no
+// column by name and sent MariaDB JSON as text (TestSnapshotKillRestartIntegration, run
+// beside other tests: 21,334 rows).
+func TestSchemaCacheOutlivesLaterQueriesIntegration(t *testing.T) {
+	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
+	db, exec, _ := testenv.ScratchDatabase(t, "wave_schema_alias")
+	exec("CREATE TABLE " + db + ".t_a (k2 INT NOT NULL, meta JSON NULL, e ENUM('x','y') NULL, k1 INT NOT NULL, PRIMARY KEY (k1, k2))")
+	exec("CREATE TABLE " + db + ".t_b (zz INT NOT NULL PRIMARY KEY, qqqq JSON NULL, w ENUM('p','q') NULL, zy INT NOT NULL)")
+	log := slog.New(slog.DiscardHandler)
+	sc := newSchema(a.Addr, a.User, a.Password, log)
+	defer sc.close()
+	info, err := sc.lookup(ctx, db, "t_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Other lookups, on a schema of their own: the pool the buffers go back to is shared.
+	other := newSchema(a.Addr, a.User, a.Password, log)
+	defer other.close()
+	for range 20 {
+		if _, err := other.lookup(ctx, db, "t_b"); err != nil {
+			t.Fatal(err)
+		}
+		other.invalidate()
+	}
+	var got []string
+	for _, c := range info.cols {
+		got = append(got, fmt.Sprintf("%s json=%v values=%v", c.name, c.json, c.values))
+	}
+	if want := "[k2 json=false values=[] meta json=true values=[] e json=false values=[x y] k1 json=false values=[]]"; fmt.Sprint(got) != want {
+		t.Errorf("cached columns of t_a after other queries: %v, want %s", got, want)
+	}
+	if fmt.Sprint(info.pk) != "[k1 k2]" {
+		t.Errorf("cached primary key of t_a after other queries: %q, want [k1 k2]", info.pk)
+	}
+	// The snapshot's layout of the table, from the cached lookup: meta is JSON.
+	src := &snapshotSource{addr: a.Addr, user: a.User, password: a.Password}
+	defer src.close()
+	tb, err := src.table(ctx, sc, db, "t_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range tb.Columns {
+		if c.Name == "meta" && !c.JSON {
+			t.Errorf("snapshot layout of t_a: meta is not JSON (it would be sent as a string)")
+		}
+	}
+}
