@@ -105,28 +105,6 @@ type canalScratch struct {
 	headMeta Meta
 }
 
-// zeros is what pbEnd grows a buffer by before it moves a body to make room for its length.
-var zeros [binaryVarintMax]byte
-
-const binaryVarintMax = 10
-
-// pbBegin appends the tag of a length-delimited field and returns where its body starts;
-// pbEnd then puts the body's length in front of it. The body is written once and moved
-// by the few bytes of its length, instead of being sized by a first pass.
-func pbBegin(dst []byte, num protowire.Number) ([]byte, int) {
-	dst = protowire.AppendTag(dst, num, protowire.BytesType)
-	return dst, len(dst)
-}
-
-func pbEnd(dst []byte, start int) []byte {
-	n := len(dst) - start
-	sz := protowire.SizeVarint(uint64(n))
-	dst = append(dst, zeros[:sz]...)
-	copy(dst[start+sz:], dst[start:start+n])
-	protowire.AppendVarint(dst[start:start], uint64(n))
-	return dst
-}
-
 // appendPBVarintAlways appends a varint field even when it is 0: a member of a oneof
 // (Canal's "present" fields) is written whenever it is set.
 func appendPBVarintAlways(dst []byte, num protowire.Number, v uint64) []byte {
@@ -156,19 +134,19 @@ func canalEvent(typ string) uint64 {
 // appendCanalPacketStart opens a Packet of one Entry and writes the Entry's header
 // (appendCanalHeader, or head when the caller has it already): the caller writes the
 // rest of the Entry and closes all with appendCanalPacketEnd.
-func appendCanalPacketStart(dst, head []byte) ([]byte, [2]int) {
-	var open [2]int
+func appendCanalPacketStart(dst, head []byte) ([]byte, [2]pbLen) {
+	var open [2]pbLen
 	dst = appendPBVarintAlways(dst, cpPacketVersion, 1)
 	dst = appendPBVarintAlways(dst, cpPacketType, cpPacketMessages)
-	dst, open[0] = pbBegin(dst, cpPacketBody)
-	dst, open[1] = pbBegin(dst, cpMessagesItem)
+	dst, open[0] = pbBegin(dst, cpPacketBody, 2)
+	dst, open[1] = pbBegin(dst, cpMessagesItem, 2)
 	dst = append(dst, head...)
 	return appendPBVarintAlways(dst, cpEntryType, cpEntryRowData), open
 }
 
 // appendCanalHeader appends an Entry's header field.
 func appendCanalHeader(dst []byte, db, table string, event uint64, m Meta) []byte {
-	dst, hdr := pbBegin(dst, cpEntryHeader)
+	dst, hdr := pbBegin(dst, cpEntryHeader, 1)
 	dst = appendPBVarintAlways(dst, cpHeaderVersion, 1)
 	dst = appendPBString(dst, cpHeaderLogfileName, m.File)
 	dst = appendPBVarint(dst, cpHeaderLogfileOff, uint64(m.Pos))
@@ -193,7 +171,7 @@ func (s *canalScratch) canalHead(t *Table, typ string, m Meta) []byte {
 	return s.head
 }
 
-func appendCanalPacketEnd(dst []byte, open [2]int) []byte {
+func appendCanalPacketEnd(dst []byte, open [2]pbLen) []byte {
 	return pbEnd(pbEnd(dst, open[1]), open[0])
 }
 
@@ -206,13 +184,13 @@ func encodeCanalRow(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
 	}
 	event := canalEvent(r.Type)
 	dst, open := appendCanalPacketStart(dst, s.canalHead(t, r.Type, r.Meta))
-	dst, sv := pbBegin(dst, cpEntryStoreValue)
+	dst, sv := pbBegin(dst, cpEntryStoreValue, 2)
 	if t.tm != nil {
 		dst = appendPBVarint(dst, cpRowChangeTableID, t.tm.TableID)
 	}
 	dst = appendPBVarintAlways(dst, cpRowChangeEventType, event)
 	dst = appendPBVarintAlways(dst, cpRowChangeIsDdl, 0)
-	dst, rd := pbBegin(dst, cpRowChangeRowDatas)
+	dst, rd := pbBegin(dst, cpRowChangeRowDatas, 2)
 	var err error
 	if !r.Before.IsNil() {
 		if dst, err = appendCanalColumns(dst, s, r, cols, cpRowDataBefore, r.Before); err != nil {
@@ -264,8 +242,8 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnF
 		if err != nil {
 			return dst, err
 		}
-		var col int
-		dst, col = pbBegin(dst, num)
+		var col pbLen
+		dst, col = pbBegin(dst, num, 1)
 		dst = appendPBVarint(dst, cpColumnIndex, uint64(i))
 		dst = appendPBVarint(dst, cpColumnSQLType, uint64(int64(sqlType))) // int32: negative as ten bytes
 		dst = append(dst, cols[i].name...)
@@ -312,7 +290,7 @@ func canalColumnFields(t *Table) []canalColumnField {
 func EncodeDDLCanal(dst []byte, database, table string, m Meta, sql string) []byte {
 	event := canalDDLEvent(sql)
 	dst, open := appendCanalPacketStart(dst, appendCanalHeader(nil, database, table, event, m))
-	dst, sv := pbBegin(dst, cpEntryStoreValue)
+	dst, sv := pbBegin(dst, cpEntryStoreValue, 2)
 	dst = appendPBVarintAlways(dst, cpRowChangeEventType, event)
 	dst = appendPBVarintAlways(dst, cpRowChangeIsDdl, 1)
 	dst = appendPBString(dst, cpRowChangeSQL, sql)
