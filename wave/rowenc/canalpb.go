@@ -93,11 +93,10 @@ const (
 )
 
 // canalScratch is what a canal-protobuf row is rendered with: the canal-json rendering
-// of the column being written (tok), of an update's before value it is compared with
-// (before), the text of a value (text), and what canalSQLType renders an unsigned value
-// into (sqlType: it does not hand the grown buffer back, so it gets one with room).
+// of the column being written (tok) and of an update's before value it is compared with
+// (before).
 type canalScratch struct {
-	tok, before, text, sqlType []byte
+	tok, before []byte
 
 	head     []byte // the header of the last row encoded with it (canalHead)
 	headT    *Table
@@ -235,30 +234,31 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnF
 				updated = string(before) != string(tok)
 			}
 		}
-		if cap(s.sqlType) < 32 {
-			s.sqlType = make([]byte, 0, 32) // an integer's text fits
-		}
-		sqlType, err := canalSQLType(s.sqlType[:0], image, i)
-		if err != nil {
-			return dst, err
-		}
 		var col pbLen
 		dst, col = pbBegin(dst, num, 1)
-		dst = appendPBVarint(dst, cpColumnIndex, uint64(i))
-		dst = appendPBVarint(dst, cpColumnSQLType, uint64(int64(sqlType))) // int32: negative as ten bytes
-		dst = append(dst, cols[i].name...)
-		dst = appendPBBool(dst, cpColumnIsKey, c.PK)
+		if sqlType := canalSQLTypeOf(c, tok); sqlType == cols[i].sqlType {
+			dst = append(dst, cols[i].head...)
+		} else { // an unsigned value beyond the signed range
+			dst = appendCanalColumnHead(dst, i, sqlType, c)
+		}
 		dst = appendPBBool(dst, cpColumnUpdated, updated)
 		dst = appendPBVarintAlways(dst, cpColumnIsNull, protowire.EncodeBool(isNull))
 		if !isNull {
-			text, ok := jsonenc.AppendUnquoted(s.text[:0], tok)
-			s.text = text
-			if !ok {
+			// The text is unquoted straight into the message, its length patched in
+			// after it (pbEnd); an empty text is no field at all (proto3).
+			tag := len(dst)
+			var l pbLen
+			dst, l = pbBegin(dst, cpColumnValue, protowire.SizeVarint(uint64(len(tok))))
+			body := len(dst)
+			var ok bool
+			dst, ok = jsonenc.AppendUnquoted(dst, tok)
+			switch {
+			case !ok:
 				return dst, fmt.Errorf("column %s: canal value %.40s is not a JSON string", c.Name, tok)
-			}
-			if len(text) > 0 {
-				dst = protowire.AppendTag(dst, cpColumnValue, protowire.BytesType)
-				dst = protowire.AppendBytes(dst, text)
+			case len(dst) == body:
+				dst = dst[:tag]
+			default:
+				dst = pbEnd(dst, l)
 			}
 		}
 		dst = append(dst, cols[i].mysqlType...)
@@ -268,8 +268,22 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnF
 }
 
 // canalColumnField is a column's Column fields that are the same in every row: its
-// encoded name and mysqlType (canal-json's, appendCanalMySQLType).
-type canalColumnField struct{ name, mysqlType []byte }
+// encoded index, sqlType, name and isKey (head; sqlType is the column's unless an
+// unsigned value is beyond the signed range: canalSQLTypeOf) and mysqlType
+// (canal-json's, appendCanalMySQLType).
+type canalColumnField struct {
+	head      []byte
+	sqlType   int
+	mysqlType []byte
+}
+
+// appendCanalColumnHead appends a Column's fields 1 to 4: index, sqlType, name, isKey.
+func appendCanalColumnHead(dst []byte, i, sqlType int, c *Column) []byte {
+	dst = appendPBVarint(dst, cpColumnIndex, uint64(i))
+	dst = appendPBVarint(dst, cpColumnSQLType, uint64(int64(sqlType))) // int32: negative as ten bytes
+	dst = appendPBString(dst, cpColumnName, c.Name)
+	return appendPBBool(dst, cpColumnIsKey, c.PK)
+}
 
 // canalColumnFields is each column's canalColumnField, for Table.Prepare to keep: a row
 // copies them.
@@ -279,7 +293,9 @@ func canalColumnFields(t *Table) []canalColumnField {
 	for i := range t.Columns {
 		tok = appendCanalMySQLType(tok[:0], &t.Columns[i])
 		text, _ = jsonenc.AppendUnquoted(text[:0], tok)
-		cols[i] = canalColumnField{name: appendPBString(nil, cpColumnName, t.Columns[i].Name),
+		c := &t.Columns[i]
+		sqlType := canalSQLTypeOf(c, nil)
+		cols[i] = canalColumnField{head: appendCanalColumnHead(nil, i, sqlType, c), sqlType: sqlType,
 			mysqlType: appendPBString(nil, cpColumnMySQLType, string(text))}
 	}
 	return cols
