@@ -216,7 +216,18 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnF
 	isAfter := num == cpRowDataAfter
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		tok, err := appendCanalValue(s.tok[:0], image, i)
+		// A JSON column's canal-json value is its json rendering quoted as a JSON
+		// string, whose text is that rendering itself (made valid UTF-8): taken as it
+		// is, without quoting and unquoting it, but where an update's after value is
+		// compared with the before value's canal-json rendering.
+		docText := cols[i].json && !(isAfter && !r.Before.IsNil())
+		var tok []byte
+		var err error
+		if docText {
+			tok, err = image.AppendJSON(s.tok[:0], i)
+		} else {
+			tok, err = appendCanalValue(s.tok[:0], image, i)
+		}
 		s.tok = tok
 		if err != nil {
 			return dst, err
@@ -250,8 +261,12 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnF
 			var l pbLen
 			dst, l = pbBegin(dst, cpColumnValue, protowire.SizeVarint(uint64(len(tok))))
 			body := len(dst)
-			var ok bool
-			dst, ok = jsonenc.AppendUnquoted(dst, tok)
+			ok := true
+			if docText {
+				dst = appendValidUTF8(dst, tok)
+			} else {
+				dst, ok = jsonenc.AppendUnquoted(dst, tok)
+			}
 			switch {
 			case !ok:
 				return dst, fmt.Errorf("column %s: canal value %.40s is not a JSON string", c.Name, tok)
@@ -275,6 +290,7 @@ type canalColumnField struct {
 	head      []byte
 	sqlType   int
 	mysqlType []byte
+	json      bool // a JSON column (kindJSON)
 }
 
 // appendCanalColumnHead appends a Column's fields 1 to 4: index, sqlType, name, isKey.
@@ -295,7 +311,7 @@ func canalColumnFields(t *Table) []canalColumnField {
 		text, _ = jsonenc.AppendUnquoted(text[:0], tok)
 		c := &t.Columns[i]
 		sqlType := canalSQLTypeOf(c, nil)
-		cols[i] = canalColumnField{head: appendCanalColumnHead(nil, i, sqlType, c), sqlType: sqlType,
+		cols[i] = canalColumnField{head: appendCanalColumnHead(nil, i, sqlType, c), sqlType: sqlType, json: kindOf(c) == kindJSON,
 			mysqlType: appendPBString(nil, cpColumnMySQLType, string(text))}
 	}
 	return cols
