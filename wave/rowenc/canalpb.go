@@ -93,38 +93,15 @@ const (
 )
 
 // canalScratch is what a canal-protobuf row is rendered with: the canal-json rendering
-// of the column being written (tok), of an update's before value it is compared with
-// (before), the text of a value (text), and what canalSQLType renders an unsigned value
-// into (sqlType: it does not hand the grown buffer back, so it gets one with room).
+// of the column being written (tok) and of an update's before value it is compared with
+// (before).
 type canalScratch struct {
-	tok, before, text, sqlType []byte
+	tok, before []byte
 
 	head     []byte // the header of the last row encoded with it (canalHead)
 	headT    *Table
 	headType string
 	headMeta Meta
-}
-
-// zeros is what pbEnd grows a buffer by before it moves a body to make room for its length.
-var zeros [binaryVarintMax]byte
-
-const binaryVarintMax = 10
-
-// pbBegin appends the tag of a length-delimited field and returns where its body starts;
-// pbEnd then puts the body's length in front of it. The body is written once and moved
-// by the few bytes of its length, instead of being sized by a first pass.
-func pbBegin(dst []byte, num protowire.Number) ([]byte, int) {
-	dst = protowire.AppendTag(dst, num, protowire.BytesType)
-	return dst, len(dst)
-}
-
-func pbEnd(dst []byte, start int) []byte {
-	n := len(dst) - start
-	sz := protowire.SizeVarint(uint64(n))
-	dst = append(dst, zeros[:sz]...)
-	copy(dst[start+sz:], dst[start:start+n])
-	protowire.AppendVarint(dst[start:start], uint64(n))
-	return dst
 }
 
 // appendPBVarintAlways appends a varint field even when it is 0: a member of a oneof
@@ -156,19 +133,19 @@ func canalEvent(typ string) uint64 {
 // appendCanalPacketStart opens a Packet of one Entry and writes the Entry's header
 // (appendCanalHeader, or head when the caller has it already): the caller writes the
 // rest of the Entry and closes all with appendCanalPacketEnd.
-func appendCanalPacketStart(dst, head []byte) ([]byte, [2]int) {
-	var open [2]int
+func appendCanalPacketStart(dst, head []byte) ([]byte, [2]pbLen) {
+	var open [2]pbLen
 	dst = appendPBVarintAlways(dst, cpPacketVersion, 1)
 	dst = appendPBVarintAlways(dst, cpPacketType, cpPacketMessages)
-	dst, open[0] = pbBegin(dst, cpPacketBody)
-	dst, open[1] = pbBegin(dst, cpMessagesItem)
+	dst, open[0] = pbBegin(dst, cpPacketBody, 2)
+	dst, open[1] = pbBegin(dst, cpMessagesItem, 2)
 	dst = append(dst, head...)
 	return appendPBVarintAlways(dst, cpEntryType, cpEntryRowData), open
 }
 
 // appendCanalHeader appends an Entry's header field.
 func appendCanalHeader(dst []byte, db, table string, event uint64, m Meta) []byte {
-	dst, hdr := pbBegin(dst, cpEntryHeader)
+	dst, hdr := pbBegin(dst, cpEntryHeader, 1)
 	dst = appendPBVarintAlways(dst, cpHeaderVersion, 1)
 	dst = appendPBString(dst, cpHeaderLogfileName, m.File)
 	dst = appendPBVarint(dst, cpHeaderLogfileOff, uint64(m.Pos))
@@ -193,7 +170,7 @@ func (s *canalScratch) canalHead(t *Table, typ string, m Meta) []byte {
 	return s.head
 }
 
-func appendCanalPacketEnd(dst []byte, open [2]int) []byte {
+func appendCanalPacketEnd(dst []byte, open [2]pbLen) []byte {
 	return pbEnd(pbEnd(dst, open[1]), open[0])
 }
 
@@ -206,13 +183,13 @@ func encodeCanalRow(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
 	}
 	event := canalEvent(r.Type)
 	dst, open := appendCanalPacketStart(dst, s.canalHead(t, r.Type, r.Meta))
-	dst, sv := pbBegin(dst, cpEntryStoreValue)
+	dst, sv := pbBegin(dst, cpEntryStoreValue, 2)
 	if t.tm != nil {
 		dst = appendPBVarint(dst, cpRowChangeTableID, t.tm.TableID)
 	}
 	dst = appendPBVarintAlways(dst, cpRowChangeEventType, event)
 	dst = appendPBVarintAlways(dst, cpRowChangeIsDdl, 0)
-	dst, rd := pbBegin(dst, cpRowChangeRowDatas)
+	dst, rd := pbBegin(dst, cpRowChangeRowDatas, 2)
 	var err error
 	if !r.Before.IsNil() {
 		if dst, err = appendCanalColumns(dst, s, r, cols, cpRowDataBefore, r.Before); err != nil {
@@ -239,7 +216,18 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnF
 	isAfter := num == cpRowDataAfter
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		tok, err := appendCanalValue(s.tok[:0], image, i)
+		// A JSON column's canal-json value is its json rendering quoted as a JSON
+		// string, whose text is that rendering itself (made valid UTF-8): taken as it
+		// is, without quoting and unquoting it, but where an update's after value is
+		// compared with the before value's canal-json rendering.
+		docText := cols[i].json && !(isAfter && !r.Before.IsNil())
+		var tok []byte
+		var err error
+		if docText {
+			tok, err = image.AppendJSON(s.tok[:0], i)
+		} else {
+			tok, err = appendCanalValue(s.tok[:0], image, i)
+		}
 		s.tok = tok
 		if err != nil {
 			return dst, err
@@ -257,30 +245,35 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnF
 				updated = string(before) != string(tok)
 			}
 		}
-		if cap(s.sqlType) < 32 {
-			s.sqlType = make([]byte, 0, 32) // an integer's text fits
+		var col pbLen
+		dst, col = pbBegin(dst, num, 1)
+		if sqlType := canalSQLTypeOf(c, tok); sqlType == cols[i].sqlType {
+			dst = append(dst, cols[i].head...)
+		} else { // an unsigned value beyond the signed range
+			dst = appendCanalColumnHead(dst, i, sqlType, c)
 		}
-		sqlType, err := canalSQLType(s.sqlType[:0], image, i)
-		if err != nil {
-			return dst, err
-		}
-		var col int
-		dst, col = pbBegin(dst, num)
-		dst = appendPBVarint(dst, cpColumnIndex, uint64(i))
-		dst = appendPBVarint(dst, cpColumnSQLType, uint64(int64(sqlType))) // int32: negative as ten bytes
-		dst = append(dst, cols[i].name...)
-		dst = appendPBBool(dst, cpColumnIsKey, c.PK)
 		dst = appendPBBool(dst, cpColumnUpdated, updated)
 		dst = appendPBVarintAlways(dst, cpColumnIsNull, protowire.EncodeBool(isNull))
 		if !isNull {
-			text, ok := jsonenc.AppendUnquoted(s.text[:0], tok)
-			s.text = text
-			if !ok {
-				return dst, fmt.Errorf("column %s: canal value %.40s is not a JSON string", c.Name, tok)
+			// The text is unquoted straight into the message, its length patched in
+			// after it (pbEnd); an empty text is no field at all (proto3).
+			tag := len(dst)
+			var l pbLen
+			dst, l = pbBegin(dst, cpColumnValue, protowire.SizeVarint(uint64(len(tok))))
+			body := len(dst)
+			ok := true
+			if docText {
+				dst = appendValidUTF8(dst, tok)
+			} else {
+				dst, ok = jsonenc.AppendUnquoted(dst, tok)
 			}
-			if len(text) > 0 {
-				dst = protowire.AppendTag(dst, cpColumnValue, protowire.BytesType)
-				dst = protowire.AppendBytes(dst, text)
+			switch {
+			case !ok:
+				return dst, fmt.Errorf("column %s: canal value %.40s is not a JSON string", c.Name, tok)
+			case len(dst) == body:
+				dst = dst[:tag]
+			default:
+				dst = pbEnd(dst, l)
 			}
 		}
 		dst = append(dst, cols[i].mysqlType...)
@@ -290,8 +283,23 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnF
 }
 
 // canalColumnField is a column's Column fields that are the same in every row: its
-// encoded name and mysqlType (canal-json's, appendCanalMySQLType).
-type canalColumnField struct{ name, mysqlType []byte }
+// encoded index, sqlType, name and isKey (head; sqlType is the column's unless an
+// unsigned value is beyond the signed range: canalSQLTypeOf) and mysqlType
+// (canal-json's, appendCanalMySQLType).
+type canalColumnField struct {
+	head      []byte
+	sqlType   int
+	mysqlType []byte
+	json      bool // a JSON column (kindJSON)
+}
+
+// appendCanalColumnHead appends a Column's fields 1 to 4: index, sqlType, name, isKey.
+func appendCanalColumnHead(dst []byte, i, sqlType int, c *Column) []byte {
+	dst = appendPBVarint(dst, cpColumnIndex, uint64(i))
+	dst = appendPBVarint(dst, cpColumnSQLType, uint64(int64(sqlType))) // int32: negative as ten bytes
+	dst = appendPBString(dst, cpColumnName, c.Name)
+	return appendPBBool(dst, cpColumnIsKey, c.PK)
+}
 
 // canalColumnFields is each column's canalColumnField, for Table.Prepare to keep: a row
 // copies them.
@@ -301,7 +309,9 @@ func canalColumnFields(t *Table) []canalColumnField {
 	for i := range t.Columns {
 		tok = appendCanalMySQLType(tok[:0], &t.Columns[i])
 		text, _ = jsonenc.AppendUnquoted(text[:0], tok)
-		cols[i] = canalColumnField{name: appendPBString(nil, cpColumnName, t.Columns[i].Name),
+		c := &t.Columns[i]
+		sqlType := canalSQLTypeOf(c, nil)
+		cols[i] = canalColumnField{head: appendCanalColumnHead(nil, i, sqlType, c), sqlType: sqlType, json: kindOf(c) == kindJSON,
 			mysqlType: appendPBString(nil, cpColumnMySQLType, string(text))}
 	}
 	return cols
@@ -312,7 +322,7 @@ func canalColumnFields(t *Table) []canalColumnField {
 func EncodeDDLCanal(dst []byte, database, table string, m Meta, sql string) []byte {
 	event := canalDDLEvent(sql)
 	dst, open := appendCanalPacketStart(dst, appendCanalHeader(nil, database, table, event, m))
-	dst, sv := pbBegin(dst, cpEntryStoreValue)
+	dst, sv := pbBegin(dst, cpEntryStoreValue, 2)
 	dst = appendPBVarintAlways(dst, cpRowChangeEventType, event)
 	dst = appendPBVarintAlways(dst, cpRowChangeIsDdl, 1)
 	dst = appendPBString(dst, cpRowChangeSQL, sql)

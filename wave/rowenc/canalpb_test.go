@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/binlake/binlake/internal/jsonenc"
 	"github.com/binlake/binlake/wave/rowenc/canalpb"
 )
 
@@ -237,4 +238,57 @@ func TestCanalProtobufGolden(t *testing.T) {
 	m := Meta{Instance: "orders", TS: 1764424800, File: "bin.000001", Pos: 99, Commit: true}
 	fmt.Fprintf(&out, "ddl\t%x\n", EncodeDDLCanal(nil, "shop", "kinds", m, "ALTER TABLE kinds ADD COLUMN x INT"))
 	requireGolden(t, filepath.Join("testdata", "canal-protobuf.golden"), out.Bytes())
+}
+
+// TestCanalProtobufJSONText: a JSON column's value, which canal-protobuf takes from its
+// json rendering without quoting and unquoting it (but for an update's after value), is
+// the text of its canal-json value, in every message type: documents with escapes,
+// U+2028, invalid bytes in a string, text that is not JSON, an empty document (NULL);
+// an update's unchanged document is not updated.
+func TestCanalProtobufJSONText(t *testing.T) {
+	tb := &Table{Database: "d", Name: "t", PK: []int{0}, Columns: []Column{
+		{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true},
+		{Name: "js", Type: mysql.MYSQL_TYPE_JSON},
+		{Name: "mj", Type: mysql.MYSQL_TYPE_BLOB, JSON: true},
+		{Name: "same", Type: mysql.MYSQL_TYPE_JSON},
+	}}
+	tb.Prepare()
+	before := []any{int32(1), []byte(`{"q": "a\"b\\c\u2028", "n": [1, 2]}`), []byte("{\"bad\": \"x\xffy\"}"), []byte(`[1, 2]`)}
+	after := []any{int32(1), []byte("  "), []byte(`{not json`), []byte(`[1,2]`)}
+	for _, tc := range []struct {
+		typ           string
+		before, after []any
+	}{{TypeInsert, nil, before}, {TypeInsert, nil, after}, {TypeDelete, before, nil}, {TypeUpdate, before, after}} {
+		b, err := EncodeRowCanal(nil, tb, tc.typ, Meta{}, tc.before, tc.after)
+		require.NoError(t, err)
+		_, rc := decodeCanal(t, b)
+		rows := Rows{rows: []values{tc.before, tc.after}}
+		images := map[string]Image{"before": {rows: &rows, t: tb, i: 0}, "after": {rows: &rows, t: tb, i: 1}}
+		for name, cols := range map[string][]*canalpb.Column{"before": rc.GetRowDatas()[0].GetBeforeColumns(), "after": rc.GetRowDatas()[0].GetAfterColumns()} {
+			if images[name].IsNil() || (name == "before" && tc.before == nil) || (name == "after" && tc.after == nil) {
+				require.Empty(t, cols, name)
+				continue
+			}
+			require.Len(t, cols, len(tb.Columns), name)
+			for i, c := range cols {
+				tok, err := appendCanalValue(nil, images[name], i)
+				require.NoError(t, err)
+				want, null := "", isNullToken(tok)
+				if !null {
+					text, ok := jsonenc.AppendUnquoted(nil, tok)
+					require.True(t, ok)
+					want = string(text)
+				}
+				require.Equal(t, null, c.GetIsNull(), "%s %s %s", tc.typ, name, c.GetName())
+				require.Equal(t, want, c.GetValue(), "%s %s %s", tc.typ, name, c.GetName())
+			}
+		}
+		if tc.typ == TypeUpdate {
+			updated := map[string]bool{}
+			for _, c := range rc.GetRowDatas()[0].GetAfterColumns() {
+				updated[c.GetName()] = c.GetUpdated()
+			}
+			require.Equal(t, map[string]bool{"id": false, "js": true, "mj": true, "same": false}, updated)
+		}
+	}
 }

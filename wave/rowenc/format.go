@@ -46,6 +46,10 @@ type Row struct {
 	// row.
 	Meta          Meta
 	Before, After Image
+
+	// scratch is what the formats render the row with: the Encoder's, kept from one row
+	// to the next; nil in a Row made elsewhere, whose format takes one from a pool.
+	scratch *rowScratch
 }
 
 // Image is one image (before or after) of a Row's row: its column values, read one at a

@@ -271,6 +271,19 @@ const (
 // INT → BIGINT, BIGINT → DECIMAL). scratch is a buffer it may append to and drop.
 func canalSQLType(scratch []byte, im Image, col int) (int, error) {
 	c := &im.t.Columns[col]
+	if kindOf(c) != kindInt || !c.Unsigned || im.IsNil() {
+		return canalSQLTypeOf(c, nil), nil
+	}
+	tok, err := im.AppendJSON(scratch, col)
+	if err != nil {
+		return 0, err
+	}
+	return canalSQLTypeOf(c, tok[len(scratch):]), nil
+}
+
+// canalSQLTypeOf is canalSQLType for a column whose value has been rendered as tok, its
+// json or canal-json token (an integer's number, quoted or not; nil for none).
+func canalSQLTypeOf(c *Column, tok []byte) int {
 	switch kindOf(c) {
 	case kindInt:
 		code, bump, bits := sqlInteger, sqlBigint, 32
@@ -284,51 +297,49 @@ func canalSQLType(scratch []byte, im Image, col int) (int, error) {
 		case mysql.MYSQL_TYPE_LONGLONG:
 			code, bump, bits = sqlBigint, sqlDecimal, 64
 		}
-		if !c.Unsigned || im.IsNil() {
-			return code, nil
+		if !c.Unsigned {
+			return code
 		}
-		at := len(scratch)
-		tok, err := im.AppendJSON(scratch, col)
-		if err != nil {
-			return 0, err
+		if len(tok) >= 2 && tok[0] == '"' {
+			tok = tok[1 : len(tok)-1]
 		}
-		if v, err := strconv.ParseUint(stringOf(tok[at:]), 10, 64); err == nil && v > 1<<(bits-1)-1 {
-			return bump, nil
+		if v, err := strconv.ParseUint(stringOf(tok), 10, 64); err == nil && v > 1<<(bits-1)-1 {
+			return bump
 		}
-		return code, nil
+		return code
 	case kindFloat:
-		return sqlReal, nil
+		return sqlReal
 	case kindDouble:
-		return sqlDouble, nil
+		return sqlDouble
 	case kindDecimal:
-		return sqlDecimal, nil
+		return sqlDecimal
 	case kindDate:
-		return sqlDate, nil
+		return sqlDate
 	case kindTime:
-		return sqlTime, nil
+		return sqlTime
 	case kindDatetime, kindTimestamp:
-		return sqlTimestamp, nil
+		return sqlTimestamp
 	case kindYear:
-		return sqlVarchar, nil
+		return sqlVarchar
 	case kindBit, kindSet:
-		return sqlBit, nil
+		return sqlBit
 	case kindEnum:
-		return sqlInteger, nil
+		return sqlInteger
 	case kindJSON:
 		if c.Type == mysql.MYSQL_TYPE_JSON {
-			return sqlVarchar, nil
+			return sqlVarchar
 		}
-		return sqlClob, nil // MariaDB's JSON is a LONGTEXT
+		return sqlClob // MariaDB's JSON is a LONGTEXT
 	case kindBinary:
-		return sqlBlob, nil
+		return sqlBlob
 	}
 	switch c.Type {
 	case mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB:
-		return sqlClob, nil
+		return sqlClob
 	case mysql.MYSQL_TYPE_STRING:
-		return sqlChar, nil
+		return sqlChar
 	}
-	return sqlVarchar, nil
+	return sqlVarchar
 }
 
 // appendCanalMySQLType appends Canal's mysqlType of a column as a JSON string: the type's

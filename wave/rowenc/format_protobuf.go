@@ -29,12 +29,16 @@ func init() {
 	})
 }
 
-// The scratch a row is rendered with comes from a pool: a Format is a comparable value
-// that many encoders share, so it keeps none of its own.
-var (
-	typedScratchPool = sync.Pool{New: func() any { return new(typedScratch) }}
-	canalScratchPool = sync.Pool{New: func() any { return new(canalScratch) }}
-)
+// rowScratch is the buffers a row is rendered with in the protobuf formats. A Format is
+// a comparable value that many encoders share, so it keeps none of its own: the Encoder
+// hands its own over in the Row (Row.scratch), and a Row made elsewhere gets one from a
+// pool.
+type rowScratch struct {
+	typed typedScratch
+	canal canalScratch
+}
+
+var rowScratchPool = sync.Pool{New: func() any { return new(rowScratch) }}
 
 // rowImages is the row images r reads, of whichever kind the event was decoded into.
 func rowImages(r *Row) (*Rows, error) {
@@ -59,8 +63,12 @@ func (protobufFormat) AppendRow(dst []byte, r *Row) ([]byte, error) {
 		return dst, err
 	}
 	t := r.Table
-	s := typedScratchPool.Get().(*typedScratch)
-	defer typedScratchPool.Put(s)
+	rs := r.scratch
+	if rs == nil {
+		rs = rowScratchPool.Get().(*rowScratch)
+		defer rowScratchPool.Put(rs)
+	}
+	s := &rs.typed
 	dst = appendPBHead(dst, s, t, r.Type, r.Meta)
 	dst = appendPBCommit(dst, r.Meta)
 	switch {
@@ -86,9 +94,12 @@ func (canalProtobufFormat) AppendRow(dst []byte, r *Row) ([]byte, error) {
 	if _, err := rowImages(r); err != nil {
 		return dst, err
 	}
-	s := canalScratchPool.Get().(*canalScratch)
-	defer canalScratchPool.Put(s)
-	return encodeCanalRow(dst, s, r)
+	s := r.scratch
+	if s == nil {
+		s = rowScratchPool.Get().(*rowScratch)
+		defer rowScratchPool.Put(s)
+	}
+	return encodeCanalRow(dst, &s.canal, r)
 }
 
 func (canalProtobufFormat) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) {

@@ -2,7 +2,6 @@ package rowenc
 
 import (
 	"fmt"
-	"math"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -201,22 +200,18 @@ func errColumnCount(t *Table, n int) error {
 	return fmt.Errorf("%s.%s: row has %d values, table map %d columns", t.Database, t.Name, n, len(t.Columns))
 }
 
-// appendPBField appends column i of image as a binlake.v1.Field in the Row's field num.
-// Its size is known before it is written, so the length comes first without a copy.
-// name is the Field's encoded name (pbFieldNames).
+// appendPBField appends column i of image as a binlake.v1.Field in the Row's field num,
+// in one pass: the tag, a byte for the length (a Field is seldom longer than 127
+// bytes), the name (pbFieldNames), the value written where it lands (appendPBValue);
+// then the length goes into its byte, the body moved only when it needs more.
 func appendPBField[I typedImage[I]](dst []byte, s *typedScratch, num protowire.Number, name []byte, c *Column, image I, i int) ([]byte, error) {
-	v, err := image.typed(s, c, i)
+	dst, l := pbBegin(dst, num, 1)
+	dst = append(dst, name...)
+	dst, err := image.appendPB(dst, s, c, i)
 	if err != nil {
 		return dst, err
 	}
-	if (v.kind == tvString || v.kind == tvJSON) && !utf8.Valid(v.b) {
-		s.valid = appendValidUTF8(s.valid[:0], v.b) // see appendPBString
-		v.b = s.valid
-	}
-	dst = protowire.AppendTag(dst, num, protowire.BytesType)
-	dst = protowire.AppendVarint(dst, uint64(len(name)+pbValueSize(v)))
-	dst = append(dst, name...)
-	return appendPBValue(dst, v), nil
+	return pbEnd(dst, l), nil
 }
 
 // pbFieldNames is each column's name as a Field's encoded name field (tag, length,
@@ -229,49 +224,43 @@ func pbFieldNames(t *Table) [][]byte {
 	return names
 }
 
-// pbValueSize is the encoded size of a Field's value (its oneof member, tag included).
-func pbValueSize(v typedValue) int {
-	switch v.kind {
-	case tvInt:
-		return 1 + protowire.SizeVarint(protowire.EncodeZigZag(v.i))
-	case tvUint:
-		return 1 + protowire.SizeVarint(v.u)
-	case tvFloat:
-		return 1 + 4
-	case tvDouble:
-		return 1 + 8
-	case tvString, tvASCII, tvBytes, tvJSON:
-		return 1 + protowire.SizeBytes(len(v.b))
+// pbLen is a length-delimited field being written: where its length goes and the
+// bytes left for it (pbBegin).
+type pbLen struct{ at, room int }
+
+// zeros is what pbEnd grows a buffer by.
+var zeros [binaryVarintMax]byte
+
+const binaryVarintMax = 10
+
+// pbBegin appends the tag of a length-delimited field and room bytes for its length
+// (the size the caller expects the body's length to take), and returns where they are;
+// pbEnd then writes the length there. The body is written once, in place, instead of
+// being sized by a first pass or rendered aside and copied, and moved only when its
+// length takes another number of bytes than room.
+func pbBegin(dst []byte, num protowire.Number, room int) ([]byte, pbLen) {
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	l := pbLen{at: len(dst), room: room}
+	for range room {
+		dst = append(dst, 0) // cheaper than appending a slice of zeros for a byte or two
 	}
-	return 2 // null: true
+	return dst, l
 }
 
-// appendPBValue appends a Field's value: the oneof member of its kind. A member of a
-// oneof is written even when it holds its zero value (an int 0, an empty string).
-func appendPBValue(dst []byte, v typedValue) []byte {
-	switch v.kind {
-	case tvInt:
-		dst = protowire.AppendTag(dst, pbFieldInt, protowire.VarintType)
-		return protowire.AppendVarint(dst, protowire.EncodeZigZag(v.i))
-	case tvUint:
-		dst = protowire.AppendTag(dst, pbFieldUint, protowire.VarintType)
-		return protowire.AppendVarint(dst, v.u)
-	case tvFloat:
-		dst = protowire.AppendTag(dst, pbFieldFloat, protowire.Fixed32Type)
-		return protowire.AppendFixed32(dst, math.Float32bits(float32(v.f)))
-	case tvDouble:
-		dst = protowire.AppendTag(dst, pbFieldDouble, protowire.Fixed64Type)
-		return protowire.AppendFixed64(dst, math.Float64bits(v.f))
-	case tvString, tvASCII:
-		dst = protowire.AppendTag(dst, pbFieldString, protowire.BytesType)
-		return protowire.AppendBytes(dst, v.b)
-	case tvBytes:
-		dst = protowire.AppendTag(dst, pbFieldBytes, protowire.BytesType)
-		return protowire.AppendBytes(dst, v.b)
-	case tvJSON:
-		dst = protowire.AppendTag(dst, pbFieldJSON, protowire.BytesType)
-		return protowire.AppendBytes(dst, v.b)
+func pbEnd(dst []byte, l pbLen) []byte {
+	body := l.at + l.room
+	n := len(dst) - body
+	if n < 0x80 && l.room == 1 {
+		dst[l.at] = byte(n)
+		return dst
 	}
-	dst = protowire.AppendTag(dst, pbFieldNull, protowire.VarintType)
-	return protowire.AppendVarint(dst, 1)
+	if sz := protowire.SizeVarint(uint64(n)); sz != l.room {
+		if sz > l.room {
+			dst = append(dst, zeros[:sz-l.room]...)
+		}
+		copy(dst[l.at+sz:], dst[body:body+n])
+		dst = dst[:l.at+sz+n]
+	}
+	protowire.AppendVarint(dst[l.at:l.at], uint64(n))
+	return dst
 }

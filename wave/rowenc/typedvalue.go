@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-
-	"github.com/binlake/binlake/internal/jsonenc"
 )
 
 // A typedValue is one column value as a binary format carries it: a kind and its
@@ -37,31 +35,21 @@ const (
 	tvString        // text, ENUM and SET names
 	tvASCII         // the text of decimals and temporal values: ASCII, so valid UTF-8 unchecked
 	tvBytes         // binary strings and blobs
-	tvJSON          // a JSON column's document, compact
+	tvJSON          // a JSON column's document as stored (trimmed, not empty): compacted as it is written
+	tvTime          // a DATETIME or TIMESTAMP at i seconds and u nanoseconds since the epoch, rendered in UTC as it is written
 )
 
 // typedScratch is the buffers typed values are written into: text is the text a field
-// read in place is first rendered as (appendRawText), out the value's own text, valid
-// a text made valid UTF-8 (appendPBField). head is the protobuf header of the last row
-// encoded with it and what it was made of (appendPBHead).
+// read in place is first rendered as (appendRawText), out the value's own text when it
+// is not rendered as it is written (tvTime, tvJSON). head is the protobuf header of the
+// last row encoded with it and what it was made of (appendPBHead).
 type typedScratch struct {
-	text, out, valid []byte
+	text, out []byte
 
 	head     []byte
 	headT    *Table
 	headType string
 	headMeta Meta
-}
-
-// typedImage is a row image whose values can also be had typed.
-type typedImage[I any] interface {
-	rowImage[I]
-	// typed is column i's value, described by c.
-	typed(s *typedScratch, c *Column, i int) (typedValue, error)
-}
-
-func (v values) typed(s *typedScratch, c *Column, i int) (typedValue, error) {
-	return typedOf(s, c, v[i])
 }
 
 // typedOf is appendValue's decision for go-mysql's decoded value v, typed.
@@ -97,7 +85,7 @@ func typedOf(s *typedScratch, c *Column, v any) (typedValue, error) {
 	case string:
 		return typedText(s, c, x), nil
 	case []byte:
-		return typedBytes(s, c, x), nil
+		return typedBytes(c, x), nil
 	case time.Time:
 		return typedTime(s, c, x), nil
 	default:
@@ -174,10 +162,10 @@ func typedText(s *typedScratch, c *Column, text string) typedValue {
 		}
 		return typedTemporal(s, text, "Z")
 	case mysql.MYSQL_TYPE_JSON:
-		return typedJSON(s, bytesOf(text))
+		return typedJSON(bytesOf(text))
 	}
 	if c.JSON {
-		return typedJSON(s, bytesOf(text))
+		return typedJSON(bytesOf(text))
 	}
 	if c.Binary {
 		return typedValue{kind: tvBytes, b: bytesOf(text)}
@@ -186,10 +174,10 @@ func typedText(s *typedScratch, c *Column, text string) typedValue {
 }
 
 // typedBytes is appendBytes' decision.
-func typedBytes(s *typedScratch, c *Column, b []byte) typedValue {
+func typedBytes(c *Column, b []byte) typedValue {
 	switch {
 	case c.Type == mysql.MYSQL_TYPE_JSON || c.JSON:
-		return typedJSON(s, b)
+		return typedJSON(b)
 	case c.Binary || c.Type == mysql.MYSQL_TYPE_GEOMETRY:
 		return typedValue{kind: tvBytes, b: b}
 	}
@@ -207,73 +195,27 @@ func typedTemporal(s *typedScratch, text, suffix string) typedValue {
 	return typedValue{kind: tvASCII, b: out}
 }
 
-// typedTime is appendTime's text, without the quotes.
+// typedTime is appendTime's text, without the quotes: left to the writer (tvTime) when
+// it renders t in UTC, as a TIMESTAMP always is and a DATETIME read in place (a UTC
+// time.Time) is; a DATETIME in another location is rendered here.
 func typedTime(s *typedScratch, c *Column, t time.Time) typedValue {
-	out := appendTime(s.out[:0], c, t)
+	if t.Location() == time.UTC || isTimestamp(c) {
+		return typedValue{kind: tvTime, i: t.Unix(), u: uint64(t.Nanosecond())}
+	}
+	out := appendTimeText(s.out[:0], c, t)
 	s.out = out
-	return typedValue{kind: tvASCII, b: out[1 : len(out)-1]}
+	return typedValue{kind: tvASCII, b: out}
 }
 
-// typedJSON is appendJSONDoc's decision: the compact document, null for an empty one,
-// the text as a string when it is not JSON.
-func typedJSON(s *typedScratch, b []byte) typedValue {
+// typedJSON is appendJSONDoc's decision: null for an empty document, else the document,
+// which the writer compacts as it writes it, or keeps as a string when it is not JSON
+// (appendPBJSON).
+func typedJSON(b []byte) typedValue {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return typedValue{}
 	}
-	if out, ok := jsonenc.AppendCompact(s.out[:0], b); ok {
-		s.out = out
-		return typedValue{kind: tvJSON, b: out}
-	}
-	return typedValue{kind: tvString, b: b}
-}
-
-// typed is appendRaw's decision for a field read in place.
-func (r rawImage) typed(s *typedScratch, c *Column, i int) (typedValue, error) {
-	if r.spans[i].n < 0 {
-		return typedValue{}, nil
-	}
-	b := r.field(i)
-	rc := &c.raw
-	switch rc.kind {
-	case rawInt:
-		v := uintLE(b)
-		if c.Unsigned {
-			return typedValue{kind: tvUint, u: v}, nil
-		}
-		return typedValue{kind: tvInt, i: signExtend(v, len(b))}, nil
-	case rawYear:
-		if b[0] == 0 {
-			return typedValue{kind: tvInt}, nil
-		}
-		return typedValue{kind: tvInt, i: int64(b[0]) + 1900}, nil
-	case rawFloat:
-		return typedFloat(float64(rawFloat32(b)), tvFloat), nil
-	case rawDouble:
-		return typedFloat(rawFloat64(b), tvDouble), nil
-	case rawBit:
-		return typedValue{kind: tvUint, u: uintBE(b)}, nil
-	case rawEnum, rawSet:
-		return typedInt64(s, c, int64(uintLE(b))), nil
-	case rawString:
-		return typedText(s, c, stringOf(b[rc.width:])), nil
-	case rawBlob:
-		return typedBytes(s, c, b[rc.width:]), nil
-	case rawTimestamp2:
-		if sec, usec := int64(uintBE(b[:4])), fracMicros(b[4:], rc.dec); sec != 0 {
-			return typedTime(s, c, time.Unix(sec, usec*1000)), nil
-		}
-	case rawDatetime2:
-		if t, ok := datetime2(b, rc.dec); ok {
-			return typedTime(s, c, t), nil
-		}
-	}
-	text, err := appendRawText(s.text[:0], rc, b)
-	s.text = text
-	if err != nil {
-		return typedValue{}, fmt.Errorf("column %s: %w", c.Name, err)
-	}
-	return typedText(s, c, stringOf(text)), nil
+	return typedValue{kind: tvJSON, b: b}
 }
 
 // typed is QueryRow.appendValue's decision for a snapshot's value. Integers take the
@@ -313,5 +255,5 @@ func (r QueryRow) typed(s *typedScratch, c *Column, i int) (typedValue, error) {
 	case mysql.MYSQL_TYPE_TIME2:
 		return typedValue{kind: tvString, b: truncateFraction(b, c.Frac)}, nil
 	}
-	return typedBytes(s, c, b), nil
+	return typedBytes(c, b), nil
 }
