@@ -300,13 +300,7 @@ func TestClaimOfAGoneProcessIsTakenOver(t *testing.T) {
 	for _, tc := range cases {
 		t.Run("page/"+tc.name, func(t *testing.T) {
 			dir, clk := t.TempDir(), &clock{t: t0}
-			c1 := openCoord(t, dir)
-			r1 := newRigOn(t, c1, clk, pol, wait)
-			r1.e.SetMembers("a", []string{"a"})
-			r1.observe("wave-1", 95) // claimed, waiting out group_wait…
-			require.Empty(t, r1.out.take())
-			require.NoError(t, c1.Close()) // …when the process dies
-
+			require.Empty(t, claimThenCrash(t, dir, clk, pol, wait, 95), "the page waits out group_wait when the process dies")
 			r2 := restartOn(t, dir, clk, pol, nil)
 			if tc.heardLate {
 				clk.Add(5 * time.Second)
@@ -318,12 +312,7 @@ func TestClaimOfAGoneProcessIsTakenOver(t *testing.T) {
 		if tc.name == "claimer still in the group" {
 			t.Run("page/claimer leaves after the adoption", func(t *testing.T) {
 				dir, clk := t.TempDir(), &clock{t: t0}
-				c1 := openCoord(t, dir)
-				r1 := newRigOn(t, c1, clk, pol, wait)
-				r1.e.SetMembers("a", []string{"a"})
-				r1.observe("wave-1", 95)
-				require.NoError(t, c1.Close())
-
+				claimThenCrash(t, dir, clk, pol, wait, 95)
 				r2 := restartOn(t, dir, clk, pol, nil)
 				clk.Add(5 * time.Second)
 				r2.e.SetMembers("b", tc.live)
@@ -337,18 +326,9 @@ func TestClaimOfAGoneProcessIsTakenOver(t *testing.T) {
 		}
 		t.Run("resolution/"+tc.name, func(t *testing.T) {
 			dir, clk := t.TempDir(), &clock{t: t0}
-			c1 := openCoord(t, dir)
-			r1 := newRigOn(t, c1, clk, pol, wait)
-			r1.e.SetMembers("a", []string{"a"})
-			r1.observe("wave-1", 95)
-			clk.Add(30 * time.Second)
-			r1.observe("wave-1", 95)
-			require.Equal(t, []string{F}, r1.out.take())
-			clk.Add(10 * time.Second)
-			r1.observe("wave-1", 10) // resolved; the notice waits out group_wait…
-			require.Empty(t, r1.out.take())
-			require.NoError(t, c1.Close()) // …when the process dies
-
+			// Paged once group_wait passed, then resolved: the notice waits out
+			// group_wait when the process dies.
+			require.Equal(t, []string{F}, claimThenCrash(t, dir, clk, pol, wait, 95, 95, 10))
 			r2 := restartOn(t, dir, clk, pol, nil)
 			if tc.heardLate {
 				clk.Add(5 * time.Second)
@@ -366,4 +346,28 @@ func TestClaimOfAGoneProcessIsTakenOver(t *testing.T) {
 			require.Equal(t, want, r2.out.take())
 		})
 	}
+}
+
+// claimThenCrash runs process "a" (the only member of its group) on the log in dir: it
+// observes wave-1's values 30 s apart after the first and 10 s after the second, then
+// dies without stopping (its coordinator closed). It returns what a sent meanwhile.
+func claimThenCrash(t *testing.T, dir string, clk *clock, pol string, mod func(*EngineOptions), values ...float64) []string {
+	t.Helper()
+	c := openCoord(t, dir)
+	r := newRigOn(t, c, clk, pol, mod)
+	r.e.SetMembers("a", []string{"a"})
+	var sent []string
+	for i, v := range values {
+		switch i {
+		case 0:
+		case 1:
+			clk.Add(30 * time.Second)
+		default:
+			clk.Add(10 * time.Second)
+		}
+		r.observe("wave-1", v)
+		sent = append(sent, r.out.take()...)
+	}
+	require.NoError(t, c.Close())
+	return sent
 }
