@@ -44,18 +44,10 @@ func (s *subscriber) Position(ctx context.Context) (bus.Position, error) {
 	if id == "" {
 		return bus.Position{}, nil
 	}
-	gr, err := s.b.client.DescribeGroups(ctx, &kafkago.DescribeGroupsRequest{GroupIDs: []string{s.opts.Group}})
+	g, err := s.describeGroup(ctx)
 	if err != nil {
-		return bus.Position{}, fmt.Errorf("describe group %s: %w", s.opts.Group, err)
+		return bus.Position{}, err
 	}
-	if len(gr.Groups) != 1 || gr.Groups[0].Error != nil {
-		var gerr error
-		if len(gr.Groups) == 1 {
-			gerr = gr.Groups[0].Error
-		}
-		return bus.Position{}, fmt.Errorf("describe group %s: %w", s.opts.Group, errors.Join(gerr, errors.New("no answer for the group")))
-	}
-	g := gr.Groups[0]
 	var parts []int
 	found := false
 	procs := make([]string, 0, len(g.Members))
@@ -135,4 +127,20 @@ func (s *subscriber) resetEnds() {
 	s.mu.Lock()
 	s.ends = nil
 	s.mu.Unlock()
+}
+
+// describeGroup is the coordinator's description of the subscriber's group.
+func (s *subscriber) describeGroup(ctx context.Context) (kafkago.DescribeGroupsResponseGroup, error) {
+	gr, err := s.b.client.DescribeGroups(ctx, &kafkago.DescribeGroupsRequest{GroupIDs: []string{s.opts.Group}})
+	if err != nil {
+		return kafkago.DescribeGroupsResponseGroup{}, fmt.Errorf("describe group %s: %w", s.opts.Group, err)
+	}
+	if len(gr.Groups) != 1 || gr.Groups[0].Error != nil {
+		var gerr error
+		if len(gr.Groups) == 1 {
+			gerr = gr.Groups[0].Error
+		}
+		return kafkago.DescribeGroupsResponseGroup{}, fmt.Errorf("describe group %s: %w", s.opts.Group, errors.Join(gerr, errors.New("no answer for the group")))
+	}
+	return gr.Groups[0], nil
 }

@@ -16,11 +16,10 @@ import (
 func (s *subscriber) evictStale(ctx context.Context) {
 	// Right after a restart the coordinator answers Broker Not Available or Coordinator
 	// Load In Progress for a few seconds: ask again briefly before joining.
-	var gr *kafkago.DescribeGroupsResponse
+	var g kafkago.DescribeGroupsResponseGroup
 	for pause := 100 * time.Millisecond; ; pause *= 2 {
 		var err error
-		gr, err = s.b.client.DescribeGroups(ctx, &kafkago.DescribeGroupsRequest{GroupIDs: []string{s.opts.Group}})
-		if err == nil && len(gr.Groups) == 1 && gr.Groups[0].Error == nil {
+		if g, err = s.describeGroup(ctx); err == nil {
 			break
 		}
 		if pause > 2*time.Second {
@@ -33,7 +32,7 @@ func (s *subscriber) evictStale(ctx context.Context) {
 		}
 	}
 	var stale []kafkago.LeaveGroupRequestMember
-	for _, m := range gr.Groups[0].Members {
+	for _, m := range g.Members {
 		if processOf(m.ClientID) == s.process {
 			stale = append(stale, kafkago.LeaveGroupRequestMember{ID: m.MemberID})
 		}
