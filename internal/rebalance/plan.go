@@ -762,6 +762,12 @@ func (st *state) spread() string {
 		}
 		return fmt.Sprintf("spread: %.3g, above the band %.3g%s", gap, st.goals.Band, why)
 	}
+	// Hysteresis (with a level, Goals.LevelGain): a plan starts narrowing only a spread
+	// a step's gain wider than the band, and then narrows it to the band, so that the
+	// next plans, their figures drifting by about that as the hours turn, do not move an
+	// instance or two each for what the last one left (on the seeded fleets, plan after
+	// plan of 1–3 moves that lowered no true peak).
+	slack := st.goals.LevelGain
 	for {
 		rest := slices.DeleteFunc(slices.Clone(live), func(w *waveState) bool { return stuck[w] })
 		if len(rest) == 0 {
@@ -769,7 +775,7 @@ func (st *state) spread() string {
 		}
 		top, bottom := ends(rest, candidates)
 		hi, lo := top[0].peak, bottom[0].peak
-		if hi-lo <= st.goals.Band+eps || st.goals.Balance > 0 && hi <= st.goals.Balance*meanPeak(live)+eps {
+		if hi-lo <= st.goals.Band+slack+eps || st.goals.Balance > 0 && hi <= st.goals.Balance*meanPeak(live)+eps {
 			st.lower(rest, live, limit)
 			st.levelNow(rest, live, limit)
 			if len(stuck) == 0 {
@@ -819,6 +825,7 @@ func (st *state) spread() string {
 			continue
 		}
 		st.apply(s, ReasonSpread)
+		slack = 0
 	}
 }
 
