@@ -845,9 +845,15 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 	// figures drifting by about that as the hours turn, do not start again for what the
 	// last one left.
 	floor := level(live) + st.goals.Band/2
-	if top, _ := ends(ws, 1); top[0].peak <= floor+g+eps {
+	top, _ := ends(ws, 1)
+	if top[0].peak <= floor+g+eps {
 		return
 	}
+	mark, startPeak := len(st.moves), top[0].peak
+	defer func() {
+		top, _ := ends(ws, 1)
+		st.keepIfWorth(mark, startPeak-top[0].peak, g)
+	}()
 	for len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
 		top, bottom := ends(ws, candidates)
 		if top[0].peak <= floor+eps {
