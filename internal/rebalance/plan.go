@@ -998,9 +998,19 @@ func (st *state) share() {
 	// A wave takes instances once it runs fewer than half its share (a new wave, one
 	// emptied by a failover), and then up to its share: between the two, the
 	// utilisation goals decide alone, so a busy fleet is not stirred for counts.
+	// In utilisation (Goals.LevelGain) a wave fills only while it stands at or below
+	// the fleet's level, with a quarter of a band for the noise of the readings: the
+	// counts are what balances idle instances, but a wave at the level that runs few
+	// instances runs large ones, and filling it to its count raises it above the others
+	// (on a seeded fleet, 13 moves onto a wave that the spread goal had just relieved of
+	// its large instances, which the next plans moved off again).
+	ceiling := math.Inf(1)
+	if st.goals.LevelGain > 0 {
+		ceiling = level(live) + st.goals.Band/4
+	}
 	filling := map[*waveState]bool{}
 	for _, w := range live {
-		if float64(len(w.insts)) < want(w)/2-eps {
+		if float64(len(w.insts)) < want(w)/2-eps && w.peak <= ceiling-st.goals.Band/4+eps {
 			filling[w] = true
 		}
 	}
@@ -1039,7 +1049,7 @@ func (st *state) share() {
 					continue
 				}
 				dp := short.peakAdd(in.Instance)
-				if st.goals.HardMax > 0 && dp > st.goals.HardMax+eps {
+				if st.goals.HardMax > 0 && dp > st.goals.HardMax+eps || dp > ceiling+eps {
 					continue
 				}
 				sp := src.peakWith(in.cost, -1)
