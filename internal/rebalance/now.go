@@ -52,7 +52,7 @@ func (st *state) levelNow(ws, live []*waveState, limit float64) {
 	defer func() {
 		w.level(live)
 		top, _ := w.ends(ws, 1)
-		st.keepIfWorth(mark, startEx-w.excess(top[0]), g)
+		st.keepIfWorth(mark, startEx-w.excess(top[0]), g, nowMovesPerGain)
 	}()
 	for len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
 		w.level(live)
@@ -85,12 +85,12 @@ func (st *state) levelNow(ws, live []*waveState, limit float64) {
 // this bound, 663 and 13 without the pass). On the 24-wave fleets it never binds.
 const nowMovesPerGain = 8
 
-// keepIfWorth takes back the second level's moves since mark, however the pass ended
-// (the move limit and the budget included: a pass that does not pay is not taken up by
-// the next plan either), when they lowered the window's highest excess by less than
-// gain or spent more than nowMovesPerGain moves per gain.
-func (st *state) keepIfWorth(mark int, lowered, gain float64) {
-	if n := len(st.moves) - mark; n > 0 && (lowered < gain-eps || float64(n) > nowMovesPerGain*lowered/gain+eps) {
+// keepIfWorth takes back a level's moves since mark, however the pass ended (the move
+// limit and the budget included: a pass that does not pay is not taken up by the next
+// plan either), when they lowered the highest (the peak, or the excess in the window)
+// by less than gain or spent more than perGain moves per gain.
+func (st *state) keepIfWorth(mark int, lowered, gain, perGain float64) {
+	if n := len(st.moves) - mark; n > 0 && (lowered < gain-eps || float64(n) > perGain*lowered/gain+eps) {
 		st.rollback(mark)
 	}
 }

@@ -33,7 +33,7 @@ func TestSpreadHysteresis(t *testing.T) {
 }
 
 // morningEvening is k waves busy in the morning (0.6, one instance of theirs busy only
-// then, 0.2) and k busy in the evening (0.58): the spread is within a band of 0.03, and
+// then, 0.2) and k busy in the evening (0.58): the spread, 0.02, is within the band, and
 // each move of a morning instance to an evening wave lowers its wave to 0.4 and leaves
 // the evening wave at 0.58, so the fleet's highest comes down, from 0.6 to 0.58, only
 // once every morning wave has moved one.
@@ -57,7 +57,9 @@ func morningEvening(k int) ([]Wave, []Instance) {
 // 1.7 points and the true one by 0.3. Here the highest comes down by 0.02, 1⅓ gains of
 // 0.015, after a move off every morning wave: 10 moves pay (at most 10⅔), 11 do not.
 func TestLevelMustPay(t *testing.T) {
-	g := Goals{HardMax: 0.7, Band: 0.03, LevelGain: 0.015, LevelSettle: 24 * time.Hour, NoShare: true, MaxMoves: 100}
+	// A band of 0.2, the highest's height over the fleet's level (0.4): nowMovesPerGain
+	// moves a gain (the further above the level, the more a gain is worth).
+	g := Goals{HardMax: 0.7, Band: 0.2, LevelGain: 0.015, LevelSettle: 24 * time.Hour, NoShare: true, MaxMoves: 100}
 	ws, insts := morningEvening(10)
 	p := Make(ws, insts, g, now)
 	if len(p.Moves) != 10 || math.Abs(p.PeakAfter-0.58) > 1e-9 {
@@ -66,6 +68,12 @@ func TestLevelMustPay(t *testing.T) {
 	ws, insts = morningEvening(11)
 	if p := Make(ws, insts, g, now); len(p.Moves) != 0 || !p.Balanced {
 		t.Fatalf("11 morning waves: %d moves (peak after %.3f): want none, balanced: 11 moves for 1⅓ gains do not pay", len(p.Moves), p.PeakAfter)
+	}
+	// With a band of 0.1 the highest stands two bands above the level: a gain is worth
+	// twice the moves (more than a band and a half above it: in proportion), and the 11 pay.
+	g.Band = 0.1
+	if p := Make(ws, insts, g, now); len(p.Moves) != 11 {
+		t.Fatalf("11 morning waves two bands above the level: %d moves: want 11", len(p.Moves))
 	}
 }
 
