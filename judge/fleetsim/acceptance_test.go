@@ -34,6 +34,13 @@ import (
 // small instances off the large one's wave, until the large one went first. They run
 // with the 5-minute history steps (cheaper: the suite's time).
 //
+// An outside tester counts every move until the plans end, not only those to the
+// target: seeds 1 and 3 hold the judge's total to a multiple of the descent reference's
+// moves to the target (1.25× and 2.5×; main at 22ce050 took 1.8× and 3.3×). Seed 1 is
+// short of 1× because each plan learns from what the last one moved (its pegged waves'
+// speed, their relieved bases): BENCHMARKS.md; seed 3's judge balances the waves below
+// the one its largest instance holds, which the peak does not need.
+//
 // The 200-wave fleet takes minutes and is measured by `binlake bench fleet -preset
 // large` (BENCHMARKS.md).
 //
@@ -56,11 +63,17 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 		done bool
 		// toTarget: moves to the target at most 10 % over the descent reference's.
 		toTarget bool
+		// total: every move the judge made, until its plans ended, at most this times
+		// the descent reference's moves to the target (the larger of now's and the daily
+		// peaks'): what an outside tester counts against "as many moves as instances
+		// that must move". 0: not held. Main at 22ce050 took 61–63 on seed 1 (1.8×:
+		// a third plan of 21 moves for 0.3 true points) and 80 on seed 3 (3.3×).
+		total float64
 	}{
-		{"hetero", "hetero", 1, true, true, true},
-		{"homogeneous", "homogeneous", 1, true, true, false},
-		{"hetero-seed-2", "hetero", 2, false, false, false},
-		{"hetero-seed-3", "hetero", 3, false, false, true},
+		{"hetero", "hetero", 1, true, true, true, 1.25},
+		{"homogeneous", "homogeneous", 1, true, true, false, 0},
+		{"hetero-seed-2", "hetero", 2, false, false, false, 0},
+		{"hetero-seed-3", "hetero", 3, false, false, true, 2.5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, err := Preset(c.preset)
@@ -97,6 +110,9 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 					t.Errorf("%s: the judge's moves brought the peak within %.2f× greedy after %d, the descent reference's after %d: want at most 10 %% more",
 						m.what, TargetFactor, got, d)
 				}
+			}
+			if must := max(rep.Now.Descent.MovesToTarget, rep.Day.Descent.MovesToTarget); c.total > 0 && float64(rep.Moves) > c.total*float64(must) {
+				t.Errorf("%d moves in all: want at most %.2f× the %d the descent reference needs to the target", rep.Moves, c.total, must)
 			}
 			if c.done && rep.EndedBy != "empty plan" {
 				t.Errorf("ended by %q: want the plans done, the last one empty", rep.EndedBy)
