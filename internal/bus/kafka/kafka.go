@@ -300,6 +300,14 @@ func (b *Bus) CreateTopic(ctx context.Context, spec bus.TopicSpec) error {
 			ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(spec.MaxMessageBytes),
 		})
 	}
+	// A topic that exists (a wave taking over an instance, a restart) is only waited
+	// for: metadata is any broker's to answer, where CreateTopics goes through the
+	// controller, which a loaded cluster answered after the client's timeout (the
+	// instance then paused for a retry).
+	if ok, err := b.topicExists(ctx, spec.Name); err == nil && ok {
+		b.log.Debug("topic exists", "topic", spec.Name)
+		return b.waitForLeaders(ctx, spec.Name)
+	}
 	resp, err := b.client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{tc}})
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", spec.Name, b.explain(ctx, err))
