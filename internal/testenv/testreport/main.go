@@ -1,16 +1,20 @@
-// Command testreport reads `go test -json` on stdin and prints what `make test` shows:
-// a line per package as it ends (ok, FAIL, or no tests), the whole output of every test
-// that failed and of every package that failed outside a test (a build error, a panic,
-// a timeout), then the ten slowest tests and packages. It exits 1 when anything failed,
-// so that a pipe from go test keeps the verdict.
+// Command testreport reads `go test -json` on stdin, or from each file named (several
+// go test runs side by side, through pipes), and prints what `make test` shows: a line
+// per package as it ends (ok, FAIL, or no tests), the whole output of every test that
+// failed and of every package that failed outside a test (a build error, a panic, a
+// timeout), then the ten slowest tests and packages of all the runs. It exits 1 when
+// anything failed, so that a pipe from go test keeps the verdict.
 //
 //	go test -json ./... | go run ./internal/testenv/testreport [-slowest 10]
+//	testreport <(go test -json ./a/...) <(go test -json ./b/...)
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -50,9 +54,26 @@ type report struct {
 
 func main() {
 	slowest := flag.Int("slowest", 10, "how many of the slowest tests and packages to list")
+	flag.Usage = func() {
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: go test -json ./... | testreport [-slowest N]\n       testreport [-slowest N] FILE...  (each a go test -json stream, read side by side)")
+		flag.PrintDefaults()
+	}
 	flag.Parse()
+	ins := []io.Reader{os.Stdin}
+	if flag.NArg() > 0 {
+		ins = ins[:0]
+		for _, name := range flag.Args() {
+			f, err := os.Open(name)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "testreport:", err)
+				os.Exit(2)
+			}
+			defer f.Close()
+			ins = append(ins, f)
+		}
+	}
 	r := &report{out: os.Stdout, output: map[string][]string{}}
-	if err := r.read(os.Stdin); err != nil {
+	if err := r.read(ins...); err != nil {
 		fmt.Fprintln(os.Stderr, "testreport:", err)
 		os.Exit(2)
 	}
@@ -62,25 +83,60 @@ func main() {
 	}
 }
 
-// read takes the events one by one; a line that is not an event (go's own messages
-// before the test binary runs, such as a build failure) is printed as it is.
-func (r *report) read(in io.Reader) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		var e event
-		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
-			fmt.Fprintln(r.out, string(line))
-			continue
-		}
-		r.take(e)
-	}
-	return sc.Err()
+// line is one line of one input: src keeps the output of two runs of the same package
+// (a second pass without -race, say) apart.
+type line struct {
+	src  int
+	text []byte
 }
 
-func (r *report) take(e event) {
-	key := e.Package + " " + e.Test
+// read takes the lines of every input as they come, one at a time; a line that is not an
+// event (go's own messages before the test binary runs, such as a build failure) is
+// printed as it is. It returns when every input has ended.
+func (r *report) read(ins ...io.Reader) error {
+	lines := make(chan line, 64)
+	errs := make(chan error, len(ins))
+	for i, in := range ins {
+		go func() {
+			sc := bufio.NewScanner(in)
+			sc.Buffer(make([]byte, 1<<20), 16<<20)
+			for sc.Scan() {
+				lines <- line{i, bytes.Clone(sc.Bytes())}
+			}
+			errs <- sc.Err()
+		}()
+	}
+	var err error
+	for ended := 0; ended < len(ins); {
+		select {
+		case l := <-lines:
+			r.takeLine(l)
+		case e := <-errs:
+			err = errors.Join(err, e)
+			ended++
+		}
+	}
+	for { // what was sent before its reader ended
+		select {
+		case l := <-lines:
+			r.takeLine(l)
+		default:
+			return err
+		}
+	}
+}
+
+func (r *report) takeLine(l line) {
+	var e event
+	if len(l.text) == 0 || l.text[0] != '{' || json.Unmarshal(l.text, &e) != nil {
+		fmt.Fprintln(r.out, string(l.text))
+		return
+	}
+	r.take(l.src, e)
+}
+
+func (r *report) take(src int, e event) {
+	key := fmt.Sprint(src, " ", e.Package, " ", e.Test)
 	switch e.Action {
 	case "build-output":
 		fmt.Fprint(r.out, e.Output) // a compile error: shown as go prints it
@@ -88,7 +144,7 @@ func (r *report) take(e event) {
 		r.output[key] = append(r.output[key], e.Output)
 	case "pass", "skip", "fail":
 		if e.Test == "" {
-			r.packageEnded(e)
+			r.packageEnded(src, e)
 			return
 		}
 		if e.Action == "fail" {
@@ -115,8 +171,8 @@ func (r *report) take(e event) {
 
 // packageEnded prints the package's line, and its own output when it failed outside
 // any test.
-func (r *report) packageEnded(e event) {
-	key := e.Package + " "
+func (r *report) packageEnded(src int, e event) {
+	key := fmt.Sprint(src, " ", e.Package, " ")
 	switch e.Action {
 	case "fail":
 		fmt.Fprintf(r.out, "FAIL\t%s\t%.1fs\n", e.Package, e.Elapsed)

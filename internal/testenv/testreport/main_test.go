@@ -65,3 +65,43 @@ func TestReport(t *testing.T) {
 		}
 	}
 }
+
+// TestReportSideBySide: two streams read together, both running package w (a pass with
+// and one without -race, say): a test failing in one shows its own output only, and the
+// counts and the slowest span both streams.
+func TestReportSideBySide(t *testing.T) {
+	race := strings.Join([]string{
+		`{"Action":"run","Package":"w","Test":"TestVolume"}`,
+		`{"Action":"output","Package":"w","Test":"TestVolume","Output":"race run\n"}`,
+		`{"Action":"output","Package":"w","Test":"TestVolume","Output":"--- FAIL: TestVolume (9.00s)\n"}`,
+		`{"Action":"fail","Package":"w","Test":"TestVolume","Elapsed":9}`,
+		`{"Action":"fail","Package":"w","Elapsed":10}`,
+	}, "\n")
+	norace := strings.Join([]string{
+		`{"Action":"run","Package":"w","Test":"TestVolume"}`,
+		`{"Action":"output","Package":"w","Test":"TestVolume","Output":"norace run\n"}`,
+		`{"Action":"pass","Package":"w","Test":"TestVolume","Elapsed":30}`,
+		`{"Action":"pass","Package":"w","Elapsed":31}`,
+		`{"Action":"pass","Package":"v","Elapsed":1}`,
+	}, "\n")
+	var out bytes.Buffer
+	r := &report{out: &out, output: map[string][]string{}}
+	if err := r.read(strings.NewReader(race), strings.NewReader(norace)); err != nil {
+		t.Fatal(err)
+	}
+	r.summary(3)
+	got := out.String()
+	for _, want := range []string{
+		"w:\nrace run\n--- FAIL: TestVolume (9.00s)\n",
+		"1 tests passed, 0 skipped, 1 failed; 1 packages failed\n",
+		"the 2 slowest tests:\n     30.0s  w TestVolume\n      9.0s  w TestVolume\n",
+		"the 3 slowest packages:\n     31.0s  w\n     10.0s  w\n      1.0s  v\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "norace run") {
+		t.Errorf("the passing stream's output is shown:\n%s", got)
+	}
+}
