@@ -3,4 +3,9 @@
 // rebalance, whole-cluster restart). They live in a package of their own, not in wave's,
 // so that go test runs them beside the wave's other long tests instead of after them: the
 // two together were the suite's longest package.
+//
+// Each test has its own database, topics and ZooKeeper root (balanceEnv), so they run side
+// by side (t.Parallel): they mostly wait, on sessions expiring and processes starting, a
+// tenth of a core each. A whole-cluster restart's cases stay one after another within
+// their test, since each times its waves' starts against the others'.
 package integration
