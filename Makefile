@@ -60,30 +60,33 @@ flake:
 	$(GO) test $(FLAKE_FLAGS) ./...
 
 ## test: start the test services, run every test against them, stop them unless KEEP_SERVICES=1.
-## Test output goes through internal/testenv/testreport: a line per package, the output of
-## what failed, and the ten slowest tests and packages at the end; bin/test-events.json keeps
-## every event (`go test -json`) for a closer look at where the minutes went.
-## TEST_FIRST are the packages go test starts first, longest first (wave, the balancer's
-## process tests, the alarm, the judge: 150-350 s each under -race here), so that the short
-## ones fill in beside them instead of one of them running alone at the end: go test runs
-## two packages at a time on 2 cores, in the order they are named.
-TEST_FIRST ?= ./wave/ ./wave/balancer/integration/ ./alarm/ ./judge/
-## NORACE_TESTS run in a second pass without -race (their files say why: a simulated day
-## of a whole fleet is too slow under the race detector; the wave's volume tests run a
-## quarter of their rows under it, and all of them here; SQLite's TestConformance runs
-## only its concurrent writers under it, since the race detector slows SQLite's engine,
-## C transpiled to Go, twenty-fold: 50 s against 2.5 s here, for no race it could find;
-## the formats' allocation count, which the race detector's sync.Pool spoils).
+## deploy/testenv/test.sh runs the tests in two go test runs side by side (its header says
+## why): the main one, -p 2, starts TEST_FIRST (wave and the judge, ~250 and ~80 s under
+## -race here) so that the short packages fill in beside them; the side one runs TEST_SIDE
+## (the balancer's process tests, the alarm's restarts: minutes each, mostly waiting) one
+## at a time. Output goes through internal/testenv/testreport: a line per package, the
+## output of what failed, and the ten slowest tests and packages at the end;
+## bin/test-events/ keeps every event (`go test -json`) for a closer look at where the
+## minutes went.
+TEST_FIRST ?= ./wave/ ./judge/
+TEST_SIDE ?= ./wave/balancer/integration/ ./alarm/
+## NORACE_TESTS run after each run's -race pass, without -race (their files say why: a
+## simulated day of a whole fleet is too slow under the race detector; the wave's volume
+## tests run a quarter of their rows under it, and all of them here; SQLite's
+## TestConformance runs only its concurrent writers under it, since the race detector slows
+## SQLite's engine, C transpiled to Go, twenty-fold: 50 s against 2.5 s here, for no race
+## it could find; the formats' allocation count, which the race detector's sync.Pool
+## spoils): those of NORACE_PKGS in the main run, of NORACE_SIDE_PKGS in the side run.
 NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestPlannerOnTrueCosts|TestWaveKafkaIntegration|TestSnapshotKillRestartIntegration|TestConformance|TestFormatsAllocate
-NORACE_PKGS ?= ./judge/fleetsim/ ./wave/ ./judge/store/sqlite/ ./wave/rowenc/
+NORACE_PKGS ?= ./wave/ ./judge/store/sqlite/ ./wave/rowenc/
+NORACE_SIDE_PKGS ?= ./judge/fleetsim/
 test:
 	@start=$$(date +%s); \
 	bash $(SERVICES) up || exit 1; \
 	eval "$$(bash $(SERVICES) env)"; \
-	$(GO) build -o bin/testreport ./internal/testenv/testreport || exit 1; \
-	$(GO) test -json $(TEST_FLAGS) $(TEST_FIRST) ./... | tee bin/test-events.json | bin/testreport; ps=("$${PIPESTATUS[@]}"); rc=$$(( ps[0] || ps[2] )); \
-	$(GO) test -json -count=1 -run '^($(NORACE_TESTS))$$' $(NORACE_PKGS) | bin/testreport -slowest 5; \
-	ps=("$${PIPESTATUS[@]}"); if (( ps[0] || ps[1] )); then rc=1; fi; \
+	GO="$(GO)" TEST_FLAGS="$(TEST_FLAGS)" TEST_FIRST="$(TEST_FIRST)" TEST_SIDE="$(TEST_SIDE)" \
+	NORACE_TESTS="$(NORACE_TESTS)" NORACE_PKGS="$(NORACE_PKGS)" NORACE_SIDE_PKGS="$(NORACE_SIDE_PKGS)" \
+	bash deploy/testenv/test.sh; rc=$$?; \
 	if [ -z "$(KEEP_SERVICES)" ]; then bash $(SERVICES) down; fi; \
 	echo "make test: exit $$rc after $$(( $$(date +%s) - start )) s"; \
 	exit $$rc

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# make test's runner: every test against the test services (already up, their
+# BINLAKE_TEST_* variables exported), in two go test runs side by side, one report.
+#
+# go test -p 2 runs two test binaries at a time on 2 cores, in the order named, and the
+# slowest packages mostly wait: the balancer's process tests and the alarm's
+# restart tests use a tenth of a core each for minutes (ZooKeeper sessions expiring,
+# processes restarting). Run in the same two slots, they kept the wave and the judge,
+# which use half a core each, and ~40 short packages waiting behind them. So they run in
+# a side run of their own, one at a time, beside the main run's two slots:
+#
+#   main: -race, TEST_FIRST then ./... (without TEST_SIDE), -p 2; then without -race the
+#         tests NORACE_TESTS names in NORACE_PKGS
+#   side: -race, TEST_SIDE, -p 1; then without -race NORACE_TESTS in NORACE_SIDE_PKGS
+#
+# Running four packages at once (-p 4) instead loaded the machine to ~20 and failed the
+# alarm's timing; this adds one light binary. testreport prints a line per package as it
+# ends and, at the end, the failures and the ten slowest tests of both runs; every
+# go test -json event stays in bin/test-events/ (main.json, side.json, norace*.json).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+GO=${GO:-go}
+TEST_FLAGS=${TEST_FLAGS:--race -count=1 -parallel 4 -timeout 20m}
+TEST_FIRST=${TEST_FIRST:-./wave/ ./judge/}
+TEST_SIDE=${TEST_SIDE:-./wave/balancer/integration/ ./alarm/}
+NORACE_TESTS=${NORACE_TESTS:?NORACE_TESTS: the tests of the pass without -race}
+NORACE_PKGS=${NORACE_PKGS:-}
+NORACE_SIDE_PKGS=${NORACE_SIDE_PKGS:-}
+
+events=bin/test-events
+mkdir -p "$events"
+rm -f "$events"/*.json
+rcs=$(mktemp -d)
+trap 'rm -rf "$rcs"' EXIT
+
+"$GO" build -o bin/testreport ./internal/testenv/testreport || exit 1
+# shellcheck disable=SC2086 # the package lists are word lists
+side_list=$("$GO" list $TEST_SIDE) || exit 1
+# shellcheck disable=SC2086
+main_pkgs=$("$GO" list $TEST_FIRST ./... | awk 'NR==FNR { side[$0]; next } !($0 in side) && !seen[$0]++' <(echo "$side_list") -) || exit 1
+
+# run NAME ARGS...: go test -json ARGS, its events kept in $events/NAME.json, its exit
+# status in $rcs/NAME (testreport counts failed tests and packages; a go test that fails
+# otherwise, a bad flag say, fails the run through its status).
+run() {
+  local name=$1
+  shift
+  "$GO" test -json "$@" | tee "$events/$name.json"
+  echo "${PIPESTATUS[0]}" >"$rcs/$name"
+}
+
+norace() {
+  local name=$1
+  shift
+  if (($# > 0)); then
+    run "$name" -count=1 -run "^($NORACE_TESTS)\$" "$@"
+  fi
+}
+
+# shellcheck disable=SC2086
+bin/testreport \
+  <(run main $TEST_FLAGS $main_pkgs; norace norace $NORACE_PKGS) \
+  <(run side $TEST_FLAGS -p 1 -parallel 3 $TEST_SIDE; norace norace-side $NORACE_SIDE_PKGS)
+rc=$?
+for f in "$rcs"/*; do
+  if [[ $(cat "$f") != 0 ]]; then
+    echo "go test ($(basename "$f") run) exited $(cat "$f")" >&2
+    rc=1
+  fi
+done
+for name in main side; do
+  if [[ ! -s $rcs/$name ]]; then
+    echo "go test ($name run) did not finish" >&2
+    rc=1
+  fi
+done
+exit "$rc"
