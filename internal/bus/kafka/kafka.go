@@ -184,6 +184,10 @@ func (o *Options) setDefaults() error {
 	return nil
 }
 
+// adminTimeout is the least time a topic's creation is given: the Java AdminClient's
+// request.timeout.ms.
+const adminTimeout = 30 * time.Second
+
 // Bus is a connection to a Kafka cluster.
 type Bus struct {
 	opts      Options
@@ -191,8 +195,13 @@ type Bus struct {
 	addr      net.Addr
 	transport *kafkago.Transport // shared by the client and every writer: one metadata cache
 	client    *kafkago.Client
-	dialer    *kafkago.Dialer
-	sasl      sasl.Mechanism // nil without SASL
+	// admin creates topics: its timeout is not the produce requests' WriteTimeout,
+	// which a wave sets to a quarter of its session (1 s in the tests), since a loaded
+	// cluster's controller took longer than that to create one, and every retry then
+	// timed out again; ctx still ends it when the caller gives up.
+	admin  *kafkago.Client
+	dialer *kafkago.Dialer
+	sasl   sasl.Mechanism // nil without SASL
 
 	// commits counts the offset-commit requests of this Bus's subscriptions.
 	commits atomic.Int64
@@ -247,6 +256,7 @@ func New(opts Options) (*Bus, error) {
 		addr:      addr,
 		transport: transport,
 		client:    &kafkago.Client{Addr: addr, Transport: transport, Timeout: opts.WriteTimeout},
+		admin:     &kafkago.Client{Addr: addr, Transport: transport, Timeout: max(opts.WriteTimeout, adminTimeout)},
 		dialer: &kafkago.Dialer{ClientID: opts.ClientID, Timeout: opts.DialTimeout, DualStack: true,
 			TLS: opts.TLS, SASLMechanism: mech},
 		sasl:        mech,
@@ -308,7 +318,7 @@ func (b *Bus) CreateTopic(ctx context.Context, spec bus.TopicSpec) error {
 		b.log.Debug("topic exists", "topic", spec.Name)
 		return b.waitForLeaders(ctx, spec.Name)
 	}
-	resp, err := b.client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{tc}})
+	resp, err := b.admin.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{tc}})
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", spec.Name, b.explain(ctx, err))
 	}
