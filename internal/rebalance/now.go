@@ -49,10 +49,17 @@ func (st *state) levelNow(ws, live []*waveState, limit float64) {
 		return // a wave set aside stands higher
 	}
 	mark, startEx := len(st.moves), w.excess(hot[0])
+	// The price is per wave that stands above the start: a pass that brings many
+	// waves down takes at least one move each (on the 200-wave fleet, 8 waves above the
+	// start and 73 above the stop: a pass of 67 moves lowered the highest by 1.5
+	// points, which a flat price took back, leaving the load now at 1.11× greedy);
+	// after such a pass the hour turning lifts one wave or two over the start, and a
+	// pass that would bring every wave above the stop down again for them does not pay.
+	perGain := nowMovesPerGain * overStart(ws, func(x *waveState) bool { return w.excess(x) > start+eps })
 	defer func() {
 		w.level(live)
 		top, _ := w.ends(ws, 1)
-		st.keepIfWorth(mark, startEx-w.excess(top[0]), g, nowMovesPerGain)
+		st.keepIfWorth(mark, startEx-w.excess(top[0]), g, perGain)
 	}()
 	for len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
 		w.level(live)
@@ -77,13 +84,27 @@ func (st *state) levelNow(ws, live []*waveState, limit float64) {
 	}
 }
 
-// nowMovesPerGain is the most moves the second level may spend per LevelGain it lowers
-// the window's highest by. It is a nicety beyond the daily goals, and it must pay: on
-// the 200-wave fleet the hour turning lifted one wave or another a band over the level
-// plan after plan, and bringing every wave above half a band down again took 30–100
-// moves for a point (952 moves in 40 rounds, 34 instances moved twice; 784 and 18 with
-// this bound, 663 and 13 without the pass). On the 24-wave fleets it never binds.
+// nowMovesPerGain is the most moves a level pass may spend per LevelGain it lowers the
+// highest by (the second level's, per wave that stood above its start: overStart). It is a nicety
+// beyond the daily goals, and it must pay: on the 200-wave fleet the hour turning lifted
+// one wave or another a band over the level plan after plan, and bringing every wave
+// above half a band down again took 30–100 moves for a point (952 moves in 40 rounds, 34
+// instances moved twice; 784 and 18 with this bound flat, 663 and 13 without the pass).
 const nowMovesPerGain = 8
+
+// overStart is how many of ws stand above a pass's start (at least 1): the waves the
+// pass is for. A pass that must bring many waves down is allowed the moves that takes;
+// one started by a wave or two that the hours' drift lifted over the start is not
+// allowed to bring down, for them, every wave between the stop and the start.
+func overStart(ws []*waveState, above func(*waveState) bool) float64 {
+	n := 0
+	for _, w := range ws {
+		if above(w) {
+			n++
+		}
+	}
+	return float64(max(n, 1))
+}
 
 // keepIfWorth takes back a level's moves since mark, however the pass ended (the move
 // limit and the budget included: a pass that does not pay is not taken up by the next

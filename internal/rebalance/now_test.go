@@ -101,30 +101,39 @@ func TestLevelNowTakesBackWhatDidNotLower(t *testing.T) {
 // TestLevelNowMustPay: n waves stand 3.5 points above the fleet's level now (two
 // now-only instances of 0.035 beside a day-long one), n others as far below. One move
 // from each high wave to a low one levels them all, lowering the highest by 3.5 gains
-// of 0.01: with 10 of each that is 10 moves, kept; with 40 it is 40, more than
-// nowMovesPerGain a gain, taken back.
+// of 0.01: 10 moves for 10 waves, 40 for 40, kept, since the price is per wave above
+// the start (with a flat price of nowMovesPerGain a gain the 40 were taken back, and
+// the 200-wave fleet's load now stayed at 1.11× greedy). One wave 4.5 points above and
+// 39 at 2.5 (above the stop, below the start: the hour's drift lifting one wave over)
+// take 40 moves too, for the one wave: they do not pay.
 func TestLevelNowMustPay(t *testing.T) {
-	fleet := func(n int) ([]Wave, []Instance) {
+	fleet := func(high, mid int) ([]Wave, []Instance) {
 		var ws []Wave
 		var insts []Instance
-		day, piece := []float64{0.1, 0.5, 0.5}, []float64{0.035, 0, 0}
-		for i := range 2 * n {
+		day := []float64{0.1, 0.5, 0.5}
+		for i := range 2 * (high + mid) {
 			node := fmt.Sprintf("w%02d", i)
 			ws = append(ws, Wave{Node: node, Alive: true, Capacity: 1, Row: 1})
 			insts = append(insts, Instance{ID: node + "-day", Node: node, Rows: day})
-			if i < n {
+			piece := []float64{0.035, 0, 0}
+			if i >= high {
+				piece = []float64{0.025, 0, 0}
+			}
+			if i < high+mid {
 				insts = append(insts, Instance{ID: node + "-a", Node: node, Rows: piece}, Instance{ID: node + "-b", Node: node, Rows: piece})
 			}
 		}
 		return ws, insts
 	}
 	g := Goals{HardMax: 0.9, Band: 0.03, LevelGain: 0.01, LevelSettle: 24 * time.Hour, LevelNow: []int{0}, NoShare: true, MaxMoves: 1000}
-	ws, insts := fleet(10)
-	if p := Make(ws, insts, g, now); len(p.Moves) != 10 {
-		t.Errorf("10 high waves: %d moves, want the 10 that level them", len(p.Moves))
+	for _, n := range []int{10, 40} {
+		ws, insts := fleet(n, 0)
+		if p := Make(ws, insts, g, now); len(p.Moves) != n {
+			t.Errorf("%d high waves: %d moves, want the %d that level them", n, len(p.Moves), n)
+		}
 	}
-	ws, insts = fleet(40)
+	ws, insts := fleet(1, 39)
 	if p := Make(ws, insts, g, now); len(p.Moves) != 0 {
-		t.Errorf("40 high waves: %d moves for 3.5 gains, want none (more than %d a gain)", len(p.Moves), nowMovesPerGain)
+		t.Errorf("one wave above the start, 39 below it: %d moves, want none (40 for 3.5 gains of one wave)", len(p.Moves))
 	}
 }
