@@ -1,7 +1,5 @@
 package rebalance
 
-import "math"
-
 // The level's second pass (Goals.LevelNow). The goals above balance each wave's peak
 // of the day, and a fleet balanced so can still be uneven at the hour it is in, since
 // the waves peak at different hours: on a seeded fleet (`binlake bench fleet -seed 2`)
@@ -57,8 +55,12 @@ func (st *state) levelNow(ws, live []*waveState, limit float64) {
 	// after such a pass the hour turning lifts one wave or two over the start, and a
 	// pass that would bring every wave above the stop down again for them does not pay.
 	perGain := nowMovesPerGain * overStart(ws, func(x *waveState) bool { return w.excess(x) > start+eps })
-	ps := st.begin(w.excess(hot[0]), g, perGain)
-	defer ps.settle()
+	mark, startEx := len(st.moves), w.excess(hot[0])
+	defer func() {
+		w.level(live)
+		top, _ := w.ends(ws, 1)
+		st.keepIfWorth(mark, startEx-w.excess(top[0]), g, perGain)
+	}()
 	for len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
 		w.level(live)
 		hot, _ = w.ends(ws, 1)
@@ -79,9 +81,6 @@ func (st *state) levelNow(ws, live []*waveState, limit float64) {
 			return
 		}
 		st.apply(s, ReasonSpread)
-		w.level(live)
-		top, _ := w.ends(ws, 1)
-		ps.record(w.excess(top[0]))
 	}
 }
 
@@ -107,41 +106,14 @@ func overStart(ws []*waveState, above func(*waveState) bool) float64 {
 	return float64(max(n, 1))
 }
 
-// pass is a level pass's progress: what it lowers (the highest peak, or the highest
-// excess in the window) after each step, so that what does not pay is taken back.
-type pass struct {
-	st            *state
-	mark          int     // the moves before the pass
-	start         float64 // the highest when it started
-	gain, perGain float64
-	ends          []int     // the plan's moves after each step
-	highest       []float64 // the highest then
-}
-
-func (st *state) begin(start, gain, perGain float64) *pass {
-	return &pass{st: st, mark: len(st.moves), start: start, gain: gain, perGain: perGain}
-}
-
-// record notes the highest after a step.
-func (p *pass) record(highest float64) {
-	p.ends, p.highest = append(p.ends, len(p.st.moves)), append(p.highest, highest)
-}
-
-// settle keeps, of the runs of the pass's first steps that pay (that lowered the
-// highest by at least gain, at no more than perGain moves a gain), the one that lowered
-// it most, the shortest such; the rest is taken back, however the pass ended (the move
-// limit and the budget included: what does not pay is not taken up by the next plan
-// either). A pass whose first step brings one wave far down and whose next ones creep
-// along many waves near the stop keeps the first.
-func (p *pass) settle() {
-	keep, lowest := p.mark, math.Inf(1)
-	for i, h := range p.highest {
-		lowered, n := p.start-h, float64(p.ends[i]-p.mark)
-		if h < lowest-eps && lowered >= p.gain-eps && n <= p.perGain*lowered/p.gain+eps {
-			keep, lowest = p.ends[i], h
-		}
+// keepIfWorth takes back a level's moves since mark, however the pass ended (the move
+// limit and the budget included: a pass that does not pay is not taken up by the next
+// plan either), when they lowered the highest (the peak, or the excess in the window)
+// by less than gain or spent more than perGain moves per gain.
+func (st *state) keepIfWorth(mark int, lowered, gain, perGain float64) {
+	if n := len(st.moves) - mark; n > 0 && (lowered < gain-eps || float64(n) > perGain*lowered/gain+eps) {
+		st.rollback(mark)
 	}
-	p.st.rollback(keep)
 }
 
 // window is the slots the second pass levels, with the fleet's level in each.

@@ -105,8 +105,7 @@ func TestLevelNowTakesBackWhatDidNotLower(t *testing.T) {
 // the start (with a flat price of nowMovesPerGain a gain the 40 were taken back, and
 // the 200-wave fleet's load now stayed at 1.11× greedy). One wave 4.5 points above and
 // 39 at 2.5 (above the stop, below the start: the hour's drift lifting one wave over)
-// take 40 moves too, for the one wave: they do not pay, but the first, which lowers the
-// highest by 2 gains, does, and is kept alone.
+// take 40 moves too, for the one wave: they do not pay.
 func TestLevelNowMustPay(t *testing.T) {
 	fleet := func(high, mid int) ([]Wave, []Instance) {
 		var ws []Wave
@@ -134,7 +133,7 @@ func TestLevelNowMustPay(t *testing.T) {
 		}
 	}
 	ws, insts := fleet(1, 39)
-	if p := Make(ws, insts, g, now); len(p.Moves) != 1 {
-		t.Errorf("one wave above the start, 39 below it: %d moves, want the first one alone (2 gains; all 40 for 3.5 do not pay)", len(p.Moves))
+	if p := Make(ws, insts, g, now); len(p.Moves) != 0 {
+		t.Errorf("one wave above the start, 39 below it: %d moves, want none (40 for 3.5 gains of one wave)", len(p.Moves))
 	}
 }

@@ -849,7 +849,7 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 	if top[0].peak <= floor+g+eps {
 		return
 	}
-	// The pass must pay (pass.settle): nowMovesPerGain moves a gain while the highest
+	// The pass must pay (keepIfWorth): nowMovesPerGain moves a gain while the highest
 	// stands within a band and a half of the level, where its height is of the order of
 	// the predictions' error (on seeded fleets, passes of 15 and 21 moves, swaps among
 	// them, lowered a predicted highest 1.3 bands above the level by 1.6–1.7 points, the
@@ -868,8 +868,11 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 	if h := (top[0].peak - level(live)) / st.goals.Band; h > 1.5 {
 		perGain *= h
 	}
-	ps := st.begin(top[0].peak, g, perGain)
-	defer ps.settle()
+	mark, startPeak := len(st.moves), top[0].peak
+	defer func() {
+		top, _ := ends(ws, 1)
+		st.keepIfWorth(mark, startPeak-top[0].peak, g, perGain)
+	}()
 	for len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
 		top, bottom := ends(ws, candidates)
 		if top[0].peak <= floor+eps {
@@ -884,8 +887,6 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 			return
 		}
 		st.apply(s, ReasonSpread)
-		top, _ = ends(ws, 1)
-		ps.record(top[0].peak)
 	}
 }
 
