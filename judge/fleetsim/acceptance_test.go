@@ -4,6 +4,7 @@ package fleetsim
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"testing"
 	"time"
@@ -36,10 +37,11 @@ import (
 //
 // An outside tester counts every move until the plans end, not only those to the
 // target: seeds 1 and 3 hold the judge's total to a multiple of the descent reference's
-// moves to the target (1.25× and 2.5×; main at 22ce050 took 1.8× and 3.3×). Seed 1 is
+// moves to the target (1.6× and 2.5×; main at 22ce050 took 1.8× and 3.3×). Seed 1 is
 // short of 1× because each plan learns from what the last one moved (its pegged waves'
-// speed, their relieved bases): BENCHMARKS.md; seed 3's judge balances the waves below
-// the one its largest instance holds, which the peak does not need.
+// speed, their relieved bases): BENCHMARKS.md; and it takes 54 moves to bring the
+// daily peak to 1.074× greedy, where 918451f took 40 and stopped at 1.096×. Seed 3's judge balances the waves below the one its largest
+// instance holds, which the peak does not need.
 //
 // The 200-wave fleet takes minutes and is measured by `binlake bench fleet -preset
 // large` (BENCHMARKS.md).
@@ -69,11 +71,15 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 		// that must move". 0: not held. Main at 22ce050 took 61–63 on seed 1 (1.8×:
 		// a third plan of 21 moves for 0.3 true points) and 80 on seed 3 (3.3×).
 		total float64
+		// day: the daily peaks at most this times greedy's (0: the issue's 1.10). Seed
+		// 1 stood at 1.096× (main at 918451f, the first level's price flat) until that
+		// price was per wave above the level's start: 1.074×.
+		day float64
 	}{
-		{"hetero", "hetero", 1, true, true, true, 1.25},
-		{"homogeneous", "homogeneous", 1, true, true, false, 0},
-		{"hetero-seed-2", "hetero", 2, false, false, false, 0},
-		{"hetero-seed-3", "hetero", 3, false, false, true, 2.5},
+		{"hetero", "hetero", 1, true, true, true, 1.6, 1.08},
+		{"homogeneous", "homogeneous", 1, true, true, false, 0, 0},
+		{"hetero-seed-2", "hetero", 2, false, false, false, 0, 0},
+		{"hetero-seed-3", "hetero", 3, false, false, true, 2.5, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, err := Preset(c.preset)
@@ -98,12 +104,13 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 			rep.WriteText(&text)
 			t.Logf("report:\n%s", text.String())
 			for _, m := range []struct {
-				what string
-				cmp  Comparison
-			}{{"now", rep.Now}, {"at the daily peaks", rep.Day}} {
-				if m.cmp.Ratio > 1.10 {
-					t.Errorf("%s: the judge's peak %.1f %% is %.2f× the greedy reference's %.1f %%, want at most 1.10×",
-						m.what, 100*m.cmp.Judge.Peak, m.cmp.Ratio, 100*m.cmp.Greedy.Peak)
+				what  string
+				cmp   Comparison
+				ratio float64
+			}{{"now", rep.Now, 1.10}, {"at the daily peaks", rep.Day, cmp.Or(c.day, 1.10)}} {
+				if m.cmp.Ratio > m.ratio {
+					t.Errorf("%s: the judge's peak %.1f %% is %.3f× the greedy reference's %.1f %%, want at most %.2f×",
+						m.what, 100*m.cmp.Judge.Peak, m.cmp.Ratio, 100*m.cmp.Greedy.Peak, m.ratio)
 				}
 				got, d := m.cmp.JudgeMovesToTarget, m.cmp.Descent.MovesToTarget
 				if c.toTarget && (got < 0 || float64(got) > 1.10*float64(d)) {
