@@ -195,7 +195,7 @@ type Bus struct {
 	addr      net.Addr
 	transport *kafkago.Transport // shared by the client and every writer: one metadata cache
 	client    *kafkago.Client
-	// admin creates topics: its timeout is not the produce requests' WriteTimeout,
+	// admin creates topics and waits for their leaders: its timeout is not the produce requests' WriteTimeout,
 	// which a wave sets to a quarter of its session (1 s in the tests), since a loaded
 	// cluster's controller took longer than that to create one, and every retry then
 	// timed out again; ctx still ends it when the caller gives up.
@@ -314,7 +314,9 @@ func (b *Bus) CreateTopic(ctx context.Context, spec bus.TopicSpec) error {
 	// for: metadata is any broker's to answer, where CreateTopics goes through the
 	// controller, which a loaded cluster answered after the client's timeout (the
 	// instance then paused for a retry).
-	if ok, err := b.topicExists(ctx, spec.Name); err == nil && ok {
+	// Asked within the admin timeout: a metadata answer slower than a produce request's
+	// timeout would otherwise send an existing topic to the controller after all.
+	if _, ok, err := b.topicPartitions(ctx, spec.Name, b.admin.Timeout); err == nil && ok {
 		b.log.Debug("topic exists", "topic", spec.Name)
 		return b.waitForLeaders(ctx, spec.Name)
 	}
@@ -406,7 +408,7 @@ func (b *Bus) leadersServe(ctx context.Context, topic string, partitions int) er
 	for p := range reqs {
 		reqs[p] = kafkago.LastOffsetOf(p)
 	}
-	resp, err := b.client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{topic: reqs}})
+	resp, err := b.admin.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{topic: reqs}})
 	if err != nil {
 		return fmt.Errorf("list offsets of %s: %w", topic, b.explain(ctx, err))
 	}
@@ -424,16 +426,17 @@ func (b *Bus) leadersServe(ctx context.Context, topic string, partitions int) er
 // topicExists asks the cluster, bypassing the shared metadata cache, which may predate
 // a topic made by another process.
 func (b *Bus) topicExists(ctx context.Context, topic string) (bool, error) {
-	_, ok, err := b.topicPartitions(ctx, topic)
+	_, ok, err := b.topicPartitions(ctx, topic, b.opts.WriteTimeout)
 	return ok, err
 }
 
-// topicPartitions is topicExists that also returns the topic's partitions, sorted.
-func (b *Bus) topicPartitions(ctx context.Context, topic string) ([]int, bool, error) {
+// topicPartitions is topicExists that also returns the topic's partitions, sorted,
+// within timeout.
+func (b *Bus) topicPartitions(ctx context.Context, topic string, timeout time.Duration) ([]int, bool, error) {
 	t := &kafkago.Transport{Dial: b.transport.Dial, DialTimeout: b.opts.DialTimeout, ClientID: b.opts.ClientID,
 		TLS: b.opts.TLS, SASL: b.sasl}
 	defer t.CloseIdleConnections()
-	c := &kafkago.Client{Addr: b.addr, Transport: t, Timeout: b.opts.WriteTimeout}
+	c := &kafkago.Client{Addr: b.addr, Transport: t, Timeout: timeout}
 	md, err := c.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
 		return nil, false, fmt.Errorf("read metadata of %s: %w", topic, b.explain(ctx, err))

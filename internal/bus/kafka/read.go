@@ -45,7 +45,7 @@ func (b *Bus) read(ctx context.Context, opts bus.ReadOptions, h func(bus.Message
 	if err := check.TopicName(opts.Topic); err != nil {
 		return fmt.Errorf("read %s: %w", opts.Topic, err)
 	}
-	all, ok, err := b.topicPartitions(ctx, opts.Topic)
+	all, ok, err := b.topicPartitions(ctx, opts.Topic, b.opts.WriteTimeout)
 	switch {
 	case err != nil:
 		return fmt.Errorf("read %s: %w", opts.Topic, err)
