@@ -12,9 +12,8 @@
 #   main: -race, TEST_FIRST then ./... (without TEST_SIDE), -p 2; then without -race the
 #         tests NORACE_TESTS names in NORACE_PKGS
 #   side: -race, TEST_SIDE, -p 1 -parallel 2 (two of the balancer's process tests at a
-#         time: with three, a loaded Kafka was slower to answer their waves' topic
-#         lookups and a move paused past its 5 s bound); then without -race
-#         NORACE_TESTS in NORACE_SIDE_PKGS
+#         time: with three, under the suite's load, a move once paused 8.6 s against
+#         its 5 s bound); then without -race NORACE_TESTS in NORACE_SIDE_PKGS
 #
 # Running four packages at once (-p 4) instead loaded the machine to ~20 and failed the
 # alarm's timing; this adds one light binary. testreport prints a line per package as it
