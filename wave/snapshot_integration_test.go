@@ -146,9 +146,12 @@ func TestSnapshotRequestIntegration(t *testing.T) {
 	if p.Request != req.ID || p.Rows != int64(len(typesRows)) || len(p.Skipped) != 1 || !strings.Contains(p.Skipped[0], "t_nopk: no primary key") {
 		t.Fatalf("progress %+v: want request %s done with %d rows and t_nopk skipped for its missing primary key", p, req.ID, len(typesRows))
 	}
-	if status := wavetest.HTTPGet(t, "http://"+addr+"/status"); !strings.Contains(status, `"snapshot":{"request":"`+req.ID+`"`) {
-		t.Errorf("/status does not show the snapshot %s: %s", req.ID, status)
-	}
+	// The status takes the position after the coordinator has it (the committer's
+	// onCommit), so it may show it a moment after the offset read above.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		status := wavetest.HTTPGet(t, "http://"+addr+"/status")
+		assert.Contains(c, status, `"snapshot":{"request":"`+req.ID+`"`, "/status shows the snapshot")
+	}, 10*time.Second, 20*time.Millisecond)
 	metrics := wavetest.HTTPGet(t, "http://"+addr+"/metrics")
 	for _, want := range []string{`binlake_wave_snapshot_rows{instance="req"} 4`, `binlake_wave_snapshot_tables_remaining{instance="req"} 0`} {
 		if !strings.Contains(metrics, want) {
