@@ -148,10 +148,17 @@ func TestSnapshotRequestIntegration(t *testing.T) {
 	}
 	// The status takes the position after the coordinator has it (the committer's
 	// onCommit), so it may show it a moment after the offset read above.
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	// Polled here, not in require.EventuallyWithT's goroutine: HTTPGet fails the test.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		status := wavetest.HTTPGet(t, "http://"+addr+"/status")
-		assert.Contains(c, status, `"snapshot":{"request":"`+req.ID+`"`, "/status shows the snapshot")
-	}, 10*time.Second, 20*time.Millisecond)
+		if strings.Contains(status, `"snapshot":{"request":"`+req.ID+`"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("/status does not show the snapshot %s after 10 s: %s", req.ID, status)
+			break
+		}
+	}
 	metrics := wavetest.HTTPGet(t, "http://"+addr+"/metrics")
 	for _, want := range []string{`binlake_wave_snapshot_rows{instance="req"} 4`, `binlake_wave_snapshot_tables_remaining{instance="req"} 0`} {
 		if !strings.Contains(metrics, want) {
