@@ -184,8 +184,8 @@ func (o *Options) setDefaults() error {
 	return nil
 }
 
-// adminTimeout is the least time a topic's creation is given: the Java AdminClient's
-// request.timeout.ms.
+// adminTimeout is the least time a topic's lookup, creation and leaders' answer are
+// given: the Java AdminClient's request.timeout.ms.
 const adminTimeout = 30 * time.Second
 
 // Bus is a connection to a Kafka cluster.
@@ -195,10 +195,10 @@ type Bus struct {
 	addr      net.Addr
 	transport *kafkago.Transport // shared by the client and every writer: one metadata cache
 	client    *kafkago.Client
-	// admin creates topics and waits for their leaders: its timeout is not the produce requests' WriteTimeout,
-	// which a wave sets to a quarter of its session (1 s in the tests), since a loaded
-	// cluster's controller took longer than that to create one, and every retry then
-	// timed out again; ctx still ends it when the caller gives up.
+	// admin creates topics and waits for their leaders. Its timeout is not the produce
+	// requests' WriteTimeout, which a wave sets to a quarter of its session (1 s in the
+	// tests): a loaded cluster's controller took longer than that to create a topic, and
+	// every retry timed out again. ctx still ends it when the caller gives up.
 	admin  *kafkago.Client
 	dialer *kafkago.Dialer
 	sasl   sasl.Mechanism // nil without SASL
@@ -313,9 +313,8 @@ func (b *Bus) CreateTopic(ctx context.Context, spec bus.TopicSpec) error {
 	// A topic that exists (a wave taking over an instance, a restart) is only waited
 	// for: metadata is any broker's to answer, where CreateTopics goes through the
 	// controller, which a loaded cluster answered after the client's timeout (the
-	// instance then paused for a retry).
-	// Asked within the admin timeout: a metadata answer slower than a produce request's
-	// timeout would otherwise send an existing topic to the controller after all.
+	// instance then paused for a retry). The lookup has the admin timeout, so that a
+	// slow answer does not send an existing topic to the controller after all.
 	if _, ok, err := b.topicPartitions(ctx, spec.Name, b.admin.Timeout); err == nil && ok {
 		b.log.Debug("topic exists", "topic", spec.Name)
 		return b.waitForLeaders(ctx, spec.Name)
