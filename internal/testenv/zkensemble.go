@@ -31,6 +31,8 @@ type ZKEnsemble struct {
 	// is a connect string.
 	Servers []string
 	script  string
+	// dir holds member N's files in dir/N (zookeeper.sh's $SVC_DIR/ensemble).
+	dir string
 }
 
 // RequireZKEnsemble is Require for the ensemble. It also takes an exclusive lock, held
@@ -61,7 +63,8 @@ func RequireZKEnsemble(t testing.TB) *ZKEnsemble {
 	if len(servers) != ensembleSize {
 		t.Fatalf("%s=%q: want %d members, got %d", ZooKeeperEnsemble.Env, v, ensembleSize, len(servers))
 	}
-	e := &ZKEnsemble{Servers: servers, script: filepath.Join(root, "deploy", "testenv", "zookeeper.sh")}
+	e := &ZKEnsemble{Servers: servers, script: filepath.Join(root, "deploy", "testenv", "zookeeper.sh"),
+		dir: filepath.Join(testenvDir(root), "zookeeper", "ensemble")}
 
 	wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer wcancel()
