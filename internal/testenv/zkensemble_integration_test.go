@@ -137,4 +137,6 @@ func TestZKEnsembleMemberRecoversFromAnEmptyLogIntegration(t *testing.T) {
 // testLogger sends the ZooKeeper client's own lines into the test's log.
 type testLogger struct{ t testing.TB }
 
-func (l testLogger) Printf(format string, args ...any) { l.t.Logf("zookeeper client: "+format, args...) }
+func (l testLogger) Printf(format string, args ...any) {
+	l.t.Logf("zookeeper client: "+format, args...)
+}
