@@ -38,6 +38,13 @@ rcs=$(mktemp -d)
 trap 'rm -rf "$rcs"' EXIT
 
 "$GO" build -o bin/testreport ./internal/testenv/testreport || exit 1
+# The tests that run binlake as a process (cmd/binlake's, the alarm's, the benches') share
+# one build: each test binary building its own linked it five times, and the first ones
+# compiled the tree side by side. .ci/run has built it already while the services started.
+if [[ -z ${BINLAKE_TEST_BIN:-} ]]; then
+  "$GO" build -o bin/test/binlake ./cmd/binlake || exit 1
+  export BINLAKE_TEST_BIN=$PWD/bin/test/binlake
+fi
 # shellcheck disable=SC2086 # the package lists are word lists
 side_list=$("$GO" list $TEST_SIDE) || exit 1
 # shellcheck disable=SC2086
