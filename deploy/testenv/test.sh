@@ -68,10 +68,15 @@ norace() {
   fi
 }
 
+# took NAME: how long a run took since the start, on stderr (which run is the longer one
+# says where shortening the suite pays).
+start=$(date +%s)
+took() { echo "go test ($1 run) done after $(($(date +%s) - start)) s" >&2; }
+
 # shellcheck disable=SC2086
 bin/testreport \
-  <(run main $TEST_FLAGS $main_pkgs; norace norace $NORACE_PKGS) \
-  <(run side $TEST_FLAGS -p 1 -parallel 1 $TEST_SIDE; norace norace-side $NORACE_SIDE_PKGS)
+  <(run main $TEST_FLAGS $main_pkgs; took main; norace norace $NORACE_PKGS; took "main and norace") \
+  <(run side $TEST_FLAGS -p 1 -parallel 1 $TEST_SIDE; took side; norace norace-side $NORACE_SIDE_PKGS; took "side and norace-side")
 rc=$?
 for f in "$rcs"/*; do
   if [[ $(cat "$f") != 0 ]]; then
