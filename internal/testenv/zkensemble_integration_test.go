@@ -17,14 +17,7 @@ import (
 // leader, stopping it makes another member leader, and the stopped member rejoins as a
 // follower once started again.
 func TestZKEnsembleIntegration(t *testing.T) {
-	e := RequireZKEnsemble(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-
-	leader, err := e.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, ctx, leader := ensembleAndLeader(t)
 	leaders := 0
 	for m := 1; m <= len(e.Servers); m++ {
 		mode, err := e.Mode(ctx, m)
@@ -66,6 +59,19 @@ func TestZKEnsembleIntegration(t *testing.T) {
 	}
 }
 
+// ensembleAndLeader takes the ensemble for the test and returns it, a context for the
+// test's waits, and the member that leads.
+func ensembleAndLeader(t *testing.T) (*ZKEnsemble, context.Context, int) {
+	e := RequireZKEnsemble(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	leader, err := e.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, ctx, leader
+}
+
 func TestZKEnsembleRejectsBadMember(t *testing.T) {
 	e := &ZKEnsemble{Servers: []string{"127.0.0.1:2182", "127.0.0.1:2183", "127.0.0.1:2184"}}
 	for _, m := range []int{0, 4, -1} {
@@ -81,13 +87,7 @@ func TestZKEnsembleRejectsBadMember(t *testing.T) {
 // member-start then sets the member's data aside and starts it empty, and it syncs from
 // the leader: the member serves again as a follower, with what was committed before.
 func TestZKEnsembleMemberRecoversFromAnEmptyLogIntegration(t *testing.T) {
-	e := RequireZKEnsemble(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	leader, err := e.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, ctx, leader := ensembleAndLeader(t)
 	member := leader%len(e.Servers) + 1 // a follower: no election
 	// A committed write, so every member has a transaction log to empty.
 	conn, _, err := zk.Connect(e.Servers, 5*time.Second, zk.WithLogInfo(false), zk.WithLogger(testLogger{t}))
