@@ -97,6 +97,7 @@ const (
 // (before).
 type canalScratch struct {
 	tok, before []byte
+	part        []byte // a row's RowData, before its message's head (encodeCanalRow)
 
 	head     []byte // the header of the last row encoded with it (canalHead)
 	headT    *Table
@@ -131,8 +132,8 @@ func canalEvent(typ string) uint64 {
 }
 
 // appendCanalPacketStart opens a Packet of one Entry and writes the Entry's header
-// (appendCanalHeader, or head when the caller has it already): the caller writes the
-// rest of the Entry and closes all with appendCanalPacketEnd.
+// (appendCanalHeader): the caller writes the rest of the Entry and closes all with
+// appendCanalPacketEnd.
 func appendCanalPacketStart(dst, head []byte) ([]byte, [2]pbLen) {
 	var open [2]pbLen
 	dst = appendPBVarintAlways(dst, cpPacketVersion, 1)
@@ -141,6 +142,39 @@ func appendCanalPacketStart(dst, head []byte) ([]byte, [2]pbLen) {
 	dst, open[1] = pbBegin(dst, cpMessagesItem, 2)
 	dst = append(dst, head...)
 	return appendPBVarintAlways(dst, cpEntryType, cpEntryRowData), open
+}
+
+// appendCanalRowsHead appends a row message's bytes up to its RowChange's rowDatas, for
+// rowDatas fields of n bytes in all: a Packet of one Entry (header, entryType and a
+// RowChange of tableId, eventType, isDdl and the rowDatas, which end the message). Its
+// lengths are known beforehand, so it is written in one go: the rows of a group are
+// encoded before it (AppendRowPart), then copied after it.
+func appendCanalRowsHead(dst []byte, s *canalScratch, r *Row, n int) []byte {
+	t := r.Table
+	event := canalEvent(r.Type)
+	head := s.canalHead(t, r.Type, r.Meta)
+	var fields [40]byte // the Entry's entryType, and the RowChange's fields before its rowDatas
+	entryType := appendPBVarintAlways(fields[:0], cpEntryType, cpEntryRowData)
+	rc := entryType[len(entryType):]
+	if t.tm != nil {
+		rc = appendPBVarint(rc, cpRowChangeTableID, t.tm.TableID)
+	}
+	rc = appendPBVarintAlways(rc, cpRowChangeEventType, event)
+	rc = appendPBVarintAlways(rc, cpRowChangeIsDdl, 0)
+	rcLen := len(rc) + n
+	entryLen := len(head) + len(entryType) + protowire.SizeTag(cpEntryStoreValue) + protowire.SizeBytes(rcLen)
+	bodyLen := protowire.SizeTag(cpMessagesItem) + protowire.SizeBytes(entryLen)
+	dst = appendPBVarintAlways(dst, cpPacketVersion, 1)
+	dst = appendPBVarintAlways(dst, cpPacketType, cpPacketMessages)
+	dst = protowire.AppendTag(dst, cpPacketBody, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(bodyLen))
+	dst = protowire.AppendTag(dst, cpMessagesItem, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(entryLen))
+	dst = append(dst, head...)
+	dst = append(dst, entryType...)
+	dst = protowire.AppendTag(dst, cpEntryStoreValue, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(rcLen))
+	return append(dst, rc...)
 }
 
 // appendCanalHeader appends an Entry's header field.
@@ -174,21 +208,25 @@ func appendCanalPacketEnd(dst []byte, open [2]pbLen) []byte {
 	return pbEnd(pbEnd(dst, open[1]), open[0])
 }
 
-// encodeCanalRow appends the canal-protobuf message of one row change.
+// encodeCanalRow appends the canal-protobuf message of one row change: the head of a
+// group of one row, then its RowData.
 func encodeCanalRow(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
-	t := r.Table
-	cols := t.canalCols
+	part, err := appendCanalRowData(s.part[:0], s, r)
+	s.part = part
+	if err != nil {
+		return dst, err
+	}
+	dst = appendCanalRowsHead(dst, s, r, len(part))
+	return append(dst, part...), nil
+}
+
+// appendCanalRowData appends one row change as a RowChange's rowDatas field: its before
+// columns, after columns, or both.
+func appendCanalRowData(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
+	cols := r.Table.canalCols
 	if cols == nil {
-		cols = canalColumnFields(t) // an unprepared table (tests)
+		cols = canalColumnFields(r.Table) // an unprepared table (tests)
 	}
-	event := canalEvent(r.Type)
-	dst, open := appendCanalPacketStart(dst, s.canalHead(t, r.Type, r.Meta))
-	dst, sv := pbBegin(dst, cpEntryStoreValue, 2)
-	if t.tm != nil {
-		dst = appendPBVarint(dst, cpRowChangeTableID, t.tm.TableID)
-	}
-	dst = appendPBVarintAlways(dst, cpRowChangeEventType, event)
-	dst = appendPBVarintAlways(dst, cpRowChangeIsDdl, 0)
 	dst, rd := pbBegin(dst, cpRowChangeRowDatas, 2)
 	var err error
 	if !r.Before.IsNil() {
@@ -201,9 +239,7 @@ func encodeCanalRow(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
 			return dst, err
 		}
 	}
-	dst = pbEnd(dst, rd)
-	dst = pbEnd(dst, sv)
-	return appendCanalPacketEnd(dst, open), nil
+	return pbEnd(dst, rd), nil
 }
 
 // appendCanalColumns appends every column of image as Columns in field num (before or
