@@ -97,6 +97,7 @@ const (
 // (before).
 type canalScratch struct {
 	tok, before []byte
+	after       []byte // an update's after value rendered, to compare (canalChanged)
 	part        []byte // a row's RowData, before its message's head (encodeCanalRow)
 
 	head     []byte // the header of the last row encoded with it (canalHead)
@@ -244,78 +245,149 @@ func appendCanalRowData(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
 
 // appendCanalColumns appends every column of image as Columns in field num (before or
 // after). The values are canal-json's (appendCanalValue, canalSQLType), so that both
-// Canal formats carry the same text. In the after image, a column is updated when there
-// is no before image (an insert) or its value differs from before's, as Canal's isUpdate
-// decides.
+// Canal formats carry the same text; the kinds whose text is the field's own formatting
+// are written straight from it (appendCanalDirect), the others rendered
+// (appendCanalColumnRendered).
 func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnField, num protowire.Number, image Image) ([]byte, error) {
 	t := r.Table
 	isAfter := num == cpRowDataAfter
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		// A JSON column's canal-json value is its json rendering quoted as a JSON
-		// string, whose text is that rendering itself (made valid UTF-8): taken as it
-		// is, without quoting and unquoting it, but where an update's after value is
-		// compared with the before value's canal-json rendering.
-		docText := cols[i].json && !(isAfter && !r.Before.IsNil())
-		var tok []byte
-		var err error
-		if docText {
-			tok, err = image.AppendJSON(s.tok[:0], i)
-		} else {
-			tok, err = appendCanalValue(s.tok[:0], image, i)
-		}
+		tok, v, ok, err := appendCanalDirect(s.tok[:0], image, c, i)
 		s.tok = tok
-		if err != nil {
+		switch {
+		case err != nil:
 			return dst, err
+		case !ok:
+			if dst, err = appendCanalColumnRendered(dst, s, r, cols, num, i, image); err != nil {
+				return dst, err
+			}
+			continue
 		}
-		isNull := isNullToken(tok)
-		updated := false
-		if isAfter {
-			updated = true
-			if !r.Before.IsNil() {
-				before, err := appendCanalValue(s.before[:0], r.Before, i)
-				s.before = before
-				if err != nil {
-					return dst, err
-				}
-				updated = string(before) != string(tok)
+		updated := isAfter
+		if isAfter && !r.Before.IsNil() {
+			if updated, err = canalChanged(s, r, c, i, v); err != nil {
+				return dst, err
 			}
 		}
-		var col pbLen
-		dst, col = pbBegin(dst, num, 1)
-		if sqlType := canalSQLTypeOf(c, tok); sqlType == cols[i].sqlType {
-			dst = append(dst, cols[i].head...)
-		} else { // an unsigned value beyond the signed range
-			dst = appendCanalColumnHead(dst, i, sqlType, c)
-		}
-		dst = appendPBBool(dst, cpColumnUpdated, updated)
-		dst = appendPBVarintAlways(dst, cpColumnIsNull, protowire.EncodeBool(isNull))
-		if !isNull {
-			// The text is unquoted straight into the message, its length patched in
-			// after it (pbEnd); an empty text is no field at all (proto3).
-			tag := len(dst)
-			var l pbLen
-			dst, l = pbBegin(dst, cpColumnValue, protowire.SizeVarint(uint64(len(tok))))
-			body := len(dst)
-			ok := true
-			if docText {
-				dst = appendValidUTF8(dst, tok)
-			} else {
-				dst, ok = jsonenc.AppendUnquoted(dst, tok)
-			}
-			switch {
-			case !ok:
-				return dst, fmt.Errorf("column %s: canal value %.40s is not a JSON string", c.Name, tok)
-			case len(dst) == body:
-				dst = dst[:tag]
-			default:
-				dst = pbEnd(dst, l)
-			}
-		}
-		dst = append(dst, cols[i].mysqlType...)
-		dst = pbEnd(dst, col)
+		dst = appendCanalColumn(dst, num, &cols[i], i, c, v, updated)
 	}
 	return dst, nil
+}
+
+// canalChanged reports whether column i of an update changed, as Canal's isUpdate
+// decides it: its canal-json values differ. after is the after value, written directly;
+// when both values' texts are their fields' own bytes, comparing the texts is comparing
+// the values (not so for text that is not valid UTF-8: canal-json writes an invalid
+// byte as an escaped U+FFFD, distinct from a U+FFFD in the text), else both values are
+// rendered and compared as appendCanalColumnRendered does.
+func canalChanged(s *canalScratch, r *Row, c *Column, i int, after canalText) (bool, error) {
+	before, b, ok, err := appendCanalDirect(s.before[:0], r.Before, c, i)
+	s.before = before
+	if err != nil {
+		return false, err
+	}
+	if ok && b.exact && after.exact {
+		return b.null != after.null || string(b.text) != string(after.text), nil
+	}
+	if s.before, err = appendCanalValue(s.before[:0], r.Before, i); err != nil {
+		return false, err
+	}
+	if s.after, err = appendCanalValue(s.after[:0], r.After, i); err != nil {
+		return false, err
+	}
+	return string(s.before) != string(s.after), nil
+}
+
+// appendCanalColumn appends one Column in field num: the column's constant fields
+// (cf), whether it was updated, and its value.
+func appendCanalColumn(dst []byte, num protowire.Number, cf *canalColumnField, i int, c *Column, v canalText, updated bool) []byte {
+	var col pbLen
+	dst, col = pbBegin(dst, num, 1)
+	if v.sqlType == cf.sqlType {
+		dst = append(dst, cf.head...)
+	} else { // an unsigned value beyond the signed range
+		dst = appendCanalColumnHead(dst, i, v.sqlType, c)
+	}
+	dst = appendPBBool(dst, cpColumnUpdated, updated)
+	dst = appendPBVarintAlways(dst, cpColumnIsNull, protowire.EncodeBool(v.null))
+	if len(v.text) > 0 { // an empty text is no field at all (proto3)
+		dst = protowire.AppendTag(dst, cpColumnValue, protowire.BytesType)
+		dst = protowire.AppendBytes(dst, v.text)
+	}
+	dst = append(dst, cf.mysqlType...)
+	return pbEnd(dst, col)
+}
+
+// appendCanalColumnRendered appends column i of image as a Column in field num, its
+// value rendered as canal-json's and unquoted into the message. In the after image, a
+// column is updated when there is no before image (an insert) or its value differs from
+// before's, as Canal's isUpdate decides.
+func appendCanalColumnRendered(dst []byte, s *canalScratch, r *Row, cols []canalColumnField, num protowire.Number, i int, image Image) ([]byte, error) {
+	isAfter := num == cpRowDataAfter
+	c := &r.Table.Columns[i]
+	// A JSON column's canal-json value is its json rendering quoted as a JSON
+	// string, whose text is that rendering itself (made valid UTF-8): taken as it
+	// is, without quoting and unquoting it, but where an update's after value is
+	// compared with the before value's canal-json rendering.
+	docText := cols[i].json && !(isAfter && !r.Before.IsNil())
+	var tok []byte
+	var err error
+	if docText {
+		tok, err = image.AppendJSON(s.tok[:0], i)
+	} else {
+		tok, err = appendCanalValue(s.tok[:0], image, i)
+	}
+	s.tok = tok
+	if err != nil {
+		return dst, err
+	}
+	isNull := isNullToken(tok)
+	updated := false
+	if isAfter {
+		updated = true
+		if !r.Before.IsNil() {
+			before, err := appendCanalValue(s.before[:0], r.Before, i)
+			s.before = before
+			if err != nil {
+				return dst, err
+			}
+			updated = string(before) != string(tok)
+		}
+	}
+	var col pbLen
+	dst, col = pbBegin(dst, num, 1)
+	if sqlType := canalSQLTypeOf(c, tok); sqlType == cols[i].sqlType {
+		dst = append(dst, cols[i].head...)
+	} else { // an unsigned value beyond the signed range
+		dst = appendCanalColumnHead(dst, i, sqlType, c)
+	}
+	dst = appendPBBool(dst, cpColumnUpdated, updated)
+	dst = appendPBVarintAlways(dst, cpColumnIsNull, protowire.EncodeBool(isNull))
+	if !isNull {
+		// The text is unquoted straight into the message, its length patched in
+		// after it (pbEnd); an empty text is no field at all (proto3).
+		tag := len(dst)
+		var l pbLen
+		dst, l = pbBegin(dst, cpColumnValue, protowire.SizeVarint(uint64(len(tok))))
+		body := len(dst)
+		ok := true
+		if docText {
+			dst = appendValidUTF8(dst, tok)
+		} else {
+			dst, ok = jsonenc.AppendUnquoted(dst, tok)
+		}
+		switch {
+		case !ok:
+			return dst, fmt.Errorf("column %s: canal value %.40s is not a JSON string", c.Name, tok)
+		case len(dst) == body:
+			dst = dst[:tag]
+		default:
+			dst = pbEnd(dst, l)
+		}
+	}
+	dst = append(dst, cols[i].mysqlType...)
+	return pbEnd(dst, col), nil
 }
 
 // canalColumnField is a column's Column fields that are the same in every row: its
