@@ -293,6 +293,9 @@ func canalSQLTypeOf(c *Column, tok []byte) int {
 		if len(tok) >= 2 && tok[0] == '"' {
 			tok = tok[1 : len(tok)-1]
 		}
+		if len(tok) == 0 || tok[0] < '0' || tok[0] > '9' {
+			return code // no number (null, or none given): what ParseUint would refuse, without its error's allocation
+		}
 		if v, err := strconv.ParseUint(stringOf(tok), 10, 64); err == nil && v > 1<<(bits-1)-1 {
 			return bump
 		}
