@@ -309,9 +309,16 @@ func appendCanalColumn(dst []byte, num protowire.Number, cf *canalColumnField, i
 	} else { // an unsigned value beyond the signed range
 		dst = appendCanalColumnHead(dst, i, v.sqlType, c)
 	}
-	dst = appendPBBool(dst, cpColumnUpdated, updated)
-	dst = appendPBVarintAlways(dst, cpColumnIsNull, protowire.EncodeBool(v.null))
-	if len(v.text) > 0 { // an empty text is no field at all (proto3)
+	// Single-byte tags, written as bytes: this is per column and row.
+	if updated {
+		dst = append(dst, byte(cpColumnUpdated)<<3|byte(protowire.VarintType), 1)
+	}
+	dst = append(dst, byte(cpColumnIsNull)<<3|byte(protowire.VarintType), byte(protowire.EncodeBool(v.null)))
+	switch n := len(v.text); {
+	case n == 0: // an empty text is no field at all (proto3)
+	case n < 0x80:
+		dst = append(append(dst, byte(cpColumnValue)<<3|byte(protowire.BytesType), byte(n)), v.text...)
+	default:
 		dst = protowire.AppendTag(dst, cpColumnValue, protowire.BytesType)
 		dst = protowire.AppendBytes(dst, v.text)
 	}
