@@ -24,13 +24,14 @@ type canalText struct {
 
 // appendCanalDirect appends column col of im as its Canal text when im is read in place
 // and the column is an integer, DECIMAL, DATETIME, TIMESTAMP or text (not binary, not
-// JSON) column; ok false otherwise, with dst as it was.
-func appendCanalDirect(dst []byte, im Image, c *Column, col int) (out []byte, v canalText, ok bool, err error) {
+// JSON) column; ok false otherwise, with dst as it was. cf is the column's constant
+// fields (its kind, and its sqlType, canalSQLTypeOf with no value).
+func appendCanalDirect(dst []byte, im Image, c *Column, cf *canalColumnField, col int) (out []byte, v canalText, ok bool, err error) {
 	r := im.rows
 	if r == nil || r.raw == nil || im.i < 0 {
 		return dst, v, false, nil
 	}
-	kind := kindOf(c)
+	kind := cf.kind
 	switch kind {
 	case kindInt, kindDecimal, kindDatetime, kindTimestamp, kindText:
 	default:
@@ -38,12 +39,12 @@ func appendCanalDirect(dst []byte, im Image, c *Column, col int) (out []byte, v 
 	}
 	raw := r.raw[im.i]
 	if raw.spans[col].n < 0 {
-		return dst, canalText{null: true, sqlType: canalSQLTypeOf(c, nil), exact: true}, true, nil
+		return dst, canalText{null: true, sqlType: cf.sqlType, exact: true}, true, nil
 	}
 	b := raw.field(col)
 	at := len(dst)
 	rc := &c.raw
-	v.sqlType, v.exact = canalSQLTypeOf(c, nil), true
+	v.sqlType, v.exact = cf.sqlType, true
 	switch {
 	case kind == kindInt && rc.kind == rawInt:
 		u := uintLE(b)

@@ -253,7 +253,7 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnF
 	isAfter := num == cpRowDataAfter
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		tok, v, ok, err := appendCanalDirect(s.tok[:0], image, c, i)
+		tok, v, ok, err := appendCanalDirect(s.tok[:0], image, c, &cols[i], i)
 		s.tok = tok
 		switch {
 		case err != nil:
@@ -266,7 +266,7 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnF
 		}
 		updated := isAfter
 		if isAfter && !r.Before.IsNil() {
-			if updated, err = canalChanged(s, r, c, i, v); err != nil {
+			if updated, err = canalChanged(s, r, c, &cols[i], i, v); err != nil {
 				return dst, err
 			}
 		}
@@ -281,8 +281,8 @@ func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnF
 // the values (not so for text that is not valid UTF-8: canal-json writes an invalid
 // byte as an escaped U+FFFD, distinct from a U+FFFD in the text), else both values are
 // rendered and compared as appendCanalColumnRendered does.
-func canalChanged(s *canalScratch, r *Row, c *Column, i int, after canalText) (bool, error) {
-	before, b, ok, err := appendCanalDirect(s.before[:0], r.Before, c, i)
+func canalChanged(s *canalScratch, r *Row, c *Column, cf *canalColumnField, i int, after canalText) (bool, error) {
+	before, b, ok, err := appendCanalDirect(s.before[:0], r.Before, c, cf, i)
 	s.before = before
 	if err != nil {
 		return false, err
@@ -405,7 +405,8 @@ type canalColumnField struct {
 	head      []byte
 	sqlType   int
 	mysqlType []byte
-	json      bool // a JSON column (kindJSON)
+	kind      valueKind // kindOf the column
+	json      bool      // a JSON column (kindJSON)
 }
 
 // appendCanalColumnHead appends a Column's fields 1 to 4: index, sqlType, name, isKey.
@@ -426,7 +427,7 @@ func canalColumnFields(t *Table) []canalColumnField {
 		text, _ = jsonenc.AppendUnquoted(text[:0], tok)
 		c := &t.Columns[i]
 		sqlType := canalSQLTypeOf(c, nil)
-		cols[i] = canalColumnField{head: appendCanalColumnHead(nil, i, sqlType, c), sqlType: sqlType, json: kindOf(c) == kindJSON,
+		cols[i] = canalColumnField{head: appendCanalColumnHead(nil, i, sqlType, c), sqlType: sqlType, kind: kindOf(c), json: kindOf(c) == kindJSON,
 			mysqlType: appendPBString(nil, cpColumnMySQLType, string(text))}
 	}
 	return cols
