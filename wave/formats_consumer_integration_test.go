@@ -30,6 +30,7 @@ import (
 	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/internal/wavetest"
 	"github.com/binlake/binlake/wave/rowenc"
+	"github.com/binlake/binlake/wave/rowenc/canalpb"
 	"github.com/binlake/binlake/wave/rowenc/rowpb"
 )
 
@@ -83,9 +84,69 @@ type formatConsumer func(t *testing.T, ctx context.Context, brokers, topic strin
 func TestCanalProtobufConsumerIntegration(t *testing.T) {
 	cp := testenv.JavaConsumer(t, "deploy/testenv/canal-consumer")
 	consume := func(t *testing.T, ctx context.Context, brokers, topic string, n int64) (map[string]map[string]*string, int) {
+		canalRowsOnTheirPartitions(t, ctx, brokers, topic)
 		return canalJavaConsumer(t, ctx, cp, "protobuf", brokers, topic, n)
 	}
 	runFormatConsumer(t, rowenc.FormatCanalProtobuf, consume, canalExpect)
+}
+
+// canalRowsOnTheirPartitions reads the canal-protobuf topic with kafka-go and checks
+// that every row of every message is on the partition its own key goes to (a message
+// carries the rows of one rows event that go to one partition: the snapshot's chunk
+// and the multi-row UPDATEs make messages of several rows, at least one).
+func canalRowsOnTheirPartitions(t *testing.T, ctx context.Context, brokers, topic string) {
+	t.Helper()
+	ends := partitionEnds(t, ctx, brokers, topic)
+	parts := make([]int, len(ends))
+	for i := range parts {
+		parts[i] = i
+	}
+	var rows, grouped int
+	for part, end := range ends {
+		r := wavetest.PartitionReader(brokers, topic, part)
+		for off := int64(0); off < end; {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				t.Fatalf("read %s/%d at %d of %d: %v", topic, part, off, end, err)
+			}
+			off = m.Offset + 1
+			var p canalpb.Packet
+			var ms canalpb.Messages
+			if err := proto.Unmarshal(m.Value, &p); err != nil {
+				t.Fatalf("message %d/%d: not a Canal packet: %v", part, m.Offset, err)
+			}
+			if err := proto.Unmarshal(p.GetBody(), &ms); err != nil || len(ms.GetMessages()) != 1 {
+				t.Fatalf("message %d/%d: %d entries, %v", part, m.Offset, len(ms.GetMessages()), err)
+			}
+			var e canalpb.Entry
+			var rc canalpb.RowChange
+			if err := proto.Unmarshal(ms.GetMessages()[0], &e); err != nil {
+				t.Fatal(err)
+			}
+			if err := proto.Unmarshal(e.GetStoreValue(), &rc); err != nil {
+				t.Fatal(err)
+			}
+			if len(rc.GetRowDatas()) > 1 {
+				grouped++
+			}
+			for _, rd := range rc.GetRowDatas() {
+				cols := rd.GetAfterColumns()
+				if len(cols) == 0 {
+					cols = rd.GetBeforeColumns()
+				}
+				key := fmt.Sprintf("%s.%s:[%s]", e.GetHeader().GetSchemaName(), e.GetHeader().GetTableName(), cols[0].GetValue())
+				if want := (&kafkago.Murmur2Balancer{}).Balance(kafkago.Message{Key: []byte(key)}, parts...); want != part {
+					t.Errorf("row %s in a message on partition %d (message %d, key %s), its key goes to %d", key, part, m.Offset, m.Key, want)
+				}
+				rows++
+			}
+		}
+		r.Close()
+	}
+	if grouped == 0 {
+		t.Errorf("no message of several rows among %d rows on %d partitions", rows, len(parts))
+	}
+	t.Logf("canal-protobuf: %d rows, %d messages of several rows, each row on its key's partition", rows, grouped)
 }
 
 // TestCanalJSONConsumerIntegration runs the canal-json topic through Canal's own Java

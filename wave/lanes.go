@@ -35,7 +35,8 @@ const DefaultPublishInFlight = 4
 type flight struct {
 	commit     *cluster.Position // the batch's last transaction boundary, if any
 	commitRows int64             // rows published up to that boundary
-	rows       int
+	rows       int               // row changes (capture.Item.Rows)
+	msgs       int               // messages carrying them
 	bytes      int
 	ts         int64         // the time of its last item that has one (capture.LagTracker.Acked)
 	heartbeat  uint64        // the heartbeat it ends with, if it does
@@ -87,20 +88,21 @@ func (p *publisher) dispatch(ctx context.Context, order chan<- *flight, lanes *l
 			return nil
 		}
 		batch := []capture.Item{first}
-		n := len(first.Msgs)
+		n := first.Rows()
 	gather:
 		for n < p.maxRows {
 			select {
 			case it := <-p.in:
 				batch = append(batch, it)
-				n += len(it.Msgs)
+				n += it.Rows()
 			default:
 				break gather
 			}
 		}
 		f := &flight{done: make(chan struct{}), commitRows: p.rows}
 		for _, it := range batch {
-			f.rows += len(it.Msgs)
+			f.rows += it.Rows()
+			f.msgs += len(it.Msgs)
 			f.bytes += it.Bytes
 			if it.Commit != nil {
 				f.commit = it.Commit
@@ -116,7 +118,7 @@ func (p *publisher) dispatch(ctx context.Context, order chan<- *flight, lanes *l
 			}
 		}
 		p.rows += int64(f.rows)
-		work, err := p.laneWork(ctx, part, batch, f.rows)
+		work, err := p.laneWork(ctx, part, batch, f.msgs)
 		switch {
 		case ctx.Err() != nil:
 			return nil // stopping: this flight goes nowhere, and nothing after it
@@ -258,6 +260,7 @@ func (p *publisher) complete(ctx context.Context, order <-chan *flight) error {
 		if f.rows > 0 {
 			p.m.rows.WithLabelValues(p.id).Add(float64(f.rows))
 			p.m.bytes.WithLabelValues(p.id).Add(float64(f.bytes))
+			p.m.messages.WithLabelValues(p.id).Add(float64(f.msgs))
 			p.m.batches.WithLabelValues(p.id).Inc()
 		}
 		// The leadership may have ended while the batch was out (the watcher cancels ctx

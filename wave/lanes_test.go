@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
@@ -227,5 +229,40 @@ func TestLanesWaitForPartitions(t *testing.T) {
 	<-time.After(50 * time.Millisecond)
 	if a := acked(cm); a.Pos != 200 {
 		t.Fatalf("committer holds %s after a stop with a3 unpublished, want bin.000001:200", a.String())
+	}
+}
+
+// TestLanesCountGroupedRows: an item whose messages carry several rows each (a grouping
+// format's, capture.Item.ExtraRows) counts its rows in the committed offset and the rows
+// series, its messages in the messages series, and fills a batch by rows.
+func TestLanesCountGroupedRows(t *testing.T) {
+	pub := newPartPub()
+	in := make(chan capture.Item, 8)
+	p, cm := lanesPublisher(pub, in, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- p.run(ctx) }()
+
+	first := rowItem(100, "a1", "b1") // two messages of 5 rows in all
+	first.ExtraRows = 3
+	in <- first
+	waitAcked(t, cm, 100)
+	if a := acked(cm); a.Rows != 5 {
+		t.Errorf("boundary 100 counts %d rows, want 5", a.Rows)
+	}
+	in <- rowItem(200, "a2") // one message, one row
+	waitAcked(t, cm, 200)
+	if a := acked(cm); a.Rows != 6 {
+		t.Errorf("boundary 200 counts %d rows, want 6", a.Rows)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Errorf("run = %v", err)
+	}
+	rows := testutil.ToFloat64(p.m.rows.WithLabelValues("lanes"))
+	msgs := testutil.ToFloat64(p.m.messages.WithLabelValues("lanes"))
+	if rows != 6 || msgs != 3 {
+		t.Errorf("published %v rows in %v messages, want 6 in 3", rows, msgs)
 	}
 }

@@ -26,6 +26,7 @@ type metrics struct {
 	running       *prometheus.GaugeVec   // waveprom.InstanceRunning
 
 	bytes      *prometheus.CounterVec
+	messages   *prometheus.CounterVec
 	batches    *prometheus.CounterVec
 	skipped    *prometheus.CounterVec
 	reconnects *prometheus.CounterVec
@@ -45,7 +46,7 @@ func newMetrics() *metrics {
 	m := &metrics{
 		reg: reg,
 		rows: f.NewCounterVec(prometheus.CounterOpts{Name: waveprom.RowsPublished,
-			Help: "Row messages acknowledged by the sink (a row sent to two topics counts twice)."}, inst),
+			Help: "Row changes and DDL statements acknowledged by the sink (a row sent to two topics counts twice; a message carrying several rows counts each)."}, inst),
 		publishErrors: f.NewCounterVec(prometheus.CounterOpts{Name: waveprom.PublishErrors,
 			Help: "Failed publish attempts (each is retried with backoff)."}, inst),
 		lag: newLagGauge(prometheus.NewDesc(waveprom.LagSeconds,
@@ -58,6 +59,8 @@ func newMetrics() *metrics {
 			[]string{waveprom.LabelInstance, waveprom.LabelState, waveprom.LabelReason}),
 		bytes: f.NewCounterVec(prometheus.CounterOpts{Name: waveprom.BytesPublished,
 			Help: "Key and value bytes of acknowledged row messages."}, inst),
+		messages: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_messages_published_total",
+			Help: "Messages acknowledged by the sink: one per row, but canal-protobuf's carry the rows of one rows event that go to one partition."}, inst),
 		batches: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_batches_published_total",
 			Help: "Acknowledged publish calls."}, inst),
 		skipped: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_messages_skipped_total",

@@ -257,6 +257,13 @@ func syncOf(pub bus.Publisher) func() error {
 	return nil
 }
 
+// partitionerOf is pub's bus.Partitioner, nil when it cannot tell partitions (the capture
+// then groups no rows).
+func partitionerOf(pub bus.Publisher) bus.Partitioner {
+	p, _ := pub.(bus.Partitioner)
+	return p
+}
+
 // lead runs the capture pipeline of one instance for as long as this wave holds its
 // leadership: it returns when ctx ends, the leadership is lost (publishing and committing
 // stop first) or the pipeline fails.
@@ -359,8 +366,8 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 	snapshotRequests := make(chan cluster.SnapshotRequest, 1)
 	capt, err := capture.New(capture.Options{
 		Inst: inst, Password: password.Reveal(), Filter: filter, Log: log, Out: items,
-		MaxBytes: w.opts.MaxMessageBytes,
-		OnSkip:   func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
+		MaxBytes: w.opts.MaxMessageBytes, Partitioner: partitionerOf(busPub),
+		OnSkip: func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
 		OnError: func(err error) {
 			w.m.reconnects.WithLabelValues(inst.ID).Inc()
 			w.setStatus(inst.ID, func(s *InstanceStatus) { s.fail(cluster.StateReconnecting, err) })

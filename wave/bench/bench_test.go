@@ -50,7 +50,7 @@ func TestRunIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if res.OnBroker != 3000 || res.Messages != 3000 || res.Bytes <= 0 || res.Binlog <= 0 {
+	if res.OnBroker != 3000 || res.Messages != 3000 || res.Published != 3000 || res.Bytes <= 0 || res.Binlog <= 0 {
 		t.Errorf("result %+v: want 3000 messages on the broker and counted", res)
 	}
 	if res.Reference <= 0 || res.RefBytes <= 0 {

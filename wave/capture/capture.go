@@ -52,14 +52,21 @@ func IsFatal(err error) bool {
 // Item is what the capture stage hands the publisher: the messages of one rows event,
 // and/or a transaction boundary reached after them.
 type Item struct {
-	Msgs   []bus.Message
-	Bytes  int
-	Commit *cluster.Position // the boundary after Msgs: safe to resume from once Msgs are acknowledged
-	TS     int64             // binlog timestamp of the newest event in the item (a heartbeat's: when it came)
+	Msgs []bus.Message
+	// ExtraRows is how many more row changes Msgs carry than one per message: a group
+	// message (rowenc.GroupFormat) carries several. Rows counts them.
+	ExtraRows int
+	Bytes     int
+	Commit    *cluster.Position // the boundary after Msgs: safe to resume from once Msgs are acknowledged
+	TS        int64             // binlog timestamp of the newest event in the item (a heartbeat's: when it came)
 	// Heartbeat is the number (LagTracker.Saw) of the source heartbeat the item stands
 	// for: the source had nothing newer then. 0: not a heartbeat.
 	Heartbeat uint64
 }
+
+// Rows is the number of row changes (and DDL messages) the item's messages carry: what
+// the publisher counts as published rows.
+func (it *Item) Rows() int { return len(it.Msgs) + it.ExtraRows }
 
 // Options configures the capture stage.
 type Options struct {
@@ -69,9 +76,13 @@ type Options struct {
 	Log      *slog.Logger
 	Out      chan<- Item
 	MaxBytes int // largest key+value accepted; 0 = unlimited
-	OnSkip   func()
-	OnError  func(error) // a retried error (reconnects): counted and shown in status
-	OnConn   func()      // connected (clears a retried error from status)
+	// Partitioner tells the partition of a topic a key goes to, as the publisher's bus
+	// will send it: the rows of a grouping format go one message per event and partition
+	// (grouping.go). nil: one message per row.
+	Partitioner bus.Partitioner
+	OnSkip      func()
+	OnError     func(error) // a retried error (reconnects): counted and shown in status
+	OnConn      func()      // connected (clears a retried error from status)
 	// backoff bounds for reconnecting to the source
 	BackoffMin, BackoffMax time.Duration
 	EventQueue             int
@@ -115,6 +126,10 @@ type Capture struct {
 	enc     rowenc.Encoder  // flush's encoder
 	targets []rowenc.Target // and its scratch: each subscription's partitioning and format
 	txGSet  mysql.GTIDSet
+	// partitions is each topic's Target.Partition (grouping.go); encodeCtx the context
+	// of the encoding under way, in which they ask the bus.
+	partitions map[string]*topicPartitions
+	encodeCtx  context.Context
 }
 
 // rowsBatch is a rows event read but not yet encoded, and the subscriptions it goes to.
@@ -493,7 +508,7 @@ func (c *Capture) flush(ctx context.Context, commit bool, xid uint64) error {
 		return nil
 	}
 	c.pending = nil
-	it, err := c.encode(b, commit, xid)
+	it, err := c.encode(ctx, b, commit, xid)
 	if err != nil || len(it.Msgs) == 0 {
 		return err
 	}
@@ -501,14 +516,18 @@ func (c *Capture) flush(ctx context.Context, commit bool, xid uint64) error {
 }
 
 // encode encodes a rows event's images into its messages, one per row and
-// subscription.
-func (c *Capture) encode(b *rowsBatch, commit bool, xid uint64) (Item, error) {
+// subscription, or per partition and subscription for a grouping format (grouping.go).
+func (c *Capture) encode(ctx context.Context, b *rowsBatch, commit bool, xid uint64) (Item, error) {
 	c.targets = c.targets[:0]
 	for _, si := range b.subs {
-		c.targets = append(c.targets, rowenc.Target{By: c.Filter.Subscription(si).PartitionBy, Format: c.Filter.Format(si)})
+		sub := c.Filter.Subscription(si)
+		c.targets = append(c.targets, rowenc.Target{By: sub.PartitionBy, Format: c.Filter.Format(si),
+			Partition: c.partitionOf(sub.Topic), GroupBytes: c.groupBytes()})
 	}
 	it := Item{TS: b.Meta.TS}
+	c.encodeCtx = ctx
 	msgs, err := c.enc.Encode(&b.Event, c.targets, commit, xid, c.keep)
+	c.encodeCtx = nil
 	if err != nil {
 		return it, &fatalError{err}
 	}
@@ -516,6 +535,7 @@ func (c *Capture) encode(b *rowsBatch, commit bool, xid uint64) (Item, error) {
 	for _, m := range msgs {
 		it.Msgs = append(it.Msgs, bus.Message{Topic: c.Filter.Subscription(b.subs[m.By]).Topic, Key: m.Key, Value: m.Value})
 		it.Bytes += len(m.Key) + len(m.Value)
+		it.ExtraRows += m.Rows - 1
 	}
 	return it, nil
 }

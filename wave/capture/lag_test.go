@@ -57,7 +57,7 @@ func TestSnapshotChunkLeavesLag(t *testing.T) {
 	l.Acked(beat, hb) // the source's heartbeat since
 	l.Saw()           // then an event that is no transaction (a rotate)
 	before := cluster.Lag(l.State(), time.Now())
-	if err := c.snapCommit(t.Context(), nil, &cluster.SnapshotProgress{Request: "r", Done: true}); err != nil {
+	if err := c.snapCommit(t.Context(), Item{}, &cluster.SnapshotProgress{Request: "r", Done: true}); err != nil {
 		t.Fatal(err)
 	}
 	it := <-out

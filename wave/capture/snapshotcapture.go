@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
-	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 )
@@ -196,7 +195,7 @@ func (c *Capture) snapStart(ctx context.Context, req cluster.SnapshotRequest) er
 	c.Log.Info("snapshot starting", "request", req.ID, "tables", tables, "chunk_rows", s.opts.ChunkSize(), "rows_per_second", s.opts.RowsPerSecond)
 	s.table, s.pending, s.lastLog, s.logRows = nil, nil, time.Now(), 0
 	clear(s.touched)
-	return c.snapCommit(ctx, nil, p)
+	return c.snapCommit(ctx, Item{}, p)
 }
 
 // snapRead reads the next chunk of the table being snapshotted.
@@ -287,7 +286,7 @@ func (c *Capture) snapSkip(ctx context.Context, reason string) error {
 	next := p.Next(0)
 	next.Skipped = append(slices.Clip(p.Skipped), p.Tables[0]+": "+reason)
 	c.snap.table = nil
-	return c.snapCommit(ctx, nil, next)
+	return c.snapCommit(ctx, Item{}, next)
 }
 
 // unreadable says why a snapshot cannot read a table at all ("" when err is not such a
@@ -317,7 +316,7 @@ func (c *Capture) snapEmit(ctx context.Context) error {
 			Table: s.table, Type: rowenc.TypeSnapshot, Rows: rowenc.QueryRows(rows),
 			Meta: rowenc.Meta{Instance: c.Inst.ID, TS: time.Now().Unix(), File: ch.end.File, Pos: ch.end.Pos}}}
 		var err error
-		if it, err = c.encode(b, true, 0); err != nil {
+		if it, err = c.encode(ctx, b, true, 0); err != nil {
 			return err
 		}
 	}
@@ -328,18 +327,15 @@ func (c *Capture) snapEmit(ctx context.Context) error {
 		s.table = nil
 		clear(s.touched)
 	}
-	return c.snapCommit(ctx, it.Msgs, next)
+	return c.snapCommit(ctx, it, next)
 }
 
-// snapCommit makes p the progress at the current boundary and sends it as an item's
-// commit, after msgs.
-func (c *Capture) snapCommit(ctx context.Context, msgs []bus.Message, p *cluster.SnapshotProgress) error {
+// snapCommit makes p the progress at the current boundary and sends it as the commit of
+// chunk, the chunk's encoded rows (none: Item{}).
+func (c *Capture) snapCommit(ctx context.Context, chunk Item, p *cluster.SnapshotProgress) error {
 	c.resume.Snapshot = p
 	// No ts: a snapshot chunk moves no binlog position, so it leaves the lag alone.
-	it := Item{Msgs: msgs, Commit: ptr(c.resume)}
-	for _, m := range msgs {
-		it.Bytes += len(m.Key) + len(m.Value)
-	}
+	it := Item{Msgs: chunk.Msgs, ExtraRows: chunk.ExtraRows, Bytes: chunk.Bytes, Commit: ptr(c.resume)}
 	s := c.snap
 	if s.onRows != nil {
 		s.onRows(int(p.Rows), len(p.Tables))

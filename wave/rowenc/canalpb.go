@@ -97,6 +97,8 @@ const (
 // (before).
 type canalScratch struct {
 	tok, before []byte
+	after       []byte // an update's after value rendered, to compare (canalChanged)
+	part        []byte // a row's RowData, before its message's head (encodeCanalRow)
 
 	head     []byte // the header of the last row encoded with it (canalHead)
 	headT    *Table
@@ -131,8 +133,8 @@ func canalEvent(typ string) uint64 {
 }
 
 // appendCanalPacketStart opens a Packet of one Entry and writes the Entry's header
-// (appendCanalHeader, or head when the caller has it already): the caller writes the
-// rest of the Entry and closes all with appendCanalPacketEnd.
+// (appendCanalHeader): the caller writes the rest of the Entry and closes all with
+// appendCanalPacketEnd.
 func appendCanalPacketStart(dst, head []byte) ([]byte, [2]pbLen) {
 	var open [2]pbLen
 	dst = appendPBVarintAlways(dst, cpPacketVersion, 1)
@@ -141,6 +143,39 @@ func appendCanalPacketStart(dst, head []byte) ([]byte, [2]pbLen) {
 	dst, open[1] = pbBegin(dst, cpMessagesItem, 2)
 	dst = append(dst, head...)
 	return appendPBVarintAlways(dst, cpEntryType, cpEntryRowData), open
+}
+
+// appendCanalRowsHead appends a row message's bytes up to its RowChange's rowDatas, for
+// rowDatas fields of n bytes in all: a Packet of one Entry (header, entryType and a
+// RowChange of tableId, eventType, isDdl and the rowDatas, which end the message). Its
+// lengths are known beforehand, so it is written in one go: the rows of a group are
+// encoded before it (AppendRowPart), then copied after it.
+func appendCanalRowsHead(dst []byte, s *canalScratch, r *Row, n int) []byte {
+	t := r.Table
+	event := canalEvent(r.Type)
+	head := s.canalHead(t, r.Type, r.Meta)
+	var fields [40]byte // the Entry's entryType, and the RowChange's fields before its rowDatas
+	entryType := appendPBVarintAlways(fields[:0], cpEntryType, cpEntryRowData)
+	rc := entryType[len(entryType):]
+	if t.tm != nil {
+		rc = appendPBVarint(rc, cpRowChangeTableID, t.tm.TableID)
+	}
+	rc = appendPBVarintAlways(rc, cpRowChangeEventType, event)
+	rc = appendPBVarintAlways(rc, cpRowChangeIsDdl, 0)
+	rcLen := len(rc) + n
+	entryLen := len(head) + len(entryType) + protowire.SizeTag(cpEntryStoreValue) + protowire.SizeBytes(rcLen)
+	bodyLen := protowire.SizeTag(cpMessagesItem) + protowire.SizeBytes(entryLen)
+	dst = appendPBVarintAlways(dst, cpPacketVersion, 1)
+	dst = appendPBVarintAlways(dst, cpPacketType, cpPacketMessages)
+	dst = protowire.AppendTag(dst, cpPacketBody, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(bodyLen))
+	dst = protowire.AppendTag(dst, cpMessagesItem, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(entryLen))
+	dst = append(dst, head...)
+	dst = append(dst, entryType...)
+	dst = protowire.AppendTag(dst, cpEntryStoreValue, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(rcLen))
+	return append(dst, rc...)
 }
 
 // appendCanalHeader appends an Entry's header field.
@@ -174,21 +209,25 @@ func appendCanalPacketEnd(dst []byte, open [2]pbLen) []byte {
 	return pbEnd(pbEnd(dst, open[1]), open[0])
 }
 
-// encodeCanalRow appends the canal-protobuf message of one row change.
+// encodeCanalRow appends the canal-protobuf message of one row change: the head of a
+// group of one row, then its RowData.
 func encodeCanalRow(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
-	t := r.Table
-	cols := t.canalCols
+	part, err := appendCanalRowData(s.part[:0], s, r)
+	s.part = part
+	if err != nil {
+		return dst, err
+	}
+	dst = appendCanalRowsHead(dst, s, r, len(part))
+	return append(dst, part...), nil
+}
+
+// appendCanalRowData appends one row change as a RowChange's rowDatas field: its before
+// columns, after columns, or both.
+func appendCanalRowData(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
+	cols := r.Table.canalCols
 	if cols == nil {
-		cols = canalColumnFields(t) // an unprepared table (tests)
+		cols = canalColumnFields(r.Table) // an unprepared table (tests)
 	}
-	event := canalEvent(r.Type)
-	dst, open := appendCanalPacketStart(dst, s.canalHead(t, r.Type, r.Meta))
-	dst, sv := pbBegin(dst, cpEntryStoreValue, 2)
-	if t.tm != nil {
-		dst = appendPBVarint(dst, cpRowChangeTableID, t.tm.TableID)
-	}
-	dst = appendPBVarintAlways(dst, cpRowChangeEventType, event)
-	dst = appendPBVarintAlways(dst, cpRowChangeIsDdl, 0)
 	dst, rd := pbBegin(dst, cpRowChangeRowDatas, 2)
 	var err error
 	if !r.Before.IsNil() {
@@ -201,85 +240,161 @@ func encodeCanalRow(dst []byte, s *canalScratch, r *Row) ([]byte, error) {
 			return dst, err
 		}
 	}
-	dst = pbEnd(dst, rd)
-	dst = pbEnd(dst, sv)
-	return appendCanalPacketEnd(dst, open), nil
+	return pbEnd(dst, rd), nil
 }
 
 // appendCanalColumns appends every column of image as Columns in field num (before or
 // after). The values are canal-json's (appendCanalValue, canalSQLType), so that both
-// Canal formats carry the same text. In the after image, a column is updated when there
-// is no before image (an insert) or its value differs from before's, as Canal's isUpdate
-// decides.
+// Canal formats carry the same text; the kinds whose text is the field's own formatting
+// are written straight from it (appendCanalDirect), the others rendered
+// (appendCanalColumnRendered).
 func appendCanalColumns(dst []byte, s *canalScratch, r *Row, cols []canalColumnField, num protowire.Number, image Image) ([]byte, error) {
 	t := r.Table
 	isAfter := num == cpRowDataAfter
 	for i := range t.Columns {
 		c := &t.Columns[i]
-		// A JSON column's canal-json value is its json rendering quoted as a JSON
-		// string, whose text is that rendering itself (made valid UTF-8): taken as it
-		// is, without quoting and unquoting it, but where an update's after value is
-		// compared with the before value's canal-json rendering.
-		docText := cols[i].json && !(isAfter && !r.Before.IsNil())
-		var tok []byte
-		var err error
-		if docText {
-			tok, err = image.AppendJSON(s.tok[:0], i)
-		} else {
-			tok, err = appendCanalValue(s.tok[:0], image, i)
-		}
+		tok, v, ok, err := appendCanalDirect(s.tok[:0], image, c, &cols[i], i)
 		s.tok = tok
-		if err != nil {
+		switch {
+		case err != nil:
 			return dst, err
+		case !ok:
+			if dst, err = appendCanalColumnRendered(dst, s, r, cols, num, i, image); err != nil {
+				return dst, err
+			}
+			continue
 		}
-		isNull := isNullToken(tok)
-		updated := false
-		if isAfter {
-			updated = true
-			if !r.Before.IsNil() {
-				before, err := appendCanalValue(s.before[:0], r.Before, i)
-				s.before = before
-				if err != nil {
-					return dst, err
-				}
-				updated = string(before) != string(tok)
+		updated := isAfter
+		if isAfter && !r.Before.IsNil() {
+			if updated, err = canalChanged(s, r, c, &cols[i], i, v); err != nil {
+				return dst, err
 			}
 		}
-		var col pbLen
-		dst, col = pbBegin(dst, num, 1)
-		if sqlType := canalSQLTypeOf(c, tok); sqlType == cols[i].sqlType {
-			dst = append(dst, cols[i].head...)
-		} else { // an unsigned value beyond the signed range
-			dst = appendCanalColumnHead(dst, i, sqlType, c)
-		}
-		dst = appendPBBool(dst, cpColumnUpdated, updated)
-		dst = appendPBVarintAlways(dst, cpColumnIsNull, protowire.EncodeBool(isNull))
-		if !isNull {
-			// The text is unquoted straight into the message, its length patched in
-			// after it (pbEnd); an empty text is no field at all (proto3).
-			tag := len(dst)
-			var l pbLen
-			dst, l = pbBegin(dst, cpColumnValue, protowire.SizeVarint(uint64(len(tok))))
-			body := len(dst)
-			ok := true
-			if docText {
-				dst = appendValidUTF8(dst, tok)
-			} else {
-				dst, ok = jsonenc.AppendUnquoted(dst, tok)
-			}
-			switch {
-			case !ok:
-				return dst, fmt.Errorf("column %s: canal value %.40s is not a JSON string", c.Name, tok)
-			case len(dst) == body:
-				dst = dst[:tag]
-			default:
-				dst = pbEnd(dst, l)
-			}
-		}
-		dst = append(dst, cols[i].mysqlType...)
-		dst = pbEnd(dst, col)
+		dst = appendCanalColumn(dst, num, &cols[i], i, c, v, updated)
 	}
 	return dst, nil
+}
+
+// canalChanged reports whether column i of an update changed, as Canal's isUpdate
+// decides it: its canal-json values differ. after is the after value, written directly;
+// when both values' texts are their fields' own bytes, comparing the texts is comparing
+// the values (not so for text that is not valid UTF-8: canal-json writes an invalid
+// byte as an escaped U+FFFD, distinct from a U+FFFD in the text), else both values are
+// rendered and compared as appendCanalColumnRendered does.
+func canalChanged(s *canalScratch, r *Row, c *Column, cf *canalColumnField, i int, after canalText) (bool, error) {
+	before, b, ok, err := appendCanalDirect(s.before[:0], r.Before, c, cf, i)
+	s.before = before
+	if err != nil {
+		return false, err
+	}
+	if ok && b.exact && after.exact {
+		return b.null != after.null || string(b.text) != string(after.text), nil
+	}
+	if s.before, err = appendCanalValue(s.before[:0], r.Before, i); err != nil {
+		return false, err
+	}
+	if s.after, err = appendCanalValue(s.after[:0], r.After, i); err != nil {
+		return false, err
+	}
+	return string(s.before) != string(s.after), nil
+}
+
+// appendCanalColumn appends one Column in field num: the column's constant fields
+// (cf), whether it was updated, and its value.
+func appendCanalColumn(dst []byte, num protowire.Number, cf *canalColumnField, i int, c *Column, v canalText, updated bool) []byte {
+	var col pbLen
+	dst, col = pbBegin(dst, num, 1)
+	if v.sqlType == cf.sqlType {
+		dst = append(dst, cf.head...)
+	} else { // an unsigned value beyond the signed range
+		dst = appendCanalColumnHead(dst, i, v.sqlType, c)
+	}
+	// Single-byte tags, written as bytes: this is per column and row.
+	if updated {
+		dst = append(dst, byte(cpColumnUpdated)<<3|byte(protowire.VarintType), 1)
+	}
+	dst = append(dst, byte(cpColumnIsNull)<<3|byte(protowire.VarintType), byte(protowire.EncodeBool(v.null)))
+	switch n := len(v.text); {
+	case n == 0: // an empty text is no field at all (proto3)
+	case n < 0x80:
+		dst = append(append(dst, byte(cpColumnValue)<<3|byte(protowire.BytesType), byte(n)), v.text...)
+	default:
+		dst = protowire.AppendTag(dst, cpColumnValue, protowire.BytesType)
+		dst = protowire.AppendBytes(dst, v.text)
+	}
+	dst = append(dst, cf.mysqlType...)
+	return pbEnd(dst, col)
+}
+
+// appendCanalColumnRendered appends column i of image as a Column in field num, its
+// value rendered as canal-json's and unquoted into the message. In the after image, a
+// column is updated when there is no before image (an insert) or its value differs from
+// before's, as Canal's isUpdate decides.
+func appendCanalColumnRendered(dst []byte, s *canalScratch, r *Row, cols []canalColumnField, num protowire.Number, i int, image Image) ([]byte, error) {
+	isAfter := num == cpRowDataAfter
+	c := &r.Table.Columns[i]
+	// A JSON column's canal-json value is its json rendering quoted as a JSON
+	// string, whose text is that rendering itself (made valid UTF-8): taken as it
+	// is, without quoting and unquoting it, but where an update's after value is
+	// compared with the before value's canal-json rendering.
+	docText := cols[i].json && !(isAfter && !r.Before.IsNil())
+	var tok []byte
+	var err error
+	if docText {
+		tok, err = image.AppendJSON(s.tok[:0], i)
+	} else {
+		tok, err = appendCanalValue(s.tok[:0], image, i)
+	}
+	s.tok = tok
+	if err != nil {
+		return dst, err
+	}
+	isNull := isNullToken(tok)
+	updated := false
+	if isAfter {
+		updated = true
+		if !r.Before.IsNil() {
+			before, err := appendCanalValue(s.before[:0], r.Before, i)
+			s.before = before
+			if err != nil {
+				return dst, err
+			}
+			updated = string(before) != string(tok)
+		}
+	}
+	var col pbLen
+	dst, col = pbBegin(dst, num, 1)
+	if sqlType := canalSQLTypeOf(c, tok); sqlType == cols[i].sqlType {
+		dst = append(dst, cols[i].head...)
+	} else { // an unsigned value beyond the signed range
+		dst = appendCanalColumnHead(dst, i, sqlType, c)
+	}
+	dst = appendPBBool(dst, cpColumnUpdated, updated)
+	dst = appendPBVarintAlways(dst, cpColumnIsNull, protowire.EncodeBool(isNull))
+	if !isNull {
+		// The text is unquoted straight into the message, its length patched in
+		// after it (pbEnd); an empty text is no field at all (proto3).
+		tag := len(dst)
+		var l pbLen
+		dst, l = pbBegin(dst, cpColumnValue, protowire.SizeVarint(uint64(len(tok))))
+		body := len(dst)
+		ok := true
+		if docText {
+			dst = appendValidUTF8(dst, tok)
+		} else {
+			dst, ok = jsonenc.AppendUnquoted(dst, tok)
+		}
+		switch {
+		case !ok:
+			return dst, fmt.Errorf("column %s: canal value %.40s is not a JSON string", c.Name, tok)
+		case len(dst) == body:
+			dst = dst[:tag]
+		default:
+			dst = pbEnd(dst, l)
+		}
+	}
+	dst = append(dst, cols[i].mysqlType...)
+	return pbEnd(dst, col), nil
 }
 
 // canalColumnField is a column's Column fields that are the same in every row: its
@@ -290,7 +405,8 @@ type canalColumnField struct {
 	head      []byte
 	sqlType   int
 	mysqlType []byte
-	json      bool // a JSON column (kindJSON)
+	kind      valueKind // kindOf the column
+	json      bool      // a JSON column (kindJSON)
 }
 
 // appendCanalColumnHead appends a Column's fields 1 to 4: index, sqlType, name, isKey.
@@ -311,7 +427,7 @@ func canalColumnFields(t *Table) []canalColumnField {
 		text, _ = jsonenc.AppendUnquoted(text[:0], tok)
 		c := &t.Columns[i]
 		sqlType := canalSQLTypeOf(c, nil)
-		cols[i] = canalColumnField{head: appendCanalColumnHead(nil, i, sqlType, c), sqlType: sqlType, json: kindOf(c) == kindJSON,
+		cols[i] = canalColumnField{head: appendCanalColumnHead(nil, i, sqlType, c), sqlType: sqlType, kind: kindOf(c), json: kindOf(c) == kindJSON,
 			mysqlType: appendPBString(nil, cpColumnMySQLType, string(text))}
 	}
 	return cols

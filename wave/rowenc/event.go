@@ -97,11 +97,15 @@ type Event struct {
 }
 
 // Message is one encoded message: a row's value and its key partitioned as targets[By]
-// says (Encode). The keys and values of an event share one arena, each capped so that
-// appending to it copies. A tombstone (Format.Tombstones) has a nil Value.
+// says (Encode), or a group of rows' (GroupFormat) keyed by its first row's key. The
+// keys and values of an event share one arena, each capped so that appending to it
+// copies. A tombstone (Format.Tombstones) has a nil Value.
 type Message struct {
 	Key, Value []byte
 	By         int
+	// Rows is the number of row changes the message carries: 1, or a group's rows (a
+	// tombstone counts as one, as its delete does).
+	Rows int
 }
 
 // Target is where Encode sends each row: a subscription's partitioning (PartitionPK,
@@ -109,10 +113,18 @@ type Message struct {
 type Target struct {
 	By     string
 	Format Format
+	// Partition, when set, says which partition of the target's topic a key goes to
+	// (ok false: not known now). A GroupFormat's rows of one event that go to one
+	// partition are then sent in one message (group.go); nil: one message per row.
+	Partition func(key []byte) (part int, ok bool)
+	// GroupBytes bounds a group message's key and value (0: DefaultGroupBytes); a row
+	// larger than it alone is a message of its own.
+	GroupBytes int
 }
 
-// msgSpan is one message in Encode's arena; vStart < 0 is a tombstone.
-type msgSpan struct{ by, kStart, kEnd, vStart, vEnd int }
+// msgSpan is one message in Encode's arena; vStart < 0 is a tombstone. rows is the
+// number of row changes it carries (0: one).
+type msgSpan struct{ by, kStart, kEnd, vStart, vEnd, rows int }
 
 // Keep decides about each message before Encode keeps it: false drops it (with a nil
 // error), an error stops the encoding. A tombstone's value is nil.
@@ -129,7 +141,14 @@ type Encoder struct {
 	row      Row        // the Row handed to a format: here, so that handing it over does not allocate
 	scratch  rowScratch // the formats' scratch (Row.scratch)
 	head     []byte     // the header of a rows event's json messages
-	msgBytes int        // the last event's key and value bytes per message
+	msgBytes int        // the last event's key and value bytes per row and target
+
+	// The grouped targets' state (group.go), kept from one event to the next.
+	groups    []groupTarget
+	groupRows [][]groupRow // each groupTarget's rows slice, reused
+	gbuf      []byte       // the grouped rows' keys and parts
+	ghead     []byte       // a group head measured
+	gsets     []group      // the groups being assembled
 }
 
 // Encode encodes ev's rows into their messages: for each row, one per target, asking
@@ -176,6 +195,8 @@ func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, targets []Tar
 	e.row = Row{Table: t, Type: ev.Type, Meta: ev.Meta,
 		Before: Image{rows: &ev.Rows, t: t, i: -1}, After: Image{rows: &ev.Rows, t: t, i: -1}, scratch: &e.scratch}
 	defer func() { e.row = Row{} }()
+	grouped := e.groupsOf(targets) > 0
+	e.gbuf = e.gbuf[:0]
 	for i := 0; i+step <= len(images); i += step {
 		var before, after I
 		bi, ai := -1, -1
@@ -205,6 +226,17 @@ func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, targets []Tar
 			e.values[k] = [2]int{-1, -1}
 		}
 		for k, tg := range targets {
+			if grouped {
+				if j := e.groupIndex(k); j >= 0 {
+					// Keyed and encoded now, sent as part of a group after the last row.
+					e.row.Meta.Commit, e.row.Meta.XID = m.Commit, m.XID
+					e.row.Before.i, e.row.After.i = bi, ai
+					if err := addGroupRow(e, j, tg, image, bi, ai, m.Commit); err != nil {
+						return nil, fmt.Errorf("encode row of %s.%s at %s:%d (format %s): %w", t.Database, t.Name, m.File, m.Pos, e.groups[j].f.Name(), err)
+					}
+					continue
+				}
+			}
 			f := formatOf(tg)
 			// One encoding per format: a later target of the same format shares it.
 			vStart, vEnd := -1, -1
@@ -265,13 +297,19 @@ func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, targets []Tar
 			}
 		}
 	}
+	for j := range e.groups {
+		var err error
+		if arena, spans, err = e.appendGroups(arena, spans, j, targets[e.groups[j].k], ev, xid, keep); err != nil {
+			return nil, err
+		}
+	}
 	e.spans = spans
-	if len(spans) > 0 {
-		e.msgBytes = len(arena)/len(spans) + 1
+	if nMsgs > 0 {
+		e.msgBytes = len(arena)/nMsgs + 1
 	}
 	msgs := e.msgs[:0]
 	for _, sp := range spans {
-		msg := Message{Key: arena[sp.kStart:sp.kEnd:sp.kEnd], By: sp.by}
+		msg := Message{Key: arena[sp.kStart:sp.kEnd:sp.kEnd], By: sp.by, Rows: max(sp.rows, 1)}
 		if sp.vStart >= 0 {
 			msg.Value = arena[sp.vStart:sp.vEnd:sp.vEnd]
 		}

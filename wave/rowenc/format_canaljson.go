@@ -286,22 +286,15 @@ func canalSQLType(scratch []byte, im Image, col int) (int, error) {
 func canalSQLTypeOf(c *Column, tok []byte) int {
 	switch kindOf(c) {
 	case kindInt:
-		code, bump, bits := sqlInteger, sqlBigint, 32
-		switch c.Type {
-		case mysql.MYSQL_TYPE_TINY:
-			code, bump, bits = sqlTinyint, sqlSmallint, 8
-		case mysql.MYSQL_TYPE_SHORT:
-			code, bump, bits = sqlSmallint, sqlInteger, 16
-		case mysql.MYSQL_TYPE_INT24:
-			code, bump, bits = sqlInteger, sqlInteger, 24
-		case mysql.MYSQL_TYPE_LONGLONG:
-			code, bump, bits = sqlBigint, sqlDecimal, 64
-		}
+		code, bump, bits := canalIntSQLTypes(c)
 		if !c.Unsigned {
 			return code
 		}
 		if len(tok) >= 2 && tok[0] == '"' {
 			tok = tok[1 : len(tok)-1]
+		}
+		if len(tok) == 0 || tok[0] < '0' || tok[0] > '9' {
+			return code // no number (null, or none given): what ParseUint would refuse, without its error's allocation
 		}
 		if v, err := strconv.ParseUint(stringOf(tok), 10, 64); err == nil && v > 1<<(bits-1)-1 {
 			return bump
@@ -340,6 +333,22 @@ func canalSQLTypeOf(c *Column, tok []byte) int {
 		return sqlChar
 	}
 	return sqlVarchar
+}
+
+// canalIntSQLTypes is an integer column's sqlType, the sqlType of an unsigned value
+// beyond the signed range, and the column's bits.
+func canalIntSQLTypes(c *Column) (code, bump, bits int) {
+	switch c.Type {
+	case mysql.MYSQL_TYPE_TINY:
+		return sqlTinyint, sqlSmallint, 8
+	case mysql.MYSQL_TYPE_SHORT:
+		return sqlSmallint, sqlInteger, 16
+	case mysql.MYSQL_TYPE_INT24:
+		return sqlInteger, sqlInteger, 24
+	case mysql.MYSQL_TYPE_LONGLONG:
+		return sqlBigint, sqlDecimal, 64
+	}
+	return sqlInteger, sqlBigint, 32
 }
 
 // appendCanalMySQLType appends Canal's mysqlType of a column as a JSON string: the type's

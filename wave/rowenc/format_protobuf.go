@@ -102,6 +102,30 @@ func (canalProtobufFormat) AppendRow(dst []byte, r *Row) ([]byte, error) {
 	return encodeCanalRow(dst, &s.canal, r)
 }
 
+// AppendRowPart appends the row's RowData (GroupFormat): Canal's producer puts the rows
+// of a rows event that go to one partition in one Entry, as BinLake's groups do.
+func (canalProtobufFormat) AppendRowPart(dst []byte, r *Row) ([]byte, error) {
+	if _, err := rowImages(r); err != nil {
+		return dst, err
+	}
+	s := r.scratch
+	if s == nil {
+		s = rowScratchPool.Get().(*rowScratch)
+		defer rowScratchPool.Put(s)
+	}
+	return appendCanalRowData(dst, &s.canal, r)
+}
+
+// AppendGroupHead appends the Packet, Entry and RowChange before the rows' RowDatas.
+func (canalProtobufFormat) AppendGroupHead(dst []byte, r *Row, n int) []byte {
+	s := r.scratch
+	if s == nil {
+		s = rowScratchPool.Get().(*rowScratch)
+		defer rowScratchPool.Put(s)
+	}
+	return appendCanalRowsHead(dst, &s.canal, r, n)
+}
+
 func (canalProtobufFormat) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) {
 	return EncodeDDLCanal(dst, d.Database, d.Table, d.Meta, d.SQL), true, nil
 }

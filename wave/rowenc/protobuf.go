@@ -239,7 +239,11 @@ const binaryVarintMax = 10
 // being sized by a first pass or rendered aside and copied, and moved only when its
 // length takes another number of bytes than room.
 func pbBegin(dst []byte, num protowire.Number, room int) ([]byte, pbLen) {
-	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	if num < 16 { // a one-byte tag, as AppendTag writes it, without its call: per field and row
+		dst = append(dst, byte(num)<<3|byte(protowire.BytesType))
+	} else {
+		dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	}
 	l := pbLen{at: len(dst), room: room}
 	for range room {
 		dst = append(dst, 0) // cheaper than appending a slice of zeros for a byte or two

@@ -524,16 +524,22 @@ func appendTime(dst []byte, c *Column, t time.Time) []byte {
 
 // appendTimeText is appendTime's text, without the quotes (the protobuf format's).
 func appendTimeText(dst []byte, c *Column, t time.Time) []byte {
+	return appendTimeParts(dst, c, t, 'T', true)
+}
+
+// appendTimeParts appends t as column c's date, sep, clock and fraction: a TIMESTAMP's
+// in UTC, then a 'Z' when zone is set (Canal's text has sep ' ' and no zone).
+func appendTimeParts(dst []byte, c *Column, t time.Time, sep byte, zone bool) []byte {
 	utc := isTimestamp(c)
 	if utc {
 		t = t.UTC()
 	}
 	year, month, day := t.Date()
 	hour, minute, second := t.Clock()
-	dst = append(appendDate(dst, year, int(month), day), 'T')
+	dst = append(appendDate(dst, year, int(month), day), sep)
 	dst = appendClock(dst, hour, minute, second)
 	dst = appendFraction(dst, t.Nanosecond()/1000, int(min(c.Frac, 6)))
-	if utc {
+	if utc && zone {
 		dst = append(dst, 'Z')
 	}
 	return dst

@@ -196,16 +196,29 @@ func BenchmarkRowsEvent(b *testing.B) {
 	// Each format through the capture's Encoder (one subscription, read in place): what
 	// a rows event costs from its bytes to its messages in that format, per row.
 	// go-mysql's decoding above replaced e's rows: the formats read a fresh event.
+	// A grouping format runs grouped too, as the wave runs it on a topic of 3 partitions
+	// (",partitions=3": bytes/row is then a message's bytes over its rows).
 	te, e = benchRowsEvent(b)
+	type benchFormat struct {
+		name   string
+		target Target
+	}
+	var fs []benchFormat
 	for _, name := range FormatNames() {
 		f, err := NewFormat(name, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run("format="+name, func(b *testing.B) {
+		fs = append(fs, benchFormat{name, Target{By: PartitionPK, Format: f}})
+		if _, ok := f.(GroupFormat); ok {
+			fs = append(fs, benchFormat{name + ",partitions=3", Target{By: PartitionPK, Format: f, Partition: kafkaPartition(3)}})
+		}
+	}
+	for _, bf := range fs {
+		b.Run("format="+bf.name, func(b *testing.B) {
 			var enc Encoder
 			reader := NewReader()
-			targets := []Target{{By: PartitionPK, Format: f}}
+			targets := []Target{bf.target}
 			var size int
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
@@ -215,10 +228,14 @@ func BenchmarkRowsEvent(b *testing.B) {
 					b.Fatal(err)
 				}
 				msgs, err := enc.Encode(ev, targets, true, 7, nil)
-				if err != nil || len(msgs) != rows {
-					b.Fatalf("%d messages, %v", len(msgs), err)
+				n := 0
+				for _, m := range msgs {
+					n += m.Rows
 				}
-				size = len(msgs[0].Value)
+				if err != nil || n != rows {
+					b.Fatalf("%d messages of %d rows, %v", len(msgs), n, err)
+				}
+				size = len(msgs[0].Value) / msgs[0].Rows
 			}
 			runtime.ReadMemStats(&after)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")

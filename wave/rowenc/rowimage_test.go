@@ -153,14 +153,40 @@ func (te *testEvents) encodeBoth(t testing.TB, et replication.EventType, rows []
 	if errIn == nil {
 		inPlace, errIn = encodeImages(nil, te.table, typ, m, raws)
 	}
+	if errIn == nil {
+		inPlace, errIn = appendCanalMessages(inPlace, te.table, typ, m, Rows{raw: raws})
+	}
 	if errDec = newRowsDecoder().decodeRows(e, u); errDec == nil {
 		rows := make([]values, len(e.Rows))
 		for i := range e.Rows {
 			rows[i] = e.Rows[i]
 		}
-		decoded, errDec = encodeImages(nil, te.table, typ, m, rows)
+		if decoded, errDec = encodeImages(nil, te.table, typ, m, rows); errDec == nil {
+			decoded, errDec = appendCanalMessages(decoded, te.table, typ, m, Rows{rows: rows})
+		}
 	}
 	return inPlace, decoded, errIn, errDec
+}
+
+// appendCanalMessages appends the canal-protobuf messages of a rows event's images,
+// one per row and grouped on 3 partitions, in hex, one per line: in place, most of
+// their values are written straight from the fields (appendCanalDirect), from go-mysql's
+// values rendered as canal-json's.
+func appendCanalMessages(out []byte, t *Table, typ string, m Meta, rows Rows) ([]byte, error) {
+	f, err := NewFormat(FormatCanalProtobuf, nil)
+	if err != nil {
+		return out, err
+	}
+	var e Encoder
+	msgs, err := e.Encode(&Event{Table: t, Type: typ, Meta: m, Rows: rows},
+		[]Target{{By: PartitionPK, Format: f}, {By: PartitionPK, Format: f, Partition: kafkaPartition(3)}}, true, 9, nil)
+	if err != nil {
+		return out, err
+	}
+	for _, msg := range msgs {
+		out = fmt.Appendf(out, "canal-protobuf %d %d %s %x\n", msg.By, msg.Rows, msg.Key, msg.Value)
+	}
+	return out, nil
 }
 
 // expectBoth encodes a rows event both ways and fails unless both succeed alike and
@@ -414,6 +440,8 @@ func TestRawAsDecodedUpdates(t *testing.T) {
 			append(be(datetimeIntOffset+datetimeBits(2026, 12, 1, 0, 0, 1), 5), be(0, 3)...),
 			append(be(datetimeIntOffset+datetimeBits(2026, 12, 1, 0, 0, 0), 5), be(1_000_000, 3)...), `{}`},
 		{"varchar changed", testColumn{tp: mysql.MYSQL_TYPE_VARCHAR, meta: 20}, append([]byte{1}, 'a'), append([]byte{1}, 'b'), `{"c1":"a"}`},
+		// An invalid byte and a U+FFFD: Canal's texts are the same, its values (canal-json's) not.
+		{"varchar invalid byte to U+FFFD", testColumn{tp: mysql.MYSQL_TYPE_VARCHAR, meta: 20}, []byte{1, 0xff}, append([]byte{3}, "\ufffd"...), `{"c1":"\ufffd"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
