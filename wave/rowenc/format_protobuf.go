@@ -91,20 +91,18 @@ func (canalProtobufFormat) Name() string     { return FormatCanalProtobuf }
 func (canalProtobufFormat) Tombstones() bool { return false }
 
 func (canalProtobufFormat) AppendRow(dst []byte, r *Row) ([]byte, error) {
-	if _, err := rowImages(r); err != nil {
-		return dst, err
-	}
-	s := r.scratch
-	if s == nil {
-		s = rowScratchPool.Get().(*rowScratch)
-		defer rowScratchPool.Put(s)
-	}
-	return encodeCanalRow(dst, &s.canal, r)
+	return withCanalScratch(dst, r, encodeCanalRow)
 }
 
 // AppendRowPart appends the row's RowData (GroupFormat): Canal's producer puts the rows
 // of a rows event that go to one partition in one Entry, as BinLake's groups do.
 func (canalProtobufFormat) AppendRowPart(dst []byte, r *Row) ([]byte, error) {
+	return withCanalScratch(dst, r, appendCanalRowData)
+}
+
+// withCanalScratch checks r's images, then appends with enc and the row's scratch: the
+// Encoder's, or one from the pool for a Row made elsewhere.
+func withCanalScratch(dst []byte, r *Row, enc func([]byte, *canalScratch, *Row) ([]byte, error)) ([]byte, error) {
 	if _, err := rowImages(r); err != nil {
 		return dst, err
 	}
@@ -113,7 +111,7 @@ func (canalProtobufFormat) AppendRowPart(dst []byte, r *Row) ([]byte, error) {
 		s = rowScratchPool.Get().(*rowScratch)
 		defer rowScratchPool.Put(s)
 	}
-	return appendCanalRowData(dst, &s.canal, r)
+	return enc(dst, &s.canal, r)
 }
 
 // AppendGroupHead appends the Packet, Entry and RowChange before the rows' RowDatas.
