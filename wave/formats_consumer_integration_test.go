@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,53 +97,44 @@ func TestCanalProtobufConsumerIntegration(t *testing.T) {
 // and the multi-row UPDATEs make messages of several rows, at least one).
 func canalRowsOnTheirPartitions(t *testing.T, ctx context.Context, brokers, topic string) {
 	t.Helper()
-	ends := partitionEnds(t, ctx, brokers, topic)
-	parts := make([]int, len(ends))
-	for i := range parts {
-		parts[i] = i
+	var parts []int
+	for part := range partitionEnds(t, ctx, brokers, topic) {
+		parts = append(parts, part)
 	}
+	slices.Sort(parts)
 	var rows, grouped int
-	for part, end := range ends {
-		r := wavetest.PartitionReader(brokers, topic, part)
-		for off := int64(0); off < end; {
-			m, err := r.ReadMessage(ctx)
-			if err != nil {
-				t.Fatalf("read %s/%d at %d of %d: %v", topic, part, off, end, err)
-			}
-			off = m.Offset + 1
-			var p canalpb.Packet
-			var ms canalpb.Messages
-			if err := proto.Unmarshal(m.Value, &p); err != nil {
-				t.Fatalf("message %d/%d: not a Canal packet: %v", part, m.Offset, err)
-			}
-			if err := proto.Unmarshal(p.GetBody(), &ms); err != nil || len(ms.GetMessages()) != 1 {
-				t.Fatalf("message %d/%d: %d entries, %v", part, m.Offset, len(ms.GetMessages()), err)
-			}
-			var e canalpb.Entry
-			var rc canalpb.RowChange
-			if err := proto.Unmarshal(ms.GetMessages()[0], &e); err != nil {
-				t.Fatal(err)
-			}
-			if err := proto.Unmarshal(e.GetStoreValue(), &rc); err != nil {
-				t.Fatal(err)
-			}
-			if len(rc.GetRowDatas()) > 1 {
-				grouped++
-			}
-			for _, rd := range rc.GetRowDatas() {
-				cols := rd.GetAfterColumns()
-				if len(cols) == 0 {
-					cols = rd.GetBeforeColumns()
-				}
-				key := fmt.Sprintf("%s.%s:[%s]", e.GetHeader().GetSchemaName(), e.GetHeader().GetTableName(), cols[0].GetValue())
-				if want := (&kafkago.Murmur2Balancer{}).Balance(kafkago.Message{Key: []byte(key)}, parts...); want != part {
-					t.Errorf("row %s in a message on partition %d (message %d, key %s), its key goes to %d", key, part, m.Offset, m.Key, want)
-				}
-				rows++
-			}
+	eachMessage(t, ctx, brokers, topic, func(part int, m kafkago.Message) {
+		var p canalpb.Packet
+		var ms canalpb.Messages
+		if err := proto.Unmarshal(m.Value, &p); err != nil {
+			t.Fatalf("message %d/%d: not a Canal packet: %v", part, m.Offset, err)
 		}
-		r.Close()
-	}
+		if err := proto.Unmarshal(p.GetBody(), &ms); err != nil || len(ms.GetMessages()) != 1 {
+			t.Fatalf("message %d/%d: %d entries, %v", part, m.Offset, len(ms.GetMessages()), err)
+		}
+		var e canalpb.Entry
+		var rc canalpb.RowChange
+		if err := proto.Unmarshal(ms.GetMessages()[0], &e); err != nil {
+			t.Fatal(err)
+		}
+		if err := proto.Unmarshal(e.GetStoreValue(), &rc); err != nil {
+			t.Fatal(err)
+		}
+		if len(rc.GetRowDatas()) > 1 {
+			grouped++
+		}
+		for _, rd := range rc.GetRowDatas() {
+			cols := rd.GetAfterColumns()
+			if len(cols) == 0 {
+				cols = rd.GetBeforeColumns()
+			}
+			key := fmt.Sprintf("%s.%s:[%s]", e.GetHeader().GetSchemaName(), e.GetHeader().GetTableName(), cols[0].GetValue())
+			if want := (&kafkago.Murmur2Balancer{}).Balance(kafkago.Message{Key: []byte(key)}, parts...); want != part {
+				t.Errorf("row %s in a message on partition %d (message %d, key %s), its key goes to %d", key, part, m.Offset, m.Key, want)
+			}
+			rows++
+		}
+	})
 	if grouped == 0 {
 		t.Errorf("no message of several rows among %d rows on %d partitions", rows, len(parts))
 	}
@@ -431,6 +423,36 @@ func protobufGoConsumer(t *testing.T, ctx context.Context, brokers, topic string
 	rows := map[string]map[string]*string{}
 	ddl := 0
 	var read int64
+	eachMessage(t, ctx, brokers, topic, func(part int, m kafkago.Message) {
+		read++
+		var row rowpb.Row
+		if err := proto.Unmarshal(m.Value, &row); err != nil {
+			t.Fatalf("message %d/%d: not a binlake.v1.Row: %v", part, m.Offset, err)
+		}
+		switch row.GetType() {
+		case rowpb.Type_TYPE_DDL:
+			ddl++
+			return
+		case rowpb.Type_TYPE_DELETE:
+			delete(rows, pkText(t, &row))
+			return
+		}
+		state := map[string]*string{}
+		for _, f := range row.GetData() {
+			state[f.GetName()] = fieldText(f)
+		}
+		rows[pkText(t, &row)] = state
+	})
+	if read != n {
+		t.Fatalf("the Go consumer decoded %d of the topic's %d messages", read, n)
+	}
+	return rows, ddl
+}
+
+// eachMessage reads every message the topic holds now, partition by partition, each
+// partition's in order, and hands each to fn.
+func eachMessage(t *testing.T, ctx context.Context, brokers, topic string, fn func(part int, m kafkago.Message)) {
+	t.Helper()
 	for part, end := range partitionEnds(t, ctx, brokers, topic) {
 		r := wavetest.PartitionReader(brokers, topic, part)
 		for off := int64(0); off < end; {
@@ -439,31 +461,10 @@ func protobufGoConsumer(t *testing.T, ctx context.Context, brokers, topic string
 				t.Fatalf("read %s/%d at %d of %d: %v", topic, part, off, end, err)
 			}
 			off = m.Offset + 1
-			read++
-			var row rowpb.Row
-			if err := proto.Unmarshal(m.Value, &row); err != nil {
-				t.Fatalf("message %d/%d: not a binlake.v1.Row: %v", part, m.Offset, err)
-			}
-			switch row.GetType() {
-			case rowpb.Type_TYPE_DDL:
-				ddl++
-				continue
-			case rowpb.Type_TYPE_DELETE:
-				delete(rows, pkText(t, &row))
-				continue
-			}
-			state := map[string]*string{}
-			for _, f := range row.GetData() {
-				state[f.GetName()] = fieldText(f)
-			}
-			rows[pkText(t, &row)] = state
+			fn(part, m)
 		}
 		r.Close()
 	}
-	if read != n {
-		t.Fatalf("the Go consumer decoded %d of the topic's %d messages", read, n)
-	}
-	return rows, ddl
 }
 
 // partitionEnds is each partition's high watermark.
