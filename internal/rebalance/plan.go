@@ -23,7 +23,8 @@
 //     then, best effort (Goals.LevelGain), the highest peak lowered towards the fleet's
 //     level while each step lowers it by more than the predictions' noise; and
 //     (Goals.LevelNow) the load of the hour the fleet is in levelled likewise, by moves
-//     that leave those peaks where they are.
+//     that leave those peaks where they are. With Goals.Enough, none of these moves
+//     while the highest peak stands within that ratio of the fleet's level.
 //  4. Every wave's share of the instances, best effort within the goals above: a wave
 //     that runs fewer than half its share of them (in proportion to its free capacity)
 //     takes instances, up to its share rounded down, from the waves most over theirs,
@@ -114,6 +115,20 @@ type Goals struct {
 	// by moves that keep every daily peak where the first pass left it (now.go). Without
 	// it a fleet level at its peaks can be uneven at the hour it is in.
 	LevelNow []int
+	// Enough, when above 0, is the ratio to the fleet's level (its total load over its
+	// total capacity at its busiest slot, about what the best assignment reaches) within
+	// which the highest peak is good enough: the band and the first level then make no
+	// move, and the second makes none for an excess in its hours within the ratio of
+	// those hours' level. Moves that narrow the band or even the waves out below that
+	// line lower no fleet-wide peak by more than the predictions' error, and every one
+	// counts (issue 30 holds the plans' moves, until they end, to those a move-by-move
+	// descent needs to bring the peak near a greedy assignment's). When a wave set aside
+	// (one large instance) stands higher, the others are good enough a band under it,
+	// in the daily peaks and in the second level's hours: lowering them lowers no
+	// fleet-wide peak. A plan starts only once the highest stands LevelGain over the
+	// line (hysteresis, as the band's: the predictions drift by about that between
+	// plans) and stops under it.
+	Enough float64
 	// NoShare turns the share-of-instances goal off (a caller that balances counts by
 	// itself: the fewest-instances fallback).
 	NoShare bool
@@ -775,9 +790,18 @@ func (st *state) spread() string {
 		}
 		top, bottom := ends(rest, candidates)
 		hi, lo := top[0].peak, bottom[0].peak
+		if hi <= st.enough(live, stuck)+slack+eps {
+			// Good enough (Goals.Enough): neither the band nor the first level pays for a
+			// move; the second has its own line, in the hours it levels.
+			st.levelNow(rest, live, limit, true)
+			if len(stuck) == 0 {
+				return ""
+			}
+			return unmet(spread(live), "")
+		}
 		if hi-lo <= st.goals.Band+slack+eps || st.goals.Balance > 0 && hi <= st.goals.Balance*meanPeak(live)+eps {
 			st.lower(rest, live, limit)
-			st.levelNow(rest, live, limit)
+			st.levelNow(rest, live, limit, false)
 			if len(stuck) == 0 {
 				return ""
 			}
@@ -844,7 +868,7 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 	// once the highest stands a step's gain higher still, so that the next plans, their
 	// figures drifting by about that as the hours turn, do not start again for what the
 	// last one left.
-	floor := level(live) + st.goals.Band/2
+	floor := max(level(live)+st.goals.Band/2, st.enough(live, nil))
 	top, _ := ends(ws, 1)
 	if top[0].peak <= floor+g+eps {
 		return
@@ -888,6 +912,22 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 		}
 		st.apply(s, ReasonSpread)
 	}
+}
+
+// enough is the highest peak that is good enough (Goals.Enough) for the waves not set
+// aside: the ratio times the fleet's level, or, when a wave set aside (stuck) stands
+// higher, a band under it: lowering the others then lowers no fleet-wide peak, and the
+// band between them is what keeps them from becoming the highest as the hours turn.
+// -Inf when the goal is off.
+func (st *state) enough(live []*waveState, stuck map[*waveState]bool) float64 {
+	if st.goals.Enough <= 0 {
+		return math.Inf(-1)
+	}
+	e := st.goals.Enough * level(live)
+	for w := range stuck {
+		e = max(e, w.peak-st.goals.Band)
+	}
+	return e
 }
 
 // rollback takes back the moves made since mark, the last first.
