@@ -50,10 +50,11 @@ func TestEnoughStopsTheBand(t *testing.T) {
 // it: lowering them would lower no fleet-wide peak (on seed 3 of the seeded fleets, 33
 // moves after the target balanced the waves under the one its largest instance holds).
 func TestEnoughUnderASetAsideWave(t *testing.T) {
-	// big: one instance of 0.7 alone; a at 0.5, b 0.3, c 0.3 (level 0.45, so big's floor
-	// stands more than a band above it and it is set aside).
+	// big: one instance of 0.68 and one of 0.02; a at 0.5, b 0.3, c 0.3 (level 0.45: big's
+	// floor, 0.68, stands more than a band above it, and big within a band of its floor,
+	// so it is set aside).
 	ws := waves(true, "big", "a", "b", "c")
-	insts := []Instance{{ID: "big-0", Node: "big", Cost: 0.7}}
+	insts := []Instance{{ID: "big-0", Node: "big", Cost: 0.68}, {ID: "big-1", Node: "big", Cost: 0.02}}
 	for _, w := range []struct {
 		node string
 		n    int

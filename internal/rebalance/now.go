@@ -28,7 +28,7 @@ import (
 // 40 moves against 30). Nor do they start when a wave the goals above set aside (one
 // large instance) stands higher in the window: lowering the others would not lower the
 // fleet's highest.
-func (st *state) levelNow(ws, live []*waveState, limit float64, enough bool) {
+func (st *state) levelNow(ws, live []*waveState, limit float64, large map[*waveState]bool) {
 	g := st.goals.LevelGain
 	if g <= 0 || len(st.goals.LevelNow) == 0 || len(ws) == 0 {
 		return
@@ -44,7 +44,7 @@ func (st *state) levelNow(ws, live []*waveState, limit float64, enough bool) {
 	top, _ := ends(ws, 1)
 	b := dayBounds{ceil: min(top[0].peak, limit)}
 	b.floor = b.ceil - st.goals.Band
-	if enough {
+	if large != nil {
 		// The daily peaks are good enough (Goals.Enough), which no lower one undoes.
 		b.floor = math.Inf(-1)
 	}
@@ -52,14 +52,16 @@ func (st *state) levelNow(ws, live []*waveState, limit float64, enough bool) {
 	w.level(live)
 	if st.goals.Enough > 0 {
 		// Good enough (Goals.Enough) in the window too: an excess within the ratio of
-		// the window's level does not pay for a move. Nor, when a wave set aside (one of
-		// live, not of ws) stands high in the window, does an excess a band under its:
-		// it is the fleet's highest there whatever the others do.
-		e := (st.goals.Enough - 1) * slices.Max(w.lv)
-		for _, x := range live {
-			if !slices.Contains(ws, x) {
-				e = max(e, w.excess(x)-st.goals.Band)
-			}
+		// the window's level does not pay for a move. The pass starts at that line, not a
+		// gain over it, and goes a gain under it: the hours the window holds drift more
+		// than the daily peaks, and the load now is what the "now" measures (on
+		// the homogeneous fleet a start a gain over the line left it at 1.100× greedy).
+		// Nor, when a wave held by one large instance stands high in the window, does an
+		// excess a band under its pay: it is the fleet's highest there whatever the
+		// others do.
+		e := (st.goals.Enough-1)*slices.Max(w.lv) - g
+		for x := range large {
+			e = max(e, w.excess(x)-st.goals.Band)
 		}
 		stop, start = max(stop, e), max(start, e+g)
 	}

@@ -770,6 +770,9 @@ func (st *state) spread() string {
 	// cooling ones): the goal then holds for the others, balanced among themselves, and
 	// the plan says which waves it could not bring in.
 	stuck := map[*waveState]bool{}
+	// large are the stuck waves held by one large instance: no plan brings them down,
+	// while the others may come down once their instances' cooldown ends.
+	large := map[*waveState]bool{}
 	var stuckNames []string
 	unmet := func(gap float64, why string) string {
 		if len(stuckNames) > 0 {
@@ -790,10 +793,10 @@ func (st *state) spread() string {
 		}
 		top, bottom := ends(rest, candidates)
 		hi, lo := top[0].peak, bottom[0].peak
-		if hi <= st.enough(live, stuck)+slack+eps {
+		if hi <= st.enough(live, large)+slack+eps {
 			// Good enough (Goals.Enough): neither the band nor the first level pays for a
 			// move; the second has its own line, in the hours it levels.
-			st.levelNow(rest, live, limit, true)
+			st.levelNow(rest, live, limit, large)
 			if len(stuck) == 0 {
 				return ""
 			}
@@ -801,7 +804,7 @@ func (st *state) spread() string {
 		}
 		if hi-lo <= st.goals.Band+slack+eps || st.goals.Balance > 0 && hi <= st.goals.Balance*meanPeak(live)+eps {
 			st.lower(rest, live, limit)
-			st.levelNow(rest, live, limit, false)
+			st.levelNow(rest, live, limit, nil)
 			if len(stuck) == 0 {
 				return ""
 			}
@@ -819,7 +822,7 @@ func (st *state) spread() string {
 			if w.peak >= hi-gain {
 				atTop = append(atTop, w)
 				if st.heldByLarge(w, live, lo) {
-					stuck[w], held = true, true
+					stuck[w], large[w], held = true, true, true
 					stuckNames = append(stuckNames, w.Node)
 				}
 			}
@@ -868,9 +871,11 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 	// once the highest stands a step's gain higher still, so that the next plans, their
 	// figures drifting by about that as the hours turn, do not start again for what the
 	// last one left.
-	floor := max(level(live)+st.goals.Band/2, st.enough(live, nil))
+	// Nor do they start while the highest is good enough (Goals.Enough); once started,
+	// they go on down to the floor, as the pass must pay for its moves.
+	floor := level(live) + st.goals.Band/2
 	top, _ := ends(ws, 1)
-	if top[0].peak <= floor+g+eps {
+	if top[0].peak <= max(floor, st.enough(live, nil))+g+eps {
 		return
 	}
 	// The pass must pay (keepIfWorth): nowMovesPerGain moves a gain while the highest
@@ -915,16 +920,16 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 }
 
 // enough is the highest peak that is good enough (Goals.Enough) for the waves not set
-// aside: the ratio times the fleet's level, or, when a wave set aside (stuck) stands
-// higher, a band under it: lowering the others then lowers no fleet-wide peak, and the
-// band between them is what keeps them from becoming the highest as the hours turn.
-// -Inf when the goal is off.
-func (st *state) enough(live []*waveState, stuck map[*waveState]bool) float64 {
+// aside: the ratio times the fleet's level, or, when a wave held by one large instance
+// (large) stands higher, a band under it: lowering the others then lowers no fleet-wide
+// peak, and the band between them is what keeps them from becoming the highest as the
+// hours turn. -Inf when the goal is off.
+func (st *state) enough(live []*waveState, large map[*waveState]bool) float64 {
 	if st.goals.Enough <= 0 {
 		return math.Inf(-1)
 	}
 	e := st.goals.Enough * level(live)
-	for w := range stuck {
+	for w := range large {
 		e = max(e, w.peak-st.goals.Band)
 	}
 	return e
