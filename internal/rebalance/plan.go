@@ -118,16 +118,17 @@ type Goals struct {
 	// Enough, when above 0, is the ratio to the fleet's level (its total load over its
 	// total capacity at its busiest slot, about what the best assignment reaches) within
 	// which the highest peak is good enough: the band and the first level then make no
-	// move, and the second makes none for an excess in its hours within the ratio of
-	// those hours' level. Moves that narrow the band or even the waves out below that
-	// line lower no fleet-wide peak by more than the predictions' error, and every one
-	// counts (issue 30 holds the plans' moves, until they end, to those a move-by-move
-	// descent needs to bring the peak near a greedy assignment's). When a wave set aside
-	// (one large instance) stands higher, the others are good enough a band under it,
-	// in the daily peaks and in the second level's hours: lowering them lowers no
-	// fleet-wide peak. A plan starts only once the highest stands LevelGain over the
-	// line (hysteresis, as the band's: the predictions drift by about that between
-	// plans) and stops under it.
+	// move (a plan starts only once the highest stands LevelGain over that line, the
+	// predictions drifting by about that between plans; the band stops under it, the
+	// first level, once started, goes on to its own floor), and the second level makes
+	// none for an excess in its hours within the ratio of those hours' level (it starts
+	// at that line and stops a LevelGain under it: those hours drift more). Moves that
+	// narrow the band or even the waves out below the line lower no fleet-wide peak by
+	// more than the predictions' error, and every one counts (issue 30 holds the plans'
+	// moves, until they end, to those a move-by-move descent needs to bring the peak
+	// near a greedy assignment's). When a wave held by one large instance stands
+	// higher, the others are good enough a band under it, by the day and in the second
+	// level's hours: lowering them lowers no fleet-wide peak.
 	Enough float64
 	// NoShare turns the share-of-instances goal off (a caller that balances counts by
 	// itself: the fewest-instances fallback).
