@@ -44,31 +44,3 @@ func TestEnoughStopsTheBand(t *testing.T) {
 		t.Errorf("Enough 1.15: spread after %.3f: want the plan stopped at the line, short of the band", p.SpreadAfter)
 	}
 }
-
-// TestEnoughUnderASetAsideWave: when a wave set aside (one instance larger than the
-// others can be brought near) stands highest, the others are good enough a band under
-// it: lowering them would lower no fleet-wide peak (on seed 3 of the seeded fleets, 33
-// moves after the target balanced the waves under the one its largest instance holds).
-func TestEnoughUnderASetAsideWave(t *testing.T) {
-	// big: one instance of 0.68 and one of 0.02; a at 0.5, b 0.3, c 0.3 (level 0.45: big's
-	// floor, 0.68, stands more than a band above it, and big within a band of its floor,
-	// so it is set aside).
-	ws := waves(true, "big", "a", "b", "c")
-	insts := []Instance{{ID: "big-0", Node: "big", Cost: 0.68}, {ID: "big-1", Node: "big", Cost: 0.02}}
-	for _, w := range []struct {
-		node string
-		n    int
-	}{{"a", 25}, {"b", 15}, {"c", 15}} {
-		for i := range w.n {
-			insts = append(insts, Instance{ID: fmt.Sprintf("%s-%02d", w.node, i), Node: w.node, Cost: 0.02})
-		}
-	}
-	g := Goals{Band: 0.03, LevelGain: 0.01, NoShare: true}
-	if p := Make(ws, insts, g, now); len(p.Moves) == 0 {
-		t.Fatalf("without Enough %+v: want the others balanced under big", p)
-	}
-	g.Enough = 1.05
-	if p := Make(ws, insts, g, now); len(p.Moves) != 0 {
-		t.Fatalf("Enough %+v: want no move, a (0.5) a band and more under big (0.7)", p)
-	}
-}

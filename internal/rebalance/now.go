@@ -28,7 +28,7 @@ import (
 // 40 moves against 30). Nor do they start when a wave the goals above set aside (one
 // large instance) stands higher in the window: lowering the others would not lower the
 // fleet's highest.
-func (st *state) levelNow(ws, live []*waveState, limit float64, large map[*waveState]bool) {
+func (st *state) levelNow(ws, live []*waveState, limit float64, enough bool) {
 	g := st.goals.LevelGain
 	if g <= 0 || len(st.goals.LevelNow) == 0 || len(ws) == 0 {
 		return
@@ -44,7 +44,7 @@ func (st *state) levelNow(ws, live []*waveState, limit float64, large map[*waveS
 	top, _ := ends(ws, 1)
 	b := dayBounds{ceil: min(top[0].peak, limit)}
 	b.floor = b.ceil - st.goals.Band
-	if large != nil {
+	if enough {
 		// The daily peaks are good enough (Goals.Enough), which no lower one undoes.
 		b.floor = math.Inf(-1)
 	}
@@ -56,13 +56,7 @@ func (st *state) levelNow(ws, live []*waveState, limit float64, large map[*waveS
 		// gain over it, and goes a gain under it: the hours the window holds drift more
 		// than the daily peaks, and the load now is what the "now" measures (on
 		// the homogeneous fleet a start a gain over the line left it at 1.100× greedy).
-		// Nor, when a wave held by one large instance stands high in the window, does an
-		// excess a band under its pay: it is the fleet's highest there whatever the
-		// others do.
 		e := (st.goals.Enough-1)*slices.Max(w.lv) - g
-		for x := range large {
-			e = max(e, w.excess(x)-st.goals.Band)
-		}
 		stop, start = max(stop, e), max(start, e+g)
 	}
 	hot, _ := w.ends(ws, 1)
