@@ -1,5 +1,10 @@
 package rebalance
 
+import (
+	"math"
+	"slices"
+)
+
 // The level's second pass (Goals.LevelNow). The goals above balance each wave's peak
 // of the day, and a fleet balanced so can still be uneven at the hour it is in, since
 // the waves peak at different hours: on a seeded fleet (`binlake bench fleet -seed 2`)
@@ -23,7 +28,7 @@ package rebalance
 // 40 moves against 30). Nor do they start when a wave the goals above set aside (one
 // large instance) stands higher in the window: lowering the others would not lower the
 // fleet's highest.
-func (st *state) levelNow(ws, live []*waveState, limit float64) {
+func (st *state) levelNow(ws, live []*waveState, limit float64, enough bool) {
 	g := st.goals.LevelGain
 	if g <= 0 || len(st.goals.LevelNow) == 0 || len(ws) == 0 {
 		return
@@ -39,8 +44,21 @@ func (st *state) levelNow(ws, live []*waveState, limit float64) {
 	top, _ := ends(ws, 1)
 	b := dayBounds{ceil: min(top[0].peak, limit)}
 	b.floor = b.ceil - st.goals.Band
+	if enough {
+		// The daily peaks are good enough (Goals.Enough), which no lower one undoes.
+		b.floor = math.Inf(-1)
+	}
 	stop, start := st.goals.Band/2, st.goals.Band
 	w.level(live)
+	if st.goals.Enough > 0 {
+		// Good enough (Goals.Enough) in the window too: an excess within the ratio of
+		// the window's level does not pay for a move. The pass starts at that line, not a
+		// gain over it, and goes a gain under it: the hours the window holds drift more
+		// than the daily peaks, and the load now is what the issue's "now" measures (on
+		// the homogeneous fleet a start a gain over the line left it at 1.100× greedy).
+		e := (st.goals.Enough-1)*slices.Max(w.lv) - g
+		stop, start = max(stop, e), max(start, e+g)
+	}
 	hot, _ := w.ends(ws, 1)
 	if w.excess(hot[0]) <= start+eps {
 		return

@@ -23,7 +23,8 @@
 //     then, best effort (Goals.LevelGain), the highest peak lowered towards the fleet's
 //     level while each step lowers it by more than the predictions' noise; and
 //     (Goals.LevelNow) the load of the hour the fleet is in levelled likewise, by moves
-//     that leave those peaks where they are.
+//     that leave those peaks where they are. With Goals.Enough, none of these moves
+//     while the highest peak stands within that ratio of the fleet's level.
 //  4. Every wave's share of the instances, best effort within the goals above: a wave
 //     that runs fewer than half its share of them (in proportion to its free capacity)
 //     takes instances, up to its share rounded down, from the waves most over theirs,
@@ -114,6 +115,19 @@ type Goals struct {
 	// by moves that keep every daily peak where the first pass left it (now.go). Without
 	// it a fleet level at its peaks can be uneven at the hour it is in.
 	LevelNow []int
+	// Enough, when above 0, is the ratio to the fleet's level (its total load over its
+	// total capacity at its busiest slot, about what the best assignment reaches) within
+	// which the highest peak is good enough: the band and the first level then make no
+	// move (a plan starts only once the highest stands LevelGain over that line, the
+	// predictions drifting by about that between plans; the band stops under it, the
+	// first level, once started, goes on to its own floor), and the second level makes
+	// none for an excess in its hours within the ratio of those hours' level (it starts
+	// at that line and stops a LevelGain under it: those hours drift more). Moves that
+	// narrow the band or even the waves out below the line lower no fleet-wide peak by
+	// more than the predictions' error, and every one counts (issue 30 holds the plans'
+	// moves, until they end, to those a move-by-move descent needs to bring the peak
+	// near a greedy assignment's).
+	Enough float64
 	// NoShare turns the share-of-instances goal off (a caller that balances counts by
 	// itself: the fewest-instances fallback).
 	NoShare bool
@@ -775,9 +789,18 @@ func (st *state) spread() string {
 		}
 		top, bottom := ends(rest, candidates)
 		hi, lo := top[0].peak, bottom[0].peak
+		if hi <= st.enough(live)+slack+eps {
+			// Good enough (Goals.Enough): neither the band nor the first level pays for a
+			// move; the second has its own line, in the hours it levels.
+			st.levelNow(rest, live, limit, true)
+			if len(stuck) == 0 {
+				return ""
+			}
+			return unmet(spread(live), "")
+		}
 		if hi-lo <= st.goals.Band+slack+eps || st.goals.Balance > 0 && hi <= st.goals.Balance*meanPeak(live)+eps {
 			st.lower(rest, live, limit)
-			st.levelNow(rest, live, limit)
+			st.levelNow(rest, live, limit, false)
 			if len(stuck) == 0 {
 				return ""
 			}
@@ -844,9 +867,11 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 	// once the highest stands a step's gain higher still, so that the next plans, their
 	// figures drifting by about that as the hours turn, do not start again for what the
 	// last one left.
+	// Nor do they start while the highest is good enough (Goals.Enough); once started,
+	// they go on down to the floor, as the pass must pay for its moves.
 	floor := level(live) + st.goals.Band/2
 	top, _ := ends(ws, 1)
-	if top[0].peak <= floor+g+eps {
+	if top[0].peak <= max(floor, st.enough(live))+g+eps {
 		return
 	}
 	// The pass must pay (keepIfWorth): nowMovesPerGain moves a gain while the highest
@@ -888,6 +913,19 @@ func (st *state) lower(ws, live []*waveState, limit float64) {
 		}
 		st.apply(s, ReasonSpread)
 	}
+}
+
+// enough is the highest peak that is good enough (Goals.Enough): the ratio times the
+// fleet's level; -Inf when the goal is off. Not a band under a wave held by one large
+// instance, though lowering the others then lowers no fleet-wide peak: on the 200-wave
+// fleet the others, left a band under such a wave by their predictions (and in the
+// second level's hours), stood at 1.16× greedy's daily peak in truth (a 2-core wave,
+// the predictions' largest miss).
+func (st *state) enough(live []*waveState) float64 {
+	if st.goals.Enough <= 0 {
+		return math.Inf(-1)
+	}
+	return st.goals.Enough * level(live)
 }
 
 // rollback takes back the moves made since mark, the last first.

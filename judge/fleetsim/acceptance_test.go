@@ -4,7 +4,6 @@ package fleetsim
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"testing"
 	"time"
@@ -36,12 +35,18 @@ import (
 // with the 5-minute history steps (cheaper: the suite's time).
 //
 // An outside tester counts every move until the plans end, not only those to the
-// target: seeds 1 and 3 hold the judge's total to a multiple of the descent reference's
-// moves to the target (1.6× and 2.5×; main at 22ce050 took 1.8× and 3.3×). Seed 1 is
-// short of 1× because each plan learns from what the last one moved (its pegged waves'
-// speed, their relieved bases): BENCHMARKS.md; and it takes 54 moves to bring the
-// daily peak to 1.074× greedy, where 918451f took 40 and stopped at 1.096×. Seed 3's judge balances the waves below the one its largest
-// instance holds, which the peak does not need.
+// target: each fleet holds the judge's total to a multiple of the descent reference's
+// moves to the target (the larger of now's and the daily peaks'). While the highest
+// predicted peak stands within 1.08× the fleet's level (rebalance.Goals.Enough) the
+// plans make no more moves for the band or the first level, and the second level none
+// for an excess within that ratio of its hours' level. Seed 1 takes 40 moves to the
+// descent's 35 (1.14×; main at c663364 took 54, 1.54×, its last plan of 14 lowering a
+// daily peak the target did not need lowered), the homogeneous fleet 53 to 25 (66 at
+// c663364), seed 2 81 to 44 (86), seed 3 52 to 25 (58): what is left over the descent's
+// is the first plans' moves, on costs still being learned, and on seeds 2 and 3 the
+// band among the waves under the one a large instance holds (BENCHMARKS.md). Seed 1's
+// daily peak is no longer held to 1.08× greedy, which c663364's last plan bought with
+// those 14 moves: it ends at 1.096×, under the issue's 1.10×.
 //
 // The 200-wave fleet takes minutes and is measured by `binlake bench fleet -preset
 // large` (BENCHMARKS.md).
@@ -68,18 +73,15 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 		// total: every move the judge made, until its plans ended, at most this times
 		// the descent reference's moves to the target (the larger of now's and the daily
 		// peaks'): what an outside tester counts against "as many moves as instances
-		// that must move". 0: not held. Main at 22ce050 took 61–63 on seed 1 (1.8×:
-		// a third plan of 21 moves for 0.3 true points) and 80 on seed 3 (3.3×).
+		// that must move". Main at c663364 took 54 on seed 1 (1.54×), 70 on the
+		// homogeneous fleet (2.8× with 5-minute steps), 86 on seed 2 (1.95×) and 58 on
+		// seed 3 (2.32×).
 		total float64
-		// day: the daily peaks at most this times greedy's (0: the issue's 1.10). Seed
-		// 1 stood at 1.096× (main at 918451f, the first level's price flat) until that
-		// price was per wave above the level's start: 1.074×.
-		day float64
 	}{
-		{"hetero", "hetero", 1, true, true, true, 1.6, 1.08},
-		{"homogeneous", "homogeneous", 1, true, true, false, 0, 0},
-		{"hetero-seed-2", "hetero", 2, false, false, false, 0, 0},
-		{"hetero-seed-3", "hetero", 3, false, false, true, 2.5, 0},
+		{"hetero", "hetero", 1, true, true, true, 1.15},
+		{"homogeneous", "homogeneous", 1, true, true, false, 2.2},
+		{"hetero-seed-2", "hetero", 2, false, false, false, 1.9},
+		{"hetero-seed-3", "hetero", 3, false, false, true, 2.1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, err := Preset(c.preset)
@@ -109,7 +111,7 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 				what  string
 				cmp   Comparison
 				ratio float64
-			}{{"now", rep.Now, 1.10}, {"at the daily peaks", rep.Day, cmp.Or(c.day, 1.10)}} {
+			}{{"now", rep.Now, 1.10}, {"at the daily peaks", rep.Day, 1.10}} {
 				if m.cmp.Ratio > m.ratio {
 					t.Errorf("%s: the judge's peak %.1f %% is %.3f× the greedy reference's %.1f %%, want at most %.2f×",
 						m.what, 100*m.cmp.Judge.Peak, m.cmp.Ratio, 100*m.cmp.Greedy.Peak, m.ratio)

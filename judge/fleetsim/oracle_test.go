@@ -81,7 +81,7 @@ func planTruly(t *testing.T, f *Fleet, now time.Time) [][2]int {
 		for i := range insts {
 			insts[i].Node = f.Waves[assign[i]].Node
 		}
-		goals := rebalance.Goals{HardMax: 0.7, Band: 0.03, LevelGain: 0.01, LevelSettle: 24 * time.Hour, MaxMoves: 20, Cooldown: 10 * time.Minute, Budget: time.Minute}
+		goals := rebalance.Goals{HardMax: 0.7, Band: 0.03, LevelGain: 0.01, LevelSettle: 24 * time.Hour, Enough: 1.08, MaxMoves: 20, Cooldown: 10 * time.Minute, Budget: time.Minute}
 		p := rebalance.Make(waves, insts, goals, at)
 		if len(p.Moves) == 0 {
 			return moves
