@@ -137,10 +137,7 @@ func TestLanesOverlapPartitionsAndCommitInOrder(t *testing.T) {
 	pub.gates[1] = make(chan struct{})
 	in := make(chan capture.Item, 8)
 	p, cm := lanesPublisher(pub, in, 4)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- p.run(ctx) }()
+	stop := runLanes(t, p)
 
 	in <- rowItem(100, "a1", "b1", "c1")
 	pub.waitFor(t, 0, "a1")
@@ -156,10 +153,7 @@ func TestLanesOverlapPartitionsAndCommitInOrder(t *testing.T) {
 	if a := acked(cm); a.Rows != 6 {
 		t.Errorf("boundary 200 counts %d rows, want 6", a.Rows)
 	}
-	cancel()
-	if err := <-errc; err != nil {
-		t.Errorf("run = %v", err)
-	}
+	stop()
 }
 
 // TestLanesRetryInOrder: a partition's failed request is repeated before its next one,
@@ -239,10 +233,7 @@ func TestLanesCountGroupedRows(t *testing.T) {
 	pub := newPartPub()
 	in := make(chan capture.Item, 8)
 	p, cm := lanesPublisher(pub, in, 1)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- p.run(ctx) }()
+	stop := runLanes(t, p)
 
 	first := rowItem(100, "a1", "b1") // two messages of 5 rows in all
 	first.ExtraRows = 3
@@ -256,13 +247,27 @@ func TestLanesCountGroupedRows(t *testing.T) {
 	if a := acked(cm); a.Rows != 6 {
 		t.Errorf("boundary 200 counts %d rows, want 6", a.Rows)
 	}
-	cancel()
-	if err := <-errc; err != nil {
-		t.Errorf("run = %v", err)
-	}
+	stop()
 	rows := testutil.ToFloat64(p.m.rows.WithLabelValues("lanes"))
 	msgs := testutil.ToFloat64(p.m.messages.WithLabelValues("lanes"))
 	if rows != 6 || msgs != 3 {
 		t.Errorf("published %v rows in %v messages, want 6 in 3", rows, msgs)
+	}
+}
+
+// runLanes runs p until the returned stop, which cancels it and checks that it ended
+// without an error.
+func runLanes(t *testing.T, p *publisher) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel) // a test that fails before stop
+	errc := make(chan error, 1)
+	go func() { errc <- p.run(ctx) }()
+	return func() {
+		t.Helper()
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("run = %v", err)
+		}
 	}
 }
