@@ -49,7 +49,14 @@ type group struct {
 	labels  map[string]string // the message's GroupLabels: the group_by labels
 	flushAt time.Time         // when alerts is sent; meaningless while alerts is empty
 	alerts  map[uint64]notify.Alert
-	sentAt  time.Time // the group's last notification; zero before its first (see group.go)
+	// later are the next messages' alerts, each sent after the one before: the
+	// resolution of an alert whose page is in a message not yet sent waits for the next
+	// message instead of replacing the page, so that a claimed page is delivered and a
+	// receiver never gets a resolution for a page it did not get. Any other notice
+	// replaces the alert's older one (the latest state: a repeat, a refreshed value, a
+	// page again after an unsent resolution). Empty while alerts is.
+	later  []map[uint64]notify.Alert
+	sentAt time.Time // the group's last notification; zero before its first (see group.go)
 }
 
 // firing reports whether the group carries at least one firing alert.
@@ -205,7 +212,41 @@ func (w *writer) enqueue(pa *pendingAlert, now time.Time) {
 			w.nextFlush.Store(at)
 		}
 	}
-	g.alerts[pa.fp] = pa.na
+	g.add(pa.fp, pa.na)
+}
+
+// add puts a into the group's last message that holds its alert, or the first message
+// when none does; a resolution of a page not yet sent goes into the message after it.
+func (g *group) add(fp uint64, a notify.Alert) {
+	i := len(g.later) - 1
+	for ; i >= 0; i-- {
+		if _, ok := g.later[i][fp]; ok {
+			break
+		}
+	}
+	m := g.alerts
+	if i >= 0 {
+		m = g.later[i]
+	}
+	if old, ok := m[fp]; ok && old.Status == notify.StatusFiring && a.Status == notify.StatusResolved {
+		if i+1 == len(g.later) {
+			g.later = append(g.later, map[uint64]notify.Alert{})
+		}
+		m = g.later[i+1]
+	}
+	m[fp] = a
+}
+
+// sent moves the group's next message up after one went out at now, and tells when it
+// goes: group_interval after this one, or group_wait when that is 0.
+func (g *group) sent(now time.Time, wait, interval time.Duration) {
+	g.sentAt = now
+	if len(g.later) == 0 {
+		clear(g.alerts)
+		return
+	}
+	g.alerts, g.later = g.later[0], g.later[1:]
+	g.flushAt = g.sendAt(now, wait, interval)
 }
 
 // flush sends the groups whose group_wait or group_interval has passed, in the documented
@@ -230,7 +271,6 @@ func (w *writer) flush(now time.Time) {
 		}
 		due = append(due, g)
 	}
-	w.nextFlush.Store(next)
 	slices.SortFunc(due, func(a, b *group) int {
 		if fa, fb := a.firing(), b.firing(); fa != fb {
 			if fa {
@@ -241,23 +281,34 @@ func (w *writer) flush(now time.Time) {
 		return strings.Compare(a.key, b.key)
 	})
 	for _, g := range due {
-		alerts := slices.Collect(maps.Values(g.alerts))
-		sort.Slice(alerts, func(i, j int) bool {
-			if alerts[i].Labels[policy.LabelNode] != alerts[j].Labels[policy.LabelNode] {
-				return alerts[i].Labels[policy.LabelNode] < alerts[j].Labels[policy.LabelNode]
-			}
-			return alerts[i].Fingerprint < alerts[j].Fingerprint
-		})
-		clear(g.alerts)
-		g.sentAt = now
-		if w.e.groupInterval(g.p) <= 0 {
+		// A group's next message goes at once when neither group_wait nor
+		// group_interval holds it (group.sent).
+		for len(g.alerts) > 0 && !now.Before(g.flushAt) {
+			w.send(g, now)
+		}
+		if len(g.alerts) > 0 {
+			next = min(next, g.flushAt.UnixNano())
+		} else if w.e.groupInterval(g.p) <= 0 {
 			delete(w.groups, g.key)
 		}
-		for _, ch := range g.p.Channels {
-			w.e.o.Send(notify.Message{
-				Receiver: ch, GroupKey: g.key, ExternalURL: w.e.o.ExternalURL, Alerts: alerts,
-				GroupLabels: maps.Clone(g.labels),
-			})
+	}
+	w.nextFlush.Store(next)
+}
+
+// send sends the group's first message on each of its channels.
+func (w *writer) send(g *group, now time.Time) {
+	alerts := slices.Collect(maps.Values(g.alerts))
+	sort.Slice(alerts, func(i, j int) bool {
+		if alerts[i].Labels[policy.LabelNode] != alerts[j].Labels[policy.LabelNode] {
+			return alerts[i].Labels[policy.LabelNode] < alerts[j].Labels[policy.LabelNode]
 		}
+		return alerts[i].Fingerprint < alerts[j].Fingerprint
+	})
+	g.sent(now, w.e.groupWait(g.p), w.e.groupInterval(g.p))
+	for _, ch := range g.p.Channels {
+		w.e.o.Send(notify.Message{
+			Receiver: ch, GroupKey: g.key, ExternalURL: w.e.o.ExternalURL, Alerts: alerts,
+			GroupLabels: maps.Clone(g.labels),
+		})
 	}
 }

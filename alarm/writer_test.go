@@ -3,6 +3,7 @@ package alarm
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -51,4 +52,23 @@ func TestLogWritesLeaveTheEvaluation(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	require.Equal(t, 1, entries[0].Sent, "recorded as sent once delivered")
+}
+
+// A page and its resolution decided before the writer's next flush (an alert that held
+// for one point while the writer was behind, group_wait 0) both go out, the page first,
+// in two messages: the resolution does not replace the claimed page in its group.
+func TestAPageIsNotReplacedByItsResolution(t *testing.T) {
+	var gl *gatedLog
+	r := newRig(t, basePolicy, func(o *EngineOptions) {
+		gl = &gatedLog{NotificationLog: o.Log, entered: make(chan struct{}, 8), release: make(chan struct{})}
+		o.Log = gl
+	})
+	r.e.Observe(batch("wave-0", r.clk.Now(), cpu(95)))
+	<-gl.entered // the writer is held in wave-0's claim
+	r.e.Observe(batch("wave-1", r.clk.Now(), cpu(95)))
+	r.clk.Add(time.Second)
+	r.e.Observe(batch("wave-1", r.clk.Now(), cpu(10)))
+	close(gl.release) // the writer takes wave-1's page and resolution in one go
+	ms := r.out.messages()
+	require.Equal(t, []string{"cpu/P2 [firing wave-0/]", "cpu/P2 [firing wave-1/]", "cpu/P2 [resolved wave-1/]"}, sent(ms))
 }
