@@ -177,8 +177,10 @@ func TestJudgeKillIntegration(t *testing.T) {
 	// 5,000 more in its store buffer: mid-ingest, with batches read from Kafka and not
 	// yet in the store. The other half is produced while it is down; the engine is fast
 	// again for the second judge.
+	began := time.Now()
 	publish(0, batches/2)
 	first := startJudgeProcess(t, "judge-first", cfg)
+	t.Logf("%s: first judge serving", time.Since(began).Round(time.Millisecond))
 	deadline := time.Now().Add(2 * time.Minute)
 	const (
 		mWritten  = "binlake_judge_store_points_written_total"
@@ -195,6 +197,7 @@ func TestJudgeKillIntegration(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // polling a process's /metrics
 	}
 	first.Kill(t)
+	t.Logf("%s: first judge killed", time.Since(began).Round(time.Millisecond))
 	engine.slow.Store(false)
 	publish(batches/2, batches)
 
@@ -204,6 +207,7 @@ func TestJudgeKillIntegration(t *testing.T) {
 	storedAtKill := countStored(t, ctx, st, base)
 
 	second := startJudgeProcess(t, "judge-second", cfg)
+	t.Logf("%s: second judge serving", time.Since(began).Round(time.Millisecond))
 	deadline = time.Now().Add(3 * time.Minute)
 	for {
 		if second.metric(t, "binlake_judge_store_points_buffered") == 0 && countStored(t, ctx, st, base).unique >= crashPoints {
@@ -214,6 +218,7 @@ func TestJudgeKillIntegration(t *testing.T) {
 		}
 		time.Sleep(time.Second) // polling a process and the engine
 	}
+	t.Logf("%s: second judge drained", time.Since(began).Round(time.Millisecond))
 	got := countStored(t, ctx, st, base)
 	ingested := second.metric(t, `binlake_judge_points_total{source="bus"}`)
 	// What the second judge ingested beyond what was missing was delivered twice.

@@ -55,7 +55,11 @@ func TestLagOneMeaningIntegration(t *testing.T) {
 	gate := &gatedPublisher{Publisher: mp}
 	_, addr, _ := startWave(t, ctx, wave.Options{Node: "wave-lag", HTTPAddr: "127.0.0.1:0", Coord: c, Publisher: gate, Topics: b,
 		TopicSpec: bus.TopicSpec{Partitions: 1}, PollInterval: 100 * time.Millisecond,
-		Pipeline: wave.PipelineOptions{Heartbeat: time.Second},
+		// The source sends a heartbeat after a heartbeat period without events, and the
+		// suite's other tests write to the same server all the time: a short period
+		// finds the gaps between their writes (at 1 s "caught up" was never seen
+		// under the suite's load).
+		Pipeline: wave.PipelineOptions{Heartbeat: 200 * time.Millisecond},
 		Password: func(cluster.Source) (config.Secret, error) { return config.Secret(a.Password), nil },
 		Logger:   quietLogger()})
 	defer gate.open() // before the wave stops (a cleanup): a closed gate would hold its stop
