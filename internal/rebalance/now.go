@@ -53,11 +53,14 @@ func (st *state) levelNow(ws, live []*waveState, limit float64, enough bool) {
 	if st.goals.Enough > 0 {
 		// Good enough (Goals.Enough) in the window too: an excess within the ratio of
 		// the window's level does not pay for a move. The pass starts at that line, not a
-		// gain over it, and goes a gain under it: the hours the window holds drift more
-		// than the daily peaks, and the load now is what the "now" measures (on
-		// the homogeneous fleet a start a gain over the line left it at 1.100× greedy).
-		e := (st.goals.Enough-1)*slices.Max(w.lv) - g
-		stop, start = max(stop, e), max(start, e+g)
+		// gain over it: the hours the window holds drift more than the daily peaks, and
+		// the load now is what the "now" measures (on the homogeneous fleet a
+		// start a gain over the line left it at 1.100× greedy). Once started it goes down
+		// to its own stop, as the first level does: a pass stopped a gain under the line
+		// left the waves just under it, and the hours' drift lifted one or another over
+		// it plan after plan (on the 200-wave fleet 780 moves in all against 723 with
+		// this stop, the peaks within 1.10× greedy either way).
+		start = max(start, (st.goals.Enough-1)*slices.Max(w.lv))
 	}
 	hot, _ := w.ends(ws, 1)
 	if w.excess(hot[0]) <= start+eps {
