@@ -2,6 +2,7 @@ package rebalance
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -51,7 +52,7 @@ func TestEnoughStopsTheBand(t *testing.T) {
 // and, once started, goes down to its own stop, half a band over the level, not just
 // under the line: a pass cut short at the line left the next plans, as the hours
 // drifted, to start it again for a move or two (on the 200-wave fleet, 780 moves in all
-// against 723).
+// against 723). A wave's excess counts less half its error (Wave.Err) against the start.
 func TestEnoughNowGoesToItsStop(t *testing.T) {
 	// a runs six instances busy only now (0.05 each) beside a day-long one (0.1 now,
 	// 0.5 at slots 1 and 2); b, c and d their day-long ones: the level now is 0.175 and
@@ -80,6 +81,19 @@ func TestEnoughNowGoesToItsStop(t *testing.T) {
 	for _, m := range p.Moves {
 		if m.From != "a" || m.Instance[:4] != "now-" {
 			t.Errorf("move %+v: want a's now-instances only", m)
+		}
+	}
+
+	// a's fit is poor (Wave.Err 0.3 cores on 1): its excess, 0.225, less half that
+	// error stands under the start (0.0875): no pass for it. A nonsensical error counts
+	// as none.
+	for _, e := range []struct {
+		err   float64
+		moves int
+	}{{0.3, 0}, {0.2, 4}, {-1, 4}, {math.NaN(), 4}} {
+		ws[0].Err = e.err
+		if p := Make(ws, insts, g, now); len(p.Moves) != e.moves {
+			t.Errorf("a's Err %v: %d moves %+v, want %d", e.err, len(p.Moves), p.Moves, e.moves)
 		}
 	}
 }
