@@ -192,9 +192,10 @@ func list(nodes []string) string {
 // the instances that just left, whose costs the sum no longer counts, and the next plan
 // saw the load it had just moved as base and moved more. A pegged wave (its CPU at its
 // cores) hides its demand: that is at least what the host gives it, running beside
-// its instances.
+// its instances. Its error (Err) is the price fit's RMSE: how far the CPU strays from
+// what the prices explain.
 func planWave(v *waveView, alive bool, running []instWork) rebalance.Wave {
-	w := rebalance.Wave{Node: v.node, Alive: alive, Capacity: v.cores, Row: v.prices.Row, Byte: v.prices.Byte, Base: v.prices.BaseNow}
+	w := rebalance.Wave{Node: v.node, Alive: alive, Capacity: v.cores, Row: v.prices.Row, Byte: v.prices.Byte, Base: v.prices.BaseNow, Err: v.prices.RMSE}
 	if v.host == nil {
 		return w
 	}

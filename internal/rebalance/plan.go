@@ -62,6 +62,11 @@ type Wave struct {
 	// Row and Byte price an instance's work on this wave (load per row/s and per
 	// byte/s); both zero: an instance costs its scalar Cost here.
 	Row, Byte float64
+	// Err is how far the wave's load may stand from its prediction, in the unit of Base
+	// (the judge: the RMSE of its price fit, in cores); 0, negative or NaN: none. The
+	// second level (Goals.LevelNow) starts only on an excess that stands over its line
+	// by more than half of it (now.go).
+	Err float64
 }
 
 // Instance is one binlog instance.
@@ -122,7 +127,8 @@ type Goals struct {
 	// predictions drifting by about that between plans; the band stops under it, the
 	// first level, once started, goes on to its own floor), and the second level makes
 	// none for an excess in its hours within the ratio of those hours' level (it starts
-	// at that line and stops a LevelGain under it: those hours drift more). Moves that
+	// at that line, those hours drifting more, and goes on to its own stop; nor for an
+	// excess over the line by less than half the wave's Err). Moves that
 	// narrow the band or even the waves out below the line lower no fleet-wide peak by
 	// more than the predictions' error, and every one counts (issue 30 holds the plans'
 	// moves, until they end, to those a move-by-move descent needs to bring the peak

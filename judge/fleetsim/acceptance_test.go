@@ -39,9 +39,11 @@ import (
 // moves to the target (the larger of now's and the daily peaks'). While the highest
 // predicted peak stands within 1.08× the fleet's level (rebalance.Goals.Enough) the
 // plans make no more moves for the band or the first level, and the second level none
-// for an excess within that ratio of its hours' level. Seed 1 takes 40 moves to the
-// descent's 35 (1.14×; main at c663364 took 54, 1.54×, its last plan of 14 lowering a
-// daily peak the target did not need lowered), the homogeneous fleet 53 to 25 (66 at
+// for an excess within that ratio of its hours' level, nor for one that stands over its
+// start by less than half the wave's fit error (rebalance.Wave.Err). Seed 1 takes the
+// descent's 35 moves (1.00×: the issue's "at most as many moves as instances that must
+// move"; 40 before the error margin, and main at c663364 took 54, 1.54×, its last plan
+// of 14 lowering a daily peak the target did not need lowered), the homogeneous fleet 53 to 25 (66 at
 // c663364), seed 2 81 to 44 (86), seed 3 52 to 25 (58): what is left over the descent's
 // is the first plans' moves, on costs still being learned, and on seeds 2 and 3 the
 // band among the waves under the one a large instance holds (BENCHMARKS.md). Seed 1's
@@ -78,9 +80,9 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 		// seed 3 (2.32×).
 		total float64
 	}{
-		{"hetero", "hetero", 1, true, true, true, 1.15},
-		{"homogeneous", "homogeneous", 1, true, true, false, 2.2},
-		{"hetero-seed-2", "hetero", 2, false, false, false, 1.9},
+		{"hetero", "hetero", 1, true, true, true, 1.0},
+		{"homogeneous", "homogeneous", 1, true, true, false, 2.15},
+		{"hetero-seed-2", "hetero", 2, false, false, false, 1.85},
 		{"hetero-seed-3", "hetero", 3, false, false, true, 2.1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
