@@ -61,32 +61,39 @@ flake:
 
 ## test: start the test services, run every test against them, stop them unless KEEP_SERVICES=1.
 ## deploy/testenv/test.sh runs the tests in two go test runs side by side (its header says
-## why): the main one, -p 2, starts TEST_FIRST (wave and the judge, ~250 and ~80 s under
-## -race here) so that the short packages fill in beside them; the side one runs TEST_SIDE
-## (the balancer's process tests, the alarm's restarts: minutes each, mostly waiting) one
-## at a time. Output goes through internal/testenv/testreport: a line per package, the
-## output of what failed, and the ten slowest tests and packages at the end;
-## bin/test-events/ keeps every event (`go test -json`) for a closer look at where the
-## minutes went.
-TEST_FIRST ?= ./wave/ ./judge/
-TEST_SIDE ?= ./wave/balancer/integration/ ./alarm/
-## NORACE_TESTS run after each run's -race pass, without -race (their files say why: a
+## why): the main one, -p 2, starts TEST_FIRST (the judge and the wave) so that the short
+## packages fill in beside them; the side one runs TEST_SIDE (the alarm) one package at a
+## time. Output goes through internal/testenv/testreport: a line per package, the output of
+## what failed, and the ten slowest tests and packages at the end; bin/test-events/ keeps
+## every event (`go test -json`) for a closer look at where the minutes went.
+TEST_FIRST ?= ./judge/ ./wave/
+TEST_SIDE ?= ./alarm/
+## PROCESS_TESTS run only without -race: what they test runs as a binlake process (the
+## binary the tests share, built without it), so the race detector would instrument their
+## harness alone, readers and writers that then cost two to three times the CPU (the wave's
+## kill and outage tests: 38 CPU seconds under -race, 15 without) on a machine the suite
+## keeps busy. The code those processes run is raced by the in-process tests. PROCESS_PKGS
+## hold nothing else, and the -race runs leave them out.
+PROCESS_TESTS ?= TestWaveKafkaRestartIntegration|TestWaveKafkaOutageIntegration|TestWaveFailoverIntegration|TestWaveKillRestartIntegration|TestSnapshotKillRestartIntegration|TestCanalProtobufConsumerIntegration|TestCanalJSONConsumerIntegration|TestProtobufConsumerIntegration|TestJudgeKillIntegration|TestAlarmRollingRestartIntegration|TestAlarmKill9UnderLoadIntegration|TestShardedAlarmProcessesKill9|TestBalancer[A-Za-z]*Integration
+PROCESS_PKGS ?= ./wave/balancer/integration/
+## NORACE_TESTS run after each run's -race pass, without -race too (their files say why: a
 ## simulated day of a whole fleet is too slow under the race detector; the wave's volume
-## tests run a quarter of their rows under it, and all of them here; SQLite's
+## test runs a quarter of its rows under it, and all of them here; SQLite's
 ## TestConformance runs only its concurrent writers under it, since the race detector slows
 ## SQLite's engine, C transpiled to Go, twenty-fold: 50 s against 2.5 s here, for no race
 ## it could find; the formats' allocation count, which the race detector's sync.Pool
-## spoils): those of NORACE_PKGS in the main run, of NORACE_SIDE_PKGS in the side run.
-## The wave's (~60 s) run in the side run, which ended ~130 s before the main one.
-NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestPlannerOnTrueCosts|TestWaveKafkaIntegration|TestSnapshotKillRestartIntegration|TestConformance|TestFormatsAllocate
-NORACE_PKGS ?= ./judge/store/sqlite/ ./wave/rowenc/
-NORACE_SIDE_PKGS ?= ./judge/fleetsim/ ./wave/
+## spoils). The passes without -race run NORACE_TESTS and PROCESS_TESTS: those of
+## NORACE_PKGS after the main run, of NORACE_SIDE_PKGS after the side run.
+NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestPlannerOnTrueCosts|TestWaveKafkaIntegration|TestConformance|TestFormatsAllocate
+NORACE_PKGS ?= ./judge/store/sqlite/ ./wave/rowenc/ ./judge/fleetsim/ ./judge/
+NORACE_SIDE_PKGS ?= ./wave/ ./wave/balancer/integration/ ./alarm/
 test:
 	@start=$$(date +%s); \
 	bash $(SERVICES) up || exit 1; \
 	eval "$$(bash $(SERVICES) env)"; \
 	GO="$(GO)" TEST_FLAGS="$(TEST_FLAGS)" TEST_FIRST="$(TEST_FIRST)" TEST_SIDE="$(TEST_SIDE)" \
 	NORACE_TESTS="$(NORACE_TESTS)" NORACE_PKGS="$(NORACE_PKGS)" NORACE_SIDE_PKGS="$(NORACE_SIDE_PKGS)" \
+	PROCESS_TESTS="$(PROCESS_TESTS)" PROCESS_PKGS="$(PROCESS_PKGS)" \
 	bash deploy/testenv/test.sh; rc=$$?; \
 	if [ -z "$(KEEP_SERVICES)" ]; then bash $(SERVICES) down; fi; \
 	echo "make test: exit $$rc after $$(( $$(date +%s) - start )) s"; \

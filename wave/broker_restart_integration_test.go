@@ -22,6 +22,7 @@ import (
 // Kafka: nothing lost, per-key order kept; duplicates (produce requests the broker took
 // whose acknowledgement the wave never saw) are counted.
 func TestWaveKafkaRestartIntegration(t *testing.T) {
+	t.Parallel() // its own database, topics and ZooKeeper root: beside the other long process tests
 	broker := testenv.StartKafkaBroker(t)
 	ctx := testenv.Context(t) // no fixed budget: the workload slows down with the machine
 	f := newFaultEnvOn(t, ctx, 24, "brk", broker.Addr())

@@ -83,6 +83,7 @@ type formatConsumer func(t *testing.T, ctx context.Context, brokers, topic strin
 // TestCanalProtobufConsumerIntegration runs the canal-protobuf topic through Canal's
 // own Java client.
 func TestCanalProtobufConsumerIntegration(t *testing.T) {
+	t.Parallel() // its own database, topics and ZooKeeper root: beside the other long process tests
 	cp := testenv.JavaConsumer(t, "deploy/testenv/canal-consumer")
 	consume := func(t *testing.T, ctx context.Context, brokers, topic string, n int64) (map[string]map[string]*string, int) {
 		canalRowsOnTheirPartitions(t, ctx, brokers, topic)
@@ -144,6 +145,7 @@ func canalRowsOnTheirPartitions(t *testing.T, ctx context.Context, brokers, topi
 // TestCanalJSONConsumerIntegration runs the canal-json topic through Canal's own Java
 // client too (flatMessage=true: fastjson's FlatMessage), beside Flink's reader of it.
 func TestCanalJSONConsumerIntegration(t *testing.T) {
+	t.Parallel() // its own database, topics and ZooKeeper root: beside the other long process tests
 	cp := testenv.JavaConsumer(t, "deploy/testenv/canal-consumer")
 	consume := func(t *testing.T, ctx context.Context, brokers, topic string, n int64) (map[string]map[string]*string, int) {
 		return canalJavaConsumer(t, ctx, cp, "flat", brokers, topic, n)
@@ -154,6 +156,7 @@ func TestCanalJSONConsumerIntegration(t *testing.T) {
 // TestProtobufConsumerIntegration runs the protobuf topic through a Go consumer of the
 // generated binlake.v1 types.
 func TestProtobufConsumerIntegration(t *testing.T) {
+	t.Parallel() // its own database, topics and ZooKeeper root: beside the other long process tests
 	runFormatConsumer(t, rowenc.FormatProtobuf, protobufGoConsumer, protobufExpect)
 }
 

@@ -235,6 +235,7 @@ func snapshotRows(t testing.TB) int { return volume(200000) }
 // in the middle of the snapshot and a restart. A consumer that applies the topic's
 // messages in order ends with exactly the tables' contents.
 func TestSnapshotKillRestartIntegration(t *testing.T) {
+	t.Parallel() // its own database, topics and ZooKeeper root: beside the other long process tests
 	ctx := testenv.Context(t)
 	n := snapshotRows(t)
 	f := newFaultEnvOn(t, ctx, 31, "snap", testenv.Require(t, testenv.Kafka))

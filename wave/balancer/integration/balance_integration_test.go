@@ -28,7 +28,6 @@ import (
 // every instance resumes without losing a row, and the killed wave, restarted, gets
 // nothing back: the balancer rewrote the assignments.
 func TestBalancerFailoverIntegration(t *testing.T) {
-	t.Parallel() // its own database, topics and ZooKeeper root (doc.go)
 	ctx := testenv.Context(t)
 	e := newBalanceEnv(t, ctx, "fo", 12)
 	_, e.balancer = e.startJudge(judge.RebalanceOptions{Band: 150, InstanceFloor: 100, MaxMoves: 20, Cooldown: 10 * time.Minute}, "")
@@ -93,7 +92,6 @@ func TestBalancerFailoverIntegration(t *testing.T) {
 // fourth wave joins and receives instances, two planned moves in flight at a time, until
 // the spread is within the band. Every moved instance loses no row and pauses at most 5 s.
 func TestBalancerScaleOutIntegration(t *testing.T) {
-	t.Parallel() // its own database, topics and ZooKeeper root (doc.go)
 	ctx := testenv.Context(t)
 	e := newBalanceEnv(t, ctx, "so", 12)
 	// Every instance costs the floor (100), so the band of 150 means counts that differ
@@ -176,7 +174,6 @@ func TestBalancerScaleOutIntegration(t *testing.T) {
 // a time: the load converges within the band in the predicted number of moves, no row
 // is lost, and each moved instance pauses at most 5 s with the default 2 s poll.
 func TestBalancerRebalanceIntegration(t *testing.T) {
-	t.Parallel() // its own database, topics and ZooKeeper root (doc.go)
 	ctx := testenv.Context(t)
 	e := newBalanceEnv(t, ctx, "rb", 6)
 	e.poll = "2s" // the default: a move's pause is what an operator gets

@@ -31,7 +31,6 @@ import (
 // names. In each, no instance changes wave, none runs (leads) on a wave it is not
 // assigned to, the balancer moves nothing, and no row is lost.
 func TestBalancerRestartIntegration(t *testing.T) {
-	t.Parallel() // its own database, topics and ZooKeeper root (doc.go)
 	for _, tc := range []restartCase{
 		{name: "together"},
 		{name: "one_first", head: 500 * time.Millisecond},

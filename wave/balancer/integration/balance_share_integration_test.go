@@ -115,7 +115,6 @@ func (r *plannerRig) checkAllRows() {
 // moved: every wave ends within one instance of the mean of 3 (wave-c's cooling
 // instances stay: 3/3/4/2 or the like), none of wave-c's instances moves, no row is lost.
 func TestBalancerScaleOutWithinCooldownIntegration(t *testing.T) {
-	t.Parallel() // its own database, topics and ZooKeeper root (doc.go)
 	rb := judge.DefaultRebalanceOptions()
 	// Today's planner spreads these instances (each costs about the floor) only with a
 	// band under two instances' cost: the first scale-out happens as the premise needs.
@@ -171,7 +170,6 @@ func TestBalancerScaleOutWithinCooldownIntegration(t *testing.T) {
 // with its default goals; wave-c joins and automatic mode gives it its share: 4/4/4. No
 // row is lost.
 func TestBalancerIdleScaleOutIntegration(t *testing.T) {
-	t.Parallel() // its own database, topics and ZooKeeper root (doc.go)
 	r := newPlannerRig(t, "pl", judge.DefaultRebalanceOptions())
 	r.start()
 	r.join("wave-c")
