@@ -61,12 +61,12 @@ flake:
 
 ## test: start the test services, run every test against them, stop them unless KEEP_SERVICES=1.
 ## deploy/testenv/test.sh runs the tests in two go test runs side by side (its header says
-## why): the main one, -p 2, starts TEST_FIRST (the judge and the wave) so that the short
+## why): the main one, -p 2, starts TEST_FIRST (its longest packages) so that the short
 ## packages fill in beside them; the side one runs TEST_SIDE (the alarm) one package at a
 ## time. Output goes through internal/testenv/testreport: a line per package, the output of
 ## what failed, and the ten slowest tests and packages at the end; bin/test-events/ keeps
 ## every event (`go test -json`) for a closer look at where the minutes went.
-TEST_FIRST ?= ./judge/ ./wave/
+TEST_FIRST ?= ./judge/ ./wave/ ./internal/bus/kafka/ ./cmd/binlake/ ./deploy/ ./judge/store/elastic/ ./judge/store/
 TEST_SIDE ?= ./alarm/
 ## PROCESS_TESTS run only without -race: what they test runs as a binlake process (the
 ## binary the tests share, built without it), so the race detector would instrument their
@@ -85,8 +85,8 @@ PROCESS_PKGS ?= ./wave/balancer/integration/
 ## spoils). The passes without -race run NORACE_TESTS and PROCESS_TESTS: those of
 ## NORACE_PKGS after the main run, of NORACE_SIDE_PKGS after the side run.
 NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestPlannerOnTrueCosts|TestWaveKafkaIntegration|TestConformance|TestFormatsAllocate
-NORACE_PKGS ?= ./judge/store/sqlite/ ./wave/rowenc/ ./judge/fleetsim/ ./judge/
-NORACE_SIDE_PKGS ?= ./wave/ ./wave/balancer/integration/ ./alarm/
+NORACE_PKGS ?= ./judge/store/sqlite/ ./wave/rowenc/ ./judge/
+NORACE_SIDE_PKGS ?= ./wave/ ./wave/balancer/integration/ ./alarm/ ./judge/fleetsim/
 test:
 	@start=$$(date +%s); \
 	bash $(SERVICES) up || exit 1; \

@@ -23,7 +23,7 @@ cd "$(dirname "$0")/../.."
 
 GO=${GO:-go}
 TEST_FLAGS=${TEST_FLAGS:--race -count=1 -parallel 4 -timeout 20m}
-TEST_FIRST=${TEST_FIRST:-./judge/ ./wave/}
+TEST_FIRST=${TEST_FIRST:-./judge/ ./wave/ ./internal/bus/kafka/ ./cmd/binlake/ ./deploy/ ./judge/store/elastic/ ./judge/store/}
 TEST_SIDE=${TEST_SIDE:-./alarm/}
 NORACE_TESTS=${NORACE_TESTS:?NORACE_TESTS: the tests run without -race too}
 PROCESS_TESTS=${PROCESS_TESTS:?PROCESS_TESTS: the tests run only without -race}
