@@ -229,8 +229,8 @@ func keysOf[V any](m map[string]V) []string {
 func snapshotRows(t testing.TB) int { return volume(200000) }
 
 // TestSnapshotKillRestartIntegration is the snapshot's acceptance on the real MariaDB,
-// ZooKeeper and Kafka: 200,000 existing rows (50,000 under -race: make test runs it
-// without too) across two tables, an instance that
+// ZooKeeper and Kafka: 200,000 existing rows (50,000 under -race; make test runs it
+// without, as every test of a wave process) across two tables, an instance that
 // snapshots them while writes (inserts, updates, deletes) go on, `kill -9` of the wave
 // in the middle of the snapshot and a restart. A consumer that applies the topic's
 // messages in order ends with exactly the tables' contents.
