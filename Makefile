@@ -25,7 +25,7 @@ build:
 	$(GO) build $(BUILD_FLAGS) -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/binlake
 
 ## proto: regenerate the Go code of the .proto files under proto/ (wave/rowenc/rowpb and
-## wave/rowenc/canalpb, committed): protoc from Maven Central, cached under .testenv.
+## wave/rowenc/canalpb, committed): protoc from Maven Central, cached in ~/.cache/binlake-testenv.
 proto:
 	bash proto/gen.sh
 

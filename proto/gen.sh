@@ -9,8 +9,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT}
 PROTOC_VERSION=4.29.3 # protoc 29.3
-TESTENV_DIR=${BINLAKE_TESTENV_DIR:-$ROOT/.testenv}
-CACHE=${BINLAKE_TESTENV_CACHE:-$TESTENV_DIR/cache}/protoc-$PROTOC_VERSION
+CACHE=${BINLAKE_TESTENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/binlake-testenv}/protoc-$PROTOC_VERSION
 log() { printf '[proto %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 case $(uname -m) in

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Shared helpers for the test-service scripts. Each service script (mariadb.sh, zookeeper.sh,
 # kafka.sh, elasticsearch.sh) sources this file and implements `up`, `down` and `status`.
-# Everything lives under $TESTENV_DIR (git-ignored), one folder per service:
+# The services' state lives under $TESTENV_DIR (git-ignored), one folder per service:
 #   $TESTENV_DIR/<svc>/{data,log,pid}   state, logs and the pid of the process we started.
+# What they are made from (jars from Maven Central, Debian's Prometheus packages, the Java
+# consumers, protoc) goes into $CACHE_DIR, by default in the user's cache beside Go's and
+# Maven's: every clone shares it, so a fresh clone starts its services without fetching
+# ~150 MB again (~20 s of the cold start here). Each entry is named by a hash of what it is
+# built from and written into a temporary folder first, then renamed into place.
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TESTENV_DIR=${BINLAKE_TESTENV_DIR:-$REPO_ROOT/.testenv}
-CACHE_DIR=${BINLAKE_TESTENV_CACHE:-$TESTENV_DIR/cache}
+CACHE_DIR=${BINLAKE_TESTENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/binlake-testenv}
 mkdir -p "$TESTENV_DIR" "$CACHE_DIR"
 
 log() { printf '[testenv %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
