@@ -58,8 +58,9 @@ func TestLagOneMeaningIntegration(t *testing.T) {
 		// The source sends a heartbeat after a heartbeat period without events, and the
 		// suite's other tests write to the same server all the time: a short period
 		// finds the gaps between their writes (at 1 s "caught up" was never seen
-		// under the suite's load).
-		Pipeline: wave.PipelineOptions{Heartbeat: 200 * time.Millisecond},
+		// under the suite's load, nor at 200 ms once the wave's volume and fault tests
+		// ran beside this one). An idle source sends 50 a second: nothing to it.
+		Pipeline: wave.PipelineOptions{Heartbeat: 20 * time.Millisecond},
 		Password: func(cluster.Source) (config.Secret, error) { return config.Secret(a.Password), nil },
 		Logger:   quietLogger()})
 	defer gate.open() // before the wave stops (a cleanup): a closed gate would hold its stop
