@@ -7,8 +7,8 @@ import "math"
 // themselves. While such a wave stands highest, lowering the others lowers no
 // fleet-wide peak: the band among them is worth its moves only while one of them could
 // stand, in truth, as high as the wave set aside. On the 200-wave fleet the band went
-// on plan after plan among waves 8–11 points under a 2-core wave held at 0.51–0.53 by
-// its largest instance: 75 of the 730 moves came after the target, and they raised the
+// on plan after plan among waves 8–11 points under an 8-core wave held at 0.51–0.53 by
+// its largest instance: 76 of the 730 moves came after the target, and they raised the
 // true peak now (0.405 to 0.424 in one plan) for the second level to take back (67
 // moves more). Without them: 599 moves, the peaks 1.067× and 1.017× greedy's (now, by
 // the day), against 730 at 1.083× and 1.017×.
@@ -19,7 +19,7 @@ import "math"
 // under a wave held by one large instance left a 2-core wave on the 200-wave fleet at
 // 0.578 in truth, predicted under 0.50 (1.16× greedy by the day); at 3 errors the
 // fleet's peaks stay where they were (the waves' errors are 0.5–3 points of their
-// cores, so the line stands 2–9 points under the wave set aside).
+// cores, so the line stands 1.5–10 points under the wave set aside).
 const asideErrShare = 3
 
 // underSetAside reports whether every wave of rest stands, by asideErrShare of its
