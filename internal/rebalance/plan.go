@@ -24,7 +24,9 @@
 //     level while each step lowers it by more than the predictions' noise; and
 //     (Goals.LevelNow) the load of the hour the fleet is in levelled likewise, by moves
 //     that leave those peaks where they are. With Goals.Enough, none of these moves
-//     while the highest peak stands within that ratio of the fleet's level.
+//     while the highest peak stands within that ratio of the fleet's level; nor do the
+//     band and the first level while a wave that cannot come down stands highest and
+//     every other surely under it (by its Wave.Err: aside.go).
 //  4. Every wave's share of the instances, best effort within the goals above: a wave
 //     that runs fewer than half its share of them (in proportion to its free capacity)
 //     takes instances, up to its share rounded down, from the waves most over theirs,
@@ -65,7 +67,8 @@ type Wave struct {
 	// Err is how far the wave's load may stand from its prediction, in the unit of Base
 	// (the judge: the RMSE of its price fit, in cores); 0, negative or NaN: none. The
 	// second level (Goals.LevelNow) starts only on an excess that stands over its line
-	// by more than half of it (now.go).
+	// by more than half of it (now.go); the band and the first level leave the wave be
+	// while it stands three of them under a highest wave set aside (aside.go).
 	Err float64
 }
 
@@ -795,6 +798,12 @@ func (st *state) spread() string {
 		}
 		top, bottom := ends(rest, candidates)
 		hi, lo := top[0].peak, bottom[0].peak
+		if st.underSetAside(rest, stuck) {
+			// The waves set aside stand highest, and the others surely under them
+			// (aside.go): neither the band nor the first level lowers a fleet-wide peak.
+			st.levelNow(rest, live, limit, true)
+			return unmet(spread(live), "")
+		}
 		if hi <= st.enough(live)+slack+eps {
 			// Good enough (Goals.Enough): neither the band nor the first level pays for a
 			// move; the second has its own line, in the hours it levels.

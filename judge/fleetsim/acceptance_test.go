@@ -44,9 +44,12 @@ import (
 // descent's 35 moves (1.00×: the issue's "at most as many moves as instances that must
 // move"; 40 before the error margin, and main at c663364 took 54, 1.54×, its last plan
 // of 14 lowering a daily peak the target did not need lowered), the homogeneous fleet 53 to 25 (66 at
-// c663364), seed 2 81 to 44 (86), seed 3 52 to 25 (58): what is left over the descent's
-// is the first plans' moves, on costs still being learned, and on seeds 2 and 3 the
-// band among the waves under the one a large instance holds (BENCHMARKS.md). Seed 1's
+// c663364), seed 2 81 to 44 (86), seed 3 45 to 25 (58; 52 until the band and the first
+// level stopped under a wave set aside that stands highest, once every other wave
+// stands three of its fit errors under it: rebalance's aside.go): what is left over the
+// descent's is the first plans' moves, on costs still being learned, and on seed 2 the
+// band among the waves under the one a large instance holds, which stand within their
+// errors of it (BENCHMARKS.md). Seed 1's
 // daily peak is no longer held to 1.08× greedy, which c663364's last plan bought with
 // those 14 moves: it ends at 1.096×, under the issue's 1.10×.
 //
@@ -83,7 +86,7 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 		{"hetero", "hetero", 1, true, true, true, 1.0},
 		{"homogeneous", "homogeneous", 1, true, true, false, 2.15},
 		{"hetero-seed-2", "hetero", 2, false, false, false, 1.85},
-		{"hetero-seed-3", "hetero", 3, false, false, true, 2.1},
+		{"hetero-seed-3", "hetero", 3, false, false, true, 1.85},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, err := Preset(c.preset)
