@@ -100,9 +100,12 @@ func TestInstanceAddMeasuresSourceForTheJudge(t *testing.T) {
 	a := testenv.RequireMySQL(t)
 	root := fmt.Sprintf("/binlake-judge-measure-%d", time.Now().UnixNano())
 	dir := t.TempDir()
+	// Prices low enough that both waves fit what the source measures, though the tests
+	// beside this one write to it too: at 2.3 MB/s (a CI run) and prices 100 times these,
+	// wave-a had no room under its cap and the judge chose among one candidate.
 	srv := judgetest.StartFleet(t, "utilisation", []wavefleet.Wave{
-		{Node: "wave-a", Cores: 8, UtilPct: 40, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"a1": 1000, "a2": 400}},
-		{Node: "wave-b", Cores: 16, UtilPct: 48, Row: 1e-4, Byte: 1e-9, Instances: map[string]float64{"b1": 2000}},
+		{Node: "wave-a", Cores: 8, UtilPct: 40, Row: 2e-6, Byte: 2e-11, Instances: map[string]float64{"a1": 1000, "a2": 400}},
+		{Node: "wave-b", Cores: 16, UtilPct: 48, Row: 1e-6, Byte: 1e-11, Instances: map[string]float64{"b1": 2000}},
 	})
 	registerWaves(t, zk, root, "wave-a", "wave-b")
 	t.Setenv("BINLAKE_TEST_SOURCE_PASSWORD", a.Password)
