@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/binlake/binlake/alarm/api"
 	"github.com/binlake/binlake/internal/buildinfo"
@@ -40,14 +39,9 @@ func (a *Alarm) writeError(w http.ResponseWriter, r *http.Request, err error) {
 func (a *Alarm) routes() http.Handler {
 	a.errs = &httpapi.Errors{Log: a.log, Realm: "binlake-alarm", Classify: classify}
 	auth := a.errs.RequireBearer(a.o.Token)
-	r := a.errs.Router()
+	r := a.errs.ServiceRouter(a.reg, api.OpenAPI)
 	r.Get("/", a.handleIndex)
 	r.Get("/healthz", a.handleHealth)
-	r.Get("/metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{Registry: a.reg}).ServeHTTP)
-	r.Get("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(api.OpenAPI)
-	})
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/alerts", a.handleAlerts)
 		r.Get("/policies", a.handlePolicies)

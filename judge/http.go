@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/binlake/binlake/internal/buildinfo"
 	"github.com/binlake/binlake/internal/httpapi"
@@ -69,14 +68,9 @@ func (j *Judge) writeError(w http.ResponseWriter, r *http.Request, err error) {
 func (j *Judge) routes() http.Handler {
 	j.errs = &httpapi.Errors{Log: j.log, Realm: "binlake-judge", Classify: classify}
 	auth := j.errs.RequireBearer(j.o.Token)
-	r := j.errs.Router()
+	r := j.errs.ServiceRouter(j.reg, api.OpenAPI)
 	r.Get("/", j.handleStatus)
 	r.Get("/healthz", j.handleHealth)
-	r.Get("/metrics", promhttp.HandlerFor(j.reg, promhttp.HandlerOpts{Registry: j.reg}).ServeHTTP)
-	r.Get("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(api.OpenAPI)
-	})
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/nodes", j.handleNodes)
 		r.Get("/metric-names", j.handleMetricNames)

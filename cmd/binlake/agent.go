@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,16 +16,11 @@ import (
 )
 
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	rf := addRoleFlags(fs, "agent", "the config (its secret and TLS files too)")
+	fs, rf := newRoleFlags(stderr, "agent", "Usage: "+progName+" agent [flags]\n\nCollects host, wave and process metrics every interval and pushes them to Kafka or the judge.",
+		"the config (its secret and TLS files too)")
 	node := fs.String("node", "", "override the config's node id")
 	var interval config.Duration
 	fs.Var(&interval, "interval", "override the config's collection interval (e.g. 10s)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: "+progName+" agent [flags]\n\nCollects host, wave and process metrics every interval and pushes them to Kafka or the judge.\n\nFlags:")
-		fs.PrintDefaults()
-	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,9 +22,8 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 && args[0] == "test" {
 		return runAlarmTest(ctx, args[1:], stdout, stderr)
 	}
-	fs := flag.NewFlagSet("alarm", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	rf := addRoleFlags(fs, "alarm", "the config and policy files (secret and TLS files too)")
+	fs, rf := newRoleFlags(stderr, "alarm", "Usage: binlake alarm [flags]\n       binlake alarm test -policies FILE [flags]  (try policies on stored or recorded history: binlake alarm test -h)\n\nEvaluates alert policies over the metric stream and notifies channels.",
+		"the config and policy files (secret and TLS files too)")
 	polPath := fs.String("policies", "/etc/binlake/policies.yaml", "alert policy file (see deploy/policies.example.yaml)")
 	listen := fs.String("http", "", "override http.listen (host:port)")
 	judgeURL := fs.String("judge", "", "a judge's URL (http://judge:8090): the metric names it has seen count as known, "+
@@ -34,10 +32,6 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	shutdown := config.Duration(DefaultShutdownTimeout)
 	fs.Var(&shutdown, "shutdown-timeout", "how long stopping may take after SIGTERM or Ctrl-C: the notification log writes, the "+
 		"notifications still grouped or queued; what is left then is handed back to the log for another alarm process and logged")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: binlake alarm [flags]\n       binlake alarm test -policies FILE [flags]  (try policies on stored or recorded history: binlake alarm test -h)\n\nEvaluates alert policies over the metric stream and notifies channels.\n\nFlags:")
-		fs.PrintDefaults()
-	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

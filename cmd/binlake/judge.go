@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,15 +23,10 @@ import (
 )
 
 func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("judge", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	rf := addRoleFlags(fs, "judge", "the config (secret and TLS files, the index prefix too)")
+	fs, rf := newRoleFlags(stderr, "judge", "Usage: binlake judge [flags]\n\nStores the metric stream, analyses load and answers placement requests over HTTP.",
+		"the config (secret and TLS files, the index prefix too)")
 	listen := fs.String("http", "", "override http.listen (host:port)")
 	algorithm := fs.String("algorithm", "", "override placement.algorithm")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: binlake judge [flags]\n\nStores the metric stream, analyses load and answers placement requests over HTTP.\n\nFlags:")
-		fs.PrintDefaults()
-	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

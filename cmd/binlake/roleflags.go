@@ -18,10 +18,18 @@ type roleFlags struct {
 	check                        *bool
 }
 
-// addRoleFlags defines them on fs; checks says what -check looks at beyond the config's
-// keys (its secret and TLS files, the policy file, …).
-func addRoleFlags(fs *flag.FlagSet, role, checks string) *roleFlags {
-	return &roleFlags{
+// newRoleFlags is a role's flag set, its errors and -h written to stderr, with the flags
+// every role takes defined; usage is the help's head (the lines before "Flags:"), checks
+// says what -check looks at beyond the config's keys (its secret and TLS files, the
+// policy file, …). The role defines its own flags on the set after these.
+func newRoleFlags(stderr io.Writer, role, usage, checks string) (*flag.FlagSet, *roleFlags) {
+	fs := flag.NewFlagSet(role, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usage+"\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	return fs, &roleFlags{
 		config:     fs.String("config", "/etc/binlake/"+role+".yaml", role+" config file (see deploy/"+role+".example.yaml)"),
 		logLevel:   fs.String("log-level", "", "override log.level: debug, info, warn or error"),
 		check:      fs.Bool("check", false, "run every check start runs on "+checks+" and exit; connects to nothing"),

@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,15 +23,10 @@ import (
 )
 
 func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("wave", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	rf := addRoleFlags(fs, "wave", "the config (secret and TLS files, the ZooKeeper root too)")
+	fs, rf := newRoleFlags(stderr, "wave", "Usage: binlake wave [flags]\n\nCaptures the binlogs of the instances assigned to this node and publishes their rows.",
+		"the config (secret and TLS files, the ZooKeeper root too)")
 	node := fs.String("node", "", "override the config's node id")
 	httpAddr := fs.String("http", "", "override the config's http.listen")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: binlake wave [flags]\n\nCaptures the binlogs of the instances assigned to this node and publishes their rows.\n\nFlags:")
-		fs.PrintDefaults()
-	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

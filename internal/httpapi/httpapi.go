@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/binlake/binlake/internal/config"
 )
@@ -135,6 +137,18 @@ func (e *Errors) Router() chi.Router {
 	r.Use(e.Recover)
 	r.NotFound(e.NotFound)
 	r.MethodNotAllowed(e.MethodNotAllowed)
+	return r
+}
+
+// ServiceRouter is Router with what every role's API serves beside its own routes:
+// GET /metrics from reg, and GET /openapi.json, the role's contract.
+func (e *Errors) ServiceRouter(reg *prometheus.Registry, openAPI []byte) chi.Router {
+	r := e.Router()
+	r.Get("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}).ServeHTTP)
+	r.Get("/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(openAPI)
+	})
 	return r
 }
 
