@@ -176,3 +176,31 @@ func TestMovesToTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestJoint: a fleet within its target now but not at its daily peaks needs the move
+// the day asks for, which the descent on "now" alone does not count.
+func TestJoint(t *testing.T) {
+	// w0 holds a flat .4 and a .3 that swings ±50 % peaking at noon: .55 at 0h, .85 at
+	// 12h. Targets .6 now (met) and .7 by the day (not): one move, the swinging one.
+	f := handFleet([][2]float64{{1, 1}, {1, 1}}, 0.4, 0.3)
+	f.Instances[1].RowBytes, f.Instances[0].RowBytes = 0, 0
+	f.Instances[1].Amp, f.Instances[1].PeakHour = 0.5, 12
+	if _, d := descent(f, f.Initial, atHour(0), 0.6); d.MovesToTarget != 0 {
+		t.Fatalf("now alone: %d moves to the target, want 0", d.MovesToTarget)
+	}
+	for _, tc := range []struct {
+		moves [][2]int
+		want  int
+	}{{[][2]int{{1, 1}}, 1}, {[][2]int{{0, 1}}, 1}, {nil, -1}, {[][2]int{{0, 1}, {1, 1}}, 1}} {
+		j := joint(f, tc.moves, 0, 0.6, 0.7)
+		if j.Descent.MovesToTarget != 1 {
+			t.Errorf("joint descent: %d moves to the target, want 1", j.Descent.MovesToTarget)
+		}
+		if j.JudgeMovesToTarget != tc.want {
+			t.Errorf("moves %v: both targets after %d, want %d", tc.moves, j.JudgeMovesToTarget, tc.want)
+		}
+	}
+	if m := jointMeasure(0, 0.6, 0.7); !near(m(loads(f, []int{0, 0})[0]), 0.85/0.7) {
+		t.Errorf("joint measure of w0: %v, want the day's .85 over .7", m(loads(f, []int{0, 0})[0]))
+	}
+}

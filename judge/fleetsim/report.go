@@ -48,6 +48,9 @@ type Report struct {
 	// Now compares the assignments at End's hour; Day at each wave's own peak of the day.
 	Now Comparison `json:"now"`
 	Day Comparison `json:"day"`
+	// Both is the goal the judge works to: the peak now and the daily peaks each within
+	// TargetFactor of their greedy reference's at once (joint.go).
+	Both Joint `json:"both"`
 
 	// Final is the judge's final assignment, wave by wave.
 	Final []WaveResult `json:"final"`
@@ -120,6 +123,7 @@ func (r *Report) WriteText(out io.Writer) {
 	}
 	r.Now.writeTable(out, fmt.Sprintf("utilisation now (%s UTC)", r.End.Format("15:04")), moves(r.Now))
 	r.Day.writeTable(out, "utilisation at each wave's daily peak", moves(r.Day))
+	r.Both.write(out, r.Moves)
 	for _, p := range []struct {
 		what string
 		e    *PredictionError
