@@ -47,7 +47,7 @@ above it or to 0), and the run's nodes stay in its store: use a scratch judge.
 
 Presets (-preset; flags given override them):
   hetero       24 waves (8 × 2, 8 × 4, 8 × 8 cores), 400 instances (the default)
-  large        200 waves (67 × 2, 67 × 4, 66 × 8 cores), 5,000 instances
+  large        200 waves (67 × 2, 67 × 4, 66 × 8 cores), 5,000 instances (-history-wait 10m)
   homogeneous  24 identical hosts of 4 cores (-speed-sigma 0), 400 instances
 
 Examples:

@@ -130,6 +130,10 @@ func Preset(name string) (Options, error) {
 	case "large":
 		o.Cores = []CoreClass{{2, 67}, {4, 67}, {8, 66}}
 		o.Instances = 5000
+		// The judge's historical analysis of a day of 5,000 instances took over the
+		// default 2 minutes on a loaded 2-core machine, and the plans then went
+		// without hour-of-day profiles (the report warns).
+		o.HistoryWait = 10 * time.Minute
 	case "homogeneous":
 		o.Cores = []CoreClass{{4, 24}}
 		o.SpeedSigma = 0

@@ -41,6 +41,16 @@ func TestRunInProcessJudge(t *testing.T) {
 	if rep.HistoricalAsOf.Before(rep.Start) {
 		t.Errorf("historical refresh as of %s, want one at or after the history's end %s", rep.HistoricalAsOf, rep.Start)
 	}
+	if strings.Contains(text.String(), noProfiles) {
+		t.Errorf("the report warns of plans without profiles although a refresh covered the history:\n%s", text.String())
+	}
+	without := *rep
+	without.HistoricalAsOf = time.Time{}
+	var warned bytes.Buffer
+	without.WriteText(&warned)
+	if !strings.Contains(warned.String(), noProfiles) {
+		t.Errorf("a report without a historical refresh does not say so:\n%s", warned.String())
+	}
 	if rep.Plans < 1 || rep.Moves < 1 || rep.Skipped != 0 {
 		t.Fatalf("%d plans, %d moves, %d skipped: want at least one plan with moves, all applied", rep.Plans, rep.Moves, rep.Skipped)
 	}
