@@ -1,8 +1,11 @@
 package fleetsim
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -90,6 +93,9 @@ type Round struct {
 	Planned int       `json:"planned"`
 	Moved   int       `json:"moved"`
 	Skipped int       `json:"skipped"`
+	// Reasons counts the planned moves by the goal the judge gave for each ("spread",
+	// "hard_max", …): which goal a round's moves served.
+	Reasons map[string]int `json:"reasons,omitempty"`
 	// MovedInstances are the instances the round moved, in the plan's order.
 	MovedInstances []string `json:"moved_instances"`
 	// PeakBefore and PeakAfter are the true peak utilisation at At before and after the
@@ -172,6 +178,21 @@ func (c *Comparison) writeTable(out io.Writer, title, judgeMoves string) {
 // compared with a run that had them.
 const noProfiles = "warning: no historical refresh of the judge covered the history before the first plan (-history-wait): " +
 	"the plans went without its hour-of-day profiles, so these figures are not those of a judge that has them; rerun with a longer -history-wait"
+
+// reasonsText is the round's moves by reason, " (spread 16, hard_max 4)", most first
+// (then by name); empty without moves.
+func (rd Round) reasonsText() string {
+	if len(rd.Reasons) == 0 {
+		return ""
+	}
+	names := slices.Collect(maps.Keys(rd.Reasons))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(rd.Reasons[b]-rd.Reasons[a], strings.Compare(a, b)) })
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %d", n, rd.Reasons[n])
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
 
 // toTarget says a count of moves to the target, or that it was never reached.
 func toTarget(n int) string {

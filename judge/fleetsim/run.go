@@ -1,6 +1,7 @@
 package fleetsim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -175,6 +176,12 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 		ka, pa := predicted(raw, o.PredictedAfter)
 		after.add(ka, pa, dayAfter)
 		rd := Round{N: n, At: at, Planned: len(moves), Moved: len(a.moved), Skipped: a.skipped, MovedInstances: []string{}}
+		for _, m := range moves {
+			if rd.Reasons == nil {
+				rd.Reasons = map[string]int{}
+			}
+			rd.Reasons[cmp.Or(m.Reason, "unsaid")]++
+		}
 		rd.PeakBefore, rd.SpreadBefore = peakSpread(truthBefore)
 		rd.PeakAfter, rd.SpreadAfter = peakSpread(truthAfter)
 		for _, i := range a.moved {
@@ -184,8 +191,8 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 		rep.Rounds = append(rep.Rounds, rd)
 		rep.Moves += len(a.moved)
 		rep.Skipped += a.skipped
-		fmt.Fprintf(r.out, "round %d at %s: %d moves planned, %d applied; true peak %s → %s, spread %s → %s\n",
-			n, at.Format("15:04"), len(moves), len(a.moved), pct(rd.PeakBefore), pct(rd.PeakAfter), pct(rd.SpreadBefore), pct(rd.SpreadAfter))
+		fmt.Fprintf(r.out, "round %d at %s: %d moves planned%s, %d applied; true peak %s → %s, spread %s → %s\n",
+			n, at.Format("15:04"), len(moves), rd.reasonsText(), len(a.moved), pct(rd.PeakBefore), pct(rd.PeakAfter), pct(rd.SpreadBefore), pct(rd.SpreadAfter))
 		if len(moves) == 0 {
 			// An empty plan that says the goals are unmet (cooldowns hold the instances
 			// that could move) is not the end: a balancer asks again later. Three in a

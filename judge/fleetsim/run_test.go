@@ -215,3 +215,20 @@ func TestApplyLikeTheMover(t *testing.T) {
 		t.Fatalf("true loads %v after the move", s.ls)
 	}
 }
+
+// TestRoundReasons: a round's moves by the judge's reasons, most first, in its progress
+// line.
+func TestRoundReasons(t *testing.T) {
+	for _, tc := range []struct {
+		reasons map[string]int
+		want    string
+	}{
+		{nil, ""},
+		{map[string]int{"spread": 16}, " (spread 16)"},
+		{map[string]int{"hard_max": 4, "spread": 16, "share": 4}, " (spread 16, hard_max 4, share 4)"},
+	} {
+		if got := (Round{Reasons: tc.reasons}).reasonsText(); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.reasons, got, tc.want)
+		}
+	}
+}
