@@ -176,10 +176,10 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 		ka, pa := predicted(raw, o.PredictedAfter)
 		after.add(ka, pa, dayAfter)
 		rd := Round{N: n, At: at, Planned: len(moves), Moved: len(a.moved), Skipped: a.skipped, MovedInstances: []string{}}
+		if len(moves) > 0 {
+			rd.Reasons = map[string]int{}
+		}
 		for _, m := range moves {
-			if rd.Reasons == nil {
-				rd.Reasons = map[string]int{}
-			}
 			rd.Reasons[cmp.Or(m.Reason, "unsaid")]++
 		}
 		rd.PeakBefore, rd.SpreadBefore = peakSpread(truthBefore)
