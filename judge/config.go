@@ -157,7 +157,7 @@ type RebalanceConfig struct {
 	// should exceed; 0 disables the goal.
 	MaxUtilisation *float64 `yaml:"max_utilisation"`
 	// UtilisationBand is the spread of peak utilisations the plans aim within;
-	// UtilisationBalance the highest peak's ceiling relative to the mean (0: off).
+	// UtilisationBalance the ratio of every wave's lines to the fleet's level (0: 1.08).
 	UtilisationBand    *float64 `yaml:"utilisation_band"`
 	UtilisationBalance *float64 `yaml:"utilisation_balance"`
 	// FitWindow is how far back each wave's prices are fitted.

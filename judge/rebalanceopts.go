@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"cmp"
 	"math"
 	"time"
 
@@ -18,9 +19,10 @@ type RebalanceOptions struct {
 	// host's cores at the wave's predicted peak hour); 0 disables the goal.
 	MaxUtilisation float64
 	// UtilisationBand is the spread of peak utilisations (highest minus lowest wave) the
-	// plans aim within; UtilisationBalance, the highest peak's ceiling relative to the
-	// fleet's mean (1.05: 5 % above it). Either one met is enough: the band is the floor
-	// under which differences are a CPU reading's noise.
+	// plans aim within (a third of it is the least a move must gain, and the share goal
+	// fills a wave only within a quarter of it over the fleet's level); UtilisationBalance
+	// the ratio of every wave's lines to the least the busiest wave could stand at (0:
+	// enoughOverLevel, 1.08).
 	UtilisationBand    float64
 	UtilisationBalance float64
 	// FitWindow is how far back the samples reach that each wave's prices are fitted to.
@@ -64,7 +66,7 @@ func (o RebalanceOptions) validate() error {
 		}
 	}
 	if o.UtilisationBalance != 0 && !(o.UtilisationBalance >= 1 && o.UtilisationBalance <= 10) {
-		return config.Bad("rebalance.utilisation_balance", "%v: want 0 (off) or a ratio to the mean from 1 to 10 (1.05: 5 %% above it)", o.UtilisationBalance)
+		return config.Bad("rebalance.utilisation_balance", "%v: want 0 (the default, 1.08) or a ratio to the fleet's level from 1 to 10 (1.05: 5 %% above it)", o.UtilisationBalance)
 	}
 	if o.MaxUtilisation > 1 {
 		return config.Bad("rebalance.max_utilisation", "%v: want a share of the host's cores from 0 to 1 (0.7 for 70 %%)", o.MaxUtilisation)
@@ -85,11 +87,11 @@ func (o RebalanceOptions) validate() error {
 func (o RebalanceOptions) goals(model string, now time.Time) rebalance.Goals {
 	g := rebalance.Goals{MaxMoves: o.MaxMoves, Cooldown: o.Cooldown}
 	if model == api.ModelUtilisation {
-		g.HardMax, g.Band, g.Balance = o.MaxUtilisation, o.UtilisationBand, o.UtilisationBalance
-		g.LevelGain, g.LevelSettle = o.UtilisationBand/3, levelSettle
-		g.Enough = enoughOverLevel
-		// The second level: now (slot 0), this hour and the next (the load view's slot of
-		// each UTC hour is 1 + the hour), so that the hour turning does not undo it at once.
+		g.HardMax, g.Band = o.MaxUtilisation, o.UtilisationBand
+		g.LevelGain, g.Enough = o.UtilisationBand/3, cmp.Or(o.UtilisationBalance, enoughOverLevel)
+		// The window of the lines: now (slot 0), this hour and the next (the load view's
+		// slot of each UTC hour is 1 + the hour), so that the hour turning does not undo a
+		// plan at once.
 		h := now.UTC().Hour()
 		g.LevelNow = []int{0, 1 + h, 1 + (h+1)%24}
 	} else {
@@ -103,14 +105,9 @@ func (o RebalanceOptions) answerGoals() api.RebalanceGoals {
 		HardMax: o.HardMax, Band: o.Band, MaxMoves: o.MaxMoves, CooldownS: o.Cooldown.Seconds()}
 }
 
-// levelSettle keeps an instance that moved within a day out of the best-effort steps
-// that lower the fleet's highest peak below the band (rebalance.Goals.LevelSettle): its
-// hour-of-day profile on its new wave takes a day to hold every hour.
-const levelSettle = 24 * time.Hour
-
-// enoughOverLevel is the ratio to the fleet's level (a lower bound of the highest peak)
-// within which the plans make no more moves for the band or the levels
-// (rebalance.Goals.Enough): on the simulated fleets a greedy assignment from scratch
+// enoughOverLevel is the ratio of every wave's lines to the least the busiest wave could
+// stand at (the fleet's level, or its hardest instance's floor: rebalance.Goals.Enough),
+// within which the plans make no more moves: on the simulated fleets a greedy assignment from scratch
 // stands 1–3 % above that bound, and issue 30 asks for the peak within 1.10× greedy with
 // as few moves as the descent reference needs to get there; the rest of the margin is
 // the predictions' error.

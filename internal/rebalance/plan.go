@@ -19,14 +19,12 @@
 //  1. Every instance on a live wave: the instances of a dead wave go, the most costly
 //     first, where the resulting peak is lowest, so that consecutive placements spread.
 //  2. No wave's peak above the hard threshold.
-//  3. The spread of peaks across waves (the highest minus the lowest) within the band;
-//     then, best effort (Goals.LevelGain), the highest peak lowered towards the fleet's
-//     level while each step lowers it by more than the predictions' noise; and
-//     (Goals.LevelNow) the load of the hour the fleet is in levelled likewise, by moves
-//     that leave those peaks where they are. With Goals.Enough, none of these moves
-//     while the highest peak stands within that ratio of the fleet's level; nor do the
-//     band and the first level while a wave that cannot come down stands highest and
-//     every other surely under it (by its Wave.Err: aside.go).
+//  3. Balance: with the daily shape of the work and the hours the fleet is in
+//     (Goals.Enough and Goals.LevelNow: the judge's utilisation model), every wave
+//     within its lines, its peak of the day and its load in each hour of the window
+//     each under Enough times the least the busiest wave could stand at (lines.go);
+//     otherwise the spread of peaks across waves (the highest minus the lowest) within
+//     the band.
 //  4. Every wave's share of the instances, best effort within the goals above: a wave
 //     that runs fewer than half its share of them (in proportion to its free capacity)
 //     takes instances, up to its share rounded down, from the waves most over theirs,
@@ -65,10 +63,8 @@ type Wave struct {
 	// byte/s); both zero: an instance costs its scalar Cost here.
 	Row, Byte float64
 	// Err is how far the wave's load may stand from its prediction, in the unit of Base
-	// (the judge: the RMSE of its price fit, in cores); 0, negative or NaN: none. The
-	// second level (Goals.LevelNow) starts only on an excess that stands over its line
-	// by more than half of it (now.go); the band and the first level leave the wave be
-	// while it stands three of them under a highest wave set aside (aside.go).
+	// (the judge: the RMSE of its price fit, in cores); 0, negative or NaN: none. Against
+	// its lines a wave's load is taken to be half of it higher than predicted (lines.go).
 	Err float64
 }
 
@@ -94,49 +90,26 @@ type Goals struct {
 	HardMax float64
 	// Band is the spread of peaks (highest minus lowest wave) the plan aims to stay within.
 	Band float64
-	// Balance, when above 0, also ends the spread goal once the highest peak is within
-	// Balance times the fleet's mean (1.05: 5 % above it, Cruise Control's "balance
-	// percentage"): the spread goal holds when either holds, so Band is then the floor
-	// under which differences are noise.
-	Balance float64
 	// MaxMoves bounds the plan's length; 0 means 100.
 	MaxMoves int
 	// Cooldown keeps an instance that moved recently where it is.
 	Cooldown time.Duration
-	// LevelGain, when above 0, carries the spread goal on past the band: the waves'
-	// peaks within the band can all stand well above what the fleet could run at (on a
-	// fleet of daily cycles, mixing the cycles lowers every peak), so once the spread
-	// holds the plan keeps lowering the highest peak, while it stands more than half the
-	// band above the fleet's level (its total load over its total capacity at its
-	// busiest slot, a lower bound; the steps start only once it stands LevelGain higher
-	// still) and a move (or a swap) lowers it by at least LevelGain: a gain
-	// above the noise of the predictions, so that the next plan, on slightly different
-	// figures, does not undo this one.
-	LevelGain float64
-	// LevelSettle keeps the instances that moved less than this ago out of those
-	// steps: the level is best effort, and an instance's cost on the wave it just moved
-	// to is the least known (its hour-of-day profile there fills in over a day), so a
-	// step over it would be the first to be undone by the next plan's figures.
-	LevelSettle time.Duration
-	// LevelNow, with LevelGain, adds the level's second pass: the slots it names (the
-	// judge's: now, this hour and the next) are levelled too, once the daily peaks are,
-	// by moves that keep every daily peak where the first pass left it (now.go). Without
-	// it a fleet level at its peaks can be uneven at the hour it is in.
+	// Enough, when above 0, with LevelNow, holds every wave to its lines instead of the
+	// band (lines.go): its peak over the slots under Enough times the most of the fleet's
+	// level (its total load over its total capacity at its busiest slot) and the floor
+	// of its hardest instance to place, and its load in each of the LevelNow slots (the
+	// judge's: now, this hour and the next) under Enough times that slot's level or
+	// floor. The lines stand that ratio above what the best assignment could reach, as
+	// moves below them lower no fleet-wide peak by more than the predictions' error, and
+	// every one counts (issue 30 holds the plans' moves to those a move-by-move descent
+	// needs to bring the peak near a greedy assignment's).
+	Enough   float64
 	LevelNow []int
-	// Enough, when above 0, is the ratio to the fleet's level (its total load over its
-	// total capacity at its busiest slot, about what the best assignment reaches) within
-	// which the highest peak is good enough: the band and the first level then make no
-	// move (a plan starts only once the highest stands LevelGain over that line, the
-	// predictions drifting by about that between plans; the band stops under it, the
-	// first level, once started, goes on to its own floor), and the second level makes
-	// none for an excess in its hours within the ratio of those hours' level (it starts
-	// at that line, those hours drifting more, and goes on to its own stop; nor for an
-	// excess over the line by less than half the wave's Err). Moves that
-	// narrow the band or even the waves out below the line lower no fleet-wide peak by
-	// more than the predictions' error, and every one counts (issue 30 holds the plans'
-	// moves, until they end, to those a move-by-move descent needs to bring the peak
-	// near a greedy assignment's).
-	Enough float64
+	// LevelGain is the least a move of the lines goal must lower the wave it works on
+	// (in utilisation; less for a wave just over its lines, lines.go); and, when above
+	// 0, the share goal fills a wave only while it stands within a quarter of a band of
+	// the fleet's level.
+	LevelGain float64
 	// NoShare turns the share-of-instances goal off (a caller that balances counts by
 	// itself: the fewest-instances fallback).
 	NoShare bool
@@ -210,20 +183,8 @@ type state struct {
 	goals    Goals
 	deadline time.Time
 	moves    []Move
-	// settledOnly: only instances that moved at least LevelSettle ago may move (lower).
-	settledOnly bool
 	// floors caches largeFloor: an instance's floor does not change within a plan.
 	floors map[*instState]float64
-	// undo holds, per move, what rollback needs to take it back.
-	undo []undoMove
-}
-
-// undoMove is what a move changed: the instance's wave, cost and last move.
-type undoMove struct {
-	in       *instState
-	from, to *waveState
-	cost     []float64
-	movedAt  time.Time
 }
 
 type waveState struct {
@@ -296,7 +257,11 @@ func Make(waves []Wave, insts []Instance, g Goals, now time.Time) Plan {
 		unmet = st.hardMax()
 		// A wave that cannot be brought under the hard threshold does not keep the
 		// others from being balanced.
-		if spreadUnmet := st.spread(); unmet == "" {
+		balance := st.spread
+		if st.useLines() {
+			balance = st.holdToLines
+		}
+		if spreadUnmet := balance(); unmet == "" {
 			unmet = spreadUnmet
 		}
 		if !g.NoShare {
@@ -435,16 +400,6 @@ func highest(ws []*waveState) float64 {
 	return slices.MaxFunc(ws, byPeak).peak
 }
 
-// meanPeak is the fleet's mean peak, each wave weighed by its capacity.
-func meanPeak(ws []*waveState) float64 {
-	var sum, capSum float64
-	for _, w := range ws {
-		sum += w.peak * w.cap
-		capSum += w.cap
-	}
-	return sum / capSum
-}
-
 // failover places every instance of a dead (or unknown) wave where the resulting peak
 // is lowest, the most costly first, so that the placements spread.
 func (st *state) failover(orphans []*instState) {
@@ -493,11 +448,7 @@ func (st *state) minGain(raise bool) float64 {
 }
 
 func (st *state) movable(in *instState) bool {
-	wait := st.goals.Cooldown
-	if st.settledOnly {
-		wait = max(wait, st.goals.LevelSettle)
-	}
-	return !in.Pinned && (in.MovedAt.IsZero() || st.now.Sub(in.MovedAt) >= wait)
+	return !in.Pinned && (in.MovedAt.IsZero() || st.now.Sub(in.MovedAt) >= st.goals.Cooldown)
 }
 
 func (st *state) outOfTime() bool { return time.Now().After(st.deadline) }
@@ -785,12 +736,6 @@ func (st *state) spread() string {
 		}
 		return fmt.Sprintf("spread: %.3g, above the band %.3g%s", gap, st.goals.Band, why)
 	}
-	// Hysteresis (with a level, Goals.LevelGain): a plan starts narrowing only a spread
-	// a step's gain wider than the band, and then narrows it to the band, so that the
-	// next plans, their figures drifting by about that as the hours turn, do not move an
-	// instance or two each for what the last one left (on the seeded fleets, plan after
-	// plan of 1–3 moves that lowered no true peak).
-	slack := st.goals.LevelGain
 	for {
 		rest := slices.DeleteFunc(slices.Clone(live), func(w *waveState) bool { return stuck[w] })
 		if len(rest) == 0 {
@@ -798,24 +743,7 @@ func (st *state) spread() string {
 		}
 		top, bottom := ends(rest, candidates)
 		hi, lo := top[0].peak, bottom[0].peak
-		if st.underSetAside(rest, stuck) {
-			// The waves set aside stand highest, and the others surely under them
-			// (aside.go): neither the band nor the first level lowers a fleet-wide peak.
-			st.levelNow(rest, live, limit, true)
-			return unmet(spread(live), "")
-		}
-		if hi <= st.enough(live)+slack+eps {
-			// Good enough (Goals.Enough): neither the band nor the first level pays for a
-			// move; the second has its own line, in the hours it levels.
-			st.levelNow(rest, live, limit, true)
-			if len(stuck) == 0 {
-				return ""
-			}
-			return unmet(spread(live), "")
-		}
-		if hi-lo <= st.goals.Band+slack+eps || st.goals.Balance > 0 && hi <= st.goals.Balance*meanPeak(live)+eps {
-			st.lower(rest, live, limit)
-			st.levelNow(rest, live, limit, false)
+		if hi-lo <= st.goals.Band+eps {
 			if len(stuck) == 0 {
 				return ""
 			}
@@ -847,10 +775,8 @@ func (st *state) spread() string {
 			// peaks: any wave with room then will do.
 			s = st.bestMove(atTop, live, limit, gain)
 		}
-		if s == nil && st.goals.LevelGain <= 0 {
-			// Raising the lowest narrows the spread without lowering the highest; with a
-			// level to lower (Goals.LevelGain) the highest is set aside instead, and the
-			// others lowered below it, which raising them would undo.
+		if s == nil {
+			// Raising the lowest narrows the spread without lowering the highest.
 			s = st.raiseLowest(rest, bottom[0], hi, lo, st.minGain(true))
 		}
 		if s == nil {
@@ -863,97 +789,7 @@ func (st *state) spread() string {
 			continue
 		}
 		st.apply(s, ReasonSpread)
-		slack = 0
 	}
-}
-
-// lower is the spread goal's sequel (Goals.LevelGain): while the highest of ws stands
-// more than half the band above the fleet's level (level) and a step lowers it by at least
-// LevelGain, towards the least loaded or any wave with room, the step is made. Best
-// effort within the move limit and the budget: the goals hold already.
-func (st *state) lower(ws, live []*waveState, limit float64) {
-	g := st.goals.LevelGain
-	if g <= 0 {
-		return
-	}
-	st.settledOnly = true
-	defer func() { st.settledOnly = false }()
-	// Hysteresis: the steps go on down to half a band above the level but start only
-	// once the highest stands a step's gain higher still, so that the next plans, their
-	// figures drifting by about that as the hours turn, do not start again for what the
-	// last one left.
-	// Nor do they start while the highest is good enough (Goals.Enough); once started,
-	// they go on down to the floor, as the pass must pay for its moves.
-	floor := level(live) + st.goals.Band/2
-	top, _ := ends(ws, 1)
-	if top[0].peak <= max(floor, st.enough(live))+g+eps {
-		return
-	}
-	// The pass must pay (keepIfWorth): nowMovesPerGain moves a gain while the highest
-	// stands within a band and a half of the level, where its height is of the order of
-	// the predictions' error (on seeded fleets, passes of 15 and 21 moves, swaps among
-	// them, lowered a predicted highest 1.3 bands above the level by 1.6–1.7 points, the
-	// true one by 0.3–0.8, and the next plans undid it); in proportion to its height
-	// above that (on the homogeneous fleet's true costs a pass of 13 moves lowered the
-	// highest, 1.6 bands above the level, by 1.2 points, which the target needed).
-	// Per wave above the start, as the second level's (overStart): on seed 1 a pass of
-	// 16 moves over 8 such waves brought the daily peak from 1.096× greedy to 1.077×,
-	// which a flat price took back. Flat when a wave set aside stands higher: lowering
-	// the others then lowers no fleet-wide peak (on the 200-wave fleet, passes of 20–30
-	// moves plan after plan, for the hours' drift under a wave at 52 %).
-	perGain := float64(nowMovesPerGain)
-	if high, _ := ends(live, 1); high[0].peak <= top[0].peak+eps {
-		perGain *= overStart(ws, func(w *waveState) bool { return w.peak > floor+g+eps })
-	}
-	if h := (top[0].peak - level(live)) / st.goals.Band; h > 1.5 {
-		perGain *= h
-	}
-	mark, startPeak := len(st.moves), top[0].peak
-	defer func() {
-		top, _ := ends(ws, 1)
-		st.keepIfWorth(mark, startPeak-top[0].peak, g, perGain)
-	}()
-	for len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
-		top, bottom := ends(ws, candidates)
-		if top[0].peak <= floor+eps {
-			return
-		}
-		hot := top[:1]
-		s := st.bestStep(hot, bottom, limit, g)
-		if s == nil && len(ws) > len(bottom) {
-			s = st.bestMove(hot, ws, limit, g)
-		}
-		if s == nil {
-			return
-		}
-		st.apply(s, ReasonSpread)
-	}
-}
-
-// enough is the highest peak that is good enough (Goals.Enough): the ratio times the
-// fleet's level; -Inf when the goal is off. Not a band under a wave held by one large
-// instance, though lowering the others then lowers no fleet-wide peak: on the 200-wave
-// fleet the others, left a band under such a wave by their predictions (and in the
-// second level's hours), stood at 1.16× greedy's daily peak in truth (a 2-core wave,
-// the predictions' largest miss).
-func (st *state) enough(live []*waveState) float64 {
-	if st.goals.Enough <= 0 {
-		return math.Inf(-1)
-	}
-	return st.goals.Enough * level(live)
-}
-
-// rollback takes back the moves made since mark, the last first.
-func (st *state) rollback(mark int) {
-	for i := len(st.moves) - 1; i >= mark; i-- {
-		u := st.undo[i]
-		u.to.remove(u.in)
-		u.in.cost, u.in.MovedAt, u.in.Node = u.cost, u.movedAt, u.from.Node
-		u.from.add(u.in)
-		u.from.repeak()
-		u.to.repeak()
-	}
-	st.moves, st.undo = st.moves[:mark], st.undo[:mark]
 }
 
 // level is the fleet's utilisation at its busiest slot, its live waves' total load over
@@ -1156,7 +992,6 @@ func (w *waveState) baseAt(k int) float64 {
 // move records a move of in from (nil for a dead wave) to to, where it costs c.
 func (st *state) move(in *instState, from, to *waveState, c []float64, reason, swap string) {
 	m := Move{Instance: in.ID, From: in.Node, To: to.Node, Reason: reason, Swap: swap}
-	st.undo = append(st.undo, undoMove{in: in, from: from, to: to, cost: in.cost, movedAt: in.MovedAt})
 	if from != nil {
 		m.FromLoad[0] = from.peak
 		from.remove(in)

@@ -10,15 +10,15 @@ import (
 )
 
 // TestPlannerOnTrueCosts separates the judge's planner from its learned model: the
-// planner (internal/rebalance, the judge's goals) is given every wave's true prices and
-// every instance's true hourly work, and its plans are applied round by round as a
-// balancer would. It must reach 1.10× the greedy reference at the daily peaks in no more
-// moves than the descent reference needs (plus one in twenty), moving no instance twice.
-// What the judge needs beyond that in `binlake bench fleet` is the price of learning the
-// costs (BENCHMARKS.md: a saturated wave hides its demand). The homogeneous fleet too:
-// there the judge's 30–41 moves to the target against the descent's 25 are its learned
-// hour-of-day profiles', not the planner's (26 on the true costs). Not under -race (the large
-// fleet's 20 plans of 5,000 instances): `make test` runs it in its second pass.
+// planner (internal/rebalance, the judge's goals and slots: now, then each hour of the
+// day, with the window of now, this hour and the next) is given every wave's true prices
+// and every instance's true work, and its plans are applied round by round as a balancer
+// would. It must bring the load now and the daily peaks within 1.10× the greedy
+// reference's at once in no more moves than the descent reference on the same joint
+// measure needs (plus one in twenty), moving few instances twice on the way. What the
+// judge needs beyond that in `binlake bench fleet` is the price of learning the costs
+// (BENCHMARKS.md). Not under -race (the large fleet's plans of 5,000 instances): `make
+// test` runs it in its second pass.
 func TestPlannerOnTrueCosts(t *testing.T) {
 	for _, name := range []string{"hetero", "large", "homogeneous"} {
 		t.Run(name, func(t *testing.T) {
@@ -30,33 +30,42 @@ func TestPlannerOnTrueCosts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			moves := planTruly(t, f, o.Now)
-			greedyPeak := figuresOf(f, greedy(f, dayPeak), dayPeak).Peak
-			target := TargetFactor * greedyPeak
-			_, d := descent(f, f.Initial, dayPeak, target)
-			got := movesToTarget(f, moves, dayPeak, target)
-			t.Logf("%s: %d moves, %d to ≤ %.2f× greedy (%.1f %%); descent %d to it", name, len(moves), got, TargetFactor, 100*greedyPeak, d.MovesToTarget)
-			if d.MovesToTarget < 0 {
+			moves, end := planTruly(t, f, o.Now)
+			h := hourOf(end)
+			gNow := figuresOf(f, greedy(f, atHour(h)), atHour(h)).Peak
+			gDay := figuresOf(f, greedy(f, dayPeak), dayPeak).Peak
+			j := joint(f, moves, h, TargetFactor*gNow, TargetFactor*gDay)
+			got, d := j.JudgeMovesToTarget, j.Descent.MovesToTarget
+			t.Logf("%s: %d moves, %d to ≤ %.2f× greedy now (%.1f %%) and by the day (%.1f %%); descent %d to it",
+				name, len(moves), got, TargetFactor, 100*gNow, 100*gDay, d)
+			if d < 0 {
 				t.Fatalf("the descent reference never reaches the target: no yardstick")
 			}
-			if got < 0 || float64(got) > 1.05*float64(d.MovesToTarget)+1 {
-				t.Errorf("the planner took %d moves to the target, the descent reference %d", got, d.MovesToTarget)
+			if got < 0 || float64(got) > 1.05*float64(d)+1 {
+				t.Errorf("the planner took %d moves to the target, the descent reference %d", got, d)
 			}
-			seen := map[int]bool{}
+			// An instance may move twice on the way when a later plan, on the hours that
+			// turned since, finds it the best step (on the 200-wave fleet 1 of 475 moves);
+			// more than one in a hundred would be plans undoing each other.
+			seen, again := map[int]bool{}, 0
 			for _, m := range moves[:max(got, 0)] {
 				if seen[m[0]] {
-					t.Errorf("%s moved twice on the way to the target", f.Instances[m[0]].ID)
+					again++
 				}
 				seen[m[0]] = true
+			}
+			if again > got/100 {
+				t.Errorf("%d of %d moves on the way to the target moved an instance a second time: want at most one in a hundred", again, got)
 			}
 		})
 	}
 }
 
 // planTruly plans f from its initial assignment on the true costs with the judge's
-// default goals (20 moves a plan, a 10-minute cooldown), a plan every 5 minutes, until
-// a plan is empty; it returns the moves in order.
-func planTruly(t *testing.T, f *Fleet, now time.Time) [][2]int {
+// default goals (20 moves a plan, a 10-minute cooldown, the lines 1.08× the level) and
+// slots, a plan every 5 minutes, until a plan is empty; it returns the moves in order
+// and when the last plan was made.
+func planTruly(t *testing.T, f *Fleet, now time.Time) ([][2]int, time.Time) {
 	t.Helper()
 	assign := append([]int(nil), f.Initial...)
 	wave, inst := map[string]int{}, map[string]int{}
@@ -68,23 +77,26 @@ func planTruly(t *testing.T, f *Fleet, now time.Time) [][2]int {
 	insts := make([]rebalance.Instance, len(f.Instances))
 	for i, in := range f.Instances {
 		inst[in.ID] = i
-		rows, bytes := make([]float64, 24), make([]float64, 24)
-		for h := range rows {
-			rows[h] = in.Rows * in.Diurnal(float64(h))
-			bytes[h] = rows[h] * in.RowBytes
+		insts[i] = rebalance.Instance{ID: in.ID, Rows: make([]float64, 25), Bytes: make([]float64, 25)}
+		for h := range 24 {
+			insts[i].Rows[1+h] = in.Rows * in.Diurnal(float64(h))
+			insts[i].Bytes[1+h] = insts[i].Rows[1+h] * in.RowBytes
 		}
-		insts[i] = rebalance.Instance{ID: in.ID, Rows: rows, Bytes: bytes}
 	}
 	var moves [][2]int
 	for round := range 100 {
 		at := now.Add(time.Duration(round) * 5 * time.Minute)
-		for i := range insts {
+		for i, in := range f.Instances {
 			insts[i].Node = f.Waves[assign[i]].Node
+			insts[i].Rows[0] = in.Rows * in.Diurnal(hourOf(at))
+			insts[i].Bytes[0] = insts[i].Rows[0] * in.RowBytes
 		}
-		goals := rebalance.Goals{HardMax: 0.7, Band: 0.03, LevelGain: 0.01, LevelSettle: 24 * time.Hour, Enough: 1.08, MaxMoves: 20, Cooldown: 10 * time.Minute, Budget: time.Minute}
+		h := at.UTC().Hour()
+		goals := rebalance.Goals{HardMax: 0.7, Band: 0.03, LevelGain: 0.01, Enough: 1.08, LevelNow: []int{0, 1 + h, 1 + (h+1)%24},
+			MaxMoves: 20, Cooldown: 10 * time.Minute, Budget: time.Minute}
 		p := rebalance.Make(waves, insts, goals, at)
 		if len(p.Moves) == 0 {
-			return moves
+			return moves, at
 		}
 		for _, m := range p.Moves {
 			i := inst[m.Instance]
@@ -93,5 +105,5 @@ func planTruly(t *testing.T, f *Fleet, now time.Time) [][2]int {
 		}
 	}
 	t.Fatalf("100 plans and the planner still moves")
-	return nil
+	return nil, now
 }

@@ -1,0 +1,354 @@
+package rebalance
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// The lines goal (Goals.Enough with Goals.LevelNow): one measure for the day and the
+// hour the fleet is in. A wave is held to two kinds of line: its peak over every slot
+// under the day's line, and its load in each slot of the window (the judge's: now, this
+// hour and the next) under that slot's line. Each line is Enough times the least the
+// busiest wave could stand at in that slot or over the day: the fleet's level (its total
+// load over its total capacity) or, when one instance is larger than a fair share, that
+// instance alone on the wave where it weighs least. A wave's score is the furthest it
+// stands over its lines, as a ratio (1: on them), so that a point over the line now and
+// a point over the line of the day weigh alike in proportion to what each line allows.
+//
+// The plan lowers the highest score one move at a time, each to where the higher of the
+// two waves' scores ends lowest: the move-by-move descent that `binlake bench fleet`
+// measures plans against, on the judge's predictions. It replaced three passes (the
+// band, a level of the daily peaks, a level of the hours the fleet is in) whose goals
+// pulled against each other and were tuned on three seeds of the 24-wave fleet: on
+// seeds 4–15 they left 3 of 12 fleets above 1.10× a greedy assignment (1.12×, 1.10×
+// and 1.13×), where the lines bring all 12 within it in 1.00–1.15× the descent's moves;
+// on the 200-wave fleet the moves to the target fell from 540 to 470 (the descent: 435–
+// 468) and the moves in all from 599 to 520 (BENCHMARKS.md).
+
+// lines are the lines a plan holds every wave to.
+type lines struct {
+	win []int     // the window's slots
+	day float64   // the day's line
+	now []float64 // per window slot, its line
+	// floorDay and floorNow are the least the wave carrying the hardest instance to
+	// place could stand at, over the day and per window slot: that instance alone, beside
+	// a wave's base, on the wave where it weighs least. They do not change within a plan.
+	floorDay float64
+	floorNow []float64
+}
+
+// floorCandidates is how many of the fleet's costliest instances (in cores at their
+// peak) the floors are taken from: the hardest instance to place is among them, and a
+// plan on a thousand waves prices only these on every wave.
+const floorCandidates = 8
+
+// linesErrShare is how many of its errors (Wave.Err, the fit's RMSE in cores) a wave's
+// load is taken to stand higher than predicted against its lines: a wave is within them
+// only when it surely is. With none, seeds 1 and 2 of the 24-wave simulated fleet ended at
+// 1.11× the greedy reference now (the judge's 2-core waves the furthest off their
+// predictions); with a whole error the homogeneous fleet chased its lines with twice
+// the moves.
+const linesErrShare = 0.5
+
+// jointDivisor sets the least gain of a move on a wave's score: a LevelGain of
+// utilisation (over the day's line), or an eighth of how far the wave stands over its
+// lines when that is less, so that a wave just over its lines does not take moves of a
+// hair's gain each (on the homogeneous fleet, 20 moves a plan that lowered the true peak
+// by 0.2 points). A wave well over its lines (twice jointStart) whose instances are all
+// smaller than that sheds them all the same, one by one.
+const jointDivisor = 8
+
+// jointStart is how far over its lines (a share of them) the highest wave must stand
+// for a plan to start: the figures drift by about that between plans as the hours turn.
+const jointStart = 0.02
+
+func (st *state) newLines(live []*waveState) *lines {
+	n := len(st.goals.LevelNow)
+	l := &lines{win: st.goals.LevelNow, now: make([]float64, n), floorNow: make([]float64, n)}
+	var cand []*instState
+	peakCost := func(in *instState) float64 { return slices.Max(in.cost) }
+	for _, w := range live {
+		for _, in := range w.insts {
+			if len(cand) < floorCandidates || peakCost(in) > peakCost(cand[len(cand)-1]) {
+				i, _ := slices.BinarySearchFunc(cand, peakCost(in), func(c *instState, v float64) int { return cmp.Compare(v, peakCost(c)) })
+				cand = slices.Insert(cand, i, in)
+				cand = cand[:min(len(cand), floorCandidates)]
+			}
+		}
+	}
+	c := make([]float64, st.slots)
+	for _, in := range cand {
+		day, now := math.Inf(1), make([]float64, n)
+		for i := range now {
+			now[i] = math.Inf(1)
+		}
+		for _, d := range live {
+			st.costInto(c, in.Instance, d)
+			p := math.Inf(-1)
+			for k := range d.load {
+				p = max(p, (d.baseAt(k)+c[k])/d.cap)
+			}
+			day = min(day, p)
+			for i, k := range l.win {
+				now[i] = min(now[i], (d.baseAt(k)+c[k])/d.cap)
+			}
+		}
+		l.floorDay = max(l.floorDay, day)
+		for i := range now {
+			l.floorNow[i] = max(l.floorNow[i], now[i])
+		}
+	}
+	l.set(st, live)
+	return l
+}
+
+// set draws the lines from the fleet's levels as they are.
+func (l *lines) set(st *state, live []*waveState) {
+	lv := levels(live)
+	l.day = st.goals.Enough * max(slices.Max(lv), l.floorDay)
+	for i, k := range l.win {
+		l.now[i] = st.goals.Enough * max(lv[k], l.floorNow[i])
+	}
+}
+
+// scoreWith is w's score with sign·c added to its load (c nil: as it is).
+func (l *lines) scoreWith(w *waveState, c []float64, sign float64) float64 {
+	e := w.surely()
+	s := math.Inf(-1)
+	for k, x := range w.load {
+		if c != nil {
+			x += sign * c[k]
+		}
+		s = max(s, (x+e)/w.cap/l.day)
+	}
+	for i, k := range l.win {
+		x := w.load[k]
+		if c != nil {
+			x += sign * c[k]
+		}
+		s = max(s, (x+e)/w.cap/l.now[i])
+	}
+	return s
+}
+
+// scoreSwap is w's score with out's cost removed and in's added.
+func (l *lines) scoreSwap(w *waveState, out, in []float64) float64 {
+	e := w.surely()
+	s := math.Inf(-1)
+	for k, x := range w.load {
+		s = max(s, (x-out[k]+in[k]+e)/w.cap/l.day)
+	}
+	for i, k := range l.win {
+		s = max(s, (w.load[k]-out[k]+in[k]+e)/w.cap/l.now[i])
+	}
+	return s
+}
+
+// surely is what a wave's load is taken to stand above its prediction against the
+// lines: linesErrShare of its error (none when not known).
+func (w *waveState) surely() float64 {
+	if w.Err > 0 { // not NaN
+		return linesErrShare * w.Err
+	}
+	return 0
+}
+
+// costInto writes in's load on w per slot into c (costOn without allocating).
+func (st *state) costInto(c []float64, in *Instance, w *waveState) {
+	priced := in.Rows != nil && (w.Row > 0 || w.Byte > 0)
+	for k := range c {
+		if priced {
+			c[k] = w.Row*at(in.Rows, k) + w.Byte*at(in.Bytes, k)
+		} else {
+			c[k] = in.Cost
+		}
+	}
+}
+
+// useLines reports whether the plan holds the waves to the lines: with Goals.Enough and
+// a window of slots these loads have.
+func (st *state) useLines() bool {
+	if st.goals.Enough <= 0 || len(st.goals.LevelNow) == 0 {
+		return false
+	}
+	for _, k := range st.goals.LevelNow {
+		if k < 0 || k >= st.slots {
+			return false
+		}
+	}
+	return true
+}
+
+// jointStep is a candidate step of the lines goal: in off the hot wave to dst (with
+// back the other way, a swap), and the two waves' scores after it.
+type jointStep struct {
+	in, back *instState
+	dst      *waveState
+	pair, dp float64 // the higher of the two scores after it; dst's
+}
+
+func (a *jointStep) better(b *jointStep) bool {
+	return b == nil || a.pair < b.pair-eps || a.pair <= b.pair+eps && a.dp < b.dp
+}
+
+// holdToLines lowers the highest score until every wave stands within its lines: one
+// move (or, when no move helps, a swap with one of the waves furthest under theirs) off
+// the wave furthest over them, to where the higher of the two scores ends lowest. A wave
+// no step can lower is set aside, and the others go on to their lines.
+func (st *state) holdToLines() string {
+	live := st.live()
+	limit := math.Inf(1)
+	if st.goals.HardMax > 0 {
+		limit = st.goals.HardMax
+	}
+	l := st.newLines(live)
+	aside := map[*waveState]bool{}
+	scores := make([]float64, len(live))
+	for started := false; ; started = true {
+		if len(st.moves) >= st.goals.MaxMoves || st.outOfTime() {
+			return ""
+		}
+		l.set(st, live)
+		hot := -1
+		for i, w := range live {
+			scores[i] = l.scoreWith(w, nil, 0)
+			if !aside[w] && (hot < 0 || scores[i] > scores[hot]) {
+				hot = i
+			}
+		}
+		if hot < 0 {
+			return ""
+		}
+		hs := scores[hot]
+		if hs <= 1+eps || !started && hs <= 1+jointStart {
+			return ""
+		}
+		gain := max(eps, min(st.goals.LevelGain/l.day, (hs-1)/jointDivisor))
+		cool := coolest(live, scores, 2*candidates)
+		best := st.linesStep(l, live[hot], live, cool, hs-gain, limit)
+		if best == nil && gain > eps && hs > 1+2*jointStart {
+			// Well over its lines, a wave of small instances sheds them however little
+			// each one lowers it.
+			best = st.linesStep(l, live[hot], live, cool, hs-eps, limit)
+		}
+		if best == nil {
+			aside[live[hot]] = true
+			continue
+		}
+		s := &step{in: best.in, back: best.back, src: live[hot], dst: best.dst, cost: st.costOn(best.in.Instance, best.dst)}
+		if best.back != nil {
+			s.bcst = st.costOn(best.back.Instance, live[hot])
+		}
+		st.apply(s, ReasonSpread)
+	}
+}
+
+// linesStep is the best step off hot that brings both waves' scores to at most below:
+// a move to one of cool (the waves furthest under their lines), else to any wave (one of
+// those may be loaded at the hours hot's instances are busy), else a swap with one of
+// the furthest under (a step on a thousand waves looks at a handful); nil when none does.
+func (st *state) linesStep(l *lines, hot *waveState, live, cool []*waveState, below, limit float64) *jointStep {
+	best := st.linesMove(l, hot, cool, below, limit)
+	if best == nil && len(live) > len(cool) {
+		best = st.linesMove(l, hot, live, below, limit)
+	}
+	if best == nil {
+		best = st.linesSwap(l, hot, cool[:min(candidates, len(cool))], below, limit)
+	}
+	return best
+}
+
+// coolest is the n waves of ws with the lowest scores (scores[i] is ws[i]'s), lowest
+// first.
+func coolest(ws []*waveState, scores []float64, n int) []*waveState {
+	idx := make([]int, 0, n+1)
+	for i := range ws {
+		idx = insertBoundedIdx(idx, i, n, func(a, b int) bool {
+			return scores[a] < scores[b] || scores[a] == scores[b] && byCount(ws[a], ws[b]) < 0
+		})
+	}
+	out := make([]*waveState, len(idx))
+	for k, i := range idx {
+		out[k] = ws[i]
+	}
+	return out
+}
+
+// insertBoundedIdx is insertBounded for indices.
+func insertBoundedIdx(list []int, i, n int, first func(a, b int) bool) []int {
+	if len(list) == n && !first(i, list[n-1]) {
+		return list
+	}
+	k := len(list)
+	for k > 0 && first(i, list[k-1]) {
+		k--
+	}
+	list = slices.Insert(list, k, i)
+	return list[:min(len(list), n)]
+}
+
+// linesMove is the best move of one of hot's instances to one of dsts that brings both
+// waves' scores to at most below; nil when none does.
+func (st *state) linesMove(l *lines, hot *waveState, dsts []*waveState, below, limit float64) (best *jointStep) {
+	c := make([]float64, st.slots)
+	for _, in := range hot.insts {
+		if !st.movable(in) {
+			continue
+		}
+		sp := l.scoreWith(hot, in.cost, -1)
+		if sp > below {
+			continue
+		}
+		for _, d := range dsts {
+			if d == hot {
+				continue
+			}
+			st.costInto(c, in.Instance, d)
+			if d.peakWith(c, 1) > limit+eps {
+				continue
+			}
+			dp := l.scoreWith(d, c, 1)
+			if s := (&jointStep{in: in, dst: d, pair: max(sp, dp), dp: dp}); s.pair <= below && s.better(best) {
+				best = s
+			}
+		}
+	}
+	return best
+}
+
+// linesSwap is the best swap of one of hot's instances with one of cool's (the waves
+// furthest under their lines: over every wave a swap would cost a thousand waves'
+// instances squared) that brings both scores to at most below; nil when none does.
+func (st *state) linesSwap(l *lines, hot *waveState, cool []*waveState, below, limit float64) (best *jointStep) {
+	ic, bc := make([]float64, st.slots), make([]float64, st.slots)
+	for _, in := range hot.insts {
+		if !st.movable(in) {
+			continue
+		}
+		for _, d := range cool {
+			if d == hot {
+				continue
+			}
+			st.costInto(ic, in.Instance, d)
+			for _, back := range d.insts {
+				if !st.movable(back) {
+					continue
+				}
+				st.costInto(bc, back.Instance, hot)
+				sp := l.scoreSwap(hot, in.cost, bc)
+				if sp > below || d.peakSwap(back.cost, ic) > limit+eps {
+					continue
+				}
+				dp := l.scoreSwap(d, back.cost, ic)
+				if s := (&jointStep{in: in, back: back, dst: d, pair: max(sp, dp), dp: dp}); s.pair <= below && s.better(best) {
+					best = s
+				}
+			}
+		}
+		if st.outOfTime() {
+			break
+		}
+	}
+	return best
+}

@@ -1,0 +1,164 @@
+package rebalance
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// linesGoals are the judge's goals in the utilisation model, on two slots: slot 0 is
+// now (the window), and the day's line covers both.
+func linesGoals() Goals {
+	return Goals{HardMax: 0.95, Band: 0.03, LevelGain: 0.01, Enough: 1.08, LevelNow: []int{0}, NoShare: true}
+}
+
+// TestLinesMixTheCycles: peaks within the band can all stand above what the fleet can
+// run at. Two waves peak at opposite slots (0.6 each) beside a flat one (0.58): the
+// spread, 0.02, is within the band of 0.03, yet swapping a morning for an evening
+// instance brings both to 0.4 (the fleet's level is 0.46, its lines 0.497). The band
+// alone plans nothing; the lines make that swap, and then nothing more: no step lowers
+// the flat wave, which the lines set aside.
+func TestLinesMixTheCycles(t *testing.T) {
+	ws := []Wave{{Node: "a", Alive: true, Capacity: 1, Row: 1}, {Node: "b", Alive: true, Capacity: 1, Row: 1},
+		{Node: "c", Alive: true, Capacity: 1, Row: 1}}
+	morning, evening, flat := []float64{0.3, 0.1}, []float64{0.1, 0.3}, []float64{0.29, 0.29}
+	insts := []Instance{
+		{ID: "m1", Node: "a", Rows: morning}, {ID: "m2", Node: "a", Rows: morning},
+		{ID: "e1", Node: "b", Rows: evening}, {ID: "e2", Node: "b", Rows: evening},
+		{ID: "f1", Node: "c", Rows: flat}, {ID: "f2", Node: "c", Rows: flat},
+	}
+	band := Goals{HardMax: 0.7, Band: 0.03, NoShare: true}
+	if p := Make(ws, insts, band, now); len(p.Moves) != 0 || !p.Balanced {
+		t.Fatalf("the band alone %+v: want no move, balanced (the spread is within the band)", p)
+	}
+	p := Make(ws, insts, linesGoals(), now)
+	if len(p.Moves) != 2 || p.Moves[1].Swap == "" || !p.Balanced {
+		t.Fatalf("plan %+v: want one swap of a morning and an evening instance, balanced", p)
+	}
+	if math.Abs(p.After["a"]-0.4) > 1e-9 || math.Abs(p.After["b"]-0.4) > 1e-9 || math.Abs(p.PeakAfter-0.58) > 1e-9 {
+		t.Errorf("after %v: want a and b at 0.4, the flat wave's 0.58 the highest", p.After)
+	}
+}
+
+// nowFleet: three waves level at their daily peaks (0.5 each, slots 1 and 2), uneven
+// now (slot 0): a runs two instances busy only now (busy: their cost per slot) beside
+// its day-long one, b and c only their day-long ones.
+func nowFleet(busy []float64) ([]Wave, []Instance) {
+	ws := []Wave{{Node: "a", Alive: true, Capacity: 1, Row: 1}, {Node: "b", Alive: true, Capacity: 1, Row: 1},
+		{Node: "c", Alive: true, Capacity: 1, Row: 1}}
+	day := []float64{0.1, 0.5 - 2*busy[1], 0.5 - 2*busy[2]}
+	return ws, []Instance{
+		{ID: "pa", Node: "a", Rows: day}, {ID: "n1", Node: "a", Rows: busy}, {ID: "n2", Node: "a", Rows: busy},
+		{ID: "pb", Node: "b", Rows: []float64{0.1, 0.5, 0.5}}, {ID: "pc", Node: "c", Rows: []float64{0.1, 0.5, 0.5}},
+	}
+}
+
+// TestLinesLevelTheHourItIsIn: a fleet level at its daily peaks can be uneven at the hour
+// it is in. With now in the window, a's load now (0.5, its line 0.252: the fleet's level
+// now is 0.233, its largest instance now 0.2) sends one of its now-instances to another
+// wave, where it raises no daily peak; a second move would only shift the excess to the
+// third wave. Without the window the same fleet is within the day's line: no move.
+func TestLinesLevelTheHourItIsIn(t *testing.T) {
+	ws, insts := nowFleet([]float64{0.2, 0, 0})
+	g := linesGoals()
+	g.LevelNow = nil
+	if p := Make(ws, insts, g, now); len(p.Moves) != 0 {
+		t.Fatalf("without the window %+v: want no move (the daily peaks are level)", p.Moves)
+	}
+	p := Make(ws, insts, linesGoals(), now)
+	if len(p.Moves) != 1 || p.Moves[0].From != "a" || p.Moves[0].Instance[0] != 'n' {
+		t.Fatalf("plan %+v: want one move of a's now-instances off a", p.Moves)
+	}
+	for n, u := range p.After {
+		if math.Abs(u-0.5) > 1e-9 {
+			t.Errorf("%s's daily peak %.3f after the plan: want it left at 0.5", n, u)
+		}
+	}
+	// Busy now and at slot 1 too: moved anywhere, it would raise a daily peak over the
+	// day's line (0.54) as much as it lowers a's load now; a's score stays the highest.
+	ws, insts = nowFleet([]float64{0.2, 0.1, 0})
+	if p := Make(ws, insts, linesGoals(), now); len(p.Moves) > 1 {
+		t.Errorf("moves %+v: want at most one", p.Moves)
+	}
+}
+
+// TestLinesOverTheLargestInstance: the lines stand over the floor of the hardest instance
+// to place, not only over the fleet's level: beside a wave that one instance holds at
+// 0.9, every wave at 0.5 is within the lines (0.972) and nothing moves, as moving them
+// could not lower the fleet's highest. A wave that carries small instances beside such a
+// large one sheds them down to its lines, however small each (a wave well over its lines
+// takes moves of a fraction of a LevelGain).
+func TestLinesOverTheLargestInstance(t *testing.T) {
+	ws, insts := nowFleet([]float64{0.2, 0, 0})
+	ws = append(ws, Wave{Node: "g", Alive: true, Capacity: 1, Row: 1})
+	insts = append(insts, Instance{ID: "giant", Node: "g", Rows: []float64{0.9}})
+	if p := Make(ws, insts, linesGoals(), now); len(p.Moves) != 0 {
+		t.Fatalf("beside a giant at 0.9 %+v: want no move", p.Moves)
+	}
+
+	// A 10-core wave holding one instance of 5 cores (pinned: else it would move, alone,
+	// to an empty wave) and 40 of 0.05 (0.7), beside three empty ones: the floor is 0.5,
+	// the lines 0.54, and each small instance lowers the wave by half a point, under the
+	// LevelGain of a point.
+	ws = []Wave{{Node: "big", Alive: true, Capacity: 10, Row: 1}}
+	insts = []Instance{{ID: "large", Node: "big", Rows: []float64{5}, Pinned: true}}
+	for i := range 40 {
+		insts = append(insts, Instance{ID: "small-" + string(rune('a'+i/26)) + string(rune('a'+i%26)), Node: "big", Rows: []float64{0.05}})
+	}
+	for _, n := range []string{"x", "y", "z"} {
+		ws = append(ws, Wave{Node: n, Alive: true, Capacity: 10, Row: 1})
+	}
+	g := linesGoals()
+	g.MaxMoves = 100
+	p := Make(ws, insts, g, now)
+	if p.After["big"] > 0.54+1e-9 || len(p.Moves) == 0 {
+		t.Fatalf("plan of %d moves, big at %.3f after: want it within its lines (0.54)", len(p.Moves), p.After["big"])
+	}
+	for _, m := range p.Moves {
+		if m.Instance == "large" {
+			t.Errorf("the large instance moved: want only small ones")
+		}
+	}
+	if len(p.Moves) > 33 {
+		t.Errorf("%d moves: want the fewest that bring big within its lines (32: 16 points at half a point each)", len(p.Moves))
+	}
+}
+
+// TestLinesErrAndStart: a wave stands within its lines only when it surely does (half
+// its fit's error over its prediction), and a plan starts only for a wave more than
+// jointStart over them, as the figures drift between plans by about that.
+func TestLinesErrAndStart(t *testing.T) {
+	// Three waves of 1 core of small instances: a at aLoad, b at 0.45, c at 0.505; with a
+	// at 0.545 the level is 0.5 and the lines 0.54.
+	mk := func(aLoad float64, err float64) ([]Wave, []Instance) {
+		ws := []Wave{{Node: "a", Alive: true, Capacity: 1, Row: 1, Err: err}, {Node: "b", Alive: true, Capacity: 1, Row: 1},
+			{Node: "c", Alive: true, Capacity: 1, Row: 1}}
+		var insts []Instance
+		add := func(node string, n int, load float64) {
+			for i := range n {
+				insts = append(insts, Instance{ID: fmt.Sprintf("%s-%02d", node, i), Node: node, Rows: []float64{load / float64(n)}})
+			}
+		}
+		add("a", 11, aLoad)
+		add("b", 9, 0.45)
+		add("c", 10, 0.505)
+		return ws, insts
+	}
+	// a at 0.545, 1 % over its line: within the start, no plan.
+	ws, insts := mk(0.545, 0)
+	if p := Make(ws, insts, linesGoals(), now); len(p.Moves) != 0 {
+		t.Fatalf("a 1 %% over its lines: %+v, want no move", p.Moves)
+	}
+	// The same wave with an error of 0.04 cores stands (0.545 + 0.02) / 0.54, 4.6 % over:
+	// one of its instances moves, to b.
+	ws, insts = mk(0.545, 0.04)
+	if p := Make(ws, insts, linesGoals(), now); len(p.Moves) != 1 || p.Moves[0].From != "a" || p.Moves[0].To != "b" {
+		t.Fatalf("a surely over its lines: %+v, want one move from a to b", p.Moves)
+	}
+	// 0.6 without an error: 10 % over, and two moves bring it within its lines (0.54 ×
+	// the new level).
+	ws, insts = mk(0.6, 0)
+	if p := Make(ws, insts, linesGoals(), now); len(p.Moves) == 0 || len(p.Moves) > 2 || p.After["a"] > 1.08*(0.6+0.45+0.505)/3+1e-9 {
+		t.Fatalf("a 10 %% over its lines: %+v, want at most two moves that bring it within them", p)
+	}
+}

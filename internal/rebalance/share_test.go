@@ -1,0 +1,29 @@
+package rebalance
+
+import "testing"
+
+// TestShareStopsAtTheLevel: in utilisation (with a level), the share goal fills a wave
+// that runs few instances only while it stands at or below the fleet's level (a quarter
+// of a band over it for the readings' noise): a wave at the level that runs few runs
+// large ones, and filling it by count raises it above the others (13 such moves on a
+// seeded fleet, which the next plans moved off again). Idle instances still take their
+// share (TestIdleScaleOut's case, with a level).
+func TestShareStopsAtTheLevel(t *testing.T) {
+	ws := waves(true, "a", "b", "few")
+	// a and b: 20 instances of 0.005 each, 0.1; few: one of 0.1. The fleet's level is 0.1.
+	insts := append(instances("a", 20, 0.005), instances("b", 20, 0.005)...)
+	insts = append(insts, Instance{ID: "few-big", Node: "few", Cost: 0.1})
+	g := Goals{Band: 0.03}
+	if c := counts(insts, Make(ws, insts, g, now)); c["few"] < 5 {
+		t.Fatalf("without a level %v: want the share goal to fill the wave of one large instance", c)
+	}
+	g.LevelGain = 0.01
+	if p := Make(ws, insts, g, now); len(p.Moves) > 1 {
+		t.Fatalf("with a level %+v: want at most one move (to 0.105, within a quarter band of the level)", p.Moves)
+	}
+	ws = waves(true, "a", "b", "new")
+	insts = append(instances("a", 6, 0), instances("b", 6, 0)...)
+	if c := counts(insts, Make(ws, insts, g, now)); c["new"] != 4 || c["a"] != 4 || c["b"] != 4 {
+		t.Fatalf("idle instances with a level: %v, want 4 each", c)
+	}
+}
