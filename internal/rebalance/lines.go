@@ -264,7 +264,7 @@ func (st *state) linesStep(l *lines, hot *waveState, live, cool []*waveState, be
 func coolest(ws []*waveState, scores []float64, n int) []*waveState {
 	idx := make([]int, 0, n+1)
 	for i := range ws {
-		idx = insertBoundedIdx(idx, i, n, func(a, b int) bool {
+		idx = insertBounded(idx, i, n, func(a, b int) bool {
 			return scores[a] < scores[b] || scores[a] == scores[b] && byCount(ws[a], ws[b]) < 0
 		})
 	}
@@ -273,19 +273,6 @@ func coolest(ws []*waveState, scores []float64, n int) []*waveState {
 		out[k] = ws[i]
 	}
 	return out
-}
-
-// insertBoundedIdx is insertBounded for indices.
-func insertBoundedIdx(list []int, i, n int, first func(a, b int) bool) []int {
-	if len(list) == n && !first(i, list[n-1]) {
-		return list
-	}
-	k := len(list)
-	for k > 0 && first(i, list[k-1]) {
-		k--
-	}
-	list = slices.Insert(list, k, i)
-	return list[:min(len(list), n)]
 }
 
 // linesMove is the best move of one of hot's instances to one of dsts that brings both

@@ -589,20 +589,17 @@ func ends(ws []*waveState, n int) (top, bottom []*waveState) {
 	return top, bottom
 }
 
-// insertBounded inserts w into list (ordered by first), keeping at most n.
-func insertBounded(list []*waveState, w *waveState, n int, first func(a, b *waveState) bool) []*waveState {
-	if len(list) == n && !first(w, list[n-1]) {
+// insertBounded inserts x into list (ordered by first), keeping at most n.
+func insertBounded[T any](list []T, x T, n int, first func(a, b T) bool) []T {
+	if len(list) == n && !first(x, list[n-1]) {
 		return list
 	}
 	i := len(list)
-	for i > 0 && first(w, list[i-1]) {
+	for i > 0 && first(x, list[i-1]) {
 		i--
 	}
-	list = slices.Insert(list, i, w)
-	if len(list) > n {
-		list = list[:n]
-	}
-	return list
+	list = slices.Insert(list, i, x)
+	return list[:min(len(list), n)]
 }
 
 // hardMax moves instances off every wave above the hard threshold, each to where it
