@@ -309,33 +309,20 @@ func (st *state) linesMove(l *lines, hot *waveState, dsts []*waveState, below, l
 // instances squared) that brings both scores to at most below; nil when none does.
 func (st *state) linesSwap(l *lines, hot *waveState, cool []*waveState, below, limit float64) (best *jointStep) {
 	ic, bc := make([]float64, st.slots), make([]float64, st.slots)
-	for _, in := range hot.insts {
-		if !st.movable(in) {
-			continue
+	st.eachSwap(hot, cool, func(in, back *instState, d *waveState) {
+		st.costInto(bc, back.Instance, hot)
+		sp := l.scoreSwap(hot, in.cost, bc)
+		if sp > below {
+			return
 		}
-		for _, d := range cool {
-			if d == hot {
-				continue
-			}
-			st.costInto(ic, in.Instance, d)
-			for _, back := range d.insts {
-				if !st.movable(back) {
-					continue
-				}
-				st.costInto(bc, back.Instance, hot)
-				sp := l.scoreSwap(hot, in.cost, bc)
-				if sp > below || d.peakSwap(back.cost, ic) > limit+eps {
-					continue
-				}
-				dp := l.scoreSwap(d, back.cost, ic)
-				if s := (&jointStep{in: in, back: back, dst: d, pair: max(sp, dp), dp: dp}); s.pair <= below && s.better(best) {
-					best = s
-				}
-			}
+		st.costInto(ic, in.Instance, d)
+		if d.peakSwap(back.cost, ic) > limit+eps {
+			return
 		}
-		if st.outOfTime() {
-			break
+		dp := l.scoreSwap(d, back.cost, ic)
+		if s := (&jointStep{in: in, back: back, dst: d, pair: max(sp, dp), dp: dp}); s.pair <= below && s.better(best) {
+			best = s
 		}
-	}
+	})
 	return best
 }

@@ -300,14 +300,7 @@ func at(v []float64, k int) float64 {
 // costOn is in's load on w per slot.
 func (st *state) costOn(in *Instance, w *waveState) []float64 {
 	c := make([]float64, st.slots)
-	priced := in.Rows != nil && (w.Row > 0 || w.Byte > 0)
-	for k := range c {
-		if priced {
-			c[k] = w.Row*at(in.Rows, k) + w.Byte*at(in.Bytes, k)
-		} else {
-			c[k] = in.Cost
-		}
-	}
+	st.costInto(c, in, w)
 	return c
 }
 
@@ -529,39 +522,44 @@ func (st *state) bestMove(srcs, dsts []*waveState, limit, gain float64) *step {
 func (st *state) bestSwap(srcs, dsts []*waveState, limit, gain float64) *step {
 	var best *step
 	for _, src := range srcs {
-		for _, in := range src.insts {
-			if !st.movable(in) {
-				continue
+		st.eachSwap(src, dsts, func(in, back *instState, dst *waveState) {
+			c, bc := st.costOn(in.Instance, dst), st.costOn(back.Instance, src)
+			sp, dp := src.peakSwap(in.cost, bc), dst.peakSwap(back.cost, c)
+			if dp > limit+eps || max(sp, dp) > src.peak-gain {
+				return
 			}
-			for _, dst := range dsts {
-				if dst == src {
-					continue
-				}
-				c := st.costOn(in.Instance, dst)
-				for _, back := range dst.insts {
-					if !st.movable(back) {
-						continue
-					}
-					bc := st.costOn(back.Instance, src)
-					sp, dp := src.peakSwap(in.cost, bc), dst.peakSwap(back.cost, c)
-					if dp > limit+eps || max(sp, dp) > src.peak-gain {
-						continue
-					}
-					s := &step{in: in, back: back, src: src, dst: dst, cost: c, bcst: bc, srcPeak: sp, dstPeak: dp}
-					if s.better(best) {
-						best = s
-					}
-				}
+			if s := (&step{in: in, back: back, src: src, dst: dst, cost: c, bcst: bc, srcPeak: sp, dstPeak: dp}); s.better(best) {
+				best = s
 			}
-			if st.outOfTime() {
-				return best
-			}
-		}
-		if best != nil {
+		})
+		if best != nil || st.outOfTime() {
 			return best
 		}
 	}
 	return best
+}
+
+// eachSwap calls f with every movable instance of src, every wave of dsts but src and
+// every movable instance of that wave, until the search runs out of its budget.
+func (st *state) eachSwap(src *waveState, dsts []*waveState, f func(in, back *instState, dst *waveState)) {
+	for _, in := range src.insts {
+		if !st.movable(in) {
+			continue
+		}
+		for _, dst := range dsts {
+			if dst == src {
+				continue
+			}
+			for _, back := range dst.insts {
+				if st.movable(back) {
+					f(in, back, dst)
+				}
+			}
+		}
+		if st.outOfTime() {
+			return
+		}
+	}
 }
 
 // apply makes a step.
