@@ -2,6 +2,7 @@ package rebalance
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 )
@@ -206,9 +207,6 @@ func (st *state) holdToLines() string {
 	aside := map[*waveState]bool{}
 	scores := make([]float64, len(live))
 	for started := false; ; started = true {
-		if len(st.moves) >= st.goals.MaxMoves || st.outOfTime() {
-			return ""
-		}
 		l.set(st, live)
 		hot := -1
 		for i, w := range live {
@@ -217,12 +215,15 @@ func (st *state) holdToLines() string {
 				hot = i
 			}
 		}
-		if hot < 0 {
-			return ""
+		if hot < 0 || scores[hot] <= 1+eps || !started && scores[hot] <= 1+jointStart {
+			return overLines(live, scores, aside)
 		}
 		hs := scores[hot]
-		if hs <= 1+eps || !started && hs <= 1+jointStart {
-			return ""
+		if len(st.moves) >= st.goals.MaxMoves {
+			return fmt.Sprintf("lines: %s stands %.3g× its lines, and the plan reached its %d moves", live[hot].Node, hs, st.goals.MaxMoves)
+		}
+		if st.outOfTime() {
+			return fmt.Sprintf("lines: %s stands %.3g× its lines, and the search ran out of its %s", live[hot].Node, hs, st.goals.Budget)
 		}
 		gain := max(eps, min(st.goals.LevelGain/l.day, (hs-1)/jointDivisor))
 		cool := coolest(live, scores, 2*candidates)
@@ -242,6 +243,23 @@ func (st *state) holdToLines() string {
 		}
 		st.apply(s, ReasonSpread)
 	}
+}
+
+// overLines says which waves set aside stand over their lines (scores[i] is live[i]'s),
+// and so keep the goal from holding; "" when none does.
+func overLines(live []*waveState, scores []float64, aside map[*waveState]bool) string {
+	var names []string
+	top := 0.0
+	for i, w := range live {
+		if aside[w] && scores[i] > 1+eps {
+			names = append(names, w.Node)
+			top = max(top, scores[i])
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("lines: %s over its lines (up to %.3g×), and no move or swap lowers it (pinned, cooling down, or one instance as large as the excess)", list(names), top)
 }
 
 // linesStep is the best step off hot that brings both waves' scores to at most below:

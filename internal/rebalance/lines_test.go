@@ -3,6 +3,7 @@ package rebalance
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -17,7 +18,7 @@ func linesGoals() Goals {
 // spread, 0.02, is within the band of 0.03, yet swapping a morning for an evening
 // instance brings both to 0.4 (the fleet's level is 0.46, its lines 0.497). The band
 // alone plans nothing; the lines make that swap, and then nothing more: no step lowers
-// the flat wave, which the lines set aside.
+// the flat wave, which the lines set aside, and the plan says so (unmet, naming it).
 func TestLinesMixTheCycles(t *testing.T) {
 	ws := []Wave{{Node: "a", Alive: true, Capacity: 1, Row: 1}, {Node: "b", Alive: true, Capacity: 1, Row: 1},
 		{Node: "c", Alive: true, Capacity: 1, Row: 1}}
@@ -32,8 +33,8 @@ func TestLinesMixTheCycles(t *testing.T) {
 		t.Fatalf("the band alone %+v: want no move, balanced (the spread is within the band)", p)
 	}
 	p := Make(ws, insts, linesGoals(), now)
-	if len(p.Moves) != 2 || p.Moves[1].Swap == "" || !p.Balanced {
-		t.Fatalf("plan %+v: want one swap of a morning and an evening instance, balanced", p)
+	if len(p.Moves) != 2 || p.Moves[1].Swap == "" || p.Balanced || !strings.Contains(p.Unmet, "lines: c over its lines") {
+		t.Fatalf("plan %+v: want one swap of a morning and an evening instance, unmet for c", p)
 	}
 	if math.Abs(p.After["a"]-0.4) > 1e-9 || math.Abs(p.After["b"]-0.4) > 1e-9 || math.Abs(p.PeakAfter-0.58) > 1e-9 {
 		t.Errorf("after %v: want a and b at 0.4, the flat wave's 0.58 the highest", p.After)
@@ -121,6 +122,25 @@ func TestLinesOverTheLargestInstance(t *testing.T) {
 	}
 	if len(p.Moves) > 33 {
 		t.Errorf("%d moves: want the fewest that bring big within its lines (32: 16 points at half a point each)", len(p.Moves))
+	}
+}
+
+// TestLinesMoveLimit: a plan cut short by its move limit says so.
+func TestLinesMoveLimit(t *testing.T) {
+	ws := []Wave{{Node: "a", Alive: true, Capacity: 1, Row: 1}, {Node: "b", Alive: true, Capacity: 1, Row: 1}}
+	var insts []Instance
+	for i := range 10 {
+		insts = append(insts, Instance{ID: fmt.Sprintf("a-%02d", i), Node: "a", Rows: []float64{0.08}})
+	}
+	g := linesGoals()
+	g.MaxMoves = 2
+	p := Make(ws, insts, g, now)
+	if len(p.Moves) != 2 || p.Balanced || !strings.Contains(p.Unmet, "a stands") || !strings.Contains(p.Unmet, "reached its 2 moves") {
+		t.Fatalf("plan %+v: want 2 moves, unmet for the move limit", p)
+	}
+	g.MaxMoves = 20
+	if p := Make(ws, insts, g, now); !p.Balanced || len(p.Moves) > 5 {
+		t.Fatalf("plan %+v: want at most 5 moves, balanced", p)
 	}
 }
 
