@@ -1,7 +1,6 @@
 package rebalance
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -52,30 +51,26 @@ const floorCandidates = 8
 // the moves.
 const linesErrShare = 0.5
 
-// jointDivisor sets the least gain of a move on a wave's score: a LevelGain of
+// linesDivisor sets the least gain of a move on a wave's score: a LevelGain of
 // utilisation (over the day's line), or an eighth of how far the wave stands over its
 // lines when that is less, so that a wave just over its lines does not take moves of a
 // hair's gain each (on the homogeneous fleet, 20 moves a plan that lowered the true peak
-// by 0.2 points). A wave well over its lines (twice jointStart) whose instances are all
+// by 0.2 points). A wave well over its lines (twice linesStart) whose instances are all
 // smaller than that sheds them all the same, one by one.
-const jointDivisor = 8
+const linesDivisor = 8
 
-// jointStart is how far over its lines (a share of them) the highest wave must stand
+// linesStart is how far over its lines (a share of them) the highest wave must stand
 // for a plan to start: the figures drift by about that between plans as the hours turn.
-const jointStart = 0.02
+const linesStart = 0.02
 
 func (st *state) newLines(live []*waveState) *lines {
 	n := len(st.goals.LevelNow)
 	l := &lines{win: st.goals.LevelNow, now: make([]float64, n), floorNow: make([]float64, n)}
 	var cand []*instState
-	peakCost := func(in *instState) float64 { return slices.Max(in.cost) }
+	costlier := func(a, b *instState) bool { return slices.Max(a.cost) > slices.Max(b.cost) }
 	for _, w := range live {
 		for _, in := range w.insts {
-			if len(cand) < floorCandidates || peakCost(in) > peakCost(cand[len(cand)-1]) {
-				i, _ := slices.BinarySearchFunc(cand, peakCost(in), func(c *instState, v float64) int { return cmp.Compare(v, peakCost(c)) })
-				cand = slices.Insert(cand, i, in)
-				cand = cand[:min(len(cand), floorCandidates)]
-			}
+			cand = insertBounded(cand, in, floorCandidates, costlier)
 		}
 	}
 	c := make([]float64, st.slots)
@@ -155,18 +150,6 @@ func (w *waveState) surely() float64 {
 	return 0
 }
 
-// costInto writes in's load on w per slot into c (costOn without allocating).
-func (st *state) costInto(c []float64, in *Instance, w *waveState) {
-	priced := in.Rows != nil && (w.Row > 0 || w.Byte > 0)
-	for k := range c {
-		if priced {
-			c[k] = w.Row*at(in.Rows, k) + w.Byte*at(in.Bytes, k)
-		} else {
-			c[k] = in.Cost
-		}
-	}
-}
-
 // useLines reports whether the plan holds the waves to the lines: with Goals.Enough and
 // a window of slots these loads have.
 func (st *state) useLines() bool {
@@ -181,15 +164,15 @@ func (st *state) useLines() bool {
 	return true
 }
 
-// jointStep is a candidate step of the lines goal: in off the hot wave to dst (with
+// lineStep is a candidate step of the lines goal: in off the hot wave to dst (with
 // back the other way, a swap), and the two waves' scores after it.
-type jointStep struct {
+type lineStep struct {
 	in, back *instState
 	dst      *waveState
 	pair, dp float64 // the higher of the two scores after it; dst's
 }
 
-func (a *jointStep) better(b *jointStep) bool {
+func (a *lineStep) better(b *lineStep) bool {
 	return b == nil || a.pair < b.pair-eps || a.pair <= b.pair+eps && a.dp < b.dp
 }
 
@@ -215,7 +198,7 @@ func (st *state) holdToLines() string {
 				hot = i
 			}
 		}
-		if hot < 0 || scores[hot] <= 1+eps || !started && scores[hot] <= 1+jointStart {
+		if hot < 0 || scores[hot] <= 1+eps || !started && scores[hot] <= 1+linesStart {
 			return overLines(live, scores, aside)
 		}
 		hs := scores[hot]
@@ -225,10 +208,10 @@ func (st *state) holdToLines() string {
 		if st.outOfTime() {
 			return fmt.Sprintf("lines: %s stands %.3g× its lines, and the search ran out of its %s", live[hot].Node, hs, st.goals.Budget)
 		}
-		gain := max(eps, min(st.goals.LevelGain/l.day, (hs-1)/jointDivisor))
+		gain := max(eps, min(st.goals.LevelGain/l.day, (hs-1)/linesDivisor))
 		cool := coolest(live, scores, 2*candidates)
 		best := st.linesStep(l, live[hot], live, cool, hs-gain, limit)
-		if best == nil && gain > eps && hs > 1+2*jointStart {
+		if best == nil && gain > eps && hs > 1+2*linesStart {
 			// Well over its lines, a wave of small instances sheds them however little
 			// each one lowers it.
 			best = st.linesStep(l, live[hot], live, cool, hs-eps, limit)
@@ -266,7 +249,7 @@ func overLines(live []*waveState, scores []float64, aside map[*waveState]bool) s
 // a move to one of cool (the waves furthest under their lines), else to any wave (one of
 // those may be loaded at the hours hot's instances are busy), else a swap with one of
 // the furthest under (a step on a thousand waves looks at a handful); nil when none does.
-func (st *state) linesStep(l *lines, hot *waveState, live, cool []*waveState, below, limit float64) *jointStep {
+func (st *state) linesStep(l *lines, hot *waveState, live, cool []*waveState, below, limit float64) *lineStep {
 	best := st.linesMove(l, hot, cool, below, limit)
 	if best == nil && len(live) > len(cool) {
 		best = st.linesMove(l, hot, live, below, limit)
@@ -295,7 +278,7 @@ func coolest(ws []*waveState, scores []float64, n int) []*waveState {
 
 // linesMove is the best move of one of hot's instances to one of dsts that brings both
 // waves' scores to at most below; nil when none does.
-func (st *state) linesMove(l *lines, hot *waveState, dsts []*waveState, below, limit float64) (best *jointStep) {
+func (st *state) linesMove(l *lines, hot *waveState, dsts []*waveState, below, limit float64) (best *lineStep) {
 	c := make([]float64, st.slots)
 	for _, in := range hot.insts {
 		if !st.movable(in) {
@@ -314,7 +297,7 @@ func (st *state) linesMove(l *lines, hot *waveState, dsts []*waveState, below, l
 				continue
 			}
 			dp := l.scoreWith(d, c, 1)
-			if s := (&jointStep{in: in, dst: d, pair: max(sp, dp), dp: dp}); s.pair <= below && s.better(best) {
+			if s := (&lineStep{in: in, dst: d, pair: max(sp, dp), dp: dp}); s.pair <= below && s.better(best) {
 				best = s
 			}
 		}
@@ -325,7 +308,7 @@ func (st *state) linesMove(l *lines, hot *waveState, dsts []*waveState, below, l
 // linesSwap is the best swap of one of hot's instances with one of cool's (the waves
 // furthest under their lines: over every wave a swap would cost a thousand waves'
 // instances squared) that brings both scores to at most below; nil when none does.
-func (st *state) linesSwap(l *lines, hot *waveState, cool []*waveState, below, limit float64) (best *jointStep) {
+func (st *state) linesSwap(l *lines, hot *waveState, cool []*waveState, below, limit float64) (best *lineStep) {
 	ic, bc := make([]float64, st.slots), make([]float64, st.slots)
 	st.eachSwap(hot, cool, func(in, back *instState, d *waveState) {
 		st.costInto(bc, back.Instance, hot)
@@ -338,7 +321,7 @@ func (st *state) linesSwap(l *lines, hot *waveState, cool []*waveState, below, l
 			return
 		}
 		dp := l.scoreSwap(d, back.cost, ic)
-		if s := (&jointStep{in: in, back: back, dst: d, pair: max(sp, dp), dp: dp}); s.pair <= below && s.better(best) {
+		if s := (&lineStep{in: in, back: back, dst: d, pair: max(sp, dp), dp: dp}); s.pair <= below && s.better(best) {
 			best = s
 		}
 	})

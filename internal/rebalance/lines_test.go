@@ -146,7 +146,7 @@ func TestLinesMoveLimit(t *testing.T) {
 
 // TestLinesErrAndStart: a wave stands within its lines only when it surely does (half
 // its fit's error over its prediction), and a plan starts only for a wave more than
-// jointStart over them, as the figures drift between plans by about that.
+// linesStart over them, as the figures drift between plans by about that.
 func TestLinesErrAndStart(t *testing.T) {
 	// Three waves of 1 core of small instances: a at aLoad, b at 0.45, c at 0.505; with a
 	// at 0.545 the level is 0.5 and the lines 0.54.

@@ -304,6 +304,18 @@ func (st *state) costOn(in *Instance, w *waveState) []float64 {
 	return c
 }
 
+// costInto writes in's load on w per slot into c (costOn without allocating).
+func (st *state) costInto(c []float64, in *Instance, w *waveState) {
+	priced := in.Rows != nil && (w.Row > 0 || w.Byte > 0)
+	for k := range c {
+		if priced {
+			c[k] = w.Row*at(in.Rows, k) + w.Byte*at(in.Bytes, k)
+		} else {
+			c[k] = in.Cost
+		}
+	}
+}
+
 func (w *waveState) add(in *instState) {
 	for k, c := range in.cost {
 		w.load[k] += c
@@ -792,14 +804,6 @@ func (st *state) spread() string {
 // mixing the waves' daily cycles approaches, one instance's size permitting).
 func level(live []*waveState) float64 {
 	return slices.Max(append(levels(live), 0))
-}
-
-// levelAt is the fleet's utilisation in slot k (0 when it has no live wave).
-func levelAt(live []*waveState, k int) float64 {
-	if l := levels(live); k < len(l) {
-		return l[k]
-	}
-	return 0
 }
 
 // levels is the live waves' total load over their total capacity, per slot (nil when
