@@ -88,8 +88,8 @@ type Model struct {
 	pooled struct {
 		at     time.Time // when fitted; zero: never
 		prices [2]float64
-		// base is the median wave's base at the pooled prices (what its mean CPU
-		// leaves of its mean work's cost): the idle process a scaled price adds.
+		// base is the median wave's idle base at the pooled prices' speed
+		// (baseAtSpeed): the idle process a scaled price adds.
 		base float64
 		ok   bool
 	}
@@ -351,11 +351,7 @@ func (m *Model) pricesLocked(id string) Prices {
 		mr, mb, mc := meanSamples(ss)
 		p = Prices{Base: mc, Source: SourceNone}
 		if pooledOK {
-			f := 1.0
-			if d := prior[0]*mr + prior[1]*mb + m.pooled.base; d > 0 && mc > 0 {
-				f = mc / d
-			}
-			p = m.scaledLocked(prior, f)
+			p = m.scaledLocked(prior, m.speedLocked(prior, mr, mb, mc))
 		}
 		p.R2, p.RMSE = explained(ss, fitResult{row: p.Row, byte: p.Byte, base: p.Base})
 	}
@@ -371,6 +367,15 @@ const (
 	minSpeed = 0.25
 	maxSpeed = 4
 )
+
+// speedLocked is the factor on the fleet's prices and base that meets a mean CPU of mc
+// at a mean work of mr rows/s and mb bytes/s (1 when nothing tells).
+func (m *Model) speedLocked(prior [2]float64, mr, mb, mc float64) float64 {
+	if d := prior[0]*mr + prior[1]*mb + m.pooled.base; d > 0 && mc > 0 {
+		return mc / d
+	}
+	return 1
+}
 
 // scaledLocked is the pooled prices and base times the speed factor f (bounded).
 func (m *Model) scaledLocked(prior [2]float64, f float64) Prices {
@@ -484,7 +489,7 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 		return m.pooled.prices, m.pooled.ok
 	}
 	var all []sample
-	var waveMeans [][3]float64
+	var pool [][]sample
 	for _, n := range m.nodes {
 		ss, _ := n.plain()
 		k := len(ss)
@@ -492,7 +497,7 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 			continue
 		}
 		mr, mb, mc := meanSamples(ss)
-		waveMeans = append(waveMeans, [3]float64{mr, mb, mc})
+		pool = append(pool, ss)
 		step := max(1, k/poolSamples)
 		for i := 0; i < k; i += step {
 			s := ss[i]
@@ -504,14 +509,37 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 		return [2]float64{}, false
 	}
 	f := fitCentred(all)
-	bases := make([]float64, len(waveMeans))
-	for i, wm := range waveMeans {
-		bases[i] = math.Max(0, wm[2]-f.row*wm[0]-f.byte*wm[1])
+	bases := make([]float64, len(pool))
+	for i, ss := range pool {
+		bases[i] = baseAtSpeed(ss, f.row, f.byte)
 	}
 	m.pooled.at = now
 	m.pooled.prices, m.pooled.ok = [2]float64{f.row, f.byte}, f.row > 0 || f.byte > 0
 	m.pooled.base = median(bases)
 	return m.pooled.prices, m.pooled.ok
+}
+
+// baseAtSpeed is a wave's idle base at the pooled prices' speed: the intercept of its
+// CPU over its work at the pooled prices (row, byte), divided by the slope, the wave's
+// speed against the pool (bounded as a pooled wave's is), so that scaledLocked's factor
+// gives each wave its own again; never below 0. What its mean CPU leaves of its mean
+// work at the pooled prices alone would call a slow host's extra cost its idle process
+// (on the fleet simulator's seed 2 the median wave's base came out six times the idle
+// process's), and a wave priced from the pool would carry that as a base which moving its
+// instances off never lowers.
+func baseAtSpeed(ss []sample, row, byte float64) float64 {
+	var sw, sc, sww, swc float64
+	for _, s := range ss {
+		w := row*s.rows + byte*s.bytes
+		sw, sc, sww, swc = sw+w, sc+s.cpu, sww+w*w, swc+w*s.cpu
+	}
+	k := float64(len(ss))
+	mw, mc := sw/k, sc/k
+	speed := 1.0 // work that never changed: no speed to tell
+	if vw := sww/k - mw*mw; vw > 1e-12*mw*mw {
+		speed = min(max((swc/k-mw*mc)/vw, minSpeed), maxSpeed)
+	}
+	return math.Max(0, mc-speed*mw) / speed
 }
 
 // fitCentred fits prices without a base to samples centred on their waves' means.

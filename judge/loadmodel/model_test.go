@@ -296,3 +296,29 @@ func TestBaseNowFollowsTheLatestSamples(t *testing.T) {
 	require.True(t, p.Pegged, "the last readings at the cores")
 	require.Equal(t, p.Base, p.BaseNow)
 }
+
+// The fleet's base, which a wave priced from the pool carries, is the idle process's:
+// each wave's base at its own speed on the pooled prices, not what its mean CPU leaves
+// of its work at the pooled prices alone, which calls a host's speed its idle process
+// (on the fleet simulator's seed 2 that made a wave relieved of its instances look
+// loaded still, and the plan moved more of them).
+func TestPooledBaseIsTheIdleProcess(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	const base = 0.15
+	var ws []*wave
+	for i, speed := range []float64{0.8, 1.3, 1.4, 1.5, 2.2} {
+		w := newWave(fmt.Sprintf("w%d", i), truth{row: speed * 2e-5, byte: speed * 4e-9, base: speed * base}, 40, uint64(i+1))
+		w.cores = 32
+		ws = append(ws, w)
+	}
+	feed(m, &clk, 6*time.Hour, ws...)
+	_, _, ok := m.Pooled()
+	require.True(t, ok)
+	m.mu.Lock()
+	got := m.pooled.base
+	m.mu.Unlock()
+	// The idle process at the pooled prices' speed (a host at those prices idles at it).
+	row, _, _ := m.Pooled()
+	within(t, base*row/2e-5, got, 0.10, "the pool's base")
+}
