@@ -108,22 +108,48 @@ func (l *lines) set(st *state, live []*waveState) {
 	}
 }
 
-// scoreWith is w's score with sign·c added to its load (c nil: as it is).
+// peaks are a wave's loads against its lines, taken surely (surely) and over its
+// capacity: the highest over every slot, and each window slot's. A wave's score is
+// these over the lines (score), so that when a step redraws the lines only the two
+// waves it changed need their loads walked again.
+type peaks struct {
+	day float64
+	win []float64
+}
+
+// peaksOf fills p with w's peaks.
+func (l *lines) peaksOf(w *waveState, p *peaks) {
+	e := w.surely()
+	p.day = math.Inf(-1)
+	for _, x := range w.load {
+		p.day = max(p.day, (x+e)/w.cap)
+	}
+	p.win = p.win[:0]
+	for _, k := range l.win {
+		p.win = append(p.win, (w.load[k]+e)/w.cap)
+	}
+}
+
+// score is the score of a wave with peaks p: the highest of its loads over their
+// lines, as scoreWith walks them (a division by a positive line keeps the order of
+// what it divides, so taking the highest first changes no bit).
+func (l *lines) score(p *peaks) float64 {
+	s := p.day / l.day
+	for i, v := range p.win {
+		s = max(s, v/l.now[i])
+	}
+	return s
+}
+
+// scoreWith is w's score with sign·c added to its load.
 func (l *lines) scoreWith(w *waveState, c []float64, sign float64) float64 {
 	e := w.surely()
 	s := math.Inf(-1)
 	for k, x := range w.load {
-		if c != nil {
-			x += sign * c[k]
-		}
-		s = max(s, (x+e)/w.cap/l.day)
+		s = max(s, (x+sign*c[k]+e)/w.cap/l.day)
 	}
 	for i, k := range l.win {
-		x := w.load[k]
-		if c != nil {
-			x += sign * c[k]
-		}
-		s = max(s, (x+e)/w.cap/l.now[i])
+		s = max(s, (w.load[k]+sign*c[k]+e)/w.cap/l.now[i])
 	}
 	return s
 }
@@ -189,11 +215,17 @@ func (st *state) holdToLines() string {
 	l := st.newLines(live)
 	aside := map[*waveState]bool{}
 	scores := make([]float64, len(live))
+	pk := make([]peaks, len(live))
+	at := make(map[*waveState]int, len(live))
+	for i, w := range live {
+		l.peaksOf(w, &pk[i])
+		at[w] = i
+	}
 	for started := false; ; started = true {
 		l.set(st, live)
 		hot := -1
 		for i, w := range live {
-			scores[i] = l.scoreWith(w, nil, 0)
+			scores[i] = l.score(&pk[i])
 			if !aside[w] && (hot < 0 || scores[i] > scores[hot]) {
 				hot = i
 			}
@@ -225,6 +257,8 @@ func (st *state) holdToLines() string {
 			s.bcst = st.costOn(best.back.Instance, live[hot])
 		}
 		st.apply(s, ReasonSpread)
+		l.peaksOf(live[hot], &pk[hot])
+		l.peaksOf(best.dst, &pk[at[best.dst]])
 	}
 }
 
