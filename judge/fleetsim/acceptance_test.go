@@ -22,12 +22,14 @@ import (
 // plans end (the last one empty), and no instance moves twice.
 //
 // The bounds on the moves are what the judge's lines goal measured (rebalance's
-// lines.go), with a little room: replaying its moves in order, both targets hold after
-// at most 1.40× the descent's moves to them (seed 1: 41 against 34, seed 2: 61 against
-// 45, seed 3: 23 against 26, seed 7: 55 against 54, homogeneous: 30 against 26), and the
-// plans end after at most 1.60× (47, 62, 28, 59, 40). The issue asks for at most as
-// many: on seeds 3 and 7 that holds to the target, and nowhere for every move until
-// the plans end. What the judge needs beyond the descent is the price of learning the
+// lines.go) on the prices of judge/loadmodel as of d8b352d, with a little room:
+// replaying its moves in order, both targets hold after at most 1.25× the descent's
+// moves to them (seed 1: 34 against 34, seed 2: 50 against 45, seed 3: 23 against 26,
+// seed 7: 55 against 54, homogeneous: 30 against 26), and the plans end after at most
+// 1.60× (49, 54, 28, 59, 40). The issue asks for at most as many: on seeds 1 and 3 that
+// holds to the target, and nowhere for every move until the plans end (before the
+// pool's base was taken at each wave's speed, seed 1 took 41 and seed 2 61, and the
+// bound was 1.40×). What the judge needs beyond the descent is the price of learning the
 // costs: on the true costs the same planner takes the descent's moves
 // (TestPlannerOnTrueCosts). Seed 7 is the case the goals before the lines (a band,
 // then two levels) never brought within 1.10× greedy (1.13× now and by the day), like
@@ -47,7 +49,7 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a day of simulated history per fleet: not in -short")
 	}
-	const toTarget, total = 1.40, 1.60
+	const toTarget, total = 1.25, 1.60
 	for _, c := range []struct {
 		name, preset string
 		seed         uint64
