@@ -3,6 +3,7 @@
 package fleetsim
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -48,6 +49,17 @@ func TestPlannerOnTrueCosts(t *testing.T) {
 			// (hetero 38 of 34, large 494 of 475, homogeneous 30 of 26).
 			if float64(len(moves)) > 1.20*float64(d)+1 {
 				t.Errorf("the planner made %d moves until its plans ended: want at most 1.20× the descent reference's %d", len(moves), d)
+			}
+			// Where the plans end, both peaks stay within the target.
+			final := slices.Clone(f.Initial)
+			for _, m := range moves {
+				final[m[0]] = m[1]
+			}
+			if p := figuresOf(f, final, atHour(h)).Peak; p > TargetFactor*gNow {
+				t.Errorf("the plans ended with the peak now at %.1f %%, %.3f× greedy's: want at most %.2f×", 100*p, p/gNow, TargetFactor)
+			}
+			if p := figuresOf(f, final, dayPeak).Peak; p > TargetFactor*gDay {
+				t.Errorf("the plans ended with the daily peak at %.1f %%, %.3f× greedy's: want at most %.2f×", 100*p, p/gDay, TargetFactor)
 			}
 			// An instance may move twice on the way when a later plan, on the hours that
 			// turned since, finds it the best step (on the 200-wave fleet 1 of 475 moves);
