@@ -36,6 +36,9 @@ type lines struct {
 	// a wave's base, on the wave where it weighs least. They do not change within a plan.
 	floorDay float64
 	floorNow []float64
+	// none is a cost of nothing in every slot, for scoreAfter's side that a move leaves
+	// empty.
+	none []float64
 }
 
 // floorCandidates is how many of the fleet's costliest instances (in cores at their
@@ -65,7 +68,7 @@ const linesStart = 0.02
 
 func (st *state) newLines(live []*waveState) *lines {
 	n := len(st.goals.LevelNow)
-	l := &lines{win: st.goals.LevelNow, now: make([]float64, n), floorNow: make([]float64, n)}
+	l := &lines{win: st.goals.LevelNow, now: make([]float64, n), floorNow: make([]float64, n), none: make([]float64, st.slots)}
 	var cand []*instState
 	costlier := func(a, b *instState) bool { return slices.Max(a.cost) > slices.Max(b.cost) }
 	for _, w := range live {
@@ -131,7 +134,7 @@ func (l *lines) peaksOf(w *waveState, p *peaks) {
 }
 
 // score is the score of a wave with peaks p: the highest of its loads over their
-// lines, as scoreWith walks them (a division by a positive line keeps the order of
+// lines, as scoreAfter walks them (a division by a positive line keeps the order of
 // what it divides, so taking the highest first changes no bit).
 func (l *lines) score(p *peaks) float64 {
 	s := p.day / l.day
@@ -141,21 +144,9 @@ func (l *lines) score(p *peaks) float64 {
 	return s
 }
 
-// scoreWith is w's score with sign·c added to its load.
-func (l *lines) scoreWith(w *waveState, c []float64, sign float64) float64 {
-	e := w.surely()
-	s := math.Inf(-1)
-	for k, x := range w.load {
-		s = max(s, (x+sign*c[k]+e)/w.cap/l.day)
-	}
-	for i, k := range l.win {
-		s = max(s, (w.load[k]+sign*c[k]+e)/w.cap/l.now[i])
-	}
-	return s
-}
-
-// scoreSwap is w's score with out's cost removed and in's added.
-func (l *lines) scoreSwap(w *waveState, out, in []float64) float64 {
+// scoreAfter is w's score with out's cost removed from its load and in's added (a move
+// off w takes in l.none, a move onto it out l.none).
+func (l *lines) scoreAfter(w *waveState, out, in []float64) float64 {
 	e := w.surely()
 	s := math.Inf(-1)
 	for k, x := range w.load {
@@ -318,7 +309,7 @@ func (st *state) linesMove(l *lines, hot *waveState, dsts []*waveState, below, l
 		if !st.movable(in) {
 			continue
 		}
-		sp := l.scoreWith(hot, in.cost, -1)
+		sp := l.scoreAfter(hot, in.cost, l.none)
 		if sp > below {
 			continue
 		}
@@ -330,7 +321,7 @@ func (st *state) linesMove(l *lines, hot *waveState, dsts []*waveState, below, l
 			if d.peakWith(c, 1) > limit+eps {
 				continue
 			}
-			dp := l.scoreWith(d, c, 1)
+			dp := l.scoreAfter(d, l.none, c)
 			if s := (&lineStep{in: in, dst: d, pair: max(sp, dp), dp: dp}); s.pair <= below && s.better(best) {
 				best = s
 			}
@@ -346,7 +337,7 @@ func (st *state) linesSwap(l *lines, hot *waveState, cool []*waveState, below, l
 	ic, bc := make([]float64, st.slots), make([]float64, st.slots)
 	st.eachSwap(hot, cool, func(in, back *instState, d *waveState) {
 		st.costInto(bc, back.Instance, hot)
-		sp := l.scoreSwap(hot, in.cost, bc)
+		sp := l.scoreAfter(hot, in.cost, bc)
 		if sp > below {
 			return
 		}
@@ -354,7 +345,7 @@ func (st *state) linesSwap(l *lines, hot *waveState, cool []*waveState, below, l
 		if d.peakSwap(back.cost, ic) > limit+eps {
 			return
 		}
-		dp := l.scoreSwap(d, back.cost, ic)
+		dp := l.scoreAfter(d, back.cost, ic)
 		if s := (&lineStep{in: in, back: back, dst: d, pair: max(sp, dp), dp: dp}); s.pair <= below && s.better(best) {
 			best = s
 		}
