@@ -42,13 +42,12 @@ type RebalanceOptions struct {
 }
 
 // DefaultRebalanceOptions are the defaults of the rebalance section: every wave under 70
-// % of its cores at its peak hour, peaks within 3 points of each other (what the fleet
-// simulator, binlake bench fleet, found to bring the peak within 1.10× of a greedy
-// assignment on heterogeneous fleets; finer chases the noise of a CPU measurement with
-// more moves), no ratio to the mean, prices fitted over 6 hours; in the rows model no hard
-// threshold, a band of 2000 rows/s and 100 rows/s per instance; 20 moves a plan and 10
-// minutes between two moves of an instance (long enough for its rates on the new wave
-// to settle).
+// % of its cores at its peak hour; every wave held to its lines (1.08× the least the
+// busiest wave could stand at, utilisation_balance 0), with 3 points of utilisation the
+// noise of a CPU reading (a move gains at least a third of it: finer chases that noise
+// with more moves); prices fitted over 6 hours; in the rows model no hard threshold, a
+// band of 2000 rows/s and 100 rows/s per instance; 20 moves a plan and 10 minutes between
+// two moves of an instance (long enough for its rates on the new wave to settle).
 func DefaultRebalanceOptions() RebalanceOptions {
 	return RebalanceOptions{MaxUtilisation: 0.7, UtilisationBand: 0.03, FitWindow: 6 * time.Hour,
 		Band: 2000, InstanceFloor: 100, MaxMoves: 20, Cooldown: 10 * time.Minute}
