@@ -3,6 +3,7 @@ package fleetsim
 import (
 	"fmt"
 	"io"
+	"slices"
 )
 
 // Joint counts the moves to the goal the judge plans for: the peak now and every wave's
@@ -18,6 +19,9 @@ type Joint struct {
 	// JudgeMovesToTarget is after how many of the judge's moves, replayed in order,
 	// both targets first held; -1 when never.
 	JudgeMovesToTarget int `json:"judge_moves_to_target"`
+	// LeastMoves is a lower bound of how many instances must move for both targets
+	// (leastMoves): the descent's count is an upper one.
+	LeastMoves int `json:"least_moves"`
 }
 
 // jointMeasure is a wave's load now over the target now or at its daily peak over the
@@ -30,11 +34,68 @@ func jointMeasure(h, targetNow, targetDay float64) measure {
 func joint(f *Fleet, moves [][2]int, h, targetNow, targetDay float64) Joint {
 	m := jointMeasure(h, targetNow, targetDay)
 	_, d := descent(f, f.Initial, m, 1)
-	return Joint{Descent: d, JudgeMovesToTarget: movesToTarget(f, moves, m, 1)}
+	return Joint{Descent: d, JudgeMovesToTarget: movesToTarget(f, moves, m, 1), LeastMoves: leastMoves(f, h, targetNow, targetDay)}
+}
+
+// dayHours is how many evenly spaced hours of the day leastMoves holds the daily target
+// at: the day's peak is at least the load at any of them.
+const dayHours = 96
+
+// leastMoves is a lower bound of the moves that bring every wave within targetNow at
+// hour h and within targetDay at its daily peak: the sum, over the waves, of the fewest
+// of a wave's own instances that must leave it. Each wave must be within both at every
+// hour, so it must shed at least as many as the hardest of these hours asks, and at one
+// hour the fewest are its costliest at that hour (instances arriving only add load). An
+// instance starts on one wave, so no move is counted twice.
+func leastMoves(f *Fleet, h, targetNow, targetDay float64) int {
+	total := 0
+	for _, n := range leastOff(f, h, targetNow, targetDay) {
+		total += n
+	}
+	return total
+}
+
+// leastOff is, for each wave, the fewest of its instances that must leave it (leastMoves).
+func leastOff(f *Fleet, h, targetNow, targetDay float64) []int {
+	on := make([][]int, len(f.Waves))
+	for i, w := range f.Initial {
+		on[w] = append(on[w], i)
+	}
+	ls := loads(f, f.Initial)
+	least := make([]int, len(f.Waves))
+	costs := []float64{}
+	for w, wave := range f.Waves {
+		cores := float64(wave.Cores)
+		// fewest is how many of w's instances must leave for its load at hour hr to be
+		// within target.
+		fewest := func(hr, target float64) int {
+			excess := ls[w].at(hr) - target*cores
+			if excess <= 0 {
+				return 0
+			}
+			costs = costs[:0]
+			for _, i := range on[w] {
+				costs = append(costs, contrib(wave, f.Instances[i]).at(hr))
+			}
+			slices.Sort(costs)
+			n := 0
+			for k := len(costs) - 1; k >= 0 && excess > 0; k-- {
+				excess -= costs[k]
+				n++
+			}
+			return n
+		}
+		need := fewest(h, targetNow)
+		for k := range dayHours {
+			need = max(need, fewest(24*float64(k)/dayHours, targetDay))
+		}
+		least[w] = need
+	}
+	return least
 }
 
 func (j Joint) write(out io.Writer, moves int) {
 	fmt.Fprintf(out, "\nboth at once (now and the daily peaks within %.2f× greedy)\n", TargetFactor)
-	fmt.Fprintf(out, "  judge: %s of its %d moves to the target; descent reference: %s (%d in all, %d distinct)\n",
-		toTarget(j.JudgeMovesToTarget), moves, toTarget(j.Descent.MovesToTarget), j.Descent.Moves, j.Descent.Distinct)
+	fmt.Fprintf(out, "  judge: %s of its %d moves to the target; descent reference: %s (%d in all, %d distinct); at least %d must move\n",
+		toTarget(j.JudgeMovesToTarget), moves, toTarget(j.Descent.MovesToTarget), j.Descent.Moves, j.Descent.Distinct, j.LeastMoves)
 }

@@ -204,3 +204,43 @@ func TestJoint(t *testing.T) {
 		t.Errorf("joint measure of w0: %v, want the day's .85 over .7", m(loads(f, []int{0, 0})[0]))
 	}
 }
+
+// TestLeastMoves: the fewest instances that must leave each wave, by its costliest
+// first, summed over the waves, now and by the day.
+func TestLeastMoves(t *testing.T) {
+	// w0 (1 core) holds .5, .3 and .2 flat; w1 (1 core) holds .1; w2 is empty.
+	f := handFleet([][2]float64{{1, 1}, {1, 1}, {1, 1}}, 0.5, 0.3, 0.2, 0.1)
+	for i := range f.Instances {
+		f.Instances[i].RowBytes = 0
+	}
+	f.Initial = []int{0, 0, 0, 1}
+	for _, tc := range []struct {
+		now, day float64
+		want     int
+	}{
+		{1, 1, 0},       // every wave within both
+		{0.6, 1, 1},     // w0 sheds its .5: one move, not the .3 and the .2
+		{0.25, 1, 2},    // w0 keeps .2 at most: .5 and .3 leave
+		{1, 0.55, 1},    // by the day alike
+		{0.05, 0.05, 4}, // every instance, w1's too
+		{0.6, 0.25, 2},  // the harder of the two
+		{0.25, 0.6, 2},  // whichever it is
+	} {
+		if got := leastMoves(f, 0, tc.now, tc.day); got != tc.want {
+			t.Errorf("targets %v now, %v by the day: %d must move, want %d", tc.now, tc.day, got, tc.want)
+		}
+	}
+	// A swinging instance: .3 that peaks at noon at .45 (±50 %), beside a flat .4.
+	// At hour 0 it costs .15: the wave is within .6 now, but at noon .85 is over .7.
+	g := handFleet([][2]float64{{1, 1}, {1, 1}}, 0.4, 0.3)
+	g.Instances[0].RowBytes, g.Instances[1].RowBytes = 0, 0
+	g.Instances[1].Amp, g.Instances[1].PeakHour = 0.5, 12
+	if got := leastMoves(g, 0, 0.6, 0.7); got != 1 {
+		t.Errorf("the day's peak: %d must move, want 1", got)
+	}
+	// Each wave must be within its target at every hour, each of which asks the fewest
+	// costliest at that hour: the day's bound is the hardest hour's.
+	if got := leastMoves(g, 0, 0.6, 0.3); got != 2 {
+		t.Errorf("under .3 all day: %d must move, want 2 (the flat .4 and the swinging one)", got)
+	}
+}
