@@ -219,16 +219,16 @@ func (st *state) holdToLines() string {
 	// the threshold does not set a plan to polish every wave just over its lines. (Left
 	// up to the whole threshold, waves of the 200-wave fleet stayed at 1.100× the greedy
 	// reference on the true costs.)
-	due := map[*waveState]bool{}
+	due := make([]bool, len(live)) // by live's index
 	for started := false; ; started = true {
 		l.set(st, live)
 		hot := -1
 		for i, w := range live {
 			scores[i] = l.score(&pk[i])
 			if !started && scores[i] > 1+linesStart/2 {
-				due[w] = true
+				due[i] = true
 			}
-			if !aside[w] && due[w] && (hot < 0 || scores[i] > scores[hot]) {
+			if !aside[w] && due[i] && (hot < 0 || scores[i] > scores[hot]) {
 				hot = i
 			}
 		}
@@ -259,7 +259,7 @@ func (st *state) holdToLines() string {
 			s.bcst = st.costOn(best.back.Instance, live[hot])
 		}
 		st.apply(s, ReasonSpread)
-		due[best.dst] = true
+		due[at[best.dst]] = true
 		l.peaksOf(live[hot], &pk[hot])
 		l.peaksOf(best.dst, &pk[at[best.dst]])
 	}

@@ -48,21 +48,9 @@ const dayHours = 96
 // hour the fewest are its costliest at that hour (instances arriving only add load). An
 // instance starts on one wave, so no move is counted twice.
 func leastMoves(f *Fleet, h, targetNow, targetDay float64) int {
-	total := 0
-	for _, n := range leastOff(f, h, targetNow, targetDay) {
-		total += n
-	}
-	return total
-}
-
-// leastOff is, for each wave, the fewest of its instances that must leave it (leastMoves).
-func leastOff(f *Fleet, h, targetNow, targetDay float64) []int {
-	on := make([][]int, len(f.Waves))
-	for i, w := range f.Initial {
-		on[w] = append(on[w], i)
-	}
+	on := instancesOn(f, f.Initial)
 	ls := loads(f, f.Initial)
-	least := make([]int, len(f.Waves))
+	total := 0
 	costs := []float64{}
 	for w, wave := range f.Waves {
 		cores := float64(wave.Cores)
@@ -89,9 +77,9 @@ func leastOff(f *Fleet, h, targetNow, targetDay float64) []int {
 		for k := range dayHours {
 			need = max(need, fewest(24*float64(k)/dayHours, targetDay))
 		}
-		least[w] = need
+		total += need
 	}
-	return least
+	return total
 }
 
 func (j Joint) write(out io.Writer, moves int) {

@@ -214,10 +214,7 @@ func descent(f *Fleet, initial []int, m measure, target float64) ([]int, Descent
 	assign := slices.Clone(initial)
 	ls := loads(f, assign)
 	u := utils(f, ls, m)
-	on := make([][]int, len(f.Waves))
-	for i, w := range assign {
-		on[w] = append(on[w], i)
-	}
+	on := instancesOn(f, assign)
 	d := Descent{MovesToTarget: -1}
 	moved := map[int]bool{}
 	const eps = 1e-12
@@ -268,4 +265,14 @@ func descent(f *Fleet, initial []int, m measure, target float64) ([]int, Descent
 	d.Distinct = len(moved)
 	d.Figures = figures(f, u)
 	return assign, d
+}
+
+// instancesOn is each wave's instances under assign (instance → wave index), in
+// instance order.
+func instancesOn(f *Fleet, assign []int) [][]int {
+	on := make([][]int, len(f.Waves))
+	for i, w := range assign {
+		on[w] = append(on[w], i)
+	}
+	return on
 }
