@@ -215,7 +215,7 @@ func planWave(v *waveView, alive bool, running []instWork) rebalance.Wave {
 // apiPrices is p as the API shows it.
 func apiPrices(p loadmodel.Prices) api.Prices {
 	return api.Prices{RowCores: p.Row, ByteCores: p.Byte, BaseCores: p.Base, Source: p.Source, Samples: p.Samples, R2: p.R2, RMSE: p.RMSE,
-		Saturated: p.Saturated}
+		Saturated: p.Saturated, WorkErr: p.WorkErr}
 }
 
 // peakOf is the largest of per-slot loads over cores, and its hour (-1: now).

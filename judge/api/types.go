@@ -297,9 +297,9 @@ type NodeLoad struct {
 // Prices are a wave's costs of work in CPU cores, fitted to the CPU its wave process
 // used (wave.cpu_cores) against the rows and bytes it published: per row/s, per byte/s,
 // and the base the process costs with no work. Source is "fitted" (the wave's own
-// samples), "pooled" (too few or too alike samples: the fleet's prices) or "none" (no
-// wave reports its CPU); Samples, R2 and RMSE (cores) say how well they explain the
-// wave's samples.
+// samples), "pooled" (too few or too alike samples, or a fit of its own too uncertain:
+// the fleet's prices at the wave's speed) or "none" (no wave reports its CPU); Samples,
+// R2 and RMSE (cores) say how well they explain the wave's samples.
 type Prices struct {
 	RowCores  float64 `json:"row_cores"`
 	ByteCores float64 `json:"byte_cores"`
@@ -311,6 +311,10 @@ type Prices struct {
 	// Saturated is how many samples were left out because the wave's CPU was pegged at
 	// its cores: a reading that is only a floor of what the work costs.
 	Saturated int `json:"saturated"`
+	// WorkErr is the standard error of the wave's own fit's cost of its mean work, as a
+	// share of that cost (0: no fit of its own tried); above 0.05 the wave is priced
+	// "pooled".
+	WorkErr float64 `json:"work_err"`
 }
 
 // MetricNames are the metric names the judge has seen (GET /v1/metric-names): every

@@ -15,6 +15,7 @@ package loadmodel
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -27,8 +28,9 @@ import (
 const (
 	// SourceFitted: fitted to the wave's own samples.
 	SourceFitted = "fitted"
-	// SourcePooled: too few or too alike samples of its own; the fleet's pooled prices,
-	// with a base that matches the wave's mean.
+	// SourcePooled: too few or too alike samples of its own, or samples that leave the
+	// price of its work uncertain (Prices.WorkErr); the fleet's pooled prices at the
+	// wave's speed.
 	SourcePooled = "pooled"
 	// SourceNone: no wave reports its CPU (wave.cpu_cores): no price in cores at all.
 	SourceNone = "none"
@@ -49,6 +51,10 @@ type Prices struct {
 	// Saturated is how many samples were left out because the wave's CPU was pegged at
 	// its cores (a reading that is only a floor of the work's cost).
 	Saturated int
+	// WorkErr is the standard error of the wave's own fit's cost of its mean work, as a
+	// share of that cost (0 when no fit of its own was tried): above maxWorkErr the
+	// fleet's prices at the wave's speed stand in.
+	WorkErr float64
 	// BaseNow is the base as the wave's latest samples show it: the median of what
 	// these prices leave unexplained of each (its CPU minus its work's cost), over the
 	// last thirty minutes (at least the last five samples). Each sample holds the work and
@@ -338,9 +344,7 @@ func (m *Model) pricesLocked(id string) Prices {
 			mr, mb, _ := means(n.samples)
 			p = m.scaledLocked(prior, math.Max(1, saturatedAt*n.cores/(prior[0]*mr+prior[1]*mb+m.pooled.base)))
 		}
-	case len(ss) >= m.o.MinSamples && varies(ss):
-		f := fit(ss, prior, priorStrength)
-		p = Prices{Row: f.row, Byte: f.byte, Base: f.base, Source: SourceFitted, R2: f.r2, RMSE: f.rmse}
+	case len(ss) >= m.o.MinSamples && varies(ss) && m.ownFit(ss, prior, pooledOK, &p):
 	default:
 		// Too few samples, or work that never changed, to fit three prices: one is
 		// fitted instead, the wave's speed relative to the fleet, the factor on the
@@ -349,10 +353,12 @@ func (m *Model) pricesLocked(id string) Prices {
 		// rather than at the fleet's prices with the difference called its idle base
 		// (which moving instances off it never lowers).
 		mr, mb, mc := meanSamples(ss)
+		workErr := p.WorkErr
 		p = Prices{Base: mc, Source: SourceNone}
 		if pooledOK {
 			p = m.scaledLocked(prior, m.speedLocked(prior, mr, mb, mc))
 		}
+		p.WorkErr = workErr
 		p.R2, p.RMSE = explained(ss, fitResult{row: p.Row, byte: p.Byte, base: p.Base})
 	}
 	p.Samples, p.Saturated = len(ss), saturated
@@ -360,6 +366,44 @@ func (m *Model) pricesLocked(id string) Prices {
 	n.fitted, n.fittedAt, n.dirty = p, now, false
 	return p
 }
+
+// maxWorkErr is the most a wave's own fit may leave its work's cost uncertain (a share
+// of it: Prices.WorkErr) for its prices to be used. The judge predicts a move's relief
+// from them; on the simulated fleets, before any move, most waves' work varied by 2 % over
+// the fit window against a CPU noise of 3 %, and their fits traded the work's price
+// against the base: a 4-core wave priced its work 13 % short with a base of 0.61 cores
+// (0.13 true), at a standard error of 8 %, and plans took one instance more off such
+// waves than had to move. The fleet's prices at the wave's speed (one factor, from its
+// mean CPU) stand in until moves or the day vary its work enough.
+const maxWorkErr = 0.05
+
+// ownFit fits the wave's own prices into p, blended with the fleet's at the wave's
+// speed by how well each is known: the own fit's weight is 1/WorkErr², the pool's
+// 1/poolErr², so that a fit whose work barely moved leans on the pool and one whose
+// work moved is its own, with no jump between the two as samples come.
+func (m *Model) ownFit(ss []sample, prior [2]float64, pooledOK bool, p *Prices) bool {
+	f := fit(ss, prior, priorStrength)
+	*p = Prices{Row: f.row, Byte: f.byte, Base: f.base, Source: SourceFitted, WorkErr: f.workErr}
+	if pooledOK {
+		mr, mb, mc := meanSamples(ss)
+		sp := m.scaledLocked(prior, m.speedLocked(prior, mr, mb, mc))
+		a := 0.0
+		if f.workErr < math.Inf(1) {
+			wo, wp := 1/(f.workErr*f.workErr), 1/(poolErr*poolErr)
+			a = wo / (wo + wp)
+		}
+		p.Row, p.Byte, p.Base = a*f.row+(1-a)*sp.Row, a*f.byte+(1-a)*sp.Byte, a*f.base+(1-a)*sp.Base
+		if a < 0.5 {
+			p.Source = SourcePooled
+		}
+	}
+	p.R2, p.RMSE = f.r2, f.rmse
+	return true
+}
+
+// poolErr is how far the fleet's prices at a wave's speed are taken to miss the cost
+// of its work, a share of it (ownFit's weight of the pool).
+const poolErr = 0.05
 
 // Bounds of a pooled wave's speed factor: a few samples of a host do not make it more
 // than four times as fast or as slow as the fleet's median.
@@ -490,6 +534,7 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 	}
 	var all []sample
 	var pool [][]sample
+	var spans [][2]int // each pooled wave's samples in all
 	for _, n := range m.nodes {
 		ss, _ := n.plain()
 		k := len(ss)
@@ -498,17 +543,19 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 		}
 		mr, mb, mc := meanSamples(ss)
 		pool = append(pool, ss)
+		from := len(all)
 		step := max(1, k/poolSamples)
 		for i := 0; i < k; i += step {
 			s := ss[i]
 			all = append(all, sample{rows: s.rows - mr, bytes: s.bytes - mb, cpu: s.cpu - mc})
 		}
+		spans = append(spans, [2]int{from, len(all)})
 	}
 	if len(all) == 0 {
 		// Nothing to pool yet: ask again next time rather than caching the absence.
 		return [2]float64{}, false
 	}
-	f := fitCentred(all)
+	f := fitAtSpeeds(all, spans)
 	bases := make([]float64, len(pool))
 	for i, ss := range pool {
 		bases[i] = baseAtSpeed(ss, f.row, f.byte)
@@ -540,6 +587,47 @@ func baseAtSpeed(ss []sample, row, byte float64) float64 {
 		speed = min(max((swc/k-mw*mc)/vw, minSpeed), maxSpeed)
 	}
 	return math.Max(0, mc-speed*mw) / speed
+}
+
+// speedRounds is how often fitAtSpeeds refits the pool with each wave's speed.
+const speedRounds = 3
+
+// fitAtSpeeds fits the pooled prices to centred samples (each wave's in all[span])
+// with each wave's own speed factor: its hosts differ by speed (a slower core makes
+// every row and every byte dearer alike), so one price for all would weigh each wave's
+// samples as if their CPU moved alike with the work. The speeds are each wave's slope of
+// its CPU over its work at the prices, normalised to a median of 1, and the prices are
+// refitted to the CPU divided by them, speedRounds times.
+func fitAtSpeeds(all []sample, spans [][2]int) fitResult {
+	f := fitCentred(all)
+	if len(spans) < 3 {
+		return f // too few waves to tell a speed from the prices
+	}
+	speeds := make([]float64, len(spans))
+	scaled := make([]sample, len(all))
+	for range speedRounds {
+		for j, sp := range spans {
+			var ww, wc float64
+			for _, s := range all[sp[0]:sp[1]] {
+				w := f.row*s.rows + f.byte*s.bytes
+				ww, wc = ww+w*w, wc+w*s.cpu
+			}
+			speeds[j] = 1
+			if ww > 0 {
+				speeds[j] = min(max(wc/ww, minSpeed), maxSpeed)
+			}
+		}
+		mid := median(slices.Clone(speeds))
+		for j, sp := range spans {
+			k := speeds[j] / mid
+			for i := sp[0]; i < sp[1]; i++ {
+				scaled[i] = all[i]
+				scaled[i].cpu /= k
+			}
+		}
+		f = fitCentred(scaled)
+	}
+	return f
 }
 
 // fitCentred fits prices without a base to samples centred on their waves' means.
