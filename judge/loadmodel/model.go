@@ -403,7 +403,7 @@ func (m *Model) ownFit(ss []sample, prior [2]float64, pooledOK bool, p *Prices) 
 
 // poolErr is how far the fleet's prices at a wave's speed are taken to miss the cost
 // of its work, a share of it (ownFit's weight of the pool).
-const poolErr = 0.05
+const poolErr = 0.03
 
 // Bounds of a pooled wave's speed factor: a few samples of a host do not make it more
 // than four times as fast or as slow as the fleet's median.
