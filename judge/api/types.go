@@ -299,7 +299,7 @@ type NodeLoad struct {
 // and the base the process costs with no work. Source is "fitted" (the wave's own
 // samples), "pooled" (too few or too alike samples, or a fit of its own too uncertain:
 // the fleet's prices at the wave's speed) or "none" (no wave reports its CPU); Samples,
-// R2 and RMSE (cores) say how well they explain the wave's samples.
+// R2 and RMSE (cores) say how well the wave's own fit explains its samples.
 type Prices struct {
 	RowCores  float64 `json:"row_cores"`
 	ByteCores float64 `json:"byte_cores"`
@@ -312,8 +312,9 @@ type Prices struct {
 	// its cores: a reading that is only a floor of what the work costs.
 	Saturated int `json:"saturated"`
 	// WorkErr is the standard error of the wave's own fit's cost of its mean work, as a
-	// share of that cost (0: no fit of its own tried); above 0.05 the wave is priced
-	// "pooled".
+	// share of that cost (0: no fit of its own tried). The prices weigh the own fit by
+	// 1/work_err² against the fleet's prices at the wave's speed by 1/0.03²: "pooled"
+	// when the pool weighs more.
 	WorkErr float64 `json:"work_err"`
 }
 

@@ -30,7 +30,7 @@ const (
 	SourceFitted = "fitted"
 	// SourcePooled: too few or too alike samples of its own, or samples that leave the
 	// price of its work uncertain (Prices.WorkErr); the fleet's pooled prices at the
-	// wave's speed.
+	// wave's speed (alone, or weighing more than its own fit).
 	SourcePooled = "pooled"
 	// SourceNone: no wave reports its CPU (wave.cpu_cores): no price in cores at all.
 	SourceNone = "none"
@@ -43,7 +43,9 @@ type Prices struct {
 	Base float64 // cores the wave process uses with no work
 	// Source says where the prices come from (SourceFitted, SourcePooled, SourceNone);
 	// Samples how many of the wave's own samples the window held; R2 and RMSE how well
-	// the prices explain them (0 without samples).
+	// its own fit explains them (the scatter of its CPU about its work, which plans take
+	// as the error of their predictions), or with too few or too alike samples the pooled
+	// prices do (0 without samples).
 	Source  string
 	Samples int
 	R2      float64
@@ -52,8 +54,9 @@ type Prices struct {
 	// its cores (a reading that is only a floor of the work's cost).
 	Saturated int
 	// WorkErr is the standard error of the wave's own fit's cost of its mean work, as a
-	// share of that cost (0 when no fit of its own was tried): above maxWorkErr the
-	// fleet's prices at the wave's speed stand in.
+	// share of that cost (0 when no fit of its own was tried): the prices are the own
+	// fit and the fleet's at the wave's speed, weighed by 1/WorkErr² and 1/poolErr²
+	// (ownFit); Source is "pooled" when the pool weighs more.
 	WorkErr float64
 	// BaseNow is the base as the wave's latest samples show it: the median of what
 	// these prices leave unexplained of each (its CPU minus its work's cost), over the
@@ -344,7 +347,8 @@ func (m *Model) pricesLocked(id string) Prices {
 			mr, mb, _ := means(n.samples)
 			p = m.scaledLocked(prior, math.Max(1, saturatedAt*n.cores/(prior[0]*mr+prior[1]*mb+m.pooled.base)))
 		}
-	case len(ss) >= m.o.MinSamples && varies(ss) && m.ownFit(ss, prior, pooledOK, &p):
+	case len(ss) >= m.o.MinSamples && varies(ss):
+		p = m.ownFit(ss, prior, pooledOK)
 	default:
 		// Too few samples, or work that never changed, to fit three prices: one is
 		// fitted instead, the wave's speed relative to the fleet, the factor on the
@@ -353,12 +357,10 @@ func (m *Model) pricesLocked(id string) Prices {
 		// rather than at the fleet's prices with the difference called its idle base
 		// (which moving instances off it never lowers).
 		mr, mb, mc := meanSamples(ss)
-		workErr := p.WorkErr
 		p = Prices{Base: mc, Source: SourceNone}
 		if pooledOK {
 			p = m.scaledLocked(prior, m.speedLocked(prior, mr, mb, mc))
 		}
-		p.WorkErr = workErr
 		p.R2, p.RMSE = explained(ss, fitResult{row: p.Row, byte: p.Byte, base: p.Base})
 	}
 	p.Samples, p.Saturated = len(ss), saturated
@@ -367,42 +369,40 @@ func (m *Model) pricesLocked(id string) Prices {
 	return p
 }
 
-// maxWorkErr is the most a wave's own fit may leave its work's cost uncertain (a share
-// of it: Prices.WorkErr) for its prices to be used. The judge predicts a move's relief
-// from them; on the simulated fleets, before any move, most waves' work varied by 2 % over
-// the fit window against a CPU noise of 3 %, and their fits traded the work's price
-// against the base: a 4-core wave priced its work 13 % short with a base of 0.61 cores
-// (0.13 true), at a standard error of 8 %, and plans took one instance more off such
-// waves than had to move. The fleet's prices at the wave's speed (one factor, from its
-// mean CPU) stand in until moves or the day vary its work enough.
-const maxWorkErr = 0.05
-
-// ownFit fits the wave's own prices into p, blended with the fleet's at the wave's
-// speed by how well each is known: the own fit's weight is 1/WorkErr², the pool's
-// 1/poolErr², so that a fit whose work barely moved leans on the pool and one whose
-// work moved is its own, with no jump between the two as samples come.
-func (m *Model) ownFit(ss []sample, prior [2]float64, pooledOK bool, p *Prices) bool {
+// ownFit is the wave's own fit, blended with the fleet's prices at the wave's speed by
+// how well each is known: the own fit's weight is 1/WorkErr², the pool's 1/poolErr², so
+// that a fit whose work barely moved leans on the pool and one whose work moved is its
+// own, with no jump between the two as samples come. Source says which weighs more.
+func (m *Model) ownFit(ss []sample, prior [2]float64, pooledOK bool) Prices {
 	f := fit(ss, prior, priorStrength)
-	*p = Prices{Row: f.row, Byte: f.byte, Base: f.base, Source: SourceFitted, WorkErr: f.workErr}
-	if pooledOK {
-		mr, mb, mc := meanSamples(ss)
-		sp := m.scaledLocked(prior, m.speedLocked(prior, mr, mb, mc))
-		a := 0.0
-		if f.workErr < math.Inf(1) {
-			wo, wp := 1/(f.workErr*f.workErr), 1/(poolErr*poolErr)
-			a = wo / (wo + wp)
-		}
-		p.Row, p.Byte, p.Base = a*f.row+(1-a)*sp.Row, a*f.byte+(1-a)*sp.Byte, a*f.base+(1-a)*sp.Base
-		if a < 0.5 {
-			p.Source = SourcePooled
-		}
+	p := Prices{Row: f.row, Byte: f.byte, Base: f.base, Source: SourceFitted, R2: f.r2, RMSE: f.rmse, WorkErr: f.workErr}
+	if !pooledOK {
+		return p
 	}
-	p.R2, p.RMSE = f.r2, f.rmse
-	return true
+	mr, mb, mc := meanSamples(ss)
+	sp := m.scaledLocked(prior, m.speedLocked(prior, mr, mb, mc))
+	a := 0.0 // the own fit's share
+	if f.workErr < math.Inf(1) {
+		wo, wp := 1/(f.workErr*f.workErr), 1/(poolErr*poolErr)
+		a = wo / (wo + wp)
+	}
+	p.Row, p.Byte, p.Base = a*f.row+(1-a)*sp.Row, a*f.byte+(1-a)*sp.Byte, a*f.base+(1-a)*sp.Base
+	if a < 0.5 {
+		p.Source = SourcePooled
+	}
+	return p
 }
 
-// poolErr is how far the fleet's prices at a wave's speed are taken to miss the cost
-// of its work, a share of it (ownFit's weight of the pool).
+// poolErr is how far the fleet's prices at a wave's speed are taken to miss the cost of
+// its work, a share of it: the pool's weight in ownFit. The judge predicts a move's
+// relief from a wave's prices. On the simulated fleets, before any move, most waves'
+// work varied by 2 % over the fit window against a CPU noise of 3 %, and their own fits
+// traded the work's price against the base: a 4-core wave priced its work 13 % short
+// with a base of 0.61 cores (0.13 true), at a WorkErr of 8 %, and plans took an instance
+// more off such waves than had to move. With the pool's weight at 1/0.05² the
+// homogeneous fleet's plans went on moving after its target (76 moves in all against
+// 40: its waves leaned on the pool, then on their own fits as moves varied their work);
+// at 1/0.03² it took 42.
 const poolErr = 0.03
 
 // Bounds of a pooled wave's speed factor: a few samples of a host do not make it more
