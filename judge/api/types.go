@@ -313,9 +313,14 @@ type Prices struct {
 	Saturated int `json:"saturated"`
 	// WorkErr is the standard error of the wave's own fit's cost of its mean work, as a
 	// share of that cost (0: no fit of its own tried). The prices weigh the own fit by
-	// 1/work_err² against the fleet's prices at the wave's speed by 1/0.03²: "pooled"
-	// when the pool weighs more.
+	// 1/work_err² against the fleet's prices at the wave's speed by 1/m², m how far the
+	// pool misses the waves' own fits beyond their errors (learned across the fleet):
+	// "pooled" when the pool weighs more.
 	WorkErr float64 `json:"work_err"`
+	// CostErr is the standard error of the prices' cost of the wave's work, a share of
+	// it (0: not known): the plans take a wave to stand up to this much higher than
+	// predicted before calling it within its lines.
+	CostErr float64 `json:"cost_err"`
 }
 
 // MetricNames are the metric names the judge has seen (GET /v1/metric-names): every

@@ -55,9 +55,13 @@ type Prices struct {
 	Saturated int
 	// WorkErr is the standard error of the wave's own fit's cost of its mean work, as a
 	// share of that cost (0 when no fit of its own was tried): the prices are the own
-	// fit and the fleet's at the wave's speed, weighed by 1/WorkErr² and 1/poolErr²
+	// fit and the fleet's at the wave's speed, weighed by 1/WorkErr² and 1/err² (err the pool's learned miss, poolErrLocked)
 	// (ownFit); Source is "pooled" when the pool weighs more.
 	WorkErr float64
+	// CostErr is the share by which these prices may miss the cost of the wave's work:
+	// the blend's (1/√(1/WorkErr² + 1/err²)), or the pool's miss where the pool alone
+	// prices the wave (0: not known).
+	CostErr float64
 	// BaseNow is the base as the wave's latest samples show it: the median of what
 	// these prices leave unexplained of each (its CPU minus its work's cost), over the
 	// last thirty minutes (at least the last five samples). Each sample holds the work and
@@ -101,6 +105,9 @@ type Model struct {
 		// (baseAtSpeed): the idle process a scaled price adds.
 		base float64
 		ok   bool
+		// err is the share by which the pool at a wave's speed misses the cost of its
+		// work (poolErrLocked), as of the last pooling.
+		err float64
 	}
 	// replay gathers the points of one batch while a store scan is replayed.
 	replay map[string]*pendingSample
@@ -112,6 +119,10 @@ type node struct {
 	fitted   Prices
 	fittedAt time.Time // zero: never, or to be refitted at the next ask
 	dirty    bool      // samples came since the fit
+	// gap is how far the wave's own fit, at its last refit, put the cost of its mean
+	// work from the pool's at its speed (a share of the latter), and gapErr that fit's
+	// WorkErr (0: no own fit to compare): what poolErrLocked learns the pool's miss from.
+	gap, gapErr float64
 }
 
 type timedSample struct {
@@ -337,6 +348,7 @@ func (m *Model) pricesLocked(id string) Prices {
 	m.trimLocked(n)
 	ss, saturated := n.plain()
 	var p Prices
+	n.gap, n.gapErr = 0, 0 // until an own fit sets them
 	switch {
 	case len(ss) == 0:
 		// Every sample saturated: the work costs at least the cores, at the fleet's
@@ -348,7 +360,7 @@ func (m *Model) pricesLocked(id string) Prices {
 			p = m.scaledLocked(prior, math.Max(1, saturatedAt*n.cores/(prior[0]*mr+prior[1]*mb+m.pooled.base)))
 		}
 	case len(ss) >= m.o.MinSamples && varies(ss):
-		p = m.ownFit(ss, prior, pooledOK)
+		p = m.ownFit(n, ss, prior, pooledOK)
 	default:
 		// Too few samples, or work that never changed, to fit three prices: one is
 		// fitted instead, the wave's speed relative to the fleet, the factor on the
@@ -360,6 +372,7 @@ func (m *Model) pricesLocked(id string) Prices {
 		p = Prices{Base: mc, Source: SourceNone}
 		if pooledOK {
 			p = m.scaledLocked(prior, m.speedLocked(prior, mr, mb, mc))
+			p.CostErr = m.pooled.err
 		}
 		p.R2, p.RMSE = explained(ss, fitResult{row: p.Row, byte: p.Byte, base: p.Base})
 	}
@@ -370,10 +383,12 @@ func (m *Model) pricesLocked(id string) Prices {
 }
 
 // ownFit is the wave's own fit, blended with the fleet's prices at the wave's speed by
-// how well each is known: the own fit's weight is 1/WorkErr², the pool's 1/poolErr², so
-// that a fit whose work barely moved leans on the pool and one whose work moved is its
-// own, with no jump between the two as samples come. Source says which weighs more.
-func (m *Model) ownFit(ss []sample, prior [2]float64, pooledOK bool) Prices {
+// how well each is known: the own fit's weight is 1/WorkErr², the pool's 1/err² for err
+// the pool's learned miss (poolErrLocked), so that a fit whose work barely moved leans
+// on the pool and one whose work moved on its own, as far as the fleet's waves truly
+// differ, with no jump between the two as samples come. Source says which weighs more.
+// It keeps the gap between the two on n for the next pooling.
+func (m *Model) ownFit(n *node, ss []sample, prior [2]float64, pooledOK bool) Prices {
 	f := fit(ss, prior, priorStrength)
 	p := Prices{Row: f.row, Byte: f.byte, Base: f.base, Source: SourceFitted, R2: f.r2, RMSE: f.rmse, WorkErr: f.workErr}
 	if !pooledOK {
@@ -381,29 +396,63 @@ func (m *Model) ownFit(ss []sample, prior [2]float64, pooledOK bool) Prices {
 	}
 	mr, mb, mc := meanSamples(ss)
 	sp := m.scaledLocked(prior, m.speedLocked(prior, mr, mb, mc))
+	if pw := sp.Row*mr + sp.Byte*mb; pw > 0 && f.workErr < math.Inf(1) {
+		n.gap, n.gapErr = (f.row*mr+f.byte*mb)/pw-1, f.workErr
+	}
 	a := 0.0 // the own fit's share
 	if f.workErr < math.Inf(1) {
-		wo, wp := 1/(f.workErr*f.workErr), 1/(poolErr*poolErr)
+		wo, wp := 1/(f.workErr*f.workErr), 1/(m.pooled.err*m.pooled.err)
 		a = wo / (wo + wp)
 	}
 	p.Row, p.Byte, p.Base = a*f.row+(1-a)*sp.Row, a*f.byte+(1-a)*sp.Byte, a*f.base+(1-a)*sp.Base
+	p.CostErr = m.pooled.err
+	if f.workErr < math.Inf(1) {
+		p.CostErr = 1 / math.Sqrt(1/(f.workErr*f.workErr)+1/(m.pooled.err*m.pooled.err))
+	}
 	if a < 0.5 {
 		p.Source = SourcePooled
 	}
 	return p
 }
 
-// poolErr is how far the fleet's prices at a wave's speed are taken to miss the cost of
-// its work, a share of it: the pool's weight in ownFit. The judge predicts a move's
-// relief from a wave's prices. On the simulated fleets, before any move, most waves'
-// work varied by 2 % over the fit window against a CPU noise of 3 %, and their own fits
-// traded the work's price against the base: a 4-core wave priced its work 13 % short
-// with a base of 0.61 cores (0.13 true), at a WorkErr of 8 %, and plans took an instance
-// more off such waves than had to move. With the pool's weight at 1/0.05² the
-// homogeneous fleet's plans went on moving after its target (76 moves in all against
-// 40: its waves leaned on the pool, then on their own fits as moves varied their work);
-// at 1/0.03² it took 42.
-const poolErr = 0.03
+// Bounds of the pool's learned miss (poolErrLocked), and what it is taken to be before
+// any wave has a fit of its own to learn it from.
+const (
+	minPoolErr     = 0.01
+	maxPoolErr     = 0.5
+	defaultPoolErr = 0.05
+)
+
+// poolErrLocked is how far the pool's prices at a wave's speed are taken to miss the
+// cost of its work, learned from the waves' own fits as a random-effects meta-analysis
+// does (DerSimonian and Laird's moments): each own fit's gap from the pool g_i, of
+// standard error e_i, scatters by e_i² + τ² about 0 when the waves' true prices scatter
+// by τ² about the pool's, so with w_i = 1/e_i², E[Σ w_i g_i²] = k + τ² Σ w_i and
+// τ² = (Σ w_i g_i² − k) / Σ w_i. On a fleet of alike hosts τ is about 0 and every wave
+// leans on the pool, whatever moves do to its own fit's error (on the simulator's
+// homogeneous fleet a fixed miss of 3 % let the waves shift between the pool and their
+// own fits as moves varied their work, and plans went on after the target); where hosts
+// differ in what a byte costs them, the waves whose work moved are priced on their own.
+func (m *Model) poolErrLocked() float64 {
+	var q, sw float64
+	k := 0
+	for _, n := range m.nodes {
+		if n.gapErr <= 0 {
+			continue
+		}
+		w := 1 / (n.gapErr * n.gapErr)
+		q, sw = q+w*n.gap*n.gap, sw+w
+		k++
+	}
+	if k < minPoolFits {
+		return defaultPoolErr
+	}
+	tau2 := (q - float64(k)) / sw
+	return min(max(math.Sqrt(max(0, tau2)), minPoolErr), maxPoolErr)
+}
+
+// minPoolFits is how many waves' own fits poolErrLocked needs to tell the pool's miss.
+const minPoolFits = 5
 
 // Bounds of a pooled wave's speed factor: a few samples of a host do not make it more
 // than four times as fast or as slow as the fleet's median.
@@ -563,6 +612,7 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 	m.pooled.at = now
 	m.pooled.prices, m.pooled.ok = [2]float64{f.row, f.byte}, f.row > 0 || f.byte > 0
 	m.pooled.base = median(bases)
+	m.pooled.err = m.poolErrLocked()
 	return m.pooled.prices, m.pooled.ok
 }
 
