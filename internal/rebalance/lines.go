@@ -46,12 +46,12 @@ type lines struct {
 // plan on a thousand waves prices only these on every wave.
 const floorCandidates = 8
 
-// linesErrShare is how many of its errors (Wave.Err, the fit's RMSE in cores) a wave's
-// load is taken to stand higher than predicted against its lines: a wave is within them
-// only when it surely is. With none, seeds 1 and 2 of the 24-wave simulated fleet ended at
-// 1.11× the greedy reference now (the judge's 2-core waves the furthest off their
-// predictions); with a whole error the homogeneous fleet chased its lines with twice
-// the moves.
+// linesErrShare is how many of its errors (Wave.Err: the judge's is two standard errors
+// of its predicted cost) a wave's load is taken to stand higher than predicted against
+// its lines: a wave is within them only when it surely is. With none (when Err was the
+// fit's RMSE), seeds 1 and 2 of the 24-wave simulated fleet ended at 1.11× the greedy
+// reference now (the judge's 2-core waves the furthest off their predictions); with a
+// whole error the homogeneous fleet chased its lines with twice the moves.
 const linesErrShare = 0.5
 
 // linesDivisor sets the least gain of a move on a wave's score: a LevelGain of

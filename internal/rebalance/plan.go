@@ -63,8 +63,9 @@ type Wave struct {
 	// byte/s); both zero: an instance costs its scalar Cost here.
 	Row, Byte float64
 	// Err is how far the wave's load may stand from its prediction, in the unit of Base
-	// (the judge: the RMSE of its price fit, in cores); 0, negative or NaN: none. Against
-	// its lines a wave's load is taken to be half of it higher than predicted (lines.go).
+	// (the judge: two standard errors of its prices' cost of its work, in cores); 0,
+	// negative or NaN: none. Against its lines a wave's load is taken to be half of it
+	// higher than predicted (lines.go).
 	Err float64
 }
 

@@ -297,9 +297,9 @@ type NodeLoad struct {
 // Prices are a wave's costs of work in CPU cores, fitted to the CPU its wave process
 // used (wave.cpu_cores) against the rows and bytes it published: per row/s, per byte/s,
 // and the base the process costs with no work. Source is "fitted" (the wave's own
-// samples), "pooled" (too few or too alike samples: the fleet's prices) or "none" (no
-// wave reports its CPU); Samples, R2 and RMSE (cores) say how well they explain the
-// wave's samples.
+// samples), "pooled" (too few or too alike samples, or a fit of its own too uncertain:
+// the fleet's prices at the wave's speed) or "none" (no wave reports its CPU); Samples,
+// R2 and RMSE (cores) say how well the wave's own fit explains its samples.
 type Prices struct {
 	RowCores  float64 `json:"row_cores"`
 	ByteCores float64 `json:"byte_cores"`
@@ -311,6 +311,16 @@ type Prices struct {
 	// Saturated is how many samples were left out because the wave's CPU was pegged at
 	// its cores: a reading that is only a floor of what the work costs.
 	Saturated int `json:"saturated"`
+	// WorkErr is the standard error of the wave's own fit's cost of its mean work, as a
+	// share of that cost (0: no fit of its own tried). The prices weigh the own fit by
+	// 1/work_err² against the fleet's prices at the wave's speed by 1/m², m how far the
+	// pool misses the waves' own fits beyond their errors (learned across the fleet):
+	// "pooled" when the pool weighs more.
+	WorkErr float64 `json:"work_err"`
+	// CostErr is the standard error of the prices' cost of the wave's work, a share of
+	// it (0: not known): the plans take a wave to stand up to this much higher than
+	// predicted before calling it within its lines.
+	CostErr float64 `json:"cost_err"`
 }
 
 // MetricNames are the metric names the judge has seen (GET /v1/metric-names): every

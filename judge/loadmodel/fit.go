@@ -14,6 +14,10 @@ type sample struct {
 type fitResult struct {
 	row, byte, base float64
 	r2, rmse        float64
+	// workErr is the standard error of the fitted cost of the samples' mean work (the
+	// prices' part of the mean CPU), as a share of that cost: how well the samples pin
+	// the prices down where the wave works.
+	workErr float64
 }
 
 // The robust weights. The first rounds use Huber's (residuals within 1.345 robust
@@ -92,7 +96,45 @@ func fitWith(ss []sample, prior [2]float64, strength float64, baseFree bool) fit
 	beta = solveNonNeg(ss, w, sr, sb, p, strength, baseFree)
 	out := fitResult{row: beta[0] / sr, byte: beta[1] / sb, base: beta[2]}
 	out.r2, out.rmse = explained(ss, out)
+	out.workErr = workErr(ss, w, sr, sb, beta)
 	return out
+}
+
+// workErr is fitResult.workErr of the fit beta (scaled units) with weights w: the
+// variance of g·β for g the mean work (in scaled units, no base), σ²·gᵀ(XᵀWX)⁻¹g with σ²
+// the weighted residuals' variance. When rows and bytes barely move, or move only
+// together, the samples leave the work's price and the base to trade against each other
+// (a flatter slope and a higher base fit as well), and this is large: predicting what
+// moving an instance off the wave saves, at those prices, is then a guess. +Inf when
+// the work costs nothing at these prices.
+func workErr(ss []sample, w []float64, sr, sb float64, beta [3]float64) float64 {
+	var m [3][3]float64
+	var g [3]float64
+	var sw, rss float64
+	for i, s := range ss {
+		x := [3]float64{s.rows / sr, s.bytes / sb, 1}
+		for a := range 3 {
+			for b := range 3 {
+				m[a][b] += w[i] * x[a] * x[b]
+			}
+		}
+		r := s.cpu - (beta[0]*x[0] + beta[1]*x[1] + beta[2])
+		rss += w[i] * r * r
+		sw += w[i]
+		g[0], g[1] = g[0]+x[0], g[1]+x[1]
+	}
+	n := float64(len(ss))
+	g[0], g[1] = g[0]/n, g[1]/n
+	cost := beta[0]*g[0] + beta[1]*g[1]
+	if cost <= 0 || sw <= 3 {
+		return math.Inf(1)
+	}
+	h, ok := solveMasked(m, g, [3]bool{true, true, true}) // (XᵀWX)⁻¹g
+	if !ok {
+		return math.Inf(1)
+	}
+	v := rss / (sw - 3) * (g[0]*h[0] + g[1]*h[1])
+	return math.Sqrt(max(0, v)) / cost
 }
 
 // robustWeight is the weight of a residual u robust standard deviations off.

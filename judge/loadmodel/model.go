@@ -15,6 +15,7 @@ package loadmodel
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -27,8 +28,9 @@ import (
 const (
 	// SourceFitted: fitted to the wave's own samples.
 	SourceFitted = "fitted"
-	// SourcePooled: too few or too alike samples of its own; the fleet's pooled prices,
-	// with a base that matches the wave's mean.
+	// SourcePooled: too few or too alike samples of its own, or samples that leave the
+	// price of its work uncertain (Prices.WorkErr); the fleet's pooled prices at the
+	// wave's speed (alone, or weighing more than its own fit).
 	SourcePooled = "pooled"
 	// SourceNone: no wave reports its CPU (wave.cpu_cores): no price in cores at all.
 	SourceNone = "none"
@@ -41,7 +43,9 @@ type Prices struct {
 	Base float64 // cores the wave process uses with no work
 	// Source says where the prices come from (SourceFitted, SourcePooled, SourceNone);
 	// Samples how many of the wave's own samples the window held; R2 and RMSE how well
-	// the prices explain them (0 without samples).
+	// its own fit explains them (the scatter of its CPU about its work, which plans take
+	// as the error of their predictions), or with too few or too alike samples the pooled
+	// prices do (0 without samples).
 	Source  string
 	Samples int
 	R2      float64
@@ -49,6 +53,15 @@ type Prices struct {
 	// Saturated is how many samples were left out because the wave's CPU was pegged at
 	// its cores (a reading that is only a floor of the work's cost).
 	Saturated int
+	// WorkErr is the standard error of the wave's own fit's cost of its mean work, as a
+	// share of that cost (0 when no fit of its own was tried): the prices are the own
+	// fit and the fleet's at the wave's speed, weighed by 1/WorkErr² and 1/err² (err the pool's learned miss, poolErrLocked)
+	// (ownFit); Source is "pooled" when the pool weighs more.
+	WorkErr float64
+	// CostErr is the share by which these prices may miss the cost of the wave's work:
+	// the blend's (1/√(1/WorkErr² + 1/err²)), or the pool's miss where the pool alone
+	// prices the wave (0: not known).
+	CostErr float64
 	// BaseNow is the base as the wave's latest samples show it: the median of what
 	// these prices leave unexplained of each (its CPU minus its work's cost), over the
 	// last thirty minutes (at least the last five samples). Each sample holds the work and
@@ -92,6 +105,9 @@ type Model struct {
 		// (baseAtSpeed): the idle process a scaled price adds.
 		base float64
 		ok   bool
+		// err is the share by which the pool at a wave's speed misses the cost of its
+		// work (poolErrLocked), as of the last pooling.
+		err float64
 	}
 	// replay gathers the points of one batch while a store scan is replayed.
 	replay map[string]*pendingSample
@@ -103,6 +119,10 @@ type node struct {
 	fitted   Prices
 	fittedAt time.Time // zero: never, or to be refitted at the next ask
 	dirty    bool      // samples came since the fit
+	// gap is how far the wave's own fit, at its last refit, put the cost of its mean
+	// work from the pool's at its speed (a share of the latter), and gapErr that fit's
+	// WorkErr (0: no own fit to compare): what poolErrLocked learns the pool's miss from.
+	gap, gapErr float64
 }
 
 type timedSample struct {
@@ -328,6 +348,7 @@ func (m *Model) pricesLocked(id string) Prices {
 	m.trimLocked(n)
 	ss, saturated := n.plain()
 	var p Prices
+	n.gap, n.gapErr = 0, 0 // until an own fit sets them
 	switch {
 	case len(ss) == 0:
 		// Every sample saturated: the work costs at least the cores, at the fleet's
@@ -339,8 +360,7 @@ func (m *Model) pricesLocked(id string) Prices {
 			p = m.scaledLocked(prior, math.Max(1, saturatedAt*n.cores/(prior[0]*mr+prior[1]*mb+m.pooled.base)))
 		}
 	case len(ss) >= m.o.MinSamples && varies(ss):
-		f := fit(ss, prior, priorStrength)
-		p = Prices{Row: f.row, Byte: f.byte, Base: f.base, Source: SourceFitted, R2: f.r2, RMSE: f.rmse}
+		p = m.ownFit(n, ss, prior, pooledOK)
 	default:
 		// Too few samples, or work that never changed, to fit three prices: one is
 		// fitted instead, the wave's speed relative to the fleet, the factor on the
@@ -352,6 +372,7 @@ func (m *Model) pricesLocked(id string) Prices {
 		p = Prices{Base: mc, Source: SourceNone}
 		if pooledOK {
 			p = m.scaledLocked(prior, m.speedLocked(prior, mr, mb, mc))
+			p.CostErr = m.pooled.err
 		}
 		p.R2, p.RMSE = explained(ss, fitResult{row: p.Row, byte: p.Byte, base: p.Base})
 	}
@@ -360,6 +381,78 @@ func (m *Model) pricesLocked(id string) Prices {
 	n.fitted, n.fittedAt, n.dirty = p, now, false
 	return p
 }
+
+// ownFit is the wave's own fit, blended with the fleet's prices at the wave's speed by
+// how well each is known: the own fit's weight is 1/WorkErr², the pool's 1/err² for err
+// the pool's learned miss (poolErrLocked), so that a fit whose work barely moved leans
+// on the pool and one whose work moved on its own, as far as the fleet's waves truly
+// differ, with no jump between the two as samples come. Source says which weighs more.
+// It keeps the gap between the two on n for the next pooling.
+func (m *Model) ownFit(n *node, ss []sample, prior [2]float64, pooledOK bool) Prices {
+	f := fit(ss, prior, priorStrength)
+	p := Prices{Row: f.row, Byte: f.byte, Base: f.base, Source: SourceFitted, R2: f.r2, RMSE: f.rmse, WorkErr: f.workErr}
+	if !pooledOK {
+		return p
+	}
+	mr, mb, mc := meanSamples(ss)
+	sp := m.scaledLocked(prior, m.speedLocked(prior, mr, mb, mc))
+	if pw := sp.Row*mr + sp.Byte*mb; pw > 0 && f.workErr < math.Inf(1) {
+		n.gap, n.gapErr = (f.row*mr+f.byte*mb)/pw-1, f.workErr
+	}
+	a := 0.0 // the own fit's share
+	if f.workErr < math.Inf(1) {
+		wo, wp := 1/(f.workErr*f.workErr), 1/(m.pooled.err*m.pooled.err)
+		a = wo / (wo + wp)
+	}
+	p.Row, p.Byte, p.Base = a*f.row+(1-a)*sp.Row, a*f.byte+(1-a)*sp.Byte, a*f.base+(1-a)*sp.Base
+	p.CostErr = m.pooled.err
+	if f.workErr < math.Inf(1) {
+		p.CostErr = 1 / math.Sqrt(1/(f.workErr*f.workErr)+1/(m.pooled.err*m.pooled.err))
+	}
+	if a < 0.5 {
+		p.Source = SourcePooled
+	}
+	return p
+}
+
+// Bounds of the pool's learned miss (poolErrLocked), and what it is taken to be before
+// any wave has a fit of its own to learn it from.
+const (
+	minPoolErr     = 0.01
+	maxPoolErr     = 0.5
+	defaultPoolErr = 0.05
+)
+
+// poolErrLocked is how far the pool's prices at a wave's speed are taken to miss the
+// cost of its work, learned from the waves' own fits as a random-effects meta-analysis
+// does (DerSimonian and Laird's moments): each own fit's gap from the pool g_i, of
+// standard error e_i, scatters by e_i² + τ² about 0 when the waves' true prices scatter
+// by τ² about the pool's, so with w_i = 1/e_i², E[Σ w_i g_i²] = k + τ² Σ w_i and
+// τ² = (Σ w_i g_i² − k) / Σ w_i. On a fleet of alike hosts τ is about 0 and every wave
+// leans on the pool, whatever moves do to its own fit's error (on the simulator's
+// homogeneous fleet a fixed miss of 3 % let the waves shift between the pool and their
+// own fits as moves varied their work, and plans went on after the target); where hosts
+// differ in what a byte costs them, the waves whose work moved are priced on their own.
+func (m *Model) poolErrLocked() float64 {
+	var q, sw float64
+	k := 0
+	for _, n := range m.nodes {
+		if n.gapErr <= 0 {
+			continue
+		}
+		w := 1 / (n.gapErr * n.gapErr)
+		q, sw = q+w*n.gap*n.gap, sw+w
+		k++
+	}
+	if k < minPoolFits {
+		return defaultPoolErr
+	}
+	tau2 := (q - float64(k)) / sw
+	return min(max(math.Sqrt(max(0, tau2)), minPoolErr), maxPoolErr)
+}
+
+// minPoolFits is how many waves' own fits poolErrLocked needs to tell the pool's miss.
+const minPoolFits = 5
 
 // Bounds of a pooled wave's speed factor: a few samples of a host do not make it more
 // than four times as fast or as slow as the fleet's median.
@@ -490,6 +583,7 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 	}
 	var all []sample
 	var pool [][]sample
+	var spans [][2]int // each pooled wave's samples in all
 	for _, n := range m.nodes {
 		ss, _ := n.plain()
 		k := len(ss)
@@ -498,17 +592,19 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 		}
 		mr, mb, mc := meanSamples(ss)
 		pool = append(pool, ss)
+		from := len(all)
 		step := max(1, k/poolSamples)
 		for i := 0; i < k; i += step {
 			s := ss[i]
 			all = append(all, sample{rows: s.rows - mr, bytes: s.bytes - mb, cpu: s.cpu - mc})
 		}
+		spans = append(spans, [2]int{from, len(all)})
 	}
 	if len(all) == 0 {
 		// Nothing to pool yet: ask again next time rather than caching the absence.
 		return [2]float64{}, false
 	}
-	f := fitCentred(all)
+	f := fitAtSpeeds(all, spans)
 	bases := make([]float64, len(pool))
 	for i, ss := range pool {
 		bases[i] = baseAtSpeed(ss, f.row, f.byte)
@@ -516,6 +612,7 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 	m.pooled.at = now
 	m.pooled.prices, m.pooled.ok = [2]float64{f.row, f.byte}, f.row > 0 || f.byte > 0
 	m.pooled.base = median(bases)
+	m.pooled.err = m.poolErrLocked()
 	return m.pooled.prices, m.pooled.ok
 }
 
@@ -540,6 +637,47 @@ func baseAtSpeed(ss []sample, row, byte float64) float64 {
 		speed = min(max((swc/k-mw*mc)/vw, minSpeed), maxSpeed)
 	}
 	return math.Max(0, mc-speed*mw) / speed
+}
+
+// speedRounds is how often fitAtSpeeds refits the pool with each wave's speed.
+const speedRounds = 3
+
+// fitAtSpeeds fits the pooled prices to centred samples (each wave's in all[span])
+// with each wave's own speed factor: its hosts differ by speed (a slower core makes
+// every row and every byte dearer alike), so one price for all would weigh each wave's
+// samples as if their CPU moved alike with the work. The speeds are each wave's slope of
+// its CPU over its work at the prices, normalised to a median of 1, and the prices are
+// refitted to the CPU divided by them, speedRounds times.
+func fitAtSpeeds(all []sample, spans [][2]int) fitResult {
+	f := fitCentred(all)
+	if len(spans) < 3 {
+		return f // too few waves to tell a speed from the prices
+	}
+	speeds := make([]float64, len(spans))
+	scaled := make([]sample, len(all))
+	for range speedRounds {
+		for j, sp := range spans {
+			var ww, wc float64
+			for _, s := range all[sp[0]:sp[1]] {
+				w := f.row*s.rows + f.byte*s.bytes
+				ww, wc = ww+w*w, wc+w*s.cpu
+			}
+			speeds[j] = 1
+			if ww > 0 {
+				speeds[j] = min(max(wc/ww, minSpeed), maxSpeed)
+			}
+		}
+		mid := median(slices.Clone(speeds))
+		for j, sp := range spans {
+			k := speeds[j] / mid
+			for i := sp[0]; i < sp[1]; i++ {
+				scaled[i] = all[i]
+				scaled[i].cpu /= k
+			}
+		}
+		f = fitCentred(scaled)
+	}
+	return f
 }
 
 // fitCentred fits prices without a base to samples centred on their waves' means.

@@ -32,12 +32,13 @@ type wave struct {
 	noise    float64
 	outliers float64
 	burst    float64 // σ of each rate's log-normal burstiness
+	swing    float64 // the daily cycle's amplitude, a share of the mean rate
 	extra    float64 // cores of other work in the process (a snapshot running)
 	rng      *rand.Rand
 }
 
 func newWave(node string, tr truth, instances int, seed uint64) *wave {
-	w := &wave{node: node, cores: 4, tr: tr, noise: 0.03, burst: 0.25, rng: rand.New(rand.NewPCG(seed, 1))}
+	w := &wave{node: node, cores: 4, tr: tr, noise: 0.03, burst: 0.25, swing: 0.8, rng: rand.New(rand.NewPCG(seed, 1))}
 	for range instances {
 		w.rates = append(w.rates, 200+w.rng.Float64()*3000)
 		w.sizes = append(w.sizes, 100+w.rng.Float64()*4000)
@@ -52,7 +53,7 @@ func (w *wave) batch(t time.Time) metric.Batch {
 	h := float64(t.Sub(t0)) / float64(time.Hour)
 	var rows, bytes float64
 	for i := range w.rates {
-		r := w.rates[i] * (1 + 0.8*math.Sin(2*math.Pi*(h-w.phases[i])/24)) * math.Exp(w.burst*w.rng.NormFloat64())
+		r := w.rates[i] * (1 + w.swing*math.Sin(2*math.Pi*(h-w.phases[i])/24)) * math.Exp(w.burst*w.rng.NormFloat64())
 		by := r * w.sizes[i]
 		rows, bytes = rows+r, bytes+by
 		l := map[string]string{"instance": fmt.Sprintf("i%d", i)}
@@ -321,4 +322,113 @@ func TestPooledBaseIsTheIdleProcess(t *testing.T) {
 	// The idle process at the pooled prices' speed (a host at those prices idles at it).
 	row, _, _ := m.Pooled()
 	within(t, base*row/2e-5, got, 0.10, "the pool's base")
+}
+
+// The pool's prices are the median host's: hosts that differ by speed price every row
+// and byte alike dearer or cheaper, and the pool fits each wave's speed beside the
+// prices. One price for all, fitted as if every wave's CPU moved alike with its work,
+// came out at 0.7 of the median host's row price and no byte price at all on the fleet
+// simulator's seed 2.
+func TestPooledPricesAcrossSpeeds(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	var ws []*wave
+	for i, speed := range []float64{0.6, 0.9, 1.4, 1.6, 2.5} {
+		w := newWave(fmt.Sprintf("w%d", i), truth{row: speed * 2e-5, byte: speed * 4e-9, base: speed * 0.15}, 40, uint64(i+11))
+		w.cores = 32
+		ws = append(ws, w)
+	}
+	feed(m, &clk, 6*time.Hour, ws...)
+	row, byte, ok := m.Pooled()
+	require.True(t, ok)
+	within(t, 1.4*2e-5, row, 0.10, "the pool's row price, the median host's")
+	within(t, 1.4*4e-9, byte, 0.20, "the pool's byte price, the median host's")
+}
+
+// A wave whose work barely moves over the window (its instances' cycles cancel out, and
+// they do not burst) cannot tell the price of its work from its base: a flatter price
+// and a higher base fit as well, and a move off it would be predicted to relieve it by
+// too little. Its own fit's WorkErr says so, and the fleet's prices at its speed stand
+// in, visibly; its neighbours, whose work moves and whose bytes cost each host its own
+// (so that the pool misses them by more than their own fits do), keep their own.
+func TestUncertainFitTakesThePoolAtItsSpeed(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	tr := truth{row: 2e-5, byte: 4e-9, base: 0.15}
+	var ws []*wave
+	for i, b := range []float64{0.4, 0.7, 1.4, 2.2} {
+		ws = append(ws, newWave(fmt.Sprintf("w%d", i), truth{row: tr.row, byte: b * tr.byte, base: tr.base}, 12, uint64(i+21)))
+	}
+	const speed = 1.3
+	flat := newWave("flat", truth{row: speed * tr.row, byte: speed * tr.byte, base: speed * tr.base}, 12, 29)
+	flat.swing, flat.burst, flat.cores = 0.15, 0.05, 8
+	flat.noise = 0.05
+	feed(m, &clk, 6*time.Hour, append(ws, flat)...)
+
+	for _, w := range ws {
+		p := m.Prices(w.node)
+		require.Equal(t, SourceFitted, p.Source, w.node)
+		require.Less(t, p.WorkErr, m.pooled.err, w.node)
+		require.Less(t, p.CostErr, p.WorkErr, "%s: the blend is known better than either part", w.node)
+	}
+	p := m.Prices("flat")
+	require.Equal(t, SourcePooled, p.Source, "the flat wave's own fit is too uncertain")
+	require.Greater(t, p.WorkErr, m.pooled.err)
+	var rows, bytes float64
+	for k := range flat.rates {
+		rows, bytes = rows+flat.rates[k], bytes+flat.rates[k]*flat.sizes[k]
+	}
+	want := flat.tr.row*rows + flat.tr.byte*bytes
+	within(t, want, p.Cost(rows, bytes), 0.10, "the flat wave's work at the pool's prices and its speed")
+
+	// What it stands in for: the wave's own fit, on the same samples, misprices its work.
+	ss, _ := m.nodes["flat"].plain()
+	row, byte, _ := m.Pooled()
+	own := fit(ss, [2]float64{row, byte}, priorStrength)
+	ownErr := math.Abs(own.row*rows+own.byte*bytes-want) / want
+	usedErr := math.Abs(p.Cost(rows, bytes)-want) / want
+	require.Greater(t, ownErr, usedErr, "own fit: row %.3g byte %.3g base %.3f, its work %.1f %% off; at the prices used %.1f %%",
+		own.row, own.byte, own.base, 100*ownErr, 100*usedErr)
+	require.InDelta(t, p.WorkErr, own.workErr, 1e-12, "the prices say how uncertain the own fit they lean away from was")
+}
+
+// The pool's miss is learned from how far the waves' own fits stand from it beyond
+// their own errors: nothing (the floor) on a fleet of alike hosts, whatever their
+// speeds, where a wave then leans on the pool as soon as its own fit is known less than
+// to 1 %; more on hosts whose bytes cost each its own, which a speed on the fleet's
+// prices cannot wholly say (the speed meets each wave's mean CPU: the miss left is the
+// work's share against the base's).
+func TestPoolMissLearned(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		bytes  []float64 // each host's byte price, a factor on the fleet's
+		lo, hi float64   // the learned miss
+	}{
+		{"alike hosts", []float64{1, 1, 1, 1, 1, 1}, minPoolErr, minPoolErr},
+		{"bytes dearer on some", []float64{0.4, 0.7, 1, 1, 1.4, 2.2}, 1.5 * minPoolErr, 0.25},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clk := t0
+			m := New(Options{Now: func() time.Time { return clk }})
+			var ws []*wave
+			for i, b := range c.bytes {
+				speed := 0.8 + 0.1*float64(i)
+				ws = append(ws, newWave(fmt.Sprintf("w%d", i), truth{row: speed * 2e-5, byte: speed * b * 4e-9, base: speed * 0.15}, 12, uint64(i+41)))
+			}
+			feed(m, &clk, 6*time.Hour, ws...)
+			for _, w := range ws {
+				m.Prices(w.node) // every wave's own fit, for the next pooling to learn from
+			}
+			require.Equal(t, defaultPoolErr, m.pooled.err, "no own fit to learn from at the first pooling")
+			clk = clk.Add(repoolEvery)
+			m.Refit()
+			for _, w := range ws {
+				p := m.Prices(w.node)
+				require.Greater(t, p.CostErr, 0.0, w.node)
+				require.LessOrEqual(t, p.CostErr, min(p.WorkErr, m.pooled.err), "%s: the blend is known at least as well as either part", w.node)
+			}
+			require.GreaterOrEqual(t, m.pooled.err, c.lo)
+			require.LessOrEqual(t, m.pooled.err, c.hi)
+		})
+	}
 }
