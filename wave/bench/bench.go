@@ -171,7 +171,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	out := opts.Out
 	res := &Result{Rows: opts.Rows}
 	tag := fmt.Sprintf("%d", time.Now().UnixNano()%1e10)
-	db := "binlake_bench_" + tag
+	db := dbPrefix + tag
 	topic := "binlake.bench." + tag
 
 	conn, err := client.ConnectWithContext(ctx, opts.Addr, opts.User, opts.Password.Reveal(), "", 10*time.Second)
@@ -179,6 +179,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("bench: connect to %s as %s: %w", opts.Addr, opts.User, err)
 	}
 	defer conn.Close()
+	if err := dropStale(conn, dbPrefix, staleAfter, out); err != nil {
+		fmt.Fprintf(out, "could not look for bench databases left by killed runs: %v\n", err)
+	}
 	if _, err := conn.Execute("CREATE DATABASE " + db); err != nil {
 		return nil, fmt.Errorf("bench: create database: %w", err)
 	}
@@ -236,11 +239,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		opts.MariadbBinlog = "-"
 	}
 	settle(ctx, opts, "capture")
+	if !opts.Keep {
+		defer deleteTopic(opts.Brokers, topic) // also when the capture fails half-way
+	}
 	if err := capture(ctx, opts, db, topic, start, res); err != nil {
 		return nil, err
-	}
-	if !opts.Keep {
-		defer deleteTopic(opts.Brokers, topic)
 	}
 
 	if opts.MariadbBinlog != "-" {
@@ -251,6 +254,35 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	report(out, opts, res)
 	return res, nil
+}
+
+// dbPrefix names the bench's databases: dbPrefix and a tag of the run.
+const dbPrefix = "binlake_bench_"
+
+// staleAfter is how old a bench database must be for a later run to drop it: a run
+// takes minutes, so one older than this was left by a run killed before its cleanup.
+const staleAfter = 6 * time.Hour
+
+// dropStale drops the databases named prefix… whose tables were all created more than
+// age ago, saying which: a bench run killed (kill -9, a lost VM) before its cleanup
+// leaves its million rows behind, and their binlog with them until it expires.
+func dropStale(conn *client.Conn, prefix string, age time.Duration, out io.Writer) error {
+	like := strings.ReplaceAll(prefix, "_", `\_`) + "%"
+	r, err := conn.Execute(`SELECT TABLE_SCHEMA, MAX(CREATE_TIME) FROM information_schema.TABLES
+		WHERE TABLE_SCHEMA LIKE ? GROUP BY TABLE_SCHEMA
+		HAVING MAX(CREATE_TIME) < NOW() - INTERVAL ? SECOND`, like, int64(age.Seconds()))
+	if err != nil {
+		return err
+	}
+	for i := range r.RowNumber() {
+		name, _ := r.GetString(i, 0)
+		created, _ := r.GetString(i, 1)
+		fmt.Fprintf(out, "dropping %s, created %s: a bench run's data left by a run killed before its cleanup\n", name, created)
+		if _, err := conn.Execute("DROP DATABASE IF EXISTS `" + name + "`"); err != nil {
+			return fmt.Errorf("drop %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // load inserts rows in transactions of per rows, as literal SQL (no prepared statement

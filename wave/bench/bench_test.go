@@ -3,9 +3,12 @@ package bench
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/testenv"
@@ -62,6 +65,58 @@ func TestRunIntegration(t *testing.T) {
 		}
 	}
 	t.Log(out.String())
+}
+
+// TestDropStale: a run drops what runs killed before their cleanup left (databases of
+// the bench's prefix whose tables are older than the age), says so, and leaves the rest.
+func TestDropStale(t *testing.T) {
+	a := testenv.RequireMySQL(t)
+	conn, err := client.Connect(a.Addr, a.User, a.Password, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const prefix = "binlake_staletest_"
+	for _, db := range []string{prefix + "old", prefix + "new", "binlakeXstaletest_other"} {
+		if _, err := conn.Execute("DROP DATABASE IF EXISTS " + db); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Execute("CREATE DATABASE " + db); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Execute("CREATE TABLE " + db + ".t (id INT PRIMARY KEY)"); err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Execute("DROP DATABASE IF EXISTS " + db)
+	}
+	time.Sleep(3100 * time.Millisecond) // CREATE_TIME and NOW() are whole seconds
+	if _, err := conn.Execute("DROP TABLE " + prefix + "new.t"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Execute("CREATE TABLE " + prefix + "new.t (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := dropStale(conn, prefix, 2*time.Second, &out); err != nil {
+		t.Fatal(err)
+	}
+	r, err := conn.Execute("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN (?, ?, ?) ",
+		prefix+"old", prefix+"new", "binlakeXstaletest_other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for i := range r.RowNumber() {
+		s, _ := r.GetString(i, 0)
+		left = append(left, s)
+	}
+	slices.Sort(left)
+	if want := []string{"binlakeXstaletest_other", prefix + "new"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v (the old one dropped, '_' in the prefix not a wildcard)", left, want)
+	}
+	if !strings.Contains(out.String(), "dropping "+prefix+"old") || strings.Contains(out.String(), prefix+"new") {
+		t.Errorf("output %q: want the old one named, and only it", out.String())
+	}
 }
 
 func configSecret(s string) config.Secret { return config.Secret(s) }
