@@ -368,10 +368,10 @@ func (m *Model) pricesLocked(id string) Prices {
 		// as the fleet's median is priced twice as dear from its first samples on,
 		// rather than at the fleet's prices with the difference called its idle base
 		// (which moving instances off it never lowers).
-		mr, mb, mc := meanSamples(ss)
+		_, _, mc := meanSamples(ss)
 		p = Prices{Base: mc, Source: SourceNone}
 		if pooledOK {
-			p = m.scaledLocked(prior, m.speedLocked(prior, mr, mb, mc))
+			p = m.scaledLocked(prior, m.speedLocked(prior, ss))
 			p.CostErr = m.pooled.err
 		}
 		p.R2, p.RMSE = explained(ss, fitResult{row: p.Row, byte: p.Byte, base: p.Base})
@@ -394,8 +394,8 @@ func (m *Model) ownFit(n *node, ss []sample, prior [2]float64, pooledOK bool) Pr
 	if !pooledOK {
 		return p
 	}
-	mr, mb, mc := meanSamples(ss)
-	sp := m.scaledLocked(prior, m.speedLocked(prior, mr, mb, mc))
+	mr, mb, _ := meanSamples(ss)
+	sp := m.scaledLocked(prior, m.speedLocked(prior, ss))
 	if pw := sp.Row*mr + sp.Byte*mb; pw > 0 && f.workErr < math.Inf(1) {
 		n.gap, n.gapErr = (f.row*mr+f.byte*mb)/pw-1, f.workErr
 	}
@@ -461,13 +461,22 @@ const (
 	maxSpeed = 4
 )
 
-// speedLocked is the factor on the fleet's prices and base that meets a mean CPU of mc
-// at a mean work of mr rows/s and mb bytes/s (1 when nothing tells).
-func (m *Model) speedLocked(prior [2]float64, mr, mb, mc float64) float64 {
-	if d := prior[0]*mr + prior[1]*mb + m.pooled.base; d > 0 && mc > 0 {
-		return mc / d
+// speedLocked is the factor on the fleet's prices and base that meets the CPU of the
+// samples ss: the median of each sample's CPU over what those predict (1 when nothing
+// tells). A median, not the mean CPU over the mean prediction: a GC storm or a
+// snapshot in a few of a thin wave's samples (three times the CPU in one of twenty)
+// would make its host look a tenth slower than it is, and every instance on it dearer.
+func (m *Model) speedLocked(prior [2]float64, ss []sample) float64 {
+	ratios := make([]float64, 0, len(ss))
+	for _, s := range ss {
+		if d := prior[0]*s.rows + prior[1]*s.bytes + m.pooled.base; d > 0 && s.cpu > 0 {
+			ratios = append(ratios, s.cpu/d)
+		}
 	}
-	return 1
+	if len(ratios) == 0 {
+		return 1
+	}
+	return median(ratios)
 }
 
 // scaledLocked is the pooled prices and base times the speed factor f (bounded).

@@ -163,6 +163,29 @@ func TestThinDataFallsBack(t *testing.T) {
 	require.Equal(t, 0, unseen.Samples)
 }
 
+// A thin wave's speed is the median of its samples' CPU over what the fleet's prices
+// predict: a GC storm in a few of them (three times the CPU) does not make its host look
+// slower. By the mean CPU, two storms in twenty samples priced it 17 % dear.
+func TestThinWaveSpeedIgnoresOutliers(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	tr := truth{row: 2e-5, byte: 4e-9, base: 0.15}
+	feed(m, &clk, 6*time.Hour, newWave("a", tr, 10, 1), newWave("b", tr, 10, 2))
+	thin := newWave("thin", truth{row: 4e-5, byte: 8e-9, base: 0.3}, 10, 8)
+	thin.outliers, thin.cores = 0.1, 16 // storms below the cores: not left out as pegged
+	feed(m, &clk, 200*time.Second, thin) // twenty samples
+	stormy := 0
+	for _, s := range m.nodes["thin"].samples {
+		if s.cpu > 2*(4e-5*s.rows+8e-9*s.bytes+0.3) {
+			stormy++
+		}
+	}
+	require.Equal(t, 2, stormy, "the test's seed gives the thin wave two storms")
+	p := m.Prices("thin")
+	require.Equal(t, SourcePooled, p.Source)
+	within(t, 4e-5, p.Row, 0.08, "thin's row price, the pooled one at its speed")
+}
+
 // Rows and bytes that always move together leave their split to the prior; the cost
 // of the wave's own mix is still predicted.
 func TestCollinearWorkStillPredictsItsMix(t *testing.T) {
