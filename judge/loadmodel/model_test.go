@@ -172,7 +172,7 @@ func TestThinWaveSpeedIgnoresOutliers(t *testing.T) {
 	tr := truth{row: 2e-5, byte: 4e-9, base: 0.15}
 	feed(m, &clk, 6*time.Hour, newWave("a", tr, 10, 1), newWave("b", tr, 10, 2))
 	thin := newWave("thin", truth{row: 4e-5, byte: 8e-9, base: 0.3}, 10, 8)
-	thin.outliers, thin.cores = 0.1, 16 // storms below the cores: not left out as pegged
+	thin.outliers, thin.cores = 0.1, 16  // storms below the cores: not left out as pegged
 	feed(m, &clk, 200*time.Second, thin) // twenty samples
 	stormy := 0
 	for _, s := range m.nodes["thin"].samples {
