@@ -55,8 +55,9 @@ type Prices struct {
 	Saturated int
 	// WorkErr is the standard error of the wave's own fit's cost of its mean work, as a
 	// share of that cost (0 when no fit of its own was tried): the prices are the own
-	// fit and the fleet's at the wave's speed, weighed by 1/WorkErr² and 1/err² (err the pool's learned miss, poolErrLocked)
-	// (ownFit); Source is "pooled" when the pool weighs more.
+	// fit and the fleet's at the wave's speed, weighed by 1/WorkErr² and 1/err², err the
+	// pool's learned miss (ownFit, poolErrLocked); Source is "pooled" when the pool
+	// weighs more.
 	WorkErr float64
 	// CostErr is the share by which these prices may miss the cost of the wave's work:
 	// the blend's (1/√(1/WorkErr² + 1/err²)), or the pool's miss where the pool alone
