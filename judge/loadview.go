@@ -197,11 +197,11 @@ func list(nodes []string) string {
 // price fit's RMSE: how far the CPU strays from what the prices explain.
 func planWave(v *waveView, alive bool, running []instWork) rebalance.Wave {
 	w := rebalance.Wave{Node: v.node, Alive: alive, Capacity: v.cores, Row: v.prices.Row, Byte: v.prices.Byte, Base: v.prices.BaseNow, Err: v.prices.RMSE}
+	work := 0.0 // what the running instances cost now, at the prices
+	for _, in := range running {
+		work += v.prices.Cost(in.rows[0], in.bytes[0])
+	}
 	if v.prices.CostErr > 0 {
-		work := 0.0
-		for _, in := range running {
-			work += v.prices.Cost(in.rows[0], in.bytes[0])
-		}
 		w.Err = errSpan * v.prices.CostErr * work
 	}
 	if v.host == nil {
@@ -211,11 +211,7 @@ func planWave(v *waveView, alive bool, running []instWork) rebalance.Wave {
 		w.Base += max(0, v.host[0]-v.costs.cpu)
 	}
 	if v.prices.Pegged || !v.costs.hasCPU {
-		explained := 0.0
-		for _, in := range running {
-			explained += v.prices.Cost(in.rows[0], in.bytes[0])
-		}
-		w.Base = max(w.Base, v.host[0]-explained)
+		w.Base = max(w.Base, v.host[0]-work)
 	}
 	return w
 }

@@ -108,20 +108,14 @@ func fitWith(ss []sample, prior [2]float64, strength float64, baseFree bool) fit
 // moving an instance off the wave saves, at those prices, is then a guess. +Inf when
 // the work costs nothing at these prices.
 func workErr(ss []sample, w []float64, sr, sb float64, beta [3]float64) float64 {
-	var m [3][3]float64
+	m, _, sw := normalEquations(ss, w, sr, sb)
 	var g [3]float64
-	var sw, rss float64
+	var rss float64
 	for i, s := range ss {
-		x := [3]float64{s.rows / sr, s.bytes / sb, 1}
-		for a := range 3 {
-			for b := range 3 {
-				m[a][b] += w[i] * x[a] * x[b]
-			}
-		}
-		r := s.cpu - (beta[0]*x[0] + beta[1]*x[1] + beta[2])
+		x0, x1 := s.rows/sr, s.bytes/sb
+		r := s.cpu - (beta[0]*x0 + beta[1]*x1 + beta[2])
 		rss += w[i] * r * r
-		sw += w[i]
-		g[0], g[1] = g[0]+x[0], g[1]+x[1]
+		g[0], g[1] = g[0]+x0, g[1]+x1
 	}
 	n := float64(len(ss))
 	g[0], g[1] = g[0]/n, g[1]/n
@@ -135,6 +129,22 @@ func workErr(ss []sample, w []float64, sr, sb float64, beta [3]float64) float64 
 	}
 	v := rss / (sw - 3) * (g[0]*h[0] + g[1]*h[1])
 	return math.Sqrt(max(0, v)) / cost
+}
+
+// normalEquations are the weighted least squares' XᵀWX and XᵀWy of the samples, with
+// rows and bytes scaled by sr and sb and a column of ones for the base, and Σw.
+func normalEquations(ss []sample, w []float64, sr, sb float64) (m [3][3]float64, v [3]float64, sw float64) {
+	for i, s := range ss {
+		x := [3]float64{s.rows / sr, s.bytes / sb, 1}
+		for a := range 3 {
+			for b := range 3 {
+				m[a][b] += w[i] * x[a] * x[b]
+			}
+			v[a] += w[i] * x[a] * s.cpu
+		}
+		sw += w[i]
+	}
+	return m, v, sw
 }
 
 // robustWeight is the weight of a residual u robust standard deviations off.
@@ -157,19 +167,7 @@ func robustWeight(u float64, huber bool) float64 {
 // and keeps every price ≥ 0: a negative one is fixed at zero and the rest solved again
 // (three unknowns: at most eight active sets, tried from the fullest).
 func solveNonNeg(ss []sample, w []float64, sr, sb float64, prior [2]float64, strength float64, baseFree bool) [3]float64 {
-	var m [3][3]float64
-	var v [3]float64
-	var sw float64
-	for i, s := range ss {
-		x := [3]float64{s.rows / sr, s.bytes / sb, 1}
-		for a := range 3 {
-			for b := range 3 {
-				m[a][b] += w[i] * x[a] * x[b]
-			}
-			v[a] += w[i] * x[a] * s.cpu
-		}
-		sw += w[i]
-	}
+	m, v, sw := normalEquations(ss, w, sr, sb)
 	// In units of standard deviations each regressor's centred information is about
 	// Σw: the ridge is strength times that.
 	lambda := strength * sw

@@ -400,16 +400,15 @@ func (m *Model) ownFit(n *node, ss []sample, prior [2]float64, pooledOK bool) Pr
 	if pw := sp.Row*mr + sp.Byte*mb; pw > 0 && f.workErr < math.Inf(1) {
 		n.gap, n.gapErr = (f.row*mr+f.byte*mb)/pw-1, f.workErr
 	}
-	a := 0.0 // the own fit's share
-	if f.workErr < math.Inf(1) {
-		wo, wp := 1/(f.workErr*f.workErr), 1/(m.pooled.err*m.pooled.err)
+	// The two precisions: the own fit's is 0 when its error is infinite (its work costs
+	// nothing at its prices), infinite when its samples fit exactly.
+	wo, wp := 1/(f.workErr*f.workErr), 1/(m.pooled.err*m.pooled.err)
+	a := 1.0 // the own fit's share
+	if !math.IsInf(wo, 1) {
 		a = wo / (wo + wp)
 	}
 	p.Row, p.Byte, p.Base = a*f.row+(1-a)*sp.Row, a*f.byte+(1-a)*sp.Byte, a*f.base+(1-a)*sp.Base
-	p.CostErr = m.pooled.err
-	if f.workErr < math.Inf(1) {
-		p.CostErr = 1 / math.Sqrt(1/(f.workErr*f.workErr)+1/(m.pooled.err*m.pooled.err))
-	}
+	p.CostErr = 1 / math.Sqrt(wo+wp)
 	if a < 0.5 {
 		p.Source = SourcePooled
 	}
