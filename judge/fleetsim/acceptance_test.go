@@ -21,19 +21,19 @@ import (
 // 1.12× now and 1.32× at the daily peak before it planned in utilisation. Every fleet's
 // plans end (the last one empty), and no instance moves twice.
 //
-// The bounds on the moves are what the judge's lines goal measured (rebalance's
-// lines.go) on the prices of judge/loadmodel as of d8b352d, with a little room:
-// replaying its moves in order, both targets hold after at most 1.25× the descent's
-// moves to them (seed 1: 34 against 34, seed 2: 50 against 45, seed 3: 23 against 26,
-// seed 7: 55 against 54, homogeneous: 30 against 26), and the plans end after at most
-// 1.60× (43, 54, 28, 57, 39 since plans leave what is not due: 49, 54, 28, 59, 40 before). The issue asks for at most as many: on seeds 1 and 3 that
-// holds to the target, and nowhere for every move until the plans end (before the
-// pool's base was taken at each wave's speed, seed 1 took 41 and seed 2 61, and the
-// bound was 1.40×). What the judge needs beyond the descent is the price of learning the
+// The bounds on the moves: on the heterogeneous fleets the issue's own, replaying the
+// judge's moves in order both targets hold after at most the descent's moves to them
+// (with the pool's learned miss and the predictions' error as the plans' margin, as of
+// ce68aee: seed 1 34 against 34, seed 2 45 against 45, seed 3 21 against 26, seed 7 54
+// against 54; before, 34, 50, 23 and 55). The homogeneous fleet does not meet it (30
+// against 26): its bound is 1.25×. The plans end after at most 1.60× (39, 49, 28, 58,
+// homogeneous 40): the issue's "at most as many" does not hold for every move until the
+// plans end. What the judge needs beyond the descent is the price of learning the
 // costs: on the true costs the same planner takes the descent's moves
-// (TestPlannerOnTrueCosts). Seed 7 is the case the goals before the lines (a band,
-// then two levels) never brought within 1.10× greedy (1.13× now and by the day), like
-// seeds 4 and 5 (BENCHMARKS.md).
+// (TestPlannerOnTrueCosts); on seeds 4, 8, 10, 12 and 14, not tested here, the judge
+// still takes 1.02–1.12× the descent's (BENCHMARKS.md). Seed 7 is the case the goals
+// before the lines (a band, then two levels) never brought within 1.10× greedy (1.13×
+// now and by the day), like seeds 4 and 5.
 //
 // The last six hours of each fleet's day (the judge's fit window) come at one batch a
 // minute: an agent sends one every 10 s, and the 5-minute steps that make the rest of
@@ -49,16 +49,17 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a day of simulated history per fleet: not in -short")
 	}
-	const toTarget, total = 1.25, 1.60
+	const total = 1.60
 	for _, c := range []struct {
 		name, preset string
 		seed         uint64
+		toTarget     float64 // the judge's moves to the target over the descent's, at most
 	}{
-		{"hetero", "hetero", 1},
-		{"homogeneous", "homogeneous", 1},
-		{"hetero-seed-2", "hetero", 2},
-		{"hetero-seed-3", "hetero", 3},
-		{"hetero-seed-7", "hetero", 7},
+		{"hetero", "hetero", 1, 1},
+		{"homogeneous", "homogeneous", 1, 1.25},
+		{"hetero-seed-2", "hetero", 2, 1},
+		{"hetero-seed-3", "hetero", 3, 1},
+		{"hetero-seed-7", "hetero", 7, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, err := Preset(c.preset)
@@ -95,9 +96,9 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 			if d <= 0 {
 				t.Fatalf("the descent reference took %d moves to the target: no yardstick", d)
 			}
-			if got < 0 || float64(got) > toTarget*float64(d) {
+			if got < 0 || float64(got) > c.toTarget*float64(d) {
 				t.Errorf("the judge's moves brought both peaks within %.2f× greedy after %d, the descent reference's after %d: want at most %.2f× that",
-					TargetFactor, got, d, toTarget)
+					TargetFactor, got, d, c.toTarget)
 			}
 			if float64(rep.Moves) > total*float64(d) {
 				t.Errorf("%d moves in all: want at most %.2f× the %d the descent reference needs to the target", rep.Moves, total, d)
