@@ -98,6 +98,8 @@ type Round struct {
 	Reasons map[string]int `json:"reasons,omitempty"`
 	// MovedInstances are the instances the round moved, in the plan's order.
 	MovedInstances []string `json:"moved_instances"`
+	// MovedTo is the wave each of MovedInstances went to.
+	MovedTo []string `json:"moved_to"`
 	// PeakBefore and PeakAfter are the true peak utilisation at At before and after the
 	// moves; SpreadBefore and SpreadAfter the same for the spread.
 	PeakBefore   float64 `json:"peak_before"`

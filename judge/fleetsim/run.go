@@ -175,7 +175,7 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 		before.add(kb, pb, dayBefore)
 		ka, pa := predicted(raw, o.PredictedAfter)
 		after.add(ka, pa, dayAfter)
-		rd := Round{N: n, At: at, Planned: len(moves), Moved: len(a.moved), Skipped: a.skipped, MovedInstances: []string{}}
+		rd := Round{N: n, At: at, Planned: len(moves), Moved: len(a.moved), Skipped: a.skipped, MovedInstances: []string{}, MovedTo: []string{}}
 		if len(moves) > 0 {
 			rd.Reasons = map[string]int{}
 		}
@@ -187,6 +187,7 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 		for _, i := range a.moved {
 			moved[i] = true
 			rd.MovedInstances = append(rd.MovedInstances, r.f.Instances[i].ID)
+			rd.MovedTo = append(rd.MovedTo, r.f.Waves[r.s.assign[i]].Node)
 		}
 		rep.Rounds = append(rep.Rounds, rd)
 		rep.Moves += len(a.moved)

@@ -95,6 +95,27 @@ func TestRunInProcessJudge(t *testing.T) {
 	if changed == 0 || changed > rep.Distinct {
 		t.Errorf("%d instances are off their initial wave, want 1 to the %d moved", changed, rep.Distinct)
 	}
+	// The rounds' moves, replayed from the initial assignment, give the final one.
+	replay := map[string]string{}
+	for i, in := range f.Instances {
+		replay[in.ID] = f.Waves[f.Initial[i]].Node
+	}
+	for _, rd := range rep.Rounds {
+		if len(rd.MovedTo) != len(rd.MovedInstances) {
+			t.Fatalf("round %d: %d destinations for %d moved instances", rd.N, len(rd.MovedTo), len(rd.MovedInstances))
+		}
+		for k, id := range rd.MovedInstances {
+			if replay[id] == rd.MovedTo[k] {
+				t.Errorf("round %d: %s moved to %s, where it was", rd.N, id, rd.MovedTo[k])
+			}
+			replay[id] = rd.MovedTo[k]
+		}
+	}
+	for id, w := range replay {
+		if rep.Assignment[id] != w {
+			t.Errorf("%s: the rounds' moves leave it on %s, the report's assignment on %s", id, w, rep.Assignment[id])
+		}
+	}
 	h := hourOf(rep.End)
 	now, day := utils(f, loads(f, assign), atHour(h)), utils(f, loads(f, assign), dayPeak)
 	total := 0
