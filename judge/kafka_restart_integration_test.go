@@ -124,7 +124,7 @@ func TestJudgeKafkaRestartIntegration(t *testing.T) {
 	// fails; Info, as -json runs are verbose): which wait timed out does not say why ingest
 	// did not resume. The agents' publisher has a bus of its own, quiet: its retries
 	// through the outage are expected.
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := testenv.LoggerAt(t, slog.LevelInfo)
 	b, err := kafka.New(kafka.Options{Brokers: []string{broker.Addr()}, ClientID: "judge-restart-test", Logger: logger, WriteTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() }) // after the judge has stopped: cleanups run last first

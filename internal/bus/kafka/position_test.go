@@ -211,8 +211,14 @@ func TestRejoinAfterBrokerCrashIntegration(t *testing.T) {
 	}
 	t.Cleanup(func() { sub.Close() })
 	pos := sub.(bus.Positioner)
-	go bus.SubscribeWithRetry(ctx, sub, func(context.Context, bus.Message) error { return nil },
-		bus.RetryOptions{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
+	sctx, stop := context.WithCancel(ctx)
+	subscribed := make(chan struct{})
+	go func() {
+		defer close(subscribed)
+		bus.SubscribeWithRetry(sctx, sub, func(context.Context, bus.Message) error { return nil },
+			bus.RetryOptions{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
+	}()
+	t.Cleanup(func() { stop(); <-subscribed }) // runs before the Closes registered above
 	known := func(limit time.Duration) bool {
 		deadline := time.Now().Add(limit)
 		for time.Now().Before(deadline) {
