@@ -330,7 +330,7 @@ func (st *state) linesMove(l *lines, hot *waveState, dsts []*waveState, below, l
 				continue
 			}
 			st.costInto(c, in.Instance, d)
-			if d.peakWith(c, 1) > limit+eps {
+			if d.peakAfter(nil, c) > limit+eps {
 				continue
 			}
 			dp := l.scoreAfter(d, l.none, c)
@@ -354,7 +354,7 @@ func (st *state) linesSwap(l *lines, hot *waveState, cool []*waveState, below, l
 			return
 		}
 		st.costInto(ic, in.Instance, d)
-		if d.peakSwap(back.cost, ic) > limit+eps {
+		if d.peakAfter(back.cost, ic) > limit+eps {
 			return
 		}
 		dp := l.scoreAfter(d, back.cost, ic)

@@ -333,7 +333,7 @@ func (w *waveState) remove(in *instState) {
 }
 
 func (w *waveState) repeak() {
-	w.peak = w.peakWith(nil, 0)
+	w.peak = w.peakAfter(nil, nil)
 }
 
 // peakAdd is the wave's peak utilisation with in added (not allocating its cost).
@@ -351,23 +351,18 @@ func (w *waveState) peakAdd(in *Instance) float64 {
 	return p
 }
 
-// peakWith is the wave's peak utilisation with sign·c added to its load (c nil: as is).
-func (w *waveState) peakWith(c []float64, sign float64) float64 {
+// peakAfter is the wave's peak utilisation with out's cost removed from its load and
+// in's added (either nil: nothing).
+func (w *waveState) peakAfter(out, in []float64) float64 {
 	p := math.Inf(-1)
 	for k, l := range w.load {
-		if c != nil {
-			l += sign * c[k]
+		if out != nil {
+			l -= out[k]
+		}
+		if in != nil {
+			l += in[k]
 		}
 		p = max(p, l/w.cap)
-	}
-	return p
-}
-
-// peakSwap is the wave's peak with out's cost removed and in's added.
-func (w *waveState) peakSwap(out, in []float64) float64 {
-	p := math.Inf(-1)
-	for k, l := range w.load {
-		p = max(p, (l-out[k]+in[k])/w.cap)
 	}
 	return p
 }
@@ -422,7 +417,7 @@ func (st *state) failover(orphans []*instState) {
 		bestPeak := math.Inf(1)
 		for _, w := range live {
 			c := st.costOn(in.Instance, w)
-			p := w.peakWith(c, 1)
+			p := w.peakAfter(nil, c)
 			if best == nil || p < bestPeak-eps || math.Abs(p-bestPeak) <= eps && byCount(w, best) < 0 {
 				best, bestCost, bestPeak = w, c, p
 			}
@@ -504,7 +499,7 @@ func (st *state) bestMove(srcs, dsts []*waveState, limit, gain float64) *step {
 			if !st.movable(in) {
 				continue
 			}
-			sp := src.peakWith(in.cost, -1)
+			sp := src.peakAfter(in.cost, nil)
 			if sp >= src.peak-eps {
 				continue // it costs nothing at the source's peak: moving it cannot help
 			}
@@ -537,7 +532,7 @@ func (st *state) bestSwap(srcs, dsts []*waveState, limit, gain float64) *step {
 	for _, src := range srcs {
 		st.eachSwap(src, dsts, func(in, back *instState, dst *waveState) {
 			c, bc := st.costOn(in.Instance, dst), st.costOn(back.Instance, src)
-			sp, dp := src.peakSwap(in.cost, bc), dst.peakSwap(back.cost, c)
+			sp, dp := src.peakAfter(in.cost, bc), dst.peakAfter(back.cost, c)
 			if dp > limit+eps || max(sp, dp) > src.peak-gain {
 				return
 			}
@@ -669,7 +664,7 @@ func (st *state) evict(over, live []*waveState) *step {
 			if !st.movable(in) {
 				continue
 			}
-			sp := src.peakWith(in.cost, -1)
+			sp := src.peakAfter(in.cost, nil)
 			if sp > st.goals.HardMax+eps && len(src.insts) > 1 {
 				continue // not what holds its wave over the threshold
 			}
@@ -698,7 +693,7 @@ func (st *state) evict(over, live []*waveState) *step {
 		}
 	}
 	if best != nil {
-		best.dstPeak = best.dst.peakWith(best.cost, 1)
+		best.dstPeak = best.dst.peakAfter(nil, best.cost)
 	}
 	return best
 }
@@ -855,7 +850,7 @@ func (st *state) raiseLowest(live []*waveState, low *waveState, hi, lo, gain flo
 			if dp > hi-gain || dp < lo+gain || st.goals.HardMax > 0 && dp > st.goals.HardMax+eps {
 				continue
 			}
-			sp := src.peakWith(in.cost, -1)
+			sp := src.peakAfter(in.cost, nil)
 			if sp < lo+gain {
 				continue
 			}
@@ -960,7 +955,7 @@ func (st *state) share() {
 				if st.goals.HardMax > 0 && dp > st.goals.HardMax+eps || dp > ceiling+eps {
 					continue
 				}
-				sp := src.peakWith(in.cost, -1)
+				sp := src.peakAfter(in.cost, nil)
 				if max(hi, sp, dp)-min(lo, sp, dp) > bound+eps {
 					continue
 				}
