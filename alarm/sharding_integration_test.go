@@ -63,7 +63,10 @@ func TestShardedAlarmsPageOnce(t *testing.T) {
 	agents.heal()
 	rcv.waitPages(t, "resolutions", func(pg pages) bool { return len(pg.resolved) == len(violating) })
 	watch(12 * time.Second)
+	// The pages as the observation ends: once the agents stop, their nodes are silent,
+	// and nodata pages for them are due 3 intervals later.
+	pg := rcv.pages()
 	agents.stop()
 	stopA()
-	requirePagedOnce(t, rcv.pages(), violating)
+	requirePagedOnce(t, pg, violating, agents)
 }

@@ -163,11 +163,12 @@ func TestShardedAlarmProcessesKill9(t *testing.T) {
 	agents.heal()
 	rcv.waitPages(t, "resolutions", func(pg pages) bool { return len(pg.resolved) == len(violating) })
 	watch(5 * time.Second)
+	pg := rcv.pages() // as the observation ends: silent agents would page nodata (3 intervals on)
 	agents.stop()
 	for _, p := range []*alarmProc{procA, procB} {
 		require.NoError(t, p.Exited(), "the alarm processes keep running")
 	}
-	requirePagedOnce(t, rcv.pages(), violating)
+	requirePagedOnce(t, pg, violating, agents)
 }
 
 // The process tests wait up to waitLimit for a state, looking every waitTick.
