@@ -350,12 +350,17 @@ func (a *Alarm) stop() {
 func (a *Alarm) timerLoop(ctx context.Context) {
 	t := time.NewTicker(a.o.EvalInterval)
 	defer t.Stop()
-	lastSil, lastLog, lastBook := time.Now(), time.Now(), time.Now()
+	lastSil, lastLog, lastBook, lastTick := time.Now(), time.Now(), time.Now(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if late := time.Since(lastTick) - a.o.EvalInterval; late > pausedAfter(a.o.EvalInterval) {
+			a.log.Warn("the alarm's timer ran late: the process was paused or starved; nodata and staleness wait one interval for the stream",
+				"late", late.Round(time.Millisecond))
+			a.eng.Resumed()
 		}
 		if time.Since(lastSil) >= a.o.SilenceRefresh {
 			lastSil = time.Now()
@@ -374,8 +379,14 @@ func (a *Alarm) timerLoop(ctx context.Context) {
 			a.saveBook(ctx, nil)
 		}
 		a.eng.Tick()
+		lastTick = time.Now() // the wait for the next tick is measured, not this loop's own calls
 	}
 }
+
+// pausedAfter is how late a timer tick must come for the process to count as paused:
+// a whole period missed, and at least half a second, which a loaded machine's
+// scheduling does not reach.
+func pausedAfter(every time.Duration) time.Duration { return max(every, 500*time.Millisecond) }
 
 // refreshLoop sends channel's firing alerts again every interval it asks for (an
 // Alertmanager ends an alert not sent again before its endsAt). A failed refresh is

@@ -374,6 +374,17 @@ func (e *Engine) SetCaughtUp(ok bool) {
 	e.stalled = !ok
 }
 
+// Resumed tells the engine that its process was paused (its timer ran late: a VM's
+// stolen time, a stop signal, a starved machine) and runs again. The clock jumped while
+// the consumer stood still, so the nodes' points of the pause are still waiting to be
+// read: nodata and staleness are held for one interval from now, as after catching up,
+// or the first Tick after the pause would page every node whose point is due.
+func (e *Engine) Resumed() {
+	e.stMu.Lock()
+	defer e.stMu.Unlock()
+	e.resumedAt = e.now()
+}
+
 // Release forgets the given nodes without notifying or touching the notification log:
 // their partitions moved to another alarm process, which continues their alerts from
 // the log. Their queued notifications still go out.

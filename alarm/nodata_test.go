@@ -80,3 +80,36 @@ func TestReleaseForgetsMovedNodes(t *testing.T) {
 	require.Len(t, entries, 1)
 	require.Equal(t, "wave-1", entries[0].Labels["node"])
 }
+
+// A paused process (its timer late: stolen VM time, a starved machine) does not page the
+// nodes whose points came during the pause and wait to be read: Resumed holds nodata for
+// one interval, after which a node that is truly silent pages.
+func TestNodataWaitsAfterAPause(t *testing.T) {
+	r := newRig(t, basePolicy+nodataPolicy, nil)
+	send := func(node string) { r.e.Observe(batch(node, r.clk.Now(), cpu(10))) }
+	for range 3 {
+		send("wave-1")
+		send("wave-2")
+		r.clk.Add(10 * time.Second)
+		r.e.Tick()
+	}
+	require.Empty(t, r.out.take())
+
+	// Paused for a minute: the clock jumps, nothing was read meanwhile.
+	r.clk.Add(time.Minute)
+	r.e.Resumed()
+	r.e.Tick()
+	require.Empty(t, r.out.take(), "no nodata on the first tick after a pause")
+
+	// The stream is read: wave-2's points of the pause arrive, wave-1 has none.
+	for at := r.clk.Now().Add(-time.Minute); !at.After(r.clk.Now()); at = at.Add(10 * time.Second) {
+		r.e.Observe(batch("wave-2", at, cpu(10)))
+	}
+	r.clk.Add(10 * time.Second)
+	send("wave-2")
+	r.e.Tick()
+	msgs := r.out.messages()
+	require.Len(t, msgs, 1, "one interval after the pause, the silent node pages")
+	require.Equal(t, "wave-1", msgs[0].Alerts[0].Labels["node"])
+	require.Equal(t, "nodata", msgs[0].Alerts[0].Labels["reason"])
+}
