@@ -59,6 +59,10 @@ func appendCanalDirect(dst []byte, im Image, c *Column, cf *canalColumnField, co
 			return dst[:at], v, false, err
 		}
 	case kind == kindDatetime && rc.kind == rawDatetime2:
+		if p, ok := plainDatetime2(b, rc.dec); ok {
+			dst = p.appendText(dst, c, ' ')
+			break
+		}
 		t, valid := datetime2(b, rc.dec)
 		if !valid || t.Year() > 9999 { // zero, before 1970: go-mysql's text; a fifth year digit: canal-json keeps its 'T'
 			return dst, v, false, nil

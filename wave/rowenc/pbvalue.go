@@ -86,6 +86,10 @@ func (r rawImage) appendPB(dst []byte, s *typedScratch, c *Column, i int) ([]byt
 			return appendPBTime(dst, c, time.Unix(sec, usec*1000)), nil
 		}
 	case rawDatetime2:
+		if p, ok := plainDatetime2(b, rc.dec); ok { // at most 32 ASCII bytes: one for the length
+			dst, l := pbBegin(dst, pbFieldString, 1)
+			return pbEnd(p.appendText(dst, c, 'T'), l), nil
+		}
 		if t, ok := datetime2(b, rc.dec); ok {
 			return appendPBTime(dst, c, t), nil
 		}

@@ -46,6 +46,9 @@ func appendRaw(dst []byte, c *Column, b []byte) ([]byte, error) {
 			return appendTime(dst, c, time.Unix(sec, usec*1000)), nil
 		}
 	case rawDatetime2:
+		if p, ok := plainDatetime2(b, rc.dec); ok {
+			return append(p.appendText(append(dst, '"'), c, 'T'), '"'), nil
+		}
 		if t, ok := datetime2(b, rc.dec); ok {
 			return appendTime(dst, c, t), nil
 		}
@@ -131,6 +134,65 @@ func datetime2(b []byte, dec uint8) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return time.Date(year, time.Month(month), day, hour, minute, second, int(frac*1000), time.UTC), true
+}
+
+// datetimeParts is a DATETIME2 taken apart: a plain, valid date and time.
+type datetimeParts struct {
+	year, month, day, hour, minute, second int
+	micros                                 int
+}
+
+// plainDatetime2 is b's parts when datetime2 makes a time.Time of them that time.Date
+// does not normalise: from 1970 on, four year digits, a day within its month, a clock
+// within its day, a fraction within its second (its bytes can hold more). The text is then written straight from them (appendText), without a
+// time.Time built and taken apart again for every value; anything else takes that way.
+func plainDatetime2(b []byte, dec uint8) (datetimeParts, bool) {
+	intPart, year, month, day, hour, minute, second, frac := datetime2Parts(b, dec)
+	if intPart == 0 || intPart < datetimeEpoch || year > 9999 || month < 1 || month > 12 ||
+		day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || second > 59 || frac >= 1_000_000 {
+		return datetimeParts{}, false
+	}
+	return datetimeParts{year, month, day, hour, minute, second, int(frac)}, true
+}
+
+// appendText appends the parts as appendTimeParts writes a DATETIME column c's value:
+// date, sep, clock, and the fraction to c's digits. The year has four digits (1970 to
+// 9999) and every field its fixed width, so the text is filled in place, a digit pair
+// at a time, and appended once.
+func (p datetimeParts) appendText(dst []byte, c *Column, sep byte) []byte {
+	var b [26]byte // "YYYY-MM-DDThh:mm:ss.ffffff"
+	pair := func(at, v int) { b[at], b[at+1] = '0'+byte(v/10), '0'+byte(v%10) }
+	pair(0, p.year/100)
+	pair(2, p.year%100)
+	b[4], b[7], b[10], b[13], b[16] = '-', '-', sep, ':', ':'
+	pair(5, p.month)
+	pair(8, p.day)
+	pair(11, p.hour)
+	pair(14, p.minute)
+	pair(17, p.second)
+	dec := int(min(c.Frac, 6))
+	if dec == 0 {
+		return append(dst, b[:19]...)
+	}
+	b[19] = '.'
+	pair(20, p.micros/10000)
+	pair(22, p.micros/100%100)
+	pair(24, p.micros%100)
+	return append(dst, b[:20+dec]...)
+}
+
+// daysIn is the number of days of month in year (Gregorian, as time.Date counts them).
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 func appendDatetime2Text(dst, b []byte, dec int) []byte {
