@@ -224,6 +224,8 @@ func TestJudgeKafkaRestartIntegration(t *testing.T) {
 	require.Equal(t, len(want)*perBatch, points, "points of the acknowledged batches in the store")
 
 	m := metricValues(t, metricsOf(t, base), mIngested, mSubErrs)
+	require.GreaterOrEqual(t, m[mIngested]-ingestedAtFrom, int64(len(want)*perBatch),
+		"points the judge ingested from the bus: at least the acknowledged ones")
 	_, failures := agents.counts()
 	t.Logf("%d batches (%d points) acknowledged from the judge's first sight of every node on: all stored, none lost; "+
 		"the judge ingested %d points from the bus meanwhile, %d more than acknowledged (redeliveries, and batches published again "+
