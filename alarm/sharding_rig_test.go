@@ -10,7 +10,6 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
-	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/metric"
 )
@@ -211,20 +210,17 @@ type pages struct {
 
 func (r *receiver) pages() pages {
 	pg := pages{firing: map[string]int{}, resolved: map[string]int{}}
-	r.mu.Lock()
-	got, at := append([]notify.WebhookPayload(nil), r.got...), append([]time.Time(nil), r.at...)
-	r.mu.Unlock()
-	for i, p := range got {
-		for _, a := range p.Alerts {
-			switch {
-			case a.Labels["reason"] == "nodata":
-				pg.nodata++
-				pg.nodataSeen = append(pg.nodataSeen, fmt.Sprintf("%s %s at +%s", a.Labels["node"], a.Status, at[i].Sub(at[0]).Round(10*time.Millisecond)))
-			case a.Status == "firing":
-				pg.firing[a.Labels["node"]]++
-			default:
-				pg.resolved[a.Labels["node"]]++
-			}
+	as := r.arrivals()
+	for _, ar := range as {
+		a := ar.a
+		switch {
+		case a.Labels["reason"] == "nodata":
+			pg.nodata++
+			pg.nodataSeen = append(pg.nodataSeen, fmt.Sprintf("%s %s at +%s", a.Labels["node"], a.Status, ar.at.Sub(as[0].at).Round(10*time.Millisecond)))
+		case a.Status == "firing":
+			pg.firing[a.Labels["node"]]++
+		default:
+			pg.resolved[a.Labels["node"]]++
 		}
 	}
 	return pg
