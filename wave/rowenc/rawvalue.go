@@ -138,14 +138,14 @@ func datetime2(b []byte, dec uint8) (time.Time, bool) {
 
 // datetimeParts is a DATETIME2 taken apart: a plain, valid date and time.
 type datetimeParts struct {
-	year, month, day, hour, minute, second int
-	micros                                 int
+	year, month, day, hour, minute, second, micros int
 }
 
 // plainDatetime2 is b's parts when datetime2 makes a time.Time of them that time.Date
 // does not normalise: from 1970 on, four year digits, a day within its month, a clock
-// within its day, a fraction within its second (its bytes can hold more). The text is then written straight from them (appendText), without a
-// time.Time built and taken apart again for every value; anything else takes that way.
+// within its day, a fraction within its second (its bytes can hold more). The text is
+// then written straight from them (appendText), without a time.Time built and taken
+// apart again for every value; anything else takes that way.
 func plainDatetime2(b []byte, dec uint8) (datetimeParts, bool) {
 	intPart, year, month, day, hour, minute, second, frac := datetime2Parts(b, dec)
 	if intPart == 0 || intPart < datetimeEpoch || year > 9999 || month < 1 || month > 12 ||
