@@ -231,6 +231,7 @@ func (c *Config) PipelineOptions() PipelineOptions {
 		// batch size and bytes (cmd/binlake): one produce request per partition per call.
 		o.PublishChunkMessages = c.Sink.Kafka.BatchSize
 		o.PublishChunkBytes = int64(c.Sink.Kafka.MaxMessageBytes)
+		o.PublishLinger = c.Sink.Kafka.Linger.D()
 	}
 	return o
 }

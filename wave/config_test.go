@@ -3,6 +3,7 @@ package wave
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestConfigOldKeys: every key wave.yaml no longer takes is refused at its line with the
@@ -48,5 +49,24 @@ func TestConfigJudgeToken(t *testing.T) {
 	}
 	if tok, err := cfg.Balancer.JudgeToken().Resolve(); err != nil || tok.Reveal() != "tok" {
 		t.Errorf("token from judge_token_env: %v, %v", tok, err)
+	}
+}
+
+// TestConfigPipelineOptions: a Kafka sink's batch size, message bytes and linger bound
+// and pace the publisher's produce requests; another sink leaves them unbounded.
+func TestConfigPipelineOptions(t *testing.T) {
+	body := strings.Replace(goodConfig, "brokers: [127.0.0.1:9092]", "brokers: [127.0.0.1:9092]\n    batch_size: 500\n    linger: 7ms", 1)
+	cfg, err := Load(writeFile(t, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := cfg.PipelineOptions()
+	if o.PublishChunkMessages != 500 || o.PublishChunkBytes != 1<<20 || o.PublishLinger != 7*time.Millisecond || o.BatchRows != 1000 {
+		t.Errorf("kafka sink: chunks of %d messages and %d bytes, linger %s, batches of %d rows; want 500, %d, 7ms, 1000",
+			o.PublishChunkMessages, o.PublishChunkBytes, o.PublishLinger, o.BatchRows, 1<<20)
+	}
+	cfg.Sink.Kind = SinkStdout
+	if o := cfg.PipelineOptions(); o.PublishChunkMessages != 0 || o.PublishChunkBytes != 0 || o.PublishLinger != 0 {
+		t.Errorf("stdout sink: chunks of %d messages and %d bytes, linger %s; want none", o.PublishChunkMessages, o.PublishChunkBytes, o.PublishLinger)
 	}
 }

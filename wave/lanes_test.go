@@ -255,6 +255,65 @@ func TestLanesCountGroupedRows(t *testing.T) {
 	}
 }
 
+// TestLanesLinger: a flight that is not full waits up to the linger for more rows, so
+// rows that arrive apart share one produce request per partition; a flight that fills
+// goes at once; without a linger each goes as it comes.
+func TestLanesLinger(t *testing.T) {
+	calls := func(pub *partPub) [][]string {
+		pub.mu.Lock()
+		defer pub.mu.Unlock()
+		return slices.Clone(pub.calls[0])
+	}
+	t.Run("a flight fills while it lingers", func(t *testing.T) {
+		pub := newPartPub()
+		in := make(chan capture.Item, 8)
+		p, cm := lanesPublisher(pub, in, 4)
+		p.chunkMsgs, p.linger = 10, time.Hour
+		stop := runLanes(t, p)
+		for i, k := range []string{"a1", "a2", "a3"} { // maxRows 3
+			if got := calls(pub); len(got) != 0 {
+				t.Fatalf("partition 0 got %v before the flight was full", got)
+			}
+			in <- rowItem(uint32(100*(i+1)), k)
+			<-time.After(20 * time.Millisecond)
+		}
+		waitAcked(t, cm, 300)
+		if got := calls(pub); !slices.EqualFunc(got, [][]string{{"a1", "a2", "a3"}}, slices.Equal) {
+			t.Errorf("partition 0 got the requests %v, want one of a1 a2 a3", got)
+		}
+		stop()
+	})
+	t.Run("a flight that does not fill goes after the linger", func(t *testing.T) {
+		pub := newPartPub()
+		in := make(chan capture.Item, 8)
+		p, cm := lanesPublisher(pub, in, 4)
+		p.chunkMsgs, p.linger = 10, 200*time.Millisecond
+		stop := runLanes(t, p)
+		start := time.Now()
+		in <- rowItem(100, "a1")
+		waitAcked(t, cm, 100)
+		if waited := time.Since(start); waited < p.linger {
+			t.Errorf("a1 went out after %s, before the linger of %s", waited, p.linger)
+		}
+		stop()
+	})
+	t.Run("no linger", func(t *testing.T) {
+		pub := newPartPub()
+		in := make(chan capture.Item, 8)
+		p, cm := lanesPublisher(pub, in, 4)
+		p.chunkMsgs = 10
+		stop := runLanes(t, p)
+		for i, k := range []string{"a1", "a2"} {
+			in <- rowItem(uint32(100*(i+1)), k)
+			waitAcked(t, cm, uint32(100*(i+1)))
+		}
+		if got := calls(pub); !slices.EqualFunc(got, [][]string{{"a1"}, {"a2"}}, slices.Equal) {
+			t.Errorf("partition 0 got the requests %v, want a1, then a2", got)
+		}
+		stop()
+	})
+}
+
 // runLanes runs p until the returned stop, which cancels it and checks that it ended
 // without an error.
 func runLanes(t *testing.T, p *publisher) (stop func()) {

@@ -44,8 +44,10 @@ type publisher struct {
 	// inFlight is how many gathered batches may be on their way at once (1: stop and
 	// wait); see lanes.go.
 	inFlight int
-	laneOf   []int32 // split's scratch: each message's lane (dispatch's goroutine only)
-	resume   resumeSignal
+	// linger is how long a batch that is not full waits for more rows while none is out.
+	linger time.Duration
+	laneOf []int32 // split's scratch: each message's lane (dispatch's goroutine only)
+	resume resumeSignal
 }
 
 // recordOverhead is what a producer adds to key and value when it sizes a batch: kafka-go
@@ -362,7 +364,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 		backoffMin: 100 * time.Millisecond, backoffMax: w.opts.Pipeline.PublishBackoffMax,
 		m: w.m, log: log, commit: cm, rows: start.Rows, lag: lag,
 		chunkMsgs: w.opts.Pipeline.PublishChunkMessages, chunkBytes: w.opts.Pipeline.PublishChunkBytes,
-		inFlight: w.opts.Pipeline.PublishInFlight}
+		inFlight: w.opts.Pipeline.PublishInFlight, linger: w.opts.Pipeline.PublishLinger}
 	snapshotRequests := make(chan cluster.SnapshotRequest, 1)
 	capt, err := capture.New(capture.Options{
 		Inst: inst, Password: password.Reveal(), Filter: filter, Log: log, Out: items,

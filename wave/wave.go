@@ -78,6 +78,10 @@ type PipelineOptions struct {
 	// PublishInFlight is how many gathered batches may be on their way to the bus at
 	// once, each partition still receiving its requests one at a time. 4.
 	PublishInFlight int
+	// PublishLinger is how long a gathered batch that is not full waits for more rows
+	// while none is on its way (sink.kafka.linger: a produce request per partition is
+	// what the broker pays for, whatever its size); 0 sends at once.
+	PublishLinger time.Duration
 }
 
 // Options configures a Wave.

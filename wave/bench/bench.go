@@ -423,7 +423,8 @@ func capture(ctx context.Context, opts Options, db, topic string, start cluster.
 		MaxMessageBytes: maxMsg - 128, PollInterval: 100 * time.Millisecond, Logger: opts.Logger,
 		Password: func(cluster.Source) (config.Secret, error) { return opts.Password, nil },
 		Pipeline: wave.PipelineOptions{BatchRows: opts.BatchRows, CommitInterval: 100 * time.Millisecond,
-			PublishChunkMessages: opts.KafkaBatchSize, PublishChunkBytes: maxMsg, PublishInFlight: opts.InFlight}})
+			PublishChunkMessages: opts.KafkaBatchSize, PublishChunkBytes: maxMsg, PublishInFlight: opts.InFlight,
+			PublishLinger: opts.Linger}})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/binlake/binlake/internal/benchkit"
@@ -70,7 +71,15 @@ func pidCPU(pid int) time.Duration {
 // load, InnoDB flushes and purges for seconds and the broker may still be writing: the
 // timed phases (the capture, then the reference) start from the same quiet machine
 // instead of competing with the phase before for the two cores.
+//
+// It first flushes the machine's dirty pages (sync): the load leaves hundreds of MB of
+// binlog and table pages to be written back, and a broker writing while the kernel
+// throttles writers for them spends its CPU in the kernel, which made the broker's
+// share of a capture vary threefold between runs of the same build.
 func settle(ctx context.Context, opts Options, what string) {
+	t := time.Now()
+	syscall.Sync()
+	fmt.Fprintf(opts.Out, "flushed the machine's written pages to disk (sync) in %s before the %s\n", time.Since(t).Round(time.Millisecond), what)
 	const (
 		settleWindow = 250 * time.Millisecond
 		settleCores  = 0.05
