@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -225,10 +226,27 @@ func planWave(v *waveView, alive bool, running []instWork) rebalance.Wave {
 // 1.10× the greedy reference.
 const errSpan = 2
 
-// apiPrices is p as the API shows it.
+// apiPrices is p as the API shows it. JSON has no infinity: an own fit that cannot say
+// what its work costs (work_err infinite: its work costs nothing at its prices, or its
+// samples are too few or collinear) shows work_err -1, and any other value that is not
+// finite shows 0. An infinite work_err once failed a whole plan's answer ("encode
+// response", 500), and the wave's balancer fell back to placing by instance counts.
 func apiPrices(p loadmodel.Prices) api.Prices {
-	return api.Prices{RowCores: p.Row, ByteCores: p.Byte, BaseCores: p.Base, Source: p.Source, Samples: p.Samples, R2: p.R2, RMSE: p.RMSE,
-		Saturated: p.Saturated, WorkErr: p.WorkErr, CostErr: p.CostErr}
+	workErr := p.WorkErr
+	if math.IsInf(workErr, 1) {
+		workErr = -1
+	}
+	return api.Prices{RowCores: finite(p.Row), ByteCores: finite(p.Byte), BaseCores: finite(p.Base), Source: p.Source,
+		Samples: p.Samples, R2: finite(p.R2), RMSE: finite(p.RMSE), Saturated: p.Saturated, WorkErr: finite(workErr),
+		CostErr: finite(p.CostErr)}
+}
+
+// finite is v, or 0 when v is NaN or infinite.
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
 }
 
 // peakOf is the largest of per-slot loads over cores, and its hour (-1: now).

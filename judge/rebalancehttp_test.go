@@ -112,6 +112,36 @@ func TestRebalancePost(t *testing.T) {
 	require.Contains(t, string(m.body), `binlake_judge_rebalance_plans_total{source="get"} 0`)
 }
 
+// TestRebalanceAnswersAFitThatCannotSay: a wave whose CPU fell as its work rose fits
+// prices at which its work costs nothing, so its own fit's error is infinite. JSON has no
+// infinity: the plan and the node's detail still answer, showing work_err -1 (before,
+// both answered 500 "encode response" and the wave's balancer fell back to instance
+// counts).
+func TestRebalanceAnswersAFitThatCannotSay(t *testing.T) {
+	j, c := newJudge(t, nil)
+	for i := range 60 {
+		rows := 1000 + float64(i%10)*300
+		for _, b := range []metric.Batch{
+			waveBatch("wave-1", c.Now(), 1-rows/20000, map[string]float64{"a": rows}),
+			waveBatch("wave-2", c.Now(), 0.2+float64(i%3)*0.01, map[string]float64{"b": 500}),
+		} {
+			b.Points = append(b.Points, metric.Point{Name: metric.CPUCores, Value: 4})
+			require.NoError(t, j.Ingest(b, sourceHTTP))
+		}
+		c.Add(10 * time.Second)
+	}
+	r, ans := postRebalance(t, j, "", `{"waves":[{"node":"wave-1","alive":true},{"node":"wave-2","alive":true}],
+		"instances":[{"id":"a","node":"wave-1"},{"id":"b","node":"wave-2"}]}`)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Len(t, ans.Waves, 2)
+	require.Equal(t, "wave-1", ans.Waves[0].Node)
+	require.Equal(t, -1.0, ans.Waves[0].Prices.WorkErr, "wave-1's prices: %+v", ans.Waves[0].Prices)
+
+	d := do(t, j.Handler(), "GET", "/v1/nodes/wave-1", "", nil)
+	require.Equal(t, http.StatusOK, d.status, string(d.body))
+	require.Contains(t, string(d.body), `"work_err":-1`)
+}
+
 // TestRebalanceCostLookup: an instance's cost comes from the node the request names;
 // when that node does not report it, from a node that runs it; else from any node that
 // reports it; else the floor alone.

@@ -153,12 +153,15 @@ func (e *Errors) ServiceRouter(reg *prometheus.Registry, openAPI []byte) chi.Rou
 }
 
 // WriteJSON answers v as JSON with status. HTML characters are not escaped: the API is
-// not a web page.
+// not a web page. An answer that cannot be encoded (a NaN or an infinity, which JSON
+// has not) is a 500, logged through slog's default logger with what failed: the caller
+// has no logger to hand, and the client's "encode response" says nothing of the cause.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
+		slog.Error("an API answer could not be encoded as JSON", "type", fmt.Sprintf("%T", v), "err", err)
 		http.Error(w, `{"error":{"code":"internal","message":"encode response"}}`, http.StatusInternalServerError)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -232,5 +233,22 @@ func TestServeShutdownIsBounded(t *testing.T) {
 		require.NoError(t, err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("Serve waited for a request that never ends")
+	}
+}
+
+// TestWriteJSONUnencodable: an answer JSON cannot hold is a 500 with the API's error
+// body, and the cause is logged.
+func TestWriteJSONUnencodable(t *testing.T) {
+	var logged bytes.Buffer
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+
+	rec := httptest.NewRecorder()
+	WriteJSON(rec, http.StatusOK, map[string]float64{"work_err": math.Inf(1)})
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"code":"internal"`) {
+		t.Errorf("answered %d %q, want 500 with an internal error", rec.Code, rec.Body.String())
+	}
+	if !strings.Contains(logged.String(), "unsupported value: +Inf") {
+		t.Errorf("logged %q, want the encoder's error", logged.String())
 	}
 }

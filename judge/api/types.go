@@ -312,7 +312,9 @@ type Prices struct {
 	// its cores: a reading that is only a floor of what the work costs.
 	Saturated int `json:"saturated"`
 	// WorkErr is the standard error of the wave's own fit's cost of its mean work, as a
-	// share of that cost (0: no fit of its own tried). The prices weigh the own fit by
+	// share of that cost (0: no fit of its own tried; -1: its own fit cannot say, as its
+	// work costs nothing at its prices or its samples are too few or collinear, so the
+	// pool's prices stand in for it where there is a pool). The prices weigh the own fit by
 	// 1/work_err² against the fleet's prices at the wave's speed by 1/m², m how far the
 	// pool misses the waves' own fits beyond their errors (learned across the fleet):
 	// "pooled" when the pool weighs more.
