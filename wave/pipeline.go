@@ -44,7 +44,8 @@ type publisher struct {
 	// inFlight is how many gathered batches may be on their way at once (1: stop and
 	// wait); see lanes.go.
 	inFlight int
-	// linger is how long a batch that is not full waits for more rows while none is out.
+	// linger is how long a batch that is not full waits for more rows once the queue runs
+	// dry (0: it goes at once).
 	linger time.Duration
 	laneOf []int32 // split's scratch: each message's lane (dispatch's goroutine only)
 	resume resumeSignal

@@ -79,8 +79,9 @@ type PipelineOptions struct {
 	// once, each partition still receiving its requests one at a time. 4.
 	PublishInFlight int
 	// PublishLinger is how long a gathered batch that is not full waits for more rows
-	// while none is on its way (sink.kafka.linger: a produce request per partition is
-	// what the broker pays for, whatever its size); 0 sends at once.
+	// once the capture has none to give (sink.kafka.linger: the broker pays for each
+	// produce request, a request per partition per batch, whatever its size); 0 sends
+	// at once.
 	PublishLinger time.Duration
 }
 
