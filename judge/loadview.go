@@ -166,7 +166,10 @@ func utilisationReady(views map[string]*waveView, live []string) (bool, string) 
 		why = append(why, fmt.Sprintf("no cpu.cores from %s", list(noCores)))
 	}
 	if len(noCPU) > 0 {
-		why = append(why, fmt.Sprintf("no wave.cpu_cores from any wave to price work with (first: %s)", noCPU[0]))
+		// A wave has no prices when it reports no wave.cpu_cores, or when its own work
+		// never varied enough to fit and no other wave's fit gives a pool to price it
+		// from: a fleet whose every wave reports its CPU can still be here.
+		why = append(why, fmt.Sprintf("no prices for %s: it needs wave.cpu_cores, and its own work or another wave's varying over the fit's window to price work from", list(noCPU)))
 	}
 	if len(why) == 0 {
 		return true, ""

@@ -136,6 +136,9 @@ func TestRebalanceAnswersAFitThatCannotSay(t *testing.T) {
 	require.Len(t, ans.Waves, 2)
 	require.Equal(t, "wave-1", ans.Waves[0].Node)
 	require.Equal(t, -1.0, ans.Waves[0].Prices.WorkErr, "wave-1's prices: %+v", ans.Waves[0].Prices)
+	// wave-2 reports its CPU, but its work never varied and wave-1's fit lends no pool.
+	require.Equal(t, api.ModelRows, ans.Model)
+	require.Contains(t, ans.ModelNote, "no prices for wave-2: it needs wave.cpu_cores, and its own work or another wave's varying")
 
 	d := do(t, j.Handler(), "GET", "/v1/nodes/wave-1", "", nil)
 	require.Equal(t, http.StatusOK, d.status, string(d.body))
