@@ -156,29 +156,11 @@ func plainDatetime2(b []byte, dec uint8) (datetimeParts, bool) {
 }
 
 // appendText appends the parts as appendTimeParts writes a DATETIME column c's value:
-// date, sep, clock, and the fraction to c's digits. The year has four digits (1970 to
-// 9999) and every field its fixed width, so the text is filled in place, a digit pair
-// at a time, and appended once.
+// date, sep, clock, and the fraction to c's digits.
 func (p datetimeParts) appendText(dst []byte, c *Column, sep byte) []byte {
-	var b [26]byte // "YYYY-MM-DDThh:mm:ss.ffffff"
-	pair := func(at, v int) { b[at], b[at+1] = '0'+byte(v/10), '0'+byte(v%10) }
-	pair(0, p.year/100)
-	pair(2, p.year%100)
-	b[4], b[7], b[10], b[13], b[16] = '-', '-', sep, ':', ':'
-	pair(5, p.month)
-	pair(8, p.day)
-	pair(11, p.hour)
-	pair(14, p.minute)
-	pair(17, p.second)
-	dec := int(min(c.Frac, 6))
-	if dec == 0 {
-		return append(dst, b[:19]...)
-	}
-	b[19] = '.'
-	pair(20, p.micros/10000)
-	pair(22, p.micros/100%100)
-	pair(24, p.micros%100)
-	return append(dst, b[:20+dec]...)
+	dst = append(appendDate(dst, p.year, p.month, p.day), sep)
+	dst = appendClock(dst, p.hour, p.minute, p.second)
+	return appendFraction(dst, p.micros, int(min(c.Frac, 6)))
 }
 
 // daysIn is the number of days of month in year (Gregorian, as time.Date counts them).

@@ -553,6 +553,9 @@ func isTimestamp(c *Column) bool {
 // appendPadded appends v in decimal, zero-padded to width characters as fmt's "%0*d"
 // pads it (a minus sign counts in the width: only values no server writes are negative).
 func appendPadded(dst []byte, v, width int) []byte {
+	if width == 2 && v >= 0 && v < 100 { // a month, a day, a clock's field: most calls
+		return append(dst, '0'+byte(v/10), '0'+byte(v%10))
+	}
 	u := uint64(v)
 	if v < 0 {
 		dst = append(dst, '-')
