@@ -25,10 +25,13 @@ import (
 // TestBalancerFailoverFallback: with no judge, or a judge that does not answer, the
 // balancer still places a dead wave's instances, by fewest instances, says so in its
 // metric, and rewrites their assignments. Three in-process waves share one single
-// coordinator; their instances' source is unreachable (placement does not need it).
+// coordinator; their instances' source is unreachable (placement does not need it). The
+// wave stops cleanly, so it may be restarting: its instances stay for the failover grace
+// and move only after it.
 func TestBalancerFailoverFallback(t *testing.T) {
 	dead := httptest.NewServer(nil)
 	dead.Close() // a judge that refuses connections
+	const grace = 2 * time.Second
 	for _, tc := range []struct {
 		name    string
 		planner balancer.Planner
@@ -51,7 +54,7 @@ func TestBalancerFailoverFallback(t *testing.T) {
 			stops := map[string]context.CancelFunc{}
 			for _, node := range []string{"wave-a", "wave-b", "wave-c"} {
 				w, err := wave.New(wave.Options{Node: node, Coord: c, Publisher: sink.New(io.Discard), PollInterval: 50 * time.Millisecond,
-					Balancer: balancer.Options{Planner: tc.planner, Interval: time.Hour}, Logger: testLogger(t)})
+					Balancer: balancer.Options{Planner: tc.planner, Interval: time.Hour, FailoverGrace: grace}, Logger: testLogger(t)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -72,6 +75,12 @@ func TestBalancerFailoverFallback(t *testing.T) {
 				ids = append(ids, inst.ID)
 			}
 			stops["wave-a"]()
+			time.Sleep(grace / 2)
+			for _, id := range ids {
+				if v, err := c.Get(ctx, cluster.AssignKey(id)); err != nil || string(v.Data) != "wave-a" {
+					t.Fatalf("instance %s assigned to %q (%v) within the failover grace of wave-a's clean stop, want it left on wave-a", id, v.Data, err)
+				}
+			}
 			counts := map[string]int{}
 			require.EventuallyWithT(t, func(ct *assert.CollectT) {
 				clear(counts)

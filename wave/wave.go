@@ -337,7 +337,7 @@ func (w *Wave) Run(ctx context.Context) error {
 		httpAddr = ln.Addr().String()
 		g.Go(func() error { return httpapi.Serve(gctx, ln, w.Handler(), "wave HTTP", w.log, nil) })
 	}
-	g.Go(func() error { return w.runInstances(gctx, httpAddr) })
+	g.Go(func() error { return w.runInstances(gctx, ctx, httpAddr) })
 	g.Go(func() error {
 		// The balancer needs this wave registered and its membership watched.
 		select {
@@ -359,8 +359,11 @@ func (w *Wave) Run(ctx context.Context) error {
 	return err
 }
 
-// runInstances registers the wave and runs the instances it should until ctx ends.
-func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
+// runInstances registers the wave and runs the instances it should until ctx ends; the
+// end of asked is a stop asked for (not a failure of the wave's group). The wave's name is
+// held until its instances have stopped, and a stop asked for is recorded before
+// (cluster.StopRecord): the balancer then sees a wave leave that may be restarting.
+func (w *Wave) runInstances(ctx, asked context.Context, httpAddr string) error {
 	adv := w.opts.AdvertiseAddr
 	if adv == "" {
 		adv = httpAddr
@@ -368,13 +371,21 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 	member, _ := json.Marshal(map[string]string{
 		"addr": adv, "version": buildinfo.String(), "started_at": time.Now().UTC().Format(time.RFC3339),
 	})
-	if err := w.register(ctx, member); err != nil {
+	// Held past ctx: released once the instances have stopped (deferred first, run last).
+	hold, release := context.WithCancel(context.WithoutCancel(ctx))
+	defer release()
+	if err := w.register(ctx, hold, member); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
 	w.log.Info("wave running", "http", httpAddr, "version", buildinfo.String())
+	if err := cluster.ClearStop(ctx, w.opts.Coord, w.opts.Node); err != nil {
+		// Harmless but for this: should this process die, the balancer would wait the
+		// failover grace for it as for a wave restarting.
+		w.log.Warn("could not clear the record of this wave's last clean stop", "err", err)
+	}
 
 	// The membership is watched from here on: a wave this one never saw alive is absent
 	// since now (cluster.Members).
@@ -408,6 +419,9 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 		w.reconcile(ctx)
 		select {
 		case <-ctx.Done():
+			if asked.Err() != nil {
+				w.recordStop()
+			}
 			return nil
 		case <-watched:
 			if ctx.Err() != nil {
@@ -420,16 +434,27 @@ func (w *Wave) runInstances(ctx context.Context, httpAddr string) error {
 	}
 }
 
-// register joins the waves group. A previous incarnation of this node (killed, session
-// not yet expired) may still hold the name: retry until it is gone, meanwhile a member of
-// cluster.GroupStarting, so that the balancer holds this wave's instances when that session ends.
-func (w *Wave) register(ctx context.Context, data []byte) error {
+// recordStop says this wave was asked to stop, while it still holds its name.
+func (w *Wave) recordStop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := cluster.RecordStop(ctx, w.opts.Coord, w.opts.Node, buildinfo.String()); err != nil {
+		w.log.Warn("could not say this wave stopped cleanly: the balancer will place its instances elsewhere at once", "err", err)
+	}
+}
+
+// register joins the waves group, as a member until hold ends, or until ctx ends before
+// it could. A previous incarnation of this node (killed, session not yet expired) may
+// still hold the name: retry until it is gone, meanwhile a member of
+// cluster.GroupStarting, so that the balancer holds this wave's instances when that
+// session ends.
+func (w *Wave) register(ctx, hold context.Context, data []byte) error {
 	deadline := time.Now().Add(time.Minute)
 	sctx, starting := context.WithCancel(ctx)
 	defer starting() // registered, or given up: no longer starting
 	said, marked := false, false
 	for {
-		err := w.opts.Coord.Register(ctx, cluster.GroupWaves, coord.Member{ID: w.opts.Node, Data: data})
+		err := w.opts.Coord.Register(hold, cluster.GroupWaves, coord.Member{ID: w.opts.Node, Data: data})
 		if err == nil {
 			return nil
 		}

@@ -5,6 +5,7 @@
 package balancer
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -25,8 +26,9 @@ import (
 )
 
 // The balancer's loop: elected among the waves, it follows the membership as its wave
-// watches it (a wave seen alive whose session ended has its instances placed at once; one
-// never seen alive gets the failover grace to register, as it may be starting), serves
+// watches it (a wave seen alive whose session ended without a clean stop has its
+// instances placed at once; one never seen alive, or that stopped cleanly, gets the
+// failover grace to register, as it may be starting), serves
 // rebalance requests, and in automatic mode applies plans itself.
 
 // Request asks the balancer to plan and apply a rebalance (`binlake instance
@@ -186,8 +188,9 @@ func (b *term) loop(ctx context.Context) {
 
 // readCluster reads the cluster as the balancer plans from it: a wave that is not live
 // but not dead yet is held out of it with its instances, so that no plan moves them while
-// that wave may be starting: one never seen alive by this wave, within the failover grace
-// (absence.deadAt), and one whose new process waits for its name, still held by the
+// that wave may be starting: one never seen alive by this wave, or one that stopped
+// cleanly (cluster.StopRecord), within the failover grace (Absence.DeadAt), and one whose
+// new process waits for its name, still held by the
 // session of its previous one (cluster.GroupStarting). recheck is when to look again at the held
 // waves (zero: none is held).
 func (b *term) readCluster(ctx context.Context) (cl *clusterView, held []string, recheck time.Time, err error) {
@@ -200,11 +203,18 @@ func (b *term) readCluster(ctx context.Context) (cl *clusterView, held []string,
 		return nil, nil, time.Time{}, err
 	}
 	now := time.Now()
+	var readErr error
 	held = cl.hold(func(node string) bool {
 		// A wave still live in this wave's view but missing from the read, which is
 		// newer, has just left: seen alive, it is dead (deadAt is zero), and the member
 		// change that follows starts another pass anyway.
-		at := b.members.Absence(node).DeadAt(b.opts.FailoverGrace)
+		a := b.members.Absence(node)
+		if a.Seen {
+			// It left: a crash, or a stop it was asked for, as a deploy restarts it.
+			stopped, serr := cluster.StoppedCleanly(ctx, b.bl.Coord, node)
+			a.Stopped, readErr = stopped, cmp.Or(readErr, serr)
+		}
+		at := a.DeadAt(b.opts.FailoverGrace)
 		if slices.ContainsFunc(starting, func(m coord.Member) bool { return m.ID == node }) {
 			// Its registration ends the hold (a member change); a process that gives up
 			// does not announce it: look again at the next poll.
@@ -218,6 +228,9 @@ func (b *term) readCluster(ctx context.Context) (cl *clusterView, held []string,
 		}
 		return true
 	})
+	if readErr != nil {
+		return nil, nil, time.Time{}, readErr
+	}
 	return cl, held, recheck, nil
 }
 
@@ -239,7 +252,7 @@ func (b *term) failover(ctx context.Context) time.Time {
 	if said := fmt.Sprint(held); said != b.heldSaid {
 		b.heldSaid = said
 		if len(held) > 0 {
-			b.mv.log.Info("waves not live that may be starting (never seen alive by this wave, or waiting for their name): their instances stay for now",
+			b.mv.log.Info("waves not live that may be starting (never seen alive by this wave, stopped cleanly, or waiting for their name): their instances stay for now",
 				"waves", held, "look_again", recheck.UTC().Format(time.RFC3339Nano))
 		}
 	}

@@ -46,9 +46,10 @@ type Options struct {
 	// campaigns for the dead wave's instances itself (the election fallback): the
 	// balancer's placement normally comes first. It is also how long a wave that has just
 	// begun watching the membership gives a wave it has never seen alive (it may be
-	// starting, as in a whole-cluster restart) before its balancer counts it dead; a wave
-	// seen alive whose session ended is dead at once (cluster.Members). 5 s; negative for none
-	// (set it so when no wave of the cluster balances).
+	// starting, as in a whole-cluster restart), and a wave that stopped cleanly (it may be
+	// restarting, as a deploy does), before its balancer counts it dead; a wave seen alive
+	// whose session ended without a clean stop is dead at once (cluster.Members). 5 s;
+	// negative for none (set it so when no wave of the cluster balances).
 	FailoverGrace time.Duration
 	// PlanTimeout bounds one request to the planner (3 s): a failover must not wait on
 	// a slow judge.

@@ -16,6 +16,13 @@ const GroupWaves = "waves"
 // take that session's end for the wave's death.
 const GroupStarting = "waves-starting"
 
+// Stopped is the parent of the waves' stop records: "waves-stopped/<node>" (StoppedKey)
+// says the node's last process stopped cleanly (stops.go).
+const Stopped = "waves-stopped"
+
+// StoppedKey holds node's StopRecord while it is stopped cleanly.
+func StoppedKey(node string) string { return Stopped + "/" + node }
+
 // Instances is the parent of every instance's keys: "instances/<id>" is its definition
 // (InstanceKey), its children its assignment, offset, leadership, status, last move and
 // snapshot request.

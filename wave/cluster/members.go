@@ -67,6 +67,9 @@ type Absence struct {
 	Seen bool
 	// Since is when it left (Seen), or else when this wave began watching.
 	Since time.Time
+	// Stopped: it left saying it was asked to stop (StoppedCleanly), as a deploy restarts
+	// it. The watch does not know it; the balancer reads it and sets it.
+	Stopped bool
 }
 
 // Absence reports how node is absent.
@@ -83,15 +86,17 @@ func (m *Members) Absence(node string) Absence {
 }
 
 // DeadAt is when the balancer counts a wave so absent as dead and places its instances
-// elsewhere: at once for a wave it saw leave (Seen), but a wave this wave never saw alive
-// may be starting (a whole-cluster restart brings the waves back one by one, and the
-// first one back wins the balancer election): it gets grace, counted from when this
-// wave began watching, to register. The zero time for a live wave.
+// elsewhere: at once for a wave it saw leave (Seen) without saying it stopped (a crash:
+// its session's timeout is behind it), but a wave this wave never saw alive may be
+// starting (a whole-cluster restart brings the waves back one by one, and the first one
+// back wins the balancer election), and one that stopped cleanly may be restarting: they
+// get grace, counted from when this wave began watching or saw it leave, to register.
+// The zero time for a live wave.
 func (a Absence) DeadAt(grace time.Duration) time.Time {
 	switch {
 	case a.Live:
 		return time.Time{}
-	case a.Seen:
+	case a.Seen && !a.Stopped:
 		return a.Since
 	default:
 		return a.Since.Add(grace)

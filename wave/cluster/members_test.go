@@ -8,7 +8,8 @@ import (
 )
 
 // TestWaveMembersAbsence: a wave seen alive and then gone is absent since it left, and
-// dead at once for the balancer; a wave never seen alive is absent since the watch
+// dead at once for the balancer unless it stopped cleanly (then a grace after it left);
+// a wave never seen alive is absent since the watch
 // began, and dead only a grace later; a live one is neither.
 func TestWaveMembersAbsence(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -41,6 +42,11 @@ func TestWaveMembersAbsence(t *testing.T) {
 		if d := got.DeadAt(grace); !d.Equal(tc.dead) {
 			t.Errorf("absence(%s).deadAt = %v, want %v", tc.node, d, tc.dead)
 		}
+	}
+	stopped := m.Absence("b")
+	stopped.Stopped = true
+	if d, want := stopped.DeadAt(grace), t0.Add(3*time.Second+grace); !d.Equal(want) {
+		t.Errorf("a wave that left after a clean stop is dead at %v, want %v (a grace after it left)", d, want)
 	}
 	// Back: live again, no longer counted as left.
 	m.Apply([]coord.Member{{ID: "a"}, {ID: "b"}}, t0.Add(4*time.Second))

@@ -2,8 +2,11 @@
 // go test runs side by side, through pipes), and prints what `make test` shows: a line
 // per package as it ends (ok, FAIL, or no tests), the whole output of every test that
 // failed and of every package that failed outside a test (a build error, a panic, a
-// timeout), then the ten slowest tests and packages of all the runs. It exits 1 when
-// anything failed, so that a pipe from go test keeps the verdict.
+// timeout), then the ten slowest tests and packages of all the runs, and last what each
+// failed test said at its file:line (its t.Error and t.Log lines): a failed integration
+// test's output ends with pages of its processes' logs, and a reader who sees only the
+// end of the run still sees why. It exits 1 when anything failed, so that a pipe from go
+// test keeps the verdict.
 //
 //	go test -json ./... | go run ./internal/testenv/testreport [-slowest 10]
 //	testreport <(go test -json ./a/...) <(go test -json ./b/...)
@@ -19,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -46,6 +50,7 @@ type report struct {
 	tests    []timing
 	packages []timing
 	failed   []string
+	said     []string // the file:line lines of the failed tests, in the order they failed
 	skipped  int
 	passed   int
 	// failedTests and failedPackages count what failed (failed lists both).
@@ -152,6 +157,7 @@ func (r *report) take(src int, e event) {
 			// package is named before it, as the line does not.
 			fmt.Fprintf(r.out, "%s:\n%s", e.Package, strings.Join(r.output[key], ""))
 			r.failed = append(r.failed, e.Package+" "+e.Test)
+			r.said = append(r.said, testSaid(e.Package+" "+e.Test, r.output[key])...)
 			if !strings.Contains(e.Test, "/") {
 				r.failedTests++
 			}
@@ -208,4 +214,32 @@ func (r *report) summary(n int) {
 	if len(r.failed) > 0 {
 		fmt.Fprintf(r.out, "failed:\n  %s\n", strings.Join(r.failed, "\n  "))
 	}
+	if len(r.said) > 0 {
+		fmt.Fprintf(r.out, "what the failed tests said:\n%s\n", strings.Join(r.said, "\n"))
+	}
+}
+
+// saidAt is the start of a line written by t.Error, t.Fatal or t.Log: indented, then the
+// test file and line.
+var saidAt = regexp.MustCompile(`^\s+[\w.-]+_test\.go:\d+: `)
+
+// maxSaid bounds what one failed test adds to the summary: its first lines say why.
+const maxSaid = 20
+
+// testSaid is the first line of each message the test wrote at its file:line, but not
+// the dumps of its processes' logs (testenv's "last lines of"), as "name: line".
+func testSaid(name string, output []string) []string {
+	var said []string
+	for _, chunk := range output {
+		for l := range strings.Lines(chunk) {
+			if !saidAt.MatchString(l) || strings.Contains(l, ": last lines of ") {
+				continue
+			}
+			if len(said) == maxSaid {
+				return append(said, "  "+name+": …")
+			}
+			said = append(said, "  "+name+": "+strings.TrimSpace(l))
+		}
+	}
+	return said
 }

@@ -28,7 +28,9 @@ import (
 // "killed_apart": kill -9 to wave-a, to the others 2.5 s later, all started again at
 // once: the new wave-a registers and balances while the old sessions of wave-b and
 // wave-c still live, and sees them end while the new wave-b and wave-c wait for their
-// names. In each, no instance changes wave, none runs (leads) on a wave it is not
+// names. "balancer_last": SIGTERM to the two waves that do not balance, to the one that
+// does 0.7 s later (a deploy going host by host, or a signal late on a busy host): the
+// balancer sees two waves leave, cleanly, and must wait for them. In each, no instance changes wave, none runs (leads) on a wave it is not
 // assigned to, the balancer moves nothing, and no row is lost.
 func TestBalancerRestartIntegration(t *testing.T) {
 	for _, tc := range []restartCase{
@@ -36,6 +38,7 @@ func TestBalancerRestartIntegration(t *testing.T) {
 		{name: "one_first", head: 500 * time.Millisecond},
 		{name: "killed", kill: true},
 		{name: "killed_apart", kill: true, apart: 2500 * time.Millisecond},
+		{name: "balancer_last", balancerLag: 700 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) { testClusterRestart(t, tc) })
 	}
@@ -43,13 +46,14 @@ func TestBalancerRestartIntegration(t *testing.T) {
 
 // restartCase is how the waves of a running cluster restart: with SIGTERM, or SIGKILL
 // (kill: their sessions live on for the session timeout), wave-a apart before the others;
-// when head > 0 wave-a starts first and the others head after it leads the balancer
-// election.
+// with balancerLag > 0 the balancer's wave is stopped that long after the others; when
+// head > 0 wave-a starts first and the others head after it leads the balancer election.
 type restartCase struct {
-	name  string
-	head  time.Duration
-	kill  bool
-	apart time.Duration
+	name        string
+	head        time.Duration
+	kill        bool
+	apart       time.Duration
+	balancerLag time.Duration
 }
 
 func testClusterRestart(t *testing.T, tc restartCase) {
@@ -82,8 +86,22 @@ func testClusterRestart(t *testing.T, tc restartCase) {
 	watch := e.watchPlacement(before)
 	stopped := time.Now()
 	var wg sync.WaitGroup
+	balancing := ""
+	if tc.balancerLag > 0 {
+		l, err := e.c.Leader(ctx, cluster.BalancerLeaderKey)
+		if err != nil {
+			t.Fatalf("the balancer's wave: %v", err)
+		}
+		balancing = string(l)
+	}
 	for i, p := range procs {
 		switch {
+		case balancing != "":
+			if nodes[i] != balancing {
+				wg.Go(p.Stop)
+				continue
+			}
+			wg.Go(func() { time.Sleep(tc.balancerLag); p.Stop() })
 		case !tc.kill:
 			wg.Go(p.Stop) // SIGTERM, as a deploy does
 		case i == 0 && tc.apart > 0:
