@@ -3,13 +3,13 @@
 # Starts (idempotently) or stops the real test services, each bound to 127.0.0.1:
 #   mariadb 3307, zookeeper 2181 (+ ensemble 2182-2184), kafka 9092 (+ SASL_SSL 9094),
 #   elasticsearch 9200;
-#   browser installs headless Chromium for the status-page test; prometheus unpacks Debian's
+#   tools installs headless Chromium and shellcheck for the tests that run them; prometheus unpacks Debian's
 #   Prometheus, promtool, Alertmanager and node_exporter for the tests of deploy/prometheus;
 #   formatcheck fetches the real consumers of the message-format tests (Flink's flink-json).
 # `env` prints the BINLAKE_TEST_* exports that point the tests at them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-ALL=(mariadb zookeeper kafka elasticsearch browser prometheus formatcheck)
+ALL=(mariadb zookeeper kafka elasticsearch tools prometheus formatcheck)
 
 cmd=${1:-}; shift || true
 svcs=("$@"); ((${#svcs[@]})) || svcs=("${ALL[@]}")
