@@ -87,10 +87,10 @@ func (a *Alarm) handleIndex(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-func (a *Alarm) handleHealth(w http.ResponseWriter, _ *http.Request) {
-	p, f, r := a.eng.Counts()
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": buildinfo.String(), "policies": len(a.o.Policies),
-		"alerts": map[string]int{"pending": p, "firing": f, "resolved": r}})
+func (a *Alarm) handleHealth(w http.ResponseWriter, r *http.Request) {
+	p, f, res := a.eng.Counts()
+	httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"status": "ok", "version": buildinfo.String(), "policies": len(a.o.Policies),
+		"alerts": map[string]int{"pending": p, "firing": f, "resolved": res}})
 }
 
 func (a *Alarm) handleAlerts(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +107,7 @@ func (a *Alarm) handleAlerts(w http.ResponseWriter, r *http.Request) {
 			out = append(out, v)
 		}
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"alerts": out})
+	httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"alerts": out})
 }
 
 type policyView struct {
@@ -125,7 +125,7 @@ type policyView struct {
 	Channels         []string          `json:"channels"`
 }
 
-func (a *Alarm) handlePolicies(w http.ResponseWriter, _ *http.Request) {
+func (a *Alarm) handlePolicies(w http.ResponseWriter, r *http.Request) {
 	out := make([]policyView, 0, len(a.o.Policies))
 	for _, p := range a.o.Policies {
 		v := policyView{Name: p.Name, Metric: p.Metric, NoData: p.NoData, Severity: p.Severity.String(), For: p.For.String(),
@@ -136,7 +136,7 @@ func (a *Alarm) handlePolicies(w http.ResponseWriter, _ *http.Request) {
 		}
 		out = append(out, v)
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"policies": out})
+	httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"policies": out})
 }
 
 type silenceView struct {
@@ -146,7 +146,7 @@ type silenceView struct {
 	} `json:"status"`
 }
 
-func (a *Alarm) handleSilences(w http.ResponseWriter, _ *http.Request) {
+func (a *Alarm) handleSilences(w http.ResponseWriter, r *http.Request) {
 	now := a.o.Now()
 	out := []silenceView{}
 	for _, s := range a.silences.List() {
@@ -154,7 +154,7 @@ func (a *Alarm) handleSilences(w http.ResponseWriter, _ *http.Request) {
 		v.Status.State = s.State(now)
 		out = append(out, v)
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"silences": out})
+	httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"silences": out})
 }
 
 // DecodeSilence reads a silence strictly: one JSON object with known fields. Instead of
@@ -211,7 +211,7 @@ func (a *Alarm) handleCreateSilence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.log.Info("silence created", "id", s.ID, "ends_at", s.EndsAt, "created_by", s.CreatedBy)
-	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"silenceID": s.ID})
+	httpapi.WriteJSON(w, r, http.StatusOK, map[string]string{"silenceID": s.ID})
 }
 
 func (a *Alarm) handleDeleteSilence(w http.ResponseWriter, r *http.Request) {
@@ -221,5 +221,5 @@ func (a *Alarm) handleDeleteSilence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.log.Info("silence deleted", "id", id)
-	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "deleted"})
+	httpapi.WriteJSON(w, r, http.StatusOK, map[string]string{"status": "deleted"})
 }

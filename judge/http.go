@@ -95,14 +95,14 @@ type storeHealth struct {
 	Refused     int64 `json:"refused"` // of dropped: refused by the store as invalid
 }
 
-func (j *Judge) handleHealth(w http.ResponseWriter, _ *http.Request) {
+func (j *Judge) handleHealth(w http.ResponseWriter, r *http.Request) {
 	c := j.buf.Counters()
 	out := map[string]any{"status": "ok", "version": buildinfo.String(), "nodes": len(j.inc.NodeIDs()),
 		"store": storeHealth{Buffered: c.Buffered, Dropped: c.Dropped, Written: c.Written, WriteErrors: c.Errors, Refused: c.Refused}}
 	if s := j.hist.Snapshot(); s != nil {
 		out["historical_as_of"] = s.AsOf.UTC()
 	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, r, http.StatusOK, out)
 }
 
 // DecodePlacementRequest reads a placement request strictly: one JSON object with known
@@ -342,14 +342,14 @@ type pluginInfo struct {
 	Default     bool   `json:"default"`
 }
 
-func (j *Judge) handlePlugins(w http.ResponseWriter, _ *http.Request) {
+func (j *Judge) handlePlugins(w http.ResponseWriter, r *http.Request) {
 	out := []pluginInfo{}
 	for _, name := range lbplugins.Names() {
 		if p, ok := j.plugins[name]; ok {
 			out = append(out, pluginInfo{Name: name, Description: p.Description(), Default: name == j.o.Algorithm})
 		}
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"default": j.o.Algorithm, "plugins": out})
+	httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"default": j.o.Algorithm, "plugins": out})
 }
 
 // nodeSummary is one row of GET /v1/nodes: liveness and the current level (EWMA) of
@@ -380,12 +380,12 @@ func (j *Judge) summaries() []nodeSummary {
 	return out
 }
 
-func (j *Judge) handleNodes(w http.ResponseWriter, _ *http.Request) {
+func (j *Judge) handleNodes(w http.ResponseWriter, r *http.Request) {
 	out := map[string]any{"hour": j.inc.Hour(), "nodes": j.summaries()}
 	if s := j.hist.Snapshot(); s != nil {
 		out["historical_as_of"] = s.AsOf.UTC()
 	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, r, http.StatusOK, out)
 }
 
 type nodeDetail struct {
@@ -454,5 +454,5 @@ func (j *Judge) handleNode(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Historical = &historicalDetail{AsOf: snap.AsOf.UTC(), Until: snap.Until, Metrics: hist}
 	}
-	httpapi.WriteJSON(w, http.StatusOK, d)
+	httpapi.WriteJSON(w, r, http.StatusOK, d)
 }

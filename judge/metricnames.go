@@ -11,7 +11,7 @@ import (
 // handleMetricNames answers GET /v1/metric-names: the names of every series of the
 // current hour and of the last historical refresh, so that a policy watching a name no
 // agent sends (a typo) can be told apart from one a sender of one's own posts.
-func (j *Judge) handleMetricNames(w http.ResponseWriter, _ *http.Request) {
+func (j *Judge) handleMetricNames(w http.ResponseWriter, r *http.Request) {
 	ans := api.MetricNames{Names: []string{}, Hour: j.inc.Hour()}
 	for _, n := range j.inc.Nodes() {
 		for _, s := range n.Series {
@@ -29,5 +29,5 @@ func (j *Judge) handleMetricNames(w http.ResponseWriter, _ *http.Request) {
 	}
 	slices.Sort(ans.Names)
 	ans.Names = slices.Compact(ans.Names)
-	httpapi.WriteJSON(w, http.StatusOK, ans)
+	httpapi.WriteJSON(w, r, http.StatusOK, ans)
 }

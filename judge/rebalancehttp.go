@@ -34,15 +34,15 @@ func (j *Judge) handleRebalance(w http.ResponseWriter, r *http.Request) {
 	j.m.rebalancePlans.WithLabelValues(planSourcePost).Inc()
 	j.log.Debug("rebalance planned", "source", planSourcePost, "waves", len(req.Waves), "instances", len(req.Instances),
 		"moves", len(ans.Moves), "balanced", ans.Balanced, "unmet", ans.Unmet)
-	httpapi.WriteJSON(w, http.StatusOK, ans)
+	httpapi.WriteJSON(w, r, http.StatusOK, ans)
 }
 
 // handleRebalanceView plans from the judge's own view (GET /v1/rebalance): a dry run
 // that changes nothing.
-func (j *Judge) handleRebalanceView(w http.ResponseWriter, _ *http.Request) {
+func (j *Judge) handleRebalanceView(w http.ResponseWriter, r *http.Request) {
 	ans := j.PlanRebalanceFromView()
 	j.m.rebalancePlans.WithLabelValues(planSourceGet).Inc()
-	httpapi.WriteJSON(w, http.StatusOK, ans)
+	httpapi.WriteJSON(w, r, http.StatusOK, ans)
 }
 
 // DecodeRebalanceRequest reads a rebalance request strictly: one JSON object with known

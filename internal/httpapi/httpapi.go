@@ -83,7 +83,7 @@ func (e *Errors) Write(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="`+e.Realm+`"`)
 	}
-	WriteJSON(w, ae.Status, map[string]any{"error": map[string]string{"code": ae.Code, "message": ae.Msg}})
+	WriteJSON(w, r, ae.Status, map[string]any{"error": map[string]string{"code": ae.Code, "message": ae.Msg}})
 }
 
 // NotFound answers a request for no route.
@@ -152,20 +152,33 @@ func (e *Errors) ServiceRouter(reg *prometheus.Registry, openAPI []byte) chi.Rou
 	return r
 }
 
-// WriteJSON answers v as JSON with status. HTML characters are not escaped: the API is
-// not a web page. An answer that cannot be encoded (a NaN or an infinity, which JSON
-// has not) is a 500, logged through slog's default logger with what failed: the caller
-// has no logger to hand, and the client's "encode response" says nothing of the cause.
-func WriteJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers r with v as JSON with status. HTML characters are not escaped: the
+// API is not a web page. An answer that cannot be encoded (a NaN or an infinity, which
+// JSON has not) is a 500, logged with what failed through the logger of the server that
+// serves r (Serve), as the client's "encode response" says nothing of the cause.
+func WriteJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		slog.Error("an API answer could not be encoded as JSON", "type", fmt.Sprintf("%T", v), "err", err)
+		RequestLogger(r).Error("an API answer could not be encoded as JSON",
+			"method", r.Method, "path", r.URL.Path, "type", fmt.Sprintf("%T", v), "err", err)
 		http.Error(w, `{"error":{"code":"internal","message":"encode response"}}`, http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
+}
+
+// loggerKey is the context key under which Serve hands its requests the role's logger.
+type loggerKey struct{}
+
+// RequestLogger is the logger of the server that serves r (Serve's), or slog's default
+// for a request served otherwise (a test's httptest server).
+func RequestLogger(r *http.Request) *slog.Logger {
+	if l, ok := r.Context().Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
 }

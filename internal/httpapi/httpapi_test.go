@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/testenv"
 )
 
 var errMine = errors.New("mine")
@@ -132,11 +133,12 @@ func TestRequireBearer(t *testing.T) {
 
 func TestWriteJSONDoesNotEscapeHTML(t *testing.T) {
 	rec := httptest.NewRecorder()
-	WriteJSON(rec, 201, map[string]string{"a": "<b>&"})
+	req := httptest.NewRequest("GET", "/", nil)
+	WriteJSON(rec, req, 201, map[string]string{"a": "<b>&"})
 	require.Equal(t, 201, rec.Code)
 	require.Equal(t, `{"a":"<b>&"}`+"\n", rec.Body.String())
 	rec = httptest.NewRecorder()
-	WriteJSON(rec, 200, func() {}) // not encodable
+	WriteJSON(rec, req, 200, func() {}) // not encodable
 	require.Equal(t, 500, rec.Code)
 }
 
@@ -237,18 +239,33 @@ func TestServeShutdownIsBounded(t *testing.T) {
 }
 
 // TestWriteJSONUnencodable: an answer JSON cannot hold is a 500 with the API's error
-// body, and the cause is logged.
+// body, and the cause is logged with the request through the logger of the server that
+// serves it, not slog's default.
 func TestWriteJSONUnencodable(t *testing.T) {
-	var logged bytes.Buffer
+	var logged, fallback testenv.SyncBuffer
 	defer slog.SetDefault(slog.Default())
-	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	slog.SetDefault(slog.New(slog.NewTextHandler(&fallback, nil)))
 
-	rec := httptest.NewRecorder()
-	WriteJSON(rec, http.StatusOK, map[string]float64{"work_err": math.Inf(1)})
-	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"code":"internal"`) {
-		t.Errorf("answered %d %q, want 500 with an internal error", rec.Code, rec.Body.String())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, r, http.StatusOK, map[string]float64{"work_err": math.Inf(1)})
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ln, h, "test", slog.New(slog.NewTextHandler(&logged, nil)), nil) }()
+	defer func() { cancel(); <-done }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/v1/nodes/a")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), `"code":"internal"`) {
+		t.Errorf("answered %d %q, want 500 with an internal error", resp.StatusCode, body)
 	}
-	if !strings.Contains(logged.String(), "unsupported value: +Inf") {
-		t.Errorf("logged %q, want the encoder's error", logged.String())
+	if l := logged.String(); !strings.Contains(l, "unsupported value: +Inf") || !strings.Contains(l, "path=/v1/nodes/a") {
+		t.Errorf("the server's logger got %q, want the encoder's error and the request's path", l)
+	}
+	if f := fallback.String(); f != "" {
+		t.Errorf("slog's default logger got %q, want nothing: the server has its own", f)
 	}
 }

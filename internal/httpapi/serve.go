@@ -24,7 +24,9 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, what string, lo
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
 		// The server's own messages (a failed TLS handshake, a plain-HTTP request to
 		// HTTPS) go to the role's log, not to the standard logger.
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Requests carry the role's logger (RequestLogger) for what is logged on their way.
+		BaseContext: func(net.Listener) context.Context { return context.WithValue(context.Background(), loggerKey{}, log) }}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
