@@ -570,8 +570,10 @@ func TestUnitsVerify(t *testing.T) {
 	}
 }
 
-// TestShellcheck lints install.sh with shellcheck, which deploy/testenv/tools.sh installs:
-// required under CI=true, skipped elsewhere when it is missing.
+// TestShellcheck lints the project's shell scripts with shellcheck, which
+// deploy/testenv/tools.sh installs: install.sh, which operators run, at every severity;
+// the test services' and benches' scripts, proto/gen.sh and .ci/run at warnings (their
+// sourced lib.sh is not followed). Required under CI=true, skipped elsewhere when missing.
 func TestShellcheck(t *testing.T) {
 	sc, err := exec.LookPath("shellcheck")
 	if err != nil {
@@ -582,6 +584,20 @@ func TestShellcheck(t *testing.T) {
 	}
 	if out, err := exec.Command(sc, "install.sh").CombinedOutput(); err != nil {
 		t.Errorf("shellcheck install.sh: %v\n%s", err, out)
+	}
+	var scripts []string
+	for _, pattern := range []string{"testenv/*.sh", "bench/*.sh", "../proto/*.sh", "../.ci/run"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scripts = append(scripts, m...)
+	}
+	if len(scripts) < 10 {
+		t.Fatalf("found %d scripts to lint (%v), want the test services' and the rest", len(scripts), scripts)
+	}
+	if out, err := exec.Command(sc, append([]string{"-S", "warning"}, scripts...)...).CombinedOutput(); err != nil {
+		t.Errorf("shellcheck -S warning %v: %v\n%s", scripts, err, out)
 	}
 }
 

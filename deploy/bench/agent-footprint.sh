@@ -97,7 +97,7 @@ alive() { kill -0 "$1" 2>/dev/null || die "$2 exited (logs in $WORK)"; }
 # measure label pid... over DURATION s; while it runs, scrape node_exporter every second
 # if SCRAPE=1. Prints "label cpu_pct rss_avg_kb rss_end_kb hwm_kb" per pid.
 measure() {
-	local n=$# i
+	local i
 	local -a labels=() ps=() t0=() sum=() cnt=()
 	while (($#)); do labels+=("$1"); ps+=("$2"); shift 2; done
 	for i in "${!ps[@]}"; do t0[i]=$(cpu_ticks "${ps[i]}"); sum[i]=0; cnt[i]=0; done

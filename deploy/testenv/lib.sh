@@ -54,7 +54,8 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # print the log's tail and fail naming the service. Prints a progress dot every 5 s.
 wait_until() {
   local name=$1 timeout=$2 logfile=$3; shift 3
-  local deadline=$(( $(date +%s) + timeout )) last=$(date +%s)
+  local deadline last
+  deadline=$(( $(date +%s) + timeout )) last=$(date +%s)
   until "$@" >/dev/null 2>&1; do
     if (( $(date +%s) >= deadline )); then
       log "$name: not ready after ${timeout}s; last lines of $logfile:"

@@ -23,15 +23,16 @@ client() { mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$PORT" -uroot "$@
 # access is denied, so it would not prove that the tests can log in).
 ready() { client -N -e 'SELECT 1' >/dev/null 2>&1; }
 
-# server_user: mariadbd refuses to run as root unless told so explicitly.
-server_user() { if (( $(id -u) == 0 )); then echo --user=root; fi; }
+# SERVER_USER: mariadbd refuses to run as root unless told so explicitly.
+SERVER_USER=()
+if (( $(id -u) == 0 )); then SERVER_USER=(--user=root); fi
 
 init_datadir() {
   log "$NAME: initialising datadir $DATA"
   mkdir -p "$DATA" "$LOGDIR"
   # --auth-root-authentication-method=normal gives root a (empty) password login instead of
   # unix_socket auth, so TCP logins work without credentials.
-  if ! mariadb-install-db --no-defaults --datadir="$DATA" $(server_user) \
+  if ! mariadb-install-db --no-defaults --datadir="$DATA" "${SERVER_USER[@]}" \
       --auth-root-authentication-method=normal --skip-test-db \
       >"$LOGDIR/install-db.log" 2>&1; then
     tail -n 30 "$LOGDIR/install-db.log" >&2
@@ -72,7 +73,7 @@ up() {
   # binlogs expire after two hours, checked at each rotation every 256 MB: this server outlives
   # test runs, and without an expiry every `bench wave` (300 MB of binlog for a million rows)
   # stayed on disk until it was full (71 GB of binlogs, and Kafka and ZooKeeper died of it).
-  start_bg "$PIDFILE" "$LOGDIR/stdout.log" mariadbd --no-defaults $(server_user) \
+  start_bg "$PIDFILE" "$LOGDIR/stdout.log" mariadbd --no-defaults "${SERVER_USER[@]}" \
     --datadir="$DATA" --socket="$SOCK" --pid-file="$SVC_DIR/mariadbd.pid" \
     --port="$PORT" --bind-address=127.0.0.1 \
     --log-error="$LOGDIR/error.log" \

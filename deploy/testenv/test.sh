@@ -19,7 +19,7 @@
 # failures and the ten slowest tests of both runs; every go test -json event stays in
 # bin/test-events/ (main.json, side.json, norace*.json).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 
 GO=${GO:-go}
 TEST_FLAGS=${TEST_FLAGS:--race -count=1 -parallel 4 -timeout 20m}
