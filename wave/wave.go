@@ -419,18 +419,19 @@ func (w *Wave) runInstances(ctx, asked context.Context, httpAddr string) error {
 		w.reconcile(ctx)
 		select {
 		case <-ctx.Done():
-			if asked.Err() != nil {
-				w.recordStop()
+		case <-watched: // it ends with ctx too: either may come first
+			if ctx.Err() == nil {
+				return errors.New("wave: member watch ended (coordinator closed or session lost)")
 			}
-			return nil
-		case <-watched:
-			if ctx.Err() != nil {
-				return nil
-			}
-			return errors.New("wave: member watch ended (coordinator closed or session lost)")
 		case <-changed:
+			continue
 		case <-tick.C:
+			continue
 		}
+		if asked.Err() != nil {
+			w.recordStop()
+		}
+		return nil
 	}
 }
 
