@@ -227,19 +227,34 @@ var saidAt = regexp.MustCompile(`^\s+[\w.-]+_test\.go:\d+: `)
 const maxSaid = 20
 
 // testSaid is the first line of each message the test wrote at its file:line, but not
-// the dumps of its processes' logs (testenv's "last lines of"), as "name: line".
+// the dumps of its processes' logs (testenv's "last lines of"), as "name: line". A
+// message that starts on the next line (testify's, with its "Error Trace" first) is
+// given its "Error:" line instead.
 func testSaid(name string, output []string) []string {
-	var said []string
+	var lines []string
 	for _, chunk := range output {
 		for l := range strings.Lines(chunk) {
-			if !saidAt.MatchString(l) || strings.Contains(l, ": last lines of ") {
-				continue
-			}
-			if len(said) == maxSaid {
-				return append(said, "  "+name+": …")
-			}
-			said = append(said, "  "+name+": "+strings.TrimSpace(l))
+			lines = append(lines, l)
 		}
+	}
+	var said []string
+	for i, l := range lines {
+		if !saidAt.MatchString(l) || strings.Contains(l, ": last lines of ") {
+			continue
+		}
+		if len(said) == maxSaid {
+			return append(said, "  "+name+": …")
+		}
+		msg := strings.TrimSpace(l)
+		if strings.HasSuffix(msg, ":") { // the message is on the lines that follow
+			for _, next := range lines[i+1 : min(i+8, len(lines))] {
+				if _, e, ok := strings.Cut(next, "Error:"); ok {
+					msg += " " + strings.Join(strings.Fields(e), " ")
+					break
+				}
+			}
+		}
+		said = append(said, "  "+name+": "+msg)
 	}
 	return said
 }

@@ -21,6 +21,9 @@ func TestReport(t *testing.T) {
 		`{"Action":"output","Package":"a","Test":"TestSlow","Output":"want 3, got 2\n"}`,
 		`{"Action":"output","Package":"a","Test":"TestSlow","Output":"    slow_test.go:12: moved 2 instances\n        more of it\n"}`,
 		`{"Action":"output","Package":"a","Test":"TestSlow","Output":"    proc.go:53: last lines of wave-a's log:\n    slow_test.go:9: last lines of x\n"}`,
+		`{"Action":"output","Package":"a","Test":"TestSlow","Output":"    slow_test.go:20: \n"}`,
+		`{"Action":"output","Package":"a","Test":"TestSlow","Output":"        \tError Trace:\t/src/a/slow_test.go:20\n        \tError:      \tNot equal: \n"}`,
+		`{"Action":"output","Package":"a","Test":"TestSlow","Output":"        \t            \texpected: 3\n"}`,
 		`{"Action":"output","Package":"a","Test":"TestSlow","Output":"--- FAIL: TestSlow (41.50s)\n"}`,
 		`{"Action":"fail","Package":"a","Test":"TestSlow","Elapsed":41.5}`,
 		`{"Action":"fail","Package":"a","Elapsed":42}`,
@@ -45,7 +48,8 @@ func TestReport(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"a:\nwant 3, got 2\n    slow_test.go:12: moved 2 instances\n",
-		"last lines of x\n--- FAIL: TestSlow (41.50s)\n",
+		"slow_test.go:9: last lines of x\n",
+		"expected: 3\n--- FAIL: TestSlow (41.50s)\n",
 		"FAIL\ta\t42.0s\n",
 		"# b [b.test]\n",
 		"FAIL\tb\t1.0s\npanic: boom\n",
@@ -57,7 +61,7 @@ func TestReport(t *testing.T) {
 		"the 2 slowest tests:\n     41.5s  a TestSlow\n      0.5s  a TestFast\n",
 		"the 2 slowest packages:\n     42.0s  a\n      3.0s  d\n",
 		"failed:\n  a TestSlow\n  a\n  e\n  b\n",
-		"what the failed tests said:\n  a TestSlow: slow_test.go:12: moved 2 instances\n",
+		"what the failed tests said:\n  a TestSlow: slow_test.go:12: moved 2 instances\n  a TestSlow: slow_test.go:20: Not equal:\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the report lacks %q:\n%s", want, got)
