@@ -161,7 +161,7 @@ func WriteJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		RequestLogger(r).Error("an API answer could not be encoded as JSON",
+		requestLogger(r).Error("an API answer could not be encoded as JSON",
 			"method", r.Method, "path", r.URL.Path, "type", fmt.Sprintf("%T", v), "err", err)
 		http.Error(w, `{"error":{"code":"internal","message":"encode response"}}`, http.StatusInternalServerError)
 		return
@@ -174,9 +174,9 @@ func WriteJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 // loggerKey is the context key under which Serve hands its requests the role's logger.
 type loggerKey struct{}
 
-// RequestLogger is the logger of the server that serves r (Serve's), or slog's default
+// requestLogger is the logger of the server that serves r (Serve's), or slog's default
 // for a request served otherwise (a test's httptest server).
-func RequestLogger(r *http.Request) *slog.Logger {
+func requestLogger(r *http.Request) *slog.Logger {
 	if l, ok := r.Context().Value(loggerKey{}).(*slog.Logger); ok {
 		return l
 	}

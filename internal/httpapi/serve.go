@@ -25,7 +25,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, what string, lo
 		// The server's own messages (a failed TLS handshake, a plain-HTTP request to
 		// HTTPS) go to the role's log, not to the standard logger.
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		// Requests carry the role's logger (RequestLogger) for what is logged on their way.
+		// Requests carry the role's logger (requestLogger) for what is logged on their way.
 		BaseContext: func(net.Listener) context.Context { return context.WithValue(context.Background(), loggerKey{}, log) }}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
