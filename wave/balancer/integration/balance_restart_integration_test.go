@@ -44,6 +44,13 @@ func TestBalancerRestartIntegration(t *testing.T) {
 	}
 }
 
+// failoverGrace is the waves' balancer.failover_grace (their default), and stopKillAfter
+// how long testenv.Proc.Stop waits after SIGTERM before it sends SIGKILL.
+const (
+	failoverGrace = 5 * time.Second
+	stopKillAfter = 15 * time.Second
+)
+
 // restartCase is how the waves of a running cluster restart: with SIGTERM, or SIGKILL
 // (kill: their sessions live on for the session timeout), wave-a apart before the others;
 // with balancerLag > 0 the balancer's wave is stopped that long after the others; when
@@ -112,7 +119,11 @@ func testClusterRestart(t *testing.T, tc restartCase) {
 		}
 	}
 	wg.Wait()
-	t.Logf("all 3 waves stopped (kill -9: %v) in %s", tc.kill, time.Since(stopped).Round(10*time.Millisecond))
+	stopTook := time.Since(stopped)
+	t.Logf("all 3 waves stopped (kill -9: %v) in %s", tc.kill, stopTook.Round(10*time.Millisecond))
+	if !tc.kill && stopTook >= stopKillAfter {
+		t.Errorf("the waves took %s to stop on SIGTERM, want under %s: one needed SIGKILL, so this was no clean stop", stopTook, stopKillAfter)
+	}
 
 	restarted := time.Now()
 	procs = procs[:0]
@@ -136,6 +147,11 @@ func testClusterRestart(t *testing.T, tc restartCase) {
 		p.WaitOutput(t, running, time.Minute)
 	}
 	registered := time.Since(restarted)
+	if !tc.kill && registered >= failoverGrace {
+		// Past the grace the balancer places a stopped wave's instances by design: the
+		// case would test nothing it means to.
+		t.Errorf("the waves registered %s after the restart began, want within the failover grace (%s) that a SIGTERM restart relies on", registered, failoverGrace)
+	}
 	e.waitFor("every instance led by a live wave, where it is assigned", func() bool {
 		l := e.nodes("leader")
 		return e.allOn(l, nodes...) && fmt.Sprint(l) == fmt.Sprint(e.nodes("assign"))
