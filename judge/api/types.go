@@ -309,7 +309,9 @@ type Prices struct {
 	R2        float64 `json:"r2"`
 	RMSE      float64 `json:"rmse"`
 	// Saturated is how many samples were left out because the wave's CPU was pegged at
-	// its cores: a reading that is only a floor of what the work costs.
+	// its cores (a reading that is only a floor of what the work costs), or because its
+	// prices predict it near enough to its cores that its reading stayed under them only
+	// when its noise fell low.
 	Saturated int `json:"saturated"`
 	// WorkErr is the standard error of the wave's own fit's cost of its mean work, as a
 	// share of that cost (0: no fit of its own tried; -1: its own fit cannot say, as its

@@ -62,7 +62,7 @@ func (s *state) move(i, to int, at time.Time) {
 const (
 	noiseRate = iota + 1
 	noiseCPU
-	noiseUtil
+	_ // cpu.util's own, before it was the process's reading (kept: the kinds after it draw as they did)
 	noiseLoad
 	noiseMem
 )
@@ -99,12 +99,16 @@ func (s *state) batch(w int, t time.Time, interval time.Duration) metric.Batch {
 	noisy := func(kind uint64, sigma float64) float64 {
 		return max(0, demand*(1+sigma*gauss(s.o.Seed, kind, node, tick)))
 	}
+	// A host cannot use more than its cores, whatever the demand: an overloaded wave's
+	// CPU figures saturate (its rates here do not: no back-pressure). The host's CPU is
+	// the wave process's over the same interval, as both readings are taken together
+	// (the simulated hosts run nothing else): a reading's noise is the demand's own
+	// burst, which both see.
+	cpu := min(cores, noisy(noiseCPU, s.o.CPUNoise))
 	b.Points = append(b.Points,
 		metric.Point{Name: metric.CPUCores, Value: cores},
-		// A host cannot use more than its cores, whatever the demand: an overloaded
-		// wave's CPU figures saturate (its rates here do not: no back-pressure).
-		metric.Point{Name: metric.CPUUtil, Value: min(100, 100*noisy(noiseUtil, s.o.CPUNoise)/cores)},
-		metric.Point{Name: metric.WaveCPUCores, Value: min(cores, noisy(noiseCPU, s.o.CPUNoise))},
+		metric.Point{Name: metric.CPUUtil, Value: 100 * cpu / cores},
+		metric.Point{Name: metric.WaveCPUCores, Value: cpu},
 		metric.Point{Name: metric.Load1, Value: noisy(noiseLoad, 0.1)}, // runnable threads: the demand
 		metric.Point{Name: metric.MemUsedPct, Value: min(100, max(0, 20+1.5*float64(len(insts))+2*gauss(s.o.Seed, noiseMem, node, tick)))},
 		metric.Point{Name: metric.WaveInstances, Value: float64(len(insts))},

@@ -47,7 +47,8 @@ type Options struct {
 	DiurnalAmplitude float64
 	DiurnalRegions   int
 	// RateJitter is the σ (relative) of each tick's rates around the diurnal truth;
-	// CPUNoise that of the measured wave.cpu_cores and cpu.util around the demand.
+	// CPUNoise that of the measured wave.cpu_cores around the demand (cpu.util is the
+	// same reading: the simulated hosts run nothing else).
 	RateJitter, CPUNoise float64
 
 	// Now is the simulated time at which the history ends and the balancer starts (zero:

@@ -51,7 +51,9 @@ type Prices struct {
 	R2      float64
 	RMSE    float64
 	// Saturated is how many samples were left out because the wave's CPU was pegged at
-	// its cores (a reading that is only a floor of the work's cost).
+	// its cores (a reading that is only a floor of the work's cost), or near enough to
+	// them by its prices that its reading stayed under only when its noise fell low
+	// (plain).
 	Saturated int
 	// WorkErr is the standard error of the wave's own fit's cost of its mean work, as a
 	// share of that cost (0 when no fit of its own was tried): the prices are the own
@@ -347,7 +349,30 @@ func (m *Model) pricesLocked(id string) Prices {
 		return n.fitted
 	}
 	m.trimLocked(n)
-	ss, saturated := n.plain()
+	ss, saturated := n.plain(nil)
+	p := m.priceOf(n, ss, prior, pooledOK)
+	if saturated > 0 && len(ss) > 0 && p.Source != SourceNone {
+		// The readings left are biased low near the cap: of the samples whose work
+		// brought the wave close to its cores, only those whose noise fell low stayed
+		// under saturatedAt, and a fit to them prices the work too cheap and the base
+		// too dear (a 4-core wave of the fleet simulator pegged in half its samples
+		// came out at 0.8 of its row price and 2.3 times its base). So the samples are
+		// chosen again by what these prices predict, which does not depend on the
+		// noise, and priced again.
+		if ss2, sat2 := n.plain(&p); sat2 > saturated && len(ss2) > 0 {
+			ss, saturated = ss2, sat2
+			p = m.priceOf(n, ss, prior, pooledOK)
+		}
+	}
+	p.Samples, p.Saturated = len(ss), saturated
+	p.BaseNow, p.Pegged = n.baseNow(p)
+	n.fitted, n.fittedAt, n.dirty = p, now, false
+	return p
+}
+
+// priceOf prices n's work from its samples ss (those that did not saturate), the
+// fleet's pooled prices prior standing in where they cannot.
+func (m *Model) priceOf(n *node, ss []sample, prior [2]float64, pooledOK bool) Prices {
 	var p Prices
 	n.gap, n.gapErr = 0, 0 // until an own fit sets them
 	switch {
@@ -377,9 +402,6 @@ func (m *Model) pricesLocked(id string) Prices {
 		}
 		p.R2, p.RMSE = explained(ss, fitResult{row: p.Row, byte: p.Byte, base: p.Base})
 	}
-	p.Samples, p.Saturated = len(ss), saturated
-	p.BaseNow, p.Pegged = n.baseNow(p)
-	n.fitted, n.fittedAt, n.dirty = p, now, false
 	return p
 }
 
@@ -520,11 +542,17 @@ func (m *Model) Refit() {
 const saturatedAt = 0.95
 
 // plain is the samples the prices are fitted to, and how many were left out as
-// saturated.
-func (n *node) plain() (out []sample, saturated int) {
+// saturated: those whose CPU reading saturated and, with prices p, those p predicts
+// within nearCap of its RMSE of saturating (at a saturated wave, what its readings
+// say is biased by which of them saturated; what the prices predict is not).
+func (n *node) plain(p *Prices) (out []sample, saturated int) {
 	out = make([]sample, 0, len(n.samples))
+	risk := math.Inf(1)
+	if p != nil && n.cores > 0 {
+		risk = saturatedAt*n.cores - nearCap*p.RMSE
+	}
 	for _, s := range n.samples {
-		if n.cores > 0 && s.cpu >= saturatedAt*n.cores {
+		if n.cores > 0 && s.cpu >= saturatedAt*n.cores || p != nil && p.Base+p.Cost(s.rows, s.bytes) >= risk {
 			saturated++
 			continue
 		}
@@ -532,6 +560,11 @@ func (n *node) plain() (out []sample, saturated int) {
 	}
 	return out, saturated
 }
+
+// nearCap is how many of its RMSEs under saturatedAt a sample's predicted CPU must
+// stand for its reading to count (plain): at two, a reading saturates by noise about
+// once in forty.
+const nearCap = 2
 
 // The latest samples BaseNow is taken from: those of the last recentSpan, at least
 // recentMin of them.
@@ -594,7 +627,11 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 	var pool [][]sample
 	var spans [][2]int // each pooled wave's samples in all
 	for _, n := range m.nodes {
-		ss, _ := n.plain()
+		var p *Prices
+		if !n.fittedAt.IsZero() && n.fitted.Saturated > 0 && n.fitted.Source != SourceNone {
+			p = &n.fitted // the samples its own pricing chose (pricesLocked)
+		}
+		ss, _ := n.plain(p)
 		k := len(ss)
 		if k < m.o.MinSamples {
 			continue

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -283,6 +284,51 @@ func TestSaturatedSamplesAreLeftOut(t *testing.T) {
 	require.Less(t, p.Base, 0.5, "not every core called an idle base")
 }
 
+// A wave whose busy hours bring it near its cores: a reading at the cap is left out,
+// but of the samples whose work brought it near, those whose noise fell low stay under
+// the cap, and a fit to the readings alone comes out flat (the work too cheap, the base
+// too dear). Chosen again by what the first fit predicts, the samples give the prices
+// back within 10 %.
+func TestNearCapReadingsDoNotBiasThePrices(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	tr := truth{row: 2e-5, byte: 4e-9, base: 0.15}
+	w := newWave("near", tr, 12, 7)
+	w.burst = 0.05
+	var cpus []float64
+	var batches []metric.Batch
+	for at := t0; at.Before(t0.Add(6 * time.Hour)); at = at.Add(10 * time.Second) {
+		b := w.batch(at)
+		batches = append(batches, b)
+		for _, p := range b.Points {
+			if p.Name == metric.WaveCPUCores {
+				cpus = append(cpus, p.Value)
+			}
+		}
+	}
+	// The cores at the 70th percentile of the readings: about a third reach the cap.
+	sorted := slices.Sorted(slices.Values(cpus))
+	cores := sorted[len(sorted)*7/10] / saturatedAt
+	for _, b := range batches {
+		for i := range b.Points {
+			switch b.Points[i].Name {
+			case metric.WaveCPUCores:
+				b.Points[i].Value = min(b.Points[i].Value, cores)
+			case metric.CPUCores:
+				b.Points[i].Value = cores
+			}
+		}
+		m.Observe(b)
+	}
+	clk = t0
+	feed(m, &clk, 6*time.Hour, newWave("a", tr, 12, 8), newWave("b", tr, 12, 9))
+	p := m.Prices("near")
+	require.Greater(t, p.Saturated, 2160/4, "a quarter of the samples or more left out")
+	within(t, tr.row, p.Row, 0.10, "row price")
+	within(t, tr.byte, p.Byte, 0.10, "byte price")
+	require.InDelta(t, tr.base, p.Base, 0.03, "base, in cores")
+}
+
 // The base a plan starts from is the one the wave's latest samples show, each sample
 // the work and the CPU of one moment: when the process starts using 0.3 cores more than
 // its work explains, BaseNow has it once most of its last half hour does, while the base fitted over six hours
@@ -405,7 +451,7 @@ func TestUncertainFitTakesThePoolAtItsSpeed(t *testing.T) {
 	within(t, want, p.Cost(rows, bytes), 0.10, "the flat wave's work at the pool's prices and its speed")
 
 	// What it stands in for: the wave's own fit, on the same samples, misprices its work.
-	ss, _ := m.nodes["flat"].plain()
+	ss, _ := m.nodes["flat"].plain(nil)
 	row, byte, _ := m.Pooled()
 	own := fit(ss, [2]float64{row, byte}, priorStrength)
 	ownErr := math.Abs(own.row*rows+own.byte*bytes-want) / want
