@@ -205,10 +205,15 @@ func (b *term) readCluster(ctx context.Context) (cl *clusterView, held []string,
 	now := time.Now()
 	var readErr error
 	held = cl.hold(func(node string) bool {
-		// A wave still live in this wave's view but missing from the read, which is
-		// newer, has just left: seen alive, it is dead (deadAt is zero), and the member
-		// change that follows starts another pass anyway.
 		a := b.members.Absence(node)
+		if a.Live {
+			// Still live in this wave's view but missing from the read, which is newer:
+			// it has just left, and the member change saying so is on its way. Seen
+			// leaving now, it is dead at once unless it stopped cleanly (the balancer
+			// that had just stopped was failed over this way, its successor's watch a
+			// few milliseconds behind its first read).
+			a = cluster.Absence{Seen: true, Since: now}
+		}
 		if a.Seen {
 			// It left: a crash, or a stop it was asked for, as a deploy restarts it.
 			stopped, serr := cluster.StoppedCleanly(ctx, b.bl.Coord, node)

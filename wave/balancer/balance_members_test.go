@@ -211,3 +211,36 @@ func (r *failoverRig) starting() []coord.Member {
 	}
 	return ms
 }
+
+// TestFailoverHoldsAWaveThatStoppedBeforeItsLeaveWasSeen: wave-c is asked to stop (its
+// stop record written) and leaves, and the balancer reads the cluster before its own
+// view of the membership has the change: wave-c is still live there but missing from the
+// read. It stopped cleanly all the same: its instances stay for the failover grace,
+// counted from now. (Seen in CI: wave-a's balancer stopped, wave-c took the role and
+// read the cluster before its watch said wave-a had left, and failed over one of its
+// instances, the others held on the next read.) The view then sees the leave: they stay.
+func TestFailoverHoldsAWaveThatStoppedBeforeItsLeaveWasSeen(t *testing.T) {
+	r := newFailoverRig(t, nil)
+	r.register("wave-a")
+	r.register("wave-c")
+	if err := cluster.RecordStop(r.ctx, r.c, "wave-c", "test"); err != nil {
+		t.Fatal(err)
+	}
+	r.regs["wave-c"]()
+	for slices.ContainsFunc(r.members(), func(m coord.Member) bool { return m.ID == "wave-c" }) {
+		time.Sleep(time.Millisecond) // the single coordinator deregisters in the background
+	}
+	// The view is not told: its watch has yet to deliver wave-c's leave.
+	if recheck := r.b.failover(r.ctx); recheck.IsZero() {
+		t.Errorf("failover holds no wave, want wave-b and wave-c held")
+	}
+	want := map[string]string{"i0": "wave-b", "i1": "wave-b", "i2": "wave-c", "i3": "wave-c"}
+	if got := r.assigned(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("with wave-c stopped cleanly, its leave not yet seen: %v, want %v (i0, i1 held too: wave-b was never seen alive)", got, want)
+	}
+	r.see()
+	r.b.failover(r.ctx)
+	if got := r.assigned(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("once the view saw wave-c leave: %v, want %v", got, want)
+	}
+}
