@@ -33,10 +33,7 @@ func TestPlannerOnTrueCosts(t *testing.T) {
 				t.Fatal(err)
 			}
 			moves, end := planTruly(t, f, o.Now, priceMiss{})
-			h := hourOf(end)
-			gNow := figuresOf(f, greedy(f, atHour(h)), atHour(h)).Peak
-			gDay := figuresOf(f, greedy(f, dayPeak), dayPeak).Peak
-			j := joint(f, moves, h, TargetFactor*gNow, TargetFactor*gDay)
+			h, gNow, gDay, j := jointAtEnd(f, moves, end)
 			got, d := j.JudgeMovesToTarget, j.Descent.MovesToTarget
 			t.Logf("%s: %d moves, %d to ≤ %.2f× greedy now (%.1f %%) and by the day (%.1f %%); descent %d to it",
 				name, len(moves), got, TargetFactor, 100*gNow, 100*gDay, d)
@@ -77,6 +74,15 @@ func TestPlannerOnTrueCosts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// jointAtEnd is the hour the plans ended at, greedy's peaks then (now and by the day),
+// and the Joint figures of moves against the targets they set.
+func jointAtEnd(f *Fleet, moves [][2]int, end time.Time) (h, gNow, gDay float64, j Joint) {
+	h = hourOf(end)
+	gNow = figuresOf(f, greedy(f, atHour(h)), atHour(h)).Peak
+	gDay = figuresOf(f, greedy(f, dayPeak), dayPeak).Peak
+	return h, gNow, gDay, joint(f, moves, h, TargetFactor*gNow, TargetFactor*gDay)
 }
 
 // priceMiss makes the prices a plan is given miss the true ones: each wave's row, byte
@@ -187,10 +193,7 @@ func BenchmarkPlannerOnMissedCosts(b *testing.B) {
 							b.Fatal(err)
 						}
 						ms, end := planTruly(b, f, o.Now, priceMiss{share: share, draw: draw + 1})
-						h := hourOf(end)
-						gNow := figuresOf(f, greedy(f, atHour(h)), atHour(h)).Peak
-						gDay := figuresOf(f, greedy(f, dayPeak), dayPeak).Peak
-						j := joint(f, ms, h, TargetFactor*gNow, TargetFactor*gDay)
+						_, _, _, j := jointAtEnd(f, ms, end)
 						if j.JudgeMovesToTarget < 0 {
 							never++ // the plans ended with the fleet above a target
 							continue

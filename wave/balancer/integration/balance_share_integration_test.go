@@ -107,7 +107,7 @@ func (r *plannerRig) checkAllRows() {
 	}
 }
 
-// TestBalancerScaleOutWithinCooldownIntegration (FAILS until the planner's rewrite):
+// TestBalancerScaleOutWithinCooldownIntegration:
 // waves a and b run 6 instances each; wave-c joins and automatic mode moves 4 onto it
 // (they are now within the 10 min cooldown); their rows then come 3 times as fast, which
 // makes wave-c the most loaded wave, within the band. wave-d joins, within that cooldown,
@@ -165,7 +165,7 @@ func TestBalancerScaleOutWithinCooldownIntegration(t *testing.T) {
 	r.checkAllRows()
 }
 
-// TestBalancerIdleScaleOutIntegration (FAILS until the planner's rewrite):
+// TestBalancerIdleScaleOutIntegration:
 // waves a and b run 6 instances each at a light load (10 rows/s each) and the judge plans
 // with its default goals; wave-c joins and automatic mode gives it its share: 4/4/4. No
 // row is lost.
