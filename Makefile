@@ -74,7 +74,7 @@ TEST_SIDE ?= ./alarm/
 ## kill and outage tests: 38 CPU seconds under -race, 15 without) on a machine the suite
 ## keeps busy. The code those processes run is raced by the in-process tests. PROCESS_PKGS
 ## hold nothing else, and the -race runs leave them out.
-PROCESS_TESTS ?= TestWaveKafkaRestartIntegration|TestWaveKafkaOutageIntegration|TestWaveFailoverIntegration|TestWaveKillRestartIntegration|TestSnapshotKillRestartIntegration|TestCanalProtobufConsumerIntegration|TestCanalJSONConsumerIntegration|TestProtobufConsumerIntegration|TestJudgeKillIntegration|TestAlarmRollingRestartIntegration|TestAlarmKill9UnderLoadIntegration|TestShardedAlarmProcessesKill9|TestAlarmPausedIntegration|TestBalancer[A-Za-z]*Integration
+PROCESS_TESTS ?= TestWaveKafkaRestartIntegration|TestWaveKafkaOutageIntegration|TestWaveFailoverIntegration|TestWaveKillRestartIntegration|TestSnapshotKillRestartIntegration|TestCanalProtobufConsumerIntegration|TestCanalJSONConsumerIntegration|TestProtobufConsumerIntegration|TestJudgeKillIntegration|TestAlarmRollingRestartIntegration|TestAlarmKill9UnderLoadIntegration|TestShardedAlarmProcessesKill9|TestAlarmPausedIntegration|TestBalancer[A-Za-z]*Integration|TestJudgeLearnsARealWavesCostIntegration
 PROCESS_PKGS ?= ./wave/balancer/integration/
 ## NORACE_TESTS run after each run's -race pass, without -race too (their files say why: a
 ## simulated day of a whole fleet is too slow under the race detector; the wave's volume
