@@ -19,6 +19,13 @@ type Joint struct {
 	// JudgeMovesToTarget is after how many of the judge's moves, replayed in order,
 	// both targets first held; -1 when never.
 	JudgeMovesToTarget int `json:"judge_moves_to_target"`
+	// JudgeOffWithin and JudgeOffFilled are, of those moves, the ones off a wave then
+	// within both targets, and off a wave over them that started within them (the
+	// judge's moves onto it had filled it past them): what LeastMoves does not count.
+	// A plan makes the first where its predictions, or its lines, put the wave over
+	// them; the second where they put an arrival's cost too low.
+	JudgeOffWithin int `json:"judge_moves_off_within"`
+	JudgeOffFilled int `json:"judge_moves_off_filled"`
 	// LeastMoves is a lower bound of how many instances must move for both targets
 	// (leastMoves): the descent's count is an upper one.
 	LeastMoves int `json:"least_moves"`
@@ -34,7 +41,9 @@ func jointMeasure(h, targetNow, targetDay float64) measure {
 func joint(f *Fleet, moves [][2]int, h, targetNow, targetDay float64) Joint {
 	m := jointMeasure(h, targetNow, targetDay)
 	_, d := descent(f, f.Initial, m, 1)
-	return Joint{Descent: d, JudgeMovesToTarget: movesToTarget(f, moves, m, 1), LeastMoves: leastMoves(f, h, targetNow, targetDay)}
+	r := replay(f, moves, m, 1)
+	return Joint{Descent: d, JudgeMovesToTarget: r.toTarget, JudgeOffWithin: r.offWithin, JudgeOffFilled: r.offFilled,
+		LeastMoves: leastMoves(f, h, targetNow, targetDay)}
 }
 
 // dayHours is how many evenly spaced hours of the day leastMoves holds the daily target
@@ -86,4 +95,8 @@ func (j Joint) write(out io.Writer, moves int) {
 	fmt.Fprintf(out, "\nboth at once (now and the daily peaks within %.2f× greedy)\n", TargetFactor)
 	fmt.Fprintf(out, "  judge: %s of its %d moves to the target; descent reference: %s (%d in all, %d distinct); at least %d must move\n",
 		toTarget(j.JudgeMovesToTarget), moves, toTarget(j.Descent.MovesToTarget), j.Descent.Moves, j.Descent.Distinct, j.LeastMoves)
+	if j.JudgeMovesToTarget > 0 {
+		fmt.Fprintf(out, "  of the judge's moves to the target, %d off waves then within both targets, %d off waves its moves had filled past them\n",
+			j.JudgeOffWithin, j.JudgeOffFilled)
+	}
 }

@@ -177,6 +177,30 @@ func TestMovesToTarget(t *testing.T) {
 	}
 }
 
+// TestReplayCountsMovesBeyondTheBound: of the moves to the target, those off a wave then
+// within it, and off a wave over it that started within it, are counted apart.
+func TestReplayCountsMovesBeyondTheBound(t *testing.T) {
+	// w0 holds .1, .2, .3 and .4 (1.0); w1 and w2 nothing. Target .5.
+	f := handFleet([][2]float64{{1, 1}, {1, 1}, {1, 1}}, 0.1, 0.2, 0.3, 0.4)
+	for _, tc := range []struct {
+		moves [][2]int
+		want  replayed
+	}{
+		// .4 to w1 (w0 .6), .3 to w1 (w0 .3, w1 .7: filled past it), .1 off w0 within
+		// it, .4 off w1 to w2: w0 .2, w1 .3, w2 .5.
+		{[][2]int{{3, 1}, {2, 1}, {0, 2}, {3, 2}}, replayed{toTarget: 4, offWithin: 1, offFilled: 1}},
+		// .4 to w1 and .2 to w2: only what w0 must shed.
+		{[][2]int{{3, 1}, {1, 2}}, replayed{toTarget: 2}},
+		// moves after the target are not counted.
+		{[][2]int{{3, 1}, {2, 2}, {0, 2}}, replayed{toTarget: 2}},
+		{[][2]int{{0, 1}}, replayed{toTarget: -1}},
+	} {
+		if got := replay(f, tc.moves, atHour(0), 0.5); got != tc.want {
+			t.Errorf("moves %v: %+v, want %+v", tc.moves, got, tc.want)
+		}
+	}
+}
+
 // TestJoint: a fleet within its target now but not at its daily peaks needs the move
 // the day asks for, which the descent on "now" alone does not count.
 func TestJoint(t *testing.T) {

