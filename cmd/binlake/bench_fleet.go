@@ -54,7 +54,9 @@ Examples:
   binlake bench fleet
   binlake bench fleet -preset large
   binlake bench fleet -cores 2:4,16:4 -instances 200 -seed 7 -json
-  binlake bench fleet -judge-config judge.yaml     # the in-process judge with these rebalance goals`
+  binlake bench fleet -judge-config judge.yaml     # the in-process judge with these rebalance goals
+  binlake bench fleet -json -truth > run.json      # and the true costs, to check the plans offline
+                                                   # (docs/tools/min_moves.py: the fewest moves to the targets)`
 
 func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	d := fleetsim.DefaultOptions()
@@ -83,6 +85,7 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 	senders := fs.Int("senders", d.Senders, "batches posted at once")
 	prefix := fs.String("prefix", "", "prefix of every node and instance name")
 	asJSON := fs.Bool("json", false, "print the report as JSON (progress goes to stderr)")
+	truth := fs.Bool("truth", false, "with -json, put the fleet's true costs in the report (every instance's CPU on every wave, and the targets), to check the plans offline")
 	logLevel := fs.String("log-level", "error", "the in-process judge's log level: debug, info, warn (its historical refreshes that time out while batches are written) or error")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchFleetUsage+"\n\nFlags:"); fs.PrintDefaults() }
 	if err := parseBenchFlags(fs, args, stderr); err != nil {
@@ -117,7 +120,10 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 			apply()
 		}
 	}
-	o.JudgeURL, o.CAFile, o.Prefix = *judgeURL, *caFile, *prefix
+	o.JudgeURL, o.CAFile, o.Prefix, o.Truth = *judgeURL, *caFile, *prefix, *truth
+	if *truth && !*asJSON {
+		return fmt.Errorf("bench fleet: -truth puts the true costs in the JSON report: give -json too")
+	}
 	if o.Token, err = config.ResolveSecret("", judge.TokenEnv, *tokenFile); err != nil {
 		return fmt.Errorf("bench fleet: -judge-token-file: %w", err)
 	}

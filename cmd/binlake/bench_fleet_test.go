@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -14,11 +15,11 @@ import (
 
 // TestBenchFleetJSON runs a tiny fleet through the command: flags given override the
 // preset (-waves keeps the mix's proportions), the report is JSON on stdout and the
-// progress on stderr.
+// progress on stderr, and with -truth it holds the true costs its figures come from.
 func TestBenchFleetJSON(t *testing.T) {
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"bench", "fleet", "-preset", "homogeneous", "-waves", "3", "-instances", "12",
-		"-history", "1h", "-history-step", "10m", "-warmup", "5m", "-rounds", "2", "-historical-every", "1s", "-seed", "3", "-json"},
+		"-history", "1h", "-history-step", "10m", "-warmup", "5m", "-rounds", "2", "-historical-every", "1s", "-seed", "3", "-json", "-truth"},
 		&out, &errOut)
 	if err != nil {
 		t.Fatalf("%v\nstderr:\n%s", err, errOut.String())
@@ -34,6 +35,29 @@ func TestBenchFleetJSON(t *testing.T) {
 	if !strings.Contains(errOut.String(), "history:") || !strings.Contains(errOut.String(), "round 1") {
 		t.Fatalf("no progress on stderr:\n%s", errOut.String())
 	}
+	// The truth gives back the report's own figures: the judge's peak now, from its
+	// final assignment.
+	tr := rep.Truth
+	if tr == nil || len(tr.Waves) != 3 || len(tr.Instances) != 12 || tr.TargetNow != fleetsim.TargetFactor*rep.Now.Greedy.Peak {
+		t.Fatalf("truth %+v", tr)
+	}
+	node := map[string]int{}
+	load := make([]float64, len(tr.Waves))
+	for w, wv := range tr.Waves {
+		node[wv.Node], load[w] = w, wv.IdleCores
+	}
+	for _, in := range tr.Instances {
+		w := node[rep.Assignment[in.ID]]
+		c := in.On[w]
+		load[w] += c[0] + c[1]*math.Cos(2*math.Pi*tr.Hour/24) + c[2]*math.Sin(2*math.Pi*tr.Hour/24)
+	}
+	peak := 0.0
+	for w, l := range load {
+		peak = max(peak, l/float64(tr.Waves[w].Cores))
+	}
+	if math.Abs(peak-rep.Now.Judge.Peak) > 1e-9 {
+		t.Errorf("the judge's peak now from the truth: %v, the report's %v", peak, rep.Now.Judge.Peak)
+	}
 }
 
 // TestBenchFleetBadFlags: a bad mix or preset is refused naming it, before anything runs.
@@ -46,6 +70,7 @@ func TestBenchFleetBadFlags(t *testing.T) {
 		{[]string{"-preset", "tiny"}, `preset "tiny"`},
 		{[]string{"-waves", "2"}, "waves 2: want at least one per capacity class"},
 		{[]string{"-rounds", "0"}, "rounds 0"},
+		{[]string{"-truth"}, "give -json too"},
 		{[]string{"-judge", "http://127.0.0.1:1", "-judge-config", "judge.yaml"}, "-judge-config configures the in-process judge"},
 	} {
 		var out, errOut bytes.Buffer

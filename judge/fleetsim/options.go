@@ -92,6 +92,9 @@ type Options struct {
 	// plan, when the judge exposes them; the first present is compared with each wave's
 	// true peak of the day. Optional: a judge that exposes none is reported as such.
 	PredictedBefore, PredictedAfter []string
+	// Truth puts the fleet's true costs in the report (Report.Truth), for checking plans
+	// offline.
+	Truth bool
 
 	// Progress receives a line per phase and round (nil: none). Logger receives the
 	// in-process judge's warnings (nil: discarded).

@@ -57,6 +57,8 @@ type Report struct {
 
 	// Final is the judge's final assignment, wave by wave.
 	Final []WaveResult `json:"final"`
+	// Truth is the fleet's true costs, with Options.Truth.
+	Truth *Truth `json:"truth,omitempty"`
 	// Assignment is the judge's final assignment: instance → node.
 	Assignment map[string]string `json:"assignment"`
 	// PredictedBefore and PredictedAfter compare the judge's predicted utilisations,

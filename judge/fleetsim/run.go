@@ -261,6 +261,9 @@ func (r *runner) conclude(rep *Report) {
 	rep.Now.JudgeMovesToTarget = movesToTarget(r.f, r.s.moves, atHour(h), TargetFactor*rep.Now.Greedy.Peak)
 	rep.Day.JudgeMovesToTarget = movesToTarget(r.f, r.s.moves, dayPeak, TargetFactor*rep.Day.Greedy.Peak)
 	rep.Both = joint(r.f, r.s.moves, h, TargetFactor*rep.Now.Greedy.Peak, TargetFactor*rep.Day.Greedy.Peak)
+	if r.o.Truth {
+		rep.Truth = truthOf(r.f, h, TargetFactor*rep.Now.Greedy.Peak, TargetFactor*rep.Day.Greedy.Peak)
+	}
 	now, day := utils(r.f, r.s.ls, atHour(hourOf(rep.End))), utils(r.f, r.s.ls, dayPeak)
 	rep.Assignment = make(map[string]string, len(r.f.Instances))
 	for i, w := range r.s.assign {
