@@ -48,7 +48,7 @@ def main():
         prob += load(tr["hour"]) <= tr["target_now"] * cap
         for k in range(96):
             prob += load(24 * k / 96) <= tr["target_day"] * cap
-    prob.solve(pulp.PULP_CBC_CMD(msg=0, timeLimit=limit))
+    prob.solve(pulp.PULP_CBC_CMD(msg=0, timeLimit=limit, threads=1))
     if prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
         sys.exit(f"min_moves: no plan found ({pulp.LpSolution[prob.sol_status]})")
     worst = 0.0
