@@ -258,13 +258,14 @@ func (r *runner) conclude(rep *Report) {
 	h := hourOf(rep.End)
 	rep.Now = compare(r.f, r.s.assign, atHour(h), h)
 	rep.Day = compare(r.f, r.s.assign, dayPeak, h, fluidPeakHour(r.f))
-	rep.Now.JudgeMovesToTarget = movesToTarget(r.f, r.s.moves, atHour(h), TargetFactor*rep.Now.Greedy.Peak)
-	rep.Day.JudgeMovesToTarget = movesToTarget(r.f, r.s.moves, dayPeak, TargetFactor*rep.Day.Greedy.Peak)
-	rep.Both = joint(r.f, r.s.moves, h, TargetFactor*rep.Now.Greedy.Peak, TargetFactor*rep.Day.Greedy.Peak)
+	targetNow, targetDay := TargetFactor*rep.Now.Greedy.Peak, TargetFactor*rep.Day.Greedy.Peak
+	rep.Now.JudgeMovesToTarget = movesToTarget(r.f, r.s.moves, atHour(h), targetNow)
+	rep.Day.JudgeMovesToTarget = movesToTarget(r.f, r.s.moves, dayPeak, targetDay)
+	rep.Both = joint(r.f, r.s.moves, h, targetNow, targetDay)
 	if r.o.Truth {
-		rep.Truth = truthOf(r.f, h, TargetFactor*rep.Now.Greedy.Peak, TargetFactor*rep.Day.Greedy.Peak)
+		rep.Truth = truthOf(r.f, h, targetNow, targetDay)
 	}
-	now, day := utils(r.f, r.s.ls, atHour(hourOf(rep.End))), utils(r.f, r.s.ls, dayPeak)
+	now, day := utils(r.f, r.s.ls, atHour(h)), utils(r.f, r.s.ls, dayPeak)
 	rep.Assignment = make(map[string]string, len(r.f.Instances))
 	for i, w := range r.s.assign {
 		rep.Assignment[r.f.Instances[i].ID] = r.f.Waves[w].Node
