@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// nodataPolicy pages a node silent for 3 of its intervals (the alarm tests' agent-dead).
 const nodataPolicy = `  - name: agent-dead
     nodata: 3
     severity: P0

@@ -25,11 +25,7 @@ const rollingPolicies = `policies:
     channels: [c]
     repeat_interval: 1h
     group_wait: 1s
-  - name: agent-dead
-    nodata: 3
-    severity: P0
-    channels: [c]
-`
+` + nodataPolicy
 
 // rollingGroupWait is the cpu policy's group_wait above.
 const rollingGroupWait = time.Second

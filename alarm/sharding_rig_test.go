@@ -19,11 +19,7 @@ import (
 
 // shardPolicies: cpu above 90 pages (once per 4 h), a node silent for 3 of its intervals
 // pages nodata.
-const shardPolicies = basePolicy + "    repeat_interval: 4h\n" + `  - name: agent-dead
-    nodata: 3
-    severity: P0
-    channels: [c]
-`
+const shardPolicies = basePolicy + "    repeat_interval: 4h\n" + nodataPolicy
 
 // shardNames names a sharding test's own metric topic, consumer group and ZooKeeper
 // root, so that runs on the shared services never see each other.
