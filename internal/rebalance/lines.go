@@ -159,6 +159,30 @@ func (l *lines) scoreAfter(w *waveState, out, in []float64) float64 {
 	return s
 }
 
+// scoreWithin is scoreAfter where that is at most cut and the wave's peak utilisation
+// (peakAfter) at most limit, and +Inf otherwise: it stops at the first slot over either.
+// A step's search asks this of every destination, and most fail early; the value, when
+// it returns one, is scoreAfter's to the bit (the same sums in the same order).
+func (l *lines) scoreWithin(w *waveState, out, in []float64, cut, limit float64) float64 {
+	e := w.surely()
+	s := math.Inf(-1)
+	for k, x := range w.load {
+		v := x - out[k] + in[k]
+		if v/w.cap > limit+eps {
+			return math.Inf(1)
+		}
+		if s = max(s, (v+e)/w.cap/l.day); s > cut {
+			return math.Inf(1)
+		}
+	}
+	for i, k := range l.win {
+		if s = max(s, (w.load[k]-out[k]+in[k]+e)/w.cap/l.now[i]); s > cut {
+			return math.Inf(1)
+		}
+	}
+	return s
+}
+
 // surely is what a wave's load is taken to stand above its prediction against the
 // lines: linesErrShare of its error (none when not known).
 func (w *waveState) surely() float64 {
@@ -297,6 +321,16 @@ func (st *state) linesStep(l *lines, hot *waveState, live, cool []*waveState, be
 	return best
 }
 
+// cutOf is the highest score either wave of a step may end at and the step still be
+// taken: at most below, and no higher than best's pair (a tie is then settled by the
+// destination's score).
+func cutOf(below float64, best *lineStep) float64 {
+	if best != nil {
+		return min(below, best.pair+eps)
+	}
+	return below
+}
+
 // coolest is the n waves of ws with the lowest scores (scores[i] is ws[i]'s), lowest
 // first.
 func coolest(ws []*waveState, scores []float64, n int) []*waveState {
@@ -322,18 +356,15 @@ func (st *state) linesMove(l *lines, hot *waveState, dsts []*waveState, below, l
 			continue
 		}
 		sp := l.scoreAfter(hot, in.cost, l.none)
-		if sp > below {
-			continue
+		if sp > below || best != nil && sp > best.pair+eps {
+			continue // no destination makes it a step, or a better one
 		}
 		for _, d := range dsts {
 			if d == hot {
 				continue
 			}
 			st.costInto(c, in.Instance, d)
-			if d.peakAfter(nil, c) > limit+eps {
-				continue
-			}
-			dp := l.scoreAfter(d, l.none, c)
+			dp := l.scoreWithin(d, l.none, c, cutOf(below, best), limit)
 			if s := (&lineStep{in: in, dst: d, pair: max(sp, dp), dp: dp}); s.pair <= below && s.better(best) {
 				best = s
 			}
@@ -349,15 +380,12 @@ func (st *state) linesSwap(l *lines, hot *waveState, cool []*waveState, below, l
 	ic, bc := make([]float64, st.slots), make([]float64, st.slots)
 	st.eachSwap(hot, cool, func(in, back *instState, d *waveState) {
 		st.costInto(bc, back.Instance, hot)
-		sp := l.scoreAfter(hot, in.cost, bc)
+		sp := l.scoreWithin(hot, in.cost, bc, cutOf(below, best), math.Inf(1))
 		if sp > below {
 			return
 		}
 		st.costInto(ic, in.Instance, d)
-		if d.peakAfter(back.cost, ic) > limit+eps {
-			return
-		}
-		dp := l.scoreAfter(d, back.cost, ic)
+		dp := l.scoreWithin(d, back.cost, ic, cutOf(below, best), limit)
 		if s := (&lineStep{in: in, back: back, dst: d, pair: max(sp, dp), dp: dp}); s.pair <= below && s.better(best) {
 			best = s
 		}

@@ -3,6 +3,7 @@ package rebalance
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -214,5 +215,50 @@ func TestLinesLeaveWhatIsNotDue(t *testing.T) {
 	}
 	if line := 1.08 * (0.62 + 0.40 + 0.529 + 0.40) / 4; p.After["a"] > line+1e-9 || math.Abs(p.After["c"]-0.529) > 1e-9 {
 		t.Errorf("after %v: want a within its line %.4f, c left at 0.529", p.After, line)
+	}
+}
+
+// TestScoreWithin: the step search's early-stopping score is scoreAfter to the bit when
+// that is at most the cut and the wave stays within the hard max, and +Inf otherwise, on
+// random waves, moves and lines (the plans it serves must not change by a bit).
+func TestScoreWithin(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const slots = 25
+	vec := func(scale float64) []float64 {
+		v := make([]float64, slots)
+		for k := range v {
+			v[k] = scale * r.Float64()
+		}
+		return v
+	}
+	returned, refused := 0, 0
+	for range 20000 {
+		c := float64(1 + r.IntN(8))
+		w := &waveState{Wave: Wave{Err: 0.05 * c * r.Float64()}, cap: c, load: vec(0.6 * c)}
+		l := &lines{win: []int{0, 1 + r.IntN(24), 1 + r.IntN(24)}, day: 0.5 + 0.5*r.Float64(), now: []float64{0.5 + 0.5*r.Float64(), 0.5 + 0.5*r.Float64(), 0.5 + 0.5*r.Float64()}}
+		out, in := vec(0.2*c), vec(0.2*c)
+		if r.IntN(2) == 0 {
+			out = make([]float64, slots)
+		}
+		cut, limit := 0.8+0.6*r.Float64(), 0.6+0.4*r.Float64()
+		if r.IntN(4) == 0 {
+			limit = math.Inf(1)
+		}
+		want := l.scoreAfter(w, out, in)
+		got := l.scoreWithin(w, out, in, cut, limit)
+		if want <= cut && w.peakAfter(out, in) <= limit+eps {
+			returned++
+			if got != want {
+				t.Fatalf("scoreWithin = %v, want scoreAfter's %v (cut %v, limit %v)", got, want, cut, limit)
+			}
+		} else {
+			refused++
+			if !math.IsInf(got, 1) {
+				t.Fatalf("scoreWithin = %v, want +Inf: scoreAfter %v over the cut %v, or peak %v over the limit %v", got, want, cut, w.peakAfter(out, in), limit)
+			}
+		}
+	}
+	if returned < 1000 || refused < 1000 {
+		t.Fatalf("%d returned, %d refused: the draws test too little of one side", returned, refused)
 	}
 }
