@@ -112,21 +112,24 @@ type Options struct {
 
 // Judge is one judge. Build it with New and run it with Run.
 type Judge struct {
-	o       Options
-	log     *slog.Logger
-	now     func() time.Time
-	inc     *analysis.Incremental
-	hist    *analysis.Historical
-	model   *loadmodel.Model         // what work costs each wave, in cores
-	profIdx atomic.Pointer[profiles] // the last historical snapshot's instance profiles, indexed
-	plugins map[string]lbplugins.Plugin
-	buf     *store.Buffered // writes to o.Store; reads go to o.Store directly
-	m       *metrics
-	rw      *remotewrite.Mapper // POST /api/v1/write's node_exporter mapping and its rates' state
-	reg     *prometheus.Registry
-	handler http.Handler
-	errs    *httpapi.Errors
-	states  instanceStates // the wave instances' states, for the status page
+	o   Options
+	log *slog.Logger
+	now func() time.Time
+	// wallClock: the judge runs on time.Now (Options.Now unset), and keeps the load
+	// model's fits warm in the background (warmLoop).
+	wallClock bool
+	inc       *analysis.Incremental
+	hist      *analysis.Historical
+	model     *loadmodel.Model         // what work costs each wave, in cores
+	profIdx   atomic.Pointer[profiles] // the last historical snapshot's instance profiles, indexed
+	plugins   map[string]lbplugins.Plugin
+	buf       *store.Buffered // writes to o.Store; reads go to o.Store directly
+	m         *metrics
+	rw        *remotewrite.Mapper // POST /api/v1/write's node_exporter mapping and its rates' state
+	reg       *prometheus.Registry
+	handler   http.Handler
+	errs      *httpapi.Errors
+	states    instanceStates // the wave instances' states, for the status page
 
 	placer
 }
@@ -138,7 +141,8 @@ func New(o Options) (*Judge, error) {
 	if o.Store == nil {
 		return nil, errors.New("judge: no store")
 	}
-	if o.Now == nil {
+	wallClock := o.Now == nil
+	if wallClock {
 		o.Now = time.Now
 	}
 	if o.Logger == nil {
@@ -161,7 +165,7 @@ func New(o Options) (*Judge, error) {
 		return nil, fmt.Errorf("judge: %w", err)
 	}
 	o.Rebalance = &rb
-	j := &Judge{o: o, log: o.Logger.With("component", "judge"), now: o.Now}
+	j := &Judge{o: o, log: o.Logger.With("component", "judge"), now: o.Now, wallClock: wallClock}
 
 	// Every registered algorithm is built once, so a request may name any of them.
 	j.plugins = map[string]lbplugins.Plugin{}
@@ -287,6 +291,9 @@ func (j *Judge) Run(ctx context.Context) error {
 	if j.o.Retention > 0 {
 		g.Go(func() error { j.retentionLoop(gctx); return nil })
 	}
+	if j.wallClock {
+		g.Go(func() error { j.warmLoop(gctx); return nil })
+	}
 	if ln != nil {
 		g.Go(func() error { return httpapi.Serve(gctx, ln, j.handler, "judge API", j.log, j.o.Ready) })
 	}
@@ -312,6 +319,28 @@ func (j *Judge) subscribeLoop(ctx context.Context) {
 		j.m.subscribeErrors.Inc()
 		j.log.Warn("metric subscription failed; retrying", "err", err, "in", wait)
 	}})
+}
+
+// warmLoop keeps the load model's fits warm (loadmodel.Model.Warm) every
+// loadmodel.WarmEvery, so that a plan's request does not refit every wave itself: on a
+// thousand waves with six hours of samples that took seconds of the request
+// (BENCHMARKS.md). Only on the wall clock: a judge on another clock (the fleet
+// simulator's, whose time jumps) refits as it is asked, at the moments its plans are
+// made, so that a seeded run gives the same plans every time.
+func (j *Judge) warmLoop(ctx context.Context) {
+	t := time.NewTicker(loadmodel.WarmEvery)
+	defer t.Stop()
+	for {
+		began := time.Now()
+		if n := j.model.Warm(); n > 0 {
+			j.log.Debug("load model refitted ahead of the plans", "waves", n, "took", time.Since(began).Round(time.Millisecond))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func (j *Judge) retentionLoop(ctx context.Context) {

@@ -139,6 +139,14 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 		insts = append(insts, pi)
 	}
 
+	// Each wave's running instances, in the request's order: one pass over them (a pass
+	// per wave was 10 million lookups for 10,000 instances on 1,000 waves).
+	running := map[string][]instWork{}
+	for _, in := range reqInsts {
+		if wk, ok := works[in.ID]; ok {
+			running[in.Node] = append(running[in.Node], wk)
+		}
+	}
 	waves := make([]rebalance.Wave, 0, len(reqWaves))
 	for _, w := range reqWaves {
 		v := views[w.Node]
@@ -146,13 +154,7 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 			waves = append(waves, rebalance.Wave{Node: w.Node, Alive: w.Alive})
 			continue
 		}
-		var running []instWork
-		for _, in := range reqInsts {
-			if wk, ok := works[in.ID]; ok && in.Node == w.Node {
-				running = append(running, wk)
-			}
-		}
-		waves = append(waves, planWave(v, true, running))
+		waves = append(waves, planWave(v, true, running[w.Node]))
 	}
 	p := rebalance.Make(waves, insts, o.goals(model, now), now)
 	ans := answer(p, o, costs, asOf, now)

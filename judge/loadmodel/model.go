@@ -525,6 +525,48 @@ func means(ts []timedSample) (rows, bytes, cpu float64) {
 	return meanSamples(ss)
 }
 
+// WarmEvery is how often a caller that keeps the fits warm (Warm) calls it. Warm refits
+// a wave once its fit is warmAge old, so that an ask never finds one past the refit
+// period: at a few seconds each wave is still refitted about once a refit period, as the
+// asks would, not twice.
+const WarmEvery = 5 * time.Second
+
+// warmAge is the age at which Warm refits a wave's fit (or the pool, at its own period
+// less WarmEvery): the refit period less one WarmEvery.
+const warmAge = refitEvery - WarmEvery
+
+// Warm refits every wave that has samples since its fit and whose fit is warmAge old,
+// and the pool when it is due within WarmEvery, so that asking for prices finds them
+// fitted. Refitting a thousand waves of six hours of 10 s samples takes seconds (the
+// robust fit reweights each wave's samples up to 50 times; BENCHMARKS.md), which a
+// plan's request should not wait for. The lock is taken for one wave's fit at a time,
+// so that the agents' batches and the asks go on between them. It returns how many
+// waves it refitted.
+func (m *Model) Warm() int {
+	m.mu.Lock()
+	ids := make([]string, 0, len(m.nodes))
+	for id := range m.nodes {
+		ids = append(ids, id)
+	}
+	if !m.pooled.at.IsZero() && m.o.Now().Sub(m.pooled.at) >= repoolEvery-WarmEvery {
+		m.pooled.at = time.Time{}
+		m.pooledLocked()
+	}
+	m.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		m.mu.Lock()
+		if nd := m.nodes[id]; nd != nil && len(nd.samples) > 0 &&
+			(nd.fittedAt.IsZero() || nd.dirty && m.o.Now().Sub(nd.fittedAt) >= warmAge) {
+			nd.fittedAt = time.Time{}
+			m.pricesLocked(id)
+			n++
+		}
+		m.mu.Unlock()
+	}
+	return n
+}
+
 // Refit forgets every cached fit, so that the next ask fits anew (tests, and a caller
 // that just replayed history).
 func (m *Model) Refit() {

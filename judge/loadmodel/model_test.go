@@ -501,3 +501,36 @@ func TestPoolMissLearned(t *testing.T) {
 		})
 	}
 }
+
+// Warm refits, ahead of the asks, what an ask would refit, and nothing else: the waves
+// with samples since a fit warmAge old (and a wave never fitted). Its prices are the
+// ones an ask at that moment fits, and an ask after it finds them as they are.
+func TestWarmRefitsAheadOfTheAsks(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	var ws []*wave
+	for i := range 3 {
+		ws = append(ws, newWave(fmt.Sprintf("w%d", i), truth{row: 2e-5, byte: 4e-9, base: 0.15}, 8, uint64(i+1)))
+	}
+	feed(m, &clk, time.Hour, ws...)
+	require.Equal(t, 3, m.Warm(), "never fitted: all three")
+	require.Equal(t, 0, m.Warm(), "just fitted: none")
+	first := m.Prices("w0")
+
+	feed(m, &clk, warmAge-10*time.Second, ws[0], ws[1]) // new samples, but the fits are younger than warmAge
+	require.Equal(t, 0, m.Warm())
+	feed(m, &clk, 10*time.Second, ws[0], ws[1]) // now they are warmAge old; w2 has nothing new
+	require.Equal(t, 2, m.Warm())
+	warmed := m.Prices("w0")
+	require.NotEqual(t, first, warmed, "refitted on the new samples")
+	m.nodes["w0"].fittedAt = time.Time{} // what an ask fits now, on the same pool
+	require.Equal(t, warmed, m.Prices("w0"))
+
+	// The pool, fitted at the first Warm, is due at repoolEvery: within WarmEvery of it,
+	// an ask still finds it as it was, and Warm fits it anew.
+	feed(m, &clk, repoolEvery-WarmEvery-warmAge, ws...)
+	r1, b1, _ := m.Pooled()
+	m.Warm()
+	r2, b2, _ := m.Pooled()
+	require.NotEqual(t, [2]float64{r1, b1}, [2]float64{r2, b2}, "repooled ahead of the asks")
+}
