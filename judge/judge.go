@@ -412,6 +412,9 @@ func (j *Judge) decode(data []byte, source string) (metric.Batch, error) {
 	dec := decoders.Get().(*metric.Decoder)
 	b, err := dec.Decode(data) // validates the batch
 	decoders.Put(dec)
+	if err == nil {
+		err = j.admit(b)
+	}
 	if err != nil {
 		j.m.decodeErrors.WithLabelValues(source).Inc()
 		j.log.Debug("skipping undecodable batch", "source", source, "err", err)

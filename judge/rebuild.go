@@ -37,7 +37,7 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) {
 	defer cancel()
 	start := time.Now()
 	lastLog := start
-	var points, skipped int
+	var points, skipped, dropped int
 	j.log.Info("rebuilding the current hour from the store", "from", from, "to", now)
 	// Points written within the store's refresh interval before the restart are durable
 	// but not yet searchable: make them so first.
@@ -45,6 +45,11 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) {
 	if err == nil {
 		err = j.o.Store.Scan(ctx, from, now.Add(time.Second), func(chunk []store.Point) error {
 			points += len(chunk)
+			if slices.ContainsFunc(chunk, implausible) {
+				n := len(chunk)
+				chunk = slices.DeleteFunc(slices.Clone(chunk), implausible)
+				dropped += n - len(chunk)
+			}
 			j.model.Replay(chunk)
 			if i, ok := slices.BinarySearchFunc(chunk, incFrom, func(p store.Point, t time.Time) int { return p.TS.Compare(t) }); ok || i < len(chunk) {
 				skipped += j.inc.Replay(chunk[i:])
@@ -65,4 +70,7 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) {
 	}
 	j.log.Info("rebuilt the current hour from the store", "points", points, "not_analysed", skipped,
 		"nodes", len(j.inc.NodeIDs()), "took", time.Since(start).Round(time.Millisecond))
+	if dropped > 0 {
+		j.log.Warn("stored points outside what a host reports were left out of the rebuild (stored before the judge refused them)", "points", dropped)
+	}
 }

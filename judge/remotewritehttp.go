@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/binlake/binlake/judge/remotewrite"
@@ -34,9 +35,10 @@ func (j *Judge) remoteWrite(w http.ResponseWriter, r *http.Request, body []byte)
 	j.m.remoteWriteSamples.WithLabelValues("raw").Add(float64(st.Raw))
 	j.m.remoteWriteSamples.WithLabelValues("dropped").Add(float64(st.Dropped))
 	for _, b := range batches {
-		if err := b.Validate(); err != nil {
+		if err := cmp.Or(b.Validate(), j.admit(b)); err != nil {
 			// A node id or label value the contract refuses (control characters, too
-			// long): that batch is dropped and counted, the rest stored.
+			// long), or a value or time the judge does not admit: that batch is dropped
+			// and counted, the rest stored.
 			j.m.decodeErrors.WithLabelValues(sourceRemoteWrite).Inc()
 			j.log.Debug("remote write: batch dropped", "node", b.Node, "err", err)
 			continue

@@ -1,0 +1,67 @@
+package judge
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/store"
+)
+
+// What the judge admits beyond the metric contract. The contract takes any finite value
+// and any time to 9999; the judge's models divide and multiply what the agents report,
+// and a value far outside what a host can show (a wave.tps of 1e300) overflowed a plan's
+// figures to infinity: every POST /v1/rebalance and the node's GET /v1/nodes/{id}
+// answered 500, and again after a restart, from the store. A batch dated ahead of the
+// judge's clock made its node look idle (its figures not yet begun) and win placements.
+// So a batch whose time is past the judge's clock by more than maxAhead, or with a point
+// of a metric the judge models outside that metric's range, is refused as a whole
+// (400 on the API, counted and skipped on the bus), naming the point.
+
+// maxAhead is how far past the judge's clock a batch may be dated: agents' clocks drift
+// by seconds, a host without NTP by minutes.
+const maxAhead = 10 * time.Minute
+
+// valueRange is the values a metric the judge models can take.
+type valueRange struct {
+	lo, hi float64
+	what   string
+}
+
+// ranges are the metrics the judge's placements and load model read, with what a host
+// can report of each (percentages with a point of slack for rounding).
+var ranges = map[string]valueRange{
+	metric.CPUCores:      {0.01, 100_000, "cores"},
+	metric.CPUUtil:       {0, 101, "a percentage"},
+	metric.MemUsedPct:    {0, 101, "a percentage"},
+	metric.DiskUsedPct:   {0, 101, "a percentage"},
+	metric.Load1:         {0, 1e6, "runnable threads"},
+	metric.Load5:         {0, 1e6, "runnable threads"},
+	metric.Load15:        {0, 1e6, "runnable threads"},
+	metric.WaveCPUCores:  {0, 100_000, "cores"},
+	metric.WaveTPS:       {0, 1e12, "rows/s"},
+	metric.WaveBytesPerS: {0, 1e14, "bytes/s"},
+	metric.WaveInstances: {0, 1e6, "instances"},
+}
+
+// admit reports what the judge refuses in b (a batch the metric contract accepted), or
+// nil.
+func (j *Judge) admit(b metric.Batch) error {
+	if ahead := b.TS.Sub(j.now()); ahead > maxAhead {
+		return fmt.Errorf("ts %s is %s ahead of the judge's clock (at most %s)", b.TS.UTC().Format(time.RFC3339), ahead.Round(time.Second), maxAhead)
+	}
+	for i, p := range b.Points {
+		if r, ok := ranges[p.Name]; ok && (p.Value < r.lo || p.Value > r.hi) {
+			return fmt.Errorf("point %d: %s %v is outside what a host reports (%g to %g %s)", i, p.Name, p.Value, r.lo, r.hi, r.what)
+		}
+	}
+	return nil
+}
+
+// implausible reports whether a stored point is one admit would have refused for its
+// value: a store written before the judge refused them keeps them, and a restarted
+// judge leaves them out of what it rebuilds.
+func implausible(p store.Point) bool {
+	r, ok := ranges[p.Name]
+	return ok && (p.Value < r.lo || p.Value > r.hi)
+}

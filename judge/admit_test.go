@@ -1,0 +1,120 @@
+package judge
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/judge/store/sqlite"
+)
+
+// A batch the metric contract takes but no host can send (a value far outside its
+// metric's range, a time well ahead of the judge's clock) is refused whole with 400
+// naming the point, and changes nothing: a wave.tps of 1e300 once made every plan's
+// answer and the node's detail 500 (infinity does not encode), even after a restart.
+func TestImplausibleBatchesRefused(t *testing.T) {
+	point := func(name string, v float64) metric.Batch {
+		return metric.Batch{Node: "w", TS: t0, IntervalS: 10, Points: []metric.Point{{Name: metric.CPUUtil, Value: 20}, {Name: name, Value: v}}}
+	}
+	cases := []struct {
+		name string
+		b    metric.Batch
+		want string // "" for accepted
+	}{
+		{"huge rows/s", point(metric.WaveTPS, 1e300), "point 1: wave.tps 1e+300 is outside what a host reports (0 to 1e+12 rows/s)"},
+		{"negative cores", point(metric.CPUCores, -4), "cpu.cores -4 is outside"},
+		{"no cores", point(metric.CPUCores, 0), "cpu.cores 0 is outside"},
+		{"negative process CPU", point(metric.WaveCPUCores, -1), "wave.cpu_cores -1 is outside"},
+		{"500 percent", point(metric.CPUUtil, 500), "cpu.util 500 is outside"},
+		{"negative rows/s", point(metric.WaveTPS, -100), "wave.tps -100 is outside"},
+		{"far future", metric.Batch{Node: "w", TS: time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC), IntervalS: 10,
+			Points: []metric.Point{{Name: metric.CPUUtil, Value: 10}}}, "ts 2999-01-01T00:00:00Z is"},
+		{"11 minutes ahead", metric.Batch{Node: "w", TS: t0.Add(11 * time.Minute), IntervalS: 10,
+			Points: []metric.Point{{Name: metric.CPUUtil, Value: 10}}}, "11m0s ahead of the judge's clock (at most 10m0s)"},
+		{"5 minutes ahead (clock drift)", metric.Batch{Node: "w", TS: t0.Add(5 * time.Minute), IntervalS: 10,
+			Points: []metric.Point{{Name: metric.CPUUtil, Value: 10}}}, ""},
+		{"a percentage rounded over 100", point(metric.MemUsedPct, 100.4), ""},
+		{"a metric the judge does not model", point("app.queue_depth", -1e300), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j, _ := newJudge(t, nil)
+			r := do(t, j.Handler(), "POST", "/v1/metrics", "", bytes.NewReader(encode(t, tc.b)))
+			if tc.want == "" {
+				require.Equal(t, http.StatusAccepted, r.status, string(r.body))
+				require.Equal(t, []string{"w"}, j.Incremental().NodeIDs())
+				return
+			}
+			require.Equal(t, http.StatusBadRequest, r.status, string(r.body))
+			_, msg := errorOf(t, r)
+			require.Contains(t, msg, tc.want)
+			require.Empty(t, j.Incremental().NodeIDs(), "a refused batch is not analysed")
+			require.Empty(t, j.model.Nodes(), "nor modelled")
+		})
+	}
+}
+
+// A store written before the judge refused such values keeps them: a restarted judge
+// leaves them out of what it rebuilds, and the node's detail and the plans answer.
+func TestRebuildLeavesOutImplausiblePoints(t *testing.T) {
+	c := &clock{t: t0.Add(30 * time.Minute)}
+	st, err := sqlite.Open(sqlite.Options{Path: filepath.Join(t.TempDir(), "judge.db"), Now: c.Now})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	var pts []store.Point
+	for k := range 12 {
+		ts := t0.Add(time.Duration(k) * time.Minute)
+		pts = append(pts, store.Point{Node: "w", Name: metric.CPUCores, TS: ts, Value: 4},
+			store.Point{Node: "w", Name: metric.CPUUtil, TS: ts, Value: 30},
+			store.Point{Node: "w", Name: metric.WaveCPUCores, TS: ts, Value: 0.5},
+			store.Point{Node: "w", Name: metric.WaveTPS, TS: ts, Value: 1000, Labels: map[string]string{"instance": "a"}})
+	}
+	pts = append(pts, store.Point{Node: "w", Name: metric.WaveTPS, TS: t0.Add(12 * time.Minute), Value: 1e300, Labels: map[string]string{"instance": "e"}},
+		store.Point{Node: "w", Name: metric.WaveCPUCores, TS: t0.Add(12 * time.Minute), Value: 1e300})
+	require.NoError(t, st.Write(context.Background(), pts))
+
+	j, err := New(Options{Store: st, Now: c.Now, Algorithm: "leastload", Logger: quiet})
+	require.NoError(t, err)
+	t.Cleanup(func() { j.Close() })
+	j.rebuildCurrentHour(context.Background())
+	require.Equal(t, []string{"w"}, j.Incremental().NodeIDs())
+	n, ok := j.inc.Node("w")
+	require.True(t, ok)
+	for _, s := range n.Series {
+		require.Less(t, s.Max, 1e12, "%s %v: the implausible points were replayed", s.Name, s.Labels)
+	}
+	r := do(t, j.Handler(), "GET", "/v1/nodes/w", "", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	r = do(t, j.Handler(), "POST", "/v1/rebalance", "", bytes.NewReader([]byte(`{"waves":[{"node":"w","alive":true},{"node":"v","alive":true}],"instances":[{"id":"a","node":"w"},{"id":"e","node":"w"}]}`)))
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+}
+
+// A node id with a '/' (the metric contract allows it) is read back by its escaped id.
+func TestNodeWithSlashReadBack(t *testing.T) {
+	j, _ := newJudge(t, nil)
+	b := metric.Batch{Node: "rack-1/wave 2", TS: t0, IntervalS: 10, Points: []metric.Point{{Name: metric.CPUUtil, Value: 20}}}
+	r := do(t, j.Handler(), "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b)))
+	require.Equal(t, http.StatusAccepted, r.status, string(r.body))
+	r = do(t, j.Handler(), "GET", "/v1/nodes/rack-1%2Fwave%202", "", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Contains(t, string(r.body), `"node":"rack-1/wave 2"`)
+}
+
+// An instance said to have moved well after the judge's clock would cool down forever:
+// refused, naming it (a moved_at that is no time: TestRebalanceBadRequests).
+func TestRebalanceMovedAtChecked(t *testing.T) {
+	j, _ := newJudge(t, nil)
+	r, _ := postRebalance(t, j, "", `{"waves":[{"node":"w","alive":true}],"instances":[{"id":"a","node":"w"},{"id":"b","node":"w","moved_at":"2999-01-01T00:00:00Z"}]}`)
+	require.Equal(t, http.StatusBadRequest, r.status, string(r.body))
+	_, msg := errorOf(t, r)
+	require.Contains(t, msg, "instances[1].moved_at 2999-01-01T00:00:00Z is")
+	r, _ = postRebalance(t, j, "", `{"waves":[{"node":"w","alive":true}],"instances":[{"id":"a","node":"w","moved_at":"`+t0.Add(5*time.Minute).Format(time.RFC3339)+`"}]}`)
+	require.Equal(t, http.StatusOK, r.status, "5 minutes ahead: a drifting clock: %s", r.body)
+}
