@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 	"unicode/utf8"
 
 	"github.com/binlake/binlake/internal/httpapi"
@@ -26,6 +27,9 @@ const rebalanceExample = `{"waves":[{"node":"wave-1","alive":true}],"instances":
 // handleRebalance plans for the cluster in the request (POST /v1/rebalance).
 func (j *Judge) handleRebalance(w http.ResponseWriter, r *http.Request) {
 	req, err := DecodeRebalanceRequest(http.MaxBytesReader(w, r.Body, MaxRebalanceBytes))
+	if err == nil {
+		err = j.checkMovedAt(req)
+	}
 	if err != nil {
 		j.writeError(w, r, err)
 		return
@@ -35,6 +39,20 @@ func (j *Judge) handleRebalance(w http.ResponseWriter, r *http.Request) {
 	j.log.Debug("rebalance planned", "source", planSourcePost, "waves", len(req.Waves), "instances", len(req.Instances),
 		"moves", len(ans.Moves), "balanced", ans.Balanced, "unmet", ans.Unmet)
 	httpapi.WriteJSON(w, r, http.StatusOK, ans)
+}
+
+// checkMovedAt refuses an instance said to have moved well after the judge's clock
+// (more than maxAhead, the agents' allowance for a drifting clock): the cooldown counts
+// from it, so that instance would never move again.
+func (j *Judge) checkMovedAt(req api.RebalanceRequest) error {
+	now := j.now()
+	for i, in := range req.Instances {
+		if ahead := in.MovedAt.Sub(now); ahead > maxAhead {
+			return invalid("instances[%d].moved_at %s is %s ahead of the judge's clock (at most %s): the cooldown counts from it",
+				i, in.MovedAt.UTC().Format(time.RFC3339), ahead.Round(time.Second), maxAhead)
+		}
+	}
+	return nil
 }
 
 // handleRebalanceView plans from the judge's own view (GET /v1/rebalance): a dry run
@@ -75,6 +93,10 @@ func DecodeRebalanceRequest(r io.Reader) (api.RebalanceRequest, error) {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			return req, invalid("malformed rebalance request: field %s: a JSON %s where %s belongs", te.Field, te.Value, jsonKind(te.Type.Kind()))
+		}
+		var pe *time.ParseError
+		if errors.As(err, &pe) { // moved_at, the request's one time
+			return req, invalid("malformed rebalance request: moved_at %q is not an RFC 3339 time (like 2026-12-04T21:00:00Z)", pe.Value)
 		}
 		return req, invalid("malformed rebalance request: %v", err)
 	}

@@ -292,7 +292,7 @@ func TestRebalanceBadRequests(t *testing.T) {
 		{"malformed", `{"waves":[`, 400, "malformed rebalance request: unexpected EOF"},
 		{"trailing data", `{"waves":[]} {}`, 400, "malformed rebalance request: data after the JSON object"},
 		{"wrong type", `{"waves":[{"node":"w1","alive":"yes"}]}`, 400, "malformed rebalance request: field waves.alive: a JSON string where a boolean belongs"},
-		{"bad moved_at", `{"instances":[{"id":"a","node":"w1","moved_at":"yesterday"}]}`, 400, "malformed rebalance request: parsing time"},
+		{"bad moved_at", `{"instances":[{"id":"a","node":"w1","moved_at":"yesterday"}]}`, 400, `malformed rebalance request: moved_at "yesterday" is not an RFC 3339 time`},
 		{"empty wave node", `{"waves":[{"node":"w1","alive":true},{"alive":true}]}`, 400, "waves[1].node is empty"},
 		{"null wave", `{"waves":[null]}`, 400, "waves[0].alive is missing"},
 		{"wave without alive", `{"waves":[{"node":"w1","alive":true},{"node":"w2"}]}`, 400, "waves[1].alive is missing: say whether the wave is registered (false moves its instances away)"},
