@@ -215,7 +215,11 @@ func (a *Alarm) handleCreateSilence(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Alarm) handleDeleteSilence(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, err := httpapi.PathParam(r, "id")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	if err := a.silences.Delete(r.Context(), id); err != nil {
 		a.writeError(w, r, err)
 		return

@@ -419,7 +419,11 @@ type historicalDetail struct {
 }
 
 func (j *Judge) handleNode(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id, err := httpapi.PathParam(r, "id")
+	if err != nil {
+		j.writeError(w, r, err)
+		return
+	}
 	n, ok := j.inc.Node(id)
 	snap := j.hist.Snapshot()
 	var hist map[string]lbplugins.History

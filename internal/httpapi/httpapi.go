@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -119,7 +120,7 @@ func (e *Errors) RequireBearer(token config.Secret) func(http.Handler) http.Hand
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if want := token.Reveal(); want != "" {
-				got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+				got, ok := bearer(r.Header.Get("Authorization"))
 				if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 					e.Write(w, r, ErrUnauthorized)
 					return
@@ -128,6 +129,32 @@ func (e *Errors) RequireBearer(token config.Secret) func(http.Handler) http.Hand
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// bearer is the token of an Authorization header of the Bearer scheme, whose name is
+// case-insensitive (RFC 9110, 11.1: "bearer", "BEARER" and "Bearer" alike).
+func bearer(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return token, true
+}
+
+// PathParam is the URL parameter name of r's route, unescaped. The router matches the
+// path as the client escaped it when that differs from Go's own escaping (URL.RawPath
+// set: an escaped '/', "a%2Fb"), and the parameter is then still escaped; otherwise it
+// is already decoded ("a b", "50%off"). A malformed escape is a 400 naming the parameter.
+func PathParam(r *http.Request, name string) (string, error) {
+	v := chi.URLParam(r, name)
+	if r.URL.RawPath == "" {
+		return v, nil
+	}
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", Errorf(http.StatusBadRequest, CodeInvalid, "path parameter %s: %v", name, err)
+	}
+	return u, nil
 }
 
 // Router is a chi router whose panics, unknown routes and wrong methods are answered

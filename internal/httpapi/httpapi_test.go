@@ -114,6 +114,9 @@ func TestRequireBearer(t *testing.T) {
 		{"prefix of token", "s3cret", "Bearer s3c", 401},
 		{"missing header", "s3cret", "", 401},
 		{"not bearer", "s3cret", "Basic s3cret", 401},
+		{"scheme in lower case", "s3cret", "bearer s3cret", 204},
+		{"scheme in upper case", "s3cret", "BEARER s3cret", 204},
+		{"no space", "s3cret", "Bearers3cret", 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newErrors(&bytes.Buffer{}).RequireBearer(configSecret(tc.token))(ok)
@@ -267,5 +270,33 @@ func TestWriteJSONUnencodable(t *testing.T) {
 	}
 	if f := fallback.String(); f != "" {
 		t.Errorf("slog's default logger got %q, want nothing: the server has its own", f)
+	}
+}
+
+// A route's path parameter comes out as the client meant it, whether the router matched
+// the escaped path (an escaped '/') or the decoded one.
+func TestPathParam(t *testing.T) {
+	e := newErrors(&bytes.Buffer{})
+	r := e.Router()
+	r.Get("/n/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := PathParam(r, "id")
+		if err != nil {
+			e.Write(w, r, err)
+			return
+		}
+		_, _ = io.WriteString(w, id)
+	})
+	for raw, want := range map[string]string{
+		"/n/wave-1":      "wave-1",
+		"/n/sl%2Fash":    "sl/ash",
+		"/n/a%20b":       "a b",
+		"/n/a%20b%2Fc":   "a b/c",
+		"/n/50%25off":    "50%off",
+		"/n/50%25of%2Ff": "50%of/f",
+	} {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest("GET", raw, nil))
+		require.Equal(t, http.StatusOK, rec.Code, raw)
+		require.Equal(t, want, rec.Body.String(), raw)
 	}
 }
