@@ -326,3 +326,18 @@ func TestIncrementalConcurrentReads(t *testing.T) {
 		require.InEpsilon(t, 95, cpu.P95, analysis.SketchAccuracy*1.5, "p95 of 0–99 four times")
 	}
 }
+
+// The p95 stays within what the hour saw: a constant series' p95 is that constant (the
+// sketch alone gave 3.96 for a constant 4 and 94.1 for a constant 95).
+func TestIncrementalP95WithinTheRange(t *testing.T) {
+	for _, v := range []float64{4, 95, -7.5, 1e-3} {
+		c := &clock{t: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)}
+		a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: c.Now})
+		require.NoError(t, err)
+		for i := range 30 {
+			a.Observe(batch("n", c.Now().Add(time.Duration(i)*time.Second), metric.Point{Name: "x", Value: v}))
+		}
+		n, _ := a.Node("n")
+		require.Equal(t, v, n.Series[0].P95, "constant %v", v)
+	}
+}
