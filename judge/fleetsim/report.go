@@ -95,6 +95,10 @@ type Round struct {
 	Planned int       `json:"planned"`
 	Moved   int       `json:"moved"`
 	Skipped int       `json:"skipped"`
+	// Answered is how long the judge took to answer the round's POST /v1/rebalance, in
+	// real time: the request with every instance's assignment sent, planned, and its
+	// answer read.
+	Answered time.Duration `json:"answered_ns"`
 	// Reasons counts the planned moves by the goal the judge gave for each ("spread",
 	// "hard_max", …): which goal a round's moves served.
 	Reasons map[string]int `json:"reasons,omitempty"`

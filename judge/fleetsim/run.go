@@ -159,7 +159,10 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 	idle := 0 // empty plans in a row that said the goals are unmet
 	for n := 1; n <= o.Rounds; n++ {
 		at := r.clk.now()
-		body, err := r.api.rebalance(ctx, r.s.request())
+		req := r.s.request()
+		asked := time.Now()
+		body, err := r.api.rebalance(ctx, req)
+		answered := time.Since(asked)
 		if err != nil {
 			return fmt.Errorf("fleet simulation: round %d: %w", n, err)
 		}
@@ -175,7 +178,8 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 		before.add(kb, pb, dayBefore)
 		ka, pa := predicted(raw, o.PredictedAfter)
 		after.add(ka, pa, dayAfter)
-		rd := Round{N: n, At: at, Planned: len(moves), Moved: len(a.moved), Skipped: a.skipped, MovedInstances: []string{}, MovedTo: []string{}}
+		rd := Round{N: n, At: at, Planned: len(moves), Moved: len(a.moved), Skipped: a.skipped, Answered: answered,
+			MovedInstances: []string{}, MovedTo: []string{}}
 		if len(moves) > 0 {
 			rd.Reasons = map[string]int{}
 		}
@@ -192,8 +196,9 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 		rep.Rounds = append(rep.Rounds, rd)
 		rep.Moves += len(a.moved)
 		rep.Skipped += a.skipped
-		fmt.Fprintf(r.out, "round %d at %s: %d moves planned%s, %d applied; true peak %s → %s, spread %s → %s\n",
-			n, at.Format("15:04"), len(moves), rd.reasonsText(), len(a.moved), pct(rd.PeakBefore), pct(rd.PeakAfter), pct(rd.SpreadBefore), pct(rd.SpreadAfter))
+		fmt.Fprintf(r.out, "round %d at %s: %d moves planned%s in %s, %d applied; true peak %s → %s, spread %s → %s\n",
+			n, at.Format("15:04"), len(moves), rd.reasonsText(), answered.Round(time.Millisecond), len(a.moved),
+			pct(rd.PeakBefore), pct(rd.PeakAfter), pct(rd.SpreadBefore), pct(rd.SpreadAfter))
 		if len(moves) == 0 {
 			// An empty plan that says the goals are unmet (cooldowns hold the instances
 			// that could move) is not the end: a balancer asks again later. Three in a
