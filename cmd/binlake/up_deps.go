@@ -29,41 +29,47 @@ type suiteDeps struct {
 	closers            closeStack
 }
 
-func openSuiteDeps(ctx context.Context, dir string, logger *slog.Logger) (d *suiteDeps, err error) {
-	d = &suiteDeps{storePath: filepath.Join(dir, StoreFile)}
-	defer func() {
-		if err != nil {
-			d.close()
-		}
-	}()
-	if d.coord, err = single.New(single.Options{Path: filepath.Join(dir, CoordFile)}); err != nil {
+func openSuiteDeps(ctx context.Context, dir string, logger *slog.Logger) (*suiteDeps, error) {
+	d := &suiteDeps{storePath: filepath.Join(dir, StoreFile)}
+	// d is not a named result, so that returning nil cannot hide from the cleanup what
+	// opened before the failure (the coordinator and its lock, the store).
+	if err := d.open(ctx, dir, logger); err != nil {
+		d.close()
 		return nil, err
+	}
+	return d, nil
+}
+
+// open opens the dependencies in order, pushing each one's Close as it opens.
+func (d *suiteDeps) open(ctx context.Context, dir string, logger *slog.Logger) (err error) {
+	if d.coord, err = single.New(single.Options{Path: filepath.Join(dir, CoordFile)}); err != nil {
+		return err
 	}
 	d.closers.push(d.coord.Close)
 	if d.store, err = sqlite.Open(sqlite.Options{Path: d.storePath}); err != nil {
-		return nil, err
+		return err
 	}
 	d.closers.push(d.store.Close)
 	// Judge and alarm read each batch within milliseconds and the judge's history lives in
 	// SQLite, so the bus only has to cover a stalled consumer: 8 MiB is about half a day.
 	if d.bus, err = memory.New(memory.Options{RetainBytes: 8 << 20, Logger: logger}); err != nil {
-		return nil, err
+		return err
 	}
 	d.closers.push(d.bus.Close)
 	if err := d.bus.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: 1}); err != nil {
-		return nil, fmt.Errorf("bus: %w", err)
+		return fmt.Errorf("bus: %w", err)
 	}
 	// Two groups, so the judge and the alarm each see every batch; from the first
 	// message, so none published before a subscriber joined is missed.
 	if d.judgeSub, err = d.bus.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "binlake-judge", StartAt: bus.StartFirst}); err != nil {
-		return nil, fmt.Errorf("bus: %w", err)
+		return fmt.Errorf("bus: %w", err)
 	}
 	d.closers.push(d.judgeSub.Close)
 	if d.alarmSub, err = d.bus.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: alarm.DefaultGroup, StartAt: bus.StartFirst}); err != nil {
-		return nil, fmt.Errorf("bus: %w", err)
+		return fmt.Errorf("bus: %w", err)
 	}
 	d.closers.push(d.alarmSub.Close)
-	return d, nil
+	return nil
 }
 
 func (d *suiteDeps) close() { d.closers.close() }
