@@ -118,6 +118,9 @@ type instanceCmd struct {
 	// judgeBalancer is -config's balancer section when the judge's URL came from it: its
 	// token and tls block serve where no flag says otherwise.
 	judgeBalancer *wave.BalancerConfig
+	// upData says the coordinator is that of an up's -data folder: up is stopped, so no
+	// wave is live, and the advice differs.
+	upData bool
 }
 
 // instanceSubcommands run each subcommand once the coordinator is open.
@@ -219,6 +222,7 @@ func (ic *instanceCmd) coordinator() (cc config.Coordinator, unlock func(), err 
 		if err != nil {
 			return cc, func() {}, fmt.Errorf("instance %s: %w", sub, err)
 		}
+		ic.upData = true
 		return config.Coordinator{Kind: config.CoordSingle, Path: path}, unlock, nil
 	}
 }

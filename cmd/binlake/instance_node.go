@@ -29,6 +29,20 @@ func requireLiveNode(ctx context.Context, c coord.Coordinator, sub, node string,
 	return nil
 }
 
+// noLiveWave explains a placement (add or move without -node) that found no live wave to
+// place instance id on, saying what to do instead; other errors pass unchanged. An up's
+// folder never has one: its wave lives only while up runs, and up must be stopped for
+// binlake instance to open the folder, so there -node -force is the way.
+func (ic *instanceCmd) noLiveWave(err error, id string) error {
+	if !errors.Is(err, cluster.ErrNoWave) {
+		return err
+	}
+	if ic.upData {
+		return fmt.Errorf("instance %s: %w to place %s on while up is stopped: give -node with up's node (its --node, by default the host name, %s) and -force; up's wave captures it at up's next start with --mysql", ic.sub, err, id, dash(hostname()))
+	}
+	return fmt.Errorf("instance %s: %w to place %s on; start a wave, or give -node with -force to assign to a wave yet to start", ic.sub, err, id)
+}
+
 // sayHowChosen says, after `instance add|move`, how the wave was chosen: by -node (and,
 // with -force, that it is not live), by the judge (its reasoning, and which judge: -judge
 // or the balancer.judge of the -config file), or at random for want of a judge.

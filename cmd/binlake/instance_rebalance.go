@@ -82,6 +82,15 @@ func rebalanceInstances(ctx context.Context, c coord.Coordinator, p balancer.Pla
 	}
 }
 
+// noJudge is the error of a dry run without a judge (neither -judge nor -config's
+// balancer.judge): the plan is the judge's, so say how to name one.
+func (ic *instanceCmd) noJudge() error {
+	if *ic.f.cfgPath != "" {
+		return fmt.Errorf("instance rebalance: %w; give -judge URL, or set balancer.judge in %s", balancer.ErrNoPlanner, *ic.f.cfgPath)
+	}
+	return fmt.Errorf("instance rebalance: %w; give -judge URL (e.g. -judge http://judge:8090, with -judge-token-file when it has a token)", balancer.ErrNoPlanner)
+}
+
 // printAnswer prints the judge's plan with the model and goals it planned for, and in
 // the utilisation model every wave's cores, prices and peak utilisation.
 func printAnswer(w io.Writer, ans *api.RebalanceAnswer) {

@@ -35,7 +35,7 @@ func (ic *instanceCmd) add() error {
 	}
 	n, err := cluster.AddInstance(ic.cctx, ic.c, &inst, *f.node, ic.placer)
 	if err != nil {
-		return err
+		return ic.noLiveWave(err, inst.ID)
 	}
 	fmt.Fprintf(ic.out, "instance %s added, assigned to %s\n", inst.ID, n)
 	sayHowChosen(ic.cctx, ic.out, ic.c, n, *f.node != "", ic.jp, *f.judgeURL, ic.judgeFrom, *f.cfgPath)
@@ -151,7 +151,7 @@ func (ic *instanceCmd) move() error {
 	}
 	n, err := cluster.MoveInstance(ic.cctx, ic.c, ic.id, *f.node, ic.placer)
 	if err != nil {
-		return err
+		return ic.noLiveWave(err, ic.id)
 	}
 	fmt.Fprintf(ic.out, "instance %s assigned to %s\n", ic.id, n)
 	sayHowChosen(ic.cctx, ic.out, ic.c, n, *f.node != "", ic.jp, *f.judgeURL, ic.judgeFrom, *f.cfgPath)
@@ -174,8 +174,21 @@ func (ic *instanceCmd) snapshot() error {
 	if len(names) > 0 {
 		what = strings.Join(names, ", ")
 	}
-	fmt.Fprintf(ic.out, "snapshot %s of instance %s requested: %s; its leader starts it at its next poll and source heartbeat, within seconds (progress: binlake instance show %s)\n", req.ID, ic.id, what, ic.id)
+	fmt.Fprintf(ic.out, "snapshot %s of instance %s requested: %s; %s (progress: binlake instance show %s)\n", req.ID, ic.id, what, ic.whenSnapshotStarts(), ic.id)
 	return nil
+}
+
+// whenSnapshotStarts says when a requested snapshot starts: at once where a wave runs the
+// instance, else once one does (the request waits in the coordinator).
+func (ic *instanceCmd) whenSnapshotStarts() string {
+	// A failed read of the waves only costs the exact wording: the request is written.
+	if live, err := cluster.LiveWaves(ic.cctx, ic.c); err == nil && len(live) == 0 {
+		if ic.upData {
+			return "no wave is live while up is stopped: the request is recorded, and the snapshot starts when a wave runs the instance, up's at its next start with --mysql"
+		}
+		return "no wave is live: the request is recorded, and the snapshot starts when a wave runs the instance"
+	}
+	return "its leader starts it at its next poll and source heartbeat, within seconds"
 }
 
 func (ic *instanceCmd) rebalance() error {
@@ -183,6 +196,9 @@ func (ic *instanceCmd) rebalance() error {
 	if *f.apply {
 		// The run is followed for -wait, beyond the coordinator operations' bound.
 		return rebalanceInstances(ic.ctx, ic.c, ic.planner, true, *f.asJSON, *f.wait, ic.out)
+	}
+	if ic.planner == nil {
+		return ic.noJudge()
 	}
 	return rebalanceInstances(ic.cctx, ic.c, ic.planner, false, *f.asJSON, *f.wait, ic.out)
 }

@@ -307,6 +307,34 @@ func TestInstanceOnUpDataFolder(t *testing.T) {
 	if err := run(context.Background(), []string{"instance", "list", "-data", dir}, &out, &errOut); err != nil || !strings.Contains(out.String(), "other-host") {
 		t.Fatalf("instance list after move: %v\n%s", err, out.String())
 	}
+	// Without -node or -judge, what needs a live wave or a judge says what to give.
+	orders, err := filepath.Abs("../../deploy/instance.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"instance", "move", InstanceID, "-data", dir},
+			"instance move: no live wave to place " + InstanceID + " on while up is stopped: give -node with up's node"},
+		{[]string{"instance", "add", "-data", dir, "-f", orders},
+			"instance add: no live wave to place orders on while up is stopped: give -node with up's node"},
+		{[]string{"instance", "rebalance", "-data", dir},
+			"instance rebalance: rebalancing needs a judge: it knows what each instance costs; give -judge URL"},
+	} {
+		err := run(context.Background(), tc.args, &out, &errOut)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v\nwant it to start with %s", tc.args[1:], err, tc.want)
+		}
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"instance", "snapshot", InstanceID, "-data", dir}, &out, &errOut); err != nil {
+		t.Fatalf("instance snapshot: %v", err)
+	}
+	if want := "no wave is live while up is stopped: the request is recorded, and the snapshot starts when a wave runs the instance"; !strings.Contains(out.String(), want) {
+		t.Fatalf("instance snapshot on a stopped up:\n%s\nwant it to say %q", out.String(), want)
+	}
 
 	// While up runs on the folder.
 	ctx, cancel := context.WithCancel(context.Background())
