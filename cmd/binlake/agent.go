@@ -25,7 +25,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfgPath, check := rf.config, rf.check
-	cfg, err := agent.Load(*cfgPath)
+	cfg, err := loadConfig(rf, agent.Load)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfgPath, check := rf.config, rf.check
-	cfg, err := alarm.Load(*cfgPath)
+	cfg, err := loadConfig(rf, alarm.Load)
 	if err != nil {
 		return err
 	}
@@ -48,6 +48,9 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer stopProfile()
+	if defaultMissing(fs, "policies") {
+		return needPolicies("alarm", *polPath)
+	}
 	deps, err := prepareAlarm(*cfgPath, *polPath, &cfg, logger)
 	if err != nil {
 		return err
@@ -97,6 +100,13 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "alarm serving on %s://%s (alerts at /v1/alerts)\n", scheme(cfg.HTTP.TLS), addr)
 		},
 	})
+}
+
+// needPolicies is the error of cmd (alarm, alarm test) run without -policies where its
+// default does not exist: "open /etc/binlake/policies.yaml" alone names a file the user
+// never gave.
+func needPolicies(cmd, def string) error {
+	return fmt.Errorf("%s: -policies FILE is needed: the default, %s, does not exist (deploy/policies.example.yaml is a commented example)", cmd, def)
 }
 
 // alarmDeps is what alarm.yaml and the policy file resolve to before the alarm connects

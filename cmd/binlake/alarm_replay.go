@@ -81,6 +81,9 @@ func runAlarmTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	if defaultMissing(fs, "policies") {
+		return needPolicies("alarm test", *polPath)
+	}
 	pols, err := policy.Load(*polPath)
 	if err != nil {
 		return err

@@ -13,8 +13,12 @@ var commands = map[string]command{
 	"agent":    {"collect host, runtime and wave metrics and push them", runAgent},
 	"judge":    {"store metrics, analyse load and answer placement requests", runJudge},
 	"alarm":    {"evaluate alert policies over the metric stream and notify", runAlarm},
-	"instance": {"add, list, show, remove or move capture instances", runInstance},
+	"instance": {"add, list, show, remove, move, snapshot or rebalance capture instances", runInstance},
 	"tail":     {"print the rows a wave published to a topic or file, from a position", runTail},
-	"bench":    {"run a benchmark against the test services", runBench},
+	"bench":    {"benchmark the wave or alarm (on the test services), the judge or a simulated fleet", runBench},
 	"version":  {"print the version", runVersion},
 }
+
+// upHint ends the error of a role started without its config: up runs the roles on one
+// machine with none.
+const upHint = ", or run binlake up: the suite on one machine (judge, alarm, an agent, and a wave with --mysql) on embedded defaults, no config needed"

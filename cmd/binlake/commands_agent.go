@@ -12,3 +12,6 @@ var commands = map[string]command{
 	"agent":   {"collect host, runtime and wave metrics and push them", runAgent},
 	"version": {"print the version", runVersion},
 }
+
+// upHint is empty: this build has no up to send the operator to.
+const upHint = ""

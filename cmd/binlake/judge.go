@@ -31,7 +31,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfgPath, check := rf.config, rf.check
-	cfg, err := judge.Load(*cfgPath)
+	cfg, err := loadConfig(rf, judge.Load)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/logging"
@@ -14,6 +16,8 @@ import (
 // its config file, -log-level, -check and -cpuprofile. Each role's command then runs
 // the same preamble (start), so that they do not drift apart.
 type roleFlags struct {
+	fs                           *flag.FlagSet
+	role                         string
 	config, logLevel, cpuProfile *string
 	check                        *bool
 }
@@ -30,6 +34,8 @@ func newRoleFlags(stderr io.Writer, role, usage, checks string) (*flag.FlagSet, 
 		fs.PrintDefaults()
 	}
 	return fs, &roleFlags{
+		fs:         fs,
+		role:       role,
 		config:     fs.String("config", "/etc/binlake/"+role+".yaml", role+" config file (see deploy/"+role+".example.yaml)"),
 		logLevel:   fs.String("log-level", "", "override log.level: debug, info, warn or error"),
 		check:      fs.Bool("check", false, "run every check start runs on "+checks+" and exit; connects to nothing"),
@@ -61,4 +67,28 @@ func (rf *roleFlags) start(stderr io.Writer, log *config.Log, overridden bool, v
 		}
 	}
 	return logger, stop, nil
+}
+
+// loadConfig loads the role's -config file with load (judge.Load, …). When -config was
+// not given and its default does not exist, most likely a first try of the role, the
+// error says how to give one, or to run up, which needs none.
+func loadConfig[C any](rf *roleFlags, load func(string) (C, error)) (C, error) {
+	cfg, err := load(*rf.config)
+	if err != nil && defaultMissing(rf.fs, "config") {
+		err = fmt.Errorf("%w; give the %s's config with -config FILE (deploy/%s.example.yaml is a commented example)%s", err, rf.role, rf.role, upHint)
+	}
+	return cfg, err
+}
+
+// defaultMissing says whether flag name was not given on fs and its default names no
+// file: opening it fails with a path the user never gave, so the error should ask for
+// the flag instead.
+func defaultMissing(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	if given {
+		return false
+	}
+	_, err := os.Stat(fs.Lookup(name).Value.String())
+	return errors.Is(err, os.ErrNotExist)
 }

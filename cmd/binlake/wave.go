@@ -31,7 +31,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	cfgPath, check := rf.config, rf.check
-	cfg, err := wave.Load(*cfgPath)
+	cfg, err := loadConfig(rf, wave.Load)
 	if err != nil {
 		return err
 	}
