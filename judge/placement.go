@@ -185,6 +185,11 @@ func (j *Judge) Place(req api.PlacementRequest) (PlacementAnswer, error) {
 	if j.res.Due(now) {
 		j.res.Expire(now)
 	}
+	if !req.DryRun {
+		// Asked again for the same instance: the answer replaces the last one, which
+		// then weighs on no node as this decision is made.
+		j.res.Drop(req.Instance)
+	}
 	// Every placement weighs the instance's expected work, whatever the algorithm, so
 	// that its reservation holds it in cores for the utilisation algorithm.
 	exp := snap.load.expected(req.Expected)

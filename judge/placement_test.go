@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/binlake/binlake/judge/api"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,39 @@ func TestReservationLifetime(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, j.Reservations("wave-a"))
 	require.Zero(t, j.res.size.Load())
+}
+
+// A placement asked again for the same instance (a client's retry) replaces its
+// reservation: the instance counts once, on the node of the latest answer, and a
+// reservation swept away leaves nothing behind for the next one.
+func TestReservationReplacedForTheSameInstance(t *testing.T) {
+	j, c := newJudge(t, func(o *Options) { o.ReservationTTL = time.Minute })
+	require.NoError(t, j.Ingest(wave("wave-a", t0, 20, 1), sourceHTTP))
+	require.NoError(t, j.Ingest(wave("wave-b", t0, 80, 1), sourceHTTP))
+	c.Add(time.Second)
+	for range 3 {
+		ans, err := j.Place(api.PlacementRequest{Instance: "dup", Algorithm: "leastload"})
+		require.NoError(t, err)
+		require.Equal(t, "wave-a", ans.Node)
+		require.Zero(t, ans.Scores[0].Pending, "the decision did not count the instance's own earlier reservation twice")
+	}
+	require.Len(t, j.Reservations("wave-a"), 1)
+	require.Equal(t, int64(1), j.res.size.Load())
+	ans, err := j.Place(api.PlacementRequest{Instance: "other", Algorithm: "leastload"})
+	require.NoError(t, err)
+	i := slices.IndexFunc(ans.Scores, func(s lbplugins.Score) bool { return s.Node == "wave-a" })
+	require.GreaterOrEqual(t, i, 0)
+	require.Equal(t, 1.0, ans.Scores[i].Pending, "another instance's decision counts dup's reservation")
+	require.Equal(t, int64(2), j.res.size.Load())
+
+	c.Add(2 * time.Minute) // both expire
+	require.NoError(t, j.Ingest(wave("wave-a", c.Now(), 20, 1), sourceHTTP))
+	_, err = j.Place(api.PlacementRequest{Instance: "probe", DryRun: true})
+	require.NoError(t, err)
+	require.Zero(t, j.res.size.Load())
+	_, err = j.Place(api.PlacementRequest{Instance: "dup", Algorithm: "leastload"})
+	require.NoError(t, err)
+	require.Len(t, j.Reservations("wave-a"), 1)
 }
 
 // The default answer explains the best five; top and explain change that; bad values

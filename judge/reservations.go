@@ -28,6 +28,10 @@ type reservations struct {
 
 	mu     sync.Mutex
 	byNode map[string][]api.Reservation
+	// nodeOf is where each instance's one reservation is: a placement asked again for
+	// the same instance (a client's retry, instance add after an answer it did not use)
+	// replaces the last one rather than counting the instance twice.
+	nodeOf map[string]string
 	total  int
 	snap   *lbplugins.Snapshot // the published snapshot the counts belong to
 	counts *lbplugins.Reserved // its per-node counts
@@ -41,7 +45,7 @@ func newReservations(ttl time.Duration) *reservations {
 	if ttl <= 0 {
 		ttl = DefaultReservationTTL
 	}
-	return &reservations{ttl: ttl, byNode: map[string][]api.Reservation{}}
+	return &reservations{ttl: ttl, byNode: map[string][]api.Reservation{}, nodeOf: map[string]string{}}
 }
 
 // Due reports whether a reservation has expired by now, so that a sweep is needed.
@@ -57,6 +61,7 @@ func (rs *reservations) Due(now time.Time) bool {
 func (rs *reservations) Reserve(node, instance string, now time.Time, reported float64, ok bool, work api.Work) (api.Reservation, bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	rs.dropLocked(instance)
 	if rs.total >= maxReservations {
 		rs.refused.Add(1)
 		return api.Reservation{}, false
@@ -70,6 +75,7 @@ func (rs *reservations) Reserve(node, instance string, now time.Time, reported f
 		r.Cores = coresOn(rs.snap, i, work)
 	}
 	rs.byNode[node] = append(rs.byNode[node], r)
+	rs.nodeOf[instance] = node
 	rs.total++
 	rs.size.Store(int64(rs.total))
 	if rs.nextExpiry.Load() == 0 {
@@ -132,6 +138,7 @@ func (rs *reservations) sweepLocked(now time.Time, reported func(node string) (f
 			done := !now.Before(r.ExpiresAt) || (ok && r.Target > 0 && count >= r.Target) || (runs != nil && runs(node, r.Instance))
 			if done {
 				goneCores += r.Cores
+				delete(rs.nodeOf, r.Instance)
 			}
 			return done
 		})
@@ -153,6 +160,40 @@ func (rs *reservations) sweepLocked(now time.Time, reported func(node string) (f
 	}
 	rs.nextExpiry.Store(next)
 	rs.size.Store(int64(rs.total))
+}
+
+// Drop removes instance's reservation, if any.
+func (rs *reservations) Drop(instance string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.dropLocked(instance)
+}
+
+// dropLocked removes instance's reservation, if any, from its node's list and the
+// current counts.
+func (rs *reservations) dropLocked(instance string) {
+	node, ok := rs.nodeOf[instance]
+	if !ok {
+		return
+	}
+	delete(rs.nodeOf, instance)
+	list := rs.byNode[node]
+	k := slices.IndexFunc(list, func(r api.Reservation) bool { return r.Instance == instance })
+	if k < 0 {
+		return
+	}
+	r := list[k]
+	if list = slices.Delete(list, k, k+1); len(list) == 0 {
+		delete(rs.byNode, node)
+	} else {
+		rs.byNode[node] = list
+	}
+	rs.total--
+	rs.size.Store(int64(rs.total))
+	if i, found := rs.index(node); found {
+		rs.counts.Add(i, -1)
+		rs.counts.AddCores(i, -r.Cores)
+	}
 }
 
 // index is node's position in the snapshot the counts belong to.
