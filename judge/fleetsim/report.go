@@ -126,15 +126,15 @@ type WaveResult struct {
 
 // WriteText writes the report as a table.
 func (r *Report) WriteText(out io.Writer) {
-	fmt.Fprintf(out, "\nfleet: %d waves (%s cores:waves), %d instances, seed %d; judge %s\n",
-		r.Waves, FormatCores(r.Cores), r.Instances, r.Seed, r.Judge)
+	fmt.Fprintf(out, "\nfleet: %s (%s cores:waves), %s, seed %d; judge %s\n",
+		count(r.Waves, "wave"), FormatCores(r.Cores), count(r.Instances, "instance"), r.Seed, r.Judge)
 	fmt.Fprintf(out, "fed %d batches (%d points, %d retried) from %s to %s simulated; %s real\n",
 		r.Batches, r.Points, r.Retries, r.HistoryFrom.Format("01-02 15:04"), r.End.Format("01-02 15:04"), r.Elapsed.Round(time.Millisecond))
 	if r.HistoricalAsOf.IsZero() {
 		fmt.Fprintln(out, noProfiles)
 	}
-	fmt.Fprintf(out, "balancer: %d rounds, %d plans with moves, %d moves (%d distinct instances, %d skipped); ended by %s\n",
-		len(r.Rounds), r.Plans, r.Moves, r.Distinct, r.Skipped, r.EndedBy)
+	fmt.Fprintf(out, "balancer: %s, %s with moves, %s (%d distinct, %d skipped); ended by %s\n",
+		count(len(r.Rounds), "round"), count(r.Plans, "plan"), count(r.Moves, "move"), r.Distinct, r.Skipped, r.EndedBy)
 	moves := func(c Comparison) string {
 		return fmt.Sprintf("%d (%d distinct, %s to ≤ %.2f× greedy)", r.Moves, r.Distinct, toTarget(c.JudgeMovesToTarget), TargetFactor)
 	}
@@ -149,9 +149,17 @@ func (r *Report) WriteText(out io.Writer) {
 			fmt.Fprintf(out, "judge's predicted utilisation %s the plans: not in its answers\n", p.what)
 			continue
 		}
-		fmt.Fprintf(out, "judge's predicted utilisation %s the plans (%q, %d plans): mean error %s, max %s\n",
-			p.what, p.e.Key, p.e.Plans, pct(p.e.MeanAbs), pct(p.e.MaxAbs))
+		fmt.Fprintf(out, "judge's predicted utilisation %s the plans (%q, %s): mean error %s, max %s\n",
+			p.what, p.e.Key, count(p.e.Plans, "plan"), pct(p.e.MeanAbs), pct(p.e.MaxAbs))
 	}
+}
+
+// count is n of what, in the plural unless n is 1 ("1 wave", "24 waves").
+func count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func (c *Comparison) writeTable(out io.Writer, title, judgeMoves string) {
