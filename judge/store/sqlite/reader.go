@@ -32,7 +32,7 @@ func OpenReader(path string) (*Reader, error) {
 	}
 	// Read-only connections: WAL lets them read beside the writer; query_only keeps
 	// even a mistaken statement from writing.
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=query_only(1)")
+	db, err := sql.Open("sqlite", "file:"+uriPath.Replace(path)+"?_pragma=busy_timeout(10000)&_pragma=query_only(1)")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: open %s: %w", path, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -116,6 +117,40 @@ func TestReopen(t *testing.T) {
 	}
 	if got.Count != 2 || got.Avg != 20 || got.Max != 30 {
 		t.Fatalf("after reopen: %+v, want count 2 avg 20 max 30", got)
+	}
+}
+
+// TestPathsWithURICharacters: a data folder's name may hold a '%' or a space, which a
+// URI reads otherwise; the store opens that very file, and reopens it.
+func TestPathsWithURICharacters(t *testing.T) {
+	for _, dir := range []string{"50%off", "%41", "a b"} {
+		path := filepath.Join(t.TempDir(), dir, "judge.db")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s := open(t, path)
+		ts := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		if err := s.Write(context.Background(), []store.Point{{Node: "w1", Name: "cpu.util", TS: ts, Value: 10}}); err != nil {
+			t.Fatalf("%s: write: %v", dir, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("%s: close: %v", dir, err)
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("%s: the store is not at its path: %v", dir, err)
+		}
+		r, err := sqlite.OpenReader(path)
+		if err != nil {
+			t.Fatalf("%s: open for reading: %v", dir, err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = open(t, path)
+		got, err := s.Stats(context.Background(), store.Query{Node: "w1", Name: "cpu.util", From: ts, To: ts.Add(time.Hour)})
+		if err != nil || got.Count != 1 {
+			t.Fatalf("%s: after reopen: %+v, %v", dir, got, err)
+		}
 	}
 }
 
