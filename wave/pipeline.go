@@ -296,7 +296,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 			spec := w.opts.TopicSpec
 			spec.Name = t
 			if err := w.opts.Topics.CreateTopic(ctx, spec); err != nil {
-				return fmt.Errorf("create topic %s: %w", t, err)
+				return fmt.Errorf("a subscription's topic: %w", err) // the bus names the topic
 			}
 		}
 	}
