@@ -38,7 +38,8 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) {
 	start := time.Now()
 	lastLog := start
 	var points, skipped, dropped int
-	j.log.Info("rebuilding the current hour from the store", "from", from, "to", now)
+	j.log.Info("rebuilding the current hour and the load model's window from the store", "from", from, "to", now,
+		"hour_from", incFrom, "fit_window", j.model.Window())
 	// Points written within the store's refresh interval before the restart are durable
 	// but not yet searchable: make them so first.
 	err := j.o.Store.Refresh(ctx)
@@ -68,7 +69,7 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) {
 			"err", fmt.Errorf("judge: %w", err), "points_replayed", points)
 		return
 	}
-	j.log.Info("rebuilt the current hour from the store", "points", points, "not_analysed", skipped,
+	j.log.Info("rebuilt the current hour and the load model's window from the store", "points", points, "not_analysed", skipped,
 		"nodes", len(j.inc.NodeIDs()), "took", time.Since(start).Round(time.Millisecond))
 	if dropped > 0 {
 		j.log.Warn("stored points outside what a host reports were left out of the rebuild (stored before the judge refused them)", "points", dropped)
