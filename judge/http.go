@@ -26,9 +26,11 @@ import (
 	"github.com/binlake/binlake/lbplugins"
 )
 
-// Body limits. A placement request is small; a metric batch is bounded by its codec.
+// Body limits. A metric batch is bounded by its codec. A placement request is small,
+// but for its exclusions: maxExclude node ids of a hundred bytes or so fit (at 64 KiB
+// about 9,000 short ids did not, although the API allowed 10,000).
 const (
-	MaxPlacementBytes = 64 << 10
+	MaxPlacementBytes = 1 << 20
 	MaxMetricsBytes   = metric.MaxBatchBytes
 	maxExclude        = 10_000
 	maxIdentLen       = 255

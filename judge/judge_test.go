@@ -245,7 +245,7 @@ func TestAPIBadInput(t *testing.T) {
 		{"trailing data", "POST", "/v1/placement", tok, `{"instance":"a"} {}`, 400, "invalid", "malformed placement request: data after the JSON object"},
 		{"no instance", "POST", "/v1/placement", tok, `{"exclude":["a"]}`, 400, "invalid", "instance is empty"},
 		{"empty exclusion", "POST", "/v1/placement", tok, `{"instance":"a","exclude":[""]}`, 400, "invalid", "exclude[0] is empty"},
-		{"oversized body", "POST", "/v1/placement", tok, big, 413, "too_large", "request body larger than 65536 bytes"},
+		{"oversized body", "POST", "/v1/placement", tok, big, 413, "too_large", "request body larger than 1048576 bytes"},
 		{"unknown algorithm", "POST", "/v1/placement", tok, `{"instance":"a","algorithm":"roundrobin"}`, 400, "invalid", `unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random, utilisation)`},
 		{"missing token", "POST", "/v1/placement", "", `{"instance":"a"}`, 401, "unauthorized", "missing or wrong bearer token"},
 		{"wrong token", "POST", "/v1/placement", "s3creT", `{"instance":"a"}`, 401, "unauthorized", "missing or wrong bearer token"},
