@@ -5,8 +5,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/binlake/binlake/wave/cluster"
 	"log/slog"
 	"path/filepath"
+	"strings"
 
 	"github.com/binlake/binlake/alarm"
 	"github.com/binlake/binlake/alarm/policy"
@@ -98,4 +100,15 @@ func (d *suiteDeps) checkPolicies(ctx context.Context, log *slog.Logger, pols []
 		polFile = "the built-in policies"
 	}
 	logUnknownMetrics(log, pols, polFile, knownMetricNames(names), "a canonical metric, one the agents' collectors send, or one in "+d.storePath)
+}
+
+// sayUncaptured warns when the folder's coordinator holds capture instances (binlake
+// instance add -data) and up runs without -mysql: no wave runs them, and up would
+// otherwise say nothing of them.
+func (d *suiteDeps) sayUncaptured(ctx context.Context, log *slog.Logger) {
+	ids, err := cluster.ListInstances(ctx, d.coord)
+	if err != nil || len(ids) == 0 {
+		return
+	}
+	log.Warn("the data folder holds capture instances that no wave runs without -mysql", "instances", len(ids), "ids", strings.Join(ids[:min(len(ids), 5)], ", "))
 }

@@ -166,6 +166,9 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 	}
 	defer deps.close()
 	deps.checkPolicies(ctx, log, pols, o.PoliciesFile)
+	if o.MySQL == nil {
+		deps.sayUncaptured(ctx, log)
+	}
 
 	s := &suite{o: &o, ctx: ctx, log: log, dir: dir, deps: deps, status: newUpStatus(&o),
 		judgeReady: make(chan string, 1), alarmReady: make(chan string, 1),
