@@ -166,7 +166,9 @@ func jsonKind(k reflect.Kind) string {
 		return "an array"
 	case reflect.Bool:
 		return "a boolean"
-	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64, reflect.Float64:
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64:
+		return "a whole number" // "a JSON number 1.5 where a number belongs" said nothing
+	case reflect.Float64:
 		return "a number"
 	}
 	return "an object"
@@ -228,7 +230,7 @@ func checkExplain(req *api.PlacementRequest) error {
 		return invalid("explain %q: want %q (the best candidates) or %q (every node)", req.Explain, api.ExplainTop, api.ExplainAll)
 	}
 	if req.Top < 0 || req.Top > lbplugins.MaxTopK {
-		return invalid("top %d: want 1–%d candidates", req.Top, lbplugins.MaxTopK)
+		return invalid("top %d: want 1–%d candidates (0, or none: %d)", req.Top, lbplugins.MaxTopK, lbplugins.DefaultTopK)
 	}
 	return nil
 }
@@ -293,7 +295,7 @@ func placementQuery(q url.Values, req *api.PlacementRequest) error {
 	if v := q.Get("top"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return invalid("top %q: want a number of candidates, 1–%d", v, lbplugins.MaxTopK)
+			return invalid("top %q: want a whole number of candidates, 1–%d (0, or none: %d)", v, lbplugins.MaxTopK, lbplugins.DefaultTopK)
 		}
 		req.Top = n
 	}

@@ -178,9 +178,10 @@ func TestPlacementAnswerSize(t *testing.T) {
 	for _, tc := range []struct{ path, body, msg string }{
 		{"/v1/placement?explain=some", `{"instance":"x"}`, `explain "some": want "top" (the best candidates) or "all" (every node)`},
 		{"/v1/placement", `{"instance":"x","explain":"every"}`, `explain "every": want "top" (the best candidates) or "all" (every node)`},
-		{"/v1/placement?top=many", `{"instance":"x"}`, `top "many": want a number of candidates, 1–100`},
-		{"/v1/placement", `{"instance":"x","top":1000}`, `top 1000: want 1–100 candidates`},
-		{"/v1/placement", `{"instance":"x","top":-1}`, `top -1: want 1–100 candidates`},
+		{"/v1/placement?top=many", `{"instance":"x"}`, `top "many": want a whole number of candidates, 1–100 (0, or none: 5)`},
+		{"/v1/placement", `{"instance":"x","top":1000}`, `top 1000: want 1–100 candidates (0, or none: 5)`},
+		{"/v1/placement", `{"instance":"x","top":-1}`, `top -1: want 1–100 candidates (0, or none: 5)`},
+		{"/v1/placement", `{"instance":"x","top":1.5}`, `malformed placement request: field top: a JSON number 1.5 where a whole number belongs`},
 	} {
 		r := do(t, h, "POST", tc.path, "", strings.NewReader(tc.body))
 		require.Equal(t, http.StatusBadRequest, r.status, tc.path+" "+tc.body)
