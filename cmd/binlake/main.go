@@ -41,10 +41,23 @@ func (e *usageError) Is(target error) bool { return target == errUsage }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := interrupted(ctx, run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }
+
+// interrupted is err, or errInterrupted when the signal context ended a command that was
+// not done: Ctrl-C during bench fleet said "fleet simulation: context canceled".
+func interrupted(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return errInterrupted
+	}
+	return err
+}
+
+// errInterrupted is a command stopped by a signal before it was done (exit status 130,
+// as a shell reports SIGINT).
+var errInterrupted = errors.New("interrupted before it was done")
 
 // exitCode prints err unless it was explained already and returns the process's status:
 // 0 for success and for help asked for, 2 for a usage error, 1 for any other failure.
@@ -54,6 +67,9 @@ func exitCode(err error, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintf(stderr, "%s: %v\n", progName, err)
+		return 130
 	default:
 		fmt.Fprintf(stderr, "%s: %v\n", progName, err)
 		return 1

@@ -379,3 +379,21 @@ func TestInstanceOnUpDataFolder(t *testing.T) {
 		t.Fatalf("-data with -zk: %v", err)
 	}
 }
+
+// A command stopped by Ctrl-C before it was done says it was interrupted, with the
+// shell's status for SIGINT, not "context canceled".
+func TestInterruptedCommand(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut bytes.Buffer
+	err := interrupted(ctx, run(ctx, []string{"bench", "fleet", "-instances", "40", "-cores", "2:4"}, &out, &errOut))
+	if code := exitCode(err, &errOut); code != 130 {
+		t.Fatalf("exit status %d (err %v), want 130", code, err)
+	}
+	if l := lastLine(errOut.String()); l != "binlake: interrupted before it was done" {
+		t.Fatalf("last line %q", l)
+	}
+	if err := interrupted(context.Background(), context.Canceled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("not interrupted: %v", err)
+	}
+}
