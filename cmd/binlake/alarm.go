@@ -67,25 +67,31 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 
-	c, coordDesc, err := OpenCoordinator(ctx, deps.coord)
+	if judgeErr != nil {
+		logger.Warn(judgeErr.Error())
+	}
+	logUnknownMetrics(logger, deps.policies, *polPath, known, knownFrom)
+	// Said before the coordinator and the bus open, so that one that fails to has been
+	// named.
+	busDesc := "none"
+	if deps.bus != nil {
+		busDesc = BusDesc(cfg.Bus, deps.bus)
+	}
+	logger.Info("alarm starting", "version", buildinfo.String(), "config", *cfgPath, "policies_file", *polPath, "policies", len(deps.policies),
+		"channels", strings.Join(deps.chanDesc, ", "), "bus", busDesc, "coordinator", CoordDesc(deps.coord),
+		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "auth", deps.token != "", "shutdown_timeout", shutdown.D())
+
+	c, _, err := OpenCoordinator(ctx, deps.coord)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 
-	sub, closeBus, busDesc, err := SubscribeWith(ctx, cfg.Bus, deps.bus)
+	sub, closeBus, _, err := SubscribeWith(ctx, cfg.Bus, deps.bus)
 	if err != nil {
 		return err
 	}
 	defer closeBus()
-
-	if judgeErr != nil {
-		logger.Warn(judgeErr.Error())
-	}
-	logUnknownMetrics(logger, deps.policies, *polPath, known, knownFrom)
-	logger.Info("alarm starting", "version", buildinfo.String(), "config", *cfgPath, "policies_file", *polPath, "policies", len(deps.policies),
-		"channels", strings.Join(deps.chanDesc, ", "), "bus", busDesc, "coordinator", coordDesc,
-		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "auth", deps.token != "", "shutdown_timeout", shutdown.D())
 	return alarm.Run(ctx, alarm.Options{
 		Policies: deps.policies, Channels: deps.channels, Subscriber: sub, Coordinator: c,
 		Listen: cfg.HTTP.Listen, TLS: cfg.HTTP.TLS, Token: deps.token, ExternalURL: cfg.HTTP.ExternalURL,

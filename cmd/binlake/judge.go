@@ -55,6 +55,19 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 
+	// Said before the store and the bus open, so that one that fails to has been named.
+	busDesc := "none (HTTP ingest only)"
+	if deps.bus != nil {
+		busDesc = BusDesc(cfg.Bus, deps.bus)
+	}
+	alarmURL := cfg.Status.AlarmURL
+	if alarmURL == "" {
+		alarmURL = "none"
+	}
+	logger.Info("judge starting", "version", buildinfo.String(), "config", *cfgPath, "node", cfg.Node,
+		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "store", judgeStoreDesc(cfg), "bus", busDesc,
+		"alarm", alarmURL, "algorithm", cfg.Placement.Algorithm, "auth", deps.token != "")
+
 	// The store: the sink, opened first and closed last. The judge writes to it through
 	// its bounded, retrying buffer (store.buffer), so neither kind is wrapped here.
 	var st store.Store
@@ -78,22 +91,12 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer st.Close()
 
-	sub, closeBus, busDesc, err := SubscribeWith(ctx, cfg.Bus, deps.bus)
+	sub, closeBus, _, err := SubscribeWith(ctx, cfg.Bus, deps.bus)
 	if err != nil {
 		return err
 	}
 	defer closeBus()
-	if sub == nil {
-		busDesc = "none (HTTP ingest only)"
-	}
 
-	alarmURL := cfg.Status.AlarmURL
-	if alarmURL == "" {
-		alarmURL = "none"
-	}
-	logger.Info("judge starting", "version", buildinfo.String(), "config", *cfgPath, "node", cfg.Node,
-		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "store", judgeStoreDesc(cfg), "bus", busDesc,
-		"alarm", alarmURL, "algorithm", cfg.Placement.Algorithm, "auth", deps.token != "")
 	return judge.Run(ctx, judge.Options{
 		Store: st, Subscriber: sub, Listen: cfg.HTTP.Listen, TLS: cfg.HTTP.TLS, Token: deps.token,
 		Algorithm: cfg.Placement.Algorithm, Filters: cfg.Filters(), Plugins: cfg.Placement.Plugins,
