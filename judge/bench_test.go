@@ -185,9 +185,15 @@ func BenchmarkPlacementHTTP(b *testing.B) {
 			if algo == "utilisation" { // as binlake instance add sends it, with rows too
 				hint = `,"expected":{"rows_per_s":300,"bytes_per_s":50000}`
 			}
-			body := []byte(`{"instance":"orders","exclude":["wave-0001"]` + hint + dryRun + `}`)
-			var size atomic.Int64
+			// An instance of its own per placement: the judge keeps one reservation per
+			// instance, and the reserving runs measure nodes that carry pending ones.
+			bodies := make([][]byte, 1<<16)
+			for i := range bodies {
+				bodies[i] = fmt.Appendf(nil, `{"instance":"orders-%05d","exclude":["wave-0001"]%s%s}`, i, hint, dryRun)
+			}
+			var size, sent atomic.Int64
 			call := func(post poster) (time.Duration, error) {
+				body := bodies[(sent.Add(1)-1)%int64(len(bodies))]
 				start := time.Now()
 				code, n, err := post(body)
 				if err != nil {

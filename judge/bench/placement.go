@@ -96,9 +96,12 @@ func runPlacement(ctx context.Context, o Options, j *judgeProc) (*Result, error)
 	}
 	fmt.Fprintf(out, "seeded %d nodes (%d points each, interval %s) in %s\n", o.Nodes, per, interval, time.Since(t0).Round(time.Millisecond))
 
-	bodies := make([][]byte, 64)
+	// An instance of its own per placement (for 128k of them): the judge keeps one
+	// reservation per instance, and the run measures a fleet whose every node carries
+	// pending ones, as a burst of new instances does.
+	bodies := make([][]byte, 1<<17)
 	for i := range bodies {
-		bodies[i], _ = json.Marshal(map[string]string{"instance": fmt.Sprintf("bench-orders-%02d", i), "algorithm": o.Algorithm})
+		bodies[i], _ = json.Marshal(map[string]string{"instance": fmt.Sprintf("bench-orders-%06d", i), "algorithm": o.Algorithm})
 	}
 	first, err := dialJudge(j.base)
 	if err == nil {
@@ -159,6 +162,7 @@ func runPlacement(ctx context.Context, o Options, j *judgeProc) (*Result, error)
 type placer struct {
 	base    string
 	bodies  [][]byte
+	next    atomic.Int64 // the next body, shared: each placement an instance of its own
 	answers atomic.Int64 // for progress lines
 
 	mu   sync.Mutex
@@ -170,7 +174,7 @@ type placer struct {
 // is finished and counted.
 func (p *placer) run(ctx context.Context, clients int, end time.Time) {
 	var wg sync.WaitGroup
-	for c := range clients {
+	for range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -189,7 +193,7 @@ func (p *placer) run(ctx context.Context, clients int, end time.Time) {
 			defer conn.close()
 			for n := 0; time.Now().Before(end) && ctx.Err() == nil; n++ {
 				t := time.Now()
-				size, err := conn.place(p.bodies[(c+n)%len(p.bodies)], n%checkEvery == 0)
+				size, err := conn.place(p.bodies[(p.next.Add(1)-1)%int64(len(p.bodies))], n%checkEvery == 0)
 				if err != nil {
 					if ctx.Err() == nil {
 						errs[errorKey(err)]++
