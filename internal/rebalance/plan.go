@@ -901,19 +901,22 @@ func (st *state) share() {
 	// A wave takes instances once it runs fewer than half its share (a new wave, one
 	// emptied by a failover), and then up to its share: between the two, the
 	// utilisation goals decide alone, so a busy fleet is not stirred for counts.
-	// In utilisation (Goals.LevelGain) a wave fills only while it stands at or below
-	// the fleet's level, with a quarter of a band for the noise of the readings: the
-	// counts are what balances idle instances, but a wave at the level that runs few
+	// In utilisation (Goals.LevelGain) a wave fills only while it stands within a
+	// quarter of a band over the fleet's level (the noise of the readings): the counts
+	// are what balances idle instances, but a wave at the level that runs few
 	// instances runs large ones, and filling it to its count raises it above the others
 	// (on a seeded fleet, 13 moves onto a wave that the spread goal had just relieved of
-	// its large instances, which the next plans moved off again).
+	// its large instances, which the next plans moved off again). An empty wave on a
+	// busy host stands over the level by its host's other work, and once stood 0.004
+	// over it, within the quarter band, and was not filled when the start asked for
+	// the level itself.
 	ceiling := math.Inf(1)
 	if st.goals.LevelGain > 0 {
 		ceiling = level(live) + st.goals.Band/4
 	}
 	filling := map[*waveState]bool{}
 	for _, w := range live {
-		if float64(len(w.insts)) < want(w)/2-eps && w.peak <= ceiling-st.goals.Band/4+eps {
+		if float64(len(w.insts)) < want(w)/2-eps && w.peak <= ceiling+eps {
 			filling[w] = true
 		}
 	}
@@ -924,7 +927,10 @@ func (st *state) share() {
 			if filling[w] && float64(len(w.insts)) < math.Floor(want(w)+eps) && (short == nil || excess(w) < excess(short)) {
 				short = w
 			}
-			if excess(w) >= 1-eps {
+			// Any wave over its share gives: the short wave is at least one under its
+			// own, so the move brings both nearer theirs (2/2/2 and a new wave: 1/2/2/1,
+			// where asking a whole instance over its share of 1.5 gave nothing).
+			if excess(w) > eps {
 				givers = insertBounded(givers, w, candidates, func(a, b *waveState) bool {
 					return excess(a) > excess(b)+eps || math.Abs(excess(a)-excess(b)) <= eps && a.Node < b.Node
 				})

@@ -27,3 +27,33 @@ func TestShareStopsAtTheLevel(t *testing.T) {
 		t.Fatalf("idle instances with a level: %v, want 4 each", c)
 	}
 }
+
+// TestShareWhenNoWaveHasAWholeInstanceToSpare: six idle instances on three waves, and a
+// fourth joins. Each wave's share is 1.5, so no wave runs a whole instance over its own;
+// the new one still takes one (1/2/2/1), with the default goals in utilisation too, where
+// its idle process puts it a little over the fleet's level (within a quarter band).
+func TestShareWhenNoWaveHasAWholeInstanceToSpare(t *testing.T) {
+	ws := waves(true, "a", "b", "c", "new")
+	var insts []Instance
+	for _, n := range []string{"a", "b", "c"} {
+		insts = append(insts, instances(n, 2, 0)...)
+	}
+	for _, g := range []Goals{{Band: 0.03}, {Band: 0.03, LevelGain: 0.01}} {
+		if c := counts(insts, Make(ws, insts, g, now)); c["new"] != 1 {
+			t.Fatalf("goals %+v: %v, want one instance on the new wave", g, c)
+		}
+	}
+	// In utilisation: the others' bases 0.10, the new wave's 0.105, the level 0.10125.
+	for i := range ws {
+		ws[i].Capacity, ws[i].Base = 1, 0.1
+	}
+	ws[3].Base = 0.105
+	g := Goals{Band: 0.03, LevelGain: 0.01}
+	if c := counts(insts, Make(ws, insts, g, now)); c["new"] != 1 {
+		t.Fatalf("a new wave 0.004 over the level: %v, want it to take one", c)
+	}
+	ws[3].Base = 0.12 // the level 0.105: 0.015 over, beyond the quarter band (a host busy with other work)
+	if c := counts(insts, Make(ws, insts, g, now)); c["new"] != 0 {
+		t.Fatalf("a new wave 0.015 over the level: %v, want nothing moved to it", c)
+	}
+}
