@@ -150,6 +150,10 @@ func (ic *instanceCmd) move() error {
 		return err
 	}
 	n, err := cluster.MoveInstance(ic.cctx, ic.c, ic.id, *f.node, ic.placer)
+	if errors.Is(err, cluster.ErrAlreadyThere) {
+		fmt.Fprintf(ic.out, "instance %s is assigned to %s already: nothing moved\n", ic.id, n)
+		return nil
+	}
 	if err != nil {
 		return ic.noLiveWave(err, ic.id)
 	}

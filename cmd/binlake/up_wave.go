@@ -80,6 +80,9 @@ func defineInstance(ctx context.Context, c coord.Coordinator, inst *cluster.Inst
 		return fmt.Errorf("read instance %s: %w", inst.ID, err)
 	case string(cur.Data) == string(want):
 		_, err := cluster.MoveInstance(ctx, c, inst.ID, node, nil)
+		if errors.Is(err, cluster.ErrAlreadyThere) {
+			return nil // up's usual start: the instance is on this node already
+		}
 		return err
 	default:
 		logger.Warn("the source or its subscriptions changed: capture starts again at the source's current position",

@@ -153,9 +153,17 @@ func RemoveInstance(ctx context.Context, c coord.Coordinator, id string) error {
 // the committed offset.
 func MoveInstance(ctx context.Context, c coord.Coordinator, id, node string, p Placer) (string, error) {
 	if _, err := c.Get(ctx, InstanceKey(id)); err != nil {
+		if errors.Is(err, coord.ErrNotFound) {
+			err = coord.ErrNotFound // as show and remove say it, not the key's path
+		}
 		return "", fmt.Errorf("instance %s: %w", id, err)
 	}
 	cur, _ := c.Get(ctx, AssignKey(id))
+	if node != "" && node == string(cur.Data) {
+		// Nothing to move: no assignment written, and no move record, which would hold
+		// the instance out of the balancer's plans for a cooldown.
+		return node, fmt.Errorf("instance %s: %w", id, ErrAlreadyThere)
+	}
 	if node == "" {
 		if p == nil {
 			p = RandomPlacer{Coord: c}
@@ -176,6 +184,10 @@ func MoveInstance(ctx context.Context, c coord.Coordinator, id, node string, p P
 	}
 	return node, nil
 }
+
+// ErrAlreadyThere is a move to the wave the instance is assigned to already: nothing
+// changes.
+var ErrAlreadyThere = errors.New("already assigned there: nothing to move")
 
 // InstanceInfo is what `binlake instance list|show` prints.
 type InstanceInfo struct {
