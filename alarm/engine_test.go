@@ -383,6 +383,18 @@ func TestSilenceValidation(t *testing.T) {
 		_, err := r.sil.Create(context.Background(), s)
 		require.ErrorIs(t, err, ErrInvalidSilence, "case %d", i)
 	}
+	// A silence that has ended would silence nothing (and the listing leaves it out), and
+	// one past the year 9999 could not be stored: both refused, saying why.
+	node := []Matcher{{Name: "node", Value: "x"}}
+	for want, s := range map[string]Silence{
+		"endsAt 2026-11-29T13:00:00Z has passed": {Matchers: node, StartsAt: t0.Add(-2 * time.Hour), EndsAt: t0.Add(-time.Hour)},
+		"endsAt is past the year 9999 (10000)":   {Matchers: node, EndsAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		"endsAt (or duration) is required":       {Matchers: node},
+	} {
+		_, err := r.sil.Create(context.Background(), s)
+		require.ErrorIs(t, err, ErrInvalidSilence)
+		require.ErrorContains(t, err, want)
+	}
 	require.Empty(t, r.sil.List())
 }
 

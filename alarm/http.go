@@ -188,8 +188,11 @@ func DecodeSilence(r io.Reader, now time.Time) (Silence, error) {
 			return s, fmt.Errorf("%w: give endsAt or duration, not both", ErrInvalidSilence)
 		}
 		d, err := time.ParseDuration(in.Duration)
-		if err != nil || d <= 0 {
-			return s, fmt.Errorf("%w: duration %q: want e.g. \"2h\"", ErrInvalidSilence, in.Duration)
+		switch {
+		case err != nil:
+			return s, fmt.Errorf("%w: duration %q: %v (want e.g. \"2h\")", ErrInvalidSilence, in.Duration, err)
+		case d <= 0:
+			return s, fmt.Errorf("%w: duration %q: want a positive length, e.g. \"2h\"", ErrInvalidSilence, in.Duration)
 		}
 		if s.StartsAt.IsZero() {
 			s.StartsAt = now

@@ -110,10 +110,14 @@ func (s *Silence) Validate() error {
 		return errors.New("the matchers match every alert; name at least one label value")
 	}
 	if s.EndsAt.IsZero() {
-		return errors.New("endsAt is required")
+		return errors.New("endsAt (or duration) is required")
 	}
 	if !s.EndsAt.After(s.StartsAt) {
 		return errors.New("endsAt must be after startsAt")
+	}
+	if s.EndsAt.UTC().Year() > 9999 {
+		// JSON's times end there: storing it failed (a 500) and the silence was lost.
+		return fmt.Errorf("endsAt is past the year 9999 (%d)", s.EndsAt.UTC().Year())
 	}
 	if len(s.CreatedBy) > 256 || len(s.Comment) > 4096 {
 		return errors.New("createdBy (256) or comment (4096 bytes) too long")
@@ -230,6 +234,11 @@ func (s *Silences) Create(ctx context.Context, x Silence) (Silence, error) {
 	}
 	if err := x.Validate(); err != nil {
 		return x, fmt.Errorf("%w: %w", ErrInvalidSilence, err)
+	}
+	if now := s.now(); !x.EndsAt.After(now) {
+		// It would silence nothing, and the listing leaves expired silences out: its id
+		// would name nothing the caller can see.
+		return x, fmt.Errorf("%w: endsAt %s has passed (now %s)", ErrInvalidSilence, x.EndsAt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	var b [8]byte
 	rand.Read(b[:])

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -46,6 +47,10 @@ const (
 
 // DefaultRepeatInterval is the repeat interval of a policy that sets none (Alertmanager's).
 const DefaultRepeatInterval = 4 * time.Hour
+
+// MinRepeatInterval is the shortest repeat interval a policy may set: "1ns" paged twice
+// a second, at every evaluation.
+const MinRepeatInterval = 10 * time.Second
 
 // File is policies.yaml.
 type File struct {
@@ -278,6 +283,8 @@ func compile(r Raw) (*Policy, string, error) {
 	}
 	if p.RepeatInterval == 0 {
 		p.RepeatInterval = DefaultRepeatInterval
+	} else if p.RepeatInterval < MinRepeatInterval {
+		return nil, "repeat_interval", fmt.Errorf("%s: want at least %s (0 or none: %s); a page every few seconds is noise", p.RepeatInterval, MinRepeatInterval, DefaultRepeatInterval)
 	}
 	if r.MaxNotifications < 0 {
 		return nil, "max_notifications", errors.New("must not be negative (0 = unlimited)")
@@ -336,9 +343,12 @@ func compile(r Raw) (*Policy, string, error) {
 	if len(r.Channels) == 0 {
 		return nil, "channels", errors.New("no channels: name at least one channel of alarm.yaml")
 	}
-	for _, c := range r.Channels {
+	for i, c := range r.Channels {
 		if !validIdent(c) {
 			return nil, "channels", fmt.Errorf("channel name %q: want letters, digits, '.', '_' or '-'", c)
+		}
+		if slices.Contains(r.Channels[:i], c) {
+			return nil, "channels", fmt.Errorf("channel %q listed twice: every page would go to it twice", c)
 		}
 	}
 	p.Channels = r.Channels

@@ -105,6 +105,8 @@ func TestParseErrors(t *testing.T) {
 		{"... with other labels", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x]\n    group_by: [node, \"...\"]\n", 6, "policies[0].group_by", "only entry"},
 		{"bad group_by label", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x]\n    group_by: [node, in-stance]\n", 6, "policies[0].group_by", `label name "in-stance"`},
 		{"group_by label twice", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x]\n    group_by: [node, node]\n", 6, "policies[0].group_by", `label "node" listed twice`},
+		{"repeat every nanosecond", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x]\n    repeat_interval: 1ns\n", 6, "policies[0].repeat_interval", "want at least 10s"},
+		{"channel twice", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x, x]\n", 5, "policies[0].channels", `channel "x" listed twice`},
 		{"negative group_interval", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x]\n    group_interval: -1s\n", 6, "policies[0].group_interval", "negative"},
 		{"bad lookup", "policies:\n  - name: a\n    metric: cpu.util\n    condition: lookup(#5,3) > 1\n    severity: P1\n    channels: [x]\n", 4, "policies[0].condition", "5 of the last 3 points can never match"},
 		{"bad stddev", "policies:\n  - name: a\n    metric: cpu.util\n    condition: stddev(#10) > 3\n    severity: P1\n    channels: [x]\n", 4, "policies[0].condition", `stddev takes "= k"`},

@@ -537,3 +537,28 @@ func TestUpExamplePolicyAlertsReachTheLog(t *testing.T) {
 		t.Fatalf("with the alarm's channels, cpu-critical went to %v, want [dba-mail log ops-webhook]", got)
 	}
 }
+
+// The shipped agent-dead summaries say how long a node was silent in whole seconds: the
+// silence is measured, so "sent nothing for 3.1310000000000002s" came out before.
+func TestAgentDeadSummaryInWholeSeconds(t *testing.T) {
+	for _, path := range []string{"../../deploy/policies.yaml", "../../deploy/policies.example.yaml"} {
+		pols, err := policy.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, p := range pols {
+			if p.NoData == 0 {
+				continue
+			}
+			found = true
+			got := p.Render(policy.TemplateData{Node: "wave-1", Value: 31.310000000000002})["summary"]
+			if !strings.Contains(got, "for 31s") {
+				t.Errorf("%s, %s: %q, want the silence in whole seconds", path, p.Name, got)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no nodata policy", path)
+		}
+	}
+}
