@@ -27,7 +27,10 @@ type ReplayOptions struct {
 	// GroupWait and GroupInterval are the alarm's notify defaults; they decide only how
 	// many notifications the replay counts, not when alerts fire.
 	GroupWait, GroupInterval time.Duration
-	Logger                   *slog.Logger
+	// Inhibition is the alarm's inhibition (its Config.Inhibit): whether a firing higher
+	// severity mutes the notifications of lower ones on the same node.
+	Inhibition Inhibition
+	Logger     *slog.Logger
 }
 
 // Episode is one alert's firing in a replay: from when it fired until it resolved (zero
@@ -81,7 +84,7 @@ func NewReplay(o ReplayOptions) (*Replay, error) {
 	r := &Replay{step: o.EvalInterval, open: map[string]int{}}
 	r.e = NewEngine(EngineOptions{
 		Policies: o.Policies, Log: &MemoryLog{}, StaleIntervals: o.StaleIntervals,
-		GroupWait: o.GroupWait, GroupInterval: o.GroupInterval,
+		GroupWait: o.GroupWait, GroupInterval: o.GroupInterval, Inhibition: o.Inhibition,
 		// Read on the caller's goroutine only: the replay settles the engine's writer
 		// after every step (settle), before the clock moves on.
 		Now: func() time.Time { return r.clock }, Logger: o.Logger,

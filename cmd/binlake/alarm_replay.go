@@ -88,7 +88,9 @@ func runAlarmTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	ro := alarm.ReplayOptions{Policies: pols, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	// Inhibition on, as the alarm has it unless its config turns it off.
+	ro := alarm.ReplayOptions{Policies: pols, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Inhibition: alarm.Inhibition{Enabled: true}}
 	if *cfgPath != "" {
 		cfg, err := alarm.Load(*cfgPath)
 		if err != nil {
@@ -96,6 +98,7 @@ func runAlarmTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		ro.EvalInterval, ro.StaleIntervals = cfg.Evaluation.Interval.D(), cfg.Evaluation.StaleIntervals
 		ro.GroupWait, ro.GroupInterval = cfg.Notify.GroupWait.D(), cfg.Notify.GroupInterval.D()
+		ro.Inhibition = cfg.Inhibit()
 	}
 	rp, err := alarm.NewReplay(ro)
 	if err != nil {

@@ -58,6 +58,8 @@ func (s *suite) newSinks(pols []*policy.Policy, chans *Channels) (*judge.Judge, 
 	al, err := alarm.New(alarm.Options{
 		Policies: pols, Channels: chans.Notifiers, Subscriber: s.deps.alarmSub, Coordinator: s.deps.coord,
 		Listen: o.AlarmListen, Logger: o.Logger, Ready: readyTo(s.alarmReady),
+		// On, as the alarm role has it by default: the shipped policies count on it.
+		Inhibition: alarm.Inhibition{Enabled: true},
 		// Half the budget: the alarm stops after the sources, within the same deadline.
 		ShutdownTimeout: o.ShutdownTimeout / 2,
 	})
