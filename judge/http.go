@@ -332,6 +332,14 @@ func (j *Judge) readBody(w http.ResponseWriter, r *http.Request, limit int64, so
 
 func (j *Judge) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	j.readBody(w, r, MaxMetricsBytes, sourceHTTP, func(data []byte) {
+		if j.o.Relay != nil {
+			if err := j.relay(r.Context(), data); err != nil {
+				j.writeError(w, r, err)
+				return
+			}
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
 		if err := j.IngestRaw(data, sourceHTTP); err != nil {
 			j.writeError(w, r, err)
 			return

@@ -4,6 +4,7 @@
 package judge
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,12 @@ type Options struct {
 	// Subscriber delivers batches from the bus (topic binlake.metrics, a group of this
 	// judge's own). Nil means HTTP ingest only. The judge does not close it.
 	Subscriber bus.Subscriber
+	// Relay, when set (binlake up: the in-process bus), takes the batches posted to POST
+	// /v1/metrics onto the metric topic instead of ingesting them here: the judge then
+	// ingests them from the bus like any other, and every other consumer of the topic
+	// (the suite's alarm) sees them too. A batch is checked before it is relayed, so a
+	// bad one is still a 400. Nil: ingested here, as a judge beside Kafka does.
+	Relay bus.Publisher
 
 	// Listen is the API's address ("127.0.0.1:8090"); empty runs no HTTP server (the
 	// caller may serve Handler itself).
@@ -379,6 +386,21 @@ func (j *Judge) IngestRaw(data []byte, source string) error {
 		return err
 	}
 	return j.Ingest(b, source)
+}
+
+// relay checks a posted batch as IngestRaw does and publishes it to the metric topic
+// (Options.Relay), keyed by its node as the agents publish theirs. A bus that fails is
+// a 503: the batch was not taken.
+func (j *Judge) relay(ctx context.Context, data []byte) error {
+	b, err := j.decode(data, sourceHTTP)
+	if err != nil {
+		return err
+	}
+	msg := bus.Message{Topic: metric.Topic, Key: []byte(b.Node), Value: bytes.Clone(data)} // data is a pooled buffer
+	if err := j.o.Relay.Publish(ctx, msg); err != nil {
+		return httpapi.Errorf(http.StatusServiceUnavailable, httpapi.CodeUnavailable, "relay the batch to the bus: %v", err)
+	}
+	return nil
 }
 
 // ingestBus ingests one batch from the bus. The bus commits it only once the store has

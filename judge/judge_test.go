@@ -597,6 +597,52 @@ func TestIngestThroughMemoryBus(t *testing.T) {
 	}, 15*time.Second, 10*time.Millisecond, "points stored")
 }
 
+// With a relay (binlake up), a posted batch goes onto the metric topic and the judge
+// takes it from there, as every other consumer of the topic does (another group reads
+// it too); a bad batch is still a 400 and reaches nobody.
+func TestPostedBatchesRelayedToTheBus(t *testing.T) {
+	b, err := memory.New(memory.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	ctx := context.Background()
+	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: 1}))
+	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "judge-test", StartAt: bus.StartFirst})
+	require.NoError(t, err)
+	other, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "alarm-test", StartAt: bus.StartFirst})
+	require.NoError(t, err)
+	pub, err := b.Publisher()
+	require.NoError(t, err)
+	base, _ := readyJudge(t, Options{Store: openStore(t), Subscriber: sub, Relay: pub, Algorithm: "leastload"})
+
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	code, body := post(t, base+"/v1/metrics", `{"node":"remote","ts":"`+now.Format(time.RFC3339Nano)+`","interval_s":10,"points":[{"name":"cpu.cores","value":-4}]}`)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	code, body = post(t, base+"/v1/metrics", string(encode(t, load("remote", now, 30, 40))))
+	require.Equal(t, http.StatusAccepted, code, body)
+
+	seen := make(chan string, 4)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go other.Subscribe(sctx, func(_ context.Context, m bus.Message) error { seen <- string(m.Key); return nil })
+	select {
+	case k := <-seen:
+		require.Equal(t, "remote", k, "the other group got the posted batch, keyed by its node")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other group got nothing")
+	}
+	select {
+	case k := <-seen:
+		t.Fatalf("a second message %q: the bad batch reached the bus", k)
+	case <-time.After(200 * time.Millisecond):
+	}
+	require.Eventually(t, func() bool {
+		_, body := get(t, base+"/v1/nodes")
+		return strings.Contains(body, `"node":"remote"`)
+	}, 15*time.Second, 10*time.Millisecond, "the judge took it from the bus")
+	_, m := get(t, base+"/metrics")
+	require.Contains(t, m, `binlake_judge_batches_total{source="bus"} 1`)
+}
+
 func FuzzDecodePlacementRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"instance":"orders","exclude":["wave-2"],"algorithm":"leastload"}`,

@@ -28,7 +28,10 @@ type suiteDeps struct {
 	storePath          string
 	bus                *memory.Bus
 	judgeSub, alarmSub bus.Subscriber
-	closers            closeStack
+	// relay takes what is posted to the judge's POST /v1/metrics onto the bus, so that
+	// the alarm sees a remote agent's batches too (judge.Options.Relay).
+	relay   bus.Publisher
+	closers closeStack
 }
 
 func openSuiteDeps(ctx context.Context, dir string, logger *slog.Logger) (*suiteDeps, error) {
@@ -71,6 +74,10 @@ func (d *suiteDeps) open(ctx context.Context, dir string, logger *slog.Logger) (
 		return fmt.Errorf("bus: %w", err)
 	}
 	d.closers.push(d.alarmSub.Close)
+	if d.relay, err = d.bus.Publisher(); err != nil {
+		return fmt.Errorf("bus: %w", err)
+	}
+	d.closers.push(d.relay.Close)
 	return nil
 }
 

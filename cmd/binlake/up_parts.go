@@ -48,7 +48,7 @@ var errNotReady = errors.New("a part did not start")
 func (s *suite) newSinks(pols []*policy.Policy, chans *Channels) (*judge.Judge, *alarm.Alarm, error) {
 	o := s.o
 	j, err := judge.New(judge.Options{
-		Store: s.deps.store, Subscriber: s.deps.judgeSub, Listen: o.JudgeListen, Algorithm: o.Algorithm,
+		Store: s.deps.store, Subscriber: s.deps.judgeSub, Relay: s.deps.relay, Listen: o.JudgeListen, Algorithm: o.Algorithm,
 		SnapshotEvery: judge.DefaultSnapshotEvery, CapacityEvery: judge.DefaultCapacityEvery,
 		Logger: o.Logger, Ready: readyTo(s.judgeReady), Status: s.status.options(),
 	})

@@ -364,3 +364,39 @@ func TestInstanceServerIDIsStablePerFolder(t *testing.T) {
 		t.Fatalf("explicit server id became %d", id)
 	}
 }
+
+// A batch posted to the suite's judge (a remote agent's HTTP sink) reaches the alarm too:
+// a node that posted and then fell silent pages agent-dead, as up's own agent's would.
+// (The judge took posted batches alone, and the alarm never heard of the node.)
+func TestRunAlertsOnPostedBatches(t *testing.T) {
+	s := startUp(t, upOptions{DataDir: t.TempDir(), Node: "node-a"})
+	for i := range 2 {
+		now := time.Now().UTC().Format(time.RFC3339Nano)
+		body := `{"node":"remote","ts":"` + now + `","interval_s":1,"points":[{"name":"cpu.util","value":10}]}`
+		resp, err := http.Post(s.urls.Judge+"/v1/metrics", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("POST /v1/metrics %d: %d", i, resp.StatusCode)
+		}
+		time.Sleep(time.Second)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(s.urls.Alarm + "/v1/alerts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), `"node":"remote"`) && strings.Contains(string(b), "agent-dead") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no agent-dead alert for the node that posted within 30s: %s", b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
