@@ -5,11 +5,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/config"
 )
 
 // TestCheckRefusesWhatStartRefuses: each config below passed --check while the role then
@@ -55,5 +59,25 @@ func TestCheckRefusesWhatStartRefuses(t *testing.T) {
 			err = run(ctx, args, &out, &errOut)
 			require.EqualError(t, err, filepath.Join(dir, tc.want), "start")
 		})
+	}
+}
+
+// A token variable the config names but the process lacks leaves the API open: said,
+// as a warning; the role's own variable unset is the usual open API, said by auth=false.
+func TestWarnOpenAPI(t *testing.T) {
+	for _, tc := range []struct {
+		env   string
+		token config.Secret
+		warn  bool
+	}{
+		{"NOPE_NOT_SET", "", true},
+		{"BINLAKE_ALARM_TOKEN", "", false},
+		{"NOPE_NOT_SET", "s3cret", false},
+	} {
+		var logs bytes.Buffer
+		warnOpenAPI(slog.New(slog.NewTextHandler(&logs, nil)), config.HTTP{TokenEnv: tc.env}, "BINLAKE_ALARM_TOKEN", tc.token)
+		if got := strings.Contains(logs.String(), "token_env=NOPE_NOT_SET") && strings.Contains(logs.String(), "open"); got != tc.warn {
+			t.Errorf("env %s, token set %v: warned %v, want %v: %s", tc.env, tc.token != "", got, tc.warn, logs.String())
+		}
 	}
 }

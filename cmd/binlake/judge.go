@@ -64,6 +64,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if alarmURL == "" {
 		alarmURL = "none"
 	}
+	warnOpenAPI(logger, cfg.HTTP, judge.TokenEnv, deps.token)
 	logger.Info("judge starting", "version", buildinfo.String(), "config", *cfgPath, "node", cfg.Node,
 		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "store", judgeStoreDesc(cfg), "bus", busDesc,
 		"alarm", alarmURL, "algorithm", cfg.Placement.Algorithm, "auth", deps.token != "")

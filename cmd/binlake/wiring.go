@@ -170,3 +170,14 @@ func CoordDesc(o CoordOptions) string {
 	}
 	return desc
 }
+
+// warnOpenAPI warns when the http section names a token variable of its own that this
+// process does not have, and no token came from elsewhere: the operator asked for a
+// token, and the API's writes would be open without a word (the start line says only
+// auth=false). The role's default variable unset is the usual open API, said there.
+func warnOpenAPI(logger *slog.Logger, h config.HTTP, defaultEnv string, token config.Secret) {
+	if token == "" && h.TokenEnv != "" && h.TokenEnv != defaultEnv {
+		logger.Warn("http.token_env names a variable this process does not have: the API's writes are open to anyone who reaches it",
+			"token_env", h.TokenEnv)
+	}
+}
