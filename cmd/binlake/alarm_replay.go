@@ -122,7 +122,7 @@ func runAlarmTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	eps, messages := rp.Finish(time.Time{})
-	for _, w := range replayWarnings(pols, *polPath, h) {
+	for _, w := range append(h.skipped, replayWarnings(pols, *polPath, h)...) {
 		fmt.Fprintln(stderr, "warning: "+w)
 	}
 	if *asJSON {
@@ -167,6 +167,7 @@ type history struct {
 	nodes       map[string]bool
 	names       []string // the metric names of its points, sorted
 	first, last time.Time
+	skipped     []string // the stream's lines skipped as the alarm skips them, each said
 }
 
 func (h *history) saw(b metric.Batch) {
@@ -262,7 +263,8 @@ func replayStream(path string, from, to time.Time, rp *alarm.Replay) (history, e
 	} else {
 		h.source = "stdin"
 	}
-	batches, err := readStream(r, h.source, from, to)
+	batches, skipped, err := readStream(r, h.source, from, to)
+	h.skipped = skipped
 	if err != nil {
 		return h, err
 	}

@@ -18,25 +18,27 @@ import (
 // send them (the JSON of internal/metric, which the bus's binlake.metrics messages and
 // the judge's POST /v1/metrics carry: `kcat -C -t binlake.metrics -e` writes such a
 // file), blank lines skipped. Each line is decoded as strictly as the alarm decodes the
-// bus's batches; a bad one is an error naming the file and the line. The batches come
-// back in time order (a stream read from several partitions interleaves nodes), those
-// outside [from, to) left out (a zero from or to bounds nothing).
-func readStream(r io.Reader, name string, from, to time.Time) ([]metric.Batch, error) {
+// bus's batches, and a bad one is skipped as the alarm skips it: skipped says each,
+// naming the file and the line (one bad message in a recording once stopped the whole
+// replay). The batches come back in time order (a stream read from several partitions
+// interleaves nodes), those outside [from, to) left out (a zero from or to bounds
+// nothing). A line longer than the largest batch is an error: the file is no stream.
+func readStream(r io.Reader, name string, from, to time.Time) (out []metric.Batch, skipped []string, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	dec := metric.NewDecoder()
-	var out []metric.Batch
 	for line := 1; ; line++ {
 		data, err := readLine(br, metric.MaxBatchBytes)
 		if errors.Is(err, errLineTooLong) {
-			return nil, fmt.Errorf("%s:%d: a line longer than %d bytes, the largest metric batch", name, line, metric.MaxBatchBytes)
+			return nil, skipped, fmt.Errorf("%s:%d: a line longer than %d bytes, the largest metric batch", name, line, metric.MaxBatchBytes)
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+			return nil, skipped, fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		if data = bytes.TrimSpace(data); len(data) > 0 {
 			b, derr := dec.Decode(data)
 			if derr != nil {
-				return nil, fmt.Errorf("%s:%d: %w", name, line, derr)
+				skipped = append(skipped, fmt.Sprintf("%s:%d: skipped, as the alarm skips it: %v", name, line, derr))
+				continue
 			}
 			if (from.IsZero() || !b.TS.Before(from)) && (to.IsZero() || b.TS.Before(to)) {
 				out = append(out, b)
@@ -47,7 +49,7 @@ func readStream(r io.Reader, name string, from, to time.Time) ([]metric.Batch, e
 		}
 	}
 	slices.SortStableFunc(out, func(a, b metric.Batch) int { return a.TS.Compare(b.TS) })
-	return out, nil
+	return out, skipped, nil
 }
 
 var errLineTooLong = errors.New("line too long")

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -24,7 +25,12 @@ func FuzzReadStream(f *testing.F) {
 	f.Add([]byte(`{"node":"a","ts":"2026-11-29T14:00:00Z","interval_s":10,"points":[{"name":"x","value":1,"labels":{"k":"v"}}]}` + "\r\n"))
 	f.Add([]byte("{"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		bs, err := readStream(bytes.NewReader(data), "s.jsonl", time.Time{}, time.Time{})
+		bs, skipped, err := readStream(bytes.NewReader(data), "s.jsonl", time.Time{}, time.Time{})
+		for _, w := range skipped {
+			if !lineErr.MatchString(w) {
+				t.Fatalf("a skipped line not named by the file and line: %s", w)
+			}
+		}
 		if err != nil {
 			if !lineErr.MatchString(err.Error()) {
 				t.Fatalf("error without the file and line: %v", err)
@@ -48,14 +54,30 @@ func TestReadStreamLineLimit(t *testing.T) {
 	head := `{"node":"wave-1","ts":"2026-11-29T14:00:00Z","interval_s":10,"points":[{"name":"cpu.util","value":1,"labels":{"k":"`
 	tail := `"}}]}`
 	fill := func(n int) string { return head + strings.Repeat("v", n-len(head)-len(tail)) + tail }
-	_, err := readStream(strings.NewReader("\n"+fill(metric.MaxBatchBytes+1)+"\n"), "s.jsonl", time.Time{}, time.Time{})
+	_, _, err := readStream(strings.NewReader("\n"+fill(metric.MaxBatchBytes+1)+"\n"), "s.jsonl", time.Time{}, time.Time{})
 	if err == nil || !strings.HasPrefix(err.Error(), "s.jsonl:2: a line longer than 1048576 bytes") {
 		t.Fatalf("over the limit: %v", err)
 	}
 	// At the limit the line is read and decoded: here the label value is too long, which
 	// the decoder says.
-	_, err = readStream(strings.NewReader(fill(metric.MaxBatchBytes)), "s.jsonl", time.Time{}, time.Time{})
-	if err == nil || !strings.HasPrefix(err.Error(), "s.jsonl:1: invalid metric batch") {
-		t.Fatalf("at the limit: %v", err)
+	_, skipped, err := readStream(strings.NewReader(fill(metric.MaxBatchBytes)), "s.jsonl", time.Time{}, time.Time{})
+	if err != nil || len(skipped) != 1 || !strings.HasPrefix(skipped[0], "s.jsonl:1: skipped, as the alarm skips it: invalid metric batch") {
+		t.Fatalf("at the limit: %v, %q", err, skipped)
+	}
+}
+
+// A bad line in a recording is skipped, as the live alarm skips a bad message, and said
+// by its file and line; the rest replays.
+func TestReadStreamSkipsABadLine(t *testing.T) {
+	good := func(s int) string {
+		return `{"node":"wave-1","ts":"2026-11-29T14:00:` + fmt.Sprintf("%02d", s) + `Z","interval_s":10,"points":[{"name":"cpu.util","value":1}]}`
+	}
+	data := good(0) + "\n" + `{"node":"wave-1","ts":"bad","interval_s":10,"points":[]}` + "\n" + good(10) + "\n"
+	bs, skipped, err := readStream(strings.NewReader(data), "s.jsonl", time.Time{}, time.Time{})
+	if err != nil || len(bs) != 2 {
+		t.Fatalf("read %d batches, %v; want the two good ones", len(bs), err)
+	}
+	if len(skipped) != 1 || !strings.HasPrefix(skipped[0], "s.jsonl:2: skipped, as the alarm skips it: ") {
+		t.Fatalf("skipped: %q", skipped)
 	}
 }
