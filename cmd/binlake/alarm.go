@@ -155,12 +155,19 @@ func prepareAlarm(cfgPath, polPath string, cfg *alarm.Config, logger *slog.Logge
 	if err := config.Locate(cfgPath, errors.Join(errs...)); err != nil {
 		return d, err
 	}
+	return d, unconfiguredChannel(pols, polPath, cfg, cfgPath)
+}
+
+// unconfiguredChannel is the error of the first policy that names a channel cfg does
+// not configure, or nil: the alarm refuses to start on it, and alarm test -config
+// refuses it alike.
+func unconfiguredChannel(pols []*policy.Policy, polPath string, cfg *alarm.Config, cfgPath string) error {
 	for _, p := range pols {
 		for _, c := range p.Channels {
 			if _, ok := cfg.Channels[c]; !ok {
-				return d, fmt.Errorf("%s:%d: policy %q names channel %q, which %s does not configure", polPath, p.Line, p.Name, c, cfgPath)
+				return fmt.Errorf("%s:%d: policy %q names channel %q, which %s does not configure", polPath, p.Line, p.Name, c, cfgPath)
 			}
 		}
 	}
-	return d, nil
+	return nil
 }

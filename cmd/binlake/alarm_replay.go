@@ -96,6 +96,9 @@ func runAlarmTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return err
 		}
+		if err := unconfiguredChannel(pols, *polPath, &cfg, *cfgPath); err != nil {
+			return err
+		}
 		ro.EvalInterval, ro.StaleIntervals = cfg.Evaluation.Interval.D(), cfg.Evaluation.StaleIntervals
 		ro.GroupWait, ro.GroupInterval = cfg.Notify.GroupWait.D(), cfg.Notify.GroupInterval.D()
 		ro.Inhibition = cfg.Inhibit()

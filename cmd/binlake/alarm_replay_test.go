@@ -232,12 +232,14 @@ func TestAlarmTestErrors(t *testing.T) {
 	empty := t.TempDir()
 	relJudge := tempFile(t, "judge.yaml", "node: judge-1\nbus:\n  kind: none\nstore:\n  kind: sqlite\n  sqlite:\n    path: data/judge.db\n")
 	bad := tempFile(t, "bad.jsonl", `{"node":"wave-1","ts":"2026-11-29T14:00:00Z","interval_s":10,"points":[]}`+"\n"+`{"node":"wave-1"}`+"\n")
+	noOps := tempFile(t, "alarm.yaml", "bus: {kind: none}\nchannels: {l: {kind: log}}\n")
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
 		{"two sources", []string{"-data", empty, "-stream", bad}, "give one of -data, -judge-config and -stream"},
+		{"a channel the config lacks", []string{"-stream", bad, "-config", noOps}, `policy "cpu-high" names channel "ops", which ` + noOps + " does not configure"},
 		{"no store", []string{"-data", empty}, "no store of a binlake up in " + empty},
 		{"missing stream", []string{"-stream", filepath.Join(empty, "none.jsonl")}, "-stream: open " + filepath.Join(empty, "none.jsonl")},
 		{"bad from", []string{"-data", empty, "-from", "yesterday"}, `-from "yesterday": want an RFC 3339 time or a duration before -to (24h)`},
