@@ -34,14 +34,24 @@ type nodeCosts struct {
 // process's wave.cpu_cores split by rows between the instances with a wave.tps series.
 //
 // The node runs an instance, in the judge's view, when a wave.instance_running series of
-// it holds 1 and had a sample this hour (a carried level is the previous hour's), or,
-// for a wave that reports no wave.instance_running of it, when its wave.tps had a sample
-// this hour: instance_running, when there, says that an instance with a rate is stopped.
+// it holds 1 and is in the node's recent batches (within stoppedAfter of its last one;
+// a carried level is the previous hour's), or, for a wave that reports no
+// wave.instance_running of it, when its wave.tps is: instance_running, when there, says
+// that an instance with a rate is stopped. A wave stops reporting an instance that left
+// it, and its last 1 stood for the rest of the hour: the wave it left looked as loaded
+// to placements, and GET /v1/nodes listed it there, until xx:00.
 func costsOf(n analysis.Node, floor float64) nodeCosts {
 	rows, bytes := map[string]float64{}, map[string]float64{}
 	running, hasRunning, tpsNow := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var cpu, totalRows float64
 	hasCPU := false
+	iv := n.Interval
+	if iv <= 0 {
+		iv = metric.DefaultInterval
+	}
+	recent := func(s analysis.Series) bool {
+		return !s.Carried && !s.LastTS.Before(n.LastBatchTS.Add(-stoppedAfter*iv))
+	}
 	for _, s := range n.Series {
 		inst := s.Labels[labelInstance]
 		if inst == "" {
@@ -55,13 +65,13 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 			v := nonNegative(s.EWMA)
 			rows[inst] += v
 			totalRows += v
-			tpsNow[inst] = tpsNow[inst] || !s.Carried
+			tpsNow[inst] = tpsNow[inst] || recent(s)
 		case metric.WaveBytesPerS:
 			bytes[inst] += nonNegative(s.EWMA)
 		case metric.WaveInstanceRunning:
 			// One series per state the instance was in this hour: any that says running.
 			hasRunning[inst] = true
-			running[inst] = running[inst] || (s.Last == 1 && !s.Carried)
+			running[inst] = running[inst] || (s.Last == 1 && recent(s))
 		}
 	}
 	out := nodeCosts{costs: map[string]api.InstanceCost{}, runs: map[string]bool{}, cpu: cpu, hasCPU: hasCPU}
@@ -89,6 +99,11 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 	}
 	return out
 }
+
+// stoppedAfter is how many of its node's intervals a series of an instance may be
+// missing from the node's batches before the instance counts as stopped there: an agent
+// whose scrape of the wave failed once sends a batch without it.
+const stoppedAfter = 3
 
 // labelInstance is the label of the capture instance on wave.* series.
 const labelInstance = "instance"

@@ -205,6 +205,36 @@ func TestNodeDetailInstances(t *testing.T) {
 	require.JSONEq(t, `[]`, string(d.Instances))
 }
 
+// An instance that left a wave (its wave stops reporting it) is no longer the wave's
+// once the wave's batches have gone without it for three intervals; one batch without it
+// (an agent's failed scrape) does not drop it. It stood there until the hour's end.
+func TestInstanceThatLeftIsNotTheWaves(t *testing.T) {
+	j, c := newJudge(t, nil)
+	listed := func() []string {
+		r := do(t, j.Handler(), "GET", "/v1/nodes/wave-1", "", nil)
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		var d struct{ Instances []api.InstanceCost }
+		require.NoError(t, json.Unmarshal(r.body, &d))
+		var ids []string
+		for _, in := range d.Instances {
+			ids = append(ids, in.Instance)
+		}
+		return ids
+	}
+	for range 3 {
+		require.NoError(t, j.Ingest(waveBatch("wave-1", c.Now(), 1, map[string]float64{"orders": 300, "users": 100}), sourceHTTP))
+		c.Add(10 * time.Second)
+	}
+	require.Equal(t, []string{"orders", "users"}, listed())
+	require.NoError(t, j.Ingest(waveBatch("wave-1", c.Now(), 1, map[string]float64{"users": 100}), sourceHTTP))
+	require.Equal(t, []string{"orders", "users"}, listed(), "one batch without it")
+	for range 3 {
+		c.Add(10 * time.Second)
+		require.NoError(t, j.Ingest(waveBatch("wave-1", c.Now(), 1, map[string]float64{"users": 100}), sourceHTTP))
+	}
+	require.Equal(t, []string{"users"}, listed(), "four batches without it: it left")
+}
+
 // TestPlacementExplainsInstanceCost: an `explain: all` placement carries what the
 // instance costs where it runs (the load the placement moves); the default answer, on
 // the hot path, does not; an instance no agent reports has none.

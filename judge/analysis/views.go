@@ -12,6 +12,9 @@ type Series struct {
 	Name   string            `json:"name"`
 	Labels map[string]string `json:"labels,omitempty"`
 	lbplugins.Current
+	// LastTS is the time of the batch of its last sample (zero: none yet): a series the
+	// node's recent batches no longer carry has stopped (an instance that left the wave).
+	LastTS time.Time `json:"last_ts,omitzero"`
 }
 
 // Node is one node's current-hour analysis and liveness.
@@ -40,7 +43,11 @@ func (n *nodeState) export(id string) (Node, bySeries) {
 		Series: make([]Series, 0, n.series.size)}
 	keys := make([]string, 0, n.series.size)
 	n.series.each(func(s *seriesState) {
-		out.Series = append(out.Series, Series{Name: s.name, Labels: s.labels, Current: s.current()})
+		se := Series{Name: s.name, Labels: s.labels, Current: s.current()}
+		if s.lastTS != 0 {
+			se.LastTS = time.Unix(0, s.lastTS).UTC()
+		}
+		out.Series = append(out.Series, se)
 		keys = append(keys, s.labelKey)
 	})
 	return out, bySeries{out.Series, keys}
