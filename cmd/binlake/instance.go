@@ -156,8 +156,20 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if id == "" && fs.NArg() > 0 {
-		id = fs.Arg(0)
+	rest := fs.Args()
+	if id == "" && len(rest) > 0 {
+		id, rest = rest[0], rest[1:]
+	}
+	// An argument no subcommand reads was dropped without a word ("instance rebalance
+	// orders" planned for every instance).
+	switch {
+	case id != "" && (sub == "add" || sub == "list" || sub == "rebalance"):
+		return fmt.Errorf("instance %s takes no instance id, got %q", sub, id)
+	case len(rest) > 0:
+		return fmt.Errorf("instance %s: unexpected argument %q after the instance id", sub, rest[0])
+	}
+	if *f.sample < 0 || *f.wait < 0 {
+		return fmt.Errorf("instance %s: -sample and -wait take a duration of 0 or more", sub)
 	}
 
 	set := map[string]bool{}

@@ -41,12 +41,16 @@ func rebalanceInstances(ctx context.Context, c coord.Coordinator, p balancer.Pla
 		return fmt.Errorf("instance rebalance: %w", err)
 	}
 	fmt.Fprintf(stdout, "rebalance %s requested; the balancer picks it up at its next poll\n", id)
+	if wait <= 0 {
+		fmt.Fprintln(stdout, "not following it (-wait 0): the balancer wave's /status shows its progress")
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	shown, planShown := 0, false
 	for {
 		run, err := balancer.ReadRun(ctx, c)
-		if err != nil && !errors.Is(err, coord.ErrNotFound) {
+		if err != nil && !errors.Is(err, coord.ErrNotFound) && ctx.Err() == nil {
 			return fmt.Errorf("instance rebalance: %w", err)
 		}
 		if run != nil && run.ID == id {

@@ -322,6 +322,10 @@ func TestInstanceOnUpDataFolder(t *testing.T) {
 			"instance add: no live wave to place orders on while up is stopped: give -node with up's node"},
 		{[]string{"instance", "rebalance", "-data", dir},
 			"instance rebalance: rebalancing needs a judge: it knows what each instance costs; give -judge URL"},
+		// Arguments nothing reads, and durations below zero, are refused, not dropped.
+		{[]string{"instance", "rebalance", InstanceID, "-data", dir}, `instance rebalance takes no instance id, got "` + InstanceID + `"`},
+		{[]string{"instance", "show", InstanceID, "-data", dir, "other"}, `instance show: unexpected argument "other" after the instance id`},
+		{[]string{"instance", "show", InstanceID, "-data", dir, "-sample", "-3s"}, "instance show: -sample and -wait take a duration of 0 or more"},
 	} {
 		err := run(context.Background(), tc.args, &out, &errOut)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
