@@ -145,6 +145,12 @@ func (c *Config) Validate() error {
 	if err := c.HTTP.Validate(defaultListen, TokenEnv); err != nil {
 		return err
 	}
+	if u := c.HTTP.ExternalURL; u != "" {
+		// The alerts' links to the alarm are built on it.
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return config.Bad("http.external_url", "%q: want an http:// or https:// URL with a host", u)
+		}
+	}
 	if err := c.Bus.Validate(DefaultGroup, config.StartNewest); err != nil {
 		return err
 	}
@@ -178,6 +184,9 @@ func (c *Config) Validate() error {
 		if f.negative {
 			return config.Bad("notify."+f.name, "%v: want 0 or more (0 takes the default)", f.v)
 		}
+	}
+	if n.MinBackoff > 0 && n.MaxBackoff > 0 && n.MinBackoff > n.MaxBackoff {
+		return config.Bad("notify.min_backoff", "%s is above max_backoff %s", n.MinBackoff, n.MaxBackoff)
 	}
 	for i, l := range c.Inhibition.Equal {
 		if l == "" || strings.ContainsAny(l, " .-") {
