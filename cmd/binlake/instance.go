@@ -158,7 +158,13 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	rest := fs.Args()
 	if id == "" && len(rest) > 0 {
-		id, rest = rest[0], rest[1:]
+		// The id after some flags: the flags after it are read too ("-data d orders
+		// -json").
+		id = rest[0]
+		if err := parseFlags(fs, rest[1:]); err != nil {
+			return err
+		}
+		rest = fs.Args()
 	}
 	// An argument no subcommand reads was dropped without a word ("instance rebalance
 	// orders" planned for every instance).

@@ -326,6 +326,7 @@ func TestInstanceOnUpDataFolder(t *testing.T) {
 		{[]string{"instance", "rebalance", InstanceID, "-data", dir}, `instance rebalance takes no instance id, got "` + InstanceID + `"`},
 		{[]string{"instance", "show", InstanceID, "-data", dir, "other"}, `instance show: unexpected argument "other" after the instance id`},
 		{[]string{"instance", "show", InstanceID, "-data", dir, "-sample", "-3s"}, "instance show: -sample and -wait take a duration of 0 or more"},
+		{[]string{"instance", "show", "-data", dir, InstanceID, "-sample", "-3s"}, "instance show: -sample and -wait take a duration of 0 or more"},
 	} {
 		err := run(context.Background(), tc.args, &out, &errOut)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
