@@ -121,6 +121,8 @@ type instanceCmd struct {
 	// upData says the coordinator is that of an up's -data folder: up is stopped, so no
 	// wave is live, and the advice differs.
 	upData bool
+	// coordDesc names the coordinator (CoordDesc), for saying where nothing was found.
+	coordDesc string
 }
 
 // instanceSubcommands run each subcommand once the coordinator is open.
@@ -204,12 +206,12 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, _, err := Open(cctx, cc, logger)
+	c, desc, err := Open(cctx, cc, logger)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ic.c = c
+	ic.c, ic.coordDesc = c, desc
 	if err := ic.openJudge(); err != nil {
 		return err
 	}

@@ -59,6 +59,11 @@ func (ic *instanceCmd) list() error {
 	if *ic.f.asJSON {
 		return json.NewEncoder(ic.out).Encode(infos)
 	}
+	if len(infos) == 0 {
+		// An empty table said nothing of where it looked (a mistyped -root).
+		fmt.Fprintf(ic.out, "no instance in %s (binlake instance add defines one)\n", ic.coordDesc)
+		return nil
+	}
 	tw := tabwriter.NewWriter(ic.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tASSIGN\tLEADER\tSTATE\tSINCE\tPOSITION")
 	now := time.Now()

@@ -19,6 +19,7 @@ import (
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // runBinary runs the built binlake with args and returns its stdout, stderr and exit
@@ -400,5 +401,30 @@ func TestInterruptedCommand(t *testing.T) {
 	}
 	if err := interrupted(context.Background(), context.Canceled); !errors.Is(err, context.Canceled) {
 		t.Fatalf("not interrupted: %v", err)
+	}
+}
+
+// An empty listing says where it looked.
+func TestInstanceListEmptySaysWhere(t *testing.T) {
+	dir := t.TempDir()
+	c, err := single.New(single.Options{Path: filepath.Join(dir, CoordFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An up folder whose one instance was removed: the file is there, empty of instances.
+	m := MySQL{Addr: "127.0.0.1:3307", User: "root", Flavor: "mariadb"}
+	if err := defineInstance(context.Background(), c, m.instance(dir), "db-host", quietLogger()); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.RemoveInstance(context.Background(), c, InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"instance", "list", "-data", dir}, &out, &errOut); err != nil {
+		t.Fatalf("instance list: %v; %s", err, errOut.String())
+	}
+	if want := "no instance in single " + filepath.Join(dir, CoordFile); !strings.HasPrefix(out.String(), want) {
+		t.Fatalf("instance list on an empty folder:\n%s\nwant it to start with %q", out.String(), want)
 	}
 }
