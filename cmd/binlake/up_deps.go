@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/binlake/binlake/wave/cluster"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store/sqlite"
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // suiteDeps are what the sinks need before they start, all in the data folder or in
