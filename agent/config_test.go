@@ -86,6 +86,7 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"unknown top-level key", "node: a\nintervall: 10s\n", []string{`agent.yaml:2: unknown key "intervall"`}},
 		{"bad duration", "interval: ten\n", []string{`agent.yaml:1: field "interval": invalid duration "ten"`}},
+		{"node the wave refuses", "node: \"a b/c\"\n", []string{`agent.yaml:1: field "node": "a b/c": want 1-128 letters, digits, '.', '_' or '-'`}},
 		{"interval too short", "interval: 1ms\n", []string{`field "interval": 1ms`}},
 		{"buffer zero", "buffer: 0\n", []string{`field "buffer": 0`}},
 		{"buffer wrong type", "buffer: lots\n", []string{`agent.yaml:1: field "buffer"`, `"lots"`}},

@@ -115,7 +115,7 @@ func Load(path string) (Config, error) {
 // all Kafka sections share, which config.Kafka checks together).
 func (c *Config) Validate() error {
 	if !cluster.IDPattern.MatchString(c.Node) {
-		return config.Bad("node", "%q: want 1-128 letters, digits, '.', '_' or '-'", c.Node)
+		return config.Bad("node", "%q: %s", c.Node, config.IDRule)
 	}
 	if err := c.Log.Validate(); err != nil {
 		return err

@@ -70,3 +70,12 @@ func TestUpSaysWhatItDoesNotCapture(t *testing.T) {
 		t.Fatalf("log: %s", s)
 	}
 }
+
+// up's node is the wave's and its agent's: one the wave refuses is refused at once.
+func TestUpRefusesANodeTheWaveWould(t *testing.T) {
+	err := runSuite(context.Background(), upOptions{DataDir: t.TempDir(), Node: "a b/c",
+		JudgeListen: "127.0.0.1:0", AlarmListen: "127.0.0.1:0", Logger: quietLogger()})
+	if err == nil || !strings.Contains(err.Error(), `--node "a b/c": want 1-128 letters`) {
+		t.Fatalf("Run: %v", err)
+	}
+}

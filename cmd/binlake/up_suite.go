@@ -105,6 +105,9 @@ func (o *upOptions) defaults() error {
 			return errors.New("the host name is unknown: pass --node")
 		}
 	}
+	if !config.IDPattern.MatchString(o.Node) {
+		return fmt.Errorf("--node %q: %s", o.Node, config.IDRule)
+	}
 	if o.JudgeListen == "" {
 		o.JudgeListen = DefaultJudgeListen
 	}

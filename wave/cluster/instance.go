@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -80,14 +81,14 @@ type Subscription struct {
 }
 
 var (
-	IDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+	IDPattern = config.IDPattern
 	reTopic   = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 )
 
 // Validate checks the definition and names the first bad field.
 func (in *Instance) Validate() error {
 	if !IDPattern.MatchString(in.ID) {
-		return fmt.Errorf("id %q: want 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit", in.ID)
+		return fmt.Errorf("id %q: %s", in.ID, config.IDRule)
 	}
 	s := &in.Source
 	if _, port, err := net.SplitHostPort(s.Addr); err != nil || port == "" {
