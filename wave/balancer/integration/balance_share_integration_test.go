@@ -9,6 +9,9 @@ package integration_test
 //   - TestBalancerIdleScaleOutIntegration: a wave that joins a cluster of idle
 //     instances takes its share with the default goals (6/6/0 instances at a few rows/s
 //     each once sat inside the default band, so nothing moved to the new wave).
+//   - TestBalancerShareOfFewInstancesIntegration: a fourth wave joins three that run two
+//     idle instances each, and takes one (no wave ran a whole instance over its share
+//     of 1.5, and the share goal once took only from such a wave).
 
 import (
 	"fmt"
@@ -23,7 +26,8 @@ import (
 )
 
 // plannerRig is a cluster in automatic mode with an agent per wave reporting to an
-// in-process judge: 12 instances, each written at 10 rows/s (a light load).
+// in-process judge: its instances (12 for start) each written at 10 rows/s (a light
+// load).
 type plannerRig struct {
 	*balanceEnv
 	judgeURL string
@@ -180,6 +184,44 @@ func TestBalancerIdleScaleOutIntegration(t *testing.T) {
 	for _, node := range []string{"wave-a", "wave-b", "wave-c"} {
 		if n[node] != 4 {
 			t.Errorf("%s runs %d instances, want 4", node, n[node])
+		}
+	}
+	r.checkAllRows()
+}
+
+// TestBalancerShareOfFewInstancesIntegration: three waves run two idle instances each,
+// and a fourth joins. Each wave's share is 1.5, so no wave runs a whole instance over its
+// own; with the default goals the new wave still takes one (an operator's trial of four
+// waves got none: the share goal took only from a wave a whole instance over its share).
+// No row is lost.
+func TestBalancerShareOfFewInstancesIntegration(t *testing.T) {
+	ctx := testenv.Context(t)
+	r := &plannerRig{balanceEnv: newBalanceEnv(t, ctx, "pf", 6)}
+	r.judgeURL, r.balancer = r.startJudge(judge.DefaultRebalanceOptions(), "  auto: true\n  auto_after: 2s\n")
+	waves := []string{"wave-a", "wave-b", "wave-c"}
+	for _, w := range waves {
+		r.join(w)
+	}
+	r.waitWaves(3, r.procs...)
+	for i, inst := range r.insts {
+		if _, err := cluster.AddInstance(r.ctx, r.c, inst, waves[i%3], nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rates := make([]int, len(r.insts))
+	for i := range rates {
+		rates[i] = 10
+	}
+	r.write(rates)
+	r.waitFor("every instance led where it is assigned", r.settled, r.procs...)
+	r.join("wave-d")
+	took := r.waitShares(40*time.Second, "wave-d to take one of the six instances", 1, 2, "wave-a", "wave-b", "wave-c", "wave-d")
+	time.Sleep(3 * time.Second) // nothing more moves
+	n := count(r.nodes("assign"))
+	t.Logf("scale-out of six instances: %v after %s", n, took.Round(100*time.Millisecond))
+	for _, node := range append(waves, "wave-d") {
+		if n[node] < 1 || n[node] > 2 {
+			t.Errorf("%s runs %d instances, want 1 or 2 (shares of 1.5)", node, n[node])
 		}
 	}
 	r.checkAllRows()
