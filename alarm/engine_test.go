@@ -398,8 +398,9 @@ func TestSilenceValidation(t *testing.T) {
 	require.Empty(t, r.sil.List())
 }
 
-func TestInhibition(t *testing.T) {
-	two := `policies:
+// inhibitingPolicies are a P0 and a P3 on the same metric: the P0, firing on a node,
+// inhibits the P3's pages there.
+const inhibitingPolicies = `policies:
   - name: cpu-critical
     metric: cpu.util
     condition: last > 95
@@ -411,6 +412,9 @@ func TestInhibition(t *testing.T) {
     severity: P3
     channels: [c]
 `
+
+func TestInhibition(t *testing.T) {
+	two := inhibitingPolicies
 	names := func(ms []notify.Message) []string {
 		var out []string
 		for _, m := range ms {

@@ -105,23 +105,11 @@ func TestMemoryLogVersions(t *testing.T) {
 // A replay mutes what the alarm would: with inhibition on (the alarm's default), a
 // firing P0 on a node holds back the P3 page of the same node; both alerts still fire.
 func TestReplayInhibits(t *testing.T) {
-	const two = `policies:
-  - name: cpu-critical
-    metric: cpu.util
-    condition: last > 95
-    severity: P0
-    channels: [c]
-  - name: cpu-high
-    metric: cpu.util
-    condition: last > 80
-    severity: P3
-    channels: [c]
-`
 	for _, tc := range []struct {
 		inhibit  bool
 		messages int
 	}{{true, 1}, {false, 2}} {
-		r, err := NewReplay(ReplayOptions{Policies: parsePolicies(t, two), Logger: quiet, Inhibition: Inhibition{Enabled: tc.inhibit}})
+		r, err := NewReplay(ReplayOptions{Policies: parsePolicies(t, inhibitingPolicies), Logger: quiet, Inhibition: Inhibition{Enabled: tc.inhibit}})
 		require.NoError(t, err)
 		for s := 0; s <= 60; s += 10 {
 			require.NoError(t, r.Observe(metric.Batch{Node: "wave-1", TS: at(s), IntervalS: 10, Points: []metric.Point{cpu(99)}}))

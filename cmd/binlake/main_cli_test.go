@@ -265,11 +265,11 @@ func TestParseDSNURLForm(t *testing.T) {
 	}
 }
 
-// TestInstanceOnUpDataFolder: `binlake instance -data DIR` reads and changes the
-// coordinator of a stopped up, and says plainly when up runs on the folder.
-func TestInstanceOnUpDataFolder(t *testing.T) {
+// upFolder is a data folder as up leaves it after a run with --mysql: its coordinator
+// holds the capture instance, assigned to db-host. The coordinator is returned open.
+func upFolder(t *testing.T) (string, *single.Coordinator) {
+	t.Helper()
 	dir := t.TempDir()
-	// What up leaves in its folder after a run with --mysql: the capture instance.
 	c, err := single.New(single.Options{Path: filepath.Join(dir, CoordFile)})
 	if err != nil {
 		t.Fatal(err)
@@ -278,6 +278,13 @@ func TestInstanceOnUpDataFolder(t *testing.T) {
 	if err := defineInstance(context.Background(), c, m.instance(dir), "db-host", quietLogger()); err != nil {
 		t.Fatal(err)
 	}
+	return dir, c
+}
+
+// TestInstanceOnUpDataFolder: `binlake instance -data DIR` reads and changes the
+// coordinator of a stopped up, and says plainly when up runs on the folder.
+func TestInstanceOnUpDataFolder(t *testing.T) {
+	dir, c := upFolder(t)
 	c.Close()
 
 	var out, errOut bytes.Buffer
@@ -297,7 +304,7 @@ func TestInstanceOnUpDataFolder(t *testing.T) {
 	// A change is saved for up's next start. No wave is live while up is stopped: a
 	// -node is refused, saying so, unless -force.
 	out.Reset()
-	err = run(context.Background(), []string{"instance", "move", InstanceID, "-node", "other-host", "-data", dir}, &out, &errOut)
+	err := run(context.Background(), []string{"instance", "move", InstanceID, "-node", "other-host", "-data", dir}, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "wave other-host is not live (live waves: none)") {
 		t.Fatalf("instance move -node other-host on a stopped up: %v, want it refused", err)
 	}
@@ -406,16 +413,8 @@ func TestInterruptedCommand(t *testing.T) {
 
 // An empty listing says where it looked.
 func TestInstanceListEmptySaysWhere(t *testing.T) {
-	dir := t.TempDir()
-	c, err := single.New(single.Options{Path: filepath.Join(dir, CoordFile)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// An up folder whose one instance was removed: the file is there, empty of instances.
-	m := MySQL{Addr: "127.0.0.1:3307", User: "root", Flavor: "mariadb"}
-	if err := defineInstance(context.Background(), c, m.instance(dir), "db-host", quietLogger()); err != nil {
-		t.Fatal(err)
-	}
+	dir, c := upFolder(t)
 	if err := cluster.RemoveInstance(context.Background(), c, InstanceID); err != nil {
 		t.Fatal(err)
 	}

@@ -49,22 +49,23 @@ func TestRunNamesADamagedDataFile(t *testing.T) {
 
 // Up without -mysql on a folder that holds capture instances says that no wave runs them.
 func TestUpSaysWhatItDoesNotCapture(t *testing.T) {
-	dir := t.TempDir()
-	d, err := openSuiteDeps(context.Background(), dir, quietLogger())
+	d, err := openSuiteDeps(context.Background(), t.TempDir(), quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.close()
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	d.sayUncaptured(context.Background(), log)
+	d.close()
 	if logs.Len() != 0 {
 		t.Fatalf("no instance, yet: %s", logs.String())
 	}
-	m := MySQL{Addr: "127.0.0.1:3307", User: "root", Flavor: "mariadb"}
-	if err := defineInstance(context.Background(), d.coord, m.instance(dir), "db-host", quietLogger()); err != nil {
+	dir, c := upFolder(t)
+	c.Close()
+	if d, err = openSuiteDeps(context.Background(), dir, quietLogger()); err != nil {
 		t.Fatal(err)
 	}
+	defer d.close()
 	d.sayUncaptured(context.Background(), log)
 	if s := logs.String(); !strings.Contains(s, "no wave runs without -mysql") || !strings.Contains(s, "ids="+InstanceID) {
 		t.Fatalf("log: %s", s)
