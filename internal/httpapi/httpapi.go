@@ -6,6 +6,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -92,9 +94,35 @@ func (e *Errors) NotFound(w http.ResponseWriter, r *http.Request) {
 	e.Write(w, r, &Error{http.StatusNotFound, CodeNotFound, "no such endpoint: " + r.URL.Path})
 }
 
-// MethodNotAllowed answers a route asked with the wrong method.
+// MethodNotAllowed answers a route asked with the wrong method, with the methods it
+// takes in Allow (RFC 9110, 15.5.6: a 405 must say them). chi passes them only to its
+// own 405 handler, so they are found again by asking the router each method.
 func (e *Errors) MethodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	e.Write(w, r, &Error{http.StatusMethodNotAllowed, CodeMethod, r.Method + " is not allowed on " + r.URL.Path})
+	msg := r.Method + " is not allowed on " + r.URL.Path
+	if ms := allowed(r); len(ms) > 0 {
+		w.Header().Set("Allow", strings.Join(ms, ", "))
+		msg += " (it takes " + strings.Join(ms, ", ") + ")"
+	}
+	e.Write(w, r, &Error{http.StatusMethodNotAllowed, CodeMethod, msg})
+}
+
+// allowed is the methods the router serving r has a route for at r's path.
+func allowed(r *http.Request) []string {
+	rctx := chi.RouteContext(r.Context())
+	if rctx == nil || rctx.Routes == nil {
+		return nil
+	}
+	// The whole path, as the router matched it: Routes is the outermost router, whose
+	// Match walks into its sub-routers (RoutePath is the path left to a sub-router).
+	path := cmp.Or(r.URL.RawPath, r.URL.Path)
+	var ms []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		if rctx.Routes.Match(chi.NewRouteContext(), m, path) {
+			ms = append(ms, m)
+		}
+	}
+	return ms
 }
 
 // Recover answers a panicking handler with an internal error instead of dropping the
@@ -208,4 +236,21 @@ func requestLogger(r *http.Request) *slog.Logger {
 		return l
 	}
 	return slog.Default()
+}
+
+// JSONKind names the JSON type a Go kind decodes from, with its article.
+func JSONKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64:
+		return "a whole number" // "a JSON number 1.5 where a number belongs" said nothing
+	case reflect.Float64:
+		return "a number"
+	}
+	return "an object"
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/config"
@@ -161,6 +162,30 @@ func TestRouterAnswersThroughErrors(t *testing.T) {
 		rec := httptest.NewRecorder()
 		r.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
 		require.Equal(t, tc.want, rec.Code, "%s %s", tc.method, tc.path)
+	}
+}
+
+// TestMethodNotAllowedSaysWhatIsAllowed: a 405 names the methods the path takes, in
+// Allow and in its message, on the router and on a sub-router of it.
+func TestMethodNotAllowedSaysWhatIsAllowed(t *testing.T) {
+	r := newErrors(&bytes.Buffer{}).Router()
+	ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }
+	r.Get("/ok", ok)
+	r.Route("/v1", func(r chi.Router) {
+		r.Get("/things/{id}", ok)
+		r.Delete("/things/{id}", ok)
+		r.Post("/things", ok)
+	})
+	for _, tc := range []struct{ method, path, allow string }{
+		{"POST", "/ok", "GET"},
+		{"PUT", "/v1/things/a%2Fb", "GET, DELETE"},
+		{"GET", "/v1/things", "POST"},
+	} {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		require.Equal(t, 405, rec.Code, "%s %s", tc.method, tc.path)
+		require.Equal(t, tc.allow, rec.Header().Get("Allow"), "%s %s", tc.method, tc.path)
+		require.Contains(t, rec.Body.String(), "(it takes "+tc.allow+")")
 	}
 }
 
