@@ -1,12 +1,14 @@
 package alarm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -14,6 +16,7 @@ import (
 	"github.com/binlake/binlake/alarm/api"
 	"github.com/binlake/binlake/internal/buildinfo"
 	"github.com/binlake/binlake/internal/httpapi"
+	"github.com/binlake/binlake/internal/jsonenc"
 )
 
 // maxSilenceBytes bounds a POST /v1/silences body.
@@ -157,27 +160,48 @@ func (a *Alarm) handleSilences(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"silences": out})
 }
 
-// DecodeSilence reads a silence strictly: one JSON object with known fields. Instead of
-// endsAt, "duration" ("2h") may give its length from startsAt (or now).
+// DecodeSilence reads a silence strictly: one JSON object with known fields, none given
+// twice. Instead of endsAt, "duration" ("2h") may give its length from startsAt (or now).
+// Its errors name the field and the JSON type, not the Go type it was meant for.
 func DecodeSilence(r io.Reader, now time.Time) (Silence, error) {
 	var in struct {
 		Silence
 		Duration string `json:"duration"`
 	}
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
+	data, err := io.ReadAll(r)
+	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
 			return Silence{}, err
 		}
-		if errors.Is(err, io.EOF) {
-			return Silence{}, fmt.Errorf("%w: empty body", ErrInvalidSilence)
+		return Silence{}, fmt.Errorf("%w: read: %v", ErrInvalidSilence, err)
+	}
+	switch b := bytes.TrimSpace(data); {
+	case len(b) == 0:
+		return Silence{}, fmt.Errorf("%w: empty body: want a JSON object like %s", ErrInvalidSilence, silenceExample)
+	case b[0] != '{':
+		return Silence{}, fmt.Errorf("%w: want a JSON object like %s", ErrInvalidSilence, silenceExample)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		var te *json.UnmarshalTypeError
+		var pe *time.ParseError
+		switch {
+		case errors.As(err, &te) && te.Field != "":
+			// The silence's fields are those of the embedded Silence, which the path names.
+			field := strings.TrimPrefix(te.Field, "Silence.")
+			return Silence{}, fmt.Errorf("%w: field %s: a JSON %s where %s belongs", ErrInvalidSilence, field, te.Value, httpapi.JSONKind(te.Type.Kind()))
+		case errors.As(err, &pe):
+			return Silence{}, fmt.Errorf("%w: %q is not an RFC 3339 time (startsAt and endsAt are like 2026-12-04T21:00:00Z)", ErrInvalidSilence, pe.Value)
 		}
 		return Silence{}, fmt.Errorf("%w: malformed JSON: %v", ErrInvalidSilence, err)
 	}
 	if dec.More() {
 		return Silence{}, fmt.Errorf("%w: data after the JSON object", ErrInvalidSilence)
+	}
+	if path, ok := jsonenc.DuplicateKey(data); ok {
+		return Silence{}, fmt.Errorf("%w: field %s is given twice", ErrInvalidSilence, path)
 	}
 	s := in.Silence
 	if in.ID != "" {
@@ -201,6 +225,10 @@ func DecodeSilence(r io.Reader, now time.Time) (Silence, error) {
 	}
 	return s, nil
 }
+
+// silenceExample is a silence as POST /v1/silences takes it, for the errors that say
+// what a body should look like.
+const silenceExample = `{"matchers":[{"name":"node","value":"wave-1"}],"duration":"2h","createdBy":"ops","comment":"upgrade"}`
 
 func (a *Alarm) handleCreateSilence(w http.ResponseWriter, r *http.Request) {
 	s, err := DecodeSilence(http.MaxBytesReader(w, r.Body, maxSilenceBytes), a.o.Now())

@@ -3,6 +3,7 @@ package alarm
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,4 +73,32 @@ func TestFrontPageLinksTheAPI(t *testing.T) {
 	require.Len(t, got.Alerts, 1)
 	require.Equal(t, "wave-<9>", got.Alerts[0].Labels[api.LabelNode])
 	require.Equal(t, got.Alerts, a.Engine().Firing(), "Firing lists what the API does")
+}
+
+// TestDecodeSilenceNamesTheFault: a body that is not a silence is refused saying what is
+// wrong in JSON's words (the field, the JSON type), not Go's, and a field given twice
+// (which encoding/json would settle by keeping the last) is refused too.
+func TestDecodeSilenceNamesTheFault(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	for body, want := range map[string]string{
+		``:                             "empty body: want a JSON object like {",
+		`[]`:                           "want a JSON object like {",
+		`null`:                         "want a JSON object like {",
+		`{"matchers":{"name":"node"}}`: "field matchers: a JSON object where an array belongs",
+		`{"matchers":[{"name":"node","isRegex":"yes"}]}`:         "field matchers.isRegex: a JSON string where a boolean belongs",
+		`{"endsAt":"tomorrow"}`:                                  `"tomorrow" is not an RFC 3339 time`,
+		`{"duration":"1h","duration":"2h"}`:                      "field duration is given twice",
+		`{"matchers":[{"name":"node","value":"a","value":"b"}]}`: "field matchers[0].value is given twice",
+		`{"duration":"1h"} {}`:                                   "data after the JSON object",
+		`{"bogus":1}`:                                            `unknown field "bogus"`,
+	} {
+		_, err := DecodeSilence(strings.NewReader(body), now)
+		require.ErrorIs(t, err, ErrInvalidSilence, body)
+		require.ErrorContains(t, err, want, body)
+		require.NotContains(t, err.Error(), "Go value", body)
+		require.NotContains(t, err.Error(), "struct", body)
+	}
+	s, err := DecodeSilence(strings.NewReader(`{"matchers":[{"name":"node","value":"a"}],"duration":"2h"}`), now)
+	require.NoError(t, err)
+	require.Equal(t, now.Add(2*time.Hour), s.EndsAt)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/binlake/binlake/internal/buildinfo"
 	"github.com/binlake/binlake/internal/httpapi"
+	"github.com/binlake/binlake/internal/jsonenc"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/remotewrite"
@@ -147,31 +148,17 @@ func decodePlacementJSON(b []byte) (api.PlacementRequest, error) {
 			if te.Type.Kind() == reflect.Float64 && strings.HasPrefix(te.Value, "number ") {
 				return req, invalid("malformed placement request: field %s: %s is out of range", te.Field, te.Value)
 			}
-			return req, invalid("malformed placement request: field %s: a JSON %s where %s belongs", te.Field, te.Value, jsonKind(te.Type.Kind()))
+			return req, invalid("malformed placement request: field %s: a JSON %s where %s belongs", te.Field, te.Value, httpapi.JSONKind(te.Type.Kind()))
 		}
 		return req, invalid("malformed placement request: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return req, invalid("malformed placement request: data after the JSON object")
 	}
-	return req, nil
-}
-
-// jsonKind names the JSON type a Go kind decodes from, with its article.
-func jsonKind(k reflect.Kind) string {
-	switch k {
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64:
-		return "a whole number" // "a JSON number 1.5 where a number belongs" said nothing
-	case reflect.Float64:
-		return "a number"
+	if path, ok := jsonenc.DuplicateKey(b); ok {
+		return req, invalid("malformed placement request: field %s is given twice", path)
 	}
-	return "an object"
+	return req, nil
 }
 
 // checkPlacement checks a decoded request's fields.

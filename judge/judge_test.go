@@ -243,6 +243,8 @@ func TestAPIBadInput(t *testing.T) {
 		{"empty body", "POST", "/v1/placement", tok, ``, 400, "invalid", `empty body: want a JSON object like {"instance":"orders"}`},
 		{"unknown field", "POST", "/v1/placement", tok, `{"instance":"a","node":"x"}`, 400, "invalid", `malformed placement request: json: unknown field "node"`},
 		{"trailing data", "POST", "/v1/placement", tok, `{"instance":"a"} {}`, 400, "invalid", "malformed placement request: data after the JSON object"},
+		{"a field given twice", "POST", "/v1/placement", tok, `{"instance":"a","top":1,"instance":"b"}`, 400, "invalid", "malformed placement request: field instance is given twice"},
+		{"a hint field given twice", "POST", "/v1/placement", tok, `{"instance":"a","expected":{"bytes_per_s":1,"bytes_per_s":2}}`, 400, "invalid", "malformed placement request: field expected.bytes_per_s is given twice"},
 		{"no instance", "POST", "/v1/placement", tok, `{"exclude":["a"]}`, 400, "invalid", "instance is empty"},
 		{"empty exclusion", "POST", "/v1/placement", tok, `{"instance":"a","exclude":[""]}`, 400, "invalid", "exclude[0] is empty"},
 		{"oversized body", "POST", "/v1/placement", tok, big, 413, "too_large", "request body larger than 1048576 bytes"},
@@ -254,7 +256,7 @@ func TestAPIBadInput(t *testing.T) {
 		{"oversized batch", "POST", "/v1/metrics", tok, strings.Repeat(" ", MaxMetricsBytes+1), 413, "too_large", "request body larger than 1048576 bytes"},
 		{"unknown node", "GET", "/v1/nodes/wave-9", "", ``, 404, "not_found", `unknown node "wave-9"`},
 		{"unknown path", "GET", "/v2/things", "", ``, 404, "not_found", "no such endpoint: /v2/things"},
-		{"wrong method", "GET", "/v1/placement", "", ``, 405, "method_not_allowed", "GET is not allowed on /v1/placement"},
+		{"wrong method", "GET", "/v1/placement", "", ``, 405, "method_not_allowed", "GET is not allowed on /v1/placement (it takes POST)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, h, tc.method, tc.path, tc.token, strings.NewReader(tc.body))

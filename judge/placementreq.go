@@ -39,11 +39,17 @@ func decodePlacementFast(b []byte) (api.PlacementRequest, bool) {
 		d.i++
 		return req, d.end()
 	}
+	var seen uint8 // the fields given so far: one given twice is for the strict decoder to refuse
 	for {
 		key, ok := d.str()
 		if !ok || !d.byte(':') {
 			return req, false
 		}
+		bit := uint8(1) << placementField(key)
+		if seen&bit != 0 {
+			return req, false
+		}
+		seen |= bit
 		switch key {
 		case "instance":
 			req.Instance, ok = d.str()
@@ -74,6 +80,28 @@ func decodePlacementFast(b []byte) (api.PlacementRequest, bool) {
 		}
 		return req, d.end()
 	}
+}
+
+// placementField numbers a placement request's fields for decodePlacementFast's set of
+// those seen (an unknown one is refused there anyway).
+func placementField(key string) int {
+	switch key {
+	case "instance":
+		return 0
+	case "algorithm":
+		return 1
+	case "explain":
+		return 2
+	case "exclude":
+		return 3
+	case "top":
+		return 4
+	case "dry_run":
+		return 5
+	case "expected":
+		return 6
+	}
+	return 7
 }
 
 // fastJSON reads the plain JSON values decodePlacementFast accepts; every method
@@ -188,14 +216,14 @@ func (d *fastJSON) workHint() (*api.WorkHint, bool) {
 		if !ok {
 			return nil, false
 		}
-		switch key {
-		case "rows_per_s":
+		switch {
+		case key == "rows_per_s" && h.RowsPerS == nil:
 			box.rows = v
 			h.RowsPerS = &box.rows
-		case "bytes_per_s":
+		case key == "bytes_per_s" && h.BytesPerS == nil:
 			box.bytes = v
 			h.BytesPerS = &box.bytes
-		default:
+		default: // unknown, or given twice: for the strict decoder to refuse
 			return nil, false
 		}
 		if d.peek(',') {

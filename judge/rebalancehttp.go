@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/binlake/binlake/internal/httpapi"
+	"github.com/binlake/binlake/internal/jsonenc"
 	"github.com/binlake/binlake/judge/api"
 )
 
@@ -92,7 +93,7 @@ func DecodeRebalanceRequest(r io.Reader) (api.RebalanceRequest, error) {
 	if err := dec.Decode(&raw); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return req, invalid("malformed rebalance request: field %s: a JSON %s where %s belongs", te.Field, te.Value, jsonKind(te.Type.Kind()))
+			return req, invalid("malformed rebalance request: field %s: a JSON %s where %s belongs", te.Field, te.Value, httpapi.JSONKind(te.Type.Kind()))
 		}
 		var pe *time.ParseError
 		if errors.As(err, &pe) { // moved_at, the request's one time
@@ -102,6 +103,9 @@ func DecodeRebalanceRequest(r io.Reader) (api.RebalanceRequest, error) {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return req, invalid("malformed rebalance request: data after the JSON object")
+	}
+	if path, ok := jsonenc.DuplicateKey(data); ok {
+		return req, invalid("malformed rebalance request: field %s is given twice", path)
 	}
 	if len(raw.Waves) > MaxRebalanceWaves {
 		return req, invalid("waves lists %d waves, at most %d", len(raw.Waves), MaxRebalanceWaves)

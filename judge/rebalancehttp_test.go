@@ -291,6 +291,7 @@ func TestRebalanceBadRequests(t *testing.T) {
 		{"unknown wave field", `{"waves":[{"node":"w1","alive":true,"weight":2}]}`, 400, `malformed rebalance request: json: unknown field "weight"`},
 		{"malformed", `{"waves":[`, 400, "malformed rebalance request: unexpected EOF"},
 		{"trailing data", `{"waves":[]} {}`, 400, "malformed rebalance request: data after the JSON object"},
+		{"a field given twice", `{"waves":[{"node":"a","alive":true,"alive":false}]}`, 400, "malformed rebalance request: field waves[0].alive is given twice"},
 		{"wrong type", `{"waves":[{"node":"w1","alive":"yes"}]}`, 400, "malformed rebalance request: field waves.alive: a JSON string where a boolean belongs"},
 		{"bad moved_at", `{"instances":[{"id":"a","node":"w1","moved_at":"yesterday"}]}`, 400, `malformed rebalance request: moved_at "yesterday" is not an RFC 3339 time`},
 		{"empty wave node", `{"waves":[{"node":"w1","alive":true},{"alive":true}]}`, 400, "waves[1].node is empty"},
