@@ -131,6 +131,11 @@ func Decode(r io.Reader, name string, out any) (err error) {
 	if err := dec.Decode(out); err != nil {
 		return translate(err, name, data, root, out)
 	}
+	// The decoder truncates a fraction given for a whole number (2.5 read as 2): the
+	// walk that checks the sections decoding themselves finds those too.
+	if errs := unknownKeys(root.Content[0], rv.Type()); len(errs) > 0 {
+		return translate(&yaml.TypeError{Errors: errs}, name, data, root, out)
+	}
 	if v, ok := out.(Validator); ok {
 		if err := v.Validate(); err != nil {
 			return locate(name, root, err)

@@ -93,6 +93,12 @@ subscriptions:
 			wantErr: []string{`agent.yaml:2: field "port": string "eighty" where an integer belongs`},
 		},
 		{
+			name:    "a fraction where a whole number belongs",
+			in:      "name: a\nport: 80.5\n",
+			wantErr: []string{`agent.yaml:2: field "port": number "80.5" where an integer belongs`},
+		},
+		{name: "a whole number written as a float", in: "port: 1e3\n", want: testConfig{Port: 1000}},
+		{
 			name:    "nested wrong type",
 			in:      "server:\n  addr: x\n  interval: 10 parsecs\n",
 			wantErr: []string{`agent.yaml:3: field "server.interval": invalid duration "10 parsecs"`, `"10s"`},

@@ -153,6 +153,8 @@ func TestPlugins(t *testing.T) {
 			wantErr: []string{`p.yaml:1: unknown key "shared.bogus"`}},
 		{name: "type mismatch", in: "plugins:\n  beta:\n    level: high\n",
 			wantErr: []string{`p.yaml:3: field "plugins.beta.level": string "high" where an integer belongs`}},
+		{name: "a fraction for a whole number", in: "plugins:\n  beta:\n    level: 2.5\n",
+			wantErr: []string{`p.yaml:3: field "plugins.beta.level": number "2.5" where an integer belongs`}},
 		{name: "enabled not a boolean", in: "plugins:\n  alpha:\n    enabled: maybe\n",
 			wantErr: []string{`p.yaml:3: field "plugins.alpha.enabled": string "maybe" where true or false belongs`}},
 		{name: "bad duration", in: "plugins:\n  alpha: {every: 10}\n",

@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -25,8 +27,10 @@ func fieldError(line int, field, msg string) string {
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
 // unknownKeys reports every key below n that a value of type t has no field for, as the
-// decoder with KnownFields would: through structs, lists, maps, aliases and merge keys
-// ("<<"), stopping at types that decode themselves (Duration, a nested Plugins).
+// decoder with KnownFields would, and every number with a fraction given for a whole
+// number (which the decoder truncates: "nodata: 2.5" read as 2): through structs, lists,
+// maps, aliases and merge keys ("<<"), stopping at types that decode themselves
+// (Duration, a nested Plugins).
 func unknownKeys(n *yaml.Node, t reflect.Type) []string {
 	c := keyChecker{seen: map[nodeType]bool{}}
 	c.check(n, t)
@@ -55,6 +59,11 @@ func (c *keyChecker) check(n *yaml.Node, t reflect.Type) {
 	}
 	c.seen[nodeType{n, t}] = true
 	switch {
+	case n.Kind == yaml.ScalarNode && isWhole(t.Kind()) && n.ShortTag() == "!!float":
+		if f, err := strconv.ParseFloat(n.Value, 64); err != nil || f != math.Trunc(f) {
+			// In the decoder's words, so that translate says it as it says its own.
+			c.errs = append(c.errs, fmt.Sprintf("line %d: cannot unmarshal !!float `%s` into %s", n.Line, n.Value, t))
+		}
 	case n.Kind == yaml.MappingNode && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map):
 		c.mapping(n, t, nil, map[*yaml.Node]bool{})
 	case n.Kind == yaml.SequenceNode && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
@@ -119,6 +128,11 @@ func (c *keyChecker) field(k, v *yaml.Node, t reflect.Type) {
 	} else {
 		c.errs = append(c.errs, unknownField(k, t))
 	}
+}
+
+// isWhole reports whether k is a kind of whole number.
+func isWhole(k reflect.Kind) bool {
+	return reflect.Int <= k && k <= reflect.Uintptr
 }
 
 func isMergeKey(k *yaml.Node) bool {
