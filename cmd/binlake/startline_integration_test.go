@@ -75,3 +75,19 @@ func runWaveUntilRunning(t *testing.T, yaml string) (cfg, log string) {
 	require.NoError(t, <-done)
 	return cfg, errOut.String()
 }
+
+// The wave says what it is starting before anything opens: a coordinator that cannot
+// be opened (here a damaged single-node file) fails a wave whose log already named it.
+// (The judge and the alarm log theirs first too.)
+func TestWaveStartLineBeforeItsCoordinatorOpens(t *testing.T) {
+	dir := t.TempDir()
+	coordFile := filepath.Join(dir, "coord.json")
+	require.NoError(t, os.WriteFile(coordFile, []byte("garbage{"), 0o600))
+	cfg := tempFile(t, "wave.yaml", "node: w1\nhttp: {listen: \"127.0.0.1:0\"}\n"+
+		"coordinator: {kind: single, path: "+coordFile+"}\nsink: {kind: stdout}\n")
+	_, errOut, err := runCmd(t, "wave", "-config", cfg)
+	require.ErrorContains(t, err, "is not a coordinator file")
+	line := startLine(t, errOut)
+	require.Contains(t, line, `coordinator="single `+coordFile+`"`)
+	require.Contains(t, line, `sink=stdout`)
+}

@@ -55,7 +55,17 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	}
 
-	c, coordDesc, err := OpenCoordinator(ctx, deps.coord)
+	// Said before anything opens, so that a coordinator or a broker that is down fails a
+	// wave that has already said what it was starting.
+	judgeURL := cfg.Balancer.Judge
+	if judgeURL == "" {
+		judgeURL = "none"
+	}
+	logger.Info("wave starting", "version", buildinfo.String(), "config", *cfgPath, "node", cfg.Node,
+		"listen", "http://"+cfg.HTTP.Listen, "advertise", cmp.Or(cfg.AdvertiseAddr, "the bound listen address"),
+		"coordinator", CoordDesc(deps.coord), "sink", waveSinkDesc(&cfg, deps), "balancer", cfg.Balancer.Enabled, "judge", judgeURL, "auto_balance", cfg.Balancer.Auto)
+
+	c, _, err := OpenCoordinator(ctx, deps.coord)
 	if err != nil {
 		return err
 	}
@@ -69,7 +79,6 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if deps.planner != nil { // a nil *client.Client in the interface would read as a judge
 		opts.Balancer.Planner = deps.planner
 	}
-	sinkDesc := ""
 	switch cfg.Sink.Kind {
 	case wave.SinkKafka:
 		k := cfg.Sink.Kafka
@@ -82,10 +91,6 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		opts.TopicSpec = bus.TopicSpec{Partitions: k.Partitions, Replication: k.Replication, MaxMessageBytes: k.MaxMessageBytes}
 		// The record overhead (headers, lengths) counts against the broker's limit.
 		opts.MaxMessageBytes = k.MaxMessageBytes - 128
-		sinkDesc = "kafka " + strings.Join(k.Brokers, ",")
-		if deps.kafka.TLS != nil || deps.kafka.SASL != nil {
-			sinkDesc += " (" + deps.kafka.Security() + ")"
-		}
 	case wave.SinkFile:
 		s, err := sink.OpenFile(sink.FileOptions{Path: cfg.Sink.File.Path, Sync: cfg.Sink.File.Sync})
 		if err != nil {
@@ -93,21 +98,27 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		defer s.Close()
 		opts.Publisher = s
-		sinkDesc = "file " + cfg.Sink.File.Path
 	case wave.SinkStdout:
 		s := sink.New(os.Stdout)
 		defer s.Close()
 		opts.Publisher = s
-		sinkDesc = "stdout"
 	}
-	judgeURL := cfg.Balancer.Judge
-	if judgeURL == "" {
-		judgeURL = "none"
-	}
-	logger.Info("wave starting", "version", buildinfo.String(), "config", *cfgPath, "node", cfg.Node,
-		"listen", "http://"+cfg.HTTP.Listen, "advertise", cmp.Or(cfg.AdvertiseAddr, "the bound listen address"),
-		"coordinator", coordDesc, "sink", sinkDesc, "balancer", cfg.Balancer.Enabled, "judge", judgeURL, "auto_balance", cfg.Balancer.Auto)
 	return wave.Run(ctx, opts)
+}
+
+// waveSinkDesc names where the wave's rows go, for its start line.
+func waveSinkDesc(cfg *wave.Config, deps waveDeps) string {
+	switch cfg.Sink.Kind {
+	case wave.SinkKafka:
+		desc := "kafka " + strings.Join(cfg.Sink.Kafka.Brokers, ",")
+		if deps.kafka.TLS != nil || deps.kafka.SASL != nil {
+			desc += " (" + deps.kafka.Security() + ")"
+		}
+		return desc
+	case wave.SinkFile:
+		return "file " + cfg.Sink.File.Path
+	}
+	return cfg.Sink.Kind
 }
 
 // waveDeps is what wave.yaml resolves to before the wave connects anywhere.
