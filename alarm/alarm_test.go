@@ -156,6 +156,17 @@ func TestAlarmEndToEnd(t *testing.T) {
 	code, body = do(t, "GET", base+"/v1/alerts?state=bogus", "", "")
 	require.Equal(t, 400, code)
 	require.Contains(t, body, `"code":"invalid"`)
+	// A state given twice matches either; a parameter the endpoint does not take is
+	// refused, not ignored (the answer would be every alert).
+	code, body = do(t, "GET", base+"/v1/alerts?state=pending&state=firing", "", "")
+	require.Equal(t, 200, code)
+	require.Contains(t, body, `"node":"wave-9"`)
+	code, body = do(t, "GET", base+"/v1/alerts?state=pending&state=resolved", "", "")
+	require.Equal(t, 200, code)
+	require.NotContains(t, body, `"node":"wave-9"`)
+	code, body = do(t, "GET", base+"/v1/alerts?stat=firing", "", "")
+	require.Equal(t, 400, code)
+	require.Contains(t, body, `unknown query parameter \"stat\" (this endpoint takes state, fingerprint)`)
 
 	sil := `{"matchers":[{"name":"node","value":"wave-9","isRegex":false}],"duration":"1h","createdBy":"t","comment":"maintenance"}`
 	code, body = do(t, "POST", base+"/v1/silences", "", sil)

@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,16 +98,24 @@ func (a *Alarm) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Alarm) handleAlerts(w http.ResponseWriter, r *http.Request) {
-	state, fp := r.URL.Query().Get("state"), r.URL.Query().Get("fingerprint")
-	switch state {
-	case "", api.StatePending, api.StateFiring, api.StateResolved:
-	default:
-		a.writeError(w, r, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalid, "state %q: want pending, firing or resolved", state))
+	// ?state= and ?fingerprint= may each be given more than once: any of them matches.
+	q := r.URL.Query()
+	if err := httpapi.CheckQuery(q, []string{"state", "fingerprint"}); err != nil {
+		a.writeError(w, r, err)
 		return
+	}
+	states, fps := q["state"], q["fingerprint"]
+	for _, state := range states {
+		switch state {
+		case api.StatePending, api.StateFiring, api.StateResolved:
+		default:
+			a.writeError(w, r, httpapi.Errorf(http.StatusBadRequest, httpapi.CodeInvalid, "state %q: want pending, firing or resolved", state))
+			return
+		}
 	}
 	out := []AlertView{}
 	for _, v := range a.eng.Alerts() {
-		if (state == "" || v.State == state) && (fp == "" || v.Fingerprint == fp) {
+		if (len(states) == 0 || slices.Contains(states, v.State)) && (len(fps) == 0 || slices.Contains(fps, v.Fingerprint)) {
 			out = append(out, v)
 		}
 	}

@@ -276,6 +276,9 @@ var contentTypeJSON = []string{"application/json"}
 
 // placementQuery applies ?explain= and ?top= over the body's fields.
 func placementQuery(q url.Values, req *api.PlacementRequest) error {
+	if err := httpapi.CheckQuery(q, []string{"explain", "top"}, "explain", "top"); err != nil {
+		return err
+	}
 	if v := q.Get("explain"); v != "" {
 		req.Explain = v
 	}

@@ -243,6 +243,8 @@ func TestAPIBadInput(t *testing.T) {
 		{"empty body", "POST", "/v1/placement", tok, ``, 400, "invalid", `empty body: want a JSON object like {"instance":"orders"}`},
 		{"unknown field", "POST", "/v1/placement", tok, `{"instance":"a","node":"x"}`, 400, "invalid", `malformed placement request: json: unknown field "node"`},
 		{"trailing data", "POST", "/v1/placement", tok, `{"instance":"a"} {}`, 400, "invalid", "malformed placement request: data after the JSON object"},
+		{"an unknown query parameter", "POST", "/v1/placement?tpo=3", tok, `{"instance":"a"}`, 400, "invalid", `unknown query parameter "tpo" (this endpoint takes explain, top)`},
+		{"a query parameter given twice", "POST", "/v1/placement?top=3&top=4", tok, `{"instance":"a"}`, 400, "invalid", `query parameter "top" is given 2 times: give it once`},
 		{"a field given twice", "POST", "/v1/placement", tok, `{"instance":"a","top":1,"instance":"b"}`, 400, "invalid", "malformed placement request: field instance is given twice"},
 		{"a hint field given twice", "POST", "/v1/placement", tok, `{"instance":"a","expected":{"bytes_per_s":1,"bytes_per_s":2}}`, 400, "invalid", "malformed placement request: field expected.bytes_per_s is given twice"},
 		{"no instance", "POST", "/v1/placement", tok, `{"exclude":["a"]}`, 400, "invalid", "instance is empty"},

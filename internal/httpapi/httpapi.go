@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -253,4 +254,19 @@ func JSONKind(k reflect.Kind) string {
 		return "a number"
 	}
 	return "an object"
+}
+
+// CheckQuery refuses a query parameter r's route does not take (a typo such as
+// ?stat=firing would otherwise be ignored and the answer unfiltered), and one of once
+// given more than once. It names the parameter and those the route takes.
+func CheckQuery(q url.Values, takes []string, once ...string) error {
+	for k, vs := range q {
+		switch {
+		case !slices.Contains(takes, k):
+			return Errorf(http.StatusBadRequest, CodeInvalid, "unknown query parameter %q (this endpoint takes %s)", k, strings.Join(takes, ", "))
+		case len(vs) > 1 && slices.Contains(once, k):
+			return Errorf(http.StatusBadRequest, CodeInvalid, "query parameter %q is given %d times: give it once", k, len(vs))
+		}
+	}
+	return nil
 }
