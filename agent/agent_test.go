@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/binlake/binlake/internal/testenv"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/testenv"
 )
 
 // seqCollector numbers its calls, so a test can tell which batches survived.

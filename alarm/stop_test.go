@@ -3,7 +3,6 @@ package alarm
 import (
 	"context"
 	"fmt"
-	"github.com/binlake/binlake/internal/testenv"
 	"log/slog"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/testenv"
 )
 
 // runAlarm runs an alarm in the background; stop cancels it and returns Run's error.

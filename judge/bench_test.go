@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/binlake/binlake/judge/api"
 	"io"
 	"net/http"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/binlake/binlake/internal/httpload"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/judgetest/wavefleet"
 )
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/binlake/binlake/judge/api"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/binlake/binlake/judge/analysis"
+	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/lbplugins"
 	"github.com/binlake/binlake/lbplugins/utilisation"
 )

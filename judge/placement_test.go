@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/binlake/binlake/judge/api"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/lbplugins"
 )
 

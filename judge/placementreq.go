@@ -2,11 +2,11 @@ package judge
 
 import (
 	"bytes"
-	"github.com/binlake/binlake/judge/api"
 	"io"
 	"strconv"
 
 	"github.com/binlake/binlake/internal/jsonenc"
+	"github.com/binlake/binlake/judge/api"
 )
 
 // The placement request is the judge's hottest input: encoding/json's Decoder cost

@@ -2,9 +2,10 @@ package judge
 
 import (
 	"fmt"
-	"github.com/binlake/binlake/judge/api"
 	"reflect"
 	"testing"
+
+	"github.com/binlake/binlake/judge/api"
 )
 
 // placementBodies are requests as callers send them and the shapes the fast decoder must

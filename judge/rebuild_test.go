@@ -3,13 +3,13 @@ package judge
 import (
 	"context"
 	"fmt"
-	"github.com/binlake/binlake/judge/api"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/store/sqlite"
 	"github.com/binlake/binlake/lbplugins"
 )

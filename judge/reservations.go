@@ -1,12 +1,12 @@
 package judge
 
 import (
-	"github.com/binlake/binlake/judge/api"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/lbplugins"
 )
 

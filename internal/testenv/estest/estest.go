@@ -4,7 +4,6 @@ package estest
 
 import (
 	"context"
-	"github.com/binlake/binlake/internal/testenv"
 	"net"
 	"net/http"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8"
+
+	"github.com/binlake/binlake/internal/testenv"
 )
 
 // The Elasticsearch test engine is a real Elasticsearch 7.17 node (deploy/testenv/elasticsearch.sh).
