@@ -196,6 +196,27 @@ func TestPortInUseNamesTheFlag(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "-alarm-http "+busy+" is in use by another process: pick another with -alarm-http") {
 		t.Fatalf("up: err = %v", err)
 	}
+	// Every clash at once, not one per start; two flags on one address are named too.
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln2.Close()
+	busy2 := ln2.Addr().String()
+	err = run(context.Background(), []string{"up", "-data", t.TempDir(), "-judge-http", busy, "-alarm-http", busy2}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "-judge-http "+busy+" is in use") || !strings.Contains(err.Error(), "-alarm-http "+busy2+" is in use") {
+		t.Fatalf("up with both ports taken: err = %v", err)
+	}
+	probe, err := net.Listen("tcp", "127.0.0.1:0") // a port no one holds once closed
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := probe.Addr().String()
+	probe.Close()
+	err = run(context.Background(), []string{"up", "-data", t.TempDir(), "-judge-http", free, "-alarm-http", free}, &out, &errOut)
+	if err == nil || err.Error() != "-alarm-http "+free+" is -judge-http's too: give each its own port" {
+		t.Fatalf("up with one port for two flags: err = %v", err)
+	}
 
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "judge.yaml")

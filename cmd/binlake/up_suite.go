@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -159,6 +160,9 @@ func runSuite(ctx context.Context, o upOptions) (err error) {
 		return err
 	}
 	defer lock.Close() // last: releases the folder
+	if err := o.portsFree(); err != nil {
+		return err
+	}
 	pols, chans, err := o.policies()
 	if err != nil {
 		return err
@@ -237,6 +241,44 @@ func (o *upOptions) policies() ([]*policy.Policy, *Channels, error) {
 	return pols, chans, nil
 }
 
+// portsFree reports, all at once, the addresses of up's listeners that another process
+// holds or that two flags share: the parts bind theirs one after the other, so each
+// clash would otherwise be found by a start of its own. A port of 0 is always free.
+// (The parts still report one taken between this check and their start.)
+func (o *upOptions) portsFree() error {
+	flags := []struct{ name, addr string }{{"-judge-http", o.JudgeListen}, {"-alarm-http", o.AlarmListen}}
+	if o.MySQL != nil {
+		flags = append(flags, struct{ name, addr string }{"-wave-http", o.WaveListen})
+	}
+	var errs []error
+	seen := map[string]string{}
+	for _, f := range flags {
+		if _, port, err := net.SplitHostPort(f.addr); err != nil || port == "0" {
+			continue // upListen checked the form; the part says what is wrong
+		}
+		if other, ok := seen[f.addr]; ok {
+			errs = append(errs, fmt.Errorf("%s %s is %s's too: give each its own port", f.name, f.addr, other))
+			continue
+		}
+		seen[f.addr] = f.name
+		ln, err := net.Listen("tcp", f.addr)
+		if err != nil {
+			if _, ok := addrInUse(err); ok {
+				err = inUse(f.name, f.addr)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		ln.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// inUse says that another process holds the address of up's flag, and what to do.
+func inUse(flagName, addr string) error {
+	return fmt.Errorf("%s %s is in use by another process: pick another with %s (port 0 picks a free one)", flagName, addr, flagName)
+}
+
 // listenFlag names the flag of `up` that changes a part's address when the part fails
 // because another process holds it: "-judge-http 127.0.0.1:8090 is in use: pick another
 // with -judge-http" says what to do, where the kernel's "bind: address already in use"
@@ -245,7 +287,7 @@ func listenFlag(run func(context.Context) error, flagName string) func(context.C
 	return func(ctx context.Context) error {
 		err := run(ctx)
 		if addr, ok := addrInUse(err); ok {
-			return fmt.Errorf("%s %s is in use by another process: pick another with %s (port 0 picks a free one)", flagName, addr, flagName)
+			return inUse(flagName, addr)
 		}
 		return err
 	}
