@@ -52,6 +52,10 @@ const DefaultRepeatInterval = 4 * time.Hour
 // a second, at every evaluation.
 const MinRepeatInterval = 10 * time.Second
 
+// MaxFor is the longest for and keep_firing_for a policy may set: 30 days. "for:
+// 1000000h" (114 years) passed, a policy that could never fire.
+const MaxFor = 30 * 24 * time.Hour
+
 // File is policies.yaml.
 type File struct {
 	Policies []Raw `yaml:"policies"`
@@ -244,6 +248,10 @@ func compile(r Raw) (*Policy, string, error) {
 		}
 	}
 	if r.Nodes.Regex != "" {
+		if len(r.Nodes.Names) > 0 {
+			// Both would have to match; one who lists both may read "or" (the example does).
+			return nil, "nodes.regex", errors.New("give nodes.names or nodes.regex, not both (a node would have to be listed and match)")
+		}
 		re, err := regexp.Compile("^(?:" + r.Nodes.Regex + ")$")
 		if err != nil {
 			return nil, "nodes.regex", fmt.Errorf("bad regular expression: %v", err)
@@ -280,6 +288,13 @@ func compile(r Raw) (*Policy, string, error) {
 			f = "repeat_interval"
 		}
 		return nil, f, errors.New("must not be negative")
+	}
+	if p.For > MaxFor || p.KeepFiringFor > MaxFor {
+		f, d := "for", p.For
+		if p.KeepFiringFor > MaxFor {
+			f, d = "keep_firing_for", p.KeepFiringFor
+		}
+		return nil, f, fmt.Errorf("%s: want at most %s; a condition held that long is not an alert", d, MaxFor)
 	}
 	if p.RepeatInterval == 0 {
 		p.RepeatInterval = DefaultRepeatInterval

@@ -109,6 +109,9 @@ func TestParseErrors(t *testing.T) {
 		{"channel twice", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x, x]\n", 5, "policies[0].channels", `channel "x" listed twice`},
 		{"negative group_interval", "policies:\n  - name: a\n    nodata: 1\n    severity: P1\n    channels: [x]\n    group_interval: -1s\n", 6, "policies[0].group_interval", "negative"},
 		{"bad lookup", "policies:\n  - name: a\n    metric: cpu.util\n    condition: lookup(#5,3) > 1\n    severity: P1\n    channels: [x]\n", 4, "policies[0].condition", "5 of the last 3 points can never match"},
+		{"names and regex", "policies:\n  - name: a\n    metric: cpu.util\n    nodes:\n      names: [wave-1]\n      regex: \"db-.*\"\n    condition: last > 1\n    severity: P1\n    channels: [x]\n", 6, "policies[0].nodes.regex", "not both"},
+		{"for a century", "policies:\n  - name: a\n    metric: cpu.util\n    condition: last > 1\n    for: 1000000h\n    severity: P1\n    channels: [x]\n", 5, "policies[0].for", "want at most 720h0m0s"},
+		{"keep firing a century", "policies:\n  - name: a\n    metric: cpu.util\n    condition: last > 1\n    keep_firing_for: 1000000h\n    severity: P1\n    channels: [x]\n", 5, "policies[0].keep_firing_for", "want at most 720h0m0s"},
 		{"bad stddev", "policies:\n  - name: a\n    metric: cpu.util\n    condition: stddev(#10) > 3\n    severity: P1\n    channels: [x]\n", 4, "policies[0].condition", `stddev takes "= k"`},
 	}
 	for _, tc := range cases {
