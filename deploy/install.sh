@@ -55,20 +55,26 @@ UNITDIR=${UNITDIR:-/etc/systemd/system}
 CREATE_USER=1
 
 need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (see --help)"; }
+# value OPT=VALUE: VALUE, which must not be empty ("--destdir=" with an unset variable
+# would otherwise mean a live install into /).
+value() {
+	[[ -n ${1#*=} ]] || die "${1%%=*} needs a value (see --help)"
+	printf '%s' "${1#*=}"
+}
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--binary) need_arg "$@"; BINARY=$2; shift 2 ;;
-	--binary=*) BINARY=${1#*=}; shift ;;
+	--binary=*) BINARY=$(value "$1") || exit 1; shift ;;
 	--agent-binary) need_arg "$@"; AGENT_BINARY=$2; shift 2 ;;
-	--agent-binary=*) AGENT_BINARY=${1#*=}; shift ;;
+	--agent-binary=*) AGENT_BINARY=$(value "$1") || exit 1; shift ;;
 	--prefix) need_arg "$@"; PREFIX=$2; shift 2 ;;
-	--prefix=*) PREFIX=${1#*=}; shift ;;
+	--prefix=*) PREFIX=$(value "$1") || exit 1; shift ;;
 	--destdir) need_arg "$@"; DESTDIR=$2; shift 2 ;;
-	--destdir=*) DESTDIR=${1#*=}; shift ;;
+	--destdir=*) DESTDIR=$(value "$1") || exit 1; shift ;;
 	--sysconfdir) need_arg "$@"; SYSCONFDIR=$2; shift 2 ;;
-	--sysconfdir=*) SYSCONFDIR=${1#*=}; shift ;;
+	--sysconfdir=*) SYSCONFDIR=$(value "$1") || exit 1; shift ;;
 	--unitdir) need_arg "$@"; UNITDIR=$2; shift 2 ;;
-	--unitdir=*) UNITDIR=${1#*=}; shift ;;
+	--unitdir=*) UNITDIR=$(value "$1") || exit 1; shift ;;
 	--no-user) CREATE_USER=0; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) die "unknown option '$1' (see --help)" ;;
@@ -115,6 +121,9 @@ build() { # build NAME [go build flags...]: build ./cmd/binlake into $tmp/NAME
 }
 if [[ -n $BINARY ]]; then
 	[[ -f $BINARY && -x $BINARY ]] || die "--binary $BINARY: not an executable file"
+	# The slim agent binary knows no other role: the wave, judge and alarm units would
+	# fail at start.
+	"$BINARY" judge -h >/dev/null 2>&1 || die "--binary $BINARY: not the full binlake ('$BINARY judge -h' fails: is it binlake-agent? that one goes to --agent-binary)"
 	bin=$BINARY
 else
 	build binlake
@@ -124,6 +133,7 @@ fi
 # ~10 MiB less RSS; BENCHMARKS.md "agent"). agent_bin empty: it runs the full binlake.
 if [[ -n $AGENT_BINARY ]]; then
 	[[ -f $AGENT_BINARY && -x $AGENT_BINARY ]] || die "--agent-binary $AGENT_BINARY: not an executable file"
+	"$AGENT_BINARY" agent -h >/dev/null 2>&1 || die "--agent-binary $AGENT_BINARY: '$AGENT_BINARY agent -h' fails: not a binlake"
 	agent_bin=$AGENT_BINARY
 elif [[ -z $BINARY ]]; then
 	build binlake-agent -tags agentonly

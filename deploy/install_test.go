@@ -53,6 +53,16 @@ func stubBinary(t *testing.T, content string) string {
 	return p
 }
 
+// slimStub is a binary that, like binlake-agent, knows only the agent role.
+func slimStub(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "binlake-agent")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n[ \"$1\" = agent ] || { echo \"unknown command $1\" >&2; exit 2; }\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // install runs install.sh with args and environment env (PATH from fakeTools).
 func install(t *testing.T, path string, env []string, args ...string) (string, error) {
 	t.Helper()
@@ -443,6 +453,10 @@ func TestInstallArguments(t *testing.T) {
 		{"missing value", []string{"--binary"}, nil, true, "--binary needs a value"},
 		{"binary not there", []string{"--binary", "/nonexistent/binlake"}, []string{"DESTDIR=" + t.TempDir()}, true, "not an executable file"},
 		{"missing agent value", []string{"--agent-binary"}, nil, true, "--agent-binary needs a value"},
+		// An unset variable in --destdir="$pkgdir" must not mean a live install into /.
+		{"empty destdir", []string{"--binary", stubBinary(t, "v1"), "--destdir="}, nil, true, "--destdir needs a value"},
+		{"empty binary", []string{"--binary=", "--destdir=" + t.TempDir()}, nil, true, "--binary needs a value"},
+		{"the slim agent as the binary", []string{"--binary", slimStub(t), "--destdir", t.TempDir()}, nil, true, "not the full binlake"},
 		{"agent binary not there", []string{"--binary", stubBinary(t, "v1"), "--agent-binary", "/nonexistent/binlake-agent"},
 			[]string{"DESTDIR=" + t.TempDir()}, true, "--agent-binary /nonexistent/binlake-agent: not an executable file"},
 	}
