@@ -7,6 +7,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,7 +69,14 @@ type Options struct {
 	// Ready, when set, receives the address of the agent's /metrics once it listens
 	// ("" when http.listen is off).
 	Ready func(metricsAddr string)
+	// Drain bounds how long a stopping agent keeps sending what it collected; 0 is
+	// DefaultDrain.
+	Drain time.Duration
 }
+
+// DefaultDrain is how long a stopping agent keeps trying to deliver what it holds: a sink
+// down for good must not hold a stop (systemd's TimeoutStopSec) for more than this.
+const DefaultDrain = 5 * time.Second
 
 // Stats are the agent's counters.
 type Stats struct {
@@ -212,7 +220,7 @@ func (a *Agent) collectAndSend(ctx context.Context) {
 	a.collectLoop(ctx)
 
 	// Drain: bounded, since the sink may be down for good.
-	drain := time.NewTimer(5 * time.Second)
+	drain := time.NewTimer(cmp.Or(a.opts.Drain, DefaultDrain))
 	defer drain.Stop()
 	select {
 	case <-sent:
@@ -369,8 +377,14 @@ func (a *Agent) send(ctx context.Context, stop <-chan struct{}) {
 				t.Stop()
 				return
 			case <-stop:
-				// Shutting down with the sink down: keep trying until the drain timeout.
-				<-t.C
+				// Shutting down with the sink down: keep trying until the drain timeout,
+				// which ends ctx (a backoff waited out whole held a stop for up to 32 s).
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
 			case <-t.C:
 			}
 		}

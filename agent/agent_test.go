@@ -402,3 +402,33 @@ func TestShutdownDrainsBuffer(t *testing.T) {
 	require.Equal(t, []float64{1, 2, 3}, seqs(j.received()))
 	require.NoError(t, a.Close())
 }
+
+// TestShutdownWithTheSinkDownIsBounded: a stop with the sink down for good ends once the
+// drain time has passed, however far the sender's backoff has grown (it waited the
+// backoff out whole, then again at random: 10–32 s on a 10 s interval, against the
+// unit's TimeoutStopSec). The undelivered batches are counted.
+func TestShutdownWithTheSinkDownIsBounded(t *testing.T) {
+	j := newJudge(t)
+	j.down.Store(true)
+	cfg := testConfig()
+	cfg.Interval = config.Duration(time.Hour) // the backoff grows toward it
+	a, err := New(Options{Config: cfg, Sink: NewHTTPSink(j.srv.URL, "", nil), Drain: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ticks: make(chan time.Time),
+		Collectors: []collector.Collector{&seqCollector{name: "seq"}}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- a.Run(ctx) }()
+	// Five failures: the waits were 0.1, 0.2, 0.4 and 0.8 s, the one now running 1.6 s
+	// (±20 %).
+	require.Eventuallyf(t, func() bool { return a.Stats().SendErrors >= 5 }, 20*time.Second, time.Millisecond, "five failed sends")
+	cancel()
+	select {
+	case err := <-errc:
+		require.NoError(t, err)
+	case <-time.After(time.Second):
+		t.Fatal("the agent still stopping a second after its 100 ms drain")
+	}
+	require.Equal(t, 1, a.Stats().Pending, "the batch it could not deliver")
+	require.NoError(t, a.Close())
+}
