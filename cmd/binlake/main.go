@@ -41,19 +41,30 @@ func (e *usageError) Is(target error) bool { return target == errUsage }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := interrupted(ctx, run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	args := os.Args[1:]
+	err := interrupted(ctx, args, run(ctx, args, os.Stdout, os.Stderr), os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }
 
 // interrupted is err, or errInterrupted when the signal context ended a command that was
-// not done: Ctrl-C during bench fleet said "fleet simulation: context canceled".
-func interrupted(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return errInterrupted
+// not done: Ctrl-C during bench fleet said "fleet simulation: context canceled". A
+// service (a role, or up) asked to stop while it was still starting (systemd's SIGTERM
+// while a wave waits for ZooKeeper) has done what it was asked: it says so and ends
+// with status 0, so that the stop does not leave a failed unit.
+func interrupted(ctx context.Context, args []string, err error, stderr io.Writer) error {
+	if err == nil || ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return err
 	}
-	return err
+	if len(args) > 0 && services[args[0]] {
+		fmt.Fprintf(stderr, "binlake %s: stopped while it was starting\n", args[0])
+		return nil
+	}
+	return errInterrupted
 }
+
+// services are the commands that run until they are stopped.
+var services = map[string]bool{"wave": true, "agent": true, "alarm": true, "judge": true, "up": true}
 
 // errInterrupted is a command stopped by a signal before it was done (exit status 130,
 // as a shell reports SIGINT).

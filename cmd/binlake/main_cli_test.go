@@ -420,15 +420,31 @@ func TestInterruptedCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out, errOut bytes.Buffer
-	err := interrupted(ctx, run(ctx, []string{"bench", "fleet", "-instances", "40", "-cores", "2:4"}, &out, &errOut))
+	args := []string{"bench", "fleet", "-instances", "40", "-cores", "2:4"}
+	err := interrupted(ctx, args, run(ctx, args, &out, &errOut), &errOut)
 	if code := exitCode(err, &errOut); code != 130 {
 		t.Fatalf("exit status %d (err %v), want 130", code, err)
 	}
 	if l := lastLine(errOut.String()); l != "binlake: interrupted before it was done" {
 		t.Fatalf("last line %q", l)
 	}
-	if err := interrupted(context.Background(), context.Canceled); !errors.Is(err, context.Canceled) {
+	if err := interrupted(context.Background(), args, context.Canceled, &errOut); !errors.Is(err, context.Canceled) {
 		t.Fatalf("not interrupted: %v", err)
+	}
+}
+
+// A service stopped while it starts (SIGTERM while the wave waits for its ZooKeeper)
+// did what it was asked: status 0, so that systemd leaves no failed unit, and it says so.
+func TestServiceStoppedWhileStarting(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var errOut bytes.Buffer
+	err := interrupted(ctx, []string{"wave", "-config", "w.yaml"}, fmt.Errorf("zk: connect: %w", context.Canceled), &errOut)
+	if code := exitCode(err, &errOut); code != 0 {
+		t.Fatalf("exit status %d (err %v), want 0", code, err)
+	}
+	if l := lastLine(errOut.String()); l != "binlake wave: stopped while it was starting" {
+		t.Fatalf("last line %q", l)
 	}
 }
 
