@@ -21,7 +21,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	node := fs.String("node", "", "override the config's node id")
 	var interval config.Duration
 	fs.Var(&interval, "interval", "override the config's collection interval (e.g. 10s)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfgPath, check := rf.config, rf.check

@@ -32,7 +32,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	shutdown := config.Duration(DefaultShutdownTimeout)
 	fs.Var(&shutdown, "shutdown-timeout", "how long stopping may take after SIGTERM or Ctrl-C: the notification log writes, the "+
 		"notifications still grouped or queued; what is left then is handed back to the log for another alarm process and logged")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfgPath, check := rf.config, rf.check

@@ -27,7 +27,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"the config (secret and TLS files, the index prefix too)")
 	listen := fs.String("http", "", "override http.listen (host:port)")
 	algorithm := fs.String("algorithm", "", "override placement.algorithm")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfgPath, check := rf.config, rf.check

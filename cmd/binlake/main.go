@@ -161,6 +161,27 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return &usageError{err}
 }
 
+// parseNoArgs is parseFlags for a command that takes no arguments: one left after the
+// flags is refused, as "judge --check bad.yaml" (which checked /etc/binlake/judge.yaml and
+// said it was valid) shows it must be: flags stop at the first argument, so those after
+// it would be dropped too.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return nil
+	}
+	hint := ""
+	if strings.HasSuffix(fs.Arg(0), ".yaml") || strings.HasSuffix(fs.Arg(0), ".yml") {
+		hint = fmt.Sprintf(" (a config file goes after -config: %s %s -config %s)", progName, fs.Name(), fs.Arg(0))
+	}
+	err := fmt.Errorf("takes no arguments, got %q%s", fs.Args(), hint)
+	fmt.Fprintf(fs.Output(), "Usage: %s %s [flags]  (%s %s -h lists them)\n", progName, fs.Name(), progName, fs.Name())
+	fmt.Fprintf(fs.Output(), "%s %s: %v\n", progName, fs.Name(), err)
+	return &usageError{err}
+}
+
 // listenKeys name, per role, the setting that changes its listen address, for the
 // message of a port clash. up names its own flags (see upListenError).
 var listenKeys = map[string]string{

@@ -464,3 +464,21 @@ func TestInstanceListEmptySaysWhere(t *testing.T) {
 		t.Fatalf("instance list on an empty folder:\n%s\nwant it to start with %q", out.String(), want)
 	}
 }
+
+// A role given an argument after its flags refuses it: "judge --check bad.yaml" checked
+// the default config and said it was valid, never reading bad.yaml.
+func TestRolesTakeNoArguments(t *testing.T) {
+	for _, role := range []string{"wave", "agent", "alarm", "judge", "version"} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{role, "-check", "bad.yaml"}, &out, &errOut)
+		if role == "version" {
+			err = run(context.Background(), []string{role, "bad.yaml"}, &out, &errOut)
+		}
+		if code := exitCode(err, &bytes.Buffer{}); code != 2 {
+			t.Errorf("%s: exit status %d (err %v), want 2", role, code, err)
+		}
+		if !strings.Contains(errOut.String(), `binlake `+role+`: takes no arguments, got ["bad.yaml"]`) {
+			t.Errorf("%s: stderr %q", role, errOut.String())
+		}
+	}
+}

@@ -17,7 +17,7 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: %s version\n\nPrints the version, the Go version and the platform (also: %s --version, %s -v).\n", progName, progName, progName)
 	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

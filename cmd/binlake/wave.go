@@ -27,7 +27,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"the config (secret and TLS files, the ZooKeeper root too)")
 	node := fs.String("node", "", "override the config's node id")
 	httpAddr := fs.String("http", "", "override the config's http.listen")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	cfgPath, check := rf.config, rf.check
