@@ -173,6 +173,19 @@ func formatOf(tg Target) Format {
 	return tg.Format
 }
 
+// maxArenaGuess bounds the arena an event starts with. The guess is the last event's
+// bytes per message times this one's messages: after one large row (40 MB) an event of
+// a thousand small ones asked for 54 GB, and the wave died of it at the same row after
+// every restart. Past the bound (4 MiB, or 512 bytes a message: rows of the usual size
+// still start with room for all) the arena grows as its messages need.
+const maxArenaGuess = 4 << 20
+
+// arenaSize is the capacity an event of nMsgs messages starts its arena with, when the
+// last event's were msgBytes each.
+func arenaSize(nMsgs, msgBytes int) int {
+	return min(nMsgs*max(msgBytes, 64)+msgBytes, max(maxArenaGuess, 512*nMsgs))
+}
+
 func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, targets []Target, commit bool, xid uint64, keep Keep) ([]Message, error) {
 	step := 1
 	if ev.Type == TypeUpdate {
@@ -183,7 +196,7 @@ func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, targets []Tar
 	// one allocation per event instead of two per row and key, sized from the previous
 	// events' messages so that it seldom grows.
 	nMsgs := len(images) / step * len(targets)
-	arena := make([]byte, 0, nMsgs*max(e.msgBytes, 64)+e.msgBytes)
+	arena := make([]byte, 0, arenaSize(nMsgs, e.msgBytes))
 	spans := e.spans[:0]
 	e.values = slices.Grow(e.values[:0], len(targets))[:len(targets)]
 	var head []byte

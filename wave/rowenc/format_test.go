@@ -3,6 +3,7 @@ package rowenc
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -242,6 +243,53 @@ func TestFormatsAllocate(t *testing.T) {
 			}); allocs != 0 {
 				t.Errorf("%s %s: %.1f allocations per row", name, typ, allocs)
 			}
+		}
+	}
+}
+
+// TestArenaAfterALargeRow: an event of many small rows after one of a large row starts
+// with an arena near what its own messages need, not its row count times the large
+// row's size (a 40 MB row, then a thousand small ones, asked for 54 GB: the wave died of
+// it at the same row on every restart).
+func TestArenaAfterALargeRow(t *testing.T) {
+	tb := testTable()
+	tb.Prepare()
+	m := Meta{Instance: "orders", File: "bin.000001", Pos: 4}
+	targets := []Target{{By: PartitionPK}, {By: PartitionTable, Format: JSON}}
+	e := new(Encoder)
+	encode := func(rows [][]any) {
+		t.Helper()
+		images := make([]values, len(rows))
+		for i := range rows {
+			images[i] = rows[i]
+		}
+		msgs, err := e.Encode(&Event{Table: tb, Type: TypeInsert, Meta: m, Rows: Rows{rows: images}}, targets, true, 1, nil)
+		if err != nil || len(msgs) != len(rows)*len(targets) {
+			t.Fatalf("%d messages, err %v", len(msgs), err)
+		}
+	}
+	encode([][]any{{uint64(1), "1.00", strings.Repeat("x", 8<<20)}})
+	small := make([][]any, 1000)
+	for i := range small {
+		small[i] = []any{uint64(i), "2.00", "a"}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	encode(small)
+	runtime.ReadMemStats(&after)
+	// The messages are ~150 bytes each; the old guess was 2,000 × 8 MiB.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Errorf("encoding 1,000 small rows after an 8 MiB one allocated %d MiB", got>>20)
+	}
+	for _, tc := range []struct{ n, bytes, want int }{
+		{2000, 100, 2000*100 + 100},
+		{2000, 8 << 20, maxArenaGuess},
+		{1, 40 << 20, maxArenaGuess},
+		{200000, 300, 200000*300 + 300},
+		{200000, 2000, 200000 * 512},
+	} {
+		if got := arenaSize(tc.n, tc.bytes); got != tc.want {
+			t.Errorf("arenaSize(%d, %d) = %d, want %d", tc.n, tc.bytes, got, tc.want)
 		}
 	}
 }
