@@ -91,7 +91,7 @@ func prepareAgent(cfgPath string, cfg *agent.Config, logger *slog.Logger) (agent
 	case agent.SinkHTTP:
 		h := cfg.Sink.HTTP
 		var err error
-		if d.token, err = h.Token().Resolve(); err != nil {
+		if d.token, err = h.Token().ResolveToken(); err != nil {
 			errs = append(errs, config.Bad("sink.http.token_file", "%w", err))
 		}
 		tc, err := h.TLS.Load("sink.http.tls")

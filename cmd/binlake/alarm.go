@@ -56,6 +56,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	known, knownFrom, judgeErr := knownToJudge(ctx, *judgeURL, *judgeCAFile)
+	warnOpenAPI(logger, cfg.HTTP.HTTP, alarm.TokenEnv, deps.token)
 	if *check {
 		if judgeErr != nil {
 			fmt.Fprintln(stderr, "warning: "+judgeErr.Error())
@@ -77,7 +78,6 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if deps.bus != nil {
 		busDesc = BusDesc(cfg.Bus, deps.bus)
 	}
-	warnOpenAPI(logger, cfg.HTTP.HTTP, alarm.TokenEnv, deps.token)
 	logger.Info("alarm starting", "version", buildinfo.String(), "config", *cfgPath, "policies_file", *polPath, "policies", len(deps.policies),
 		"channels", strings.Join(deps.chanDesc, ", "), "bus", busDesc, "coordinator", CoordDesc(deps.coord),
 		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "auth", deps.token != "", "shutdown_timeout", shutdown.D())
@@ -143,7 +143,7 @@ func prepareAlarm(cfgPath, polPath string, cfg *alarm.Config, logger *slog.Logge
 	if d.channels, d.chanDesc, err = cfg.BuildChannels(logger); err != nil {
 		errs = append(errs, err)
 	}
-	if d.token, err = cfg.HTTP.Token().Resolve(); err != nil {
+	if d.token, err = cfg.HTTP.Token().ResolveToken(); err != nil {
 		errs = append(errs, config.Bad("http.token_file", "%w", err))
 	}
 	if d.bus, err = BusOptions(cfg.Bus, "binlake-alarm", logger); err != nil {

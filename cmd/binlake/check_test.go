@@ -76,7 +76,7 @@ func TestWarnOpenAPI(t *testing.T) {
 	} {
 		var logs bytes.Buffer
 		warnOpenAPI(slog.New(slog.NewTextHandler(&logs, nil)), config.HTTP{TokenEnv: tc.env}, "BINLAKE_ALARM_TOKEN", tc.token)
-		if got := strings.Contains(logs.String(), "token_env=NOPE_NOT_SET") && strings.Contains(logs.String(), "open"); got != tc.warn {
+		if got := strings.Contains(logs.String(), "http.token_env names NOPE_NOT_SET, which") && strings.Contains(logs.String(), "open"); got != tc.warn {
 			t.Errorf("env %s, token set %v: warned %v, want %v: %s", tc.env, tc.token != "", got, tc.warn, logs.String())
 		}
 	}

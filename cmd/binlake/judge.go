@@ -50,6 +50,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	warnOpenAPI(logger, cfg.HTTP, judge.TokenEnv, deps.token)
 	if *check {
 		fmt.Fprintf(stdout, "%s is valid: store %s, bus %s, algorithm %s\n", *cfgPath, cfg.Store.Kind, cfg.Bus.Kind, cfg.Placement.Algorithm)
 		return nil
@@ -64,7 +65,6 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if alarmURL == "" {
 		alarmURL = "none"
 	}
-	warnOpenAPI(logger, cfg.HTTP, judge.TokenEnv, deps.token)
 	logger.Info("judge starting", "version", buildinfo.String(), "config", *cfgPath, "node", cfg.Node,
 		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "store", judgeStoreDesc(cfg), "bus", busDesc,
 		"alarm", alarmURL, "algorithm", cfg.Placement.Algorithm, "auth", deps.token != "")
@@ -127,7 +127,7 @@ type judgeDeps struct {
 func prepareJudge(cfgPath string, cfg *judge.Config, logger *slog.Logger) (judgeDeps, error) {
 	var d judgeDeps
 	var errs []error
-	token, err := cfg.HTTP.Token().Resolve()
+	token, err := cfg.HTTP.Token().ResolveToken()
 	if err != nil {
 		errs = append(errs, config.Bad("http.token_file", "%w", err))
 	}

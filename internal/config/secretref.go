@@ -31,6 +31,25 @@ func (r SecretRef) IsSet() bool { return r.File != "" || r.Env != "" }
 // file, never a value.
 func (r SecretRef) Resolve() (Secret, error) { return ResolveSecret("", r.Env, r.File) }
 
+// ResolveToken is Resolve for a bearer token, which an HTTP header carries: one with a
+// space, a line break or another control character inside (a file of two lines, say)
+// could never be sent, and every request would be refused. Its error says where the
+// token came from, never what it is.
+func (r SecretRef) ResolveToken() (Secret, error) {
+	tok, err := r.Resolve()
+	if err != nil || tok == "" {
+		return tok, err
+	}
+	if strings.ContainsFunc(tok.Reveal(), func(c rune) bool { return c <= ' ' || c == 0x7f }) {
+		from := "file " + r.File
+		if r.Env != "" && strings.TrimSpace(os.Getenv(r.Env)) != "" {
+			from = "variable " + r.Env
+		}
+		return "", fmt.Errorf("the token in %s has a space, a line break or a control character inside: an Authorization header cannot carry it", from)
+	}
+	return tok, nil
+}
+
 // Check checks the keys of the secret at the dotted path key ("http.token" for
 // http.token_file and http.token_env): the variable's name, and the file, unless the
 // variable is set and non-empty, readable and not empty. An unset variable is not an

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,4 +48,35 @@ func TestClientTLSCheckHTTPS(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "ca.pem")
 	require.ErrorContains(t, (&ClientTLS{CAFile: missing}).CheckHTTPS("status.tls", true), `field "status.tls.ca_file": open `+missing)
 	require.EqualError(t, (&ClientTLS{CertFile: "c"}).CheckHTTPS("status.tls", true), `field "status.tls.key_file": required with cert_file`)
+}
+
+// A bearer token is one header word: a token file of two lines, or with a space inside,
+// is refused naming the file, never the token; surrounding space is trimmed as before.
+func TestResolveToken(t *testing.T) {
+	dir := t.TempDir()
+	for content, ok := range map[string]bool{
+		"s3cret\n":                     true,
+		"  s3cret-with.dots_and~+/=\n": true,
+		"Sup3r secret\ttoken\nline2":   false,
+		"two\nlines\n":                 false,
+		"tab\there":                    false,
+	} {
+		f := filepath.Join(dir, "tok")
+		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tok, err := SecretRef{File: f}.ResolveToken()
+		if ok {
+			if err != nil || tok.Reveal() != strings.TrimSpace(content) {
+				t.Errorf("%q: %q, %v", content, tok.Reveal(), err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "the token in file "+f+" has a space") {
+			t.Errorf("%q: err %v", content, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "Sup3r") {
+			t.Errorf("the error shows the token: %v", err)
+		}
+	}
 }
