@@ -1,6 +1,7 @@
 package wave
 
 import (
+	"net"
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
@@ -124,6 +125,9 @@ func (c *Config) Validate() error {
 		return config.Bad("http.listen", "%w", err)
 	}
 	if c.AdvertiseAddr != "" {
+		if _, _, err := net.SplitHostPort(c.AdvertiseAddr); err != nil {
+			return config.Bad("advertise_addr", "%q: want host:port, e.g. wave-1:8091 (the address other hosts reach http.listen at)", c.AdvertiseAddr)
+		}
 		if err := config.CheckDial(c.AdvertiseAddr); err != nil {
 			return config.Bad("advertise_addr", "%w (the address other hosts reach http.listen at)", err)
 		}

@@ -36,6 +36,8 @@ func TestCheckRefusesWhatStartRefuses(t *testing.T) {
 			`wave.yaml:5: field "coordinator.root": "binlake": must start with a slash, e.g. "/binlake"`},
 		{"wave zookeeper server port", "wave", "node: w1\ncoordinator:\n  kind: zk\n  servers:\n    - 127.0.0.1:1\n    - 127.0.0.1:218100\nsink: {kind: stdout}\n",
 			`wave.yaml:6: field "coordinator.servers[1]": "127.0.0.1:218100": port "218100": want a number from 1 to 65535`},
+		{"wave advertise address without a port", "wave", "node: w1\nadvertise_addr: wave-1\ncoordinator: {kind: single, path: c.json}\nsink: {kind: stdout}\n",
+			`wave.yaml:2: field "advertise_addr": "wave-1": want host:port, e.g. wave-1:8091 (the address other hosts reach http.listen at)`},
 		{"agent listen port", "agent", "node: h1\nhttp:\n  listen: 127.0.0.1:80911\nsink: {kind: http, http: {url: http://127.0.0.1:1/v1/metrics}}\n",
 			`agent.yaml:3: field "http.listen": "127.0.0.1:80911": port "80911": want a number from 0 to 65535 (0 picks a free one), or "off"`},
 	} {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/binlake/binlake/internal/config"
@@ -64,5 +65,14 @@ func judgeStoreDesc(cfg judge.Config) string {
 		e := cfg.Store.Elastic
 		return fmt.Sprintf("elastic %s prefix %s", strings.Join(e.Addresses, ","), cmp.Or(e.Prefix, elastic.DefaultPrefix))
 	}
-	return "sqlite " + cfg.Store.SQLite.Path
+	return "sqlite " + absPath(cfg.Store.SQLite.Path)
+}
+
+// absPath is path made absolute for a start line, which says where data goes: a
+// relative one ("./data/judge.db") depends on a working directory the log does not show.
+func absPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }

@@ -158,7 +158,7 @@ func OpenCoordinator(ctx context.Context, o CoordOptions) (c coord.Coordinator, 
 // ZooKeeper servers with the root and the digest user.
 func CoordDesc(o CoordOptions) string {
 	if o.Kind == config.CoordSingle {
-		return "single " + o.Path
+		return "single " + absPath(o.Path)
 	}
 	root := o.Root
 	if root == "" {
