@@ -388,7 +388,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if c.Analysis.EWMAAlpha != 0 && !(c.Analysis.EWMAAlpha > 0 && c.Analysis.EWMAAlpha <= 1) {
-		return config.Bad("analysis.ewma_alpha", "%v: want 0 < alpha ≤ 1", c.Analysis.EWMAAlpha)
+		return config.Bad("analysis.ewma_alpha", "%v: want 0 < alpha ≤ 1 (0 or none: 0.2)", c.Analysis.EWMAAlpha)
 	}
 	if c.Analysis.HistoricalEvery < 0 {
 		return config.Bad("analysis.historical_every", "%s: want 0 or more", c.Analysis.HistoricalEvery)

@@ -83,3 +83,12 @@ func TestWarnOpenAPI(t *testing.T) {
 		}
 	}
 }
+
+// A placement threshold on a metric nothing sends (a typo) is a warning naming the
+// closest known name, at start and with -check; a known one is not.
+func TestWarnUnknownThresholds(t *testing.T) {
+	var logs bytes.Buffer
+	warnUnknownThresholds(slog.New(slog.NewTextHandler(&logs, nil)), map[string]float64{"cpu.utl": 90, "mem.used_pct": 95})
+	require.Contains(t, logs.String(), `placement.thresholds.cpu.utl: \"cpu.utl\" is not a canonical metric or one the agents' collectors send: the threshold filters nothing; did you mean cpu.util?`)
+	require.NotContains(t, logs.String(), "mem.used_pct")
+}

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/binlake/binlake/alarm/policy"
 	"github.com/binlake/binlake/internal/buildinfo"
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
@@ -51,6 +54,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	warnOpenAPI(logger, cfg.HTTP, judge.TokenEnv, deps.token)
+	warnUnknownThresholds(logger, cfg.Placement.Thresholds)
 	if *check {
 		fmt.Fprintf(stdout, "%s is valid: store %s, bus %s, algorithm %s\n", *cfgPath, cfg.Store.Kind, cfg.Bus.Kind, cfg.Placement.Algorithm)
 		return nil
@@ -158,4 +162,21 @@ func statusOptions(alarmURL string, t *config.ClientTLS) (judge.StatusOptions, e
 	}
 	hc := httpapi.TLSClient(tc, 2*time.Second)
 	return judge.StatusOptions{AlarmURL: alarmURL, Alerts: judge.AlarmAlerts(alarmURL, hc)}, nil
+}
+
+// warnUnknownThresholds warns of each placement threshold on a metric nothing known
+// sends: a typo (cpu.utl) passed, and the filter never applied. A warning, as for the
+// alarm's policies: a sender of one's own may report a name of its own.
+func warnUnknownThresholds(logger *slog.Logger, thresholds map[string]float64) {
+	known := knownMetricNames()
+	for _, name := range slices.Sorted(maps.Keys(thresholds)) {
+		if _, ok := slices.BinarySearch(known, name); ok {
+			continue
+		}
+		msg := fmt.Sprintf("placement.thresholds.%s: %q is not %s: the threshold filters nothing", name, name, knownFromSenders)
+		if c := policy.Closest(name, known); c != "" {
+			msg += "; did you mean " + c + "?"
+		}
+		logger.Warn(msg)
+	}
 }
