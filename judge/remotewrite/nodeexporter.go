@@ -71,7 +71,7 @@ type scrape struct {
 	rx, tx                   float64
 	hasNet                   bool
 	loads                    map[string]float64
-	fsAvail, fsSize          map[string]float64
+	fsAvail, fsSize, fsFree  map[string]float64
 	raw                      []metric.Point
 }
 
@@ -83,6 +83,7 @@ const (
 	nodeNetRx     = "node_network_receive_bytes_total"
 	nodeNetTx     = "node_network_transmit_bytes_total"
 	nodeFSAvail   = "node_filesystem_avail_bytes"
+	nodeFSFree    = "node_filesystem_free_bytes"
 	nodeFSSize    = "node_filesystem_size_bytes"
 	nodeLoad1     = "node_load1"
 	nodeLoad5     = "node_load5"
@@ -196,17 +197,20 @@ func (m *Mapper) add(sc *scrape, s *Series, v float64) outcome {
 		}
 		sc.hasNet = true
 		return mapped
-	case nodeFSAvail, nodeFSSize:
+	case nodeFSAvail, nodeFSSize, nodeFSFree:
 		mount := s.Get("mountpoint")
 		if mount == "" {
 			return dropped
 		}
 		if sc.fsAvail == nil {
-			sc.fsAvail, sc.fsSize = map[string]float64{}, map[string]float64{}
+			sc.fsAvail, sc.fsSize, sc.fsFree = map[string]float64{}, map[string]float64{}, map[string]float64{}
 		}
-		if name == nodeFSAvail {
+		switch name {
+		case nodeFSAvail:
 			sc.fsAvail[mount] = v
-		} else {
+		case nodeFSFree:
+			sc.fsFree[mount] = v
+		default:
 			sc.fsSize[mount] = v
 		}
 		return mapped
@@ -270,10 +274,17 @@ func (m *Mapper) batches(sc *scrape) []metric.Batch {
 	}
 	for _, mount := range slices.Sorted(maps.Keys(sc.fsSize)) {
 		size := sc.fsSize[mount]
-		if avail, ok := sc.fsAvail[mount]; ok && size > 0 {
-			pts = append(pts, metric.Point{Name: metric.DiskUsedPct, Value: 100 * (size - avail) / size,
-				Labels: map[string]string{"mount": mount}})
+		avail, ok := sc.fsAvail[mount]
+		if !ok || size <= 0 {
+			continue
 		}
+		// df's Use%, as the agent sends it: used over used + available, the blocks
+		// reserved for root left out; without free_bytes, used over the size.
+		pct := 100 * (size - avail) / size
+		if free, ok := sc.fsFree[mount]; ok && size-free+avail > 0 {
+			pct = 100 * (size - free) / (size - free + avail)
+		}
+		pts = append(pts, metric.Point{Name: metric.DiskUsedPct, Value: pct, Labels: map[string]string{"mount": mount}})
 	}
 	pts = append(pts, sc.raw...)
 	if prev == nil || sc.ts > prev.ts {

@@ -35,6 +35,7 @@ func scrapeOf(h string, ts int64, idle, busy, rx float64) []Series {
 		series(nodeNetRx, l("device", "lo"), at(1e12)), // not counted
 		series(nodeFSSize, l("mountpoint", "/", "fstype", "ext4"), at(100e9)),
 		series(nodeFSAvail, l("mountpoint", "/", "fstype", "ext4"), at(25e9)),
+		series(nodeFSFree, l("mountpoint", "/", "fstype", "ext4"), at(30e9)), // 5 GB reserved for root
 		series("node_boot_time_seconds", l(), at(1.6e9)),
 	}
 }
@@ -54,13 +55,14 @@ func points(b metric.Batch) map[string]float64 {
 func TestMapNodeExporter(t *testing.T) {
 	m := NewMapper(MapOptions{})
 	b1, st := m.Map(Request{Series: scrapeOf("wave-1", t0, 100, 100, 1000)})
-	require.Equal(t, Stats{Mapped: 12, Dropped: 1}, st) // node_boot_time_seconds is not mapped
+	require.Equal(t, Stats{Mapped: 13, Dropped: 1}, st) // node_boot_time_seconds is not mapped
 	require.Len(t, b1, 1)
 	require.Equal(t, "wave-1", b1[0].Node) // instance without its port
 	require.Equal(t, time.UnixMilli(t0).UTC(), b1[0].TS)
 	require.Equal(t, 15.0, b1[0].IntervalS) // the default before a second scrape
 	// No rates yet: they need a previous scrape.
-	require.Equal(t, map[string]float64{"cpu.cores": 2, "mem.used_pct": 75, "load.1": 1.5, "disk.used_pct{/}": 75}, points(b1[0]))
+	// The disk as df's Use%: 70 GB used of the 95 GB users can hold.
+	require.Equal(t, map[string]float64{"cpu.cores": 2, "mem.used_pct": 75, "load.1": 1.5, "disk.used_pct{/}": 100 * 70e9 / 95e9}, points(b1[0]))
 
 	// 10 s later each CPU spent 2 s idle and 8 s busy: 80 % busy; eth0 received 5,000 bytes.
 	b2, _ := m.Map(Request{Series: scrapeOf("wave-1", t0+10_000, 102, 108, 6000)})

@@ -12,7 +12,7 @@
 //	mem.total_bytes mem.available_bytes
 //	swap.used_pct swap.used_bytes   from SwapTotal/SwapFree (0 when there is no swap)
 //	net.rx_bps net.tx_bps    bytes per second; {iface} per interface, unlabelled = sum of them
-//	disk.used_pct{mount}     (Total - Available) / Total * 100 of the file system, as df shows
+//	disk.used_pct{mount}     Used / (Used + Available) * 100 of the file system, as df's Use%
 //	disk.read_bps disk.write_bps disk.read_iops disk.write_iops
 //	                         {device} per block device, unlabelled = sum of them
 //
@@ -371,8 +371,13 @@ func (c *Collector) usagePoints(ctx context.Context) ([]metric.Point, error) {
 		if u.Total == 0 {
 			continue // pseudo file systems that slipped through report no size
 		}
-		avail := min(u.Free, u.Total) // Free is f_bavail: what non-root users can still write
-		pts = append(pts, point(metric.DiskUsedPct, float64(u.Total-avail)/float64(u.Total)*100, "mount", p.Mountpoint))
+		// df's Use%: used over what users can hold, used + available (Free is f_bavail).
+		// Over Total, the blocks reserved for root counted as used: a root file system
+		// with 5 % reserved read 75 % where df said 30 %.
+		if u.Used+u.Free == 0 {
+			continue
+		}
+		pts = append(pts, point(metric.DiskUsedPct, float64(u.Used)/float64(u.Used+u.Free)*100, "mount", p.Mountpoint))
 	}
 	return pts, errors.Join(errs...)
 }

@@ -37,8 +37,9 @@ func fixtureCollector(t *testing.T, cfg *Config) (*Collector, *time.Time) {
 	now := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { return now }
 	sizes := map[string]disk.UsageStat{
-		"/":     {Total: 100 << 30, Free: 40 << 30},
-		"/data": {Total: 1 << 40, Free: 900 << 30},
+		// 5 GiB of / reserved for root: used 55, free 45, available to users 40.
+		"/":     {Total: 100 << 30, Used: 55 << 30, Free: 40 << 30},
+		"/data": {Total: 1 << 40, Used: 124 << 30, Free: 900 << 30},
 	}
 	c.usage = func(_ context.Context, path string) (*disk.UsageStat, error) {
 		u, ok := sizes[path]
@@ -157,7 +158,8 @@ func TestHostFormulas(t *testing.T) {
 			}
 		}
 		require.ElementsMatch(t, []string{"/", "/data"}, mounts)
-		require.InDelta(t, 60.0, value(t, second, metric.DiskUsedPct, map[string]string{"mount": "/"}), 1e-9)
+		// df's Use%: 55 / (55 + 40), not 60 % of the whole.
+		require.InDelta(t, 100*55.0/95, value(t, second, metric.DiskUsedPct, map[string]string{"mount": "/"}), 1e-9)
 	})
 	t.Run("disk io from sectors of whole disks", func(t *testing.T) {
 		// nvme0n1 read 20480 more sectors of 512 bytes in 10 s; the partition and
@@ -177,7 +179,7 @@ func TestHostPartialFailure(t *testing.T) {
 		if path == "/data" {
 			return nil, errors.New("stale file handle")
 		}
-		return &disk.UsageStat{Total: 100, Free: 50}, nil
+		return &disk.UsageStat{Total: 100, Used: 50, Free: 50}, nil
 	}
 	pts, err := c.Collect(hermetic(t))
 	require.ErrorContains(t, err, "statfs /data: stale file handle")
