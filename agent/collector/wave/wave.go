@@ -35,9 +35,10 @@
 //	go.heap_bytes        go_memstats_heap_alloc_bytes
 //	go.goroutines        go_goroutines
 //	go.gc_pause_p99_s    99th percentile of the stop-the-world GC pauses since the previous
-//	                     scrape, from the histogram (0 when there was none); without the
-//	                     histogram, the largest recent pause from go_gc_duration_seconds
-//	                     (quantile 1, an upper bound of p99)
+//	                     scrape, from the histogram (0 when there was none), at most the
+//	                     longest pause go_gc_duration_seconds has seen (quantile 1: the
+//	                     histogram's buckets are coarse); without the histogram, that
+//	                     longest pause (an upper bound of p99)
 //	wave.tps{instance}   rows published per second between two scrapes; unlabelled = sum
 //	wave.bytes_per_s{instance}  bytes published per second between two scrapes; unlabelled = sum
 //	wave.cpu_cores       CPU seconds the wave process used per second between two scrapes
@@ -209,7 +210,14 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 		if c.prev != nil && c.prev.pauses != nil {
 			d = delta(c.prev.pauses, h)
 		}
-		add(metric.GoGCPauseP99, quantile(0.99, d), "")
+		p99 := quantile(0.99, d)
+		// The runtime's buckets are coarse (0.92 ms, then 10.5 ms): interpolated inside
+		// one, a p99 of 1 ms pauses read 9–10 ms. No pause was longer than the longest
+		// the runtime has seen, which the summary's quantile 1 is.
+		if longest, ok := summaryQuantile(families[MetricGCDuration], 1); ok && longest < p99 {
+			p99 = longest
+		}
+		add(metric.GoGCPauseP99, p99, "")
 	} else if v, ok := summaryQuantile(families[MetricGCDuration], 1); ok {
 		add(metric.GoGCPauseP99, v, "")
 	}

@@ -160,6 +160,27 @@ func TestWaveGCPauseP99(t *testing.T) {
 	require.Equal(t, 0.0, find(t, third, metric.GoGCPauseP99, ""))
 }
 
+// The p99 interpolated inside the runtime's coarse bucket (0.000918, 0.0105] is held to
+// the longest pause the runtime saw: a trial read 9.3 ms where no pause had passed 1.1 ms.
+func TestWaveGCPauseP99HeldToTheLongest(t *testing.T) {
+	srv := serve(t, `# TYPE go_sched_pauses_total_gc_seconds histogram
+go_sched_pauses_total_gc_seconds_bucket{le="0.000918"} 90
+go_sched_pauses_total_gc_seconds_bucket{le="0.0105"} 100
+go_sched_pauses_total_gc_seconds_bucket{le="+Inf"} 100
+go_sched_pauses_total_gc_seconds_sum 0.05
+go_sched_pauses_total_gc_seconds_count 100
+# TYPE go_gc_duration_seconds summary
+go_gc_duration_seconds{quantile="0"} 1e-05
+go_gc_duration_seconds{quantile="1"} 0.001126
+go_gc_duration_seconds_sum 0.01
+go_gc_duration_seconds_count 100
+`)
+	c, _ := newCollector(t, srv.URL)
+	pts, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 0.001126, find(t, pts, metric.GoGCPauseP99, ""))
+}
+
 func TestWaveGCSummaryFallback(t *testing.T) {
 	srv := serve(t, `# TYPE go_gc_duration_seconds summary
 go_gc_duration_seconds{quantile="0"} 1e-05
