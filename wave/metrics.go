@@ -83,6 +83,16 @@ func newMetrics() *metrics {
 	return m
 }
 
+// track shows an instance's counters at 0 as this wave starts leading it: a counter that
+// first appears at its first count hides that count from increase() and rate() (an
+// alert on one failed publish never fired), and a dashboard shows "No data" where 0
+// was meant.
+func (m *metrics) track(id string) {
+	for _, c := range []*prometheus.CounterVec{m.rows, m.bytes, m.messages, m.batches, m.publishErrors, m.skipped, m.reconnects} {
+		c.WithLabelValues(id)
+	}
+}
+
 // forget drops an instance's series when this wave stops leading it, so a scrape shows
 // only what the wave runs (the counters restart at zero if it leads it again, which
 // rate() handles as a reset).

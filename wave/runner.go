@@ -147,6 +147,7 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 			continue
 		}
 		w.m.led.Inc()
+		w.m.track(id)
 		log.Info("leading instance", "token", lead.Token())
 		if perr != nil {
 			err = capture.Fatal(perr)

@@ -16,9 +16,11 @@ type Metrics struct {
 	MeanLoad, MeanUtil prometheus.Gauge
 }
 
-// NewMetrics makes the balancer's series with f (the wave's registry).
+// NewMetrics makes the balancer's series with f (the wave's registry), its counters'
+// known series at 0 (a counter that first appears at its first count hides that count
+// from increase(): one fallback never alerted).
 func NewMetrics(f promauto.Factory) Metrics {
-	return Metrics{
+	m := Metrics{
 		Leader: f.NewGauge(prometheus.GaugeOpts{Name: waveprom.BalancerLeader,
 			Help: "1 while this wave is the cluster's balancer."}),
 		Moves: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_moves_total",
@@ -34,6 +36,10 @@ func NewMetrics(f promauto.Factory) Metrics {
 		MeanUtil: f.NewGauge(prometheus.GaugeOpts{Name: waveprom.ClusterMeanUtil,
 			Help: "The live waves' mean peak utilisation (CPU cores over the hosts' cores, each wave weighed by its cores) in the balancer's last plan, when the judge planned in utilisation; 0 on the other waves and in the rows model. Its agent reports it as wave.cluster_utilisation, which the capacity alert watches."}),
 	}
+	for _, r := range []string{"no_judge", "judge_error"} {
+		m.Fallbacks.WithLabelValues(r)
+	}
+	return m
 }
 
 // observePlan shows the cluster's load as the balancer's last plan saw it: in the
