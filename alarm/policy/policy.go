@@ -132,11 +132,20 @@ func (p *Policy) MatchNode(node string) bool {
 // for the same fault.
 const AnyValue = "*"
 
+// A selected label's empty value matches only points without the label, as label=""
+// does in PromQL: cpu.util{cpu: ""} is the node's whole CPU, not each core's series that
+// an agent with per_cpu sends beside it (which paged once per core as well).
+
 // MatchLabels reports whether a point's labels satisfy the policy's label selection.
 func (p *Policy) MatchLabels(l map[string]string) bool {
 	for k, v := range p.Labels {
 		got, ok := l[k]
-		if !ok || (v != AnyValue && got != v) {
+		switch {
+		case v == "":
+			if ok {
+				return false
+			}
+		case !ok || (v != AnyValue && got != v):
 			return false
 		}
 	}

@@ -71,6 +71,10 @@ func TestParse(t *testing.T) {
 	l.Labels = map[string]string{"instance": AnyValue}
 	require.True(t, l.MatchLabels(map[string]string{"instance": "users"}))
 	require.False(t, l.MatchLabels(nil), "the unlabelled summary series is not selected by *")
+	l.Labels = map[string]string{"cpu": ""}
+	require.True(t, l.MatchLabels(nil), `cpu: "" selects the series without the label`)
+	require.True(t, l.MatchLabels(map[string]string{"x": "y"}))
+	require.False(t, l.MatchLabels(map[string]string{"cpu": "0"}), `cpu: "" leaves each core's series out`)
 
 	d := ps[2]
 	require.Nil(t, d.Cond)
