@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
+	"github.com/binlake/binlake/internal/backoff"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/kafka"
 	"github.com/binlake/binlake/internal/config"
@@ -58,7 +60,7 @@ func SubscribeWith(ctx context.Context, b config.Bus, kopts *kafka.Options) (sub
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if err := k.CreateTopic(ctx, bus.TopicSpec{Name: b.Topic, Partitions: b.Partitions, Replication: b.Replication}); err != nil {
+	if err := createTopicWhenReachable(ctx, k, bus.TopicSpec{Name: b.Topic, Partitions: b.Partitions, Replication: b.Replication}, kopts); err != nil {
 		k.Close()
 		return nil, nil, "", fmt.Errorf("bus: %w", err)
 	}
@@ -152,6 +154,31 @@ func OpenCoordinator(ctx context.Context, o CoordOptions) (c coord.Coordinator, 
 	}
 	c, err = zk.New(ctx, zk.Options{Servers: o.Servers, Root: o.Root, SessionTimeout: o.SessionTimeout, Logger: o.Logger, Auth: o.Auth})
 	return c, CoordDesc(o), err
+}
+
+// createTopicWhenReachable creates the topic, waiting for the brokers while none can be
+// dialled: the judge and the alarm exited when Kafka was down at their start, and after
+// systemd's five restarts in two minutes stayed down for good, where the agent and the
+// wave wait. Any other failure (TLS, SASL, authorisation, a bad topic spec) is returned
+// at once: waiting would not mend it.
+func createTopicWhenReachable(ctx context.Context, k *kafka.Bus, spec bus.TopicSpec, kopts *kafka.Options) error {
+	bo := backoff.New(time.Second, 30*time.Second)
+	for attempt := 1; ; attempt++ {
+		err := k.CreateTopic(ctx, spec)
+		var op *net.OpError
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil: // stopped while it waited: a stop, not a failure
+			return fmt.Errorf("%w (waiting for a Kafka broker: %v)", ctx.Err(), err)
+		case !errors.As(err, &op) || op.Op != "dial":
+			return err
+		}
+		wait := bo.NextBackOff()
+		kopts.Logger.Warn("bus: no Kafka broker reachable yet; waiting for one", "brokers", strings.Join(kopts.Brokers, ","),
+			"attempt", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", err)
+		backoff.Sleep(ctx, wait)
+	}
 }
 
 // CoordDesc names the coordinator for the start-up line: the single file, or the

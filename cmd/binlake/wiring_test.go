@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +96,31 @@ func TestSubscribeKafkaIntegration(t *testing.T) {
 			t.Fatal("no message delivered")
 		}
 	}
+}
+
+// With no broker to dial, the judge's and the alarm's subscription waits for one, saying
+// so at each attempt, until it is stopped (it exited, and systemd gave up after five
+// restarts); a stop while it waits is a stop (context.Canceled), not a failure.
+func TestSubscribeWaitsForABroker(t *testing.T) {
+	var logs testenv.SyncBuffer
+	b := config.Bus{Kafka: config.Kafka{Brokers: []string{"127.0.0.1:1"}}, Topic: "binlake.metrics"}
+	require.NoError(t, b.Validate("wait-test", config.StartNewest))
+	kopts, err := BusOptions(b, "wait-test", slog.New(slog.NewTextHandler(&logs, nil)))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, _, err := SubscribeWith(ctx, b, kopts)
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "attempt=2") }, 20*time.Second, 10*time.Millisecond,
+		"the second attempt, said")
+	select {
+	case err := <-done:
+		t.Fatalf("returned while no broker could be dialled: %v", err)
+	default:
+	}
+	require.Contains(t, logs.String(), `msg="bus: no Kafka broker reachable yet; waiting for one" brokers=127.0.0.1:1 attempt=1`)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
 }
