@@ -4,8 +4,11 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -45,5 +48,37 @@ func TestCanonicalNamesListsEveryConstant(t *testing.T) {
 		if !ValidName(n) {
 			t.Errorf("%q is not a valid metric name", n)
 		}
+	}
+}
+
+// docs/design.md's "Canonical names" lists every canonical name, and only those: it
+// once lacked cpu.cores, load.15 and wave.cluster_utilisation, which a default policy
+// watches.
+func TestDesignListsTheCanonicalNames(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	start := strings.Index(text, "Canonical names: ")
+	if start < 0 {
+		t.Fatal("docs/design.md has no \"Canonical names: \" paragraph")
+	}
+	para := text[start:]
+	para = para[:strings.Index(para, "\n\n")]
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([a-z0-9_.]+)`").FindAllStringSubmatch(para, -1) {
+		if ValidName(m[1]) && strings.Contains(m[1], ".") {
+			listed[m[1]] = true
+		}
+	}
+	for _, n := range CanonicalNames() {
+		if !listed[n] {
+			t.Errorf("docs/design.md's canonical names lack %s", n)
+		}
+		delete(listed, n)
+	}
+	for n := range listed {
+		t.Errorf("docs/design.md lists %s, which is not a canonical name", n)
 	}
 }
