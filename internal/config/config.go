@@ -144,8 +144,8 @@ func Decode(r io.Reader, name string, out any) (err error) {
 	return nil
 }
 
-// checkRenamed reports the first key of the document, in the file's order, that out
-// (a Renamer, a Retirer) lists as an old key.
+// checkRenamed reports every key of the document, in the file's order, that out (a
+// Renamer, a Retirer) lists as an old key.
 func checkRenamed(root *yaml.Node, name string, out any) error {
 	msgs := map[string]string{}
 	if r, ok := out.(Renamer); ok {
@@ -167,17 +167,19 @@ func checkRenamed(root *yaml.Node, name string, out any) error {
 		lines = append(lines, line)
 	}
 	slices.Sort(lines)
+	// Every old key at once: an upgrade's config is fixed in one pass, not one start each.
+	var errs []error
 	for _, line := range lines {
 		for _, e := range paths[line] {
 			if e.kind != "key" {
 				continue
 			}
 			if msg, ok := oldKey(msgs, reIndex.ReplaceAllString(e.path, "")); ok {
-				return &Error{File: name, Line: line, Field: e.path, Msg: msg}
+				errs = append(errs, &Error{File: name, Line: line, Field: e.path, Msg: msg})
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // oldKey finds the message of the dotted path p in msgs, whose keys may hold "*" for

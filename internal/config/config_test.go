@@ -388,14 +388,16 @@ func (retiredConfig) RenamedKeys() map[string]string {
 }
 
 // TestDecodeRetiredKeys: a retired key is refused with its message, in a map's entries
-// too (the "*"), the first in the file's order whatever the map lists; the keys that
+// too (the "*"), every one in the file's order whatever the map lists; the keys that
 // replaced them decode.
 func TestDecodeRetiredKeys(t *testing.T) {
 	var c retiredConfig
 	err := Decode(strings.NewReader("http:\n  token: abc\n"), "r.yaml", &c)
 	require.EqualError(t, err, `r.yaml:2: field "http.token": a secret is never inline: put it in a file named by token_file, or in a variable named by token_env`)
 	err = Decode(strings.NewReader("channels:\n  ops:\n    kind: x\n    secret: s\n  b:\n    type: y\n"), "r.yaml", &c)
-	require.EqualError(t, err, `r.yaml:4: field "channels.ops.secret": a secret is never inline: put it in a file named by secret_file, or in a variable named by secret_env`)
+	// Every old key, in the file's order: an upgrade's config is fixed in one pass.
+	require.EqualError(t, err, `r.yaml:4: field "channels.ops.secret": a secret is never inline: put it in a file named by secret_file, or in a variable named by secret_env`+
+		"\n"+`r.yaml:6: field "channels.b.type": this key is now "kind": rename it`)
 	err = Decode(strings.NewReader("channels:\n  b:\n    type: y\n"), "r.yaml", &c)
 	require.EqualError(t, err, `r.yaml:3: field "channels.b.type": this key is now "kind": rename it`)
 	require.NoError(t, Decode(strings.NewReader("http:\n  token_file: /t\nchannels:\n  ops:\n    kind: x\n"), "r.yaml", &c))
