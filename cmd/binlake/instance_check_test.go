@@ -43,8 +43,10 @@ func TestInstanceAddCheck(t *testing.T) {
 	line := 1 + bytes.Count(b[:bytes.Index(b, []byte("\n  password_env:"))+1], []byte("\n"))
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"misspelt key", "  password_env:", "  pasword_env:", "typo.yaml:" + strconv.Itoa(line) + `: unknown key "source.pasword_env" (under source: addr, user, password_env, password_file, flavor, server_id)`},
-		{"bad value", "flavor: mysql", "flavor: postgres", `typo.yaml: source.flavor "postgres": want mysql or mariadb`},
-		{"unknown format", "\n    format: json", "\n    format: avro", `typo.yaml: subscriptions[0]: format "avro": unknown; known formats: ` + strings.Join(rowenc.FormatNames(), ", ")},
+		// Values at their lines too (they had none: "typo.yaml: source.flavor …").
+		{"bad value", "flavor: mysql", "flavor: postgres", "typo.yaml:" + strconv.Itoa(lineOf(b, "flavor: mysql")) + `: field "source.flavor": "postgres": want mysql or mariadb`},
+		{"unknown format", "\n    format: json", "\n    format: avro", "typo.yaml:" + strconv.Itoa(lineOf(b, "\n    format: json")+1) +
+			`: field "subscriptions[0].format": format "avro": unknown; known formats: ` + strings.Join(rowenc.FormatNames(), ", ")},
 	} {
 		bad := filepath.Join(t.TempDir(), "typo.yaml")
 		edited := bytes.Replace(b, []byte(tc.from), []byte(tc.to), 1)
@@ -60,4 +62,9 @@ func TestInstanceAddCheck(t *testing.T) {
 	if left, _ := os.ReadDir("."); len(left) != 0 {
 		t.Errorf("--check left %v in its working directory", left)
 	}
+}
+
+// lineOf is the 1-based line of the first occurrence of sub in b.
+func lineOf(b []byte, sub string) int {
+	return 1 + bytes.Count(b[:bytes.Index(b, []byte(sub))], []byte("\n"))
 }

@@ -371,7 +371,13 @@ func yamlKind(into string) string {
 		return "a list"
 	case strings.HasPrefix(into, "map["):
 		return "a mapping"
-	case strings.HasPrefix(into, "int"), strings.HasPrefix(into, "uint"):
+	case strings.HasPrefix(into, "uint"):
+		// server_id: -5 said `integer "-5" where an integer belongs`.
+		if bits, err := strconv.Atoi(strings.TrimPrefix(into, "uint")); err == nil && bits < 64 {
+			return fmt.Sprintf("an integer from 0 to %d", uint64(1)<<bits-1)
+		}
+		return "an integer of 0 or more"
+	case strings.HasPrefix(into, "int"):
 		return "an integer"
 	case strings.HasPrefix(into, "float"):
 		return "a number"

@@ -29,6 +29,7 @@ type sub struct {
 type testConfig struct {
 	Name     string   `yaml:"name"`
 	Port     int      `yaml:"port"`
+	ID       uint32   `yaml:"id"`
 	Interval Duration `yaml:"interval"`
 	Password Secret   `yaml:"password"`
 	Server   server   `yaml:"server"`
@@ -75,7 +76,7 @@ subscriptions:
 		{
 			name:    "unknown top-level key",
 			in:      "name: a\nport: 1\n\n\n\n\nintervall: 10s\n",
-			wantErr: []string{`agent.yaml:7: unknown key "intervall" (at the top level: name, port, interval, password, server, subscriptions)`},
+			wantErr: []string{`agent.yaml:7: unknown key "intervall" (at the top level: name, port, id, interval, password, server, subscriptions)`},
 		},
 		{
 			name:    "unknown nested key names the path",
@@ -98,6 +99,11 @@ subscriptions:
 			wantErr: []string{`agent.yaml:2: field "port": number "80.5" where an integer belongs`},
 		},
 		{name: "a whole number written as a float", in: "port: 1e3\n", want: testConfig{Port: 1000}},
+		{
+			name:    "a negative number where an unsigned one belongs",
+			in:      "id: -5\n",
+			wantErr: []string{`agent.yaml:1: field "id": integer "-5" where an integer from 0 to 4294967295 belongs`},
+		},
 		{
 			name:    "nested wrong type",
 			in:      "server:\n  addr: x\n  interval: 10 parsecs\n",
@@ -190,7 +196,7 @@ func TestDecodeErrorKinds(t *testing.T) {
 	err = Decode(strings.NewReader("bogus: 1\n"), "x.yaml", &c)
 	var ce *Error
 	require.ErrorAs(t, err, &ce)
-	require.Equal(t, Error{File: "x.yaml", Line: 1, Msg: `unknown key "bogus" (at the top level: name, port, interval, password, server, subscriptions)`}, *ce)
+	require.Equal(t, Error{File: "x.yaml", Line: 1, Msg: `unknown key "bogus" (at the top level: name, port, id, interval, password, server, subscriptions)`}, *ce)
 
 	require.ErrorContains(t, Decode(strings.NewReader("a: 1"), "x.yaml", c), "non-nil pointer")
 	require.ErrorContains(t, Decode(strings.NewReader("a: 1"), "x.yaml", (*testConfig)(nil)), "non-nil pointer")

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"regexp"
@@ -85,38 +84,39 @@ var (
 	reTopic   = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 )
 
-// Validate checks the definition and names the first bad field.
+// Validate checks the definition and names the first bad field: a *config.FieldError,
+// which `instance add --check` and add turn into the file's line of the key.
 func (in *Instance) Validate() error {
 	if !IDPattern.MatchString(in.ID) {
-		return fmt.Errorf("id %q: %s", in.ID, config.IDRule)
+		return config.Bad("id", "%q: %s", in.ID, config.IDRule)
 	}
 	s := &in.Source
 	if _, port, err := net.SplitHostPort(s.Addr); err != nil || port == "" {
-		return fmt.Errorf("source.addr %q: want host:port", s.Addr)
+		return config.Bad("source.addr", "%q: want host:port", s.Addr)
 	}
 	if s.User == "" {
-		return errors.New("source.user: required")
+		return config.Bad("source.user", "required")
 	}
 	switch s.Flavor {
 	case FlavorMySQL, FlavorMariaDB:
 	case "":
 		s.Flavor = FlavorMySQL
 	default:
-		return fmt.Errorf("source.flavor %q: want mysql or mariadb", s.Flavor)
+		return config.Bad("source.flavor", "%q: want mysql or mariadb", s.Flavor)
 	}
 	if s.ServerID == 0 {
-		return errors.New("source.server_id: required (a replica server id unique on the source)")
+		return config.Bad("source.server_id", "required (a replica server id unique on the source)")
 	}
 	if s.PasswordEnv != "" && s.PasswordFile != "" {
-		return errors.New("source.password_env and source.password_file: set at most one")
+		return config.Bad("source.password_file", "set source.password_env or source.password_file, not both")
 	}
 	if in.Start != nil && in.Start.GTIDSet == "" && in.Start.File == "" {
-		return errors.New("start: set file (and pos) or gtid_set, or leave start out")
+		return config.Bad("start", "set file (and pos) or gtid_set, or leave start out")
 	}
 	switch in.OnTooLarge {
 	case "", TooLargeStop, TooLargeSkip:
 	default:
-		return fmt.Errorf("on_too_large %q: want stop or skip", in.OnTooLarge)
+		return config.Bad("on_too_large", "%q: want stop or skip", in.OnTooLarge)
 	}
 	if in.Snapshot != nil {
 		if err := in.Snapshot.validate(); err != nil {
@@ -124,20 +124,29 @@ func (in *Instance) Validate() error {
 		}
 	}
 	if len(in.Subscriptions) == 0 {
-		return errors.New("subscriptions: at least one is required")
+		return config.Bad("subscriptions", "at least one is required")
 	}
 	names := map[string]bool{}
 	for i := range in.Subscriptions {
 		sub := &in.Subscriptions[i]
 		if _, err := compileSubscription(*sub); err != nil {
-			return fmt.Errorf("subscriptions[%d]: %w", i, err)
+			return within(fmt.Sprintf("subscriptions[%d]", i), err)
 		}
 		if names[sub.Name] {
-			return fmt.Errorf("subscriptions[%d].name %q: used twice", i, sub.Name)
+			return config.Bad(fmt.Sprintf("subscriptions[%d].name", i), "%q: used twice", sub.Name)
 		}
 		names[sub.Name] = true
 	}
 	return nil
+}
+
+// within is err about a key below the key at prefix: a *config.FieldError's path is
+// made whole ("subscriptions[0]" and "include[1]"); another error is prefixed.
+func within(prefix string, err error) error {
+	if fe, ok := err.(*config.FieldError); ok {
+		return config.Bad(prefix+"."+fe.Field, "%w", fe.Err)
+	}
+	return config.Bad(prefix, "%w", err)
 }
 
 // Marshal returns the stored form.
@@ -209,35 +218,35 @@ func eventBit(typ string) uint8 {
 // compileSubscription validates a subscription and compiles its patterns.
 func compileSubscription(s Subscription) (*subscription, error) {
 	if s.Name == "" {
-		return nil, errors.New("name: required")
+		return nil, config.Bad("name", "required")
 	}
 	if !reTopic.MatchString(s.Topic) {
-		return nil, fmt.Errorf("topic %q: want 1-249 letters, digits, '.', '_' or '-'", s.Topic)
+		return nil, config.Bad("topic", "%q: want 1-249 letters, digits, '.', '_' or '-'", s.Topic)
 	}
 	switch s.PartitionBy {
 	case "":
 		s.PartitionBy = rowenc.PartitionPK
 	case rowenc.PartitionPK, rowenc.PartitionTable, rowenc.PartitionDatabase:
 	default:
-		return nil, fmt.Errorf("partition_by %q: want pk, table or database", s.PartitionBy)
+		return nil, config.Bad("partition_by", "%q: want pk, table or database", s.PartitionBy)
 	}
 	if s.Format == "" {
 		s.Format = rowenc.FormatJSON
 	}
 	format, err := rowenc.NewFormat(s.Format, s.FormatOptions)
 	if err != nil {
-		return nil, err
+		return nil, config.Bad("format", "%w", err)
 	}
 	c := &subscription{Subscription: s, format: format}
 	compile := func(field string, pats []string) ([]*regexp.Regexp, error) {
 		var out []*regexp.Regexp
 		for i, p := range pats {
 			if p == "" {
-				return nil, fmt.Errorf("%s[%d]: empty pattern", field, i)
+				return nil, config.Bad(fmt.Sprintf("%s[%d]", field, i), "empty pattern")
 			}
 			re, err := regexp.Compile(`^(?:` + p + `)$`)
 			if err != nil {
-				return nil, fmt.Errorf("%s[%d] %q: %w", field, i, p, err)
+				return nil, config.Bad(fmt.Sprintf("%s[%d]", field, i), "%q: %w", p, err)
 			}
 			out = append(out, re)
 		}
@@ -252,7 +261,7 @@ func compileSubscription(s Subscription) (*subscription, error) {
 	for i, e := range s.Events {
 		b := eventBit(e)
 		if b == 0 {
-			return nil, fmt.Errorf("events[%d] %q: want insert, update, delete or ddl", i, e)
+			return nil, config.Bad(fmt.Sprintf("events[%d]", i), "%q: want insert, update, delete or ddl", e)
 		}
 		c.events |= b
 	}

@@ -51,12 +51,12 @@ func TestSubscriptionErrors(t *testing.T) {
 		sub  Subscription
 		want string
 	}{
-		{Subscription{Topic: "t"}, "name: required"},
-		{Subscription{Name: "a", Topic: "bad topic"}, `topic "bad topic"`},
-		{Subscription{Name: "a", Topic: "t", Include: []string{"("}}, `include[0] "("`},
-		{Subscription{Name: "a", Topic: "t", Exclude: []string{""}}, "exclude[0]: empty pattern"},
-		{Subscription{Name: "a", Topic: "t", Events: []string{"upsert"}}, `events[0] "upsert"`},
-		{Subscription{Name: "a", Topic: "t", PartitionBy: "row"}, `partition_by "row"`},
+		{Subscription{Topic: "t"}, `field "name": required`},
+		{Subscription{Name: "a", Topic: "bad topic"}, `field "topic": "bad topic"`},
+		{Subscription{Name: "a", Topic: "t", Include: []string{"("}}, `field "include[0]": "("`},
+		{Subscription{Name: "a", Topic: "t", Exclude: []string{""}}, `field "exclude[0]": empty pattern`},
+		{Subscription{Name: "a", Topic: "t", Events: []string{"upsert"}}, `field "events[0]": "upsert"`},
+		{Subscription{Name: "a", Topic: "t", PartitionBy: "row"}, `field "partition_by": "row"`},
 		{Subscription{Name: "a", Topic: "t", Format: "avro"}, `format "avro": unknown; known formats: ` + strings.Join(rowenc.FormatNames(), ", ")},
 		{Subscription{Name: "a", Topic: "t", FormatOptions: map[string]string{"schema": "true"}}, `format json: option "schema": the format has no options`},
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/wave/rowenc"
 )
@@ -34,10 +35,10 @@ type SnapshotOptions struct {
 
 func (o *SnapshotOptions) validate() error {
 	if o.ChunkRows < 0 || o.ChunkRows > maxSnapshotChunkRows {
-		return fmt.Errorf("snapshot.chunk_rows %d: want 1 to %d (0: %d)", o.ChunkRows, maxSnapshotChunkRows, DefaultSnapshotChunkRows)
+		return config.Bad("snapshot.chunk_rows", "%d: want 1 to %d (0: %d)", o.ChunkRows, maxSnapshotChunkRows, DefaultSnapshotChunkRows)
 	}
 	if o.RowsPerSecond < 0 {
-		return fmt.Errorf("snapshot.rows_per_second %d: want 0 (unbounded) or more", o.RowsPerSecond)
+		return config.Bad("snapshot.rows_per_second", "%d: want 0 (unbounded) or more", o.RowsPerSecond)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ func TestInstanceValidate(t *testing.T) {
 		mod  func(*cluster.Instance)
 		want string
 	}{
-		{"id", func(i *cluster.Instance) { i.ID = "a/b" }, `id "a/b"`},
+		{"id", func(i *cluster.Instance) { i.ID = "a/b" }, `field "id": "a/b"`},
 		{"addr", func(i *cluster.Instance) { i.Source.Addr = "host" }, "source.addr"},
 		{"user", func(i *cluster.Instance) { i.Source.User = "" }, "source.user"},
 		{"flavor", func(i *cluster.Instance) { i.Source.Flavor = "postgres" }, "source.flavor"},
@@ -22,10 +22,10 @@ func TestInstanceValidate(t *testing.T) {
 		{"password sources", func(i *cluster.Instance) { i.Source.PasswordEnv, i.Source.PasswordFile = "X", "/f" }, "password_env"},
 		{"start", func(i *cluster.Instance) { i.Start = &cluster.Position{} }, "start"},
 		{"too large", func(i *cluster.Instance) { i.OnTooLarge = "drop" }, "on_too_large"},
-		{"snapshot chunk", func(i *cluster.Instance) { i.Snapshot = &cluster.SnapshotOptions{ChunkRows: -5} }, "snapshot.chunk_rows -5"},
+		{"snapshot chunk", func(i *cluster.Instance) { i.Snapshot = &cluster.SnapshotOptions{ChunkRows: -5} }, `field "snapshot.chunk_rows": -5`},
 		{"no subscriptions", func(i *cluster.Instance) { i.Subscriptions = nil }, "subscriptions"},
-		{"bad subscription", func(i *cluster.Instance) { i.Subscriptions[0].Include = []string{"("} }, "subscriptions[0]: include[0]"},
-		{"duplicate name", func(i *cluster.Instance) { i.Subscriptions = append(i.Subscriptions, i.Subscriptions[0]) }, `subscriptions[1].name "a"`},
+		{"bad subscription", func(i *cluster.Instance) { i.Subscriptions[0].Include = []string{"("} }, `field "subscriptions[0].include[0]": "("`},
+		{"duplicate name", func(i *cluster.Instance) { i.Subscriptions = append(i.Subscriptions, i.Subscriptions[0]) }, `field "subscriptions[1].name": "a": used twice`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
