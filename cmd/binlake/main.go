@@ -192,7 +192,8 @@ var listenKeys = map[string]string{
 }
 
 // explainAddrInUse rewrites a role's "listen tcp …: address already in use" into which
-// address is taken and which setting picks another; other errors pass unchanged.
+// address is taken and which setting picks another, adds the setting to any other
+// failure to listen, and passes other errors unchanged.
 func explainAddrInUse(cmd string, err error) error {
 	key, ok := listenKeys[cmd]
 	if !ok || err == nil {
@@ -200,6 +201,12 @@ func explainAddrInUse(cmd string, err error) error {
 	}
 	if addr, inUse := addrInUse(err); inUse {
 		return fmt.Errorf("%s: %s is in use by another process: pick another with %s", cmd, addr, key)
+	}
+	// Any other failure to listen (a host name that does not resolve, an address this
+	// host does not have) names the setting too: "listen tcp: lookup no such host" did not.
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "listen" {
+		return fmt.Errorf("%w: check %s", err, key)
 	}
 	return err
 }

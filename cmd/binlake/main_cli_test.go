@@ -239,6 +239,17 @@ func TestPortInUseNamesTheFlag(t *testing.T) {
 		}
 	}
 	other := errors.New("judge: store: disk full")
+	// Another failure to listen names the setting to look at: here an address this host
+	// does not have (TEST-NET-1); a host name that does not resolve fails alike.
+	ln2, lerr := net.Listen("tcp", "192.0.2.1:18090")
+	if lerr == nil {
+		ln2.Close()
+		t.Fatal("listened on 192.0.2.1, an address for documentation")
+	}
+	if got := explainAddrInUse("judge", fmt.Errorf("judge: listen on 192.0.2.1:18090: %w", lerr)); got == nil ||
+		!strings.HasSuffix(got.Error(), ": check http.listen in the config (or -http)") {
+		t.Errorf("an address this host does not have: %v", got)
+	}
 	if got := explainAddrInUse("judge", other); got != other {
 		t.Fatalf("other errors must pass unchanged: %v", got)
 	}
