@@ -141,6 +141,11 @@ elif [[ -z $BINARY ]]; then
 else
 	agent_bin=
 	say "no --agent-binary: binlake-agent.service runs the full binlake (make build-agent gives bin/binlake-agent)"
+	if [[ -f $DESTDIR$bindir/binlake-agent ]]; then
+		# An upgrade that forgot --agent-binary: the slim agent of the earlier install
+		# stays, unused and old, and no binlake-agent.prev is made.
+		say "warning: $DESTDIR$bindir/binlake-agent (an earlier install's slim agent) is left as it was and no longer run; pass --agent-binary NEW-AGENT to upgrade it instead"
+	fi
 fi
 
 # put SRC DST MODE: replace DST with SRC (atomically, via a temporary file beside it).

@@ -673,3 +673,26 @@ func TestInstallSystem(t *testing.T) {
 		t.Errorf("second run ran:\n%s\nwant:\n%s", got, want.String())
 	}
 }
+
+// An upgrade with --binary alone over an install with the slim agent says that the old
+// binlake-agent stays unused (the agent unit now runs the full binary), since the guide's
+// rollback would look for a binlake-agent.prev that is not made.
+func TestInstallWarnsOfALeftAgent(t *testing.T) {
+	path, _ := fakeTools(t)
+	dest := t.TempDir()
+	env := []string{"DESTDIR=" + dest}
+	if out, err := install(t, path, env, "--binary", stubBinary(t, "v1"), "--agent-binary", stubBinary(t, "agent v1")); err != nil {
+		t.Fatalf("install.sh: %v\n%s", err, out)
+	}
+	out, err := install(t, path, env, "--binary", stubBinary(t, "v2"))
+	if err != nil {
+		t.Fatalf("install.sh: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "binlake-agent (an earlier install's slim agent) is left as it was and no longer run") {
+		t.Errorf("no warning of the slim agent left:\n%s", out)
+	}
+	unit, _ := os.ReadFile(dest + "/etc/systemd/system/binlake-agent.service")
+	if !strings.Contains(string(unit), "/usr/local/bin/binlake agent") {
+		t.Errorf("the agent unit does not run the full binary:\n%s", unit)
+	}
+}
