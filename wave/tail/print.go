@@ -56,15 +56,22 @@ type Printer struct {
 
 // Print prints m and reports whether it did: false for a row of another instance.
 func (p *Printer) Print(m bus.Message) (bool, error) {
-	d := Decode(m.Value, p.Format)
+	var d Decoded
+	if m.Value != nil {
+		d = Decode(m.Value, p.Format)
+	}
 	if p.Instance != "" && d.Format != "" && d.Row.Instance != "" && d.Row.Instance != p.Instance {
 		return false, nil
 	}
 	b := p.buf[:0]
-	switch p.Mode {
-	case JSON:
+	switch {
+	case m.Value == nil:
+		// A tombstone (debezium-json's, after a delete): a key and no value, which no
+		// format decodes and which is no error.
+		b = p.appendTombstone(b, m)
+	case p.Mode == JSON:
 		b = appendJSON(b, m, d)
-	case Line:
+	case p.Mode == Line:
 		b = p.appendLine(b, m, d)
 	default:
 		b = p.appendPretty(b, m, d)
@@ -74,6 +81,26 @@ func (p *Printer) Print(m bus.Message) (bool, error) {
 		return false, fmt.Errorf("write: %w", err)
 	}
 	return true, nil
+}
+
+// appendTombstone prints a message with no value in the printer's mode: where it is and
+// its key; -o json says "tombstone":true and has no message.
+func (p *Printer) appendTombstone(b []byte, m bus.Message) []byte {
+	switch p.Mode {
+	case JSON:
+		return appendJSON(b, m, Decoded{})
+	case Line:
+		if p.Topic {
+			b = append(appendWord(b, m.Topic), ' ')
+		}
+		b = fmt.Appendf(b, "%d:%d tombstone", m.Partition, m.Offset)
+		if m.Key != nil {
+			b = append(b, " key "...)
+			b = appendWord(b, string(m.Key))
+		}
+		return append(b, '\n')
+	}
+	return append(p.appendHeader(b, m), " tombstone (no value)\n"...)
 }
 
 // appendLine: `P:OFFSET TS INSTANCE TYPE DB.TABLE PK DETAIL [gtid G] [xid N] [commit]`,
@@ -127,20 +154,7 @@ func (p *Printer) appendLine(b []byte, m bus.Message, d Decoded) []byte {
 
 // appendPretty: a header line, then the message's JSON indented by two spaces.
 func (p *Printer) appendPretty(b []byte, m bus.Message, d Decoded) []byte {
-	if p.Topic {
-		b = append(b, "topic "...)
-		b = appendWord(b, m.Topic)
-		b = append(b, ' ')
-	}
-	b = fmt.Appendf(b, "partition %d offset %d", m.Partition, m.Offset)
-	if !m.Time.IsZero() {
-		b = append(b, " time "...)
-		b = m.Time.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-	}
-	if m.Key != nil {
-		b = append(b, " key "...)
-		b = appendWord(b, string(m.Key))
-	}
+	b = p.appendHeader(b, m)
 	if d.Format == "" {
 		b = append(b, " not a row message ("...)
 		b = appendText(b, d.Err.Error())
@@ -157,6 +171,26 @@ func (p *Printer) appendPretty(b []byte, m bus.Message, d Decoded) []byte {
 	return appendIndent(b, d.Doc)
 }
 
+// appendHeader appends where a message is, in -o pretty: its topic (with Topic), partition,
+// offset, time and key.
+func (p *Printer) appendHeader(b []byte, m bus.Message) []byte {
+	if p.Topic {
+		b = append(b, "topic "...)
+		b = appendWord(b, m.Topic)
+		b = append(b, ' ')
+	}
+	b = fmt.Appendf(b, "partition %d offset %d", m.Partition, m.Offset)
+	if !m.Time.IsZero() {
+		b = append(b, " time "...)
+		b = m.Time.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	}
+	if m.Key != nil {
+		b = append(b, " key "...)
+		b = appendWord(b, string(m.Key))
+	}
+	return b
+}
+
 // jsonLine is one message in -o json.
 type jsonLine struct {
 	Topic     string          `json:"topic"`
@@ -170,6 +204,8 @@ type jsonLine struct {
 	// MessageText is a message that is not JSON but UTF-8 text; MessageBase64 any other.
 	MessageText   *string `json:"message_text,omitempty"`
 	MessageBase64 []byte  `json:"message_base64,omitempty"`
+	// Tombstone is a message with no value at all (not an empty one).
+	Tombstone bool `json:"tombstone,omitempty"`
 }
 
 func appendJSON(b []byte, m bus.Message, d Decoded) []byte {
@@ -182,6 +218,8 @@ func appendJSON(b []byte, m bus.Message, d Decoded) []byte {
 		l.Key = &k
 	}
 	switch {
+	case m.Value == nil:
+		l.Tombstone = true
 	case d.Format != "":
 		l.Message = d.Doc
 	case json.Valid(m.Value):

@@ -16,11 +16,13 @@ import (
 )
 
 // oddMessages are what a topic may hold besides row messages: bytes that are not JSON
-// (with a key that would break a terminal) and another format's JSON.
+// (with a key that would break a terminal), another format's JSON, and a tombstone (the
+// nil value debezium-json sends after a delete).
 func oddMessages() []bus.Message {
 	return []bus.Message{
 		{Topic: "x", Partition: 1, Offset: 5, Key: []byte("k\x1b"), Value: []byte("hello\x00\xff")},
 		{Topic: "x", Partition: 1, Offset: 6, Value: []byte(`{"database":"shop","table":"orders","type":"INSERT","data":[{"id":"1"}]}`)},
+		{Topic: "x", Partition: 1, Offset: 7, Key: []byte(`{"id":9}`)},
 	}
 }
 
@@ -48,6 +50,7 @@ func TestPrintModes(t *testing.T) {
 0:3 2025-11-29T14:00:01Z orders ddl shop.orders "ALTER TABLE orders\n  ADD c INT" gtid 0-1-203 commit
 1:5 not a row message (json: not a JSON object; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 7 bytes: "hello\x00\xff"
 1:6 not a row message (json: no "instance" field; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 72 bytes: {"database":"shop","table":"orders","type":"INSERT","data":[{"id":"1"}]}
+1:7 tombstone key {"id":9}
 `},
 		{tail.JSON, `{"topic":"binlake.rows","partition":0,"offset":0,"time":"2026-11-29T14:00:00.123Z","key":"shop.orders:[7]","format":"json","message":{"instance":"orders","database":"shop","table":"orders","type":"insert","ts":1764424800,"gtid":"0-1-202","file":"bin.000001","pos":1234,"commit":false,"pk":{"id":7},"data":{"id":7,"amount":"1.50","note":"ü <new>"}}}
 {"topic":"binlake.rows","partition":0,"offset":1,"time":"2026-11-29T14:00:00.124Z","key":"shop.orders:[8]","format":"json","message":{"instance":"orders","database":"shop","table":"orders","type":"update","ts":1764424800,"gtid":"0-1-202","file":"bin.000001","pos":1234,"commit":false,"pk":{"id":8},"data":{"id":8,"amount":"2.50","note":"b"},"old":{"amount":"2.00","note":"a"}}}
@@ -55,6 +58,7 @@ func TestPrintModes(t *testing.T) {
 {"topic":"binlake.rows","partition":0,"offset":3,"time":"2026-11-29T14:00:00.126Z","key":"shop.orders","format":"json","message":{"instance":"orders","database":"shop","table":"orders","type":"ddl","ts":1764424801,"gtid":"0-1-203","file":"bin.000001","pos":1500,"commit":true,"sql":"ALTER TABLE orders\n  ADD c INT"}}
 {"topic":"x","partition":1,"offset":5,"key":"k\u001b","error":"json: not a JSON object; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf","message_base64":"aGVsbG8A/w=="}
 {"topic":"x","partition":1,"offset":6,"error":"json: no \"instance\" field; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf","message":{"database":"shop","table":"orders","type":"INSERT","data":[{"id":"1"}]}}
+{"topic":"x","partition":1,"offset":7,"key":"{\"id\":9}","tombstone":true}
 `},
 		{tail.Pretty, `partition 0 offset 0 time 2026-11-29T14:00:00.123Z key shop.orders:[7] format json
 {
@@ -147,6 +151,7 @@ partition 1 offset 6 not a row message (json: no "instance" field; nor canal-jso
     }
   ]
 }
+partition 1 offset 7 key {"id":9} tombstone (no value)
 `},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
