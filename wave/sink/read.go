@@ -256,16 +256,24 @@ func decodeLine(line []byte) (bus.Message, bool) {
 	var l Line
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&l); err != nil || dec.More() || l.Topic == "" || len(l.Message) == 0 {
+	if err := dec.Decode(&l); err != nil || dec.More() || l.Topic == "" || (len(l.Message) > 0 && l.MessageBase64 != nil) {
 		return bus.Message{Value: bytes.Clone(line)}, false
 	}
-	m := bus.Message{Topic: l.Topic, Key: []byte(l.Key), Value: []byte(l.Message)}
-	if l.Message[0] == '"' {
+	m := bus.Message{Topic: l.Topic, Key: []byte(l.Key)}
+	switch {
+	case l.MessageBase64 != nil:
+		m.Value = l.MessageBase64
+	case len(l.Message) == 0:
+		// A tombstone: no value at all.
+	case l.Message[0] == '"':
 		// A value that was not JSON, written as a JSON string (Publish).
 		var s string
+		m.Value = []byte(l.Message)
 		if json.Unmarshal(l.Message, &s) == nil {
 			m.Value = []byte(s)
 		}
+	default:
+		m.Value = []byte(l.Message)
 	}
 	return m, true
 }

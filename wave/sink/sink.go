@@ -11,16 +11,21 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/binlake/binlake/internal/bus"
 )
 
 // Line is one line of the output: the topic and key the message would have on a bus and
-// the message itself (embedded as JSON when it is JSON, as a string otherwise).
+// the message itself: embedded as JSON when it is JSON, as a string when it is other
+// UTF-8 text, in base64 (MessageBase64) when it is not text (the protobuf formats': a
+// JSON string would replace its invalid bytes with U+FFFD), and neither for a tombstone
+// (a nil value).
 type Line struct {
-	Topic   string          `json:"topic"`
-	Key     string          `json:"key"`
-	Message json.RawMessage `json:"message"`
+	Topic         string          `json:"topic"`
+	Key           string          `json:"key"`
+	Message       json.RawMessage `json:"message,omitempty"`
+	MessageBase64 []byte          `json:"message_base64,omitempty"`
 }
 
 // Writer is a bus.Publisher writing JSON lines.
@@ -60,12 +65,7 @@ func (s *Writer) Publish(ctx context.Context, msgs ...bus.Message) error {
 		if m.Topic == "" {
 			return fmt.Errorf("publish message %d: empty topic", i)
 		}
-		msg := json.RawMessage(m.Value)
-		if !json.Valid(m.Value) {
-			b, _ := json.Marshal(string(m.Value))
-			msg = b
-		}
-		line, err := json.Marshal(Line{Topic: m.Topic, Key: string(m.Key), Message: msg})
+		line, err := json.Marshal(lineOf(m))
 		if err != nil {
 			return fmt.Errorf("publish message %d: %w", i, err)
 		}
@@ -79,6 +79,21 @@ func (s *Writer) Publish(ctx context.Context, msgs ...bus.Message) error {
 		return fmt.Errorf("sink: write: %w", err)
 	}
 	return nil
+}
+
+// lineOf is the line of message m.
+func lineOf(m bus.Message) Line {
+	l := Line{Topic: m.Topic, Key: string(m.Key)}
+	switch {
+	case m.Value == nil:
+	case json.Valid(m.Value):
+		l.Message = m.Value
+	case utf8.Valid(m.Value):
+		l.Message, _ = json.Marshal(string(m.Value))
+	default:
+		l.MessageBase64 = m.Value
+	}
+	return l
 }
 
 // Sync makes every line of the Publish calls that returned so far durable (fsync); the

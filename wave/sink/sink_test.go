@@ -228,3 +228,35 @@ func TestPublishRefusesAnEmptyTopicAndWritesNothing(t *testing.T) {
 		t.Fatalf("wrote %q, want %q", b.String(), want)
 	}
 }
+
+// TestPublishedValuesReadBack: each kind of value a format writes is written as a line
+// that reads back (decodeLine, what `binlake tail -file` reads) as it was published: a
+// JSON object embedded, text as a string, the bytes of a binary format (protobuf,
+// canal-protobuf: not UTF-8) in base64, and a tombstone's nil value as no message at all.
+func TestPublishedValuesReadBack(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		value []byte
+		line  string
+	}{
+		{"json", []byte(`{"id":7}`), `{"topic":"t","key":"k","message":{"id":7}}`},
+		{"text", []byte("plain text"), `{"topic":"t","key":"k","message":"plain text"}`},
+		{"empty", []byte{}, `{"topic":"t","key":"k","message":""}`},
+		{"protobuf", []byte("\x0a\x05shop\x80\x12\x02\xff\x00"), `{"topic":"t","key":"k","message_base64":"CgVzaG9wgBIC/wA="}`},
+		{"tombstone", nil, `{"topic":"t","key":"k"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := New(&buf).Publish(context.Background(), bus.Message{Topic: "t", Key: []byte("k"), Value: tc.value}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSuffix(buf.String(), "\n"); got != tc.line {
+				t.Errorf("line %s, want %s", got, tc.line)
+			}
+			m, ok := decodeLine(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+			if !ok || m.Topic != "t" || string(m.Key) != "k" || !bytes.Equal(m.Value, tc.value) || (m.Value == nil) != (tc.value == nil) {
+				t.Errorf("read back as %q (a sink line: %v), want %q", m.Value, ok, tc.value)
+			}
+		})
+	}
+}
