@@ -349,7 +349,7 @@ func appendCanalColumnRendered(dst []byte, s *canalScratch, r *Row, cols []canal
 	if err != nil {
 		return dst, err
 	}
-	isNull := isNullToken(tok)
+	isNull := image.isSQLNull(i, tok)
 	updated := false
 	if isAfter {
 		updated = true

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // This file is the registry of message formats: a subscription names its format
@@ -83,6 +85,25 @@ func (im Image) AppendJSON(dst []byte, col int) ([]byte, error) {
 	default:
 		return r.rows[im.i].appendValue(dst, c, col)
 	}
+}
+
+// isNull reports whether column col is SQL NULL in the image. Its json rendering does
+// not say: a JSON column holding the document null renders as null too.
+func (im Image) isNull(col int) bool {
+	switch r := im.rows; {
+	case r.raw != nil:
+		return r.raw[im.i].spans[col].n < 0
+	case r.query != nil:
+		return r.query[im.i][col].Type == mysql.FieldValueTypeNull
+	default:
+		return r.rows[im.i][col] == nil
+	}
+}
+
+// isSQLNull reports whether tok, column col's json rendering in im, stands for SQL NULL:
+// null, unless it is a JSON column's document null.
+func (im Image) isSQLNull(col int, tok []byte) bool {
+	return isNullToken(tok) && (kindOf(&im.t.Columns[col]) != kindJSON || im.isNull(col))
 }
 
 // Same reports whether column col has the same value in im and o (the json format's

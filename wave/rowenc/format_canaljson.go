@@ -184,7 +184,7 @@ func appendCanalValue(dst []byte, im Image, col int) ([]byte, error) {
 		return dst, err
 	}
 	tok := dst[at:]
-	if isNullToken(tok) {
+	if im.isSQLNull(col, tok) {
 		return dst, nil
 	}
 	c := &im.t.Columns[col]

@@ -148,7 +148,7 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 		return dst, err
 	}
 	tok := dst[at:]
-	if isNullToken(tok) {
+	if im.isSQLNull(col, tok) {
 		return dst, nil
 	}
 	c := &im.t.Columns[col]

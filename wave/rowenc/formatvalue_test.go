@@ -175,3 +175,38 @@ func TestJSONStringDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONNullDocument: a JSON column holding the document null (not SQL NULL: `js IS
+// NULL` is 0) is sent as that document where a format tells the two apart: Canal's value
+// "null" with isNull false, Debezium's io.debezium.data.Json "null"; SQL NULL stays null.
+func TestJSONNullDocument(t *testing.T) {
+	tb := &Table{Database: "d", Name: "t", PK: []int{0}, Columns: []Column{
+		{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true}, {Name: "doc", Type: mysql.MYSQL_TYPE_JSON},
+		{Name: "none", Type: mysql.MYSQL_TYPE_JSON}}}
+	tb.Prepare()
+	rows := Rows{rows: []values{{int32(1), `null`, nil}}}
+	r := &Row{Table: tb, Type: TypeInsert, Before: NoImage, After: Image{rows: &rows, t: tb, i: 0}}
+	for name, want := range map[string]string{FormatCanalJSON: `"doc":"null","none":null`, FormatDebeziumJSON: `"doc":"null","none":null`} {
+		f, err := NewFormat(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := f.AppendRow(nil, r)
+		if err != nil || !bytes.Contains(msg, []byte(want)) {
+			t.Errorf("%s: %s (%v), want it to hold %s", name, msg, err, want)
+		}
+	}
+	f, err := NewFormat(FormatCanalProtobuf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := f.AppendRow(nil, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rc := decodeCanal(t, msg)
+	cols := rc.RowDatas[0].AfterColumns
+	if doc, none := cols[1], cols[2]; doc.GetIsNull() || doc.GetValue() != "null" || !none.GetIsNull() {
+		t.Errorf("canal-protobuf: doc isNull %v value %q, none isNull %v; want false \"null\", true", doc.GetIsNull(), doc.GetValue(), none.GetIsNull())
+	}
+}
