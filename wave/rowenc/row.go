@@ -49,6 +49,10 @@ type Column struct {
 	Unsigned bool
 	// Binary marks byte columns (BINARY, VARBINARY, BLOB): base64 in the message.
 	Binary bool
+	// Pad is the declared length in bytes of a CHAR or BINARY column (its table-map
+	// metadata; CharLength). The binlog leaves out the 0x00 bytes the server pads a
+	// BINARY value with, which a SELECT returns: a Binary value is padded back to Pad.
+	Pad int
 	// JSON marks JSON columns; MariaDB stores them as LONGTEXT, so this comes from the
 	// schema there (a json_valid check constraint).
 	JSON bool
@@ -483,9 +487,20 @@ func appendText(dst []byte, c *Column, s string) []byte {
 		return appendJSONDoc(dst, bytesOf(s))
 	}
 	if c.Binary {
-		return appendBase64(dst, bytesOf(s))
+		var padded [256]byte // a BINARY holds at most 255 bytes
+		return appendBase64(dst, padBinary(padded[:0], c, bytesOf(s)))
 	}
 	return jsonenc.AppendString(dst, s)
+}
+
+// padBinary is b, or b appended to dst with the 0x00 bytes of a BINARY column c that the
+// binlog left out (Column.Pad).
+func padBinary(dst []byte, c *Column, b []byte) []byte {
+	if len(b) >= c.Pad || c.Type != mysql.MYSQL_TYPE_STRING {
+		return b
+	}
+	dst = append(dst, b...)
+	return append(dst, make([]byte, c.Pad-len(b))...)
 }
 
 func appendBytes(dst []byte, c *Column, b []byte) []byte {

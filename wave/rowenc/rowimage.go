@@ -103,11 +103,11 @@ func newRawCol(tp byte, meta uint16) rawCol {
 	return rawCol{}
 }
 
-// stringCol resolves a STRING column's real type and length from its metadata: CHAR,
+// stringType resolves a STRING column's real type and length from its metadata: CHAR,
 // ENUM or SET (decodeValue's rule, which carries two bits of a long CHAR's length in the
 // type byte).
-func stringCol(meta uint16) rawCol {
-	tp, length := byte(mysql.MYSQL_TYPE_STRING), int(meta)
+func stringType(meta uint16) (tp byte, length int) {
+	tp, length = mysql.MYSQL_TYPE_STRING, int(meta)
 	if meta >= 256 {
 		b0, b1 := uint8(meta>>8), uint8(meta&0xff)
 		if b0&0x30 != 0x30 {
@@ -118,6 +118,12 @@ func stringCol(meta uint16) rawCol {
 			tp = b0
 		}
 	}
+	return tp, length
+}
+
+// stringCol is where a STRING column's values lie (stringType).
+func stringCol(meta uint16) rawCol {
+	tp, length := stringType(meta)
 	switch tp {
 	case mysql.MYSQL_TYPE_STRING:
 		return rawCol{kind: rawString, width: lengthWidth(length)}

@@ -97,6 +97,7 @@ func newTestEvents(t testing.TB, cols []testColumn) *testEvents {
 		if col.Type == mysql.MYSQL_TYPE_DATETIME2 || col.Type == mysql.MYSQL_TYPE_TIMESTAMP2 {
 			col.Frac = uint8(tme.ColumnMeta[i])
 		}
+		col.Pad = CharLength(tme, i)
 		col.raw = newRawCol(tme.ColumnType[i], tme.ColumnMeta[i])
 		tb.inPlace = tb.inPlace && col.raw.kind != rawNone
 	}
@@ -352,6 +353,8 @@ func TestRawAsDecodedValues(t *testing.T) {
 		{"set", testColumn{tp: mysql.MYSQL_TYPE_STRING, meta: uint16(mysql.MYSQL_TYPE_SET)<<8 | 1}, []byte{5}, `"a,c"`},
 		{"varchar", testColumn{tp: mysql.MYSQL_TYPE_VARCHAR, meta: 300}, append([]byte{4, 0}, "é\"x"...), `"é\"x"`},
 		{"varbinary", testColumn{tp: mysql.MYSQL_TYPE_VARCHAR, meta: 16, binary: true}, []byte{3, 0, 1, 2}, `"AAEC"`},
+		{"binary(4) padded", testColumn{tp: mysql.MYSQL_TYPE_STRING, meta: uint16(mysql.MYSQL_TYPE_STRING)<<8 | 4, binary: true}, []byte{1, 'a'}, `"YQAAAA=="`},
+		{"binary(4) whole", testColumn{tp: mysql.MYSQL_TYPE_STRING, meta: uint16(mysql.MYSQL_TYPE_STRING)<<8 | 4, binary: true}, []byte{4, 1, 2, 3, 4}, `"AQIDBA=="`},
 		{"json text", testColumn{tp: mysql.MYSQL_TYPE_BLOB, meta: 4, json: true}, append([]byte{10, 0, 0, 0}, `{"a": [1]}`...), `{"a":[1]}`},
 		{"double", testColumn{tp: mysql.MYSQL_TYPE_DOUBLE, meta: 8}, binary.LittleEndian.AppendUint64(nil, 0x400921fb54442d18), `3.141592653589793`},
 	}

@@ -17,6 +17,18 @@ func ColumnType(tm *replication.TableMapEvent, i int) byte {
 	return typ
 }
 
+// CharLength is the declared length in bytes of column i of the table map tm when it is
+// a CHAR or BINARY (Column.Pad), else 0.
+func CharLength(tm *replication.TableMapEvent, i int) int {
+	if tm.ColumnType[i] != mysql.MYSQL_TYPE_STRING || i >= len(tm.ColumnMeta) {
+		return 0
+	}
+	if tp, length := stringType(tm.ColumnMeta[i]); tp == mysql.MYSQL_TYPE_STRING {
+		return length
+	}
+	return 0
+}
+
 // MapColumns reads from the table map tm, which t's columns were built from, where each
 // column's values lie in a row image, and so whether the table's rows can be read in
 // place (rowimage.go): only when every column is of a kind read in place.

@@ -168,7 +168,11 @@ func typedText(s *typedScratch, c *Column, text string) typedValue {
 		return typedJSON(bytesOf(text))
 	}
 	if c.Binary {
-		return typedValue{kind: tvBytes, b: bytesOf(text)}
+		b := padBinary(s.out[:0], c, bytesOf(text))
+		if len(b) > len(text) { // copied and padded into the scratch, not text's own bytes
+			s.out = b
+		}
+		return typedValue{kind: tvBytes, b: b}
 	}
 	return typedValue{kind: tvString, b: bytesOf(text)}
 }

@@ -1,0 +1,109 @@
+package capture
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave/cluster"
+)
+
+// serverValues are values whose binlog form differs from what a SELECT shows unless the
+// capture rebuilds it: each one's insert message must carry what the SELECT does.
+var serverValues = []struct {
+	name, column, value string
+	json, canal         string // the value in the json format's data, and in canal-json's
+}{
+	// The binlog leaves out a BINARY's trailing 0x00 padding (SELECT: 61000000).
+	{"binary_pad", "BINARY(4)", "x'61'", `"YQAAAA=="`, `"a\u0000\u0000\u0000"`},
+}
+
+// TestServerValuesIntegration writes each of serverValues into a table of its own (in
+// UTC, allowing invalid dates) and checks the insert's json and canal-json messages
+// read from the real MariaDB's binlog.
+func TestServerValuesIntegration(t *testing.T) {
+	a := testenv.RequireMySQL(t)
+	ctx := testenv.Context(t)
+	db, exec, _ := testenv.ScratchDatabase(t, "fixa_values")
+	exec("SET time_zone = '+00:00'")
+	exec("SET sql_mode = 'ALLOW_INVALID_DATES'")
+	for _, v := range serverValues {
+		exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, v %s)", db, v.name, v.column))
+	}
+	start, err := CurrentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range serverValues {
+		exec(fmt.Sprintf("INSERT INTO %s.%s VALUES (1, %s)", db, v.name, v.value))
+	}
+	include := []string{db + `\..*`}
+	inst := &cluster.Instance{ID: "values", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()}}
+	filter, err := cluster.NewFilter([]cluster.Subscription{{Name: "json", Topic: "json", Include: include},
+		{Name: "canal", Topic: "canal", Format: "canal-json", Include: include}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan Item, 64)
+	c, err := New(Options{Inst: inst, Password: a.Password, Filter: filter, Out: out,
+		Log: slog.New(slog.DiscardHandler), BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second,
+		EventQueue: 64, Heartbeat: time.Second}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go c.Run(cctx)
+
+	got := map[string]string{} // topic/table: the value
+	for len(got) < 2*len(serverValues) {
+		select {
+		case it := <-out:
+			for _, m := range it.Msgs {
+				table, v := insertedValue(t, m.Topic, m.Value)
+				got[m.Topic+"/"+table] = v
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of %d messages read in 30 s: %v", len(got), 2*len(serverValues), got)
+		}
+	}
+	for _, v := range serverValues {
+		if g := got["json/"+v.name]; g != v.json {
+			t.Errorf("%s %s: json %s, want %s", v.column, v.value, g, v.json)
+		}
+		if g := got["canal/"+v.name]; g != v.canal {
+			t.Errorf("%s %s: canal-json %s, want %s", v.column, v.value, g, v.canal)
+		}
+	}
+}
+
+// insertedValue is the table and the value of column v in an insert message of the json
+// format (topic json) or canal-json's.
+func insertedValue(t *testing.T, topic string, value []byte) (table, v string) {
+	t.Helper()
+	var m struct {
+		Table string `json:"table"`
+		Data  json.RawMessage
+	}
+	if err := json.Unmarshal(value, &m); err != nil {
+		t.Fatalf("%s: %v\n%s", topic, err, value)
+	}
+	data := m.Data
+	if topic == "canal" {
+		var rows []json.RawMessage
+		if err := json.Unmarshal(m.Data, &rows); err != nil || len(rows) != 1 {
+			t.Fatalf("canal-json data %s: %v", m.Data, err)
+		}
+		data = rows[0]
+	}
+	var row map[string]json.RawMessage
+	if err := json.Unmarshal(data, &row); err != nil {
+		t.Fatalf("%s data %s: %v", topic, data, err)
+	}
+	return m.Table, strings.TrimSpace(string(row["v"]))
+}
