@@ -240,7 +240,7 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 		c.Enum = enums[i]
 		c.Set = sets[i]
 		c.Pad = rowenc.CharLength(tm, i)
-		if (c.Type == mysql.MYSQL_TYPE_DATETIME2 || c.Type == mysql.MYSQL_TYPE_TIMESTAMP2) && i < len(tm.ColumnMeta) {
+		if (c.Type == mysql.MYSQL_TYPE_DATETIME2 || c.Type == mysql.MYSQL_TYPE_TIMESTAMP2 || c.Type == mysql.MYSQL_TYPE_TIME2) && i < len(tm.ColumnMeta) {
 			c.Frac = uint8(tm.ColumnMeta[i])
 		}
 	}

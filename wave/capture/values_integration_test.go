@@ -18,9 +18,14 @@ import (
 var serverValues = []struct {
 	name, column, value string
 	json, canal         string // the value in the json format's data, and in canal-json's
+	canalType           string // canal-json's mysqlType of the column, when given
 }{
 	// The binlog leaves out a BINARY's trailing 0x00 padding (SELECT: 61000000).
-	{"binary_pad", "BINARY(4)", "x'61'", `"YQAAAA=="`, `"a\u0000\u0000\u0000"`},
+	{"binary_pad", "BINARY(4)", "x'61'", `"YQAAAA=="`, `"a\u0000\u0000\u0000"`, ""},
+	// A TIME's fraction of zero has the column's digits (SELECT: 12:34:56.000000).
+	{"time6_zero_fraction", "TIME(6)", "'12:34:56'", `"12:34:56.000000"`, `"12:34:56.000000"`, "time(6)"},
+	{"time3_zero", "TIME(3)", "'00:00:00'", `"00:00:00.000"`, `"00:00:00.000"`, "time(3)"},
+	{"time0", "TIME", "'-838:59:59'", `"-838:59:59"`, `"-838:59:59"`, "time"},
 }
 
 // TestServerValuesIntegration writes each of serverValues into a table of its own (in
@@ -60,16 +65,18 @@ func TestServerValuesIntegration(t *testing.T) {
 	defer stop()
 	go c.Run(cctx)
 
-	got := map[string]string{} // topic/table: the value
-	for len(got) < 2*len(serverValues) {
+	got := map[string]string{} // topic/table: the value; canalType/table: its mysqlType
+	for n := 0; n < 2*len(serverValues); {
 		select {
 		case it := <-out:
 			for _, m := range it.Msgs {
-				table, v := insertedValue(t, m.Topic, m.Value)
+				table, v, typ := insertedValue(t, m.Topic, m.Value)
 				got[m.Topic+"/"+table] = v
+				got["canalType/"+table] += typ
+				n++
 			}
 		case <-time.After(30 * time.Second):
-			t.Fatalf("%d of %d messages read in 30 s: %v", len(got), 2*len(serverValues), got)
+			t.Fatalf("%d of %d messages read in 30 s: %v", n, 2*len(serverValues), got)
 		}
 	}
 	for _, v := range serverValues {
@@ -79,16 +86,20 @@ func TestServerValuesIntegration(t *testing.T) {
 		if g := got["canal/"+v.name]; g != v.canal {
 			t.Errorf("%s %s: canal-json %s, want %s", v.column, v.value, g, v.canal)
 		}
+		if g := got["canalType/"+v.name]; v.canalType != "" && g != v.canalType {
+			t.Errorf("%s: canal-json mysqlType %s, want %s", v.column, g, v.canalType)
+		}
 	}
 }
 
 // insertedValue is the table and the value of column v in an insert message of the json
-// format (topic json) or canal-json's.
-func insertedValue(t *testing.T, topic string, value []byte) (table, v string) {
+// format (topic json) or canal-json's, with canal-json's mysqlType of v.
+func insertedValue(t *testing.T, topic string, value []byte) (table, v, canalType string) {
 	t.Helper()
 	var m struct {
-		Table string `json:"table"`
-		Data  json.RawMessage
+		Table     string `json:"table"`
+		Data      json.RawMessage
+		MySQLType map[string]string `json:"mysqlType"`
 	}
 	if err := json.Unmarshal(value, &m); err != nil {
 		t.Fatalf("%s: %v\n%s", topic, err, value)
@@ -105,5 +116,5 @@ func insertedValue(t *testing.T, topic string, value []byte) (table, v string) {
 	if err := json.Unmarshal(data, &row); err != nil {
 		t.Fatalf("%s data %s: %v", topic, data, err)
 	}
-	return m.Table, strings.TrimSpace(string(row["v"]))
+	return m.Table, strings.TrimSpace(string(row["v"])), m.MySQLType["v"]
 }

@@ -416,7 +416,7 @@ func appendCanalMySQLType(dst []byte, c *Column) []byte {
 	}
 	dst = append(dst, '"')
 	dst = append(dst, name...)
-	if c.Frac > 0 && (c.Type == mysql.MYSQL_TYPE_DATETIME2 || c.Type == mysql.MYSQL_TYPE_TIMESTAMP2) {
+	if c.Frac > 0 && (c.Type == mysql.MYSQL_TYPE_DATETIME2 || c.Type == mysql.MYSQL_TYPE_TIMESTAMP2 || c.Type == mysql.MYSQL_TYPE_TIME2) {
 		dst = append(dst, '(')
 		dst = strconv.AppendUint(dst, uint64(c.Frac), 10)
 		dst = append(dst, ')')

@@ -47,7 +47,7 @@ func (r QueryRow) appendValue(dst []byte, c *Column, i int) ([]byte, error) {
 	case mysql.MYSQL_TYPE_TIMESTAMP2:
 		return appendQueryTemporal(dst, b, c.Frac, true), nil
 	case mysql.MYSQL_TYPE_TIME2:
-		return jsonenc.AppendString(dst, stringOf(truncateFraction(b, c.Frac))), nil
+		return append(appendTimeDigits(append(dst, '"'), b, c.Frac), '"'), nil
 	}
 	return appendBytes(dst, c, b), nil
 }
@@ -94,15 +94,26 @@ func appendQueryTemporal(dst, b []byte, frac uint8, utc bool) []byte {
 	return append(dst, '"')
 }
 
-// truncateFraction cuts a TIME's ".ffffff" to the column's digits, as the binlog
-// decoder does.
-func truncateFraction(b []byte, frac uint8) []byte {
-	i := bytes.IndexByte(b, '.')
-	if i < 0 {
-		return b
+// appendTimeDigits appends a TIME's text "[-]h…h:mm:ss[.f…]" with exactly frac
+// fractional digits, the column's: cut, or padded with zeros where go-mysql and the
+// binary protocol leave out a fraction of zero ("12:34:56" of a TIME(6) is
+// "12:34:56.000000", as a SELECT shows it).
+func appendTimeDigits(dst, b []byte, frac uint8) []byte {
+	var have []byte
+	if i := bytes.IndexByte(b, '.'); i >= 0 {
+		b, have = b[:i], b[i+1:]
 	}
+	dst = append(dst, b...)
 	if frac == 0 {
-		return b[:i]
+		return dst
 	}
-	return b[:min(len(b), i+1+int(min(frac, 6)))]
+	dst = append(dst, '.')
+	for i := range int(min(frac, 6)) {
+		if i < len(have) {
+			dst = append(dst, have[i])
+		} else {
+			dst = append(dst, '0')
+		}
+	}
+	return dst
 }

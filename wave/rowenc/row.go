@@ -60,9 +60,10 @@ type Column struct {
 	Enum []string
 	Set  []string
 	PK   bool
-	// Frac is the fractional-second digits of a DATETIME2 or TIMESTAMP2 column (its
-	// table-map metadata): go-mysql hands such values over as a time.Time, which does
-	// not carry them.
+	// Frac is the fractional-second digits of a DATETIME2, TIMESTAMP2 or TIME2 column
+	// (its table-map metadata), which every value is written with: go-mysql hands a
+	// DATETIME or TIMESTAMP over as a time.Time, which does not carry them, and a TIME
+	// without its fraction when that is zero.
 	Frac uint8
 
 	key []byte // `"<Name>":`, encoded by Table.Prepare
@@ -480,6 +481,8 @@ func appendText(dst []byte, c *Column, s string) []byte {
 			return appendTemporal(dst, s, "")
 		}
 		return appendTemporal(dst, s, "Z") // rendered in UTC
+	case mysql.MYSQL_TYPE_TIME2:
+		return append(appendTimeDigits(append(dst, '"'), bytesOf(s), c.Frac), '"')
 	case mysql.MYSQL_TYPE_JSON:
 		return appendJSONDoc(dst, bytesOf(s))
 	}

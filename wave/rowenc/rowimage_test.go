@@ -94,7 +94,7 @@ func newTestEvents(t testing.TB, cols []testColumn) *testEvents {
 		col.Type = ColumnType(tme, i)
 		col.Unsigned, col.Binary, col.JSON = c.unsigned, c.binary, c.json
 		col.Enum, col.Set = []string{"small", "medium", "large"}, []string{"a", "b", "c"}
-		if col.Type == mysql.MYSQL_TYPE_DATETIME2 || col.Type == mysql.MYSQL_TYPE_TIMESTAMP2 {
+		if col.Type == mysql.MYSQL_TYPE_DATETIME2 || col.Type == mysql.MYSQL_TYPE_TIMESTAMP2 || col.Type == mysql.MYSQL_TYPE_TIME2 {
 			col.Frac = uint8(tme.ColumnMeta[i])
 		}
 		col.Pad = CharLength(tme, i)
@@ -347,7 +347,11 @@ func TestRawAsDecodedValues(t *testing.T) {
 		{"datetime before 1970", testColumn{tp: mysql.MYSQL_TYPE_DATETIME2}, be(datetimeIntOffset+datetimeBits(1000, 1, 1, 0, 0, 0), 5), `"1000-01-01T00:00:00"`},
 		{"datetime zero", testColumn{tp: mysql.MYSQL_TYPE_DATETIME2, meta: 2}, append(be(datetimeIntOffset, 5), 0), `"0000-00-00T00:00:00.00"`},
 		{"timestamp(3)", testColumn{tp: mysql.MYSQL_TYPE_TIMESTAMP2, meta: 3}, append(be(1764583872, 4), be(3450, 2)...), `"2025-12-01T10:11:12.345Z"`},
-		{"time(3) negative", testColumn{tp: mysql.MYSQL_TYPE_TIME2, meta: 3}, append(be(timeIntOffset-(838<<12|59<<6|59), 3), 0, 0), `"-838:59:59"`},
+		{"time(3) negative", testColumn{tp: mysql.MYSQL_TYPE_TIME2, meta: 3}, append(be(timeIntOffset-(838<<12|59<<6|59), 3), 0, 0), `"-838:59:59.000"`},
+		{"time(6) zero fraction", testColumn{tp: mysql.MYSQL_TYPE_TIME2, meta: 6}, be(timeFullOffset+(12<<12|34<<6|56)<<24, 6), `"12:34:56.000000"`},
+		{"time(2) zero", testColumn{tp: mysql.MYSQL_TYPE_TIME2, meta: 2}, append(be(timeIntOffset, 3), 0), `"00:00:00.00"`},
+		{"time(1) half", testColumn{tp: mysql.MYSQL_TYPE_TIME2, meta: 1}, append(be(timeIntOffset+1, 3), 50), `"00:00:01.5"`},
+		{"time zero", testColumn{tp: mysql.MYSQL_TYPE_TIME2}, be(timeIntOffset, 3), `"00:00:00"`},
 		{"bit(12)", testColumn{tp: mysql.MYSQL_TYPE_BIT, meta: 1<<8 | 4}, []byte{0x0a, 0xaa}, `2730`},
 		{"enum", testColumn{tp: mysql.MYSQL_TYPE_STRING, meta: uint16(mysql.MYSQL_TYPE_ENUM)<<8 | 1}, []byte{2}, `"medium"`},
 		{"set", testColumn{tp: mysql.MYSQL_TYPE_STRING, meta: uint16(mysql.MYSQL_TYPE_SET)<<8 | 1}, []byte{5}, `"a,c"`},

@@ -161,6 +161,9 @@ func typedText(s *typedScratch, c *Column, text string) typedValue {
 			return typedTemporal(s, text, "")
 		}
 		return typedTemporal(s, text, "Z")
+	case mysql.MYSQL_TYPE_TIME2:
+		s.out = appendTimeDigits(s.out[:0], bytesOf(text), c.Frac)
+		return typedValue{kind: tvASCII, b: s.out}
 	case mysql.MYSQL_TYPE_JSON:
 		return typedJSON(bytesOf(text))
 	}
@@ -257,7 +260,8 @@ func (r QueryRow) typed(s *typedScratch, c *Column, i int) (typedValue, error) {
 		s.out = out
 		return typedValue{kind: tvString, b: out[1 : len(out)-1]}, nil
 	case mysql.MYSQL_TYPE_TIME2:
-		return typedValue{kind: tvString, b: truncateFraction(b, c.Frac)}, nil
+		s.out = appendTimeDigits(s.out[:0], b, c.Frac)
+		return typedValue{kind: tvString, b: s.out}, nil
 	}
 	return typedBytes(c, b), nil
 }
