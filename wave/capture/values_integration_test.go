@@ -26,6 +26,9 @@ var serverValues = []struct {
 	{"time6_zero_fraction", "TIME(6)", "'12:34:56'", `"12:34:56.000000"`, `"12:34:56.000000"`, "time(6)"},
 	{"time3_zero", "TIME(3)", "'00:00:00'", `"00:00:00.000"`, `"00:00:00.000"`, "time(3)"},
 	{"time0", "TIME", "'-838:59:59'", `"-838:59:59"`, `"-838:59:59"`, "time"},
+	// Second 0 with a fraction is the epoch's, not the zero TIMESTAMP (unix_timestamp 0.000001).
+	{"timestamp6_epoch", "TIMESTAMP(6) NULL", "'1970-01-01 00:00:00.000001'", `"1970-01-01T00:00:00.000001Z"`, `"1970-01-01 00:00:00.000001"`, ""},
+	{"timestamp6_zero", "TIMESTAMP(6) NULL", "'0000-00-00 00:00:00'", `"0000-00-00T00:00:00.000000"`, `"0000-00-00 00:00:00.000000"`, ""},
 }
 
 // TestServerValuesIntegration writes each of serverValues into a table of its own (in

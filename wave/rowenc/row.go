@@ -477,10 +477,15 @@ func appendText(dst []byte, c *Column, s string) []byte {
 	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
 		return appendTemporal(dst, s, "")
 	case mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIMESTAMP2:
-		if strings.HasPrefix(s, "0000-00-00") {
+		if strings.HasPrefix(s, "0000-00-00") && !isEpochFraction(s) {
 			return appendTemporal(dst, s, "")
 		}
-		return appendTemporal(dst, s, "Z") // rendered in UTC
+		at := len(dst)
+		dst = appendTemporal(dst, s, "Z") // rendered in UTC
+		if isEpochFraction(s) {
+			copy(dst[at+1:], epochDate)
+		}
+		return dst
 	case mysql.MYSQL_TYPE_TIME2:
 		return append(appendTimeDigits(append(dst, '"'), bytesOf(s), c.Frac), '"')
 	case mysql.MYSQL_TYPE_JSON:
@@ -514,6 +519,18 @@ func appendBytes(dst []byte, c *Column, b []byte) []byte {
 		return appendBase64(dst, b)
 	}
 	return jsonenc.AppendString(dst, stringOf(b))
+}
+
+// epochDate is the date of a TIMESTAMP at second 0 with a fraction (isEpochFraction).
+const epochDate = "1970-01-01"
+
+// isEpochFraction reports whether s is go-mysql's text of a TIMESTAMP at second 0 with a
+// fraction: go-mysql writes any TIMESTAMP at second 0 as the zero date, but only second
+// 0 with no fraction is MySQL's zero TIMESTAMP (the server stores '0000-00-00
+// 00:00:00.5' as that), so "0000-00-00 00:00:00.000001" is 1970-01-01 00:00:00.000001
+// UTC, unix_timestamp 0.000001.
+func isEpochFraction(s string) bool {
+	return len(s) > 20 && s[:20] == "0000-00-00 00:00:00." && strings.Trim(s[20:], "0") != ""
 }
 
 // appendTemporal appends go-mysql's "2006-01-02 15:04:05[.frac]" as an ISO 8601

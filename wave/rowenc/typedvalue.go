@@ -157,10 +157,14 @@ func typedText(s *typedScratch, c *Column, text string) typedValue {
 	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
 		return typedTemporal(s, text, "")
 	case mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIMESTAMP2:
-		if len(text) >= 10 && text[:10] == "0000-00-00" {
+		if len(text) >= 10 && text[:10] == "0000-00-00" && !isEpochFraction(text) {
 			return typedTemporal(s, text, "")
 		}
-		return typedTemporal(s, text, "Z")
+		v := typedTemporal(s, text, "Z")
+		if isEpochFraction(text) {
+			copy(v.b, epochDate)
+		}
+		return v
 	case mysql.MYSQL_TYPE_TIME2:
 		s.out = appendTimeDigits(s.out[:0], bytesOf(text), c.Frac)
 		return typedValue{kind: tvASCII, b: s.out}
