@@ -33,6 +33,7 @@ type schemaColumn struct {
 	pk       bool
 	json     bool
 	binary   bool
+	charset  string // CHARACTER_SET_NAME: "" for columns that hold no text
 	// values are an ENUM's or SET's members, from its COLUMN_TYPE: a snapshot's result
 	// does not carry them, and the formats that send a member's index need them.
 	values []string
@@ -115,6 +116,7 @@ func (s *schema) lookup(ctx context.Context, db, table string) (*schemaInfo, err
 			pk:       ckey == "PRI",
 			json:     strings.EqualFold(dtype, "json"),
 			binary:   cs == "binary" || strings.HasSuffix(strings.ToLower(dtype), "binary") || strings.HasSuffix(strings.ToLower(dtype), "blob"),
+			charset:  cs,
 			values:   enumValues(ctype),
 		})
 	}
@@ -226,7 +228,6 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 	collations := tm.CollationMap()
 	enums := tm.EnumStrValueMap()
 	sets := tm.SetStrValueMap()
-	t.MapColumns(tm)
 	for i := range n {
 		c := &t.Columns[i]
 		c.Type = rowenc.ColumnType(tm, i)
@@ -236,6 +237,10 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 		c.Unsigned = unsigned[i]
 		if coll, ok := collations[i]; ok {
 			c.Binary = coll == rowenc.BinaryCollation
+			if !c.Binary && (c.Type == mysql.MYSQL_TYPE_VARCHAR || c.Type == mysql.MYSQL_TYPE_VAR_STRING ||
+				c.Type == mysql.MYSQL_TYPE_STRING || c.Type == mysql.MYSQL_TYPE_BLOB) {
+				c.Charset = rowenc.CharsetOfCollation(coll)
+			}
 		}
 		c.Enum = enums[i]
 		c.Set = sets[i]
@@ -257,7 +262,14 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 	needText := collations == nil && hasStrings(tm)
 	needJSON := flavor == cluster.FlavorMariaDB && hasBlobs(tm)
 	needPK := len(tm.PrimaryKey) == 0
-	if !(needNames || needSign || needText || needJSON || needPK) {
+	// Without FULL metadata an ENUM or SET has no member names: its numbers went out.
+	needMembers := false
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		needMembers = needMembers || c.Type == mysql.MYSQL_TYPE_ENUM && c.Enum == nil || c.Type == mysql.MYSQL_TYPE_SET && c.Set == nil
+	}
+	if !(needNames || needSign || needText || needJSON || needPK || needMembers) {
+		t.MapColumns(tm)
 		return t, nil
 	}
 	info, err := sc.lookup(ctx, db, name)
@@ -267,7 +279,7 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 		// their key until the next DDL.
 		return nil, err
 	}
-	if needNames || needSign || needText {
+	if needNames || needSign || needText || needMembers {
 		sc.warnOnce(key, "binlog lacks row metadata (binlog_row_metadata=FULL); column names and types come from the current schema, which is wrong for rows written before a later DDL")
 	}
 	if needNames {
@@ -296,6 +308,15 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 		}
 		if needText {
 			c.Binary = sc.binary
+			if !c.Binary {
+				c.Charset = rowenc.CharsetNamed(sc.charset)
+			}
+		}
+		switch {
+		case c.Type == mysql.MYSQL_TYPE_ENUM && c.Enum == nil:
+			c.Enum = sc.values
+		case c.Type == mysql.MYSQL_TYPE_SET && c.Set == nil:
+			c.Set = sc.values
 		}
 		if sc.json && (c.Type == mysql.MYSQL_TYPE_BLOB || c.Type == mysql.MYSQL_TYPE_JSON) {
 			c.JSON = true
@@ -323,6 +344,7 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 			}
 		}
 	}
+	t.MapColumns(tm)
 	return t, nil
 }
 

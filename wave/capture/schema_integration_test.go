@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -176,5 +177,56 @@ func TestSchemaCacheOutlivesLaterQueriesIntegration(t *testing.T) {
 		if c.Name == "meta" && !c.JSON {
 			t.Errorf("snapshot layout of t_a: meta is not JSON (it would be sent as a string)")
 		}
+	}
+}
+
+// TestSchemaFillsWhatMinimalMetadataLacks: a binlog without the optional metadata (a
+// source with binlog_row_metadata MINIMAL or MariaDB's default NO_LOG) names no ENUM or
+// SET member and no character set; the schema gives them, so members go out by name
+// (they went out as numbers: "e":2,"s":3) and latin1 text is decoded. The test server
+// writes FULL, a global setting shared with other tests, so the event's optional
+// metadata is cleared here, as such a source writes it.
+func TestSchemaFillsWhatMinimalMetadataLacksIntegration(t *testing.T) {
+	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
+	db, exec, start := tableAt(t, ctx, a, "wave_minimal_meta",
+		"(id INT PRIMARY KEY, e ENUM('p','q'), s SET('a','b'), l VARCHAR(8) CHARACTER SET latin1, u VARCHAR(8) CHARACTER SET utf8mb4)")
+	inst := &cluster.Instance{ID: "meta", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: 1}}
+	filter, err := cluster.NewFilter([]cluster.Subscription{{Name: "all", Topic: "meta"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Options{Inst: inst, Password: a.Password, Filter: filter, Log: slog.New(slog.DiscardHandler)}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.sc.close()
+	exec("INSERT INTO " + db + ".t VALUES (1, 'q', 'a,b', 'x', 'y')")
+	ev := readTableMap(t, ctx, a, start, db, "t")
+	tm := ev.Event.(*replication.TableMapEvent)
+	tm.SignednessBitmap, tm.DefaultCharset, tm.ColumnCharset, tm.EnumSetDefaultCharset, tm.EnumSetColumnCharset = nil, nil, nil, nil, nil
+	tm.SetStrValue, tm.EnumStrValue, tm.ColumnName, tm.GeometryType, tm.PrimaryKey, tm.PrimaryKeyPrefix = nil, nil, nil, nil, nil, nil
+	c.tables = map[uint64]*rowenc.Table{}
+	if err := c.handle(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	tb := c.tables[tm.TableID]
+	if tb == nil {
+		t.Fatal("no table built")
+	}
+	cols := map[string]rowenc.Column{}
+	for _, col := range tb.Columns {
+		cols[col.Name] = col
+	}
+	if got := cols["e"].Enum; !slices.Equal(got, []string{"p", "q"}) {
+		t.Errorf("ENUM members %q, want [p q]", got)
+	}
+	if got := cols["s"].Set; !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("SET members %q, want [a b]", got)
+	}
+	if cs := cols["l"].Charset; cs == nil || cs.Name != "latin1" {
+		t.Errorf("the latin1 column's charset: %v", cs)
+	}
+	if cs := cols["u"].Charset; cs != nil {
+		t.Errorf("the utf8mb4 column's charset: %s, want none (UTF-8 already)", cs.Name)
 	}
 }

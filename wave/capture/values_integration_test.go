@@ -29,6 +29,12 @@ var serverValues = []struct {
 	// Second 0 with a fraction is the epoch's, not the zero TIMESTAMP (unix_timestamp 0.000001).
 	{"timestamp6_epoch", "TIMESTAMP(6) NULL", "'1970-01-01 00:00:00.000001'", `"1970-01-01T00:00:00.000001Z"`, `"1970-01-01 00:00:00.000001"`, ""},
 	{"timestamp6_zero", "TIMESTAMP(6) NULL", "'0000-00-00 00:00:00'", `"0000-00-00T00:00:00.000000"`, `"0000-00-00 00:00:00.000000"`, ""},
+	// Text in a character set other than UTF-8 is the binlog's bytes in that set (SELECT,
+	// a snapshot, Canal and Debezium: "café\u0081"; it came out "caf\ufffd\ufffd").
+	{"latin1", "VARCHAR(20) CHARACTER SET latin1", "CONCAT('caf', x'e981')", "\"café\u0081\"", "\"café\u0081\"", ""},
+	{"latin1_text", "TEXT CHARACTER SET latin1", "x'ff4e'", `"ÿN"`, `"ÿN"`, ""},
+	{"cp1251", "CHAR(4) CHARACTER SET cp1251", "x'cff0e8e2'", `"Прив"`, `"Прив"`, ""},
+	{"gbk", "VARCHAR(8) CHARACTER SET gbk", "x'c4e3bac3'", `"你好"`, `"你好"`, ""},
 }
 
 // TestServerValuesIntegration writes each of serverValues into a table of its own (in

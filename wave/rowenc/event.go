@@ -83,9 +83,29 @@ func (r *Reader) Read(et replication.EventType, e *replication.RowsEvent, t *Tab
 	}
 	rows := make([]values, len(e.Rows))
 	for i, row := range e.Rows {
+		if t.charsets {
+			decodeText(t, row)
+		}
 		rows[i] = row
 	}
 	return Rows{rows: rows}, nil
+}
+
+// decodeText replaces the values of row (go-mysql's: a string, or []byte for TEXT) of
+// t's columns with a Charset by their text in UTF-8.
+func decodeText(t *Table, row []any) {
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if c.Charset == nil || i >= len(row) {
+			continue
+		}
+		switch v := row[i].(type) {
+		case string:
+			row[i] = string(c.Charset.Decode(nil, []byte(v)))
+		case []byte:
+			row[i] = c.Charset.Decode(nil, v)
+		}
+	}
 }
 
 // Event is a rows event (or snapshot chunk) read but not yet encoded.

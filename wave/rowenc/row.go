@@ -49,6 +49,10 @@ type Column struct {
 	Unsigned bool
 	// Binary marks byte columns (BINARY, VARBINARY, BLOB): base64 in the message.
 	Binary bool
+	// Charset, when not nil, is a text column's character set, which is not UTF-8: its
+	// values from the binlog are decoded from it (Reader.Read); a snapshot's come from
+	// the server as UTF-8 already.
+	Charset *Charset
 	// Pad is the declared length in bytes of a CHAR or BINARY column (its table-map
 	// metadata; CharLength). The binlog leaves out the 0x00 bytes the server pads a
 	// BINARY value with, which a SELECT returns: a Binary value is padded back to Pad.
@@ -89,6 +93,8 @@ type Table struct {
 	// values can be read in place (rowimage.go).
 	tm      *replication.TableMapEvent
 	inPlace bool
+	// charsets: a column has a Charset, whose binlog text Reader.Read decodes.
+	charsets bool
 }
 
 // Prepare encodes the JSON every message of the table repeats (its names, each column's
