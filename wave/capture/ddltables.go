@@ -26,10 +26,10 @@ type ddlParser struct{ p *parser.Parser }
 
 func newDDLParser() *ddlParser { return &ddlParser{p: parser.New()} }
 
-// tables returns the tables of a CREATE, ALTER, DROP, TRUNCATE or RENAME TABLE
-// statement (both names of each renamed pair: subscribers of either name learn of it),
-// qualified with defaultDB when the statement does not say; none for other statements
-// (databases, views, indexes, grants).
+// tables returns the tables of a CREATE, ALTER, DROP, TRUNCATE or RENAME TABLE statement
+// (both names of each renamed pair: subscribers of either name learn of it) or of a
+// CREATE or DROP INDEX, qualified with defaultDB when the statement does not say; none
+// for other statements (databases, views, grants).
 func (d *ddlParser) tables(defaultDB, sql string) (refs []tableRef) {
 	stmts, err := d.parse(sql)
 	if err != nil {
@@ -67,6 +67,10 @@ func (d *ddlParser) tables(defaultDB, sql string) (refs []tableRef) {
 				add(tt.OldTable)
 				add(tt.NewTable)
 			}
+		case *ast.CreateIndexStmt: // Canal sends these (CINDEX, DINDEX): its readers expect them
+			add(s.Table)
+		case *ast.DropIndexStmt:
+			add(s.Table)
 		}
 	}
 	return refs

@@ -30,7 +30,10 @@ func TestDDLTables(t *testing.T) {
 		{"CREATE DATABASE foo", "[]"},
 		{"GRANT ALL ON *.* TO x", "[]"},
 		{"DROP VIEW v", "[]"},
-		{"CREATE INDEX i ON t (a)", "[]"},
+		// Index statements name their table (Canal sends them: CINDEX, DINDEX).
+		{"CREATE INDEX i ON t (a)", "[{def t}]"},
+		{"create unique index i on s.t (a, b)", "[{s t}]"},
+		{"DROP INDEX i ON `s`.`t`", "[{s t}]"},
 		{"not sql at all", "[]"},
 	}
 	d := newDDLParser()
