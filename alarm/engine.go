@@ -171,9 +171,12 @@ type alertState struct {
 	// resolvedTS the one behind the resolution (see LogEntry); guardTS, while set, is
 	// the evalTS of the log entry the alert resumed: points no newer cannot change it.
 	evalTS, resolvedTS, guardTS time.Time
-	silencedBy                  []string
-	inhibited                   bool
-	inhibitKey                  string
+	// endedTS is the own time of the node's batch that came without the alert's series
+	// (see shard.endSeries).
+	endedTS    time.Time
+	silencedBy []string
+	inhibited  bool
+	inhibitKey string
 }
 
 // NewEngine builds an engine; Restore loads the notification log before use.
@@ -456,15 +459,16 @@ func (a *alertState) entry() LogEntry {
 }
 
 // evidenceTS is the own time of the newest point the alert's state rests on: its
-// series' newest point, or for nodata the node's last point.
+// series' newest point, or the node's batch that came without it; for nodata the node's
+// last point.
 func (a *alertState) evidenceTS() time.Time {
 	switch {
-	case a.series != nil:
-		return a.series.newest()
 	case a.nd != nil:
 		return a.nd.lastTS
+	case a.series != nil && a.series.newest().After(a.endedTS):
+		return a.series.newest()
 	}
-	return time.Time{}
+	return a.endedTS
 }
 
 // nodataRecords returns, for the nodes keep accepts, what the engine watches of them for

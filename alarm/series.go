@@ -44,6 +44,17 @@ func (sl *slot) eval(s *series) (value float64, active, ok bool) {
 	return sl.p.Cond.Eval(s.samples)
 }
 
+// alerted reports whether the condition of one of the series' alerts holds (pending or
+// firing on its last point).
+func (s *series) alerted() bool {
+	for i := range s.slots {
+		if a := s.slots[i].a; a != nil && a.active {
+			return true
+		}
+	}
+	return false
+}
+
 // newest is the own time of the series' newest point.
 func (s *series) newest() time.Time {
 	if len(s.samples) == 0 {

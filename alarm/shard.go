@@ -29,7 +29,8 @@ type shard struct {
 	restored map[string]map[uint64]LogEntry            // node → loaded, not yet seen here
 	counts   [4]int                                    // alerts per state
 	dirty    []*alertState
-	gen      uint64 // marks the alerts process has seen in its current call
+	gen      uint64    // marks the alerts process has seen in its current call
+	prev     []*series // observe's scratch: the alerted series of the node's previous batch
 }
 
 func newShard(e *Engine) *shard {
@@ -47,6 +48,12 @@ func (e *Engine) shardOf(node string) *shard {
 // observe evaluates a batch of one of the shard's nodes. Called with sh.mu held.
 func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Duration) int {
 	layout := sh.layouts[b.Node]
+	prev := sh.prev[:0]
+	for _, le := range layout {
+		if le.s != nil && !le.s.gone && le.s.alerted() {
+			prev = append(prev, le.s)
+		}
+	}
 	if len(layout) != len(b.Points) {
 		layout = append(layout[:0:0], layout[:min(len(layout), len(b.Points))]...)
 		layout = append(layout, make([]layoutEntry, len(b.Points)-len(layout))...)
@@ -97,8 +104,84 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 			sh.step(sl.a, active, value, now)
 		}
 	}
+	for _, s := range prev {
+		// A series this batch carried has a point at ts or later (a redelivered batch).
+		if ts.After(s.newest()) {
+			sh.endSeries(s, ts, now)
+		}
+	}
+	clear(prev)
+	sh.prev = prev[:0]
 	sh.observeNodata(b, minTime(ts, now), now, interval)
+	if len(sh.restored[b.Node]) > 0 {
+		sh.endRestored(b, ts, now)
+	}
 	return evals
+}
+
+// endSeries stops the alerts of a series that the node's newer batch (at ts) came
+// without. An agent's batch is the whole of its node's points at its time, so a series
+// missing from it has ended, as Prometheus marks a series missing from a scrape stale: a
+// label that changed value (wave.instance_running's state going from "reconnecting" to
+// "running") starts a new series and ends the old one, and an instance removed ends its
+// own. Waiting for the old series to go stale (StaleIntervals) would keep its last point
+// violating meanwhile: a pending alert fired on it a minute after the instance was
+// running again. Its alerts stop holding now and resolve as any alert does (after
+// keep_firing_for); a later point carries the series on.
+func (sh *shard) endSeries(s *series, ts, now time.Time) {
+	for i := range s.slots {
+		a := s.slots[i].a
+		if a == nil || !a.active {
+			continue
+		}
+		if !ts.After(a.guardTS) {
+			continue // a replayed batch from before the entry it resumed: it says nothing new
+		}
+		a.guardTS, a.endedTS = time.Time{}, ts
+		sh.step(a, false, a.value, now)
+	}
+}
+
+// endRestored resolves the alerts the notification log holds firing on series of the
+// node that its batch at ts, newer than the points the log's decision rested on, does
+// not carry. Those series ended while no process here evaluated them (across a restart,
+// or before the node's partition moved here), so no point will ever come to continue
+// their alerts: without this their entries stayed firing in the log for good. Nodata
+// alerts are the node's, not a series', and continue in observeNodata.
+func (sh *shard) endRestored(b *metric.Batch, ts, now time.Time) {
+	var carried map[uint64]bool
+	for fp, le := range sh.restored[b.Node] {
+		p := sh.e.byName[le.Policy]
+		if p == nil || p.Cond == nil || !ts.After(le.EvalTS) || fp == fingerprint(nodataLabels(p, b.Node)) {
+			continue
+		}
+		if carried == nil {
+			carried = sh.carried(b)
+		}
+		if carried[fp] {
+			continue // its point is in the batch, a replayed one: its series goes on
+		}
+		sh.unrestore(b.Node, fp)
+		a := sh.newAlert(fp, p, le.Labels, b.Node)
+		sh.resume(a, le, now)
+		a.guardTS, a.endedTS = time.Time{}, ts
+		sh.step(a, false, a.value, now)
+	}
+}
+
+// carried returns the fingerprints of the alerts the policies could raise on the
+// batch's points (observe has resolved each point's series in the node's layout).
+func (sh *shard) carried(b *metric.Batch) map[uint64]bool {
+	out := map[uint64]bool{}
+	layout := sh.layouts[b.Node]
+	for i := range b.Points {
+		if s := layout[i].s; s != nil {
+			for j := range s.slots {
+				out[fingerprint(alertLabels(s.slots[j].p, b.Node, b.Points[i].Labels))] = true
+			}
+		}
+	}
+	return out
 }
 
 // unrestore forgets a restored entry now continued by a live alert and returns the
