@@ -300,6 +300,69 @@ func TestNodata(t *testing.T) {
 	require.Equal(t, []string{R}, r.out.take())
 }
 
+// A resolved alert keeps the value it resolved with, in its notice and in GET
+// /v1/alerts for as long as it is listed; a resolved nodata alert's value is how long
+// its node was silent.
+func TestResolvedAlertKeepsItsValue(t *testing.T) {
+	const nodata = `policies:
+  - name: agent-dead
+    nodata: 3
+    severity: P0
+    channels: [c]
+    annotations: {summary: "{{ .Node }} sent no metrics for {{ .Value }}s"}
+`
+	type point struct{ sec, v float64 }
+	cases := []struct {
+		name, yaml string
+		// wave-1's cpu.util points until the alert resolved (ticks every second between);
+		// after them, a point of value `after` every 10 s for 12 minutes
+		points  []point
+		after   float64
+		summary string // of the resolved notice, and in /v1/alerts at the end
+	}{
+		{"a series: its value when it resolved", basePolicy, []point{{0, 95}, {10, 95}, {20, 70.3}}, 45.4,
+			"wave-1 at 70.3"},
+		{"nodata: how long the node was silent", nodata, []point{{0, 10}, {47, 10}}, 10,
+			"wave-1 sent no metrics for 47s"},
+		{"nodata with keep_firing_for: the silence, not the time since", nodata + "    keep_firing_for: 30s\n",
+			[]point{{0, 10}, {47, 10}, {57, 10}, {67, 10}, {77, 10}}, 10, "wave-1 sent no metrics for 47s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, tc.yaml, nil)
+			send := func(p point) (resolved []string) {
+				for r.clk.Now().Before(t0.Add(time.Duration(p.sec) * time.Second)) {
+					r.clk.Add(time.Second)
+					r.e.Tick()
+				}
+				r.e.Observe(batch("wave-1", r.clk.Now(), cpu(p.v)))
+				r.e.Tick()
+				for _, m := range r.out.messages() {
+					for _, a := range m.Alerts {
+						if a.Status == notify.StatusResolved {
+							resolved = append(resolved, a.Annotations["summary"])
+						}
+					}
+				}
+				return resolved
+			}
+			var resolved []string
+			for _, p := range tc.points {
+				resolved = append(resolved, send(p)...)
+			}
+			require.Equal(t, []string{tc.summary}, resolved)
+			last := tc.points[len(tc.points)-1].sec
+			for sec := last + 10; sec <= last+720; sec += 10 {
+				require.Empty(t, send(point{sec, tc.after}))
+			}
+			views := r.e.Alerts()
+			require.Len(t, views, 1)
+			require.Equal(t, "resolved", views[0].State)
+			require.Equal(t, tc.summary, views[0].Annotations["summary"])
+		})
+	}
+}
+
 func TestSilence(t *testing.T) {
 	// Series never go stale here: the test jumps minutes without points.
 	r := newRig(t, basePolicy+"    repeat_interval: 1h\n", func(o *EngineOptions) { o.StaleIntervals = 1000 })

@@ -230,9 +230,20 @@ func (sh *shard) observeNodata(b *metric.Batch, ts, now time.Time, interval time
 				continue
 			}
 			a.guardTS = time.Time{}
-			sh.step(a, false, 0, now)
+			sh.step(a, false, silence(a, ts), now)
 		}
 	}
+}
+
+// silence is a nodata alert's value as its node sends again at ts: how long the node was
+// silent, from the last point its firing rested on (evalTS). The minutes a resolved
+// agent-dead names, not the seconds since the point that resolved it (it read "sent no
+// metrics for 0s"). An alert that is not firing on the silence keeps its value.
+func silence(a *alertState, ts time.Time) float64 {
+	if a.state != StateFiring || !a.active || a.evalTS.IsZero() {
+		return a.value
+	}
+	return ts.Sub(a.evalTS).Seconds()
 }
 
 // resumeNodata continues a nodata alert the notification log holds firing for the
@@ -290,7 +301,11 @@ func (sh *shard) tick(now time.Time, held heldFunc, ef *effects) {
 				sl.a = sh.newAlert(fingerprint(labels), p, labels, node)
 				sl.a.nd = sl
 			}
-			sh.step(sl.a, active, missing.Seconds(), now)
+			value := missing.Seconds()
+			if !active {
+				value = silence(sl.a, sl.lastTS)
+			}
+			sh.step(sl.a, active, value, now)
 		}
 	}
 	all := make([]*alertState, 0, len(sh.alerts))
@@ -388,7 +403,13 @@ func (sh *shard) setState(a *alertState, s State) {
 
 // step is the state machine. active is the condition's latest result.
 func (sh *shard) step(a *alertState, active bool, value float64, now time.Time) {
-	a.active, a.value, a.lastEval = active, value, now
+	if a.state != StateResolved || active {
+		// A resolved alert keeps the value it resolved with, and so its annotations:
+		// GET /v1/alerts shows the episode that ended, not the series' figure of the
+		// moment (a resolved cpu-high read 45.4% minutes after it resolved at 70.3%).
+		a.value = value
+	}
+	a.active, a.lastEval = active, now
 	sh.dirty = append(sh.dirty, a)
 	switch a.state {
 	case StateInactive, StateResolved:
