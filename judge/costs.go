@@ -24,7 +24,7 @@ type nodeCosts struct {
 	// runs holds those the node runs, in the judge's own view (see costsOf).
 	runs map[string]bool
 	// cpu is the wave process's CPU now (the EWMA of wave.cpu_cores), hasCPU whether
-	// the node reports it.
+	// the node reports it (and has not stopped: analysis.StoppedAfter).
 	cpu    float64
 	hasCPU bool
 }
@@ -34,7 +34,7 @@ type nodeCosts struct {
 // process's wave.cpu_cores split by rows between the instances with a wave.tps series.
 //
 // The node runs an instance, in the judge's view, when a wave.instance_running series of
-// it holds 1 and is in the node's recent batches (within stoppedAfter of its last one;
+// it holds 1 and is in the node's recent batches (not stopped, analysis.StoppedAfter;
 // a carried level is the previous hour's), or, for a wave that reports no
 // wave.instance_running of it, when its wave.tps is: instance_running, when there, says
 // that an instance with a rate is stopped. A wave stops reporting an instance that left
@@ -45,17 +45,11 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 	running, hasRunning, tpsNow := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var cpu, totalRows float64
 	hasCPU := false
-	iv := n.Interval
-	if iv <= 0 {
-		iv = metric.DefaultInterval
-	}
-	recent := func(s analysis.Series) bool {
-		return !s.Carried && !s.LastTS.Before(n.LastBatchTS.Add(-stoppedAfter*iv))
-	}
+	recent := func(s analysis.Series) bool { return !s.Carried && !n.Stopped(s) }
 	for _, s := range n.Series {
 		inst := s.Labels[labelInstance]
 		if inst == "" {
-			if s.Name == metric.WaveCPUCores && len(s.Labels) == 0 {
+			if s.Name == metric.WaveCPUCores && len(s.Labels) == 0 && !n.Stopped(s) {
 				cpu, hasCPU = nonNegative(s.EWMA), s.HasLevel()
 			}
 			continue
@@ -99,11 +93,6 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 	}
 	return out
 }
-
-// stoppedAfter is how many of its node's intervals a series of an instance may be
-// missing from the node's batches before the instance counts as stopped there: an agent
-// whose scrape of the wave failed once sends a batch without it.
-const stoppedAfter = 3
 
 // labelInstance is the label of the capture instance on wave.* series.
 const labelInstance = "instance"

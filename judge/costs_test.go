@@ -257,3 +257,71 @@ func TestPlacementExplainsInstanceCost(t *testing.T) {
 	a = place(`{"instance":"new","dry_run":true,"explain":"all"}`)
 	require.NotContains(t, a, "instance_cost")
 }
+
+// A node whose wave stopped reporting while its agent still sends the host's figures:
+// its wave.* levels are not its figures now once its batches have gone without them for
+// three intervals. GET /v1/nodes and /v1/nodes/{id} list them under stopped, not load,
+// placements do not see them, and the status page says so; one batch without them (a
+// failed scrape) changes nothing. They stood until the hour's end: the listing showed
+// wave.tps 100 and the status page the instance running 13 minutes after the last.
+func TestWaveThatStoppedReportingIsNotTheNodes(t *testing.T) {
+	j, c := newJudge(t, nil)
+	withWave := func(ts time.Time) metric.Batch {
+		b := waveBatch("dbx-agent2", ts, 1, map[string]float64{"local": 100})
+		b.Points = append(b.Points, metric.Point{Name: metric.WaveTPS, Value: 100}, metric.Point{Name: metric.WaveInstances, Value: 1})
+		return b
+	}
+	hostOnly := func(ts time.Time) metric.Batch {
+		return metric.Batch{Node: "dbx-agent2", TS: ts, IntervalS: 10, Points: []metric.Point{
+			{Name: metric.CPUUtil, Value: 20}, {Name: metric.MemUsedPct, Value: 20}}}
+	}
+	type listed struct {
+		Load    map[string]float64
+		Stopped map[string]time.Time
+	}
+	nodes := func() listed {
+		r := do(t, j.Handler(), "GET", "/v1/nodes", "", nil)
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		var d struct{ Nodes []listed }
+		require.NoError(t, json.Unmarshal(r.body, &d))
+		require.Len(t, d.Nodes, 1)
+		return d.Nodes[0]
+	}
+	for range 3 {
+		require.NoError(t, j.Ingest(withWave(c.Now()), sourceHTTP))
+		c.Add(10 * time.Second)
+	}
+	last := c.Now().Add(-10 * time.Second)
+	require.NoError(t, j.Ingest(hostOnly(c.Now()), sourceHTTP))
+	require.Contains(t, nodes().Load, metric.WaveTPS, "one batch without it")
+	require.Nil(t, nodes().Stopped)
+	for range 78 { // 13 minutes
+		c.Add(10 * time.Second)
+		require.NoError(t, j.Ingest(hostOnly(c.Now()), sourceHTTP))
+	}
+
+	want := listed{Load: map[string]float64{metric.CPUUtil: 20, metric.MemUsedPct: 20},
+		Stopped: map[string]time.Time{metric.WaveTPS: last, metric.WaveInstances: last, metric.WaveCPUCores: last}}
+	require.Equal(t, want, nodes())
+	r := do(t, j.Handler(), "GET", "/v1/nodes/dbx-agent2", "", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var d struct {
+		listed
+		Instances []api.InstanceCost
+	}
+	require.NoError(t, json.Unmarshal(r.body, &d))
+	require.Equal(t, want, d.listed, "the node's detail says what its listing does")
+	require.Empty(t, d.Instances)
+
+	vs, _ := j.inc.Views()
+	require.Len(t, vs, 1)
+	require.NotContains(t, vs[0].Current, metric.WaveTPS, "placements do not see it")
+	require.NotContains(t, vs[0].Current, metric.WaveInstances)
+	require.Contains(t, vs[0].Current, metric.CPUUtil)
+
+	p := statusPageOf(t, j)
+	require.Contains(t, p, `<td>stopped</td><td>stopped</td></tr>`, "wave TPS and instances")
+	require.Contains(t, p, `<tr><td>dbx-agent2</td><td>local</td><td class="stale">not reported</td><td></td><td><small>the wave stopped reporting; it last said running</small></td><td>–</td><td>13m10s ago</td></tr>`)
+	require.NotContains(t, p, `class="live">running`)
+	require.Contains(t, p, `stopped: the node still reports, but its batches have gone without this figure for 3 of its intervals`)
+}

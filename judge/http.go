@@ -21,6 +21,7 @@ import (
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/jsonenc"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/remotewrite"
 	"github.com/binlake/binlake/judge/store"
@@ -363,6 +364,30 @@ type nodeSummary struct {
 	IntervalS float64            `json:"interval_s"`
 	Batches   int64              `json:"batches_this_hour"`
 	Load      map[string]float64 `json:"load"`
+	// Stopped are the node-level series the node's batches no longer carry
+	// (analysis.StoppedAfter: its wave stopped reporting, a collector fails), with the
+	// time of each one's last sample. They are not in Load, as placements do not see
+	// them: a level from before they stopped is not the node's figure now.
+	Stopped map[string]time.Time `json:"stopped,omitempty"`
+}
+
+// summaryOf is node n's row of GET /v1/nodes.
+func (j *Judge) summaryOf(n analysis.Node, now time.Time) nodeSummary {
+	s := nodeSummary{Node: n.Node, Live: j.live(n.LastSeen, n.Interval, now), LastSeen: n.LastSeen.UTC(),
+		IntervalS: n.Interval.Seconds(), Batches: n.Batches, Load: map[string]float64{}}
+	for _, se := range n.Series {
+		switch {
+		case len(se.Labels) > 0:
+		case n.Stopped(se):
+			if s.Stopped == nil {
+				s.Stopped = map[string]time.Time{}
+			}
+			s.Stopped[se.Name] = se.LastTS
+		default:
+			s.Load[se.Name] = se.EWMA
+		}
+	}
+	return s
 }
 
 func (j *Judge) summaries() []nodeSummary {
@@ -370,14 +395,7 @@ func (j *Judge) summaries() []nodeSummary {
 	nodes := j.inc.Nodes()
 	out := make([]nodeSummary, 0, len(nodes))
 	for _, n := range nodes {
-		s := nodeSummary{Node: n.Node, Live: j.live(n.LastSeen, n.Interval, now), LastSeen: n.LastSeen.UTC(),
-			IntervalS: n.Interval.Seconds(), Batches: n.Batches, Load: map[string]float64{}}
-		for _, se := range n.Series {
-			if len(se.Labels) == 0 {
-				s.Load[se.Name] = se.EWMA
-			}
-		}
-		out = append(out, s)
+		out = append(out, j.summaryOf(n, now))
 	}
 	return out
 }
@@ -412,6 +430,7 @@ type seriesJSON struct {
 	Name   string            `json:"name"`
 	Labels map[string]string `json:"labels,omitempty"`
 	lbplugins.Current
+	LastTS time.Time `json:"last_ts,omitzero"`
 }
 
 type historicalDetail struct {
@@ -444,13 +463,9 @@ func (j *Judge) handleNode(w http.ResponseWriter, r *http.Request) {
 	d.Node = id
 	d.Load = map[string]float64{}
 	if ok {
-		d.Live = j.live(n.LastSeen, n.Interval, j.now())
-		d.LastSeen, d.IntervalS, d.Batches = n.LastSeen.UTC(), n.Interval.Seconds(), n.Batches
+		d.nodeSummary = j.summaryOf(n, j.now())
 		for _, s := range n.Series {
-			d.Current.Series = append(d.Current.Series, seriesJSON{Name: s.Name, Labels: s.Labels, Current: s.Current})
-			if len(s.Labels) == 0 {
-				d.Load[s.Name] = s.EWMA
-			}
+			d.Current.Series = append(d.Current.Series, seriesJSON{Name: s.Name, Labels: s.Labels, Current: s.Current, LastTS: s.LastTS})
 		}
 		d.Instances, d.Capacity = j.nodeLoad(n, snap)
 	}

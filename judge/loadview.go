@@ -54,7 +54,7 @@ func (j *Judge) viewOf(n analysis.Node) waveView {
 	}
 	util, ok := -1.0, false
 	for _, s := range n.Series {
-		if s.Name == metric.CPUUtil && len(s.Labels) == 0 && s.HasLevel() {
+		if s.Name == metric.CPUUtil && len(s.Labels) == 0 && s.HasLevel() && !n.Stopped(s) {
 			util, ok = s.EWMA, true
 		}
 	}

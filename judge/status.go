@@ -33,7 +33,9 @@ import (
 //   - Instance states: from the wave.instance_running{instance,state,reason} points the
 //     agents send (agent/collector/wave), which the judge ingests like any other: the
 //     last batch of a node that carries wave.* points says which instances its wave
-//     leads, in what state, and the class of the error (wave.Reason). This works in the
+//     leads, in what state, and the class of the error (wave.Reason); once the node's
+//     batches have gone without them for analysis.StoppedAfter intervals, the page shows
+//     those states as not reported, with what the wave last said. This works in the
 //     distributed shape as in `binlake up`. The full error text is only in the wave's
 //     own /status; StatusOptions.Instances adds it where the judge can read it (in `binlake
 //     up`, the wave in the same process).
@@ -66,10 +68,15 @@ type InstanceState struct {
 	// Since is when the instance entered State, when known; AsOf when the state was
 	// reported.
 	Since, AsOf time.Time
+	// Stopped is set by the status page for a state its node's batches no longer carry
+	// (analysis.StoppedAfter: the wave stopped reporting): what the wave last said, not
+	// what it does now.
+	Stopped bool
 }
 
-// Running reports whether the instance captures.
-func (s InstanceState) Running() bool { return s.State == stateRunning }
+// Running reports whether the instance captures: its wave says so and has not stopped
+// reporting.
+func (s InstanceState) Running() bool { return s.State == stateRunning && !s.Stopped }
 
 // stateRunning is wave.StateRunning (the judge does not import the wave).
 const stateRunning = "running"
@@ -214,16 +221,22 @@ func mergeStates(reported, detail []InstanceState) []InstanceState {
 
 // statusPage is the built-in status page.
 var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
-	"f1": func(m map[string]float64, k string) string {
-		v, ok := m[k]
-		if !ok {
+	"f1": func(n statusNode, k string) string {
+		v, ok := n.Load[k]
+		switch {
+		case n.Stopped[k]:
+			return "stopped"
+		case !ok:
 			return "–"
 		}
 		return formatFloat(v)
 	},
-	"count": func(m map[string]float64, k string) string {
-		v, ok := m[k]
-		if !ok {
+	"count": func(n statusNode, k string) string {
+		v, ok := n.Last[k]
+		switch {
+		case n.Stopped[k]:
+			return "stopped"
+		case !ok:
 			return "–"
 		}
 		return formatCount(v)
@@ -268,15 +281,16 @@ small{color:#666}
 {{if .InstancesErr}}<p class="err">The wave did not answer: {{.InstancesErr}}</p>{{end}}
 {{if .Instances}}<table id="instances">
 <tr><th>node</th><th>instance</th><th>state</th><th>reason</th><th>error</th><th>since</th><th>reported</th></tr>
-{{range .Instances}}<tr><td>{{.Node}}</td><td>{{.Instance}}</td><td class="{{if .Running}}live{{else}}err{{end}}">{{.State}}</td><td>{{.Reason}}</td><td>{{if .Error}}<span class="err">{{.Error}}</span>{{else if .Running}}{{else}}<small>see the wave's /status</small>{{end}}</td><td>{{if .Since.IsZero}}–{{else}}{{age $.Now .Since}}{{end}}</td><td>{{age $.Now .AsOf}}</td></tr>
+{{range .Instances}}<tr><td>{{.Node}}</td><td>{{.Instance}}</td>{{if .Stopped}}<td class="stale">not reported</td><td></td><td><small>the wave stopped reporting; it last said {{.State}}{{with .Reason}} ({{.}}){{end}}</small></td>{{else}}<td class="{{if .Running}}live{{else}}err{{end}}">{{.State}}</td><td>{{.Reason}}</td><td>{{if .Error}}<span class="err">{{.Error}}</span>{{else if .Running}}{{else}}<small>see the wave's /status</small>{{end}}</td>{{end}}<td>{{if .Since.IsZero}}–{{else}}{{age $.Now .Since}}{{end}}</td><td>{{age $.Now .AsOf}}</td></tr>
 {{end}}</table>{{if .InstancesMore}}<p><small>and {{.InstancesMore}} more</small></p>{{end}}
 {{else}}<p>No wave has reported an instance.</p>{{end}}
 <h2>Nodes ({{len .Nodes}})</h2>
 {{if .Nodes}}<table id="nodes">
 <tr><th>node</th><th>state</th><th>last batch</th><th>cpu %</th><th>mem %</th><th>load.1</th><th>net receive B/s</th><th>net send B/s</th><th>wave TPS</th><th>instances</th></tr>
 {{range .Nodes}}<tr><td>{{.Node}}</td><td class="{{if .Live}}live">live{{else}}stale">stale{{end}}</td><td>{{age $.Now .LastSeen}}</td>
-<td>{{f1 .Load $.M.CPU}}</td><td>{{f1 .Load $.M.Mem}}</td><td>{{f1 .Load $.M.Load1}}</td><td>{{f1 .Load $.M.Rx}}</td><td>{{f1 .Load $.M.Tx}}</td><td>{{f1 .Load $.M.TPS}}</td><td>{{count .Last $.M.Instances}}</td></tr>
-{{end}}</table>{{else}}<p>No node has reported yet.</p>{{end}}
+<td>{{f1 . $.M.CPU}}</td><td>{{f1 . $.M.Mem}}</td><td>{{f1 . $.M.Load1}}</td><td>{{f1 . $.M.Rx}}</td><td>{{f1 . $.M.Tx}}</td><td>{{f1 . $.M.TPS}}</td><td>{{count . $.M.Instances}}</td></tr>
+{{end}}</table>{{if .AnyStopped}}<p><small>stopped: the node still reports, but its batches have gone without this figure for {{.StoppedAfter}} of its intervals (its wave stopped reporting, or a collector fails); its last level is not shown</small></p>{{end}}
+{{else}}<p>No node has reported yet.</p>{{end}}
 <h2>Last placements</h2>
 {{if .Recent}}<table id="placements">
 <tr><th>when</th><th>instance</th><th>algorithm</th><th>node</th></tr>
@@ -313,12 +327,14 @@ var statusMetrics = struct{ CPU, Mem, Load1, Rx, Tx, TPS, Instances string }{
 	metric.CPUUtil, metric.MemUsedPct, metric.Load1, metric.NetRxBps, metric.NetTxBps, metric.WaveTPS, metric.WaveInstances}
 
 // statusNode is one row of the page's node table: the level (EWMA) of each rate and
-// percentage, the last value of each count.
+// percentage, the last value of each count, and which series stopped (not in Load and
+// Last; analysis.StoppedAfter).
 type statusNode struct {
 	Node       string
 	Live       bool
 	LastSeen   time.Time
 	Load, Last map[string]float64
+	Stopped    map[string]bool
 }
 
 // refreshEvery is the page's reload period: the shortest interval the nodes report in,
@@ -349,6 +365,8 @@ func (j *Judge) handleStatus(w http.ResponseWriter, r *http.Request) {
 		Now, Hour, HistAsOf time.Time
 		RefreshS            int64
 		Nodes               []statusNode
+		AnyStopped          bool
+		StoppedAfter        int
 		Recent              []Placement
 		Store               store.BufferCounters
 
@@ -361,17 +379,24 @@ func (j *Judge) handleStatus(w http.ResponseWriter, r *http.Request) {
 		InstancesErr  string
 		InstancesMore int
 	}{M: statusMetrics, Version: buildinfo.String(), Algorithm: j.o.Algorithm, Now: now, Hour: j.inc.Hour(), Recent: j.Recent(),
-		Store: j.buf.Counters(), RefreshS: int64(refreshEvery(nodes) / time.Second), AlarmURL: j.o.Status.AlarmURL}
+		Store: j.buf.Counters(), RefreshS: int64(refreshEvery(nodes) / time.Second), AlarmURL: j.o.Status.AlarmURL,
+		StoppedAfter: analysis.StoppedAfter}
 	if s := j.hist.Snapshot(); s != nil {
 		data.HistAsOf = s.AsOf
 	}
 	ids := make([]string, 0, len(nodes))
+	byID := make(map[string]analysis.Node, len(nodes))
 	for _, n := range nodes {
 		ids = append(ids, n.Node)
+		byID[n.Node] = n
 		sn := statusNode{Node: n.Node, Live: j.live(n.LastSeen, n.Interval, now), LastSeen: n.LastSeen.UTC(),
-			Load: map[string]float64{}, Last: map[string]float64{}}
+			Load: map[string]float64{}, Last: map[string]float64{}, Stopped: map[string]bool{}}
 		for _, se := range n.Series {
-			if len(se.Labels) == 0 && se.HasLevel() {
+			switch {
+			case len(se.Labels) > 0 || !se.HasLevel():
+			case n.Stopped(se):
+				sn.Stopped[se.Name], data.AnyStopped = true, true
+			default:
 				sn.Load[se.Name], sn.Last[se.Name] = se.EWMA, se.Last
 			}
 		}
@@ -412,7 +437,13 @@ func (j *Judge) handleStatus(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	wg.Wait()
-	inst := mergeStates(j.states.list(ids), detail)
+	reported := j.states.list(ids)
+	for i := range reported {
+		// The node's batches went on without its wave's points: GET /v1/nodes/{id}
+		// lists no instance there, and the page does not vouch for the last states.
+		reported[i].Stopped = byID[reported[i].Node].StoppedAt(reported[i].AsOf)
+	}
+	inst := mergeStates(reported, detail)
 	if len(inst) > maxStatusRows {
 		// The ones not running first: they are what the operator looks for.
 		slices.SortStableFunc(inst, func(a, b InstanceState) int {

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/lbplugins"
 )
 
@@ -27,6 +28,34 @@ type Node struct {
 	Interval time.Duration `json:"-"`
 	Batches  int64         `json:"batches_this_hour"`
 	Series   []Series      `json:"series"` // sorted by name, then labels
+}
+
+// StoppedAfter is how many of its node's intervals a series may be missing from the
+// node's batches before it counts as stopped: an agent whose scrape of the wave failed
+// once sends a batch without the wave's series; one whose wave stopped reporting, or
+// that no longer leads an instance, sends them without it from then on. A stopped
+// series' level is the last one before it stopped, not the node's figure now.
+const StoppedAfter = 3
+
+// stoppedAt reports whether a series whose last sample came in the batch at last has
+// stopped on a node whose last batch is at nodeTS, every interval. A series without a
+// time (its batches had none) has not.
+func stoppedAt(last, nodeTS time.Time, interval time.Duration) bool {
+	if interval <= 0 {
+		interval = metric.DefaultInterval
+	}
+	return !last.IsZero() && last.Before(nodeTS.Add(-StoppedAfter*interval))
+}
+
+// StoppedAt reports whether a series of the node whose last sample came in the batch at
+// last has stopped: the node's batches went on without it for StoppedAfter intervals.
+func (n Node) StoppedAt(last time.Time) bool { return stoppedAt(last, n.LastBatchTS, n.Interval) }
+
+// Stopped reports whether the node's recent batches no longer carry s (StoppedAt).
+func (n Node) Stopped(s Series) bool { return n.StoppedAt(s.LastTS) }
+
+func (n *nodeState) stopped(s *seriesState) bool {
+	return s.lastTS != 0 && stoppedAt(time.Unix(0, s.lastTS), n.lastTS, n.interval())
 }
 
 func (n *nodeState) interval() time.Duration {
@@ -116,8 +145,10 @@ func (a *Incremental) NodeIDs() []string {
 }
 
 // Views returns a NodeView per node with liveness and the node-level (unlabelled)
-// series of the current hour, carried ones included; History is left for the caller.
-// The version changes whenever the result would, so callers may cache.
+// series of the current hour, carried ones included and stopped ones not (a wave that
+// stopped reporting has no wave.tps or wave.instances, rather than its last ones);
+// History is left for the caller. The version changes whenever the result would, so
+// callers may cache.
 func (a *Incremental) Views() ([]*lbplugins.NodeView, uint64) {
 	a.rlock()
 	defer a.mu.RUnlock()
@@ -126,7 +157,9 @@ func (a *Incremental) Views() ([]*lbplugins.NodeView, uint64) {
 		v := &lbplugins.NodeView{Node: id, LastSeen: n.lastSeen, Interval: n.interval(),
 			Current: make(map[string]lbplugins.Current, len(n.series.plain))}
 		for name, s := range n.series.plain {
-			v.Current[name] = s.current()
+			if !n.stopped(s) {
+				v.Current[name] = s.current()
+			}
 		}
 		out = append(out, v)
 	}
