@@ -19,8 +19,10 @@ func running(state, reason string, v float64) metric.Point {
 }
 
 var (
-	down = running("reconnecting", "source_unreachable", 0)
-	up   = running("running", "", 1)
+	down  = running("reconnecting", "source_unreachable", 0)
+	up    = running("running", "", 1)
+	other = metric.Point{Name: metric.WaveInstanceRunning, Value: 1, // another instance of the wave
+		Labels: map[string]string{"instance": "billing", "state": "running", "reason": ""}}
 )
 
 // A series missing from its node's newer batch has ended: its alerts stop holding at
@@ -64,7 +66,13 @@ func TestSeriesMissingFromANewerBatchEnds(t *testing.T) {
 			at(0, "firing", pts(down), F), at(s10, "firing", pts(up)), tk(29*time.Second, "firing"), tk(time.Second, "resolved", R),
 		}},
 		{"an instance removed: its series ends with it", "", []step{
-			at(0, "firing", pts(down, cpu(10)), F), at(s10, "resolved", pts(cpu(10)), R),
+			at(0, "firing", pts(down, other, cpu(10)), F), at(s10, "resolved", pts(other, cpu(10)), R),
+		}},
+		// A batch without the metric at all is a collector that failed this tick (a
+		// scrape of the wave timed out): that ends nothing, or a firing alert would
+		// resolve and page again; the series goes stale if it stays away.
+		{"a batch without the metric ends nothing", "", []step{
+			at(0, "firing", pts(down, cpu(10)), F), at(s10, "firing", pts(cpu(10))), at(s10, "firing", pts(down, cpu(10))),
 		}},
 		{"the series comes back: its alert fires again", "", []step{
 			at(0, "firing", pts(down), F), at(s10, "resolved", pts(up), R), at(s10, "firing", pts(down), F),

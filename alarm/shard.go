@@ -106,7 +106,11 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 	}
 	for _, s := range prev {
 		// A series this batch carried has a point at ts or later (a redelivered batch).
-		if ts.After(s.newest()) {
+		// Only a batch that carries the series' metric under other labels says that the
+		// series ended: one without the metric at all is a collector that failed this
+		// tick (a scrape of the wave timed out), and ending its series there would
+		// resolve a firing replication-lag alert to page again after its for.
+		if ts.After(s.newest()) && hasMetric(b, s.metric) {
 			sh.endSeries(s, ts, now)
 		}
 	}
@@ -119,8 +123,18 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 	return evals
 }
 
+// hasMetric reports whether the batch carries a point of the metric.
+func hasMetric(b *metric.Batch, name string) bool {
+	for i := range b.Points {
+		if b.Points[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // endSeries stops the alerts of a series that the node's newer batch (at ts) came
-// without. An agent's batch is the whole of its node's points at its time, so a series
+// without, though it carried the series' metric. An agent's batch is the whole of its node's points at its time, so a series
 // missing from it has ended, as Prometheus marks a series missing from a scrape stale: a
 // label that changed value (wave.instance_running's state going from "reconnecting" to
 // "running") starts a new series and ends the old one, and an instance removed ends its
@@ -152,8 +166,8 @@ func (sh *shard) endRestored(b *metric.Batch, ts, now time.Time) {
 	var carried map[uint64]bool
 	for fp, le := range sh.restored[b.Node] {
 		p := sh.e.byName[le.Policy]
-		if p == nil || p.Cond == nil || !ts.After(le.EvalTS) || fp == fingerprint(nodataLabels(p, b.Node)) {
-			continue
+		if p == nil || p.Cond == nil || !ts.After(le.EvalTS) || fp == fingerprint(nodataLabels(p, b.Node)) || !hasMetric(b, p.Metric) {
+			continue // hasMetric: as for a live series (observe), a batch without the metric says nothing
 		}
 		if carried == nil {
 			carried = sh.carried(b)
