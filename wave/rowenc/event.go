@@ -7,6 +7,7 @@
 package rowenc
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 
@@ -161,6 +162,7 @@ type Encoder struct {
 	row      Row        // the Row handed to a format: here, so that handing it over does not allocate
 	scratch  rowScratch // the formats' scratch (Row.scratch)
 	head     []byte     // the header of a rows event's json messages
+	kbuf     []byte     // an update's keys before and after, compared (splitKeyChange)
 	msgBytes int        // the last event's key and value bytes per row and target
 
 	// The grouped targets' state (group.go), kept from one event to the next.
@@ -183,6 +185,68 @@ func (e *Encoder) Encode(ev *Event, targets []Target, commit bool, xid uint64, k
 	default:
 		return encodeEvent(e, ev, r.rows, targets, commit, xid, keep)
 	}
+}
+
+// KeyChangeSplitter is a Format that sends an update changing its row's primary key as
+// its producer does: a delete under the old key (with its tombstone, when it sends
+// them), then an insert under the new one. Debezium does, so that a compacted topic
+// forgets the old key and each key's partition sees its row come and go in order; sent
+// as one update under the new key, the old key's partition never learnt the row left.
+type KeyChangeSplitter interface {
+	SplitsKeyChange() bool
+}
+
+func splitsKeyChange(f Format) bool {
+	s, ok := f.(KeyChangeSplitter)
+	return ok && s.SplitsKeyChange()
+}
+
+// splitKeyChange appends target k's messages of an update (images bi and ai) whose
+// primary key changed, for a format that splits it (KeyChangeSplitter): the delete under
+// the old key, its tombstone, then the insert under the new key, which alone carries the
+// transaction's commit.
+func splitKeyChange[I rowImage[I]](e *Encoder, arena []byte, spans []msgSpan, ev *Event, k int, tg Target, f Format,
+	bi, ai int, before, after I, m Meta, keep Keep) ([]byte, []msgSpan, error) {
+	t := ev.Table
+	defer func() { e.row.Type = ev.Type }()
+	del := m
+	del.Commit, del.XID = false, 0
+	parts := []struct {
+		typ    string
+		bi, ai int
+		image  I
+		m      Meta
+	}{{TypeDelete, bi, -1, before, del}, {TypeInsert, -1, ai, after, m}}
+	for _, p := range parts {
+		e.row.Type, e.row.Meta.Commit, e.row.Meta.XID = p.typ, p.m.Commit, p.m.XID
+		e.row.Before.i, e.row.After.i = p.bi, p.ai
+		vStart := len(arena)
+		var err error
+		if arena, err = f.AppendRow(arena, &e.row); err != nil {
+			return arena, spans, fmt.Errorf("encode row of %s.%s at %s:%d (format %s): %w", t.Database, t.Name, m.File, m.Pos, f.Name(), err)
+		}
+		vEnd, kStart := len(arena), len(arena)
+		arena = appendKey(arena, t, tg.By, p.image)
+		kEnd := len(arena)
+		ok, err := keepMsg(keep, ev, arena[kStart:kEnd], arena[vStart:vEnd], p.m)
+		if err != nil {
+			return arena, spans, err
+		}
+		if !ok {
+			arena = arena[:kStart]
+			continue
+		}
+		spans = append(spans, msgSpan{by: k, kStart: kStart, kEnd: kEnd, vStart: vStart, vEnd: vEnd})
+		if p.typ == TypeDelete && f.Tombstones() {
+			if ok, err = keepMsg(keep, ev, arena[kStart:kEnd], nil, p.m); err != nil {
+				return arena, spans, err
+			}
+			if ok {
+				spans = append(spans, msgSpan{by: k, kStart: kStart, kEnd: kEnd, vStart: -1})
+			}
+		}
+	}
+	return arena, spans, nil
 }
 
 // formatOf is a target's format, json when unset.
@@ -271,6 +335,15 @@ func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, targets []Tar
 				}
 			}
 			f := formatOf(tg)
+			if ev.Type == TypeUpdate && (tg.By == PartitionPK || tg.By == "") && splitsKeyChange(f) {
+				if e.kbuf = appendKey(e.kbuf[:0], t, PartitionPK, before); !bytes.Equal(e.kbuf, appendKey(e.kbuf[len(e.kbuf):], t, PartitionPK, after)) {
+					var err error
+					if arena, spans, err = splitKeyChange(e, arena, spans, ev, k, tg, f, bi, ai, before, after, m, keep); err != nil {
+						return nil, err
+					}
+					continue
+				}
+			}
 			// One encoding per format: a later target of the same format shares it.
 			vStart, vEnd := -1, -1
 			for j := range k {

@@ -55,6 +55,10 @@ func init() {
 func (debeziumJSON) Name() string       { return FormatDebeziumJSON }
 func (f debeziumJSON) Tombstones() bool { return f.tombstones }
 
+// SplitsKeyChange: Debezium sends an update of a row's primary key as a delete under the
+// old key (and its tombstone) and a create under the new one.
+func (debeziumJSON) SplitsKeyChange() bool { return true }
+
 func (debeziumJSON) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) { return dst, false, nil }
 
 func (f debeziumJSON) AppendRow(dst []byte, r *Row) ([]byte, error) {

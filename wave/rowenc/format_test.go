@@ -2,8 +2,10 @@ package rowenc
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -291,5 +293,60 @@ func TestArenaAfterALargeRow(t *testing.T) {
 		if got := arenaSize(tc.n, tc.bytes); got != tc.want {
 			t.Errorf("arenaSize(%d, %d) = %d, want %d", tc.n, tc.bytes, got, tc.want)
 		}
+	}
+}
+
+// TestDebeziumSplitsAKeyChange: an update that changes the row's primary key goes out
+// in debezium-json as Debezium sends it: a delete under the old key, its tombstone, then
+// a create under the new key with the transaction's commit, so that a compacted topic
+// forgets the old key and the old key's partition learns the row left. Keyed by table
+// (one key for both), and when the key is unchanged, it stays one update.
+func TestDebeziumSplitsAKeyChange(t *testing.T) {
+	tb := testTable()
+	tb.Prepare()
+	dbz, err := NewFormat(FormatDebeziumJSON, map[string]string{"tombstones": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Meta{Instance: "orders", TS: 1764424800, File: "bin.000001", Pos: 1234}
+	targets := []Target{{By: PartitionPK, Format: dbz}, {By: PartitionTable, Format: dbz}, {By: PartitionPK}}
+	encode := func(before, after []any) []Message {
+		t.Helper()
+		ev := &Event{Table: tb, Type: TypeUpdate, Meta: m, Rows: Rows{rows: []values{before, after}}}
+		msgs, err := new(Encoder).Encode(ev, targets, true, 5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msgs
+	}
+	op := func(v []byte) string {
+		var e struct{ Op string }
+		if v == nil {
+			return "tombstone"
+		}
+		if err := json.Unmarshal(v, &e); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		return e.Op
+	}
+	var got []string
+	for _, msg := range encode([]any{uint64(7), "1.50", "a"}, []any{uint64(8), "1.50", "a"}) {
+		got = append(got, fmt.Sprintf("%d %s %s", msg.By, msg.Key, op(msg.Value)))
+	}
+	oldKey, newKey := string(AppendKey(nil, tb, PartitionPK, []any{uint64(7), "1.50", "a"})), string(AppendKey(nil, tb, PartitionPK, []any{uint64(8), "1.50", "a"}))
+	tableKey := string(AppendKey(nil, tb, PartitionTable, []any{uint64(8), "1.50", "a"}))
+	want := []string{"0 " + oldKey + " d", "0 " + oldKey + " tombstone", "0 " + newKey + " c", "1 " + tableKey + " u", "2 " + newKey + " "}
+	if !slices.Equal(got, want) {
+		t.Errorf("messages\n%q\nwant\n%q", got, want)
+	}
+	// The delete carries the old row, the create the new one.
+	msgs := encode([]any{uint64(7), "1.50", "a"}, []any{uint64(8), "1.50", "a"})
+	if !bytes.Contains(msgs[0].Value, []byte(`"before":{"id":7,`)) || !bytes.Contains(msgs[0].Value, []byte(`"after":null`)) ||
+		!bytes.Contains(msgs[2].Value, []byte(`"before":null,"after":{"id":8,`)) {
+		t.Errorf("delete %s\ncreate %s", msgs[0].Value, msgs[2].Value)
+	}
+	// The same key: one update.
+	if msgs := encode([]any{uint64(7), "1.50", "a"}, []any{uint64(7), "2.00", "a"}); len(msgs) != 3 || op(msgs[0].Value) != "u" {
+		t.Errorf("an update of the same key: %d messages, the first %s", len(msgs), msgs[0].Value)
 	}
 }
