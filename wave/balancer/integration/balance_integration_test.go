@@ -204,7 +204,10 @@ func TestBalancerRebalanceIntegration(t *testing.T) {
 		}
 		for _, c := range ans.Costs {
 			i := slices.IndexFunc(e.insts, func(in *cluster.Instance) bool { return in.ID == c.Instance })
-			if !c.Measured || math.Abs(c.RowsPerS-float64(rates[i])) > 0.2*float64(rates[i])+5 {
+			// Within 5 %: the judge averages a series from its start, and a plan on rates
+			// still 18 % under (an instance's first interval published nothing) moved
+			// too little to bring the spread into the band once the true rates came in.
+			if !c.Measured || math.Abs(c.RowsPerS-float64(rates[i])) > 0.05*float64(rates[i])+2 {
 				return false
 			}
 		}
