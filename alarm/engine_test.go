@@ -636,3 +636,24 @@ func TestRestart(t *testing.T) {
 	require.Equal(t, 2, views[0].Notifications)
 	require.Equal(t, t0.Add(30*time.Second), *views[0].FiringSince)
 }
+
+// An alert Alertmanager has goes on being refreshed while it fires though a silence of
+// this alarm's came after its page (it lapsed there, read as resolved, and came back as
+// a new alert when the silence ended); one silenced before its first page is not sent.
+func TestFiringForKeepsMutedAlertsAlertmanagerHas(t *testing.T) {
+	r := newRig(t, basePolicy, func(o *EngineOptions) { o.StaleIntervals = 1000 })
+	r.observe("wave-1", 95)
+	require.Len(t, r.out.take(), 1, "wave-1's page")
+	_, err := r.sil.Create(context.Background(), Silence{Matchers: []Matcher{{Name: "node", Value: "wave-[12]", IsRegex: true}},
+		EndsAt: t0.Add(time.Hour), CreatedBy: "test"})
+	require.NoError(t, err)
+	r.clk.Add(time.Minute)
+	r.observe("wave-1", 96)
+	r.observe("wave-2", 97) // fires while silenced: no page, nothing to refresh
+	require.Empty(t, r.out.take())
+	var nodes []string
+	for _, a := range r.e.FiringFor("c") {
+		nodes = append(nodes, a.Labels["node"])
+	}
+	require.Equal(t, []string{"wave-1"}, nodes)
+}

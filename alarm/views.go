@@ -103,18 +103,20 @@ func (e *Engine) Firing() []AlertView {
 
 // FiringFor returns the firing alerts routed to channel whose page was sent or tried
 // (a failed page is retried after its lease; the refresh may reach a channel that came
-// back sooner) and that are neither silenced nor inhibited now: what a channel that must hear about its
-// alerts again (notify.Refresher, Alertmanager) is sent every interval. An alert the
-// process restored from the notification log is among them, so a restart does not let
-// Alertmanager's copy lapse; another process's alerts are that process's to refresh.
+// back sooner): what a channel that must hear about its alerts again (notify.Refresher,
+// Alertmanager) is sent every interval. An alert the process restored from the
+// notification log is among them, so a restart does not let Alertmanager's copy lapse;
+// another process's alerts are that process's to refresh. A silence or an inhibition of
+// this alarm's that came after the page does not stop its refresh: Alertmanager would
+// take the alert for resolved once its endsAt passed (telling its receivers so), then
+// for a new one when the mute ended; there the silences and inhibitions are
+// Alertmanager's own. One muted before its first page is never sent.
 func (e *Engine) FiringFor(channel string) []notify.Alert {
-	now := e.now()
 	var out []notify.Alert
 	for _, sh := range e.shards {
 		sh.mu.Lock()
 		for _, a := range sh.alerts {
-			if a.state != StateFiring || a.sent == 0 && a.holdUntil.IsZero() || !slices.Contains(a.p.Channels, channel) ||
-				len(e.silenced(a, now)) > 0 || e.inhibited(a) {
+			if a.state != StateFiring || a.sent == 0 && a.holdUntil.IsZero() || !slices.Contains(a.p.Channels, channel) {
 				continue
 			}
 			out = append(out, e.notifyAlert(a, notify.StatusFiring))
