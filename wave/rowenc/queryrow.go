@@ -78,16 +78,7 @@ func appendQueryTemporal(dst, b []byte, frac uint8, utc bool) []byte {
 	if len(b) > 20 && b[19] == '.' {
 		have = b[20:]
 	}
-	if frac > 0 {
-		dst = append(dst, '.')
-		for i := range int(min(frac, 6)) {
-			if i < len(have) {
-				dst = append(dst, have[i])
-			} else {
-				dst = append(dst, '0')
-			}
-		}
-	}
+	dst = appendFracDigits(dst, have, frac)
 	if utc && !bytes.HasPrefix(b, []byte("0000-00-00")) {
 		dst = append(dst, 'Z')
 	}
@@ -103,7 +94,12 @@ func appendTimeDigits(dst, b []byte, frac uint8) []byte {
 	if i := bytes.IndexByte(b, '.'); i >= 0 {
 		b, have = b[:i], b[i+1:]
 	}
-	dst = append(dst, b...)
+	return appendFracDigits(append(dst, b...), have, frac)
+}
+
+// appendFracDigits appends '.' and frac fractional digits (at most 6), those of have
+// first, then zeros; nothing when frac is 0.
+func appendFracDigits(dst, have []byte, frac uint8) []byte {
 	if frac == 0 {
 		return dst
 	}
