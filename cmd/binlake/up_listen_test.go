@@ -56,3 +56,20 @@ func TestUpListenFlag(t *testing.T) {
 		require.Equal(t, tc.want, got, tc.in)
 	}
 }
+
+// up gives its alarm the URL it is reached at on this machine, for notifications' links
+// (an Alertmanager's generatorURL); none for a port picked at start.
+func TestUpExternalURL(t *testing.T) {
+	for listen, want := range map[string]string{
+		"127.0.0.1:8092": "http://127.0.0.1:8092",
+		":8092":          "http://127.0.0.1:8092",
+		"0.0.0.0:8092":   "http://127.0.0.1:8092",
+		"[::1]:8092":     "http://[::1]:8092",
+		"alarm-1:8092":   "http://alarm-1:8092",
+		"127.0.0.1:0":    "",
+	} {
+		if got := upExternalURL(listen); got != want {
+			t.Errorf("upExternalURL(%q) = %q, want %q", listen, got, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strings"
 	"time"
@@ -57,7 +58,7 @@ func (s *suite) newSinks(pols []*policy.Policy, chans *Channels) (*judge.Judge, 
 	}
 	al, err := alarm.New(alarm.Options{
 		Policies: pols, Channels: chans.Notifiers, Subscriber: s.deps.alarmSub, Coordinator: s.deps.coord,
-		Listen: o.AlarmListen, Logger: o.Logger, Ready: readyTo(s.alarmReady),
+		Listen: o.AlarmListen, Logger: o.Logger, Ready: readyTo(s.alarmReady), ExternalURL: upExternalURL(o.AlarmListen),
 		// On, as the alarm role has it by default: the shipped policies count on it.
 		Inhibition: alarm.Inhibition{Enabled: true},
 		// Half the budget: the alarm stops after the sources, within the same deadline.
@@ -201,3 +202,17 @@ func (s *suite) closeParts() { s.closers.close() }
 
 // readyTo is a part's Ready option that hands its address to ch (buffered: it is sent once).
 func readyTo(ch chan<- string) func(string) { return func(a string) { ch <- a } }
+
+// upExternalURL is the alarm's URL as up's own machine reaches it, for the links its
+// notifications carry (an Alertmanager's generatorURL): "" for a port picked at start
+// (0), unknown until it listens.
+func upExternalURL(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil || port == "0" {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
