@@ -388,18 +388,25 @@ func (a *Alarm) timerLoop(ctx context.Context) {
 // scheduling does not reach.
 func pausedAfter(every time.Duration) time.Duration { return max(every, 500*time.Millisecond) }
 
+// firstRefresh is how soon after the start refreshLoop first sends.
+const firstRefresh = 5 * time.Second
+
 // refreshLoop sends channel's firing alerts again every interval it asks for (an
 // Alertmanager ends an alert not sent again before its endsAt). A failed refresh is
 // logged and counted; the next one sends them all again, so an Alertmanager that was
 // down gets every firing alert within one interval of coming back.
 func (a *Alarm) refreshLoop(ctx context.Context, channel string, r notify.Refresher) {
-	t := time.NewTicker(r.RefreshInterval())
+	// The first soon after the start: the alerts restored from the notification log
+	// were last sent before the restart, and a restart that took most of their endsAt
+	// (four intervals) let Alertmanager end them before a whole interval more passed.
+	t := time.NewTimer(min(r.RefreshInterval(), firstRefresh))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			t.Reset(r.RefreshInterval())
 		}
 		alerts := a.eng.FiringFor(channel)
 		if len(alerts) == 0 {

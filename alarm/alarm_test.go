@@ -236,3 +236,54 @@ func TestNewRejectsUnknownChannel(t *testing.T) {
 	_, err := New(Options{Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"other": notify.Log{L: quiet}}, Coordinator: c})
 	require.ErrorContains(t, err, `names channel "c"`)
 }
+
+// refreshRecorder is a channel that must hear about its firing alerts again (as an
+// Alertmanager), every hour, and records when it does.
+type refreshRecorder struct {
+	mu        sync.Mutex
+	refreshed []int // how many alerts each refresh carried
+}
+
+func (r *refreshRecorder) Notify(context.Context, notify.Message) error { return nil }
+func (r *refreshRecorder) RefreshInterval() time.Duration               { return time.Hour }
+func (r *refreshRecorder) Refresh(_ context.Context, alerts []notify.Alert, _ string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refreshed = append(r.refreshed, len(alerts))
+	return nil
+}
+
+func (r *refreshRecorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.refreshed)
+}
+
+// The first re-send to an Alertmanager comes seconds after the start, not a whole
+// resend_interval: the alerts a restarted alarm restores were last sent before the
+// restart, and their endsAt (four intervals) may be nearly past.
+func TestFirstRefreshSoonAfterTheStart(t *testing.T) {
+	b, err := memory.New(memory.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	ctx := context.Background()
+	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic}))
+	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: DefaultGroup})
+	require.NoError(t, err)
+	c := openCoord(t, t.TempDir())
+	t.Cleanup(func() { c.Close() })
+	rec := &refreshRecorder{}
+	startAlarm(t, Options{
+		Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"c": rec},
+		Subscriber: sub, Coordinator: c, EvalInterval: 50 * time.Millisecond, Logger: quiet,
+	})
+	pub, err := b.Publisher()
+	require.NoError(t, err)
+	d, err := metric.Encode(batch("wave-9", time.Now().UTC(), cpu(97)))
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish(ctx, bus.Message{Topic: metric.Topic, Key: []byte("wave-9"), Value: d}))
+	require.Eventually(t, func() bool { return rec.count() > 0 }, 3*firstRefresh, 50*time.Millisecond, "a refresh within seconds of the start")
+	rec.mu.Lock()
+	require.Equal(t, 1, rec.refreshed[0], "the firing alert")
+	rec.mu.Unlock()
+}
