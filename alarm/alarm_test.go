@@ -17,6 +17,7 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -117,19 +118,27 @@ func do(t testing.TB, method, url, token, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// TestAlarmEndToEnd: a violating batch on the in-process bus reaches the webhook; the API
-// lists the alert, silences need the token, /metrics counts it all.
-func TestAlarmEndToEnd(t *testing.T) {
-	rcv := newReceiver(t)
+// metricBusAndCoord is an in-process bus with the metric topic, the alarm's subscription
+// to it, and a coordinator, all closed when t ends.
+func metricBusAndCoord(t *testing.T) (*memory.Bus, bus.Subscriber, coord.Coordinator) {
+	t.Helper()
 	b, err := memory.New(memory.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
-	ctx := context.Background()
-	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic}))
+	require.NoError(t, b.CreateTopic(context.Background(), bus.TopicSpec{Name: metric.Topic}))
 	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: DefaultGroup})
 	require.NoError(t, err)
 	c := openCoord(t, t.TempDir())
 	t.Cleanup(func() { c.Close() })
+	return b, sub, c
+}
+
+// TestAlarmEndToEnd: a violating batch on the in-process bus reaches the webhook; the API
+// lists the alert, silences need the token, /metrics counts it all.
+func TestAlarmEndToEnd(t *testing.T) {
+	rcv := newReceiver(t)
+	b, sub, c := metricBusAndCoord(t)
+	ctx := context.Background()
 	base, _ := startAlarm(t, Options{
 		Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"c": webhookChannel(t, rcv.srv.URL)},
 		Subscriber: sub, Coordinator: c, Token: "s3cret", EvalInterval: 50 * time.Millisecond, Logger: quiet,
@@ -263,15 +272,8 @@ func (r *refreshRecorder) count() int {
 // resend_interval: the alerts a restarted alarm restores were last sent before the
 // restart, and their endsAt (four intervals) may be nearly past.
 func TestFirstRefreshSoonAfterTheStart(t *testing.T) {
-	b, err := memory.New(memory.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
+	b, sub, c := metricBusAndCoord(t)
 	ctx := context.Background()
-	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic}))
-	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: DefaultGroup})
-	require.NoError(t, err)
-	c := openCoord(t, t.TempDir())
-	t.Cleanup(func() { c.Close() })
 	rec := &refreshRecorder{}
 	startAlarm(t, Options{
 		Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"c": rec},
