@@ -2,11 +2,9 @@ package capture
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,21 +75,7 @@ func TestGoldenRowMessagesIntegration(t *testing.T) {
 		exec(fmt.Sprintf("DELETE FROM %s WHERE id = 1", tb))
 	}
 
-	inst := &cluster.Instance{ID: "golden", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: 4242}}
-	filter, err := cluster.NewFilter([]cluster.Subscription{{Name: "golden", Topic: "golden", Include: []string{db + `\..*`}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan Item, 64)
-	c, err := New(Options{Inst: inst, Password: a.Password, Filter: filter, Out: out,
-		Log: slog.New(slog.DiscardHandler), BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second,
-		EventQueue: 64, Heartbeat: time.Second}, start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go c.Run(cctx)
+	out := runTestCapture(t, ctx, a, "golden", 4242, []cluster.Subscription{{Name: "golden", Topic: "golden", Include: []string{db + `\..*`}}}, start)
 
 	want := 3 * len(goldenTypes)
 	byTable := map[string][]string{}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -32,16 +33,7 @@ func TestColumnCountMismatchIsFatalIntegration(t *testing.T) {
 	exec("INSERT INTO " + db + ".t VALUES (1, 2)")
 	exec("ALTER TABLE " + db + ".t ADD COLUMN b INT")
 
-	inst := &cluster.Instance{ID: "cols", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: 1}}
-	filter, err := cluster.NewFilter([]cluster.Subscription{{Name: "all", Topic: "cols"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := New(Options{Inst: inst, Password: a.Password, Filter: filter, Log: slog.New(slog.DiscardHandler)}, start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.sc.close()
+	c := newTestCapture(t, a, "cols", 1, nil, []cluster.Subscription{{Name: "all", Topic: "cols"}}, start)
 
 	// With its names, the old TABLE_MAP still decodes: the ALTER alone is no error.
 	c.tables = map[uint64]*rowenc.Table{}
@@ -54,7 +46,7 @@ func TestColumnCountMismatchIsFatalIntegration(t *testing.T) {
 	tm := ev.Event.(*replication.TableMapEvent)
 	tm.ColumnName, tm.PrimaryKey, tm.PrimaryKeyPrefix = nil, nil, nil
 	c.tables = map[uint64]*rowenc.Table{}
-	err = c.handle(ctx, ev)
+	err := c.handle(ctx, ev)
 	if err == nil {
 		t.Fatal("a TABLE_MAP of 2 unnamed columns against a schema of 3 decoded without error")
 	}
@@ -78,6 +70,37 @@ func tableAt(t *testing.T, ctx context.Context, a testenv.MySQLAddr, prefix, col
 		t.Fatal(err)
 	}
 	return db, exec, start
+}
+
+// newTestCapture is a capture of the test MariaDB for instance id (as replica serverID)
+// with subs, from start, sending its items to out (nil: none are read); its schema
+// connection is closed when t ends.
+func newTestCapture(t *testing.T, a testenv.MySQLAddr, id string, serverID uint32, out chan Item, subs []cluster.Subscription, start cluster.Position) *Capture {
+	t.Helper()
+	inst := &cluster.Instance{ID: id, Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: serverID}}
+	filter, err := cluster.NewFilter(subs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Options{Inst: inst, Password: a.Password, Filter: filter, Out: out,
+		Log: slog.New(slog.DiscardHandler), BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second,
+		EventQueue: 64, Heartbeat: time.Second}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.sc.close)
+	return c
+}
+
+// runTestCapture runs newTestCapture's capture until t ends, and returns its items.
+func runTestCapture(t *testing.T, ctx context.Context, a testenv.MySQLAddr, id string, serverID uint32, subs []cluster.Subscription, start cluster.Position) <-chan Item {
+	t.Helper()
+	out := make(chan Item, 64)
+	c := newTestCapture(t, a, id, serverID, out, subs, start)
+	cctx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	go c.Run(cctx)
+	return out
 }
 
 // readTableMap reads the source's binlog from start until the TABLE_MAP event of db.table.
@@ -190,16 +213,7 @@ func TestSchemaFillsWhatMinimalMetadataLacksIntegration(t *testing.T) {
 	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
 	db, exec, start := tableAt(t, ctx, a, "wave_minimal_meta",
 		"(id INT PRIMARY KEY, e ENUM('p','q'), s SET('a','b'), l VARCHAR(8) CHARACTER SET latin1, u VARCHAR(8) CHARACTER SET utf8mb4)")
-	inst := &cluster.Instance{ID: "meta", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: 1}}
-	filter, err := cluster.NewFilter([]cluster.Subscription{{Name: "all", Topic: "meta"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := New(Options{Inst: inst, Password: a.Password, Filter: filter, Log: slog.New(slog.DiscardHandler)}, start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.sc.close()
+	c := newTestCapture(t, a, "meta", 1, nil, []cluster.Subscription{{Name: "all", Topic: "meta"}}, start)
 	exec("INSERT INTO " + db + ".t VALUES (1, 'q', 'a,b', 'x', 'y')")
 	ev := readTableMap(t, ctx, a, start, db, "t")
 	tm := ev.Event.(*replication.TableMapEvent)

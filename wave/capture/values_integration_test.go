@@ -1,10 +1,8 @@
 package capture
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -57,22 +55,8 @@ func TestServerValuesIntegration(t *testing.T) {
 		exec(fmt.Sprintf("INSERT INTO %s.%s VALUES (1, %s)", db, v.name, v.value))
 	}
 	include := []string{db + `\..*`}
-	inst := &cluster.Instance{ID: "values", Source: cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()}}
-	filter, err := cluster.NewFilter([]cluster.Subscription{{Name: "json", Topic: "json", Include: include},
-		{Name: "canal", Topic: "canal", Format: "canal-json", Include: include}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan Item, 64)
-	c, err := New(Options{Inst: inst, Password: a.Password, Filter: filter, Out: out,
-		Log: slog.New(slog.DiscardHandler), BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second,
-		EventQueue: 64, Heartbeat: time.Second}, start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go c.Run(cctx)
+	out := runTestCapture(t, ctx, a, "values", testenv.ReplicaServerID(), []cluster.Subscription{{Name: "json", Topic: "json", Include: include},
+		{Name: "canal", Topic: "canal", Format: "canal-json", Include: include}}, start)
 
 	got := map[string]string{} // topic/table: the value; canalType/table: its mysqlType
 	for n := 0; n < 2*len(serverValues); {
