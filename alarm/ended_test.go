@@ -25,16 +25,18 @@ var (
 		Labels: map[string]string{"instance": "billing", "state": "running", "reason": ""}}
 )
 
-// A series missing from its node's newer batch has ended: its alerts stop holding at
-// that batch, not when the series goes stale five intervals later.
-func TestSeriesMissingFromANewerBatchEnds(t *testing.T) {
-	const pol = `policies:
+// notRunningPolicy pages while an instance's wave.instance_running series is 0.
+const notRunningPolicy = `policies:
   - name: not-running
     metric: wave.instance_running
     condition: last < 1
     severity: P1
     channels: [c]
 `
+
+// A series missing from its node's newer batch has ended: its alerts stop holding at
+// that batch, not when the series goes stale five intervals later.
+func TestSeriesMissingFromANewerBatchEnds(t *testing.T) {
 	s10 := 10 * time.Second
 	type step struct {
 		dt    time.Duration
@@ -87,7 +89,7 @@ func TestSeriesMissingFromANewerBatchEnds(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, pol+tc.extra, nil)
+			r := newRig(t, notRunningPolicy+tc.extra, nil)
 			for i, s := range tc.steps {
 				r.clk.Add(s.dt)
 				if s.pts != nil {
@@ -149,17 +151,10 @@ func TestShippedWaveNotRunningAfterARecovery(t *testing.T) {
 // across a restart) resolves at the node's first batch newer than the point the page
 // rested on: no point of the old series will ever come to continue it.
 func TestAlertWhoseSeriesEndedMeanwhileResolves(t *testing.T) {
-	const pol = `policies:
-  - name: not-running
-    metric: wave.instance_running
-    condition: last < 1
-    severity: P1
-    channels: [c]
-`
 	dir := t.TempDir()
 	clk := &clock{t: t0}
 	c := openCoord(t, dir)
-	r := newRigOn(t, c, clk, pol, nil)
+	r := newRigOn(t, c, clk, notRunningPolicy, nil)
 	r.e.Observe(batch("wave-1", clk.Now(), down))
 	require.Equal(t, []string{F}, r.out.take())
 	require.NoError(t, c.Close())
@@ -167,7 +162,7 @@ func TestAlertWhoseSeriesEndedMeanwhileResolves(t *testing.T) {
 	clk.Add(time.Minute)
 	c2 := openCoord(t, dir)
 	t.Cleanup(func() { c2.Close() })
-	r2 := newRigOn(t, c2, clk, pol, nil)
+	r2 := newRigOn(t, c2, clk, notRunningPolicy, nil)
 	r2.e.Observe(batch("wave-1", t0.Add(-10*time.Second), up)) // replayed, older than the page
 	r2.e.Tick()
 	require.Empty(t, r2.out.take())
