@@ -31,7 +31,11 @@ type nodeCosts struct {
 
 // costsOf derives the costs of the instances node n reports, each instance costing
 // floor plus its rows/s (the EWMA of wave.tps{instance}); its CPU share is the wave
-// process's wave.cpu_cores split by rows between the instances with a wave.tps series.
+// process's wave.cpu_cores split by rows between the instances whose wave.tps the node
+// still reports. A series that stopped (analysis.StoppedAfter) keeps the level it
+// stopped at while the process's CPU moves on without it: its rows no longer split the
+// CPU (an instance that left or failed kept a share of the CPU for the rest of the
+// hour, and the instances still running were shown that much cheaper).
 //
 // The node runs an instance, in the judge's view, when a wave.instance_running series of
 // it holds 1 and is in the node's recent batches (not stopped, analysis.StoppedAfter;
@@ -41,7 +45,7 @@ type nodeCosts struct {
 // it, and its last 1 stood for the rest of the hour: the wave it left looked as loaded
 // to placements, and GET /v1/nodes listed it there, until xx:00.
 func costsOf(n analysis.Node, floor float64) nodeCosts {
-	rows, bytes := map[string]float64{}, map[string]float64{}
+	rows, bytes, sharing := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	running, hasRunning, tpsNow := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var cpu, totalRows float64
 	hasCPU := false
@@ -58,7 +62,10 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 		case metric.WaveTPS:
 			v := nonNegative(s.EWMA)
 			rows[inst] += v
-			totalRows += v
+			if !n.Stopped(s) {
+				sharing[inst] += v
+				totalRows += v
+			}
 			tpsNow[inst] = tpsNow[inst] || recent(s)
 		case metric.WaveBytesPerS:
 			bytes[inst] += nonNegative(s.EWMA)
@@ -76,7 +83,7 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 		c := api.InstanceCost{Instance: inst, Node: n.Node, RowsPerS: rows[inst], BytesPerS: bytes[inst],
 			Cost: rows[inst] + floor, Measured: true}
 		if totalRows > 0 {
-			c.CPUShare = cpu * rows[inst] / totalRows
+			c.CPUShare = cpu * sharing[inst] / totalRows
 		}
 		out.costs[inst] = c
 		if running[inst] || (!hasRunning[inst] && tpsNow[inst]) {

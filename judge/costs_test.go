@@ -156,6 +156,26 @@ func TestCostsOf(t *testing.T) {
 	}
 }
 
+// TestCostsOfSplitsTheCPUBetweenTheSeriesStillReported: an instance whose wave.tps the
+// node stopped reporting keeps its last level, but no longer takes a share of the
+// process's CPU, which moved on without it.
+func TestCostsOfSplitsTheCPUBetweenTheSeriesStillReported(t *testing.T) {
+	now := time.Date(2026, 12, 5, 10, 30, 0, 0, time.UTC)
+	at := func(s analysis.Series, ts time.Time) analysis.Series { s.LastTS = ts; return s }
+	n := analysis.Node{Node: "wave-1", LastBatchTS: now, Interval: 10 * time.Second, Series: []analysis.Series{
+		at(series(metric.WaveCPUCores, nil, 0.8, 0.8, false), now),
+		at(series(metric.WaveTPS, inst("orders"), 300, 300, false), now),
+		at(series(metric.WaveTPS, inst("users"), 100, 100, false), now),
+		at(series(metric.WaveTPS, inst("left"), 400, 400, false), now.Add(-time.Minute)), // 6 intervals ago
+	}}
+	nc := costsOf(n, 0)
+	require.InDelta(t, 0.6, nc.costs["orders"].CPUShare, 1e-12)
+	require.InDelta(t, 0.2, nc.costs["users"].CPUShare, 1e-12)
+	require.Zero(t, nc.costs["left"].CPUShare)
+	require.Equal(t, 400.0, nc.costs["left"].RowsPerS, "its last level is still shown")
+	require.Equal(t, []string{"orders", "users"}, sortedRuns(nc.runs))
+}
+
 // waveBatch is one agent batch of a wave: its CPU and, per instance, rows/s, bytes/s
 // and whether it runs.
 func waveBatch(node string, ts time.Time, cpu float64, rows map[string]float64, stopped ...string) metric.Batch {
