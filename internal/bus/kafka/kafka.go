@@ -205,6 +205,8 @@ type Bus struct {
 
 	// commits counts the offset-commit requests of this Bus's subscriptions.
 	commits atomic.Int64
+	// warns keeps kafka-go's repeated warnings to one per kind a while (loggers).
+	warns *throttle
 
 	mu          sync.Mutex
 	closed      bool
@@ -262,6 +264,7 @@ func New(opts Options) (*Bus, error) {
 		sasl:        mech,
 		publishers:  map[*publisher]struct{}{},
 		subscribers: map[*subscriber]struct{}{},
+		warns:       newThrottle(),
 	}, nil
 }
 
@@ -271,16 +274,25 @@ func New(opts Options) (*Bus, error) {
 func (b *Bus) CommitRequests() int64 { return b.commits.Load() }
 
 // loggers bridge kafka-go's printf-style loggers to slog: its chatter at Debug, its
-// errors at Warn (they are retried; what finally fails is returned to the caller).
+// errors at Warn (they are retried; what finally fails is returned to the caller), each
+// kind of error at most once per warnEvery while it repeats, saying how many it held.
 func (b *Bus) loggers() (info, errs kafkago.Logger) {
-	bridge := func(level slog.Level) kafkago.Logger {
-		return kafkago.LoggerFunc(func(format string, args ...any) {
-			if b.log.Enabled(context.Background(), level) {
-				b.log.Log(context.Background(), level, "kafka-go", "msg", fmt.Sprintf(format, args...))
-			}
-		})
-	}
-	return bridge(slog.LevelDebug), bridge(slog.LevelWarn)
+	info = kafkago.LoggerFunc(func(format string, args ...any) {
+		if b.log.Enabled(context.Background(), slog.LevelDebug) {
+			b.log.Debug("kafka-go", "msg", fmt.Sprintf(format, args...))
+		}
+	})
+	errs = kafkago.LoggerFunc(func(format string, args ...any) {
+		ok, held := b.warns.allow(format, time.Now())
+		switch {
+		case !ok:
+		case held > 0:
+			b.log.Warn("kafka-go", "msg", fmt.Sprintf(format, args...), "repeated", held)
+		default:
+			b.log.Warn("kafka-go", "msg", fmt.Sprintf(format, args...))
+		}
+	})
+	return info, errs
 }
 
 func (b *Bus) isClosed() bool {
