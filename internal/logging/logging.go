@@ -17,7 +17,9 @@ const Redacted = "***"
 //
 // As a last line of defence, attributes whose key contains "password", "passwd", "secret"
 // or "token" are replaced by "***": config.Secret already hides itself, but a plain string
-// passed under such a key must not reach the log either.
+// passed under such a key must not reach the log either. An error is logged as its
+// message: the text handler formats values with %+v, and the errors of go-mysql (pingcap's)
+// then print their stack traces, a kilobyte of Go frames in each "reconnecting" line.
 func New(w io.Writer, level, format string) (*slog.Logger, error) {
 	lvl, err := ParseLevel(level)
 	if err != nil {
@@ -26,7 +28,7 @@ func New(w io.Writer, level, format string) (*slog.Logger, error) {
 	if err := CheckFormat(format); err != nil {
 		return nil, err
 	}
-	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: redact}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: replaceAttr}
 	if strings.EqualFold(strings.TrimSpace(format), "json") {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
@@ -58,7 +60,10 @@ func ParseLevel(s string) (slog.Level, error) {
 	}
 }
 
-func redact(_ []string, a slog.Attr) slog.Attr {
+func replaceAttr(_ []string, a slog.Attr) slog.Attr {
+	if err, ok := a.Value.Any().(error); ok && a.Value.Kind() == slog.KindAny && err != nil {
+		a = slog.String(a.Key, err.Error())
+	}
 	k := strings.ToLower(a.Key)
 	for _, s := range []string{"password", "passwd", "secret", "token"} {
 		if strings.Contains(k, s) && a.Value.Kind() != slog.KindGroup {
