@@ -295,15 +295,15 @@ func AppendKey(dst []byte, t *Table, by string, image []any) []byte {
 func appendKey[I rowImage[I]](dst []byte, t *Table, by string, image I) []byte {
 	switch by {
 	case PartitionDatabase:
-		return append(dst, t.Database...)
+		return appendKeyName(dst, t.Database)
 	case PartitionTable:
-		dst = append(dst, t.Database...)
+		dst = appendKeyName(dst, t.Database)
 		dst = append(dst, '.')
-		return append(dst, t.Name...)
+		return appendKeyName(dst, t.Name)
 	}
-	dst = append(dst, t.Database...)
+	dst = appendKeyName(dst, t.Database)
 	dst = append(dst, '.')
-	dst = append(dst, t.Name...)
+	dst = appendKeyName(dst, t.Name)
 	if len(t.PK) == 0 || image.len() != len(t.Columns) {
 		return dst
 	}
@@ -318,6 +318,25 @@ func appendKey[I rowImage[I]](dst []byte, t *Table, by string, image I) []byte {
 		}
 	}
 	return append(dst, ']')
+}
+
+// appendKeyName appends a database or table name to a key: as it is, or, when it holds a
+// character the key's syntax uses (".", ":" or "`"), between backquotes with its
+// backquotes doubled, as MySQL quotes it. Names may hold any of them, and unquoted the
+// row 1 of table "c" in database "a.b" and of table "b.c" in database "a" had one key,
+// "a.b.c:[1]": with log compaction one of the two rows was lost.
+func appendKeyName(dst []byte, name string) []byte {
+	if !strings.ContainsAny(name, ".:`") {
+		return append(dst, name...)
+	}
+	dst = append(dst, '`')
+	for i := range len(name) {
+		if name[i] == '`' {
+			dst = append(dst, '`')
+		}
+		dst = append(dst, name[i])
+	}
+	return append(dst, '`')
 }
 
 // appendHeader appends a message's opening fields; names is appendNames' encoding of db

@@ -236,6 +236,30 @@ func TestAppendKey(t *testing.T) {
 	}
 }
 
+// TestKeysOfNamesWithTheKeysSyntax: names holding ".", ":" or "`" are backquoted, so that
+// two tables' rows never share a key (with log compaction, one would be lost).
+func TestKeysOfNamesWithTheKeysSyntax(t *testing.T) {
+	key := func(db, table, by string) string {
+		tb := &Table{Database: db, Name: table, PK: []int{0}, Columns: []Column{{Name: "id", Type: mysql.MYSQL_TYPE_LONG}}}
+		return string(AppendKey(nil, tb, by, []any{int32(1)}))
+	}
+	for _, tc := range []struct{ db, table, by, want string }{
+		{"shop", "orders", PartitionPK, "shop.orders:[1]"},
+		{"a.b", "c", PartitionPK, "`a.b`.c:[1]"},
+		{"a", "b.c", PartitionPK, "a.`b.c`:[1]"},
+		{"a", "b:[1]", PartitionPK, "a.`b:[1]`:[1]"},
+		{"we`ird", "t", PartitionTable, "`we``ird`.t"},
+		{"a.b", "c", PartitionDatabase, "`a.b`"},
+	} {
+		if got := key(tc.db, tc.table, tc.by); got != tc.want {
+			t.Errorf("%q.%q by %s: key %q, want %q", tc.db, tc.table, tc.by, got, tc.want)
+		}
+	}
+	if key("a.b", "c", PartitionPK) == key("a", "b.c", PartitionPK) {
+		t.Error("two tables' rows share a key")
+	}
+}
+
 // FuzzEncodeRow: any values of any column kind must give valid JSON or an error, never
 // a panic.
 func FuzzEncodeRow(f *testing.F) {
