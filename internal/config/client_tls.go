@@ -35,35 +35,38 @@ func (t *ClientTLS) Check(prefix string) error {
 		return nil
 	}
 	var errs []error
+	files := *t
 	if (t.CertFile == "") != (t.KeyFile == "") {
 		if t.CertFile == "" {
 			errs = append(errs, Bad(prefix+".cert_file", "required with key_file"))
 		} else {
 			errs = append(errs, Bad(prefix+".key_file", "required with cert_file"))
 		}
+		files.CertFile, files.KeyFile = "", "" // half a pair: only the CA file is read
 	}
 	if t.InsecureSkipVerify && t.CAFile != "" {
 		errs = append(errs, Bad(prefix+".insecure_skip_verify", "set with ca_file: the CA would not be checked; set one of them"))
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	if _, err := files.Load(prefix); err != nil {
+		errs = append(errs, err)
 	}
-	_, err := t.Load(prefix)
-	return err
+	return errors.Join(errs...)
 }
 
 // Load builds the client TLS configuration: it reads the CA file and the client's
-// certificate and key. prefix is the tls key's path, for the errors ("bus.tls"). A nil
-// t (no tls key) gives nil: plaintext for Kafka, the system's CAs over https.
+// certificate and key, both problems reported, joined. prefix is the tls key's path, for
+// the errors ("bus.tls"). A nil t (no tls key) gives nil: plaintext for Kafka, the
+// system's CAs over https.
 func (t *ClientTLS) Load(prefix string) (*tls.Config, error) {
 	if t == nil {
 		return nil, nil
 	}
 	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
+	var errs []error
 	if t.CAFile != "" {
 		pool, _, err := LoadCAPool(t.CAFile)
 		if err != nil {
-			return nil, Bad(prefix+".ca_file", "%w", err)
+			errs = append(errs, Bad(prefix+".ca_file", "%w", err))
 		}
 		c.RootCAs = pool
 	}
@@ -71,9 +74,12 @@ func (t *ClientTLS) Load(prefix string) (*tls.Config, error) {
 		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
 			// tls.LoadX509KeyPair's errors name the problem, never the key's bytes.
-			return nil, Bad(prefix+".cert_file", "%q with key_file %q: %w", t.CertFile, t.KeyFile, err)
+			errs = append(errs, Bad(prefix+".cert_file", "%q with key_file %q: %w", t.CertFile, t.KeyFile, err))
 		}
 		c.Certificates = []tls.Certificate{cert}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return c, nil
 }

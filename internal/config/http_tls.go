@@ -19,8 +19,8 @@ type HTTPTLS struct {
 func (t HTTPTLS) Enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
 
 // Validate checks the section under prefix (e.g. "http.tls"): both files or neither,
-// each readable, and together a certificate with its key. Errors name the key, never
-// the key file's content.
+// each readable (both reported), and together a certificate with its key. Errors name
+// the key, never the key file's content.
 func (t HTTPTLS) Validate(prefix string) error {
 	if !t.Enabled() {
 		return nil
@@ -31,14 +31,18 @@ func (t HTTPTLS) Validate(prefix string) error {
 	case t.KeyFile == "":
 		return Bad(prefix+".key_file", "required with %s.cert_file", prefix)
 	}
+	var errs []error
 	for _, f := range []struct{ key, path string }{{"cert_file", t.CertFile}, {"key_file", t.KeyFile}} {
 		if _, err := os.ReadFile(f.path); err != nil {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
 				err = pe.Err
 			}
-			return Bad(prefix+"."+f.key, "%q: %w", f.path, err)
+			errs = append(errs, Bad(prefix+"."+f.key, "%q: %w", f.path, err))
 		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	if _, err := t.Load(); err != nil {
 		return Bad(prefix+".cert_file", "%q with key_file %q: %w", t.CertFile, t.KeyFile, err)

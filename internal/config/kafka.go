@@ -97,13 +97,16 @@ func (s KafkaSASL) validate(prefix string, bad func(key, format string, args ...
 // Validate checks the section once the role filled its defaults. prefix is where the
 // role keeps it ("sink.kafka", "bus"), so that every error names the key as the file
 // spells it ("sink.kafka.brokers[1]"); all problems are reported, joined.
-func (k Kafka) Validate(prefix string) error {
+func (k Kafka) Validate(prefix string) error { return k.validate(prefix, "") }
+
+// validate is Validate, hint ending the message of brokers left out.
+func (k Kafka) validate(prefix, hint string) error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, Bad(prefix+"."+key, format, args...))
 	}
 	if len(k.Brokers) == 0 {
-		bad("brokers", "required: at least one host:port")
+		bad("brokers", "required: at least one host:port%s", hint)
 	}
 	for i, b := range k.Brokers {
 		if err := CheckDial(b); err != nil {

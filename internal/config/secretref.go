@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -53,15 +54,17 @@ func (r SecretRef) ResolveToken() (Secret, error) {
 // Check checks the keys of the secret at the dotted path key ("http.token" for
 // http.token_file and http.token_env): the variable's name, and the file, unless the
 // variable is set and non-empty, readable and not empty. An unset variable is not an
-// error: a service manager may set it for the running process only.
+// error: a service manager may set it for the running process only. Both problems are
+// reported, joined.
 func (r SecretRef) Check(key string) error {
+	var errs []error
 	if r.Env != "" && !reEnvName.MatchString(r.Env) {
-		return Bad(key+"_env", "%q is not an environment variable name", r.Env)
+		errs = append(errs, Bad(key+"_env", "%q is not an environment variable name", r.Env))
 	}
 	if err := checkPasswordFile(r.File, r.Env); err != nil {
-		return Bad(key+"_file", "%w", err)
+		errs = append(errs, Bad(key+"_file", "%w", err))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // ValidEnvName reports whether name is a portable environment variable name.

@@ -61,7 +61,8 @@ func (h HTTP) Token() SecretRef { return SecretRef{File: h.TokenFile, Env: h.Tok
 var HTTPRetired = map[string]string{"http.token": InlineSecret("token")}
 
 // Validate fills Listen with defaultListen and TokenEnv with defaultTokenEnv (the
-// role's variable) when empty, and checks the section.
+// role's variable) when empty, and checks the section. Every problem is reported,
+// joined, each naming its field.
 func (h *HTTP) Validate(defaultListen, defaultTokenEnv string) error {
 	if h.Listen == "" {
 		h.Listen = defaultListen
@@ -69,13 +70,12 @@ func (h *HTTP) Validate(defaultListen, defaultTokenEnv string) error {
 	if h.TokenEnv == "" {
 		h.TokenEnv = defaultTokenEnv
 	}
+	var errs []error
 	if err := CheckListen(h.Listen); err != nil {
-		return Bad("http.listen", "%w", err)
+		errs = append(errs, Bad("http.listen", "%w", err))
 	}
-	if err := h.Token().Check("http.token"); err != nil {
-		return err
-	}
-	return h.TLS.Validate("http.tls")
+	errs = append(errs, h.Token().Check("http.token"), h.TLS.Validate("http.tls"))
+	return errors.Join(errs...)
 }
 
 // Bus is the bus: section of a role that consumes the metric stream.
@@ -94,14 +94,16 @@ type Bus struct {
 // Validate fills the defaults (kafka, the metric topic and its partitions, replication 1,
 // defaultGroup, defaultStart) and checks the section. A zero partitions or replication
 // means the default here, since the judge and the alarm have no defaults of their own
-// to start from. With kind none the Kafka keys are not used, so not checked.
+// to start from. With kind none the Kafka keys are not used, so not checked; nor with a
+// kind it refuses, as which keys count depends on it. Every problem is reported, joined.
 func (b *Bus) Validate(defaultGroup, defaultStart string) error {
+	var errs []error
 	switch b.Kind {
 	case "":
 		b.Kind = BusKafka
 	case BusKafka, BusNone:
 	default:
-		return Bad("bus.kind", "%q: want kafka or none", b.Kind)
+		errs = append(errs, Bad("bus.kind", "%q: want kafka or none", b.Kind))
 	}
 	if b.Topic == "" {
 		b.Topic = metric.Topic
@@ -113,13 +115,8 @@ func (b *Bus) Validate(defaultGroup, defaultStart string) error {
 		b.Replication = 1
 	}
 	if b.Kind == BusKafka {
-		if err := b.Kafka.Validate("bus"); err != nil {
-			if len(b.Brokers) == 0 {
-				// The kind defaults to kafka: say how to run without a bus.
-				err = Bad("bus.brokers", "required: at least one host:port (or bus.kind: none to run without the bus)")
-			}
-			return err
-		}
+		// The kind defaults to kafka: without brokers, say how to run without a bus.
+		errs = append(errs, b.Kafka.validate("bus", " (or bus.kind: none to run without the bus)"))
 	}
 	if b.Group == "" {
 		b.Group = defaultGroup
@@ -128,9 +125,9 @@ func (b *Bus) Validate(defaultGroup, defaultStart string) error {
 		b.Start = defaultStart
 	}
 	if b.Start != StartOldest && b.Start != StartNewest {
-		return Bad("bus.start", "%q: want %s or %s", b.Start, StartOldest, StartNewest)
+		errs = append(errs, Bad("bus.start", "%q: want %s or %s", b.Start, StartOldest, StartNewest))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Coordinator is the coordinator: section (kind: single or zk).
@@ -201,7 +198,8 @@ func (a CoordAuth) Validate(prefix string) error {
 
 // Validate fills the defaults (single, at defaultPath) and checks the section: the
 // keys of its kind (ZooKeeper's root, which the client checks as it connects, is checked
-// by the composition: see cmd/binlake), and that no key of the other kind is set.
+// by the composition: see cmd/binlake), and that no key of the other kind is set. Every
+// problem is reported, joined; with a kind it refuses, only that.
 func (c *Coordinator) Validate(defaultPath string) error {
 	switch c.Kind {
 	case "":
@@ -211,13 +209,14 @@ func (c *Coordinator) Validate(defaultPath string) error {
 		if c.Path == "" {
 			c.Path = defaultPath
 		}
+		var errs []error
 		if err := CheckFilePath(c.Path); err != nil {
-			return Bad("coordinator.path", "%w", err)
+			errs = append(errs, Bad("coordinator.path", "%w", err))
 		}
 		if c.Auth != (CoordAuth{}) {
-			return Bad("coordinator.auth", "only for kind zk")
+			errs = append(errs, Bad("coordinator.auth", "only for kind zk"))
 		}
-		return nil
+		return errors.Join(errs...)
 	case CoordZK:
 		return c.validateZK()
 	default:

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -133,6 +134,69 @@ func TestCoordinatorSectionValidate(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, tc.out, tc.in)
+		})
+	}
+}
+
+// TestSectionsReportEveryProblem: each shared section reports every value it refuses,
+// not the first: an operator fixes a config in one pass. Each case fails on two or more
+// independent keys; a value that depends on a refused one is not reported as well.
+func TestSectionsReportEveryProblem(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tc := range []struct {
+		name  string
+		check func() error
+		want  []string // the joined errors, in order
+	}{
+		{"http", func() error {
+			h := HTTP{Listen: "8090", TokenEnv: "1X", TLS: HTTPTLS{CertFile: "c.pem"}}
+			return h.Validate("127.0.0.1:1", "ROLE_TOKEN")
+		}, []string{
+			`field "http.listen": "8090": want host:port, e.g. 127.0.0.1:8090 (port 0 picks a free one)`,
+			`field "http.token_env": "1X" is not an environment variable name`,
+			`field "http.tls.key_file": required with http.tls.cert_file`,
+		}},
+		{"bus kind and start", func() error {
+			b := Bus{Kind: "rabbit", Start: "latest"}
+			return b.Validate("g", StartNewest)
+		}, []string{
+			`field "bus.kind": "rabbit": want kafka or none`, // the Kafka keys are not checked: whether they count is not known
+			`field "bus.start": "latest": want oldest or newest`,
+		}},
+		{"bus without brokers", func() error {
+			b := Bus{Kafka: Kafka{Replication: -1}, Start: "latest"}
+			return b.Validate("g", StartNewest)
+		}, []string{
+			`field "bus.brokers": required: at least one host:port (or bus.kind: none to run without the bus)`,
+			`field "bus.replication": -1: want at least 1`,
+			`field "bus.start": "latest": want oldest or newest`,
+		}},
+		{"single coordinator", func() error {
+			c := Coordinator{Path: "/", Auth: CoordAuth{Username: "u"}}
+			return c.Validate("d/c.json")
+		}, []string{
+			`field "coordinator.path": / is a folder: want a file path`,
+			`field "coordinator.auth": only for kind zk`,
+		}},
+		{"secret", func() error { return SecretRef{File: missing, Env: "1X"}.Check("http.token") }, []string{
+			`field "http.token_env": "1X" is not an environment variable name`,
+			`field "http.token_file": read secret: open ` + missing + `: no such file or directory`,
+		}},
+		{"http tls files", func() error {
+			return HTTPTLS{CertFile: missing + ".crt", KeyFile: missing + ".key"}.Validate("http.tls")
+		}, []string{
+			`field "http.tls.cert_file": "` + missing + `.crt": no such file or directory`,
+			`field "http.tls.key_file": "` + missing + `.key": no such file or directory`,
+		}},
+		{"client tls", func() error {
+			return (&ClientTLS{CAFile: missing, KeyFile: "k.pem"}).Check("bus.tls")
+		}, []string{
+			`field "bus.tls.cert_file": required with key_file`,
+			`field "bus.tls.ca_file": open ` + missing + `: no such file or directory`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.EqualError(t, tc.check(), strings.Join(tc.want, "\n"))
 		})
 	}
 }
