@@ -137,26 +137,22 @@ func Load(path string) (Config, error) {
 	return c, err
 }
 
-// Validate fills the defaults and checks the values; config.Load calls it.
+// Validate fills the defaults and checks the values; config.Load calls it. Every
+// problem is reported, joined, each naming its key (config.Locate puts them in the
+// file's order).
 func (c *Config) Validate() error {
-	if err := c.Log.Validate(); err != nil {
-		return err
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, config.Bad(field, format, args...))
 	}
-	if err := c.HTTP.Validate(defaultListen, TokenEnv); err != nil {
-		return err
-	}
+	errs = append(errs, c.Log.Validate(), c.HTTP.Validate(defaultListen, TokenEnv))
 	if u := c.HTTP.ExternalURL; u != "" {
 		// The alerts' links to the alarm are built on it.
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return config.Bad("http.external_url", "%q: want an http:// or https:// URL with a host", u)
+			bad("http.external_url", "%q: want an http:// or https:// URL with a host", u)
 		}
 	}
-	if err := c.Bus.Validate(DefaultGroup, config.StartNewest); err != nil {
-		return err
-	}
-	if err := c.Coordinator.Validate("./data/alarm-coord.json"); err != nil {
-		return err
-	}
+	errs = append(errs, c.Bus.Validate(DefaultGroup, config.StartNewest), c.Coordinator.Validate("./data/alarm-coord.json"))
 	e := c.Evaluation
 	for _, f := range []struct {
 		key      string
@@ -165,11 +161,11 @@ func (c *Config) Validate() error {
 	}{{"interval", e.Interval, e.Interval < 0}, {"stale_intervals", e.StaleIntervals, e.StaleIntervals < 0},
 		{"resolved_retention", e.ResolvedRetention, e.ResolvedRetention < 0}} {
 		if f.negative {
-			return config.Bad("evaluation."+f.key, "%v: want 0 or more", f.v)
+			bad("evaluation."+f.key, "%v: want 0 or more", f.v)
 		}
 	}
-	if e.Interval != 0 && e.Interval.D() < 100*time.Millisecond {
-		return config.Bad("evaluation.interval", "%s: want at least 100ms", e.Interval)
+	if e.Interval > 0 && e.Interval.D() < 100*time.Millisecond {
+		bad("evaluation.interval", "%s: want at least 100ms", e.Interval)
 	}
 	n := &c.Notify
 	for _, f := range []struct {
@@ -182,21 +178,20 @@ func (c *Config) Validate() error {
 		{"timeout", n.Timeout, n.Timeout < 0}, {"queue", n.Queue, n.Queue < 0},
 	} {
 		if f.negative {
-			return config.Bad("notify."+f.name, "%v: want 0 or more (0 takes the default)", f.v)
+			bad("notify."+f.name, "%v: want 0 or more (0 takes the default)", f.v)
 		}
 	}
 	if n.MinBackoff > 0 && n.MaxBackoff > 0 && n.MinBackoff > n.MaxBackoff {
-		return config.Bad("notify.min_backoff", "%s is above max_backoff %s", n.MinBackoff, n.MaxBackoff)
+		bad("notify.min_backoff", "%s is above max_backoff %s", n.MinBackoff, n.MaxBackoff)
 	}
 	for i, l := range c.Inhibition.Equal {
 		if l == "" || strings.ContainsAny(l, " .-") {
-			return config.Bad(fmt.Sprintf("inhibition.equal[%d]", i), "%q is not a label name", l)
+			bad(fmt.Sprintf("inhibition.equal[%d]", i), "%q is not a label name", l)
 		}
 	}
 	if len(c.Channels) == 0 {
-		return config.Bad("channels", "configure at least one (kind: log needs nothing else)")
+		bad("channels", "configure at least one (kind: log needs nothing else)")
 	}
-	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(c.Channels)) {
 		ch := c.Channels[name]
 		errs = append(errs, ch.validate("channels."+name))
@@ -204,86 +199,105 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// validate checks the channel at the key prefix ("channels.ops").
+// validate checks the channel at the key prefix ("channels.ops"), every problem
+// joined; with a kind it refuses, only that, as the keys that count depend on it.
 func (ch *Channel) validate(prefix string) error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, config.Bad(prefix+"."+field, format, args...))
+	}
 	switch ch.Kind {
 	case notify.FormatWebhook, notify.FormatDingTalk, notify.FormatWeCom, notify.FormatSlack:
 		url := config.SecretRef{File: ch.URLFile, Env: ch.URLEnv}
 		if ch.URL == "" && !url.IsSet() {
-			return config.Bad(prefix+".url", "required for kind %s (or url_file, url_env)", ch.Kind)
+			bad("url", "required for kind %s (or url_file, url_env)", ch.Kind)
 		}
 		if ch.URL != "" && url.IsSet() {
-			return config.Bad(prefix+".url_file", "set url, or url_file and url_env, not both")
+			bad("url_file", "set url, or url_file and url_env, not both")
 		}
-		for _, key := range []string{"url", "bearer_token", "secret"} {
-			if env := ch.secrets()[key].Env; env != "" && !config.ValidEnvName(env) {
-				return config.Bad(prefix+"."+key+"_env", "%q is not an environment variable name", env)
-			}
-		}
+		ch.checkEnvNames(bad)
 	case "email":
-		var errs []error
 		if env := ch.SMTP.PasswordEnv; env != "" && !config.ValidEnvName(env) {
-			errs = append(errs, config.Bad(prefix+".smtp.password_env", "%q is not an environment variable name", env))
+			bad("smtp.password_env", "%q is not an environment variable name", env)
 		}
 		for _, f := range []struct {
 			key string
 			set bool
 		}{{"addr", ch.SMTP.Addr != ""}, {"from", ch.SMTP.From != ""}, {"to", len(ch.SMTP.To) > 0}} {
 			if !f.set {
-				errs = append(errs, config.Bad(prefix+".smtp."+f.key, "required for kind email"))
+				bad("smtp."+f.key, "required for kind email")
 			}
 		}
-		return errors.Join(errs...)
 	case notify.FormatAlertmanager:
 		return ch.validateAlertmanager(prefix)
 	case "log":
 	case "":
-		return config.Bad(prefix+".kind", "required: "+kinds)
+		bad("kind", "required: "+kinds)
 	default:
-		return config.Bad(prefix+".kind", "%q: want "+kinds, ch.Kind)
+		bad("kind", "%q: want "+kinds, ch.Kind)
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// checkEnvNames reports each variable of the channel's secrets that is not a variable
+// name, in the order of their keys.
+func (ch *Channel) checkEnvNames(bad func(field, format string, args ...any)) {
+	secrets := ch.secrets()
+	for _, key := range slices.Sorted(maps.Keys(secrets)) {
+		if env := secrets[key].Env; env != "" && !config.ValidEnvName(env) {
+			bad(key+"_env", "%q is not an environment variable name", env)
+		}
+	}
 }
 
 // kinds lists the channel kinds for errors.
 const kinds = "webhook, dingtalk, wecom, slack, alertmanager, email or log"
 
 func (ch *Channel) validateAlertmanager(prefix string) error {
-	am := &ch.Alertmanager
-	p := prefix + ".alertmanager"
-	if len(am.URLs) == 0 {
-		return config.Bad(p+".urls", "required for kind alertmanager: the Alertmanagers' base URLs (http://am-1:9093)")
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, config.Bad(prefix+"."+field, format, args...))
 	}
-	https := true
+	am := &ch.Alertmanager
+	p := "alertmanager"
+	if len(am.URLs) == 0 {
+		bad(p+".urls", "required for kind alertmanager: the Alertmanagers' base URLs (http://am-1:9093)")
+	}
+	https, urlsOK := true, len(am.URLs) > 0
 	for i, raw := range am.URLs {
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") {
-			return config.Bad(fmt.Sprintf("%s.urls[%d]", p, i), "%q: want http:// or https://host:port, without credentials or a path", raw)
+			bad(fmt.Sprintf("%s.urls[%d]", p, i), "%q: want http:// or https://host:port, without credentials or a path", raw)
+			urlsOK = false
+			continue
 		}
 		https = https && u.Scheme == "https"
 	}
 	if am.ResendInterval < 0 || am.Timeout < 0 {
-		return config.Bad(p, "resend_interval and timeout: want 0 or more (0 takes the default)")
+		bad(p, "resend_interval and timeout: want 0 or more (0 takes the default)")
 	}
-	if am.ResendInterval != 0 && am.ResendInterval.D() < time.Second {
-		return config.Bad(p+".resend_interval", "%s: want at least 1s", am.ResendInterval)
+	if am.ResendInterval > 0 && am.ResendInterval.D() < time.Second {
+		bad(p+".resend_interval", "%s: want at least 1s", am.ResendInterval)
 	}
 	pw := config.SecretRef{File: am.PasswordFile, Env: am.PasswordEnv}
 	tok := config.SecretRef{File: ch.BearerTokenFile, Env: ch.BearerTokenEnv}
 	switch {
 	case am.Username == "" && pw.IsSet():
-		return config.Bad(p+".username", "required with password_file or password_env")
+		bad(p+".username", "required with password_file or password_env")
 	case am.Username != "" && !pw.IsSet():
-		return config.Bad(p+".password_file", "required with username (or password_env)")
-	case am.Username != "" && tok.IsSet():
-		return config.Bad(prefix+".bearer_token_file", "basic auth (alertmanager.username) or a bearer token, not both")
+		bad(p+".password_file", "required with username (or password_env)")
 	}
-	for key, ref := range ch.secrets() {
-		if ref.Env != "" && !config.ValidEnvName(ref.Env) {
-			return config.Bad(prefix+"."+key+"_env", "%q is not an environment variable name", ref.Env)
-		}
+	if am.Username != "" && tok.IsSet() {
+		bad("bearer_token_file", "basic auth (alertmanager.username) or a bearer token, not both")
 	}
-	return am.TLS.CheckHTTPS(p+".tls", https)
+	ch.checkEnvNames(bad)
+	if urlsOK {
+		errs = append(errs, am.TLS.CheckHTTPS(prefix+"."+p+".tls", https))
+	} else {
+		// Whether the URLs are https is not known yet: the block's keys and files are.
+		errs = append(errs, am.TLS.Check(prefix+"."+p+".tls"))
+	}
+	return errors.Join(errs...)
 }
 
 // Inhibit returns the inhibition settings (enabled unless set to false).

@@ -129,6 +129,56 @@ func TestConfigErrors(t *testing.T) {
 	require.Equal(t, 5, ce.Line)
 }
 
+// TestConfigReportsEveryRefusedValue: every value Validate refuses is reported at once,
+// in the file's order, each at its line and key: not the first alone, to fix and run
+// again. A value that can only be checked against a refused one is left out.
+func TestConfigReportsEveryRefusedValue(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string // after "alarm.yaml", in order; nil: valid
+	}{
+		{"valid", "bus: {kind: none}\nevaluation: {interval: 1s}\nnotify: {queue: 10}\nchannels: {l: {kind: log}}\n", nil},
+		{"three sections", "http:\n  external_url: ftp://alarm\nbus: {kind: none}\nevaluation:\n  interval: 10ms\nnotify:\n  queue: -1\nchannels: {l: {kind: log}}\n", []string{
+			`:2: field "http.external_url": "ftp://alarm": want an http:// or https:// URL with a host`,
+			`:5: field "evaluation.interval": 10ms: want at least 100ms`,
+			`:7: field "notify.queue": -1: want 0 or more (0 takes the default)`,
+		}},
+		{"shared sections and channels", "bus:\n  kind: kafka\n  start: latest\ncoordinator:\n  kind: zk\ninhibition:\n  equal: [node, \"a b\"]\n" +
+			"channels:\n  w: {kind: webhook, url: http://h/, url_env: X}\n  m: {kind: email}\n", []string{
+			`:1: field "bus.brokers": required: at least one host:port (or bus.kind: none to run without the bus)`,
+			`:3: field "bus.start": "latest": want oldest or newest`,
+			`:4: field "coordinator.servers": required: at least one ZooKeeper host:port`,
+			`:7: field "inhibition.equal[1]": "a b" is not a label name`,
+			`:9: field "channels.w.url_file": set url, or url_file and url_env, not both`,
+			`:10: field "channels.m.smtp.addr": required for kind email`,
+			`:10: field "channels.m.smtp.from": required for kind email`,
+			`:10: field "channels.m.smtp.to": required for kind email`,
+		}},
+		{"an alertmanager channel", "bus: {kind: none}\nchannels:\n  am:\n    kind: alertmanager\n    bearer_token_env: \"1X\"\n    alertmanager:\n" +
+			"      urls: ['am:9093']\n      resend_interval: 100ms\n      username: u\n      tls: {cert_file: c.pem}\n", []string{
+			// Keys the file leaves out are reported at the line of their section.
+			`:3: field "channels.am.bearer_token_file": basic auth (alertmanager.username) or a bearer token, not both`,
+			`:5: field "channels.am.bearer_token_env": "1X" is not an environment variable name`,
+			`:6: field "channels.am.alertmanager.password_file": required with username (or password_env)`,
+			`:7: field "channels.am.alertmanager.urls[0]": "am:9093": want http:// or https://host:port, without credentials or a path`,
+			`:8: field "channels.am.alertmanager.resend_interval": 100ms: want at least 1s`,
+			// Not also "set, but the URL is not https://": the URL is refused.
+			`:10: field "channels.am.alertmanager.tls.key_file": required with cert_file`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "alarm.yaml")
+			require.NoError(t, os.WriteFile(p, []byte(tc.yaml), 0o600))
+			_, err := Load(p)
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, p+strings.Join(tc.want, "\n"+p))
+		})
+	}
+}
+
 func TestChannelSecretsStayHidden(t *testing.T) {
 	dir := t.TempDir()
 	urlFile := filepath.Join(dir, "url")
