@@ -1,9 +1,12 @@
 package judge
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,20 +124,21 @@ func (c RemoteWriteConfig) Options() remotewrite.MapOptions {
 }
 
 func (c *RemoteWriteConfig) validate() error {
+	var errs []error
 	if c.NodeLabel == "" {
 		c.NodeLabel = "instance"
 	}
 	if !metric.ValidLabelKey(c.NodeLabel) {
-		return config.Bad("remote_write.node_label", "%q: want a label name", c.NodeLabel)
+		errs = append(errs, config.Bad("remote_write.node_label", "%q: want a label name", c.NodeLabel))
 	}
 	switch c.Unmapped {
 	case "":
 		c.Unmapped = "drop"
 	case "drop", "keep":
 	default:
-		return config.Bad("remote_write.unmapped", "%q: want drop or keep", c.Unmapped)
+		errs = append(errs, config.Bad("remote_write.unmapped", "%q: want drop or keep", c.Unmapped))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // RenamedKeys are the keys of older judge.yaml files, now the same as every role's.
@@ -270,12 +274,16 @@ const (
 )
 
 func (b *BufferConfig) validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, config.Bad("store.buffer."+field, format, args...))
+	}
 	switch b.HTTPOverflow {
 	case "":
 		b.HTTPOverflow = OverflowReject
 	case OverflowReject, OverflowDrop:
 	default:
-		return config.Bad("store.buffer.http_overflow", "%q: want %s or %s", b.HTTPOverflow, OverflowReject, OverflowDrop)
+		bad("http_overflow", "%q: want %s or %s", b.HTTPOverflow, OverflowReject, OverflowDrop)
 	}
 	for _, f := range []struct {
 		key      string
@@ -285,19 +293,20 @@ func (b *BufferConfig) validate() error {
 		{"min_backoff", b.MinBackoff, b.MinBackoff < 0}, {"max_backoff", b.MaxBackoff, b.MaxBackoff < 0},
 		{"write_timeout", b.WriteTimeout, b.WriteTimeout < 0}, {"close_timeout", b.CloseTimeout, b.CloseTimeout < 0}} {
 		if f.negative {
-			return config.Bad("store.buffer."+f.key, "%v: want 0 or more (0 takes the default)", f.v)
+			bad(f.key, "%v: want 0 or more (0 takes the default)", f.v)
 		}
 	}
-	if b.MaxBackoff != 0 {
+	// Against min_backoff only when both are valid: one refused above says nothing here.
+	if b.MaxBackoff > 0 && b.MinBackoff >= 0 {
 		lo := b.MinBackoff.D()
 		if lo == 0 {
 			lo = defaultMinBackoff
 		}
 		if b.MaxBackoff.D() < lo {
-			return config.Bad("store.buffer.max_backoff", "%s: want at least min_backoff, %s", b.MaxBackoff, config.Duration(lo))
+			bad("max_backoff", "%s: want at least min_backoff, %s", b.MaxBackoff, config.Duration(lo))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Options returns the store buffer's options.
@@ -322,38 +331,47 @@ func Load(path string) (Config, error) {
 	return c, nil
 }
 
-// Validate fills the defaults and checks the values; config.Load calls it.
+// Validate fills the defaults and checks the values; config.Load calls it. Every
+// problem is reported, joined, each naming its key (config.Locate puts them in the
+// file's order); a value that can only be checked against another (the Elasticsearch
+// keys against a store kind it refuses, say) is left until that one is right.
 func (c *Config) Validate() error {
-	if err := c.Log.Validate(); err != nil {
-		return err
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, config.Bad(field, format, args...))
 	}
-	if err := c.HTTP.Validate(defaultListen, TokenEnv); err != nil {
-		return err
-	}
-	if err := c.RemoteWrite.validate(); err != nil {
-		return err
-	}
+	errs = append(errs, c.Log.Validate(), c.HTTP.Validate(defaultListen, TokenEnv), c.RemoteWrite.validate())
+	alarmURLOK := true
 	if u := c.Status.AlarmURL; u != "" {
 		pu, err := url.Parse(u)
 		switch {
 		case err == nil && pu.User != nil:
-			return config.Bad("status.alarm_url", "credentials in the URL are refused (they would reach the logs); the alarm's reads need none")
+			bad("status.alarm_url", "credentials in the URL are refused (they would reach the logs); the alarm's reads need none")
+			alarmURLOK = false
 		case err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "":
-			return config.Bad("status.alarm_url", "%q: want the alarm's base URL, such as http://alarm:8092", u)
+			bad("status.alarm_url", "%q: want the alarm's base URL, such as http://alarm:8092", u)
+			alarmURLOK = false
 		}
 	}
-	if err := c.Status.TLS.CheckHTTPS("status.tls", strings.HasPrefix(c.Status.AlarmURL, "https://")); err != nil {
-		return err
+	if alarmURLOK {
+		errs = append(errs, c.Status.TLS.CheckHTTPS("status.tls", strings.HasPrefix(c.Status.AlarmURL, "https://")))
+	} else {
+		// Whether the URL is https is not known yet: the block's keys and files are.
+		errs = append(errs, c.Status.TLS.Check("status.tls"))
 	}
+	nodeOK := true
 	if c.Node == "" {
 		c.Node, _ = os.Hostname()
 		if c.Node == "" {
-			return config.Bad("node", "empty, and the host name is unknown: set it")
+			bad("node", "empty, and the host name is unknown: set it")
+			nodeOK = false
 		}
 	}
-	if err := c.Bus.Validate(DefaultGroupPrefix+c.Node, config.StartOldest); err != nil {
-		return err
+	group := ""
+	if nodeOK {
+		group = DefaultGroupPrefix + c.Node
 	}
+	errs = append(errs, c.Bus.Validate(group, config.StartOldest))
 	switch c.Store.Kind {
 	case "":
 		c.Store.Kind = StoreSQLite
@@ -363,65 +381,69 @@ func (c *Config) Validate() error {
 			c.Store.SQLite.Path = "./data/judge.db"
 		}
 		if err := config.CheckFilePath(c.Store.SQLite.Path); err != nil {
-			return config.Bad("store.sqlite.path", "%w", err)
+			bad("store.sqlite.path", "%w", err)
 		}
 	case StoreElastic:
-		if len(c.Store.Elastic.Addresses) == 0 {
-			return config.Bad("store.elastic.addresses", "required: at least one URL, e.g. http://127.0.0.1:9200")
-		}
 		if c.Store.Elastic.RefreshInterval < 0 {
-			return config.Bad("store.elastic.refresh_interval", "%s: want 0 or more", c.Store.Elastic.RefreshInterval)
+			bad("store.elastic.refresh_interval", "%s: want 0 or more", c.Store.Elastic.RefreshInterval)
 		}
 		if c.Store.Elastic.Replicas < 0 {
-			return config.Bad("store.elastic.replicas", "%d: want 0 or more", c.Store.Elastic.Replicas)
+			bad("store.elastic.replicas", "%d: want 0 or more", c.Store.Elastic.Replicas)
 		}
-		if err := c.validateElastic(); err != nil {
-			return err
-		}
+		errs = append(errs, c.validateElastic())
 	default:
-		return config.Bad("store.kind", "%q: want sqlite or elastic", c.Store.Kind)
+		bad("store.kind", "%q: want sqlite or elastic", c.Store.Kind)
 	}
 	if c.Store.Retention < 0 {
-		return config.Bad("store.retention", "%s: want 0 or more", c.Store.Retention)
+		bad("store.retention", "%s: want 0 or more", c.Store.Retention)
 	}
-	if err := c.Store.Buffer.validate(); err != nil {
-		return err
-	}
+	errs = append(errs, c.Store.Buffer.validate())
 	if c.Analysis.EWMAAlpha != 0 && !(c.Analysis.EWMAAlpha > 0 && c.Analysis.EWMAAlpha <= 1) {
-		return config.Bad("analysis.ewma_alpha", "%v: want 0 < alpha ≤ 1 (0 or none: 0.2)", c.Analysis.EWMAAlpha)
+		bad("analysis.ewma_alpha", "%v: want 0 < alpha ≤ 1 (0 or none: 0.2)", c.Analysis.EWMAAlpha)
 	}
-	if c.Analysis.HistoricalEvery < 0 {
-		return config.Bad("analysis.historical_every", "%s: want 0 or more", c.Analysis.HistoricalEvery)
-	}
-	if c.Analysis.HistoricalEvery != 0 && c.Analysis.HistoricalEvery.D() < time.Second {
-		return config.Bad("analysis.historical_every", "%s: want at least 1s", c.Analysis.HistoricalEvery)
+	switch he := c.Analysis.HistoricalEvery; {
+	case he < 0:
+		bad("analysis.historical_every", "%s: want 0 or more", he)
+	case he != 0 && he.D() < time.Second:
+		bad("analysis.historical_every", "%s: want at least 1s", he)
 	}
 	for i, m := range c.Analysis.HistoricalMetrics {
 		if !metric.ValidName(m) {
-			return config.Bad(fmt.Sprintf("analysis.historical_metrics[%d]", i), "%q is not a metric name", m)
+			bad(fmt.Sprintf("analysis.historical_metrics[%d]", i), "%q is not a metric name", m)
 		}
+	}
+	errs = append(errs, c.validatePlacement(), c.Rebalance.validate())
+	return errors.Join(errs...)
+}
+
+// validatePlacement fills the placement section's defaults and checks it, every
+// problem joined.
+func (c *Config) validatePlacement() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, config.Bad("placement."+field, format, args...))
 	}
 	p := &c.Placement
 	if p.Algorithm == "" {
 		p.Algorithm = DefaultAlgorithm
 	}
 	if _, err := lbplugins.Lookup(p.Algorithm); err != nil {
-		return config.Bad("placement.algorithm", "%w", err)
+		bad("algorithm", "%w", err)
 	}
 	if p.StaleIntervals < 0 {
-		return config.Bad("placement.stale_intervals", "%v: want 0 or more", p.StaleIntervals)
+		bad("stale_intervals", "%v: want 0 or more", p.StaleIntervals)
 	}
 	if p.DefaultInterval < 0 {
-		return config.Bad("placement.default_interval", "%s: want 0 or more", p.DefaultInterval)
+		bad("default_interval", "%s: want 0 or more", p.DefaultInterval)
 	}
 	if p.SnapshotEvery < 0 || p.SnapshotEvery.D() > time.Minute {
-		return config.Bad("placement.snapshot_every", "%s: want at most 1m (%s when unset)", p.SnapshotEvery, config.Duration(DefaultSnapshotEvery))
+		bad("snapshot_every", "%s: want at most 1m (%s when unset)", p.SnapshotEvery, config.Duration(DefaultSnapshotEvery))
 	}
 	if p.SnapshotEvery == 0 {
 		p.SnapshotEvery = config.Duration(DefaultSnapshotEvery)
 	}
 	if p.CapacityEvery < 0 || p.CapacityEvery.D() > 5*time.Minute {
-		return config.Bad("placement.capacity_every", "%s: want at most 5m (%s when unset)", p.CapacityEvery, config.Duration(DefaultCapacityEvery))
+		bad("capacity_every", "%s: want at most 5m (%s when unset)", p.CapacityEvery, config.Duration(DefaultCapacityEvery))
 	}
 	if p.CapacityEvery == 0 {
 		p.CapacityEvery = config.Duration(DefaultCapacityEvery)
@@ -430,19 +452,19 @@ func (c *Config) Validate() error {
 		p.ReservationTTL = config.Duration(DefaultReservationTTL)
 	}
 	if p.ReservationTTL.D() < time.Second {
-		return config.Bad("placement.reservation_ttl", "%s: want at least 1s", p.ReservationTTL)
+		bad("reservation_ttl", "%s: want at least 1s", p.ReservationTTL)
 	}
-	for name := range p.Thresholds {
+	for _, name := range slices.Sorted(maps.Keys(p.Thresholds)) {
 		if !metric.ValidName(name) {
-			return config.Bad("placement.thresholds."+name, "%q is not a metric name", name)
+			bad("thresholds."+name, "%q is not a metric name", name)
 		}
 	}
-	for name, s := range p.Plugins {
-		if _, err := lbplugins.New(name, s); err != nil {
-			return config.Bad("placement.plugins."+name, "%w", err)
+	for _, name := range slices.Sorted(maps.Keys(p.Plugins)) {
+		if _, err := lbplugins.New(name, p.Plugins[name]); err != nil {
+			bad("plugins."+name, "%w", err)
 		}
 	}
-	return c.Rebalance.validate()
+	return errors.Join(errs...)
 }
 
 // Filters returns the common placement filters of the config.
@@ -455,28 +477,42 @@ func (c *Config) Filters() lbplugins.Filters {
 }
 
 // validateElastic checks store.elastic's addresses, TLS block and credentials' keys (the
-// files read unless their variable is set), filling the variables' defaults.
+// files read unless their variable is set), filling the variables' defaults; every
+// problem joined.
 func (c *Config) validateElastic() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, config.Bad("store.elastic."+field, format, args...))
+	}
 	e := &c.Store.Elastic
-	https := false
+	if len(e.Addresses) == 0 {
+		bad("addresses", "required: at least one URL, e.g. http://127.0.0.1:9200")
+	}
+	https, addrsOK := false, len(e.Addresses) > 0
 	for i, a := range e.Addresses {
 		u, err := url.Parse(a)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return config.Bad(fmt.Sprintf("store.elastic.addresses[%d]", i), "%q: want http://host:port or https://host:port", a)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			bad(fmt.Sprintf("addresses[%d]", i), "%q: want http://host:port or https://host:port", a)
+			addrsOK = false
+		case u.User != nil:
+			bad(fmt.Sprintf("addresses[%d]", i), "credentials in the URL would be logged: use username and password_file, or api_key_file")
+			addrsOK = false
+		default:
+			https = https || u.Scheme == "https"
 		}
-		if u.User != nil {
-			return config.Bad(fmt.Sprintf("store.elastic.addresses[%d]", i), "credentials in the URL would be logged: use username and password_file, or api_key_file")
-		}
-		https = https || u.Scheme == "https"
 	}
-	if err := e.TLS.CheckHTTPS("store.elastic.tls", https); err != nil {
-		return err
+	if addrsOK {
+		errs = append(errs, e.TLS.CheckHTTPS("store.elastic.tls", https))
+	} else {
+		// Whether an address is https is not known yet: the block's keys and files are.
+		errs = append(errs, e.TLS.Check("store.elastic.tls"))
 	}
 	if e.Username == "" && e.PasswordFile != "" {
-		return config.Bad("store.elastic.username", "required with password_file")
+		bad("username", "required with password_file")
 	}
 	if e.Username != "" && e.APIKeyFile != "" {
-		return config.Bad("store.elastic.username", "set username (basic auth) or api_key_file, not both")
+		bad("username", "set username (basic auth) or api_key_file, not both")
 	}
 	if e.PasswordEnv == "" {
 		e.PasswordEnv = ElasticPasswordEnv
@@ -484,10 +520,8 @@ func (c *Config) validateElastic() error {
 	if e.APIKeyEnv == "" {
 		e.APIKeyEnv = ElasticAPIKeyEnv
 	}
-	if err := c.elasticPassword().Check("store.elastic.password"); err != nil {
-		return err
-	}
-	return c.elasticAPIKey().Check("store.elastic.api_key")
+	errs = append(errs, c.elasticPassword().Check("store.elastic.password"), c.elasticAPIKey().Check("store.elastic.api_key"))
+	return errors.Join(errs...)
 }
 
 func (c *Config) elasticPassword() config.SecretRef {

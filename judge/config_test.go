@@ -3,6 +3,7 @@ package judge
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,6 +127,62 @@ func TestConfigErrors(t *testing.T) {
 			_, err := Load(p)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestConfigReportsEveryRefusedValue: every value Validate refuses is reported at once,
+// in the file's order, each at its line and key: not the first alone, to fix and run
+// again. A value that can only be checked against a refused one is left out.
+func TestConfigReportsEveryRefusedValue(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string // after "judge.yaml", in order; nil: valid
+	}{
+		{"valid", "node: j1\nbus: {kind: none}\nstore: {retention: 24h}\nanalysis: {ewma_alpha: 0.5}\nplacement: {algorithm: leastload}\n", nil},
+		{"four sections", "node: j1\nbus: {kind: none}\nstore:\n  retention: -1h\nanalysis:\n  ewma_alpha: 2\nplacement:\n  algorithm: roundrobin\nrebalance:\n  max_moves: -2\n", []string{
+			`:4: field "store.retention": -1h0m0s: want 0 or more`,
+			`:6: field "analysis.ewma_alpha": 2: want 0 < alpha ≤ 1 (0 or none: 0.2)`,
+			`:8: field "placement.algorithm": unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random, utilisation)`,
+			`:10: field "rebalance.max_moves": -2: want at least 1`,
+		}},
+		{"within sections", "node: j1\nhttp: {listen: 8090, token_env: \"1X\"}\nbus: {kind: none}\nremote_write: {node_label: a.b, unmapped: store}\n" +
+			"store:\n  buffer: {capacity: -1, min_backoff: -1s, max_backoff: 50ms}\nplacement:\n  thresholds: {\"cpu util\": 90, \"mem util\": 80}\n" +
+			"rebalance: {band: -1, max_utilisation: .inf}\n", []string{
+			`:2: field "http.listen": "8090": want host:port, e.g. 127.0.0.1:8090 (port 0 picks a free one)`,
+			`:2: field "http.token_env": "1X" is not an environment variable name`,
+			`:4: field "remote_write.node_label": "a.b": want a label name`,
+			`:4: field "remote_write.unmapped": "store": want drop or keep`,
+			// Not max_backoff against a min_backoff that is refused.
+			`:6: field "store.buffer.capacity": -1: want 0 or more (0 takes the default)`,
+			`:6: field "store.buffer.min_backoff": -1s: want 0 or more (0 takes the default)`,
+			`:8: field "placement.thresholds.cpu util": "cpu util" is not a metric name`,
+			`:8: field "placement.thresholds.mem util": "mem util" is not a metric name`,
+			// +Inf once, as not finite, not also as above 1.
+			`:9: field "rebalance.band": -1: want a finite number ≥ 0 (rows/s)`,
+			`:9: field "rebalance.max_utilisation": +Inf: want a finite number ≥ 0 (a share of the cores, 0.7 for 70 %)`,
+		}},
+		{"elastic", "node: j1\nbus: {kind: none}\nstore:\n  kind: elastic\n  elastic:\n    addresses: [\"es:9200\", \"http://u:p@es:9200\"]\n" +
+			"    tls: {ca_file: " + missing + "}\n    replicas: -1\n    api_key_env: \"1X\"\nstatus: {alarm_url: \"alarm:8092\", tls: {}}\n", []string{
+			`:6: field "store.elastic.addresses[0]": "es:9200": want http://host:port or https://host:port`,
+			`:6: field "store.elastic.addresses[1]": credentials in the URL would be logged: use username and password_file, or api_key_file`,
+			// Its file, not "the URL is not https://": the addresses are refused.
+			`:7: field "store.elastic.tls.ca_file": open ` + missing + `: no such file or directory`,
+			`:8: field "store.elastic.replicas": -1: want 0 or more`,
+			`:9: field "store.elastic.api_key_env": "1X" is not an environment variable name`,
+			`:10: field "status.alarm_url": "alarm:8092": want the alarm's base URL, such as http://alarm:8092`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "judge.yaml")
+			require.NoError(t, os.WriteFile(p, []byte(tc.yaml), 0o600))
+			_, err := Load(p)
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, p+strings.Join(tc.want, "\n"+p))
 		})
 	}
 }

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"time"
 
@@ -53,33 +54,37 @@ func DefaultRebalanceOptions() RebalanceOptions {
 		Band: 2000, InstanceFloor: 100, MaxMoves: 20, Cooldown: 10 * time.Minute}
 }
 
-// validate names the judge.yaml key of a bad value, for the config and for New alike.
+// validate names the judge.yaml key of each bad value, for the config and for New alike.
 func (o RebalanceOptions) validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, config.Bad("rebalance."+field, format, args...))
+	}
 	for _, f := range []struct {
 		key, unit string
 		v         float64
 	}{{"hard_max", "rows/s", o.HardMax}, {"band", "rows/s", o.Band}, {"instance_floor", "rows/s", o.InstanceFloor},
 		{"max_utilisation", "a share of the cores, 0.7 for 70 %", o.MaxUtilisation}, {"utilisation_band", "a share of the cores", o.UtilisationBand}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 1) {
-			return config.Bad("rebalance."+f.key, "%v: want a finite number ≥ 0 (%s)", f.v, f.unit)
+			bad(f.key, "%v: want a finite number ≥ 0 (%s)", f.v, f.unit)
 		}
 	}
 	if o.UtilisationBalance != 0 && !(o.UtilisationBalance >= 1 && o.UtilisationBalance <= 10) {
-		return config.Bad("rebalance.utilisation_balance", "%v: want 0 (the default, 1.08) or a ratio to the fleet's level from 1 to 10 (1.05: 5 %% above it)", o.UtilisationBalance)
+		bad("utilisation_balance", "%v: want 0 (the default, 1.08) or a ratio to the fleet's level from 1 to 10 (1.05: 5 %% above it)", o.UtilisationBalance)
 	}
-	if o.MaxUtilisation > 1 {
-		return config.Bad("rebalance.max_utilisation", "%v: want a share of the host's cores from 0 to 1 (0.7 for 70 %%)", o.MaxUtilisation)
+	if o.MaxUtilisation > 1 && !math.IsInf(o.MaxUtilisation, 1) {
+		bad("max_utilisation", "%v: want a share of the host's cores from 0 to 1 (0.7 for 70 %%)", o.MaxUtilisation)
 	}
 	if o.FitWindow < 10*time.Minute {
-		return config.Bad("rebalance.fit_window", "%s: want at least 10m (an hour or more to see the load move)", o.FitWindow)
+		bad("fit_window", "%s: want at least 10m (an hour or more to see the load move)", o.FitWindow)
 	}
 	if o.MaxMoves <= 0 {
-		return config.Bad("rebalance.max_moves", "%d: want at least 1", o.MaxMoves)
+		bad("max_moves", "%d: want at least 1", o.MaxMoves)
 	}
 	if o.Cooldown < 0 {
-		return config.Bad("rebalance.cooldown", "%s: want 0 or more", o.Cooldown)
+		bad("cooldown", "%s: want 0 or more", o.Cooldown)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // goals are the planner's goals in the given model, for a plan made at now.
