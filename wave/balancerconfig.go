@@ -1,6 +1,7 @@
 package wave
 
 import (
+	"errors"
 	"net/url"
 	"strings"
 	"time"
@@ -39,40 +40,47 @@ func DefaultBalancerConfig() BalancerConfig {
 		FailoverGrace: config.Duration(5 * time.Second)}
 }
 
-// Validate names the first bad key.
+// Validate names every bad key, joined.
 func (b *BalancerConfig) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, config.Bad("balancer."+field, format, args...))
+	}
+	judgeOK := true
 	if b.Judge != "" {
 		u, err := url.Parse(b.Judge)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return config.Bad("balancer.judge", "%q: want the judge's base URL, such as http://judge:8090", b.Judge)
+			bad("judge", "%q: want the judge's base URL, such as http://judge:8090", b.Judge)
+			judgeOK = false
 		}
 	}
-	if err := b.TLS.CheckHTTPS("balancer.tls", strings.HasPrefix(b.Judge, "https://")); err != nil {
-		return err
+	if judgeOK {
+		errs = append(errs, b.TLS.CheckHTTPS("balancer.tls", strings.HasPrefix(b.Judge, "https://")))
+	} else {
+		// Whether the URL is https is not known yet: the block's keys and files are.
+		errs = append(errs, b.TLS.Check("balancer.tls"))
 	}
 	if b.JudgeTokenEnv == "" {
 		b.JudgeTokenEnv = config.JudgeTokenEnv
 	}
 	if b.Judge != "" {
-		if err := b.JudgeToken().Check("balancer.judge_token"); err != nil {
-			return err
-		}
+		errs = append(errs, b.JudgeToken().Check("balancer.judge_token"))
 	}
 	if b.InFlight < 1 {
-		return config.Bad("balancer.in_flight", "%d: want at least 1", b.InFlight)
+		bad("in_flight", "%d: want at least 1", b.InFlight)
 	}
 	for _, f := range []struct {
 		name string
 		v    config.Duration
 	}{{"auto_after", b.AutoAfter}, {"interval", b.Interval}, {"lag_bound", b.LagBound}, {"settle_timeout", b.SettleTimeout}} {
 		if f.v <= 0 {
-			return config.Bad("balancer."+f.name, "%s: want more than 0", f.v)
+			bad(f.name, "%s: want more than 0", f.v)
 		}
 	}
 	if b.FailoverGrace < 0 {
-		return config.Bad("balancer.failover_grace", "%s: want 0 or more", b.FailoverGrace)
+		bad("failover_grace", "%s: want 0 or more", b.FailoverGrace)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // JudgeToken is where the judge's token is read.

@@ -1,6 +1,7 @@
 package wave
 
 import (
+	"errors"
 	"net"
 	"time"
 
@@ -112,73 +113,52 @@ func Load(path string) (Config, error) {
 	return cfg, nil
 }
 
-// Validate checks the config and names the first bad field (every bad one of the keys
-// all Kafka sections share, which config.Kafka checks together).
+// Validate checks the config and names every bad field, joined (config.Locate puts
+// them in the file's order); a value that can only be checked against another (the
+// write timeout against the session timeout, say) is left until that one is right.
 func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, config.Bad(field, format, args...))
+	}
 	if !cluster.IDPattern.MatchString(c.Node) {
-		return config.Bad("node", "%q: %s", c.Node, config.IDRule)
+		bad("node", "%q: %s", c.Node, config.IDRule)
 	}
-	if err := c.Log.Validate(); err != nil {
-		return err
-	}
+	errs = append(errs, c.Log.Validate())
 	if err := config.CheckListen(c.HTTP.Listen); err != nil {
-		return config.Bad("http.listen", "%w", err)
+		bad("http.listen", "%w", err)
 	}
 	if c.AdvertiseAddr != "" {
 		if _, _, err := net.SplitHostPort(c.AdvertiseAddr); err != nil {
-			return config.Bad("advertise_addr", "%q: want host:port, e.g. wave-1:8091 (the address other hosts reach http.listen at)", c.AdvertiseAddr)
-		}
-		if err := config.CheckDial(c.AdvertiseAddr); err != nil {
-			return config.Bad("advertise_addr", "%w (the address other hosts reach http.listen at)", err)
+			bad("advertise_addr", "%q: want host:port, e.g. wave-1:8091 (the address other hosts reach http.listen at)", c.AdvertiseAddr)
+		} else if err := config.CheckDial(c.AdvertiseAddr); err != nil {
+			bad("advertise_addr", "%w (the address other hosts reach http.listen at)", err)
 		}
 	}
-	if c.Coordinator.Kind == config.CoordZK && c.Coordinator.SessionTimeout <= 0 {
-		return config.Bad("coordinator.session_timeout", "%s: want more than 0", c.Coordinator.SessionTimeout)
+	// The wave needs a session timeout (its write timeout is a share of it): 0 is
+	// refused here, and a negative one only here, not again in the section's words
+	// ("want 0 or more", which the section checks with 0 in its place).
+	st := c.Coordinator.SessionTimeout
+	sessionOK := c.Coordinator.Kind != config.CoordZK || st > 0
+	if !sessionOK {
+		bad("coordinator.session_timeout", "%s: want more than 0", st)
+		c.Coordinator.SessionTimeout = 0
 	}
 	// No default path: the wave's coordinator is ZooKeeper unless the file says single.
-	if err := c.Coordinator.Validate(""); err != nil {
-		return err
-	}
+	errs = append(errs, c.Coordinator.Validate(""))
+	c.Coordinator.SessionTimeout = st
 	switch c.Sink.Kind {
 	case SinkKafka:
-		k := c.Sink.Kafka
-		if err := k.Kafka.Validate("sink.kafka"); err != nil {
-			return err
-		}
-		if k.MaxMessageBytes < 1024 {
-			return config.Bad("sink.kafka.max_message_bytes", "%d: want at least 1024", k.MaxMessageBytes)
-		}
-		if k.BatchSize < 1 {
-			return config.Bad("sink.kafka.batch_size", "%d: want at least 1", k.BatchSize)
-		}
-		if k.Linger <= 0 {
-			return config.Bad("sink.kafka.linger", "%s: want more than 0", k.Linger)
-		}
-		switch k.Compression {
-		case "none", "gzip", "snappy", "lz4", "zstd":
-		default:
-			return config.Bad("sink.kafka.compression", "%q: want none, gzip, snappy, lz4 or zstd", k.Compression)
-		}
-		if k.WriteTimeout < 0 {
-			return config.Bad("sink.kafka.write_timeout", "%s: want 0 or more", k.WriteTimeout)
-		}
-		if c.Coordinator.Kind == config.CoordZK {
-			if limit := c.Coordinator.SessionTimeout.D() / 4; c.KafkaWriteTimeout() > limit {
-				return config.Bad("sink.kafka.write_timeout", "%s: must be at most a quarter of field "+
-					"\"coordinator.session_timeout\" %s (%s), or a wave that lost its session could still "+
-					"be writing when another wave takes over", k.WriteTimeout, c.Coordinator.SessionTimeout, limit)
-			}
-		}
+		errs = append(errs, c.validateKafka(sessionOK))
 	case SinkFile:
 		if c.Sink.File.Path == "" {
-			return config.Bad("sink.file.path", "required for the file sink")
-		}
-		if err := config.CheckFilePath(c.Sink.File.Path); err != nil {
-			return config.Bad("sink.file.path", "%w", err)
+			bad("sink.file.path", "required for the file sink")
+		} else if err := config.CheckFilePath(c.Sink.File.Path); err != nil {
+			bad("sink.file.path", "%w", err)
 		}
 	case SinkStdout:
 	default:
-		return config.Bad("sink.kind", "%q: want kafka, file or stdout", c.Sink.Kind)
+		bad("sink.kind", "%q: want kafka, file or stdout", c.Sink.Kind)
 	}
 	p := c.Pipeline
 	for _, f := range []struct {
@@ -186,7 +166,7 @@ func (c *Config) Validate() error {
 		v    int
 	}{{"batch_rows", p.BatchRows}, {"queue_items", p.QueueItems}, {"publish_in_flight", p.PublishInFlight}} {
 		if f.v < 1 {
-			return config.Bad("pipeline."+f.name, "%d: want at least 1", f.v)
+			bad("pipeline."+f.name, "%d: want at least 1", f.v)
 		}
 	}
 	for _, f := range []struct {
@@ -195,10 +175,45 @@ func (c *Config) Validate() error {
 	}{{"commit_interval", p.CommitInterval}, {"publish_max_backoff", p.PublishMaxBackoff},
 		{"reconnect_max_backoff", p.ReconnectMaxBackoff}, {"heartbeat", p.Heartbeat}, {"poll_interval", p.PollInterval}} {
 		if f.v <= 0 {
-			return config.Bad("pipeline."+f.name, "%s: want more than 0", f.v)
+			bad("pipeline."+f.name, "%s: want more than 0", f.v)
 		}
 	}
-	return c.Balancer.Validate()
+	errs = append(errs, c.Balancer.Validate())
+	return errors.Join(errs...)
+}
+
+// validateKafka checks sink.kafka, every problem joined; the write timeout against the
+// ZooKeeper session timeout only when that one is valid (sessionOK).
+func (c *Config) validateKafka(sessionOK bool) error {
+	k := c.Sink.Kafka
+	errs := []error{k.Kafka.Validate("sink.kafka")}
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, config.Bad("sink.kafka."+field, format, args...))
+	}
+	if k.MaxMessageBytes < 1024 {
+		bad("max_message_bytes", "%d: want at least 1024", k.MaxMessageBytes)
+	}
+	if k.BatchSize < 1 {
+		bad("batch_size", "%d: want at least 1", k.BatchSize)
+	}
+	if k.Linger <= 0 {
+		bad("linger", "%s: want more than 0", k.Linger)
+	}
+	switch k.Compression {
+	case "none", "gzip", "snappy", "lz4", "zstd":
+	default:
+		bad("compression", "%q: want none, gzip, snappy, lz4 or zstd", k.Compression)
+	}
+	if k.WriteTimeout < 0 {
+		bad("write_timeout", "%s: want 0 or more", k.WriteTimeout)
+	} else if c.Coordinator.Kind == config.CoordZK && sessionOK {
+		if limit := c.Coordinator.SessionTimeout.D() / 4; c.KafkaWriteTimeout() > limit {
+			bad("write_timeout", "%s: must be at most a quarter of field "+
+				"\"coordinator.session_timeout\" %s (%s), or a wave that lost its session could still "+
+				"be writing when another wave takes over", k.WriteTimeout, c.Coordinator.SessionTimeout, limit)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // KafkaWriteTimeout is the effective bound on one produce request of the wave's Kafka

@@ -70,3 +70,53 @@ func TestConfigPipelineOptions(t *testing.T) {
 		t.Errorf("stdout sink: chunks of %d messages and %d bytes, linger %s; want none", o.PublishChunkMessages, o.PublishChunkBytes, o.PublishLinger)
 	}
 }
+
+// TestConfigReportsEveryRefusedValue: every value Validate refuses is reported at once,
+// in the file's order, each at its line and key: not the first alone, to fix and run
+// again. A value that can only be checked against a refused one is left out.
+func TestConfigReportsEveryRefusedValue(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       []string // after "wave.yaml", in order; nil: valid
+	}{
+		{"valid", goodConfig, nil},
+		{"three sections", strings.Replace(strings.Replace(goodConfig, "node: wave-1", `node: "wave 1"`, 1), "batch_rows: 1000", "batch_rows: 0", 1) +
+			"balancer:\n  judge: judge:8090\n", []string{
+			`:1: field "node": "wave 1": want 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+			`:13: field "pipeline.batch_rows": 0: want at least 1`,
+			`:15: field "balancer.judge": "judge:8090": want the judge's base URL, such as http://judge:8090`,
+		}},
+		{"a refused session timeout", strings.Replace(strings.Replace(goodConfig, "session_timeout: 4s", "session_timeout: -1s", 1),
+			"brokers: [127.0.0.1:9092]", "brokers: [127.0.0.1:9092]\n    linger: 0s\n    compression: brotli\n    write_timeout: 2s", 1), []string{
+			// Once, in the wave's words, not also as the section's "want 0 or more"; and
+			// write_timeout is not held to a quarter of it.
+			`:7: field "coordinator.session_timeout": -1s: want more than 0`,
+			`:12: field "sink.kafka.linger": 0s: want more than 0`,
+			`:13: field "sink.kafka.compression": "brotli": want none, gzip, snappy, lz4 or zstd`,
+		}},
+		{"file sink", "node: w1\nadvertise_addr: wave-1\ncoordinator: {kind: single, path: ./c.json}\nsink: {kind: file}\n" +
+			"pipeline: {heartbeat: 0s}\nbalancer: {judge: \"judge:8090\", tls: {cert_file: c.pem}, in_flight: 0}\n", []string{
+			`:2: field "advertise_addr": "wave-1": want host:port, e.g. wave-1:8091 (the address other hosts reach http.listen at)`,
+			`:4: field "sink.file.path": required for the file sink`,
+			`:5: field "pipeline.heartbeat": 0s: want more than 0`,
+			// The tls block beside a refused judge URL: its keys, not "the URL is not https://".
+			`:6: field "balancer.judge": "judge:8090": want the judge's base URL, such as http://judge:8090`,
+			`:6: field "balancer.tls.key_file": required with cert_file`,
+			`:6: field "balancer.in_flight": 0: want at least 1`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeFile(t, tc.body)
+			_, err := Load(p)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if want := p + strings.Join(tc.want, "\n"+p); err == nil || err.Error() != want {
+				t.Fatalf("err =\n%v\nwant\n%s", err, want)
+			}
+		})
+	}
+}
