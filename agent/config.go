@@ -165,12 +165,15 @@ func (c *Config) Validate() error {
 	case SinkHTTP:
 		h := c.Sink.HTTP
 		u, err := url.Parse(h.URL)
+		urlOK := false
 		if h.URL == "" {
 			bad("sink.http.url", "required when sink.kind is http (e.g. http://judge:8090/v1/metrics)")
 		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("sink.http.url", "%q is not an http(s) URL", redactURL(h.URL))
 		} else if u.User != nil {
 			bad("sink.http.url", "credentials in the URL would be logged: use token_file or token_env")
+		} else {
+			urlOK = true
 		}
 		if h.Timeout <= 0 {
 			bad("sink.http.timeout", "%s: want more than 0", h.Timeout)
@@ -182,7 +185,12 @@ func (c *Config) Validate() error {
 			c.Sink.HTTP.TokenEnv = TokenEnv
 		}
 		errs = append(errs, c.Sink.HTTP.Token().Check("sink.http.token"))
-		errs = append(errs, h.TLS.CheckHTTPS("sink.http.tls", err == nil && u.Scheme == "https"))
+		if urlOK {
+			errs = append(errs, h.TLS.CheckHTTPS("sink.http.tls", u.Scheme == "https"))
+		} else {
+			// Whether the URL is https is not known yet: the block's keys and files are.
+			errs = append(errs, h.TLS.Check("sink.http.tls"))
+		}
 	default:
 		bad("sink.kind", "%q: want %q or %q", c.Sink.Kind, SinkKafka, SinkHTTP)
 	}

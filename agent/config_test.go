@@ -125,6 +125,50 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
+// TestLoadReportsEveryRefusedValue: every value agent.yaml holds that is refused, the
+// collectors' with the others, is reported at once, in the file's order, each at its line
+// and key: not the first alone, to fix and run again. A value that can only be checked
+// against a refused one is left out.
+func TestLoadReportsEveryRefusedValue(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []string // after "agent.yaml", in order; nil: valid
+	}{
+		{"valid", "node: h1\ninterval: 5s\nbuffer: 10\nsink: {kind: http, http: {url: http://judge:8090/v1/metrics, timeout: 2s}}\n" +
+			"collectors:\n  host: {net_ignore: \"^lo$\"}\n  wave: {timeout: 1s}\n", nil},
+		{"top level and sink", "node: h1\ninterval: 1ms\nbuffer: 0\nsink:\n  kind: http\n  http:\n    url: http://judge:8090/v1/metrics\n    timeout: 0s\n", []string{
+			`:2: field "interval": 1ms: want between 10ms and 24h`,
+			`:3: field "buffer": 0: want between 1 and 1000000 batches`,
+			`:8: field "sink.http.timeout": 0s: want more than 0`,
+		}},
+		{"collectors with the others", "node: h1\ninterval: 1ms\ncollectors:\n  host:\n    net_ignore: \"(\"\n    disk_ignore: \"[\"\n" +
+			"  wave: {url: \"wave:8091\", timeout: 0s}\n", []string{
+			`:2: field "interval": 1ms: want between 10ms and 24h`,
+			":5: field \"collectors.host.net_ignore\": error parsing regexp: missing closing ): `(`",
+			":6: field \"collectors.host.disk_ignore\": error parsing regexp: missing closing ]: `[`",
+			`:7: field "collectors.wave.url": "wave:8091": want an http(s) URL such as http://127.0.0.1:8091/metrics`,
+			`:7: field "collectors.wave.timeout": 0s: want more than 0`,
+			// Not "no collector enabled": both are, their values refused.
+		}},
+		{"a tls block beside a refused URL", "node: h1\nsink:\n  kind: http\n  http:\n    url: judge:8090\n    tls: {cert_file: c.pem}\n", []string{
+			`:5: field "sink.http.url": "judge:8090" is not an http(s) URL`,
+			// Its keys, not "set, but the URL is not https://".
+			`:6: field "sink.http.tls.key_file": required with cert_file`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "agent.yaml")
+			require.NoError(t, os.WriteFile(path, []byte(tc.in), 0o600))
+			_, err := Load(path)
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, path+strings.Join(tc.want, "\n"+path))
+		})
+	}
+}
+
 func TestLoadMissingFile(t *testing.T) {
 	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
 	require.ErrorIs(t, err, os.ErrNotExist)

@@ -91,8 +91,9 @@ func Load(path string, out any) error {
 
 // Decode strictly decodes exactly one YAML document from r into out (a non-nil pointer).
 // name is used in error messages, usually the file path. If out implements Validator,
-// Validate is called after a successful decode; its *FieldErrors name the line of their
-// key (see Locate), its other errors are prefixed with name.
+// Validate is called once the keys and types are right; its *FieldErrors name the line
+// of their key (see Locate), its other errors are prefixed with name, and they come with
+// the values a Plugins section refused, every one at once, in the file's order.
 func Decode(r io.Reader, name string, out any) (err error) {
 	rv := reflect.ValueOf(out)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
@@ -125,23 +126,46 @@ func Decode(r io.Reader, name string, out any) (err error) {
 	}
 
 	// Second pass: the strict decode. Node.Decode cannot reject unknown fields, so decode
-	// the bytes again with KnownFields.
+	// the bytes again with KnownFields. The keys and types come first: the values of a
+	// file whose keys are wrong are not checked, as a key misspelt leaves a default (or
+	// nothing) in the place of what the file meant.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
+	// The values a Plugins section refused as it decoded itself: reported with the
+	// others once the keys are right.
+	var values error
 	if err := dec.Decode(out); err != nil {
-		return translate(err, name, data, root, out)
+		var te *yaml.TypeError
+		if !errors.As(err, &te) || !valuesOnly(te) {
+			return translate(err, name, data, root, out)
+		}
+		values = translate(err, name, data, root, out)
 	}
 	// The decoder truncates a fraction given for a whole number (2.5 read as 2): the
 	// walk that checks the sections decoding themselves finds those too.
 	if errs := unknownKeys(root.Content[0], rv.Type()); len(errs) > 0 {
-		return translate(&yaml.TypeError{Errors: errs}, name, data, root, out)
+		return locate(name, root, errors.Join(values, translate(&yaml.TypeError{Errors: errs}, name, data, root, out)))
 	}
+	// Every value refused, at once, in the file's order.
 	if v, ok := out.(Validator); ok {
-		if err := v.Validate(); err != nil {
-			return locate(name, root, err)
+		values = errors.Join(values, v.Validate())
+	}
+	if values == nil {
+		return nil
+	}
+	return locate(name, root, values)
+}
+
+// valuesOnly reports whether every error of te is a value a Plugins section refused
+// (validatePlugin), in the words translate reads: no unknown key, no type mismatch.
+func valuesOnly(te *yaml.TypeError) bool {
+	for _, s := range te.Errors {
+		m := reLine.FindStringSubmatch(s)
+		if m == nil || reUnknown.MatchString(m[2]) || !reField.MatchString(m[2]) {
+			return false
 		}
 	}
-	return nil
+	return len(te.Errors) > 0
 }
 
 // checkRenamed reports every key of the document, in the file's order, that out (a

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -94,16 +95,23 @@ func (p *Plugins[R]) UnmarshalYAML(n *yaml.Node) error {
 			continue
 		}
 		enabled, e := decodePlugin(k, v, cfg)
-		errs = append(errs, e...)
-		if enabled && len(e) == 0 {
+		if len(e) > 0 {
+			errs = append(errs, e...)
+			continue
+		}
+		// A disabled plugin is checked too: its section is kept for later, so fix it now.
+		// One whose values are refused is still enabled: Decode reports them with the
+		// other values of the file, where "no plugin enabled" would be a false lead.
+		errs = append(errs, validatePlugin(k, v, cfg)...)
+		if enabled {
 			p.Set(k.Value, cfg)
 		}
 	}
 	return lineErrors(errs...)
 }
 
-// decodePlugin decodes the value v of the plugin named by key k into cfg, checks it and
-// says whether the plugin is enabled.
+// decodePlugin decodes the value v of the plugin named by key k into cfg and says
+// whether the plugin is enabled.
 func decodePlugin(k, v *yaml.Node, cfg any) (enabled bool, errs []string) {
 	enabled = true
 	switch {
@@ -130,10 +138,6 @@ func decodePlugin(k, v *yaml.Node, cfg any) (enabled bool, errs []string) {
 			enabled = e.Elem().Bool()
 		}
 	}
-	// A disabled plugin is checked too: its section is kept for later, so fix it now.
-	if msg := validatePlugin(k, v, cfg); msg != "" {
-		return false, []string{msg}
-	}
 	return enabled, nil
 }
 
@@ -145,19 +149,43 @@ func entryType(cfg reflect.Type) reflect.Type {
 	})
 }
 
-// validatePlugin calls cfg's Validate, if it has one. An error that begins with one of
-// the plugin's keys ("url \"x\": …", "mount_ignore: …") is about that key, and reported
-// at its line without repeating it; any other is about the whole plugin.
-func validatePlugin(k, v *yaml.Node, cfg any) string {
+// validatePlugin calls cfg's Validate, if it has one, and reports each of its errors
+// (joined with errors.Join, it may return several) as fieldError does, the only
+// messages of a Plugins section in that form (valuesOnly tells them apart). An error
+// that begins with one of the plugin's keys ("url \"x\": …", "mount_ignore: …") is about
+// that key, and reported at its line without repeating it; any other is about the whole
+// plugin.
+func validatePlugin(k, v *yaml.Node, cfg any) []string {
 	vd, ok := cfg.(Validator)
 	if !ok {
-		return ""
+		return nil
 	}
 	err := vd.Validate()
 	if err == nil {
-		return ""
+		return nil
 	}
-	line, field, msg := k.Line, k.Value, err.Error()
+	type located struct {
+		line int
+		msg  string
+	}
+	var errs []located
+	for _, e := range flatten(err, nil) {
+		line, msg := pluginError(k, v, e.Error())
+		errs = append(errs, located{line, msg})
+	}
+	// In the file's order, as the decoder's own.
+	slices.SortStableFunc(errs, func(a, b located) int { return a.line - b.line })
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.msg
+	}
+	return msgs
+}
+
+// pluginError is msg, an error of the plugin named by the key k whose value is v, as
+// fieldError reports it, and its line: that of the plugin's key it begins with, if any.
+func pluginError(k, v *yaml.Node, msg string) (int, string) {
+	line, field := k.Line, k.Value
 	if v.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(v.Content); i += 2 {
 			sub := resolve(v.Content[i])
@@ -169,7 +197,7 @@ func validatePlugin(k, v *yaml.Node, cfg any) string {
 			}
 		}
 	}
-	return fieldError(line, field, msg)
+	return line, fieldError(line, field, msg)
 }
 
 // pluginSection is how the decoder sees a Plugins section of any registry when it names

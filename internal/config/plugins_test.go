@@ -213,6 +213,65 @@ func TestPlugins(t *testing.T) {
 	}
 }
 
+// checkedPlugins is a config with a Plugins section and values of its own to check.
+type checkedPlugins struct {
+	Level   int                   `yaml:"level"`
+	Plugins Plugins[testRegistry] `yaml:"plugins"`
+	Limit   int                   `yaml:"limit"`
+}
+
+func (c *checkedPlugins) Validate() error {
+	var errs []error
+	if c.Level < 0 {
+		errs = append(errs, Bad("level", "%d: want 0 or more", c.Level))
+	}
+	if len(c.Plugins.Enabled()) == 0 {
+		errs = append(errs, Bad("plugins", "none enabled"))
+	}
+	if c.Limit < 0 {
+		errs = append(errs, Bad("limit", "%d: want 0 or more", c.Limit))
+	}
+	return errors.Join(errs...)
+}
+
+// TestPluginValuesWithTheOthers: the values a plugin's Validate refuses are reported with
+// the values the config's Validate refuses, all at once, in the file's order; a plugin
+// refused is still enabled, so no "none enabled" follows. With a key or a type wrong
+// anywhere, the values are not checked: the keys come first (the plugin's refused values
+// with them, as the section decoded them).
+func TestPluginValuesWithTheOthers(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []string // the joined errors, in order
+	}{
+		{"values", "level: -1\nplugins:\n  alpha:\n    name: bad\n  beta: {}\nlimit: -2\n", []string{
+			`p.yaml:1: field "level": -1: want 0 or more`,
+			`p.yaml:4: field "plugins.alpha.name": "bad": want another`,
+			`p.yaml:6: field "limit": -2: want 0 or more`,
+		}},
+		{"the only plugin refused", "plugins:\n  alpha: {name: whole}\nlimit: -2\n", []string{
+			`p.yaml:2: field "plugins.alpha": the whole plugin is wrong`,
+			`p.yaml:3: field "limit": -2: want 0 or more`,
+		}},
+		{"a key wrong", "level: -1\nplugins:\n  alpha:\n    name: bad\nlimt: -2\n", []string{
+			`p.yaml:4: field "plugins.alpha.name": "bad": want another`,
+			`p.yaml:5: unknown key "limt" (at the top level: level, plugins, limit)`,
+		}},
+		{"a fraction for a whole number", "level: -1\nplugins:\n  alpha: {name: bad}\nlimit: 2.5\n", []string{
+			`p.yaml:3: field "plugins.alpha.name": "bad": want another`,
+			`p.yaml:4: field "limit": number "2.5" where an integer belongs`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Decode(strings.NewReader(tc.in), "p.yaml", &checkedPlugins{})
+			require.EqualError(t, err, strings.Join(tc.want, "\n"))
+		})
+	}
+	var c checkedPlugins
+	require.NoError(t, Decode(strings.NewReader("level: 1\nplugins:\n  alpha: {name: a}\nlimit: 2\n"), "p.yaml", &c))
+	require.Equal(t, []string{"alpha"}, c.Plugins.Enabled())
+}
+
 // TestPluginsSet: Set enables in order, replaces a config in place, and Enabled is a copy.
 func TestPluginsSet(t *testing.T) {
 	var p Plugins[testRegistry]

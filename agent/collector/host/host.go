@@ -117,9 +117,10 @@ func DefaultConfig() *Config {
 	}
 }
 
-// Validate compiles the patterns, naming the one that is wrong.
+// Validate compiles the patterns, naming each one that is wrong.
 func (c *Config) Validate() error {
 	var cc compiled
+	var errs []error
 	for _, p := range []struct {
 		field, expr string
 		dst         **regexp.Regexp
@@ -134,9 +135,13 @@ func (c *Config) Validate() error {
 		}
 		re, err := regexp.Compile(p.expr)
 		if err != nil {
-			return fmt.Errorf("%s: %w", p.field, err)
+			errs = append(errs, fmt.Errorf("%s: %w", p.field, err))
+			continue
 		}
 		*p.dst = re
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	c.compiledCache = &cc
 	return nil

@@ -63,7 +63,7 @@ package wave
 
 import (
 	"context"
-
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -132,16 +132,17 @@ func DefaultConfig() *Config {
 	return &Config{URL: DefaultURL, Timeout: config.Duration(5 * time.Second)}
 }
 
-// Validate checks the URL.
+// Validate checks the URL and the timeout, both reported.
 func (c *Config) Validate() error {
+	var errs []error
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("url %q: want an http(s) URL such as %s", c.URL, DefaultURL)
+		errs = append(errs, fmt.Errorf("url %q: want an http(s) URL such as %s", c.URL, DefaultURL))
 	}
 	if c.Timeout <= 0 {
-		return fmt.Errorf("timeout %s: want more than 0", c.Timeout)
+		errs = append(errs, fmt.Errorf("timeout %s: want more than 0", c.Timeout))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Collector scrapes one wave.
