@@ -64,6 +64,57 @@ func TestCheckRefusesWhatStartRefuses(t *testing.T) {
 	}
 }
 
+// TestCheckReportsEveryRefusedValue: --check of a config with several bad values names
+// every one at once, in the file's order, each with the file, its line and its key (the
+// first line as it was when --check stopped at the first); start refuses it alike.
+func TestCheckReportsEveryRefusedValue(t *testing.T) {
+	t.Chdir(t.TempDir()) // a start that went further would write ./data here
+	for _, tc := range []struct {
+		role, yaml string
+		want       []string // after "<role>.yaml", in order
+	}{
+		{"judge", "bus: {kind: none}\nstore:\n  retention: -1h\nanalysis:\n  ewma_alpha: 2\nplacement:\n  algorithm: roundrobin\n", []string{
+			`:3: field "store.retention": -1h0m0s: want 0 or more`,
+			`:5: field "analysis.ewma_alpha": 2: want 0 < alpha ≤ 1 (0 or none: 0.2)`,
+			`:7: field "placement.algorithm": unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random, utilisation)`,
+		}},
+		{"alarm", "http:\n  external_url: ftp://alarm\nbus: {kind: none}\nnotify:\n  queue: -1\nchannels: {l: {kind: log}}\n", []string{
+			`:2: field "http.external_url": "ftp://alarm": want an http:// or https:// URL with a host`,
+			`:5: field "notify.queue": -1: want 0 or more (0 takes the default)`,
+		}},
+		{"wave", "node: \"wave 1\"\ncoordinator: {kind: single, path: c.json}\nsink: {kind: stdout}\npipeline:\n  batch_rows: 0\nbalancer:\n  judge: judge:8090\n", []string{
+			`:1: field "node": "wave 1": want 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+			`:5: field "pipeline.batch_rows": 0: want at least 1`,
+			`:7: field "balancer.judge": "judge:8090": want the judge's base URL, such as http://judge:8090`,
+		}},
+		{"agent", "node: h1\ninterval: 1ms\nsink: {kind: http, http: {url: http://127.0.0.1:1/v1/metrics}}\ncollectors:\n  host:\n    net_ignore: \"(\"\n", []string{
+			`:2: field "interval": 1ms: want between 10ms and 24h`,
+			":6: field \"collectors.host.net_ignore\": error parsing regexp: missing closing ): `(`",
+		}},
+	} {
+		t.Run(tc.role, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, tc.role+".yaml")
+			require.NoError(t, os.WriteFile(cfg, []byte(tc.yaml), 0o600))
+			args := []string{tc.role, "--config", cfg}
+			if tc.role == "alarm" {
+				pol := filepath.Join(dir, "policies.yaml")
+				require.NoError(t, os.WriteFile(pol, []byte("policies:\n  - {name: dead, nodata: 3, severity: P1, channels: [l]}\n"), 0o600))
+				args = append(args, "--policies", pol)
+			}
+			want := cfg + strings.Join(tc.want, "\n"+cfg)
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), append(args, "--check"), &out, &errOut)
+			require.EqualError(t, err, want, "--check")
+			require.Empty(t, out.String())
+
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // start must refuse before it waits on anything
+			require.EqualError(t, run(ctx, args, &out, &errOut), want, "start")
+		})
+	}
+}
+
 // A token variable the config names but the process lacks leaves the API open: said,
 // as a warning; the role's own variable unset is the usual open API, said by auth=false.
 func TestWarnOpenAPI(t *testing.T) {
