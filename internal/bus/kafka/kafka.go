@@ -79,7 +79,11 @@ type Options struct {
 	// topic created by another process becomes writable at most this long after. 2 s.
 	MetadataTTL time.Duration
 
-	// MaxWait is how long a fetch waits on the broker for new messages. 250 ms.
+	// MaxWait is how long a fetch waits on the broker for new messages. 1 s. A message
+	// that comes meanwhile ends the wait (one byte is enough), so it costs no latency;
+	// kafka-go gives the answer a quarter of it beyond the broker's wait before it calls
+	// the read timed out, and at 250 ms (a 62 ms margin) a judge on a busy host logged an
+	// "i/o timeout" and reconnected every few seconds on an idle topic.
 	MaxWait time.Duration
 	// MaxBytes is the most bytes one fetch returns per partition. 1 MiB.
 	MaxBytes int
@@ -164,7 +168,7 @@ func (o *Options) setDefaults() error {
 	def(&o.WriteTimeout, 10*time.Second)
 	def(&o.DialTimeout, 5*time.Second)
 	def(&o.MetadataTTL, 2*time.Second)
-	def(&o.MaxWait, 250*time.Millisecond)
+	def(&o.MaxWait, time.Second)
 	def(&o.HeartbeatInterval, 500*time.Millisecond)
 	def(&o.SessionTimeout, 10*time.Second)
 	def(&o.RebalanceTimeout, 10*time.Second)
@@ -273,13 +277,13 @@ func New(opts Options) (*Bus, error) {
 // they handle.
 func (b *Bus) CommitRequests() int64 { return b.commits.Load() }
 
-// loggers bridge kafka-go's printf-style loggers to slog: its chatter at Debug, its
-// errors at Warn (they are retried; what finally fails is returned to the caller), each
+// loggers bridge kafka-go's printf-style loggers to slog, its text as the message and
+// marked lib=kafka-go: its chatter at Debug, its errors at Warn (they are retried; what finally fails is returned to the caller), each
 // kind of error at most once per warnEvery while it repeats, saying how many it held.
 func (b *Bus) loggers() (info, errs kafkago.Logger) {
 	info = kafkago.LoggerFunc(func(format string, args ...any) {
 		if b.log.Enabled(context.Background(), slog.LevelDebug) {
-			b.log.Debug("kafka-go", "msg", fmt.Sprintf(format, args...))
+			b.log.Debug(fmt.Sprintf(format, args...), "lib", "kafka-go")
 		}
 	})
 	errs = kafkago.LoggerFunc(func(format string, args ...any) {
@@ -287,9 +291,9 @@ func (b *Bus) loggers() (info, errs kafkago.Logger) {
 		switch {
 		case !ok:
 		case held > 0:
-			b.log.Warn("kafka-go", "msg", fmt.Sprintf(format, args...), "repeated", held)
+			b.log.Warn(fmt.Sprintf(format, args...), "lib", "kafka-go", "repeated", held)
 		default:
-			b.log.Warn("kafka-go", "msg", fmt.Sprintf(format, args...))
+			b.log.Warn(fmt.Sprintf(format, args...), "lib", "kafka-go")
 		}
 	})
 	return info, errs

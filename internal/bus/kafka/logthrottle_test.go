@@ -43,6 +43,7 @@ func TestKafkaGoWarningsAreThrottled(t *testing.T) {
 	errs.Printf("kafka reader failed to fetch offset")
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 2, out.String())
-	require.Contains(t, lines[0], "failed to dial 127.0.0.1:9092")
+	require.Contains(t, lines[0], `msg="failed to dial 127.0.0.1:9092: connection refused" lib=kafka-go`)
+	require.Equal(t, 1, strings.Count(lines[0], "msg="), "one message key: %s", lines[0])
 	require.Contains(t, lines[1], "failed to fetch offset")
 }
