@@ -37,6 +37,9 @@ type schemaColumn struct {
 	// values are an ENUM's or SET's members, from its COLUMN_TYPE: a snapshot's result
 	// does not carry them, and the formats that send a member's index need them.
 	values []string
+	// geometry is a GEOMETRY column's declared type, from its DATA_TYPE ("point"): a
+	// snapshot's result does not carry it either.
+	geometry rowenc.GeometryType
 }
 
 // schema looks tables up on the source over a normal client connection and caches them
@@ -118,6 +121,7 @@ func (s *schema) lookup(ctx context.Context, db, table string) (*schemaInfo, err
 			binary:   cs == "binary" || strings.HasSuffix(strings.ToLower(dtype), "binary") || strings.HasSuffix(strings.ToLower(dtype), "blob"),
 			charset:  cs,
 			values:   enumValues(ctype),
+			geometry: rowenc.GeometryTypeNamed(dtype),
 		})
 	}
 	r.Close()
@@ -215,9 +219,9 @@ func (s *schema) warnOnce(key, msg string) {
 	}
 }
 
-// buildTable turns a TABLE_MAP event into a Table: names, signedness, enum and set values
-// and the primary key from the optional metadata (binlog_row_metadata=FULL); what is
-// missing comes from the schema, with a warning.
+// buildTable turns a TABLE_MAP event into a Table: names, signedness, enum and set values,
+// geometry types and the primary key from the optional metadata (binlog_row_metadata=FULL);
+// what is missing comes from the schema, with a warning.
 func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor string, sc *schema) (*rowenc.Table, error) {
 	db, name := string(tm.Schema), string(tm.Table)
 	key := db + "." + name
@@ -228,6 +232,7 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 	collations := tm.CollationMap()
 	enums := tm.EnumStrValueMap()
 	sets := tm.SetStrValueMap()
+	geoms := tm.GeometryTypeMap()
 	for i := range n {
 		c := &t.Columns[i]
 		c.Type = rowenc.ColumnType(tm, i)
@@ -244,6 +249,9 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 		}
 		c.Enum = enums[i]
 		c.Set = sets[i]
+		if g, ok := geoms[i]; ok && g <= uint64(rowenc.GeometryCollection) {
+			c.Geometry = rowenc.GeometryType(g)
+		}
 		c.Pad = rowenc.CharLength(tm, i)
 		if (c.Type == mysql.MYSQL_TYPE_DATETIME2 || c.Type == mysql.MYSQL_TYPE_TIMESTAMP2 || c.Type == mysql.MYSQL_TYPE_TIME2) && i < len(tm.ColumnMeta) {
 			c.Frac = uint8(tm.ColumnMeta[i])
@@ -317,6 +325,8 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 			c.Enum = sc.values
 		case c.Type == mysql.MYSQL_TYPE_SET && c.Set == nil:
 			c.Set = sc.values
+		case c.Type == mysql.MYSQL_TYPE_GEOMETRY && geoms == nil:
+			c.Geometry = sc.geometry
 		}
 		if sc.json && (c.Type == mysql.MYSQL_TYPE_BLOB || c.Type == mysql.MYSQL_TYPE_JSON) {
 			c.JSON = true

@@ -205,16 +205,17 @@ func TestSchemaCacheOutlivesLaterQueriesIntegration(t *testing.T) {
 
 // TestSchemaFillsWhatMinimalMetadataLacks: a binlog without the optional metadata (a
 // source with binlog_row_metadata MINIMAL or MariaDB's default NO_LOG) names no ENUM or
-// SET member and no character set; the schema gives them, so members go out by name
-// (they went out as numbers: "e":2,"s":3) and latin1 text is decoded. The test server
-// writes FULL, a global setting shared with other tests, so the event's optional
-// metadata is cleared here, as such a source writes it.
+// SET member, no character set and no geometry type; the schema gives them, so members
+// go out by name (they went out as numbers: "e":2,"s":3), latin1 text is decoded and a
+// POINT column is one (Debezium's Point). The test server writes FULL, a global setting
+// shared with other tests, so the event's optional metadata is cleared here, as such a
+// source writes it. A snapshot's table takes the geometry types from the schema too.
 func TestSchemaFillsWhatMinimalMetadataLacksIntegration(t *testing.T) {
 	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
 	db, exec, start := tableAt(t, ctx, a, "wave_minimal_meta",
-		"(id INT PRIMARY KEY, e ENUM('p','q'), s SET('a','b'), l VARCHAR(8) CHARACTER SET latin1, u VARCHAR(8) CHARACTER SET utf8mb4)")
+		"(id INT PRIMARY KEY, e ENUM('p','q'), s SET('a','b'), l VARCHAR(8) CHARACTER SET latin1, u VARCHAR(8) CHARACTER SET utf8mb4, p POINT, gc GEOMETRYCOLLECTION, g GEOMETRY)")
 	c := newTestCapture(t, a, "meta", 1, nil, []cluster.Subscription{{Name: "all", Topic: "meta"}}, start)
-	exec("INSERT INTO " + db + ".t VALUES (1, 'q', 'a,b', 'x', 'y')")
+	exec("INSERT INTO " + db + ".t VALUES (1, 'q', 'a,b', 'x', 'y', POINT(1, 2), NULL, NULL)")
 	ev := readTableMap(t, ctx, a, start, db, "t")
 	tm := ev.Event.(*replication.TableMapEvent)
 	tm.SignednessBitmap, tm.DefaultCharset, tm.ColumnCharset, tm.EnumSetDefaultCharset, tm.EnumSetColumnCharset = nil, nil, nil, nil, nil
@@ -242,5 +243,22 @@ func TestSchemaFillsWhatMinimalMetadataLacksIntegration(t *testing.T) {
 	}
 	if cs := cols["u"].Charset; cs != nil {
 		t.Errorf("the utf8mb4 column's charset: %s, want none (UTF-8 already)", cs.Name)
+	}
+	geoms := map[string]rowenc.GeometryType{"p": rowenc.GeometryPoint, "gc": rowenc.GeometryCollection, "g": rowenc.GeometryAny}
+	for name, want := range geoms {
+		if got := cols[name].Geometry; got != want {
+			t.Errorf("column %s: geometry type %v, want %v", name, got, want)
+		}
+	}
+	src := &snapshotSource{addr: a.Addr, user: a.User, password: a.Password}
+	defer src.close()
+	snap, err := src.table(ctx, c.sc, db, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range snap.Columns {
+		if want, ok := geoms[col.Name]; ok && col.Geometry != want {
+			t.Errorf("snapshot column %s: geometry type %v, want %v", col.Name, col.Geometry, want)
+		}
 	}
 }

@@ -194,12 +194,15 @@ func (s *snapshotSource) table(ctx context.Context, sc *schema, db, name string)
 		c := &t.Columns[ci]
 		c.JSON = c.JSON || col.json
 		// A snapshot's rows carry ENUM and SET members as text; their lists (as the
-		// binlog's metadata gives them) let a format send an index.
+		// binlog's metadata gives them) let a format send an index. A GEOMETRY column's
+		// declared type (POINT) is the schema's, as the binlog's metadata gives it.
 		switch c.Type {
 		case mysql.MYSQL_TYPE_ENUM:
 			c.Enum = col.values
 		case mysql.MYSQL_TYPE_SET:
 			c.Set = col.values
+		case mysql.MYSQL_TYPE_GEOMETRY:
+			c.Geometry = col.geometry
 		}
 	}
 	t.Prepare()

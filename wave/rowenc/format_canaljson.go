@@ -352,7 +352,8 @@ func canalIntSQLTypes(c *Column) (code, bump, bits int) {
 }
 
 // appendCanalMySQLType appends Canal's mysqlType of a column as a JSON string: the type's
-// name with its signedness, fractional digits and ENUM/SET values. Canal copies the
+// name with its signedness, fractional digits and ENUM/SET values; a geometry column's
+// declared type ("point"). Canal copies the
 // schema's COLUMN_TYPE, lengths included; the binlog does not carry those the same way
 // for every type, so they are left out ("varchar", not "varchar(64)").
 func appendCanalMySQLType(dst []byte, c *Column) []byte {
@@ -393,7 +394,7 @@ func appendCanalMySQLType(dst []byte, c *Column) []byte {
 	case mysql.MYSQL_TYPE_JSON:
 		name = "json"
 	case mysql.MYSQL_TYPE_GEOMETRY:
-		name = "geometry"
+		name = c.Geometry.String()
 	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING:
 		name = "varchar"
 		if c.Binary {

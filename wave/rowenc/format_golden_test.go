@@ -2,6 +2,7 @@ package rowenc
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"os"
@@ -46,6 +47,8 @@ func goldenTable() *Table {
 		{Name: "name", Type: mysql.MYSQL_TYPE_VARCHAR},
 		{Name: "code", Type: mysql.MYSQL_TYPE_STRING},
 		{Name: "gone", Type: mysql.MYSQL_TYPE_VARCHAR},
+		{Name: "pt", Type: mysql.MYSQL_TYPE_GEOMETRY, Geometry: GeometryPoint},
+		{Name: "shape", Type: mysql.MYSQL_TYPE_GEOMETRY},
 	}}
 	t.Prepare()
 	return t
@@ -56,13 +59,24 @@ func goldenRows() (first, second values) {
 		float32(1.1), float64(-2.5e-300), "12345678901234567890.1234",
 		time.Date(2026, 12, 1, 10, 11, 12, 123456000, time.UTC), time.Date(2026, 12, 1, 8, 9, 10, 654321000, time.UTC), "0000-00-00 00:00:00",
 		"2024-02-29", "-838:59:59", int(2024), int64(5), int64(3), int64(5), []byte(`{"a": [1, 2.50, "ü"], "q": "x\"y"}`),
-		[]byte{0, 1, 0x7f, 0x80, 0xff, '"'}, "\x00\xfe\x01\x02", []byte("long text ü\n"), "emoji 😀 中文 \"q\"", "ab", nil}
+		[]byte{0, 1, 0x7f, 0x80, 0xff, '"'}, "\x00\xfe\x01\x02", []byte("long text ü\n"), "emoji 😀 中文 \"q\"", "ab", nil,
+		goldenGeometry(4326, wktCases[8].wkb), goldenGeometry(0, wktCases[6].wkb)}
 	second = values{int64(-1), int8(7), int8(7), int16(1), int32(2), int32(3), int32(4), int64(5), int64(6),
 		float32(0), float64(12345678.5), "-0.5000",
 		time.Date(1999, 12, 31, 23, 59, 59, 0, time.UTC), time.Date(2038, 1, 19, 3, 14, 7, 0, time.UTC), time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC),
 		"0000-00-00", "12:34:56", int(0), int64(0), int64(0), int64(0), []byte(`[]`),
-		[]byte{}, "", []byte(""), "", "", "x"}
+		[]byte{}, "", []byte(""), "", "", "x",
+		goldenGeometry(0, wktCases[0].wkb), []byte{1, 2}} // not a geometry: its bytes' base64 in every format
 	return first, second
+}
+
+// goldenGeometry is a GEOMETRY value as go-mysql hands it over: the SRID, then the WKB.
+func goldenGeometry(srid uint32, wkbHex string) []byte {
+	wkb, err := hex.DecodeString(wkbHex)
+	if err != nil {
+		panic(err)
+	}
+	return withSRID(srid, wkb)
 }
 
 // TestFormatGolden pins each format's bytes for a fixed set of rows of every column type:

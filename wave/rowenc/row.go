@@ -69,6 +69,11 @@ type Column struct {
 	// DATETIME or TIMESTAMP over as a time.Time, which does not carry them, and a TIME
 	// without its fraction when that is zero.
 	Frac uint8
+	// Geometry is a GEOMETRY column's declared type (POINT, POLYGON, …; the table map's
+	// GEOMETRY_TYPE metadata, or the schema's DATA_TYPE): debezium-json sends a POINT
+	// column's values as Debezium's Point, canal-json names the type in mysqlType.
+	// GeometryAny when not known.
+	Geometry GeometryType
 
 	key []byte // `"<Name>":`, encoded by Table.Prepare
 	raw rawCol // where its values lie in a row image, when read in place (rowimage.go)

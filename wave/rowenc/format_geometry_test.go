@@ -1,0 +1,84 @@
+package rowenc
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// geometryRow is an update of a table with a POINT, a GEOMETRY, a LINESTRING and a POINT
+// holding bytes that are no geometry (a value BinLake cannot read), as go-mysql decodes
+// them: MySQL's SRID, then the WKB.
+func geometryRow(t *testing.T) *Row {
+	tb := &Table{Database: "d", Name: "t", PK: []int{0}, Columns: []Column{
+		{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true},
+		{Name: "p", Type: mysql.MYSQL_TYPE_GEOMETRY, Geometry: GeometryPoint},
+		{Name: "g", Type: mysql.MYSQL_TYPE_GEOMETRY},
+		{Name: "l", Type: mysql.MYSQL_TYPE_GEOMETRY, Geometry: GeometryLineString},
+		{Name: "bad", Type: mysql.MYSQL_TYPE_GEOMETRY, Geometry: GeometryPoint},
+		{Name: "none", Type: mysql.MYSQL_TYPE_GEOMETRY},
+	}}
+	tb.Prepare()
+	point := withSRID(4326, wkbHex(t, wktCases[8].wkb)) // POINT (-122.4194155 37.7749295)
+	polygon := withSRID(0, wkbHex(t, wktCases[2].wkb))  // POLYGON ((0 0, 10 0, …), (…))
+	line := withSRID(3857, wkbHex(t, wktCases[1].wkb))  // LINESTRING (0 0, 1.5 -2.25)
+	before := values{int32(1), withSRID(0, wkbHex(t, wktCases[0].wkb)), polygon, line, []byte{1, 2, 3}, nil}
+	after := values{int32(1), point, polygon, line, []byte{1, 2, 3}, nil}
+	rows := Rows{rows: []values{before, after}}
+	return &Row{Table: tb, Type: TypeUpdate, Before: Image{rows: &rows, t: tb, i: 0}, After: Image{rows: &rows, t: tb, i: 1}}
+}
+
+// TestGeometryCanal: Canal sends a geometry's bytes (SRID and WKB) as ISO-8859-1 text,
+// sqlType BLOB, and the column's type in mysqlType ("point", "linestring").
+func TestGeometryCanal(t *testing.T) {
+	r := geometryRow(t)
+	msg := appendRowOf(t, FormatCanalJSON, nil, r)
+	var m struct {
+		Data      []map[string]*string
+		MySQLType map[string]string `json:"mysqlType"`
+		SQLType   map[string]int    `json:"sqlType"`
+	}
+	if err := json.Unmarshal(msg, &m); err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	types := map[string]string{"p": "point", "g": "geometry", "l": "linestring", "bad": "point", "none": "geometry"}
+	for col, typ := range types {
+		if m.MySQLType[col] != typ || m.SQLType[col] != sqlBlob {
+			t.Errorf("%s: mysqlType %q sqlType %d, want %q %d", col, m.MySQLType[col], m.SQLType[col], typ, sqlBlob)
+		}
+	}
+	want := string(withSRID(4326, wkbHex(t, wktCases[8].wkb)))
+	if p := m.Data[0]["p"]; p == nil || latin1Bytes(*p) != want {
+		t.Errorf("p: %v, want the value's bytes %q", p, want)
+	}
+	pb := appendRowOf(t, FormatCanalProtobuf, nil, r)
+	_, rc := decodeCanal(t, pb)
+	for _, c := range rc.RowDatas[0].AfterColumns {
+		if typ, ok := types[c.GetName()]; ok && c.GetMysqlType() != typ {
+			t.Errorf("canal-protobuf %s: mysqlType %q, want %q", c.GetName(), c.GetMysqlType(), typ)
+		}
+	}
+}
+
+func appendRowOf(t *testing.T, format string, opts map[string]string, r *Row) []byte {
+	t.Helper()
+	f, err := NewFormat(format, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := f.AppendRow(nil, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg
+}
+
+// latin1Bytes is the bytes of a text of one character per byte (U+0000–U+00FF).
+func latin1Bytes(s string) string {
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		b = append(b, byte(r))
+	}
+	return string(b)
+}
