@@ -29,6 +29,27 @@ func geometryRow(t *testing.T) *Row {
 	return &Row{Table: tb, Type: TypeUpdate, Before: Image{rows: &rows, t: tb, i: 0}, After: Image{rows: &rows, t: tb, i: 1}}
 }
 
+// TestGeometryMaxwell: Maxwell writes a geometry as JTS's WKT without the SRID; a value
+// that is no geometry stays base64 (Maxwell would stop on it).
+func TestGeometryMaxwell(t *testing.T) {
+	msg := appendRowOf(t, FormatMaxwellJSON, nil, geometryRow(t))
+	var m struct{ Data, Old map[string]any }
+	if err := json.Unmarshal(msg, &m); err != nil {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	want := map[string]any{"id": float64(1), "p": "POINT (-122.4194155 37.7749295)",
+		"g": "POLYGON ((0 0, 10 0, 10 10, 0 10, 0 0), (1 1, 2 1, 2 2, 1 1))", "l": "LINESTRING (0 0, 1.5 -2.25)",
+		"bad": "AQID", "none": nil}
+	for k, v := range want {
+		if m.Data[k] != v {
+			t.Errorf("data %s: %#v, want %#v", k, m.Data[k], v)
+		}
+	}
+	if len(m.Old) != 1 || m.Old["p"] != "POINT (1 2)" {
+		t.Errorf("old: %v, want only p POINT (1 2)", m.Old)
+	}
+}
+
 // TestGeometryCanal: Canal sends a geometry's bytes (SRID and WKB) as ISO-8859-1 text,
 // sqlType BLOB, and the column's type in mysqlType ("point", "linestring").
 func TestGeometryCanal(t *testing.T) {

@@ -3,6 +3,8 @@ package rowenc
 import (
 	"strconv"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
+
 	"github.com/binlake/binlake/internal/jsonenc"
 )
 
@@ -102,8 +104,9 @@ func (f maxwellJSON) AppendRow(dst []byte, r *Row) ([]byte, error) {
 
 // appendMaxwellValue appends column col of im as Maxwell writes it: numbers as JSON
 // numbers (DECIMAL too, exact), DATETIME and TIMESTAMP as "yyyy-MM-dd HH:mm:ss[.ffffff]"
-// (UTC), SET as an array of its members, JSON as the document; the rest as the json
-// format writes them (DATE, TIME, ENUM and text as strings, binary values as base64).
+// (UTC), SET as an array of its members, JSON as the document, GEOMETRY as its WKT
+// ("POINT (1 2)"); the rest as the json format writes them (DATE, TIME, ENUM and text
+// as strings, binary values as base64).
 func appendMaxwellValue(dst []byte, im Image, col int) ([]byte, error) {
 	at := len(dst)
 	dst, err := im.AppendJSON(dst, col)
@@ -114,7 +117,11 @@ func appendMaxwellValue(dst []byte, im Image, col int) ([]byte, error) {
 	if isNullToken(tok) {
 		return dst, nil
 	}
-	switch kindOf(&im.t.Columns[col]) {
+	c := &im.t.Columns[col]
+	if c.Type == mysql.MYSQL_TYPE_GEOMETRY {
+		return rewriteTail(dst, at, appendBase64AsWKT), nil
+	}
+	switch kindOf(c) {
 	case kindDecimal:
 		return rewriteTail(dst, at, appendUnquoted), nil
 	case kindDatetime, kindTimestamp:
@@ -146,4 +153,21 @@ func appendSetArray(dst, tok []byte) []byte {
 		dst = append(dst, '"')
 	}
 	return append(dst, ']')
+}
+
+// appendBase64AsWKT appends a GEOMETRY token (base64 of MySQL's SRID and WKB) as Maxwell
+// writes the value: a JSON string of its WKT, without the SRID (GeometryColumnDef: JTS's
+// WKBReader and toText). A value that is not a geometry appendWKT reads stays the base64
+// token (Maxwell stops on it).
+func appendBase64AsWKT(dst, tok []byte) []byte {
+	n := len(dst)
+	dst = decodeBase64Token(dst, tok)
+	m := len(dst)
+	out, ok := appendGeometryWKT(append(dst, '"'), dst[n:m])
+	if !ok {
+		return append(dst[:n], tok...)
+	}
+	out = append(out, '"')
+	k := copy(out[n:], out[m:])
+	return out[:n+k]
 }
