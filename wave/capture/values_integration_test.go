@@ -17,27 +17,39 @@ var serverValues = []struct {
 	name, column, value string
 	json, canal         string // the value in the json format's data, and in canal-json's
 	canalType           string // canal-json's mysqlType of the column, when given
+	maxwell, debezium   string // the value in maxwell-json's data and debezium-json's after, when given
 }{
 	// The binlog leaves out a BINARY's trailing 0x00 padding (SELECT: 61000000).
-	{"binary_pad", "BINARY(4)", "x'61'", `"YQAAAA=="`, `"a\u0000\u0000\u0000"`, ""},
+	{"binary_pad", "BINARY(4)", "x'61'", `"YQAAAA=="`, `"a\u0000\u0000\u0000"`, "", "", ""},
 	// A TIME's fraction of zero has the column's digits (SELECT: 12:34:56.000000).
-	{"time6_zero_fraction", "TIME(6)", "'12:34:56'", `"12:34:56.000000"`, `"12:34:56.000000"`, "time(6)"},
-	{"time3_zero", "TIME(3)", "'00:00:00'", `"00:00:00.000"`, `"00:00:00.000"`, "time(3)"},
-	{"time0", "TIME", "'-838:59:59'", `"-838:59:59"`, `"-838:59:59"`, "time"},
+	{"time6_zero_fraction", "TIME(6)", "'12:34:56'", `"12:34:56.000000"`, `"12:34:56.000000"`, "time(6)", "", ""},
+	{"time3_zero", "TIME(3)", "'00:00:00'", `"00:00:00.000"`, `"00:00:00.000"`, "time(3)", "", ""},
+	{"time0", "TIME", "'-838:59:59'", `"-838:59:59"`, `"-838:59:59"`, "time", "", ""},
 	// Second 0 with a fraction is the epoch's, not the zero TIMESTAMP (unix_timestamp 0.000001).
-	{"timestamp6_epoch", "TIMESTAMP(6) NULL", "'1970-01-01 00:00:00.000001'", `"1970-01-01T00:00:00.000001Z"`, `"1970-01-01 00:00:00.000001"`, ""},
-	{"timestamp6_zero", "TIMESTAMP(6) NULL", "'0000-00-00 00:00:00'", `"0000-00-00T00:00:00.000000"`, `"0000-00-00 00:00:00.000000"`, ""},
+	{"timestamp6_epoch", "TIMESTAMP(6) NULL", "'1970-01-01 00:00:00.000001'", `"1970-01-01T00:00:00.000001Z"`, `"1970-01-01 00:00:00.000001"`, "", "", ""},
+	{"timestamp6_zero", "TIMESTAMP(6) NULL", "'0000-00-00 00:00:00'", `"0000-00-00T00:00:00.000000"`, `"0000-00-00 00:00:00.000000"`, "", "", ""},
 	// Text in a character set other than UTF-8 is the binlog's bytes in that set (SELECT,
 	// a snapshot, Canal and Debezium: "café\u0081"; it came out "caf\ufffd\ufffd").
-	{"latin1", "VARCHAR(20) CHARACTER SET latin1", "CONCAT('caf', x'e981')", "\"café\u0081\"", "\"café\u0081\"", ""},
-	{"latin1_text", "TEXT CHARACTER SET latin1", "x'ff4e'", `"ÿN"`, `"ÿN"`, ""},
-	{"cp1251", "CHAR(4) CHARACTER SET cp1251", "x'cff0e8e2'", `"Прив"`, `"Прив"`, ""},
-	{"gbk", "VARCHAR(8) CHARACTER SET gbk", "x'c4e3bac3'", `"你好"`, `"你好"`, ""},
+	{"latin1", "VARCHAR(20) CHARACTER SET latin1", "CONCAT('caf', x'e981')", "\"café\u0081\"", "\"café\u0081\"", "", "", ""},
+	{"latin1_text", "TEXT CHARACTER SET latin1", "x'ff4e'", `"ÿN"`, `"ÿN"`, "", "", ""},
+	{"cp1251", "CHAR(4) CHARACTER SET cp1251", "x'cff0e8e2'", `"Прив"`, `"Прив"`, "", "", ""},
+	{"gbk", "VARCHAR(8) CHARACTER SET gbk", "x'c4e3bac3'", `"你好"`, `"你好"`, "", "", ""},
+	// A geometry is MySQL's SRID and WKB: Maxwell writes its WKT, Debezium a Point or
+	// Geometry struct (the WKB without the SRID), Canal the bytes and the column's type.
+	{"point", "POINT", "POINT(1.5, -2)", `"AAAAAAEBAAAAAAAAAAAA+D8AAAAAAAAAwA=="`,
+		`"\u0000\u0000\u0000\u0000\u0001\u0001\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000\u0000ø?\u0000\u0000\u0000\u0000\u0000\u0000\u0000À"`,
+		"point", `"POINT (1.5 -2)"`, `{"x":1.5,"y":-2.0,"wkb":"AQEAAAAAAAAAAAD4PwAAAAAAAADA","srid":null}`},
+	{"polygon_srid", "GEOMETRY", "ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))', 4326)",
+		`"5hAAAAEDAAAAAQAAAAQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA8D8AAAAAAAAAAAAAAAAAAPA/AAAAAAAA8D8AAAAAAAAAAAAAAAAAAAAA"`, "", "geometry",
+		`"POLYGON ((0 0, 1 0, 1 1, 0 0))"`, `{"wkb":"AQMAAAABAAAABAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAADwPwAAAAAAAAAAAAAAAAAA8D8AAAAAAADwPwAAAAAAAAAAAAAAAAAAAAA=","srid":4326}`},
+	{"collection_empty", "GEOMETRYCOLLECTION", "ST_GeomFromText('GEOMETRYCOLLECTION EMPTY')", `"AAAAAAEHAAAAAAAAAA=="`,
+		`"\u0000\u0000\u0000\u0000\u0001\u0007\u0000\u0000\u0000\u0000\u0000\u0000\u0000"`, "geomcollection",
+		`"GEOMETRYCOLLECTION EMPTY"`, `{"wkb":"AQcAAAAAAAAA","srid":null}`},
 }
 
 // TestServerValuesIntegration writes each of serverValues into a table of its own (in
-// UTC, allowing invalid dates) and checks the insert's json and canal-json messages
-// read from the real MariaDB's binlog.
+// UTC, allowing invalid dates) and checks the insert's json, canal-json, maxwell-json and
+// debezium-json messages read from the real MariaDB's binlog.
 func TestServerValuesIntegration(t *testing.T) {
 	a := testenv.RequireMySQL(t)
 	ctx := testenv.Context(t)
@@ -55,11 +67,14 @@ func TestServerValuesIntegration(t *testing.T) {
 		exec(fmt.Sprintf("INSERT INTO %s.%s VALUES (1, %s)", db, v.name, v.value))
 	}
 	include := []string{db + `\..*`}
-	out := runTestCapture(t, ctx, a, "values", testenv.ReplicaServerID(), []cluster.Subscription{{Name: "json", Topic: "json", Include: include},
-		{Name: "canal", Topic: "canal", Format: "canal-json", Include: include}}, start)
+	subs := []cluster.Subscription{{Name: "json", Topic: "json", Include: include},
+		{Name: "canal", Topic: "canal", Format: "canal-json", Include: include},
+		{Name: "maxwell", Topic: "maxwell", Format: "maxwell-json", Include: include},
+		{Name: "debezium", Topic: "debezium", Format: "debezium-json", Include: include}}
+	out := runTestCapture(t, ctx, a, "values", testenv.ReplicaServerID(), subs, start)
 
 	got := map[string]string{} // topic/table: the value; canalType/table: its mysqlType
-	for n := 0; n < 2*len(serverValues); {
+	for n := 0; n < len(subs)*len(serverValues); {
 		select {
 		case it := <-out:
 			for _, m := range it.Msgs {
@@ -69,15 +84,21 @@ func TestServerValuesIntegration(t *testing.T) {
 				n++
 			}
 		case <-time.After(30 * time.Second):
-			t.Fatalf("%d of %d messages read in 30 s: %v", n, 2*len(serverValues), got)
+			t.Fatalf("%d of %d messages read in 30 s: %v", n, len(subs)*len(serverValues), got)
 		}
 	}
 	for _, v := range serverValues {
 		if g := got["json/"+v.name]; g != v.json {
 			t.Errorf("%s %s: json %s, want %s", v.column, v.value, g, v.json)
 		}
-		if g := got["canal/"+v.name]; g != v.canal {
+		if g := got["canal/"+v.name]; v.canal != "" && g != v.canal {
 			t.Errorf("%s %s: canal-json %s, want %s", v.column, v.value, g, v.canal)
+		}
+		if g := got["maxwell/"+v.name]; v.maxwell != "" && g != v.maxwell {
+			t.Errorf("%s %s: maxwell-json %s, want %s", v.column, v.value, g, v.maxwell)
+		}
+		if g := got["debezium/"+v.name]; v.debezium != "" && g != v.debezium {
+			t.Errorf("%s %s: debezium-json %s, want %s", v.column, v.value, g, v.debezium)
 		}
 		if g := got["canalType/"+v.name]; v.canalType != "" && g != v.canalType {
 			t.Errorf("%s: canal-json mysqlType %s, want %s", v.column, g, v.canalType)
@@ -86,18 +107,24 @@ func TestServerValuesIntegration(t *testing.T) {
 }
 
 // insertedValue is the table and the value of column v in an insert message of the json
-// format (topic json) or canal-json's, with canal-json's mysqlType of v.
+// format (topic json), canal-json's, maxwell-json's or debezium-json's, with canal-json's
+// mysqlType of v.
 func insertedValue(t *testing.T, topic string, value []byte) (table, v, canalType string) {
 	t.Helper()
 	var m struct {
 		Table     string `json:"table"`
 		Data      json.RawMessage
 		MySQLType map[string]string `json:"mysqlType"`
+		After     json.RawMessage   `json:"after"`
+		Source    struct{ Table string }
 	}
 	if err := json.Unmarshal(value, &m); err != nil {
 		t.Fatalf("%s: %v\n%s", topic, err, value)
 	}
 	data := m.Data
+	if topic == "debezium" {
+		m.Table, data = m.Source.Table, m.After
+	}
 	if topic == "canal" {
 		var rows []json.RawMessage
 		if err := json.Unmarshal(m.Data, &rows); err != nil || len(rows) != 1 {

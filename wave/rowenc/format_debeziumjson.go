@@ -143,7 +143,8 @@ func (f debeziumJSON) appendImage(dst []byte, im Image) ([]byte, error) {
 // appendValue appends column col of im as Debezium renders it under the format's options:
 // integers, YEAR, BIT, FLOAT and DOUBLE as numbers, ENUM and SET ("a,b") and text as
 // strings, JSON as its text in a string (io.debezium.data.Json), binary values as base64
-// (binary.handling.mode=bytes), DECIMAL and the temporal types per the options; MySQL's
+// (binary.handling.mode=bytes), GEOMETRY as Debezium's Geometry or Point struct
+// (appendDebeziumGeometry), DECIMAL and the temporal types per the options; MySQL's
 // zero dates as null (what Debezium sends for them).
 func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error) {
 	at := len(dst)
@@ -156,6 +157,12 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 		return dst, nil
 	}
 	c := &im.t.Columns[col]
+	if c.Type == mysql.MYSQL_TYPE_GEOMETRY {
+		if c.Geometry == GeometryPoint {
+			return rewriteTail(dst, at, appendDebeziumPoint), nil
+		}
+		return rewriteTail(dst, at, appendDebeziumGeometry), nil
+	}
 	switch kindOf(c) {
 	case kindDecimal:
 		switch f.decimal {
@@ -236,6 +243,62 @@ func twosComplement(v *big.Int) []byte {
 		b = append([]byte{0xff}, b...)
 	}
 	return b
+}
+
+// appendDebeziumGeometry appends a GEOMETRY token (base64 of MySQL's SRID and WKB) as
+// Debezium's MySQL connector sends a value of a column that is not a POINT
+// (io.debezium.data.geometry.Geometry): {"wkb": base64 of the WKB without the SRID,
+// "srid": the SRID, null for 0}. A value that is not an SRID and a geometry stays the
+// base64 token.
+func appendDebeziumGeometry(dst, tok []byte) []byte {
+	n := len(dst)
+	dst = decodeBase64Token(dst, tok)
+	m := len(dst)
+	srid, wkb, ok := splitGeometry(dst[n:])
+	if !ok {
+		return append(dst[:n], tok...)
+	}
+	dst = append(dst, `{"wkb":`...)
+	dst = appendBase64Token(dst, wkb)
+	dst = appendDebeziumSRID(dst, srid)
+	k := copy(dst[n:], dst[m:]) // over the value's bytes
+	return dst[:n+k]
+}
+
+// appendDebeziumPoint appends a POINT column's token (base64 of MySQL's SRID and WKB) as
+// Debezium's io.debezium.data.geometry.Point: {"x", "y" (as Java's Double.toString
+// writes them), "wkb", "srid"}. A value that is not an SRID and a 2-D point stays the
+// base64 token.
+func appendDebeziumPoint(dst, tok []byte) []byte {
+	n := len(dst)
+	dst = decodeBase64Token(dst, tok)
+	m := len(dst)
+	srid, wkb, ok := splitGeometry(dst[n:])
+	x, y, isPoint := wkbPoint(wkb)
+	if !ok || !isPoint {
+		return append(dst[:n], tok...)
+	}
+	dst = append(dst, `{"x":`...)
+	dst = appendJavaFloatValue(dst, x, 64)
+	dst = append(dst, `,"y":`...)
+	dst = appendJavaFloatValue(dst, y, 64)
+	dst = append(dst, `,"wkb":`...)
+	dst = appendBase64Token(dst, wkb)
+	dst = appendDebeziumSRID(dst, srid)
+	k := copy(dst[n:], dst[m:]) // over the value's bytes
+	return dst[:n+k]
+}
+
+// appendDebeziumSRID ends a geometry struct with its "srid": Java's int of the 4 bytes,
+// null for 0 (Debezium's unset SRID).
+func appendDebeziumSRID(dst []byte, srid uint32) []byte {
+	dst = append(dst, `,"srid":`...)
+	if srid == 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = strconv.AppendInt(dst, int64(int32(srid)), 10)
+	}
+	return append(dst, '}')
 }
 
 func appendBase64Token(dst, b []byte) []byte {
@@ -407,6 +470,9 @@ func appendSchemaName(dst []byte, r *Row, suffix string) []byte {
 // optional; the binlog does not say which other columns are NOT NULL, so they are.
 func (f debeziumJSON) appendFieldSchema(dst []byte, im Image, ci int) []byte {
 	c := &im.t.Columns[ci]
+	if c.Type == mysql.MYSQL_TYPE_GEOMETRY {
+		return appendGeometrySchema(dst, c)
+	}
 	typ, name := "string", ""
 	var allowed []string // the parameters' "allowed" of an ENUM or SET
 	scale := -1          // the parameters' "scale" of a precise DECIMAL
@@ -498,6 +564,27 @@ func (f debeziumJSON) appendFieldSchema(dst []byte, im Image, ci int) []byte {
 		dst = append(dst, `"}`...)
 	}
 	dst = append(dst, `,"field":`...)
+	dst = appendColumnName(dst, c)
+	return append(dst, '}')
+}
+
+// appendGeometrySchema appends the schema of a GEOMETRY column as Debezium's MySQL
+// connector (3.x) declares it: a POINT column's io.debezium.data.geometry.Point (x, y,
+// optional wkb and srid), optional unless in the key; any other's
+// io.debezium.data.geometry.Geometry (wkb, optional srid), which its builder makes
+// optional always.
+func appendGeometrySchema(dst []byte, c *Column) []byte {
+	if c.Geometry == GeometryPoint {
+		dst = append(dst, `{"type":"struct","fields":[{"type":"double","optional":false,"field":"x"},`+
+			`{"type":"double","optional":false,"field":"y"},{"type":"bytes","optional":true,"field":"wkb"},`+
+			`{"type":"int32","optional":true,"field":"srid"}],"optional":`...)
+		dst = strconv.AppendBool(dst, !c.PK)
+		dst = append(dst, `,"name":"io.debezium.data.geometry.Point","version":1,"doc":"Geometry (POINT)","field":`...)
+	} else {
+		dst = append(dst, `{"type":"struct","fields":[{"type":"bytes","optional":false,"field":"wkb"},`+
+			`{"type":"int32","optional":true,"field":"srid"}],"optional":true,`+
+			`"name":"io.debezium.data.geometry.Geometry","version":1,"doc":"Geometry","field":`...)
+	}
 	dst = appendColumnName(dst, c)
 	return append(dst, '}')
 }

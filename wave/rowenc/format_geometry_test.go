@@ -1,7 +1,9 @@
 package rowenc
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -47,6 +49,31 @@ func TestGeometryMaxwell(t *testing.T) {
 	}
 	if len(m.Old) != 1 || m.Old["p"] != "POINT (1 2)" {
 		t.Errorf("old: %v, want only p POINT (1 2)", m.Old)
+	}
+}
+
+// TestGeometryDebezium: Debezium's MySQL connector sends a POINT column as its Point
+// struct and any other geometry column as its Geometry struct: the WKB without MySQL's
+// SRID in base64, the SRID (null for 0); the schema names them.
+func TestGeometryDebezium(t *testing.T) {
+	msg := appendRowOf(t, FormatDebeziumJSON, map[string]string{"schema": "true"}, geometryRow(t))
+	b64 := func(i int) string { return base64.StdEncoding.EncodeToString(wkbHex(t, wktCases[i].wkb)) }
+	for _, want := range []string{
+		`"after":{"id":1,"p":{"x":-122.4194155,"y":37.7749295,"wkb":"AQEAAADf+xu015pewFKazeMw40JA","srid":4326},` +
+			`"g":{"wkb":"` + b64(2) + `","srid":null},"l":{"wkb":"` + b64(1) + `","srid":3857},"bad":"AQID","none":null}`,
+		`"before":{"id":1,"p":{"x":1.0,"y":2.0,"wkb":"AQEAAAAAAAAAAADwPwAAAAAAAABA","srid":null},`,
+		`{"type":"struct","fields":[{"type":"double","optional":false,"field":"x"},{"type":"double","optional":false,"field":"y"},` +
+			`{"type":"bytes","optional":true,"field":"wkb"},{"type":"int32","optional":true,"field":"srid"}],"optional":true,` +
+			`"name":"io.debezium.data.geometry.Point","version":1,"doc":"Geometry (POINT)","field":"p"}`,
+		`{"type":"struct","fields":[{"type":"bytes","optional":false,"field":"wkb"},{"type":"int32","optional":true,"field":"srid"}],` +
+			`"optional":true,"name":"io.debezium.data.geometry.Geometry","version":1,"doc":"Geometry","field":"g"}`,
+	} {
+		if !strings.Contains(string(msg), want) {
+			t.Errorf("want %s in\n%s", want, msg)
+		}
+	}
+	if !json.Valid(msg) {
+		t.Errorf("not valid JSON: %s", msg)
 	}
 }
 

@@ -182,6 +182,12 @@ func appendJavaFloat(dst, tok []byte, bits int) []byte {
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(dst, tok...)
 	}
+	return appendJavaFloatValue(dst, f, bits)
+}
+
+// appendJavaFloatValue appends a finite f as Java's Float.toString (bits 32) or
+// Double.toString (bits 64) writes it.
+func appendJavaFloatValue(dst []byte, f float64, bits int) []byte {
 	if f == 0 {
 		if math.Signbit(f) {
 			return append(dst, "-0.0"...)

@@ -224,6 +224,16 @@ func TestWKBPoint(t *testing.T) {
 	}
 }
 
+// TestDebeziumSRID: the SRID is Java's int of its 4 bytes (Debezium's ByteBuffer.getInt),
+// null for 0.
+func TestDebeziumSRID(t *testing.T) {
+	for srid, want := range map[uint32]string{0: `,"srid":null}`, 4326: `,"srid":4326}`, 0xFFFFFFFF: `,"srid":-1}`} {
+		if got := string(appendDebeziumSRID(nil, srid)); got != want {
+			t.Errorf("%d: %s, want %s", srid, got, want)
+		}
+	}
+}
+
 func TestGeometryTypeNamed(t *testing.T) {
 	for name, want := range map[string]GeometryType{"geometry": GeometryAny, "POINT": GeometryPoint, "linestring": GeometryLineString,
 		"polygon": GeometryPolygon, "multipoint": GeometryMultiPoint, "multilinestring": GeometryMultiLineString,
