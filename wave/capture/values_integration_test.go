@@ -53,7 +53,7 @@ var serverValues = []struct {
 func TestServerValuesIntegration(t *testing.T) {
 	a := testenv.RequireMySQL(t)
 	ctx := testenv.Context(t)
-	db, exec, _ := testenv.ScratchDatabase(t, "fixa_values")
+	db, exec, _ := testenv.ScratchDatabase(t, "server_values")
 	exec("SET time_zone = '+00:00'")
 	exec("SET sql_mode = 'ALLOW_INVALID_DATES'")
 	for _, v := range serverValues {
