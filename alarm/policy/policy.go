@@ -166,6 +166,11 @@ type TemplateData struct {
 	Labels    map[string]string
 }
 
+// sampleData is what a policy's templates are tried on as the file is loaded: a value of
+// every field, a number with a fraction where the alert's would be one.
+var sampleData = TemplateData{Policy: "policy", Node: "node", Metric: "metric", Value: 95.5, Threshold: 80.5,
+	Condition: "> 80.5", Severity: "warning", State: "firing", Labels: map[string]string{}}
+
 // Render executes the annotation templates. A template that fails at run time (a missing
 // map key is not a failure; a bad call is) yields its error text, so an alert is never lost
 // to a template.
@@ -358,9 +363,16 @@ func compile(r Raw) (*Policy, string, error) {
 		if err != nil {
 			return nil, "annotations." + k, fmt.Errorf("bad template: %v", err)
 		}
-		// Catch references to fields that do not exist now, not at the first page.
-		if err := t.Execute(io.Discard, TemplateData{Labels: map[string]string{}}); err != nil {
+		// Catch references to fields that do not exist now, not at the first page; and a
+		// printf verb that does not fit its value (`printf "%d" .Value`: fmt writes
+		// "%!d(float64=95.5)" into the page), tried on values of every kind.
+		var out strings.Builder
+		if err := t.Execute(&out, sampleData); err != nil {
 			return nil, "annotations." + k, fmt.Errorf("bad template: %v", err)
+		}
+		if i := strings.Index(out.String(), "%!"); i >= 0 {
+			bad, _, _ := strings.Cut(out.String()[i:], ")")
+			return nil, "annotations." + k, fmt.Errorf("bad template: a printf verb does not fit its value (%s)): .Value and .Threshold are numbers with fractions (%%.1f), labels are text (%%s)", bad)
 		}
 		p.Annotations[k] = t
 	}

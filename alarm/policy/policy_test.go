@@ -96,6 +96,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad regex", "policies:\n  - name: ok\n    nodata: 1\n    severity: P1\n    channels: [x]\n  - name: b\n    metric: cpu.util\n    nodes:\n      regex: \"wave-(\"\n    condition: last > 1\n    severity: P1\n    channels: [x]\n", 9, "policies[1].nodes.regex", "regular expression"},
 		{"bad duration", "policies:\n  - name: a\n    metric: cpu.util\n    condition: last > 1\n    for: 10\n", 5, "policies[0].for", "invalid duration"},
 		{"bad template", "policies:\n  - name: a\n    metric: cpu.util\n    condition: last > 1\n    severity: P1\n    channels: [x]\n    annotations:\n      summary: \"{{ .Nope }}\"\n", 8, "policies[0].annotations.summary", "bad template"},
+		{"printf verb unfit for its value", "policies:\n  - name: a\n    metric: cpu.util\n    condition: last > 1\n    severity: P1\n    channels: [x]\n    annotations:\n      summary: '{{ printf \"%d\" .Value }}'\n", 8, "policies[0].annotations.summary", "a printf verb does not fit its value (%!d(float64=95.5))"},
 		{"reserved label", "policies:\n  - name: a\n    metric: cpu.util\n    condition: last > 1\n    severity: P1\n    channels: [x]\n    labels:\n      node: x\n", 8, "policies[0].labels.node", "cannot be overridden"},
 		{"no channels", "policies:\n  - name: a\n    metric: cpu.util\n    condition: last > 1\n    severity: P1\n", 2, "policies[0].channels", "no channels"},
 		{"neither condition nor nodata", "policies:\n  - name: a\n    metric: cpu.util\n    severity: P1\n    channels: [x]\n", 2, "policies[0].condition", "condition"},
