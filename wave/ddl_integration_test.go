@@ -246,3 +246,56 @@ func TestWaveTooLargeIntegration(t *testing.T) {
 		})
 	}
 }
+
+// TestWaveStatementDMLIntegration: a row change of a subscribed table logged as a
+// statement (binlog_format STATEMENT) stops the instance by default, in the error state
+// with reason statement_dml, naming the table; with on_unreadable: skip the rows around
+// it are published and it is counted.
+func TestWaveStatementDMLIntegration(t *testing.T) {
+	a := testenv.RequireMySQL(t)
+	db, exec, _ := testenv.ScratchDatabase(t, "fixc_wave_stmt")
+	exec("USE " + db)
+	exec("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(20))")
+	start := wavetest.CurrentPos(t)
+	exec("INSERT INTO t VALUES (1, 'row')")
+	exec("SET SESSION binlog_format = STATEMENT")
+	exec("INSERT INTO t VALUES (2, 'statement')")
+	exec("SET SESSION binlog_format = ROW")
+	exec("INSERT INTO t VALUES (3, 'row')")
+	for _, mode := range []string{cluster.UnreadableStop, cluster.UnreadableSkip} {
+		t.Run(mode, func(t *testing.T) {
+			inst := &cluster.Instance{ID: "stmt-" + mode, OnUnreadable: mode, Start: start,
+				Source:        cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+				Subscriptions: []cluster.Subscription{{Name: "all", Topic: "stmt." + mode, Include: []string{db + `\.t`}}}}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			b, wv, addr := embedded(t, ctx, inst, 0)
+			if mode == cluster.UnreadableSkip {
+				got := readBus(t, ctx, b, "stmt.skip", 2)
+				if len(got) != 2 || normalize(got[0]["pk"]).(map[string]any)["id"] != 1.0 || normalize(got[1]["pk"]).(map[string]any)["id"] != 3.0 {
+					t.Fatalf("got %v, want rows 1 and 3", got)
+				}
+				if v := metricValue(wavetest.HTTPGet(t, "http://"+addr+"/metrics"), `binlake_wave_unreadable_skipped_total{instance="stmt-skip"}`); v != 1 {
+					t.Errorf("unreadable skipped = %v, want 1", v)
+				}
+				return
+			}
+			for {
+				st := wv.Status()
+				if len(st) == 1 && st[0].State == cluster.StateError {
+					if st[0].Reason != wave.ReasonStatementDML || !strings.Contains(st[0].Error, db+".t") || !strings.Contains(st[0].Error, "binlog_format=ROW") {
+						t.Errorf("reason %q, error %q", st[0].Reason, st[0].Error)
+					}
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("instance never stopped: %+v", st)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if body := wavetest.HTTPGet(t, "http://"+addr+"/metrics"); !strings.Contains(body, `reason="statement_dml"`) {
+				t.Errorf("no instance_running series with reason statement_dml")
+			}
+		})
+	}
+}

@@ -29,6 +29,7 @@ type metrics struct {
 	messages   *prometheus.CounterVec
 	batches    *prometheus.CounterVec
 	skipped    *prometheus.CounterVec
+	unreadable *prometheus.CounterVec
 	reconnects *prometheus.CounterVec
 	commitPos  *prometheus.GaugeVec
 	commitTS   *prometheus.GaugeVec
@@ -65,6 +66,8 @@ func newMetrics() *metrics {
 			Help: "Acknowledged publish calls."}, inst),
 		skipped: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_messages_skipped_total",
 			Help: "Row messages dropped because they were larger than the sink accepts (on_too_large: skip)."}, inst),
+		unreadable: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_unreadable_skipped_total",
+			Help: "Changes the binlog holds but not as rows the wave can publish, dropped with on_unreadable: skip: a data change logged as a statement (binlog_format STATEMENT or MIXED)."}, inst),
 		reconnects: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_source_errors_total",
 			Help: "Binlog connection failures (each is followed by a reconnect with backoff)."}, inst),
 		commitPos: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_committed_position",
@@ -72,7 +75,7 @@ func newMetrics() *metrics {
 		commitTS: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_committed_timestamp_seconds",
 			Help: "Binlog timestamp of the last committed offset."}, inst),
 		instError: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_instance_error",
-			Help: "1 while the instance is stopped by an error that needs an operator (binlog purged, oversized row)."}, inst),
+			Help: "1 while the instance is stopped by an error that needs an operator (binlog purged, oversized row, a change logged as a statement)."}, inst),
 		snapshotRows: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_snapshot_rows",
 			Help: "Rows the instance's current or last snapshot emitted so far."}, inst),
 		snapshotTables: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_snapshot_tables_remaining",
@@ -88,7 +91,7 @@ func newMetrics() *metrics {
 // alert on one failed publish never fired), and a dashboard shows "No data" where 0
 // was meant.
 func (m *metrics) track(id string) {
-	for _, c := range []*prometheus.CounterVec{m.rows, m.bytes, m.messages, m.batches, m.publishErrors, m.skipped, m.reconnects} {
+	for _, c := range []*prometheus.CounterVec{m.rows, m.bytes, m.messages, m.batches, m.publishErrors, m.skipped, m.unreadable, m.reconnects} {
 		c.WithLabelValues(id)
 	}
 }

@@ -31,6 +31,7 @@ func TestMetricsLint(t *testing.T) {
 	m.messages.WithLabelValues("i").Add(1)
 	m.batches.WithLabelValues("i").Inc()
 	m.skipped.WithLabelValues("i").Inc()
+	m.unreadable.WithLabelValues("i").Inc()
 	m.reconnects.WithLabelValues("i").Inc()
 	m.commitPos.WithLabelValues("i", "mysql-bin.000001").Set(4)
 	m.commitTS.WithLabelValues("i").Set(1.7e9)

@@ -370,7 +370,8 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 	capt, err := capture.New(capture.Options{
 		Inst: inst, Password: password.Reveal(), Filter: filter, Log: log, Out: items,
 		MaxBytes: w.opts.MaxMessageBytes, Partitioner: partitionerOf(busPub),
-		OnSkip: func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
+		OnSkip:       func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
+		OnUnreadable: func() { w.m.unreadable.WithLabelValues(inst.ID).Inc() },
 		OnError: func(err error) {
 			w.m.reconnects.WithLabelValues(inst.ID).Inc()
 			w.setStatus(inst.ID, func(s *InstanceStatus) { s.fail(cluster.StateReconnecting, err) })

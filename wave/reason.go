@@ -19,6 +19,7 @@ const (
 	ReasonUnreachable     = "source_unreachable"
 	ReasonBinlogPurged    = "binlog_purged"
 	ReasonMessageTooLarge = "message_too_large"
+	ReasonStatementDML    = "statement_dml" // a data change logged as a statement: the source must log binlog_format=ROW
 	ReasonFenced          = "fenced"
 	ReasonOther           = "error"
 )
@@ -38,6 +39,8 @@ func Reason(err error) string {
 		return ReasonBinlogPurged
 	case errors.Is(err, capture.ErrMessageTooLarge):
 		return ReasonMessageTooLarge
+	case errors.Is(err, capture.ErrStatementDML):
+		return ReasonStatementDML
 	case errors.Is(err, ErrFenced):
 		return ReasonFenced
 	case errors.As(err, &me):

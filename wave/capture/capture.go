@@ -6,7 +6,6 @@
 package capture
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -81,8 +80,11 @@ type Options struct {
 	// (grouping.go). nil: one message per row.
 	Partitioner bus.Partitioner
 	OnSkip      func()
-	OnError     func(error) // a retried error (reconnects): counted and shown in status
-	OnConn      func()      // connected (clears a retried error from status)
+	// OnUnreadable is told of each change dropped with on_unreadable: skip (a data change
+	// logged as a statement).
+	OnUnreadable func()
+	OnError      func(error) // a retried error (reconnects): counted and shown in status
+	OnConn       func()      // connected (clears a retried error from status)
 	// backoff bounds for reconnecting to the source
 	BackoffMin, BackoffMax time.Duration
 	EventQueue             int
@@ -119,6 +121,8 @@ type Capture struct {
 	ddlTables *ddlParser
 	snap      *snapshotRun // snapshotcapture.go
 	keyBuf    []byte
+	// checksum: the binlog's events end in a CRC32 (its format description says)
+	checksum bool
 	// per transaction
 	inTxn   bool
 	txGTID  string
@@ -368,6 +372,8 @@ func (c *Capture) send(ctx context.Context, it Item) error {
 func (c *Capture) handle(ctx context.Context, ev *replication.BinlogEvent) error {
 	h := ev.Header
 	switch e := ev.Event.(type) {
+	case *replication.FormatDescriptionEvent:
+		c.checksum = e.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32
 	case *replication.RotateEvent:
 		c.file = string(e.NextLogName)
 		if !c.inTxn && c.gset == nil {
@@ -399,17 +405,9 @@ func (c *Capture) handle(ctx context.Context, ev *replication.BinlogEvent) error
 			}
 		}
 	case *replication.QueryEvent:
-		q := bytes.TrimSpace(e.Query)
-		switch {
-		case bytes.EqualFold(q, []byte("BEGIN")):
-			c.inTxn = true
-			return nil
-		case bytes.EqualFold(q, []byte("COMMIT")), bytes.EqualFold(q, []byte("ROLLBACK")):
-			return c.endTxn(ctx, h, 0)
-		case hasPrefixFold(q, "SAVEPOINT"), hasPrefixFold(q, "ROLLBACK TO"), hasPrefixFold(q, "XA "):
-			return nil
-		}
-		return c.ddl(ctx, h, string(e.Schema), string(q))
+		return c.query(ctx, h, string(e.Schema), string(e.Query))
+	case *replication.ExecuteLoadQueryEvent:
+		return c.loadData(ev)
 	case *replication.TableMapEvent:
 		return c.tableMap(ctx, e)
 	case *replication.RowsEvent:
@@ -425,6 +423,23 @@ func (c *Capture) handle(ctx context.Context, ev *replication.BinlogEvent) error
 		}
 	}
 	return nil
+}
+
+// query handles a query event by what its statement is (classifyStatement).
+func (c *Capture) query(ctx context.Context, h *replication.EventHeader, schema, sql string) error {
+	st := classifyStatement(sql)
+	switch st.kind {
+	case stmtNone, stmtSavepoint, stmtXA:
+		return nil
+	case stmtBegin:
+		c.inTxn = true
+		return nil
+	case stmtCommit, stmtRollback:
+		return c.endTxn(ctx, h, 0)
+	case stmtDML:
+		return c.statementDML(h, schema, st)
+	}
+	return c.ddl(ctx, h, schema, strings.TrimSpace(sql))
 }
 
 // nextGSet is the GTID set as it will be after the current transaction commits.
@@ -608,8 +623,4 @@ func uuidString(sid []byte) (string, error) {
 		b.WriteByte(hex[x&0xF])
 	}
 	return b.String(), nil
-}
-
-func hasPrefixFold(b []byte, prefix string) bool {
-	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], []byte(prefix))
 }

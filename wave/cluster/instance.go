@@ -18,6 +18,13 @@ const (
 	TooLargeSkip = "skip" // drop the message and count it
 )
 
+// What to do with a change the binlog holds but not as rows the wave can read: a data
+// change logged as a statement (binlog_format STATEMENT or MIXED).
+const (
+	UnreadableStop = "stop" // stop the instance with an error (default)
+	UnreadableSkip = "skip" // log it, count it and go on without its rows
+)
+
 // Flavors of source.
 const (
 	FlavorMySQL   = "mysql"
@@ -37,6 +44,8 @@ type Instance struct {
 	Subscriptions []Subscription `json:"subscriptions" yaml:"subscriptions"`
 	// OnTooLarge is "stop" (default) or "skip".
 	OnTooLarge string `json:"on_too_large,omitempty" yaml:"on_too_large"`
+	// OnUnreadable is "stop" (default) or "skip": see UnreadableStop.
+	OnUnreadable string `json:"on_unreadable,omitempty" yaml:"on_unreadable"`
 	// Snapshot configures the reading of the tables' existing rows (snapshot.go).
 	Snapshot *SnapshotOptions `json:"snapshot,omitempty" yaml:"snapshot"`
 	// Pinned keeps the instance on its wave: the balancer never moves it, except off a
@@ -117,6 +126,11 @@ func (in *Instance) Validate() error {
 	case "", TooLargeStop, TooLargeSkip:
 	default:
 		return config.Bad("on_too_large", "%q: want stop or skip", in.OnTooLarge)
+	}
+	switch in.OnUnreadable {
+	case "", UnreadableStop, UnreadableSkip:
+	default:
+		return config.Bad("on_unreadable", "%q: want stop or skip", in.OnUnreadable)
 	}
 	if in.Snapshot != nil {
 		if err := in.Snapshot.validate(); err != nil {

@@ -22,6 +22,7 @@ func TestInstanceValidate(t *testing.T) {
 		{"password sources", func(i *cluster.Instance) { i.Source.PasswordEnv, i.Source.PasswordFile = "X", "/f" }, "password_env"},
 		{"start", func(i *cluster.Instance) { i.Start = &cluster.Position{} }, "start"},
 		{"too large", func(i *cluster.Instance) { i.OnTooLarge = "drop" }, "on_too_large"},
+		{"unreadable", func(i *cluster.Instance) { i.OnUnreadable = "ignore" }, "on_unreadable"},
 		{"snapshot chunk", func(i *cluster.Instance) { i.Snapshot = &cluster.SnapshotOptions{ChunkRows: -5} }, `field "snapshot.chunk_rows": -5`},
 		{"no subscriptions", func(i *cluster.Instance) { i.Subscriptions = nil }, "subscriptions"},
 		{"bad subscription", func(i *cluster.Instance) { i.Subscriptions[0].Include = []string{"("} }, `field "subscriptions[0].include[0]": "("`},
