@@ -124,7 +124,10 @@ type Capture struct {
 	// checksum: the binlog's events end in a CRC32 (its format description says)
 	checksum bool
 	// per transaction
-	inTxn   bool
+	inTxn bool
+	// inGroup: the transaction is a BEGIN … COMMIT group (MySQL's BEGIN query, MariaDB's
+	// GTID event not flagged standalone), which a statement in it does not end.
+	inGroup bool
 	txGTID  string
 	pending *rowsBatch      // the last rows event, held back to flag the transaction's last row
 	enc     rowenc.Encoder  // flush's encoder
@@ -270,7 +273,7 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 
 	c.tables = map[uint64]*rowenc.Table{}
 	c.reader = rowenc.NewReader()
-	c.inTxn, c.pending = false, nil
+	c.inTxn, c.inGroup, c.pending = false, false, nil
 	c.file = c.resume.File
 	c.readPos = cluster.Position{}
 	c.snap.table, c.snap.pending = nil, nil // read again: the binlog is read again from c.resume
@@ -381,6 +384,7 @@ func (c *Capture) handle(ctx context.Context, ev *replication.BinlogEvent) error
 		}
 	case *replication.MariadbGTIDEvent:
 		c.beginTxn(e.GTID.String())
+		c.inGroup = !e.IsStandalone()
 		gtid := e.GTID
 		gs := c.nextGSet()
 		if gs != nil {
@@ -432,7 +436,7 @@ func (c *Capture) query(ctx context.Context, h *replication.EventHeader, schema,
 	case stmtNone, stmtSavepoint, stmtXA:
 		return nil
 	case stmtBegin:
-		c.inTxn = true
+		c.inTxn, c.inGroup = true, true
 		return nil
 	case stmtCommit, stmtRollback:
 		return c.endTxn(ctx, h, 0)
@@ -451,7 +455,7 @@ func (c *Capture) nextGSet() mysql.GTIDSet {
 }
 
 func (c *Capture) beginTxn(gtid string) {
-	c.inTxn = true
+	c.inTxn, c.inGroup = true, false
 	c.txGTID = gtid
 	c.txGSet = nil
 }
@@ -593,7 +597,7 @@ func (c *Capture) endTxn(ctx context.Context, h *replication.EventHeader, xid ui
 }
 
 func (c *Capture) boundary(h *replication.EventHeader) {
-	c.inTxn = false
+	c.inTxn, c.inGroup = false, false
 	if c.txGSet != nil {
 		c.gset = c.txGSet
 		c.txGSet = nil

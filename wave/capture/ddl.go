@@ -10,18 +10,24 @@ import (
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
-// ddl handles a statement other than BEGIN/COMMIT: a DDL. It ends any transaction
-// (DDL commits implicitly), forgets the cached table layouts, and becomes a "ddl"
-// message for the subscriptions of each table it changes (ddltables.go names them).
+// ddl handles a statement other than BEGIN/COMMIT and DML: a DDL. It ends any
+// transaction (DDL commits implicitly), forgets the cached table layouts, and becomes a
+// "ddl" message for the subscriptions of each table it changes (ddltables.go names them).
+//
+// A DDL inside a transaction's BEGIN … COMMIT group (MariaDB's CREATE TABLE … SELECT
+// in ROW format, a temporary table's CREATE or DROP in STATEMENT or MIXED format) ends
+// nothing: it is part of that transaction, its messages say commit: false, and the
+// group's end is the boundary (a resume from inside the group would miss the rest).
 func (c *Capture) ddl(ctx context.Context, h *replication.EventHeader, schema, sql string) error {
-	if err := c.flush(ctx, true, 0); err != nil {
+	inGroup := c.inGroup
+	if err := c.flush(ctx, !inGroup, 0); err != nil {
 		return err
 	}
 	c.sc.invalidate()
 	clear(c.tables)
 	c.snapDDL()
 	it := Item{TS: int64(h.Timestamp)}
-	m := rowenc.Meta{Instance: c.Inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos, Commit: true}
+	m := rowenc.Meta{Instance: c.Inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos, Commit: !inGroup}
 	for _, t := range c.ddlTables.tables(schema, sql) {
 		subs := c.Filter.Match(t.db, t.table, rowenc.TypeDDL)
 		if len(subs) == 0 {
@@ -53,6 +59,12 @@ func (c *Capture) ddl(ctx context.Context, h *replication.EventHeader, schema, s
 			it.Msgs = append(it.Msgs, bus.Message{Topic: sub.Topic, Key: key, Value: value})
 			it.Bytes += len(key) + len(value)
 		}
+	}
+	if inGroup {
+		if len(it.Msgs) == 0 {
+			return nil
+		}
+		return c.send(ctx, it)
 	}
 	c.boundary(h)
 	it.Commit = ptr(c.resume)

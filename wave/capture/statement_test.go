@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/binlake/binlake/wave/cluster"
@@ -151,5 +152,37 @@ func TestStatementDML(t *testing.T) {
 	s.want("r1", "r2", "@140")
 	if s.skipped != 1 {
 		t.Errorf("skipped %d", s.skipped)
+	}
+}
+
+// TestDDLInsideGroup: a DDL inside a transaction's group (a temporary table's, in
+// MIXED format) does not end the transaction: no boundary until the group's end, and
+// its message says commit: false.
+func TestDDLInsideGroup(t *testing.T) {
+	f := newEventFeed(t, cluster.Position{File: "bin.000001", Pos: 4, GTIDSet: "0-1-4"}, "")
+	f.ev(100, &replication.MariadbGTIDEvent{GTID: mysql.MariadbGTID{ServerID: 1, SequenceNumber: 5}, Flags: 0x0c})
+	f.row("r1")
+	f.ev(120, query("create temporary table tt (id int primary key)"))
+	f.row("r2")
+	f.ev(140, &replication.XIDEvent{XID: 9})
+	var got []string
+	for _, v := range f.items() {
+		if strings.HasPrefix(v, "{") {
+			if !strings.Contains(v, `"type":"ddl"`) || !strings.Contains(v, `"commit":false`) {
+				t.Errorf("ddl message %s", v)
+			}
+			v = "ddl"
+		}
+		got = append(got, v)
+	}
+	if strings.Join(got, " ") != "r1 ddl r2 @140" {
+		t.Errorf("sent %q", got)
+	}
+	// A standalone DDL is a transaction of its own.
+	f.ev(200, &replication.MariadbGTIDEvent{GTID: mysql.MariadbGTID{ServerID: 1, SequenceNumber: 6}, Flags: 0x21})
+	f.ev(210, query("ALTER TABLE t ADD c INT"))
+	got = f.items()
+	if len(got) != 2 || !strings.Contains(got[0], `"commit":true`) || got[1] != "@210" {
+		t.Errorf("sent %q", got)
 	}
 }
