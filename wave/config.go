@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
 )
 
@@ -84,6 +85,9 @@ type PipelineConfig struct {
 	ReconnectMaxBackoff config.Duration `yaml:"reconnect_max_backoff"`
 	Heartbeat           config.Duration `yaml:"heartbeat"`
 	PollInterval        config.Duration `yaml:"poll_interval"`
+	// XAHoldBytes bounds the row messages an instance holds for its prepared XA
+	// transactions until their XA COMMIT.
+	XAHoldBytes int `yaml:"xa_hold_bytes"`
 }
 
 // DefaultConfig returns the defaults that a file overrides.
@@ -96,7 +100,7 @@ func DefaultConfig() Config {
 		Pipeline: PipelineConfig{BatchRows: 5000, QueueItems: 256, PublishInFlight: DefaultPublishInFlight,
 			CommitInterval: config.Duration(500 * time.Millisecond), PublishMaxBackoff: config.Duration(5 * time.Second),
 			ReconnectMaxBackoff: config.Duration(10 * time.Second), Heartbeat: config.Duration(2 * time.Second),
-			PollInterval: config.Duration(2 * time.Second)},
+			PollInterval: config.Duration(2 * time.Second), XAHoldBytes: capture.DefaultXAHoldBytes},
 	}
 	c.HTTP.Listen = config.WaveListen
 	c.Balancer = DefaultBalancerConfig()
@@ -164,7 +168,7 @@ func (c *Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"batch_rows", p.BatchRows}, {"queue_items", p.QueueItems}, {"publish_in_flight", p.PublishInFlight}} {
+	}{{"batch_rows", p.BatchRows}, {"queue_items", p.QueueItems}, {"publish_in_flight", p.PublishInFlight}, {"xa_hold_bytes", p.XAHoldBytes}} {
 		if f.v < 1 {
 			bad("pipeline."+f.name, "%d: want at least 1", f.v)
 		}
@@ -244,7 +248,8 @@ func (c *Config) KafkaWriteTimeout() time.Duration {
 func (c *Config) PipelineOptions() PipelineOptions {
 	p := c.Pipeline
 	o := PipelineOptions{BatchRows: p.BatchRows, QueueItems: p.QueueItems, PublishInFlight: p.PublishInFlight, CommitInterval: p.CommitInterval.D(),
-		PublishBackoffMax: p.PublishMaxBackoff.D(), ReconnectBackoffMax: p.ReconnectMaxBackoff.D(), Heartbeat: p.Heartbeat.D()}
+		PublishBackoffMax: p.PublishMaxBackoff.D(), ReconnectBackoffMax: p.ReconnectMaxBackoff.D(), Heartbeat: p.Heartbeat.D(),
+		XAHoldBytes: p.XAHoldBytes}
 	if c.Sink.Kind == SinkKafka {
 		// The Kafka bus is built with batch_size and max_message_bytes as its writer's
 		// batch size and bytes (cmd/binlake): one produce request per partition per call.

@@ -372,6 +372,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 		MaxBytes: w.opts.MaxMessageBytes, Partitioner: partitionerOf(busPub),
 		OnSkip:       func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
 		OnUnreadable: func() { w.m.unreadable.WithLabelValues(inst.ID).Inc() },
+		XAHoldBytes:  w.opts.Pipeline.XAHoldBytes,
 		OnError: func(err error) {
 			w.m.reconnects.WithLabelValues(inst.ID).Inc()
 			w.setStatus(inst.ID, func(s *InstanceStatus) { s.fail(cluster.StateReconnecting, err) })

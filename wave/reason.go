@@ -20,6 +20,7 @@ const (
 	ReasonBinlogPurged    = "binlog_purged"
 	ReasonMessageTooLarge = "message_too_large"
 	ReasonStatementDML    = "statement_dml" // a data change logged as a statement: the source must log binlog_format=ROW
+	ReasonXAUnreadable    = "xa_unreadable" // an XA transaction whose rows were not read or could not be held
 	ReasonFenced          = "fenced"
 	ReasonOther           = "error"
 )
@@ -41,6 +42,8 @@ func Reason(err error) string {
 		return ReasonMessageTooLarge
 	case errors.Is(err, capture.ErrStatementDML):
 		return ReasonStatementDML
+	case errors.Is(err, capture.ErrXAUnreadable):
+		return ReasonXAUnreadable
 	case errors.Is(err, ErrFenced):
 		return ReasonFenced
 	case errors.As(err, &me):

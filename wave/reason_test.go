@@ -30,6 +30,7 @@ func TestReason(t *testing.T) {
 		{fmt.Errorf("connect: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}), ReasonUnreachable},
 		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrBinlogPurged)), ReasonBinlogPurged},
 		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrStatementDML)), ReasonStatementDML},
+		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrXAUnreadable)), ReasonXAUnreadable},
 		{fmt.Errorf("commit: %w", ErrFenced), ReasonFenced},
 		{fmt.Errorf("%w: source.password_env names X, which is not set", ErrSecretMissing), ReasonSecretMissing},
 		{mysql.NewError(mysql.ER_NO_SUCH_TABLE, "no table"), ReasonOther},

@@ -41,6 +41,7 @@ import (
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/wave/balancer"
+	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
 )
 
@@ -83,6 +84,10 @@ type PipelineOptions struct {
 	// produce request, a request per partition per batch, whatever its size); 0 sends
 	// at once.
 	PublishLinger time.Duration
+	// XAHoldBytes bounds the row messages each instance holds for its prepared XA
+	// transactions until their XA COMMIT (wave/capture/xa.go); past it, the instance's
+	// on_unreadable decides. 64 MiB.
+	XAHoldBytes int
 }
 
 // Options configures a Wave.
@@ -142,6 +147,7 @@ func (o *Options) setDefaults() error {
 	p.ReconnectBackoffMax = cmp.Or(max(p.ReconnectBackoffMax, 0), 10*time.Second)
 	p.Heartbeat = cmp.Or(max(p.Heartbeat, 0), 2*time.Second)
 	p.RetryBackoff = cmp.Or(max(p.RetryBackoff, 0), 2*time.Second)
+	p.XAHoldBytes = cmp.Or(max(p.XAHoldBytes, 0), capture.DefaultXAHoldBytes)
 	o.PollInterval = cmp.Or(max(o.PollInterval, 0), 2*time.Second)
 	o.Balancer.SetDefaults()
 	if o.Password == nil {

@@ -81,10 +81,13 @@ type Options struct {
 	Partitioner bus.Partitioner
 	OnSkip      func()
 	// OnUnreadable is told of each change dropped with on_unreadable: skip (a data change
-	// logged as a statement).
+	// logged as a statement, an XA transaction's rows that could not be read or held).
 	OnUnreadable func()
-	OnError      func(error) // a retried error (reconnects): counted and shown in status
-	OnConn       func()      // connected (clears a retried error from status)
+	// XAHoldBytes bounds the row messages held for prepared XA transactions until their
+	// XA COMMIT (xa.go); 0: DefaultXAHoldBytes.
+	XAHoldBytes int
+	OnError     func(error) // a retried error (reconnects): counted and shown in status
+	OnConn      func()      // connected (clears a retried error from status)
 	// backoff bounds for reconnecting to the source
 	BackoffMin, BackoffMax time.Duration
 	EventQueue             int
@@ -123,16 +126,29 @@ type Capture struct {
 	keyBuf    []byte
 	// checksum: the binlog's events end in a CRC32 (its format description says)
 	checksum bool
+	// evSeq numbers the events handled, across reconnects (xa.go orders groups by it).
+	evSeq uint64
+	// XA transactions (xa.go): the prepared part being read, those prepared and waiting
+	// for their XA COMMIT or ROLLBACK (in binlog order) and the bytes they hold, those
+	// committed that the offset may have to name, and those the start position names.
+	xa          *xaTxn
+	prepared    []*xaTxn
+	heldBytes   int
+	xaCommitted []xaCommitted
+	xaDone      map[xid]bool
+	xaWarned    time.Time
 	// per transaction
 	inTxn bool
 	// inGroup: the transaction is a BEGIN … COMMIT group (MySQL's BEGIN query, MariaDB's
 	// GTID event not flagged standalone), which a statement in it does not end.
 	inGroup bool
-	txGTID  string
-	pending *rowsBatch      // the last rows event, held back to flag the transaction's last row
-	enc     rowenc.Encoder  // flush's encoder
-	targets []rowenc.Target // and its scratch: each subscription's partitioning and format
-	txGSet  mysql.GTIDSet
+	// txEmitted: row messages of the transaction were sent.
+	txEmitted bool
+	txGTID    string
+	pending   *rowsBatch      // the last rows event, held back to flag the transaction's last row
+	enc       rowenc.Encoder  // flush's encoder
+	targets   []rowenc.Target // and its scratch: each subscription's partitioning and format
+	txGSet    mysql.GTIDSet
 	// partitions is each topic's Target.Partition (grouping.go); encodeCtx the context
 	// of the encoding under way, in which they ask the bus.
 	partitions map[string]*topicPartitions
@@ -146,7 +162,15 @@ type rowsBatch struct {
 }
 
 func New(o Options, start cluster.Position) (*Capture, error) {
-	c := &Capture{Options: o, resume: start, ddlTables: newDDLParser()}
+	c := &Capture{Options: o, resume: start, ddlTables: newDDLParser(), xaDone: map[xid]bool{}}
+	for _, s := range strings.Fields(start.XADone) {
+		x, err := parseXID(s)
+		if err != nil {
+			return nil, &fatalError{fmt.Errorf("offset xa_done %q: %w", s, err)}
+		}
+		c.xaDone[x] = true
+	}
+	c.resume.XADone = ""
 	c.sc = newSchema(o.Inst.Source.Addr, o.Inst.Source.User, o.Password, o.Log)
 	opts := o.Snapshot
 	if opts == nil {
@@ -273,7 +297,8 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 
 	c.tables = map[uint64]*rowenc.Table{}
 	c.reader = rowenc.NewReader()
-	c.inTxn, c.inGroup, c.pending = false, false, nil
+	c.inTxn, c.inGroup, c.txEmitted, c.pending = false, false, false, nil
+	c.dropOpenXA() // its group is read again; those prepared before c.resume stay held
 	c.file = c.resume.File
 	c.readPos = cluster.Position{}
 	c.snap.table, c.snap.pending = nil, nil // read again: the binlog is read again from c.resume
@@ -289,7 +314,7 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 	}
 	if c.announce {
 		c.announce = false
-		if err := c.send(ctx, Item{Commit: ptr(c.resume)}); err != nil {
+		if err := c.send(ctx, Item{Commit: ptr(c.offset())}); err != nil {
 			return false, err // ctx ended
 		}
 	}
@@ -374,6 +399,7 @@ func (c *Capture) send(ctx context.Context, it Item) error {
 
 func (c *Capture) handle(ctx context.Context, ev *replication.BinlogEvent) error {
 	h := ev.Header
+	c.evSeq++
 	switch e := ev.Event.(type) {
 	case *replication.FormatDescriptionEvent:
 		c.checksum = e.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32
@@ -385,6 +411,9 @@ func (c *Capture) handle(ctx context.Context, ev *replication.BinlogEvent) error
 	case *replication.MariadbGTIDEvent:
 		c.beginTxn(e.GTID.String())
 		c.inGroup = !e.IsStandalone()
+		if e.Flags&mariadbFlPreparedXA != 0 {
+			c.xaBegin()
+		}
 		gtid := e.GTID
 		gs := c.nextGSet()
 		if gs != nil {
@@ -412,6 +441,10 @@ func (c *Capture) handle(ctx context.Context, ev *replication.BinlogEvent) error
 		return c.query(ctx, h, string(e.Schema), string(e.Query))
 	case *replication.ExecuteLoadQueryEvent:
 		return c.loadData(ev)
+	case *replication.GenericEvent:
+		if h.EventType == replication.XA_PREPARE_LOG_EVENT {
+			return c.xaPrepare(ctx, h, e.Data)
+		}
 	case *replication.TableMapEvent:
 		return c.tableMap(ctx, e)
 	case *replication.RowsEvent:
@@ -433,13 +466,15 @@ func (c *Capture) handle(ctx context.Context, ev *replication.BinlogEvent) error
 func (c *Capture) query(ctx context.Context, h *replication.EventHeader, schema, sql string) error {
 	st := classifyStatement(sql)
 	switch st.kind {
-	case stmtNone, stmtSavepoint, stmtXA:
+	case stmtNone, stmtSavepoint:
 		return nil
 	case stmtBegin:
 		c.inTxn, c.inGroup = true, true
 		return nil
 	case stmtCommit, stmtRollback:
 		return c.endTxn(ctx, h, 0)
+	case stmtXA:
+		return c.xaQuery(ctx, h, st)
 	case stmtDML:
 		return c.statementDML(h, schema, st)
 	}
@@ -455,7 +490,11 @@ func (c *Capture) nextGSet() mysql.GTIDSet {
 }
 
 func (c *Capture) beginTxn(gtid string) {
-	c.inTxn, c.inGroup = true, false
+	if c.xa != nil {
+		c.Log.Warn("an XA transaction's prepared part ended without XA PREPARE: its rows are dropped", "gtid", c.xa.gtid, "after", c.xa.hold.String())
+		c.dropOpenXA()
+	}
+	c.inTxn, c.inGroup, c.txEmitted = true, false, false
 	c.txGTID = gtid
 	c.txGSet = nil
 }
@@ -531,7 +570,7 @@ func (c *Capture) flush(ctx context.Context, commit bool, xid uint64) error {
 	if err != nil || len(it.Msgs) == 0 {
 		return err
 	}
-	return c.send(ctx, it)
+	return c.emit(ctx, it)
 }
 
 // encode encodes a rows event's images into its messages, one per row and
@@ -593,11 +632,11 @@ func (c *Capture) endTxn(ctx context.Context, h *replication.EventHeader, xid ui
 		return err
 	}
 	c.boundary(h)
-	return c.send(ctx, Item{Commit: ptr(c.resume), TS: int64(h.Timestamp)})
+	return c.send(ctx, Item{Commit: ptr(c.offset()), TS: int64(h.Timestamp)})
 }
 
 func (c *Capture) boundary(h *replication.EventHeader) {
-	c.inTxn, c.inGroup = false, false
+	c.inTxn, c.inGroup, c.txEmitted = false, false, false
 	if c.txGSet != nil {
 		c.gset = c.txGSet
 		c.txGSet = nil

@@ -64,9 +64,9 @@ func (c *Capture) ddl(ctx context.Context, h *replication.EventHeader, schema, s
 		if len(it.Msgs) == 0 {
 			return nil
 		}
-		return c.send(ctx, it)
+		return c.emit(ctx, it)
 	}
 	c.boundary(h)
-	it.Commit = ptr(c.resume)
+	it.Commit = ptr(c.offset())
 	return c.send(ctx, it)
 }

@@ -23,7 +23,7 @@ type eventFeed struct {
 	skipped int
 }
 
-func newEventFeed(t *testing.T, start cluster.Position, onUnreadable string, include ...string) *eventFeed {
+func newEventFeed(t *testing.T, start cluster.Position, onUnreadable string, holdBytes int, include ...string) *eventFeed {
 	t.Helper()
 	f := &eventFeed{t: t, out: make(chan Item, 100)}
 	filter, err := cluster.NewFilter([]cluster.Subscription{{Name: "s", Topic: "rows", Include: include}})
@@ -35,7 +35,7 @@ func newEventFeed(t *testing.T, start cluster.Position, onUnreadable string, inc
 		inst.Source.Flavor = cluster.FlavorMariaDB // the tests' GTID sets are MariaDB's
 	}
 	f.c, err = New(Options{Inst: inst, Filter: filter, Out: f.out, Log: slog.New(slog.DiscardHandler),
-		OnUnreadable: func() { f.skipped++ }}, start)
+		XAHoldBytes: holdBytes, OnUnreadable: func() { f.skipped++ }}, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +57,8 @@ func (f *eventFeed) try(pos uint32, e replication.Event) error {
 	switch e.(type) {
 	case *replication.QueryEvent:
 		h.EventType = replication.QUERY_EVENT
+	case *replication.GenericEvent:
+		h.EventType = replication.XA_PREPARE_LOG_EVENT
 	case *replication.XIDEvent:
 		h.EventType = replication.XID_EVENT
 	}
@@ -67,13 +69,13 @@ func (f *eventFeed) try(pos uint32, e replication.Event) error {
 func (f *eventFeed) row(v string) {
 	f.t.Helper()
 	f.c.inTxn = true
-	if err := f.c.send(context.Background(), Item{Msgs: []bus.Message{{Topic: "rows", Key: []byte(v), Value: []byte(v)}}, Bytes: 2 * len(v)}); err != nil {
+	if err := f.c.emit(context.Background(), Item{Msgs: []bus.Message{{Topic: "rows", Key: []byte(v), Value: []byte(v)}}, Bytes: 2 * len(v)}); err != nil {
 		f.t.Fatal(err)
 	}
 }
 
 // items returns what the capture sent since the last call: each row message's value,
-// and "@pos" for each commit.
+// and "@pos" (with "+xa_done" when it has one) for each commit.
 func (f *eventFeed) items() []string {
 	var got []string
 	for {
@@ -84,6 +86,9 @@ func (f *eventFeed) items() []string {
 			}
 			if it.Commit != nil {
 				s := "@" + strconv.FormatUint(uint64(it.Commit.Pos), 10)
+				if it.Commit.XADone != "" {
+					s += "+" + it.Commit.XADone
+				}
 				got = append(got, s)
 			}
 		default:

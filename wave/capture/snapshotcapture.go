@@ -335,7 +335,7 @@ func (c *Capture) snapEmit(ctx context.Context) error {
 func (c *Capture) snapCommit(ctx context.Context, chunk Item, p *cluster.SnapshotProgress) error {
 	c.resume.Snapshot = p
 	// No ts: a snapshot chunk moves no binlog position, so it leaves the lag alone.
-	it := Item{Msgs: chunk.Msgs, ExtraRows: chunk.ExtraRows, Bytes: chunk.Bytes, Commit: ptr(c.resume)}
+	it := Item{Msgs: chunk.Msgs, ExtraRows: chunk.ExtraRows, Bytes: chunk.Bytes, Commit: ptr(c.offset())}
 	s := c.snap
 	if s.onRows != nil {
 		s.onRows(int(p.Rows), len(p.Tables))

@@ -30,7 +30,7 @@ const (
 	stmtCommit                    // COMMIT: the group ends (a transaction without an XID event)
 	stmtRollback                  // ROLLBACK: likewise
 	stmtSavepoint                 // SAVEPOINT, ROLLBACK TO, RELEASE SAVEPOINT: inside a transaction
-	stmtXA                        // XA START, END, COMMIT, ROLLBACK
+	stmtXA                        // XA START, END, COMMIT, ROLLBACK (xa.go)
 	stmtDML                       // a data change the binlog holds as a statement, not as rows
 )
 

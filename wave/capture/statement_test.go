@@ -119,6 +119,9 @@ func FuzzClassifyStatement(f *testing.F) {
 		if st.kind == stmtDML {
 			d.dmlTargets("d", st)
 		}
+		if st.kind == stmtXA {
+			parseXID(st.rest)
+		}
 	})
 }
 
@@ -127,7 +130,7 @@ func FuzzClassifyStatement(f *testing.F) {
 // nothing; with on_unreadable: skip it is counted and the transaction goes on to its one
 // commit.
 func TestStatementDML(t *testing.T) {
-	f := newEventFeed(t, start4(), "", `d\.t`)
+	f := newEventFeed(t, start4(), "", 0, `d\.t`)
 	f.ev(100, gtidEv())
 	f.ev(110, query("BEGIN"))
 	f.row("r1")
@@ -142,7 +145,7 @@ func TestStatementDML(t *testing.T) {
 		}
 	}
 
-	s := newEventFeed(t, start4(), cluster.UnreadableSkip, `d\.t`)
+	s := newEventFeed(t, start4(), cluster.UnreadableSkip, 0, `d\.t`)
 	s.ev(100, gtidEv())
 	s.ev(110, query("BEGIN"))
 	s.row("r1")
@@ -159,7 +162,7 @@ func TestStatementDML(t *testing.T) {
 // MIXED format) does not end the transaction: no boundary until the group's end, and
 // its message says commit: false.
 func TestDDLInsideGroup(t *testing.T) {
-	f := newEventFeed(t, cluster.Position{File: "bin.000001", Pos: 4, GTIDSet: "0-1-4"}, "")
+	f := newEventFeed(t, cluster.Position{File: "bin.000001", Pos: 4, GTIDSet: "0-1-4"}, "", 0)
 	f.ev(100, &replication.MariadbGTIDEvent{GTID: mysql.MariadbGTID{ServerID: 1, SequenceNumber: 5}, Flags: 0x0c})
 	f.row("r1")
 	f.ev(120, query("create temporary table tt (id int primary key)"))

@@ -19,7 +19,8 @@ const (
 )
 
 // What to do with a change the binlog holds but not as rows the wave can read: a data
-// change logged as a statement (binlog_format STATEMENT or MIXED).
+// change logged as a statement (binlog_format STATEMENT or MIXED), or the XA COMMIT of a
+// transaction whose prepared rows the capture never read or could not hold.
 const (
 	UnreadableStop = "stop" // stop the instance with an error (default)
 	UnreadableSkip = "skip" // log it, count it and go on without its rows
@@ -198,6 +199,12 @@ type Position struct {
 	// Snapshot is the progress of the instance's snapshot, when it has one; never
 	// changed in place (a Position is copied into the items and the status).
 	Snapshot *SnapshotProgress `json:"snapshot,omitempty" yaml:"-"`
+	// XADone lists, separated by spaces, the XA transactions (their xids, as the binlog
+	// writes them: X'hex',X'hex',n) whose XA COMMIT comes after this position although
+	// their XA PREPARE is before it: their rows are published, and a capture resuming
+	// here passes their XA COMMIT by. Only a position held before a prepared XA
+	// transaction has any (wave/capture/xa.go).
+	XADone string `json:"xa_done,omitempty" yaml:"-"`
 }
 
 func (p Position) String() string {
