@@ -451,6 +451,16 @@ func (c *Capture) handle(ctx context.Context, ev *replication.BinlogEvent) error
 		return c.rows(ctx, h, ev.Header.EventType, e)
 	case *replication.XIDEvent:
 		return c.endTxn(ctx, h, e.XID)
+	case *replication.TransactionPayloadEvent:
+		// MySQL 8's binlog_transaction_compression: a transaction's events (BEGIN, table
+		// maps, rows, XID) compressed into one, which go-mysql decodes with positions of
+		// their own (the payload's start, and its end for the last). Unhandled, every
+		// compressed transaction's rows were dropped without a word.
+		for _, inner := range e.Events {
+			if err := c.handle(ctx, inner); err != nil {
+				return err
+			}
+		}
 	case *replication.HeartbeatEvent:
 		// The source has nothing newer: once everything before is acknowledged, the
 		// capture is caught up (Lag). go-mysql parses both heartbeat versions into this

@@ -128,3 +128,22 @@ func (f *eventFeed) txn(pos uint32, rows ...string) {
 }
 
 func start4() cluster.Position { return cluster.Position{File: "bin.000001", Pos: 4} }
+
+// TestCompressedTransaction: a MySQL 8 transaction compressed into a payload event
+// (binlog_transaction_compression) is handled event by event, as go-mysql decodes it:
+// its commit comes at the payload's end.
+func TestCompressedTransaction(t *testing.T) {
+	f := newEventFeed(t, start4(), "", 0)
+	f.ev(100, gtidEv())
+	inner := func(pos uint32, typ replication.EventType, e replication.Event) *replication.BinlogEvent {
+		return &replication.BinlogEvent{Header: &replication.EventHeader{LogPos: pos, EventType: typ, Timestamp: 1100}, Event: e}
+	}
+	payload := &replication.TransactionPayloadEvent{Events: []*replication.BinlogEvent{
+		inner(100, replication.QUERY_EVENT, query("BEGIN")),
+		inner(180, replication.XID_EVENT, &replication.XIDEvent{XID: 9}),
+	}}
+	f.ev(180, payload)
+	f.want("@180")
+	f.txn(200, "n1")
+	f.want("n1", "@220")
+}
