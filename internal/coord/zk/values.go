@@ -120,6 +120,9 @@ func (c *Coordinator) Delete(ctx context.Context, key string, version int64) err
 			}
 			if stat.NumChildren > 0 {
 				if err := c.deleteChildren(p); err != nil {
+					if errors.Is(err, gozk.ErrNotEmpty) && attempt < deleteAttempts {
+						continue // a grandchild appeared meanwhile: list again
+					}
 					return struct{}{}, fmt.Errorf("delete under %s: %w", key, c.mapErr(err))
 				}
 			}
@@ -127,7 +130,7 @@ func (c *Coordinator) Delete(ctx context.Context, key string, version int64) err
 			switch {
 			case err == nil:
 				return struct{}{}, nil
-			case errors.Is(err, gozk.ErrNotEmpty) && attempt < 10:
+			case errors.Is(err, gozk.ErrNotEmpty) && attempt < deleteAttempts:
 				continue // a child appeared meanwhile
 			case errors.Is(err, gozk.ErrNoNode):
 				return struct{}{}, fmt.Errorf("delete %s: %w: %w", key, coord.ErrNotFound, err)
@@ -141,6 +144,18 @@ func (c *Coordinator) Delete(ctx context.Context, key string, version int64) err
 	return err
 }
 
+// deleteAttempts bounds how often Delete lists a subtree again because a node was created
+// in it while it was being deleted (ErrNotEmpty).
+const deleteAttempts = 10
+
+// testHookDeleted, when set (by tests), is called after each node deleteChildren deleted.
+var testHookDeleted func(p string)
+
+// deleteChildren deletes everything under p, deepest first. Another client may create a
+// node in the subtree meanwhile (a wave campaigning for an instance being removed creates
+// its candidate and, with it, the candidates' parent again): a node that is no longer
+// empty when its turn comes has its children listed and deleted again, a bounded number
+// of times, before ErrNotEmpty is returned.
 func (c *Coordinator) deleteChildren(p string) error {
 	children, _, err := c.conn.Children(p)
 	if errors.Is(err, gozk.ErrNoNode) {
@@ -151,11 +166,20 @@ func (c *Coordinator) deleteChildren(p string) error {
 	}
 	for _, ch := range children {
 		cp := p + "/" + ch
-		if err := c.deleteChildren(cp); err != nil {
-			return err
-		}
-		if err := c.conn.Delete(cp, -1); err != nil && !errors.Is(err, gozk.ErrNoNode) {
-			return err
+		for attempt := 0; ; attempt++ {
+			if err := c.deleteChildren(cp); err != nil {
+				return err
+			}
+			err := c.conn.Delete(cp, -1)
+			if err == nil && testHookDeleted != nil {
+				testHookDeleted(cp)
+			}
+			if err == nil || errors.Is(err, gozk.ErrNoNode) {
+				break
+			}
+			if !errors.Is(err, gozk.ErrNotEmpty) || attempt >= deleteAttempts {
+				return err
+			}
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -478,6 +479,52 @@ func TestZKLeaderZnodeDeletedIntegration(t *testing.T) {
 	}
 	if l2.Token() <= l.Token() {
 		t.Fatalf("token %d is not above %d", l2.Token(), l.Token())
+	}
+}
+
+// TestZKDeleteWhileNodesAppearIntegration: a node created in a subtree while Delete
+// removes it (a wave campaigning for an instance being removed creates its candidate, and
+// the candidates' parent again) does not fail the delete with "node has children" at any
+// depth: the subtree is listed again and deleted whole.
+func TestZKDeleteWhileNodesAppearIntegration(t *testing.T) {
+	addr := testenv.HostPorts(testenv.Require(t, testenv.ZooKeeper))
+	c := open(t, addr, 4*time.Second)
+	ctx := ctxT(t)
+	key := uniqueKey(t, "instance")
+	for _, k := range []string{key + "/offset", key + "/leader/candidates/c1", key + "/leader/leader"} {
+		if _, err := c.Put(ctx, k, []byte("x"), coord.AnyVersion); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cands := c.zpath(key + "/leader/candidates")
+	var created []string
+	testHookDeleted = func(p string) {
+		var add string
+		switch p {
+		case cands + "/c1": // a candidate in the directory being emptied
+			add = cands + "/c2"
+		case cands: // the directory itself, made again for a new candidate
+			add = cands + "/c3"
+		default:
+			return
+		}
+		if slices.Contains(created, add) {
+			return // once: a campaigner that keeps coming back is a wave still running the instance
+		}
+		if _, err := c.create(add, nil, 0); err != nil {
+			t.Errorf("create %s: %v", add, err)
+		}
+		created = append(created, add)
+	}
+	defer func() { testHookDeleted = nil }()
+	if err := c.Delete(ctx, key, coord.AnyVersion); err != nil {
+		t.Fatalf("delete while nodes appear under it: %v", err)
+	}
+	if len(created) != 2 {
+		t.Errorf("the test created %v under the key during the delete, want c2 and c3", created)
+	}
+	if _, err := c.Get(ctx, key); !errors.Is(err, coord.ErrNotFound) {
+		t.Fatalf("after the delete, Get = %v, want ErrNotFound", err)
 	}
 }
 
