@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/coord"
@@ -90,14 +91,24 @@ func TestReconcileKeepsRunnersOnReadErrors(t *testing.T) {
 			}
 
 			c.setFail(key, nil)
-			if err := cluster.RemoveInstance(ctx, c, "x"); err != nil {
-				t.Fatal(err)
+			// The removal withdraws the definition and waits for the runner to let go,
+			// which it does at the wave's next poll.
+			removed := make(chan error, 1)
+			go func() { removed <- cluster.RemoveInstance(ctx, c, "x") }()
+			for {
+				if v, err := c.Get(ctx, cluster.InstanceKey("x")); err == nil && len(v.Data) == 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
 			w.reconcile(ctx)
 			if _, ok := w.runners["x"]; ok {
-				t.Fatal("the runner of a removed instance still runs")
+				t.Fatal("the runner of an instance being removed still runs")
 			}
 			<-first.done
+			if err := <-removed; err != nil {
+				t.Fatal(err)
+			}
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package wave
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -146,6 +147,18 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 			backoff.Sleep(ctx, w.opts.Pipeline.RetryBackoff)
 			continue
 		}
+		if w.withdrawn(ctx, id, def) {
+			// Removed (RemoveInstance waits for this leadership to end before it deletes
+			// the offset) or redefined since this runner started: a term now would start
+			// the old definition, or start a removed one again from scratch. Let go and
+			// leave the instance to the next poll, which stops or restarts this runner.
+			log.Info("instance removed or redefined since this runner started: not leading it")
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = lead.Resign(rctx)
+			cancel()
+			backoff.Sleep(ctx, w.opts.Pipeline.RetryBackoff)
+			continue
+		}
 		w.m.led.Inc()
 		w.m.track(id)
 		log.Info("leading instance", "token", lead.Token())
@@ -186,6 +199,17 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 			backoff.Sleep(ctx, w.opts.Pipeline.RetryBackoff)
 		}
 	}
+}
+
+// withdrawn reports whether instance id's stored definition is no longer def: removed,
+// being removed (empty) or changed. A failed read says nothing: the term goes ahead, its
+// offset's version check fencing it as always.
+func (w *Wave) withdrawn(ctx context.Context, id string, def []byte) bool {
+	v, err := w.opts.Coord.Get(ctx, cluster.InstanceKey(id))
+	if errors.Is(err, coord.ErrNotFound) {
+		return true
+	}
+	return err == nil && !bytes.Equal(v.Data, def)
 }
 
 func (w *Wave) stopRunners() {

@@ -36,9 +36,10 @@ func (w *Wave) putStatus(id string, rec *cluster.RecordedStatus) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	// A removed instance is not brought back as an empty node holding its status.
-	if _, err := w.opts.Coord.Get(ctx, cluster.InstanceKey(id)); err != nil {
-		w.log.Debug("instance status not written", "instance", id, "err", err)
+	// A removed instance is not brought back as an empty node holding its status, nor is
+	// one being removed (its definition withdrawn) given a status its removal must delete.
+	if v, err := w.opts.Coord.Get(ctx, cluster.InstanceKey(id)); err != nil || len(v.Data) == 0 {
+		w.log.Debug("instance status not written: the instance is removed or being removed", "instance", id, "err", err)
 		return
 	}
 	data, _ := json.Marshal(r)

@@ -38,7 +38,11 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapsh
                                             class) and since when; "(last known)" when the
                                             wave that recorded it is gone (or another leads)
   show   <id> [-sample 2s] [-json]          leader, state and error, position, lag, rows/s
-  remove <id>                               delete the instance, its offset and status
+  remove <id>                               delete the instance, its offset and status:
+                                            withdraws it first, waits for its wave to let
+                                            go, then deletes it (again finishes a removal
+                                            that stopped half-way); remove and add again
+                                            to change its start or on_too_large
   move   <id> [-node wave-2]                assign to another wave (judge or random when
                                             -node is empty); the new wave resumes from
                                             the committed offset

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 )
@@ -50,6 +51,9 @@ func (ic *instanceCmd) list() error {
 	var infos []*cluster.InstanceInfo
 	for _, id := range ids {
 		info, err := cluster.ShowInstance(ic.cctx, ic.c, id, 0, time.Now)
+		if errors.Is(err, coord.ErrNotFound) {
+			continue // removed since the listing, or a bare node a removal's straggler left
+		}
 		if err != nil {
 			return err
 		}
@@ -139,10 +143,14 @@ func (ic *instanceCmd) remove() error {
 	if err := ic.needID(); err != nil {
 		return err
 	}
-	if err := cluster.RemoveInstance(ic.cctx, ic.c, ic.id); err != nil {
+	// The removal waits for the instance's leader to let go (cluster.RemoveWait), which the
+	// coordinator's 30 s bound on the other subcommands would cut short.
+	rctx, cancel := context.WithTimeout(ic.ctx, cluster.RemoveWait+30*time.Second)
+	defer cancel()
+	if err := cluster.RemoveInstance(rctx, ic.c, ic.id); err != nil {
 		return err
 	}
-	fmt.Fprintf(ic.out, "instance %s removed\n", ic.id)
+	fmt.Fprintf(ic.out, "instance %s removed, with its offset and status\n", ic.id)
 	return nil
 }
 

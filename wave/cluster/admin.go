@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -76,6 +77,14 @@ func AddInstance(ctx context.Context, c coord.Coordinator, inst *Instance, node 
 	if _, err := undefinedVersion(ctx, c, inst.ID); err != nil {
 		return "", err
 	}
+	// An instance being removed keeps its offset until the removal ends: added now, it
+	// would resume from there rather than from its new start.
+	switch _, removing, err := readRemoval(ctx, c, inst.ID); {
+	case err != nil:
+		return "", err
+	case removing:
+		return "", fmt.Errorf("instance %s is being removed (or a removal of it stopped half-way): run binlake instance remove %s first", inst.ID, inst.ID)
+	}
 	assignVersion := coord.NoVersion
 	switch cur, err := c.Get(ctx, assignKey); {
 	case errors.Is(err, coord.ErrNotFound):
@@ -136,16 +145,153 @@ func undefinedVersion(ctx context.Context, c coord.Coordinator, id string) (int6
 	return cur.Version, nil
 }
 
-// RemoveInstance deletes an instance with its assignment, offset and status; its
-// leader stops when it notices.
+// StateRemoving is what ShowInstance reports for an instance whose removal began and has
+// not ended: no wave runs it (its definition is withdrawn), and removing it again
+// finishes the removal.
+const StateRemoving = "removing"
+
+// RemovalRecord is the value of RemovingKey: when the removal began.
+type RemovalRecord struct {
+	At time.Time `json:"at"`
+}
+
+// RemoveWait bounds how long RemoveInstance waits for the wave leading the instance to let
+// it go; a live wave does at its next poll of the instances (poll_interval, 2 s), once its
+// pipeline has stopped.
+var RemoveWait = 20 * time.Second
+
+// removeQuiet is how long the instance must stay without a leader before its keys go: a
+// wave standing by for it takes the leadership a moment after the leader resigns.
+var removeQuiet = 300 * time.Millisecond
+
+// RemoveInstance deletes an instance with its assignment, offset and status, safely
+// against the waves that run it or stand by for it:
+//
+//  1. It marks the instance as being removed (RemovingKey) and withdraws its definition
+//     (leaves the key empty, as an add that has not completed does): no wave starts it
+//     any more, and each stops its runner at its next poll.
+//  2. It waits until no wave leads the instance: its leader let go, and nobody took the
+//     leadership after it for a moment. A wave taking it meanwhile finds the definition
+//     withdrawn and lets go at once, writing nothing (Wave.runInstance).
+//  3. Only then it deletes the instance's keys, the mark last.
+//
+// So the waves never see the offset gone while the definition is there: the old order
+// (delete everything at once) let the leader take the instance back half-way and start
+// it again from the source's current end, skipping the rows in between. A removal that
+// stops at any point leaves an instance that no wave runs and that ShowInstance reports
+// as StateRemoving (or, past step 3, nothing): removing it again finishes it. When the
+// leader does not let go within RemoveWait (or ctx's end), the error says which wave
+// leads it, and nothing has been deleted.
 func RemoveInstance(ctx context.Context, c coord.Coordinator, id string) error {
-	if err := c.Delete(ctx, InstanceKey(id), coord.AnyVersion); err != nil {
-		if errors.Is(err, coord.ErrNotFound) {
+	def, err := c.Get(ctx, InstanceKey(id))
+	switch {
+	case errors.Is(err, coord.ErrNotFound):
+		// No definition: an incomplete add (the single coordinator keeps no parent node)
+		// or a removal that stopped half-way still leaves keys under it.
+		left, lerr := c.List(ctx, InstanceKey(id))
+		if lerr != nil {
+			return fmt.Errorf("remove instance %s: %w", id, lerr)
+		}
+		if len(left) == 0 {
 			return fmt.Errorf("instance %s: %w", id, coord.ErrNotFound)
 		}
+	case err != nil:
 		return fmt.Errorf("remove instance %s: %w", id, err)
 	}
+	mark, _ := json.Marshal(RemovalRecord{At: time.Now().UTC()})
+	if _, err := c.Put(ctx, RemovingKey(id), mark, coord.AnyVersion); err != nil {
+		return fmt.Errorf("remove instance %s: mark it as being removed: %w", id, err)
+	}
+	if len(def.Data) > 0 {
+		if _, err := c.Put(ctx, InstanceKey(id), []byte{}, coord.AnyVersion); err != nil {
+			return fmt.Errorf("remove instance %s: withdraw its definition (it is marked as being removed; remove it again): %w", id, err)
+		}
+	}
+	if err := waitUnled(ctx, c, id); err != nil {
+		return err
+	}
+	return deleteInstance(ctx, c, id)
+}
+
+// waitUnled waits until no wave leads instance id, for removeQuiet in a row.
+func waitUnled(ctx context.Context, c coord.Coordinator, id string) error {
+	deadline := time.Now().Add(RemoveWait)
+	var quietSince time.Time
+	for {
+		l, err := c.Leader(ctx, LeaderKey(id))
+		switch {
+		case errors.Is(err, coord.ErrNotFound):
+			if quietSince.IsZero() {
+				quietSince = time.Now()
+			} else if time.Since(quietSince) >= removeQuiet {
+				return nil
+			}
+		case err != nil:
+			return fmt.Errorf("remove instance %s: its definition is withdrawn, so no wave starts it, but its leader could not be read (remove it again): %w", id, err)
+		default:
+			quietSince = time.Time{}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("remove instance %s: its definition is withdrawn, so no wave starts it, but wave %s still leads it after %s "+
+					"(a live wave lets go at its next poll of the instances); nothing is deleted yet: remove it again once it has", id, l, RemoveWait)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("remove instance %s: its definition is withdrawn, so no wave starts it, but the wait for its leader to let go ended (remove it again): %w", id, ctx.Err())
+		case <-time.After(removeQuiet / 3):
+		}
+	}
+}
+
+// deleteInstance deletes instance id's keys, the removal's mark and the definition's key
+// last; a failed delete is tried again a few times.
+func deleteInstance(ctx context.Context, c coord.Coordinator, id string) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("remove instance %s: partly removed, and no wave runs it: remove it again: %w", id, err)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		if err = deleteInstanceOnce(ctx, c, id); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("remove instance %s: partly removed, and no wave runs it: remove it again: %w", id, err)
+}
+
+func deleteInstanceOnce(ctx context.Context, c coord.Coordinator, id string) error {
+	children, err := c.List(ctx, InstanceKey(id))
+	if err != nil {
+		return err
+	}
+	for _, ch := range children {
+		if ch == path.Base(RemovingKey(id)) {
+			continue
+		}
+		if err := c.Delete(ctx, InstanceKey(id)+"/"+ch, coord.AnyVersion); err != nil && !errors.Is(err, coord.ErrNotFound) {
+			return err
+		}
+	}
+	if err := c.Delete(ctx, InstanceKey(id), coord.AnyVersion); err != nil && !errors.Is(err, coord.ErrNotFound) {
+		return err
+	}
 	return nil
+}
+
+// readRemoval returns the removal mark of instance id; ok is false when there is none.
+func readRemoval(ctx context.Context, c coord.Coordinator, id string) (rec RemovalRecord, ok bool, err error) {
+	v, err := c.Get(ctx, RemovingKey(id))
+	if errors.Is(err, coord.ErrNotFound) {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, fmt.Errorf("instance %s: %w", id, err)
+	}
+	_ = json.Unmarshal(v.Data, &rec) // a mark that says no time is a mark still
+	return rec, true, nil
 }
 
 // MoveInstance assigns an instance to node (chosen by p, excluding the current one, when
@@ -271,6 +417,23 @@ func ShowInstance(ctx context.Context, c coord.Coordinator, id string, sample ti
 	v, err := c.Get(ctx, InstanceKey(id))
 	if err != nil && !errors.Is(err, coord.ErrNotFound) {
 		return nil, fmt.Errorf("instance %s: %w", id, err)
+	}
+	rm, removing, rerr := readRemoval(ctx, c, id)
+	if rerr != nil {
+		return nil, rerr
+	}
+	if removing {
+		// Until the removal ends, whatever else is there is on its way out.
+		info := &InstanceInfo{ID: id, State: StateRemoving, Error: fmt.Sprintf(
+			"being removed since %s: no wave starts it; if no removal is under way (one stopped half-way), remove it again",
+			rm.At.Format(time.RFC3339))}
+		if a, err := c.Get(ctx, AssignKey(id)); err == nil {
+			info.Assign = string(a.Data)
+		}
+		if l, err := c.Leader(ctx, LeaderKey(id)); err == nil {
+			info.Leader = string(l)
+		}
+		return info, nil
 	}
 	if err != nil || len(v.Data) == 0 {
 		// No definition: an add that stopped after the assignment (see AddInstance)

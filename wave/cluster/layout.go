@@ -24,8 +24,8 @@ const Stopped = "waves-stopped"
 func StoppedKey(node string) string { return Stopped + "/" + node }
 
 // Instances is the parent of every instance's keys: "instances/<id>" is its definition
-// (InstanceKey), its children its assignment, offset, leadership, status, last move and
-// snapshot request.
+// (InstanceKey), its children its assignment, offset, leadership, status, last move,
+// snapshot request and, while it is being removed, the removal's mark.
 const Instances = "instances"
 
 // InstanceKey is where instance id's definition is stored (JSON of Instance; empty while
@@ -50,6 +50,10 @@ func MovedKey(id string) string { return instanceChild(id, "moved") }
 
 // SnapshotKey holds the instance's pending snapshot request (JSON of SnapshotRequest).
 func SnapshotKey(id string) string { return instanceChild(id, "snapshot") }
+
+// RemovingKey marks an instance whose removal has begun (RemoveInstance): its definition
+// is withdrawn, no wave runs it, and it cannot be added again until the removal ends.
+func RemovingKey(id string) string { return instanceChild(id, "removing") }
 
 func instanceChild(id, child string) string { return InstanceKey(id) + "/" + child }
 
