@@ -310,10 +310,25 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 		return err
 	}
 	if !ok {
-		if inst.Start != nil {
+		switch {
+		case inst.Start != nil:
 			start = *inst.Start
-		} else if start, err = capture.CurrentPosition(ctx, inst.Source.Addr, inst.Source.User, password.Reveal(), inst.Source.Flavor); err != nil {
-			return fmt.Errorf("read the source's current position: %w", err)
+		case inst.AddedAt > 0:
+			// Added without a start, the source unread: where its binlog was then, not
+			// where it is now, or the rows written since the add would be skipped.
+			added := time.Unix(inst.AddedAt, 0)
+			if start, err = capture.PositionAt(ctx, inst.Source, password.Reveal(), added, log); err != nil {
+				if capture.IsFatal(err) {
+					return err
+				}
+				return fmt.Errorf("find the source's binlog of when the instance was added: %w", err)
+			}
+			log.Info("first start at the binlog file the source was writing when the instance was added",
+				"added_at", added.UTC().Format(time.RFC3339), "position", start.String())
+		default:
+			if start, err = capture.CurrentPosition(ctx, inst.Source.Addr, inst.Source.User, password.Reveal(), inst.Source.Flavor); err != nil {
+				return fmt.Errorf("read the source's current position: %w", err)
+			}
 		}
 		if inst.Snapshot != nil && inst.Snapshot.Initial {
 			if start.Snapshot, err = capture.InitialSnapshotProgress(ctx, inst, password.Reveal(), filter); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 )
@@ -34,12 +35,20 @@ func (ic *instanceCmd) add() error {
 	if ic.jp != nil && *f.node == "" && *f.measure > 0 && inst.Validate() == nil {
 		ic.jp.expected = measureSource(ic.cctx, inst.Source, *f.measure, ic.out)
 	}
+	// Where the first capture begins is fixed now, not when a wave first connects.
+	var start string
+	if inst.Validate() == nil {
+		start = wave.ResolveStart(ic.cctx, &inst, wave.SourcePassword, time.Now())
+	}
 	n, err := cluster.AddInstance(ic.cctx, ic.c, &inst, *f.node, ic.placer)
 	if err != nil {
 		return ic.noLiveWave(err, inst.ID)
 	}
 	fmt.Fprintf(ic.out, "instance %s added, assigned to %s\n", inst.ID, n)
 	sayHowChosen(ic.cctx, ic.out, ic.c, n, *f.node != "", ic.jp, *f.judgeURL, ic.judgeFrom, *f.cfgPath)
+	if start != "" {
+		fmt.Fprintln(ic.out, start)
+	}
 	return nil
 }
 

@@ -38,9 +38,16 @@ const (
 type Instance struct {
 	ID     string `json:"id" yaml:"id"`
 	Source Source `json:"source" yaml:"source"`
-	// Start is where the first capture begins when no offset is committed yet; the
-	// source's current position when empty.
+	// Start is where the first capture begins when no offset is committed yet. When
+	// empty: where the source's binlog was when the instance was added (AddedAt), else
+	// (an instance stored without it) the source's current position at the first start.
+	// `binlake instance add` stores the source's end as Start when it can read it.
 	Start *Position `json:"start,omitempty" yaml:"start"`
+	// AddedAt is when `binlake instance add` stored an instance without a start whose
+	// source it could not read (Unix seconds): the first capture begins at the start of
+	// the binlog file the source was writing then (capture.PositionAt), so that the rows
+	// written before a wave first connects are not skipped. Not part of the YAML.
+	AddedAt int64 `json:"added_at,omitempty" yaml:"-"`
 	// Subscriptions route rows to topics; a row matching several goes to each.
 	Subscriptions []Subscription `json:"subscriptions" yaml:"subscriptions"`
 	// OnTooLarge is "stop" (default) or "skip".
