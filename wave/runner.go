@@ -137,6 +137,13 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 	defer w.dropRecord(id)
 	log := w.log.With("instance", id)
 	inst, perr := cluster.ParseInstance(def)
+	// A pipeline that keeps failing at once (a source refusing the login, a secret
+	// missing) is tried again after a pause that doubles up to reconnect_max_backoff, as
+	// the capture's own reconnects are; a term that ran for that long starts it over.
+	p := w.opts.Pipeline
+	limit := max(p.RetryBackoff, p.ReconnectBackoffMax)
+	retry := backoff.New(p.RetryBackoff, limit)
+	failures := 0
 	for ctx.Err() == nil {
 		lead, err := w.opts.Coord.Campaign(ctx, cluster.LeaderKey(id), []byte(w.opts.Node))
 		if err != nil {
@@ -161,12 +168,23 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 		}
 		w.m.led.Inc()
 		w.m.track(id)
-		log.Info("leading instance", "token", lead.Token())
+		if failures == 0 {
+			log.Info("leading instance", "token", lead.Token())
+		} else {
+			// Each retry leads again: said once, with the failure, not every few seconds.
+			log.Debug("leading instance", "token", lead.Token(), "attempt", failures+1)
+		}
+		began := time.Now()
 		if perr != nil {
 			err = capture.Fatal(perr)
 		} else {
 			err = w.lead(ctx, inst, lead)
 		}
+		if time.Since(began) >= limit {
+			retry.Reset()
+			failures = 0
+		}
+		pause := p.RetryBackoff
 		switch {
 		case ctx.Err() != nil || errors.Is(err, errLost):
 		case capture.IsFatal(err):
@@ -180,7 +198,9 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 			case <-lead.Lost():
 			}
 		case err != nil:
-			log.Warn("pipeline failed; restarting after a pause", "err", err)
+			failures++
+			pause = retry.NextBackOff()
+			log.Warn("pipeline failed; restarting after a pause", "err", err, "attempt", failures, "pause", pause.Round(time.Millisecond))
 			w.setStatus(id, func(s *InstanceStatus) { s.fail(cluster.StateRetrying, err) })
 		}
 		w.m.led.Dec()
@@ -196,7 +216,7 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 					s.State = cluster.StateStandby
 				}
 			})
-			backoff.Sleep(ctx, w.opts.Pipeline.RetryBackoff)
+			backoff.Sleep(ctx, pause)
 		}
 	}
 }

@@ -63,12 +63,14 @@ type PipelineOptions struct {
 	CommitInterval time.Duration
 	// PublishBackoffMax caps the pause between publish retries. 5 s.
 	PublishBackoffMax time.Duration
-	// ReconnectBackoffMax caps the pause between source reconnects. 10 s.
+	// ReconnectBackoffMax caps the pause between source reconnects, and between the terms
+	// of an instance whose pipeline keeps failing (a login refused, a secret missing). 10 s.
 	ReconnectBackoffMax time.Duration
 	// Heartbeat is the source heartbeat period asked for; a silent connection is
 	// dropped and reopened after 3 of them. 2 s.
 	Heartbeat time.Duration
-	// RetryBackoff is the pause before a wave campaigns again after a pipeline error. 2 s.
+	// RetryBackoff is the pause before a wave campaigns again after a pipeline error,
+	// doubled at each error in a row up to ReconnectBackoffMax. 2 s.
 	RetryBackoff time.Duration
 	// PublishChunkMessages and PublishChunkBytes bound each topic's share of one
 	// publish call; 0 = unbounded. Set them to the Kafka writer's batch size and batch
