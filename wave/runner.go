@@ -193,6 +193,14 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 			// definition or a removal restarts the runner).
 			log.Error("instance stopped: operator action needed", "err", err)
 			w.setStatus(id, func(s *InstanceStatus) { s.fail(cluster.StateError, err) })
+			if errors.Is(err, capture.ErrBinlogPurged) && inst != nil {
+				// The fix the runbook names: a snapshot, which restarts it at the
+				// source's end (resnapshot.go).
+				if w.awaitResnapshot(ctx, inst, lead, log) {
+					err, pause = errResnapshot, 0
+				}
+				break
+			}
 			select {
 			case <-ctx.Done():
 			case <-lead.Lost():

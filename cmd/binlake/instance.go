@@ -48,7 +48,9 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapsh
                                             the committed offset
   snapshot <id> [-tables db.t1,db.t2]       emit the tables' existing rows (default: every
                                             subscribed table) as "snapshot" messages while
-                                            the binlog streams on; progress in show
+                                            the binlog streams on; progress in show; an
+                                            instance stopped on a purged binlog restarts
+                                            at the source's end with it
   rebalance [-apply] [-wait 30m] [-json]    the judge's plan to even the waves' load (a
                                             dry run); -apply has the cluster's balancer
                                             execute it one move at a time, followed here

@@ -200,13 +200,27 @@ func (ic *instanceCmd) snapshot() error {
 	if len(names) > 0 {
 		what = strings.Join(names, ", ")
 	}
-	fmt.Fprintf(ic.out, "snapshot %s of instance %s requested: %s; %s (progress: binlake instance show %s)\n", req.ID, ic.id, what, ic.whenSnapshotStarts(), ic.id)
+	fmt.Fprintf(ic.out, "snapshot %s of instance %s requested: %s; %s (progress: binlake instance show %s)\n", req.ID, ic.id, what, ic.whenSnapshotStarts(len(names) > 0), ic.id)
 	return nil
 }
 
 // whenSnapshotStarts says when a requested snapshot starts: at once where a wave runs the
-// instance, else once one does (the request waits in the coordinator).
-func (ic *instanceCmd) whenSnapshotStarts() string {
+// instance, else once one does (the request waits in the coordinator). An instance
+// stopped on a purged binlog is restarted by it at the source's end (wave.awaitResnapshot);
+// one stopped on another error is not. named: the request names its tables.
+func (ic *instanceCmd) whenSnapshotStarts(named bool) string {
+	if info, err := cluster.ShowInstance(ic.cctx, ic.c, ic.id, 0, time.Now); err == nil && info.State == cluster.StateError && !info.LastKnown {
+		if info.Reason == wave.ReasonBinlogPurged {
+			s := "the instance is stopped on a purged binlog: its leader restarts it at the source's current end with this snapshot, within seconds; " +
+				"a row changed in the purged binlog comes as its current state, one deleted there does not come"
+			if named {
+				s += ", and the tables not named keep the purged binlog's changes lost"
+			}
+			return s
+		}
+		return fmt.Sprintf("the instance is stopped (%s), which a snapshot does not mend: the snapshot starts once it runs again (binlake instance show %s says what stopped it)",
+			dash(info.Reason), ic.id)
+	}
 	// A failed read of the waves only costs the exact wording: the request is written.
 	if live, err := cluster.LiveWaves(ic.cctx, ic.c); err == nil && len(live) == 0 {
 		if ic.upData {
