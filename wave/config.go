@@ -53,6 +53,7 @@ type SinkConfig struct {
 type KafkaSinkConfig struct {
 	config.Kafka `yaml:",inline"`
 	// MaxMessageBytes is the largest row message; it sets the topics' max.message.bytes
+	// (on the topics the wave creates, and raised to it on existing ones that take less)
 	// and the producer's batch limit.
 	MaxMessageBytes int `yaml:"max_message_bytes"`
 	// BatchSize is the most messages per partition in one produce request.

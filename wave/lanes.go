@@ -2,6 +2,8 @@ package wave
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -346,6 +348,10 @@ func (p *publisher) lane(ctx context.Context, k laneKey, in <-chan laneWork) err
 			err = p.publish(ctx, w.msgs)
 		}
 		if err != nil {
+			if errors.Is(err, capture.ErrMessageTooLarge) && w.f.commit != nil {
+				// The sink's refusal names no row: say where in the binlog they are.
+				err = fmt.Errorf("%w (rows of the transactions up to %s)", err, w.f.commit)
+			}
 			return err
 		}
 		if ctx.Err() != nil {

@@ -291,12 +291,26 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 	if err != nil {
 		return capture.Fatal(err)
 	}
+	maxBytes, maxBytesFrom := w.opts.MaxMessageBytes, "the sink's max_message_bytes"
 	if w.opts.Topics != nil {
 		for _, t := range filter.Topics() {
 			spec := w.opts.TopicSpec
 			spec.Name = t
 			if err := w.opts.Topics.CreateTopic(ctx, spec); err != nil {
 				return fmt.Errorf("a subscription's topic: %w", err) // the bus names the topic
+			}
+			// The Kafka bus raises a topic's max.message.bytes to the sink's limit; where it
+			// could not, the topic's own limit holds the rows, so that one too large
+			// stops the instance (or is skipped) naming its table and position, before
+			// the broker refuses it.
+			if l, ok := w.opts.Topics.(topicLimiter); ok && maxBytes > 0 {
+				n, err := l.TopicMaxMessageBytes(ctx, t)
+				if err == nil && n-recordBatchOverhead < maxBytes {
+					maxBytes = max(n-recordBatchOverhead, 1)
+					maxBytesFrom = fmt.Sprintf("topic %s's max.message.bytes %d, below the sink's max_message_bytes %d: raise it on the topic", t, n, w.opts.MaxMessageBytes)
+					log.Warn("a topic takes smaller messages than the sink's max_message_bytes: the instance's rows are held to it",
+						"topic", t, "max.message.bytes", n, "max_message_bytes", w.opts.MaxMessageBytes)
+				}
 			}
 		}
 	}
@@ -384,7 +398,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 	snapshotRequests := make(chan cluster.SnapshotRequest, 1)
 	capt, err := capture.New(capture.Options{
 		Inst: inst, Password: password.Reveal(), Filter: filter, Log: log, Out: items,
-		MaxBytes: w.opts.MaxMessageBytes, Partitioner: partitionerOf(busPub),
+		MaxBytes: maxBytes, MaxBytesFrom: maxBytesFrom, Partitioner: partitionerOf(busPub),
 		OnSkip:       func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
 		OnUnreadable: func() { w.m.unreadable.WithLabelValues(inst.ID).Inc() },
 		XAHoldBytes:  w.opts.Pipeline.XAHoldBytes,
@@ -449,6 +463,16 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 }
 
 var errLost = errors.New("leadership lost")
+
+// topicLimiter is a TopicCreator that tells the largest record batch a topic takes (the
+// Kafka bus).
+type topicLimiter interface {
+	TopicMaxMessageBytes(ctx context.Context, topic string) (int, error)
+}
+
+// recordBatchOverhead is what a record batch of one message adds to its key and value:
+// Kafka's 61-byte batch header and the record's own fields, rounded up.
+const recordBatchOverhead = 128
 
 // isClosed reports whether ch is closed (a nil channel never is).
 func isClosed(ch <-chan struct{}) bool {

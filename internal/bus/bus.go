@@ -126,7 +126,7 @@ type TopicSpec struct {
 	// Replication is the replication factor; 1 when zero.
 	Replication int
 	// MaxMessageBytes is the largest message the topic accepts; the broker
-	// default when zero.
+	// default when zero. The Kafka bus also raises an existing topic's limit to it.
 	MaxMessageBytes int
 }
 

@@ -75,6 +75,9 @@ type Options struct {
 	Log      *slog.Logger
 	Out      chan<- Item
 	MaxBytes int // largest key+value accepted; 0 = unlimited
+	// MaxBytesFrom says where MaxBytes comes from, for the error of a row above it
+	// ("the sink's max_message_bytes" when empty).
+	MaxBytesFrom string
 	// Partitioner tells the partition of a topic a key goes to, as the publisher's bus
 	// will send it: the rows of a grouping format go one message per event and partition
 	// (grouping.go). nil: one message per row.
@@ -631,8 +634,13 @@ func (c *Capture) checkSize(key, value []byte, t *rowenc.Table, m rowenc.Meta) e
 		}
 		return errSkip
 	}
-	return &fatalError{fmt.Errorf("%w: %s.%s at %s:%d is %d bytes, the limit %d (set on_too_large: skip to drop such rows)",
-		ErrMessageTooLarge, t.Database, t.Name, m.File, m.Pos, len(key)+len(value), c.MaxBytes)}
+	from := c.MaxBytesFrom
+	if from == "" {
+		from = "the sink's max_message_bytes"
+	}
+	return &fatalError{fmt.Errorf("%w: %s.%s at %s:%d is %d bytes, the limit %d (%s); raise the limit and restart the wave, "+
+		"or remove and add the instance with on_too_large: skip to drop such rows",
+		ErrMessageTooLarge, t.Database, t.Name, m.File, m.Pos, len(key)+len(value), c.MaxBytes, from)}
 }
 
 // endTxn closes a transaction: the held rows event gets the commit flag, and the boundary

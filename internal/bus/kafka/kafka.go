@@ -305,9 +305,10 @@ func (b *Bus) isClosed() bool {
 	return b.closed
 }
 
-// CreateTopic creates the topic, or accepts an existing one as it is, and returns once
-// the cluster metadata shows every partition with a leader, so a Publish right after
-// it succeeds.
+// CreateTopic creates the topic, or accepts an existing one as it is (but for a
+// max.message.bytes below the spec's, which it raises: raiseMaxMessageBytes), and returns
+// once the cluster metadata shows every partition with a leader, so a Publish right
+// after it succeeds.
 func (b *Bus) CreateTopic(ctx context.Context, spec bus.TopicSpec) error {
 	if b.isClosed() {
 		return bus.ErrClosed
@@ -333,6 +334,7 @@ func (b *Bus) CreateTopic(ctx context.Context, spec bus.TopicSpec) error {
 	// slow answer does not send an existing topic to the controller after all.
 	if _, ok, err := b.topicPartitions(ctx, spec.Name, b.admin.Timeout); err == nil && ok {
 		b.log.Debug("topic exists", "topic", spec.Name)
+		b.raiseMaxMessageBytes(ctx, spec.Name, spec.MaxMessageBytes)
 		return b.waitForLeaders(ctx, spec.Name)
 	}
 	resp, err := b.admin.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{tc}})
@@ -344,10 +346,75 @@ func (b *Bus) CreateTopic(ctx context.Context, spec bus.TopicSpec) error {
 		b.log.Info("topic created", "topic", spec.Name, "partitions", spec.Partitions, "replication", spec.Replication)
 	case errors.Is(err, kafkago.TopicAlreadyExists):
 		b.log.Debug("topic exists", "topic", spec.Name)
+		b.raiseMaxMessageBytes(ctx, spec.Name, spec.MaxMessageBytes)
 	default:
 		return fmt.Errorf("create topic %s: %w", spec.Name, err)
 	}
 	return b.waitForLeaders(ctx, spec.Name)
+}
+
+// maxMessageBytes is the topic setting that bounds a record batch, and so a message.
+const maxMessageBytes = "max.message.bytes"
+
+// TopicMaxMessageBytes returns the largest record batch topic accepts: its
+// max.message.bytes as the broker applies it (the topic's own setting, else the
+// broker's message.max.bytes).
+func (b *Bus) TopicMaxMessageBytes(ctx context.Context, topic string) (int, error) {
+	resp, err := b.admin.DescribeConfigs(ctx, &kafkago.DescribeConfigsRequest{Resources: []kafkago.DescribeConfigRequestResource{{
+		ResourceType: kafkago.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{maxMessageBytes}}}})
+	if err != nil {
+		return 0, fmt.Errorf("describe the config of topic %s: %w", topic, b.explain(ctx, err))
+	}
+	for _, r := range resp.Resources {
+		if r.Error != nil {
+			return 0, fmt.Errorf("describe the config of topic %s: %w", topic, r.Error)
+		}
+		for _, e := range r.ConfigEntries {
+			if e.ConfigName == maxMessageBytes {
+				n, err := strconv.Atoi(e.ConfigValue)
+				if err != nil {
+					return 0, fmt.Errorf("topic %s: %s is %q", topic, maxMessageBytes, e.ConfigValue)
+				}
+				return n, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("topic %s: the broker did not return its %s", topic, maxMessageBytes)
+}
+
+// raiseMaxMessageBytes raises an existing topic's max.message.bytes to want when it is
+// lower, as CreateTopic sets it on the topics it creates: a topic created before the
+// limit was raised (or by someone else) would refuse the larger messages the producer now
+// sends. It never lowers it. A failure (no AlterConfigs permission, say) is logged: the
+// caller can still read the limit (TopicMaxMessageBytes) and hold messages to it.
+func (b *Bus) raiseMaxMessageBytes(ctx context.Context, topic string, want int) {
+	if want <= 0 {
+		return
+	}
+	have, err := b.TopicMaxMessageBytes(ctx, topic)
+	if err != nil {
+		b.log.Warn("could not read the topic's max.message.bytes: messages above it are refused by the broker", "topic", topic, "err", err)
+		return
+	}
+	if have >= want {
+		return
+	}
+	resp, err := b.admin.IncrementalAlterConfigs(ctx, &kafkago.IncrementalAlterConfigsRequest{Resources: []kafkago.IncrementalAlterConfigsRequestResource{{
+		ResourceType: kafkago.ResourceTypeTopic, ResourceName: topic,
+		Configs: []kafkago.IncrementalAlterConfigsRequestConfig{{Name: maxMessageBytes, Value: strconv.Itoa(want), ConfigOperation: kafkago.ConfigOperationSet}}}}})
+	if err == nil {
+		for _, r := range resp.Resources {
+			if r.Error != nil {
+				err = r.Error
+			}
+		}
+	}
+	if err != nil {
+		b.log.Warn("the topic's max.message.bytes is below the producer's limit and could not be raised: raise it on the topic",
+			"topic", topic, "max.message.bytes", have, "want", want, "err", b.explain(ctx, err))
+		return
+	}
+	b.log.Info("the topic's max.message.bytes raised to the producer's limit", "topic", topic, "from", have, "to", want)
 }
 
 // waitForLeaders asks the cluster until the topic, which must exist, has a leader for
@@ -639,6 +706,15 @@ func (p *publisher) mapError(ctx context.Context, msgs []bus.Message, err error)
 	var werrs kafkago.WriteErrors
 	if errors.As(err, &werrs) {
 		for i, e := range werrs {
+			if e != nil && errors.Is(e, kafkago.MessageSizeTooLarge) {
+				var refused []bus.Message
+				for j, e := range werrs {
+					if e != nil && msgs[j].Topic == msgs[i].Topic {
+						refused = append(refused, msgs[j])
+					}
+				}
+				return p.refusedAsTooLarge(ctx, msgs[i].Topic, msgs[i].Topic, refused, e)
+			}
 			if e != nil {
 				return fmt.Errorf("publish: %d of %d messages failed, first message %d to %s: %w",
 					werrs.Count(), len(msgs), i, msgs[i].Topic, p.b.explain(ctx, classify(e)))
@@ -646,7 +722,26 @@ func (p *publisher) mapError(ctx context.Context, msgs []bus.Message, err error)
 		}
 	}
 	topic := msgs[0].Topic
+	if errors.Is(err, kafkago.MessageSizeTooLarge) {
+		return p.refusedAsTooLarge(ctx, topic, topic, msgs, err)
+	}
 	return fmt.Errorf("publish %d messages to %s: %w", len(msgs), topic, p.b.explain(ctx, classify(err)))
+}
+
+// refusedAsTooLarge is the error of msgs the broker refused as too large: the record
+// batch was over the topic's max.message.bytes, which is then below the writer's batch
+// bytes (a wave's max_message_bytes). It names the largest message and the topic's limit.
+func (p *publisher) refusedAsTooLarge(ctx context.Context, topic, dest string, msgs []bus.Message, err error) error {
+	largest := 0
+	for _, m := range msgs {
+		largest = max(largest, len(m.Key)+len(m.Value))
+	}
+	limit := "unknown"
+	if n, lerr := p.b.TopicMaxMessageBytes(ctx, topic); lerr == nil {
+		limit = strconv.Itoa(n)
+	}
+	return fmt.Errorf("publish %d messages to %s: the broker refused them as too large: the largest is %d bytes, and topic %s's max.message.bytes is %s, "+
+		"below the producer's limit %d (raise it on the topic): %w", len(msgs), dest, largest, topic, limit, p.b.opts.BatchBytes, classify(err))
 }
 
 // classify wraps kafka-go errors that have a bus meaning with the bus sentinel.

@@ -242,3 +242,59 @@ func TestPublishCanceledWritesNothingIntegration(t *testing.T) {
 		t.Fatalf("first message on the topic = %q, want only the live one", got)
 	}
 }
+
+// TestExistingTopicMaxMessageBytesIntegration: CreateTopic raises an existing topic's
+// max.message.bytes to the spec's when it is lower (a topic made before the limit was
+// raised), as it sets it on the topics it creates; and a message the broker refuses as
+// too large for its topic is an ErrMessageTooLarge naming its size and the topic's limit.
+func TestExistingTopicMaxMessageBytesIntegration(t *testing.T) {
+	addr := testenv.Require(t, testenv.Kafka)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const small, large = 1 << 20, 4 << 20
+	b, err := kafka.New(kafka.Options{Brokers: testenv.HostPorts(addr), BatchBytes: large, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	topic := fmt.Sprintf("bustest.maxbytes.%d", time.Now().UnixNano())
+	if err := b.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: 1, MaxMessageBytes: small}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.TopicMaxMessageBytes(ctx, topic); err != nil || n != small {
+		t.Fatalf("max.message.bytes of the new topic: %d, %v; want %d", n, err, small)
+	}
+	p, err := b.Publisher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	big := bus.Message{Topic: topic, Value: make([]byte, 2<<20)}
+	for name, publish := range map[string]func() error{
+		"Publish":   func() error { return p.Publish(ctx, big) },
+		"PublishTo": func() error { return p.(bus.PartitionPublisher).PublishTo(ctx, topic, 0, big) },
+	} {
+		err := publish()
+		if !errors.Is(err, bus.ErrMessageTooLarge) || !strings.Contains(err.Error(), "the largest is 2097152 bytes") ||
+			!strings.Contains(err.Error(), "max.message.bytes is 1048576") {
+			t.Errorf("%s of 2 MiB to a topic of 1 MiB: %v; want ErrMessageTooLarge naming the size and the topic's limit", name, err)
+		}
+	}
+
+	if err := b.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: 1, MaxMessageBytes: large}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.TopicMaxMessageBytes(ctx, topic); err != nil || n != large {
+		t.Fatalf("max.message.bytes after CreateTopic with a larger limit: %d, %v; want it raised to %d", n, err, large)
+	}
+	if err := p.Publish(ctx, big); err != nil {
+		t.Fatalf("Publish of 2 MiB once the topic takes 4 MiB: %v", err)
+	}
+	// Never lowered.
+	if err := b.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: 1, MaxMessageBytes: small}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.TopicMaxMessageBytes(ctx, topic); err != nil || n != large {
+		t.Fatalf("max.message.bytes after CreateTopic with a smaller limit: %d, %v; want it kept at %d", n, err, large)
+	}
+}

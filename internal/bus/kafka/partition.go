@@ -150,6 +150,8 @@ func (p *publisher) PublishTo(ctx context.Context, topic string, partition int, 
 		return bus.ErrClosed
 	case ctx.Err() != nil:
 		return fmt.Errorf("publish %d messages: %w", len(msgs), err)
+	case errors.Is(err, kafkago.MessageSizeTooLarge):
+		return p.refusedAsTooLarge(ctx, topic, fmt.Sprintf("%s/%d", topic, partition), msgs, err)
 	}
 	return fmt.Errorf("publish %d messages to %s/%d: %w", len(msgs), topic, partition, p.b.explain(ctx, classify(err)))
 }
