@@ -67,20 +67,10 @@ func TestRowsBeforeFirstConnectIntegration(t *testing.T) {
 			defer b.Close()
 			pub, _ := b.Publisher()
 			var fixed atomic.Bool
-			wv, err := wave.New(wave.Options{Node: "wave-s", Coord: c, Publisher: pub, Topics: b, TopicSpec: bus.TopicSpec{Partitions: 1},
+			wv, stop := runWave(t, ctx, wave.Options{Node: "wave-s", Coord: c, Publisher: pub, Topics: b, TopicSpec: bus.TopicSpec{Partitions: 1},
 				PollInterval: 100 * time.Millisecond, Logger: testLogger(t),
 				Password: func(s cluster.Source) (config.Secret, error) { return secret(fixed.Load())(s) }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			errc := make(chan error, 1)
-			go func() { errc <- wv.Run(ctx) }()
-			defer func() {
-				wv.Close()
-				if err := <-errc; err != nil {
-					t.Errorf("wave Run: %v", err)
-				}
-			}()
+			defer stop()
 			waitState(t, ctx, wv, inst.ID, cluster.StateRetrying)
 
 			exec("INSERT INTO " + db + ".t VALUES (1)")

@@ -203,19 +203,9 @@ func TestWaveMemoryBusIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.run(2000, 200)
-	wv, err := wave.New(wave.Options{Node: "wave-m", Coord: c, Publisher: pub, Topics: b,
+	_, stop := runWave(t, ctx, wave.Options{Node: "wave-m", Coord: c, Publisher: pub, Topics: b,
 		TopicSpec: bus.TopicSpec{Partitions: 3}, PollInterval: 200 * time.Millisecond, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- wv.Run(ctx) }()
-	defer func() {
-		wv.Close()
-		if err := <-errc; err != nil {
-			t.Errorf("wave Run: %v", err)
-		}
-	}()
+	defer stop()
 	read := func(topic string, want int) []received {
 		for b.CreateTopic(ctx, bus.TopicSpec{Name: topic, Partitions: 3}) != nil {
 		}

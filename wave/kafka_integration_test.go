@@ -176,21 +176,11 @@ func TestWaveKafkaIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	addrc := make(chan string, 1)
-	wv, err := wave.New(wave.Options{Node: "wave-k1", HTTPAddr: "127.0.0.1:0", Coord: c, Publisher: pub, Topics: b,
+	_, stop := runWave(t, ctx, wave.Options{Node: "wave-k1", HTTPAddr: "127.0.0.1:0", Coord: c, Publisher: pub, Topics: b,
 		TopicSpec: bus.TopicSpec{Partitions: 3}, MaxMessageBytes: 1 << 20, PollInterval: 200 * time.Millisecond,
 		Logger: testLogger(t), Ready: func(a string) { addrc <- a },
 		Pipeline: wave.PipelineOptions{CommitInterval: 200 * time.Millisecond, PublishChunkMessages: chunk, PublishChunkBytes: 1 << 20}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- wv.Run(ctx) }()
-	defer func() {
-		wv.Close()
-		if err := <-errc; err != nil {
-			t.Errorf("wave Run: %v", err)
-		}
-	}()
+	defer stop()
 	addr := <-addrc
 
 	// Writing, capturing and reading back overlap, as in production: the wave follows

@@ -39,19 +39,9 @@ func TestRemoveInstanceInErrorStateIntegration(t *testing.T) {
 			}
 			defer b.Close()
 			pub, _ := b.Publisher()
-			wv, err := wave.New(wave.Options{Node: "wave-r", Coord: c, Publisher: pub, Topics: b,
+			wv, stop := runWave(t, ctx, wave.Options{Node: "wave-r", Coord: c, Publisher: pub, Topics: b,
 				TopicSpec: bus.TopicSpec{Partitions: 1}, PollInterval: 100 * time.Millisecond, Logger: testLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			errc := make(chan error, 1)
-			go func() { errc <- wv.Run(ctx) }()
-			defer func() {
-				wv.Close()
-				if err := <-errc; err != nil {
-					t.Errorf("wave Run: %v", err)
-				}
-			}()
+			defer stop()
 
 			for try := range 3 {
 				id := fmt.Sprintf("purged-%d", try)

@@ -54,19 +54,9 @@ func TestWaveHoldsRowsToTopicLimitIntegration(t *testing.T) {
 	}
 	defer b.Close()
 	pub, _ := b.Publisher()
-	wv, err := wave.New(wave.Options{Node: "wave-l", Coord: c, Publisher: pub, Topics: limitedTopics{Bus: b, limit: 3000},
+	wv, stop := runWave(t, ctx, wave.Options{Node: "wave-l", Coord: c, Publisher: pub, Topics: limitedTopics{Bus: b, limit: 3000},
 		TopicSpec: bus.TopicSpec{Partitions: 1}, MaxMessageBytes: 1 << 20, PollInterval: 100 * time.Millisecond, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- wv.Run(ctx) }()
-	defer func() {
-		wv.Close()
-		if err := <-errc; err != nil {
-			t.Errorf("wave Run: %v", err)
-		}
-	}()
+	defer stop()
 	waitState(t, ctx, wv, inst.ID, cluster.StateError)
 	st := wv.Status()[0]
 	for _, want := range []string{"larger than the sink accepts", w.db + ".t_big at ", "the limit 2872",
