@@ -125,7 +125,8 @@ func appendCounts(b []byte, c lbplugins.FilterCounts) []byte {
 	for _, kv := range [...]struct {
 		key string
 		n   int
-	}{{"excluded", c.Excluded}, {"stale", c.Stale}, {"no_data", c.NoData}, {"over_threshold", c.OverThreshold}, {"plugin", c.Plugin}} {
+	}{{"excluded", c.Excluded}, {"stale", c.Stale}, {"no_wave", c.NoWave}, {"wave_stopped", c.WaveStopped}, {"no_data", c.NoData},
+		{"over_threshold", c.OverThreshold}, {"plugin", c.Plugin}} {
 		if kv.n == 0 {
 			continue
 		}

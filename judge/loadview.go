@@ -332,7 +332,7 @@ func (wl *waveLoad) utilNow() (float64, bool) {
 // predicted utilisation (nil for a node without a wave).
 func (j *Judge) nodeLoad(n analysis.Node, hist *analysis.Snapshot) ([]api.InstanceCost, *api.NodeLoad) {
 	wl := j.waveLoadOf(n, j.profilesOf(hist))
-	if !reportsWave(n) {
+	if !reportedWave(n) {
 		return wl.insts, nil
 	}
 	v := &wl.view

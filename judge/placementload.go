@@ -77,7 +77,7 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 	var rows, bytes []float64
 	var sumRows, sumBytes float64
 	for _, n := range j.inc.Nodes() {
-		if !reportsWave(n) {
+		if !n.RunsWave() { // the placements' rule (NodeView.Wave): a stopped wave has no load to weigh
 			continue
 		}
 		wl := j.waveLoadOf(n, prof)

@@ -107,7 +107,7 @@ func TestPlacementInUtilisation(t *testing.T) {
 	for _, f := range ans.FilteredNodes {
 		filtered[f.Node] = f.Reason
 	}
-	require.Equal(t, utilisation.ReasonNoWave, filtered["db-host"])
+	require.Equal(t, lbplugins.ReasonNoWave, filtered["db-host"], "a host without a wave: no candidate, whatever the algorithm")
 	require.Contains(t, filtered["wave-c"], "over max_utilisation: predicted peak ", "0.68 + its cost over 4 cores passes 0.7")
 	require.Equal(t, 2, ans.Candidates)
 

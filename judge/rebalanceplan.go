@@ -3,24 +3,19 @@ package judge
 import (
 	"cmp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/binlake/binlake/internal/rebalance"
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/lbplugins"
 )
 
-// reportsWave: the node's agent scrapes a wave (it reports wave.* series), so the node
-// is a wave the planner may move instances to. A host without a wave is not.
-func reportsWave(n analysis.Node) bool {
-	for _, s := range n.Series {
-		if strings.HasPrefix(s.Name, "wave.") {
-			return true
-		}
-	}
-	return false
-}
+// reportedWave: the node's agent scraped a wave this hour (it reported wave.* series,
+// which may have stopped since: analysis.Node.Wave), so the node has a wave's figures
+// (its prices, its host's CPU) for a balancer that names it. Whether it runs one now
+// is Node.RunsWave.
+func reportedWave(n analysis.Node) bool { return n.Wave() != lbplugins.WaveUnknown }
 
 // PlanRebalance plans for the cluster a balancer describes (POST /v1/rebalance): its
 // waves and assignments, with each instance's work from the node that reports it.
@@ -29,9 +24,10 @@ func (j *Judge) PlanRebalance(req api.RebalanceRequest) api.RebalanceAnswer {
 }
 
 // PlanRebalanceFromView plans from what the agents report (GET /v1/rebalance), a dry
-// run for an operator: the waves are the nodes that report wave series, live as the
-// node listings say, and the instances those the nodes run (costsOf). Nothing is
-// pinned or cooling down: the judge does not know.
+// run for an operator: the waves are the nodes that run one (analysis.Node.RunsWave: a
+// node whose wave series stopped while its host's go on is none, as for placements),
+// live as the node listings say, and the instances those the nodes run (costsOf).
+// Nothing is pinned or cooling down: the judge does not know.
 func (j *Judge) PlanRebalanceFromView() api.RebalanceAnswer {
 	now := j.now()
 	var (
@@ -42,7 +38,7 @@ func (j *Judge) PlanRebalanceFromView() api.RebalanceAnswer {
 	at := map[string]int{} // instance → its index in insts
 	aliveAt := map[string]bool{}
 	for _, n := range j.inc.Nodes() { // sorted by node
-		if !reportsWave(n) {
+		if !n.RunsWave() {
 			continue
 		}
 		alive := j.live(n.LastSeen, n.Interval, now)
@@ -77,7 +73,8 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 	hist := j.hist.Snapshot()
 	prof := j.profilesOf(hist)
 	// Every wave node's view once: an instance is looked up on the node the request
-	// names, and, when that node does not report it, on the others.
+	// names, and, when that node does not report it, on the others. The waves are the
+	// balancer's to name: one whose wave series stopped here keeps its figures.
 	type reported struct {
 		cost     api.InstanceCost
 		runs     bool
@@ -86,7 +83,7 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 	views := map[string]*waveView{}
 	byInst := map[string][]reported{}
 	for _, n := range j.inc.Nodes() { // sorted by node
-		if !reportsWave(n) {
+		if !reportedWave(n) {
 			continue
 		}
 		v := j.viewOf(n)

@@ -34,11 +34,15 @@ type FilterCounts struct {
 	NoData        int `json:"no_data,omitempty"`
 	OverThreshold int `json:"over_threshold,omitempty"`
 	Plugin        int `json:"plugin,omitempty"`
+	// NoWave counts the nodes without wave series while others have them (a host
+	// without a wave), WaveStopped those whose wave series stopped (NodeView.Wave).
+	NoWave      int `json:"no_wave,omitempty"`
+	WaveStopped int `json:"wave_stopped,omitempty"`
 }
 
 // Total is the number of filtered nodes.
 func (c FilterCounts) Total() int {
-	return c.Excluded + c.Stale + c.NoData + c.OverThreshold + c.Plugin
+	return c.Excluded + c.Stale + c.NoData + c.OverThreshold + c.Plugin + c.NoWave + c.WaveStopped
 }
 
 // Decision is the outcome of one placement.
@@ -61,6 +65,12 @@ type Decision struct {
 	// scored by, or that it fell back); empty for most.
 	Note string
 }
+
+// The reasons of the common filters that say a node is no wave to place on.
+const (
+	ReasonNoWave      = "no wave: the node reports no wave.* series while other nodes do (a host without a wave, or one whose agent scrapes none)"
+	ReasonWaveStopped = "wave stopped: its wave.* series stopped while its host's metrics go on (its wave is down or no longer scraped)"
+)
 
 // ErrNoCandidates is returned (wrapped, with the reasons) when every node was filtered.
 var ErrNoCandidates = errors.New("no live node can take the instance")
@@ -172,10 +182,10 @@ func (r *Round) PendingCores(i int) float64 {
 }
 
 // Passes reports whether node i passes the common filters of the round (not excluded,
-// not stale, under every threshold), whatever the plugin's own filters say.
+// not stale, a wave, under every threshold), whatever the plugin's own filters say.
 func (r *Round) Passes(i int) bool {
 	s := r.Snap
-	return !r.excluded[i] && s.lastSeen[i] != 0 && r.Req.Now.UnixNano() <= s.staleAt[i] && s.over[i] == 0
+	return !r.excluded[i] && s.lastSeen[i] != 0 && r.Req.Now.UnixNano() <= s.staleAt[i] && !s.blocked(i)
 }
 
 // Explaining reports whether the reasons a NodeFilter gives will be shown (an explain
@@ -202,6 +212,8 @@ const (
 	passed = iota
 	byExcluded
 	byStale
+	byNoWave
+	byWaveStopped
 	byNoData
 	byThreshold
 	byPlugin
@@ -231,6 +243,10 @@ func (r *Round) filter(i int, now int64, pf filters) (int, string) {
 		return byExcluded, ""
 	case s.lastSeen[i] == 0 || now > s.staleAt[i]:
 		return byStale, ""
+	case s.wave[i] == noWave:
+		return byNoWave, ""
+	case s.wave[i] == waveStopped:
+		return byWaveStopped, ""
 	case pf.reads != 0 && s.reports[i]&pf.reads == 0, pf.data != nil && pf.data.NoData(r, i):
 		return byNoData, ""
 	case s.over[i] != 0:
@@ -256,6 +272,10 @@ func (r *Round) reason(i, why int, pluginReason string, now time.Time) string {
 		}
 		age := now.Sub(time.Unix(0, s.lastSeen[i]))
 		return fmt.Sprintf("stale: no batch for %s (limit %g intervals of %s)", age.Round(time.Second), s.filters.StaleIntervals, s.interval[i])
+	case byNoWave:
+		return ReasonNoWave
+	case byWaveStopped:
+		return ReasonWaveStopped
 	case byNoData:
 		return "no data: the node reports none of the levels " + r.algorithm + " reads"
 	case byThreshold:
@@ -272,6 +292,10 @@ func (c *FilterCounts) add(why int) {
 		c.Excluded++
 	case byStale:
 		c.Stale++
+	case byNoWave:
+		c.NoWave++
+	case byWaveStopped:
+		c.WaveStopped++
 	case byNoData:
 		c.NoData++
 	case byThreshold:
@@ -445,7 +469,7 @@ func (r *Round) passEach(now time.Time, pf filters, d *Decision) (int, uint8) {
 	oldest := -1
 	for i := range s.Views {
 		// The common case inline: a live node with data under its thresholds.
-		if !r.excluded[i] && s.lastSeen[i] != 0 && nowNs <= s.staleAt[i] && s.over[i] == 0 &&
+		if !r.excluded[i] && s.lastSeen[i] != 0 && nowNs <= s.staleAt[i] && !s.blocked(i) &&
 			(pf.reads == 0 || s.reports[i]&pf.reads != 0) && pf.data == nil && pf.node == nil {
 			r.pass(i, &anyMask, &oldest)
 			continue

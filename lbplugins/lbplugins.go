@@ -90,7 +90,29 @@ type NodeView struct {
 	// Capacity is the node's load in the judge's load model (judge/loadview.go), the
 	// numbers its rebalancing plans use; nil for a node that runs no wave.
 	Capacity *Capacity
+	// Wave is what the node's metrics say of a wave on it. Every algorithm filters a
+	// node whose wave stopped, and one without wave series while other nodes have them
+	// (Snapshot: a placement is on a wave).
+	Wave WaveState
 }
+
+// WaveState is what a node's metrics say of a wave on it: whether its agent reports
+// wave.* series, and whether they are still in its recent batches.
+type WaveState uint8
+
+// What a node's metrics say of a wave on it.
+const (
+	// WaveUnknown: no wave.* series this hour. A host without a wave (an alarm's, a
+	// judge's), or one whose metrics come without wave series (node_exporter's through
+	// remote write): a candidate only when no node of the snapshot has wave series.
+	WaveUnknown WaveState = iota
+	// WaveRunning: a wave.* series is in the node's recent batches.
+	WaveRunning
+	// WaveStopped: the node had wave.* series this hour, and every one of them stopped
+	// (the judge's analysis.StoppedAfter) while the host's metrics went on: its wave
+	// process is down or no longer scraped. Never a candidate.
+	WaveStopped
+)
 
 // Capacity is a wave node in the judge's load model, in CPU cores: its host's cores,
 // the prices the judge fitted for its work, and what it uses at its predicted peak over

@@ -117,6 +117,40 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		{
+			// A host without a wave beside waves, and a wave whose series stopped, are no
+			// candidates whatever the plugin scores them.
+			name:   "no wave and wave stopped",
+			plugin: fixed{scores: map[string]float64{"host": 99, "stopped": 98, "w": 10}},
+			nodes: []*lbplugins.NodeView{
+				withWave(cluster.Node("host", nil), lbplugins.WaveUnknown),
+				withWave(cluster.Node("stopped", nil), lbplugins.WaveStopped),
+				withWave(cluster.Node("w", nil), lbplugins.WaveRunning),
+			},
+			want: "w", order: []string{"w"},
+			filtered: []lbplugins.Filtered{
+				{Node: "host", Reason: lbplugins.ReasonNoWave},
+				{Node: "stopped", Reason: lbplugins.ReasonWaveStopped},
+			},
+		},
+		{
+			// No node says anything of a wave (node_exporter's metrics alone): each may be one.
+			name:   "no wave series anywhere",
+			plugin: fixed{scores: map[string]float64{"h1": 20, "h2": 30}},
+			nodes:  []*lbplugins.NodeView{cluster.Node("h1", nil), cluster.Node("h2", nil)},
+			want:   "h2", order: []string{"h2", "h1"},
+		},
+		{
+			// Its wave stopped: it is none, even when no other node has a wave.
+			name:   "the only wave stopped",
+			plugin: fixed{},
+			nodes:  []*lbplugins.NodeView{withWave(cluster.Node("s", nil), lbplugins.WaveStopped), cluster.Node("h", nil)},
+			filtered: []lbplugins.Filtered{
+				{Node: "h", Reason: lbplugins.ReasonNoWave},
+				{Node: "s", Reason: lbplugins.ReasonWaveStopped},
+			},
+			err: "no live node can take the instance: all 2 nodes filtered (h: " + lbplugins.ReasonNoWave + "; s: " + lbplugins.ReasonWaveStopped + ")",
+		},
+		{
 			name:    "all filtered",
 			plugin:  fixed{},
 			exclude: []string{"a"},
@@ -156,6 +190,11 @@ func TestDecide(t *testing.T) {
 			require.Equal(t, cluster.Now.Add(-5*time.Second), d.DataAsOf)
 		})
 	}
+}
+
+func withWave(n *lbplugins.NodeView, w lbplugins.WaveState) *lbplugins.NodeView {
+	n.Wave = w
+	return n
 }
 
 // Reserved instances count on their node with the cluster's load per instance: two

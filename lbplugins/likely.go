@@ -7,7 +7,7 @@ import (
 )
 
 // likelySet is, per snapshot, the nodes that pass every common filter a request does not
-// decide: seen, fresh when the snapshot was built, and under every threshold. Most
+// decide: seen, fresh when the snapshot was built, a wave, and under every threshold. Most
 // rounds exclude one node or none and find every likely node still fresh, so their
 // candidates are this list less the excluded, found without testing each node against
 // each filter (Decide's fast path).
@@ -28,7 +28,7 @@ func (s *Snapshot) fillLikely() {
 	l := &s.likely
 	l.built, l.fresh = s.BuiltAt.UnixNano(), math.MaxInt64
 	for i := range s.Views {
-		if s.lastSeen[i] == 0 || s.staleAt[i] < l.built || s.over[i] != 0 {
+		if s.lastSeen[i] == 0 || s.staleAt[i] < l.built || s.blocked(i) {
 			l.others = append(l.others, i)
 			continue
 		}

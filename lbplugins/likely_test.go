@@ -12,8 +12,9 @@ import (
 
 // TestFastFiltersDecideAsEach compares Decide's fast path (the snapshot's likely nodes
 // less the excluded) with the filters run node by node, for every plugin, on clusters
-// with stale, never-seen, over-threshold and partly reporting nodes, with and without
-// exclusions and reservations, and at times when likely nodes turn stale.
+// with stale, never-seen, over-threshold, partly reporting, waveless and stopped-wave
+// nodes, with and without exclusions and reservations, and at times when likely nodes
+// turn stale.
 func TestFastFiltersDecideAsEach(t *testing.T) {
 	filters := lbplugins.Filters{Thresholds: map[string]float64{lbplugins.CPUUtil: 70}}
 	for seed := range uint64(6) {
@@ -35,6 +36,16 @@ func TestFastFiltersDecideAsEach(t *testing.T) {
 			case i%5 == 0:
 				delete(n.Current, lbplugins.WaveTPS)
 				delete(n.Current, lbplugins.NetRxBps)
+			}
+			if seed >= 3 { // the fleet reports its waves: some hosts run none, some waves stopped
+				switch {
+				case i%11 == 0:
+					n.Wave = lbplugins.WaveUnknown
+				case i%17 == 0:
+					n.Wave = lbplugins.WaveStopped
+				default:
+					n.Wave = lbplugins.WaveRunning
+				}
 			}
 			if seed%2 == 1 && i%3 == 0 { // some nodes report the wave's figures only
 				for _, m := range []string{lbplugins.CPUUtil, lbplugins.MemUsedPct, lbplugins.Load1} {

@@ -17,7 +17,7 @@ func Precompose(s *Snapshot, w *Weights) *Precomposed {
 	for res := range numRes {
 		p.sc.maxRel[res] = 1
 	}
-	likely := func(i int) bool { return s.lastSeen[i] != 0 && s.over[i] == 0 }
+	likely := func(i int) bool { return s.lastSeen[i] != 0 && !s.blocked(i) }
 	for i := range s.Views {
 		if !likely(i) {
 			continue

@@ -63,6 +63,7 @@ type Snapshot struct {
 	staleAt    []int64 // UnixNano after which the node is stale
 	interval   []time.Duration
 	over       []int32 // 1 + index into thresholds of the first exceeded, 0 when none
+	wave       []uint8 // why the node is no wave to place on (noWave, waveStopped); 0: it may be one
 	kind       [numRes][]uint8
 	reports    []uint8 // bit res set when the node reports resource res
 	hasRel     [numRes]bool
@@ -97,9 +98,17 @@ func NewSnapshot(nodes []*NodeView, f Filters, builtAt time.Time, plugins ...Plu
 	for r := range numRes {
 		s.kind[r], s.raw[r], s.free[r] = make([]uint8, n), make([]float64, n), make([]float64, n)
 	}
+	s.wave = make([]uint8, n)
+	anyWave := slices.ContainsFunc(s.Views, func(v *NodeView) bool { return v.Wave != WaveUnknown })
 	for i, v := range s.Views {
 		s.index[v.Node] = i
 		s.fillNode(i, v)
+		switch {
+		case v.Wave == WaveStopped:
+			s.wave[i] = waveStopped
+		case v.Wave == WaveUnknown && anyWave:
+			s.wave[i] = noWave
+		}
 	}
 	s.fillDemand()
 	s.fillByLevel()
@@ -109,6 +118,16 @@ func NewSnapshot(nodes []*NodeView, f Filters, builtAt time.Time, plugins ...Plu
 	}
 	return s
 }
+
+// Why a node is no wave to place on (Snapshot.wave).
+const (
+	noWave      = 1 + iota // no wave series, while other nodes have them
+	waveStopped            // its wave series stopped
+)
+
+// blocked reports whether node i is filtered whatever the request: over a threshold,
+// or no wave to place on.
+func (s *Snapshot) blocked(i int) bool { return s.over[i] != 0 || s.wave[i] != 0 }
 
 func (s *Snapshot) fillNode(i int, v *NodeView) {
 	iv := v.Interval

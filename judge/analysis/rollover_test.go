@@ -155,7 +155,7 @@ func TestCarriedLevelExpires(t *testing.T) {
 			a.Observe(batch("wave-silent", at, metric.Point{Name: lbplugins.CPUUtil, Value: 5},
 				metric.Point{Name: lbplugins.WaveTPS, Value: 100, Labels: tps}))
 		}
-		a.Observe(batch("wave-busy", at, metric.Point{Name: lbplugins.CPUUtil, Value: 60}))
+		a.Observe(batch("wave-busy", at, metric.Point{Name: lbplugins.CPUUtil, Value: 60}, metric.Point{Name: lbplugins.WaveInstances, Value: 1}))
 
 		if at.Equal(time.Date(2026, 11, 29, 14, 59, 50, 0, time.UTC)) {
 			views, _ := a.Views()

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/binlake/binlake/internal/metric"
@@ -53,6 +54,62 @@ func (n Node) StoppedAt(last time.Time) bool { return stoppedAt(last, n.LastBatc
 
 // Stopped reports whether the node's recent batches no longer carry s (StoppedAt).
 func (n Node) Stopped(s Series) bool { return n.StoppedAt(s.LastTS) }
+
+// IsWaveSeries reports whether a series of name comes from a wave (its agent scrapes
+// one): the wave.* metrics.
+func IsWaveSeries(name string) bool { return strings.HasPrefix(name, "wave.") }
+
+// Wave says what the node's series say of a wave on it: running while a wave.* series
+// is in its recent batches (not stopped), stopped when it had some this hour and every
+// one stopped (its host's metrics going on), unknown without any. The one rule of
+// "the node runs a wave" for placements (Views), plans and the node listings: a node
+// is a wave to place on or plan for only while it runs one.
+func (n Node) Wave() lbplugins.WaveState {
+	state := lbplugins.WaveUnknown
+	for _, s := range n.Series {
+		if !IsWaveSeries(s.Name) {
+			continue
+		}
+		if !n.Stopped(s) {
+			return lbplugins.WaveRunning
+		}
+		state = lbplugins.WaveStopped
+	}
+	return state
+}
+
+// RunsWave reports whether the node runs a wave (Wave).
+func (n Node) RunsWave() bool { return n.Wave() == lbplugins.WaveRunning }
+
+// wave is Node.Wave of the node's state: the node-level series first (a wave reports
+// wave.instances in every scrape), the labelled ones only when none of those runs.
+// Callers hold the read lock at least.
+func (n *nodeState) wave() lbplugins.WaveState {
+	state := lbplugins.WaveUnknown
+	check := func(s *seriesState) bool {
+		if !IsWaveSeries(s.name) {
+			return false
+		}
+		if !n.stopped(s) {
+			return true
+		}
+		state = lbplugins.WaveStopped
+		return false
+	}
+	for _, s := range n.series.plain {
+		if check(s) {
+			return lbplugins.WaveRunning
+		}
+	}
+	for _, head := range n.series.labelled {
+		for s := head; s != nil; s = s.next {
+			if check(s) {
+				return lbplugins.WaveRunning
+			}
+		}
+	}
+	return state
+}
 
 func (n *nodeState) stopped(s *seriesState) bool {
 	return s.lastTS != 0 && stoppedAt(time.Unix(0, s.lastTS), n.lastTS, n.interval())
@@ -144,17 +201,17 @@ func (a *Incremental) NodeIDs() []string {
 	return out
 }
 
-// Views returns a NodeView per node with liveness and the node-level (unlabelled)
-// series of the current hour, carried ones included and stopped ones not (a wave that
-// stopped reporting has no wave.tps or wave.instances, rather than its last ones);
-// History is left for the caller. The version changes whenever the result would, so
+// Views returns a NodeView per node with liveness, whether it runs a wave (Node.Wave)
+// and the node-level (unlabelled) series of the current hour, carried ones included and
+// stopped ones not (a wave that stopped reporting has no wave.tps or wave.instances,
+// rather than its last ones); History is left for the caller. The version changes whenever the result would, so
 // callers may cache.
 func (a *Incremental) Views() ([]*lbplugins.NodeView, uint64) {
 	a.rlock()
 	defer a.mu.RUnlock()
 	out := make([]*lbplugins.NodeView, 0, len(a.nodes))
 	for id, n := range a.nodes {
-		v := &lbplugins.NodeView{Node: id, LastSeen: n.lastSeen, Interval: n.interval(),
+		v := &lbplugins.NodeView{Node: id, LastSeen: n.lastSeen, Interval: n.interval(), Wave: n.wave(),
 			Current: make(map[string]lbplugins.Current, len(n.series.plain))}
 		for name, s := range n.series.plain {
 			if !n.stopped(s) {
