@@ -3,6 +3,7 @@ package judge
 import (
 	"math"
 	"slices"
+	"time"
 
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/analysis"
@@ -21,12 +22,37 @@ type nodeCosts struct {
 	// costs has every instance with a wave.tps, wave.bytes_per_s or
 	// wave.instance_running series on the node.
 	costs map[string]api.InstanceCost
-	// runs holds those the node runs, in the judge's own view (see costsOf).
-	runs map[string]bool
+	// runs holds those the node runs, in the judge's own view (see costsOf), and claims
+	// what says so, to weigh against another node's (claim.beats).
+	runs   map[string]bool
+	claims map[string]claim
 	// cpu is the wave process's CPU now (the EWMA of wave.cpu_cores), hasCPU whether
 	// the node reports it (and has not stopped: analysis.StoppedAfter).
 	cpu    float64
 	hasCPU bool
+}
+
+// claim is what says that a node runs an instance: its wave.instance_running at 1
+// (byState), else, for a wave that reports no instance_running, its wave.tps; at is the
+// time of that series' last sample.
+type claim struct {
+	node    string
+	byState bool
+	at      time.Time
+}
+
+// beats reports whether claim c is the better of two nodes' claims to run one
+// instance: the wave's state over a rate, then the newer (the wave the instance left
+// says running for up to analysis.StoppedAfter intervals after it left, in batches
+// older than the new wave's), then the first node by id.
+func (c claim) beats(o claim) bool {
+	switch {
+	case c.byState != o.byState:
+		return c.byState
+	case !c.at.Equal(o.at):
+		return c.at.After(o.at)
+	}
+	return c.node < o.node
 }
 
 // costsOf derives the costs of the instances node n reports, each instance costing
@@ -39,22 +65,35 @@ type nodeCosts struct {
 //
 // The node runs an instance, in the judge's view, when a wave.instance_running series of
 // it holds 1 and is in the node's recent batches (not stopped, analysis.StoppedAfter;
-// a carried level is the previous hour's), or, for a wave that reports no
-// wave.instance_running of it, when its wave.tps is: instance_running, when there, says
-// that an instance with a rate is stopped. A wave stops reporting an instance that left
-// it, and its last 1 stood for the rest of the hour: the wave it left looked as loaded
-// to placements, and GET /v1/nodes listed it there, until xx:00.
+// a carried level is the previous hour's). A wave that reports wave.instance_running
+// (of any instance, this hour) says so of every instance it runs: one it reports only a
+// wave.tps of runs elsewhere. The wave an instance left keeps its counters, so its
+// wave.tps at 0, until it restarts, and once its instance_running series of it had gone
+// (an hour after, or at once for a judge restarted since) that rate alone put the
+// instance on it again: GET /v1/rebalance planned moves from it and GET /v1/nodes/{id}
+// listed it there at 0 rows/s. Only a wave that reports no wave.instance_running at all
+// runs the instances whose wave.tps it reports recently, and none while its
+// wave.instances says 0. A wave stops reporting an instance that left it, and its last 1
+// stood for the rest of the hour: the wave it left looked as loaded to placements, and
+// GET /v1/nodes listed it there, until xx:00. Two nodes may still both claim an
+// instance for a few intervals after it moved: claim.beats decides between them.
 func costsOf(n analysis.Node, floor float64) nodeCosts {
 	rows, bytes, sharing := map[string]float64{}, map[string]float64{}, map[string]float64{}
-	running, hasRunning, tpsNow := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	hasRunning := map[string]bool{}
+	runningAt, tpsAt := map[string]time.Time{}, map[string]time.Time{}
 	var cpu, totalRows float64
-	hasCPU := false
+	hasCPU, reportsStates := false, false
+	idle := false // the wave says it leads no instance (wave.instances 0)
 	recent := func(s analysis.Series) bool { return !s.Carried && !n.Stopped(s) }
 	for _, s := range n.Series {
 		inst := s.Labels[labelInstance]
 		if inst == "" {
-			if s.Name == metric.WaveCPUCores && len(s.Labels) == 0 && !n.Stopped(s) {
+			switch {
+			case len(s.Labels) > 0 || n.Stopped(s):
+			case s.Name == metric.WaveCPUCores:
 				cpu, hasCPU = nonNegative(s.EWMA), s.HasLevel()
+			case s.Name == metric.WaveInstances:
+				idle = recent(s) && s.Last == 0
 			}
 			continue
 		}
@@ -66,16 +105,22 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 				sharing[inst] += v
 				totalRows += v
 			}
-			tpsNow[inst] = tpsNow[inst] || recent(s)
+			if at, ok := tpsAt[inst]; recent(s) && (!ok || s.LastTS.After(at)) {
+				tpsAt[inst] = s.LastTS
+			}
 		case metric.WaveBytesPerS:
 			bytes[inst] += nonNegative(s.EWMA)
 		case metric.WaveInstanceRunning:
 			// One series per state the instance was in this hour: any that says running.
-			hasRunning[inst] = true
-			running[inst] = running[inst] || (s.Last == 1 && recent(s))
+			hasRunning[inst], reportsStates = true, true
+			if s.Last == 1 && recent(s) {
+				if at, ok := runningAt[inst]; !ok || s.LastTS.After(at) {
+					runningAt[inst] = s.LastTS
+				}
+			}
 		}
 	}
-	out := nodeCosts{costs: map[string]api.InstanceCost{}, runs: map[string]bool{}, cpu: cpu, hasCPU: hasCPU}
+	out := nodeCosts{costs: map[string]api.InstanceCost{}, runs: map[string]bool{}, claims: map[string]claim{}, cpu: cpu, hasCPU: hasCPU}
 	add := func(inst string) {
 		if _, ok := out.costs[inst]; ok {
 			return
@@ -86,8 +131,10 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 			c.CPUShare = cpu * sharing[inst] / totalRows
 		}
 		out.costs[inst] = c
-		if running[inst] || (!hasRunning[inst] && tpsNow[inst]) {
-			out.runs[inst] = true
+		if at, ok := runningAt[inst]; ok {
+			out.runs[inst], out.claims[inst] = true, claim{node: n.Node, byState: true, at: at}
+		} else if at, ok := tpsAt[inst]; ok && !reportsStates && !idle {
+			out.runs[inst], out.claims[inst] = true, claim{node: n.Node, at: at}
 		}
 	}
 	for _, m := range []map[string]float64{rows, bytes} {
@@ -99,6 +146,33 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 		add(inst)
 	}
 	return out
+}
+
+// resolveRuns leaves each instance among the runs of the node whose claim to it is
+// the best (claim.beats), removing it from the others'. costs are the nodes' own,
+// changed in place.
+func resolveRuns(costs []*nodeCosts) {
+	best := map[string]*nodeCosts{}
+	for _, nc := range costs {
+		for inst := range nc.runs {
+			b, ok := best[inst]
+			switch {
+			case !ok:
+				best[inst] = nc
+			case nc.claims[inst].beats(b.claims[inst]):
+				b.drop(inst)
+				best[inst] = nc
+			default:
+				nc.drop(inst)
+			}
+		}
+	}
+}
+
+// drop takes inst out of the instances the node runs.
+func (c *nodeCosts) drop(inst string) {
+	delete(c.runs, inst)
+	delete(c.claims, inst)
 }
 
 // labelInstance is the label of the capture instance on wave.* series.
@@ -132,11 +206,13 @@ func nonNegative(v float64) float64 {
 	return v
 }
 
-// instanceCost is what instance id costs, from a node that runs it (else any node that
-// reports it), for the placement explanation; nil when no node reports it. It reads
-// every node's series, so only `explain: all` placements ask for it.
+// instanceCost is what instance id costs, from the node that runs it (of two that claim
+// it, the one claim.beats picks), else any node that reports it, the first by id, for
+// the placement explanation; nil when no node reports it. It reads every node's series,
+// so only `explain: all` placements ask for it.
 func (j *Judge) instanceCost(id string) *api.InstanceCost {
 	var found *api.InstanceCost
+	var by *claim
 	for _, node := range j.inc.NodeIDs() { // sorted: the first reporting node wins a tie
 		n, ok := j.inc.Node(node)
 		if !ok {
@@ -147,7 +223,9 @@ func (j *Judge) instanceCost(id string) *api.InstanceCost {
 		switch {
 		case !ok:
 		case nc.runs[id]:
-			return &c
+			if cl := nc.claims[id]; by == nil || cl.beats(*by) {
+				found, by = &c, &cl
+			}
 		case found == nil:
 			found = &c
 		}

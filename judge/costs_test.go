@@ -111,6 +111,30 @@ func TestCostsOf(t *testing.T) {
 			runs: []string{"old-wave"},
 		},
 		{
+			// The wave it left keeps its counters: a rate at 0, and no instance_running
+			// once that hour's series of it are gone. A wave that says which it runs
+			// does not run it.
+			name:  "only a wave.tps, on a wave that reports instance_running: left",
+			floor: 1,
+			series: []analysis.Series{
+				series(metric.WaveTPS, inst("left"), 0, 0, false),
+				series(metric.WaveTPS, inst("orders"), 30, 30, false),
+				series(metric.WaveInstanceRunning, runningLabels("orders", "running"), 1, 1, false),
+			},
+			want: map[string]api.InstanceCost{"left": cost("left", 0, 0, 0, 1), "orders": cost("orders", 30, 0, 0, 31)},
+			runs: []string{"orders"},
+		},
+		{
+			name:  "a wave that leads no instance runs none of the rates it keeps",
+			floor: 1,
+			series: []analysis.Series{
+				series(metric.WaveInstances, nil, 0.4, 0, false),
+				series(metric.WaveTPS, inst("left"), 0, 0, false),
+			},
+			want: map[string]api.InstanceCost{"left": cost("left", 0, 0, 0, 1)},
+			runs: []string{},
+		},
+		{
 			name:  "one state at 1 among the hour's states: runs",
 			floor: 0,
 			series: []analysis.Series{
@@ -344,4 +368,88 @@ func TestWaveThatStoppedReportingIsNotTheNodes(t *testing.T) {
 	require.Contains(t, p, `<tr><td>dbx-agent2</td><td>local</td><td class="stale">not reported</td><td></td><td><small>the wave stopped reporting; it last said running</small></td><td>–</td><td>13m10s ago</td></tr>`)
 	require.NotContains(t, p, `class="live">running`)
 	require.Contains(t, p, `stopped: the node still reports, but its batches have gone without this figure for 3 of its intervals`)
+}
+
+// movedBatch is a wave's batch every minute: the instances it runs (rows/s) and those
+// that left it, whose counters it keeps, so their wave.tps at 0 without an
+// instance_running, as a real wave's (and judge/fleetsim's) do.
+func movedBatch(node string, ts time.Time, running map[string]float64, left ...string) metric.Batch {
+	b := metric.Batch{Node: node, TS: ts, IntervalS: 60, Points: []metric.Point{
+		{Name: metric.CPUUtil, Value: 20}, {Name: metric.CPUCores, Value: 4}, {Name: metric.WaveCPUCores, Value: 0.5},
+		{Name: metric.WaveInstances, Value: float64(len(running))}}}
+	for id, r := range running {
+		b.Points = append(b.Points,
+			metric.Point{Name: metric.WaveTPS, Value: r, Labels: inst(id)},
+			metric.Point{Name: metric.WaveInstanceRunning, Value: 1, Labels: runningLabels(id, "running")})
+	}
+	for _, id := range left {
+		b.Points = append(b.Points, metric.Point{Name: metric.WaveTPS, Value: 0, Labels: inst(id)})
+	}
+	return b
+}
+
+// TestAMovedInstanceIsOnTheWaveItWentTo: once an instance moved, GET /v1/rebalance,
+// GET /v1/nodes/{id} and the placements' loads have it on the wave it went to, both
+// while the wave it left still says it runs it (its last batches before the move are
+// recent) and once that wave's instance_running series of it are gone (two hours
+// later, or for a judge restarted since), when that wave still reports its wave.tps at
+// 0. 13 of 34 moved instances stood on the wave they had left, at 0 rows/s, and 10 of
+// 20 planned moves started there.
+func TestAMovedInstanceIsOnTheWaveItWentTo(t *testing.T) {
+	j, c := newJudge(t, func(o *Options) { o.Rebalance = &RebalanceOptions{InstanceFloor: 50, MaxMoves: 5} })
+	ingest := func(b metric.Batch) { require.NoError(t, j.Ingest(b, sourceHTTP)) }
+	for range 5 {
+		ingest(movedBatch("wave-a", c.Now(), map[string]float64{"orders": 300, "users": 100}))
+		ingest(movedBatch("wave-b", c.Now(), map[string]float64{"items": 50}))
+		c.Add(time.Minute)
+	}
+	// orders moves from wave-a to wave-b.
+	moved := func() {
+		ingest(movedBatch("wave-a", c.Now(), map[string]float64{"users": 100}, "orders"))
+		ingest(movedBatch("wave-b", c.Now(), map[string]float64{"items": 50, "orders": 300}))
+	}
+	check := func(when string) {
+		t.Helper()
+		r := do(t, j.Handler(), "GET", "/v1/rebalance", "", nil)
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		var plan api.RebalanceAnswer
+		require.NoError(t, json.Unmarshal(r.body, &plan))
+		on := map[string]string{}
+		for _, w := range plan.Waves {
+			require.Contains(t, []string{"wave-a", "wave-b"}, w.Node)
+		}
+		for _, ic := range plan.Costs {
+			on[ic.Instance] = ic.Node
+		}
+		require.Equal(t, map[string]string{"orders": "wave-b", "users": "wave-a", "items": "wave-b"}, on, "%s: GET /v1/rebalance's costs", when)
+		for _, m := range plan.Moves {
+			require.Equal(t, on[m.Instance], m.From, "%s: a move starts where its instance runs", when)
+		}
+		for node, want := range map[string][]string{"wave-a": {"users"}, "wave-b": {"items", "orders"}} {
+			r := do(t, j.Handler(), "GET", "/v1/nodes/"+node, "", nil)
+			require.Equal(t, http.StatusOK, r.status, string(r.body))
+			var d struct{ Instances []api.InstanceCost }
+			require.NoError(t, json.Unmarshal(r.body, &d))
+			var ids []string
+			for _, in := range d.Instances {
+				ids = append(ids, in.Instance)
+			}
+			require.Equal(t, want, ids, "%s: GET /v1/nodes/%s", when, node)
+		}
+		cs := j.computeCapacities(nil)
+		require.False(t, cs.load.runs["wave-a"]["orders"], "%s: the placements' loads", when)
+		require.True(t, cs.load.runs["wave-b"]["orders"], "%s: the placements' loads", when)
+		require.Equal(t, "wave-b", j.instanceCost("orders").Node, when)
+	}
+	moved()
+	check("a minute after the move")
+	for c.Now().Before(t0.Add(2*time.Hour + 10*time.Minute)) {
+		c.Add(time.Minute)
+		moved()
+	}
+	n, _ := j.inc.Node("wave-a")
+	for _, s := range n.Series {
+		require.False(t, s.Name == metric.WaveInstanceRunning && s.Labels["instance"] == "orders", "gone after two rollovers")
+	}
+	check("two hours after the move")
 }

@@ -292,10 +292,9 @@ type waveLoad struct {
 	hour int
 }
 
-// waveLoadOf is node n's load in the utilisation model from the current hour, the load
-// model and the profiles of the last historical snapshot.
-func (j *Judge) waveLoadOf(n analysis.Node, prof *profiles) waveLoad {
-	v := j.viewOf(n)
+// waveLoadOf is the load in the utilisation model of the node of view v (viewOf), with
+// the instances it runs, and the profiles of the last historical snapshot.
+func (j *Judge) waveLoadOf(v waveView, prof *profiles) waveLoad {
 	wl := waveLoad{view: v, insts: v.costs.running(), hour: -1}
 	var running []instWork
 	for i, c := range wl.insts {
@@ -331,7 +330,9 @@ func (wl *waveLoad) utilNow() (float64, bool) {
 // nodeLoad is node n's instances with their costs in cores, and its capacity and
 // predicted utilisation (nil for a node without a wave).
 func (j *Judge) nodeLoad(n analysis.Node, hist *analysis.Snapshot) ([]api.InstanceCost, *api.NodeLoad) {
-	wl := j.waveLoadOf(n, j.profilesOf(hist))
+	view := j.viewOf(n)
+	j.dropClaimedElsewhere(n, &view.costs)
+	wl := j.waveLoadOf(view, j.profilesOf(hist))
 	if !reportedWave(n) {
 		return wl.insts, nil
 	}
@@ -343,4 +344,35 @@ func (j *Judge) nodeLoad(n analysis.Node, hist *analysis.Snapshot) ([]api.Instan
 	load.UtilNow, _ = wl.utilNow()
 	load.Peak, load.PeakHour = wl.peak/v.cores, wl.hour
 	return wl.insts, load
+}
+
+// dropClaimedElsewhere takes out of the instances node n runs (c) those another node
+// claims better (claim.beats): an instance that just moved, which the wave it left
+// says running until its series stop (analysis.StoppedAfter). Only an instance that is
+// not in n's latest batch can be one, so the other nodes are read only then.
+func (j *Judge) dropClaimedElsewhere(n analysis.Node, c *nodeCosts) {
+	var doubt []string
+	for inst, cl := range c.claims {
+		if cl.at.Before(n.LastBatchTS) {
+			doubt = append(doubt, inst)
+		}
+	}
+	if len(doubt) == 0 {
+		return
+	}
+	for _, id := range j.inc.NodeIDs() {
+		if id == n.Node {
+			continue
+		}
+		other, ok := j.inc.Node(id)
+		if !ok {
+			continue
+		}
+		oc := costsOf(other, 0)
+		for _, inst := range doubt {
+			if cl, ok := oc.claims[inst]; ok && cl.beats(c.claims[inst]) {
+				c.drop(inst)
+			}
+		}
+	}
 }

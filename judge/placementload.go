@@ -76,12 +76,22 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 	prof := j.profilesOf(hist)
 	var rows, bytes []float64
 	var sumRows, sumBytes float64
+	var views []*waveView
 	for _, n := range j.inc.Nodes() {
 		if !n.RunsWave() { // the placements' rule (NodeView.Wave): a stopped wave has no load to weigh
 			continue
 		}
-		wl := j.waveLoadOf(n, prof)
-		pl.runs[n.Node] = wl.view.costs.runs
+		v := j.viewOf(n)
+		views = append(views, &v)
+	}
+	costs := make([]*nodeCosts, len(views))
+	for i, v := range views {
+		costs[i] = &v.costs
+	}
+	resolveRuns(costs) // an instance that just moved weighs on the wave it went to
+	for _, v := range views {
+		wl := j.waveLoadOf(*v, prof)
+		pl.runs[v.node] = wl.view.costs.runs
 		for _, c := range wl.insts {
 			rows, bytes = append(rows, c.RowsPerS), append(bytes, c.BytesPerS)
 			sumRows, sumBytes = sumRows+c.RowsPerS, sumBytes+c.BytesPerS
@@ -89,7 +99,7 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 		c := &lbplugins.Capacity{Cores: wl.view.cores, RowCores: wl.view.prices.Row, ByteCores: wl.view.prices.Byte,
 			Priced: wl.view.prices.Source != loadmodel.SourceNone, PeakCores: wl.peak, PeakHour: wl.hour}
 		c.UtilNow, c.HasUtilNow = wl.utilNow()
-		cs.by[n.Node] = c
+		cs.by[v.node] = c
 	}
 	if sumRows > 0 && sumBytes > 0 {
 		pl.rowsPerByte = sumRows / sumBytes

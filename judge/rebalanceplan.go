@@ -35,30 +35,28 @@ func (j *Judge) PlanRebalanceFromView() api.RebalanceAnswer {
 		insts []api.RebalanceInstance
 		asOf  time.Time
 	)
-	at := map[string]int{} // instance → its index in insts
-	aliveAt := map[string]bool{}
+	var costs []*nodeCosts
 	for _, n := range j.inc.Nodes() { // sorted by node
 		if !n.RunsWave() {
 			continue
 		}
 		alive := j.live(n.LastSeen, n.Interval, now)
 		waves = append(waves, api.RebalanceWave{Node: n.Node, Alive: alive})
-		aliveAt[n.Node] = alive
 		if n.LastSeen.After(asOf) {
 			asOf = n.LastSeen
 		}
-		for _, id := range sortedRuns(costsOf(n, 0).runs) {
-			i, dup := at[id]
-			switch {
-			case !dup:
-				at[id] = len(insts)
-				insts = append(insts, api.RebalanceInstance{ID: id, Node: n.Node})
-			case alive && !aliveAt[insts[i].Node]:
-				// Two waves report it: it moved within the hour, and the analysis keeps the
-				// old wave's series until the hour ends. A live wave's claim wins; between
-				// two live ones, the first by node id (the judge cannot tell which is older).
-				insts[i].Node = n.Node
-			}
+		nc := costsOf(n, 0)
+		costs = append(costs, &nc)
+	}
+	// Two waves claim an instance for a few intervals after it moved (the one it left
+	// says running until its series stop): it is on the one whose claim is newer. The
+	// first by node id took it, and after the wave's series of it had gone the wave it
+	// left claimed it again by its wave.tps at 0 (costsOf): half the moved instances were
+	// planned as moves from the wave they had left.
+	resolveRuns(costs)
+	for i, nc := range costs {
+		for _, id := range sortedRuns(nc.runs) {
+			insts = append(insts, api.RebalanceInstance{ID: id, Node: waves[i].Node})
 		}
 	}
 	return j.plan(waves, insts, asOf)
