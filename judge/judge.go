@@ -301,6 +301,7 @@ func (j *Judge) Run(ctx context.Context) error {
 	if j.wallClock {
 		g.Go(func() error { j.warmLoop(gctx); return nil })
 	}
+	g.Go(func() error { j.reservationLoop(gctx); return nil })
 	if ln != nil {
 		g.Go(func() error { return httpapi.Serve(gctx, ln, j.handler, "judge API", j.log, j.o.Ready) })
 	}

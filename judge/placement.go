@@ -2,6 +2,7 @@ package judge
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -138,6 +139,50 @@ func (j *Judge) rebuild() *placementSnapshot {
 	return ps
 }
 
+// sweepEvery is how often, at least, the judge looks for reservations that ended
+// while no placement came (refreshReservations); placement.snapshot_every when longer.
+const sweepEvery = time.Second
+
+// reservationLoop sweeps the reservations every sweepEvery (or SnapshotEvery) while
+// no placement does (refreshReservations).
+func (j *Judge) reservationLoop(ctx context.Context) {
+	t := time.NewTicker(max(sweepEvery, j.o.SnapshotEvery))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			j.refreshReservations()
+		}
+	}
+}
+
+// refreshReservations ends the reservations whose nodes report their instances, or that
+// expired, without waiting for a placement: it rebuilds the placement snapshot, whose
+// build sweeps them (rebuild), when one is pending and the analyses changed since the
+// last build. They were swept only by the next placement's build, so with no placement
+// a node listed a reservation for two minutes (its TTL) after it reported the instance
+// running. The sweep stays the snapshot's: a reservation ends in the build whose loads
+// (the capacities the utilisation algorithm reads) count the instance it held, never
+// before. Nothing is done while no reservation is pending.
+func (j *Judge) refreshReservations() {
+	if j.res.size.Load() == 0 {
+		return
+	}
+	if now := j.now(); j.res.Due(now) {
+		j.res.Expire(now)
+	}
+	cur := j.snap.Load()
+	if cur == nil || !j.stale(cur) || !j.building.TryLock() {
+		return
+	}
+	defer j.building.Unlock()
+	if j.snap.Load() == cur {
+		j.rebuild()
+	}
+}
+
 // reportedInstances is the wave.instances a node last reported.
 func reportedInstances(s *lbplugins.Snapshot, node string) (float64, bool) {
 	i, ok := s.Index(node)
@@ -246,5 +291,6 @@ func (j *Judge) Recent() []Placement {
 	return out
 }
 
-// Reservations returns a node's pending reservations, oldest first.
-func (j *Judge) Reservations(node string) []api.Reservation { return j.res.Node(node) }
+// Reservations returns a node's pending reservations, oldest first: not those expired
+// by now, which the next sweep drops.
+func (j *Judge) Reservations(node string) []api.Reservation { return j.res.Node(node, j.now()) }

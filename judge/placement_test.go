@@ -101,6 +101,46 @@ func TestReservationLifetime(t *testing.T) {
 	require.Zero(t, j.res.size.Load())
 }
 
+// A reservation ends once its node reports the instance running, or once it expires,
+// with no placement to come: the judge sweeps them as batches arrive. They stayed
+// listed until the next placement, with none for as long as their TTL (2 minutes).
+func TestReservationEndsWithoutAPlacement(t *testing.T) {
+	_, j := readyJudge(t, Options{Store: openStore(t), Algorithm: "leastload", ReservationTTL: time.Minute})
+	report := func(running ...string) {
+		rows := map[string]float64{"users": 100}
+		for _, id := range running {
+			rows[id] = 50
+		}
+		b := waveBatch("wave-a", time.Now(), 0.5, rows)
+		b.Points = append(b.Points, metric.Point{Name: metric.WaveInstances, Value: float64(len(rows))})
+		require.NoError(t, j.Ingest(b, sourceHTTP))
+	}
+	report()
+	ans, err := j.Place(api.PlacementRequest{Instance: "orders"})
+	require.NoError(t, err)
+	require.Equal(t, "wave-a", ans.Node)
+	require.Len(t, j.Reservations("wave-a"), 1)
+
+	report()
+	time.Sleep(1500 * time.Millisecond) // a sweep or more
+	require.Len(t, j.Reservations("wave-a"), 1, "its node does not run it yet")
+	report("orders")
+	require.Eventually(t, func() bool { return len(j.Reservations("wave-a")) == 0 }, 5*time.Second, 50*time.Millisecond,
+		"wave-a runs orders: its reservation ends without a placement")
+	require.Zero(t, j.res.size.Load())
+}
+
+// A reservation listed until its TTL is not listed past it, swept or not.
+func TestExpiredReservationIsNotListed(t *testing.T) {
+	j, c := newJudge(t, func(o *Options) { o.ReservationTTL = time.Minute })
+	require.NoError(t, j.Ingest(wave("wave-a", t0, 20, 1), sourceHTTP))
+	_, err := j.Place(api.PlacementRequest{Instance: "orders"})
+	require.NoError(t, err)
+	require.Len(t, j.Reservations("wave-a"), 1)
+	c.Add(time.Minute)
+	require.Empty(t, j.Reservations("wave-a"))
+}
+
 // A placement asked again for the same instance (a client's retry) replaces its
 // reservation: the instance counts once, on the node of the latest answer, and a
 // reservation swept away leaves nothing behind for the next one.

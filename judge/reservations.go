@@ -204,9 +204,9 @@ func (rs *reservations) index(node string) (int, bool) {
 	return rs.snap.Index(node)
 }
 
-// Node returns a node's reservations, oldest first.
-func (rs *reservations) Node(node string) []api.Reservation {
+// Node returns a node's reservations pending at now, oldest first.
+func (rs *reservations) Node(node string, now time.Time) []api.Reservation {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	return slices.Clone(rs.byNode[node])
+	return slices.DeleteFunc(slices.Clone(rs.byNode[node]), func(r api.Reservation) bool { return !now.Before(r.ExpiresAt) })
 }
