@@ -28,20 +28,26 @@ type valueRange struct {
 	what   string
 }
 
-// ranges are the metrics the judge's placements and load model read, with what a host
-// can report of each (percentages with a point of slack for rounding).
+// ranges are the metrics the judge's placements, costs and load model read, with what a
+// host can report of each (percentages with a point of slack for rounding): every
+// resource of lbplugins (TestEveryModelledMetricHasARange). The network's had none: a
+// net.rx_bps of −10³⁰⁰ was taken, and won leastload its best network score.
 var ranges = map[string]valueRange{
-	metric.CPUCores:      {0.01, 100_000, "cores"},
-	metric.CPUUtil:       {0, 101, "a percentage"},
-	metric.MemUsedPct:    {0, 101, "a percentage"},
-	metric.DiskUsedPct:   {0, 101, "a percentage"},
-	metric.Load1:         {0, 1e6, "runnable threads"},
-	metric.Load5:         {0, 1e6, "runnable threads"},
-	metric.Load15:        {0, 1e6, "runnable threads"},
-	metric.WaveCPUCores:  {0, 100_000, "cores"},
-	metric.WaveTPS:       {0, 1e12, "rows/s"},
-	metric.WaveBytesPerS: {0, 1e14, "bytes/s"},
-	metric.WaveInstances: {0, 1e6, "instances"},
+	metric.CPUCores:    {0.01, 100_000, "cores"},
+	metric.CPUUtil:     {0, 101, "a percentage"},
+	metric.MemUsedPct:  {0, 101, "a percentage"},
+	metric.DiskUsedPct: {0, 101, "a percentage"},
+	metric.Load1:       {0, 1e6, "runnable threads"},
+	metric.Load5:       {0, 1e6, "runnable threads"},
+	metric.Load15:      {0, 1e6, "runnable threads"},
+	// Bytes a second through every interface but lo: 10¹³ is 80 Tbit/s.
+	metric.NetRxBps:            {0, 1e13, "bytes/s"},
+	metric.NetTxBps:            {0, 1e13, "bytes/s"},
+	metric.WaveCPUCores:        {0, 100_000, "cores"},
+	metric.WaveTPS:             {0, 1e12, "rows/s"},
+	metric.WaveBytesPerS:       {0, 1e14, "bytes/s"},
+	metric.WaveInstances:       {0, 1e6, "instances"},
+	metric.WaveInstanceRunning: {0, 1, "a state: 1 running, 0 not"},
 }
 
 // admit reports what the judge refuses in b (a batch the metric contract accepted), or

@@ -13,6 +13,7 @@ import (
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/sqlite"
+	"github.com/binlake/binlake/lbplugins"
 )
 
 // A batch the metric contract takes but no host can send (a value far outside its
@@ -40,6 +41,12 @@ func TestImplausibleBatchesRefused(t *testing.T) {
 			Points: []metric.Point{{Name: metric.CPUUtil, Value: 10}}}, "11m0s ahead of the judge's clock (at most 10m0s)"},
 		{"5 minutes ahead (clock drift)", metric.Batch{Node: "w", TS: t0.Add(5 * time.Minute), IntervalS: 10,
 			Points: []metric.Point{{Name: metric.CPUUtil, Value: 10}}}, ""},
+		{"negative network", point(metric.NetRxBps, -1e300), "point 1: net.rx_bps -1e+300 is outside what a host reports (0 to 1e+13 bytes/s)"},
+		{"a little negative network", point(metric.NetTxBps, -3), "net.tx_bps -3 is outside"},
+		{"an interface's negative rate", metric.Batch{Node: "w", TS: t0, IntervalS: 10, Points: []metric.Point{
+			{Name: metric.NetRxBps, Value: -3, Labels: map[string]string{"iface": "eth0"}}}}, "net.rx_bps -3 is outside"},
+		{"a state of 7", point(metric.WaveInstanceRunning, 7), "wave.instance_running 7 is outside"},
+		{"a busy network", point(metric.NetTxBps, 1.25e9), ""},
 		{"a percentage rounded over 100", point(metric.MemUsedPct, 100.4), ""},
 		{"a metric the judge does not model", point("app.queue_depth", -1e300), ""},
 	}
@@ -117,4 +124,21 @@ func TestRebalanceMovedAtChecked(t *testing.T) {
 	require.Contains(t, msg, "instances[1].moved_at 2999-01-01T00:00:00Z is")
 	r, _ = postRebalance(t, j, "", `{"waves":[{"node":"w","alive":true}],"instances":[{"id":"a","node":"w","moved_at":"`+t0.Add(5*time.Minute).Format(time.RFC3339)+`"}]}`)
 	require.Equal(t, http.StatusOK, r.status, "5 minutes ahead: a drifting clock: %s", r.body)
+}
+
+// Every metric the placement plugins, the costs or the load model read has a range: the
+// network's had none, and a net.rx_bps of -1e300 won leastload its best network score.
+func TestEveryModelledMetricHasARange(t *testing.T) {
+	for _, name := range []string{
+		// What lbplugins reads (rawUsage, the utilisation algorithm's capacities).
+		lbplugins.CPUUtil, lbplugins.MemUsedPct, lbplugins.Load1, lbplugins.NetRxBps, lbplugins.NetTxBps,
+		lbplugins.WaveTPS, lbplugins.WaveInstances, lbplugins.CPUCores,
+		// What the costs and the load model read.
+		metric.WaveCPUCores, metric.WaveBytesPerS, metric.WaveInstanceRunning,
+	} {
+		r, ok := ranges[name]
+		require.True(t, ok, "%s has no range", name)
+		require.GreaterOrEqual(t, r.lo, 0.0, name)
+		require.Greater(t, r.hi, r.lo, name)
+	}
 }
