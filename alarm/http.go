@@ -45,7 +45,7 @@ func (a *Alarm) routes() http.Handler {
 	auth := a.errs.RequireBearer(a.o.Token)
 	r := a.errs.ServiceRouter(a.reg, api.OpenAPI)
 	r.Get("/", a.handleIndex)
-	r.Get("/healthz", a.handleHealth)
+	httpapi.Health(r, a.handleHealth)
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/alerts", a.handleAlerts)
 		r.Get("/policies", a.handlePolicies)

@@ -39,6 +39,12 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	var served2 json.RawMessage
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&served2))
 	require.JSONEq(t, string(api.OpenAPI), string(served2))
+
+	// A load balancer's probe: HEAD /healthz was a 405.
+	head, err := http.Head(base + "/healthz")
+	require.NoError(t, err)
+	head.Body.Close()
+	require.Equal(t, http.StatusOK, head.StatusCode)
 }
 
 // The alarm's / is a page of counts (integers) and links to its API, each of which

@@ -74,7 +74,7 @@ func (j *Judge) routes() http.Handler {
 	auth := j.errs.RequireBearer(j.o.Token)
 	r := j.errs.ServiceRouter(j.reg, api.OpenAPI)
 	r.Get("/", j.handleStatus)
-	r.Get("/healthz", j.handleHealth)
+	httpapi.Health(r, j.handleHealth)
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/nodes", j.handleNodes)
 		r.Get("/metric-names", j.handleMetricNames)

@@ -305,6 +305,8 @@ func TestPluginsAndHealth(t *testing.T) {
 	r = do(t, j.Handler(), "GET", "/healthz", "", nil)
 	require.Equal(t, http.StatusOK, r.status)
 	require.Contains(t, string(r.body), `"status":"ok"`)
+	r = do(t, j.Handler(), "HEAD", "/healthz", "", nil)
+	require.Equal(t, http.StatusOK, r.status, "a load balancer's probe")
 }
 
 func TestNewRejects(t *testing.T) {

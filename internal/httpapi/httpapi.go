@@ -208,6 +208,16 @@ func (e *Errors) ServiceRouter(reg *prometheus.Registry, openAPI []byte) chi.Rou
 	return r
 }
 
+// Health serves h at GET and HEAD /healthz: load balancers and orchestrators probe
+// with HEAD, and a chi route answers only the methods it is given (HEAD /healthz was a
+// 405). A HEAD's answer is the GET's status and headers without the body (net/http
+// drops it). The wave's and the agent's /healthz, on net/http's ServeMux, take HEAD
+// with their GET.
+func Health(r chi.Router, h http.HandlerFunc) {
+	r.Get("/healthz", h)
+	r.Head("/healthz", h)
+}
+
 // WriteJSON answers r with v as JSON with status. HTML characters are not escaped: the
 // API is not a web page. An answer that cannot be encoded (a NaN or an infinity, which
 // JSON has not) is a 500, logged with what failed through the logger of the server that

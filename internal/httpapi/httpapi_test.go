@@ -325,3 +325,35 @@ func TestPathParam(t *testing.T) {
 		require.Equal(t, want, rec.Body.String(), raw)
 	}
 }
+
+// Health answers GET and HEAD /healthz (a load balancer's probe was a 405), HEAD with
+// the GET's status and headers and no body, through a real server.
+func TestHealthTakesHead(t *testing.T) {
+	var logs bytes.Buffer
+	r := newErrors(&logs).Router()
+	Health(r, func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		req, err := http.NewRequest(method, srv.URL+"/healthz", nil)
+		require.NoError(t, err)
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, method)
+		require.Equal(t, "application/json", resp.Header.Get("Content-Type"), method)
+		if method == http.MethodHead {
+			require.Empty(t, b)
+		} else {
+			require.JSONEq(t, `{"status":"ok"}`, string(b))
+		}
+	}
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/healthz", nil))
+	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	require.Equal(t, "GET, HEAD", rec.Header().Get("Allow"))
+}
