@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -123,6 +122,10 @@ func DecodePlacementRequest(r io.Reader) (api.PlacementRequest, error) {
 	}
 	req, ok := decodePlacementFast(buf.Bytes())
 	if !ok {
+		if path, bad := jsonenc.InvalidUTF8(buf.Bytes()); bad {
+			// encoding/json would replace the bytes with U+FFFD: an id the client did not send.
+			return req, invalid("malformed placement request: %s: invalid UTF-8", path)
+		}
 		if req, err = decodePlacementJSON(buf.Bytes()); err != nil {
 			return req, err
 		}
@@ -239,8 +242,12 @@ func checkIdentAt(what string, index int, s string) error {
 		return invalid("%s is empty", name())
 	case len(s) > maxIdentLen:
 		return invalid("%s is %d bytes, at most %d", name(), len(s), maxIdentLen)
-	case !utf8.ValidString(s):
-		return invalid("%s is not valid UTF-8", name())
+	}
+	if err := metric.CheckText(s); err != nil {
+		// The metric contract's rule for a node and a label: the ids the judge is asked
+		// about are the ones its batches carry. Placement took a NUL, and invalid UTF-8
+		// as U+FFFD; rebalance took a NUL.
+		return invalid("%s: %v", name(), err)
 	}
 	return nil
 }

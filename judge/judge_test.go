@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -249,6 +250,11 @@ func TestAPIBadInput(t *testing.T) {
 		{"a hint field given twice", "POST", "/v1/placement", tok, `{"instance":"a","expected":{"bytes_per_s":1,"bytes_per_s":2}}`, 400, "invalid", "malformed placement request: field expected.bytes_per_s is given twice"},
 		{"no instance", "POST", "/v1/placement", tok, `{"exclude":["a"]}`, 400, "invalid", "instance is empty"},
 		{"empty exclusion", "POST", "/v1/placement", tok, `{"instance":"a","exclude":[""]}`, 400, "invalid", "exclude[0] is empty"},
+		{"a NUL in the instance", "POST", "/v1/placement", tok, `{"instance":"a\u0000"}`, 400, "invalid", "instance: control character U+0000"},
+		{"an escape in an exclusion", "POST", "/v1/placement", tok, `{"instance":"a","exclude":["b","\u001b[31m"]}`, 400, "invalid", "exclude[1]: control character U+001B"},
+		{"a DEL in the algorithm", "POST", "/v1/placement", tok, `{"instance":"a","algorithm":"random\u007f"}`, 400, "invalid", "algorithm: control character U+007F"},
+		{"invalid UTF-8 instance", "POST", "/v1/placement", tok, "{\"instance\":\"a\xff\"}", 400, "invalid", "malformed placement request: instance: invalid UTF-8"},
+		{"invalid UTF-8 exclusion", "POST", "/v1/placement", tok, "{\"instance\":\"a\",\"exclude\":[\"b\",\"\xc3(\"]}", 400, "invalid", "malformed placement request: exclude[1]: invalid UTF-8"},
 		{"oversized body", "POST", "/v1/placement", tok, big, 413, "too_large", "request body larger than 1048576 bytes"},
 		{"unknown algorithm", "POST", "/v1/placement", tok, `{"instance":"a","algorithm":"roundrobin"}`, 400, "invalid", `unknown algorithm "roundrobin" (known: balanced, leastload, p2c, predictive, random, utilisation)`},
 		{"missing token", "POST", "/v1/placement", "", `{"instance":"a"}`, 401, "unauthorized", "missing or wrong bearer token"},
@@ -653,7 +659,7 @@ func FuzzDecodePlacementRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"instance":"orders","exclude":["wave-2"],"algorithm":"leastload"}`,
 		`{"instance":"orders"}`, `{"instance":"orders","exclude":[`, `{"instance":""}`, `null`, `[]`,
-		`{"instance":"a"} x`, `{"instance":"\ud800"}`, ``,
+		`{"instance":"a"} x`, `{"instance":"\ud800"}`, ``, `{"instance":"a\u0000"}`, "{\"instance\":\"a\xff\"}",
 		`{"instance":"orders","expected":{"bytes_per_s":52341.5}}`, `{"instance":"orders","expected":{"rows_per_s":-1}}`,
 		`{"instance":"orders","expected":{}}`, `{"instance":"orders","expected":{"rows_per_s":1e400,"bytes_per_s":2}}`,
 	} {
@@ -668,8 +674,16 @@ func FuzzDecodePlacementRequest(f *testing.F) {
 			}
 			return
 		}
-		if req.Instance == "" || len(req.Instance) > maxIdentLen || len(req.Exclude) > maxExclude {
+		if checkIdent("instance", req.Instance) != nil || len(req.Exclude) > maxExclude {
 			t.Fatalf("accepted an invalid request %+v", req)
+		}
+		for _, e := range req.Exclude {
+			if checkIdent("exclude", e) != nil {
+				t.Fatalf("accepted the exclusion %q in %q", e, data)
+			}
+		}
+		if !utf8.Valid(data) { // only within a string: encoding/json took it as U+FFFD
+			t.Fatalf("accepted invalid UTF-8 in %q", data)
 		}
 		if h := req.Expected; h != nil {
 			if h.RowsPerS == nil && h.BytesPerS == nil {

@@ -83,9 +83,10 @@ func DecodeRebalanceRequest(r io.Reader) (api.RebalanceRequest, error) {
 	case b[0] != '{':
 		// null and [] would decode without an error into an empty request.
 		return req, invalid("malformed rebalance request: want a JSON object like %s", rebalanceExample)
-	case !utf8.Valid(b):
+	}
+	if path, bad := jsonenc.InvalidUTF8(data); bad {
 		// encoding/json would replace the bytes with U+FFFD: an id the balancer did not send.
-		return req, invalid("malformed rebalance request: not valid UTF-8")
+		return req, invalid("malformed rebalance request: %s: invalid UTF-8", path)
 	}
 	var raw rebalanceJSON
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -175,8 +176,19 @@ func checkRebalance(req *api.RebalanceRequest) error {
 // checkElemIdent is checkIdent of field of element i of list; the element's name is
 // formatted only for an error, since a request may hold 100,000 of them.
 func checkElemIdent(list string, i int, field, s string) error {
-	if s != "" && len(s) <= maxIdentLen && utf8.ValidString(s) {
+	if s != "" && len(s) <= maxIdentLen && plainText(s) {
 		return nil
 	}
 	return checkIdent(fmt.Sprintf("%s[%d].%s", list, i, field), s)
+}
+
+// plainText reports, faster than metric.CheckText, that s is valid UTF-8 without a
+// control character (a byte below 0x20 or 0x7f is never within a multi-byte rune).
+func plainText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return utf8.ValidString(s)
 }

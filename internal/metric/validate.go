@@ -76,7 +76,13 @@ func ValidLabelKey(s string) bool {
 
 // text checks free text (node id, label values): valid UTF-8 without control characters,
 // so it round-trips through JSON and cannot forge log lines.
-func text(s string) error {
+func text(s string) error { return CheckText(s) }
+
+// CheckText is the rule of free text and ids in BinLake's APIs: valid UTF-8 without
+// control characters (below U+0020, and U+007F), so that it round-trips through JSON and
+// cannot forge log lines. A batch's node and label values keep to it, and so do the
+// judge's instance and node ids (placement, rebalance).
+func CheckText(s string) error {
 	if !utf8.ValidString(s) {
 		return errors.New("invalid UTF-8")
 	}
