@@ -411,26 +411,64 @@ func (r *Round) best(req Request) []int {
 	return r.order
 }
 
-// noCandidates is the error of a round where every node was filtered, naming up to five
-// of them with their reasons.
+// noCandidates is the error of a round where every node was filtered: the nodes with
+// their reasons, grouped by why, the reasons that refused a live node first (the
+// algorithm's own filter, a threshold, no data, no wave or a stopped one), then the
+// stale and the excluded, at most perGroup named in each, by name. It named the first
+// five nodes by name, so that a fleet's stale leftovers hid why its live waves were
+// refused behind "and 13 more".
 func (r *Round) noCandidates(now time.Time, pf filters) error {
 	if len(r.Snap.Views) == 0 {
 		return fmt.Errorf("%w: the judge has not heard from any node", ErrNoCandidates)
 	}
 	r.explain = true // the reasons are shown
-	var b strings.Builder
+	const perGroup = 3
+	type filtered struct {
+		i      int
+		reason string
+	}
+	var groups [byPlugin + 1][]filtered
 	for i := range r.Snap.Views {
-		if i == 5 {
-			fmt.Fprintf(&b, "; and %d more", len(r.Snap.Views)-5)
-			break
-		}
-		if i > 0 {
-			b.WriteString("; ")
-		}
 		why, pluginReason := r.filter(i, now.UnixNano(), pf)
-		b.WriteString(r.Snap.Views[i].Node + ": " + r.reason(i, why, pluginReason, now))
+		if len(groups[why]) < perGroup {
+			groups[why] = append(groups[why], filtered{i, r.reason(i, why, pluginReason, now)})
+		} else {
+			groups[why] = append(groups[why], filtered{i: i})
+		}
+	}
+	var b strings.Builder
+	for _, why := range [...]int{byPlugin, byThreshold, byNoData, byWaveStopped, byNoWave, byStale, byExcluded} {
+		for k, f := range groups[why] {
+			if k == perGroup {
+				fmt.Fprintf(&b, "; and %d more %s", len(groups[why])-perGroup, r.groupName(why))
+				break
+			}
+			if b.Len() > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(r.Snap.Views[f.i].Node + ": " + f.reason)
+		}
 	}
 	return fmt.Errorf("%w: all %d nodes filtered (%s)", ErrNoCandidates, len(r.Snap.Views), b.String())
+}
+
+// groupName names the nodes filtered for why, for "and 10 more stale".
+func (r *Round) groupName(why int) string {
+	switch why {
+	case byExcluded:
+		return "excluded"
+	case byStale:
+		return "stale"
+	case byNoWave:
+		return "without a wave"
+	case byWaveStopped:
+		return "whose wave stopped"
+	case byNoData:
+		return "without data"
+	case byThreshold:
+		return "over a threshold"
+	}
+	return "refused by " + r.algorithm
 }
 
 // Decide builds a snapshot of nodes and decides on it with every candidate explained: the

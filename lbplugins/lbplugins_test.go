@@ -2,6 +2,7 @@ package lbplugins_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -148,7 +149,7 @@ func TestDecide(t *testing.T) {
 				{Node: "h", Reason: lbplugins.ReasonNoWave},
 				{Node: "s", Reason: lbplugins.ReasonWaveStopped},
 			},
-			err: "no live node can take the instance: all 2 nodes filtered (h: " + lbplugins.ReasonNoWave + "; s: " + lbplugins.ReasonWaveStopped + ")",
+			err: "no live node can take the instance: all 2 nodes filtered (s: " + lbplugins.ReasonWaveStopped + "; h: " + lbplugins.ReasonNoWave + ")",
 		},
 		{
 			name:    "all filtered",
@@ -159,7 +160,7 @@ func TestDecide(t *testing.T) {
 				{Node: "a", Reason: "excluded"},
 				{Node: "b", Reason: "stale: no batch for 1h0m0s (limit 3 intervals of 10s)"},
 			},
-			err: "no live node can take the instance: all 2 nodes filtered (a: excluded; b: stale: no batch for 1h0m0s (limit 3 intervals of 10s))",
+			err: "no live node can take the instance: all 2 nodes filtered (b: stale: no batch for 1h0m0s (limit 3 intervals of 10s); a: excluded)",
 		},
 		{
 			name:   "no nodes at all",
@@ -190,6 +191,28 @@ func TestDecide(t *testing.T) {
 			require.Equal(t, cluster.Now.Add(-5*time.Second), d.DataAsOf)
 		})
 	}
+}
+
+// When every node is filtered, the error names why by group, the reasons that refused
+// the live nodes first, at most three of each: it named the first five nodes by name,
+// and a fleet's stale leftovers (13 here, named before the waves) hid that the waves
+// were all over the threshold behind "and 13 more".
+func TestNoCandidatesSaysWhyFirst(t *testing.T) {
+	var nodes []*lbplugins.NodeView
+	for i := range 13 {
+		nodes = append(nodes, cluster.Stale(cluster.Node(fmt.Sprintf("a-old-%02d", i), nil), time.Hour))
+	}
+	nodes = append(nodes,
+		cluster.Node("wave-1", map[string]float64{"cpu.util": 95}),
+		cluster.Node("wave-2", map[string]float64{"cpu.util": 97}),
+		cluster.Node("b-excluded", nil))
+	_, err := lbplugins.Decide(fixed{}, lbplugins.Filters{StaleIntervals: 3, Thresholds: map[string]float64{"cpu.util": 90}},
+		lbplugins.Request{Exclude: []string{"b-excluded"}}, nodes, cluster.Now)
+	require.ErrorIs(t, err, lbplugins.ErrNoCandidates)
+	stale := "stale: no batch for 1h0m0s (limit 3 intervals of 10s)"
+	require.EqualError(t, err, "no live node can take the instance: all 16 nodes filtered ("+
+		"wave-1: over threshold: cpu.util 95 > 90; wave-2: over threshold: cpu.util 97 > 90; "+
+		"a-old-00: "+stale+"; a-old-01: "+stale+"; a-old-02: "+stale+"; and 10 more stale; b-excluded: excluded)")
 }
 
 func withWave(n *lbplugins.NodeView, w lbplugins.WaveState) *lbplugins.NodeView {
