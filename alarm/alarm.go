@@ -336,6 +336,7 @@ func (a *Alarm) stop() {
 	}
 	unwritten := a.eng.Flush(deadline)
 	undelivered := a.disp.Close(time.Until(deadline))
+	a.eng.finish(deadline)
 	rctx, rcancel := context.WithTimeout(context.Background(), max(time.Until(deadline), 2*time.Second))
 	pages, resolutions := a.eng.releaseInflight(rctx)
 	rcancel()

@@ -3,6 +3,7 @@ package alarm
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/binlake/binlake/alarm/notify"
@@ -15,18 +16,21 @@ import (
 // the points behind it are newer than the episode's resolution the log holds.
 type claim struct {
 	a      *alertState
-	entry  LogEntry // QueuedAt is the claim's time
+	entry  LogEntry // QueuedAt is the claim's time; Owed the channels it pages
 	repeat time.Duration
 	lease  time.Duration
 	// Outcome, set by the writer: queue it; or adopt the log's entry (another process
 	// paged, or this one before a restart); or drop the alert (stale: a replay of points
 	// the log's resolution already answered); or none of these (the log changed under
 	// the claim: decide again at the next tick). resolveFirst is a resolved notice whose
-	// sender is gone, due before this episode's page.
+	// sender is gone, due before this episode's page. partial: the page reached some
+	// channels before (its process stopped or crashed while the others retried); it goes
+	// to the rest (entry.Owed) and does not count as another notification.
 	queue        bool
 	adopt        *LogEntry
 	stale        *LogEntry
 	resolveFirst *pendingAlert
+	partial      bool
 }
 
 // claim asks the shared log whether the page of c may go out, and records it as queued
@@ -35,24 +39,34 @@ func (e *Engine) claim(c *claim) {
 	ctx, cancel := e.opContext()
 	defer cancel()
 	now := c.entry.QueuedAt
-	le, ver, err := e.o.Log.Get(ctx, c.entry.Fingerprint)
+	fp := c.entry.Fingerprint
+	le, ver, err := e.o.Log.Get(ctx, fp)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
 		ver = coord.NoVersion
 		c.entry.LastSent, c.entry.Sent = time.Time{}, 0 // Sent counts deliveries
 	case err != nil:
-		e.logError(err, c.entry.Fingerprint)
 		c.queue = true
+		e.w.owe(fp, e.recordClaim(c.entry), err)
 		return
 	case le.firing():
 		inFlight := le.pending() && now.Sub(le.QueuedAt) < c.lease && !e.claimerGone(le.ClaimedBy, le.QueuedAt)
-		if inFlight || !le.pending() && !le.LastSent.IsZero() && now.Sub(le.LastSent) < c.repeat {
+		recent := !le.LastSent.IsZero() && now.Sub(le.LastSent) < c.repeat
+		if inFlight || !le.owes() && recent {
 			c.adopt = &le
 			return
 		}
 		// The logged episode goes on, whoever evaluated it before: keep its start.
 		c.entry.ActiveSince, c.entry.FiringSince = le.ActiveSince, le.FiringSince
 		c.entry.LastSent, c.entry.Sent = le.LastSent, le.Sent
+		if le.Sent > 0 || !le.LastSent.IsZero() {
+			c.entry.Untold = slices.Clone(le.Untold)
+		}
+		if owed := le.owedOf(c.a.p.Channels); recent && len(owed) > 0 && len(le.Owed) > 0 {
+			// A page that reached some channels, and whose claim ended (handed back by
+			// a stop, or its process crashed) before the others delivered: the rest.
+			c.entry.Owed, c.partial = owed, true
+		}
 	default: // the logged episode resolved
 		if !c.entry.EvalTS.After(le.ResolvedTS) {
 			c.stale = &le
@@ -60,8 +74,8 @@ func (e *Engine) claim(c *claim) {
 		}
 		if le.resolving() {
 			e.infMu.Lock()
-			at, mine := e.telling[le.Fingerprint]
-			mine = mine && at.Equal(le.ResolvedAt)
+			inf, mine := e.telling[le.Fingerprint]
+			mine = mine && inf.at.Equal(le.ResolvedAt) && !inf.delivered
 			if mine {
 				// This process's own resolved notice, still in its group: the new
 				// episode takes its place there, as the alert's latest state (a flap
@@ -85,9 +99,38 @@ func (e *Engine) claim(c *claim) {
 		c.resolveFirst = nil
 		return // another process wrote it first: decide again next tick
 	case err != nil:
-		e.logError(err, c.entry.Fingerprint)
+		e.w.owe(fp, e.recordClaim(c.entry), err)
 	}
 	c.queue = true
+}
+
+// recordClaim writes a claim this process paged without the log's answer, once the log
+// answers: onto the episode the log holds firing (unless a later claim is there), or as
+// a new episode after the one the log holds resolved, unless that resolution rested on
+// newer points than the page (it answered a replay).
+func (e *Engine) recordClaim(ce LogEntry) logWrite {
+	return func(ctx context.Context) ([]*pendingAlert, error) {
+		return nil, e.update(ctx, ce.Fingerprint, func(le *LogEntry, found bool) bool {
+			ce := ce
+			ce.LastSent, ce.Sent = time.Time{}, 0 // the deliveries' records follow
+			switch {
+			case !found:
+			case le.firing():
+				if !le.QueuedAt.Before(ce.QueuedAt) {
+					return false // this claim is there already, or a later one
+				}
+				ce.ActiveSince, ce.FiringSince = le.ActiveSince, le.FiringSince
+				ce.LastSent, ce.Sent = le.LastSent, le.Sent
+				if le.Sent > 0 || !le.LastSent.IsZero() {
+					ce.Untold = slices.DeleteFunc(slices.Clone(ce.Untold), func(c string) bool { return !slices.Contains(le.Untold, c) })
+				}
+			case !ce.EvalTS.After(le.ResolvedTS):
+				return false
+			}
+			*le = ce
+			return true
+		})
+	}
 }
 
 // settle applies a claim's outcome to its alert and returns the notifications to
@@ -101,19 +144,26 @@ func (e *Engine) settle(c *claim) []*pendingAlert {
 	current := sh.alerts[a.fp] == a && a.claimAt.Equal(c.entry.QueuedAt)
 	switch {
 	case c.queue:
+		inf := &inflight{at: c.entry.QueuedAt, left: slices.Clone(c.entry.Owed), count: !c.partial}
 		e.infMu.Lock()
-		e.paging[a.fps] = c.entry.QueuedAt
+		if prev := e.paging[a.fps]; prev != nil {
+			inf.reached = prev.reached // the episode's earlier pages
+		}
+		e.paging[a.fps] = inf
 		e.infMu.Unlock()
 		na := e.notifyAlert(a, notify.StatusFiring)
 		na.StartsAt = c.entry.FiringSince
 		if current {
 			a.activeSince, a.firingSince = c.entry.ActiveSince, c.entry.FiringSince
+			if c.partial {
+				a.sent = max(c.entry.Sent, 1) // the rest of a page, not another one
+			}
 		}
 		var out []*pendingAlert
 		if c.resolveFirst != nil {
 			out = append(out, c.resolveFirst)
 		}
-		return append(out, &pendingAlert{p: a.p, fp: a.fp, na: na})
+		return append(out, &pendingAlert{p: a.p, fp: a.fp, na: na, to: c.entry.Owed})
 	case !current:
 		return nil // resolved or dropped meanwhile, and nothing was claimed
 	case c.adopt != nil:
@@ -144,57 +194,123 @@ func (a *alertState) adopt(le LogEntry, lease time.Duration) {
 	a.lastSent, a.holdUntil = le.LastSent, time.Time{}
 }
 
-// Delivered reports the outcome of a notification given to Send. A firing page
-// delivered to a channel is recorded in the log as sent (the first channel counts); a
-// failed one stays pending, so it is resent after its lease. A delivered resolved notice
-// turns its entry into a tombstone; a failed one stays resolving, resent after its
-// lease by whichever process sweeps the log first. The record does not depend on the
-// alert still being evaluated here: its partition may have moved meanwhile.
+// inflight is a notification this process queued, page or resolved notice, and what
+// its channels made of it so far.
+type inflight struct {
+	at        time.Time // the page's claim, or the resolution
+	left      []string  // the channels it went to that have not answered
+	reached   []string  // pages: the channels that got a page of the episode from here
+	delivered bool      // a channel delivered it
+	failed    bool      // a channel gave it up
+	count     bool      // pages: its first delivery counts as a notification (LogEntry.Sent)
+}
+
+// Delivered reports the outcome of a notification given to Send, one channel's message.
+// Each channel's delivery is recorded in the log: a page's channel leaves the entry's
+// Owed and Untold (the first delivery counts the page as sent), a resolved notice's
+// leaves ResolveOwed, and the entry becomes a tombstone once every channel got it. A
+// channel that failed stays owed: a page is resent to it after its lease, a resolved
+// notice by whichever process sweeps the log first. The record does not depend on the
+// alert still being evaluated here: its partition may have moved meanwhile. The writes
+// run on the engine's writer, after the claim they record.
 func (e *Engine) Delivered(m notify.Message, err error) {
 	now := e.now()
+	var writes []keyedWrite
 	for _, na := range m.Alerts {
 		fp, ok := parseFP(na.Fingerprint)
 		if !ok {
 			continue
 		}
+		var w logWrite
 		if na.Status == notify.StatusFiring {
-			e.pageDone(fp, na, err, now)
-		} else if err == nil {
-			e.resolveDone(na)
+			w = e.pageDone(fp, m.Receiver, na, err, now)
+		} else {
+			w = e.resolveDone(m.Receiver, na, err)
 		}
+		if w != nil {
+			writes = append(writes, keyedWrite{fp: na.Fingerprint, w: w})
+		}
+	}
+	if len(writes) > 0 {
+		e.w.submit(effects{writes: writes}, now)
 	}
 }
 
-func (e *Engine) pageDone(fp uint64, na notify.Alert, err error, now time.Time) {
+func (e *Engine) pageDone(fp uint64, ch string, na notify.Alert, err error, now time.Time) logWrite {
 	e.infMu.Lock()
-	at, mine := e.paging[na.Fingerprint]
-	if mine && err == nil {
-		delete(e.paging, na.Fingerprint)
+	inf := e.paging[na.Fingerprint]
+	mine := inf != nil && slices.Contains(inf.left, ch)
+	var (
+		at                     time.Time
+		count, settled, failed bool
+	)
+	if mine {
+		at = inf.at
+		inf.left = without(inf.left, ch)
+		if err == nil {
+			count = inf.count && !inf.delivered
+			inf.delivered = true
+			if !slices.Contains(inf.reached, ch) {
+				inf.reached = append(inf.reached, ch)
+			}
+		} else {
+			inf.failed = true
+		}
+		settled, failed = len(inf.left) == 0, inf.failed
 	}
 	e.infMu.Unlock()
-	sh := e.shardOf(na.Labels[policy.LabelNode])
-	sh.mu.Lock()
-	if a := sh.alerts[fp]; a != nil && mine && a.claimAt.Equal(at) {
-		if err == nil {
-			a.claimAt, a.lastSent = time.Time{}, now
-		} else {
-			a.holdUntil = a.claimAt.Add(e.lease(a))
-			a.claimAt, a.lastSent = time.Time{}, time.Time{}
+	if !mine {
+		return nil
+	}
+	if settled {
+		sh := e.shardOf(na.Labels[policy.LabelNode])
+		sh.mu.Lock()
+		if a := sh.alerts[fp]; a != nil && a.claimAt.Equal(at) {
+			a.claimAt = time.Time{}
+			if failed {
+				// What a channel gave up is sent again after the claim's lease: to the
+				// channels still owed it, when others delivered (see claim).
+				a.holdUntil, a.lastSent = at.Add(e.lease(a)), time.Time{}
+			} else {
+				a.lastSent = now
+			}
+		}
+		sh.mu.Unlock()
+	}
+	if err != nil {
+		return nil
+	}
+	return e.recordDelivery(na.Fingerprint, at, ch, count, now)
+}
+
+// recordDelivery records in the log that channel ch delivered the page claimed at at.
+func (e *Engine) recordDelivery(fp string, at time.Time, ch string, count bool, now time.Time) logWrite {
+	return func(ctx context.Context) ([]*pendingAlert, error) {
+		return nil, e.update(ctx, fp, func(le *LogEntry, found bool) bool {
+			if !found || !le.QueuedAt.Equal(at) {
+				return false
+			}
+			le.Owed, le.Untold = without(le.Owed, ch), without(le.Untold, ch)
+			if le.LastSent.Before(now) {
+				le.LastSent = now
+			}
+			if count {
+				le.Sent++
+			}
+			return true
+		})
+	}
+}
+
+// without returns list without s (a new slice; nil when nothing is left).
+func without(list []string, s string) []string {
+	var out []string
+	for _, x := range list {
+		if x != s {
+			out = append(out, x)
 		}
 	}
-	sh.mu.Unlock()
-	if !mine || err != nil {
-		return
-	}
-	ctx, cancel := e.opContext()
-	defer cancel()
-	le, ver, gerr := e.o.Log.Get(ctx, na.Fingerprint)
-	if gerr == nil && le.QueuedAt.Equal(at) && le.pending() {
-		le.LastSent, le.Sent = now, le.Sent+1
-		if perr := e.o.Log.Put(ctx, le, ver); perr != nil && !errors.Is(perr, coord.ErrVersionConflict) {
-			e.logError(perr, na.Fingerprint)
-		}
-	}
+	return out
 }
 
 func (e *Engine) lease(a *alertState) time.Duration { return e.leaseOf(a.p) }

@@ -120,11 +120,12 @@ type Engine struct {
 	stalled   bool
 	resumedAt time.Time
 
-	// The notifications this process queued and has not seen delivered: pages by
-	// fingerprint and claim time, resolved notices by fingerprint and resolution time.
+	// The notifications this process queued, by fingerprint, and what their channels
+	// made of them: the latest page of each alert firing here (until it resolves), and
+	// the resolved notices not yet delivered everywhere.
 	infMu   sync.Mutex
-	paging  map[string]time.Time
-	telling map[string]time.Time
+	paging  map[string]*inflight
+	telling map[string]*inflight
 
 	cl claimers // the group's processes, for claims left by a crash
 
@@ -208,7 +209,7 @@ func NewEngine(o EngineOptions) *Engine {
 	e := &Engine{
 		o: o, log: o.Logger.With("component", "alarm"), now: o.Now,
 		byMetric: map[string][]*policy.Policy{}, byName: map[string]*policy.Policy{}, inhibit: inhibitions{m: map[string]*[6]int{}},
-		paging: map[string]time.Time{}, telling: map[string]time.Time{},
+		paging: map[string]*inflight{}, telling: map[string]*inflight{},
 	}
 	e.opsCtx, e.stopOps = context.WithCancel(context.Background())
 	e.w = newWriter(e)
@@ -297,6 +298,12 @@ func (e *Engine) Flush(deadline time.Time) (unwritten int) {
 		e.w.syncUntil(time.Now().Add(time.Second))
 	}
 	return unwritten
+}
+
+// finish is the engine's part of a stop once the channels drained (after Flush): the
+// log records of their deliveries.
+func (e *Engine) finish(deadline time.Time) {
+	e.w.syncUntil(deadline)
 }
 
 // Observe evaluates a decoded, valid batch; what became due is written and sent by the

@@ -38,12 +38,15 @@ type outbox struct {
 	e    *Engine
 }
 
+// deliver reports ms delivered and waits for the engine to record it.
 func (o *outbox) deliver(ms []notify.Message) {
-	for _, m := range ms {
-		if o.e != nil {
-			o.e.Delivered(m, nil)
-		}
+	if o.e == nil {
+		return
 	}
+	for _, m := range ms {
+		o.e.Delivered(m, nil)
+	}
+	o.e.Sync()
 }
 
 // sync waits until the engine wrote and sent what it decided so far.
@@ -57,26 +60,21 @@ func (o *outbox) send(m notify.Message) { o.mu.Lock(); o.msgs = append(o.msgs, m
 
 // take returns the statuses of the alerts sent since the last call ("firing wave-1").
 func (o *outbox) take() []string {
-	o.sync()
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	var out []string
-	for _, m := range o.msgs {
+	for _, m := range o.messages() {
 		for _, a := range m.Alerts {
 			out = append(out, a.Status+" "+a.Labels["node"])
 		}
 	}
-	o.deliver(o.msgs)
-	o.msgs = nil
 	return out
 }
 
 func (o *outbox) messages() []notify.Message {
 	o.sync()
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	m := o.msgs
 	o.msgs = nil
+	o.mu.Unlock()
 	o.deliver(m)
 	return m
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/binlake/binlake/internal/coord"
@@ -49,10 +50,56 @@ type LogEntry struct {
 	ResolvedTS      time.Time `json:"resolved_ts,omitzero"`
 	ResolveQueuedAt time.Time `json:"resolve_queued_at,omitzero"`
 	ResolveSent     bool      `json:"resolve_sent,omitempty"`
+	// Delivery is recorded per channel, so that a channel that was down when the others
+	// delivered (its retries cut short by a stop or a crash) still gets its page, and
+	// only the channels that got a page get the resolution. Owed are the channels the
+	// latest page (claimed at QueuedAt; handed back when QueuedAt is zero) has not
+	// reached; Untold those no page of the episode reached (nil: every channel got one,
+	// or the entry predates per-channel records); ResolveOwed, while resolving, those
+	// the resolved notice has not reached (nil: all of the policy's channels). Each
+	// channel is removed as it delivers; the resolution is sent once the last one did.
+	Owed        []string `json:"owed,omitempty"`
+	Untold      []string `json:"untold,omitempty"`
+	ResolveOwed []string `json:"resolve_owed,omitempty"`
 }
 
-// pending reports whether a page was queued and not (yet) delivered.
-func (e LogEntry) pending() bool { return !e.QueuedAt.IsZero() && e.QueuedAt.After(e.LastSent) }
+// owes reports whether a page has not reached every channel yet: some are owed it, or
+// (an entry without per-channel records) it was queued after the last delivery.
+func (e LogEntry) owes() bool {
+	return len(e.Owed) > 0 || !e.QueuedAt.IsZero() && e.QueuedAt.After(e.LastSent)
+}
+
+// pending reports whether a page was claimed (queued) and not (yet) delivered to every
+// channel; a page handed back (QueuedAt cleared) is owed, not pending.
+func (e LogEntry) pending() bool { return !e.QueuedAt.IsZero() && e.owes() }
+
+// owedOf is the channels of chans (the policy's) that the latest page still owes: all of
+// them for an entry without per-channel records whose page is undelivered.
+func (e LogEntry) owedOf(chans []string) []string {
+	if len(e.Owed) > 0 {
+		return slices.DeleteFunc(slices.Clone(chans), func(c string) bool { return !slices.Contains(e.Owed, c) })
+	}
+	if e.owes() {
+		return slices.Clone(chans)
+	}
+	return nil
+}
+
+// toldOf is the channels of chans that a page of the episode reached.
+func (e LogEntry) toldOf(chans []string) []string {
+	if e.Sent == 0 && e.LastSent.IsZero() {
+		return nil
+	}
+	return slices.DeleteFunc(slices.Clone(chans), func(c string) bool { return slices.Contains(e.Untold, c) })
+}
+
+// resolveOwedOf is the channels of chans that the resolved notice still owes.
+func (e LogEntry) resolveOwedOf(chans []string) []string {
+	if e.ResolveOwed == nil {
+		return slices.Clone(chans)
+	}
+	return slices.DeleteFunc(slices.Clone(chans), func(c string) bool { return !slices.Contains(e.ResolveOwed, c) })
+}
 
 // firing reports whether the entry's episode has not resolved.
 func (e LogEntry) firing() bool { return e.ResolvedAt.IsZero() }

@@ -61,6 +61,7 @@ func TestCrashBetweenQueueAndDelivery(t *testing.T) {
 		r2.observe("wave-1", 95)
 	}
 	d2.Close(10 * time.Second)
+	r2.e.Sync() // the delivery's record
 	p := rcv.payloads()
 	require.Len(t, p, 1, "the page lost in the crash is sent once")
 	require.Equal(t, "firing", p[0].Status)

@@ -3,6 +3,7 @@ package alarm
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/binlake/binlake/alarm/notify"
@@ -21,81 +22,232 @@ type resolution struct {
 	// tell: no silence mutes it. pagedHere: this process paged it or adopted a page.
 	tell, pagedHere bool
 	na              notify.Alert // the resolved notice as this process renders it
+	// entry is the alert's episode as this process knows it, for a log that never
+	// recorded it (its claim's write failed).
+	entry LogEntry
 }
 
 // resolve moves the alert's log entry from firing to resolving and returns its resolved
 // notice, or nil when there is nothing to tell: the log knows the episode resolved
 // already (another process resolved it in the overlap of a rebalance, or this process
-// resolved a stale copy of the log), or no page was ever sent for it. The notice is
-// claimed in the entry (ResolveQueuedAt) before it is queued and acknowledged in it when
-// delivered, so a crash or a stop in between leaves it for another process to send
-// (sweep) rather than losing it.
+// resolved a stale copy of the log), or no page of it reached any channel. The notice
+// goes to the channels a page reached, or is on its way to (a receiver never gets a
+// resolution for a page it did not get). It is claimed in the entry (ResolveQueuedAt,
+// ResolveOwed) before it is queued and acknowledged in it channel by channel as they
+// deliver, so a crash or a stop in between leaves it for another process to send
+// (sweep) rather than losing it. Without an answer from the log, a page this process sent
+// still gets its resolution.
 func (e *Engine) resolve(r *resolution) *pendingAlert {
 	fp := r.na.Fingerprint
+	ctx, cancel := e.opContext()
+	defer cancel()
 	for range 3 {
-		ctx, cancel := e.opContext()
 		le, ver, err := e.o.Log.Get(ctx, fp)
 		switch {
-		case errors.Is(err, coord.ErrNotFound), err != nil:
-			cancel()
-			if err != nil && !errors.Is(err, coord.ErrNotFound) {
-				e.logError(err, fp)
-			}
-			// Never logged (its claim could not be written), or collected long after it
-			// resolved: a page this process sent still gets its resolution.
-			if r.tell && r.pagedHere {
-				return &pendingAlert{p: r.p, fp: r.a.fp, na: r.na}
-			}
-			return nil
+		case errors.Is(err, coord.ErrNotFound):
+			// Never logged, or collected long after it resolved: a page this process
+			// sent still gets its resolution.
+			return e.resolveUnlogged(ctx, r, coord.NoVersion, nil)
+		case err != nil:
+			return e.resolveUnlogged(ctx, r, 0, err)
+		case !le.firing() && e.pagedAfter(fp, le.ResolvedAt):
+			// The log holds an earlier episode's resolution, and this process paged
+			// since: that claim never reached the log.
+			return e.resolveUnlogged(ctx, r, ver, nil)
 		case !le.firing():
-			cancel()
 			return nil
 		}
-		told := r.tell && (le.Sent > 0 || !le.QueuedAt.IsZero())
+		to := e.resolutionTo(le, r.p)
+		told := r.tell && len(to) > 0
 		le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
 		if told {
-			le.ResolveQueuedAt, le.ClaimedBy = e.now(), e.claimer()
+			le.ResolveQueuedAt, le.ClaimedBy, le.ResolveOwed = e.now(), e.claimer(), to
 		} else {
 			le.ResolveSent = true // nothing to tell: a tombstone at once
 		}
 		err = e.o.Log.Put(ctx, le, ver)
-		cancel()
 		if errors.Is(err, coord.ErrVersionConflict) {
 			continue // written meanwhile (a delivery record, another process): read it again
 		}
 		if err != nil {
-			e.logError(err, fp)
+			e.w.owe(fp, e.recordResolve(le, r.p, r.tell, to), err)
 		}
-		if !told {
-			return nil
-		}
-		e.infMu.Lock()
-		e.telling[fp] = le.ResolvedAt
-		e.infMu.Unlock()
-		na := r.na
-		na.StartsAt, na.EndsAt = le.FiringSince, le.ResolvedAt
-		return &pendingAlert{p: r.p, fp: r.a.fp, na: na}
+		return e.telling1(r, le, told, to)
 	}
 	e.log.Warn("notification log: the entry kept changing; its resolution is left to the sweep", "fingerprint", fp)
 	return nil
 }
 
-// resolveDone records a delivered resolved notice: its entry becomes a tombstone.
-func (e *Engine) resolveDone(na notify.Alert) {
+// telling1 forgets the alert's pages in flight (its resolution follows them on each
+// channel's queue) and returns its resolved notice, to the channels to, if told.
+func (e *Engine) telling1(r *resolution, le LogEntry, told bool, to []string) *pendingAlert {
 	e.infMu.Lock()
-	if at, ok := e.telling[na.Fingerprint]; ok && at.Equal(na.EndsAt) {
-		delete(e.telling, na.Fingerprint)
+	defer e.infMu.Unlock()
+	delete(e.paging, le.Fingerprint)
+	if !told {
+		return nil
+	}
+	e.telling[le.Fingerprint] = &inflight{at: le.ResolvedAt, left: slices.Clone(to)}
+	na := r.na
+	na.StartsAt, na.EndsAt = le.FiringSince, le.ResolvedAt
+	return &pendingAlert{p: r.p, fp: r.a.fp, na: na, to: to}
+}
+
+// resolutionTo is the channels a resolution of le goes to: those a page of the episode
+// reached, and those one is on its way to (this process's, ahead of the resolution on the
+// channel's queue; or a live process's within its lease), in the policy's order.
+func (e *Engine) resolutionTo(le LogEntry, p *policy.Policy) []string {
+	to := le.toldOf(p.Channels)
+	var flying []string
+	e.infMu.Lock()
+	if inf := e.paging[le.Fingerprint]; inf != nil && inf.at.Equal(le.QueuedAt) {
+		flying = slices.Concat(inf.left, inf.reached)
 	}
 	e.infMu.Unlock()
-	ctx, cancel := e.opContext()
-	defer cancel()
-	le, ver, err := e.o.Log.Get(ctx, na.Fingerprint)
-	if err != nil || !le.resolving() || !le.ResolvedAt.Equal(na.EndsAt) {
-		return
+	if flying == nil && le.pending() && e.now().Sub(le.QueuedAt) < e.leaseOf(p) && !e.claimerGone(le.ClaimedBy, le.QueuedAt) {
+		flying = le.owedOf(p.Channels)
 	}
-	le.ResolveSent = true
-	if err := e.o.Log.Put(ctx, le, ver); err != nil && !errors.Is(err, coord.ErrVersionConflict) {
-		e.logError(err, na.Fingerprint)
+	return slices.DeleteFunc(slices.Clone(p.Channels), func(c string) bool {
+		return !slices.Contains(to, c) && !slices.Contains(flying, c)
+	})
+}
+
+// pagedAfter reports whether this process queued a page of the alert after t.
+func (e *Engine) pagedAfter(fp string, t time.Time) bool {
+	e.infMu.Lock()
+	defer e.infMu.Unlock()
+	inf := e.paging[fp]
+	return inf != nil && inf.at.After(t)
+}
+
+// resolveUnlogged resolves an episode the log does not hold (not found: version
+// NoVersion; an earlier episode's tombstone: its version) or cannot be asked about (err
+// set): the notice goes to the channels this process's pages reached or are on their way
+// to (all of them for a page it adopted), and the resolution is written now, or once the
+// log answers.
+func (e *Engine) resolveUnlogged(ctx context.Context, r *resolution, ver int64, err error) *pendingAlert {
+	var to []string
+	if r.pagedHere {
+		e.infMu.Lock()
+		if inf := e.paging[r.na.Fingerprint]; inf != nil {
+			to = slices.DeleteFunc(slices.Clone(r.p.Channels), func(c string) bool {
+				return !slices.Contains(inf.left, c) && !slices.Contains(inf.reached, c)
+			})
+		} else {
+			to = slices.Clone(r.p.Channels)
+		}
+		e.infMu.Unlock()
+	}
+	told := r.tell && len(to) > 0
+	le := r.entry
+	le.QueuedAt, le.Owed, le.Untold = time.Time{}, nil, nil
+	le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
+	if told {
+		le.ResolveQueuedAt, le.ClaimedBy, le.ResolveOwed = e.now(), e.claimer(), to
+	} else {
+		le.ResolveSent = true
+	}
+	if err == nil {
+		err = e.o.Log.Put(ctx, le, ver)
+		if errors.Is(err, coord.ErrVersionConflict) {
+			err = nil // another process wrote it meanwhile; this page's resolution still goes out
+		}
+	}
+	if err != nil {
+		e.w.owe(le.Fingerprint, e.recordResolve(le, r.p, r.tell, to), err)
+	}
+	return e.telling1(r, le, told, to)
+}
+
+// recordResolve writes a resolution this process decided without the log's answer, once
+// the log answers: onto the episode the log holds firing, or over an earlier episode's
+// tombstone (this one's claim never reached the log). Channels the log says a page reached
+// that the resolved notice did not go to (another process's page) are sent it now.
+func (e *Engine) recordResolve(want LogEntry, p *policy.Policy, tell bool, sentTo []string) logWrite {
+	return func(ctx context.Context) ([]*pendingAlert, error) {
+		var extra []string
+		err := e.update(ctx, want.Fingerprint, func(le *LogEntry, found bool) bool {
+			extra = nil
+			switch {
+			case !found:
+				*le = want
+				return true
+			case !le.firing() && le.ResolvedAt.Equal(want.ResolvedAt):
+				return false // recorded already
+			case !le.firing() && le.ResolvedAt.Before(want.FiringSince):
+				*le = want // an earlier episode's tombstone
+				return true
+			case !le.firing():
+				return false // another process resolved it
+			}
+			if tell {
+				for _, c := range le.toldOf(p.Channels) {
+					if !slices.Contains(sentTo, c) {
+						extra = append(extra, c)
+					}
+				}
+			}
+			le.ResolvedAt, le.ResolvedTS, le.Value = want.ResolvedAt, want.ResolvedTS, want.Value
+			le.ResolveQueuedAt, le.ClaimedBy = want.ResolveQueuedAt, want.ClaimedBy
+			le.ResolveOwed = slices.Concat(want.ResolveOwed, extra)
+			le.ResolveSent = len(le.ResolveOwed) == 0
+			if le.ResolveSent {
+				le.ResolveOwed = nil
+			}
+			return true
+		})
+		if err != nil || len(extra) == 0 {
+			return nil, err
+		}
+		pa := e.resolvedNotice(want)
+		if pa == nil {
+			return nil, nil
+		}
+		pa.to = extra
+		e.infMu.Lock()
+		if inf := e.telling[want.Fingerprint]; inf != nil && inf.at.Equal(want.ResolvedAt) {
+			inf.left = append(inf.left, extra...)
+		} else {
+			e.telling[want.Fingerprint] = &inflight{at: want.ResolvedAt, left: extra}
+		}
+		e.infMu.Unlock()
+		return []*pendingAlert{pa}, nil
+	}
+}
+
+// resolveDone takes a channel's outcome of a resolved notice; a delivery is recorded in
+// the log, and the entry becomes a tombstone once every channel it owed delivered.
+func (e *Engine) resolveDone(ch string, na notify.Alert, err error) logWrite {
+	e.infMu.Lock()
+	if inf := e.telling[na.Fingerprint]; inf != nil && inf.at.Equal(na.EndsAt) && slices.Contains(inf.left, ch) {
+		inf.left = without(inf.left, ch)
+		if err == nil {
+			inf.delivered = true
+		} else {
+			inf.failed = true
+		}
+		if len(inf.left) == 0 && !inf.failed {
+			delete(e.telling, na.Fingerprint)
+		}
+	}
+	e.infMu.Unlock()
+	if err != nil {
+		return nil
+	}
+	fp, at := na.Fingerprint, na.EndsAt
+	return func(ctx context.Context) ([]*pendingAlert, error) {
+		return nil, e.update(ctx, fp, func(le *LogEntry, found bool) bool {
+			if !found || !le.resolving() || !le.ResolvedAt.Equal(at) {
+				return false
+			}
+			var chans []string
+			if p := e.byName[le.Policy]; p != nil {
+				chans = p.Channels
+			}
+			le.ResolveOwed = without(le.resolveOwedOf(chans), ch)
+			le.ResolveSent = len(le.ResolveOwed) == 0
+			return true
+		})
 	}
 }
 
@@ -111,7 +263,8 @@ func (e *Engine) resolvedNotice(le LogEntry) *pendingAlert {
 	}
 	return &pendingAlert{p: p, fp: fp, na: notify.Alert{Status: notify.StatusResolved, Labels: le.Labels,
 		Annotations: p.Render(templateData(p, le.Labels, le.Value, StateResolved)),
-		StartsAt:    le.FiringSince, EndsAt: le.ResolvedAt, Value: le.Value, Fingerprint: le.Fingerprint}}
+		StartsAt:    le.FiringSince, EndsAt: le.ResolvedAt, Value: le.Value, Fingerprint: le.Fingerprint},
+		to: le.resolveOwedOf(p.Channels)}
 }
 
 // sweep finishes what other processes left in the log: a resolved notice whose sender
@@ -149,8 +302,8 @@ func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Tim
 		return nil // changed meanwhile: someone else took it
 	}
 	pa := e.resolvedNotice(le)
-	if pa == nil {
-		le.ResolveSent = true // nobody can route it: do not try forever
+	if pa == nil || len(pa.to) == 0 {
+		pa, le.ResolveSent = nil, true // nobody can route it: do not try forever
 	} else {
 		le.ResolveQueuedAt, le.ClaimedBy = now, e.claimer()
 	}
@@ -162,7 +315,7 @@ func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Tim
 	}
 	if pa != nil {
 		e.infMu.Lock()
-		e.telling[le.Fingerprint] = le.ResolvedAt
+		e.telling[le.Fingerprint] = &inflight{at: le.ResolvedAt, left: slices.Clone(pa.to)}
 		e.infMu.Unlock()
 	}
 	return pa
@@ -180,31 +333,41 @@ func (e *Engine) collect(ctx context.Context, seen LogEntry) {
 }
 
 // releaseInflight hands this process's undelivered notifications back to the log, for
-// a stopping process: a page claimed and not delivered becomes due again for whoever
-// evaluates the alert next, a resolved notice for whoever sweeps the log next, without
-// waiting out their leases. It returns how many of each it released.
+// a stopping process: a page claimed and not delivered to every channel becomes due
+// again, to the channels still owed it, for whoever evaluates the alert next, a resolved
+// notice for whoever sweeps the log next, without waiting out their leases. It returns
+// how many of each it released.
 func (e *Engine) releaseInflight(ctx context.Context) (pages, resolutions int) {
 	e.infMu.Lock()
 	paging, telling := e.paging, e.telling
-	e.paging, e.telling = map[string]time.Time{}, map[string]time.Time{}
+	e.paging, e.telling = map[string]*inflight{}, map[string]*inflight{}
 	e.infMu.Unlock()
-	for fp, at := range paging {
-		le, ver, err := e.o.Log.Get(ctx, fp)
-		if err != nil || !le.firing() || !le.pending() || !le.QueuedAt.Equal(at) {
-			continue
+	for fp, inf := range paging {
+		if len(inf.left) == 0 && !inf.failed {
+			continue // delivered everywhere
 		}
-		le.QueuedAt = time.Time{}
-		if e.o.Log.Put(ctx, le, ver) == nil {
+		released := false
+		err := e.update(ctx, fp, func(le *LogEntry, found bool) bool {
+			released = found && le.firing() && le.pending() && le.QueuedAt.Equal(inf.at)
+			if released {
+				le.QueuedAt = time.Time{}
+			}
+			return released
+		})
+		if err == nil && released {
 			pages++
 		}
 	}
-	for fp, at := range telling {
-		le, ver, err := e.o.Log.Get(ctx, fp)
-		if err != nil || !le.resolving() || !le.ResolvedAt.Equal(at) {
-			continue
-		}
-		le.ResolveQueuedAt = time.Time{}
-		if e.o.Log.Put(ctx, le, ver) == nil {
+	for fp, inf := range telling {
+		released := false
+		err := e.update(ctx, fp, func(le *LogEntry, found bool) bool {
+			released = found && le.resolving() && le.ResolvedAt.Equal(inf.at)
+			if released {
+				le.ResolveQueuedAt = time.Time{}
+			}
+			return released
+		})
+		if err == nil && released {
 			resolutions++
 		}
 	}

@@ -2,6 +2,7 @@ package alarm
 
 import (
 	"hash/fnv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -527,12 +528,14 @@ func (sh *shard) process(now time.Time, as []*alertState, ef *effects) {
 			a.sent++
 			ce := a.entry()
 			ce.QueuedAt, ce.ClaimedBy = now, e.claimer()
+			ce.Owed, ce.Untold = slices.Clone(a.p.Channels), slices.Clone(a.p.Channels)
 			ef.claims = append(ef.claims, claim{a: a, entry: ce, repeat: a.p.RepeatInterval, lease: e.lease(a)})
 		case StateResolved:
 			if a.sendResolved {
 				a.sendResolved = false
 				ef.resolves = append(ef.resolves, resolution{a: a, p: a.p, at: a.resolvedAt, ts: a.resolvedTS, value: a.value,
-					tell: len(e.silenced(a, now)) == 0, pagedHere: a.sent > 0, na: e.notifyAlert(a, notify.StatusResolved)})
+					tell: len(e.silenced(a, now)) == 0, pagedHere: a.sent > 0, na: e.notifyAlert(a, notify.StatusResolved),
+					entry: a.entry()})
 			}
 			if now.Sub(a.resolvedAt) >= e.o.ResolvedRetention {
 				sh.drop(a)

@@ -24,6 +24,8 @@ type effects struct {
 	saves    []LogEntry   // firing states to remember without a page (muted alerts)
 	resolves []resolution // alerts that stopped holding
 	notices  []*pendingAlert
+	// writes are the deliveries' records (Engine.Delivered).
+	writes []keyedWrite
 	// expedite sends every notification group at once, whatever its group_wait (a
 	// stopping process).
 	expedite bool
@@ -33,7 +35,8 @@ type effects struct {
 }
 
 func (ef *effects) empty() bool {
-	return len(ef.claims) == 0 && len(ef.saves) == 0 && len(ef.resolves) == 0 && len(ef.notices) == 0 && !ef.expedite
+	return len(ef.claims) == 0 && len(ef.saves) == 0 && len(ef.resolves) == 0 && len(ef.notices) == 0 &&
+		len(ef.writes) == 0 && !ef.expedite
 }
 
 // pendingAlert is a notification on its way into its group.
@@ -41,6 +44,14 @@ type pendingAlert struct {
 	p  *policy.Policy
 	fp uint64
 	na notify.Alert
+	// to are the channels it goes to; nil: every channel of the policy.
+	to []string
+}
+
+// queuedAlert is a notification in its group, and its channels (nil: all).
+type queuedAlert struct {
+	na notify.Alert
+	to []string
 }
 
 type group struct {
@@ -48,21 +59,21 @@ type group struct {
 	key     string
 	labels  map[string]string // the message's GroupLabels: the group_by labels
 	flushAt time.Time         // when alerts is sent; meaningless while alerts is empty
-	alerts  map[uint64]notify.Alert
+	alerts  map[uint64]queuedAlert
 	// later are the next messages' alerts, each sent after the one before: the
 	// resolution of an alert whose page is in a message not yet sent waits for the next
 	// message instead of replacing the page, so that a claimed page is delivered and a
 	// receiver never gets a resolution for a page it did not get. Any other notice
 	// replaces the alert's older one (the latest state: a repeat, a refreshed value, a
 	// page again after an unsent resolution). Empty while alerts is.
-	later  []map[uint64]notify.Alert
+	later  []map[uint64]queuedAlert
 	sentAt time.Time // the group's last notification; zero before its first (see group.go)
 }
 
 // firing reports whether the group carries at least one firing alert.
 func (g *group) firing() bool {
 	for _, a := range g.alerts {
-		if a.Status == notify.StatusFiring {
+		if a.na.Status == notify.StatusFiring {
 			return true
 		}
 	}
@@ -82,6 +93,8 @@ type writer struct {
 
 	groups    map[string]*group // only the writer's goroutine
 	nextFlush atomic.Int64      // Unix ns of the earliest group flush; MaxInt64 when none
+
+	notices []*pendingAlert // what the log writes found due, for run to queue
 }
 
 func newWriter(e *Engine) *writer {
@@ -162,6 +175,9 @@ func (w *writer) drain() {
 // run writes one evaluation's effects, then groups the notifications they cleared.
 func (w *writer) run(ef *effects) {
 	e := w.e
+	for _, kw := range ef.writes {
+		w.write(kw)
+	}
 	for i := range ef.claims {
 		e.claim(&ef.claims[i])
 	}
@@ -190,6 +206,10 @@ func (w *writer) run(ef *effects) {
 			w.enqueue(pa, now)
 		}
 	}
+	for _, pa := range w.notices {
+		w.enqueue(pa, now)
+	}
+	w.notices = nil
 	if ef.expedite {
 		for _, g := range w.groups {
 			g.flushAt = now
@@ -203,7 +223,7 @@ func (w *writer) enqueue(pa *pendingAlert, now time.Time) {
 	key, labels := p.Group(pa.na.Labels)
 	g := w.groups[key]
 	if g == nil {
-		g = &group{p: p, key: key, labels: labels, alerts: map[uint64]notify.Alert{}}
+		g = &group{p: p, key: key, labels: labels, alerts: map[uint64]queuedAlert{}}
 		w.groups[key] = g
 	}
 	if len(g.alerts) == 0 {
@@ -212,12 +232,12 @@ func (w *writer) enqueue(pa *pendingAlert, now time.Time) {
 			w.nextFlush.Store(at)
 		}
 	}
-	g.add(pa.fp, pa.na)
+	g.add(pa.fp, queuedAlert{na: pa.na, to: pa.to})
 }
 
 // add puts a into the group's last message that holds its alert, or the first message
 // when none does; a resolution of a page not yet sent goes into the message after it.
-func (g *group) add(fp uint64, a notify.Alert) {
+func (g *group) add(fp uint64, a queuedAlert) {
 	i := len(g.later) - 1
 	for ; i >= 0; i-- {
 		if _, ok := g.later[i][fp]; ok {
@@ -228,9 +248,9 @@ func (g *group) add(fp uint64, a notify.Alert) {
 	if i >= 0 {
 		m = g.later[i]
 	}
-	if old, ok := m[fp]; ok && old.Status == notify.StatusFiring && a.Status == notify.StatusResolved {
+	if old, ok := m[fp]; ok && old.na.Status == notify.StatusFiring && a.na.Status == notify.StatusResolved {
 		if i+1 == len(g.later) {
-			g.later = append(g.later, map[uint64]notify.Alert{})
+			g.later = append(g.later, map[uint64]queuedAlert{})
 		}
 		m = g.later[i+1]
 	}
@@ -295,17 +315,29 @@ func (w *writer) flush(now time.Time) {
 	w.nextFlush.Store(next)
 }
 
-// send sends the group's first message on each of its channels.
+// send sends the group's first message on each of its channels, each with the alerts
+// that go to it (a page's rest goes to the channels that missed it, a resolution to
+// those that got a page).
 func (w *writer) send(g *group, now time.Time) {
-	alerts := slices.Collect(maps.Values(g.alerts))
-	sort.Slice(alerts, func(i, j int) bool {
-		if alerts[i].Labels[policy.LabelNode] != alerts[j].Labels[policy.LabelNode] {
-			return alerts[i].Labels[policy.LabelNode] < alerts[j].Labels[policy.LabelNode]
+	queued := slices.Collect(maps.Values(g.alerts))
+	sort.Slice(queued, func(i, j int) bool {
+		a, b := queued[i].na, queued[j].na
+		if a.Labels[policy.LabelNode] != b.Labels[policy.LabelNode] {
+			return a.Labels[policy.LabelNode] < b.Labels[policy.LabelNode]
 		}
-		return alerts[i].Fingerprint < alerts[j].Fingerprint
+		return a.Fingerprint < b.Fingerprint
 	})
 	g.sent(now, w.e.groupWait(g.p), w.e.groupInterval(g.p))
 	for _, ch := range g.p.Channels {
+		alerts := make([]notify.Alert, 0, len(queued))
+		for _, q := range queued {
+			if q.to == nil || slices.Contains(q.to, ch) {
+				alerts = append(alerts, q.na)
+			}
+		}
+		if len(alerts) == 0 {
+			continue
+		}
 		w.e.o.Send(notify.Message{
 			Receiver: ch, GroupKey: g.key, ExternalURL: w.e.o.ExternalURL, Alerts: alerts,
 			GroupLabels: maps.Clone(g.labels),

@@ -1,0 +1,187 @@
+package alarm
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/alarm/notify"
+)
+
+// Delivery per channel.
+
+// twoChannels is basePolicy paging the channels mail and hook.
+var twoChannels = strings.Replace(basePolicy, "channels: [c]", "channels: [mail, hook]", 1) + "    repeat_interval: 1h\n"
+
+// channelOutbox records what the engine sends, per channel; take reports each message
+// delivered unless its channel is down (failed: every attempt failed) or held (in flight:
+// no outcome yet, as when the process dies during the retries).
+type channelOutbox struct {
+	mu   sync.Mutex
+	e    *Engine
+	msgs []notify.Message
+	down map[string]bool
+	held map[string]bool
+}
+
+func (o *channelOutbox) send(m notify.Message) {
+	o.mu.Lock()
+	o.msgs = append(o.msgs, m)
+	o.mu.Unlock()
+}
+
+// take returns "channel: status node" for each alert sent since the last call.
+func (o *channelOutbox) take() []string {
+	o.e.Sync()
+	o.mu.Lock()
+	ms := o.msgs
+	o.msgs = nil
+	down, held := o.down, o.held
+	o.mu.Unlock()
+	var out []string
+	for _, m := range ms {
+		for _, a := range m.Alerts {
+			out = append(out, m.Receiver+": "+a.Status+" "+a.Labels["node"])
+		}
+		switch {
+		case held[m.Receiver]:
+		case down[m.Receiver]:
+			o.e.Delivered(m, errors.New("connection refused"))
+		default:
+			o.e.Delivered(m, nil)
+		}
+	}
+	o.e.Sync()
+	return out
+}
+
+// channelRig is an engine on the log of dir (coord/single), sending to a channelOutbox.
+func channelRig(t *testing.T, dir string, clk *clock, pol string, down, held []string) (*rig, *channelOutbox) {
+	t.Helper()
+	c := openCoord(t, dir)
+	t.Cleanup(func() { c.Close() })
+	out := &channelOutbox{down: map[string]bool{}, held: map[string]bool{}}
+	for _, ch := range down {
+		out.down[ch] = true
+	}
+	for _, ch := range held {
+		out.held[ch] = true
+	}
+	r := newRigOn(t, c, clk, pol, func(o *EngineOptions) { o.Send = out.send })
+	out.e = r.e
+	return r, out
+}
+
+// A channel down when the others delivered a page gets it from the next process after
+// a stop (its claim handed back), and only it; every channel then gets the resolution.
+// Before, the first channel's delivery counted the page as sent: the next process
+// adopted it, and the channel that missed the page got only its resolution.
+func TestPageOwedToAChannelSurvivesAStop(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := channelRig(t, dir, clk, twoChannels, []string{"hook"}, nil)
+	r1.observe("wave-1", 95)
+	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
+	// The stop: the channels drained (hook gave up), what is undelivered is handed back.
+	pages, _ := r1.e.releaseInflight(context.Background())
+	require.Equal(t, 1, pages, "the page hook is owed is handed back")
+	require.NoError(t, r1.c.Close())
+
+	clk.Add(10 * time.Second)
+	r2, out2 := channelRig(t, dir, clk, twoChannels, nil, nil)
+	r2.observe("wave-1", 95)
+	require.Equal(t, []string{"hook: firing wave-1"}, out2.take(), "the channel that missed the page gets it, the other not again")
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 95)
+	require.Empty(t, out2.take())
+	require.Equal(t, 1, r2.e.Alerts()[0].Notifications, "the rest of a page is not another notification")
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 10)
+	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out2.take())
+	entries, err := r2.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.True(t, entries[0].ResolveSent, "a tombstone once both channels delivered the resolution")
+}
+
+// After a crash while a channel was retrying the page (kill -9: no hand-back), the next
+// process sends that channel the page once the claim is known dead (its lease ran out,
+// or the group stopped listing its process), and not the channels that had it.
+func TestPageOwedToAChannelSurvivesACrash(t *testing.T) {
+	for _, how := range []string{"lease", "group"} {
+		t.Run(how, func(t *testing.T) {
+			dir, clk := t.TempDir(), &clock{t: t0}
+			r1, out1 := channelRig(t, dir, clk, twoChannels, nil, []string{"hook"})
+			r1.e.SetMembers("alarm-1", []string{"alarm-1"})
+			r1.observe("wave-1", 95)
+			require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
+			require.NoError(t, r1.c.Close()) // the crash, hook's page still in its retries
+
+			r2, out2 := channelRig(t, dir, clk, twoChannels, nil, nil)
+			var sent []string
+			for range 20 {
+				clk.Add(10 * time.Second)
+				if how == "group" {
+					r2.e.SetMembers("alarm-2", []string{"alarm-2"}) // the group noticed the crash
+				}
+				r2.observe("wave-1", 95)
+				got := out2.take()
+				if len(got) > 0 && how == "group" {
+					require.Equal(t, 10*time.Second, clk.Now().Sub(t0), "a dead claimer's page is taken over at once")
+				}
+				sent = append(sent, got...)
+			}
+			require.Equal(t, []string{"hook: firing wave-1"}, sent)
+			clk.Add(10 * time.Second)
+			r2.observe("wave-1", 10)
+			require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out2.take())
+		})
+	}
+}
+
+// A receiver never gets a resolution for a page it did not get: an episode that ends
+// before a channel got its page (the process died during its retries, or stopped and
+// handed it back) resolves on the channels that had the page only.
+func TestResolutionOnlyWhereThePageWent(t *testing.T) {
+	for _, how := range []string{"crash", "stop"} {
+		t.Run(how, func(t *testing.T) {
+			dir, clk := t.TempDir(), &clock{t: t0}
+			var r1 *rig
+			var out1 *channelOutbox
+			if how == "crash" {
+				r1, out1 = channelRig(t, dir, clk, twoChannels, nil, []string{"hook"})
+			} else {
+				r1, out1 = channelRig(t, dir, clk, twoChannels, []string{"hook"}, nil)
+			}
+			r1.e.SetMembers("alarm-1", []string{"alarm-1"})
+			r1.observe("wave-1", 95)
+			require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
+			if how == "stop" {
+				r1.e.releaseInflight(context.Background())
+			}
+			require.NoError(t, r1.c.Close())
+
+			clk.Add(10 * time.Second)
+			r2, out2 := channelRig(t, dir, clk, twoChannels, nil, nil)
+			r2.e.SetMembers("alarm-2", []string{"alarm-2"})
+			r2.observe("wave-1", 10) // the episode ends before hook was sent its page again
+			require.Equal(t, []string{"mail: resolved wave-1"}, out2.take())
+		})
+	}
+}
+
+// While a channel retries the page, a resolution decided here follows it on that
+// channel's queue, so it goes to every channel (the receiver gets both, in order).
+func TestResolutionFollowsAPageInFlight(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r, out := channelRig(t, dir, clk, twoChannels, nil, []string{"hook"})
+	r.observe("wave-1", 95)
+	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out.take())
+	clk.Add(10 * time.Second)
+	r.observe("wave-1", 10)
+	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out.take())
+}
