@@ -336,16 +336,16 @@ func (a *Alarm) stop() {
 	}
 	unwritten := a.eng.Flush(deadline)
 	undelivered := a.disp.Close(time.Until(deadline))
-	a.eng.finish(deadline)
+	unrecorded := a.eng.finish(deadline)
 	rctx, rcancel := context.WithTimeout(context.Background(), max(time.Until(deadline), 2*time.Second))
 	pages, resolutions := a.eng.releaseInflight(rctx)
 	rcancel()
-	if unwritten+undelivered+pages+resolutions == 0 {
+	if unwritten+undelivered+unrecorded+pages+resolutions == 0 {
 		a.log.Info("alarm stopped")
 		return
 	}
 	a.log.Warn("alarm stopped with work left", "unwritten_evaluations", unwritten, "undelivered_notifications", undelivered,
-		"pages_handed_back", pages, "resolutions_handed_back", resolutions)
+		"unrecorded_log_writes", unrecorded, "pages_handed_back", pages, "resolutions_handed_back", resolutions)
 }
 
 func (a *Alarm) timerLoop(ctx context.Context) {

@@ -34,12 +34,20 @@ type claim struct {
 }
 
 // claim asks the shared log whether the page of c may go out, and records it as queued
-// if so. Without an answer from the log it pages: a duplicate is better than silence.
+// if so. Without an answer from the log it pages: a duplicate is better than silence;
+// the claim is then written once the log answers again (writer.owe).
 func (e *Engine) claim(c *claim) {
 	ctx, cancel := e.opContext()
 	defer cancel()
 	now := c.entry.QueuedAt
 	fp := c.entry.Fingerprint
+	if err := e.w.flushOwed(ctx, fp); err != nil {
+		// This process's earlier writes of the alert are not in the log yet: it cannot
+		// tell, and pages.
+		c.queue = true
+		e.w.owe(fp, e.recordClaim(c.entry), err)
+		return
+	}
 	le, ver, err := e.o.Log.Get(ctx, fp)
 	switch {
 	case errors.Is(err, coord.ErrNotFound):

@@ -3,8 +3,10 @@ package alarm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,7 +15,7 @@ import (
 	"github.com/binlake/binlake/alarm/notify"
 )
 
-// Delivery per channel.
+// Delivery per channel, and through an outage of the notification log.
 
 // twoChannels is basePolicy paging the channels mail and hook.
 var twoChannels = strings.Replace(basePolicy, "channels: [c]", "channels: [mail, hook]", 1) + "    repeat_interval: 1h\n"
@@ -184,4 +186,163 @@ func TestResolutionFollowsAPageInFlight(t *testing.T) {
 	clk.Add(10 * time.Second)
 	r.observe("wave-1", 10)
 	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out.take())
+}
+
+// flakyLog is a notification log that can be cut off, as a ZooKeeper partition does:
+// every operation then fails as a timed-out one.
+type flakyLog struct {
+	NotificationLog
+	down atomic.Bool
+	ops  atomic.Int64 // operations tried while down
+}
+
+func (l *flakyLog) fail(op string) error {
+	if !l.down.Load() {
+		return nil
+	}
+	l.ops.Add(1)
+	return fmt.Errorf("notification log: %s: %w", op, context.DeadlineExceeded)
+}
+
+func (l *flakyLog) Load(ctx context.Context) ([]LogEntry, error) {
+	if err := l.fail("list"); err != nil {
+		return nil, err
+	}
+	return l.NotificationLog.Load(ctx)
+}
+
+func (l *flakyLog) Save(ctx context.Context, e LogEntry) error {
+	if err := l.fail("save"); err != nil {
+		return err
+	}
+	return l.NotificationLog.Save(ctx, e)
+}
+
+func (l *flakyLog) Remove(ctx context.Context, fp string, version int64) error {
+	if err := l.fail("remove"); err != nil {
+		return err
+	}
+	return l.NotificationLog.Remove(ctx, fp, version)
+}
+
+func (l *flakyLog) Get(ctx context.Context, fp string) (LogEntry, int64, error) {
+	if err := l.fail("get"); err != nil {
+		return LogEntry{}, 0, err
+	}
+	return l.NotificationLog.Get(ctx, fp)
+}
+
+func (l *flakyLog) Put(ctx context.Context, e LogEntry, version int64) error {
+	if err := l.fail("put"); err != nil {
+		return err
+	}
+	return l.NotificationLog.Put(ctx, e, version)
+}
+
+// flakyRig is a rig whose notification log can be cut off.
+func flakyRig(t *testing.T, dir string, clk *clock, pol string) (*rig, *flakyLog) {
+	t.Helper()
+	c := openCoord(t, dir)
+	t.Cleanup(func() { c.Close() })
+	fl := &flakyLog{NotificationLog: &CoordLog{C: c}}
+	r := newRigOn(t, c, clk, pol, func(o *EngineOptions) { o.Log = fl })
+	return r, fl
+}
+
+// A page sent while the notification log cannot be reached is recorded once it can, and
+// its resolution follows. Before, the failed writes were dropped: the log kept the
+// previous episode's tombstone, and the resolution, finding the episode resolved in the
+// log, was never sent (issue: t19, a ZooKeeper partition).
+func TestPageDuringALogOutageIsResolved(t *testing.T) {
+	for _, when := range []string{"after the outage", "during the outage"} {
+		t.Run(when, func(t *testing.T) {
+			dir, clk := t.TempDir(), &clock{t: t0}
+			pol := basePolicy + "    repeat_interval: 1h\n"
+			r, fl := flakyRig(t, dir, clk, pol)
+			// An earlier episode, paged and resolved: the log keeps its tombstone.
+			r.observe("wave-1", 95)
+			clk.Add(10 * time.Second)
+			r.observe("wave-1", 10)
+			require.Equal(t, []string{F, R}, r.out.take())
+
+			fl.down.Store(true)
+			clk.Add(10 * time.Second)
+			r.observe("wave-1", 95)
+			require.Equal(t, []string{F}, r.out.take(), "without the log's answer it pages")
+			clk.Add(10 * time.Second)
+			if when == "during the outage" {
+				r.observe("wave-1", 10)
+				require.Equal(t, []string{R}, r.out.take(), "a page sent here gets its resolution")
+				clk.Add(10 * time.Second)
+			}
+			fl.down.Store(false)
+			r.e.Tick() // the writes that waited are tried again
+			r.e.Sync()
+			entries, err := r.e.o.Log.Load(context.Background())
+			require.NoError(t, err)
+			require.Len(t, entries, 1)
+			le := entries[0]
+			require.Equal(t, t0.Add(20*time.Second), le.FiringSince, "the log knows the episode paged in the outage")
+			require.Equal(t, 1, le.Sent)
+			if when == "during the outage" {
+				require.True(t, le.ResolveSent, "and that its resolution was told: %+v", le)
+				clk.Add(10 * time.Second)
+				r.observe("wave-1", 10)
+				require.Empty(t, r.out.take())
+				return
+			}
+			require.True(t, le.firing())
+			r.observe("wave-1", 10)
+			require.Equal(t, []string{R}, r.out.take(), "the resolution follows once the log answers")
+
+			// The next process finds nothing to resend.
+			require.NoError(t, r.c.Close())
+			r2 := restartOn(t, dir, clk, pol, nil)
+			clk.Add(10 * time.Second)
+			r2.observe("wave-1", 10)
+			require.Empty(t, r2.out.take())
+		})
+	}
+}
+
+// A decision about an alert whose writes wait for the log is taken after them: the
+// resolution of a page sent in the outage waits for the claim's record even when it comes
+// before the retry's round (the writer tries the alert's writes first).
+func TestResolutionWaitsForTheClaimsRecord(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	pol := basePolicy + "    repeat_interval: 1h\n"
+	r, fl := flakyRig(t, dir, clk, pol)
+	r.observe("wave-1", 95)
+	clk.Add(10 * time.Second)
+	r.observe("wave-1", 10)
+	require.Equal(t, []string{F, R}, r.out.take())
+
+	fl.down.Store(true)
+	clk.Add(10 * time.Second)
+	r.observe("wave-1", 95)
+	require.Equal(t, []string{F}, r.out.take())
+	fl.down.Store(false)
+	// No tick in between: the resolution's evaluation is the first to reach the writer.
+	clk.Add(500 * time.Millisecond)
+	r.e.Observe(batch("wave-1", clk.Now(), cpu(10)))
+	r.e.Sync()
+	require.Equal(t, []string{R}, r.out.take())
+}
+
+// The writes that waited are retried with a back-off while the log stays down, not at
+// every tick (each attempt may wait out a ZooKeeper timeout, holding the writer).
+func TestLogRetriesBackOff(t *testing.T) {
+	clk := &clock{t: t0}
+	r, fl := flakyRig(t, t.TempDir(), clk, basePolicy+"    repeat_interval: 1h\n")
+	fl.down.Store(true)
+	r.observe("wave-1", 95)
+	require.Equal(t, []string{F}, r.out.take())
+	fl.ops.Store(0)
+	for range 60 {
+		clk.Add(time.Second)
+		r.e.Tick()
+		r.e.Sync()
+	}
+	require.Less(t, fl.ops.Load(), int64(12), "tries in a minute")
+	require.Greater(t, fl.ops.Load(), int64(2))
 }

@@ -301,9 +301,12 @@ func (e *Engine) Flush(deadline time.Time) (unwritten int) {
 }
 
 // finish is the engine's part of a stop once the channels drained (after Flush): the
-// log records of their deliveries.
-func (e *Engine) finish(deadline time.Time) {
+// log records of their deliveries, and one more try of the writes that waited for the
+// log to answer. It returns how many of those are still unwritten at deadline (lost).
+func (e *Engine) finish(deadline time.Time) (unrecorded int) {
+	e.w.submit(effects{retry: e.w.owedCount.Load() > 0}, e.now())
 	e.w.syncUntil(deadline)
+	return int(e.w.owedCount.Load())
 }
 
 // Observe evaluates a decoded, valid batch; what became due is written and sent by the
@@ -362,6 +365,7 @@ func (e *Engine) Tick() {
 	if gc {
 		e.lastGC = now
 	}
+	ef.retry = e.w.retryDue(now)
 	e.w.submit(ef, now)
 	for _, sh := range e.shards {
 		sh.mu.Unlock()

@@ -36,11 +36,14 @@ type resolution struct {
 // ResolveOwed) before it is queued and acknowledged in it channel by channel as they
 // deliver, so a crash or a stop in between leaves it for another process to send
 // (sweep) rather than losing it. Without an answer from the log, a page this process sent
-// still gets its resolution.
+// still gets its resolution, and the log is told once it answers (writer.owe).
 func (e *Engine) resolve(r *resolution) *pendingAlert {
 	fp := r.na.Fingerprint
 	ctx, cancel := e.opContext()
 	defer cancel()
+	if err := e.w.flushOwed(ctx, fp); err != nil {
+		return e.resolveUnlogged(ctx, r, 0, err)
+	}
 	for range 3 {
 		le, ver, err := e.o.Log.Get(ctx, fp)
 		switch {

@@ -24,8 +24,10 @@ type effects struct {
 	saves    []LogEntry   // firing states to remember without a page (muted alerts)
 	resolves []resolution // alerts that stopped holding
 	notices  []*pendingAlert
-	// writes are the deliveries' records (Engine.Delivered).
+	// writes are the deliveries' records (Engine.Delivered); retry tries the writes
+	// that wait for the log to answer again (see logwrites.go).
 	writes []keyedWrite
+	retry  bool
 	// expedite sends every notification group at once, whatever its group_wait (a
 	// stopping process).
 	expedite bool
@@ -36,7 +38,7 @@ type effects struct {
 
 func (ef *effects) empty() bool {
 	return len(ef.claims) == 0 && len(ef.saves) == 0 && len(ef.resolves) == 0 && len(ef.notices) == 0 &&
-		len(ef.writes) == 0 && !ef.expedite
+		len(ef.writes) == 0 && !ef.retry && !ef.expedite
 }
 
 // pendingAlert is a notification on its way into its group.
@@ -94,11 +96,18 @@ type writer struct {
 	groups    map[string]*group // only the writer's goroutine
 	nextFlush atomic.Int64      // Unix ns of the earliest group flush; MaxInt64 when none
 
-	notices []*pendingAlert // what the log writes found due, for run to queue
+	// The writes waiting for the log to answer again, per alert in order (logwrites.go);
+	// only the writer's goroutine, but for the counts.
+	owed      map[string][]logWrite
+	owedCount atomic.Int64
+	retryAt   atomic.Int64 // Unix ns of the next round of retries
+	retryWait time.Duration
+	recorded  int             // writes recorded late since the log was last caught up
+	notices   []*pendingAlert // what the writes found due, for run to queue
 }
 
 func newWriter(e *Engine) *writer {
-	w := &writer{e: e, groups: map[string]*group{}}
+	w := &writer{e: e, groups: map[string]*group{}, owed: map[string][]logWrite{}}
 	w.idle = sync.NewCond(&w.mu)
 	w.nextFlush.Store(math.MaxInt64)
 	return w
@@ -175,6 +184,9 @@ func (w *writer) drain() {
 // run writes one evaluation's effects, then groups the notifications they cleared.
 func (w *writer) run(ef *effects) {
 	e := w.e
+	if ef.retry {
+		w.retryOwed()
+	}
 	for _, kw := range ef.writes {
 		w.write(kw)
 	}
