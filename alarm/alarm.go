@@ -393,9 +393,10 @@ func pausedAfter(every time.Duration) time.Duration { return max(every, 500*time
 const firstRefresh = 5 * time.Second
 
 // refreshLoop sends channel's firing alerts again every interval it asks for (an
-// Alertmanager ends an alert not sent again before its endsAt). A failed refresh is
-// logged and counted; the next one sends them all again, so an Alertmanager that was
-// down gets every firing alert within one interval of coming back.
+// Alertmanager ends an alert not sent again before its endsAt), and those resolved in
+// the last 15 minutes (Engine.RefreshFor). A failed refresh is logged and counted; the
+// next one sends them all again, so an Alertmanager that was down gets every firing
+// alert, and every resolution it missed, within one interval of coming back.
 func (a *Alarm) refreshLoop(ctx context.Context, channel string, r notify.Refresher) {
 	// The first soon after the start: the alerts restored from the notification log
 	// were last sent before the restart, and a restart that took most of their endsAt
@@ -409,7 +410,7 @@ func (a *Alarm) refreshLoop(ctx context.Context, channel string, r notify.Refres
 		case <-t.C:
 			t.Reset(r.RefreshInterval())
 		}
-		alerts := a.eng.FiringFor(channel)
+		alerts := a.eng.RefreshFor(channel)
 		if len(alerts) == 0 {
 			continue
 		}

@@ -3,7 +3,10 @@ package alarm
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,4 +132,118 @@ func TestAlertmanagerChannelIntegration(t *testing.T) {
 		}
 	}
 	require.Equal(t, 2, firings, "each Alertmanager pages once: the re-sends do not repeat the page")
+}
+
+// gate is a TCP proxy to addr that can be shut (connections refused, open ones cut) and
+// opened again on the same address: an Alertmanager out of the alarm's reach.
+type gate struct {
+	t      *testing.T
+	addr   string // where it listens
+	target string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  []net.Conn
+}
+
+func newGate(t *testing.T, target string) *gate {
+	g := &gate{t: t, addr: testenv.FreeAddr(t), target: target}
+	g.open()
+	t.Cleanup(g.shut)
+	return g
+}
+
+func (g *gate) open() {
+	ln, err := net.Listen("tcp", g.addr)
+	require.NoError(g.t, err)
+	g.mu.Lock()
+	g.ln = ln
+	g.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", g.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			g.mu.Lock()
+			g.conns = append(g.conns, c, u)
+			g.mu.Unlock()
+			go func() { io.Copy(u, c); u.Close() }()
+			go func() { io.Copy(c, u); c.Close() }()
+		}
+	}()
+}
+
+func (g *gate) shut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ln != nil {
+		g.ln.Close()
+		g.ln = nil
+	}
+	for _, c := range g.conns {
+		c.Close()
+	}
+	g.conns = nil
+}
+
+// TestAlertmanagerGetsAResolutionItMissed: an alert resolves while its Alertmanager is out
+// of reach (the resolution's attempts give up); once it is reachable again, the alarm's
+// re-sends end the alert there at its resolution, and Alertmanager tells its receiver so.
+// Before, only firing alerts were sent again: the resolution was lost, and the alert
+// lapsed at the endsAt horizon of its last re-send (or, in an Alertmanager that restarted
+// meanwhile, never ended at all).
+func TestAlertmanagerGetsAResolutionItMissed(t *testing.T) {
+	rcv := newReceiver(t)
+	amAddr := testenv.FreeAddr(t)
+	amBase, _ := testenv.StartAlertmanager(t, amAddr, rcv.srv.URL)
+	g := newGate(t, amAddr)
+	const resend = 3 * time.Second // endsAt 12 s ahead of every send
+	ch, err := notify.NewAlertmanager(notify.AlertmanagerOptions{URLs: []string{"http://" + g.addr}, Resend: resend, Timeout: time.Second})
+	require.NoError(t, err)
+	c := openCoord(t, t.TempDir())
+	a, err := New(Options{Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"c": ch},
+		Coordinator: c, EvalInterval: 50 * time.Millisecond, Logger: quiet, Dispatch: notify.DispatcherOptions{Attempts: 1}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { err := a.Run(ctx); c.Close(); done <- err }()
+	defer func() { cancel(); <-done }()
+	observe := func(v float64) {
+		data, err := metric.Encode(batch("wave-9", time.Now().UTC(), cpu(v)))
+		require.NoError(t, err)
+		require.NoError(t, a.ObserveRaw(data))
+	}
+
+	observe(97)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Len(c, amAlerts(t, amBase), 1) },
+		15*time.Second, 100*time.Millisecond, "the alert in Alertmanager")
+	g.shut()
+	observe(10)
+	var resolvedAt time.Time
+	require.Eventually(t, func() bool {
+		for _, v := range a.Engine().Alerts() {
+			if v.ResolvedAt != nil {
+				resolvedAt = *v.ResolvedAt
+			}
+		}
+		return !resolvedAt.IsZero()
+	}, 5*time.Second, 50*time.Millisecond)
+	time.Sleep(time.Second) // the resolution's one attempt fails
+	g.open()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var got []notify.WebhookAlert
+		for _, p := range rcv.payloads() {
+			if p.Status == "resolved" {
+				got = append(got, p.Alerts...)
+			}
+		}
+		if assert.Len(c, got, 1, "Alertmanager's resolved notification") {
+			assert.WithinDuration(c, resolvedAt, got[0].EndsAt, 10*time.Millisecond, "it ends at its resolution, not at a re-send's horizon")
+		}
+	}, 20*time.Second, 200*time.Millisecond)
 }

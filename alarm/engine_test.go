@@ -3,7 +3,9 @@ package alarm
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -650,8 +652,43 @@ func TestFiringForKeepsMutedAlertsAlertmanagerHas(t *testing.T) {
 	r.observe("wave-2", 97) // fires while silenced: no page, nothing to refresh
 	require.Empty(t, r.out.take())
 	var nodes []string
-	for _, a := range r.e.FiringFor("c") {
+	for _, a := range r.e.RefreshFor("c") {
 		nodes = append(nodes, a.Labels["node"])
 	}
 	require.Equal(t, []string{"wave-1"}, nodes)
+}
+
+// A resolved alert is refreshed with the firing ones for 15 minutes, with its resolution
+// as endsAt: an Alertmanager that was down when the resolution went out (its retries gave
+// up, or it restarted and forgot the alert) learns that the alert ended, as Prometheus
+// re-sends resolved alerts. Before, only firing ones were sent again, and the resolution
+// was lost there.
+func TestRefreshResendsResolvedAlerts(t *testing.T) {
+	r := newRig(t, basePolicy, nil)
+	r.observe("wave-1", 95)
+	r.observe("wave-2", 97)
+	require.Len(t, r.out.take(), 2)
+	r.clk.Add(10 * time.Second)
+	resolvedAt := r.clk.Now()
+	r.observe("wave-1", 10)
+	r.observe("wave-2", 97)
+	require.Equal(t, []string{R}, r.out.take())
+	byNode := func() map[string]notify.Alert {
+		out := map[string]notify.Alert{}
+		for _, a := range r.e.RefreshFor("c") {
+			out[a.Labels["node"]] = a
+		}
+		return out
+	}
+	got := byNode()
+	require.Len(t, got, 2)
+	require.Equal(t, notify.StatusFiring, got["wave-2"].Status)
+	require.Equal(t, notify.StatusResolved, got["wave-1"].Status)
+	require.Equal(t, resolvedAt, got["wave-1"].EndsAt)
+	r.clk.Add(14 * time.Minute)
+	r.observe("wave-2", 97)
+	require.Len(t, byNode(), 2, "within 15 minutes")
+	r.clk.Add(time.Minute)
+	r.observe("wave-2", 97)
+	require.Equal(t, []string{"wave-2"}, slices.Collect(maps.Keys(byNode())), "not after")
 }

@@ -101,25 +101,39 @@ func (e *Engine) Firing() []AlertView {
 	return out
 }
 
-// FiringFor returns the firing alerts routed to channel whose page was sent or tried
-// (a failed page is retried after its lease; the refresh may reach a channel that came
-// back sooner): what a channel that must hear about its alerts again (notify.Refresher,
-// Alertmanager) is sent every interval. An alert the process restored from the
+// resendResolved is how long a resolved alert is sent again with the firing ones
+// (RefreshFor), as Prometheus sends resolved alerts to Alertmanager for 15 minutes.
+const resendResolved = 15 * time.Minute
+
+// RefreshFor returns the alerts routed to channel whose page was sent or tried (a failed
+// page is retried after its lease; the refresh may reach a channel that came back
+// sooner), firing or resolved within resendResolved (kept as long as the engine keeps
+// them, EngineOptions.ResolvedRetention): what a channel that must hear about its alerts
+// again (notify.Refresher, Alertmanager) is sent every interval. A resolved one carries
+// its resolution as endsAt: an Alertmanager that was down when the resolution went out
+// (and whose retries gave up) ends it when it comes back, not at the endsAt the last
+// refresh gave it, four intervals on, with a resolution of its own. An alert the process restored from the
 // notification log is among them, so a restart does not let Alertmanager's copy lapse;
 // another process's alerts are that process's to refresh. A silence or an inhibition of
 // this alarm's that came after the page does not stop its refresh: Alertmanager would
 // take the alert for resolved once its endsAt passed (telling its receivers so), then
 // for a new one when the mute ended; there the silences and inhibitions are
 // Alertmanager's own. One muted before its first page is never sent.
-func (e *Engine) FiringFor(channel string) []notify.Alert {
+func (e *Engine) RefreshFor(channel string) []notify.Alert {
 	var out []notify.Alert
+	now := e.now()
 	for _, sh := range e.shards {
 		sh.mu.Lock()
 		for _, a := range sh.alerts {
-			if a.state != StateFiring || a.sent == 0 && a.holdUntil.IsZero() || !slices.Contains(a.p.Channels, channel) {
+			if a.sent == 0 && a.holdUntil.IsZero() || !slices.Contains(a.p.Channels, channel) {
 				continue
 			}
-			out = append(out, e.notifyAlert(a, notify.StatusFiring))
+			switch {
+			case a.state == StateFiring:
+				out = append(out, e.notifyAlert(a, notify.StatusFiring))
+			case a.state == StateResolved && now.Sub(a.resolvedAt) < resendResolved:
+				out = append(out, e.notifyAlert(a, notify.StatusResolved))
+			}
 		}
 		sh.mu.Unlock()
 	}
