@@ -2,6 +2,7 @@ package alarm
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +31,8 @@ func classify(err error) *httpapi.Error {
 		return &httpapi.Error{Status: http.StatusBadRequest, Code: httpapi.CodeInvalid, Msg: err.Error()}
 	case errors.Is(err, ErrSilenceNotFound):
 		return &httpapi.Error{Status: http.StatusNotFound, Code: httpapi.CodeNotFound, Msg: err.Error()}
+	case errors.Is(err, errSilencesUnavailable):
+		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: httpapi.CodeUnavailable, Msg: err.Error()}
 	}
 	return nil
 }
@@ -239,15 +242,38 @@ func DecodeSilence(r io.Reader, now time.Time) (Silence, error) {
 // what a body should look like.
 const silenceExample = `{"matchers":[{"name":"node","value":"wave-1"}],"duration":"2h","createdBy":"ops","comment":"upgrade"}`
 
+// silenceWriteTimeout bounds a silence's creation or deletion: the silences are in the
+// coordinator, and a request must not hang while ZooKeeper is out of reach (a partition
+// held it open for minutes).
+var silenceWriteTimeout = 10 * time.Second
+
+// errSilencesUnavailable marks a silence write the coordinator did not answer (503).
+var errSilencesUnavailable = errors.New("the coordinator (ZooKeeper) that keeps the silences is unavailable")
+
+// silenceWriteError says why a silence write failed: the request's own fault, or the
+// coordinator's absence, which a retry may cure.
+func silenceWriteError(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, ErrInvalidSilence), errors.Is(err, ErrSilenceNotFound), errors.Is(err, errSilencesCorrupt):
+		return err
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: no answer within %s (%v); nothing was changed, or the change may yet be stored: list the silences before trying again",
+			errSilencesUnavailable, silenceWriteTimeout, err)
+	}
+	return fmt.Errorf("%w: %v; try again", errSilencesUnavailable, err)
+}
+
 func (a *Alarm) handleCreateSilence(w http.ResponseWriter, r *http.Request) {
 	s, err := DecodeSilence(http.MaxBytesReader(w, r.Body, maxSilenceBytes), a.o.Now())
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	s, err = a.silences.Create(r.Context(), s)
+	ctx, cancel := context.WithTimeout(r.Context(), silenceWriteTimeout)
+	defer cancel()
+	s, err = a.silences.Create(ctx, s)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.writeError(w, r, silenceWriteError(ctx, err))
 		return
 	}
 	a.log.Info("silence created", "id", s.ID, "ends_at", s.EndsAt, "created_by", s.CreatedBy)
@@ -260,8 +286,10 @@ func (a *Alarm) handleDeleteSilence(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	if err := a.silences.Delete(r.Context(), id); err != nil {
-		a.writeError(w, r, err)
+	ctx, cancel := context.WithTimeout(r.Context(), silenceWriteTimeout)
+	defer cancel()
+	if err := a.silences.Delete(ctx, id); err != nil {
+		a.writeError(w, r, silenceWriteError(ctx, err))
 		return
 	}
 	a.log.Info("silence deleted", "id", id)

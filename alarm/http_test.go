@@ -1,9 +1,13 @@
 package alarm
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +15,7 @@ import (
 
 	"github.com/binlake/binlake/alarm/api"
 	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 )
@@ -107,4 +112,62 @@ func TestDecodeSilenceNamesTheFault(t *testing.T) {
 	s, err := DecodeSilence(strings.NewReader(`{"matchers":[{"name":"node","value":"a"}],"duration":"2h"}`), now)
 	require.NoError(t, err)
 	require.Equal(t, now.Add(2*time.Hour), s.EndsAt)
+}
+
+// stuckCoord is a coordinator out of reach once stuck: its reads and writes wait for
+// their context, as ZooKeeper's do in a partition.
+type stuckCoord struct {
+	coord.Coordinator
+	stuck atomic.Bool
+}
+
+func (c *stuckCoord) Get(ctx context.Context, key string) (coord.Value, error) {
+	if c.stuck.Load() {
+		<-ctx.Done()
+		return coord.Value{}, fmt.Errorf("get %s: %w", key, ctx.Err())
+	}
+	return c.Coordinator.Get(ctx, key)
+}
+
+func (c *stuckCoord) Put(ctx context.Context, key string, data []byte, version int64) (int64, error) {
+	if c.stuck.Load() {
+		<-ctx.Done()
+		return 0, fmt.Errorf("put %s: %w", key, ctx.Err())
+	}
+	return c.Coordinator.Put(ctx, key, data, version)
+}
+
+// Creating or deleting a silence while the coordinator is out of reach answers 503 with
+// what happened within a bound, instead of holding the request open (t21: no answer in
+// 40 s during a ZooKeeper partition).
+func TestSilenceWriteWithTheCoordinatorAway(t *testing.T) {
+	defer func(d time.Duration) { silenceWriteTimeout = d }(silenceWriteTimeout)
+	silenceWriteTimeout = 300 * time.Millisecond
+	c := &stuckCoord{Coordinator: openCoord(t, t.TempDir())}
+	t.Cleanup(func() { c.Close() })
+	base, _ := startAlarm(t, Options{Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"c": notify.Log{L: quiet}},
+		Coordinator: c, Logger: quiet})
+	c.stuck.Store(true)
+	client := &http.Client{Timeout: 5 * time.Second}
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodPost, "/v1/silences", `{"matchers":[{"name":"node","value":"wave-1"}],"duration":"1h","createdBy":"ops"}`},
+		{http.MethodDelete, "/v1/silences/0123456789abcdef", ""},
+	} {
+		req, err := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
+		require.NoError(t, err)
+		start := time.Now()
+		resp, err := client.Do(req)
+		require.NoError(t, err, "%s %s answers", tc.method, tc.path)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s %s: %s", tc.method, tc.path, body)
+		require.Less(t, time.Since(start), 3*time.Second)
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		require.NoError(t, json.Unmarshal(body, &e), string(body))
+		require.Equal(t, httpapi.CodeUnavailable, e.Error.Code)
+		require.Contains(t, e.Error.Message, "ZooKeeper")
+		require.Contains(t, e.Error.Message, "no answer within 300ms")
+	}
 }

@@ -142,6 +142,9 @@ const DefaultSilenceKey = "alarm/silences"
 // maxSilences bounds the stored list (a coordinator value is at most 1 MB).
 const maxSilences = 1000
 
+// errSilencesCorrupt marks a stored list of silences that cannot be read.
+var errSilencesCorrupt = errors.New("silences: stored value is corrupt")
+
 // ErrSilenceNotFound is returned for an unknown silence id.
 var ErrSilenceNotFound = errors.New("silence not found")
 
@@ -170,12 +173,12 @@ func (s *Silences) load(ctx context.Context) ([]Silence, int64, error) {
 	}
 	var d silenceDoc
 	if err := json.Unmarshal(v.Data, &d); err != nil {
-		return nil, 0, fmt.Errorf("silences: stored value is corrupt: %w", err)
+		return nil, 0, fmt.Errorf("%w: %w", errSilencesCorrupt, err)
 	}
 	for i := range d.Silences {
 		for j := range d.Silences[i].Matchers {
 			if err := d.Silences[i].Matchers[j].compile(); err != nil {
-				return nil, 0, fmt.Errorf("silences: stored silence %s: %w", d.Silences[i].ID, err)
+				return nil, 0, fmt.Errorf("%w: silence %s: %w", errSilencesCorrupt, d.Silences[i].ID, err)
 			}
 		}
 	}
