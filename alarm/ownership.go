@@ -29,6 +29,17 @@ type ownership struct {
 	parts  map[string]int // node → partition, from the messages handled and the node book
 	owned  map[int]bool   // at the last known position
 	strays int            // messages handled from partitions outside owned
+	// The bus's progress, for a stall its answers are too slow to show (watch): when a
+	// message was last handled, when the poll in flight went out (zero: none is), whether
+	// the last one failed; held is set while watch holds the engine, until an answer
+	// asked after it (a poll numbered above heldAt) says the process caught up.
+	now        func() time.Time
+	lastMsg    time.Time
+	pollStart  time.Time
+	pollFailed bool
+	polls      uint64
+	held       bool
+	heldAt     uint64
 	// onGain is told the partitions this process gained, onRelease those it lost, before
 	// their nodes are released.
 	onGain    func(ctx context.Context, gained []int)
@@ -77,6 +88,9 @@ func (o *ownership) holding() (map[string]int, []int) {
 func (o *ownership) seen(node string, partition int) {
 	o.mu.Lock()
 	o.parts[node] = partition
+	if o.pos != nil {
+		o.lastMsg = o.clock()
+	}
 	if o.pos != nil && !o.owned[partition] {
 		o.strays++
 		o.eng.SetCaughtUp(false)
@@ -84,12 +98,25 @@ func (o *ownership) seen(node string, partition int) {
 	o.mu.Unlock()
 }
 
+func (o *ownership) clock() time.Time {
+	if o.now != nil {
+		return o.now()
+	}
+	return time.Now()
+}
+
 // poll asks the bus once and applies the answer.
 func (o *ownership) poll(ctx context.Context) {
 	o.mu.Lock()
 	strays := o.strays
+	o.polls++
+	n := o.polls
+	o.pollStart = o.clock()
 	o.mu.Unlock()
 	p, err := o.pos.Position(ctx)
+	o.mu.Lock()
+	o.pollStart, o.pollFailed = time.Time{}, err != nil || !p.Known
+	o.mu.Unlock()
 	if err != nil {
 		if ctx.Err() == nil {
 			o.log.Warn("bus position unknown; holding nodata", "err", err)
@@ -142,14 +169,64 @@ func (o *ownership) poll(ctx context.Context) {
 	// A stray handled since the question went out is newer than the answer. Under o.mu,
 	// so a stray's hold cannot be overtaken by this answer.
 	o.mu.Lock()
-	o.eng.SetCaughtUp(p.CaughtUp && o.strays == strays)
+	caughtUp := p.CaughtUp && o.strays == strays
+	if o.held {
+		if n <= o.heldAt || !caughtUp {
+			caughtUp = false // asked before the stall was seen, or still behind
+		} else {
+			o.held = false
+			o.log.Info("the bus answers again and this process caught up; nodata and staleness resume after one interval")
+		}
+	}
+	o.eng.SetCaughtUp(caughtUp)
 	o.mu.Unlock()
+}
+
+// watch holds nodata and staleness as soon as the bus stalls, before its position answer
+// fails: a broker that stops answering (paused, partitioned) fails a poll only at its
+// timeout, seconds on, and with batches every second nodata windows (3 s) and staleness
+// (5 s) ran out first (every node paged agent-dead, firing alerts resolved as stale). It
+// holds when no message was handled for longer than after and the position is unknown:
+// the last poll failed, or the one in flight has been out for longer than after (an
+// answer takes milliseconds). The hold lasts until an answer asked after it says the
+// process caught up.
+func (o *ownership) watch(after time.Duration) {
+	now := o.clock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.pos == nil || o.held {
+		return
+	}
+	unknown := o.pollFailed || !o.pollStart.IsZero() && now.Sub(o.pollStart) > after
+	if !unknown || now.Sub(o.lastMsg) <= after {
+		return
+	}
+	o.held, o.heldAt = true, o.polls
+	quiet := now.Sub(o.lastMsg).Round(time.Millisecond)
+	if o.lastMsg.IsZero() {
+		quiet = 0
+	}
+	o.log.Warn("the bus delivers nothing and its position is unknown; holding nodata and staleness", "quiet_for", quiet)
+	o.eng.SetCaughtUp(false)
 }
 
 // run polls every interval until ctx ends. Until the first answer the engine holds
 // nodata: a starting process replays its backlog first.
 func (o *ownership) run(ctx context.Context, every time.Duration) {
 	o.eng.SetCaughtUp(false)
+	after := max(every, 500*time.Millisecond)
+	go func() {
+		t := time.NewTicker(after / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				o.watch(after)
+			}
+		}
+	}()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -2,6 +2,7 @@ package alarm
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,4 +68,95 @@ func TestStrayPartitionHoldsNodataAndStaleness(t *testing.T) {
 	require.Equal(t, []string{"firing wave-2"}, r.out.take(),
 		"once caught up, only wave-2, silent for 40 s of its own time, pages nodata; wave-9 is not ours")
 	require.Equal(t, "firing", r.state("wave-3"))
+}
+
+// hangingPositioner answers at once until hang is set; then each call waits for an
+// answer sent on answers (a broker that stopped answering, then came back).
+type hangingPositioner struct {
+	p       bus.Position
+	hang    atomic.Bool
+	answers chan bus.Position
+}
+
+func (h *hangingPositioner) Position(ctx context.Context) (bus.Position, error) {
+	if !h.hang.Load() {
+		return h.p, nil
+	}
+	select {
+	case p := <-h.answers:
+		return p, nil
+	case <-ctx.Done():
+		return bus.Position{}, ctx.Err()
+	}
+}
+
+// A broker that stops answering stalls the stream at once, but fails the bus's position
+// question only at its timeout: with batches every second, the nodata windows (3 s) and
+// staleness (5 s) ran out first, every node paged agent-dead and the firing cpu alert
+// resolved as stale (t13: "holding nodata" came 10 s into the pause). The stream's stall
+// holds them as soon as no message came for a second while the position is unknown, until
+// an answer asked after that says the process caught up.
+func TestBusStallHoldsNodataAtOnce(t *testing.T) {
+	r := newRig(t, basePolicy+nodataPolicy, nil)
+	pos := &hangingPositioner{p: bus.Position{Known: true, Partitions: []int{0}, CaughtUp: true}, answers: make(chan bus.Position)}
+	o := &ownership{pos: pos, eng: r.e, log: quiet, parts: map[string]int{}, now: r.clk.Now}
+	ctx := context.Background()
+	handle := func(node string, at time.Time, v float64) {
+		o.seen(node, 0)
+		b := batch(node, at, cpu(v))
+		b.IntervalS = 1
+		r.e.Observe(b)
+	}
+	o.poll(ctx)
+	second := func(at time.Time) {
+		handle("wave-1", at, 95)
+		handle("wave-2", at, 10)
+	}
+	for range 5 {
+		second(r.clk.Now())
+		r.e.Tick()
+		r.clk.Add(time.Second)
+	}
+	require.Equal(t, []string{"firing wave-1"}, r.out.take())
+
+	// The broker stops: no more messages, and the position question hangs.
+	pos.hang.Store(true)
+	stopped := r.clk.Now()
+	polled := make(chan struct{})
+	go func() { o.poll(ctx); close(polled) }()
+	require.Eventually(t, func() bool { o.mu.Lock(); defer o.mu.Unlock(); return !o.pollStart.IsZero() }, time.Second, time.Millisecond)
+	for range 40 {
+		r.clk.Add(250 * time.Millisecond)
+		o.watch(time.Second)
+		r.e.Tick()
+	}
+	require.Empty(t, r.out.take(), "no nodata page, no stale resolution during the stall")
+	require.Equal(t, "firing", r.state("wave-1"))
+
+	// The question asked before the stall was seen gets its answer: still held.
+	pos.answers <- bus.Position{Known: true, Partitions: []int{0}, CaughtUp: true}
+	<-polled
+	r.clk.Add(2 * time.Second)
+	r.e.Tick()
+	require.Empty(t, r.out.take())
+	// The broker is back: its backlog, with the points' own times, then an answer asked now.
+	for at := stopped; at.Before(r.clk.Now()); at = at.Add(time.Second) {
+		second(at)
+	}
+	pos.hang.Store(false)
+	o.poll(ctx)
+	for range 5 {
+		second(r.clk.Now())
+		r.e.Tick()
+		r.clk.Add(time.Second)
+	}
+	require.Empty(t, r.out.take())
+	// And a node that truly falls silent still pages.
+	for range 6 {
+		handle("wave-1", r.clk.Now(), 95)
+		o.watch(time.Second)
+		r.e.Tick()
+		r.clk.Add(time.Second)
+	}
+	require.Equal(t, []string{"firing wave-2"}, r.out.take())
 }
