@@ -362,6 +362,9 @@ func (a *Alarm) timerLoop(ctx context.Context) {
 			a.log.Warn("the alarm's timer ran late: the process was paused or starved; nodata and staleness wait one interval for the stream",
 				"late", late.Round(time.Millisecond))
 			a.eng.Resumed()
+			if a.own != nil {
+				a.own.lapse()
+			}
 		}
 		if time.Since(lastSil) >= a.o.SilenceRefresh {
 			lastSil = time.Now()

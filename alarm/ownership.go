@@ -40,6 +40,12 @@ type ownership struct {
 	polls      uint64
 	held       bool
 	heldAt     uint64
+	// lapsed is set when this process may have left the group unseen since the last
+	// answer (an answer failed or did not know, the stream stalled, the process was
+	// paused): the group may have given its partitions to another process meanwhile,
+	// whose decisions this process's copy of the log lacks, so the next answer reloads
+	// them as gained (see poll).
+	lapsed bool
 	// onGain is told the partitions this process gained, onRelease those it lost, before
 	// their nodes are released.
 	onGain    func(ctx context.Context, gained []int)
@@ -116,6 +122,9 @@ func (o *ownership) poll(ctx context.Context) {
 	p, err := o.pos.Position(ctx)
 	o.mu.Lock()
 	o.pollStart, o.pollFailed = time.Time{}, err != nil || !p.Known
+	if o.pollFailed {
+		o.lapsed = true
+	}
 	o.mu.Unlock()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -132,9 +141,16 @@ func (o *ownership) poll(ctx context.Context) {
 	owned := make(map[int]bool, len(p.Partitions))
 	var gained, lost []int
 	o.mu.Lock()
+	lapsed := o.lapsed
+	o.lapsed = false
 	for _, part := range p.Partitions {
 		owned[part] = true
-		if !o.owned[part] {
+		if !o.owned[part] || lapsed {
+			// After a lapse a partition held before may have been another process's
+			// meanwhile (a pause or an outage past the group's session timeout, and a
+			// rejoin that got the same partitions back): what it decided is in the log,
+			// not in this process's copy (t10: an alert it fired and its resolution went
+			// unseen here for a minute, until the log's periodic reload).
 			gained = append(gained, part)
 		}
 	}
@@ -162,6 +178,9 @@ func (o *ownership) poll(ctx context.Context) {
 		slices.Sort(released)
 		o.log.Info("partitions moved to another alarm process; releasing their nodes", "nodes", released)
 		o.eng.Release(released)
+	}
+	if lapsed && len(gained) > 0 {
+		o.log.Info("the bus answers after a lapse; reloading what another process may have decided meanwhile", "partitions", gained)
 	}
 	if len(gained) > 0 && o.onGain != nil {
 		o.onGain(ctx, gained)
@@ -201,13 +220,21 @@ func (o *ownership) watch(after time.Duration) {
 	if !unknown || now.Sub(o.lastMsg) <= after {
 		return
 	}
-	o.held, o.heldAt = true, o.polls
+	o.held, o.heldAt, o.lapsed = true, o.polls, true
 	quiet := now.Sub(o.lastMsg).Round(time.Millisecond)
 	if o.lastMsg.IsZero() {
 		quiet = 0
 	}
 	o.log.Warn("the bus delivers nothing and its position is unknown; holding nodata and staleness", "quiet_for", quiet)
 	o.eng.SetCaughtUp(false)
+}
+
+// lapse tells that this process was paused (its timer ran late): it may have left the
+// group unseen (see lapsed).
+func (o *ownership) lapse() {
+	o.mu.Lock()
+	o.lapsed = true
+	o.mu.Unlock()
 }
 
 // run polls every interval until ctx ends. Until the first answer the engine holds

@@ -2,6 +2,7 @@ package alarm
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,4 +160,58 @@ func TestBusStallHoldsNodataAtOnce(t *testing.T) {
 		r.clk.Add(time.Second)
 	}
 	require.Equal(t, []string{"firing wave-2"}, r.out.take())
+}
+
+// A process whose membership lapsed (paused or cut off past the group's session timeout)
+// and that rejoins with the same partitions reloads the notification log as for a gain:
+// another process held them meanwhile, and what it decided (a page, here) is in the log,
+// not in this process's copy. Before, the rejoined process knew nothing of it until the
+// log's periodic reload, a minute on: the alert was listed nowhere, and its resolution
+// came a minute late (t10).
+func TestRejoinWithTheSamePartitionsReloadsTheLog(t *testing.T) {
+	for _, how := range []string{"unknown", "error", "pause"} {
+		t.Run(how, func(t *testing.T) {
+			c := openCoord(t, t.TempDir())
+			t.Cleanup(func() { c.Close() })
+			clk := &clock{t: t0}
+			pol := basePolicy + "    repeat_interval: 1h\n"
+			rA, rB := newRigOn(t, c, clk, pol, nil), newRigOn(t, c, clk, pol, nil)
+			pos := &fakePositioner{p: bus.Position{Known: true, Partitions: []int{0}, CaughtUp: true}}
+			errPos := &failingPositioner{}
+			oB := &ownership{pos: pos, eng: rB.e, log: quiet, parts: map[string]int{},
+				onGain: func(ctx context.Context, _ []int) { _, err := rB.e.Restore(ctx); require.NoError(t, err) }}
+			ctx := context.Background()
+			oB.poll(ctx)
+
+			// B is away; the group gives partition 0 to A, which pages wave-5.
+			switch how {
+			case "unknown":
+				pos.p = bus.Position{}
+				oB.poll(ctx)
+			case "error":
+				oB.pos = errPos
+				oB.poll(ctx)
+				oB.pos = pos
+			case "pause":
+				oB.lapse() // the timer ran late: no answer failed, the process stood still
+			}
+			rA.observe("wave-5", 95)
+			require.Equal(t, []string{"firing wave-5"}, rA.out.take())
+			clk.Add(10 * time.Second)
+
+			// B rejoins with partition 0 again (A gave it back, without a resolution).
+			pos.p = bus.Position{Known: true, Partitions: []int{0}, CaughtUp: true}
+			oB.poll(ctx)
+			oB.seen("wave-5", 0)
+			rB.observe("wave-5", 10)
+			require.Equal(t, []string{"resolved wave-5"}, rB.out.take(), "B resolves the alert A paged")
+		})
+	}
+}
+
+// failingPositioner fails every question, as a broker out of reach does.
+type failingPositioner struct{}
+
+func (failingPositioner) Position(context.Context) (bus.Position, error) {
+	return bus.Position{}, errors.New("describe group: i/o timeout")
 }
