@@ -136,7 +136,11 @@ type Engine struct {
 }
 
 type nodataSlot struct {
-	lastTS   time.Time // the node's last point's own time, capped at the engine clock
+	lastTS time.Time // the node's last point's own time, capped at the engine clock
+	// backTS is the own time of the node's first point after its last silence longer
+	// than the policy's window, or of the first point this process read of it: where a
+	// silence ended, though a later point resolves its alert (silence).
+	backTS   time.Time
 	interval time.Duration
 	a        *alertState
 }

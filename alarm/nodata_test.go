@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/alarm/notify"
 )
 
 // nodataPolicy pages a node silent for 3 of its intervals (the alarm tests' agent-dead).
@@ -113,4 +115,39 @@ func TestNodataWaitsAfterAPause(t *testing.T) {
 	require.Len(t, msgs, 1, "one interval after the pause, the silent node pages")
 	require.Equal(t, "wave-1", msgs[0].Alerts[0].Labels["node"])
 	require.Equal(t, "nodata", msgs[0].Alerts[0].Labels["reason"])
+}
+
+// A nodata alert continued from the log after its node's first points back were read here
+// (a kill -9: the new owner replays the partition's backlog before the bus names the
+// partition and the log is reloaded) resolves with how long the node was silent, up to
+// its first point back, not up to the point read after the reload (t7: a 10 s silence
+// read 21 s).
+func TestNodataSilenceAfterATakeover(t *testing.T) {
+	c := openCoord(t, t.TempDir())
+	t.Cleanup(func() { c.Close() })
+	clk := &clock{t: t0}
+	pol := basePolicy + nodataPolicy + `    annotations: {summary: "{{ .Node }} sent nothing for {{ .Value }}s"}` + "\n"
+	next := newRigOn(t, c, clk, pol, nil) // the partition's next owner, started first
+	prev := newRigOn(t, c, clk, pol, nil)
+	prev.observe("wave-1", 10)
+	clk.Add(40 * time.Second) // silent past its window (3 × 10 s)
+	prev.e.Tick()
+	msgs := prev.out.messages()
+	require.Len(t, msgs, 1)
+	require.Equal(t, "wave-1 sent nothing for 40s", msgs[0].Alerts[0].Annotations["summary"])
+	// prev is killed; the node is back at +50 s. The next owner reads the backlog (+50,
+	// +60) before the bus names the partition, then reloads the log, then reads +70.
+	clk.Add(30 * time.Second)
+	for _, at := range []time.Duration{50, 60} {
+		next.e.Observe(batch("wave-1", t0.Add(at*time.Second), cpu(10)))
+	}
+	next.e.Tick()
+	_, err := next.e.Restore(context.Background())
+	require.NoError(t, err)
+	next.e.Observe(batch("wave-1", t0.Add(70*time.Second), cpu(10)))
+	next.e.Tick()
+	msgs = next.out.messages()
+	require.Len(t, msgs, 1)
+	require.Equal(t, notify.StatusResolved, msgs[0].Alerts[0].Status)
+	require.Equal(t, "wave-1 sent nothing for 50s", msgs[0].Alerts[0].Annotations["summary"], "silent from +0 to +50")
 }

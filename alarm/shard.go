@@ -234,6 +234,9 @@ func (sh *shard) observeNodata(b *metric.Batch, ts, now time.Time, interval time
 			slots[p] = sl
 		}
 		if ts.After(sl.lastTS) {
+			if sl.lastTS.IsZero() || ts.Sub(sl.lastTS) > time.Duration(float64(p.NoData)*float64(interval)) {
+				sl.backTS = ts
+			}
 			sl.lastTS = ts
 		}
 		sl.interval = interval
@@ -251,12 +254,18 @@ func (sh *shard) observeNodata(b *metric.Batch, ts, now time.Time, interval time
 }
 
 // silence is a nodata alert's value as its node sends again at ts: how long the node was
-// silent, from the last point its firing rested on (evalTS). The minutes a resolved
-// agent-dead names, not the seconds since the point that resolved it (it read "sent no
-// metrics for 0s"). An alert that is not firing on the silence keeps its value.
+// silent, from the last point its firing rested on (evalTS) to the first one after it.
+// The minutes a resolved agent-dead names, not the seconds since the point that resolved
+// it (it read "sent no metrics for 0s"); nor up to a later point, when the alert was
+// continued from the log after the node's first points were read here (a kill -9's
+// backlog, read before the gained partition's log: a 10 s silence read 21 s). An alert
+// that is not firing on the silence keeps its value.
 func silence(a *alertState, ts time.Time) float64 {
 	if a.state != StateFiring || !a.active || a.evalTS.IsZero() {
 		return a.value
+	}
+	if nd := a.nd; nd != nil && nd.backTS.After(a.evalTS) && !nd.backTS.After(ts) {
+		ts = nd.backTS
 	}
 	return ts.Sub(a.evalTS).Seconds()
 }
