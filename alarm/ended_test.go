@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/alarm/policy"
 	"github.com/binlake/binlake/internal/metric"
 )
@@ -143,7 +144,7 @@ func TestShippedWaveNotRunningAfterARecovery(t *testing.T) {
 	require.Equal(t, []string{"firing: capture instance local on dbxhost is not running: reconnecting, source_unreachable (the error is on the wave's /status)"},
 		summaries())
 	run("23:47:03", up) // the batch of 23:47:02 carries the running series only
-	require.Equal(t, []string{"resolved: capture instance local on dbxhost is not running: reconnecting, source_unreachable (the error is on the wave's /status)"},
+	require.Equal(t, []string{"resolved: capture instance local on dbxhost is not running: reconnecting, source_unreachable (the error is on the wave's /status) (series ended)"},
 		summaries())
 }
 
@@ -174,4 +175,55 @@ func TestAlertWhoseSeriesEndedMeanwhileResolves(t *testing.T) {
 	require.Len(t, entries, 1)
 	require.False(t, entries[0].firing())
 	require.Equal(t, clk.Now(), entries[0].ResolvedTS, "the batch without the series is the resolution's evidence")
+}
+
+// A resolution that no point decided (the series ended, or went silent) keeps the series'
+// last, violating value; its summary says why it resolved, so a RESOLVED notice does not
+// read as the violation (t16: "orders on h4-n2 lags 120s" resolved). One a point decided
+// reads as before, with that point's value.
+func TestResolvedByTheSeriesEndSaysSo(t *testing.T) {
+	const lagPolicy = `policies:
+  - name: lag
+    metric: wave.lag_s
+    condition: last > 60
+    severity: P3
+    channels: [c]
+    annotations:
+      summary: "{{ .Labels.instance }} lags {{ printf \"%.0f\" .Value }}s{{ if .Ended }}, its last value{{ end }}"
+`
+	lag := func(instance string, v float64) metric.Point {
+		return metric.Point{Name: "wave.lag_s", Value: v, Labels: map[string]string{"instance": instance}}
+	}
+	s10 := 10 * time.Second
+	cases := []struct {
+		name    string
+		batches [][]metric.Point // one every 10 s; nil: a tick only
+		want    string
+	}{
+		{"a point resolves it", [][]metric.Point{{lag("orders", 120)}, {lag("orders", 5)}}, "orders lags 5s"},
+		{"the series ended", [][]metric.Point{{lag("orders", 120)}, {lag("users", 5)}}, "orders lags 120s, its last value (series ended)"},
+		{"the series went silent", [][]metric.Point{{lag("orders", 120)}, nil, nil, nil, nil, nil, nil}, "orders lags 120s, its last value (series went silent)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, lagPolicy, nil)
+			var sent []notify.Alert
+			for _, pts := range tc.batches {
+				if pts != nil {
+					r.e.Observe(batch("wave-1", r.clk.Now(), pts...))
+				}
+				r.e.Tick()
+				for _, m := range r.out.messages() {
+					sent = append(sent, m.Alerts...)
+				}
+				r.clk.Add(s10)
+			}
+			require.Len(t, sent, 2)
+			require.Equal(t, notify.StatusResolved, sent[1].Status)
+			require.Equal(t, tc.want, sent[1].Annotations["summary"])
+			views := r.e.Alerts()
+			require.Len(t, views, 1)
+			require.Equal(t, tc.want, views[0].Annotations["summary"], "GET /v1/alerts says the same")
+		})
+	}
 }

@@ -178,7 +178,10 @@ type alertState struct {
 	evalTS, resolvedTS, guardTS time.Time
 	// endedTS is the own time of the node's batch that came without the alert's series
 	// (see shard.endSeries).
-	endedTS    time.Time
+	endedTS time.Time
+	// ended: the alert stopped holding because its series ended or went stale, not on
+	// a point (its value is the last, violating one); see notifyAlert.
+	ended      endReason
 	silencedBy []string
 	inhibited  bool
 	inhibitKey string
@@ -449,12 +452,41 @@ func (e *Engine) notifyAlert(a *alertState, status string) notify.Alert {
 	if status == notify.StatusResolved {
 		na.EndsAt = a.resolvedAt
 	}
-	na.Annotations = a.p.Render(e.templateData(a))
+	na.Annotations = e.render(a)
 	return na
 }
 
+// endReason says why an alert stopped holding without a point that decided it.
+type endReason uint8
+
+const (
+	endedByPoint  endReason = iota // a point of the series decided it (or it fires)
+	endedBySeries                  // a newer batch of the node came without the series
+	endedStale                     // the series sent nothing for StaleIntervals
+)
+
+// render is the alert's annotations. A resolution that no point decided (its series
+// ended or went stale) keeps the value of the last point, the violating one, so its
+// summary says so: "… lags 120s (series ended)" rather than read as a resolved 120 s.
+func (e *Engine) render(a *alertState) map[string]string {
+	d := e.templateData(a)
+	out := a.p.Render(d)
+	if d.Ended {
+		if s, ok := out["summary"]; ok {
+			if a.ended == endedStale {
+				out["summary"] = s + " (series went silent)"
+			} else {
+				out["summary"] = s + " (series ended)"
+			}
+		}
+	}
+	return out
+}
+
 func (e *Engine) templateData(a *alertState) policy.TemplateData {
-	return templateData(a.p, a.labels, a.value, a.state)
+	d := templateData(a.p, a.labels, a.value, a.state)
+	d.Ended = a.state == StateResolved && a.ended != endedByPoint
+	return d
 }
 
 func templateData(p *policy.Policy, labels map[string]string, value float64, state State) policy.TemplateData {

@@ -101,7 +101,7 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 				sh.dirty = append(sh.dirty, sl.a)
 				continue
 			}
-			sl.a.guardTS = time.Time{}
+			sl.a.guardTS, sl.a.ended = time.Time{}, endedByPoint
 			sh.step(sl.a, active, value, now)
 		}
 	}
@@ -152,7 +152,7 @@ func (sh *shard) endSeries(s *series, ts, now time.Time) {
 		if !ts.After(a.guardTS) {
 			continue // a replayed batch from before the entry it resumed: it says nothing new
 		}
-		a.guardTS, a.endedTS = time.Time{}, ts
+		a.guardTS, a.endedTS, a.ended = time.Time{}, ts, endedBySeries
 		sh.step(a, false, a.value, now)
 	}
 }
@@ -179,7 +179,7 @@ func (sh *shard) endRestored(b *metric.Batch, ts, now time.Time) {
 		sh.unrestore(b.Node, fp)
 		a := sh.newAlert(fp, p, le.Labels, b.Node)
 		sh.resume(a, le, now)
-		a.guardTS, a.endedTS = time.Time{}, ts
+		a.guardTS, a.endedTS, a.ended = time.Time{}, ts, endedBySeries
 		sh.step(a, false, a.value, now)
 	}
 }
@@ -337,6 +337,9 @@ func (sh *shard) tick(now time.Time, held heldFunc, ef *effects) {
 		if a.series != nil && a.state != StateResolved {
 			s := a.series
 			if metric.Stale(s.lastTS, now, s.interval, sh.e.o.StaleIntervals) && !held(s.interval) {
+				if a.state != StateResolved && a.active {
+					a.ended = endedStale
+				}
 				sh.step(a, false, a.value, now)
 			} else {
 				sh.step(a, a.active, a.value, now)
@@ -479,7 +482,7 @@ func (sh *shard) fire(a *alertState, now time.Time) {
 	a.evalTS, a.guardTS = a.evidenceTS(), time.Time{}
 	a.firingSince, a.inactiveSince, a.lastSent, a.sent = now, time.Time{}, time.Time{}, 0
 	a.claimAt, a.holdUntil = time.Time{}, time.Time{}
-	a.resolvedAt = time.Time{}
+	a.resolvedAt, a.ended = time.Time{}, endedByPoint
 	a.sendResolved = false
 	if on := sh.e.o.OnAlert; on != nil {
 		on(sh.e.notifyAlert(a, notify.StatusFiring))

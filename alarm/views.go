@@ -44,7 +44,7 @@ func (sh *shard) appendViews(out []AlertView, now time.Time) []AlertView {
 			continue
 		}
 		v := AlertView{Fingerprint: a.fps, State: a.state.String(), Labels: a.labels,
-			Annotations: a.p.Render(e.templateData(a)), Value: a.value, ActiveSince: tp(a.activeSince),
+			Annotations: e.render(a), Value: a.value, ActiveSince: tp(a.activeSince),
 			Notifications: a.sent, LastNotified: tp(a.lastSent), SilencedBy: e.silenced(a, now), Inhibited: a.state == StateFiring && e.inhibited(a)}
 		if v.SilencedBy == nil {
 			v.SilencedBy = []string{}

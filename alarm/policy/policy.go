@@ -164,6 +164,10 @@ type TemplateData struct {
 	Severity  string
 	State     string
 	Labels    map[string]string
+	// Ended is set on a resolution that no point of the series decided: the series
+	// ended (a batch of its node came without it) or went silent (stale). Value is then
+	// the series' last point, the one that violated.
+	Ended bool
 }
 
 // sampleData is what a policy's templates are tried on as the file is loaded: a value of
