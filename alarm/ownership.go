@@ -213,19 +213,16 @@ func (o *ownership) watch(after time.Duration) {
 	now := o.clock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.pos == nil || o.held {
-		return
+	if o.pos == nil || o.held || o.lastMsg.IsZero() {
+		return // nothing read yet: the start holds the engine until the first answer (run)
 	}
 	unknown := o.pollFailed || !o.pollStart.IsZero() && now.Sub(o.pollStart) > after
 	if !unknown || now.Sub(o.lastMsg) <= after {
 		return
 	}
 	o.held, o.heldAt, o.lapsed = true, o.polls, true
-	quiet := now.Sub(o.lastMsg).Round(time.Millisecond)
-	if o.lastMsg.IsZero() {
-		quiet = 0
-	}
-	o.log.Warn("the bus delivers nothing and its position is unknown; holding nodata and staleness", "quiet_for", quiet)
+	o.log.Warn("the bus delivers nothing and its position is unknown; holding nodata and staleness",
+		"quiet_for", now.Sub(o.lastMsg).Round(time.Millisecond))
 	o.eng.SetCaughtUp(false)
 }
 
