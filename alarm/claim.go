@@ -41,6 +41,11 @@ func (e *Engine) claim(c *claim) {
 	defer cancel()
 	now := c.entry.QueuedAt
 	fp := c.entry.Fingerprint
+	if e.w.down() {
+		c.queue = true
+		e.w.owe(fp, e.recordClaim(c.entry), errLogDown)
+		return
+	}
 	if err := e.w.flushOwed(ctx, fp); err != nil {
 		// This process's earlier writes of the alert are not in the log yet: it cannot
 		// tell, and pages.

@@ -322,8 +322,9 @@ func TestResolutionWaitsForTheClaimsRecord(t *testing.T) {
 	r.observe("wave-1", 95)
 	require.Equal(t, []string{F}, r.out.take())
 	fl.down.Store(false)
-	// No tick in between: the resolution's evaluation is the first to reach the writer.
-	clk.Add(500 * time.Millisecond)
+	// No tick in between: the resolution's evaluation is the first to reach the writer
+	// once the retry is due.
+	clk.Add(2 * time.Second)
 	r.e.Observe(batch("wave-1", clk.Now(), cpu(10)))
 	r.e.Sync()
 	require.Equal(t, []string{R}, r.out.take())
@@ -345,4 +346,37 @@ func TestLogRetriesBackOff(t *testing.T) {
 	}
 	require.Less(t, fl.ops.Load(), int64(12), "tries in a minute")
 	require.Greater(t, fl.ops.Load(), int64(2))
+}
+
+// Once the log failed, the decisions until the next retry do not try it (each try waits
+// out a timeout on the writer, holding every other page and resolution behind it): they
+// go out at once, their writes wait with the others.
+func TestLogDownDecisionsDoNotWait(t *testing.T) {
+	clk := &clock{t: t0}
+	pol := basePolicy + "    repeat_interval: 1h\n"
+	r, fl := flakyRig(t, t.TempDir(), clk, pol)
+	fl.down.Store(true)
+	r.observe("wave-1", 95)
+	require.Equal(t, []string{F}, r.out.take())
+	tried := fl.ops.Load()
+	r.e.Observe(batch("wave-2", clk.Now(), cpu(95)))
+	r.e.Observe(batch("wave-1", clk.Now().Add(time.Millisecond), cpu(10)))
+	r.e.Sync()
+	require.ElementsMatch(t, []string{"firing wave-2", R}, r.out.take())
+	require.Equal(t, tried, fl.ops.Load(), "the log was not tried again before its retry")
+	fl.down.Store(false)
+	clk.Add(time.Second)
+	r.e.Tick()
+	r.e.Sync()
+	entries, err := r.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 2, "both alerts recorded")
+	for _, le := range entries {
+		if le.Labels["node"] == "wave-1" {
+			require.True(t, le.ResolveSent, "%+v", le)
+		} else {
+			require.True(t, le.firing())
+			require.Equal(t, 1, le.Sent)
+		}
+	}
 }

@@ -32,7 +32,10 @@ type keyedWrite struct {
 // did.
 
 // The retries back off between rounds while the log stays out of reach (each
-// attempt may wait out its operation's timeout).
+// attempt may wait out its operation's timeout), and until the next round is due the log
+// counts as down: decisions do not wait out a timeout each (in a ZooKeeper partition
+// every page and resolution waited 10 s per alert before going out without the log),
+// and their writes wait behind the others.
 const (
 	owedRetryFirst = time.Second
 	owedRetryMax   = 15 * time.Second
@@ -43,7 +46,7 @@ const (
 // write runs kw now unless writes of its alert are waiting (it then waits behind them), and
 // keeps it for a retry when the log cannot be reached. Only on the writer's goroutine.
 func (w *writer) write(kw keyedWrite) {
-	if q := w.owed[kw.fp]; len(q) > 0 {
+	if q := w.owed[kw.fp]; len(q) > 0 || w.down() {
 		w.owed[kw.fp] = append(q, kw.w)
 		w.owedCount.Add(1)
 		return
@@ -61,7 +64,9 @@ func (w *writer) write(kw keyedWrite) {
 // owe keeps a write the log refused for a retry. Only on the writer's goroutine.
 func (w *writer) owe(fp string, lw logWrite, err error) {
 	e := w.e
-	e.logError(err, fp)
+	if !errors.Is(err, errLogDown) {
+		e.logError(err, fp)
+	}
 	if w.owedCount.Load() >= owedMax {
 		e.log.Error("notification log: too many writes waiting for the log; dropping this one", "fingerprint", fp)
 		return
@@ -116,6 +121,15 @@ func (w *writer) retryOwed() {
 			return
 		}
 	}
+}
+
+// errLogDown is the error of a log operation not tried while the log is down.
+var errLogDown = errors.New("notification log out of reach; not tried before the next retry")
+
+// down reports whether the log failed lately: writes wait for it, and their next round of
+// retries is not due yet.
+func (w *writer) down() bool {
+	return w.owedCount.Load() > 0 && w.e.now().UnixNano() < w.retryAt.Load()
 }
 
 // retryDue reports whether writes wait for the log and their next round is due.

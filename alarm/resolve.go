@@ -41,6 +41,9 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 	fp := r.na.Fingerprint
 	ctx, cancel := e.opContext()
 	defer cancel()
+	if e.w.down() {
+		return e.resolveUnlogged(ctx, r, 0, errLogDown)
+	}
 	if err := e.w.flushOwed(ctx, fp); err != nil {
 		return e.resolveUnlogged(ctx, r, 0, err)
 	}
