@@ -264,6 +264,7 @@ func (e *Engine) Restore(ctx context.Context) (int, error) {
 		}
 		byNode[node][fp] = le
 	}
+	now := e.now()
 	for _, sh := range e.shards {
 		sh.mu.Lock()
 		if !partial {
@@ -271,7 +272,19 @@ func (e *Engine) Restore(ctx context.Context) (int, error) {
 		}
 		for node, les := range fresh[sh] {
 			for fp, le := range les {
-				if _, live := sh.alerts[fp]; live {
+				if a, live := sh.alerts[fp]; live {
+					// An alert that is not firing here, which the log holds firing in an
+					// episode newer than any it resolved here, was fired by another
+					// process (this one's partitions were its own for a while, a lapse
+					// or a rebalance): it continues from the log. Left pending here (its
+					// for running anew on the points read since), its episode's
+					// resolution went unsent until the log's next reload (t10).
+					if a.state == StatePending || a.state == StateResolved && le.FiringSince.After(a.resolvedAt) {
+						a.inactiveSince, a.resolvedAt, a.sendResolved, a.ended = time.Time{}, time.Time{}, false, endedByPoint
+						a.claimAt, a.holdUntil, a.lastSent = time.Time{}, time.Time{}, time.Time{}
+						sh.resume(a, le, now)
+						n++
+					}
 					continue
 				}
 				if sh.restored[node] == nil {

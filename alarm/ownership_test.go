@@ -215,3 +215,32 @@ type failingPositioner struct{}
 func (failingPositioner) Position(context.Context) (bus.Position, error) {
 	return bus.Position{}, errors.New("describe group: i/o timeout")
 }
+
+// A rejoined process that read the node's points before the reload holds the alert
+// pending (its for running anew): the log's firing episode, another process's, takes
+// its place, and its resolution is sent (t10: the alert pending here, the log's firing
+// episode was never resolved until the log's periodic reload).
+func TestReloadContinuesAnAlertPendingHere(t *testing.T) {
+	c := openCoord(t, t.TempDir())
+	t.Cleanup(func() { c.Close() })
+	clk := &clock{t: t0}
+	pol := basePolicy + "    for: 30s\n    repeat_interval: 1h\n"
+	rA, rB := newRigOn(t, c, clk, pol, nil), newRigOn(t, c, clk, pol, nil)
+	rA.observe("wave-5", 95)
+	clk.Add(30 * time.Second)
+	rA.observe("wave-5", 95)
+	require.Equal(t, []string{"firing wave-5"}, rA.out.take())
+
+	clk.Add(10 * time.Second)
+	rB.observe("wave-5", 95) // read before the reload: pending here
+	require.Equal(t, "pending", rB.state("wave-5"))
+	_, err := rB.e.Restore(context.Background())
+	require.NoError(t, err)
+	clk.Add(10 * time.Second)
+	rB.observe("wave-5", 95)
+	require.Equal(t, "firing", rB.state("wave-5"))
+	require.Empty(t, rB.out.take(), "A's page is not repeated")
+	clk.Add(10 * time.Second)
+	rB.observe("wave-5", 10)
+	require.Equal(t, []string{"resolved wave-5"}, rB.out.take())
+}
