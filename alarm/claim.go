@@ -278,6 +278,9 @@ func (e *Engine) pageDone(fp uint64, ch string, na notify.Alert, err error, now 
 	if settled {
 		sh := e.shardOf(na.Labels[policy.LabelNode])
 		sh.mu.Lock()
+		if sh.alerts[fp] == nil && !failed {
+			e.forgetPage(na.Fingerprint, at) // its alert moved away meanwhile
+		}
 		if a := sh.alerts[fp]; a != nil && a.claimAt.Equal(at) {
 			a.claimAt = time.Time{}
 			if failed {
@@ -294,6 +297,15 @@ func (e *Engine) pageDone(fp uint64, ch string, na notify.Alert, err error, now 
 		return nil
 	}
 	return e.recordDelivery(na.Fingerprint, at, ch, count, now)
+}
+
+// forgetPage forgets this process's page of an alert claimed at at.
+func (e *Engine) forgetPage(fp string, at time.Time) {
+	e.infMu.Lock()
+	if inf := e.paging[fp]; inf != nil && inf.at.Equal(at) {
+		delete(e.paging, fp)
+	}
+	e.infMu.Unlock()
 }
 
 // recordDelivery records in the log that channel ch delivered the page claimed at at.

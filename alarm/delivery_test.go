@@ -29,6 +29,20 @@ type channelOutbox struct {
 	msgs []notify.Message
 	down map[string]bool
 	held map[string]bool
+	// heldMsgs are the messages held, for deliverHeld.
+	heldMsgs []notify.Message
+}
+
+// deliverHeld reports the held messages delivered.
+func (o *channelOutbox) deliverHeld() {
+	o.mu.Lock()
+	ms := o.heldMsgs
+	o.heldMsgs = nil
+	o.mu.Unlock()
+	for _, m := range ms {
+		o.e.Delivered(m, nil)
+	}
+	o.e.Sync()
 }
 
 func (o *channelOutbox) send(m notify.Message) {
@@ -52,6 +66,9 @@ func (o *channelOutbox) take() []string {
 		}
 		switch {
 		case held[m.Receiver]:
+			o.mu.Lock()
+			o.heldMsgs = append(o.heldMsgs, m)
+			o.mu.Unlock()
 		case down[m.Receiver]:
 			o.e.Delivered(m, errors.New("connection refused"))
 		default:
@@ -379,4 +396,25 @@ func TestLogDownDecisionsDoNotWait(t *testing.T) {
 			require.Equal(t, 1, le.Sent)
 		}
 	}
+}
+
+// The pages a process keeps in memory per alert (to know where a resolution goes) are
+// forgotten with the alert when its node moves away: at once when delivered everywhere,
+// else once they are.
+func TestReleasedAlertsForgetTheirPages(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r, out := channelRig(t, dir, clk, twoChannels, nil, []string{"hook"})
+	r.observe("wave-1", 95)
+	out.take() // mail delivers; hook holds it
+	out.mu.Lock()
+	out.held = nil
+	out.mu.Unlock()
+	r.observe("wave-2", 95)
+	out.take() // delivered everywhere
+	pages := func() int { r.e.infMu.Lock(); defer r.e.infMu.Unlock(); return len(r.e.paging) }
+	require.Equal(t, 2, pages())
+	r.e.Release([]string{"wave-1", "wave-2"})
+	require.Equal(t, 1, pages(), "wave-2's page is forgotten, wave-1's is on its way to hook")
+	out.deliverHeld()
+	require.Equal(t, 0, pages())
 }

@@ -373,6 +373,13 @@ func (sh *shard) release(gone map[string]bool) {
 	for _, a := range sh.alerts {
 		if gone[a.node] {
 			sh.drop(a)
+			// Its page, delivered everywhere, is no longer this process's to tell or
+			// hand back; one still on its way is forgotten once it is (pageDone).
+			sh.e.infMu.Lock()
+			if inf := sh.e.paging[a.fps]; inf != nil && len(inf.left) == 0 && !inf.failed {
+				delete(sh.e.paging, a.fps)
+			}
+			sh.e.infMu.Unlock()
 		}
 	}
 }
