@@ -100,7 +100,11 @@ func TestJudgeLearnsARealWavesCostIntegration(t *testing.T) {
 		t.Errorf("prices %+v: want at least 30 samples (the least the judge fits a wave's own prices to), explained with R² ≥ 0.3", p)
 	}
 
-	rows, bytes, cpu := phase([]int{4000, 0, 500, 1500}, 10*time.Second)
+	// Measured twice as long as a training phase: a second of CPU of a process sharing 2
+	// cores with the suite's other packages is noisy, and the held-out figure is the one
+	// asserted (one CI run measured it 27.5 % above the prediction, where runs alone
+	// measured it within 8 %).
+	rows, bytes, cpu := phase([]int{4000, 0, 500, 1500}, 20*time.Second)
 	pred := p.BaseCores + p.RowCores*rows + p.ByteCores*bytes
 	mean := 0.0
 	for _, u := range used {
