@@ -59,6 +59,33 @@ func TestInstanceAddCheck(t *testing.T) {
 			t.Errorf("%s: %v (%s), want the error %q", tc.name, err, out, tc.want)
 		}
 	}
+
+	// Every bad value at once, in the file's order, each at its line (it took a run of
+	// --check for each).
+	bad := filepath.Join(t.TempDir(), "three.yaml")
+	edited := b
+	for _, r := range [][2]string{{"flavor: mysql", "flavor: postgres"}, {"server_id: 10001", "server_id: 0"}, {"\n    format: json", "\n    format: avro"}} {
+		edited = bytes.Replace(edited, []byte(r[0]), []byte(r[1]), 1)
+	}
+	writeFile(t, bad, string(edited))
+	if _, err := check(bad); err == nil {
+		t.Error("three bad values: accepted")
+	} else {
+		want := []string{
+			bad + ":" + strconv.Itoa(lineOf(b, "flavor: mysql")) + `: field "source.flavor": "postgres": want mysql or mariadb`,
+			bad + ":" + strconv.Itoa(lineOf(b, "server_id: 10001")) + `: field "source.server_id": required`,
+			bad + ":" + strconv.Itoa(lineOf(b, "\n    format: json")+1) + `: field "subscriptions[0].format": format "avro": unknown`,
+		}
+		got := strings.Split(err.Error(), "\n")
+		if len(got) != len(want) {
+			t.Fatalf("three bad values: %d lines, want %d:\n%v", len(got), len(want), err)
+		}
+		for i := range want {
+			if !strings.HasPrefix(got[i], want[i]) {
+				t.Errorf("three bad values, line %d: %q, want it to start %q", i+1, got[i], want[i])
+			}
+		}
+	}
 	if left, _ := os.ReadDir("."); len(left) != 0 {
 		t.Errorf("--check left %v in its working directory", left)
 	}

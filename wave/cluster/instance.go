@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"regexp"
@@ -101,65 +102,65 @@ var (
 	reTopic   = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 )
 
-// Validate checks the definition and names the first bad field: a *config.FieldError,
+// Validate checks the definition and names every bad field: *config.FieldErrors, joined,
 // which `instance add --check` and add turn into the file's line of the key.
 func (in *Instance) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) { errs = append(errs, config.Bad(field, format, args...)) }
 	if !IDPattern.MatchString(in.ID) {
-		return config.Bad("id", "%q: %s", in.ID, config.IDRule)
+		bad("id", "%q: %s", in.ID, config.IDRule)
 	}
 	s := &in.Source
 	if _, port, err := net.SplitHostPort(s.Addr); err != nil || port == "" {
-		return config.Bad("source.addr", "%q: want host:port", s.Addr)
+		bad("source.addr", "%q: want host:port", s.Addr)
 	}
 	if s.User == "" {
-		return config.Bad("source.user", "required")
+		bad("source.user", "required")
 	}
 	switch s.Flavor {
 	case FlavorMySQL, FlavorMariaDB:
 	case "":
 		s.Flavor = FlavorMySQL
 	default:
-		return config.Bad("source.flavor", "%q: want mysql or mariadb", s.Flavor)
+		bad("source.flavor", "%q: want mysql or mariadb", s.Flavor)
 	}
 	if s.ServerID == 0 {
-		return config.Bad("source.server_id", "required (a replica server id unique on the source)")
+		bad("source.server_id", "required (a replica server id unique on the source)")
 	}
 	if s.PasswordEnv != "" && s.PasswordFile != "" {
-		return config.Bad("source.password_file", "set source.password_env or source.password_file, not both")
+		bad("source.password_file", "set source.password_env or source.password_file, not both")
 	}
 	if in.Start != nil && in.Start.GTIDSet == "" && in.Start.File == "" {
-		return config.Bad("start", "set file (and pos) or gtid_set, or leave start out")
+		bad("start", "set file (and pos) or gtid_set, or leave start out")
 	}
 	switch in.OnTooLarge {
 	case "", TooLargeStop, TooLargeSkip:
 	default:
-		return config.Bad("on_too_large", "%q: want stop or skip", in.OnTooLarge)
+		bad("on_too_large", "%q: want stop or skip", in.OnTooLarge)
 	}
 	switch in.OnUnreadable {
 	case "", UnreadableStop, UnreadableSkip:
 	default:
-		return config.Bad("on_unreadable", "%q: want stop or skip", in.OnUnreadable)
+		bad("on_unreadable", "%q: want stop or skip", in.OnUnreadable)
 	}
 	if in.Snapshot != nil {
-		if err := in.Snapshot.validate(); err != nil {
-			return err
-		}
+		errs = append(errs, in.Snapshot.validate())
 	}
 	if len(in.Subscriptions) == 0 {
-		return config.Bad("subscriptions", "at least one is required")
+		bad("subscriptions", "at least one is required")
 	}
 	names := map[string]bool{}
 	for i := range in.Subscriptions {
 		sub := &in.Subscriptions[i]
 		if _, err := compileSubscription(*sub); err != nil {
-			return within(fmt.Sprintf("subscriptions[%d]", i), err)
+			errs = append(errs, within(fmt.Sprintf("subscriptions[%d]", i), err))
 		}
 		if names[sub.Name] {
-			return config.Bad(fmt.Sprintf("subscriptions[%d].name", i), "%q: used twice", sub.Name)
+			bad(fmt.Sprintf("subscriptions[%d].name", i), "%q: used twice", sub.Name)
 		}
 		names[sub.Name] = true
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // within is err about a key below the key at prefix: a *config.FieldError's path is
