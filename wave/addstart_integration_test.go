@@ -60,12 +60,7 @@ func TestRowsBeforeFirstConnectIntegration(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			b, err := memory.New(memory.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
-			pub, _ := b.Publisher()
+			b, pub := memoryBus(t)
 			var fixed atomic.Bool
 			wv, stop := runWave(t, ctx, wave.Options{Node: "wave-s", Coord: c, Publisher: pub, Topics: b, TopicSpec: bus.TopicSpec{Partitions: 1},
 				PollInterval: 100 * time.Millisecond, Logger: testLogger(t),

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/bus"
-	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
@@ -188,15 +187,7 @@ func TestWaveMemoryBusIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	b, err := memory.New(memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	pub, err := b.Publisher()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, pub := memoryBus(t)
 	ctx := testenv.Context(t) // no fixed budget: the workload slows down with the machine
 	inst := instanceFor(t, w, "mem", "mem", start)
 	if _, err := cluster.AddInstance(ctx, c, inst, "wave-m", nil); err != nil {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/bus"
-	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
@@ -33,12 +32,7 @@ func TestRemoveInstanceInErrorStateIntegration(t *testing.T) {
 			c := &offsetWrites{Coordinator: base}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			b, err := memory.New(memory.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
-			pub, _ := b.Publisher()
+			b, pub := memoryBus(t)
 			wv, stop := runWave(t, ctx, wave.Options{Node: "wave-r", Coord: c, Publisher: pub, Topics: b,
 				TopicSpec: bus.TopicSpec{Partitions: 1}, PollInterval: 100 * time.Millisecond, Logger: testLogger(t)})
 			defer stop()

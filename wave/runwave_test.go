@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/wave"
 )
 
@@ -24,4 +26,20 @@ func runWave(t *testing.T, ctx context.Context, o wave.Options) (*wave.Wave, fun
 			t.Errorf("wave Run: %v", err)
 		}
 	}
+}
+
+// memoryBus is an in-process bus and its publisher, closed when the test ends (after
+// what the test deferred, its wave's stop among them).
+func memoryBus(t *testing.T) (*memory.Bus, bus.Publisher) {
+	t.Helper()
+	b, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	pub, err := b.Publisher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, pub
 }

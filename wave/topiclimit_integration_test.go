@@ -48,12 +48,7 @@ func TestWaveHoldsRowsToTopicLimitIntegration(t *testing.T) {
 	if _, err := cluster.AddInstance(ctx, c, inst, "wave-l", nil); err != nil {
 		t.Fatal(err)
 	}
-	b, err := memory.New(memory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	pub, _ := b.Publisher()
+	b, pub := memoryBus(t)
 	wv, stop := runWave(t, ctx, wave.Options{Node: "wave-l", Coord: c, Publisher: pub, Topics: limitedTopics{Bus: b, limit: 3000},
 		TopicSpec: bus.TopicSpec{Partitions: 1}, MaxMessageBytes: 1 << 20, PollInterval: 100 * time.Millisecond, Logger: testLogger(t)})
 	defer stop()
