@@ -73,14 +73,17 @@ func (e *engine) count(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// drop deletes the run's indices and the index templates whose patterns start with its
-// prefix (the store installs one on its first write). Names are listed first, since an
-// engine may refuse wildcard deletes (action.destructive_requires_name).
+// drop deletes the run's indices (its records index too) and the index templates whose
+// patterns start with its prefix (the store installs one on its first write). Names are
+// listed first, since an engine may refuse wildcard deletes
+// (action.destructive_requires_name); the records index is listed as a pattern, which
+// matches nothing rather than failing when the run wrote no record.
 func (e *engine) drop(ctx context.Context) error {
 	var indices []struct {
 		Index string `json:"index"`
 	}
-	if err := e.do(ctx, http.MethodGet, "/_cat/indices/"+e.prefix+"*?format=json&h=index", &indices); err != nil {
+	list := "/_cat/indices/" + e.prefix + "*," + elastic.RecordsIndex(e.prefix) + "*?format=json&h=index"
+	if err := e.do(ctx, http.MethodGet, list, &indices); err != nil {
 		return err
 	}
 	var names []string

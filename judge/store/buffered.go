@@ -575,6 +575,23 @@ func (b *Buffered) DeleteBefore(ctx context.Context, t time.Time) error {
 	return b.inner.DeleteBefore(ctx, t)
 }
 
+// WriteRecords writes to the inner store at once: records are few and small, and not
+// queued behind the points.
+func (b *Buffered) WriteRecords(ctx context.Context, recs []Record) error {
+	if b.isClosed() {
+		return ErrClosed
+	}
+	return b.inner.WriteRecords(ctx, recs)
+}
+
+// Records reads the inner store.
+func (b *Buffered) Records(ctx context.Context, kind string) ([]Record, error) {
+	if b.isClosed() {
+		return nil, ErrClosed
+	}
+	return b.inner.Records(ctx, kind)
+}
+
 func (b *Buffered) isClosed() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -80,8 +80,17 @@ type Store interface {
 	// in-memory analysis on restart (after a Refresh, so that the points written in the
 	// last refresh interval before the stop are there).
 	Scan(ctx context.Context, from, to time.Time, fn func([]Point) error) error
-	// DeleteBefore removes points older than t (retention).
+	// DeleteBefore removes points older than t (retention). Records are not points: it
+	// leaves them.
 	DeleteBefore(ctx context.Context, t time.Time) error
+	// WriteRecords stores records durably, as Write does points: each replaces the
+	// record of its kind and key, or deletes it when its Value is empty (deleting a
+	// missing record is no error). If any record fails Record.Validate, none is
+	// written and the error wraps ErrInvalid.
+	WriteRecords(ctx context.Context, recs []Record) error
+	// Records returns every record of kind whose WriteRecords has returned, in no
+	// particular order.
+	Records(ctx context.Context, kind string) ([]Record, error)
 	// Close releases the store. It is idempotent.
 	Close() error
 }

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/binlake/binlake/judge/store/elastic"
 )
 
-// CleanupPrefix removes, when the test ends, the indices and the index template a test
-// created under prefix in the Elasticsearch test service: best effort, what fails is
-// logged.
+// CleanupPrefix removes, when the test ends, the indices (the records index too) and the
+// index template a test created under prefix in the Elasticsearch test service: best
+// effort, what fails is logged.
 func CleanupPrefix(t testing.TB, prefix string) {
 	t.Helper()
 	t.Cleanup(func() {
@@ -21,7 +23,7 @@ func CleanupPrefix(t testing.TB, prefix string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		for _, req := range []esapi.Request{
-			esapi.IndicesDeleteRequest{Index: []string{prefix + "*"}, AllowNoIndices: esapi.BoolPtr(true), IgnoreUnavailable: esapi.BoolPtr(true)},
+			esapi.IndicesDeleteRequest{Index: []string{prefix + "*", elastic.RecordsIndex(prefix)}, AllowNoIndices: esapi.BoolPtr(true), IgnoreUnavailable: esapi.BoolPtr(true)},
 			esapi.IndicesDeleteIndexTemplateRequest{Name: strings.TrimRight(prefix, "-.")},
 		} {
 			res, err := req.Do(ctx, es)

@@ -41,6 +41,9 @@
 // status and error of its items (filter_path). Retention deletes whole daily indices
 // and the older part of the day that contains the cut-off.
 //
+// The judge's records (store.Record) are documents of one index of their own,
+// RecordsIndex (binlake-metrics_records), outside the daily indices' pattern.
+//
 // Statistics come from aggregations: value_count, avg, max and percentiles (TDigest,
 // so P95 is approximate: Elasticsearch documents its error as proportional to
 // q·(1−q), small at the tails, and exact for small counts).
@@ -124,7 +127,8 @@ type Store struct {
 	tmplMu    sync.Mutex
 	tmplReady bool // the index template is installed
 
-	noDBQ bool // the engine lacks _delete_by_query (no reindex module); guarded by tmplMu
+	noDBQ        bool // the engine lacks _delete_by_query (no reindex module); guarded by tmplMu
+	recordsReady bool // the records index exists; guarded by tmplMu
 }
 
 var _ store.Store = (*Store)(nil)

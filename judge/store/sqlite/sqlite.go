@@ -25,7 +25,8 @@
 // read. The series table holds each (node, metric name, label set) once under an
 // integer id; the store caches it, so a write binds three numbers per point. Timestamps are Unix milliseconds, as in the
 // Elasticsearch store. Statistics are computed in Go from the values read, so P95 is
-// exactly store.P95.
+// exactly store.P95. The records table keeps the judge's records (store.Record) by kind
+// and key.
 //
 // Writes go through one connection (SQLite has one writer; WAL lets readers proceed
 // beside it), reads through a small pool of read-only connections, each query in one
@@ -102,6 +103,14 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_bucket ON chunks (bucket);
 CREATE TABLE IF NOT EXISTS watermark (ms INTEGER NOT NULL);
 INSERT INTO watermark (ms) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM watermark);
+-- The judge's records (store.Record). Created by IF NOT EXISTS in a file of version 2
+-- too: a table added, nothing converted, and a judge before it opens the file still.
+CREATE TABLE IF NOT EXISTS records (
+	kind  TEXT NOT NULL,
+	key   TEXT NOT NULL,
+	value BLOB NOT NULL,
+	PRIMARY KEY (kind, key)
+) WITHOUT ROWID;
 `
 
 // convertV1 moves the points of schema version 1, where one table held (node, name,

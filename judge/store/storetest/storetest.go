@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("ConcurrentWrites", r.concurrentWrites)
 	t.Run("InvalidInput", r.invalidInput)
 	t.Run("DeleteBefore", r.deleteBefore)
+	t.Run("Records", r.records)
 	t.Run("Close", r.close)
 }
 
@@ -600,13 +601,15 @@ func (r *run) close(t *testing.T) {
 	}
 	q := store.Query{Node: p + "a", Name: "cpu.util", From: d, To: d.Add(time.Hour)}
 	for name, err := range map[string]error{
-		"write":   s.Write(ctx, []store.Point{pt}),
-		"stats":   func() error { _, err := s.Stats(ctx, q); return err }(),
-		"profile": func() error { _, err := s.Profile(ctx, q); return err }(),
-		"nodes":   func() error { _, err := s.Nodes(ctx, d, d.Add(time.Hour)); return err }(),
-		"scan":    s.Scan(ctx, d, d.Add(time.Hour), func([]store.Point) error { return nil }),
-		"refresh": s.Refresh(ctx),
-		"delete":  s.DeleteBefore(ctx, d),
+		"write":        s.Write(ctx, []store.Point{pt}),
+		"stats":        func() error { _, err := s.Stats(ctx, q); return err }(),
+		"profile":      func() error { _, err := s.Profile(ctx, q); return err }(),
+		"nodes":        func() error { _, err := s.Nodes(ctx, d, d.Add(time.Hour)); return err }(),
+		"scan":         s.Scan(ctx, d, d.Add(time.Hour), func([]store.Point) error { return nil }),
+		"refresh":      s.Refresh(ctx),
+		"delete":       s.DeleteBefore(ctx, d),
+		"records":      s.WriteRecords(ctx, []store.Record{{Kind: p + "k", Key: "a", Value: []byte("1")}}),
+		"read records": func() error { _, err := s.Records(ctx, p+"k"); return err }(),
 	} {
 		if !errors.Is(err, store.ErrClosed) {
 			t.Errorf("%s after close: %v, want ErrClosed", name, err)
