@@ -131,6 +131,7 @@ type Judge struct {
 	profIdx   atomic.Pointer[profiles] // the last historical snapshot's instance profiles, indexed
 	plugins   map[string]lbplugins.Plugin
 	buf       *store.Buffered // writes to o.Store; reads go to o.Store directly
+	records   *recordMirror   // keeps the pending reservations in o.Store
 	m         *metrics
 	rw        *remotewrite.Mapper // POST /api/v1/write's node_exporter mapping and its rates' state
 	reg       *prometheus.Registry
@@ -222,12 +223,13 @@ func New(o Options) (*Judge, error) {
 	}
 	j.initPlacer()
 	j.handler = j.routes()
-	// Last, so that no error above leaves its goroutine behind.
+	// Last, so that no error above leaves their goroutines behind.
 	bo := o.Buffer
 	if bo.Logger == nil {
 		bo.Logger = o.Logger
 	}
 	j.buf = store.NewBuffered(keepOpen{o.Store}, bo)
+	j.records = newRecordMirror(o.Store, bo, o.Logger)
 	return j, nil
 }
 
@@ -237,11 +239,16 @@ type keepOpen struct{ store.Store }
 
 func (keepOpen) Close() error { return nil }
 
-// Close stops accepting points and writes what is buffered, for up to
-// Buffer.CloseTimeout (what is left then is dropped and counted). Run calls it as it
-// returns; it is idempotent, and a judge cannot run again after it.
+// Close stops accepting points and writes what is buffered, and the records' last
+// changes, each for up to Buffer.CloseTimeout (what is left then is dropped, points
+// counted). Run calls it as it returns; it is idempotent, and a judge cannot run again
+// after it.
 func (j *Judge) Close() error {
-	if err := j.buf.Close(); err != nil {
+	var wg sync.WaitGroup
+	wg.Go(j.records.Close) // side by side: a store that is down holds each up
+	err := j.buf.Close()
+	wg.Wait()
+	if err != nil {
 		return fmt.Errorf("judge: %w", err)
 	}
 	return nil
@@ -286,7 +293,7 @@ func (j *Judge) Run(ctx context.Context) error {
 	}
 
 	// Before the first batch, so that a restarted judge answers as it did.
-	j.rebuildCurrentHour(ctx)
+	j.restore(ctx)
 
 	// One run group: the sources, the analyses and the API stop together when ctx ends or
 	// the API fails (its error is Run's).

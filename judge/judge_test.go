@@ -395,6 +395,15 @@ func readyJudge(t *testing.T, o Options) (string, *Judge) { return readyJudgeB(t
 
 func readyJudgeB(t testing.TB, o Options) (string, *Judge) {
 	t.Helper()
+	base, j, stop := startJudge(t, o)
+	t.Cleanup(stop)
+	return base, j
+}
+
+// startJudge runs a judge on 127.0.0.1:0 as its process would, until stop (which waits
+// for Run to return, the judge closed) or the test's end, and returns its base URL.
+func startJudge(t testing.TB, o Options) (base string, j *Judge, stop func()) {
+	t.Helper()
 	o.Listen = "127.0.0.1:0"
 	if o.Logger == nil {
 		o.Logger = quiet
@@ -406,21 +415,26 @@ func readyJudgeB(t testing.TB, o Options) (string, *Judge) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- j.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	select {
 	case a := <-addrc:
-		return "http://" + a, j
+		return "http://" + a, j, stop
 	case err := <-done:
+		done <- err // for stop
 		t.Fatalf("judge stopped: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("judge did not start")
 	}
-	return "", nil
+	return "", nil, stop
 }
 
 func get(t *testing.T, url string) (int, string) {

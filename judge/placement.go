@@ -75,7 +75,9 @@ type Placement struct {
 }
 
 func (j *Judge) initPlacer() {
-	j.res = newReservations(j.o.ReservationTTL)
+	j.res = newReservations(j.o.ReservationTTL, func(instance string, r *api.Reservation) {
+		j.records.put(reservationRecord(instance, r))
+	})
 	j.byAlgo = make(map[string]*algoMetrics, len(j.plugins))
 	for name := range j.plugins {
 		j.byAlgo[name] = &algoMetrics{

@@ -25,6 +25,9 @@ const (
 // placement reads them without a lock or a lookup by name.
 type reservations struct {
 	ttl time.Duration
+	// changed is told of every reservation made (r) and ended (r nil), under the mutex,
+	// so that the judge keeps them in its store across a restart (restore).
+	changed func(instance string, r *api.Reservation)
 
 	mu     sync.Mutex
 	byNode map[string][]api.Reservation
@@ -41,11 +44,11 @@ type reservations struct {
 	nextExpiry atomic.Int64 // UnixNano of the earliest expiry; 0 when none
 }
 
-func newReservations(ttl time.Duration) *reservations {
+func newReservations(ttl time.Duration, changed func(instance string, r *api.Reservation)) *reservations {
 	if ttl <= 0 {
 		ttl = DefaultReservationTTL
 	}
-	return &reservations{ttl: ttl, byNode: map[string][]api.Reservation{}, nodeOf: map[string]string{}}
+	return &reservations{ttl: ttl, changed: changed, byNode: map[string][]api.Reservation{}, nodeOf: map[string]string{}}
 }
 
 // Due reports whether a reservation has expired by now, so that a sweep is needed.
@@ -70,12 +73,20 @@ func (rs *reservations) Reserve(node, instance string, now time.Time, reported f
 	if ok {
 		r.Target = reported + float64(len(rs.byNode[node])) + 1
 	}
-	i, found := rs.index(node)
+	r = rs.addLocked(r)
+	rs.changed(instance, &r)
+	return r, true
+}
+
+// addLocked adds r, which expires no earlier than any pending reservation (a node's list
+// is oldest first), priced at its node's prices when the node is in the snapshot.
+func (rs *reservations) addLocked(r api.Reservation) api.Reservation {
+	i, found := rs.index(r.Node)
 	if found {
-		r.Cores = coresOn(rs.snap, i, work)
+		r.Cores = coresOn(rs.snap, i, r.Expected)
 	}
-	rs.byNode[node] = append(rs.byNode[node], r)
-	rs.nodeOf[instance] = node
+	rs.byNode[r.Node] = append(rs.byNode[r.Node], r)
+	rs.nodeOf[r.Instance] = r.Node
 	rs.total++
 	rs.size.Store(int64(rs.total))
 	if rs.nextExpiry.Load() == 0 {
@@ -86,7 +97,34 @@ func (rs *reservations) Reserve(node, instance string, now time.Time, reported f
 		rs.counts.AddCores(i, r.Cores)
 		rs.counts.Add(i, 1)
 	}
-	return r, true
+	return r
+}
+
+// Restore adds the reservations a judge before this one held, one per instance
+// (restore.go), before the first placement: those expired by now are dropped (and told
+// to changed), the others hold until their expiry, or for the TTL from now when that is
+// shorter (a TTL configured shorter since), and end as any other. It returns how many
+// it added.
+func (rs *reservations) Restore(list []api.Reservation, now time.Time) int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	list = slices.Clone(list)
+	for k := range list {
+		if latest := now.Add(rs.ttl); list[k].ExpiresAt.After(latest) {
+			list[k].ExpiresAt = latest
+		}
+	}
+	slices.SortFunc(list, func(a, b api.Reservation) int { return a.ExpiresAt.Compare(b.ExpiresAt) })
+	added := 0
+	for _, r := range list {
+		if !now.Before(r.ExpiresAt) || rs.total >= maxReservations {
+			rs.changed(r.Instance, nil)
+			continue
+		}
+		rs.addLocked(r)
+		added++
+	}
+	return added
 }
 
 // Rebase sweeps against a new snapshot (its nodes' wave.instances, and runs: whether a
@@ -139,6 +177,7 @@ func (rs *reservations) sweepLocked(now time.Time, reported func(node string) (f
 			if done {
 				goneCores += r.Cores
 				delete(rs.nodeOf, r.Instance)
+				rs.changed(r.Instance, nil)
 			}
 			return done
 		})
@@ -177,6 +216,7 @@ func (rs *reservations) dropLocked(instance string) {
 		return
 	}
 	delete(rs.nodeOf, instance)
+	rs.changed(instance, nil)
 	list := rs.byNode[node]
 	k := slices.IndexFunc(list, func(r api.Reservation) bool { return r.Instance == instance })
 	if k < 0 {

@@ -121,6 +121,34 @@ type queued struct {
 // NewBuffered wraps inner and starts the writer goroutines. Close stops them and closes
 // inner: the Buffered store owns it.
 func NewBuffered(inner Store, opts BufferOptions) *Buffered {
+	opts = opts.WithDefaults()
+	b := &Buffered{
+		inner:  inner,
+		opts:   opts,
+		log:    opts.Logger.With("component", "store.buffer"),
+		queue:  ring.New[queued](opts.Capacity),
+		empty:  make(chan struct{}),
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	b.life, b.stopLife = context.WithCancel(context.Background())
+	close(b.empty)
+	var wg sync.WaitGroup
+	for range opts.Writers {
+		wg.Go(b.run)
+	}
+	go func() {
+		wg.Wait()
+		close(b.exited)
+	}()
+	return b
+}
+
+// WithDefaults returns the options with every zero field set to its default, as
+// NewBuffered uses them: the judge writes its records with the same timeouts and
+// back-off.
+func (opts BufferOptions) WithDefaults() BufferOptions {
 	if opts.Capacity <= 0 {
 		opts.Capacity = 100_000
 	}
@@ -145,27 +173,7 @@ func NewBuffered(inner Store, opts BufferOptions) *Buffered {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	b := &Buffered{
-		inner:  inner,
-		opts:   opts,
-		log:    opts.Logger.With("component", "store.buffer"),
-		queue:  ring.New[queued](opts.Capacity),
-		empty:  make(chan struct{}),
-		wake:   make(chan struct{}, 1),
-		done:   make(chan struct{}),
-		exited: make(chan struct{}),
-	}
-	b.life, b.stopLife = context.WithCancel(context.Background())
-	close(b.empty)
-	var wg sync.WaitGroup
-	for range opts.Writers {
-		wg.Go(b.run)
-	}
-	go func() {
-		wg.Wait()
-		close(b.exited)
-	}()
-	return b
+	return opts
 }
 
 // Write validates the points and queues them; it does not wait for the inner store.
