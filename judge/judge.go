@@ -131,7 +131,7 @@ type Judge struct {
 	profIdx   atomic.Pointer[profiles] // the last historical snapshot's instance profiles, indexed
 	plugins   map[string]lbplugins.Plugin
 	buf       *store.Buffered // writes to o.Store; reads go to o.Store directly
-	records   *recordMirror   // keeps the pending reservations in o.Store
+	records   *recordMirror   // keeps the reservations and the nodes' intervals in o.Store
 	m         *metrics
 	rw        *remotewrite.Mapper // POST /api/v1/write's node_exporter mapping and its rates' state
 	reg       *prometheus.Registry
@@ -473,7 +473,9 @@ func (j *Judge) Ingest(b metric.Batch, source string) error {
 
 // observe adds a batch to the incremental analysis and returns its points for the store.
 func (j *Judge) observe(b metric.Batch, source string) []store.Point {
-	j.inc.Observe(b)
+	if j.inc.Observe(b) {
+		j.records.put(intervalRecord(b.Node, b.IntervalS))
+	}
 	j.model.Observe(b)
 	j.changes.Add(1)
 	j.m.batches.WithLabelValues(source).Inc()

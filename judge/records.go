@@ -11,10 +11,11 @@ import (
 	"github.com/binlake/binlake/judge/store"
 )
 
-// recordMirror keeps the judge's records (store.Record: its pending reservations) in its
-// store, so that a restarted judge has them again (restore.go). It writes in the
-// background, so that no placement waits for the store: each write takes the newest
-// change of every record since the last one, and a burst of placements costs one write.
+// recordMirror keeps the judge's records (store.Record: its pending reservations and
+// the intervals its nodes declared) in its store, so that a restarted judge has them
+// again (restore.go). It writes in the background, so that no placement and no batch
+// waits for the store: each write takes the newest change of every record since the
+// last one, and a burst of placements costs one write.
 // A failed write is retried with the store buffer's back-off, except for the records
 // that changed again meanwhile.
 // Close writes what is left within the buffer's close timeout: a judge that is stopped

@@ -26,8 +26,13 @@ func elasticStores(t *testing.T, _ *clock) func() store.Store {
 }
 
 // The restart tests on the Elasticsearch store: its records index keeps the
-// reservations as SQLite's table does.
+// reservations and the nodes' intervals as SQLite's table does.
 func TestRestartKeepsReservationsElasticIntegration(t *testing.T) {
 	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	testRestartKeepsReservations(t, elasticStores)
+}
+
+func TestRestartKeepsStalenessElasticIntegration(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
+	testRestartKeepsStaleness(t, elasticStores)
 }

@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/sqlite"
+	"github.com/binlake/binlake/lbplugins"
 )
 
 // storeOpener opens one store for a restart test, on the test's clock (c), each time it is
@@ -98,4 +101,64 @@ func testRestartKeepsReservations(t *testing.T, stores storeOpener) {
 	recs, err := st.Records(context.Background(), recordReservation)
 	require.NoError(t, err)
 	require.Empty(t, recs, "the expired reservations' records are deleted")
+}
+
+// A restarted judge calls a node live or stale as the judge before it did: by the
+// interval the node declared (30 s here: stale after 3 × 30 s without a batch), not by
+// the gap between the node's last two stored batches, which it took for the interval
+// until the node's next batch. A batch after an outage made a dead node live for
+// 3 × the outage; a batch sent early made a live node stale.
+func TestRestartKeepsStaleness(t *testing.T) { testRestartKeepsStaleness(t, sqliteStores) }
+
+func testRestartKeepsStaleness(t *testing.T, stores storeOpener) {
+	for _, tc := range []struct {
+		name string
+		gaps []time.Duration // between the node's batches before the restart
+		wait time.Duration   // from its last batch to the question
+		live bool
+	}{
+		{"steady", []time.Duration{30 * time.Second, 30 * time.Second}, time.Minute, true},
+		{"silent since a batch after an outage", []time.Duration{30 * time.Second, 10 * time.Minute}, 2 * time.Minute, false},
+		{"a batch sent early", []time.Duration{30 * time.Second, 2 * time.Second}, time.Minute, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{t: t0}
+			start := restartable(t, stores(t, c), c, Options{Algorithm: "leastload",
+				Filters: lbplugins.Filters{DefaultInterval: 10 * time.Second, StaleIntervals: 3}})
+			batch := func() metric.Batch { b := wave("wave-a", c.Now(), 30, 2); b.IntervalS = 30; return b }
+			before, stop := start()
+			require.NoError(t, before.Ingest(batch(), sourceHTTP))
+			for _, gap := range tc.gaps {
+				c.Add(gap)
+				require.NoError(t, before.Ingest(batch(), sourceHTTP))
+			}
+			c.Add(tc.wait)
+			want := liveness(t, before)
+			require.Equal(t, tc.live, want.live, "before the restart")
+			stop()
+
+			after, stop := start()
+			defer stop()
+			require.Equal(t, want, liveness(t, after), "after the restart")
+		})
+	}
+}
+
+// nodeLiveness is what a judge says of wave-a's liveness: in GET /v1/nodes and to a
+// placement.
+type nodeLiveness struct {
+	live, placeable bool
+	intervalS       float64
+}
+
+func liveness(t *testing.T, j *Judge) nodeLiveness {
+	t.Helper()
+	ss := j.summaries()
+	i := slices.IndexFunc(ss, func(s nodeSummary) bool { return s.Node == "wave-a" })
+	require.GreaterOrEqual(t, i, 0, "wave-a is listed")
+	_, err := j.Place(api.PlacementRequest{Instance: "probe", DryRun: true})
+	if err != nil {
+		require.ErrorIs(t, err, lbplugins.ErrNoCandidates)
+	}
+	return nodeLiveness{live: ss[i].Live, placeable: err == nil, intervalS: ss[i].IntervalS}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/store"
@@ -13,7 +14,13 @@ import (
 const (
 	// recordReservation is a pending reservation, by instance: its api.Reservation as JSON.
 	recordReservation = "reservation"
+	// recordInterval is the interval a node last declared, by node: intervalValue as JSON.
+	recordInterval = "interval"
 )
+
+type intervalValue struct {
+	IntervalS float64 `json:"interval_s"`
+}
 
 // reservationRecord is the record of instance's reservation r; nil ends it.
 func reservationRecord(instance string, r *api.Reservation) store.Record {
@@ -24,6 +31,11 @@ func reservationRecord(instance string, r *api.Reservation) store.Record {
 	return rec
 }
 
+func intervalRecord(node string, seconds float64) store.Record {
+	v, _ := json.Marshal(intervalValue{IntervalS: seconds}) // a finite number: it cannot fail
+	return store.Record{Kind: recordInterval, Key: node, Value: v}
+}
+
 // restore rebuilds what a judge before this one knew, so that a restarted judge answers
 // as it did: the current hour from the stored points (rebuildCurrentHour), then its
 // records (restoreRecords). Run calls it before any batch or placement.
@@ -32,13 +44,31 @@ func (j *Judge) restore(ctx context.Context) {
 	j.restoreRecords(ctx)
 }
 
-// restoreRecords restores the reservations that have not expired: without them,
-// placements right after a restart (a deploy) landed on the nodes that the placements
-// just before it had filled. The records of expired ones are deleted. A store that
-// cannot be read is logged, and the judge starts without them.
+// restoreRecords gives each node the rebuild brought back the interval it last declared,
+// and restores the reservations that have not expired. Without the intervals a
+// restarted judge judged staleness by the gaps between the stored batches' timestamps
+// until each node's next batch; without the reservations, placements right after a
+// restart (a deploy) landed on the nodes that the placements just before it had filled.
+// Records that no longer apply (an expired reservation, the interval of a node silent
+// for longer than the rebuild reaches) are deleted. A store that cannot be read is
+// logged, and the judge starts without them.
 func (j *Judge) restoreRecords(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, rebuildTimeout)
 	defer cancel()
+	intervals, err := j.o.Store.Records(ctx, recordInterval)
+	if err != nil {
+		j.log.Warn("reading the nodes' intervals from the store failed; nodes without one count as reporting every placement.default_interval until their next batch",
+			"err", fmt.Errorf("judge: %w", err))
+	}
+	declared := 0
+	for _, r := range intervals {
+		var v intervalValue
+		if json.Unmarshal(r.Value, &v) == nil && v.IntervalS > 0 && j.inc.Declare(r.Key, time.Duration(v.IntervalS*float64(time.Second))) {
+			declared++
+			continue
+		}
+		j.records.put(store.Record{Kind: recordInterval, Key: r.Key})
+	}
 	stored, err := j.o.Store.Records(ctx, recordReservation)
 	if err != nil {
 		j.log.Warn("reading the pending reservations from the store failed; placements start without them",
@@ -55,5 +85,6 @@ func (j *Judge) restoreRecords(ctx context.Context) {
 		list = append(list, res)
 	}
 	restored := j.res.Restore(list, j.now())
-	j.log.Info("restored the judge's records from the store", "reservations", restored, "expired", len(list)-restored)
+	j.log.Info("restored the judge's records from the store", "reservations", restored, "expired", len(list)-restored,
+		"node_intervals", declared)
 }

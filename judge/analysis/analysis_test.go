@@ -148,15 +148,32 @@ func TestIncrementalHourRollover(t *testing.T) {
 	require.Empty(t, a.NodeIDs())
 }
 
-func TestIncrementalMeasuredInterval(t *testing.T) {
+// A node's interval is the one its batches declare, never the time between them; Observe
+// reports each change, which the judge keeps in its store for Declare after a restart.
+func TestIncrementalDeclaredInterval(t *testing.T) {
 	c := &clock{t: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)}
 	a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: c.Now})
 	require.NoError(t, err)
-	a.Observe(metric.Batch{Node: "n", TS: c.Now()})
-	c.Set(c.Now().Add(7 * time.Second))
-	a.Observe(metric.Batch{Node: "n", TS: c.Now()})
+	for _, step := range []struct {
+		after    time.Duration
+		interval float64
+		changed  bool
+	}{
+		{0, 30, true},                // a new node
+		{7 * time.Second, 30, false}, // early: still 30 s
+		{5 * time.Minute, 30, false}, // late: still 30 s
+		{30 * time.Second, 10, true}, // the agent's interval changed
+	} {
+		c.Set(c.Now().Add(step.after))
+		require.Equal(t, step.changed, a.Observe(metric.Batch{Node: "n", TS: c.Now(), IntervalS: step.interval}))
+		n, _ := a.Node("n")
+		require.Equal(t, time.Duration(step.interval)*time.Second, n.Interval)
+	}
+	require.True(t, a.Declare("n", time.Minute))
 	n, _ := a.Node("n")
-	require.Equal(t, 7*time.Second, n.Interval, "no declared interval: the measured one")
+	require.Equal(t, time.Minute, n.Interval)
+	require.False(t, a.Declare("unknown", time.Minute), "a node the analysis does not hold")
+	require.Len(t, a.NodeIDs(), 1)
 }
 
 func TestIncrementalOptions(t *testing.T) {

@@ -48,11 +48,15 @@ type Incremental struct {
 }
 
 type nodeState struct {
-	lastSeen time.Time     // when the judge received the last batch
-	lastTS   time.Time     // the last batch's own timestamp
-	declared time.Duration // interval the agent declares
-	measured time.Duration // time between the last two batches received
-	batches  int64         // this hour
+	lastSeen time.Time // when the judge received the last batch
+	lastTS   time.Time // the last batch's own timestamp
+	// declared is the interval the node's last batch declared (interval_s, which every
+	// batch carries), or Declare restored; zero until then. It is never guessed from the
+	// times between batches: after a restart those are the stored batches' timestamps,
+	// whose gaps (an outage, a restarted agent, two senders for one node) made a judge
+	// call live a node it had called stale, and the reverse, before the node's next batch.
+	declared time.Duration
+	batches  int64 // this hour
 	series   seriesIndex
 }
 
@@ -124,9 +128,6 @@ func (a *Incremental) nodeLocked(id string) *nodeState {
 
 // seen records a batch received at `at` carrying timestamp ts.
 func (n *nodeState) seen(at, ts time.Time) {
-	if !n.lastSeen.IsZero() && at.After(n.lastSeen) {
-		n.measured = at.Sub(n.lastSeen)
-	}
 	n.lastSeen = at
 	if ts.After(n.lastTS) {
 		n.lastTS = ts
@@ -139,7 +140,9 @@ func (n *nodeState) seen(at, ts time.Time) {
 // late delivery), in which case they are only stored, not analysed. A point not newer
 // than its series' last is not analysed twice either: the bus delivers at least once,
 // and a restarted judge replays what the store has before the bus delivers it again.
-func (a *Incremental) Observe(b metric.Batch) {
+// It reports whether the batch declared an interval other than the node's last (a new
+// node's first batch too), which the judge keeps in its store for a restart (Declare).
+func (a *Incremental) Observe(b metric.Batch) (intervalChanged bool) {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -147,10 +150,12 @@ func (a *Incremental) Observe(b metric.Batch) {
 	a.version++
 	n := a.nodeLocked(b.Node)
 	n.seen(now, b.TS)
-	n.declared = time.Duration(b.IntervalS * float64(time.Second))
+	if iv := time.Duration(b.IntervalS * float64(time.Second)); iv != n.declared {
+		n.declared, intervalChanged = iv, true
+	}
 	if !b.TS.IsZero() && b.TS.Before(a.hour) {
 		a.late += int64(len(b.Points))
-		return
+		return intervalChanged
 	}
 	ts := b.TS.UnixNano()
 	for i := range b.Points {
@@ -165,15 +170,34 @@ func (a *Incremental) Observe(b metric.Batch) {
 		}
 		s.add(p.Value, a.alpha)
 	}
+	return intervalChanged
+}
+
+// Declare restores the interval a node declared (Observe reported it), after a Replay:
+// stored points do not carry their batch's interval. It reports false, changing
+// nothing, for a node the analysis does not hold.
+func (a *Incremental) Declare(node string, interval time.Duration) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n, ok := a.nodes[node]
+	if !ok {
+		return false
+	}
+	if n.declared != interval {
+		n.declared = interval
+		a.version++
+	}
+	return true
 }
 
 // Replay rebuilds the analysis from stored points, in non-decreasing TS order (as
 // store.Scan gives them, in as many calls as it has chunks), as if each had been received
 // at its own TS: the node's LastSeen is the TS, the points of one node and TS make one
-// batch, the interval is measured between consecutive TSs and the hours roll over as
-// they do live, carrying levels. TSs later than the clock count as now, and the analysis
-// never goes back in time: a point of an hour before the current one (the judge must
-// replay before its first Observe) is not analysed and is counted in skipped.
+// batch and the hours roll over as they do live, carrying levels. A node's interval is
+// not among the points: a node new to the analysis has none until Declare or its next
+// batch. TSs later than the clock count as now, and the analysis never goes back in
+// time: a point of an hour before the current one (the judge must replay before its
+// first Observe) is not analysed and is counted in skipped.
 func (a *Incremental) Replay(points []store.Point) (skipped int) {
 	if len(points) == 0 {
 		return 0

@@ -102,7 +102,10 @@ func testReplayMatchesLive(t *testing.T, end time.Time) {
 		require.Equal(t, w.Node, g.Node)
 		require.Equal(t, w.LastSeen, g.LastSeen, w.Node)
 		require.Equal(t, w.LastBatchTS, g.LastBatchTS, w.Node)
-		require.Equal(t, w.Interval, g.Interval, "%s: declared live, measured from TSs on replay", w.Node)
+		require.Zero(t, g.Interval, "%s: stored points carry no interval", w.Node)
+		require.True(t, replayed.Declare(w.Node, w.Interval))
+		g, _ = replayed.Node(w.Node)
+		require.Equal(t, w.Interval, g.Interval, w.Node)
 		require.Equal(t, w.Batches, g.Batches, w.Node)
 		require.Len(t, g.Series, len(w.Series), w.Node)
 		for j := range w.Series {

@@ -25,7 +25,8 @@ type Node struct {
 	LastSeen time.Time `json:"last_seen"`
 	// LastBatchTS is the timestamp the agent put on its last batch.
 	LastBatchTS time.Time `json:"last_batch_ts"`
-	// Interval is the declared interval, or the measured one when none was declared.
+	// Interval is the interval the node declared; zero when it is not known (a node
+	// rebuilt from the store whose interval was not kept), where callers assume a default.
 	Interval time.Duration `json:"-"`
 	Batches  int64         `json:"batches_this_hour"`
 	Series   []Series      `json:"series"` // sorted by name, then labels
@@ -115,12 +116,7 @@ func (n *nodeState) stopped(s *seriesState) bool {
 	return s.lastTS != 0 && stoppedAt(time.Unix(0, s.lastTS), n.lastTS, n.interval())
 }
 
-func (n *nodeState) interval() time.Duration {
-	if n.declared > 0 {
-		return n.declared
-	}
-	return n.measured
-}
+func (n *nodeState) interval() time.Duration { return n.declared }
 
 // export copies the node out with its series unsorted and their label keys, so that the
 // caller sorts after releasing the lock. Callers hold the read lock at least.
