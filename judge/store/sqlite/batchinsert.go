@@ -18,13 +18,14 @@ type batchInsert struct {
 	stmts []*sql.Stmt
 }
 
-// prepareBatchInsert prepares INSERT INTO <into> VALUES (?,…),… for each size; into
-// names the table and its cols columns: "recent (series, ts, value)".
-func prepareBatchInsert(db *sql.DB, into string, cols int, sizes ...int) (*batchInsert, error) {
+// prepareBatchInsert prepares INSERT INTO <into> VALUES (?,…),… <then> for each size;
+// into names the table and its cols columns: "recent (series, ts, value)"; then is
+// empty or an upsert clause ("ON CONFLICT … DO UPDATE …").
+func prepareBatchInsert(db *sql.DB, into, then string, cols int, sizes ...int) (*batchInsert, error) {
 	b := &batchInsert{into: into, cols: cols, sizes: sizes}
 	row := "(" + strings.TrimSuffix(strings.Repeat("?,", cols), ",") + ")"
 	for _, n := range sizes {
-		st, err := db.Prepare("INSERT INTO " + into + " VALUES " + strings.TrimSuffix(strings.Repeat(row+",", n), ","))
+		st, err := db.Prepare("INSERT INTO " + into + " VALUES " + strings.TrimSuffix(strings.Repeat(row+",", n), ",") + " " + then)
 		if err != nil {
 			b.close()
 			return nil, fmt.Errorf("prepare insert into %s of %d rows: %w", into, n, err)

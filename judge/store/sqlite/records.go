@@ -26,16 +26,29 @@ func (s *Store) WriteRecords(ctx context.Context, recs []store.Record) error {
 		return fmt.Errorf("sqlite store: begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	// In multi-row statements prepared once: a burst of placements writes thousands of
+	// records. The deletes are fewer (a reservation ends after its TTL or once its node
+	// reports the instance), one prepared statement each.
+	var puts []store.Record
+	del, err := tx.PrepareContext(ctx, `DELETE FROM records WHERE kind = ? AND key = ?`)
+	if err != nil {
+		return fmt.Errorf("sqlite store: prepare record delete: %w", err)
+	}
+	defer del.Close()
 	for _, r := range recs {
-		if len(r.Value) == 0 {
-			_, err = tx.ExecContext(ctx, `DELETE FROM records WHERE kind = ? AND key = ?`, r.Kind, r.Key)
-		} else {
-			_, err = tx.ExecContext(ctx, `INSERT INTO records (kind, key, value) VALUES (?, ?, ?)
-				ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value`, r.Kind, r.Key, r.Value)
+		if len(r.Value) > 0 {
+			puts = append(puts, r)
+			continue
 		}
-		if err != nil {
-			return fmt.Errorf("sqlite store: write record %s/%s: %w", r.Kind, r.Key, err)
+		if _, err := del.ExecContext(ctx, r.Kind, r.Key); err != nil {
+			return fmt.Errorf("sqlite store: delete record %s/%s: %w", r.Kind, r.Key, err)
 		}
+	}
+	err = s.recordsUpsert.exec(ctx, tx, len(puts), func(dst []any, i int) []any {
+		return append(dst, puts[i].Kind, puts[i].Key, puts[i].Value)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite store: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite store: commit records: %w", err)

@@ -67,9 +67,10 @@ type Store struct {
 	w      *sql.DB // one connection: SQLite serialises writers anyway
 	r      *sql.DB
 	now    func() time.Time
-	// The prepared INSERTs of points into recent and of new series.
-	recentInsert, seriesInsert *batchInsert
-	log                        *slog.Logger
+	// The prepared INSERTs of points into recent and of new series, and the upsert of
+	// records.
+	recentInsert, seriesInsert, recordsUpsert *batchInsert
+	log                                       *slog.Logger
 
 	ids    seriesIDs
 	recent recentIndex
@@ -186,11 +187,17 @@ func (s *Store) init() error {
 		return err
 	}
 	var err error
-	if s.recentInsert, err = prepareBatchInsert(s.w, "recent (series, ts, value)", 3, rowsPerInsert, 100, 20, 5, 1); err != nil {
+	if s.recentInsert, err = prepareBatchInsert(s.w, "recent (series, ts, value)", "", 3, rowsPerInsert, 100, 20, 5, 1); err != nil {
 		return err
 	}
-	if s.seriesInsert, err = prepareBatchInsert(s.w, "series (id, node, name, labels)", 4, 100, 20, 5, 1); err != nil {
+	if s.seriesInsert, err = prepareBatchInsert(s.w, "series (id, node, name, labels)", "", 4, 100, 20, 5, 1); err != nil {
 		s.recentInsert.close()
+		return err
+	}
+	if s.recordsUpsert, err = prepareBatchInsert(s.w, "records (kind, key, value)",
+		"ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value", 3, 100, 20, 5, 1); err != nil {
+		s.recentInsert.close()
+		s.seriesInsert.close()
 		return err
 	}
 	return s.pack(ctx)
@@ -245,6 +252,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.recentInsert.close()
 	s.seriesInsert.close()
+	s.recordsUpsert.close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
