@@ -258,7 +258,10 @@ func BenchmarkPlacementHTTP(b *testing.B) {
 // BenchmarkIngestHandler is POST /v1/metrics through the judge's handler without the
 // network: decode, analysis, store buffer and the SQLite store behind it, batches of 100
 // points from 1,000 nodes, until every point is written (a batch the full buffer refused
-// is sent again a millisecond later). It reports points/s.
+// is sent again a millisecond later). It reports points/s. The batches are posted by 64
+// senders at once, as a fleet's agents post theirs: the judge answers a batch once the
+// store has it, so one sender waits for every write (one sync each), while concurrent
+// ones share the buffer's writes.
 func BenchmarkIngestHandler(b *testing.B) {
 	j, err := New(Options{Store: openStoreB(b), Algorithm: "leastload", Logger: quiet, SnapshotEvery: DefaultSnapshotEvery})
 	if err != nil {
@@ -276,24 +279,30 @@ func BenchmarkIngestHandler(b *testing.B) {
 		}
 		bodies[i] = encode(b, batch)
 	}
+	var next atomic.Int64
 	b.ResetTimer()
 	t0 := time.Now()
-	for n := 0; b.Loop(); n++ {
-		// Each round of 1,000 batches is a new second, so that every point is new.
-		body := bytes.Replace(bodies[n%1000], []byte(start.Format("2006-01-02T15:04:05")), []byte(start.Add(time.Duration(n/1000)*time.Second).Format("2006-01-02T15:04:05")), 1)
-		for {
-			req, _ := http.NewRequest("POST", "/v1/metrics", bytes.NewReader(body))
-			rec := &discardWriter{h: http.Header{}}
-			h.ServeHTTP(rec, req)
-			if rec.code == http.StatusAccepted {
-				break
+	b.SetParallelism(32) // × GOMAXPROCS senders
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n := int(next.Add(1) - 1)
+			// Each round of 1,000 batches is a new second, so that every point is new.
+			body := bytes.Replace(bodies[n%1000], []byte(start.Format("2006-01-02T15:04:05")), []byte(start.Add(time.Duration(n/1000)*time.Second).Format("2006-01-02T15:04:05")), 1)
+			for {
+				req, _ := http.NewRequest("POST", "/v1/metrics", bytes.NewReader(body))
+				rec := &discardWriter{h: http.Header{}}
+				h.ServeHTTP(rec, req)
+				if rec.code == http.StatusAccepted {
+					break
+				}
+				if rec.code != http.StatusServiceUnavailable {
+					b.Errorf("status %d", rec.code)
+					return
+				}
+				time.Sleep(time.Millisecond) // the store buffer is full: an agent retries later
 			}
-			if rec.code != http.StatusServiceUnavailable {
-				b.Fatalf("status %d", rec.code)
-			}
-			time.Sleep(time.Millisecond) // the store buffer is full: an agent retries later
 		}
-	}
+	})
 	if err := j.buf.Refresh(context.Background()); err != nil {
 		b.Fatal(err)
 	}

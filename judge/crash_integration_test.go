@@ -5,16 +5,19 @@ package judge
 // no final commit, no flush of the store buffer, exactly as a crashed host.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,21 +66,28 @@ func (p *judgeProc) metric(t *testing.T, name string) int64 {
 }
 
 // crashConfig is deploy/judge.example.yaml with only what a test must change: the node
-// (a name of its own on the shared broker), the broker, the topic, the Elasticsearch
-// store and a free port. The bus group and its start are the shipped defaults.
+// (a name of its own on the shared broker), the broker and the topic (no brokers: no
+// bus, HTTP ingest only), the Elasticsearch store and a free port. The bus group and its
+// start are the shipped defaults.
 func crashConfig(t *testing.T, node, brokers, topic, esURL, prefix string) string {
 	t.Helper()
 	b, err := os.ReadFile("../deploy/judge.example.yaml")
 	require.NoError(t, err)
 	cfg := string(b)
-	for _, r := range [][2]string{
+	changes := [][2]string{
 		{"  listen: 127.0.0.1:8090\n", "  listen: 127.0.0.1:0\n"},
-		{"  brokers: [127.0.0.1:9092]   # example\n", fmt.Sprintf("  brokers: [%s]\n", brokers)},
-		{"  topic: binlake.metrics\n", fmt.Sprintf("  topic: %s\n", topic)},
 		{"  kind: sqlite\n", "  kind: elastic\n"},
 		{"    addresses: []             # example: [http://127.0.0.1:9200]\n", fmt.Sprintf("    addresses: [%s]\n", esURL)},
 		{"    prefix: \"\"                # default binlake-metrics-\n", fmt.Sprintf("    prefix: %s\n", prefix)},
-	} {
+	}
+	if brokers == "" {
+		changes = append(changes, [2]string{"  kind: kafka\n", "  kind: none\n"})
+	} else {
+		changes = append(changes,
+			[2]string{"  brokers: [127.0.0.1:9092]   # example\n", fmt.Sprintf("  brokers: [%s]\n", brokers)},
+			[2]string{"  topic: binlake.metrics\n", fmt.Sprintf("  topic: %s\n", topic)})
+	}
+	for _, r := range changes {
 		require.Equal(t, 1, strings.Count(cfg, r[0]), "the example config has %q once", r[0])
 		cfg = strings.Replace(cfg, r[0], r[1], 1)
 	}
@@ -229,6 +239,91 @@ func TestJudgeKillIntegration(t *testing.T) {
 	// Redelivered points land on their own identity (document id): the store keeps one copy.
 	require.Equal(t, got.unique, got.total, "points stored twice")
 	require.Zero(t, second.metric(t, "binlake_judge_store_points_dropped_total"))
+}
+
+// TestJudgeKillHTTPIntegration: agents post batches over HTTP to a judge with the shipped
+// config (no bus) on Elasticsearch, through an engine slower than the posts, and the
+// judge is killed with SIGKILL in the middle: every batch it answered 202 is in the
+// store. It answered once a batch was in its store buffer, and a kill lost what the
+// buffer held (5 of 300 answered batches in an outside trial).
+func TestJudgeKillHTTPIntegration(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
+	esCfg := estest.Config(t)
+	id := fmt.Sprintf("%08x", rand.Uint32())
+	prefix := "binlake-test-" + id + "-crashhttp-"
+	estest.CleanupPrefix(t, prefix)
+	u, err := url.Parse(esCfg.Addresses[0])
+	require.NoError(t, err)
+	engine := &slowPipe{}
+	engine.slow.Store(true)
+	proxy := testenv.StartProxy(t, u.Host, engine.pipe)
+	j := startJudgeProcess(t, "judge-http", crashConfig(t, "crashhttp-"+id, "", "", "http://"+proxy.Addr(), prefix))
+	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+
+	// Eight agents post batch after batch, each taking the next one; a batch answered 202
+	// is marked. Once 100 are, the judge is killed with requests in flight.
+	const batches, senders, killAt = crashPoints / crashPerBatch, 8, 100
+	var (
+		next, answered, other atomic.Int64
+		accepted              [batches]atomic.Bool
+		wg                    sync.WaitGroup
+	)
+	client := &http.Client{Timeout: 30 * time.Second}
+	for range senders {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < batches; i = next.Add(1) - 1 {
+				data, err := metric.Encode(crashBatch(base, int(i)))
+				if err != nil {
+					t.Errorf("encode: %v", err)
+					return
+				}
+				resp, err := client.Post(j.base+"/v1/metrics", "application/json", bytes.NewReader(data))
+				if err != nil {
+					return // the judge is gone
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusAccepted {
+					other.Add(1)
+					continue
+				}
+				accepted[i].Store(true)
+				answered.Add(1)
+			}
+		})
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for answered.Load() < killAt {
+		require.True(t, time.Now().Before(deadline), "in 2 minutes the judge answered %d batches 202", answered.Load())
+		time.Sleep(5 * time.Millisecond) // polling the senders' count
+	}
+	j.Kill(t)
+	wg.Wait()
+	engine.slow.Store(false)
+
+	st, err := elastic.New(elastic.Options{Config: esCfg, Prefix: prefix, Logger: quiet})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, st.Refresh(ctx))
+	perBatch := map[string]int{} // node|ts → points stored
+	require.NoError(t, st.Scan(ctx, base.Add(-time.Minute), base.Add(2*time.Hour), func(pts []store.Point) error {
+		for _, p := range pts {
+			perBatch[fmt.Sprintf("%s|%d", p.Node, p.TS.UnixMilli())]++
+		}
+		return nil
+	}))
+	var lost []int
+	for i := range accepted {
+		b := crashBatch(base, i)
+		if accepted[i].Load() && perBatch[fmt.Sprintf("%s|%d", b.Node, b.TS.UnixMilli())] != crashPerBatch {
+			lost = append(lost, i)
+		}
+	}
+	t.Logf("killed after %d batches answered 202 (%d answered otherwise, %d posted); %d batches in the store",
+		answered.Load(), other.Load(), min(next.Load(), batches), len(perBatch))
+	require.Empty(t, lost, "batches answered 202 and not whole in the store after the kill")
 }
 
 type storedCount struct{ unique, total int64 }

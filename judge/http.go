@@ -338,7 +338,11 @@ func (j *Judge) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		if err := j.IngestRaw(data, sourceHTTP); err != nil {
+		b, err := j.decode(data, sourceHTTP)
+		if err == nil {
+			err = j.ingestStored(r.Context(), sourceHTTP, b)
+		}
+		if err != nil {
 			j.writeError(w, r, err)
 			return
 		}

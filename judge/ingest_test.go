@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -90,4 +91,73 @@ func TestBusBatchAckedOnceStored(t *testing.T) {
 	require.NoError(t, j.ingestBus(ctx, bus.Message{Value: []byte("{garbage")}))
 	e.Handled()
 	require.Equal(t, map[int]int64{0: 3}, acks.Ready())
+}
+
+// A batch posted over HTTP is answered 202 (remote write 204) only once the store has
+// its points, so that a judge killed next loses none of them; the judge answered at
+// once, and a kill lost what its buffer held. While the store does not take them the
+// request is answered 503 (here: the client gives up first) and they stay queued, to
+// be written when it is back. With http_overflow drop the answer comes at once, as
+// documented: that mode drops queued points.
+func TestPostAnsweredOnceStored(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		path     string
+		body     []byte
+		down     bool
+		overflow store.Overflow
+		status   int
+		points   int64
+	}{
+		{"stored", "/v1/metrics", encode(t, wide("wave-1", 18)), false, store.OverflowReject, http.StatusAccepted, 18},
+		{"store down", "/v1/metrics", encode(t, wide("wave-1", 18)), true, store.OverflowReject, http.StatusServiceUnavailable, 18},
+		{"remote write, stored", "/api/v1/write", cpuScrape("wave-9", t0, 100, 100), false, store.OverflowReject, http.StatusNoContent, 2},
+		{"remote write, store down", "/api/v1/write", cpuScrape("wave-9", t0, 100, 100), true, store.OverflowReject, http.StatusServiceUnavailable, 2},
+		{"http_overflow drop, store down", "/v1/metrics", encode(t, wide("wave-1", 18)), true, store.OverflowDrop, http.StatusAccepted, 18},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openStore(t)
+			fs := &failingStore{Store: db, down: tc.down}
+			j, _ := newJudge(t, func(o *Options) {
+				o.Store = fs
+				o.Buffer = store.BufferOptions{Overflow: tc.overflow, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond,
+					CloseTimeout: time.Second} // a failed case leaves the store down
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.down {
+				go func() { // the client gives up once the store has refused a write
+					for j.StoreCounters().Errors == 0 && ctx.Err() == nil {
+						time.Sleep(time.Millisecond) // polling the judge's counters
+					}
+					cancel()
+				}()
+			}
+			req := httptest.NewRequestWithContext(ctx, "POST", tc.path, bytes.NewReader(tc.body))
+			rec := httptest.NewRecorder()
+			j.Handler().ServeHTTP(rec, req)
+			require.Equal(t, tc.status, rec.Code, rec.Body.String())
+			c := j.StoreCounters()
+			if tc.status == http.StatusServiceUnavailable || tc.overflow == store.OverflowDrop {
+				require.Equal(t, tc.points, c.Buffered, "queued, to be written when the store is back")
+				fs.setDown(false)
+				fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer fcancel()
+				require.NoError(t, j.buf.Flush(fctx))
+			}
+			require.Equal(t, tc.points, storedPoints(t, db), "in the store")
+			require.Zero(t, j.StoreCounters().Dropped)
+		})
+	}
+}
+
+// storedPoints counts every point in st.
+func storedPoints(t *testing.T, st store.Store) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, st.Scan(context.Background(), t0.Add(-time.Hour), t0.Add(time.Hour), func(pts []store.Point) error {
+		n += int64(len(pts))
+		return nil
+	}))
+	return n
 }

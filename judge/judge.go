@@ -46,10 +46,11 @@ type Options struct {
 	// Buffer sizes the bounded buffer between ingest and Store: failed writes are
 	// retried with back-off while the store is down. A batch from the bus is committed
 	// only once the store has its points, and while the buffer is full the bus waits
-	// (it keeps what the judge has not taken); a batch posted over HTTP that finds the
-	// buffer full is refused with 503, or with Overflow store.OverflowDrop accepted
-	// while older HTTP points are dropped, counted. Zero fields take
-	// store.BufferOptions' defaults; Logger defaults to the judge's.
+	// (it keeps what the judge has not taken); a batch posted over HTTP is answered once
+	// the store has its points, and one that finds the buffer full is refused with 503
+	// (ingestStored), or with Overflow store.OverflowDrop answered at once while older
+	// HTTP points are dropped, counted. Zero fields take store.BufferOptions' defaults;
+	// Logger defaults to the judge's.
 	Buffer store.BufferOptions
 	// Subscriber delivers batches from the bus (topic binlake.metrics, a group of this
 	// judge's own). Nil means HTTP ingest only. The judge does not close it.
@@ -386,19 +387,9 @@ const (
 // ErrDecode marks a batch that could not be decoded or validated.
 var ErrDecode = errors.New("bad metric batch")
 
-// IngestRaw decodes one encoded batch and ingests it. An undecodable batch is counted and
-// returned as an error wrapping ErrDecode; it changes nothing. Other errors are Ingest's.
-func (j *Judge) IngestRaw(data []byte, source string) error {
-	b, err := j.decode(data, source)
-	if err != nil {
-		return err
-	}
-	return j.Ingest(b, source)
-}
-
-// relay checks a posted batch as IngestRaw does and publishes it to the metric topic
-// (Options.Relay), keyed by its node as the agents publish theirs. A bus that fails is
-// a 503: the batch was not taken.
+// relay checks a posted batch as POST /v1/metrics does and publishes it to the metric
+// topic (Options.Relay), keyed by its node as the agents publish theirs. A bus that
+// fails is a 503: the batch was not taken.
 func (j *Judge) relay(ctx context.Context, data []byte) error {
 	b, err := j.decode(data, sourceHTTP)
 	if err != nil {

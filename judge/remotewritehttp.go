@@ -14,11 +14,12 @@ const MaxRemoteWriteBytes = 16 << 20
 
 // handleRemoteWrite is POST /api/v1/write, Prometheus remote write 1.0: node_exporter's
 // series become the canonical metrics of one batch per node and scrape, ingested as an
-// agent's would be. Answers: 204 (a metadata-only request too, so Prometheus counts no
-// failed send), 400 for a body that is not a WriteRequest, 413 past the limits, 503
-// while the store buffer is full (Prometheus retries 5xx with back-off). A request whose
-// batches were partly ingested before a 503 comes again whole; the judge counts what it
-// has seen as late points, as it does an agent's redelivery.
+// agent's would be. Answers: 204 once the store has every point (ingestStored; a
+// metadata-only request too, so Prometheus counts no failed send), 400 for a body that
+// is not a WriteRequest, 413 past the limits, 503 while the store buffer is full or when
+// the store has not taken the points within 4 s (Prometheus retries 5xx with back-off).
+// A request whose batches were partly ingested before a 503 comes again whole; the judge
+// counts what it has seen as late points, as it does an agent's redelivery.
 func (j *Judge) handleRemoteWrite(w http.ResponseWriter, r *http.Request) {
 	j.readBody(w, r, MaxRemoteWriteBytes, sourceRemoteWrite, func(body []byte) { j.remoteWrite(w, r, body) })
 }
@@ -34,6 +35,7 @@ func (j *Judge) remoteWrite(w http.ResponseWriter, r *http.Request, body []byte)
 	j.m.remoteWriteSamples.WithLabelValues("mapped").Add(float64(st.Mapped))
 	j.m.remoteWriteSamples.WithLabelValues("raw").Add(float64(st.Raw))
 	j.m.remoteWriteSamples.WithLabelValues("dropped").Add(float64(st.Dropped))
+	admitted := batches[:0]
 	for _, b := range batches {
 		if err := cmp.Or(b.Validate(), j.admit(b)); err != nil {
 			// A node id or label value the contract refuses (control characters, too
@@ -43,10 +45,11 @@ func (j *Judge) remoteWrite(w http.ResponseWriter, r *http.Request, body []byte)
 			j.log.Debug("remote write: batch dropped", "node", b.Node, "err", err)
 			continue
 		}
-		if err := j.Ingest(b, sourceRemoteWrite); err != nil {
-			j.writeError(w, r, err)
-			return
-		}
+		admitted = append(admitted, b)
+	}
+	if err := j.ingestStored(r.Context(), sourceRemoteWrite, admitted...); err != nil {
+		j.writeError(w, r, err)
+		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

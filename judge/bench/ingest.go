@@ -286,9 +286,10 @@ func (t topicSender) send(ctx context.Context, node string, body []byte, points 
 func (topicSender) close() {}
 
 // window keeps the points sent and not yet settled (written or dropped, by the judge's
-// counters) within the judge's store buffer: the judge never makes ingest wait for the
-// store and drops the oldest points past its buffer, so without this the senders would
-// outrun a slower store and measure drops. The settled count is read, so it is never
+// counters) within the judge's store buffer: a judge before 2026-12-05 (-judge-binary)
+// answered a batch once buffered and dropped the oldest points past its buffer, so
+// without this the senders would outrun a slower store and measure drops. A judge that
+// answers once stored keeps them within it by itself. The settled count is read, so it is never
 // ahead of the judge's, and what is sent past it is at most the buffer.
 type window struct {
 	mu              sync.Mutex

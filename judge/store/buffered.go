@@ -243,6 +243,39 @@ func (b *Buffered) WriteAcked(ctx context.Context, points []Point, ack func()) e
 	return nil
 }
 
+// WriteOwnedAcked queues points as WriteOwned does (the caller has validated them and
+// hands their label maps over) and calls ack as WriteAcked does: once the inner store
+// has every one of them or refused it as invalid, never if one is lost. It never waits
+// and never drops a point: points that find no room for all of them are refused whole
+// with ErrFull, counted as rejected, whatever Overflow says. It is how a caller that
+// answers only once the store has its points (the judge's HTTP ingest) hands them over.
+func (b *Buffered) WriteOwnedAcked(points []Point, ack func()) error {
+	if len(points) == 0 {
+		ack()
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	if err := b.rejectLocked(len(points)); err != nil {
+		return err
+	}
+	b.pushLocked(points, true, &acked{left: len(points), ack: ack})
+	return nil
+}
+
+// rejectLocked refuses n points with ErrFull, counted, when the queue has no room for
+// them all. b.mu is held.
+func (b *Buffered) rejectLocked(n int) error {
+	if free := b.queue.Cap() - b.queue.Len(); n > free {
+		b.counters.Rejected += int64(n)
+		return fmt.Errorf("buffered store: %d points, room for %d: %w", n, free, ErrFull)
+	}
+	return nil
+}
+
 func (b *Buffered) write(points []Point, fromCaller bool) error {
 	if fromCaller {
 		if err := ValidatePoints(points); err != nil {
@@ -257,9 +290,10 @@ func (b *Buffered) write(points []Point, fromCaller bool) error {
 	if len(points) == 0 {
 		return nil
 	}
-	if b.opts.Overflow == OverflowReject && b.queue.Len()+len(points) > b.queue.Cap() {
-		b.counters.Rejected += int64(len(points))
-		return fmt.Errorf("buffered store: %d points, room for %d: %w", len(points), b.queue.Cap()-b.queue.Len(), ErrFull)
+	if b.opts.Overflow == OverflowReject {
+		if err := b.rejectLocked(len(points)); err != nil {
+			return err
+		}
 	}
 	if fromCaller {
 		cloned := make([]Point, len(points))

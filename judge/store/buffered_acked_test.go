@@ -157,3 +157,38 @@ func TestBufferedLostPointsAreNotAcked(t *testing.T) {
 		t.Fatalf("WriteAcked after close: %v, want ErrClosed", err)
 	}
 }
+
+// TestBufferedWriteOwnedAckedRefusesWhenFull: WriteOwnedAcked never waits and never
+// drops, even with OverflowDrop: what does not fit is refused whole and counted; what
+// was queued is acked once written.
+func TestBufferedWriteOwnedAckedRefusesWhenFull(t *testing.T) {
+	db := openSQLite(t)
+	o := &outage{Store: db}
+	o.block.Store(true)
+	opts := fastOpts(100)
+	opts.Overflow = store.OverflowDrop
+	opts.Writers = 1
+	opts.WriteTimeout = 20 * time.Millisecond // the stuck write is retried until unblocked
+	b := store.NewBuffered(o, opts)
+	defer b.Close()
+	var acks atomic.Int64
+	ack := func() { acks.Add(1) }
+	if err := b.WriteOwnedAcked(points("w1", 0, 60), ack); err != nil {
+		t.Fatalf("WriteOwnedAcked: %v", err)
+	}
+	require.Eventually(t, func() bool { return o.calls.Load() >= 1 }, 10*time.Second, 5*time.Millisecond, "the writer to be stuck in the store")
+	if err := b.WriteOwnedAcked(points("w1", 60, 60), ack); err != nil { // queued: 60 of 100
+		t.Fatalf("WriteOwnedAcked: %v", err)
+	}
+	if err := b.WriteOwnedAcked(points("w1", 120, 60), ack); !errors.Is(err, store.ErrFull) {
+		t.Fatalf("WriteOwnedAcked into a full buffer: %v, want ErrFull", err)
+	}
+	if c := b.Counters(); c.Rejected != 60 || c.Dropped != 0 || c.Buffered != 120 || acks.Load() != 0 {
+		t.Fatalf("counters %+v, %d acks; want 60 rejected, none dropped, 120 buffered, no ack", c, acks.Load())
+	}
+	o.block.Store(false)
+	flush(t, b)
+	if st := count(t, db, "w1"); st.Count != 120 || acks.Load() != 2 {
+		t.Fatalf("stored %+v, %d acks; want 120 and 2", st, acks.Load())
+	}
+}
