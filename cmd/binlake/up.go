@@ -35,6 +35,8 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	agentMetrics := fs.String("agent-metrics", agent.MetricsListenOff, "address of the agent's own /metrics, or off")
 	interval := config.Duration(agent.DefaultInterval)
 	fs.Var(&interval, "interval", "how often the agent collects this host's metrics (e.g. 10s, 500ms)")
+	retention := config.Duration(DefaultUpRetention)
+	fs.Var(&retention, "retention", "how long the judge keeps the points it stores in the data folder ("+StoreFile+"), checked every hour; 0 keeps them all (the file then grows by some 12 MB a day at the default -interval)")
 	algorithm := fs.String("algorithm", judge.DefaultAlgorithm, "the judge's default placement algorithm (GET /v1/plugins lists them)")
 	policies := fs.String("policies", "", "alert policy file (see deploy/policies.example.yaml); default: built-in policies for a dead agent, CPU, memory, disk, capture lag, a capture that is not running, publish errors and the cluster's capacity. With -channels, every channel a policy names must be there; without, alerts for channels up does not have go to the log")
 	channels := fs.String("channels", "", "the alarm's config file (deploy/alarm.example.yaml) or a file with just its channels: section; only the channels are used, and each must build (every missing url_file or password_file is reported, with its line and key). Alerts always go to the log too")
@@ -77,6 +79,9 @@ Flags:`)
 	if interval.D() < 10*time.Millisecond {
 		return fmt.Errorf("bad -interval %s: want at least 10ms", interval)
 	}
+	if retention.D() < 0 {
+		return fmt.Errorf("bad -retention %s: want 0 (keep all) or more", retention)
+	}
 	for _, l := range []struct {
 		name string
 		v    *string
@@ -104,7 +109,7 @@ Flags:`)
 	}
 	opts := upOptions{
 		DataDir: *dataDir, Node: *node, JudgeListen: *judgeHTTP, AlarmListen: *alarmHTTP, WaveListen: *waveHTTP,
-		AgentMetrics: *agentMetrics, AgentInterval: interval.D(), Algorithm: *algorithm,
+		AgentMetrics: *agentMetrics, AgentInterval: interval.D(), Retention: retention.D(), Algorithm: *algorithm,
 		Policies: pols, PoliciesFile: *policies, Channels: &chans, Rows: *rows, Stdout: stdout, ShutdownTimeout: shutdown.D(), Logger: logger,
 		Ready: func(u upURLs) { printURLs(banner, u) },
 	}

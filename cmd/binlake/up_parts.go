@@ -50,7 +50,7 @@ func (s *suite) newSinks(pols []*policy.Policy, chans *Channels) (*judge.Judge, 
 	o := s.o
 	j, err := judge.New(judge.Options{
 		Store: s.deps.store, Subscriber: s.deps.judgeSub, Relay: s.deps.relay, Listen: o.JudgeListen, Algorithm: o.Algorithm,
-		SnapshotEvery: judge.DefaultSnapshotEvery, CapacityEvery: judge.DefaultCapacityEvery,
+		Retention: o.Retention, SnapshotEvery: judge.DefaultSnapshotEvery, CapacityEvery: judge.DefaultCapacityEvery,
 		Logger: o.Logger, Ready: readyTo(s.judgeReady), Status: s.status.options(),
 	})
 	if err != nil {
@@ -77,7 +77,7 @@ func (s *suite) startAttrs(pols []*policy.Policy, chans *Channels) []any {
 	o := s.o
 	attrs := []any{"version", buildinfo.String(), "data", s.dir, "node", o.Node, "store", "sqlite " + s.deps.storePath,
 		"coordinator", "single " + filepath.Join(s.dir, CoordFile), "bus", "in-process", "policies", len(pols),
-		"channels", strings.Join(chans.Desc, ", "), "agent_interval", o.AgentInterval}
+		"channels", strings.Join(chans.Desc, ", "), "agent_interval", o.AgentInterval, "retention", o.Retention}
 	if o.MySQL != nil {
 		attrs = append(attrs, "mysql", o.MySQL.String())
 	}

@@ -37,6 +37,10 @@ const (
 	DefaultJudgeListen = config.JudgeListen
 	DefaultAlarmListen = config.AlarmListen
 	DefaultWaveListen  = config.WaveListen
+	// DefaultUpRetention is how long up's judge keeps its points: a week of history for
+	// the status page and the analyses, some 80 MB at the agent's default interval,
+	// where keeping all of them grows the data folder without end.
+	DefaultUpRetention = 7 * 24 * time.Hour
 	// DefaultShutdownTimeout bounds the stop after Ctrl-C.
 	DefaultShutdownTimeout = 30 * time.Second
 )
@@ -63,6 +67,9 @@ type upOptions struct {
 	AgentMetrics string
 	// AgentInterval is how often the agent collects. 10 s.
 	AgentInterval time.Duration
+	// Retention is how long the judge keeps stored points (0 keeps all; the flag's
+	// default is DefaultUpRetention).
+	Retention time.Duration
 	// Algorithm is the judge's default placement algorithm (judge.DefaultAlgorithm).
 	Algorithm string
 

@@ -14,11 +14,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/binlake/binlake/deploy"
+	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/sqlite"
 )
 
@@ -398,5 +400,69 @@ func TestRunAlertsOnPostedBatches(t *testing.T) {
 			t.Fatalf("no agent-dead alert for the node that posted within 30s: %s", b)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestRunKeepsPointsForItsRetention: up's judge deletes the stored points older than
+// its retention (a data folder of an earlier run held a point of ten days ago), and
+// keeps the newer ones; with no retention it keeps all.
+func TestRunKeepsPointsForItsRetention(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		retention time.Duration
+		wantOld   bool
+	}{
+		{"a week", DefaultUpRetention, false},
+		{"none", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			st, err := sqlite.Open(sqlite.Options{Path: filepath.Join(dir, StoreFile)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			err = st.Write(context.Background(), []store.Point{
+				{Node: "gone", Name: "cpu.util", TS: now.Add(-10 * 24 * time.Hour), Value: 1},
+				{Node: "kept", Name: "cpu.util", TS: now.Add(-6 * 24 * time.Hour), Value: 1}})
+			st.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := startUp(t, upOptions{DataDir: dir, Node: "node-a", Retention: tc.retention})
+			waitNode(t, s.urls.Judge, "node-a")
+			if err := s.stop(t); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			st, err = sqlite.Open(sqlite.Options{Path: filepath.Join(dir, StoreFile)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			nodes, err := st.Nodes(context.Background(), now.Add(-11*24*time.Hour), now.Add(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"kept", "node-a"}
+			if tc.wantOld {
+				want = []string{"gone", "kept", "node-a"}
+			}
+			if !slices.Equal(nodes, want) {
+				t.Fatalf("stored nodes = %v, want %v", nodes, want)
+			}
+		})
+	}
+}
+
+// TestUpRetentionFlag: -retention is a week unless given, and a negative one is refused.
+func TestUpRetentionFlag(t *testing.T) {
+	var help strings.Builder
+	if err := runUp(context.Background(), []string{"-h"}, io.Discard, &help); err == nil || !strings.Contains(help.String(), "-retention") ||
+		!strings.Contains(help.String(), "(default 168h0m0s)") {
+		t.Fatalf("up -h: %v\n%s", err, help.String())
+	}
+	err := runUp(context.Background(), []string{"-retention", "-1h", "-data", t.TempDir()}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "bad -retention -1h0m0s") {
+		t.Fatalf("up -retention -1h: %v", err)
 	}
 }

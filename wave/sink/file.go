@@ -132,7 +132,11 @@ func (s *fileSink) ready() error {
 	}
 	f, err := s.open(s.path)
 	if err == nil {
-		if err = f.Truncate(s.truncTo); err == nil {
+		err = s.cappedTruncTo(f)
+		if err == nil {
+			err = f.Truncate(s.truncTo)
+		}
+		if err == nil {
 			err = s.syncDir(filepath.Dir(s.path))
 		}
 		if err != nil {
@@ -143,6 +147,35 @@ func (s *fileSink) ready() error {
 		return fmt.Errorf("file sink: reopen %s after %v: %w", s.path, s.lastError, err)
 	}
 	s.f, s.size, s.synced = f, s.truncTo, min(s.synced, s.truncTo)
+	return nil
+}
+
+// writeStart is where a write that put n bytes in the file before it failed began: the
+// length after the last good write, or, when the file is shorter than that and n (it
+// was emptied in place meanwhile, and the file is opened for appending), its length
+// less n.
+func (s *fileSink) writeStart(n int) int64 {
+	if st, err := s.f.Stat(); err == nil && st.Size()-int64(n) < s.size {
+		return max(0, st.Size()-int64(n))
+	}
+	return s.size
+}
+
+// cappedTruncTo lowers truncTo to f's whole lines when f is shorter: someone emptied
+// the file in place meanwhile (truncate -s 0, logrotate's copytruncate), and cutting it
+// to the longer length would fill it with zeros up to there.
+func (s *fileSink) cappedTruncTo(f File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() < s.truncTo {
+		n, err := wholeLines(f)
+		if err != nil {
+			return err
+		}
+		s.truncTo = n
+	}
 	return nil
 }
 
@@ -158,8 +191,8 @@ func (s *fileSink) write(b []byte) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	if _, err := s.f.Write(b); err != nil {
-		return s.fail(fmt.Errorf("file sink: write %s: %w", s.path, err), s.size)
+	if n, err := s.f.Write(b); err != nil {
+		return s.fail(fmt.Errorf("file sink: write %s: %w", s.path, err), s.writeStart(n))
 	}
 	s.size += int64(len(b))
 	if s.syncEach {

@@ -127,6 +127,64 @@ func TestFileSinkRecoversFromAFailedWrite(t *testing.T) {
 	}
 }
 
+// TestFileSinkAfterTheFileWasEmptiedInPlace: an operator empties the rows file while the
+// wave appends (truncate -s 0, logrotate's copytruncate); a write failing after that is
+// retried at the new end, not after zeros up to the length the file had.
+func TestFileSinkAfterTheFileWasEmptiedInPlace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	w, ff := openFaulty(t, path, false)
+	ctx := context.Background()
+	if err := w.Publish(ctx, rows(0, 3)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Publish(ctx, rows(3, 2)...); err != nil {
+		t.Fatal(err)
+	}
+	ff.failWrite = true
+	if err := w.Publish(ctx, rows(5, 2)...); err == nil {
+		t.Fatal("Publish over a failing write succeeded")
+	}
+	if err := w.Publish(ctx, rows(5, 2)...); err != nil {
+		t.Fatalf("the retried Publish: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(t, path); !slices.Equal(got, seq(3, 7)) {
+		t.Fatalf("rows in the file: %v, want 3…6 once each", got)
+	}
+}
+
+// TestFileSinkAfterTheFileWasRemoved: the rows file removed while the wave appends is
+// created again by the reopen after a failed write, holding the retried rows alone.
+func TestFileSinkAfterTheFileWasRemoved(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	w, ff := openFaulty(t, path, false)
+	ctx := context.Background()
+	if err := w.Publish(ctx, rows(0, 3)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	ff.failWrite = true
+	if err := w.Publish(ctx, rows(3, 2)...); err == nil {
+		t.Fatal("Publish over a failing write succeeded")
+	}
+	if err := w.Publish(ctx, rows(3, 2)...); err != nil {
+		t.Fatalf("the retried Publish: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(t, path); !slices.Equal(got, seq(3, 5)) {
+		t.Fatalf("rows in the file: %v, want 3 and 4", got)
+	}
+}
+
 // TestFileSinkCutsBackToTheSyncedLengthAfterAFailedSync: after a failed fsync the lines
 // written since the last good one are not known durable; the wave publishes them again
 // from its committed offset, so the file drops them rather than keeping two copies.
