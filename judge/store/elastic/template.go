@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -94,10 +95,20 @@ func (s *Store) ensureTemplate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("elastic store: encode mappings: %w", err)
 	}
-	mreq := esapi.IndicesPutMappingRequest{Index: []string{s.pattern()}, Body: bytes.NewReader(upgrade),
-		AllowNoIndices: esapi.BoolPtr(true), IgnoreUnavailable: esapi.BoolPtr(true)}
-	if _, err := s.do(ctx, mreq, "put mappings of "+s.pattern()); err != nil {
-		return err
+	// An index the retention deletes meanwhile can fail the update with
+	// index_not_found (the engine expanded the pattern before the delete), at every start
+	// of a judge with old days to drop: the next try no longer sees it.
+	for try := 1; ; try++ {
+		mreq := esapi.IndicesPutMappingRequest{Index: []string{s.pattern()}, Body: bytes.NewReader(upgrade),
+			AllowNoIndices: esapi.BoolPtr(true), IgnoreUnavailable: esapi.BoolPtr(true)}
+		_, err := s.do(ctx, mreq, "put mappings of "+s.pattern())
+		var ee *engineError
+		if err == nil || try == 3 || !errors.As(err, &ee) || !strings.Contains(ee.body, "index_not_found_exception") {
+			if err != nil {
+				return err
+			}
+			break
+		}
 	}
 	s.tmplReady = true
 	return nil
