@@ -163,7 +163,11 @@ type alertState struct {
 	activeSince   time.Time
 	firingSince   time.Time
 	inactiveSince time.Time
-	resolvedAt    time.Time
+	resolvedAt    time.Time // on the evaluation's time (see shard.step), as its endsAt
+	// resolvedClock is when the engine decided the resolution, on its clock: the alert's
+	// listing (ResolvedRetention) and re-sends (RefreshFor) run from it, not from an end
+	// that a backlog read after a restart dates long ago.
+	resolvedClock time.Time
 	lastEval      time.Time
 	lastSent      time.Time // when a page was last claimed (the repeat interval runs from it)
 	claimAt       time.Time // this process's page in flight: claimed, not yet delivered

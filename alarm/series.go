@@ -22,7 +22,7 @@ type series struct {
 	buf          []policy.Sample
 	keep         int           // points the conditions need
 	window       time.Duration // time the window functions need
-	lastSeen     time.Time     // engine clock at the last point (only to forget idle series)
+	lastSeen     time.Time     // engine clock at the last point (to forget idle series; evalTime)
 	lastTS       time.Time     // the last point's own time, capped at the engine clock
 	interval     time.Duration
 	slots        []slot
@@ -61,6 +61,15 @@ func (s *series) newest() time.Time {
 		return time.Time{}
 	}
 	return s.samples[len(s.samples)-1].TS
+}
+
+// evalTime is the series' time at the engine's now, for the timer's evaluations between
+// its points: its last point's own time, moved on by the engine time since that point was
+// read, never past now. Live, that is now less the point's delivery delay, as its points
+// are; while a backlog is read, the timer does not run the series ahead of its points,
+// so that `for` and keep_firing_for are not counted on time the points have not told yet.
+func (s *series) evalTime(now time.Time) time.Time {
+	return minTime(s.lastTS.Add(now.Sub(s.lastSeen)), now)
 }
 
 // layoutEntry remembers which series a node's point at one position of its batch was.

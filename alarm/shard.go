@@ -47,7 +47,13 @@ func (e *Engine) shardOf(node string) *shard {
 }
 
 // observe evaluates a batch of one of the shard's nodes. Called with sh.mu held.
+//
+// Its series' alerts step at the batch's own time (capped at the engine clock, so that a
+// node whose clock runs ahead does not fire early): a backlog read after a restart or a
+// rebalance counts `for` and keep_firing_for, and dates the episodes, as the alarm would
+// have had it been up; live, the batch's time is the clock's, less the delivery's delay.
 func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Duration) int {
+	at := minTime(ts, now)
 	layout := sh.layouts[b.Node]
 	prev := sh.prev[:0]
 	for _, le := range layout {
@@ -72,7 +78,7 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 			continue // a redelivered or out-of-order batch: already evaluated
 		}
 		s.add(policy.Sample{TS: ts, Value: pt.Value})
-		s.lastSeen, s.lastTS, s.interval = now, minTime(ts, now), interval
+		s.lastSeen, s.lastTS, s.interval = now, at, interval
 		for j := range s.slots {
 			sl := &s.slots[j]
 			value, active, ok := sl.eval(s)
@@ -102,7 +108,7 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 				continue
 			}
 			sl.a.guardTS, sl.a.ended = time.Time{}, endedByPoint
-			sh.step(sl.a, active, value, now)
+			sh.step(sl.a, active, value, at)
 		}
 	}
 	for _, s := range prev {
@@ -112,14 +118,14 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 		// tick (a scrape of the wave timed out), and ending its series there would
 		// resolve a firing replication-lag alert to page again after its for.
 		if ts.After(s.newest()) && hasMetric(b, s.metric) {
-			sh.endSeries(s, ts, now)
+			sh.endSeries(s, ts, at)
 		}
 	}
 	clear(prev)
 	sh.prev = prev[:0]
-	sh.observeNodata(b, minTime(ts, now), now, interval)
+	sh.observeNodata(b, at, now, interval)
 	if len(sh.restored[b.Node]) > 0 {
-		sh.endRestored(b, ts, now)
+		sh.endRestored(b, ts, at)
 	}
 	return evals
 }
@@ -142,8 +148,9 @@ func hasMetric(b *metric.Batch, name string) bool {
 // own. Waiting for the old series to go stale (StaleIntervals) would keep its last point
 // violating meanwhile: a pending alert fired on it a minute after the instance was
 // running again. Its alerts stop holding now and resolve as any alert does (after
-// keep_firing_for); a later point carries the series on.
-func (sh *shard) endSeries(s *series, ts, now time.Time) {
+// keep_firing_for); a later point carries the series on. at is the batch's evaluation
+// time (see observe).
+func (sh *shard) endSeries(s *series, ts, at time.Time) {
 	for i := range s.slots {
 		a := s.slots[i].a
 		if a == nil || !a.active {
@@ -153,7 +160,7 @@ func (sh *shard) endSeries(s *series, ts, now time.Time) {
 			continue // a replayed batch from before the entry it resumed: it says nothing new
 		}
 		a.guardTS, a.endedTS, a.ended = time.Time{}, ts, endedBySeries
-		sh.step(a, false, a.value, now)
+		sh.step(a, false, a.value, at)
 	}
 }
 
@@ -162,8 +169,9 @@ func (sh *shard) endSeries(s *series, ts, now time.Time) {
 // not carry. Those series ended while no process here evaluated them (across a restart,
 // or before the node's partition moved here), so no point will ever come to continue
 // their alerts: without this their entries stayed firing in the log for good. Nodata
-// alerts are the node's, not a series', and continue in observeNodata.
-func (sh *shard) endRestored(b *metric.Batch, ts, now time.Time) {
+// alerts are the node's, not a series', and continue in observeNodata. at is the batch's
+// evaluation time (see observe).
+func (sh *shard) endRestored(b *metric.Batch, ts, at time.Time) {
 	var carried map[uint64]bool
 	for fp, le := range sh.restored[b.Node] {
 		p := sh.e.byName[le.Policy]
@@ -178,9 +186,9 @@ func (sh *shard) endRestored(b *metric.Batch, ts, now time.Time) {
 		}
 		sh.unrestore(b.Node, fp)
 		a := sh.newAlert(fp, p, le.Labels, b.Node)
-		sh.resume(a, le, now)
+		sh.resume(a, le, at)
 		a.guardTS, a.endedTS, a.ended = time.Time{}, ts, endedBySeries
-		sh.step(a, false, a.value, now)
+		sh.step(a, false, a.value, at)
 	}
 }
 
@@ -342,7 +350,7 @@ func (sh *shard) tick(now time.Time, held heldFunc, ef *effects) {
 				}
 				sh.step(a, false, a.value, now)
 			} else {
-				sh.step(a, a.active, a.value, now)
+				sh.step(a, a.active, a.value, s.evalTime(now))
 			}
 		} else if a.nd == nil {
 			sh.step(a, a.active, a.value, now)
@@ -435,24 +443,27 @@ func (sh *shard) setState(a *alertState, s State) {
 	a.state = s
 }
 
-// step is the state machine. active is the condition's latest result.
-func (sh *shard) step(a *alertState, active bool, value float64, now time.Time) {
+// step is the state machine. active is the condition's latest result at time at, the
+// evaluation's: a series' point's own time (see observe and series.evalTime), the
+// engine's clock for nodata and staleness, which measure a silence against it. Every
+// time of the alert's episode (its start, its end, for, keep_firing_for) is on it.
+func (sh *shard) step(a *alertState, active bool, value float64, at time.Time) {
 	if a.state != StateResolved || active {
 		// A resolved alert keeps the value it resolved with, and so its annotations:
 		// GET /v1/alerts shows the episode that ended, not the series' figure of the
 		// moment (a resolved cpu-high read 45.4% minutes after it resolved at 70.3%).
 		a.value = value
 	}
-	a.active, a.lastEval = active, now
+	a.active, a.lastEval = active, at
 	sh.dirty = append(sh.dirty, a)
 	switch a.state {
 	case StateInactive, StateResolved:
 		if !active {
 			return
 		}
-		a.activeSince = now
+		a.activeSince = at
 		if a.p.For <= 0 {
-			sh.fire(a, now)
+			sh.fire(a, at)
 		} else {
 			sh.setState(a, StatePending)
 		}
@@ -461,8 +472,8 @@ func (sh *shard) step(a *alertState, active bool, value float64, now time.Time) 
 			sh.setState(a, StateInactive)
 			return
 		}
-		if now.Sub(a.activeSince) >= a.p.For {
-			sh.fire(a, now)
+		if at.Sub(a.activeSince) >= a.p.For {
+			sh.fire(a, at)
 		}
 	case StateFiring:
 		if active {
@@ -471,11 +482,11 @@ func (sh *shard) step(a *alertState, active bool, value float64, now time.Time) 
 			return
 		}
 		if a.inactiveSince.IsZero() {
-			a.inactiveSince = now
+			a.inactiveSince = at
 		}
-		if now.Sub(a.inactiveSince) >= a.p.KeepFiringFor {
+		if at.Sub(a.inactiveSince) >= a.p.KeepFiringFor {
 			sh.setState(a, StateResolved)
-			a.resolvedAt, a.resolvedTS = now, a.evidenceTS()
+			a.resolvedAt, a.resolvedTS = at, a.evidenceTS()
 			a.sendResolved = true
 			if on := sh.e.o.OnAlert; on != nil {
 				on(sh.e.notifyAlert(a, notify.StatusResolved))
@@ -484,10 +495,10 @@ func (sh *shard) step(a *alertState, active bool, value float64, now time.Time) 
 	}
 }
 
-func (sh *shard) fire(a *alertState, now time.Time) {
+func (sh *shard) fire(a *alertState, at time.Time) {
 	sh.setState(a, StateFiring)
 	a.evalTS, a.guardTS = a.evidenceTS(), time.Time{}
-	a.firingSince, a.inactiveSince, a.lastSent, a.sent = now, time.Time{}, time.Time{}, 0
+	a.firingSince, a.inactiveSince, a.lastSent, a.sent = at, time.Time{}, time.Time{}, 0
 	a.claimAt, a.holdUntil = time.Time{}, time.Time{}
 	a.resolvedAt, a.ended = time.Time{}, endedByPoint
 	a.sendResolved = false
@@ -551,12 +562,12 @@ func (sh *shard) process(now time.Time, as []*alertState, ef *effects) {
 			ef.claims = append(ef.claims, claim{a: a, entry: ce, repeat: a.p.RepeatInterval, lease: e.lease(a)})
 		case StateResolved:
 			if a.sendResolved {
-				a.sendResolved = false
+				a.sendResolved, a.resolvedClock = false, now
 				ef.resolves = append(ef.resolves, resolution{a: a, p: a.p, at: a.resolvedAt, ts: a.resolvedTS, value: a.value,
 					tell: len(e.silenced(a, now)) == 0, pagedHere: a.sent > 0, na: e.notifyAlert(a, notify.StatusResolved),
 					entry: a.entry()})
 			}
-			if now.Sub(a.resolvedAt) >= e.o.ResolvedRetention {
+			if now.Sub(a.resolvedClock) >= e.o.ResolvedRetention {
 				sh.drop(a)
 			}
 		}

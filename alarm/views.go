@@ -131,7 +131,7 @@ func (e *Engine) RefreshFor(channel string) []notify.Alert {
 			switch {
 			case a.state == StateFiring:
 				out = append(out, e.notifyAlert(a, notify.StatusFiring))
-			case a.state == StateResolved && now.Sub(a.resolvedAt) < resendResolved:
+			case a.state == StateResolved && now.Sub(a.resolvedClock) < resendResolved:
 				out = append(out, e.notifyAlert(a, notify.StatusResolved))
 			}
 		}

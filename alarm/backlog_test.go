@@ -1,0 +1,78 @@
+package alarm
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// noticesOf returns the alerts sent since the last call, as "status startsAt endsAt"
+// in minutes after t0 (endsAt only for resolved notices).
+func (o *outbox) noticesOf() []string {
+	var out []string
+	for _, m := range o.messages() {
+		for _, a := range m.Alerts {
+			s := fmt.Sprintf("%s %v", a.Status, a.StartsAt.Sub(t0))
+			if !a.EndsAt.IsZero() {
+				s += fmt.Sprintf(" %v", a.EndsAt.Sub(t0))
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// A restarted alarm reads the backlog of the metrics sent while it was down: its
+// batches are evaluated on their own time, so `for`, keep_firing_for, startsAt and
+// endsAt are what they would have been had the alarm been up, not counted from the
+// restart. The engine's timer runs between the replayed batches, as it does while the
+// bus delivers a backlog, the bus says the process is behind meanwhile, and the clock
+// stands at the restart (30 min). A resolved alert stays listed for the resolved
+// retention (15 min) from its resolution's decision, not from its end in the backlog.
+func TestBacklogEvaluatedOnThePointsTime(t *testing.T) {
+	m := func(n int) time.Duration { return time.Duration(n) * time.Minute }
+	cases := []struct {
+		name     string
+		extra    string        // policy fields added to basePolicy
+		from, to time.Duration // the violation, in the backlog's time
+		want     []string
+		state    string // after the replay
+	}{
+		{"a violation going on at the restart pages at once, since for ran out", "    for: 5m\n", m(10), m(31),
+			[]string{"firing 15m0s"}, "firing"},
+		{"an episode inside the backlog pages and resolves with its own times", "    for: 5m\n", m(2), m(12),
+			[]string{"firing 7m0s", "resolved 7m0s 12m0s"}, "resolved"},
+		{"keep_firing_for runs on the backlog's time", "    for: 5m\n    keep_firing_for: 3m\n", m(2), m(12),
+			[]string{"firing 7m0s", "resolved 7m0s 15m0s"}, "resolved"},
+		{"a violation shorter than for in the backlog does not page", "    for: 5m\n", m(2), m(6), nil, "inactive"},
+		{"without for, an episode of the backlog keeps its start and end", "", m(3), m(4),
+			[]string{"firing 3m0s", "resolved 3m0s 4m0s"}, "resolved"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, basePolicy+tc.extra, nil)
+			r.clk.Add(m(30))
+			r.e.SetCaughtUp(false)
+			var got []string
+			for d := time.Duration(0); d <= m(30); d += 10 * time.Second {
+				v := 10.0
+				if d >= tc.from && d < tc.to {
+					v = 95
+				}
+				r.e.Observe(batch("wave-1", t0.Add(d), cpu(v)))
+				r.e.Tick()
+				got = append(got, r.out.noticesOf()...)
+			}
+			r.e.SetCaughtUp(true)
+			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.state, r.state("wave-1"))
+			r.clk.Add(m(15))
+			r.e.Tick()
+			if tc.state == "resolved" {
+				require.Equal(t, "inactive", r.state("wave-1"), "forgotten after the retention")
+			}
+		})
+	}
+}
