@@ -1,6 +1,7 @@
 package alarm
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -75,4 +76,27 @@ func TestBacklogEvaluatedOnThePointsTime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Another process resolved the episode this one paged, reading a backlog (the overlap of
+// a rebalance): its resolution is dated by the points, before this process's page was
+// claimed. This process's own resolution of it finds the episode resolved and tells
+// nothing more: the other process's notice was the one.
+func TestResolvedFromABacklogElsewhereIsNotToldTwice(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, basePolicy, nil)
+	r.clk.Add(10 * time.Minute)
+	r.e.SetCaughtUp(false)
+	r.e.Observe(batch("wave-1", t0, cpu(95)))
+	r.e.Tick()
+	require.Equal(t, []string{"firing 0s"}, r.out.noticesOf())
+	les, err := r.e.o.Log.Load(ctx)
+	require.NoError(t, err)
+	require.Len(t, les, 1)
+	le := les[0]
+	le.ResolvedAt, le.ResolvedTS, le.ResolveSent = t0.Add(time.Minute), t0.Add(time.Minute), true
+	require.NoError(t, r.e.o.Log.Save(ctx, le))
+	r.e.Observe(batch("wave-1", t0.Add(time.Minute), cpu(10)))
+	r.e.Tick()
+	require.Empty(t, r.out.noticesOf())
 }

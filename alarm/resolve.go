@@ -56,9 +56,11 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 			return e.resolveUnlogged(ctx, r, coord.NoVersion, nil)
 		case err != nil:
 			return e.resolveUnlogged(ctx, r, 0, err)
-		case !le.firing() && e.pagedAfter(fp, le.ResolvedAt):
+		case !le.firing() && le.ResolvedAt.Before(r.entry.FiringSince) && e.paged(fp):
 			// The log holds an earlier episode's resolution, and this process paged
-			// since: that claim never reached the log.
+			// this one: that claim never reached the log. Episodes are compared on their
+			// own times (the page's claim is on the engine's clock): another process
+			// that resolved this episode reading a backlog dates it before this page.
 			return e.resolveUnlogged(ctx, r, ver, nil)
 		case !le.firing():
 			return nil
@@ -118,12 +120,11 @@ func (e *Engine) resolutionTo(le LogEntry, p *policy.Policy) []string {
 	})
 }
 
-// pagedAfter reports whether this process queued a page of the alert after t.
-func (e *Engine) pagedAfter(fp string, t time.Time) bool {
+// paged reports whether this process queued a page of the alert's current episode.
+func (e *Engine) paged(fp string) bool {
 	e.infMu.Lock()
 	defer e.infMu.Unlock()
-	inf := e.paging[fp]
-	return inf != nil && inf.at.After(t)
+	return e.paging[fp] != nil
 }
 
 // resolveUnlogged resolves an episode the log does not hold (not found: version
