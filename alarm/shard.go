@@ -147,9 +147,9 @@ func hasMetric(b *metric.Batch, name string) bool {
 // "running") starts a new series and ends the old one, and an instance removed ends its
 // own. Waiting for the old series to go stale (StaleIntervals) would keep its last point
 // violating meanwhile: a pending alert fired on it a minute after the instance was
-// running again. Its alerts stop holding now and resolve as any alert does (after
-// keep_firing_for); a later point carries the series on. at is the batch's evaluation
-// time (see observe).
+// running again. Its alerts stop holding at at, the batch's evaluation time (see
+// observe), and resolve as any alert does (after keep_firing_for); a later point carries
+// the series on.
 func (sh *shard) endSeries(s *series, ts, at time.Time) {
 	for i := range s.slots {
 		a := s.slots[i].a
