@@ -100,3 +100,22 @@ func TestResolvedFromABacklogElsewhereIsNotToldTwice(t *testing.T) {
 	r.e.Tick()
 	require.Empty(t, r.out.noticesOf())
 }
+
+// A node whose clock runs ahead is evaluated on the engine's clock: a node whose clock
+// jumps an hour ahead while it violates has not violated for an hour, and pages once `for`
+// ran out on the alarm's clock, dated by it.
+func TestClockAheadDoesNotFireEarly(t *testing.T) {
+	r := newRig(t, basePolicy+"    for: 30s\n", nil)
+	var got []string
+	for i := range 4 {
+		ts := r.clk.Now()
+		if i > 0 {
+			ts = ts.Add(time.Hour)
+		}
+		r.e.Observe(batch("wave-1", ts, cpu(95)))
+		r.e.Tick()
+		got = append(got, fmt.Sprintf("%s %v", r.state("wave-1"), r.out.noticesOf()))
+		r.clk.Add(10 * time.Second)
+	}
+	require.Equal(t, []string{"pending []", "pending []", "pending []", "firing [firing 30s]"}, got)
+}
