@@ -119,3 +119,29 @@ func TestClockAheadDoesNotFireEarly(t *testing.T) {
 	}
 	require.Equal(t, []string{"pending []", "pending []", "pending []", "firing [firing 30s]"}, got)
 }
+
+// The tombstone of an episode resolved from a backlog stays in the log for the resolved
+// retention from when its notice went out, not from its end in the backlog: it is what
+// refuses a page of the episode to a process that reads the backlog again.
+func TestBacklogTombstoneKeptForTheRetention(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, basePolicy, nil)
+	r.clk.Add(30 * time.Minute)
+	r.e.SetCaughtUp(false)
+	for d := time.Duration(0); d <= 2*time.Minute; d += 10 * time.Second {
+		v := 10.0
+		if d >= time.Minute && d < 90*time.Second {
+			v = 95
+		}
+		r.e.Observe(batch("wave-1", t0.Add(d), cpu(v)))
+		r.e.Tick()
+		r.out.noticesOf()
+	}
+	r.clk.Add(time.Minute)
+	_, err := r.e.Restore(ctx) // sweeps the log
+	require.NoError(t, err)
+	les, err := r.e.o.Log.Load(ctx)
+	require.NoError(t, err)
+	require.Len(t, les, 1)
+	require.Equal(t, t0.Add(90*time.Second), les[0].ResolvedAt.UTC())
+}

@@ -101,6 +101,17 @@ func (e LogEntry) resolveOwedOf(chans []string) []string {
 	return slices.DeleteFunc(slices.Clone(chans), func(c string) bool { return !slices.Contains(e.ResolveOwed, c) })
 }
 
+// resolvedClock is when a resolved entry's resolution was decided, as near as the entry
+// tells on the clock (its tombstone's retention runs from it): ResolvedAt is on the
+// points' time, long past for an episode read from a backlog, so a told resolution
+// counts from its notice's claim.
+func (e LogEntry) resolvedClock() time.Time {
+	if e.ResolveQueuedAt.After(e.ResolvedAt) {
+		return e.ResolveQueuedAt
+	}
+	return e.ResolvedAt
+}
+
 // firing reports whether the entry's episode has not resolved.
 func (e LogEntry) firing() bool { return e.ResolvedAt.IsZero() }
 

@@ -292,7 +292,7 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 			if pa := e.takeResolution(ctx, le, now); pa != nil {
 				notices = append(notices, pa)
 			}
-		case !le.firing() && now.Sub(le.ResolvedAt) >= e.o.ResolvedRetention:
+		case !le.firing() && now.Sub(le.resolvedClock()) >= e.o.ResolvedRetention:
 			e.collect(ctx, le)
 		}
 	}
