@@ -465,7 +465,9 @@ func (j *Judge) Ingest(b metric.Batch, source string) error {
 // observe adds a batch to the incremental analysis and returns its points for the store.
 func (j *Judge) observe(b metric.Batch, source string) []store.Point {
 	if j.inc.Observe(b) {
-		j.records.put(intervalRecord(b.Node, b.IntervalS))
+		if iv, off, ok := j.inc.Timing(b.Node); ok {
+			j.records.put(intervalRecord(b.Node, iv, off))
+		}
 	}
 	j.model.Observe(b)
 	j.changes.Add(1)

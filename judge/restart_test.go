@@ -116,16 +116,19 @@ func testRestartKeepsStaleness(t *testing.T, stores storeOpener) {
 		gaps []time.Duration // between the node's batches before the restart
 		wait time.Duration   // from its last batch to the question
 		live bool
+		lag  time.Duration // of the node's clock behind the judge's (negative: ahead)
 	}{
-		{"steady", []time.Duration{30 * time.Second, 30 * time.Second}, time.Minute, true},
-		{"silent since a batch after an outage", []time.Duration{30 * time.Second, 10 * time.Minute}, 2 * time.Minute, false},
-		{"a batch sent early", []time.Duration{30 * time.Second, 2 * time.Second}, time.Minute, true},
+		{"steady", []time.Duration{30 * time.Second, 30 * time.Second}, time.Minute, true, 0},
+		{"silent since a batch after an outage", []time.Duration{30 * time.Second, 10 * time.Minute}, 2 * time.Minute, false, 0},
+		{"a batch sent early", []time.Duration{30 * time.Second, 2 * time.Second}, time.Minute, true, 0},
+		{"a clock a minute behind", []time.Duration{30 * time.Second, 30 * time.Second}, time.Minute, true, time.Minute},
+		{"a clock 25 s ahead, silent", []time.Duration{30 * time.Second, 30 * time.Second}, 100 * time.Second, false, -25 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &clock{t: t0}
 			start := restartable(t, stores(t, c), c, Options{Algorithm: "leastload",
 				Filters: lbplugins.Filters{DefaultInterval: 10 * time.Second, StaleIntervals: 3}})
-			batch := func() metric.Batch { b := wave("wave-a", c.Now(), 30, 2); b.IntervalS = 30; return b }
+			batch := func() metric.Batch { b := wave("wave-a", c.Now().Add(-tc.lag), 30, 2); b.IntervalS = 30; return b }
 			before, stop := start()
 			require.NoError(t, before.Ingest(batch(), sourceHTTP))
 			for _, gap := range tc.gaps {

@@ -18,8 +18,11 @@ const (
 	recordInterval = "interval"
 )
 
+// intervalValue is a node's timing: the interval it declares, and how long after their
+// timestamps its batches reach the judge (0 in records written before it was kept).
 type intervalValue struct {
 	IntervalS float64 `json:"interval_s"`
+	OffsetS   float64 `json:"offset_s,omitempty"`
 }
 
 // reservationRecord is the record of instance's reservation r; nil ends it.
@@ -31,8 +34,8 @@ func reservationRecord(instance string, r *api.Reservation) store.Record {
 	return rec
 }
 
-func intervalRecord(node string, seconds float64) store.Record {
-	v, _ := json.Marshal(intervalValue{IntervalS: seconds}) // a finite number: it cannot fail
+func intervalRecord(node string, interval, offset time.Duration) store.Record {
+	v, _ := json.Marshal(intervalValue{IntervalS: interval.Seconds(), OffsetS: offset.Seconds()}) // finite numbers: it cannot fail
 	return store.Record{Kind: recordInterval, Key: node, Value: v}
 }
 
@@ -44,8 +47,8 @@ func (j *Judge) restore(ctx context.Context) {
 	j.restoreRecords(ctx)
 }
 
-// restoreRecords gives each node the rebuild brought back the interval it last declared,
-// and restores the reservations that have not expired. Without the intervals a
+// restoreRecords gives each node the rebuild brought back the interval it last declared
+// and the offset of its batches (so that it is as stale as before), and restores the reservations that have not expired. Without the intervals a
 // restarted judge judged staleness by the gaps between the stored batches' timestamps
 // until each node's next batch; without the reservations, placements right after a
 // restart (a deploy) landed on the nodes that the placements just before it had filled.
@@ -63,7 +66,8 @@ func (j *Judge) restoreRecords(ctx context.Context) {
 	declared := 0
 	for _, r := range intervals {
 		var v intervalValue
-		if json.Unmarshal(r.Value, &v) == nil && v.IntervalS > 0 && j.inc.Declare(r.Key, time.Duration(v.IntervalS*float64(time.Second))) {
+		if json.Unmarshal(r.Value, &v) == nil && v.IntervalS > 0 &&
+			j.inc.Declare(r.Key, time.Duration(v.IntervalS*float64(time.Second)), time.Duration(v.OffsetS*float64(time.Second))) {
 			declared++
 			continue
 		}

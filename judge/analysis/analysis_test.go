@@ -157,22 +157,31 @@ func TestIncrementalDeclaredInterval(t *testing.T) {
 	for _, step := range []struct {
 		after    time.Duration
 		interval float64
+		lag      time.Duration // of the batch's timestamp behind the clock
 		changed  bool
 	}{
-		{0, 30, true},                // a new node
-		{7 * time.Second, 30, false}, // early: still 30 s
-		{5 * time.Minute, 30, false}, // late: still 30 s
-		{30 * time.Second, 10, true}, // the agent's interval changed
+		{0, 30, 0, true},                                       // a new node
+		{7 * time.Second, 30, 0, false},                        // early: still 30 s
+		{5 * time.Minute, 30, 0, false},                        // late: still 30 s
+		{30 * time.Second, 10, 0, true},                        // the agent's interval changed
+		{10 * time.Second, 10, 1400 * time.Millisecond, false}, // a slower delivery: within offsetStep
+		{10 * time.Second, 10, 40 * time.Second, true},         // the node's clock fell 40 s behind
+		{10 * time.Second, 10, 41 * time.Second, false},
+		{10 * time.Second, 10, -20 * time.Second, true}, // now 20 s ahead
 	} {
 		c.Set(c.Now().Add(step.after))
-		require.Equal(t, step.changed, a.Observe(metric.Batch{Node: "n", TS: c.Now(), IntervalS: step.interval}))
+		require.Equal(t, step.changed, a.Observe(metric.Batch{Node: "n", TS: c.Now().Add(-step.lag), IntervalS: step.interval}))
 		n, _ := a.Node("n")
 		require.Equal(t, time.Duration(step.interval)*time.Second, n.Interval)
 	}
-	require.True(t, a.Declare("n", time.Minute))
+	iv, off, ok := a.Timing("n")
+	require.True(t, ok)
+	require.Equal(t, 10*time.Second, iv)
+	require.Equal(t, -20*time.Second, off)
+	require.True(t, a.Declare("n", time.Minute, 0))
 	n, _ := a.Node("n")
 	require.Equal(t, time.Minute, n.Interval)
-	require.False(t, a.Declare("unknown", time.Minute), "a node the analysis does not hold")
+	require.False(t, a.Declare("unknown", time.Minute, 0), "a node the analysis does not hold")
 	require.Len(t, a.NodeIDs(), 1)
 }
 

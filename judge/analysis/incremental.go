@@ -56,8 +56,13 @@ type nodeState struct {
 	// whose gaps (an outage, a restarted agent, two senders for one node) made a judge
 	// call live a node it had called stale, and the reverse, before the node's next batch.
 	declared time.Duration
-	batches  int64 // this hour
-	series   seriesIndex
+	// offset is how long after its own timestamp the node's batches reach the judge
+	// (its clock's lag behind the judge's, and the delivery's), in whole seconds, as last
+	// reported by Observe: a replay dates the node's last batch by its timestamp, and a
+	// restored offset moves that to when it was received (Declare).
+	offset  time.Duration
+	batches int64 // this hour
+	series  seriesIndex
 }
 
 // NewIncremental returns an empty analysis.
@@ -141,7 +146,9 @@ func (n *nodeState) seen(at, ts time.Time) {
 // than its series' last is not analysed twice either: the bus delivers at least once,
 // and a restarted judge replays what the store has before the bus delivers it again.
 // It reports whether the batch declared an interval other than the node's last (a new
-// node's first batch too), which the judge keeps in its store for a restart (Declare).
+// node's first batch too), or reached the judge offsetStep or more later or earlier after
+// its timestamp than the node's last reported offset: what the judge keeps in its store
+// for a restart (Timing, Declare).
 func (a *Incremental) Observe(b metric.Batch) (intervalChanged bool) {
 	now := a.now()
 	a.mu.Lock()
@@ -152,6 +159,11 @@ func (a *Incremental) Observe(b metric.Batch) (intervalChanged bool) {
 	n.seen(now, b.TS)
 	if iv := time.Duration(b.IntervalS * float64(time.Second)); iv != n.declared {
 		n.declared, intervalChanged = iv, true
+	}
+	if !b.TS.IsZero() {
+		if off := now.Sub(b.TS).Round(time.Second); off-n.offset >= offsetStep || n.offset-off >= offsetStep {
+			n.offset, intervalChanged = off, true
+		}
 	}
 	if !b.TS.IsZero() && b.TS.Before(a.hour) {
 		a.late += int64(len(b.Points))
@@ -173,22 +185,53 @@ func (a *Incremental) Observe(b metric.Batch) (intervalChanged bool) {
 	return intervalChanged
 }
 
-// Declare restores the interval a node declared (Observe reported it), after a Replay:
-// stored points do not carry their batch's interval. It reports false, changing
-// nothing, for a node the analysis does not hold.
-func (a *Incremental) Declare(node string, interval time.Duration) bool {
+// Declare restores the interval a node declared and the offset of its batches (Observe
+// reported them; Timing reads them), after a Replay: stored points do not carry their
+// batch's interval, nor when it was received. It reports false, changing nothing, for a
+// node the analysis does not hold.
+func (a *Incremental) Declare(node string, interval, offset time.Duration) bool {
+	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n, ok := a.nodes[node]
 	if !ok {
 		return false
 	}
-	if n.declared != interval {
-		n.declared = interval
-		a.version++
+	n.declared, n.offset = interval, offset
+	if !n.lastTS.IsZero() {
+		// The replay dated the node's last batch by its timestamp: a node whose clock
+		// lags the judge's by a minute, live before the restart, looked a minute staler,
+		// and one whose clock runs ahead looked live after it had stopped.
+		n.lastSeen = minTime(n.lastTS.Add(offset), now)
 	}
+	a.version++
 	return true
 }
+
+// Timing is the interval node last declared and the offset of its batches (see
+// nodeState), for the record Observe reported a change of; ok false for a node the
+// analysis does not hold.
+func (a *Incremental) Timing(node string) (interval, offset time.Duration, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n, ok := a.nodes[node]
+	if !ok {
+		return 0, 0, false
+	}
+	return n.declared, n.offset, true
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// offsetStep is how far a node's offset (nodeState.offset) must move for Observe to
+// report it: a delivery that takes half a second, then a little more, does not rewrite
+// the node's record at every batch.
+const offsetStep = 2 * time.Second
 
 // Replay rebuilds the analysis from stored points, in non-decreasing TS order (as
 // store.Scan gives them, in as many calls as it has chunks), as if each had been received

@@ -103,7 +103,7 @@ func testReplayMatchesLive(t *testing.T, end time.Time) {
 		require.Equal(t, w.LastSeen, g.LastSeen, w.Node)
 		require.Equal(t, w.LastBatchTS, g.LastBatchTS, w.Node)
 		require.Zero(t, g.Interval, "%s: stored points carry no interval", w.Node)
-		require.True(t, replayed.Declare(w.Node, w.Interval))
+		require.True(t, replayed.Declare(w.Node, w.Interval, 0))
 		g, _ = replayed.Node(w.Node)
 		require.Equal(t, w.Interval, g.Interval, w.Node)
 		require.Equal(t, w.Batches, g.Batches, w.Node)
