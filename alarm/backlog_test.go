@@ -120,6 +120,27 @@ func TestClockAheadDoesNotFireEarly(t *testing.T) {
 	require.Equal(t, []string{"pending []", "pending []", "pending []", "firing [firing 30s]"}, got)
 }
 
+// A node whose clock lags the alarm's by more than the staleness window (a minute, at
+// 10 s batches and 3 intervals) still pages after for, live, as a node whose clock
+// agrees does: a series is stale when the alarm has received nothing of it for the
+// window, not when its last point's own time is that old. (On the points' age each tick
+// took the pending alert back to inactive, and it never fired.) Stopping the batches
+// still ends it.
+func TestClockBehindStillPages(t *testing.T) {
+	r := newRig(t, basePolicy+"    for: 30s\n", nil)
+	var got []string
+	for range 5 {
+		r.e.Observe(batch("wave-1", r.clk.Now().Add(-time.Minute), cpu(95)))
+		r.e.Tick()
+		got = append(got, fmt.Sprintf("%s %v", r.state("wave-1"), r.out.noticesOf()))
+		r.clk.Add(10 * time.Second)
+	}
+	require.Equal(t, []string{"pending []", "pending []", "pending []", "firing [firing -30s]", "firing []"}, got)
+	r.clk.Add(time.Minute)
+	r.e.Tick()
+	require.Equal(t, "resolved", r.state("wave-1"), "stale once nothing came for the window")
+}
+
 // The tombstone of an episode resolved from a backlog stays in the log for the resolved
 // retention from when its notice went out, not from its end in the backlog: it is what
 // refuses a page of the episode to a process that reads the backlog again.

@@ -22,7 +22,7 @@ type series struct {
 	buf          []policy.Sample
 	keep         int           // points the conditions need
 	window       time.Duration // time the window functions need
-	lastSeen     time.Time     // engine clock at the last point (to forget idle series; evalTime)
+	lastSeen     time.Time     // engine clock at the last point (staleness, forgetting idle series, evalTime)
 	lastTS       time.Time     // the last point's own time, capped at the engine clock
 	interval     time.Duration
 	slots        []slot

@@ -344,7 +344,11 @@ func (sh *shard) tick(now time.Time, held heldFunc, ef *effects) {
 	for _, a := range sh.alerts {
 		if a.series != nil && a.state != StateResolved {
 			s := a.series
-			if metric.Stale(s.lastTS, now, s.interval, sh.e.o.StaleIntervals) && !held(s.interval) {
+			// Stale on what the alarm received, not on the last point's own time: a node
+			// whose clock lags the alarm's by more than the window went stale at every
+			// tick, which took its pending alerts back to inactive, and it never paged
+			// (while a backlog is read, held says nothing).
+			if metric.Stale(s.lastSeen, now, s.interval, sh.e.o.StaleIntervals) && !held(s.interval) {
 				if a.state != StateResolved && a.active {
 					a.ended = endedStale
 				}
