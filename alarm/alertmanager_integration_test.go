@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -132,6 +134,32 @@ func TestAlertmanagerChannelIntegration(t *testing.T) {
 		}
 	}
 	require.Equal(t, 2, firings, "each Alertmanager pages once: the re-sends do not repeat the page")
+}
+
+// TestAlertmanagerUnderAPathIntegration: an Alertmanager served under a path (its
+// --web.route-prefix, as behind a reverse proxy), configured by its base URL with that
+// path as an operator writes it in alarm.yaml, gets the alarm's alert; the alarm adds
+// the API's path after the operator's.
+func TestAlertmanagerUnderAPathIntegration(t *testing.T) {
+	rcv := newReceiver(t)
+	base, _ := testenv.StartAlertmanagerUnder(t, testenv.FreeAddr(t), "/alertmanager", rcv.srv.URL)
+	path := filepath.Join(t.TempDir(), "alarm.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("bus: {kind: none}\nchannels: {am: {kind: alertmanager, alertmanager: {urls: ['"+base+"/']}}}\n"), 0o600))
+	cfg, err := Load(path)
+	require.NoError(t, err)
+	chans, _, err := cfg.BuildChannels(quiet)
+	require.NoError(t, err)
+	require.NoError(t, chans["am"].Notify(context.Background(), notify.Message{Alerts: []notify.Alert{
+		{Status: notify.StatusFiring, Labels: map[string]string{"alertname": "cpu", "node": "wave-9"}, StartsAt: time.Now()}}}))
+	as := amAlerts(t, base)
+	require.Len(t, as, 1)
+	require.Equal(t, "wave-9", as[0].Labels["node"])
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ps := rcv.payloads()
+		if assert.Len(c, ps, 1) {
+			assert.Equal(c, "firing", ps[0].Status)
+		}
+	}, 15*time.Second, 100*time.Millisecond, "the Alertmanager under a path delivers the alert to its receiver")
 }
 
 // gate is a TCP proxy to addr that can be shut (connections refused, open ones cut) and

@@ -266,8 +266,16 @@ func (ch *Channel) validateAlertmanager(prefix string) error {
 	https, urlsOK := true, len(am.URLs) > 0
 	for i, raw := range am.URLs {
 		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") {
-			bad(fmt.Sprintf("%s.urls[%d]", p, i), "%q: want http:// or https://host:port, without credentials or a path", raw)
+		field := fmt.Sprintf("%s.urls[%d]", p, i)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			bad(field, "%q: want http:// or https://host:port, and the path Alertmanager is served under if any (--web.route-prefix), without credentials or a query", raw)
+			urlsOK = false
+			continue
+		}
+		// The API's path is the alarm's to add: a URL already ending in it would be
+		// posted to .../api/v2/alerts/api/v2/alerts and refused by Alertmanager.
+		if trimmed := strings.TrimSuffix(u.Path, "/"); strings.HasSuffix(trimmed, "/api/v2/alerts") || strings.HasSuffix(trimmed, "/api/v1/alerts") {
+			bad(field, "%q: want the Alertmanager's base URL (%s://%s%s), without the API's path", raw, u.Scheme, u.Host, trimmed[:strings.LastIndex(trimmed, "/api/")])
 			urlsOK = false
 			continue
 		}

@@ -59,6 +59,13 @@ func StartNodeExporter(t *testing.T) string {
 // stop it sooner (then it may be started again on the same address).
 func StartAlertmanager(t *testing.T, addr, receiverURL string) (base string, stop func()) {
 	t.Helper()
+	return StartAlertmanagerUnder(t, addr, "", receiverURL)
+}
+
+// StartAlertmanagerUnder is StartAlertmanager serving under the path prefix (its
+// --web.route-prefix, as behind a reverse proxy: "/alertmanager"); base ends in it.
+func StartAlertmanagerUnder(t *testing.T, addr, prefix, receiverURL string) (base string, stop func()) {
+	t.Helper()
 	bin := RequireTool(t, Alertmanager)
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`route:
@@ -77,9 +84,13 @@ receivers:
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base = "http://" + addr
-	stop = startTool(t, "alertmanager", dir, base+"/-/ready", bin, "--config.file="+path,
-		"--storage.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--cluster.listen-address=")
+	base = "http://" + addr + prefix
+	argv := []string{bin, "--config.file=" + path, "--storage.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr, "--cluster.listen-address="}
+	if prefix != "" {
+		argv = append(argv, "--web.route-prefix="+prefix)
+	}
+	stop = startTool(t, "alertmanager", dir, base+"/-/ready", argv...)
 	return base, stop
 }
 
