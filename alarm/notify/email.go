@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"mime"
 	"net"
 	"net/mail"
@@ -164,22 +163,4 @@ func (e *Email) compose(m Message) []byte {
 		b.WriteString("\r\n")
 	}
 	return b.Bytes()
-}
-
-// Log writes messages to the process log: the channel that cannot fail, for trying the
-// alarm out and as a record beside the real channels.
-type Log struct {
-	L *slog.Logger
-}
-
-var _ Notifier = Log{}
-
-// Notify implements Notifier.
-func (l Log) Notify(_ context.Context, m Message) error {
-	for _, a := range m.Alerts {
-		l.L.Warn("alert", "channel", m.Receiver, "status", a.Status, "alertname", a.Labels["alertname"],
-			"severity", a.Labels["severity"], "node", a.Labels["node"], "value", a.Value,
-			"summary", a.Annotations["summary"], "starts_at", a.StartsAt, "fingerprint", a.Fingerprint)
-	}
-	return nil
 }
