@@ -3,6 +3,7 @@ package capture
 import (
 	"context"
 	"fmt"
+	"regexp"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -18,7 +19,16 @@ import (
 // in ROW format, a temporary table's CREATE or DROP in STATEMENT or MIXED format) ends
 // nothing: it is part of that transaction, its messages say commit: false, and the
 // group's end is the boundary (a resume from inside the group would miss the rest).
+//
+// MySQL 8.0.21+ logs CREATE TABLE … SELECT in ROW format as one transaction whose DDL
+// ends in " START TRANSACTION", followed by the rows and an XID: that DDL starts the
+// group. Its message carries the statement without the clause, which only a replica
+// applying the binlog accepts.
 func (c *Capture) ddl(ctx context.Context, h *replication.EventHeader, schema, sql string) error {
+	if body, ok := cutStartTransaction(sql); ok {
+		sql = body
+		c.inTxn, c.inGroup = true, true
+	}
 	inGroup := c.inGroup
 	if err := c.flush(ctx, !inGroup, 0); err != nil {
 		return err
@@ -69,4 +79,18 @@ func (c *Capture) ddl(ctx context.Context, h *replication.EventHeader, schema, s
 	c.boundary(h)
 	it.Commit = ptr(c.offset())
 	return c.send(ctx, it)
+}
+
+// startTransactionClause is a trailing START TRANSACTION clause (any case or spacing, a
+// final semicolon) after the statement it ends.
+var startTransactionClause = regexp.MustCompile(`(?is)^(.*\S)\s+START\s+TRANSACTION\s*;?\s*$`)
+
+// cutStartTransaction returns sql without a trailing START TRANSACTION clause, and
+// whether it had one.
+func cutStartTransaction(sql string) (string, bool) {
+	m := startTransactionClause.FindStringSubmatch(sql)
+	if m == nil {
+		return sql, false
+	}
+	return m[1], true
 }
