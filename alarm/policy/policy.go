@@ -6,9 +6,11 @@ package policy
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -226,41 +228,66 @@ func Parse(r io.Reader, name string) ([]*Policy, error) {
 	if len(f.Policies) > maxPolicies {
 		return nil, &config.Error{File: name, Field: "policies", Msg: fmt.Sprintf("%d policies, at most %d", len(f.Policies), maxPolicies)}
 	}
+	// Every problem of every policy is reported, in the file's order.
 	out := make([]*Policy, 0, len(f.Policies))
+	var errs []*config.Error
 	seen := map[string]int{}
 	for i, raw := range f.Policies {
 		ln := lines.at(i)
-		p, field, err := compile(raw)
-		if err != nil {
-			return nil, &config.Error{File: name, Line: ln.field(field), Field: fmt.Sprintf("policies[%d].%s", i, field), Msg: err.Error()}
+		bad := func(field, msg string) {
+			errs = append(errs, &config.Error{File: name, Line: ln.field(field), Field: fmt.Sprintf("policies[%d].%s", i, field), Msg: msg})
 		}
-		if j, dup := seen[p.Name]; dup {
-			return nil, &config.Error{File: name, Line: ln.field("name"), Field: fmt.Sprintf("policies[%d].name", i),
-				Msg: fmt.Sprintf("duplicate policy name %q (also policies[%d])", p.Name, j)}
+		if j, dup := seen[raw.Name]; dup && raw.Name != "" {
+			bad("name", fmt.Sprintf("duplicate policy name %q (also policies[%d])", raw.Name, j))
+		} else {
+			seen[raw.Name] = i
 		}
-		seen[p.Name] = i
-		p.Line, p.MetricLine = ln.start, ln.field("metric")
-		out = append(out, p)
+		p, fieldErrs := compile(raw)
+		for _, fe := range fieldErrs {
+			bad(fe.field, fe.err.Error())
+		}
+		if p != nil {
+			p.Line, p.MetricLine = ln.start, ln.field("metric")
+			out = append(out, p)
+		}
+	}
+	if len(errs) > 0 {
+		slices.SortStableFunc(errs, func(a, b *config.Error) int { return cmp.Compare(a.Line, b.Line) })
+		joined := make([]error, len(errs))
+		for i, e := range errs {
+			joined[i] = e
+		}
+		return nil, errors.Join(joined...)
 	}
 	return out, nil
 }
 
-// compile validates one raw policy. On error it returns the offending field's path within
-// the policy ("condition", "nodes.regex", "labels.node").
-func compile(r Raw) (*Policy, string, error) {
+// fieldError is a problem of one field of a policy, at its path within the policy
+// ("condition", "nodes.regex", "labels.node").
+type fieldError struct {
+	field string
+	err   error
+}
+
+// compile validates one raw policy, and returns every problem it has (nil policy then):
+// an operator fixing a file sees them all at once, not one a run.
+func compile(r Raw) (*Policy, []fieldError) {
+	var errs []fieldError
+	bad := func(field string, err error) { errs = append(errs, fieldError{field, err}) }
 	p := &Policy{Name: r.Name, Metric: r.Metric, For: r.For.D(), KeepFiringFor: r.KeepFiringFor.D(),
 		NoData: r.NoData, RepeatInterval: r.RepeatInterval.D(), MaxNotifications: r.MaxNotifications}
 	if !validIdent(r.Name) {
-		return nil, "name", fmt.Errorf("policy name %q: want 1 to 128 letters, digits, '.', '_' or '-'", r.Name)
+		bad("name", fmt.Errorf("policy name %q: want 1 to 128 letters, digits, '.', '_' or '-'", r.Name))
 	}
 	if r.Metric != "" && !metric.ValidName(r.Metric) {
-		return nil, "metric", fmt.Errorf("%q is not a metric name (lowercase, dots, e.g. cpu.util)", r.Metric)
+		bad("metric", fmt.Errorf("%q is not a metric name (lowercase, dots, e.g. cpu.util)", r.Metric))
 	}
 	if len(r.Nodes.Names) > 0 {
 		p.Names = make(map[string]bool, len(r.Nodes.Names))
 		for _, n := range r.Nodes.Names {
 			if n == "" {
-				return nil, "nodes.names", errors.New("empty node name")
+				bad("nodes.names", errors.New("empty node name"))
+				break
 			}
 			p.Names[n] = true
 		}
@@ -268,35 +295,35 @@ func compile(r Raw) (*Policy, string, error) {
 	if r.Nodes.Regex != "" {
 		if len(r.Nodes.Names) > 0 {
 			// Both would have to match; one who lists both may read "or" (the example does).
-			return nil, "nodes.regex", errors.New("give nodes.names or nodes.regex, not both (a node would have to be listed and match)")
+			bad("nodes.regex", errors.New("give nodes.names or nodes.regex, not both (a node would have to be listed and match)"))
 		}
 		re, err := regexp.Compile("^(?:" + r.Nodes.Regex + ")$")
 		if err != nil {
-			return nil, "nodes.regex", fmt.Errorf("bad regular expression: %v", err)
+			bad("nodes.regex", fmt.Errorf("bad regular expression: %v", err))
 		}
 		p.Regex = re
 	}
-	for k := range r.Nodes.Labels {
+	for _, k := range slices.Sorted(maps.Keys(r.Nodes.Labels)) {
 		if !validLabel(k) {
-			return nil, "nodes.labels." + k, fmt.Errorf("label name %q: want [A-Za-z_][A-Za-z0-9_]*", k)
+			bad("nodes.labels."+k, fmt.Errorf("label name %q: want [A-Za-z_][A-Za-z0-9_]*", k))
 		}
 	}
 	p.Labels = r.Nodes.Labels
 	if r.Condition != "" {
 		if r.Metric == "" {
-			return nil, "metric", errors.New("a condition needs a metric")
+			bad("metric", errors.New("a condition needs a metric"))
 		}
-		c, err := ParseCond(r.Condition)
-		if err != nil {
-			return nil, "condition", err
+		if c, err := ParseCond(r.Condition); err != nil {
+			bad("condition", err)
+		} else {
+			p.Cond = &c
 		}
-		p.Cond = &c
 	}
 	if r.NoData < 0 || r.NoData > 10_000 {
-		return nil, "nodata", fmt.Errorf("nodata %d: want 0 (off) to 10000 intervals", r.NoData)
+		bad("nodata", fmt.Errorf("nodata %d: want 0 (off) to 10000 intervals", r.NoData))
 	}
-	if p.Cond == nil && r.NoData == 0 {
-		return nil, "condition", errors.New("a policy needs a condition (e.g. \"avg(#3) > 90\") or nodata (intervals)")
+	if r.Condition == "" && r.NoData == 0 {
+		bad("condition", errors.New("a policy needs a condition (e.g. \"avg(#3) > 90\") or nodata (intervals)"))
 	}
 	if r.For < 0 || r.KeepFiringFor < 0 || r.RepeatInterval < 0 {
 		f := "for"
@@ -305,94 +332,97 @@ func compile(r Raw) (*Policy, string, error) {
 		} else if r.RepeatInterval < 0 {
 			f = "repeat_interval"
 		}
-		return nil, f, errors.New("must not be negative")
+		bad(f, errors.New("must not be negative"))
 	}
 	if p.For > MaxFor || p.KeepFiringFor > MaxFor {
 		f, d := "for", p.For
 		if p.KeepFiringFor > MaxFor {
 			f, d = "keep_firing_for", p.KeepFiringFor
 		}
-		return nil, f, fmt.Errorf("%s: want at most %s; a condition held that long is not an alert", d, MaxFor)
+		bad(f, fmt.Errorf("%s: want at most %s; a condition held that long is not an alert", d, MaxFor))
 	}
 	if p.RepeatInterval == 0 {
 		p.RepeatInterval = DefaultRepeatInterval
 	} else if p.RepeatInterval < MinRepeatInterval {
-		return nil, "repeat_interval", fmt.Errorf("%s: want at least %s (0 or none: %s); a page every few seconds is noise", p.RepeatInterval, MinRepeatInterval, DefaultRepeatInterval)
+		bad("repeat_interval", fmt.Errorf("%s: want at least %s (0 or none: %s); a page every few seconds is noise", p.RepeatInterval, MinRepeatInterval, DefaultRepeatInterval))
 	}
 	if r.MaxNotifications < 0 {
-		return nil, "max_notifications", errors.New("must not be negative (0 = unlimited)")
+		bad("max_notifications", errors.New("must not be negative (0 = unlimited)"))
 	}
 	if r.GroupWait != nil {
 		if *r.GroupWait < 0 {
-			return nil, "group_wait", errors.New("must not be negative")
+			bad("group_wait", errors.New("must not be negative"))
 		}
 		d := r.GroupWait.D()
 		p.GroupWait = &d
 	}
 	if r.GroupInterval != nil {
 		if *r.GroupInterval < 0 {
-			return nil, "group_interval", errors.New("must not be negative")
+			bad("group_interval", errors.New("must not be negative"))
 		}
 		d := r.GroupInterval.D()
 		p.GroupInterval = &d
 	}
 	gb, err := compileGroupBy(r.GroupBy)
 	if err != nil {
-		return nil, "group_by", err
+		bad("group_by", err)
 	}
 	p.GroupBy = gb
 	if r.Severity == "" {
-		return nil, "severity", errors.New("missing: want P0 (most severe) to P5")
+		bad("severity", errors.New("missing: want P0 (most severe) to P5"))
+	} else if sev, err := ParseSeverity(r.Severity); err != nil {
+		bad("severity", err)
+	} else {
+		p.Severity = sev
 	}
-	sev, err := ParseSeverity(r.Severity)
-	if err != nil {
-		return nil, "severity", err
-	}
-	p.Severity = sev
-	for k := range r.Labels {
+	for _, k := range slices.Sorted(maps.Keys(r.Labels)) {
 		switch {
 		case !validLabel(k):
-			return nil, "labels." + k, fmt.Errorf("label name %q: want [A-Za-z_][A-Za-z0-9_]*", k)
+			bad("labels."+k, fmt.Errorf("label name %q: want [A-Za-z_][A-Za-z0-9_]*", k))
 		case k == LabelAlertName || k == LabelNode || k == LabelSeverity || k == LabelMetric:
-			return nil, "labels." + k, fmt.Errorf("label %q is set by the alarm and cannot be overridden", k)
+			bad("labels."+k, fmt.Errorf("label %q is set by the alarm and cannot be overridden", k))
 		}
 	}
 	p.AlertLabels = r.Labels
 	p.Annotations = make(map[string]*template.Template, len(r.Annotations))
-	for k, v := range r.Annotations {
+	for _, k := range slices.Sorted(maps.Keys(r.Annotations)) {
 		if !validLabel(k) {
-			return nil, "annotations." + k, fmt.Errorf("annotation name %q: want [A-Za-z_][A-Za-z0-9_]*", k)
+			bad("annotations."+k, fmt.Errorf("annotation name %q: want [A-Za-z_][A-Za-z0-9_]*", k))
+			continue
 		}
-		t, err := template.New(k).Option("missingkey=zero").Parse(v)
+		t, err := template.New(k).Option("missingkey=zero").Parse(r.Annotations[k])
 		if err != nil {
-			return nil, "annotations." + k, fmt.Errorf("bad template: %v", err)
+			bad("annotations."+k, fmt.Errorf("bad template: %v", err))
+			continue
 		}
 		// Catch references to fields that do not exist now, not at the first page; and a
 		// printf verb that does not fit its value (`printf "%d" .Value`: fmt writes
 		// "%!d(float64=95.5)" into the page), tried on values of every kind.
 		var out strings.Builder
 		if err := t.Execute(&out, sampleData); err != nil {
-			return nil, "annotations." + k, fmt.Errorf("bad template: %v", err)
-		}
-		if i := strings.Index(out.String(), "%!"); i >= 0 {
-			bad, _, _ := strings.Cut(out.String()[i:], ")")
-			return nil, "annotations." + k, fmt.Errorf("bad template: a printf verb does not fit its value (%s)): .Value and .Threshold are numbers with fractions (%%.1f), labels are text (%%s)", bad)
+			bad("annotations."+k, fmt.Errorf("bad template: %v", err))
+		} else if i := strings.Index(out.String(), "%!"); i >= 0 {
+			verb, _, _ := strings.Cut(out.String()[i:], ")")
+			bad("annotations."+k, fmt.Errorf("bad template: a printf verb does not fit its value (%s)): .Value and .Threshold are numbers with fractions (%%.1f), labels are text (%%s)", verb))
 		}
 		p.Annotations[k] = t
 	}
 	if len(r.Channels) == 0 {
-		return nil, "channels", errors.New("no channels: name at least one channel of alarm.yaml")
+		bad("channels", errors.New("no channels: name at least one channel of alarm.yaml"))
 	}
 	for i, c := range r.Channels {
 		if !validIdent(c) {
-			return nil, "channels", fmt.Errorf("channel name %q: want letters, digits, '.', '_' or '-'", c)
+			bad("channels", fmt.Errorf("channel name %q: want letters, digits, '.', '_' or '-'", c))
 		}
 		if slices.Contains(r.Channels[:i], c) {
-			return nil, "channels", fmt.Errorf("channel %q listed twice: every page would go to it twice", c)
+			bad("channels", fmt.Errorf("channel %q listed twice: every page would go to it twice", c))
 		}
 	}
 	p.Channels = r.Channels
-	return p, "", nil
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return p, nil
 }
 
 func validIdent(s string) bool {

@@ -133,6 +133,48 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// TestParseReportsEveryProblem: every problem of every policy in one error, in the
+// file's order, each at its line; an operator fixing a file sees them all in one run.
+func TestParseReportsEveryProblem(t *testing.T) {
+	yaml := `policies:
+  - name: a
+    metric: cpu.util
+    condition: avg(#3) >> 1
+    severity: P9
+    channels: [x]
+  - name: b
+    metric: cpu.util
+    condition: lookup(#4,3) > 1
+    severity: P1
+    labels: {node: n, Bad-Label: x}
+    channels: [y, y]
+  - name: a
+    nodata: 1
+    severity: P2
+    channels: [x]
+  - name: fine
+    nodata: 2
+    severity: P3
+    channels: [x]
+`
+	_, err := Parse(strings.NewReader(yaml), "pol.yaml")
+	require.Error(t, err)
+	want := []string{
+		`pol.yaml:4: field "policies[0].condition"`,
+		`pol.yaml:5: field "policies[0].severity"`,
+		`pol.yaml:9: field "policies[1].condition": bad condition "lookup(#4,3) > 1": 4 of the last 3 points can never match`,
+		`pol.yaml:11: field "policies[1].labels.Bad-Label"`,
+		`pol.yaml:11: field "policies[1].labels.node": label "node" is set by the alarm`,
+		`pol.yaml:12: field "policies[1].channels": channel "y" listed twice`,
+		`pol.yaml:13: field "policies[2].name": duplicate policy name "a" (also policies[0])`,
+	}
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, len(want), err.Error())
+	for i, w := range want {
+		require.Contains(t, lines[i], w)
+	}
+}
+
 func TestLoadMissingFile(t *testing.T) {
 	_, err := Load("/nonexistent/policies.yaml")
 	require.ErrorContains(t, err, "/nonexistent/policies.yaml")

@@ -134,12 +134,10 @@ type alarmDeps struct {
 // files the alarm starts on. The config's problems are all reported, each at its line.
 func prepareAlarm(cfgPath, polPath string, cfg *alarm.Config, logger *slog.Logger) (alarmDeps, error) {
 	var d alarmDeps
-	pols, err := policy.Load(polPath)
-	if err != nil {
-		return d, err
-	}
+	pols, polErr := policy.Load(polPath)
 	d.policies = pols
 	var errs []error
+	var err error
 	if d.channels, d.chanDesc, err = cfg.BuildChannels(logger); err != nil {
 		errs = append(errs, err)
 	}
@@ -152,22 +150,25 @@ func prepareAlarm(cfgPath, polPath string, cfg *alarm.Config, logger *slog.Logge
 	if d.coord, err = CoordinatorOptions(cfg.Coordinator, logger); err != nil {
 		errs = append(errs, err)
 	}
-	if err := config.Locate(cfgPath, errors.Join(errs...)); err != nil {
+	// The policy file's problems and the config's are reported together; the channels
+	// the policies name are checked once both are right.
+	if err := errors.Join(polErr, config.Locate(cfgPath, errors.Join(errs...))); err != nil {
 		return d, err
 	}
 	return d, unconfiguredChannel(pols, polPath, cfg, cfgPath)
 }
 
-// unconfiguredChannel is the error of the first policy that names a channel cfg does
-// not configure, or nil: the alarm refuses to start on it, and alarm test -config
-// refuses it alike.
+// unconfiguredChannel is the error naming every policy's channel that cfg does not
+// configure, or nil: the alarm refuses to start on them, and alarm test -config refuses
+// them alike.
 func unconfiguredChannel(pols []*policy.Policy, polPath string, cfg *alarm.Config, cfgPath string) error {
+	var errs []error
 	for _, p := range pols {
 		for _, c := range p.Channels {
 			if _, ok := cfg.Channels[c]; !ok {
-				return fmt.Errorf("%s:%d: policy %q names channel %q, which %s does not configure", polPath, p.Line, p.Name, c, cfgPath)
+				errs = append(errs, fmt.Errorf("%s:%d: policy %q names channel %q, which %s does not configure", polPath, p.Line, p.Name, c, cfgPath))
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

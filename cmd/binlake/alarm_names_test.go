@@ -168,3 +168,40 @@ func TestShippedPoliciesWatchKnownMetrics(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, unknownMetricMessages(example, examplePolicies, knownMetricNames(), knownFromSenders))
 }
+
+// `binlake alarm --check` reports every problem of the policy file together with the
+// config's that the alarm resolves as it starts (a channel's secret file it cannot read), and then every channel the policies name
+// that the config lacks: three runs were five for the trial's file.
+func TestAlarmCheckReportsEveryPolicyProblem(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tempFile(t, "alarm.yaml", "bus: {kind: none}\ncoordinator: {kind: single, path: "+filepath.Join(dir, "c.json")+
+		"}\nchannels: {ops: {kind: webhook, url_file: "+filepath.Join(dir, "nosuch.url")+"}}\n")
+	pol := tempFile(t, "policies.yaml", `policies:
+  - name: a
+    metric: cpu.util
+    condition: avg(#3) >> 1
+    severity: P9
+    channels: [ops]
+  - name: b
+    metric: cpu.util
+    condition: lookup(#4,3) > 1
+    severity: P1
+    channels: [ops]
+`)
+	_, _, err := runCmd(t, "alarm", "-check", "-config", cfg, "-policies", pol)
+	require.Error(t, err)
+	for _, want := range []string{
+		pol + `:4: field "policies[0].condition"`,
+		pol + `:5: field "policies[0].severity"`,
+		pol + `:9: field "policies[1].condition"`,
+		`field "channels.ops.url_file"`,
+	} {
+		require.Contains(t, err.Error(), want)
+	}
+
+	pol = tempFile(t, "policies.yaml", "policies:\n  - {name: a, nodata: 3, severity: P1, channels: [pager]}\n  - {name: b, nodata: 3, severity: P1, channels: [ops, sms]}\n")
+	cfg = tempFile(t, "alarm.yaml", "bus: {kind: none}\ncoordinator: {kind: single, path: "+filepath.Join(dir, "c.json")+"}\nchannels: {ops: {kind: log}}\n")
+	_, _, err = runCmd(t, "alarm", "-check", "-config", cfg, "-policies", pol)
+	require.EqualError(t, err, pol+`:2: policy "a" names channel "pager", which `+cfg+" does not configure\n"+
+		pol+`:3: policy "b" names channel "sms", which `+cfg+" does not configure")
+}
