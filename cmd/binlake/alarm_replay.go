@@ -55,7 +55,8 @@ func runAlarmTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	judgeCfg := fs.String("judge-config", "", "the judge's config file (deploy/judge.example.yaml): the history in its store")
 	streamPath := fs.String("stream", "", "a recorded stream file, one metric batch (JSON) per line; - for stdin")
 	fromFlag := fs.String("from", "24h", "where the history starts: an RFC 3339 time, or a duration before -to")
-	toFlag := fs.String("to", "", "where the history ends (excluded): an RFC 3339 time (default now; for -stream, the end of the file)")
+	toFlag := fs.String("to", "", "where the history ends (excluded): an RFC 3339 time (default now; for -stream, the end of the file); "+
+		"the alarm's timer runs to it, so a node silent since its last batch is dead by nodata as the live alarm finds it")
 	interval := fs.Duration("interval", 0, "the interval of every node's batches, for stored history (default: measured per node)")
 	cfgPath := fs.String("config", "", "the alarm's config file (deploy/alarm.example.yaml), for its evaluation and notify settings (default: the alarm's defaults)")
 	asJSON := fs.Bool("json", false, "print the alerts as JSON")
@@ -108,6 +109,10 @@ func runAlarmTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	var h history
+	// The engine's timer runs to the window's end, not only to the last batch: a node
+	// silent since is dead by nodata then, as the live alarm finds it, and a series gone
+	// quiet goes stale. A stream without -to ends at its last batch.
+	end := to
 	if *streamPath != "" {
 		// A stream is replayed whole unless -from or -to is given.
 		var sf, st time.Time
@@ -116,6 +121,8 @@ func runAlarmTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		if set["to"] {
 			st = to
+		} else {
+			end = time.Time{}
 		}
 		h, err = replayStream(*streamPath, sf, st, rp)
 	} else {
@@ -124,7 +131,7 @@ func runAlarmTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	eps, messages := rp.Finish(time.Time{})
+	eps, messages := rp.Finish(end)
 	for _, w := range append(h.skipped, replayWarnings(pols, *polPath, h)...) {
 		fmt.Fprintln(stderr, "warning: "+w)
 	}

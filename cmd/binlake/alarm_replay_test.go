@@ -129,7 +129,7 @@ func TestAlarmTestOnAStore(t *testing.T) {
 	dir := fillStore(t, testHistory())
 	pol := tempFile(t, "policies.yaml", testPolicies)
 	out, errOut, err := runCmd(t, "alarm", "test", "-policies", pol, "-data", dir,
-		"-from", "2026-11-29T14:00:00Z", "-to", "2026-11-29T15:00:00Z")
+		"-from", "2026-11-29T14:00:00Z", "-to", "2026-11-29T14:05:00Z")
 	require.NoError(t, err, errOut)
 	require.Empty(t, errOut, "no warning: every metric is known and in the history")
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
@@ -138,7 +138,7 @@ func TestAlarmTestOnAStore(t *testing.T) {
 		" (2026-11-29T14:00:00Z to 2026-11-29T14:04:50Z) through 3 policies: 3 alerts fired, 2 resolved, 1 still firing at the end; 5 notifications would have been sent",
 		lines[len(lines)-1])
 
-	out, _, err = runCmd(t, "alarm", "test", "-policies", pol, "-data", dir, "-from", "2026-11-29T14:00:00Z", "-to", "2026-11-29T15:00:00Z", "-json")
+	out, _, err = runCmd(t, "alarm", "test", "-policies", pol, "-data", dir, "-from", "2026-11-29T14:00:00Z", "-to", "2026-11-29T14:05:00Z", "-json")
 	require.NoError(t, err)
 	var rep struct {
 		Source        string
@@ -174,6 +174,26 @@ func TestAlarmTestOnAStore(t *testing.T) {
 	require.Equal(t, "agent-dead", rep.Alerts[1].Policy)
 	require.Equal(t, hat(131), rep.Alerts[1].FiredAt)
 	require.Nil(t, rep.Alerts[1].ResolvedAt)
+
+	// A window ending an hour after the history: both nodes have been silent since
+	// 290 s, so both are dead by nodata 3 intervals later (at the tick of 321 s), as the
+	// live alarm would find them, and the lag's series went stale (5 intervals) and its
+	// alert ended. The replay ran the timer to the window's end, not to the last batch.
+	out, _, err = runCmd(t, "alarm", "test", "-policies", pol, "-data", dir, "-from", "2026-11-29T14:00:00Z", "-to", "2026-11-29T15:00:00Z", "-json")
+	require.NoError(t, err)
+	rep.Alerts = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, hat(290), rep.To, "the last batch's time")
+	require.Len(t, rep.Alerts, 5)
+	require.Equal(t, "replication-lag", rep.Alerts[2].Policy)
+	require.Equal(t, hat(341), *rep.Alerts[2].ResolvedAt)
+	for i, node := range []string{"wave-1", "wave-2"} {
+		a := rep.Alerts[3+i]
+		require.Equal(t, "agent-dead", a.Policy)
+		require.Equal(t, node, a.Labels["node"])
+		require.Equal(t, hat(321), a.FiredAt)
+		require.Nil(t, a.ResolvedAt, "still dead at the window's end")
+	}
 }
 
 // The same history recorded as a stream (JSON lines, nodes interleaved out of time
