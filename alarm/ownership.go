@@ -46,6 +46,9 @@ type ownership struct {
 	// whose decisions this process's copy of the log lacks, so the next answer reloads
 	// them as gained (see poll).
 	lapsed bool
+	// answered: a position answer has been applied; before the first, a start's failed
+	// polls are no lapse worth a word in the log.
+	answered bool
 	// onGain is told the partitions this process gained, onRelease those it lost, before
 	// their nodes are released.
 	onGain    func(ctx context.Context, gained []int)
@@ -141,8 +144,8 @@ func (o *ownership) poll(ctx context.Context) {
 	owned := make(map[int]bool, len(p.Partitions))
 	var gained, lost []int
 	o.mu.Lock()
-	lapsed := o.lapsed
-	o.lapsed = false
+	lapsed := o.lapsed && o.answered
+	o.lapsed, o.answered = false, true
 	for _, part := range p.Partitions {
 		owned[part] = true
 		if !o.owned[part] || lapsed {

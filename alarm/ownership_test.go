@@ -3,6 +3,7 @@ package alarm
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/testenv"
 )
 
 // fakePositioner gives the answer the test set.
@@ -243,4 +245,29 @@ func TestReloadContinuesAnAlertPendingHere(t *testing.T) {
 	clk.Add(10 * time.Second)
 	rB.observe("wave-5", 10)
 	require.Equal(t, []string{"resolved wave-5"}, rB.out.take())
+}
+
+// A new process's first answers fail or do not know until it joins the group: that is
+// no lapse, and its log does not say "after a lapse" when the first known answer comes
+// (an outside trial read it on a brand-new alarm's first start). A lapse after that is
+// said.
+func TestFirstAnswerIsNoLapse(t *testing.T) {
+	r := newRig(t, basePolicy, nil)
+	var logs testenv.SyncBuffer
+	pos := &fakePositioner{}
+	o := &ownership{pos: pos, eng: r.e, log: slog.New(slog.NewTextHandler(&logs, nil)), parts: map[string]int{}}
+	ctx := context.Background()
+	o.poll(ctx) // not in the group yet
+	o.pos = failingPositioner{}
+	o.poll(ctx)
+	o.pos = pos
+	pos.p = bus.Position{Known: true, Partitions: []int{0}, CaughtUp: true}
+	o.poll(ctx)
+	require.NotContains(t, logs.String(), "after a lapse")
+
+	pos.p = bus.Position{}
+	o.poll(ctx)
+	pos.p = bus.Position{Known: true, Partitions: []int{0}, CaughtUp: true}
+	o.poll(ctx)
+	require.Contains(t, logs.String(), "the bus answers after a lapse")
 }

@@ -56,8 +56,8 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	known, knownFrom, judgeErr := knownToJudge(ctx, *judgeURL, *judgeCAFile)
-	warnOpenAPI(logger, cfg.HTTP.HTTP, alarm.TokenEnv, deps.token)
 	if *check {
+		warnOpenAPI(logger, cfg.HTTP.HTTP, alarm.TokenEnv, deps.token)
 		if judgeErr != nil {
 			fmt.Fprintln(stderr, "warning: "+judgeErr.Error())
 		}
@@ -68,12 +68,8 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 
-	if judgeErr != nil {
-		logger.Warn(judgeErr.Error())
-	}
-	logUnknownMetrics(logger, deps.policies, *polPath, known, knownFrom)
-	// Said before the coordinator and the bus open, so that one that fails to has been
-	// named.
+	// Said first, and before the coordinator and the bus open, so that one that fails to
+	// has been named; the warnings about the config follow it.
 	busDesc := "none"
 	if deps.bus != nil {
 		busDesc = BusDesc(cfg.Bus, deps.bus)
@@ -81,6 +77,11 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logger.Info("alarm starting", "version", buildinfo.String(), "config", *cfgPath, "policies_file", *polPath, "policies", len(deps.policies),
 		"channels", strings.Join(deps.chanDesc, ", "), "bus", busDesc, "coordinator", CoordDesc(deps.coord),
 		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "auth", deps.token != "", "shutdown_timeout", shutdown.D())
+	warnOpenAPI(logger, cfg.HTTP.HTTP, alarm.TokenEnv, deps.token)
+	if judgeErr != nil {
+		logger.Warn(judgeErr.Error())
+	}
+	logUnknownMetrics(logger, deps.policies, *polPath, known, knownFrom)
 
 	c, _, err := OpenCoordinator(ctx, deps.coord)
 	if err != nil {

@@ -32,7 +32,7 @@ store:
 `)
 	pol := tempFile(t, "policies.yaml", testPolicies)
 	out, errOut, err := runCmd(t, "alarm", "test", "-policies", pol, "-judge-config", cfg,
-		"-from", "2026-11-29T14:00:00Z", "-to", "2026-11-29T15:00:00Z")
+		"-from", "2026-11-29T14:00:00Z", "-to", "2026-11-29T14:05:00Z")
 	require.NoError(t, err, errOut)
 	require.Empty(t, errOut)
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")

@@ -53,14 +53,15 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	warnOpenAPI(logger, cfg.HTTP, judge.TokenEnv, deps.token)
-	warnUnknownThresholds(logger, cfg.Placement.Thresholds)
 	if *check {
+		warnOpenAPI(logger, cfg.HTTP, judge.TokenEnv, deps.token)
+		warnUnknownThresholds(logger, cfg.Placement.Thresholds)
 		fmt.Fprintf(stdout, "%s is valid: store %s, bus %s, algorithm %s\n", *cfgPath, cfg.Store.Kind, cfg.Bus.Kind, cfg.Placement.Algorithm)
 		return nil
 	}
 
-	// Said before the store and the bus open, so that one that fails to has been named.
+	// Said first, and before the store and the bus open, so that one that fails to has
+	// been named; the warnings about the config follow it.
 	busDesc := "none (HTTP ingest only)"
 	if deps.bus != nil {
 		busDesc = BusDesc(cfg.Bus, deps.bus)
@@ -72,6 +73,8 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logger.Info("judge starting", "version", buildinfo.String(), "config", *cfgPath, "node", cfg.Node,
 		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "store", judgeStoreDesc(cfg), "bus", busDesc,
 		"alarm", alarmURL, "algorithm", cfg.Placement.Algorithm, "auth", deps.token != "")
+	warnOpenAPI(logger, cfg.HTTP, judge.TokenEnv, deps.token)
+	warnUnknownThresholds(logger, cfg.Placement.Thresholds)
 
 	// The store: the sink, opened first and closed last. The judge writes to it through
 	// its bounded, retrying buffer (store.buffer), so neither kind is wrapped here.

@@ -86,7 +86,7 @@ func walkPolicySection(t *testing.T, w *readmeWalk, root, readme string) {
 		t.Fatal(err)
 	}
 	out, _ := runIn(t, w.bin, dir, "alarm", "test", "--policies", "policies.yaml", "--data", "data",
-		"--from", "2026-11-29T14:00:00Z", "--to", "2026-11-29T15:00:00Z")
+		"--from", "2026-11-29T14:00:00Z", "--to", "2026-11-29T14:05:00Z")
 	if table != out {
 		t.Fatalf("README.md, %s: the example output is not what alarm test prints:\n%s\nwant:\n%s", readmePolicies, table, out)
 	}
@@ -123,7 +123,7 @@ const guidePolicies = "## Alert policies"
 //     the test's own), the history in the test engine. It needs $BINLAKE_TEST_ES (skipped
 //     without it unless CI=true).
 //
-// Each must replay the history to its three alerts.
+// Each must replay the history to its three alerts and the two nodes' silence since.
 func TestDeployGuidePolicies(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -136,7 +136,9 @@ func TestDeployGuidePolicies(t *testing.T) {
 		b.TS = base.Add(b.TS.Sub(histBase))
 		hist = append(hist, b)
 	}
-	const want = "through 3 policies: 3 alerts fired, 2 resolved, 1 still firing at the end; 5 notifications would have been sent"
+	// The history's three alerts, and as the replay runs on to now, both nodes dead by
+	// nodata since (still firing) and the lag's alert ended with its series' staleness.
+	const want = "through 3 policies: 5 alerts fired, 3 resolved, 2 still firing at the end; 7 notifications would have been sent"
 	pol := tempFile(t, "policies.new.yaml", testPolicies)
 	sudo := regexp.MustCompile(`^sudo -u binlake `)
 	lines := testenv.ShellCommands(t, guide, guidePolicies)
