@@ -38,13 +38,16 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) {
 	start := time.Now()
 	lastLog := start
 	var points, skipped, dropped int
-	j.log.Info("rebuilding the current hour and the load model's window from the store", "from", from, "to", now,
+	j.log.Info("rebuilding the current hour and the load model's window from the store", "from", from, "to", now.Add(maxAhead),
 		"hour_from", incFrom, "fit_window", j.model.Window())
 	// Points written within the store's refresh interval before the restart are durable
 	// but not yet searchable: make them so first.
 	err := j.o.Store.Refresh(ctx)
 	if err == nil {
-		err = j.o.Store.Scan(ctx, from, now.Add(time.Second), func(chunk []store.Point) error {
+		// As far ahead as the judge admits a batch (admit): a node whose clock runs
+		// ahead has its latest batches, or all of them, dated past the judge's clock, and
+		// a scan that stopped at now left it out of GET /v1/nodes until its next batch.
+		err = j.o.Store.Scan(ctx, from, now.Add(maxAhead+time.Second), func(chunk []store.Point) error {
 			points += len(chunk)
 			if slices.ContainsFunc(chunk, implausible) {
 				n := len(chunk)

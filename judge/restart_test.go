@@ -123,6 +123,12 @@ func testRestartKeepsStaleness(t *testing.T, stores storeOpener) {
 		{"a batch sent early", []time.Duration{30 * time.Second, 2 * time.Second}, time.Minute, true, 0},
 		{"a clock a minute behind", []time.Duration{30 * time.Second, 30 * time.Second}, time.Minute, true, time.Minute},
 		{"a clock 25 s ahead, silent", []time.Duration{30 * time.Second, 30 * time.Second}, 100 * time.Second, false, -25 * time.Second},
+		// Every stored batch is dated past the clock at the restart: the rebuild reads as far
+		// ahead as the judge admits a batch (maxAhead), and dates the node's last batch by
+		// its offset, not by the first of them it replays. Such a node was not listed
+		// until its next batch.
+		{"a clock 5 min ahead", []time.Duration{30 * time.Second, 30 * time.Second}, time.Minute, true, -5 * time.Minute},
+		{"a clock 5 min ahead, silent", []time.Duration{30 * time.Second, 30 * time.Second}, 2 * time.Minute, false, -5 * time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &clock{t: t0}

@@ -263,7 +263,11 @@ func (a *Incremental) Replay(points []store.Point) (skipped int) {
 		if n == nil || p.Node != points[i-1].Node || !a.hour.Equal(hour) {
 			n = a.nodeLocked(p.Node)
 		}
-		if at.After(n.lastSeen) {
+		// A batch dated past the clock counts as received now, as do the ones after it:
+		// it is still a batch, and its TS the node's last, which Declare dates by the
+		// node's offset (the first such batch stood for all of them, and a node whose
+		// clock runs ahead came back as stale as its first batch past the clock).
+		if at.After(n.lastSeen) || p.TS.After(n.lastTS) {
 			n.seen(at, p.TS)
 		}
 		if at.Before(a.hour) {

@@ -201,3 +201,30 @@ func TestObserveRedelivery(t *testing.T) {
 	require.Equal(t, t1.Add(10*time.Second), n.LastBatchTS)
 	require.Equal(t, int64(2), a.Late())
 }
+
+// TestReplayBatchesPastTheClock: every batch replayed with a TS past the clock (a node
+// whose clock runs ahead, and a restart soon after its batches) is a batch received now,
+// and the last one's TS is the node's, which Declare then dates by the node's offset;
+// the first such batch stood for all of them, and the node came back staler than it was.
+func TestReplayBatchesPastTheClock(t *testing.T) {
+	now := time.Date(2026, 11, 29, 14, 20, 0, 0, time.UTC)
+	a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: (&clock{t: now}).Now})
+	require.NoError(t, err)
+	ahead := 5 * time.Minute // the node's clock
+	var pts []store.Point
+	for _, received := range []time.Duration{-60 * time.Second, -30 * time.Second, -10 * time.Second} {
+		ts := now.Add(received + ahead)
+		pts = append(pts, store.Point{Node: "wave-a", Name: lbplugins.CPUUtil, TS: ts, Value: 10},
+			store.Point{Node: "wave-a", Name: lbplugins.MemUsedPct, TS: ts, Value: 20})
+	}
+	require.Zero(t, a.Replay(pts))
+	n, ok := a.Node("wave-a")
+	require.True(t, ok)
+	require.Equal(t, now, n.LastSeen, "a TS from the future counts as now")
+	require.Equal(t, int64(3), n.Batches)
+	require.Equal(t, int64(3), n.Series[0].Count)
+
+	require.True(t, a.Declare("wave-a", 30*time.Second, -ahead))
+	n, _ = a.Node("wave-a")
+	require.Equal(t, now.Add(-10*time.Second), n.LastSeen, "received when its last batch was")
+}
