@@ -162,6 +162,7 @@ func TestSilenceWriteWithTheCoordinatorAway(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s %s: %s", tc.method, tc.path, body)
 		require.Less(t, time.Since(start), 3*time.Second)
+		require.Equal(t, "2", resp.Header.Get("Retry-After"), "when to try again")
 		var e struct {
 			Error struct{ Code, Message string }
 		}

@@ -137,6 +137,9 @@ func TestPostAnsweredOnceStored(t *testing.T) {
 			rec := httptest.NewRecorder()
 			j.Handler().ServeHTTP(rec, req)
 			require.Equal(t, tc.status, rec.Code, rec.Body.String())
+			if tc.status == http.StatusServiceUnavailable {
+				require.Equal(t, "2", rec.Header().Get("Retry-After"), "when to send them again")
+			}
 			c := j.StoreCounters()
 			if tc.status == http.StatusServiceUnavailable || tc.overflow == store.OverflowDrop {
 				require.Equal(t, tc.points, c.Buffered, "queued, to be written when the store is back")

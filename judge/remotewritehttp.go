@@ -17,7 +17,8 @@ const MaxRemoteWriteBytes = 16 << 20
 // agent's would be. Answers: 204 once the store has every point (ingestStored; a
 // metadata-only request too, so Prometheus counts no failed send), 400 for a body that
 // is not a WriteRequest, 413 past the limits, 503 while the store buffer is full or when
-// the store has not taken the points within 4 s (Prometheus retries 5xx with back-off).
+// the store has not taken the points within 4 s, with Retry-After (Prometheus retries
+// 5xx with back-off; recent versions wait the Retry-After).
 // A request whose batches were partly ingested before a 503 comes again whole; the judge
 // counts what it has seen as late points, as it does an agent's redelivery.
 func (j *Judge) handleRemoteWrite(w http.ResponseWriter, r *http.Request) {

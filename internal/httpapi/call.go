@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/binlake/binlake/internal/config"
 )
@@ -27,6 +30,7 @@ type Answer struct {
 	StatusText string // "404 Not Found"
 	Body       []byte
 	Truncated  bool
+	Header     http.Header // the answer's headers (Retry-After of a 503: RetryAfter)
 }
 
 // OK reports a 2xx status.
@@ -62,7 +66,7 @@ func Call(ctx context.Context, hc *http.Client, r Request) (Answer, error) {
 	if err != nil {
 		return Answer{}, fmt.Errorf("%s %s: read the answer: %w", r.Method, r.URL, err)
 	}
-	a := Answer{Status: resp.StatusCode, StatusText: resp.Status, Body: data}
+	a := Answer{Status: resp.StatusCode, StatusText: resp.Status, Body: data, Header: resp.Header}
 	if int64(len(data)) > r.Limit {
 		a.Body, a.Truncated = data[:r.Limit], true
 	}
@@ -81,4 +85,22 @@ func ErrorMessage(body []byte) string {
 		return e.Error.Code + ": " + e.Error.Message
 	}
 	return string(bytes.TrimSpace(body))
+}
+
+// RetryAfter is how long h's Retry-After asks a client to wait from now: a number of
+// seconds, or an HTTP date (0 when it is past); ok is false when h has none or one that
+// is neither (a negative or fractional number of seconds too).
+func RetryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(s) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
 }

@@ -7,6 +7,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Call sends the method, the JSON body with its content type and the bearer token, reads
@@ -53,5 +56,34 @@ func TestCall(t *testing.T) {
 	}
 	if _, err := Call(ctx, nil, Request{Method: http.MethodGet, URL: "http://127.0.0.1:1/x", Limit: 1}); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("a refused connection: %v, want an error naming the URL", err)
+	}
+}
+
+// TestRetryAfter reads both forms of the header (RFC 9110, 10.2.3), and nothing from a
+// missing, malformed or negative one.
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 12, 5, 7, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		header string
+		want   time.Duration
+		ok     bool
+	}{
+		{"2", 2 * time.Second, true},
+		{" 120 ", 2 * time.Minute, true},
+		{"0", 0, true},
+		{now.Add(30 * time.Second).Format(http.TimeFormat), 30 * time.Second, true},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0, true}, // a date past: at once
+		{"", 0, false},
+		{"-1", 0, false},
+		{"1.5", 0, false},
+		{"soon", 0, false},
+	} {
+		h := http.Header{}
+		if tc.header != "" {
+			h.Set("Retry-After", tc.header)
+		}
+		got, ok := RetryAfter(h, now)
+		require.Equal(t, tc.ok, ok, "%q", tc.header)
+		require.Equal(t, tc.want, got, "%q", tc.header)
 	}
 }

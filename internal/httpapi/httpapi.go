@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -218,7 +219,18 @@ func Health(r chi.Router, h http.HandlerFunc) {
 	r.Head("/healthz", h)
 }
 
-// WriteJSON answers r with v as JSON with status. HTML characters are not escaped: the
+// RetryAfterSeconds is the Retry-After of every 503 the roles' APIs answer (WriteJSON).
+// A 503 says that what the role needs is down or busy (the judge's store or its bus
+// relay, the alarm's coordinator), that it has no live node to place on, or that it is
+// stopping: states that last seconds to minutes. Two seconds spare a full store buffer
+// the immediate retries of every sender (it drains at the store's pace, and a down
+// store's writes are retried from 100 ms up to 10 s) and still bring an agent (interval
+// 10 s) back within its interval once the judge is back. Clients that read it: the
+// agent (bounded, agent/sink.go), recent Prometheus remote write on a 5xx.
+const RetryAfterSeconds = 2
+
+// WriteJSON answers r with v as JSON with status; a 503 carries Retry-After
+// (RetryAfterSeconds) unless the handler set one. HTML characters are not escaped: the
 // API is not a web page. An answer that cannot be encoded (a NaN or an infinity, which
 // JSON has not) is a 500, logged with what failed through the logger of the server that
 // serves r (Serve), as the client's "encode response" says nothing of the cause.
@@ -233,6 +245,9 @@ func WriteJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	}
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
 }

@@ -57,12 +57,14 @@ func TestErrorsWrite(t *testing.T) {
 		code, msg  string
 		logged     bool
 		authHeader string
+		retryAfter string
 	}{
-		{"api error", Errorf(http.StatusBadRequest, CodeInvalid, "bad %s", "thing"), 400, CodeInvalid, "bad thing", false, ""},
-		{"wrapped api error", errors.Join(errors.New("ctx"), ErrUnauthorized), 401, CodeUnauthorized, "missing or wrong bearer token", false, `Bearer realm="test"`},
-		{"too large", &http.MaxBytesError{Limit: 10}, 413, CodeTooLarge, "request body larger than 10 bytes", false, ""},
-		{"classified", errors.Join(errMine), 409, "conflict", "mine", false, ""},
-		{"internal", errors.New("disk on fire"), 500, CodeInternal, "internal error", true, ""},
+		{"api error", Errorf(http.StatusBadRequest, CodeInvalid, "bad %s", "thing"), 400, CodeInvalid, "bad thing", false, "", ""},
+		{"wrapped api error", errors.Join(errors.New("ctx"), ErrUnauthorized), 401, CodeUnauthorized, "missing or wrong bearer token", false, `Bearer realm="test"`, ""},
+		{"too large", &http.MaxBytesError{Limit: 10}, 413, CodeTooLarge, "request body larger than 10 bytes", false, "", ""},
+		{"classified", errors.Join(errMine), 409, "conflict", "mine", false, "", ""},
+		{"internal", errors.New("disk on fire"), 500, CodeInternal, "internal error", true, "", ""},
+		{"unavailable", Errorf(http.StatusServiceUnavailable, CodeUnavailable, "store down"), 503, CodeUnavailable, "store down", false, "", "2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
@@ -74,6 +76,33 @@ func TestErrorsWrite(t *testing.T) {
 			require.Equal(t, tc.msg, b.Error.Message)
 			require.Equal(t, tc.logged, strings.Contains(logs.String(), "disk on fire"), logs.String())
 			require.Equal(t, tc.authHeader, rec.Header().Get("WWW-Authenticate"))
+			require.Equal(t, tc.retryAfter, rec.Header().Get("Retry-After"), "a 503 says when to come again, no other answer does")
+		})
+	}
+}
+
+// TestWriteJSONRetryAfter: every 503 answered through WriteJSON (an error, a readiness
+// answer) carries Retry-After, unless its handler chose one; no other status does.
+func TestWriteJSONRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		preset string
+		want   string
+	}{
+		{"503", http.StatusServiceUnavailable, "", "2"},
+		{"503, the handler's own", http.StatusServiceUnavailable, "30", "30"},
+		{"200", http.StatusOK, "", ""},
+		{"500", http.StatusInternalServerError, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			if tc.preset != "" {
+				rec.Header().Set("Retry-After", tc.preset)
+			}
+			WriteJSON(rec, httptest.NewRequest("GET", "/readyz", nil), tc.status, map[string]string{"status": "x"})
+			require.Equal(t, tc.status, rec.Code)
+			require.Equal(t, tc.want, rec.Header().Get("Retry-After"))
 		})
 	}
 }
