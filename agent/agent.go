@@ -371,7 +371,7 @@ func (a *Agent) send(ctx context.Context, stop <-chan struct{}) {
 				down = true
 				a.log.Warn("sink failing; buffering", "sink", a.opts.Sink.String(), "err", err)
 			}
-			t := time.NewTimer(bo.NextBackOff())
+			t := time.NewTimer(retryWait(bo.NextBackOff(), err))
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -389,6 +389,23 @@ func (a *Agent) send(ctx context.Context, stop <-chan struct{}) {
 			}
 		}
 	}
+}
+
+// maxRetryAfter bounds how long a sink's Retry-After holds the sender: the judge asks
+// for seconds (httpapi.RetryAfterSeconds), and a proxy before it that asked for an hour
+// would hold every batch for as long, dropping the oldest as the buffer filled.
+const maxRetryAfter = 30 * time.Second
+
+// retryWait is how long the sender waits after the failed send err before it sends
+// again: next, the back-off's wait, or longer when the sink said when to come back
+// (*RetryAfterError), up to maxRetryAfter. The back-off alone retried a judge that
+// answered 503 "try again in 2 s" after 100 ms, 200 ms, 400 ms…
+func retryWait(next time.Duration, err error) time.Duration {
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		return max(next, min(ra.After, maxRetryAfter))
+	}
+	return next
 }
 
 // Stats returns the counters.

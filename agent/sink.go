@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/config"
@@ -28,6 +29,17 @@ type Sink interface {
 
 // ErrRejected marks a batch the sink refuses for good (invalid, too large).
 var ErrRejected = errors.New("batch rejected")
+
+// RetryAfterError is a send the sink's endpoint refused for now, saying when to try
+// again (Retry-After on a 503 or a 429): the sender waits at least that long, within a
+// bound (retryWait).
+type RetryAfterError struct {
+	Err   error
+	After time.Duration
+}
+
+func (e *RetryAfterError) Error() string { return e.Err.Error() }
+func (e *RetryAfterError) Unwrap() error { return e.Err }
 
 // BusSinkOptions configures NewBusSink.
 type BusSinkOptions struct {
@@ -146,7 +158,8 @@ func NewHTTPSink(url string, token config.Secret, client *http.Client) *HTTPSink
 
 // Send implements Sink. 400, 413 and 422 reject the batch for good (retrying cannot
 // help); anything else that is not 2xx is retried, including 401 and 403, since a
-// fixed token on the judge should let delivery resume.
+// fixed token on the judge should let delivery resume. A 503 or 429 with Retry-After
+// (the judge's 503s carry one) is a *RetryAfterError.
 func (s *HTTPSink) Send(ctx context.Context, b metric.Batch) error {
 	body, err := metric.Encode(b)
 	if err != nil {
@@ -165,7 +178,13 @@ func (s *HTTPSink) Send(ctx context.Context, b metric.Batch) error {
 		a.Status == http.StatusUnprocessableEntity:
 		return fmt.Errorf("%w: post %s: HTTP %s: %s", ErrRejected, redactURL(s.url), a.StatusText, msg)
 	default:
-		return fmt.Errorf("post %s: HTTP %s: %s", redactURL(s.url), a.StatusText, msg)
+		err := fmt.Errorf("post %s: HTTP %s: %s", redactURL(s.url), a.StatusText, msg)
+		if a.Status == http.StatusServiceUnavailable || a.Status == http.StatusTooManyRequests {
+			if d, ok := httpapi.RetryAfter(a.Header, time.Now()); ok {
+				return &RetryAfterError{Err: err, After: d}
+			}
+		}
+		return err
 	}
 }
 
