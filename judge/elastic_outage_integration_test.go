@@ -197,6 +197,9 @@ func TestJudgeElasticOutageIntegration(t *testing.T) {
 	for time.Now().Before(start.Add(outage)) { // the outage's length is the point; /healthz answers all along
 		code, body := get(t, base+"/healthz")
 		require.Equal(t, http.StatusOK, code, body)
+		code, body = get(t, base+"/readyz") // and /readyz says the store is failing
+		require.Equal(t, http.StatusServiceUnavailable, code, body)
+		require.Contains(t, body, `"reason":"store_failing"`)
 		time.Sleep(500 * time.Millisecond)
 	}
 	during := j.StoreCounters()
@@ -246,7 +249,9 @@ func TestJudgeElasticOutageIntegration(t *testing.T) {
 	require.Equal(t, total, m[mWritten]+m[mDropped], "every accepted point is written or dropped")
 	require.GreaterOrEqual(t, m[mWritten]-during.Written, int64(capacity), "the full buffer was written after the outage")
 	require.GreaterOrEqual(t, m[mDropped], during.Dropped)
-	_, body := get(t, base+"/healthz")
+	code, body := get(t, base+"/readyz")
+	require.Equal(t, http.StatusOK, code, "the engine is back: %s", body)
+	_, body = get(t, base+"/healthz")
 	require.Contains(t, body, fmt.Sprintf(`"store":{"buffered":0,"dropped":%d,"written":%d,"write_errors":%d,"refused":0}`, m[mDropped], m[mWritten], m[mErrors]))
 
 	// Count in the engine what arrived: every point of the run, read back with Scan once

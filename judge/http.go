@@ -74,6 +74,7 @@ func (j *Judge) routes() http.Handler {
 	r := j.errs.ServiceRouter(j.reg, api.OpenAPI)
 	r.Get("/", j.handleStatus)
 	httpapi.Health(r, j.handleHealth)
+	httpapi.Ready(r, j.handleReady)
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/nodes", j.handleNodes)
 		r.Get("/metric-names", j.handleMetricNames)
@@ -88,8 +89,9 @@ func (j *Judge) routes() http.Handler {
 	return r
 }
 
-// storeHealth is the store buffer's figures in GET /healthz. A judge whose store is down
-// is still healthy (it answers placements), so the figures inform and do not decide.
+// storeHealth is the store buffer's figures in GET /healthz and GET /readyz. A judge
+// whose store is down is still healthy (it answers placements), so the figures inform
+// /healthz and do not decide it; /readyz decides by the store (readiness.go).
 type storeHealth struct {
 	Buffered    int64 `json:"buffered"`
 	Dropped     int64 `json:"dropped"`

@@ -229,6 +229,14 @@ func Health(r chi.Router, h http.HandlerFunc) {
 // agent (bounded, agent/sink.go), recent Prometheus remote write on a 5xx.
 const RetryAfterSeconds = 2
 
+// Ready serves h at GET and HEAD /readyz, as Health does /healthz: a role that can be
+// alive and still not do its job (the judge with its store down) answers 503 there, and
+// a load balancer or an orchestrator takes it out of service without restarting it.
+func Ready(r chi.Router, h http.HandlerFunc) {
+	r.Get("/readyz", h)
+	r.Head("/readyz", h)
+}
+
 // WriteJSON answers r with v as JSON with status; a 503 carries Retry-After
 // (RetryAfterSeconds) unless the handler set one. HTML characters are not escaped: the
 // API is not a web page. An answer that cannot be encoded (a NaN or an infinity, which

@@ -100,6 +100,7 @@ type Buffered struct {
 	empty    chan struct{}      // closed when nothing is queued or in flight; replaced when points arrive
 	closed   bool
 	counters BufferCounters
+	health   writeHealth // Health's
 
 	wake     chan struct{} // points are waiting for a writer
 	done     chan struct{} // closed by Close
@@ -271,6 +272,7 @@ func (b *Buffered) WriteOwnedAcked(points []Point, ack func()) error {
 func (b *Buffered) rejectLocked(n int) error {
 	if free := b.queue.Cap() - b.queue.Len(); n > free {
 		b.counters.Rejected += int64(n)
+		b.refusedLocked(n)
 		return fmt.Errorf("buffered store: %d points, room for %d: %w", n, free, ErrFull)
 	}
 	return nil
@@ -331,6 +333,10 @@ func (b *Buffered) pushLocked(points []Point, start bool, owner *acked) {
 	if b.idleLocked() {
 		b.empty = make(chan struct{})
 	}
+	if b.queue.Len()+b.inflight == 0 {
+		b.health.progress = time.Now() // the points' wait starts
+	}
+	b.health.refused = 0
 	for i := range points {
 		q, _ := b.queue.PushZero() // they fit: nothing is dropped
 		q.point, q.start, q.owner = points[i], start && i == 0, owner
@@ -416,6 +422,7 @@ func (b *Buffered) signalWake() {
 func (b *Buffered) settle(count int, runs []ownerRun, refused int, lost bool) {
 	var done []func()
 	b.mu.Lock()
+	b.settledLocked(lost)
 	switch {
 	case lost:
 		b.counters.Dropped += int64(count)
@@ -468,9 +475,9 @@ func (b *Buffered) signalEmpty() {
 	}
 }
 
-func (b *Buffered) failed() {
+func (b *Buffered) failed(err error) {
 	b.mu.Lock()
-	b.counters.Errors++
+	b.failedLocked(err)
 	b.mu.Unlock()
 }
 
@@ -513,7 +520,7 @@ func (b *Buffered) run() {
 				b.settle(len(batch), runs, n, false)
 				break
 			}
-			b.failed()
+			b.failed(err)
 			if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
 				b.log.Warn("dropping a batch the store refused", "points", len(batch), "err", err)
 				if errors.Is(err, ErrClosed) {

@@ -1,0 +1,72 @@
+package judge
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/backoff"
+	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/internal/testenv/estest"
+	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/judge/store/elastic"
+)
+
+// GET /readyz on the real engine: ready while it takes the judge's writes, 503
+// store_failing from the first write that fails once the engine is unreachable (while
+// /healthz stays 200), and ready again once a write succeeds after it is back.
+func TestReadyzElasticIntegration(t *testing.T) {
+	t.Parallel() // waits on services; the package runs its long tests side by side
+	cfg := estest.Config(t)
+	u, err := url.Parse(cfg.Addresses[0])
+	require.NoError(t, err)
+	proxy := testenv.StartProxy(t, u.Host, testenv.Copy)
+	cfg.Addresses = []string{"http://" + proxy.Addr()}
+	prefix := fmt.Sprintf("binlake-test-%08x-readyz-", rand.Uint32())
+	estest.CleanupPrefix(t, prefix)
+	st, err := elastic.New(elastic.Options{Config: cfg, Prefix: prefix, Logger: quiet,
+		MaxRetries: 1, Backoff: backoff.Schedule(50*time.Millisecond, 200*time.Millisecond)})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() }) // after the judge has stopped
+	base, _ := readyJudge(t, Options{Store: st, Algorithm: "leastload",
+		Buffer: store.BufferOptions{MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, CloseTimeout: 5 * time.Second}})
+	client := &http.Client{Timeout: 10 * time.Second}
+	postBatch := func() int {
+		resp, err := client.Post(base+"/v1/metrics", "application/json", bytes.NewReader(encode(t, load("wave-1", time.Now().UTC().Truncate(time.Millisecond), 10, 10))))
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	readyz := func() (int, string) {
+		resp, err := client.Get(base + "/readyz")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	require.Equal(t, http.StatusAccepted, postBatch(), "stored in the engine")
+	code, body := readyz()
+	require.Equal(t, http.StatusOK, code, body)
+
+	proxy.Down()
+	require.Equal(t, http.StatusServiceUnavailable, postBatch(), "not stored within 4 s")
+	code, body = readyz()
+	require.Equal(t, http.StatusServiceUnavailable, code, body)
+	require.Contains(t, body, `"reason":"store_failing"`)
+	code, body = get(t, base+"/healthz")
+	require.Equal(t, http.StatusOK, code, "liveness: %s", body)
+
+	require.NoError(t, proxy.Up())
+	require.Eventually(t, func() bool { code, _ := readyz(); return code == http.StatusOK }, time.Minute, 50*time.Millisecond,
+		"ready once the buffer's retry reaches the engine")
+}
