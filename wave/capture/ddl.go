@@ -33,12 +33,24 @@ func (c *Capture) ddl(ctx context.Context, h *replication.EventHeader, schema, s
 	if err := c.flush(ctx, !inGroup, 0); err != nil {
 		return err
 	}
-	c.sc.invalidate()
+	// Only the tables the statement changes are looked up again: the schema is read as
+	// the source has it now, and a capture behind the source that forgot every table at
+	// each DDL (pt-online-schema-change's triggers, gh-ost's tables) read the rows before
+	// a later change of another table's columns with that change (a TEXT column written
+	// before it became JSON sent as JSON).
+	refs, exact := c.ddlTables.tables(schema, sql)
+	if exact {
+		for _, t := range refs {
+			c.sc.forget(t.db, t.table)
+		}
+	} else {
+		c.sc.invalidate()
+	}
 	clear(c.tables)
 	c.snapDDL()
 	it := Item{TS: int64(h.Timestamp)}
 	m := rowenc.Meta{Instance: c.Inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos, Commit: !inGroup}
-	for _, t := range c.ddlTables.tables(schema, sql) {
+	for _, t := range refs {
 		subs := c.Filter.Match(t.db, t.table, rowenc.TypeDDL)
 		if len(subs) == 0 {
 			continue

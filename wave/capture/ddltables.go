@@ -3,6 +3,7 @@ package capture
 import (
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser"
@@ -27,17 +28,24 @@ type ddlParser struct{ p *parser.Parser }
 func newDDLParser() *ddlParser { return &ddlParser{p: parser.New()} }
 
 // tables returns the tables of a CREATE, ALTER, DROP, TRUNCATE or RENAME TABLE statement
-// (both names of each renamed pair: subscribers of either name learn of it) or of a
+// (both names of each renamed pair, by RENAME TABLE or ALTER TABLE … RENAME: subscribers
+// of either name learn of it), each once, or of a
 // CREATE or DROP INDEX, qualified with defaultDB when the statement does not say; none
 // for other statements (databases, views, grants).
-func (d *ddlParser) tables(defaultDB, sql string) (refs []tableRef) {
+//
+// exact says the parser read the statement: refs are then every table whose columns it
+// can change. A statement the parser rejects may change tables its head does not name
+// (ALTER ONLINE TABLE a RENAME TO b): exact is false.
+func (d *ddlParser) tables(defaultDB, sql string) (refs []tableRef, exact bool) {
 	stmts, err := d.parse(sql)
 	if err != nil {
 		if ref, ok := headTable(defaultDB, sql); ok {
-			return []tableRef{ref}
+			return []tableRef{ref}, false
 		}
-		return nil
+		return nil, reNoColumnsDDL.MatchString(sql)
 	}
+	// Each table once: a swap (RENAME TABLE a TO a_old, a_new TO a) names a twice, and
+	// its subscribers would get the same message twice.
 	add := func(n *ast.TableName) {
 		if n == nil || n.Name.O == "" {
 			return
@@ -46,7 +54,9 @@ func (d *ddlParser) tables(defaultDB, sql string) (refs []tableRef) {
 		if db == "" {
 			db = defaultDB
 		}
-		refs = append(refs, tableRef{db, n.Name.O})
+		if ref := (tableRef{db, n.Name.O}); !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
 	}
 	for _, s := range stmts {
 		switch s := s.(type) {
@@ -54,6 +64,11 @@ func (d *ddlParser) tables(defaultDB, sql string) (refs []tableRef) {
 			add(s.Table)
 		case *ast.AlterTableStmt:
 			add(s.Table)
+			for _, spec := range s.Specs { // ALTER TABLE a RENAME [TO] b: b too, as RENAME TABLE
+				if spec.Tp == ast.AlterTableRenameTable {
+					add(spec.NewTable)
+				}
+			}
 		case *ast.TruncateTableStmt:
 			add(s.Table)
 		case *ast.DropTableStmt:
@@ -73,7 +88,7 @@ func (d *ddlParser) tables(defaultDB, sql string) (refs []tableRef) {
 			add(s.Table)
 		}
 	}
-	return refs
+	return refs, true
 }
 
 // parse parses sql; a panic in the parser (a statement from the binlog must never stop
@@ -92,6 +107,11 @@ func (d *ddlParser) parse(sql string) (stmts []ast.StmtNode, err error) {
 // reDDLHead reads the table of a table DDL from the statement's head, for statements the
 // parser rejects.
 var reDDLHead = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*(?:ALTER|CREATE|DROP|TRUNCATE|RENAME)\\s+(?:(?:TEMPORARY|ONLINE|IGNORE|OR\\s+REPLACE)\\s+)*TABLE\\s+(?:IF\\s+(?:NOT\\s+)?EXISTS\\s+)?((?:`[^`]+`|[A-Za-z0-9_$]+)(?:\\s*\\.\\s*(?:`[^`]+`|[A-Za-z0-9_$]+))?)")
+
+// reNoColumnsDDL is the head of a statement the parser may reject that changes no table's
+// columns: a trigger (pt-online-schema-change's, as MariaDB logs it with its DEFINER), a
+// view, a stored routine or event, an account.
+var reNoColumnsDDL = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*(?:(?:CREATE|ALTER)\\s+(?:OR\\s+REPLACE\\s+)?(?:ALGORITHM\\s*=\\s*\\w+\\s+)?(?:DEFINER\\s*=\\s*\\S+\\s+)?(?:SQL\\s+SECURITY\\s+\\w+\\s+)?(?:AGGREGATE\\s+)?|DROP\\s+)(?:TRIGGER|VIEW|PROCEDURE|FUNCTION|EVENT|USER|ROLE)\\b")
 
 // headTable is the first table named by a table DDL's head.
 func headTable(defaultDB, sql string) (tableRef, bool) {

@@ -43,7 +43,7 @@ type schemaColumn struct {
 }
 
 // schema looks tables up on the source over a normal client connection and caches them
-// until the next DDL. Lookups are by column name where the binlog gives names, so a
+// until a DDL changes them. Lookups are by column name where the binlog gives names, so a
 // schema read after a later DDL cannot shift values between columns.
 type schema struct {
 	addr, user, password string
@@ -69,11 +69,19 @@ func (s *schema) close() {
 	}
 }
 
-// invalidate forgets every cached table: called on each DDL.
+// invalidate forgets every cached table: called on a DDL that may change tables it does
+// not name.
 func (s *schema) invalidate() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.tables)
+}
+
+// forget forgets db.table: called on a DDL that changes it.
+func (s *schema) forget(db, table string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tables, db+"."+table)
 }
 
 func (s *schema) execute(ctx context.Context, query string, args ...any) (*mysql.Result, error) {

@@ -262,3 +262,58 @@ func TestSchemaFillsWhatMinimalMetadataLacksIntegration(t *testing.T) {
 		}
 	}
 }
+
+// TestUnrelatedDDLKeepsTheCachedSchemaIntegration: a capture behind its source keeps a
+// table's cached columns through a DDL of another table. Rows of u are read while its
+// prefs is TEXT; the capture then stalls (its items not read) at the DDL of another
+// table, meanwhile a row holding JSON text is written to u and prefs becomes JSON. That
+// row was written to a TEXT column and goes out as the string it is: the capture forgot
+// every table at any DDL and read u again as the source has it now (an outside trial,
+// pt-online-schema-change's triggers and gh-ost's tables being such DDL, saw it sent as
+// a JSON object). The row after the ALTER goes out as JSON.
+func TestUnrelatedDDLKeepsTheCachedSchemaIntegration(t *testing.T) {
+	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
+	db, exec, start := tableAt(t, ctx, a, "wave_schema_lag", "(id INT PRIMARY KEY, prefs TEXT)")
+	out := make(chan Item) // unbuffered: the capture stalls at its first item not read
+	c := newTestCapture(t, a, "lag", 47201, out, []cluster.Subscription{{Name: "s", Topic: "rows", Include: []string{db + `\.t`}}}, start)
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go c.Run(cctx)
+	next := func(what string) Item {
+		t.Helper()
+		for {
+			select {
+			case it := <-out:
+				if len(it.Msgs) > 0 {
+					return it
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("no %s from the capture", what)
+			}
+		}
+	}
+	exec("INSERT INTO " + db + ".t VALUES (1, '[1]')")
+	if v := string(next("first row").Msgs[0].Value); !strings.Contains(v, `"prefs":"[1]"`) {
+		t.Fatalf("first row: %s", v)
+	}
+	// Nothing read now: the capture stalls at the CREATE's item (its boundary).
+	exec("CREATE TABLE " + db + ".unrelated (id INT)")
+	exec("INSERT INTO " + db + ".t VALUES (2, '{\"a\": 1}')")
+	exec("ALTER TABLE " + db + ".t MODIFY prefs JSON")
+	exec("INSERT INTO " + db + ".t VALUES (3, '{\"a\": 1}')")
+	if v := string(next("row 2").Msgs[0].Value); !strings.Contains(v, `"prefs":"{\"a\": 1}"`) {
+		t.Errorf("row 2, written while prefs was TEXT: %s; want prefs the string it is", v)
+	}
+	var ddl, row3 string
+	for row3 == "" {
+		v := string(next("the ALTER and row 3").Msgs[0].Value)
+		if strings.Contains(v, `"type":"ddl"`) {
+			ddl = v
+			continue
+		}
+		row3 = v
+	}
+	if ddl == "" || !strings.Contains(row3, `"prefs":{"a":1}`) {
+		t.Errorf("after the ALTER: ddl %q, row 3 %s; want the ALTER's message, then prefs as JSON", ddl, row3)
+	}
+}
