@@ -57,7 +57,6 @@ func metricValues(t *testing.T, body string, names ...string) map[string]int64 {
 // wrote, and with those it says it dropped, exactly those it accepted.
 func TestJudgeElasticOutageIntegration(t *testing.T) {
 	t.Parallel() // waits on services and processes; the package runs its long tests side by side
-	cfg := estest.Config(t)
 	outage := 30 * time.Second
 	if testing.Short() {
 		outage = 3 * time.Second
@@ -69,17 +68,7 @@ func TestJudgeElasticOutageIntegration(t *testing.T) {
 	// Room for two thirds of what the outage produces, so that some points must go.
 	capacity := int(outage/every) * perBatch * 2 / 3
 
-	u, err := url.Parse(cfg.Addresses[0])
-	require.NoError(t, err)
-	proxy := testenv.StartProxy(t, u.Host, testenv.Copy)
-	cfg.Addresses = []string{"http://" + proxy.Addr()}
-	prefix := fmt.Sprintf("binlake-test-%08x-judge-", rand.Uint32())
-	estest.CleanupPrefix(t, prefix)
-
-	st, err := elastic.New(elastic.Options{Config: cfg, Prefix: prefix, Logger: quiet,
-		MaxRetries: 1, Backoff: backoff.Schedule(50*time.Millisecond, 200*time.Millisecond)})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() }) // after the judge has stopped: cleanups run last first
+	st, proxy := proxiedElasticStore(t, "judge")
 	base, j := readyJudge(t, Options{Store: st, Algorithm: "leastload",
 		Buffer: store.BufferOptions{Capacity: capacity, MaxBatch: 500, Overflow: store.OverflowDrop, MinBackoff: 100 * time.Millisecond,
 			MaxBackoff: time.Second, CloseTimeout: 30 * time.Second}})
@@ -296,4 +285,24 @@ func (bt batchTimes) next(node string) time.Time {
 	}
 	bt[node] = ts
 	return ts
+}
+
+// proxiedElasticStore is an Elasticsearch store on the test engine, under a prefix of the
+// test's own (name in it), reached through a proxy the test can take down and bring back;
+// it retries a request once, briefly. It is closed when the test ends, after the judge
+// has stopped (cleanups run last first).
+func proxiedElasticStore(t *testing.T, name string) (*elastic.Store, *testenv.Proxy) {
+	t.Helper()
+	cfg := estest.Config(t)
+	u, err := url.Parse(cfg.Addresses[0])
+	require.NoError(t, err)
+	proxy := testenv.StartProxy(t, u.Host, testenv.Copy)
+	cfg.Addresses = []string{"http://" + proxy.Addr()}
+	prefix := fmt.Sprintf("binlake-test-%08x-%s-", rand.Uint32(), name)
+	estest.CleanupPrefix(t, prefix)
+	st, err := elastic.New(elastic.Options{Config: cfg, Prefix: prefix, Logger: quiet,
+		MaxRetries: 1, Backoff: backoff.Schedule(50*time.Millisecond, 200*time.Millisecond)})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st, proxy
 }

@@ -2,21 +2,14 @@ package judge
 
 import (
 	"bytes"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/binlake/binlake/internal/backoff"
-	"github.com/binlake/binlake/internal/testenv"
-	"github.com/binlake/binlake/internal/testenv/estest"
 	"github.com/binlake/binlake/judge/store"
-	"github.com/binlake/binlake/judge/store/elastic"
 )
 
 // GET /readyz on the real engine: ready while it takes the judge's writes, 503
@@ -24,17 +17,7 @@ import (
 // /healthz stays 200), and ready again once a write succeeds after it is back.
 func TestReadyzElasticIntegration(t *testing.T) {
 	t.Parallel() // waits on services; the package runs its long tests side by side
-	cfg := estest.Config(t)
-	u, err := url.Parse(cfg.Addresses[0])
-	require.NoError(t, err)
-	proxy := testenv.StartProxy(t, u.Host, testenv.Copy)
-	cfg.Addresses = []string{"http://" + proxy.Addr()}
-	prefix := fmt.Sprintf("binlake-test-%08x-readyz-", rand.Uint32())
-	estest.CleanupPrefix(t, prefix)
-	st, err := elastic.New(elastic.Options{Config: cfg, Prefix: prefix, Logger: quiet,
-		MaxRetries: 1, Backoff: backoff.Schedule(50*time.Millisecond, 200*time.Millisecond)})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() }) // after the judge has stopped
+	st, proxy := proxiedElasticStore(t, "readyz")
 	base, _ := readyJudge(t, Options{Store: st, Algorithm: "leastload",
 		Buffer: store.BufferOptions{MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, CloseTimeout: 5 * time.Second}})
 	client := &http.Client{Timeout: 10 * time.Second}
