@@ -287,6 +287,13 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 		// without an operator having to touch the instance.
 		return err // ErrSecretMissing, naming the variable or the file
 	}
+	// The capture reads it again before each reconnect (capture.Options.Secret): a
+	// password changed on the source and then in the file or variable is taken up at the
+	// next attempt, while this term goes on.
+	secret := func() (string, error) {
+		pw, err := w.opts.Password(inst.Source)
+		return pw.Reveal(), err
+	}
 	filter, err := cluster.NewFilter(inst.Subscriptions)
 	if err != nil {
 		return capture.Fatal(err)
@@ -397,7 +404,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 		inFlight: w.opts.Pipeline.PublishInFlight, linger: w.opts.Pipeline.PublishLinger}
 	snapshotRequests := make(chan cluster.SnapshotRequest, 1)
 	capt, err := capture.New(capture.Options{
-		Inst: inst, Password: password.Reveal(), Filter: filter, Log: log, Out: items,
+		Inst: inst, Password: password.Reveal(), Secret: secret, Filter: filter, Log: log, Out: items,
 		MaxBytes: maxBytes, MaxBytesFrom: maxBytesFrom, Partitioner: partitionerOf(busPub),
 		OnSkip:       func() { w.m.skipped.WithLabelValues(inst.ID).Inc() },
 		OnUnreadable: func() { w.m.unreadable.WithLabelValues(inst.ID).Inc() },

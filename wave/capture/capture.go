@@ -71,6 +71,12 @@ func (it *Item) Rows() int { return len(it.Msgs) + it.ExtraRows }
 type Options struct {
 	Inst     *cluster.Instance
 	Password string
+	// Secret, when set, resolves the source's password again before each binlog
+	// connection (and the schema and snapshot connections opened after it), replacing
+	// Password: a password file or variable fixed while the instance runs is used at the
+	// next reconnect, not only after the wave restarts. An error is retried like a
+	// refused connection.
+	Secret   func() (string, error)
 	Filter   *cluster.Filter
 	Log      *slog.Logger
 	Out      chan<- Item
@@ -271,6 +277,9 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 	src := c.Inst.Source
 	host, portStr, _ := net.SplitHostPort(src.Addr)
 	port, _ := strconv.ParseUint(portStr, 10, 16)
+	if err := c.resolvePassword(); err != nil {
+		return false, err
+	}
 	var owner binlogOwner // set by onConnect
 	dial := &singleDial{}
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
@@ -358,6 +367,23 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 			}
 		}
 	}
+}
+
+// resolvePassword reads the source's password again through Secret (a no-op without
+// it). The connections already open stay: they were accepted, and a KILL or a drop
+// reopens them with the new password.
+func (c *Capture) resolvePassword() error {
+	if c.Secret == nil {
+		return nil
+	}
+	pw, err := c.Secret()
+	if err != nil {
+		return err
+	}
+	c.Password = pw
+	c.sc.setPassword(pw)
+	c.snap.src.password = pw
+	return nil
 }
 
 // errNoEventYet: nextEvent waited its while without an event.

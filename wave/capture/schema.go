@@ -69,6 +69,13 @@ func (s *schema) close() {
 	}
 }
 
+// setPassword is the password of the connections opened from now on.
+func (s *schema) setPassword(pw string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.password = pw
+}
+
 // invalidate forgets every cached table: called on a DDL that may change tables it does
 // not name.
 func (s *schema) invalidate() {
