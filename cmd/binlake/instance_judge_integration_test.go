@@ -165,9 +165,29 @@ func TestInstanceAddMeasuresSourceForTheJudge(t *testing.T) {
 		t.Errorf("the reservation %+v: want orders' measured bytes/s (20 rows of 1000 bytes in 2 s at least), rows/s from the fleet's ratio, and cores", r)
 	}
 
+	// Refused before anything is measured or placed: orders again (before, add measured
+	// the source for 2 s, said it sent the rate to the judge, then failed), and another id
+	// with orders's source and server_id (before, added; the two then ended each other's
+	// binlog connection for ever), naming orders.
+	writeFile(t, filepath.Join(dir, "orders2.yaml"), "id: orders2\n"+source+subs)
+	for file, want := range map[string]string{
+		"orders.yaml":  "instance orders already exists",
+		"orders2.yaml": "instance orders2: source " + a.Addr + " with server_id 4243 is read by instance orders already",
+	} {
+		var out, errOut bytes.Buffer
+		err := runInstance(context.Background(), []string{"add", "-zk", zk, "-root", root, "-judge", srv.URL, "-f", filepath.Join(dir, file), "-measure", "2s"}, &out, &errOut)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("instance add -f %s: %v, want an error starting %q", file, err, want)
+		}
+		if said := out.String() + errOut.String(); said != "" {
+			t.Errorf("instance add -f %s, refused, said:\n%s\nwant nothing but the error (nothing measured, nothing placed)", file, said)
+		}
+	}
+
 	// A source it cannot measure (its password file is missing): said, and added anyway.
-	writeFile(t, filepath.Join(dir, "users.yaml"), strings.ReplaceAll("id: users\n"+source+subs,
-		"password_env: BINLAKE_TEST_SOURCE_PASSWORD", "password_file: "+filepath.Join(dir, "missing"))+"")
+	writeFile(t, filepath.Join(dir, "users.yaml"), strings.NewReplacer(
+		"password_env: BINLAKE_TEST_SOURCE_PASSWORD", "password_file: "+filepath.Join(dir, "missing"),
+		"server_id: 4243", "server_id: 4253").Replace("id: users\n"+source+subs))
 	out = add(filepath.Join(dir, "users.yaml"))
 	for _, want := range []string{"source binlog of " + a.Addr + " not measured (source password missing: source.password_file: read secret: open ", "the judge weighs a typical instance instead",
 		"instance users added, assigned to wave-", "(typical: no hint: the median rows/s and bytes/s of the 3 instances the waves run)"} {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,8 +95,8 @@ func TestInstanceAddConfigUsesBalancerJudge(t *testing.T) {
 	withJudge, without := filepath.Join(dir, "wave.yaml"), filepath.Join(dir, "plain.yaml")
 	writeFile(t, withJudge, coordYAML+"balancer:\n  judge: "+srv.URL+"\n")
 	writeFile(t, without, coordYAML)
-	for _, id := range []string{"orders", "users"} {
-		writeFile(t, filepath.Join(dir, id+".yaml"), "id: "+id+"\nsource:\n  addr: 127.0.0.1:3307\n  user: u\n  server_id: 4246\nsubscriptions:\n  - name: all\n    topic: "+id+".rows\n")
+	for i, id := range []string{"orders", "users"} { // each with its own server_id, which add requires
+		writeFile(t, filepath.Join(dir, id+".yaml"), "id: "+id+"\nsource:\n  addr: 127.0.0.1:3307\n  user: u\n  server_id: "+strconv.Itoa(4246+10*i)+"\nsubscriptions:\n  - name: all\n    topic: "+id+".rows\n")
 	}
 	run := func(args ...string) string {
 		t.Helper()

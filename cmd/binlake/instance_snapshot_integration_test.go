@@ -28,7 +28,7 @@ func TestInstanceSnapshotOnStoppedInstance(t *testing.T) {
 		wave.ReasonMessageTooLarge: "the instance is stopped (message_too_large), which a snapshot does not mend: the snapshot starts once it runs again",
 	} {
 		id := strings.ReplaceAll(reason, "_", "-")
-		inst := &cluster.Instance{ID: id, Source: cluster.Source{Addr: "127.0.0.1:1", User: "u", ServerID: 4248},
+		inst := &cluster.Instance{ID: id, Source: cluster.Source{Addr: "127.0.0.1:1", User: "u", ServerID: 4248 + uint32(len(id))}, // its own, which add requires
 			Subscriptions: []cluster.Subscription{{Name: "all", Topic: "snap.rows"}}}
 		if _, err := cluster.AddInstance(ctx, c, inst, "wave-x", nil); err != nil {
 			t.Fatal(err)

@@ -29,17 +29,20 @@ func (ic *instanceCmd) add() error {
 	if err := config.Load(*f.file, &inst); err != nil {
 		return err
 	}
+	// What would refuse the add (an id that exists, another instance with the source's
+	// server_id) refuses it before the source is measured or read: AddInstance checks it
+	// again, against what changed meanwhile.
+	if err := cluster.CheckAdd(ic.cctx, ic.c, &inst); err != nil {
+		return err
+	}
 	if err := requireLiveNode(ic.cctx, ic.c, ic.sub, *f.node, *f.force); err != nil {
 		return err
 	}
-	if ic.jp != nil && *f.node == "" && *f.measure > 0 && inst.Validate() == nil {
+	if ic.jp != nil && *f.node == "" && *f.measure > 0 {
 		ic.jp.expected = measureSource(ic.cctx, inst.Source, *f.measure, ic.out)
 	}
 	// Where the first capture begins is fixed now, not when a wave first connects.
-	var start string
-	if inst.Validate() == nil {
-		start = wave.ResolveStart(ic.cctx, &inst, wave.SourcePassword, time.Now())
-	}
+	start := wave.ResolveStart(ic.cctx, &inst, wave.SourcePassword, time.Now())
 	n, err := cluster.AddInstance(ic.cctx, ic.c, &inst, *f.node, ic.placer)
 	if err != nil {
 		return ic.noLiveWave(err, inst.ID)

@@ -64,6 +64,7 @@ func newFailoverRig(t *testing.T, hook func(req api.RebalanceRequest)) *failover
 	for i, node := range []string{"wave-b", "wave-b", "wave-c", "wave-c"} {
 		inst := wavetest.ValidInstance()
 		inst.ID = fmt.Sprintf("i%d", i)
+		inst.Source.ServerID += uint32(i) // each its own: AddInstance refuses a second reader with one server_id
 		if _, err := cluster.AddInstance(r.ctx, c, &inst, node, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -61,7 +61,8 @@ func contains(s []string, v string) bool {
 const StateIncomplete = "incomplete"
 
 // AddInstance stores a new instance and assigns it to node (chosen by p when node is
-// empty). It fails if the instance exists.
+// empty). It fails if the instance exists, or another reads its source with its
+// server_id (CheckAdd).
 //
 // The assignment is written before the definition: a wave that sees the definition then
 // runs it where it belongs, rather than on whichever wave wins the election for an
@@ -69,22 +70,11 @@ const StateIncomplete = "incomplete"
 // without a definition: no wave runs it (there is nothing to run), ShowInstance reports it
 // as StateIncomplete, and adding the instance again completes it.
 func AddInstance(ctx context.Context, c coord.Coordinator, inst *Instance, node string, p Placer) (string, error) {
-	if err := inst.Validate(); err != nil {
-		return "", fmt.Errorf("instance: %w", err)
+	// Check before writing anything, so that adding an existing instance cannot move it.
+	if err := CheckAdd(ctx, c, inst); err != nil {
+		return "", err
 	}
 	defKey, assignKey := InstanceKey(inst.ID), AssignKey(inst.ID)
-	// Check before writing anything, so that adding an existing instance cannot move it.
-	if _, err := undefinedVersion(ctx, c, inst.ID); err != nil {
-		return "", err
-	}
-	// An instance being removed keeps its offset until the removal ends: added now, it
-	// would resume from there rather than from its new start.
-	switch _, removing, err := readRemoval(ctx, c, inst.ID); {
-	case err != nil:
-		return "", err
-	case removing:
-		return "", fmt.Errorf("instance %s is being removed (or a removal of it stopped half-way): run binlake instance remove %s first", inst.ID, inst.ID)
-	}
 	assignVersion := coord.NoVersion
 	switch cur, err := c.Get(ctx, assignKey); {
 	case errors.Is(err, coord.ErrNotFound):

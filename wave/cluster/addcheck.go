@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/binlake/binlake/internal/coord"
+)
+
+// CheckAdd reports why inst cannot be added now: an invalid definition, an id that is
+// defined already or being removed, or another instance that reads the same source with
+// the same server_id. AddInstance checks it first; `instance add` calls it before it
+// measures the source or asks for a placement, so that an add bound to fail costs
+// nothing and says why at once.
+func CheckAdd(ctx context.Context, c coord.Coordinator, inst *Instance) error {
+	if err := inst.Validate(); err != nil {
+		return fmt.Errorf("instance: %w", err)
+	}
+	if _, err := undefinedVersion(ctx, c, inst.ID); err != nil {
+		return err
+	}
+	// An instance being removed keeps its offset until the removal ends: added now, it
+	// would resume from there rather than from its new start.
+	switch _, removing, err := readRemoval(ctx, c, inst.ID); {
+	case err != nil:
+		return err
+	case removing:
+		return fmt.Errorf("instance %s is being removed (or a removal of it stopped half-way): run binlake instance remove %s first", inst.ID, inst.ID)
+	}
+	return checkServerID(ctx, c, inst)
+}
+
+// checkServerID refuses a second reader of one source under one server_id. The source
+// lets one binlog connection per server_id: each new one ends the other's (MariaDB's
+// ERROR 4052, MySQL's 1236 "A slave with the same server_uuid/server_id"), so the two
+// instances would take turns at reconnecting, for ever, and neither capture. Sources are
+// the same when their addr is (the host's case aside): a source reached under two names
+// is not recognised, nor a real replica of the source with that server_id (the running
+// instance then reports server_id_clash). Two adds at the same moment are not fenced
+// against each other either.
+func checkServerID(ctx context.Context, c coord.Coordinator, inst *Instance) error {
+	ids, err := ListInstances(ctx, c)
+	if err != nil {
+		return fmt.Errorf("list the instances to compare server_ids: %w", err)
+	}
+	for _, id := range ids {
+		if id == inst.ID {
+			continue
+		}
+		v, err := c.Get(ctx, InstanceKey(id))
+		if errors.Is(err, coord.ErrNotFound) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return fmt.Errorf("read instance %s to compare server_ids: %w", id, err)
+		}
+		other, err := ParseInstance(v.Data)
+		if err != nil {
+			continue // no definition (an incomplete add), or one no wave can run: it takes no connection
+		}
+		if strings.EqualFold(other.Source.Addr, inst.Source.Addr) && other.Source.ServerID == inst.Source.ServerID {
+			return fmt.Errorf("instance %s: source %s with server_id %d is read by instance %s already; "+
+				"the source keeps one binlog connection per server_id, so the two would end each other's: give source.server_id a value of its own",
+				inst.ID, inst.Source.Addr, inst.Source.ServerID, other.ID)
+		}
+	}
+	return nil
+}

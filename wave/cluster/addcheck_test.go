@@ -1,0 +1,57 @@
+package cluster_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/binlake/binlake/wave/cluster"
+	"github.com/binlake/binlake/wave/internal/wavetest"
+)
+
+// TestAddRefusesAServerIDClash: AddInstance refuses, naming the instance that has them, a
+// second instance that reads the same source (the same addr, its host's case aside) with
+// the same server_id: the source keeps one binlog connection per server_id, and the two
+// would end each other's for ever. Another source, or another server_id, is fine. Before,
+// the second was added, and both flapped at 200 ms.
+func TestAddRefusesAServerIDClash(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		addr     string
+		serverID uint32
+		want     string // the error's start; "" = added
+	}{
+		{"same source, same server_id", "127.0.0.1:3306", 101, "instance users: source 127.0.0.1:3306 with server_id 101 is read by instance orders already"},
+		{"same source named in capitals", "DB.example:3306", 101, "instance users: source DB.example:3306 with server_id 101 is read by instance orders already"},
+		{"same source, another server_id", "127.0.0.1:3306", 102, ""},
+		{"another source, same server_id", "127.0.0.1:3307", 101, ""},
+	} {
+		for name, open := range wavetest.Coordinators(t) {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				c := open(t)
+				ctx := t.Context()
+				orders := wavetest.ValidInstance() // 127.0.0.1:3306, server_id 101
+				if strings.HasPrefix(tc.addr, "DB.") {
+					orders.Source.Addr = "db.example:3306"
+				}
+				if _, err := cluster.AddInstance(ctx, c, &orders, "wave-1", nil); err != nil {
+					t.Fatal(err)
+				}
+				users := wavetest.ValidInstance()
+				users.ID, users.Source.Addr, users.Source.ServerID = "users", tc.addr, tc.serverID
+				checked := cluster.CheckAdd(ctx, c, &users)
+				_, err := cluster.AddInstance(ctx, c, &users, "wave-1", nil)
+				for what, err := range map[string]error{"CheckAdd": checked, "AddInstance": err} {
+					switch {
+					case tc.want == "" && err != nil:
+						t.Errorf("%s: %v, want none", what, err)
+					case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+						t.Errorf("%s: %v, want an error starting %q", what, err, tc.want)
+					}
+				}
+				if _, err := cluster.GetInstance(ctx, c, "users"); (err == nil) != (tc.want == "") {
+					t.Errorf("users stored: %v, want stored %v", err == nil, tc.want == "")
+				}
+			})
+		}
+	}
+}
