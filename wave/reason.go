@@ -22,6 +22,7 @@ const (
 	ReasonStatementDML    = "statement_dml" // a data change logged as a statement: the source must log binlog_format=ROW
 	ReasonXAUnreadable    = "xa_unreadable" // an XA transaction whose rows were not read or could not be held
 	ReasonFenced          = "fenced"
+	ReasonServerIDClash   = "server_id_clash" // another replica (instance) reads the source with the same server_id
 	ReasonOther           = "error"
 )
 
@@ -46,6 +47,8 @@ func Reason(err error) string {
 		return ReasonXAUnreadable
 	case errors.Is(err, ErrFenced):
 		return ReasonFenced
+	case capture.IsServerIDClash(err):
+		return ReasonServerIDClash
 	case errors.As(err, &me):
 		switch me.Code {
 		case mysql.ER_ACCESS_DENIED_ERROR, mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR,

@@ -33,6 +33,11 @@ func TestReason(t *testing.T) {
 		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrXAUnreadable)), ReasonXAUnreadable},
 		{fmt.Errorf("commit: %w", ErrFenced), ReasonFenced},
 		{fmt.Errorf("%w: source.password_env names X, which is not set", ErrSecretMissing), ReasonSecretMissing},
+		// As the source ends the binlog connection of a replica whose server_id another
+		// took: MariaDB with its own code, MySQL with a purged binlog's.
+		{mysql.NewError(4052, "A slave with the same server_uuid/server_id is already connected; the first event '.' at 4, the last event read from 'binlog.000051' at 19328144"), ReasonServerIDClash},
+		{mysql.NewError(mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, "A slave with the same server_uuid/server_id as this slave has connected to the master; the first event 'binlog.000001' at 4"), ReasonServerIDClash},
+		{fmt.Errorf("%w: x", capture.ErrServerIDClash), ReasonServerIDClash},
 		{mysql.NewError(mysql.ER_NO_SUCH_TABLE, "no table"), ReasonOther},
 		{errors.New("capture ended"), ReasonOther},
 	} {

@@ -29,6 +29,25 @@ import (
 // the source (MySQL error 1236). Capture stops; it never skips ahead silently.
 var ErrBinlogPurged = errors.New("binlog position not available on the source (error 1236)")
 
+// ErrServerIDClash is the error of a binlog connection the source ended because another
+// replica connected with the same server_id: MariaDB's ERROR 4052, MySQL's ERROR 1236 "A
+// slave with the same server_uuid/server_id". Another instance on the same source with
+// the same server_id, or a real replica's. Retried, not fatal: it clears once the other
+// goes, and meanwhile each connection ends the other's (the reconnects back off).
+var ErrServerIDClash = errors.New("another replica connected to the source with this server_id: give each instance and replica of a source its own")
+
+// errSlaveSameID is MariaDB's ER_SLAVE_SAME_ID (go-mysql has no name for it).
+const errSlaveSameID = 4052
+
+// IsServerIDClash reports whether err is, or is the source's error of, a server_id clash
+// (ErrServerIDClash): MySQL's has the code of a purged binlog (1236), and only its text
+// tells them apart.
+func IsServerIDClash(err error) bool {
+	var me *mysql.MyError
+	return err != nil && (errors.Is(err, ErrServerIDClash) ||
+		(errors.As(err, &me) && me.Code == errSlaveSameID) || strings.Contains(err.Error(), "same server_uuid/server_id"))
+}
+
 // ErrMessageTooLarge is the fatal error of an instance that met a row message larger than
 // the sink accepts while on_too_large is "stop".
 var ErrMessageTooLarge = errors.New("row message larger than the sink accepts")
@@ -162,6 +181,11 @@ type Capture struct {
 	// of the encoding under way, in which they ask the bus.
 	partitions map[string]*topicPartitions
 	encodeCtx  context.Context
+
+	// runSession and now stand for session and time.Now in Run when runSession is set
+	// (reconnect_test.go).
+	runSession func(context.Context) (read bool, err error)
+	now        func() time.Time
 }
 
 // rowsBatch is a rows event read but not yet encoded, and the subscriptions it goes to.
@@ -247,15 +271,20 @@ func (c *Capture) Run(ctx context.Context) error {
 	defer c.sc.close()
 	defer c.snap.src.close()
 	bo := backoff.New(c.BackoffMin, c.BackoffMax)
+	session, now := c.session, time.Now
+	if c.runSession != nil {
+		session, now = c.runSession, c.now
+	}
 	for {
-		read, err := c.session(ctx)
+		began := now()
+		read, err := session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if IsFatal(err) {
 			return err
 		}
-		if read {
+		if read && now().Sub(began) >= c.stableSession() {
 			bo.Reset()
 		}
 		wait := bo.NextBackOff()
@@ -271,8 +300,20 @@ func (c *Capture) Run(ctx context.Context) error {
 	}
 }
 
-// session is one binlog connection. read reports whether it got any event (so the
-// backoff restarts).
+// stableSession is how long a binlog session that read events must have stayed up for
+// the reconnect backoff to start again from its first wait: the longest wait,
+// reconnect_max_backoff (10 s by default). Any event read was not enough: a source that
+// takes a session and drops it moments later (two replicas with one server_id, each
+// connection ending the other's with ERROR 4052 once the first events were read) was
+// reconnected to every 200 ms, for ever. Progress past the start position is no better
+// sign: on a busy source such a session reads a few transactions each time. Held to the
+// longest wait, a flapping session backs off as a refused one does, while one that ran
+// that long and then dropped (a source restart, a network cut) is retried in 200 ms.
+func (c *Capture) stableSession() time.Duration {
+	return max(c.BackoffMax, c.BackoffMin)
+}
+
+// session is one binlog connection. read reports whether it got any event.
 func (c *Capture) session(ctx context.Context) (read bool, err error) {
 	src := c.Inst.Source
 	host, portStr, _ := net.SplitHostPort(src.Addr)
@@ -405,9 +446,13 @@ func (c *Capture) nextEvent(ctx context.Context, streamer *replication.BinlogStr
 	return ev, err
 }
 
-// classify marks the source's "cannot serve this position" error as fatal.
+// classify marks the source's "cannot serve this position" error as fatal, and names a
+// server_id clash, which MySQL reports with the same code 1236.
 func classify(err error) error {
 	var me *mysql.MyError
+	if IsServerIDClash(err) && !errors.Is(err, ErrServerIDClash) {
+		return fmt.Errorf("%w: %w", ErrServerIDClash, err)
+	}
 	if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
 		return &fatalError{fmt.Errorf("%w: %s", ErrBinlogPurged, me.Message)}
 	}
