@@ -34,6 +34,13 @@ func (*Config) RenamedKeys() map[string]string {
 		"balancer.judge_ca_file": "balancer.tls.ca_file"}
 }
 
+// RetiredKeys answers an inline secret with where it goes instead, as every role's
+// config does (config.InlineSecret).
+func (*Config) RetiredKeys() map[string]string {
+	return map[string]string{"sink.kafka.sasl.password": config.InlineSecret("password"),
+		"coordinator.auth.password": config.InlineSecret("password"), "balancer.judge_token": config.InlineSecret("judge_token")}
+}
+
 // Sink kinds.
 const (
 	SinkKafka  = "kafka"

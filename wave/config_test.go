@@ -32,6 +32,28 @@ func TestConfigOldKeys(t *testing.T) {
 	}
 }
 
+// TestConfigInlineSecret: a secret written inline in wave.yaml is refused at its line
+// with where it goes instead, as the judge's and the agent's configs answer it, not as an
+// unknown key; the value is not repeated.
+func TestConfigInlineSecret(t *testing.T) {
+	const never = "a secret is never inline: put it in a file named by "
+	for _, tc := range []struct{ name, body, want string }{
+		{"sink.kafka.sasl.password", strings.Replace(goodConfig, "brokers: [127.0.0.1:9092]", "brokers: [127.0.0.1:9092]\n    sasl: {mechanism: plain, username: u, password: s3cret}", 1),
+			`wave.yaml:12: field "sink.kafka.sasl.password": ` + never + "password_file, or in a variable named by password_env"},
+		{"coordinator.auth.password", strings.Replace(goodConfig, "session_timeout: 4s", "session_timeout: 4s\n  auth:\n    username: u\n    password: s3cret", 1),
+			`wave.yaml:10: field "coordinator.auth.password": ` + never + "password_file, or in a variable named by password_env"},
+		{"balancer.judge_token", goodConfig + "balancer:\n  judge: http://judge:8090\n  judge_token: s3cret\n",
+			`wave.yaml:16: field "balancer.judge_token": ` + never + "judge_token_file, or in a variable named by judge_token_env"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(writeFile(t, tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // TestConfigJudgeToken: the balancer reads the judge's token from the judge's own
 // variable unless judge_token_env names another.
 func TestConfigJudgeToken(t *testing.T) {

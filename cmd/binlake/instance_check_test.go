@@ -43,6 +43,9 @@ func TestInstanceAddCheck(t *testing.T) {
 	line := 1 + bytes.Count(b[:bytes.Index(b, []byte("\n  password_env:"))+1], []byte("\n"))
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"misspelt key", "  password_env:", "  pasword_env:", "typo.yaml:" + strconv.Itoa(line) + `: unknown key "source.pasword_env" (under source: addr, user, password_env, password_file, flavor, server_id)`},
+		// As the judge's and the agent's configs answer it (it was a plain unknown key).
+		{"inline password", "  password_env: BINLAKE_ORDERS_PASSWORD", "  password: s3cret", "typo.yaml:" + strconv.Itoa(line) +
+			`: field "source.password": a secret is never inline: put it in a file named by password_file, or in a variable named by password_env`},
 		// Values at their lines too (they had none: "typo.yaml: source.flavor …").
 		{"bad value", "flavor: mysql", "flavor: postgres", "typo.yaml:" + strconv.Itoa(lineOf(b, "flavor: mysql")) + `: field "source.flavor": "postgres": want mysql or mariadb`},
 		{"unknown format", "\n    format: json", "\n    format: avro", "typo.yaml:" + strconv.Itoa(lineOf(b, "\n    format: json")+1) +

@@ -102,6 +102,13 @@ var (
 	reTopic   = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 )
 
+// RetiredKeys answers an inline source password with where it goes instead, as every
+// role's config does (config.InlineSecret): an instance file is copied, committed and
+// stored in the coordinator, where every client of it would read the password.
+func (*Instance) RetiredKeys() map[string]string {
+	return map[string]string{"source.password": config.InlineSecret("password")}
+}
+
 // Validate checks the definition and names every bad field: *config.FieldErrors, joined,
 // which `instance add --check` and add turn into the file's line of the key.
 func (in *Instance) Validate() error {
