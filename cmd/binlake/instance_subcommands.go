@@ -121,7 +121,15 @@ func (ic *instanceCmd) show() error {
 		if sp.Done {
 			state = "done"
 		}
+		if len(sp.Skipped) > 0 {
+			// A table it could not read is no row, not a success: "done, 0 rows" alone read as
+			// one for a table that is not there.
+			state += fmt.Sprintf(" (%d skipped, below)", len(sp.Skipped))
+		}
 		fmt.Fprintf(out, "snapshot  %s: %s, %d rows, started %s\n", sp.Request, state, sp.Rows, sp.StartedAt)
+		for _, s := range sp.Skipped {
+			fmt.Fprintf(out, "skipped   %s\n", s)
+		}
 	}
 	if info.LagS != nil { // wave.Lag: caught up, or how far behind
 		lag := fmt.Sprintf("%.0f s behind the source", *info.LagS)
@@ -194,6 +202,9 @@ func (ic *instanceCmd) snapshot() error {
 	var names []string
 	if *ic.f.tables != "" {
 		names = strings.Split(*ic.f.tables, ",")
+		if err := ic.checkTablesOnSource(names); err != nil {
+			return err
+		}
 	}
 	req, err := cluster.RequestSnapshot(ic.cctx, ic.c, ic.id, names)
 	if err != nil {
