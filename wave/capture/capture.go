@@ -301,16 +301,19 @@ func (c *Capture) Run(ctx context.Context) error {
 }
 
 // stableSession is how long a binlog session that read events must have stayed up for
-// the reconnect backoff to start again from its first wait: the longest wait,
-// reconnect_max_backoff (10 s by default). Any event read was not enough: a source that
+// the reconnect backoff to start again from its first wait: twice the longest wait,
+// reconnect_max_backoff (20 s by default). Any event read was not enough: a source that
 // takes a session and drops it moments later (two replicas with one server_id, each
 // connection ending the other's with ERROR 4052 once the first events were read) was
 // reconnected to every 200 ms, for ever. Progress past the start position is no better
-// sign: on a busy source such a session reads a few transactions each time. Held to the
-// longest wait, a flapping session backs off as a refused one does, while one that ran
-// that long and then dropped (a source restart, a network cut) is retried in 200 ms.
+// sign: on a busy source such a session reads a few transactions each time. The longest
+// wait alone is not enough either: in such a clash a session lasts until the other
+// replica's next attempt, up to its longest wait and its jitter (12 s), and the two would
+// take turns at resetting. Held to twice that, a flapping session backs off as a refused
+// one does, while one that ran that long and then dropped (a source restart, a network
+// cut) is retried in 200 ms.
 func (c *Capture) stableSession() time.Duration {
-	return max(c.BackoffMax, c.BackoffMin)
+	return 2 * max(c.BackoffMax, c.BackoffMin)
 }
 
 // session is one binlog connection. read reports whether it got any event.

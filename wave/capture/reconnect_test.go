@@ -36,14 +36,14 @@ func (l *waitLog) Handle(_ context.Context, r slog.Record) error {
 }
 
 // TestReconnectBackoff: Run's wait before a reconnect starts again from the first only
-// after a session that read events and stayed up as long as the longest wait. Sessions
+// after a session that read events and stayed up for twice the longest wait. Sessions
 // that read a few events and drop at once (two replicas with one server_id on a source,
 // each ending the other's connection) wait their way up to the longest wait, as a refused
 // connection does; before, any event read reset the wait, and such sessions reconnected
 // every 200 ms for ever.
 func TestReconnectBackoff(t *testing.T) {
 	const first, limit = time.Millisecond, 32 * time.Millisecond
-	short, long := 10*time.Millisecond, limit
+	short, long := 10*time.Millisecond, 2*limit
 	type session struct {
 		up   time.Duration
 		read bool
@@ -62,7 +62,8 @@ func TestReconnectBackoff(t *testing.T) {
 		min, max time.Duration
 	}{
 		{"sessions that read events and drop at once reach the longest wait", flaps(8), limit * 4 / 5, limit * 6 / 5},
-		{"a session up for the longest wait restarts the schedule", append(flaps(7), session{long, true}), first * 4 / 5, first * 6 / 5},
+		{"a session up for twice the longest wait restarts the schedule", append(flaps(7), session{long, true}), first * 4 / 5, first * 6 / 5},
+		{"one up for the longest wait, as long as a clashing replica's wait, does not", append(flaps(7), session{limit * 6 / 5, true}), limit * 4 / 5, limit * 6 / 5},
 		{"a session up as long that read nothing does not", append(flaps(7), session{long, false}), limit * 4 / 5, limit * 6 / 5},
 		{"a short session after a long one waits the first wait again, then twice as long", append(flaps(7), session{long, true}, session{short, true}), 2 * first * 4 / 5, 2 * first * 6 / 5},
 	} {
