@@ -186,6 +186,10 @@ type Capture struct {
 	// (reconnect_test.go).
 	runSession func(context.Context) (read bool, err error)
 	now        func() time.Time
+
+	// slowStarts is how many sessions in a row timed out before the source sent anything
+	// past the stream's first events (readtimeout.go).
+	slowStarts uint
 }
 
 // rowsBatch is a rows event read but not yet encoded, and the subscriptions it goes to.
@@ -338,7 +342,7 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 		ParseTime:               true,                // temporal values formatted by rowenc.EncodeRow, not fmt.Sprintf
 		RowsEventDecodeFunc:     rowenc.DecodeHeader, // rows are read by the capture (c.rows)
 		HeartbeatPeriod:         c.Heartbeat,
-		ReadTimeout:             3*c.Heartbeat + 5*time.Second,
+		ReadTimeout:             c.readTimeout(),
 		DisableRetrySync:        true, // reconnects are ours: from a transaction boundary, with backoff
 		EventCacheCount:         c.EventQueue,
 		Logger:                  goMySQLLogger(c.Log, c.Password),
@@ -374,6 +378,8 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 			return false, err // ctx ended
 		}
 	}
+	progressed := false
+	defer func() { c.sessionEnded(progressed, err) }()
 	for {
 		ev, err := c.nextEvent(ctx, streamer)
 		if errors.Is(err, errNoEventYet) {
@@ -396,6 +402,7 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 				c.OnConn()
 			}
 		}
+		progressed = progressed || !startEvent(ev)
 		c.seen = c.Lag.Saw()
 		if err := c.handle(ctx, ev); err != nil {
 			return read, err
