@@ -47,8 +47,9 @@ type ownership struct {
 	// them as gained (see poll).
 	lapsed bool
 	// answered: a position answer has been applied; before the first, a start's failed
-	// polls are no lapse worth a word in the log.
-	answered bool
+	// polls are no lapse worth a word in the log. tookOver: the first answer's partitions
+	// were taken over (the notification log and the node book read for them).
+	answered, tookOver bool
 	// onGain is told the partitions this process gained, onRelease those it lost, before
 	// their nodes are released.
 	onGain    func(ctx context.Context, gained []int)
@@ -69,6 +70,15 @@ func (o *ownership) learn(parts map[string]int) {
 
 // holding returns the node → partition map and the partitions this process holds (every
 // partition it knows of without a Positioner).
+// tookOverOnce says whether the partitions of the bus's first answer were taken over:
+// until then the alarm lists none of the alerts it will hold (a restart restores them
+// with its partitions).
+func (o *ownership) tookOverOnce() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.pos == nil || o.tookOver
+}
+
 func (o *ownership) holding() (map[string]int, []int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -188,6 +198,9 @@ func (o *ownership) poll(ctx context.Context) {
 	if len(gained) > 0 && o.onGain != nil {
 		o.onGain(ctx, gained)
 	}
+	o.mu.Lock()
+	o.tookOver = true
+	o.mu.Unlock()
 	// A stray handled since the question went out is newer than the answer. Under o.mu,
 	// so a stray's hold cannot be overtaken by this answer.
 	o.mu.Lock()

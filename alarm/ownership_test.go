@@ -271,3 +271,25 @@ func TestFirstAnswerIsNoLapse(t *testing.T) {
 	o.poll(ctx)
 	require.Contains(t, logs.String(), "the bus answers after a lapse")
 }
+
+// /healthz's taking_over: true from the start until the partitions of the bus's first
+// answer were taken over (their alerts restored); an alarm without a positioning bus
+// holds everything at once.
+func TestTakingOverUntilTheFirstAnswerIsApplied(t *testing.T) {
+	r := newRig(t, basePolicy, nil)
+	pos := &fakePositioner{}
+	gains := 0
+	var o *ownership
+	o = &ownership{pos: pos, eng: r.e, log: quiet, parts: map[string]int{}, onGain: func(context.Context, []int) {
+		gains++
+		require.False(t, o.tookOverOnce(), "while the gained partitions are restored")
+	}}
+	require.False(t, o.tookOverOnce(), "before any answer")
+	o.poll(context.Background()) // not in the group yet
+	require.False(t, o.tookOverOnce(), "after an answer that does not know")
+	pos.p = bus.Position{Known: true, Partitions: []int{0, 1}, CaughtUp: true}
+	o.poll(context.Background())
+	require.Equal(t, 1, gains)
+	require.True(t, o.tookOverOnce(), "once the first partitions were taken over")
+	require.True(t, (&ownership{}).tookOverOnce(), "no positioning bus")
+}
