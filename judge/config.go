@@ -345,7 +345,7 @@ func (c *Config) Validate() error {
 	if u := c.Status.AlarmURL; u != "" {
 		pu, err := url.Parse(u)
 		switch {
-		case err == nil && pu.User != nil:
+		case config.URLHasCredentials(u):
 			bad("status.alarm_url", "credentials in the URL are refused (they would reach the logs); the alarm's reads need none")
 			alarmURLOK = false
 		case err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "":
@@ -492,11 +492,11 @@ func (c *Config) validateElastic() error {
 	for i, a := range e.Addresses {
 		u, err := url.Parse(a)
 		switch {
+		case config.URLHasCredentials(a): // first: a malformed URL may hold a password too
+			bad(fmt.Sprintf("addresses[%d]", i), "%s: use username and password_file, or api_key_file", config.URLCredentialsRefused)
+			addrsOK = false
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			bad(fmt.Sprintf("addresses[%d]", i), "%q: want http://host:port or https://host:port", a)
-			addrsOK = false
-		case u.User != nil:
-			bad(fmt.Sprintf("addresses[%d]", i), "credentials in the URL would be logged: use username and password_file, or api_key_file")
 			addrsOK = false
 		default:
 			https = https || u.Scheme == "https"

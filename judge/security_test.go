@@ -122,3 +122,30 @@ func TestConfigElasticSecurity(t *testing.T) {
 	})
 	_ = config.Redacted
 }
+
+// No password in a value is echoed in an error (docs/design.md, "Transport security"): a
+// broker or an address pasted with its credentials is refused, naming its key and line,
+// with the password as *** and the host:port still shown.
+func TestConfigErrorsHidePasswords(t *testing.T) {
+	const es = "bus: {kind: none}\nstore:\n  kind: elastic\n  elastic:\n"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"broker", "bus:\n  kind: kafka\n  brokers: [kafka:S3cretKafka@127.0.0.1:9092]\n",
+			`judge.yaml:3: field "bus.brokers[0]": "kafka:***@127.0.0.1:9092": want host:port, without a user or password`},
+		{"broker without port", "bus:\n  kind: kafka\n  brokers: [\"kafka:S3cretKafka@127.0.0.1\"]\n",
+			`judge.yaml:3: field "bus.brokers[0]": "kafka:***@127.0.0.1": want host:port, without a user or password`},
+		{"brokers as a string", "bus:\n  kind: kafka\n  brokers: kafka:S3cretKafka@127.0.0.1:9092\n",
+			`judge.yaml:3: field "bus.brokers": string "kafka:..." where a list belongs`},
+		{"malformed es url", es + "    addresses: [\"https://u:S3cretKafka/x@127.0.0.1:9200\"]\n",
+			`judge.yaml:5: field "store.elastic.addresses[0]": credentials in the URL would be logged`},
+		{"malformed alarm url", "bus: {kind: none}\nstatus: {alarm_url: \"http://u:S3cretKafka/x@alarm:8092\"}\n",
+			`judge.yaml:2: field "status.alarm_url": credentials in the URL are refused`},
+		{"alarm url without scheme", "bus: {kind: none}\nstatus: {alarm_url: \"u:S3cretKafka@alarm:8092\"}\n",
+			`judge.yaml:2: field "status.alarm_url": "u:***@alarm:8092": want the alarm's base URL`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadYAML(t, tc.yaml)
+			require.ErrorContains(t, err, tc.want)
+			require.NotContains(t, err.Error(), "S3cretKafka")
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 )
 
 // CheckListen checks addr, an address to listen on: host:port (an empty host is every
@@ -16,6 +17,11 @@ func CheckListen(addr string) error { return checkHostPort(addr, 0) }
 func CheckDial(addr string) error { return checkHostPort(addr, 1) }
 
 func checkHostPort(addr string, minPort int) error {
+	if strings.Contains(addr, "@") {
+		// No host name has a '@': a user, and maybe a password, was pasted in. The part
+		// after ':' may be the password, so no piece of addr is quoted unredacted.
+		return fmt.Errorf("%q: want host:port, without a user or password", Redact(addr))
+	}
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		if minPort == 0 {

@@ -431,6 +431,16 @@ func typeMsg(tag, value, into string) string {
 	if value == "" {
 		return fmt.Sprintf("a %s where %s belongs%s", kind, yamlKind(into), hint)
 	}
+	// A value in the wrong place (brokers: kafka:pw@host:9092, a string for a list) is
+	// still a value: no password in it is shown. yaml shortens a long one to its first 7
+	// bytes and "...", which may have cut the '@' off a password's start (kafka:S...):
+	// a shortened value is shown up to its first ':'.
+	value = Redact(value)
+	if short, ok := strings.CutSuffix(value, "..."); ok {
+		if i := strings.IndexByte(short, ':'); i >= 0 {
+			value = short[:i+1] + "..."
+		}
+	}
 	return fmt.Sprintf("%s %q where %s belongs%s", kind, value, yamlKind(into), hint)
 }
 

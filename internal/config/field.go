@@ -27,8 +27,11 @@ func (e *FieldError) Error() string { return fmt.Sprintf("field %q: %v", e.Field
 func (e *FieldError) Unwrap() error { return e.Err }
 
 // Bad is a *FieldError about the key at field; format and args as fmt.Errorf (%w wraps).
+// Every string among args is shown through Redact: a value quoted back to the operator
+// may hold a password (kafka:pw@host:9092 where host:port belongs), and no secret is
+// ever echoed in an error. An error passed for %w must say its value redacted itself.
 func Bad(field, format string, args ...any) error {
-	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
+	return &FieldError{Field: field, Err: fmt.Errorf(format, redactArgs(args)...)}
 }
 
 // Locate names the file and the lines in err, the result of checks run on the config

@@ -1,0 +1,110 @@
+package config
+
+import (
+	"net/url"
+	"strings"
+)
+
+// URLCredentialsRefused is why a URL the suite connects to may not carry a user or a
+// password: the URL is logged at start and quoted in errors. Each refusal adds where the
+// credential goes instead ("use token_file or token_env").
+const URLCredentialsRefused = "credentials in the URL would be logged"
+
+// URLHasCredentials reports whether s, a URL, carries userinfo (user@ or user:password@).
+// A URL url.Parse refuses is judged by Redact, so that a malformed URL with a password
+// in it is refused for the password too, not only quoted (redacted) as malformed.
+func URLHasCredentials(s string) bool {
+	if u, err := url.Parse(s); err == nil {
+		return u.User != nil
+	}
+	return Redact(s) != s
+}
+
+// Redact returns s, a value about to be shown in an error or a log line, with what may
+// be a credential in it replaced by ***: the password of a user:password@ part (a
+// host:port, a go-sql-driver DSN, a URL) and the whole userinfo of a URL without one
+// (https://TOKEN@host holds a token). Everything else stays, the host and port first,
+// so that the message is as specific as before. The userinfo ends at the last '@', as
+// a password may contain '@', '/' or ':' unescaped: a '@' further on (in a query) makes
+// more than the userinfo hidden, never less. A plain user@host (an e-mail address, a
+// DSN's user) is left as it is.
+func Redact(s string) string {
+	at := strings.LastIndexByte(s, '@')
+	if at < 0 {
+		return s
+	}
+	start, isURL := 0, false
+	if i := strings.Index(s[:at], "://"); i >= 0 && isScheme(s[:i]) {
+		start, isURL = i+len("://"), true
+	}
+	user, _, hasPassword := strings.Cut(s[start:at], ":")
+	switch {
+	case hasPassword:
+		return s[:start] + user + ":" + Redacted + s[at:]
+	case isURL:
+		return s[:start] + Redacted + s[at:]
+	}
+	return s
+}
+
+// redactArgs is args with every string (and list of strings) passed through Redact, so
+// that Bad's callers quote a value with %q as they always have and no credential in it
+// is shown; errors (%w) and other values pass as they are.
+func redactArgs(args []any) []any {
+	var out []any
+	for i, a := range args {
+		var r any
+		switch v := a.(type) {
+		case string:
+			if s := Redact(v); s != v {
+				r = s
+			}
+		case []string:
+			if s := redactAll(v); s != nil {
+				r = s
+			}
+		}
+		if r == nil {
+			continue
+		}
+		if out == nil {
+			out = append([]any(nil), args...)
+		}
+		out[i] = r
+	}
+	if out == nil {
+		return args
+	}
+	return out
+}
+
+// redactAll is v redacted, or nil when nothing in it needed to be.
+func redactAll(v []string) []string {
+	var out []string
+	for i, s := range v {
+		if r := Redact(s); r != s {
+			if out == nil {
+				out = append([]string(nil), v...)
+			}
+			out[i] = r
+		}
+	}
+	return out
+}
+
+// isScheme reports whether s is a URL scheme (RFC 3986: a letter, then letters, digits,
+// '+', '-' or '.'), so that a password containing "://" is not taken for one.
+func isScheme(s string) bool {
+	if s == "" || !isLetter(s[0]) {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if !isLetter(c) && (c < '0' || c > '9') && c != '+' && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
