@@ -98,3 +98,38 @@ func TestInstanceAddCheck(t *testing.T) {
 func lineOf(b []byte, sub string) int {
 	return 1 + bytes.Count(b[:bytes.Index(b, []byte(sub))], []byte("\n"))
 }
+
+// TestInstanceAddCheckHidesPassword: a source.addr pasted with the user and password (the
+// short form, a go-sql-driver DSN, a URL) is refused naming the key, and the error shows
+// the password as *** (docs/design.md: no secret is echoed in an error).
+func TestInstanceAddCheckHidesPassword(t *testing.T) {
+	example, err := filepath.Abs("../../deploy/instance.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	for _, addr := range []string{"repl:Hunter2Pw@127.0.0.1:3306", "repl:Hunter2Pw@tcp(127.0.0.1:3306)/", "mysql://repl:Hunter2Pw@127.0.0.1:3306/"} {
+		edited := bytes.Replace(b, []byte("addr: 127.0.0.1:3306"), []byte("addr: \""+addr+"\""), 1)
+		if bytes.Equal(edited, b) {
+			t.Fatal("the example has no addr: 127.0.0.1:3306")
+		}
+		file := filepath.Join(t.TempDir(), "orders.yaml")
+		writeFile(t, file, string(edited))
+		var out, errOut bytes.Buffer
+		err := runInstance(context.Background(), []string{"add", "--check", "-f", file}, &out, &errOut)
+		shown := out.String() + errOut.String()
+		if err != nil {
+			shown += err.Error()
+		}
+		if err == nil || !strings.Contains(err.Error(), `field "source.addr": "`+strings.Replace(addr, "Hunter2Pw", "***", 1)+`": want host:port`) {
+			t.Errorf("%s: %v, want source.addr refused with the password as ***", addr, err)
+		}
+		if strings.Contains(shown, "Hunter2Pw") {
+			t.Errorf("%s: the password is shown: %s", addr, shown)
+		}
+	}
+}

@@ -118,7 +118,12 @@ func (in *Instance) Validate() error {
 		bad("id", "%q: %s", in.ID, config.IDRule)
 	}
 	s := &in.Source
-	if _, port, err := net.SplitHostPort(s.Addr); err != nil || port == "" {
+	switch _, port, err := net.SplitHostPort(s.Addr); {
+	case strings.Contains(s.Addr, "@"):
+		// A DSN or user:password@host pasted here: config.Bad shows it with the
+		// password as ***, and says where each part goes.
+		bad("source.addr", "%q: want host:port, without a user or password (they go in source.user and source.password_file or source.password_env)", s.Addr)
+	case err != nil || port == "":
 		bad("source.addr", "%q: want host:port", s.Addr)
 	}
 	if s.User == "" {

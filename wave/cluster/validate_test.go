@@ -16,6 +16,8 @@ func TestInstanceValidate(t *testing.T) {
 	}{
 		{"id", func(i *cluster.Instance) { i.ID = "a/b" }, `field "id": "a/b"`},
 		{"addr", func(i *cluster.Instance) { i.Source.Addr = "host" }, "source.addr"},
+		// It passed net.SplitHostPort (host "repl@127.0.0.1") and failed at the first dial.
+		{"addr with user", func(i *cluster.Instance) { i.Source.Addr = "repl@127.0.0.1:3306" }, `field "source.addr": "repl@127.0.0.1:3306": want host:port, without a user or password`},
 		{"user", func(i *cluster.Instance) { i.Source.User = "" }, "source.user"},
 		{"flavor", func(i *cluster.Instance) { i.Source.Flavor = "postgres" }, "source.flavor"},
 		{"server id", func(i *cluster.Instance) { i.Source.ServerID = 0 }, "source.server_id"},
