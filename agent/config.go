@@ -168,10 +168,10 @@ func (c *Config) Validate() error {
 		urlOK := false
 		if h.URL == "" {
 			bad("sink.http.url", "required when sink.kind is http (e.g. http://judge:8090/v1/metrics)")
+		} else if config.URLHasCredentials(h.URL) {
+			bad("sink.http.url", "%s: use token_file or token_env", config.URLCredentialsRefused)
 		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("sink.http.url", "%q is not an http(s) URL", redactURL(h.URL))
-		} else if u.User != nil {
-			bad("sink.http.url", "credentials in the URL would be logged: use token_file or token_env")
+			bad("sink.http.url", "%q is not an http(s) URL", h.URL)
 		} else {
 			urlOK = true
 		}

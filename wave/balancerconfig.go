@@ -49,7 +49,13 @@ func (b *BalancerConfig) Validate() error {
 	judgeOK := true
 	if b.Judge != "" {
 		u, err := url.Parse(b.Judge)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		switch {
+		case config.URLHasCredentials(b.Judge):
+			// As the agent's sink.http.url and the judge's status.alarm_url: the URL
+			// is logged at start ("wave starting … judge=").
+			bad("judge", "%s: use judge_token_file or judge_token_env", config.URLCredentialsRefused)
+			judgeOK = false
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			bad("judge", "%q: want the judge's base URL, such as http://judge:8090", b.Judge)
 			judgeOK = false
 		}

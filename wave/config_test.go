@@ -142,3 +142,19 @@ func TestConfigReportsEveryRefusedValue(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigJudgeURLCredentials: balancer.judge with a user and password is refused, as
+// the agent's sink.http.url and the judge's status.alarm_url are (the URL is logged at
+// start: "wave starting … judge=…"), naming the key and never showing the password; a
+// malformed one too.
+func TestConfigJudgeURLCredentials(t *testing.T) {
+	for _, judge := range []string{"http://admin:Hunter2J@127.0.0.1:18090", "http://admin:Hunter2J/x@127.0.0.1:18090", "https://Hunter2J@judge:8090"} {
+		_, err := Load(writeFile(t, goodConfig+"balancer:\n  judge: \""+judge+"\"\n"))
+		want := `wave.yaml:15: field "balancer.judge": credentials in the URL would be logged: use judge_token_file or judge_token_env`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", judge, err, want)
+		} else if strings.Contains(err.Error(), "Hunter2J") {
+			t.Errorf("%s: the password is shown: %v", judge, err)
+		}
+	}
+}
