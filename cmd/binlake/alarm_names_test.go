@@ -94,6 +94,19 @@ func TestAlarmCheckAsksTheJudge(t *testing.T) {
 	require.Contains(t, errOut, `watches metric "shop.checkout_errors", which is not a canonical metric or one the agents' collectors send`)
 }
 
+// A -judge URL with a user and password is refused, as the configs' URLs are: it was
+// printed in the warning of a judge that could not answer ("warning: the judge at
+// http://u:<password>@…"). The error names the flag and never shows the password.
+func TestAlarmJudgeFlagRefusesCredentials(t *testing.T) {
+	cfg := alarmConfig(t, t.TempDir())
+	pol := tempFile(t, "policies.yaml", typoPolicies)
+	for _, judge := range []string{"http://u:Hunter2AJ@127.0.0.1:1", "http://Hunter2AJ@127.0.0.1:1"} {
+		out, errOut, err := runCmd(t, "alarm", "-check", "-config", cfg, "-policies", pol, "-judge", judge)
+		require.ErrorContains(t, err, "-judge: credentials in the URL would be logged: the judge's metric names need none", judge)
+		require.NotContains(t, out+errOut+err.Error(), "Hunter2AJ")
+	}
+}
+
 // The alarm says the same in its log when it starts.
 func TestAlarmStartWarnsOfAnUnknownMetric(t *testing.T) {
 	dir := t.TempDir()

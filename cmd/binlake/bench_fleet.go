@@ -121,6 +121,9 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	o.JudgeURL, o.CAFile, o.Prefix, o.Truth = *judgeURL, *caFile, *prefix, *truth
+	if err := refuseURLCredentials("-judge", *judgeURL, "use -judge-token-file"); err != nil {
+		return fmt.Errorf("bench fleet: %w", err)
+	}
 	if *truth && !*asJSON {
 		return fmt.Errorf("bench fleet: -truth puts the true costs in the JSON report: give -json too")
 	}

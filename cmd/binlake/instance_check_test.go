@@ -133,3 +133,16 @@ func TestInstanceAddCheckHidesPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestInstanceJudgeFlagRefusesCredentials: -judge with a user and password is refused
+// naming the flag, as balancer.judge is, before the URL is printed ("the judge: …").
+func TestInstanceJudgeFlagRefusesCredentials(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := runInstance(context.Background(), []string{"rebalance", "-data", t.TempDir(), "-judge", "http://u:Hunter2IJ@127.0.0.1:1"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "instance rebalance: -judge: credentials in the URL would be logged: use -judge-token-file") {
+		t.Fatalf("err = %v, want -judge refused", err)
+	}
+	if strings.Contains(out.String()+errOut.String()+err.Error(), "Hunter2IJ") {
+		t.Errorf("the password is shown: %v\n%s%s", err, out.String(), errOut.String())
+	}
+}
