@@ -96,6 +96,10 @@ func TestLoadErrors(t *testing.T) {
 		{"broker without port", "sink:\n  kafka:\n    brokers: [kafka1]\n", []string{`agent.yaml:3: field "sink.kafka.brokers[0]": "kafka1": want host:port, e.g. kafka-1:9092`}},
 		{"http without url", "sink:\n  kind: http\n", []string{`field "sink.http.url": required`}},
 		{"http url with password", "sink:\n  kind: http\n  http:\n    url: http://u:hunter2@judge/v1/metrics\n", []string{`field "sink.http.url": credentials`}},
+		// Scrape failures name the URL: refused as the sink's is (it was accepted).
+		{"wave url with password", "collectors:\n  wave: {url: \"http://u:hunter2@127.0.0.1:8091/metrics\"}\n", []string{`agent.yaml:2: field "collectors.wave.url": credentials in the URL would be logged`}},
+		{"bad wave url with password", "collectors:\n  wave: {url: \"u:hunter2@wave:8091\"}\n", []string{`agent.yaml:2: field "collectors.wave.url": "u:***@wave:8091": want an http(s) URL`}},
+		{"broker with password", "sink:\n  kafka:\n    brokers: [\"kafka:hunter2@k1:9092\"]\n", []string{`agent.yaml:3: field "sink.kafka.brokers[0]": "kafka:***@k1:9092": want host:port, without a user or password`}},
 		{"token file missing", "sink:\n  kind: http\n  http:\n    url: http://judge/v1/metrics\n    token_file: /nonexistent/t\n", []string{`agent.yaml:5: field "sink.http.token_file": read secret: open /nonexistent/t`}},
 		{"CA file missing", "sink:\n  kind: http\n  http:\n    url: https://judge/v1/metrics\n    tls: {ca_file: /nonexistent/ca.pem}\n", []string{`field "sink.http.tls.ca_file"`, "/nonexistent/ca.pem"}},
 		{"TLS over http", "sink:\n  kind: http\n  http:\n    url: http://judge/v1/metrics\n    tls: {}\n", []string{`agent.yaml:5: field "sink.http.tls": set, but the URL is not https://`}},

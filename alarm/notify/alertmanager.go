@@ -74,7 +74,8 @@ func NewAlertmanager(o AlertmanagerOptions) (*Alertmanager, error) {
 	for _, raw := range o.URLs {
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-			return nil, fmt.Errorf("alertmanager url %q: want http:// or https://host:port, without credentials", raw)
+			// The URL refused for its credentials must not show them.
+			return nil, fmt.Errorf("alertmanager url %q: want http:// or https://host:port, without credentials", config.Redact(raw))
 		}
 		am.urls = append(am.urls, strings.TrimSuffix(u.String(), "/")+"/api/v2/alerts")
 	}

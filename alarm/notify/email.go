@@ -52,8 +52,9 @@ var _ Notifier = (*Email)(nil)
 // NewEmail checks the options and builds the channel.
 func NewEmail(o EmailOptions) (*Email, error) {
 	host, _, err := net.SplitHostPort(o.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("email addr %q: want host:port", o.Addr)
+	if err != nil || strings.Contains(o.Addr, "@") {
+		// user:password@smtp:587 pasted: shown with the password as ***.
+		return nil, fmt.Errorf("email addr %q: want host:port, without a user or password (username and password_file)", config.Redact(o.Addr))
 	}
 	if _, err := mail.ParseAddress(o.From); err != nil {
 		return nil, fmt.Errorf("email from %q: %v", o.From, err)

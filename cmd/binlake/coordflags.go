@@ -18,6 +18,12 @@ import (
 func zkCoordinator(cmd, servers, root, user, passwordFile string) (config.Coordinator, error) {
 	cc := config.Coordinator{Kind: config.CoordZK, Servers: strings.Split(servers, ","), Root: root,
 		SessionTimeout: config.Duration(10 * time.Second)}
+	for _, s := range cc.Servers {
+		if strings.Contains(s, "@") {
+			// The servers are printed (zk … root …): no user or password in them.
+			return cc, fmt.Errorf("%s: -zk %q: want host:port, without a user or password (digest auth: -zk-user and -zk-password-file)", cmd, config.Redact(s))
+		}
+	}
 	if user != "" {
 		if passwordFile == "" && os.Getenv(zkPasswordEnv) == "" {
 			return cc, fmt.Errorf("%s: -zk-user %s: give -zk-password-file or set %s", cmd, user, zkPasswordEnv)

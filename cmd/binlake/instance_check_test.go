@@ -146,3 +146,15 @@ func TestInstanceJudgeFlagRefusesCredentials(t *testing.T) {
 		t.Errorf("the password is shown: %v\n%s%s", err, out.String(), errOut.String())
 	}
 }
+
+// -zk with a user and password in a server is refused naming the flag, the password as
+// *** (the servers are printed: "zk … root …").
+func TestZKFlagRefusesCredentials(t *testing.T) {
+	_, err := zkCoordinator("instance list", "127.0.0.1:2181,zk:Hunter2Z@127.0.0.1:2182", "", "", "")
+	if err == nil || !strings.Contains(err.Error(), `instance list: -zk "zk:***@127.0.0.1:2182": want host:port, without a user or password`) {
+		t.Fatalf("err = %v, want -zk refused", err)
+	}
+	if strings.Contains(err.Error(), "Hunter2Z") {
+		t.Errorf("the password is shown: %v", err)
+	}
+}

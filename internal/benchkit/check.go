@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+
+	"github.com/binlake/binlake/internal/config"
 )
 
 // CheckBinary checks that path is an executable file to start as the role.
@@ -29,7 +31,7 @@ func CheckBrokers(brokers []string) error {
 	}
 	for _, b := range brokers {
 		if _, _, err := net.SplitHostPort(b); err != nil {
-			return fmt.Errorf("-brokers: %q is not host:port", b)
+			return fmt.Errorf("-brokers: %q is not host:port", config.Redact(b))
 		}
 	}
 	return nil

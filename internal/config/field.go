@@ -80,7 +80,10 @@ func locate(file string, root *yaml.Node, err error) error {
 			out[i], at[i] = leaf, located.Line
 		case isFieldError(leaf, &fe):
 			line := lineOf(lines, fe.Field)
-			out[i] = &Error{File: file, Line: line, Field: fe.Field, Msg: fe.Err.Error(), Err: fe.Err}
+			// Bad redacts the strings it formats, not an error wrapped with %w that
+			// quotes a value of the file: any value holding a credential is hidden here.
+			msg := redactNodeValues(root, fe.Err.Error())
+			out[i] = &Error{File: file, Line: line, Field: fe.Field, Msg: msg, Err: fe.Err}
 			at[i] = line
 		default:
 			out[i] = fmt.Errorf("%s: %w", file, leaf)

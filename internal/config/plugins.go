@@ -186,6 +186,7 @@ func validatePlugin(k, v *yaml.Node, cfg any) []string {
 // fieldError reports it, and its line: that of the plugin's key it begins with, if any.
 func pluginError(k, v *yaml.Node, msg string) (int, string) {
 	line, field := k.Line, k.Value
+	msg = redactNodeValues(v, msg)
 	if v.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(v.Content); i += 2 {
 			sub := resolve(v.Content[i])
@@ -250,4 +251,23 @@ func lineErrors(msgs ...string) error {
 		return nil
 	}
 	return &yaml.TypeError{Errors: msgs}
+}
+
+// redactNodeValues is msg with every scalar value under n that may hold a credential
+// (one Redact changes) shown redacted: a plugin's Validate words its own errors, not
+// through Bad, and may quote a value of the file as it is.
+func redactNodeValues(n *yaml.Node, msg string) string {
+	if n == nil {
+		return msg
+	}
+	if n.Kind == yaml.ScalarNode {
+		if r := Redact(n.Value); r != n.Value {
+			msg = strings.ReplaceAll(msg, n.Value, r)
+		}
+		return msg
+	}
+	for _, c := range n.Content {
+		msg = redactNodeValues(c, msg)
+	}
+	return msg
 }

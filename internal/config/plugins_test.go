@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,9 @@ func (c *alphaConfig) Validate() error {
 		return errors.New(`name "bad": want another`)
 	case "whole":
 		return errors.New("the whole plugin is wrong")
+	}
+	if strings.Contains(c.Name, "@") { // quoted as it is, as a plugin may
+		return fmt.Errorf("name %q: want no '@'", c.Name)
 	}
 	return nil
 }
@@ -161,6 +165,9 @@ func TestPlugins(t *testing.T) {
 			wantErr: []string{`p.yaml:2: field "plugins.alpha.every": invalid duration "10"`}},
 		{name: "validate names the key", in: "plugins:\n  alpha:\n    tags: []\n    name: bad\n",
 			wantErr: []string{`p.yaml:4: field "plugins.alpha.name": "bad": want another`}},
+		// A plugin's own error quoting a value with a password shows it redacted.
+		{name: "validate redacts", in: "plugins:\n  alpha:\n    name: \"u:Hunter2P@h:1\"\n",
+			wantErr: []string{`p.yaml:3: field "plugins.alpha.name": "u:***@h:1": want no '@'`}},
 		{name: "validate about the plugin", in: "plugins:\n  alpha:\n    name: whole\n",
 			wantErr: []string{`p.yaml:2: field "plugins.alpha": the whole plugin is wrong`}},
 		{name: "a disabled plugin is checked too", in: "plugins:\n  alpha: {enabled: false, name: whole}\n",

@@ -2,6 +2,9 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -84,4 +87,15 @@ func TestTypeErrorRedacts(t *testing.T) {
 	// yaml's shortened form of it: "kafka:S..." would show the password's first letter.
 	require.Equal(t, `string "kafka:..." where a list belongs`, typeMsg("str", "kafka:S...", "[]string"))
 	require.Equal(t, `string "not a li..." where a list belongs`, typeMsg("str", "not a li...", "[]string"))
+}
+
+// An error wrapped with %w is not Bad's to redact: Locate hides every value of the file
+// that holds a credential, wherever a check quoted it.
+func TestLocateRedactsWrappedValues(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "x.yaml")
+	require.NoError(t, os.WriteFile(f, []byte("sink:\n  url: \"http://u:Hunter2W@h:1\"\n"), 0o600))
+	inner := fmt.Errorf("%q: unreachable", "http://u:Hunter2W@h:1")
+	err := Locate(f, Bad("sink.url", "%w", inner))
+	require.EqualError(t, err, f+`:2: field "sink.url": "http://u:***@h:1": unreachable`)
+	require.ErrorIs(t, err, inner)
 }

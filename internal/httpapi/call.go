@@ -64,7 +64,7 @@ func Call(ctx context.Context, hc *http.Client, r Request) (Answer, error) {
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, r.Limit+1))
 	if err != nil {
-		return Answer{}, fmt.Errorf("%s %s: read the answer: %w", r.Method, r.URL, err)
+		return Answer{}, fmt.Errorf("%s %s: read the answer: %w", r.Method, req.URL.Redacted(), err)
 	}
 	a := Answer{Status: resp.StatusCode, StatusText: resp.Status, Body: data, Header: resp.Header}
 	if int64(len(data)) > r.Limit {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/benchkit"
+	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/lbplugins"
@@ -141,7 +142,7 @@ func (o *Options) validate() error {
 	case StoreElastic:
 		u, err := url.Parse(o.ES)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("bench judge: -es %q: want an http:// or https:// URL such as %s", o.ES, DefaultES)
+			return fmt.Errorf("bench judge: -es %q: want an http:// or https:// URL such as %s", config.Redact(o.ES), DefaultES)
 		}
 	default:
 		return fmt.Errorf("bench judge: -store %q: want %s or %s", o.Store, StoreSQLite, StoreElastic)

@@ -116,7 +116,7 @@ func (o *Options) setDefaults() error {
 		o.Addr = "127.0.0.1:3307"
 	}
 	if _, _, err := net.SplitHostPort(o.Addr); err != nil {
-		return fmt.Errorf("bench: source address %q: want host:port", o.Addr)
+		return fmt.Errorf("bench: source address %q: want host:port", config.Redact(o.Addr))
 	}
 	if o.User == "" {
 		o.User = "root"

@@ -136,8 +136,12 @@ func DefaultConfig() *Config {
 func (c *Config) Validate() error {
 	var errs []error
 	u, err := url.Parse(c.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("url %q: want an http(s) URL such as %s", c.URL, DefaultURL))
+	switch {
+	case config.URLHasCredentials(c.URL):
+		// Scrape failures name the URL; the wave's /metrics takes none anyway.
+		errs = append(errs, fmt.Errorf("url: %s; the wave's /metrics needs none", config.URLCredentialsRefused))
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		errs = append(errs, fmt.Errorf("url %q: want an http(s) URL such as %s", config.Redact(c.URL), DefaultURL))
 	}
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout %s: want more than 0", c.Timeout))

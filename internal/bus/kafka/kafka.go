@@ -31,6 +31,7 @@ import (
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/internal/check"
+	"github.com/binlake/binlake/internal/config"
 )
 
 // Options configures a Bus. Zero fields take the defaults named on them.
@@ -120,8 +121,10 @@ func (o *Options) setDefaults() error {
 		return errors.New("kafka bus: no brokers configured")
 	}
 	for _, b := range o.Brokers {
-		if _, _, err := net.SplitHostPort(b); err != nil {
-			return fmt.Errorf("kafka bus: broker %q is not host:port: %w", b, err)
+		if _, _, err := net.SplitHostPort(b); err != nil || strings.Contains(b, "@") {
+			// Not err: SplitHostPort's quotes the address unredacted. A '@' is a user
+			// (and maybe a password) pasted in, which the logs would show.
+			return fmt.Errorf("kafka bus: broker %q is not host:port (without a user or password)", config.Redact(b))
 		}
 	}
 	for name, v := range map[string]int64{

@@ -298,3 +298,20 @@ func TestExistingTopicMaxMessageBytesIntegration(t *testing.T) {
 		t.Fatalf("max.message.bytes after CreateTopic with a smaller limit: %d, %v; want it kept at %d", n, err, large)
 	}
 }
+
+// A broker given with a user (and password), by a flag or a caller that did not check
+// it, is refused before anything dials or logs it, its password shown as ***.
+func TestNewRefusesBrokerCredentials(t *testing.T) {
+	for _, b := range []string{"kafka:Hunter2K@127.0.0.1:9092", "kafka:Hunter2K@127.0.0.1", "Hunter2K@127.0.0.1:9092"} {
+		_, err := kafka.New(kafka.Options{Brokers: []string{b}})
+		if err == nil {
+			t.Fatalf("%s: accepted", b)
+		}
+		if !strings.Contains(err.Error(), "is not host:port (without a user or password)") {
+			t.Errorf("%s: %v", b, err)
+		}
+		if strings.Contains(err.Error(), "Hunter2K") && strings.Contains(b, ":Hunter2K") {
+			t.Errorf("%s: the password is shown: %v", b, err)
+		}
+	}
+}

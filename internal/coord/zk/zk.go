@@ -112,7 +112,7 @@ func New(ctx context.Context, opts Options) (*Coordinator, error) {
 	}
 	for _, s := range opts.Servers {
 		if strings.TrimSpace(s) == "" {
-			return nil, fmt.Errorf("zookeeper coordinator: options: empty server address in %q", opts.Servers)
+			return nil, fmt.Errorf("zookeeper coordinator: options: empty server address in %q", config.Redact(strings.Join(opts.Servers, ",")))
 		}
 	}
 	root := opts.Root
