@@ -148,7 +148,10 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Log.Validate(), c.HTTP.Validate(defaultListen, TokenEnv))
 	if u := c.HTTP.ExternalURL; u != "" {
 		// The alerts' links to the alarm are built on it.
-		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		if config.URLHasCredentials(u) {
+			// Every alert's link would carry them to its channels.
+			bad("http.external_url", "credentials in the URL are refused: every alert's link would carry them")
+		} else if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			bad("http.external_url", "%q: want an http:// or https:// URL with a host", u)
 		}
 	}

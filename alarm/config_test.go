@@ -233,6 +233,8 @@ func TestChannelAddressesHidePasswords(t *testing.T) {
 			`field "channels.mail.smtp": email addr "u:***@smtp:587": want host:port, without a user or password`},
 		{"bus: {kind: none}\nchannels:\n  mail:\n    kind: email\n    smtp: {addr: \"u:Hunter2M@smtp\", from: a@b, to: [c@d]}\n",
 			`field "channels.mail.smtp": email addr "u:***@smtp": want host:port, without a user or password`},
+		{"bus: {kind: none}\nhttp: {external_url: 'https://u:Hunter2M@alarm.example'}\nchannels: {l: {kind: log}}\n",
+			`field "http.external_url": credentials in the URL are refused`},
 	} {
 		p := filepath.Join(t.TempDir(), "alarm.yaml")
 		require.NoError(t, os.WriteFile(p, []byte(tc.yaml), 0o600))
