@@ -224,7 +224,10 @@ func New(opts Options) (*Wave, error) {
 		done:       make(chan struct{}),
 		registered: make(chan struct{}),
 	}
-	w.bal = balancer.New(balancer.Env{Coord: opts.Coord, Node: opts.Node, Log: w.log,
+	// The balancer's lines carry a component of their own, once: a logger deriving
+	// from w.log would say component=wave … component=balancer.
+	balLog := opts.Logger.With("component", "wave.balancer", "node", opts.Node)
+	w.bal = balancer.New(balancer.Env{Coord: opts.Coord, Node: opts.Node, Log: balLog,
 		PollInterval: opts.PollInterval, RetryBackoff: opts.Pipeline.RetryBackoff}, opts.Balancer, w.m.balancer)
 	return w, nil
 }

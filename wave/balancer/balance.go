@@ -55,7 +55,9 @@ type Run struct {
 type Env struct {
 	Coord coord.Coordinator
 	Node  string // the wave's name
-	Log   *slog.Logger
+	// Log carries the balancer's component (the wave gives it component=wave.balancer):
+	// the balancer adds none, as a second component key would repeat the first.
+	Log *slog.Logger
 	// PollInterval is how often a term polls for rebalance requests and reads the
 	// membership's state; RetryBackoff the pause after a failed campaign or a term that
 	// ended by itself.
@@ -95,7 +97,7 @@ type term struct {
 }
 
 func newTerm(bl *Balancer, members *cluster.Members) *term {
-	return &term{bl: bl, members: members, opts: bl.opts, mv: &mover{c: bl.Coord, opts: bl.opts, log: bl.Log.With("component", "balancer"),
+	return &term{bl: bl, members: members, opts: bl.opts, mv: &mover{c: bl.Coord, opts: bl.opts, log: bl.Log,
 		http: &http.Client{Timeout: 5 * time.Second}, now: time.Now}}
 }
 
