@@ -258,7 +258,7 @@ func TestTailSASLIntegration(t *testing.T) {
 		"-sasl-mechanism", config.SASLScramSHA512, "-sasl-user", env.ScramUser, "-from", "start", "-o", "line"}
 	var out, errOut bytes.Buffer
 	require.NoError(t, runTail(ctx, append(args, "-sasl-password-file", env.ScramPasswordFile), &out, &errOut), errOut.String())
-	require.Equal(t, `0:0 1970-01-01T00:00:00Z o insert d.t {"id":1} {"id":1} commit`+"\n", out.String())
+	require.Equal(t, topic+` 0:0 1970-01-01T00:00:00Z o insert d.t {"id":1} {"id":1} commit`+"\n", out.String())
 
 	t.Setenv(kafkaPasswordEnv, "wrong-pw-1234")
 	err = runTail(ctx, args, &out, &errOut)

@@ -43,12 +43,15 @@ SASL, or the file) from a wave's config. Otherwise -zk names the coordinator and
 the Kafka cluster, with -tls-* and -sasl-* as its listener needs. A topic that other
 instances write to as well shows this instance's rows only.
 
--o pretty: a header line (partition, offset, time, key, format) and the message indented.
+-o pretty: a header line (topic, partition, offset, time, key, format) and the message
+indented.
 -o json: one object per message (topic, partition, offset, time, key, format, message).
--o line: one line per message: partition:offset, the event's time, instance, type, table,
-primary key, the row (for an update the changed columns, before → after; for a ddl the
-statement), gtid, xid, and "commit" on the last row of a transaction, which may be on
-another partition than the transaction's other rows.
+-o line: one line per message: topic and partition:offset (binlake.rows 2:0, from Kafka
+and from a file alike, so that lines of several topics read and merge the same), the
+event's time, instance, type, table, primary key, the row (for an update the changed
+columns, before → after; for a ddl the statement), gtid, xid, and "commit" on the last
+row of a transaction, which may be on another partition than the transaction's other
+rows.
 A message that is in no format known here is shown as it is, with the reason.`
 
 // tailStdin is what -file - reads; tests replace it.
@@ -194,7 +197,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("tail: where are the messages? give -brokers (Kafka), -config wave.yaml or -file")
 	}
 
-	p := &tail.Printer{W: stdout, Mode: *output, Format: *format, Topic: *topic == "", Instance: instance}
+	p := &tail.Printer{W: stdout, Mode: *output, Format: *format, Instance: instance}
 	printed := 0
 	err = r.Read(ctx, bus.ReadOptions{Topic: *topic, Partitions: parts, From: from, Follow: *follow}, func(m bus.Message) error {
 		ok, err := p.Print(m)

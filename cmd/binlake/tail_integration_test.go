@@ -22,11 +22,13 @@ import (
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
-// tailLine is one line of `binlake tail -o line` for a row of the test's table: partition,
-// offset, type, primary key, detail and whether it carries commit.
-var tailLine = regexp.MustCompile(`^(\d+):(\d+) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (\S+) (insert|update|delete) (\S+)\.t (\{"id":\d+\}) (.+?) gtid \S+( xid \d+)?( commit)?$`)
+// tailLine is one line of `binlake tail -o line` for a row of the test's table: topic
+// (read from Kafka as from a file), partition, offset, type, primary key, detail and
+// whether it carries commit.
+var tailLine = regexp.MustCompile(`^(\S+) (\d+):(\d+) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (\S+) (insert|update|delete) (\S+)\.t (\{"id":\d+\}) (.+?) gtid \S+( xid \d+)?( commit)?$`)
 
 type tailRow struct {
+	topic             string
 	partition, offset string
 	offsetN           int64
 	instance, typ, db string
@@ -45,9 +47,9 @@ func parseTail(t *testing.T, out string) []tailRow {
 		if m == nil {
 			t.Fatalf("tail printed %q, not a row line; all of it:\n%s", l, out)
 		}
-		n, _ := strconv.ParseInt(m[2], 10, 64)
-		rows = append(rows, tailRow{partition: m[1], offset: m[2], offsetN: n, instance: m[3], typ: m[4], db: m[5], pk: m[6],
-			detail: m[7], xid: m[8] != "", commit: m[9] != ""})
+		n, _ := strconv.ParseInt(m[3], 10, 64)
+		rows = append(rows, tailRow{topic: m[1], partition: m[2], offset: m[3], offsetN: n, instance: m[4], typ: m[5], db: m[6], pk: m[7],
+			detail: m[8], xid: m[9] != "", commit: m[10] != ""})
 	}
 	return rows
 }
@@ -146,8 +148,8 @@ pipeline: {commit_interval: 200ms, poll_interval: 200ms}
 	var commits []tailRow
 	prev := tailRow{partition: "-1"}
 	for _, r := range rows {
-		if r.instance != id || r.db != db {
-			t.Errorf("row %+v: want instance %s, database %s", r, id, db)
+		if r.instance != id || r.db != db || r.topic != topic {
+			t.Errorf("row %+v: want instance %s, database %s, topic %s (Kafka's lines name it as -file's do)", r, id, db, topic)
 		}
 		// Each partition from its start, the partitions one after the other.
 		if r.partition < prev.partition || r.partition == prev.partition && r.offsetN <= prev.offsetN {
@@ -189,7 +191,7 @@ pipeline: {commit_interval: 200ms, poll_interval: 200ms}
 	// Pretty: the commit row, by -topic and -brokers this time, with its header.
 	c0 := commits[0]
 	pretty := tailOut("-topic", topic, "-brokers", brokers, "-partition", c0.partition, "-from", c0.offset, "-n", "1")
-	head := regexp.MustCompile(`^partition ` + c0.partition + ` offset ` + c0.offset + ` time \S+Z key ` + regexp.QuoteMeta(db) + `\.t:\[\d\] format json\n\{\n  "instance": "` + id + `",\n`)
+	head := regexp.MustCompile(`^topic ` + regexp.QuoteMeta(topic) + ` partition ` + c0.partition + ` offset ` + c0.offset + ` time \S+Z key ` + regexp.QuoteMeta(db) + `\.t:\[\d\] format json\n\{\n  "instance": "` + id + `",\n`)
 	if !head.MatchString(pretty) || !strings.Contains(pretty, "\n  \"commit\": true,\n") || !strings.HasSuffix(pretty, "\n}\n") {
 		t.Errorf("-o pretty printed:\n%s", pretty)
 	}

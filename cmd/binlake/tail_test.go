@@ -101,7 +101,7 @@ binlake.rows 0:2 2025-11-29T14:00:00Z local update shop.orders {"id":1} v: "a" �
 `},
 		{[]string{"-file", path, "-topic", "binlake.rows", "-from", "1", "-o", "json"}, `{"topic":"binlake.rows","partition":0,"offset":2,"key":"shop.orders:[1]","format":"json","message":{"instance":"local","database":"shop","table":"orders","type":"update","ts":1764424800,"gtid":"0-1-7","file":"","pos":0,"xid":9,"commit":true,"pk":{"id":1},"data":{"id":1,"v":"b"},"old":{"v":"a"}}}
 `},
-		{[]string{"-file", path, "-topic", "audit", "-from", "start"}, `partition 0 offset 1 key shop.orders:[1] format json
+		{[]string{"-file", path, "-topic", "audit", "-from", "start"}, `topic audit partition 0 offset 1 key shop.orders:[1] format json
 {
   "instance": "local",
   "database": "shop",
@@ -223,8 +223,9 @@ func TestTailConfigFileSink(t *testing.T) {
 	for _, tc := range []struct {
 		target, want, err string
 	}{
-		{"orders/all", "0:0 1970-01-01T00:00:00Z orders delete shop.t {\"id\":1} {\"id\":1} commit\n0:3 1970-01-01T00:00:00Z orders delete shop.t {\"id\":4} {\"id\":4} commit\n", ""},
-		{"orders/audit", "0:1 1970-01-01T00:00:00Z orders delete shop.t {\"id\":2} {\"id\":2} commit\n", ""},
+		// The topic begins each line, the instance's one topic too (as -file's several).
+		{"orders/all", "shop.rows 0:0 1970-01-01T00:00:00Z orders delete shop.t {\"id\":1} {\"id\":1} commit\nshop.rows 0:3 1970-01-01T00:00:00Z orders delete shop.t {\"id\":4} {\"id\":4} commit\n", ""},
+		{"orders/audit", "shop.audit 0:1 1970-01-01T00:00:00Z orders delete shop.t {\"id\":2} {\"id\":2} commit\n", ""},
 		{"orders", "", "tail: instance orders publishes to 2 topics: name one subscription, as orders/NAME: all (→ shop.rows), audit (→ shop.audit)"},
 		{"nosuch", "", "tail: instance nosuch: not found"},
 	} {

@@ -43,9 +43,6 @@ type Printer struct {
 	Mode string
 	// Format is Auto or the name of the format the messages are in.
 	Format string
-	// Topic shows each message's topic (in Pretty and Line; JSON always has it): for
-	// messages of several topics, such as a rows file's.
-	Topic bool
 	// Instance, when set, skips the rows of other instances, which a topic may carry
 	// too. Messages that name no instance (not decoded, or of a format without it) are
 	// printed.
@@ -90,10 +87,8 @@ func (p *Printer) appendTombstone(b []byte, m bus.Message) []byte {
 	case JSON:
 		return appendJSON(b, m, Decoded{})
 	case Line:
-		if p.Topic {
-			b = append(appendWord(b, m.Topic), ' ')
-		}
-		b = fmt.Appendf(b, "%d:%d tombstone", m.Partition, m.Offset)
+		b = appendWhere(b, m)
+		b = append(b, " tombstone"...)
 		if m.Key != nil {
 			b = append(b, " key "...)
 			b = appendWord(b, string(m.Key))
@@ -103,15 +98,11 @@ func (p *Printer) appendTombstone(b []byte, m bus.Message) []byte {
 	return append(p.appendHeader(b, m), " tombstone (no value)\n"...)
 }
 
-// appendLine: `P:OFFSET TS INSTANCE TYPE DB.TABLE PK DETAIL [gtid G] [xid N] [commit]`,
-// the detail being the row for an insert, snapshot or delete, the changed columns
-// (`col: before → after`) for an update, the statement for a ddl.
+// appendLine: `TOPIC P:OFFSET TS INSTANCE TYPE DB.TABLE PK DETAIL [gtid G] [xid N]
+// [commit]`, the detail being the row for an insert, snapshot or delete, the changed
+// columns (`col: before → after`) for an update, the statement for a ddl.
 func (p *Printer) appendLine(b []byte, m bus.Message, d Decoded) []byte {
-	if p.Topic {
-		b = appendWord(b, m.Topic)
-		b = append(b, ' ')
-	}
-	b = fmt.Appendf(b, "%d:%d ", m.Partition, m.Offset)
+	b = append(appendWhere(b, m), ' ')
 	if d.Format == "" {
 		b = append(b, "not a row message ("...)
 		b = appendText(b, d.Err.Error())
@@ -171,10 +162,10 @@ func (p *Printer) appendPretty(b []byte, m bus.Message, d Decoded) []byte {
 	return appendIndent(b, d.Doc)
 }
 
-// appendHeader appends where a message is, in -o pretty: its topic (with Topic), partition,
-// offset, time and key.
+// appendHeader appends where a message is, in -o pretty: its topic, partition, offset,
+// time and key.
 func (p *Printer) appendHeader(b []byte, m bus.Message) []byte {
-	if p.Topic {
+	if m.Topic != "" {
 		b = append(b, "topic "...)
 		b = appendWord(b, m.Topic)
 		b = append(b, ' ')
@@ -372,6 +363,17 @@ func appendGraphicJSON(b, j []byte) []byte {
 
 // appendWord appends s as it is when it is one word of printable text, else quoted:
 // names and keys cannot break a line or the terminal.
+// appendWhere appends where a message is, in -o line: `TOPIC P:OFFSET`. The topic
+// comes whatever was read (an instance's topic, -topic, a file of several): lines of
+// several topics, tails or files then read, grep and merge alike. A message without
+// one (none from a bus or a file has that) starts at its partition.
+func appendWhere(b []byte, m bus.Message) []byte {
+	if m.Topic != "" {
+		b = append(appendWord(b, m.Topic), ' ')
+	}
+	return fmt.Appendf(b, "%d:%d", m.Partition, m.Offset)
+}
+
 func appendWord(b []byte, s string) []byte {
 	if s == "" || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) || unicode.IsSpace(r) }) >= 0 || !utf8.ValidString(s) {
 		return strconv.AppendQuoteToGraphic(b, s)

@@ -44,13 +44,13 @@ func printAll(t *testing.T, p *tail.Printer, msgs []bus.Message) string {
 func TestPrintModes(t *testing.T) {
 	msgs := append(sampleMessages(t), oddMessages()...)
 	for _, tc := range []struct{ mode, want string }{
-		{tail.Line, `0:0 2025-11-29T14:00:00Z orders insert shop.orders {"id":7} {"id":7,"amount":"1.50","note":"ü <new>"} gtid 0-1-202
-0:1 2025-11-29T14:00:00Z orders update shop.orders {"id":8} amount: "2.00" → "2.50", note: "a" → "b" gtid 0-1-202
-0:2 2025-11-29T14:00:00Z orders delete shop.orders {"id":9} {"id":9,"amount":"3.00","note":null} gtid 0-1-202 xid 88 commit
-0:3 2025-11-29T14:00:01Z orders ddl shop.orders "ALTER TABLE orders\n  ADD c INT" gtid 0-1-203 commit
-1:5 not a row message (json: not a JSON object; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 7 bytes: "hello\x00\xff"
-1:6 not a row message (json: no "instance" field; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 72 bytes: {"database":"shop","table":"orders","type":"INSERT","data":[{"id":"1"}]}
-1:7 tombstone key {"id":9}
+		{tail.Line, `binlake.rows 0:0 2025-11-29T14:00:00Z orders insert shop.orders {"id":7} {"id":7,"amount":"1.50","note":"ü <new>"} gtid 0-1-202
+binlake.rows 0:1 2025-11-29T14:00:00Z orders update shop.orders {"id":8} amount: "2.00" → "2.50", note: "a" → "b" gtid 0-1-202
+binlake.rows 0:2 2025-11-29T14:00:00Z orders delete shop.orders {"id":9} {"id":9,"amount":"3.00","note":null} gtid 0-1-202 xid 88 commit
+binlake.rows 0:3 2025-11-29T14:00:01Z orders ddl shop.orders "ALTER TABLE orders\n  ADD c INT" gtid 0-1-203 commit
+x 1:5 not a row message (json: not a JSON object; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 7 bytes: "hello\x00\xff"
+x 1:6 not a row message (json: no "instance" field; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 72 bytes: {"database":"shop","table":"orders","type":"INSERT","data":[{"id":"1"}]}
+x 1:7 tombstone key {"id":9}
 `},
 		{tail.JSON, `{"topic":"binlake.rows","partition":0,"offset":0,"time":"2026-11-29T14:00:00.123Z","key":"shop.orders:[7]","format":"json","message":{"instance":"orders","database":"shop","table":"orders","type":"insert","ts":1764424800,"gtid":"0-1-202","file":"bin.000001","pos":1234,"commit":false,"pk":{"id":7},"data":{"id":7,"amount":"1.50","note":"ü <new>"}}}
 {"topic":"binlake.rows","partition":0,"offset":1,"time":"2026-11-29T14:00:00.124Z","key":"shop.orders:[8]","format":"json","message":{"instance":"orders","database":"shop","table":"orders","type":"update","ts":1764424800,"gtid":"0-1-202","file":"bin.000001","pos":1234,"commit":false,"pk":{"id":8},"data":{"id":8,"amount":"2.50","note":"b"},"old":{"amount":"2.00","note":"a"}}}
@@ -60,7 +60,7 @@ func TestPrintModes(t *testing.T) {
 {"topic":"x","partition":1,"offset":6,"error":"json: no \"instance\" field; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf","message":{"database":"shop","table":"orders","type":"INSERT","data":[{"id":"1"}]}}
 {"topic":"x","partition":1,"offset":7,"key":"{\"id\":9}","tombstone":true}
 `},
-		{tail.Pretty, `partition 0 offset 0 time 2026-11-29T14:00:00.123Z key shop.orders:[7] format json
+		{tail.Pretty, `topic binlake.rows partition 0 offset 0 time 2026-11-29T14:00:00.123Z key shop.orders:[7] format json
 {
   "instance": "orders",
   "database": "shop",
@@ -80,7 +80,7 @@ func TestPrintModes(t *testing.T) {
     "note": "ü <new>"
   }
 }
-partition 0 offset 1 time 2026-11-29T14:00:00.124Z key shop.orders:[8] format json
+topic binlake.rows partition 0 offset 1 time 2026-11-29T14:00:00.124Z key shop.orders:[8] format json
 {
   "instance": "orders",
   "database": "shop",
@@ -104,7 +104,7 @@ partition 0 offset 1 time 2026-11-29T14:00:00.124Z key shop.orders:[8] format js
     "note": "a"
   }
 }
-partition 0 offset 2 time 2026-11-29T14:00:00.125Z key shop.orders:[9] format json
+topic binlake.rows partition 0 offset 2 time 2026-11-29T14:00:00.125Z key shop.orders:[9] format json
 {
   "instance": "orders",
   "database": "shop",
@@ -125,7 +125,7 @@ partition 0 offset 2 time 2026-11-29T14:00:00.125Z key shop.orders:[9] format js
     "note": null
   }
 }
-partition 0 offset 3 time 2026-11-29T14:00:00.126Z key shop.orders format json
+topic binlake.rows partition 0 offset 3 time 2026-11-29T14:00:00.126Z key shop.orders format json
 {
   "instance": "orders",
   "database": "shop",
@@ -138,9 +138,9 @@ partition 0 offset 3 time 2026-11-29T14:00:00.126Z key shop.orders format json
   "commit": true,
   "sql": "ALTER TABLE orders\n  ADD c INT"
 }
-partition 1 offset 5 key "k\x1b" not a row message (json: not a JSON object; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 7 bytes:
+topic x partition 1 offset 5 key "k\x1b" not a row message (json: not a JSON object; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 7 bytes:
 "hello\x00\xff"
-partition 1 offset 6 not a row message (json: no "instance" field; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 72 bytes:
+topic x partition 1 offset 6 not a row message (json: no "instance" field; nor canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf), 72 bytes:
 {
   "database": "shop",
   "table": "orders",
@@ -151,7 +151,7 @@ partition 1 offset 6 not a row message (json: no "instance" field; nor canal-jso
     }
   ]
 }
-partition 1 offset 7 key {"id":9} tombstone (no value)
+topic x partition 1 offset 7 key {"id":9} tombstone (no value)
 `},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
@@ -163,14 +163,14 @@ partition 1 offset 7 key {"id":9} tombstone (no value)
 	}
 }
 
-// TestPrintTopicAndInstance: Topic names each message's topic; Instance skips the rows
-// of other instances but shows what names none.
+// TestPrintTopicAndInstance: each line names its message's topic, whatever was read;
+// Instance skips the rows of other instances but shows what names none.
 func TestPrintTopicAndInstance(t *testing.T) {
 	msgs := sampleMessages(t)[:1]
 	other := bytes.Replace(msgs[0].Value, []byte(`"instance":"orders"`), []byte(`"instance":"billing"`), 1)
 	msgs = append(msgs, bus.Message{Topic: "binlake.rows", Offset: 1, Value: other})
 	msgs = append(msgs, oddMessages()[0])
-	p := &tail.Printer{Mode: tail.Line, Format: tail.Auto, Topic: true, Instance: "orders"}
+	p := &tail.Printer{Mode: tail.Line, Format: tail.Auto, Instance: "orders"}
 	var printed []bool
 	var b bytes.Buffer
 	p.W = &b
@@ -292,7 +292,7 @@ func checkPrinted(t *testing.T, m bus.Message) {
 	t.Helper()
 	for _, mode := range []string{tail.Pretty, tail.JSON, tail.Line} {
 		var b bytes.Buffer
-		p := &tail.Printer{W: &b, Mode: mode, Format: tail.Auto, Topic: true}
+		p := &tail.Printer{W: &b, Mode: mode, Format: tail.Auto}
 		if _, err := p.Print(m); err != nil {
 			t.Fatal(err)
 		}
