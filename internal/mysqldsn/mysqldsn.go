@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/binlake/binlake/internal/config"
 )
 
 // DSN is a parsed address.
@@ -144,22 +146,10 @@ func check(s string, d DSN) error {
 	return nil
 }
 
-// Redact returns s with the password of its user part as ***, for errors and logs.
+// Redact returns s with the password of its user part as ***, for errors and logs: the
+// rule every value shown in an error follows (config.Redact).
 func Redact(s string) string {
-	s = strings.TrimSpace(s)
-	prefix := ""
-	if scheme, tail, ok := strings.Cut(s, "://"); ok && isScheme(scheme) {
-		prefix, s = scheme+"://", tail
-	}
-	at := strings.LastIndex(s, "@")
-	if at < 0 {
-		return prefix + s
-	}
-	user, _, hasPW := strings.Cut(s[:at], ":")
-	if !hasPW {
-		return prefix + s
-	}
-	return prefix + user + ":***" + s[at:]
+	return config.Redact(strings.TrimSpace(s))
 }
 
 // isScheme reports whether s is a URL scheme (RFC 3986: a letter, then letters, digits,
