@@ -194,14 +194,21 @@ if [[ $system -eq 1 ]] && ! getent group binlake >/dev/null; then
 fi
 
 # binary SRC NAME: install SRC as bindir/NAME; the one it replaces stays as NAME.prev
-# for a rollback.
+# for a rollback. SRC may be any path, NAME.prev itself included (a rollback with
+# --binary .../binlake.prev swaps the two): SRC and the current NAME are copied beside
+# NAME first, then renamed into place, so NAME is always there and nothing is lost.
 binary() {
 	local src=$1 dst=$DESTDIR$bindir/$2
-	if [[ -f $dst ]] && ! cmp -s "$src" "$dst"; then
-		cp -p "$dst" "$dst.prev"
-		say "kept the previous binary as $dst.prev"
+	if [[ ! -f $dst ]] || cmp -s "$src" "$dst"; then
+		put "$src" "$dst" 0755
+		return
 	fi
-	put "$src" "$dst" 0755
+	install -m 0755 "$src" "$dst.tmp.$$"
+	cp -p "$dst" "$dst.prev.tmp.$$"
+	mv -f "$dst.tmp.$$" "$dst"
+	mv -f "$dst.prev.tmp.$$" "$dst.prev"
+	say "installed $dst"
+	say "kept the previous binary as $dst.prev"
 }
 binary "$bin" binlake
 [[ -z $agent_bin ]] || binary "$agent_bin" binlake-agent

@@ -696,3 +696,46 @@ func TestInstallWarnsOfALeftAgent(t *testing.T) {
 		t.Errorf("the agent unit does not run the full binary:\n%s", unit)
 	}
 }
+
+// A rollback by install.sh from the kept .prev files (deploy/README.md, Rollback) swaps
+// them: the old binaries are installed and the new ones kept as .prev. Copying the
+// installed binary over .prev first made both files the new version.
+func TestInstallFromPrevSwaps(t *testing.T) {
+	path, _ := fakeTools(t)
+	dest := t.TempDir()
+	env := []string{"DESTDIR=" + dest}
+	for _, v := range []string{"v1", "v2"} {
+		if out, err := install(t, path, env, "--binary", stubBinary(t, v), "--agent-binary", stubBinary(t, "agent "+v)); err != nil {
+			t.Fatalf("install.sh %s: %v\n%s", v, err, out)
+		}
+	}
+	bin := dest + "/usr/local/bin/"
+	want := map[string]string{"binlake": "v1", "binlake.prev": "v2", "binlake-agent": "agent v1", "binlake-agent.prev": "agent v2"}
+	out, err := install(t, path, env, "--binary", bin+"binlake.prev", "--agent-binary", bin+"binlake-agent.prev")
+	if err != nil {
+		t.Fatalf("install.sh from .prev: %v\n%s", err, out)
+	}
+	check := func() {
+		t.Helper()
+		for name, v := range want {
+			b, err := os.ReadFile(bin + name)
+			if got := strings.TrimPrefix(strings.TrimSpace(string(b)), "#!/bin/sh\necho "); err != nil || got != v {
+				t.Errorf("%s holds %q (%v), want %q", name, got, err, v)
+			}
+			if info, err := os.Stat(bin + name); err != nil || info.Mode().Perm() != 0o755 {
+				t.Errorf("%s: mode %v (%v), want 0755", name, info.Mode().Perm(), err)
+			}
+		}
+		leftovers, _ := filepath.Glob(bin + "*.tmp.*")
+		if len(leftovers) > 0 {
+			t.Errorf("temporary files left: %v", leftovers)
+		}
+	}
+	check()
+	// And back again: the swap is its own inverse.
+	if out, err := install(t, path, env, "--binary", bin+"binlake.prev", "--agent-binary", bin+"binlake-agent.prev"); err != nil {
+		t.Fatalf("install.sh from .prev again: %v\n%s", err, out)
+	}
+	want = map[string]string{"binlake": "v2", "binlake.prev": "v1", "binlake-agent": "agent v2", "binlake-agent.prev": "agent v1"}
+	check()
+}
