@@ -24,7 +24,8 @@ Options (environment variables of the same name work too):
                      install this binlake-agent binary (make build-agent) for the agent
                      unit. Without it and without --binary, it is built from this
                      checkout with -tags agentonly; with --binary alone, the agent unit
-                     runs the full binlake instead
+                     keeps running an installed binlake-agent (not upgraded: a
+                     warning says so), or runs the full binlake where there is none
   --prefix DIR       PREFIX, default /usr/local: the binary goes to PREFIX/bin, the
                      dashboards, the Prometheus rules and the guide to PREFIX/share
   --destdir DIR      DESTDIR, default empty: stage everything under DIR (for a
@@ -130,7 +131,9 @@ else
 	bin=$tmp/binlake
 fi
 # The agent unit runs the slim binlake-agent (-tags agentonly: only the agent is linked,
-# ~10 MiB less RSS; BENCHMARKS.md "agent"). agent_bin empty: it runs the full binlake.
+# ~10 MiB less RSS; BENCHMARKS.md "agent"). agent_bin empty: it runs the full binlake,
+# unless keep_agent is 1: an installed binlake-agent stays, and the unit runs it.
+keep_agent=0
 if [[ -n $AGENT_BINARY ]]; then
 	[[ -f $AGENT_BINARY && -x $AGENT_BINARY ]] || die "--agent-binary $AGENT_BINARY: not an executable file"
 	"$AGENT_BINARY" agent -h >/dev/null 2>&1 || die "--agent-binary $AGENT_BINARY: '$AGENT_BINARY agent -h' fails: not a binlake"
@@ -138,14 +141,16 @@ if [[ -n $AGENT_BINARY ]]; then
 elif [[ -z $BINARY ]]; then
 	build binlake-agent -tags agentonly
 	agent_bin=$tmp/binlake-agent
+elif [[ -x $DESTDIR$bindir/binlake-agent ]]; then
+	# An upgrade that forgot --agent-binary: the agent unit keeps running the slim agent
+	# of the earlier install, at its version (an old agent's batches are read by newer
+	# consumers), rather than switching to the full binary behind the operator's back.
+	agent_bin=
+	keep_agent=1
+	say "warning: no --agent-binary: binlake-agent.service keeps running $DESTDIR$bindir/binlake-agent, which this run leaves as it was (not upgraded, no binlake-agent.prev); pass --agent-binary NEW-AGENT to upgrade it, or remove it first for the agent unit to run the full binlake"
 else
 	agent_bin=
 	say "no --agent-binary: binlake-agent.service runs the full binlake (make build-agent gives bin/binlake-agent)"
-	if [[ -f $DESTDIR$bindir/binlake-agent ]]; then
-		# An upgrade that forgot --agent-binary: the slim agent of the earlier install
-		# stays, unused and old, and no binlake-agent.prev is made.
-		say "warning: $DESTDIR$bindir/binlake-agent (an earlier install's slim agent) is left as it was and no longer run; pass --agent-binary NEW-AGENT to upgrade it instead"
-	fi
 fi
 
 # put SRC DST MODE: replace DST with SRC (atomically, via a temporary file beside it).
@@ -218,7 +223,7 @@ for role in "${ROLES[@]}"; do
 	src=$here/systemd/binlake-$role.service
 	[[ -f $src ]] || die "missing $src"
 	fallback=() # without binlake-agent the agent unit runs the full binary
-	[[ -n $agent_bin ]] || fallback=(-e "s|/usr/local/bin/binlake-agent |/usr/local/bin/binlake |g")
+	[[ -n $agent_bin || $keep_agent -eq 1 ]] || fallback=(-e "s|/usr/local/bin/binlake-agent |/usr/local/bin/binlake |g")
 	sed "${fallback[@]}" -e "s|/usr/local/bin/binlake|$bindir/binlake|g" -e "s|/etc/binlake/|$confdir/|g" "$src" >"$tmp/binlake-$role.service"
 	put "$tmp/binlake-$role.service" "$DESTDIR$UNITDIR/binlake-$role.service" 0644
 done

@@ -405,7 +405,20 @@ func TestInstallIdempotent(t *testing.T) {
 		t.Errorf("agent unit ExecStart = %q, want %q", k["Service.ExecStart"], agentExec)
 	}
 
-	// --binary alone: the agent unit is rewritten to the full binary, binlake-agent is left.
+	// --binary alone: the agent unit keeps running the installed binlake-agent, left as it was.
+	out = runAgent(v2, "")
+	if k := unitKeys(t, unit); !slices.Equal(k["Service.ExecStart"], []string{agentExec}) {
+		t.Errorf("--binary alone: agent unit ExecStart = %q, want %q", k["Service.ExecStart"], agentExec)
+	}
+	if strings.Contains(out, "installed "+dest+"/etc/systemd/system/binlake-agent.service") || !strings.Contains(out, "keeps running") {
+		t.Errorf("--binary alone: the agent unit was rewritten, or not said:\n%s", out)
+	}
+	sameFile(t, a2, dest+"/usr/local/bin/binlake-agent")
+	sameFile(t, a1, dest+"/usr/local/bin/binlake-agent.prev")
+	// Without a binlake-agent installed, --binary alone points the unit at the full binary.
+	if err := os.Remove(dest + "/usr/local/bin/binlake-agent"); err != nil {
+		t.Fatal(err)
+	}
 	out = runAgent(v2, "")
 	fullExec := "/usr/local/bin/binlake agent --config /etc/binlake/agent.yaml"
 	if k := unitKeys(t, unit); !slices.Equal(k["Service.ExecStart"], []string{fullExec}) {
@@ -414,7 +427,6 @@ func TestInstallIdempotent(t *testing.T) {
 	if !strings.Contains(out, "installed "+dest+"/etc/systemd/system/binlake-agent.service") || !strings.Contains(out, "runs the full binlake") {
 		t.Errorf("fallback output does not report the rewritten agent unit:\n%s", out)
 	}
-	sameFile(t, a2, dest+"/usr/local/bin/binlake-agent")
 	// And back: --agent-binary points the unit at binlake-agent again.
 	runAgent(v2, a2)
 	if k := unitKeys(t, unit); !slices.Equal(k["Service.ExecStart"], []string{agentExec}) {
@@ -674,10 +686,11 @@ func TestInstallSystem(t *testing.T) {
 	}
 }
 
-// An upgrade with --binary alone over an install with the slim agent says that the old
-// binlake-agent stays unused (the agent unit now runs the full binary), since the guide's
-// rollback would look for a binlake-agent.prev that is not made.
-func TestInstallWarnsOfALeftAgent(t *testing.T) {
+// An upgrade with --binary alone over an install with the slim agent (the guide's
+// judge-machine step on a host that also runs an agent) keeps the agent unit on
+// binlake-agent and says it was not upgraded: it used to switch the unit to the full
+// binary, leaving no binlake-agent.prev for the guide's rollback.
+func TestInstallKeepsAnInstalledAgent(t *testing.T) {
 	path, _ := fakeTools(t)
 	dest := t.TempDir()
 	env := []string{"DESTDIR=" + dest}
@@ -688,12 +701,12 @@ func TestInstallWarnsOfALeftAgent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("install.sh: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "binlake-agent (an earlier install's slim agent) is left as it was and no longer run") {
-		t.Errorf("no warning of the slim agent left:\n%s", out)
+	if !strings.Contains(out, "binlake-agent.service keeps running "+dest+"/usr/local/bin/binlake-agent, which this run leaves as it was") {
+		t.Errorf("no warning of the slim agent kept:\n%s", out)
 	}
 	unit, _ := os.ReadFile(dest + "/etc/systemd/system/binlake-agent.service")
-	if !strings.Contains(string(unit), "/usr/local/bin/binlake agent") {
-		t.Errorf("the agent unit does not run the full binary:\n%s", unit)
+	if !strings.Contains(string(unit), "ExecStart=/usr/local/bin/binlake-agent agent") {
+		t.Errorf("the agent unit does not run binlake-agent:\n%s", unit)
 	}
 }
 
