@@ -59,6 +59,9 @@ type Options struct {
 	Config Config
 	// ConfigFile is only logged.
 	ConfigFile string
+	// Version is logged in the "agent starting" line, as the other roles log theirs
+	// (buildinfo.String() from the command); empty leaves it out.
+	Version string
 	// Sink receives the batches. Required; the agent closes it.
 	Sink   Sink
 	Logger *slog.Logger
@@ -171,8 +174,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		names[i] = c.Name()
 	}
 	cfg := a.opts.Config
-	a.log.Info("agent starting", "config", a.opts.ConfigFile, "node", cfg.Node, "interval", cfg.Interval.D(),
-		"collectors", names, "sink", a.opts.Sink.String(), "buffer", cfg.Buffer, "metrics", cfg.HTTP.Listen)
+	var version []any
+	if a.opts.Version != "" {
+		version = []any{"version", a.opts.Version}
+	}
+	a.log.Info("agent starting", append(version, "config", a.opts.ConfigFile, "node", cfg.Node, "interval", cfg.Interval.D(),
+		"collectors", names, "sink", a.opts.Sink.String(), "buffer", cfg.Buffer, "metrics", cfg.HTTP.Listen)...)
 
 	// The metrics endpoint and the collection run as one group: if serving fails, the
 	// agent stops (draining what it collected) and says why, instead of running on

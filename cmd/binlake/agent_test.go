@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/binlake/binlake/internal/buildinfo"
 	"github.com/binlake/binlake/internal/metric"
 )
 
@@ -85,7 +86,7 @@ func TestAgentCommandHTTP(t *testing.T) {
 	if got[0].Node != "override-node" || auth != "Bearer tok-123" {
 		t.Fatalf("node %q auth %q", got[0].Node, auth)
 	}
-	for _, want := range []string{"agent starting", "config=" + path, "node=override-node", "collectors=[host]", "sink=\"http " + judge.URL} {
+	for _, want := range []string{"agent starting", "version=" + buildinfo.String() + " ", "config=" + path, "node=override-node", "collectors=[host]", "sink=\"http " + judge.URL} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("start log lacks %q:\n%s", want, logs.String())
 		}
