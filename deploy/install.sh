@@ -31,7 +31,9 @@ Options (environment variables of the same name work too):
   --destdir DIR      DESTDIR, default empty: stage everything under DIR (for a
                      package). Nothing outside DIR is touched: no user is created,
                      no ownership changed, systemctl is not run. The paths it
-                     reports are the files it wrote, DIR included.
+                     reports are the files it wrote, DIR included. It ends with the
+                     chown a package's post-install must run (the configs to
+                     group binlake)
   --sysconfdir DIR   SYSCONFDIR, default /etc: configs go to SYSCONFDIR/binlake
   --unitdir DIR      UNITDIR, default /etc/systemd/system (packages: /usr/lib/systemd/system)
   --no-user          do not create the binlake system user
@@ -186,7 +188,9 @@ config() {
 	if [[ $system -eq 1 && -n $wrote ]]; then
 		chown root:binlake "$wrote"
 	fi
+	staged_configs+=("${dst#"$DESTDIR"}")
 }
+staged_configs=() # the configs' paths on the target machine, for a package's post-install
 
 if [[ $system -eq 1 && $CREATE_USER -eq 1 ]] && ! getent passwd binlake >/dev/null; then
 	getent group binlake >/dev/null || groupadd --system binlake
@@ -273,4 +277,10 @@ if [[ $system -eq 1 ]]; then
 		say "systemd is not running here: no daemon-reload"
 	fi
 	say "next: edit $confdir/<role>.yaml, then systemctl enable --now binlake-<role>"
+else
+	# A live install gives the config folder and the configs it writes to group binlake
+	# (0750, 0640) so that the units, which run as binlake, can read them; a stage
+	# changes no ownership, so the package must, or no role starts.
+	say "staged under $DESTDIR: the files belong to whoever ran this; a package must give the configs to group binlake, once the user exists (its post-install, or its file list):"
+	say "  chown root:binlake $confdir ${staged_configs[*]}"
 fi

@@ -752,3 +752,33 @@ func TestInstallFromPrevSwaps(t *testing.T) {
 	want = map[string]string{"binlake": "v2", "binlake.prev": "v1", "binlake-agent": "agent v2", "binlake-agent.prev": "agent v1"}
 	check()
 }
+
+// A staged install changes no ownership, so install.sh prints the chown a package's
+// post-install must run for the units (user binlake) to read their configs, and the
+// guide's packager paragraph shows that line as printed for the default layout.
+func TestInstallStagePrintsPostInstall(t *testing.T) {
+	path, _ := fakeTools(t)
+	dest := t.TempDir()
+	out, err := install(t, path, []string{"DESTDIR=" + dest}, "--binary", stubBinary(t, "v1"), "--agent-binary", stubBinary(t, "agent v1"), "--prefix", "/usr")
+	if err != nil {
+		t.Fatalf("install.sh: %v\n%s", err, out)
+	}
+	want := "chown root:binlake /etc/binlake"
+	for _, n := range configNames(t) {
+		want += " /etc/binlake/" + n + ".yaml"
+	}
+	line := "install.sh:   " + want
+	if !strings.Contains(out, line+"\n") {
+		t.Errorf("a staged install does not print %q:\n%s", line, out)
+	}
+	guide, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(guide), "\n"+line+"\n") {
+		t.Errorf("README.md's packager paragraph does not show %q", line)
+	}
+	if info, err := os.Stat(dest + "/etc/binlake"); err != nil || info.Mode().Perm() != 0o750 {
+		t.Errorf("staged /etc/binlake: %v %v, want 0750", info.Mode().Perm(), err)
+	}
+}
