@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/binlake/binlake/internal/testenv"
 )
 
 // built holds binlake and binlake-agent (-tags agentonly), built once per test process
@@ -478,5 +480,41 @@ func TestAgentBinaryNamesItself(t *testing.T) {
 		if strings.Contains(strings.ReplaceAll(res.stderr, "binlake-agent", ""), "binlake ") {
 			t.Errorf("binlake-agent %s names binlake:\n%s", strings.Join(tc.args, " "), res.stderr)
 		}
+	}
+}
+
+// TestGuideCheckSample: the --check output the guide shows (deploy/README.md, Install) is
+// what --check prints for the installed judge.yaml with those two values broken, line
+// numbers included (it said 147 for placement.algorithm, at 151 in the file).
+func TestGuideCheckSample(t *testing.T) {
+	full, _ := binaries(t)
+	var sample string
+	for _, b := range testenv.FencedBlocks(t, "README.md", "## Install", "text") {
+		if strings.HasPrefix(b, "binlake: /etc/binlake/judge.yaml:") {
+			sample = b
+		}
+	}
+	if sample == "" {
+		t.Fatal("README.md, Install: no text block of judge --check output")
+	}
+	src, err := os.ReadFile(installedFrom("judge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	for _, e := range []guideEdit{{"\n  retention: 0s ", "\n  retention: -720h "}, {"\n  algorithm: random\n", "\n  algorithm: roundrobin\n"}} {
+		if strings.Count(s, e.old) != 1 {
+			t.Fatalf("judge.yaml holds %q %d times, want once", e.old, strings.Count(s, e.old))
+		}
+		s = strings.Replace(s, e.old, e.new, 1)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "judge.yaml")
+	if err := os.WriteFile(cfg, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := runIn(t, dir, full, "judge", "--check", "--config", cfg)
+	if got := strings.ReplaceAll(res.stderr, cfg, "/etc/binlake/judge.yaml"); res.code != 1 || got != sample {
+		t.Errorf("--check prints (exit %d):\n%s\nthe guide shows:\n%s", res.code, got, sample)
 	}
 }
