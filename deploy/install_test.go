@@ -781,4 +781,14 @@ func TestInstallStagePrintsPostInstall(t *testing.T) {
 	if info, err := os.Stat(dest + "/etc/binlake"); err != nil || info.Mode().Perm() != 0o750 {
 		t.Errorf("staged /etc/binlake: %v %v, want 0750", info.Mode().Perm(), err)
 	}
+	// Under --prefix /usr no config or example points at /usr/local (wave.yaml named
+	// /usr/local/share/binlake/examples/instance.example.yaml).
+	for _, dir := range []string{"/etc/binlake", "/usr/share/binlake/examples"} {
+		for f := range tree(t, dest+dir) {
+			b, _ := os.ReadFile(dest + dir + f)
+			if i := strings.Index(string(b), "/usr/local"); i >= 0 {
+				t.Errorf("%s%s names /usr/local under --prefix /usr: %q", dir, f, lineOf(string(b), "/usr/local"))
+			}
+		}
+	}
 }
