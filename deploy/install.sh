@@ -13,7 +13,7 @@ Usage: deploy/install.sh [options]
 
 Installs the binlake binary, the slim binlake-agent binary, the systemd units of the wave, agent, alarm and judge
 roles, one config per role (deploy/<role>.yaml where there is one, the alarm's starter
-configs, else deploy/<role>.example.yaml), the dashboards and the guide. Safe to run again: units and the binaries are replaced (the previous ones stay
+configs, else deploy/<role>.example.yaml), the dashboards and the guide. Safe to run again: units and the binaries are replaced (the previous binaries, not the units, stay
 as <binary>.prev), a config that exists is
 kept, and when the shipped example differs it is written beside it as <config>.new.
 
