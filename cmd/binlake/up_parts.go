@@ -157,7 +157,7 @@ func (s *suite) startAgent(collectors []collector.Collector) error {
 	acfg.Node, acfg.Interval, acfg.HTTP.Listen = o.Node, config.Duration(o.AgentInterval), o.AgentMetrics
 	agentReady := make(chan string, 1)
 	ag, err := agent.New(agent.Options{
-		Config: acfg, ConfigFile: "(binlake up)", Collectors: collectors, Logger: o.Logger,
+		Config: acfg, ConfigFile: "(binlake up)", Version: buildinfo.String(), Collectors: collectors, Logger: o.Logger,
 		Sink:  agent.NewBusSink(s.deps.bus, agent.BusSinkOptions{Topic: metric.Topic, Partitions: 1, Endpoint: "in-process bus"}),
 		Ready: readyTo(agentReady),
 	})
