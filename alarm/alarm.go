@@ -84,17 +84,19 @@ type Options struct {
 
 // Alarm is one alarm process.
 type Alarm struct {
-	o        Options
-	log      *slog.Logger
-	eng      *Engine
-	disp     *notify.Dispatcher
-	silences *Silences
-	reg      *prometheus.Registry
-	m        *metrics
-	handler  http.Handler
-	errs     *httpapi.Errors
-	own      *ownership // nil without a subscriber
-	book     *nodeBook
+	o   Options
+	log *slog.Logger
+	// decodeWarns throttles the warnings of batches that cannot be decoded.
+	decodeWarns logging.Throttle
+	eng         *Engine
+	disp        *notify.Dispatcher
+	silences    *Silences
+	reg         *prometheus.Registry
+	m           *metrics
+	handler     http.Handler
+	errs        *httpapi.Errors
+	own         *ownership // nil without a subscriber
+	book        *nodeBook
 	// decoders are idle metric decoders, one per goroutine decoding at once (the bus
 	// delivers partitions concurrently); each remembers the names and label sets of the
 	// batches it decoded. A channel rather than a sync.Pool: a pool drops them at each GC.
@@ -140,7 +142,8 @@ func New(o Options) (*Alarm, error) {
 			}
 		}
 	}
-	a := &Alarm{o: o, log: o.Logger.With("component", "alarm"), decoders: make(chan *batchDecoder, 2*runtime.GOMAXPROCS(0))}
+	a := &Alarm{o: o, log: o.Logger.With("component", "alarm"), decoders: make(chan *batchDecoder, 2*runtime.GOMAXPROCS(0)),
+		decodeWarns: logging.Throttle{Every: time.Minute}}
 	a.reg = o.Registry
 	if a.reg == nil {
 		a.reg = promreg.New()
@@ -243,7 +246,12 @@ func (a *Alarm) observeRaw(data []byte, ack func()) error {
 			ack()
 		}
 		a.m.decodeErrors.Inc()
-		a.log.Debug("skipping undecodable batch", "err", err)
+		// Nobody else learns of it: a warning once a minute while they keep coming (agents
+		// of a newer version during an upgrade, a stranger's producer).
+		if ok, held := a.decodeWarns.Allow("decode", time.Now()); ok {
+			a.log.Warn("skipping a metric batch that cannot be decoded or validated (binlake_alarm_decode_errors_total counts them)",
+				"err", err, "skipped_since_last_warning", held)
+		}
 		return fmt.Errorf("bad metric batch: %w", err)
 	}
 	a.m.batches.Inc()

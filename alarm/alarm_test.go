@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/testenv"
 )
 
 // receiver is an httptest webhook receiver that decodes Alertmanager payloads.
@@ -288,4 +290,18 @@ func TestFirstRefreshSoonAfterTheStart(t *testing.T) {
 	rec.mu.Lock()
 	require.Equal(t, 1, rec.refreshed[0], "the firing alert")
 	rec.mu.Unlock()
+}
+
+// A batch that cannot be decoded is warned of (nobody else learns of it): once a minute
+// while they keep coming, naming the error.
+func TestUndecodableBatchesAreWarnedOf(t *testing.T) {
+	var logs testenv.SyncBuffer
+	a, err := New(Options{Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"c": notify.Log{L: quiet}},
+		Coordinator: openCoord(t, t.TempDir()), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	for range 3 {
+		require.Error(t, a.ObserveRaw([]byte(`{"node":"wave-1","ts":"soon"}`)))
+	}
+	require.Equal(t, 1, strings.Count(logs.String(), `level=WARN msg="skipping a metric batch`), logs.String())
+	require.Contains(t, logs.String(), "is not an RFC 3339 timestamp")
 }

@@ -123,6 +123,8 @@ type Judge struct {
 	o   Options
 	log *slog.Logger
 	now func() time.Time
+	// decodeWarns throttles the warnings of batches from the bus that cannot be decoded.
+	decodeWarns logging.Throttle
 	// wallClock: the judge runs on time.Now (Options.Now unset), and keeps the load
 	// model's fits warm in the background (warmLoop).
 	wallClock bool
@@ -174,7 +176,8 @@ func New(o Options) (*Judge, error) {
 		return nil, fmt.Errorf("judge: %w", err)
 	}
 	o.Rebalance = &rb
-	j := &Judge{o: o, log: o.Logger.With("component", "judge"), now: o.Now, wallClock: wallClock}
+	j := &Judge{o: o, log: o.Logger.With("component", "judge"), now: o.Now, wallClock: wallClock,
+		decodeWarns: logging.Throttle{Every: time.Minute}}
 
 	// Every registered algorithm is built once, so a request may name any of them.
 	j.plugins = map[string]lbplugins.Plugin{}
@@ -438,10 +441,25 @@ func (j *Judge) decode(data []byte, source string) (metric.Batch, error) {
 	}
 	if err != nil {
 		j.m.decodeErrors.WithLabelValues(source).Inc()
-		j.log.Debug("skipping undecodable batch", "source", source, "err", err)
+		j.logDecodeError(source, err)
 		return b, fmt.Errorf("%w: %w", ErrDecode, err)
 	}
 	return b, nil
+}
+
+// logDecodeError says that a batch was skipped. From the bus nobody else learns of it
+// (an HTTP sender has its 400): a warning, once a minute while they keep coming, with how
+// many were skipped meanwhile; agents of a newer version than the judge's during an
+// upgrade, or a stranger's producer, would otherwise go unseen but for decode_errors_total.
+func (j *Judge) logDecodeError(source string, err error) {
+	if source != sourceBus {
+		j.log.Debug("skipping undecodable batch", "source", source, "err", err)
+		return
+	}
+	if ok, held := j.decodeWarns.Allow(source, time.Now()); ok {
+		j.log.Warn("skipping a metric batch from the bus that cannot be decoded or validated (binlake_judge_decode_errors_total counts them)",
+			"err", err, "skipped_since_last_warning", held)
+	}
 }
 
 // Ingest adds a decoded, valid batch to the incremental analysis and hands its points to

@@ -24,6 +24,7 @@ import (
 	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/sqlite"
@@ -724,4 +725,34 @@ func TestStatusPageLoadColumns(t *testing.T) {
 	r := do(t, j.Handler(), "GET", "/", "", nil)
 	require.Equal(t, http.StatusOK, r.status)
 	require.Contains(t, string(r.body), "<td>37.5</td><td>61.5</td><td>2.5</td><td>1500.0</td><td>2500.0</td><td>–</td><td>4</td>")
+}
+
+// Batches from the bus that cannot be decoded are warned of (nobody else learns of them):
+// once a minute while they keep coming, naming the error; posted ones answer 400 and
+// stay at debug.
+func TestUndecodableBusBatchesAreWarnedOf(t *testing.T) {
+	var logs testenv.SyncBuffer
+	b, err := memory.New(memory.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	ctx := context.Background()
+	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: 1}))
+	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "judge-test", StartAt: bus.StartFirst})
+	require.NoError(t, err)
+	base, _ := readyJudge(t, Options{Store: openStore(t), Subscriber: sub, Algorithm: "leastload",
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	pub, err := b.Publisher()
+	require.NoError(t, err)
+	for range 3 {
+		require.NoError(t, pub.Publish(ctx, bus.Message{Topic: metric.Topic, Key: []byte("x"), Value: []byte(`{"node":"wave-1","ts":"soon"}`)}))
+	}
+	code, _ := post(t, base+"/v1/metrics", "not json")
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Eventually(t, func() bool {
+		_, m := get(t, base+"/metrics")
+		return strings.Contains(m, `binlake_judge_decode_errors_total{source="bus"} 3`)
+	}, 10*time.Second, 10*time.Millisecond)
+	warned := strings.Count(logs.String(), "level=WARN msg=\"skipping a metric batch from the bus")
+	require.Equal(t, 1, warned, "one warning for three batches within a minute:\n%s", logs.String())
+	require.Contains(t, logs.String(), `is not an RFC 3339 timestamp`, "the warning names what was wrong")
 }
