@@ -47,7 +47,8 @@ func (s *subscriber) SubscribeConcurrent(ctx context.Context, h bus.Handler) err
 
 // subscribe joins the consumer group and handles one generation (one assignment of
 // partitions) after the other until ctx ends, Close is called or h fails. It leaves the
-// group as it returns, having committed what was done.
+// group as it returns, having committed what was done. A topic deleted meanwhile is
+// waited for outside the group (awaitTopic), and read from its start once it is back.
 //
 // Why kafka-go's ConsumerGroup rather than its group Reader, which merges all partitions
 // into one stream: workers fed from that stream block each other (a full worker stops
@@ -75,28 +76,48 @@ func (s *subscriber) subscribe(ctx context.Context, h bus.Handler, concurrent bo
 		s.mu.Unlock()
 	}()
 
-	// kafka-go would retry an unknown topic forever; say so instead.
-	ok, err := s.b.topicExists(ctx, s.opts.Topic)
-	switch {
-	case ctx.Err() != nil:
-		return nil
-	case err != nil:
-		return fmt.Errorf("subscribe to %s: %w", s.opts.Topic, err)
-	case !ok:
-		return fmt.Errorf("subscribe to %q: %w", s.opts.Topic, bus.ErrUnknownTopic)
+	if !concurrent {
+		h = serial(h)
 	}
+	fromFirst := false
+	for {
+		// kafka-go would retry an unknown topic forever; say so instead, unless this
+		// subscriber read the topic before: then it was deleted, and it waits for it.
+		ok, err := s.b.topicExists(ctx, s.opts.Topic)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			return fmt.Errorf("subscribe to %s: %w", s.opts.Topic, err)
+		case !ok && !s.joinedBefore():
+			return fmt.Errorf("subscribe to %q: %w", s.opts.Topic, bus.ErrUnknownTopic)
+		case !ok:
+			if err := s.awaitTopic(ctx); err != nil || ctx.Err() != nil {
+				return err
+			}
+			// Everything in a topic created again was written after the old one went:
+			// a group that starts at the end would skip what came before it rejoined.
+			fromFirst = true
+		}
+		err = s.session(ctx, h, fromFirst)
+		if !errors.Is(err, errTopicGone) {
+			return err
+		}
+	}
+}
 
+// session joins the group and handles one generation after the other until ctx ends,
+// Close is called, h fails or the topic is gone (errTopicGone). It leaves the group as it
+// returns, having committed what was done.
+func (s *subscriber) session(ctx context.Context, h bus.Handler, fromFirst bool) error {
 	s.evictStale(ctx)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cg, err := s.join(cancel)
+	cg, err := s.join(cancel, fromFirst)
 	if err != nil {
 		return err
 	}
 	defer s.leave(cg)
-	if !concurrent {
-		h = serial(h)
-	}
 	log := s.b.log.With("topic", s.opts.Topic, "group", s.opts.Group)
 	failed := 0
 	for {
@@ -107,6 +128,8 @@ func (s *subscriber) subscribe(ctx context.Context, h bus.Handler, concurrent bo
 				return bus.ErrClosed
 			}
 			return nil
+		case err != nil && s.topicGone(runCtx):
+			return errTopicGone
 		case err != nil:
 			// kafka-go logs the failure and tries again after JoinGroupBackoff.
 			if failed++; failed == joinAttempts {
@@ -115,7 +138,17 @@ func (s *subscriber) subscribe(ctx context.Context, h bus.Handler, concurrent bo
 			continue
 		}
 		failed = 0
-		if err := s.runGeneration(runCtx, gen, h, log); err != nil {
+		err = s.runGeneration(runCtx, gen, h, log)
+		// A deleted topic ends every generation at once (kafka-go's partition watcher
+		// cannot read its partitions), and the next one is joined at once: thousands a
+		// second, a quarter of a core, until the topic came back. A generation's end is
+		// rare otherwise (a rebalance), so asking the cluster each time costs nothing.
+		// A commit that failed because the topic went is no failure of the subscription:
+		// its messages went with the topic.
+		if runCtx.Err() == nil && s.topicGone(runCtx) {
+			return errTopicGone
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -136,11 +169,12 @@ func serial(h bus.Handler) bus.Handler {
 }
 
 // join creates the consumer group member, unless Close came first; stop is how Close
-// ends the Subscribe call.
-func (s *subscriber) join(stop context.CancelFunc) (*kafkago.ConsumerGroup, error) {
+// ends the Subscribe call. fromFirst starts partitions the group never committed at
+// their first message whatever the subscription's StartAt (a topic created again).
+func (s *subscriber) join(stop context.CancelFunc, fromFirst bool) (*kafkago.ConsumerGroup, error) {
 	o := s.b.opts
 	start := kafkago.FirstOffset
-	if s.opts.StartAt == bus.StartLast {
+	if s.opts.StartAt == bus.StartLast && !fromFirst {
 		start = kafkago.LastOffset
 	}
 	info, errs := s.b.loggers()
