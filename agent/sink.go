@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -49,6 +50,8 @@ type BusSinkOptions struct {
 	Partitions, Replication int
 	// Endpoint describes the bus in logs ("kafka 127.0.0.1:9092").
 	Endpoint string
+	// Logger says when the sink creates a deleted topic again; slog.Default() when nil.
+	Logger *slog.Logger
 }
 
 // BusSink publishes each batch as one message keyed by its node, so one node's batches
@@ -66,10 +69,15 @@ type BusSink struct {
 var _ Sink = (*BusSink)(nil)
 
 // NewBusSink returns a sink on b. It creates the topic on the first Send (and again after
-// a failure), so an agent started before Kafka still gets there. The caller owns b.
+// a failure), so an agent started before Kafka still gets there, and again when a Send
+// finds it deleted (bus.ErrUnknownTopic), so that the batches buffered meanwhile are
+// delivered without a restart. The caller owns b.
 func NewBusSink(b bus.Bus, opts BusSinkOptions) *BusSink {
 	if opts.Topic == "" {
 		opts.Topic = metric.Topic
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	return &BusSink{b: b, opts: opts}
 }
@@ -84,7 +92,18 @@ func (s *BusSink) Send(ctx context.Context, b metric.Batch) error {
 	if err != nil {
 		return err
 	}
-	err = pub.Publish(ctx, bus.Message{Topic: s.opts.Topic, Key: []byte(b.Node), Value: value, Time: b.TS})
+	msg := bus.Message{Topic: s.opts.Topic, Key: []byte(b.Node), Value: value, Time: b.TS}
+	err = pub.Publish(ctx, msg)
+	if errors.Is(err, bus.ErrUnknownTopic) && ctx.Err() == nil {
+		// The topic was deleted after the sink created it (the agent's bus check at the
+		// start would not see it again): create it as at the start and write once more.
+		// A failure is the Send's: the agent buffers the batch and the next Send tries
+		// again, so the topic comes back whenever the cluster lets it.
+		if rerr := bus.RecreateTopic(ctx, s.b, s.spec(), err, s.opts.Logger); rerr != nil {
+			return fmt.Errorf("publish to %s: %w (and %w)", s.opts.Topic, err, rerr)
+		}
+		err = pub.Publish(ctx, msg)
+	}
 	if errors.Is(err, bus.ErrMessageTooLarge) {
 		return fmt.Errorf("%w: %w", ErrRejected, err)
 	}
@@ -101,8 +120,7 @@ func (s *BusSink) publisher(ctx context.Context) (bus.Publisher, error) {
 		return nil, bus.ErrClosed
 	}
 	if !s.created {
-		spec := bus.TopicSpec{Name: s.opts.Topic, Partitions: s.opts.Partitions, Replication: s.opts.Replication}
-		if err := s.b.CreateTopic(ctx, spec); err != nil {
+		if err := s.b.CreateTopic(ctx, s.spec()); err != nil {
 			return nil, fmt.Errorf("the metric topic: %w", err) // the bus names the topic
 		}
 		s.created = true
@@ -115,6 +133,11 @@ func (s *BusSink) publisher(ctx context.Context) (bus.Publisher, error) {
 		s.pub = p
 	}
 	return s.pub, nil
+}
+
+// spec is the topic the sink creates, at its start and after a deletion alike.
+func (s *BusSink) spec() bus.TopicSpec {
+	return bus.TopicSpec{Name: s.opts.Topic, Partitions: s.opts.Partitions, Replication: s.opts.Replication}
 }
 
 // Close implements Sink; it closes the publisher, not the bus.

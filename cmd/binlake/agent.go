@@ -61,7 +61,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer b.Close() // after the agent closed its publisher
 		sink = agent.NewBusSink(b, agent.BusSinkOptions{
 			Topic: k.Topic, Partitions: k.Partitions, Replication: k.Replication,
-			Endpoint: "kafka " + strings.Join(k.Brokers, ","),
+			Endpoint: "kafka " + strings.Join(k.Brokers, ","), Logger: logger.With("component", "agent"),
 		})
 	case agent.SinkHTTP:
 		sink = agent.NewHTTPSink(cfg.Sink.HTTP.URL, deps.token, deps.http)

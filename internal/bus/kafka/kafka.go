@@ -26,6 +26,7 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
 	"github.com/segmentio/kafka-go/protocol/metadata"
 	"github.com/segmentio/kafka-go/sasl"
 
@@ -659,7 +660,7 @@ func (p *publisher) Publish(ctx context.Context, msgs ...bus.Message) error {
 		return fmt.Errorf("publish %d messages: %w", len(msgs), err)
 	}
 	err := p.w.WriteMessages(ctx, kms...)
-	if errors.Is(err, kafkago.UnknownTopicOrPartition) {
+	if unknownTopic(err) {
 		// The writer looked the topic up in the shared metadata cache, which may not
 		// know a topic that another process created since the last refresh.
 		err = p.retryUnknown(ctx, kms, err)
@@ -747,10 +748,33 @@ func (p *publisher) refusedAsTooLarge(ctx context.Context, topic, dest string, m
 		"below the producer's limit %d (raise it on the topic): %w", len(msgs), dest, largest, topic, limit, p.b.opts.BatchBytes, classify(err))
 }
 
+// unknownTopic reports whether err says a topic is unknown: the broker's answer, or
+// kafka-go's lookup in its metadata cache (a topic deleted since, or created by another
+// process and not learnt yet: the caller asks the cluster to tell them apart).
+func unknownTopic(err error) bool {
+	return errors.Is(err, kafkago.UnknownTopicOrPartition) || errors.Is(err, protocol.ErrNoTopic) || errors.Is(err, protocol.ErrNoPartition)
+}
+
+// confirmUnknown is err, which says topic is unknown (unknownTopic), classified as
+// bus.ErrUnknownTopic when the cluster, asked directly, does not list the topic (it was
+// deleted: a producer may create it again), or when it cannot be asked. A topic it lists
+// is only missing from this client's metadata cache, which is refreshed: err is then
+// returned as the plain error of one attempt, for the caller to retry.
+func (b *Bus) confirmUnknown(ctx context.Context, topic string, err error) error {
+	ok, cerr := b.topicExists(ctx, topic)
+	if cerr != nil || !ok {
+		return fmt.Errorf("%w: %w", bus.ErrUnknownTopic, err)
+	}
+	if _, rerr := b.refreshTopic(ctx, topic); rerr != nil {
+		b.log.Debug("refresh the metadata of a topic the cache did not know", "topic", topic, "err", rerr)
+	}
+	return fmt.Errorf("topic %s not in this client's metadata yet (refreshed): %w", topic, errors.New(err.Error()))
+}
+
 // classify wraps kafka-go errors that have a bus meaning with the bus sentinel.
 func classify(err error) error {
 	switch {
-	case errors.Is(err, kafkago.UnknownTopicOrPartition):
+	case unknownTopic(err):
 		return fmt.Errorf("%w: %w", bus.ErrUnknownTopic, err)
 	case errors.Is(err, kafkago.MessageSizeTooLarge), errors.Is(err, kafkago.RecordListTooLarge):
 		return fmt.Errorf("%w: %w", bus.ErrMessageTooLarge, err)

@@ -84,7 +84,15 @@ func (p *publisher) partitions(ctx context.Context, topic string) ([]int, error)
 		if len(md.Topics) == 1 {
 			terr = md.Topics[0].Error
 		}
-		return nil, fmt.Errorf("partitions of %s: %v", topic, terr)
+		if terr == nil {
+			terr = errors.New("no answer for the topic")
+		}
+		if unknownTopic(terr) {
+			// A caller tells a deleted topic (bus.ErrUnknownTopic), which it may create
+			// again, from one the cache has not learnt yet.
+			terr = p.b.confirmUnknown(ctx, topic, terr)
+		}
+		return nil, fmt.Errorf("partitions of %s: %w", topic, terr)
 	}
 	n := len(md.Topics[0].Partitions)
 	parts := make([]int, n)
@@ -152,6 +160,8 @@ func (p *publisher) PublishTo(ctx context.Context, topic string, partition int, 
 		return fmt.Errorf("publish %d messages: %w", len(msgs), err)
 	case errors.Is(err, kafkago.MessageSizeTooLarge):
 		return p.refusedAsTooLarge(ctx, topic, fmt.Sprintf("%s/%d", topic, partition), msgs, err)
+	case unknownTopic(err):
+		return fmt.Errorf("publish %d messages to %s/%d: %w", len(msgs), topic, partition, p.b.confirmUnknown(ctx, topic, err))
 	}
 	return fmt.Errorf("publish %d messages to %s/%d: %w", len(msgs), topic, partition, p.b.explain(ctx, classify(err)))
 }
