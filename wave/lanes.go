@@ -186,7 +186,15 @@ type laneChunks struct {
 // gone, and nothing once ctx ends.
 func (p *publisher) laneWork(ctx context.Context, part bus.Partitioner, batch []capture.Item, n int) ([]laneChunks, error) {
 	bo := backoff.New(p.backoffMin, p.backoffMax)
+	failing := false // as in publishWith
+	defer func() {
+		if failing {
+			p.health.done()
+		}
+	}()
+	recreated := false
 	for attempt := 1; ; attempt++ {
+		tried := time.Now()
 		work, err := p.split(ctx, part, batch, n)
 		if err == nil || ctx.Err() != nil {
 			return work, err
@@ -195,6 +203,21 @@ func (p *publisher) laneWork(ctx context.Context, part bus.Partitioner, batch []
 			return nil, errLost
 		}
 		p.m.publishErrors.WithLabelValues(p.id).Inc()
+		p.health.failed(err, !failing)
+		failing = true
+		if topic, ok := missingTopic(err, nil); ok && p.recreate != nil {
+			// The topic was deleted: without it no key has a partition. Created again
+			// with the lead's spec, it has the partitions it had, and keys theirs.
+			rerr := p.recreate.recreate(ctx, topic, tried, err)
+			if rerr == nil && !recreated {
+				recreated = true
+				continue
+			}
+			if rerr != nil {
+				err = fmt.Errorf("%w (and %w)", err, rerr)
+			}
+		}
+		recreated = false
 		wait := bo.NextBackOff()
 		p.log.Warn("partitions unknown; retrying", "messages", n, "attempt", attempt, "backoff", wait, "err", err)
 		select {
@@ -232,7 +255,7 @@ func (p *publisher) split(ctx context.Context, part bus.Partitioner, batch []cap
 		for _, m := range it.Msgs {
 			pn, err := part.Partition(ctx, m.Topic, m.Key)
 			if err != nil {
-				return nil, err
+				return nil, &topicError{topic: m.Topic, err: err}
 			}
 			k := laneKey{topic: m.Topic, partition: pn}
 			if last < 0 || lanes[last].key != k {

@@ -49,6 +49,10 @@ type publisher struct {
 	linger time.Duration
 	laneOf []int32 // split's scratch: each message's lane (dispatch's goroutine only)
 	resume resumeSignal
+	// recreate creates a deleted topic again (nil: the wave creates no topics); health
+	// shows failing publishes in the instance's status (nil: nowhere). publishfail.go.
+	recreate *topicRecreator
+	health   *publishHealth
 }
 
 // recordOverhead is what a producer adds to key and value when it sizes a batch: kafka-go
@@ -107,6 +111,13 @@ func (p *publisher) publish(ctx context.Context, msgs []bus.Message) error {
 // publishWith is publish through send, one attempt per call.
 func (p *publisher) publishWith(ctx context.Context, msgs []bus.Message, send func(context.Context) error) error {
 	bo := backoff.New(p.backoffMin, p.backoffMax)
+	failing := false   // an attempt failed: the status says so until this chunk is done
+	recreated := false // the last attempt followed a recreate: back off if it failed too
+	defer func() {
+		if failing {
+			p.health.done()
+		}
+	}()
 	for attempt := 1; ; attempt++ {
 		// The context ends shortly after Lost closes (lead's watcher cancels it); look
 		// at Lost itself too, so that no attempt starts once the leadership is gone. It
@@ -115,6 +126,7 @@ func (p *publisher) publishWith(ctx context.Context, msgs []bus.Message, send fu
 			return errLost
 		}
 		gen := p.resume.seen()
+		tried := time.Now()
 		err := send(ctx)
 		if err == nil {
 			if attempt > 1 {
@@ -133,6 +145,21 @@ func (p *publisher) publishWith(ctx context.Context, msgs []bus.Message, send fu
 			return fmt.Errorf("publish: %w", err)
 		}
 		p.m.publishErrors.WithLabelValues(p.id).Inc()
+		p.health.failed(err, !failing)
+		failing = true
+		if topic, ok := missingTopic(err, msgs); ok && p.recreate != nil {
+			// Deleted under the wave: create it as the lead did, and write again at once.
+			// The chunk is still this lane's next: nothing after it was written.
+			rerr := p.recreate.recreate(ctx, topic, tried, err)
+			if rerr == nil && !recreated {
+				recreated = true
+				continue
+			}
+			if rerr != nil {
+				err = fmt.Errorf("%w (and %w)", err, rerr)
+			}
+		}
+		recreated = false
 		wait := bo.NextBackOff()
 		p.log.Warn("publish failed; retrying", "messages", len(msgs), "attempt", attempt, "backoff", wait, "err", err)
 		select {
@@ -402,6 +429,33 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 		m: w.m, log: log, commit: cm, rows: start.Rows, lag: lag,
 		chunkMsgs: w.opts.Pipeline.PublishChunkMessages, chunkBytes: w.opts.Pipeline.PublishChunkBytes,
 		inFlight: w.opts.Pipeline.PublishInFlight, linger: w.opts.Pipeline.PublishLinger}
+	if w.opts.Topics != nil {
+		pub.recreate = &topicRecreator{create: func(ctx context.Context, topic string, cause error) error {
+			spec := w.opts.TopicSpec // as above, at the lead's start
+			spec.Name = topic
+			return bus.RecreateTopic(ctx, w.opts.Topics, spec, cause, log)
+		}}
+	}
+	// Publishing that fails shows in the status, the state still running (the wave
+	// leads and captures): before, /status and instance list said running with no error
+	// while rows piled up behind a deleted topic. A reason other than the publisher's
+	// (the source reconnecting) is left to its owner.
+	pub.health = &publishHealth{
+		set: func(reason string, err error) {
+			w.setStatus(inst.ID, func(s *InstanceStatus) {
+				if s.State == cluster.StateRunning {
+					s.Reason, s.Error = reason, err.Error()
+				}
+			})
+		},
+		clear: func() {
+			w.setStatus(inst.ID, func(s *InstanceStatus) {
+				if s.State == cluster.StateRunning && (s.Reason == ReasonTopicMissing || s.Reason == ReasonPublishFailing) {
+					s.Reason, s.Error = "", ""
+				}
+			})
+		},
+	}
 	snapshotRequests := make(chan cluster.SnapshotRequest, 1)
 	capt, err := capture.New(capture.Options{
 		Inst: inst, Password: password.Reveal(), Secret: secret, Filter: filter, Log: log, Out: items,

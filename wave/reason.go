@@ -9,7 +9,8 @@ import (
 	"github.com/binlake/binlake/wave/capture"
 )
 
-// Reasons an instance is not running, as the "reason" label of its state metric: a short,
+// Reasons an instance is not running (or runs but cannot publish: topic_missing,
+// publish_failing), as the "reason" label of its state metric: a short,
 // fixed set, so that an alert can name the cause without a label per error message. The
 // full error is in /status.
 const (
@@ -23,7 +24,11 @@ const (
 	ReasonXAUnreadable    = "xa_unreadable" // an XA transaction whose rows were not read or could not be held
 	ReasonFenced          = "fenced"
 	ReasonServerIDClash   = "server_id_clash" // another replica (instance) reads the source with the same server_id
-	ReasonOther           = "error"
+	// Publishing fails while the instance runs (its state stays running): the topic is
+	// missing (deleted; the wave creates it again), or the bus refuses or does not answer.
+	ReasonTopicMissing   = "topic_missing"
+	ReasonPublishFailing = "publish_failing"
+	ReasonOther          = "error"
 )
 
 // Reason classifies why an instance stopped or retries.
