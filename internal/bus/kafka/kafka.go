@@ -33,6 +33,7 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/internal/check"
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/logging"
 )
 
 // Options configures a Bus. Zero fields take the defaults named on them.
@@ -214,7 +215,7 @@ type Bus struct {
 	// commits counts the offset-commit requests of this Bus's subscriptions.
 	commits atomic.Int64
 	// warns keeps kafka-go's repeated warnings to one per kind a while (loggers).
-	warns *throttle
+	warns *logging.Throttle
 
 	mu          sync.Mutex
 	closed      bool
@@ -272,7 +273,7 @@ func New(opts Options) (*Bus, error) {
 		sasl:        mech,
 		publishers:  map[*publisher]struct{}{},
 		subscribers: map[*subscriber]struct{}{},
-		warns:       newThrottle(),
+		warns:       &logging.Throttle{Every: warnEvery},
 	}, nil
 }
 
@@ -291,7 +292,7 @@ func (b *Bus) loggers() (info, errs kafkago.Logger) {
 		}
 	})
 	errs = kafkago.LoggerFunc(func(format string, args ...any) {
-		ok, held := b.warns.allow(format, time.Now())
+		ok, held := b.warns.Allow(format, time.Now())
 		switch {
 		case !ok:
 		case held > 0:
