@@ -57,7 +57,7 @@ func (*Config) RenamedKeys() map[string]string {
 
 // RetiredKeys are the inline secrets older agent.yaml files could hold.
 func (*Config) RetiredKeys() map[string]string {
-	return map[string]string{"sink.http.token": config.InlineSecret("token")}
+	return map[string]string{"sink.http.token": config.InlineSecret("token"), "sink.kafka.sasl.password": config.InlineSecret("password")}
 }
 
 // SinkConfig chooses where batches go.

@@ -70,7 +70,8 @@ func (*Config) RenamedKeys() map[string]string {
 func (*Config) RetiredKeys() map[string]string {
 	return map[string]string{"http.token": config.InlineSecret("token"),
 		"channels.*.bearer_token": config.InlineSecret("bearer_token"), "channels.*.secret": config.InlineSecret("secret"),
-		"channels.*.smtp.password": config.InlineSecret("password")}
+		"channels.*.smtp.password": config.InlineSecret("password"), "bus.sasl.password": config.InlineSecret("password"),
+		"coordinator.auth.password": config.InlineSecret("password")}
 }
 
 // Channel is one notification channel. Its secrets (a bearer token, a signing secret,

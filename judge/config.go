@@ -149,7 +149,8 @@ func (*Config) RenamedKeys() map[string]string {
 // RetiredKeys are the inline secrets older judge.yaml files could hold.
 func (*Config) RetiredKeys() map[string]string {
 	return map[string]string{"http.token": config.InlineSecret("token"),
-		"store.elastic.password": config.InlineSecret("password"), "store.elastic.api_key": config.InlineSecret("api_key")}
+		"store.elastic.password": config.InlineSecret("password"), "store.elastic.api_key": config.InlineSecret("api_key"),
+		"bus.sasl.password": config.InlineSecret("password")}
 }
 
 // RebalanceConfig is the rebalance section. Band, InstanceFloor and Cooldown are

@@ -143,3 +143,33 @@ func TestWarnUnknownThresholds(t *testing.T) {
 	require.Contains(t, logs.String(), `placement.thresholds.cpu.utl: \"cpu.utl\" is not a canonical metric or one the agents' collectors send: the threshold filters nothing; did you mean cpu.util?`)
 	require.NotContains(t, logs.String(), "mem.used_pct")
 }
+
+// A password written inline for the bus's SASL or the coordinator's auth is refused
+// with the guidance every role gives for an inline secret, and is never echoed.
+func TestInlineBusSecretsAreRefused(t *testing.T) {
+	t.Chdir(t.TempDir())
+	const never = "a secret is never inline: put it in a file named by password_file, or in a variable named by password_env"
+	sasl := "sasl: {mechanism: plain, username: u, password: s3cret}"
+	for _, tc := range []struct{ role, yaml, field string }{
+		{"judge", "bus: {kind: kafka, brokers: [127.0.0.1:9092], " + sasl + "}\n", "bus.sasl.password"},
+		{"alarm", "bus: {kind: kafka, brokers: [127.0.0.1:9092], " + sasl + "}\nchannels: {l: {kind: log}}\n", "bus.sasl.password"},
+		{"alarm", "bus: {kind: none}\ncoordinator: {kind: zk, servers: [127.0.0.1:2181], auth: {username: u, password: s3cret}}\nchannels: {l: {kind: log}}\n", "coordinator.auth.password"},
+		{"agent", "node: h1\nsink: {kind: kafka, kafka: {brokers: [127.0.0.1:9092], " + sasl + "}}\n", "sink.kafka.sasl.password"},
+	} {
+		t.Run(tc.role+" "+tc.field, func(t *testing.T) {
+			cfg := filepath.Join(t.TempDir(), tc.role+".yaml")
+			require.NoError(t, os.WriteFile(cfg, []byte(tc.yaml), 0o600))
+			args := []string{tc.role, "--config", cfg, "--check"}
+			if tc.role == "alarm" {
+				pol := filepath.Join(t.TempDir(), "policies.yaml")
+				require.NoError(t, os.WriteFile(pol, []byte("policies:\n  - {name: dead, nodata: 3, severity: P1, channels: [l]}\n"), 0o600))
+				args = append(args, "--policies", pol)
+			}
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), args, &out, &errOut)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), `field "`+tc.field+`": `+never)
+			require.NotContains(t, err.Error()+errOut.String(), "s3cret")
+		})
+	}
+}
