@@ -202,22 +202,12 @@ func (p *publisher) laneWork(ctx context.Context, part bus.Partitioner, batch []
 		if isClosed(p.lost) {
 			return nil, errLost
 		}
-		p.m.publishErrors.WithLabelValues(p.id).Inc()
-		p.health.failed(err, !failing)
-		failing = true
-		if topic, ok := missingTopic(err, nil); ok && p.recreate != nil {
-			// The topic was deleted: without it no key has a partition. Created again
-			// with the lead's spec, it has the partitions it had, and keys theirs.
-			rerr := p.recreate.recreate(ctx, topic, tried, err)
-			if rerr == nil && !recreated {
-				recreated = true
-				continue
-			}
-			if rerr != nil {
-				err = fmt.Errorf("%w (and %w)", err, rerr)
-			}
+		// Without the topic no key has a partition: created again with the lead's spec,
+		// it has the partitions it had, and keys theirs.
+		var again bool
+		if again, err = p.failed(ctx, err, nil, tried, &failing, &recreated); again {
+			continue
 		}
-		recreated = false
 		wait := bo.NextBackOff()
 		p.log.Warn("partitions unknown; retrying", "messages", n, "attempt", attempt, "backoff", wait, "err", err)
 		select {

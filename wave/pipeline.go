@@ -144,22 +144,11 @@ func (p *publisher) publishWith(ctx context.Context, msgs []bus.Message, send fu
 		if errors.Is(err, bus.ErrClosed) {
 			return fmt.Errorf("publish: %w", err)
 		}
-		p.m.publishErrors.WithLabelValues(p.id).Inc()
-		p.health.failed(err, !failing)
-		failing = true
-		if topic, ok := missingTopic(err, msgs); ok && p.recreate != nil {
-			// Deleted under the wave: create it as the lead did, and write again at once.
-			// The chunk is still this lane's next: nothing after it was written.
-			rerr := p.recreate.recreate(ctx, topic, tried, err)
-			if rerr == nil && !recreated {
-				recreated = true
-				continue
-			}
-			if rerr != nil {
-				err = fmt.Errorf("%w (and %w)", err, rerr)
-			}
+		// The chunk is still this lane's next: nothing after it was written.
+		var again bool
+		if again, err = p.failed(ctx, err, msgs, tried, &failing, &recreated); again {
+			continue
 		}
-		recreated = false
 		wait := bo.NextBackOff()
 		p.log.Warn("publish failed; retrying", "messages", len(msgs), "attempt", attempt, "backoff", wait, "err", err)
 		select {

@@ -3,6 +3,7 @@ package wave
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -135,4 +136,27 @@ func (h *publishHealth) done() {
 	if last && h.clear != nil {
 		h.clear()
 	}
+}
+
+// failed counts a write that failed at tried and says so in the instance's status
+// (failing: this streak is already said). When err says the topic was deleted it creates
+// the topic again as the lead did, and again is true: write at once, unless the attempt
+// before followed a recreate too (recreated), then back off as for any failure. It
+// returns err with the recreate's own failure added.
+func (p *publisher) failed(ctx context.Context, err error, msgs []bus.Message, tried time.Time, failing, recreated *bool) (again bool, _ error) {
+	p.m.publishErrors.WithLabelValues(p.id).Inc()
+	p.health.failed(err, !*failing)
+	*failing = true
+	if topic, ok := missingTopic(err, msgs); ok && p.recreate != nil {
+		rerr := p.recreate.recreate(ctx, topic, tried, err)
+		if rerr == nil && !*recreated {
+			*recreated = true
+			return true, err
+		}
+		if rerr != nil {
+			err = fmt.Errorf("%w (and %w)", err, rerr)
+		}
+	}
+	*recreated = false
+	return false, err
 }
