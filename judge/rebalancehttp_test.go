@@ -383,3 +383,13 @@ func FuzzDecodeRebalanceRequest(f *testing.F) {
 		}
 	})
 }
+
+// A wave the judge has no figures of (new, or silent since the judge started) is in the
+// answer with prices of source "none", one of the contract's values (it was "").
+func TestRebalanceWaveWithoutFigures(t *testing.T) {
+	j, _, _ := skewed(t)
+	r, ans := postRebalance(t, j, "", `{"waves":[{"node":"unknown-w","alive":true}],"instances":[{"id":"x","node":"wave-1"}]}`)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Len(t, ans.Waves, 1)
+	require.Equal(t, "none", ans.Waves[0].Prices.Source)
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/binlake/binlake/internal/rebalance"
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/judge/loadmodel"
 	"github.com/binlake/binlake/lbplugins"
 )
 
@@ -175,7 +176,10 @@ func waveLoads(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInstance, v
 	}
 	out := make([]api.WaveLoad, 0, len(reqWaves))
 	for _, w := range reqWaves {
-		wl := api.WaveLoad{Node: w.Node, Alive: w.Alive, Instances: before[w.Node], InstancesAfter: after[w.Node], PeakHour: -1}
+		// A wave the judge has no figures of (new, or silent since the judge started) has
+		// no prices: "none", as the contract's enum says, not an empty source.
+		wl := api.WaveLoad{Node: w.Node, Alive: w.Alive, Instances: before[w.Node], InstancesAfter: after[w.Node], PeakHour: -1,
+			Prices: api.Prices{Source: loadmodel.SourceNone}}
 		if !w.Alive {
 			wl.InstancesAfter = 0
 		}
