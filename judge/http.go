@@ -260,6 +260,9 @@ func (j *Judge) handlePlacement(w http.ResponseWriter, r *http.Request) {
 		err = placementQuery(r.URL.Query(), &req)
 	}
 	if err != nil {
+		// A request the judge refuses before placing counts as an invalid placement, as
+		// one naming an unknown algorithm does (only those were counted).
+		j.m.placements.WithLabelValues("unknown", "invalid").Inc()
 		j.writeError(w, r, err)
 		return
 	}

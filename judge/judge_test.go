@@ -227,7 +227,7 @@ func TestAPIBadInput(t *testing.T) {
 	j.Ingest(load("wave-1", t0, 10, 10), sourceHTTP)
 	const tok = "s3cret"
 	big := `{"instance":"` + strings.Repeat("x", MaxPlacementBytes) + `"}`
-	for _, tc := range []struct {
+	cases := []struct {
 		name, method, path, token, body string
 		status                          int
 		code, msg                       string
@@ -266,7 +266,8 @@ func TestAPIBadInput(t *testing.T) {
 		{"unknown node", "GET", "/v1/nodes/wave-9", "", ``, 404, "not_found", `unknown node "wave-9"`},
 		{"unknown path", "GET", "/v2/things", "", ``, 404, "not_found", "no such endpoint: /v2/things"},
 		{"wrong method", "GET", "/v1/placement", "", ``, 405, "method_not_allowed", "GET is not allowed on /v1/placement (it takes POST)"},
-	} {
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, h, tc.method, tc.path, tc.token, strings.NewReader(tc.body))
 			require.Equal(t, tc.status, r.status, string(r.body))
@@ -286,9 +287,16 @@ func TestAPIBadInput(t *testing.T) {
 	require.Equal(t, http.StatusOK, do(t, h, "GET", "/v1/nodes", "", nil).status)
 	require.Equal(t, http.StatusOK, do(t, h, "POST", "/v1/placement", tok, strings.NewReader(`{"instance":"a"}`)).status)
 
-	// Undecodable batches were counted.
+	// Undecodable batches were counted, and so were the refused placements.
 	r := do(t, h, "GET", "/metrics", "", nil)
 	require.Contains(t, string(r.body), `binlake_judge_decode_errors_total{source="http"} 2`)
+	refused := 0
+	for _, tc := range cases {
+		if tc.method == "POST" && strings.HasPrefix(tc.path, "/v1/placement") && (tc.status == http.StatusBadRequest || tc.status == http.StatusRequestEntityTooLarge) {
+			refused++
+		}
+	}
+	require.Contains(t, string(r.body), fmt.Sprintf(`binlake_judge_placements_total{algorithm="unknown",result="invalid"} %d`, refused))
 }
 
 func TestPluginsAndHealth(t *testing.T) {
