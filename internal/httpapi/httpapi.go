@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -120,7 +121,8 @@ func allowed(r *http.Request) []string {
 	var ms []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
 		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
-		if rctx.Routes.Match(chi.NewRouteContext(), m, path) {
+		// HEAD is served wherever GET is (Router's GetHead), with or without a route.
+		if rctx.Routes.Match(chi.NewRouteContext(), m, path) || m == http.MethodHead && slices.Contains(ms, http.MethodGet) {
 			ms = append(ms, m)
 		}
 	}
@@ -188,10 +190,12 @@ func PathParam(r *http.Request, name string) (string, error) {
 }
 
 // Router is a chi router whose panics, unknown routes and wrong methods are answered
-// through e.
+// through e, and that answers HEAD wherever it answers GET (RFC 9110; uptime checkers
+// probe with HEAD: every GET route but /healthz and /readyz was a 405): a HEAD is the
+// GET's status and headers, net/http drops the body.
 func (e *Errors) Router() chi.Router {
 	r := chi.NewRouter()
-	r.Use(e.Recover)
+	r.Use(e.Recover, middleware.GetHead)
 	r.NotFound(e.NotFound)
 	r.MethodNotAllowed(e.MethodNotAllowed)
 	return r
@@ -210,10 +214,8 @@ func (e *Errors) ServiceRouter(reg *prometheus.Registry, openAPI []byte) chi.Rou
 }
 
 // Health serves h at GET and HEAD /healthz: load balancers and orchestrators probe
-// with HEAD, and a chi route answers only the methods it is given (HEAD /healthz was a
-// 405). A HEAD's answer is the GET's status and headers without the body (net/http
-// drops it). The wave's and the agent's /healthz, on net/http's ServeMux, take HEAD
-// with their GET.
+// with HEAD (Router answers HEAD on every GET route; this one's is in the contract).
+// The wave's and the agent's /healthz, on net/http's ServeMux, take HEAD with their GET.
 func Health(r chi.Router, h http.HandlerFunc) {
 	r.Get("/healthz", h)
 	r.Head("/healthz", h)

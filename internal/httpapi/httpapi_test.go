@@ -206,15 +206,24 @@ func TestMethodNotAllowedSaysWhatIsAllowed(t *testing.T) {
 		r.Post("/things", ok)
 	})
 	for _, tc := range []struct{ method, path, allow string }{
-		{"POST", "/ok", "GET"},
-		{"PUT", "/v1/things/a%2Fb", "GET, DELETE"},
+		{"POST", "/ok", "GET, HEAD"}, // HEAD wherever GET
+		{"PUT", "/v1/things/a%2Fb", "GET, HEAD, DELETE"},
 		{"GET", "/v1/things", "POST"},
+		{"HEAD", "/v1/things", "POST"},
 	} {
 		rec := httptest.NewRecorder()
 		r.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
 		require.Equal(t, 405, rec.Code, "%s %s", tc.method, tc.path)
 		require.Equal(t, tc.allow, rec.Header().Get("Allow"), "%s %s", tc.method, tc.path)
-		require.Contains(t, rec.Body.String(), "(it takes "+tc.allow+")")
+		if tc.method != "HEAD" {
+			require.Contains(t, rec.Body.String(), "(it takes "+tc.allow+")")
+		}
+	}
+	// Every GET route answers HEAD: the GET's status without its body.
+	for _, path := range []string{"/ok", "/v1/things/x"} {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(http.MethodHead, path, nil))
+		require.Equal(t, http.StatusNoContent, rec.Code, "HEAD %s", path)
 	}
 }
 
