@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/binlake/binlake/internal/metric"
@@ -22,10 +23,17 @@ import (
 // by seconds, a host without NTP by minutes.
 const maxAhead = 10 * time.Minute
 
-// valueRange is the values a metric the judge models can take.
+// valueRange is the values a metric the judge models can take; whole ones only when
+// whole (a count, a state).
 type valueRange struct {
 	lo, hi float64
 	what   string
+	whole  bool
+}
+
+// refuses says whether r refuses v.
+func (r valueRange) refuses(v float64) bool {
+	return v < r.lo || v > r.hi || r.whole && v != math.Trunc(v)
 }
 
 // ranges are the metrics the judge's placements, costs and load model read, with what a
@@ -33,21 +41,21 @@ type valueRange struct {
 // resource of lbplugins (TestEveryModelledMetricHasARange). The network's had none: a
 // net.rx_bps of −10³⁰⁰ was taken, and won leastload its best network score.
 var ranges = map[string]valueRange{
-	metric.CPUCores:    {0.01, 100_000, "cores"},
-	metric.CPUUtil:     {0, 101, "a percentage"},
-	metric.MemUsedPct:  {0, 101, "a percentage"},
-	metric.DiskUsedPct: {0, 101, "a percentage"},
-	metric.Load1:       {0, 1e6, "runnable threads"},
-	metric.Load5:       {0, 1e6, "runnable threads"},
-	metric.Load15:      {0, 1e6, "runnable threads"},
+	metric.CPUCores:    {0.01, 100_000, "cores", false},
+	metric.CPUUtil:     {0, 101, "a percentage", false},
+	metric.MemUsedPct:  {0, 101, "a percentage", false},
+	metric.DiskUsedPct: {0, 101, "a percentage", false},
+	metric.Load1:       {0, 1e6, "runnable threads", false},
+	metric.Load5:       {0, 1e6, "runnable threads", false},
+	metric.Load15:      {0, 1e6, "runnable threads", false},
 	// Bytes a second through every interface but lo: 10¹³ is 80 Tbit/s.
-	metric.NetRxBps:            {0, 1e13, "bytes/s"},
-	metric.NetTxBps:            {0, 1e13, "bytes/s"},
-	metric.WaveCPUCores:        {0, 100_000, "cores"},
-	metric.WaveTPS:             {0, 1e12, "rows/s"},
-	metric.WaveBytesPerS:       {0, 1e14, "bytes/s"},
-	metric.WaveInstances:       {0, 1e6, "instances"},
-	metric.WaveInstanceRunning: {0, 1, "a state: 1 running, 0 not"},
+	metric.NetRxBps:            {0, 1e13, "bytes/s", false},
+	metric.NetTxBps:            {0, 1e13, "bytes/s", false},
+	metric.WaveCPUCores:        {0, 100_000, "cores", false},
+	metric.WaveTPS:             {0, 1e12, "rows/s", false},
+	metric.WaveBytesPerS:       {0, 1e14, "bytes/s", false},
+	metric.WaveInstances:       {0, 1e6, "instances", true},
+	metric.WaveInstanceRunning: {0, 1, "a state: 1 running, 0 not", true},
 }
 
 // admit reports what the judge refuses in b (a batch the metric contract accepted), or
@@ -57,8 +65,12 @@ func (j *Judge) admit(b metric.Batch) error {
 		return fmt.Errorf("ts %s is %s ahead of the judge's clock (at most %s)", b.TS.UTC().Format(time.RFC3339), ahead.Round(time.Second), maxAhead)
 	}
 	for i, p := range b.Points {
-		if r, ok := ranges[p.Name]; ok && (p.Value < r.lo || p.Value > r.hi) {
-			return fmt.Errorf("point %d: %s %v is outside what a host reports (%g to %g %s)", i, p.Name, p.Value, r.lo, r.hi, r.what)
+		if r, ok := ranges[p.Name]; ok && r.refuses(p.Value) {
+			whole := ""
+			if r.whole {
+				whole = " whole"
+			}
+			return fmt.Errorf("point %d: %s %v is outside what a host reports (%g to %g%s %s)", i, p.Name, p.Value, r.lo, r.hi, whole, r.what)
 		}
 	}
 	return nil
@@ -69,5 +81,5 @@ func (j *Judge) admit(b metric.Batch) error {
 // judge leaves them out of what it rebuilds.
 func implausible(p store.Point) bool {
 	r, ok := ranges[p.Name]
-	return ok && (p.Value < r.lo || p.Value > r.hi)
+	return ok && r.refuses(p.Value)
 }

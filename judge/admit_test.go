@@ -46,6 +46,9 @@ func TestImplausibleBatchesRefused(t *testing.T) {
 		{"an interface's negative rate", metric.Batch{Node: "w", TS: t0, IntervalS: 10, Points: []metric.Point{
 			{Name: metric.NetRxBps, Value: -3, Labels: map[string]string{"iface": "eth0"}}}}, "net.rx_bps -3 is outside"},
 		{"a state of 7", point(metric.WaveInstanceRunning, 7), "wave.instance_running 7 is outside"},
+		{"half a state", point(metric.WaveInstanceRunning, 0.5), "wave.instance_running 0.5 is outside what a host reports (0 to 1 whole a state: 1 running, 0 not)"},
+		{"a fraction of an instance", point(metric.WaveInstances, 2.5), "wave.instances 2.5 is outside"},
+		{"three instances", point(metric.WaveInstances, 3), ""},
 		{"a busy network", point(metric.NetTxBps, 1.25e9), ""},
 		{"a percentage rounded over 100", point(metric.MemUsedPct, 100.4), ""},
 		{"a metric the judge does not model", point("app.queue_depth", -1e300), ""},
