@@ -30,6 +30,14 @@ func New(w io.Writer, level, format string) (*slog.Logger, error) {
 	}
 	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: replaceAttr}
 	if strings.EqualFold(strings.TrimSpace(format), "json") {
+		// Durations as the text format writes them ("1.5s"), not as integer nanoseconds
+		// ("took":1500000000), which nobody reads right.
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a = slog.String(a.Key, a.Value.Duration().String())
+			}
+			return replaceAttr(groups, a)
+		}
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), nil
