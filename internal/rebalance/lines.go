@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // The lines goal (Goals.Enough with Goals.LevelNow): one measure for the day and the
@@ -292,18 +293,28 @@ func (st *state) holdToLines() string {
 // overLines says which waves set aside stand over their lines (scores[i] is live[i]'s),
 // and so keep the goal from holding; "" when none does.
 func overLines(live []*waveState, scores []float64, aside map[*waveState]bool) string {
-	var names []string
-	top := 0.0
+	var names, empty []string
+	top, topEmpty := 0.0, 0.0
 	for i, w := range live {
-		if aside[w] && scores[i] > 1+eps {
-			names = append(names, w.Node)
-			top = max(top, scores[i])
+		if !aside[w] || scores[i] <= 1+eps {
+			continue
 		}
+		if len(w.insts) == 0 { // its own load, with no instance left to move
+			empty = append(empty, w.Node)
+			topEmpty = max(topEmpty, scores[i])
+			continue
+		}
+		names = append(names, w.Node)
+		top = max(top, scores[i])
 	}
-	if len(names) == 0 {
-		return ""
+	var out []string
+	if len(names) > 0 {
+		out = append(out, fmt.Sprintf("lines: %s over its lines (up to %.3g×), and no move or swap lowers it (pinned, cooling down, or one instance as large as the excess)", list(names), top))
 	}
-	return fmt.Sprintf("lines: %s over its lines (up to %.3g×), and no move or swap lowers it (pinned, cooling down, or one instance as large as the excess)", list(names), top)
+	if len(empty) > 0 {
+		out = append(out, fmt.Sprintf("lines: %s over its lines (up to %.3g×) with no instance left: its load without them (the wave process's base, the host's other work) is over the line", list(empty), topEmpty))
+	}
+	return strings.Join(out, "; ")
 }
 
 // linesStep is the best step off hot that brings both waves' scores to at most below:

@@ -262,3 +262,17 @@ func TestScoreWithin(t *testing.T) {
 		t.Fatalf("%d returned, %d refused: the draws test too little of one side", returned, refused)
 	}
 }
+
+// TestLinesOverWithNoInstanceLeft: a wave whose own load (the process's base, the host's
+// other work) stands over its line once its instances moved off is named as such in the
+// unmet goal, not as pinned or cooling down (an outside trial read that of a wave with
+// nothing left on it).
+func TestLinesOverWithNoInstanceLeft(t *testing.T) {
+	ws := []Wave{{Node: "a", Alive: true, Capacity: 1, Row: 1, BaseSlots: []float64{0.6, 0.6}},
+		{Node: "b", Alive: true, Capacity: 1, Row: 1}, {Node: "c", Alive: true, Capacity: 1, Row: 1}}
+	insts := []Instance{{ID: "i1", Node: "a", Rows: []float64{0.1, 0.1}}, {ID: "i2", Node: "b", Rows: []float64{0.1, 0.1}}}
+	p := Make(ws, insts, linesGoals(), now)
+	if !strings.Contains(p.Unmet, "lines: a over its lines") || !strings.Contains(p.Unmet, "with no instance left") || strings.Contains(p.Unmet, "pinned") {
+		t.Fatalf("plan %+v: want a's base named as over its line with no instance left", p)
+	}
+}
