@@ -320,7 +320,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 			spec := w.opts.TopicSpec
 			spec.Name = t
 			if err := w.opts.Topics.CreateTopic(ctx, spec); err != nil {
-				return fmt.Errorf("a subscription's topic: %w", err) // the bus names the topic
+				return fmt.Errorf("a subscription's topic: %w", &busError{err}) // the bus names the topic
 			}
 			// The Kafka bus raises a topic's max.message.bytes to the sink's limit; where it
 			// could not, the topic's own limit holds the rows, so that one too large

@@ -24,6 +24,7 @@ const (
 	ReasonXAUnreadable    = "xa_unreadable" // an XA transaction whose rows were not read or could not be held
 	ReasonFenced          = "fenced"
 	ReasonServerIDClash   = "server_id_clash" // another replica (instance) reads the source with the same server_id
+	ReasonBusUnreachable  = "bus_unreachable" // the bus (Kafka) refused or did not answer as the instance started
 	// Publishing fails while the instance runs (its state stays running): the topic is
 	// missing (deleted; the wave creates it again), or the bus refuses or does not answer.
 	ReasonTopicMissing   = "topic_missing"
@@ -35,6 +36,7 @@ const (
 func Reason(err error) string {
 	var me *mysql.MyError
 	var ne net.Error
+	var be *busError
 	switch {
 	case err == nil:
 		return ""
@@ -54,6 +56,8 @@ func Reason(err error) string {
 		return ReasonFenced
 	case capture.IsServerIDClash(err):
 		return ReasonServerIDClash
+	case errors.As(err, &be):
+		return ReasonBusUnreachable
 	case errors.As(err, &me):
 		switch me.Code {
 		case mysql.ER_ACCESS_DENIED_ERROR, mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR,
@@ -65,3 +69,11 @@ func Reason(err error) string {
 	}
 	return ReasonOther
 }
+
+// busError is a failure of the bus as an instance starts (creating its topics): its
+// dial errors are net errors too, and were named source_unreachable, which sent an
+// operator to MySQL for a Kafka fault.
+type busError struct{ err error }
+
+func (e *busError) Error() string { return e.err.Error() }
+func (e *busError) Unwrap() error { return e.err }
