@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/binlake/binlake/internal/coord"
 )
@@ -36,9 +39,9 @@ func CheckAdd(ctx context.Context, c coord.Coordinator, inst *Instance) error {
 // lets one binlog connection per server_id: each new one ends the other's (MariaDB's
 // ERROR 4052, MySQL's 1236 "A slave with the same server_uuid/server_id"), so the two
 // instances would take turns at reconnecting, for ever, and neither capture. Sources are
-// the same when their addr is (the host's case aside): a source reached under two names
-// is not recognised, nor a real replica of the source with that server_id (the running
-// instance then reports server_id_clash). Two adds at the same moment are not fenced
+// the same when their port is and their hosts are one name (the case aside) or resolve
+// to an address in common (localhost and 127.0.0.1); a real replica of the source with
+// that server_id is not seen (the running instance then reports server_id_clash). Two adds at the same moment are not fenced
 // against each other either.
 func checkServerID(ctx context.Context, c coord.Coordinator, inst *Instance) error {
 	ids, err := ListInstances(ctx, c)
@@ -60,11 +63,38 @@ func checkServerID(ctx context.Context, c coord.Coordinator, inst *Instance) err
 		if err != nil {
 			continue // no definition (an incomplete add), or one no wave can run: it takes no connection
 		}
-		if strings.EqualFold(other.Source.Addr, inst.Source.Addr) && other.Source.ServerID == inst.Source.ServerID {
+		if other.Source.ServerID == inst.Source.ServerID && sameSource(ctx, other.Source.Addr, inst.Source.Addr) {
 			return fmt.Errorf("instance %s: source %s with server_id %d is read by instance %s already; "+
 				"the source keeps one binlog connection per server_id, so the two would end each other's: give source.server_id a value of its own",
 				inst.ID, inst.Source.Addr, inst.Source.ServerID, other.ID)
 		}
 	}
 	return nil
+}
+
+// sameSource says whether two host:port addresses reach one server: the same port, and
+// hosts of one name or resolving to an address in common. A host that does not resolve
+// here (the wave's host may resolve it, this one not) compares by name only.
+func sameSource(ctx context.Context, a, b string) bool {
+	if strings.EqualFold(a, b) {
+		return true
+	}
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil || pa != pb {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	ipsA, errA := net.DefaultResolver.LookupHost(rctx, ha)
+	ipsB, errB := net.DefaultResolver.LookupHost(rctx, hb)
+	if errA != nil || errB != nil {
+		return false
+	}
+	for _, ip := range ipsA {
+		if slices.Contains(ipsB, ip) {
+			return true
+		}
+	}
+	return false
 }

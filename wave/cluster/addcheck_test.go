@@ -24,6 +24,9 @@ func TestAddRefusesAServerIDClash(t *testing.T) {
 		{"same source named in capitals", "DB.example:3306", 101, "instance users: source DB.example:3306 with server_id 101 is read by instance orders already"},
 		{"same source, another server_id", "127.0.0.1:3306", 102, ""},
 		{"another source, same server_id", "127.0.0.1:3307", 101, ""},
+		// localhost resolves to 127.0.0.1 (/etc/hosts): one server under two names.
+		{"same source by another name", "localhost:3306", 101, "instance users: source localhost:3306 with server_id 101 is read by instance orders already"},
+		{"another name, another port", "localhost:3307", 101, ""},
 	} {
 		for name, open := range wavetest.Coordinators(t) {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
