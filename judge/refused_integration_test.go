@@ -39,25 +39,28 @@ func TestJudgeBusBatchPartlyRefusedIntegration(t *testing.T) {
 	// Stored first, so that it decides the mapping: m.wave is an object.
 	require.Eventually(t, func() bool { return acks.Ready()[0] == 1 }, 15*time.Second, 10*time.Millisecond, "the first batch acked")
 	deliver(2, metric.Batch{Node: "wave-1", TS: t0.Add(10 * time.Second), IntervalS: 10, Points: []metric.Point{
-		{Name: "wave", Value: 2},     // m.wave is an object: refused, and with it
+		{Name: "wave", Value: 2},     // m.wave is an object: refused, but not
 		{Name: "cpu.util", Value: 3}, // its document's other point
 		{Name: "wave.lag_s", Value: 4, Labels: orders},
 		{Name: "wave.tps", Value: 5, Labels: orders},
 	}})
 	require.Eventually(t, func() bool { return acks.Ready()[0] == 2 }, 15*time.Second, 10*time.Millisecond, "both batches acked")
 	c := j.StoreCounters()
-	require.Equal(t, store.BufferCounters{Written: 3, Dropped: 2, Refused: 2, Capacity: c.Capacity}, c)
+	require.Equal(t, store.BufferCounters{Written: 4, Dropped: 1, Refused: 1, Capacity: c.Capacity}, c)
 	require.Positive(t, c.Capacity)
 
 	r := do(t, j.Handler(), "GET", "/metrics", "", nil)
-	require.Contains(t, string(r.body), "binlake_judge_store_points_refused_total 2\n")
-	require.Contains(t, string(r.body), "binlake_judge_store_points_written_total 3\n")
+	require.Contains(t, string(r.body), "binlake_judge_store_points_refused_total 1\n")
+	require.Contains(t, string(r.body), "binlake_judge_store_points_written_total 4\n")
 	r = do(t, j.Handler(), "GET", "/healthz", "", nil)
-	require.Contains(t, string(r.body), `"dropped":2,"written":3,"write_errors":0,"refused":2`)
+	require.Contains(t, string(r.body), `"dropped":1,"written":4,"write_errors":0,"refused":1`)
 	r = do(t, j.Handler(), "GET", "/", "", nil)
-	require.Contains(t, string(r.body), `3 written · <span class="err">2 dropped (2 refused by the store)</span>`)
+	require.Contains(t, string(r.body), `4 written · <span class="err">1 dropped (1 refused by the store)</span>`)
 	require.NoError(t, st.Refresh(context.Background()))
 	s, err := st.Stats(context.Background(), store.Query{Node: "wave-1", Name: "wave.tps", Labels: orders, From: t0, To: t0.Add(time.Hour)})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), s.Count, "the stored part of the refused batch")
+	s, err = st.Stats(context.Background(), store.Query{Node: "wave-1", Name: "cpu.util", From: t0, To: t0.Add(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), s.Count, "the point that shares a document with the refused one")
 }

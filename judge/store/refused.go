@@ -13,7 +13,7 @@ import (
 // first few reasons, for the log.
 type RefusedError struct {
 	Store   string
-	Points  int // points refused: every point of a refused document
+	Points  int // points refused: those the engine named, or every point of a document it refused whole
 	Total   int // points in the write
 	Reasons []string
 }

@@ -30,7 +30,8 @@ type bulkIndexer struct {
 }
 
 // bulkFilter keeps what index needs of a bulk answer.
-var bulkFilter = []string{"errors", "items.*.status", "items.*.error.type", "items.*.error.reason"}
+var bulkFilter = []string{"errors", "items.*.status", "items.*.error.type", "items.*.error.reason",
+	"items.*.error.caused_by.type", "items.*.error.caused_by.reason"}
 
 func newBulkIndexer(s *Store, workers int) *bulkIndexer {
 	return &bulkIndexer{s: s, slots: make(chan struct{}, workers)}
@@ -40,8 +41,12 @@ func newBulkIndexer(s *Store, workers int) *bulkIndexer {
 type itemResult struct {
 	Status int `json:"status"`
 	Error  struct {
-		Type   string `json:"type"`
-		Reason string `json:"reason"`
+		Type     string `json:"type"`
+		Reason   string `json:"reason"`
+		CausedBy struct {
+			Type   string `json:"type"`
+			Reason string `json:"reason"`
+		} `json:"caused_by"`
 	} `json:"error"`
 }
 
@@ -56,9 +61,10 @@ type request struct {
 const maxReasons = 3
 
 // outcome is what one or more requests came to. Every document sent ends up in exactly
-// one of existing, retry or failed, or was stored.
+// one of existing, trimmed, retry or failed, or was stored.
 type outcome struct {
 	existing []*document // created before: to send again, now as updates
+	trimmed  []*document // refused for a field: to send again at once without its metrics
 	retry    []*document // refused with 429, 5xx, or 409 to an update: to retry later
 	failed   []*document // refused for good (a mapping conflict, say)
 	reasons  []string    // the first few reasons of failed
@@ -68,6 +74,7 @@ type outcome struct {
 // add merges o2 into o.
 func (o *outcome) add(o2 outcome) {
 	o.existing = append(o.existing, o2.existing...)
+	o.trimmed = append(o.trimmed, o2.trimmed...)
 	o.retry = append(o.retry, o2.retry...)
 	o.failed = append(o.failed, o2.failed...)
 	o.addReasons(o2.reasons...)
@@ -183,6 +190,8 @@ func (bi *bulkIndexer) send(ctx context.Context, r request) outcome {
 			o.existing = append(o.existing, d)
 		case it.Status == http.StatusTooManyRequests || it.Status == http.StatusConflict || it.Status >= 500:
 			o.retry = append(o.retry, d)
+		case d.trim(it.Status, it.Error.Type, it.Error.Reason, it.Error.CausedBy.Reason):
+			o.trimmed = append(o.trimmed, d)
 		default:
 			o.failed = append(o.failed, d)
 			if len(o.reasons) < maxReasons {

@@ -20,9 +20,13 @@
 // interface, disk, instance); one document per point capped the two-core test engine
 // near 47,000 points/s. A metric name is a field path, so a name that is a dot-prefix
 // of another ("wave" and "wave.tps") cannot be stored beside it: the engine refuses the
-// documents of whichever comes second, and Write, once it has stored the others, reports
-// their points as a *store.RefusedError (invalid input). The agent's names never collide
-// (Graphite and Metricbeat have the same rule).
+// documents of whichever comes second. When its refusal names the field, Write sends the
+// document again without the metrics it names (a few times at most), so that one custom
+// name costs only its own point, not the node's cpu.util and the rest of its document;
+// a document whose refusal names none of its metrics (or only them) is refused whole.
+// Once it has stored the rest, Write reports the refused points as a
+// *store.RefusedError (invalid input) and logs each refused name, once a minute at
+// most. The agent's names never collide (Graphite and Metricbeat have the same rule).
 //
 // A document's _id follows from (node, labels, ts). Write sends each document as a create
 // (what an index costs the engine, about a fifth less than an update); if the document
@@ -120,6 +124,8 @@ type Store struct {
 	opts Options
 	log  *slog.Logger
 	bulk *bulkIndexer
+
+	refusals refusalLog // throttles the warnings of refused metric names
 
 	mu     sync.RWMutex // held shared by every operation, exclusively by Close
 	closed bool

@@ -26,6 +26,10 @@ type document struct {
 	// merge: the document exists (a create of it answered 409), so it goes as an
 	// update that merges its fields into the stored ones.
 	merge bool
+	// refused are the metrics taken out because the engine refused the document for
+	// them (a mapping conflict it named), trims how many times that happened.
+	refused []refusedMetric
+	trims   int
 }
 
 type metric struct {
@@ -185,10 +189,11 @@ var ErrRejected = errors.New("points refused by the engine")
 // Write validates every point, so that a bad batch stores nothing, groups the points into
 // documents and indexes them through the bulk indexer: documents that exist already are
 // sent again at once as updates, documents refused with 429, 409 (to an update) or 5xx
-// after a back-off. It returns once the engine has acknowledged every document, except
-// those it refused for good (a mapping conflict): then, once every other document is
-// stored, it returns a *store.RefusedError counting their points and naming the
-// engine's reasons, so that the caller drops just those and moves on. A document
+// after a back-off, documents refused for a field the engine names (a mapping conflict)
+// at once without the metrics it names. It returns once the engine has acknowledged
+// every document, except those it refused for good: then, once every other document and
+// metric is stored, it returns a *store.RefusedError counting the refused points and
+// naming the engine's reasons, so that the caller drops just those and moves on. A document
 // refused for now never goes into that count: if the retries run out, Write fails with
 // ErrRejected and the caller sends the batch again.
 func (s *Store) Write(ctx context.Context, points []store.Point) error {
@@ -207,10 +212,12 @@ func (s *Store) Write(ctx context.Context, points []store.Point) error {
 		return err
 	}
 	docs := s.documents(points)
+	all := docs
 	total := len(docs)
 	var failed outcome // the documents refused for good, and why
 	for attempt := 0; ; {
-		// Each document turns from create to update at most once: this ends.
+		// Each document turns from create to update at most once, and loses metrics
+		// maxTrims times at most: this ends.
 		o := s.bulk.index(ctx, docs)
 		if o.err != nil {
 			return o.err
@@ -228,19 +235,33 @@ func (s *Store) Write(ctx context.Context, points []store.Point) error {
 				return fmt.Errorf("elastic store: retry refused documents: %w", err)
 			}
 		}
-		docs = append(o.existing, o.retry...)
+		docs = append(append(o.existing, o.trimmed...), o.retry...)
 		if len(docs) == 0 {
 			break
 		}
 	}
-	if len(failed.failed) == 0 {
+	// The metrics taken out of documents that were then stored (or refused whole).
+	var refused outcome
+	n := 0
+	now := time.Now()
+	for _, d := range all {
+		for _, m := range d.refused {
+			n++
+			refused.addReasons(fmt.Sprintf("metric %q: %s", m.name, m.reason))
+			if s.refusals.should(m.name, now) {
+				s.log.Warn("the engine refused a metric; the other metrics of its node and time are stored",
+					"node", d.node, "metric", m.name, "labels", d.labelsKey, "reason", m.reason)
+			}
+		}
+	}
+	if n == 0 && len(failed.failed) == 0 {
 		return nil
 	}
-	n := 0
 	for _, d := range failed.failed {
 		n += len(d.metrics)
 	}
-	return &store.RefusedError{Store: "elastic store", Points: n, Total: len(points), Reasons: failed.reasons}
+	refused.addReasons(failed.reasons...)
+	return &store.RefusedError{Store: "elastic store", Points: n, Total: len(points), Reasons: refused.reasons}
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
