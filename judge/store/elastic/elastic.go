@@ -74,6 +74,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/binlake/binlake/internal/backoff"
+	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -125,7 +126,7 @@ type Store struct {
 	log  *slog.Logger
 	bulk *bulkIndexer
 
-	refusals refusalLog // throttles the warnings of refused metric names
+	refusals logging.Throttle // the warnings of refused metric names: once a minute per name
 
 	mu     sync.RWMutex // held shared by every operation, exclusively by Close
 	closed bool
@@ -192,7 +193,7 @@ func New(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("elastic store: client: %w", err)
 	}
-	s := &Store{es: es, opts: opts, log: opts.Logger.With("component", "store.elastic")}
+	s := &Store{es: es, opts: opts, log: opts.Logger.With("component", "store.elastic"), refusals: logging.Throttle{Every: time.Minute}}
 	s.bulk = newBulkIndexer(s, opts.Workers)
 	return s, nil
 }

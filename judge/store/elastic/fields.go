@@ -3,8 +3,6 @@ package elastic
 import (
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 )
 
 // A document holds every unlabelled metric of a node and time, so the engine refusing
@@ -118,38 +116,5 @@ func (d *document) trim(status int, typ string, reasons ...string) bool {
 	}
 	d.metrics = kept
 	d.trims++
-	return true
-}
-
-// refusalLog throttles the warning of a refused metric name: once per name per
-// refusalLogEvery, for at most refusalLogNames names at a time.
-type refusalLog struct {
-	mu   sync.Mutex
-	last map[string]time.Time
-}
-
-const (
-	refusalLogEvery = time.Minute
-	refusalLogNames = 1024
-)
-
-// should reports whether a refusal of name is to be logged now.
-func (l *refusalLog) should(name string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if t, ok := l.last[name]; ok && now.Sub(t) < refusalLogEvery {
-		return false
-	}
-	if l.last == nil || len(l.last) >= refusalLogNames {
-		for k, t := range l.last {
-			if now.Sub(t) >= refusalLogEvery {
-				delete(l.last, k)
-			}
-		}
-		if l.last == nil || len(l.last) >= refusalLogNames {
-			l.last = make(map[string]time.Time)
-		}
-	}
-	l.last[name] = now
 	return true
 }

@@ -3,7 +3,6 @@ package elastic
 import (
 	"slices"
 	"testing"
-	"time"
 )
 
 // The engine's reasons, as Elasticsearch 7.17 words them (the first three seen from the
@@ -73,22 +72,5 @@ func TestTrimTakesOutOnlyTheNamedMetrics(t *testing.T) {
 		if ok != (i < maxTrims) {
 			t.Fatalf("trim %d: %v", i+1, ok)
 		}
-	}
-}
-
-func TestRefusalLogThrottles(t *testing.T) {
-	var l refusalLog
-	now := time.Unix(1e9, 0)
-	if !l.should("zz", now) || l.should("zz", now.Add(time.Second)) || !l.should("yy", now) {
-		t.Fatal("want one warning per name")
-	}
-	if !l.should("zz", now.Add(refusalLogEvery)) {
-		t.Fatal("want the warning again after refusalLogEvery")
-	}
-	for i := range 2 * refusalLogNames {
-		l.should(string(rune(0x4e00+i)), now)
-	}
-	if len(l.last) > refusalLogNames {
-		t.Fatalf("%d names kept, want at most %d", len(l.last), refusalLogNames)
 	}
 }

@@ -248,7 +248,7 @@ func (s *Store) Write(ctx context.Context, points []store.Point) error {
 		for _, m := range d.refused {
 			n++
 			refused.addReasons(fmt.Sprintf("metric %q: %s", m.name, m.reason))
-			if s.refusals.should(m.name, now) {
+			if ok, _ := s.refusals.Allow(m.name, now); ok {
 				s.log.Warn("the engine refused a metric; the other metrics of its node and time are stored",
 					"node", d.node, "metric", m.name, "labels", d.labelsKey, "reason", m.reason)
 			}
