@@ -97,7 +97,8 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 			sumRows, sumBytes = sumRows+c.RowsPerS, sumBytes+c.BytesPerS
 		}
 		c := &lbplugins.Capacity{Cores: wl.view.cores, RowCores: wl.view.prices.Row, ByteCores: wl.view.prices.Byte,
-			Priced: wl.view.prices.Source != loadmodel.SourceNone, PeakCores: wl.peak, PeakHour: wl.hour}
+			Priced: wl.view.prices.Source != loadmodel.SourceNone, Unpriced: wl.view.prices.Unpriced,
+			PeakCores: wl.peak, PeakHour: wl.hour}
 		c.UtilNow, c.HasUtilNow = wl.utilNow()
 		cs.by[v.node] = c
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/binlake/binlake/judge/analysis"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/judgetest/wavefleet"
+	"github.com/binlake/binlake/judge/loadmodel"
 	"github.com/binlake/binlake/lbplugins"
 	"github.com/binlake/binlake/lbplugins/utilisation"
 )
@@ -244,4 +245,36 @@ func TestCapacitiesComputedInBackground(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return placeHTTP(t, h, probe).Node == "wave-c"
 	}, 15*time.Second, 10*time.Millisecond, "wave-c weighed")
+}
+
+// Where every instance publishes 150 bytes a row, rows and bytes move together across
+// the whole fleet: the pooled fit prices their combined work (pooled_collinear) and the
+// idle wave (32 cores, no instance) is priced from it, so the utilisation algorithm
+// places on it rather than filtering it as unpriced, and GET /v1/rebalance plans in
+// utilisation. Before, the pooled fit failed on the collinear work, the idle wave stayed
+// "none" with the reason "no wave reports wave.cpu_cores", and the rebalance fell back
+// to rows.
+func TestCollinearFleetPricesItsIdleWave(t *testing.T) {
+	j, c := newJudge(t, nil)
+	h := j.Handler()
+	utilFleet(t, h, c, []wavefleet.Wave{
+		{Node: "wave-a", Cores: 4, UtilPct: 40, Row: 2e-4, Instances: map[string]float64{"a1": 1000}, Collinear: true},
+		{Node: "wave-b", Cores: 8, UtilPct: 30, Row: 2e-4, Instances: map[string]float64{"b1": 2000}, Collinear: true},
+		{Node: "wave-c", Cores: 16, UtilPct: 20, Row: 2e-4, Instances: map[string]float64{"c1": 3000}, Collinear: true},
+		{Node: "wave-idle", Cores: 32, UtilPct: 1, Collinear: true},
+	})
+	ans := placeHTTP(t, h, `{"instance":"probe","algorithm":"utilisation","explain":"all","dry_run":true,"expected":{"rows_per_s":500,"bytes_per_s":75000}}`)
+	for _, f := range ans.FilteredNodes {
+		require.NotContains(t, f.Reason, "no prices", f.Node)
+	}
+	require.Equal(t, "wave-idle", ans.Node, "the emptiest host")
+	p := j.model.Prices("wave-idle")
+	require.Equal(t, loadmodel.SourcePooled, p.Source)
+	require.True(t, p.PooledCollinear)
+
+	r := do(t, h, "GET", "/v1/rebalance", "", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var reb api.RebalanceAnswer
+	require.NoError(t, json.Unmarshal(r.body, &reb))
+	require.Equal(t, api.ModelUtilisation, reb.Model, reb.ModelNote)
 }

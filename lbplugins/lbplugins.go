@@ -121,9 +121,12 @@ type Capacity struct {
 	// Cores is the host's cores (cpu.cores); 0 when its agent reports none.
 	Cores float64
 	// RowCores and ByteCores price a row/s and a byte/s of work on this node; Priced is
-	// false when the judge has no prices yet (no wave reports wave.cpu_cores).
+	// false when the judge has no prices yet, and Unpriced then says why (no wave
+	// reports wave.cpu_cores, none has enough samples yet, or the fleet's pooled fit found
+	// no cost of work; empty when not known).
 	RowCores, ByteCores float64
 	Priced              bool
+	Unpriced            string
 	// UtilNow is the host's CPU now over its cores; HasUtilNow is false when the host
 	// reports no cpu.util.
 	UtilNow    float64

@@ -298,7 +298,7 @@ type NodeLoad struct {
 // used (wave.cpu_cores) against the rows and bytes it published: per row/s, per byte/s,
 // and the base the process costs with no work. Source is "fitted" (the wave's own
 // samples), "pooled" (too few or too alike samples, or a fit of its own too uncertain:
-// the fleet's prices at the wave's speed) or "none" (no wave reports its CPU); Samples,
+// the fleet's prices at the wave's speed) or "none" (no price: Unpriced says why); Samples,
 // R2 and RMSE (cores) say how well the wave's own fit explains its samples.
 type Prices struct {
 	RowCores  float64 `json:"row_cores"`
@@ -325,6 +325,15 @@ type Prices struct {
 	// it (0: not known): the plans take a wave to stand up to this much higher than
 	// predicted before calling it within its lines.
 	CostErr float64 `json:"cost_err"`
+	// PooledCollinear: the prices are, or lean on, the fleet's pooled prices, fitted
+	// where every wave's rows and bytes move together (the same bytes per row fleet-wide):
+	// the pool priced their combined work and split it between a row and a byte by their
+	// spreads, a split the data cannot check (the cost at the fleet's bytes per row is
+	// the fitted one whatever the split).
+	PooledCollinear bool `json:"pooled_collinear,omitempty"`
+	// Unpriced says why, when source is "none": no wave reports wave.cpu_cores, none has
+	// enough samples yet, or the fleet's pooled fit found no cost of work.
+	Unpriced string `json:"unpriced,omitempty"`
 }
 
 // MetricNames are the metric names the judge has seen (GET /v1/metric-names): every

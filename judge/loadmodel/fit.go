@@ -18,6 +18,9 @@ type fitResult struct {
 	// prices' part of the mean CPU), as a share of that cost: how well the samples pin
 	// the prices down where the wave works.
 	workErr float64
+	// collinear: rows and bytes moved together across the samples, so the prices were
+	// fitted to their combined work and split by their spreads (fitCentred).
+	collinear bool
 }
 
 // The robust weights. The first rounds use Huber's (residuals within 1.345 robust
@@ -175,9 +178,22 @@ func solveNonNeg(ss []sample, w []float64, sr, sb float64, prior [2]float64, str
 		m[a][a] += lambda
 		v[a] += lambda * prior[a]
 	}
+	// A regressor that is zero in every sample of weight, with no ridge, tells nothing of
+	// its price: it is held at the prior rather than leaving the system singular (the
+	// pool's fit in one direction, fitCentred, has no second regressor).
 	free := [3]bool{true, true, true}
+	var untold [2]bool
+	for a := range 2 {
+		untold[a] = m[a][a] == 0 // no ridge, and the regressor zero throughout
+		free[a] = !untold[a]
+	}
 	for {
 		beta, ok := solveMasked(m, v, free)
+		for a := range 2 {
+			if untold[a] {
+				beta[a] = prior[a]
+			}
+		}
 		if !ok {
 			// Singular even with the ridge (no samples of weight): the prior, and a base
 			// that explains the mean.

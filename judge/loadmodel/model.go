@@ -32,8 +32,21 @@ const (
 	// price of its work uncertain (Prices.WorkErr); the fleet's pooled prices at the
 	// wave's speed (alone, or weighing more than its own fit).
 	SourcePooled = "pooled"
-	// SourceNone: no wave reports its CPU (wave.cpu_cores): no price in cores at all.
+	// SourceNone: no price in cores at all (Prices.Unpriced says why).
 	SourceNone = "none"
+)
+
+// Why a wave has no prices (Prices.Unpriced).
+const (
+	// UnpricedNoCPU: no wave has reported its CPU over the window, this one neither.
+	UnpricedNoCPU = "no wave reports wave.cpu_cores"
+	// UnpricedFewSamples: waves report their CPU, but none has enough samples yet to
+	// fit a price from, and this one's work never varied.
+	UnpricedFewSamples = "no wave has enough wave.cpu_cores samples yet to fit prices from, and its own work has not varied"
+	// UnpricedNoPool: waves report their CPU, but the fleet's pooled fit found no cost
+	// of work (no wave's CPU moved with its rows or bytes), and this wave's own work
+	// never varied enough to fit.
+	UnpricedNoPool = "waves report wave.cpu_cores, but the fleet's pooled fit found no cost of work in them and this wave's own work has not varied enough to fit"
 )
 
 // Prices are one wave's fitted costs, in CPU cores.
@@ -75,6 +88,14 @@ type Prices struct {
 	// Pegged: most of the last five samples were saturated, so the wave's demand now is
 	// unknown beyond being at least its cores.
 	Pegged bool
+	// PooledCollinear: the prices are, or lean on, the fleet's pooled prices, and these
+	// were fitted where rows and bytes move together across the fleet (the same bytes
+	// per row everywhere): the pool priced their combined work and split it between
+	// rows and bytes by their spreads (fitCentred), a split the data cannot check. At
+	// the fleet's bytes per row the cost is the fitted one whatever the split.
+	PooledCollinear bool
+	// Unpriced says why, when Source is SourceNone (one of the Unpriced constants).
+	Unpriced string
 }
 
 // Cost is what rows/s and bytes/s of work cost at these prices, in cores.
@@ -108,6 +129,10 @@ type Model struct {
 		// (baseAtSpeed): the idle process a scaled price adds.
 		base float64
 		ok   bool
+		// collinear: fitted in the one direction the data has (fitCentred); why: what
+		// failed when not ok (an Unpriced constant).
+		collinear bool
+		why       string
 		// err is the share by which the pool at a wave's speed misses the cost of its
 		// work (poolErrLocked), as of the last pooling.
 		err float64
@@ -340,9 +365,9 @@ func (m *Model) pricesLocked(id string) Prices {
 	prior, pooledOK := m.pooledLocked()
 	if n == nil || len(n.samples) == 0 {
 		if !pooledOK {
-			return Prices{Source: SourceNone}
+			return Prices{Source: SourceNone, Unpriced: m.pooled.why}
 		}
-		return Prices{Row: prior[0], Byte: prior[1], Source: SourcePooled}
+		return Prices{Row: prior[0], Byte: prior[1], Source: SourcePooled, PooledCollinear: m.pooled.collinear}
 	}
 	now := m.o.Now()
 	if !n.fittedAt.IsZero() && (!n.dirty || now.Sub(n.fittedAt) < refitEvery) {
@@ -366,6 +391,9 @@ func (m *Model) pricesLocked(id string) Prices {
 	}
 	p.Samples, p.Saturated = len(ss), saturated
 	p.BaseNow, p.Pegged = n.baseNow(p)
+	if p.Source == SourceNone {
+		p.Unpriced = m.pooled.why
+	}
 	n.fitted, n.fittedAt, n.dirty = p, now, false
 	return p
 }
@@ -431,6 +459,7 @@ func (m *Model) ownFit(n *node, ss []sample, prior [2]float64, pooledOK bool) Pr
 	}
 	p.Row, p.Byte, p.Base = a*f.row+(1-a)*sp.Row, a*f.byte+(1-a)*sp.Byte, a*f.base+(1-a)*sp.Base
 	p.CostErr = 1 / math.Sqrt(wo+wp)
+	p.PooledCollinear = a < 1 && m.pooled.collinear
 	if a < 0.5 {
 		p.Source = SourcePooled
 	}
@@ -504,7 +533,8 @@ func (m *Model) speedLocked(prior [2]float64, ss []sample) float64 {
 // scaledLocked is the pooled prices and base times the speed factor f (bounded).
 func (m *Model) scaledLocked(prior [2]float64, f float64) Prices {
 	f = min(max(f, minSpeed), maxSpeed)
-	return Prices{Row: f * prior[0], Byte: f * prior[1], Base: f * m.pooled.base, Source: SourcePooled}
+	return Prices{Row: f * prior[0], Byte: f * prior[1], Base: f * m.pooled.base, Source: SourcePooled,
+		PooledCollinear: m.pooled.collinear}
 }
 
 // meanSamples is the mean rows, bytes and CPU of ss.
@@ -690,6 +720,13 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 	}
 	if len(all) == 0 {
 		// Nothing to pool yet: ask again next time rather than caching the absence.
+		m.pooled.why = UnpricedNoCPU
+		for _, n := range m.nodes {
+			if len(n.samples) > 0 {
+				m.pooled.why = UnpricedFewSamples
+				break
+			}
+		}
 		return [2]float64{}, false
 	}
 	f := fitAtSpeeds(all, spans)
@@ -699,6 +736,10 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 	}
 	m.pooled.at = now
 	m.pooled.prices, m.pooled.ok = [2]float64{f.row, f.byte}, f.row > 0 || f.byte > 0
+	m.pooled.collinear, m.pooled.why = f.collinear && m.pooled.ok, ""
+	if !m.pooled.ok {
+		m.pooled.why = UnpricedNoPool
+	}
 	m.pooled.base = median(bases)
 	m.pooled.err = m.poolErrLocked()
 	return m.pooled.prices, m.pooled.ok
@@ -768,13 +809,56 @@ func fitAtSpeeds(all []sample, spans [][2]int) fitResult {
 	return f
 }
 
+// collinearTol is how little of the rows' and bytes' variation across the pool may be
+// their own (1 − ρ², ρ their correlation) before the pool is taken to move them only
+// together (fitCentred): at 10⁻⁴ an unconstrained split of the two prices has a variance
+// ten thousand times a separable pool's, a guess the samples' noise decides.
+const collinearTol = 1e-4
+
 // fitCentred fits prices without a base to samples centred on their waves' means.
+//
+// Where rows and bytes move together across the whole pool (every instance publishing
+// about the same bytes per row), the samples price only their sum and leave the split
+// to their noise: the unconstrained fit is singular, or near it a guess. The pool is then
+// fitted in the one direction its data has, the combined work rows/σr + bytes/σb (σ each
+// one's spread), and that one price is split evenly between the two in those units: the
+// minimum-norm least squares answer, the limit of the per-wave fit's ridge (fit) as its
+// pull goes to zero with no prior to pull to. At the fleet's mix it predicts the CPU the
+// combined slope does, whatever the split (bytes = k·rows makes row/σr·rows +
+// byte/σb·bytes the same sum); an instance of another mix is priced half by how far its
+// rows, half by how far its bytes run from the fleet's, rather than by one of the two
+// only. collinear is set on the result.
 func fitCentred(ss []sample) fitResult {
+	if sr, sb, ok := collinear(ss); ok {
+		z := make([]sample, len(ss))
+		for i, s := range ss {
+			z[i] = sample{rows: s.rows/sr + s.bytes/sb, cpu: s.cpu}
+		}
+		f := fitWith(z, [2]float64{}, 0, true)
+		f.row, f.byte, f.base, f.collinear = f.row/sr, f.row/sb, 0, true
+		return f
+	}
 	// Centred regressors take negative values: scale by the root mean square as fit
 	// does, with no prior and no base (the mean of centred data is zero).
 	f := fitWith(ss, [2]float64{}, 0, true)
 	f.base = 0
 	return f
+}
+
+// collinear reports whether the samples' rows and bytes both vary and move together
+// (correlation ρ > 0 with 1 − ρ² < collinearTol), with their spreads.
+func collinear(ss []sample) (sr, sb float64, ok bool) {
+	mr, sdr := meanSD(ss, func(s sample) float64 { return s.rows })
+	mb, sdb := meanSD(ss, func(s sample) float64 { return s.bytes })
+	if sdr == 0 || sdb == 0 {
+		return 0, 0, false
+	}
+	var c float64
+	for _, s := range ss {
+		c += (s.rows - mr) * (s.bytes - mb)
+	}
+	rho := c / float64(len(ss)) / (sdr * sdb)
+	return sdr, sdb, rho > 0 && 1-rho*rho < collinearTol
 }
 
 // Nodes lists the nodes the model has samples or a capacity of, sorted.

@@ -534,3 +534,103 @@ func TestWarmRefitsAheadOfTheAsks(t *testing.T) {
 	r2, b2, _ := m.Pooled()
 	require.NotEqual(t, [2]float64{r1, b1}, [2]float64{r2, b2}, "repooled ahead of the asks")
 }
+
+// A fleet whose every instance publishes the same bytes per row (150) moves rows and
+// bytes together in every wave: the pooled samples price only their combined work. The
+// pool is fitted in that one direction (marked PooledCollinear) rather than failing, so
+// an idle wave (32 cores, its process's CPU alone, no work) is priced from it, at the
+// cost the fleet's mix has. Before, the pooled fit came out (0, 0, false), cached for
+// repoolEvery, and the idle wave stayed SourceNone. With one instance a wave bytes are
+// exactly 150 × rows (the old fit was singular); with three, 150 × rows to the rounding
+// of their sums (the old fit's split was the rounding's: all on rows).
+func TestCollinearFleetPricesAnIdleWave(t *testing.T) {
+	for _, instances := range []int{1, 3} {
+		t.Run(fmt.Sprint(instances), func(t *testing.T) { collinearFleet(t, instances) })
+	}
+}
+
+func collinearFleet(t *testing.T, instances int) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	tr := truth{row: 2e-4, byte: 0, base: 0.05} // the CPU follows rows; bytes = 150 × rows
+	var ws []*wave
+	for i := range 3 {
+		w := newWave(fmt.Sprintf("w%d", i), tr, instances, uint64(i+31))
+		for j := range w.sizes {
+			w.sizes[j] = 150
+		}
+		w.cores = float64(int(4) << i)
+		ws = append(ws, w)
+	}
+	idle := newWave("idle", truth{base: 0.05}, 0, 40)
+	idle.cores = 32
+	feed(m, &clk, time.Hour, append(ws, idle)...)
+
+	row, byte, ok := m.Pooled()
+	require.True(t, ok, "the pool of collinear work")
+	rows := 3000.0
+	within(t, tr.row*rows, row*rows+byte*150*rows, 0.05, "the pool's cost of the fleet's mix")
+	require.Greater(t, row, 0.0)
+	require.Greater(t, byte, 0.0, "split between rows and bytes, not all on one")
+
+	p := m.Prices("idle")
+	require.Equal(t, SourcePooled, p.Source, "%+v", p)
+	require.True(t, p.PooledCollinear)
+	require.Empty(t, p.Unpriced)
+	within(t, tr.row*rows, p.Cost(rows, 150*rows), 0.10, "the idle wave's cost of the fleet's mix")
+	within(t, tr.base, p.Base, 0.25, "the idle wave's base")
+	for _, w := range ws {
+		q := m.Prices(w.node)
+		within(t, tr.row*rows, q.Cost(rows, 150*rows), 0.10, w.node+"'s cost of the fleet's mix")
+	}
+}
+
+// A fleet whose rows and bytes vary apart (TestPooledPricesAcrossSpeeds's) is pooled as
+// before the collinear fit came: the same prices to the last bits (taken from the code
+// before it), and not marked PooledCollinear.
+func TestSeparablePoolUnchanged(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	var ws []*wave
+	for i, speed := range []float64{0.6, 0.9, 1.4, 1.6, 2.5} {
+		w := newWave(fmt.Sprintf("w%d", i), truth{row: speed * 2e-5, byte: speed * 4e-9, base: speed * 0.15}, 40, uint64(i+11))
+		w.cores = 32
+		ws = append(ws, w)
+	}
+	feed(m, &clk, 6*time.Hour, ws...)
+	row, byte, ok := m.Pooled()
+	require.True(t, ok)
+	t.Logf("pooled %.17g %.17g", row, byte)
+	require.InDelta(t, 1, row/goldenSeparableRow, 1e-12, "the pool's row price")
+	require.InDelta(t, 1, byte/goldenSeparableByte, 1e-12, "the pool's byte price")
+	require.False(t, m.pooled.collinear)
+	for _, w := range ws {
+		require.False(t, m.Prices(w.node).PooledCollinear, w.node)
+	}
+}
+
+// The pool's prices on TestSeparablePoolUnchanged's fleet before the collinear fit.
+const (
+	goldenSeparableRow  = 2.7753818040739545e-05
+	goldenSeparableByte = 5.4306906492496229e-09
+)
+
+// A wave with no prices says why: waves report wave.cpu_cores, but their CPU never
+// rose with their work, so the pool finds no cost of work; not "no wave reports
+// wave.cpu_cores", which a fleet with no CPU at all still says.
+func TestUnpricedSaysWhy(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	require.Equal(t, UnpricedNoCPU, m.Prices("new").Unpriced)
+
+	// Work, but a CPU that falls as it rises (the prices ≥ 0 come out at 0).
+	flat := newWave("flat", truth{row: -1e-5, base: 0.5}, 1, 51)
+	idle := newWave("idle", truth{base: 0.06}, 0, 52)
+	feed(m, &clk, 2*time.Minute, flat, idle)
+	require.Equal(t, UnpricedFewSamples, m.Prices("idle").Unpriced)
+	feed(m, &clk, time.Hour, flat, idle)
+	m.Refit()
+	p := m.Prices("idle")
+	require.Equal(t, SourceNone, p.Source, "%+v", p)
+	require.Equal(t, UnpricedNoPool, p.Unpriced)
+}

@@ -30,9 +30,11 @@ const (
 
 // Filter reasons, also in the answer's filtered_nodes.
 const (
-	ReasonNoWave   = "no load model: the node runs no wave, or the judge has not computed its load yet"
-	ReasonNoCores  = "no cpu.cores: its host's capacity is unknown"
-	ReasonNoPrices = "no prices: the judge has no price of work for it yet (no wave reports wave.cpu_cores)"
+	ReasonNoWave  = "no load model: the node runs no wave, or the judge has not computed its load yet"
+	ReasonNoCores = "no cpu.cores: its host's capacity is unknown"
+	// ReasonNoPrices is followed by ": " and the judge's why (Capacity.Unpriced) when it
+	// gives one.
+	ReasonNoPrices = "no prices: the judge has no price of work for it yet"
 	reasonOverCap  = "over max_utilisation"
 )
 
@@ -97,6 +99,7 @@ type node struct {
 	utilNow         float64 // NaN when unknown
 	peakHour        int32
 	state           uint8
+	why             string // the filter's reason in stateNoPrices
 }
 
 // Prepare implements lbplugins.Plugin: the capacities the judge computed per node when it
@@ -113,7 +116,10 @@ func (p *Plugin) Prepare(s *lbplugins.Snapshot) any {
 			n.state = stateNoCores
 			continue
 		case !c.Priced:
-			n.state = stateNoPrices
+			n.state, n.why = stateNoPrices, ReasonNoPrices
+			if c.Unpriced != "" {
+				n.why = ReasonNoPrices + ": " + c.Unpriced // once a snapshot, not a placement
+			}
 			continue
 		}
 		n.cores, n.row, n.byt = c.Cores, nonNeg(c.RowCores), nonNeg(c.ByteCores)
@@ -165,7 +171,7 @@ func (p *Plugin) Filter(r *lbplugins.Round, i int) string {
 	case stateNoCores:
 		return ReasonNoCores
 	case stateNoPrices:
-		return ReasonNoPrices
+		return n.why
 	}
 	limit := r.Req.MaxUtilisation
 	if limit <= 0 {

@@ -21,6 +21,10 @@ type Wave struct {
 	Cores, UtilPct float64
 	Row, Byte      float64
 	Instances      map[string]float64
+	// Collinear: the instances' bytes/s are exactly 150 a row, without the part that
+	// moves on its own, so that rows and bytes move together (as where every instance
+	// publishes rows of one size).
+	Collinear bool
 }
 
 // Interval is the agents' reporting interval.
@@ -45,7 +49,10 @@ func Batches(waves []Wave, rounds int, last time.Time) []metric.Batch {
 			slices.Sort(ids)
 			for i, id := range ids {
 				rows := w.Instances[id] * (1 + 0.3*math.Sin(float64(k+3*i)))
-				bytes := rows*150 + 40_000*(1+math.Cos(float64(2*k+i)))
+				bytes := rows * 150
+				if !w.Collinear {
+					bytes += 40_000 * (1 + math.Cos(float64(2*k+i)))
+				}
 				cpu += w.Row*rows + w.Byte*bytes
 				total += rows
 				inst := map[string]string{"instance": id}
