@@ -151,7 +151,7 @@ func (w instWork) cost(p loadmodel.Prices) []float64 {
 // utilisationReady reports whether every live wave of views can be planned in
 // utilisation, and when not, why (naming the waves that lack the data).
 func utilisationReady(views map[string]*waveView, live []string) (bool, string) {
-	var noCores, noCPU []string
+	var noCores, noCPU, unpriced []string
 	for _, node := range live {
 		v := views[node]
 		switch {
@@ -159,6 +159,9 @@ func utilisationReady(views map[string]*waveView, live []string) (bool, string) 
 			noCores = append(noCores, node)
 		case v.prices.Source == loadmodel.SourceNone:
 			noCPU = append(noCPU, node)
+			if u := v.prices.Unpriced; u != "" && !slices.Contains(unpriced, u) {
+				unpriced = append(unpriced, u)
+			}
 		}
 	}
 	var why []string
@@ -169,7 +172,11 @@ func utilisationReady(views map[string]*waveView, live []string) (bool, string) 
 		// A wave has no prices when it reports no wave.cpu_cores, or when its own work
 		// never varied enough to fit and no other wave's fit gives a pool to price it
 		// from: a fleet whose every wave reports its CPU can still be here.
-		why = append(why, fmt.Sprintf("no prices for %s: it needs wave.cpu_cores, and its own work or another wave's varying over the fit's window to price work from", list(noCPU)))
+		w := fmt.Sprintf("no prices for %s: it needs wave.cpu_cores, and its own work or another wave's varying over the fit's window to price work from", list(noCPU))
+		if len(unpriced) > 0 {
+			w += " (" + strings.Join(unpriced, "; ") + ")" // what the load model found
+		}
+		why = append(why, w)
 	}
 	if len(why) == 0 {
 		return true, ""

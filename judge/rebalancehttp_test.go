@@ -15,6 +15,7 @@ import (
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/judge/loadmodel"
 )
 
 // skewed is a cluster whose agents have reported: wave-3 runs f (500 rows/s), wave-1
@@ -139,6 +140,9 @@ func TestRebalanceAnswersAFitThatCannotSay(t *testing.T) {
 	// wave-2 reports its CPU, but its work never varied and wave-1's fit lends no pool.
 	require.Equal(t, api.ModelRows, ans.Model)
 	require.Contains(t, ans.ModelNote, "no prices for wave-2: it needs wave.cpu_cores, and its own work or another wave's varying")
+	require.Contains(t, ans.ModelNote, "("+loadmodel.UnpricedNoPool+")", "what failed: the pool, not the CPU's reports")
+	require.Equal(t, loadmodel.UnpricedNoPool, ans.Waves[1].Prices.Unpriced)
+	require.NotContains(t, ans.ModelNote, loadmodel.UnpricedNoCPU)
 
 	d := do(t, j.Handler(), "GET", "/v1/nodes/wave-1", "", nil)
 	require.Equal(t, http.StatusOK, d.status, string(d.body))
