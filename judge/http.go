@@ -75,17 +75,22 @@ func (j *Judge) routes() http.Handler {
 	r.Get("/", j.handleStatus)
 	httpapi.Health(r, j.handleHealth)
 	httpapi.Ready(r, j.handleReady)
+	// What needs the state restored from the store waits for it (afterRestore); the
+	// status page, /healthz, /readyz, /metrics and the plugin list answer from the start.
 	r.Route("/v1", func(r chi.Router) {
-		r.Get("/nodes", j.handleNodes)
-		r.Get("/metric-names", j.handleMetricNames)
-		r.Get("/nodes/{id}", j.handleNode)
 		r.Get("/plugins", j.handlePlugins)
-		r.With(auth).Post("/metrics", j.handleMetrics)
-		r.With(auth).Post("/placement", j.handlePlacement)
-		r.Get("/rebalance", j.handleRebalanceView)
-		r.With(auth).Post("/rebalance", j.handleRebalance)
+		r.Group(func(r chi.Router) {
+			r.Use(j.afterRestore)
+			r.Get("/nodes", j.handleNodes)
+			r.Get("/metric-names", j.handleMetricNames)
+			r.Get("/nodes/{id}", j.handleNode)
+			r.With(auth).Post("/metrics", j.handleMetrics)
+			r.With(auth).Post("/placement", j.handlePlacement)
+			r.Get("/rebalance", j.handleRebalanceView)
+			r.With(auth).Post("/rebalance", j.handleRebalance)
+		})
 	})
-	r.With(auth).Post("/api/v1/write", j.handleRemoteWrite)
+	r.With(auth, j.afterRestore).Post("/api/v1/write", j.handleRemoteWrite)
 	return r
 }
 

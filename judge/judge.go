@@ -141,6 +141,9 @@ type Judge struct {
 	handler   http.Handler
 	errs      *httpapi.Errors
 	states    instanceStates // the wave instances' states, for the status page
+	// restoring is set while Run restores the judge's state from the store (restore):
+	// the channel is closed when it is done.
+	restoring atomic.Pointer[chan struct{}]
 
 	placer
 }
@@ -296,26 +299,35 @@ func (j *Judge) Run(ctx context.Context) error {
 		}
 	}
 
-	// Before the first batch, so that a restarted judge answers as it did.
-	j.restore(ctx)
-
 	// One run group: the sources, the analyses and the API stop together when ctx ends or
-	// the API fails (its error is Run's).
+	// the API fails (its error is Run's). The API serves from the start (GET /healthz is
+	// liveness, whatever the store); the rest starts once the judge's state is restored,
+	// so that a restarted judge answers as it did, and the bus's batches come after the
+	// stored ones.
+	restored := j.startRestore()
 	g, gctx := errgroup.WithContext(ctx)
-	if j.o.Subscriber != nil {
-		g.Go(func() error { j.subscribeLoop(gctx); return nil })
-	}
-	g.Go(func() error { _ = j.hist.Run(gctx); return nil })
-	if j.o.Retention > 0 {
-		g.Go(func() error { j.retentionLoop(gctx); return nil })
-	}
-	if j.wallClock {
-		g.Go(func() error { j.warmLoop(gctx); return nil })
-	}
-	g.Go(func() error { j.reservationLoop(gctx); return nil })
 	if ln != nil {
 		g.Go(func() error { return httpapi.Serve(gctx, ln, j.handler, "judge API", j.log, j.o.Ready) })
 	}
+	g.Go(func() error {
+		j.restore(gctx)
+		restored()
+		if gctx.Err() != nil {
+			return nil
+		}
+		if j.o.Subscriber != nil {
+			g.Go(func() error { j.subscribeLoop(gctx); return nil })
+		}
+		g.Go(func() error { _ = j.hist.Run(gctx); return nil })
+		if j.o.Retention > 0 {
+			g.Go(func() error { j.retentionLoop(gctx); return nil })
+		}
+		if j.wallClock {
+			g.Go(func() error { j.warmLoop(gctx); return nil })
+		}
+		g.Go(func() error { j.reservationLoop(gctx); return nil })
+		return nil
+	})
 	stopping := logging.OnStop(gctx, j.log, "judge stopping")
 	runErr := g.Wait()
 	stopping()

@@ -436,6 +436,11 @@ func startJudge(t testing.TB, o Options) (base string, j *Judge, stop func()) {
 	t.Cleanup(stop)
 	select {
 	case a := <-addrc:
+		// The API serves while the judge restores its state; the tests ask the judge
+		// through its Go API too, which does not wait for the restore.
+		if ch := j.Restoring(); ch != nil {
+			<-ch
+		}
 		return "http://" + a, j, stop
 	case err := <-done:
 		done <- err // for stop

@@ -11,6 +11,7 @@ import (
 // Why a judge is not ready (GET /readyz's reason), in the order they are checked.
 const (
 	notReadyStopping     = "stopping"      // the judge is stopping: its store buffer is closed
+	notReadyStarting     = "starting"      // the judge is restoring its state from the store (restore)
 	notReadyStoreFailing = "store_failing" // the store's last write failed, none succeeded since
 	notReadyBufferFull   = "buffer_full"   // the store buffer has no room: posts are refused
 	notReadyStoreStalled = "store_stalled" // points waited as long as a post does with no write finishing
@@ -44,6 +45,8 @@ func (j *Judge) ready(stalled time.Duration) readiness {
 	switch {
 	case h.Closed:
 		r.Reason, r.Message = notReadyStopping, "the judge is stopping"
+	case j.Restoring() != nil:
+		r.Reason, r.Message = notReadyStarting, "the judge is starting: it is restoring its state from the store"
 	case h.Err != nil:
 		since := h.FailingSince.UTC()
 		r.Reason, r.FailingSince = notReadyStoreFailing, &since

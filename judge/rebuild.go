@@ -26,7 +26,9 @@ const (
 //
 // The same scan gives the load model its window of samples (rebalance.fit_window, which
 // reaches further back than the hour), so that a restarted judge prices work as it did.
-func (j *Judge) rebuildCurrentHour(ctx context.Context) {
+// It reports whether the store answered its first read (the refresh, within
+// restoreReadTimeout).
+func (j *Judge) rebuildCurrentHour(ctx context.Context) (answered bool) {
 	now := j.now()
 	incFrom := now.UTC().Truncate(time.Hour).Add(-rebuildLead)
 	from := incFrom
@@ -42,7 +44,10 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) {
 		"hour_from", incFrom, "fit_window", j.model.Window())
 	// Points written within the store's refresh interval before the restart are durable
 	// but not yet searchable: make them so first.
-	err := j.o.Store.Refresh(ctx)
+	rctx, rcancel := context.WithTimeout(ctx, restoreReadTimeout)
+	err := j.o.Store.Refresh(rctx)
+	rcancel()
+	answered = err == nil
 	if err == nil {
 		// As far ahead as the judge admits a batch (admit): a node whose clock runs
 		// ahead has its latest batches, or all of them, dated past the judge's clock, and
@@ -70,11 +75,12 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) {
 	if err != nil {
 		j.log.Warn("rebuilding the current hour failed; the analysis continues from live batches",
 			"err", fmt.Errorf("judge: %w", err), "points_replayed", points)
-		return
+		return answered
 	}
 	j.log.Info("rebuilt the current hour and the load model's window from the store", "points", points, "not_analysed", skipped,
 		"nodes", len(j.inc.NodeIDs()), "took", time.Since(start).Round(time.Millisecond))
 	if dropped > 0 {
 		j.log.Warn("stored points outside what a host reports were left out of the rebuild (stored before the judge refused them)", "points", dropped)
 	}
+	return true
 }
