@@ -40,6 +40,7 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) (answered bool) {
 	start := time.Now()
 	lastLog := start
 	var points, skipped, dropped int
+	states := stateReplay{} // the wave instances' states, for the status page
 	j.log.Info("rebuilding the current hour and the load model's window from the store", "from", from, "to", now.Add(maxAhead),
 		"hour_from", incFrom, "fit_window", j.model.Window())
 	// Points written within the store's refresh interval before the restart are durable
@@ -62,6 +63,7 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) (answered bool) {
 			j.model.Replay(chunk)
 			if i, ok := slices.BinarySearchFunc(chunk, incFrom, func(p store.Point, t time.Time) int { return p.TS.Compare(t) }); ok || i < len(chunk) {
 				skipped += j.inc.Replay(chunk[i:])
+				states.add(chunk[i:])
 			}
 			if time.Since(lastLog) >= rebuildLogStep {
 				lastLog = time.Now()
@@ -71,6 +73,7 @@ func (j *Judge) rebuildCurrentHour(ctx context.Context) (answered bool) {
 		})
 	}
 	j.model.EndReplay()
+	states.observe(&j.states) // what was read, also of a scan that failed part way
 	j.changes.Add(1)
 	if err != nil {
 		j.log.Warn("rebuilding the current hour failed; the analysis continues from live batches",

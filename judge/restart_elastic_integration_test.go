@@ -36,3 +36,8 @@ func TestRestartKeepsStalenessElasticIntegration(t *testing.T) {
 	t.Parallel() // waits on services and processes; the package runs its long tests side by side
 	testRestartKeepsStaleness(t, elasticStores)
 }
+
+func TestRestartKeepsInstanceStatesElasticIntegration(t *testing.T) {
+	t.Parallel() // waits on services and processes; the package runs its long tests side by side
+	testRestartKeepsInstanceStates(t, elasticStores)
+}

@@ -3,6 +3,7 @@ package judge
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -170,4 +171,45 @@ func liveness(t *testing.T, j *Judge) nodeLiveness {
 		require.ErrorIs(t, err, lbplugins.ErrNoCandidates)
 	}
 	return nodeLiveness{live: ss[i].Live, placeable: err == nil, intervalS: ss[i].IntervalS}
+}
+
+// The status page's wave instances come back after a restart, with their age: they were
+// recorded only from live batches, so a restarted judge listed none (wave-5's e1,
+// "running 46s ago" before the restart, was gone while GET /v1/nodes/wave-5 still
+// listed it) until each node's next batch. The rebuild takes them from the stored
+// points, the latest batch of each node that carried its wave's.
+func TestRestartKeepsInstanceStates(t *testing.T) { testRestartKeepsInstanceStates(t, sqliteStores) }
+
+func testRestartKeepsInstanceStates(t *testing.T, stores storeOpener) {
+	c := &clock{t: t0}
+	open := stores(t, c)
+	start := restartable(t, open, c, Options{})
+
+	before, stop := start()
+	require.NoError(t, before.Ingest(statusBatch("wave-5", c.Now().Add(-20*time.Second), 10*time.Second,
+		instRunning("e1", "error", "access_denied", 0), instRunning("e2", stateRunning, "", 1)), sourceHTTP))
+	require.NoError(t, before.Ingest(statusBatch("wave-5", c.Now(), 10*time.Second,
+		instRunning("e1", stateRunning, "", 1), instRunning("e3", "retrying", "binlog_purged", 0)), sourceHTTP))
+	require.NoError(t, before.Ingest(statusBatch("wave-6", c.Now(), 10*time.Second), sourceHTTP)) // no instance
+	c.Add(6 * time.Second)
+	want := before.states.list([]string{"wave-5", "wave-6"})
+	require.Len(t, want, 2)
+	stop()
+
+	c.Add(40 * time.Second)
+	after, _ := start()
+	got := after.states.list(after.inc.NodeIDs())
+	require.Equal(t, want, got, "the instance states of each node's latest batch, as of that batch")
+	r := do(t, after.Handler(), "GET", "/", "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	page := string(r.body)
+	require.Contains(t, page, "Wave instances (2)")
+	for _, row := range []string{
+		"<td>wave-5</td><td>e1</td><td class=\"live\">running</td>",
+		"<td>wave-5</td><td>e3</td><td class=\"err\">retrying</td><td>binlog_purged</td>",
+	} {
+		require.Contains(t, page, row)
+	}
+	require.Contains(t, page, "46s ago", "e1's age: reported 46 s before")
+	require.NotContains(t, page, "<td>e2</td>", "an older batch's instance")
 }

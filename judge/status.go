@@ -180,6 +180,46 @@ func (s *instanceStates) observe(b metric.Batch, ts time.Time) {
 	s.nodes[b.Node] = nodeInstances{at: ts, states: states}
 }
 
+// stateReplay gathers, per node, the wave.* points of the node's latest stored batch
+// that carried any (the points of one batch share its timestamp), as the rebuild scans
+// the stored points in time order: what observe would have recorded from the live
+// batches, so that a restarted judge's status page lists its nodes' instances as it did
+// before (with their age) instead of none until each node's next batch.
+type stateReplay map[string]*replayedBatch
+
+type replayedBatch struct {
+	ts     time.Time
+	points []metric.Point
+}
+
+// add takes a chunk of stored points, in time order.
+func (r stateReplay) add(chunk []store.Point) {
+	for i := range chunk {
+		p := &chunk[i]
+		if !strings.HasPrefix(p.Name, "wave.") {
+			continue
+		}
+		b := r[p.Node]
+		switch {
+		case b == nil:
+			b = &replayedBatch{ts: p.TS}
+			r[p.Node] = b
+		case p.TS.After(b.ts):
+			b.ts, b.points = p.TS, b.points[:0]
+		case p.TS.Before(b.ts):
+			continue
+		}
+		b.points = append(b.points, metric.Point{Name: p.Name, Value: p.Value, Labels: p.Labels})
+	}
+}
+
+// observe records the gathered batches' states in s.
+func (r stateReplay) observe(s *instanceStates) {
+	for node, b := range r {
+		s.observe(metric.Batch{Node: node, TS: b.ts, Points: b.points}, b.ts)
+	}
+}
+
 // list returns the states of the nodes in known (the judge's nodes; others are
 // forgotten), sorted by node and instance.
 func (s *instanceStates) list(known []string) []InstanceState {
