@@ -79,16 +79,15 @@ func (j *Judge) routes() http.Handler {
 	// status page, /healthz, /readyz, /metrics and the plugin list answer from the start.
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/plugins", j.handlePlugins)
-		r.Group(func(r chi.Router) {
-			r.Use(j.afterRestore)
-			r.Get("/nodes", j.handleNodes)
-			r.Get("/metric-names", j.handleMetricNames)
-			r.Get("/nodes/{id}", j.handleNode)
-			r.With(auth).Post("/metrics", j.handleMetrics)
-			r.With(auth).Post("/placement", j.handlePlacement)
-			r.Get("/rebalance", j.handleRebalanceView)
-			r.With(auth).Post("/rebalance", j.handleRebalance)
-		})
+		wait := r.With(j.afterRestore)
+		wait.Get("/nodes", j.handleNodes)
+		wait.Get("/metric-names", j.handleMetricNames)
+		wait.Get("/nodes/{id}", j.handleNode)
+		// The token is checked first: a request without it does not wait.
+		r.With(auth, j.afterRestore).Post("/metrics", j.handleMetrics)
+		r.With(auth, j.afterRestore).Post("/placement", j.handlePlacement)
+		wait.Get("/rebalance", j.handleRebalanceView)
+		r.With(auth, j.afterRestore).Post("/rebalance", j.handleRebalance)
 	})
 	r.With(auth, j.afterRestore).Post("/api/v1/write", j.handleRemoteWrite)
 	return r
