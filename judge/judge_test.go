@@ -410,8 +410,21 @@ func readyJudgeB(t testing.TB, o Options) (string, *Judge) {
 }
 
 // startJudge runs a judge on 127.0.0.1:0 as its process would, until stop (which waits
-// for Run to return, the judge closed) or the test's end, and returns its base URL.
+// for Run to return, the judge closed) or the test's end, and returns its base URL once
+// it has restored its state: the tests ask the judge through its Go API too, which does
+// not wait for the restore.
 func startJudge(t testing.TB, o Options) (base string, j *Judge, stop func()) {
+	t.Helper()
+	base, j, stop = launchJudge(t, o, 10*time.Second)
+	if ch := j.Restoring(); ch != nil {
+		<-ch
+	}
+	return base, j, stop
+}
+
+// launchJudge runs a judge on 127.0.0.1:0 as startJudge does and returns as soon as its
+// API serves, which must be within serve.
+func launchJudge(t testing.TB, o Options, serve time.Duration) (base string, j *Judge, stop func()) {
 	t.Helper()
 	o.Listen = "127.0.0.1:0"
 	if o.Logger == nil {
@@ -436,17 +449,12 @@ func startJudge(t testing.TB, o Options) (base string, j *Judge, stop func()) {
 	t.Cleanup(stop)
 	select {
 	case a := <-addrc:
-		// The API serves while the judge restores its state; the tests ask the judge
-		// through its Go API too, which does not wait for the restore.
-		if ch := j.Restoring(); ch != nil {
-			<-ch
-		}
 		return "http://" + a, j, stop
 	case err := <-done:
 		done <- err // for stop
 		t.Fatalf("judge stopped: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("judge did not start")
+	case <-time.After(serve):
+		t.Fatalf("the judge's API did not serve within %s of its start", serve)
 	}
 	return "", nil, stop
 }

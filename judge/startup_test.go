@@ -52,28 +52,11 @@ func (s *silentStore) Records(ctx context.Context, kind string) ([]store.Record,
 }
 
 // runNoWait runs a judge on 127.0.0.1:0 and returns its base URL as soon as the API
-// serves (not waiting for the restore, as startJudge does), and when that was.
+// serves (not waiting for the restore, as startJudge does), within a second of its start.
 func runNoWait(t *testing.T, o Options) (string, *Judge) {
 	t.Helper()
-	o.Listen = "127.0.0.1:0"
-	if o.Logger == nil {
-		o.Logger = quiet
-	}
-	addrc := make(chan string, 1)
-	o.Ready = func(a string) { addrc <- a }
-	j, err := New(o)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- j.Run(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-	select {
-	case a := <-addrc:
-		return "http://" + a, j
-	case <-time.After(time.Second):
-		t.Fatal("the judge's API did not serve within 1 s of its start")
-	}
-	return "", nil
+	base, j, _ := launchJudge(t, o, time.Second)
+	return base, j
 }
 
 // getWithin is GET url, failed if it takes longer than d.
