@@ -105,18 +105,8 @@ func TestSubscriberWaitsForDeletedTopicIntegration(t *testing.T) {
 		}})
 	}()
 	defer func() { stop(); <-done }()
-	waitFor := func(what string, limit time.Duration, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(limit)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %s", what, limit)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
 	tt.publishSeq(t, ctx, 5, 0)
-	waitFor("the first 10 messages handled", time.Minute, func() bool { return handled.Load() >= 10 })
+	waitFor(t, "the first 10 messages handled", time.Minute, func() bool { return handled.Load() >= 10 })
 	// Past a commit interval, so that nothing is left to commit: the judge's case, whose
 	// agents could not publish either. (A commit pending when the topic goes fails, and
 	// ends the subscription by another way.)
@@ -158,12 +148,24 @@ func TestSubscriberWaitsForDeletedTopicIntegration(t *testing.T) {
 	}
 	recreatedAt := time.Now()
 	tt.publishSeq(t, ctx, 5, 0)
-	waitFor("the 10 messages published to the recreated topic handled", time.Minute, func() bool { return handled.Load() >= 20 })
+	waitFor(t, "the 10 messages published to the recreated topic handled", time.Minute, func() bool { return handled.Load() >= 20 })
 	t.Logf("handled the recreated topic's messages %s after it was created again", time.Since(recreatedAt).Round(time.Millisecond))
 	if n := rec.count(slog.LevelInfo, "is back", recreatedAt); n != 1 {
 		t.Errorf("%d lines that the topic is back, want 1", n)
 	}
 	if n := rec.count(slog.LevelWarn, "is missing", deletedAt); n != 1 {
 		t.Errorf("%d warnings that the topic is missing in all, want 1", n)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after limit.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

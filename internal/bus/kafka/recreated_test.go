@@ -53,19 +53,9 @@ func TestSubscriberReadsTopicRecreatedAtOnceIntegration(t *testing.T) {
 		})
 	}()
 	defer func() { stop(); <-done }()
-	waitFor := func(what string, limit time.Duration, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(limit)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %s", what, limit)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
 
 	tt.publishSeq(t, ctx, n, 0)
-	waitFor("the first messages committed", time.Minute, func() bool {
+	waitFor(t, "the first messages committed", time.Minute, func() bool {
 		c := tt.committed(t, ctx, group)
 		for p := range parts {
 			if c[p] != n {
@@ -82,7 +72,7 @@ func TestSubscriberReadsTopicRecreatedAtOnceIntegration(t *testing.T) {
 	recreatedAt := time.Now()
 	// As soon as the broker takes it (TopicAlreadyExists while the deletion is under way).
 	c := &kafkago.Client{Addr: kafkago.TCP(tt.brokers...), Timeout: 10 * time.Second}
-	waitFor("the topic created again", 10*time.Second, func() bool {
+	waitFor(t, "the topic created again", 10*time.Second, func() bool {
 		resp, err := c.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{
 			{Topic: tt.name, NumPartitions: parts, ReplicationFactor: 1}}})
 		return err == nil && resp.Errors[tt.name] == nil
