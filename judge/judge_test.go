@@ -606,13 +606,8 @@ func TestRunWritesBufferOnStop(t *testing.T) {
 // A batch published on the bus is analysed, listed and used for placement; a garbage
 // message is counted and skipped without stopping the subscription.
 func TestIngestThroughMemoryBus(t *testing.T) {
-	b, err := memory.New(memory.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
+	b, sub := memoryMetricsBus(t, 2)
 	ctx := context.Background()
-	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: 2}))
-	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "judge-test", StartAt: bus.StartFirst})
-	require.NoError(t, err)
 	st := openStore(t)
 	base, _ := readyJudge(t, Options{Store: st, Subscriber: sub, Algorithm: "leastload"})
 
@@ -753,13 +748,8 @@ func TestStatusPageLoadColumns(t *testing.T) {
 // stay at debug.
 func TestUndecodableBusBatchesAreWarnedOf(t *testing.T) {
 	var logs testenv.SyncBuffer
-	b, err := memory.New(memory.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
+	b, sub := memoryMetricsBus(t, 1)
 	ctx := context.Background()
-	require.NoError(t, b.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: 1}))
-	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "judge-test", StartAt: bus.StartFirst})
-	require.NoError(t, err)
 	base, _ := readyJudge(t, Options{Store: openStore(t), Subscriber: sub, Algorithm: "leastload",
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	pub, err := b.Publisher()
@@ -776,4 +766,17 @@ func TestUndecodableBusBatchesAreWarnedOf(t *testing.T) {
 	warned := strings.Count(logs.String(), "level=WARN msg=\"skipping a metric batch from the bus")
 	require.Equal(t, 1, warned, "one warning for three batches within a minute:\n%s", logs.String())
 	require.Contains(t, logs.String(), `is not an RFC 3339 timestamp`, "the warning names what was wrong")
+}
+
+// memoryMetricsBus is an in-process bus with the metrics topic in partitions, and a
+// subscription to it from its first message, as a judge's.
+func memoryMetricsBus(t *testing.T, partitions int) (*memory.Bus, bus.Subscriber) {
+	t.Helper()
+	b, err := memory.New(memory.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	require.NoError(t, b.CreateTopic(context.Background(), bus.TopicSpec{Name: metric.Topic, Partitions: partitions}))
+	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "judge-test", StartAt: bus.StartFirst})
+	require.NoError(t, err)
+	return b, sub
 }

@@ -34,7 +34,7 @@ func Redact(s string) string {
 		return s
 	}
 	start, isURL := 0, false
-	if i := strings.Index(s[:at], "://"); i >= 0 && isScheme(s[:i]) {
+	if i := strings.Index(s[:at], "://"); i >= 0 && IsScheme(s[:i]) {
 		start, isURL = i+len("://"), true
 	}
 	user, _, hasPassword := strings.Cut(s[start:at], ":")
@@ -92,9 +92,9 @@ func redactAll(v []string) []string {
 	return out
 }
 
-// isScheme reports whether s is a URL scheme (RFC 3986: a letter, then letters, digits,
+// IsScheme reports whether s is a URL scheme (RFC 3986: a letter, then letters, digits,
 // '+', '-' or '.'), so that a password containing "://" is not taken for one.
-func isScheme(s string) bool {
+func IsScheme(s string) bool {
 	if s == "" || !isLetter(s[0]) {
 		return false
 	}

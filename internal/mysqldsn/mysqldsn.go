@@ -50,7 +50,7 @@ func Parse(s string) (DSN, error) {
 	if s == "" {
 		return DSN{}, errors.New("mysql DSN is empty: " + want)
 	}
-	if scheme, tail, ok := strings.Cut(s, "://"); ok && isScheme(scheme) {
+	if scheme, tail, ok := strings.Cut(s, "://"); ok && config.IsScheme(scheme) {
 		if scheme != "mysql" && scheme != "mariadb" {
 			return DSN{}, fmt.Errorf("mysql DSN: scheme %q: %s", scheme, want)
 		}
@@ -151,20 +151,3 @@ func check(s string, d DSN) error {
 func Redact(s string) string {
 	return config.Redact(strings.TrimSpace(s))
 }
-
-// isScheme reports whether s is a URL scheme (RFC 3986: a letter, then letters, digits,
-// '+', '-' or '.'), so that a password containing "://" is not taken for one.
-func isScheme(s string) bool {
-	if s == "" || !isLetter(s[0]) {
-		return false
-	}
-	for i := range len(s) {
-		c := s[i]
-		if !isLetter(c) && (c < '0' || c > '9') && c != '+' && c != '-' && c != '.' {
-			return false
-		}
-	}
-	return true
-}
-
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

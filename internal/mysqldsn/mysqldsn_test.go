@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/binlake/binlake/internal/config"
 )
 
 func TestParse(t *testing.T) {
@@ -127,7 +129,7 @@ func passwordSpan(s string) (i, j int, ok bool) {
 	trimmed := strings.TrimSpace(s)
 	off := strings.Index(s, trimmed)
 	s = trimmed
-	if scheme, tail, found := strings.Cut(s, "://"); found && isScheme(scheme) {
+	if scheme, tail, found := strings.Cut(s, "://"); found && config.IsScheme(scheme) {
 		off += len(s) - len(tail)
 		s = tail
 	}

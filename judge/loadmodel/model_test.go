@@ -399,15 +399,7 @@ func TestPooledBaseIsTheIdleProcess(t *testing.T) {
 // came out at 0.7 of the median host's row price and no byte price at all on the fleet
 // simulator's seed 2.
 func TestPooledPricesAcrossSpeeds(t *testing.T) {
-	clk := t0
-	m := New(Options{Now: func() time.Time { return clk }})
-	var ws []*wave
-	for i, speed := range []float64{0.6, 0.9, 1.4, 1.6, 2.5} {
-		w := newWave(fmt.Sprintf("w%d", i), truth{row: speed * 2e-5, byte: speed * 4e-9, base: speed * 0.15}, 40, uint64(i+11))
-		w.cores = 32
-		ws = append(ws, w)
-	}
-	feed(m, &clk, 6*time.Hour, ws...)
+	m, _ := speedFleet()
 	row, byte, ok := m.Pooled()
 	require.True(t, ok)
 	within(t, 1.4*2e-5, row, 0.10, "the pool's row price, the median host's")
@@ -589,15 +581,7 @@ func collinearFleet(t *testing.T, instances int) {
 // before the collinear fit came: the same prices to the last bits (taken from the code
 // before it), and not marked PooledCollinear.
 func TestSeparablePoolUnchanged(t *testing.T) {
-	clk := t0
-	m := New(Options{Now: func() time.Time { return clk }})
-	var ws []*wave
-	for i, speed := range []float64{0.6, 0.9, 1.4, 1.6, 2.5} {
-		w := newWave(fmt.Sprintf("w%d", i), truth{row: speed * 2e-5, byte: speed * 4e-9, base: speed * 0.15}, 40, uint64(i+11))
-		w.cores = 32
-		ws = append(ws, w)
-	}
-	feed(m, &clk, 6*time.Hour, ws...)
+	m, ws := speedFleet()
 	row, byte, ok := m.Pooled()
 	require.True(t, ok)
 	t.Logf("pooled %.17g %.17g", row, byte)
@@ -633,4 +617,19 @@ func TestUnpricedSaysWhy(t *testing.T) {
 	p := m.Prices("idle")
 	require.Equal(t, SourceNone, p.Source, "%+v", p)
 	require.Equal(t, UnpricedNoPool, p.Unpriced)
+}
+
+// speedFleet is a model fed six hours of five 32-core waves whose hosts differ by speed
+// (0.6 to 2.5: every price and base alike), their rows and bytes varying apart.
+func speedFleet() (*Model, []*wave) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	var ws []*wave
+	for i, speed := range []float64{0.6, 0.9, 1.4, 1.6, 2.5} {
+		w := newWave(fmt.Sprintf("w%d", i), truth{row: speed * 2e-5, byte: speed * 4e-9, base: speed * 0.15}, 40, uint64(i+11))
+		w.cores = 32
+		ws = append(ws, w)
+	}
+	feed(m, &clk, 6*time.Hour, ws...)
+	return m, ws
 }
