@@ -41,8 +41,8 @@ func CheckAdd(ctx context.Context, c coord.Coordinator, inst *Instance) error {
 // instances would take turns at reconnecting, for ever, and neither capture. Sources are
 // the same when their port is and their hosts are one name (the case aside) or resolve
 // to an address in common (localhost and 127.0.0.1); a real replica of the source with
-// that server_id is not seen (the running instance then reports server_id_clash). Two adds at the same moment are not fenced
-// against each other either.
+// that server_id is not seen (the running instance then reports server_id_clash). Two adds
+// at once are fenced by AddInstance's lock.
 func checkServerID(ctx context.Context, c coord.Coordinator, inst *Instance) error {
 	ids, err := ListInstances(ctx, c)
 	if err != nil {

@@ -1,9 +1,12 @@
 package cluster_test
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/internal/wavetest"
 )
@@ -56,5 +59,52 @@ func TestAddRefusesAServerIDClash(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestConcurrentAddsOfOneServerID: adds of several instances with one source and one
+// server_id, at once and each from its own process's session, end with one of them added
+// and the others refused for the clash. Without the adds' lock each checked before the
+// others wrote, and several were stored (then ended each other's binlog connections).
+func TestConcurrentAddsOfOneServerID(t *testing.T) {
+	const adds = 6
+	for name, sessions := range wavetest.Sessions(t) {
+		t.Run(name, func(t *testing.T) {
+			open := sessions(t)
+			var cs []coord.Coordinator
+			for range adds {
+				cs = append(cs, open())
+			}
+			ctx := t.Context()
+			errs := make([]error, adds)
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range adds {
+				wg.Go(func() {
+					inst := wavetest.ValidInstance()
+					inst.ID = fmt.Sprintf("orders-%d", i)
+					<-start
+					_, errs[i] = cluster.AddInstance(ctx, cs[i], &inst, "wave-1", nil)
+				})
+			}
+			close(start)
+			wg.Wait()
+			added := 0
+			for i, err := range errs {
+				switch {
+				case err == nil:
+					added++
+				case !strings.Contains(err.Error(), "with server_id 101 is read by instance orders-"):
+					t.Errorf("add of orders-%d: %v, want added or refused for the server_id", i, err)
+				}
+			}
+			ids, err := cluster.ListInstances(ctx, cs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if added != 1 || len(ids) != 1 {
+				t.Errorf("%d adds succeeded and %d instances are stored (%v), want 1 and 1", added, len(ids), ids)
+			}
+		})
 	}
 }

@@ -62,7 +62,7 @@ const StateIncomplete = "incomplete"
 
 // AddInstance stores a new instance and assigns it to node (chosen by p when node is
 // empty). It fails if the instance exists, or another reads its source with its
-// server_id (CheckAdd).
+// server_id (CheckAdd). Adds run one at a time across the cluster (lockAdds).
 //
 // The assignment is written before the definition: a wave that sees the definition then
 // runs it where it belongs, rather than on whichever wave wins the election for an
@@ -70,6 +70,11 @@ const StateIncomplete = "incomplete"
 // without a definition: no wave runs it (there is nothing to run), ShowInstance reports it
 // as StateIncomplete, and adding the instance again completes it.
 func AddInstance(ctx context.Context, c coord.Coordinator, inst *Instance, node string, p Placer) (string, error) {
+	unlock, err := lockAdds(ctx, c, inst.ID)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	// Check before writing anything, so that adding an existing instance cannot move it.
 	if err := CheckAdd(ctx, c, inst); err != nil {
 		return "", err

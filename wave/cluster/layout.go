@@ -63,3 +63,7 @@ const (
 	BalancerRequestKey = "balancer/request" // a rebalance asked for (RequestRebalance)
 	BalancerRunKey     = "balancer/run"     // the progress of the last rebalance run
 )
+
+// AddLockKey is the election an instance add holds while it checks and writes: two adds
+// at once would each pass the other's server_id check (AddInstance).
+const AddLockKey = "admin/add"

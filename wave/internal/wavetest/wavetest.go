@@ -35,14 +35,34 @@ func Coordinators(t *testing.T) map[string]func(t *testing.T) coord.Coordinator 
 			return c
 		},
 		"zk": func(t *testing.T) coord.Coordinator {
-			addr := testenv.Require(t, testenv.ZooKeeper)
-			root := fmt.Sprintf("/binlake-test-admin-%d", time.Now().UnixNano())
-			c, err := zk.New(t.Context(), zk.Options{Servers: strings.Split(addr, ","), Root: root, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
-			return c
+			return openZK(t, fmt.Sprintf("/binlake-test-admin-%d", time.Now().UnixNano()))
 		},
 	}
+}
+
+// Sessions are the two real coordinators as the processes of one cluster see them: each
+// call of the function a coordinator's opener returns is another process's session on
+// the same store (ZooKeeper: another client of one root; single: its one coordinator,
+// which one process holds).
+func Sessions(t *testing.T) map[string]func(t *testing.T) func() coord.Coordinator {
+	return map[string]func(t *testing.T) func() coord.Coordinator{
+		"single": func(t *testing.T) func() coord.Coordinator {
+			c := Coordinators(t)["single"](t)
+			return func() coord.Coordinator { return c }
+		},
+		"zk": func(t *testing.T) func() coord.Coordinator {
+			root := fmt.Sprintf("/binlake-test-admin-%d", time.Now().UnixNano())
+			return func() coord.Coordinator { return openZK(t, root) }
+		},
+	}
+}
+
+func openZK(t *testing.T, root string) coord.Coordinator {
+	addr := testenv.Require(t, testenv.ZooKeeper)
+	c, err := zk.New(t.Context(), zk.Options{Servers: strings.Split(addr, ","), Root: root, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
