@@ -98,6 +98,7 @@ func TestLoadErrors(t *testing.T) {
 		{"http url with password", "sink:\n  kind: http\n  http:\n    url: http://u:hunter2@judge/v1/metrics\n", []string{`field "sink.http.url": credentials`}},
 		// Scrape failures name the URL: refused as the sink's is (it was accepted).
 		{"wave url with password", "collectors:\n  wave: {url: \"http://u:hunter2@127.0.0.1:8091/metrics\"}\n", []string{`agent.yaml:2: field "collectors.wave.url": credentials in the URL would be logged`}},
+		{"wave url with a token in its query", "collectors:\n  wave: {url: \"http://127.0.0.1:8091/metrics?access_token=hunter2\"}\n", []string{`agent.yaml:2: field "collectors.wave.url": credentials in the URL would be logged`}},
 		{"bad wave url with password", "collectors:\n  wave: {url: \"u:hunter2@wave:8091\"}\n", []string{`agent.yaml:2: field "collectors.wave.url": "u:***@wave:8091": want an http(s) URL`}},
 		{"broker with password", "sink:\n  kafka:\n    brokers: [\"kafka:hunter2@k1:9092\"]\n", []string{`agent.yaml:3: field "sink.kafka.brokers[0]": "kafka:***@k1:9092": want host:port, without a user or password`}},
 		{"token file missing", "sink:\n  kind: http\n  http:\n    url: http://judge/v1/metrics\n    token_file: /nonexistent/t\n", []string{`agent.yaml:5: field "sink.http.token_file": read secret: open /nonexistent/t`}},

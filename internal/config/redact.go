@@ -5,17 +5,19 @@ import (
 	"strings"
 )
 
-// URLCredentialsRefused is why a URL the suite connects to may not carry a user or a
-// password: the URL is logged at start and quoted in errors. Each refusal adds where the
-// credential goes instead ("use token_file or token_env").
+// URLCredentialsRefused is why a URL the suite connects to may not carry a user, a
+// password or a credential in its query (?token=…): the URL is logged at start and
+// quoted in errors. Each refusal adds where the credential goes instead ("use
+// token_file or token_env").
 const URLCredentialsRefused = "credentials in the URL would be logged"
 
-// URLHasCredentials reports whether s, a URL, carries userinfo (user@ or user:password@).
+// URLHasCredentials reports whether s, a URL, carries userinfo (user@ or user:password@)
+// or a query parameter named as a credential (?token=…, &api_key=…: secretQueryName).
 // A URL url.Parse refuses is judged by Redact, so that a malformed URL with a password
 // in it is refused for the password too, not only quoted (redacted) as malformed.
 func URLHasCredentials(s string) bool {
 	if u, err := url.Parse(s); err == nil {
-		return u.User != nil
+		return u.User != nil || redactQuery(s) != s
 	}
 	return Redact(s) != s
 }
@@ -27,8 +29,12 @@ func URLHasCredentials(s string) bool {
 // so that the message is as specific as before. The userinfo ends at the last '@', as
 // a password may contain '@', '/' or ':' unescaped: a '@' further on (in a query) makes
 // more than the userinfo hidden, never less. A plain user@host (an e-mail address, a
-// DSN's user) is left as it is.
+// DSN's user) is left as it is. A URL's query parameters named as credentials
+// (secretQueryName) have their values hidden too.
 func Redact(s string) string {
+	if i := strings.Index(s, "://"); i >= 0 && IsScheme(s[:i]) {
+		s = redactQuery(s)
+	}
 	at := strings.LastIndexByte(s, '@')
 	if at < 0 {
 		return s
@@ -45,6 +51,44 @@ func Redact(s string) string {
 		return s[:start] + Redacted + s[at:]
 	}
 	return s
+}
+
+// redactQuery returns the URL s with the value of each query parameter secretQueryName
+// calls a credential replaced by ***, the other parameters and their order unchanged.
+func redactQuery(s string) string {
+	q := strings.IndexByte(s, '?')
+	if q < 0 {
+		return s
+	}
+	end := len(s)
+	if h := strings.IndexByte(s[q:], '#'); h >= 0 {
+		end = q + h
+	}
+	params := strings.Split(s[q+1:end], "&")
+	changed := false
+	for i, p := range params {
+		if k, v, ok := strings.Cut(p, "="); ok && v != "" && v != Redacted && secretQueryName(k) {
+			params[i], changed = k+"="+Redacted, true
+		}
+	}
+	if !changed {
+		return s
+	}
+	return s[:q+1] + strings.Join(params, "&") + s[end:]
+}
+
+// secretQueryName says whether a query parameter's name calls its value a credential:
+// it holds one of the words services use for them (token, access_token, password,
+// passwd, pwd, secret, client_secret, key, api_key, apikey, sig, signature, auth,
+// credential). It errs towards hiding: a routing_key is hidden too.
+func secretQueryName(name string) bool {
+	name = strings.ToLower(name)
+	for _, w := range []string{"token", "pass", "pwd", "secret", "key", "sig", "auth", "credential"} {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // redactArgs is args with every string (and list of strings) passed through Redact, so

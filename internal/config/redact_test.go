@@ -31,6 +31,13 @@ func TestRedact(t *testing.T) {
 		{"http://host/p?mail=a@b", "http://***@b"},           // a '@' past the userinfo hides more, never less
 		{"mailto:ops@example.com", "mailto:***@example.com"}, // looks like user:password: hidden
 		{"ops@example.com:25", "ops@example.com:25"},
+		// Query parameters named as credentials; the others, and a DSN's, stay.
+		{"http://wave:8080/metrics?token=Hunter2Tok", "http://wave:8080/metrics?token=***"},
+		{"https://h/x?a=1&API_KEY=Hunter2&b=2#frag", "https://h/x?a=1&API_KEY=***&b=2#frag"},
+		{"https://h/x?access_token=T&sig=S&page=2", "https://h/x?access_token=***&sig=***&page=2"},
+		{"https://u:pw@h/x?password=P", "https://u:***@h/x?password=***"},
+		{"https://h/x?token=", "https://h/x?token="}, // nothing to hide
+		{"repl@tcp(h:3306)/shop?tls=skip-verify", "repl@tcp(h:3306)/shop?tls=skip-verify"},
 	} {
 		require.Equal(t, tc.want, Redact(tc.in), "Redact(%q)", tc.in)
 	}
@@ -47,6 +54,8 @@ func TestURLHasCredentials(t *testing.T) {
 		{"http://admin@127.0.0.1:18090", true},
 		{"https://Hunter2Token@hooks.example.com/x", true},
 		{"http://u:a/b@host:1", true}, // url.Parse refuses it: judged by Redact
+		{"http://wave:8080/metrics?token=Hunter2Tok", true},
+		{"http://wave:8080/metrics?page=2", false},
 		{"not a url", false},
 	} {
 		require.Equal(t, tc.want, URLHasCredentials(tc.in), "URLHasCredentials(%q)", tc.in)
