@@ -250,7 +250,10 @@ for src in "${examples[@]}"; do
 	fi
 	starter=$here/$name.yaml
 	[[ -f $starter ]] || starter=$src
-	config "$starter" "$DESTDIR$confdir/$name.yaml"
+	# The shipped configs name the default folder (secret files, the commands to run):
+	# this layout's, as in the units.
+	sed -e "s|/etc/binlake/|$confdir/|g" -e "s|/etc/binlake\([^/]\)|$confdir\1|g" -e "s|/etc/binlake\$|$confdir|" "$starter" >"$tmp/$name.yaml"
+	config "$tmp/$name.yaml" "$DESTDIR$confdir/$name.yaml"
 	# The example itself, always current, for reference.
 	put "$src" "$DESTDIR$sharedir/examples/$name.example.yaml" 0644
 done

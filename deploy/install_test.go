@@ -259,8 +259,16 @@ func TestInstallTree(t *testing.T) {
 			if info, err := os.Stat(dest + tc.sysconf + "/binlake"); err != nil || info.Mode().Perm() != 0o750 {
 				t.Errorf("config folder: %v, mode %v; want 0750", err, info.Mode().Perm())
 			}
+			// The configs as shipped, the folder they name (secret files, commands) this layout's.
 			for _, n := range configNames(t) {
-				sameFile(t, installedFrom(n), dest+tc.sysconf+"/binlake/"+n+".yaml")
+				shipped, err := os.ReadFile(installedFrom(n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := strings.ReplaceAll(string(shipped), "/etc/binlake", tc.sysconf+"/binlake")
+				if got, err := os.ReadFile(dest + tc.sysconf + "/binlake/" + n + ".yaml"); err != nil || string(got) != want {
+					t.Errorf("%s.yaml installed is not the shipped %s with %s/binlake for /etc/binlake (%v)", n, installedFrom(n), tc.sysconf, err)
+				}
 			}
 			for _, n := range exampleNames(t) {
 				sameFile(t, n+".example.yaml", dest+tc.prefix+"/share/binlake/examples/"+n+".example.yaml")
