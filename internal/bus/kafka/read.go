@@ -192,12 +192,11 @@ func (b *Bus) readPartition(ctx context.Context, topic string, p int, next, unti
 			MinBytes: 1, MaxBytes: int64(b.opts.MaxBytes), MaxWait: b.opts.MaxWait})
 		if err == nil && resp.Error != nil {
 			err = resp.Error
-			if errors.Is(err, kafkago.OffsetOutOfRange) && next < resp.LogStartOffset {
-				// Retention deleted them meanwhile: go on from the oldest retained one.
-				b.log.Warn("read: messages deleted by retention before they were read", "topic", topic, "partition", p,
-					"from", next, "to", resp.LogStartOffset)
-				next, err = resp.LogStartOffset, nil
-				continue
+			if errors.Is(err, kafkago.OffsetOutOfRange) {
+				if first, ok := b.outOfRange(ctx, topic, p, next); ok {
+					next, err = first, nil
+					continue
+				}
 			}
 		}
 		if ctx.Err() != nil {
@@ -205,10 +204,14 @@ func (b *Bus) readPartition(ctx context.Context, topic string, p int, next, unti
 		}
 		if err != nil {
 			failed++
-			if !retriable(err) || (!follow && failed >= readAttempts) {
+			// A following read waits for a deleted topic to be created again (the agent
+			// and the wave do so with their next message).
+			if !(retriable(err) || follow && unknownTopic(err)) || (!follow && failed >= readAttempts) {
 				return next, fmt.Errorf("read %s partition %d at offset %d: %w", topic, p, next, b.explain(ctx, err))
 			}
-			b.log.Warn("read: fetch failed, retrying", "topic", topic, "partition", p, "offset", next, "attempt", failed, "err", err)
+			if failed&(failed-1) == 0 { // the 1st, 2nd, 4th, 8th… of a run: a missing topic is not a line a fetch
+				b.log.Warn("read: fetch failed, retrying", "topic", topic, "partition", p, "offset", next, "attempt", failed, "err", err)
+			}
 			select {
 			case <-ctx.Done():
 				return next, nil
@@ -234,6 +237,31 @@ func (b *Bus) readPartition(ctx context.Context, topic string, p int, next, unti
 		}
 	}
 	return next, nil
+}
+
+// outOfRange is where to read partition p from when the broker says offset next is out
+// of its range: its first offset, when the messages before it were deleted by retention
+// or when the partition ends before next (the topic deleted and created again, as the
+// agent does, or its log truncated), with a warning that says which. ok is false when
+// next is in range by the partition's offsets now, or they cannot be read: the fetch's
+// error stands.
+func (b *Bus) outOfRange(ctx context.Context, topic string, p int, next int64) (first int64, ok bool) {
+	starts, ends, err := b.positions(ctx, topic, []int{p}, bus.From{Kind: bus.FromOldest})
+	if err != nil {
+		return 0, false
+	}
+	first, last := starts[p], ends[p]
+	switch {
+	case next < first:
+		b.log.Warn("read: messages deleted by retention before they were read", "topic", topic, "partition", p,
+			"from", next, "to", first)
+	case next > last:
+		b.log.Warn("read: the partition ends before the offset being read (the topic was deleted and created again, or its log truncated): reading from its first offset",
+			"topic", topic, "partition", p, "offset", next, "end", last, "first", first)
+	default:
+		return 0, false
+	}
+	return first, true
 }
 
 // deliver hands the records of one fetch answer, from *next on and before until (-1: no
