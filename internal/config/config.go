@@ -99,24 +99,10 @@ func Decode(r io.Reader, name string, out any) (err error) {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("%s: decode config: out must be a non-nil pointer, got %T", name, out)
 	}
-	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
-	if err != nil {
-		return fmt.Errorf("%s: read config: %w", name, err)
-	}
-	if len(data) > MaxFileBytes {
-		return fmt.Errorf("%s: config larger than %d bytes", name, MaxFileBytes)
-	}
-	// The yaml package reports most problems by panicking internally and recovering; anything
-	// it does not recover is a bug in it, and a config file must never crash a process.
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%s: malformed YAML (parser panic: %v)", name, p)
-		}
-	}()
-
+	defer recoverParser(name, &err)
 	// First pass: structure only. It finds syntax errors, empty files and extra documents,
 	// and gives the node tree used to name fields in type errors.
-	root, err := parseOne(data, name)
+	data, root, err := readOne(r, name)
 	if err != nil {
 		return err
 	}
@@ -250,6 +236,28 @@ func oldKey(msgs map[string]string, p string) (string, bool) {
 		to = strings.Replace(to, "*", s, 1)
 	}
 	return fmt.Sprintf(format, to), true
+}
+
+// readOne reads a file of at most MaxFileBytes from r and parses it (parseOne).
+func readOne(r io.Reader, name string) ([]byte, *yaml.Node, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: read config: %w", name, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, nil, fmt.Errorf("%s: config larger than %d bytes", name, MaxFileBytes)
+	}
+	root, err := parseOne(data, name)
+	return data, root, err
+}
+
+// recoverParser, deferred, turns a panic of the yaml package into *err. The package
+// reports most problems by panicking internally and recovering; anything it does not
+// recover is a bug in it, and a config file must never crash a process.
+func recoverParser(name string, err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%s: malformed YAML (parser panic: %v)", name, p)
+	}
 }
 
 // parseOne parses data into a node tree and insists on exactly one non-null document.

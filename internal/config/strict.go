@@ -24,13 +24,18 @@ func fieldError(line int, field, msg string) string {
 	return fmt.Sprintf("line %d: field %s: %s", line, field, msg)
 }
 
-var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+var (
+	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+	// nodeKind is yaml.Node, which the decoder fills with the node itself: its keys are
+	// checked when it is decoded in turn (Document.Decode).
+	nodeKind = reflect.TypeFor[yaml.Node]()
+)
 
 // unknownKeys reports every key below n that a value of type t has no field for, as the
 // decoder with KnownFields would, and every number with a fraction given for a whole
 // number (which the decoder truncates: "nodata: 2.5" read as 2): through structs, lists,
 // maps, aliases and merge keys ("<<"), stopping at types that decode themselves
-// (Duration, a nested Plugins).
+// (Duration, a nested Plugins) and at a yaml.Node.
 func unknownKeys(n *yaml.Node, t reflect.Type) []string {
 	c := keyChecker{seen: map[nodeType]bool{}}
 	c.check(n, t)
@@ -54,7 +59,7 @@ func (c *keyChecker) check(n *yaml.Node, t reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) || c.seen[nodeType{n, t}] {
+	if reflect.PointerTo(t).Implements(unmarshalerType) || t == nodeKind || c.seen[nodeType{n, t}] {
 		return
 	}
 	c.seen[nodeType{n, t}] = true
