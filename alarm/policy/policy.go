@@ -6,20 +6,15 @@ package policy
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"text/template"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/metric"
@@ -194,74 +189,6 @@ func (p *Policy) Render(d TemplateData) map[string]string {
 	return out
 }
 
-// Load reads and validates a policy file.
-func Load(path string) ([]*Policy, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("load policies: %w", err)
-	}
-	defer f.Close()
-	return Parse(f, path)
-}
-
-// maxPolicies bounds a file: far more than anyone writes by hand, and each policy costs
-// work on every point of its metric.
-const maxPolicies = 10_000
-
-// Parse strictly decodes and validates a policy file; name is used in errors.
-func Parse(r io.Reader, name string) ([]*Policy, error) {
-	data, err := io.ReadAll(io.LimitReader(r, config.MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: read policies: %w", name, err)
-	}
-	var f File
-	if err := config.Decode(bytes.NewReader(data), name, &f); err != nil {
-		return nil, err
-	}
-	// The node tree gives each policy's fields their lines for validation errors.
-	var root yaml.Node
-	_ = yaml.Unmarshal(data, &root)
-	lines := policyLines(&root)
-	if len(f.Policies) == 0 {
-		return nil, &config.Error{File: name, Field: "policies", Msg: "no policies: want a list under \"policies:\""}
-	}
-	if len(f.Policies) > maxPolicies {
-		return nil, &config.Error{File: name, Field: "policies", Msg: fmt.Sprintf("%d policies, at most %d", len(f.Policies), maxPolicies)}
-	}
-	// Every problem of every policy is reported, in the file's order.
-	out := make([]*Policy, 0, len(f.Policies))
-	var errs []*config.Error
-	seen := map[string]int{}
-	for i, raw := range f.Policies {
-		ln := lines.at(i)
-		bad := func(field, msg string) {
-			errs = append(errs, &config.Error{File: name, Line: ln.field(field), Field: fmt.Sprintf("policies[%d].%s", i, field), Msg: msg})
-		}
-		if j, dup := seen[raw.Name]; dup && raw.Name != "" {
-			bad("name", fmt.Sprintf("duplicate policy name %q (also policies[%d])", raw.Name, j))
-		} else {
-			seen[raw.Name] = i
-		}
-		p, fieldErrs := compile(raw)
-		for _, fe := range fieldErrs {
-			bad(fe.field, fe.err.Error())
-		}
-		if p != nil {
-			p.Line, p.MetricLine = ln.start, ln.field("metric")
-			out = append(out, p)
-		}
-	}
-	if len(errs) > 0 {
-		slices.SortStableFunc(errs, func(a, b *config.Error) int { return cmp.Compare(a.Line, b.Line) })
-		joined := make([]error, len(errs))
-		for i, e := range errs {
-			joined[i] = e
-		}
-		return nil, errors.Join(joined...)
-	}
-	return out, nil
-}
-
 // fieldError is a problem of one field of a policy, at its path within the policy
 // ("condition", "nodes.regex", "labels.node").
 type fieldError struct {
@@ -343,7 +270,7 @@ func compile(r Raw) (*Policy, []fieldError) {
 	}
 	if p.RepeatInterval == 0 {
 		p.RepeatInterval = DefaultRepeatInterval
-	} else if p.RepeatInterval < MinRepeatInterval {
+	} else if p.RepeatInterval > 0 && p.RepeatInterval < MinRepeatInterval { // a negative one is refused above
 		bad("repeat_interval", fmt.Errorf("%s: want at least %s (0 or none: %s); a page every few seconds is noise", p.RepeatInterval, MinRepeatInterval, DefaultRepeatInterval))
 	}
 	if r.MaxNotifications < 0 {
@@ -451,74 +378,3 @@ func validLabel(s string) bool {
 
 // ValidLabelName reports whether s is a valid label name ([A-Za-z_][A-Za-z0-9_]*).
 func ValidLabelName(s string) bool { return validLabel(s) }
-
-// lines maps each policy of the list to the lines of its keys.
-type lineIndex []policyLine
-
-type policyLine struct {
-	start  int
-	fields map[string]int // "condition" → line, "nodes.regex" → line
-}
-
-func (l lineIndex) at(i int) policyLine {
-	if i < len(l) {
-		return l[i]
-	}
-	return policyLine{}
-}
-
-// field returns the line of a field, or of its nearest parent, or the policy's start.
-func (p policyLine) field(f string) int {
-	for f != "" {
-		if ln, ok := p.fields[f]; ok {
-			return ln
-		}
-		i := strings.LastIndexByte(f, '.')
-		if i < 0 {
-			break
-		}
-		f = f[:i]
-	}
-	return p.start
-}
-
-func policyLines(root *yaml.Node) lineIndex {
-	doc := root
-	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
-		doc = doc.Content[0]
-	}
-	if doc.Kind != yaml.MappingNode {
-		return nil
-	}
-	var list *yaml.Node
-	for i := 0; i+1 < len(doc.Content); i += 2 {
-		if doc.Content[i].Value == "policies" {
-			list = doc.Content[i+1]
-		}
-	}
-	if list == nil || list.Kind != yaml.SequenceNode {
-		return nil
-	}
-	out := make(lineIndex, len(list.Content))
-	for i, item := range list.Content {
-		pl := policyLine{start: item.Line, fields: map[string]int{}}
-		var walk func(n *yaml.Node, prefix string)
-		walk = func(n *yaml.Node, prefix string) {
-			if n.Kind != yaml.MappingNode {
-				return
-			}
-			for j := 0; j+1 < len(n.Content); j += 2 {
-				k, v := n.Content[j], n.Content[j+1]
-				path := k.Value
-				if prefix != "" {
-					path = prefix + "." + k.Value
-				}
-				pl.fields[path] = k.Line
-				walk(v, path)
-			}
-		}
-		walk(item, "")
-		out[i] = pl
-	}
-	return out
-}

@@ -138,7 +138,7 @@ type alarmDeps struct {
 // files the alarm starts on. The config's problems are all reported, each at its line.
 func prepareAlarm(cfgPath, polPath string, cfg *alarm.Config, logger *slog.Logger) (alarmDeps, error) {
 	var d alarmDeps
-	pols, polErr := policy.Load(polPath)
+	pols, polErr := loadAlarmPolicies(polPath, cfg, cfgPath)
 	d.policies = pols
 	var errs []error
 	var err error
@@ -154,25 +154,21 @@ func prepareAlarm(cfgPath, polPath string, cfg *alarm.Config, logger *slog.Logge
 	if d.coord, err = CoordinatorOptions(cfg.Coordinator, logger); err != nil {
 		errs = append(errs, err)
 	}
-	// The policy file's problems and the config's are reported together; the channels
-	// the policies name are checked once both are right.
-	if err := errors.Join(polErr, config.Locate(cfgPath, errors.Join(errs...))); err != nil {
-		return d, err
-	}
-	return d, unconfiguredChannel(pols, polPath, cfg, cfgPath)
+	// The policy file's problems, the channels its policies name among them, and the
+	// config's are reported together: one run shows them all.
+	return d, errors.Join(polErr, config.Locate(cfgPath, errors.Join(errs...)))
 }
 
-// unconfiguredChannel is the error naming every policy's channel that cfg does not
-// configure, or nil: the alarm refuses to start on them, and alarm test -config refuses
-// them alike.
-func unconfiguredChannel(pols []*policy.Policy, polPath string, cfg *alarm.Config, cfgPath string) error {
-	var errs []error
-	for _, p := range pols {
-		for _, c := range p.Channels {
-			if _, ok := cfg.Channels[c]; !ok {
-				errs = append(errs, fmt.Errorf("%s:%d: policy %q names channel %q, which %s does not configure", polPath, p.Line, p.Name, c, cfgPath))
-			}
-		}
+// loadAlarmPolicies reads the policy file at polPath and checks every channel its
+// policies name against cfg's (from cfgPath); with cfg nil, the channels are not
+// checked. The alarm's start, --check and alarm test -config read the file so: every
+// problem of the file in one error, in the file's order (policy.ParseWith).
+func loadAlarmPolicies(polPath string, cfg *alarm.Config, cfgPath string) ([]*policy.Policy, error) {
+	if cfg == nil {
+		return policy.Load(polPath)
 	}
-	return errors.Join(errs...)
+	return policy.LoadWith(polPath, &policy.ChannelSet{In: cfgPath, Has: func(c string) bool {
+		_, ok := cfg.Channels[c]
+		return ok
+	}})
 }

@@ -85,21 +85,23 @@ func runAlarmTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if defaultMissing(fs, "policies") {
 		return needPolicies("alarm test", *polPath)
 	}
-	pols, err := policy.Load(*polPath)
+	// The config first: the channels the policies name are checked against its.
+	var cfg *alarm.Config
+	if *cfgPath != "" {
+		c, err := alarm.Load(*cfgPath)
+		if err != nil {
+			return err
+		}
+		cfg = &c
+	}
+	pols, err := loadAlarmPolicies(*polPath, cfg, *cfgPath)
 	if err != nil {
 		return err
 	}
 	// Inhibition on, as the alarm has it unless its config turns it off.
 	ro := alarm.ReplayOptions{Policies: pols, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Inhibition: alarm.Inhibition{Enabled: true}}
-	if *cfgPath != "" {
-		cfg, err := alarm.Load(*cfgPath)
-		if err != nil {
-			return err
-		}
-		if err := unconfiguredChannel(pols, *polPath, &cfg, *cfgPath); err != nil {
-			return err
-		}
+	if cfg != nil {
 		ro.EvalInterval, ro.StaleIntervals = cfg.Evaluation.Interval.D(), cfg.Evaluation.StaleIntervals
 		ro.GroupWait, ro.GroupInterval = cfg.Notify.GroupWait.D(), cfg.Notify.GroupInterval.D()
 		ro.Inhibition = cfg.Inhibit()
