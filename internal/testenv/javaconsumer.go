@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -35,4 +36,16 @@ func JavaConsumer(t testing.TB, dir string) string {
 	cp := strings.TrimSpace(stdout.String())
 	javaConsumers.Store(dir, cp)
 	return cp
+}
+
+// RequireJava is for a test that needs only Java and Maven (JavaConsumer), not a service:
+// `make services-up` installs them (for Kafka), so the test runs under CI=true or where the
+// services' variables are set (`make test`), and is skipped otherwise, as a test of a
+// service would be.
+func RequireJava(t testing.TB) {
+	t.Helper()
+	if InCI() || os.Getenv(Kafka.Env) != "" {
+		return
+	}
+	t.Skipf("integration test: needs Java and Maven; runs under CI=true or with the test services' variables set (`make services-up` and `eval $(deploy/testenv/services.sh env)`)")
 }
