@@ -211,6 +211,10 @@ func TestCanalProtobufDDL(t *testing.T) {
 		"CREATE UNIQUE INDEX i ON t (a)":       canalpb.EventType_CINDEX,
 		"DROP INDEX i ON t":                    canalpb.EventType_DINDEX,
 		"-- note\nGRANT SELECT ON t TO u":      canalpb.EventType_QUERY,
+		"ALTER TABLE t ADD INDEX i (a)":        canalpb.EventType_CINDEX,
+		"ALTER TABLE t DROP KEY i":             canalpb.EventType_DINDEX,
+		"ALTER TABLE t RENAME TO u":            canalpb.EventType_RENAME,
+		"CREATE DATABASE d":                    canalpb.EventType_QUERY,
 	} {
 		m := Meta{TS: 5, File: "bin.000003", Pos: 77, Commit: true}
 		e, rc := decodeCanal(t, EncodeDDLCanal(nil, "shop", "t", m, sql))

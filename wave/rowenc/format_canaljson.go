@@ -459,58 +459,219 @@ func (canalJSON) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) {
 	return appendCanalTail(dst, CanalDDLType(d.SQL)), true, nil
 }
 
-// CanalDDLType is the type Canal gives a DDL statement (its EventType): CREATE, ALTER,
-// ERASE (DROP TABLE), TRUNCATE, RENAME, CINDEX, DINDEX, or QUERY for the rest.
+// CanalDDLType is the EventType Canal 1.1.7 gives a DDL statement's entry (its canal-json
+// "type"): what its DruidDdlParser makes of the statement (canal.instance.filter.druid.ddl
+// =true, the default), the first result's type, QUERY without one.
+//
+//   - CREATE [TEMPORARY] TABLE (… | LIKE | SELECT): CREATE; CREATE [UNIQUE|FULLTEXT|SPATIAL]
+//     INDEX: CINDEX
+//   - DROP [TEMPORARY] TABLE: ERASE; DROP INDEX: DINDEX; TRUNCATE: TRUNCATE; RENAME TABLE:
+//     RENAME
+//   - ALTER TABLE: ALTER when it sets a table option (ENGINE=, COMMENT=, …) anywhere among
+//     its items; otherwise its first item that gives a type decides: ADD INDEX, KEY, UNIQUE,
+//     FULLTEXT, SPATIAL, PRIMARY KEY or CONSTRAINT … UNIQUE|PRIMARY KEY: CINDEX; DROP INDEX,
+//     KEY or CONSTRAINT: DINDEX; RENAME [TO|AS] t: RENAME; ADD [CONSTRAINT …] FOREIGN KEY
+//     and CHECK give none (an ALTER of only those is QUERY); anything else (columns, DROP
+//     PRIMARY KEY, DROP FOREIGN KEY, RENAME COLUMN, partitions…): ALTER
+//   - QUERY for the rest (databases, views, triggers, routines, users, OPTIMIZE…), and for
+//     what Druid's parser refuses: MariaDB's IF [NOT] EXISTS in ALTER TABLE, CREATE INDEX
+//     and RENAME TABLE, CREATE OR REPLACE, [DEFAULT] CHARSET in ALTER TABLE (DEFAULT
+//     CHARACTER SET passes), PARTITION BY, REMOVE PARTITIONING, ALTER INDEX, DROP CHECK,
+//     an unterminated comment or quote.
+//
+// It is no SQL parser: rarer syntax that Druid's parser also refuses (MariaDB's WAIT and
+// NOWAIT, PAGE_CHECKSUM=, a column's SRID…) is QUERY in Canal and may get a type here.
+// TestCanalDDLTypeMatchesCanalIntegration checks it against Canal's own parser.
 func CanalDDLType(sql string) string {
-	first, rest := sqlWord(sql)
-	second, _ := sqlWord(rest)
-	switch first {
+	w := sqlTokens(sql)
+	i := 1
+	switch w.at(0) {
 	case "CREATE":
-		if second == "INDEX" || second == "UNIQUE" || second == "FULLTEXT" || second == "SPATIAL" {
+		if w.at(1) == "TEMPORARY" {
+			i++
+		}
+		switch w.at(i) {
+		case "TABLE":
+			return "CREATE"
+		case "UNIQUE", "FULLTEXT", "SPATIAL":
+			i++
+		}
+		if w.at(i) == "INDEX" && w.at(i+1) != "IF" {
 			return "CINDEX"
 		}
-		return "CREATE"
-	case "ALTER":
-		return "ALTER"
 	case "DROP":
-		if second == "INDEX" {
+		if w.at(1) == "TEMPORARY" {
+			i++
+		}
+		switch w.at(i) {
+		case "TABLE":
+			return "ERASE"
+		case "INDEX":
 			return "DINDEX"
 		}
-		return "ERASE"
 	case "TRUNCATE":
-		return "TRUNCATE"
+		if len(w) > 1 {
+			return "TRUNCATE"
+		}
 	case "RENAME":
-		return "RENAME"
+		if w.at(1) == "TABLE" && w.at(2) != "IF" {
+			return "RENAME"
+		}
+	case "ALTER":
+		return canalAlterType(w)
 	}
 	return "QUERY"
 }
 
-// sqlWord returns a statement's next word, upper-cased, skipping spaces and comments,
-// and what follows it.
-func sqlWord(s string) (string, string) {
-	for {
-		s = strings.TrimLeft(s, " \t\r\n")
-		switch {
-		case strings.HasPrefix(s, "/*"):
-			end := strings.Index(s, "*/")
-			if end < 0 {
-				return "", ""
+// canalTableOptions are the table options of ALTER TABLE's items that Druid's parser
+// reads as such (CHARSET is not among them: it refuses it).
+var canalTableOptions = map[string]bool{"ENGINE": true, "CHARACTER": true, "COLLATE": true,
+	"COMMENT": true, "AUTO_INCREMENT": true, "ROW_FORMAT": true, "KEY_BLOCK_SIZE": true,
+	"STATS_PERSISTENT": true, "STATS_AUTO_RECALC": true, "STATS_SAMPLE_PAGES": true,
+	"PACK_KEYS": true, "CHECKSUM": true, "COMPRESSION": true, "ENCRYPTION": true,
+	"MAX_ROWS": true, "MIN_ROWS": true, "AVG_ROW_LENGTH": true, "DELAY_KEY_WRITE": true,
+	"INSERT_METHOD": true, "TABLESPACE": true}
+
+// canalAlterType is CanalDDLType of an ALTER statement (its tokens).
+func canalAlterType(w sqlToks) string {
+	i := 1
+	for w.at(i) == "ONLINE" || w.at(i) == "IGNORE" {
+		i++
+	}
+	if w.at(i) != "TABLE" || w.at(i+1) == "IF" {
+		return "QUERY" // ALTER DATABASE, VIEW…; MariaDB's ALTER TABLE IF EXISTS
+	}
+	i += 2 // TABLE and the table's name
+	for w.at(i) == "." {
+		i += 2
+	}
+	typ, option := "", false
+	for len(w) > i {
+		item := w[i:]
+		for depth, j := 0, 0; j < len(item); j++ {
+			switch item[j] {
+			case "(":
+				depth++
+			case ")":
+				depth--
+			case ",":
+				if depth == 0 {
+					item = item[:j]
+				}
 			}
-			s = s[end+2:]
-			continue
-		case strings.HasPrefix(s, "#"), strings.HasPrefix(s, "-- "):
+		}
+		i += len(item) + 1
+		for j := 0; j+1 < len(item); j++ {
+			if item[j] == "IF" && (item[j+1] == "EXISTS" || item[j+1] == "NOT") {
+				return "QUERY" // MariaDB's ADD COLUMN IF NOT EXISTS, DROP INDEX IF EXISTS…
+			}
+		}
+		k := 0
+		if item.at(0) == "DEFAULT" {
+			k++
+		}
+		switch first, second := item.at(k), item.at(k+1); {
+		case first == "CHARSET", first == "PARTITION" && second == "BY",
+			first == "REMOVE", first == "ALTER" && second == "INDEX",
+			first == "DROP" && second == "CHECK":
+			return "QUERY" // what Druid's parser refuses
+		case canalTableOptions[first]:
+			option = true
+		case typ != "":
+		case first == "ADD":
+			if second == "CONSTRAINT" {
+				k++
+				if s := item.at(k + 1); s != "UNIQUE" && s != "PRIMARY" && s != "FOREIGN" && s != "CHECK" {
+					k++ // the constraint's name
+				}
+				second = item.at(k + 1)
+				if second != "UNIQUE" && second != "PRIMARY" {
+					continue // a foreign key or a check: no type
+				}
+			}
+			switch second {
+			case "INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "PRIMARY":
+				typ = "CINDEX"
+			case "FOREIGN", "CHECK":
+			default:
+				typ = "ALTER"
+			}
+		case first == "DROP" && (second == "INDEX" || second == "KEY" || second == "CONSTRAINT"):
+			typ = "DINDEX"
+		case first == "RENAME" && second != "COLUMN" && second != "INDEX" && second != "KEY":
+			typ = "RENAME"
+		default:
+			typ = "ALTER"
+		}
+	}
+	if option {
+		return "ALTER"
+	}
+	if typ == "" {
+		return "QUERY"
+	}
+	return typ
+}
+
+// sqlToks are a statement's tokens (sqlTokens).
+type sqlToks []string
+
+// at is token i, "" past the end.
+func (w sqlToks) at(i int) string {
+	if i < len(w) {
+		return w[i]
+	}
+	return ""
+}
+
+// sqlTokens splits a statement into its words (upper-cased), quoted strings and names
+// (the token "'" or "`": never a keyword) and other characters one by one, without
+// spaces and comments. A statement with an unterminated comment or quote has none (Druid's
+// parser refuses it).
+func sqlTokens(s string) sqlToks {
+	var w sqlToks
+	for len(s) > 0 {
+		c := s[0]
+		switch {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			s = s[1:]
+		case strings.HasPrefix(s, "/*"):
+			end := strings.Index(s[2:], "*/")
+			if end < 0 {
+				return nil
+			}
+			s = s[end+4:]
+		case c == '#' || strings.HasPrefix(s, "--") && (len(s) == 2 || s[2] == ' ' || s[2] == '\t' || s[2] == '\n'):
 			end := strings.IndexByte(s, '\n')
 			if end < 0 {
-				return "", ""
+				return w
 			}
 			s = s[end+1:]
-			continue
+		case c == '\'' || c == '"' || c == '`':
+			end := 1
+			for end < len(s) && s[end] != c {
+				if s[end] == '\\' && c != '`' {
+					end++
+				}
+				end++
+			}
+			if end >= len(s) {
+				return nil
+			}
+			w = append(w, string(c))
+			s = s[end+1:]
+		case c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80:
+			end := 1
+			for end < len(s) && (s[end] == '_' || s[end] == '$' || s[end] >= '0' && s[end] <= '9' ||
+				s[end] >= 'a' && s[end] <= 'z' || s[end] >= 'A' && s[end] <= 'Z' || s[end] >= 0x80) {
+				end++
+			}
+			w = append(w, strings.ToUpper(s[:end]))
+			s = s[end:]
+		default:
+			w = append(w, s[:1])
+			s = s[1:]
 		}
-		break
 	}
-	end := 0
-	for end < len(s) && (s[end] >= 'a' && s[end] <= 'z' || s[end] >= 'A' && s[end] <= 'Z' || s[end] == '_') {
-		end++
-	}
-	return strings.ToUpper(s[:end]), s[end:]
+	return w
 }
