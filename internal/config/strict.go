@@ -101,7 +101,12 @@ func (c *keyChecker) mapping(n *yaml.Node, t reflect.Type, done map[string]bool,
 			}
 		case merged && done[k.Value]:
 		default:
-			done[k.Value] = true
+			// yaml.v3 skips a merged key the mapping sets only when the mapping's key is a
+			// string (it records the mapping's keys as decoded, 0 an int, and looks the
+			// merged ones up by their text); keys of the merges shadow later ones as text.
+			if merged || k.ShortTag() == "!!str" {
+				done[k.Value] = true
+			}
 			if t.Kind() == reflect.Map {
 				c.check(v, t.Elem())
 			} else {

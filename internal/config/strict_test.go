@@ -27,6 +27,9 @@ func FuzzUnknownKeys(f *testing.F) {
 		"<<: {s}\ns:",            // a key the mapping sets is not taken from the merge
 		"&0: ",                   // a null key is skipped
 		"targets: [{adr},{adr}]", // one key twice on a line
+		"<<: {0}\n0:",            // a mapping's key that is not a string does not hide the merge's
+		"<<: {\"0\"}\n0:",
+		"<<: {0}\n\"0\":",
 	} {
 		f.Add([]byte(s))
 	}
