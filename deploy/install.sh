@@ -168,22 +168,34 @@ put() {
 	say "installed $dst"
 }
 
-# config SRC DST: install a config unless one exists; an existing one different from
-# SRC is kept and SRC goes to DST.new for the operator to merge.
+# config SRC DST SHIPPED: install a config unless one exists. An existing one different
+# from SRC is kept (a new binary and its config go in together, and a rollback to the
+# binary kept as .prev finds the config it ran with) and SRC goes to DST.new to merge.
+# SHIPPED is the copy of what the last install shipped: when this release changed it,
+# the last release's goes to SHIPPED.prev, so that `diff SHIPPED.prev DST.new` shows the
+# release's changes alone, apart from the operator's edits.
 config() {
-	local src=$1 dst=$2 wrote=
+	local src=$1 dst=$2 shipped=$3 wrote=
 	if [[ ! -e $dst ]]; then
 		put "$src" "$dst" 0640
 		wrote=$dst
 	elif cmp -s "$src" "$dst"; then
 		rm -f "$dst.new"
 	elif [[ -f $dst.new ]] && cmp -s "$src" "$dst.new"; then
-		say "kept $dst; $dst.new still holds the shipped example to merge"
+		say "kept $dst; $dst.new still holds the shipped config to merge"
 	else
 		put "$src" "$dst.new" 0640
 		wrote=$dst.new
-		say "kept $dst; the shipped example differs: see $dst.new"
+		if [[ -f $shipped ]] && cmp -s "$shipped" "$dst"; then
+			say "kept $dst, as the last release shipped it; this release's is $dst.new (diff -u $dst $dst.new: its changes; move it over $dst to take them)"
+		elif [[ -f $shipped ]] && ! cmp -s "$shipped" "$src"; then
+			put "$shipped" "$shipped.prev" 0644
+			say "kept $dst (edited); this release changed the shipped config: diff -u $shipped.prev $dst.new shows its changes, to merge into $dst"
+		else
+			say "kept $dst; the shipped config differs: see $dst.new"
+		fi
 	fi
+	put "$src" "$shipped" 0644
 	# Only what this run wrote: an operator's own ownership of a kept config stays.
 	if [[ $system -eq 1 && -n $wrote ]]; then
 		chown root:binlake "$wrote"
@@ -253,7 +265,7 @@ for src in "${examples[@]}"; do
 	# The shipped configs name the default folder (secret files, the commands to run):
 	# this layout's, as in the units.
 	sed -e "s|/etc/binlake/|$confdir/|g" -e "s|/etc/binlake\([^/]\)|$confdir\1|g" -e "s|/etc/binlake\$|$confdir|" "$starter" >"$tmp/$name.yaml"
-	config "$tmp/$name.yaml" "$DESTDIR$confdir/$name.yaml"
+	config "$tmp/$name.yaml" "$DESTDIR$confdir/$name.yaml" "$DESTDIR$sharedir/shipped/$name.yaml"
 	# The example itself, always current, for reference.
 	put "$src" "$DESTDIR$sharedir/examples/$name.example.yaml" 0644
 done

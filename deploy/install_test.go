@@ -240,6 +240,7 @@ func TestInstallTree(t *testing.T) {
 			}
 			for _, n := range configNames(t) {
 				want[tc.sysconf+"/binlake/"+n+".yaml"] = 0o640
+				want[tc.prefix+"/share/binlake/shipped/"+n+".yaml"] = 0o644 // what this release shipped, for the next
 			}
 			for _, n := range exampleNames(t) {
 				want[tc.prefix+"/share/binlake/examples/"+n+".example.yaml"] = 0o644
@@ -386,6 +387,42 @@ func TestInstallIdempotent(t *testing.T) {
 	run(v1)
 	if _, err := os.Stat(cfg + ".new"); !os.IsNotExist(err) {
 		t.Errorf("judge.yaml.new left behind: %v", err)
+	}
+
+	// A config kept when this release changed the shipped one: the last release's goes
+	// under share/binlake/shipped as .prev, so that its diff with the .new is the
+	// release's changes alone, apart from the operator's edits; the output says so.
+	shipped := dest + "/usr/local/share/binlake/shipped/judge.yaml"
+	sameFile(t, "judge.example.yaml", shipped)
+	older := bytes.Replace(ex, []byte("\n"), []byte("\n# a line an older release shipped\n"), 1)
+	for _, f := range []string{shipped, cfg} {
+		if err := os.WriteFile(f, older, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out = run(v1)
+	if b, _ := os.ReadFile(cfg); !bytes.Equal(b, older) {
+		t.Errorf("a config as the last release shipped it was replaced: %q", b)
+	}
+	sameFile(t, "judge.example.yaml", cfg+".new")
+	if want := "diff -u " + cfg + " " + cfg + ".new"; !strings.Contains(out, want) {
+		t.Errorf("output does not give %q for a config as the last release shipped it:\n%s", want, out)
+	}
+	os.Remove(cfg + ".new")
+	if err := os.WriteFile(shipped, older, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(older, "# the operator's line\n"...), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	out = run(v1)
+	sameFile(t, "judge.example.yaml", cfg+".new")
+	sameFile(t, "judge.example.yaml", shipped)
+	if b, _ := os.ReadFile(shipped + ".prev"); !bytes.Equal(b, older) {
+		t.Errorf("%s.prev is not what the last release shipped:\n%s", shipped, b)
+	}
+	if want := "diff -u " + shipped + ".prev " + cfg + ".new"; !strings.Contains(out, want) {
+		t.Errorf("output does not give %q:\n%s", want, out)
 	}
 
 	// A new binary replaces the old, which stays as binlake.prev.
