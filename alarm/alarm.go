@@ -446,8 +446,5 @@ func (a *Alarm) subscribeLoop(ctx context.Context) {
 		// skipped, never fatal.
 		_ = a.observeRaw(m.Value, bus.Defer(ctx))
 		return nil
-	}, bus.RetryOptions{Concurrent: true /* safe: the engine and ownership lock */, OnError: func(err error, wait time.Duration) {
-		a.m.subscribeErrors.Inc()
-		a.log.Warn("metric subscription failed; retrying", "err", err, "in", wait)
-	}})
+	}, bus.RetryOptions{Concurrent: true /* safe: the engine and ownership lock */, OnError: bus.WarnRetries(a.log, "metric subscription failed; retrying", a.m.subscribeErrors.Inc)})
 }

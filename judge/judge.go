@@ -346,10 +346,7 @@ func (j *Judge) Run(ctx context.Context) error {
 }
 
 func (j *Judge) subscribeLoop(ctx context.Context) {
-	bus.SubscribeWithRetry(ctx, j.o.Subscriber, j.ingestBus, bus.RetryOptions{Concurrent: true /* safe: HTTP ingests concurrently too */, OnError: func(err error, wait time.Duration) {
-		j.m.subscribeErrors.Inc()
-		j.log.Warn("metric subscription failed; retrying", "err", err, "in", wait)
-	}})
+	bus.SubscribeWithRetry(ctx, j.o.Subscriber, j.ingestBus, bus.RetryOptions{Concurrent: true /* safe: HTTP ingests concurrently too */, OnError: bus.WarnRetries(j.log, "metric subscription failed; retrying", j.m.subscribeErrors.Inc)})
 }
 
 // warmLoop keeps the load model's fits warm (loadmodel.Model.Warm) every

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -222,6 +223,7 @@ func TestOpenZKCoordinatorAuthIntegration(t *testing.T) {
 	require.ErrorContains(t, err, "not authenticated", "tail without the digest credentials")
 
 	require.NoError(t, c.Delete(ctx, cluster.Instances, coord.AnyVersion))
+	require.NoError(t, c.Delete(ctx, path.Dir(cluster.AddLockKey), coord.AnyVersion)) // the adds' election
 	require.NoError(t, owner.Delete(root+"/k", -1))
 	require.NoError(t, owner.Delete(root, -1))
 

@@ -106,17 +106,7 @@ func runTestCapture(t *testing.T, ctx context.Context, a testenv.MySQLAddr, id s
 // readTableMap reads the source's binlog from start until the TABLE_MAP event of db.table.
 func readTableMap(t *testing.T, ctx context.Context, a testenv.MySQLAddr, start cluster.Position, db, table string) *replication.BinlogEvent {
 	t.Helper()
-	host, port, _ := net.SplitHostPort(a.Addr)
-	p, _ := strconv.ParseUint(port, 10, 16)
-	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		ServerID: testenv.ReplicaServerID(), Flavor: cluster.FlavorMariaDB, Host: host, Port: uint16(p),
-		User: a.User, Password: a.Password, Logger: slog.New(slog.DiscardHandler),
-	})
-	defer syncer.Close()
-	streamer, err := syncer.StartSync(mysql.Position{Name: start.File, Pos: start.Pos})
-	if err != nil {
-		t.Fatal(err)
-	}
+	streamer := streamFrom(t, a, start)
 	for {
 		ev, err := streamer.GetEvent(ctx)
 		if err != nil {
@@ -316,4 +306,22 @@ func TestUnrelatedDDLKeepsTheCachedSchemaIntegration(t *testing.T) {
 	if ddl == "" || !strings.Contains(row3, `"prefs":{"a":1}`) {
 		t.Errorf("after the ALTER: ddl %q, row 3 %s; want the ALTER's message, then prefs as JSON", ddl, row3)
 	}
+}
+
+// streamFrom is a binlog stream of the test source from start, as a replica of its own
+// reads it; it is closed when t ends.
+func streamFrom(t *testing.T, a testenv.MySQLAddr, start cluster.Position) *replication.BinlogStreamer {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(a.Addr)
+	p, _ := strconv.ParseUint(port, 10, 16)
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID: testenv.ReplicaServerID(), Flavor: cluster.FlavorMariaDB, Host: host, Port: uint16(p),
+		User: a.User, Password: a.Password, Logger: slog.New(slog.DiscardHandler),
+	})
+	t.Cleanup(syncer.Close)
+	streamer, err := syncer.StartSync(mysql.Position{Name: start.File, Pos: start.Pos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return streamer
 }
