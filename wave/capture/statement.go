@@ -349,8 +349,12 @@ func (c *Capture) statementDML(h *replication.EventHeader, schema string, st sta
 		}
 		return nil
 	}
+	// A session can log statements whatever the server's format (SET SESSION
+	// binlog_format), as a tool's writes to its own table may: the subscription need not
+	// include that table.
 	return &fatalError{fmt.Errorf("%w: %q at %s:%d (%s): the wave reads row events only; set binlog_format=ROW on the source "+
-		"(MIXED logs such statements too), or on_unreadable: skip to drop them", ErrStatementDML, clip(st.body), c.file, h.LogPos, tables)}
+		"(MIXED logs such statements too, and a session may set its own), exclude the table from the instance's subscriptions "+
+		"if its rows are not wanted, or on_unreadable: skip to drop such changes", ErrStatementDML, clip(st.body), c.file, h.LogPos, tables)}
 }
 
 // clip shortens a statement for a log line or an error.

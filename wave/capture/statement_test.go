@@ -139,7 +139,7 @@ func TestStatementDML(t *testing.T) {
 	if !errors.Is(err, ErrStatementDML) || !IsFatal(err) {
 		t.Fatalf("err %v", err)
 	}
-	for _, s := range []string{"INSERT INTO t VALUES (2)", "bin.000001:130", "d.t", "binlog_format=ROW"} {
+	for _, s := range []string{"INSERT INTO t VALUES (2)", "bin.000001:130", "d.t", "binlog_format=ROW", "exclude the table from the instance's subscriptions"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not say %q", err, s)
 		}
