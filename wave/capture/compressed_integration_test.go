@@ -61,19 +61,7 @@ func TestMariaDBCompressedBinlogIntegration(t *testing.T) {
 	out := runTestCapture(t, ctx, a, "compressed", testenv.ReplicaServerID(),
 		[]cluster.Subscription{{Name: "all", Topic: "all", Include: []string{db + `\..*`}}}, start)
 	const perTable = 3 + 2 + 2 + 1 + 1 + 1 // inserts, a two-row insert, updates, delete, DDL, insert
-	byTable := map[string][]string{}
-	for n := 0; n < 2*perTable; {
-		select {
-		case it := <-out:
-			for _, m := range it.Msgs {
-				table, line := maskMessage(t, m.Value)
-				byTable[table] = append(byTable[table], fmt.Sprintf("key %s\n%s", m.Key, line))
-				n++
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%d of %d messages read in 30 s: %v", n, 2*perTable, byTable)
-		}
-	}
+	byTable := readMasked(t, out, 2*perTable)
 	plain, packed := byTable["plain"], byTable["packed"]
 	if len(plain) != perTable || len(packed) != perTable {
 		t.Fatalf("%d messages of the plain table and %d of the compressed one, want %d each", len(plain), len(packed), perTable)

@@ -77,20 +77,7 @@ func TestGoldenRowMessagesIntegration(t *testing.T) {
 
 	out := runTestCapture(t, ctx, a, "golden", 4242, []cluster.Subscription{{Name: "golden", Topic: "golden", Include: []string{db + `\..*`}}}, start)
 
-	want := 3 * len(goldenTypes)
-	byTable := map[string][]string{}
-	for n := 0; n < want; {
-		select {
-		case it := <-out:
-			for _, m := range it.Msgs {
-				table, line := maskMessage(t, m.Value)
-				byTable[table] = append(byTable[table], fmt.Sprintf("key %s\n%s", m.Key, line))
-				n++
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%d of %d row messages read in 30 s", n, want)
-		}
-	}
+	byTable := readMasked(t, out, 3*len(goldenTypes))
 	for _, g := range goldenTypes {
 		got := []byte(strings.Join(byTable[g.name], "\n") + "\n")
 		got = bytes.ReplaceAll(got, []byte(db), []byte("golden"))
@@ -109,6 +96,26 @@ func TestGoldenRowMessagesIntegration(t *testing.T) {
 			t.Errorf("%s: the row messages changed (go test -run GoldenRow -update, then review the diff)\ngot:\n%s\nwant:\n%s", g.name, got, wantB)
 		}
 	}
+}
+
+// readMasked reads want messages from out (30 s at most between two), each as its key
+// and maskMessage's line, by table.
+func readMasked(t *testing.T, out <-chan Item, want int) map[string][]string {
+	t.Helper()
+	byTable := map[string][]string{}
+	for n := 0; n < want; {
+		select {
+		case it := <-out:
+			for _, m := range it.Msgs {
+				table, line := maskMessage(t, m.Value)
+				byTable[table] = append(byTable[table], fmt.Sprintf("key %s\n%s", m.Key, line))
+				n++
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of %d row messages read in 30 s: %v", n, want, byTable)
+		}
+	}
+	return byTable
 }
 
 // maskMessage checks a row message is one JSON object and replaces what differs from run
