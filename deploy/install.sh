@@ -172,8 +172,9 @@ put() {
 # from SRC is kept (a new binary and its config go in together, and a rollback to the
 # binary kept as .prev finds the config it ran with) and SRC goes to DST.new to merge.
 # SHIPPED is the copy of what the last install shipped: when this release changed it,
-# the last release's goes to SHIPPED.prev, so that `diff SHIPPED.prev DST.new` shows the
-# release's changes alone, apart from the operator's edits.
+# the last release's goes to SHIPPED.prev (unless a .new of an earlier release is still
+# unmerged: .prev then stays the one before it), so that `diff SHIPPED.prev DST.new`
+# shows the releases' changes alone, apart from the operator's edits.
 config() {
 	local src=$1 dst=$2 shipped=$3 wrote=
 	if [[ ! -e $dst ]]; then
@@ -184,13 +185,17 @@ config() {
 	elif [[ -f $dst.new ]] && cmp -s "$src" "$dst.new"; then
 		say "kept $dst; $dst.new still holds the shipped config to merge"
 	else
+		local pending=0
+		[[ ! -f $dst.new ]] || pending=1
 		put "$src" "$dst.new" 0640
 		wrote=$dst.new
 		if [[ -f $shipped ]] && cmp -s "$shipped" "$dst"; then
 			say "kept $dst, as the last release shipped it; this release's is $dst.new (diff -u $dst $dst.new: its changes; move it over $dst to take them)"
 		elif [[ -f $shipped ]] && ! cmp -s "$shipped" "$src"; then
-			put "$shipped" "$shipped.prev" 0644
-			say "kept $dst (edited); this release changed the shipped config: diff -u $shipped.prev $dst.new shows its changes, to merge into $dst"
+			# A .new left unmerged holds releases since .prev: .prev stays, so that the diff
+			# shows every change still to merge, not the last release's alone.
+			[[ $pending -eq 1 && -f $shipped.prev ]] || put "$shipped" "$shipped.prev" 0644
+			say "kept $dst (edited); the shipped config changed: diff -u $shipped.prev $dst.new shows the changes since your config was last merged, to merge into $dst"
 		else
 			say "kept $dst; the shipped config differs: see $dst.new"
 		fi
@@ -253,21 +258,21 @@ chmod 0750 "$DESTDIR$confdir"
 shopt -s nullglob
 examples=("$here"/*.example.yaml)
 [[ ${#examples[@]} -gt 0 ]] || die "no example configs in $here"
+# inlayout SRC: SRC as this layout has it. The shipped configs and examples name the
+# default folder (secret files, the commands to run): this layout's, as in the units.
+inlayout() {
+	sed -e "s|/etc/binlake/|$confdir/|g" -e "s|/etc/binlake\([^/]\)|$confdir\1|g" -e "s|/etc/binlake\$|$confdir|" "$1" >"$tmp/$(basename "$1")"
+	echo "$tmp/$(basename "$1")"
+}
 for src in "${examples[@]}"; do
 	name=$(basename "$src" .example.yaml)
-	if [[ $name == instance ]]; then
-		# A definition for binlake instance add, not a role's config: no unit reads it.
-		put "$src" "$DESTDIR$sharedir/examples/$name.example.yaml" 0644
-		continue
-	fi
+	# The example itself, always current, for reference (instance's: a definition for
+	# binlake instance add, not a role's config, which no unit reads).
+	put "$(inlayout "$src")" "$DESTDIR$sharedir/examples/$name.example.yaml" 0644
+	[[ $name != instance ]] || continue
 	starter=$here/$name.yaml
 	[[ -f $starter ]] || starter=$src
-	# The shipped configs name the default folder (secret files, the commands to run):
-	# this layout's, as in the units.
-	sed -e "s|/etc/binlake/|$confdir/|g" -e "s|/etc/binlake\([^/]\)|$confdir\1|g" -e "s|/etc/binlake\$|$confdir|" "$starter" >"$tmp/$name.yaml"
-	config "$tmp/$name.yaml" "$DESTDIR$confdir/$name.yaml" "$DESTDIR$sharedir/shipped/$name.yaml"
-	# The example itself, always current, for reference.
-	put "$src" "$DESTDIR$sharedir/examples/$name.example.yaml" 0644
+	config "$(inlayout "$starter")" "$DESTDIR$confdir/$name.yaml" "$DESTDIR$sharedir/shipped/$name.yaml"
 done
 
 # Dashboards and the guide.

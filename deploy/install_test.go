@@ -260,19 +260,11 @@ func TestInstallTree(t *testing.T) {
 			if info, err := os.Stat(dest + tc.sysconf + "/binlake"); err != nil || info.Mode().Perm() != 0o750 {
 				t.Errorf("config folder: %v, mode %v; want 0750", err, info.Mode().Perm())
 			}
-			// The configs as shipped, the folder they name (secret files, commands) this layout's.
 			for _, n := range configNames(t) {
-				shipped, err := os.ReadFile(installedFrom(n))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := strings.ReplaceAll(string(shipped), "/etc/binlake", tc.sysconf+"/binlake")
-				if got, err := os.ReadFile(dest + tc.sysconf + "/binlake/" + n + ".yaml"); err != nil || string(got) != want {
-					t.Errorf("%s.yaml installed is not the shipped %s with %s/binlake for /etc/binlake (%v)", n, installedFrom(n), tc.sysconf, err)
-				}
+				inLayout(t, installedFrom(n), dest+tc.sysconf+"/binlake/"+n+".yaml", tc.sysconf)
 			}
 			for _, n := range exampleNames(t) {
-				sameFile(t, n+".example.yaml", dest+tc.prefix+"/share/binlake/examples/"+n+".example.yaml")
+				inLayout(t, n+".example.yaml", dest+tc.prefix+"/share/binlake/examples/"+n+".example.yaml", tc.sysconf)
 			}
 
 			for _, r := range roles {
@@ -308,6 +300,20 @@ func TestInstallTree(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// inLayout checks that installed is shipped as install.sh puts it in a layout whose
+// configs are under sysconf: the folder it names (secret files, commands) that one.
+func inLayout(t *testing.T, shipped, installed, sysconf string) {
+	t.Helper()
+	src, err := os.ReadFile(shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.ReplaceAll(string(src), "/etc/binlake", sysconf+"/binlake")
+	if got, err := os.ReadFile(installed); err != nil || string(got) != want {
+		t.Errorf("%s is not the shipped %s with %s/binlake for /etc/binlake (%v)", installed, shipped, sysconf, err)
 	}
 }
 
@@ -423,6 +429,20 @@ func TestInstallIdempotent(t *testing.T) {
 	}
 	if want := "diff -u " + shipped + ".prev " + cfg + ".new"; !strings.Contains(out, want) {
 		t.Errorf("output does not give %q:\n%s", want, out)
+	}
+	// Another release before the .new was merged: .prev stays the one the config was
+	// last merged against, so that the diff holds both releases' changes.
+	// (This run's is the example; the one before shipped newer, left unmerged as .new.)
+	newer := append([]byte("# a line a newer release shipped\n"), ex...)
+	for _, f := range []string{shipped, cfg + ".new"} {
+		if err := os.WriteFile(f, newer, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(v1)
+	sameFile(t, "judge.example.yaml", cfg+".new")
+	if b, _ := os.ReadFile(shipped + ".prev"); !bytes.Equal(b, older) {
+		t.Errorf("%s.prev after a second release with the .new unmerged is not the first one's:\n%s", shipped, b)
 	}
 
 	// A new binary replaces the old, which stays as binlake.prev.
