@@ -389,12 +389,19 @@ type nodeSummary struct {
 	// time of each one's last sample. They are not in Load, as placements do not see
 	// them: a level from before they stopped is not the node's figure now.
 	Stopped map[string]time.Time `json:"stopped,omitempty"`
+	// Wave is whether the node's wave is up and, when not, why (waveStatusOf); nil for
+	// a node that has reported no wave. The node is live while its agent reports, its
+	// wave maybe not.
+	Wave *api.WaveStatus `json:"wave,omitempty"`
 }
 
 // summaryOf is node n's row of GET /v1/nodes.
 func (j *Judge) summaryOf(n analysis.Node, now time.Time) nodeSummary {
 	s := nodeSummary{Node: n.Node, Live: j.live(n.LastSeen, n.Interval, now), LastSeen: n.LastSeen.UTC(),
 		IntervalS: n.Interval.Seconds(), Batches: n.Batches, Load: map[string]float64{}}
+	if ws, ok := j.waveStatusOf(n, now); ok {
+		s.Wave = &ws
+	}
 	for _, se := range n.Series {
 		switch {
 		case len(se.Labels) > 0:

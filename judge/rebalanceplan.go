@@ -25,28 +25,32 @@ func (j *Judge) PlanRebalance(req api.RebalanceRequest) api.RebalanceAnswer {
 }
 
 // PlanRebalanceFromView plans from what the agents report (GET /v1/rebalance), a dry
-// run for an operator: the waves are the nodes that run one (analysis.Node.RunsWave: a
-// node whose wave series stopped while its host's go on is none, as for placements),
-// live as the node listings say, and the instances those the nodes run (costsOf).
-// Nothing is pinned or cooling down: the judge does not know.
+// run for an operator: the waves are the nodes that reported a wave (waveStatusOf: an
+// agent-only host is none), alive while their wave is (waveStatusOf: a wave whose
+// metrics stopped while its host's go on is down, as is one whose node went stale, and
+// the answer's waves say why), and the instances those the nodes run (costsOf), a
+// wave's as its last report left them (asOfWave), so that a wave that died has its
+// instances failed over. Nothing is pinned or cooling down: the judge does not know.
 func (j *Judge) PlanRebalanceFromView() api.RebalanceAnswer {
 	now := j.now()
 	var (
 		waves []api.RebalanceWave
+		downs []api.WaveStatus // by waves' index
 		insts []api.RebalanceInstance
 		asOf  time.Time
 	)
 	var costs []*nodeCosts
 	for _, n := range j.inc.Nodes() { // sorted by node
-		if !n.RunsWave() {
+		ws, ok := j.waveStatusOf(n, now)
+		if !ok {
 			continue
 		}
-		alive := j.live(n.LastSeen, n.Interval, now)
-		waves = append(waves, api.RebalanceWave{Node: n.Node, Alive: alive})
+		waves = append(waves, api.RebalanceWave{Node: n.Node, Alive: ws.Live})
+		downs = append(downs, ws)
 		if n.LastSeen.After(asOf) {
 			asOf = n.LastSeen
 		}
-		nc := costsOf(n, 0)
+		nc := costsOf(asOfWave(n, !ws.Live), 0)
 		costs = append(costs, &nc)
 	}
 	// Two waves claim an instance for a few intervals after it moved (the one it left
@@ -60,7 +64,11 @@ func (j *Judge) PlanRebalanceFromView() api.RebalanceAnswer {
 			insts = append(insts, api.RebalanceInstance{ID: id, Node: waves[i].Node})
 		}
 	}
-	return j.plan(waves, insts, asOf)
+	ans := j.plan(waves, insts, asOf)
+	for i := range ans.Waves { // one per request wave, in its order
+		ans.Waves[i].Down, ans.Waves[i].DownNote = downs[i].Down, downs[i].DownNote
+	}
+	return ans
 }
 
 // plan prices every instance on the waves it may run on and plans: in utilisation when

@@ -327,7 +327,7 @@ small{color:#666}
 <h2>Nodes ({{len .Nodes}})</h2>
 {{if .Nodes}}<table id="nodes">
 <tr><th>node</th><th>state</th><th>last batch</th><th>cpu %</th><th>mem %</th><th>load.1</th><th>net receive B/s</th><th>net send B/s</th><th>wave TPS</th><th>instances</th></tr>
-{{range .Nodes}}<tr><td>{{.Node}}</td><td class="{{if .Live}}live">live{{else}}stale">stale{{end}}</td><td>{{age $.Now .LastSeen}}</td>
+{{range .Nodes}}<tr><td>{{.Node}}</td>{{if not .Live}}<td class="stale">stale</td>{{else if .WaveDown}}<td class="stale">wave down<br><small>{{.WaveDown}}: {{.WaveNote}}</small></td>{{else}}<td class="live">live</td>{{end}}<td>{{age $.Now .LastSeen}}</td>
 <td>{{f1 . $.M.CPU}}</td><td>{{f1 . $.M.Mem}}</td><td>{{f1 . $.M.Load1}}</td><td>{{f1 . $.M.Rx}}</td><td>{{f1 . $.M.Tx}}</td><td>{{f1 . $.M.TPS}}</td><td>{{count . $.M.Instances}}</td></tr>
 {{end}}</table>{{if .AnyStopped}}<p><small>stopped: the node still reports, but its batches have gone without this figure for {{.StoppedAfter}} of its intervals (its wave stopped reporting, or a collector fails); its last level is not shown</small></p>{{end}}
 {{else}}<p>No node has reported yet.</p>{{end}}
@@ -370,11 +370,14 @@ var statusMetrics = struct{ CPU, Mem, Load1, Rx, Tx, TPS, Instances string }{
 // percentage, the last value of each count, and which series stopped (not in Load and
 // Last; analysis.StoppedAfter).
 type statusNode struct {
-	Node       string
-	Live       bool
-	LastSeen   time.Time
-	Load, Last map[string]float64
-	Stopped    map[string]bool
+	Node string
+	Live bool
+	// WaveDown and WaveNote say why a live node's wave is down (waveStatusOf): its
+	// agent reports the host, the node is live, and its wave is not.
+	WaveDown, WaveNote string
+	LastSeen           time.Time
+	Load, Last         map[string]float64
+	Stopped            map[string]bool
 }
 
 // refreshEvery is the page's reload period: the shortest interval the nodes report in,
@@ -431,6 +434,9 @@ func (j *Judge) handleStatus(w http.ResponseWriter, r *http.Request) {
 		byID[n.Node] = n
 		sn := statusNode{Node: n.Node, Live: j.live(n.LastSeen, n.Interval, now), LastSeen: n.LastSeen.UTC(),
 			Load: map[string]float64{}, Last: map[string]float64{}, Stopped: map[string]bool{}}
+		if ws, ok := j.waveStatusOf(n, now); ok {
+			sn.WaveDown, sn.WaveNote = ws.Down, ws.DownNote
+		}
 		for _, se := range n.Series {
 			switch {
 			case len(se.Labels) > 0 || !se.HasLevel():

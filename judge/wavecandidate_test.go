@@ -43,11 +43,12 @@ func hostBatch(node string, ts time.Time, cpuUtil float64) metric.Batch {
 
 // TestOnlyANodeThatRunsAWaveIsACandidate: a node whose wave's series stopped while its
 // host's go on (its wave process died, its agent lives), and a host that never ran a
-// wave (an alarm's), take no placement, whatever the algorithm, and GET /v1/rebalance
-// does not plan for them; they are the idlest hosts of the fleet. The stopped wave read
-// stopped after 14 s but stayed a candidate for every algorithm (random chose it 4 in
-// 20, utilisation scored it at its old prices) and a wave of the judge's plans; random
-// and balanced chose the host without a wave.
+// wave (an alarm's), take no placement, whatever the algorithm; they are the idlest
+// hosts of the fleet. The stopped wave read stopped after 14 s but stayed a candidate
+// for every algorithm (random chose it 4 in 20, utilisation scored it at its old
+// prices); random and balanced chose the host without a wave. GET /v1/rebalance moves
+// nothing onto either, and fails over the stopped wave's instance
+// (TestAWaveIsDownWhenItsMetricsStop).
 func TestOnlyANodeThatRunsAWaveIsACandidate(t *testing.T) {
 	j, c := newJudge(t, func(o *Options) { o.Rebalance = &RebalanceOptions{InstanceFloor: 50, MaxMoves: 5} })
 	ingest := func(b metric.Batch) { require.NoError(t, j.Ingest(b, sourceHTTP)) }
@@ -101,11 +102,12 @@ func TestOnlyANodeThatRunsAWaveIsACandidate(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	var plan api.RebalanceAnswer
 	require.NoError(t, json.Unmarshal(r.body, &plan))
-	var waves []string
+	alive := map[string]bool{}
 	for _, w := range plan.Waves {
-		waves = append(waves, w.Node)
+		alive[w.Node] = w.Alive
 	}
-	require.Equal(t, []string{"wave-1", "wave-2"}, waves, "the waves of the judge's own plan")
+	require.Equal(t, map[string]bool{"wave-1": true, "wave-2": true, "wave-3": false}, alive, "the waves of the judge's own plan")
+	require.Equal(t, []string{"stock from wave-3"}, failovers(plan))
 	for _, m := range plan.Moves {
 		require.NotEqual(t, "wave-3", m.To)
 		require.NotEqual(t, "alarm-host", m.To)

@@ -281,7 +281,37 @@ type WaveLoad struct {
 	// Instances it runs before and after the moves.
 	Instances      int `json:"instances"`
 	InstancesAfter int `json:"instances_after"`
+	// Down says why the judge's own view (GET /v1/rebalance) has the wave down
+	// (WaveDownNodeStale, WaveDownSilent), DownNote since when; empty when it is alive,
+	// and when a balancer's request (POST) said it is not.
+	Down     string `json:"down,omitempty"`
+	DownNote string `json:"down_note,omitempty"`
 }
+
+// WaveStatus is what the judge makes of a node's wave (GET /v1/nodes, "wave"; absent for
+// a node that has reported no wave.* series: an agent-only host). A node's liveness is
+// its agent's batches, its wave's the wave.* series among them: when the wave process
+// dies and its host stays up, the agent goes on sending the host's figures without the
+// wave's, and the node stays live while its wave is down.
+type WaveStatus struct {
+	Live bool `json:"live"`
+	// LastSeen is when the wave's last metrics reached the judge (the agent's last
+	// scrape of the wave that answered), on the judge's clock.
+	LastSeen time.Time `json:"last_seen"`
+	Down     string    `json:"down,omitempty"`
+	DownNote string    `json:"down_note,omitempty"`
+}
+
+// Why a wave is down in the judge's view: the same staleness window (placement.
+// stale_intervals of the node's interval) over the node's batches or over its wave's
+// metrics among them.
+const (
+	// WaveDownNodeStale: the node's batches stopped (its host or its agent is down).
+	WaveDownNodeStale = "node_stale"
+	// WaveDownSilent: the wave's metrics stopped while its host's batches go on (the
+	// wave process is down, or its agent can no longer scrape it).
+	WaveDownSilent = "wave_silent"
+)
 
 // NodeLoad is a wave node's load in the utilisation model (GET /v1/nodes/{id}, "load"):
 // its cores, its prices, its utilisation now and its predicted peak over now and the

@@ -1,0 +1,83 @@
+package judge
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/binlake/binlake/judge/analysis"
+	"github.com/binlake/binlake/judge/api"
+)
+
+// waveStatusOf says whether node n's wave is up at now (ok false: n has reported no
+// wave.* series, an agent-only host such as the judge's or the alarm's, which is no
+// wave). A wave is down when its node is (the node's batches stopped), or when its
+// wave.* series stopped while the node's batches go on, after the same window
+// (j.live: placement.stale_intervals of the node's interval): a wave process that
+// crashed on a host that stayed up was live to the judge for as long as its agent
+// reported the host, and GET /v1/rebalance planned no failover of its instances.
+func (j *Judge) waveStatusOf(n analysis.Node, now time.Time) (api.WaveStatus, bool) {
+	last, ok := lastWaveTS(n)
+	if !ok {
+		return api.WaveStatus{}, false
+	}
+	// The series' times are the batches' own (the agent's clock); the node's offset
+	// (LastSeen against LastBatchTS) puts the wave's last report on the judge's clock,
+	// where the node's staleness is judged. A batch without a timestamp dates no series:
+	// the wave is then as recent as the node.
+	seen := n.LastSeen
+	if !last.IsZero() && !n.LastBatchTS.IsZero() {
+		seen = n.LastSeen.Add(last.Sub(n.LastBatchTS))
+	}
+	s := api.WaveStatus{Live: true, LastSeen: seen.UTC()}
+	switch {
+	case !j.live(n.LastSeen, n.Interval, now):
+		s.Live, s.Down = false, api.WaveDownNodeStale
+		s.DownNote = fmt.Sprintf("the node's batches stopped at %s", n.LastSeen.UTC().Format(time.RFC3339))
+	case !j.live(seen, n.Interval, now):
+		s.Live, s.Down = false, api.WaveDownSilent
+		s.DownNote = fmt.Sprintf("the wave's metrics stopped at %s while the host reports (last batch %s)",
+			s.LastSeen.Format(time.RFC3339), n.LastSeen.UTC().Format(time.RFC3339))
+	}
+	return s, true
+}
+
+// lastWaveTS is the batch time of node n's newest wave.* sample (zero when its
+// batches carried no time); ok false when n has no wave.* series.
+func lastWaveTS(n analysis.Node) (last time.Time, ok bool) {
+	for _, s := range n.Series {
+		if !analysis.IsWaveSeries(s.Name) {
+			continue
+		}
+		ok = true
+		if s.LastTS.After(last) {
+			last = s.LastTS
+		}
+	}
+	return last, ok
+}
+
+// asOfWave is node n as its wave's last report left it: a wave whose series stopped
+// still runs, as far as the judge knows, the instances it last said it ran (costsOf
+// counts only the series in the node's recent batches, which had none of a silent
+// wave's), so that a plan fails them over as it does a dead node's. A down wave's
+// levels carried into an hour since (analysis.Incremental) are its last report too:
+// costsOf counts no carried level, and a wave that died in the last intervals of an
+// hour had no instance to fail over from xx:00 on. A live wave's carried levels stay
+// carried (costsOf: an instance it ran last hour and reports no more is not its).
+func asOfWave(n analysis.Node, down bool) analysis.Node {
+	last, ok := lastWaveTS(n)
+	if !ok || last.IsZero() {
+		return n
+	}
+	if last.Before(n.LastBatchTS) {
+		n.LastBatchTS = last
+	}
+	if down {
+		n.Series = slices.Clone(n.Series) // the caller's node keeps its own
+		for i := range n.Series {
+			n.Series[i].Carried = false
+		}
+	}
+	return n
+}
