@@ -152,6 +152,8 @@ func (c *Config) Validate() error {
 		if config.URLHasCredentials(u) {
 			// Every alert's link would carry them to its channels.
 			bad("http.external_url", "credentials in the URL are refused: every alert's link would carry them")
+		} else if problem := config.BaseURLProblem(u); problem != "" {
+			bad("http.external_url", "%q has %s", u, problem)
 		} else if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			bad("http.external_url", "%q: want an http:// or https:// URL with a host", u)
 		}

@@ -349,6 +349,9 @@ func (c *Config) Validate() error {
 		case config.URLHasCredentials(u):
 			bad("status.alarm_url", "credentials in the URL are refused (they would reach the logs); the alarm's reads need none")
 			alarmURLOK = false
+		case config.BaseURLProblem(u) != "":
+			bad("status.alarm_url", "%q has %s", u, config.BaseURLProblem(u))
+			alarmURLOK = false
 		case err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "":
 			bad("status.alarm_url", "%q: want the alarm's base URL, such as http://alarm:8092", u)
 			alarmURLOK = false
@@ -495,6 +498,9 @@ func (c *Config) validateElastic() error {
 		switch {
 		case config.URLHasCredentials(a): // first: a malformed URL may hold a password too
 			bad(fmt.Sprintf("addresses[%d]", i), "%s: use username and password_file, or api_key_file", config.URLCredentialsRefused)
+			addrsOK = false
+		case config.BaseURLProblem(a) != "":
+			bad(fmt.Sprintf("addresses[%d]", i), "%q has %s", a, config.BaseURLProblem(a))
 			addrsOK = false
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			bad(fmt.Sprintf("addresses[%d]", i), "%q: want http://host:port or https://host:port", a)

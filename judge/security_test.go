@@ -76,6 +76,7 @@ func TestConfigElasticSecurity(t *testing.T) {
 		{"ca not pem", es + "    addresses: [https://127.0.0.1:9200]\n    tls: {ca_file: " + junk + "}\n", `judge.yaml:6: field "store.elastic.tls.ca_file": ` + junk + " holds no PEM certificate"},
 		{"bad address", es + "    addresses: [127.0.0.1:9200]\n", `judge.yaml:5: field "store.elastic.addresses[0]": "127.0.0.1:9200": want http://host:port or https://host:port`},
 		{"credentials in url", es + "    addresses: [\"https://u:p@127.0.0.1:9200\"]\n", `judge.yaml:5: field "store.elastic.addresses[0]": credentials in the URL would be logged`},
+		{"query in url", es + "    addresses: [\"https://127.0.0.1:9200/?pretty\"]\n", `judge.yaml:5: field "store.elastic.addresses[0]": "https://127.0.0.1:9200/?pretty" has a query or a fragment`},
 		{"password without username", es + "    addresses: [https://h:9200]\n    password_file: " + pwFile + "\n", `judge.yaml:4: field "store.elastic.username": required with password_file`},
 		{"bad password variable", es + "    addresses: [https://h:9200]\n    username: u\n    password_env: BAD-NAME\n", `judge.yaml:7: field "store.elastic.password_env": "BAD-NAME" is not an environment variable name`},
 		{"missing key file", es + "    addresses: [https://h:9200]\n    api_key_file: /nonexistent/key\n", `judge.yaml:6: field "store.elastic.api_key_file": read secret: open /nonexistent/key: no such file or directory`},

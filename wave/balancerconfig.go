@@ -55,6 +55,9 @@ func (b *BalancerConfig) Validate() error {
 			// is logged at start ("wave starting … judge=").
 			bad("judge", "%s: use judge_token_file or judge_token_env", config.URLCredentialsRefused)
 			judgeOK = false
+		case config.BaseURLProblem(b.Judge) != "":
+			bad("judge", "%q has %s", b.Judge, config.BaseURLProblem(b.Judge))
+			judgeOK = false
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			bad("judge", "%q: want the judge's base URL, such as http://judge:8090", b.Judge)
 			judgeOK = false

@@ -143,12 +143,23 @@ func TestConfigReportsEveryRefusedValue(t *testing.T) {
 	}
 }
 
+// TestConfigJudgeBaseURL: balancer.judge with a query or a fragment is refused: the
+// API's paths were appended to it (http://judge:8090/?region=eu/v1/rebalance).
+func TestConfigJudgeBaseURL(t *testing.T) {
+	_, err := Load(writeFile(t, goodConfig+"balancer:\n  judge: \"http://judge:8090/?region=eu\"\n"))
+	want := `wave.yaml:15: field "balancer.judge": "http://judge:8090/?region=eu" has a query or a fragment: want the base URL alone`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
 // TestConfigJudgeURLCredentials: balancer.judge with a user and password is refused, as
 // the agent's sink.http.url and the judge's status.alarm_url are (the URL is logged at
 // start: "wave starting … judge=…"), naming the key and never showing the password; a
 // malformed one too.
 func TestConfigJudgeURLCredentials(t *testing.T) {
-	for _, judge := range []string{"http://admin:Hunter2J@127.0.0.1:18090", "http://admin:Hunter2J/x@127.0.0.1:18090", "https://Hunter2J@judge:8090"} {
+	for _, judge := range []string{"http://admin:Hunter2J@127.0.0.1:18090", "http://admin:Hunter2J/x@127.0.0.1:18090", "https://Hunter2J@judge:8090",
+		"http://judge:8090/?jwt=Hunter2J", "http://judge:8090/#access_token=Hunter2J"} {
 		_, err := Load(writeFile(t, goodConfig+"balancer:\n  judge: \""+judge+"\"\n"))
 		want := `wave.yaml:15: field "balancer.judge": credentials in the URL would be logged: use judge_token_file or judge_token_env`
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -35,7 +35,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	if err := refuseURLCredentials("-judge", *judgeURL, "the judge's metric names need none"); err != nil {
+	if err := checkBaseURLFlag("-judge", *judgeURL, "the judge's metric names need none"); err != nil {
 		return err
 	}
 	cfgPath, check := rf.config, rf.check

@@ -121,7 +121,7 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	o.JudgeURL, o.CAFile, o.Prefix, o.Truth = *judgeURL, *caFile, *prefix, *truth
-	if err := refuseURLCredentials("-judge", *judgeURL, "use -judge-token-file"); err != nil {
+	if err := checkBaseURLFlag("-judge", *judgeURL, "use -judge-token-file"); err != nil {
 		return fmt.Errorf("bench fleet: %w", err)
 	}
 	if *truth && !*asJSON {

@@ -198,7 +198,7 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return checkInstanceFile(*f.file, stdout)
 	}
 	// Before anything opens; -config's balancer.judge was checked by wave.Load.
-	if err := refuseURLCredentials("-judge", *f.judgeURL, "use -judge-token-file"); err != nil {
+	if err := checkBaseURLFlag("-judge", *f.judgeURL, "use -judge-token-file"); err != nil {
 		return fmt.Errorf("instance %s: %w", sub, err)
 	}
 	ic := &instanceCmd{sub: sub, id: id, f: f, ctx: ctx, out: stdout, judgeFrom: "-judge"}

@@ -145,6 +145,11 @@ func TestInstanceJudgeFlagRefusesCredentials(t *testing.T) {
 	if strings.Contains(out.String()+errOut.String()+err.Error(), "Hunter2IJ") {
 		t.Errorf("the password is shown: %v\n%s%s", err, out.String(), errOut.String())
 	}
+	// A base URL with a query: the API's path went into the query (…/?region=eu/v1/rebalance).
+	err = runInstance(context.Background(), []string{"rebalance", "-data", t.TempDir(), "-judge", "http://127.0.0.1:1/?region=eu"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "-judge http://127.0.0.1:1/?region=eu: a query or a fragment: want the base URL alone") {
+		t.Errorf("err = %v, want -judge refused for its query", err)
+	}
 }
 
 // -zk with a user and password in a server is refused naming the flag, the password as

@@ -8,12 +8,19 @@ import (
 	"github.com/binlake/binlake/internal/config"
 )
 
-// refuseURLCredentials refuses a URL flag (-judge) holding a user or password, as the
-// configs' URLs are refused (config.URLHasCredentials): the URL is printed in warnings,
-// in what a command says it used and in logs. instead says where the credential goes.
-func refuseURLCredentials(flag, value, instead string) error {
-	if value == "" || !config.URLHasCredentials(value) {
+// checkBaseURLFlag refuses a base URL flag (-judge) holding a user, a password or a
+// credential in its query, as the configs' URLs are refused (config.URLHasCredentials):
+// the URL is printed in warnings, in what a command says it used and in logs; instead
+// says where the credential goes. A query or a fragment is refused too: the API's
+// paths are appended to the URL (config.BaseURLProblem).
+func checkBaseURLFlag(flag, value, instead string) error {
+	switch {
+	case value == "":
 		return nil
+	case config.URLHasCredentials(value):
+		return fmt.Errorf("%s: %s: %s", flag, config.URLCredentialsRefused, instead)
+	case config.BaseURLProblem(value) != "":
+		return fmt.Errorf("%s %s: %s", flag, value, config.BaseURLProblem(value))
 	}
-	return fmt.Errorf("%s: %s: %s", flag, config.URLCredentialsRefused, instead)
+	return nil
 }

@@ -54,15 +54,17 @@ func Redact(s string) string {
 }
 
 // redactQuery returns the URL s with the value of each query parameter secretQueryName
-// calls a credential replaced by ***, the other parameters and their order unchanged.
+// calls a credential replaced by ***, the other parameters and their order unchanged;
+// the fragment's key=value pairs too (#access_token=… is how OAuth's implicit flow
+// hands a token over).
 func redactQuery(s string) string {
-	q := strings.IndexByte(s, '?')
+	q := strings.IndexAny(s, "?#")
 	if q < 0 {
 		return s
 	}
 	end := len(s)
-	if h := strings.IndexByte(s[q:], '#'); h >= 0 {
-		end = q + h
+	if h := strings.IndexByte(s[q+1:], '#'); h >= 0 && s[q] == '?' {
+		end = q + 1 + h
 	}
 	params := strings.Split(s[q+1:end], "&")
 	changed := false
@@ -71,19 +73,36 @@ func redactQuery(s string) string {
 			params[i], changed = k+"="+Redacted, true
 		}
 	}
+	rest := s[end:]
+	if end < len(s) {
+		if r := redactQuery(rest); r != rest {
+			rest, changed = r, true
+		}
+	}
 	if !changed {
 		return s
 	}
-	return s[:q+1] + strings.Join(params, "&") + s[end:]
+	return s[:q+1] + strings.Join(params, "&") + rest
+}
+
+// BaseURLProblem is what keeps s, a URL the suite appends its API's paths to (the
+// judge's, the alarm's, an Elasticsearch node's), from being one: a query or a fragment,
+// which the paths would land in (and which may hold a token that would be logged). ""
+// when it has neither; the scheme and the host are each caller's to check.
+func BaseURLProblem(s string) string {
+	if u, err := url.Parse(s); err == nil && (u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(s, "#")) {
+		return "a query or a fragment: want the base URL alone, to which the API's paths are appended"
+	}
+	return ""
 }
 
 // secretQueryName says whether a query parameter's name calls its value a credential:
 // it holds one of the words services use for them (token, access_token, password,
 // passwd, pwd, secret, client_secret, key, api_key, apikey, sig, signature, auth,
-// credential). It errs towards hiding: a routing_key is hidden too.
+// credential, jwt, bearer, session). It errs towards hiding: a routing_key is hidden too.
 func secretQueryName(name string) bool {
 	name = strings.ToLower(name)
-	for _, w := range []string{"token", "pass", "pwd", "secret", "key", "sig", "auth", "credential"} {
+	for _, w := range []string{"token", "pass", "pwd", "secret", "key", "sig", "auth", "credential", "jwt", "bearer", "session"} {
 		if strings.Contains(name, w) {
 			return true
 		}

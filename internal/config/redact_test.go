@@ -37,9 +37,30 @@ func TestRedact(t *testing.T) {
 		{"https://h/x?access_token=T&sig=S&page=2", "https://h/x?access_token=***&sig=***&page=2"},
 		{"https://u:pw@h/x?password=P", "https://u:***@h/x?password=***"},
 		{"https://h/x?token=", "https://h/x?token="}, // nothing to hide
+		{"https://h/x?jwt=J&session=S&page=2", "https://h/x?jwt=***&session=***&page=2"},
+		{"https://h/cb#access_token=T&state=1", "https://h/cb#access_token=***&state=1"},
+		{"https://h/x?token=T#id_token=U", "https://h/x?token=***#id_token=***"},
+		{"https://h/x#section-2", "https://h/x#section-2"},
 		{"repl@tcp(h:3306)/shop?tls=skip-verify", "repl@tcp(h:3306)/shop?tls=skip-verify"},
 	} {
 		require.Equal(t, tc.want, Redact(tc.in), "Redact(%q)", tc.in)
+	}
+}
+
+func TestBaseURLProblem(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"http://judge:8090", false},
+		{"http://judge:8090/", false},
+		{"https://judge.example/prefix", false},
+		{"http://judge:8090/?region=eu", true},
+		{"http://judge:8090?", true},
+		{"http://judge:8090/#x", true},
+		{"http://judge:8090/#", true},
+	} {
+		require.Equal(t, tc.want, BaseURLProblem(tc.in) != "", "BaseURLProblem(%q)", tc.in)
 	}
 }
 
