@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,8 +82,11 @@ func sameSource(ctx context.Context, a, b string) bool {
 	}
 	ha, pa, errA := net.SplitHostPort(a)
 	hb, pb, errB := net.SplitHostPort(b)
-	if errA != nil || errB != nil || pa != pb {
+	if errA != nil || errB != nil || !samePort(pa, pb) {
 		return false
+	}
+	if strings.EqualFold(ha, hb) {
+		return true // 3307 and 03307: one port
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -97,4 +101,15 @@ func sameSource(ctx context.Context, a, b string) bool {
 		}
 	}
 	return false
+}
+
+// samePort says whether two ports are one: as numbers, as the dialer reads them (3307
+// and 03307), or as names.
+func samePort(a, b string) bool {
+	na, errA := strconv.ParseUint(a, 10, 16)
+	nb, errB := strconv.ParseUint(b, 10, 16)
+	if errA == nil && errB == nil {
+		return na == nb
+	}
+	return a == b
 }

@@ -30,6 +30,8 @@ func TestAddRefusesAServerIDClash(t *testing.T) {
 		// localhost resolves to 127.0.0.1 (/etc/hosts): one server under two names.
 		{"same source by another name", "localhost:3306", 101, "instance users: source localhost:3306 with server_id 101 is read by instance orders already"},
 		{"another name, another port", "localhost:3307", 101, ""},
+		// The dialer reads 03306 as 3306.
+		{"same port with a leading zero", "127.0.0.1:03306", 101, "instance users: source 127.0.0.1:03306 with server_id 101 is read by instance orders already"},
 	} {
 		for name, open := range wavetest.Coordinators(t) {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
