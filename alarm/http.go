@@ -67,7 +67,7 @@ var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
 </head><body>
 <h1>BinLake alarm</h1>
 <p><small>version {{.Version}}</small></p>
-<p id="counts">{{.Policies}} policies · {{if .Firing}}<span class="err">{{.Firing}} firing</span>{{else}}0 firing{{end}} · {{.Pending}} pending · {{.Resolved}} resolved · {{.Silences}} silences</p>
+<p id="counts">{{.Policies}} {{if eq .Policies 1}}policy{{else}}policies{{end}} · {{if .Firing}}<span class="err">{{.Firing}} firing</span>{{else}}0 firing{{end}} · {{.Pending}} pending · {{.Resolved}} resolved · {{.Silences}} {{if eq .Silences 1}}silence{{else}}silences{{end}}</p>
 <h2>API</h2>
 <ul>
 <li><a href="v1/alerts?state=firing">GET /v1/alerts?state=firing</a>: the firing alerts (<a href="v1/alerts">all</a>: pending, firing, resolved)</li>

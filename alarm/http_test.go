@@ -70,7 +70,7 @@ func TestFrontPageLinksTheAPI(t *testing.T) {
 
 	code, page := do(t, "GET", base+"/", "", "")
 	require.Equal(t, http.StatusOK, code)
-	require.Contains(t, page, `<p id="counts">1 policies · <span class="err">1 firing</span> · 0 pending · 0 resolved · 0 silences</p>`)
+	require.Contains(t, page, `<p id="counts">1 policy · <span class="err">1 firing</span> · 0 pending · 0 resolved · 0 silences</p>`)
 	require.NotContains(t, page, "<script")
 	for _, link := range []string{"v1/alerts?state=firing", "v1/alerts", "v1/policies", "v1/silences", "openapi.json", "metrics", "healthz"} {
 		require.Contains(t, page, `<a href="`+link+`">`)

@@ -67,7 +67,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		for _, m := range unknownMetricMessages(deps.policies, *polPath, known, knownFrom) {
 			fmt.Fprintln(stderr, "warning: "+m)
 		}
-		fmt.Fprintf(stdout, "%s and %s are valid: %d policies, channels %s\n", *cfgPath, *polPath, len(deps.policies), strings.Join(deps.chanDesc, ", "))
+		fmt.Fprintf(stdout, "%s and %s are valid: %s, channels %s\n", *cfgPath, *polPath, count(len(deps.policies), "policy", "policies"), strings.Join(deps.chanDesc, ", "))
 		return nil
 	}
 

@@ -154,7 +154,8 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				return err
 			}
 		default:
-			return fmt.Errorf("tail %s: which coordinator holds the instance? give -config wave.yaml or -zk host:port (binlake up's rows: -file data/%s)", target, RowsFile)
+			// A topic's name given where an instance belongs reads alike: say how to read it.
+			return fmt.Errorf("tail %s: which coordinator holds the instance? give -config wave.yaml or -zk host:port (a topic by its name: -topic %s; binlake up's rows: -file data/%s)", target, target, RowsFile)
 		}
 		if instance, *topic, err = subscriptionTopic(ctx, cc, target, logger); err != nil {
 			return err

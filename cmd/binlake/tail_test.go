@@ -35,7 +35,7 @@ func TestTailArgs(t *testing.T) {
 		{[]string{"-format", "avro", "-file", "x"}, `tail: -format: format "avro": want auto, json, canal-json, maxwell-json, debezium-json, protobuf, canal-protobuf`},
 		{[]string{"-n", "-1", "-file", "x"}, "tail: -n -1: want 0 (no limit) or more"},
 		{[]string{"-partition", "a", "-file", "x"}, `tail: -partition "a": want partition numbers (0, 1, …), comma-separated`},
-		{[]string{"orders"}, "tail orders: which coordinator holds the instance? give -config wave.yaml or -zk host:port (binlake up's rows: -file data/rows.jsonl)"},
+		{[]string{"orders"}, "tail orders: which coordinator holds the instance? give -config wave.yaml or -zk host:port (a topic by its name: -topic orders; binlake up's rows: -file data/rows.jsonl)"},
 		{[]string{"orders", "-topic", "t"}, "tail: give an instance (orders) or -topic, not both"},
 		{[]string{"orders", "extra"}, `tail: one instance at a time: "extra" is extra`},
 		{[]string{"-file", "x", "-brokers", "k:9092"}, "tail: give one of -file and -brokers"},

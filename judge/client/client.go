@@ -76,7 +76,7 @@ func (c *Client) Rebalance(ctx context.Context, req api.RebalanceRequest) (*api.
 	}
 	var ans api.RebalanceAnswer
 	if err := c.post(ctx, "/v1/rebalance", body, maxRebalanceAnswer, "rebalance", &ans); err != nil {
-		return nil, fmt.Errorf("rebalance of %d instances on %d waves: %w", len(req.Instances), len(req.Waves), err)
+		return nil, fmt.Errorf("rebalance of %s on %s: %w", plural(len(req.Instances), "instance"), plural(len(req.Waves), "wave"), err)
 	}
 	return &ans, nil
 }
@@ -120,4 +120,12 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, limit
 		return fmt.Errorf("%s answered what is not a %s answer: %w", url, what, err)
 	}
 	return nil
+}
+
+// plural is "1 wave", "2 waves".
+func plural(n int, one string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %ss", n, one)
 }
