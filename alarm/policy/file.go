@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -82,12 +83,21 @@ func ParseWith(r io.Reader, name string, channels *ChannelSet) ([]*Policy, error
 		} else {
 			seen[raw.Name] = i
 		}
+		p, fieldErrs := compile(raw)
 		if decodeErr != nil {
+			// The values that decoded are checked all the same, each where the file sets
+			// it: a key misspelt or mistyped leaves its field empty, and what is said of
+			// an empty field (missing, or needed by another) waits until it is right.
+			wrong := decodedWrong(decodeErr, i)
+			for _, fe := range fieldErrs {
+				if top, _, _ := strings.Cut(fe.field, "."); hasKey(n, top) && !wrong[top] {
+					errs = append(errs, &config.FieldError{Field: field(fe.field), Err: fe.err})
+				}
+			}
 			// Said after the problems that cause it, at the line of the last.
 			errs = append(errs, &config.Error{File: name, Line: lastLine(decodeErr, nodeLine(n)), Field: fmt.Sprintf("policies[%d]", i),
-				Msg: fmt.Sprintf("policy %s: its values are not checked until the keys and types above are right", policyLabel(raw, i))})
+				Msg: fmt.Sprintf("policy %s: what depends on the keys and types above is checked once they are right", policyLabel(raw, i))})
 		} else {
-			p, fieldErrs := compile(raw)
 			for _, fe := range fieldErrs {
 				errs = append(errs, &config.FieldError{Field: field(fe.field), Err: fe.err})
 			}
@@ -118,6 +128,40 @@ func unconfigured(raw Raw, i, line int, file string, channels *ChannelSet) []err
 			Msg: fmt.Sprintf("policy %s names channel %q, which %s does not configure", policyLabel(raw, i), c, channels.In)})
 	}
 	return errs
+}
+
+// decodedWrong is the keys of policy i that decodeErr (Document.Decode's) says are
+// unknown or of the wrong type, by their first name under the policy.
+func decodedWrong(decodeErr error, i int) map[string]bool {
+	all := []error{decodeErr}
+	if j, ok := decodeErr.(interface{ Unwrap() []error }); ok {
+		all = j.Unwrap()
+	}
+	prefix := fmt.Sprintf("policies[%d].", i)
+	wrong := map[string]bool{}
+	for _, err := range all {
+		var e *config.Error
+		if errors.As(err, &e) {
+			if rest, ok := strings.CutPrefix(e.Field, prefix); ok {
+				top, _, _ := strings.Cut(rest, ".")
+				wrong[top] = true
+			}
+		}
+	}
+	return wrong
+}
+
+// hasKey says whether the policy's mapping n sets key.
+func hasKey(n *yaml.Node, key string) bool {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
 }
 
 // lastLine is the line of the last problem of err, as Document.Decode returns them (in
