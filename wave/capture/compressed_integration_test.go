@@ -84,7 +84,8 @@ func binlogEventTypes(t *testing.T, ctx context.Context, a testenv.MySQLAddr, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	streamer := streamFrom(t, a, start)
+	streamer, stop := streamFrom(t, a, start)
+	defer stop()
 	types := map[replication.EventType]int{}
 	file := start.File
 	for {
