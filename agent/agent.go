@@ -37,19 +37,27 @@ import (
 	"github.com/binlake/binlake/internal/metric/promreg"
 )
 
+// collectorLabel is the label of CollectorUp's points: the collector's name.
+const collectorLabel = "collector"
+
 // Self-metric names, in every batch.
 const (
 	BufferLen       = "agent.buffer_len"       // batches not yet delivered, this one excluded
 	DroppedBatches  = "agent.dropped_batches"  // since start
 	CollectorErrors = "agent.collector_errors" // failed collections since start, all collectors
-	CollectSeconds  = "agent.collect_seconds"  // how long this tick's collection took
-	RSSBytes        = "agent.rss_bytes"        // the agent's own resident memory
+	// CollectorUp is 1 when a collector's collection of this tick succeeded, 0 when it
+	// failed, labelled collector: the wave collector's 0 is its wave's process down (or
+	// its /metrics port) while the host reports, which no wave.* point can say, as
+	// they stop; the cumulative collector_errors never goes back down.
+	CollectorUp    = "agent.collector_up"
+	CollectSeconds = "agent.collect_seconds" // how long this tick's collection took
+	RSSBytes       = "agent.rss_bytes"       // the agent's own resident memory
 )
 
 // PointNames returns every point name an agent can send, sorted: its collectors' (each
 // declares them, collector.Factory.Emits) and its own.
 func PointNames() []string {
-	names := append(collector.Emitted(), BufferLen, DroppedBatches, CollectorErrors, CollectSeconds, RSSBytes)
+	names := append(collector.Emitted(), BufferLen, DroppedBatches, CollectorErrors, CollectorUp, CollectSeconds, RSSBytes)
 	slices.Sort(names)
 	return slices.Compact(names)
 }
@@ -288,6 +296,11 @@ func (a *Agent) collectOnce(ctx context.Context, now time.Time) {
 	var pts []metric.Point
 	for i, c := range a.collectors {
 		a.noteResult(c.Name(), results[i].err)
+		up := 1.0
+		if results[i].err != nil {
+			up = 0
+		}
+		pts = append(pts, metric.Point{Name: CollectorUp, Value: up, Labels: map[string]string{collectorLabel: c.Name()}})
 		for _, p := range results[i].pts {
 			// One bad point (NaN from a division, a malformed name) must not cost the batch.
 			if metric.ValidName(p.Name) && !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) {

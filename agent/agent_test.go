@@ -293,6 +293,21 @@ func TestFailingCollectorIsolated(t *testing.T) {
 	errs, _ := pointValue(bs[4], CollectorErrors)
 	require.Equal(t, 4.0, errs, "4 failed collections (start + 3 ticks)")
 	require.Equal(t, uint64(4), r.a.Stats().CollectorErrors)
+	// Each batch says which collector failed in its tick, and says it no longer once it
+	// recovered (the cumulative count cannot: an alert on it never resolves).
+	var goodUp, badUp []float64
+	for _, b := range bs {
+		for _, p := range b.Points {
+			if p.Name == CollectorUp && p.Labels["collector"] == "good" {
+				goodUp = append(goodUp, p.Value)
+			}
+			if p.Name == CollectorUp && p.Labels["collector"] == "bad" {
+				badUp = append(badUp, p.Value)
+			}
+		}
+	}
+	require.Equal(t, []float64{1, 1, 1, 1, 1}, goodUp)
+	require.Equal(t, []float64{0, 0, 0, 0, 1}, badUp)
 	out := logs.String()
 	require.Equal(t, 1, strings.Count(out, `msg="collector failing"`), out)
 	require.Equal(t, 1, strings.Count(out, `msg="collector recovered"`), out)
@@ -322,7 +337,7 @@ func TestMemoryBus(t *testing.T) {
 	sub, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "test"})
 	require.NoError(t, err)
 	want := []string{metric.CPUUtil, metric.Load1, metric.Load5, metric.MemUsedPct,
-		BufferLen, DroppedBatches, CollectorErrors, CollectSeconds, RSSBytes}
+		BufferLen, DroppedBatches, CollectorErrors, CollectorUp, CollectSeconds, RSSBytes}
 	sctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
 	var last map[string]bool

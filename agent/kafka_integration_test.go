@@ -111,7 +111,7 @@ func TestAgentKafkaIntegration(t *testing.T) {
 		metric.GoHeapBytes, metric.GoGCPauseP99, metric.GoGoroutines,
 		metric.WaveTPS, metric.WaveInstances, metric.WaveLagSeconds, metric.WavePublishErrs,
 		process.Count, process.RSSBytes, process.CPUPct,
-		BufferLen, DroppedBatches, CollectorErrors, CollectSeconds, RSSBytes,
+		BufferLen, DroppedBatches, CollectorErrors, CollectorUp, CollectSeconds, RSSBytes,
 	}
 	sctx, stop := context.WithTimeout(context.Background(), 60*time.Second)
 	defer stop()

@@ -21,8 +21,9 @@ import (
 var emittedNames = agent.PointNames()
 
 // emittedLabels are the label keys the collectors put on points (unexported literals in
-// agent/collector/*: host cpu, iface, mount, device; wave instance; process process).
-var emittedLabels = []string{"cpu", "iface", "mount", "device", "instance", "process"}
+// agent/collector/*: host cpu, iface, mount, device; wave instance; process process;
+// the agent's own collector).
+var emittedLabels = []string{"cpu", "iface", "mount", "device", "instance", "process", "collector"}
 
 // mapping is the judge's index template, as the elastic store installs it.
 type mapping struct {

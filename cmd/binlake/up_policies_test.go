@@ -51,6 +51,59 @@ func (f *firing) take() []string {
 	return out
 }
 
+// TestDefaultWaveDownPolicyFires: a wave's process down while its host's agent runs
+// (an outside trial's kill -9: the wave.* series stop, nothing paged) fires the built-in
+// wave-down after 30 s of the agent's collector_up{collector=wave} at 0, naming the
+// node; a restart's few seconds, another collector failing, and a host with no wave
+// collector fire nothing.
+func TestDefaultWaveDownPolicyFires(t *testing.T) {
+	pols, err := DefaultPolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), CoordFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	var out firing
+	e := alarm.NewEngine(alarm.EngineOptions{Policies: pols, Log: &alarm.CoordLog{C: c}, Send: out.send,
+		Now: func() time.Time { return now }, Logger: quietLogger()})
+	if _, err := e.Restore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	up := func(collector string, v float64) metric.Point {
+		return metric.Point{Name: "agent.collector_up", Value: v, Labels: map[string]string{"collector": collector}}
+	}
+	tick := func(waveUp float64) {
+		for _, b := range []metric.Batch{
+			{Node: "wave-b", TS: now, IntervalS: 5, Points: []metric.Point{{Name: metric.CPUUtil, Value: 10}, up("host", 1), up("wave", waveUp)}},
+			{Node: "judge-host", TS: now, IntervalS: 5, Points: []metric.Point{{Name: metric.CPUUtil, Value: 10}, up("host", 0)}},
+		} {
+			e.Observe(b)
+		}
+		e.Tick()
+		e.Sync()
+		now = now.Add(5 * time.Second)
+	}
+	for range 2 { // a restart: 10 s down
+		tick(0)
+	}
+	tick(1)
+	for range 6 { // down: 0 to 25 s
+		tick(0)
+	}
+	if got := out.take(); len(got) != 0 {
+		t.Fatalf("fired within 30 s of the wave down (or for a restart, or another collector): %q", got)
+	}
+	tick(0) // 30 s
+	want := "wave-down : the wave on wave-b does not answer its agent (its process is down, or the agent's collectors.wave.url is wrong): the other waves take its instances over"
+	if got := out.take(); !slices.Equal(got, []string{want}) {
+		t.Fatalf("at 30 s fired %q, want %q", got, want)
+	}
+}
+
 // TestDefaultWavePoliciesFire runs the built-in policies on an alarm engine with an
 // injected clock: a capture instance that stays not running for a minute fires an alert
 // that names the instance and the reason; one whose lag averages above 60 s over 5

@@ -22,6 +22,7 @@ var AgentShape = []SeriesShape{
 	{[]string{"disk.read_bps", "disk.write_bps", "disk.read_iops", "disk.write_iops"}, "device", true},
 	{[]string{"wave.tps", "wave.lag_s", "wave.publish_errors"}, "instance", true},
 	{[]string{"process.count", "process.rss_bytes", "process.cpu_pct"}, "process", false},
+	{[]string{"agent.collector_up"}, "collector", false},
 }
 
 // agentLabels are the label sets of AgentPoints, two objects per label, shared by every
