@@ -22,12 +22,15 @@ func (j *Judge) waveStatusOf(n analysis.Node, now time.Time) (api.WaveStatus, bo
 		return api.WaveStatus{}, false
 	}
 	// The series' times are the batches' own (the agent's clock); the node's offset
-	// (LastSeen against LastBatchTS) puts the wave's last report on the judge's clock,
-	// where the node's staleness is judged. A batch without a timestamp dates no series:
-	// the wave is then as recent as the node.
+	// puts the wave's last report on the judge's clock, where the node's staleness is
+	// judged. The offset in whole seconds (analysis.Node.Offset), not the last batch's
+	// delivery (LastSeen against LastBatchTS): that one moved by milliseconds with every
+	// batch, and a down wave's last_seen with it from read to read though no sample had
+	// come. It is how a restored node's LastSeen is dated too (Incremental.Declare). A
+	// batch without a timestamp dates no series: the wave is then as recent as the node.
 	seen := n.LastSeen
 	if !last.IsZero() && !n.LastBatchTS.IsZero() {
-		seen = n.LastSeen.Add(last.Sub(n.LastBatchTS))
+		seen = last.Add(n.Offset)
 	}
 	s := api.WaveStatus{Live: true, LastSeen: seen.UTC()}
 	switch {

@@ -240,3 +240,25 @@ func TestAnInstanceTheClusterFailedOverIsNotFailedOverAgain(t *testing.T) {
 	require.Equal(t, 2, planWaveOf(t, plan, "wave-1").Instances)
 	require.Empty(t, failovers(plan))
 }
+
+// TestADownWavesLastSeenStaysPut: the agent's batches reach the judge a few
+// milliseconds late, by a little more or less each time. A silent wave's last_seen is
+// its last sample put on the judge's clock, which no later batch moves: it jittered by
+// each batch's delivery (the node's offset re-estimated per batch), read after read.
+func TestADownWavesLastSeenStaysPut(t *testing.T) {
+	j, c := silentFleet(t) // wave-3's last metrics at t0+50s, delivered at once
+	var seen []time.Time
+	for k := range 6 {
+		c.Add(10 * time.Second)
+		silentRound(t, j, c.Now(), nil)
+		late := time.Duration(3+7*k) * time.Millisecond
+		require.NoError(t, j.Ingest(hostOnly("wave-3", c.Now().Add(-late), 0, nil), sourceHTTP))
+		if w := getNode(t, j, "wave-3").Wave; !w.Live {
+			seen = append(seen, w.LastSeen)
+		}
+	}
+	require.Len(t, seen, 3) // down from the 4th round on
+	for _, s := range seen {
+		require.Equal(t, t0.Add(50*time.Second), s)
+	}
+}

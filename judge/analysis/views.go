@@ -30,6 +30,10 @@ type Node struct {
 	Interval time.Duration `json:"-"`
 	Batches  int64         `json:"batches_this_hour"`
 	Series   []Series      `json:"series"` // sorted by name, then labels
+	// Offset is how long after their own timestamps the node's batches reach the judge,
+	// in whole seconds, re-estimated only when it moves by 2 s or more (see Timing): a
+	// time of the node's clock put on the judge's by it stays put from read to read.
+	Offset time.Duration `json:"-"`
 }
 
 // StoppedAfter is how many of its node's intervals a series may be missing from the
@@ -122,7 +126,7 @@ func (n *nodeState) interval() time.Duration { return n.declared }
 // caller sorts after releasing the lock. Callers hold the read lock at least.
 func (n *nodeState) export(id string) (Node, bySeries) {
 	out := Node{Node: id, LastSeen: n.lastSeen, LastBatchTS: n.lastTS, Interval: n.interval(), Batches: n.batches,
-		Series: make([]Series, 0, n.series.size)}
+		Offset: n.offset, Series: make([]Series, 0, n.series.size)}
 	keys := make([]string, 0, n.series.size)
 	n.series.each(func(s *seriesState) {
 		se := Series{Name: s.name, Labels: s.labels, Current: s.current()}

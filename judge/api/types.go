@@ -296,7 +296,8 @@ type WaveLoad struct {
 type WaveStatus struct {
 	Live bool `json:"live"`
 	// LastSeen is when the wave's last metrics reached the judge (the agent's last
-	// scrape of the wave that answered), on the judge's clock.
+	// scrape of the wave that answered), on the judge's clock: its batch's timestamp
+	// plus the node's offset in whole seconds, so that no later batch moves it.
 	LastSeen time.Time `json:"last_seen"`
 	Down     string    `json:"down,omitempty"`
 	DownNote string    `json:"down_note,omitempty"`
