@@ -351,11 +351,15 @@ func TestWaveThatStoppedReportingIsNotTheNodes(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	var d struct {
 		listed
-		Instances []api.InstanceCost
+		Instances     []api.InstanceCost
+		InstancesAsOf *time.Time `json:"instances_as_of"`
 	}
 	require.NoError(t, json.Unmarshal(r.body, &d))
 	require.Equal(t, want, d.listed, "the node's detail says what its listing does")
-	require.Empty(t, d.Instances)
+	// Its wave is down (wave_silent): the instance its last report said it ran, as the
+	// plan has it, dated by that report.
+	require.Equal(t, []string{"local"}, instanceIDs(d.Instances))
+	require.Equal(t, &last, d.InstancesAsOf)
 
 	vs, _ := j.inc.Views()
 	require.Len(t, vs, 1)

@@ -442,8 +442,14 @@ type nodeDetail struct {
 	// Reservations are placements onto the node that it does not report yet.
 	Reservations []api.Reservation `json:"reservations"`
 	// Instances are the instances the node runs, in the judge's view, with their costs
-	// (costs.go; in cores at the node's prices, loadview.go), sorted by instance.
+	// (costs.go; in cores at the node's prices, loadview.go), sorted by instance. A down
+	// wave's (Wave.Live false) are the ones its last report said it ran, as GET
+	// /v1/rebalance has them (asOfWave) and fails them over: the node's listing had none
+	// of a silent wave's while the plan moved them off it.
 	Instances []api.InstanceCost `json:"instances"`
+	// InstancesAsOf is set when the wave is down: the time of the report Instances are
+	// from (Wave.LastSeen).
+	InstancesAsOf *time.Time `json:"instances_as_of,omitempty"`
 	// Capacity is the node's cores, prices and utilisation (a wave node only).
 	Capacity *api.NodeLoad `json:"capacity,omitempty"`
 }
@@ -494,7 +500,11 @@ func (j *Judge) handleNode(w http.ResponseWriter, r *http.Request) {
 		for _, s := range n.Series {
 			d.Current.Series = append(d.Current.Series, seriesJSON{Name: s.Name, Labels: s.Labels, Current: s.Current, LastTS: s.LastTS})
 		}
-		d.Instances, d.Capacity = j.nodeLoad(n, snap)
+		down := d.Wave != nil && !d.Wave.Live
+		if down {
+			d.InstancesAsOf = &d.Wave.LastSeen
+		}
+		d.Instances, d.Capacity = j.nodeLoad(n, down, snap)
 	}
 	if snap != nil {
 		if hist == nil {

@@ -335,10 +335,12 @@ func (wl *waveLoad) utilNow() (float64, bool) {
 }
 
 // nodeLoad is node n's instances with their costs in cores, and its capacity and
-// predicted utilisation (nil for a node without a wave).
-func (j *Judge) nodeLoad(n analysis.Node, hist *analysis.Snapshot) ([]api.InstanceCost, *api.NodeLoad) {
-	view := j.viewOf(n)
-	j.dropClaimedElsewhere(n, &view.costs)
+// predicted utilisation (nil for a node without a wave). A down wave's instances are
+// those its last report said it ran (asOfWave), less those another wave has claimed
+// since: the instances GET /v1/rebalance has on it.
+func (j *Judge) nodeLoad(n analysis.Node, down bool, hist *analysis.Snapshot) ([]api.InstanceCost, *api.NodeLoad) {
+	view := j.viewOf(asOfWave(n, down))
+	j.dropClaimedElsewhere(n, down, &view.costs)
 	wl := j.waveLoadOf(view, j.profilesOf(hist))
 	if !reportedWave(n) {
 		return wl.insts, nil
@@ -355,18 +357,21 @@ func (j *Judge) nodeLoad(n analysis.Node, hist *analysis.Snapshot) ([]api.Instan
 
 // dropClaimedElsewhere takes out of the instances node n runs (c) those another node
 // claims better (claim.beats): an instance that just moved, which the wave it left
-// says running until its series stop (analysis.StoppedAfter). Only an instance that is
-// not in n's latest batch can be one, so the other nodes are read only then.
-func (j *Judge) dropClaimedElsewhere(n analysis.Node, c *nodeCosts) {
+// says running until its series stop (analysis.StoppedAfter), or one the cluster
+// failed over from n's wave, which is down. Only an instance that is not in n's latest
+// batch can be one, or any of a down wave's, so the other nodes are read only then, as
+// the plan has them (asOfWave, resolveRuns): a down wave's claims count too.
+func (j *Judge) dropClaimedElsewhere(n analysis.Node, down bool, c *nodeCosts) {
 	var doubt []string
 	for inst, cl := range c.claims {
-		if cl.at.Before(n.LastBatchTS) {
+		if down || cl.at.Before(n.LastBatchTS) {
 			doubt = append(doubt, inst)
 		}
 	}
 	if len(doubt) == 0 {
 		return
 	}
+	now := j.now()
 	for _, id := range j.inc.NodeIDs() {
 		if id == n.Node {
 			continue
@@ -375,7 +380,8 @@ func (j *Judge) dropClaimedElsewhere(n analysis.Node, c *nodeCosts) {
 		if !ok {
 			continue
 		}
-		oc := costsOf(other, 0)
+		ws, _ := j.waveStatusOf(other, now)
+		oc := costsOf(asOfWave(other, !ws.Live), 0)
 		for _, inst := range doubt {
 			if cl, ok := oc.claims[inst]; ok && cl.beats(c.claims[inst]) {
 				c.drop(inst)

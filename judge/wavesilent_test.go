@@ -58,11 +58,24 @@ func getPlan(t *testing.T, j *Judge) api.RebalanceAnswer {
 
 func getNode(t *testing.T, j *Judge, id string) nodeSummary {
 	t.Helper()
+	return getNodeDetail(t, j, id).nodeSummary
+}
+
+func getNodeDetail(t *testing.T, j *Judge, id string) nodeDetail {
+	t.Helper()
 	r := do(t, j.Handler(), "GET", "/v1/nodes/"+id, "", nil)
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
-	var n nodeSummary
+	var n nodeDetail
 	require.NoError(t, json.Unmarshal(r.body, &n))
 	return n
+}
+
+func instanceIDs(cs []api.InstanceCost) []string {
+	out := []string{}
+	for _, c := range cs {
+		out = append(out, c.Instance)
+	}
+	return out
 }
 
 func planWaveOf(t *testing.T, plan api.RebalanceAnswer, node string) api.WaveLoad {
@@ -139,6 +152,18 @@ func TestAWaveIsDownWhenItsMetricsStop(t *testing.T) {
 			require.Equal(t, []string{"stock from wave-3"}, failovers(plan))
 			require.Equal(t, 1, w.Instances)
 			require.Zero(t, w.InstancesAfter)
+			// The node's detail lists what the plan fails over, as of the wave's last
+			// report, for as long as the wave is down: it listed none of a silent
+			// wave's once the host's batches had gone on without its series for 3
+			// intervals, while the plan moved it.
+			for range 3 {
+				d := getNodeDetail(t, j, "wave-3")
+				require.Equal(t, []string{"stock"}, instanceIDs(d.Instances))
+				require.Equal(t, &waveLast, d.InstancesAsOf)
+				require.Equal(t, []string{"stock from wave-3"}, failovers(getPlan(t, j)))
+				c.Add(10 * time.Second)
+				silentRound(t, j, c.Now(), tc.wave3)
+			}
 		})
 	}
 }
@@ -239,6 +264,10 @@ func TestAnInstanceTheClusterFailedOverIsNotFailedOverAgain(t *testing.T) {
 	require.Zero(t, planWaveOf(t, plan, "wave-3").Instances)
 	require.Equal(t, 2, planWaveOf(t, plan, "wave-1").Instances)
 	require.Empty(t, failovers(plan))
+	// The nodes' details agree: the silent wave's last report is not the instance's
+	// place once another wave runs it.
+	require.Empty(t, getNodeDetail(t, j, "wave-3").Instances)
+	require.Equal(t, []string{"orders", "stock"}, instanceIDs(getNodeDetail(t, j, "wave-1").Instances))
 }
 
 // TestADownWavesLastSeenStaysPut: the agent's batches reach the judge a few
