@@ -204,9 +204,11 @@ func testRestartKeepsInstanceStates(t *testing.T, stores storeOpener) {
 	require.Equal(t, http.StatusOK, r.status)
 	page := string(r.body)
 	require.Contains(t, page, "Wave instances (2)")
+	// wave-5 has been stale since (46 s, its interval 10 s): its states are what it last
+	// said, not vouched for.
 	for _, row := range []string{
-		"<td>wave-5</td><td>e1</td><td class=\"live\">running</td>",
-		"<td>wave-5</td><td>e3</td><td class=\"err\">retrying</td><td>binlog_purged</td>",
+		"<td>wave-5</td><td>e1</td><td class=\"stale\">not reported</td><td></td><td><small>the node stopped reporting; it last said running</small>",
+		"<td>wave-5</td><td>e3</td><td class=\"stale\">not reported</td><td></td><td><small>the node stopped reporting; it last said retrying (binlog_purged)</small>",
 	} {
 		require.Contains(t, page, row)
 	}

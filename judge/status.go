@@ -19,6 +19,7 @@ import (
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/analysis"
+	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -34,7 +35,8 @@ import (
 //     agents send (agent/collector/wave), which the judge ingests like any other: the
 //     last batch of a node that carries wave.* points says which instances its wave
 //     leads, in what state, and the class of the error (wave.Reason); once the node's
-//     batches have gone without them for analysis.StoppedAfter intervals, the page shows
+//     batches have gone without them for analysis.StoppedAfter intervals, or the wave is
+//     down (waveStatusOf: its metrics or its node's batches stopped), the page shows
 //     those states as not reported, with what the wave last said. This works in the
 //     distributed shape as in `binlake up`. The full error text is only in the wave's
 //     own /status; StatusOptions.Instances adds it where the judge can read it (in `binlake
@@ -69,9 +71,13 @@ type InstanceState struct {
 	// reported.
 	Since, AsOf time.Time
 	// Stopped is set by the status page for a state its node's batches no longer carry
-	// (analysis.StoppedAfter: the wave stopped reporting): what the wave last said, not
-	// what it does now.
+	// (analysis.StoppedAfter: the wave stopped reporting), or whose wave is down
+	// (waveStatusOf): what the wave last said, not what it does now.
 	Stopped bool
+	// NodeStale is set with Stopped when the node's batches stopped altogether
+	// (api.WaveDownNodeStale), not only its wave's among them: the page says which
+	// stopped reporting, as the node's row does.
+	NodeStale bool
 }
 
 // Running reports whether the instance captures: its wave says so and has not stopped
@@ -321,13 +327,13 @@ small{color:#666}
 {{if .InstancesErr}}<p class="err">The wave did not answer: {{.InstancesErr}}</p>{{end}}
 {{if .Instances}}<table id="instances">
 <tr><th>node</th><th>instance</th><th>state</th><th>reason</th><th>error</th><th>since</th><th>reported</th></tr>
-{{range .Instances}}<tr><td>{{.Node}}</td><td>{{.Instance}}</td>{{if .Stopped}}<td class="stale">not reported</td><td></td><td><small>the wave stopped reporting; it last said {{.State}}{{with .Reason}} ({{.}}){{end}}</small></td>{{else}}<td class="{{if .Running}}live{{else}}err{{end}}">{{.State}}</td><td>{{.Reason}}</td><td>{{if .Error}}<span class="err">{{.Error}}</span>{{else if .Running}}{{else}}<small>see the wave's /status</small>{{end}}</td>{{end}}<td>{{if .Since.IsZero}}–{{else}}{{age $.Now .Since}}{{end}}</td><td>{{age $.Now .AsOf}}</td></tr>
+{{range .Instances}}<tr><td>{{.Node}}</td><td>{{.Instance}}</td>{{if .Stopped}}<td class="stale">not reported</td><td></td><td><small>the {{if .NodeStale}}node{{else}}wave{{end}} stopped reporting; it last said {{.State}}{{with .Reason}} ({{.}}){{end}}</small></td>{{else}}<td class="{{if .Running}}live{{else}}err{{end}}">{{.State}}</td><td>{{.Reason}}</td><td>{{if .Error}}<span class="err">{{.Error}}</span>{{else if .Running}}{{else}}<small>see the wave's /status</small>{{end}}</td>{{end}}<td>{{if .Since.IsZero}}–{{else}}{{age $.Now .Since}}{{end}}</td><td>{{age $.Now .AsOf}}</td></tr>
 {{end}}</table>{{if .InstancesMore}}<p><small>and {{.InstancesMore}} more</small></p>{{end}}
 {{else}}<p>No wave has reported an instance.</p>{{end}}
 <h2>Nodes ({{len .Nodes}})</h2>
 {{if .Nodes}}<table id="nodes">
 <tr><th>node</th><th>state</th><th>last batch</th><th>cpu %</th><th>mem %</th><th>load.1</th><th>net receive B/s</th><th>net send B/s</th><th>wave TPS</th><th>instances</th></tr>
-{{range .Nodes}}<tr><td>{{.Node}}</td>{{if not .Live}}<td class="stale">stale</td>{{else if .WaveDown}}<td class="stale">wave down<br><small>{{.WaveDown}}: {{.WaveNote}}</small></td>{{else}}<td class="live">live</td>{{end}}<td>{{age $.Now .LastSeen}}</td>
+{{range .Nodes}}<tr><td>{{.Node}}</td>{{if .WaveDown}}<td class="stale">{{if .Live}}wave down{{else}}stale{{end}}<br><small>{{.WaveDown}}: {{.WaveNote}}</small></td>{{else if not .Live}}<td class="stale">stale</td>{{else}}<td class="live">live</td>{{end}}<td>{{age $.Now .LastSeen}}</td>
 <td>{{f1 . $.M.CPU}}</td><td>{{f1 . $.M.Mem}}</td><td>{{f1 . $.M.Load1}}</td><td>{{f1 . $.M.Rx}}</td><td>{{f1 . $.M.Tx}}</td><td>{{f1 . $.M.TPS}}</td><td>{{count . $.M.Instances}}</td></tr>
 {{end}}</table>{{if .AnyStopped}}<p><small>stopped: the node still reports, but its batches have gone without this figure for {{.StoppedAfter}} of its intervals (its wave stopped reporting, or a collector fails); its last level is not shown</small></p>{{end}}
 {{else}}<p>No node has reported yet.</p>{{end}}
@@ -372,8 +378,10 @@ var statusMetrics = struct{ CPU, Mem, Load1, Rx, Tx, TPS, Instances string }{
 type statusNode struct {
 	Node string
 	Live bool
-	// WaveDown and WaveNote say why a live node's wave is down (waveStatusOf): its
-	// agent reports the host, the node is live, and its wave is not.
+	// WaveDown and WaveNote say why the node's wave is down (waveStatusOf): its agent
+	// reports the host and its wave does not (wave_silent: the row says "wave down"), or
+	// the node's batches stopped (node_stale: "stale"). Either way the row says why and
+	// since when; a stale wave's said only "stale".
 	WaveDown, WaveNote string
 	LastSeen           time.Time
 	Load, Last         map[string]float64
@@ -429,6 +437,7 @@ func (j *Judge) handleStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	ids := make([]string, 0, len(nodes))
 	byID := make(map[string]analysis.Node, len(nodes))
+	downs := map[string]string{} // node → why its wave is down
 	for _, n := range nodes {
 		ids = append(ids, n.Node)
 		byID[n.Node] = n
@@ -436,6 +445,9 @@ func (j *Judge) handleStatus(w http.ResponseWriter, r *http.Request) {
 			Load: map[string]float64{}, Last: map[string]float64{}, Stopped: map[string]bool{}}
 		if ws, ok := j.waveStatusOf(n, now); ok {
 			sn.WaveDown, sn.WaveNote = ws.Down, ws.DownNote
+			if !ws.Live {
+				downs[n.Node] = ws.Down
+			}
 		}
 		for _, se := range n.Series {
 			switch {
@@ -485,9 +497,13 @@ func (j *Judge) handleStatus(w http.ResponseWriter, r *http.Request) {
 	wg.Wait()
 	reported := j.states.list(ids)
 	for i := range reported {
-		// The node's batches went on without its wave's points: GET /v1/nodes/{id}
-		// lists no instance there, and the page does not vouch for the last states.
-		reported[i].Stopped = byID[reported[i].Node].StoppedAt(reported[i].AsOf)
+		// The node's batches went on without its wave's points, or its wave is down
+		// (its node's batches stopped too): the page does not vouch for the last
+		// states. A stale node's instances read running as long as the page was up.
+		r := &reported[i]
+		down, isDown := downs[r.Node]
+		r.Stopped = isDown || byID[r.Node].StoppedAt(r.AsOf)
+		r.NodeStale = down == api.WaveDownNodeStale
 	}
 	inst := mergeStates(reported, detail)
 	if len(inst) > maxStatusRows {

@@ -114,13 +114,17 @@ func TestAWaveIsDownWhenItsMetricsStop(t *testing.T) {
 		down     string
 		note     string
 		status   string // its state on the status page
+		instance string // its instance's state there
 	}{
 		{"its metrics stop, its host's go on", hostOnly, true, api.WaveDownSilent,
 			"the wave's metrics stopped at 2026-11-29T14:10:50Z while the host reports (last batch 2026-11-29T14:11:20Z)",
-			`<td class="stale">wave down<br><small>wave_silent: the wave&#39;s metrics stopped at 2026-11-29T14:10:50Z while the host reports`},
+			`<td class="stale">wave down<br><small>wave_silent: the wave&#39;s metrics stopped at 2026-11-29T14:10:50Z while the host reports`,
+			`<td class="stale">not reported</td><td></td><td><small>the wave stopped reporting; it last said running</small>`},
+		// The row said only "stale", and its instance "running".
 		{"its node stops", nil, false, api.WaveDownNodeStale, "the node's batches stopped at 2026-11-29T14:10:50Z",
-			`<td class="stale">stale</td>`},
-		{"it reports", fullWaveBatch, true, "", "", `<td class="live">live</td>`},
+			`<td class="stale">stale<br><small>node_stale: the node&#39;s batches stopped at 2026-11-29T14:10:50Z</small></td>`,
+			`<td class="stale">not reported</td><td></td><td><small>the node stopped reporting; it last said running</small>`},
+		{"it reports", fullWaveBatch, true, "", "", `<td class="live">live</td>`, `<td class="live">running</td>`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j, c := silentFleet(t)
@@ -143,7 +147,10 @@ func TestAWaveIsDownWhenItsMetricsStop(t *testing.T) {
 			require.Equal(t, tc.nodeLive, n.Live)
 			require.NotNil(t, n.Wave)
 			require.Equal(t, api.WaveStatus{Live: tc.down == "", LastSeen: n.Wave.LastSeen, Down: tc.down, DownNote: tc.note}, *n.Wave)
-			require.Contains(t, string(do(t, j.Handler(), "GET", "/", "", nil).body), "<tr><td>wave-3</td>"+tc.status)
+			page := string(do(t, j.Handler(), "GET", "/", "", nil).body)
+			require.Contains(t, page, "<tr><td>wave-3</td>"+tc.status)
+			// Its instance reads as the row does, the moment the wave is down.
+			require.Contains(t, page, "<tr><td>wave-3</td><td>stock</td>"+tc.instance)
 			if tc.down == "" {
 				require.Empty(t, failovers(plan))
 				return
