@@ -141,6 +141,7 @@ type Judge struct {
 	handler   http.Handler
 	errs      *httpapi.Errors
 	states    instanceStates // the wave instances' states, for the status page
+	waveWatch waveWatch      // the waves' liveness as last logged (checkWaves)
 	// restoring is set while Run restores the judge's state from the store (restore):
 	// the channel is closed when it is done.
 	restoring atomic.Pointer[chan struct{}]
@@ -326,6 +327,7 @@ func (j *Judge) Run(ctx context.Context) error {
 			g.Go(func() error { j.warmLoop(gctx); return nil })
 		}
 		g.Go(func() error { j.reservationLoop(gctx); return nil })
+		g.Go(func() error { j.waveLogLoop(gctx); return nil })
 		return nil
 	})
 	stopping := logging.OnStop(gctx, j.log, "judge stopping")

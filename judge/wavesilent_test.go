@@ -2,13 +2,16 @@ package judge
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge/api"
 )
 
@@ -297,4 +300,52 @@ func TestADownWavesLastSeenStaysPut(t *testing.T) {
 	for _, s := range seen {
 		require.Equal(t, t0.Add(50*time.Second), s)
 	}
+}
+
+// TestWaveLivenessChangesAreLogged: the judge's log said nothing while a wave went
+// silent, its node stale and back (outside trial). Each change is one line, however
+// often the judge checks: a warning with the reason and the note when the wave goes
+// down or is down for another reason, a line with how long it was down when it is live
+// again. The agent-only host, stale at the end, is never logged as a wave.
+func TestWaveLivenessChangesAreLogged(t *testing.T) {
+	var log testenv.SyncBuffer
+	j, c := newJudge(t, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{
+			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+				if a.Key == slog.TimeKey {
+					return slog.Attr{} // the wall clock's; the lines are compared whole
+				}
+				return a
+			}}))
+	})
+	rounds := func(k int, wave3 func(string, time.Time, float64, map[string]float64) metric.Batch) {
+		for range k {
+			c.Add(10 * time.Second)
+			silentRound(t, j, c.Now(), wave3)
+			j.checkWaves()
+			j.checkWaves() // a second check between batches changes nothing
+		}
+	}
+	silentRound(t, j, c.Now(), fullWaveBatch)
+	rounds(5, fullWaveBatch) // wave-3's last metrics at t0+50s
+	require.Empty(t, log.String(), "no change yet")
+
+	rounds(4, hostOnly) // down at t0+81s, seen at t0+90s
+	rounds(4, nil)      // its node's last batch at t0+90s, stale from t0+121s
+	rounds(1, fullWaveBatch)
+	c.Add(2 * time.Minute) // every node stale
+	j.checkWaves()
+	c.Add(10 * time.Second)
+	silentRound(t, j, c.Now(), fullWaveBatch) // all back, alarm-host too
+	j.checkWaves()
+
+	require.Equal(t, []string{
+		`level=WARN msg="wave down" component=judge node=wave-3 reason=wave_silent note="the wave's metrics stopped at 2026-11-29T14:10:50Z while the host reports (last batch 2026-11-29T14:11:30Z)"`,
+		`level=WARN msg="wave down" component=judge node=wave-3 reason=node_stale note="the node's batches stopped at 2026-11-29T14:11:30Z"`,
+		`level=INFO msg="wave live again" component=judge node=wave-3 down_for=50s`,
+		`level=WARN msg="wave down" component=judge node=wave-1 reason=node_stale note="the node's batches stopped at 2026-11-29T14:12:20Z"`,
+		`level=WARN msg="wave down" component=judge node=wave-3 reason=node_stale note="the node's batches stopped at 2026-11-29T14:12:20Z"`,
+		`level=INFO msg="wave live again" component=judge node=wave-1 down_for=10s`,
+		`level=INFO msg="wave live again" component=judge node=wave-3 down_for=10s`,
+	}, strings.Split(strings.TrimSpace(log.String()), "\n"))
 }
