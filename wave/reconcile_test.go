@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/internal/wavetest"
 )
@@ -108,6 +110,44 @@ func TestReconcileKeepsRunnersOnReadErrors(t *testing.T) {
 			<-first.done
 			if err := <-removed; err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestReconcileSaysWhatItFoundToRun: a wave's first look at the instances says how many
+// it runs, and that it runs none when the others run them all (a wave back after its
+// failover logged only "wave running", which read as running what it ran before).
+func TestReconcileSaysWhatItFoundToRun(t *testing.T) {
+	for _, tc := range []struct {
+		node, want string
+	}{
+		{"me", `msg="instances to run" component=wave node=me count=1 of=1`},
+		{"back", `msg="no instance for this wave to run: the other waves run them`},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx := t.Context()
+			inst := wavetest.ValidInstance()
+			inst.Source.Addr = "127.0.0.1:1"
+			inst.Start = &cluster.Position{File: "bin.000001", Pos: 4}
+			if _, err := cluster.AddInstance(ctx, c, &inst, "me", nil); err != nil {
+				t.Fatal(err)
+			}
+			var logs testenv.SyncBuffer
+			w, err := New(Options{Node: tc.node, Coord: c, Publisher: nopPublisher{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.stopRunners()
+			w.reconcile(ctx)
+			w.reconcile(ctx)
+			if got := logs.String(); strings.Count(got, tc.want) != 1 {
+				t.Errorf("log after two looks:\n%s\nwant %q once", got, tc.want)
 			}
 		})
 	}

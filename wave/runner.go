@@ -76,6 +76,17 @@ func (w *Wave) reconcile(ctx context.Context) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.lookedOnce && ctx.Err() == nil {
+		// A wave back after its failover took its instances runs none: say so, rather
+		// than leave "wave running" to read as running what it ran before.
+		w.lookedOnce = true
+		if len(want) == 0 {
+			w.log.Info("no instance for this wave to run: the other waves run them (after a failover, this wave gets its share at the balancer's next rebalance)",
+				"instances", len(ids))
+		} else {
+			w.log.Info("instances to run", "count", len(want), "of", len(ids))
+		}
+	}
 	for _, id := range stopped {
 		delete(w.status, id)
 		w.m.instError.DeleteLabelValues(id)

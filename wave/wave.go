@@ -200,10 +200,12 @@ type Wave struct {
 	recordMu sync.Mutex
 	records  map[string]cluster.RecordedStatus
 
-	closed  bool
-	started bool
-	stop    context.CancelFunc
-	done    chan struct{}
+	// lookedOnce: the first reconcile said what the wave found to run (reconcile).
+	lookedOnce bool
+	closed     bool
+	started    bool
+	stop       context.CancelFunc
+	done       chan struct{}
 	// registered is closed once the wave is a member of the waves group.
 	registered chan struct{}
 }
