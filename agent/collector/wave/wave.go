@@ -227,19 +227,24 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 		add(metric.GoGCPauseP99, v, "")
 	}
 
-	if v, ok := single(families[waveprom.InstancesLed]); ok {
-		add(metric.WaveInstances, v, "")
+	led, hasLed := single(families[waveprom.InstancesLed])
+	if hasLed {
+		add(metric.WaveInstances, led, "")
 	}
+	// A wave that leads no instance still says its totals (0 rows/s, no lag): without
+	// them the judge listed its wave series as stopped, as if the wave had gone quiet,
+	// once its instances had failed over.
+	idle := hasLed && led == 0
+	top, any := 0.0, false
 	if mf := families[waveprom.LagSeconds]; mf != nil {
 		lag := byInstance(mf)
-		top, any := 0.0, false
 		for _, inst := range sortedKeys(lag) {
 			add(metric.WaveLagSeconds, lag[inst], inst)
 			top, any = math.Max(top, lag[inst]), true
 		}
-		if any {
-			add(metric.WaveLagSeconds, top, "")
-		}
+	}
+	if any || idle {
+		add(metric.WaveLagSeconds, top, "")
 	}
 
 	if mf := families[waveprom.InstanceRunning]; mf != nil {
@@ -276,14 +281,14 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 	if c.prev != nil {
 		if dt := cur.at.Sub(c.prev.at).Seconds(); dt > 0 {
 			// perInstance emits each instance's increase divided by div (dt for a rate,
-			// 1 for the increase itself) and, unlabelled, their sum.
+			// 1 for the increase itself) and, unlabelled, their sum (0 on an idle wave).
 			perInstance := func(name string, inc map[string]float64, div float64) {
 				var total float64
 				for _, inst := range sortedKeys(inc) {
 					add(name, inc[inst]/div, inst)
 					total += inc[inst] / div
 				}
-				if len(inc) > 0 {
+				if len(inc) > 0 || idle {
 					add(name, total, "")
 				}
 			}

@@ -124,6 +124,27 @@ func TestWaveAgainstClientGolang(t *testing.T) {
 	require.Less(t, p99, 10.0)
 }
 
+// TestWaveIdleSaysItsTotals: a wave that leads no instance (its instances failed over
+// while it was away) sends its unlabelled totals as 0 rows/s, 0 bytes/s, no publish
+// error and no lag, once there are rates; without them the judge listed its wave
+// series as stopped beside a live wave (outside trial).
+func TestWaveIdleSaysItsTotals(t *testing.T) {
+	w := newFakeWave(t, collectors.NewGoCollector())
+	w.led.Set(0)
+	c, now := newCollector(t, w.srv.URL+"/metrics")
+	first, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 0.0, find(t, first, metric.WaveLagSeconds, ""))
+	require.False(t, has(first, metric.WaveTPS), "no rate on the first scrape")
+	*now = now.Add(10 * time.Second)
+	second, err := c.Collect(context.Background())
+	require.NoError(t, err)
+	for _, name := range []string{metric.WaveTPS, metric.WaveBytesPerS, metric.WavePublishErrs, metric.WaveLagSeconds} {
+		require.Equal(t, 0.0, find(t, second, name, ""), name)
+		require.Equal(t, 1, count(second, name), "%s: the unlabelled total alone", name)
+	}
+}
+
 // TestWaveGCPauseP99 controls the pause histogram exactly: a registry histogram with the
 // runtime's name stands in for the runtime's.
 func TestWaveGCPauseP99(t *testing.T) {
