@@ -123,7 +123,7 @@ func TestReconcileSaysWhatItFoundToRun(t *testing.T) {
 		node, want string
 	}{
 		{"me", `msg="instances to run" component=wave node=me count=1 of=1`},
-		{"back", `msg="no instance for this wave to run: the other waves run them`},
+		{"back", `msg="no instance for this wave to run: the other waves run them; binlake instance rebalance -apply gives it a share (balancer.auto is off)"`},
 	} {
 		t.Run(tc.node, func(t *testing.T) {
 			c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})

@@ -80,10 +80,16 @@ func (w *Wave) reconcile(ctx context.Context) {
 		// A wave back after its failover took its instances runs none: say so, rather
 		// than leave "wave running" to read as running what it ran before.
 		w.lookedOnce = true
-		if len(want) == 0 {
-			w.log.Info("no instance for this wave to run: the other waves run them (after a failover, this wave gets its share at the balancer's next rebalance)",
-				"instances", len(ids))
-		} else {
+		switch {
+		case len(ids) == 0:
+			w.log.Info("no instance defined yet: binlake instance add defines one")
+		case len(want) == 0:
+			share := "the balancer gives it a share at its next rebalance (balancer.auto)"
+			if !w.opts.Balancer.Auto {
+				share = "binlake instance rebalance -apply gives it a share (balancer.auto is off)"
+			}
+			w.log.Info("no instance for this wave to run: the other waves run them; "+share, "instances", len(ids))
+		default:
 			w.log.Info("instances to run", "count", len(want), "of", len(ids))
 		}
 	}
