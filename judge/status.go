@@ -265,6 +265,19 @@ func mergeStates(reported, detail []InstanceState) []InstanceState {
 	return out
 }
 
+// dropClaimed drops the rows of a wave that stopped reporting whose instance another
+// wave reports now: the failover took it, as GET /v1/nodes/{id} and the plan have it
+// (the page listed such an instance twice, on its old wave and its new one).
+func dropClaimed(states []InstanceState) []InstanceState {
+	current := map[string]bool{}
+	for _, s := range states {
+		if !s.Stopped {
+			current[s.Instance] = true
+		}
+	}
+	return slices.DeleteFunc(states, func(s InstanceState) bool { return s.Stopped && current[s.Instance] })
+}
+
 // statusPage is the built-in status page.
 var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"f1": func(n statusNode, k string) string {
@@ -505,7 +518,7 @@ func (j *Judge) handleStatus(w http.ResponseWriter, r *http.Request) {
 		r.Stopped = isDown || byID[r.Node].StoppedAt(r.AsOf)
 		r.NodeStale = down == api.WaveDownNodeStale
 	}
-	inst := mergeStates(reported, detail)
+	inst := dropClaimed(mergeStates(reported, detail))
 	if len(inst) > maxStatusRows {
 		// The ones not running first: they are what the operator looks for.
 		slices.SortStableFunc(inst, func(a, b InstanceState) int {

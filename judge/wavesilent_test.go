@@ -278,6 +278,10 @@ func TestAnInstanceTheClusterFailedOverIsNotFailedOverAgain(t *testing.T) {
 	// place once another wave runs it.
 	require.Empty(t, getNodeDetail(t, j, "wave-3").Instances)
 	require.Equal(t, []string{"orders", "stock"}, instanceIDs(getNodeDetail(t, j, "wave-1").Instances))
+	// So does the status page: stock once, on wave-1 (it was listed on both).
+	page := string(do(t, j.Handler(), "GET", "/", "", nil).body)
+	require.Equal(t, 1, strings.Count(page, "<td>stock</td>"), page)
+	require.Contains(t, page, "<tr><td>wave-1</td><td>stock</td>")
 }
 
 // TestADownWavesLastSeenStaysPut: the agent's batches reach the judge a few
