@@ -236,6 +236,22 @@ func TestStateTransitions(t *testing.T) {
 	}
 }
 
+// TestPendingIsNotNotified: an alert pending again after an episode that paged reads
+// as not notified: it showed the last episode's lastNotified and count (outside trial).
+func TestPendingIsNotNotified(t *testing.T) {
+	r := newRig(t, basePolicy+"    for: 30s\n", nil)
+	for _, v := range []float64{95, 95, 95, 95, 10, 95} {
+		r.clk.Add(10 * time.Second)
+		r.observe("wave-1", v)
+	}
+	require.Equal(t, []string{F, R}, r.out.take())
+	views := r.e.Alerts()
+	require.Len(t, views, 1)
+	require.Equal(t, "pending", views[0].State)
+	require.Zero(t, views[0].Notifications)
+	require.Nil(t, views[0].LastNotified)
+}
+
 func TestConditionFunctionsDriveAlerts(t *testing.T) {
 	// Each function through the engine: the series, and the state after its last point.
 	cases := []struct {

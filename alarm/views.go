@@ -49,6 +49,11 @@ func (sh *shard) appendViews(out []AlertView, now time.Time) []AlertView {
 		if v.SilencedBy == nil {
 			v.SilencedBy = []string{}
 		}
+		if a.state == StatePending {
+			// A new episode, not paged yet: what it holds of notifications is the last
+			// episode's, kept for the repeat interval (a pending alert read as notified).
+			v.Notifications, v.LastNotified = 0, nil
+		}
 		if a.state == StateFiring || a.state == StateResolved {
 			v.FiringSince = tp(a.firingSince)
 		}
