@@ -51,12 +51,10 @@ func (f *firing) take() []string {
 	return out
 }
 
-// TestDefaultWaveDownPolicyFires: a wave's process down while its host's agent runs
-// (an outside trial's kill -9: the wave.* series stop, nothing paged) fires the built-in
-// wave-down after 30 s of the agent's collector_up{collector=wave} at 0, naming the
-// node; a restart's few seconds, another collector failing, and a host with no wave
-// collector fire nothing.
-func TestDefaultWaveDownPolicyFires(t *testing.T) {
+// defaultPoliciesEngine is an alarm engine running the built-in policies on the clock
+// *now, its notifications recorded by the firing it returns.
+func defaultPoliciesEngine(t *testing.T, now *time.Time) (*alarm.Engine, *firing) {
+	t.Helper()
 	pols, err := DefaultPolicies()
 	if err != nil {
 		t.Fatal(err)
@@ -65,14 +63,24 @@ func TestDefaultWaveDownPolicyFires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	now := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
-	var out firing
+	t.Cleanup(func() { c.Close() })
+	out := &firing{}
 	e := alarm.NewEngine(alarm.EngineOptions{Policies: pols, Log: &alarm.CoordLog{C: c}, Send: out.send,
-		Now: func() time.Time { return now }, Logger: quietLogger()})
+		Now: func() time.Time { return *now }, Logger: quietLogger()})
 	if _, err := e.Restore(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return e, out
+}
+
+// TestDefaultWaveDownPolicyFires: a wave's process down while its host's agent runs
+// (an outside trial's kill -9: the wave.* series stop, nothing paged) fires the built-in
+// wave-down after 30 s of the agent's collector_up{collector=wave} at 0, naming the
+// node; a restart's few seconds, another collector failing, and a host with no wave
+// collector fire nothing.
+func TestDefaultWaveDownPolicyFires(t *testing.T) {
+	now := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	e, out := defaultPoliciesEngine(t, &now)
 	up := func(collector string, v float64) metric.Point {
 		return metric.Point{Name: "agent.collector_up", Value: v, Labels: map[string]string{"collector": collector}}
 	}
@@ -110,22 +118,8 @@ func TestDefaultWaveDownPolicyFires(t *testing.T) {
 // minutes for 2 minutes fires one that names the instance; a running instance with a
 // small lag, and the node's unlabelled largest lag, fire nothing.
 func TestDefaultWavePoliciesFire(t *testing.T) {
-	pols, err := DefaultPolicies()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), CoordFile)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	now := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
-	var out firing
-	e := alarm.NewEngine(alarm.EngineOptions{Policies: pols, Log: &alarm.CoordLog{C: c}, Send: out.send,
-		Now: func() time.Time { return now }, Logger: quietLogger()})
-	if _, err := e.Restore(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	e, out := defaultPoliciesEngine(t, &now)
 	point := func(name string, v float64, labels ...string) metric.Point {
 		p := metric.Point{Name: name, Value: v, Labels: map[string]string{}}
 		for i := 0; i+1 < len(labels); i += 2 {
