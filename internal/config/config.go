@@ -348,6 +348,9 @@ func translate(err error, name string, data []byte, root *yaml.Node, out any) er
 				}
 			}
 			e.Field = find(paths[e.Line], kind, "")
+			if e.Field == "" && kind == "scalar" {
+				e.Field = findByValue(paths[e.Line], s)
+			}
 		}
 		errs = append(errs, e)
 	}
@@ -454,31 +457,32 @@ func typeMsg(tag, value, into string) string {
 
 // entry is one node of the document that an error on its line may be about.
 type entry struct {
-	path string
-	kind string // "key", "scalar", "map" or "seq"
+	path  string
+	kind  string // "key", "scalar", "map" or "seq"
+	value string // a scalar's
 }
 
 // collectPaths records, per line, the dotted paths of the keys and values that start there,
 // so that the yaml package's line-only errors can name the field.
 func collectPaths(n *yaml.Node, prefix string, out map[int][]entry) {
-	add := func(line int, p, kind string) {
+	add := func(line int, p, kind, value string) {
 		for _, e := range out[line] {
 			if e.path == p && e.kind == kind {
 				return
 			}
 		}
-		out[line] = append(out[line], entry{p, kind})
+		out[line] = append(out[line], entry{p, kind, value})
 	}
 	value := func(v *yaml.Node, p string) {
 		switch v.Kind {
 		case yaml.MappingNode:
-			add(v.Line, p, "map")
+			add(v.Line, p, "map", "")
 			collectPaths(v, p, out)
 		case yaml.SequenceNode:
-			add(v.Line, p, "seq")
+			add(v.Line, p, "seq", "")
 			collectPaths(v, p, out)
 		default:
-			add(v.Line, p, "scalar")
+			add(v.Line, p, "scalar", v.Value)
 		}
 	}
 	switch n.Kind {
@@ -493,7 +497,7 @@ func collectPaths(n *yaml.Node, prefix string, out map[int][]entry) {
 			if prefix != "" {
 				p = prefix + "." + k.Value
 			}
-			add(k.Line, p, "key")
+			add(k.Line, p, "key", "")
 			value(v, p)
 		}
 	case yaml.SequenceNode:
@@ -505,6 +509,32 @@ func collectPaths(n *yaml.Node, prefix string, out map[int][]entry) {
 
 // find returns the only path on a line whose node kind is kind (and, if key is set, whose
 // last element is key), or "" when there is none or the line is ambiguous.
+// findByValue is the path of the one scalar on a line whose value msg, an error about
+// that line, quotes: as the yaml package does (`v`, or its first 7 bytes and "..."), or
+// as our own UnmarshalYAML methods do ("v"). A line of several values (a flow mapping:
+// `- {name: a, for: abc}`) then still names the field. "" when no one scalar matches.
+func findByValue(entries []entry, msg string) string {
+	found := ""
+	for _, e := range entries {
+		if e.kind != "scalar" || !quotes(msg, e.value) {
+			continue
+		}
+		if found != "" && found != e.path {
+			return ""
+		}
+		found = e.path
+	}
+	return found
+}
+
+// quotes reports whether msg quotes v whole, or shortened as the yaml package shortens it.
+func quotes(msg, v string) bool {
+	if strings.Contains(msg, "`"+v+"`") || strings.Contains(msg, strconv.Quote(v)) {
+		return true
+	}
+	return len(v) > 10 && strings.Contains(msg, "`"+v[:7]+"...`")
+}
+
 func find(entries []entry, kind, key string) string {
 	found := ""
 	for _, e := range entries {

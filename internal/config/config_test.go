@@ -105,6 +105,21 @@ subscriptions:
 			wantErr: []string{`agent.yaml:1: field "id": integer "-5" where an integer from 0 to 4294967295 belongs`},
 		},
 		{
+			name:    "a wrong type in a flow mapping names its field by the value",
+			in:      "server: {addr: x, interval: 10 parsecs}\nsubscriptions: [{topic: t, tables: y}]\n",
+			wantErr: []string{`agent.yaml:1: field "server.interval": invalid duration "10 parsecs"`, `agent.yaml:2: field "subscriptions[0].tables": string "y" where a list belongs`},
+		},
+		{
+			name:    "a long value yaml shortens still names its field",
+			in:      "{name: a, port: eightythousand, interval: 1s}\n",
+			wantErr: []string{`agent.yaml:1: field "port": string "eightyt..." where an integer belongs`},
+		},
+		{
+			name:    "the same value twice on a line names no field",
+			in:      "{name: abc, port: abc}\n",
+			wantErr: []string{`agent.yaml:1: string "abc" where an integer belongs`},
+		},
+		{
 			name:    "nested wrong type",
 			in:      "server:\n  addr: x\n  interval: 10 parsecs\n",
 			wantErr: []string{`agent.yaml:3: field "server.interval": invalid duration "10 parsecs"`, `"10s"`},
