@@ -43,7 +43,8 @@ const maxPolicies = 10_000
 func Parse(r io.Reader, name string) ([]*Policy, error) { return ParseWith(r, name, nil) }
 
 // ParseWith strictly decodes and validates a policy file, name being used in errors,
-// and, with channels, checks that every channel a policy names is one of them.
+// and, with channels, checks that every channel a policy names is one of them. With an
+// error, the policies are those without a problem of their own: for warnings only.
 //
 // One run reports every problem it can find, in the file's order, each naming the file,
 // its line and the field: an operator fixing a file sees them all at once, not a stage
@@ -78,7 +79,8 @@ func ParseWith(r io.Reader, name string, channels *ChannelSet) ([]*Policy, error
 		var raw Raw
 		decodeErr := doc.Decode(n, &raw)
 		errs = append(errs, decodeErr)
-		if j, dup := seen[raw.Name]; dup && raw.Name != "" {
+		j, dup := seen[raw.Name]
+		if dup = dup && raw.Name != ""; dup {
 			errs = append(errs, config.Bad(field("name"), "duplicate policy name %q (also policies[%d])", raw.Name, j))
 		} else {
 			seen[raw.Name] = i
@@ -101,19 +103,20 @@ func ParseWith(r io.Reader, name string, channels *ChannelSet) ([]*Policy, error
 			for _, fe := range fieldErrs {
 				errs = append(errs, &config.FieldError{Field: field(fe.field), Err: fe.err})
 			}
-			if p != nil {
-				p.Line, p.MetricLine = nodeLine(n), keyLine(n, "metric")
-				out = append(out, p)
-			}
 		}
+		var chanErrs []error
 		if channels != nil {
-			errs = append(errs, unconfigured(raw, i, keyLine(n, "channels"), name, channels)...)
+			chanErrs = unconfigured(raw, i, keyLine(n, "channels"), name, channels)
+			errs = append(errs, chanErrs...)
+		}
+		if p != nil && decodeErr == nil && len(fieldErrs) == 0 && !dup && len(chanErrs) == 0 {
+			p.Line, p.MetricLine = nodeLine(n), keyLine(n, "metric")
+			out = append(out, p)
 		}
 	}
-	if err := doc.Locate(errors.Join(errs...)); err != nil {
-		return nil, err
-	}
-	return out, nil
+	// On errors, the policies that decoded and checked clean come back beside them: what
+	// is said of those (a metric nothing sends) belongs in the same run.
+	return out, doc.Locate(errors.Join(errs...))
 }
 
 // unconfigured reports each channel the raw policy i names (at line) that channels

@@ -20,6 +20,7 @@ func TestParseWithReportsEveryStage(t *testing.T) {
 		channels *ChannelSet
 		want     []string // each line of the error begins so, in this order
 		absent   []string
+		clean    int // policies without a problem of their own, returned beside the error
 	}{
 		{name: "each stage in its own policy", channels: alarmChannels, yaml: `policies:
   - name: typed
@@ -106,6 +107,17 @@ policies:
 			`pol.yaml:2: field "policies[0]": policy policies[0]: what depends on the keys and types above`,
 			`pol.yaml:6: policy "b" names channel "pager", which alarm.yaml does not configure`,
 		}},
+		{name: "a clean policy beside ones in error", channels: alarmChannels, yaml: `policies:
+  - {name: a, nodata: 1, severity: P1, channels: [ops]}
+  - {name: a, nodata: 1, severity: P1, channels: [ops]}
+  - {name: c, nodata: 1, severity: P1, channels: [sms]}
+  - {name: d, nodata: 1, severity: P1, channels: [ops], for: soon}
+`, want: []string{
+			`pol.yaml:3: field "policies[1].name": duplicate policy name "a" (also policies[0])`,
+			`pol.yaml:4: policy "c" names channel "sms", which alarm.yaml does not configure`,
+			`pol.yaml:5: field "policies[3].for": invalid duration "soon"`,
+			`pol.yaml:5: field "policies[3]": policy "d": what depends on the keys and types above`,
+		}, clean: 1},
 		{name: "without channels to check against", yaml: `policies:
   - name: a
     nodata: [1]
@@ -124,7 +136,7 @@ policies:
 		t.Run(tc.name, func(t *testing.T) {
 			pols, err := ParseWith(strings.NewReader(tc.yaml), "pol.yaml", tc.channels)
 			require.Error(t, err)
-			require.Nil(t, pols)
+			require.Len(t, pols, tc.clean, "the policies without a problem of their own come back beside the error")
 			lines := strings.Split(err.Error(), "\n")
 			require.Len(t, lines, len(tc.want), err.Error())
 			for i, w := range tc.want {

@@ -55,10 +55,15 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return needPolicies("alarm", *polPath)
 	}
 	deps, err := prepareAlarm(*cfgPath, *polPath, &cfg, logger)
+	known, knownFrom, judgeErr := knownToJudge(ctx, *judgeURL, *judgeCAFile)
 	if err != nil {
+		// A misspelt metric (cpu.utl) is said in the run that reports the file's errors,
+		// not in the one after they are fixed.
+		for _, m := range unknownMetricMessages(deps.policies, *polPath, known, knownFrom) {
+			fmt.Fprintln(stderr, "warning: "+m)
+		}
 		return err
 	}
-	known, knownFrom, judgeErr := knownToJudge(ctx, *judgeURL, *judgeCAFile)
 	if *check {
 		warnOpenAPI(logger, cfg.HTTP.HTTP, alarm.TokenEnv, deps.token)
 		if judgeErr != nil {

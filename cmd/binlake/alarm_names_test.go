@@ -65,6 +65,19 @@ func TestAlarmCheckWarnsOfAnUnknownMetric(t *testing.T) {
 		errOut)
 }
 
+// The warning comes in the run that reports the file's errors too, for every policy
+// without a problem of its own: fixing the errors first hid it until the run after.
+func TestAlarmCheckWarnsOfAnUnknownMetricBesideErrors(t *testing.T) {
+	cfg := alarmConfig(t, t.TempDir())
+	pol := tempFile(t, "policies.yaml", typoPolicies+`  - {name: bad-for, metric: cpu.utl, condition: "last > 0", for: abc, severity: P2, channels: [ops]}
+`)
+	_, errOut, err := runCmd(t, "alarm", "-check", "-config", cfg, "-policies", pol)
+	require.ErrorContains(t, err, pol+`:12: field "policies[2].for": invalid duration "abc"`)
+	require.Equal(t, "warning: "+pol+`:3: policy "cpu-high" watches metric "cpu.utl", which is not a canonical metric or one the agents' collectors send: the policy can never fire; did you mean cpu.util?`+"\n"+
+		"warning: "+pol+`:8: policy "checkout-errors" watches metric "shop.checkout_errors", which is not a canonical metric or one the agents' collectors send: the policy can never fire`+"\n",
+		errOut, "warned of the two policies that decoded, not of the one in error")
+}
+
 // With -judge, the names the judge has seen count as known: a metric of one's own that a
 // sender posts passes; the typo is still warned of, naming where the known names came
 // from. A judge that cannot answer is a warning too, and the check goes on without it.
