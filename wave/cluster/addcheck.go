@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,11 +97,21 @@ func sameSource(ctx context.Context, a, b string) bool {
 		return false
 	}
 	for _, ip := range ipsA {
-		if slices.Contains(ipsB, ip) {
+		if slices.Contains(ipsB, ip) || isLoopback(ip) && slices.ContainsFunc(ipsB, isLoopback) {
 			return true
 		}
 	}
 	return false
+}
+
+// isLoopback says whether ip is of this host's loopback (127.0.0.0/8 or ::1): a server
+// on 127.0.0.1 and one on [::1] at the same port are one server as often as not (one
+// listening on every address, as MariaDB and MySQL do by default), and a clash missed
+// costs more than one wrongly seen: two instances ending each other's connections for
+// ever, against an add refused with the reason.
+func isLoopback(ip string) bool {
+	a, err := netip.ParseAddr(ip)
+	return err == nil && a.Unmap().IsLoopback()
 }
 
 // samePort says whether two ports are one: as numbers, as the dialer reads them (3307

@@ -30,6 +30,9 @@ func TestAddRefusesAServerIDClash(t *testing.T) {
 		// localhost resolves to 127.0.0.1 (/etc/hosts): one server under two names.
 		{"same source by another name", "localhost:3306", 101, "instance users: source localhost:3306 with server_id 101 is read by instance orders already"},
 		{"another name, another port", "localhost:3307", 101, ""},
+		// A server on one loopback address at a port most often listens on the other too.
+		{"same port on the IPv6 loopback", "[::1]:3306", 101, "instance users: source [::1]:3306 with server_id 101 is read by instance orders already"},
+		{"another port on the IPv6 loopback", "[::1]:3307", 101, ""},
 		// The dialer reads 03306 as 3306.
 		{"same port with a leading zero", "127.0.0.1:03306", 101, "instance users: source 127.0.0.1:03306 with server_id 101 is read by instance orders already"},
 	} {
