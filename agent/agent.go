@@ -46,7 +46,8 @@ const (
 	DroppedBatches  = "agent.dropped_batches"  // since start
 	CollectorErrors = "agent.collector_errors" // failed collections since start, all collectors
 	// CollectorUp is 1 when a collector's collection of this tick succeeded, 0 when it
-	// failed, labelled collector: the wave collector's 0 is its wave's process down (or
+	// failed (not sent for a failure of the agent's first collection, at its start),
+	// labelled collector: the wave collector's 0 is its wave's process down (or
 	// its /metrics port) while the host reports, which no wave.* point can say, as
 	// they stop; the cumulative collector_errors never goes back down.
 	CollectorUp    = "agent.collector_up"
@@ -294,13 +295,16 @@ func (a *Agent) collectOnce(ctx context.Context, now time.Time) {
 	}
 
 	var pts []metric.Point
+	atStart := a.collected.Load() == 0
 	for i, c := range a.collectors {
-		a.noteResult(c.Name(), results[i].err)
-		up := 1.0
-		if results[i].err != nil {
-			up = 0
+		err := results[i].err
+		a.noteResult(c.Name(), err, atStart)
+		switch {
+		case err == nil:
+			pts = append(pts, metric.Point{Name: CollectorUp, Value: 1, Labels: map[string]string{collectorLabel: c.Name()}})
+		case !atStart: // at start, not yet: noteResult says why
+			pts = append(pts, metric.Point{Name: CollectorUp, Value: 0, Labels: map[string]string{collectorLabel: c.Name()}})
 		}
-		pts = append(pts, metric.Point{Name: CollectorUp, Value: up, Labels: map[string]string{collectorLabel: c.Name()}})
 		for _, p := range results[i].pts {
 			// One bad point (NaN from a division, a malformed name) must not cost the batch.
 			if metric.ValidName(p.Name) && !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) {
@@ -327,8 +331,12 @@ func (a *Agent) collectOnce(ctx context.Context, now time.Time) {
 }
 
 // noteResult counts a failure and logs only changes of state, so a wave that is down
-// for a day logs twice, not 8640 times.
-func (a *Agent) noteResult(name string, err error) {
+// for a day logs twice, not 8640 times. A failure of the agent's first collection
+// (atStart) is counted and said at info, and is no change of state: that collection
+// runs as the agent starts, most often beside the wave it watches, whose /metrics is
+// not listening yet, and a warning (with a collector_up 0, a wave-down pending) there
+// was noise at every boot. The next tick warns if the collector still fails.
+func (a *Agent) noteResult(name string, err error, atStart bool) {
 	prev, wasFailing := a.failing[name]
 	if err == nil {
 		if wasFailing {
@@ -339,6 +347,10 @@ func (a *Agent) noteResult(name string, err error) {
 	}
 	a.collectErrs.Add(1)
 	a.perCollectorErrs.WithLabelValues(name).Inc()
+	if atStart {
+		a.log.Info("collector not answering at start; tried again at the next tick", "collector", name, "err", err)
+		return
+	}
 	msg := err.Error()
 	a.failing[name] = msg
 	switch {
