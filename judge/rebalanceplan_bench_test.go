@@ -18,6 +18,35 @@ import (
 // (a judge on another clock, or one asked before its first warm-up). Not in make test: a
 // measurement, `go test -run '^$' -bench RebalancePlan -benchtime 3x ./judge`.
 func BenchmarkRebalancePlan(b *testing.B) {
+	j, req := planFleet(b)
+	for _, mode := range []string{"warm", "cold"} {
+		b.Run(mode, func(b *testing.B) {
+			if mode == "warm" {
+				j.model.Warm()
+			}
+			var ans api.RebalanceAnswer
+			for b.Loop() {
+				if mode == "cold" {
+					j.model.Refit()
+				}
+				ans = j.plan(req.Waves, req.Instances, time.Time{})
+			}
+			if ans.Model != api.ModelUtilisation {
+				b.Fatalf("planned in %s (%s): the benchmark measures the utilisation model", ans.Model, ans.ModelNote)
+			}
+			b.ReportMetric(float64(len(ans.Moves)), "moves")
+		})
+	}
+}
+
+// planFleet is BenchmarkRebalancePlan's judge (utilisation) and request: 1,000 waves
+// of 8 cores running 10 instances each, six hours of their agents' 10 s samples (2,160
+// a wave, the CPU with 3 % noise), of which the last minute's six batches are ingested
+// (the current hour's figures of each instance, which the plan reads) and the rest
+// given to the load model only. The request lists every wave alive and every instance
+// on its wave.
+func planFleet(b *testing.B) (*Judge, api.RebalanceRequest) {
+	b.Helper()
 	const waves, perWave, samples = 1000, 10, 2160
 	j, err := New(Options{Store: openStoreB(b), Algorithm: "utilisation", Logger: quiet})
 	if err != nil {
@@ -66,22 +95,5 @@ func BenchmarkRebalancePlan(b *testing.B) {
 			}
 		}
 	}
-	for _, mode := range []string{"warm", "cold"} {
-		b.Run(mode, func(b *testing.B) {
-			if mode == "warm" {
-				j.model.Warm()
-			}
-			var ans api.RebalanceAnswer
-			for b.Loop() {
-				if mode == "cold" {
-					j.model.Refit()
-				}
-				ans = j.plan(req.Waves, req.Instances, time.Time{})
-			}
-			if ans.Model != api.ModelUtilisation {
-				b.Fatalf("planned in %s (%s): the benchmark measures the utilisation model", ans.Model, ans.ModelNote)
-			}
-			b.ReportMetric(float64(len(ans.Moves)), "moves")
-		})
-	}
+	return j, req
 }
