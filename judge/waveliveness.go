@@ -17,10 +17,17 @@ import (
 // crashed on a host that stayed up was live to the judge for as long as its agent
 // reported the host, and GET /v1/rebalance planned no failover of its instances.
 func (j *Judge) waveStatusOf(n analysis.Node, now time.Time) (api.WaveStatus, bool) {
-	last, ok := lastWaveTS(n)
-	if !ok {
+	return j.waveStatus(n.Liveness(), now)
+}
+
+// waveStatus is waveStatusOf of the node whose liveness is n (analysis.Liveness: what
+// its series say of its wave, without them), for the check that runs every 5 s
+// (checkWaves), which reads no series.
+func (j *Judge) waveStatus(n analysis.Liveness, now time.Time) (api.WaveStatus, bool) {
+	if !n.Wave {
 		return api.WaveStatus{}, false
 	}
+	last := n.WaveTS
 	// The series' times are the batches' own (the agent's clock); the node's offset
 	// puts the wave's last report on the judge's clock, where the node's staleness is
 	// judged. The offset in whole seconds (analysis.Node.Offset), not the last batch's
@@ -48,16 +55,8 @@ func (j *Judge) waveStatusOf(n analysis.Node, now time.Time) (api.WaveStatus, bo
 // lastWaveTS is the batch time of node n's newest wave.* sample (zero when its
 // batches carried no time); ok false when n has no wave.* series.
 func lastWaveTS(n analysis.Node) (last time.Time, ok bool) {
-	for _, s := range n.Series {
-		if !analysis.IsWaveSeries(s.Name) {
-			continue
-		}
-		ok = true
-		if s.LastTS.After(last) {
-			last = s.LastTS
-		}
-	}
-	return last, ok
+	l := n.Liveness()
+	return l.WaveTS, l.Wave
 }
 
 // asOfWave is node n as its wave's last report left it: a wave whose series stopped

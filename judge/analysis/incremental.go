@@ -6,6 +6,7 @@ package analysis
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,8 +44,9 @@ type Incremental struct {
 	// that a Replay on start may begin in the previous hour whatever was read before.
 	hour    time.Time
 	nodes   map[string]*nodeState
-	version uint64 // bumped by every change, so readers can cache derived views
-	late    int64  // points not analysed: their batch is from an earlier hour, or redelivered
+	ids     []string // the nodes' ids, sorted, kept as nodes come and go (Liveness)
+	version uint64   // bumped by every change, so readers can cache derived views
+	late    int64    // points not analysed: their batch is from an earlier hour, or redelivered
 }
 
 type nodeState struct {
@@ -97,13 +99,18 @@ func (a *Incremental) rollLocked(now time.Time) {
 	}
 	a.hour = h
 	a.version++
+	forgot := false
 	for id, n := range a.nodes {
 		if now.Sub(n.lastSeen) > a.forget {
 			delete(a.nodes, id)
+			forgot = true
 			continue
 		}
 		n.series.roll()
 		n.batches = 0
+	}
+	if forgot {
+		a.ids = slices.DeleteFunc(a.ids, func(id string) bool { return a.nodes[id] == nil })
 	}
 }
 
@@ -127,6 +134,8 @@ func (a *Incremental) nodeLocked(id string) *nodeState {
 	if !ok {
 		n = &nodeState{series: newSeriesIndex()}
 		a.nodes[id] = n
+		i, _ := slices.BinarySearch(a.ids, id)
+		a.ids = slices.Insert(a.ids, i, id)
 	}
 	return n
 }
@@ -178,7 +187,7 @@ func (a *Incremental) Observe(b metric.Batch) (intervalChanged bool) {
 				a.late++
 				continue
 			}
-			s.lastTS = ts
+			n.series.stamp(s, ts)
 		}
 		s.add(p.Value, a.alpha)
 	}
@@ -279,7 +288,7 @@ func (a *Incremental) Replay(points []store.Point) (skipped int) {
 			skipped++
 			continue
 		}
-		s.lastTS = p.TS.UnixNano()
+		n.series.stamp(s, p.TS.UnixNano())
 		s.add(p.Value, a.alpha)
 	}
 	return skipped

@@ -17,6 +17,7 @@ type seriesState struct {
 	labelKey string       // metric.LabelSetKey(labels), for sorting exports
 	next     *seriesState // the next series whose key hashes alike (seriesIndex)
 	lastTS   int64        // UnixNano of the batch of the last sample, to skip redeliveries
+	wave     bool         // a wave.* series (IsWaveSeries)
 
 	// The hour's statistics.
 	count  int64
@@ -39,7 +40,8 @@ type seriesState struct {
 }
 
 func newSeries(name string, labels map[string]string) *seriesState {
-	s := &seriesState{name: name, labels: labels, pairs: pairsOf(labels), labelKey: metric.LabelSetKey(labels), sketch: newTopSketch()}
+	s := &seriesState{name: name, labels: labels, pairs: pairsOf(labels), labelKey: metric.LabelSetKey(labels), sketch: newTopSketch(),
+		wave: IsWaveSeries(name)}
 	s.p95Of.Store(-1)
 	return s
 }

@@ -9,11 +9,15 @@ import (
 // seriesIndex finds a node's series for every point without building a key string (the
 // name plus sorted, encoded labels would cost allocations per point): node-level series
 // by name, labelled ones by a hash of the name and labels, with an equality check so that
-// two series whose hashes collide stay apart.
+// two series whose hashes collide stay apart. It keeps what the judge's liveness check
+// reads of the wave.* series as they change (Incremental.Liveness), so that the check
+// reads no series: how many there are, and the newest batch time of their samples.
 type seriesIndex struct {
 	plain    map[string]*seriesState
 	labelled map[uint64]*seriesState // chained through seriesState.next
 	size     int                     // series in all
+	waves    int                     // wave.* series among them
+	waveTS   int64                   // the largest lastTS of the wave.* series (0: none has a time)
 }
 
 func newSeriesIndex() seriesIndex {
@@ -27,7 +31,7 @@ func (x *seriesIndex) get(seed maphash.Seed, name string, labels map[string]stri
 		if s == nil {
 			s = newSeries(name, nil)
 			x.plain[name] = s
-			x.size++
+			x.added(s)
 		}
 		return s
 	}
@@ -42,8 +46,23 @@ func (x *seriesIndex) get(seed maphash.Seed, name string, labels map[string]stri
 	s := newSeries(name, maps.Clone(labels))
 	s.next = head
 	x.labelled[h] = s
-	x.size++
+	x.added(s)
 	return s
+}
+
+func (x *seriesIndex) added(s *seriesState) {
+	x.size++
+	if s.wave {
+		x.waves++
+	}
+}
+
+// stamp dates series s's sample by its batch's time ts (UnixNano), newer than its last.
+func (x *seriesIndex) stamp(s *seriesState, ts int64) {
+	s.lastTS = ts
+	if s.wave && ts > x.waveTS {
+		x.waveTS = ts
+	}
 }
 
 // labelsHash hashes the name and the label pairs. Map order is random, so the pairs'
@@ -94,22 +113,32 @@ func (x *seriesIndex) each(fn func(*seriesState)) {
 	}
 }
 
-// roll rolls every series over to a new hour and drops those it reports stale.
+// roll rolls every series over to a new hour and drops those it reports stale; the
+// wave.* series' count and newest time are those of the series kept.
 func (x *seriesIndex) roll() {
-	for name, s := range x.plain {
+	x.waves, x.waveTS = 0, 0
+	keep := func(s *seriesState) bool {
 		if !s.roll() {
-			delete(x.plain, name)
 			x.size--
+			return false
+		}
+		if s.wave {
+			x.waves++
+			x.waveTS = max(x.waveTS, s.lastTS)
+		}
+		return true
+	}
+	for name, s := range x.plain {
+		if !keep(s) {
+			delete(x.plain, name)
 		}
 	}
 	for h, head := range x.labelled {
 		var kept *seriesState
 		for s := head; s != nil; {
 			next := s.next
-			if s.roll() {
+			if keep(s) {
 				s.next, kept = kept, s
-			} else {
-				x.size--
 			}
 			s = next
 		}
