@@ -59,15 +59,12 @@ func appendCanalDirect(dst []byte, im Image, c *Column, cf *canalColumnField, co
 			return dst[:at], v, false, err
 		}
 	case kind == kindDatetime && rc.kind == rawDatetime2:
-		if p, ok := plainDatetime2(b, rc.dec); ok {
-			dst = p.appendText(dst, c, ' ')
-			break
+		// As stored, a day past its month's end too. A date longer than ten characters
+		// (a fifth year digit, a sign: fields no server writes) keeps canal-json's 'T'.
+		dst = appendDatetime2(dst, b, rc.dec, ' ')
+		if dst[at+10] != ' ' {
+			return dst[:at], v, false, nil
 		}
-		t, valid := datetime2(b, rc.dec)
-		if !valid || t.Year() > 9999 { // zero, before 1970: go-mysql's text; a fifth year digit: canal-json keeps its 'T'
-			return dst, v, false, nil
-		}
-		dst = appendTimeParts(dst, c, t, ' ', false)
 	case kind == kindTimestamp && rc.kind == rawTimestamp2:
 		sec, usec := int64(uintBE(b[:4])), fracMicros(b[4:], rc.dec)
 		if sec == 0 { // the zero TIMESTAMP

@@ -85,14 +85,9 @@ func (r rawImage) appendPB(dst []byte, s *typedScratch, c *Column, i int) ([]byt
 		if sec, usec := int64(uintBE(b[:4])), fracMicros(b[4:], rc.dec); sec != 0 {
 			return appendPBTime(dst, c, time.Unix(sec, usec*1000)), nil
 		}
-	case rawDatetime2:
-		if p, ok := plainDatetime2(b, rc.dec); ok { // at most 32 ASCII bytes: one for the length
-			dst, l := pbBegin(dst, pbFieldString, 1)
-			return pbEnd(p.appendText(dst, c, 'T'), l), nil
-		}
-		if t, ok := datetime2(b, rc.dec); ok {
-			return appendPBTime(dst, c, t), nil
-		}
+	case rawDatetime2: // at most 29 ASCII bytes: one for the length
+		dst, l := pbBegin(dst, pbFieldString, 1)
+		return pbEnd(appendDatetime2(dst, b, rc.dec, 'T'), l), nil
 	}
 	text, err := appendRawText(s.text[:0], rc, b)
 	s.text = text

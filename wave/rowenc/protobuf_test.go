@@ -245,6 +245,10 @@ func FuzzProtoMatchesJSON(f *testing.F) {
 	f.Add([]byte{0, 4, 9, 11, 14, 17, 19}, []byte("\x01\x02\x03 some bytes \xff\x80\x00 of a row"), uint8(0), uint8(0))
 	f.Add([]byte{8, 10, 12, 13, 15, 16, 18, 20}, bytes.Repeat([]byte{0x80, 0x7f, 3}, 40), uint8(1), uint8(7))
 	f.Add([]byte{1, 2, 3, 5, 6, 7}, bytes.Repeat([]byte{0xff, 0}, 30), uint8(2), uint8(3))
+	for op := range uint8(3) {
+		kinds, src := invalidDatesSeed()
+		f.Add(kinds, src, op, uint8(0))
+	}
 	f.Fuzz(func(t *testing.T, kinds, src []byte, op, flags uint8) {
 		if len(kinds) == 0 || len(kinds) > 24 {
 			return

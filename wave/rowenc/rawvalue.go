@@ -1,19 +1,23 @@
 package rowenc
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // appendRaw appends the JSON of one column field read in place (b is the whole field,
 // length prefix included). Each kind yields what go-mysql's decodeValue would have
-// handed appendValue, formatted without the detour: integers and floats directly, the
-// values go-mysql gives as text (decimals, dates, times, the temporal values it does
-// not turn into a time.Time) written as that same text into a scratch buffer and then
-// through appendText, so that the column's meaning (JSON, binary, temporal 'T') is
-// decided in one place for both ways.
+// handed appendValue (rowsDecoder's way for a DATETIME), formatted without the detour:
+// integers and floats directly, a DATETIME's text straight from the field, a TIMESTAMP
+// through the time.Time go-mysql makes of it, the values go-mysql gives as text
+// (decimals, dates, times, the zero TIMESTAMP) written as that same text into a scratch
+// buffer and then through appendText, so that the column's meaning (JSON, binary,
+// temporal 'T') is decided in one place for both ways.
 func appendRaw(dst []byte, c *Column, b []byte) ([]byte, error) {
 	rc := &c.raw
 	switch rc.kind {
@@ -46,12 +50,9 @@ func appendRaw(dst []byte, c *Column, b []byte) ([]byte, error) {
 			return appendTime(dst, c, time.Unix(sec, usec*1000)), nil
 		}
 	case rawDatetime2:
-		if p, ok := plainDatetime2(b, rc.dec); ok {
-			return append(p.appendText(append(dst, '"'), c, 'T'), '"'), nil
-		}
-		if t, ok := datetime2(b, rc.dec); ok {
-			return appendTime(dst, c, t), nil
-		}
+		// The stored parts as they are, a day past its month's end included (what
+		// ALLOW_INVALID_DATES stores): digits only, nothing to escape.
+		return append(appendDatetime2(append(dst, '"'), b, rc.dec, 'T'), '"'), nil
 	}
 	// The text goes through a pooled buffer: appendText may hand it to the JSON
 	// compactor, through which escape analysis sees a stack buffer escape.
@@ -65,7 +66,8 @@ func appendRaw(dst []byte, c *Column, b []byte) ([]byte, error) {
 	return appendText(dst, c, stringOf(text)), nil
 }
 
-// appendRawText appends the text go-mysql makes of the kinds it hands over as strings.
+// appendRawText appends the text go-mysql makes of the kinds it hands over as strings
+// (a DATETIME's as rowsDecoder has it written: appendPackedDatetime).
 func appendRawText(dst []byte, rc *rawCol, b []byte) ([]byte, error) {
 	switch rc.kind {
 	case rawDecimal:
@@ -81,7 +83,7 @@ func appendRawText(dst []byte, rc *rawCol, b []byte) ([]byte, error) {
 	case rawTimestamp2:
 		return appendZeroTime(dst, int(fracMicros(b[4:], rc.dec)), int(rc.dec)), nil
 	case rawDatetime2:
-		return appendDatetime2Text(dst, b, int(rc.dec)), nil
+		return appendDatetime2(dst, b, rc.dec, ' '), nil
 	}
 	return dst, fmt.Errorf("no text form for column kind %d", rc.kind)
 }
@@ -103,12 +105,8 @@ func fracMicros(b []byte, dec uint8) int64 {
 	return 0
 }
 
-// datetimeIntOffset is what MySQL adds to a DATETIME2's integer part; the integer part
-// of 1970-01-01 00:00:00 is the first go-mysql turns into a time.Time.
-const (
-	datetimeIntOffset = 0x8000000000
-	datetimeEpoch     = 107420450816
-)
+// datetimeIntOffset is what MySQL adds to a DATETIME2's integer part.
+const datetimeIntOffset = 0x8000000000
 
 // datetime2Parts splits a DATETIME2 field as decodeDatetime2 does.
 func datetime2Parts(b []byte, dec uint8) (intPart int64, year, month, day, hour, minute, second int, frac int64) {
@@ -126,65 +124,49 @@ func datetime2Parts(b []byte, dec uint8) (intPart int64, year, month, day, hour,
 	return intPart, year, month, day, hour, minute, second, frac
 }
 
-// datetime2 is the time.Time go-mysql makes of a DATETIME2 (ParseTime on), or false when
-// it hands the value over as text (zero, before 1970, a zero month or day).
-func datetime2(b []byte, dec uint8) (time.Time, bool) {
+// appendDatetime2 appends a DATETIME2 field as go-mysql's text of it with ParseTime off
+// (formatDatetime's "%04d-%02d-%02d %02d:%02d:%02d" and the fraction cut to dec digits,
+// or formatZeroTime's for the zero value), with sep between date and clock. The parts
+// are written as stored, never through a time.Time: time.Date would move a day past its
+// month's end (2024-02-30, which MySQL and MariaDB store under ALLOW_INVALID_DATES) into
+// the next month, and the value published would not be the one stored.
+func appendDatetime2(dst, b []byte, dec, sep byte) []byte {
 	intPart, year, month, day, hour, minute, second, frac := datetime2Parts(b, dec)
-	if intPart == 0 || intPart < datetimeEpoch || month == 0 || day == 0 {
-		return time.Time{}, false
-	}
-	return time.Date(year, time.Month(month), day, hour, minute, second, int(frac*1000), time.UTC), true
-}
-
-// datetimeParts is a DATETIME2 taken apart: a plain, valid date and time.
-type datetimeParts struct {
-	year, month, day, hour, minute, second, micros int
-}
-
-// plainDatetime2 is b's parts when datetime2 makes a time.Time of them that time.Date
-// does not normalise: from 1970 on, four year digits, a day within its month, a clock
-// within its day, a fraction within its second (its bytes can hold more). The text is
-// then written straight from them (appendText), without a time.Time built and taken
-// apart again for every value; anything else takes that way.
-func plainDatetime2(b []byte, dec uint8) (datetimeParts, bool) {
-	intPart, year, month, day, hour, minute, second, frac := datetime2Parts(b, dec)
-	if intPart == 0 || intPart < datetimeEpoch || year > 9999 || month < 1 || month > 12 ||
-		day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || second > 59 || frac >= 1_000_000 {
-		return datetimeParts{}, false
-	}
-	return datetimeParts{year, month, day, hour, minute, second, int(frac)}, true
-}
-
-// appendText appends the parts as appendTimeParts writes a DATETIME column c's value:
-// date, sep, clock, and the fraction to c's digits.
-func (p datetimeParts) appendText(dst []byte, c *Column, sep byte) []byte {
-	dst = append(appendDate(dst, p.year, p.month, p.day), sep)
-	dst = appendClock(dst, p.hour, p.minute, p.second)
-	return appendFraction(dst, p.micros, int(min(c.Frac, 6)))
-}
-
-// daysIn is the number of days of month in year (Gregorian, as time.Date counts them).
-func daysIn(month, year int) int {
-	switch month {
-	case 2:
-		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
-func appendDatetime2Text(dst, b []byte, dec int) []byte {
-	intPart, year, month, day, hour, minute, second, frac := datetime2Parts(b, uint8(dec))
 	if intPart == 0 {
-		return appendZeroTime(dst, int(frac), dec)
+		dst = append(dst, "0000-00-00"...)
+		dst = append(dst, sep)
+		dst = append(dst, "00:00:00"...)
+		return appendFraction(dst, int(frac), int(dec))
 	}
-	dst = append(appendDate(dst, year, month, day), ' ')
+	dst = append(appendDate(dst, year, month, day), sep)
 	dst = appendClock(dst, hour, minute, second)
-	return appendFraction(dst, int(frac), dec)
+	return appendFraction(dst, int(frac), int(dec))
+}
+
+// datetime2Width is the width in bytes of a DATETIME2(dec) field.
+func datetime2Width(dec uint8) int { return 5 + int(dec+1)/2 }
+
+// appendPackedDatetime appends a DATETIME or DATETIME2 column c's value as rowsDecoder
+// has go-mysql hand it over, an int64 of the field (a DATETIME2's bytes, big-endian; a
+// DATETIME's packed decimal YYYYMMDDhhmmss), as its stored date and clock with sep
+// between them: the text go-mysql makes of it with ParseTime off (appendDatetime2 for a
+// DATETIME2, as the rows read in place write it).
+func appendPackedDatetime(dst []byte, c *Column, x int64, sep byte) []byte {
+	if c.Type == mysql.MYSQL_TYPE_DATETIME {
+		v := uint64(x)
+		if v == 0 {
+			dst = append(dst, "0000-00-00"...)
+			dst = append(dst, sep)
+			return append(dst, "00:00:00"...)
+		}
+		d, t := v/1000000, v%1000000
+		dst = append(appendDate(dst, int(d/10000), int(d%10000/100), int(d%100)), sep)
+		return appendClock(dst, int(t/10000), int(t%10000/100), int(t%100))
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(x))
+	dec := min(c.Frac, 6)
+	return appendDatetime2(dst, b[8-datetime2Width(dec):], dec, sep)
 }
 
 // appendZeroTime is go-mysql's zero DATETIME or TIMESTAMP, with its fraction.

@@ -135,8 +135,11 @@ type Meta struct {
 
 // EncodeRow appends the JSON row message of one row change to dst. before is nil for an
 // insert, after is nil for a delete. The values are those go-mysql's row decoder gives
-// (UseDecimal off, ParseTime on: DATETIME and TIMESTAMP values from 1970 on arrive as
-// time.Time, earlier and zero ones as text; TIMESTAMP rendered in UTC).
+// (UseDecimal off, ParseTime on: TIMESTAMP values from 1970 on arrive as time.Time,
+// the zero one as text; TIMESTAMP rendered in UTC), a DATETIME's as rowsDecoder has it
+// decoded (an int64 of its field: appendPackedDatetime); a DATETIME as text or as a
+// time.Time (go-mysql's own decoding, ParseTime off or on) is written alike, but in a
+// time.Time time.Date has already moved a stored 2024-02-30 to March 1st.
 func EncodeRow(dst []byte, t *Table, typ string, m Meta, before, after []any) ([]byte, error) {
 	dst = appendHeader(dst, t.names, t.Database, t.Name, typ, m)
 	return encodeRow(dst, t, values(before), values(after))
@@ -248,7 +251,12 @@ func sameValue(c *Column, x, y any) (bool, error) {
 		case []byte:
 			b, ok := y.([]byte)
 			return ok && bytes.Equal(a, b), nil
-		case string, int8, int16, int32, int64, int, uint8, uint16, uint32, uint64:
+		case int64:
+			if b, ok := y.(int64); ok && isDatetime(c) && a != b {
+				break // a DATETIME (rowsDecoder) by its text, as read in place (sameDecoded)
+			}
+			return x == y, nil
+		case string, int8, int16, int32, int, uint8, uint16, uint32, uint64:
 			return x == y, nil
 		case time.Time:
 			b, ok := y.(time.Time)
@@ -431,9 +439,12 @@ func appendValue(dst []byte, c *Column, v any) ([]byte, error) {
 	}
 }
 
-// appendInt64 encodes the int64s go-mysql gives for BIGINT, ENUM, SET and BIT.
+// appendInt64 encodes the int64s go-mysql gives for BIGINT, ENUM, SET and BIT, and for
+// DATETIME as rowsDecoder has it decoded.
 func appendInt64(dst []byte, c *Column, x int64) []byte {
 	switch c.Type {
+	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
+		return append(appendPackedDatetime(append(dst, '"'), c, x, 'T'), '"')
 	case mysql.MYSQL_TYPE_ENUM:
 		return appendEnum(dst, c, x)
 	case mysql.MYSQL_TYPE_SET:
@@ -608,6 +619,11 @@ func appendTimeParts(dst []byte, c *Column, t time.Time, sep byte, zone bool) []
 		dst = append(dst, 'Z')
 	}
 	return dst
+}
+
+// isDatetime reports whether c is a DATETIME.
+func isDatetime(c *Column) bool {
+	return c.Type == mysql.MYSQL_TYPE_DATETIME || c.Type == mysql.MYSQL_TYPE_DATETIME2
 }
 
 // isTimestamp reports whether c is a TIMESTAMP: its values are instants, written in UTC.

@@ -67,7 +67,27 @@ func TestAppendValue(t *testing.T) {
 		{"set empty", Column{Name: "c", Type: mysql.MYSQL_TYPE_SET, Set: []string{"x"}}, int64(0), `""`},
 		{"set names escaped", Column{Name: "c", Type: mysql.MYSQL_TYPE_SET, Set: []string{`a"b`, "x", "t\tab"}}, int64(5), `"a\"b,t\tab"`},
 		{"datetime without time part", col(mysql.MYSQL_TYPE_DATETIME2), "2024-01-02", `"2024-01-02"`},
-		// ParseTime: go-mysql's time.Time for DATETIME and TIMESTAMP from 1970 on.
+		// go-mysql's text of a DATETIME (ParseTime off): the dates MySQL stores under
+		// ALLOW_INVALID_DATES as they are stored, never moved to a real date.
+		{"datetime February 30th", frac(mysql.MYSQL_TYPE_DATETIME2, 1), "2024-02-30 10:00:00.5", `"2024-02-30T10:00:00.5"`},
+		{"datetime February 29th, not a leap year", col(mysql.MYSQL_TYPE_DATETIME2), "2023-02-29 00:00:00", `"2023-02-29T00:00:00"`},
+		{"datetime April 31st", frac(mysql.MYSQL_TYPE_DATETIME2, 6), "2025-04-31 23:59:59.999999", `"2025-04-31T23:59:59.999999"`},
+		{"datetime zero day", col(mysql.MYSQL_TYPE_DATETIME2), "2024-05-00 01:02:03", `"2024-05-00T01:02:03"`},
+		{"old datetime February 30th", col(mysql.MYSQL_TYPE_DATETIME), "2024-02-30 10:00:00", `"2024-02-30T10:00:00"`},
+		{"date February 31st", col(mysql.MYSQL_TYPE_DATE), "2024-02-31", `"2024-02-31"`},
+		{"timestamp text with digits", frac(mysql.MYSQL_TYPE_TIMESTAMP2, 3), "2023-11-14 22:13:20.500", `"2023-11-14T22:13:20.500Z"`},
+		{"timestamp text at second 0 with a fraction", frac(mysql.MYSQL_TYPE_TIMESTAMP2, 6), "0000-00-00 00:00:00.000001", `"1970-01-01T00:00:00.000001Z"`},
+		// rowsDecoder's DATETIME: an int64 of the field (appendPackedDatetime), written
+		// as stored, a date past its month's end too.
+		{"packed datetime(1) February 30th", frac(mysql.MYSQL_TYPE_DATETIME2, 1), packedDatetime2(2024, 2, 30, 10, 0, 0, 50, 1), `"2024-02-30T10:00:00.5"`},
+		{"packed datetime February 29th, not a leap year", col(mysql.MYSQL_TYPE_DATETIME2), packedDatetime2(2023, 2, 29, 0, 0, 0, 0, 0), `"2023-02-29T00:00:00"`},
+		{"packed datetime(6) valid", frac(mysql.MYSQL_TYPE_DATETIME2, 6), packedDatetime2(2026, 12, 1, 10, 11, 12, 123456, 6), `"2026-12-01T10:11:12.123456"`},
+		{"packed datetime(3) before 1970", frac(mysql.MYSQL_TYPE_DATETIME2, 3), packedDatetime2(1000, 1, 1, 0, 0, 0, 10, 3), `"1000-01-01T00:00:00.001"`},
+		{"packed datetime(2) zero", frac(mysql.MYSQL_TYPE_DATETIME2, 2), packedDatetime2(0, 0, 0, 0, 0, 0, 0, 2), `"0000-00-00T00:00:00.00"`},
+		{"packed old datetime February 30th", col(mysql.MYSQL_TYPE_DATETIME), int64(20240230100000), `"2024-02-30T10:00:00"`},
+		{"packed old datetime zero", col(mysql.MYSQL_TYPE_DATETIME), int64(0), `"0000-00-00T00:00:00"`},
+		{"packed old datetime zero day", col(mysql.MYSQL_TYPE_DATETIME), int64(20240500010203), `"2024-05-00T01:02:03"`},
+		// ParseTime on (go-mysql's TIMESTAMP; a DATETIME from EncodeRow's callers): rendered alike.
 		{"datetime time", frac(mysql.MYSQL_TYPE_DATETIME2, 6), time.Date(2024, 1, 2, 3, 4, 5, 123456000, time.UTC), `"2024-01-02T03:04:05.123456"`},
 		{"datetime time truncated to its digits", frac(mysql.MYSQL_TYPE_DATETIME2, 3), time.Date(2024, 1, 2, 3, 4, 5, 987654000, time.UTC), `"2024-01-02T03:04:05.987"`},
 		{"datetime time one digit", frac(mysql.MYSQL_TYPE_DATETIME2, 1), time.Date(2024, 1, 2, 3, 4, 5, 900000000, time.UTC), `"2024-01-02T03:04:05.9"`},
@@ -305,8 +325,9 @@ func FuzzEncodeRow(f *testing.F) {
 	})
 }
 
-// TestEncodeUpdateOldTime: time.Time values (ParseTime) are compared as instants, so an
-// unchanged DATETIME or TIMESTAMP stays out of "old" and a changed one is listed.
+// TestEncodeUpdateOldTime: time.Time values (ParseTime on) are compared as instants,
+// text (ParseTime off) as text, so an unchanged DATETIME or TIMESTAMP stays out of "old"
+// and a changed one is listed.
 func TestEncodeUpdateOldTime(t *testing.T) {
 	tb := &Table{Database: "shop", Name: "t", PK: []int{0}, Columns: []Column{
 		{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true},
@@ -321,6 +342,48 @@ func TestEncodeUpdateOldTime(t *testing.T) {
 		{"same instant, other zone", at, at.In(time.FixedZone("UTC+2", 7200)), `{}`},
 		{"changed", at, at.Add(time.Millisecond), `{"at":"2024-01-02T03:04:05.006Z"}`},
 		{"from text to time", "0000-00-00 00:00:00", at, `{"at":"0000-00-00T00:00:00"}`},
+		// go-mysql's text (ParseTime off, the capture's syncer) is compared as text.
+		{"same text", "2024-01-02 03:04:05.006", "2024-01-02 03:04:05.006", `{}`},
+		{"changed text", "2024-01-02 03:04:05.006", "2024-01-02 03:04:05.007", `{"at":"2024-01-02T03:04:05.006Z"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if old := oldOf(t, tb, []any{int32(1), tc.before}, []any{int32(1), tc.after}); old != tc.want {
+				t.Errorf("old = %s, want %s", old, tc.want)
+			}
+		})
+	}
+}
+
+// packedDatetime2 is a DATETIME2(dec) field as rowsDecoder has go-mysql hand it over: its
+// bytes as a big-endian int64.
+func packedDatetime2(year, month, day, hour, minute, second int, stored uint64, dec int) int64 {
+	var v int64
+	for _, b := range datetime2Bytes(year, month, day, hour, minute, second, stored, dec) {
+		v = v<<8 | int64(b)
+	}
+	return v
+}
+
+// TestEncodeUpdateOldPackedDatetime: rowsDecoder's DATETIME values (int64s of their
+// fields) are compared by their text, as the fields read in place are (sameDecoded):
+// different fields of one text (a fraction's digit the column does not show) are the
+// same value, a date past its month's end is not the next month's first.
+func TestEncodeUpdateOldPackedDatetime(t *testing.T) {
+	tb := &Table{Database: "shop", Name: "t", PK: []int{0}, Columns: []Column{
+		{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true},
+		{Name: "at", Type: mysql.MYSQL_TYPE_DATETIME2, Frac: 1},
+	}}
+	feb30 := packedDatetime2(2024, 2, 30, 10, 0, 0, 50, 1)
+	tests := []struct {
+		name          string
+		before, after any
+		want          string
+	}{
+		{"same field", feb30, packedDatetime2(2024, 2, 30, 10, 0, 0, 50, 1), `{}`},
+		{"same text, other field", packedDatetime2(2024, 2, 30, 10, 0, 0, 15, 1), packedDatetime2(2024, 2, 30, 10, 0, 0, 10, 1), `{}`},
+		{"February 30th to March 1st", feb30, packedDatetime2(2024, 3, 1, 10, 0, 0, 50, 1), `{"at":"2024-02-30T10:00:00.5"}`},
+		{"changed fraction", feb30, packedDatetime2(2024, 2, 30, 10, 0, 0, 60, 1), `{"at":"2024-02-30T10:00:00.5"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

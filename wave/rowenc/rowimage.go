@@ -224,22 +224,16 @@ func sameEncoding(r, o rawImage, c *Column, i int) (bool, error) {
 
 // sameDecoded compares two different fields of the kinds go-mysql hands over as text or
 // time.Time as sameValue compares those: times by instant, text by text (fields no
-// server writes can differ and still read alike).
+// server writes can differ and still read alike). A DATETIME is its text (rowsDecoder).
 func sameDecoded(rc *rawCol, x, y []byte) (bool, error) {
 	switch rc.kind {
-	case rawDatetime2:
-		tx, okX := datetime2(x, rc.dec)
-		ty, okY := datetime2(y, rc.dec)
-		if okX || okY {
-			return okX && okY && tx.Equal(ty), nil
-		}
 	case rawTimestamp2:
 		secX, secY := int64(uintBE(x[:4])), int64(uintBE(y[:4]))
 		if secX != 0 || secY != 0 {
 			return secX != 0 && secY != 0 &&
 				time.Unix(secX, fracMicros(x[4:], rc.dec)*1000).Equal(time.Unix(secY, fracMicros(y[4:], rc.dec)*1000)), nil
 		}
-	case rawDecimal, rawDate, rawTime2:
+	case rawDecimal, rawDate, rawTime2, rawDatetime2:
 	default:
 		return false, nil
 	}

@@ -289,6 +289,10 @@ func FuzzRawAsDecoded(f *testing.F) {
 	f.Add([]byte{0, 4, 9, 11, 14, 17, 19}, []byte("\x01\x02\x03 some bytes \xff\x80\x00 of a row"), uint8(0), uint8(0), uint8(0))
 	f.Add([]byte{8, 10, 12, 13, 15, 16, 18, 20}, bytes.Repeat([]byte{0x80, 0x7f, 3}, 40), uint8(1), uint8(7), uint8(0))
 	f.Add([]byte{1, 2, 3, 5, 6, 7}, bytes.Repeat([]byte{0xff, 0}, 30), uint8(2), uint8(3), uint8(5))
+	for op := range uint8(3) {
+		kinds, src := invalidDatesSeed()
+		f.Add(kinds, src, op, uint8(0), uint8(0))
+	}
 	f.Fuzz(func(t *testing.T, kinds, src []byte, op, flags, cut uint8) {
 		if len(kinds) == 0 || len(kinds) > 24 {
 			return
@@ -324,6 +328,26 @@ func FuzzRawAsDecoded(f *testing.F) {
 	})
 }
 
+// invalidDatesSeed is a fuzz seed of a table (BIGINT, DATETIME(6), DATE, TIMESTAMP(2))
+// whose rows hold dates MySQL and MariaDB store under ALLOW_INVALID_DATES: four images
+// of 2024-02-30 10:00:00.500000, 2023-02-29, 2024-04-31 and 2100-02-29, as rowBytes
+// reads them from src.
+func invalidDatesSeed() (kinds, src []byte) {
+	be := func(v uint64, n int) []byte { return binary.BigEndian.AppendUint64(nil, v)[8-n:] }
+	dates := [][3]uint64{{2024, 2, 30}, {2023, 2, 29}, {2024, 4, 31}, {2100, 2, 29}}
+	for i := range 4 {
+		d := dates[i]
+		src = append(src, 1, 1, 1, 1) // no column NULL
+		src = binary.LittleEndian.AppendUint64(src, uint64(i))
+		src = append(src, be(datetimeIntOffset+datetimeBits(int64(d[0]), int64(d[1]), int64(d[2]), 10, 0, 0), 5)...)
+		src = append(src, be(500_000, 3)...)
+		src = append(src, binary.LittleEndian.AppendUint32(nil, uint32(d[0]<<9|d[1]<<5|d[2]))[:3]...)
+		src = append(src, be(1700000000, 4)...)
+		src = append(src, 50)
+	}
+	return []byte{4, 11, 9, 12}, src
+}
+
 // TestRawAsDecodedValues pins the values the fuzz seeds do not reach by chance: each
 // kind's edges as a server writes them, through both ways.
 func TestRawAsDecodedValues(t *testing.T) {
@@ -346,6 +370,12 @@ func TestRawAsDecodedValues(t *testing.T) {
 		{"datetime(6)", testColumn{tp: mysql.MYSQL_TYPE_DATETIME2, meta: 6}, append(be(datetimeIntOffset+datetimeBits(2026, 12, 1, 10, 11, 12), 5), be(123456, 3)...), `"2026-12-01T10:11:12.123456"`},
 		{"datetime before 1970", testColumn{tp: mysql.MYSQL_TYPE_DATETIME2}, be(datetimeIntOffset+datetimeBits(1000, 1, 1, 0, 0, 0), 5), `"1000-01-01T00:00:00"`},
 		{"datetime zero", testColumn{tp: mysql.MYSQL_TYPE_DATETIME2, meta: 2}, append(be(datetimeIntOffset, 5), 0), `"0000-00-00T00:00:00.00"`},
+		// ALLOW_INVALID_DATES: stored as written, and published so, not moved to March.
+		{"datetime(1) February 30th", testColumn{tp: mysql.MYSQL_TYPE_DATETIME2, meta: 1}, append(be(datetimeIntOffset+datetimeBits(2024, 2, 30, 10, 0, 0), 5), 50), `"2024-02-30T10:00:00.5"`},
+		{"datetime February 29th, not a leap year", testColumn{tp: mysql.MYSQL_TYPE_DATETIME2}, be(datetimeIntOffset+datetimeBits(2023, 2, 29, 0, 0, 0), 5), `"2023-02-29T00:00:00"`},
+		{"datetime(6) November 31st", testColumn{tp: mysql.MYSQL_TYPE_DATETIME2, meta: 6}, append(be(datetimeIntOffset+datetimeBits(2025, 11, 31, 23, 59, 59), 5), be(999999, 3)...), `"2025-11-31T23:59:59.999999"`},
+		{"datetime zero day", testColumn{tp: mysql.MYSQL_TYPE_DATETIME2}, be(datetimeIntOffset+datetimeBits(2024, 5, 0, 1, 2, 3), 5), `"2024-05-00T01:02:03"`},
+		{"date February 31st", testColumn{tp: mysql.MYSQL_TYPE_DATE}, binary.LittleEndian.AppendUint32(nil, 2024<<9|2<<5|31)[:3], `"2024-02-31"`},
 		{"timestamp(3)", testColumn{tp: mysql.MYSQL_TYPE_TIMESTAMP2, meta: 3}, append(be(1764583872, 4), be(3450, 2)...), `"2025-12-01T10:11:12.345Z"`},
 		{"timestamp(6) epoch with a fraction", testColumn{tp: mysql.MYSQL_TYPE_TIMESTAMP2, meta: 6}, append(be(0, 4), be(1, 3)...), `"1970-01-01T00:00:00.000001Z"`},
 		{"timestamp(2) epoch with a fraction", testColumn{tp: mysql.MYSQL_TYPE_TIMESTAMP2, meta: 2}, append(be(0, 4), 50), `"1970-01-01T00:00:00.50Z"`},
@@ -446,9 +476,18 @@ func TestRawAsDecodedUpdates(t *testing.T) {
 		{"json spacing only", testColumn{tp: mysql.MYSQL_TYPE_BLOB, meta: 2, json: true}, append(le(8, 2), `{"a": 1}`...), append(le(7, 2), `{"a":1}`...), `{}`},
 		{"json empty to NULL", testColumn{tp: mysql.MYSQL_TYPE_BLOB, meta: 2, json: true}, le(0, 2), nil, `{}`},
 		{"json changed", testColumn{tp: mysql.MYSQL_TYPE_BLOB, meta: 2, json: true}, append(le(7, 2), `{"a":1}`...), append(le(7, 2), `{"a":2}`...), `{"c1":{"a":1}}`},
-		{"datetime same instant, other bytes", testColumn{tp: mysql.MYSQL_TYPE_DATETIME2, meta: 6},
+		// Fields as go-mysql's text (ParseTime off) writes them, compared as that text:
+		// a fraction the bytes hold beyond a second is not carried into the seconds.
+		{"datetime fraction past a second: other text", testColumn{tp: mysql.MYSQL_TYPE_DATETIME2, meta: 6},
 			append(be(datetimeIntOffset+datetimeBits(2026, 12, 1, 0, 0, 1), 5), be(0, 3)...),
-			append(be(datetimeIntOffset+datetimeBits(2026, 12, 1, 0, 0, 0), 5), be(1_000_000, 3)...), `{}`},
+			append(be(datetimeIntOffset+datetimeBits(2026, 12, 1, 0, 0, 0), 5), be(1_000_000, 3)...), `{"c1":"2026-12-01T00:00:01.000000"}`},
+		{"datetime February 30th to March 1st", testColumn{tp: mysql.MYSQL_TYPE_DATETIME2},
+			be(datetimeIntOffset+datetimeBits(2024, 2, 30, 0, 0, 0), 5),
+			be(datetimeIntOffset+datetimeBits(2024, 3, 1, 0, 0, 0), 5), `{"c1":"2024-02-30T00:00:00"}`},
+		{"timestamp same instant, other bytes", testColumn{tp: mysql.MYSQL_TYPE_TIMESTAMP2, meta: 2},
+			append(be(1764583873, 4), 0), append(be(1764583872, 4), 100), `{}`},
+		{"date February 31st to March 2nd", testColumn{tp: mysql.MYSQL_TYPE_DATE},
+			le(2024<<9|2<<5|31, 3), le(2024<<9|3<<5|2, 3), `{"c1":"2024-02-31"}`},
 		{"varchar changed", testColumn{tp: mysql.MYSQL_TYPE_VARCHAR, meta: 20}, append([]byte{1}, 'a'), append([]byte{1}, 'b'), `{"c1":"a"}`},
 		// An invalid byte and a U+FFFD: Canal's texts are the same, its values (canal-json's) not.
 		{"varchar invalid byte to U+FFFD", testColumn{tp: mysql.MYSQL_TYPE_VARCHAR, meta: 20}, []byte{1, 0xff}, append([]byte{3}, "\ufffd"...), `{"c1":"\ufffd"}`},
@@ -552,4 +591,22 @@ func fuzzColumns(kinds []byte, flags uint8) []testColumn {
 		cols[i].json = flags&4 != 0
 	}
 	return cols
+}
+
+// TestInvalidDatesSeed: the fuzzers' seed of invalid dates reads as the dates it means,
+// alike both ways.
+func TestInvalidDatesSeed(t *testing.T) {
+	kinds, src := invalidDatesSeed()
+	cols := fuzzColumns(kinds, 0)
+	te := newTestEvents(t, cols)
+	inPlace, decoded, errIn, errDec := te.encodeBoth(t, replication.UPDATE_ROWS_EVENTv2, rowBytes(cols, te.table, 4, src))
+	if errIn != nil || errDec != nil || !bytes.Equal(inPlace, decoded) {
+		t.Fatalf("in place (%v):\n%s\ngo-mysql (%v):\n%s", errIn, inPlace, errDec, decoded)
+	}
+	for _, want := range []string{`"c1":"2024-02-30T10:00:00.500000"`, `"c2":"2023-02-29"`, `"old":{"c0":2,"c1":"2024-04-31T10:00:00.500000","c2":"2024-04-31"}`,
+		`"c1":"2100-02-29T10:00:00.500000"`, `"c3":"2023-11-14T22:13:20.50Z"`} {
+		if !bytes.Contains(inPlace, []byte(want)) {
+			t.Errorf("messages lack %s:\n%s", want, inPlace)
+		}
+	}
 }

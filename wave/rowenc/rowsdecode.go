@@ -1,6 +1,11 @@
 package rowenc
 
-import "github.com/go-mysql-org/go-mysql/replication"
+import (
+	"slices"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+)
 
 // maxBareTables bounds rowsDecoder's memory: table ids grow with every ALTER and FLUSH
 // TABLES, so past this many it forgets them all and starts over.
@@ -37,10 +42,21 @@ func undecodedOf(e *replication.RowsEvent) (*undecoded, bool) {
 }
 
 // rowsDecoder decodes the rows of events the capture does not read in place, as go-mysql
-// does, but against a copy of the table map without its signedness bitmap: go-mysql
-// turns that bitmap into a new map for every row it decodes, while EncodeRow reads
-// signedness from its own Column.Unsigned and reinterprets the signed values go-mysql
-// then gives (appendInt). It belongs to one capture session's goroutine.
+// does, but against a copy of the table map (a bare one) without its signedness bitmap,
+// and with its DATETIME columns posing as integers:
+//
+//   - go-mysql turns the signedness bitmap into a new map for every row it decodes,
+//     while EncodeRow reads signedness from its own Column.Unsigned and reinterprets the
+//     signed values go-mysql then gives (appendInt);
+//   - with ParseTime on (the capture's syncer: a TIMESTAMP as a time.Time, not formatted
+//     with time.Format) go-mysql builds a DATETIME's time.Time with time.Date, which
+//     moves a date stored under ALLOW_INVALID_DATES (2024-02-30) into the next month,
+//     and off it formats every DATETIME with fmt.Sprintf. So a DATETIME2 column poses as
+//     a BIT of its width (go-mysql hands over its bytes, big-endian, as an int64) and a
+//     DATETIME as a BIGINT (its packed decimal digits): EncodeRow writes the date and
+//     clock from them as stored, as the rows read in place do (appendPackedDatetime).
+//
+// It belongs to one capture session's goroutine.
 type rowsDecoder struct {
 	bare map[uint64]bareTable
 }
@@ -58,13 +74,17 @@ func newRowsDecoder() *rowsDecoder {
 // bare table map swapped in and the original put back after it.
 func (d *rowsDecoder) decodeRows(e *replication.RowsEvent, u *undecoded) error {
 	e.Rows = nil
-	if tm := e.Table; tm != nil && len(tm.SignednessBitmap) > 0 {
-		e.Table = d.bareOf(tm)
-		defer func() { e.Table = tm }()
+	if tm := e.Table; tm != nil {
+		if bare := d.bareOf(tm); bare != tm {
+			e.Table = bare
+			defer func() { e.Table = tm }()
+		}
 	}
 	return e.DecodeData(u.pos, u.data)
 }
 
+// bareOf is tm's bare copy, or tm itself when it has no signedness bitmap and no
+// DATETIME column.
 func (d *rowsDecoder) bareOf(tm *replication.TableMapEvent) *replication.TableMapEvent {
 	if b, ok := d.bare[tm.TableID]; ok && b.orig == tm {
 		return b.bare
@@ -72,11 +92,44 @@ func (d *rowsDecoder) bareOf(tm *replication.TableMapEvent) *replication.TableMa
 	if len(d.bare) >= maxBareTables {
 		clear(d.bare)
 	}
-	// Only the fields row decoding reads, not a copy of the whole event: go-mysql fills
-	// caches inside a TableMapEvent lazily (ColumnNameString), and the syncer's parser
-	// goroutine reads the original while the capture decodes.
-	bare := &replication.TableMapEvent{TableID: tm.TableID, Flags: tm.Flags, Schema: tm.Schema, Table: tm.Table,
-		ColumnCount: tm.ColumnCount, ColumnType: tm.ColumnType, ColumnMeta: tm.ColumnMeta, NullBitmap: tm.NullBitmap}
+	types, meta := packedDatetimes(tm)
+	bare := tm
+	if len(tm.SignednessBitmap) > 0 || types != nil {
+		if types == nil {
+			types, meta = tm.ColumnType, tm.ColumnMeta
+		}
+		// Only the fields row decoding reads, not a copy of the whole event: go-mysql
+		// fills caches inside a TableMapEvent lazily (ColumnNameString), and the
+		// syncer's parser goroutine reads the original while the capture decodes.
+		bare = &replication.TableMapEvent{TableID: tm.TableID, Flags: tm.Flags, Schema: tm.Schema, Table: tm.Table,
+			ColumnCount: tm.ColumnCount, ColumnType: types, ColumnMeta: meta, NullBitmap: tm.NullBitmap}
+	}
 	d.bare[tm.TableID] = bareTable{orig: tm, bare: bare}
 	return bare
+}
+
+// packedDatetimes is tm's column types and metadata with each DATETIME2 column a BIT of
+// the DATETIME2's width and each DATETIME a BIGINT (rowsDecoder), or nil when tm has
+// neither.
+func packedDatetimes(tm *replication.TableMapEvent) (types []byte, meta []uint16) {
+	for i, tp := range tm.ColumnType {
+		if i >= len(tm.ColumnMeta) {
+			break
+		}
+		var asType byte
+		var asMeta uint16
+		switch {
+		case tp == mysql.MYSQL_TYPE_DATETIME2 && tm.ColumnMeta[i] <= 6: // 5 to 8 bytes
+			asType, asMeta = mysql.MYSQL_TYPE_BIT, uint16(datetime2Width(uint8(tm.ColumnMeta[i])))<<8
+		case tp == mysql.MYSQL_TYPE_DATETIME:
+			asType = mysql.MYSQL_TYPE_LONGLONG
+		default:
+			continue
+		}
+		if types == nil {
+			types, meta = slices.Clone(tm.ColumnType), slices.Clone(tm.ColumnMeta)
+		}
+		types[i], meta[i] = asType, asMeta
+	}
+	return types, meta
 }

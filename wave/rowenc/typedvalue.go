@@ -106,9 +106,12 @@ func typedInt(c *Column, x int64, bits uint) typedValue {
 	return typedValue{kind: tvInt, i: x}
 }
 
-// typedInt64 is appendInt64's decision: BIGINT, ENUM, SET or BIT.
+// typedInt64 is appendInt64's decision: BIGINT, ENUM, SET, BIT or DATETIME.
 func typedInt64(s *typedScratch, c *Column, x int64) typedValue {
 	switch c.Type {
+	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
+		s.out = appendPackedDatetime(s.out[:0], c, x, 'T')
+		return typedValue{kind: tvASCII, b: s.out}
 	case mysql.MYSQL_TYPE_ENUM:
 		switch {
 		case x >= 1 && int(x) <= len(c.Enum):
