@@ -24,7 +24,8 @@ import (
 //	                             "yyyy-MM-dd HH:mm:ss[.ffffff]" (UTC), TIME "HH:mm:ss[.ffffff]";
 //	                             epoch: Debezium's time.precision.mode=adaptive_time_microseconds
 //	                             (DATE days, TIME µs, DATETIME ms or µs by its digits,
-//	                             TIMESTAMP an ISO-8601 string in UTC)
+//	                             TIMESTAMP an ISO-8601 string in UTC; a date java.time
+//	                             cannot hold as Debezium reads it: debeziumUnreadable)
 //
 // DDL goes nowhere: Debezium writes schema changes to a topic of their own, never into a
 // table's topic.
@@ -358,7 +359,36 @@ func fractionMicros(b []byte) int {
 	return us
 }
 
+// debeziumUnreadable appends what Debezium's binlog reader (RowDeserializers) gives for
+// a DATE or DATETIME token whose date java.time cannot hold, and reports whether it was
+// one: null for a zero year, month or day (Debezium's rule for them, as for the zero
+// date); for a day past its month's end, which MySQL and MariaDB store under
+// ALLOW_INVALID_DATES (2024-02-30) and LocalDate.of refuses, the epoch, 0: Debezium
+// fails the event by default, and with event.deserialization.failure.handling.mode warn
+// or skip takes 1970-01-01 (LocalDate.EPOCH) for it. An epoch number cannot carry such a
+// date; the string renderings (temporal: string) and the other formats carry it as
+// stored. time.Date would instead move it into the next month, a real but other date.
+func debeziumUnreadable(dst, tok []byte) ([]byte, bool) {
+	if len(tok) < 12 {
+		return dst, false
+	}
+	b := tok[1:]
+	y, mo, d := parseDigits(b, 0, 4), parseDigits(b, 5, 2), parseDigits(b, 8, 2)
+	switch {
+	case y < 0 || mo < 0 || d < 0:
+		return dst, false // not a date: left as it is
+	case y == 0 || mo == 0 || d == 0:
+		return append(dst, "null"...), true
+	case mo > 12 || d > time.Date(y, time.Month(mo)+1, 0, 0, 0, 0, 0, time.UTC).Day():
+		return append(dst, '0'), true
+	}
+	return dst, false
+}
+
 func appendEpochDays(dst, tok []byte) []byte {
+	if out, ok := debeziumUnreadable(dst, tok); ok {
+		return out
+	}
 	t, ok := datetimeOf(tok)
 	if !ok {
 		return append(dst, tok...)
@@ -371,6 +401,9 @@ func appendEpochDays(dst, tok []byte) []byte {
 }
 
 func appendEpochMillis(dst, tok []byte) []byte {
+	if out, ok := debeziumUnreadable(dst, tok); ok {
+		return out
+	}
 	t, ok := datetimeOf(tok)
 	if !ok {
 		return append(dst, tok...)
@@ -379,6 +412,9 @@ func appendEpochMillis(dst, tok []byte) []byte {
 }
 
 func appendEpochMicros(dst, tok []byte) []byte {
+	if out, ok := debeziumUnreadable(dst, tok); ok {
+		return out
+	}
 	t, ok := datetimeOf(tok)
 	if !ok {
 		return append(dst, tok...)

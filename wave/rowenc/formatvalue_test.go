@@ -141,6 +141,14 @@ func TestDebeziumEpochValues(t *testing.T) {
 		{appendEpochDays, `"1970-01-01"`, "0"}, {appendEpochDays, `"1969-12-31"`, "-1"}, {appendEpochDays, `"2024-02-29"`, "19782"},
 		{appendTimeMicros, `"00:00:01.5"`, "1500000"}, {appendTimeMicros, `"-838:59:59"`, "-3020399000000"}, {appendTimeMicros, `"12:34:56.000001"`, "45296000001"},
 		{appendEpochMillis, `"1970-01-01T00:00:01.123"`, "1123"}, {appendEpochMicros, `"1969-12-31T23:59:59.999999"`, "-1"},
+		// Dates java.time cannot hold, as Debezium's binlog reader takes them: a day past
+		// its month's end (ALLOW_INVALID_DATES) the epoch (its warn and skip modes), a
+		// zero year, month or day null. Not moved into the next month.
+		{appendEpochDays, `"2024-02-31"`, "0"}, {appendEpochDays, `"2023-02-29"`, "0"}, {appendEpochDays, `"2024-04-31"`, "0"},
+		{appendEpochMillis, `"2024-02-30T10:00:00.5"`, "0"}, {appendEpochMicros, `"2025-11-31T23:59:59.999999"`, "0"},
+		{appendEpochDays, `"2024-00-15"`, "null"}, {appendEpochDays, `"2024-05-00"`, "null"}, {appendEpochDays, `"0000-01-01"`, "null"},
+		{appendEpochMillis, `"2024-05-00T01:02:03"`, "null"}, {appendEpochMicros, `"2024-00-01T00:00:00.000001"`, "null"},
+		{appendEpochMillis, `"2024-02-29T10:00:00"`, "1709200800000"}, {appendEpochDays, `"2100-02-28"`, "47540"},
 	} {
 		if got := tc.f(nil, []byte(tc.tok)); string(got) != tc.want {
 			t.Errorf("%s: %s, want %s", tc.tok, got, tc.want)
