@@ -45,12 +45,40 @@ var serverValues = []struct {
 	{"collection_empty", "GEOMETRYCOLLECTION", "ST_GeomFromText('GEOMETRYCOLLECTION EMPTY')", `"AAAAAAEHAAAAAAAAAA=="`,
 		`"\u0000\u0000\u0000\u0000\u0001\u0007\u0000\u0000\u0000\u0000\u0000\u0000\u0000"`, "geomcollection",
 		`"GEOMETRYCOLLECTION EMPTY"`, `{"wkb":"AQcAAAAAAAAA","srid":null}`},
+	// ALLOW_INVALID_DATES stores a day up to 31 in any month as written (SELECT and Canal
+	// show it so): not moved into the next month (it came out 2024-03-01T10:00:00.5).
+	{"datetime1_feb30", "DATETIME(1)", "'2024-02-30 10:00:00.5'", `"2024-02-30T10:00:00.5"`, `"2024-02-30 10:00:00.5"`, "datetime(1)",
+		`"2024-02-30 10:00:00.5"`, `"2024-02-30 10:00:00.5"`},
+	{"datetime_feb29_2023", "DATETIME", "'2023-02-29 00:00:00'", `"2023-02-29T00:00:00"`, `"2023-02-29 00:00:00"`, "datetime",
+		`"2023-02-29 00:00:00"`, `"2023-02-29 00:00:00"`},
+	{"datetime6_nov31", "DATETIME(6)", "'2025-11-31 23:59:59.999999'", `"2025-11-31T23:59:59.999999"`, `"2025-11-31 23:59:59.999999"`, "datetime(6)",
+		`"2025-11-31 23:59:59.999999"`, `"2025-11-31 23:59:59.999999"`},
+	{"date_feb31", "DATE", "'2024-02-31'", `"2024-02-31"`, `"2024-02-31"`, "date", `"2024-02-31"`, `"2024-02-31"`},
+	{"datetime_leap_day", "DATETIME", "'2024-02-29 10:00:00'", `"2024-02-29T10:00:00"`, `"2024-02-29 10:00:00"`, "datetime",
+		`"2024-02-29 10:00:00"`, `"2024-02-29 10:00:00"`},
+	{"timestamp3", "TIMESTAMP(3) NULL", "'2023-11-14 22:13:20.5'", `"2023-11-14T22:13:20.500Z"`, `"2023-11-14 22:13:20.500"`, "timestamp(3)",
+		`"2023-11-14 22:13:20.500"`, `"2023-11-14 22:13:20.500"`},
+}
+
+// serverValuesEpoch are debezium-json's values with temporal: epoch, where given. A date
+// java.time cannot hold is 0 (1970-01-01): what Debezium takes for it with
+// event.deserialization.failure.handling.mode warn or skip (by default it stops).
+var serverValuesEpoch = map[string]string{
+	"datetime1_feb30": "0", "datetime_feb29_2023": "0", "datetime6_nov31": "0", "date_feb31": "0",
+	"datetime_leap_day": "1709200800000", "timestamp3": `"2023-11-14T22:13:20.500Z"`,
 }
 
 // TestServerValuesIntegration writes each of serverValues into a table of its own (in
 // UTC, allowing invalid dates) and checks the insert's json, canal-json, maxwell-json and
-// debezium-json messages read from the real MariaDB's binlog.
-func TestServerValuesIntegration(t *testing.T) {
+// debezium-json messages read from the real MariaDB's binlog (rows read in place).
+func TestServerValuesIntegration(t *testing.T) { testServerValues(t, false) }
+
+// TestServerValuesMinimalImageIntegration is TestServerValuesIntegration for the rows
+// go-mysql decodes: each value is set by an update logged with binlog_row_image MINIMAL
+// (the before image only the primary key), which the capture cannot read in place.
+func TestServerValuesMinimalImageIntegration(t *testing.T) { testServerValues(t, true) }
+
+func testServerValues(t *testing.T, minimal bool) {
 	a := testenv.RequireMySQL(t)
 	ctx := testenv.Context(t)
 	db, exec, _ := testenv.ScratchDatabase(t, "server_values")
@@ -59,32 +87,55 @@ func TestServerValuesIntegration(t *testing.T) {
 	for _, v := range serverValues {
 		exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, v %s)", db, v.name, v.column))
 	}
+	exec(fmt.Sprintf("CREATE TABLE %s.zz_done (id INT PRIMARY KEY, v INT)", db))
 	start, err := CurrentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range serverValues {
-		exec(fmt.Sprintf("INSERT INTO %s.%s VALUES (1, %s)", db, v.name, v.value))
+	if minimal {
+		exec("SET SESSION binlog_row_image = 'MINIMAL'")
 	}
+	for _, v := range serverValues {
+		if !minimal {
+			exec(fmt.Sprintf("INSERT INTO %s.%s VALUES (1, %s)", db, v.name, v.value))
+			continue
+		}
+		exec(fmt.Sprintf("INSERT INTO %s.%s VALUES (1, NULL)", db, v.name))
+		exec(fmt.Sprintf("UPDATE %s.%s SET v = %s WHERE id = 1", db, v.name, v.value))
+	}
+	// The last row: once every subscription has its message, it has every earlier one.
+	exec(fmt.Sprintf("INSERT INTO %s.zz_done VALUES (1, 1)", db))
 	include := []string{db + `\..*`}
 	subs := []cluster.Subscription{{Name: "json", Topic: "json", Include: include},
 		{Name: "canal", Topic: "canal", Format: "canal-json", Include: include},
 		{Name: "maxwell", Topic: "maxwell", Format: "maxwell-json", Include: include},
-		{Name: "debezium", Topic: "debezium", Format: "debezium-json", Include: include}}
+		{Name: "debezium", Topic: "debezium", Format: "debezium-json", Include: include},
+		{Name: "debezium-epoch", Topic: "debezium-epoch", Format: "debezium-json",
+			FormatOptions: map[string]string{"temporal": "epoch"}, Include: include}}
 	out := runTestCapture(t, ctx, a, "values", testenv.ReplicaServerID(), subs, start)
 
-	got := map[string]string{} // topic/table: the value; canalType/table: its mysqlType
-	for n := 0; n < len(subs)*len(serverValues); {
+	// topic/table: the value of the table's last message with one (the update's in
+	// minimal, after the insert of NULL; debezium-json sends that update as a delete and
+	// a create, as a change of its key: the MINIMAL after image has no id);
+	// canalType/table: its mysqlType.
+	got := map[string]string{}
+	for done := 0; done < len(subs); {
 		select {
 		case it := <-out:
 			for _, m := range it.Msgs {
-				table, v, typ := insertedValue(t, m.Topic, m.Value)
-				got[m.Topic+"/"+table] = v
-				got["canalType/"+table] += typ
-				n++
+				table, v, typ := changedValue(t, m.Topic, m.Value)
+				switch {
+				case table == "zz_done":
+					done++
+				case v != "": // not a delete's
+					got[m.Topic+"/"+table] = v
+					if m.Topic == "canal" {
+						got["canalType/"+table] = typ
+					}
+				}
 			}
 		case <-time.After(30 * time.Second):
-			t.Fatalf("%d of %d messages read in 30 s: %v", n, len(subs)*len(serverValues), got)
+			t.Fatalf("%d of %d subscriptions done in 30 s: %v", done, len(subs), got)
 		}
 	}
 	for _, v := range serverValues {
@@ -100,16 +151,19 @@ func TestServerValuesIntegration(t *testing.T) {
 		if g := got["debezium/"+v.name]; v.debezium != "" && g != v.debezium {
 			t.Errorf("%s %s: debezium-json %s, want %s", v.column, v.value, g, v.debezium)
 		}
+		if g, want := got["debezium-epoch/"+v.name], serverValuesEpoch[v.name]; want != "" && g != want {
+			t.Errorf("%s %s: debezium-json (temporal: epoch) %s, want %s", v.column, v.value, g, want)
+		}
 		if g := got["canalType/"+v.name]; v.canalType != "" && g != v.canalType {
 			t.Errorf("%s: canal-json mysqlType %s, want %s", v.column, g, v.canalType)
 		}
 	}
 }
 
-// insertedValue is the table and the value of column v in an insert message of the json
-// format (topic json), canal-json's, maxwell-json's or debezium-json's, with canal-json's
-// mysqlType of v.
-func insertedValue(t *testing.T, topic string, value []byte) (table, v, canalType string) {
+// changedValue is the table and the value of column v (empty when the message has none)
+// in a row message of the json format (topic json), canal-json's, maxwell-json's or
+// debezium-json's, with canal-json's mysqlType of v.
+func changedValue(t *testing.T, topic string, value []byte) (table, v, canalType string) {
 	t.Helper()
 	var m struct {
 		Table     string `json:"table"`
@@ -122,7 +176,7 @@ func insertedValue(t *testing.T, topic string, value []byte) (table, v, canalTyp
 		t.Fatalf("%s: %v\n%s", topic, err, value)
 	}
 	data := m.Data
-	if topic == "debezium" {
+	if strings.HasPrefix(topic, "debezium") {
 		m.Table, data = m.Source.Table, m.After
 	}
 	if topic == "canal" {
