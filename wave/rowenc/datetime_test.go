@@ -240,3 +240,31 @@ func TestInvalidDatesEveryFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestOldDatetimeDecoded: a pre-5.6 DATETIME (8 bytes, its digits packed as a decimal
+// number), which only go-mysql decodes, is written as stored through rowsDecoder, a day
+// past its month's end, a zero day and the zero value included; go-mysql's own decoding
+// (ParseTime on) made a time.Time of the first with time.Date.
+func TestOldDatetimeDecoded(t *testing.T) {
+	te := newTestEvents(t, []testColumn{{tp: mysql.MYSQL_TYPE_LONG}, {tp: mysql.MYSQL_TYPE_DATETIME}})
+	var rows []byte
+	for i, v := range []uint64{20240230100000, 20240500010203, 0, 20261201101112} {
+		rows = append(rows, 0)
+		rows = binary.LittleEndian.AppendUint32(rows, uint32(i))
+		rows = binary.LittleEndian.AppendUint64(rows, v)
+	}
+	e, err := te.rowsEvent(t, replication.WRITE_ROWS_EVENTv2, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := NewReader().Read(replication.WRITE_ROWS_EVENTv2, e, te.table, TypeInsert)
+	if err != nil || got.raw != nil || len(got.rows) != 4 {
+		t.Fatalf("read %d rows in place, %d decoded: %v", len(got.raw), len(got.rows), err)
+	}
+	for i, want := range []string{`"2024-02-30T10:00:00"`, `"2024-05-00T01:02:03"`, `"0000-00-00T00:00:00"`, `"2026-12-01T10:11:12"`} {
+		msg, err := EncodeRow(nil, te.table, TypeInsert, Meta{}, nil, got.rows[i])
+		if err != nil || !bytes.Contains(msg, []byte(`"c1":`+want)) {
+			t.Errorf("row %d: %s (%v), want c1 %s", i, msg, err, want)
+		}
+	}
+}
