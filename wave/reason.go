@@ -20,8 +20,9 @@ const (
 	ReasonUnreachable     = "source_unreachable"
 	ReasonBinlogPurged    = "binlog_purged"
 	ReasonMessageTooLarge = "message_too_large"
-	ReasonStatementDML    = "statement_dml" // a data change logged as a statement: the source must log binlog_format=ROW
-	ReasonXAUnreadable    = "xa_unreadable" // an XA transaction whose rows were not read or could not be held
+	ReasonStatementDML    = "statement_dml"     // a data change logged as a statement: the source must log binlog_format=ROW
+	ReasonRowImagePartial = "row_image_partial" // rows logged without every column: the source must log binlog_row_image=FULL
+	ReasonXAUnreadable    = "xa_unreadable"     // an XA transaction whose rows were not read or could not be held
 	ReasonFenced          = "fenced"
 	ReasonServerIDClash   = "server_id_clash" // another replica (instance) reads the source with the same server_id
 	ReasonBusUnreachable  = "bus_unreachable" // the bus (Kafka) refused or did not answer as the instance started
@@ -50,6 +51,8 @@ func Reason(err error) string {
 		return ReasonMessageTooLarge
 	case errors.Is(err, capture.ErrStatementDML):
 		return ReasonStatementDML
+	case errors.Is(err, capture.ErrRowImagePartial):
+		return ReasonRowImagePartial
 	case errors.Is(err, capture.ErrXAUnreadable):
 		return ReasonXAUnreadable
 	case errors.Is(err, ErrFenced):

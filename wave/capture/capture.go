@@ -648,6 +648,9 @@ func (c *Capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 	if len(subs) == 0 {
 		return nil
 	}
+	if !rowenc.WholeRows(e) {
+		return c.partialRows(h, t, typ, e)
+	}
 	c.pending = b
 	return nil
 }

@@ -69,16 +69,9 @@ func (r *capturedRun) until(id int) []capturedRow {
 	for {
 		select {
 		case it := <-r.out:
-			for _, m := range it.Msgs {
-				var v struct {
-					PK     map[string]int `json:"pk"`
-					Commit bool           `json:"commit"`
-				}
-				if err := json.Unmarshal(m.Value, &v); err != nil {
-					r.t.Fatalf("%s: %v", m.Value, err)
-				}
-				rows = append(rows, capturedRow{v.PK["id"], v.Commit})
-				seen = seen || v.PK["id"] == id
+			for _, row := range rowsOf(r.t, it) {
+				rows = append(rows, row)
+				seen = seen || row.ID == id
 			}
 			if it.Commit != nil {
 				r.last = *it.Commit
@@ -92,6 +85,23 @@ func (r *capturedRun) until(id int) []capturedRow {
 			r.t.Fatalf("row %d not read in 30 s (read %v)", id, rows)
 		}
 	}
+}
+
+// rowsOf is the rows of an item's messages.
+func rowsOf(t *testing.T, it Item) []capturedRow {
+	t.Helper()
+	var rows []capturedRow
+	for _, m := range it.Msgs {
+		var v struct {
+			PK     map[string]int `json:"pk"`
+			Commit bool           `json:"commit"`
+		}
+		if err := json.Unmarshal(m.Value, &v); err != nil {
+			t.Fatalf("%s: %v", m.Value, err)
+		}
+		rows = append(rows, capturedRow{v.PK["id"], v.Commit})
+	}
+	return rows
 }
 
 func rowsString(rows []capturedRow) string {

@@ -20,8 +20,9 @@ const (
 )
 
 // What to do with a change the binlog holds but not as rows the wave can read: a data
-// change logged as a statement (binlog_format STATEMENT or MIXED), or the XA COMMIT of a
-// transaction whose prepared rows the capture never read or could not hold.
+// change logged as a statement (binlog_format STATEMENT or MIXED), rows logged without
+// every column (binlog_row_image MINIMAL or NOBLOB), or the XA COMMIT of a transaction
+// whose prepared rows the capture never read or could not hold.
 const (
 	UnreadableStop = "stop" // stop the instance with an error (default)
 	UnreadableSkip = "skip" // log it, count it and go on without its rows

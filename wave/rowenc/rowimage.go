@@ -267,7 +267,16 @@ func readableInPlace(et replication.EventType, e *replication.RowsEvent, t *Tabl
 	if !t.inPlace || len(t.Columns) == 0 || e.Table == nil || e.Table != t.tm || int(e.ColumnCount) != len(t.Columns) {
 		return false
 	}
-	return allSet(e.ColumnBitmap1, len(t.Columns)) && (e.ColumnBitmap2 == nil || allSet(e.ColumnBitmap2, len(t.Columns)))
+	return WholeRows(e)
+}
+
+// WholeRows reports whether every row image of e holds every column of its table, as
+// binlog_row_image=FULL logs them. MINIMAL logs an update's or delete's before image as
+// its key and every after image as the columns the statement set; NOBLOB leaves out the
+// BLOB and TEXT columns that did not change (either may be set per session).
+func WholeRows(e *replication.RowsEvent) bool {
+	n := int(e.ColumnCount)
+	return allSet(e.ColumnBitmap1, n) && (e.ColumnBitmap2 == nil || allSet(e.ColumnBitmap2, n))
 }
 
 // allSet reports whether the first n bits of bitmap are all set.
