@@ -19,6 +19,10 @@ type claim struct {
 	entry  LogEntry // QueuedAt is the claim's time; Owed the channels it pages
 	repeat time.Duration
 	lease  time.Duration
+	// na is the page as the evaluation that claimed it saw the alert: the writer may get
+	// to the claim after later points changed the alert (a backlog is evaluated ahead of
+	// the log writes), and the page says what fired it, not what resolved it since.
+	na notify.Alert
 	// Outcome, set by the writer: queue it; or adopt the log's entry (another process
 	// paged, or this one before a restart); or drop the alert (stale: a replay of points
 	// the log's resolution already answered); or none of these (the log changed under
@@ -164,7 +168,10 @@ func (e *Engine) settle(c *claim) []*pendingAlert {
 		}
 		e.paging[a.fps] = inf
 		e.infMu.Unlock()
-		na := e.notifyAlert(a, notify.StatusFiring)
+		na := c.na
+		if na.Status == "" {
+			na = e.notifyAlert(a, notify.StatusFiring)
+		}
 		na.StartsAt = c.entry.FiringSince
 		if current {
 			a.activeSince, a.firingSince = c.entry.ActiveSince, c.entry.FiringSince

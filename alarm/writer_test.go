@@ -2,6 +2,7 @@ package alarm
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -71,4 +72,31 @@ func TestAPageIsNotReplacedByItsResolution(t *testing.T) {
 	close(gl.release) // the writer takes wave-1's page and resolution in one go
 	ms := r.out.messages()
 	require.Equal(t, []string{"cpu/P2 [firing wave-0/]", "cpu/P2 [firing wave-1/]", "cpu/P2 [resolved wave-1/]"}, sent(ms))
+}
+
+// The page of an alert that held while the writer was behind (a backlog read after a
+// restart: the evaluation runs ahead of the log writes) says what fired it: the value,
+// the summary and the state of its violating point, not those of the point that resolved
+// it before the writer got to the claim. The resolution carries its own.
+func TestAPageKeepsTheValueThatFiredIt(t *testing.T) {
+	var gl *gatedLog
+	r := newRig(t, basePolicy, func(o *EngineOptions) {
+		gl = &gatedLog{NotificationLog: o.Log, entered: make(chan struct{}, 8), release: make(chan struct{})}
+		o.Log = gl
+	})
+	r.e.Observe(batch("wave-0", r.clk.Now(), cpu(95)))
+	<-gl.entered // the writer is held in wave-0's claim
+	r.e.Observe(batch("wave-1", r.clk.Now(), cpu(97)))
+	r.clk.Add(time.Second)
+	r.e.Observe(batch("wave-1", r.clk.Now(), cpu(10)))
+	close(gl.release)
+	var got []string
+	for _, m := range r.out.messages() {
+		for _, a := range m.Alerts {
+			if a.Labels["node"] == "wave-1" {
+				got = append(got, fmt.Sprintf("%s %v %q", a.Status, a.Value, a.Annotations["summary"]))
+			}
+		}
+	}
+	require.Equal(t, []string{`firing 97 "wave-1 at 97"`, `resolved 10 "wave-1 at 10"`}, got)
 }
