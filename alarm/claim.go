@@ -205,12 +205,16 @@ func (e *Engine) settle(c *claim) []*pendingAlert {
 // be delivered.
 func (a *alertState) adopt(le LogEntry, lease time.Duration) {
 	a.claimAt = time.Time{}
-	a.sent = max(le.Sent, 1)
 	a.activeSince, a.firingSince = le.ActiveSince, le.FiringSince
 	if le.pending() {
+		// Another process's page on its way: counted once delivered (the log's Sent,
+		// which the next claim reads), and owed until then, so that max_notifications
+		// does not hold back its resend should its process die before delivering it.
+		a.sent, a.owed = le.Sent, true
 		a.lastSent, a.holdUntil, a.heldFor = time.Time{}, le.QueuedAt.Add(lease), le
 		return
 	}
+	a.sent, a.owed = max(le.Sent, 1), false
 	a.lastSent, a.holdUntil = le.LastSent, time.Time{}
 }
 
@@ -261,8 +265,8 @@ func (e *Engine) pageDone(fp uint64, ch string, na notify.Alert, err error, now 
 	inf := e.paging[na.Fingerprint]
 	mine := inf != nil && slices.Contains(inf.left, ch)
 	var (
-		at                     time.Time
-		count, settled, failed bool
+		at                                  time.Time
+		count, settled, failed, undelivered bool
 	)
 	if mine {
 		at = inf.at
@@ -277,6 +281,7 @@ func (e *Engine) pageDone(fp uint64, ch string, na notify.Alert, err error, now 
 			inf.failed = true
 		}
 		settled, failed = len(inf.left) == 0, inf.failed
+		undelivered = inf.count && !inf.delivered
 	}
 	e.infMu.Unlock()
 	if !mine {
@@ -293,7 +298,10 @@ func (e *Engine) pageDone(fp uint64, ch string, na notify.Alert, err error, now 
 			if failed {
 				// What a channel gave up is sent again after the claim's lease: to the
 				// channels still owed it, when others delivered (see claim).
-				a.holdUntil, a.lastSent = at.Add(e.lease(a)), time.Time{}
+				a.holdUntil, a.lastSent, a.owed = at.Add(e.lease(a)), time.Time{}, true
+				if undelivered && a.sent > 0 {
+					a.sent-- // no channel had it: it was no notification
+				}
 			} else {
 				a.lastSent = now
 			}

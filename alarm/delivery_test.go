@@ -418,3 +418,68 @@ func TestReleasedAlertsForgetTheirPages(t *testing.T) {
 	out.deliverHeld()
 	require.Equal(t, 0, pages())
 }
+
+// A page every attempt of which failed (the receiver down for the whole retry schedule)
+// is sent again after its claim's lease, also under max_notifications: it was no
+// notification, so it does not use up the cap. Before, the failed page counted towards
+// max_notifications: 1 and the alert never paged at all.
+func TestFailedPageIsNotCountedTowardsMaxNotifications(t *testing.T) {
+	for _, cap := range []string{"", "    max_notifications: 1\n"} {
+		t.Run("cap="+strings.TrimSpace(cap), func(t *testing.T) {
+			pol := strings.Replace(basePolicy, "channels: [c]", "channels: [hook]", 1) + "    repeat_interval: 1h\n" + cap
+			dir, clk := t.TempDir(), &clock{t: t0}
+			r, out := channelRig(t, dir, clk, pol, []string{"hook"}, nil)
+			r.observe("wave-1", 95)
+			require.Equal(t, []string{"hook: firing wave-1"}, out.take(), "every attempt fails")
+			out.mu.Lock()
+			out.down = map[string]bool{}
+			out.mu.Unlock()
+			var sent []string
+			for range 20 {
+				clk.Add(10 * time.Second)
+				r.observe("wave-1", 95)
+				sent = append(sent, out.take()...)
+			}
+			require.Equal(t, []string{"hook: firing wave-1"}, sent, "the failed page is sent again once")
+			require.Equal(t, 1, r.e.Alerts()[0].Notifications, "one page delivered")
+			clk.Add(10 * time.Second)
+			r.observe("wave-1", 10)
+			require.Equal(t, []string{"hook: resolved wave-1"}, out.take())
+		})
+	}
+}
+
+// Under max_notifications: 1, a page whose process crashed before every channel had it
+// (kill -9 during the retries; the next process adopts the claim while its lease runs)
+// is still sent by the next process, to the channels that missed it: the cap counts
+// delivered pages, and that page is the first. Before, the adopted claim counted as the
+// one notification allowed and the page was never sent.
+func TestCrashedPageIsResentUnderMaxNotifications(t *testing.T) {
+	pol := twoChannels + "    max_notifications: 1\n"
+	for _, tc := range []struct {
+		name string
+		held []string
+		want []string
+	}{
+		{"no channel had it", []string{"mail", "hook"}, []string{"mail: firing wave-1", "hook: firing wave-1"}},
+		{"one channel had it", []string{"hook"}, []string{"hook: firing wave-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, clk := t.TempDir(), &clock{t: t0}
+			r1, out1 := channelRig(t, dir, clk, pol, nil, tc.held)
+			r1.observe("wave-1", 95)
+			require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
+			require.NoError(t, r1.c.Close()) // the crash, the held channels still retrying
+
+			r2, out2 := channelRig(t, dir, clk, pol, nil, nil)
+			var sent []string
+			for range 20 {
+				clk.Add(10 * time.Second)
+				r2.observe("wave-1", 95)
+				sent = append(sent, out2.take()...)
+			}
+			require.Equal(t, tc.want, sent)
+			require.Equal(t, 1, r2.e.Alerts()[0].Notifications)
+		})
+	}
+}

@@ -174,8 +174,12 @@ type alertState struct {
 	holdUntil     time.Time // another process's page is in flight until then
 	heldFor       LogEntry  // that page's claim (its process and time)
 	lastMuted     time.Time // when a notification due was last suppressed (silence, inhibition)
-	sent          int
-	sendResolved  bool
+	sent          int       // pages delivered (to a channel at least) in the episode
+	// owed: a page of the episode is still owed to a channel (every attempt failed, or
+	// another process's claim is in flight and may never be delivered): it is sent
+	// whatever max_notifications, since it is not another notification.
+	owed         bool
+	sendResolved bool
 	// evalTS is the own time of the newest point the decision to fire rested on,
 	// resolvedTS the one behind the resolution (see LogEntry); guardTS, while set, is
 	// the evalTS of the log entry the alert resumed: points no newer cannot change it.

@@ -306,7 +306,7 @@ func (sh *shard) resume(a *alertState, le LogEntry, now time.Time) {
 	a.active, a.value, a.lastEval = true, le.Value, now
 	a.activeSince, a.firingSince = le.ActiveSince, le.FiringSince
 	a.evalTS, a.guardTS = le.EvalTS, le.EvalTS
-	a.sent = le.Sent
+	a.sent, a.owed = le.Sent, le.owes() // a channel still owed the page gets it, whatever max_notifications
 	sh.dirty = append(sh.dirty, a)
 }
 
@@ -551,14 +551,14 @@ func (sh *shard) process(now time.Time, as []*alertState, ef *effects) {
 				}
 				continue
 			}
-			if mx := a.p.MaxNotifications; mx > 0 && a.sent >= mx {
+			if mx := a.p.MaxNotifications; mx > 0 && a.sent >= mx && !a.owed {
 				continue
 			}
 			held := now.Before(a.holdUntil) && !e.claimerGone(a.heldFor.ClaimedBy, a.heldFor.QueuedAt)
 			if !a.lastSent.IsZero() && now.Sub(a.lastSent) < a.p.RepeatInterval || held || !a.claimAt.IsZero() {
 				continue
 			}
-			a.lastSent, a.claimAt, a.holdUntil = now, now, time.Time{}
+			a.lastSent, a.claimAt, a.holdUntil, a.owed = now, now, time.Time{}, false
 			a.sent++
 			ce := a.entry()
 			ce.QueuedAt, ce.ClaimedBy = now, e.claimer()
