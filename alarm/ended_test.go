@@ -2,6 +2,7 @@ package alarm
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -226,4 +227,40 @@ func TestResolvedByTheSeriesEndSaysSo(t *testing.T) {
 			require.Equal(t, tc.want, views[0].Annotations["summary"], "GET /v1/alerts says the same")
 		})
 	}
+}
+
+// An alert the log holds firing whose metric stopped altogether while no process
+// evaluated it (the partition moved, or the alarm restarted, before the series went
+// stale where it fired): the node's batches go on without the metric at all, which says
+// nothing in any one batch, but after StaleIntervals of them the series went silent and
+// the alert resolves, as it would have where it fired. Before, it stayed firing in the
+// log for good and the page's resolution was never sent.
+func TestRestoredAlertWhoseMetricStoppedGoesStale(t *testing.T) {
+	dir := t.TempDir()
+	clk := &clock{t: t0}
+	c := openCoord(t, dir)
+	r := newRigOn(t, c, clk, basePolicy, nil)
+	r.e.Observe(batch("wave-1", clk.Now(), cpu(95)))
+	require.Equal(t, []string{F}, r.out.take())
+	require.NoError(t, c.Close()) // stopped (or the partition moved) right after
+
+	c2 := openCoord(t, dir)
+	t.Cleanup(func() { c2.Close() })
+	r2 := newRigOn(t, c2, clk, basePolicy, nil)
+	other := metric.Point{Name: "mem.used_pct", Value: 40}
+	var got []string
+	for i := 1; i <= 8; i++ {
+		clk.Add(10 * time.Second) // the batches' interval_s
+		r2.e.Observe(batch("wave-1", clk.Now(), other))
+		r2.e.Tick()
+		for _, s := range r2.out.take() {
+			got = append(got, fmt.Sprintf("%s after %d batches", s, i))
+		}
+	}
+	require.Equal(t, []string{R + " after 7 batches"}, got, "stale once 5 intervals passed since the first batch without the metric")
+	entries, err := r2.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.False(t, entries[0].firing())
+	require.Contains(t, r2.e.Alerts()[0].Annotations["summary"], "(series went silent)")
 }

@@ -371,6 +371,14 @@ func (e *Engine) ObserveAck(b metric.Batch, ack func()) {
 // Tick advances the timers: pending alerts whose `for` passed fire, keep_firing_for runs
 // out, silent series go stale, nodata fires, repeats and grouped notifications go out.
 // It holds every shard while it runs, so one Tick is one evaluation, as a batch is.
+// heldAt reports whether silence of a series or node with this interval says nothing
+// yet at now (see heldFunc).
+func (e *Engine) heldAt(now time.Time, interval time.Duration) bool {
+	e.stMu.Lock()
+	defer e.stMu.Unlock()
+	return e.stalled || now.Sub(e.resumedAt) < interval
+}
+
 func (e *Engine) Tick() {
 	e.tickMu.Lock()
 	defer e.tickMu.Unlock()

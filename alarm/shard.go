@@ -28,16 +28,19 @@ type shard struct {
 	nodes    map[string]map[*policy.Policy]*nodataSlot // node → nodata policy → slot
 	alerts   map[uint64]*alertState                    // every alert not inactive
 	restored map[string]map[uint64]LogEntry            // node → loaded, not yet seen here
-	counts   [4]int                                    // alerts per state
-	dirty    []*alertState
-	gen      uint64    // marks the alerts process has seen in its current call
-	prev     []*series // observe's scratch: the alerted series of the node's previous batch
+	// missing: node → restored entry → when (on the clock) the node's batches began to
+	// come without the entry's metric at all (see endRestored).
+	missing map[string]map[uint64]time.Time
+	counts  [4]int // alerts per state
+	dirty   []*alertState
+	gen     uint64    // marks the alerts process has seen in its current call
+	prev    []*series // observe's scratch: the alerted series of the node's previous batch
 }
 
 func newShard(e *Engine) *shard {
 	return &shard{e: e, series: map[seriesKey]*series{}, layouts: map[string][]layoutEntry{},
 		nodes: map[string]map[*policy.Policy]*nodataSlot{}, alerts: map[uint64]*alertState{},
-		restored: map[string]map[uint64]LogEntry{}}
+		restored: map[string]map[uint64]LogEntry{}, missing: map[string]map[uint64]time.Time{}}
 }
 
 func (e *Engine) shardOf(node string) *shard {
@@ -125,7 +128,7 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 	sh.prev = prev[:0]
 	sh.observeNodata(b, at, now, interval)
 	if len(sh.restored[b.Node]) > 0 {
-		sh.endRestored(b, ts, at)
+		sh.endRestored(b, ts, at, now, interval)
 	}
 	return evals
 }
@@ -171,12 +174,27 @@ func (sh *shard) endSeries(s *series, ts, at time.Time) {
 // their alerts: without this their entries stayed firing in the log for good. Nodata
 // alerts are the node's, not a series', and continue in observeNodata. at is the batch's
 // evaluation time (see observe).
-func (sh *shard) endRestored(b *metric.Batch, ts, at time.Time) {
+//
+// A node whose batches come without the entry's metric at all (the collector that sent
+// it fails for good, the wave's last instance was removed) says nothing of the series
+// in any one batch, as for a live series; but as a live series would, it goes stale once
+// the node's batches kept coming without it for StaleIntervals of its intervals (on the
+// clock, held while the stream is behind) and its alert resolves. Without this, an
+// alert whose metric stopped while its partition moved (a member's stop, a rebalance,
+// a restart) stayed firing in the log for good and its resolution was never sent.
+func (sh *shard) endRestored(b *metric.Batch, ts, at, now time.Time, interval time.Duration) {
 	var carried map[uint64]bool
 	for fp, le := range sh.restored[b.Node] {
 		p := sh.e.byName[le.Policy]
-		if p == nil || p.Cond == nil || !ts.After(le.EvalTS) || fp == fingerprint(nodataLabels(p, b.Node)) || !hasMetric(b, p.Metric) {
-			continue // hasMetric: as for a live series (observe), a batch without the metric says nothing
+		if p == nil || p.Cond == nil || !ts.After(le.EvalTS) || fp == fingerprint(nodataLabels(p, b.Node)) {
+			continue
+		}
+		if !hasMetric(b, p.Metric) {
+			sh.staleRestored(b.Node, fp, le, p, now, interval)
+			continue
+		}
+		if m := sh.missing[b.Node]; m != nil {
+			delete(m, fp)
 		}
 		if carried == nil {
 			carried = sh.carried(b)
@@ -190,6 +208,33 @@ func (sh *shard) endRestored(b *metric.Batch, ts, at time.Time) {
 		a.guardTS, a.endedTS, a.ended = time.Time{}, ts, endedBySeries
 		sh.step(a, false, a.value, at)
 	}
+}
+
+// staleRestored counts the node's batches that come without a restored entry's metric
+// at all, from the first one read while the stream is not behind, and resolves the
+// entry's alert as gone silent once they lasted StaleIntervals of the node's interval.
+func (sh *shard) staleRestored(node string, fp uint64, le LogEntry, p *policy.Policy, now time.Time, interval time.Duration) {
+	if sh.e.heldAt(now, interval) {
+		return
+	}
+	m := sh.missing[node]
+	if m == nil {
+		m = map[uint64]time.Time{}
+		sh.missing[node] = m
+	}
+	since, ok := m[fp]
+	if !ok {
+		m[fp] = now
+		return
+	}
+	if !metric.Stale(since, now, interval, sh.e.o.StaleIntervals) {
+		return
+	}
+	sh.unrestore(node, fp)
+	a := sh.newAlert(fp, p, le.Labels, node)
+	sh.resume(a, le, now)
+	a.guardTS, a.ended = time.Time{}, endedStale
+	sh.step(a, false, a.value, now)
 }
 
 // carried returns the fingerprints of the alerts the policies could raise on the
@@ -210,6 +255,12 @@ func (sh *shard) carried(b *metric.Batch) map[uint64]bool {
 // unrestore forgets a restored entry now continued by a live alert and returns the
 // node's remaining ones.
 func (sh *shard) unrestore(node string, fp uint64) map[uint64]LogEntry {
+	if m := sh.missing[node]; m != nil {
+		delete(m, fp)
+		if len(m) == 0 {
+			delete(sh.missing, node)
+		}
+	}
 	rest := sh.restored[node]
 	delete(rest, fp)
 	if len(rest) == 0 {
@@ -375,6 +426,7 @@ func (sh *shard) release(gone map[string]bool) {
 	for n := range gone {
 		delete(sh.nodes, n)
 		delete(sh.layouts, n)
+		delete(sh.missing, n)
 	}
 	for k, s := range sh.series {
 		if gone[s.node] {
