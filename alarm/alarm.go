@@ -298,6 +298,11 @@ func (a *Alarm) Run(ctx context.Context) error {
 		if err != nil {
 			a.log.Warn("node book: some pages could not be read", "err", err)
 		}
+		// The book's nodes were last heard before this process started: what their
+		// senders held while it was down (an agent posting to up's judge) arrives
+		// after the start. Hold nodata and staleness for one interval, as after
+		// catching up (a sharded subscriber's start holds until its first answer).
+		a.eng.Resumed()
 	}
 	rcancel()
 	a.log.Info("notification log restored", "firing_alerts", n)

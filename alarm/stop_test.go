@@ -164,3 +164,61 @@ func TestStopIsBoundedWhenTheLogHangs(t *testing.T) {
 	require.Contains(t, logs.String(), "alarm stopped with work left")
 	require.Contains(t, logs.String(), "unwritten_evaluations=")
 }
+
+// A restart of a process that reads the whole stream (the in-process bus of binlake up)
+// does not page nodata for the nodes whose senders were cut off by the restart itself:
+// an agent posting to up's judge buffers while the process is down and delivers within
+// its next interval after the start. The start holds nodata for one interval, as
+// catching up after a consumption gap does; a node still silent then pages.
+func TestNodataWaitsOneIntervalAfterARestart(t *testing.T) {
+	mb, err := memory.New(memory.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { mb.Close() })
+	ctx := context.Background()
+	require.NoError(t, mb.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: 4}))
+	pub, err := mb.Publisher()
+	require.NoError(t, err)
+	publish := func(node string, at time.Time) {
+		require.NoError(t, pub.Publish(ctx, bus.Message{Topic: metric.Topic, Key: []byte(node),
+			Value: encode(t, node, at, 1, cpu(10))}))
+	}
+	rcv := newReceiver(t)
+	dir := t.TempDir()
+	pols := parsePolicies(t, basePolicy+nodataPolicy)
+	start := func() (stop func() error) {
+		c := openCoord(t, dir)
+		sub, err := mb.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "alarm"})
+		require.NoError(t, err)
+		_, stopRun := runAlarm(t, Options{Policies: pols, Coordinator: c, Subscriber: sub, Logger: quiet,
+			Channels: map[string]notify.Notifier{"c": webhookChannel(t, rcv.srv.URL)}, EvalInterval: 50 * time.Millisecond,
+			BookInterval: time.Hour /* only the stop writes it */})
+		return func() error { err := stopRun(); sub.Close(); c.Close(); return err }
+	}
+	stopA := start()
+	for range 3 {
+		publish("wave-1", time.Now())
+		publish("wave-2", time.Now())
+		time.Sleep(time.Second)
+	}
+	require.NoError(t, stopA())
+	down := time.Now()
+	time.Sleep(4 * time.Second) // down for 4 of the nodes' intervals (nodata: 3)
+
+	stopB := start()
+	time.Sleep(300 * time.Millisecond) // wave-1's agent delivers what it buffered, within an interval
+	for at := down; at.Before(time.Now()); at = at.Add(time.Second) {
+		publish("wave-1", at)
+	}
+	for range 3 { // wave-2 stays silent: it pages once the hold is over
+		time.Sleep(time.Second)
+		publish("wave-1", time.Now())
+	}
+	require.NoError(t, stopB())
+	var nodata []string
+	for _, p := range rcv.payloads() {
+		for _, al := range p.Alerts {
+			nodata = append(nodata, al.Status+" "+al.Labels["node"]+" "+al.Labels["reason"])
+		}
+	}
+	require.Equal(t, []string{"firing wave-2 nodata"}, nodata)
+}
