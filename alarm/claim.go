@@ -35,6 +35,22 @@ type claim struct {
 	stale        *LogEntry
 	resolveFirst *pendingAlert
 	partial      bool
+	// nodata: the claim is a nodata alert's, whose evidence is the node's last point
+	// (see answered).
+	nodata bool
+}
+
+// answered reports whether the resolution the log holds (le) already answered a claim
+// whose decision rested on points up to evalTS: a replay. For a series that is a claim
+// resting on no newer point than the resolution's. A nodata alert's evidence is the
+// node's last point, which is the very point that resolved the previous episode when
+// the node falls silent again right after it (one batch back): that silence is a new
+// episode, and only a claim resting on an older point is a replay.
+func answered(evalTS time.Time, le LogEntry, nodata bool) bool {
+	if nodata {
+		return evalTS.Before(le.ResolvedTS)
+	}
+	return !evalTS.After(le.ResolvedTS)
 }
 
 // claim asks the shared log whether the page of c may go out, and records it as queued
@@ -47,14 +63,14 @@ func (e *Engine) claim(c *claim) {
 	fp := c.entry.Fingerprint
 	if e.w.down() {
 		c.queue = true
-		e.w.owe(fp, e.recordClaim(c.entry), errLogDown)
+		e.w.owe(fp, e.recordClaim(c.entry, c.nodata), errLogDown)
 		return
 	}
 	if err := e.w.flushOwed(ctx, fp); err != nil {
 		// This process's earlier writes of the alert are not in the log yet: it cannot
 		// tell, and pages.
 		c.queue = true
-		e.w.owe(fp, e.recordClaim(c.entry), err)
+		e.w.owe(fp, e.recordClaim(c.entry, c.nodata), err)
 		return
 	}
 	le, ver, err := e.o.Log.Get(ctx, fp)
@@ -64,7 +80,7 @@ func (e *Engine) claim(c *claim) {
 		c.entry.LastSent, c.entry.Sent = time.Time{}, 0 // Sent counts deliveries
 	case err != nil:
 		c.queue = true
-		e.w.owe(fp, e.recordClaim(c.entry), err)
+		e.w.owe(fp, e.recordClaim(c.entry, c.nodata), err)
 		return
 	case le.firing():
 		inFlight := le.pending() && now.Sub(le.QueuedAt) < c.lease && !e.claimerGone(le.ClaimedBy, le.QueuedAt)
@@ -85,7 +101,7 @@ func (e *Engine) claim(c *claim) {
 			c.entry.Owed, c.partial = owed, true
 		}
 	default: // the logged episode resolved
-		if !c.entry.EvalTS.After(le.ResolvedTS) {
+		if answered(c.entry.EvalTS, le, c.nodata) {
 			c.stale = &le
 			return
 		}
@@ -116,7 +132,7 @@ func (e *Engine) claim(c *claim) {
 		c.resolveFirst = nil
 		return // another process wrote it first: decide again next tick
 	case err != nil:
-		e.w.owe(fp, e.recordClaim(c.entry), err)
+		e.w.owe(fp, e.recordClaim(c.entry, c.nodata), err)
 	}
 	c.queue = true
 }
@@ -125,7 +141,7 @@ func (e *Engine) claim(c *claim) {
 // answers: onto the episode the log holds firing (unless a later claim is there), or as
 // a new episode after the one the log holds resolved, unless that resolution rested on
 // newer points than the page (it answered a replay).
-func (e *Engine) recordClaim(ce LogEntry) logWrite {
+func (e *Engine) recordClaim(ce LogEntry, nodata bool) logWrite {
 	return func(ctx context.Context) ([]*pendingAlert, error) {
 		return nil, e.update(ctx, ce.Fingerprint, func(le *LogEntry, found bool) bool {
 			ce := ce
@@ -141,7 +157,7 @@ func (e *Engine) recordClaim(ce LogEntry) logWrite {
 				if le.Sent > 0 || !le.LastSent.IsZero() {
 					ce.Untold = slices.DeleteFunc(slices.Clone(ce.Untold), func(c string) bool { return !slices.Contains(le.Untold, c) })
 				}
-			case !ce.EvalTS.After(le.ResolvedTS):
+			case answered(ce.EvalTS, *le, nodata):
 				return false
 			}
 			*le = ce

@@ -151,3 +151,31 @@ func TestNodataSilenceAfterATakeover(t *testing.T) {
 	require.Equal(t, notify.StatusResolved, msgs[0].Alerts[0].Status)
 	require.Equal(t, "wave-1 sent nothing for 50s", msgs[0].Alerts[0].Annotations["summary"], "silent from +0 to +50")
 }
+
+// A node that comes back for a single batch after a nodata page and falls silent again
+// pages again: the new episode's evidence is the node's last point, which is the very
+// point that resolved the previous one, and is no replay of it. Each claim of the new
+// episode was refused as stale (its eval_ts not after the resolution's) and the alert
+// dropped and re-fired at every tick without a page, for as long as the node was down.
+func TestNodataPagesAgainAfterASingleBatch(t *testing.T) {
+	r := newRig(t, basePolicy+nodataPolicy, nil)
+	send := func() { r.e.Observe(batch("wave-1", r.clk.Now(), cpu(10))) }
+	for range 3 {
+		send()
+		r.clk.Add(10 * time.Second)
+		r.e.Tick()
+	}
+	for range 5 {
+		r.clk.Add(10 * time.Second)
+		r.e.Tick()
+	}
+	require.Equal(t, []string{"firing wave-1"}, r.out.take())
+	send() // one batch back
+	r.e.Tick()
+	require.Equal(t, []string{"resolved wave-1"}, r.out.take())
+	for range 10 { // silent again, for 100 s (nodata: 3 intervals of 10 s)
+		r.clk.Add(10 * time.Second)
+		r.e.Tick()
+	}
+	require.Equal(t, []string{"firing wave-1"}, r.out.take(), "the second silence pages")
+}

@@ -615,7 +615,7 @@ func (sh *shard) process(now time.Time, as []*alertState, ef *effects) {
 			ce := a.entry()
 			ce.QueuedAt, ce.ClaimedBy = now, e.claimer()
 			ce.Owed, ce.Untold = slices.Clone(a.p.Channels), slices.Clone(a.p.Channels)
-			ef.claims = append(ef.claims, claim{a: a, entry: ce, repeat: a.p.RepeatInterval, lease: e.lease(a),
+			ef.claims = append(ef.claims, claim{a: a, entry: ce, repeat: a.p.RepeatInterval, lease: e.lease(a), nodata: a.nd != nil,
 				na: e.notifyAlert(a, notify.StatusFiring)})
 		case StateResolved:
 			if a.sendResolved {
