@@ -173,7 +173,8 @@ func New(o Options) (*Alarm, error) {
 	a.book = newNodeBook(o.Coordinator, a.eng, a.log, o.Now)
 	if o.Subscriber != nil {
 		pos, _ := o.Subscriber.(bus.Positioner)
-		a.own = &ownership{pos: pos, eng: a.eng, log: a.log, parts: map[string]int{}, onGain: a.gained, onRelease: a.saveBook}
+		a.own = &ownership{pos: pos, eng: a.eng, log: a.log, parts: map[string]int{}, onGain: a.gained, onRelease: a.saveBook,
+			draining: func(ctx context.Context) ([]string, error) { return drainingClaimers(ctx, o.Coordinator) }}
 	}
 	return a, nil
 }
@@ -316,8 +317,19 @@ func (a *Alarm) Run(ctx context.Context) error {
 		a.m.refreshErrors.WithLabelValues(name) // exported at zero from the start
 		g.Go(func() error { a.refreshLoop(gctx, name, r); return nil })
 	}
+	endDrain := make(chan func(), 1)
 	if a.o.Subscriber != nil {
-		g.Go(func() error { a.subscribeLoop(gctx); return nil })
+		// The subscription outlives the run's context by the draining mark's write: a
+		// process that takes the partitions over then sees this one's claims as being
+		// delivered (draining.go), not as left by a crash.
+		sctx, leave := context.WithCancel(context.WithoutCancel(gctx))
+		g.Go(func() error { a.subscribeLoop(sctx); return nil })
+		g.Go(func() error {
+			<-gctx.Done()
+			endDrain <- a.announceDraining()
+			leave()
+			return nil
+		})
 	}
 	if a.own != nil && a.own.pos != nil {
 		g.Go(func() error { a.own.run(gctx, a.o.PositionInterval); return nil })
@@ -329,6 +341,11 @@ func (a *Alarm) Run(ctx context.Context) error {
 	runErr := g.Wait()
 	stopping()
 	a.stop()
+	select {
+	case done := <-endDrain:
+		done()
+	default:
+	}
 	return runErr
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/internal/bus"
 )
 
 // The hand-over of alerts between alarm processes (restarts, rebalances, deploys), each
@@ -370,4 +372,31 @@ func claimThenCrash(t *testing.T, dir string, clk *clock, pol string, mod func(*
 	}
 	require.NoError(t, c.Close())
 	return sent
+}
+
+// A page claimed by a process that left the consumer group to stop, and still delivers
+// it (it stands in DrainingGroup), is not taken over: it was paged twice at every
+// graceful stop beside a slow or retrying channel (outside trial: a 3 s webhook and a
+// SIGTERM 1 s after the page). Once its drain ends (the mark gone), the claim is
+// taken over as a crashed process's is.
+func TestClaimOfADrainingProcessIsNotTakenOver(t *testing.T) {
+	pol := basePolicy + "    repeat_interval: 1h\n"
+	wait := func(o *EngineOptions) { o.GroupWait = 30 * time.Second }
+	dir, clk := t.TempDir(), &clock{t: t0}
+	require.Empty(t, claimThenCrash(t, dir, clk, pol, wait, 95))
+	r2 := restartOn(t, dir, clk, pol, nil)
+	clk.Add(5 * time.Second)
+	draining := []string{"a"}
+	o := &ownership{eng: r2.e, log: quiet, parts: map[string]int{},
+		pos:      &fakePositioner{p: bus.Position{Known: true, Partitions: []int{0}, CaughtUp: true, Process: "b", Processes: []string{"b"}}},
+		draining: func(context.Context) ([]string, error) { return draining, nil }}
+	o.poll(context.Background())
+	r2.observe("wave-1", 95)
+	require.Empty(t, r2.out.take(), "a is delivering its claim: no second page")
+
+	draining = nil // a's drain ended (delivered, or handed back, or it died)
+	clk.Add(5 * time.Second)
+	o.poll(context.Background())
+	r2.observe("wave-1", 95)
+	require.Equal(t, []string{F}, r2.out.take(), "the claim of a process neither in the group nor draining is taken over")
 }

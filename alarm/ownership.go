@@ -24,6 +24,9 @@ type ownership struct {
 	pos bus.Positioner
 	eng *Engine
 	log *slog.Logger
+	// draining lists the processes that left the group to stop and still deliver their
+	// claims (DrainingGroup); nil: none are asked for.
+	draining func(ctx context.Context) ([]string, error)
 
 	mu     sync.Mutex
 	parts  map[string]int // node → partition, from the messages handled and the node book
@@ -150,7 +153,17 @@ func (o *ownership) poll(ctx context.Context) {
 		o.eng.SetCaughtUp(false)
 		return
 	}
-	o.eng.SetMembers(p.Process, p.Processes)
+	live := p.Processes
+	if o.draining != nil {
+		// Read after the group's answer: a process that left it announced its drain
+		// before leaving, so it is in one answer or the other.
+		if d, err := o.draining(ctx); err == nil {
+			live = withDraining(live, d)
+		} else if ctx.Err() == nil {
+			o.log.Warn("the processes delivering their claims could not be read; their claims may be paged again", "err", err)
+		}
+	}
+	o.eng.SetMembers(p.Process, live)
 	owned := make(map[int]bool, len(p.Partitions))
 	var gained, lost []int
 	o.mu.Lock()
