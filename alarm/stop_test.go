@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/alarm/policy"
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/coord"
@@ -68,29 +69,9 @@ func TestStopSendsAWaitingResolution(t *testing.T) {
 // 34, item 3).
 func TestNodataForANodeSilentBeforeARestart(t *testing.T) {
 	t.Parallel() // waits on services and processes; the package runs its long tests side by side
-	mb, err := memory.New(memory.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { mb.Close() })
-	ctx := context.Background()
-	require.NoError(t, mb.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: 4}))
-	pub, err := mb.Publisher()
-	require.NoError(t, err)
-	publish := func(node string) {
-		require.NoError(t, pub.Publish(ctx, bus.Message{Topic: metric.Topic, Key: []byte(node),
-			Value: encode(t, node, time.Now(), 0.5, cpu(10))}))
-	}
-	rcv := newReceiver(t)
-	dir := t.TempDir()
-	pols := parsePolicies(t, basePolicy+nodataPolicy)
-	start := func() (stop func() error) {
-		c := openCoord(t, dir)
-		sub, err := mb.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "alarm"})
-		require.NoError(t, err)
-		_, stopRun := runAlarm(t, Options{Policies: pols, Coordinator: c, Subscriber: sub, Logger: quiet,
-			Channels: map[string]notify.Notifier{"c": webhookChannel(t, rcv.srv.URL)}, EvalInterval: 50 * time.Millisecond,
-			BookInterval: time.Hour /* only the stop writes it */})
-		return func() error { err := stopRun(); sub.Close(); c.Close(); return err }
-	}
+	rr := newRestartRig(t, 0.5)
+	publish := func(node string) { rr.publish(node, time.Now()) }
+	start, rcv := rr.start, rr.rcv
 	stopA := start()
 	for range 6 {
 		publish("wave-1")
@@ -109,13 +90,7 @@ func TestNodataForANodeSilentBeforeARestart(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	require.NoError(t, stopB())
-	var nodata []string
-	for _, p := range rcv.payloads() {
-		for _, al := range p.Alerts {
-			nodata = append(nodata, al.Status+" "+al.Labels["node"]+" "+al.Labels["reason"])
-		}
-	}
-	require.Equal(t, []string{"firing wave-2 nodata"}, nodata)
+	require.Equal(t, []string{"firing wave-2 nodata"}, rr.paged())
 }
 
 // hungCoord is a coordinator whose reads and writes of keys under prefix never answer
@@ -171,29 +146,9 @@ func TestStopIsBoundedWhenTheLogHangs(t *testing.T) {
 // its next interval after the start. The start holds nodata for one interval, as
 // catching up after a consumption gap does; a node still silent then pages.
 func TestNodataWaitsOneIntervalAfterARestart(t *testing.T) {
-	mb, err := memory.New(memory.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { mb.Close() })
-	ctx := context.Background()
-	require.NoError(t, mb.CreateTopic(ctx, bus.TopicSpec{Name: metric.Topic, Partitions: 4}))
-	pub, err := mb.Publisher()
-	require.NoError(t, err)
-	publish := func(node string, at time.Time) {
-		require.NoError(t, pub.Publish(ctx, bus.Message{Topic: metric.Topic, Key: []byte(node),
-			Value: encode(t, node, at, 1, cpu(10))}))
-	}
-	rcv := newReceiver(t)
-	dir := t.TempDir()
-	pols := parsePolicies(t, basePolicy+nodataPolicy)
-	start := func() (stop func() error) {
-		c := openCoord(t, dir)
-		sub, err := mb.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "alarm"})
-		require.NoError(t, err)
-		_, stopRun := runAlarm(t, Options{Policies: pols, Coordinator: c, Subscriber: sub, Logger: quiet,
-			Channels: map[string]notify.Notifier{"c": webhookChannel(t, rcv.srv.URL)}, EvalInterval: 50 * time.Millisecond,
-			BookInterval: time.Hour /* only the stop writes it */})
-		return func() error { err := stopRun(); sub.Close(); c.Close(); return err }
-	}
+	t.Parallel() // as TestNodataForANodeSilentBeforeARestart
+	rr := newRestartRig(t, 1)
+	publish, start := rr.publish, rr.start
 	stopA := start()
 	for range 3 {
 		publish("wave-1", time.Now())
@@ -214,11 +169,58 @@ func TestNodataWaitsOneIntervalAfterARestart(t *testing.T) {
 		publish("wave-1", time.Now())
 	}
 	require.NoError(t, stopB())
-	var nodata []string
-	for _, p := range rcv.payloads() {
+	require.Equal(t, []string{"firing wave-2 nodata"}, rr.paged())
+}
+
+// restartRig is an alarm process on the in-process bus (4 partitions) and a
+// notification log on disk that start runs again and again, as restarts do, paging a
+// webhook receiver for the base and nodata policies; the nodes' batches (publish) each
+// say interval seconds.
+type restartRig struct {
+	t        *testing.T
+	mb       *memory.Bus
+	pub      bus.Publisher
+	rcv      *receiver
+	dir      string
+	pols     []*policy.Policy
+	interval float64
+}
+
+func newRestartRig(t *testing.T, interval float64) *restartRig {
+	mb, err := memory.New(memory.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { mb.Close() })
+	require.NoError(t, mb.CreateTopic(context.Background(), bus.TopicSpec{Name: metric.Topic, Partitions: 4}))
+	pub, err := mb.Publisher()
+	require.NoError(t, err)
+	return &restartRig{t: t, mb: mb, pub: pub, rcv: newReceiver(t), dir: t.TempDir(),
+		pols: parsePolicies(t, basePolicy+nodataPolicy), interval: interval}
+}
+
+// publish sends a batch of node's, dated at.
+func (r *restartRig) publish(node string, at time.Time) {
+	require.NoError(r.t, r.pub.Publish(context.Background(), bus.Message{Topic: metric.Topic, Key: []byte(node),
+		Value: encode(r.t, node, at, r.interval, cpu(10))}))
+}
+
+// start runs a process; stop ends it.
+func (r *restartRig) start() (stop func() error) {
+	c := openCoord(r.t, r.dir)
+	sub, err := r.mb.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: "alarm"})
+	require.NoError(r.t, err)
+	_, stopRun := runAlarm(r.t, Options{Policies: r.pols, Coordinator: c, Subscriber: sub, Logger: quiet,
+		Channels: map[string]notify.Notifier{"c": webhookChannel(r.t, r.rcv.srv.URL)}, EvalInterval: 50 * time.Millisecond,
+		BookInterval: time.Hour /* only the stop writes it */})
+	return func() error { err := stopRun(); sub.Close(); c.Close(); return err }
+}
+
+// paged is every alert the receiver got: status, node and reason.
+func (r *restartRig) paged() []string {
+	var out []string
+	for _, p := range r.rcv.payloads() {
 		for _, al := range p.Alerts {
-			nodata = append(nodata, al.Status+" "+al.Labels["node"]+" "+al.Labels["reason"])
+			out = append(out, al.Status+" "+al.Labels["node"]+" "+al.Labels["reason"])
 		}
 	}
-	require.Equal(t, []string{"firing wave-2 nodata"}, nodata)
+	return out
 }

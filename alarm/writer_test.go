@@ -55,10 +55,10 @@ func TestLogWritesLeaveTheEvaluation(t *testing.T) {
 	require.Equal(t, 1, entries[0].Sent, "recorded as sent once delivered")
 }
 
-// A page and its resolution decided before the writer's next flush (an alert that held
-// for one point while the writer was behind, group_wait 0) both go out, the page first,
-// in two messages: the resolution does not replace the claimed page in its group.
-func TestAPageIsNotReplacedByItsResolution(t *testing.T) {
+// resolvedBehindTheWriter is a rig whose writer was held in wave-0's claim while wave-1
+// fired at value v and resolved a second later (at 10); then the writer takes wave-1's
+// page and resolution in one go.
+func resolvedBehindTheWriter(t *testing.T, v float64) *rig {
 	var gl *gatedLog
 	r := newRig(t, basePolicy, func(o *EngineOptions) {
 		gl = &gatedLog{NotificationLog: o.Log, entered: make(chan struct{}, 8), release: make(chan struct{})}
@@ -66,10 +66,18 @@ func TestAPageIsNotReplacedByItsResolution(t *testing.T) {
 	})
 	r.e.Observe(batch("wave-0", r.clk.Now(), cpu(95)))
 	<-gl.entered // the writer is held in wave-0's claim
-	r.e.Observe(batch("wave-1", r.clk.Now(), cpu(95)))
+	r.e.Observe(batch("wave-1", r.clk.Now(), cpu(v)))
 	r.clk.Add(time.Second)
 	r.e.Observe(batch("wave-1", r.clk.Now(), cpu(10)))
-	close(gl.release) // the writer takes wave-1's page and resolution in one go
+	close(gl.release)
+	return r
+}
+
+// A page and its resolution decided before the writer's next flush (an alert that held
+// for one point while the writer was behind, group_wait 0) both go out, the page first,
+// in two messages: the resolution does not replace the claimed page in its group.
+func TestAPageIsNotReplacedByItsResolution(t *testing.T) {
+	r := resolvedBehindTheWriter(t, 95)
 	ms := r.out.messages()
 	require.Equal(t, []string{"cpu/P2 [firing wave-0/]", "cpu/P2 [firing wave-1/]", "cpu/P2 [resolved wave-1/]"}, sent(ms))
 }
@@ -79,17 +87,7 @@ func TestAPageIsNotReplacedByItsResolution(t *testing.T) {
 // the summary and the state of its violating point, not those of the point that resolved
 // it before the writer got to the claim. The resolution carries its own.
 func TestAPageKeepsTheValueThatFiredIt(t *testing.T) {
-	var gl *gatedLog
-	r := newRig(t, basePolicy, func(o *EngineOptions) {
-		gl = &gatedLog{NotificationLog: o.Log, entered: make(chan struct{}, 8), release: make(chan struct{})}
-		o.Log = gl
-	})
-	r.e.Observe(batch("wave-0", r.clk.Now(), cpu(95)))
-	<-gl.entered // the writer is held in wave-0's claim
-	r.e.Observe(batch("wave-1", r.clk.Now(), cpu(97)))
-	r.clk.Add(time.Second)
-	r.e.Observe(batch("wave-1", r.clk.Now(), cpu(10)))
-	close(gl.release)
+	r := resolvedBehindTheWriter(t, 97)
 	var got []string
 	for _, m := range r.out.messages() {
 		for _, a := range m.Alerts {
