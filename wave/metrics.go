@@ -69,7 +69,7 @@ func newMetrics() *metrics {
 		unreadable: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_unreadable_skipped_total",
 			Help: "Changes the binlog holds but not as rows the wave can publish, dropped with on_unreadable: skip: a data change logged as a statement (binlog_format STATEMENT or MIXED), a rows event logged without every column (binlog_row_image MINIMAL or NOBLOB), an XA transaction committed whose rows were not read or could not be held."}, inst),
 		reconnects: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_source_errors_total",
-			Help: "Binlog connection failures (each is followed by a reconnect with backoff)."}, inst),
+			Help: "Failures of the source: of the binlog connection, and of the source as a term of the instance began (unreachable, a refused login); each is followed by a retry with backoff."}, inst),
 		commitPos: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_committed_position",
 			Help: "Byte position in its binlog file of the last committed offset."}, []string{waveprom.LabelInstance, "file"}),
 		commitTS: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_committed_timestamp_seconds",

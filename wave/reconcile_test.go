@@ -3,12 +3,15 @@ package wave
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/coord"
@@ -150,5 +153,37 @@ func TestReconcileSaysWhatItFoundToRun(t *testing.T) {
 				t.Errorf("log after two looks:\n%s\nwant %q once", got, tc.want)
 			}
 		})
+	}
+}
+
+// A source that cannot be reached when the wave starts leading its instance (here a new
+// one, whose start position is read from the source) counts in
+// binlake_wave_source_errors_total at each attempt, as its failures after a start do:
+// BinlakeWaveSourceErrors never fired for a source down from the start (outside trial:
+// 43 failed attempts, the counter at 0).
+func TestSourceDownFromTheStartCounts(t *testing.T) {
+	c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := t.Context()
+	inst := wavetest.ValidInstance()
+	inst.Source.Addr = "127.0.0.1:1"
+	if _, err := cluster.AddInstance(ctx, c, &inst, "me", nil); err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(Options{Node: "me", Coord: c, Publisher: nopPublisher{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.stopRunners()
+	w.reconcile(ctx)
+	deadline := time.Now().Add(20 * time.Second)
+	for testutil.ToFloat64(w.m.reconnects.WithLabelValues(inst.ID)) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("source errors %v after 20 s of an unreachable source, want 2 or more", testutil.ToFloat64(w.m.reconnects.WithLabelValues(inst.ID)))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

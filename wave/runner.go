@@ -224,6 +224,13 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 			}
 		case err != nil:
 			failures++
+			if r := Reason(err); r != ReasonBusUnreachable && r != ReasonSecretMissing {
+				// The source failed as the term began (unreachable, a refused login):
+				// the capture counts the failures of its connection after that
+				// (OnError), and BinlakeWaveSourceErrors never saw a source down from
+				// the start.
+				w.m.reconnects.WithLabelValues(id).Inc()
+			}
 			pause = retry.NextBackOff()
 			log.Warn("pipeline failed; restarting after a pause", "err", err, "attempt", failures, "pause", pause.Round(time.Millisecond))
 			w.setStatus(id, func(s *InstanceStatus) { s.fail(cluster.StateRetrying, err) })
