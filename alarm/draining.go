@@ -35,6 +35,8 @@ func (a *Alarm) announceDraining() (done func()) {
 	case err := <-registered:
 		if err != nil {
 			a.log.Warn("could not mark this process as delivering its claims; the process taking its partitions over may page them again", "err", err)
+		} else {
+			a.log.Info("delivering this process's claims before it leaves; the next owners of its partitions wait for them", "mark", DrainingGroup+"/"+name)
 		}
 	case <-time.After(drainMarkWait):
 		a.log.Warn("the coordinator did not answer the draining mark in time; the process taking the partitions over may page this one's claims again")
