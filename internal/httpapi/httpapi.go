@@ -57,12 +57,17 @@ var ErrUnauthorized = &Error{http.StatusUnauthorized, CodeUnauthorized, "missing
 
 // Errors writes error responses for one API.
 type Errors struct {
-	// Log receives internal errors, the only ones logged: the others are the client's.
+	// Log receives internal errors and, once a minute per client and path, refused
+	// tokens (a sender misconfigured says so only in its own log); the others are the
+	// client's.
 	Log *slog.Logger
 	// Realm goes into WWW-Authenticate on 401 answers.
 	Realm string
 	// Classify maps the role's own errors to a response, or returns nil.
 	Classify func(error) *Error
+
+	// refusals throttles the warnings of refused tokens (warnRefused).
+	refusals refusalLog
 }
 
 // Write maps err to its status and JSON body: the only place that does. An *Error is
@@ -88,6 +93,7 @@ func (e *Errors) Write(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if ae.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="`+e.Realm+`"`)
+		e.warnRefused(r)
 	}
 	WriteJSON(w, r, ae.Status, map[string]any{"error": map[string]string{"code": ae.Code, "message": ae.Msg}})
 }

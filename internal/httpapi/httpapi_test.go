@@ -164,6 +164,33 @@ func TestRequireBearer(t *testing.T) {
 	}
 }
 
+// A refused token is warned of in the server's log, once a minute per client and path
+// (a misconfigured Prometheus remote write retries every few seconds), never with the
+// token; an outside trial found the judge silent on every 401.
+func TestRefusedTokensAreWarnedOf(t *testing.T) {
+	var logs bytes.Buffer
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	h := newErrors(&logs).RequireBearer(configSecret("s3cret"))(ok)
+	send := func(path, remote string) {
+		req := httptest.NewRequest("POST", path, nil)
+		req.RemoteAddr = remote
+		req.Header.Set("Authorization", "Bearer wr0ng-t0ken")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		require.Equal(t, 401, rec.Code)
+	}
+	for range 3 {
+		send("/api/v1/write", "10.0.0.7:41000")
+	}
+	send("/v1/metrics", "10.0.0.7:41001")
+	send("/api/v1/write", "10.0.0.8:41002")
+	out := logs.String()
+	require.Equal(t, 3, strings.Count(out, "request refused: missing or wrong bearer token"), out)
+	require.Contains(t, out, "client=10.0.0.7 method=POST path=/api/v1/write refused_since_last_warning=0")
+	require.Contains(t, out, "client=10.0.0.8 method=POST path=/api/v1/write")
+	require.NotContains(t, out, "wr0ng")
+}
+
 func TestWriteJSONDoesNotEscapeHTML(t *testing.T) {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/", nil)
