@@ -19,8 +19,8 @@ type resolution struct {
 	at    time.Time // when it resolved
 	ts    time.Time // the own time of the point that resolved it
 	value float64
-	// tell: no silence mutes it. pagedHere: this process paged it or adopted a page.
-	tell, pagedHere bool
+	// pagedHere: this process paged it or adopted a page.
+	pagedHere bool
 	na              notify.Alert // the resolved notice as this process renders it
 	// entry is the alert's episode as this process knows it, for a log that never
 	// recorded it (its claim's write failed).
@@ -66,7 +66,7 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 			return nil
 		}
 		to := e.resolutionTo(le, r.p)
-		told := r.tell && len(to) > 0
+		told := len(to) > 0
 		le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
 		if told {
 			le.ResolveQueuedAt, le.ClaimedBy, le.ResolveOwed = e.now(), e.claimer(), to
@@ -78,7 +78,7 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 			continue // written meanwhile (a delivery record, another process): read it again
 		}
 		if err != nil {
-			e.w.owe(fp, e.recordResolve(le, r.p, r.tell, to), err)
+			e.w.owe(fp, e.recordResolve(le, r.p, to), err)
 		}
 		return e.telling1(r, le, told, to)
 	}
@@ -145,7 +145,7 @@ func (e *Engine) resolveUnlogged(ctx context.Context, r *resolution, ver int64, 
 		}
 		e.infMu.Unlock()
 	}
-	told := r.tell && len(to) > 0
+	told := len(to) > 0
 	le := r.entry
 	le.QueuedAt, le.Owed, le.Untold = time.Time{}, nil, nil
 	le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
@@ -161,7 +161,7 @@ func (e *Engine) resolveUnlogged(ctx context.Context, r *resolution, ver int64, 
 		}
 	}
 	if err != nil {
-		e.w.owe(le.Fingerprint, e.recordResolve(le, r.p, r.tell, to), err)
+		e.w.owe(le.Fingerprint, e.recordResolve(le, r.p, to), err)
 	}
 	return e.telling1(r, le, told, to)
 }
@@ -170,7 +170,7 @@ func (e *Engine) resolveUnlogged(ctx context.Context, r *resolution, ver int64, 
 // the log answers: onto the episode the log holds firing, or over an earlier episode's
 // tombstone (this one's claim never reached the log). Channels the log says a page reached
 // that the resolved notice did not go to (another process's page) are sent it now.
-func (e *Engine) recordResolve(want LogEntry, p *policy.Policy, tell bool, sentTo []string) logWrite {
+func (e *Engine) recordResolve(want LogEntry, p *policy.Policy, sentTo []string) logWrite {
 	return func(ctx context.Context) ([]*pendingAlert, error) {
 		var extra []string
 		err := e.update(ctx, want.Fingerprint, func(le *LogEntry, found bool) bool {
@@ -187,11 +187,9 @@ func (e *Engine) recordResolve(want LogEntry, p *policy.Policy, tell bool, sentT
 			case !le.firing():
 				return false // another process resolved it
 			}
-			if tell {
-				for _, c := range le.toldOf(p.Channels) {
-					if !slices.Contains(sentTo, c) {
-						extra = append(extra, c)
-					}
+			for _, c := range le.toldOf(p.Channels) {
+				if !slices.Contains(sentTo, c) {
+					extra = append(extra, c)
 				}
 			}
 			le.ResolvedAt, le.ResolvedTS, le.Value = want.ResolvedAt, want.ResolvedTS, want.Value
