@@ -21,7 +21,7 @@ type resolution struct {
 	value float64
 	// pagedHere: this process paged it or adopted a page.
 	pagedHere bool
-	na              notify.Alert // the resolved notice as this process renders it
+	na        notify.Alert // the resolved notice as this process renders it
 	// entry is the alert's episode as this process knows it, for a log that never
 	// recorded it (its claim's write failed).
 	entry LogEntry

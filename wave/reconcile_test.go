@@ -129,18 +129,11 @@ func TestReconcileSaysWhatItFoundToRun(t *testing.T) {
 		{"back", `msg="no instance for this wave to run: the other waves run them; binlake instance rebalance -apply gives it a share (balancer.auto is off)"`},
 	} {
 		t.Run(tc.node, func(t *testing.T) {
-			c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
 			ctx := t.Context()
 			inst := wavetest.ValidInstance()
 			inst.Source.Addr = "127.0.0.1:1"
 			inst.Start = &cluster.Position{File: "bin.000001", Pos: 4}
-			if _, err := cluster.AddInstance(ctx, c, &inst, "me", nil); err != nil {
-				t.Fatal(err)
-			}
+			c := coordWith(t, inst)
 			var logs testenv.SyncBuffer
 			w, err := New(Options{Node: tc.node, Coord: c, Publisher: nopPublisher{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if err != nil {
@@ -162,17 +155,10 @@ func TestReconcileSaysWhatItFoundToRun(t *testing.T) {
 // BinlakeWaveSourceErrors never fired for a source down from the start (outside trial:
 // 43 failed attempts, the counter at 0).
 func TestSourceDownFromTheStartCounts(t *testing.T) {
-	c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ctx := t.Context()
 	inst := wavetest.ValidInstance()
 	inst.Source.Addr = "127.0.0.1:1"
-	if _, err := cluster.AddInstance(ctx, c, &inst, "me", nil); err != nil {
-		t.Fatal(err)
-	}
+	c := coordWith(t, inst)
 	w, err := New(Options{Node: "me", Coord: c, Publisher: nopPublisher{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -186,4 +172,19 @@ func TestSourceDownFromTheStartCounts(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// coordWith is a coordinator (coord/single, closed when t ends) holding inst, assigned
+// to wave "me".
+func coordWith(t *testing.T, inst cluster.Instance) coord.Coordinator {
+	t.Helper()
+	c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := cluster.AddInstance(t.Context(), c, &inst, "me", nil); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -3,14 +3,12 @@ package wave
 import (
 	"bytes"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
-	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/internal/wavetest"
 )
@@ -20,16 +18,9 @@ import (
 // that doubles up to reconnect_max_backoff, not every retry pause, and its retries do not
 // each log that the wave leads the instance.
 func TestRetryBacksOff(t *testing.T) {
-	c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ctx := t.Context()
 	inst := wavetest.ValidInstance()
-	if _, err := cluster.AddInstance(ctx, c, &inst, "me", nil); err != nil {
-		t.Fatal(err)
-	}
+	c := coordWith(t, inst)
 	var mu sync.Mutex
 	var attempts []time.Time
 	var logs bytes.Buffer
