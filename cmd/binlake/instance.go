@@ -26,7 +26,7 @@ import (
 	"github.com/binlake/binlake/wave/cluster"
 )
 
-const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapshot|rebalance> [flags] [id]
+const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|set|snapshot|rebalance> [flags] [id]
 
   add    -f instance.yaml [-node wave-1]   store an instance and assign it (judge placement
                                             with -judge, weighing the source's binlog bytes/s
@@ -42,10 +42,15 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|snapsh
                                             withdraws it first, waits for its wave to let
                                             go, then deletes it (again finishes a removal
                                             that stopped half-way); remove and add again
-                                            to change its start or on_too_large
+                                            to change its source, start or subscriptions
   move   <id> [-node wave-2]                assign to another wave (judge or random when
                                             -node is empty); the new wave resumes from
                                             the committed offset
+  set    <id> [-on-unreadable skip|stop]   change what the instance does with a change it
+         [-on-too-large skip|stop]          cannot publish, in place: its wave starts again
+                                            from the committed offset (an instance stopped
+                                            on statement_dml or row_image_partial gets past
+                                            it with -on-unreadable skip, nothing after lost)
   snapshot <id> [-tables db.t1,db.t2]       emit the tables' existing rows (default: every
                                             subscribed table) as "snapshot" messages while
                                             the binlog streams on; progress in show; an
@@ -78,7 +83,7 @@ const zkPasswordEnv = "BINLAKE_ZK_PASSWORD"
 type instanceFlags struct {
 	zkServers, root, zkUser, zkPasswordFile, cfgPath, dataDir *string
 	judgeURL, judgeCAFile, judgeTokenFile                     *string
-	file, node, tables                                        *string
+	file, node, tables, onUnreadable, onTooLarge              *string
 	check, force, asJSON, apply                               *bool
 	sample, wait, measure                                     *time.Duration
 }
@@ -103,6 +108,8 @@ func newInstanceFlags(fs *flag.FlagSet) *instanceFlags {
 		apply:          fs.Bool("apply", false, "rebalance: have the balancer execute the plan"),
 		wait:           fs.Duration("wait", 30*time.Minute, "rebalance -apply: how long to follow the run"),
 		tables:         fs.String("tables", "", "snapshot: comma-separated db.table names (default: every subscribed table)"),
+		onUnreadable:   fs.String("on-unreadable", "", "set: stop or skip a change the binlog holds but not as rows the wave can publish"),
+		onTooLarge:     fs.String("on-too-large", "", "set: stop or skip a row message larger than the sink accepts"),
 		measure:        fs.Duration("measure", 2*time.Second, "add -judge: how long to measure the source's binlog growth, sent to the judge as the instance's expected bytes/s (0: do not)"),
 	}
 }
@@ -134,7 +141,7 @@ type instanceCmd struct {
 // instanceSubcommands run each subcommand once the coordinator is open.
 var instanceSubcommands = map[string]func(*instanceCmd) error{
 	"add": (*instanceCmd).add, "list": (*instanceCmd).list, "show": (*instanceCmd).show, "remove": (*instanceCmd).remove,
-	"move": (*instanceCmd).move, "snapshot": (*instanceCmd).snapshot, "rebalance": (*instanceCmd).rebalance,
+	"move": (*instanceCmd).move, "set": (*instanceCmd).set, "snapshot": (*instanceCmd).snapshot, "rebalance": (*instanceCmd).rebalance,
 }
 
 func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -195,6 +195,26 @@ func (ic *instanceCmd) move() error {
 	return nil
 }
 
+func (ic *instanceCmd) set() error {
+	if err := ic.needID(); err != nil {
+		return err
+	}
+	h := cluster.Handling{OnUnreadable: *ic.f.onUnreadable, OnTooLarge: *ic.f.onTooLarge}
+	if h == (cluster.Handling{}) {
+		return errors.New("instance set: give -on-unreadable or -on-too-large (stop or skip)")
+	}
+	changed, err := cluster.SetHandling(ic.cctx, ic.c, ic.id, h)
+	if err != nil {
+		return err
+	}
+	if !changed {
+		fmt.Fprintf(ic.out, "instance %s has these already: nothing changed\n", ic.id)
+		return nil
+	}
+	fmt.Fprintf(ic.out, "instance %s changed; its wave starts it again from the committed offset (binlake instance show %s)\n", ic.id, ic.id)
+	return nil
+}
+
 func (ic *instanceCmd) snapshot() error {
 	if err := ic.needID(); err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave/cluster"
@@ -491,5 +492,55 @@ func TestRolesTakeNoArguments(t *testing.T) {
 		if !strings.Contains(errOut.String(), `binlake `+role+`: takes no arguments, got ["bad.yaml"]`) {
 			t.Errorf("%s: stderr %q", role, errOut.String())
 		}
+	}
+}
+
+// TestInstanceSetOnUpDataFolder: `binlake instance set` changes on_unreadable in place
+// (the offset kept), and up's next start keeps it: up's flags do not say it, and a
+// definition that differed was started again from the source's end, past every row
+// written meanwhile. Bad values and a set without a change are said plainly.
+func TestInstanceSetOnUpDataFolder(t *testing.T) {
+	dir, c := upFolder(t)
+	off := []byte(`{"file":"bin.000007","pos":1293}`)
+	if _, err := c.Put(context.Background(), cluster.OffsetKey(InstanceID), off, coord.NoVersion); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"instance", "set", InstanceID, "-data", dir, "-on-unreadable", "skip"}, &out, &errOut); err != nil {
+		t.Fatalf("instance set: %v; %s", err, errOut.String())
+	}
+	if want := "instance " + InstanceID + " changed; its wave starts it again from the committed offset"; !strings.Contains(out.String(), want) {
+		t.Fatalf("instance set said %q, want %q", out.String(), want)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"instance", "set", InstanceID, "-data", dir, "-on-unreadable", "skip"}, &out, &errOut); err != nil || !strings.Contains(out.String(), "nothing changed") {
+		t.Fatalf("the same again: %v; %s", err, out.String())
+	}
+	err := run(context.Background(), []string{"instance", "set", InstanceID, "-data", dir, "-on-too-large", "drop"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), `"on_too_large": "drop": want stop or skip`) {
+		t.Fatalf("a bad value: %v", err)
+	}
+	if err := run(context.Background(), []string{"instance", "set", InstanceID, "-data", dir}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "give -on-unreadable or -on-too-large") {
+		t.Fatalf("nothing to set: %v", err)
+	}
+
+	// up starts again on the folder.
+	c, err = single.New(single.Options{Path: filepath.Join(dir, CoordFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m := MySQL{Addr: "127.0.0.1:3307", User: "root", Flavor: "mariadb"}
+	if err := defineInstance(context.Background(), c, m.instance(dir), "db-host", quietLogger()); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := cluster.GetInstance(context.Background(), c, InstanceID)
+	if err != nil || inst.OnUnreadable != cluster.UnreadableSkip {
+		t.Fatalf("after up's start: %+v, %v; want on_unreadable skip kept", inst, err)
+	}
+	if v, err := c.Get(context.Background(), cluster.OffsetKey(InstanceID)); err != nil || string(v.Data) != string(off) {
+		t.Fatalf("offset after up's start: %q, %v; want %s kept", v.Data, err, off)
 	}
 }

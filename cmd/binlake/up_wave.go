@@ -65,19 +65,27 @@ func (o *upOptions) newWave(ctx context.Context, c coord.Coordinator, dir string
 
 // defineInstance stores the instance unless the same definition is there already; a
 // changed one replaces it, and capture starts again at the source's current position.
+// Its on_unreadable and on_too_large are the stored ones (binlake instance set).
 func defineInstance(ctx context.Context, c coord.Coordinator, inst *cluster.Instance, node string, logger *slog.Logger) error {
 	if err := inst.Validate(); err != nil {
 		return fmt.Errorf("mysql: %w", err)
+	}
+	cur, getErr := c.Get(ctx, cluster.InstanceKey(inst.ID))
+	if getErr == nil {
+		if stored, perr := cluster.ParseInstance(cur.Data); perr == nil {
+			// What binlake instance set changed stays: up's flags do not say it, and a
+			// definition that differs starts the capture again from the source's end.
+			inst.OnUnreadable, inst.OnTooLarge = stored.OnUnreadable, stored.OnTooLarge
+		}
 	}
 	want, err := inst.Marshal()
 	if err != nil {
 		return err
 	}
-	cur, err := c.Get(ctx, cluster.InstanceKey(inst.ID))
 	switch {
-	case errors.Is(err, coord.ErrNotFound):
-	case err != nil:
-		return fmt.Errorf("read instance %s: %w", inst.ID, err)
+	case errors.Is(getErr, coord.ErrNotFound):
+	case getErr != nil:
+		return fmt.Errorf("read instance %s: %w", inst.ID, getErr)
 	case string(cur.Data) == string(want):
 		_, err := cluster.MoveInstance(ctx, c, inst.ID, node, nil)
 		if errors.Is(err, cluster.ErrAlreadyThere) {
