@@ -31,9 +31,15 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|set|sn
   add    -f instance.yaml [-node wave-1]   store an instance and assign it (judge placement
                                             with -judge, weighing the source's binlog bytes/s
                                             measured over -measure, else a random live wave);
-                                            says how the wave was chosen
+                                            says how the wave was chosen; reads the source
+                                            first as --check -connect does
   add    --check -f instance.yaml           check a definition (deploy/instance.example.yaml
-                                            has every key) without connecting to anything
+         [-connect]                         has every key) without connecting to anything;
+                                            -connect reads the source too, as add does: a
+                                            server_id the source or a replica of it has
+                                            refuses, binlog_format other than ROW,
+                                            binlog_row_image other than FULL and log_bin OFF
+                                            warn (they stop the instance at such an event)
   list                                      ids, assignment, leader, state (with the error's
                                             class) and since when; "(last known)" when the
                                             wave that recorded it is gone (or another leads)
@@ -84,7 +90,7 @@ type instanceFlags struct {
 	zkServers, root, zkUser, zkPasswordFile, cfgPath, dataDir *string
 	judgeURL, judgeCAFile, judgeTokenFile                     *string
 	file, node, tables, onUnreadable, onTooLarge              *string
-	check, force, asJSON, apply                               *bool
+	check, connect, force, asJSON, apply                      *bool
 	sample, wait, measure                                     *time.Duration
 }
 
@@ -101,6 +107,7 @@ func newInstanceFlags(fs *flag.FlagSet) *instanceFlags {
 		judgeTokenFile: fs.String("judge-token-file", "", "file holding the judge's token, when it has one (or set "+judge.TokenEnv+")"),
 		file:           fs.String("f", "", "add: instance definition (YAML)"),
 		check:          fs.Bool("check", false, "add: check the -f definition (every key and value) and exit, connecting to nothing"),
+		connect:        fs.Bool("connect", false, "add --check: also read the source from here, as add does (its password here): binlog settings and server_id"),
 		node:           fs.String("node", "", "add, move: the wave to assign to (skips placement); it must be live"),
 		force:          fs.Bool("force", false, "add, move: assign to a -node that is not live (a wave yet to start); until it is, a running balancer places the instance elsewhere after its failover grace"),
 		sample:         fs.Duration("sample", 2*time.Second, "show: how long to watch the offset for rows/s (0 to skip)"),
@@ -198,11 +205,14 @@ func runInstance(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if n := btoi(set["data"]) + btoi(set["zk"]) + btoi(set["config"]); n > 1 {
 		return fmt.Errorf("instance %s: give one of -data, -zk and -config", sub)
 	}
+	if *f.connect && !*f.check {
+		return fmt.Errorf("instance %s: -connect is for instance add --check (add itself always reads the source)", sub)
+	}
 	if *f.check {
 		if sub != "add" {
 			return fmt.Errorf("instance %s: --check is for instance add", sub)
 		}
-		return checkInstanceFile(*f.file, stdout)
+		return checkInstanceFile(ctx, *f.file, *f.connect, stdout)
 	}
 	// Before anything opens; -config's balancer.judge was checked by wave.Load.
 	if err := checkBaseURLFlag("-judge", *f.judgeURL, "use -judge-token-file"); err != nil {

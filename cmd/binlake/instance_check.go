@@ -3,19 +3,22 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
 )
 
 // checkInstanceFile is `instance add --check`: the definition is read as add reads it
 // (strict keys, the file, line and key of a mistake, then wave.Instance's rules), and
 // nothing is connected to, so it runs anywhere. The source's password is not read: the
-// waves read it on their own hosts, so the check says where they look.
-func checkInstanceFile(path string, out io.Writer) error {
+// waves read it on their own hosts, so the check says where they look. With connect, the
+// source is read as add reads it (checkSourceFromHere).
+func checkInstanceFile(ctx context.Context, path string, connect bool, out io.Writer) error {
 	if path == "" {
 		return errors.New("instance add --check: -f instance.yaml is required")
 	}
@@ -33,5 +36,35 @@ func checkInstanceFile(path string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "%s is valid: instance %s, source %s@%s (%s, server id %d), %d subscription(s); %s\n",
 		path, inst.ID, src.User, src.Addr, src.Flavor, src.ServerID, len(inst.Subscriptions), password)
+	if !connect {
+		return nil
+	}
+	read, err := checkSourceFromHere(ctx, &inst, false, out)
+	if err != nil {
+		return fmt.Errorf("instance add --check -connect: %w", err)
+	}
+	if read {
+		fmt.Fprintf(out, "source %s read from here: binlog settings and server_id %d checked\n", src.Addr, src.ServerID)
+	}
 	return nil
+}
+
+// checkSourceFromHere reads inst's source with its password from this host, as add does
+// before storing it (wave.CheckSource): a server_id taken at the source refuses; a binlog
+// setting that would stop the instance is a warning line, and so is a source not read,
+// unless startSays (add's start line says why the source could not be read). read says
+// whether the source was read.
+func checkSourceFromHere(ctx context.Context, inst *cluster.Instance, startSays bool, out io.Writer) (read bool, err error) {
+	warnings, err := wave.CheckSource(ctx, inst, wave.SourcePassword)
+	read = !errors.Is(err, wave.ErrSourceNotRead)
+	if !read {
+		if !startSays {
+			warnings = append(warnings, err.Error())
+		}
+		err = nil
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(out, "warning: %s\n", w)
+	}
+	return read, err
 }

@@ -38,6 +38,9 @@ func (ic *instanceCmd) add() error {
 	if err := requireLiveNode(ic.cctx, ic.c, ic.sub, *f.node, *f.force); err != nil {
 		return err
 	}
+	if _, err := checkSourceFromHere(ic.cctx, &inst, inst.Start == nil, ic.out); err != nil {
+		return fmt.Errorf("instance add: %w", err)
+	}
 	if ic.jp != nil && *f.node == "" && *f.measure > 0 {
 		ic.jp.expected = measureSource(ic.cctx, inst.Source, *f.measure, ic.out)
 	}

@@ -140,6 +140,8 @@ type Capture struct {
 	// gtidLookedUp: the GTID set of a file/pos start was asked for (onConnect); announce:
 	// it was found and is still to be committed, so that a restart resumes by GTID too.
 	gtidLookedUp, announce bool
+	// settingsOf is the server whose binlog settings were checked (warnSourceSettings).
+	settingsOf string
 
 	// per connection
 	file   string

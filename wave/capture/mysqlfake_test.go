@@ -1,11 +1,15 @@
 package capture
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -39,6 +43,13 @@ type fakeMySQL struct {
 	mariadb bool
 	end     fakeEnd
 	next    *fakeEnd
+	// vars answer SHOW GLOBAL VARIABLES (every one, whatever its WHERE); replicas answer
+	// replicasQuery (SHOW SLAVE HOSTS when empty; MySQL 8.4 knows only SHOW REPLICAS),
+	// under replicaColumns.
+	vars           map[string]string
+	replicasQuery  string
+	replicaColumns []string
+	replicas       [][]any
 
 	mu      sync.Mutex
 	queries []string
@@ -87,6 +98,9 @@ func (f *fakeMySQL) HandleQuery(q string) (*mysql.Result, error) {
 		}
 		return fakeResult([]string{"File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB", "Executed_Gtid_Set"}, []any{e.file, e.pos, "", "", e.gtids})
 	}
+	if r, ok := f.answerSettings(q); ok {
+		return r, nil
+	}
 	m := showBinlogEvents.FindStringSubmatch(q)
 	if m == nil {
 		return nil, mysql.NewError(mysql.ER_UNKNOWN_ERROR, "fake MySQL: unexpected query "+q)
@@ -114,6 +128,31 @@ func (f *fakeMySQL) HandleQuery(q string) (*mysql.Result, error) {
 		return nil, err
 	}
 	return mysql.NewResult(rs), nil
+}
+
+// answerSettings answers SHOW GLOBAL VARIABLES and the replicas' listing.
+func (f *fakeMySQL) answerSettings(q string) (*mysql.Result, bool) {
+	var names []string
+	var rows [][]any
+	switch {
+	case strings.HasPrefix(q, "SHOW GLOBAL VARIABLES"):
+		names = []string{"Variable_name", "Value"}
+		for _, k := range slices.Sorted(maps.Keys(f.vars)) {
+			rows = append(rows, []any{k, f.vars[k]})
+		}
+	case q == cmp.Or(f.replicasQuery, "SHOW SLAVE HOSTS"):
+		names, rows = f.replicaColumns, f.replicas
+		if names == nil {
+			names = []string{"Server_id", "Host", "Port", "Master_id"}
+		}
+	default:
+		return nil, false
+	}
+	rs, err := mysql.BuildSimpleTextResultset(names, rows)
+	if err != nil {
+		panic(err)
+	}
+	return mysql.NewResult(rs), true
 }
 
 func fakeResult(names []string, row []any) (*mysql.Result, error) {

@@ -143,13 +143,15 @@ func (c *Capture) endSession(owner binlogOwner) {
 // onConnect runs on each session's binlog connection before it registers as a replica. It
 // records who owns the connection, and on an instance started by file/pos without a GTID
 // set, takes the GTID position of that file/pos from the server that wrote the file (the
-// one this connection reads), once.
+// one this connection reads), once. It warns of the server's settings that would stop the
+// instance (warnSourceSettings).
 func (c *Capture) onConnect(conn *client.Conn, owner *binlogOwner) error {
 	o, err := identify(conn, c.Inst.Source.Flavor)
 	if err != nil {
 		return err
 	}
 	*owner = o
+	c.warnSourceSettings(conn, o)
 	if c.gset != nil || c.gtidLookedUp {
 		return nil
 	}
@@ -168,6 +170,25 @@ func (c *Capture) onConnect(conn *client.Conn, owner *binlogOwner) error {
 	c.announce = true
 	c.Log.Info("start by file/pos: resuming by GTID from here", "position", c.resume.String())
 	return nil
+}
+
+// warnSourceSettings logs, once for each server the capture reads (a switch may bring one
+// set up otherwise), what in its binlog settings stops the instance at the first event
+// they touch (SourceSettings.BinlogProblems): the log says it at the start, not hours later.
+func (c *Capture) warnSourceSettings(conn *client.Conn, o binlogOwner) {
+	server := o.String()
+	if c.settingsOf == server {
+		return
+	}
+	c.settingsOf = server
+	s, err := ReadSourceSettings(conn)
+	if err != nil {
+		c.Log.Info("source settings not checked", "server", server, "err", err)
+		return
+	}
+	for _, p := range s.BinlogProblems() {
+		c.Log.Warn("source setting: "+p, "server", server)
+	}
 }
 
 // ErrBinlogOff reports a source that writes no binlog: there is nothing to capture until

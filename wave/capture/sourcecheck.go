@@ -1,0 +1,141 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+)
+
+// A source can let a replica connect and still be one the capture cannot read: it writes
+// no binlog, logs data changes as statements (binlog_format) or rows without every column
+// (binlog_row_image), or another replica reads it under the instance's server_id. The
+// instance then stops, or flaps, at the first such event, maybe hours after it was added.
+// SourceSettings reads those settings so that instance add (and a capture's first
+// connection, in its log) says so up front.
+
+// SourceSettings are the source's settings a capture depends on.
+type SourceSettings struct {
+	LogBin   string // log_bin: ON or OFF
+	Format   string // binlog_format: ROW, MIXED or STATEMENT
+	RowImage string // binlog_row_image: FULL, NOBLOB or MINIMAL ("" before MySQL 5.6)
+	ServerID uint64 // the source's own server_id
+	// Replicas are the replicas registered with the source (SHOW SLAVE HOSTS); ReplicasErr
+	// says why they could not be listed (a privilege the wave does not otherwise need).
+	Replicas    []RegisteredReplica
+	ReplicasErr error
+}
+
+// RegisteredReplica is one row of the source's SHOW SLAVE HOSTS.
+type RegisteredReplica struct {
+	ServerID uint64
+	Host     string
+	Port     uint64
+}
+
+// ReadSourceSettings reads conn's server's binlog settings and server_id (not its
+// replicas). A variable the server does not have stays empty; only a failed query is an
+// error.
+func ReadSourceSettings(conn *client.Conn) (SourceSettings, error) {
+	var s SourceSettings
+	r, err := conn.Execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('log_bin', 'binlog_format', 'binlog_row_image', 'server_id')")
+	if err != nil {
+		return s, fmt.Errorf("read the source's binlog settings: %w", err)
+	}
+	for i := range r.RowNumber() {
+		name, _ := r.GetString(i, 0)
+		value, _ := r.GetString(i, 1)
+		switch strings.ToLower(name) {
+		case "log_bin":
+			s.LogBin = strings.ToUpper(value)
+		case "binlog_format":
+			s.Format = strings.ToUpper(value)
+		case "binlog_row_image":
+			s.RowImage = strings.ToUpper(value)
+		case "server_id":
+			fmt.Sscan(value, &s.ServerID)
+		}
+	}
+	return s, nil
+}
+
+// registeredReplicas lists the source's replicas: SHOW SLAVE HOSTS, or SHOW REPLICAS where
+// the first is gone (MySQL 8.4).
+func registeredReplicas(conn *client.Conn) ([]RegisteredReplica, error) {
+	r, err := conn.Execute("SHOW SLAVE HOSTS")
+	if err != nil {
+		var err2 error
+		if r, err2 = conn.Execute("SHOW REPLICAS"); err2 != nil {
+			return nil, err
+		}
+	}
+	var out []RegisteredReplica
+	for i := range r.RowNumber() {
+		var rr RegisteredReplica
+		rr.ServerID, _ = r.GetUint(i, 0) // Server_id leads in every version
+		rr.Host, _ = r.GetStringByName(i, "Host")
+		rr.Port, _ = r.GetUintByName(i, "Port")
+		out = append(out, rr)
+	}
+	return out, nil
+}
+
+// BinlogProblems says, one sentence each, what in s's binlog settings stops an instance
+// at the first event it touches.
+func (s SourceSettings) BinlogProblems() []string {
+	var out []string
+	if s.LogBin == "OFF" {
+		out = append(out, "log_bin is OFF: the source writes no binlog, so the instance has nothing to read until log_bin is turned on (a restart of the source)")
+	}
+	if s.Format != "" && s.Format != "ROW" {
+		out = append(out, fmt.Sprintf("binlog_format is %s: a data change the source logs as a statement stops the instance (reason %s; "+
+			"on_unreadable: skip drops it instead); set binlog_format=ROW (SET GLOBAL and the server's config; open sessions keep theirs)",
+			s.Format, "statement_dml"))
+	}
+	if s.RowImage != "" && s.RowImage != "FULL" {
+		out = append(out, fmt.Sprintf("binlog_row_image is %s: rows logged without every column stop the instance (reason %s; "+
+			"on_unreadable: skip drops them instead); set binlog_row_image=FULL (SET GLOBAL and the server's config; open sessions keep theirs)",
+			s.RowImage, "row_image_partial"))
+	}
+	return out
+}
+
+// ServerIDProblems says whether serverID is the source's own or a registered replica's:
+// an instance reading under it would never hold its binlog connection.
+func (s SourceSettings) ServerIDProblems(serverID uint32) []string {
+	var out []string
+	if uint64(serverID) == s.ServerID {
+		out = append(out, fmt.Sprintf("server_id %d is the source's own: give the instance one that no server of the topology has", serverID))
+	}
+	for _, r := range s.Replicas {
+		if r.ServerID == uint64(serverID) {
+			at := r.Host
+			if at == "" {
+				at = "a replica that gave no host"
+			} else if r.Port != 0 {
+				at = fmt.Sprintf("%s:%d", r.Host, r.Port)
+			}
+			out = append(out, fmt.Sprintf("server_id %d is already used by a replica of the source (%s): the two would end each other's "+
+				"binlog connection (reason server_id_clash); give the instance a server_id of its own", serverID, at))
+		}
+	}
+	return out
+}
+
+// CheckSource connects to a source as an instance would and reads its settings and
+// registered replicas (ReplicasErr says why those could not be listed).
+func CheckSource(ctx context.Context, addr, user, password string) (SourceSettings, error) {
+	conn, err := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
+	if err != nil {
+		return SourceSettings{}, fmt.Errorf("connect to %s as %s: %w", addr, user, err)
+	}
+	defer conn.Close()
+	s, err := ReadSourceSettings(conn)
+	if err != nil {
+		return s, err
+	}
+	s.Replicas, s.ReplicasErr = registeredReplicas(conn)
+	return s, nil
+}

@@ -1,0 +1,48 @@
+package wave
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/wave/capture"
+	"github.com/binlake/binlake/wave/cluster"
+)
+
+// ErrServerIDTaken refuses an instance whose server_id the source, or a replica reading
+// it, already has: the instance would never hold its binlog connection.
+var ErrServerIDTaken = errors.New("the instance's server_id is taken at the source")
+
+// ErrSourceNotRead says the source could not be read from here (no password here, not
+// reachable, a login refused): nothing was checked.
+var ErrSourceNotRead = errors.New("the source's settings were not checked from here")
+
+// CheckSource reads inst's source from here (with password, SourcePassword for the CLI),
+// as instance add does before it stores the instance. A server_id that the source or one
+// of its registered replicas has is ErrServerIDTaken; binlog settings that stop the
+// instance at the first event they touch (binlog_format, binlog_row_image, log_bin) come
+// back as warnings, since a session may log otherwise than the server's default and
+// on_unreadable: skip gets past them. A source that cannot be read from here is
+// ErrSourceNotRead, for the caller to say: the waves read the source from their own hosts.
+func CheckSource(ctx context.Context, inst *cluster.Instance, password func(cluster.Source) (config.Secret, error)) (warnings []string, err error) {
+	src := inst.Source
+	pw, err := password(src)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSourceNotRead, err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	s, err := capture.CheckSource(rctx, src.Addr, src.User, pw.Reveal())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSourceNotRead, err)
+	}
+	if taken := s.ServerIDProblems(src.ServerID); len(taken) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrServerIDTaken, taken[0])
+	}
+	warnings = s.BinlogProblems()
+	if s.ReplicasErr != nil {
+		warnings = append(warnings, fmt.Sprintf("the source's replicas could not be listed (%v): server_id %d was checked against the source's own only", s.ReplicasErr, src.ServerID))
+	}
+	return warnings, nil
+}
