@@ -48,7 +48,7 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|set|sn
                                             withdraws it first, waits for its wave to let
                                             go, then deletes it (again finishes a removal
                                             that stopped half-way); remove and add again
-                                            to change its source, start or subscriptions
+                                            to change its source or start
   move   <id> [-node wave-2]                assign to another wave (judge or random when
                                             -node is empty); the new wave resumes from
                                             the committed offset
@@ -57,6 +57,10 @@ const instanceUsage = `Usage: binlake instance <add|list|show|remove|move|set|sn
                                             from the committed offset (an instance stopped
                                             on statement_dml or row_image_partial gets past
                                             it with -on-unreadable skip, nothing after lost)
+  set    <id> -f instance.yaml              redefine it in place, from the committed offset:
+                                            subscriptions, user, password, server_id and the
+                                            rest; the source's address, flavor and start
+                                            stay (a file that changes them is refused)
   snapshot <id> [-tables db.t1,db.t2]       emit the tables' existing rows (default: every
                                             subscribed table) as "snapshot" messages while
                                             the binlog streams on; progress in show; an
@@ -105,7 +109,7 @@ func newInstanceFlags(fs *flag.FlagSet) *instanceFlags {
 		judgeURL:       fs.String("judge", "", "judge base URL for placement (POST /v1/placement) and rebalance plans (POST /v1/rebalance)"),
 		judgeCAFile:    fs.String("judge-ca-file", "", "the CA of the judge's certificate, for an https -judge the system does not trust"),
 		judgeTokenFile: fs.String("judge-token-file", "", "file holding the judge's token, when it has one (or set "+judge.TokenEnv+")"),
-		file:           fs.String("f", "", "add: instance definition (YAML)"),
+		file:           fs.String("f", "", "add, set: instance definition (YAML)"),
 		check:          fs.Bool("check", false, "add: check the -f definition (every key and value) and exit, connecting to nothing"),
 		connect:        fs.Bool("connect", false, "add --check: also read the source from here, as add does (its password here): binlog settings and server_id"),
 		node:           fs.String("node", "", "add, move: the wave to assign to (skips placement); it must be live"),

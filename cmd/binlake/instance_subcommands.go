@@ -203,12 +203,21 @@ func (ic *instanceCmd) set() error {
 		return err
 	}
 	h := cluster.Handling{OnUnreadable: *ic.f.onUnreadable, OnTooLarge: *ic.f.onTooLarge}
-	if h == (cluster.Handling{}) {
-		return errors.New("instance set: give -on-unreadable or -on-too-large (stop or skip)")
-	}
-	changed, err := cluster.SetHandling(ic.cctx, ic.c, ic.id, h)
-	if err != nil {
-		return err
+	var changed bool
+	var err error
+	switch {
+	case *ic.f.file != "" && h != (cluster.Handling{}):
+		return errors.New("instance set: give -f or the -on-… flags, not both (the file says on_unreadable and on_too_large too)")
+	case *ic.f.file != "":
+		if changed, err = ic.redefine(); err != nil {
+			return err
+		}
+	case h == (cluster.Handling{}):
+		return errors.New("instance set: give -f instance.yaml (the whole definition) or -on-unreadable or -on-too-large (stop or skip)")
+	default:
+		if changed, err = cluster.SetHandling(ic.cctx, ic.c, ic.id, h); err != nil {
+			return err
+		}
 	}
 	if !changed {
 		fmt.Fprintf(ic.out, "instance %s has these already: nothing changed\n", ic.id)
@@ -216,6 +225,27 @@ func (ic *instanceCmd) set() error {
 	}
 	fmt.Fprintf(ic.out, "instance %s changed; its wave starts it again from the committed offset (binlake instance show %s)\n", ic.id, ic.id)
 	return nil
+}
+
+// redefine is set -f: the file's definition replaces the stored one in place
+// (cluster.Redefine), once the source is read from here as add reads it (a new server_id
+// taken at the source refuses).
+func (ic *instanceCmd) redefine() (bool, error) {
+	var def cluster.Instance
+	if err := config.Load(*ic.f.file, &def); err != nil {
+		return false, err
+	}
+	if def.ID != ic.id {
+		return false, fmt.Errorf("instance set %s: %s defines instance %q", ic.id, *ic.f.file, def.ID)
+	}
+	if _, err := checkSourceFromHere(ic.cctx, &def, false, ic.out); err != nil {
+		return false, fmt.Errorf("instance set: %w", err)
+	}
+	changed, err := cluster.Redefine(ic.cctx, ic.c, &def)
+	if changed {
+		fmt.Fprintf(ic.out, "a table newly subscribed comes from the committed offset on; its existing rows: binlake instance snapshot %s -tables db.table\n", ic.id)
+	}
+	return changed, err
 }
 
 func (ic *instanceCmd) snapshot() error {

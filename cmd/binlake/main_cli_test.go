@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -522,7 +523,7 @@ func TestInstanceSetOnUpDataFolder(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"on_too_large": "drop": want stop or skip`) {
 		t.Fatalf("a bad value: %v", err)
 	}
-	if err := run(context.Background(), []string{"instance", "set", InstanceID, "-data", dir}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "give -on-unreadable or -on-too-large") {
+	if err := run(context.Background(), []string{"instance", "set", InstanceID, "-data", dir}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "give -f instance.yaml (the whole definition) or -on-unreadable or -on-too-large") {
 		t.Fatalf("nothing to set: %v", err)
 	}
 
@@ -542,5 +543,103 @@ func TestInstanceSetOnUpDataFolder(t *testing.T) {
 	}
 	if v, err := c.Get(context.Background(), cluster.OffsetKey(InstanceID)); err != nil || string(v.Data) != string(off) {
 		t.Fatalf("offset after up's start: %q, %v; want %s kept", v.Data, err, off)
+	}
+}
+
+// TestUpRedefinesInPlace: up started again with other subscriptions, user or server_id
+// redefines its instance in place, the committed offset kept (it removed the instance and
+// added it again at the source's end: rows written while up was stopped were lost);
+// started on another server, it starts again there (the offset means nothing there).
+func TestUpRedefinesInPlace(t *testing.T) {
+	dir, c := upFolder(t)
+	defer c.Close()
+	ctx := context.Background()
+	off := []byte(`{"file":"mysql-bin.000002","pos":1234}`)
+	if _, err := c.Put(ctx, cluster.OffsetKey(InstanceID), off, coord.NoVersion); err != nil {
+		t.Fatal(err)
+	}
+	m := MySQL{Addr: "127.0.0.1:3307", User: "binlake", Flavor: "mariadb", ServerID: 4321,
+		Subscriptions: []cluster.Subscription{{Name: "shop", Topic: "shop.rows", Include: []string{`shop\..*`}}}}
+	var log bytes.Buffer
+	if err := defineInstance(ctx, c, m.instance(dir), "db-host", slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := cluster.GetInstance(ctx, c, InstanceID)
+	if err != nil || inst.Source.User != "binlake" || inst.Source.ServerID != 4321 || len(inst.Subscriptions) != 1 || inst.Subscriptions[0].Topic != "shop.rows" {
+		t.Fatalf("after up with other flags: %+v, %v; want the new user, server_id and subscription", inst, err)
+	}
+	if v, err := c.Get(ctx, cluster.OffsetKey(InstanceID)); err != nil || string(v.Data) != string(off) {
+		t.Fatalf("offset after up with other subscriptions: %q, %v; want %s kept", v.Data, err, off)
+	}
+	if !strings.Contains(log.String(), "redefined in place") {
+		t.Errorf("up's log does not say the instance was redefined in place:\n%s", log.String())
+	}
+
+	m.Addr = "127.0.0.1:3308"
+	log.Reset()
+	if err := defineInstance(ctx, c, m.instance(dir), "db-host", slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, cluster.OffsetKey(InstanceID)); !errors.Is(err, coord.ErrNotFound) {
+		t.Errorf("offset after up on another server: %v; want it gone (capture starts at that server's end)", err)
+	}
+	if inst, err := cluster.GetInstance(ctx, c, InstanceID); err != nil || inst.Source.Addr != "127.0.0.1:3308" {
+		t.Errorf("after up on another server: %+v, %v", inst, err)
+	}
+	if !strings.Contains(log.String(), "the source changed") {
+		t.Errorf("up's log does not say the source changed:\n%s", log.String())
+	}
+}
+
+// TestInstanceSetFile: `binlake instance set <id> -f FILE` redefines the instance in place
+// from the file (a subscription added here), the offset kept; a file of another instance,
+// one of another source, and -f beside -on-… flags are refused, each saying why.
+func TestInstanceSetFile(t *testing.T) {
+	dir, c := upFolder(t)
+	ctx := context.Background()
+	off := []byte(`{"file":"mysql-bin.000002","pos":1234}`)
+	if _, err := c.Put(ctx, cluster.OffsetKey(InstanceID), off, coord.NoVersion); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	define := func(id, addr string) string {
+		f := filepath.Join(t.TempDir(), "local.yaml")
+		writeFile(t, f, "id: "+id+"\nsource:\n  addr: "+addr+"\n  user: root\n  flavor: mariadb\n  server_id: 4321\n"+
+			"subscriptions:\n  - name: all\n    topic: binlake.rows\n  - name: shop\n    topic: shop.rows\n    include: ['shop\\..*']\n")
+		return f
+	}
+	set := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(ctx, append([]string{"instance", "set", InstanceID, "-data", dir}, args...), &out, &errOut)
+		return out.String(), err
+	}
+	out, err := set("-f", define(InstanceID, "127.0.0.1:3307"))
+	if err != nil || !strings.Contains(out, "instance local changed; its wave starts it again from the committed offset") {
+		t.Fatalf("set -f: %v\n%s", err, out)
+	}
+	for _, tc := range []struct{ name, file, flag, want string }{
+		{"another instance's file", define("orders", "127.0.0.1:3307"), "", `defines instance "orders"`},
+		{"another source", define(InstanceID, "127.0.0.1:3399"), "", "a redefinition keeps the source"},
+		{"a flag beside", define(InstanceID, "127.0.0.1:3307"), "-on-unreadable=skip", "give -f or the -on-… flags, not both"},
+	} {
+		args := []string{"-f", tc.file}
+		if tc.flag != "" {
+			args = append(args, tc.flag)
+		}
+		if out, err := set(args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v\n%s\nwant refused: %q", tc.name, err, out, tc.want)
+		}
+	}
+	c, err = single.New(single.Options{Path: filepath.Join(dir, CoordFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	inst, err := cluster.GetInstance(ctx, c, InstanceID)
+	if err != nil || len(inst.Subscriptions) != 2 || inst.Subscriptions[1].Topic != "shop.rows" || inst.Source.ServerID != 4321 {
+		t.Fatalf("after set -f: %+v, %v; want the file's subscriptions and server_id", inst, err)
+	}
+	if v, err := c.Get(ctx, cluster.OffsetKey(InstanceID)); err != nil || string(v.Data) != string(off) {
+		t.Fatalf("offset after set -f: %q, %v; want %s kept", v.Data, err, off)
 	}
 }

@@ -63,43 +63,53 @@ func (o *upOptions) newWave(ctx context.Context, c coord.Coordinator, dir string
 	}}, rows, closeRows, nil
 }
 
-// defineInstance stores the instance unless the same definition is there already; a
-// changed one replaces it, and capture starts again at the source's current position.
-// Its on_unreadable and on_too_large are the stored ones (binlake instance set).
+// defineInstance stores the instance unless the same definition is there already. One
+// of another server (address or flavor) replaces it, and capture starts again at that
+// server's current position; a changed user, server_id or subscriptions redefine it in
+// place (cluster.Redefine), so capture goes on from the committed offset. Its
+// on_unreadable and on_too_large are the stored ones (binlake instance set).
 func defineInstance(ctx context.Context, c coord.Coordinator, inst *cluster.Instance, node string, logger *slog.Logger) error {
 	if err := inst.Validate(); err != nil {
 		return fmt.Errorf("mysql: %w", err)
 	}
-	cur, getErr := c.Get(ctx, cluster.InstanceKey(inst.ID))
-	if getErr == nil {
-		if stored, perr := cluster.ParseInstance(cur.Data); perr == nil {
-			// What binlake instance set changed stays: up's flags do not say it, and a
-			// definition that differs starts the capture again from the source's end.
-			inst.OnUnreadable, inst.OnTooLarge = stored.OnUnreadable, stored.OnTooLarge
-		}
-	}
-	want, err := inst.Marshal()
-	if err != nil {
-		return err
-	}
+	cur, err := c.Get(ctx, cluster.InstanceKey(inst.ID))
 	switch {
-	case errors.Is(getErr, coord.ErrNotFound):
-	case getErr != nil:
-		return fmt.Errorf("read instance %s: %w", inst.ID, getErr)
-	case string(cur.Data) == string(want):
-		_, err := cluster.MoveInstance(ctx, c, inst.ID, node, nil)
-		if errors.Is(err, cluster.ErrAlreadyThere) {
-			return nil // up's usual start: the instance is on this node already
-		}
+	case errors.Is(err, coord.ErrNotFound):
+		_, err = cluster.AddInstance(ctx, c, inst, node, nil)
 		return err
-	default:
-		logger.Warn("the source or its subscriptions changed: capture starts again at the source's current position",
+	case err != nil:
+		return fmt.Errorf("read instance %s: %w", inst.ID, err)
+	}
+	stored, perr := cluster.ParseInstance(cur.Data)
+	if perr != nil || stored.Source.Addr != inst.Source.Addr || stored.Source.Flavor != inst.Source.Flavor {
+		// No definition (a removal cut short) or another server: its offset means nothing.
+		logger.Warn("the source changed: capture starts again at the source's current position",
 			"component", "up", "instance", inst.ID)
 		if err := cluster.RemoveInstance(ctx, c, inst.ID); err != nil {
 			return err
 		}
+		_, err = cluster.AddInstance(ctx, c, inst, node, nil)
+		return err
 	}
-	_, err = cluster.AddInstance(ctx, c, inst, node, nil)
+	// What binlake instance set changed stays: up's flags do not say it.
+	inst.OnUnreadable, inst.OnTooLarge = stored.OnUnreadable, stored.OnTooLarge
+	changed, err := cluster.Redefine(ctx, c, inst)
+	if err != nil {
+		return err
+	}
+	if changed {
+		logger.Info("the user, server_id or subscriptions changed: the instance is redefined in place and capture goes on from the committed offset "+
+			"(a table newly subscribed from there on; its existing rows: binlake instance snapshot "+inst.ID+" -data DIR, with up stopped)",
+			"component", "up", "instance", inst.ID)
+		if inst.Snapshot != nil && stored.Snapshot == nil {
+			logger.Warn("-mysql-snapshot acts at the first start on a data folder only: binlake instance snapshot emits the tables' rows now",
+				"component", "up", "instance", inst.ID)
+		}
+	}
+	_, err = cluster.MoveInstance(ctx, c, inst.ID, node, nil)
+	if errors.Is(err, cluster.ErrAlreadyThere) {
+		return nil // up's usual start: the instance is on this node already
+	}
 	return err
 }
 

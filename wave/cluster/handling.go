@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/binlake/binlake/internal/coord"
 )
@@ -20,43 +18,14 @@ type Handling struct {
 // columns gets past them (skip) without losing the rows after them, as a remove and an
 // add from the source's position would. It says whether the definition changed.
 func SetHandling(ctx context.Context, c coord.Coordinator, id string, h Handling) (bool, error) {
-	for range 5 {
-		v, err := c.Get(ctx, InstanceKey(id))
-		if errors.Is(err, coord.ErrNotFound) {
-			return false, fmt.Errorf("instance %s: %w", id, coord.ErrNotFound) // as move, show and remove say it
-		}
-		if err != nil {
-			return false, fmt.Errorf("read instance %s: %w", id, err)
-		}
-		inst, err := ParseInstance(v.Data)
-		if err != nil {
-			return false, err
-		}
-		next := *inst
+	return updateInstance(ctx, c, id, func(cur *Instance) (*Instance, error) {
+		next := *cur
 		if h.OnUnreadable != "" {
 			next.OnUnreadable = h.OnUnreadable
 		}
 		if h.OnTooLarge != "" {
 			next.OnTooLarge = h.OnTooLarge
 		}
-		if err := next.Validate(); err != nil {
-			return false, fmt.Errorf("instance %s: %w", id, err)
-		}
-		if next.OnUnreadable == inst.OnUnreadable && next.OnTooLarge == inst.OnTooLarge {
-			return false, nil
-		}
-		data, err := next.Marshal()
-		if err != nil {
-			return false, err
-		}
-		_, err = c.Put(ctx, InstanceKey(id), data, v.Version)
-		if errors.Is(err, coord.ErrVersionConflict) {
-			continue // written meanwhile (a move, another set): read it again
-		}
-		if err != nil {
-			return false, fmt.Errorf("write instance %s: %w", id, err)
-		}
-		return true, nil
-	}
-	return false, fmt.Errorf("instance %s: changed by others at every try; try again", id)
+		return &next, nil
+	})
 }
