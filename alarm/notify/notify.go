@@ -190,6 +190,9 @@ type Dispatcher struct {
 	failed *prometheus.CounterVec
 	retry  *prometheus.CounterVec
 	drop   *prometheus.CounterVec
+	// failing is 1 while a channel's last notification was given up, 0 once one is
+	// delivered: a failure followed by a delivery (the owed page sent again) is over.
+	failing *prometheus.GaugeVec
 
 	startOnce, closeOnce sync.Once
 	cancel               context.CancelFunc
@@ -233,6 +236,8 @@ func NewDispatcher(channels map[string]Notifier, o DispatcherOptions) (*Dispatch
 		Help: "Failed delivery attempts (each retry counts), by channel."}, []string{"channel"})
 	d.drop = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "notifications_dropped_total",
 		Help: "Notifications dropped because the channel's queue was full, by channel."}, []string{"channel"})
+	d.failing = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "channel_failing",
+		Help: "1 while the channel's last notification was given up after every attempt (what the alarm owes is sent again after its claim's lease), 0 once one is delivered."}, []string{"channel"})
 	for name, n := range channels {
 		if n == nil {
 			return nil, fmt.Errorf("notify: channel %q has no notifier", name)
@@ -241,9 +246,10 @@ func NewDispatcher(channels map[string]Notifier, o DispatcherOptions) (*Dispatch
 		for _, c := range []*prometheus.CounterVec{d.sent, d.failed, d.retry, d.drop} {
 			c.WithLabelValues(name) // exported at zero from the start
 		}
+		d.failing.WithLabelValues(name).Set(0)
 	}
 	if o.Registerer != nil {
-		for _, c := range []prometheus.Collector{d.sent, d.failed, d.retry, d.drop} {
+		for _, c := range []prometheus.Collector{d.sent, d.failed, d.retry, d.drop, d.failing} {
 			if err := o.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("notify: metrics: %w", err)
 			}
@@ -347,6 +353,7 @@ func (d *Dispatcher) deliver(ctx context.Context, w *worker, m Message) {
 		cancel()
 		if err == nil {
 			d.sent.WithLabelValues(w.name).Inc()
+			d.failing.WithLabelValues(w.name).Set(0)
 			d.log.Debug("notification sent", "channel", w.name, "group", m.GroupKey, "alerts", len(m.Alerts), "status", m.Status())
 			d.done(m, nil)
 			return
@@ -363,6 +370,7 @@ func (d *Dispatcher) deliver(ctx context.Context, w *worker, m Message) {
 		}
 	}
 	d.failed.WithLabelValues(w.name).Inc()
+	d.failing.WithLabelValues(w.name).Set(1)
 	if ctx.Err() != nil {
 		d.givenUp.Add(1) // cut short by Close
 	}

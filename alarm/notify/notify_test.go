@@ -399,3 +399,40 @@ func TestTextTitleFromCommonLabels(t *testing.T) {
 	title, _ := Text(m, false)
 	require.Equal(t, "[FIRING] P1 high-cpu (1 firing, 1 resolved)", title)
 }
+
+// TestChannelFailingGauge: binlake_alarm_channel_failing is 0 from the start, 1 once a
+// notification is given up, and 0 again once the channel delivers one (a page the alarm
+// sends again after its lease): an outage over is no alert for the next 15 minutes.
+func TestChannelFailingGauge(t *testing.T) {
+	var down atomic.Bool
+	var calls atomic.Int64
+	n := notifierFunc(func(context.Context, Message) error {
+		calls.Add(1)
+		if down.Load() {
+			return errors.New("down")
+		}
+		return nil
+	})
+	d, err := NewDispatcher(map[string]Notifier{"am": n}, DispatcherOptions{Attempts: 2, Backoff: time.Millisecond, Logger: quiet, Registerer: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	d.Start()
+	defer d.Close(time.Second)
+	failing := func() float64 {
+		var m dto.Metric
+		if err := d.failing.WithLabelValues("am").Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetGauge().GetValue()
+	}
+	require.Equal(t, 0.0, failing())
+	down.Store(true)
+	m := sample()
+	m.Receiver = "am"
+	require.True(t, d.Enqueue(m))
+	require.Eventually(t, func() bool { return failing() == 1 }, 20*time.Second, 5*time.Millisecond, "a notification given up marks the channel failing")
+	require.Equal(t, int64(2), calls.Load())
+	down.Store(false)
+	require.True(t, d.Enqueue(m))
+	require.Eventually(t, func() bool { return failing() == 0 }, 20*time.Second, 5*time.Millisecond, "a delivery ends it")
+	require.Equal(t, 1.0, counter(d.failed.WithLabelValues("am")), "the failure stays counted")
+}
