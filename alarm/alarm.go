@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -338,9 +339,17 @@ func (a *Alarm) Run(ctx context.Context) error {
 		g.Go(func() error { return httpapi.Serve(gctx, ln, a.handler, "alarm API", a.log, a.o.Ready) })
 	}
 	stopping := logging.OnStop(gctx, a.log, "alarm stopping", "within", a.o.ShutdownTimeout)
+	// The timeout runs from the stop's signal: leaving the consumer group (g.Wait) is
+	// part of stopping, and took most of a second outside it.
+	var signalled atomic.Int64
+	context.AfterFunc(gctx, func() { signalled.Store(time.Now().UnixNano()) })
 	runErr := g.Wait()
 	stopping()
-	a.stop()
+	since := time.Now()
+	if ns := signalled.Load(); ns != 0 {
+		since = time.Unix(0, ns)
+	}
+	a.stop(since.Add(a.o.ShutdownTimeout))
 	select {
 	case done := <-endDrain:
 		done()
@@ -349,18 +358,18 @@ func (a *Alarm) Run(ctx context.Context) error {
 	return runErr
 }
 
-// stop ends the run once nothing is read or evaluated any more, within ShutdownTimeout,
+// stop ends the run once nothing is read or evaluated any more, by deadline (the stop's
+// signal and ShutdownTimeout),
 // so that a deploy is never held by a hung coordinator or channel, and says what was
 // left: the node book's pages for whoever takes the partitions next; the notification
 // log writes and every group still in group_wait (a resolution decided just before the
 // stop goes out now, not never); the channels' queues; then the pages and resolved
 // notices still undelivered are handed back to the log for another process to send.
-func (a *Alarm) stop() {
-	deadline := time.Now().Add(a.o.ShutdownTimeout)
+func (a *Alarm) stop(deadline time.Time) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	if a.own != nil {
-		bctx, bcancel := context.WithTimeout(ctx, a.o.ShutdownTimeout/4)
+		bctx, bcancel := context.WithTimeout(ctx, time.Until(deadline)/4)
 		a.saveBook(bctx, nil)
 		bcancel()
 	}

@@ -483,3 +483,28 @@ func TestCrashedPageIsResentUnderMaxNotifications(t *testing.T) {
 		})
 	}
 }
+
+// TestCappedAlertKeepsLastNotifiedAfterRestart: an alert at its max_notifications, loaded
+// again after a restart, shows when it was last notified (it showed null: the next
+// process never claims it, and only a claim set it).
+func TestCappedAlertKeepsLastNotifiedAfterRestart(t *testing.T) {
+	pol := twoChannels + "    max_notifications: 1\n"
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := channelRig(t, dir, clk, pol, nil, nil)
+	r1.observe("wave-1", 95)
+	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
+	paged := r1.e.Alerts()[0].LastNotified
+	require.NotNil(t, paged)
+	require.NoError(t, r1.c.Close())
+
+	r2, out2 := channelRig(t, dir, clk, pol, nil, nil)
+	for range 3 {
+		clk.Add(10 * time.Second)
+		r2.observe("wave-1", 95)
+	}
+	require.Empty(t, out2.take(), "at its max_notifications: no page")
+	v := r2.e.Alerts()[0]
+	require.Equal(t, 1, v.Notifications)
+	require.NotNil(t, v.LastNotified, "lastNotified after the restart")
+	require.True(t, v.LastNotified.Equal(*paged), "lastNotified %v, want the page's %v", v.LastNotified, paged)
+}

@@ -43,6 +43,8 @@ type ownership struct {
 	polls      uint64
 	held       bool
 	heldAt     uint64
+	// heldQuiet: held while owning no partition (heldLevel).
+	heldQuiet bool
 	// lapsed is set when this process may have left the group unseen since the last
 	// answer (an answer failed or did not know, the stream stalled, the process was
 	// paused): the group may have given its partitions to another process meanwhile,
@@ -223,7 +225,7 @@ func (o *ownership) poll(ctx context.Context) {
 			caughtUp = false // asked before the stall was seen, or still behind
 		} else {
 			o.held = false
-			o.log.Info("the bus answers again and this process caught up; nodata and staleness resume after one interval")
+			o.log.Log(context.Background(), o.heldLevel(slog.LevelInfo), "the bus answers again and this process caught up; nodata and staleness resume after one interval")
 		}
 	}
 	o.eng.SetCaughtUp(caughtUp)
@@ -250,9 +252,21 @@ func (o *ownership) watch(after time.Duration) {
 		return
 	}
 	o.held, o.heldAt, o.lapsed = true, o.polls, true
-	o.log.Warn("the bus delivers nothing and its position is unknown; holding nodata and staleness",
-		"quiet_for", now.Sub(o.lastMsg).Round(time.Millisecond))
+	// A process that owned no partition at the last answer expects nothing: the quiet
+	// of a group's rebalance is no stall worth a warning there.
+	o.heldQuiet = len(o.owned) == 0
+	o.log.Log(context.Background(), o.heldLevel(slog.LevelWarn), "the bus delivers nothing and its position is unknown; holding nodata and staleness",
+		"quiet_for", now.Sub(o.lastMsg).Round(time.Millisecond), "partitions", len(o.owned))
 	o.eng.SetCaughtUp(false)
+}
+
+// heldLevel is the level of what watch and the next answer say of a hold: debug for a
+// process that owned no partition when it was held (heldQuiet).
+func (o *ownership) heldLevel(l slog.Level) slog.Level {
+	if o.heldQuiet {
+		return slog.LevelDebug
+	}
+	return l
 }
 
 // lapse tells that this process was paused (its timer ran late): it may have left the

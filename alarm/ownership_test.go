@@ -1,9 +1,11 @@
 package alarm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -292,4 +294,49 @@ func TestTakingOverUntilTheFirstAnswerIsApplied(t *testing.T) {
 	require.Equal(t, 1, gains)
 	require.True(t, o.tookOverOnce(), "once the first partitions were taken over")
 	require.True(t, (&ownership{}).tookOverOnce(), "no positioning bus")
+}
+
+// TestIdleMemberHoldsQuietly: a process whose partitions all went to others expects no
+// message, so the quiet of the group's next rebalance (the position question slow, no
+// message for a while) holds nodata without the warning that a stalled bus gets (an idle
+// member warned "the bus delivers nothing" at every rebalance); one owning a partition
+// still warns, and says when the bus answers again.
+func TestIdleMemberHoldsQuietly(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		owned []int
+		warn  bool
+	}{
+		{"owning a partition", []int{0}, true},
+		{"owning none", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, basePolicy, nil)
+			var logged bytes.Buffer
+			pos := &hangingPositioner{p: bus.Position{Known: true, Partitions: tc.owned, CaughtUp: true}, answers: make(chan bus.Position)}
+			o := &ownership{pos: pos, eng: r.e, log: slog.New(slog.NewTextHandler(&logged, nil)), parts: map[string]int{}, now: r.clk.Now}
+			ctx := context.Background()
+			o.seen("wave-1", 0) // a message from before the partitions moved
+			o.poll(ctx)
+			pos.hang.Store(true)
+			polled := make(chan struct{})
+			go func() { o.poll(ctx); close(polled) }()
+			require.Eventually(t, func() bool { o.mu.Lock(); defer o.mu.Unlock(); return !o.pollStart.IsZero() }, time.Second, time.Millisecond)
+			for range 12 {
+				r.clk.Add(250 * time.Millisecond)
+				o.watch(time.Second)
+			}
+			o.mu.Lock()
+			held := o.held
+			o.mu.Unlock()
+			require.True(t, held, "nodata held while the position is unknown")
+			pos.answers <- bus.Position{Known: true, Partitions: tc.owned, CaughtUp: true}
+			<-polled
+			pos.hang.Store(false)
+			r.clk.Add(time.Second)
+			o.poll(ctx)
+			require.Equal(t, tc.warn, strings.Contains(logged.String(), "level=WARN msg=\"the bus delivers nothing"), "the hold's warning:\n%s", logged.String())
+			require.Equal(t, tc.warn, strings.Contains(logged.String(), "the bus answers again"), "the end of the hold said:\n%s", logged.String())
+		})
+	}
 }

@@ -358,6 +358,11 @@ func (sh *shard) resume(a *alertState, le LogEntry, now time.Time) {
 	a.activeSince, a.firingSince = le.ActiveSince, le.FiringSince
 	a.evalTS, a.guardTS = le.EvalTS, le.EvalTS
 	a.sent, a.owed = le.Sent, le.owes() // a channel still owed the page gets it, whatever max_notifications
+	if mx := a.p.MaxNotifications; mx > 0 && a.sent >= mx && !a.owed {
+		// Never claimed again, so no claim sets when it was last notified: the log says
+		// it (and should the cap be raised, the repeat interval runs from that page).
+		a.lastSent = le.LastSent
+	}
 	sh.dirty = append(sh.dirty, a)
 }
 
