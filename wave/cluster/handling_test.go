@@ -24,14 +24,7 @@ func TestSetHandling(t *testing.T) {
 			if _, err := cluster.AddInstance(ctx, c, &orders, "wave-1", nil); err != nil {
 				t.Fatal(err)
 			}
-			at := cluster.Position{File: "bin.000007", Pos: 1293}
-			off, err := json.Marshal(at)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.Put(ctx, cluster.OffsetKey(orders.ID), off, coord.NoVersion); err != nil {
-				t.Fatal(err)
-			}
+			at := putOffset(t, c, orders.ID)
 			changed, err := cluster.SetHandling(ctx, c, orders.ID, cluster.Handling{OnUnreadable: cluster.UnreadableSkip})
 			if err != nil || !changed {
 				t.Fatalf("set: changed %v, %v", changed, err)
@@ -45,9 +38,7 @@ func TestSetHandling(t *testing.T) {
 			if a, b := mustMarshal(t, got), mustMarshal(t, &want); a != b {
 				t.Errorf("definition %s, want %s", a, b)
 			}
-			if off, _, ok, err := cluster.ReadOffset(ctx, c, orders.ID); err != nil || !ok || off.File != at.File || off.Pos != at.Pos {
-				t.Errorf("offset %v %v %v, want %v kept", off, ok, err, at)
-			}
+			expectOffset(t, c, orders.ID, at)
 			if changed, err := cluster.SetHandling(ctx, c, orders.ID, cluster.Handling{OnUnreadable: cluster.UnreadableSkip}); err != nil || changed {
 				t.Errorf("the same again: changed %v, %v", changed, err)
 			}
@@ -68,4 +59,26 @@ func mustMarshal(t *testing.T, in *cluster.Instance) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// putOffset commits an offset for instance id, as its wave would, and returns it.
+func putOffset(t *testing.T, c coord.Coordinator, id string) cluster.Position {
+	t.Helper()
+	at := cluster.Position{File: "bin.000007", Pos: 1293}
+	off, err := json.Marshal(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put(t.Context(), cluster.OffsetKey(id), off, coord.NoVersion); err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// expectOffset fails the test unless instance id's committed offset is still at.
+func expectOffset(t *testing.T, c coord.Coordinator, id string, at cluster.Position) {
+	t.Helper()
+	if off, _, ok, err := cluster.ReadOffset(t.Context(), c, id); err != nil || !ok || off.File != at.File || off.Pos != at.Pos {
+		t.Errorf("offset %v %v %v, want %v kept", off, ok, err, at)
+	}
 }

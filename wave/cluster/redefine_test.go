@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -31,14 +30,7 @@ func TestRedefine(t *testing.T) {
 			if _, err := cluster.AddInstance(ctx, c, &users, "wave-1", nil); err != nil {
 				t.Fatal(err)
 			}
-			at := cluster.Position{File: "bin.000007", Pos: 1293}
-			off, err := json.Marshal(at)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.Put(ctx, cluster.OffsetKey(orders.ID), off, coord.NoVersion); err != nil {
-				t.Fatal(err)
-			}
+			at := putOffset(t, c, orders.ID)
 
 			def := wavetest.ValidInstance() // no start: the stored one stays
 			def.Source.User, def.Source.ServerID = "repl2", 303
@@ -56,9 +48,7 @@ func TestRedefine(t *testing.T) {
 			if a, b := mustMarshal(t, got), mustMarshal(t, &want); a != b {
 				t.Errorf("definition %s, want %s", a, b)
 			}
-			if off, _, ok, err := cluster.ReadOffset(ctx, c, orders.ID); err != nil || !ok || off.File != at.File || off.Pos != at.Pos {
-				t.Errorf("offset %v %v %v, want %v kept", off, ok, err, at)
-			}
+			expectOffset(t, c, orders.ID, at)
 			if changed, err := cluster.Redefine(ctx, c, &def); err != nil || changed {
 				t.Errorf("the same again: changed %v, %v", changed, err)
 			}
