@@ -23,9 +23,14 @@ var ErrSourceNotRead = errors.New("the source's settings were not checked from h
 // of its registered replicas has is ErrServerIDTaken; binlog settings that stop the
 // instance at the first event they touch (binlog_format, binlog_row_image, log_bin) come
 // back as warnings, since a session may log otherwise than the server's default and
-// on_unreadable: skip gets past them. A source that cannot be read from here is
+// on_unreadable: skip gets past them. So do the privileges the instance's user lacks
+// (capture.CheckSource tries them; the waves may log in otherwise). A source that cannot be read from here is
 // ErrSourceNotRead, for the caller to say: the waves read the source from their own hosts.
-func CheckSource(ctx context.Context, inst *cluster.Instance, password func(cluster.Source) (config.Secret, error)) (warnings []string, err error) {
+//
+// reading says the instance reads the source under its server_id already (a
+// redefinition that keeps it): its own connection is no clash, and no trial dump is
+// made under it (it would end that connection).
+func CheckSource(ctx context.Context, inst *cluster.Instance, password func(cluster.Source) (config.Secret, error), reading bool) (warnings []string, err error) {
 	src := inst.Source
 	pw, err := password(src)
 	if err != nil {
@@ -33,15 +38,19 @@ func CheckSource(ctx context.Context, inst *cluster.Instance, password func(clus
 	}
 	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 	defer cancel()
-	s, err := capture.CheckSource(rctx, src.Addr, src.User, pw.Reveal())
+	dumpAs := src.ServerID
+	if reading {
+		dumpAs = 0
+	}
+	s, err := capture.CheckSource(rctx, src.Addr, src.User, pw.Reveal(), src.Flavor, dumpAs)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSourceNotRead, err)
 	}
-	if taken := s.ServerIDProblems(src.ServerID); len(taken) > 0 {
+	if taken := s.ServerIDProblems(src.ServerID); len(taken) > 0 && !reading {
 		return nil, fmt.Errorf("%w: %s", ErrServerIDTaken, taken[0])
 	}
-	warnings = s.BinlogProblems()
-	if s.ReplicasErr != nil {
+	warnings = append(s.BinlogProblems(), s.Access...)
+	if s.ReplicasErr != nil && !reading {
 		warnings = append(warnings, fmt.Sprintf("the source's replicas could not be listed (%v): server_id %d was checked against the source's own only", s.ReplicasErr, src.ServerID))
 	}
 	return warnings, nil

@@ -39,12 +39,14 @@ func checkInstanceFile(ctx context.Context, path string, connect bool, out io.Wr
 	if !connect {
 		return nil
 	}
-	read, err := checkSourceFromHere(ctx, &inst, false, out)
-	if err != nil {
+	read, warned, err := checkSourceFromHere(ctx, &inst, false, false, out)
+	switch {
+	case err != nil:
 		return fmt.Errorf("instance add --check -connect: %w", err)
-	}
-	if read {
-		fmt.Fprintf(out, "source %s read from here: binlog settings and server_id %d checked\n", src.Addr, src.ServerID)
+	case read && warned > 0:
+		fmt.Fprintf(out, "source %s read from here: %d warning(s) above\n", src.Addr, warned)
+	case read:
+		fmt.Fprintf(out, "source %s read from here: binlog settings, privileges and server_id %d checked, no problem\n", src.Addr, src.ServerID)
 	}
 	return nil
 }
@@ -52,10 +54,11 @@ func checkInstanceFile(ctx context.Context, path string, connect bool, out io.Wr
 // checkSourceFromHere reads inst's source with its password from this host, as add does
 // before storing it (wave.CheckSource): a server_id taken at the source refuses; a binlog
 // setting that would stop the instance is a warning line, and so is a source not read,
-// unless startSays (add's start line says why the source could not be read). read says
-// whether the source was read.
-func checkSourceFromHere(ctx context.Context, inst *cluster.Instance, startSays bool, out io.Writer) (read bool, err error) {
-	warnings, err := wave.CheckSource(ctx, inst, wave.SourcePassword)
+// unless startSays (add's start line says why the source could not be read). reading:
+// the instance reads the source under its server_id already (wave.CheckSource). read says
+// whether the source was read, warned how many warnings were said.
+func checkSourceFromHere(ctx context.Context, inst *cluster.Instance, startSays, reading bool, out io.Writer) (read bool, warned int, err error) {
+	warnings, err := wave.CheckSource(ctx, inst, wave.SourcePassword, reading)
 	read = !errors.Is(err, wave.ErrSourceNotRead)
 	if !read {
 		if !startSays {
@@ -66,5 +69,5 @@ func checkSourceFromHere(ctx context.Context, inst *cluster.Instance, startSays 
 	for _, w := range warnings {
 		fmt.Fprintf(out, "warning: %s\n", w)
 	}
-	return read, err
+	return read, len(warnings), err
 }

@@ -6,12 +6,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
 	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
 )
 
@@ -60,7 +66,7 @@ func TestInstanceAddReadsTheSourceIntegration(t *testing.T) {
 
 	fine := define("fine", uint64(testenv.ReplicaServerID()), "")
 	out, err = run("add", "--check", "-connect", "-f", fine)
-	if err != nil || strings.Contains(out, "warning") || !strings.Contains(out, "source "+a.Addr+" read from here: binlog settings and server_id") {
+	if err != nil || strings.Contains(out, "warning") || !strings.Contains(out, "source "+a.Addr+" read from here: binlog settings, privileges and server_id") {
 		t.Fatalf("add --check -connect on a server_id of its own: %v\n%s\nwant it read from here, without a warning", err, out)
 	}
 
@@ -74,5 +80,96 @@ func TestInstanceAddReadsTheSourceIntegration(t *testing.T) {
 	out, err = run("add", "-zk", zk, "-root", root, "-node", "wave-1", "-f", locked)
 	if err != nil || strings.Count(out, "Access denied") != 1 || !strings.Contains(out, "instance locked added, assigned to wave-1") {
 		t.Fatalf("add with a password the source refuses: %v\n%s\nwant the instance added, the source's refusal said once (by the start's line)", err, out)
+	}
+}
+
+// TestInstanceSetReadsTheSourceIntegration: `instance set -f` on an instance whose wave
+// reads the source (a binlog dump registered under its server_id, here) is no clash with
+// that connection, and leaves it be; a new server_id another replica of the source
+// has is refused, and the definition kept.
+func TestInstanceSetReadsTheSourceIntegration(t *testing.T) {
+	zk := testenv.Require(t, testenv.ZooKeeper)
+	a := testenv.RequireMySQL(t)
+	root := fmt.Sprintf("/binlake-set-source-%d", time.Now().UnixNano())
+	c := registerWaves(t, zk, root, "wave-1")
+	dir := t.TempDir()
+	own, other := testenv.ReplicaServerID(), testenv.ReplicaServerID()
+	define := func(serverID uint32, topic string) string {
+		f := filepath.Join(dir, fmt.Sprintf("orders-%d.yaml", serverID))
+		writeFile(t, f, fmt.Sprintf("id: orders\nsource:\n  addr: %s\n  user: %s\n  flavor: mariadb\n  server_id: %d\nsubscriptions:\n  - name: all\n    topic: %s\n",
+			a.Addr, a.User, serverID, topic))
+		return f
+	}
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := runInstance(context.Background(), args, &out, &errOut)
+		return out.String() + errOut.String(), err
+	}
+	if out, err := run("add", "-zk", zk, "-root", root, "-node", "wave-1", "-f", define(own, "orders.rows")); err != nil {
+		t.Fatalf("add: %v\n%s", err, out)
+	}
+	ownDump := holdDump(t, a, own)
+	holdDump(t, a, other)
+
+	out, err := run("set", "orders", "-zk", zk, "-root", root, "-f", define(own, "orders.rows2"))
+	if err != nil || !strings.Contains(out, "instance orders changed") || strings.Contains(out, "warning") {
+		t.Fatalf("set -f keeping the server_id its wave reads under: %v\n%s\nwant it changed, without a warning", err, out)
+	}
+	out, err = run("set", "orders", "-zk", zk, "-root", root, "-f", define(other, "orders.rows2"))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("server_id %d is already used by a replica of the source", other)) {
+		t.Fatalf("set -f to a server_id another replica has: %v\n%s\nwant it refused", err, out)
+	}
+	inst, err := cluster.GetInstance(testenv.Context(t), c, "orders")
+	if err != nil || inst.Source.ServerID != own || inst.Subscriptions[0].Topic != "orders.rows2" {
+		t.Fatalf("after the sets: %+v, %v; want server_id %d and topic orders.rows2", inst, err, own)
+	}
+	select {
+	case err := <-ownDump:
+		t.Fatalf("the set ended the instance's binlog connection: %v", err)
+	default:
+	}
+}
+
+// holdDump reads the source's binlog under serverID until the test ends, as a wave's
+// capture would; the channel gets the error that ends it early.
+func holdDump(t *testing.T, a testenv.MySQLAddr, serverID uint32) <-chan error {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(a.Addr)
+	p, _ := strconv.Atoi(port)
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{ServerID: serverID, Flavor: cluster.FlavorMariaDB,
+		Host: host, Port: uint16(p), User: a.User, Password: a.Password, DisableRetrySync: true, Logger: quietLogger()})
+	t.Cleanup(syncer.Close)
+	pos, err := capture.CurrentPosition(testenv.Context(t), a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := syncer.StartSync(mysql.Position{Name: pos.File, Pos: pos.Pos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		for {
+			if _, err := st.GetEvent(ctx); err != nil {
+				if ctx.Err() == nil {
+					ended <- err
+				}
+				return
+			}
+		}
+	}()
+	// Registered once the source lists it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := capture.CheckSource(testenv.Context(t), a.Addr, a.User, a.Password, cluster.FlavorMariaDB, 0)
+		if err == nil && len(s.ServerIDProblems(serverID)) > 0 {
+			return ended
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server_id %d never listed among the source's replicas (%v)", serverID, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -38,7 +38,7 @@ func (ic *instanceCmd) add() error {
 	if err := requireLiveNode(ic.cctx, ic.c, ic.sub, *f.node, *f.force); err != nil {
 		return err
 	}
-	if _, err := checkSourceFromHere(ic.cctx, &inst, inst.Start == nil, ic.out); err != nil {
+	if _, _, err := checkSourceFromHere(ic.cctx, &inst, inst.Start == nil, false, ic.out); err != nil {
 		return fmt.Errorf("instance add: %w", err)
 	}
 	if ic.jp != nil && *f.node == "" && *f.measure > 0 {
@@ -238,7 +238,13 @@ func (ic *instanceCmd) redefine() (bool, error) {
 	if def.ID != ic.id {
 		return false, fmt.Errorf("instance set %s: %s defines instance %q", ic.id, *ic.f.file, def.ID)
 	}
-	if _, err := checkSourceFromHere(ic.cctx, &def, false, ic.out); err != nil {
+	stored, err := cluster.GetInstance(ic.cctx, ic.c, ic.id)
+	if err != nil {
+		return false, err
+	}
+	// Its wave reads the source under the stored server_id: that connection is no clash.
+	reading := stored.Source.ServerID == def.Source.ServerID
+	if _, _, err := checkSourceFromHere(ic.cctx, &def, false, reading, ic.out); err != nil {
 		return false, fmt.Errorf("instance set: %w", err)
 	}
 	changed, err := cluster.Redefine(ic.cctx, ic.c, &def)

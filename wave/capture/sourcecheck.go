@@ -3,10 +3,17 @@ package capture
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/binlake/binlake/wave/cluster"
 )
 
 // A source can let a replica connect and still be one the capture cannot read: it writes
@@ -26,6 +33,8 @@ type SourceSettings struct {
 	// says why they could not be listed (a privilege the wave does not otherwise need).
 	Replicas    []RegisteredReplica
 	ReplicasErr error
+	// Access says what the instance's user was refused (CheckSource).
+	Access []string
 }
 
 // RegisteredReplica is one row of the source's SHOW SLAVE HOSTS.
@@ -125,8 +134,12 @@ func (s SourceSettings) ServerIDProblems(serverID uint32) []string {
 }
 
 // CheckSource connects to a source as an instance would and reads its settings and
-// registered replicas (ReplicasErr says why those could not be listed).
-func CheckSource(ctx context.Context, addr, user, password string) (SourceSettings, error) {
+// registered replicas (ReplicasErr says why those could not be listed). It also tries
+// what the instance's user must be allowed, and says what was refused in Access: reading
+// the binlog's end (REPLICATION CLIENT, MariaDB's BINLOG MONITOR) and, when the replicas
+// were listed and serverID is none of theirs, a binlog dump under serverID (REPLICATION
+// SLAVE), ended at its first event; serverID 0 tries no dump.
+func CheckSource(ctx context.Context, addr, user, password, flavor string, serverID uint32) (SourceSettings, error) {
 	conn, err := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
 	if err != nil {
 		return SourceSettings{}, fmt.Errorf("connect to %s as %s: %w", addr, user, err)
@@ -137,5 +150,43 @@ func CheckSource(ctx context.Context, addr, user, password string) (SourceSettin
 		return s, err
 	}
 	s.Replicas, s.ReplicasErr = registeredReplicas(conn)
+	if s.LogBin == "OFF" {
+		return s, nil
+	}
+	end, err := positionNow(conn, flavor)
+	if err != nil {
+		s.Access = append(s.Access, fmt.Sprintf("user %s may not read where the binlog ends (%v): grant it REPLICATION CLIENT (MariaDB 10.5+: BINLOG MONITOR)", user, err))
+		return s, nil
+	}
+	if serverID == 0 || s.ReplicasErr != nil || len(s.ServerIDProblems(serverID)) > 0 {
+		return s, nil // a dump under serverID could end another replica's connection
+	}
+	if err := tryDump(ctx, addr, user, password, flavor, serverID, end); err != nil {
+		s.Access = append(s.Access, fmt.Sprintf("user %s may not read the binlog (%v): grant it REPLICATION SLAVE", user, err))
+	}
 	return s, nil
+}
+
+// tryDump opens a binlog dump under serverID at the binlog's end and ends it at its
+// first event (the rotate event a source sends first): a user without REPLICATION SLAVE
+// is refused there.
+func tryDump(ctx context.Context, addr, user, password, flavor string, serverID uint32, at cluster.Position) error {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	port, _ := strconv.ParseUint(portStr, 10, 16)
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID: serverID, Flavor: flavor, Host: host, Port: uint16(port), User: user, Password: password,
+		DisableRetrySync: true, Logger: goMySQLLogger(slog.New(slog.DiscardHandler), password),
+	})
+	defer syncer.Close()
+	st, err := syncer.StartSync(mysql.Position{Name: at.File, Pos: at.Pos})
+	if err != nil {
+		return err
+	}
+	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = st.GetEvent(gctx)
+	return err
 }

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +17,9 @@ func TestCheckSourceIntegration(t *testing.T) {
 	a := testenv.RequireMySQL(t)
 	ctx := testenv.Context(t)
 	fresh := testenv.ReplicaServerID()
-	s, err := CheckSource(ctx, a.Addr, a.User, a.Password)
-	if err != nil || s.ReplicasErr != nil {
-		t.Fatalf("CheckSource: %v, replicas: %v", err, s.ReplicasErr)
+	s, err := CheckSource(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB, fresh)
+	if err != nil || s.ReplicasErr != nil || len(s.Access) > 0 {
+		t.Fatalf("CheckSource: %v, replicas: %v, access: %q", err, s.ReplicasErr, s.Access)
 	}
 	if problems := append(s.BinlogProblems(), s.ServerIDProblems(fresh)...); len(problems) != 0 {
 		t.Fatalf("a fresh server_id: problems %q; want none", problems)
@@ -33,7 +34,7 @@ func TestCheckSourceIntegration(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	var problems []string
 	for {
-		s, err = CheckSource(ctx, a.Addr, a.User, a.Password)
+		s, err = CheckSource(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB, taken)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,5 +55,42 @@ func TestCheckSourceIntegration(t *testing.T) {
 	own, _ := r.GetUint(0, 0)
 	if problems = s.ServerIDProblems(uint32(own)); len(problems) != 1 || !strings.Contains(problems[0], "is the source's own") {
 		t.Fatalf("the source's server_id %d: problems %q; want it named", own, problems)
+	}
+}
+
+// TestCheckSourceAccessIntegration: on the real MariaDB, a user without the privileges an
+// instance needs is told which grant is missing: one with none may not read where the
+// binlog ends (REPLICATION CLIENT / BINLOG MONITOR), one without REPLICATION SLAVE may
+// not read the binlog (its dump is refused); one with both and REPLICATION MASTER ADMIN
+// (to list the replicas) has no problem.
+func TestCheckSourceAccessIntegration(t *testing.T) {
+	a := testenv.RequireMySQL(t)
+	ctx := testenv.Context(t)
+	_, exec, _ := testenv.ScratchDatabase(t, "srcaccess")
+	user := func(grants string) string {
+		name := fmt.Sprintf("binlake_acc%d", time.Now().UnixNano()%1e9)
+		exec("CREATE USER '" + name + "'@'%' IDENTIFIED BY 'pw'")
+		t.Cleanup(func() { exec("DROP USER IF EXISTS '" + name + "'@'%'") })
+		if grants != "" {
+			exec("GRANT " + grants + " ON *.* TO '" + name + "'@'%'")
+		}
+		return name
+	}
+	for _, tc := range []struct{ name, grants, want string }{
+		{"no grant", "", "may not read where the binlog ends"},
+		{"no REPLICATION SLAVE", "BINLOG MONITOR, REPLICATION MASTER ADMIN", "may not read the binlog"},
+		{"every grant", "REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN", ""},
+	} {
+		u := user(tc.grants)
+		s, err := CheckSource(ctx, a.Addr, u, "pw", cluster.FlavorMariaDB, testenv.ReplicaServerID())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		switch {
+		case tc.want == "" && len(s.Access) > 0:
+			t.Errorf("%s: access problems %q, want none", tc.name, s.Access)
+		case tc.want != "" && (len(s.Access) != 1 || !strings.Contains(s.Access[0], tc.want) || strings.Contains(s.Access[0], "pw")):
+			t.Errorf("%s: access problems %q, want one saying %q (and no password)", tc.name, s.Access, tc.want)
+		}
 	}
 }
