@@ -174,6 +174,9 @@ type Capture struct {
 	inGroup bool
 	// txEmitted: row messages of the transaction were sent.
 	txEmitted bool
+	// savepoint: the transaction logged a SAVEPOINT (savepoint.go); afterSavepoint: rows
+	// of a subscribed table were read since.
+	savepoint, afterSavepoint bool
 	txGTID    string
 	pending   *rowsBatch      // the last rows event, held back to flag the transaction's last row
 	enc       rowenc.Encoder  // flush's encoder
@@ -360,6 +363,7 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 	c.tables = map[uint64]*rowenc.Table{}
 	c.reader = rowenc.NewReader()
 	c.inTxn, c.inGroup, c.txEmitted, c.pending = false, false, false, nil
+	c.savepoint, c.afterSavepoint = false, false
 	c.dropOpenXA() // its group is read again; those prepared before c.resume stay held
 	c.file = c.resume.File
 	c.readPos = cluster.Position{}
@@ -562,8 +566,13 @@ func (c *Capture) handle(ctx context.Context, ev *replication.BinlogEvent) error
 func (c *Capture) query(ctx context.Context, h *replication.EventHeader, schema, sql string) error {
 	st := classifyStatement(sql)
 	switch st.kind {
-	case stmtNone, stmtSavepoint:
+	case stmtNone:
 		return nil
+	case stmtSavepoint:
+		c.savepointRead(st)
+		return nil
+	case stmtRollbackTo:
+		return c.rollbackTo(h, st)
 	case stmtBegin:
 		c.inTxn, c.inGroup = true, true
 		return nil
@@ -591,6 +600,7 @@ func (c *Capture) beginTxn(gtid string) {
 		c.dropOpenXA()
 	}
 	c.inTxn, c.inGroup, c.txEmitted = true, false, false
+	c.savepoint, c.afterSavepoint = false, false
 	c.txGTID = gtid
 	c.txGSet = nil
 }
@@ -654,6 +664,7 @@ func (c *Capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 		return c.partialRows(h, t, typ, e)
 	}
 	c.pending = b
+	c.afterSavepoint = c.afterSavepoint || c.savepoint
 	return nil
 }
 
@@ -741,6 +752,7 @@ func (c *Capture) endTxn(ctx context.Context, h *replication.EventHeader, xid ui
 
 func (c *Capture) boundary(h *replication.EventHeader) {
 	c.inTxn, c.inGroup, c.txEmitted = false, false, false
+	c.savepoint, c.afterSavepoint = false, false
 	if c.txGSet != nil {
 		c.gset = c.txGSet
 		c.txGSet = nil

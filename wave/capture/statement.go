@@ -29,7 +29,8 @@ const (
 	stmtBegin                     // BEGIN: a transaction's group starts (MySQL)
 	stmtCommit                    // COMMIT: the group ends (a transaction without an XID event)
 	stmtRollback                  // ROLLBACK: likewise
-	stmtSavepoint                 // SAVEPOINT, ROLLBACK TO, RELEASE SAVEPOINT: inside a transaction
+	stmtSavepoint                 // SAVEPOINT, RELEASE SAVEPOINT: inside a transaction
+	stmtRollbackTo                // ROLLBACK TO: the transaction's changes after a savepoint undone (savepoint.go)
 	stmtXA                        // XA START, END, COMMIT, ROLLBACK (xa.go)
 	stmtDML                       // a data change the binlog holds as a statement, not as rows
 )
@@ -87,7 +88,7 @@ func classifyStatement(sql string) statement {
 			n, _ = word(sql, skipSpace(sql, k))
 		}
 		if n == "TO" {
-			st.kind = stmtSavepoint
+			st.kind = stmtRollbackTo
 		}
 	case "SAVEPOINT", "RELEASE":
 		st.kind = stmtSavepoint

@@ -1,0 +1,80 @@
+package capture
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave/cluster"
+)
+
+// TestSavepointRollbackIntegration: on the real MariaDB, a transaction that wrote a
+// MyISAM table after a savepoint and rolled back to it logs the InnoDB rows it undid: the
+// capture stops, naming the ROLLBACK TO and its position, rather than publish them (it
+// published the delete of row 2 and the update to 0 as committed). A savepoint rolled
+// back in a transaction of InnoDB tables alone logs nothing of it and passes. With
+// on_unreadable: skip the transaction is published as logged, and counted.
+func TestSavepointRollbackIntegration(t *testing.T) {
+	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
+	db, exec, start := tableAt(t, ctx, a, "fixc_savepoint", "(id INT PRIMARY KEY, bal INT) ENGINE=InnoDB")
+	exec("USE " + db)
+	exec("CREATE TABLE audit (id INT AUTO_INCREMENT PRIMARY KEY, note VARCHAR(40)) ENGINE=MyISAM")
+	exec("INSERT INTO t VALUES (1, 100), (2, 200)")
+	// InnoDB alone: the rolled-back update is not in the binlog.
+	exec("BEGIN")
+	exec("UPDATE t SET bal = 110 WHERE id = 1")
+	exec("SAVEPOINT a")
+	exec("UPDATE t SET bal = 0 WHERE id = 2")
+	exec("ROLLBACK TO SAVEPOINT a")
+	exec("COMMIT")
+	exec("INSERT INTO t VALUES (3, 300)")
+	// With MyISAM after the savepoint: every row is logged, then ROLLBACK TO.
+	exec("BEGIN")
+	exec("UPDATE t SET bal = 150 WHERE id = 1")
+	exec("SAVEPOINT sp1")
+	exec("INSERT INTO audit (note) VALUES ('attempt')")
+	exec("DELETE FROM t WHERE id = 2")
+	exec("ROLLBACK TO SAVEPOINT sp1")
+	exec("COMMIT")
+	exec("INSERT INTO t VALUES (99, 0)")
+
+	r := startCapture(t, ctx, a, db, start, "", nil)
+	var read []capturedRow
+	func() {
+		for {
+			select {
+			case err := <-r.done:
+				r.once.Do(func() {})
+				if !errors.Is(err, ErrSavepointRollback) || !IsFatal(err) {
+					t.Fatalf("err %v, want a fatal ErrSavepointRollback", err)
+				}
+				if !strings.Contains(err.Error(), "ROLLBACK TO") || !strings.Contains(err.Error(), "non-transactional") {
+					t.Errorf("err %q does not name the statement and why", err)
+				}
+				return
+			case it := <-r.out:
+				read = append(read, rowsOf(t, it)...)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the capture did not stop")
+			}
+		}
+	}()
+	// The audit table's DDL (0), 1 and 2 inserted, 1's update kept (110), 3; then the
+	// audit row (MariaDB writes the MyISAM change as a group of its own) and the second
+	// transaction's update of 1, up to the stop: neither 2's rolled-back delete nor 99.
+	if got := rowsString(read); got != "0c 1 2c 1c 3c 1c 1" {
+		t.Errorf("rows before the stop: %s, want 0c 1 2c 1c 3c 1c 1", got)
+	}
+
+	var skipped atomic.Int32
+	s := startCapture(t, ctx, a, db, start, cluster.UnreadableSkip, func() { skipped.Add(1) })
+	if got := rowsString(s.until(99)); got != "0c 1 2c 1c 3c 1c 1 2c 99c" {
+		t.Errorf("rows: %s, want 0c 1 2c 1c 3c 1c 1 2c 99c (the transaction as logged, 2's delete with it)", got)
+	}
+	if n := skipped.Load(); n != 1 {
+		t.Errorf("counted %d, want 1", n)
+	}
+}
