@@ -74,10 +74,7 @@ func (c *Capture) ddl(ctx context.Context, h *replication.EventHeader, schema, s
 			if value == nil {
 				continue
 			}
-			key := []byte(t.db + "." + t.table)
-			if sub.PartitionBy == rowenc.PartitionDatabase {
-				key = []byte(t.db)
-			}
+			key := rowenc.AppendDDLKey(nil, t.db, t.table, sub.PartitionBy)
 			it.Msgs = append(it.Msgs, bus.Message{Topic: sub.Topic, Key: key, Value: value})
 			it.Bytes += len(key) + len(value)
 		}

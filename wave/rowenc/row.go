@@ -333,6 +333,18 @@ func appendKey[I rowImage[I]](dst []byte, t *Table, by string, image I) []byte {
 	return append(dst, ']')
 }
 
+// AppendDDLKey appends the partitioning key of a DDL statement on table db.table: the
+// key its rows have under partition_by table or database (the names quoted alike), so
+// that there a table's DDL and rows share a partition and stay in order.
+func AppendDDLKey(dst []byte, db, table, by string) []byte {
+	dst = appendKeyName(dst, db)
+	if by == PartitionDatabase {
+		return dst
+	}
+	dst = append(dst, '.')
+	return appendKeyName(dst, table)
+}
+
 // appendKeyName appends a database or table name to a key: as it is, or, when it holds a
 // character the key's syntax uses (".", ":" or "`"), between backquotes with its
 // backquotes doubled, as MySQL quotes it. Names may hold any of them, and unquoted the

@@ -278,6 +278,13 @@ func TestKeysOfNamesWithTheKeysSyntax(t *testing.T) {
 	if key("a.b", "c", PartitionPK) == key("a", "b.c", PartitionPK) {
 		t.Error("two tables' rows share a key")
 	}
+	// A DDL's key is its table's rows' key under partition_by table or database (it was
+	// "a.b.c" unquoted, so a table's DDL and rows could take different partitions).
+	for _, tc := range []struct{ db, table, by string }{{"a.b", "c", PartitionTable}, {"we`ird", "t:1", PartitionTable}, {"a.b", "c", PartitionDatabase}, {"shop", "orders", PartitionTable}} {
+		if got, want := string(AppendDDLKey(nil, tc.db, tc.table, tc.by)), key(tc.db, tc.table, tc.by); got != want {
+			t.Errorf("DDL on %q.%q by %s: key %q, want its rows' %q", tc.db, tc.table, tc.by, got, want)
+		}
+	}
 }
 
 // FuzzEncodeRow: any values of any column kind must give valid JSON or an error, never
