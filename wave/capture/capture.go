@@ -177,11 +177,11 @@ type Capture struct {
 	// savepoint: the transaction logged a SAVEPOINT (savepoint.go); afterSavepoint: rows
 	// of a subscribed table were read since.
 	savepoint, afterSavepoint bool
-	txGTID    string
-	pending   *rowsBatch      // the last rows event, held back to flag the transaction's last row
-	enc       rowenc.Encoder  // flush's encoder
-	targets   []rowenc.Target // and its scratch: each subscription's partitioning and format
-	txGSet    mysql.GTIDSet
+	txGTID                    string
+	pending                   *rowsBatch      // the last rows event, held back to flag the transaction's last row
+	enc                       rowenc.Encoder  // flush's encoder
+	targets                   []rowenc.Target // and its scratch: each subscription's partitioning and format
+	txGSet                    mysql.GTIDSet
 	// partitions is each topic's Target.Partition (grouping.go); encodeCtx the context
 	// of the encoding under way, in which they ask the bus.
 	partitions map[string]*topicPartitions

@@ -24,15 +24,15 @@ var ErrStatementDML = errors.New("data change logged as a statement, not as rows
 type stmtKind int
 
 const (
-	stmtOther     stmtKind = iota // DDL, grants and whatever else: the ddl path
-	stmtNone                      // comments only (MariaDB's "# Dummy event …"): nothing
-	stmtBegin                     // BEGIN: a transaction's group starts (MySQL)
-	stmtCommit                    // COMMIT: the group ends (a transaction without an XID event)
-	stmtRollback                  // ROLLBACK: likewise
-	stmtSavepoint                 // SAVEPOINT, RELEASE SAVEPOINT: inside a transaction
-	stmtRollbackTo                // ROLLBACK TO: the transaction's changes after a savepoint undone (savepoint.go)
-	stmtXA                        // XA START, END, COMMIT, ROLLBACK (xa.go)
-	stmtDML                       // a data change the binlog holds as a statement, not as rows
+	stmtOther      stmtKind = iota // DDL, grants and whatever else: the ddl path
+	stmtNone                       // comments only (MariaDB's "# Dummy event …"): nothing
+	stmtBegin                      // BEGIN: a transaction's group starts (MySQL)
+	stmtCommit                     // COMMIT: the group ends (a transaction without an XID event)
+	stmtRollback                   // ROLLBACK: likewise
+	stmtSavepoint                  // SAVEPOINT, RELEASE SAVEPOINT: inside a transaction
+	stmtRollbackTo                 // ROLLBACK TO: the transaction's changes after a savepoint undone (savepoint.go)
+	stmtXA                         // XA START, END, COMMIT, ROLLBACK (xa.go)
+	stmtDML                        // a data change the binlog holds as a statement, not as rows
 )
 
 // statement is a query event's statement as the capture classifies it.
