@@ -242,7 +242,8 @@ func appendOld[I rowImage[I]](dst []byte, t *Table, before, after I) ([]byte, er
 // scratchPool holds the buffers sameValue encodes JSON documents into.
 var scratchPool = sync.Pool{New: func() any { return new([2][]byte) }}
 
-// sameValue reports whether a column's two values encode alike.
+// sameValue reports whether a column's two values encode alike (a JSON column's SQL
+// NULL and document null aside: they differ).
 func sameValue(c *Column, x, y any) (bool, error) {
 	if c.Type != mysql.MYSQL_TYPE_JSON && !c.JSON {
 		switch a := x.(type) {
@@ -262,6 +263,12 @@ func sameValue(c *Column, x, y any) (bool, error) {
 			b, ok := y.(time.Time)
 			return ok && a.Equal(b), nil
 		}
+	}
+	if isJSON := c.Type == mysql.MYSQL_TYPE_JSON || c.JSON; isJSON && (x == nil) != (y == nil) {
+		// A JSON document null and SQL NULL encode alike in json, not in the formats
+		// that tell them apart (canal-json, debezium-json, protobuf): a change between
+		// the two is a change.
+		return false, nil
 	}
 	if xb, ok := rawBytes(x); ok {
 		if yb, ok := rawBytes(y); ok && bytes.Equal(xb, yb) {

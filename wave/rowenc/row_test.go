@@ -187,6 +187,7 @@ func TestEncodeUpdateOld(t *testing.T) {
 		{"json changed", []any{int32(1), []byte(`{"a": 1}`), []byte{1}, 1.5}, []any{int32(1), `{"a":2}`, []byte{1}, 1.5}, `{"doc":{"a":1}}`},
 		{"bytes and null", []any{int32(1), nil, []byte{1}, nil}, []any{int32(1), []byte(`{}`), []byte{2}, 2.5}, `{"doc":null,"raw":"AQ==","f":null}`},
 		{"float", []any{int32(1), nil, nil, 1.5}, []any{int32(1), nil, nil, 1.25}, `{"f":1.5}`},
+		{"json null document to NULL", []any{int32(1), []byte(`null`), nil, nil}, []any{int32(1), nil, nil, nil}, `{"doc":null}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -192,6 +192,8 @@ func (r rawImage) sameAs(o rawImage, c *Column, i int) (bool, error) {
 	switch {
 	case isJSON && !xNull && !yNull && string(r.field(i)) == string(o.field(i)):
 		return true, nil
+	case isJSON && xNull != yNull:
+		return false, nil // SQL NULL and a document null: alike in json only (sameValue)
 	case isJSON:
 		return sameEncoding(r, o, c, i)
 	case xNull:

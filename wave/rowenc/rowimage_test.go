@@ -474,7 +474,11 @@ func TestRawAsDecodedUpdates(t *testing.T) {
 		{"int NULL to 0", testColumn{tp: mysql.MYSQL_TYPE_LONG}, nil, le(0, 4), `{"c1":null}`},
 		{"int 5 to NULL", testColumn{tp: mysql.MYSQL_TYPE_LONG}, le(5, 4), nil, `{"c1":5}`},
 		{"json spacing only", testColumn{tp: mysql.MYSQL_TYPE_BLOB, meta: 2, json: true}, append(le(8, 2), `{"a": 1}`...), append(le(7, 2), `{"a":1}`...), `{}`},
-		{"json empty to NULL", testColumn{tp: mysql.MYSQL_TYPE_BLOB, meta: 2, json: true}, le(0, 2), nil, `{}`},
+		// A document and SQL NULL differ, though json writes both as null: the formats that
+		// tell them apart (canal-json, debezium-json, protobuf) list the change (it was {}).
+		{"json empty to NULL", testColumn{tp: mysql.MYSQL_TYPE_BLOB, meta: 2, json: true}, le(0, 2), nil, `{"c1":null}`},
+		{"json null document to NULL", testColumn{tp: mysql.MYSQL_TYPE_BLOB, meta: 2, json: true}, append(le(4, 2), "null"...), nil, `{"c1":null}`},
+		{"NULL to json null document", testColumn{tp: mysql.MYSQL_TYPE_BLOB, meta: 2, json: true}, nil, append(le(4, 2), "null"...), `{"c1":null}`},
 		{"json changed", testColumn{tp: mysql.MYSQL_TYPE_BLOB, meta: 2, json: true}, append(le(7, 2), `{"a":1}`...), append(le(7, 2), `{"a":2}`...), `{"c1":{"a":1}}`},
 		// Fields as go-mysql's text (ParseTime off) writes them, compared as that text:
 		// a fraction the bytes hold beyond a second is not carried into the seconds.
