@@ -142,6 +142,11 @@ Flags:`)
 	} else if len(subs) > 0 || *flavor != "" || *serverID != 0 || *rows != "" || *snapshot {
 		return fmt.Errorf("-mysql-sub, -mysql-flavor, -mysql-server-id, -mysql-snapshot and -rows need -mysql")
 	}
+	if *rows == "-" {
+		var stop func()
+		opts.Stdout, ctx, stop = watchRowsPipe(ctx, stdout, logger)
+		defer stop()
+	}
 	return runSuite(ctx, opts)
 }
 

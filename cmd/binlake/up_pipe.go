@@ -1,0 +1,46 @@
+//go:build !agentonly
+
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// rowsPipe is the stdout of `up -rows -` once its reader may exit (`| head`): a write to
+// a pipe nobody reads killed the process by SIGPIPE, silently, with no stop at all. With
+// SIGPIPE caught, the write fails with EPIPE instead: up says that its reader is gone
+// and stops as on Ctrl-C. The rows the pipe held, unread, are not sent again (the offset
+// was committed once they were written).
+type rowsPipe struct {
+	w    io.Writer
+	once sync.Once
+	gone func()
+}
+
+// watchRowsPipe returns stdout as rowsPipe and a context that ends when its reader is
+// gone; stop releases SIGPIPE.
+func watchRowsPipe(ctx context.Context, stdout io.Writer, log *slog.Logger) (io.Writer, context.Context, func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGPIPE) // writes to a closed pipe fail with EPIPE, not kill
+	ctx, cancel := context.WithCancel(ctx)
+	p := &rowsPipe{w: stdout, gone: func() {
+		log.Warn("the reader of -rows - is gone (broken pipe): stopping; rows the pipe held unread are not sent again", "component", "up")
+		cancel()
+	}}
+	return p, ctx, func() { signal.Stop(sig); cancel() }
+}
+
+func (p *rowsPipe) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.once.Do(p.gone)
+	}
+	return n, err
+}
