@@ -309,7 +309,7 @@ func upFolder(t *testing.T) (string, *single.Coordinator) {
 		t.Fatal(err)
 	}
 	m := MySQL{Addr: "127.0.0.1:3307", User: "root", Flavor: "mariadb"}
-	if err := defineInstance(context.Background(), c, m.instance(dir), "db-host", quietLogger()); err != nil {
+	if err := defineInstance(context.Background(), c, m.instance(dir), "db-host", nil, quietLogger()); err != nil {
 		t.Fatal(err)
 	}
 	return dir, c
@@ -534,7 +534,7 @@ func TestInstanceSetOnUpDataFolder(t *testing.T) {
 	}
 	defer c.Close()
 	m := MySQL{Addr: "127.0.0.1:3307", User: "root", Flavor: "mariadb"}
-	if err := defineInstance(context.Background(), c, m.instance(dir), "db-host", quietLogger()); err != nil {
+	if err := defineInstance(context.Background(), c, m.instance(dir), "db-host", nil, quietLogger()); err != nil {
 		t.Fatal(err)
 	}
 	inst, err := cluster.GetInstance(context.Background(), c, InstanceID)
@@ -561,7 +561,7 @@ func TestUpRedefinesInPlace(t *testing.T) {
 	m := MySQL{Addr: "127.0.0.1:3307", User: "binlake", Flavor: "mariadb", ServerID: 4321,
 		Subscriptions: []cluster.Subscription{{Name: "shop", Topic: "shop.rows", Include: []string{`shop\..*`}}}}
 	var log bytes.Buffer
-	if err := defineInstance(ctx, c, m.instance(dir), "db-host", slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+	if err := defineInstance(ctx, c, m.instance(dir), "db-host", nil, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
 		t.Fatal(err)
 	}
 	inst, err := cluster.GetInstance(ctx, c, InstanceID)
@@ -575,9 +575,40 @@ func TestUpRedefinesInPlace(t *testing.T) {
 		t.Errorf("up's log does not say the instance was redefined in place:\n%s", log.String())
 	}
 
+	// The same server under another name is the same source (it was "changed", and the
+	// rows written while up was stopped were lost); a server_id is checked when new only
+	// (the last run's connection may still hold the stored one), and a refusal stops up.
+	var checked []uint32
+	check := func(_ context.Context, inst *cluster.Instance) error {
+		checked = append(checked, inst.Source.ServerID)
+		if inst.Source.ServerID == 22 {
+			return errors.New("server_id 22 is already used by a replica of the source")
+		}
+		return nil
+	}
+	m.Addr = "localhost:3307"
+	if err := defineInstance(ctx, c, m.instance(dir), "db-host", check, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(ctx, cluster.OffsetKey(InstanceID)); err != nil || string(v.Data) != string(off) {
+		t.Fatalf("offset after up on localhost:3307: %q, %v; want %s kept (the same server)", v.Data, err, off)
+	}
+	if len(checked) != 0 {
+		t.Errorf("server_ids checked %v, want none (unchanged)", checked)
+	}
+	m.ServerID = 22
+	err = defineInstance(ctx, c, m.instance(dir), "db-host", check, slog.New(slog.NewTextHandler(&log, nil)))
+	if err == nil || !strings.Contains(err.Error(), "server_id 22 is already used") || !strings.Contains(err.Error(), "-mysql-server-id") {
+		t.Fatalf("up with a server_id a replica has: %v, want refused", err)
+	}
+	if inst, _ := cluster.GetInstance(ctx, c, InstanceID); inst == nil || inst.Source.ServerID != 4321 {
+		t.Errorf("after the refusal: %+v, want server_id 4321 kept", inst)
+	}
+	m.ServerID = 4321
+
 	m.Addr = "127.0.0.1:3308"
 	log.Reset()
-	if err := defineInstance(ctx, c, m.instance(dir), "db-host", slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+	if err := defineInstance(ctx, c, m.instance(dir), "db-host", nil, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Get(ctx, cluster.OffsetKey(InstanceID)); !errors.Is(err, coord.ErrNotFound) {

@@ -36,7 +36,18 @@ func (o *upOptions) newWave(ctx context.Context, c coord.Coordinator, dir string
 		m.Flavor = f
 	}
 	inst := m.instance(dir)
-	if err := defineInstance(ctx, c, inst, o.Node, o.Logger); err != nil {
+	// A server_id new to the instance is checked against the source's own and its
+	// replicas', as instance add checks it: a clash ended a real replica's connection
+	// for as long as up ran.
+	pw := m.Password
+	check := func(ctx context.Context, inst *cluster.Instance) error {
+		_, err := wave.CheckSource(ctx, inst, func(cluster.Source) (config.Secret, error) { return pw, nil }, false)
+		if errors.Is(err, wave.ErrSourceNotRead) {
+			return nil // the wave says why it cannot read the source, and retries
+		}
+		return err
+	}
+	if err := defineInstance(ctx, c, inst, o.Node, check, o.Logger); err != nil {
 		return nil, "", nil, err
 	}
 	var pub bus.Publisher
@@ -56,7 +67,6 @@ func (o *upOptions) newWave(ctx context.Context, c coord.Coordinator, dir string
 		}
 		pub, closeRows = s, func() { s.Close() }
 	}
-	pw := m.Password
 	return &waveSetup{opts: wave.Options{
 		Node: o.Node, HTTPAddr: o.WaveListen, Coord: c, Publisher: pub, Logger: o.Logger,
 		Password: func(cluster.Source) (config.Secret, error) { return pw, nil },
@@ -68,28 +78,55 @@ func (o *upOptions) newWave(ctx context.Context, c coord.Coordinator, dir string
 // server's current position; a changed user, server_id or subscriptions redefine it in
 // place (cluster.Redefine), so capture goes on from the committed offset. Its
 // on_unreadable and on_too_large are the stored ones (binlake instance set).
-func defineInstance(ctx context.Context, c coord.Coordinator, inst *cluster.Instance, node string, logger *slog.Logger) error {
+func defineInstance(ctx context.Context, c coord.Coordinator, inst *cluster.Instance, node string,
+	checkServerID func(context.Context, *cluster.Instance) error, logger *slog.Logger) error {
 	if err := inst.Validate(); err != nil {
 		return fmt.Errorf("mysql: %w", err)
+	}
+	check := func() error {
+		if checkServerID == nil {
+			return nil
+		}
+		if err := checkServerID(ctx, inst); err != nil {
+			return fmt.Errorf("mysql: %w (-mysql-server-id sets another)", err)
+		}
+		return nil
 	}
 	cur, err := c.Get(ctx, cluster.InstanceKey(inst.ID))
 	switch {
 	case errors.Is(err, coord.ErrNotFound):
+		if err := check(); err != nil {
+			return err
+		}
 		_, err = cluster.AddInstance(ctx, c, inst, node, nil)
 		return err
 	case err != nil:
 		return fmt.Errorf("read instance %s: %w", inst.ID, err)
 	}
 	stored, perr := cluster.ParseInstance(cur.Data)
-	if perr != nil || stored.Source.Addr != inst.Source.Addr || stored.Source.Flavor != inst.Source.Flavor {
+	if perr != nil || !cluster.SameSource(ctx, stored.Source.Addr, inst.Source.Addr) || stored.Source.Flavor != inst.Source.Flavor {
 		// No definition (a removal cut short) or another server: its offset means nothing.
-		logger.Warn("the source changed: capture starts again at the source's current position",
-			"component", "up", "instance", inst.ID)
+		if err := check(); err != nil {
+			return err
+		}
+		was := "no definition"
+		if perr == nil {
+			was = stored.Source.Addr + " (" + stored.Source.Flavor + ")"
+		}
+		logger.Warn("the source changed: capture starts again at the new source's current position; rows written since the last run are not read",
+			"component", "up", "instance", inst.ID, "was", was, "now", inst.Source.Addr+" ("+inst.Source.Flavor+")")
 		if err := cluster.RemoveInstance(ctx, c, inst.ID); err != nil {
 			return err
 		}
 		_, err = cluster.AddInstance(ctx, c, inst, node, nil)
 		return err
+	}
+	if stored.Source.ServerID != inst.Source.ServerID {
+		// The stored one may still be registered by the last run's connection: only a new
+		// id is checked.
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	// What binlake instance set changed stays: up's flags do not say it.
 	inst.OnUnreadable, inst.OnTooLarge = stored.OnUnreadable, stored.OnTooLarge

@@ -65,7 +65,7 @@ func checkServerID(ctx context.Context, c coord.Coordinator, inst *Instance) err
 		if err != nil {
 			continue // no definition (an incomplete add), or one no wave can run: it takes no connection
 		}
-		if other.Source.ServerID == inst.Source.ServerID && sameSource(ctx, other.Source.Addr, inst.Source.Addr) {
+		if other.Source.ServerID == inst.Source.ServerID && SameSource(ctx, other.Source.Addr, inst.Source.Addr) {
 			return fmt.Errorf("instance %s: source %s with server_id %d is read by instance %s already; "+
 				"the source keeps one binlog connection per server_id, so the two would end each other's: give source.server_id a value of its own",
 				inst.ID, inst.Source.Addr, inst.Source.ServerID, other.ID)
@@ -74,10 +74,10 @@ func checkServerID(ctx context.Context, c coord.Coordinator, inst *Instance) err
 	return nil
 }
 
-// sameSource says whether two host:port addresses reach one server: the same port, and
+// SameSource says whether two host:port addresses reach one server: the same port, and
 // hosts of one name or resolving to an address in common. A host that does not resolve
 // here (the wave's host may resolve it, this one not) compares by name only.
-func sameSource(ctx context.Context, a, b string) bool {
+func SameSource(ctx context.Context, a, b string) bool {
 	if strings.EqualFold(a, b) {
 		return true
 	}

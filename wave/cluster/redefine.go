@@ -28,7 +28,7 @@ func Redefine(ctx context.Context, c coord.Coordinator, def *Instance) (bool, er
 	}
 	checked := false
 	return updateInstance(ctx, c, def.ID, func(cur *Instance) (*Instance, error) {
-		if cur.Source.Flavor != def.Source.Flavor || !sameSource(ctx, cur.Source.Addr, def.Source.Addr) {
+		if cur.Source.Flavor != def.Source.Flavor || !SameSource(ctx, cur.Source.Addr, def.Source.Addr) {
 			return nil, fmt.Errorf("instance %s: source %s (%s) would become %s (%s): %w", def.ID, cur.Source.Addr, cur.Source.Flavor, def.Source.Addr, def.Source.Flavor, ErrSourceChanged)
 		}
 		if def.Start != nil && (cur.Start == nil || *def.Start != *cur.Start) {
