@@ -14,6 +14,10 @@ import (
 // it, already has: the instance would never hold its binlog connection.
 var ErrServerIDTaken = errors.New("the instance's server_id is taken at the source")
 
+// ErrFlavorMismatch refuses an instance whose flavor is not its source's: it would fail
+// at every connection (MySQL's @@server_uuid is unknown to MariaDB).
+var ErrFlavorMismatch = errors.New("the instance's flavor is not its source's")
+
 // ErrSourceNotRead says the source could not be read from here (no password here, not
 // reachable, a login refused): nothing was checked.
 var ErrSourceNotRead = errors.New("the source's settings were not checked from here")
@@ -46,12 +50,18 @@ func CheckSource(ctx context.Context, inst *cluster.Instance, password func(clus
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSourceNotRead, err)
 	}
+	if f := capture.FlavorOf(s.Version); f != src.Flavor {
+		return nil, fmt.Errorf("%w: source.flavor is %s, and %s answers as %s (%s): set flavor: %s (the GTIDs and the server's identity are read otherwise)",
+			ErrFlavorMismatch, src.Flavor, src.Addr, f, s.Version, f)
+	}
 	if taken := s.ServerIDProblems(src.ServerID); len(taken) > 0 && !reading {
 		return nil, fmt.Errorf("%w: %s", ErrServerIDTaken, taken[0])
 	}
 	warnings = append(s.BinlogProblems(), s.Access...)
 	if s.ReplicasErr != nil && !reading {
-		warnings = append(warnings, fmt.Sprintf("the source's replicas could not be listed (%v): server_id %d was checked against the source's own only", s.ReplicasErr, src.ServerID))
+		warnings = append(warnings, fmt.Sprintf("the source's replicas could not be listed (%v): server_id %d was checked against the source's own only; "+
+			"granting user %s REPLICATION MASTER ADMIN (MariaDB 10.5+; MySQL lists them to REPLICATION SLAVE) lets add check it against theirs",
+			s.ReplicasErr, src.ServerID, src.User))
 	}
 	return warnings, nil
 }

@@ -109,7 +109,7 @@ func TestInstanceAddMeasuresSourceForTheJudge(t *testing.T) {
 	})
 	registerWaves(t, zk, root, "wave-a", "wave-b")
 	t.Setenv("BINLAKE_TEST_SOURCE_PASSWORD", a.Password)
-	source := fmt.Sprintf("source:\n  addr: %s\n  user: %s\n  password_env: BINLAKE_TEST_SOURCE_PASSWORD\n  server_id: 4243\n", a.Addr, a.User)
+	source := fmt.Sprintf("source:\n  addr: %s\n  user: %s\n  password_env: BINLAKE_TEST_SOURCE_PASSWORD\n  flavor: mariadb\n  server_id: 4243\n", a.Addr, a.User)
 	subs := "subscriptions:\n  - name: all\n    topic: orders.rows\n"
 	writeFile(t, filepath.Join(dir, "orders.yaml"), "id: orders\n"+source+subs)
 	add := func(file string) string {

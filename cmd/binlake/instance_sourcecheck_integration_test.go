@@ -64,6 +64,14 @@ func TestInstanceAddReadsTheSourceIntegration(t *testing.T) {
 		t.Fatalf("after the refused add: instances %v (%v), want none stored", ids, err)
 	}
 
+	mysqlFlavor := filepath.Join(dir, "flavor.yaml")
+	writeFile(t, mysqlFlavor, fmt.Sprintf("id: flavor\nsource:\n  addr: %s\n  user: %s\n  server_id: %d\nsubscriptions:\n  - name: all\n    topic: f.rows\n",
+		a.Addr, a.User, testenv.ReplicaServerID())) // flavor left out: mysql
+	out, err = run("add", "--check", "-connect", "-f", mysqlFlavor)
+	if err == nil || !strings.Contains(err.Error(), "source.flavor is mysql, and "+a.Addr+" answers as mariadb") || !strings.Contains(err.Error(), "set flavor: mariadb") {
+		t.Fatalf("add --check -connect of a mysql-flavoured instance of a MariaDB: %v (%s), want it refused naming the fix", err, out)
+	}
+
 	fine := define("fine", uint64(testenv.ReplicaServerID()), "")
 	out, err = run("add", "--check", "-connect", "-f", fine)
 	if err != nil || strings.Contains(out, "warning") || !strings.Contains(out, "source "+a.Addr+" read from here: binlog settings, privileges and server_id") {

@@ -3,10 +3,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,7 +41,9 @@ func (ic *instanceCmd) add() error {
 	if err := requireLiveNode(ic.cctx, ic.c, ic.sub, *f.node, *f.force); err != nil {
 		return err
 	}
-	if _, _, err := checkSourceFromHere(ic.cctx, &inst, inst.Start == nil, false, ic.out); err != nil {
+	startSays := inst.Start == nil // ResolveStart reads the source and says why it could not
+	read, _, err := checkSourceFromHere(ic.cctx, &inst, startSays, false, ic.out)
+	if err != nil {
 		return fmt.Errorf("instance add: %w", err)
 	}
 	if ic.jp != nil && *f.node == "" && *f.measure > 0 {
@@ -52,6 +57,9 @@ func (ic *instanceCmd) add() error {
 	}
 	fmt.Fprintf(ic.out, "instance %s added, assigned to %s\n", inst.ID, n)
 	sayHowChosen(ic.cctx, ic.out, ic.c, n, *f.node != "", ic.jp, *f.judgeURL, ic.judgeFrom, *f.cfgPath)
+	if startSays && !read {
+		start += "; the source's settings, privileges and server_id were not checked from here either"
+	}
 	if start != "" {
 		fmt.Fprintln(ic.out, start)
 	}
@@ -249,9 +257,38 @@ func (ic *instanceCmd) redefine() (bool, error) {
 	}
 	changed, err := cluster.Redefine(ic.cctx, ic.c, &def)
 	if changed {
-		fmt.Fprintf(ic.out, "a table newly subscribed comes from the committed offset on; its existing rows: binlake instance snapshot %s -tables db.table\n", ic.id)
+		what := redefined(stored, &def)
+		fmt.Fprintf(ic.out, "changing %s\n", strings.Join(what, ", "))
+		if slices.Contains(what, "subscriptions") {
+			fmt.Fprintf(ic.out, "a table newly subscribed comes from the committed offset on; its existing rows: binlake instance snapshot %s -tables db.table\n", ic.id)
+		}
 	}
 	return changed, err
+}
+
+// redefined names what a redefinition changes, a handling with its values (a file that
+// leaves on_unreadable out sets it back to stop).
+func redefined(cur, def *cluster.Instance) []string {
+	var what []string
+	add := func(changed bool, name string) {
+		if changed {
+			what = append(what, name)
+		}
+	}
+	add(!reflect.DeepEqual(cur.Subscriptions, def.Subscriptions), "subscriptions")
+	add(cur.Source.User != def.Source.User, "source.user")
+	add(cur.Source.PasswordEnv != def.Source.PasswordEnv || cur.Source.PasswordFile != def.Source.PasswordFile, "the source's password reference")
+	add(cur.Source.ServerID != def.Source.ServerID, fmt.Sprintf("source.server_id %d → %d", cur.Source.ServerID, def.Source.ServerID))
+	add(cur.Source.Flavor != def.Source.Flavor, fmt.Sprintf("source.flavor %s → %s", cur.Source.Flavor, def.Source.Flavor))
+	handling := func(v string) string { return cmp.Or(v, cluster.UnreadableStop) }
+	add(handling(cur.OnUnreadable) != handling(def.OnUnreadable), fmt.Sprintf("on_unreadable %s → %s", handling(cur.OnUnreadable), handling(def.OnUnreadable)))
+	add(handling(cur.OnTooLarge) != handling(def.OnTooLarge), fmt.Sprintf("on_too_large %s → %s", handling(cur.OnTooLarge), handling(def.OnTooLarge)))
+	add(!reflect.DeepEqual(cur.Snapshot, def.Snapshot), "snapshot")
+	add(cur.Pinned != def.Pinned, fmt.Sprintf("pinned %v → %v", cur.Pinned, def.Pinned))
+	if len(what) == 0 {
+		what = append(what, "how the definition is written")
+	}
+	return what
 }
 
 func (ic *instanceCmd) snapshot() error {

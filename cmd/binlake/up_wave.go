@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -17,6 +16,7 @@ import (
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/wave"
+	"github.com/binlake/binlake/wave/capture"
 	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/sink"
 )
@@ -159,8 +159,5 @@ func detectFlavor(ctx context.Context, m MySQL) (string, error) {
 		return "", fmt.Errorf("mysql %s: %w", m, err)
 	}
 	defer conn.Close()
-	if strings.Contains(strings.ToLower(conn.GetServerVersion()), "mariadb") {
-		return cluster.FlavorMariaDB, nil
-	}
-	return cluster.FlavorMySQL, nil
+	return capture.FlavorOf(conn.GetServerVersion()), nil
 }

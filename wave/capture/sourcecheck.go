@@ -29,6 +29,7 @@ type SourceSettings struct {
 	Format   string // binlog_format: ROW, MIXED or STATEMENT
 	RowImage string // binlog_row_image: FULL, NOBLOB or MINIMAL ("" before MySQL 5.6)
 	ServerID uint64 // the source's own server_id
+	Version  string // the server's version, as its handshake says ("10.11.6-MariaDB-…")
 	// Replicas are the replicas registered with the source (SHOW SLAVE HOSTS); ReplicasErr
 	// says why they could not be listed (a privilege the wave does not otherwise need).
 	Replicas    []RegisteredReplica
@@ -96,7 +97,8 @@ func registeredReplicas(conn *client.Conn) ([]RegisteredReplica, error) {
 func (s SourceSettings) BinlogProblems() []string {
 	var out []string
 	if s.LogBin == "OFF" {
-		out = append(out, "log_bin is OFF: the source writes no binlog, so the instance has nothing to read until log_bin is turned on (a restart of the source)")
+		// The format and row image matter once there is a binlog: said then.
+		return []string{"log_bin is OFF: the source writes no binlog, so the instance has nothing to read until log_bin is turned on (a restart of the source)"}
 	}
 	if s.Format != "" && s.Format != "ROW" {
 		out = append(out, fmt.Sprintf("binlog_format is %s: a data change the source logs as a statement stops the instance (reason %s; "+
@@ -149,6 +151,7 @@ func CheckSource(ctx context.Context, addr, user, password, flavor string, serve
 	if err != nil {
 		return s, err
 	}
+	s.Version = conn.GetServerVersion()
 	s.Replicas, s.ReplicasErr = registeredReplicas(conn)
 	if s.LogBin == "OFF" {
 		return s, nil
@@ -189,4 +192,12 @@ func tryDump(ctx context.Context, addr, user, password, flavor string, serverID 
 	defer cancel()
 	_, err = st.GetEvent(gctx)
 	return err
+}
+
+// FlavorOf says the flavor of a server by its version: mariadb when it says MariaDB.
+func FlavorOf(version string) string {
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		return cluster.FlavorMariaDB
+	}
+	return cluster.FlavorMySQL
 }

@@ -32,7 +32,7 @@ func TestSourceProblems(t *testing.T) {
 		{"the source's own id", func(*SourceSettings) {}, 1, []string{"server_id 1 is the source's own"}},
 		{"a replica's id", func(*SourceSettings) {}, 2, []string{"server_id 2 is already used by a replica of the source (replica-1:3306): the two would end each other's binlog connection (reason server_id_clash)"}},
 		{"all at once", func(s *SourceSettings) { s.LogBin, s.Format, s.RowImage = "OFF", "MIXED", "NOBLOB" }, 1,
-			[]string{"log_bin is OFF", "binlog_format is MIXED", "binlog_row_image is NOBLOB", "server_id 1 is the source's own"}},
+			[]string{"log_bin is OFF", "server_id 1 is the source's own"}}, // no binlog: its format said once there is one
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := good
@@ -102,5 +102,15 @@ func TestCaptureWarnsOfSourceSettings(t *testing.T) {
 	c.warnSourceSettings(conn, binlogOwner{serverID: 8})
 	if n := strings.Count(log.String(), "binlog_row_image is MINIMAL"); n != 2 {
 		t.Errorf("warned %d times after a switch to another server, want twice:\n%s", n, log.String())
+	}
+}
+
+// TestFlavorOf: a server is MariaDB when its version says so, MySQL otherwise.
+func TestFlavorOf(t *testing.T) {
+	for v, want := range map[string]string{"10.11.6-MariaDB-0+deb12u1-log": cluster.FlavorMariaDB, "5.5.5-10.6.12-MariaDB": cluster.FlavorMariaDB,
+		"8.0.36": cluster.FlavorMySQL, "8.4.0-commercial": cluster.FlavorMySQL} {
+		if got := FlavorOf(v); got != want {
+			t.Errorf("FlavorOf(%q) = %s, want %s", v, got, want)
+		}
 	}
 }

@@ -18,8 +18,9 @@ var ErrSourceChanged = errors.New("a redefinition keeps the source: its committe
 // instance's wave starts it again from the committed offset, so nothing written since is
 // lost, as it is when a remove and an add begin at the source's end; a table newly
 // subscribed comes from that offset on (its older rows by a snapshot). The source's
-// address (one reaching the same server is the same) and flavor stay, and so does where
-// the instance first began (start and the add's time): a start that differs is refused.
+// address (one reaching the same server is the same) stays, and so does the flavor once
+// an offset is committed (a wrong one is fixed before), and where the instance first
+// began (start and the add's time): a start that differs is refused.
 // A new server_id is checked against the other instances of the source, as an add's is.
 // It says whether the definition changed.
 func Redefine(ctx context.Context, c coord.Coordinator, def *Instance) (bool, error) {
@@ -28,8 +29,19 @@ func Redefine(ctx context.Context, c coord.Coordinator, def *Instance) (bool, er
 	}
 	checked := false
 	return updateInstance(ctx, c, def.ID, func(cur *Instance) (*Instance, error) {
-		if cur.Source.Flavor != def.Source.Flavor || !SameSource(ctx, cur.Source.Addr, def.Source.Addr) {
+		if !SameSource(ctx, cur.Source.Addr, def.Source.Addr) {
 			return nil, fmt.Errorf("instance %s: source %s (%s) would become %s (%s): %w", def.ID, cur.Source.Addr, cur.Source.Flavor, def.Source.Addr, def.Source.Flavor, ErrSourceChanged)
+		}
+		if cur.Source.Flavor != def.Source.Flavor {
+			// A wrong flavor is fixed here while nothing was read under it: an offset
+			// written under one flavor is not read under the other.
+			_, _, committed, err := ReadOffset(ctx, c, def.ID)
+			if err != nil {
+				return nil, err
+			}
+			if committed {
+				return nil, fmt.Errorf("instance %s: flavor %s would become %s with an offset committed: %w", def.ID, cur.Source.Flavor, def.Source.Flavor, ErrSourceChanged)
+			}
 		}
 		if def.Start != nil && (cur.Start == nil || *def.Start != *cur.Start) {
 			return nil, fmt.Errorf("instance %s: start %s differs from where the instance began (%s): a redefinition resumes from the committed offset; "+

@@ -59,7 +59,7 @@ func TestRedefine(t *testing.T) {
 				want string
 			}{
 				{"another source", func(i *cluster.Instance) { i.Source.Addr = "127.0.0.1:3309" }, "source 127.0.0.1:3306 (mariadb) would become 127.0.0.1:3309 (mariadb): a redefinition keeps the source"},
-				{"another flavor", func(i *cluster.Instance) { i.Source.Flavor = cluster.FlavorMySQL }, "a redefinition keeps the source"},
+				{"another flavor, an offset committed", func(i *cluster.Instance) { i.Source.Flavor = cluster.FlavorMySQL }, "flavor mariadb would become mysql with an offset committed"},
 				{"another start", func(i *cluster.Instance) { i.Start = &cluster.Position{File: "bin.000009", Pos: 4} }, "start bin.000009:4 differs from where the instance began (bin.000003:4)"},
 				{"a server_id taken", func(i *cluster.Instance) { i.Source.ServerID = 202 }, "server_id 202 is read by instance users already"},
 				{"invalid", func(i *cluster.Instance) { i.OnTooLarge = "drop" }, `"on_too_large": "drop": want stop or skip`},
@@ -78,6 +78,12 @@ func TestRedefine(t *testing.T) {
 			}
 			if got2, err := cluster.GetInstance(ctx, c, orders.ID); err != nil || mustMarshal(t, got2) != mustMarshal(t, &want) {
 				t.Errorf("after the refusals: %v, %v; want the definition unchanged", got2, err)
+			}
+			// A wrong flavor is fixed while no offset is committed (users never ran).
+			usersFixed := users
+			usersFixed.Source.Flavor = cluster.FlavorMySQL
+			if changed, err := cluster.Redefine(ctx, c, &usersFixed); err != nil || !changed {
+				t.Errorf("the flavor of an instance without an offset: changed %v, %v; want it changed", changed, err)
 			}
 			unknown := def
 			unknown.ID = "nope"
