@@ -94,3 +94,18 @@ func TestCheckSourceAccessIntegration(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentifyNamesAWrongFlavorIntegration: a mysql-flavoured instance of the real
+// MariaDB fails to identify the server (it has no @@server_uuid) with an error that
+// names the flavor to set; it said only "Unknown system variable 'server_uuid'".
+func TestIdentifyNamesAWrongFlavorIntegration(t *testing.T) {
+	testenv.RequireMySQL(t)
+	_, _, conn := testenv.ScratchDatabase(t, "flavor")
+	_, err := identify(conn, cluster.FlavorMySQL)
+	if err == nil || !strings.Contains(err.Error(), "the instance's flavor is mysql, and the source answers as mariadb") || !strings.Contains(err.Error(), "set source.flavor: mariadb") {
+		t.Fatalf("identify as mysql on MariaDB: %v, want the flavor named", err)
+	}
+	if _, err := identify(conn, cluster.FlavorMariaDB); err != nil {
+		t.Fatalf("identify as mariadb: %v", err)
+	}
+}

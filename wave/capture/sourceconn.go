@@ -51,6 +51,11 @@ func identify(conn *client.Conn, flavor string) (binlogOwner, error) {
 	}
 	r, err := conn.Execute(q)
 	if err != nil {
+		if f := FlavorOf(conn.GetServerVersion()); f != flavor {
+			// MariaDB has no @@server_uuid: "Unknown system variable" named no cause.
+			return binlogOwner{}, fmt.Errorf("read the source's server id: %w (the instance's flavor is %s, and the source answers as %s, %s: "+
+				"set source.flavor: %s, binlake instance set <id> -f FILE)", err, flavor, f, conn.GetServerVersion(), f)
+		}
 		return binlogOwner{}, fmt.Errorf("read the source's server id: %w", err)
 	}
 	o := binlogOwner{connID: conn.GetConnectionID()}

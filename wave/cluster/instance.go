@@ -229,6 +229,9 @@ type Position struct {
 }
 
 func (p Position) String() string {
+	if p.GTIDSet != "" && p.File == "" {
+		return "gtid " + p.GTIDSet // a start by GTID alone
+	}
 	if p.GTIDSet != "" {
 		return fmt.Sprintf("%s:%d gtid %s", p.File, p.Pos, p.GTIDSet)
 	}

@@ -114,3 +114,20 @@ func FuzzParseSubscriptionFlag(f *testing.F) {
 		}
 	})
 }
+
+// TestPositionString: a position reads as file:pos, with its GTID set when it has one,
+// and a start by GTID alone as that set (it read ":0 gtid …").
+func TestPositionString(t *testing.T) {
+	for _, tc := range []struct {
+		p    Position
+		want string
+	}{
+		{Position{File: "binlog.000042", Pos: 1234}, "binlog.000042:1234"},
+		{Position{File: "binlog.000042", Pos: 1234, GTIDSet: "0-1-1200"}, "binlog.000042:1234 gtid 0-1-1200"},
+		{Position{GTIDSet: "0-11-8349"}, "gtid 0-11-8349"},
+	} {
+		if got := tc.p.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.p, got, tc.want)
+		}
+	}
+}
