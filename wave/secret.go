@@ -21,7 +21,7 @@ var ErrSecretMissing = errors.New("source password missing")
 // or the file, never a value.
 func SourcePassword(s cluster.Source) (config.Secret, error) {
 	if _, set := os.LookupEnv(s.PasswordEnv); s.PasswordEnv != "" && !set {
-		return "", fmt.Errorf("%w: source.password_env names %s, which is not set in this process's environment", ErrSecretMissing, s.PasswordEnv)
+		return "", fmt.Errorf("%w: source.password_env names %s, which is not set in the environment of the process reading it (a wave's unit reads it from /etc/binlake/wave.env)", ErrSecretMissing, s.PasswordEnv)
 	}
 	pw, err := config.SecretRef{File: s.PasswordFile, Env: s.PasswordEnv}.Resolve()
 	if err != nil {

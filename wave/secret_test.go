@@ -38,7 +38,7 @@ func TestSourcePassword(t *testing.T) {
 		{cluster.Source{}, "", false},
 		{cluster.Source{PasswordEnv: "BINLAKE_TEST_PW_SET"}, "env-s3cret", false},
 		{cluster.Source{PasswordFile: good}, "file-s3cret", false},
-		{cluster.Source{PasswordEnv: "BINLAKE_TEST_PW_UNSET"}, "source password missing: source.password_env names BINLAKE_TEST_PW_UNSET, which is not set in this process's environment", true},
+		{cluster.Source{PasswordEnv: "BINLAKE_TEST_PW_UNSET"}, "source password missing: source.password_env names BINLAKE_TEST_PW_UNSET, which is not set in the environment of the process reading it (a wave's unit reads it from /etc/binlake/wave.env)", true},
 		{cluster.Source{PasswordEnv: "BINLAKE_TEST_PW_BLANK"}, "", false}, // set: a user without a password
 		{cluster.Source{PasswordFile: filepath.Join(dir, "missing")}, "source password missing: source.password_file: read secret: open " + filepath.Join(dir, "missing") + ": no such file or directory", true},
 		{cluster.Source{PasswordFile: empty}, "source password missing: source.password_file: read secret: file " + empty + " is empty", true},

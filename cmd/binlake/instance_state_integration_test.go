@@ -97,7 +97,7 @@ func TestInstanceListShowsWaveState(t *testing.T) {
 	t.Logf("instance show nopw:\n%s", show)
 	for _, re := range []string{
 		`(?m)^state     retrying, secret_missing since ` + sinceRE + `$`,
-		`(?m)^error     source password missing: source\.password_env names BINLAKE_TEST_UNSET_PASSWORD, which is not set in this process's environment$`,
+		`(?m)^error     source password missing: source\.password_env names BINLAKE_TEST_UNSET_PASSWORD, which is not set in the environment of the process reading it \(a wave's unit reads it from /etc/binlake/wave\.env\)$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(show) {
 			t.Errorf("instance show nopw lacks %s", re)
@@ -140,6 +140,10 @@ func TestInstanceListShowsWaveState(t *testing.T) {
 		t.Errorf("instance show good after the wave stopped:\n%s", show)
 	}
 	if want := "sub       all → state.rows include=[" + db + `\..*] exclude=[] events=[] format=debezium-json map[decimal:precise schema:true]` + "\n"; !strings.Contains(show, want) {
+		t.Errorf("instance show good lacks %q:\n%s", want, show)
+	}
+	// What only -json showed (after a set -f, whether on_unreadable went back to stop).
+	if want := "handling  on_unreadable stop, on_too_large stop\n"; !strings.Contains(show, want) {
 		t.Errorf("instance show good lacks %q:\n%s", want, show)
 	}
 }

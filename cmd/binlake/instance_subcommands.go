@@ -166,8 +166,22 @@ func (ic *instanceCmd) show() error {
 			}
 			fmt.Fprintln(out)
 		}
+		fmt.Fprintf(out, "handling  %s\n", handlingText(info.Instance))
 	}
 	return nil
+}
+
+// handlingText says what instance show's text leaves to -json otherwise: what the
+// instance does with a change it cannot publish, and its snapshot and pinned options.
+func handlingText(inst *cluster.Instance) string {
+	h := fmt.Sprintf("on_unreadable %s, on_too_large %s", cmp.Or(inst.OnUnreadable, cluster.UnreadableStop), cmp.Or(inst.OnTooLarge, cluster.UnreadableStop))
+	if inst.Snapshot != nil && inst.Snapshot.Initial {
+		h += ", snapshot at the first start"
+	}
+	if inst.Pinned {
+		h += ", pinned to its wave"
+	}
+	return h
 }
 
 func (ic *instanceCmd) remove() error {

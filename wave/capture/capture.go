@@ -234,7 +234,7 @@ func New(o Options, start cluster.Position) (*Capture, error) {
 func CurrentPosition(ctx context.Context, addr, user, password, flavor string) (cluster.Position, error) {
 	conn, err := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
 	if err != nil {
-		return cluster.Position{}, fmt.Errorf("connect to %s as %s: %w", addr, user, err)
+		return cluster.Position{}, fmt.Errorf("connect to %s as %s: %w", addr, user, serverError(err))
 	}
 	defer conn.Close()
 	return positionNow(conn, flavor)

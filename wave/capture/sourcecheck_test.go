@@ -2,9 +2,13 @@ package capture
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/binlake/binlake/wave/cluster"
 )
@@ -112,5 +116,18 @@ func TestFlavorOf(t *testing.T) {
 		if got := FlavorOf(v); got != want {
 			t.Errorf("FlavorOf(%q) = %s, want %s", v, got, want)
 		}
+	}
+}
+
+// TestServerErrorDropsTheDriversPrefix: a login refused reads as the server's error.
+func TestServerErrorDropsTheDriversPrefix(t *testing.T) {
+	refused := mysql.NewError(mysql.ER_ACCESS_DENIED_ERROR, "Access denied for user 'u'@'127.0.0.1' (using password: YES)")
+	err := serverError(fmt.Errorf("handleAuthResult: readAuthResult: %w", refused))
+	if err.Error() != refused.Error() || !errors.Is(err, refused) {
+		t.Errorf("%v, want %v", err, refused)
+	}
+	other := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	if serverError(other) != other {
+		t.Error("an error without the server's was changed")
 	}
 }
