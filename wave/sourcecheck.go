@@ -28,8 +28,10 @@ var ErrSourceNotRead = errors.New("the source's settings were not checked from h
 // instance at the first event they touch (binlog_format, binlog_row_image, log_bin) come
 // back as warnings, since a session may log otherwise than the server's default and
 // on_unreadable: skip gets past them. So do the privileges the instance's user lacks
-// (capture.CheckSource tries them; the waves may log in otherwise). A source that cannot be read from here is
-// ErrSourceNotRead, for the caller to say: the waves read the source from their own hosts.
+// (capture.CheckSource tries them; the waves may log in otherwise). A flavor the server
+// does not answer as is ErrFlavorMismatch. A source that cannot be read from here is
+// ErrSourceNotRead, for the caller to say: the waves read the source from their own
+// hosts.
 //
 // reading says the instance reads the source under its server_id already (a
 // redefinition that keeps it): its own connection is no clash, and no trial dump is
