@@ -1,11 +1,9 @@
 package capture
 
 import (
-	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave/cluster"
@@ -30,29 +28,12 @@ func TestPartialRowImageIntegration(t *testing.T) {
 	exec("SET SESSION binlog_row_image = FULL")
 	exec("INSERT INTO t VALUES (99, 'sentinel', 'x', NULL)")
 
-	r := startCapture(t, ctx, a, db, start, "", nil)
-	var read []capturedRow
-	func() {
-		for {
-			select {
-			case err := <-r.done:
-				r.once.Do(func() {}) // stopped
-				if !errors.Is(err, ErrRowImagePartial) || !IsFatal(err) {
-					t.Fatalf("err %v, want a fatal ErrRowImagePartial", err)
-				}
-				for _, want := range []string{"update of " + db + ".t at ", "logs 3 of the table's 4 columns", "set binlog_row_image=FULL"} {
-					if !strings.Contains(err.Error(), want) {
-						t.Errorf("err %q does not say %q", err, want)
-					}
-				}
-				return
-			case it := <-r.out:
-				read = append(read, rowsOf(t, it)...)
-			case <-time.After(30 * time.Second):
-				t.Fatal("the capture did not stop")
-			}
+	read, err := startCapture(t, ctx, a, db, start, "", nil).untilFatal(ErrRowImagePartial)
+	for _, want := range []string{"update of " + db + ".t at ", "logs 3 of the table's 4 columns", "set binlog_row_image=FULL"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err %q does not say %q", err, want)
 		}
-	}()
+	}
 	if got := rowsString(read); got != "1c" {
 		t.Errorf("rows before the stop: %s, want 1c (the insert, logged whole)", got)
 	}

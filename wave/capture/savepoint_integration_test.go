@@ -1,11 +1,9 @@
 package capture
 
 import (
-	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave/cluster"
@@ -41,27 +39,10 @@ func TestSavepointRollbackIntegration(t *testing.T) {
 	exec("COMMIT")
 	exec("INSERT INTO t VALUES (99, 0)")
 
-	r := startCapture(t, ctx, a, db, start, "", nil)
-	var read []capturedRow
-	func() {
-		for {
-			select {
-			case err := <-r.done:
-				r.once.Do(func() {})
-				if !errors.Is(err, ErrSavepointRollback) || !IsFatal(err) {
-					t.Fatalf("err %v, want a fatal ErrSavepointRollback", err)
-				}
-				if !strings.Contains(err.Error(), "ROLLBACK TO") || !strings.Contains(err.Error(), "non-transactional") {
-					t.Errorf("err %q does not name the statement and why", err)
-				}
-				return
-			case it := <-r.out:
-				read = append(read, rowsOf(t, it)...)
-			case <-time.After(30 * time.Second):
-				t.Fatal("the capture did not stop")
-			}
-		}
-	}()
+	read, err := startCapture(t, ctx, a, db, start, "", nil).untilFatal(ErrSavepointRollback)
+	if !strings.Contains(err.Error(), "ROLLBACK TO") || !strings.Contains(err.Error(), "non-transactional") {
+		t.Errorf("err %q does not name the statement and why", err)
+	}
 	// The audit table's DDL (0), 1 and 2 inserted, 1's update kept (110), 3; then the
 	// audit row (MariaDB writes the MyISAM change as a group of its own) and the second
 	// transaction's update of 1, up to the stop: neither 2's rolled-back delete nor 99.

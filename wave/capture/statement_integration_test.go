@@ -61,6 +61,27 @@ func (r *capturedRun) halt() {
 	})
 }
 
+// untilFatal reads row messages until the capture stops with a fatal error that is
+// want, and returns the rows read and the error; the test fails otherwise.
+func (r *capturedRun) untilFatal(want error) ([]capturedRow, error) {
+	r.t.Helper()
+	var read []capturedRow
+	for {
+		select {
+		case err := <-r.done:
+			r.once.Do(func() {}) // stopped
+			if !errors.Is(err, want) || !IsFatal(err) {
+				r.t.Fatalf("err %v, want a fatal %v", err, want)
+			}
+			return read, err
+		case it := <-r.out:
+			read = append(read, rowsOf(r.t, it)...)
+		case <-time.After(30 * time.Second):
+			r.t.Fatal("the capture did not stop")
+		}
+	}
+}
+
 // until reads row messages until the one of row id and the commit item after it.
 func (r *capturedRun) until(id int) []capturedRow {
 	r.t.Helper()
