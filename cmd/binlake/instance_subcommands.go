@@ -245,6 +245,11 @@ func (ic *instanceCmd) set() error {
 		fmt.Fprintf(ic.out, "instance %s has these already: nothing changed\n", ic.id)
 		return nil
 	}
+	if ic.upData {
+		// up is stopped: its wave takes the change when up starts again.
+		fmt.Fprintf(ic.out, "instance %s changed; binlake up on %s starts it from the committed offset\n", ic.id, *ic.f.dataDir)
+		return nil
+	}
 	fmt.Fprintf(ic.out, "instance %s changed; its wave starts it again from the committed offset (binlake instance show %s)\n", ic.id, ic.id)
 	return nil
 }

@@ -512,7 +512,7 @@ func TestInstanceSetOnUpDataFolder(t *testing.T) {
 	if err := run(context.Background(), []string{"instance", "set", InstanceID, "-data", dir, "-on-unreadable", "skip"}, &out, &errOut); err != nil {
 		t.Fatalf("instance set: %v; %s", err, errOut.String())
 	}
-	if want := "instance " + InstanceID + " changed; its wave starts it again from the committed offset"; !strings.Contains(out.String(), want) {
+	if want := "instance " + InstanceID + " changed; binlake up on " + dir + " starts it from the committed offset"; !strings.Contains(out.String(), want) {
 		t.Fatalf("instance set said %q, want %q", out.String(), want)
 	}
 	out.Reset()
@@ -645,7 +645,7 @@ func TestInstanceSetFile(t *testing.T) {
 		return out.String(), err
 	}
 	out, err := set("-f", define(InstanceID, "127.0.0.1:3307"))
-	if err != nil || !strings.Contains(out, "instance local changed; its wave starts it again from the committed offset") {
+	if err != nil || !strings.Contains(out, "instance local changed; binlake up on "+dir+" starts it from the committed offset") {
 		t.Fatalf("set -f: %v\n%s", err, out)
 	}
 	for _, tc := range []struct{ name, file, flag, want string }{
