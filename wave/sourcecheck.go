@@ -62,7 +62,7 @@ func CheckSource(ctx context.Context, inst *cluster.Instance, password func(clus
 	warnings = append(s.BinlogProblems(), s.Access...)
 	if s.ReplicasErr != nil && !reading {
 		warnings = append(warnings, fmt.Sprintf("the source's replicas could not be listed (%v): server_id %d was checked against the source's own only; "+
-			"granting user %s REPLICATION MASTER ADMIN (MariaDB 10.5+; MySQL lists them to REPLICATION SLAVE) lets add check it against theirs",
+			"granting user %s REPLICATION MASTER ADMIN (MariaDB 10.5+; MySQL lists them to REPLICATION SLAVE) lets it be checked against theirs",
 			s.ReplicasErr, src.ServerID, src.User))
 	}
 	return warnings, nil

@@ -41,11 +41,19 @@ func (o *upOptions) newWave(ctx context.Context, c coord.Coordinator, dir string
 	// for as long as up ran.
 	pw := m.Password
 	check := func(ctx context.Context, inst *cluster.Instance) error {
-		_, err := wave.CheckSource(ctx, inst, func(cluster.Source) (config.Secret, error) { return pw, nil }, false)
-		if errors.Is(err, wave.ErrSourceNotRead) {
+		warnings, err := wave.CheckSource(ctx, inst, func(cluster.Source) (config.Secret, error) { return pw, nil }, false)
+		switch {
+		case errors.Is(err, wave.ErrSourceNotRead):
 			return nil // the wave says why it cannot read the source, and retries
+		case errors.Is(err, wave.ErrFlavorMismatch):
+			return fmt.Errorf("mysql: %w (-mysql-flavor names it, or leave it out: up asks the server)", err)
+		case err != nil:
+			return fmt.Errorf("mysql: %w (-mysql-server-id sets another)", err)
 		}
-		return err
+		for _, w := range warnings {
+			o.Logger.Warn("source check: "+w, "component", "up", "instance", inst.ID)
+		}
+		return nil
 	}
 	if err := defineInstance(ctx, c, inst, o.Node, check, o.Logger); err != nil {
 		return nil, "", nil, err
@@ -87,10 +95,7 @@ func defineInstance(ctx context.Context, c coord.Coordinator, inst *cluster.Inst
 		if checkServerID == nil {
 			return nil
 		}
-		if err := checkServerID(ctx, inst); err != nil {
-			return fmt.Errorf("mysql: %w (-mysql-server-id sets another)", err)
-		}
-		return nil
+		return checkServerID(ctx, inst)
 	}
 	cur, err := c.Get(ctx, cluster.InstanceKey(inst.ID))
 	switch {
@@ -156,7 +161,7 @@ func detectFlavor(ctx context.Context, m MySQL) (string, error) {
 	defer cancel()
 	conn, err := client.ConnectWithContext(cctx, m.Addr, m.User, m.Password.Reveal(), "", 10*time.Second)
 	if err != nil {
-		return "", fmt.Errorf("mysql %s: %w", m, err)
+		return "", fmt.Errorf("mysql %s: %w", m, capture.ServerError(err))
 	}
 	defer conn.Close()
 	return capture.FlavorOf(conn.GetServerVersion()), nil

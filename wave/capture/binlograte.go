@@ -35,7 +35,7 @@ func MeasureBinlogRate(ctx context.Context, src cluster.Source, password string,
 	}
 	conn, err := client.ConnectWithContext(ctx, src.Addr, src.User, password, "", 10*time.Second)
 	if err != nil {
-		return BinlogRate{}, fmt.Errorf("connect to %s: %w", src.Addr, err)
+		return BinlogRate{}, fmt.Errorf("connect to %s: %w", src.Addr, ServerError(err))
 	}
 	defer conn.Close()
 	before, err := binlogSizes(conn)

@@ -234,7 +234,7 @@ func New(o Options, start cluster.Position) (*Capture, error) {
 func CurrentPosition(ctx context.Context, addr, user, password, flavor string) (cluster.Position, error) {
 	conn, err := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
 	if err != nil {
-		return cluster.Position{}, fmt.Errorf("connect to %s as %s: %w", addr, user, serverError(err))
+		return cluster.Position{}, fmt.Errorf("connect to %s as %s: %w", addr, user, ServerError(err))
 	}
 	defer conn.Close()
 	return positionNow(conn, flavor)
@@ -376,7 +376,7 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 		streamer, err = syncer.StartSync(mysql.Position{Name: c.resume.File, Pos: max(c.resume.Pos, 4)})
 	}
 	if err != nil {
-		return false, classify(err)
+		return false, classify(ServerError(err))
 	}
 	if c.announce {
 		c.announce = false

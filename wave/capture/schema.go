@@ -95,7 +95,7 @@ func (s *schema) execute(ctx context.Context, query string, args ...any) (*mysql
 	if s.conn == nil {
 		c, err := client.ConnectWithContext(ctx, s.addr, s.user, s.password, "", 10*time.Second)
 		if err != nil {
-			return nil, fmt.Errorf("connect to %s as %s: %w", s.addr, s.user, err)
+			return nil, fmt.Errorf("connect to %s as %s: %w", s.addr, s.user, ServerError(err))
 		}
 		s.conn = c
 	}

@@ -44,7 +44,7 @@ func (s *snapshotSource) connection(ctx context.Context) (*client.Conn, error) {
 	}
 	c, err := client.ConnectWithContext(ctx, s.addr, s.user, s.password, "", 10*time.Second)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s as %s: %w", s.addr, s.user, err)
+		return nil, fmt.Errorf("connect to %s as %s: %w", s.addr, s.user, ServerError(err))
 	}
 	if _, err := c.Execute("SET SESSION time_zone = '+00:00'"); err != nil {
 		c.Close()

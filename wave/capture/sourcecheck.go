@@ -145,7 +145,7 @@ func (s SourceSettings) ServerIDProblems(serverID uint32) []string {
 func CheckSource(ctx context.Context, addr, user, password, flavor string, serverID uint32) (SourceSettings, error) {
 	conn, err := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
 	if err != nil {
-		return SourceSettings{}, fmt.Errorf("connect to %s as %s: %w", addr, user, serverError(err))
+		return SourceSettings{}, fmt.Errorf("connect to %s as %s: %w", addr, user, ServerError(err))
 	}
 	defer conn.Close()
 	s, err := ReadSourceSettings(conn)
@@ -166,7 +166,7 @@ func CheckSource(ctx context.Context, addr, user, password, flavor string, serve
 		return s, nil // a dump under serverID could end another replica's connection
 	}
 	if err := tryDump(ctx, addr, user, password, flavor, serverID, end); err != nil {
-		err = serverError(err)
+		err = ServerError(err)
 		s.Access = append(s.Access, fmt.Sprintf("user %s may not read the binlog (%v): grant it REPLICATION SLAVE", user, err))
 	}
 	return s, nil
@@ -204,10 +204,10 @@ func FlavorOf(version string) string {
 	return cluster.FlavorMySQL
 }
 
-// serverError is the server's own error inside err when it has one ("ERROR 1045 (28000):
+// ServerError is the server's own error inside err when it has one ("ERROR 1045 (28000):
 // Access denied …"), without the driver's function names in front of it
 // ("handleAuthResult: readAuthResult: …"); err otherwise.
-func serverError(err error) error {
+func ServerError(err error) error {
 	var me *mysql.MyError
 	if errors.As(err, &me) {
 		return me

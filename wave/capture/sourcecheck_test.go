@@ -122,12 +122,12 @@ func TestFlavorOf(t *testing.T) {
 // TestServerErrorDropsTheDriversPrefix: a login refused reads as the server's error.
 func TestServerErrorDropsTheDriversPrefix(t *testing.T) {
 	refused := mysql.NewError(mysql.ER_ACCESS_DENIED_ERROR, "Access denied for user 'u'@'127.0.0.1' (using password: YES)")
-	err := serverError(fmt.Errorf("handleAuthResult: readAuthResult: %w", refused))
+	err := ServerError(fmt.Errorf("handleAuthResult: readAuthResult: %w", refused))
 	if err.Error() != refused.Error() || !errors.Is(err, refused) {
 		t.Errorf("%v, want %v", err, refused)
 	}
 	other := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
-	if serverError(other) != other {
+	if ServerError(other) != other {
 		t.Error("an error without the server's was changed")
 	}
 }

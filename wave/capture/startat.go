@@ -37,7 +37,7 @@ const probeTimeout = 10 * time.Second
 func PositionAt(ctx context.Context, src cluster.Source, password string, t time.Time, log *slog.Logger) (cluster.Position, error) {
 	conn, err := client.ConnectWithContext(ctx, src.Addr, src.User, password, "", 10*time.Second)
 	if err != nil {
-		return cluster.Position{}, fmt.Errorf("connect to %s as %s: %w", src.Addr, src.User, err)
+		return cluster.Position{}, fmt.Errorf("connect to %s as %s: %w", src.Addr, src.User, ServerError(err))
 	}
 	files, err := binlogFiles(conn)
 	conn.Close()

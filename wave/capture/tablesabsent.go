@@ -17,7 +17,7 @@ import (
 func AbsentTables(ctx context.Context, src cluster.Source, password string, tables []string) ([]string, error) {
 	conn, err := client.ConnectWithContext(ctx, src.Addr, src.User, password, "", 5*time.Second)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s as %s: %w", src.Addr, src.User, err)
+		return nil, fmt.Errorf("connect to %s as %s: %w", src.Addr, src.User, ServerError(err))
 	}
 	defer conn.Close()
 	var absent []string

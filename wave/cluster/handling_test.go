@@ -64,7 +64,7 @@ func mustMarshal(t *testing.T, in *cluster.Instance) string {
 // putOffset commits an offset for instance id, as its wave would, and returns it.
 func putOffset(t *testing.T, c coord.Coordinator, id string) cluster.Position {
 	t.Helper()
-	at := cluster.Position{File: "bin.000007", Pos: 1293}
+	at := cluster.Position{File: "bin.000007", Pos: 1293, GTIDSet: "0-1-9"}
 	off, err := json.Marshal(at)
 	if err != nil {
 		t.Fatal(err)

@@ -19,8 +19,8 @@ var ErrSourceChanged = errors.New("a redefinition keeps the source: its committe
 // lost, as it is when a remove and an add begin at the source's end; a table newly
 // subscribed comes from that offset on (its older rows by a snapshot). The source's
 // address (one reaching the same server is the same) stays, and so does the flavor once
-// an offset is committed (a wrong one is fixed before), and where the instance first
-// began (start and the add's time): a start that differs is refused.
+// the offset holds a GTID set (a wrong one is fixed before), and where the instance
+// first began (start and the add's time): a start that differs is refused.
 // A new server_id is checked against the other instances of the source, as an add's is.
 // It says whether the definition changed.
 func Redefine(ctx context.Context, c coord.Coordinator, def *Instance) (bool, error) {
@@ -33,14 +33,17 @@ func Redefine(ctx context.Context, c coord.Coordinator, def *Instance) (bool, er
 			return nil, fmt.Errorf("instance %s: source %s (%s) would become %s (%s): %w", def.ID, cur.Source.Addr, cur.Source.Flavor, def.Source.Addr, def.Source.Flavor, ErrSourceChanged)
 		}
 		if cur.Source.Flavor != def.Source.Flavor {
-			// A wrong flavor is fixed here while nothing was read under it: an offset
-			// written under one flavor is not read under the other.
-			_, _, committed, err := ReadOffset(ctx, c, def.ID)
+			// A wrong flavor is fixed here while the offset is a file and position (a
+			// wave commits its first start's before it connects, and a wrong flavor
+			// fails at once): a GTID set is written in its flavor's syntax.
+			off, _, committed, err := ReadOffset(ctx, c, def.ID)
 			if err != nil {
 				return nil, err
 			}
-			if committed {
-				return nil, fmt.Errorf("instance %s: flavor %s would become %s with an offset committed: %w", def.ID, cur.Source.Flavor, def.Source.Flavor, ErrSourceChanged)
+			if committed && off.GTIDSet != "" {
+				return nil, fmt.Errorf("instance %s: flavor %s would become %s, and the committed offset holds a %s GTID set (%s); "+
+					"remove the instance and add it again with a start to read the source as %s", def.ID, cur.Source.Flavor, def.Source.Flavor,
+					cur.Source.Flavor, off.GTIDSet, def.Source.Flavor)
 			}
 		}
 		if def.Start != nil && (cur.Start == nil || *def.Start != *cur.Start) {

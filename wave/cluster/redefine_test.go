@@ -31,6 +31,9 @@ func TestRedefine(t *testing.T) {
 				t.Fatal(err)
 			}
 			at := putOffset(t, c, orders.ID)
+			if _, err := c.Put(ctx, cluster.OffsetKey(users.ID), []byte(`{"file":"bin.000001","pos":4}`), coord.NoVersion); err != nil {
+				t.Fatal(err) // a first start's, committed before a wrong flavor failed
+			}
 
 			def := wavetest.ValidInstance() // no start: the stored one stays
 			def.Source.User, def.Source.ServerID = "repl2", 303
@@ -59,7 +62,7 @@ func TestRedefine(t *testing.T) {
 				want string
 			}{
 				{"another source", func(i *cluster.Instance) { i.Source.Addr = "127.0.0.1:3309" }, "source 127.0.0.1:3306 (mariadb) would become 127.0.0.1:3309 (mariadb): a redefinition keeps the source"},
-				{"another flavor, an offset committed", func(i *cluster.Instance) { i.Source.Flavor = cluster.FlavorMySQL }, "flavor mariadb would become mysql with an offset committed"},
+				{"another flavor, a GTID set committed", func(i *cluster.Instance) { i.Source.Flavor = cluster.FlavorMySQL }, "flavor mariadb would become mysql, and the committed offset holds a mariadb GTID set (0-1-9)"},
 				{"another start", func(i *cluster.Instance) { i.Start = &cluster.Position{File: "bin.000009", Pos: 4} }, "start bin.000009:4 differs from where the instance began (bin.000003:4)"},
 				{"a server_id taken", func(i *cluster.Instance) { i.Source.ServerID = 202 }, "server_id 202 is read by instance users already"},
 				{"invalid", func(i *cluster.Instance) { i.OnTooLarge = "drop" }, `"on_too_large": "drop": want stop or skip`},
@@ -79,7 +82,7 @@ func TestRedefine(t *testing.T) {
 			if got2, err := cluster.GetInstance(ctx, c, orders.ID); err != nil || mustMarshal(t, got2) != mustMarshal(t, &want) {
 				t.Errorf("after the refusals: %v, %v; want the definition unchanged", got2, err)
 			}
-			// A wrong flavor is fixed while no offset is committed (users never ran).
+			// A wrong flavor is fixed while the offset is a file and position (users failed at once).
 			usersFixed := users
 			usersFixed.Source.Flavor = cluster.FlavorMySQL
 			if changed, err := cluster.Redefine(ctx, c, &usersFixed); err != nil || !changed {
