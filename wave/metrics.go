@@ -67,7 +67,7 @@ func newMetrics() *metrics {
 		skipped: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_messages_skipped_total",
 			Help: "Row messages dropped because they were larger than the sink accepts (on_too_large: skip)."}, inst),
 		unreadable: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_unreadable_skipped_total",
-			Help: "Changes the binlog holds but not as rows the wave can publish, dropped with on_unreadable: skip: a data change logged as a statement (binlog_format STATEMENT or MIXED), a rows event logged without every column (binlog_row_image MINIMAL or NOBLOB), an XA transaction committed whose rows were not read or could not be held; and, published as logged, a transaction rolled back to a savepoint after a non-transactional write."}, inst),
+			Help: "Changes the binlog holds but not as rows the wave can publish, dropped with on_unreadable: skip: a data change logged as a statement (binlog_format STATEMENT or MIXED), a rows event logged without every column (binlog_row_image MINIMAL or NOBLOB), an XA transaction committed whose rows were not read or could not be held; and, published as logged, rows of a transaction that wrote a non-transactional table and rolled them back."}, inst),
 		reconnects: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_source_errors_total",
 			Help: "Failures of the source: of the binlog connection, and of the source as a term of the instance began (unreachable, a refused login); each is followed by a retry with backoff."}, inst),
 		commitPos: f.NewGaugeVec(prometheus.GaugeOpts{Name: "binlake_wave_committed_position",

@@ -23,12 +23,12 @@ const (
 	ReasonStatementDML    = "statement_dml"     // a data change logged as a statement: the source must log binlog_format=ROW
 	ReasonRowImagePartial = "row_image_partial" // rows logged without every column: the source must log binlog_row_image=FULL
 	ReasonXAUnreadable    = "xa_unreadable"     // an XA transaction whose rows were not read or could not be held
-	// A transaction rolled back to a savepoint after writing a non-transactional table:
-	// the binlog holds the rows undone.
-	ReasonSavepointRollback = "savepoint_rollback"
-	ReasonFenced            = "fenced"
-	ReasonServerIDClash     = "server_id_clash" // another replica (instance) reads the source with the same server_id
-	ReasonBusUnreachable    = "bus_unreachable" // the bus (Kafka) refused or did not answer as the instance started
+	// A transaction that wrote a non-transactional table and rolled back (to a savepoint,
+	// or whole): the binlog holds the rows undone.
+	ReasonRollbackLogged = "rollback_logged"
+	ReasonFenced         = "fenced"
+	ReasonServerIDClash  = "server_id_clash" // another replica (instance) reads the source with the same server_id
+	ReasonBusUnreachable = "bus_unreachable" // the bus (Kafka) refused or did not answer as the instance started
 	// Publishing fails while the instance runs (its state stays running): the topic is
 	// missing (deleted; the wave creates it again), or the bus refuses or does not answer.
 	ReasonTopicMissing   = "topic_missing"
@@ -58,8 +58,8 @@ func Reason(err error) string {
 		return ReasonRowImagePartial
 	case errors.Is(err, capture.ErrXAUnreadable):
 		return ReasonXAUnreadable
-	case errors.Is(err, capture.ErrSavepointRollback):
-		return ReasonSavepointRollback
+	case errors.Is(err, capture.ErrRollbackLogged):
+		return ReasonRollbackLogged
 	case errors.Is(err, ErrFenced):
 		return ReasonFenced
 	case capture.IsServerIDClash(err):

@@ -32,7 +32,7 @@ func TestReason(t *testing.T) {
 		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrStatementDML)), ReasonStatementDML},
 		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrXAUnreadable)), ReasonXAUnreadable},
 		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrRowImagePartial)), ReasonRowImagePartial},
-		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrSavepointRollback)), ReasonSavepointRollback},
+		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrRollbackLogged)), ReasonRollbackLogged},
 		{fmt.Errorf("commit: %w", ErrFenced), ReasonFenced},
 		{fmt.Errorf("%w: source.password_env names X, which is not set", ErrSecretMissing), ReasonSecretMissing},
 		// As the source ends the binlog connection of a replica whose server_id another

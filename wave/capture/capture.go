@@ -174,7 +174,7 @@ type Capture struct {
 	inGroup bool
 	// txEmitted: row messages of the transaction were sent.
 	txEmitted bool
-	// savepoint: the transaction logged a SAVEPOINT (savepoint.go); afterSavepoint: rows
+	// savepoint: the transaction logged a SAVEPOINT (rollback.go); afterSavepoint: rows
 	// of a subscribed table were read since.
 	savepoint, afterSavepoint bool
 	txGTID                    string
@@ -576,8 +576,10 @@ func (c *Capture) query(ctx context.Context, h *replication.EventHeader, schema,
 	case stmtBegin:
 		c.inTxn, c.inGroup = true, true
 		return nil
-	case stmtCommit, stmtRollback:
+	case stmtCommit:
 		return c.endTxn(ctx, h, 0)
+	case stmtRollback:
+		return c.rollbackGroup(ctx, h, st)
 	case stmtXA:
 		return c.xaQuery(ctx, h, st)
 	case stmtDML:

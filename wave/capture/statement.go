@@ -30,7 +30,7 @@ const (
 	stmtCommit                     // COMMIT: the group ends (a transaction without an XID event)
 	stmtRollback                   // ROLLBACK: likewise
 	stmtSavepoint                  // SAVEPOINT, RELEASE SAVEPOINT: inside a transaction
-	stmtRollbackTo                 // ROLLBACK TO: the transaction's changes after a savepoint undone (savepoint.go)
+	stmtRollbackTo                 // ROLLBACK TO: the transaction's changes after a savepoint undone (rollback.go)
 	stmtXA                         // XA START, END, COMMIT, ROLLBACK (xa.go)
 	stmtDML                        // a data change the binlog holds as a statement, not as rows
 )
