@@ -284,6 +284,7 @@ func (c *Capture) Run(ctx context.Context) error {
 	if c.runSession != nil {
 		session, now = c.runSession, c.now
 	}
+	var clashSince time.Time // when the server_id clashes in a row began
 	for {
 		began := now()
 		read, err := session(ctx)
@@ -295,6 +296,15 @@ func (c *Capture) Run(ctx context.Context) error {
 		}
 		if read && now().Sub(began) >= c.stableSession() {
 			bo.Reset()
+			clashSince = time.Time{}
+		}
+		switch {
+		case !IsServerIDClash(err):
+			clashSince = time.Time{}
+		case clashSince.IsZero():
+			clashSince = began
+		case now().Sub(clashSince) >= clashLimit:
+			return c.clashStop(err, now().Sub(clashSince))
 		}
 		wait := bo.NextBackOff()
 		c.Log.Warn("binlog connection failed; reconnecting", "resume", c.resume.String(), "backoff", wait, "err", err)
@@ -307,6 +317,21 @@ func (c *Capture) Run(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// clashLimit is how long a capture reconnects through server_id clashes before it stops:
+// each reconnect ends the other replica's connection (a real replica's I/O thread then
+// fails and retries), and a clash that lasts is a configuration to fix, not a moment
+// (a wave's old connection after a move ends within seconds).
+const clashLimit = 5 * time.Minute
+
+// clashStop is the fatal error of a capture whose server_id clashed for as long as d.
+func (c *Capture) clashStop(err error, d time.Duration) error {
+	if !errors.Is(err, ErrServerIDClash) {
+		err = fmt.Errorf("%w: %w", ErrServerIDClash, err)
+	}
+	return &fatalError{fmt.Errorf("%w; for %s: stopped, so as not to end the other replica's connection again and again: give the instance "+
+		"a server_id of its own (binlake instance set %s -f FILE starts it again)", err, d.Round(time.Second), c.Inst.ID)}
 }
 
 // stableSession is how long a binlog session that read events must have stayed up for

@@ -133,3 +133,49 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+// TestLastingClashStops: a capture whose every session clashes on its server_id for
+// clashLimit stops with a fatal server_id clash that says what to do (it reconnected for
+// ever, ending a real replica's connection each time); a clash broken by another error,
+// or a session that held, starts the count again.
+func TestLastingClashStops(t *testing.T) {
+	clash := errors.New("ERROR 4052 (HY000): A slave with the same server_uuid/server_id as this slave has connected to the master")
+	for _, tc := range []struct {
+		name     string
+		sessions []error // each session lasts a minute
+		fatal    bool
+	}{
+		{"six minutes of clashes", []error{clash, clash, clash, clash, clash, clash, clash}, true},
+		{"broken by a refused connection", []error{clash, clash, clash, errors.New("connection refused"), clash, clash, clash}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inst := &cluster.Instance{ID: "orders", Source: cluster.Source{Addr: "127.0.0.1:1", User: "u"}}
+			// A session held for twice the longest wait would count as stable: 20 min here.
+			c, err := New(Options{Inst: inst, Log: slog.New(slog.DiscardHandler), BackoffMin: time.Millisecond, BackoffMax: 10 * time.Minute}, start4())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			clock := time.Unix(1e9, 0)
+			c.now = func() time.Time { return clock }
+			n := 0
+			c.runSession = func(context.Context) (bool, error) {
+				if n == len(tc.sessions) {
+					cancel()
+					return false, ctx.Err()
+				}
+				n++
+				clock = clock.Add(time.Minute)
+				return true, tc.sessions[n-1]
+			}
+			err = c.Run(ctx)
+			switch {
+			case tc.fatal && (!IsFatal(err) || !errors.Is(err, ErrServerIDClash) || !strings.Contains(err.Error(), "binlake instance set orders -f FILE")):
+				t.Fatalf("Run: %v, want a fatal server_id clash saying what to do", err)
+			case !tc.fatal && err != nil:
+				t.Fatalf("Run: %v, want it to go on", err)
+			}
+		})
+	}
+}
