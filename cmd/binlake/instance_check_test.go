@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/rowenc"
 )
 
@@ -161,5 +162,34 @@ func TestZKFlagRefusesCredentials(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "Hunter2Z") {
 		t.Errorf("the password is shown: %v", err)
+	}
+}
+
+// TestSubscriptionChanges: set -f names the subscriptions it adds, changes and removes,
+// and gives the snapshot hint only when tables not read before may come (one added, or
+// an include or events changed), not for an exclude added.
+func TestSubscriptionChanges(t *testing.T) {
+	a := cluster.Subscription{Name: "a", Topic: "t", Include: []string{`shop\..*`}}
+	b := cluster.Subscription{Name: "b", Topic: "u"}
+	aExcl := a
+	aExcl.Exclude = []string{`shop\.tmp`}
+	aWider := a
+	aWider.Include = []string{`shop\..*`, `crm\..*`}
+	for _, tc := range []struct {
+		name     string
+		cur, def []cluster.Subscription
+		want     string
+		widened  bool
+	}{
+		{"same", []cluster.Subscription{a}, []cluster.Subscription{a}, "", false},
+		{"added", []cluster.Subscription{a}, []cluster.Subscription{a, b}, "subscriptions (added b)", true},
+		{"removed", []cluster.Subscription{a, b}, []cluster.Subscription{a}, "subscriptions (removed b)", false},
+		{"an exclude", []cluster.Subscription{a}, []cluster.Subscription{aExcl}, "subscriptions (changed a)", false},
+		{"an include", []cluster.Subscription{a, b}, []cluster.Subscription{aWider}, "subscriptions (changed a; removed b)", true},
+	} {
+		got, widened := subscriptionChanges(tc.cur, tc.def)
+		if got != tc.want || widened != tc.widened {
+			t.Errorf("%s: %q, %v; want %q, %v", tc.name, got, widened, tc.want, tc.widened)
+		}
 	}
 }

@@ -276,9 +276,8 @@ func (ic *instanceCmd) redefine() (bool, error) {
 	}
 	changed, err := cluster.Redefine(ic.cctx, ic.c, &def)
 	if changed {
-		what := redefined(stored, &def)
-		fmt.Fprintf(ic.out, "changing %s\n", strings.Join(what, ", "))
-		if slices.Contains(what, "subscriptions") {
+		fmt.Fprintf(ic.out, "changing %s\n", strings.Join(redefined(stored, &def), ", "))
+		if _, widened := subscriptionChanges(stored.Subscriptions, def.Subscriptions); widened {
 			fmt.Fprintf(ic.out, "a table newly subscribed comes from the committed offset on; its existing rows: binlake instance snapshot %s -tables db.table\n", ic.id)
 		}
 	}
@@ -294,7 +293,8 @@ func redefined(cur, def *cluster.Instance) []string {
 			what = append(what, name)
 		}
 	}
-	add(!reflect.DeepEqual(cur.Subscriptions, def.Subscriptions), "subscriptions")
+	subs, _ := subscriptionChanges(cur.Subscriptions, def.Subscriptions)
+	add(subs != "", subs)
 	add(cur.Source.User != def.Source.User, "source.user")
 	add(cur.Source.PasswordEnv != def.Source.PasswordEnv || cur.Source.PasswordFile != def.Source.PasswordFile, "the source's password reference")
 	add(cur.Source.ServerID != def.Source.ServerID, fmt.Sprintf("source.server_id %d → %d", cur.Source.ServerID, def.Source.ServerID))
@@ -308,6 +308,47 @@ func redefined(cur, def *cluster.Instance) []string {
 		what = append(what, "how the definition is written")
 	}
 	return what
+}
+
+// subscriptionChanges says which subscriptions a redefinition adds, removes and changes
+// ("" when none), and whether it may take in tables not read before (one added, or one
+// whose include or events changed): their existing rows are a snapshot's.
+func subscriptionChanges(cur, def []cluster.Subscription) (string, bool) {
+	was := map[string]cluster.Subscription{}
+	for _, s := range cur {
+		was[s.Name] = s
+	}
+	var added, changed, removed []string
+	widened := false
+	for _, s := range def {
+		old, ok := was[s.Name]
+		delete(was, s.Name)
+		switch {
+		case !ok:
+			added, widened = append(added, s.Name), true
+		case !reflect.DeepEqual(old, s):
+			changed = append(changed, s.Name)
+			widened = widened || !slices.Equal(old.Include, s.Include) || !slices.Equal(old.Events, s.Events)
+		}
+	}
+	for _, s := range cur {
+		if _, gone := was[s.Name]; gone {
+			removed = append(removed, s.Name)
+		}
+	}
+	var parts []string
+	for _, p := range []struct {
+		verb  string
+		names []string
+	}{{"added", added}, {"changed", changed}, {"removed", removed}} {
+		if len(p.names) > 0 {
+			parts = append(parts, p.verb+" "+strings.Join(p.names, " "))
+		}
+	}
+	if len(parts) == 0 {
+		return "", false
+	}
+	return "subscriptions (" + strings.Join(parts, "; ") + ")", widened
 }
 
 func (ic *instanceCmd) snapshot() error {
