@@ -245,12 +245,16 @@ func (ic *instanceCmd) set() error {
 		fmt.Fprintf(ic.out, "instance %s has these already: nothing changed\n", ic.id)
 		return nil
 	}
+	from := "the committed offset"
+	if _, _, committed, err := cluster.ReadOffset(ic.cctx, ic.c, ic.id); err == nil && !committed {
+		from = "its start (nothing is committed yet)"
+	}
 	if ic.upData {
 		// up is stopped: its wave takes the change when up starts again.
-		fmt.Fprintf(ic.out, "instance %s changed; binlake up on %s starts it from the committed offset\n", ic.id, *ic.f.dataDir)
+		fmt.Fprintf(ic.out, "instance %s changed; binlake up on %s starts it from %s\n", ic.id, *ic.f.dataDir, from)
 		return nil
 	}
-	fmt.Fprintf(ic.out, "instance %s changed; its wave starts it again from the committed offset (binlake instance show %s)\n", ic.id, ic.id)
+	fmt.Fprintf(ic.out, "instance %s changed; its wave starts it again from %s (binlake instance show %s)\n", ic.id, from, ic.id)
 	return nil
 }
 
