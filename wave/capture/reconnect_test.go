@@ -69,27 +69,11 @@ func TestReconnectBackoff(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log := &waitLog{}
-			inst := &cluster.Instance{ID: "i", Source: cluster.Source{Addr: "127.0.0.1:1", User: "u"}}
-			c, err := New(Options{Inst: inst, Log: slog.New(log), BackoffMin: first, BackoffMax: limit}, start4())
+			clash := errors.New("ERROR 4052 (HY000): A slave with the same server_uuid/server_id as this slave has connected to the master")
+			err := runFakeSessions(t, Options{Log: slog.New(log), BackoffMin: first, BackoffMax: limit}, len(tc.sessions), func(i int) (time.Duration, bool, error) {
+				return tc.sessions[i].up, tc.sessions[i].read, clash
+			})
 			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			clock := time.Unix(1e9, 0)
-			c.now = func() time.Time { return clock }
-			n := 0
-			c.runSession = func(context.Context) (bool, error) {
-				if n == len(tc.sessions) {
-					cancel()
-					return false, ctx.Err()
-				}
-				s := tc.sessions[n]
-				n++
-				clock = clock.Add(s.up)
-				return s.read, errors.New("ERROR 4052 (HY000): A slave with the same server_uuid/server_id as this slave has connected to the master")
-			}
-			if err := c.Run(ctx); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
 			if len(log.waits) != len(tc.sessions) {
@@ -149,27 +133,9 @@ func TestLastingClashStops(t *testing.T) {
 		{"broken by a refused connection", []error{clash, clash, clash, errors.New("connection refused"), clash, clash, clash}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			inst := &cluster.Instance{ID: "orders", Source: cluster.Source{Addr: "127.0.0.1:1", User: "u"}}
 			// A session held for twice the longest wait would count as stable: 20 min here.
-			c, err := New(Options{Inst: inst, Log: slog.New(slog.DiscardHandler), BackoffMin: time.Millisecond, BackoffMax: 10 * time.Minute}, start4())
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			clock := time.Unix(1e9, 0)
-			c.now = func() time.Time { return clock }
-			n := 0
-			c.runSession = func(context.Context) (bool, error) {
-				if n == len(tc.sessions) {
-					cancel()
-					return false, ctx.Err()
-				}
-				n++
-				clock = clock.Add(time.Minute)
-				return true, tc.sessions[n-1]
-			}
-			err = c.Run(ctx)
+			err := runFakeSessions(t, Options{Log: slog.New(slog.DiscardHandler), BackoffMin: time.Millisecond, BackoffMax: 10 * time.Minute},
+				len(tc.sessions), func(i int) (time.Duration, bool, error) { return time.Minute, true, tc.sessions[i] })
 			switch {
 			case tc.fatal && (!IsFatal(err) || !errors.Is(err, ErrServerIDClash) || !strings.Contains(err.Error(), "binlake instance set orders -f FILE")):
 				t.Fatalf("Run: %v, want a fatal server_id clash saying what to do", err)
@@ -178,4 +144,32 @@ func TestLastingClashStops(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runFakeSessions runs a capture of instance "orders" with o's log and backoff over n
+// sessions that session(i) describes (how long it stays up on the capture's clock,
+// whether it read events, how it ends), and returns what Run returns.
+func runFakeSessions(t *testing.T, o Options, n int, session func(i int) (time.Duration, bool, error)) error {
+	t.Helper()
+	o.Inst = &cluster.Instance{ID: "orders", Source: cluster.Source{Addr: "127.0.0.1:1", User: "u"}}
+	c, err := New(o, start4())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clock := time.Unix(1e9, 0)
+	c.now = func() time.Time { return clock }
+	i := 0
+	c.runSession = func(context.Context) (bool, error) {
+		if i == n {
+			cancel()
+			return false, ctx.Err()
+		}
+		up, read, err := session(i)
+		i++
+		clock = clock.Add(up)
+		return read, err
+	}
+	return c.Run(ctx)
 }
