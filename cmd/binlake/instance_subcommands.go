@@ -279,6 +279,10 @@ func (ic *instanceCmd) redefine() (bool, error) {
 		return false, fmt.Errorf("instance set: %w", err)
 	}
 	changed, err := cluster.Redefine(ic.cctx, ic.c, &def)
+	if err == nil && def.Source.Addr != stored.Source.Addr {
+		// Redefine keeps the stored address for one reaching the same server.
+		fmt.Fprintf(ic.out, "source.addr %s is kept as stored, %s (the same server)\n", def.Source.Addr, stored.Source.Addr)
+	}
 	if changed {
 		fmt.Fprintf(ic.out, "changing %s\n", strings.Join(redefined(stored, &def), ", "))
 		if _, widened := subscriptionChanges(stored.Subscriptions, def.Subscriptions); widened {

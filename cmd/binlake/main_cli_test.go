@@ -596,6 +596,9 @@ func TestUpRedefinesInPlace(t *testing.T) {
 	if len(checked) != 0 {
 		t.Errorf("server_ids checked %v, want none (unchanged)", checked)
 	}
+	if !strings.Contains(log.String(), "kept as stored") || !strings.Contains(log.String(), "stored=127.0.0.1:3307") {
+		t.Errorf("up's log does not say the address is kept as stored:\n%s", log.String())
+	}
 	m.ServerID = 22
 	err = defineInstance(ctx, c, m.instance(dir), "db-host", check, slog.New(slog.NewTextHandler(&log, nil)))
 	if err == nil || !strings.Contains(err.Error(), "server_id 22 is already used") {
@@ -647,6 +650,10 @@ func TestInstanceSetFile(t *testing.T) {
 	out, err := set("-f", define(InstanceID, "127.0.0.1:3307"))
 	if err != nil || !strings.Contains(out, "instance local changed; binlake up on "+dir+" starts it from the committed offset") {
 		t.Fatalf("set -f: %v\n%s", err, out)
+	}
+	// The same server under another name: kept as stored, and said.
+	if out, err := set("-f", define(InstanceID, "localhost:3307")); err != nil || !strings.Contains(out, "source.addr localhost:3307 is kept as stored, 127.0.0.1:3307") {
+		t.Fatalf("set -f with localhost: %v\n%s", err, out)
 	}
 	for _, tc := range []struct{ name, file, flag, want string }{
 		{"another instance's file", define("orders", "127.0.0.1:3307"), "", `defines instance "orders"`},

@@ -133,6 +133,10 @@ func defineInstance(ctx context.Context, c coord.Coordinator, inst *cluster.Inst
 			return err
 		}
 	}
+	if stored.Source.Addr != inst.Source.Addr {
+		logger.Info("the source is the server stored under another address: kept as stored, capture goes on from the committed offset",
+			"component", "up", "instance", inst.ID, "given", inst.Source.Addr, "stored", stored.Source.Addr)
+	}
 	// What binlake instance set changed stays: up's flags do not say it.
 	inst.OnUnreadable, inst.OnTooLarge = stored.OnUnreadable, stored.OnTooLarge
 	changed, err := cluster.Redefine(ctx, c, inst)
