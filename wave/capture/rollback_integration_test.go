@@ -2,11 +2,9 @@ package capture
 
 import (
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/binlake/binlake/internal/testenv"
-	"github.com/binlake/binlake/wave/cluster"
 )
 
 // TestSavepointRollbackIntegration: on the real MariaDB, a transaction that wrote a
@@ -50,12 +48,11 @@ func TestSavepointRollbackIntegration(t *testing.T) {
 		t.Errorf("rows before the stop: %s, want 0c 1 2c 1c 3c 1c 1", got)
 	}
 
-	var skipped atomic.Int32
-	s := startCapture(t, ctx, a, db, start, cluster.UnreadableSkip, func() { skipped.Add(1) })
-	if got := rowsString(s.until(99)); got != "0c 1 2c 1c 3c 1c 1 2c 99c" {
+	got, skipped := skipRun(t, ctx, a, db, start)
+	if got != "0c 1 2c 1c 3c 1c 1 2c 99c" {
 		t.Errorf("rows: %s, want 0c 1 2c 1c 3c 1c 1 2c 99c (the transaction as logged, 2's delete with it)", got)
 	}
-	if n := skipped.Load(); n != 1 {
+	if n := skipped; n != 1 {
 		t.Errorf("counted %d, want 1", n)
 	}
 }
@@ -96,12 +93,11 @@ func TestRollbackGroupIntegration(t *testing.T) {
 	// With skip, the update of 1 as logged. The second transaction (an InnoDB delete, then
 	// a MyISAM insert, rolled back) logs the MyISAM row alone, as a group of its own: the
 	// delete of 2 is not in the binlog, and the audit row 2 is.
-	var skipped atomic.Int32
-	s := startCapture(t, ctx, a, db, start, cluster.UnreadableSkip, func() { skipped.Add(1) })
-	if got := rowsString(s.until(99)); got != "0c 1 2c 1c 1c 2c 99c" {
+	got, skipped := skipRun(t, ctx, a, db, start)
+	if got != "0c 1 2c 1c 1c 2c 99c" {
 		t.Errorf("rows: %s, want 0c 1 2c 1c 1c 2c 99c", got)
 	}
-	if n := skipped.Load(); n != 1 {
+	if n := skipped; n != 1 {
 		t.Errorf("counted %d, want 1", n)
 	}
 }

@@ -61,6 +61,15 @@ func (r *capturedRun) halt() {
 	})
 }
 
+// skipRun captures from start with on_unreadable: skip up to row 99, and returns the
+// rows read and how many changes were skipped.
+func skipRun(t *testing.T, ctx context.Context, a testenv.MySQLAddr, db string, start cluster.Position) (string, int) {
+	t.Helper()
+	var skipped atomic.Int32
+	rows := startCapture(t, ctx, a, db, start, cluster.UnreadableSkip, func() { skipped.Add(1) }).until(99)
+	return rowsString(rows), int(skipped.Load())
+}
+
 // untilFatal reads row messages until the capture stops with a fatal error that is
 // want, and returns the rows read and the error; the test fails otherwise.
 func (r *capturedRun) untilFatal(want error) ([]capturedRow, error) {
@@ -178,16 +187,15 @@ func TestStatementDMLIntegration(t *testing.T) {
 		t.Fatal("the capture did not stop")
 	}
 
-	var skipped atomic.Int32
-	s := startCapture(t, ctx, a, db, start, cluster.UnreadableSkip, func() { skipped.Add(1) })
-	if got := rowsString(s.until(99)); got != "4c 99c" {
+	got, skipped := skipRun(t, ctx, a, db, start)
+	if got != "4c 99c" {
 		t.Errorf("rows: %s, want 4c 99c (3, 5 and 7 statements, 4 its transaction's last row)", got)
 	}
 	want := 2
 	if loaded {
 		want = 3
 	}
-	if n := int(skipped.Load()); n != want {
+	if n := skipped; n != want {
 		t.Errorf("skipped %d, want %d", n, want)
 	}
 }
