@@ -371,6 +371,10 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 			if start.Snapshot, err = capture.InitialSnapshotProgress(ctx, inst, password.Reveal(), filter); err != nil {
 				return err
 			}
+			if len(start.Snapshot.Tables) == 0 {
+				log.Warn("initial snapshot: the source shows the instance's user no table its subscriptions take: nothing to read (grant it SELECT on them, then `binlake instance snapshot`)",
+					"source", inst.Source.Addr, "user", inst.Source.User)
+			}
 		}
 		// Commit the starting point at once: a restart before the first row must not
 		// jump ahead to a newer "current position" (nor forget the initial snapshot).

@@ -60,10 +60,36 @@ func CheckSource(ctx context.Context, inst *cluster.Instance, password func(clus
 		return nil, fmt.Errorf("%w: %s", ErrServerIDTaken, taken[0])
 	}
 	warnings = append(s.BinlogProblems(), s.Access...)
+	if w := snapshotSight(rctx, inst, pw.Reveal()); w != "" && !reading {
+		warnings = append(warnings, w)
+	}
 	if s.ReplicasErr != nil && !reading {
 		warnings = append(warnings, fmt.Sprintf("the source's replicas could not be listed (%v): server_id %d was checked against the source's own only; "+
 			"granting user %s REPLICATION MASTER ADMIN (MariaDB 10.5+; MySQL lists them to REPLICATION SLAVE) lets it be checked against theirs",
 			s.ReplicasErr, src.ServerID, src.User))
 	}
 	return warnings, nil
+}
+
+// snapshotSight warns, for an instance with an initial snapshot, when its user sees no
+// table its subscriptions take: the snapshot would list none and be done at once with
+// nothing read (a replication user is granted no SELECT). "" when it sees some, or
+// takes no snapshot.
+func snapshotSight(ctx context.Context, inst *cluster.Instance, password string) string {
+	if inst.Snapshot == nil || !inst.Snapshot.Initial {
+		return ""
+	}
+	filter, err := cluster.NewFilter(inst.Subscriptions)
+	if err != nil {
+		return "" // the definition's own check says why
+	}
+	tables, err := capture.SubscribedTables(ctx, inst.Source, password, filter)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("snapshot.initial: the subscribed tables could not be listed on %s (%v): the snapshot lists them when the instance first starts", inst.Source.Addr, err)
+	case len(tables) == 0:
+		return fmt.Sprintf("snapshot.initial: user %s sees no table the subscriptions take on %s, so the initial snapshot would read nothing: grant it SELECT on them (GRANT SELECT ON db.* TO ...), or check the subscriptions' databases and tables",
+			inst.Source.User, inst.Source.Addr)
+	}
+	return ""
 }

@@ -34,19 +34,24 @@ func checkInstanceFile(ctx context.Context, path string, connect bool, out io.Wr
 	case src.PasswordFile != "":
 		password = "each wave reads the password from its file " + src.PasswordFile
 	}
-	fmt.Fprintf(out, "%s is valid: instance %s, source %s@%s (%s, server id %d), %d subscription(s); %s\n",
-		path, inst.ID, src.User, src.Addr, src.Flavor, src.ServerID, len(inst.Subscriptions), password)
+	summary := fmt.Sprintf("instance %s, source %s@%s (%s, server id %d), %d subscription(s); %s",
+		inst.ID, src.User, src.Addr, src.Flavor, src.ServerID, len(inst.Subscriptions), password)
 	if !connect {
+		fmt.Fprintf(out, "%s is valid: %s\n", path, summary)
 		return nil
 	}
+	// The verdict waits for the source: "valid" and then a refusal read as a pass.
+	fmt.Fprintf(out, "%s: %s\n", path, summary)
 	read, warned, err := checkSourceFromHere(ctx, &inst, false, false, out)
 	switch {
 	case err != nil:
-		return fmt.Errorf("instance add --check -connect: %w", err)
+		return fmt.Errorf("instance add --check -connect: %s is well formed, but add would refuse it: %w", path, err)
 	case read && warned > 0:
-		fmt.Fprintf(out, "source %s read from here: %d warning(s) above\n", src.Addr, warned)
+		fmt.Fprintf(out, "%s is valid; source %s read from here: %d warning(s) above\n", path, src.Addr, warned)
 	case read:
-		fmt.Fprintf(out, "source %s read from here: binlog settings, privileges and server_id %d checked, no problem\n", src.Addr, src.ServerID)
+		fmt.Fprintf(out, "%s is valid; source %s read from here: binlog settings, privileges and server_id %d checked, no problem\n", path, src.Addr, src.ServerID)
+	default:
+		fmt.Fprintf(out, "%s is valid; source %s could not be checked (above): add would store it unchecked\n", path, src.Addr)
 	}
 	return nil
 }

@@ -53,8 +53,8 @@ func TestInstanceAddReadsTheSourceIntegration(t *testing.T) {
 
 	clash := define("clash", own, "")
 	out, err := run("add", "--check", "-connect", "-f", clash)
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("server_id %d is the source's own", own)) {
-		t.Fatalf("add --check -connect under the source's server_id: %v (%s), want it refused, naming it", err, out)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("server_id %d is the source's own", own)) || strings.Contains(out, "is valid") {
+		t.Fatalf("add --check -connect under the source's server_id: %v (%s), want it refused, naming it, and not called valid", err, out)
 	}
 	out, err = run("add", "-zk", zk, "-root", root, "-f", clash)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("instance add: the instance's server_id is taken at the source: server_id %d is the source's own", own)) {
@@ -74,7 +74,7 @@ func TestInstanceAddReadsTheSourceIntegration(t *testing.T) {
 
 	fine := define("fine", uint64(testenv.ReplicaServerID()), "")
 	out, err = run("add", "--check", "-connect", "-f", fine)
-	if err != nil || strings.Contains(out, "warning") || !strings.Contains(out, "source "+a.Addr+" read from here: binlog settings, privileges and server_id") {
+	if err != nil || strings.Contains(out, "warning") || !strings.Contains(out, fine+" is valid; source "+a.Addr+" read from here: binlog settings, privileges and server_id") {
 		t.Fatalf("add --check -connect on a server_id of its own: %v\n%s\nwant it read from here, without a warning", err, out)
 	}
 
@@ -82,8 +82,9 @@ func TestInstanceAddReadsTheSourceIntegration(t *testing.T) {
 	writeFile(t, wrong, "not-the-password\n")
 	locked := define("locked", uint64(testenv.ReplicaServerID()), "  password_file: "+wrong+"\n")
 	out, err = run("add", "--check", "-connect", "-f", locked)
-	if err != nil || !strings.Contains(out, "warning: the source's settings were not checked from here: connect to "+a.Addr) || strings.Contains(out, "read from here") {
-		t.Fatalf("add --check -connect with a password the source refuses: %v\n%s\nwant a warning", err, out)
+	if err != nil || !strings.Contains(out, "warning: the source's settings were not checked from here: connect to "+a.Addr) || strings.Contains(out, "read from here") ||
+		!strings.Contains(out, locked+" is valid; source "+a.Addr+" could not be checked (above): add would store it unchecked") {
+		t.Fatalf("add --check -connect with a password the source refuses: %v\n%s\nwant a warning, and the instance said to be stored unchecked", err, out)
 	}
 	out, err = run("add", "-zk", zk, "-root", root, "-node", "wave-1", "-f", locked)
 	if err != nil || strings.Count(out, "Access denied") != 1 || !strings.Contains(out, "instance locked added, assigned to wave-1") {

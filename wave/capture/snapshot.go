@@ -64,6 +64,16 @@ func InitialSnapshotProgress(ctx context.Context, inst *cluster.Instance, passwo
 		StartedAt: time.Now().UTC().Format(time.RFC3339)}, nil
 }
 
+// SubscribedTables lists the base tables of the source that filter's subscriptions
+// take and inst's user can see ("db.table", sorted): what an initial snapshot reads.
+// information_schema shows a user only the tables it holds some privilege on, so a
+// replication user without SELECT sees none.
+func SubscribedTables(ctx context.Context, src cluster.Source, password string, filter *cluster.Filter) ([]string, error) {
+	s := snapshotSource{addr: src.Addr, user: src.User, password: password}
+	defer s.close()
+	return s.subscribedTables(ctx, filter)
+}
+
 // keyValueOf keeps a primary-key column's value of a query row for resuming after it.
 func keyValueOf(fv *mysql.FieldValue, c *rowenc.Column) cluster.KeyValue {
 	switch fv.Type {

@@ -1,0 +1,59 @@
+package wave
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/testenv"
+	"github.com/binlake/binlake/wave/cluster"
+)
+
+// TestCheckSourceSnapshotSightIntegration: an instance with an initial snapshot whose
+// user sees none of the subscribed tables (the README's replication grants, no SELECT)
+// is warned at add that the snapshot would read nothing; it listed no table and was
+// "done" at once. Granted SELECT on the database, or without a snapshot, no warning.
+func TestCheckSourceSnapshotSightIntegration(t *testing.T) {
+	a := testenv.RequireMySQL(t)
+	ctx := testenv.Context(t)
+	db, exec, _ := testenv.ScratchDatabase(t, "snapsight")
+	exec("CREATE TABLE " + db + ".orders (id INT PRIMARY KEY)")
+	user := fmt.Sprintf("binlake_snap%d", time.Now().UnixNano()%1e9)
+	exec("CREATE USER '" + user + "'@'%' IDENTIFIED BY 'pw'")
+	t.Cleanup(func() { exec("DROP USER IF EXISTS '" + user + "'@'%'") })
+	exec("GRANT REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN ON *.* TO '" + user + "'@'%'")
+
+	inst := &cluster.Instance{ID: "snapsight",
+		Source:        cluster.Source{Addr: a.Addr, User: user, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+		Subscriptions: []cluster.Subscription{{Name: "all", Topic: "snapsight.rows", Include: []string{db + `\..*`}}},
+		Snapshot:      &cluster.SnapshotOptions{Initial: true}}
+	pw := func(cluster.Source) (config.Secret, error) { return "pw", nil }
+	sight := func() []string {
+		t.Helper()
+		warnings, err := CheckSource(ctx, inst, pw, false)
+		if err != nil {
+			t.Fatalf("CheckSource: %v", err)
+		}
+		var out []string
+		for _, w := range warnings {
+			if strings.HasPrefix(w, "snapshot.initial:") {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	if w := sight(); len(w) != 1 || !strings.Contains(w[0], "user "+user+" sees no table the subscriptions take on "+a.Addr) || !strings.Contains(w[0], "GRANT SELECT") {
+		t.Fatalf("snapshot by a user without SELECT: warnings %q, want one saying it would read nothing", w)
+	}
+	inst.Snapshot = nil
+	if w := sight(); len(w) != 0 {
+		t.Fatalf("no snapshot: warnings %q, want none about it", w)
+	}
+	inst.Snapshot = &cluster.SnapshotOptions{Initial: true}
+	exec("GRANT SELECT ON " + db + ".* TO '" + user + "'@'%'")
+	if w := sight(); len(w) != 0 {
+		t.Fatalf("snapshot by a user with SELECT on the database: warnings %q, want none", w)
+	}
+}
