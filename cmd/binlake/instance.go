@@ -339,6 +339,11 @@ func openUpData(dataDir string) (path string, unlock func(), err error) {
 	}
 	path = filepath.Join(dir, CoordFile)
 	if _, err := os.Stat(path); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, StoreFile)); errors.Is(err, fs.ErrNotExist) && serr == nil {
+			// up ran here but kept no instance: it was started without -mysql, or its
+			// -mysql was refused before anything was stored.
+			return "", nil, fmt.Errorf("%s is the data folder of a binlake up that has no instance: up defines one when it runs with -mysql (one it refused, as its log said, defines none)", dir)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil, fmt.Errorf("%s has no %s, so it is not the data folder of a binlake up: give that folder with -data, or a cluster's coordinator with -zk or -config", dir, CoordFile)
 		}

@@ -681,3 +681,21 @@ func TestInstanceSetFile(t *testing.T) {
 		t.Fatalf("offset after set -f: %q, %v; want %s kept", v.Data, err, off)
 	}
 }
+
+// TestInstanceOnUpFolderWithoutInstance: `instance list -data` on the folder of an up
+// that kept no instance (started without -mysql, or its -mysql refused) says so; it said
+// the folder was not an up's. A folder up never ran in is still named as such.
+func TestInstanceOnUpFolderWithoutInstance(t *testing.T) {
+	up, other := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(up, StoreFile), "")
+	for _, tc := range []struct{ dir, want string }{
+		{up, up + " is the data folder of a binlake up that has no instance: up defines one when it runs with -mysql"},
+		{other, other + " has no " + CoordFile + ", so it is not the data folder of a binlake up"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{"instance", "list", "-data", tc.dir}, &out, &errOut)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("instance list -data %s: %v, want %q", tc.dir, err, tc.want)
+		}
+	}
+}
