@@ -108,6 +108,7 @@ func TestFormatGolden(t *testing.T) {
 		{"canal-json", FormatCanalJSON, nil},
 		{"maxwell-json", FormatMaxwellJSON, nil},
 		{"maxwell-json-snapshot-insert", FormatMaxwellJSON, map[string]string{"snapshot_type": "insert"}},
+		{"maxwell-json-position", FormatMaxwellJSON, map[string]string{"binlog_position": "true"}},
 		{"debezium-json", FormatDebeziumJSON, nil},
 		{"debezium-json-schema", FormatDebeziumJSON, map[string]string{"schema": "true"}},
 		{"debezium-json-numeric", FormatDebeziumJSON, map[string]string{"schema": "true", "decimal": "precise", "temporal": "epoch"}},

@@ -15,18 +15,24 @@ const FormatMaxwellJSON = "maxwell-json"
 
 // maxwellJSON is the maxwell-json format. snapshotType is the type of a snapshot row:
 // Maxwell's "bootstrap-insert", or "insert" for consumers that know only the three
-// change types (Flink's maxwell-json refuses any other type).
-type maxwellJSON struct{ snapshotType string }
+// change types (Flink's maxwell-json refuses any other type). position writes each
+// row's "position" ("file:offset", the binlog's offset after the row's event), as
+// Maxwell does with output_binlog_position, for consumers that keep where they are.
+type maxwellJSON struct {
+	snapshotType string
+	position     bool
+}
 
 func init() {
 	RegisterFormat(FormatMaxwellJSON, func(opts map[string]string) (Format, error) {
 		o, err := ParseFormatOptions(FormatMaxwellJSON, opts, []FormatOption{
 			{Name: "snapshot_type", Values: []string{"bootstrap-insert", "insert"}},
+			{Name: "binlog_position", Values: []string{"false", "true"}},
 		})
 		if err != nil {
 			return nil, err
 		}
-		return maxwellJSON{snapshotType: o["snapshot_type"]}, nil
+		return maxwellJSON{snapshotType: o["snapshot_type"], position: o["binlog_position"] == "true"}, nil
 	})
 }
 
@@ -61,6 +67,10 @@ func (f maxwellJSON) AppendRow(dst []byte, r *Row) ([]byte, error) {
 	}
 	if m.Commit {
 		dst = append(dst, `,"commit":true`...)
+	}
+	if f.position && m.File != "" {
+		dst = append(dst, `,"position":`...)
+		dst = jsonenc.AppendString(dst, m.File+":"+strconv.FormatUint(uint64(m.Pos), 10))
 	}
 	dst = append(dst, `,"data":{`...)
 	var err error
