@@ -48,15 +48,16 @@ func newJudgeAPI(base string, token config.Secret, caFile string, conns int) (*j
 	return &judgeAPI{base: strings.TrimRight(base, "/"), token: token, hc: hc}, nil
 }
 
-// do sends a request and returns the answer's status and body.
-func (j *judgeAPI) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+// do sends a request and returns the answer's status and body, and how long its
+// Retry-After asks to wait (0: none).
+func (j *judgeAPI) do(ctx context.Context, method, path string, body []byte) (int, []byte, time.Duration, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, j.base+path, rd)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -66,15 +67,17 @@ func (j *judgeAPI) do(ctx context.Context, method, path string, body []byte) (in
 	}
 	resp, err := j.hc.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, data, err
+	wait, _ := httpapi.RetryAfter(resp.Header, time.Now())
+	return resp.StatusCode, data, wait, err
 }
 
 // send posts one batch, resending it while the judge answers 503 or cannot be reached,
-// for up to retryFor.
+// for up to retryFor, after the answer's Retry-After when it is longer than the
+// back-off (the judge's store buffer is full: resending sooner only adds to its load).
 func (j *judgeAPI) send(ctx context.Context, b metric.Batch) error {
 	body, err := metric.Encode(b)
 	if err != nil {
@@ -83,7 +86,7 @@ func (j *judgeAPI) send(ctx context.Context, b metric.Batch) error {
 	bo := backoff.New(10*time.Millisecond, time.Second)
 	deadline := time.Now().Add(retryFor)
 	for {
-		code, answer, err := j.do(ctx, http.MethodPost, "/v1/metrics", body)
+		code, answer, wait, err := j.do(ctx, http.MethodPost, "/v1/metrics", body)
 		switch {
 		case err == nil && code == http.StatusAccepted:
 			j.batches.Add(1)
@@ -103,7 +106,7 @@ func (j *judgeAPI) send(ctx context.Context, b metric.Batch) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(bo.NextBackOff()):
+		case <-time.After(max(bo.NextBackOff(), min(wait, time.Until(deadline)))):
 		}
 	}
 }
@@ -114,7 +117,7 @@ func (j *judgeAPI) rebalance(ctx context.Context, req api.RebalanceRequest) ([]b
 	if err != nil {
 		return nil, err
 	}
-	code, answer, err := j.do(ctx, http.MethodPost, "/v1/rebalance", body)
+	code, answer, _, err := j.do(ctx, http.MethodPost, "/v1/rebalance", body)
 	if err != nil {
 		return nil, fmt.Errorf("POST /v1/rebalance: %w", err)
 	}
@@ -127,7 +130,7 @@ func (j *judgeAPI) rebalance(ctx context.Context, req api.RebalanceRequest) ([]b
 // historicalAsOf is GET /healthz's historical_as_of: when the judge's last historical
 // refresh ran, by its clock (zero before the first).
 func (j *judgeAPI) historicalAsOf(ctx context.Context) (time.Time, error) {
-	code, answer, err := j.do(ctx, http.MethodGet, "/healthz", nil)
+	code, answer, _, err := j.do(ctx, http.MethodGet, "/healthz", nil)
 	if err != nil {
 		return time.Time{}, err
 	}
