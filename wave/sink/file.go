@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -212,7 +213,34 @@ func (s *fileSink) sync() error {
 	if err := s.f.Sync(); err != nil {
 		return s.fail(fmt.Errorf("file sink: sync %s: %w", s.path, err), s.synced)
 	}
+	if err := s.stillThere(); err != nil {
+		// The lines went to a file no longer at the path (removed, or renamed by a log
+		// rotation): a new file is made there, and the wave writes into it again what
+		// it publishes from its committed offset on, so no row is only in the old one.
+		// A file made there meanwhile (logrotate's create) keeps its whole lines.
+		return s.fail(err, math.MaxInt64)
+	}
 	s.synced = s.size
+	return nil
+}
+
+// stillThere reports an error when the path no longer names the file being written:
+// removed (rm frees nothing while the wave holds it open, and every row written after
+// was lost with it) or renamed.
+func (s *fileSink) stillThere() error {
+	mine, err := s.f.Stat()
+	if err != nil {
+		return fmt.Errorf("file sink: stat %s: %w", s.path, err)
+	}
+	cur, err := os.Stat(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("file sink: %s was removed or renamed while the wave wrote it: a new one is made at that path, and the rows since the last commit are written to it again", s.path)
+	case err != nil:
+		return fmt.Errorf("file sink: stat %s: %w", s.path, err)
+	case !os.SameFile(mine, cur):
+		return fmt.Errorf("file sink: %s was replaced while the wave wrote it (renamed, and another file made at that path): the rows since the last commit are written again to the file now there", s.path)
+	}
 	return nil
 }
 

@@ -67,7 +67,7 @@ func (r *FileReader) Read(ctx context.Context, opts bus.ReadOptions, h func(bus.
 
 func (r *FileReader) read(ctx context.Context, f *os.File, opts bus.ReadOptions, h func(bus.Message) error) error {
 	var err error
-	defer f.Close()
+	defer func() { f.Close() }() // the file read last: a replaced one is swapped in
 	lr := &lineReader{path: r.Path, topic: opts.Topic, r: bufio.NewReaderSize(f, 64<<10)}
 
 	switch k := opts.From.Kind; k {
@@ -125,6 +125,19 @@ func (r *FileReader) read(ctx context.Context, f *os.File, opts bus.ReadOptions,
 		if err != nil {
 			return fmt.Errorf("read rows file: %w", err)
 		}
+		if nf, err := r.replaced(fi); err != nil {
+			return err
+		} else if nf != nil {
+			// The sink wrote the old file to its end before it made the new one.
+			if err := lr.each(h); err != nil {
+				nf.Close()
+				return err
+			}
+			f.Close()
+			f = nf
+			lr.restart(f)
+			continue
+		}
 		if size := fi.Size(); size < lr.pos+int64(len(lr.partial)) {
 			// The sink cut the file back after a failed write or fsync, and writes those
 			// lines again: read on from the first line that is no longer as it was read.
@@ -137,6 +150,30 @@ func (r *FileReader) read(ctx context.Context, f *os.File, opts bus.ReadOptions,
 			return err
 		}
 	}
+}
+
+// replaced opens the file now at the path when it is another than the one being read
+// (fi): the sink made a new one after the file was removed or rotated, as `tail -F`
+// follows a name. nil while the path names the same file, or none yet.
+func (r *FileReader) replaced(fi os.FileInfo) (*os.File, error) {
+	cur, err := os.Stat(r.Path)
+	if err != nil || os.SameFile(fi, cur) {
+		return nil, nil // gone: the sink makes it again at its next commit
+	}
+	nf, err := os.Open(r.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read rows file: %w", err)
+	}
+	return nf, nil
+}
+
+// restart reads f from its start, its lines counted from 0 again.
+func (lr *lineReader) restart(f *os.File) {
+	lr.r.Reset(f)
+	lr.pos, lr.line, lr.partial, lr.recent = 0, 0, lr.partial[:0], lr.recent[:0]
 }
 
 // recentLines is how many of the last lines read a following FileReader remembers, to

@@ -180,3 +180,50 @@ func TestFileReaderFollow(t *testing.T) {
 		t.Errorf("Read after its context ended: %v", err)
 	}
 }
+
+// TestFileReaderFollowsTheName: the rows file renamed by a rotation (or removed) and made
+// again at its path by the sink: a following reader delivers the old file's last lines,
+// then the new file's from its first (offsets from 0 again), as `tail -F` follows a name.
+// It went on reading the old file, and showed nothing more.
+func TestFileReaderFollowsTheName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	w, err := OpenFile(FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	msg := func(i int) bus.Message {
+		return bus.Message{Topic: "a", Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprintf(`{"i":%d}`, i))}
+	}
+	if err := w.Publish(ctx, msg(0)); err != nil {
+		t.Fatal(err)
+	}
+	r := bustest.StartReading(t, func(handle func(bus.Message) error) error {
+		return (&FileReader{Path: path, Poll: 10 * time.Millisecond}).Read(ctx, bus.ReadOptions{From: bus.From{Kind: bus.FromOldest}, Follow: true}, handle)
+	}, showOK)
+	r.Next(`0 a k0 {"i":0}`)
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	// Written to the renamed file before the sink's next sync notices.
+	if err := w.Publish(ctx, msg(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(); err == nil {
+		t.Fatal("Sync after the rename succeeded")
+	}
+	for _, i := range []int{1, 2} { // the wave's replay, into the new file
+		if err := w.Publish(ctx, msg(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Next(`1 a k1 {"i":1}`) // the old file's last line
+	r.Next(`0 a k1 {"i":1}`) // the new file's
+	r.Next(`1 a k2 {"i":2}`)
+	cancel()
+	if err := <-r.Done(); err != nil {
+		t.Errorf("Read after its context ended: %v", err)
+	}
+}

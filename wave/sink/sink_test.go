@@ -185,6 +185,63 @@ func TestFileSinkAfterTheFileWasRemoved(t *testing.T) {
 	}
 }
 
+// TestFileSinkSyncNoticesTheFileGone: the rows file removed (rm to free the disk) or
+// renamed (a log rotation without copytruncate) while the wave appends: the rows written
+// after went to a file no longer at the path, and were lost with it (rm) or kept only
+// in the rotated file though the wave committed past them. The sync before the commit
+// fails instead, naming what happened, so the wave publishes again from its committed
+// offset, into a new file at the path.
+func TestFileSinkSyncNoticesTheFileGone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gone func(path string) error
+		want string
+	}{
+		{"removed", os.Remove, "was removed or renamed while the wave wrote it"},
+		{"renamed", func(path string) error { return os.Rename(path, path+".1") }, "was removed or renamed while the wave wrote it"},
+		{"rotated", func(path string) error { // logrotate's create: renamed, an empty file made
+			if err := os.Rename(path, path+".1"); err != nil {
+				return err
+			}
+			return os.WriteFile(path, nil, 0o644)
+		}, "was replaced while the wave wrote it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rows.jsonl")
+			w, _ := openFaulty(t, path, false)
+			ctx := context.Background()
+			if err := w.Publish(ctx, rows(0, 3)...); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.gone(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Publish(ctx, rows(3, 2)...); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Sync(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Sync after the file was %s: %v, want an error saying %q", tc.name, err, tc.want)
+			}
+			// The wave publishes again from its committed offset (after row 2).
+			if err := w.Publish(ctx, rows(3, 2)...); err != nil {
+				t.Fatalf("the replayed Publish: %v", err)
+			}
+			if err := w.Sync(); err != nil {
+				t.Fatalf("Sync of the new file: %v", err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := keys(t, path); !slices.Equal(got, seq(3, 5)) {
+				t.Fatalf("rows in the new file: %v, want 3 and 4", got)
+			}
+		})
+	}
+}
+
 // TestFileSinkCutsBackToTheSyncedLengthAfterAFailedSync: after a failed fsync the lines
 // written since the last good one are not known durable; the wave publishes them again
 // from its committed offset, so the file drops them rather than keeping two copies.
