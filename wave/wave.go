@@ -457,13 +457,18 @@ func (w *Wave) recordStop() {
 	}
 }
 
+// registerWait bounds how long a wave waits for its node name to be free: a previous
+// session's lasts at most the coordinator's session timeout (seconds); one still held
+// after this is another wave's.
+var registerWait = time.Minute
+
 // register joins the waves group, as a member until hold ends, or until ctx ends before
 // it could. A previous incarnation of this node (killed, session not yet expired) may
 // still hold the name: retry until it is gone, meanwhile a member of
 // cluster.GroupStarting, so that the balancer holds this wave's instances when that
 // session ends.
 func (w *Wave) register(ctx, hold context.Context, data []byte) error {
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(registerWait)
 	sctx, starting := context.WithCancel(ctx)
 	defer starting() // registered, or given up: no longer starting
 	said, marked := false, false
@@ -472,11 +477,16 @@ func (w *Wave) register(ctx, hold context.Context, data []byte) error {
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, coord.ErrExists) || time.Now().After(deadline) {
+		if errors.Is(err, coord.ErrExists) && time.Now().After(deadline) {
+			return fmt.Errorf("wave: node name %s is still registered after %s: another wave runs under this name (give this one a node of its own), or the coordinator keeps a dead session longer than that: %w",
+				w.opts.Node, registerWait, err)
+		}
+		if !errors.Is(err, coord.ErrExists) {
 			return fmt.Errorf("wave: register as %s: %w", w.opts.Node, err)
 		}
 		if !said {
-			w.log.Info("node name still registered by a previous session; waiting for it to expire")
+			w.log.Warn("node name already registered: by a wave that ended within the coordinator's session timeout (its name is free when that session expires), or by another wave running under this name; waiting",
+				"node", w.opts.Node, "up_to", registerWait.String())
 		}
 		if !marked {
 			// ErrExists: the previous process was starting too; its mark ends with its
