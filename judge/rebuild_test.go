@@ -21,8 +21,10 @@ func TestRestartRebuildsCurrentHour(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "judge.db")
 	start := time.Date(2026, 11, 29, 13, 52, 0, 0, time.UTC) // the previous hour's last minutes too
 	c := &clock{t: start}
+	var st *sqlite.Store
 	open := func() *Judge {
-		st, err := sqlite.Open(sqlite.Options{Path: path, Now: c.Now})
+		var err error
+		st, err = sqlite.Open(sqlite.Options{Path: path, Now: c.Now})
 		require.NoError(t, err)
 		t.Cleanup(func() { st.Close() })
 		j, err := New(Options{Store: st, Now: c.Now, Algorithm: "leastload", Logger: quiet,
@@ -43,6 +45,7 @@ func TestRestartRebuildsCurrentHour(t *testing.T) {
 	require.NoError(t, err)
 	wantNodes := before.inc.Nodes()
 	require.NoError(t, before.Close()) // writes what is buffered
+	require.NoError(t, st.Close())     // the process ends: its store file is free
 
 	after := open()
 	after.rebuildCurrentHour(context.Background())

@@ -13,12 +13,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/internal/flock"
 	"github.com/binlake/binlake/internal/coord/internal/keypath"
 	"github.com/binlake/binlake/internal/durable"
 )
@@ -116,26 +115,16 @@ func New(opts Options) (*Coordinator, error) {
 	}, nil
 }
 
-// lockFile takes an exclusive flock on path and writes our pid into it, so the error a
-// second process gets can name the holder.
+// lockFile locks path for this process (flock), so that the error a second process gets
+// names the one holding it.
 func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("single coordinator: open lock file: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder := ""
-		if b, rerr := os.ReadFile(path); rerr == nil && len(strings.TrimSpace(string(b))) > 0 {
-			holder = " (pid " + strings.TrimSpace(string(b)) + ")"
-		}
-		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("single coordinator: %s is locked by another process%s: only one process may use a single-node coordinator file; stop it or use ZooKeeper", path, holder)
-		}
-		return nil, fmt.Errorf("single coordinator: lock %s: %w", path, err)
-	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	f, err := flock.Take(path)
+	var busy *flock.Busy
+	switch {
+	case errors.As(err, &busy):
+		return nil, fmt.Errorf("single coordinator: %s is locked by %s: only one process may use a single-node coordinator file; stop it or use ZooKeeper", path, busy.Holder)
+	case err != nil:
+		return nil, fmt.Errorf("single coordinator: %w", err)
 	}
 	return f, nil
 }

@@ -40,10 +40,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/binlake/binlake/internal/flock"
 	"github.com/binlake/binlake/judge/store"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -66,6 +68,7 @@ type Store struct {
 	closed bool
 	w      *sql.DB // one connection: SQLite serialises writers anyway
 	r      *sql.DB
+	lock   *os.File // Path+".lock", held while open (flock)
 	now    func() time.Time
 	// The prepared INSERTs of points into recent and of new series, and the upsert of
 	// records.
@@ -152,21 +155,33 @@ func Open(opts Options) (*Store, error) {
 	// copies pages into the database file and syncs both files.
 	// temp_store(MEMORY): the statement journal of a multi-row insert lives in memory,
 	// not in a temporary file written with a system call per page.
+	// One process writes a store file: two judges on one file would each take part of
+	// the batches (a consumer group's share) and write over each other's records. The
+	// readers (OpenReader: alarm replay, bench counts) take no lock.
+	lock, err := flock.Take(opts.Path + ".lock")
+	if busy := (*flock.Busy)(nil); errors.As(err, &busy) {
+		return nil, fmt.Errorf("sqlite store: %s is in use by %s: a store file is one judge's (two would each see part of the batches); stop it, or give this judge a store.sqlite.path of its own", opts.Path, busy.Holder)
+	} else if err != nil {
+		return nil, fmt.Errorf("sqlite store: %w", err)
+	}
 	base := "file:" + uriPath.Replace(opts.Path) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=temp_store(MEMORY)"
 	w, err := sql.Open("sqlite", base+"&_pragma=cache_size(-32768)&_txlock=immediate")
 	if err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("sqlite store: open %s: %w", opts.Path, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{w: w, now: opts.Now, log: opts.Logger.With("component", "store.sqlite")}
+	s := &Store{w: w, lock: lock, now: opts.Now, log: opts.Logger.With("component", "store.sqlite")}
 	if err := s.init(); err != nil {
 		w.Close()
+		lock.Close()
 		return nil, fmt.Errorf("sqlite store: %s: %w", opts.Path, err)
 	}
 	s.r, err = sql.Open("sqlite", base+"&_pragma=query_only(1)")
 	if err != nil {
 		w.Close()
+		lock.Close()
 		return nil, fmt.Errorf("sqlite store: open %s for reading: %w", opts.Path, err)
 	}
 	s.r.SetMaxOpenConns(opts.ReadConns)
@@ -253,7 +268,7 @@ func (s *Store) Close() error {
 	s.recentInsert.close()
 	s.seriesInsert.close()
 	s.recordsUpsert.close()
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.r.Close(), s.w.Close(), s.lock.Close())
 }
 
 // uriPath escapes a '%' in a file name, which the "file:" URI the driver opens would read

@@ -216,7 +216,7 @@ func TestOpenErrors(t *testing.T) {
 		{"empty", "", "path is empty"},
 		{"memory", ":memory:", "must be a file path"},
 		{"query", filepath.Join(dir, "a.db?mode=ro"), "must be a file path"},
-		{"missing dir", filepath.Join(dir, "no", "such", "a.db"), "create schema"},
+		{"missing dir", filepath.Join(dir, "no", "such", "a.db"), "a.db.lock: no such file or directory"},
 		{"a directory", dir, "create schema"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,6 +230,37 @@ func TestOpenErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOpenRefusesAFileInUse: a store file open in one judge is refused to a second
+// (two judges on one file each took part of the batches and wrote over each other's
+// records, found from outside), naming the holder; once closed, it opens. A reader
+// (OpenReader: alarm replay) still reads it beside the writer.
+func TestOpenRefusesAFileInUse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "judge.db")
+	first, err := sqlite.Open(sqlite.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := sqlite.Open(sqlite.Options{Path: path}); err == nil || !strings.Contains(err.Error(), path+" is in use by another process (pid ") {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("a second Open of a store in use: %v, want it refused naming the holder", err)
+	}
+	r, err := sqlite.OpenReader(path)
+	if err != nil {
+		t.Fatalf("a reader beside the writer: %v", err)
+	}
+	r.Close()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := sqlite.Open(sqlite.Options{Path: path})
+	if err != nil {
+		t.Fatalf("Open after the first closed: %v", err)
+	}
+	again.Close()
 }
 
 // TestPointsFromTheFuture: a point more than an hour ahead of the clock is stored (and
