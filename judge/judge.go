@@ -340,8 +340,13 @@ func (j *Judge) Run(ctx context.Context) error {
 	if err := j.Close(); err != nil {
 		j.log.Warn("closing the store buffer", "err", err)
 	}
-	if c := j.buf.Counters(); c.Dropped > 0 {
-		j.log.Warn("points were dropped on the way to the store", "dropped", c.Dropped, "written", c.Written)
+	c := j.buf.Counters()
+	if lost := c.Dropped - c.Unacked; lost > 0 {
+		j.log.Warn("points were dropped on the way to the store", "dropped", lost, "written", c.Written)
+	}
+	if c.Unacked > 0 {
+		// Their Kafka offsets were not committed: not lost.
+		j.log.Info("points not yet written to the store are read from the bus again at the next start", "points", c.Unacked, "written", c.Written)
 	}
 	j.log.Info("judge stopped")
 	return runErr

@@ -68,6 +68,10 @@ type BufferCounters struct {
 	Capacity int64 // points the buffer holds at most (BufferOptions.Capacity)
 	Dropped  int64 // points dropped: overflow, refused as invalid by the inner store, left at Close
 	Refused  int64 // of Dropped, the points the inner store refused as invalid
+	// Unacked is, of Dropped, the points left at Close that came with WriteAcked: their
+	// ack is never called, so their source (the judge's Kafka consumer, which commits
+	// only acked offsets) delivers them again.
+	Unacked  int64
 	Written  int64 // points the inner store accepted
 	Rejected int64 // points refused with ErrFull (never accepted)
 	Errors   int64 // failed Write calls to the inner store (each retry counts)
@@ -435,6 +439,9 @@ func (b *Buffered) settle(count int, runs []ownerRun, refused int, lost bool) {
 		if r.owner == nil {
 			continue
 		}
+		if lost {
+			b.counters.Unacked += int64(r.n)
+		}
 		r.owner.left -= r.n
 		r.owner.lost = r.owner.lost || lost
 		if r.owner.left == 0 && !r.owner.lost {
@@ -565,8 +572,16 @@ func (b *Buffered) settleEmpty() {
 func (b *Buffered) dropRest() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.counters.Dropped += int64(b.queue.Len())
-	b.queue.Clear() // the acks of their owners are never called
+	for {
+		q, ok := b.queue.PopFront()
+		if !ok {
+			break
+		}
+		b.counters.Dropped++
+		if q.owner != nil { // its ack is never called: the source delivers it again
+			b.counters.Unacked++
+		}
+	}
 	if b.idleLocked() {
 		b.signalEmpty()
 	}

@@ -149,8 +149,8 @@ func TestBufferedLostPointsAreNotAcked(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	if c := b.Counters(); c.Dropped != 20 || acks.Load() != 0 {
-		t.Fatalf("after close: %+v and %d acks, want 20 dropped and no ack", c, acks.Load())
+	if c := b.Counters(); c.Dropped != 20 || c.Unacked != 20 || acks.Load() != 0 {
+		t.Fatalf("after close: %+v and %d acks, want 20 dropped, all 20 unacked (their source sends them again), and no ack", c, acks.Load())
 	}
 	err := b.WriteAcked(context.Background(), points("w1", 20, 1), func() { acks.Add(1) })
 	if !errors.Is(err, store.ErrClosed) {

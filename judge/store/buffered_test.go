@@ -200,8 +200,8 @@ func TestBufferedWriteDoesNotWaitForTheStore(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	if c := b.Counters(); c.Dropped != 1010 || c.Written != 0 || c.Buffered != 0 {
-		t.Fatalf("after close: %+v, want all 1010 dropped", c)
+	if c := b.Counters(); c.Dropped != 1010 || c.Unacked != 0 || c.Written != 0 || c.Buffered != 0 {
+		t.Fatalf("after close: %+v, want all 1010 dropped, none of them acked writes", c)
 	}
 }
 
