@@ -51,7 +51,9 @@ func checkInstanceFile(ctx context.Context, path string, connect bool, out io.Wr
 	case read:
 		fmt.Fprintf(out, "%s is valid; source %s read from here: binlog settings, privileges and server_id %d checked, no problem\n", path, src.Addr, src.ServerID)
 	default:
-		fmt.Fprintf(out, "%s is valid; source %s could not be checked (above): add would store it unchecked\n", path, src.Addr)
+		// Asked to connect, a source not read is no pass: a script could not tell a wrong
+		// password from a clean check.
+		return fmt.Errorf("instance add --check -connect: %s is valid, but source %s could not be read from here (above): nothing was checked (add would store it unchecked)", path, src.Addr)
 	}
 	return nil
 }
