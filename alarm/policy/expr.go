@@ -225,6 +225,10 @@ func ParseCond(s string) (Cond, error) {
 		}
 		return fail("missing threshold after %s", c.Op)
 	}
+	if strings.ContainsAny(num[:1], "<>=!") {
+		// "last >> 1", "last =< 1": the operator was mistyped, not the number.
+		return fail("unknown operator at %q; want >, >=, <, <=, == or !=", string(c.Op)+rest)
+	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return fail("threshold %q is not a finite number", num)

@@ -131,6 +131,8 @@ func TestParseCond(t *testing.T) {
 		"> 3":               "no function",
 		"last":              "missing operator",
 		"last =< 3":         "unknown operator",
+		"last >> 1":         `unknown operator at ">> 1"`,
+		"last <=> 1":        `unknown operator at "<=> 1"`,
 		"last >":            "missing threshold",
 		"last > abc":        "not a finite number",
 		"last > NaN":        "not a finite number",

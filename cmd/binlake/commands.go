@@ -13,7 +13,7 @@ var commands = map[string]command{
 	"agent":    {"collect host, runtime and wave metrics and push them", runAgent},
 	"judge":    {"store metrics, analyse load and answer placement requests", runJudge},
 	"alarm":    {"evaluate alert policies over the metric stream and notify", runAlarm},
-	"instance": {"add, list, show, remove, move, snapshot or rebalance capture instances", runInstance},
+	"instance": {"add, list, show, set, remove, move, snapshot or rebalance capture instances", runInstance},
 	"tail":     {"print the rows a wave published to a topic or file, from a position", runTail},
 	"bench":    {"benchmark the wave or alarm (on the test services), the judge or a simulated fleet", runBench},
 	"version":  {"print the version", runVersion},

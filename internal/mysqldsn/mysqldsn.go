@@ -147,7 +147,17 @@ func check(s string, d DSN) error {
 }
 
 // Redact returns s with the password of its user part as ***, for errors and logs: the
-// rule every value shown in an error follows (config.Redact).
+// rule every value shown in an error follows (config.Redact). A mysql:// or mariadb://
+// URL without a password keeps its user: config.Redact hides a URL's lone user part
+// (a token there, in other URLs), and the error then hid the one thing to check.
 func Redact(s string) string {
-	return config.Redact(strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	if i := strings.Index(s, "://"); i >= 0 && !strings.ContainsAny(s, "?#") {
+		if scheme := strings.ToLower(s[:i]); scheme == "mysql" || scheme == "mariadb" {
+			if at := strings.LastIndexByte(s, '@'); at > i && !strings.Contains(s[i+3:at], ":") {
+				return s
+			}
+		}
+	}
+	return config.Redact(s)
 }

@@ -140,3 +140,20 @@ func passwordSpan(s string) (i, j int, ok bool) {
 	}
 	return off + colon + 1, off + at, true
 }
+
+// TestRedact: a DSN's password is ***; a mysql:// URL without one keeps its user, which
+// an error about the rest of the DSN then still shows (it showed ***@ in its place).
+func TestRedact(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"root:pw@tcp(127.0.0.1:3307)/", "root:***@tcp(127.0.0.1:3307)/"},
+		{"mysql://u:p%40@h/db", "mysql://u:***@h/db"},
+		{"mysql://root@127.0.0.1:3307/shop", "mysql://root@127.0.0.1:3307/shop"},
+		{" MariaDB://repl@[::1]/ ", "MariaDB://repl@[::1]/"},
+		{"mysql://root@h/db?password=x", "mysql://***@h/db?password=***"},
+		{"https://token@host/", "https://***@host/"}, // another URL's lone user part stays hidden
+	} {
+		if got := Redact(tc.in); got != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
