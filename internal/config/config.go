@@ -107,9 +107,9 @@ func Decode(r io.Reader, name string, out any) (err error) {
 		return err
 	}
 
-	if err := checkRenamed(root, name, out); err != nil {
-		return err
-	}
+	// Old keys are reported with the unknown keys and wrong types below: all of a file's
+	// key problems in one run.
+	renamed := checkRenamed(root, name, out)
 
 	// Second pass: the strict decode. Node.Decode cannot reject unknown fields, so decode
 	// the bytes again with KnownFields. The keys and types come first: the values of a
@@ -123,14 +123,17 @@ func Decode(r io.Reader, name string, out any) (err error) {
 	if err := dec.Decode(out); err != nil {
 		var te *yaml.TypeError
 		if !errors.As(err, &te) || !valuesOnly(te) {
-			return translate(err, name, data, root, out)
+			return withRenamed(name, root, renamed, translate(err, name, data, root, out))
 		}
 		values = translate(err, name, data, root, out)
 	}
 	// The decoder truncates a fraction given for a whole number (2.5 read as 2): the
 	// walk that checks the sections decoding themselves finds those too.
 	if errs := unknownKeys(root.Content[0], rv.Type()); len(errs) > 0 {
-		return locate(name, root, errors.Join(values, translate(&yaml.TypeError{Errors: errs}, name, data, root, out)))
+		return withRenamed(name, root, renamed, locate(name, root, errors.Join(values, translate(&yaml.TypeError{Errors: errs}, name, data, root, out))))
+	}
+	if renamed != nil {
+		return renamed
 	}
 	// Every value refused, at once, in the file's order.
 	if v, ok := out.(Validator); ok {
@@ -140,6 +143,31 @@ func Decode(r io.Reader, name string, out any) (err error) {
 		return nil
 	}
 	return locate(name, root, values)
+}
+
+// withRenamed joins keys, the errors of a file's keys and types, with renamed, those of
+// its old keys (checkRenamed), in the file's order; an old key is not also reported as
+// unknown.
+func withRenamed(name string, root *yaml.Node, renamed, keys error) error {
+	if renamed == nil {
+		return keys
+	}
+	old := map[int]bool{}
+	all := flatten(renamed, nil)
+	for _, e := range all {
+		var ce *Error
+		if errors.As(e, &ce) {
+			old[ce.Line] = true
+		}
+	}
+	for _, e := range flatten(keys, nil) {
+		var ce *Error
+		if errors.As(e, &ce) && old[ce.Line] {
+			continue
+		}
+		all = append(all, e)
+	}
+	return locate(name, root, errors.Join(all...))
 }
 
 // valuesOnly reports whether every error of te is a value a Plugins section refused
