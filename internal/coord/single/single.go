@@ -17,9 +17,9 @@ import (
 	"sync"
 
 	"github.com/binlake/binlake/internal/coord"
-	"github.com/binlake/binlake/internal/flock"
 	"github.com/binlake/binlake/internal/coord/internal/keypath"
 	"github.com/binlake/binlake/internal/durable"
+	"github.com/binlake/binlake/internal/flock"
 )
 
 var _ coord.Coordinator = (*Coordinator)(nil)
