@@ -83,7 +83,7 @@ func (e *Engine) claim(c *claim) {
 		e.w.owe(fp, e.recordClaim(c.entry, c.nodata), err)
 		return
 	case le.firing():
-		inFlight := le.pending() && now.Sub(le.QueuedAt) < c.lease && !e.claimerGone(le.ClaimedBy, le.QueuedAt)
+		inFlight := le.pending() && now.Sub(le.QueuedAt) < c.lease && !e.claimerGone(le.ClaimedBy, le.QueuedAt) && !e.gaveUp(fp, le.QueuedAt)
 		recent := !le.LastSent.IsZero() && now.Sub(le.LastSent) < c.repeat
 		if inFlight || !le.owes() && recent {
 			c.adopt = &le
@@ -312,9 +312,12 @@ func (e *Engine) pageDone(fp uint64, ch string, na notify.Alert, err error, now 
 		if a := sh.alerts[fp]; a != nil && a.claimAt.Equal(at) {
 			a.claimAt = time.Time{}
 			if failed {
-				// What a channel gave up is sent again after the claim's lease: to the
-				// channels still owed it, when others delivered (see claim).
-				a.holdUntil, a.lastSent, a.owed = at.Add(e.lease(a)), time.Time{}, true
+				// What a channel gave up is sent again, to the channels still owed it
+				// when others delivered (see claim): by this process after failedPageRetry
+				// (its claim is its own: gaveUp), by another after the claim's lease.
+				// Waiting out the lease (2 minutes by default) left an episode shorter than
+				// that unpaged once the receiver was back.
+				a.holdUntil, a.lastSent, a.owed = minTime(at.Add(e.lease(a)), now.Add(failedPageRetry)), time.Time{}, true
 				if undelivered && a.sent > 0 {
 					a.sent-- // no channel had it: it was no notification
 				}
@@ -328,6 +331,20 @@ func (e *Engine) pageDone(fp uint64, ch string, na notify.Alert, err error, now 
 		return nil
 	}
 	return e.recordDelivery(na.Fingerprint, at, ch, count, now)
+}
+
+// failedPageRetry is how long after its channels gave a page up (each after its own
+// attempts) this process claims it again while the alert fires.
+const failedPageRetry = 10 * time.Second
+
+// gaveUp reports whether the claim made at at is this process's page and every channel
+// it went to has answered, one of them giving it up: no page of that claim is on its
+// way, and this process may claim it again before the claim's lease ends.
+func (e *Engine) gaveUp(fp string, at time.Time) bool {
+	e.infMu.Lock()
+	defer e.infMu.Unlock()
+	inf := e.paging[fp]
+	return inf != nil && inf.at.Equal(at) && inf.failed && len(inf.left) == 0
 }
 
 // forgetPage forgets this process's page of an alert claimed at at.

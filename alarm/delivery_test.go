@@ -508,3 +508,41 @@ func TestCappedAlertKeepsLastNotifiedAfterRestart(t *testing.T) {
 	require.NotNil(t, v.LastNotified, "lastNotified after the restart")
 	require.True(t, v.LastNotified.Equal(*paged), "lastNotified %v, want the page's %v", v.LastNotified, paged)
 }
+
+// A page every channel gave up (a receiver answering 500 through every attempt) is
+// claimed again by this process 10 s later, not after its 2-minute lease, so an episode
+// longer than the outage is paged once the receiver is back, then resolved. One that
+// ends before that gets no resolution either: it goes only where a page went. Before,
+// the log's claim counted as a page on its way, and every channel got the resolution
+// of a page it never had (found from outside: 0 pages, 100 resolutions).
+func TestFailedPageIsClaimedAgainSoon(t *testing.T) {
+	for _, ends := range []time.Duration{25 * time.Second, 5 * time.Second} {
+		t.Run(fmt.Sprintf("ends after %s", ends), func(t *testing.T) {
+			dir, clk := t.TempDir(), &clock{t: t0}
+			r, out := channelRig(t, dir, clk, twoChannels, []string{"mail", "hook"}, nil)
+			r.e.SetMembers("alarm-1", []string{"alarm-1"})
+			r.observe("wave-1", 95)
+			require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out.take()) // both give up
+			out.mu.Lock()
+			out.down = map[string]bool{} // the receivers are back
+			out.mu.Unlock()
+			var got []string
+			for at := 5 * time.Second; at < ends; at += 5 * time.Second {
+				clk.Add(5 * time.Second)
+				r.observe("wave-1", 95)
+				got = append(got, out.take()...)
+			}
+			clk.Add(5 * time.Second)
+			r.observe("wave-1", 10)
+			got = append(got, out.take()...)
+			clk.Add(3 * time.Minute)
+			r.observe("wave-1", 10)
+			got = append(got, out.take()...)
+			want := []string{"mail: firing wave-1", "hook: firing wave-1", "mail: resolved wave-1", "hook: resolved wave-1"}
+			if ends < failedPageRetry {
+				want = nil
+			}
+			require.Equal(t, want, got)
+		})
+	}
+}

@@ -108,11 +108,15 @@ func (e *Engine) resolutionTo(le LogEntry, p *policy.Policy) []string {
 	to := le.toldOf(p.Channels)
 	var flying []string
 	e.infMu.Lock()
-	if inf := e.paging[le.Fingerprint]; inf != nil && inf.at.Equal(le.QueuedAt) {
+	inf := e.paging[le.Fingerprint]
+	mine := inf != nil && inf.at.Equal(le.QueuedAt)
+	if mine {
+		// This process's page: what its channels made of it is known here. One that gave
+		// it up (a receiver down) has no page coming, whatever the log's claim says.
 		flying = slices.Concat(inf.left, inf.reached)
 	}
 	e.infMu.Unlock()
-	if flying == nil && le.pending() && e.now().Sub(le.QueuedAt) < e.leaseOf(p) && !e.claimerGone(le.ClaimedBy, le.QueuedAt) {
+	if !mine && le.pending() && e.now().Sub(le.QueuedAt) < e.leaseOf(p) && !e.claimerGone(le.ClaimedBy, le.QueuedAt) {
 		flying = le.owedOf(p.Channels)
 	}
 	return slices.DeleteFunc(slices.Clone(p.Channels), func(c string) bool {
