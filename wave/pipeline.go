@@ -303,6 +303,10 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 		// without an operator having to touch the instance.
 		return err // ErrSecretMissing, naming the variable or the file
 	}
+	if blankPasswordEnv(inst.Source, password) {
+		log.Info("source.password_env names a variable that is set but empty: connecting without a password (the source's refusal then says \"using password: NO\")",
+			"variable", inst.Source.PasswordEnv)
+	}
 	// The capture reads it again before each reconnect (capture.Options.Secret): a
 	// password changed on the source and then in the file or variable is taken up at the
 	// next attempt, while this term goes on.

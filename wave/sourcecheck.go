@@ -49,6 +49,9 @@ func CheckSource(ctx context.Context, inst *cluster.Instance, password func(clus
 		dumpAs = 0
 	}
 	s, err := capture.CheckSource(rctx, src.Addr, src.User, pw.Reveal(), src.Flavor, dumpAs)
+	if err != nil && blankPasswordEnv(src, pw) {
+		err = fmt.Errorf("%w (source.password_env names %s, which is set but empty here)", err, src.PasswordEnv)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSourceNotRead, err)
 	}
