@@ -313,6 +313,9 @@ func (w *writer) flush(now time.Time) {
 		return strings.Compare(a.key, b.key)
 	})
 	for _, g := range due {
+		if now.Sub(g.flushAt) > lateFlush {
+			w.fence(g)
+		}
 		// A group's next message goes at once when neither group_wait nor
 		// group_interval holds it (group.sent).
 		for len(g.alerts) > 0 && !now.Before(g.flushAt) {
@@ -325,6 +328,49 @@ func (w *writer) flush(now time.Time) {
 		}
 	}
 	w.nextFlush.Store(next)
+}
+
+// lateFlush is how late a group's message may go out before its pages are checked
+// against the log first (fence): later, the process was paused (SIGSTOP, a frozen VM)
+// and may have lost its alerts to another meanwhile.
+const lateFlush = 5 * time.Second
+
+// fence drops from the group's next message the pages whose claim the log no longer
+// holds: decided before a pause, their alerts were taken over (the claim's process left
+// the group) and paged, or resolved, by another process meanwhile. A page sent now
+// would reach the receiver after the resolution, and leave it firing for ever (found
+// from outside: 30 s of SIGSTOP). The alert's later notices in the group go with it.
+// Without an answer from the log the page goes: a duplicate is better than silence.
+func (w *writer) fence(g *group) {
+	e := w.e
+	for fp, q := range g.alerts {
+		if q.na.Status != notify.StatusFiring {
+			continue
+		}
+		e.infMu.Lock()
+		inf := e.paging[q.na.Fingerprint]
+		e.infMu.Unlock()
+		if inf == nil {
+			continue
+		}
+		ctx, cancel := e.opContext()
+		err := w.flushOwed(ctx, q.na.Fingerprint) // this process's own record of the claim first
+		var le LogEntry
+		if err == nil {
+			le, _, err = e.o.Log.Get(ctx, q.na.Fingerprint)
+		}
+		cancel()
+		if err != nil || le.firing() && le.QueuedAt.Equal(inf.at) {
+			continue
+		}
+		e.log.Warn("a page queued before this process was paused is not sent: the notification log no longer holds its claim (another process took the alert over)",
+			"fingerprint", q.na.Fingerprint, "node", q.na.Labels[policy.LabelNode], "queued_at", inf.at)
+		delete(g.alerts, fp)
+		for _, m := range g.later {
+			delete(m, fp)
+		}
+		e.forgetPage(q.na.Fingerprint, inf.at)
+	}
 }
 
 // send sends the group's first message on each of its channels, each with the alerts
