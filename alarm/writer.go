@@ -363,6 +363,18 @@ func (w *writer) fence(g *group) {
 		if err != nil || le.firing() && le.QueuedAt.Equal(inf.at) {
 			continue
 		}
+		if le.ResolveSent && le.ResolveQueuedAt.IsZero() && le.FiringSince.Equal(q.na.StartsAt) {
+			// The process that took the alert over resolved this episode with nothing to
+			// tell (no page of it was delivered): paged, then resolved, as an episode of a
+			// backlog is, or it would be reported nowhere.
+			if pa := e.resolvedNotice(le); pa != nil {
+				pa.to = q.to
+				g.add(fp, queuedAlert{na: pa.na, to: pa.to})
+				e.log.Info("a page queued before this process was paused goes out with its resolution: the process that took the alert over resolved it meanwhile, unpaged",
+					"fingerprint", q.na.Fingerprint, "node", q.na.Labels[policy.LabelNode], "queued_at", inf.at)
+				continue
+			}
+		}
 		e.log.Warn("a page queued before this process was paused is not sent: the notification log no longer holds its claim (another process took the alert over)",
 			"fingerprint", q.na.Fingerprint, "node", q.na.Labels[policy.LabelNode], "queued_at", inf.at)
 		delete(g.alerts, fp)
