@@ -164,7 +164,10 @@ func TestPageOwedToAChannelSurvivesACrash(t *testing.T) {
 
 // A receiver never gets a resolution for a page it did not get: an episode that ends
 // before a channel got its page (the process died during its retries, or stopped and
-// handed it back) resolves on the channels that had the page only.
+// handed it back) is paged on that channel, then resolved on every channel, as a
+// backlog's episode is (it resolved on the channels that had the page only, and the
+// other never heard of it; and a resolution alone went where another process's claim,
+// its process killed inside group_wait, was taken for a page on its way).
 func TestResolutionOnlyWhereThePageWent(t *testing.T) {
 	for _, how := range []string{"crash", "stop"} {
 		t.Run(how, func(t *testing.T) {
@@ -188,7 +191,7 @@ func TestResolutionOnlyWhereThePageWent(t *testing.T) {
 			r2, out2 := channelRig(t, dir, clk, twoChannels, nil, nil)
 			r2.e.SetMembers("alarm-2", []string{"alarm-2"})
 			r2.observe("wave-1", 10) // the episode ends before hook was sent its page again
-			require.Equal(t, []string{"mail: resolved wave-1"}, out2.take())
+			require.Equal(t, []string{"hook: firing wave-1", "mail: resolved wave-1", "hook: resolved wave-1"}, out2.take())
 		})
 	}
 }
@@ -596,4 +599,31 @@ func TestLatePageAfterATakeoverIsNotSent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A member killed (or paused) inside its page's group wait, still listed by the group
+// when another member resolves the alert: the resolver pages the channels the claim
+// owed, then resolves, instead of sending the resolution alone (an outside trial: 32 of
+// 100 alerts got a resolution and no page, a member killed 1 s after firing).
+func TestResolutionOfAClaimStillListedPagesFirst(t *testing.T) {
+	pol := strings.Replace(twoChannels, "    repeat_interval: 1h\n", "    repeat_interval: 1h\n    group_wait: 10s\n", 1)
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := channelRig(t, dir, clk, pol, nil, nil)
+	r1.e.SetMembers("alarm-1", []string{"alarm-1", "alarm-2"})
+	r1.observe("wave-1", 95)
+	require.Empty(t, out1.take(), "the page waits its group_wait")
+	require.NoError(t, r1.c.Close()) // killed: its group never goes out
+
+	clk.Add(3 * time.Second)
+	r2, out2 := channelRig(t, dir, clk, pol, nil, nil)
+	r2.e.SetMembers("alarm-2", []string{"alarm-1", "alarm-2"}) // alarm-1 not yet seen gone
+	r2.observe("wave-1", 10)
+	var got []string
+	for range 3 { // the page's message, then the resolution's, group_wait apart
+		clk.Add(15 * time.Second)
+		r2.e.Tick()
+		r2.e.Sync()
+		got = append(got, out2.take()...)
+	}
+	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1", "mail: resolved wave-1", "hook: resolved wave-1"}, got)
 }

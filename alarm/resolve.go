@@ -25,6 +25,9 @@ type resolution struct {
 	// entry is the alert's episode as this process knows it, for a log that never
 	// recorded it (its claim's write failed).
 	entry LogEntry
+	// page, set by resolve, is the episode's page to the channels another process's
+	// claim still owed (resolutionTo): queued before the resolved notice.
+	page *pendingAlert
 }
 
 // resolve moves the alert's log entry from firing to resolving and returns its resolved
@@ -65,8 +68,9 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 		case !le.firing():
 			return nil
 		}
-		to := e.resolutionTo(le, r.p)
+		to, unpaged := e.resolutionTo(le, r.p)
 		told := len(to) > 0
+		page := e.unpagedNotice(le, r.p, unpaged) // before the entry takes the resolution
 		le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
 		if told {
 			le.ResolveQueuedAt, le.ClaimedBy, le.ResolveOwed = e.now(), e.claimer(), to
@@ -80,6 +84,7 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 		if err != nil {
 			e.w.owe(fp, e.recordResolve(le, r.p, to), err)
 		}
+		r.page = page
 		return e.telling1(r, le, told, to)
 	}
 	e.log.Warn("notification log: the entry kept changing; its resolution is left to the sweep", "fingerprint", fp)
@@ -101,11 +106,17 @@ func (e *Engine) telling1(r *resolution, le LogEntry, told bool, to []string) *p
 	return &pendingAlert{p: r.p, fp: r.a.fp, na: na, to: to}
 }
 
-// resolutionTo is the channels a resolution of le goes to: those a page of the episode
-// reached, and those one is on its way to (this process's, ahead of the resolution on the
-// channel's queue; or a live process's within its lease), in the policy's order.
-func (e *Engine) resolutionTo(le LogEntry, p *policy.Policy) []string {
-	to := le.toldOf(p.Channels)
+// resolutionTo is the channels a resolution of le goes to, in the policy's order: those
+// a page of the episode reached, and those one is on its way to (this process's, ahead
+// of the resolution on the channel's queue), or that another process's claim still owes
+// (unpaged: they get the page from here, then the resolution). That process may have
+// died, or been paused, inside its group's wait before the group listed it gone: its page
+// never comes, and a resolution alone reached receivers that never had the page (an
+// outside trial: a third of the alerts of a member killed inside group_wait). Paged,
+// then resolved, as a backlog's episode is; should its page come after all, the
+// receiver has it twice (a late one is dropped: writer.fence).
+func (e *Engine) resolutionTo(le LogEntry, p *policy.Policy) (to, unpaged []string) {
+	told := le.toldOf(p.Channels)
 	var flying []string
 	e.infMu.Lock()
 	inf := e.paging[le.Fingerprint]
@@ -116,12 +127,29 @@ func (e *Engine) resolutionTo(le LogEntry, p *policy.Policy) []string {
 		flying = slices.Concat(inf.left, inf.reached)
 	}
 	e.infMu.Unlock()
-	if !mine && le.pending() && e.now().Sub(le.QueuedAt) < e.leaseOf(p) && !e.claimerGone(le.ClaimedBy, le.QueuedAt) {
-		flying = le.owedOf(p.Channels)
+	if !mine && le.owes() {
+		for _, c := range le.owedOf(p.Channels) {
+			if !slices.Contains(told, c) {
+				unpaged = append(unpaged, c)
+			}
+		}
+		flying = unpaged
 	}
 	return slices.DeleteFunc(slices.Clone(p.Channels), func(c string) bool {
-		return !slices.Contains(to, c) && !slices.Contains(flying, c)
-	})
+		return !slices.Contains(told, c) && !slices.Contains(flying, c)
+	}), unpaged
+}
+
+// unpagedNotice is the page of le's episode, as its claim would have sent it, to the
+// channels unpaged; nil when there are none.
+func (e *Engine) unpagedNotice(le LogEntry, p *policy.Policy, unpaged []string) *pendingAlert {
+	fp, ok := parseFP(le.Fingerprint)
+	if len(unpaged) == 0 || !ok {
+		return nil
+	}
+	return &pendingAlert{p: p, fp: fp, na: notify.Alert{Status: notify.StatusFiring, Labels: le.Labels,
+		Annotations: p.Render(templateData(p, le.Labels, le.Value, StateFiring)),
+		StartsAt:    le.FiringSince, Value: le.Value, Fingerprint: le.Fingerprint}, to: unpaged}
 }
 
 // paged reports whether this process queued a page of the alert's current episode.

@@ -203,6 +203,9 @@ func (w *writer) run(ef *effects) {
 	notices := ef.notices
 	for i := range ef.resolves {
 		if pa := e.resolve(&ef.resolves[i]); pa != nil {
+			if pg := ef.resolves[i].page; pg != nil {
+				notices = append(notices, pg) // the page first: the resolution follows it
+			}
 			notices = append(notices, pa)
 		}
 	}
