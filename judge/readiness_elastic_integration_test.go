@@ -37,7 +37,10 @@ func TestReadyzElasticIntegration(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 
-	require.Equal(t, http.StatusAccepted, postBatch(), "stored in the engine")
+	// The engine's first write creates the index: on a cold engine under a loaded
+	// machine (a clean-clone CI run) that alone took over the judge's 4 s, and the batch
+	// was refused for now, as it should be. Once the index is there, a batch is stored.
+	require.Eventually(t, func() bool { return postBatch() == http.StatusAccepted }, time.Minute, 100*time.Millisecond, "stored in the engine")
 	code, body := readyz()
 	require.Equal(t, http.StatusOK, code, body)
 
