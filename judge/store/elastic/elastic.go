@@ -121,10 +121,11 @@ type Options struct {
 
 // Store is the Elasticsearch store. It is safe for concurrent use.
 type Store struct {
-	es   *elasticsearch.Client
-	opts Options
-	log  *slog.Logger
-	bulk *bulkIndexer
+	es        *elasticsearch.Client
+	transport *lastErrTransport // the client's: its last error, for an error that is only a deadline
+	opts      Options
+	log       *slog.Logger
+	bulk      *bulkIndexer
 
 	refusals logging.Throttle // the warnings of refused metric names: once a minute per name
 
@@ -189,11 +190,17 @@ func New(opts Options) (*Store, error) {
 	if cfg.RetryBackoff == nil {
 		cfg.RetryBackoff = opts.Backoff
 	}
+	next := cfg.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	lt := &lastErrTransport{next: next}
+	cfg.Transport = lt
 	es, err := elasticsearch.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("elastic store: client: %w", err)
 	}
-	s := &Store{es: es, opts: opts, log: opts.Logger.With("component", "store.elastic"), refusals: logging.Throttle{Every: time.Minute}}
+	s := &Store{es: es, transport: lt, opts: opts, log: opts.Logger.With("component", "store.elastic"), refusals: logging.Throttle{Every: time.Minute}}
 	s.bulk = newBulkIndexer(s, opts.Workers)
 	return s, nil
 }
@@ -284,7 +291,7 @@ func (e *engineError) unsupported(endpoint string) bool {
 func (s *Store) do(ctx context.Context, req esapi.Request, what string) ([]byte, error) {
 	res, err := req.Do(ctx, s.es)
 	if err != nil {
-		return nil, fmt.Errorf("elastic store: %s: %w", what, err)
+		return nil, fmt.Errorf("elastic store: %s: %w", what, s.transport.explain(err))
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
