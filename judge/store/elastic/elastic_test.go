@@ -75,7 +75,7 @@ func TestUnreachableEngineIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	ln.Close()                                                                                                  // nothing listens there now
 	s, err := elastic.New(elastic.Options{Config: elasticsearch.Config{Addresses: []string{"http://" + addr}}}) // the default back-off: 100 ms doubling
 	if err != nil {
 		t.Fatal(err)
