@@ -75,8 +75,9 @@ func TestUnreachableEngineIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close()                                                                                                  // nothing listens there now
-	s, err := elastic.New(elastic.Options{Config: elasticsearch.Config{Addresses: []string{"http://" + addr}}}) // the default back-off: 100 ms doubling
+	ln.Close() // nothing listens there now
+	// The default back-off (100 ms, doubling): the deadline ends inside the retries.
+	s, err := elastic.New(elastic.Options{Config: elasticsearch.Config{Addresses: []string{"http://" + addr}}})
 	if err != nil {
 		t.Fatal(err)
 	}
