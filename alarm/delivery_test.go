@@ -627,3 +627,48 @@ func TestResolutionOfAClaimStillListedPagesFirst(t *testing.T) {
 	}
 	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1", "mail: resolved wave-1", "hook: resolved wave-1"}, got)
 }
+
+// Just after a pause (the timer ran late), a resolution the log cannot be asked about
+// waits for the log instead of going out unlogged: another process may have taken the
+// alert over during the pause and resolved it already, and the receiver got a second
+// resolution with this process's later end (found from outside: 35 of them after a
+// 30 s SIGSTOP). Once the log answers it is sent only if the log still holds the
+// episode firing. Without a pause, it goes out at once, as before.
+func TestResolutionAfterAPauseWaitsForTheLog(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		paused, other  bool // the process was paused; another resolved the alert meanwhile
+		during, answer []string
+	}{
+		{"paused, resolved by another", true, true, nil, nil},
+		{"paused, still firing in the log", true, false, nil, []string{R}},
+		{"not paused", false, true, []string{R}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, clk := t.TempDir(), &clock{t: t0}
+			r, fl := flakyRig(t, dir, clk, basePolicy+"    repeat_interval: 1h\n")
+			r.observe("wave-1", 95)
+			require.Equal(t, []string{F}, r.out.take())
+			if tc.other {
+				ctx := context.Background()
+				le, ver, err := fl.NotificationLog.Get(ctx, r.e.Alerts()[0].Fingerprint)
+				require.NoError(t, err)
+				le.ResolvedAt, le.ResolvedTS, le.ResolveQueuedAt, le.ResolveSent = clk.Now().Add(5*time.Second), clk.Now().Add(5*time.Second), clk.Now().Add(5*time.Second), true
+				le.ClaimedBy = "alarm-2"
+				require.NoError(t, fl.NotificationLog.Put(ctx, le, ver))
+			}
+			clk.Add(30 * time.Second)
+			if tc.paused {
+				r.e.Resumed()
+			}
+			fl.down.Store(true) // the session lost in the pause, not yet replaced
+			r.observe("wave-1", 10)
+			require.Equal(t, tc.during, r.out.take(), "while the log does not answer")
+			fl.down.Store(false)
+			clk.Add(2 * time.Second)
+			r.e.Tick() // the writes that waited are tried again
+			r.e.Sync()
+			require.Equal(t, tc.answer, r.out.take(), "once the log answers")
+		})
+	}
+}

@@ -119,6 +119,8 @@ type Engine struct {
 	stMu      sync.Mutex
 	stalled   bool
 	resumedAt time.Time
+	// pausedAt is when the process last resumed from a pause (Resumed).
+	pausedAt time.Time
 
 	// The notifications this process queued, by fingerprint, and what their channels
 	// made of them: the latest page of each alert firing here (until it resolves), and
@@ -433,6 +435,19 @@ func (e *Engine) Resumed() {
 	e.stMu.Lock()
 	defer e.stMu.Unlock()
 	e.resumedAt = e.now()
+	e.pausedAt = e.resumedAt
+}
+
+// pauseWindow is how long after a pause a resolution waits for the log instead of
+// going out unlogged (resolve): long enough for the process's coordinator session, lost
+// in the pause, to be replaced.
+const pauseWindow = 30 * time.Second
+
+// justResumed reports whether the process resumed from a pause within pauseWindow.
+func (e *Engine) justResumed() bool {
+	e.stMu.Lock()
+	defer e.stMu.Unlock()
+	return !e.pausedAt.IsZero() && e.now().Sub(e.pausedAt) < pauseWindow
 }
 
 // Release forgets the given nodes without notifying or touching the notification log:

@@ -45,10 +45,10 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 	ctx, cancel := e.opContext()
 	defer cancel()
 	if e.w.down() {
-		return e.resolveUnlogged(ctx, r, 0, errLogDown)
+		return e.resolveUnanswered(ctx, r, errLogDown)
 	}
 	if err := e.w.flushOwed(ctx, fp); err != nil {
-		return e.resolveUnlogged(ctx, r, 0, err)
+		return e.resolveUnanswered(ctx, r, err)
 	}
 	for range 3 {
 		le, ver, err := e.o.Log.Get(ctx, fp)
@@ -58,7 +58,7 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 			// sent still gets its resolution.
 			return e.resolveUnlogged(ctx, r, coord.NoVersion, nil)
 		case err != nil:
-			return e.resolveUnlogged(ctx, r, 0, err)
+			return e.resolveUnanswered(ctx, r, err)
 		case !le.firing() && le.ResolvedAt.Before(r.entry.FiringSince) && e.paged(fp):
 			// The log holds an earlier episode's resolution, and this process paged
 			// this one: that claim never reached the log. Episodes are compared on their
@@ -157,6 +157,25 @@ func (e *Engine) paged(fp string) bool {
 	e.infMu.Lock()
 	defer e.infMu.Unlock()
 	return e.paging[fp] != nil
+}
+
+// resolveUnanswered resolves an episode the log could not be asked about (err): at
+// once, unlogged (resolveUnlogged: a duplicate is better than silence), except just after
+// the process was paused. Its coordinator session was lost in the pause, and another
+// process may have taken the alert over and resolved it meanwhile: the resolution then
+// waits for the log (recordResolve, once it answers), which sends it only where the
+// episode is still firing there. (An outside trial: a process paused 30 s resent 35
+// resolutions another had sent, with its own later end.)
+func (e *Engine) resolveUnanswered(ctx context.Context, r *resolution, err error) *pendingAlert {
+	if !e.justResumed() {
+		return e.resolveUnlogged(ctx, r, 0, err)
+	}
+	le := r.entry
+	le.QueuedAt, le.Owed, le.Untold = time.Time{}, nil, nil
+	le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
+	le.ResolveQueuedAt, le.ClaimedBy, le.ResolveSent = e.now(), e.claimer(), true // told by recordResolve, if at all
+	e.w.owe(le.Fingerprint, e.recordResolve(le, r.p, nil), err)
+	return e.telling1(r, le, false, nil)
 }
 
 // resolveUnlogged resolves an episode the log does not hold (not found: version
