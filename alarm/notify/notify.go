@@ -258,19 +258,6 @@ func NewDispatcher(channels map[string]Notifier, o DispatcherOptions) (*Dispatch
 	return d, nil
 }
 
-// Has reports whether a channel exists.
-func (d *Dispatcher) Has(name string) bool { _, ok := d.chans[name]; return ok }
-
-// Names lists the channels, sorted.
-func (d *Dispatcher) Names() []string {
-	out := make([]string, 0, len(d.chans))
-	for n := range d.chans {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Refreshers returns the channels that want their firing alerts sent again on a
 // schedule (Refresher), by name.
 func (d *Dispatcher) Refreshers() map[string]Refresher {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -226,20 +225,6 @@ func BenchmarkMake(b *testing.B) {
 	if !p.Balanced {
 		b.Fatalf("unbalanced: %s", p.Unmet)
 	}
-}
-
-// moved applies a plan's moves to insts (a copy).
-func moved(insts []Instance, p Plan) []Instance {
-	out := slices.Clone(insts)
-	at := map[string]int{}
-	for i, in := range out {
-		at[in.ID] = i
-	}
-	for _, m := range p.Moves {
-		out[at[m.Instance]].Node = m.To
-		out[at[m.Instance]].MovedAt = now
-	}
-	return out
 }
 
 // TestCapacityBalancesUtilisation: the same work on a 2-core and an 8-core wave is

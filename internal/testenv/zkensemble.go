@@ -74,9 +74,6 @@ func RequireZKEnsemble(t testing.TB) *ZKEnsemble {
 	return e
 }
 
-// ConnectString is the members' addresses joined with commas.
-func (e *ZKEnsemble) ConnectString() string { return strings.Join(e.Servers, ",") }
-
 // Mode returns the member's role from `srvr`: "leader", "follower" or "standalone", or an
 // error when it is down or not serving (no quorum, election in progress).
 func (e *ZKEnsemble) Mode(ctx context.Context, member int) (string, error) {
@@ -148,17 +145,9 @@ func (e *ZKEnsemble) WaitServing(ctx context.Context) error {
 	}
 }
 
-// StopMember stops member N gracefully (SIGTERM). The member is started again when the test
-// ends, if the test has not done so, and the ensemble is waited for, so the next test finds
-// all three serving.
-func (e *ZKEnsemble) StopMember(t testing.TB, member int) {
-	t.Helper()
-	e.run(t, "member-stop", member)
-	t.Cleanup(func() { e.restore(t, member) })
-}
-
 // KillMember kills member N with SIGKILL, a crash without goodbyes to clients or peers.
-// Like StopMember it is restarted when the test ends.
+// It is restarted when the test ends, if the test has not done so, and the ensemble is
+// waited for, so the next test finds all three serving.
 func (e *ZKEnsemble) KillMember(t testing.TB, member int) {
 	t.Helper()
 	e.run(t, "member-kill", member)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -152,8 +151,4 @@ func (s *balancerState) record(r MoveResult) {
 			v.Moves = v.Moves[:maxRecentMoves]
 		}
 	})
-}
-
-func describe(m api.Move) string {
-	return fmt.Sprintf("%s: %s → %s (%s)", m.Instance, m.From, m.To, m.Reason)
 }

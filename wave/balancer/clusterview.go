@@ -115,19 +115,3 @@ func (cl *clusterView) orphans() []string {
 	}
 	return out
 }
-
-// counts is how many instances each live wave is assigned.
-func (cl *clusterView) counts() map[string]int {
-	out := map[string]int{}
-	for _, w := range cl.req.Waves {
-		if w.Alive {
-			out[w.Node] = 0
-		}
-	}
-	for _, in := range cl.req.Instances {
-		if _, ok := out[in.Node]; ok {
-			out[in.Node]++
-		}
-	}
-	return out
-}
