@@ -197,6 +197,7 @@ func TestAlarmEndToEnd(t *testing.T) {
 	require.Contains(t, body, created.SilenceID)
 	require.Contains(t, body, `"state":"active"`)
 	code, body = do(t, "GET", base+"/v1/alerts", "", "")
+	require.Equal(t, 200, code)
 	require.Contains(t, body, `"silencedBy":["`+created.SilenceID+`"]`)
 	code, _ = do(t, "DELETE", base+"/v1/silences/"+created.SilenceID, "", "")
 	require.Equal(t, 401, code)

@@ -122,7 +122,7 @@ func TestStatusPageSourcesDownOrAbsent(t *testing.T) {
 		http.Error(w, `{"error":{"code":"internal","message":"<boom>"}}`, http.StatusInternalServerError)
 	}))
 	t.Cleanup(down.Close)
-	j, c = newJudge(t, func(o *Options) {
+	j, _ = newJudge(t, func(o *Options) {
 		o.Status.Alerts = AlarmAlerts(down.URL, nil)
 		o.Status.Instances = func(context.Context) ([]InstanceState, error) { return nil, errors.New("wave stopped") }
 	})

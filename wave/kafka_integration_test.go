@@ -34,7 +34,6 @@ type topicReader struct {
 	total atomic.Int64
 	parts [][]received
 	done  chan struct{}
-	err   error
 }
 
 func startReader(t testing.TB, ctx context.Context, brokers, topic string) *topicReader {

@@ -76,7 +76,6 @@ type workload struct {
 	expect map[string][]expMsg        // "table:pk" → messages in order
 	live   map[string]map[int64][]any // table → id → current SQL values
 	cols   map[string][]string        // table → column names (changes with DDL)
-	conv   map[string]func([]any) map[string]any
 	nextID map[string]int64
 	count  int // expected messages on the main topics
 

@@ -137,11 +137,11 @@ pipeline: {commit_interval: 200ms, poll_interval: 200ms}
 	// One transaction of six rows, then (after a mark in time) an update and a delete,
 	// each a transaction of its own.
 	exec("INSERT INTO " + db + ".t VALUES (1,'a'),(2,'b'),(3,'c'),(4,'d'),(5,'e'),(6,'f')")
-	rows := waitRows(6)
+	waitRows(6)
 	mark := time.Now()
 	exec("UPDATE " + db + ".t SET v = 'B' WHERE id = 2")
 	exec("DELETE FROM " + db + ".t WHERE id = 5")
-	rows = waitRows(8)
+	rows := waitRows(8)
 
 	values := map[string]string{"1": "a", "2": "b", "3": "c", "4": "d", "5": "e", "6": "f"}
 	parts := map[string]bool{}

@@ -60,7 +60,7 @@ func (o *upOptions) newWave(ctx context.Context, c coord.Coordinator, dir string
 	}
 	var pub bus.Publisher
 	rows := o.Rows
-	closeRows := func() {}
+	var closeRows func()
 	switch rows {
 	case "-":
 		s := sink.New(o.Stdout)
