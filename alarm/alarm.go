@@ -58,7 +58,8 @@ type Options struct {
 	GroupInterval time.Duration
 	// EvalInterval is the timer period (pending → firing, nodata, repeats): 1 s when zero.
 	EvalInterval time.Duration
-	// SilenceRefresh is how often silences are reloaded from the coordinator (10 s).
+	// SilenceRefresh is how often silences are reloaded from the coordinator (10 s), in
+	// case its watch missed a change: a change reloads them at once.
 	SilenceRefresh time.Duration
 	// LogRefresh is how often the notification log is reloaded, to pick up alerts another
 	// alarm process fired before a rebalance moved their node here (1 min).
@@ -314,6 +315,7 @@ func (a *Alarm) Run(ctx context.Context) error {
 	// when ctx ends or the API fails (its error is Run's).
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.timerLoop(gctx); return nil })
+	g.Go(func() error { a.silences.Watch(gctx, a.log); return nil })
 	for name, r := range a.disp.Refreshers() {
 		a.m.refreshErrors.WithLabelValues(name) // exported at zero from the start
 		g.Go(func() error { a.refreshLoop(gctx, name, r); return nil })

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"sync"
@@ -126,14 +127,18 @@ func (s *Silence) Validate() error {
 }
 
 // Silences are kept in one coordinator value, so every alarm process shares them; each
-// process caches them and refreshes the cache periodically.
+// process caches them, reloads the cache when the coordinator says the value changed
+// (Watch), and periodically in case a change went unseen.
 type Silences struct {
 	c   coord.Coordinator
 	key string
 	now func() time.Time
 
-	mu   sync.RWMutex
-	list []Silence
+	// writing orders the loads and writes of the cache: a load that began before
+	// another's write cannot put the older list back after it.
+	writing sync.Mutex
+	mu      sync.RWMutex
+	list    []Silence
 }
 
 // DefaultSilenceKey is the coordinator key of the silences.
@@ -187,6 +192,8 @@ func (s *Silences) load(ctx context.Context) ([]Silence, int64, error) {
 
 // Refresh reloads the cache from the coordinator.
 func (s *Silences) Refresh(ctx context.Context) error {
+	s.writing.Lock()
+	defer s.writing.Unlock()
 	list, _, err := s.load(ctx)
 	if err != nil {
 		return err
@@ -197,8 +204,29 @@ func (s *Silences) Refresh(ctx context.Context) error {
 	return nil
 }
 
+// Watch reloads the cache whenever the coordinator says the silences changed, until ctx
+// ends: a silence created or expired through another alarm process applies here within
+// moments, not at the next periodic refresh. A watch that cannot be set says so once;
+// the periodic refresh goes on.
+func (s *Silences) Watch(ctx context.Context, log *slog.Logger) {
+	ch, err := s.c.WatchValue(ctx, s.key)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("silences: cannot watch the stored list; it is reloaded periodically only", "err", err)
+		}
+		return
+	}
+	for range ch {
+		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("silences: reload after a change failed; keeping the cached ones", "err", err)
+		}
+	}
+}
+
 // update applies f to the stored list with compare-and-set, retrying on conflicts.
 func (s *Silences) update(ctx context.Context, f func([]Silence) ([]Silence, error)) error {
+	s.writing.Lock()
+	defer s.writing.Unlock()
 	for range 10 {
 		list, ver, err := s.load(ctx)
 		if err != nil {

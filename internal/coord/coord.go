@@ -71,6 +71,11 @@ type Coordinator interface {
 	Delete(ctx context.Context, key string, version int64) error
 	// List returns the names of the direct children of key, sorted.
 	List(ctx context.Context, key string) ([]string, error)
+	// WatchValue signals once at once and then whenever key may have changed (written,
+	// created or deleted, by any process), until ctx ends; the channel is closed when the
+	// watch ends. Signals coalesce while the receiver is busy, and one may come without a
+	// change (after a reconnection, say), so the receiver reads the value again.
+	WatchValue(ctx context.Context, key string) (<-chan struct{}, error)
 
 	// Close ends the session: memberships and leaderships end. It is idempotent.
 	Close() error

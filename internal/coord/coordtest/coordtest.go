@@ -57,6 +57,7 @@ func Run(t *testing.T, newCoord func(t *testing.T) coord.Coordinator) {
 		{"MemberLeavesWithContext", testMemberLeavesWithContext},
 		{"MemberLeavesOnClose", testMemberLeavesOnClose},
 		{"WatchMembers", testWatchMembers},
+		{"WatchValue", testWatchValue},
 		{"CampaignLeaderResign", testCampaignLeaderResign},
 		{"SecondCandidateWaits", testSecondCandidateWaits},
 		{"CampaignContextCancel", testCampaignContextCancel},
@@ -652,6 +653,80 @@ func testWatchMembers(t *testing.T, s *suite) {
 			}
 		}
 		timer.Stop()
+	}
+}
+
+// nextSignal waits for the next signal of a value watch.
+func nextSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case _, ok := <-ch:
+		if !ok {
+			t.Fatalf("%s: the watch closed", what)
+		}
+	case <-time.After(wait):
+		t.Fatalf("%s: no signal within %v", what, wait)
+	}
+}
+
+// noSignal asserts that the watch stays quiet for a while.
+func noSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+		t.Fatalf("%s: a signal without a change", what)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+func testWatchValue(t *testing.T, s *suite) {
+	c := s.open()
+	ctx := ctxT(t)
+	key := s.key("silences")
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ch, err := c.WatchValue(wctx, key)
+	if err != nil {
+		t.Fatalf("WatchValue: %v", err)
+	}
+	nextSignal(t, ch, "the first look, the key absent")
+	noSignal(t, ch, "nothing written")
+	v := mustPut(t, c, key, []byte("one"), coord.NoVersion)
+	nextSignal(t, ch, "created")
+	mustPut(t, c, key, []byte("two"), v)
+	nextSignal(t, ch, "written")
+	mustPut(t, c, s.key("other"), []byte("x"), coord.NoVersion)
+	noSignal(t, ch, "another key written")
+	if err := c.Delete(ctx, key, coord.AnyVersion); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	nextSignal(t, ch, "deleted")
+
+	// A value written before the watch: the first signal is the look at it.
+	other, err := c.WatchValue(wctx, s.key("other"))
+	if err != nil {
+		t.Fatalf("WatchValue: %v", err)
+	}
+	nextSignal(t, other, "the first look, the key present")
+
+	stop()
+	for _, w := range []<-chan struct{}{ch, other} {
+		timer := time.NewTimer(wait)
+	drain:
+		for {
+			select {
+			case _, ok := <-w:
+				if !ok {
+					break drain
+				}
+			case <-timer.C:
+				t.Fatalf("watch channel not closed within %v of its ctx ending", wait)
+			}
+		}
+		timer.Stop()
+	}
+	if _, err := c.WatchValue(ctx, "bad//key"); err == nil {
+		t.Fatal("WatchValue of an invalid key: no error")
 	}
 }
 

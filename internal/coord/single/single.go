@@ -64,6 +64,7 @@ type Coordinator struct {
 	st       state
 	members  map[string]map[string]*registration // group → id
 	watchers map[string]map[*watcher]struct{}    // group
+	valueWs  map[string]map[*watcher]struct{}    // key
 	leaders  map[string]*keyLeader
 
 	wg sync.WaitGroup // registration and watch goroutines
@@ -111,6 +112,7 @@ func New(opts Options) (*Coordinator, error) {
 		st:       st,
 		members:  map[string]map[string]*registration{},
 		watchers: map[string]map[*watcher]struct{}{},
+		valueWs:  map[string]map[*watcher]struct{}{},
 		leaders:  map[string]*keyLeader{},
 	}, nil
 }
@@ -293,6 +295,7 @@ func (c *Coordinator) Put(ctx context.Context, key string, data []byte, version 
 		}
 		return 0, err
 	}
+	wake(c.valueWs[key])
 	return next, nil
 }
 
@@ -328,6 +331,9 @@ func (c *Coordinator) Delete(ctx context.Context, key string, version int64) err
 			c.st.Values[k] = e
 		}
 		return err
+	}
+	for k := range removed {
+		wake(c.valueWs[k])
 	}
 	return nil
 }
@@ -416,13 +422,50 @@ func (c *Coordinator) Register(ctx context.Context, group string, m coord.Member
 }
 
 // notify wakes the watchers of group. Called with mu held.
-func (c *Coordinator) notify(group string) {
-	for w := range c.watchers[group] {
+func (c *Coordinator) notify(group string) { wake(c.watchers[group]) }
+
+// wake signals each watcher. Called with mu held.
+func wake(ws map[*watcher]struct{}) {
+	for w := range ws {
 		select {
 		case w.changed <- struct{}{}:
-		default: // already pending: the watcher will read the latest list anyway
+		default: // already pending: the watcher will read the latest anyway
 		}
 	}
+}
+
+// WatchValue signals at once and after each write or delete of key, until ctx ends or
+// the coordinator closes; then it closes the channel.
+func (c *Coordinator) WatchValue(ctx context.Context, key string) (<-chan struct{}, error) {
+	if err := keypath.Check(key); err != nil {
+		return nil, err
+	}
+	if err := c.begin(ctx); err != nil {
+		return nil, err
+	}
+	w := &watcher{changed: make(chan struct{}, 1)}
+	w.changed <- struct{}{} // the first look
+	if c.valueWs[key] == nil {
+		c.valueWs[key] = map[*watcher]struct{}{}
+	}
+	c.valueWs[key][w] = struct{}{}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		select {
+		case <-ctx.Done():
+		case <-c.done:
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.valueWs[key], w)
+		if len(c.valueWs[key]) == 0 {
+			delete(c.valueWs, key)
+		}
+		close(w.changed) // under mu: wake sends under it too
+	}()
+	return w.changed, nil
 }
 
 // list returns group's members sorted by ID. Called with mu held.
