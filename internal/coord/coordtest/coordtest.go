@@ -639,7 +639,13 @@ func testWatchMembers(t *testing.T, s *suite) {
 
 	// Ending the watch's ctx closes its channel.
 	stop()
-	for _, w := range []<-chan []coord.Member{ch, ech} {
+	requireClosedSoon(t, ch, ech)
+}
+
+// requireClosedSoon drains each watch until it closes, as it must soon after its ctx ended.
+func requireClosedSoon[T any](t *testing.T, chans ...<-chan T) {
+	t.Helper()
+	for _, w := range chans {
 		timer := time.NewTimer(wait)
 	drain:
 		for {
@@ -710,21 +716,7 @@ func testWatchValue(t *testing.T, s *suite) {
 	nextSignal(t, other, "the first look, the key present")
 
 	stop()
-	for _, w := range []<-chan struct{}{ch, other} {
-		timer := time.NewTimer(wait)
-	drain:
-		for {
-			select {
-			case _, ok := <-w:
-				if !ok {
-					break drain
-				}
-			case <-timer.C:
-				t.Fatalf("watch channel not closed within %v of its ctx ending", wait)
-			}
-		}
-		timer.Stop()
-	}
+	requireClosedSoon(t, ch, other)
 	if _, err := c.WatchValue(ctx, "bad//key"); err == nil {
 		t.Fatal("WatchValue of an invalid key: no error")
 	}

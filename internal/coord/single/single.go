@@ -434,6 +434,27 @@ func wake(ws map[*watcher]struct{}) {
 	}
 }
 
+// addWatcher adds a watcher of key to set, with a signal pending for its first look, and
+// counts its goroutine in. Called with mu held.
+func (c *Coordinator) addWatcher(set map[string]map[*watcher]struct{}, key string) *watcher {
+	w := &watcher{changed: make(chan struct{}, 1)}
+	w.changed <- struct{}{}
+	if set[key] == nil {
+		set[key] = map[*watcher]struct{}{}
+	}
+	set[key][w] = struct{}{}
+	c.wg.Add(1)
+	return w
+}
+
+// dropWatcher removes w from set. Called with mu held.
+func dropWatcher(set map[string]map[*watcher]struct{}, key string, w *watcher) {
+	delete(set[key], w)
+	if len(set[key]) == 0 {
+		delete(set, key)
+	}
+}
+
 // WatchValue signals at once and after each write or delete of key, until ctx ends or
 // the coordinator closes; then it closes the channel.
 func (c *Coordinator) WatchValue(ctx context.Context, key string) (<-chan struct{}, error) {
@@ -443,13 +464,7 @@ func (c *Coordinator) WatchValue(ctx context.Context, key string) (<-chan struct
 	if err := c.begin(ctx); err != nil {
 		return nil, err
 	}
-	w := &watcher{changed: make(chan struct{}, 1)}
-	w.changed <- struct{}{} // the first look
-	if c.valueWs[key] == nil {
-		c.valueWs[key] = map[*watcher]struct{}{}
-	}
-	c.valueWs[key][w] = struct{}{}
-	c.wg.Add(1)
+	w := c.addWatcher(c.valueWs, key)
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
@@ -459,10 +474,7 @@ func (c *Coordinator) WatchValue(ctx context.Context, key string) (<-chan struct
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		delete(c.valueWs[key], w)
-		if len(c.valueWs[key]) == 0 {
-			delete(c.valueWs, key)
-		}
+		dropWatcher(c.valueWs, key, w)
 		close(w.changed) // under mu: wake sends under it too
 	}()
 	return w.changed, nil
@@ -500,13 +512,7 @@ func (c *Coordinator) WatchMembers(ctx context.Context, group string) (<-chan []
 	if err := c.begin(ctx); err != nil {
 		return nil, err
 	}
-	w := &watcher{changed: make(chan struct{}, 1)}
-	w.changed <- struct{}{} // the first list
-	if c.watchers[group] == nil {
-		c.watchers[group] = map[*watcher]struct{}{}
-	}
-	c.watchers[group][w] = struct{}{}
-	c.wg.Add(1)
+	w := c.addWatcher(c.watchers, group)
 	c.mu.Unlock()
 
 	out := make(chan []coord.Member)
@@ -515,10 +521,7 @@ func (c *Coordinator) WatchMembers(ctx context.Context, group string) (<-chan []
 		defer close(out)
 		defer func() {
 			c.mu.Lock()
-			delete(c.watchers[group], w)
-			if len(c.watchers[group]) == 0 {
-				delete(c.watchers, group)
-			}
+			dropWatcher(c.watchers, group, w)
 			c.mu.Unlock()
 		}()
 		var last []coord.Member

@@ -180,58 +180,81 @@ func (c *Coordinator) memberData(group string, ids []string) ([]coord.Member, er
 // WatchMembers sends the members of group and then the list after each change, until
 // ctx ends or the coordinator closes. Changes while the receiver is busy may be coalesced.
 func (c *Coordinator) WatchMembers(ctx context.Context, group string) (<-chan []coord.Member, error) {
-	if err := c.begin(ctx, group); err != nil {
+	if err := c.startWatch(ctx, group); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil, coord.ErrClosed
-	}
-	c.wg.Add(1)
-	c.mu.Unlock()
 	out := make(chan []coord.Member)
 	go func() {
 		defer c.wg.Done()
 		defer close(out)
 		p := c.zpath(group)
-		var last []coord.Member
+		var ms, last []coord.Member
 		sent := false
-		delay := 100 * time.Millisecond
-		for {
-			ms, ev, err := c.watchOnce(group, p)
-			if err != nil {
-				if c.isClosed() || ctx.Err() != nil {
-					return
-				}
-				c.log.Debug("watch members", "group", group, "err", err)
-				if c.sleep(ctx, delay) != nil {
-					return
-				}
-				delay = min(2*delay, 2*time.Second)
-				continue
-			}
-			delay = 100 * time.Millisecond
-			if !sent || !sameMembers(ms, last) {
-				select {
-				case out <- ms:
-					last, sent = ms, true
-				case <-ctx.Done():
-					return
-				case <-c.done:
-					return
-				}
+		c.watchLoop(ctx, "watch members "+group, func() (ev <-chan gozk.Event, err error) {
+			ms, ev, err = c.watchOnce(group, p)
+			return ev, err
+		}, func() bool {
+			if sent && sameMembers(ms, last) {
+				return true
 			}
 			select {
-			case <-ev: // a change, or the watch ended with the session: look again
+			case out <- ms:
+				last, sent = ms, true
+				return true
 			case <-ctx.Done():
-				return
 			case <-c.done:
-				return
 			}
-		}
+			return false
+		})
 	}()
 	return out, nil
+}
+
+// startWatch checks key and counts the watch's goroutine in, unless the coordinator is
+// closed.
+func (c *Coordinator) startWatch(ctx context.Context, key string) error {
+	if err := c.begin(ctx, key); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return coord.ErrClosed
+	}
+	c.wg.Add(1)
+	return nil
+}
+
+// watchLoop sets a watch with arm, calls got, and waits for the watch to fire (a change,
+// or the session's end) to set it again, until ctx ends, the coordinator closes or got
+// returns false. A watch that cannot be set is tried again with back-off.
+func (c *Coordinator) watchLoop(ctx context.Context, what string, arm func() (<-chan gozk.Event, error), got func() bool) {
+	delay := 100 * time.Millisecond
+	for {
+		ev, err := arm()
+		if err != nil {
+			if c.isClosed() || ctx.Err() != nil {
+				return
+			}
+			c.log.Debug(what, "err", err)
+			if c.sleep(ctx, delay) != nil {
+				return
+			}
+			delay = min(2*delay, 2*time.Second)
+			continue
+		}
+		delay = 100 * time.Millisecond
+		if !got() {
+			return
+		}
+		select {
+		case <-ev:
+		case <-ctx.Done():
+			return
+		case <-c.done:
+			return
+		}
+	}
 }
 
 // watchOnce reads group's members and sets a watch that fires on the next change

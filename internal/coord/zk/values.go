@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
 
 	gozk "github.com/go-zookeeper/zk"
 
@@ -209,16 +208,9 @@ func (c *Coordinator) List(ctx context.Context, key string) ([]string, error) {
 // be set anew (after an error or a session's end: a change may have gone unseen), until
 // ctx ends or the coordinator closes; then it closes the channel.
 func (c *Coordinator) WatchValue(ctx context.Context, key string) (<-chan struct{}, error) {
-	if err := c.begin(ctx, key); err != nil {
+	if err := c.startWatch(ctx, key); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil, coord.ErrClosed
-	}
-	c.wg.Add(1)
-	c.mu.Unlock()
 	out := make(chan struct{}, 1)
 	signal := func() {
 		select {
@@ -230,30 +222,10 @@ func (c *Coordinator) WatchValue(ctx context.Context, key string) (<-chan struct
 		defer c.wg.Done()
 		defer close(out)
 		p := c.zpath(key)
-		delay := 100 * time.Millisecond
-		for {
+		c.watchLoop(ctx, "watch value "+key, func() (<-chan gozk.Event, error) {
 			_, _, ev, err := c.conn.ExistsW(p)
-			if err != nil {
-				if c.isClosed() || ctx.Err() != nil {
-					return
-				}
-				c.log.Debug("watch value", "key", key, "err", err)
-				if c.sleep(ctx, delay) != nil {
-					return
-				}
-				delay = min(2*delay, 2*time.Second)
-				continue
-			}
-			delay = 100 * time.Millisecond
-			signal()
-			select {
-			case <-ev: // a change, or the watch ended with the session: look again
-			case <-ctx.Done():
-				return
-			case <-c.done:
-				return
-			}
-		}
+			return ev, err
+		}, func() bool { signal(); return true })
 	}()
 	return out, nil
 }
