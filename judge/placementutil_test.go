@@ -192,9 +192,10 @@ func TestPlacementInUtilisationFallsBack(t *testing.T) {
 	require.Equal(t, 10.0, ans.Expected.RowsPerS)
 }
 
-// An instance's profile is, per hour, the largest of its profiles on the waves that ran
-// it within the window (a wave that no longer runs it reports its rate as 0 for the
-// days after the move): a move does not lose its daily shape.
+// An instance's profile is, per hour, its profile on the wave that ran it most that
+// hour within the window, at a rate above 0 first (a wave that no longer runs it
+// reports its rate as 0 for a while after the move): a move does not lose its daily
+// shape, and a brief claim elsewhere does not set its cost.
 func TestProfilesLookup(t *testing.T) {
 	j, _ := newJudge(t, nil)
 	prof := func(hours map[int]float64) analysis.InstanceProfile {
@@ -204,11 +205,21 @@ func TestProfilesLookup(t *testing.T) {
 		}
 		return p
 	}
+	many := func(p analysis.InstanceProfile, n int64) analysis.InstanceProfile {
+		for h := range p.Count {
+			p.Count[h] *= n
+		}
+		return p
+	}
 	hist := &analysis.Snapshot{Instances: map[string]map[string]analysis.InstanceProfile{
 		// x moved from wave-b to wave-c: wave-b has its morning peak and zeros since,
 		// wave-c only the hours since the move.
 		"wave-b": {"x": prof(map[int]float64{9: 800, 12: 0, 13: 0}), "y": prof(map[int]float64{3: 20})},
 		"wave-c": {"x": prof(map[int]float64{12: 300, 13: 310})},
+		// w's home reports it at 3,000 rows/s; another node claimed it for a few
+		// points at a million (a burst, a broken agent).
+		"wave-d": {"w": many(prof(map[int]float64{5: 3000, 6: 3000}), 360)},
+		"wave-e": {"w": prof(map[int]float64{5: 1e6}), "x": many(prof(map[int]float64{12: 0}), 40)},
 	}}
 	p := j.profilesOf(hist)
 	require.Same(t, p, j.profilesOf(hist), "built once per snapshot")
@@ -217,6 +228,11 @@ func TestProfilesLookup(t *testing.T) {
 	require.Equal(t, 300.0, x.Rows[12], "not the zeros of the wave it left")
 	require.Equal(t, 31000.0, x.Bytes[13])
 	require.Equal(t, int64(0), x.Count[20], "an hour no wave has stays without data")
+	require.Equal(t, 300.0, x.Rows[12], "zeros, however many points, after a rate")
+	w := p.of("w")
+	require.Equal(t, 3000.0, w.Rows[5], "the node with the most points, not a brief claim's rate")
+	require.Equal(t, int64(360), w.Count[5])
+	require.Equal(t, 3000.0, w.Rows[6])
 	require.Equal(t, 20.0, p.of("y").Rows[3], "one wave: its profile")
 	require.Nil(t, p.of("z"))
 	require.Nil(t, j.profilesOf(nil).of("x"))
