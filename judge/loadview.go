@@ -165,17 +165,20 @@ func (w instWork) cost(p loadmodel.Prices) []float64 {
 	return out
 }
 
-// utilisationReady reports whether every live wave of views can be planned in
-// utilisation, and when not, why (naming the waves that lack the data).
-func utilisationReady(views map[string]*waveView, live []string) (bool, string) {
+// unplannable names the live waves of views the utilisation model cannot plan (no
+// cores, or no prices), each with why, and says it in one line naming them.
+func unplannable(views map[string]*waveView, live []string) (map[string]string, string) {
 	var noCores, noCPU, unpriced []string
+	out := map[string]string{}
 	for _, node := range live {
 		v := views[node]
 		switch {
 		case v == nil || v.cores <= 0:
 			noCores = append(noCores, node)
+			out[node] = "no cpu.cores"
 		case v.prices.Source == loadmodel.SourceNone:
 			noCPU = append(noCPU, node)
+			out[node] = "no prices"
 			if u := v.prices.Unpriced; u != "" && !slices.Contains(unpriced, u) {
 				unpriced = append(unpriced, u)
 			}
@@ -195,10 +198,23 @@ func utilisationReady(views map[string]*waveView, live []string) (bool, string) 
 		}
 		why = append(why, w)
 	}
-	if len(why) == 0 {
-		return true, ""
+	return out, strings.Join(why, "; ")
+}
+
+// planModel is the model a plan is in, and the note that says why: utilisation when
+// every live wave can be planned in it; still utilisation, over the others, when the
+// waves that cannot are fewer than half (they are left out: their instances stay, they
+// take none; a whole fleet in rows/s would move instances onto 2-core waves as onto
+// 8-core ones because one new host had not reported its cores); else rows/s.
+func planModel(views map[string]*waveView, live []string) (model string, leftOut map[string]string, note string) {
+	out, why := unplannable(views, live)
+	switch {
+	case len(out) == 0:
+		return api.ModelUtilisation, nil, ""
+	case 2*len(out) < len(live):
+		return api.ModelUtilisation, out, "left out of the plan (their instances stay, they take none): " + why
 	}
-	return false, "planned in rows/s: " + strings.Join(why, "; ")
+	return api.ModelRows, nil, "planned in rows/s: " + why
 }
 
 // list names at most five nodes.

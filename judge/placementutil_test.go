@@ -294,3 +294,53 @@ func TestCollinearFleetPricesItsIdleWave(t *testing.T) {
 	require.NoError(t, json.Unmarshal(r.body, &reb))
 	require.Equal(t, api.ModelUtilisation, reb.Model, reb.ModelNote)
 }
+
+// A live wave the utilisation model cannot plan (here a new host whose agent reports no
+// cpu.cores) is left out of the plan while the waves that can are the majority: its
+// instances stay, it takes none, the answer says so; it was the whole fleet planned in
+// rows/s, which (an outside trial) moved instances onto 2-core waves as onto 8-core
+// ones, to 117 % of their cores. With half the waves or more left out, rows/s it is.
+func TestPlanLeavesOutAWaveWithoutCores(t *testing.T) {
+	j, c := newJudge(t, nil)
+	h := j.Handler()
+	utilFleet(t, h, c, []wavefleet.Wave{
+		{Node: "wave-a", Cores: 2, UtilPct: 90, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"a1": 3000, "a2": 2500, "a3": 2000}},
+		{Node: "wave-b", Cores: 8, UtilPct: 20, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"b1": 1000}},
+		{Node: "wave-c", Cores: 8, UtilPct: 20, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"c1": 1000}},
+	})
+	noCores := func(node string, n int) {
+		for range n {
+			b := waveBatch(node, c.Now(), 0.2, map[string]float64{"e1": 500})
+			require.Equal(t, http.StatusAccepted, do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b))).status)
+			c.Add(time.Second)
+		}
+	}
+	noCores("edge", 3)
+	body := `{"waves":[{"node":"wave-a","alive":true},{"node":"wave-b","alive":true},{"node":"wave-c","alive":true},{"node":"edge","alive":true}],
+		"instances":[{"id":"a1","node":"wave-a"},{"id":"a2","node":"wave-a"},{"id":"a3","node":"wave-a"},{"id":"b1","node":"wave-b"},
+		{"id":"c1","node":"wave-c"},{"id":"e1","node":"edge"}]}`
+	r, ans := postRebalance(t, j, "", body)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Equal(t, api.ModelUtilisation, ans.Model, ans.ModelNote)
+	require.Equal(t, "left out of the plan (their instances stay, they take none): no cpu.cores from edge", ans.ModelNote)
+	require.NotEmpty(t, ans.Moves, "wave-a, at 90 % of 2 cores, sheds")
+	for _, m := range ans.Moves {
+		require.NotEqual(t, "edge", m.To, "%+v: nothing goes to the wave left out", m)
+		require.NotEqual(t, "e1", m.Instance, "%+v: its instances stay", m)
+	}
+	left := map[string]string{}
+	for _, w := range ans.Waves {
+		left[w.Node] = w.LeftOut
+	}
+	require.Equal(t, map[string]string{"wave-a": "", "wave-b": "", "wave-c": "", "edge": "no cpu.cores"}, left)
+	require.Contains(t, string(r.body), `"left_out":"no cpu.cores"`)
+
+	// Three of six without cores: rows/s for all, as before.
+	noCores("edge-2", 3)
+	body = strings.Replace(body, `{"node":"edge","alive":true}`, `{"node":"edge","alive":true},{"node":"edge-2","alive":true},{"node":"edge-3","alive":true}`, 1)
+	r, ans = postRebalance(t, j, "", body)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Equal(t, api.ModelRows, ans.Model)
+	require.Equal(t, "planned in rows/s: no cpu.cores from edge, edge-2, edge-3", ans.ModelNote)
+	require.NotContains(t, string(r.body), `"left_out"`)
+}

@@ -72,7 +72,8 @@ func (j *Judge) PlanRebalanceFromView() api.RebalanceAnswer {
 }
 
 // plan prices every instance on the waves it may run on and plans: in utilisation when
-// every live wave has its cores and prices, else in rows/s, saying why. The plan's data
+// the live waves have their cores and prices (those that do not, when fewer than half,
+// left out), else in rows/s, saying why (planModel). The plan's data
 // is as of asOf or the newest batch of the nodes the costs came from, whichever is later.
 func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInstance, asOf time.Time) api.RebalanceAnswer {
 	o := *j.o.Rebalance
@@ -105,11 +106,7 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 			live = append(live, w.Node)
 		}
 	}
-	ready, note := utilisationReady(views, live)
-	model := api.ModelRows
-	if ready {
-		model = api.ModelUtilisation
-	}
+	model, leftOut, note := planModel(views, live)
 
 	insts := make([]rebalance.Instance, 0, len(reqInsts))
 	costs := make([]api.InstanceCost, 0, len(reqInsts))
@@ -140,7 +137,9 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 			c.Cost = c.CoresPeak
 		}
 		costs = append(costs, c)
-		insts = append(insts, pi)
+		if _, out := leftOut[in.Node]; !out {
+			insts = append(insts, pi)
+		}
 	}
 
 	// Each wave's running instances, in the request's order: one pass over them (a pass
@@ -153,6 +152,9 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 	}
 	waves := make([]rebalance.Wave, 0, len(reqWaves))
 	for _, w := range reqWaves {
+		if _, out := leftOut[w.Node]; out {
+			continue
+		}
 		v := views[w.Node]
 		if model != api.ModelUtilisation || v == nil || !w.Alive {
 			waves = append(waves, rebalance.Wave{Node: w.Node, Alive: w.Alive})
@@ -164,6 +166,9 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 	ans := answer(p, o, costs, asOf, now)
 	ans.Model, ans.ModelNote = model, note
 	ans.Waves = waveLoads(reqWaves, reqInsts, views, p, model)
+	for i := range ans.Waves {
+		ans.Waves[i].LeftOut = leftOut[ans.Waves[i].Node]
+	}
 	return ans
 }
 

@@ -102,6 +102,9 @@ func printAnswer(w io.Writer, ans *api.RebalanceAnswer) {
 	cooldown := time.Duration(g.CooldownS * float64(time.Second))
 	if ans.Model == api.ModelUtilisation {
 		fmt.Fprintf(w, "model: utilisation (CPU over each wave's cores, at its peak over now and the hours of the day; prices fitted per wave)\n")
+		if ans.ModelNote != "" {
+			fmt.Fprintf(w, "  %s\n", ans.ModelNote)
+		}
 		fmt.Fprintf(w, "goals: peaks under %s of each wave's cores, spread within %.3g points, at most %d moves, cooldown %s (judge data as of %s)\n",
 			pctOrNone(g.MaxUtilisation), 100*g.UtilisationBand, g.MaxMoves, cooldown, ans.DataAsOf.Format(time.RFC3339))
 	} else {
@@ -118,6 +121,10 @@ func printAnswer(w io.Writer, ans *api.RebalanceAnswer) {
 	for _, wl := range ans.Waves {
 		if !wl.Alive {
 			fmt.Fprintf(tw, "%s\t-\tdead\t\t\t\t\t%d → 0\n", wl.Node, wl.Instances)
+			continue
+		}
+		if wl.LeftOut != "" {
+			fmt.Fprintf(tw, "%s\t%.4g\tleft out: %s\t\t\t\t\t%d → %d\n", wl.Node, wl.Cores, wl.LeftOut, wl.Instances, wl.InstancesAfter)
 			continue
 		}
 		at := "now"

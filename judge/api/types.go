@@ -181,7 +181,8 @@ const (
 type RebalanceAnswer struct {
 	Plan
 	// Model is ModelUtilisation or ModelRows; ModelNote says why the plan fell back to
-	// rows, naming the waves without the data.
+	// rows, or which waves it left out (WaveLoad.LeftOut), naming the waves without the
+	// data.
 	Model     string         `json:"model"`
 	ModelNote string         `json:"model_note,omitempty"`
 	Goals     RebalanceGoals `json:"goals"`
@@ -286,6 +287,9 @@ type WaveLoad struct {
 	// and when a balancer's request (POST) said it is not.
 	Down     string `json:"down,omitempty"`
 	DownNote string `json:"down_note,omitempty"`
+	// LeftOut says why a live wave was left out of a plan in utilisation ("no
+	// cpu.cores", "no prices"): its instances stay, it takes none; empty when planned.
+	LeftOut string `json:"left_out,omitempty"`
 }
 
 // WaveStatus is what the judge makes of a node's wave (GET /v1/nodes, "wave"; absent for
