@@ -258,7 +258,7 @@ func (st *state) holdToLines() string {
 			}
 		}
 		if hot < 0 || scores[hot] <= 1+eps || !started && scores[hot] <= 1+linesStart {
-			return overLines(live, scores, aside)
+			return st.overLines(l, live, scores, aside)
 		}
 		hs := scores[hot]
 		if len(st.moves) >= st.goals.MaxMoves {
@@ -270,9 +270,13 @@ func (st *state) holdToLines() string {
 		gain := max(eps, min(st.goals.LevelGain/l.day, (hs-1)/linesDivisor))
 		cool := coolest(live, scores, 2*candidates)
 		best := st.linesStep(l, live[hot], live, cool, hs-gain, limit)
-		if best == nil && gain > eps && hs > 1+2*linesStart {
+		if best == nil && gain > eps && hs > 1+2*linesStart && hs-st.scoreEmptied(l, live[hot]) >= (hs-1)/2 {
 			// Well over its lines, a wave of small instances sheds them however little
-			// each one lowers it.
+			// each one lowers it, when they are what puts it over: all gone would take at
+			// least half its excess. A wave over its lines by its own load (its host's
+			// other work) keeps them: an outside trial's new wave, reading its host 15
+			// points under the others at first, took all 12 instances of the three waves
+			// beside it, each move lowering its source by under a point.
 			best = st.linesStep(l, live[hot], live, cool, hs-eps, limit)
 		}
 		if best == nil {
@@ -291,17 +295,17 @@ func (st *state) holdToLines() string {
 }
 
 // overLines says which waves set aside stand over their lines (scores[i] is live[i]'s),
-// and so keep the goal from holding; "" when none does.
-func overLines(live []*waveState, scores []float64, aside map[*waveState]bool) string {
-	var names, empty []string
-	top, topEmpty := 0.0, 0.0
+// and so keep the goal from holding, and why; "" when none does.
+func (st *state) overLines(l *lines, live []*waveState, scores []float64, aside map[*waveState]bool) string {
+	var names, own []string
+	top, topOwn := 0.0, 0.0
 	for i, w := range live {
 		if !aside[w] || scores[i] <= 1+eps {
 			continue
 		}
-		if len(w.insts) == 0 { // its own load, with no instance left to move
-			empty = append(empty, w.Node)
-			topEmpty = max(topEmpty, scores[i])
+		if st.scoreEmptied(l, w) > 1+eps {
+			own = append(own, w.Node)
+			topOwn = max(topOwn, scores[i])
 			continue
 		}
 		names = append(names, w.Node)
@@ -311,10 +315,19 @@ func overLines(live []*waveState, scores []float64, aside map[*waveState]bool) s
 	if len(names) > 0 {
 		out = append(out, fmt.Sprintf("lines: %s over its lines (up to %.3g×), and no move or swap lowers it (pinned, cooling down, or one instance as large as the excess)", list(names), top))
 	}
-	if len(empty) > 0 {
-		out = append(out, fmt.Sprintf("lines: %s over its lines (up to %.3g×) with no instance left: its load without them (the wave process's base, the host's other work) is over the line", list(empty), topEmpty))
+	if len(own) > 0 {
+		out = append(out, fmt.Sprintf("lines: %s over its lines (up to %.3g×) with no instance left to move that would bring it within them: its load without them (the wave process's base, the host's other work, any instance held in place) is over the line", list(own), topOwn))
 	}
 	return strings.Join(out, "; ")
+}
+
+// scoreEmptied is w's score with every instance it may move gone.
+func (st *state) scoreEmptied(l *lines, w *waveState) float64 {
+	fixed := st.fixedLoad(w)
+	for k := range fixed {
+		fixed[k] = w.load[k] - fixed[k] // the movable load
+	}
+	return l.scoreAfter(w, fixed, l.none)
 }
 
 // linesStep is the best step off hot that brings both waves' scores to at most below:

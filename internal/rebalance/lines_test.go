@@ -272,7 +272,37 @@ func TestLinesOverWithNoInstanceLeft(t *testing.T) {
 		{Node: "b", Alive: true, Capacity: 1, Row: 1}, {Node: "c", Alive: true, Capacity: 1, Row: 1}}
 	insts := []Instance{{ID: "i1", Node: "a", Rows: []float64{0.1, 0.1}}, {ID: "i2", Node: "b", Rows: []float64{0.1, 0.1}}}
 	p := Make(ws, insts, linesGoals(), now)
-	if !strings.Contains(p.Unmet, "lines: a over its lines") || !strings.Contains(p.Unmet, "with no instance left") || strings.Contains(p.Unmet, "pinned") {
+	if !strings.Contains(p.Unmet, "lines: a over its lines") || !strings.Contains(p.Unmet, "with no instance left to move") || strings.Contains(p.Unmet, "pinned") {
 		t.Fatalf("plan %+v: want a's base named as over its line with no instance left", p)
+	}
+}
+
+// TestLinesKeepSmallInstancesOfAWaveOverByItsOwnLoad: three waves over their lines by
+// their hosts' other work, each running four instances of a third of a point, and a new
+// wave whose host reads lower. Moving the instances cannot bring the three within their
+// lines (all gone would take a tenth of their excess), so they are not shed one by one
+// onto the new wave (an outside trial: it took all 12; the share goal, off here, gives
+// it at most its share, 3), and the goal names the three as over by their own load.
+func TestLinesKeepSmallInstancesOfAWaveOverByItsOwnLoad(t *testing.T) {
+	ws := []Wave{{Node: "d", Alive: true, Capacity: 1, Row: 1, BaseSlots: []float64{0.15, 0.15}}}
+	var insts []Instance
+	for _, n := range []string{"a", "b", "c"} {
+		ws = append(ws, Wave{Node: n, Alive: true, Capacity: 1, Row: 1, BaseSlots: []float64{0.35, 0.35}})
+		for i := range 4 {
+			insts = append(insts, Instance{ID: fmt.Sprintf("%s%d", n, i), Node: n, Rows: []float64{0.003, 0.003}})
+		}
+	}
+	p := Make(ws, insts, linesGoals(), now)
+	onD := 0
+	for _, m := range p.Moves {
+		if m.To == "d" {
+			onD++
+		}
+	}
+	if onD > 3 {
+		t.Fatalf("plan %+v: %d instances onto d, want at most its share, 3", p, onD)
+	}
+	if !strings.Contains(p.Unmet, "with no instance left to move that would bring it within them") {
+		t.Fatalf("plan %+v: want the three named as over by their own load", p)
 	}
 }
