@@ -151,6 +151,9 @@ func printPlan(w io.Writer, p *api.Plan) {
 		state = "not balanced: " + p.Unmet
 	}
 	fmt.Fprintf(w, "plan: %d moves, spread %.4g → %.4g, %s\n", len(p.Moves), p.SpreadBefore, p.SpreadAfter, state)
+	if p.ShareShort != "" {
+		fmt.Fprintf(w, "short of their share: %s\n", p.ShareShort)
+	}
 	if len(p.Moves) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "#\tINSTANCE\tFROM\tTO\tREASON\tCOST\tFROM LOAD\tTO LOAD")

@@ -157,6 +157,10 @@ type Plan struct {
 	// move limit, an instance larger than the band, the search budget).
 	Balanced bool   `json:"balanced"`
 	Unmet    string `json:"unmet,omitempty"`
+	// ShareShort says which waves the share goal (best effort, it leaves Balanced
+	// alone) left under their share of the instances, and why: instances cooling down
+	// (until when), pinned, the move limit, or no move within the goals above.
+	ShareShort string `json:"share_short,omitempty"`
 }
 
 // Reasons of a move.
@@ -266,7 +270,7 @@ func Make(waves []Wave, insts []Instance, g Goals, now time.Time) Plan {
 			unmet = spreadUnmet
 		}
 		if !g.NoShare {
-			st.share() // best effort, whatever the goals above left unmet
+			p.ShareShort = st.share() // best effort, whatever the goals above left unmet
 		}
 	}
 	p.Moves = st.moves
@@ -872,8 +876,9 @@ func (st *state) raiseLowest(live []*waveState, low *waveState, hi, lo, gain flo
 // it was). A wave's share is in proportion to its free capacity, what its base load
 // leaves of it, so a wave whose host is busy with other work is given fewer. Loads that
 // are not utilisations (a base above the capacity: the rows model) share by capacity.
-// It never makes a plan unbalanced: the utilisation goals come first.
-func (st *state) share() {
+// It never makes a plan unbalanced: the utilisation goals come first. It returns what
+// it left short, and why; "" when every wave it set out to fill has its share.
+func (st *state) share() string {
 	live := st.live()
 	var total, freeSum float64
 	free := make(map[*waveState]float64, len(live))
@@ -920,6 +925,7 @@ func (st *state) share() {
 			filling[w] = true
 		}
 	}
+	var left []string // the waves given up on, each with why
 	for len(filling) > 0 && len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
 		var short *waveState
 		var givers []*waveState
@@ -937,7 +943,7 @@ func (st *state) share() {
 			}
 		}
 		if short == nil || len(givers) == 0 {
-			return
+			break // every wave filling has its share
 		}
 		bound := max(st.goals.Band, spread(live))
 		var best *step
@@ -975,11 +981,56 @@ func (st *state) share() {
 		}
 		if best == nil {
 			delete(filling, short) // nothing can go to it within the goals: the next
+			left = append(left, fmt.Sprintf("%s runs %d of its share of %.0f (%s)", short.Node, len(short.insts), math.Floor(want(short)+eps), st.whyNotGiven(givers, short)))
 			continue
 		}
 		best.cost = st.costOn(best.in.Instance, short)
 		st.apply(best, ReasonShare)
 	}
+	for w := range filling { // still short when the plan stopped
+		if n := math.Floor(want(w) + eps); float64(len(w.insts)) < n {
+			why := fmt.Sprintf("the plan reached its %d moves", st.goals.MaxMoves)
+			if len(st.moves) < st.goals.MaxMoves {
+				why = fmt.Sprintf("the search ran out of its %s", st.goals.Budget)
+			}
+			left = append(left, fmt.Sprintf("%s runs %d of its share of %.0f (%s)", w.Node, len(w.insts), n, why))
+		}
+	}
+	slices.Sort(left)
+	return strings.Join(left, "; ")
+}
+
+// whyNotGiven says why none of the givers' instances could go to short: they are
+// cooling down (the first free when), pinned, or none keeps the goals above.
+func (st *state) whyNotGiven(givers []*waveState, short *waveState) string {
+	var free time.Time
+	pinned, movable := 0, 0
+	for _, src := range givers {
+		if src == short {
+			continue
+		}
+		for _, in := range src.insts {
+			switch {
+			case in.Pinned:
+				pinned++
+			case !st.movable(in):
+				if at := in.MovedAt.Add(st.goals.Cooldown); free.IsZero() || at.Before(free) {
+					free = at
+				}
+			default:
+				movable++
+			}
+		}
+	}
+	switch {
+	case movable > 0:
+		return "no instance of the waves over their share can go to it within the utilisation goals"
+	case !free.IsZero():
+		return fmt.Sprintf("the instances of the waves over their share are cooling down, the first until %s", free.UTC().Format(time.RFC3339))
+	case pinned > 0:
+		return "the instances of the waves over their share are pinned"
+	}
+	return "no wave over its share has an instance to give"
 }
 
 // baseAt is the wave's base load in slot k.

@@ -1,6 +1,11 @@
 package rebalance
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
 
 // TestShareStopsAtTheLevel: in utilisation (with a level), the share goal fills a wave
 // that runs few instances only while it stands at or below the fleet's level (a quarter
@@ -55,5 +60,39 @@ func TestShareWhenNoWaveHasAWholeInstanceToSpare(t *testing.T) {
 	ws[3].Base = 0.12 // the level 0.105: 0.015 over, beyond the quarter band (a host busy with other work)
 	if c := counts(insts, Make(ws, insts, g, now)); c["new"] != 0 {
 		t.Fatalf("a new wave 0.015 over the level: %v, want nothing moved to it", c)
+	}
+}
+
+// TestShareShortSaysWhy: the share goal is best effort, and a plan that leaves a wave
+// under its share says which and why (an outside trial read "0 moves, balanced" for an
+// empty wave while every instance was cooling down, with no hint of the cooldown): the
+// instances cooling down, with when the first is free; pinned; the move limit.
+func TestShareShortSaysWhy(t *testing.T) {
+	ws := waves(true, "a", "b", "new")
+	insts := append(instances("a", 6, 0), instances("b", 6, 0)...)
+	g := Goals{Band: 0.03, Cooldown: 10 * time.Minute}
+	if p := Make(ws, insts, g, now); p.ShareShort != "" || counts(insts, p)["new"] != 4 {
+		t.Fatalf("plan %+v: want the new wave at its share, 4, and nothing short", p)
+	}
+	cooling := slices.Clone(insts)
+	for i := range cooling {
+		cooling[i].MovedAt = now.Add(-time.Duration(9*60-i) * time.Second) // free in 60 s, 61 s, ...
+	}
+	p := Make(ws, cooling, g, now)
+	want := "new runs 0 of its share of 4 (the instances of the waves over their share are cooling down, the first until " +
+		now.Add(time.Minute).UTC().Format(time.RFC3339) + ")"
+	if len(p.Moves) != 0 || !p.Balanced || p.ShareShort != want {
+		t.Fatalf("all cooling: plan %+v,\nwant no move, balanced, and share_short %q", p, want)
+	}
+	pinned := slices.Clone(insts)
+	for i := range pinned {
+		pinned[i].Pinned = true
+	}
+	if p := Make(ws, pinned, g, now); !strings.Contains(p.ShareShort, "new runs 0 of its share of 4 (the instances of the waves over their share are pinned)") {
+		t.Fatalf("all pinned: share_short %q", p.ShareShort)
+	}
+	g.MaxMoves = 2
+	if p := Make(ws, insts, g, now); p.ShareShort != "new runs 2 of its share of 4 (the plan reached its 2 moves)" {
+		t.Fatalf("two moves at most: share_short %q", p.ShareShort)
 	}
 }

@@ -220,6 +220,10 @@ type Plan struct {
 	// could not reach and why.
 	Balanced bool   `json:"balanced"`
 	Unmet    string `json:"unmet,omitempty"`
+	// ShareShort names the waves the share goal (best effort: Balanced does not count
+	// it) left under their share of the instances, and why (cooling down until when,
+	// pinned, the move limit, no move within the utilisation goals).
+	ShareShort string `json:"share_short,omitempty"`
 }
 
 // Move is one planned move and why.
@@ -251,7 +255,8 @@ const (
 // so that a client can range over them without a null check.
 func PlanOf(p rebalance.Plan) Plan {
 	out := Plan{Moves: make([]Move, len(p.Moves)), Before: p.Before, After: p.After, SpreadBefore: p.SpreadBefore,
-		SpreadAfter: p.SpreadAfter, PeakBefore: p.PeakBefore, PeakAfter: p.PeakAfter, Balanced: p.Balanced, Unmet: p.Unmet}
+		SpreadAfter: p.SpreadAfter, PeakBefore: p.PeakBefore, PeakAfter: p.PeakAfter, Balanced: p.Balanced, Unmet: p.Unmet,
+		ShareShort: p.ShareShort}
 	for i, m := range p.Moves {
 		out.Moves[i] = Move(m)
 	}
