@@ -449,3 +449,25 @@ func TestEvictForALargeInstance(t *testing.T) {
 		}
 	}
 }
+
+// TestFailoverTiesWithinTheNoise: in utilisation, a dead wave's six instances of a
+// fraction of a point each, three live waves whose readings differ by under a quarter
+// of the band, the one a point lower running five instances and the others two and
+// none. Within the noise the waves are a tie: the one running fewest takes them until
+// the counts even out (the trial: three went to the lowest reading, none to the empty
+// wave); a wave lower by more than that is still preferred.
+func TestFailoverTiesWithinTheNoise(t *testing.T) {
+	ws := []Wave{{Node: "low", Alive: true, Capacity: 2, Base: 0.6}, {Node: "mid", Alive: true, Capacity: 2, Base: 0.61},
+		{Node: "empty", Alive: true, Capacity: 2, Base: 0.62}, {Node: "dead"}}
+	insts := append(instances("low", 5, 0.005), instances("mid", 2, 0.005)...)
+	insts = append(insts, instances("dead", 6, 0.005)...)
+	g := Goals{Band: 0.03, LevelGain: 0.01, NoShare: true, MaxMoves: 6}
+	c := counts(insts, Make(ws, insts, g, now))
+	if c["empty"] < 4 || c["low"] > 5 {
+		t.Fatalf("after the failover: %v, want the empty wave to take most (within the noise, fewest first)", c)
+	}
+	ws[0].Base = 0.5 // five points lower: a real difference
+	if c := counts(insts, Make(ws, insts, g, now)); c["low"] != 11 {
+		t.Fatalf("after the failover with low 5 points under: %v, want all six on low", c)
+	}
+}
