@@ -64,17 +64,38 @@ func (j *Judge) admit(b metric.Batch) error {
 	if ahead := b.TS.Sub(j.now()); ahead > maxAhead {
 		return fmt.Errorf("ts %s is %s ahead of the judge's clock (at most %s)", b.TS.UTC().Format(time.RFC3339), ahead.Round(time.Second), maxAhead)
 	}
+	cores, process := -1.0, -1.0
 	for i, p := range b.Points {
 		if r, ok := ranges[p.Name]; ok && r.refuses(p.Value) {
-			whole := ""
+			span := fmt.Sprintf("%g to %g", r.lo, r.hi)
 			if r.whole {
-				whole = " whole"
+				span = "a whole number from " + span
 			}
-			return fmt.Errorf("point %d: %s %v is outside what a host reports (%g to %g%s %s)", i, p.Name, p.Value, r.lo, r.hi, whole, r.what)
+			return fmt.Errorf("point %d: %s %v is outside what a host reports (%s, %s)", i, p.Name, p.Value, r.what, span)
 		}
+		if len(p.Labels) == 0 {
+			switch p.Name {
+			case metric.CPUCores:
+				cores = p.Value
+			case metric.WaveCPUCores:
+				process = p.Value
+			}
+		}
+	}
+	if cores > 0 && process > cores*overCores {
+		// A process cannot use more cores than its host has: one of the two is wrong,
+		// and a fit on it priced the wave's work at several times the fleet's.
+		return fmt.Errorf("%s %v is more than the host's %s %v: a process cannot use more cores than its host has", metric.WaveCPUCores, process, metric.CPUCores, cores)
 	}
 	return nil
 }
+
+// overCores is how far past its host's cores a process's CPU may read before the batch
+// is refused: the agent's rate divides the process's CPU time by the time between its
+// scrapes, and on a pegged host a late answer to one scrape puts a pegged wave over its
+// cores by the delay's share of the interval (a refusal then would drop a busy node's
+// figures when they matter most). Twice is past any such skew.
+const overCores = 2
 
 // implausible reports whether a stored point is one admit would have refused for its
 // value: a store written before the judge refused them keeps them, and a restarted

@@ -29,7 +29,7 @@ func TestImplausibleBatchesRefused(t *testing.T) {
 		b    metric.Batch
 		want string // "" for accepted
 	}{
-		{"huge rows/s", point(metric.WaveTPS, 1e300), "point 1: wave.tps 1e+300 is outside what a host reports (0 to 1e+12 rows/s)"},
+		{"huge rows/s", point(metric.WaveTPS, 1e300), "point 1: wave.tps 1e+300 is outside what a host reports (rows/s, 0 to 1e+12)"},
 		{"negative cores", point(metric.CPUCores, -4), "cpu.cores -4 is outside"},
 		{"no cores", point(metric.CPUCores, 0), "cpu.cores 0 is outside"},
 		{"negative process CPU", point(metric.WaveCPUCores, -1), "wave.cpu_cores -1 is outside"},
@@ -41,17 +41,22 @@ func TestImplausibleBatchesRefused(t *testing.T) {
 			Points: []metric.Point{{Name: metric.CPUUtil, Value: 10}}}, "11m0s ahead of the judge's clock (at most 10m0s)"},
 		{"5 minutes ahead (clock drift)", metric.Batch{Node: "w", TS: t0.Add(5 * time.Minute), IntervalS: 10,
 			Points: []metric.Point{{Name: metric.CPUUtil, Value: 10}}}, ""},
-		{"negative network", point(metric.NetRxBps, -1e300), "point 1: net.rx_bps -1e+300 is outside what a host reports (0 to 1e+13 bytes/s)"},
+		{"negative network", point(metric.NetRxBps, -1e300), "point 1: net.rx_bps -1e+300 is outside what a host reports (bytes/s, 0 to 1e+13)"},
 		{"a little negative network", point(metric.NetTxBps, -3), "net.tx_bps -3 is outside"},
 		{"an interface's negative rate", metric.Batch{Node: "w", TS: t0, IntervalS: 10, Points: []metric.Point{
 			{Name: metric.NetRxBps, Value: -3, Labels: map[string]string{"iface": "eth0"}}}}, "net.rx_bps -3 is outside"},
 		{"a state of 7", point(metric.WaveInstanceRunning, 7), "wave.instance_running 7 is outside"},
-		{"half a state", point(metric.WaveInstanceRunning, 0.5), "wave.instance_running 0.5 is outside what a host reports (0 to 1 whole a state: 1 running, 0 not)"},
+		{"half a state", point(metric.WaveInstanceRunning, 0.5), "wave.instance_running 0.5 is outside what a host reports (a state: 1 running, 0 not, a whole number from 0 to 1)"},
 		{"a fraction of an instance", point(metric.WaveInstances, 2.5), "wave.instances 2.5 is outside"},
 		{"three instances", point(metric.WaveInstances, 3), ""},
 		{"a busy network", point(metric.NetTxBps, 1.25e9), ""},
 		{"a percentage rounded over 100", point(metric.MemUsedPct, 100.4), ""},
 		{"a metric the judge does not model", point("app.queue_depth", -1e300), ""},
+		{"a process over its host's cores", metric.Batch{Node: "w", TS: t0, IntervalS: 10, Points: []metric.Point{
+			{Name: metric.CPUCores, Value: 2}, {Name: metric.WaveCPUCores, Value: 50}}},
+			"wave.cpu_cores 50 is more than the host's cpu.cores 2: a process cannot use more cores than its host has"},
+		{"a pegged process read over its host's cores (a late scrape)", metric.Batch{Node: "w", TS: t0, IntervalS: 10, Points: []metric.Point{
+			{Name: metric.WaveCPUCores, Value: 2.6}, {Name: metric.CPUCores, Value: 2}}}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
