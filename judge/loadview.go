@@ -1,10 +1,12 @@
 package judge
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/internal/rebalance"
@@ -52,10 +54,19 @@ func (j *Judge) viewOf(n analysis.Node) waveView {
 	if v.cores <= 0 {
 		return v
 	}
+	// The host's CPU is its smoothed cpu.util times its cores; for a while after its
+	// cores changed (a resized host), its last reading: the smoothed percentage still
+	// holds the old size's, and times the new cores it read 0.90 for 20 s where the host
+	// stood at 0.47, and the plans moved instances off it.
+	resized := j.model.CoresChanged(n.Node)
+	interval := cmp.Or(n.Interval, 10*time.Second) // the agents' default when not known
 	util, ok := -1.0, false
 	for _, s := range n.Series {
 		if s.Name == metric.CPUUtil && len(s.Labels) == 0 && s.HasLevel() && !n.Stopped(s) {
 			util, ok = s.EWMA, true
+			if !resized.IsZero() && s.LastTS.Sub(resized) < resizedFor*interval {
+				util = s.Last
+			}
 		}
 	}
 	if !ok {
@@ -64,6 +75,11 @@ func (j *Judge) viewOf(n analysis.Node) waveView {
 	v.host = []float64{nonNegative(util) / 100 * v.cores}
 	return v
 }
+
+// resizedFor is how many of its node's intervals a host's last cpu.util stands for its
+// smoothed one after its cores changed: the smoothing (analysis's EWMA, a weight of 0.2
+// for each sample) keeps 1 % of the old size's level after 20.
+const resizedFor = 20
 
 // workOf is instance id's work per slot: its rates now from c, and its hour-of-day
 // profile (profiles.of).

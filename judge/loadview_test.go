@@ -2,9 +2,11 @@ package judge
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/loadmodel"
 )
 
@@ -20,4 +22,38 @@ func TestPlanWaveErrIsThePredictionsError(t *testing.T) {
 	p.CostErr = 0
 	w = planWave(&waveView{node: "w", cores: 4, prices: p}, true, running)
 	require.InDelta(t, 0.04, w.Err, 1e-12)
+}
+
+// A host resized from 4 to 8 cores: its utilisation is its last cpu.util for a while
+// after, not the smoothed one times the new cores (an outside trial: 0.90, then 0.71,
+// then 0.55 over 20 s where the host stood at 0.47, and plans moved instances off it).
+func TestHostResizedReadsItsLastUtilisation(t *testing.T) {
+	j, c := newJudge(t, nil)
+	batch := func(cores, util float64) {
+		b := waveBatch("wave-1", c.Now(), 0.5, map[string]float64{"a": 1000})
+		b.Points = append(b.Points, metric.Point{Name: metric.CPUCores, Value: cores})
+		for i := range b.Points {
+			if b.Points[i].Name == metric.CPUUtil {
+				b.Points[i].Value = util
+			}
+		}
+		require.NoError(t, j.Ingest(b, sourceHTTP))
+		c.Add(10 * time.Second)
+	}
+	utilNow := func() float64 {
+		n, ok := j.inc.Node("wave-1")
+		require.True(t, ok)
+		v := j.viewOf(n)
+		return v.host[0] / v.cores
+	}
+	for range 30 {
+		batch(4, 93)
+	}
+	require.InDelta(t, 0.93, utilNow(), 0.005)
+	batch(8, 46)
+	require.InDelta(t, 0.46, utilNow(), 0.005, "just resized: its last reading")
+	for range 25 {
+		batch(8, 47)
+	}
+	require.InDelta(t, 0.47, utilNow(), 0.005, "resized long ago: the smoothed reading")
 }

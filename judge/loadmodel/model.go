@@ -144,6 +144,7 @@ type Model struct {
 type node struct {
 	samples  []timedSample // oldest first
 	cores    float64       // cpu.cores, last reported; 0 when never
+	coresAt  time.Time     // when cores last changed to another value; zero: never
 	fitted   Prices
 	fittedAt time.Time // zero: never, or to be refitted at the next ask
 	dirty    bool      // samples came since the fit
@@ -239,6 +240,9 @@ func (m *Model) addLocked(id string, ps *pendingSample) {
 			n = &node{}
 			m.nodes[id] = n
 		}
+		if n.cores > 0 && n.cores != ps.cores {
+			n.coresAt = ps.ts
+		}
 		n.cores = ps.cores
 	}
 	if !ps.hasCPU {
@@ -329,6 +333,17 @@ func (m *Model) Cores(id string) (float64, bool) {
 		return 0, false
 	}
 	return n.cores, true
+}
+
+// CoresChanged is when the node's cpu.cores last changed to another value (a host
+// resized); zero when it never did.
+func (m *Model) CoresChanged(id string) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n := m.nodes[id]; n != nil {
+		return n.coresAt
+	}
+	return time.Time{}
 }
 
 // Prices returns the node's prices, fitted anew when its samples or the fleet's changed.
