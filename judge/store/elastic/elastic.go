@@ -216,7 +216,7 @@ func CheckPrefix(p string) error {
 	case p == "":
 		return fmt.Errorf("empty: want e.g. %q (the default)", DefaultPrefix)
 	case p != strings.ToLower(p):
-		return fmt.Errorf("%q: must be lowercase, as index names are: e.g. %q", p, strings.ToLower(p))
+		return fmt.Errorf("%q: must be lowercase, as index names are: e.g. %q", p, fixedPrefix(p))
 	case strings.ContainsAny(p, bad):
 		return fmt.Errorf(`%q: must not contain %q: index names cannot hold \ / * ? " < > | , # : or a space`, p, p[strings.IndexAny(p, bad):][:1])
 	case strings.HasPrefix(p, "_") || strings.HasPrefix(p, "-") || strings.HasPrefix(p, "+"):
@@ -227,6 +227,16 @@ func CheckPrefix(p string) error {
 		return fmt.Errorf("%q: must end in '-' or '.', e.g. %q: the daily indices are <prefix>YYYY.MM.DD, and the pattern %s* must match only them", p, p+"-", p)
 	}
 	return nil
+}
+
+// fixedPrefix is p lowercased and ending in '-' (when it ends in neither '-' nor '.'):
+// the example an error about one rule gives must not break the next.
+func fixedPrefix(p string) string {
+	p = strings.ToLower(p)
+	if !strings.HasSuffix(p, "-") && !strings.HasSuffix(p, ".") {
+		p += "-"
+	}
+	return p
 }
 
 // IndexName is the daily index that holds points of t's UTC day.

@@ -19,6 +19,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		want string
 	}{
 		{"uppercase prefix", elastic.Options{Prefix: "Binlake-"}, `elastic store: index prefix "Binlake-": must be lowercase, as index names are: e.g. "binlake-"`},
+		{"uppercase prefix without its dash", elastic.Options{Prefix: "bt_Metrics"}, `elastic store: index prefix "bt_Metrics": must be lowercase, as index names are: e.g. "bt_metrics-"`},
 		{"wildcard prefix", elastic.Options{Prefix: "binlake-*-"}, `elastic store: index prefix "binlake-*-": must not contain "*"`},
 		{"underscore start", elastic.Options{Prefix: "_binlake-"}, `elastic store: index prefix "_binlake-": must not start with "_"`},
 		// The trailing separator is required, and the message must say so plainly.
