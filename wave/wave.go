@@ -486,7 +486,7 @@ func (w *Wave) register(ctx, hold context.Context, data []byte) error {
 		}
 		if !said {
 			w.log.Warn("node name already registered: by a wave that ended within the coordinator's session timeout (its name is free when that session expires), or by another wave running under this name; waiting",
-				"node", w.opts.Node, "up_to", registerWait.String())
+				"up_to", registerWait.String())
 		}
 		if !marked {
 			// ErrExists: the previous process was starting too; its mark ends with its

@@ -66,7 +66,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case agent.SinkHTTP:
 		sink = agent.NewHTTPSink(cfg.Sink.HTTP.URL, deps.token, deps.http)
 	}
-	return agent.Run(ctx, agent.Options{Config: cfg, ConfigFile: *cfgPath, Version: buildinfo.String(), Sink: sink, Logger: logger})
+	return agent.Run(ctx, agent.Options{Config: cfg, ConfigFile: rf.configFile(), Version: buildinfo.String(), Sink: sink, Logger: logger})
 }
 
 // agentDeps is what agent.yaml resolves to before the agent connects anywhere.

@@ -82,7 +82,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if deps.bus != nil {
 		busDesc = BusDesc(cfg.Bus, deps.bus)
 	}
-	logger.Info("alarm starting", "version", buildinfo.String(), "config", *cfgPath, "policies_file", *polPath, "policies", len(deps.policies),
+	logger.Info("alarm starting", "version", buildinfo.String(), "config", rf.configFile(), "policies_file", *polPath, "policies", len(deps.policies),
 		"channels", strings.Join(deps.chanDesc, ", "), "bus", busDesc, "coordinator", CoordDesc(deps.coord),
 		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "auth", deps.token != "", "shutdown_timeout", shutdown.D())
 	warnOpenAPI(logger, cfg.HTTP.HTTP, alarm.TokenEnv, deps.token)

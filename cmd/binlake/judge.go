@@ -70,7 +70,7 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if alarmURL == "" {
 		alarmURL = "none"
 	}
-	logger.Info("judge starting", "version", buildinfo.String(), "config", *cfgPath, "node", cfg.Node,
+	logger.Info("judge starting", "version", buildinfo.String(), "config", rf.configFile(), "node", cfg.Node,
 		"listen", scheme(cfg.HTTP.TLS)+"://"+cfg.HTTP.Listen, "store", judgeStoreDesc(cfg), "bus", busDesc,
 		"alarm", alarmURL, "algorithm", cfg.Placement.Algorithm, "auth", deps.token != "")
 	warnOpenAPI(logger, cfg.HTTP, judge.TokenEnv, deps.token)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/logging"
@@ -41,6 +42,16 @@ func newRoleFlags(stderr io.Writer, role, usage, checks string) (*flag.FlagSet, 
 		check:      fs.Bool("check", false, "run every check start runs on "+checks+" and exit; connects to nothing"),
 		cpuProfile: fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)"),
 	}
+}
+
+// configFile is the config's path as the start log names it: absolute, so that a line
+// read later, or from a service whose working directory is not the shell's, says which
+// file (as given when it cannot be made absolute).
+func (rf *roleFlags) configFile() string {
+	if abs, err := filepath.Abs(*rf.config); err == nil {
+		return abs
+	}
+	return *rf.config
 }
 
 // start is the roles' preamble, after the role has applied its own flags to its config

@@ -61,7 +61,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if judgeURL == "" {
 		judgeURL = "none"
 	}
-	logger.Info("wave starting", "version", buildinfo.String(), "config", *cfgPath, "node", cfg.Node,
+	logger.Info("wave starting", "version", buildinfo.String(), "config", rf.configFile(), "node", cfg.Node,
 		"listen", "http://"+cfg.HTTP.Listen, "advertise", cmp.Or(cfg.AdvertiseAddr, "the bound listen address"),
 		"coordinator", CoordDesc(deps.coord), "sink", waveSinkDesc(&cfg, deps), "balancer", cfg.Balancer.Enabled, "judge", judgeURL, "auto_balance", cfg.Balancer.Auto)
 

@@ -38,7 +38,7 @@ func openAuth(t testing.TB, servers []string, root string, auth *DigestAuth) (*C
 // rawConn is a plain client, authenticated with creds ("user:password") unless empty.
 func rawConn(t testing.TB, servers []string, creds string) *gozk.Conn {
 	t.Helper()
-	conn, _, err := gozk.Connect(servers, 4*time.Second, gozk.WithLogInfo(false), gozk.WithLogger(zkLogger{testLogger(t)}))
+	conn, _, err := gozk.Connect(servers, 4*time.Second, gozk.WithLogInfo(false), gozk.WithLogger(newZKLogger(testLogger(t))))
 	if err != nil {
 		t.Fatal(err)
 	}

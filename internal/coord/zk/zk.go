@@ -157,7 +157,7 @@ func New(ctx context.Context, opts Options) (*Coordinator, error) {
 		regs:     map[string]*registration{},
 	}
 	conn, _, err := gozk.Connect(opts.Servers, timeout,
-		gozk.WithLogger(zkLogger{log}),
+		gozk.WithLogger(newZKLogger(log)),
 		gozk.WithLogInfo(false),
 		gozk.WithEventCallback(c.onEvent))
 	if err != nil {
@@ -227,15 +227,49 @@ func redactDigest(a gozk.ACL) string {
 
 // zkLogger bridges the client's Printf logging to slog. The client logs its routine
 // connection chatter and its failures through the same call; only failures are warnings.
-type zkLogger struct{ log *slog.Logger }
+// The client retries the servers it cannot reach every second and says so each time: a
+// failure that repeats is logged once, then once every repeatEvery with how many times
+// it came since (a wave whose ensemble was down wrote the same line every second).
+type zkLogger struct {
+	log *slog.Logger
 
-func (l zkLogger) Printf(format string, args ...any) {
+	mu   sync.Mutex
+	said map[string]*repeats // failure → when last logged, how often since
+}
+
+type repeats struct {
+	at    time.Time
+	since int
+}
+
+// repeatEvery is how often a failure the client repeats is logged again.
+const repeatEvery = 30 * time.Second
+
+func newZKLogger(log *slog.Logger) *zkLogger { return &zkLogger{log: log, said: map[string]*repeats{}} }
+
+func (l *zkLogger) Printf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	level := slog.LevelDebug
-	if strings.Contains(msg, "fail") || strings.Contains(msg, "error") {
-		level = slog.LevelWarn
+	if !strings.Contains(msg, "fail") && !strings.Contains(msg, "error") {
+		l.log.Debug("zookeeper client", "detail", msg)
+		return
 	}
-	l.log.Log(context.Background(), level, "zookeeper client", "detail", msg)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	r := l.said[msg]
+	switch {
+	case r == nil:
+		if len(l.said) >= 64 { // the messages differ more than a few servers' would
+			clear(l.said)
+		}
+		l.said[msg] = &repeats{at: now}
+		l.log.Warn("zookeeper client", "detail", msg)
+	case now.Sub(r.at) < repeatEvery:
+		r.since++
+	default:
+		l.log.Warn("zookeeper client", "detail", msg, "times_since_last_said", r.since, "over", now.Sub(r.at).Round(time.Second).String())
+		r.at, r.since = now, 0
+	}
 }
 
 // onEvent is the client's event callback, called synchronously from its connection loop

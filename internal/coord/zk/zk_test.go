@@ -1,9 +1,11 @@
 package zk
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -739,5 +741,26 @@ func TestZKReadSurvivesADroppedConnectionIntegration(t *testing.T) {
 		if a.err != nil {
 			t.Errorf("%s: %v, want an answer after the client reconnected", a.what, a.err)
 		}
+	}
+}
+
+// The client's failure to reach a server, which it says every second while it retries,
+// is logged once and then once every repeatEvery with how often it came since; another
+// failure, or a server's, is logged at once.
+func TestZKLoggerSaysARepeatedFailureOnce(t *testing.T) {
+	var buf bytes.Buffer
+	l := newZKLogger(slog.New(slog.NewTextHandler(&buf, nil)))
+	for range 5 {
+		l.Printf("failed to connect to %s: refused", "zk-1:2181")
+		l.Printf("failed to connect to %s: refused", "zk-2:2181")
+	}
+	l.Printf("connected to %s", "zk-3:2181") // routine: debug
+	if got := strings.Count(buf.String(), "level=WARN"); got != 2 {
+		t.Fatalf("%d warnings, want one per server:\n%s", got, buf.String())
+	}
+	l.said["failed to connect to zk-1:2181: refused"].at = time.Now().Add(-repeatEvery)
+	l.Printf("failed to connect to %s: refused", "zk-1:2181")
+	if !strings.Contains(buf.String(), "times_since_last_said=4") {
+		t.Fatalf("the repeat after %s does not say how often it came:\n%s", repeatEvery, buf.String())
 	}
 }
