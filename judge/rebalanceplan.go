@@ -167,7 +167,15 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 	ans.Model, ans.ModelNote = model, note
 	ans.Waves = waveLoads(reqWaves, reqInsts, views, p, model)
 	for i := range ans.Waves {
-		ans.Waves[i].LeftOut = leftOut[ans.Waves[i].Node]
+		wl := &ans.Waves[i]
+		wl.LeftOut = leftOut[wl.Node]
+		// A wave the balancer has alive whose figures stopped reaching the judge: the
+		// plan has it at its last figures, and says so (GET /v1/rebalance fails it over).
+		if n, ok := j.inc.Node(wl.Node); ok && wl.Alive {
+			if ws, ok := j.waveStatusOf(n, now); ok && !ws.Live {
+				wl.Down, wl.DownNote = ws.Down, ws.DownNote+"; planned at its last figures"
+			}
+		}
 	}
 	return ans
 }

@@ -3,6 +3,7 @@ package judge
 import (
 	"encoding/json"
 	"log/slog"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -160,6 +161,20 @@ func TestAWaveIsDownWhenItsMetricsStop(t *testing.T) {
 			}
 			require.Equal(t, waveLast, n.Wave.LastSeen)
 			require.Equal(t, []string{"stock from wave-3"}, failovers(plan))
+			// A balancer that still has it alive (its session lives) is told the plan
+			// has it at its last figures (the answer said nothing of it).
+			var waves, insts []string
+			for _, pw := range plan.Waves {
+				waves = append(waves, fmt.Sprintf(`{"node":%q,"alive":true}`, pw.Node))
+			}
+			insts = append(insts, `{"id":"stock","node":"wave-3"}`)
+			r, post := postRebalance(t, j, "", `{"waves":[`+strings.Join(waves, ",")+`],"instances":[`+strings.Join(insts, ",")+`]}`)
+			require.Equal(t, http.StatusOK, r.status, string(r.body))
+			pw := planWaveOf(t, post, "wave-3")
+			require.True(t, pw.Alive)
+			require.Equal(t, tc.down, pw.Down)
+			require.Equal(t, tc.note+"; planned at its last figures", pw.DownNote)
+			require.Empty(t, planWaveOf(t, post, "wave-1").Down)
 			require.Equal(t, 1, w.Instances)
 			require.Zero(t, w.InstancesAfter)
 			// The node's detail lists what the plan fails over, as of the wave's last

@@ -287,9 +287,10 @@ type WaveLoad struct {
 	// Instances it runs before and after the moves.
 	Instances      int `json:"instances"`
 	InstancesAfter int `json:"instances_after"`
-	// Down says why the judge's own view (GET /v1/rebalance) has the wave down
-	// (WaveDownNodeStale, WaveDownSilent), DownNote since when; empty when it is alive,
-	// and when a balancer's request (POST) said it is not.
+	// Down says why the judge's view has the wave down (WaveDownNodeStale,
+	// WaveDownSilent), DownNote since when; empty when it is alive, and when a
+	// balancer's request (POST) said it is not. A wave a POST has alive but the judge
+	// down is planned at its last figures, which DownNote says.
 	Down     string `json:"down,omitempty"`
 	DownNote string `json:"down_note,omitempty"`
 	// LeftOut says why a live wave was left out of a plan in utilisation ("no
