@@ -2,8 +2,8 @@ package judge
 
 import (
 	"encoding/json"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
