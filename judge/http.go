@@ -485,7 +485,7 @@ func (j *Judge) handleNode(w http.ResponseWriter, r *http.Request) {
 		hist = snap.Nodes[id]
 	}
 	if !ok && hist == nil {
-		j.writeError(w, r, httpapi.Errorf(http.StatusNotFound, httpapi.CodeNotFound, "unknown node %q", id))
+		j.writeError(w, r, httpapi.Errorf(http.StatusNotFound, httpapi.CodeNotFound, "unknown node %.80q", id))
 		return
 	}
 	d := nodeDetail{Current: currentDetail{Hour: j.inc.Hour(), Series: []seriesJSON{}}, Reservations: j.Reservations(id),

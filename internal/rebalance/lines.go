@@ -299,6 +299,7 @@ func (st *state) holdToLines() string {
 func (st *state) overLines(l *lines, live []*waveState, scores []float64, aside map[*waveState]bool) string {
 	var names, own []string
 	top, topOwn := 0.0, 0.0
+	var why string // the first named wave's
 	for i, w := range live {
 		if !aside[w] || scores[i] <= 1+eps {
 			continue
@@ -308,12 +309,15 @@ func (st *state) overLines(l *lines, live []*waveState, scores []float64, aside 
 			topOwn = max(topOwn, scores[i])
 			continue
 		}
+		if why == "" {
+			why = w.Node + ", " + st.held(w, "as large as its excess, or raising the wave it would go to as high")
+		}
 		names = append(names, w.Node)
 		top = max(top, scores[i])
 	}
 	var out []string
 	if len(names) > 0 {
-		out = append(out, fmt.Sprintf("lines: %s over its lines (up to %.3g×), and no move or swap lowers it (pinned, cooling down, or one instance as large as the excess)", list(names), top))
+		out = append(out, fmt.Sprintf("lines: %s over its lines (up to %.3g×), and no move or swap lowers it (%s)", list(names), top, why))
 	}
 	if len(own) > 0 {
 		out = append(out, fmt.Sprintf("lines: %s over its lines (up to %.3g×) with no instance left to move that would bring it within them: its load without them (the wave process's base, the host's other work, any instance held in place) is over the line", list(own), topOwn))

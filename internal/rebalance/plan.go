@@ -653,7 +653,8 @@ func (st *state) hardMax() string {
 			s = st.evict(over, live)
 		}
 		if s == nil {
-			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and no instance can move or swap to a wave it keeps under it (pinned, cooling down, or too large)", hot.Node, hot.peak, st.goals.HardMax)
+			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and no instance can move or swap to a wave it keeps under it (%s)", hot.Node, hot.peak, st.goals.HardMax,
+				st.held(hot, "too large for any other wave"))
 		}
 		st.apply(s, ReasonHardMax)
 	}
@@ -1006,6 +1007,38 @@ func (st *state) share() string {
 	}
 	slices.Sort(left)
 	return strings.Join(left, "; ")
+}
+
+// held says what keeps w's instances where they are: how many are pinned, how many
+// cooling down (until when the first), and how many are free but movable says of them.
+func (st *state) held(w *waveState, movable string) string {
+	if len(w.insts) == 0 {
+		return "it runs no instance: its own load is over"
+	}
+	var free time.Time
+	pinned, cooling := 0, 0
+	for _, in := range w.insts {
+		switch {
+		case in.Pinned:
+			pinned++
+		case !st.movable(in):
+			cooling++
+			if at := in.MovedAt.Add(st.goals.Cooldown); free.IsZero() || at.Before(free) {
+				free = at
+			}
+		}
+	}
+	var parts []string
+	if pinned > 0 {
+		parts = append(parts, fmt.Sprintf("%d pinned", pinned))
+	}
+	if cooling > 0 {
+		parts = append(parts, fmt.Sprintf("%d cooling down, the first until %s", cooling, free.UTC().Format(time.RFC3339)))
+	}
+	if n := len(w.insts) - pinned - cooling; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", n, movable))
+	}
+	return "of its instances: " + strings.Join(parts, "; ")
 }
 
 // whyNotGiven says why none of the givers' instances could go to short: they are

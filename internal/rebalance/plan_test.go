@@ -471,3 +471,19 @@ func TestFailoverTiesWithinTheNoise(t *testing.T) {
 		t.Fatalf("after the failover with low 5 points under: %v, want all six on low", c)
 	}
 }
+
+// TestUnmetSaysWhatHoldsTheInstances: a wave over the hard threshold that no move can
+// relieve says how many of its instances are pinned, how many cooling down (and until
+// when the first), and how many are free but too large: it said "(pinned, cooling down,
+// or too large)" whatever held them.
+func TestUnmetSaysWhatHoldsTheInstances(t *testing.T) {
+	ws := waves(true, "hot", "cool")
+	insts := []Instance{{ID: "p", Node: "hot", Cost: 0.3, Pinned: true}, {ID: "c1", Node: "hot", Cost: 0.3, MovedAt: now.Add(-time.Minute)},
+		{ID: "c2", Node: "hot", Cost: 0.3, MovedAt: now.Add(-2 * time.Minute)}, {ID: "big", Node: "cool", Cost: 0.75}}
+	p := Make(ws, insts, Goals{HardMax: 0.8, Band: 1, Cooldown: 10 * time.Minute}, now)
+	want := "hard_max: hot is at 0.9, above 0.8, and no instance can move or swap to a wave it keeps under it (of its instances: 1 pinned; 2 cooling down, the first until " +
+		now.Add(8*time.Minute).UTC().Format(time.RFC3339) + ")"
+	if len(p.Moves) != 0 || !strings.HasPrefix(p.Unmet, want) {
+		t.Fatalf("plan %+v,\nwant unmet starting %q", p, want)
+	}
+}
