@@ -173,3 +173,14 @@ func TestInlineBusSecretsAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// A ZooKeeper root without its slash comes with the file's other problems, in one run:
+// it came in a run of its own once those were fixed (an outside trial).
+func TestCheckSaysTheRootWithTheOtherProblems(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "wave.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("node: w1\ncoordinator:\n  kind: zk\n  servers: [127.0.0.1:1]\n  root: binlake\nsink: {kind: stdout}\npipeline: {batch_rows: -1}\n"), 0o600))
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"wave", "--config", cfg, "--check"}, &out, &errOut)
+	require.EqualError(t, err, cfg+`:5: field "coordinator.root": "binlake": must start with a slash, e.g. "/binlake"`+"\n"+
+		cfg+`:7: field "pipeline.batch_rows": -1: want at least 1`)
+}

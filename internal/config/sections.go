@@ -197,8 +197,9 @@ func (a CoordAuth) Validate(prefix string) error {
 }
 
 // Validate fills the defaults (single, at defaultPath) and checks the section: the
-// keys of its kind (ZooKeeper's root, which the client checks as it connects, is checked
-// by the composition: see cmd/binlake), and that no key of the other kind is set. Every
+// keys of its kind (of ZooKeeper's root only its leading slash: the client's rules for
+// the rest are checked by the composition, see cmd/binlake), and that no key of the
+// other kind is set. Every
 // problem is reported, joined; with a kind it refuses, only that.
 func (c *Coordinator) Validate(defaultPath string) error {
 	switch c.Kind {
@@ -224,6 +225,14 @@ func (c *Coordinator) Validate(defaultPath string) error {
 	}
 }
 
+// CheckRootSlash checks that a ZooKeeper root (empty: the default) is absolute.
+func CheckRootSlash(root string) error {
+	if root != "" && !strings.HasPrefix(root, "/") {
+		return fmt.Errorf("%q: must start with a slash, e.g. %q", root, "/"+root)
+	}
+	return nil
+}
+
 // validateZK checks the keys of kind zk, every problem joined.
 func (c *Coordinator) validateZK() error {
 	var errs []error
@@ -237,6 +246,11 @@ func (c *Coordinator) validateZK() error {
 	}
 	if c.SessionTimeout < 0 {
 		errs = append(errs, Bad("coordinator.session_timeout", "%s: want 0 or more", c.SessionTimeout))
+	}
+	if err := CheckRootSlash(c.Root); err != nil {
+		// The rest of the path's rules are the client's (zk.CheckRoot, at composition):
+		// the slash, the usual slip, is said here with the section's other problems.
+		errs = append(errs, Bad("coordinator.root", "%w", err))
 	}
 	if err := c.Auth.Validate("coordinator.auth"); err != nil {
 		errs = append(errs, err)

@@ -96,8 +96,8 @@ func CheckRoot(root string) error {
 	if root == "" || root == "/" {
 		return nil
 	}
-	if !strings.HasPrefix(root, "/") {
-		return fmt.Errorf("%q: must start with a slash, e.g. %q", root, "/"+root)
+	if err := config.CheckRootSlash(root); err != nil {
+		return err
 	}
 	if err := keypath.Check(root[1:]); err != nil {
 		return fmt.Errorf("%q: %w", root, err)
