@@ -1009,34 +1009,46 @@ func (st *state) share() string {
 	return strings.Join(left, "; ")
 }
 
+// holds counts what keeps instances where they are: pinned, cooling down (and when the
+// first is free), and how many may move.
+type holds struct {
+	pinned, cooling, movable int
+	free                     time.Time
+}
+
+func (st *state) count(h *holds, insts []*instState) {
+	for _, in := range insts {
+		switch {
+		case in.Pinned:
+			h.pinned++
+		case !st.movable(in):
+			h.cooling++
+			if at := in.MovedAt.Add(st.goals.Cooldown); h.free.IsZero() || at.Before(h.free) {
+				h.free = at
+			}
+		default:
+			h.movable++
+		}
+	}
+}
+
 // held says what keeps w's instances where they are: how many are pinned, how many
 // cooling down (until when the first), and how many are free but movable says of them.
 func (st *state) held(w *waveState, movable string) string {
 	if len(w.insts) == 0 {
 		return "it runs no instance: its own load is over"
 	}
-	var free time.Time
-	pinned, cooling := 0, 0
-	for _, in := range w.insts {
-		switch {
-		case in.Pinned:
-			pinned++
-		case !st.movable(in):
-			cooling++
-			if at := in.MovedAt.Add(st.goals.Cooldown); free.IsZero() || at.Before(free) {
-				free = at
-			}
-		}
-	}
+	var h holds
+	st.count(&h, w.insts)
 	var parts []string
-	if pinned > 0 {
-		parts = append(parts, fmt.Sprintf("%d pinned", pinned))
+	if h.pinned > 0 {
+		parts = append(parts, fmt.Sprintf("%d pinned", h.pinned))
 	}
-	if cooling > 0 {
-		parts = append(parts, fmt.Sprintf("%d cooling down, the first until %s", cooling, free.UTC().Format(time.RFC3339)))
+	if h.cooling > 0 {
+		parts = append(parts, fmt.Sprintf("%d cooling down, the first until %s", h.cooling, h.free.UTC().Format(time.RFC3339)))
 	}
-	if n := len(w.insts) - pinned - cooling; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s", n, movable))
+	if h.movable > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s", h.movable, movable))
 	}
 	return "of its instances: " + strings.Join(parts, "; ")
 }
@@ -1044,31 +1056,18 @@ func (st *state) held(w *waveState, movable string) string {
 // whyNotGiven says why none of the givers' instances could go to short: they are
 // cooling down (the first free when), pinned, or none keeps the goals above.
 func (st *state) whyNotGiven(givers []*waveState, short *waveState) string {
-	var free time.Time
-	pinned, movable := 0, 0
+	var h holds
 	for _, src := range givers {
-		if src == short {
-			continue
-		}
-		for _, in := range src.insts {
-			switch {
-			case in.Pinned:
-				pinned++
-			case !st.movable(in):
-				if at := in.MovedAt.Add(st.goals.Cooldown); free.IsZero() || at.Before(free) {
-					free = at
-				}
-			default:
-				movable++
-			}
+		if src != short {
+			st.count(&h, src.insts)
 		}
 	}
 	switch {
-	case movable > 0:
+	case h.movable > 0:
 		return "no instance of the waves over their share can go to it within the utilisation goals"
-	case !free.IsZero():
-		return fmt.Sprintf("the instances of the waves over their share are cooling down, the first until %s", free.UTC().Format(time.RFC3339))
-	case pinned > 0:
+	case h.cooling > 0:
+		return fmt.Sprintf("the instances of the waves over their share are cooling down, the first until %s", h.free.UTC().Format(time.RFC3339))
+	case h.pinned > 0:
 		return "the instances of the waves over their share are pinned"
 	}
 	return "no wave over its share has an instance to give"
