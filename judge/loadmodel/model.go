@@ -427,9 +427,6 @@ func (m *Model) priceOf(n *node, ss []sample, prior [2]float64, pooledOK bool) P
 		if pooledOK {
 			mr, mb, _ := means(n.samples)
 			p = m.scaledLocked(prior, math.Max(1, saturatedAt*n.cores/(prior[0]*mr+prior[1]*mb+m.pooled.base)))
-			// At least the pool's miss: the plans' error margin was 0 exactly where the
-			// least is known of the wave (an outside trial).
-			p.CostErr = m.pooled.err
 		}
 	case len(ss) >= m.o.MinSamples && varies(ss):
 		p = m.ownFit(n, ss, prior, pooledOK)

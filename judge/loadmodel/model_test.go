@@ -282,24 +282,6 @@ func TestSaturatedSamplesAreLeftOut(t *testing.T) {
 	require.Equal(t, 2160, p.Samples+p.Saturated)
 	within(t, tr.row, p.Row, 0.10, "the fleet's row price (its few readings below the cap at the fleet's speed)")
 	require.Less(t, p.Base, 0.5, "not every core called an idle base")
-
-	// Every reading at the cap: priced from the fleet, with at least the pool's miss
-	// as its error (it was 0, where the least is known of the wave).
-	capped := newWave("capped", tr, 10, 4)
-	capped.cores = 0.5
-	for t := t0; t.Before(clk); t = t.Add(10 * time.Second) {
-		b := capped.batch(t)
-		for i := range b.Points {
-			if b.Points[i].Name == metric.WaveCPUCores {
-				b.Points[i].Value = 0.5
-			}
-		}
-		m.Observe(b)
-	}
-	p = m.Prices("capped")
-	require.Zero(t, p.Samples)
-	require.Equal(t, SourcePooled, p.Source)
-	require.Positive(t, p.CostErr, "an error margin where every reading is a floor")
 }
 
 // A wave whose busy hours bring it near its cores: a reading at the cap is left out,
