@@ -304,7 +304,7 @@ func (st *state) overLines(l *lines, live []*waveState, scores []float64, aside 
 		if !aside[w] || scores[i] <= 1+eps {
 			continue
 		}
-		if st.scoreEmptied(l, w) > 1+eps {
+		if l.scoreOfBase(w) > 1+eps {
 			own = append(own, w.Node)
 			topOwn = max(topOwn, scores[i])
 			continue
@@ -320,9 +320,18 @@ func (st *state) overLines(l *lines, live []*waveState, scores []float64, aside 
 		out = append(out, fmt.Sprintf("lines: %s over its lines (up to %.3g×), and no move or swap lowers it (%s)", list(names), top, why))
 	}
 	if len(own) > 0 {
-		out = append(out, fmt.Sprintf("lines: %s over its lines (up to %.3g×) with no instance left to move that would bring it within them: its load without them (the wave process's base, the host's other work, any instance held in place) is over the line", list(own), topOwn))
+		out = append(out, fmt.Sprintf("lines: %s over its lines (up to %.3g×) by its own load: without any instance (the wave process's base, the host's other work) it is over the line", list(own), topOwn))
 	}
 	return strings.Join(out, "; ")
+}
+
+// scoreOfBase is w's score with no instance at all: its base alone.
+func (l *lines) scoreOfBase(w *waveState) float64 {
+	out := make([]float64, len(w.load))
+	for k := range out {
+		out[k] = w.load[k] - w.baseAt(k)
+	}
+	return l.scoreAfter(w, out, l.none)
 }
 
 // scoreEmptied is w's score with every instance it may move gone.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
 
 // linesGoals are the judge's goals in the utilisation model, on two slots: slot 0 is
@@ -272,7 +273,7 @@ func TestLinesOverWithNoInstanceLeft(t *testing.T) {
 		{Node: "b", Alive: true, Capacity: 1, Row: 1}, {Node: "c", Alive: true, Capacity: 1, Row: 1}}
 	insts := []Instance{{ID: "i1", Node: "a", Rows: []float64{0.1, 0.1}}, {ID: "i2", Node: "b", Rows: []float64{0.1, 0.1}}}
 	p := Make(ws, insts, linesGoals(), now)
-	if !strings.Contains(p.Unmet, "lines: a over its lines") || !strings.Contains(p.Unmet, "with no instance left to move") || strings.Contains(p.Unmet, "pinned") {
+	if !strings.Contains(p.Unmet, "lines: a over its lines") || !strings.Contains(p.Unmet, "by its own load") || strings.Contains(p.Unmet, "pinned") {
 		t.Fatalf("plan %+v: want a's base named as over its line with no instance left", p)
 	}
 }
@@ -302,7 +303,25 @@ func TestLinesKeepSmallInstancesOfAWaveOverByItsOwnLoad(t *testing.T) {
 	if onD > 3 {
 		t.Fatalf("plan %+v: %d instances onto d, want at most its share, 3", p, onD)
 	}
-	if !strings.Contains(p.Unmet, "with no instance left to move that would bring it within them") {
+	if !strings.Contains(p.Unmet, "by its own load: without any instance") {
 		t.Fatalf("plan %+v: want the three named as over by their own load", p)
+	}
+}
+
+// TestLinesUnmetSaysWhatHoldsTheInstances: a wave over its lines whose instances are
+// all cooling down says so, with how many and until when; it was named as over by its
+// own load (the cooling instances counted as its load), which misled (an outside trial).
+func TestLinesUnmetSaysWhatHoldsTheInstances(t *testing.T) {
+	ws := []Wave{{Node: "a", Alive: true, Capacity: 1, Row: 1}, {Node: "b", Alive: true, Capacity: 1, Row: 1}, {Node: "c", Alive: true, Capacity: 1, Row: 1}}
+	var insts []Instance
+	for i := range 6 {
+		insts = append(insts, Instance{ID: fmt.Sprintf("a%d", i), Node: "a", Rows: []float64{0.1, 0.1}, MovedAt: now.Add(-time.Minute)})
+	}
+	g := linesGoals()
+	g.Cooldown = 10 * time.Minute
+	p := Make(ws, insts, g, now)
+	want := "lines: a over its lines (up to 2.78×), and no move or swap lowers it (a, of its instances: 6 cooling down, the first until " + now.Add(9*time.Minute).UTC().Format(time.RFC3339) + ")"
+	if len(p.Moves) != 0 || p.Unmet != want {
+		t.Fatalf("plan %+v,\nwant unmet %q", p, want)
 	}
 }

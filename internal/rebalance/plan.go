@@ -653,8 +653,11 @@ func (st *state) hardMax() string {
 			s = st.evict(over, live)
 		}
 		if s == nil {
-			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and no instance can move or swap to a wave it keeps under it (%s)", hot.Node, hot.peak, st.goals.HardMax,
-				st.held(hot, "too large for any other wave"))
+			why := st.held(hot, "too large for any other wave")
+			if own := peakOf(baseLoad(hot)) / hot.cap; own > st.goals.HardMax+eps {
+				why = fmt.Sprintf("its own load, without any instance (the wave process's base, the host's other work), is at %.3g", own)
+			}
+			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and no instance can move or swap to a wave it keeps under it (%s)", hot.Node, hot.peak, st.goals.HardMax, why)
 		}
 		st.apply(s, ReasonHardMax)
 	}
@@ -714,10 +717,7 @@ func (st *state) evict(over, live []*waveState) *step {
 // fixedLoad is w's load per slot that cannot leave it: its base and its instances that
 // may not move.
 func (st *state) fixedLoad(w *waveState) []float64 {
-	out := make([]float64, len(w.load))
-	for k := range out {
-		out[k] = w.baseAt(k)
-	}
+	out := baseLoad(w)
 	for _, in := range w.insts {
 		if !st.movable(in) {
 			for k, c := range in.cost {
@@ -1007,6 +1007,18 @@ func (st *state) share() string {
 	}
 	slices.Sort(left)
 	return strings.Join(left, "; ")
+}
+
+// peakOf is the largest of a load's slots.
+func peakOf(load []float64) float64 { return slices.Max(load) }
+
+// baseLoad is w's load per slot without any instance: its base.
+func baseLoad(w *waveState) []float64 {
+	out := make([]float64, len(w.load))
+	for k := range out {
+		out[k] = w.baseAt(k)
+	}
+	return out
 }
 
 // holds counts what keeps instances where they are: pinned, cooling down (and when the

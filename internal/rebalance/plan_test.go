@@ -487,3 +487,15 @@ func TestUnmetSaysWhatHoldsTheInstances(t *testing.T) {
 		t.Fatalf("plan %+v,\nwant unmet starting %q", p, want)
 	}
 }
+
+// TestUnmetSaysTheWavesOwnLoad: a wave over the hard threshold by its host's other work
+// alone is named as such, not as held by its instances' cooldown (an outside trial read
+// "4 cooling down" of a wave whose host stood at 0.98 without them).
+func TestUnmetSaysTheWavesOwnLoad(t *testing.T) {
+	ws := []Wave{{Node: "busy", Alive: true, Capacity: 1, Base: 0.9}, {Node: "other", Alive: true, Capacity: 1, Base: 0.9}}
+	insts := []Instance{{ID: "c", Node: "busy", Cost: 0.05, MovedAt: now.Add(-time.Minute)}}
+	p := Make(ws, insts, Goals{HardMax: 0.8, Band: 1, Cooldown: 10 * time.Minute}, now)
+	if !strings.Contains(p.Unmet, "hard_max: busy is at 0.95, above 0.8") || !strings.Contains(p.Unmet, "its own load, without any instance (the wave process's base, the host's other work), is at 0.9") || strings.Contains(p.Unmet, "cooling") {
+		t.Fatalf("unmet %q: want busy's own load named", p.Unmet)
+	}
+}
