@@ -82,10 +82,13 @@ func (j *Judge) admit(b metric.Batch) error {
 			}
 		}
 	}
+	if cores <= 0 && process > 0 { // a batch without them: the node's last
+		cores, _ = j.model.Cores(b.Node)
+	}
 	if cores > 0 && process > cores*overCores {
 		// A process cannot use more cores than its host has: one of the two is wrong,
 		// and a fit on it priced the wave's work at several times the fleet's.
-		return fmt.Errorf("%s %v is more than the host's %s %v: a process cannot use more cores than its host has", metric.WaveCPUCores, process, metric.CPUCores, cores)
+		return fmt.Errorf("%s %v is over twice the host's %s %v: a process cannot use more cores than its host has", metric.WaveCPUCores, process, metric.CPUCores, cores)
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ func TestImplausibleBatchesRefused(t *testing.T) {
 		{"a metric the judge does not model", point("app.queue_depth", -1e300), ""},
 		{"a process over its host's cores", metric.Batch{Node: "w", TS: t0, IntervalS: 10, Points: []metric.Point{
 			{Name: metric.CPUCores, Value: 2}, {Name: metric.WaveCPUCores, Value: 50}}},
-			"wave.cpu_cores 50 is more than the host's cpu.cores 2: a process cannot use more cores than its host has"},
+			"wave.cpu_cores 50 is over twice the host's cpu.cores 2: a process cannot use more cores than its host has"},
 		{"a pegged process read over its host's cores (a late scrape)", metric.Batch{Node: "w", TS: t0, IntervalS: 10, Points: []metric.Point{
 			{Name: metric.WaveCPUCores, Value: 2.6}, {Name: metric.CPUCores, Value: 2}}}, ""},
 	}
@@ -149,4 +149,19 @@ func TestEveryModelledMetricHasARange(t *testing.T) {
 		require.GreaterOrEqual(t, r.lo, 0.0, name)
 		require.Greater(t, r.hi, r.lo, name)
 	}
+}
+
+// A batch that carries no cpu.cores is held to the node's last ones: a wave.cpu_cores of
+// 50 on a node known to have 2 was taken when the batch left its cores out.
+func TestProcessOverTheNodesLastCores(t *testing.T) {
+	j, _ := newJudge(t, nil)
+	send := func(points ...metric.Point) response {
+		return do(t, j.Handler(), "POST", "/v1/metrics", "", bytes.NewReader(encode(t, metric.Batch{Node: "w", TS: t0, IntervalS: 10, Points: points})))
+	}
+	require.Equal(t, http.StatusAccepted, send(metric.Point{Name: metric.CPUCores, Value: 2}, metric.Point{Name: metric.WaveCPUCores, Value: 1}).status)
+	r := send(metric.Point{Name: metric.WaveCPUCores, Value: 50})
+	require.Equal(t, http.StatusBadRequest, r.status, string(r.body))
+	_, msg := errorOf(t, r)
+	require.Contains(t, msg, "wave.cpu_cores 50 is over twice the host's cpu.cores 2")
+	require.Equal(t, http.StatusAccepted, send(metric.Point{Name: metric.WaveCPUCores, Value: 2.3}).status)
 }

@@ -217,6 +217,10 @@ func unplannable(views map[string]*waveView, live []string) (map[string]string, 
 	return out, strings.Join(why, "; ")
 }
 
+// leftOutSilent is WaveLoad.LeftOut of a wave the balancer has alive whose figures
+// stopped reaching the judge.
+const leftOutSilent = "no recent figures"
+
 // planModel is the model a plan is in, and the note that says why: utilisation when
 // every live wave can be planned in it; still utilisation, over the others, when the
 // waves that cannot are fewer than half (they are left out: their instances stay, they

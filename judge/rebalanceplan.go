@@ -100,13 +100,39 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 			byInst[id] = append(byInst[id], reported{c, v.costs.runs[id], n.LastSeen})
 		}
 	}
-	var live []string
+	// A wave the balancer has alive whose figures stopped reaching the judge (its agent
+	// died, its batches are lost) is left out: its instances stay, nothing goes to a
+	// host the judge cannot see (a plan moved instances onto such a wave at its last
+	// figures). GET /v1/rebalance, which has it dead, fails it over instead.
+	var live, silent []string
+	stale := map[string]api.WaveStatus{}
 	for _, w := range reqWaves {
-		if w.Alive {
-			live = append(live, w.Node)
+		if !w.Alive {
+			continue
 		}
+		if n, ok := j.inc.Node(w.Node); ok {
+			if ws, ok := j.waveStatusOf(n, now); ok && !ws.Live {
+				stale[w.Node] = ws
+				silent = append(silent, w.Node)
+				continue
+			}
+		}
+		live = append(live, w.Node)
 	}
 	model, leftOut, note := planModel(views, live)
+	if len(silent) > 0 {
+		if leftOut == nil {
+			leftOut = map[string]string{}
+		}
+		for _, n := range silent {
+			leftOut[n] = leftOutSilent
+		}
+		said := "left out of the plan (their instances stay, they take none): no recent figures from " + list(silent)
+		if note != "" {
+			said = note + "; " + said
+		}
+		note = said
+	}
 
 	insts := make([]rebalance.Instance, 0, len(reqInsts))
 	costs := make([]api.InstanceCost, 0, len(reqInsts))
@@ -169,12 +195,8 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 	for i := range ans.Waves {
 		wl := &ans.Waves[i]
 		wl.LeftOut = leftOut[wl.Node]
-		// A wave the balancer has alive whose figures stopped reaching the judge: the
-		// plan has it at its last figures, and says so (GET /v1/rebalance fails it over).
-		if n, ok := j.inc.Node(wl.Node); ok && wl.Alive {
-			if ws, ok := j.waveStatusOf(n, now); ok && !ws.Live {
-				wl.Down, wl.DownNote = ws.Down, ws.DownNote+"; planned at its last figures"
-			}
+		if ws, ok := stale[wl.Node]; ok {
+			wl.Down, wl.DownNote = ws.Down, ws.DownNote
 		}
 	}
 	return ans

@@ -161,8 +161,9 @@ func TestAWaveIsDownWhenItsMetricsStop(t *testing.T) {
 			}
 			require.Equal(t, waveLast, n.Wave.LastSeen)
 			require.Equal(t, []string{"stock from wave-3"}, failovers(plan))
-			// A balancer that still has it alive (its session lives) is told the plan
-			// has it at its last figures (the answer said nothing of it).
+			// A balancer that still has it alive (its session lives) is told it is down
+			// in the judge's view, and the plan leaves it out: its instance stays,
+			// nothing goes to it (the answer said nothing, and moved instances onto it).
 			var waves, insts []string
 			for _, pw := range plan.Waves {
 				waves = append(waves, fmt.Sprintf(`{"node":%q,"alive":true}`, pw.Node))
@@ -173,7 +174,13 @@ func TestAWaveIsDownWhenItsMetricsStop(t *testing.T) {
 			pw := planWaveOf(t, post, "wave-3")
 			require.True(t, pw.Alive)
 			require.Equal(t, tc.down, pw.Down)
-			require.Equal(t, tc.note+"; planned at its last figures", pw.DownNote)
+			require.Equal(t, tc.note, pw.DownNote)
+			require.Equal(t, "no recent figures", pw.LeftOut)
+			require.Contains(t, post.ModelNote, "left out of the plan (their instances stay, they take none): no recent figures from wave-3")
+			for _, m := range post.Moves {
+				require.NotEqual(t, "wave-3", m.To, "%+v", m)
+				require.NotEqual(t, "wave-3", m.From, "%+v", m)
+			}
 			require.Empty(t, planWaveOf(t, post, "wave-1").Down)
 			require.Equal(t, 1, w.Instances)
 			require.Zero(t, w.InstancesAfter)

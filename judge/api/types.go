@@ -290,11 +290,12 @@ type WaveLoad struct {
 	// Down says why the judge's view has the wave down (WaveDownNodeStale,
 	// WaveDownSilent), DownNote since when; empty when it is alive, and when a
 	// balancer's request (POST) said it is not. A wave a POST has alive but the judge
-	// down is planned at its last figures, which DownNote says.
+	// down is left out of the plan (LeftOut "no recent figures").
 	Down     string `json:"down,omitempty"`
 	DownNote string `json:"down_note,omitempty"`
-	// LeftOut says why a live wave was left out of a plan in utilisation ("no
-	// cpu.cores", "no prices"): its instances stay, it takes none; empty when planned.
+	// LeftOut says why a live wave was left out of a plan ("no cpu.cores", "no prices"
+	// in utilisation; "no recent figures": the balancer has it alive, the judge down):
+	// its instances stay, it takes none; empty when planned.
 	LeftOut string `json:"left_out,omitempty"`
 }
 

@@ -527,15 +527,25 @@ const (
 	maxSpeed = 4
 )
 
+// speedWorkShare is the least share of a sample's predicted CPU its work must be for the
+// sample to tell the wave's speed.
+const speedWorkShare = 0.25
+
 // speedLocked is the factor on the fleet's prices and base that meets the CPU of the
 // samples ss: the median of each sample's CPU over what those predict (1 when nothing
 // tells). A median, not the mean CPU over the mean prediction: a GC storm or a
 // snapshot in a few of a thin wave's samples (three times the CPU in one of twenty)
 // would make its host look a tenth slower than it is, and every instance on it dearer.
+// Only samples whose work is a fair share of the prediction (speedWorkShare) tell: an
+// idle wave's CPU is its process's base, which says little of what a row costs there
+// (an outside trial: a new, empty wave priced 35 % under its true row price, by its
+// idle CPU against the busy waves' fitted base, and the plans overfilled it); a wave
+// with none is priced at the fleet's prices (BaseNow still measures its base).
 func (m *Model) speedLocked(prior [2]float64, ss []sample) float64 {
 	ratios := make([]float64, 0, len(ss))
 	for _, s := range ss {
-		if d := prior[0]*s.rows + prior[1]*s.bytes + m.pooled.base; d > 0 && s.cpu > 0 {
+		work := prior[0]*s.rows + prior[1]*s.bytes
+		if d := work + m.pooled.base; d > 0 && s.cpu > 0 && work >= speedWorkShare*d {
 			ratios = append(ratios, s.cpu/d)
 		}
 	}

@@ -633,3 +633,20 @@ func speedFleet() (*Model, []*wave) {
 	feed(m, &clk, 6*time.Hour, ws...)
 	return m, ws
 }
+
+// A new wave that runs nothing yet, whose process idles at a third of the fleet's base,
+// is priced at the fleet's prices, not a third of them: its idle CPU says nothing of what
+// a row costs on it (an outside trial: 35 % under, and the plans overfilled it). Its base
+// is still its own.
+func TestAnIdleWaveIsPricedAtTheFleets(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	tr := truth{row: 2e-5, byte: 4e-9, base: 0.15}
+	idle := newWave("idle", truth{row: tr.row, byte: tr.byte, base: 0.05}, 0, 9)
+	feed(m, &clk, 2*time.Hour, newWave("a", tr, 10, 1), newWave("b", tr, 10, 2), newWave("c", tr, 10, 3), idle)
+	p := m.Prices("idle")
+	require.Equal(t, SourcePooled, p.Source)
+	within(t, tr.row, p.Row, 0.10, "the fleet's row price")
+	within(t, tr.byte, p.Byte, 0.10, "the fleet's byte price")
+	require.InDelta(t, 0.05, p.BaseNow, 0.01, "its own base")
+}
