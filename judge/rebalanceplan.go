@@ -90,9 +90,13 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 	}
 	views := map[string]*waveView{}
 	byInst := map[string][]reported{}
+	down := map[string]api.WaveStatus{} // the waves the judge sees down
 	for _, n := range j.inc.Nodes() { // sorted by node
 		if !reportedWave(n) {
 			continue
+		}
+		if ws, ok := j.waveStatusOf(n, now); ok && !ws.Live {
+			down[n.Node] = ws
 		}
 		v := j.viewOf(n)
 		views[n.Node] = &v
@@ -110,12 +114,10 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 		if !w.Alive {
 			continue
 		}
-		if n, ok := j.inc.Node(w.Node); ok {
-			if ws, ok := j.waveStatusOf(n, now); ok && !ws.Live {
-				stale[w.Node] = ws
-				silent = append(silent, w.Node)
-				continue
-			}
+		if ws, ok := down[w.Node]; ok {
+			stale[w.Node] = ws
+			silent = append(silent, w.Node)
+			continue
 		}
 		live = append(live, w.Node)
 	}
