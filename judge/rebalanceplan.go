@@ -91,7 +91,7 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 	views := map[string]*waveView{}
 	byInst := map[string][]reported{}
 	down := map[string]api.WaveStatus{} // the waves the judge sees down
-	for _, n := range j.inc.Nodes() { // sorted by node
+	for _, n := range j.inc.Nodes() {   // sorted by node
 		if !reportedWave(n) {
 			continue
 		}
