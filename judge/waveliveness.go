@@ -44,7 +44,12 @@ func (j *Judge) waveStatus(n analysis.Liveness, now time.Time) (api.WaveStatus, 
 	case !j.live(n.LastSeen, n.Interval, now):
 		s.Live, s.Down = false, api.WaveDownNodeStale
 		s.DownNote = fmt.Sprintf("the node's batches stopped at %s", n.LastSeen.UTC().Format(time.RFC3339))
-	case !j.live(seen, n.Interval, now):
+	case !j.live(seen, n.Interval, now) && (last.IsZero() || n.LastBatchTS.After(last)):
+		// Silent only when the host sent a batch after the wave's last metrics: when its
+		// last batch carried them, the node is what stopped, and the wave's time (on the
+		// judge's clock by a whole-second offset) could fall out of the window up to a
+		// second before the node's, which called it "silent while the host reports" for
+		// that moment (an outside trial).
 		s.Live, s.Down = false, api.WaveDownSilent
 		s.DownNote = fmt.Sprintf("the wave's metrics stopped at %s while the host reports (last batch %s)",
 			s.LastSeen.Format(time.RFC3339), n.LastSeen.UTC().Format(time.RFC3339))
