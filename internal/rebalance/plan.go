@@ -202,7 +202,8 @@ type waveState struct {
 
 type instState struct {
 	*Instance
-	cost []float64 // its load on the wave it is on, per slot
+	cost  []float64 // its load on the wave it is on, per slot
+	moved bool      // by this plan
 }
 
 // Make plans the moves that bring the waves to the goals. It does not change its
@@ -1024,8 +1025,8 @@ func baseLoad(w *waveState) []float64 {
 // holds counts what keeps instances where they are: pinned, cooling down (and when the
 // first is free), and how many may move.
 type holds struct {
-	pinned, cooling, movable int
-	free                     time.Time
+	pinned, planned, cooling, movable int
+	free                              time.Time
 }
 
 func (st *state) count(h *holds, insts []*instState) {
@@ -1033,6 +1034,8 @@ func (st *state) count(h *holds, insts []*instState) {
 		switch {
 		case in.Pinned:
 			h.pinned++
+		case in.moved:
+			h.planned++
 		case !st.movable(in):
 			h.cooling++
 			if at := in.MovedAt.Add(st.goals.Cooldown); h.free.IsZero() || at.Before(h.free) {
@@ -1055,6 +1058,9 @@ func (st *state) held(w *waveState, movable string) string {
 	var parts []string
 	if h.pinned > 0 {
 		parts = append(parts, fmt.Sprintf("%d pinned", h.pinned))
+	}
+	if h.planned > 0 {
+		parts = append(parts, fmt.Sprintf("%d moved here by this plan", h.planned))
 	}
 	if h.cooling > 0 {
 		parts = append(parts, fmt.Sprintf("%d cooling down, the first until %s", h.cooling, h.free.UTC().Format(time.RFC3339)))
@@ -1079,6 +1085,8 @@ func (st *state) whyNotGiven(givers []*waveState, short *waveState) string {
 		return "no instance of the waves over their share can go to it within the utilisation goals"
 	case h.cooling > 0:
 		return fmt.Sprintf("the instances of the waves over their share are cooling down, the first until %s", h.free.UTC().Format(time.RFC3339))
+	case h.planned > 0:
+		return "the instances of the waves over their share were moved by this plan"
 	case h.pinned > 0:
 		return "the instances of the waves over their share are pinned"
 	}
@@ -1108,7 +1116,7 @@ func (st *state) move(in *instState, from, to *waveState, c []float64, reason, s
 	to.repeak()
 	m.ToLoad[1] = to.peak
 	m.Cost = peakSlotCost(to, c)
-	in.MovedAt = st.now
+	in.MovedAt, in.moved = st.now, true
 	st.moves = append(st.moves, m)
 }
 

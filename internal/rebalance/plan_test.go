@@ -499,3 +499,21 @@ func TestUnmetSaysTheWavesOwnLoad(t *testing.T) {
 		t.Fatalf("unmet %q: want busy's own load named", p.Unmet)
 	}
 }
+
+// TestHeldNamesTheMovesOfThePlan: an instance this plan moved onto a wave is named as
+// such, not as cooling down for the cooldown from now (an outside trial read "3 cooling
+// down, the first until now + 10 min" of instances the same plan had just moved there).
+func TestHeldNamesTheMovesOfThePlan(t *testing.T) {
+	st := &state{now: now, goals: Goals{Cooldown: 10 * time.Minute}}
+	w := &waveState{insts: []*instState{
+		{Instance: &Instance{ID: "a", MovedAt: now}, moved: true},
+		{Instance: &Instance{ID: "b", MovedAt: now.Add(-time.Minute)}},
+		{Instance: &Instance{ID: "c", Pinned: true}},
+		{Instance: &Instance{ID: "d"}},
+	}}
+	want := "of its instances: 1 pinned; 1 moved here by this plan; 1 cooling down, the first until " +
+		now.Add(9*time.Minute).UTC().Format(time.RFC3339) + "; 1 too large"
+	if got := st.held(w, "too large"); got != want {
+		t.Fatalf("held: %q\nwant %q", got, want)
+	}
+}
