@@ -147,6 +147,7 @@ type node struct {
 	coresAt  time.Time     // when cores last changed to another value; zero: never
 	fitted   Prices
 	fittedAt time.Time // zero: never, or to be refitted at the next ask
+	fittedN  int       // len(samples) at the fit
 	dirty    bool      // samples came since the fit
 	// gap is how far the wave's own fit, at its last refit, put the cost of its mean
 	// work from the pool's at its speed (a share of the latter), and gapErr that fit's
@@ -385,7 +386,11 @@ func (m *Model) pricesLocked(id string) Prices {
 		return Prices{Row: prior[0], Byte: prior[1], Source: SourcePooled, PooledCollinear: m.pooled.collinear}
 	}
 	now := m.o.Now()
-	if !n.fittedAt.IsZero() && (!n.dirty || now.Sub(n.fittedAt) < refitEvery) {
+	// Refitted once a minute, or sooner when its samples have doubled since: a fit
+	// made from a wave's first few samples (a fast catch-up, a start) was served for a
+	// minute while 150 more came, and the fleet was planned in rows/s meanwhile "for
+	// want of samples" (an outside trial).
+	if !n.fittedAt.IsZero() && (!n.dirty || now.Sub(n.fittedAt) < refitEvery && len(n.samples) < 2*n.fittedN) {
 		return n.fitted
 	}
 	m.trimLocked(n)
@@ -409,7 +414,7 @@ func (m *Model) pricesLocked(id string) Prices {
 	if p.Source == SourceNone {
 		p.Unpriced = m.pooled.why
 	}
-	n.fitted, n.fittedAt, n.dirty = p, now, false
+	n.fitted, n.fittedAt, n.fittedN, n.dirty = p, now, len(n.samples), false
 	return p
 }
 

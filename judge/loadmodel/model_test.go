@@ -650,3 +650,27 @@ func TestAnIdleWaveIsPricedAtTheFleets(t *testing.T) {
 	within(t, tr.byte, p.Byte, 0.10, "the fleet's byte price")
 	require.InDelta(t, 0.05, p.BaseNow, 0.01, "its own base")
 }
+
+// A wave's fit made from its first few samples is made again once its samples have
+// doubled, not only a minute later: a judge catching up fast served the fit of 7 samples
+// for a minute while 150 came (the fleet planned in rows/s "for want of samples").
+func TestAFitOfFewSamplesIsRefittedAsTheyGrow(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	w := newWave("w", truth{row: 2e-5, byte: 4e-9, base: 0.15}, 10, 1)
+	at := t0.Add(-time.Hour)
+	observe := func(n int) {
+		for range n {
+			m.Observe(w.batch(at))
+			at = at.Add(10 * time.Second)
+		}
+	}
+	observe(7)
+	first := m.Prices("w")
+	require.Equal(t, SourceNone, first.Source, "7 samples and no fleet: nothing to price from")
+	require.Equal(t, 7, first.Samples)
+	observe(150) // within the same minute of the judge's clock
+	p := m.Prices("w")
+	require.Equal(t, 157, p.Samples+p.Saturated, "refitted on the samples that came")
+	require.Equal(t, SourceFitted, p.Source)
+}
