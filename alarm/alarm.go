@@ -315,7 +315,7 @@ func (a *Alarm) Run(ctx context.Context) error {
 	// when ctx ends or the API fails (its error is Run's).
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { a.timerLoop(gctx); return nil })
-	g.Go(func() error { a.silences.Watch(gctx, a.log); return nil })
+	g.Go(func() error { a.silences.Watch(gctx, a.o.SilenceRefresh, a.log); return nil })
 	for name, r := range a.disp.Refreshers() {
 		a.m.refreshErrors.WithLabelValues(name) // exported at zero from the start
 		g.Go(func() error { a.refreshLoop(gctx, name, r); return nil })
@@ -392,7 +392,7 @@ func (a *Alarm) stop(deadline time.Time) {
 func (a *Alarm) timerLoop(ctx context.Context) {
 	t := time.NewTicker(a.o.EvalInterval)
 	defer t.Stop()
-	lastSil, lastLog, lastBook, lastTick := time.Now(), time.Now(), time.Now(), time.Now()
+	lastLog, lastBook, lastTick := time.Now(), time.Now(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -405,12 +405,6 @@ func (a *Alarm) timerLoop(ctx context.Context) {
 			a.eng.Resumed()
 			if a.own != nil {
 				a.own.lapse()
-			}
-		}
-		if time.Since(lastSil) >= a.o.SilenceRefresh {
-			lastSil = time.Now()
-			if err := a.silences.Refresh(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("silences refresh failed; keeping the cached ones", "err", err)
 			}
 		}
 		if time.Since(lastLog) >= a.o.LogRefresh {

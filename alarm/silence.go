@@ -135,10 +135,26 @@ type Silences struct {
 	now func() time.Time
 
 	// writing orders the loads and writes of the cache: a load that began before
-	// another's write cannot put the older list back after it.
-	writing sync.Mutex
+	// another's write cannot put the older list back after it. A one-slot semaphore,
+	// not a mutex, so that a caller's deadline also bounds its wait for a load that a
+	// coordinator out of reach holds (a silence's POST then answers 503 in time).
+	writing chan struct{}
 	mu      sync.RWMutex
 	list    []Silence
+}
+
+// refreshTimeout bounds a reload of the silences: a coordinator that does not answer
+// must not hold the evaluation's timer, nor the writes waiting behind the reload.
+const refreshTimeout = 10 * time.Second
+
+// order waits for the turn to load or write the silences, or for ctx to end.
+func (s *Silences) order(ctx context.Context) (release func(), err error) {
+	select {
+	case s.writing <- struct{}{}:
+		return func() { <-s.writing }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("silences: %w", ctx.Err())
+	}
 }
 
 // DefaultSilenceKey is the coordinator key of the silences.
@@ -161,7 +177,7 @@ func NewSilences(c coord.Coordinator, key string, now func() time.Time) *Silence
 	if now == nil {
 		now = time.Now
 	}
-	return &Silences{c: c, key: key, now: now}
+	return &Silences{c: c, key: key, now: now, writing: make(chan struct{}, 1)}
 }
 
 type silenceDoc struct {
@@ -190,10 +206,15 @@ func (s *Silences) load(ctx context.Context) ([]Silence, int64, error) {
 	return d.Silences, v.Version, nil
 }
 
-// Refresh reloads the cache from the coordinator.
+// Refresh reloads the cache from the coordinator, within refreshTimeout.
 func (s *Silences) Refresh(ctx context.Context) error {
-	s.writing.Lock()
-	defer s.writing.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+	defer cancel()
+	release, err := s.order(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	list, _, err := s.load(ctx)
 	if err != nil {
 		return err
@@ -204,29 +225,45 @@ func (s *Silences) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// Watch reloads the cache whenever the coordinator says the silences changed, until ctx
-// ends: a silence created or expired through another alarm process applies here within
-// moments, not at the next periodic refresh. A watch that cannot be set says so once;
-// the periodic refresh goes on.
-func (s *Silences) Watch(ctx context.Context, log *slog.Logger) {
+// Watch reloads the cache whenever the coordinator says the silences changed, and every
+// `every` in case a change went unseen, until ctx ends: a silence created or expired
+// through another alarm process applies here within moments, not at the next periodic
+// reload. Off the evaluation's timer, so that a coordinator that does not answer holds
+// no evaluation. A watch that cannot be set says so once; the periodic reload goes on.
+func (s *Silences) Watch(ctx context.Context, every time.Duration, log *slog.Logger) {
 	ch, err := s.c.WatchValue(ctx, s.key)
 	if err != nil {
-		if ctx.Err() == nil {
-			log.Warn("silences: cannot watch the stored list; it is reloaded periodically only", "err", err)
+		if ctx.Err() != nil {
+			return
 		}
-		return
+		log.Warn("silences: cannot watch the stored list; it is reloaded periodically only", "err", err)
 	}
-	for range ch {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				ch = nil // the watch ended (the coordinator closed): the ticker goes on
+				continue
+			}
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
 		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("silences: reload after a change failed; keeping the cached ones", "err", err)
+			log.Warn("silences: reload failed; keeping the cached ones", "err", err)
 		}
 	}
 }
 
 // update applies f to the stored list with compare-and-set, retrying on conflicts.
 func (s *Silences) update(ctx context.Context, f func([]Silence) ([]Silence, error)) error {
-	s.writing.Lock()
-	defer s.writing.Unlock()
+	release, err := s.order(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	for range 10 {
 		list, ver, err := s.load(ctx)
 		if err != nil {

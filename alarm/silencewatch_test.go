@@ -43,7 +43,7 @@ func silenceSeenElsewhere(t *testing.T, here, there coord.Coordinator) {
 	writer := NewSilences(here, "", nil)
 	watcher := NewSilences(there, "", nil)
 	done := make(chan struct{})
-	go func() { watcher.Watch(ctx, quiet); close(done) }()
+	go func() { watcher.Watch(ctx, time.Hour, quiet); close(done) }()
 	labels := map[string]string{"alertname": "cpu", "node": "wave-1"}
 	matched := func() bool { return len(watcher.Match(labels, time.Now())) > 0 }
 
