@@ -879,6 +879,10 @@ func (st *state) raiseLowest(live []*waveState, low *waveState, hi, lo, gain flo
 	return best
 }
 
+// minFreeShare is the least free capacity, as a share of its capacity, a wave's share
+// of the instances is counted on.
+const minFreeShare = 0.1
+
 // share gives every wave its share of the instances, best effort: while a wave runs
 // fewer than its share (rounded down) and another more than its own, the cheapest
 // movable instance of the wave most over its share moves to it, if that keeps the
@@ -908,7 +912,10 @@ func (st *state) share() string {
 		if byCapacity {
 			free[w] = w.cap
 		}
-		free[w] = max(free[w], w.cap*0.01)
+		// At least a tenth of its capacity: on hosts nearly saturated by other work
+		// the few points left are noise, and a share in proportion to them moved from
+		// 3 to 2 and back in dry runs 10 s apart (an outside trial).
+		free[w] = max(free[w], w.cap*minFreeShare)
 		freeSum += free[w]
 	}
 	want := func(w *waveState) float64 { return total * free[w] / freeSum }

@@ -96,3 +96,20 @@ func TestShareShortSaysWhy(t *testing.T) {
 		t.Fatalf("two moves at most: share_short %q", p.ShareShort)
 	}
 }
+
+// TestShareOnSaturatedHostsIsByCapacity: on hosts nearly saturated by other work, the
+// few points left free are noise, and a share in proportion to them followed it (an
+// outside trial: 3, then 2, then 3 in dry runs 10 s apart); under a tenth free, a wave
+// counts a tenth, and the shares hold as the readings move by a point.
+func TestShareOnSaturatedHostsIsByCapacity(t *testing.T) {
+	insts := append(instances("a", 6, 0), instances("b", 6, 0)...)
+	for _, bases := range [][3]float64{{0.97, 0.98, 0.96}, {0.98, 0.96, 0.97}, {0.96, 0.97, 0.98}} {
+		ws := waves(true, "a", "b", "c")
+		for i := range ws {
+			ws[i].Capacity, ws[i].Base = 1, bases[i]
+		}
+		if c := counts(insts, Make(ws, insts, Goals{Band: 0.03}, now)); c["c"] != 4 {
+			t.Fatalf("bases %v: %v, want 4 on c (12 shared by capacity)", bases, c)
+		}
+	}
+}
