@@ -12,7 +12,8 @@ import (
 // under the day's line, and its load in each slot of the window (the judge's: now, this
 // hour and the next) under that slot's line. Each line is Enough times the least the
 // busiest wave could stand at in that slot or over the day: the fleet's level (its total
-// load over its total capacity) or, when one instance is larger than a fair share, that
+// load over its total capacity, or the peak of a greedy assignment from scratch where
+// that is lower: greedyref.go) or, when one instance is larger than a fair share, that
 // instance alone on the wave where it weighs least. A wave's score is the furthest it
 // stands over its lines, as a ratio (1: on them), so that a point over the line now and
 // a point over the line of the day weigh alike in proportion to what each line allows.
@@ -40,6 +41,8 @@ type lines struct {
 	// none is a cost of nothing in every slot, for scoreAfter's side that a move leaves
 	// empty.
 	none []float64
+	// ref is the peaks a greedy assignment from scratch reaches (greedyref.go).
+	ref *refs
 }
 
 // floorCandidates is how many of the fleet's costliest instances (in cores at their
@@ -100,6 +103,13 @@ func (st *state) newLines(live []*waveState) *lines {
 			l.floorNow[i] = max(l.floorNow[i], now[i])
 		}
 	}
+	if st.ref == nil {
+		st.ref = &refs{}
+	}
+	if !st.ref.drawn {
+		st.ref.draw(st, live, l.win)
+	}
+	l.ref = st.ref
 	l.set(st, live)
 	return l
 }
@@ -107,9 +117,9 @@ func (st *state) newLines(live []*waveState) *lines {
 // set draws the lines from the fleet's levels as they are.
 func (l *lines) set(st *state, live []*waveState) {
 	lv := levels(live)
-	l.day = st.goals.Enough * max(slices.Max(lv), l.floorDay)
+	l.day = st.goals.Enough * max(min(slices.Max(lv), l.ref.day), l.floorDay)
 	for i, k := range l.win {
-		l.now[i] = st.goals.Enough * max(lv[k], l.floorNow[i])
+		l.now[i] = st.goals.Enough * max(min(lv[k], l.ref.now[i]), l.floorNow[i])
 	}
 }
 

@@ -31,7 +31,9 @@
 //     so that a new wave takes its share even while every instance is idle.
 //  5. The fewest moves: each move is the one that helps the current goal most, a swap
 //     of two instances when no single move helps, and planning stops as soon as the
-//     goals hold.
+//     goals hold. For the lines, a plan first tries two searches (trial.go): that
+//     descent, and packing the fewest instances each wave must shed, the largest first
+//     (pack.go); it plans with packing when that reaches the lines clearly sooner.
 //
 // Pinned instances never move, and an instance moved less than the cooldown ago stays
 // put (unless its wave is dead). A plan holds at most MaxMoves moves and searches for
@@ -97,10 +99,10 @@ type Goals struct {
 	Cooldown time.Duration
 	// Enough, when above 0, with LevelNow, holds every wave to its lines instead of the
 	// band (lines.go): its peak over the slots under Enough times the most of the fleet's
-	// level (its total load over its total capacity at its busiest slot) and the floor
-	// of its hardest instance to place, and its load in each of the LevelNow slots (the
-	// judge's: now, this hour and the next) under Enough times that slot's level or
-	// floor. The lines stand that ratio above what the best assignment could reach, as
+	// level (its total load over its total capacity at its busiest slot, or a greedy
+	// assignment's peak where that is lower: greedyref.go) and the floor of its hardest
+	// instance to place, and its load in each of the LevelNow slots (the judge's: now,
+	// this hour and the next) under Enough times that slot's level or floor. The lines stand that ratio above what the best assignment could reach, as
 	// moves below them lower no fleet-wide peak by more than the predictions' error, and
 	// every one counts (issue 30 holds the plans' moves to those a move-by-move descent
 	// needs to bring the peak near a greedy assignment's).
@@ -190,6 +192,10 @@ type state struct {
 	moves    []Move
 	// floors caches largeFloor: an instance's floor does not change within a plan.
 	floors map[*instState]float64
+	// ref is the greedy reference the lines are drawn from, shared by a plan's trials.
+	ref *refs
+	// trial, when set, follows a trial plan's progress (trial.go).
+	trial *trialScore
 }
 
 type waveState struct {
@@ -215,8 +221,65 @@ func Make(waves []Wave, insts []Instance, g Goals, now time.Time) Plan {
 	if g.Budget <= 0 {
 		g.Budget = 500 * time.Millisecond
 	}
+	return plan(waves, insts, g, now, chooseSearch(waves, insts, g, now))
+}
+
+// plan is Make with the search s.
+func plan(waves []Wave, insts []Instance, g Goals, now time.Time, s search) Plan {
+	st, orphans := newState(waves, insts, g, now, s)
+	live := st.live()
+	for _, w := range live {
+		w.repeak()
+	}
+	p := Plan{Before: st.peaks(), SpreadBefore: spread(live), PeakBefore: highest(live)}
+	unmet := ""
+	switch {
+	case len(live) == 0:
+		unmet = "no live wave"
+	default:
+		st.failover(orphans)
+		st.trial.start(st, live)
+		if s.pack && st.useLines() {
+			st.packToLines()
+		}
+		unmet = st.hardMax()
+		// A wave that cannot be brought under the hard threshold does not keep the
+		// others from being balanced.
+		balance := st.spread
+		if st.useLines() {
+			balance = st.holdToLines
+		}
+		if spreadUnmet := balance(); unmet == "" {
+			unmet = spreadUnmet
+		}
+		if !g.NoShare {
+			p.ShareShort = st.share() // best effort, whatever the goals above left unmet
+		}
+	}
+	p.Moves = st.moves
+	p.After = st.peaks()
+	p.PeakSlots = map[string]int{}
+	for _, w := range live {
+		k := 0
+		for i, l := range w.load {
+			if l > w.load[k] {
+				k = i
+			}
+		}
+		p.PeakSlots[w.Node] = k
+	}
+	p.SpreadAfter, p.PeakAfter = spread(live), highest(live)
+	p.Balanced = unmet == ""
+	p.Unmet = unmet
+	st.trial.end(st)
+	return p
+}
+
+// newState is the planner's working copy of waves and insts, and the instances of dead
+// or unknown waves.
+func newState(waves []Wave, insts []Instance, g Goals, now time.Time, s search) (*state, []*instState) {
 	st := &state{by: make(map[string]*waveState, len(waves)), now: now, goals: g, slots: 1,
-		deadline: time.Now().Add(g.Budget)}
+		deadline: time.Now().Add(g.Budget), ref: s.ref, trial: s.trial}
 	for _, w := range waves {
 		st.slots = max(st.slots, len(w.BaseSlots))
 	}
@@ -249,47 +312,7 @@ func Make(waves []Wave, insts []Instance, g Goals, now time.Time) Plan {
 		in.cost = st.costOn(in.Instance, ws)
 		ws.add(in)
 	}
-	live := st.live()
-	for _, w := range live {
-		w.repeak()
-	}
-	p := Plan{Before: st.peaks(), SpreadBefore: spread(live), PeakBefore: highest(live)}
-	unmet := ""
-	switch {
-	case len(live) == 0:
-		unmet = "no live wave"
-	default:
-		st.failover(orphans)
-		unmet = st.hardMax()
-		// A wave that cannot be brought under the hard threshold does not keep the
-		// others from being balanced.
-		balance := st.spread
-		if st.useLines() {
-			balance = st.holdToLines
-		}
-		if spreadUnmet := balance(); unmet == "" {
-			unmet = spreadUnmet
-		}
-		if !g.NoShare {
-			p.ShareShort = st.share() // best effort, whatever the goals above left unmet
-		}
-	}
-	p.Moves = st.moves
-	p.After = st.peaks()
-	p.PeakSlots = map[string]int{}
-	for _, w := range live {
-		k := 0
-		for i, l := range w.load {
-			if l > w.load[k] {
-				k = i
-			}
-		}
-		p.PeakSlots[w.Node] = k
-	}
-	p.SpreadAfter, p.PeakAfter = spread(live), highest(live)
-	p.Balanced = unmet == ""
-	p.Unmet = unmet
-	return p
+	return st, orphans
 }
 
 // at is v's value in slot k: a single value holds for every slot, a missing slot is 0.
@@ -1125,6 +1148,7 @@ func (st *state) move(in *instState, from, to *waveState, c []float64, reason, s
 	m.Cost = peakSlotCost(to, c)
 	in.MovedAt, in.moved = st.now, true
 	st.moves = append(st.moves, m)
+	st.trial.moved(st, from, to)
 }
 
 // peakSlotCost is c in the slot where w peaks.
