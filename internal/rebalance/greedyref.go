@@ -2,7 +2,6 @@ package rebalance
 
 import (
 	"cmp"
-	"container/heap"
 	"math"
 	"slices"
 )
@@ -27,105 +26,164 @@ type refs struct {
 
 // draw draws r for the live waves and the window win.
 func (r *refs) draw(st *state, live []*waveState, win []int) {
-	r.day, r.now, r.drawn = st.greedyPeak(live, nil), make([]float64, len(win)), true
+	r.day, r.now, r.drawn = st.greedyPeak(live, -1), make([]float64, len(win)), true
 	for i, k := range win {
-		r.now[i] = st.greedyPeak(live, []int{k})
+		r.now[i] = st.greedyPeak(live, k)
 	}
 }
 
-// greedyExact is how many waves the greedy assignment weighs every instance on; on more
-// it weighs each on the greedyCandidates least loaded (a thousand waves would make
-// every plan's reference cost seconds).
+// On up to greedyExact waves the greedy assignment weighs every instance on every wave;
+// on more, on the greedyCandidates least loaded (every wave of a thousand would make
+// each plan's reference cost seconds; 8 of them, 15–25 ms).
 const (
 	greedyExact      = 64
 	greedyCandidates = 8
 )
 
-// greedyPeak is the peak utilisation the greedy assignment reaches, measured over slots
-// (nil: every slot).
-func (st *state) greedyPeak(live []*waveState, slots []int) float64 {
+// greedyPeak is the peak utilisation the greedy assignment reaches, in slot (-1: over
+// every slot, the day).
+func (st *state) greedyPeak(live []*waveState, slot int) float64 {
 	if len(live) == 0 {
 		return 0
 	}
-	measure := func(l []float64) float64 {
+	width := st.slots // the slots weighed: every one, or slot alone
+	if slot >= 0 {
+		width = 1
+	}
+	costInto := func(c []float64, in *Instance, w *waveState) {
+		if slot < 0 {
+			st.costInto(c, in, w)
+			return
+		}
+		c[0] = costAt(in, w, slot)
+	}
+	// peakWith is the highest of l with in's cost on w added, in one pass: the greedy
+	// assignment weighs every instance on several waves.
+	peakWith := func(l []float64, in *Instance, w *waveState) float64 {
+		if slot >= 0 {
+			return l[0] + costAt(in, w, slot)
+		}
 		m := math.Inf(-1)
-		if slots == nil {
-			for _, x := range l {
-				m = max(m, x)
+		if in.Rows != nil && (w.Row > 0 || w.Byte > 0) {
+			for k, x := range l {
+				m = max(m, x+w.Row*at(in.Rows, k)+w.Byte*at(in.Bytes, k))
 			}
 			return m
 		}
-		for _, k := range slots {
-			m = max(m, l[k])
+		for _, x := range l {
+			m = max(m, x+in.Cost)
 		}
 		return m
 	}
 	type item struct {
 		in   *Instance
 		size float64
+		n    int // the order met in, for a sort as stable and faster
 	}
 	var items []item
 	for _, w := range live {
 		for _, in := range w.insts {
-			items = append(items, item{in.Instance, measure(in.cost)})
+			var size float64
+			if slot >= 0 {
+				size = in.cost[slot]
+			} else {
+				size = slices.Max(in.cost)
+			}
+			items = append(items, item{in.Instance, size, len(items)})
 		}
 	}
-	slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(b.size, a.size) })
-	g := &greedyWaves{load: make([][]float64, len(live)), util: make([]float64, len(live))}
+	slices.SortFunc(items, func(a, b item) int { return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.n, b.n)) })
+	g := &greedyWaves{util: make([]float64, len(live))}
+	load := make([][]float64, len(live))
 	for i, w := range live {
-		g.load[i] = make([]float64, st.slots)
-		for k := range g.load[i] {
-			g.load[i][k] = w.baseAt(k)
+		load[i] = make([]float64, width)
+		for k := range load[i] {
+			load[i][k] = w.baseAt(max(k, slot))
 		}
-		g.util[i] = measure(g.load[i]) / w.cap
+		g.util[i] = slices.Max(load[i]) / w.cap
 		g.order = append(g.order, i)
 	}
-	heap.Init(g)
-	c, sum := make([]float64, st.slots), make([]float64, st.slots)
+	g.init()
+	c := make([]float64, width)
 	var tried []int
+	n := len(live)
+	if n > greedyExact {
+		n = greedyCandidates
+	}
 	for _, it := range items {
-		n := len(live)
-		if n > greedyExact {
-			n = greedyCandidates
-		}
 		tried = tried[:0]
 		best, bestU := -1, math.Inf(1)
 		for range n {
-			i := heap.Pop(g).(int)
+			i := g.pop()
 			tried = append(tried, i)
-			st.costInto(c, it.in, live[i])
-			for k := range sum {
-				sum[k] = g.load[i][k] + c[k]
-			}
-			if u := measure(sum) / live[i].cap; u < bestU {
+			if u := peakWith(load[i], it.in, live[i]) / live[i].cap; u < bestU {
 				best, bestU = i, u
 			}
 		}
-		st.costInto(c, it.in, live[best])
-		addTo(g.load[best], c, 1)
+		costInto(c, it.in, live[best])
+		addTo(load[best], c, 1)
 		g.util[best] = bestU
 		for _, i := range tried {
-			heap.Push(g, i)
+			g.push(i)
 		}
 	}
 	return slices.Max(g.util)
 }
 
-// greedyWaves is a heap of the waves' indices, the least utilised on top.
+// greedyWaves is a binary heap of the waves' indices, the least utilised on top (ties:
+// the lower index), written out: container/heap's interface calls and boxing took most
+// of a plan's time on a thousand waves.
 type greedyWaves struct {
-	load  [][]float64
 	util  []float64
 	order []int
 }
 
-func (g *greedyWaves) Len() int { return len(g.order) }
-func (g *greedyWaves) Less(a, b int) bool {
-	return g.util[g.order[a]] < g.util[g.order[b]] || g.util[g.order[a]] == g.util[g.order[b]] && g.order[a] < g.order[b]
+func (g *greedyWaves) less(a, b int) bool {
+	x, y := g.order[a], g.order[b]
+	return g.util[x] < g.util[y] || g.util[x] == g.util[y] && x < y
 }
-func (g *greedyWaves) Swap(a, b int) { g.order[a], g.order[b] = g.order[b], g.order[a] }
-func (g *greedyWaves) Push(x any)    { g.order = append(g.order, x.(int)) }
-func (g *greedyWaves) Pop() any {
-	x := g.order[len(g.order)-1]
-	g.order = g.order[:len(g.order)-1]
-	return x
+
+func (g *greedyWaves) init() {
+	for i := len(g.order)/2 - 1; i >= 0; i-- {
+		g.down(i)
+	}
+}
+
+func (g *greedyWaves) pop() int {
+	top := g.order[0]
+	last := len(g.order) - 1
+	g.order[0] = g.order[last]
+	g.order = g.order[:last]
+	g.down(0)
+	return top
+}
+
+func (g *greedyWaves) push(i int) {
+	g.order = append(g.order, i)
+	for j := len(g.order) - 1; j > 0; {
+		parent := (j - 1) / 2
+		if !g.less(j, parent) {
+			break
+		}
+		g.order[j], g.order[parent] = g.order[parent], g.order[j]
+		j = parent
+	}
+}
+
+func (g *greedyWaves) down(j int) {
+	for {
+		l := 2*j + 1
+		if l >= len(g.order) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(g.order) && g.less(r, l) {
+			m = r
+		}
+		if !g.less(m, j) {
+			return
+		}
+		g.order[j], g.order[m] = g.order[m], g.order[j]
+		j = m
+	}
 }

@@ -32,7 +32,7 @@ func TestGreedyReferenceDrawsTheLines(t *testing.T) {
 	g := linesGoals()
 	st, _ := newState(ws, insts, g, now, search{ref: &refs{}})
 	live := st.live()
-	if got := st.greedyPeak(live, nil); math.Abs(got-0.375) > 1e-9 {
+	if got := st.greedyPeak(live, -1); math.Abs(got-0.375) > 1e-9 {
 		t.Fatalf("greedy peak %.4f, want 0.375", got)
 	}
 	if lv := slices.Max(levels(live)); math.Abs(lv-0.5) > 1e-9 {
@@ -50,7 +50,7 @@ func TestGreedyReferenceDrawsTheLines(t *testing.T) {
 	live = st.live()
 	l = st.newLines(live)
 	lv := slices.Max(levels(live)) // (1 + 4×0.5) / 8
-	if gp := st.greedyPeak(live, nil); lv > gp {
+	if gp := st.greedyPeak(live, -1); lv > gp {
 		t.Fatalf("level %.4f above the greedy peak %.4f: the case needs it under", lv, gp)
 	}
 	if math.Abs(l.day-1.08*lv) > 1e-9 {
@@ -70,7 +70,7 @@ func TestGreedyPeakOnManyWaves(t *testing.T) {
 		insts = append(insts, Instance{ID: fmt.Sprint("i", i), Node: "w000", Rows: []float64{5000}, Bytes: []float64{0}})
 	}
 	st, _ := newState(ws, insts, linesGoals(), now, search{ref: &refs{}})
-	if got := st.greedyPeak(st.live(), nil); math.Abs(got-0.5) > 1e-9 {
+	if got := st.greedyPeak(st.live(), -1); math.Abs(got-0.5) > 1e-9 {
 		t.Fatalf("greedy peak %.4f on 100 waves, want 0.5", got)
 	}
 }

@@ -335,14 +335,17 @@ func (st *state) costOn(in *Instance, w *waveState) []float64 {
 
 // costInto writes in's load on w per slot into c (costOn without allocating).
 func (st *state) costInto(c []float64, in *Instance, w *waveState) {
-	priced := in.Rows != nil && (w.Row > 0 || w.Byte > 0)
 	for k := range c {
-		if priced {
-			c[k] = w.Row*at(in.Rows, k) + w.Byte*at(in.Bytes, k)
-		} else {
-			c[k] = in.Cost
-		}
+		c[k] = costAt(in, w, k)
 	}
+}
+
+// costAt is in's load on w in slot k.
+func costAt(in *Instance, w *waveState, k int) float64 {
+	if in.Rows != nil && (w.Row > 0 || w.Byte > 0) {
+		return w.Row*at(in.Rows, k) + w.Byte*at(in.Bytes, k)
+	}
+	return in.Cost
 }
 
 func (w *waveState) add(in *instState) {
