@@ -32,11 +32,12 @@ func (r *refs) draw(st *state, live []*waveState, win []int) {
 	}
 }
 
-// On up to greedyExact waves the greedy assignment weighs every instance on every wave;
-// on more, on the greedyCandidates least loaded (every wave of a thousand would make
-// each plan's reference cost seconds; 8 of them, 15–25 ms).
+// On up to exactWaves waves the greedy assignment weighs every instance on every wave,
+// and a plan tries both searches (trial.go); on more, the greedy assignment weighs each
+// instance on the greedyCandidates least loaded (every wave of a thousand would make
+// each plan's reference cost seconds; 8 of them, 15–25 ms), and the descent alone plans.
 const (
-	greedyExact      = 64
+	exactWaves       = 64
 	greedyCandidates = 8
 )
 
@@ -107,7 +108,7 @@ func (st *state) greedyPeak(live []*waveState, slot int) float64 {
 	c := make([]float64, width)
 	var tried []int
 	n := len(live)
-	if n > greedyExact {
+	if n > exactWaves {
 		n = greedyCandidates
 	}
 	for _, it := range items {

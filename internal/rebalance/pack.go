@@ -95,7 +95,7 @@ func (st *state) decide(l *lines, live []*waveState, scores []float64) []decisio
 		items = items[1:]
 		dst, best := -1, packFill+eps
 		var dstCost []float64
-		for _, i := range st.packCandidates(dsts, scores) {
+		for _, i := range dsts {
 			d := live[i]
 			st.costInto(c, it.in.Instance, d)
 			copy(in, c)
@@ -117,25 +117,10 @@ func (st *state) decide(l *lines, live []*waveState, scores []float64) []decisio
 			added[dst] = make([]float64, st.slots)
 		}
 		addTo(added[dst], dstCost, 1)
-		scores[dst] = best
 		gone[it.src] = append(gone[it.src], it.in)
 		decided = append(decided, decision{packItem: it, dst: live[dst], cost: dstCost})
 	}
 	return decided
-}
-
-// packCandidates is the destinations an instance is weighed on: all of dsts on a fleet
-// of up to greedyExact waves, else the 2·candidates of lowest score (worst-fit takes
-// the lowest it fits on, and a thousand waves a decision would cost seconds a plan).
-func (st *state) packCandidates(dsts []int, scores []float64) []int {
-	if len(dsts) <= greedyExact {
-		return dsts
-	}
-	var out []int
-	for _, i := range dsts {
-		out = insertBounded(out, i, 2*candidates, func(a, b int) bool { return scores[a] < scores[b] })
-	}
-	return out
 }
 
 // emit makes the decided moves: each wave's in the order decided, the wave furthest

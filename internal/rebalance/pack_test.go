@@ -58,7 +58,7 @@ func TestGreedyReferenceDrawsTheLines(t *testing.T) {
 	}
 }
 
-// TestGreedyPeakOnManyWaves: on more waves than greedyExact the greedy assignment weighs
+// TestGreedyPeakOnManyWaves: on more waves than exactWaves the greedy assignment weighs
 // each instance on the least loaded few, and still spreads equal instances evenly.
 func TestGreedyPeakOnManyWaves(t *testing.T) {
 	var ws []Wave
