@@ -183,15 +183,7 @@ func BenchmarkPlannerOnMissedCosts(b *testing.B) {
 				var moves, descent, over, never float64
 				for draw := range draws {
 					for seed := uint64(1); seed <= 15; seed++ {
-						o, err := Preset("hetero")
-						if err != nil {
-							b.Fatal(err)
-						}
-						o.Seed = seed
-						f, err := Generate(o)
-						if err != nil {
-							b.Fatal(err)
-						}
+						f, o := seededHetero(b, seed)
 						ms, end := planTruly(b, f, o.Now, priceMiss{share: share, draw: draw + 1})
 						_, _, _, j := jointAtEnd(f, ms, end)
 						if j.JudgeMovesToTarget < 0 {
@@ -228,15 +220,7 @@ var exactMinima = []int{33, 45, 18, 49, 51, 48, 54, 59, 50, 50, 57, 52, 45, 43, 
 func TestPlannerNearTheExactMinimum(t *testing.T) {
 	sum := 0
 	for seed := uint64(1); seed <= 15; seed++ {
-		o, err := Preset("hetero")
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Seed = seed
-		f, err := Generate(o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, o := seededHetero(t, seed)
 		ms, end := planTruly(t, f, o.Now, priceMiss{})
 		_, _, _, j := jointAtEnd(f, ms, end)
 		got, least := j.JudgeMovesToTarget, exactMinima[seed-1]
@@ -254,4 +238,19 @@ func TestPlannerNearTheExactMinimum(t *testing.T) {
 	if sum > 711 {
 		t.Errorf("%d moves to the targets over the fifteen fleets: want at most 711 (the exact minima: 704)", sum)
 	}
+}
+
+// seededHetero is the 24-wave fleet of the hetero preset with seed, and its options.
+func seededHetero(tb testing.TB, seed uint64) (*Fleet, Options) {
+	tb.Helper()
+	o, err := Preset("hetero")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	o.Seed = seed
+	f, err := Generate(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f, o
 }
