@@ -13,9 +13,10 @@ import (
 // seeded 24-wave fleets, most of the moves the planner took beyond the exact minimum,
 // BENCHMARKS.md). Packing decides first which instances must leave (per wave over its
 // lines, the fewest that bring it within them, of the least load among such sets), then
-// places them the largest first, each where it keeps its destination within its lines
-// (first-fit decreasing, onto the wave it leaves lowest), as bin packing does. What it
-// cannot place stays for the descent.
+// places them the largest first, each on the wave it leaves lowest, within packFill of
+// its lines (worst fit decreasing, as bin packing does it). An instance that fits
+// nowhere stays, its wave sheds others in its place, and what packing leaves over its
+// lines the descent takes on.
 
 // packItem is an instance packing moves off src.
 type packItem struct {
