@@ -11,28 +11,83 @@ the report's lower bound, the descent reference's count and the judge's. A secon
 argument bounds the solver's time in seconds (none by default): stopped by it, the count
 is only a plan's that reaches the targets, an upper bound of the minimum.
 
+--max-utilisation U holds the targets to U as well, the judge's rebalance.max_utilisation
+(0.7 by default): where a target stands above it, the judge's plans keep every wave under
+U all the same, and what must move for them is what brings the waves within both. The
+judge's count is then replayed from the report's moves to the same held targets.
+
     binlake bench fleet -seed 4 -history-step 1m -json -truth > s4.json
     python3 docs/tools/min_moves.py s4.json
     python3 docs/tools/min_moves.py homogeneous.json 600
+    python3 docs/tools/min_moves.py --max-utilisation 0.7 s3.json
 """
+import argparse
 import json
 import math
 import sys
 
 import pulp
 
+OMEGA = 2 * math.pi / 24
+
+
+def at(c, h):
+    """A load's cores at hour h (its mean and diurnal cosine and sine parts)."""
+    return c[0] + c[1] * math.cos(OMEGA * h) + c[2] * math.sin(OMEGA * h)
+
+
+def judge_to_target(rep, target_now, target_day):
+    """After how many of the report's moves, replayed from the initial assignment, every
+    wave first stood within both targets (its true utilisation now, and at its daily
+    peak); -1 when never."""
+    tr = rep["truth"]
+    waves, insts = tr["waves"], tr["instances"]
+    inst = {x["id"]: i for i, x in enumerate(insts)}
+    wave = {w["node"]: i for i, w in enumerate(waves)}
+    assign = [x["initial"] for x in insts]
+
+    def within():
+        for w, wv in enumerate(waves):
+            c = [wv["idle_cores"], 0.0, 0.0]
+            for i, a in enumerate(assign):
+                if a == w:
+                    c = [p + q for p, q in zip(c, insts[i]["on"][w])]
+            if at(c, tr["hour"]) > target_now * wv["cores"] + 1e-12:
+                return False
+            if c[0] + math.hypot(c[1], c[2]) > target_day * wv["cores"] + 1e-12:
+                return False
+        return True
+
+    n = 0
+    if within():
+        return 0
+    for rd in rep.get("rounds", []):
+        for iid, to in zip(rd["moved_instances"], rd["moved_to"]):
+            assign[inst[iid]] = wave[to]
+            n += 1
+            if within():
+                return n
+    return -1
+
 
 def main():
-    rep = json.load(open(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "-" else sys.stdin)
-    limit = float(sys.argv[2]) if len(sys.argv) > 2 else None
+    ap = argparse.ArgumentParser(description="The fewest moves that bring a simulated fleet within its targets, exactly.")
+    ap.add_argument("report", nargs="?", default="-", help="the JSON report of binlake bench fleet -json -truth (- or none: stdin)")
+    ap.add_argument("limit", nargs="?", type=float, help="the solver's time limit in seconds (none: until it proves the fewest)")
+    ap.add_argument("--max-utilisation", type=float, metavar="U",
+                    help="hold the targets to U too, as the judge's rebalance.max_utilisation holds its plans")
+    args = ap.parse_args()
+    if args.max_utilisation is not None and not args.max_utilisation > 0:
+        sys.exit(f"min_moves: --max-utilisation {args.max_utilisation}: want a share of the cores above 0")
+    rep = json.load(open(args.report) if args.report != "-" else sys.stdin)
+    limit = args.limit
     tr = rep.get("truth")
     if not tr:
         sys.exit("min_moves: the report has no truth: run binlake bench fleet with -json -truth")
     waves, insts = tr["waves"], tr["instances"]
-    om = 2 * math.pi / 24
-
-    def at(c, h):
-        return c[0] + c[1] * math.cos(om * h) + c[2] * math.sin(om * h)
+    target_now, target_day = tr["target_now"], tr["target_day"]
+    if args.max_utilisation is not None:
+        target_now, target_day = min(target_now, args.max_utilisation), min(target_day, args.max_utilisation)
 
     prob = pulp.LpProblem("min_moves", pulp.LpMinimize)
     x = [[pulp.LpVariable(f"x_{i}_{w}", cat="Binary") for w in range(len(waves))] for i in range(len(insts))]
@@ -45,9 +100,9 @@ def main():
         def load(h):
             return wave["idle_cores"] + pulp.lpSum(at(inst["on"][w], h) * x[i][w] for i, inst in enumerate(insts))
 
-        prob += load(tr["hour"]) <= tr["target_now"] * cap
+        prob += load(tr["hour"]) <= target_now * cap
         for k in range(96):
-            prob += load(24 * k / 96) <= tr["target_day"] * cap
+            prob += load(24 * k / 96) <= target_day * cap
     prob.solve(pulp.PULP_CBC_CMD(msg=0, timeLimit=limit, threads=1))
     if prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
         sys.exit(f"min_moves: no plan found ({pulp.LpSolution[prob.sol_status]})")
@@ -57,8 +112,8 @@ def main():
         for i, inst in enumerate(insts):
             if x[i][w].value() > 0.5:
                 c = [a + b for a, b in zip(c, inst["on"][w])]
-        worst = max(worst, at(c, tr["hour"]) / wave["cores"] / tr["target_now"],
-                    (c[0] + math.hypot(c[1], c[2])) / wave["cores"] / tr["target_day"])
+        worst = max(worst, at(c, tr["hour"]) / wave["cores"] / target_now,
+                    (c[0] + math.hypot(c[1], c[2])) / wave["cores"] / target_day)
     moves = round(pulp.value(prob.objective))
     both = rep["both"]
     if prob.sol_status != pulp.LpSolutionOptimal:
@@ -67,8 +122,15 @@ def main():
         exact = "exactly"
     else:
         exact = f"at least (the solution stands at {worst:.4f} of a target between the 96 hours)"
-    print(f"seed {rep['seed']}: {exact} {moves} must move; lower bound {both['least_moves']}, "
-          f"descent {both['descent']['moves_to_target']}, judge {both['judge_moves_to_target']} to the target")
+    if args.max_utilisation is None:
+        print(f"seed {rep['seed']}: {exact} {moves} must move; lower bound {both['least_moves']}, "
+              f"descent {both['descent']['moves_to_target']}, judge {both['judge_moves_to_target']} to the target")
+        return
+    held = target_now < tr["target_now"] or target_day < tr["target_day"]
+    print(f"seed {rep['seed']}: {exact} {moves} must move to the targets held to {args.max_utilisation:g} "
+          f"(now {target_now:.4f}, by the day {target_day:.4f}{'' if held else ': neither was above it'}); "
+          f"judge {judge_to_target(rep, target_now, target_day)} to them "
+          f"({both['judge_moves_to_target']} to the report's targets)")
 
 
 if __name__ == "__main__":
