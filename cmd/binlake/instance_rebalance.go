@@ -74,7 +74,7 @@ func rebalanceInstances(ctx context.Context, c coord.Coordinator, p balancer.Pla
 				if run.Error != "" {
 					return fmt.Errorf("instance rebalance: %s", run.Error)
 				}
-				fmt.Fprintf(stdout, "rebalance %s finished: %d moves\n", id, shown)
+				fmt.Fprintf(stdout, "rebalance %s finished: %s\n", id, count(shown, "move", "moves"))
 				return nil
 			}
 		}
@@ -131,7 +131,7 @@ func printAnswer(w io.Writer, ans *api.RebalanceAnswer) {
 		if wl.PeakHour >= 0 {
 			at = fmt.Sprintf("%02d:00 UTC", wl.PeakHour)
 		}
-		prices := fmt.Sprintf("%s (%d samples)", wl.Prices.Source, wl.Prices.Samples)
+		prices := fmt.Sprintf("%s (%s)", wl.Prices.Source, count(wl.Prices.Samples, "sample", "samples"))
 		fmt.Fprintf(tw, "%s\t%.4g\t%s\t%.1f %%\t%.1f %%\t%.1f %%\t%s\t%d → %d\n", wl.Node, wl.Cores, prices,
 			100*wl.UtilNow, 100*wl.PeakBefore, 100*wl.PeakAfter, at, wl.Instances, wl.InstancesAfter)
 	}
@@ -150,7 +150,7 @@ func printPlan(w io.Writer, p *api.Plan) {
 	if !p.Balanced {
 		state = "not balanced: " + p.Unmet
 	}
-	fmt.Fprintf(w, "plan: %d moves, spread %.4g → %.4g, %s\n", len(p.Moves), p.SpreadBefore, p.SpreadAfter, state)
+	fmt.Fprintf(w, "plan: %s, spread %.4g → %.4g, %s\n", count(len(p.Moves), "move", "moves"), p.SpreadBefore, p.SpreadAfter, state)
 	if p.ShareShort != "" {
 		fmt.Fprintf(w, "short of their share: %s\n", p.ShareShort)
 	}

@@ -32,7 +32,7 @@ func TestPrintAnswerInUtilisation(t *testing.T) {
 	for _, want := range []string{
 		"model: utilisation",
 		"goals: peaks under 70 % of each wave's cores, spread within 3 points, at most 20 moves, cooldown 10m0s",
-		"plan: 1 moves, spread 0.6 → 0.3, balanced",
+		"plan: 1 move, spread 0.6 → 0.3, balanced",
 		"wave-a  2      fitted (360 samples)  75.0 %  80.0 %  60.0 %  14:00 UTC  3 → 2",
 		"wave-b  8      pooled (12 samples)   20.0 %  20.0 %  30.0 %  now        1 → 2",
 		"wave-c  -      dead",
