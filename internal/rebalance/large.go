@@ -20,6 +20,41 @@ import "math"
 // must leave it, beside skip, for its peak with extra added to come to limit or under;
 // math.MaxInt when all of them do not.
 func (st *state) shedCount(w *waveState, skip *instState, extra []float64, limit float64) int {
+	return st.shedUntil(w, skip, extra, func(load []float64) (int, bool) {
+		k := 0
+		for i, l := range load {
+			if l > load[k] {
+				k = i
+			}
+		}
+		return k, load[k]/w.cap <= limit+eps
+	})
+}
+
+// shedToLines is shedCount with w brought within l's lines instead of under a limit:
+// the largest first at the slot where w stands furthest over them.
+func (st *state) shedToLines(l *lines, w *waveState, skip *instState, extra []float64) int {
+	e := w.surely()
+	return st.shedUntil(w, skip, extra, func(load []float64) (int, bool) {
+		k, s := 0, math.Inf(-1)
+		for i, x := range load {
+			if v := (x + e) / w.cap / l.day; v > s {
+				k, s = i, v
+			}
+		}
+		for i, slot := range l.win {
+			if v := (load[slot] + e) / w.cap / l.now[i]; v > s {
+				k, s = slot, v
+			}
+		}
+		return k, s <= 1+eps
+	})
+}
+
+// shedUntil is how many of w's movable instances but skip must leave it, with extra
+// added to its load, until done says the load left is enough, each the largest at the
+// slot done names; math.MaxInt when all of them do not.
+func (st *state) shedUntil(w *waveState, skip *instState, extra []float64, done func(load []float64) (slot int, ok bool)) int {
 	load := make([]float64, len(w.load))
 	for k, l := range w.load {
 		load[k] = l
@@ -29,13 +64,8 @@ func (st *state) shedCount(w *waveState, skip *instState, extra []float64, limit
 	}
 	gone := map[*instState]bool{}
 	for n := 0; ; n++ {
-		k := 0
-		for i, l := range load {
-			if l > load[k] {
-				k = i
-			}
-		}
-		if load[k]/w.cap <= limit+eps {
+		k, ok := done(load)
+		if ok {
 			return n
 		}
 		var big *instState

@@ -280,6 +280,17 @@ func (st *state) holdToLines() string {
 		gain := max(eps, min(st.goals.LevelGain/l.day, (hs-1)/linesDivisor))
 		cool := coolest(live, scores, 2*candidates)
 		best := st.linesStep(l, live[hot], live, cool, hs-gain, limit)
+		if best == nil {
+			if big := st.holder(l, live[hot]); big != nil {
+				if e := st.evictToLines(l, live[hot], big, live); e != nil {
+					st.apply(e, ReasonSpread)
+					due[at[e.dst]] = true
+					l.peaksOf(live[hot], &pk[hot])
+					l.peaksOf(e.dst, &pk[at[e.dst]])
+					continue
+				}
+			}
+		}
 		if best == nil && gain > eps && hs > 1+2*linesStart && hs-st.scoreEmptied(l, live[hot]) >= (hs-1)/2 {
 			// Well over its lines, a wave of small instances sheds them however little
 			// each one lowers it, when they are what puts it over: all gone would take at
@@ -437,5 +448,67 @@ func (st *state) linesSwap(l *lines, hot *waveState, cool []*waveState, below, l
 			best = s
 		}
 	})
+	return best
+}
+
+// holder is w's one instance that may move when that instance alone, beside what
+// cannot leave w, keeps it over its lines, and it has not moved in this plan; nil
+// otherwise. No step lowers such a wave (the instance weighs as much wherever there is
+// room), and it would stay set aside over its lines for good: a slow host's one large
+// instance, that a faster wave could hold once cleared (seed 19 of the simulated fleets,
+// when the hard threshold's moves were tried with another tie-break: its largest
+// instance stayed alone on an 8-core wave at 1.06× the target, and the plans ended).
+func (st *state) holder(l *lines, w *waveState) *instState {
+	var big *instState
+	for _, in := range w.insts {
+		if !st.movable(in) {
+			continue
+		}
+		if big != nil {
+			return nil // another may move: the steps, or the sheds of small instances, go first
+		}
+		big = in
+	}
+	if big == nil || big.moved || l.scoreAfter(w, l.none, l.none) <= 1+eps {
+		return nil
+	}
+	return big
+}
+
+// evictToLines is the lines goal's eviction of holder's instance: it moves to the wave
+// where, beside what cannot leave that wave, it stands within its lines, of those the one
+// with the fewest instances to shed to make the room (shedToLines; ties to the lower
+// score), and whose peak it does not raise over the hard threshold beyond the hot wave's
+// own (as the threshold's eviction, evict, the destination's instances then move off, to
+// where there is room); nil when there is none.
+func (st *state) evictToLines(l *lines, hot *waveState, in *instState, live []*waveState) *step {
+	var best *step
+	bestShed, bestScore := 0, 0.0
+	for _, d := range live {
+		if d == hot {
+			continue
+		}
+		c := st.costOn(in.Instance, d)
+		fixed := st.fixedLoad(d)
+		movable := make([]float64, st.slots)
+		for k := range movable {
+			movable[k] = d.load[k] - fixed[k]
+		}
+		alone := l.scoreAfter(d, movable, c)
+		if alone > 1+eps || st.goals.HardMax > 0 && d.peakAdd(in.Instance) > max(st.goals.HardMax, hot.peak)+eps {
+			continue
+		}
+		n := st.shedToLines(l, d, nil, c)
+		if n == math.MaxInt {
+			continue
+		}
+		if best == nil || n < bestShed || n == bestShed && alone < bestScore-eps {
+			best = &step{in: in, src: hot, dst: d, cost: c}
+			bestShed, bestScore = n, alone
+		}
+	}
+	if best != nil {
+		best.srcPeak, best.dstPeak = best.src.peakAfter(best.in.cost, nil), best.dst.peakAfter(nil, best.cost)
+	}
 	return best
 }
