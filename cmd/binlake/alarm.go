@@ -91,13 +91,17 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logUnknownMetrics(logger, deps.policies, *polPath, known, knownFrom)
 
+	stopStarting := serveStarting(cfg.HTTP.Listen, cfg.HTTP.TLS, "", "coordinator", logger)
 	c, _, err := OpenCoordinator(ctx, deps.coord)
+	stopStarting()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 
+	stopStarting = serveStarting(cfg.HTTP.Listen, cfg.HTTP.TLS, "", "bus", logger)
 	sub, closeBus, _, err := SubscribeWith(ctx, cfg.Bus, deps.bus)
+	stopStarting()
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"listen", "http://"+cfg.HTTP.Listen, "advertise", cmp.Or(cfg.AdvertiseAddr, "the bound listen address"),
 		"coordinator", CoordDesc(deps.coord), "sink", waveSinkDesc(&cfg, deps), "balancer", cfg.Balancer.Enabled, "judge", judgeURL, "auto_balance", cfg.Balancer.Auto)
 
-	stopStarting := serveStarting(cfg.HTTP.Listen, cfg.Node, "coordinator", logger)
+	stopStarting := serveStarting(cfg.HTTP.Listen, config.HTTPTLS{}, cfg.Node, "coordinator", logger)
 	c, _, err := OpenCoordinator(ctx, deps.coord)
 	stopStarting()
 	if err != nil {
