@@ -24,7 +24,7 @@ import (
 func TestRolesAnswerWhileWaiting(t *testing.T) {
 	for _, tc := range []struct {
 		role, yaml string // yaml: the config, %q its listen address
-		want           map[string]string
+		want       map[string]string
 	}{
 		{"wave", "node: w1\nhttp: {listen: %q}\ncoordinator: {kind: zk, servers: [\"127.0.0.1:1\"], root: /binlake}\nsink: {kind: stdout}\n",
 			map[string]string{"status": "starting", "node": "w1", "waiting_for": "coordinator"}},
