@@ -91,17 +91,17 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logUnknownMetrics(logger, deps.policies, *polPath, known, knownFrom)
 
-	stopStarting := serveStarting(cfg.HTTP.Listen, cfg.HTTP.TLS, "", "coordinator", logger)
+	waiting := serveStarting(cfg.HTTP.Listen, cfg.HTTP.TLS, "", "coordinator", logger)
 	c, _, err := OpenCoordinator(ctx, deps.coord)
-	stopStarting()
 	if err != nil {
+		waiting.Stop()
 		return err
 	}
 	defer c.Close()
 
-	stopStarting = serveStarting(cfg.HTTP.Listen, cfg.HTTP.TLS, "", "bus", logger)
+	waiting.Waiting("bus")
 	sub, closeBus, _, err := SubscribeWith(ctx, cfg.Bus, deps.bus)
-	stopStarting()
+	waiting.Stop()
 	if err != nil {
 		return err
 	}

@@ -99,9 +99,9 @@ func runJudge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer st.Close()
 
-	stopStarting := serveStarting(cfg.HTTP.Listen, cfg.HTTP.TLS, "", "bus", logger)
+	waiting := serveStarting(cfg.HTTP.Listen, cfg.HTTP.TLS, "", "bus", logger)
 	sub, closeBus, _, err := SubscribeWith(ctx, cfg.Bus, deps.bus)
-	stopStarting()
+	waiting.Stop()
 	if err != nil {
 		return err
 	}

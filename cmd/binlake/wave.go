@@ -65,9 +65,9 @@ func runWave(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"listen", "http://"+cfg.HTTP.Listen, "advertise", cmp.Or(cfg.AdvertiseAddr, "the bound listen address"),
 		"coordinator", CoordDesc(deps.coord), "sink", waveSinkDesc(&cfg, deps), "balancer", cfg.Balancer.Enabled, "judge", judgeURL, "auto_balance", cfg.Balancer.Auto)
 
-	stopStarting := serveStarting(cfg.HTTP.Listen, config.HTTPTLS{}, cfg.Node, "coordinator", logger)
+	waiting := serveStarting(cfg.HTTP.Listen, config.HTTPTLS{}, cfg.Node, "coordinator", logger)
 	c, _, err := OpenCoordinator(ctx, deps.coord)
-	stopStarting()
+	waiting.Stop()
 	if err != nil {
 		return err
 	}
