@@ -32,22 +32,14 @@ func (st *state) shedCount(w *waveState, skip *instState, extra []float64, limit
 }
 
 // shedToLines is shedCount with w brought within l's lines instead of under a limit:
-// the largest first at the slot where w stands furthest over them.
+// the largest first at the slot where w stands furthest over them (worstSlot).
 func (st *state) shedToLines(l *lines, w *waveState, skip *instState, extra []float64) int {
-	e := w.surely()
+	out := make([]float64, len(w.load)) // what leaves w, less what extra brings
 	return st.shedUntil(w, skip, extra, func(load []float64) (int, bool) {
-		k, s := 0, math.Inf(-1)
-		for i, x := range load {
-			if v := (x + e) / w.cap / l.day; v > s {
-				k, s = i, v
-			}
+		for k := range out {
+			out[k] = w.load[k] - load[k]
 		}
-		for i, slot := range l.win {
-			if v := (load[slot] + e) / w.cap / l.now[i]; v > s {
-				k, s = slot, v
-			}
-		}
-		return k, s <= 1+eps
+		return l.worstSlot(w, out), l.scoreAfter(w, out, l.none) <= 1+eps
 	})
 }
 
