@@ -48,14 +48,14 @@ func AppendUnquoted(dst, tok []byte) (out []byte, ok bool) {
 		case 't':
 			dst = append(dst, '\t')
 		case 'u':
-			r, ok := hex4(body[i+2:])
+			r, ok := Hex4(body[i+2:])
 			if !ok {
 				return dst[:start], false
 			}
 			i += 6
 			if utf16.IsSurrogate(r) {
 				if len(body) >= i+6 && body[i] == '\\' && body[i+1] == 'u' {
-					if r2, ok := hex4(body[i+2:]); ok {
+					if r2, ok := Hex4(body[i+2:]); ok {
 						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
 							i += 6
 							dst = utf8.AppendRune(dst, dec)
@@ -93,8 +93,9 @@ func appendValid(dst, b []byte) []byte {
 	return dst
 }
 
-// hex4 reads the four hex digits of a \u escape.
-func hex4(b []byte) (rune, bool) {
+// Hex4 reads the four hex digits of a \u escape at the start of b; false when b does
+// not start with four.
+func Hex4(b []byte) (rune, bool) {
 	if len(b) < 4 {
 		return 0, false
 	}

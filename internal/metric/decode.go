@@ -564,7 +564,7 @@ func (d *decoder) strSlow(start, i int) ([]byte, error) {
 			case 't':
 				buf = append(buf, '\t')
 			case 'u':
-				r, ok := hex4(data, i)
+				r, ok := jsonenc.Hex4(data[i:])
 				if !ok {
 					d.pos = i - 2
 					return nil, d.errorf("malformed \\u escape")
@@ -575,7 +575,7 @@ func (d *decoder) strSlow(start, i int) ([]byte, error) {
 					// alone it is not a character and has no UTF-8 form.
 					r2, ok := rune(0), false
 					if r < 0xdc00 && i+1 < len(data) && data[i] == '\\' && data[i+1] == 'u' {
-						r2, ok = hex4(data, i+2)
+						r2, ok = jsonenc.Hex4(data[i+2:])
 					}
 					if !ok || r2 < 0xdc00 || r2 >= 0xe000 {
 						d.pos = i - 6
@@ -593,24 +593,4 @@ func (d *decoder) strSlow(start, i int) ([]byte, error) {
 	}
 	d.pos = len(data)
 	return nil, d.errorf("unterminated string")
-}
-
-func hex4(data []byte, i int) (rune, bool) {
-	if i+4 > len(data) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range data[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
