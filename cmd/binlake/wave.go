@@ -163,7 +163,8 @@ func prepareWave(cfgPath string, cfg *wave.Config, logger *slog.Logger) (waveDep
 		if err != nil {
 			errs = append(errs, err)
 		}
-		d.planner = &client.Client{URL: b.Judge, Token: token, HTTP: httpapi.TLSClient(tc, client.DefaultTimeout)}
+		d.planner = &client.Client{URL: b.Judge, Token: token, HTTP: httpapi.TLSClient(tc, client.DefaultTimeout),
+			TokenFrom: "balancer.judge_token_file or the variable balancer.judge_token_env names (BINLAKE_JUDGE_TOKEN by default) in " + cmp.Or(cfgPath, "the wave's config")}
 	}
 	return d, config.Locate(cfgPath, errors.Join(errs...))
 }

@@ -4,6 +4,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,11 +35,17 @@ type Client struct {
 	// Token, when set, is sent as "Authorization: Bearer <token>": a judge with a token
 	// requires it on its POST endpoints.
 	Token config.Secret
-	HTTP  *http.Client // nil: a client with DefaultTimeout
+	// TokenFrom says where the caller's token is set, for the error of a judge refusing
+	// it (DefaultTokenFrom when empty: a command's flag).
+	TokenFrom string
+	HTTP      *http.Client // nil: a client with DefaultTimeout
 }
 
+// DefaultTokenFrom is where a command takes the judge's token from.
+const DefaultTokenFrom = "-judge-token-file or BINLAKE_JUDGE_TOKEN"
+
 // ErrUnauthorized is the judge refusing the request's token (or its absence).
-var ErrUnauthorized = errors.New("the judge requires a valid token (give it with -judge-token-file or BINLAKE_JUDGE_TOKEN)")
+var ErrUnauthorized = errors.New("the judge requires a valid token")
 
 // Place asks POST /v1/placement which node should run req.Instance.
 func (c *Client) Place(ctx context.Context, req api.PlacementRequest) (*api.PlacementAnswer, error) {
@@ -110,7 +117,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, limit
 	}
 	switch {
 	case a.Status == http.StatusUnauthorized:
-		return fmt.Errorf("%s answered %s: %w", url, a.StatusText, ErrUnauthorized)
+		return fmt.Errorf("%s answered %s: %w (give it with %s)", url, a.StatusText, ErrUnauthorized, cmp.Or(c.TokenFrom, DefaultTokenFrom))
 	case a.Status != http.StatusOK:
 		return fmt.Errorf("%s answered %s: %s", url, a.StatusText, httpapi.ErrorMessage(a.Body))
 	case a.Truncated:

@@ -37,9 +37,14 @@ func TestPlace(t *testing.T) {
 
 	for _, token := range []string{"", "wrong"} {
 		_, err := (&client.Client{URL: srv.URL, Token: config.Secret(token)}).Place(ctx, api.PlacementRequest{Instance: "orders"})
-		if !errors.Is(err, client.ErrUnauthorized) || !strings.Contains(err.Error(), "401") {
-			t.Errorf("token %q: %v, want ErrUnauthorized naming the 401", token, err)
+		if !errors.Is(err, client.ErrUnauthorized) || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), client.DefaultTokenFrom) {
+			t.Errorf("token %q: %v, want ErrUnauthorized naming the 401 and the command's flag", token, err)
 		}
+	}
+	// A wave's client names its config's key, not a flag the wave does not have.
+	_, err = (&client.Client{URL: srv.URL, TokenFrom: "balancer.judge_token_file"}).Place(ctx, api.PlacementRequest{Instance: "orders"})
+	if !errors.Is(err, client.ErrUnauthorized) || !strings.Contains(err.Error(), "balancer.judge_token_file") || strings.Contains(err.Error(), "-judge-token-file") {
+		t.Errorf("a wave's client: %v, want ErrUnauthorized naming balancer.judge_token_file alone", err)
 	}
 }
 

@@ -341,7 +341,11 @@ func (b *term) auto(ctx context.Context) {
 	ans, err := b.opts.Planner.Rebalance(pctx, cl.req)
 	cancel()
 	if err != nil {
-		b.mv.log.Warn("automatic rebalancing: the judge did not answer", "err", err)
+		if b.opts.Auto {
+			b.mv.log.Warn("automatic rebalancing: the judge did not answer", "err", err)
+		} else {
+			b.mv.log.Warn("the judge did not answer the balancer's periodic plan (asked for the load metrics; auto_balance is off)", "err", err)
+		}
 		return
 	}
 	b.bl.m.observePlan(ans)

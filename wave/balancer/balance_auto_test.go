@@ -1,0 +1,48 @@
+package balancer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/wave/cluster"
+)
+
+// TestPeriodicPlanFailureSaysTheMode: the balancer asks the judge for a plan every
+// interval whether or not it applies it; when the judge does not answer, the warning
+// says automatic rebalancing only where auto_balance is on (an outside trial read
+// "automatic rebalancing: the judge did not answer" from a wave with auto_balance=false).
+func TestPeriodicPlanFailureSaysTheMode(t *testing.T) {
+	for _, auto := range []bool{false, true} {
+		c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		var logs bytes.Buffer
+		planner := planFunc(func(context.Context, api.RebalanceRequest) (*api.RebalanceAnswer, error) {
+			return nil, errors.New("judge down")
+		})
+		opts := Options{Planner: planner, Auto: auto}
+		opts.SetDefaults()
+		bl := New(Env{Coord: c, Node: "wave-a", Log: slog.New(slog.NewTextHandler(&logs, nil)), PollInterval: time.Second, RetryBackoff: time.Second},
+			opts, NewMetrics(promauto.With(prometheus.NewRegistry())))
+		newTerm(bl, cluster.NewMembers(time.Now())).auto(t.Context())
+		out := logs.String()
+		says := strings.Contains(out, "automatic rebalancing: the judge did not answer")
+		off := strings.Contains(out, "auto_balance is off")
+		if !strings.Contains(out, "judge down") || says != auto || off == auto {
+			t.Errorf("auto_balance %v: the log says %q; want the judge's error, and automatic rebalancing named only when on", auto, out)
+		}
+	}
+}
