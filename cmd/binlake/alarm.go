@@ -38,6 +38,9 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkBaseURLFlag("-judge", *judgeURL, "the judge's metric names need none"); err != nil {
 		return err
 	}
+	if err := positiveShutdown(shutdown); err != nil {
+		return err
+	}
 	cfgPath, check := rf.config, rf.check
 	cfg, err := loadConfig(rf, alarm.Load)
 	if err != nil {

@@ -103,3 +103,12 @@ func defaultMissing(fs *flag.FlagSet, name string) bool {
 	_, err := os.Stat(fs.Lookup(name).Value.String())
 	return errors.Is(err, os.ErrNotExist)
 }
+
+// positiveShutdown refuses a -shutdown-timeout of 0 or less: the stop would have no time
+// at all (it was taken as the default, 30 s, while the start line said the value given).
+func positiveShutdown(d config.Duration) error {
+	if d.D() <= 0 {
+		return fmt.Errorf("bad -shutdown-timeout %s: want more than 0 (how long stopping may take)", d)
+	}
+	return nil
+}

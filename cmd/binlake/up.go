@@ -79,6 +79,9 @@ Flags:`)
 	if interval.D() < 10*time.Millisecond {
 		return fmt.Errorf("bad -interval %s: want at least 10ms", interval)
 	}
+	if err := positiveShutdown(shutdown); err != nil {
+		return err
+	}
 	if retention.D() < 0 {
 		return fmt.Errorf("bad -retention %s: want 0 (keep all) or more", retention)
 	}

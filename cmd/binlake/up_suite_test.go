@@ -466,3 +466,21 @@ func TestUpRetentionFlag(t *testing.T) {
 		t.Fatalf("up -retention -1h: %v", err)
 	}
 }
+
+// TestShutdownTimeoutRefusesNone: a -shutdown-timeout of 0 or less is refused by up and
+// the alarm, naming the flag (it was taken as 30 s while the alarm's start line logged
+// the value given).
+func TestShutdownTimeoutRefusesNone(t *testing.T) {
+	cfg := alarmConfig(t, t.TempDir())
+	pol := tempFile(t, "policies.yaml", typoPolicies)
+	for _, d := range []string{"0s", "-5s"} {
+		err := runUp(context.Background(), []string{"-shutdown-timeout", d, "-data", t.TempDir()}, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "bad -shutdown-timeout") {
+			t.Errorf("up -shutdown-timeout %s: %v, want it refused", d, err)
+		}
+		_, _, err = runCmd(t, "alarm", "-config", cfg, "-policies", pol, "-shutdown-timeout", d)
+		if err == nil || !strings.Contains(err.Error(), "bad -shutdown-timeout") {
+			t.Errorf("alarm -shutdown-timeout %s: %v, want it refused", d, err)
+		}
+	}
+}

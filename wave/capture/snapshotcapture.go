@@ -323,7 +323,7 @@ func (c *Capture) snapEmit(ctx context.Context) error {
 	next := p.AfterChunk(ch.last, int64(len(rows)))
 	if ch.final {
 		next = p.Next(int64(len(rows)))
-		c.Log.Info("snapshot: table done", "table", p.Tables[0], "snapshot_rows", next.Rows)
+		c.Log.Info("snapshot: table done", "table", p.Tables[0], "table_rows", p.TableRows+int64(len(rows)), "snapshot_rows", next.Rows)
 		s.table = nil
 		clear(s.touched)
 	}

@@ -72,8 +72,10 @@ type SnapshotProgress struct {
 	Tables []string `json:"tables,omitempty"`
 	// After is the primary key of the last row read from Tables[0]; empty: its start.
 	After []KeyValue `json:"after,omitempty"`
-	// Rows counts the snapshot's messages' rows emitted so far.
-	Rows int64 `json:"rows"`
+	// Rows counts the snapshot's messages' rows emitted so far; TableRows those of
+	// Tables[0] (its log line at the end says both).
+	Rows      int64 `json:"rows"`
+	TableRows int64 `json:"table_rows,omitempty"`
 	// Skipped are the tables the snapshot could not read, each with the reason (no
 	// primary key; gone).
 	Skipped []string `json:"skipped,omitempty"`
@@ -163,14 +165,14 @@ func ReadSnapshotRequest(ctx context.Context, c coord.Coordinator, id string) (r
 // AfterChunk is the progress once a chunk of rows ending at key last was emitted.
 func (p *SnapshotProgress) AfterChunk(last []KeyValue, rows int64) *SnapshotProgress {
 	n := *p
-	n.After, n.Rows = last, p.Rows+rows
+	n.After, n.Rows, n.TableRows = last, p.Rows+rows, p.TableRows+rows
 	return &n
 }
 
 // Next is the progress once the current table's last chunk (rows) was emitted.
 func (p *SnapshotProgress) Next(rows int64) *SnapshotProgress {
 	n := *p
-	n.Tables, n.After, n.Rows = p.Tables[1:], nil, p.Rows+rows
+	n.Tables, n.After, n.Rows, n.TableRows = p.Tables[1:], nil, p.Rows+rows, 0
 	n.Done = len(n.Tables) == 0
 	return &n
 }
