@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/agent/collector"
+	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/metric"
 )
@@ -159,8 +160,8 @@ func (c *Config) Validate() error {
 		if err := k.Kafka.Validate("sink.kafka"); err != nil {
 			errs = append(errs, err)
 		}
-		if k.Topic == "" {
-			bad("sink.kafka.topic", "empty")
+		if err := bus.CheckTopicName(k.Topic); err != nil {
+			bad("sink.kafka.topic", "%w", err)
 		}
 	case SinkHTTP:
 		h := c.Sink.HTTP

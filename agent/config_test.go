@@ -93,6 +93,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown sink type", "sink:\n  kind: carrier-pigeon\n", []string{`field "sink.kind": "carrier-pigeon"`}},
 		{"unknown sink key", "sink:\n  kafak: {}\n", []string{`agent.yaml:2: unknown key "sink.kafak"`}},
 		{"no brokers", "sink:\n  kafka:\n    brokers: []\n", []string{`field "sink.kafka.brokers": required`}},
+		{"topic kafka refuses", "sink:\n  kafka:\n    topic: \".\"\n", []string{`agent.yaml:3: field "sink.kafka.topic": topic name "." is not allowed`}},
 		{"broker without port", "sink:\n  kafka:\n    brokers: [kafka1]\n", []string{`agent.yaml:3: field "sink.kafka.brokers[0]": "kafka1": want host:port, e.g. kafka-1:9092`}},
 		{"http without url", "sink:\n  kind: http\n", []string{`field "sink.http.url": required`}},
 		{"http url with password", "sink:\n  kind: http\n  http:\n    url: http://u:hunter2@judge/v1/metrics\n", []string{`field "sink.http.url": credentials`}},

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/logging"
 	"github.com/binlake/binlake/internal/metric"
 )
@@ -117,6 +118,9 @@ func (b *Bus) Validate(defaultGroup, defaultStart string) error {
 	if b.Kind == BusKafka {
 		// The kind defaults to kafka: without brokers, say how to run without a bus.
 		errs = append(errs, b.Kafka.validate("bus", " (or bus.kind: none to run without the bus)"))
+		if err := bus.CheckTopicName(b.Topic); err != nil {
+			errs = append(errs, Bad("bus.topic", "%w", err))
+		}
 	}
 	if b.Group == "" {
 		b.Group = defaultGroup

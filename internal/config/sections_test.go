@@ -59,6 +59,9 @@ func TestBusSectionValidate(t *testing.T) {
 		{"partitions and replication kept", Bus{Kafka: Kafka{Brokers: []string{"b:1"}, Partitions: 6, Replication: 3}}, "",
 			Bus{Kind: BusKafka, Kafka: Kafka{Brokers: []string{"b:1"}, Partitions: 6, Replication: 3}, Topic: metric.Topic, Group: "g", Start: StartNewest}},
 		{"bad kind", Bus{Kind: "rabbit"}, `field "bus.kind": "rabbit": want kafka or none`, Bus{}},
+		// A topic Kafka refuses is said by --check, not at the first subscribe.
+		{"bad topic", Bus{Kafka: broker, Topic: ".."}, `field "bus.topic": topic name ".." is not allowed`, Bus{}},
+		{"none does not check the topic", Bus{Kind: BusNone, Topic: "a b"}, "", Bus{Kind: BusNone, Kafka: noKafka, Topic: "a b", Group: "g", Start: StartNewest}},
 		{"negative partitions", Bus{Kafka: Kafka{Brokers: []string{"b:1"}, Partitions: -1}}, `field "bus.partitions": -1: want at least 1`, Bus{}},
 		{"broker without port", Bus{Kafka: Kafka{Brokers: []string{"b:1", "b"}}}, `field "bus.brokers[1]": "b": want host:port, e.g. kafka-1:9092`, Bus{}},
 		{"start kept", Bus{Kind: BusNone, Start: StartOldest}, "",

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/wave/rowenc"
 )
@@ -98,10 +99,7 @@ type Subscription struct {
 	FormatOptions map[string]string `json:"format_options,omitempty" yaml:"format_options"`
 }
 
-var (
-	IDPattern = config.IDPattern
-	reTopic   = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
-)
+var IDPattern = config.IDPattern
 
 // RetiredKeys answers an inline source password with where it goes instead, as every
 // role's config does (config.InlineSecret): an instance file is copied, committed and
@@ -265,8 +263,8 @@ func compileSubscription(s Subscription) (*subscription, error) {
 	if s.Name == "" {
 		return nil, config.Bad("name", "required")
 	}
-	if !reTopic.MatchString(s.Topic) {
-		return nil, config.Bad("topic", "%q: want 1-249 letters, digits, '.', '_' or '-'", s.Topic)
+	if err := bus.CheckTopicName(s.Topic); err != nil {
+		return nil, config.Bad("topic", "%w: want 1-249 letters, digits, '.', '_' or '-', and not \".\" or \"..\"", err)
 	}
 	switch s.PartitionBy {
 	case "":

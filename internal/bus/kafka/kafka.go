@@ -649,7 +649,7 @@ func (p *publisher) Publish(ctx context.Context, msgs ...bus.Message) error {
 	}
 	kms := make([]kafkago.Message, len(msgs))
 	for i, m := range msgs {
-		if err := check.TopicName(m.Topic); err != nil {
+		if err := bus.CheckTopicName(m.Topic); err != nil {
 			return fmt.Errorf("publish message %d: %w", i, err)
 		}
 		kms[i] = kafkago.Message{Topic: m.Topic, Key: m.Key, Value: m.Value, Time: m.Time}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/bus"
-	"github.com/binlake/binlake/internal/bus/internal/check"
 
 	kafkago "github.com/segmentio/kafka-go"
 )
@@ -119,7 +118,7 @@ func (p *publisher) PublishTo(ctx context.Context, topic string, partition int, 
 	if len(msgs) == 0 {
 		return nil
 	}
-	if err := check.TopicName(topic); err != nil {
+	if err := bus.CheckTopicName(topic); err != nil {
 		return fmt.Errorf("publish to %s/%d: %w", topic, partition, err)
 	}
 	records := make([]kafkago.Record, len(msgs))

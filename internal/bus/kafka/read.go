@@ -14,7 +14,6 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/binlake/binlake/internal/bus"
-	"github.com/binlake/binlake/internal/bus/internal/check"
 )
 
 var _ bus.Reader = (*Bus)(nil)
@@ -42,7 +41,7 @@ func (b *Bus) read(ctx context.Context, opts bus.ReadOptions, h func(bus.Message
 	if b.isClosed() {
 		return bus.ErrClosed
 	}
-	if err := check.TopicName(opts.Topic); err != nil {
+	if err := bus.CheckTopicName(opts.Topic); err != nil {
 		return fmt.Errorf("read %s: %w", opts.Topic, err)
 	}
 	all, ok, err := b.topicPartitions(ctx, opts.Topic, b.opts.WriteTimeout)
