@@ -317,7 +317,7 @@ func TestCheckReportsErrors(t *testing.T) {
 			[]string{"alarm.yaml:5: field \"channels.page.url_file\": read secret: open " + missing}},
 		// What start refuses, --check refuses too, at the key's line (issue 33).
 		{"judge elastic prefix without its final separator", "judge", "bus: {kind: none}\nstore:\n  kind: elastic\n  elastic:\n    addresses: [http://127.0.0.1:9200]\n    prefix: nc-prod-metrics\n",
-			[]string{`judge.yaml:6: field "store.elastic.prefix": "nc-prod-metrics": must end in '-' or '.', e.g. "nc-prod-metrics-"`}},
+			[]string{`judge.yaml:6: field "store.elastic.prefix": "nc-prod-metrics": must end in '-' or '.' (the daily indices`, `e.g. "nc-prod-metrics-"`}},
 		{"judge listen port out of range", "judge", "bus: {kind: none}\nhttp:\n  listen: 127.0.0.1:80911\n",
 			[]string{`judge.yaml:3: field "http.listen": "127.0.0.1:80911": port "80911": want a number from 0 to 65535`}},
 		{"wave zookeeper root without its slash", "wave", "node: w1\ncoordinator:\n  kind: zk\n  servers: [127.0.0.1:2181]\n  root: binlake\nsink: {kind: stdout}\n",

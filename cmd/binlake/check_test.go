@@ -26,8 +26,8 @@ func TestCheckRefusesWhatStartRefuses(t *testing.T) {
 		name, role, yaml, want string
 	}{
 		{"judge elastic prefix", "judge", "bus: {kind: none}\nstore:\n  kind: elastic\n  elastic:\n    addresses: [http://127.0.0.1:1]\n    prefix: nc-prod-metrics\n",
-			`judge.yaml:6: field "store.elastic.prefix": "nc-prod-metrics": must end in '-' or '.', e.g. "nc-prod-metrics-": ` +
-				`the daily indices are <prefix>YYYY.MM.DD, and the pattern nc-prod-metrics* must match only them`},
+			`judge.yaml:6: field "store.elastic.prefix": "nc-prod-metrics": must end in '-' or '.' ` +
+				`(the daily indices are <prefix>YYYY.MM.DD, and the pattern nc-prod-metrics* must match only them); e.g. "nc-prod-metrics-"`},
 		{"judge listen port", "judge", "bus: {kind: none}\nhttp:\n  listen: 127.0.0.1:80911\n",
 			`judge.yaml:3: field "http.listen": "127.0.0.1:80911": port "80911": want a number from 0 to 65535 (0 picks a free one)`},
 		{"alarm listen port", "alarm", "bus: {kind: none}\nchannels: {l: {kind: log}}\nhttp: {listen: \":70000\"}\n",

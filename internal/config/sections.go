@@ -232,7 +232,7 @@ func (c *Coordinator) Validate(defaultPath string) error {
 // CheckRootSlash checks that a ZooKeeper root (empty: the default) is absolute.
 func CheckRootSlash(root string) error {
 	if root != "" && !strings.HasPrefix(root, "/") {
-		return fmt.Errorf("%q: must start with a slash, e.g. %q", root, "/"+root)
+		return fmt.Errorf("%q: must start with a slash, e.g. %q", root, "/"+strings.TrimSuffix(root, "/"))
 	}
 	return nil
 }

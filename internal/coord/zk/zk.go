@@ -91,7 +91,9 @@ type Coordinator struct {
 }
 
 // CheckRoot checks a root path (Options.Root; empty is DefaultRoot): absolute, and a
-// path ZooKeeper accepts. The roles' --check runs it, so that it refuses what New would.
+// path ZooKeeper accepts, with one trailing slash allowed ("/binlake/" is "/binlake": a
+// relative "binlake/" was told e.g. "/binlake/", which this then refused). The roles'
+// --check runs it, so that it refuses what New would.
 func CheckRoot(root string) error {
 	if root == "" || root == "/" {
 		return nil
@@ -99,7 +101,7 @@ func CheckRoot(root string) error {
 	if err := config.CheckRootSlash(root); err != nil {
 		return err
 	}
-	if err := keypath.Check(root[1:]); err != nil {
+	if err := keypath.Check(strings.TrimSuffix(root[1:], "/")); err != nil {
 		return fmt.Errorf("%q: %w", root, err)
 	}
 	return nil

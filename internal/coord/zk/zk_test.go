@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -68,6 +69,7 @@ func TestNewOptionErrors(t *testing.T) {
 		{"empty server", Options{Servers: []string{" "}}, "empty server address"},
 		{"relative root", Options{Servers: []string{"127.0.0.1:1"}, Root: "binlake"}, "must start with a slash"},
 		{"bad root", Options{Servers: []string{"127.0.0.1:1"}, Root: "/a//b"}, "empty segment"},
+		{"root with two trailing slashes", Options{Servers: []string{"127.0.0.1:1"}, Root: "/a//"}, "trailing slash"},
 		{"negative timeout", Options{Servers: []string{"127.0.0.1:1"}, SessionTimeout: -time.Second}, "negative session timeout"},
 	}
 	for _, tc := range tests {
@@ -762,5 +764,27 @@ func TestZKLoggerSaysARepeatedFailureOnce(t *testing.T) {
 	l.Printf("failed to connect to %s: refused", "zk-1:2181")
 	if !strings.Contains(buf.String(), "times_since_last_said=4") {
 		t.Fatalf("the repeat after %s does not say how often it came:\n%s", repeatEvery, buf.String())
+	}
+}
+
+// TestCheckRootTakesWhatItSuggests: a root with one trailing slash is the root without
+// it, and the example a relative root is given is one CheckRoot takes ("binlake/" was
+// told e.g. "/binlake/", which it then refused for the trailing slash).
+func TestCheckRootTakesWhatItSuggests(t *testing.T) {
+	for _, root := range []string{"/binlake/", "/a/b/", "/binlake", "/"} {
+		if err := CheckRoot(root); err != nil {
+			t.Errorf("CheckRoot(%q): %v", root, err)
+		}
+	}
+	for _, root := range []string{"binlake/", "a/b/", "binlake"} {
+		err := CheckRoot(root)
+		if err == nil {
+			t.Fatalf("CheckRoot(%q) took a relative root", root)
+		}
+		_, ex, _ := strings.Cut(err.Error(), "e.g. ")
+		example, uerr := strconv.Unquote(ex)
+		if uerr != nil || CheckRoot(example) != nil {
+			t.Errorf("CheckRoot(%q): %v: its example %s is not a root CheckRoot takes", root, err, ex)
+		}
 	}
 }

@@ -66,6 +66,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -206,35 +207,76 @@ func New(opts Options) (*Store, error) {
 }
 
 // CheckPrefix checks an index prefix (Options.Prefix, judge.yaml's store.elastic.prefix)
-// and says which rule it breaks: Elasticsearch's rules for index names (lowercase, none
-// of \ / * ? " < > | , # : or a space, not starting with _ - +), and a final '-' or '.',
-// so that the pattern <prefix>* matches this store's daily indices and no other index
-// whose name merely starts the same ("binlake-metrics" would match "binlake-metricsold").
+// and says every rule it breaks at once, with an example that keeps them all:
+// Elasticsearch's rules for index names (lowercase, none of \ / * ? " < > | , # : or a
+// space, not starting with _ - +), and a final '-' or '.', so that the pattern <prefix>*
+// matches this store's daily indices and no other index whose name merely starts the
+// same ("binlake-metrics" would match "binlake-metricsold"). One rule at a time, each
+// error's example broke the next rule ("Bad*Prefix-": e.g. "bad*prefix-").
 func CheckPrefix(p string) error {
-	const bad = `\/*?"<>| ,#:`
 	switch {
 	case p == "":
 		return fmt.Errorf("empty: want e.g. %q (the default)", DefaultPrefix)
-	case p != strings.ToLower(p):
-		return fmt.Errorf("%q: must be lowercase, as index names are: e.g. %q", p, fixedPrefix(p))
-	case strings.ContainsAny(p, bad):
-		return fmt.Errorf(`%q: must not contain %q: index names cannot hold \ / * ? " < > | , # : or a space`, p, p[strings.IndexAny(p, bad):][:1])
-	case strings.HasPrefix(p, "_") || strings.HasPrefix(p, "-") || strings.HasPrefix(p, "+"):
-		return fmt.Errorf("%q: must not start with %q: index names cannot start with _, - or +", p, p[:1])
 	case len(p) > 200:
 		return fmt.Errorf("%.20q…: %d bytes: want at most 200 (index names end at 255)", p, len(p))
-	case !strings.HasSuffix(p, "-") && !strings.HasSuffix(p, "."):
-		return fmt.Errorf("%q: must end in '-' or '.', e.g. %q: the daily indices are <prefix>YYYY.MM.DD, and the pattern %s* must match only them", p, p+"-", p)
 	}
-	return nil
+	var broken []string
+	if p != strings.ToLower(p) {
+		broken = append(broken, "must be lowercase, as index names are")
+	}
+	if held := heldIndexChars(p); held != "" {
+		broken = append(broken, fmt.Sprintf(`must not contain %q: index names cannot hold \ / * ? " < > | , # : or a space`, held))
+	}
+	if strings.ContainsAny(p[:1], indexStart) {
+		broken = append(broken, fmt.Sprintf("must not start with %q: index names cannot start with _, - or +", p[:1]))
+	}
+	if !strings.HasSuffix(p, "-") && !strings.HasSuffix(p, ".") {
+		broken = append(broken, fmt.Sprintf("must end in '-' or '.' (the daily indices are <prefix>YYYY.MM.DD, and the pattern %s* must match only them)", p))
+	}
+	if len(broken) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%q: %s; e.g. %q", p, strings.Join(broken, "; "), fixedPrefix(p))
 }
 
-// fixedPrefix is p lowercased and ending in '-' (when it ends in neither '-' nor '.'):
-// the example an error about one rule gives must not break the next.
+// indexBad are the characters index names cannot hold, and indexStart those they
+// cannot start with.
+const (
+	indexBad   = `\/*?"<>| ,#:`
+	indexStart = "_-+"
+)
+
+// heldIndexChars is each character of indexBad that p holds, once, in p's order.
+func heldIndexChars(p string) string {
+	var held []byte
+	for i := 0; i < len(p); i++ {
+		if strings.IndexByte(indexBad, p[i]) >= 0 && !slices.Contains(held, p[i]) {
+			held = append(held, p[i])
+		}
+	}
+	return string(held)
+}
+
+// fixedPrefix is p made to keep every rule CheckPrefix holds it to: lowercased, each
+// character an index name cannot hold made '-' (a run of them one), what it cannot start
+// with dropped, and ending in '-' (when it ends in neither '-' nor '.'); the default
+// when nothing is left of it, or it came out too long.
 func fixedPrefix(p string) string {
-	p = strings.ToLower(p)
+	p = strings.Map(func(r rune) rune {
+		if strings.ContainsRune(indexBad, r) {
+			return '-'
+		}
+		return r
+	}, strings.ToLower(p))
+	for strings.Contains(p, "--") {
+		p = strings.ReplaceAll(p, "--", "-")
+	}
+	p = strings.TrimLeft(p, indexStart)
 	if !strings.HasSuffix(p, "-") && !strings.HasSuffix(p, ".") {
 		p += "-"
+	}
+	if p == "-" || len(p) > 200 { // lowercasing can lengthen it
+		return DefaultPrefix
 	}
 	return p
 }

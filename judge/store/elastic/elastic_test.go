@@ -2,6 +2,7 @@ package elastic_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -18,12 +19,16 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		opts elastic.Options
 		want string
 	}{
-		{"uppercase prefix", elastic.Options{Prefix: "Binlake-"}, `elastic store: index prefix "Binlake-": must be lowercase, as index names are: e.g. "binlake-"`},
-		{"uppercase prefix without its dash", elastic.Options{Prefix: "bt_Metrics"}, `elastic store: index prefix "bt_Metrics": must be lowercase, as index names are: e.g. "bt_metrics-"`},
-		{"wildcard prefix", elastic.Options{Prefix: "binlake-*-"}, `elastic store: index prefix "binlake-*-": must not contain "*"`},
-		{"underscore start", elastic.Options{Prefix: "_binlake-"}, `elastic store: index prefix "_binlake-": must not start with "_"`},
+		{"uppercase prefix", elastic.Options{Prefix: "Binlake-"}, `elastic store: index prefix "Binlake-": must be lowercase, as index names are; e.g. "binlake-"`},
+		{"uppercase prefix without its dash", elastic.Options{Prefix: "bt_Metrics"}, `elastic store: index prefix "bt_Metrics": must be lowercase, as index names are; must end in '-' or '.' (the daily indices are <prefix>YYYY.MM.DD, and the pattern bt_Metrics* must match only them); e.g. "bt_metrics-"`},
+		{"wildcard prefix", elastic.Options{Prefix: "binlake-*-"}, `elastic store: index prefix "binlake-*-": must not contain "*": index names cannot hold \ / * ? " < > | , # : or a space; e.g. "binlake-"`},
+		{"underscore start", elastic.Options{Prefix: "_binlake-"}, `elastic store: index prefix "_binlake-": must not start with "_": index names cannot start with _, - or +; e.g. "binlake-"`},
+		// Every rule broken is said at once, with an example that keeps them all (one
+		// rule at a time, "Bad*Prefix-" was told "bad*prefix-", which the next refused).
+		{"every rule at once", elastic.Options{Prefix: "Bad* Prefix"}, `elastic store: index prefix "Bad* Prefix": must be lowercase, as index names are; must not contain "* "`},
+		{"example of the default when nothing is left", elastic.Options{Prefix: "_*"}, `e.g. "binlake-metrics-"`},
 		// The trailing separator is required, and the message must say so plainly.
-		{"no separator", elastic.Options{Prefix: "nc-prod-metrics"}, `elastic store: index prefix "nc-prod-metrics": must end in '-' or '.', e.g. "nc-prod-metrics-"`},
+		{"no separator", elastic.Options{Prefix: "nc-prod-metrics"}, `elastic store: index prefix "nc-prod-metrics": must end in '-' or '.' (the daily indices are <prefix>YYYY.MM.DD, and the pattern nc-prod-metrics* must match only them); e.g. "nc-prod-metrics-"`},
 		{"negative replicas", elastic.Options{Replicas: -1}, "replicas"},
 		{"negative refresh interval", elastic.Options{RefreshInterval: -time.Second}, "refresh interval"},
 	} {
@@ -89,4 +94,28 @@ func TestUnreachableEngineIsNamed(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("Refresh of an engine that is not there: %v, want the refused connection to %s named", err, addr)
 	}
+}
+
+// FuzzCheckPrefixExample: the example an error gives is a prefix CheckPrefix takes.
+func FuzzCheckPrefixExample(f *testing.F) {
+	for _, p := range []string{"Bad*Prefix-", "_Metrics-", "Bad Prefix-", "a/b/", "_", "+-_", "ÄBC", "nc-prod-metrics"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		err := elastic.CheckPrefix(p)
+		if err == nil {
+			return
+		}
+		_, ex, ok := strings.Cut(err.Error(), "; e.g. ")
+		if !ok {
+			return // no example: empty or too long
+		}
+		var example string
+		if _, err := fmt.Sscanf(ex, "%q", &example); err != nil {
+			t.Fatalf("CheckPrefix(%q): the example in %q does not read: %v", p, ex, err)
+		}
+		if err := elastic.CheckPrefix(example); err != nil {
+			t.Fatalf("CheckPrefix(%q) gives the example %q, which it refuses: %v", p, example, err)
+		}
+	})
 }
