@@ -23,6 +23,7 @@ import (
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge"
 	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/judge/store/elastic"
 	"github.com/binlake/binlake/judge/store/sqlite"
 )
 
@@ -216,7 +217,17 @@ func replayStore(ctx context.Context, dataDir, judgeCfg string, from, to time.Ti
 		switch cfg.Store.Kind {
 		case judge.StoreElastic:
 			logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			sc, h.source, err = elasticStore(cfg, judgeCfg, logger)
+			var es *elastic.Store
+			es, h.source, err = elasticStore(cfg, judgeCfg, logger)
+			if err == nil {
+				sc = es
+				// The points of the last refresh_interval (10 s by default) are stored but
+				// not yet searchable: without them the timer run to now found every node
+				// silent that long, and a live agent "still firing" agent-dead.
+				if rerr := es.Refresh(ctx); rerr != nil {
+					fmt.Fprintf(stderr, "warning: %s: refresh: %v: the points of the last store.elastic.refresh_interval may be missing, and a node may read silent for as long\n", h.source, rerr)
+				}
+			}
 		default:
 			path := cfg.Store.SQLite.Path
 			sc, err = sqlite.OpenReader(path)
