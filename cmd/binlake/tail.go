@@ -167,9 +167,9 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case *file == "-":
 		r = &sink.StreamReader{In: tailStdin, Name: "stdin"}
 	case *file != "":
-		r = &sink.FileReader{Path: *file}
+		r = &sink.FileReader{Path: *file, Log: logger}
 	case cfg != nil && cfg.Sink.Kind == wave.SinkFile:
-		r = &sink.FileReader{Path: cfg.Sink.File.Path}
+		r = &sink.FileReader{Path: cfg.Sink.File.Path, Log: logger}
 	case cfg != nil && cfg.Sink.Kind == wave.SinkKafka:
 		kopts := kafka.Options{ClientID: "binlake-tail", Logger: logger}
 		if err := kopts.FromConfig(cfg.Sink.Kafka.Kafka, "sink.kafka"); err != nil {

@@ -267,7 +267,7 @@ func TestTailStdin(t *testing.T) {
 	}
 	tailStdin = bytes.NewReader(rows.Bytes())
 	err = runTail(context.Background(), []string{"-file", "-", "-from", "-2"}, io.Discard, io.Discard)
-	if want := "tail: read stdin: not supported: a stream has no end to count back from and its lines carry no time; start from the start or a line number (offset)"; fmt.Sprint(err) != want {
+	if want := "tail: read stdin: not supported: a stream has no end to count back from and keeps no publish time per line; start from the start or a line number (offset)"; fmt.Sprint(err) != want {
 		t.Errorf("tail -file - -from -2: %v, want %s", err, want)
 	}
 }

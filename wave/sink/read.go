@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"time"
@@ -30,12 +31,14 @@ type FileReader struct {
 	Path string
 	// Poll is how often a following Read looks for new lines. 200 ms when zero.
 	Poll time.Duration
+	// Log, when set, is told once that a following Read waits for a file not there yet.
+	Log *slog.Logger
 }
 
 var _ bus.Reader = (*FileReader)(nil)
 
-// Read delivers the file's lines from opts.From (bus.FromTime is not supported: the
-// lines carry no time) and, with opts.Follow, the lines appended later. A line being
+// Read delivers the file's lines from opts.From (bus.FromTime is not supported: a line
+// keeps no publish time, as a Kafka message does) and, with opts.Follow, the lines appended later. A line being
 // written (no newline yet) waits for its end.
 func (r *FileReader) Read(ctx context.Context, opts bus.ReadOptions, h func(bus.Message) error) error {
 	for _, p := range opts.Partitions {
@@ -44,11 +47,14 @@ func (r *FileReader) Read(ctx context.Context, opts bus.ReadOptions, h func(bus.
 		}
 	}
 	if opts.From.Kind == bus.FromTime {
-		return fmt.Errorf("read %s: from a time: %w: its lines carry no time; start from a line number (offset) instead", r.Path, bus.ErrNotSupported)
+		return fmt.Errorf("read %s: from a time: %w: a rows file keeps no publish time per line (a Kafka topic does; a row's own ts is its source's binlog time); start from the start, the last N or a line number (offset)", r.Path, bus.ErrNotSupported)
 	}
-	f, err := os.Open(r.Path)
-	if err != nil {
-		return fmt.Errorf("read rows file: %w", err)
+	f, waited, err := r.open(ctx, opts.Follow)
+	if f == nil || err != nil {
+		return err
+	}
+	if waited {
+		opts.From = bus.From{Kind: bus.FromOldest} // every line of a file made since is new
 	}
 	// A long file read to its end still stops at Ctrl-C.
 	deliver := h
@@ -63,6 +69,37 @@ func (r *FileReader) Read(ctx context.Context, opts bus.ReadOptions, h func(bus.
 		return nil
 	}
 	return err
+}
+
+// open opens the file; following, a file not there yet (removed by a rotation, the wave
+// not started) is waited for, as `tail -F` does: the wave makes it at its next commit.
+// waited says it was, and is read from its start. nil and no error when ctx ends first.
+func (r *FileReader) open(ctx context.Context, follow bool) (f *os.File, waited bool, err error) {
+	for ; ; waited = true {
+		f, err := os.Open(r.Path)
+		if err == nil {
+			return f, waited, nil
+		}
+		if !follow || !errors.Is(err, os.ErrNotExist) {
+			return nil, false, fmt.Errorf("read rows file: %w", err)
+		}
+		if !waited && r.Log != nil {
+			r.Log.Info("the rows file is not there yet: waiting for it (the wave makes it at its next commit), to read it from its start", "path", r.Path)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, waited, nil
+		case <-time.After(r.poll()):
+		}
+	}
+}
+
+// poll is Poll, or its default.
+func (r *FileReader) poll() time.Duration {
+	if r.Poll <= 0 {
+		return 200 * time.Millisecond
+	}
+	return r.Poll
 }
 
 func (r *FileReader) read(ctx context.Context, f *os.File, opts bus.ReadOptions, h func(bus.Message) error) error {
@@ -109,11 +146,7 @@ func (r *FileReader) read(ctx context.Context, f *os.File, opts bus.ReadOptions,
 		return err
 	}
 
-	poll := r.Poll
-	if poll <= 0 {
-		poll = 200 * time.Millisecond
-	}
-	tick := time.NewTicker(poll)
+	tick := time.NewTicker(r.poll())
 	defer tick.Stop()
 	for {
 		select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/bus/bustest"
+	"github.com/binlake/binlake/internal/testenv"
 )
 
 // rowsFile writes, through the file sink, messages on topics a and b (a0 b1 a2 b3 a4,
@@ -104,7 +106,7 @@ func TestFileReaderFrom(t *testing.T) {
 	}
 
 	_, err := readAll(t, r, bus.ReadOptions{From: bus.From{Kind: bus.FromTime, Time: time.Now()}})
-	if !errors.Is(err, bus.ErrNotSupported) || !strings.Contains(err.Error(), "its lines carry no time") {
+	if !errors.Is(err, bus.ErrNotSupported) || !strings.Contains(err.Error(), "a rows file keeps no publish time per line") {
 		t.Errorf("from a time: %v", err)
 	}
 	_, err = readAll(t, r, bus.ReadOptions{Partitions: []int{1}})
@@ -225,5 +227,47 @@ func TestFileReaderFollowsTheName(t *testing.T) {
 	cancel()
 	if err := <-r.Done(); err != nil {
 		t.Errorf("Read after its context ended: %v", err)
+	}
+}
+
+// TestFileReaderFollowWaitsForTheFile: following a path with no file yet (removed by a
+// rotation, before the wave's next commit makes it again) waits for it, says so once,
+// and reads it from its start whatever the start asked for (all of it is new), as
+// `tail -F`; it exited at once ("no such file"). Not
+// following, a missing file is still an error.
+func TestFileReaderFollowWaitsForTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.jsonl")
+	if err := (&FileReader{Path: path}).Read(t.Context(), bus.ReadOptions{From: bus.From{Kind: bus.FromOldest}}, func(bus.Message) error { return nil }); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("reading a missing file without following: %v, want not exist", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs testenv.SyncBuffer
+	r := bustest.StartReading(t, func(handle func(bus.Message) error) error {
+		fr := &FileReader{Path: path, Poll: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(&logs, nil))}
+		return fr.Read(ctx, bus.ReadOptions{From: bus.From{Kind: bus.FromNewest}, Follow: true}, handle)
+	}, showOK)
+	for !strings.Contains(logs.String(), "waiting for it") {
+		select {
+		case err := <-r.Done():
+			t.Fatalf("Read returned before the file was made: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	w, err := OpenFile(FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Publish(ctx, bus.Message{Topic: "a", Key: []byte("k0"), Value: []byte(`{"i":0}`)}); err != nil {
+		t.Fatal(err)
+	}
+	r.Next(`0 a k0 {"i":0}`)
+	cancel()
+	if err := <-r.Done(); err != nil {
+		t.Errorf("Read after its context ended: %v", err)
+	}
+	if n := strings.Count(logs.String(), "waiting for it"); n != 1 {
+		t.Errorf("said it waits %d times, want once:\n%s", n, logs.String())
 	}
 }

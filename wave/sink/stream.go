@@ -37,7 +37,7 @@ func (r *StreamReader) Read(ctx context.Context, opts bus.ReadOptions, h func(bu
 	case bus.FromOffset:
 		skip = max(opts.From.N, 0)
 	default:
-		return fmt.Errorf("read %s: %w: a stream has no end to count back from and its lines carry no time; start from the start or a line number (offset)", r.Name, bus.ErrNotSupported)
+		return fmt.Errorf("read %s: %w: a stream has no end to count back from and keeps no publish time per line; start from the start or a line number (offset)", r.Name, bus.ErrNotSupported)
 	}
 	msgs := make(chan bus.Message)
 	done := make(chan struct{})
