@@ -123,6 +123,8 @@ type Judge struct {
 	o   Options
 	log *slog.Logger
 	now func() time.Time
+	// feed is whether the metric bus still answers (feedwatch.go).
+	feed feedWatch
 	// decodeWarns throttles the warnings of batches from the bus that cannot be decoded.
 	decodeWarns logging.Throttle
 	// wallClock: the judge runs on time.Now (Options.Now unset), and keeps the load
@@ -318,6 +320,9 @@ func (j *Judge) Run(ctx context.Context) error {
 		}
 		if j.o.Subscriber != nil {
 			g.Go(func() error { j.subscribeLoop(gctx); return nil })
+			if pos, ok := j.o.Subscriber.(bus.Positioner); ok && j.wallClock {
+				g.Go(func() error { j.watchFeed(gctx, pos); return nil })
+			}
 		}
 		g.Go(func() error { _ = j.hist.Run(gctx); return nil })
 		if j.o.Retention > 0 {
@@ -524,10 +529,12 @@ func (j *Judge) observe(b metric.Batch, source string) []store.Point {
 	return pts
 }
 
-// live applies the common stale rule (metric.Stale) for the node listings.
+// live applies the common stale rule (metric.Stale) for the node listings, the waves'
+// liveness and the plans: as of now, or while the metric feed is stalled as of when it
+// last answered (stalenessNow).
 func (j *Judge) live(lastSeen time.Time, interval time.Duration, now time.Time) bool {
 	if interval <= 0 {
 		interval = j.o.Filters.DefaultInterval
 	}
-	return !metric.Stale(lastSeen, now, interval, j.o.Filters.StaleIntervals)
+	return !metric.Stale(lastSeen, j.stalenessNow(now), interval, j.o.Filters.StaleIntervals)
 }

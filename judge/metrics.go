@@ -64,6 +64,13 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 		newBufferCollector(ns, sub, j.StoreCounters),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "nodes",
 			Help: "Nodes known to the current-hour analysis."}, func() float64 { return float64(len(j.inc.NodeIDs())) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "feed_stalled",
+			Help: "1 while the metric bus does not answer (placements then take the nodes live when it last did as live), else 0."}, func() float64 {
+			if j.feedStalledSince().IsZero() {
+				return 0
+			}
+			return 1
+		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "historical_refreshes_total",
 			Help: "Completed historical refreshes."}, func() float64 { ok, _, _ := j.hist.Counts(); return float64(ok) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "historical_refresh_failures_total",

@@ -25,6 +25,10 @@ type readiness struct {
 	// FailingSince is when the store's writes began to fail (store_failing).
 	FailingSince *time.Time  `json:"failing_since,omitempty"`
 	Store        storeHealth `json:"store"`
+	// FeedStalledSince is when the metric bus stopped answering, while it does not
+	// (feedwatch.go): the judge is still ready (its store takes POST /v1/metrics), and
+	// judges the nodes' staleness as of then.
+	FeedStalledSince *time.Time `json:"feed_stalled_since,omitempty"`
 }
 
 // ready reports whether the store takes the judge's writes now, which is what POST
@@ -62,6 +66,9 @@ func (j *Judge) ready(stalled time.Duration) readiness {
 	}
 	if r.Reason != "" {
 		r.Status = "not_ready"
+	}
+	if since := j.feedStalledSince(); !since.IsZero() {
+		r.FeedStalledSince = &since
 	}
 	return r
 }
