@@ -21,18 +21,7 @@ import (
 // alerts as the same history in SQLite or a recorded stream.
 func TestAlarmTestOnElasticsearchIntegration(t *testing.T) {
 	addr, prefix := fillElastic(t, testHistory())
-	cfg := tempFile(t, "judge.yaml", `node: judge-1
-bus:
-  kind: none
-store:
-  kind: elastic
-  elastic:
-    addresses: [`+addr+`]
-    prefix: `+prefix+`
-`)
-	pol := tempFile(t, "policies.yaml", testPolicies)
-	out, errOut, err := runCmd(t, "alarm", "test", "-policies", pol, "-judge-config", cfg,
-		"-from", "2026-11-29T14:00:00Z", "-to", "2026-11-29T14:05:00Z")
+	out, errOut, err := alarmTestOnElastic(t, addr, prefix)
 	require.NoError(t, err, errOut)
 	require.Empty(t, errOut)
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
@@ -47,6 +36,15 @@ store:
 // agent-dead, its last 10 s of points not yet searchable).
 func TestAlarmTestOnElasticsearchSeesUnrefreshedPointsIntegration(t *testing.T) {
 	addr, prefix := writeElastic(t, testHistory(), false)
+	out, errOut, err := alarmTestOnElastic(t, addr, prefix)
+	require.NoError(t, err, errOut)
+	require.Empty(t, errOut)
+	require.Contains(t, out, "replayed 51 batches of 2 nodes")
+}
+
+// alarmTestOnElastic runs `binlake alarm test` on testHistory's five minutes through a
+// judge config whose store is the engine's indices of prefix.
+func alarmTestOnElastic(t *testing.T, addr, prefix string) (out, errOut string, err error) {
 	cfg := tempFile(t, "judge.yaml", `node: judge-1
 bus:
   kind: none
@@ -57,11 +55,8 @@ store:
     prefix: `+prefix+`
 `)
 	pol := tempFile(t, "policies.yaml", testPolicies)
-	out, errOut, err := runCmd(t, "alarm", "test", "-policies", pol, "-judge-config", cfg,
+	return runCmd(t, "alarm", "test", "-policies", pol, "-judge-config", cfg,
 		"-from", "2026-11-29T14:00:00Z", "-to", "2026-11-29T14:05:00Z")
-	require.NoError(t, err, errOut)
-	require.Empty(t, errOut)
-	require.Contains(t, out, "replayed 51 batches of 2 nodes")
 }
 
 // fillElastic writes batches into an Elasticsearch store on the test engine, as the
