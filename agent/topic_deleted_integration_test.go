@@ -3,6 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,11 +39,18 @@ func TestAgentRecreatesDeletedTopicIntegration(t *testing.T) {
 	cfg.Collectors = Collectors{}
 	cfg.Collectors.Set("host", host.DefaultConfig())
 
-	log := testenv.Logger(t)
+	// The moment the sink finds the topic missing: batches acknowledged before it may
+	// have gone to the old topic, as the broker deletes a topic some time after
+	// DeleteTopics returns (three did once, and the count came out short).
+	var a *Agent
+	var missingAt atomic.Int64 // Delivered then, plus one
+	log := slog.New(noticeHandler{Handler: testenv.Logger(t).Handler(), msg: "a write found the topic missing", seen: func() {
+		missingAt.CompareAndSwap(0, int64(a.Stats().Delivered)+1)
+	}})
 	b, err := kafka.New(kafka.Options{Brokers: brokers, Logger: log})
 	require.NoError(t, err)
 	defer b.Close()
-	a, err := New(Options{Config: cfg, Sink: NewBusSink(b, BusSinkOptions{Topic: topic, Partitions: 2, Replication: 1, Logger: log}), Logger: log})
+	a, err = New(Options{Config: cfg, Sink: NewBusSink(b, BusSinkOptions{Topic: topic, Partitions: 2, Replication: 1, Logger: log}), Logger: log})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -73,9 +83,10 @@ func TestAgentRecreatesDeletedTopicIntegration(t *testing.T) {
 	resp, err := admin.DeleteTopics(context.Background(), &kafkago.DeleteTopicsRequest{Topics: []string{topic}})
 	require.NoError(t, err)
 	require.NoError(t, resp.Errors[topic])
-	// A batch may be on its way to the old topic as it goes: counted from the next one.
-	before := a.Stats().Delivered + 1
 	deletedAt := time.Now()
+	waitFor("the sink to find the topic missing", func() bool { return missingAt.Load() != 0 })
+	// A batch may be on its way to the old topic as it goes: counted from the next one.
+	before := uint64(missingAt.Load())
 
 	// Ten batches (two seconds of collection) on the topic the agent created again.
 	waitFor("batches delivered after the deletion", func() bool { return a.Stats().Delivered >= before+10 })
@@ -119,4 +130,26 @@ func TestAgentRecreatesDeletedTopicIntegration(t *testing.T) {
 	want := int(st.Delivered - before)
 	require.GreaterOrEqual(t, got, want, "the recreated topic holds %d batches; the agent delivered %d after the deletion", got, want)
 	t.Logf("the recreated topic holds %d batches; %d delivered after the deletion (%d send errors)", got, want, st.SendErrors)
+}
+
+// noticeHandler calls seen when a record whose message starts with msg is logged.
+type noticeHandler struct {
+	slog.Handler
+	msg  string
+	seen func()
+}
+
+func (h noticeHandler) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.msg) {
+		h.seen()
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h noticeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return noticeHandler{Handler: h.Handler.WithAttrs(as), msg: h.msg, seen: h.seen}
+}
+
+func (h noticeHandler) WithGroup(name string) slog.Handler {
+	return noticeHandler{Handler: h.Handler.WithGroup(name), msg: h.msg, seen: h.seen}
 }

@@ -28,7 +28,8 @@ import (
 )
 
 // TestInstanceAddAsksJudgeWithToken: `binlake instance add -judge` against a judge that
-// requires a token is refused without it (saying so) and, given the token by file,
+// requires a token is refused without it (saying so, and that -node places without the
+// judge) and, given the token by file,
 // assigns the instance where the judge answers among the live waves, on the real
 // ZooKeeper: the judge's first choice, wave-idle, runs no wave (its agent still reports),
 // so it is asked again without it and answers wave-busy.
@@ -52,8 +53,8 @@ func TestInstanceAddAsksJudgeWithToken(t *testing.T) {
 		return out.String() + errOut.String(), err
 	}
 	out, err := run()
-	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "-judge-token-file") {
-		t.Fatalf("without the token: %v (%s), want the judge's 401 and how to give the token", err, out)
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "-judge-token-file") || !strings.Contains(err.Error(), "-node NAME") {
+		t.Fatalf("without the token: %v (%s), want the judge's 401, how to give the token, and how to place without the judge", err, out)
 	}
 	out, err = run("-judge-token-file", tokenFile)
 	if err != nil {

@@ -28,7 +28,7 @@ type judgePlacer struct {
 func (p *judgePlacer) Place(ctx context.Context, instance string, exclude []string) (string, error) {
 	ans, err := p.c.Place(ctx, api.PlacementRequest{Instance: instance, Exclude: exclude, Expected: p.expected})
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w (-node NAME places it on a wave of your choice without the judge)", err)
 	}
 	p.answer = ans
 	return ans.Node, nil
