@@ -132,6 +132,9 @@ func runAlarmTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		h, err = replayStore(ctx, *dataDir, *judgeCfg, from, to, *interval, rp, stderr)
 	}
 	if err != nil {
+		for _, w := range h.skipped { // the lines that made a stream no stream
+			fmt.Fprintln(stderr, "warning: "+w)
+		}
 		return err
 	}
 	eps, messages := rp.Finish(end)

@@ -277,4 +277,10 @@ func TestAlarmTestErrors(t *testing.T) {
 	_, stderr, err := runCmd(t, "alarm", "test", "-policies", pol, "-stream", bad)
 	require.NoError(t, err)
 	require.Contains(t, stderr, "warning: "+bad+":2: skipped, as the alarm skips it: invalid metric batch")
+	// A file of no batch at all is the wrong file: refused, each line said (it replayed
+	// nothing and exited 0).
+	garbage := tempFile(t, "garbage.jsonl", "garbage\n{\"a\":1}\n")
+	_, stderr, err = runCmd(t, "alarm", "test", "-policies", pol, "-stream", garbage)
+	require.ErrorContains(t, err, garbage+": none of its 2 lines is a metric batch")
+	require.Contains(t, stderr, "warning: "+garbage+":1: skipped")
 }

@@ -22,10 +22,12 @@ import (
 // naming the file and the line (one bad message in a recording once stopped the whole
 // replay). The batches come back in time order (a stream read from several partitions
 // interleaves nodes), those outside [from, to) left out (a zero from or to bounds
-// nothing). A line longer than the largest batch is an error: the file is no stream.
+// nothing). A line longer than the largest batch is an error: the file is no stream; so
+// is a file of which no line is a batch (it replayed nothing and exited 0).
 func readStream(r io.Reader, name string, from, to time.Time) (out []metric.Batch, skipped []string, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	dec := metric.NewDecoder()
+	decoded := 0
 	for line := 1; ; line++ {
 		data, err := readLine(br, metric.MaxBatchBytes)
 		if errors.Is(err, errLineTooLong) {
@@ -40,6 +42,7 @@ func readStream(r io.Reader, name string, from, to time.Time) (out []metric.Batc
 				skipped = append(skipped, fmt.Sprintf("%s:%d: skipped, as the alarm skips it: %v", name, line, derr))
 				continue
 			}
+			decoded++
 			if (from.IsZero() || !b.TS.Before(from)) && (to.IsZero() || b.TS.Before(to)) {
 				out = append(out, b)
 			}
@@ -47,6 +50,10 @@ func readStream(r io.Reader, name string, from, to time.Time) (out []metric.Batc
 		if errors.Is(err, io.EOF) {
 			break
 		}
+	}
+	if decoded == 0 && len(skipped) > 0 {
+		// Not one batch: the wrong file, not a recording with a bad line in it.
+		return nil, skipped, fmt.Errorf("%s: none of its %d lines is a metric batch: not a recorded metric stream (one JSON batch a line, as the bus carries them)", name, len(skipped))
 	}
 	slices.SortStableFunc(out, func(a, b metric.Batch) int { return a.TS.Compare(b.TS) })
 	return out, skipped, nil

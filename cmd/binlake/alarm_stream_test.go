@@ -16,7 +16,8 @@ import (
 var lineErr = regexp.MustCompile(`^s\.jsonl:[0-9]+: `)
 
 // FuzzReadStream: any input either reads into valid batches in time order or fails with
-// an error naming the file and the line; it never panics.
+// an error naming the file and the line (or, for a file of no batch, with every line
+// said in skipped); it never panics.
 func FuzzReadStream(f *testing.F) {
 	f.Add([]byte(`{"node":"wave-1","ts":"2026-11-29T14:00:10Z","interval_s":10,"points":[{"name":"cpu.util","value":1}]}` + "\n" +
 		`{"node":"wave-2","ts":"2026-11-29T14:00:00Z","interval_s":10,"points":[]}`))
@@ -32,7 +33,9 @@ func FuzzReadStream(f *testing.F) {
 			}
 		}
 		if err != nil {
-			if !lineErr.MatchString(err.Error()) {
+			// A file of no batch is refused as a whole, each of its lines said in skipped.
+			noBatch := strings.HasPrefix(err.Error(), "s.jsonl: none of its ") && len(skipped) > 0
+			if !lineErr.MatchString(err.Error()) && !noBatch {
 				t.Fatalf("error without the file and line: %v", err)
 			}
 			return
@@ -61,8 +64,27 @@ func TestReadStreamLineLimit(t *testing.T) {
 	// At the limit the line is read and decoded: here the label value is too long, which
 	// the decoder says.
 	_, skipped, err := readStream(strings.NewReader(fill(metric.MaxBatchBytes)), "s.jsonl", time.Time{}, time.Time{})
-	if err != nil || len(skipped) != 1 || !strings.HasPrefix(skipped[0], "s.jsonl:1: skipped, as the alarm skips it: invalid metric batch") {
+	if len(skipped) != 1 || !strings.HasPrefix(skipped[0], "s.jsonl:1: skipped, as the alarm skips it: invalid metric batch") {
 		t.Fatalf("at the limit: %v, %q", err, skipped)
+	}
+	// That line alone: no batch at all, which is no stream.
+	if err == nil || !strings.Contains(err.Error(), "s.jsonl: none of its 1 lines is a metric batch") {
+		t.Fatalf("a file of no batch: %v, want it said", err)
+	}
+}
+
+// A file of which no line is a batch (the wrong file) is an error, each line said: it
+// replayed nothing and exited 0.
+func TestReadStreamRefusesAFileOfNoBatch(t *testing.T) {
+	_, skipped, err := readStream(strings.NewReader("garbage\n{\"a\":1}\n\n"), "s.jsonl", time.Time{}, time.Time{})
+	if len(skipped) != 2 || err == nil || !strings.Contains(err.Error(), "none of its 2 lines is a metric batch") {
+		t.Fatalf("%v, %q; want both lines skipped and the file refused", err, skipped)
+	}
+	// Batches all outside the time range are a stream: nothing to replay there is no error.
+	good := `{"node":"wave-1","ts":"2026-11-29T14:00:00Z","interval_s":10,"points":[{"name":"cpu.util","value":1}]}`
+	bs, _, err := readStream(strings.NewReader(good+"\n"), "s.jsonl", time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), time.Time{})
+	if err != nil || len(bs) != 0 {
+		t.Fatalf("a stream outside the range: %d batches, %v", len(bs), err)
 	}
 }
 
