@@ -17,7 +17,8 @@ import (
 // (bus.Positioner: the group's membership, and whether it is caught up). When that
 // question has gone unanswered for feedStallAfter, the feed is stalled: placements judge
 // staleness as of the last answer, so that the nodes live then stay live, until an
-// answer says the subscription caught up with what the outage held back. A stream that
+// answer says the subscription caught up with what the outage held back (or a minute
+// after the bus answers again, caught up or not). A stream that
 // flows with some nodes silent is no stall: those nodes go stale as before.
 
 const (
@@ -27,6 +28,10 @@ const (
 	// one can fail on a busy broker, and a group's rebalance answers "not known" for a
 	// moment.
 	feedStallAfter = 3 * time.Second
+	// feedCatchUpMax bounds the hold once the bus answers again: a subscription that
+	// never reports itself caught up (a stream faster than its commits) must not keep
+	// dead nodes live for good.
+	feedCatchUpMax = time.Minute
 )
 
 // feedWatch is the feed's state, as the last answers left it.
@@ -34,6 +39,7 @@ type feedWatch struct {
 	mu      sync.Mutex // the answers' side: lastOK and the changes of stalled
 	lastOK  time.Time  // the last answer with the membership known
 	stalled time.Time  // zero: not stalled; else staleness is judged as of it
+	back    time.Time  // while stalled, the first answer with the membership known
 	// stalledNs is stalled in Unix nanoseconds (0: not stalled), read without the lock:
 	// every node's liveness asks it.
 	stalledNs atomic.Int64
@@ -76,9 +82,16 @@ func (j *Judge) feedAnswer(p bus.Position, err error, now time.Time) {
 		f.stalledNs.Store(f.stalled.UnixNano())
 		j.log.Warn("the metric feed does not answer: placements take the nodes live when it last did as live, until it catches up",
 			"as_of", f.stalled.UTC().Format(time.RFC3339), "err", err)
-	case !f.stalled.IsZero() && known && p.CaughtUp:
-		j.log.Info("the metric feed caught up: nodes are judged stale on the clock again", "stalled_for", now.Sub(f.stalled).Round(time.Second))
-		f.stalled, f.lastOK = time.Time{}, now
+	case !f.stalled.IsZero() && known:
+		if f.back.IsZero() {
+			f.back = now
+		}
+		if !p.CaughtUp && now.Sub(f.back) < feedCatchUpMax {
+			return
+		}
+		j.log.Info("the metric feed answers again: nodes are judged stale on the clock again", "caught_up", p.CaughtUp,
+			"stalled_for", now.Sub(f.stalled).Round(time.Second))
+		f.stalled, f.back, f.lastOK = time.Time{}, time.Time{}, now
 		f.stalledNs.Store(0)
 	}
 }

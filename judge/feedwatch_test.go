@@ -50,11 +50,29 @@ func TestFeedStallKeepsNodesLive(t *testing.T) {
 	_, err = place()
 	require.NoError(t, err, "a placement while the subscription reads the outage's backlog")
 
-	// Caught up: the nodes' minute of silence is theirs.
+	// Caught up: the nodes' minute of silence is theirs (a subscription that never says
+	// so is released a minute after the bus answers again: below).
 	j.feedAnswer(bus.Position{Known: true, CaughtUp: true}, nil, start.Add(62*time.Second))
 	require.True(t, j.feedStalledSince().IsZero())
 	_, err = place()
 	require.Error(t, err, "nodes a minute silent with the bus answering are stale")
 	require.Contains(t, err.Error(), "stale")
 	require.Nil(t, j.ready(storedWait).FeedStalledSince)
+}
+
+// TestFeedStallEndsAMinuteAfterTheBusAnswers: a subscription that answers but never
+// reports itself caught up (a stream faster than its commits) releases the hold a minute
+// after its first answer, so that nodes that died meanwhile go stale.
+func TestFeedStallEndsAMinuteAfterTheBusAnswers(t *testing.T) {
+	j, c := newJudge(t, nil)
+	start := c.Now()
+	j.feedAnswer(bus.Position{Known: true, CaughtUp: true}, nil, start)
+	j.feedAnswer(bus.Position{}, errors.New("down"), start.Add(feedStallAfter))
+	require.False(t, j.feedStalledSince().IsZero())
+	back := start.Add(time.Minute)
+	j.feedAnswer(bus.Position{Known: true}, nil, back)
+	j.feedAnswer(bus.Position{Known: true}, nil, back.Add(feedCatchUpMax-time.Second))
+	require.False(t, j.feedStalledSince().IsZero(), "released before the minute")
+	j.feedAnswer(bus.Position{Known: true}, nil, back.Add(feedCatchUpMax))
+	require.True(t, j.feedStalledSince().IsZero(), "held past a minute of answers")
 }
