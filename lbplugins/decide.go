@@ -185,7 +185,16 @@ func (r *Round) PendingCores(i int) float64 {
 // not stale, a wave, under every threshold), whatever the plugin's own filters say.
 func (r *Round) Passes(i int) bool {
 	s := r.Snap
-	return !r.excluded[i] && s.lastSeen[i] != 0 && r.Req.Now.UnixNano() <= s.staleAt[i] && !s.blocked(i)
+	return !r.excluded[i] && s.lastSeen[i] != 0 && r.Req.staleNs() <= s.staleAt[i] && !s.blocked(i)
+}
+
+// staleNs is the time staleness is judged at, in Unix nanoseconds: StaleAt when set and
+// before Now, else Now.
+func (req *Request) staleNs() int64 {
+	if !req.StaleAt.IsZero() && req.StaleAt.Before(req.Now) {
+		return req.StaleAt.UnixNano()
+	}
+	return req.Now.UnixNano()
 }
 
 // Explaining reports whether the reasons a NodeFilter gives will be shown (an explain
@@ -325,17 +334,18 @@ func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error
 	d := Decision{Algorithm: p.Name()}
 	pf := filtersOf(p)
 	r.algorithm = p.Name()
-	nowNs := now.UnixNano()
+	staleNs := req.staleNs()
+	staleAt := time.Unix(0, staleNs)
 	var anyMask uint8
 	oldest := -1
-	if s.likely.fits(pf, nowNs, req.ExplainAll) && !slowFilters {
-		oldest, anyMask = r.passLikely(nowNs, pf, &d.FilteredBy)
+	if s.likely.fits(pf, staleNs, req.ExplainAll) && !slowFilters {
+		oldest, anyMask = r.passLikely(staleNs, pf, &d.FilteredBy)
 	} else {
-		oldest, anyMask = r.passEach(now, pf, &d)
+		oldest, anyMask = r.passEach(staleAt, pf, &d)
 	}
 	if len(r.Cands) == 0 {
 		d.Note = r.Note
-		return d, r.noCandidates(now, pf)
+		return d, r.noCandidates(staleAt, pf)
 	}
 	r.anyMask, r.allDone = anyMask, false
 	d.Candidates = len(r.Cands)

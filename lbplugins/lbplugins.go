@@ -180,6 +180,10 @@ type Request struct {
 	ExplainAll bool
 	// Now is the decision time (staleness, the hour-of-day profile); set by Decide.
 	Now time.Time
+	// StaleAt, when set and before Now, is the time staleness is judged at instead: the
+	// judge's while its metric feed is stalled (the nodes live when it last answered are
+	// live), the hour-of-day profile still at Now.
+	StaleAt time.Time
 }
 
 // DefaultTopK and MaxTopK bound how many candidates an answer explains.

@@ -193,6 +193,22 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// Request.StaleAt judges staleness at another time than Now (the judge's while its
+// metric feed is stalled): a node 31 s silent at Now but live at StaleAt is a candidate,
+// and Passes agrees; a StaleAt after Now changes nothing.
+func TestDecideStaleAt(t *testing.T) {
+	filters := lbplugins.Filters{StaleIntervals: 3}
+	nodes := []*lbplugins.NodeView{cluster.Stale(cluster.Node("b", nil), 31*time.Second)}
+	p := fixed{scores: map[string]float64{"b": 50}}
+	_, err := lbplugins.Decide(p, filters, lbplugins.Request{}, nodes, cluster.Now)
+	require.ErrorIs(t, err, lbplugins.ErrNoCandidates, "31 s silent at 3 intervals of 10 s")
+	d, err := lbplugins.Decide(p, filters, lbplugins.Request{StaleAt: cluster.Now.Add(-time.Minute)}, nodes, cluster.Now)
+	require.NoError(t, err)
+	require.Equal(t, "b", d.Node)
+	_, err = lbplugins.Decide(p, filters, lbplugins.Request{StaleAt: cluster.Now.Add(time.Minute)}, nodes, cluster.Now)
+	require.ErrorIs(t, err, lbplugins.ErrNoCandidates, "a StaleAt after Now")
+}
+
 // When every node is filtered, the error names why by group, the reasons that refused
 // the live nodes first, at most three of each: it named the first five nodes by name,
 // and a fleet's stale leftovers (13 here, named before the waves) hid that the waves
