@@ -85,6 +85,9 @@ type Round struct {
 	Prepared any
 	// NextHour is the UTC hour after Req.Now, for hour-of-day profiles.
 	NextHour int
+	// staleNs is when staleness is judged (Request.staleNs), once per round: Passes asks
+	// it of every node.
+	staleNs int64
 	// Cands are the candidates' node indices, in node-name order.
 	Cands   []int
 	all     Scope // the scope of every candidate, once AllScope computed it
@@ -126,7 +129,7 @@ func (s *Snapshot) round(req Request) *Round {
 
 // setRound readies r, fresh or reset, for a decision on s.
 func (s *Snapshot) setRound(r *Round, req Request) {
-	r.Snap, r.Req = s, req
+	r.Snap, r.Req, r.staleNs = s, req, req.staleNs()
 	n := len(s.Views)
 	if cap(r.pend) < n {
 		r.pend, r.excluded, r.isCand = make([]float64, n), make([]bool, n), make([]bool, n)
@@ -185,7 +188,7 @@ func (r *Round) PendingCores(i int) float64 {
 // not stale, a wave, under every threshold), whatever the plugin's own filters say.
 func (r *Round) Passes(i int) bool {
 	s := r.Snap
-	return !r.excluded[i] && s.lastSeen[i] != 0 && r.Req.staleNs() <= s.staleAt[i] && !s.blocked(i)
+	return !r.excluded[i] && s.lastSeen[i] != 0 && r.staleNs <= s.staleAt[i] && !s.blocked(i)
 }
 
 // staleNs is the time staleness is judged at, in Unix nanoseconds: StaleAt when set and
@@ -334,7 +337,7 @@ func (s *Snapshot) Decide(p Plugin, req Request, now time.Time) (Decision, error
 	d := Decision{Algorithm: p.Name()}
 	pf := filtersOf(p)
 	r.algorithm = p.Name()
-	staleNs := req.staleNs()
+	staleNs := r.staleNs
 	staleAt := time.Unix(0, staleNs)
 	var anyMask uint8
 	oldest := -1
