@@ -18,8 +18,8 @@ import (
 // question has gone unanswered for feedStallAfter, the feed is stalled: placements judge
 // staleness as of the last answer, so that the nodes live then stay live, until an
 // answer says the subscription caught up with what the outage held back (or a minute
-// after the bus answers again, caught up or not). A stream that
-// flows with some nodes silent is no stall: those nodes go stale as before.
+// after the bus answers again, caught up or not). A stream that flows with some nodes
+// silent is no stall: those nodes go stale as before.
 
 const (
 	// feedPoll is how often the bus is asked, each question bounded by as long.
