@@ -36,12 +36,11 @@ const (
 
 // feedWatch is the feed's state, as the last answers left it.
 type feedWatch struct {
-	mu      sync.Mutex // the answers' side: lastOK and the changes of stalled
-	lastOK  time.Time  // the last answer with the membership known
-	stalled time.Time  // zero: not stalled; else staleness is judged as of it
-	back    time.Time  // while stalled, the first answer with the membership known
-	// stalledNs is stalled in Unix nanoseconds (0: not stalled), read without the lock:
-	// every node's liveness asks it.
+	mu     sync.Mutex // the answers' side: lastOK, back and the changes of stalledNs
+	lastOK time.Time  // the last answer with the membership known
+	back   time.Time  // while stalled, the first answer with the membership known
+	// stalledNs is, in Unix nanoseconds, the time staleness is judged as of while the
+	// feed is stalled (0: it is not), read without the lock: every node's liveness asks.
 	stalledNs atomic.Int64
 }
 
@@ -73,16 +72,15 @@ func (j *Judge) feedAnswer(p bus.Position, err error, now time.Time) {
 	f := &j.feed
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	known := err == nil && p.Known
+	known, stalled := err == nil && p.Known, f.stalledNs.Load() != 0
 	switch {
-	case f.stalled.IsZero() && known:
+	case !stalled && known:
 		f.lastOK = now
-	case f.stalled.IsZero() && now.Sub(f.lastOK) >= feedStallAfter:
-		f.stalled = f.lastOK
-		f.stalledNs.Store(f.stalled.UnixNano())
+	case !stalled && now.Sub(f.lastOK) >= feedStallAfter:
+		f.stalledNs.Store(f.lastOK.UnixNano())
 		j.log.Warn("the metric feed does not answer: placements take the nodes live when it last did as live, until it catches up",
-			"as_of", f.stalled.UTC().Format(time.RFC3339), "err", err)
-	case !f.stalled.IsZero() && known:
+			"as_of", f.lastOK.UTC().Format(time.RFC3339), "err", err)
+	case stalled && known:
 		if f.back.IsZero() {
 			f.back = now
 		}
@@ -90,8 +88,8 @@ func (j *Judge) feedAnswer(p bus.Position, err error, now time.Time) {
 			return
 		}
 		j.log.Info("the metric feed answers again: nodes are judged stale on the clock again", "caught_up", p.CaughtUp,
-			"stalled_for", now.Sub(f.stalled).Round(time.Second))
-		f.stalled, f.back, f.lastOK = time.Time{}, time.Time{}, now
+			"stalled_for", now.Sub(f.lastOK).Round(time.Second))
+		f.back, f.lastOK = time.Time{}, now
 		f.stalledNs.Store(0)
 	}
 }

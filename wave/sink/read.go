@@ -74,8 +74,8 @@ func (r *FileReader) Read(ctx context.Context, opts bus.ReadOptions, h func(bus.
 // open opens the file; following, a file not there yet (removed by a rotation, the wave
 // not started) is waited for, as `tail -F` does: the wave makes it at its next commit.
 // waited says it was, and is read from its start. nil and no error when ctx ends first.
-func (r *FileReader) open(ctx context.Context, follow bool) (f *os.File, waited bool, err error) {
-	for ; ; waited = true {
+func (r *FileReader) open(ctx context.Context, follow bool) (*os.File, bool, error) {
+	for waited := false; ; waited = true {
 		f, err := os.Open(r.Path)
 		if err == nil {
 			return f, waited, nil
