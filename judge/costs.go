@@ -64,8 +64,10 @@ func (c claim) beats(o claim) bool {
 // hour, and the instances still running were shown that much cheaper).
 //
 // The node runs an instance, in the judge's view, when a wave.instance_running series of
-// it holds 1 and is in the node's recent batches (not stopped, analysis.StoppedAfter;
-// a carried level is the previous hour's). A wave that reports wave.instance_running
+// it holds 1 and is in the node's recent batches (not stopped, analysis.StoppedAfter),
+// carried into this hour or not: at xx:00 every series is carried until its wave's
+// first batch of the new hour, and a placement in those seconds, when only a sample of
+// this hour counted, found no instance on any wave. A wave that reports wave.instance_running
 // (of any instance, this hour) says so of every instance it runs: one it reports only a
 // wave.tps of runs elsewhere. The wave an instance left keeps its counters, so its
 // wave.tps at 0, until it restarts, and once its instance_running series of it had gone
@@ -84,7 +86,6 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 	var cpu, totalRows float64
 	hasCPU, reportsStates := false, false
 	idle := false // the wave says it leads no instance (wave.instances 0)
-	recent := func(s analysis.Series) bool { return !s.Carried && !n.Stopped(s) }
 	for _, s := range n.Series {
 		inst := s.Labels[labelInstance]
 		if inst == "" {
@@ -93,7 +94,7 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 			case s.Name == metric.WaveCPUCores:
 				cpu, hasCPU = nonNegative(s.EWMA), s.HasLevel()
 			case s.Name == metric.WaveInstances:
-				idle = recent(s) && s.Last == 0
+				idle = !n.Stopped(s) && s.Last == 0
 			}
 			continue
 		}
@@ -105,7 +106,7 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 				sharing[inst] += v
 				totalRows += v
 			}
-			if at, ok := tpsAt[inst]; recent(s) && (!ok || s.LastTS.After(at)) {
+			if at, ok := tpsAt[inst]; !n.Stopped(s) && (!ok || s.LastTS.After(at)) {
 				tpsAt[inst] = s.LastTS
 			}
 		case metric.WaveBytesPerS:
@@ -113,7 +114,7 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 		case metric.WaveInstanceRunning:
 			// One series per state the instance was in this hour: any that says running.
 			hasRunning[inst], reportsStates = true, true
-			if s.Last == 1 && recent(s) {
+			if s.Last == 1 && !n.Stopped(s) {
 				if at, ok := runningAt[inst]; !ok || s.LastTS.After(at) {
 					runningAt[inst] = s.LastTS
 				}

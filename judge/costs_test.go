@@ -91,15 +91,17 @@ func TestCostsOf(t *testing.T) {
 			runs: []string{"orders"},
 		},
 		{
-			name:  "a carried level is the previous hour's: not run",
+			// At xx:00 every level is carried until the wave's first batch of the new
+			// hour: what its last batch said stands (a stopped series does not: below).
+			name:  "a level carried into the hour stands as its last batch",
 			floor: 100,
 			series: []analysis.Series{
-				series(metric.WaveTPS, inst("gone"), 50, 50, true),
-				series(metric.WaveInstanceRunning, runningLabels("gone", "running"), 1, 1, true),
-				series(metric.WaveTPS, inst("tpsonly"), 5, 5, true), // no instance_running, carried
+				series(metric.WaveTPS, inst("orders"), 50, 50, true),
+				series(metric.WaveInstanceRunning, runningLabels("orders", "running"), 1, 1, true),
+				series(metric.WaveTPS, inst("tpsonly"), 5, 5, true), // no instance_running: runs elsewhere
 			},
-			want: map[string]api.InstanceCost{"gone": cost("gone", 50, 0, 0, 150), "tpsonly": cost("tpsonly", 5, 0, 0, 105)},
-			runs: []string{},
+			want: map[string]api.InstanceCost{"orders": cost("orders", 50, 0, 0, 150), "tpsonly": cost("tpsonly", 5, 0, 0, 105)},
+			runs: []string{"orders"},
 		},
 		{
 			name:  "without instance_running, a wave.tps this hour says it runs",
@@ -198,6 +200,12 @@ func TestCostsOfSplitsTheCPUBetweenTheSeriesStillReported(t *testing.T) {
 	require.Zero(t, nc.costs["left"].CPUShare)
 	require.Equal(t, 400.0, nc.costs["left"].RowsPerS, "its last level is still shown")
 	require.Equal(t, []string{"orders", "users"}, sortedRuns(nc.runs))
+
+	// The same once carried into the next hour: the stopped one still does not run.
+	for i := range n.Series {
+		n.Series[i].Carried = true
+	}
+	require.Equal(t, []string{"orders", "users"}, sortedRuns(costsOf(n, 0).runs))
 }
 
 // waveBatch is one agent batch of a wave: its CPU and, per instance, rows/s, bytes/s

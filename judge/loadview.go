@@ -392,7 +392,7 @@ func (wl *waveLoad) utilNow() (float64, bool) {
 // those its last report said it ran (asOfWave), less those another wave has claimed
 // since: the instances GET /v1/rebalance has on it.
 func (j *Judge) nodeLoad(n analysis.Node, down bool, hist *analysis.Snapshot) ([]api.InstanceCost, *api.NodeLoad) {
-	view := j.viewOf(asOfWave(n, down))
+	view := j.viewOf(asOfWave(n))
 	j.dropClaimedElsewhere(n, down, &view.costs)
 	wl := j.waveLoadOf(view, j.profilesOf(hist))
 	if !reportedWave(n) {
@@ -424,7 +424,6 @@ func (j *Judge) dropClaimedElsewhere(n analysis.Node, down bool, c *nodeCosts) {
 	if len(doubt) == 0 {
 		return
 	}
-	now := j.now()
 	for _, id := range j.inc.NodeIDs() {
 		if id == n.Node {
 			continue
@@ -433,8 +432,7 @@ func (j *Judge) dropClaimedElsewhere(n analysis.Node, down bool, c *nodeCosts) {
 		if !ok {
 			continue
 		}
-		ws, _ := j.waveStatusOf(other, now)
-		oc := costsOf(asOfWave(other, !ws.Live), 0)
+		oc := costsOf(asOfWave(other), 0)
 		for _, inst := range doubt {
 			if cl, ok := oc.claims[inst]; ok && cl.beats(c.claims[inst]) {
 				c.drop(inst)

@@ -175,6 +175,40 @@ func TestPlacementInUtilisation(t *testing.T) {
 	require.Len(t, j.Reservations(second), 1)
 }
 
+// TestPlacementAtTheHourTurnSeesTheInstances: at xx:00 the judge's hour restarts every
+// series, carrying its level, and until each wave's first batch of the new hour the
+// waves ran no instance in the judge's view: a placement in those seconds found no
+// instance to learn a typical one or the fleet's rows per byte from, and priced the new
+// instance at nothing (a CI run placed at 04:00:01). The carried levels of the waves'
+// last batches are what they run.
+func TestPlacementAtTheHourTurnSeesTheInstances(t *testing.T) {
+	j, c := newJudge(t, func(o *Options) { o.Algorithm = "utilisation" })
+	h := j.Handler()
+	c.Add(43*time.Minute + 10*time.Second) // the fleet's last batches at 14:59:40
+	utilFleet(t, h, c, []wavefleet.Wave{
+		{Node: "wave-a", Cores: 8, UtilPct: 40, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"a1": 1000, "a2": 400}},
+		{Node: "wave-b", Cores: 16, UtilPct: 48, Row: 1e-4, Byte: 1e-9, Instances: map[string]float64{"b1": 2000}},
+	})
+	c.Add(12 * time.Second) // 15:00:02: no batch of the new hour yet
+	require.Equal(t, 15, c.Now().Hour())
+
+	require.Equal(t, []string{"a1", "a2"}, instanceIDs(getNodeDetail(t, j, "wave-a").Instances))
+	ans := placeHTTP(t, h, `{"instance":"probe","dry_run":true}`)
+	require.Equal(t, api.ExpectedTypical, ans.Expected.Source, ans.Expected.Note)
+	require.Contains(t, ans.Expected.Note, "of the 3 instances the waves run")
+	ans = placeHTTP(t, h, `{"instance":"probe","dry_run":true,"expected":{"bytes_per_s":150000}}`)
+	require.Greater(t, ans.Expected.RowsPerS, 0.0, ans.Expected.Note)
+
+	// An instance its wave no longer reports is not the wave's, carried or not.
+	for range 4 {
+		c.Add(wavefleet.Interval)
+		b := metric.Batch{Node: "wave-b", TS: c.Now(), IntervalS: 10, Points: []metric.Point{
+			{Name: metric.CPUCores, Value: 16}, {Name: metric.CPUUtil, Value: 48}, {Name: metric.WaveInstances, Value: 0}}}
+		require.Equal(t, http.StatusAccepted, do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b))).status)
+	}
+	require.Empty(t, getNodeDetail(t, j, "wave-b").Instances)
+}
+
 // Without the load model's data (no wave reports cpu.cores or its CPU), the utilisation
 // algorithm says so and places as leastload does.
 func TestPlacementInUtilisationFallsBack(t *testing.T) {

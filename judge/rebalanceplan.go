@@ -50,7 +50,7 @@ func (j *Judge) PlanRebalanceFromView() api.RebalanceAnswer {
 		if n.LastSeen.After(asOf) {
 			asOf = n.LastSeen
 		}
-		nc := costsOf(asOfWave(n, !ws.Live), 0)
+		nc := costsOf(asOfWave(n), 0)
 		costs = append(costs, &nc)
 	}
 	// Two waves claim an instance for a few intervals after it moved (the one it left

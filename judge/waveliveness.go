@@ -2,7 +2,6 @@ package judge
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/binlake/binlake/judge/analysis"
@@ -67,24 +66,14 @@ func lastWaveTS(n analysis.Node) (last time.Time, ok bool) {
 // asOfWave is node n as its wave's last report left it: a wave whose series stopped
 // still runs, as far as the judge knows, the instances it last said it ran (costsOf
 // counts only the series in the node's recent batches, which had none of a silent
-// wave's), so that a plan fails them over as it does a dead node's. A down wave's
-// levels carried into an hour since (analysis.Incremental) are its last report too:
-// costsOf counts no carried level, and a wave that died in the last intervals of an
-// hour had no instance to fail over from xx:00 on. A live wave's carried levels stay
-// carried (costsOf: an instance it ran last hour and reports no more is not its).
-func asOfWave(n analysis.Node, down bool) analysis.Node {
+// wave's), so that a plan fails them over as it does a dead node's.
+func asOfWave(n analysis.Node) analysis.Node {
 	last, ok := lastWaveTS(n)
 	if !ok || last.IsZero() {
 		return n
 	}
 	if last.Before(n.LastBatchTS) {
 		n.LastBatchTS = last
-	}
-	if down {
-		n.Series = slices.Clone(n.Series) // the caller's node keeps its own
-		for i := range n.Series {
-			n.Series[i].Carried = false
-		}
 	}
 	return n
 }
