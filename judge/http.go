@@ -51,6 +51,8 @@ func classify(err error) *httpapi.Error {
 		return &httpapi.Error{Status: http.StatusServiceUnavailable, Code: httpapi.CodeUnavailable, Msg: err.Error()}
 	case errors.Is(err, remotewrite.ErrInvalid):
 		return &httpapi.Error{Status: http.StatusBadRequest, Code: httpapi.CodeInvalid, Msg: err.Error()}
+	case errors.Is(err, remotewrite.ErrUnsupported):
+		return &httpapi.Error{Status: http.StatusUnsupportedMediaType, Code: httpapi.CodeUnsupported, Msg: err.Error()}
 	case errors.Is(err, remotewrite.ErrTooLarge):
 		return &httpapi.Error{Status: http.StatusRequestEntityTooLarge, Code: httpapi.CodeTooLarge, Msg: err.Error()}
 	case errors.Is(err, store.ErrFull):

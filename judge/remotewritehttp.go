@@ -16,7 +16,9 @@ const MaxRemoteWriteBytes = 16 << 20
 // series become the canonical metrics of one batch per node and scrape, ingested as an
 // agent's would be. Answers: 204 once the store has every point (ingestStored; a
 // metadata-only request too, so Prometheus counts no failed send), 400 for a body that
-// is not a WriteRequest, 413 past the limits, 503 while the store buffer is full or when
+// is not a WriteRequest, 415 for one whose Content-Type names another message (remote
+// write 2.0: the sender then falls back to 1.0) or whose encoding is not snappy, 413
+// past the limits, 503 while the store buffer is full or when
 // the store has not taken the points within 4 s, with Retry-After (Prometheus retries
 // 5xx with back-off; recent versions wait the Retry-After).
 // A request whose batches were partly ingested before a 503 comes again whole; the judge
@@ -26,7 +28,11 @@ func (j *Judge) handleRemoteWrite(w http.ResponseWriter, r *http.Request) {
 }
 
 func (j *Judge) remoteWrite(w http.ResponseWriter, r *http.Request, body []byte) {
-	req, err := remotewrite.Decode(body, remotewrite.Limits{})
+	err := remotewrite.CheckContentType(r.Header.Get("Content-Type"), r.Header.Get("Content-Encoding"))
+	var req remotewrite.Request
+	if err == nil {
+		req, err = remotewrite.Decode(body, remotewrite.Limits{})
+	}
 	if err != nil {
 		j.m.decodeErrors.WithLabelValues(sourceRemoteWrite).Inc()
 		j.writeError(w, r, err)

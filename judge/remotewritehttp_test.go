@@ -3,6 +3,7 @@ package judge
 import (
 	"bytes"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -96,4 +97,47 @@ func TestRemoteWriteBackPressure(t *testing.T) {
 	r := do(t, j.Handler(), "POST", "/api/v1/write", "", bytes.NewReader(cpuScrape("h", t0, 1, 1)))
 	require.Equal(t, http.StatusServiceUnavailable, r.status, string(r.body))
 	require.Zero(t, j.StoreCounters().Dropped)
+}
+
+// TestRemoteWriteRefusesOtherMessages: a remote write 2.0 request (its message named in
+// the Content-Type) or one encoded otherwise than snappy is answered 415, as the 2.0
+// spec has a receiver that does not take it answer, so that the sender falls back to
+// 1.0; it was answered 204 and its samples dropped unseen. 1.0 named explicitly, or with
+// no Content-Type, is taken.
+func TestRemoteWriteRefusesOtherMessages(t *testing.T) {
+	j, _ := newJudge(t, nil)
+	h := j.Handler()
+	post := func(node, contentType, encoding string) response {
+		req := httptest.NewRequest("POST", "/api/v1/write", bytes.NewReader(cpuScrape(node, t0, 1, 1)))
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		if encoding != "" {
+			req.Header.Set("Content-Encoding", encoding)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return response{rec.Code, rec.Header(), rec.Body.Bytes()}
+	}
+	for _, c := range []struct {
+		node, contentType, encoding string
+		status                      int
+		msg                         string
+	}{
+		{"v2", "application/x-protobuf;proto=io.prometheus.write.v2.Request", "snappy", 415, `proto "io.prometheus.write.v2.Request": this receiver takes remote write 1.0 (prometheus.WriteRequest) only`},
+		{"zstd", "application/x-protobuf", "zstd", 415, `Content-Encoding "zstd": this receiver takes snappy only`},
+		{"json", "application/json", "snappy", 415, "this receiver takes application/x-protobuf"},
+		{"v1-named", "application/x-protobuf; proto=prometheus.WriteRequest", "snappy", 204, ""},
+		{"v1-plain", "application/x-protobuf", "snappy", 204, ""},
+		{"no-headers", "", "", 204, ""},
+	} {
+		r := post(c.node, c.contentType, c.encoding)
+		require.Equal(t, c.status, r.status, "%s: %s", c.node, r.body)
+		if c.status != 204 {
+			code, msg := errorOf(t, r)
+			require.Equal(t, "unsupported_media_type", code)
+			require.Contains(t, msg, c.msg)
+		}
+	}
+	require.ElementsMatch(t, []string{"v1-named", "v1-plain", "no-headers"}, j.Incremental().NodeIDs(), "the refused requests left nothing")
 }

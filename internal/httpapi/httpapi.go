@@ -33,6 +33,7 @@ const (
 	CodeUnauthorized = "unauthorized"
 	CodeNotFound     = "not_found"
 	CodeTooLarge     = "too_large"
+	CodeUnsupported  = "unsupported_media_type"
 	CodeUnavailable  = "unavailable"
 	CodeMethod       = "method_not_allowed"
 	CodeInternal     = "internal"

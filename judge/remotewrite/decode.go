@@ -15,8 +15,9 @@ import (
 
 // Sentinel errors; every error of Decode wraps one of them.
 var (
-	ErrInvalid  = errors.New("invalid remote-write request")
-	ErrTooLarge = errors.New("remote-write request too large")
+	ErrInvalid     = errors.New("invalid remote-write request")
+	ErrTooLarge    = errors.New("remote-write request too large")
+	ErrUnsupported = errors.New("unsupported remote-write message")
 )
 
 // Limits bound one request after decompression; a zero field takes its default.
