@@ -61,12 +61,20 @@ func (c *Conn) dial() error {
 // timeout), the request is sent once more on a new connection, as net/http's client
 // does; any other failure closes the connection and is returned.
 func (c *Conn) Post(path string, body, answer []byte) (int, []byte, error) {
+	return c.PostAs(path, "Content-Type: application/json", body, answer)
+}
+
+// PostAs is Post with the request's header lines given (headers: "Name: value" lines
+// joined by CRLF, without the last one), Content-Length aside.
+func (c *Conn) PostAs(path, headers string, body, answer []byte) (int, []byte, error) {
 	c.req.Reset()
 	c.req.WriteString("POST ")
 	c.req.WriteString(path)
 	c.req.WriteString(" HTTP/1.1\r\nHost: ")
 	c.req.WriteString(c.host)
-	c.req.WriteString("\r\nContent-Type: application/json\r\nContent-Length: ")
+	c.req.WriteString("\r\n")
+	c.req.WriteString(headers)
+	c.req.WriteString("\r\nContent-Length: ")
 	c.req.WriteString(strconv.Itoa(len(body)))
 	c.req.WriteString("\r\n\r\n")
 	c.req.Write(body)

@@ -55,7 +55,12 @@ func dialJudge(base string) (*judgeConn, error) {
 // post sends body to path and returns the answer's body (valid until the next post),
 // or a statusError when the status is not want.
 func (jc *judgeConn) post(path string, body []byte, want int) ([]byte, error) {
-	code, answer, err := jc.c.Post(path, body, jc.answer[:0])
+	return jc.postAs(path, "Content-Type: application/json", body, want)
+}
+
+// postAs is post with the request's header lines (httpload.Conn.PostAs).
+func (jc *judgeConn) postAs(path, headers string, body []byte, want int) ([]byte, error) {
+	code, answer, err := jc.c.PostAs(path, headers, body, jc.answer[:0])
 	jc.answer = answer
 	if err != nil {
 		return nil, err
@@ -82,9 +87,12 @@ type rwConn struct{ *judgeConn }
 // send posts a snappy WriteRequest (encodeRemoteWrite) to POST /api/v1/write, which
 // answers 204.
 func (rc rwConn) send(_ context.Context, _ string, body []byte, _ int) error {
-	_, err := rc.post("/api/v1/write", body, http.StatusNoContent)
+	_, err := rc.postAs("/api/v1/write", remoteWriteHeaders, body, http.StatusNoContent)
 	return err
 }
+
+// remoteWriteHeaders are the header lines Prometheus sends with a 1.0 request.
+const remoteWriteHeaders = "Content-Type: application/x-protobuf\r\nContent-Encoding: snappy\r\nX-Prometheus-Remote-Write-Version: 0.1.0"
 
 // encodeRemoteWrite encodes a batch as Prometheus would remote-write it: a series per
 // point, its name as __name__, the node as a node label beside the point's labels.
