@@ -71,6 +71,13 @@ func TestLoadDefaults(t *testing.T) {
 	require.Equal(t, metric.TopicPartitions, c.Sink.Kafka.Partitions, "the partitions the alarm and the judge create it with")
 	require.Equal(t, []string{"host"}, c.Collectors.Enabled())
 
+	// node written out empty, as the judge's example ships it: the host name, as left
+	// out (it was refused: "empty, and the host name is unknown").
+	host, _ := os.Hostname()
+	c, err = load(t, "node: \"\"\n")
+	require.NoError(t, err)
+	require.Equal(t, host, c.Node)
+
 	c, err = load(t, "collectors:\n  host: {enabled: false}\n  wave:\n")
 	require.NoError(t, err)
 	require.Equal(t, []string{"wave"}, c.Collectors.Enabled(), "a section replaces the default set; null means defaults")

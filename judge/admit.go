@@ -58,11 +58,21 @@ var ranges = map[string]valueRange{
 	metric.WaveInstanceRunning: {0, 1, "a state: 1 running, 0 not", true},
 }
 
+// aheadBy says how far ahead d (a time's difference from now) is: rounded to the second,
+// or, for a difference past what a time.Duration holds (a year 9999; Sub saturates at
+// 292 years), that much, not the saturated figure as if it were real.
+func aheadBy(d time.Duration) string {
+	if d == math.MaxInt64 {
+		return "more than 292 years"
+	}
+	return d.Round(time.Second).String()
+}
+
 // admit reports what the judge refuses in b (a batch the metric contract accepted), or
 // nil.
 func (j *Judge) admit(b metric.Batch) error {
 	if ahead := b.TS.Sub(j.now()); ahead > maxAhead {
-		return fmt.Errorf("ts %s is %s ahead of the judge's clock (at most %s)", b.TS.UTC().Format(time.RFC3339), ahead.Round(time.Second), maxAhead)
+		return fmt.Errorf("ts %s is %s ahead of the judge's clock (at most %s)", b.TS.UTC().Format(time.RFC3339), aheadBy(ahead), maxAhead)
 	}
 	cores, process := -1.0, -1.0
 	for i, p := range b.Points {

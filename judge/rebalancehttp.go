@@ -50,7 +50,7 @@ func (j *Judge) checkMovedAt(req api.RebalanceRequest) error {
 	for i, in := range req.Instances {
 		if ahead := in.MovedAt.Sub(now); ahead > maxAhead {
 			return invalid("instances[%d].moved_at %s is %s ahead of the judge's clock (at most %s): the cooldown counts from it",
-				i, in.MovedAt.UTC().Format(time.RFC3339), ahead.Round(time.Second), maxAhead)
+				i, in.MovedAt.UTC().Format(time.RFC3339), aheadBy(ahead), maxAhead)
 		}
 	}
 	return nil
