@@ -113,6 +113,12 @@ type Engine struct {
 	tickMu sync.Mutex // one Tick at a time
 	lastGC time.Time
 
+	// orphans are the fingerprints of the entries the log holds firing whose policy is
+	// not in this process's file (removed or renamed while its alert fired), as the last
+	// Restore found them: no process evaluates them, so none resolves them (orphans.go).
+	orphanMu sync.Mutex
+	orphans  map[string]bool
+
 	// stalled is set while the bus says this process is behind on (or cannot read) its
 	// partitions; resumedAt is when it last caught up. Silence is only evidence of a dead
 	// node when the stream is read up to date (see SetCaughtUp).
@@ -274,6 +280,7 @@ func (e *Engine) Restore(ctx context.Context) (int, error) {
 		}
 		byNode[node][fp] = le
 	}
+	e.noteOrphans(entries, partial)
 	now := e.now()
 	for _, sh := range e.shards {
 		sh.mu.Lock()

@@ -1,8 +1,11 @@
 package alarm
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -399,4 +402,59 @@ func TestClaimOfADrainingProcessIsNotTakenOver(t *testing.T) {
 	o.poll(context.Background())
 	r2.observe("wave-1", 95)
 	require.Equal(t, []string{F}, r2.out.take(), "the claim of a process neither in the group nor draining is taken over")
+}
+
+// A policy removed (or renamed) while its alert fires: the restarted process has no
+// policy to evaluate it by, so nothing resolves it. Each such entry is said once, with
+// what to do, and counted (binlake_alarm_orphaned_alerts); before, nothing said so and
+// the receiver's incident stayed open unseen (an outside trial).
+func TestFiringAlertOfARemovedPolicyIsSaid(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	c1 := openCoord(t, dir)
+	r1 := newRigOn(t, c1, clk, basePolicy, nil)
+	r1.observe("wave-1", 95)
+	require.Equal(t, []string{F}, r1.out.take())
+	require.NoError(t, c1.Close())
+
+	var logs lockedBuffer
+	renamed := strings.Replace(basePolicy, "name: cpu", "name: cpu-high", 1)
+	r2 := restartOn(t, dir, clk, renamed, func(o *EngineOptions) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	require.Equal(t, 1, r2.e.Orphans())
+	for range 3 { // the periodic reloads of the log say it no more
+		clk.Add(time.Minute)
+		_, err := r2.e.Restore(context.Background())
+		require.NoError(t, err)
+		r2.observe("wave-1", 10)
+	}
+	require.Equal(t, 1, strings.Count(logs.String(), "firing under a policy this alarm does not have"), logs.String())
+	require.Contains(t, logs.String(), "policy=cpu ")
+	require.Contains(t, logs.String(), "put the policy back under its name")
+	require.Empty(t, r2.out.take(), "no policy, no notice")
+
+	// The policy back under its name: evaluated again, resolved, and no longer counted.
+	require.NoError(t, r2.c.Close())
+	r3 := restartOn(t, dir, clk, basePolicy, nil)
+	require.Zero(t, r3.e.Orphans())
+	r3.observe("wave-1", 10)
+	require.Equal(t, []string{R}, r3.out.take())
+}
+
+// lockedBuffer is a log destination the engine's goroutines may write to at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

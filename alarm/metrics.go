@@ -49,6 +49,9 @@ func (m *metrics) register(reg prometheus.Registerer, e *Engine) error {
 			return float64([]int{0, p, f, r}[st])
 		}))
 	}
+	cs = append(cs, alerts(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "orphaned_alerts",
+		Help: "Alerts the notification log holds firing under a policy this alarm does not have (removed or renamed while firing): nothing resolves them."},
+		func() float64 { return float64(e.Orphans()) }))
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return err
