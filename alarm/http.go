@@ -50,11 +50,12 @@ func (a *Alarm) routes() http.Handler {
 	r.Get("/", a.handleIndex)
 	httpapi.Health(r, a.handleHealth)
 	r.Route("/v1", func(r chi.Router) {
-		r.Get("/alerts", a.handleAlerts)
-		r.Get("/policies", a.handlePolicies)
-		r.Get("/silences", a.handleSilences)
-		r.With(auth).Post("/silences", a.handleCreateSilence)
-		r.With(auth).Delete("/silences/{id}", a.handleDeleteSilence)
+		r.Get("/alerts", a.handleAlerts) // its filters: handleAlerts checks them
+		none := r.With(a.errs.NoQuery)
+		none.Get("/policies", a.handlePolicies)
+		none.Get("/silences", a.handleSilences)
+		none.With(auth).Post("/silences", a.handleCreateSilence)
+		none.With(auth).Delete("/silences/{id}", a.handleDeleteSilence)
 	})
 	return r
 }

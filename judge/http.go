@@ -80,16 +80,17 @@ func (j *Judge) routes() http.Handler {
 	// What needs the state restored from the store waits for it (afterRestore); the
 	// status page, /healthz, /readyz, /metrics and the plugin list answer from the start.
 	r.Route("/v1", func(r chi.Router) {
-		r.Get("/plugins", j.handlePlugins)
-		wait := r.With(j.afterRestore)
+		none := r.With(j.errs.NoQuery) // every route here but /placement (?explain, ?top)
+		none.Get("/plugins", j.handlePlugins)
+		wait := none.With(j.afterRestore)
 		wait.Get("/nodes", j.handleNodes)
 		wait.Get("/metric-names", j.handleMetricNames)
 		wait.Get("/nodes/{id}", j.handleNode)
 		// The token is checked first: a request without it does not wait.
-		r.With(auth, j.afterRestore).Post("/metrics", j.handleMetrics)
+		none.With(auth, j.afterRestore).Post("/metrics", j.handleMetrics)
 		r.With(auth, j.afterRestore).Post("/placement", j.handlePlacement)
 		wait.Get("/rebalance", j.handleRebalanceView)
-		r.With(auth, j.afterRestore).Post("/rebalance", j.handleRebalance)
+		none.With(auth, j.afterRestore).Post("/rebalance", j.handleRebalance)
 	})
 	r.With(auth, j.afterRestore).Post("/api/v1/write", j.handleRemoteWrite)
 	return r

@@ -141,3 +141,17 @@ func TestRemoteWriteRefusesOtherMessages(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{"v1-named", "v1-plain", "no-headers"}, j.Incremental().NodeIDs(), "the refused requests left nothing")
 }
+
+// The routes that take no query parameter refuse one, as POST /v1/placement refuses an
+// unknown one: GET /v1/nodes?node=x answered every node.
+func TestRoutesWithoutParametersRefuseThem(t *testing.T) {
+	j, _ := newJudge(t, nil)
+	h := j.Handler()
+	for _, path := range []string{"/v1/nodes?node=x", "/v1/nodes/x?foo", "/v1/rebalance?dry=1", "/v1/metric-names?x=1", "/v1/plugins?a=b"} {
+		r := do(t, h, "GET", path, "", nil)
+		require.Equal(t, http.StatusBadRequest, r.status, "%s: %s", path, r.body)
+		_, msg := errorOf(t, r)
+		require.Contains(t, msg, "this endpoint takes none", path)
+	}
+	require.Equal(t, http.StatusOK, do(t, h, "GET", "/v1/nodes", "", nil).status)
+}

@@ -304,6 +304,8 @@ func JSONKind(k reflect.Kind) string {
 func CheckQuery(q url.Values, takes []string, once ...string) error {
 	for k, vs := range q {
 		switch {
+		case len(takes) == 0:
+			return Errorf(http.StatusBadRequest, CodeInvalid, "unknown query parameter %q (this endpoint takes none)", k)
 		case !slices.Contains(takes, k):
 			return Errorf(http.StatusBadRequest, CodeInvalid, "unknown query parameter %q (this endpoint takes %s)", k, strings.Join(takes, ", "))
 		case len(vs) > 1 && slices.Contains(once, k):
@@ -311,4 +313,17 @@ func CheckQuery(q url.Values, takes []string, once ...string) error {
 		}
 	}
 	return nil
+}
+
+// NoQuery is CheckQuery for the routes that take no query parameter, as middleware: a
+// filter such as GET /v1/nodes?node=x was ignored and answered every node, where the
+// routes that take parameters refused an unknown one.
+func (e *Errors) NoQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := CheckQuery(r.URL.Query(), nil); err != nil {
+			e.Write(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

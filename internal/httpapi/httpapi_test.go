@@ -422,3 +422,17 @@ func TestHealthTakesHead(t *testing.T) {
 	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 	require.Equal(t, "GET, HEAD", rec.Header().Get("Allow"))
 }
+
+// NoQuery refuses any query parameter, naming it, and passes a request without one.
+func TestNoQuery(t *testing.T) {
+	e := &Errors{}
+	h := e.NoQuery(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	for target, want := range map[string]int{"/v1/nodes": 204, "/v1/nodes?node=x": 400, "/v1/nodes?": 204} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
+		require.Equal(t, want, rec.Code, target)
+		if want == 400 {
+			require.Contains(t, rec.Body.String(), `unknown query parameter \"node\" (this endpoint takes none)`)
+		}
+	}
+}
