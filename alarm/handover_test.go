@@ -1,17 +1,16 @@
 package alarm
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/testenv"
 )
 
 // The hand-over of alerts between alarm processes (restarts, rebalances, deploys), each
@@ -416,7 +415,7 @@ func TestFiringAlertOfARemovedPolicyIsSaid(t *testing.T) {
 	require.Equal(t, []string{F}, r1.out.take())
 	require.NoError(t, c1.Close())
 
-	var logs lockedBuffer
+	var logs testenv.SyncBuffer
 	renamed := strings.Replace(basePolicy, "name: cpu", "name: cpu-high", 1)
 	r2 := restartOn(t, dir, clk, renamed, func(o *EngineOptions) {
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -441,20 +440,3 @@ func TestFiringAlertOfARemovedPolicyIsSaid(t *testing.T) {
 	require.Equal(t, []string{R}, r3.out.take())
 }
 
-// lockedBuffer is a log destination the engine's goroutines may write to at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
