@@ -439,4 +439,3 @@ func TestFiringAlertOfARemovedPolicyIsSaid(t *testing.T) {
 	r3.observe("wave-1", 10)
 	require.Equal(t, []string{R}, r3.out.take())
 }
-
