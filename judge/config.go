@@ -384,7 +384,7 @@ func (c *Config) Validate() error {
 		if c.Store.SQLite.Path == "" {
 			c.Store.SQLite.Path = "./data/judge.db"
 		}
-		if err := config.CheckFilePath(c.Store.SQLite.Path); err != nil {
+		if err := config.CheckStorePath(c.Store.SQLite.Path); err != nil {
 			bad("store.sqlite.path", "%w", err)
 		}
 	case StoreElastic:

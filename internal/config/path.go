@@ -5,21 +5,43 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
-// CheckFilePath checks path, a file a role creates or opens as it starts (the judge's
-// SQLite store, the single coordinator's file, the wave's row file): not a folder, and
-// its folder there or one that can be created, i.e. the nearest part of the path that
-// exists is a folder. Permissions are left to the start, since they depend on the user
-// the role runs as.
+// CheckFilePath checks path, a file a role creates or opens as it starts (the wave's row
+// file): not a folder, and its folder there or one that can be created, i.e. the nearest
+// part of the path that exists is a folder; and, as the user the check runs as (the
+// documented `sudo -u binlake binlake <role> --check`), that the file can be read and
+// written, or, not there yet, that its nearest existing folder can be written to make
+// it. Permissions were left to the start, and `--check` passed a path in a folder the
+// role's user cannot write that the start then refused (an outside trial).
 func CheckFilePath(path string) error {
+	return checkPath(path, false)
+}
+
+// CheckStorePath is CheckFilePath for a file kept with files of its own beside it
+// (SQLite's -wal and -shm, a lock file): its folder must be writable too, even when the
+// file is there already.
+func CheckStorePath(path string) error {
+	return checkPath(path, true)
+}
+
+func checkPath(path string, beside bool) error {
 	if path == "" {
 		return errors.New("empty: want a file path")
 	}
 	if fi, err := os.Stat(path); err == nil {
 		if fi.IsDir() {
 			return fmt.Errorf("%s is a folder: want a file path", path)
+		}
+		if err := unix.Access(path, unix.R_OK|unix.W_OK); err != nil {
+			return fmt.Errorf("%s: %s cannot read and write it: %w", path, whoAmI(), err)
+		}
+		if beside {
+			return writableFolder(path, filepath.Dir(path), "to keep its companion files")
 		}
 		return nil
 	}
@@ -29,7 +51,7 @@ func CheckFilePath(path string) error {
 		case err == nil && !fi.IsDir():
 			return fmt.Errorf("%s: %s is a file, so no folder can be made there", path, dir)
 		case err == nil:
-			return nil
+			return writableFolder(path, dir, "to make it")
 		case !errors.Is(err, fs.ErrNotExist):
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -37,4 +59,22 @@ func CheckFilePath(path string) error {
 			return nil
 		}
 	}
+}
+
+// writableFolder refuses dir, the folder path needs for why, when this user cannot
+// write into it.
+func writableFolder(path, dir, why string) error {
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return fmt.Errorf("%s: %s cannot write into %s %s: %w", path, whoAmI(), dir, why, err)
+	}
+	return nil
+}
+
+// whoAmI names the user the process runs as, for the messages: the check's verdict is
+// that user's.
+func whoAmI() string {
+	if u, err := user.Current(); err == nil {
+		return "user " + u.Username
+	}
+	return fmt.Sprintf("uid %d", os.Getuid())
 }

@@ -215,7 +215,7 @@ func (c *Coordinator) Validate(defaultPath string) error {
 			c.Path = defaultPath
 		}
 		var errs []error
-		if err := CheckFilePath(c.Path); err != nil {
+		if err := CheckStorePath(c.Path); err != nil {
 			errs = append(errs, Bad("coordinator.path", "%w", err))
 		}
 		if c.Auth != (CoordAuth{}) {
