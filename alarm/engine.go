@@ -116,8 +116,9 @@ type Engine struct {
 	// orphans are the fingerprints of the entries the log holds firing whose policy is
 	// not in this process's file (removed or renamed while its alert fired), as the last
 	// Restore found them: no process evaluates them, so none resolves them (orphans.go).
-	orphanMu sync.Mutex
-	orphans  map[string]bool
+	orphanMu   sync.Mutex
+	orphans    map[string]bool
+	orphanPols map[string]*policy.Policy // orphanPolicy's, by name and channels
 
 	// stalled is set while the bus says this process is behind on (or cannot read) its
 	// partitions; resumedAt is when it last caught up. Silence is only evidence of a dead
@@ -514,6 +515,7 @@ const (
 	endedByPoint  endReason = iota // a point of the series decided it (or it fires)
 	endedBySeries                  // a newer batch of the node came without the series
 	endedStale                     // the series sent nothing for StaleIntervals
+	endedOrphan                    // its policy is gone from the file (orphans.go)
 )
 
 // render is the alert's annotations. A resolution that no point decided (its series
@@ -524,9 +526,11 @@ func (e *Engine) render(a *alertState) map[string]string {
 	out := a.p.Render(d)
 	if d.Ended {
 		if s, ok := out["summary"]; ok {
-			if a.ended == endedStale {
+			switch a.ended {
+			case endedOrphan: // its own summary says why
+			case endedStale:
 				out["summary"] = s + " (series went silent)"
-			} else {
+			default:
 				out["summary"] = s + " (series ended)"
 			}
 		}
@@ -543,17 +547,21 @@ func (e *Engine) templateData(a *alertState) policy.TemplateData {
 func templateData(p *policy.Policy, labels map[string]string, value float64, state State) policy.TemplateData {
 	d := policy.TemplateData{Policy: p.Name, Node: labels[policy.LabelNode], Metric: p.Metric, Value: value,
 		Severity: p.Severity.String(), State: state.String(), Labels: labels}
-	if p.Cond != nil {
+	switch {
+	case p.Cond != nil:
 		d.Threshold, d.Condition = p.Cond.Threshold, p.Cond.String()
-	} else {
+	case p.NoData > 0:
 		d.Threshold, d.Condition = float64(p.NoData), "nodata"
+	default: // a gone policy's stand-in (orphans.go)
+		d.Condition = "none: the policy is gone from the file"
 	}
 	return d
 }
 
 func (a *alertState) entry() LogEntry {
 	return LogEntry{Fingerprint: a.fps, Policy: a.p.Name, Labels: a.labels, ActiveSince: a.activeSince,
-		FiringSince: a.firingSince, LastSent: a.lastSent, Sent: a.sent, EvalTS: a.evalTS, Value: a.value}
+		FiringSince: a.firingSince, LastSent: a.lastSent, Sent: a.sent, EvalTS: a.evalTS, Value: a.value,
+		Channels: a.p.Channels}
 }
 
 // evidenceTS is the own time of the newest point the alert's state rests on: its

@@ -404,38 +404,69 @@ func TestClaimOfADrainingProcessIsNotTakenOver(t *testing.T) {
 }
 
 // A policy removed (or renamed) while its alert fires: the restarted process has no
-// policy to evaluate it by, so nothing resolves it. Each such entry is said once, with
-// what to do, and counted (binlake_alarm_orphaned_alerts); before, nothing said so and
-// the receiver's incident stayed open unseen (an outside trial).
-func TestFiringAlertOfARemovedPolicyIsSaid(t *testing.T) {
-	dir, clk := t.TempDir(), &clock{t: t0}
-	c1 := openCoord(t, dir)
-	r1 := newRigOn(t, c1, clk, basePolicy, nil)
-	r1.observe("wave-1", 95)
-	require.Equal(t, []string{F}, r1.out.take())
-	require.NoError(t, c1.Close())
+// policy to evaluate it by, and the log held the alert firing for good, the receiver's
+// incident open, and nothing said so (an outside trial). The entry records the channels
+// it paged, so the process reading its node resolves it there, once, saying why; an
+// entry written before channels were recorded is said, once, with what to do.
+func TestFiringAlertOfARemovedPolicyIsResolved(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "channels recorded", true: "logged before channels were recorded"}[legacy], func(t *testing.T) {
+			dir, clk := t.TempDir(), &clock{t: t0}
+			c1 := openCoord(t, dir)
+			r1 := newRigOn(t, c1, clk, basePolicy, nil)
+			r1.observe("wave-1", 95)
+			require.Equal(t, []string{F}, r1.out.take())
+			if legacy {
+				log := &CoordLog{C: c1}
+				entries, err := log.Load(context.Background())
+				require.NoError(t, err)
+				require.Len(t, entries, 1)
+				le, ver, err := log.Get(context.Background(), entries[0].Fingerprint)
+				require.NoError(t, err)
+				require.Equal(t, []string{"c"}, le.Channels)
+				le.Channels = nil
+				require.NoError(t, log.Put(context.Background(), le, ver))
+			}
+			require.NoError(t, c1.Close())
 
-	var logs testenv.SyncBuffer
-	renamed := strings.Replace(basePolicy, "name: cpu", "name: cpu-high", 1)
-	r2 := restartOn(t, dir, clk, renamed, func(o *EngineOptions) {
-		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
-	require.Equal(t, 1, r2.e.Orphans())
-	for range 3 { // the periodic reloads of the log say it no more
-		clk.Add(time.Minute)
-		_, err := r2.e.Restore(context.Background())
-		require.NoError(t, err)
-		r2.observe("wave-1", 10)
+			var logs testenv.SyncBuffer
+			renamed := strings.Replace(basePolicy, "name: cpu", "name: cpu-high", 1)
+			r2 := restartOn(t, dir, clk, renamed, func(o *EngineOptions) {
+				o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			})
+			require.Equal(t, 1, r2.e.Orphans())
+			var resolved []string
+			for range 3 {
+				clk.Add(time.Minute)
+				r2.observe("wave-1", 10)
+				for _, m := range r2.out.messages() {
+					for _, a := range m.Alerts {
+						resolved = append(resolved, a.Status+" "+a.Labels["alertname"]+": "+a.Annotations["summary"])
+					}
+				}
+				_, err := r2.e.Restore(context.Background()) // the periodic reload says it no more
+				require.NoError(t, err)
+			}
+			require.Equal(t, 1, strings.Count(logs.String(), "firing under a policy this alarm does not have"), logs.String())
+			require.Contains(t, logs.String(), "policy=cpu ")
+			if legacy {
+				require.Contains(t, logs.String(), "put the policy back under its name")
+				require.Empty(t, resolved, "no channels to tell")
+				require.Equal(t, 1, r2.e.Orphans())
+				return
+			}
+			require.Contains(t, logs.String(), "it is resolved, to the channels it paged, when its node next reports")
+			require.Equal(t, []string{"resolved cpu: wave-1: resolved without evaluation: policy cpu is no longer in the alarm's policies (removed or renamed while it fired)"}, resolved)
+			require.Zero(t, r2.e.Orphans(), "resolved: no longer firing in the log")
+
+			// The policy back under its name: the episode ended; a new one pages anew.
+			require.NoError(t, r2.c.Close())
+			r3 := restartOn(t, dir, clk, basePolicy, nil)
+			r3.observe("wave-1", 10)
+			require.Empty(t, r3.out.take())
+			clk.Add(time.Minute)
+			r3.observe("wave-1", 95)
+			require.Equal(t, []string{F}, r3.out.take())
+		})
 	}
-	require.Equal(t, 1, strings.Count(logs.String(), "firing under a policy this alarm does not have"), logs.String())
-	require.Contains(t, logs.String(), "policy=cpu ")
-	require.Contains(t, logs.String(), "put the policy back under its name")
-	require.Empty(t, r2.out.take(), "no policy, no notice")
-
-	// The policy back under its name: evaluated again, resolved, and no longer counted.
-	require.NoError(t, r2.c.Close())
-	r3 := restartOn(t, dir, clk, basePolicy, nil)
-	require.Zero(t, r3.e.Orphans())
-	r3.observe("wave-1", 10)
-	require.Equal(t, []string{R}, r3.out.take())
 }

@@ -61,6 +61,9 @@ type LogEntry struct {
 	Owed        []string `json:"owed,omitempty"`
 	Untold      []string `json:"untold,omitempty"`
 	ResolveOwed []string `json:"resolve_owed,omitempty"`
+	// Channels are the policy's channels at the latest claim: where the resolution of an
+	// alert whose policy is gone from the file goes (orphans.go).
+	Channels []string `json:"channels,omitempty"`
 }
 
 // owes reports whether a page has not reached every channel yet: some are owed it, or

@@ -297,7 +297,7 @@ func (e *Engine) resolveDone(ch string, na notify.Alert, err error) logWrite {
 				return false
 			}
 			var chans []string
-			if p := e.byName[le.Policy]; p != nil {
+			if p := e.policyOf(*le); p != nil {
 				chans = p.Channels
 			}
 			le.ResolveOwed = without(le.resolveOwedOf(chans), ch)
@@ -308,9 +308,10 @@ func (e *Engine) resolveDone(ch string, na notify.Alert, err error) logWrite {
 }
 
 // resolvedNotice renders the resolved notice of a logged episode, for a process that did
-// not evaluate it; nil when its policy is gone from this process's file.
+// not evaluate it; nil when its policy is gone from this process's file and the entry
+// recorded no channels (policyOf).
 func (e *Engine) resolvedNotice(le LogEntry) *pendingAlert {
-	p := e.byName[le.Policy]
+	p := e.policyOf(le)
 	fp, ok := parseFP(le.Fingerprint)
 	if p == nil || !ok {
 		e.log.Warn("a logged resolution names a policy this alarm does not have; its notice cannot be sent",
@@ -333,7 +334,7 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 	for _, le := range entries {
 		switch {
 		case le.resolving():
-			p := e.byName[le.Policy]
+			p := e.policyOf(le)
 			if p != nil && !le.ResolveQueuedAt.IsZero() && now.Sub(le.ResolveQueuedAt) < e.leaseOf(p) &&
 				!e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt) {
 				continue // its sender has time left

@@ -186,6 +186,12 @@ func (sh *shard) endRestored(b *metric.Batch, ts, at, now time.Time, interval ti
 	var carried map[uint64]bool
 	for fp, le := range sh.restored[b.Node] {
 		p := sh.e.byName[le.Policy]
+		if p == nil && ts.After(le.EvalTS) {
+			if op := sh.e.policyOf(le); op != nil {
+				sh.endOrphan(fp, le, op, b.Node, ts, at)
+			}
+			continue
+		}
 		if p == nil || p.Cond == nil || !ts.After(le.EvalTS) || fp == fingerprint(nodataLabels(p, b.Node)) {
 			continue
 		}
@@ -208,6 +214,17 @@ func (sh *shard) endRestored(b *metric.Batch, ts, at, now time.Time, interval ti
 		a.guardTS, a.endedTS, a.ended = time.Time{}, ts, endedBySeries
 		sh.step(a, false, a.value, at)
 	}
+}
+
+// endOrphan resolves the restored alert of le, whose policy is gone from the file, by
+// op (its stand-in, orphans.go), at the node's batch of ts: nothing evaluates it any
+// more, so it is resolved as a series that ended.
+func (sh *shard) endOrphan(fp uint64, le LogEntry, op *policy.Policy, node string, ts, at time.Time) {
+	sh.unrestore(node, fp)
+	a := sh.newAlert(fp, op, le.Labels, node)
+	sh.resume(a, le, at)
+	a.guardTS, a.endedTS, a.ended = time.Time{}, ts, endedOrphan
+	sh.step(a, false, a.value, at)
 }
 
 // staleRestored counts the node's batches that come without a restored entry's metric
