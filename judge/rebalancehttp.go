@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -94,11 +95,11 @@ func DecodeRebalanceRequest(r io.Reader) (api.RebalanceRequest, error) {
 	if err := dec.Decode(&raw); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return req, invalid("malformed rebalance request: field %s: a JSON %s where %s belongs", te.Field, te.Value, httpapi.JSONKind(te.Type.Kind()))
+			return req, invalid("malformed rebalance request: field %s: a JSON %s where %s belongs", entryPath(data, te.Field), te.Value, httpapi.JSONKind(te.Type.Kind()))
 		}
 		var pe *time.ParseError
 		if errors.As(err, &pe) { // moved_at, the request's one time
-			return req, invalid("malformed rebalance request: moved_at %q is not an RFC 3339 time (like 2026-12-04T21:00:00Z)", pe.Value)
+			return req, invalid("malformed rebalance request: %s %q is not an RFC 3339 time (like 2026-12-04T21:00:00Z)", entryPath(data, "instances.moved_at"), pe.Value)
 		}
 		return req, invalid("malformed rebalance request: %v", err)
 	}
@@ -128,11 +129,41 @@ func DecodeRebalanceRequest(r io.Reader) (api.RebalanceRequest, error) {
 // without it is refused rather than taken for dead, which would move all of its
 // instances away.
 type rebalanceJSON struct {
-	Waves []struct {
-		Node  string `json:"node"`
-		Alive *bool  `json:"alive"`
-	} `json:"waves"`
+	Waves     []rebalanceWaveJSON     `json:"waves"`
 	Instances []api.RebalanceInstance `json:"instances"`
+}
+
+// rebalanceWaveJSON is a wave as the request gives it: alive must be said.
+type rebalanceWaveJSON struct {
+	Node  string `json:"node"`
+	Alive *bool  `json:"alive"`
+}
+
+// entryPath is field ("waves.alive", as encoding/json names it, without the index) with
+// the index of the first entry of its list that does not decode ("waves[3].alive"): a
+// type error in one of 100,000 instances named no entry the operator could find. field
+// as it is when it is not in a list, or no entry fails alone.
+func entryPath(data []byte, field string) string {
+	list, rest, ok := strings.Cut(field, ".")
+	var lists map[string][]json.RawMessage
+	if !ok || json.Unmarshal(data, &lists) != nil {
+		return field
+	}
+	for i, raw := range lists[list] {
+		var err error
+		switch list {
+		case "waves":
+			err = json.Unmarshal(raw, &rebalanceWaveJSON{})
+		case "instances":
+			err = json.Unmarshal(raw, &api.RebalanceInstance{})
+		default:
+			return field
+		}
+		if err != nil {
+			return fmt.Sprintf("%s[%d].%s", list, i, rest)
+		}
+	}
+	return field
 }
 
 // checkRebalance checks a decoded request's lists.
