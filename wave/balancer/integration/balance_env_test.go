@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +49,9 @@ type balanceEnv struct {
 
 	writers sync.WaitGroup
 	stop    context.CancelFunc
+	// written counts the rows the writers inserted: on a loaded machine an insert can
+	// take longer than its 100 ms tick, and the rate written falls short of the one asked.
+	written atomic.Int64
 }
 
 func newBalanceEnv(t *testing.T, ctx context.Context, name string, n int) *balanceEnv {
@@ -139,6 +143,7 @@ func (e *balanceEnv) write(rates []int) {
 					e.t.Errorf("write t%d: %v", i, err)
 					return
 				}
+				e.written.Add(int64(r / 10))
 			}
 		}()
 	}

@@ -50,32 +50,39 @@ func TestJudgeLearnsARealWavesCostIntegration(t *testing.T) {
 		e.write(rates)
 		defer e.stopWriting()
 		time.Sleep(2 * time.Second)
-		read := func() (float64, float64, float64, time.Time) {
+		read := func() (float64, float64, float64, int64, time.Time) {
 			return e.balancerMetric(waveprom.RowsPublished), e.balancerMetric(waveprom.BytesPublished),
-				e.balancerMetric("process_cpu_seconds_total"), time.Now()
+				e.balancerMetric("process_cpu_seconds_total"), e.written.Load(), time.Now()
 		}
-		r0, b0, c0, t0 := read()
+		r0, b0, c0, w0, t0 := read()
 		time.Sleep(d)
-		r1, b1, c1, t1 := read()
+		r1, b1, c1, w1, t1 := read()
 		for try := 1; (r1 < r0 || b1 < b0) && try < 3; try++ {
 			// The counters started again: the wave lost its instances' leadership and
 			// took it back (a ZooKeeper session expired on a loaded machine) and their
 			// counters with it. Measure the phase again.
 			t.Logf("written %v a second: the wave's counters went back (%.0f rows, then %.0f); measuring again", rates, r0, r1)
-			r0, b0, c0, t0 = read()
+			r0, b0, c0, w0, t0 = read()
 			time.Sleep(d)
-			r1, b1, c1, t1 = read()
+			r1, b1, c1, w1, t1 = read()
 		}
 		dt := t1.Sub(t0).Seconds()
 		rows, bytes, cpu = (r1-r0)/dt, (b1-b0)/dt, (c1-c0)/dt
+		wrote := float64(w1-w0) / dt
 		want := 0
 		for _, r := range rates {
 			want += r
 		}
-		t.Logf("written %v a second: the wave published %.0f rows and %.0f bytes a second on %.4f cores", rates, rows, bytes, cpu)
-		// The phases must be what they say, or the fit below learns from something else.
-		if math.Abs(rows-float64(want)) > 0.2*float64(want)+20 {
-			t.Fatalf("written %v a second: the wave published %.0f rows a second, want %d ± 20 %%", rates, rows, want)
+		t.Logf("written %v a second (%.0f rows a second inserted): the wave published %.0f rows and %.0f bytes a second on %.4f cores", rates, wrote, rows, bytes, cpu)
+		// The phases must be what they say, or the fit below learns from something else:
+		// the wave publishes what was inserted, and the inserts come near the rates asked
+		// (on a loaded machine an insert can outlast its tick: a CI run inserted 6,256 of
+		// 10,000 rows a second, and the wave published every one).
+		if math.Abs(rows-wrote) > 0.2*wrote+20 {
+			t.Fatalf("written %v a second: %.0f rows a second inserted, the wave published %.0f a second: want them within 20 %%", rates, wrote, rows)
+		}
+		if wrote < 0.5*float64(want) {
+			t.Fatalf("written %v a second: only %.0f rows a second inserted, want at least half of %d", rates, wrote, want)
 		}
 		return rows, bytes, cpu
 	}
