@@ -237,6 +237,22 @@ func (s *schema) warnOnce(key, msg string) {
 // buildTable turns a TABLE_MAP event into a Table: names, signedness, enum and set values,
 // geometry types and the primary key from the optional metadata (binlog_row_metadata=FULL);
 // what is missing comes from the schema, with a warning.
+// decodeMembers is an ENUM's or SET's member names as the binlog's metadata gives them,
+// in the column's character set (coll, its collation), in UTF-8: a latin1 ENUM('é','ü')
+// went out as "\ufffd" for both members, where a snapshot (which the server converts)
+// gave "é" and "ü".
+func decodeMembers(members []string, coll uint64) []string {
+	cs := rowenc.CharsetOfCollation(coll)
+	if cs == nil || members == nil {
+		return members
+	}
+	out := make([]string, len(members))
+	for i, m := range members {
+		out[i] = string(cs.Decode(nil, []byte(m)))
+	}
+	return out
+}
+
 func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor string, sc *schema) (*rowenc.Table, error) {
 	db, name := string(tm.Schema), string(tm.Table)
 	key := db + "." + name
@@ -247,6 +263,7 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 	collations := tm.CollationMap()
 	enums := tm.EnumStrValueMap()
 	sets := tm.SetStrValueMap()
+	memberColls := tm.EnumSetCollationMap()
 	geoms := tm.GeometryTypeMap()
 	for i := range n {
 		c := &t.Columns[i]
@@ -262,8 +279,8 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 				c.Charset = rowenc.CharsetOfCollation(coll)
 			}
 		}
-		c.Enum = enums[i]
-		c.Set = sets[i]
+		c.Enum = decodeMembers(enums[i], memberColls[i])
+		c.Set = decodeMembers(sets[i], memberColls[i])
 		if g, ok := geoms[i]; ok && g <= uint64(rowenc.GeometryCollection) {
 			c.Geometry = rowenc.GeometryType(g)
 		}

@@ -328,3 +328,34 @@ func streamFrom(t *testing.T, a testenv.MySQLAddr, start cluster.Position) (*rep
 	}
 	return streamer, syncer.Close
 }
+
+// TestEnumMembersInTheirCharsetIntegration: the binlog's metadata names an ENUM's or
+// SET's members in the column's character set; a latin1 ENUM('é','ü') went out as
+// "\ufffd" for both (in every format), where the snapshot gave "é" and "ü".
+func TestEnumMembersInTheirCharsetIntegration(t *testing.T) {
+	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
+	db, exec, start := tableAt(t, ctx, a, "wave_enum_cs",
+		"(id INT PRIMARY KEY, e ENUM('é','ü') CHARACTER SET latin1, s SET('ä','b') CHARACTER SET latin1, u ENUM('ö','x') CHARACTER SET utf8mb4)")
+	c := newTestCapture(t, a, "enumcs", 1, nil, []cluster.Subscription{{Name: "all", Topic: "enumcs"}}, start)
+	exec("INSERT INTO " + db + ".t VALUES (1, 'ü', 'ä,b', 'ö')")
+	ev := readTableMap(t, ctx, a, start, db, "t")
+	tm := ev.Event.(*replication.TableMapEvent)
+	c.tables = map[uint64]*rowenc.Table{}
+	if err := c.handle(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	tb := c.tables[tm.TableID]
+	if tb == nil {
+		t.Fatal("no table built")
+	}
+	want := map[string][]string{"e": {"é", "ü"}, "s": {"ä", "b"}, "u": {"ö", "x"}}
+	for _, col := range tb.Columns {
+		got := col.Enum
+		if col.Name == "s" {
+			got = col.Set
+		}
+		if w, ok := want[col.Name]; ok && !slices.Equal(got, w) {
+			t.Errorf("%s's members %q, want %q", col.Name, got, w)
+		}
+	}
+}
