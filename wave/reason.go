@@ -14,15 +14,18 @@ import (
 // fixed set, so that an alert can name the cause without a label per error message. The
 // full error is in /status.
 const (
-	ReasonBinlogOff       = "binlog_off"
-	ReasonAccessDenied    = "access_denied"  // a login or privilege the source refused (REPLICATION SLAVE/CLIENT)
-	ReasonSecretMissing   = "secret_missing" // the password_env variable or password_file is not on this wave's host
-	ReasonUnreachable     = "source_unreachable"
-	ReasonBinlogPurged    = "binlog_purged"
-	ReasonMessageTooLarge = "message_too_large"
-	ReasonStatementDML    = "statement_dml"     // a data change logged as a statement: the source must log binlog_format=ROW
-	ReasonRowImagePartial = "row_image_partial" // rows logged without every column: the source must log binlog_row_image=FULL
-	ReasonXAUnreadable    = "xa_unreadable"     // an XA transaction whose rows were not read or could not be held
+	ReasonBinlogOff     = "binlog_off"
+	ReasonAccessDenied  = "access_denied"  // a login or privilege the source refused (REPLICATION SLAVE/CLIENT)
+	ReasonSecretMissing = "secret_missing" // the password_env variable or password_file is not on this wave's host
+	ReasonUnreachable   = "source_unreachable"
+	ReasonBinlogPurged  = "binlog_purged"
+	// The source has the binlog but cannot send it from the position: a start that is
+	// not an event's, a GTID it never wrote.
+	ReasonPositionUnserved = "position_unserved"
+	ReasonMessageTooLarge  = "message_too_large"
+	ReasonStatementDML     = "statement_dml"     // a data change logged as a statement: the source must log binlog_format=ROW
+	ReasonRowImagePartial  = "row_image_partial" // rows logged without every column: the source must log binlog_row_image=FULL
+	ReasonXAUnreadable     = "xa_unreadable"     // an XA transaction whose rows were not read or could not be held
 	// A transaction that wrote a non-transactional table and rolled back (to a savepoint,
 	// or whole): the binlog holds the rows undone.
 	ReasonRollbackLogged = "rollback_logged"
@@ -50,6 +53,8 @@ func Reason(err error) string {
 		return ReasonBinlogOff
 	case errors.Is(err, capture.ErrBinlogPurged):
 		return ReasonBinlogPurged
+	case errors.Is(err, capture.ErrPositionUnserved):
+		return ReasonPositionUnserved
 	case errors.Is(err, capture.ErrMessageTooLarge):
 		return ReasonMessageTooLarge
 	case errors.Is(err, capture.ErrStatementDML):

@@ -29,6 +29,7 @@ func TestReason(t *testing.T) {
 		{fmt.Errorf("connect: %w", mysql.NewError(mysql.ER_ACCESS_DENIED_ERROR, "Access denied for user")), ReasonAccessDenied},
 		{fmt.Errorf("connect: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}), ReasonUnreachable},
 		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrBinlogPurged)), ReasonBinlogPurged},
+		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrPositionUnserved)), ReasonPositionUnserved},
 		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrStatementDML)), ReasonStatementDML},
 		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrXAUnreadable)), ReasonXAUnreadable},
 		{capture.Fatal(fmt.Errorf("%w: x", capture.ErrRowImagePartial)), ReasonRowImagePartial},

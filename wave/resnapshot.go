@@ -18,7 +18,7 @@ import (
 var errResnapshot = errors.New("restarting at the source's end with the snapshot requested")
 
 // awaitResnapshot holds an instance stopped on a purged binlog (its resume position is
-// gone from the source) until an operator asks for a snapshot (`binlake instance
+// gone from the source), or on a position the source cannot send from, until an operator asks for a snapshot (`binlake instance
 // snapshot`), a request other than the one its offset already carries; it then moves the
 // offset to the source's current end, without snapshot progress, and returns true: the
 // next term resumes from there, and its capture takes the request as new, so that the

@@ -210,9 +210,10 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 			// definition or a removal restarts the runner).
 			log.Error("instance stopped: operator action needed", "err", err)
 			w.setStatus(id, func(s *InstanceStatus) { s.fail(cluster.StateError, err) })
-			if errors.Is(err, capture.ErrBinlogPurged) && inst != nil {
+			if (errors.Is(err, capture.ErrBinlogPurged) || errors.Is(err, capture.ErrPositionUnserved)) && inst != nil {
 				// The fix the runbook names: a snapshot, which restarts it at the
-				// source's end (resnapshot.go).
+				// source's end (resnapshot.go); for a position the source cannot send
+				// from, the other fix, a new start, is a new definition.
 				if w.awaitResnapshot(ctx, inst, lead, log) {
 					err, pause = errResnapshot, 0
 				}

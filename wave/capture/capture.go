@@ -29,6 +29,33 @@ import (
 // the source (MySQL error 1236). Capture stops; it never skips ahead silently.
 var ErrBinlogPurged = errors.New("binlog position not available on the source (error 1236)")
 
+// ErrPositionUnserved is the fatal error of an instance whose resume position the
+// source has in its binlog but cannot serve from (MySQL error 1236 for another cause
+// than a purge): a file position that is not an event's start, a GTID the source never
+// wrote. Every 1236 was ErrBinlogPurged, whose remedy (a snapshot from the source's end)
+// is not the fix for a wrong start (an outside trial).
+var ErrPositionUnserved = errors.New("the source cannot send its binlog from this position (error 1236)")
+
+// purgedMessages are what the sources say in a 1236 when the binlog the position is in
+// is gone: MySQL's and MariaDB's file and GTID forms.
+var purgedMessages = []string{
+	"could not find first log file name",  // the file is not in the index
+	"purged",                              // MySQL: "... has purged binary logs containing GTIDs ..."
+	"could not find gtid state requested", // MariaDB: "... required binlog files have been purged"
+	"binary log is not open",
+}
+
+// isPurged reports whether msg, a 1236's text, says the binlog is gone.
+func isPurged(msg string) bool {
+	msg = strings.ToLower(msg)
+	for _, p := range purgedMessages {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrServerIDClash is the error of a binlog connection the source ended because another
 // replica connected with the same server_id: MariaDB's ERROR 4052, MySQL's ERROR 1236 "A
 // slave with the same server_uuid/server_id". Another instance on the same source with
@@ -401,7 +428,7 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 		streamer, err = syncer.StartSync(mysql.Position{Name: c.resume.File, Pos: max(c.resume.Pos, 4)})
 	}
 	if err != nil {
-		return false, classify(ServerError(err))
+		return false, classify(dumpDenied(ctx, src.Addr, src.User, c.Password, ServerError(err)))
 	}
 	if c.announce {
 		c.announce = false
@@ -487,6 +514,23 @@ func (c *Capture) nextEvent(ctx context.Context, streamer *replication.BinlogStr
 	return ev, err
 }
 
+// dumpDenied says why the source refused the binlog dump with an access error (err):
+// MariaDB answers a user without REPLICATION SLAVE with the ERROR 1045 of a wrong
+// password, and the operator checked the password. A plain login is tried: when it
+// works, the privilege is what is missing. err itself otherwise.
+func dumpDenied(ctx context.Context, addr, user, password string, err error) error {
+	var me *mysql.MyError
+	if !errors.As(err, &me) || me.Code != mysql.ER_ACCESS_DENIED_ERROR && me.Code != mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR {
+		return err
+	}
+	conn, cerr := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
+	if cerr != nil {
+		return err // the login itself is refused: the password, or the user's host
+	}
+	conn.Close()
+	return fmt.Errorf("user %s logs in, but the source refused to send it the binlog (%w): grant it REPLICATION SLAVE", user, err)
+}
+
 // classify marks the source's "cannot serve this position" error as fatal, and names a
 // server_id clash, which MySQL reports with the same code 1236.
 func classify(err error) error {
@@ -494,13 +538,17 @@ func classify(err error) error {
 	if IsServerIDClash(err) && !errors.Is(err, ErrServerIDClash) {
 		return fmt.Errorf("%w: %w", ErrServerIDClash, err)
 	}
+	msg, is1236 := err.Error(), strings.Contains(err.Error(), "ERROR 1236")
 	if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
-		return &fatalError{fmt.Errorf("%w: %s", ErrBinlogPurged, me.Message)}
+		msg, is1236 = me.Message, true
 	}
-	if strings.Contains(err.Error(), "ERROR 1236") {
-		return &fatalError{fmt.Errorf("%w: %v", ErrBinlogPurged, err)}
+	switch {
+	case !is1236:
+		return err
+	case isPurged(msg):
+		return &fatalError{fmt.Errorf("%w: %s", ErrBinlogPurged, msg)}
 	}
-	return err
+	return &fatalError{fmt.Errorf("%w: %s (the instance's start or last position is not one the source can send from: not an event's start, or a GTID it never wrote; remove and add the instance with a start the source has, or snapshot it to start at the source's end)", ErrPositionUnserved, msg)}
 }
 
 func (c *Capture) send(ctx context.Context, it Item) error {

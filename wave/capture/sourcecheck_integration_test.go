@@ -1,10 +1,13 @@
 package capture
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave/cluster"
@@ -107,5 +110,40 @@ func TestIdentifyNamesAWrongFlavorIntegration(t *testing.T) {
 	}
 	if _, err := identify(conn, cluster.FlavorMariaDB); err != nil {
 		t.Fatalf("identify as mariadb: %v", err)
+	}
+}
+
+// TestDumpDeniedNamesTheGrantIntegration: MariaDB refuses the binlog dump of a user
+// without REPLICATION SLAVE with the ERROR 1045 of a wrong password, and the instance sat
+// at access_denied with nothing telling the operator what to grant (an outside trial).
+// A user who logs in is told to grant REPLICATION SLAVE; a wrong password is not.
+func TestDumpDeniedNamesTheGrantIntegration(t *testing.T) {
+	a := testenv.RequireMySQL(t)
+	ctx := testenv.Context(t)
+	_, exec, conn := testenv.ScratchDatabase(t, "dumpdenied")
+	name := fmt.Sprintf("binlake_dd%d", time.Now().UnixNano()%1e9)
+	exec("CREATE USER '" + name + "'@'%' IDENTIFIED BY 'pw'")
+	t.Cleanup(func() { exec("DROP USER IF EXISTS '" + name + "'@'%'") })
+	exec("GRANT SELECT, BINLOG MONITOR ON *.* TO '" + name + "'@'%'")
+	end, err := positionNow(conn, cluster.FlavorMariaDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ pw, want, not string }{
+		{"pw", "user " + name + " logs in, but the source refused to send it the binlog (ERROR 1045", ""},
+		{"wrong", "ERROR 1045", "REPLICATION SLAVE"},
+	} {
+		err := tryDump(ctx, a.Addr, name, tc.pw, cluster.FlavorMariaDB, testenv.ReplicaServerID(), end)
+		if err == nil {
+			t.Fatalf("a dump as %s: no error", name)
+		}
+		err = dumpDenied(ctx, a.Addr, name, tc.pw, ServerError(err))
+		var me *mysql.MyError
+		if !strings.Contains(err.Error(), tc.want) || tc.not != "" && strings.Contains(err.Error(), tc.not) || !errors.As(err, &me) {
+			t.Errorf("password %q: %v, want %q in it (not %q), the server's error kept", tc.pw, err, tc.want, tc.not)
+		}
+		if tc.pw == "pw" && !strings.HasSuffix(err.Error(), "grant it REPLICATION SLAVE") {
+			t.Errorf("%v: want the grant named", err)
+		}
 	}
 }
