@@ -55,7 +55,8 @@ func TestWaveHoldsRowsToTopicLimitIntegration(t *testing.T) {
 	waitState(t, ctx, wv, inst.ID, cluster.StateError)
 	st := wv.Status()[0]
 	for _, want := range []string{"larger than the sink accepts", w.db + ".t_big at ", "the limit 2872",
-		"topic big.limited's max.message.bytes 3000, below the sink's max_message_bytes 1048576", "on_too_large: skip"} {
+		"topic big.limited's max.message.bytes 3000, below the sink's max_message_bytes 1048576",
+		"`binlake instance set " + inst.ID + " -on-too-large skip` (in place: it resumes from its committed offset;"} {
 		if !strings.Contains(st.Error, want) {
 			t.Errorf("error %q does not say %q", st.Error, want)
 		}

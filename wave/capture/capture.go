@@ -811,8 +811,9 @@ func (c *Capture) checkSize(key, value []byte, t *rowenc.Table, m rowenc.Meta) e
 		from = "the sink's max_message_bytes"
 	}
 	return &fatalError{fmt.Errorf("%w: %s.%s at %s:%d is %d bytes, the limit %d (%s); raise the limit and restart the wave, "+
-		"or remove and add the instance with on_too_large: skip to drop such rows",
-		ErrMessageTooLarge, t.Database, t.Name, m.File, m.Pos, len(key)+len(value), c.MaxBytes, from)}
+		"or drop such rows with `binlake instance set %s -on-too-large skip` (in place: it resumes from its committed offset; "+
+		"a removal would drop the offset, and an add start at the source's end, losing every row in between)",
+		ErrMessageTooLarge, t.Database, t.Name, m.File, m.Pos, len(key)+len(value), c.MaxBytes, from, c.Inst.ID)}
 }
 
 // endTxn closes a transaction: the held rows event gets the commit flag, and the boundary
