@@ -46,8 +46,9 @@ instances write to as well shows this instance's rows only.
 -o pretty: a header line (topic, partition, offset, time, key, format) and the message
 indented.
 -o json: one object per message (topic, partition, offset, time, key, format, message).
--o line: one line per message: topic and partition:offset (binlake.rows 2:0, from Kafka
-and from a file alike, so that lines of several topics read and merge the same), the
+-o line: one line per row (each row of a canal-protobuf message that groups several):
+topic and partition:offset (binlake.rows 2:0, from Kafka and from a file alike, so that
+lines of several topics read and merge the same), the
 event's time, instance, type, table, primary key, the row (for an update the changed
 columns, before → after; for a ddl the statement), gtid, xid, and "commit" on the last
 row of a transaction, which may be on another partition than the transaction's other

@@ -31,6 +31,10 @@ type Row struct {
 	// PK, Data and Old are JSON objects (PK may be null; Old only for updates).
 	PK, Data, Old json.RawMessage
 	SQL           string // ddl
+	// Grouped are the rows after this one in the same message: canal-protobuf puts the
+	// rows of a rows event that go to one partition in one entry, and -o line showed the
+	// first alone (an outside trial's 7 rows came as 3 lines).
+	Grouped []Row
 }
 
 // Format decodes the messages of one wire format.

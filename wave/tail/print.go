@@ -110,7 +110,15 @@ func (p *Printer) appendLine(b []byte, m bus.Message, d Decoded) []byte {
 		b = appendPreview(b, m.Value, 200)
 		return append(b, '\n')
 	}
-	r := d.Row
+	b = appendRowLine(b, d.Row)
+	for _, g := range d.Row.Grouped { // one line per row, each where its message is
+		b = appendRowLine(append(appendWhere(b, m), ' '), g)
+	}
+	return b
+}
+
+// appendRowLine is appendLine's part of one row, from its time on.
+func appendRowLine(b []byte, r Row) []byte {
 	b = appendTS(b, r.TS)
 	for _, w := range []string{r.Instance, r.Type, r.Database + "." + r.Table} {
 		b = append(b, ' ')

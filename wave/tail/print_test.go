@@ -305,8 +305,8 @@ func checkPrinted(t *testing.T, m bus.Message) {
 		}
 		switch mode {
 		case tail.Line:
-			if strings.Count(out, "\n") != 1 {
-				t.Fatalf("-o line printed %d lines: %q", strings.Count(out, "\n"), out)
+			if want := 1 + len(tail.Decode(m.Value, tail.Auto).Row.Grouped); strings.Count(out, "\n") != want {
+				t.Fatalf("-o line printed %d lines, want %d (one a row): %q", strings.Count(out, "\n"), want, out)
 			}
 		case tail.JSON:
 			if strings.Count(out, "\n") != 1 || !json.Valid([]byte(out)) {

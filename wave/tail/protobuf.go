@@ -92,7 +92,8 @@ func fieldsJSON(fs []*rowpb.Field) json.RawMessage {
 }
 
 // canalProto decodes canal-protobuf: Canal's Packet of Messages of Entry bytes. BinLake
-// sends one entry per message; the first ROWDATA entry is the row shown.
+// sends one entry per message, whose RowChange holds the rows of a rows event that go
+// to one partition: the first is the Row, the others its Grouped.
 type canalProto struct{}
 
 func (canalProto) Name() string { return rowenc.FormatCanalProtobuf }
@@ -135,18 +136,14 @@ func (canalProto) Decode(value []byte) (Row, json.RawMessage, error) {
 		if len(rc.GetRowDatas()) == 0 {
 			return Row{}, nil, errors.New("a Canal row change without rows")
 		}
-		rd := rc.GetRowDatas()[0]
-		cols := rd.GetAfterColumns()
-		if r.Type == rowenc.TypeDelete {
-			cols = rd.GetBeforeColumns()
-		}
-		r.Data, r.PK = canalColumnsJSON(cols, func(*canalpb.Column) bool { return true }), canalColumnsJSON(cols, (*canalpb.Column).GetIsKey)
-		if r.Type == rowenc.TypeUpdate {
-			changed := map[string]bool{}
-			for _, c := range rd.GetAfterColumns() {
-				changed[c.GetName()] = c.GetUpdated()
+		head := r
+		for i, rd := range rc.GetRowDatas() {
+			row := canalRow(head, rd)
+			if i == 0 {
+				r = row
+			} else {
+				r.Grouped = append(r.Grouped, row)
 			}
-			r.Old = canalColumnsJSON(rd.GetBeforeColumns(), func(c *canalpb.Column) bool { return changed[c.GetName()] })
 		}
 	}
 	// The message as JSON: the entry with its row change decoded in place of its bytes.
@@ -161,6 +158,24 @@ func (canalProto) Decode(value []byte) (Row, json.RawMessage, error) {
 	doc := append([]byte(`{"entry":`), entry...)
 	doc = append(append(append(doc, `,"rowChange":`...), change...), '}')
 	return r, doc, nil
+}
+
+// canalRow is head (the entry's table, type and position) with rd's images.
+func canalRow(head Row, rd *canalpb.RowData) Row {
+	r := head
+	cols := rd.GetAfterColumns()
+	if r.Type == rowenc.TypeDelete {
+		cols = rd.GetBeforeColumns()
+	}
+	r.Data, r.PK = canalColumnsJSON(cols, func(*canalpb.Column) bool { return true }), canalColumnsJSON(cols, (*canalpb.Column).GetIsKey)
+	if r.Type == rowenc.TypeUpdate {
+		changed := map[string]bool{}
+		for _, c := range rd.GetAfterColumns() {
+			changed[c.GetName()] = c.GetUpdated()
+		}
+		r.Old = canalColumnsJSON(rd.GetBeforeColumns(), func(c *canalpb.Column) bool { return changed[c.GetName()] })
+	}
+	return r
 }
 
 // canalColumnsJSON is the columns keep takes as a JSON object of Canal's text values.

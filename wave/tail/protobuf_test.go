@@ -7,8 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/wave/rowenc"
+	"github.com/binlake/binlake/wave/rowenc/canalpb"
 	"github.com/binlake/binlake/wave/tail"
 )
 
@@ -59,4 +62,48 @@ func TestProtobufFormats(t *testing.T) {
 			t.Errorf("%q decoded as %s", v, d.Format)
 		}
 	}
+}
+
+// TestCanalProtobufGroupPrintsEveryRow: canal-protobuf puts the rows of a rows event that
+// go to one partition in one entry; -o line printed its first row alone (an outside
+// trial's 7 rows came as 3 lines), and a grep for the others found nothing.
+func TestCanalProtobufGroupPrintsEveryRow(t *testing.T) {
+	row := func(id string) *canalpb.RowData {
+		return &canalpb.RowData{AfterColumns: []*canalpb.Column{{Name: "id", Value: id, IsKey: true}, {Name: "v", Value: "x" + id}}}
+	}
+	insert := canalpb.EventType_INSERT
+	rc, err := proto.Marshal(&canalpb.RowChange{EventTypePresent: &canalpb.RowChange_EventType{EventType: insert},
+		RowDatas: []*canalpb.RowData{row("100"), row("103"), row("106")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := proto.Marshal(&canalpb.Entry{EntryTypePresent: &canalpb.Entry_EntryType{EntryType: canalpb.EntryType_ROWDATA}, StoreValue: rc,
+		Header: &canalpb.Header{SchemaName: "shop", TableName: "t", EventTypePresent: &canalpb.Header_EventType{EventType: insert},
+			LogfileName: "binlog.000001", LogfileOffset: 4, ExecuteTime: 1_700_000_000_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := proto.Marshal(&canalpb.Messages{Messages: [][]byte{entry}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value, err := proto.Marshal(&canalpb.Packet{Type: canalpb.PacketType_MESSAGES, Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	p := &tail.Printer{W: &b, Mode: tail.Line, Format: tail.Auto}
+	if _, err := p.Print(bus.Message{Topic: "t", Partition: 2, Offset: 9, Value: value}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("-o line printed %d lines, want 3 (one a row):\n%s", len(lines), b.String())
+	}
+	for i, id := range []string{"100", "103", "106"} {
+		if !strings.HasPrefix(lines[i], "t 2:9 ") || !strings.Contains(lines[i], ` insert shop.t {"id":"`+id+`"} {"id":"`+id+`","v":"x`+id+`"}`) {
+			t.Errorf("line %d: %q, want row %s where its message is", i+1, lines[i], id)
+		}
+	}
+	checkPrinted(t, bus.Message{Topic: "t", Value: value})
 }
