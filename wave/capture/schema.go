@@ -223,11 +223,11 @@ func enumValues(ctype string) []string {
 
 var reJSONValid = regexp.MustCompile("^\\s*json_valid\\(`?([^`)]+)`?\\)\\s*$")
 
-// warnOnce logs a fallback to the schema once per table.
+// warnOnce logs msg, a fallback to the schema, once per table and message.
 func (s *schema) warnOnce(key, msg string) {
 	s.mu.Lock()
-	seen := s.warned[key]
-	s.warned[key] = true
+	seen := s.warned[key+"\x00"+msg]
+	s.warned[key+"\x00"+msg] = true
 	s.mu.Unlock()
 	if !seen {
 		s.log.Warn(msg, "table", key)
@@ -318,6 +318,12 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 		// source busy, a connection dropped) must not send JSON as text or rows without
 		// their key until the next DDL.
 		return nil, err
+	}
+	if len(info.cols) == 0 {
+		// information_schema shows a user only the tables it has a privilege on: with
+		// REPLICATION grants alone, MariaDB's JSON columns went out as strings, silently.
+		sc.warnOnce(key, fmt.Sprintf("the source shows user %s no column of this table: it was dropped since, or the user may not see it (grant it SELECT on the captured tables); "+
+			"what the binlog's metadata lacks is not filled in: MariaDB JSON columns go out as text", sc.user))
 	}
 	if needNames || needSign || needText || needMembers {
 		sc.warnOnce(key, "binlog lacks row metadata (binlog_row_metadata=FULL); column names and types come from the current schema, which is wrong for rows written before a later DDL")

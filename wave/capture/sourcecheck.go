@@ -154,6 +154,10 @@ func CheckSource(ctx context.Context, addr, user, password, flavor string, serve
 	}
 	s.Version = conn.GetServerVersion()
 	s.Replicas, s.ReplicasErr = registeredReplicas(conn)
+	if ok, err := canSelect(conn); err == nil && !ok {
+		s.Access = append(s.Access, fmt.Sprintf("user %s may not SELECT: the wave reads the captured tables' columns from information_schema, "+
+			"which shows a user only the tables it has a privilege on (without it MariaDB's JSON columns go out as text): grant it SELECT on the captured tables", user))
+	}
 	if s.LogBin == "OFF" {
 		return s, nil
 	}
@@ -170,6 +174,22 @@ func CheckSource(ctx context.Context, addr, user, password, flavor string, serve
 		s.Access = append(s.Access, fmt.Sprintf("user %s may not read the binlog (%v): grant it REPLICATION SLAVE", user, err))
 	}
 	return s, nil
+}
+
+// canSelect reports whether the connection's user holds SELECT anywhere: globally, on a
+// database or on a table (a role's grants are not seen, so a false answer may be wrong
+// for a user that has them only through one).
+func canSelect(conn *client.Conn) (bool, error) {
+	r, err := conn.Execute(`SELECT COUNT(*) FROM (
+		SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES
+		UNION ALL SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES
+		UNION ALL SELECT PRIVILEGE_TYPE FROM information_schema.TABLE_PRIVILEGES) p WHERE PRIVILEGE_TYPE = 'SELECT'`)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	n, err := r.GetInt(0, 0)
+	return n > 0, err
 }
 
 // tryDump opens a binlog dump under serverID at the binlog's end and ends it at its
