@@ -392,8 +392,9 @@ func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, targets []Tar
 			}
 			spans = append(spans, msgSpan{by: k, kStart: kStart, kEnd: kEnd, vStart: vStart, vEnd: vEnd})
 			// A tombstone deletes its key under log compaction: only a row's own key
-			// (pk partitioning) may have one, never a whole table's or database's.
-			if ev.Type == TypeDelete && f.Tombstones() && (tg.By == PartitionPK || tg.By == "") {
+			// (pk partitioning of a table with a primary key) may have one, never a
+			// whole table's or database's (a table without a key sent the table's).
+			if ev.Type == TypeDelete && f.Tombstones() && keysRow(t, tg.By, image) {
 				if ok, err = keepMsg(keep, ev, arena[kStart:kEnd], nil, m); err != nil {
 					return nil, err
 				}

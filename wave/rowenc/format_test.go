@@ -350,3 +350,29 @@ func TestDebeziumSplitsAKeyChange(t *testing.T) {
 		t.Errorf("an update of the same key: %d messages, the first %s", len(msgs), msgs[0].Value)
 	}
 }
+
+// TestNoTombstoneWithoutARowKey: a table without a primary key has its table's key under
+// pk partitioning, and a delete's tombstone there would delete, under log compaction,
+// every row message of the table (an outside trial's debezium-json sent one).
+func TestNoTombstoneWithoutARowKey(t *testing.T) {
+	tb := testTable()
+	for i := range tb.Columns {
+		tb.Columns[i].PK = false
+	}
+	tb.PK = nil
+	tb.Prepare()
+	f := &testFormat{tomb: true}
+	ev := &Event{Table: tb, Type: TypeDelete, Meta: Meta{Instance: "orders", TS: 1764424800, File: "bin.000001", Pos: 1234},
+		Rows: Rows{rows: []values{{uint64(7), "1.50", "a"}}}}
+	msgs, err := new(Encoder).Encode(ev, []Target{{By: PartitionPK, Format: f}}, true, 5, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0].Value == nil || string(msgs[0].Key) != tb.Database+"."+tb.Name {
+		var got []string
+		for _, m := range msgs {
+			got = append(got, fmt.Sprintf("%s %q", m.Key, m.Value))
+		}
+		t.Fatalf("messages %q, want the delete alone under the table's key", got)
+	}
+}

@@ -312,6 +312,13 @@ func AppendKey(dst []byte, t *Table, by string, image []any) []byte {
 	return appendKey(dst, t, by, values(image))
 }
 
+// keysRow reports whether appendKey gives image's row a key of its own under by: pk
+// partitioning of a table with a primary key, the image whole; otherwise the key is the
+// table's.
+func keysRow[I rowImage[I]](t *Table, by string, image I) bool {
+	return (by == PartitionPK || by == "") && len(t.PK) > 0 && image.len() == len(t.Columns)
+}
+
 func appendKey[I rowImage[I]](dst []byte, t *Table, by string, image I) []byte {
 	switch by {
 	case PartitionDatabase:
@@ -324,7 +331,7 @@ func appendKey[I rowImage[I]](dst []byte, t *Table, by string, image I) []byte {
 	dst = appendKeyName(dst, t.Database)
 	dst = append(dst, '.')
 	dst = appendKeyName(dst, t.Name)
-	if len(t.PK) == 0 || image.len() != len(t.Columns) {
+	if !keysRow(t, by, image) {
 		return dst
 	}
 	dst = append(dst, ":["...)
