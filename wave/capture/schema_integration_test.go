@@ -205,22 +205,12 @@ func TestSchemaCacheOutlivesLaterQueriesIntegration(t *testing.T) {
 // source writes it. A snapshot's table takes the geometry types from the schema too.
 func TestSchemaFillsWhatMinimalMetadataLacksIntegration(t *testing.T) {
 	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
-	db, exec, start := tableAt(t, ctx, a, "wave_minimal_meta",
-		"(id INT PRIMARY KEY, e ENUM('p','q'), s SET('a','b'), l VARCHAR(8) CHARACTER SET latin1, u VARCHAR(8) CHARACTER SET utf8mb4, p POINT, gc GEOMETRYCOLLECTION, g GEOMETRY)")
-	c := newTestCapture(t, a, "meta", 1, nil, []cluster.Subscription{{Name: "all", Topic: "meta"}}, start)
-	exec("INSERT INTO " + db + ".t VALUES (1, 'q', 'a,b', 'x', 'y', POINT(1, 2), NULL, NULL)")
-	ev := readTableMap(t, ctx, a, start, db, "t")
-	tm := ev.Event.(*replication.TableMapEvent)
-	tm.SignednessBitmap, tm.DefaultCharset, tm.ColumnCharset, tm.EnumSetDefaultCharset, tm.EnumSetColumnCharset = nil, nil, nil, nil, nil
-	tm.SetStrValue, tm.EnumStrValue, tm.ColumnName, tm.GeometryType, tm.PrimaryKey, tm.PrimaryKeyPrefix = nil, nil, nil, nil, nil, nil
-	c.tables = map[uint64]*rowenc.Table{}
-	if err := c.handle(ctx, ev); err != nil {
-		t.Fatal(err)
-	}
-	tb := c.tables[tm.TableID]
-	if tb == nil {
-		t.Fatal("no table built")
-	}
+	c, db, tb := tableBuilt(t, ctx, a, "wave_minimal_meta",
+		"(id INT PRIMARY KEY, e ENUM('p','q'), s SET('a','b'), l VARCHAR(8) CHARACTER SET latin1, u VARCHAR(8) CHARACTER SET utf8mb4, p POINT, gc GEOMETRYCOLLECTION, g GEOMETRY)",
+		"(1, 'q', 'a,b', 'x', 'y', POINT(1, 2), NULL, NULL)", func(tm *replication.TableMapEvent) {
+			tm.SignednessBitmap, tm.DefaultCharset, tm.ColumnCharset, tm.EnumSetDefaultCharset, tm.EnumSetColumnCharset = nil, nil, nil, nil, nil
+			tm.SetStrValue, tm.EnumStrValue, tm.ColumnName, tm.GeometryType, tm.PrimaryKey, tm.PrimaryKeyPrefix = nil, nil, nil, nil, nil, nil
+		})
 	cols := map[string]rowenc.Column{}
 	for _, col := range tb.Columns {
 		cols[col.Name] = col
@@ -334,20 +324,9 @@ func streamFrom(t *testing.T, a testenv.MySQLAddr, start cluster.Position) (*rep
 // "\ufffd" for both (in every format), where the snapshot gave "é" and "ü".
 func TestEnumMembersInTheirCharsetIntegration(t *testing.T) {
 	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
-	db, exec, start := tableAt(t, ctx, a, "wave_enum_cs",
-		"(id INT PRIMARY KEY, e ENUM('é','ü') CHARACTER SET latin1, s SET('ä','b') CHARACTER SET latin1, u ENUM('ö','x') CHARACTER SET utf8mb4)")
-	c := newTestCapture(t, a, "enumcs", 1, nil, []cluster.Subscription{{Name: "all", Topic: "enumcs"}}, start)
-	exec("INSERT INTO " + db + ".t VALUES (1, 'ü', 'ä,b', 'ö')")
-	ev := readTableMap(t, ctx, a, start, db, "t")
-	tm := ev.Event.(*replication.TableMapEvent)
-	c.tables = map[uint64]*rowenc.Table{}
-	if err := c.handle(ctx, ev); err != nil {
-		t.Fatal(err)
-	}
-	tb := c.tables[tm.TableID]
-	if tb == nil {
-		t.Fatal("no table built")
-	}
+	_, _, tb := tableBuilt(t, ctx, a, "wave_enum_cs",
+		"(id INT PRIMARY KEY, e ENUM('é','ü') CHARACTER SET latin1, s SET('ä','b') CHARACTER SET latin1, u ENUM('ö','x') CHARACTER SET utf8mb4)",
+		"(1, 'ü', 'ä,b', 'ö')", nil)
 	want := map[string][]string{"e": {"é", "ü"}, "s": {"ä", "b"}, "u": {"ö", "x"}}
 	for _, col := range tb.Columns {
 		got := col.Enum
@@ -358,4 +337,28 @@ func TestEnumMembersInTheirCharsetIntegration(t *testing.T) {
 			t.Errorf("%s's members %q, want %q", col.Name, got, w)
 		}
 	}
+}
+
+// tableBuilt is the table a capture builds from the TABLE_MAP event of an insert of
+// values into db.t (made with columns), the event's optional metadata cleared by strip
+// first (nil: kept, as the test server writes it: FULL), with the capture and db.
+func tableBuilt(t *testing.T, ctx context.Context, a testenv.MySQLAddr, prefix, columns, values string, strip func(*replication.TableMapEvent)) (*Capture, string, *rowenc.Table) {
+	t.Helper()
+	db, exec, start := tableAt(t, ctx, a, prefix, columns)
+	c := newTestCapture(t, a, prefix, 1, nil, []cluster.Subscription{{Name: "all", Topic: prefix}}, start)
+	exec("INSERT INTO " + db + ".t VALUES " + values)
+	ev := readTableMap(t, ctx, a, start, db, "t")
+	tm := ev.Event.(*replication.TableMapEvent)
+	if strip != nil {
+		strip(tm)
+	}
+	c.tables = map[uint64]*rowenc.Table{}
+	if err := c.handle(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	tb := c.tables[tm.TableID]
+	if tb == nil {
+		t.Fatal("no table built")
+	}
+	return c, db, tb
 }
