@@ -48,11 +48,11 @@ indented.
 -o json: one object per message (topic, partition, offset, time, key, format, message).
 -o line: one line per row (each row of a canal-protobuf message that groups several):
 topic and partition:offset (binlake.rows 2:0, from Kafka and from a file alike, so that
-lines of several topics read and merge the same), the
-event's time, instance, type, table, primary key, the row (for an update the changed
-columns, before → after; for a ddl the statement), gtid, xid, and "commit" on the last
-row of a transaction, which may be on another partition than the transaction's other
-rows.
+lines of several topics read and merge the same), the event's time, instance ("-" for a
+format that names none: canal's, debezium-json), type, table, primary key, the row (for
+an update the changed columns, before → after; for a ddl the statement), gtid, xid, and
+"commit" on the last row of a transaction, which may be on another partition than the
+transaction's other rows.
 A message that is in no format known here is shown as it is, with the reason.`
 
 // tailStdin is what -file - reads; tests replace it.

@@ -120,7 +120,11 @@ func (p *Printer) appendLine(b []byte, m bus.Message, d Decoded) []byte {
 // appendRowLine is appendLine's part of one row, from its time on.
 func appendRowLine(b []byte, r Row) []byte {
 	b = appendTS(b, r.TS)
-	for _, w := range []string{r.Instance, r.Type, r.Database + "." + r.Table} {
+	instance := r.Instance
+	if instance == "" {
+		instance = "-" // a format that carries none (canal's, debezium-json), as a missing key
+	}
+	for _, w := range []string{instance, r.Type, r.Database + "." + r.Table} {
 		b = append(b, ' ')
 		b = appendWord(b, w)
 	}

@@ -101,8 +101,8 @@ func TestCanalProtobufGroupPrintsEveryRow(t *testing.T) {
 		t.Fatalf("-o line printed %d lines, want 3 (one a row):\n%s", len(lines), b.String())
 	}
 	for i, id := range []string{"100", "103", "106"} {
-		if !strings.HasPrefix(lines[i], "t 2:9 ") || !strings.Contains(lines[i], ` insert shop.t {"id":"`+id+`"} {"id":"`+id+`","v":"x`+id+`"}`) {
-			t.Errorf("line %d: %q, want row %s where its message is", i+1, lines[i], id)
+		if !strings.HasPrefix(lines[i], "t 2:9 ") || !strings.Contains(lines[i], ` - insert shop.t {"id":"`+id+`"} {"id":"`+id+`","v":"x`+id+`"}`) {
+			t.Errorf("line %d: %q, want row %s where its message is, the instance - (canal names none)", i+1, lines[i], id)
 		}
 	}
 	checkPrinted(t, bus.Message{Topic: "t", Value: value})
