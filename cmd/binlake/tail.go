@@ -220,6 +220,11 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("tail: %w", err)
 	}
+	if printed == 0 && *file != "" && *topic != "" {
+		// A rows file holds every topic of its wave: a topic none of its lines has (not
+		// written yet, or a typo) printed nothing at all, where Kafka says "unknown topic".
+		fmt.Fprintf(stderr, "binlake tail: no message of topic %s in %s (-from %s)\n", *topic, *file, *fromFlag)
+	}
 	return nil
 }
 

@@ -134,6 +134,13 @@ binlake.rows 0:2 2025-11-29T14:00:00Z local update shop.orders {"id":1} v: "a" â
 			t.Errorf("tail %q: %v %s; printed:\n%s\nwant:\n%s", tc.args, err, errb.String(), out.String(), tc.want)
 		}
 	}
+	// A topic none of the file's lines has (a typo, or nothing written yet) is said; it
+	// printed nothing at all, where Kafka says "unknown topic".
+	var out, errb bytes.Buffer
+	if err := runTail(context.Background(), []string{"-file", path, "-topic", "binlake.row"}, &out, &errb); err != nil || out.Len() > 0 ||
+		errb.String() != "binlake tail: no message of topic binlake.row in "+path+" (-from -10)\n" {
+		t.Errorf("tail -topic binlake.row: %v, printed %q, said %q; want it said that no message has that topic", err, out.String(), errb.String())
+	}
 }
 
 // TestTailRowsFileBinaryFormats: tail -file reads back the messages of the binary formats
