@@ -22,6 +22,10 @@ import (
 // orphanRepeat is the stand-in's repeat interval: it never pages again.
 const orphanRepeat = 24 * time.Hour
 
+// orphanSummary is the stand-in's summary; the name comes as data, whatever it holds.
+var orphanSummary = template.Must(template.New("summary").Parse(
+	`{{ .Node }}: resolved without evaluation: policy {{ .Policy }} is no longer in the alarm's policies (removed or renamed while it fired)`))
+
 // policyOf is the policy le's alert goes by: this process's of its name, else, for an
 // entry whose policy is gone and that recorded its channels, the stand-in; nil when
 // neither.
@@ -46,11 +50,8 @@ func (e *Engine) orphanPolicy(name string, channels []string, severity string) *
 	if p := e.orphanPols[key]; p != nil {
 		return p
 	}
-	summary := template.Must(template.New("summary").Parse(
-		`{{ .Node }}: resolved without evaluation: policy ` + strings.ReplaceAll(name, "{{", "{ {") +
-			` is no longer in the alarm's policies (removed or renamed while it fired)`))
 	p := &policy.Policy{Name: name, Channels: channels, RepeatInterval: orphanRepeat, GroupBy: policy.DefaultGroupBy,
-		Annotations: map[string]*template.Template{"summary": summary}}
+		Annotations: map[string]*template.Template{"summary": orphanSummary}}
 	if sev, err := policy.ParseSeverity(severity); err == nil {
 		p.Severity = sev
 	}
