@@ -22,8 +22,8 @@ func checkInstanceFile(ctx context.Context, path string, connect bool, out io.Wr
 	if path == "" {
 		return errors.New("instance add --check: -f instance.yaml is required")
 	}
-	var inst cluster.Instance
-	if err := config.Load(path, &inst); err != nil {
+	inst, err := loadInstanceFile(path)
+	if err != nil {
 		return err
 	}
 	src := inst.Source
@@ -56,6 +56,17 @@ func checkInstanceFile(ctx context.Context, path string, connect bool, out io.Wr
 		return fmt.Errorf("instance add --check -connect: %s is valid, but source %s could not be read from here (above): nothing was checked (add would store it unchecked)", path, src.Addr)
 	}
 	return nil
+}
+
+// loadInstanceFile reads a new definition as add, set -f and add --check do: strict keys
+// and cluster.Instance's rules, then what only a new definition is refused
+// (cluster.Instance.CheckNew), each problem at its line of the file.
+func loadInstanceFile(path string) (cluster.Instance, error) {
+	var inst cluster.Instance
+	if err := config.Load(path, &inst); err != nil {
+		return inst, err
+	}
+	return inst, config.Locate(path, inst.CheckNew())
 }
 
 // checkSourceFromHere reads inst's source with its password from this host, as add does

@@ -64,10 +64,27 @@ func TestInstanceAddCheck(t *testing.T) {
 		}
 	}
 
+	// Tombstones asked for under a table's key, which would never be sent: a stored
+	// definition runs on with them, a new one is refused at the option's line.
+	tomb := filepath.Join(t.TempDir(), "tomb.yaml")
+	edited := bytes.Replace(b, []byte("partition_by: pk"), []byte("partition_by: table"), 1)
+	edited = bytes.Replace(edited, []byte("\n    format: json"), []byte("\n    format: debezium-json\n    format_options: {tombstones: \"true\"}"), 1)
+	writeFile(t, tomb, string(edited))
+	wantTomb := tomb + ":" + strconv.Itoa(lineOf(b, "\n    format: json")+2) +
+		`: field "subscriptions[0].format_options.tombstones": true with partition_by: table: no tombstone would be sent`
+	if out, err := check(tomb); err == nil || !strings.HasPrefix(err.Error(), wantTomb) {
+		t.Errorf("tombstones under a table's key: %v (%s), want the error %q", err, out, wantTomb)
+	}
+	edited = bytes.Replace(edited, []byte("partition_by: table"), []byte("partition_by: pk"), 1)
+	writeFile(t, tomb, string(edited))
+	if out, err := check(tomb); err != nil {
+		t.Errorf("tombstones under the rows' keys: %v (%s), want them accepted", err, out)
+	}
+
 	// Every bad value at once, in the file's order, each at its line (it took a run of
 	// --check for each).
 	bad := filepath.Join(t.TempDir(), "three.yaml")
-	edited := b
+	edited = b
 	for _, r := range [][2]string{{"flavor: mysql", "flavor: postgres"}, {"server_id: 10001", "server_id: 0"}, {"\n    format: json", "\n    format: avro"}} {
 		edited = bytes.Replace(edited, []byte(r[0]), []byte(r[1]), 1)
 	}

@@ -14,7 +14,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
@@ -28,8 +27,8 @@ func (ic *instanceCmd) add() error {
 	if *f.file == "" {
 		return errors.New("instance add: -f instance.yaml is required")
 	}
-	var inst cluster.Instance
-	if err := config.Load(*f.file, &inst); err != nil {
+	inst, err := loadInstanceFile(*f.file)
+	if err != nil {
 		return err
 	}
 	// What would refuse the add (an id that exists, another instance with the source's
@@ -262,8 +261,8 @@ func (ic *instanceCmd) set() error {
 // (cluster.Redefine), once the source is read from here as add reads it (a new server_id
 // taken at the source refuses).
 func (ic *instanceCmd) redefine() (bool, error) {
-	var def cluster.Instance
-	if err := config.Load(*ic.f.file, &def); err != nil {
+	def, err := loadInstanceFile(*ic.f.file)
+	if err != nil {
 		return false, err
 	}
 	if def.ID != ic.id {

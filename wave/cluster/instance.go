@@ -174,6 +174,25 @@ func (in *Instance) Validate() error {
 	return errors.Join(errs...)
 }
 
+// CheckNew refuses what a new definition (add, set -f, add --check) asks for and would
+// not get, although a stored one keeps running with it (ParseInstance does not ask it, so
+// a wave never stops an instance it ran for it): tombstones under a table's or database's
+// key, which the wave never sends (log compaction would remove the whole table's rows
+// under such a key). Its errors name their keys, as Validate's do.
+func (in *Instance) CheckNew() error {
+	var errs []error
+	for i, s := range in.Subscriptions {
+		c, err := compileSubscription(s)
+		if err != nil || !c.format.Tombstones() || c.PartitionBy == rowenc.PartitionPK {
+			continue
+		}
+		errs = append(errs, config.Bad(fmt.Sprintf("subscriptions[%d].format_options.tombstones", i),
+			"true with partition_by: %s: no tombstone would be sent (under log compaction one would remove every row of the %s's key); tombstones go with partition_by: pk",
+			c.PartitionBy, c.PartitionBy))
+	}
+	return errors.Join(errs...)
+}
+
 // within is err about a key below the key at prefix: a *config.FieldError's path is
 // made whole ("subscriptions[0]" and "include[1]"); another error is prefixed.
 func within(prefix string, err error) error {
