@@ -49,7 +49,9 @@ indented.
 -o line: one line per row (each row of a canal-protobuf message that groups several):
 topic and partition:offset (binlake.rows 2:0, from Kafka and from a file alike, so that
 lines of several topics read and merge the same), the event's time, instance ("-" for a
-format that names none: canal's, debezium-json), type, table, primary key, the row (for
+format that names none: canal's, debezium-json), type, table, primary key (the values
+in the message's key for a format that names no key column: debezium-json's and
+maxwell-json's under partition_by pk; else "-"), the row (for
 an update the changed columns, before → after; for a ddl the statement), gtid, xid, and
 "commit" on the last row of a transaction, which may be on another partition than the
 transaction's other rows.

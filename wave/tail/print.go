@@ -110,11 +110,34 @@ func (p *Printer) appendLine(b []byte, m bus.Message, d Decoded) []byte {
 		b = appendPreview(b, m.Value, 200)
 		return append(b, '\n')
 	}
-	b = appendRowLine(b, d.Row)
+	r := d.Row
+	if r.PK == nil { // a format that names no key column (debezium-json, maxwell-json)
+		r.PK = keyValues(m.Key, r.Database, r.Table)
+	}
+	b = appendRowLine(b, r)
 	for _, g := range d.Row.Grouped { // one line per row, each where its message is
 		b = appendRowLine(append(appendWhere(b, m), ' '), g)
 	}
 	return b
+}
+
+// keyValues is the primary key's values a row message's key carries, as the wave keys a
+// row of a table with a primary key under partition_by pk: `db.table:[v1,v2]` (names with
+// '.', ':' or '`' quoted in backquotes, rowenc.appendKeyName); nil for any other key.
+func keyValues(key []byte, db, table string) json.RawMessage {
+	prefix := quoteKeyName(db) + "." + quoteKeyName(table) + ":"
+	k, ok := bytes.CutPrefix(key, []byte(prefix))
+	if !ok || len(k) == 0 || k[0] != '[' || !json.Valid(k) {
+		return nil
+	}
+	return json.RawMessage(k)
+}
+
+func quoteKeyName(name string) string {
+	if !strings.ContainsAny(name, ".:`") {
+		return name
+	}
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
 
 // appendRowLine is appendLine's part of one row, from its time on.

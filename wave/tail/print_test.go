@@ -315,3 +315,31 @@ func checkPrinted(t *testing.T, m bus.Message) {
 		}
 	}
 }
+
+// TestLineShowsTheKeysValues: a format that names no key column (debezium-json,
+// maxwell-json) printed the row's key as "-" in -o line, although the message's key holds
+// its values (`db.table:[7]` under partition_by pk); a key of another table, or a
+// table's own (partition_by table), still shows "-".
+func TestLineShowsTheKeysValues(t *testing.T) {
+	debezium := func(db string) string {
+		return `{"before":null,"after":{"id":7,"v":"a"},"source":{"name":"x","db":"` + db + `","table":"orders","ts_ms":1764424800000},"op":"c"}`
+	}
+	maxwell := `{"database":"shop","table":"orders","type":"insert","ts":1764424800,"data":{"id":7,"v":"a"}}`
+	for _, tc := range []struct{ name, key, value, want string }{
+		{"debezium-json, pk", "shop.orders:[7]", debezium("shop"), ` insert shop.orders [7] {"id":7,"v":"a"}`},
+		{"maxwell-json, pk", `shop.orders:[7,"b"]`, maxwell, ` insert shop.orders [7,"b"] {"id":7,"v":"a"}`},
+		{"a dotted database", "`my.db`.orders:[7]", debezium("my.db"), ` insert my.db.orders [7] {"id":7,"v":"a"}`},
+		{"partition_by table", "shop.orders", debezium("shop"), ` insert shop.orders - {"id":7,"v":"a"}`},
+		{"another table's key", "shop.items:[7]", debezium("shop"), ` insert shop.orders - {"id":7,"v":"a"}`},
+		{"not JSON after the table", "shop.orders:[7", debezium("shop"), ` insert shop.orders - {"id":7,"v":"a"}`},
+	} {
+		var b strings.Builder
+		p := &tail.Printer{W: &b, Mode: tail.Line, Format: tail.Auto}
+		if _, err := p.Print(bus.Message{Topic: "t", Key: []byte(tc.key), Value: []byte(tc.value)}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tc.want) {
+			t.Errorf("%s: -o line printed %q, want it to hold %q", tc.name, b.String(), tc.want)
+		}
+	}
+}
