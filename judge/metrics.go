@@ -48,6 +48,12 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 	for _, r := range []string{"mapped", "raw", "dropped"} {
 		m.remoteWriteSamples.WithLabelValues(r)
 	}
+	// Every source's decode errors from zero: BinlakeMetricBatchesUndecodable takes an
+	// increase, and a series born at 1 (the first bad batch) never showed one, so the
+	// first burst of a judge's life went unpaged (an outside trial).
+	for _, s := range []string{sourceBus, sourceHTTP, sourceRemoteWrite} {
+		m.decodeErrors.WithLabelValues(s)
+	}
 	// Both sources from the start, so that a rate over them is defined before the first plan.
 	m.rebalancePlans.WithLabelValues(planSourcePost)
 	m.rebalancePlans.WithLabelValues(planSourceGet)

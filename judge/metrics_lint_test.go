@@ -60,3 +60,29 @@ func TestNewestBatchGauge(t *testing.T) {
 	require.Equal(t, float64(t0.Add(time.Minute).Unix()), newest(sourceBus))
 	require.Equal(t, float64(t0.Add(-time.Hour).Unix()), newest(sourceHTTP))
 }
+
+// TestDecodeErrorsExportedAtZero: every source's decode errors are exported at 0 before
+// any batch: an increase over a series born at 1 (its first bad batch) is none, and
+// BinlakeMetricBatchesUndecodable stayed silent through a judge's first burst.
+func TestDecodeErrorsExportedAtZero(t *testing.T) {
+	j, _ := newJudge(t, nil)
+	mfs, err := j.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := map[string]bool{}
+	for _, mf := range mfs {
+		if mf.GetName() == "binlake_judge_decode_errors_total" {
+			for _, m := range mf.GetMetric() {
+				if m.GetCounter().GetValue() == 0 {
+					zero[m.GetLabel()[0].GetValue()] = true
+				}
+			}
+		}
+	}
+	for _, s := range []string{"bus", "http", "remote_write"} {
+		if !zero[s] {
+			t.Errorf(`binlake_judge_decode_errors_total{source=%q} not exported at 0 before any batch`, s)
+		}
+	}
+}
