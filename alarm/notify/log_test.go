@@ -16,7 +16,7 @@ func TestLogChannelLevels(t *testing.T) {
 	l := Log{L: slog.New(slog.NewJSONHandler(&buf, nil))}
 	require.NoError(t, l.Notify(context.Background(), Message{Receiver: "ops", Alerts: []Alert{
 		{Status: StatusFiring, Labels: map[string]string{"alertname": "cpu", "node": "w1", "severity": "P2"}, Value: 97},
-		{Status: StatusResolved, Labels: map[string]string{"alertname": "cpu", "node": "w2"}, Value: 10},
+		{Status: StatusResolved, Labels: map[string]string{"alertname": "cpu", "node": "w2", "mount": "/var/lib/mysql", "cpu": "1"}, Value: 10},
 	}}))
 	dec := json.NewDecoder(&buf)
 	var got []map[string]any
@@ -33,4 +33,8 @@ func TestLogChannelLevels(t *testing.T) {
 		require.Equal(t, "ops", got[i]["channel"])
 		require.Equal(t, "cpu", got[i]["alertname"])
 	}
+	// The point's labels tell two alerts of a policy on a node apart (they showed only
+	// their values and fingerprints); an alert with none logs no group.
+	require.NotContains(t, got[0], "labels")
+	require.Equal(t, map[string]any{"cpu": "1", "mount": "/var/lib/mysql"}, got[1]["labels"])
 }
