@@ -210,7 +210,8 @@ func New(o Options) (*Judge, error) {
 	}
 
 	var err error
-	j.inc, err = analysis.NewIncremental(analysis.IncrementalOptions{Now: o.Now, Alpha: o.EWMAAlpha})
+	j.inc, err = analysis.NewIncremental(analysis.IncrementalOptions{Now: o.Now, Alpha: o.EWMAAlpha,
+		DefaultInterval: o.Filters.DefaultInterval, StaleIntervals: o.Filters.StaleIntervals})
 	if err != nil {
 		return nil, fmt.Errorf("judge: %w", err)
 	}

@@ -165,7 +165,8 @@ func TestIncrementalDeclaredInterval(t *testing.T) {
 		{5 * time.Minute, 30, 0, false},                        // late: still 30 s
 		{30 * time.Second, 10, 0, true},                        // the agent's interval changed
 		{10 * time.Second, 10, 1400 * time.Millisecond, false}, // a slower delivery: within offsetStep
-		{10 * time.Second, 10, 40 * time.Second, true},         // the node's clock fell 40 s behind
+		{10 * time.Second, 10, 40 * time.Second, false},        // the node's clock fell 40 s behind: no news yet
+		{40 * time.Second, 10, 40 * time.Second, true},         // its batches pass its last: the offset is learned
 		{10 * time.Second, 10, 41 * time.Second, false},
 		{10 * time.Second, 10, -20 * time.Second, true}, // now 20 s ahead
 	} {

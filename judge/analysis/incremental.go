@@ -6,6 +6,7 @@ package analysis
 import (
 	"fmt"
 	"hash/maphash"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -22,6 +23,11 @@ type IncrementalOptions struct {
 	Alpha float64
 	// ForgetAfter drops, at each rollover, nodes silent for longer; 24 h when zero.
 	ForgetAfter time.Duration
+	// DefaultInterval and StaleIntervals are the judge's staleness (metric.StaleAfter;
+	// the metric package's defaults when zero): a batch older than a node's last counts
+	// toward its liveness only while the node is live by them (nodeState.seen).
+	DefaultInterval time.Duration
+	StaleIntervals  float64
 }
 
 // Incremental keeps streaming statistics per node and series for the current hour
@@ -38,6 +44,9 @@ type Incremental struct {
 	alpha  float64
 	forget time.Duration
 	seed   maphash.Seed // of the labelled series' keys
+	// defaultInterval and staleIntervals: IncrementalOptions'.
+	defaultInterval time.Duration
+	staleIntervals  float64
 
 	mu sync.RWMutex
 	// hour is the start of the hour the statistics are of; zero until the first data, so
@@ -83,6 +92,7 @@ func NewIncremental(o IncrementalOptions) (*Incremental, error) {
 	}
 	return &Incremental{
 		now: o.Now, alpha: o.Alpha, forget: o.ForgetAfter, seed: maphash.MakeSeed(),
+		defaultInterval: o.DefaultInterval, staleIntervals: o.StaleIntervals,
 		nodes: map[string]*nodeState{},
 	}, nil
 }
@@ -140,17 +150,30 @@ func (a *Incremental) nodeLocked(id string) *nodeState {
 	return n
 }
 
-// seen records a batch received at `at` carrying timestamp ts.
-func (n *nodeState) seen(at, ts time.Time) {
+// seen records a batch received at `at` carrying timestamp ts, and reports whether it is
+// news of the node: a timestamp after its last batch's (or none), which alone moves the
+// node's clock offset and interval. A batch not newer than the last (the bus's
+// redelivery, a late delivery, a clock stepped back) keeps a live node live, but says
+// nothing of one gone stale: one batch of three hours ago brought a dead wave back to
+// life, dated three hours ahead of the judge's clock, and placements chose it; and its
+// offset made a wave whose process had died look alive (an outside trial).
+func (n *nodeState) seen(at, ts time.Time, staleAfter time.Duration) (news bool) {
+	n.batches++
+	if !ts.IsZero() && !ts.After(n.lastTS) {
+		if !n.lastSeen.IsZero() && at.Sub(n.lastSeen) <= staleAfter {
+			n.lastSeen = at
+		}
+		return false
+	}
 	n.lastSeen = at
-	if ts.After(n.lastTS) {
+	if !ts.IsZero() {
 		n.lastTS = ts
 	}
-	n.batches++
+	return true
 }
 
-// Observe adds a batch. The node's liveness is updated whatever the batch's timestamp;
-// its points count toward the current hour unless the batch is from an earlier hour (a
+// Observe adds a batch. The node's liveness, interval and offset are updated by a batch
+// newer than its last (seen); its points count toward the current hour unless the batch is from an earlier hour (a
 // late delivery), in which case they are only stored, not analysed. A point not newer
 // than its series' last is not analysed twice either: the bus delivers at least once,
 // and a restarted judge replays what the store has before the bus delivers it again.
@@ -165,11 +188,15 @@ func (a *Incremental) Observe(b metric.Batch) (intervalChanged bool) {
 	a.rollLocked(now)
 	a.version++
 	n := a.nodeLocked(b.Node)
-	n.seen(now, b.TS)
-	if iv := time.Duration(b.IntervalS * float64(time.Second)); iv != n.declared {
+	interval := n.declared
+	if interval <= 0 {
+		interval = a.defaultInterval
+	}
+	news := n.seen(now, b.TS, metric.StaleAfter(interval, a.staleIntervals))
+	if iv := time.Duration(b.IntervalS * float64(time.Second)); iv != n.declared && news {
 		n.declared, intervalChanged = iv, true
 	}
-	if !b.TS.IsZero() {
+	if !b.TS.IsZero() && news {
 		if off := now.Sub(b.TS).Round(time.Second); off-n.offset >= offsetStep || n.offset-off >= offsetStep {
 			n.offset, intervalChanged = off, true
 		}
@@ -277,7 +304,7 @@ func (a *Incremental) Replay(points []store.Point) (skipped int) {
 		// node's offset (the first such batch stood for all of them, and a node whose
 		// clock runs ahead came back as stale as its first batch past the clock).
 		if at.After(n.lastSeen) || p.TS.After(n.lastTS) {
-			n.seen(at, p.TS)
+			n.seen(at, p.TS, math.MaxInt64) // a stored point was news when it came
 		}
 		if at.Before(a.hour) {
 			skipped++

@@ -228,3 +228,42 @@ func TestReplayBatchesPastTheClock(t *testing.T) {
 	n, _ = a.Node("wave-a")
 	require.Equal(t, now.Add(-10*time.Second), n.LastSeen, "received when its last batch was")
 }
+
+// TestOldBatchDoesNotReviveAStaleNode: a batch older than a node's last says nothing of
+// a node gone stale: one batch of three hours ago made a wave dead for 45 s live again,
+// three hours ahead of the judge's clock (its offset learned from the old batch), and
+// placements chose it (an outside trial). A live node's redelivery still keeps it live,
+// without moving its offset.
+func TestOldBatchDoesNotReviveAStaleNode(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 11, 29, 14, 10, 0, 0, time.UTC)}
+	a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: clk.Now})
+	require.NoError(t, err)
+	b := func(ts time.Time) metric.Batch {
+		return metric.Batch{Node: "zw1", TS: ts, IntervalS: 10, Points: []metric.Point{{Name: "cpu.util", Value: 5}}}
+	}
+	t0 := clk.Now()
+	for i := range 20 {
+		clk.Set(t0.Add(time.Duration(i) * 10 * time.Second))
+		a.Observe(b(clk.Now()))
+	}
+	last := clk.Now()
+	clk.Set(last.Add(5 * time.Second)) // live: a redelivery keeps it so, its offset unchanged
+	a.Observe(b(last.Add(-10 * time.Second)))
+	n, _ := a.Node("zw1")
+	require.Equal(t, clk.Now(), n.LastSeen, "a live node's redelivery")
+	_, off, _ := a.Timing("zw1")
+	require.Zero(t, off)
+
+	seen := clk.Now()
+	clk.Set(last.Add(45 * time.Second)) // stale: 3 intervals of 10 s passed
+	a.Observe(b(clk.Now().Add(-3 * time.Hour)))
+	n, _ = a.Node("zw1")
+	require.Equal(t, seen, n.LastSeen, "a stale node revived by a batch of three hours ago")
+	require.Equal(t, last, n.LastBatchTS)
+	_, off, _ = a.Timing("zw1")
+	require.Zero(t, off, "the offset learned from a late delivery")
+
+	a.Observe(b(clk.Now())) // news: it is back
+	n, _ = a.Node("zw1")
+	require.Equal(t, clk.Now(), n.LastSeen)
+}
