@@ -2,7 +2,10 @@ package judge
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/binlake/binlake/internal/metric"
@@ -92,6 +95,9 @@ func (j *Judge) admit(b metric.Batch) error {
 			}
 		}
 	}
+	if i, k := duplicate(b.Points); k >= 0 {
+		return fmt.Errorf("points %d and %d are both %s: a batch holds one value of a series at its time", i, k, seriesName(b.Points[k]))
+	}
 	if cores <= 0 && process > 0 { // a batch without them: the node's last
 		cores, _ = j.model.Cores(b.Node)
 	}
@@ -116,4 +122,45 @@ const overCores = 2
 func implausible(p store.Point) bool {
 	r, ok := ranges[p.Name]
 	return ok && r.refuses(p.Value)
+}
+
+// duplicate finds two points of one series (name and labels) in ps: the first's index
+// and the second's, or k -1. The analysis took the first and the store kept the last,
+// so a node's figure changed across a restart (an outside trial). Pairwise for the
+// batches agents send (tens of points), by a map past that.
+func duplicate(ps []metric.Point) (i, k int) {
+	if len(ps) <= 64 {
+		for k := 1; k < len(ps); k++ {
+			for i := range k {
+				if ps[i].Name == ps[k].Name && maps.Equal(ps[i].Labels, ps[k].Labels) {
+					return i, k
+				}
+			}
+		}
+		return -1, -1
+	}
+	seen := make(map[string]int, len(ps))
+	for k, p := range ps {
+		key := seriesName(p)
+		if i, ok := seen[key]; ok {
+			return i, k
+		}
+		seen[key] = k
+	}
+	return -1, -1
+}
+
+// seriesName is a point's series as PromQL writes one: name{k="v",…}, the labels sorted.
+func seriesName(p metric.Point) string {
+	var b strings.Builder
+	b.WriteString(p.Name)
+	b.WriteByte('{')
+	for j, k := range slices.Sorted(maps.Keys(p.Labels)) {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=%q", k, p.Labels[k])
+	}
+	b.WriteByte('}')
+	return b.String()
 }

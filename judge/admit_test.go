@@ -3,8 +3,10 @@ package judge
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -55,6 +57,14 @@ func TestImplausibleBatchesRefused(t *testing.T) {
 		{"a process over its host's cores", metric.Batch{Node: "w", TS: t0, IntervalS: 10, Points: []metric.Point{
 			{Name: metric.CPUCores, Value: 2}, {Name: metric.WaveCPUCores, Value: 50}}},
 			"wave.cpu_cores 50 is over twice the host's cpu.cores 2: a process cannot use more cores than its host has"},
+		// The analysis took the first and the store the last: the node's figure changed
+		// across a restart.
+		{"a series twice", point(metric.CPUUtil, 90), `points 0 and 1 are both cpu.util{}: a batch holds one value of a series at its time`},
+		{"a labelled series twice", metric.Batch{Node: "w", TS: t0, IntervalS: 10, Points: []metric.Point{
+			{Name: metric.DiskUsedPct, Value: 5, Labels: map[string]string{"mount": "/"}}, {Name: metric.DiskUsedPct, Value: 6, Labels: map[string]string{"mount": "/var"}},
+			{Name: metric.DiskUsedPct, Value: 7, Labels: map[string]string{"mount": "/"}}}}, `points 0 and 2 are both disk.used_pct{mount="/"}`},
+		{"a series twice among many", manyPoints(100, 37), `points 37 and 100 are both app.m37{i="37"}`},
+		{"many series once each", manyPoints(100, -1), ""},
 		{"a pegged process read over its host's cores (a late scrape)", metric.Batch{Node: "w", TS: t0, IntervalS: 10, Points: []metric.Point{
 			{Name: metric.WaveCPUCores, Value: 2.6}, {Name: metric.CPUCores, Value: 2}}}, ""},
 	}
@@ -164,4 +174,16 @@ func TestProcessOverTheNodesLastCores(t *testing.T) {
 	_, msg := errorOf(t, r)
 	require.Contains(t, msg, "wave.cpu_cores 50 is over twice the host's cpu.cores 2")
 	require.Equal(t, http.StatusAccepted, send(metric.Point{Name: metric.WaveCPUCores, Value: 2.3}).status)
+}
+
+// manyPoints is a batch of n series and, when dup ≥ 0, series dup again at its end.
+func manyPoints(n, dup int) metric.Batch {
+	b := metric.Batch{Node: "w", TS: t0, IntervalS: 10}
+	for i := range n {
+		b.Points = append(b.Points, metric.Point{Name: fmt.Sprintf("app.m%d", i), Value: 1, Labels: map[string]string{"i": strconv.Itoa(i)}})
+	}
+	if dup >= 0 {
+		b.Points = append(b.Points, b.Points[dup])
+	}
+	return b
 }
