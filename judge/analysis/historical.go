@@ -121,14 +121,19 @@ func (h *Historical) Counts() (ok, failed int64, lastErr string) {
 	return h.refreshes.Load(), h.failures.Load(), lastErr
 }
 
-// Run refreshes at once and then every period until ctx ends. A failed refresh keeps the
+// Run refreshes at once (unless a refresh already completed) and then every period until
+// ctx ends. A failed refresh keeps the
 // previous snapshot and is retried at the next period: the store being down must not
 // take the placement API with it.
 func (h *Historical) Run(ctx context.Context) error {
 	t := time.NewTicker(h.o.Every)
 	defer t.Stop()
+	// A refresh already made (the judge's restore makes the first) is not made again.
+	refresh := h.refreshes.Load() == 0
 	for {
-		if err := h.Refresh(ctx); err != nil && ctx.Err() == nil {
+		if !refresh {
+			refresh = true
+		} else if err := h.Refresh(ctx); err != nil && ctx.Err() == nil {
 			h.log.Warn("historical refresh failed; keeping the previous analysis", "err", err)
 		}
 		select {
