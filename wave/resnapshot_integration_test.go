@@ -3,6 +3,7 @@ package wave_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,11 @@ func TestSnapshotRestartsPurgedInstanceIntegration(t *testing.T) {
 	}
 	b, wv, _ := embeddedOn(t, ctx, c, inst, 0)
 	waitState(t, ctx, wv, inst.ID, cluster.StateError)
+	for _, st := range wv.Status() { // the remedy where the error is read, not only in the log
+		if st.ID == inst.ID && !strings.Contains(st.Error, "`binlake instance snapshot resnap` restarts it at the source's current end") {
+			t.Errorf("the stopped instance's error: %q, want it to name the remedy", st.Error)
+		}
+	}
 
 	req, err := cluster.RequestSnapshot(ctx, c, inst.ID, nil)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -208,6 +209,11 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 			// Retrying cannot fix it, and another wave would meet the same error: keep
 			// the leadership, show the error, and wait for an operator (a changed
 			// definition or a removal restarts the runner).
+			if errors.Is(err, capture.ErrBinlogPurged) || errors.Is(err, capture.ErrPositionUnserved) {
+				// The remedy where the error is read (list, show, /status), not only in
+				// this wave's log (an outside trial).
+				err = fmt.Errorf("%w; `binlake instance snapshot %s` restarts it at the source's current end with a snapshot of its tables", err, id)
+			}
 			log.Error("instance stopped: operator action needed", "err", err)
 			w.setStatus(id, func(s *InstanceStatus) { s.fail(cluster.StateError, err) })
 			if (errors.Is(err, capture.ErrBinlogPurged) || errors.Is(err, capture.ErrPositionUnserved)) && inst != nil {
