@@ -167,7 +167,15 @@ func CheckSource(ctx context.Context, addr, user, password, flavor string, serve
 		return s, nil
 	}
 	if serverID == 0 || s.ReplicasErr != nil || len(s.ServerIDProblems(serverID)) > 0 {
-		return s, nil // a dump under serverID could end another replica's connection
+		// A dump under serverID could end another replica's connection: the user's own
+		// grants are read instead. A user with the README's grants cannot list the
+		// replicas, and its check said "valid" without a word of REPLICATION SLAVE,
+		// which the waves then looped on (an outside trial).
+		if ok, err := canReplicate(conn); err == nil && !ok {
+			s.Access = append(s.Access, fmt.Sprintf("user %s has no REPLICATION SLAVE among its own grants (a role's are not seen here; "+
+				"no binlog dump was tried, as one could end another replica's connection): without it the waves cannot read the binlog; grant it REPLICATION SLAVE", user))
+		}
+		return s, nil
 	}
 	if err := tryDump(ctx, addr, user, password, flavor, serverID, end); err != nil {
 		err = ServerError(err)
@@ -184,6 +192,20 @@ func canSelect(conn *client.Conn) (bool, error) {
 		SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES
 		UNION ALL SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES
 		UNION ALL SELECT PRIVILEGE_TYPE FROM information_schema.TABLE_PRIVILEGES) p WHERE PRIVILEGE_TYPE = 'SELECT'`)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	n, err := r.GetInt(0, 0)
+	return n > 0, err
+}
+
+// canReplicate reports whether the connection's user holds REPLICATION SLAVE itself (a
+// role's grants are not seen). Its own rows only: a user with a global SELECT sees every
+// user's privileges there.
+func canReplicate(conn *client.Conn) (bool, error) {
+	r, err := conn.Execute(`SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES
+		WHERE PRIVILEGE_TYPE = 'REPLICATION SLAVE' AND GRANTEE = CONCAT("'", SUBSTRING_INDEX(CURRENT_USER(), '@', 1), "'@'", SUBSTRING_INDEX(CURRENT_USER(), '@', -1), "'")`)
 	if err != nil {
 		return false, err
 	}

@@ -88,6 +88,10 @@ func TestCheckSourceAccessIntegration(t *testing.T) {
 	}{
 		{"no grant", "", []string{noSelect, "may not read where the binlog ends"}},
 		{"no REPLICATION SLAVE", "BINLOG MONITOR, REPLICATION MASTER ADMIN", []string{noSelect, "may not read the binlog"}},
+		// Replicas unlisted: no dump is tried, and the user's grants say it (the check said
+		// nothing, and the waves looped on access_denied).
+		{"no REPLICATION SLAVE, replicas unlisted", "BINLOG MONITOR", []string{noSelect, "has no REPLICATION SLAVE among its own grants"}},
+		{"the README's grants, replicas unlisted", "SELECT, REPLICATION SLAVE, BINLOG MONITOR", nil},
 		{"no SELECT", "REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN", []string{noSelect}},
 		{"every grant", "SELECT, REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN", nil},
 	} {
