@@ -19,17 +19,31 @@ import (
 // outside trial's status sent the operator to MySQL for a Kafka fault.
 func TestBusDownAtStartIsNotTheSourceIntegration(t *testing.T) {
 	wavetest.Connect(t)
+	testBusReason(t, "busdown", []string{testenv.FreeAddr(t)}, 0, wave.ReasonBusUnreachable)
+}
+
+// TestBusRefusalIsNotBusDownIntegration: the real Kafka refusing a topic the instance
+// asks for (a replication factor above its one broker) is the reason bus_refused, an
+// operator's fix: it was bus_unreachable, retried for ever as if Kafka were down (an
+// outside trial).
+func TestBusRefusalIsNotBusDownIntegration(t *testing.T) {
+	testBusReason(t, "busrefused", []string{testenv.Require(t, testenv.Kafka)}, 5, wave.ReasonBusRefused)
+}
+
+// testBusReason starts instance id on a wave whose bus is brokers, its topics asked with
+// replication, and waits for the reason its status gives.
+func testBusReason(t *testing.T, id string, brokers []string, replication int, want string) {
 	a := testenv.RequireMySQL(t)
-	inst := &cluster.Instance{ID: "busdown", Start: wavetest.CurrentPos(t),
+	inst := &cluster.Instance{ID: id, Start: wavetest.CurrentPos(t),
 		Source:        cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
-		Subscriptions: []cluster.Subscription{{Name: "rows", Topic: "busdown.rows", Include: []string{`busdown_nosuch\.t`}}}}
+		Subscriptions: []cluster.Subscription{{Name: "rows", Topic: id + ".rows", Include: []string{`busdown_nosuch\.t`}}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := singleCoord(t)
 	if _, err := cluster.AddInstance(ctx, c, inst, "wave-b", nil); err != nil {
 		t.Fatal(err)
 	}
-	b, err := kafka.New(kafka.Options{Brokers: []string{testenv.FreeAddr(t)}, MaxAttempts: 1, WriteTimeout: time.Second, Logger: testLogger(t)})
+	b, err := kafka.New(kafka.Options{Brokers: brokers, MaxAttempts: 1, WriteTimeout: time.Second, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,13 +53,13 @@ func TestBusDownAtStartIsNotTheSourceIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	wv, stop := runWave(t, ctx, wave.Options{Node: "wave-b", Coord: c, Publisher: pub, Topics: b,
-		TopicSpec: bus.TopicSpec{Partitions: 1}, MaxMessageBytes: 1 << 20, PollInterval: 100 * time.Millisecond, Logger: testLogger(t)})
+		TopicSpec: bus.TopicSpec{Partitions: 1, Replication: replication}, MaxMessageBytes: 1 << 20, PollInterval: 100 * time.Millisecond, Logger: testLogger(t)})
 	defer stop()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		for _, s := range wv.Status() {
 			if s.ID == inst.ID && s.Reason != "" {
-				if s.Reason != wave.ReasonBusUnreachable {
-					t.Fatalf("status %+v: want reason %s", s, wave.ReasonBusUnreachable)
+				if s.Reason != want {
+					t.Fatalf("status %+v: want reason %s", s, want)
 				}
 				t.Logf("status: %s, %s: %s", s.State, s.Reason, s.Error)
 				return

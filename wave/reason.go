@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 
+	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/wave/capture"
 )
 
@@ -31,7 +32,11 @@ const (
 	ReasonRollbackLogged = "rollback_logged"
 	ReasonFenced         = "fenced"
 	ReasonServerIDClash  = "server_id_clash" // another replica (instance) reads the source with the same server_id
-	ReasonBusUnreachable = "bus_unreachable" // the bus (Kafka) refused or did not answer as the instance started
+	ReasonBusUnreachable = "bus_unreachable" // the bus (Kafka) did not answer as the instance started
+	// The bus answered and refused what the instance's start asked of it (creating its
+	// topics: a replication factor above its brokers, no authorization, a topic policy):
+	// the wave retries, but the fix is the operator's, in the sink's settings or Kafka's.
+	ReasonBusRefused = "bus_refused"
 	// Publishing fails while the instance runs (its state stays running): the topic is
 	// missing (deleted; the wave creates it again), or the bus refuses or does not answer.
 	ReasonTopicMissing   = "topic_missing"
@@ -70,6 +75,9 @@ func Reason(err error) string {
 	case capture.IsServerIDClash(err):
 		return ReasonServerIDClash
 	case errors.As(err, &be):
+		if errors.Is(err, bus.ErrRefused) {
+			return ReasonBusRefused
+		}
 		return ReasonBusUnreachable
 	case errors.As(err, &me):
 		switch me.Code {

@@ -231,7 +231,7 @@ func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 			}
 		case err != nil:
 			failures++
-			if r := Reason(err); r != ReasonBusUnreachable && r != ReasonSecretMissing {
+			if r := Reason(err); r != ReasonBusUnreachable && r != ReasonBusRefused && r != ReasonSecretMissing {
 				// The source failed as the term began (unreachable, a refused login):
 				// the capture counts the failures of its connection after that
 				// (OnError), and BinlakeWaveSourceErrors never saw a source down from

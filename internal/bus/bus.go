@@ -148,6 +148,11 @@ var ErrUnknownTopic = errors.New("unknown topic")
 // ErrMessageTooLarge is returned when a message exceeds the topic's size limit.
 var ErrMessageTooLarge = errors.New("message too large")
 
+// ErrRefused wraps a bus's answer that refuses what was asked for a reason asking again
+// does not change (Kafka's: a replication factor above its brokers, no authorization, a
+// topic policy): an operator's to fix, where a bus that does not answer is not.
+var ErrRefused = errors.New("the bus refused it")
+
 // ErrClosed is returned by operations on a closed bus, publisher or subscriber.
 var ErrClosed = errors.New("bus closed")
 

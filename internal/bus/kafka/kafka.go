@@ -353,6 +353,11 @@ func (b *Bus) CreateTopic(ctx context.Context, spec bus.TopicSpec) error {
 		b.log.Debug("topic exists", "topic", spec.Name)
 		b.raiseMaxMessageBytes(ctx, spec.Name, spec.MaxMessageBytes)
 	default:
+		if ke, ok := errors.AsType[kafkago.Error](err); ok && !ke.Temporary() {
+			// Read as the bus being down, it was retried for ever under bus_unreachable
+			// (an outside trial: a replication factor of 5 on one broker).
+			return fmt.Errorf("create topic %s: %w: %w", spec.Name, bus.ErrRefused, err)
+		}
 		return fmt.Errorf("create topic %s: %w", spec.Name, err)
 	}
 	return b.waitForLeaders(ctx, spec.Name)
