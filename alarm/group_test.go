@@ -130,7 +130,10 @@ func TestGroupInterval(t *testing.T) {
 		{40 * time.Second, nil, []string{`cpu/P2:{node="wave-2"} [firing wave-2/]`}},
 		{50 * time.Second, func() { obs("wave-1", 96) }, nil}, // fires again within the interval
 		{69 * time.Second, nil, nil},
-		{70 * time.Second, nil, []string{`cpu/P2:{node="wave-1"} [firing wave-1/]`}}, // the latest state of the alert
+		// The first episode's resolution and the second's page: the page replaced the
+		// resolution, and a receiver keeping an incident per startsAt never closed the
+		// first (an outside trial).
+		{70 * time.Second, nil, []string{`cpu/P2:{node="wave-1"} [resolved wave-1/ firing wave-1/]`}},
 		{80 * time.Second, func() { obs("wave-1", 10) }, nil},
 		{130 * time.Second, nil, []string{`cpu/P2:{node="wave-1"} [resolved wave-1/]`}},
 		// Nothing due until its group_interval ran out (190 s): the group is forgotten,
@@ -181,4 +184,36 @@ func TestGroupIntervalHoldsTheLease(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"process 1 at 10m0s: firing wave-2"}, pages)
+}
+
+// TestFlapWithinGroupWaitResolvesEveryEpisode: an alert that resolves and fires again
+// within its group's wait sends the first episode's resolution beside the second's page
+// (in that order, each with its own startsAt), then the second's resolution: the page
+// replaced the resolution, and a receiver keeping an incident per fingerprint and
+// startsAt, as docs/design.md advises, never saw the first one end (an outside trial).
+func TestFlapWithinGroupWaitResolvesEveryEpisode(t *testing.T) {
+	r := newRig(t, basePolicy+"    group_wait: 6s\n", func(o *EngineOptions) {
+		o.StaleIntervals = 1000 // the test jumps without points
+	})
+	at := func(d time.Duration) { r.clk.Add(d - r.clk.Now().Sub(t0)) }
+	for _, s := range []struct {
+		at time.Duration
+		v  float64 // 0: no point
+	}{{0, 99}, {6 * time.Second, 0}, {10 * time.Second, 10}, {12 * time.Second, 99}, {16 * time.Second, 0}, {30 * time.Second, 10}, {36 * time.Second, 0}} {
+		at(s.at)
+		if s.v != 0 {
+			r.e.Observe(batch("wave-1", r.clk.Now(), cpu(s.v)))
+			r.e.Sync()
+		}
+		r.e.Tick()
+	}
+	var got []string
+	for _, m := range r.out.messages() {
+		var as []string
+		for _, a := range m.Alerts {
+			as = append(as, fmt.Sprintf("%s from %s", a.Status, a.StartsAt.Sub(t0)))
+		}
+		got = append(got, strings.Join(as, ", "))
+	}
+	require.Equal(t, []string{"firing from 0s", "resolved from 0s, firing from 12s", "resolved from 12s"}, got)
 }

@@ -56,19 +56,29 @@ type queuedAlert struct {
 	to []string
 }
 
+// episodeKey is an alert's notice in a group's message: its fingerprint and the start of
+// its episode (StartsAt), so that an episode's resolution and the next episode's page can
+// go in one message.
+type episodeKey struct {
+	fp       uint64
+	startsAt int64 // Unix nanoseconds
+}
+
 type group struct {
 	p       *policy.Policy
 	key     string
 	labels  map[string]string // the message's GroupLabels: the group_by labels
 	flushAt time.Time         // when alerts is sent; meaningless while alerts is empty
-	alerts  map[uint64]queuedAlert
+	alerts  map[episodeKey]queuedAlert
 	// later are the next messages' alerts, each sent after the one before: the
 	// resolution of an alert whose page is in a message not yet sent waits for the next
 	// message instead of replacing the page, so that a claimed page is delivered and a
-	// receiver never gets a resolution for a page it did not get. Any other notice
-	// replaces the alert's older one (the latest state: a repeat, a refreshed value, a
-	// page again after an unsent resolution). Empty while alerts is.
-	later  []map[uint64]queuedAlert
+	// receiver never gets a resolution for a page it did not get. Another notice of the
+	// same episode replaces the older one (the latest state: a repeat, a refreshed
+	// value); the next episode's page goes beside the last one's resolution, which it
+	// replaced, and a receiver keeping an incident per fingerprint and startsAt never
+	// heard the first one end (an outside trial). Empty while alerts is.
+	later  []map[episodeKey]queuedAlert
 	sentAt time.Time // the group's last notification; zero before its first (see group.go)
 }
 
@@ -238,7 +248,7 @@ func (w *writer) enqueue(pa *pendingAlert, now time.Time) {
 	key, labels := p.Group(pa.na.Labels)
 	g := w.groups[key]
 	if g == nil {
-		g = &group{p: p, key: key, labels: labels, alerts: map[uint64]queuedAlert{}}
+		g = &group{p: p, key: key, labels: labels, alerts: map[episodeKey]queuedAlert{}}
 		w.groups[key] = g
 	}
 	if len(g.alerts) == 0 {
@@ -250,26 +260,35 @@ func (w *writer) enqueue(pa *pendingAlert, now time.Time) {
 	g.add(pa.fp, queuedAlert{na: pa.na, to: pa.to})
 }
 
-// add puts a into the group's last message that holds its alert, or the first message
-// when none does; a resolution of a page not yet sent goes into the message after it.
+// add puts a into the group's last message that holds its alert (an episode of it), or
+// the first message when none does; a resolution of a page not yet sent goes into the
+// message after it.
 func (g *group) add(fp uint64, a queuedAlert) {
+	k := episodeKey{fp: fp, startsAt: a.na.StartsAt.UnixNano()}
 	i := len(g.later) - 1
-	for ; i >= 0; i-- {
-		if _, ok := g.later[i][fp]; ok {
-			break
-		}
+	for ; i >= 0 && !holds(g.later[i], fp); i-- {
 	}
 	m := g.alerts
 	if i >= 0 {
 		m = g.later[i]
 	}
-	if old, ok := m[fp]; ok && old.na.Status == notify.StatusFiring && a.na.Status == notify.StatusResolved {
+	if old, ok := m[k]; ok && old.na.Status == notify.StatusFiring && a.na.Status == notify.StatusResolved {
 		if i+1 == len(g.later) {
-			g.later = append(g.later, map[uint64]queuedAlert{})
+			g.later = append(g.later, map[episodeKey]queuedAlert{})
 		}
 		m = g.later[i+1]
 	}
-	m[fp] = a
+	m[k] = a
+}
+
+// holds reports whether m has a notice of the alert fp, of any episode.
+func holds(m map[episodeKey]queuedAlert, fp uint64) bool {
+	for k := range m {
+		if k.fp == fp {
+			return true
+		}
+	}
+	return false
 }
 
 // sent moves the group's next message up after one went out at now, and tells when it
@@ -346,7 +365,7 @@ const lateFlush = 5 * time.Second
 // Without an answer from the log the page goes: a duplicate is better than silence.
 func (w *writer) fence(g *group) {
 	e := w.e
-	for fp, q := range g.alerts {
+	for k, q := range g.alerts {
 		if q.na.Status != notify.StatusFiring {
 			continue
 		}
@@ -372,7 +391,7 @@ func (w *writer) fence(g *group) {
 			// backlog is, or it would be reported nowhere.
 			if pa := e.resolvedNotice(le); pa != nil {
 				pa.to = q.to
-				g.add(fp, queuedAlert{na: pa.na, to: pa.to})
+				g.add(k.fp, queuedAlert{na: pa.na, to: pa.to})
 				e.log.Info("a page queued before this process was paused goes out with its resolution: the process that took the alert over resolved it meanwhile, unpaged",
 					"fingerprint", q.na.Fingerprint, "node", q.na.Labels[policy.LabelNode], "queued_at", inf.at)
 				continue
@@ -380,9 +399,9 @@ func (w *writer) fence(g *group) {
 		}
 		e.log.Warn("a page queued before this process was paused is not sent: the notification log no longer holds its claim (another process took the alert over)",
 			"fingerprint", q.na.Fingerprint, "node", q.na.Labels[policy.LabelNode], "queued_at", inf.at)
-		delete(g.alerts, fp)
-		for _, m := range g.later {
-			delete(m, fp)
+		delete(g.alerts, k)
+		for _, m := range g.later { // its episode's later notices, and the next ones'
+			maps.DeleteFunc(m, func(l episodeKey, _ queuedAlert) bool { return l.fp == k.fp && l.startsAt >= k.startsAt })
 		}
 		e.forgetPage(q.na.Fingerprint, inf.at)
 	}
@@ -398,7 +417,10 @@ func (w *writer) send(g *group, now time.Time) {
 		if a.Labels[policy.LabelNode] != b.Labels[policy.LabelNode] {
 			return a.Labels[policy.LabelNode] < b.Labels[policy.LabelNode]
 		}
-		return a.Fingerprint < b.Fingerprint
+		if a.Fingerprint != b.Fingerprint {
+			return a.Fingerprint < b.Fingerprint
+		}
+		return a.StartsAt.Before(b.StartsAt) // an episode's resolution before the next one's page
 	})
 	g.sent(now, w.e.groupWait(g.p), w.e.groupInterval(g.p))
 	for _, ch := range g.p.Channels {
