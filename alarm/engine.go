@@ -3,6 +3,7 @@ package alarm
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -561,7 +562,16 @@ func templateData(p *policy.Policy, labels map[string]string, value float64, sta
 func (a *alertState) entry() LogEntry {
 	return LogEntry{Fingerprint: a.fps, Policy: a.p.Name, Labels: a.labels, ActiveSince: a.activeSince,
 		FiringSince: a.firingSince, LastSent: a.lastSent, Sent: a.sent, EvalTS: a.evalTS, Value: a.value,
-		Channels: a.p.Channels}
+		Channels: a.p.Channels, GroupBy: nonDefaultGroupBy(a.p.GroupBy)}
+}
+
+// nonDefaultGroupBy is a policy's group_by as its log entries record it: nil for the
+// default, which most policies have.
+func nonDefaultGroupBy(gb []string) []string {
+	if slices.Equal(gb, policy.DefaultGroupBy) {
+		return nil
+	}
+	return gb
 }
 
 // evidenceTS is the own time of the newest point the alert's state rests on: its

@@ -470,3 +470,35 @@ func TestFiringAlertOfARemovedPolicyIsResolved(t *testing.T) {
 		})
 	}
 }
+
+// TestRemovedPolicysResolutionKeepsItsGrouping: the stand-in of a gone policy groups
+// its resolution as the page was grouped: it went out under the default grouping, with
+// another group key than the page's (`cpu-hot/P2` for `cpu-high/P2:{…node="n01"}`), and
+// several nodes' resolutions bundled in one message (an outside trial).
+func TestRemovedPolicysResolutionKeepsItsGrouping(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	grouped := basePolicy + "    group_by: [\"...\"]\n"
+	c1 := openCoord(t, dir)
+	r1 := newRigOn(t, c1, clk, grouped, nil)
+	r1.observe("wave-1", 95)
+	r1.observe("wave-2", 95)
+	pages := map[string]string{} // node → group key
+	for _, m := range r1.out.messages() {
+		require.Len(t, m.Alerts, 1, "one alert a message when grouped by every label")
+		pages[m.Alerts[0].Labels["node"]] = m.GroupKey
+	}
+	require.Len(t, pages, 2)
+	require.NoError(t, c1.Close())
+
+	r2 := restartOn(t, dir, clk, strings.Replace(grouped, "name: cpu", "name: cpu-hot", 1), nil)
+	clk.Add(time.Minute)
+	r2.observe("wave-1", 10)
+	r2.observe("wave-2", 10)
+	resolved := map[string]string{}
+	for _, m := range r2.out.messages() {
+		require.Len(t, m.Alerts, 1, "one alert a message, as its page: %+v", m)
+		require.Equal(t, "resolved", m.Alerts[0].Status)
+		resolved[m.Alerts[0].Labels["node"]] = m.GroupKey
+	}
+	require.Equal(t, pages, resolved, "each resolution under its page's group key")
+}

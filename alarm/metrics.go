@@ -50,7 +50,7 @@ func (m *metrics) register(reg prometheus.Registerer, e *Engine) error {
 		}))
 	}
 	cs = append(cs, alerts(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "orphaned_alerts",
-		Help: "Alerts the notification log holds firing under a policy this alarm does not have (removed or renamed while firing): nothing resolves them."},
+		Help: "Alerts the notification log holds firing under a policy this alarm does not have (removed or renamed while firing): each is resolved, to the channels it paged, when its node next reports; one logged before alerts recorded their channels stays until the policy is back under its name."},
 		func() float64 { return float64(e.Orphans()) }))
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

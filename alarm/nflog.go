@@ -64,6 +64,10 @@ type LogEntry struct {
 	// Channels are the policy's channels at the latest claim: where the resolution of an
 	// alert whose policy is gone from the file goes (orphans.go).
 	Channels []string `json:"channels,omitempty"`
+	// GroupBy is the policy's group_by at the latest claim when it is not the default:
+	// the stand-in of a gone policy groups its resolution as the page was grouped (it
+	// went out under the default grouping, another group key than the page's).
+	GroupBy []string `json:"group_by,omitempty"`
 }
 
 // owes reports whether a page has not reached every channel yet: some are owed it, or

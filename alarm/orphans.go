@@ -36,21 +36,25 @@ func (e *Engine) policyOf(le LogEntry) *policy.Policy {
 	if len(le.Channels) == 0 {
 		return nil
 	}
-	return e.orphanPolicy(le.Policy, le.Channels, le.Labels[policy.LabelSeverity])
+	return e.orphanPolicy(le.Policy, le.Channels, le.GroupBy, le.Labels[policy.LabelSeverity])
 }
 
 // orphanPolicy is the stand-in for a policy named name that is gone from the file,
 // paging channels at severity (its alerts' label, so that inhibitions weigh it as the
-// gone one): no condition (it never fires), a summary that says why it resolved, one
-// object per name, channels and severity (the dispatcher groups by policy).
-func (e *Engine) orphanPolicy(name string, channels []string, severity string) *policy.Policy {
-	key := name + "\xff" + severity + "\xff" + strings.Join(channels, "\xff")
+// gone one) and grouping by groupBy (nil: the default), as the gone one did: no
+// condition (it never fires), a summary that says why it resolved, one object per name,
+// channels, grouping and severity (the dispatcher groups by policy).
+func (e *Engine) orphanPolicy(name string, channels, groupBy []string, severity string) *policy.Policy {
+	if groupBy == nil {
+		groupBy = policy.DefaultGroupBy
+	}
+	key := name + "\xff" + severity + "\xff" + strings.Join(channels, "\xff") + "\xfe" + strings.Join(groupBy, "\xff")
 	e.orphanMu.Lock()
 	defer e.orphanMu.Unlock()
 	if p := e.orphanPols[key]; p != nil {
 		return p
 	}
-	p := &policy.Policy{Name: name, Channels: channels, RepeatInterval: orphanRepeat, GroupBy: policy.DefaultGroupBy,
+	p := &policy.Policy{Name: name, Channels: channels, RepeatInterval: orphanRepeat, GroupBy: groupBy,
 		Annotations: map[string]*template.Template{"summary": orphanSummary}}
 	if sev, err := policy.ParseSeverity(severity); err == nil {
 		p.Severity = sev
