@@ -396,6 +396,9 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 	}
 	log.Info("capture starting", "position", start.String(), "token", lead.Token())
 	lag := &capture.LagTracker{}
+	if prev, ok := cluster.LastLag(ctx, w.opts.Coord, inst.ID); ok {
+		lag.Seed(prev, time.Now())
+	}
 	w.m.lag.track(inst.ID, lag)
 	defer w.m.lag.forget(inst.ID) // the term's lag: none in the error state that may follow
 	w.setStatus(inst.ID, func(s *InstanceStatus) {

@@ -11,9 +11,10 @@ import (
 // LagTracker follows the lag of one leadership term of an instance: the capture counts
 // what it reads, the publisher reports each batch acknowledged in order, and the
 // readers (the metric, /status, the status record) take its state. A term's lag is
-// unknown until its first transaction or heartbeat is acknowledged: the position it
-// resumed from may be an hour old on a source that wrote nothing since (0) or a
-// great deal (an hour), which only reading tells. A nil tracker (a test's capture or
+// the last term's (Seed) until its first transaction or heartbeat is acknowledged, and
+// unknown when there was none: the position it resumed from may be an hour old on a
+// source that wrote nothing since (0) or a great deal (an hour), which only reading
+// tells. A nil tracker (a test's capture or
 // publisher) does nothing.
 type LagTracker struct {
 	mu sync.Mutex
@@ -38,6 +39,28 @@ func (l *LagTracker) Saw() uint64 {
 	defer l.mu.Unlock()
 	l.read++
 	return l.read
+}
+
+// Seed starts the term's lag where the instance's last term left it (its status
+// record's, prev), until this term acknowledges its first transaction or heartbeat: a
+// term that began while its source was down (a failover, a restart, a redefinition) had
+// no lag at all, so the lag alert went blind on it while another instance of the same
+// source, in its term since before, showed its lag growing (an outside trial). A term
+// that was caught up is taken as caught up until now, when this one began: its lag grows
+// from there.
+func (l *LagTracker) Seed(prev cluster.LagState, now time.Time) {
+	if l == nil || !prev.Known() {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ts != 0 || l.quiet != 0 {
+		return // this term's own already
+	}
+	l.ts = prev.TS
+	if prev.CaughtUp || prev.TS > now.Unix() {
+		l.ts = now.Unix()
+	}
 }
 
 // Acked reports a batch acknowledged, after every batch before it: ts is the time of

@@ -1,6 +1,12 @@
 package cluster
 
-import "time"
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/binlake/binlake/internal/coord"
+)
 
 // RecordedStatus is the value of instances/<id>/status: the latest state its leader
 // recorded, with the error's class and when the state began.
@@ -47,6 +53,21 @@ func Lag(s LagState, now time.Time) float64 {
 		return 0
 	}
 	return float64(max(0, now.Unix()-s.TS))
+}
+
+// LastLag is what instance id's status record says of its lag, as its last leadership
+// term recorded it (by whichever wave), when that term had one; ok false otherwise (no
+// record, none known, a state without a lag). A new term starts from it (LagTracker.Seed).
+func LastLag(ctx context.Context, c coord.Coordinator, id string) (LagState, bool) {
+	v, err := c.Get(ctx, StatusKey(id))
+	if err != nil {
+		return LagState{}, false
+	}
+	var rec RecordedStatus
+	if json.Unmarshal(v.Data, &rec) != nil || rec.Lag == nil || !rec.Lag.Known() || !HasLag(rec.State) {
+		return LagState{}, false
+	}
+	return *rec.Lag, true
 }
 
 // recordedLag is the lag that an instance's status record gives at now, and whether it
