@@ -59,3 +59,21 @@ func TestHeldByLargeSetAside(t *testing.T) {
 		t.Errorf("g at 0.6, its floor 0.5: plan %+v: want small instances moved until it is within the band of 0.5", p)
 	}
 }
+
+// TestUnmetSaysWhyPlainly: a goal a plan cannot meet says why in the fleet's own terms:
+// a wave over the hard threshold that is the only live one is not held by "instances too
+// large for any other wave", and a wave at the top of the spread that runs no instance
+// is held by its own load, not by pinned, cooling or large instances (an outside trial
+// read both).
+func TestUnmetSaysWhyPlainly(t *testing.T) {
+	p := Make(unitWaves("solo"), costs("solo", 0.3, 0.3, 0.3), Goals{HardMax: 0.7, Band: 0.2, NoShare: true}, now)
+	if !strings.Contains(p.Unmet, "hard_max: solo is at 0.9") || !strings.Contains(p.Unmet, "(it is the only live wave)") {
+		t.Errorf("one live wave over the threshold: unmet %q, want it to say it is the only live wave", p.Unmet)
+	}
+	waves := unitWaves("idle", "a")
+	waves[0].Base = 0.6 // the host's other work
+	p = Make(waves, costs("a", 0.1), Goals{HardMax: 0.9, Band: 0.2, NoShare: true}, now)
+	if !strings.Contains(p.Unmet, "idle cannot come down (it runs no instance") || strings.Contains(p.Unmet, "pinned") {
+		t.Errorf("an idle wave over the band: unmet %q, want its own load named, not pinned or cooling instances", p.Unmet)
+	}
+}

@@ -681,6 +681,9 @@ func (st *state) hardMax() string {
 		}
 		if s == nil {
 			why := st.held(hot, "too large for any other wave")
+			if len(live) == 1 {
+				why = "it is the only live wave"
+			}
 			if own := peakOf(baseLoad(hot)) / hot.cap; own > st.goals.HardMax+eps {
 				why = fmt.Sprintf("its own load, without any instance (the wave process's base, the host's other work), is at %.3g", own)
 			}
@@ -772,10 +775,13 @@ func (st *state) spread() string {
 	// cooling ones): the goal then holds for the others, balanced among themselves, and
 	// the plan says which waves it could not bring in.
 	stuck := map[*waveState]bool{}
-	var stuckNames []string
+	var stuckNames, idleNames []string // idle: stuck running no instance
 	unmet := func(gap float64, why string) string {
 		if len(stuckNames) > 0 {
 			why += fmt.Sprintf("; %s cannot come down (pinned, cooling down, or one instance as large as the gap)", list(stuckNames))
+		}
+		if len(idleNames) > 0 {
+			why += fmt.Sprintf("; %s cannot come down (it runs no instance: its own load, the wave process's base and the host's other work)", list(idleNames))
 		}
 		return fmt.Sprintf("spread: %.3g, above the band %.3g%s", gap, st.goals.Band, why)
 	}
@@ -827,7 +833,11 @@ func (st *state) spread() string {
 			// stuck, and the others are balanced without them.
 			for _, w := range atTop {
 				stuck[w] = true
-				stuckNames = append(stuckNames, w.Node)
+				if len(w.insts) == 0 {
+					idleNames = append(idleNames, w.Node)
+				} else {
+					stuckNames = append(stuckNames, w.Node)
+				}
 			}
 			continue
 		}

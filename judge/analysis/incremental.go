@@ -158,7 +158,6 @@ func (a *Incremental) nodeLocked(id string) *nodeState {
 // life, dated three hours ahead of the judge's clock, and placements chose it; and its
 // offset made a wave whose process had died look alive (an outside trial).
 func (n *nodeState) seen(at, ts time.Time, staleAfter time.Duration) (news bool) {
-	n.batches++
 	if !ts.IsZero() && !ts.After(n.lastTS) {
 		if !n.lastSeen.IsZero() && at.Sub(n.lastSeen) <= staleAfter {
 			n.lastSeen = at
@@ -205,6 +204,7 @@ func (a *Incremental) Observe(b metric.Batch) (intervalChanged bool) {
 		a.late += int64(len(b.Points))
 		return intervalChanged
 	}
+	n.batches++ // this hour's: a late delivery of an earlier hour's is not (an outside trial saw 361 for 49)
 	ts := b.TS.UnixNano()
 	for i := range b.Points {
 		p := &b.Points[i]
@@ -305,6 +305,9 @@ func (a *Incremental) Replay(points []store.Point) (skipped int) {
 		// clock runs ahead came back as stale as its first batch past the clock).
 		if at.After(n.lastSeen) || p.TS.After(n.lastTS) {
 			n.seen(at, p.TS, math.MaxInt64) // a stored point was news when it came
+			if !at.Before(a.hour) {
+				n.batches++
+			}
 		}
 		if at.Before(a.hour) {
 			skipped++

@@ -254,10 +254,11 @@ func TestOldBatchDoesNotReviveAStaleNode(t *testing.T) {
 	_, off, _ := a.Timing("zw1")
 	require.Zero(t, off)
 
-	seen := clk.Now()
+	seen, batches := clk.Now(), n.Batches
 	clk.Set(last.Add(45 * time.Second)) // stale: 3 intervals of 10 s passed
 	a.Observe(b(clk.Now().Add(-3 * time.Hour)))
 	n, _ = a.Node("zw1")
+	require.Equal(t, batches, n.Batches, "an earlier hour's batch counted in this hour's")
 	require.Equal(t, seen, n.LastSeen, "a stale node revived by a batch of three hours ago")
 	require.Equal(t, last, n.LastBatchTS)
 	_, off, _ = a.Timing("zw1")
