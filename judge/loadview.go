@@ -39,7 +39,10 @@ type waveView struct {
 	cores  float64 // 0: its agent reports none
 	prices loadmodel.Prices
 	host   []float64 // cores the host uses now ([0]); nil when it reports no cpu.util
-	costs  nodeCosts
+	// hostLast is the cores of the host's last cpu.util reading, unsmoothed (0 with host
+	// nil): what a pegged wave is judged by (planWave).
+	hostLast float64
+	costs    nodeCosts
 }
 
 // instWork is an instance's work per slot.
@@ -60,10 +63,10 @@ func (j *Judge) viewOf(n analysis.Node) waveView {
 	// stood at 0.47, and the plans moved instances off it.
 	resized := j.model.CoresChanged(n.Node)
 	interval := cmp.Or(n.Interval, 10*time.Second) // the agents' default when not known
-	util, ok := -1.0, false
+	util, last, ok := -1.0, 0.0, false
 	for _, s := range n.Series {
 		if s.Name == metric.CPUUtil && len(s.Labels) == 0 && s.HasLevel() && !n.Stopped(s) {
-			util, ok = s.EWMA, true
+			util, last, ok = s.EWMA, s.Last, true
 			if !resized.IsZero() && s.LastTS.Sub(resized) < resizedFor*interval {
 				util = s.Last
 			}
@@ -73,6 +76,7 @@ func (j *Judge) viewOf(n analysis.Node) waveView {
 		return v
 	}
 	v.host = []float64{nonNegative(util) / 100 * v.cores}
+	v.hostLast = nonNegative(last) / 100 * v.cores
 	return v
 }
 
@@ -255,8 +259,8 @@ func list(nodes []string) string {
 // until the planner's first plans: the host's smoothed CPU still holds, for minutes,
 // the instances that just left, whose costs the sum no longer counts, and the next plan
 // saw the load it had just moved as base and moved more. A pegged wave (its CPU at its
-// cores) hides its demand: that is at least what the host gives it, running beside
-// its instances. Its error (Err) is how far its prices may miss what its work costs
+// cores) hides its demand: that is at least what the host's last reading gives it,
+// running beside its instances. Its error (Err) is how far its prices may miss what its work costs
 // (errSpan of loadmodel's CostErr, a share of that cost), or where that is not known the
 // price fit's RMSE: how far the CPU strays from what the prices explain.
 func planWave(v *waveView, alive bool, running []instWork) rebalance.Wave {
@@ -274,7 +278,14 @@ func planWave(v *waveView, alive bool, running []instWork) rebalance.Wave {
 	if v.costs.hasCPU {
 		w.Base += max(0, v.host[0]-v.costs.cpu)
 	}
-	if v.prices.Pegged || !v.costs.hasCPU {
+	switch {
+	case v.prices.Pegged:
+		// By the host's last reading, not its smoothed CPU, which for minutes after a plan
+		// relieved the wave still holds the instances that left: the next plans read them
+		// as base (1.3 cores where the fit said 0.12) and said the wave was over its lines
+		// by its own load (an outside trial).
+		w.Base = max(w.Base, v.hostLast-work)
+	case !v.costs.hasCPU:
 		w.Base = max(w.Base, v.host[0]-work)
 	}
 	return w

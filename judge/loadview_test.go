@@ -57,3 +57,19 @@ func TestHostResizedReadsItsLastUtilisation(t *testing.T) {
 	}
 	require.InDelta(t, 0.47, utilNow(), 0.005, "resized long ago: the smoothed reading")
 }
+
+// A wave pegged until a plan relieved it is judged by its host's last reading: its
+// smoothed CPU still held, for minutes, the instances that had just left, and the next
+// plans read them as base (1.3 cores where the fit said 0.12) and called the wave over
+// its lines by its own load (an outside trial).
+func TestRelievedPeggedWaveBaseIsItsLastReading(t *testing.T) {
+	running := []instWork{{rows: []float64{300}, bytes: []float64{0}}} // 0.3 cores left on it
+	p := loadmodel.Prices{Row: 1e-3, BaseNow: 0.1, Pegged: true}
+	v := &waveView{node: "w2b", cores: 2, prices: p, host: []float64{1.5}, hostLast: 0.45,
+		costs: nodeCosts{hasCPU: true, cpu: 1.4}}
+	w := planWave(v, true, running)
+	require.InDelta(t, 0.2, w.Base, 1e-9, "the fit's base and the host's other work, not the smoothed CPU of the instances that left")
+	v.hostLast = 2 // still pegged: its demand hides, the host gives it at least its cores
+	w = planWave(v, true, running)
+	require.InDelta(t, 1.7, w.Base, 1e-9)
+}
