@@ -414,10 +414,20 @@ func (j *Judge) summaryOf(n analysis.Node, now time.Time) nodeSummary {
 			}
 			s.Stopped[se.Name] = se.LastTS
 		default:
-			s.Load[se.Name] = se.EWMA
+			s.Load[se.Name] = significant(se.EWMA)
 		}
 	}
 	return s
+}
+
+// significant is v to 12 significant digits: the smoothing's rounding left a wave of 7
+// instances at 7.000000000000002 in the listing (an outside trial).
+func significant(v float64) float64 {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+	if err != nil {
+		return v
+	}
+	return r
 }
 
 func (j *Judge) summaries() []nodeSummary {

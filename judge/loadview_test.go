@@ -73,3 +73,12 @@ func TestRelievedPeggedWaveBaseIsItsLastReading(t *testing.T) {
 	w = planWave(v, true, running)
 	require.InDelta(t, 1.7, w.Base, 1e-9)
 }
+
+// The listing's levels keep 12 significant digits: the smoothing's rounding showed a wave
+// of 7 instances as 7.000000000000002 (an outside trial); small and large values keep
+// theirs.
+func TestListedLevelsSignificant(t *testing.T) {
+	for in, want := range map[float64]float64{7.000000000000002: 7, 1.5e-7: 1.5e-7, 123456.789: 123456.789, 0.1 + 0.2: 0.3, 0: 0} {
+		require.Equal(t, want, significant(in), "%v", in)
+	}
+}
