@@ -373,6 +373,10 @@ type Prices struct {
 	// spreads, a split the data cannot check (the cost at the fleet's bytes per row is
 	// the fitted one whatever the split).
 	PooledCollinear bool `json:"pooled_collinear,omitempty"`
+	// PooledFromFits: the prices are, or lean on, the fleet's pooled prices, and the
+	// pooled fit found no cost of work across the fleet: they are the median of the
+	// prices the waves' own fits found.
+	PooledFromFits bool `json:"pooled_from_fits,omitempty"`
 	// Unpriced says why, when source is "none": no wave reports wave.cpu_cores, none has
 	// enough samples yet, or the fleet's pooled fit found no cost of work.
 	Unpriced string `json:"unpriced,omitempty"`

@@ -44,8 +44,8 @@ const (
 	// fit a price from, and this one's work never varied.
 	UnpricedFewSamples = "no wave has enough wave.cpu_cores samples yet to fit prices from, and its own work has not varied"
 	// UnpricedNoPool: waves report their CPU, but the fleet's pooled fit found no cost
-	// of work (no wave's CPU moved with its rows or bytes), and this wave's own work
-	// never varied enough to fit.
+	// of work (no wave's CPU moved with its rows or bytes), nor did any wave's own fit
+	// (ownFitsMedianLocked), and this wave's own work never varied enough to fit.
 	UnpricedNoPool = "waves report wave.cpu_cores, but the fleet's pooled fit found no cost of work in them and this wave's own work has not varied enough to fit"
 )
 
@@ -94,6 +94,9 @@ type Prices struct {
 	// rows and bytes by their spreads (fitCentred), a split the data cannot check. At
 	// the fleet's bytes per row the cost is the fitted one whatever the split.
 	PooledCollinear bool
+	// PooledFromFits: the prices are, or lean on, the fleet's pooled prices, and these
+	// are the median of the waves' own fits, as the pooled fit found no cost of work.
+	PooledFromFits bool
 	// Unpriced says why, when Source is SourceNone (one of the Unpriced constants).
 	Unpriced string
 }
@@ -133,6 +136,9 @@ type Model struct {
 		// failed when not ok (an Unpriced constant).
 		collinear bool
 		why       string
+		// fromFits: the joint fit found no cost, and the prices are the median of the
+		// waves' own fits (ownFitsMedianLocked).
+		fromFits bool
 		// err is the share by which the pool at a wave's speed misses the cost of its
 		// work (poolErrLocked), as of the last pooling.
 		err float64
@@ -153,6 +159,10 @@ type node struct {
 	// work from the pool's at its speed (a share of the latter), and gapErr that fit's
 	// WorkErr (0: no own fit to compare): what poolErrLocked learns the pool's miss from.
 	gap, gapErr float64
+	// own is the wave's own fit's prices of work at its last refit when it found a cost
+	// (a row or byte price above 0; else zero): what the pool falls back on where its
+	// joint fit finds none (ownFitsMedianLocked).
+	own [2]float64
 }
 
 type timedSample struct {
@@ -383,7 +393,7 @@ func (m *Model) pricesLocked(id string) Prices {
 		if !pooledOK {
 			return Prices{Source: SourceNone, Unpriced: m.pooled.why}
 		}
-		return Prices{Row: prior[0], Byte: prior[1], Source: SourcePooled, PooledCollinear: m.pooled.collinear}
+		return Prices{Row: prior[0], Byte: prior[1], Source: SourcePooled, PooledCollinear: m.pooled.collinear, PooledFromFits: m.pooled.fromFits}
 	}
 	now := m.o.Now()
 	// Refitted once a minute, or sooner when its samples have doubled since: a fit
@@ -461,6 +471,10 @@ func (m *Model) priceOf(n *node, ss []sample, prior [2]float64, pooledOK bool) P
 // It keeps the gap between the two on n for the next pooling.
 func (m *Model) ownFit(n *node, ss []sample, prior [2]float64, pooledOK bool) Prices {
 	f := fit(ss, prior, priorStrength)
+	n.own = [2]float64{}
+	if f.row > 0 || f.byte > 0 {
+		n.own = [2]float64{max(f.row, 0), max(f.byte, 0)}
+	}
 	p := Prices{Row: f.row, Byte: f.byte, Base: f.base, Source: SourceFitted, R2: f.r2, RMSE: f.rmse, WorkErr: f.workErr}
 	if !pooledOK {
 		return p
@@ -480,6 +494,7 @@ func (m *Model) ownFit(n *node, ss []sample, prior [2]float64, pooledOK bool) Pr
 	p.Row, p.Byte, p.Base = a*f.row+(1-a)*sp.Row, a*f.byte+(1-a)*sp.Byte, a*f.base+(1-a)*sp.Base
 	p.CostErr = 1 / math.Sqrt(wo+wp)
 	p.PooledCollinear = a < 1 && m.pooled.collinear
+	p.PooledFromFits = a < 1 && m.pooled.fromFits
 	if a < 0.5 {
 		p.Source = SourcePooled
 	}
@@ -564,7 +579,7 @@ func (m *Model) speedLocked(prior [2]float64, ss []sample) float64 {
 func (m *Model) scaledLocked(prior [2]float64, f float64) Prices {
 	f = min(max(f, minSpeed), maxSpeed)
 	return Prices{Row: f * prior[0], Byte: f * prior[1], Base: f * m.pooled.base, Source: SourcePooled,
-		PooledCollinear: m.pooled.collinear}
+		PooledCollinear: m.pooled.collinear, PooledFromFits: m.pooled.fromFits}
 }
 
 // meanSamples is the mean rows, bytes and CPU of ss.
@@ -760,19 +775,45 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 		return [2]float64{}, false
 	}
 	f := fitAtSpeeds(all, spans)
+	prices, ok, collinear, fromFits := [2]float64{f.row, f.byte}, f.row > 0 || f.byte > 0, f.collinear, false
+	if !ok {
+		// The joint fit found no cost of work (lightly loaded waves, whose CPU barely
+		// moves with their rows), where some waves' own fits found one: the median of
+		// those stands in, so that a wave with no work of its own to price (a new one,
+		// or one emptied) is priced, planned and failed over to. It was left out of
+		// every plan, and a new wave took no share, nor any failover (an outside trial).
+		if own, n := m.ownFitsMedianLocked(); n > 0 {
+			prices, ok, collinear, fromFits = own, true, false, true
+		}
+	}
 	bases := make([]float64, len(pool))
 	for i, ss := range pool {
-		bases[i] = baseAtSpeed(ss, f.row, f.byte)
+		bases[i] = baseAtSpeed(ss, prices[0], prices[1])
 	}
 	m.pooled.at = now
-	m.pooled.prices, m.pooled.ok = [2]float64{f.row, f.byte}, f.row > 0 || f.byte > 0
-	m.pooled.collinear, m.pooled.why = f.collinear && m.pooled.ok, ""
+	m.pooled.prices, m.pooled.ok, m.pooled.fromFits = prices, ok, fromFits
+	m.pooled.collinear, m.pooled.why = collinear && ok, ""
 	if !m.pooled.ok {
 		m.pooled.why = UnpricedNoPool
 	}
 	m.pooled.base = median(bases)
 	m.pooled.err = m.poolErrLocked()
 	return m.pooled.prices, m.pooled.ok
+}
+
+// ownFitsMedianLocked is the median row and byte price of the waves whose own fit found
+// a cost of work, and how many they are.
+func (m *Model) ownFitsMedianLocked() ([2]float64, int) {
+	var rows, bytes []float64
+	for _, n := range m.nodes {
+		if n.own != [2]float64{} {
+			rows, bytes = append(rows, n.own[0]), append(bytes, n.own[1])
+		}
+	}
+	if len(rows) == 0 {
+		return [2]float64{}, 0
+	}
+	return [2]float64{median(rows), median(bytes)}, len(rows)
 }
 
 // baseAtSpeed is a wave's idle base at the pooled prices' speed: the intercept of its

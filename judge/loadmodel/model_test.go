@@ -674,3 +674,26 @@ func TestAFitOfFewSamplesIsRefittedAsTheyGrow(t *testing.T) {
 	require.Equal(t, 157, p.Samples+p.Saturated, "refitted on the samples that came")
 	require.Equal(t, SourceFitted, p.Source)
 }
+
+// Where the pooled fit finds no cost of work across the fleet but some waves' own fits
+// do, a wave with no work of its own to price (new, or emptied) takes the median of those
+// prices, and says so: it was left unpriced, so out of every plan, and a new wave took
+// no share nor any failover (an outside trial: lightly loaded waves, whose CPU the pool
+// found no cost in, each priced by its own fit).
+func TestAnIdleWaveTakesTheOwnFitsWhenThePoolFindsNoCost(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	pos := newWave("pos", truth{row: 2e-5, byte: 4e-9, base: 0.15}, 10, 61)
+	neg := newWave("neg", truth{row: -1e-4, base: 3}, 20, 62) // its CPU falls as its rows rise: it outweighs pos in the pool
+	idle := newWave("idle", truth{base: 0.06}, 0, 63)
+	feed(m, &clk, 2*time.Hour, pos, neg, idle)
+	require.Equal(t, SourceNone, m.Prices("idle").Source, "no pool, and no own fit yet")
+	require.Equal(t, SourceFitted, m.Prices("pos").Source) // a plan asks every wave's
+	m.Prices("neg")
+	feed(m, &clk, repoolEvery, pos, neg, idle) // the pool again, now that the waves have their own fits
+	p := m.Prices("idle")
+	require.Equal(t, SourcePooled, p.Source, "%+v", p)
+	require.True(t, p.PooledFromFits)
+	within(t, 2e-5, p.Row, 0.15, "the row price of the one own fit that found a cost")
+	require.Empty(t, p.Unpriced)
+}
