@@ -117,7 +117,11 @@ func printAnswer(w io.Writer, ans *api.RebalanceAnswer) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WAVE\tCORES\tPRICES\tNOW\tPEAK\tAFTER\tAT\tINSTANCES")
+	// NOW is what the host reads, PEAK what the model predicts at the wave's busiest slot
+	// (now among them): a prediction can stand under the reading by its error, and a
+	// PEAK under NOW read as a contradiction (an outside trial).
+	fmt.Fprintln(w, "NOW: the host's CPU as read; PEAK: the prediction at the busiest slot (now included), before and after the plan")
+	fmt.Fprintln(tw, "WAVE\tCORES\tPRICES\tNOW\tPEAK\tPEAK AFTER\tAT\tINSTANCES")
 	for _, wl := range ans.Waves {
 		if !wl.Alive {
 			fmt.Fprintf(tw, "%s\t-\tdead\t\t\t\t\t%d → 0\n", wl.Node, wl.Instances)
@@ -169,7 +173,7 @@ func printPlan(w io.Writer, p *api.Plan) {
 	}
 	slices.Sort(nodes)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WAVE\tLOAD NOW\tAFTER")
+	fmt.Fprintln(tw, "WAVE\tPLANNED LOAD\tAFTER") // the plan's: peaks in utilisation, rows/s in the rows model, not a reading now
 	for _, n := range nodes {
 		fmt.Fprintf(tw, "%s\t%.4g\t%.4g\n", n, p.Before[n], p.After[n])
 	}

@@ -33,8 +33,13 @@ func TestPrintAnswerInUtilisation(t *testing.T) {
 		"model: utilisation",
 		"goals: peaks under 70 % of each wave's cores, spread within 3 points, at most 20 moves, cooldown 10m0s",
 		"plan: 1 move, spread 0.6 → 0.3, balanced",
-		"wave-a  2      fitted (360 samples)  75.0 %  80.0 %  60.0 %  14:00 UTC  3 → 2",
-		"wave-b  8      pooled (12 samples)   20.0 %  20.0 %  30.0 %  now        1 → 2",
+		// The plan's loads are not a reading now (they said LOAD NOW), and PEAK is a
+		// prediction beside NOW's reading (an outside trial read one under the other as a
+		// contradiction).
+		"WAVE    PLANNED LOAD  AFTER",
+		"NOW: the host's CPU as read; PEAK: the prediction at the busiest slot (now included)",
+		"wave-a  2      fitted (360 samples)  75.0 %  80.0 %  60.0 %      14:00 UTC  3 → 2",
+		"wave-b  8      pooled (12 samples)   20.0 %  20.0 %  30.0 %      now        1 → 2",
 		"wave-c  -      dead",
 	} {
 		if !strings.Contains(out, want) {
