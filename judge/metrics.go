@@ -28,7 +28,7 @@ func newMetrics(reg prometheus.Registerer, j *Judge) (*metrics, error) {
 	const ns, sub = "binlake", "judge"
 	m := &metrics{
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "batches_total",
-			Help: "Metric batches ingested, by source (bus, http or remote_write)."}, []string{"source"}),
+			Help: "Metric batches ingested (analysed, and queued for the store), by source (bus, http or remote_write); a batch sent again after a 503 (the store did not take it in time) counts again."}, []string{"source"}),
 		points: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "points_total",
 			Help: "Metric points ingested, by source."}, []string{"source"}),
 		decodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "decode_errors_total",
