@@ -231,6 +231,7 @@ func TestInstallTree(t *testing.T) {
 				tc.prefix + "/share/binlake/prometheus/rules.yml":                                     0o644,
 				tc.prefix + "/share/binlake/prometheus/rules_test.yml":                                0o644,
 				tc.prefix + "/share/binlake/prometheus/prometheus.example.yml":                        0o644,
+				tc.prefix + "/share/binlake/prometheus/alertmanager.example.yml":                      0o644,
 			}
 			if !tc.noAgent {
 				want[tc.prefix+"/bin/binlake-agent"] = 0o755

@@ -3,6 +3,8 @@ package deploy
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -111,5 +113,65 @@ func readYAML(t *testing.T, path string, v any) {
 	}
 	if err := yaml.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestAlertmanagerExample: Debian's amtool takes deploy/prometheus/alertmanager.example.yml,
+// and it routes both sources' pages alike (Prometheus's critical, the alarm's P0 and P1)
+// and the rest to tickets: one Alertmanager routed severity="critical" and missed the
+// alarm's P1 pages (an outside trial). The example scrape config gives every target the
+// `node` label its inhibitions match on: the target's host, without its port.
+func TestAlertmanagerExample(t *testing.T) {
+	amtool := filepath.Join(filepath.Dir(testenv.RequireTool(t, testenv.Alertmanager)), "amtool")
+	run := func(args ...string) string {
+		cmd := exec.Command(amtool, args...)
+		cmd.Dir = "prometheus"
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("amtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run("check-config", "alertmanager.example.yml")
+	for labels, want := range map[string]string{
+		"alertname=wave-down severity=P1":                     "pager",
+		"alertname=agent-dead severity=P0":                    "pager",
+		"alertname=BinlakeTargetDown severity=critical":       "pager",
+		"alertname=replication-lag severity=P2":               "tickets",
+		"alertname=BinlakeJudgeIngestBehind severity=warning": "tickets",
+	} {
+		if got := run(append([]string{"config", "routes", "test", "--config.file=alertmanager.example.yml"}, strings.Fields(labels)...)...); got != want {
+			t.Errorf("%s: routed to %q, want %q", labels, got, want)
+		}
+	}
+
+	var cfg struct {
+		ScrapeConfigs []struct {
+			Job     string `yaml:"job_name"`
+			Relabel []struct {
+				Source []string `yaml:"source_labels"`
+				Regex  string   `yaml:"regex"`
+				Target string   `yaml:"target_label"`
+			} `yaml:"relabel_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	b, err := os.ReadFile("prometheus/prometheus.example.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range cfg.ScrapeConfigs {
+		if len(sc.Relabel) != 1 || sc.Relabel[0].Target != "node" || !slices.Equal(sc.Relabel[0].Source, []string{"__address__"}) {
+			t.Errorf("job %s: relabel_configs %+v, want the node label from __address__", sc.Job, sc.Relabel)
+			continue
+		}
+		re := regexp.MustCompile("^(?:" + sc.Relabel[0].Regex + ")$") // Prometheus anchors it
+		for addr, host := range map[string]string{"wave-1:8091": "wave-1", "10.0.0.5:9108": "10.0.0.5", "[::1]:8090": "::1", "judge": "judge"} {
+			if m := re.FindStringSubmatch(addr); m == nil || m[1] != host {
+				t.Errorf("job %s: node of %s is %q, want %q", sc.Job, addr, m, host)
+			}
+		}
 	}
 }
