@@ -81,11 +81,15 @@ remote_write:
 
 	// What the judge holds is what /proc shows: memory and load now, and the CPU's busy
 	// share over the same 8 s: the judge's samples between two readings of the node
-	// (their count and mean give their sum) against /proc/stat between the same moments,
-	// within a few points (the scrapes' edges fall up to a second off the readings').
+	// (their count and mean give their sum) against /proc/stat between the moments the
+	// samples stand for, within a few points (the scrapes' edges fall up to a second off
+	// the readings'). A scrape's cpu.util reaches the judge after it: once the next scrape
+	// begins (the rates need every part of it) and the sender's deadline, so each judge
+	// reading is taken that much after its /proc reading.
 	type seriesNow struct {
 		Count      int64
 		Mean, Last float64
+		LastTS     time.Time
 	}
 	read := func() map[string]seriesNow {
 		var cur struct {
@@ -96,6 +100,7 @@ remote_write:
 					Count  int64             `json:"count"`
 					Mean   float64           `json:"mean"`
 					Last   float64           `json:"last"`
+					LastTS time.Time         `json:"last_ts"`
 				} `json:"series"`
 			} `json:"current"`
 		}
@@ -103,16 +108,19 @@ remote_write:
 		out := map[string]seriesNow{}
 		for _, se := range cur.Current.Series {
 			if len(se.Labels) == 0 {
-				out[se.Name] = seriesNow{se.Count, se.Mean, se.Last}
+				out[se.Name] = seriesNow{se.Count, se.Mean, se.Last, se.LastTS}
 			}
 		}
 		return out
 	}
-	a := read()["cpu.util"]
+	lag := min(max(time.Since(read()["cpu.util"].LastTS), 0), 4*time.Second)
 	busy0, total0 := procCPU(t)
-	time.Sleep(8 * time.Second)
-	got := read()
+	time.Sleep(lag)
+	a := read()["cpu.util"]
+	time.Sleep(8*time.Second - lag)
 	busy1, total1 := procCPU(t)
+	time.Sleep(lag)
+	got := read()
 	memPct, load1 := procMemLoad(t)
 	require.InDelta(t, memPct, got["mem.used_pct"].Last, 3, "mem.used_pct against /proc/meminfo")
 	require.InDelta(t, load1, got["load.1"].Last, max(1.5, load1/4), "load.1 against /proc/loadavg")
