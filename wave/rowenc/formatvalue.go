@@ -204,9 +204,15 @@ func appendJavaFloatValue(dst []byte, f float64, bits int) []byte {
 		}
 		return append(dst, '.', '0')
 	}
-	// Scientific: Go writes "1.5e-04", Java "1.5E-4".
+	// Scientific: Go writes "1.5e-04", Java "1.5E-4". Where the shortest form has one
+	// digit, Java writes the two-digit decimal nearest the value (JDK 19's spec, and
+	// what Java 17 writes at the extremes): Double.MIN_VALUE is 4.9E-324, not 5.0E-324,
+	// and a float's smallest 1.4E-45 (an outside trial compared them as strings).
 	var buf [32]byte
 	s := strconv.AppendFloat(buf[:0], f, 'e', -1, bits)
+	if len(s) > 1 && s[1] == 'e' || len(s) > 2 && s[0] == '-' && s[2] == 'e' {
+		s = strconv.AppendFloat(buf[:0], f, 'e', 1, bits)
+	}
 	e := 0
 	for e < len(s) && s[e] != 'e' {
 		e++

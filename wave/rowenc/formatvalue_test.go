@@ -24,6 +24,10 @@ func TestAppendJavaFloat(t *testing.T) {
 		{"0.001", 64, "0.001"}, {"0.0001", 64, "1.0E-4"}, {"9999999", 64, "9999999.0"}, {"1e+07", 64, "1.0E7"},
 		{"12345678.5", 64, "1.23456785E7"}, {"-2.5e-300", 64, "-2.5E-300"}, {"1.1", 32, "1.1"}, {"3.4028235e+38", 32, "3.4028235E38"},
 		{"1.7976931348623157e+308", 64, "1.7976931348623157E308"},
+		// The smallest values: the two-digit decimal nearest them, not the shortest
+		// padded (5.0E-324 and 1.0E-45 read back the same but compared otherwise).
+		{"5e-324", 64, "4.9E-324"}, {"-5e-324", 64, "-4.9E-324"}, {"1e-45", 32, "1.4E-45"}, {"2e-3", 64, "0.002"},
+		{"4e-5", 64, "4.0E-5"}, {"1e+22", 64, "1.0E22"}, {"3e-310", 64, "3.0E-310"}, {"3e-44", 32, "2.9E-44"}, // java F.java, Java 17
 	} {
 		if got := appendJavaFloat(nil, []byte(tc.tok), tc.bits); string(got) != tc.want {
 			t.Errorf("%s (%d bits) = %s, want %s", tc.tok, tc.bits, got, tc.want)
