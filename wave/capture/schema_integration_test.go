@@ -362,3 +362,37 @@ func tableBuilt(t *testing.T, ctx context.Context, a testenv.MySQLAddr, prefix, 
 	}
 	return c, db, tb
 }
+
+// TestBlobSizesIntegration: a BLOB or TEXT column knows its size, from the binlog's table
+// map and from a snapshot's result set alike, so that canal's mysqlType names it as Canal
+// does (TestCanalMySQLTypeOfBlobs): a LONGTEXT said text, a MEDIUMBLOB blob (an outside trial; a consumer building
+// its tables from mysqlType made TEXT columns of 64 KB for LONGTEXT data).
+func TestBlobSizesIntegration(t *testing.T) {
+	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
+	db, exec, start := tableAt(t, ctx, a, "wave_blobsize", "(id INT PRIMARY KEY, a TINYTEXT, b TEXT, c MEDIUMTEXT, d LONGTEXT, "+
+		"e TINYBLOB, f BLOB, g MEDIUMBLOB, h LONGBLOB, i LONGTEXT CHARACTER SET latin1) DEFAULT CHARSET=utf8mb4")
+	exec("INSERT INTO " + db + ".t (id) VALUES (1)")
+	want := []uint8{0, 1, 2, 3, 4, 1, 2, 3, 4, 4} // the length prefixes' bytes: TINY 1 … LONG 4
+	sc := newSchema(a.Addr, a.User, a.Password, slog.New(slog.DiscardHandler))
+	defer sc.close()
+	tm := readTableMap(t, ctx, a, start, db, "t").Event.(*replication.TableMapEvent)
+	fromBinlog, err := buildTable(ctx, tm, cluster.FlavorMariaDB, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &snapshotSource{addr: a.Addr, user: a.User, password: a.Password}
+	defer src.close()
+	fromSnapshot, err := src.table(ctx, sc, db, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tb := range map[string]*rowenc.Table{"binlog": fromBinlog, "snapshot": fromSnapshot} {
+		var got []uint8
+		for _, c := range tb.Columns {
+			got = append(got, c.BlobBytes)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("from the %s: BLOB and TEXT sizes %v, want %v", name, got, want)
+		}
+	}
+}

@@ -164,6 +164,15 @@ func (s *snapshotSource) table(ctx context.Context, sc *schema, db, name string)
 		if isStringType(f.Type) {
 			c.Binary = f.Charset == rowenc.BinaryCollation
 		}
+		if f.Type == mysql.MYSQL_TYPE_BLOB {
+			// The column's length in bytes of the connection's utf8mb4 (4 a character)
+			// for text, its own for bytes.
+			n := uint64(f.ColumnLength)
+			if !c.Binary {
+				n /= 4
+			}
+			c.BlobBytes = rowenc.BlobBytesOfLength(n)
+		}
 	}
 	pk, err := s.execute(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
 		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, db, name)

@@ -351,6 +351,33 @@ func canalIntSQLTypes(c *Column) (code, bump, bits int) {
 	return sqlInteger, sqlBigint, 32
 }
 
+// blobSize is the size word of a BLOB or TEXT type by its length prefix's bytes.
+func blobSize(prefix uint8) string {
+	switch prefix {
+	case 1:
+		return "tiny"
+	case 3:
+		return "medium"
+	case 4:
+		return "long"
+	}
+	return ""
+}
+
+// BlobBytesOfLength is the length prefix of a BLOB or TEXT column of at most maxBytes
+// bytes (a result set's column length: TINY 255, 65,535, MEDIUM 16,777,215, LONG).
+func BlobBytesOfLength(maxBytes uint64) uint8 {
+	switch {
+	case maxBytes <= 0xff:
+		return 1
+	case maxBytes <= 0xffff:
+		return 2
+	case maxBytes <= 0xffffff:
+		return 3
+	}
+	return 4
+}
+
 // appendCanalMySQLType appends Canal's mysqlType of a column as a JSON string: the type's
 // name with its signedness, fractional digits and ENUM/SET values; a geometry column's
 // declared type ("point"). Canal copies the
@@ -410,9 +437,9 @@ func appendCanalMySQLType(dst []byte, c *Column) []byte {
 		case c.JSON:
 			name = "longtext" // MariaDB's JSON
 		case c.Binary:
-			name = "blob"
+			name = blobSize(c.BlobBytes) + "blob"
 		default:
-			name = "text"
+			name = blobSize(c.BlobBytes) + "text"
 		}
 	}
 	dst = append(dst, '"')

@@ -296,3 +296,32 @@ func TestJSONNullDocument(t *testing.T) {
 		t.Errorf("canal-protobuf: doc isNull %v value %q, none isNull %v; want false \"null\", true", doc.GetIsNull(), doc.GetValue(), none.GetIsNull())
 	}
 }
+
+// TestCanalMySQLTypeOfBlobs: canal's mysqlType names a BLOB or TEXT column by its size, as
+// Canal does (a LONGTEXT said text, a MEDIUMBLOB blob: an outside trial); MariaDB's JSON
+// stays longtext, and a size not known stays the plain type.
+func TestCanalMySQLTypeOfBlobs(t *testing.T) {
+	for _, tc := range []struct {
+		c    Column
+		want string
+	}{
+		{Column{Type: mysql.MYSQL_TYPE_BLOB, BlobBytes: 1}, `"tinytext"`},
+		{Column{Type: mysql.MYSQL_TYPE_BLOB, BlobBytes: 2}, `"text"`},
+		{Column{Type: mysql.MYSQL_TYPE_BLOB, BlobBytes: 3}, `"mediumtext"`},
+		{Column{Type: mysql.MYSQL_TYPE_BLOB, BlobBytes: 4}, `"longtext"`},
+		{Column{Type: mysql.MYSQL_TYPE_BLOB, BlobBytes: 1, Binary: true}, `"tinyblob"`},
+		{Column{Type: mysql.MYSQL_TYPE_BLOB, BlobBytes: 3, Binary: true}, `"mediumblob"`},
+		{Column{Type: mysql.MYSQL_TYPE_BLOB, BlobBytes: 4, Binary: true}, `"longblob"`},
+		{Column{Type: mysql.MYSQL_TYPE_BLOB, Binary: true}, `"blob"`},
+		{Column{Type: mysql.MYSQL_TYPE_BLOB, BlobBytes: 4, JSON: true}, `"longtext"`},
+	} {
+		if got := string(appendCanalMySQLType(nil, &tc.c)); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.c, got, tc.want)
+		}
+	}
+	for n, want := range map[uint64]uint8{255: 1, 256: 2, 65535: 2, 65536: 3, 16777215: 3, 16777216: 4, 4294967295: 4} {
+		if got := BlobBytesOfLength(n); got != want {
+			t.Errorf("BlobBytesOfLength(%d) = %d, want %d", n, got, want)
+		}
+	}
+}

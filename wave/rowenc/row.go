@@ -60,6 +60,10 @@ type Column struct {
 	// JSON marks JSON columns; MariaDB stores them as LONGTEXT, so this comes from the
 	// schema there (a json_valid check constraint).
 	JSON bool
+	// BlobBytes is a BLOB or TEXT column's length prefix in bytes (its table-map
+	// metadata): 1 TINY, 2 plain, 3 MEDIUM, 4 LONG; 0 when not known. canal's mysqlType
+	// names the type by it (it said text for a LONGTEXT).
+	BlobBytes uint8
 	// Enum and Set are the value lists of ENUM and SET columns.
 	Enum []string
 	Set  []string
