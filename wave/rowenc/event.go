@@ -196,6 +196,23 @@ type KeyChangeSplitter interface {
 	SplitsKeyChange() bool
 }
 
+// KeyFormat is a Format whose messages carry their producer's own key where the key is a
+// row's own (its primary key under partition_by pk): Debezium's is a JSON struct, where
+// BinLake's (AppendKey) is db.table:[values]. Elsewhere (a table's or database's key, a
+// table without a primary key) the key is BinLake's.
+type KeyFormat interface {
+	OwnKey() bool
+	AppendRowKey(dst []byte, r *Row, im Image) ([]byte, error)
+}
+
+// messageKey appends the key of target tg's message of image, which is im of e.row.
+func messageKey[I rowImage[I]](e *Encoder, dst []byte, t *Table, tg Target, f Format, image I, im Image) ([]byte, error) {
+	if kf, ok := f.(KeyFormat); ok && kf.OwnKey() && keysRow(t, tg.By, image) {
+		return kf.AppendRowKey(dst, &e.row, im)
+	}
+	return appendKey(dst, t, tg.By, image), nil
+}
+
 func splitsKeyChange(f Format) bool {
 	s, ok := f.(KeyChangeSplitter)
 	return ok && s.SplitsKeyChange()
@@ -226,7 +243,13 @@ func splitKeyChange[I rowImage[I]](e *Encoder, arena []byte, spans []msgSpan, ev
 			return arena, spans, fmt.Errorf("encode row of %s.%s at %s:%d (format %s): %w", t.Database, t.Name, m.File, m.Pos, f.Name(), err)
 		}
 		vEnd, kStart := len(arena), len(arena)
-		arena = appendKey(arena, t, tg.By, p.image)
+		im := e.row.After
+		if p.typ == TypeDelete {
+			im = e.row.Before
+		}
+		if arena, err = messageKey(e, arena, t, tg, f, p.image, im); err != nil {
+			return arena, spans, fmt.Errorf("encode the key of a row of %s.%s at %s:%d (format %s): %w", t.Database, t.Name, m.File, m.Pos, f.Name(), err)
+		}
 		kEnd := len(arena)
 		ok, err := keepMsg(keep, ev, arena[kStart:kEnd], arena[vStart:vEnd], p.m)
 		if err != nil {
@@ -380,7 +403,15 @@ func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, targets []Tar
 			}
 			e.values[k] = [2]int{vStart, vEnd}
 			kStart := len(arena)
-			arena = appendKey(arena, t, tg.By, image)
+			e.row.Before.i, e.row.After.i = bi, ai
+			im := e.row.After
+			if ai < 0 {
+				im = e.row.Before
+			}
+			var err error
+			if arena, err = messageKey(e, arena, t, tg, f, image, im); err != nil {
+				return nil, fmt.Errorf("encode the key of a row of %s.%s at %s:%d (format %s): %w", t.Database, t.Name, m.File, m.Pos, f.Name(), err)
+			}
 			kEnd := len(arena)
 			ok, err := keepMsg(keep, ev, arena[kStart:kEnd], arena[vStart:vEnd], m)
 			if err != nil {

@@ -26,6 +26,11 @@ import (
 //	                             (DATE days, TIME µs, DATETIME ms or µs by its digits,
 //	                             TIMESTAMP an ISO-8601 string in UTC; a date java.time
 //	                             cannot hold as Debezium reads it: debeziumUnreadable)
+//	key:        debezium | binlake   debezium: a row's Kafka key, under partition_by pk,
+//	                             is Debezium's: its primary key's columns as a struct
+//	                             ({"id":7}; with schema: true, {schema, payload}), which
+//	                             Kafka Connect's JsonConverter reads; binlake: the key
+//	                             every format shares (db.table:[7])
 //
 // DDL goes nowhere: Debezium writes schema changes to a topic of their own, never into a
 // table's topic.
@@ -35,6 +40,7 @@ type debeziumJSON struct {
 	schema, tombstones bool
 	decimal            string
 	epoch              bool
+	binlakeKey         bool // option key: binlake
 }
 
 func init() {
@@ -44,12 +50,13 @@ func init() {
 			{Name: "tombstones", Values: []string{"false", "true"}},
 			{Name: "decimal", Values: []string{"string", "precise", "double"}},
 			{Name: "temporal", Values: []string{"string", "epoch"}},
+			{Name: "key", Values: []string{"debezium", "binlake"}},
 		})
 		if err != nil {
 			return nil, err
 		}
 		return debeziumJSON{schema: o["schema"] == "true", tombstones: o["tombstones"] == "true",
-			decimal: o["decimal"], epoch: o["temporal"] == "epoch"}, nil
+			decimal: o["decimal"], epoch: o["temporal"] == "epoch", binlakeKey: o["key"] == "binlake"}, nil
 	})
 }
 
@@ -123,6 +130,46 @@ func (f debeziumJSON) AppendRow(dst []byte, r *Row) ([]byte, error) {
 }
 
 // appendImage appends a row image as a JSON object, or null.
+// OwnKey implements KeyFormat: Debezium's key, unless the option key is binlake.
+func (f debeziumJSON) OwnKey() bool { return !f.binlakeKey }
+
+// AppendRowKey implements KeyFormat: Debezium's key of the row image im, its primary
+// key's columns as a struct rendered as their values are, with schema: true wrapped as
+// {schema, payload} under the record name <instance>.<db>.<table>.Key. BinLake's own key
+// (db.table:[7]) was no JSON: Kafka Connect's JsonConverter failed on every record, and a
+// sink keyed on the record key could apply no delete (an outside trial).
+func (f debeziumJSON) AppendRowKey(dst []byte, r *Row, im Image) ([]byte, error) {
+	t := r.Table
+	if f.schema {
+		dst = append(dst, `{"schema":{"type":"struct","fields":[`...)
+		for i, ci := range t.PK {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = f.appendFieldSchema(dst, im, ci)
+		}
+		dst = append(dst, `],"optional":false,"name":`...)
+		dst = appendSchemaName(dst, r, ".Key")
+		dst = append(dst, `},"payload":`...)
+	}
+	dst = append(dst, '{')
+	var err error
+	for i, ci := range t.PK {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendColumnKey(dst, &t.Columns[ci])
+		if dst, err = f.appendValue(dst, im, ci); err != nil {
+			return dst, err
+		}
+	}
+	dst = append(dst, '}')
+	if f.schema {
+		dst = append(dst, '}')
+	}
+	return dst, nil
+}
+
 func (f debeziumJSON) appendImage(dst []byte, im Image) ([]byte, error) {
 	if im.IsNil() {
 		return append(dst, "null"...), nil

@@ -121,10 +121,22 @@ func (p *Printer) appendLine(b []byte, m bus.Message, d Decoded) []byte {
 	return b
 }
 
-// keyValues is the primary key's values a row message's key carries, as the wave keys a
-// row of a table with a primary key under partition_by pk: `db.table:[v1,v2]` (names with
-// '.', ':' or '`' quoted in backquotes, rowenc.appendKeyName); nil for any other key.
+// keyValues is the primary key a row message's key carries, as the wave keys a row of a
+// table with a primary key under partition_by pk: `db.table:[v1,v2]` (names with '.',
+// ':' or '`' quoted in backquotes, rowenc.appendKeyName), or Debezium's struct of its
+// columns; nil for any other key.
 func keyValues(key []byte, db, table string) json.RawMessage {
+	if len(key) > 0 && key[0] == '{' && json.Valid(key) {
+		// Debezium's key (debezium-json's, key: debezium): the primary key's columns,
+		// bare or as the payload beside its schema.
+		var k struct {
+			Payload json.RawMessage `json:"payload"`
+		}
+		if json.Unmarshal(key, &k) == nil && isObject(k.Payload) {
+			return k.Payload
+		}
+		return json.RawMessage(key)
+	}
 	prefix := quoteKeyName(db) + "." + quoteKeyName(table) + ":"
 	k, ok := bytes.CutPrefix(key, []byte(prefix))
 	if !ok || len(k) == 0 || k[0] != '[' || !json.Valid(k) {

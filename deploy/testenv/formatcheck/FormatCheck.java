@@ -12,7 +12,11 @@
 // from its beginning to the end offsets it had when the program started.
 //
 // Output: {"messages":N,"tombstones":N,"rows":N,"errors":N,"ddl_refused":N,
-// "first_errors":[...],"state":[{column: value}...]}; values as strings (DECIMAL plain,
+// "first_errors":[...],"keys":N,"key_errors":N,"first_key_errors":[...],
+// "state":[{column: value}...]}; for the debezium formats each record's key is read too,
+// by Kafka Connect's JsonConverter (schemas.enable as the format's schema part), as a
+// Connect sink reads it, and must be a struct (a map without a schema) holding the
+// primary key's columns; values as strings (DECIMAL plain,
 // TIMESTAMP "yyyy-MM-dd HH:mm:ss.ffffff", DATE ISO, TIME "HH:mm:ss", BYTES hex, ARRAY
 // joined by ","), or null. A message Flink refuses counts as an error, except a Canal DDL
 // message (isDdl true) that Flink's canal-json refuses (it skips CREATE and rejects the
@@ -51,6 +55,9 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.connect.data.SchemaAndValue;
+import org.apache.kafka.connect.data.Struct;
+import org.apache.kafka.connect.json.JsonConverter;
 
 public class FormatCheck {
     static final DateTimeFormatter TS = DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSSSSS");
@@ -105,8 +112,15 @@ public class FormatCheck {
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
 
-        long messages = 0, tombstones = 0, rows = 0, errors = 0, ddlRefused = 0;
-        List<String> firstErrors = new ArrayList<>();
+        long messages = 0, tombstones = 0, rows = 0, errors = 0, ddlRefused = 0, keys = 0, keyErrors = 0;
+        List<String> firstErrors = new ArrayList<>(), firstKeyErrors = new ArrayList<>();
+        JsonConverter keyConverter = null;
+        if (format.startsWith("debezium-json")) {
+            keyConverter = new JsonConverter();
+            Map<String, Object> conf = new LinkedHashMap<>();
+            conf.put("schemas.enable", format.equals("debezium-json-schema") ? "true" : "false");
+            keyConverter.configure(conf, true);
+        }
         Map<String, String[]> state = new LinkedHashMap<>();
         List<RowData> out = new ArrayList<>();
         Collector<RowData> collector = new Collector<RowData>() {
@@ -127,6 +141,24 @@ public class FormatCheck {
                 for (ConsumerRecord<byte[], byte[]> rec : consumer.poll(Duration.ofMillis(500))) {
                     if (rec.offset() >= end.get(new TopicPartition(rec.topic(), rec.partition()))) continue;
                     messages++;
+                    if (keyConverter != null && rec.key() != null) {
+                        keys++;
+                        String bad = null;
+                        try {
+                            SchemaAndValue k = keyConverter.toConnectData(topic, rec.key());
+                            for (int i : pk) {
+                                Object v = k.value() instanceof Struct ? ((Struct) k.value()).get(names.get(i))
+                                        : k.value() instanceof Map ? ((Map<?, ?>) k.value()).get(names.get(i)) : null;
+                                if (v == null) bad = "key " + k.value() + " lacks primary key column " + names.get(i);
+                            }
+                        } catch (Exception e) {
+                            bad = e + (e.getCause() != null ? " (" + e.getCause() + ")" : "");
+                        }
+                        if (bad != null) {
+                            keyErrors++;
+                            if (firstKeyErrors.size() < 5) firstKeyErrors.add(bad);
+                        }
+                    }
                     if (rec.value() == null) {
                         tombstones++; // handed to Flink all the same: it skips them
                     }
@@ -166,6 +198,11 @@ public class FormatCheck {
         for (int i = 0; i < firstErrors.size(); i++) {
             if (i > 0) sb.append(',');
             quote(sb, firstErrors.get(i));
+        }
+        sb.append("],\"keys\":").append(keys).append(",\"key_errors\":").append(keyErrors).append(",\"first_key_errors\":[");
+        for (int i = 0; i < firstKeyErrors.size(); i++) {
+            if (i > 0) sb.append(',');
+            quote(sb, firstKeyErrors.get(i));
         }
         sb.append("],\"state\":[");
         boolean first = true;
