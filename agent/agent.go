@@ -113,6 +113,11 @@ type Agent struct {
 	lastCollect                                           atomic.Uint64 // float64 bits
 	perCollectorErrs                                      *prometheus.CounterVec
 	failing                                               map[string]string // collector -> last error; only the collect loop touches it
+	// inFlight holds, per collector (by index), when its collection that has not returned
+	// began (Unix ns; 0: none): a read that ignores its context (a hung mount's statfs, a
+	// /proc read in D state) is left behind rather than waited for, and the collector is
+	// not run again until it returns.
+	inFlight []atomic.Int64
 
 	mu      sync.Mutex
 	running bool
@@ -147,6 +152,7 @@ func New(o Options) (*Agent, error) {
 		collectors: cs,
 		q:          newQueue(o.Config.Buffer),
 		failing:    map[string]string{},
+		inFlight:   make([]atomic.Int64, len(cs)),
 	}
 	a.reg = a.registry()
 	return a, nil
@@ -264,34 +270,70 @@ func (a *Agent) collectLoop(ctx context.Context) {
 	}
 }
 
+// collectGrace is how long past the interval a collection is waited for: its context
+// ends at the interval, and a collector that honours it returns within this.
+const collectGrace = time.Second
+
 // collectOnce runs every collector concurrently (a hung wave scrape must not delay the
-// host figures), each bounded by the interval, and pushes one batch.
+// host figures), each bounded by the interval, and pushes one batch. A collector that has
+// not returned by the interval and collectGrace (a read that ignores its context: a hung
+// NFS mount's statfs) is reported failed and left behind: the tick waited for it, so one
+// stuck read stopped every batch of the agent, silently, and its stop too (an outside
+// trial).
 func (a *Agent) collectOnce(ctx context.Context, now time.Time) {
 	start := time.Now()
 	interval := a.opts.Config.Interval.D()
 	type result struct {
+		i   int
 		pts []metric.Point
 		err error
 	}
 	results := make([]result, len(a.collectors))
-	var wg sync.WaitGroup
+	got := make([]bool, len(a.collectors))
+	done := make(chan result, len(a.collectors)) // a result past the wait lands here unread
+	started := 0
 	for i, c := range a.collectors {
-		wg.Add(1)
+		if since := a.inFlight[i].Load(); since != 0 {
+			results[i].err = fmt.Errorf("its collection begun %s ago has not returned (a read that blocks: a hung mount, /proc stuck); not run again until it does",
+				time.Since(time.Unix(0, since)).Round(time.Second))
+			got[i] = true
+			continue
+		}
+		a.inFlight[i].Store(time.Now().UnixNano())
+		started++
 		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, interval)
-			defer cancel()
+			r := result{i: i}
 			defer func() {
 				if p := recover(); p != nil {
-					results[i].err = fmt.Errorf("collector panicked: %v", p)
+					r.err = fmt.Errorf("collector panicked: %v", p)
 				}
+				a.inFlight[i].Store(0)
+				done <- r
 			}()
-			results[i].pts, results[i].err = c.Collect(cctx)
+			cctx, cancel := context.WithTimeout(ctx, interval)
+			defer cancel()
+			r.pts, r.err = c.Collect(cctx)
 		}()
 	}
-	wg.Wait()
+	wait := time.NewTimer(interval + collectGrace)
+	defer wait.Stop()
+	for n := 0; n < started; n++ {
+		select {
+		case r := <-done:
+			results[r.i], got[r.i] = r, true
+		case <-ctx.Done():
+			return // shutting down: a half-cancelled tick is not worth sending
+		case <-wait.C:
+			n = started // the rest are left behind
+		}
+	}
 	if ctx.Err() != nil {
-		return // shutting down: a half-cancelled tick is not worth sending
+		return
+	}
+	for i := range a.collectors {
+		if !got[i] {
+			results[i].err = fmt.Errorf("collection did not return within the interval (%s) and %s: left behind (a read that blocks: a hung mount, /proc stuck)", interval, collectGrace)
+		}
 	}
 
 	var pts []metric.Point

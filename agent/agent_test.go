@@ -452,3 +452,49 @@ func TestShutdownWithTheSinkDownIsBounded(t *testing.T) {
 	require.Equal(t, 1, a.Stats().Pending, "the batch it could not deliver")
 	require.NoError(t, a.Close())
 }
+
+// stuckCollector blocks in Collect, ignoring its context, until release is closed: a
+// statfs on a hung NFS mount, a /proc read in D state.
+type stuckCollector struct {
+	release chan struct{}
+	calls   atomic.Int64
+}
+
+func (c *stuckCollector) Name() string { return "stuck" }
+
+func (c *stuckCollector) Collect(context.Context) ([]metric.Point, error) {
+	c.calls.Add(1)
+	<-c.release
+	return []metric.Point{{Name: "test.stuck", Value: 1}}, nil
+}
+
+// TestStuckCollectorIsLeftBehind: a collector whose read never returns (it ignores its
+// context) is reported failed at each tick and left behind, not run again until it
+// returns, while the others' figures go out every tick and the agent stops on time: the
+// tick waited for it, so one stuck read stopped every batch, silently, and SIGTERM too
+// (an outside trial).
+func TestStuckCollectorIsLeftBehind(t *testing.T) {
+	j := newJudge(t)
+	var logs testenv.SyncBuffer
+	good := &seqCollector{name: "good"}
+	stuck := &stuckCollector{release: make(chan struct{})}
+	defer close(stuck.release)
+	r := start(t, testConfig(), NewHTTPSink(j.srv.URL, "", nil), &logs, good, stuck)
+	for range 3 {
+		r.tick(t)
+	}
+	require.Eventuallyf(t, func() bool { return len(j.received()) == 4 }, 10*time.Second, 5*time.Millisecond, "4 batches")
+	bs := j.received()
+	require.Equal(t, []float64{1, 2, 3, 4}, seqs(bs), "the good collector's figures every tick")
+	var stuckUp []float64
+	for _, b := range bs[1:] { // the start's failure is said at info, not as a 0
+		for _, p := range b.Points {
+			if p.Name == CollectorUp && p.Labels["collector"] == "stuck" {
+				stuckUp = append(stuckUp, p.Value)
+			}
+		}
+	}
+	require.Equal(t, []float64{0, 0, 0}, stuckUp)
+	require.Equal(t, int64(1), stuck.calls.Load(), "not run again while its read has not returned")
+	require.Contains(t, logs.String(), "has not returned")
+}
