@@ -70,6 +70,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -337,7 +338,23 @@ func (c *Collector) fetch(ctx context.Context) (map[string]*dto.MetricFamily, er
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: parse exposition: %w", c.cfg.URL, err)
 	}
+	if !hasWaveSeries(families) {
+		// Another process's page (the agent's own /metrics, any exporter, an empty 200):
+		// read as the wave's, it kept the wave "up", and sent that process's heap,
+		// goroutines and CPU as the wave's (an outside trial).
+		return nil, fmt.Errorf("scrape %s: no binlake_wave_* series: not a BinLake wave's /metrics (collectors.wave.url)", c.cfg.URL)
+	}
 	return families, nil
+}
+
+// hasWaveSeries reports whether a page holds any of a wave's own series.
+func hasWaveSeries(families map[string]*dto.MetricFamily) bool {
+	for name := range families {
+		if strings.HasPrefix(name, "binlake_wave_") {
+			return true
+		}
+	}
+	return false
 }
 
 type countingReader struct {

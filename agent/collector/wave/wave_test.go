@@ -363,7 +363,12 @@ func TestQuantile(t *testing.T) {
 	}
 }
 
+// serve serves body as a wave's /metrics: with binlake_wave_instances_led, which a wave's
+// page always has, when body has no wave series of its own.
 func serve(t *testing.T, body string) *httptest.Server {
+	if !strings.Contains(body, "binlake_wave_") {
+		body += "# TYPE " + waveprom.InstancesLed + " gauge\n" + waveprom.InstancesLed + " 0\n"
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(body)) }))
 	t.Cleanup(srv.Close)
 	return srv
@@ -512,4 +517,22 @@ func TestWavePointsDeclared(t *testing.T) {
 		names = append(names, n)
 	}
 	require.ElementsMatch(t, Points, names)
+}
+
+// TestNotAWavesPage: a page with no wave series (another process's /metrics, the agent's
+// own, an empty 200) is a failed scrape naming the URL, not a wave up: read as the wave's,
+// it sent that process's heap, goroutines and CPU as the wave's (an outside trial).
+func TestNotAWavesPage(t *testing.T) {
+	for name, body := range map[string]string{
+		"another process": "# TYPE go_goroutines gauge\ngo_goroutines 12\n# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 3\n",
+		"empty":           "",
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(body)) }))
+		c, _ := newCollector(t, srv.URL)
+		pts, err := c.Collect(context.Background())
+		srv.Close()
+		if err == nil || !strings.Contains(err.Error(), "not a BinLake wave's /metrics (collectors.wave.url)") || len(pts) != 0 {
+			t.Errorf("%s: %v, %d points; want the scrape failed, naming collectors.wave.url", name, err, len(pts))
+		}
+	}
 }
