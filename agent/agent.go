@@ -113,6 +113,7 @@ type Agent struct {
 	lastCollect                                           atomic.Uint64 // float64 bits
 	perCollectorErrs                                      *prometheus.CounterVec
 	failing                                               map[string]string // collector -> last error; only the collect loop touches it
+	partial                                               map[string]string // collector -> last Partial's text; the collect loop's too
 	// inFlight holds, per collector (by index), when its collection that has not returned
 	// began (Unix ns; 0: none): a read that ignores its context (a hung mount's statfs, a
 	// /proc read in D state) is left behind rather than waited for, and the collector is
@@ -152,6 +153,7 @@ func New(o Options) (*Agent, error) {
 		collectors: cs,
 		q:          newQueue(o.Config.Buffer),
 		failing:    map[string]string{},
+		partial:    map[string]string{},
 		inFlight:   make([]atomic.Int64, len(cs)),
 	}
 	a.reg = a.registry()
@@ -340,6 +342,11 @@ func (a *Agent) collectOnce(ctx context.Context, now time.Time) {
 	atStart := a.collected.Load() == 0
 	for i, c := range a.collectors {
 		err := results[i].err
+		var partial *collector.Partial
+		if errors.As(err, &partial) {
+			a.notePartial(c.Name(), partial)
+			err = nil
+		}
 		a.noteResult(c.Name(), err, atStart)
 		switch {
 		case err == nil:
@@ -378,6 +385,15 @@ func (a *Agent) collectOnce(ctx context.Context, now time.Time) {
 // runs as the agent starts, most often beside the wave it watches, whose /metrics is
 // not listening yet, and a warning (with a collector_up 0, a wave-down pending) there
 // was noise at every boot. The next tick warns if the collector still fails.
+// notePartial logs a collection's part it went without (collector.Partial), once each
+// time what it says changes.
+func (a *Agent) notePartial(name string, p *collector.Partial) {
+	if msg := p.Error(); a.partial[name] != msg {
+		a.partial[name] = msg
+		a.log.Warn("collector left part of its figures out", "collector", name, "err", p.Err)
+	}
+}
+
 func (a *Agent) noteResult(name string, err error, atStart bool) {
 	prev, wasFailing := a.failing[name]
 	if err == nil {

@@ -498,3 +498,36 @@ func TestStuckCollectorIsLeftBehind(t *testing.T) {
 	require.Equal(t, int64(1), stuck.calls.Load(), "not run again while its read has not returned")
 	require.Contains(t, logs.String(), "has not returned")
 }
+
+// partialCollector returns its point with a collector.Partial: one mount of many it
+// may not read.
+type partialCollector struct{}
+
+func (partialCollector) Name() string { return "host" }
+
+func (partialCollector) Collect(context.Context) ([]metric.Point, error) {
+	return []metric.Point{{Name: "test.part", Value: 1}}, &collector.Partial{Err: errors.New("statfs /private/mnt: permission denied")}
+}
+
+// TestPartialCollectionIsUp: a collection that went without a part (one mount the agent's
+// user may not statfs) keeps its collector up and counts no error, and is said once: one
+// private mount made the host collector read failed at every tick while every figure
+// came, and the alert said the host went unmeasured (an outside trial).
+func TestPartialCollectionIsUp(t *testing.T) {
+	j := newJudge(t)
+	var logs testenv.SyncBuffer
+	r := start(t, testConfig(), NewHTTPSink(j.srv.URL, "", nil), &logs, partialCollector{})
+	for range 2 {
+		r.tick(t)
+	}
+	require.Eventuallyf(t, func() bool { return len(j.received()) == 3 }, 10*time.Second, 5*time.Millisecond, "3 batches")
+	for _, b := range j.received() {
+		for _, p := range b.Points {
+			if p.Name == CollectorUp {
+				require.Equal(t, 1.0, p.Value, "collector up")
+			}
+		}
+	}
+	require.Zero(t, r.a.Stats().CollectorErrors)
+	require.Equal(t, 1, strings.Count(logs.String(), "collector left part of its figures out"), logs.String())
+}

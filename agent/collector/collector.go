@@ -20,10 +20,20 @@ type Collector interface {
 	// Name is the registry name ("host", "wave", "process").
 	Name() string
 	// Collect returns the points of one tick. It may return points together with an
-	// error when only part of the source failed (one mount of many); the agent keeps
-	// the points and counts the error. Collect must return when ctx ends.
+	// error when only part of the source failed: the agent keeps the points, and counts
+	// the error unless it is a *Partial. Collect should return when ctx ends (one that
+	// does not is left behind, and not run again until it returns).
 	Collect(ctx context.Context) ([]metric.Point, error)
 }
+
+// Partial is the error of a collection that failed in a part it can go without (one
+// mount of many the agent may not statfs) and returned the rest: the agent logs it, once
+// a message, and the collector stays up; counted as the collector failing, one private
+// mount made the host look unmeasured while every figure still came (an outside trial).
+type Partial struct{ Err error }
+
+func (p *Partial) Error() string { return p.Err.Error() }
+func (p *Partial) Unwrap() error { return p.Err }
 
 // Env is what the agent hands every collector it builds.
 type Env struct {

@@ -279,10 +279,15 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 			errs = append(errs, err)
 		}
 	}
+	var partial []error // parts the collection goes without (collector.Partial)
 	if !c.cfg.NoDiskUsage {
 		p, err := c.usagePoints(ctx)
 		pts = append(pts, p...)
-		if err != nil {
+		var pe *collector.Partial
+		switch {
+		case errors.As(err, &pe):
+			partial = append(partial, pe.Err)
+		case err != nil:
 			errs = append(errs, err)
 		}
 	}
@@ -294,7 +299,10 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 		}
 	}
 	c.prev = cur
-	return pts, errors.Join(errs...)
+	if len(errs) == 0 && len(partial) > 0 {
+		return pts, &collector.Partial{Err: errors.Join(partial...)}
+	}
+	return pts, errors.Join(append(errs, partial...)...)
 }
 
 func (c *Collector) withEnv(ctx context.Context) context.Context {
@@ -383,6 +391,11 @@ func (c *Collector) usagePoints(ctx context.Context) ([]metric.Point, error) {
 			continue
 		}
 		pts = append(pts, point(metric.DiskUsedPct, float64(u.Used)/float64(u.Used+u.Free)*100, "mount", p.Mountpoint))
+	}
+	if len(errs) > 0 && len(pts) > 0 {
+		// Some mounts read: the ones that did not (a mount under a directory the agent's
+		// user may not enter) are left out, said once, and the host is measured.
+		return pts, &collector.Partial{Err: fmt.Errorf("%w (those mounts are left out; exclude them with collectors.host.mount_exclude)", errors.Join(errs...))}
 	}
 	return pts, errors.Join(errs...)
 }

@@ -183,9 +183,19 @@ func TestHostPartialFailure(t *testing.T) {
 	}
 	pts, err := c.Collect(hermetic(t))
 	require.ErrorContains(t, err, "statfs /data: stale file handle")
+	// A part the host goes without: the agent keeps the collector up (one private mount
+	// made the host look unmeasured: an outside trial).
+	var partial *collector.Partial
+	require.ErrorAs(t, err, &partial)
 	// The rest of the tick is still there.
 	require.InDelta(t, 50.0, value(t, pts, metric.DiskUsedPct, map[string]string{"mount": "/"}), 1e-9)
 	require.InDelta(t, 75.0, value(t, pts, metric.MemUsedPct, nil), 1e-9)
+
+	// No mount readable: no partial collection, a failure.
+	c.usage = func(context.Context, string) (*disk.UsageStat, error) { return nil, errors.New("stale file handle") }
+	_, err = c.Collect(hermetic(t))
+	require.Error(t, err)
+	require.False(t, errors.As(err, &partial), "every mount failed: %v", err)
 }
 
 func TestHostMissingProc(t *testing.T) {
