@@ -395,7 +395,7 @@ func (c *Collector) usagePoints(ctx context.Context) ([]metric.Point, error) {
 	if len(errs) > 0 && len(pts) > 0 {
 		// Some mounts read: the ones that did not (a mount under a directory the agent's
 		// user may not enter) are left out, said once, and the host is measured.
-		return pts, &collector.Partial{Err: fmt.Errorf("%w (those mounts are left out; exclude them with collectors.host.mount_exclude)", errors.Join(errs...))}
+		return pts, &collector.Partial{Err: fmt.Errorf("%w (those mounts are left out; leave them out with collectors.host.mount_ignore)", errors.Join(errs...))}
 	}
 	return pts, errors.Join(errs...)
 }
