@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -319,8 +320,23 @@ func (c *Collector) withEnv(ctx context.Context) context.Context {
 	return context.WithValue(ctx, common.EnvKey, env)
 }
 
+// netCounters reads the network counters of the host's network namespace: under a
+// proc_root (the host's /proc mounted into a container), PID 1's net/dev, as the
+// root's net/dev is a link to the reader's own (self/net), and a containerised agent
+// with a network namespace of its own sent none of the host's (an outside trial); else,
+// or where PID 1's cannot be read (hidepid), the root's.
+func (c *Collector) netCounters(ctx context.Context) ([]net.IOCountersStat, error) {
+	if c.cfg.ProcRoot != "" {
+		dev := filepath.Join(c.cfg.ProcRoot, "1", "net", "dev")
+		if _, err := os.Stat(dev); err == nil {
+			return net.IOCountersByFileWithContext(ctx, true, dev)
+		}
+	}
+	return net.IOCountersWithContext(ctx, true)
+}
+
 func (c *Collector) netPoints(ctx context.Context, cur *sample) ([]metric.Point, error) {
-	counters, err := net.IOCountersWithContext(ctx, true)
+	counters, err := c.netCounters(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("network counters: %w", err)
 	}

@@ -355,3 +355,34 @@ func floats(t *testing.T, s []string) []float64 {
 	}
 	return out
 }
+
+// TestNetCountersOfTheHostsNamespace: under a proc_root (the host's /proc in a container),
+// the network counters are PID 1's, the host's namespace, not <proc_root>/net/dev, a link
+// to the reader's own: a containerised agent in its own network namespace sent no network
+// figure of the host (an outside trial). Without PID 1's, the root's.
+func TestNetCountersOfTheHostsNamespace(t *testing.T) {
+	root := t.TempDir()
+	dev := func(iface string) string {
+		return "Inter-|   Receive                                                |  Transmit\n" +
+			" face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n" +
+			"  " + iface + ": 1000 10 0 0 0 0 0 0 2000 20 0 0 0 0 0 0\n"
+	}
+	for path, body := range map[string]string{"net/dev": dev("agentns0"), "1/net/dev": dev("hosteth0")} {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, filepath.Dir(path)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, path), []byte(body), 0o644))
+	}
+	names := func() []string {
+		c, err := New(Config{ProcRoot: root})
+		require.NoError(t, err)
+		cs, err := c.netCounters(c.withEnv(hermetic(t)))
+		require.NoError(t, err)
+		var out []string
+		for _, n := range cs {
+			out = append(out, n.Name)
+		}
+		return out
+	}
+	require.Equal(t, []string{"hosteth0"}, names())
+	require.NoError(t, os.RemoveAll(filepath.Join(root, "1")))
+	require.Equal(t, []string{"agentns0"}, names(), "without PID 1's, the root's")
+}
