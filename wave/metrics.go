@@ -96,6 +96,21 @@ func (m *metrics) track(id string) {
 	}
 }
 
+// drop deletes every series of instance id, its counters too, when this wave's runner of
+// it ends (the instance removed, redefined, or no longer this wave's to run): they stayed
+// for good after a removal, and the agent sent the instance's rows/s and publish errors at
+// 0 until the wave restarted (an outside trial). forget, at each leadership term's end,
+// keeps the counters: a term that failed as it began counts its source error in them.
+func (m *metrics) drop(id string) {
+	m.forget(id)
+	l := prometheus.Labels{waveprom.LabelInstance: id}
+	for _, c := range []*prometheus.CounterVec{m.rows, m.bytes, m.messages, m.batches, m.publishErrors, m.skipped, m.unreadable, m.reconnects} {
+		c.DeletePartialMatch(l)
+	}
+	m.running.DeletePartialMatch(l)
+	m.instError.DeletePartialMatch(l)
+}
+
 // forget drops an instance's series when this wave stops leading it, so a scrape shows
 // only what the wave runs (the counters restart at zero if it leads it again, which
 // rate() handles as a reset).

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,6 +75,17 @@ func TestRemoveInstanceInErrorStateIntegration(t *testing.T) {
 				for _, st := range wv.Status() {
 					if st.ID == id {
 						t.Errorf("try %d: the wave still runs the removed instance: %+v", try, st)
+					}
+				}
+				// Its series are gone, counters too: they stayed, and the agent sent the
+				// instance's rates at 0 until the wave restarted (an outside trial).
+				rec := httptest.NewRecorder()
+				wv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+				if page := rec.Body.String(); strings.Contains(page, `instance="`+id+`"`) {
+					for _, line := range strings.Split(page, "\n") {
+						if strings.Contains(line, `instance="`+id+`"`) {
+							t.Errorf("try %d: after the remove, /metrics has %s", try, line)
+						}
 					}
 				}
 			}

@@ -153,6 +153,7 @@ func (w *Wave) shouldRun(ctx context.Context, id string) (bool, error) {
 // ends.
 func (w *Wave) runInstance(ctx context.Context, id string, def []byte) {
 	defer w.dropRecord(id)
+	defer w.m.drop(id)
 	log := w.log.With("instance", id)
 	inst, perr := cluster.ParseInstance(def)
 	// A pipeline that keeps failing at once (a source refusing the login, a secret
