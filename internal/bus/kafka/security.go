@@ -102,7 +102,9 @@ func (b *Bus) explain(ctx context.Context, err error) error {
 				return fmt.Errorf("%w (then: %w)", explained, err)
 			}
 			if errors.Is(cause, io.EOF) || errors.Is(cause, io.ErrUnexpectedEOF) {
-				hint := "the broker closed the connection at once: a TLS listener (set tls:)?"
+				// A proxy or load balancer with no broker behind it closes at once too: a
+				// Kafka outage behind one read as a TLS mistake (an outside trial).
+				hint := "the connection was closed at once: a TLS listener (set tls:), or a proxy or load balancer in front of a broker that is down?"
 				if b.opts.TLS != nil {
 					hint = "the broker closed the connection during the TLS handshake: is the listener a TLS one (SSL or SASL_SSL)?"
 				}

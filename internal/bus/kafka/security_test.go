@@ -10,7 +10,9 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -308,4 +310,38 @@ func TestFromConfigErrors(t *testing.T) {
 
 func fmtV(v any) string {
 	return strings.Join([]string{fmt.Sprintf("%v", v), fmt.Sprintf("%+v", v), fmt.Sprintf("%#v", v)}, " ")
+}
+
+// TestClosedAtOnceNamesAProxy: a listener that takes the connection and closes it (a TCP
+// proxy or load balancer whose broker is down) is named as a possible cause beside a TLS
+// listener: a Kafka outage behind a proxy read as a TLS mistake (an outside trial).
+func TestClosedAtOnceNamesAProxy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// As socat does when its broker refuses: the request read, then an orderly
+			// close (closed with the request unread, the client would read a reset).
+			c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := saslBus(t, config.Kafka{Brokers: []string{ln.Addr().String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.CreateTopic(ctx, bus.TopicSpec{Name: randomTopic("proxied"), Partitions: 1})
+	if err == nil || !strings.Contains(err.Error(), "or a proxy or load balancer in front of a broker that is down?") {
+		t.Errorf("CreateTopic through a proxy with nothing behind: %v; want a proxy named beside TLS", err)
+	}
 }
