@@ -225,7 +225,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	err := g.Wait()
 	stopping()
 	st := a.Stats()
-	a.log.Info("agent stopped", "collected", st.Collected, "delivered", st.Delivered, "dropped", st.Dropped, "undelivered", st.Pending)
+	level := slog.LevelInfo
+	if st.Pending > 0 {
+		level = slog.LevelWarn // batches lost with the process: its buffer is in memory
+	}
+	a.log.Log(context.Background(), level, "agent stopped", "collected", st.Collected, "delivered", st.Delivered, "dropped", st.Dropped, "undelivered", st.Pending)
 	return err
 }
 

@@ -432,8 +432,9 @@ func TestShutdownWithTheSinkDownIsBounded(t *testing.T) {
 	j.down.Store(true)
 	cfg := testConfig()
 	cfg.Interval = config.Duration(time.Hour) // the backoff grows toward it
+	var logs testenv.SyncBuffer
 	a, err := New(Options{Config: cfg, Sink: NewHTTPSink(j.srv.URL, "", nil), Drain: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ticks: make(chan time.Time),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Ticks: make(chan time.Time),
 		Collectors: []collector.Collector{&seqCollector{name: "seq"}}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -450,6 +451,9 @@ func TestShutdownWithTheSinkDownIsBounded(t *testing.T) {
 		t.Fatal("the agent still stopping a second after its 100 ms drain")
 	}
 	require.Equal(t, 1, a.Stats().Pending, "the batch it could not deliver")
+	// Lost with the process: a warning, not news (an outside trial read it at info).
+	require.Contains(t, logs.String(), `level=WARN msg="agent stopped"`)
+	require.Contains(t, logs.String(), "undelivered=1")
 	require.NoError(t, a.Close())
 }
 
