@@ -21,6 +21,7 @@ const FormatMaxwellJSON = "maxwell-json"
 type maxwellJSON struct {
 	snapshotType string
 	position     bool
+	binlakeKey   bool // option key: binlake
 }
 
 func init() {
@@ -28,16 +29,43 @@ func init() {
 		o, err := ParseFormatOptions(FormatMaxwellJSON, opts, []FormatOption{
 			{Name: "snapshot_type", Values: []string{"bootstrap-insert", "insert"}},
 			{Name: "binlog_position", Values: []string{"false", "true"}},
+			{Name: "key", Values: []string{"maxwell", "binlake"}},
 		})
 		if err != nil {
 			return nil, err
 		}
-		return maxwellJSON{snapshotType: o["snapshot_type"], position: o["binlog_position"] == "true"}, nil
+		return maxwellJSON{snapshotType: o["snapshot_type"], position: o["binlog_position"] == "true",
+			binlakeKey: o["key"] == "binlake"}, nil
 	})
 }
 
 func (maxwellJSON) Name() string     { return FormatMaxwellJSON }
 func (maxwellJSON) Tombstones() bool { return false }
+
+// OwnKey implements KeyFormat: Maxwell's key, unless the option key is binlake.
+func (f maxwellJSON) OwnKey() bool { return !f.binlakeKey }
+
+// AppendRowKey implements KeyFormat: Maxwell's key (kafka_key_format=hash), the row's
+// database, table and primary key columns as "pk.<column>", rendered as the value
+// renders them: {"database":"shop","table":"orders","pk.id":7}. BinLake's db.table:[7]
+// was no JSON, which a consumer of Maxwell's keys cannot read (an outside trial).
+func (maxwellJSON) AppendRowKey(dst []byte, r *Row, im Image) ([]byte, error) {
+	t := r.Table
+	dst = append(dst, `{"database":`...)
+	dst = jsonenc.AppendString(dst, t.Database)
+	dst = append(dst, `,"table":`...)
+	dst = jsonenc.AppendString(dst, t.Name)
+	var err error
+	for _, ci := range t.PK {
+		dst = append(dst, ',')
+		dst = jsonenc.AppendString(dst, "pk."+t.Columns[ci].Name)
+		dst = append(dst, ':')
+		if dst, err = appendMaxwellValue(dst, im, ci); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
 
 // AppendDDL sends nothing: Maxwell writes no DDL into its row stream (with output_ddl it
 // writes schema changes to a topic of their own).

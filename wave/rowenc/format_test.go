@@ -426,3 +426,32 @@ func TestDebeziumKey(t *testing.T) {
 		t.Errorf("no primary key: key %s, want BinLake's %s", got, want)
 	}
 }
+
+// TestMaxwellKey: maxwell-json's key under partition_by pk is Maxwell's
+// (kafka_key_format=hash): its database, table and primary key columns as "pk.<column>";
+// key: binlake keeps BinLake's.
+func TestMaxwellKey(t *testing.T) {
+	tb := testTable()
+	tb.Prepare()
+	for opt, want := range map[string]string{
+		"":        `{"database":"shop","table":"orders","pk.id":7}`,
+		"binlake": string(AppendKey(nil, tb, PartitionPK, []any{uint64(7), "1.50", "a"})),
+	} {
+		opts := map[string]string{}
+		if opt != "" {
+			opts["key"] = opt
+		}
+		f, err := NewFormat(FormatMaxwellJSON, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := &Event{Table: tb, Type: TypeInsert, Meta: Meta{Instance: "orders", TS: 1764424800}, Rows: Rows{rows: []values{{uint64(7), "1.50", "a"}}}}
+		msgs, err := new(Encoder).Encode(ev, []Target{{By: PartitionPK, Format: f}}, true, 5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(msgs[0].Key); got != want {
+			t.Errorf("key option %q: %s, want %s", opt, got, want)
+		}
+	}
+}

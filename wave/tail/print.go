@@ -126,16 +126,30 @@ func (p *Printer) appendLine(b []byte, m bus.Message, d Decoded) []byte {
 // ':' or '`' quoted in backquotes, rowenc.appendKeyName), or Debezium's struct of its
 // columns; nil for any other key.
 func keyValues(key []byte, db, table string) json.RawMessage {
-	if len(key) > 0 && key[0] == '{' && json.Valid(key) {
-		// Debezium's key (debezium-json's, key: debezium): the primary key's columns,
-		// bare or as the payload beside its schema.
-		var k struct {
-			Payload json.RawMessage `json:"payload"`
+	if len(key) > 0 && key[0] == '{' {
+		// Debezium's key (the primary key's columns, bare or as the payload beside its
+		// schema) or Maxwell's (database, table and "pk.<column>"s).
+		var k map[string]json.RawMessage
+		if json.Unmarshal(key, &k) != nil {
+			return nil
 		}
-		if json.Unmarshal(key, &k) == nil && isObject(k.Payload) {
-			return k.Payload
+		if p := k["payload"]; isObject(p) {
+			return p
 		}
-		return json.RawMessage(key)
+		if _, ok := k["database"]; !ok {
+			return json.RawMessage(key)
+		}
+		pk := map[string]json.RawMessage{}
+		for name, v := range k {
+			if col, ok := strings.CutPrefix(name, "pk."); ok {
+				pk[col] = v
+			}
+		}
+		if len(pk) == 0 {
+			return nil
+		}
+		b, _ := json.Marshal(pk) // sorted by column: Maxwell's key order is the key's, which a map loses
+		return b
 	}
 	prefix := quoteKeyName(db) + "." + quoteKeyName(table) + ":"
 	k, ok := bytes.CutPrefix(key, []byte(prefix))

@@ -328,6 +328,7 @@ func TestLineShowsTheKeysValues(t *testing.T) {
 	for _, tc := range []struct{ name, key, value, want string }{
 		{"debezium-json, pk", "shop.orders:[7]", debezium("shop"), ` insert shop.orders [7] {"id":7,"v":"a"}`},
 		{"debezium-json, Debezium's key", `{"id":7}`, debezium("shop"), ` insert shop.orders {"id":7} {"id":7,"v":"a"}`},
+		{"maxwell-json, Maxwell's key", `{"database":"shop","table":"orders","pk.id":7}`, maxwell, ` insert shop.orders {"id":7} {"id":7,"v":"a"}`},
 		{"debezium-json, Debezium's key with its schema", `{"schema":{"type":"struct","fields":[]},"payload":{"id":7}}`, debezium("shop"), ` insert shop.orders {"id":7} {"id":7,"v":"a"}`},
 		{"maxwell-json, pk", `shop.orders:[7,"b"]`, maxwell, ` insert shop.orders [7,"b"] {"id":7,"v":"a"}`},
 		{"a dotted database", "`my.db`.orders:[7]", debezium("my.db"), ` insert my.db.orders [7] {"id":7,"v":"a"}`},
