@@ -26,6 +26,10 @@ import (
 //	                             (DATE days, TIME µs, DATETIME ms or µs by its digits,
 //	                             TIMESTAMP an ISO-8601 string in UTC; a date java.time
 //	                             cannot hold as Debezium reads it: debeziumUnreadable)
+//	bigint_unsigned: long | precise   bigint.unsigned.handling.mode: long, an int64 in
+//	                             the schema (the JSON number exact; JsonConverter wraps
+//	                             one above 2⁶³−1, as it does Debezium's); precise,
+//	                             Kafka Connect's Decimal (scale 0), read exact
 //	key:        debezium | binlake   debezium: a row's Kafka key, under partition_by pk,
 //	                             is Debezium's: its primary key's columns as a struct
 //	                             ({"id":7}; with schema: true, {schema, payload}), which
@@ -41,6 +45,7 @@ type debeziumJSON struct {
 	decimal            string
 	epoch              bool
 	binlakeKey         bool // option key: binlake
+	unsignedPrecise    bool // option bigint_unsigned: precise
 }
 
 func init() {
@@ -51,12 +56,14 @@ func init() {
 			{Name: "decimal", Values: []string{"string", "precise", "double"}},
 			{Name: "temporal", Values: []string{"string", "epoch"}},
 			{Name: "key", Values: []string{"debezium", "binlake"}},
+			{Name: "bigint_unsigned", Values: []string{"long", "precise"}},
 		})
 		if err != nil {
 			return nil, err
 		}
 		return debeziumJSON{schema: o["schema"] == "true", tombstones: o["tombstones"] == "true",
-			decimal: o["decimal"], epoch: o["temporal"] == "epoch", binlakeKey: o["key"] == "binlake"}, nil
+			decimal: o["decimal"], epoch: o["temporal"] == "epoch", binlakeKey: o["key"] == "binlake",
+			unsignedPrecise: o["bigint_unsigned"] == "precise"}, nil
 	})
 }
 
@@ -212,6 +219,10 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 		return rewriteTail(dst, at, appendDebeziumGeometry), nil
 	}
 	switch kindOf(c) {
+	case kindInt:
+		if f.preciseUnsigned(c) {
+			return rewriteTail(dst, at, appendIntegerBytes), nil
+		}
 	case kindDecimal:
 		switch f.decimal {
 		case "double":
@@ -252,6 +263,22 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 		return rewriteTail(dst, at, appendSQLTemporal), nil
 	}
 	return dst, nil
+}
+
+// preciseUnsigned reports whether column c is a BIGINT UNSIGNED sent as Kafka Connect's
+// Decimal (bigint_unsigned: precise): an int64 in the schema reads one above 2⁶³−1 wrapped.
+func (f debeziumJSON) preciseUnsigned(c *Column) bool {
+	return f.unsignedPrecise && c.Unsigned && c.Type == mysql.MYSQL_TYPE_LONGLONG
+}
+
+// appendIntegerBytes appends an integer token (a JSON number) as Kafka Connect's Decimal
+// of scale 0 in JSON: base64 of its big-endian two's-complement bytes.
+func appendIntegerBytes(dst, tok []byte) []byte {
+	v, ok := new(big.Int).SetString(string(tok), 10)
+	if !ok {
+		return append(dst, tok...)
+	}
+	return appendBase64Token(dst, twosComplement(v))
 }
 
 // appendDecimalBytes appends a decimal token as Kafka Connect's Decimal in JSON: base64
@@ -562,6 +589,10 @@ func (f debeziumJSON) appendFieldSchema(dst []byte, im Image, ci int) []byte {
 	switch kindOf(c) {
 	case kindInt:
 		typ = "int32"
+		if f.preciseUnsigned(c) {
+			typ, name, scale = "bytes", "org.apache.kafka.connect.data.Decimal", 0
+			break
+		}
 		switch c.Type {
 		case mysql.MYSQL_TYPE_TINY:
 			typ = "int16"

@@ -2,8 +2,10 @@ package rowenc
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -453,5 +455,41 @@ func TestMaxwellKey(t *testing.T) {
 		if got := string(msgs[0].Key); got != want {
 			t.Errorf("key option %q: %s, want %s", opt, got, want)
 		}
+	}
+}
+
+// TestDebeziumBigintUnsignedPrecise: bigint_unsigned: precise (Debezium's
+// bigint.unsigned.handling.mode) sends a BIGINT UNSIGNED as Kafka Connect's Decimal of
+// scale 0, base64 of its two's-complement bytes, so that 2⁶⁴−1 reads exact where an int64
+// schema has JsonConverter read -1 (an outside trial); long keeps int64 and the number.
+func TestDebeziumBigintUnsignedPrecise(t *testing.T) {
+	tb := testTable()
+	tb.Prepare()
+	value := func(opts map[string]string) string {
+		t.Helper()
+		f, err := NewFormat(FormatDebeziumJSON, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := &Event{Table: tb, Type: TypeInsert, Meta: Meta{Instance: "orders", TS: 1764424800},
+			Rows: Rows{rows: []values{{uint64(math.MaxUint64), "1.50", "a"}}}}
+		msgs, err := new(Encoder).Encode(ev, []Target{{By: PartitionPK, Format: f}}, true, 5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(msgs[0].Value)
+	}
+	max := base64.StdEncoding.EncodeToString(append([]byte{0}, bytes.Repeat([]byte{0xff}, 8)...))
+	got := value(map[string]string{"schema": "true", "bigint_unsigned": "precise"})
+	for _, want := range []string{
+		`{"type":"bytes","optional":false,"name":"org.apache.kafka.connect.data.Decimal","version":1,"parameters":{"scale":"0"},"field":"id"}`,
+		`"after":{"id":"` + max + `"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("precise: %s\nwant it to hold %s", got, want)
+		}
+	}
+	if got := value(map[string]string{"schema": "true"}); !strings.Contains(got, `{"type":"int64","optional":false,"field":"id"}`) || !strings.Contains(got, `"after":{"id":18446744073709551615,`) {
+		t.Errorf("long: %s", got)
 	}
 }
