@@ -93,6 +93,13 @@ func (o *Options) validate() error {
 	if o.Duration <= 0 {
 		return fmt.Errorf("bench alarm: -duration %s: must be positive", o.Duration)
 	}
+	// A violation rides on its node's next batch: a run shorter than two of a node's
+	// batch intervals sends some of them never, and failed as if the alarm had lost them
+	// (an outside trial: -duration 1s, 0 of 20 "arrived").
+	if every := time.Duration(float64(o.Nodes) * float64(o.Batch) / float64(o.Rate) * float64(time.Second)); o.Violations > 0 && o.Duration < 2*every {
+		return fmt.Errorf("bench alarm: -duration %s: a node sends a batch every %s at -rate %d (-nodes %d of -batch %d points), and a violation rides on its node's batch: give -duration %s or more",
+			o.Duration, every.Round(time.Millisecond), o.Rate, o.Nodes, o.Batch, (2 * every).Round(time.Second))
+	}
 	if o.Progress <= 0 || o.Drain <= 0 {
 		return fmt.Errorf("bench alarm: progress period %s and drain time %s must be positive", o.Progress, o.Drain)
 	}

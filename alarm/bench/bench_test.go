@@ -48,6 +48,10 @@ func TestOptionsErrors(t *testing.T) {
 		{"negative violations", func(o *Options) { o.Violations = -1 }, "-violations -1"},
 		{"more violations than nodes", func(o *Options) { o.Nodes, o.Violations = 5, 6 }, "-violations 6: want 0 to -nodes (5)"},
 		{"zero duration", func(o *Options) { o.Duration = 0 }, "-duration 0s: must be positive"},
+		// A violation rides on its node's batch: shorter than two batch intervals, some
+		// were never sent and the run failed as if the alarm lost them.
+		{"shorter than two batch intervals", func(o *Options) { o.Nodes, o.Batch, o.Rate, o.Duration = 1000, 100, 10_000, 5 * time.Second },
+			"-duration 5s: a node sends a batch every 10s at -rate 10000 (-nodes 1000 of -batch 100 points), and a violation rides on its node's batch: give -duration 20s or more"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -105,8 +105,22 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	chunkRows := fs.Int("chunk-rows", cluster.DefaultSnapshotChunkRows, "with -snapshot: rows per read (snapshot.chunk_rows)")
 	format := fs.String("format", rowenc.FormatJSON, "the subscription's message format: "+strings.Join(rowenc.FormatNames(), ", "))
 	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage+"\n\nFlags of bench wave:"); fs.PrintDefaults() }
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseBenchFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	// An explicit 0 was taken for "unset", and -rows 0 ran the full million rows (an
+	// outside trial).
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"rows", *rows}, {"rows-per-txn", *perTxn}, {"partitions", *partitions}, {"kafka-batch-size", *kbatch},
+		{"batch-rows", *batchRows}, {"in-flight", *inFlight}, {"chunk-rows", *chunkRows}} {
+		if c.v <= 0 {
+			return fmt.Errorf("bench wave: -%s %d: want at least 1", c.name, c.v)
+		}
+	}
+	if *linger <= 0 {
+		return fmt.Errorf("bench wave: -linger %s: want more than 0", *linger)
 	}
 	pw, err := config.ResolveSecret("", *pwEnv, *pwFile)
 	if err != nil {

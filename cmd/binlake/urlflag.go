@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 
 	"github.com/binlake/binlake/internal/config"
 )
@@ -21,6 +22,11 @@ func checkBaseURLFlag(flag, value, instead string) error {
 		return fmt.Errorf("%s: %s: %s", flag, config.URLCredentialsRefused, instead)
 	case config.BaseURLProblem(value) != "":
 		return fmt.Errorf("%s %s: %s", flag, value, config.BaseURLProblem(value))
+	}
+	// As the configs' URLs are checked: "notaurl" was taken, and bench fleet retried it
+	// for two minutes before it said anything (an outside trial).
+	if u, err := url.Parse(value); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s %s: want an http:// or https:// URL with a host", flag, value)
 	}
 	return nil
 }

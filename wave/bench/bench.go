@@ -7,6 +7,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -81,6 +82,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// stallLimit is how long a capture may publish nothing before the run gives up.
+const stallLimit = 60 * time.Second
+
 func (o *Options) setDefaults() error {
 	def := func(v *int, d int) {
 		if *v == 0 {
@@ -111,6 +115,20 @@ func (o *Options) setDefaults() error {
 	}
 	if _, err := rowenc.NewFormat(o.Format, nil); err != nil {
 		return fmt.Errorf("bench: %w", err)
+	}
+	// Checked before the rows are loaded: a bad codec or reference decoder failed the run
+	// after its capture, and threw the capture's figure away (an outside trial).
+	switch o.Compression {
+	case "none", "gzip", "snappy", "lz4", "zstd":
+	default:
+		return fmt.Errorf("bench: compression %q: want none, gzip, snappy, lz4 or zstd", o.Compression)
+	}
+	if o.MariadbBinlog != "-" {
+		bin, err := referenceBinary(o.MariadbBinlog)
+		if err != nil {
+			return err
+		}
+		o.MariadbBinlog = bin
 	}
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:3307"
@@ -456,12 +474,20 @@ func capture(ctx context.Context, opts Options, db, topic string, start cluster.
 		}
 	}()
 	// Polled every 5 ms from this process, so cheaply: the wave's own status and
-	// counter, and the coordinator only once every row is acknowledged.
+	// counter, and the coordinator only once every row is acknowledged. A capture that
+	// publishes nothing for stallLimit while it retries (Kafka unreachable, a source that
+	// refuses) ends the run with its error: it retried for ever (an outside trial).
 	last := time.Now()
+	progressAt, progress := time.Now(), int64(-1)
 	for {
 		st := instanceStatus(w)
 		if st.State == cluster.StateError {
 			return fmt.Errorf("bench: capture stopped: %s", st.Error)
+		}
+		if n := w.Published("bench"); n != progress {
+			progressAt, progress = time.Now(), n
+		} else if time.Since(progressAt) > stallLimit {
+			return fmt.Errorf("bench: nothing published for %s, the capture %s: %s", stallLimit, st.State, cmp.Or(st.Error, "no error given"))
 		}
 		if running.IsZero() && st.State == cluster.StateRunning {
 			running = time.Now()
@@ -562,20 +588,30 @@ type countWriter struct{ n atomic.Int64 }
 
 func (c *countWriter) Write(p []byte) (int, error) { c.n.Add(int64(len(p))); return len(p), nil }
 
+// referenceBinary is the reference decoder to run: bin (a path or a name on PATH), or
+// mariadb-binlog or mysqlbinlog from PATH when bin is empty.
+func referenceBinary(bin string) (string, error) {
+	if bin != "" {
+		p, err := exec.LookPath(bin)
+		if err != nil {
+			return "", fmt.Errorf("bench: -mariadb-binlog %s: %w (or pass -mariadb-binlog - to skip the reference)", bin, err)
+		}
+		return p, nil
+	}
+	for _, name := range []string{"mariadb-binlog", "mysqlbinlog"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("bench: neither mariadb-binlog nor mysqlbinlog is on PATH (install mariadb-client, or pass -mariadb-binlog -)")
+}
+
 // reference times mariadb-binlog decoding the same range from the server.
 func reference(ctx context.Context, opts Options, files []string, start, end cluster.Position, res *Result) error {
 	out := opts.Out
-	bin := opts.MariadbBinlog
-	if bin == "" {
-		for _, name := range []string{"mariadb-binlog", "mysqlbinlog"} {
-			if p, err := exec.LookPath(name); err == nil {
-				bin = p
-				break
-			}
-		}
-		if bin == "" {
-			return errors.New("bench: neither mariadb-binlog nor mysqlbinlog is on PATH (install mariadb-client, or pass -mariadb-binlog -)")
-		}
+	bin, err := referenceBinary(opts.MariadbBinlog)
+	if err != nil {
+		return err
 	}
 	host, port, _ := net.SplitHostPort(opts.Addr)
 	args := []string{"--read-from-remote-server", "--host=" + host, "--port=" + port, "--user=" + opts.User,

@@ -25,6 +25,10 @@ func TestOptionsErrors(t *testing.T) {
 		{"bad address", Options{Addr: "localhost"}, `source address "localhost"`},
 		{"negative batch", Options{BatchRows: -5}, "batch rows -5"},
 		{"unknown format", Options{Format: "avro"}, `format "avro": unknown; known formats: `},
+		// Before the rows are loaded: after the capture, the run lost its figure (an
+		// outside trial).
+		{"unknown codec", Options{Compression: "bogus", MariadbBinlog: "-"}, `compression "bogus": want none, gzip, snappy, lz4 or zstd`},
+		{"no reference decoder", Options{MariadbBinlog: "/nonexistent/mariadb-binlog"}, "-mariadb-binlog /nonexistent/mariadb-binlog: "},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -34,7 +38,7 @@ func TestOptionsErrors(t *testing.T) {
 			}
 		})
 	}
-	var o Options
+	o := Options{MariadbBinlog: "-"}
 	if err := o.setDefaults(); err != nil || o.Rows != 1_000_000 || o.Addr != "127.0.0.1:3307" {
 		t.Fatalf("defaults: %v %+v", err, o)
 	}
