@@ -50,7 +50,7 @@ func TestOptionsErrors(t *testing.T) {
 		{"zero duration", func(o *Options) { o.Duration = 0 }, "-duration 0s: must be positive"},
 		// A violation rides on its node's batch: shorter than two batch intervals, some
 		// were never sent and the run failed as if the alarm lost them.
-		{"shorter than two batch intervals", func(o *Options) { o.Nodes, o.Batch, o.Rate, o.Duration = 1000, 100, 10_000, 5 * time.Second },
+		{"shorter than two batch intervals", func(o *Options) { o.Nodes, o.Batch, o.Rate, o.Duration = 1000, 100, 10_000, 5*time.Second },
 			"-duration 5s: a node sends a batch every 10s at -rate 10000 (-nodes 1000 of -batch 100 points), and a violation rides on its node's batch: give -duration 20s or more"},
 	}
 	for _, tc := range tests {
