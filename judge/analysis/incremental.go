@@ -153,16 +153,23 @@ func (a *Incremental) nodeLocked(id string) *nodeState {
 // seen records a batch received at `at` carrying timestamp ts, and reports whether it is
 // news of the node: a timestamp after its last batch's (or none), which alone moves the
 // node's clock offset and interval. A batch not newer than the last (the bus's
-// redelivery, a late delivery, a clock stepped back) keeps a live node live, but says
-// nothing of one gone stale: one batch of three hours ago brought a dead wave back to
-// life, dated three hours ahead of the judge's clock, and placements chose it; and its
-// offset made a wave whose process had died look alive (an outside trial).
+// redelivery, a late delivery) keeps a live node live, but says nothing of one gone
+// stale: one batch of three hours ago brought a dead wave back to life, dated three hours
+// ahead of the judge's clock, and placements chose it; and its offset made a wave whose
+// process had died look alive (an outside trial). But one dated within staleAfter of
+// the judge's clock was sent now: a stale node whose clock stepped back (an NTP
+// correction after an outage) is back with it, its clock taken from there, where it
+// stayed stale until its clock passed its old last batch, up to the 10 minutes ahead the
+// judge admits (an outside trial).
 func (n *nodeState) seen(at, ts time.Time, staleAfter time.Duration) (news bool) {
 	if !ts.IsZero() && !ts.After(n.lastTS) {
-		if !n.lastSeen.IsZero() && at.Sub(n.lastSeen) <= staleAfter {
+		live := !n.lastSeen.IsZero() && at.Sub(n.lastSeen) <= staleAfter
+		if live {
 			n.lastSeen = at
 		}
-		return false
+		if live || at.Sub(ts) > staleAfter {
+			return false
+		}
 	}
 	n.lastSeen = at
 	if !ts.IsZero() {

@@ -268,3 +268,30 @@ func TestOldBatchDoesNotReviveAStaleNode(t *testing.T) {
 	n, _ = a.Node("zw1")
 	require.Equal(t, clk.Now(), n.LastSeen)
 }
+
+// TestStaleNodeWhoseClockSteppedBackIsBack: a node gone stale whose clock then stepped
+// back (batches dated five minutes ahead, then an NTP correction) is live again with its
+// first batch dated now, not when its clock passes its old last batch: it stayed stale,
+// left out of placements, for up to the 10 minutes ahead the judge admits (an outside
+// trial). An old batch still revives nothing (TestOldBatchDoesNotReviveAStaleNode).
+func TestStaleNodeWhoseClockSteppedBackIsBack(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 11, 29, 14, 10, 0, 0, time.UTC)}
+	a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: clk.Now})
+	require.NoError(t, err)
+	b := func(ts time.Time) metric.Batch {
+		return metric.Batch{Node: "ntp", TS: ts, IntervalS: 5, Points: []metric.Point{{Name: "cpu.util", Value: 5}}}
+	}
+	ahead := clk.Now().Add(5 * time.Minute)
+	a.Observe(b(ahead))
+	clk.Set(clk.Now().Add(5 * time.Second))
+	a.Observe(b(ahead.Add(5 * time.Second)))
+	clk.Set(clk.Now().Add(20 * time.Second)) // stale: 3 intervals of 5 s
+	a.Observe(b(clk.Now()))                   // the clock corrected
+	n, _ := a.Node("ntp")
+	require.Equal(t, clk.Now(), n.LastSeen, "back with its first batch dated now")
+	require.Equal(t, clk.Now(), n.LastBatchTS, "its clock taken from there")
+	clk.Set(clk.Now().Add(5 * time.Second))
+	a.Observe(b(clk.Now()))
+	n, _ = a.Node("ntp")
+	require.Equal(t, clk.Now(), n.LastSeen)
+}
