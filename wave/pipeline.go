@@ -402,7 +402,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 	w.m.lag.track(inst.ID, lag)
 	defer w.m.lag.forget(inst.ID) // the term's lag: none in the error state that may follow
 	w.setStatus(inst.ID, func(s *InstanceStatus) {
-		s.State, s.Error, s.Reason, s.Position = cluster.StateRunning, "", "", start
+		s.State, s.Error, s.Reason, s.Position = cluster.StateStarting, "", "", start
 	})
 
 	busPub := w.opts.Publisher

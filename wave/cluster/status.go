@@ -84,8 +84,14 @@ func recordedLag(rec RecordedStatus, leader string, now time.Time) (lag *float64
 
 // Instance states shown by /status and `binlake instance show`.
 const (
-	StateStandby      = "standby"      // campaigning: another wave leads
-	StateRunning      = "running"      // leading and capturing
+	StateStandby = "standby" // campaigning: another wave leads
+	StateRunning = "running" // leading and capturing
+	// StateStarting: leading, its term begun, its source not yet read from (the first
+	// event of the binlog connection makes it running). It said running from the term's
+	// start, and an agent's scrape then, before a source that refuses had answered, made
+	// the alarm resolve the instance's stopped alert and page it again after a restart (an
+	// outside trial).
+	StateStarting     = "starting"
 	StateReconnecting = "reconnecting" // leading, the source is unreachable (retrying)
 	StateRetrying     = "retrying"     // the pipeline failed and restarts after a pause
 	StateError        = "error"        // stopped until an operator acts (binlog purged, oversized row)
@@ -94,4 +100,6 @@ const (
 // HasLag reports whether an instance in state has a lag to show: while its wave leads
 // and captures it, or reconnects to its source (the lag then grows: the capture has
 // published nothing newer). The metric has the same series: the term's tracker.
-func HasLag(state string) bool { return state == StateRunning || state == StateReconnecting }
+func HasLag(state string) bool {
+	return state == StateRunning || state == StateReconnecting || state == StateStarting
+}
