@@ -37,6 +37,11 @@ func TestNewTermKeepsTheLastTermsLag(t *testing.T) {
 	_, wv, _ := embeddedOn(t, ctx, c, inst, 0)
 	for {
 		for _, st := range wv.Status() {
+			// Its source never answers: never running (it said running from the term's
+			// start, and the alarm resolved the instance's stopped alert on it).
+			if st.ID == inst.ID && st.State == cluster.StateRunning {
+				t.Fatalf("status %+v: running, with a source that never answered", st)
+			}
 			if st.ID == inst.ID && st.State == cluster.StateReconnecting {
 				if st.LagS == nil || *st.LagS < 100 {
 					t.Fatalf("status %+v, lag %v: want the last term's lag, 100 s or more", st, st.LagS)
