@@ -286,7 +286,7 @@ func TestStaleNodeWhoseClockSteppedBackIsBack(t *testing.T) {
 	clk.Set(clk.Now().Add(5 * time.Second))
 	a.Observe(b(ahead.Add(5 * time.Second)))
 	clk.Set(clk.Now().Add(20 * time.Second)) // stale: 3 intervals of 5 s
-	a.Observe(b(clk.Now()))                   // the clock corrected
+	a.Observe(b(clk.Now()))                  // the clock corrected
 	n, _ := a.Node("ntp")
 	require.Equal(t, clk.Now(), n.LastSeen, "back with its first batch dated now")
 	require.Equal(t, clk.Now(), n.LastBatchTS, "its clock taken from there")
