@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -163,7 +165,8 @@ func New(o Options) (*Alarm, error) {
 	a.eng = NewEngine(EngineOptions{
 		Policies: o.Policies, Log: &CoordLog{C: o.Coordinator}, Silences: a.silences, Inhibition: o.Inhibition,
 		GroupWait: o.GroupWait, GroupInterval: o.GroupInterval, ResolvedRetention: o.ResolvedRetention, StaleIntervals: o.StaleIntervals,
-		Send: func(m notify.Message) { a.disp.Enqueue(m) }, ExternalURL: o.ExternalURL, Now: o.Now, Logger: o.Logger,
+		Send: func(m notify.Message) { a.disp.Enqueue(m) }, Channels: slices.Sorted(maps.Keys(o.Channels)),
+		ExternalURL: o.ExternalURL, Now: o.Now, Logger: o.Logger,
 		OnEvaluations: func(n int) { a.m.evaluations.Add(float64(n)) },
 		OnLogError:    func() { a.m.logErrors.Inc() },
 		OnSuppressed:  func(r string) { a.m.suppressed.WithLabelValues(r).Inc() },

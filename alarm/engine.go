@@ -70,6 +70,10 @@ type EngineOptions struct {
 	// delivers it reports the outcome with Engine.Delivered: a page counts as sent, in
 	// the notification log, only once a channel delivered it.
 	Send func(notify.Message)
+	// Channels are the channels this process has (nil: any a policy names is taken as
+	// had). A gone policy's stand-in sends only to those of its recorded channels
+	// (orphanPolicy).
+	Channels []string
 	// DeliveryTimeout bounds how long a queued page may take to be delivered (all
 	// retries included) after its group_wait; a page claimed in the log and neither
 	// delivered nor failed within the larger of group_wait and group_interval plus this

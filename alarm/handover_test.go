@@ -502,3 +502,38 @@ func TestRemovedPolicysResolutionKeepsItsGrouping(t *testing.T) {
 	}
 	require.Equal(t, pages, resolved, "each resolution under its page's group key")
 }
+
+// TestRemovedPolicysGoneChannelIsNotOwed: a policy and one of its channels removed
+// together while its alert fires: the stand-in tells the channel that is left, and the
+// entry closes (a tombstone). The resolution owed to the gone channel was queued nowhere,
+// and the entry owed it for good, never removed (an outside trial).
+func TestRemovedPolicysGoneChannelIsNotOwed(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	twoChannels := strings.Replace(basePolicy, "channels: [c]", "channels: [c, gone]", 1)
+	c1 := openCoord(t, dir)
+	r1 := newRigOn(t, c1, clk, twoChannels, nil)
+	r1.observe("wave-1", 95)
+	sent := map[string]bool{}
+	for _, m := range r1.out.messages() {
+		sent[m.Receiver] = true
+	}
+	require.Equal(t, map[string]bool{"c": true, "gone": true}, sent)
+	require.NoError(t, c1.Close())
+
+	renamed := strings.Replace(basePolicy, "name: cpu", "name: cpu-high", 1)
+	r2 := restartOn(t, dir, clk, renamed, func(o *EngineOptions) { o.Channels = []string{"c"} })
+	clk.Add(time.Minute)
+	r2.observe("wave-1", 10)
+	var to []string
+	for _, m := range r2.out.messages() {
+		for _, a := range m.Alerts {
+			to = append(to, m.Receiver+" "+a.Status)
+		}
+	}
+	require.Equal(t, []string{"c resolved"}, to)
+	entries, err := (&CoordLog{C: r2.c}).Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.True(t, entries[0].ResolveSent, "the entry closed: %+v", entries[0])
+	require.Empty(t, entries[0].ResolveOwed)
+}

@@ -1,6 +1,7 @@
 package alarm
 
 import (
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -36,7 +37,17 @@ func (e *Engine) policyOf(le LogEntry) *policy.Policy {
 	if len(le.Channels) == 0 {
 		return nil
 	}
-	return e.orphanPolicy(le.Policy, le.Channels, le.GroupBy, le.Labels[policy.LabelSeverity])
+	chans := le.Channels
+	if e.o.Channels != nil {
+		// A channel removed from the config with the policy cannot be told: its
+		// resolution was queued nowhere, and the entry stayed owing it for good, never a
+		// tombstone (an outside trial).
+		chans = slices.DeleteFunc(slices.Clone(chans), func(c string) bool { return !slices.Contains(e.o.Channels, c) })
+		if len(chans) == 0 {
+			return nil
+		}
+	}
+	return e.orphanPolicy(le.Policy, chans, le.GroupBy, le.Labels[policy.LabelSeverity])
 }
 
 // orphanPolicy is the stand-in for a policy named name that is gone from the file,
