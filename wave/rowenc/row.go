@@ -368,6 +368,13 @@ func AppendDDLKey(dst []byte, db, table, by string) []byte {
 // backquotes doubled, as MySQL quotes it. Names may hold any of them, and unquoted the
 // row 1 of table "c" in database "a.b" and of table "b.c" in database "a" had one key,
 // "a.b.c:[1]": with log compaction one of the two rows was lost.
+// TableKey is the key of a table's messages under partition_by table, db.table with a
+// name holding '.', ':' or '`' quoted in backquotes: what a row's key under partition_by
+// pk starts with, before ":" and its values (binlake tail reads them back).
+func TableKey(db, table string) string {
+	return string(appendKeyName(append(appendKeyName(nil, db), '.'), table))
+}
+
 func appendKeyName(dst []byte, name string) []byte {
 	if !strings.ContainsAny(name, ".:`") {
 		return append(dst, name...)

@@ -151,19 +151,12 @@ func keyValues(key []byte, db, table string) json.RawMessage {
 		b, _ := json.Marshal(pk) // sorted by column: Maxwell's key order is the key's, which a map loses
 		return b
 	}
-	prefix := quoteKeyName(db) + "." + quoteKeyName(table) + ":"
+	prefix := rowenc.TableKey(db, table) + ":"
 	k, ok := bytes.CutPrefix(key, []byte(prefix))
 	if !ok || len(k) == 0 || k[0] != '[' || !json.Valid(k) {
 		return nil
 	}
 	return json.RawMessage(k)
-}
-
-func quoteKeyName(name string) string {
-	if !strings.ContainsAny(name, ".:`") {
-		return name
-	}
-	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
 
 // appendRowLine is appendLine's part of one row, from its time on.
