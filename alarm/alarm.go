@@ -84,6 +84,10 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Ready, when set, receives the bound HTTP address once it serves.
 	Ready func(addr string)
+	// History, when set, reads a partition's past back before the process's first
+	// message of it, so that the policies' time windows start full (see History). Nil:
+	// they start at the stream's position.
+	History History
 }
 
 // Alarm is one alarm process.
@@ -100,6 +104,7 @@ type Alarm struct {
 	handler     http.Handler
 	errs        *httpapi.Errors
 	own         *ownership // nil without a subscriber
+	back        *readBack  // nil without a History or a policy that looks back
 	book        *nodeBook
 	// decoders are idle metric decoders, one per goroutine decoding at once (the bus
 	// delivers partitions concurrently); each remembers the names and label sets of the
@@ -176,9 +181,10 @@ func New(o Options) (*Alarm, error) {
 	}
 	a.handler = a.routes()
 	a.book = newNodeBook(o.Coordinator, a.eng, a.log, o.Now)
+	a.back = newReadBack(o.History, a.eng)
 	if o.Subscriber != nil {
 		pos, _ := o.Subscriber.(bus.Positioner)
-		a.own = &ownership{pos: pos, eng: a.eng, log: a.log, parts: map[string]int{}, onGain: a.gained, onRelease: a.saveBook,
+		a.own = &ownership{pos: pos, eng: a.eng, log: a.log, parts: map[string]int{}, onGain: a.gained, onRelease: a.released,
 			draining: func(ctx context.Context) ([]string, error) { return drainingClaimers(ctx, o.Coordinator) }}
 	}
 	return a, nil
@@ -197,6 +203,15 @@ func (a *Alarm) gained(ctx context.Context, parts []int) {
 		a.log.Warn("node book: pages of the gained partitions could not all be read", "partitions", parts, "err", err)
 	}
 	a.log.Info("took partitions over", "partitions", parts, "nodes_from_book", len(nodes))
+}
+
+// released lets partitions go: their pages of the node book are written for whoever
+// takes them, and their history is read back again should they return.
+func (a *Alarm) released(ctx context.Context, parts []int) {
+	a.saveBook(ctx, parts)
+	if a.back != nil {
+		a.back.forget(parts)
+	}
 }
 
 // saveBook writes the node book's pages of the given partitions (nil: all held).
@@ -227,11 +242,12 @@ func (a *Alarm) Handler() http.Handler { return a.handler }
 
 // ObserveRaw decodes one encoded batch and evaluates it; a bad batch is counted and
 // skipped (returned as an error, but never fatal).
-func (a *Alarm) ObserveRaw(data []byte) error { return a.observeRaw(data, nil) }
+func (a *Alarm) ObserveRaw(data []byte) error { return a.observeRaw(nil, nil, data, nil) }
 
 // observeRaw is ObserveRaw, calling ack once the notification log writes the batch led
-// to are done (at once for a bad batch).
-func (a *Alarm) observeRaw(data []byte, ack func()) error {
+// to are done (at once for a bad batch). m, when not nil, is the bus message data came
+// in: its partition's history is read back first when it is due (readBack), with ctx.
+func (a *Alarm) observeRaw(ctx context.Context, m *bus.Message, data []byte, ack func()) error {
 	var bd *batchDecoder
 	select {
 	case bd = <-a.decoders:
@@ -264,6 +280,9 @@ func (a *Alarm) observeRaw(data []byte, ack func()) error {
 	a.m.points.Add(float64(len(b.Points)))
 	if !b.TS.IsZero() {
 		a.m.newestBatch.Observe(b.TS)
+	}
+	if m != nil {
+		a.readBack(ctx, *m, b)
 	}
 	a.eng.ObserveAck(b, ack) // evaluates at once: nothing keeps b.Points after it returns
 	bd.points = b.Points
@@ -311,7 +330,7 @@ func (a *Alarm) Run(ctx context.Context) error {
 		a.eng.Resumed()
 	}
 	rcancel()
-	a.log.Info("notification log restored", "firing_alerts", n)
+	a.log.Info("notification log restored", "firing_alerts", n, "history_read_back", describeHistory(a.back))
 
 	a.disp.Start()
 	// One run group: the timers, the stream, the ownership and the API stop together
@@ -474,7 +493,7 @@ func (a *Alarm) subscribeLoop(ctx context.Context) {
 		// The message is committed once the batch's notification log writes are done
 		// (bus.Defer), so a crash before them redelivers it. Bad batches are counted and
 		// skipped, never fatal.
-		_ = a.observeRaw(m.Value, bus.Defer(ctx))
+		_ = a.observeRaw(ctx, &m, m.Value, bus.Defer(ctx))
 		return nil
 	}, bus.RetryOptions{Concurrent: true /* safe: the engine and ownership lock */, OnError: bus.WarnRetries(a.log, "metric subscription failed; retrying", a.m.subscribeErrors.Inc)})
 }

@@ -9,6 +9,7 @@ import (
 type metrics struct {
 	evaluations, batches, points, decodeErrors prometheus.Counter
 	subscribeErrors, logErrors                 prometheus.Counter
+	historyBatches, historyErrors              prometheus.Counter
 	suppressed                                 *prometheus.CounterVec
 	newestBatch                                *promreg.Newest
 	refreshErrors                              *prometheus.CounterVec
@@ -27,6 +28,8 @@ func newMetrics() *metrics {
 		decodeErrors:    c("decode_errors_total", "Batches skipped because they could not be decoded or validated."),
 		subscribeErrors: c("subscribe_errors_total", "Bus subscriptions that ended with an error and were restarted."),
 		logErrors:       c("notification_log_errors_total", "Failed writes to the notification log."),
+		historyBatches:  c("history_batches_total", "Batches read back from a partition's history into the policies' time windows, before the process's first message of the partition."),
+		historyErrors:   c("history_errors_total", "Reads of a partition's history that failed or ran out of time: the partition's time windows started from the stream's position."),
 		// The evaluation lag of deploy/prometheus/rules.yml is time() minus this.
 		newestBatch: promreg.NewNewest(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "newest_batch_timestamp_seconds",
 			Help: "Collection time of the newest metric batch evaluated; 0 before the first. time() minus it is how far evaluation is behind."}),
@@ -41,7 +44,7 @@ func (m *metrics) register(reg prometheus.Registerer, e *Engine) error {
 	m.suppressed.WithLabelValues("silenced")
 	m.suppressed.WithLabelValues("inhibited")
 	alerts := prometheus.NewGaugeFunc // one gauge per state, read under the engine's lock
-	cs := []prometheus.Collector{m.evaluations, m.batches, m.points, m.decodeErrors, m.subscribeErrors, m.logErrors, m.suppressed, m.newestBatch, m.refreshErrors}
+	cs := []prometheus.Collector{m.evaluations, m.batches, m.points, m.decodeErrors, m.subscribeErrors, m.logErrors, m.historyBatches, m.historyErrors, m.suppressed, m.newestBatch, m.refreshErrors}
 	for _, st := range []State{StatePending, StateFiring, StateResolved} {
 		cs = append(cs, alerts(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "alerts",
 			Help: "Alerts by state.", ConstLabels: prometheus.Labels{"state": st.String()}}, func() float64 {

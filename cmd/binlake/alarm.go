@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/binlake/binlake/alarm"
+	"github.com/binlake/binlake/alarm/history"
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/alarm/policy"
 	"github.com/binlake/binlake/internal/buildinfo"
@@ -103,13 +104,18 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer c.Close()
 
 	waiting.Waiting("bus")
-	sub, closeBus, _, err := SubscribeWith(ctx, cfg.Bus, deps.bus)
+	sub, reader, closeBus, err := subscribeReading(ctx, cfg.Bus, deps.bus)
 	waiting.Stop()
 	if err != nil {
 		return err
 	}
 	defer closeBus()
+	var hist alarm.History
+	if reader != nil {
+		hist = history.Bus{Reader: reader, Topic: cfg.Bus.Topic}
+	}
 	return alarm.Run(ctx, alarm.Options{
+		History:  hist,
 		Policies: deps.policies, Channels: deps.channels, Subscriber: sub, Coordinator: c,
 		Listen: cfg.HTTP.Listen, TLS: cfg.HTTP.TLS, Token: deps.token, ExternalURL: cfg.HTTP.ExternalURL,
 		ShutdownTimeout: shutdown.D(),

@@ -18,7 +18,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/binlake/binlake/agent"
 	"github.com/binlake/binlake/alarm"
+	"github.com/binlake/binlake/alarm/history"
 	"github.com/binlake/binlake/alarm/policy"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge"
@@ -111,7 +113,7 @@ func runAlarmTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	var h history
+	var h replayed
 	// The engine's timer runs to the window's end, not only to the last batch: a node
 	// silent since is dead by nodata then, as the live alarm finds it, and a series gone
 	// quiet goes stale. A stream without -to ends at its last batch.
@@ -176,8 +178,8 @@ func historyRange(fromS, toS string, now time.Time) (from, to time.Time, err err
 	return from, to, nil
 }
 
-// history is what a replay read.
-type history struct {
+// replayed is what a replay read.
+type replayed struct {
 	source      string
 	batches     int
 	nodes       map[string]bool
@@ -186,7 +188,7 @@ type history struct {
 	skipped     []string // the stream's lines skipped as the alarm skips them, each said
 }
 
-func (h *history) saw(b metric.Batch) {
+func (h *replayed) saw(b metric.Batch) {
 	if h.nodes == nil {
 		h.nodes = map[string]bool{}
 	}
@@ -205,10 +207,10 @@ type historyScanner interface {
 }
 
 // replayStore replays the history of [from, to) in up's data folder or the judge's store.
-func replayStore(ctx context.Context, dataDir, judgeCfg string, from, to time.Time, interval time.Duration, rp *alarm.Replay, stderr io.Writer) (history, error) {
+func replayStore(ctx context.Context, dataDir, judgeCfg string, from, to time.Time, interval time.Duration, rp *alarm.Replay, stderr io.Writer) (replayed, error) {
 	var (
 		sc  historyScanner
-		h   history
+		h   replayed
 		err error
 	)
 	switch {
@@ -256,14 +258,14 @@ func replayStore(ctx context.Context, dataDir, judgeCfg string, from, to time.Ti
 	}
 	defer sc.Close()
 	var replayErr error
-	b := newBatcher(interval, func(batch metric.Batch) error {
+	b := history.NewBatcher(interval, agent.DefaultInterval, func(batch metric.Batch) error {
 		h.saw(batch)
 		replayErr = rp.Observe(batch)
 		return replayErr
 	})
-	err = sc.Scan(ctx, from, to, b.add)
+	err = sc.Scan(ctx, from, to, b.Add)
 	if err == nil {
-		err = b.flush()
+		err = b.Flush()
 	}
 	if err != nil {
 		if replayErr != nil {
@@ -271,13 +273,13 @@ func replayStore(ctx context.Context, dataDir, judgeCfg string, from, to time.Ti
 		}
 		return h, fmt.Errorf("%s: %w", h.source, err)
 	}
-	h.names = b.seen()
+	h.names = b.Seen()
 	return h, nil
 }
 
 // replayStream replays a recorded stream file (- for stdin).
-func replayStream(path string, from, to time.Time, rp *alarm.Replay) (history, error) {
-	h := history{source: path}
+func replayStream(path string, from, to time.Time, rp *alarm.Replay) (replayed, error) {
+	h := replayed{source: path}
 	var r io.Reader = os.Stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -311,7 +313,7 @@ func replayStream(path string, from, to time.Time, rp *alarm.Replay) (history, e
 // replayWarnings are the policies the history could not try: a metric that is not a
 // known name (likely a typo, with the closest name), or a known one the history has no
 // point of.
-func replayWarnings(pols []*policy.Policy, polPath string, h history) []string {
+func replayWarnings(pols []*policy.Policy, polPath string, h replayed) []string {
 	known := knownMetricNames(h.names)
 	out := unknownMetricMessages(pols, polPath, known, "a canonical metric, one the agents' collectors send, or one in the history replayed")
 	for _, p := range pols {
@@ -378,7 +380,7 @@ func orDash(s string) string {
 }
 
 // replaySummary is the last line: what was replayed and what came of it.
-func replaySummary(h history, policies int, eps []alarm.Episode, messages int) string {
+func replaySummary(h replayed, policies int, eps []alarm.Episode, messages int) string {
 	if h.batches == 0 {
 		return fmt.Sprintf("no batches in %s for the time range: nothing replayed", h.source)
 	}

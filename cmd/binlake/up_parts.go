@@ -16,6 +16,7 @@ import (
 	"github.com/binlake/binlake/agent/collector"
 	wavecollector "github.com/binlake/binlake/agent/collector/wave"
 	"github.com/binlake/binlake/alarm"
+	"github.com/binlake/binlake/alarm/history"
 	"github.com/binlake/binlake/alarm/policy"
 	"github.com/binlake/binlake/internal/buildinfo"
 	"github.com/binlake/binlake/internal/config"
@@ -59,6 +60,8 @@ func (s *suite) newSinks(pols []*policy.Policy, chans *Channels) (*judge.Judge, 
 	al, err := alarm.New(alarm.Options{
 		Policies: pols, Channels: chans.Notifiers, Subscriber: s.deps.alarmSub, Coordinator: s.deps.coord,
 		Listen: o.AlarmListen, Logger: o.Logger, Ready: readyTo(s.alarmReady), ExternalURL: upExternalURL(o.AlarmListen),
+		// The bus starts empty at each start: the windows' past is in the judge's store.
+		History: history.Store{Store: s.deps.store, Path: s.deps.storePath, FirstInterval: agent.DefaultInterval},
 		// On, as the alarm role has it by default: the shipped policies count on it.
 		Inhibition: alarm.Inhibition{Enabled: true},
 		// Half the budget: the alarm stops after the sources, within the same deadline.

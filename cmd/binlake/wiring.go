@@ -53,16 +53,26 @@ func Subscribe(ctx context.Context, b config.Bus, clientID string, logger *slog.
 // Start says if it is new. With no bus it returns a nil subscriber. closeFn closes the
 // subscriber, then the connection; desc names the bus for the log.
 func SubscribeWith(ctx context.Context, b config.Bus, kopts *kafka.Options) (sub bus.Subscriber, closeFn func(), desc string, err error) {
-	if kopts == nil {
-		return nil, func() {}, "none", nil
-	}
-	k, err := kafka.New(*kopts)
+	sub, _, closeFn, err = subscribeReading(ctx, b, kopts)
 	if err != nil {
 		return nil, nil, "", err
 	}
+	return sub, closeFn, BusDesc(b, kopts), nil
+}
+
+// subscribeReading is SubscribeWith, returning the connection too, which also reads
+// the topic outside the group (the alarm's history); both nil with no bus.
+func subscribeReading(ctx context.Context, b config.Bus, kopts *kafka.Options) (sub bus.Subscriber, r bus.Reader, closeFn func(), err error) {
+	if kopts == nil {
+		return nil, nil, func() {}, nil
+	}
+	k, err := kafka.New(*kopts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	if err := createTopicWhenReachable(ctx, k, bus.TopicSpec{Name: b.Topic, Partitions: b.Partitions, Replication: b.Replication}, kopts); err != nil {
 		k.Close()
-		return nil, nil, "", fmt.Errorf("bus: %w", err)
+		return nil, nil, nil, fmt.Errorf("bus: %w", err)
 	}
 	start := bus.StartFirst
 	if b.Start == config.StartNewest {
@@ -71,13 +81,13 @@ func SubscribeWith(ctx context.Context, b config.Bus, kopts *kafka.Options) (sub
 	sub, err = k.Subscriber(bus.SubscribeOptions{Topic: b.Topic, Group: b.Group, StartAt: start})
 	if err != nil {
 		k.Close()
-		return nil, nil, "", fmt.Errorf("bus: %w", err)
+		return nil, nil, nil, fmt.Errorf("bus: %w", err)
 	}
 	closeFn = func() {
 		sub.Close()
 		k.Close()
 	}
-	return sub, closeFn, BusDesc(b, kopts), nil
+	return sub, k, closeFn, nil
 }
 
 // BusDesc names the bus for the start-up line: the brokers, their security, the topic

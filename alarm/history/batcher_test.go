@@ -1,6 +1,4 @@
-//go:build !agentonly
-
-package main
+package history
 
 import (
 	"slices"
@@ -10,14 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/binlake/binlake/agent"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 )
 
 // Stored points come back as one batch per node and time, in time then node order, each
-// with its node's measured interval: the agents' default before its second batch, then
-// the median of its last five gaps, which one outage does not move. -interval fixes it.
+// with its node's measured interval: the first interval given (the agents' default) before its second batch, then
+// the median of its last five gaps, which one outage does not move. A fixed interval (alarm test's -interval) replaces it.
 func TestBatcherRebuildsBatches(t *testing.T) {
 	// wave-1 every 2 s, with a 60 s outage after 8 s; wave-2 every 5 s.
 	var pts []store.Point
@@ -47,19 +44,19 @@ func TestBatcherRebuildsBatches(t *testing.T) {
 	}
 	replay := func(fixed time.Duration) []got {
 		var out []got
-		b := newBatcher(fixed, func(batch metric.Batch) error {
+		b := NewBatcher(fixed, 10*time.Second, func(batch metric.Batch) error {
 			require.NoError(t, batch.Validate())
 			out = append(out, got{batch.Node, int(batch.TS.Sub(histBase).Seconds()), batch.IntervalS, len(batch.Points)})
 			return nil
 		})
 		sorted := sortByTime(pts)
-		require.NoError(t, b.add(sorted[:7])) // chunks end anywhere, even inside a time
-		require.NoError(t, b.add(sorted[7:]))
-		require.NoError(t, b.flush())
-		require.Equal(t, []string{"cpu.util", "mem.used_pct", "wave.lag_s"}, b.seen())
+		require.NoError(t, b.Add(sorted[:7])) // chunks end anywhere, even inside a time
+		require.NoError(t, b.Add(sorted[7:]))
+		require.NoError(t, b.Flush())
+		require.Equal(t, []string{"cpu.util", "mem.used_pct", "wave.lag_s"}, b.Seen())
 		return out
 	}
-	def := agent.DefaultInterval.Seconds()
+	def := 10.0 // the first interval given
 	require.Equal(t, []got{
 		{"wave-1", 0, def, 2}, {"wave-2", 0, def, 1},
 		{"wave-1", 2, 2, 2},
@@ -71,6 +68,10 @@ func TestBatcherRebuildsBatches(t *testing.T) {
 		{"wave-1", 70, 2, 2},
 	}, replay(0))
 	for _, g := range replay(3 * time.Second) {
-		require.Equal(t, 3.0, g.interval, "-interval 3s: %+v", g)
+		require.Equal(t, 3.0, g.interval, "fixed 3s: %+v", g)
 	}
 }
+
+var histBase = time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+
+func hat(s int) time.Time { return histBase.Add(time.Duration(s) * time.Second) }

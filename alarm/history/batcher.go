@@ -1,13 +1,10 @@
-//go:build !agentonly
-
-package main
+package history
 
 import (
 	"maps"
 	"slices"
 	"time"
 
-	"github.com/binlake/binlake/agent"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 )
@@ -16,15 +13,16 @@ import (
 // is the median of: one restart (a short gap) or outage (a long one) does not move it.
 const measuredGaps = 5
 
-// batcher turns stored points back into the metric batches they came in: the store keeps
+// Batcher turns stored points back into the metric batches they came in: the store keeps
 // each point with its node and its batch's time, so the points of one node and time are
 // one batch. Points must come in non-decreasing time order (store.Scan's); batches go to
 // emit in time order, then node order. The store does not keep a batch's interval_s:
 // with fixed set every batch declares it, else each node's is measured, as the median of
-// its last gaps between batches (the agents' default interval before its second batch).
-type batcher struct {
-	fixed time.Duration
-	emit  func(metric.Batch) error
+// its last gaps between batches (first, the agents' default, before its second batch).
+// `binlake alarm test` replays the store's history with it; Store reads it back.
+type Batcher struct {
+	fixed, first time.Duration
+	emit         func(metric.Batch) error
 
 	ts      time.Time
 	pending map[string][]metric.Point // node → its points at ts
@@ -39,17 +37,19 @@ type nodeClock struct {
 	gaps []time.Duration // the last measuredGaps, oldest first
 }
 
-func newBatcher(fixed time.Duration, emit func(metric.Batch) error) *batcher {
-	return &batcher{fixed: fixed, emit: emit, pending: map[string][]metric.Point{}, nodes: map[string]*nodeClock{}, names: map[string]bool{}}
+// NewBatcher returns a Batcher that hands each batch to emit; fixed, when positive, is
+// every batch's interval, first a node's before its second batch.
+func NewBatcher(fixed, first time.Duration, emit func(metric.Batch) error) *Batcher {
+	return &Batcher{fixed: fixed, first: first, emit: emit, pending: map[string][]metric.Point{}, nodes: map[string]*nodeClock{}, names: map[string]bool{}}
 }
 
-// add takes one chunk of a scan. It copies what it keeps: a scan's chunk and labels are
+// Add takes one chunk of a scan (store.Store's Scan). It copies what it keeps: a scan's chunk and labels are
 // valid only during the call.
-func (b *batcher) add(pts []store.Point) error {
+func (b *Batcher) Add(pts []store.Point) error {
 	for i := range pts {
 		p := &pts[i]
 		if !p.TS.Equal(b.ts) {
-			if err := b.flush(); err != nil {
+			if err := b.Flush(); err != nil {
 				return err
 			}
 			b.ts = p.TS
@@ -60,8 +60,8 @@ func (b *batcher) add(pts []store.Point) error {
 	return nil
 }
 
-// flush emits the batches of the current time.
-func (b *batcher) flush() error {
+// Flush emits the batches of the current time: after the scan's last chunk.
+func (b *Batcher) Flush() error {
 	nodes := slices.Sorted(maps.Keys(b.pending))
 	for _, node := range nodes {
 		batch := metric.Batch{Node: node, TS: b.ts, IntervalS: b.interval(node, b.ts).Seconds(), Points: b.pending[node]}
@@ -75,7 +75,7 @@ func (b *batcher) flush() error {
 }
 
 // interval is the node's interval as of a batch at ts.
-func (b *batcher) interval(node string, ts time.Time) time.Duration {
+func (b *Batcher) interval(node string, ts time.Time) time.Duration {
 	if b.fixed > 0 {
 		return b.fixed
 	}
@@ -91,12 +91,12 @@ func (b *batcher) interval(node string, ts time.Time) time.Duration {
 	}
 	nc.last = ts
 	if len(nc.gaps) == 0 {
-		return agent.DefaultInterval
+		return b.first
 	}
 	sorted := slices.Clone(nc.gaps)
 	slices.Sort(sorted)
 	return sorted[(len(sorted)-1)/2]
 }
 
-// seen returns the metric names of the points added, sorted.
-func (b *batcher) seen() []string { return slices.Sorted(maps.Keys(b.names)) }
+// Seen returns the metric names of the points added, sorted.
+func (b *Batcher) Seen() []string { return slices.Sorted(maps.Keys(b.names)) }

@@ -1,0 +1,152 @@
+package alarm
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/alarm/history"
+	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/store"
+	"github.com/binlake/binlake/judge/store/sqlite"
+)
+
+// lagWindowPolicy fires on any mean and says the mean it fired on: the page's summary is
+// the window the first live point was evaluated on.
+const lagWindowPolicy = `policies:
+  - name: lag
+    metric: wave.lag_s
+    condition: avg_over(5m) > 0
+    severity: P2
+    channels: [c]
+    annotations:
+      summary: "{{ .Value }}"
+`
+
+func lag(v float64) metric.Point { return metric.Point{Name: "wave.lag_s", Value: v} }
+
+// firstPageValue is the value of the first page rcv gets, as the lag policy's summary
+// carries it.
+func firstPageValue(t *testing.T, rcv *receiver) float64 {
+	t.Helper()
+	p := rcv.wait(t, 1)
+	require.Equal(t, "firing", p[0].Status)
+	require.Len(t, p[0].Alerts, 1)
+	v, err := strconv.ParseFloat(p[0].Alerts[0].Annotations["summary"], 64)
+	require.NoError(t, err)
+	return v
+}
+
+// A restarted `binlake up` (its in-process bus empty) evaluates a five-minute window a
+// minute after its start on the five minutes the judge's store holds, not on the minute
+// since: the first live point's mean is the stored four minutes' and its own. Without a
+// history it was that point alone (the one-machine trial: the replication-lag policy
+// paged at 92 s where the five-minute mean was 58). What the store holds at or after the
+// first live point's time, and before the window, is not read.
+func TestTimeWindowsStartFromTheStoredHistory(t *testing.T) {
+	t0 := time.Now().UTC().Truncate(time.Second).Add(-time.Minute)
+	st, err := sqlite.Open(sqlite.Options{Path: filepath.Join(t.TempDir(), "store.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	pts := []store.Point{
+		{Node: "wave-1", Name: "wave.lag_s", TS: t0.Add(-400 * time.Second), Value: 1000}, // before the window
+		{Node: "wave-1", Name: "wave.lag_s", TS: t0, Value: 100},                          // the live point, stored already
+		{Node: "wave-1", Name: "wave.lag_s", TS: t0.Add(10 * time.Second), Value: 5000},  // after it
+		{Node: "wave-2", Name: "cpu.util", TS: t0.Add(-30 * time.Second), Value: 50},     // no policy reads it
+	}
+	for s := 240; s >= 10; s -= 10 {
+		pts = append(pts, store.Point{Node: "wave-1", Name: "wave.lag_s", TS: t0.Add(-time.Duration(s) * time.Second), Value: 40})
+	}
+	require.NoError(t, st.Write(context.Background(), pts))
+
+	for _, tc := range []struct {
+		name string
+		hist History
+		want float64
+	}{
+		{"with the store's history", history.Store{Store: st, Path: "store.db"}, (24*40 + 100) / 25.0},
+		{"without", nil, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, sub, c := metricBusAndCoord(t)
+			rcv := newReceiver(t)
+			_, a := startAlarm(t, Options{
+				Policies: parsePolicies(t, lagWindowPolicy), Channels: map[string]notify.Notifier{"c": webhookChannel(t, rcv.srv.URL)},
+				Subscriber: sub, Coordinator: c, EvalInterval: 50 * time.Millisecond, GroupWait: time.Millisecond,
+				History: tc.hist, Logger: quiet,
+			})
+			pub, err := b.Publisher()
+			require.NoError(t, err)
+			t.Cleanup(func() { pub.Close() })
+			data, err := metric.Encode(batch("wave-1", t0, lag(100)))
+			require.NoError(t, err)
+			require.NoError(t, pub.Publish(context.Background(), bus.Message{Topic: metric.Topic, Key: []byte("wave-1"), Value: data}))
+			require.InDelta(t, tc.want, firstPageValue(t, rcv), 1e-9)
+			wantRead := 0.0
+			if tc.hist != nil {
+				wantRead = 24 + 1 // wave-1's 24 points, and wave-2's batch, read and not kept
+			}
+			require.Equal(t, wantRead, testutil.ToFloat64(a.m.historyBatches))
+			require.Zero(t, testutil.ToFloat64(a.m.historyErrors))
+		})
+	}
+}
+
+// The history is read at a partition's first message, after a gap in its offsets
+// (another process handled the messages between), and after the partition was released;
+// not for the next message, nor for a redelivered one.
+func TestReadBackIsDueAtAPartitionsFirstMessageAndAfterAGap(t *testing.T) {
+	r := &readBack{next: map[int]int64{}}
+	msg := func(p int, off int64) bus.Message { return bus.Message{Partition: p, Offset: off} }
+	for i, c := range []struct {
+		m       bus.Message
+		release []int
+		due     bool
+	}{
+		{m: msg(0, 40), due: true},
+		{m: msg(0, 41)},
+		{m: msg(1, 7), due: true}, // another partition's first
+		{m: msg(0, 41)},           // redelivered
+		{m: msg(0, 39)},           // redelivered from further back
+		{m: msg(0, 42)},
+		{m: msg(0, 50), due: true}, // 43–49 were handled elsewhere
+		{m: msg(1, 8)},
+		{release: []int{1}, m: msg(1, 9), due: true},
+		{m: msg(0, 51)},
+	} {
+		r.forget(c.release)
+		require.Equal(t, c.due, r.due(c.m), "step %d: %+v", i, c.m)
+	}
+}
+
+// The read back reaches as far as the longest time window and the count windows' points
+// before the newest at a minute each; nothing is read for policies that look at their newest point alone.
+func TestLookbackCoversTheLongestWindow(t *testing.T) {
+	pol := func(cond string) string {
+		return "  - name: p" + strconv.Itoa(len(cond)) + "\n    metric: cpu.util\n    condition: " + cond + "\n    severity: P2\n    channels: [c]\n"
+	}
+	for _, c := range []struct {
+		conds []string
+		want  time.Duration
+	}{
+		{[]string{"last > 1"}, 0},
+		{[]string{"last > 1", "avg_over(5m) > 1"}, 5 * time.Minute},
+		{[]string{"max_over(90s) > 1", "avg_over(5m) > 1"}, 5 * time.Minute},
+		{[]string{"all(#3) > 1"}, 2 * time.Minute},
+		{[]string{"diff(#2) > 1", "avg_over(1m) > 1"}, time.Minute + 2*time.Minute},
+	} {
+		y := "policies:\n  - name: dead\n    nodata: 3\n    severity: P0\n    channels: [c]\n" // no condition at all
+		for _, cond := range c.conds {
+			y += pol(cond)
+		}
+		e := NewEngine(EngineOptions{Policies: parsePolicies(t, y), Log: &MemoryLog{}, Logger: quiet})
+		require.Equal(t, c.want, e.Lookback(), "%v", c.conds)
+	}
+}

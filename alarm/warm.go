@@ -1,0 +1,67 @@
+package alarm
+
+import (
+	"time"
+
+	"github.com/binlake/binlake/alarm/policy"
+	"github.com/binlake/binlake/internal/metric"
+)
+
+// Lookback is how far before its first message of a partition a process reads the
+// partition's history back (see History): the longest time window of the policies, plus
+// the points before the newest that the count windows need (all(#3) two, diff(#2) two)
+// at the slowest interval an agent is expected to keep (a minute). Zero when no policy
+// looks back past its newest point: nothing is read then.
+func (e *Engine) Lookback() time.Duration {
+	var window time.Duration
+	need := 0
+	for _, p := range e.o.Policies {
+		if p.Cond == nil {
+			continue // a nodata policy: silence, no points
+		}
+		window = max(window, p.Cond.Window)
+		need = max(need, p.Cond.Need())
+	}
+	return window + time.Duration(max(need-1, 0))*time.Minute
+}
+
+// Warm adds a batch read back from the stream's history (History) to its series,
+// without evaluating a condition or touching an alert: the points fill the windows that
+// the next live point's evaluation reads, as the process would have held them had it
+// been up. A point no newer than its series' newest is skipped, as a redelivered one is:
+// history only ever comes before what the process holds, or fills a gap after it.
+// It returns how many points it added.
+func (e *Engine) Warm(b metric.Batch) int {
+	if b.TS.IsZero() {
+		return 0
+	}
+	sh := e.shardOf(b.Node)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := e.now()
+	interval := time.Duration(b.IntervalS * float64(time.Second))
+	added := 0
+	for i := range b.Points {
+		pt := &b.Points[i]
+		pols := e.byMetric[pt.Name]
+		if len(pols) == 0 {
+			continue
+		}
+		s := sh.seriesFor(b.Node, pt, pols)
+		if len(s.slots) == 0 {
+			continue
+		}
+		if n := len(s.samples); n > 0 && !b.TS.After(s.samples[n-1].TS) {
+			continue
+		}
+		s.add(policy.Sample{TS: b.TS, Value: pt.Value})
+		// Seen now, so that a series the history holds and the stream no longer carries
+		// is forgotten an hour on like any silent one (gc), not at once.
+		s.lastSeen, s.lastTS = now, minTime(b.TS, now)
+		if interval > 0 {
+			s.interval = interval
+		}
+		added++
+	}
+	return added
+}
