@@ -78,6 +78,7 @@ func (a *Alarm) readBack(ctx context.Context, m bus.Message, b metric.Batch) {
 		to = a.o.Now()
 	}
 	from := to.Add(-r.lookback)
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	start := time.Now()
@@ -91,6 +92,13 @@ func (a *Alarm) readBack(ctx context.Context, m bus.Message, b metric.Batch) {
 	})
 	a.m.historyBatches.Add(float64(batches))
 	took := time.Since(start).Round(time.Millisecond)
+	if err != nil && parent.Err() != nil {
+		// The partition was taken away (or the process stops) mid-read: m comes again,
+		// here or elsewhere, and is read back then. A read that failed on its own is not
+		// tried again: it would hold every message of the partition as long.
+		r.forget([]int{m.Partition})
+		return
+	}
 	if err != nil {
 		a.m.historyErrors.Inc()
 		a.log.Warn("reading the partition's history back failed: its time windows start from the stream's position",

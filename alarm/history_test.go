@@ -65,14 +65,21 @@ func TestTimeWindowsStartFromTheStoredHistory(t *testing.T) {
 		pts = append(pts, store.Point{Node: "wave-1", Name: "wave.lag_s", TS: t0.Add(-time.Duration(s) * time.Second), Value: 40})
 	}
 	require.NoError(t, st.Write(context.Background(), pts))
+	closed, err := sqlite.Open(sqlite.Options{Path: filepath.Join(t.TempDir(), "closed.db")})
+	require.NoError(t, err)
+	require.NoError(t, closed.Close())
 
 	for _, tc := range []struct {
-		name string
-		hist History
-		want float64
+		name       string
+		hist       History
+		want       float64
+		read, errs float64
 	}{
-		{"with the store's history", history.Store{Store: st, Path: "store.db"}, (24*40 + 100) / 25.0},
-		{"without", nil, 100},
+		// wave-1's 24 points, and wave-2's batch, read and not kept.
+		{"with the store's history", history.Store{Store: st, Path: "store.db"}, (24*40 + 100) / 25.0, 25, 0},
+		{"without", nil, 100, 0, 0},
+		// Said and counted; the windows start at the stream, as without.
+		{"the store failing", history.Store{Store: closed, Path: "closed.db"}, 100, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, sub, c := metricBusAndCoord(t)
@@ -89,12 +96,8 @@ func TestTimeWindowsStartFromTheStoredHistory(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, pub.Publish(context.Background(), bus.Message{Topic: metric.Topic, Key: []byte("wave-1"), Value: data}))
 			require.InDelta(t, tc.want, firstPageValue(t, rcv), 1e-9)
-			wantRead := 0.0
-			if tc.hist != nil {
-				wantRead = 24 + 1 // wave-1's 24 points, and wave-2's batch, read and not kept
-			}
-			require.Equal(t, wantRead, testutil.ToFloat64(a.m.historyBatches))
-			require.Zero(t, testutil.ToFloat64(a.m.historyErrors))
+			require.Equal(t, tc.read, testutil.ToFloat64(a.m.historyBatches))
+			require.Equal(t, tc.errs, testutil.ToFloat64(a.m.historyErrors))
 		})
 	}
 }
