@@ -2,6 +2,7 @@ package rowenc
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"math/big"
 	"strconv"
 	"time"
@@ -196,7 +197,9 @@ func (f debeziumJSON) appendImage(dst []byte, im Image) ([]byte, error) {
 }
 
 // appendValue appends column col of im as Debezium renders it under the format's options:
-// integers, YEAR, BIT, FLOAT and DOUBLE as numbers, ENUM and SET ("a,b") and text as
+// integers, YEAR, FLOAT and DOUBLE as numbers, BIT(1) as a boolean and a wider BIT as
+// Debezium's Bits (base64 of its little-endian bytes; a number when its width is not
+// known), ENUM and SET ("a,b") and text as
 // strings, JSON as its text in a string (io.debezium.data.Json), binary values as base64
 // (binary.handling.mode=bytes), GEOMETRY as Debezium's Geometry or Point struct
 // (appendDebeziumGeometry), DECIMAL and the temporal types per the options; MySQL's
@@ -232,6 +235,10 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 		}
 	case kindJSON:
 		return rewriteTail(dst, at, appendJSONText), nil
+	case kindBit:
+		if c.Bits > 0 {
+			return appendDebeziumBits(dst, at, c.Bits), nil
+		}
 	case kindDate:
 		if isZeroDate(tok) {
 			return append(dst[:at], "null"...), nil
@@ -263,6 +270,23 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 		return rewriteTail(dst, at, appendSQLTemporal), nil
 	}
 	return dst, nil
+}
+
+// appendDebeziumBits rewrites the BIT value at dst[at:] (a JSON number) as Debezium's
+// MySQL connector sends a BIT(width): BIT(1) a boolean, a wider one io.debezium.data.Bits,
+// its bits little-endian in (width+7)/8 bytes, base64 in JSON.
+func appendDebeziumBits(dst []byte, at int, width uint8) []byte {
+	v, err := strconv.ParseUint(string(dst[at:]), 10, 64)
+	if err != nil {
+		return dst // not a number: left as it came
+	}
+	dst = dst[:at]
+	if width == 1 {
+		return strconv.AppendBool(dst, v != 0)
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	return appendBase64Token(dst, b[:(int(width)+7)/8])
 }
 
 // preciseUnsigned reports whether column c is a BIGINT UNSIGNED sent as Kafka Connect's
@@ -614,7 +638,14 @@ func (f debeziumJSON) appendFieldSchema(dst []byte, im Image, ci int) []byte {
 	case kindDouble:
 		typ = "double"
 	case kindBit:
-		typ = "int64"
+		switch {
+		case c.Bits == 1:
+			typ = "boolean"
+		case c.Bits > 1:
+			typ, name = "bytes", "io.debezium.data.Bits"
+		default:
+			typ = "int64"
+		}
 	case kindYear:
 		typ, name = "int32", "io.debezium.time.Year"
 	case kindDecimal:
@@ -666,6 +697,10 @@ func (f debeziumJSON) appendFieldSchema(dst []byte, im Image, ci int) []byte {
 	case scale >= 0:
 		dst = append(dst, `,"parameters":{"scale":"`...)
 		dst = strconv.AppendInt(dst, int64(scale), 10)
+		dst = append(dst, `"}`...)
+	case name == "io.debezium.data.Bits":
+		dst = append(dst, `,"parameters":{"length":"`...)
+		dst = strconv.AppendUint(dst, uint64(c.Bits), 10)
 		dst = append(dst, `"}`...)
 	case name == "io.debezium.data.Enum" || name == "io.debezium.data.EnumSet":
 		dst = append(dst, `,"parameters":{"allowed":"`...)

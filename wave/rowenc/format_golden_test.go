@@ -37,7 +37,7 @@ func goldenTable() *Table {
 		{Name: "d", Type: mysql.MYSQL_TYPE_DATE},
 		{Name: "t", Type: mysql.MYSQL_TYPE_TIME2},
 		{Name: "y", Type: mysql.MYSQL_TYPE_YEAR},
-		{Name: "bits", Type: mysql.MYSQL_TYPE_BIT},
+		{Name: "bits", Type: mysql.MYSQL_TYPE_BIT, Bits: 10},
 		{Name: "status", Type: mysql.MYSQL_TYPE_ENUM, Enum: []string{"new", "paid", "it's"}},
 		{Name: "tags", Type: mysql.MYSQL_TYPE_SET, Set: []string{"a", "b", "c"}},
 		{Name: "doc", Type: mysql.MYSQL_TYPE_JSON},

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/binlake/binlake/internal/testenv"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 func TestNewFormat(t *testing.T) {
@@ -491,5 +493,44 @@ func TestDebeziumBigintUnsignedPrecise(t *testing.T) {
 	}
 	if got := value(map[string]string{"schema": "true"}); !strings.Contains(got, `{"type":"int64","optional":false,"field":"id"}`) || !strings.Contains(got, `"after":{"id":18446744073709551615,`) {
 		t.Errorf("long: %s", got)
+	}
+}
+
+// TestDebeziumBits: Debezium's MySQL connector sends a BIT(1) as a boolean and a wider
+// BIT(n) as io.debezium.data.Bits: bytes (base64 in JSON) holding the bits little-endian
+// in (n+7)/8 bytes, the width in the schema's length parameter; BinLake sent every BIT
+// as an int64, which a Connect sink of Debezium's schema reads as another type. A BIT
+// whose width is not known stays a number.
+func TestDebeziumBits(t *testing.T) {
+	f, err := NewFormat(FormatDebeziumJSON, map[string]string{"schema": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b64 := base64.StdEncoding.EncodeToString
+	for _, c := range []struct {
+		bits         uint8
+		v            int64
+		schema, want string
+	}{
+		{1, 1, `{"type":"boolean","optional":true,"field":"b"}`, `true`},
+		{1, 0, `{"type":"boolean","optional":true,"field":"b"}`, `false`},
+		{10, 0x2aa, `{"type":"bytes","optional":true,"name":"io.debezium.data.Bits","version":1,"parameters":{"length":"10"},"field":"b"}`, `"` + b64([]byte{0xaa, 0x02}) + `"`},
+		{8, 0x81, `"parameters":{"length":"8"}`, `"` + b64([]byte{0x81}) + `"`},
+		{64, -1, `"parameters":{"length":"64"}`, `"` + b64(bytes.Repeat([]byte{0xff}, 8)) + `"`},
+		{0, 5, `{"type":"int64","optional":true,"field":"b"}`, `5`},
+	} {
+		tb := &Table{Database: "shop", Name: "flags", Columns: []Column{
+			{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true}, {Name: "b", Type: mysql.MYSQL_TYPE_BIT, Bits: c.bits}}, PK: []int{0}}
+		tb.Prepare()
+		ev := &Event{Table: tb, Type: TypeInsert, Meta: Meta{Instance: "orders", TS: 1764424800},
+			Rows: Rows{rows: []values{{int32(7), c.v}}}}
+		msgs, err := new(Encoder).Encode(ev, []Target{{By: PartitionPK, Format: f}}, true, 5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := string(msgs[0].Value)
+		if !strings.Contains(got, c.schema) || !strings.Contains(got, `"after":{"id":7,"b":`+c.want+`}`) {
+			t.Errorf("BIT(%d) %#x: %s\nwant %s and b %s", c.bits, c.v, got, c.schema, c.want)
+		}
 	}
 }

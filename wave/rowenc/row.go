@@ -64,6 +64,10 @@ type Column struct {
 	// metadata): 1 TINY, 2 plain, 3 MEDIUM, 4 LONG; 0 when not known. canal's mysqlType
 	// names the type by it (it said text for a LONGTEXT).
 	BlobBytes uint8
+	// Bits is a BIT column's declared width, BIT(n)'s n (its table-map metadata, or the
+	// snapshot's column length); 0 when not known. debezium-json sends BIT(1) as a
+	// boolean and a wider one as Debezium's Bits (bytes, little-endian).
+	Bits uint8
 	// Enum and Set are the value lists of ENUM and SET columns.
 	Enum []string
 	Set  []string
@@ -82,6 +86,10 @@ type Column struct {
 	key []byte // `"<Name>":`, encoded by Table.Prepare
 	raw rawCol // where its values lie in a row image, when read in place (rowimage.go)
 }
+
+// BitWidth is a BIT column's declared width from its table-map metadata (go-mysql's
+// ColumnMeta: whole bytes in the high byte, the bits of a partial one in the low).
+func BitWidth(meta uint16) uint8 { return uint8(min(int(meta>>8)*8+int(meta&0xff), 64)) }
 
 // Table is the column layout of a table at one point in the binlog.
 type Table struct {

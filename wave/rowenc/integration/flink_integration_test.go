@@ -63,7 +63,9 @@ var fmtColumns = []fmtColumn{
 	{name: "d", sqlType: "DATE", flink: same("DATE"), want: same("DATE_FORMAT(d, '%Y-%m-%d')")},
 	{name: "t", sqlType: "TIME", flink: same("TIME"), want: same("TIME_FORMAT(t, '%H:%i:%s')")},
 	{name: "y", sqlType: "YEAR", flink: same("INT"), want: same("CAST(y + 0 AS CHAR)")},
-	{name: "bits", sqlType: "BIT(8)", flink: same("BIGINT"), want: same("CAST(bits + 0 AS CHAR)")},
+	// Debezium's Bits: the bits little-endian in (n+7)/8 bytes (BYTES, hex to compare).
+	{name: "bits", sqlType: "BIT(10)", flink: byFormat("BIGINT", "BIGINT", "BYTES"),
+		want: byFormat("CAST(bits + 0 AS CHAR)", "CAST(bits + 0 AS CHAR)", "CONCAT(LPAD(HEX(bits & 255), 2, '0'), LPAD(HEX(bits >> 8), 2, '0'))"), cmp: "latin1"},
 	// Canal sends an ENUM's index and a SET's bits; the others their names.
 	{name: "status", sqlType: "ENUM('new','paid','it''s')", flink: byFormat("INT", "STRING", "STRING"), want: byFormat("CAST(status + 0 AS CHAR)", "status", "status")},
 	{name: "tags", sqlType: "SET('a','b','c')", flink: byFormat("BIGINT", "ARRAY<STRING>", "STRING"), want: byFormat("CAST(tags + 0 AS CHAR)", "tags", "tags")},
@@ -125,7 +127,7 @@ func fmtRow(id, gen int) []any {
 		[]string{"2026-12-01 10:11:12.123456", "1970-01-01 00:00:00.000000", "9999-12-31 23:59:59.999999"}[k%3],
 		[]string{"2026-12-01 08:09:10.654321", "2038-01-19 03:14:07.000000", "1970-01-01 00:00:01.000001"}[k%3],
 		[]string{"2024-02-29", "1000-01-01", "9999-12-31"}[k%3], []string{"12:34:56", "00:00:00", "23:59:59"}[k%3],
-		[]int{2024, 1901, 2155}[k%3], []int64{0, 255, 5}[k%3],
+		[]int{2024, 1901, 2155}[k%3], []int64{0, 1023, 0x205}[k%3],
 		[]string{"new", "paid", "it's"}[k%3], []string{"a,c", "", "b"}[k%3],
 		[]string{`{"a": [1, 2.50, "ü"], "q": "x\"y"}`, `[]`, `{"k": null}`}[k%3],
 		blobs[k%4], blobs[(k+1)%4][:min(len(blobs[(k+1)%4]), 16)], texts[k%5], texts[(k+2)%5],
