@@ -144,6 +144,25 @@ func (r *Replay) settle() {
 	}
 }
 
+// Lookback is how far before the replay's range the history should be given to Warm,
+// for the range's first points to be evaluated on whole windows, as a running alarm's
+// are (History, Engine.Lookback); 0 when no policy looks back.
+func (r *Replay) Lookback() time.Duration { return r.e.Lookback() }
+
+// Warm adds a batch from before the replay's range to the policies' windows without
+// evaluating it (Engine.Warm); it must come before the first Observe. A batch without ts
+// is refused, as Observe refuses it.
+func (r *Replay) Warm(b metric.Batch) error {
+	if b.TS.IsZero() {
+		return fmt.Errorf("replay: batch of node %q has no ts", b.Node)
+	}
+	if !r.nextTick.IsZero() {
+		return fmt.Errorf("replay: batch of node %q at %s given to Warm after the replay began", b.Node, b.TS.UTC().Format(time.RFC3339Nano))
+	}
+	r.e.Warm(b)
+	return nil
+}
+
 // Observe evaluates one batch at its own time, after the ticks due before it. Batches
 // must come in non-decreasing ts order; a batch without ts is refused, since the
 // replay's clock is the batches' time.

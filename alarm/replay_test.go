@@ -79,6 +79,21 @@ func TestReplayRefusesBatchesOutOfOrder(t *testing.T) {
 	require.ErrorContains(t, err, `batch of node "wave-2" has no ts`)
 }
 
+// Warm takes history before the replay's first batch only, and with a time: the replay's
+// windows cannot take points among those already evaluated.
+func TestReplayWarmsOnlyBeforeItBegins(t *testing.T) {
+	r, err := NewReplay(ReplayOptions{Policies: parsePolicies(t, lagWindowPolicy), Logger: quiet})
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Minute, r.Lookback())
+	require.ErrorContains(t, r.Warm(metric.Batch{Node: "wave-1", Points: []metric.Point{lag(1)}}), `batch of node "wave-1" has no ts`)
+	require.NoError(t, r.Warm(metric.Batch{Node: "wave-1", TS: at(0), Points: []metric.Point{lag(10)}}))
+	require.NoError(t, r.Observe(metric.Batch{Node: "wave-1", TS: at(10), IntervalS: 10, Points: []metric.Point{lag(20)}}))
+	require.ErrorContains(t, r.Warm(metric.Batch{Node: "wave-1", TS: at(5), Points: []metric.Point{lag(1)}}), "after the replay began")
+	eps, _ := r.Finish(time.Time{})
+	require.Len(t, eps, 1)
+	require.Equal(t, 15.0, eps[0].Value, "the warmed point and the first observed one")
+}
+
 // MemoryLog keeps the coordinator's compare-and-set rules, which the engine's claims
 // rest on.
 func TestMemoryLogVersions(t *testing.T) {

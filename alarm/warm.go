@@ -38,7 +38,13 @@ func (e *Engine) Warm(b metric.Batch) int {
 	sh := e.shardOf(b.Node)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	now := e.now()
+	// Seen now, so that a series the history holds and the stream no longer carries is
+	// forgotten an hour on like any silent one (gc), not at once; a replay's clock has not
+	// begun while it warms: the batch's own time then.
+	seen := e.now()
+	if seen.Before(b.TS) {
+		seen = b.TS
+	}
 	interval := time.Duration(b.IntervalS * float64(time.Second))
 	added := 0
 	for i := range b.Points {
@@ -55,9 +61,7 @@ func (e *Engine) Warm(b metric.Batch) int {
 			continue
 		}
 		s.add(policy.Sample{TS: b.TS, Value: pt.Value})
-		// Seen now, so that a series the history holds and the stream no longer carries
-		// is forgotten an hour on like any silent one (gc), not at once.
-		s.lastSeen, s.lastTS = now, minTime(b.TS, now)
+		s.lastSeen, s.lastTS = seen, b.TS
 		if interval > 0 {
 			s.interval = interval
 		}

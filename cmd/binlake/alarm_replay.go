@@ -148,7 +148,7 @@ func runAlarmTest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			eps = []alarm.Episode{}
 		}
 		return json.NewEncoder(stdout).Encode(replayReport{Source: h.source, From: tp(h.first), To: tp(h.last), Batches: h.batches,
-			Nodes: len(h.nodes), Alerts: eps, Notifications: messages})
+			BatchesBefore: h.warmed, Nodes: len(h.nodes), Alerts: eps, Notifications: messages})
 	}
 	printEpisodes(stdout, eps)
 	fmt.Fprintln(stdout, replaySummary(h, len(pols), eps, messages))
@@ -182,6 +182,7 @@ func historyRange(fromS, toS string, now time.Time) (from, to time.Time, err err
 type replayed struct {
 	source      string
 	batches     int
+	warmed      int // batches before the range, read into the time windows only
 	nodes       map[string]bool
 	names       []string // the metric names of its points, sorted
 	first, last time.Time
@@ -257,6 +258,21 @@ func replayStore(ctx context.Context, dataDir, judgeCfg string, from, to time.Ti
 		return h, err
 	}
 	defer sc.Close()
+	// The windows' past first, as a running alarm reads it back (alarm.History): the
+	// range's first points are judged on whole windows.
+	if lb := rp.Lookback(); lb > 0 {
+		w := history.NewBatcher(interval, agent.DefaultInterval, func(batch metric.Batch) error {
+			h.warmed++
+			return rp.Warm(batch)
+		})
+		err = sc.Scan(ctx, from.Add(-lb), from, w.Add)
+		if err == nil {
+			err = w.Flush()
+		}
+		if err != nil {
+			return h, fmt.Errorf("%s: %w", h.source, err)
+		}
+	}
 	var replayErr error
 	b := history.NewBatcher(interval, agent.DefaultInterval, func(batch metric.Batch) error {
 		h.saw(batch)
@@ -291,13 +307,25 @@ func replayStream(path string, from, to time.Time, rp *alarm.Replay) (replayed, 
 	} else {
 		h.source = "stdin"
 	}
-	batches, skipped, err := readStream(r, h.source, from, to)
+	// The windows' past before -from too, as the store's replay reads it.
+	readFrom := from
+	if lb := rp.Lookback(); !from.IsZero() && lb > 0 {
+		readFrom = from.Add(-lb)
+	}
+	batches, skipped, err := readStream(r, h.source, readFrom, to)
 	h.skipped = skipped
 	if err != nil {
 		return h, err
 	}
 	names := map[string]bool{}
 	for _, b := range batches {
+		if b.TS.Before(from) {
+			h.warmed++
+			if err := rp.Warm(b); err != nil {
+				return h, err
+			}
+			continue
+		}
 		h.saw(b)
 		for _, p := range b.Points {
 			names[p.Name] = true
@@ -326,10 +354,13 @@ func replayWarnings(pols []*policy.Policy, polPath string, h replayed) []string 
 
 // replayReport is the -json output.
 type replayReport struct {
-	Source        string          `json:"source"`
-	From          *time.Time      `json:"from"` // the first batch's time; null without any
-	To            *time.Time      `json:"to"`   // the last batch's
-	Batches       int             `json:"batches"`
+	Source  string     `json:"source"`
+	From    *time.Time `json:"from"` // the first batch's time; null without any
+	To      *time.Time `json:"to"`   // the last batch's
+	Batches int        `json:"batches"`
+	// BatchesBefore are those before the range read into the time windows only, as a
+	// running alarm reads a partition's history back.
+	BatchesBefore int             `json:"batches_before"`
 	Nodes         int             `json:"nodes"`
 	Alerts        []alarm.Episode `json:"alerts"`
 	Notifications int             `json:"notifications"`
@@ -390,8 +421,12 @@ func replaySummary(h replayed, policies int, eps []alarm.Episode, messages int) 
 			firing++
 		}
 	}
-	what := fmt.Sprintf("replayed %s of %s from %s (%s to %s) through %s: ",
-		count(h.batches, "batch", "batches"), count(len(h.nodes), "node", "nodes"), h.source, stamp(h.first), stamp(h.last),
+	before := ""
+	if h.warmed > 0 {
+		before = fmt.Sprintf(", after %s before it into the time windows", count(h.warmed, "batch", "batches"))
+	}
+	what := fmt.Sprintf("replayed %s of %s from %s (%s to %s%s) through %s: ",
+		count(h.batches, "batch", "batches"), count(len(h.nodes), "node", "nodes"), h.source, stamp(h.first), stamp(h.last), before,
 		count(policies, "policy", "policies"))
 	if len(eps) == 0 {
 		return what + "no alert fired"

@@ -144,6 +144,7 @@ func TestAlarmTestOnAStore(t *testing.T) {
 		Source        string
 		From, To      time.Time
 		Batches       int
+		BatchesBefore int `json:"batches_before"`
 		Alerts        []alarm.Episode
 		Notifications int
 	}
@@ -160,16 +161,20 @@ func TestAlarmTestOnAStore(t *testing.T) {
 		rep.Alerts[2].Labels)
 	require.Nil(t, rep.Alerts[2].ResolvedAt)
 
-	// The window [90 s, 180 s): cpu-high's first points are already at 95, so it holds
-	// from the third (110 s) and fires 20 s later; wave-2 is dead at 131 s and still is
-	// when the window ends, at its last batch (170 s).
+	// The window [90 s, 180 s): the history before it is read into the windows, as a
+	// running alarm reads a partition's back (the policies look back 2 minutes: avg(#3)
+	// needs two points before the newest), so cpu-high's average of 3 holds on the
+	// window's first point (the 70 s and 80 s points were at 95 too) and fires 20 s
+	// later, at 110 s (from the third point, at 130 s, without the history); wave-2 is
+	// dead at 131 s and still is when the window ends, at its last batch (170 s).
 	out, _, err = runCmd(t, "alarm", "test", "-policies", pol, "-data", dir, "-from", "2026-11-29T14:01:30Z", "-to", "2026-11-29T14:03:00Z", "-json")
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.Equal(t, hat(90), rep.From)
 	require.Equal(t, hat(170), rep.To)
+	require.Equal(t, 9+9, rep.BatchesBefore, "wave-1's and wave-2's batches of the 2 minutes before 90 s")
 	require.Len(t, rep.Alerts, 2)
-	require.Equal(t, hat(130), rep.Alerts[0].FiredAt)
+	require.Equal(t, hat(110), rep.Alerts[0].FiredAt)
 	require.Equal(t, hat(150), *rep.Alerts[0].ResolvedAt)
 	require.Equal(t, "agent-dead", rep.Alerts[1].Policy)
 	require.Equal(t, hat(131), rep.Alerts[1].FiredAt)
