@@ -58,8 +58,8 @@ func TestTimeWindowsStartFromTheStoredHistory(t *testing.T) {
 	pts := []store.Point{
 		{Node: "wave-1", Name: "wave.lag_s", TS: t0.Add(-400 * time.Second), Value: 1000}, // before the window
 		{Node: "wave-1", Name: "wave.lag_s", TS: t0, Value: 100},                          // the live point, stored already
-		{Node: "wave-1", Name: "wave.lag_s", TS: t0.Add(10 * time.Second), Value: 5000},  // after it
-		{Node: "wave-2", Name: "cpu.util", TS: t0.Add(-30 * time.Second), Value: 50},     // no policy reads it
+		{Node: "wave-1", Name: "wave.lag_s", TS: t0.Add(10 * time.Second), Value: 5000},   // after it
+		{Node: "wave-2", Name: "cpu.util", TS: t0.Add(-30 * time.Second), Value: 50},      // no policy reads it
 	}
 	for s := 240; s >= 10; s -= 10 {
 		pts = append(pts, store.Point{Node: "wave-1", Name: "wave.lag_s", TS: t0.Add(-time.Duration(s) * time.Second), Value: 40})
