@@ -248,6 +248,9 @@ func (a *Alarm) ObserveRaw(data []byte) error { return a.observeRaw(nil, nil, da
 // to are done (at once for a bad batch). m, when not nil, is the bus message data came
 // in: its partition's history is read back first when it is due (readBack), with ctx.
 func (a *Alarm) observeRaw(ctx context.Context, m *bus.Message, data []byte, ack func()) error {
+	if m != nil {
+		a.readBack(ctx, *m)
+	}
 	var bd *batchDecoder
 	select {
 	case bd = <-a.decoders:
@@ -280,9 +283,6 @@ func (a *Alarm) observeRaw(ctx context.Context, m *bus.Message, data []byte, ack
 	a.m.points.Add(float64(len(b.Points)))
 	if !b.TS.IsZero() {
 		a.m.newestBatch.Observe(b.TS)
-	}
-	if m != nil {
-		a.readBack(ctx, *m, b)
 	}
 	a.eng.ObserveAck(b, ack) // evaluates at once: nothing keeps b.Points after it returns
 	bd.points = b.Points

@@ -363,7 +363,7 @@ func (e *Engine) ObserveAck(b metric.Batch, ack func()) {
 	sh := e.shardOf(b.Node)
 	sh.mu.Lock()
 	now := e.now()
-	ts := b.TS
+	ts := pointTime(b.TS)
 	if ts.IsZero() {
 		ts = now
 	}

@@ -19,11 +19,13 @@ import (
 // shape), alarm/history.Store the judge's store (`binlake up`, whose in-process bus
 // starts empty).
 type History interface {
-	// ReadBack calls fn, in the order the partition holds them, with the batches of
-	// first's partition published before first whose times are from or later and
-	// before to. A message that is not a valid batch is skipped and counted. It stops at
-	// fn's first error and returns it; it returns ctx's error when ctx ends first.
-	ReadBack(ctx context.Context, first bus.Message, from, to time.Time, fn func(metric.Batch) error) (skipped int, err error)
+	// ReadBack calls fn, in the order it holds them, with the batches of first's
+	// partition from before first that the lookback before first's time covers; it may
+	// give more (older points, or a node's points at its own clock's time), as the
+	// engine keeps only what its windows hold and skips what it already has. A message
+	// that is not a valid batch is skipped and counted. It stops at fn's first error and
+	// returns it; it returns ctx's error when ctx ends first.
+	ReadBack(ctx context.Context, first bus.Message, lookback time.Duration, fn func(metric.Batch) error) (skipped int, err error)
 	// String names where it reads, for the log.
 	String() string
 }
@@ -66,25 +68,23 @@ func (r *readBack) forget(parts []int) {
 	}
 }
 
-// readBack reads back the history of m's partition before b, m's batch, into the
-// engine's windows. A failure is logged and the windows start from m.
-func (a *Alarm) readBack(ctx context.Context, m bus.Message, b metric.Batch) {
+// readBack reads back the history of m's partition before m into the engine's windows.
+// A failure is logged and the windows start from m.
+func (a *Alarm) readBack(ctx context.Context, m bus.Message) {
 	r := a.back
 	if r == nil || !r.due(m) {
 		return
 	}
-	to := b.TS
-	if to.IsZero() {
-		to = a.o.Now()
+	if m.Time.IsZero() {
+		m.Time = a.o.Now() // a bus that sets no message time
 	}
-	from := to.Add(-r.lookback)
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	start := time.Now()
 	batches, points := 0, 0
 	nodes := map[string]bool{}
-	skipped, err := r.h.ReadBack(ctx, m, from, to, func(hb metric.Batch) error {
+	skipped, err := r.h.ReadBack(ctx, m, r.lookback, func(hb metric.Batch) error {
 		batches++
 		points += a.eng.Warm(hb)
 		nodes[hb.Node] = true
@@ -101,12 +101,12 @@ func (a *Alarm) readBack(ctx context.Context, m bus.Message, b metric.Batch) {
 	}
 	if err != nil {
 		a.m.historyErrors.Inc()
-		a.log.Warn("reading the partition's history back failed: its time windows start from the stream's position",
-			"partition", m.Partition, "from", r.h.String(), "since", from, "batches_read", batches, "took", took, "err", err)
+		a.log.Warn("reading the partition's history back failed: its time windows start from the stream's position (the points read are kept)",
+			"partition", m.Partition, "from", r.h.String(), "lookback", r.lookback, "batches_read", batches, "took", took, "err", err)
 		return
 	}
-	attrs := []any{"partition", m.Partition, "from", r.h.String(), "since", from, "before", to,
-		"batches", batches, "nodes", len(nodes), "points", points, "took", took}
+	attrs := []any{"partition", m.Partition, "from", r.h.String(), "lookback", r.lookback, "before", m.Time,
+		"batches", batches, "nodes", len(nodes), "points_kept", points, "took", took}
 	if skipped > 0 {
 		attrs = append(attrs, "skipped_undecodable", skipped)
 	}

@@ -46,10 +46,12 @@ func firstPageValue(t *testing.T, rcv *receiver) float64 {
 
 // A restarted `binlake up` (its in-process bus empty) evaluates a five-minute window a
 // minute after its start on the five minutes the judge's store holds, not on the minute
-// since: the first live point's mean is the stored four minutes' and its own. Without a
-// history it was that point alone (the one-machine trial: the replication-lag policy
-// paged at 92 s where the five-minute mean was 58). What the store holds at or after the
-// first live point's time, and before the window, is not read.
+// since (the one-machine trial: the replication-lag policy paged at 92 s where the
+// five-minute mean was 58). The store holds the first live batch already (the judge
+// stored it before the alarm read): redelivered with its time to the nanosecond, it is
+// the same point, not another (the store keeps milliseconds), so the first page is the
+// next batch's, on the stored four minutes, that batch and the next. What the store holds
+// before the window is trimmed off.
 func TestTimeWindowsStartFromTheStoredHistory(t *testing.T) {
 	t0 := time.Now().UTC().Truncate(time.Second).Add(-time.Minute)
 	st, err := sqlite.Open(sqlite.Options{Path: filepath.Join(t.TempDir(), "store.db")})
@@ -57,8 +59,7 @@ func TestTimeWindowsStartFromTheStoredHistory(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	pts := []store.Point{
 		{Node: "wave-1", Name: "wave.lag_s", TS: t0.Add(-400 * time.Second), Value: 1000}, // before the window
-		{Node: "wave-1", Name: "wave.lag_s", TS: t0, Value: 100},                          // the live point, stored already
-		{Node: "wave-1", Name: "wave.lag_s", TS: t0.Add(10 * time.Second), Value: 5000},   // after it
+		{Node: "wave-1", Name: "wave.lag_s", TS: t0, Value: 100},                          // the first live batch, stored already
 		{Node: "wave-2", Name: "cpu.util", TS: t0.Add(-30 * time.Second), Value: 50},      // no policy reads it
 	}
 	for s := 240; s >= 10; s -= 10 {
@@ -75,8 +76,8 @@ func TestTimeWindowsStartFromTheStoredHistory(t *testing.T) {
 		want       float64
 		read, errs float64
 	}{
-		// wave-1's 24 points, and wave-2's batch, read and not kept.
-		{"with the store's history", history.Store{Store: st, Path: "store.db"}, (24*40 + 100) / 25.0, 25, 0},
+		// wave-1's 26 batches and wave-2's one, read; the first live batch held already.
+		{"with the store's history", history.Store{Store: st, Path: "store.db"}, (24*40 + 100 + 70) / 26.0, 27, 0},
 		{"without", nil, 100, 0, 0},
 		// Said and counted; the windows start at the stream, as without.
 		{"the store failing", history.Store{Store: closed, Path: "closed.db"}, 100, 0, 1},
@@ -92,9 +93,11 @@ func TestTimeWindowsStartFromTheStoredHistory(t *testing.T) {
 			pub, err := b.Publisher()
 			require.NoError(t, err)
 			t.Cleanup(func() { pub.Close() })
-			data, err := metric.Encode(batch("wave-1", t0, lag(100)))
-			require.NoError(t, err)
-			require.NoError(t, pub.Publish(context.Background(), bus.Message{Topic: metric.Topic, Key: []byte("wave-1"), Value: data}))
+			for _, lb := range []metric.Batch{batch("wave-1", t0.Add(123456), lag(100)), batch("wave-1", t0.Add(10*time.Second), lag(70))} {
+				data, err := metric.Encode(lb)
+				require.NoError(t, err)
+				require.NoError(t, pub.Publish(context.Background(), bus.Message{Topic: metric.Topic, Key: []byte("wave-1"), Value: data}))
+			}
 			require.InDelta(t, tc.want, firstPageValue(t, rcv), 1e-9)
 			require.Equal(t, tc.read, testutil.ToFloat64(a.m.historyBatches))
 			require.Equal(t, tc.errs, testutil.ToFloat64(a.m.historyErrors))
@@ -144,6 +147,7 @@ func TestLookbackCoversTheLongestWindow(t *testing.T) {
 		{[]string{"max_over(90s) > 1", "avg_over(5m) > 1"}, 5 * time.Minute},
 		{[]string{"all(#3) > 1"}, 2 * time.Minute},
 		{[]string{"diff(#2) > 1", "avg_over(1m) > 1"}, time.Minute + 2*time.Minute},
+		{[]string{"avg(#1000) > 1", "avg_over(30m) > 1"}, 30*time.Minute + time.Hour},
 	} {
 		y := "policies:\n  - name: dead\n    nodata: 3\n    severity: P0\n    channels: [c]\n" // no condition at all
 		for _, cond := range c.conds {

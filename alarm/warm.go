@@ -10,8 +10,8 @@ import (
 // Lookback is how far before its first message of a partition a process reads the
 // partition's history back (see History): the longest time window of the policies, plus
 // the points before the newest that the count windows need (all(#3) two, diff(#2) two)
-// at the slowest interval an agent is expected to keep (a minute). Zero when no policy
-// looks back past its newest point: nothing is read then.
+// at the slowest interval an agent is expected to keep (a minute), an hour at most. Zero
+// when no policy looks back past its newest point: nothing is read then.
 func (e *Engine) Lookback() time.Duration {
 	var window time.Duration
 	need := 0
@@ -22,7 +22,8 @@ func (e *Engine) Lookback() time.Duration {
 		window = max(window, p.Cond.Window)
 		need = max(need, p.Cond.Need())
 	}
-	return window + time.Duration(max(need-1, 0))*time.Minute
+	// At most an hour for the count windows: all(#1000) would read 16 hours back.
+	return window + min(time.Duration(max(need-1, 0))*time.Minute, time.Hour)
 }
 
 // Warm adds a batch read back from the stream's history (History) to its series,
@@ -32,7 +33,8 @@ func (e *Engine) Lookback() time.Duration {
 // history only ever comes before what the process holds, or fills a gap after it.
 // It returns how many points it added.
 func (e *Engine) Warm(b metric.Batch) int {
-	if b.TS.IsZero() {
+	ts := pointTime(b.TS)
+	if ts.IsZero() {
 		return 0
 	}
 	sh := e.shardOf(b.Node)
@@ -42,8 +44,8 @@ func (e *Engine) Warm(b metric.Batch) int {
 	// forgotten an hour on like any silent one (gc), not at once; a replay's clock has not
 	// begun while it warms: the batch's own time then.
 	seen := e.now()
-	if seen.Before(b.TS) {
-		seen = b.TS
+	if seen.Before(ts) {
+		seen = ts
 	}
 	interval := time.Duration(b.IntervalS * float64(time.Second))
 	added := 0
@@ -57,11 +59,11 @@ func (e *Engine) Warm(b metric.Batch) int {
 		if len(s.slots) == 0 {
 			continue
 		}
-		if n := len(s.samples); n > 0 && !b.TS.After(s.samples[n-1].TS) {
+		if n := len(s.samples); n > 0 && !ts.After(s.samples[n-1].TS) {
 			continue
 		}
-		s.add(policy.Sample{TS: b.TS, Value: pt.Value})
-		s.lastSeen, s.lastTS = seen, b.TS
+		s.add(policy.Sample{TS: ts, Value: pt.Value})
+		s.lastSeen, s.lastTS = seen, ts
 		if interval > 0 {
 			s.interval = interval
 		}
@@ -69,3 +71,9 @@ func (e *Engine) Warm(b metric.Batch) int {
 	}
 	return added
 }
+
+// pointTime is a batch's time as the engine keeps it: to the millisecond, as the judge's
+// store keeps it (and Prometheus its samples), so that a batch read back from the store
+// and the same batch redelivered on the stream are one point, not two a few hundred
+// microseconds apart (counted twice in a window after a restart: an outside trial).
+func pointTime(ts time.Time) time.Time { return ts.Truncate(time.Millisecond) }

@@ -13,8 +13,10 @@ import (
 	"github.com/binlake/binlake/internal/metric"
 )
 
-// Bus reads the batches of the first message's partition published before it, dated
-// within [from, to), skipping (and counting) what is not a batch, on the real Kafka.
+// Bus reads the batches of the first message's partition published before it and within
+// the lookback before its publication (by the messages' times, not the batches': a
+// node's clock may be off), skipping (and counting) what is not a batch, on the real
+// Kafka.
 func TestBusReadsThePartitionBeforeTheFirstMessage(t *testing.T) {
 	b := kafkatest.Open(t, kafka.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -30,9 +32,10 @@ func TestBusReadsThePartitionBeforeTheFirstMessage(t *testing.T) {
 		require.NoError(t, err)
 		return data
 	}
-	var msgs []bus.Message
-	for _, v := range [][]byte{enc("n", -100), enc("n", -50), []byte("not a batch"), enc("n", -40), enc("n", -20), enc("n", -30), enc("n", -10)} {
-		msgs = append(msgs, bus.Message{Topic: topic, Key: []byte("n"), Value: v})
+	// The first published ten minutes ago; the others now, one dated ahead of the first.
+	msgs := []bus.Message{{Topic: topic, Key: []byte("n"), Value: enc("n", -100), Time: t0.Add(-10 * time.Minute)}}
+	for _, v := range [][]byte{enc("n", -50), []byte("not a batch"), enc("n", -40), enc("n", -20), enc("n", -30), enc("n", -10)} {
+		msgs = append(msgs, bus.Message{Topic: topic, Key: []byte("n"), Value: v, Time: t0})
 	}
 	require.NoError(t, pub.Publish(ctx, msgs...))
 	// The partition's messages as Kafka holds them: the 6th (-30) is the first.
@@ -45,12 +48,13 @@ func TestBusReadsThePartitionBeforeTheFirstMessage(t *testing.T) {
 	first := held[5]
 
 	var got []int
-	skipped, err := Bus{Reader: b, Topic: topic}.ReadBack(ctx, first, at(-60), at(-30), func(b metric.Batch) error {
+	skipped, err := Bus{Reader: b, Topic: topic}.ReadBack(ctx, first, 5*time.Minute, func(b metric.Batch) error {
 		got = append(got, int(b.TS.Sub(t0).Seconds()))
 		return nil
 	})
 	require.NoError(t, err)
-	// -100 is before the window, -20 is not before its end, -10 comes after the first.
-	require.Equal(t, []int{-50, -40}, got)
+	// -100 was published before the lookback; -20, dated after the first, was published
+	// before it; -10 comes after the first.
+	require.Equal(t, []int{-50, -40, -20}, got)
 	require.Equal(t, 1, skipped)
 }
