@@ -196,19 +196,28 @@ type KeyChangeSplitter interface {
 	SplitsKeyChange() bool
 }
 
-// KeyFormat is a Format whose messages carry their producer's own key where the key is a
-// row's own (its primary key under partition_by pk): Debezium's is a JSON struct, where
-// BinLake's (AppendKey) is db.table:[values]. Elsewhere (a table's or database's key, a
-// table without a primary key) the key is BinLake's.
+// KeyFormat is a Format whose messages carry their producer's own key under partition_by
+// pk: Debezium's is a JSON struct of the primary key, where BinLake's (AppendKey) is
+// db.table:[values], which no JSON reader takes. A table without a primary key has its
+// producer's key for such a table (AppendKeylessKey). Elsewhere (a table's or database's
+// key) the key is BinLake's.
 type KeyFormat interface {
 	OwnKey() bool
 	AppendRowKey(dst []byte, r *Row, im Image) ([]byte, error)
+	// AppendKeylessKey appends the key of a row of r's table, which has no primary key:
+	// one key for the table, so that its rows keep their order in one partition.
+	AppendKeylessKey(dst []byte, r *Row) []byte
 }
 
 // messageKey appends the key of target tg's message of image, which is im of e.row.
 func messageKey[I rowImage[I]](e *Encoder, dst []byte, t *Table, tg Target, f Format, image I, im Image) ([]byte, error) {
-	if kf, ok := f.(KeyFormat); ok && kf.OwnKey() && keysRow(t, tg.By, image) {
-		return kf.AppendRowKey(dst, &e.row, im)
+	if kf, ok := f.(KeyFormat); ok && kf.OwnKey() {
+		switch {
+		case keysRow(t, tg.By, image):
+			return kf.AppendRowKey(dst, &e.row, im)
+		case (tg.By == PartitionPK || tg.By == "") && len(t.PK) == 0:
+			return kf.AppendKeylessKey(dst, &e.row), nil
+		}
 	}
 	return appendKey(dst, t, tg.By, image), nil
 }

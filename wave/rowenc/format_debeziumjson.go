@@ -178,6 +178,18 @@ func (f debeziumJSON) AppendRowKey(dst []byte, r *Row, im Image) ([]byte, error)
 	return dst, nil
 }
 
+// AppendKeylessKey implements KeyFormat: Debezium's key of a table without a primary key
+// is null, which JsonConverter reads from the JSON null (with schema: true, the envelope
+// of no schema and a null payload). BinLake's db.table was no JSON: JsonConverter failed
+// on every record of such a table (an outside trial). Every keyless table's rows share
+// the partition of that key, each table's in order.
+func (f debeziumJSON) AppendKeylessKey(dst []byte, _ *Row) []byte {
+	if f.schema {
+		return append(dst, `{"schema":null,"payload":null}`...)
+	}
+	return append(dst, "null"...)
+}
+
 func (f debeziumJSON) appendImage(dst []byte, im Image) ([]byte, error) {
 	if im.IsNil() {
 		return append(dst, "null"...), nil

@@ -67,6 +67,14 @@ func (maxwellJSON) AppendRowKey(dst []byte, r *Row, im Image) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
+// AppendKeylessKey implements KeyFormat: a table without a primary key has Maxwell's key
+// without pk fields, {"database":"shop","table":"log"} (Maxwell adds a random _uuid,
+// which spreads the table's rows over the partitions; this keeps them in order in one).
+func (f maxwellJSON) AppendKeylessKey(dst []byte, r *Row) []byte {
+	dst, _ = f.AppendRowKey(dst, r, r.After) // no pk column: no value to render, no error
+	return dst
+}
+
 // AppendDDL sends nothing: Maxwell writes no DDL into its row stream (with output_ddl it
 // writes schema changes to a topic of their own).
 func (maxwellJSON) AppendDDL(dst []byte, d *DDL) ([]byte, bool, error) { return dst, false, nil }

@@ -388,7 +388,9 @@ func TestNoTombstoneWithoutARowKey(t *testing.T) {
 // key's columns as a struct, rendered as the value renders them, with schema: true as
 // JsonConverter's {schema, payload} under <instance>.<db>.<table>.Key: BinLake's
 // db.table:[7] failed JsonConverter on every record (an outside trial). key: binlake keeps
-// BinLake's; a table without a primary key has BinLake's (Debezium's would be null).
+// BinLake's. A table without a primary key has Debezium's null, as JSON (BinLake's
+// db.table failed JsonConverter on every record of such a table: an outside trial), and
+// sends no tombstone.
 func TestDebeziumKey(t *testing.T) {
 	tb := testTable()
 	tb.Prepare()
@@ -426,15 +428,56 @@ func TestDebeziumKey(t *testing.T) {
 		noPK.Columns[i].PK = false
 	}
 	noPK.Prepare()
-	if got, want := keyOf(nil, noPK, TypeInsert), "shop.orders"; got != want {
-		t.Errorf("no primary key: key %s, want BinLake's %s", got, want)
+	if got, want := keyOf(nil, noPK, TypeInsert), "null"; got != want {
+		t.Errorf("no primary key: key %s, want %s", got, want)
+	}
+	if got, want := keyOf(map[string]string{"schema": "true"}, noPK, TypeInsert), `{"schema":null,"payload":null}`; got != want {
+		t.Errorf("no primary key, with schema: key %s, want %s", got, want)
+	}
+	if got, want := keyOf(map[string]string{"key": "binlake"}, noPK, TypeInsert), "shop.orders"; got != want {
+		t.Errorf("no primary key, key: binlake: %s, want %s", got, want)
+	}
+	f, err := NewFormat(FormatDebeziumJSON, map[string]string{"tombstones": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &Event{Table: noPK, Type: TypeDelete, Meta: m, Rows: Rows{rows: []values{{uint64(7), "1.50", "a"}}}}
+	msgs, err := new(Encoder).Encode(ev, []Target{{By: PartitionPK, Format: f}}, true, 5, nil)
+	if err != nil || len(msgs) != 1 {
+		t.Errorf("a keyless table's delete with tombstones: %d messages (%v), want the delete alone", len(msgs), err)
 	}
 }
 
 // TestMaxwellKey: maxwell-json's key under partition_by pk is Maxwell's
-// (kafka_key_format=hash): its database, table and primary key columns as "pk.<column>";
-// key: binlake keeps BinLake's.
+// (kafka_key_format=hash): its database, table and primary key columns as "pk.<column>",
+// a table without a primary key's its database and table (BinLake's db.table was no
+// JSON: an outside trial); key: binlake keeps BinLake's.
 func TestMaxwellKey(t *testing.T) {
+	noPK := testTable()
+	noPK.PK = nil
+	for i := range noPK.Columns {
+		noPK.Columns[i].PK = false
+	}
+	noPK.Prepare()
+	keyOf := func(opts map[string]string, tb *Table) string {
+		t.Helper()
+		f, err := NewFormat(FormatMaxwellJSON, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := &Event{Table: tb, Type: TypeInsert, Meta: Meta{Instance: "orders", TS: 1764424800}, Rows: Rows{rows: []values{{uint64(7), "1.50", "a"}}}}
+		msgs, err := new(Encoder).Encode(ev, []Target{{By: PartitionPK, Format: f}}, true, 5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(msgs[0].Key)
+	}
+	if got, want := keyOf(nil, noPK), `{"database":"shop","table":"orders"}`; got != want {
+		t.Errorf("no primary key: %s, want %s", got, want)
+	}
+	if got, want := keyOf(map[string]string{"key": "binlake"}, noPK), "shop.orders"; got != want {
+		t.Errorf("no primary key, key: binlake: %s, want %s", got, want)
+	}
 	tb := testTable()
 	tb.Prepare()
 	for opt, want := range map[string]string{
