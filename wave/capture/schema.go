@@ -291,6 +291,9 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 		if c.Type == mysql.MYSQL_TYPE_BIT && i < len(tm.ColumnMeta) {
 			c.Bits = rowenc.BitWidth(tm.ColumnMeta[i])
 		}
+		if c.Type == mysql.MYSQL_TYPE_NEWDECIMAL && i < len(tm.ColumnMeta) {
+			c.Precision, c.Scale = uint8(tm.ColumnMeta[i]>>8), uint8(tm.ColumnMeta[i])
+		}
 		if (c.Type == mysql.MYSQL_TYPE_DATETIME2 || c.Type == mysql.MYSQL_TYPE_TIMESTAMP2 || c.Type == mysql.MYSQL_TYPE_TIME2) && i < len(tm.ColumnMeta) {
 			c.Frac = uint8(tm.ColumnMeta[i])
 		}

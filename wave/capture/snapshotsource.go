@@ -164,6 +164,9 @@ func (s *snapshotSource) table(ctx context.Context, sc *schema, db, name string)
 		if isStringType(f.Type) {
 			c.Binary = f.Charset == rowenc.BinaryCollation
 		}
+		if f.Type == mysql.MYSQL_TYPE_NEWDECIMAL {
+			c.Precision, c.Scale = rowenc.DecimalPrecision(f.ColumnLength, f.Decimal, c.Unsigned), f.Decimal
+		}
 		if f.Type == mysql.MYSQL_TYPE_BIT && f.ColumnLength >= 1 && f.ColumnLength <= 64 {
 			c.Bits = uint8(f.ColumnLength) // BIT(n)'s n
 		}

@@ -709,6 +709,12 @@ func (f debeziumJSON) appendFieldSchema(dst []byte, im Image, ci int) []byte {
 	case scale >= 0:
 		dst = append(dst, `,"parameters":{"scale":"`...)
 		dst = strconv.AppendInt(dst, int64(scale), 10)
+		if c.Precision > 0 && name == "org.apache.kafka.connect.data.Decimal" && !f.preciseUnsigned(c) {
+			// Debezium's: a sink that creates the table (JDBC's auto.create) makes the column
+			// DECIMAL(precision, scale) from it.
+			dst = append(dst, `","connect.decimal.precision":"`...)
+			dst = strconv.AppendUint(dst, uint64(c.Precision), 10)
+		}
 		dst = append(dst, `"}`...)
 	case name == "io.debezium.data.Bits":
 		dst = append(dst, `,"parameters":{"length":"`...)
@@ -759,9 +765,15 @@ func appendColumnName(dst []byte, c *Column) []byte {
 }
 
 // decimalScale is the digits after the point of a DECIMAL column: the column's own
-// when read in place, else those of the image's value.
+// (its definition, from the table map or the snapshot's metadata, or as read in place),
+// else those of the image's value: 0 for a NULL, which made the column's schema change
+// with its values (an outside trial).
 func decimalScale(im Image, ci int) int {
-	if c := &im.t.Columns[ci]; c.raw.kind == rawDecimal {
+	c := &im.t.Columns[ci]
+	if c.Precision > 0 {
+		return int(c.Scale)
+	}
+	if c.raw.kind == rawDecimal {
 		return int(c.raw.scale)
 	}
 	tok, err := im.AppendJSON(nil, ci)

@@ -30,7 +30,7 @@ func goldenTable() *Table {
 		{Name: "u64", Type: mysql.MYSQL_TYPE_LONGLONG, Unsigned: true},
 		{Name: "f32", Type: mysql.MYSQL_TYPE_FLOAT},
 		{Name: "f64", Type: mysql.MYSQL_TYPE_DOUBLE},
-		{Name: "amount", Type: mysql.MYSQL_TYPE_NEWDECIMAL},
+		{Name: "amount", Type: mysql.MYSQL_TYPE_NEWDECIMAL, Precision: 24, Scale: 4},
 		{Name: "dt6", Type: mysql.MYSQL_TYPE_DATETIME2, Frac: 6},
 		{Name: "ts6", Type: mysql.MYSQL_TYPE_TIMESTAMP2, Frac: 6},
 		{Name: "dt0", Type: mysql.MYSQL_TYPE_DATETIME2},

@@ -577,3 +577,48 @@ func TestDebeziumBits(t *testing.T) {
 		}
 	}
 }
+
+// TestDebeziumDecimalSchemaFromTheColumn: with decimal: precise, a DECIMAL's schema takes
+// its scale and precision from the column's definition, as Debezium's does, for a NULL
+// value too: read off the value, a NULL's scale was "0" where the others' was "4", so the
+// column's schema changed with its values (an outside trial: a sink creating its table
+// from a NULL row made it DECIMAL(…,0)). Without the definition, the value says the scale.
+func TestDebeziumDecimalSchemaFromTheColumn(t *testing.T) {
+	f, err := NewFormat(FormatDebeziumJSON, map[string]string{"schema": "true", "decimal": "precise"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		prec, scale uint8
+		v           any
+		want        string
+	}{
+		{10, 4, nil, `"parameters":{"scale":"4","connect.decimal.precision":"10"},"field":"d"}`},
+		{10, 4, "1.5000", `"parameters":{"scale":"4","connect.decimal.precision":"10"},"field":"d"}`},
+		{65, 30, nil, `"parameters":{"scale":"30","connect.decimal.precision":"65"},"field":"d"}`},
+		{0, 0, "1.5000", `"parameters":{"scale":"4"},"field":"d"}`},
+		{0, 0, nil, `"parameters":{"scale":"0"},"field":"d"}`},
+	} {
+		tb := &Table{Database: "shop", Name: "prices", Columns: []Column{
+			{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true}, {Name: "d", Type: mysql.MYSQL_TYPE_NEWDECIMAL, Precision: c.prec, Scale: c.scale}}, PK: []int{0}}
+		tb.Prepare()
+		ev := &Event{Table: tb, Type: TypeInsert, Meta: Meta{Instance: "orders", TS: 1764424800}, Rows: Rows{rows: []values{{int32(1), c.v}}}}
+		msgs, err := new(Encoder).Encode(ev, []Target{{By: PartitionPK, Format: f}}, true, 5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(msgs[0].Value); !strings.Contains(got, c.want) {
+			t.Errorf("DECIMAL(%d,%d) %v: %s\nwant %s", c.prec, c.scale, c.v, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		length   uint32
+		decimals uint8
+		unsigned bool
+		want     uint8
+	}{{12, 4, false, 10}, {11, 4, true, 10}, {11, 0, false, 10}, {67, 30, false, 65}, {1, 0, false, 0}, {3, 4, false, 0}} {
+		if got := DecimalPrecision(c.length, c.decimals, c.unsigned); got != c.want {
+			t.Errorf("DecimalPrecision(%d, %d, %v) = %d, want %d", c.length, c.decimals, c.unsigned, got, c.want)
+		}
+	}
+}

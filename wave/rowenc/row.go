@@ -64,6 +64,10 @@ type Column struct {
 	// metadata): 1 TINY, 2 plain, 3 MEDIUM, 4 LONG; 0 when not known. canal's mysqlType
 	// names the type by it (it said text for a LONGTEXT).
 	BlobBytes uint8
+	// Precision and Scale are a DECIMAL column's declared DECIMAL(precision, scale) (its
+	// table-map metadata, or the snapshot's column length and decimals); Precision 0 when
+	// not known. debezium-json's schema of a precise DECIMAL states both.
+	Precision, Scale uint8
 	// Bits is a BIT column's declared width, BIT(n)'s n (its table-map metadata, or the
 	// snapshot's column length); 0 when not known. debezium-json sends BIT(1) as a
 	// boolean and a wider one as Debezium's Bits (bytes, little-endian).
@@ -90,6 +94,23 @@ type Column struct {
 // BitWidth is a BIT column's declared width from its table-map metadata (go-mysql's
 // ColumnMeta: whole bytes in the high byte, the bits of a partial one in the low).
 func BitWidth(meta uint16) uint8 { return uint8(min(int(meta>>8)*8+int(meta&0xff), 64)) }
+
+// DecimalPrecision is the precision of a DECIMAL column from a result set's column
+// length (the server's display length: the digits, a point when there are decimals, a
+// sign unless unsigned); 0 when that does not add up.
+func DecimalPrecision(length uint32, decimals uint8, unsigned bool) uint8 {
+	n := int(length)
+	if decimals > 0 {
+		n--
+	}
+	if !unsigned {
+		n--
+	}
+	if n < 1 || n > 65 || n < int(decimals) {
+		return 0
+	}
+	return uint8(n)
+}
 
 // Table is the column layout of a table at one point in the binlog.
 type Table struct {
