@@ -242,15 +242,11 @@ func (a *Alarm) Handler() http.Handler { return a.handler }
 
 // ObserveRaw decodes one encoded batch and evaluates it; a bad batch is counted and
 // skipped (returned as an error, but never fatal).
-func (a *Alarm) ObserveRaw(data []byte) error { return a.observeRaw(nil, nil, data, nil) }
+func (a *Alarm) ObserveRaw(data []byte) error { return a.observeRaw(data, nil) }
 
 // observeRaw is ObserveRaw, calling ack once the notification log writes the batch led
-// to are done (at once for a bad batch). m, when not nil, is the bus message data came
-// in: its partition's history is read back first when it is due (readBack), with ctx.
-func (a *Alarm) observeRaw(ctx context.Context, m *bus.Message, data []byte, ack func()) error {
-	if m != nil {
-		a.readBack(ctx, *m)
-	}
+// to are done (at once for a bad batch).
+func (a *Alarm) observeRaw(data []byte, ack func()) error {
 	var bd *batchDecoder
 	select {
 	case bd = <-a.decoders:
@@ -490,10 +486,13 @@ func (a *Alarm) subscribeLoop(ctx context.Context) {
 		if a.own != nil && len(m.Key) > 0 {
 			a.own.seen(string(m.Key), m.Partition) // the key is the node id (metric contract)
 		}
+		if !a.readBack(ctx, m) {
+			return ctx.Err() // the partition was taken away mid-read: m comes again
+		}
 		// The message is committed once the batch's notification log writes are done
 		// (bus.Defer), so a crash before them redelivers it. Bad batches are counted and
 		// skipped, never fatal.
-		_ = a.observeRaw(ctx, &m, m.Value, bus.Defer(ctx))
+		_ = a.observeRaw(m.Value, bus.Defer(ctx))
 		return nil
 	}, bus.RetryOptions{Concurrent: true /* safe: the engine and ownership lock */, OnError: bus.WarnRetries(a.log, "metric subscription failed; retrying", a.m.subscribeErrors.Inc)})
 }

@@ -3,6 +3,8 @@ package alarm
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,49 +70,64 @@ func (r *readBack) forget(parts []int) {
 	}
 }
 
-// readBack reads back the history of m's partition before m into the engine's windows.
-// A failure is logged and the windows start from m.
-func (a *Alarm) readBack(ctx context.Context, m bus.Message) {
+// readBack reads back the history of m's partition before m into the engine's windows,
+// when it is due (before the first message of a partition, after a gap). It returns
+// false when ctx ended meanwhile (the partition was taken away, or the process stops):
+// the points read are dropped, and m must not be evaluated, on windows holding only the
+// oldest part of their past; it comes again, here or to the process that took the
+// partition, and is read back then. A read that fails or runs out of time is logged and
+// counted, its points are dropped, and the windows start from m, as without a history.
+func (a *Alarm) readBack(ctx context.Context, m bus.Message) bool {
 	r := a.back
 	if r == nil || !r.due(m) {
-		return
-	}
-	if m.Time.IsZero() {
-		m.Time = a.o.Now() // a bus that sets no message time
+		return true
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	start := time.Now()
 	batches, points := 0, 0
+	var first time.Time
 	nodes := map[string]bool{}
 	skipped, err := r.h.ReadBack(ctx, m, r.lookback, func(hb metric.Batch) error {
 		batches++
 		points += a.eng.Warm(hb)
 		nodes[hb.Node] = true
+		if first.IsZero() || hb.TS.Before(first) {
+			first = hb.TS
+		}
 		return nil
 	})
-	a.m.historyBatches.Add(float64(batches))
 	took := time.Since(start).Round(time.Millisecond)
-	if err != nil && parent.Err() != nil {
-		// The partition was taken away (or the process stops) mid-read: m comes again,
-		// here or elsewhere, and is read back then. A read that failed on its own is not
-		// tried again: it would hold every message of the partition as long.
-		r.forget([]int{m.Partition})
-		return
-	}
 	if err != nil {
-		a.m.historyErrors.Inc()
-		a.log.Warn("reading the partition's history back failed: its time windows start from the stream's position (the points read are kept)",
-			"partition", m.Partition, "from", r.h.String(), "lookback", r.lookback, "batches_read", batches, "took", took, "err", err)
-		return
+		a.eng.Unwarm(slices.Collect(maps.Keys(nodes)))
 	}
-	attrs := []any{"partition", m.Partition, "from", r.h.String(), "lookback", r.lookback, "before", m.Time,
+	if err != nil && parent.Err() != nil {
+		r.forget([]int{m.Partition})
+		a.log.Info("reading the partition's history back was cut short: the partition was taken away, or the process stops; its message comes again",
+			"partition", m.Partition, "batches_read", batches, "took", took)
+		return false
+	}
+	a.m.historyBatches.Add(float64(batches))
+	if err != nil {
+		// Not tried again: a history that cannot be read would hold every message of the
+		// partition as long.
+		a.m.historyErrors.Inc()
+		a.log.Warn("reading the partition's history back failed: its time windows start from the stream's position",
+			"partition", m.Partition, "from", r.h.String(), "lookback", r.lookback, "batches_read_and_dropped", batches, "took", took, "err", err)
+		return true
+	}
+	attrs := []any{"partition", m.Partition, "from", r.h.String(), "lookback", r.lookback,
 		"batches", batches, "nodes", len(nodes), "points_kept", points, "took", took}
+	if !first.IsZero() {
+		// Later than the lookback's start: the bus had no more (retention, a new topic).
+		attrs = append(attrs, "oldest_batch", first)
+	}
 	if skipped > 0 {
 		attrs = append(attrs, "skipped_undecodable", skipped)
 	}
 	a.log.Info("read the partition's history back into the policies' time windows", attrs...)
+	return true
 }
 
 // newReadBack returns the read back of o.History, nil when there is none or no policy

@@ -2,6 +2,7 @@ package alarm
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/binlake/binlake/alarm/history"
 	"github.com/binlake/binlake/alarm/notify"
 	"github.com/binlake/binlake/internal/bus"
+	"github.com/binlake/binlake/internal/bus/memory"
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 	"github.com/binlake/binlake/judge/store/sqlite"
@@ -132,8 +134,8 @@ func TestReadBackIsDueAtAPartitionsFirstMessageAndAfterAGap(t *testing.T) {
 	}
 }
 
-// The read back reaches as far as the longest time window and the count windows' points
-// before the newest at a minute each; nothing is read for policies that look at their newest point alone.
+// The read back reaches as far as the policy that looks back longest: its time window, or
+// its count window's points before the newest at a minute each, an hour at most; nothing is read for policies that look at their newest point alone.
 func TestLookbackCoversTheLongestWindow(t *testing.T) {
 	pol := func(cond string) string {
 		return "  - name: p" + strconv.Itoa(len(cond)) + "\n    metric: cpu.util\n    condition: " + cond + "\n    severity: P2\n    channels: [c]\n"
@@ -146,8 +148,9 @@ func TestLookbackCoversTheLongestWindow(t *testing.T) {
 		{[]string{"last > 1", "avg_over(5m) > 1"}, 5 * time.Minute},
 		{[]string{"max_over(90s) > 1", "avg_over(5m) > 1"}, 5 * time.Minute},
 		{[]string{"all(#3) > 1"}, 2 * time.Minute},
-		{[]string{"diff(#2) > 1", "avg_over(1m) > 1"}, time.Minute + 2*time.Minute},
-		{[]string{"avg(#1000) > 1", "avg_over(30m) > 1"}, 30*time.Minute + time.Hour},
+		// The longest a policy needs, not a window and another's count added up.
+		{[]string{"diff(#2) > 1", "avg_over(1m) > 1"}, 2 * time.Minute},
+		{[]string{"avg(#1000) > 1", "avg_over(30m) > 1"}, time.Hour},
 	} {
 		y := "policies:\n  - name: dead\n    nodata: 3\n    severity: P0\n    channels: [c]\n" // no condition at all
 		for _, cond := range c.conds {
@@ -156,4 +159,90 @@ func TestLookbackCoversTheLongestWindow(t *testing.T) {
 		e := NewEngine(EngineOptions{Policies: parsePolicies(t, y), Log: &MemoryLog{}, Logger: quiet})
 		require.Equal(t, c.want, e.Lookback(), "%v", c.conds)
 	}
+}
+
+// brokenHistory hands over its batches, then fails, or blocks until its context ends
+// (block): a broker lost mid-read, a read that runs out of time or is cut short.
+type brokenHistory struct {
+	batches []metric.Batch
+	block   bool
+	reading chan struct{} // closed once the batches are handed over
+}
+
+func (h *brokenHistory) ReadBack(ctx context.Context, _ bus.Message, _ time.Duration, fn func(metric.Batch) error) (int, error) {
+	for _, b := range h.batches {
+		if err := fn(b); err != nil {
+			return 0, err
+		}
+	}
+	close(h.reading)
+	if h.block {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	return 0, errors.New("the broker went away")
+}
+
+func (h *brokenHistory) String() string { return "a broken history" }
+
+// A read back that fails midway drops what it read: the windows start from the stream,
+// as the warning says, not from the oldest part of their past with a gap up to the live
+// point (an outside trial paged on a half-read 30-minute window). One cut short by the
+// stop (or the partition's revocation) leaves its message unevaluated, for the process
+// that takes it next, which pages on it.
+func TestACutShortReadBackLeavesNoHalfWindow(t *testing.T) {
+	t0 := time.Now().UTC().Truncate(time.Second)
+	var old []metric.Batch
+	for s := 290; s >= 200; s -= 10 { // the oldest part of the window only
+		old = append(old, batch("wave-1", t0.Add(-time.Duration(s)*time.Second), lag(100)))
+	}
+	live, err := metric.Encode(batch("wave-1", t0, lag(20)))
+	require.NoError(t, err)
+	publish := func(b *memory.Bus) {
+		pub, err := b.Publisher()
+		require.NoError(t, err)
+		defer pub.Close()
+		require.NoError(t, pub.Publish(context.Background(), bus.Message{Topic: metric.Topic, Key: []byte("wave-1"), Value: live}))
+	}
+
+	t.Run("failed", func(t *testing.T) {
+		b, sub, c := metricBusAndCoord(t)
+		rcv := newReceiver(t)
+		h := &brokenHistory{batches: old, reading: make(chan struct{})}
+		_, a := startAlarm(t, Options{
+			Policies: parsePolicies(t, lagWindowPolicy), Channels: map[string]notify.Notifier{"c": webhookChannel(t, rcv.srv.URL)},
+			Subscriber: sub, Coordinator: c, EvalInterval: 50 * time.Millisecond, GroupWait: time.Millisecond, History: h, Logger: quiet,
+		})
+		publish(b)
+		require.InDelta(t, 20, firstPageValue(t, rcv), 1e-9, "the live point alone, as without a history")
+		require.Equal(t, 1.0, testutil.ToFloat64(a.m.historyErrors))
+	})
+
+	t.Run("cut short by the stop", func(t *testing.T) {
+		b, sub, c := metricBusAndCoord(t)
+		rcv := newReceiver(t)
+		h := &brokenHistory{batches: old, block: true, reading: make(chan struct{})}
+		a, err := New(Options{
+			Policies: parsePolicies(t, lagWindowPolicy), Channels: map[string]notify.Notifier{"c": webhookChannel(t, rcv.srv.URL)},
+			Subscriber: sub, Coordinator: c, EvalInterval: 50 * time.Millisecond, GroupWait: time.Millisecond, History: h, Logger: quiet,
+		})
+		require.NoError(t, err)
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx) }()
+		publish(b)
+		<-h.reading
+		stop()
+		require.NoError(t, <-done)
+		require.Zero(t, testutil.ToFloat64(a.m.batches), "the message was not evaluated")
+		require.Empty(t, rcv.payloads())
+		// The next process of the group gets the message again.
+		sub2, err := b.Subscriber(bus.SubscribeOptions{Topic: metric.Topic, Group: DefaultGroup})
+		require.NoError(t, err)
+		startAlarm(t, Options{
+			Policies: parsePolicies(t, lagWindowPolicy), Channels: map[string]notify.Notifier{"c": webhookChannel(t, rcv.srv.URL)},
+			Subscriber: sub2, Coordinator: c, EvalInterval: 50 * time.Millisecond, GroupWait: time.Millisecond, Logger: quiet,
+		})
+		require.InDelta(t, 20, firstPageValue(t, rcv), 1e-9)
+	})
 }

@@ -27,6 +27,9 @@ type series struct {
 	interval     time.Duration
 	slots        []slot
 	gone         bool // forgotten (gc, Release): a layout still pointing here must look it up again
+	// warm: Warm gave it points; live: a live point reached it (observe). Unwarm drops
+	// the points of a warm series no live point has reached.
+	warm, live bool
 }
 
 type slot struct {

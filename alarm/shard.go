@@ -81,7 +81,7 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 			continue // a redelivered or out-of-order batch: already evaluated
 		}
 		s.add(policy.Sample{TS: ts, Value: pt.Value})
-		s.lastSeen, s.lastTS, s.interval = now, at, interval
+		s.lastSeen, s.lastTS, s.interval, s.live = now, at, interval, true
 		for j := range s.slots {
 			sl := &s.slots[j]
 			value, active, ok := sl.eval(s)

@@ -8,22 +8,23 @@ import (
 )
 
 // Lookback is how far before its first message of a partition a process reads the
-// partition's history back (see History): the longest time window of the policies, plus
-// the points before the newest that the count windows need (all(#3) two, diff(#2) two)
-// at the slowest interval an agent is expected to keep (a minute), an hour at most. Zero
-// when no policy looks back past its newest point: nothing is read then.
-func (e *Engine) Lookback() time.Duration {
-	var window time.Duration
-	need := 0
-	for _, p := range e.o.Policies {
+// partition's history back (see History): the longest that a policy looks back, its time
+// window, or the points before the newest that its count window needs (all(#3) two,
+// diff(#2) two) at the slowest interval an agent is expected to keep (a minute), an hour
+// at most. Zero when no policy looks back past its newest point: nothing is read then.
+func (e *Engine) Lookback() time.Duration { return Lookback(e.o.Policies) }
+
+// Lookback is Engine.Lookback of the policies.
+func Lookback(pols []*policy.Policy) time.Duration {
+	var lb time.Duration
+	for _, p := range pols {
 		if p.Cond == nil {
 			continue // a nodata policy: silence, no points
 		}
-		window = max(window, p.Cond.Window)
-		need = max(need, p.Cond.Need())
+		// At most an hour for a count window: all(#1000) would read 16 hours back.
+		lb = max(lb, p.Cond.Window, min(time.Duration(max(p.Cond.Need()-1, 0))*time.Minute, time.Hour))
 	}
-	// At most an hour for the count windows: all(#1000) would read 16 hours back.
-	return window + min(time.Duration(max(need-1, 0))*time.Minute, time.Hour)
+	return lb
 }
 
 // Warm adds a batch read back from the stream's history (History) to its series,
@@ -63,13 +64,38 @@ func (e *Engine) Warm(b metric.Batch) int {
 			continue
 		}
 		s.add(policy.Sample{TS: ts, Value: pt.Value})
-		s.lastSeen, s.lastTS = seen, ts
+		s.lastSeen, s.lastTS, s.warm = seen, ts, true
 		if interval > 0 {
 			s.interval = interval
 		}
 		added++
 	}
 	return added
+}
+
+// Unwarm drops the points Warm gave the series of the given nodes that no live point has
+// reached yet: a read back cut short holds the oldest part of the windows only, and the
+// next live point, evaluated on it, would read the gap as the window (an outside trial
+// paged on a half-read 30-minute window). The windows then start from the stream, as
+// without a history. It returns how many points it dropped.
+func (e *Engine) Unwarm(nodes []string) int {
+	dropped := 0
+	for _, node := range nodes {
+		sh := e.shardOf(node)
+		sh.mu.Lock()
+		for _, s := range sh.series {
+			if s.node != node || !s.warm || s.live {
+				continue
+			}
+			dropped += len(s.samples)
+			s.base += int64(len(s.samples))
+			s.buf = s.buf[:0]
+			s.samples = s.buf
+			s.warm = false
+		}
+		sh.mu.Unlock()
+	}
+	return dropped
 }
 
 // pointTime is a batch's time as the engine keeps it: to the millisecond, as the judge's

@@ -20,18 +20,31 @@ import (
 type Bus struct {
 	Reader bus.Reader
 	Topic  string
+	// Now is the clock (time.Now when nil): a first message dated ahead of it (a node's
+	// clock) reads from the lookback before now, not before its time.
+	Now func() time.Time
 }
 
 // errReached ends a read at the message the history comes before.
 var errReached = errors.New("reached the first message")
 
-// ReadBack implements alarm.History: the partition's messages published from lookback
-// before first's publication up to first. Message times are the producers' (the agents'
-// publishing), not the batches': a node whose clock is off is read all the same.
+// ReadBack implements alarm.History: the partition's messages from lookback before
+// first's time (or now, when first is dated ahead of it) up to first, by the messages'
+// times (Kafka's FromTime), every batch among them whatever its own time: a node whose
+// clock is off is read all the same, and a batch dated after first's but published
+// before it is history.
 func (h Bus) ReadBack(ctx context.Context, first bus.Message, lookback time.Duration, fn func(metric.Batch) error) (skipped int, err error) {
+	now := time.Now()
+	if h.Now != nil {
+		now = h.Now()
+	}
+	from := now
+	if !first.Time.IsZero() {
+		from = minTime(first.Time, now)
+	}
 	dec := metric.NewDecoder()
 	err = h.Reader.Read(ctx, bus.ReadOptions{Topic: h.Topic, Partitions: []int{first.Partition},
-		From: bus.From{Kind: bus.FromTime, Time: first.Time.Add(-lookback)}}, func(m bus.Message) error {
+		From: bus.From{Kind: bus.FromTime, Time: from.Add(-lookback)}}, func(m bus.Message) error {
 		if m.Offset >= first.Offset {
 			return errReached
 		}

@@ -76,7 +76,11 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		for _, m := range unknownMetricMessages(deps.policies, *polPath, known, knownFrom) {
 			fmt.Fprintln(stderr, "warning: "+m)
 		}
-		fmt.Fprintf(stdout, "%s and %s are valid: %s, channels %s\n", *cfgPath, *polPath, count(len(deps.policies), "policy", "policies"), strings.Join(deps.chanDesc, ", "))
+		history := ""
+		if lb := alarm.Lookback(deps.policies); lb > 0 && deps.bus != nil {
+			history = fmt.Sprintf("; the %s of history before a partition's first message is read back into the windows (the policies' longest look back)", lb)
+		}
+		fmt.Fprintf(stdout, "%s and %s are valid: %s, channels %s%s\n", *cfgPath, *polPath, count(len(deps.policies), "policy", "policies"), strings.Join(deps.chanDesc, ", "), history)
 		return nil
 	}
 

@@ -231,3 +231,35 @@ func TestAlarmCheckReportsEveryPolicyProblem(t *testing.T) {
 	require.EqualError(t, err, pol+`:2: policy "a" names channel "pager", which `+cfg+" does not configure\n"+
 		pol+`:3: policy "b" names channel "sms", which `+cfg+" does not configure")
 }
+
+// `binlake alarm --check` on a bus says how much of a partition's history the process
+// will read back at start: the policies' longest look back (nothing without a bus).
+func TestAlarmCheckSaysTheHistoryReadBack(t *testing.T) {
+	dir := t.TempDir()
+	cfg := tempFile(t, "alarm.yaml", `bus:
+  kind: kafka
+  brokers: [127.0.0.1:9]
+coordinator:
+  kind: single
+  path: `+filepath.Join(dir, "alarm-coord.json")+`
+channels:
+  ops:
+    kind: webhook
+    url: http://127.0.0.1:9/alerts
+`)
+	pol := tempFile(t, "policies.yaml", `policies:
+  - name: lag
+    metric: wave.lag_s
+    condition: "avg_over(5m) > 60"
+    severity: P1
+    channels: [ops]
+  - name: cpu
+    metric: cpu.util
+    condition: "all(#3) > 90"
+    severity: P2
+    channels: [ops]
+`)
+	out, _, err := runCmd(t, "alarm", "-check", "-config", cfg, "-policies", pol)
+	require.NoError(t, err)
+	require.Equal(t, cfg+" and "+pol+" are valid: 2 policies, channels ops=webhook; the 5m0s of history before a partition's first message is read back into the windows (the policies' longest look back)\n", out)
+}
