@@ -178,6 +178,62 @@ func TestAlertWhoseSeriesEndedMeanwhileResolves(t *testing.T) {
 	require.Equal(t, clk.Now(), entries[0].ResolvedTS, "the batch without the series is the resolution's evidence")
 }
 
+// The shipped wave-not-running names its alert by the instance alone (by: [instance]):
+// the reason changing during one outage (the password file missing, then wrong: an
+// outside trial) continues the alert, with the new reason in its summary, where it
+// resolved "(series ended)" and paged again a minute later under the new reason. The
+// recovery resolves it. Without by, the reason is the alert's: another alert.
+func TestShippedWaveNotRunningKeepsFiringAcrossReasons(t *testing.T) {
+	pols, err := policy.Load("../deploy/policies.yaml")
+	require.NoError(t, err)
+	for _, by := range []bool{true, false} {
+		r := newRig(t, basePolicy, func(o *EngineOptions) {
+			o.Policies = pols
+			if !by {
+				for _, p := range pols {
+					if p.Name == "wave-not-running" {
+						q := *p
+						q.By = nil
+						o.Policies = []*policy.Policy{&q}
+					}
+				}
+			}
+		})
+		var statuses []string
+		step := func(p metric.Point, seconds int) {
+			for range seconds / 10 {
+				r.e.Observe(batch("dbxhost", r.clk.Now(), p))
+				r.e.Tick()
+				r.clk.Add(10 * time.Second)
+			}
+			r.e.Sync()
+			for _, m := range r.out.messages() {
+				for _, a := range m.Alerts {
+					if a.Labels["alertname"] == "wave-not-running" {
+						statuses = append(statuses, a.Status+" "+a.Labels["reason"]+": "+a.Annotations["summary"])
+					}
+				}
+			}
+		}
+		step(running("retrying", "secret_missing", 0), 120)
+		step(running("reconnecting", "access_denied", 0), 120)
+		step(up, 20)
+		if by {
+			require.Equal(t, []string{
+				"firing : capture instance local on dbxhost is not running: retrying, secret_missing (the error is on the wave's /status)",
+				"resolved : capture instance local on dbxhost is not running: reconnecting, access_denied (the error is on the wave's /status) (series ended)",
+			}, statuses)
+			continue
+		}
+		require.Equal(t, []string{
+			"firing secret_missing: capture instance local on dbxhost is not running: retrying, secret_missing (the error is on the wave's /status)",
+			"resolved secret_missing: capture instance local on dbxhost is not running: retrying, secret_missing (the error is on the wave's /status) (series ended)",
+			"firing access_denied: capture instance local on dbxhost is not running: reconnecting, access_denied (the error is on the wave's /status)",
+			"resolved access_denied: capture instance local on dbxhost is not running: reconnecting, access_denied (the error is on the wave's /status) (series ended)",
+		}, statuses)
+	}
+}
+
 // A resolution that no point decided (the series ended, or went silent) keeps the series'
 // last, violating value; its summary says why it resolved, so a RESOLVED notice does not
 // read as the violation (t16: "orders on h4-n2 lags 120s" resolved). One a point decided

@@ -3,6 +3,7 @@ package alarm
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -544,7 +545,13 @@ func (e *Engine) render(a *alertState) map[string]string {
 }
 
 func (e *Engine) templateData(a *alertState) policy.TemplateData {
-	d := templateData(a.p, a.labels, a.value, a.state)
+	labels := a.labels
+	if a.p.By != nil && a.series != nil {
+		// The labels by leaves out are the latest point's: what the wave says now.
+		labels = maps.Clone(a.series.labels)
+		maps.Copy(labels, a.labels)
+	}
+	d := templateData(a.p, labels, a.value, a.state)
 	d.Ended = a.state == StateResolved && a.ended != endedByPoint
 	return d
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"hash/fnv"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -180,13 +181,15 @@ func (s *series) trim() {
 func alertLabels(p *policy.Policy, node string, point map[string]string) map[string]string {
 	l := make(map[string]string, 4+len(p.AlertLabels)+len(point))
 	for k, v := range point {
-		l[k] = v
+		if p.By == nil || slices.Contains(p.By, k) {
+			l[k] = v
+		}
 	}
 	for k, v := range p.AlertLabels {
 		l[k] = v
 	}
 	for _, k := range []string{policy.LabelAlertName, policy.LabelNode, policy.LabelSeverity, policy.LabelMetric} {
-		if v, ok := point[k]; ok {
+		if v, ok := point[k]; ok && (p.By == nil || slices.Contains(p.By, k)) {
 			l["exported_"+k] = v
 		}
 	}

@@ -92,15 +92,21 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 				}
 				labels := alertLabels(sl.p, b.Node, pt.Labels)
 				fp := fingerprint(labels)
-				le, wasFiring := rest[fp]
-				if !active && !wasFiring {
-					continue
-				}
-				sl.a = sh.newAlert(fp, sl.p, labels, b.Node)
-				sl.a.series = s
-				if wasFiring {
-					rest = sh.unrestore(b.Node, fp)
-					sh.resume(sl.a, le, now)
+				if a := sh.alerts[fp]; a != nil && a.p == sl.p && sl.p.By != nil {
+					// Another series of the same alert under the policy's by (a label
+					// left out changed value): it takes the alert over, firing or not.
+					sh.rebind(a, s, sl)
+				} else {
+					le, wasFiring := rest[fp]
+					if !active && !wasFiring {
+						continue
+					}
+					sl.a = sh.newAlert(fp, sl.p, labels, b.Node)
+					sl.a.series = s
+					if wasFiring {
+						rest = sh.unrestore(b.Node, fp)
+						sh.resume(sl.a, le, now)
+					}
 				}
 			}
 			if !ok || !ts.After(sl.a.guardTS) {
@@ -651,6 +657,19 @@ func (sh *shard) process(now time.Time, as []*alertState, ef *effects) {
 			}
 		}
 	}
+}
+
+// rebind gives alert a to series s's slot sl, taking it from the series that held it,
+// which then ends without it.
+func (sh *shard) rebind(a *alertState, s *series, sl *slot) {
+	if old := a.series; old != nil && old != s {
+		for i := range old.slots {
+			if old.slots[i].a == a {
+				old.slots[i].a = nil
+			}
+		}
+	}
+	a.series, sl.a = s, a
 }
 
 // drop removes an alert from memory (it is inactive or resolved long enough).

@@ -41,6 +41,27 @@ func compileGroupBy(in []string) ([]string, error) {
 	return slices.Clone(in), nil
 }
 
+// compileBy checks a policy's by: label names, each once, none the alarm sets; only a
+// policy with a condition has point labels to choose from.
+func compileBy(in []string, hasCondition bool) ([]string, error) {
+	if !hasCondition {
+		return nil, errors.New("only for a policy with a condition: a nodata alert has no point labels")
+	}
+	seen := map[string]bool{}
+	for _, l := range in {
+		switch {
+		case !validLabel(l):
+			return nil, fmt.Errorf("label name %q: want [A-Za-z_][A-Za-z0-9_]*", l)
+		case l == LabelAlertName || l == LabelNode || l == LabelSeverity || l == LabelMetric:
+			return nil, fmt.Errorf("label %q is the alarm's, always the alert's: name point labels only", l)
+		case seen[l]:
+			return nil, fmt.Errorf("label %q listed twice", l)
+		}
+		seen[l] = true
+	}
+	return append([]string{}, in...), nil // [] (not nil): no point label tells alerts apart
+}
+
 // Group returns the notification group of an alert of p with labels l: its key and its
 // group labels. Alerts of one policy whose group_by labels have the same values are one
 // group (a label the alert lacks or has empty is left out of the group labels: absent

@@ -80,6 +80,7 @@ type Raw struct {
 	GroupWait        *config.Duration  `yaml:"group_wait"`
 	GroupInterval    *config.Duration  `yaml:"group_interval"`
 	GroupBy          []string          `yaml:"group_by"`
+	By               []string          `yaml:"by"`
 }
 
 // Policy is one validated, compiled policy.
@@ -107,7 +108,13 @@ type Policy struct {
 	// GroupBy are the labels whose values make a notification group (see Group):
 	// DefaultGroupBy unless the policy sets group_by; [GroupAll] groups by every label.
 	GroupBy []string
-	Line    int // where the policy starts in its file, for messages
+	// By are the point labels that tell its alerts apart, as PromQL's `by`: nil, every
+	// label of the point. A label left out is no part of the alert: a series that
+	// differs from another only in it is the same alert (wave.instance_running's reason
+	// changing during one outage continues the alert instead of resolving it and paging
+	// again a `for` later), and the annotations read its value off the latest point.
+	By   []string
+	Line int // where the policy starts in its file, for messages
 	// MetricLine is the line of its metric key (Line when it has none).
 	MetricLine int
 }
@@ -295,6 +302,13 @@ func compile(r Raw) (*Policy, []fieldError) {
 		bad("group_by", err)
 	}
 	p.GroupBy = gb
+	if r.By != nil {
+		by, err := compileBy(r.By, r.Condition != "")
+		if err != nil {
+			bad("by", err)
+		}
+		p.By = by
+	}
 	if r.Severity == "" {
 		bad("severity", errors.New("missing: want P0 (most severe) to P5"))
 	} else if sev, err := ParseSeverity(r.Severity); err != nil {

@@ -47,13 +47,13 @@ func TestAlarmCheckAndStartReportWholePolicyFile(t *testing.T) {
 	policyLines := []string{
 		`:3: field "policies[0].nodata": number "1.5" where an integer belongs`,
 		`:3: field "policies[0]": policy "typed": what depends on the keys and types above is checked once they are right`,
-		`:9: unknown key "policies[1].chanels" (under policies[1]: name, metric, nodes, condition, for, keep_firing_for, nodata, severity, labels, annotations, channels, repeat_interval, max_notifications, group_wait, group_interval, group_by)`,
+		`:9: unknown key "policies[1].chanels" (under policies[1]: name, metric, nodes, condition, for, keep_firing_for, nodata, severity, labels, annotations, channels, repeat_interval, max_notifications, group_wait, group_interval, group_by, by)`,
 		`:9: field "policies[1]": policy "keyed": what depends on the keys and types above is checked once they are right`,
 		`:12: field "policies[2].condition": bad condition "avg(#3) => 90": unknown operator at "=> 90"; want >, >=, <, <=, == or !=`,
 		`:13: field "policies[2].for": must not be negative`,
 		`:15: policy "valued" names channel "pager", which ` + cfg + ` does not configure`,
 		`:17: field "policies[3].nodata": a list where an integer belongs`,
-		`:18: unknown key "policies[3].colour" (under policies[3]: name, metric, nodes, condition, for, keep_firing_for, nodata, severity, labels, annotations, channels, repeat_interval, max_notifications, group_wait, group_interval, group_by)`,
+		`:18: unknown key "policies[3].colour" (under policies[3]: name, metric, nodes, condition, for, keep_firing_for, nodata, severity, labels, annotations, channels, repeat_interval, max_notifications, group_wait, group_interval, group_by, by)`,
 		`:18: field "policies[3]": policy "everything": what depends on the keys and types above is checked once they are right`,
 		`:20: policy "everything" names channel "sms", which ` + cfg + ` does not configure`,
 	}
