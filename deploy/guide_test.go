@@ -74,7 +74,8 @@ func freePort(t *testing.T) string {
 //     and free ports of its own, so that it shares the test services with other tests).
 //   - cp /FILE NAME: the installed file is copied into the folder the commands run in.
 //   - binlake ROLE --check …, binlake instance add --check -f NAME: runs, as written, on
-//     the staged files (NAME in that folder): exit 0, "… is valid".
+//     the staged files (NAME in that folder): exit 0, "… is valid"; in a sh -c 'cd DIR &&
+//     …', in the staged DIR (the unit's working folder, which install.sh makes).
 //   - systemctl enable --now UNITS: each unit must be installed; with the test services
 //     (ZooKeeper, Kafka, Elasticsearch) each unit's ExecStart runs, on the staged files, in
 //     a working directory of its own, until /healthz answers 200 on every one and the
@@ -146,9 +147,15 @@ func TestGuideWalk(t *testing.T) {
 		}
 	})
 	var checked, enabled []string
+	// sh -c 'cd DIR && COMMAND': COMMAND run in the staged DIR (a unit's working folder).
+	inDir := regexp.MustCompile(`^sh -c 'cd (/\S+) && ([^']+)'$`)
 	for _, line := range guideCommands(t, "## Install") {
 		t.Logf("$ %s", line)
-		w := words(sudo.ReplaceAllString(line, ""), map[string]string{"pkgdir": filepath.Join(t.TempDir(), "pkg")})
+		cmd, dir := sudo.ReplaceAllString(line, ""), work
+		if m := inDir.FindStringSubmatch(cmd); m != nil {
+			cmd, dir = m[2], root+m[1]
+		}
+		w := words(cmd, map[string]string{"pkgdir": filepath.Join(t.TempDir(), "pkg")})
 		switch w[0] {
 		case "deploy/install.sh":
 			args := []string{"--binary", full, "--agent-binary", agent}
@@ -209,7 +216,7 @@ func TestGuideWalk(t *testing.T) {
 			}
 		case "binlake", "binlake-agent":
 			argv := append([]string{root + "/usr/local/bin/" + w[0]}, staged(root, w[1:])...)
-			res := runIn(t, work, argv...)
+			res := runIn(t, dir, argv...)
 			if res.code != 0 || !regexp.MustCompile(` (is|are) valid`).MatchString(res.stdout) {
 				t.Fatalf("%s:\n%s", line, res)
 			}

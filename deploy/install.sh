@@ -55,6 +55,9 @@ PREFIX=${PREFIX:-/usr/local}
 DESTDIR=${DESTDIR:-}
 SYSCONFDIR=${SYSCONFDIR:-/etc}
 UNITDIR=${UNITDIR:-/etc/systemd/system}
+# The units' working folders, which their StateDirectory names: not an option (the units
+# say /var/lib/binlake); tests point it elsewhere.
+STATEDIR=${STATEDIR:-/var/lib/binlake}
 CREATE_USER=1
 
 need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (see --help)"; }
@@ -219,6 +222,19 @@ if [[ $system -eq 1 ]] && ! getent group binlake >/dev/null; then
 	die "group binlake does not exist (created with the user unless --no-user)"
 fi
 
+# The units' working folders (systemd's StateDirectory makes them at the first start, and
+# keeps them binlake's, 0750): made now too, so that the guide's `--check`, run from the
+# unit's folder as binlake, finds the folder a config's relative path (./data/…) is in.
+state_dirs=()
+for role in "${ROLES[@]}"; do
+	state_dirs+=("$STATEDIR/$role")
+	if [[ ! -d $DESTDIR$STATEDIR/$role ]]; then
+		install -d -m 0750 "$DESTDIR$STATEDIR/$role"
+		[[ $system -eq 0 ]] || chown binlake:binlake "$DESTDIR$STATEDIR/$role"
+		say "created $DESTDIR$STATEDIR/$role"
+	fi
+done
+
 # binary SRC NAME: install SRC as bindir/NAME; the one it replaces stays as NAME.prev
 # for a rollback. SRC may be any path, NAME.prev itself included (a rollback with
 # --binary .../binlake.prev swaps the two): SRC and the current NAME are copied beside
@@ -303,4 +319,5 @@ else
 	# changes no ownership, so the package must, or no role starts.
 	say "staged under $DESTDIR: the files belong to whoever ran this; a package must give the configs to group binlake, once the user exists (its post-install, or its file list):"
 	say "  chown root:binlake $confdir ${staged_configs[*]}"
+	say "  chown binlake:binlake ${state_dirs[*]}"
 fi

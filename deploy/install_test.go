@@ -713,7 +713,7 @@ func TestInstallSystem(t *testing.T) {
 		}
 	}
 	root := t.TempDir()
-	env := []string{"PREFIX=" + root + "/usr", "SYSCONFDIR=" + root + "/etc", "UNITDIR=" + root + "/units"}
+	env := []string{"PREFIX=" + root + "/usr", "SYSCONFDIR=" + root + "/etc", "UNITDIR=" + root + "/units", "STATEDIR=" + root + "/var/lib/binlake"}
 	_, systemd := os.Stat("/run/systemd/system")
 	reload := "systemctl daemon-reload\n"
 	if systemd != nil {
@@ -728,6 +728,11 @@ func TestInstallSystem(t *testing.T) {
 	want.WriteString("getent passwd binlake\ngetent group binlake\ngroupadd --system binlake\n")
 	want.WriteString("useradd --system --gid binlake --home-dir /var/lib/binlake --no-create-home --shell /usr/sbin/nologin --comment BinLake services binlake\n")
 	want.WriteString("getent group binlake\n")
+	// The units' working folders, the binlake user's, for the guide's --check before the
+	// first start (systemd makes them at the first start).
+	for _, role := range []string{"wave", "agent", "alarm", "judge"} {
+		fmt.Fprintf(&want, "chown binlake:binlake %s/var/lib/binlake/%s\n", root, role)
+	}
 	fmt.Fprintf(&want, "chown root:binlake %s/etc/binlake\n", root)
 	for _, n := range configNames(t) {
 		fmt.Fprintf(&want, "chown root:binlake %s/etc/binlake/%s.yaml\n", root, n)

@@ -137,4 +137,11 @@ func TestCheckFilePath(t *testing.T) {
 	require.EqualError(t, CheckFilePath(dir), dir+" is a folder: want a file path")
 	require.EqualError(t, CheckFilePath(filepath.Join(file, "db")), file+"/db: "+file+" is a file, so no folder can be made there")
 	require.EqualError(t, CheckFilePath(""), "empty: want a file path")
+	// A relative path is the working directory's: the message says which, and that the
+	// units run in their own (the documented check run from an operator's folder failed
+	// where the unit would start: an outside trial).
+	t.Chdir(dir)
+	require.NoError(t, CheckFilePath("data/db"))
+	require.EqualError(t, CheckFilePath("f/db"), "f/db: f is a file, so no folder can be made there (a relative path is from the working directory, "+
+		dir+" here; the systemd units run in /var/lib/binlake/<role>: check from there, or give an absolute path)")
 }

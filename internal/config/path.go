@@ -33,6 +33,17 @@ func checkPath(path string, beside bool) error {
 	if path == "" {
 		return errors.New("empty: want a file path")
 	}
+	err := checkPathIn(path, beside)
+	if err != nil && !filepath.IsAbs(path) {
+		// ./data/judge.db checked from the operator's folder is another file than the
+		// unit's (an outside trial: the documented check failed where the start would not).
+		wd, _ := os.Getwd()
+		err = fmt.Errorf("%w (a relative path is from the working directory, %s here; the systemd units run in /var/lib/binlake/<role>: check from there, or give an absolute path)", err, wd)
+	}
+	return err
+}
+
+func checkPathIn(path string, beside bool) error {
 	if fi, err := os.Stat(path); err == nil {
 		if fi.IsDir() {
 			return fmt.Errorf("%s is a folder: want a file path", path)
