@@ -173,6 +173,10 @@ type Capture struct {
 	// per connection
 	file   string
 	tables map[uint64]*rowenc.Table
+	// unwanted are the table maps of tables no subscription takes (and no snapshot reads),
+	// by table id: their rows are skipped, so their schema is not looked up (a query to
+	// information_schema per table, and warnings of grants on tables it does not read).
+	unwanted map[uint64]*replication.TableMapEvent
 	reader *rowenc.Reader // the rows events' row images
 	// readPos is where the binlog was read to: the end of the last event handled.
 	readPos cluster.Position
@@ -413,6 +417,7 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 	}()
 
 	c.tables = map[uint64]*rowenc.Table{}
+	c.unwanted = map[uint64]*replication.TableMapEvent{}
 	c.reader = rowenc.NewReader()
 	c.inTxn, c.inGroup, c.txEmitted, c.pending = false, false, false, nil
 	c.savepoint, c.afterSavepoint = false, false
@@ -685,6 +690,26 @@ func (c *Capture) tableMap(ctx context.Context, tm *replication.TableMapEvent) e
 		t.SetMap(tm)
 		return nil
 	}
+	if !c.wanted(string(tm.Schema), string(tm.Table)) {
+		delete(c.tables, tm.TableID)
+		if c.unwanted == nil {
+			c.unwanted = map[uint64]*replication.TableMapEvent{}
+		}
+		c.unwanted[tm.TableID] = tm
+		return nil
+	}
+	delete(c.unwanted, tm.TableID)
+	return c.readLayout(ctx, tm)
+}
+
+// wanted reports whether a table's rows are read: a subscription takes it, or a snapshot
+// reads it.
+func (c *Capture) wanted(db, table string) bool {
+	return len(c.Filter.Tables(db, table)) > 0 || c.snapActive() && c.snapTable() == db+"."+table
+}
+
+// readLayout reads a table's layout from its table map and the schema, for its rows.
+func (c *Capture) readLayout(ctx context.Context, tm *replication.TableMapEvent) error {
 	t, err := buildTable(ctx, tm, c.Inst.Source.Flavor, c.sc)
 	if err != nil {
 		return err
@@ -697,7 +722,8 @@ func (c *Capture) tableMap(ctx context.Context, tm *replication.TableMapEvent) e
 
 func (c *Capture) rows(ctx context.Context, h *replication.EventHeader, et replication.EventType, e *replication.RowsEvent) error {
 	t, ok := c.tables[e.TableID]
-	if !ok {
+	unwanted := c.unwanted[e.TableID]
+	if !ok && unwanted == nil {
 		return fmt.Errorf("rows event for unknown table id %d at %s:%d", e.TableID, c.file, h.LogPos)
 	}
 	var typ string
@@ -712,6 +738,17 @@ func (c *Capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 		return nil
 	}
 	c.inTxn = true
+	if !ok {
+		if !c.wanted(string(unwanted.Schema), string(unwanted.Table)) {
+			return nil
+		}
+		// Wanted since its table map came (a snapshot of it began): its layout now.
+		if err := c.readLayout(ctx, unwanted); err != nil {
+			return err
+		}
+		delete(c.unwanted, e.TableID)
+		t = c.tables[e.TableID]
+	}
 	subs := c.Filter.Match(t.Database, t.Name, typ)
 	// The table a snapshot reads: every change counts, subscribed or not.
 	snapshotting := c.snapActive() && c.snapTable() == t.Database+"."+t.Name

@@ -58,6 +58,33 @@ func TestColumnCountMismatchIsFatalIntegration(t *testing.T) {
 	}
 }
 
+// A table no subscription takes is not looked up: the same stale, unnamed TABLE_MAP
+// that stops a subscribed table's capture (above) passes, and the schema is never
+// asked (an outside trial: the wave queried information_schema for every table of the
+// source and warned of grants on tables it does not read; with binlog_row_metadata
+// MINIMAL, an ALTER of such a table could stop the instance). Its rows are skipped.
+func TestUnsubscribedTableIsNotLookedUpIntegration(t *testing.T) {
+	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
+	db, exec, start := tableAt(t, ctx, a, "wave_unsub", "(id INT PRIMARY KEY, a INT)")
+	exec("INSERT INTO " + db + ".t VALUES (1, 2)")
+	exec("ALTER TABLE " + db + ".t ADD COLUMN b INT")
+
+	c := newTestCapture(t, a, "unsub", 1, nil, []cluster.Subscription{{Name: "other", Topic: "unsub", Include: []string{db + `\.other`}}}, start)
+	ev := readTableMap(t, ctx, a, start, db, "t")
+	tm := ev.Event.(*replication.TableMapEvent)
+	tm.ColumnName, tm.PrimaryKey, tm.PrimaryKeyPrefix = nil, nil, nil
+	c.tables = map[uint64]*rowenc.Table{}
+	if err := c.handle(ctx, ev); err != nil {
+		t.Fatalf("the TABLE_MAP of a table no subscription takes: %v", err)
+	}
+	if _, ok := c.sc.tables[db+".t"]; ok {
+		t.Errorf("the schema of %s.t was looked up", db)
+	}
+	if c.unwanted[tm.TableID] == nil {
+		t.Errorf("table id %d not kept as unwanted: its rows would be an unknown table's", tm.TableID)
+	}
+}
+
 // tableAt creates table t (columns as given) in a scratch database and returns the
 // database, its exec, and the binlog position after the CREATE: where a read of the
 // table's first rows starts.
