@@ -177,7 +177,7 @@ type Capture struct {
 	// by table id: their rows are skipped, so their schema is not looked up (a query to
 	// information_schema per table, and warnings of grants on tables it does not read).
 	unwanted map[uint64]*replication.TableMapEvent
-	reader *rowenc.Reader // the rows events' row images
+	reader   *rowenc.Reader // the rows events' row images
 	// readPos is where the binlog was read to: the end of the last event handled.
 	readPos cluster.Position
 	// seen is the number (LagTracker.Saw) of the event being handled.
