@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,10 +34,14 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *node != "" {
 		cfg.Node = *node
 	}
-	if interval != 0 {
+	// Given, it is the interval, 0s too, which Validate then refuses: an -interval 0s
+	// ignored ran the config's 10s without a word (an outside trial).
+	intervalSet := false
+	fs.Visit(func(f *flag.Flag) { intervalSet = intervalSet || f.Name == "interval" })
+	if intervalSet {
 		cfg.Interval = interval
 	}
-	logger, stopProfile, err := rf.start(stderr, &cfg.Log, *node != "" || interval != 0, func() error { return cfg.Validate() })
+	logger, stopProfile, err := rf.start(stderr, &cfg.Log, *node != "" || intervalSet, func() error { return cfg.Validate() })
 	if err != nil {
 		return err
 	}

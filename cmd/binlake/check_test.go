@@ -184,3 +184,17 @@ func TestCheckSaysTheRootWithTheOtherProblems(t *testing.T) {
 	require.EqualError(t, err, cfg+`:5: field "coordinator.root": "binlake": must start with a slash, e.g. "/binlake"`+"\n"+
 		cfg+`:7: field "pipeline.batch_rows": -1: want at least 1`)
 }
+
+// `agent --interval 0s` is the interval given, which the agent refuses as the config's
+// own 0s; it was taken for no flag, and the config's 10s ran without a word (an outside
+// trial).
+func TestAgentIntervalFlagZeroIsRefused(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "agent.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("node: h1\ninterval: 10s\nsink: {kind: http, http: {url: http://127.0.0.1:1/v1/metrics}}\n"), 0o600))
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"agent", "--check", "--config", cfg, "--interval", "0s"}, &out, &errOut)
+	require.EqualError(t, err, `flags: field "interval": 0s: want between 10ms and 24h`)
+	out.Reset()
+	require.NoError(t, run(context.Background(), []string{"agent", "--check", "--config", cfg, "--interval", "5s"}, &out, &errOut))
+	require.Contains(t, out.String(), "interval 5s")
+}

@@ -341,6 +341,11 @@ func translate(err error, name string, data []byte, root *yaml.Node, out any) er
 		msg := err.Error()
 		if m := reSyntax.FindStringSubmatch(msg); m != nil {
 			line, _ := strconv.Atoi(m[1])
+			if strings.HasPrefix(m[2], "did not find expected") {
+				// yaml.v3 counts a parser error's line from 0 (its scanner errors from 1):
+				// "bus: {kind: kafka" unclosed on line 5 was said to be on line 4, a blank one.
+				line++
+			}
 			e := &Error{File: name, Line: line, Msg: m[2]}
 			if strings.Contains(e.Msg, "cannot start any token") && lineHasTab(data, line) {
 				e.Msg += " (tabs are not allowed in YAML indentation)"

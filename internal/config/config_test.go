@@ -155,6 +155,18 @@ subscriptions:
 			wantErr: []string{"agent.yaml:3:", "mapping values are not allowed"},
 		},
 		{
+			// yaml.v3 counts a parser error's line from 0: the unclosed brace on line 5
+			// was said to be on line 4, a blank one.
+			name:    "unclosed flow mapping has its own line",
+			in:      "name: a\nport: 1\n\n\nserver: {addr: x\n",
+			wantErr: []string{"agent.yaml:5:", "did not find expected ',' or '}'"},
+		},
+		{
+			name:    "unclosed flow sequence has its own line",
+			in:      "name: a\nports: [1, 2\nport: 3\n",
+			wantErr: []string{"agent.yaml:2:", "did not find expected ',' or ']'"},
+		},
+		{
 			name:    "tab indentation",
 			in:      "server:\n\taddr: x\n",
 			wantErr: []string{"agent.yaml:2:", "tabs are not allowed"},
