@@ -196,6 +196,13 @@ func (in *Instance) CheckNew() error {
 // within is err about a key below the key at prefix: a *config.FieldError's path is
 // made whole ("subscriptions[0]" and "include[1]"); another error is prefixed.
 func within(prefix string, err error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var errs []error
+		for _, e := range j.Unwrap() {
+			errs = append(errs, within(prefix, e))
+		}
+		return errors.Join(errs...)
+	}
 	if fe, ok := err.(*config.FieldError); ok {
 		return config.Bad(prefix+"."+fe.Field, "%w", fe.Err)
 	}
@@ -277,55 +284,60 @@ func eventBit(typ string) uint8 {
 	return 0
 }
 
-// compileSubscription validates a subscription and compiles its patterns.
+// compileSubscription validates a subscription and compiles its patterns; its error
+// names every problem at once (it stopped at the first: a format's hid the include
+// pattern's until it was fixed, an outside trial).
 func compileSubscription(s Subscription) (*subscription, error) {
+	var errs []error
+	bad := func(field, format string, args ...any) { errs = append(errs, config.Bad(field, format, args...)) }
 	if s.Name == "" {
-		return nil, config.Bad("name", "required")
+		bad("name", "required")
 	}
 	if err := bus.CheckTopicName(s.Topic); err != nil {
-		return nil, config.Bad("topic", "%w: want 1-249 letters, digits, '.', '_' or '-', and not \".\" or \"..\"", err)
+		bad("topic", "%w: want 1-249 letters, digits, '.', '_' or '-', and not \".\" or \"..\"", err)
 	}
 	switch s.PartitionBy {
 	case "":
 		s.PartitionBy = rowenc.PartitionPK
 	case rowenc.PartitionPK, rowenc.PartitionTable, rowenc.PartitionDatabase:
 	default:
-		return nil, config.Bad("partition_by", "%q: want pk, table or database", s.PartitionBy)
+		bad("partition_by", "%q: want pk, table or database", s.PartitionBy)
 	}
 	if s.Format == "" {
 		s.Format = rowenc.FormatJSON
 	}
 	format, err := rowenc.NewFormat(s.Format, s.FormatOptions)
 	if err != nil {
-		return nil, config.Bad("format", "%w", err)
+		bad("format", "%w", err)
 	}
 	c := &subscription{Subscription: s, format: format}
-	compile := func(field string, pats []string) ([]*regexp.Regexp, error) {
+	compile := func(field string, pats []string) []*regexp.Regexp {
 		var out []*regexp.Regexp
 		for i, p := range pats {
 			if p == "" {
-				return nil, config.Bad(fmt.Sprintf("%s[%d]", field, i), "empty pattern")
+				bad(fmt.Sprintf("%s[%d]", field, i), "empty pattern")
+				continue
 			}
 			re, err := regexp.Compile(`^(?:` + p + `)$`)
 			if err != nil {
-				return nil, config.Bad(fmt.Sprintf("%s[%d]", field, i), "%q: %w", p, err)
+				bad(fmt.Sprintf("%s[%d]", field, i), "%q: %w", p, err)
+				continue
 			}
 			out = append(out, re)
 		}
-		return out, nil
+		return out
 	}
-	if c.include, err = compile("include", s.Include); err != nil {
-		return nil, err
-	}
-	if c.exclude, err = compile("exclude", s.Exclude); err != nil {
-		return nil, err
-	}
+	c.include = compile("include", s.Include)
+	c.exclude = compile("exclude", s.Exclude)
 	for i, e := range s.Events {
 		b := eventBit(e)
 		if b == 0 {
-			return nil, config.Bad(fmt.Sprintf("events[%d]", i), "%q: want insert, update, delete or ddl", e)
+			bad(fmt.Sprintf("events[%d]", i), "%q: want insert, update, delete or ddl", e)
 		}
 		c.events |= b
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return c, nil
 }

@@ -72,6 +72,26 @@ func TestSubscriptionErrors(t *testing.T) {
 	}
 }
 
+// A subscription's problems all come at once, under its index in an instance: a bad
+// format hid the include pattern's until it was fixed (an outside trial).
+func TestSubscriptionErrorsAllAtOnce(t *testing.T) {
+	in := Instance{ID: "i", Source: Source{Addr: "db:3306", User: "u", ServerID: 7},
+		Subscriptions: []Subscription{{Name: "a", Topic: "t", Format: "avro", PartitionBy: "primary", Include: []string{"shop\\.(orders"}}}}
+	err := in.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`field "subscriptions[0].partition_by": "primary"`,
+		`field "subscriptions[0].format": format "avro": unknown`,
+		`field "subscriptions[0].include[0]": "shop\\.(orders"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v\nwant it to say %s", err, want)
+		}
+	}
+}
+
 func TestParseSubscriptionFlag(t *testing.T) {
 	s, err := ParseSubscriptionFlag(`orders=shop.orders:shop\.orders,shop\.order_items;exclude=shop\.tmp;events=insert,update;partition_by=table`)
 	if err != nil {
