@@ -502,7 +502,7 @@ func TestGuideCheckSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(src)
-	for _, e := range []guideEdit{{"\n  retention: 0s ", "\n  retention: -720h "}, {"\n  algorithm: random\n", "\n  algorithm: roundrobin\n"}} {
+	for _, e := range []guideEdit{{"\n  retention: 720h ", "\n  retention: -720h "}, {"\n  algorithm: utilisation\n", "\n  algorithm: roundrobin\n"}} {
 		if strings.Count(s, e.old) != 1 {
 			t.Fatalf("judge.yaml holds %q %d times, want once", e.old, strings.Count(s, e.old))
 		}
