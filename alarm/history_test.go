@@ -3,8 +3,10 @@ package alarm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -245,4 +247,30 @@ func TestACutShortReadBackLeavesNoHalfWindow(t *testing.T) {
 		})
 		require.InDelta(t, 20, firstPageValue(t, rcv), 1e-9)
 	})
+}
+
+// BenchmarkWarm: one op is one agent batch (55 points) of one of 1,000 nodes read back
+// into the windows of the agent policies (Engine.Warm), each node's batches 10 s apart:
+// the cost of a partition's history after its decoding.
+func BenchmarkWarm(b *testing.B) {
+	var evals atomic.Int64
+	a := newBenchAlarm(b, &evals)
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	batches := make([]metric.Batch, tpNodes)
+	for i := range batches {
+		batches[i] = agentBatch(fmt.Sprintf("wave-%04d", i), base, i)
+	}
+	points := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		n := i % tpNodes
+		batches[n].TS = base.Add(time.Duration(i/tpNodes) * 10 * time.Second)
+		points += a.eng.Warm(batches[n])
+	}
+	b.StopTimer()
+	if points == 0 {
+		b.Fatal("no point kept")
+	}
+	b.ReportMetric(float64(b.N)*float64(len(batches[0].Points))/b.Elapsed().Seconds(), "points/s")
 }
