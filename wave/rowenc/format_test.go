@@ -422,12 +422,7 @@ func TestDebeziumKey(t *testing.T) {
 	if got, want := keyOf(map[string]string{"key": "binlake"}, tb, TypeInsert), string(AppendKey(nil, tb, PartitionPK, []any{uint64(7), "1.50", "a"})); got != want {
 		t.Errorf("key: binlake: %s, want %s", got, want)
 	}
-	noPK := testTable()
-	noPK.PK = nil
-	for i := range noPK.Columns {
-		noPK.Columns[i].PK = false
-	}
-	noPK.Prepare()
+	noPK := keylessTestTable()
 	if got, want := keyOf(nil, noPK, TypeInsert), "null"; got != want {
 		t.Errorf("no primary key: key %s, want %s", got, want)
 	}
@@ -448,17 +443,23 @@ func TestDebeziumKey(t *testing.T) {
 	}
 }
 
+// keylessTestTable is testTable without its primary key.
+func keylessTestTable() *Table {
+	t := testTable()
+	t.PK = nil
+	for i := range t.Columns {
+		t.Columns[i].PK = false
+	}
+	t.Prepare()
+	return t
+}
+
 // TestMaxwellKey: maxwell-json's key under partition_by pk is Maxwell's
 // (kafka_key_format=hash): its database, table and primary key columns as "pk.<column>",
 // a table without a primary key's its database and table (BinLake's db.table was no
 // JSON: an outside trial); key: binlake keeps BinLake's.
 func TestMaxwellKey(t *testing.T) {
-	noPK := testTable()
-	noPK.PK = nil
-	for i := range noPK.Columns {
-		noPK.Columns[i].PK = false
-	}
-	noPK.Prepare()
+	noPK := keylessTestTable()
 	keyOf := func(opts map[string]string, tb *Table) string {
 		t.Helper()
 		f, err := NewFormat(FormatMaxwellJSON, opts)
