@@ -225,15 +225,27 @@ fi
 # The units' working folders (systemd's StateDirectory makes them at the first start, and
 # keeps them binlake's, 0750): made now too, so that the guide's `--check`, run from the
 # unit's folder as binlake, finds the folder a config's relative path (./data/…) is in.
+# A folder not binlake's (made by a run without the user) is given to it; with --no-user
+# and no user yet, they stay root's until the user exists (or systemd's first start).
+user_ok=0
+if [[ $system -eq 1 ]] && getent passwd binlake >/dev/null; then
+	user_ok=1
+fi
 state_dirs=()
 for role in "${ROLES[@]}"; do
+	d=$DESTDIR$STATEDIR/$role
 	state_dirs+=("$STATEDIR/$role")
-	if [[ ! -d $DESTDIR$STATEDIR/$role ]]; then
-		install -d -m 0750 "$DESTDIR$STATEDIR/$role"
-		[[ $system -eq 0 ]] || chown binlake:binlake "$DESTDIR$STATEDIR/$role"
-		say "created $DESTDIR$STATEDIR/$role"
+	if [[ ! -d $d ]]; then
+		install -d -m 0750 "$d"
+		say "created $d"
+	fi
+	if [[ $user_ok -eq 1 && $(stat -c %U "$d") != binlake ]]; then
+		chown binlake:binlake "$d"
 	fi
 done
+if [[ $system -eq 1 && $user_ok -eq 0 ]]; then
+	say "user binlake does not exist (--no-user): ${state_dirs[*]} stay root's; create the user, then run this again (or chown binlake:binlake them) before the guide's --check"
+fi
 
 # binary SRC NAME: install SRC as bindir/NAME; the one it replaces stays as NAME.prev
 # for a rollback. SRC may be any path, NAME.prev itself included (a rollback with

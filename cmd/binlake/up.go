@@ -76,8 +76,9 @@ Flags:`)
 	if err != nil {
 		return fmt.Errorf("bad -log-format %q: want text or json", *logFormat)
 	}
-	if interval.D() < 10*time.Millisecond {
-		return fmt.Errorf("bad -interval %s: want at least 10ms", interval)
+	if interval.D() < 10*time.Millisecond || interval.D() > 24*time.Hour {
+		// The agent's own bounds (agent.Config.Validate): a 25h up started.
+		return fmt.Errorf("bad -interval %s: want between 10ms and 24h", interval)
 	}
 	if err := positiveShutdown(shutdown); err != nil {
 		return err

@@ -341,10 +341,8 @@ func translate(err error, name string, data []byte, root *yaml.Node, out any) er
 		msg := err.Error()
 		if m := reSyntax.FindStringSubmatch(msg); m != nil {
 			line, _ := strconv.Atoi(m[1])
-			if strings.HasPrefix(m[2], "did not find expected") {
-				// yaml.v3 counts a parser error's line from 0 (its scanner errors from 1):
-				// "bus: {kind: kafka" unclosed on line 5 was said to be on line 4, a blank one.
-				line++
+			if at := syntaxLine(data, m[2]); at > 0 {
+				line = at
 			}
 			e := &Error{File: name, Line: line, Msg: m[2]}
 			if strings.Contains(e.Msg, "cannot start any token") && lineHasTab(data, line) {
@@ -400,6 +398,29 @@ func findKey(entries []entry, key string) string {
 		return p
 	}
 	return key
+}
+
+// syntaxLine is the line of a YAML syntax error whose message is msg: the first line
+// at which the file, read up to it, fails with that message; 0 when none does. yaml.v3
+// names another line for many: where the block around the problem starts (an
+// indentation error in a config that opens with comments was said to be at its first
+// key), the line before a tab, or one too early for a parser error, which it counts
+// from 0 (an unclosed brace on line 5 was said to be on line 4, a blank one).
+func syntaxLine(data []byte, msg string) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	end := 0
+	for i, l := range lines {
+		end += len(l)
+		var n yaml.Node
+		err := yaml.Unmarshal(data[:end], &n)
+		if err == nil {
+			continue
+		}
+		if m := reSyntax.FindStringSubmatch(err.Error()); m != nil && m[2] == msg {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 func lineHasTab(data []byte, line int) bool {

@@ -162,6 +162,29 @@ subscriptions:
 			wantErr: []string{"agent.yaml:5:", "did not find expected ',' or '}'"},
 		},
 		{
+			// yaml.v3 names the line where the block around the problem starts: in a
+			// file that opens with comments, its first key (an outside trial).
+			name:    "over-indented key after comments has its own line",
+			in:      "\n\n# comment\nname: a\nserver:\n    addr: x\n  port: 1\n",
+			wantErr: []string{"agent.yaml:7:", "did not find expected key"},
+		},
+		{
+			name:    "a tab after a key line has its own line",
+			in:      "name: a\nserver:\n  addr: x\n\tport: 1\n",
+			wantErr: []string{"agent.yaml:4:", "found a tab character"},
+		},
+		{
+			// A scanner error yaml.v3 already counts from 1.
+			name:    "bad escape has its own line",
+			in:      "name: a\nserver:\n  addr: \"\\xZZ\"\n",
+			wantErr: []string{"agent.yaml:3:", "did not find expected hexdecimal number"},
+		},
+		{
+			name:    "one unclosed line",
+			in:      "{\n",
+			wantErr: []string{"agent.yaml:1:", "did not find expected"},
+		},
+		{
 			name:    "unclosed flow sequence has its own line",
 			in:      "name: a\nports: [1, 2\nport: 3\n",
 			wantErr: []string{"agent.yaml:2:", "did not find expected ',' or ']'"},
