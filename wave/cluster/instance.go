@@ -318,7 +318,13 @@ func compileSubscription(s Subscription) (*subscription, error) {
 				bad(fmt.Sprintf("%s[%d]", field, i), "empty pattern")
 				continue
 			}
-			re, err := regexp.Compile(`^(?:` + p + `)$`)
+			// The pattern alone first: its error quotes the pattern as written, not the
+			// anchored one ("missing closing ]: `[abc)$`").
+			_, err := regexp.Compile(p)
+			var re *regexp.Regexp
+			if err == nil {
+				re, err = regexp.Compile(`^(?:` + p + `)$`)
+			}
 			if err != nil {
 				bad(fmt.Sprintf("%s[%d]", field, i), "%q: %w", p, err)
 				continue

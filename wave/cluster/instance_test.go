@@ -58,6 +58,8 @@ func TestSubscriptionErrors(t *testing.T) {
 		{Subscription{Name: "a", Topic: "."}, `field "topic": topic name "." is not allowed`},
 		{Subscription{Name: "a", Topic: ".."}, `field "topic": topic name ".." is not allowed`},
 		{Subscription{Name: "a", Topic: "t", Include: []string{"("}}, `field "include[0]": "("`},
+		// The pattern as written, not the anchored one it is compiled as.
+		{Subscription{Name: "a", Topic: "t", Include: []string{"[abc"}}, "missing closing ]: `[abc`"},
 		{Subscription{Name: "a", Topic: "t", Exclude: []string{""}}, `field "exclude[0]": empty pattern`},
 		{Subscription{Name: "a", Topic: "t", Events: []string{"upsert"}}, `field "events[0]": "upsert"`},
 		{Subscription{Name: "a", Topic: "t", PartitionBy: "row"}, `field "partition_by": "row"`},
