@@ -63,10 +63,9 @@ func checkInstanceFile(ctx context.Context, path string, connect bool, out io.Wr
 // (cluster.Instance.CheckNew), each problem at its line of the file.
 func loadInstanceFile(path string) (cluster.Instance, error) {
 	var inst cluster.Instance
-	if err := config.Load(path, &inst); err != nil {
-		return inst, err
-	}
-	return inst, config.Locate(path, inst.CheckNew())
+	inst.AsNew() // CheckNew's problems in the one list, in the file's order
+	err := config.Load(path, &inst)
+	return inst, err
 }
 
 // checkSourceFromHere reads inst's source with its password from this host, as add does

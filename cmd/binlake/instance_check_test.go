@@ -75,10 +75,35 @@ func TestInstanceAddCheck(t *testing.T) {
 	if out, err := check(tomb); err == nil || !strings.HasPrefix(err.Error(), wantTomb) {
 		t.Errorf("tombstones under a table's key: %v (%s), want the error %q", err, out, wantTomb)
 	}
+	// With another problem in the file, both, in the file's order (the other hid it).
+	other := bytes.Replace(edited, []byte("server_id: 10001"), []byte("server_id: 0"), 1)
+	writeFile(t, tomb, string(other))
+	if out, err := check(tomb); err == nil || !strings.Contains(err.Error(), "server_id") || !strings.Contains(err.Error(), wantTomb) {
+		t.Errorf("tombstones under a table's key beside a bad server_id: %v (%s), want both", err, out)
+	}
 	edited = bytes.Replace(edited, []byte("partition_by: table"), []byte("partition_by: pk"), 1)
 	writeFile(t, tomb, string(edited))
 	if out, err := check(tomb); err != nil {
 		t.Errorf("tombstones under the rows' keys: %v (%s), want them accepted", err, out)
+	}
+
+	// Every format option refused at once, each at its own key (one a run, at the
+	// format's line, before: an outside trial).
+	opts := filepath.Join(t.TempDir(), "opts.yaml")
+	writeFile(t, opts, string(bytes.Replace(b, []byte("\n    format: json"),
+		[]byte("\n    format: debezium-json\n    format_options: {decimal: exact, key: mine, schema: \"true\"}"), 1)))
+	optLine := strconv.Itoa(lineOf(b, "\n    format: json") + 2)
+	if out, err := check(opts); err == nil {
+		t.Errorf("two bad format options accepted (%s)", out)
+	} else {
+		for _, want := range []string{
+			opts + ":" + optLine + `: field "subscriptions[0].format_options.decimal": format debezium-json: option decimal "exact"`,
+			opts + ":" + optLine + `: field "subscriptions[0].format_options.key": format debezium-json: option key "mine"`,
+		} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("bad format options: %v\nwant it to say %s", err, want)
+			}
+		}
 	}
 
 	// Every bad value at once, in the file's order, each at its line (it took a run of

@@ -178,6 +178,9 @@ type Capture struct {
 	// information_schema per table, and warnings of grants on tables it does not read).
 	unwanted map[uint64]*replication.TableMapEvent
 	reader   *rowenc.Reader // the rows events' row images
+	// snapReader reads the rows only a snapshot needs (their keys), beside reader's held
+	// rows.
+	snapReader *rowenc.Reader
 	// readPos is where the binlog was read to: the end of the last event handled.
 	readPos cluster.Position
 	// seen is the number (LagTracker.Saw) of the event being handled.
@@ -755,22 +758,33 @@ func (c *Capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 	if len(subs) == 0 && !snapshotting {
 		return nil
 	}
-	if err := c.flush(ctx, false, 0); err != nil {
-		return err
-	}
 	b := &rowsBatch{subs: subs, Event: rowenc.Event{
 		Table: t, Type: typ,
 		Meta: rowenc.Meta{Instance: c.Inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos},
 	}}
 	var err error
+	if len(subs) == 0 {
+		// The snapshot's alone (a change no subscription takes, of the table it reads):
+		// read with a reader of its own, so that the row held back stays held for the
+		// transaction's commit flag (flushed here, it went out without it: an outside trial).
+		if c.snapReader == nil {
+			c.snapReader = rowenc.NewReader()
+		}
+		if b.Rows, err = c.snapReader.Read(et, e, t, typ); err != nil {
+			return fmt.Errorf("rows event of %s.%s at %s:%d: %w", t.Database, t.Name, c.file, h.LogPos, err)
+		}
+		c.snapTouch(b)
+		return nil
+	}
+	// The held-back event goes out first: the reader's next rows take its buffers.
+	if err := c.flush(ctx, false, 0); err != nil {
+		return err
+	}
 	if b.Rows, err = c.reader.Read(et, e, t, typ); err != nil {
 		return fmt.Errorf("rows event of %s.%s at %s:%d: %w", t.Database, t.Name, c.file, h.LogPos, err)
 	}
 	if snapshotting {
 		c.snapTouch(b)
-	}
-	if len(subs) == 0 {
-		return nil
 	}
 	if !rowenc.WholeRows(e) {
 		return c.partialRows(h, t, typ, e)

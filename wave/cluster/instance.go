@@ -62,7 +62,14 @@ type Instance struct {
 	// Pinned keeps the instance on its wave: the balancer never moves it, except off a
 	// dead wave.
 	Pinned bool `json:"pinned,omitempty" yaml:"pinned"`
+
+	// asNew makes Validate ask CheckNew's too (AsNew): a definition being added.
+	asNew bool
 }
+
+// AsNew makes Validate refuse what CheckNew refuses too, for a definition being added
+// (add, set -f, add --check): its problems then come in one list with the others.
+func (in *Instance) AsNew() { in.asNew = true }
 
 // Source is the MySQL or MariaDB server read as a replica. The password is never stored
 // in the coordinator: each wave reads it from PasswordEnv or PasswordFile on its host.
@@ -171,6 +178,9 @@ func (in *Instance) Validate() error {
 		}
 		names[sub.Name] = true
 	}
+	if in.asNew {
+		errs = append(errs, in.CheckNew())
+	}
 	return errors.Join(errs...)
 }
 
@@ -182,15 +192,25 @@ func (in *Instance) Validate() error {
 func (in *Instance) CheckNew() error {
 	var errs []error
 	for i, s := range in.Subscriptions {
-		c, err := compileSubscription(s)
-		if err != nil || !c.format.Tombstones() || c.PartitionBy == rowenc.PartitionPK {
+		// The option as written: a problem elsewhere in the subscription (another option,
+		// its topic) hid this one until it was fixed (an outside trial).
+		by := s.PartitionBy
+		if s.FormatOptions["tombstones"] != "true" || (by != rowenc.PartitionTable && by != rowenc.PartitionDatabase) {
 			continue
 		}
 		errs = append(errs, config.Bad(fmt.Sprintf("subscriptions[%d].format_options.tombstones", i),
 			"true with partition_by: %s: no tombstone would be sent (under log compaction one would remove every row of the %s's key); tombstones go with partition_by: pk",
-			c.PartitionBy, c.PartitionBy))
+			by, by))
 	}
 	return errors.Join(errs...)
+}
+
+// flatten lists the errors errors.Join put together, or err alone.
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // within is err about a key below the key at prefix: a *config.FieldError's path is
@@ -308,7 +328,19 @@ func compileSubscription(s Subscription) (*subscription, error) {
 	}
 	format, err := rowenc.NewFormat(s.Format, s.FormatOptions)
 	if err != nil {
-		bad("format", "%w", err)
+		// Each option refused at its own key; anything else (an unknown format) at format.
+		var rest []error
+		for _, e := range flatten(err) {
+			var oe *rowenc.OptionError
+			if errors.As(e, &oe) {
+				bad("format_options."+oe.Option, "%w", oe.Err)
+			} else {
+				rest = append(rest, e)
+			}
+		}
+		if len(rest) > 0 {
+			bad("format", "%w", errors.Join(rest...))
+		}
 	}
 	c := &subscription{Subscription: s, format: format}
 	compile := func(field string, pats []string) []*regexp.Regexp {
