@@ -37,6 +37,11 @@ type slot struct {
 	p *policy.Policy
 	a *alertState
 	w *policy.Window // the running state of a time-window condition; nil for the others
+	// byFP is the fingerprint of the alert the series makes under a policy with by
+	// (policy.Policy.By), once known (byFPSet): a series' labels never change, so it is
+	// worked out once, and each point looks the alert up by it.
+	byFP    uint64
+	byFPSet bool
 }
 
 // eval evaluates the slot's condition on s after a new sample; ok is false when the

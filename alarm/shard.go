@@ -86,27 +86,32 @@ func (sh *shard) observe(b *metric.Batch, ts, now time.Time, interval time.Durat
 			sl := &s.slots[j]
 			value, active, ok := sl.eval(s)
 			evals++
+			if sl.a == nil && sl.p.By != nil {
+				if !sl.byFPSet {
+					sl.byFP, sl.byFPSet = fingerprint(alertLabels(sl.p, b.Node, pt.Labels)), true
+				}
+				if a := sh.alerts[sl.byFP]; a != nil && a.p == sl.p {
+					// Another series of the same alert under the policy's by (a label left
+					// out changed value): it takes the alert over, violating or not, so that
+					// a recovery (the instance running again) resolves it on its own point.
+					sh.rebind(a, s, sl)
+				}
+			}
 			if sl.a == nil {
 				if !active && len(rest) == 0 {
 					continue
 				}
 				labels := alertLabels(sl.p, b.Node, pt.Labels)
 				fp := fingerprint(labels)
-				if a := sh.alerts[fp]; a != nil && a.p == sl.p && sl.p.By != nil {
-					// Another series of the same alert under the policy's by (a label
-					// left out changed value): it takes the alert over, firing or not.
-					sh.rebind(a, s, sl)
-				} else {
-					le, wasFiring := rest[fp]
-					if !active && !wasFiring {
-						continue
-					}
-					sl.a = sh.newAlert(fp, sl.p, labels, b.Node)
-					sl.a.series = s
-					if wasFiring {
-						rest = sh.unrestore(b.Node, fp)
-						sh.resume(sl.a, le, now)
-					}
+				le, wasFiring := rest[fp]
+				if !active && !wasFiring {
+					continue
+				}
+				sl.a = sh.newAlert(fp, sl.p, labels, b.Node)
+				sl.a.series = s
+				if wasFiring {
+					rest = sh.unrestore(b.Node, fp)
+					sh.resume(sl.a, le, now)
 				}
 			}
 			if !ok || !ts.After(sl.a.guardTS) {
