@@ -26,7 +26,8 @@ func TestExampleConfig(t *testing.T) {
 	require.Equal(t, StoreSQLite, c.Store.Kind)
 	require.Equal(t, store.BufferOptions{Capacity: 100_000, MaxBatch: 5000, Overflow: store.OverflowReject, MinBackoff: 100 * time.Millisecond,
 		MaxBackoff: 10 * time.Second, WriteTimeout: 30 * time.Second, CloseTimeout: 10 * time.Second}, c.Store.Buffer.Options())
-	require.Equal(t, "random", c.Placement.Algorithm)
+	require.Equal(t, "utilisation", c.Placement.Algorithm, "the installed judge places by load (without the key: random)")
+	require.Equal(t, config.Duration(720*time.Hour), c.Store.Retention, "the installed SQLite store does not grow for ever")
 	require.Equal(t, config.Duration(DefaultCapacityEvery), c.Placement.CapacityEvery)
 	require.Equal(t, 90.0, c.Filters().Thresholds["cpu.util"])
 	require.Equal(t, 3.0, c.Placement.Plugins["leastload"].Weights["cpu"])
