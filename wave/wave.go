@@ -297,7 +297,10 @@ func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
 	}
 	before := *s
 	f(s)
-	if s.State != before.State {
+	if s.State != before.State || s.Reason != before.Reason {
+		// The state and its reason began then: `instance list` shows them side by side, and
+		// a reason that changed during one outage read as if it had held since its start
+		// (an outside trial).
 		s.Since = time.Now().UTC().Format(time.RFC3339)
 	}
 	st := *s
