@@ -423,3 +423,28 @@ func TestBlobSizesIntegration(t *testing.T) {
 		}
 	}
 }
+
+// MariaDB's JSON (a LONGTEXT with a json_valid check) is JSON to a user with only a
+// table-level SELECT on the table, the grant the wave's own warning advises:
+// information_schema.CHECK_CONSTRAINTS shows such a user none, and the column went out as
+// text without a word (an outside trial); SHOW CREATE TABLE shows the check.
+func TestJSONWithATableLevelGrantIntegration(t *testing.T) {
+	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
+	db, exec, start := tableAt(t, ctx, a, "wave_tlgrant", "(id INT PRIMARY KEY, j JSON, note LONGTEXT)")
+	exec("INSERT INTO " + db + ".t VALUES (1, '{\"k\":3}', 'x')")
+	name := fmt.Sprintf("binlake_tl%d", time.Now().UnixNano()%1e9)
+	exec("CREATE USER '" + name + "'@'%' IDENTIFIED BY 'pw'")
+	t.Cleanup(func() { exec("DROP USER IF EXISTS '" + name + "'@'%'") })
+	exec("GRANT SELECT ON " + db + ".t TO '" + name + "'@'%'")
+
+	sc := newSchema(a.Addr, name, "pw", slog.New(slog.DiscardHandler))
+	defer sc.close()
+	tm := readTableMap(t, ctx, a, start, db, "t").Event.(*replication.TableMapEvent)
+	tb, err := buildTable(ctx, tm, cluster.FlavorMariaDB, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []bool{tb.Columns[1].JSON, tb.Columns[2].JSON}; !got[0] || got[1] {
+		t.Errorf("JSON of j, note: %v, want [true false]", got)
+	}
+}
