@@ -139,7 +139,7 @@ func runAlarm(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // default does not exist: "open /etc/binlake/policies.yaml" alone names a file the user
 // never gave.
 func needPolicies(cmd, def string) error {
-	return fmt.Errorf("%s: -policies FILE is needed: the default, %s, does not exist (deploy/policies.example.yaml is a commented example)", cmd, def)
+	return fmt.Errorf("%s: -policies FILE is needed: the default, %s, does not exist (deploy/policies.yaml is the set binlake up runs built in; deploy/policies.example.yaml a commented example)", cmd, def)
 }
 
 // alarmDeps is what alarm.yaml and the policy file resolve to before the alarm connects

@@ -142,7 +142,7 @@ type Options struct {
 	// XA COMMIT (xa.go); 0: DefaultXAHoldBytes.
 	XAHoldBytes int
 	OnError     func(error) // a retried error (reconnects): counted and shown in status
-	OnConn      func()      // connected (clears a retried error from status)
+	OnConn      func()      // connected: the first event past the stream's start (clears a retried error from status)
 	// backoff bounds for reconnecting to the source
 	BackoffMin, BackoffMax time.Duration
 	EventQueue             int
@@ -462,13 +462,10 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 			}
 			return read, classify(err)
 		}
-		if !read {
-			read = true
-			if c.OnConn != nil {
-				c.OnConn()
-			}
+		read = true
+		if connected(&progressed, ev) && c.OnConn != nil {
+			c.OnConn()
 		}
-		progressed = progressed || !startEvent(ev)
 		c.seen = c.Lag.Saw()
 		if err := c.handle(ctx, ev); err != nil {
 			return read, err

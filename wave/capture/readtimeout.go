@@ -39,6 +39,20 @@ func (c *Capture) sessionEnded(progressed bool, err error) {
 	}
 }
 
+// connected reports whether ev is the session's first past the stream's start, and
+// records in progressed that one came. The session counts as connected (the instance as
+// running) from then: a source that refuses the session (another replica with this
+// server_id) sends the start events, then its error, and the instance read as running in
+// between, so an alert on it resolved and paged again at every reconnect (an outside
+// trial).
+func connected(progressed *bool, ev *replication.BinlogEvent) bool {
+	if *progressed || startEvent(ev) {
+		return false
+	}
+	*progressed = true
+	return true
+}
+
 // startEvent says whether ev is one a source sends as a stream starts, before it has
 // found the position asked for: the (fake) rotate, the format description, the GTID
 // list or set of the file, a checkpoint.
