@@ -489,16 +489,7 @@ func TestMaxwellKey(t *testing.T) {
 		if opt != "" {
 			opts["key"] = opt
 		}
-		f, err := NewFormat(FormatMaxwellJSON, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev := &Event{Table: tb, Type: TypeInsert, Meta: Meta{Instance: "orders", TS: 1764424800}, Rows: Rows{rows: []values{{uint64(7), "1.50", "a"}}}}
-		msgs, err := new(Encoder).Encode(ev, []Target{{By: PartitionPK, Format: f}}, true, 5, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := string(msgs[0].Key); got != want {
+		if got := keyOf(opts, tb); got != want {
 			t.Errorf("key option %q: %s, want %s", opt, got, want)
 		}
 	}
