@@ -216,17 +216,15 @@ func flatten(err error) []error {
 // within is err about a key below the key at prefix: a *config.FieldError's path is
 // made whole ("subscriptions[0]" and "include[1]"); another error is prefixed.
 func within(prefix string, err error) error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var errs []error
-		for _, e := range j.Unwrap() {
-			errs = append(errs, within(prefix, e))
+	var errs []error
+	for _, e := range flatten(err) {
+		if fe, ok := e.(*config.FieldError); ok {
+			errs = append(errs, config.Bad(prefix+"."+fe.Field, "%w", fe.Err))
+		} else {
+			errs = append(errs, config.Bad(prefix, "%w", e))
 		}
-		return errors.Join(errs...)
 	}
-	if fe, ok := err.(*config.FieldError); ok {
-		return config.Bad(prefix+"."+fe.Field, "%w", fe.Err)
-	}
-	return config.Bad(prefix, "%w", err)
+	return errors.Join(errs...)
 }
 
 // Marshal returns the stored form.
