@@ -390,7 +390,13 @@ func (j *Judge) retentionLoop(ctx context.Context) {
 	for {
 		cut := j.now().Add(-j.o.Retention)
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		if err := j.o.Store.DeleteBefore(dctx, cut); err != nil && ctx.Err() == nil {
+		began := time.Now()
+		err := j.o.Store.DeleteBefore(dctx, cut)
+		switch {
+		case err == nil:
+			j.log.Info("retention: deleted the points older than the retention", "before", cut.UTC().Format(time.RFC3339),
+				"retention", j.o.Retention, "took", time.Since(began).Round(time.Millisecond))
+		case ctx.Err() == nil:
 			j.log.Warn("retention: delete old points failed", "err", err, "before", cut)
 		}
 		cancel()

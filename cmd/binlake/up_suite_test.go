@@ -429,8 +429,17 @@ func TestRunKeepsPointsForItsRetention(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := startUp(t, upOptions{DataDir: dir, Node: "node-a", Retention: tc.retention})
+			var logBuf bytes.Buffer
+			logs := &syncWriter{w: &logBuf}
+			s := startUp(t, upOptions{DataDir: dir, Node: "node-a", Retention: tc.retention, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 			waitNode(t, s.urls.Judge, "node-a")
+			if tc.retention > 0 { // the retention pass runs beside the start: wait for it
+				for deadline := time.Now().Add(30 * time.Second); !logged(logs, &logBuf, "retention: deleted the points"); time.Sleep(20 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("no retention pass logged within 30s")
+					}
+				}
+			}
 			if err := s.stop(t); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -452,6 +461,13 @@ func TestRunKeepsPointsForItsRetention(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logged says whether the log written through w into b holds line.
+func logged(w *syncWriter, b *bytes.Buffer, line string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Contains(b.String(), line)
 }
 
 // TestUpRetentionFlag: -retention is a week unless given, and a negative one is refused.
