@@ -379,10 +379,11 @@ func BlobBytesOfLength(maxBytes uint64) uint8 {
 }
 
 // appendCanalMySQLType appends Canal's mysqlType of a column as a JSON string: the type's
-// name with its signedness, fractional digits and ENUM/SET values; a geometry column's
-// declared type ("point"). Canal copies the
-// schema's COLUMN_TYPE, lengths included; the binlog does not carry those the same way
-// for every type, so they are left out ("varchar", not "varchar(64)").
+// name with its signedness, fractional digits, DECIMAL's precision and scale, BIT's width
+// and ENUM/SET values; a geometry column's declared type ("point"). Canal copies the
+// schema's COLUMN_TYPE, lengths included; the binlog carries a string's length in bytes,
+// not the characters declared, and no integer display width, so those are left out
+// ("varchar", not "varchar(64)").
 func appendCanalMySQLType(dst []byte, c *Column) []byte {
 	var name string
 	switch c.Type {
@@ -447,6 +448,18 @@ func appendCanalMySQLType(dst []byte, c *Column) []byte {
 	if c.Frac > 0 && (c.Type == mysql.MYSQL_TYPE_DATETIME2 || c.Type == mysql.MYSQL_TYPE_TIMESTAMP2 || c.Type == mysql.MYSQL_TYPE_TIME2) {
 		dst = append(dst, '(')
 		dst = strconv.AppendUint(dst, uint64(c.Frac), 10)
+		dst = append(dst, ')')
+	}
+	switch {
+	case c.Precision > 0 && (c.Type == mysql.MYSQL_TYPE_NEWDECIMAL || c.Type == mysql.MYSQL_TYPE_DECIMAL):
+		dst = append(dst, '(')
+		dst = strconv.AppendUint(dst, uint64(c.Precision), 10)
+		dst = append(dst, ',')
+		dst = strconv.AppendUint(dst, uint64(c.Scale), 10)
+		dst = append(dst, ')')
+	case c.Bits > 0 && c.Type == mysql.MYSQL_TYPE_BIT:
+		dst = append(dst, '(')
+		dst = strconv.AppendUint(dst, uint64(c.Bits), 10)
 		dst = append(dst, ')')
 	}
 	if c.Unsigned && kindOf(c) == kindInt {

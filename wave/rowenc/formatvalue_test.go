@@ -299,7 +299,9 @@ func TestJSONNullDocument(t *testing.T) {
 
 // TestCanalMySQLTypeOfBlobs: canal's mysqlType names a BLOB or TEXT column by its size, as
 // Canal does (a LONGTEXT said text, a MEDIUMBLOB blob: an outside trial); MariaDB's JSON
-// stays longtext, and a size not known stays the plain type.
+// stays longtext, and a size not known stays the plain type. A DECIMAL's precision and
+// scale and a BIT's width are Canal's COLUMN_TYPE's where known ("decimal(10,2)", not
+// "decimal").
 func TestCanalMySQLTypeOfBlobs(t *testing.T) {
 	for _, tc := range []struct {
 		c    Column
@@ -314,6 +316,12 @@ func TestCanalMySQLTypeOfBlobs(t *testing.T) {
 		{Column{Type: mysql.MYSQL_TYPE_BLOB, BlobBytes: 4, Binary: true}, `"longblob"`},
 		{Column{Type: mysql.MYSQL_TYPE_BLOB, Binary: true}, `"blob"`},
 		{Column{Type: mysql.MYSQL_TYPE_BLOB, BlobBytes: 4, JSON: true}, `"longtext"`},
+		{Column{Type: mysql.MYSQL_TYPE_NEWDECIMAL, Precision: 10, Scale: 2}, `"decimal(10,2)"`},
+		{Column{Type: mysql.MYSQL_TYPE_NEWDECIMAL, Precision: 65}, `"decimal(65,0)"`},
+		{Column{Type: mysql.MYSQL_TYPE_NEWDECIMAL}, `"decimal"`},
+		{Column{Type: mysql.MYSQL_TYPE_BIT, Bits: 1}, `"bit(1)"`},
+		{Column{Type: mysql.MYSQL_TYPE_BIT, Bits: 64}, `"bit(64)"`},
+		{Column{Type: mysql.MYSQL_TYPE_BIT}, `"bit"`},
 	} {
 		if got := string(appendCanalMySQLType(nil, &tc.c)); got != tc.want {
 			t.Errorf("%+v: %s, want %s", tc.c, got, tc.want)
