@@ -305,6 +305,9 @@ func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
 	}
 	st := *s
 	w.mu.Unlock()
+	if (before.State == "" || before.State == cluster.StateStandby) && st.State != cluster.StateRunning && st.State != cluster.StateStandby {
+		st.Since = w.carrySince(id, st)
+	}
 	if st.State == cluster.StateError {
 		w.m.instError.WithLabelValues(id).Set(1)
 	} else {
@@ -315,6 +318,30 @@ func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
 	if changed && st.State != cluster.StateStandby {
 		w.recordStatus(id, st)
 	}
+}
+
+// carrySince is the since of st, a trouble state this wave's first for instance id:
+// the recorded status's when it is the same state for the same reason, as the outage
+// began before this wave took the instance over (a restart during an outage showed the
+// new process's start); st's own otherwise.
+func (w *Wave) carrySince(id string, st InstanceStatus) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := w.opts.Coord.Get(ctx, cluster.StatusKey(id))
+	var rec cluster.RecordedStatus
+	if err != nil || json.Unmarshal(v.Data, &rec) != nil || rec.State != st.State || rec.Reason != st.Reason {
+		return st.Since
+	}
+	if t, err := time.Parse(time.RFC3339, rec.Since); err != nil || !t.Before(time.Now()) {
+		return st.Since
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s := w.status[id]; s != nil && s.State == st.State && s.Reason == st.Reason && s.Since == st.Since {
+		s.Since = rec.Since
+		return rec.Since
+	}
+	return st.Since
 }
 
 // recordStatus writes a state of the instance's leader (running, reconnecting, retrying
