@@ -282,7 +282,14 @@ func (a *Alarm) handleCreateSilence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.log.Info("silence created", "id", s.ID, "ends_at", s.EndsAt, "created_by", s.CreatedBy)
-	httpapi.WriteJSON(w, r, http.StatusOK, map[string]string{"silenceID": s.ID})
+	answer := map[string]any{"silenceID": s.ID}
+	if warn := s.Unmatchable(a.o.Policies); warn != nil {
+		// Kept all the same, as Alertmanager keeps a silence that matches nothing yet: the
+		// policies may change; the caller is told why it will not mute what it names.
+		a.log.Warn("silence created that mutes nothing it names", "id", s.ID, "warnings", warn)
+		answer["warnings"] = warn
+	}
+	httpapi.WriteJSON(w, r, http.StatusOK, answer)
 }
 
 func (a *Alarm) handleDeleteSilence(w http.ResponseWriter, r *http.Request) {

@@ -177,3 +177,47 @@ func TestSilenceWriteWithTheCoordinatorAway(t *testing.T) {
 		require.Contains(t, e.Error.Message, "no answer within 300ms")
 	}
 }
+
+// A silence that names a policy by alertname and a label the policy's by leaves out
+// mutes none of its alerts: it is kept (the policies may change), and the answer and the
+// log say why it will not mute them. One on a label the alerts carry says nothing.
+func TestSilenceOnALabelByLeavesOutWarns(t *testing.T) {
+	c := openCoord(t, t.TempDir())
+	t.Cleanup(func() { c.Close() })
+	pols := parsePolicies(t, `policies:
+  - name: down
+    metric: wave.instance_running
+    condition: last < 1
+    by: [instance]
+    severity: P2
+    channels: [c]
+`)
+	base, _ := startAlarm(t, Options{Policies: pols, Channels: map[string]notify.Notifier{"c": notify.Log{L: quiet}}, Coordinator: c, Logger: quiet})
+	for _, tc := range []struct {
+		matchers string
+		warn     string // "" none
+	}{
+		{`{"name":"alertname","value":"down"},{"name":"reason","value":"binlog_off"}`, "policy down's alerts have no label reason (its by: [instance])"},
+		{`{"name":"alertname","value":"down"},{"name":"reason","value":"bin.*","isRegex":true}`, "no label reason"},
+		{`{"name":"alertname","value":"down"},{"name":"instance","value":"orders"}`, ""},
+		{`{"name":"alertname","value":"down"},{"name":"node","value":"wave-1"}`, ""},
+		{`{"name":"alertname","value":"down"},{"name":"reason","value":"x","isEqual":false}`, ""}, // mutes every one without reason x
+		{`{"name":"alertname","value":"down"},{"name":"reason","value":".*","isRegex":true}`, ""},
+		{`{"name":"alertname","value":"other"},{"name":"reason","value":"binlog_off"}`, ""},
+	} {
+		code, body := do(t, "POST", base+"/v1/silences", "", `{"matchers":[`+tc.matchers+`],"duration":"1h"}`)
+		require.Equal(t, 200, code, body)
+		var got struct {
+			SilenceID string
+			Warnings  []string
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &got))
+		require.NotEmpty(t, got.SilenceID)
+		if tc.warn == "" {
+			require.Empty(t, got.Warnings, tc.matchers)
+		} else {
+			require.Len(t, got.Warnings, 1, tc.matchers)
+			require.Contains(t, got.Warnings[0], tc.warn)
+		}
+	}
+}

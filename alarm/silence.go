@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,42 @@ func (m *Matcher) matches(labels map[string]string) bool {
 		return !ok
 	}
 	return ok
+}
+
+// needsValue reports whether m matches only a label that has a value: an alert without
+// the label (its value "") never matches it.
+func (m *Matcher) needsValue() bool {
+	if m.IsEqual != nil && !*m.IsEqual {
+		return false
+	}
+	if m.IsRegex {
+		return m.re != nil && !m.re.MatchString("")
+	}
+	return m.Value != ""
+}
+
+// Unmatchable says, for each policy the silence names by an exact alertname matcher,
+// which of its matchers want a label the policy's alerts never carry (one its by
+// leaves out): the silence mutes none of them. Nil when there is none.
+func (s *Silence) Unmatchable(ps []*policy.Policy) []string {
+	var out []string
+	for _, m := range s.Matchers {
+		if m.Name != policy.LabelAlertName || m.IsRegex || (m.IsEqual != nil && !*m.IsEqual) {
+			continue
+		}
+		for _, p := range ps {
+			if p.Name != m.Value {
+				continue
+			}
+			for _, o := range s.Matchers {
+				if o.needsValue() && !p.Carries(o.Name) {
+					out = append(out, fmt.Sprintf("policy %s's alerts have no label %s (its by: [%s]): this silence mutes none of them",
+						p.Name, o.Name, strings.Join(p.By, ", ")))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Silence mutes the notifications of every alert all of whose matchers match, between

@@ -62,6 +62,25 @@ func compileBy(in []string, hasCondition bool) ([]string, error) {
 	return append([]string{}, in...), nil // [] (not nil): no point label tells alerts apart
 }
 
+// Carries reports whether an alert of p can carry label l: every label but a point
+// label its by leaves out.
+func (p *Policy) Carries(l string) bool {
+	if p.By == nil || slices.Contains(p.By, l) {
+		return true
+	}
+	switch l {
+	case LabelAlertName, LabelNode, LabelSeverity, LabelMetric:
+		return true
+	case "reason": // the nodata alert's
+		return p.NoData > 0
+	}
+	if _, ok := p.AlertLabels[l]; ok {
+		return true
+	}
+	k, ok := strings.CutPrefix(l, "exported_")
+	return ok && slices.Contains(p.By, k)
+}
+
 // Group returns the notification group of an alert of p with labels l: its key and its
 // group labels. Alerts of one policy whose group_by labels have the same values are one
 // group (a label the alert lacks or has empty is left out of the group labels: absent
