@@ -757,7 +757,7 @@ func (c *Capture) rows(ctx context.Context, h *replication.EventHeader, et repli
 	}
 	b := &rowsBatch{subs: subs, Event: rowenc.Event{
 		Table: t, Type: typ,
-		Meta: rowenc.Meta{Instance: c.Inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos},
+		Meta: rowenc.Meta{Instance: c.Inst.ID, TS: int64(h.Timestamp), GTID: c.txGTID, File: c.file, Pos: h.LogPos, EventPos: h.LogPos - min(h.EventSize, h.LogPos)},
 	}}
 	var err error
 	if len(subs) == 0 {

@@ -321,6 +321,7 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 		if g, ok := geoms[i]; ok && g <= uint64(rowenc.GeometryCollection) {
 			c.Geometry = rowenc.GeometryType(g)
 		}
+		c.NotNull = rowenc.NotNullIn(tm, i)
 		c.Pad = rowenc.CharLength(tm, i)
 		if c.Type == mysql.MYSQL_TYPE_BLOB && i < len(tm.ColumnMeta) {
 			c.BlobBytes = uint8(tm.ColumnMeta[i])

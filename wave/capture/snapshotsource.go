@@ -149,6 +149,7 @@ func (s *snapshotSource) table(ctx context.Context, sc *schema, db, name string)
 		c.Name = string(f.Name)
 		byName[c.Name] = i
 		c.Type, c.Unsigned, c.Frac = f.Type, f.Flag&mysql.UNSIGNED_FLAG != 0, f.Decimal
+		c.NotNull = f.Flag&mysql.NOT_NULL_FLAG != 0
 		switch {
 		case f.Flag&mysql.ENUM_FLAG != 0:
 			c.Type = mysql.MYSQL_TYPE_ENUM

@@ -56,6 +56,20 @@ type Row struct {
 	scratch *rowScratch
 }
 
+// indexInEvent is the row's index among its rows event's rows (an update's is a pair of
+// images); 0 for a snapshot's.
+func (r *Row) indexInEvent() int {
+	switch r.Type {
+	case TypeInsert:
+		return max(r.After.i, 0)
+	case TypeDelete:
+		return max(r.Before.i, 0)
+	case TypeUpdate:
+		return max(r.Before.i, 0) / 2
+	}
+	return 0
+}
+
 // Image is one image (before or after) of a Row's row: its column values, read one at a
 // time in the json format's rendering (AppendJSON), which the other formats rewrite in
 // their own conventions. It reads the rows event's images in place, whichever way they

@@ -229,11 +229,11 @@ func appendQuotedUint(dst []byte, n uint64) []byte {
 }
 
 func appendJavaFloat32Quoted(dst, tok []byte) []byte {
-	return append(appendJavaFloat(append(dst, '"'), tok, 32), '"')
+	return append(appendJavaFloat32(append(dst, '"'), tok), '"')
 }
 
 func appendJavaFloat64Quoted(dst, tok []byte) []byte {
-	return append(appendJavaFloat(append(dst, '"'), tok, 64), '"')
+	return append(appendJavaFloat64(append(dst, '"'), tok), '"')
 }
 
 // appendBase64AsLatin1 appends a base64 token's bytes as a Latin-1 JSON string.

@@ -1,6 +1,7 @@
 package rowenc
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/binary"
 	"math/big"
@@ -125,8 +126,10 @@ func (f debeziumJSON) AppendRow(dst []byte, r *Row) ([]byte, error) {
 	dst = append(dst, `,"file":`...)
 	dst = jsonenc.AppendString(dst, m.File)
 	dst = append(dst, `,"pos":`...)
-	dst = strconv.AppendUint(dst, uint64(m.Pos), 10)
-	dst = append(dst, `,"row":0,"thread":null,"query":null},"op":"`...)
+	dst = strconv.AppendUint(dst, uint64(cmp.Or(m.EventPos, m.Pos)), 10) // Debezium's: where the rows event starts
+	dst = append(dst, `,"row":`...)
+	dst = strconv.AppendInt(dst, int64(r.indexInEvent()), 10)
+	dst = append(dst, `,"thread":null,"query":null},"op":"`...)
 	dst = append(dst, op...)
 	dst = append(dst, `","ts_ms":`...)
 	dst = strconv.AppendInt(dst, nowMillis(), 10)
@@ -209,7 +212,8 @@ func (f debeziumJSON) appendImage(dst []byte, im Image) ([]byte, error) {
 }
 
 // appendValue appends column col of im as Debezium renders it under the format's options:
-// integers, YEAR, FLOAT and DOUBLE as numbers, BIT(1) as a boolean and a wider BIT as
+// integers and YEAR as numbers, FLOAT and DOUBLE as numbers as Java writes them (0.0, as
+// JsonConverter without schemas then reads a double, not a long), BIT(1) as a boolean and a wider BIT as
 // Debezium's Bits (base64 of its little-endian bytes; a number when its width is not
 // known), ENUM and SET ("a,b") and text as
 // strings, JSON as its text in a string (io.debezium.data.Json), binary values as base64
@@ -238,6 +242,10 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 		if f.preciseUnsigned(c) {
 			return rewriteTail(dst, at, appendIntegerBytes), nil
 		}
+	case kindFloat:
+		return rewriteTail(dst, at, appendJavaFloat32), nil
+	case kindDouble:
+		return rewriteTail(dst, at, appendJavaFloat64), nil
 	case kindDecimal:
 		switch f.decimal {
 		case "double":
@@ -253,7 +261,7 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 		}
 	case kindDate:
 		if isZeroDate(tok) {
-			return append(dst[:at], "null"...), nil
+			return f.appendZeroDate(dst[:at], c), nil
 		}
 		if f.epoch {
 			return rewriteTail(dst, at, appendEpochDays), nil
@@ -265,7 +273,7 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 	case kindDatetime:
 		switch {
 		case isZeroDate(tok):
-			return append(dst[:at], "null"...), nil
+			return f.appendZeroDate(dst[:at], c), nil
 		case f.epoch && c.Frac > 3:
 			return rewriteTail(dst, at, appendEpochMicros), nil
 		case f.epoch:
@@ -274,6 +282,14 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 		return rewriteTail(dst, at, appendSQLTemporal), nil
 	case kindTimestamp:
 		switch {
+		case isZeroDate(tok) && f.epoch:
+			// MySQL stores the zero TIMESTAMP as second 0 of the epoch, and Debezium
+			// sends that, with the column's digits.
+			dst = append(dst[:at], `"1970-01-01T00:00:00`...)
+			if c.Frac > 0 {
+				dst = append(append(dst, '.'), "000000"[:min(c.Frac, 6)]...)
+			}
+			return append(dst, `Z"`...), nil
 		case isZeroDate(tok):
 			return append(dst[:at], "null"...), nil
 		case f.epoch:
@@ -282,6 +298,32 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 		return rewriteTail(dst, at, appendSQLTemporal), nil
 	}
 	return dst, nil
+}
+
+// appendZeroDate appends a zero DATE's or DATETIME's value: null, or under temporal:
+// epoch in a NOT NULL column 0 (the epoch's day or millisecond), as Debezium sends them.
+func (f debeziumJSON) appendZeroDate(dst []byte, c *Column) []byte {
+	if f.epoch && c.NotNull {
+		return append(dst, '0')
+	}
+	return append(dst, "null"...)
+}
+
+// required reports whether column c's schema is not optional: a key column, or one
+// declared NOT NULL that has a value for each of its values (under temporal: string a
+// zero date is null).
+func (f debeziumJSON) required(c *Column) bool {
+	if c.PK {
+		return true
+	}
+	if !c.NotNull {
+		return false
+	}
+	switch kindOf(c) {
+	case kindDate, kindDatetime, kindTimestamp:
+		return f.epoch
+	}
+	return true
 }
 
 // appendDebeziumBits rewrites the BIT value at dst[at:] (a JSON number) as Debezium's
@@ -699,7 +741,7 @@ func (f debeziumJSON) appendFieldSchema(dst []byte, im Image, ci int) []byte {
 	dst = append(dst, `{"type":"`...)
 	dst = append(dst, typ...)
 	dst = append(dst, `","optional":`...)
-	dst = strconv.AppendBool(dst, !c.PK)
+	dst = strconv.AppendBool(dst, !f.required(c))
 	if name != "" {
 		dst = append(dst, `,"name":"`...)
 		dst = append(dst, name...)
@@ -737,7 +779,7 @@ func (f debeziumJSON) appendFieldSchema(dst []byte, im Image, ci int) []byte {
 
 // appendGeometrySchema appends the schema of a GEOMETRY column as Debezium's MySQL
 // connector (3.x) declares it: a POINT column's io.debezium.data.geometry.Point (x, y,
-// optional wkb and srid), optional unless in the key; any other's
+// optional wkb and srid), optional unless in the key or NOT NULL; any other's
 // io.debezium.data.geometry.Geometry (wkb, optional srid), which its builder makes
 // optional always.
 func appendGeometrySchema(dst []byte, c *Column) []byte {
@@ -745,7 +787,7 @@ func appendGeometrySchema(dst []byte, c *Column) []byte {
 		dst = append(dst, `{"type":"struct","fields":[{"type":"double","optional":false,"field":"x"},`+
 			`{"type":"double","optional":false,"field":"y"},{"type":"bytes","optional":true,"field":"wkb"},`+
 			`{"type":"int32","optional":true,"field":"srid"}],"optional":`...)
-		dst = strconv.AppendBool(dst, !c.PK)
+		dst = strconv.AppendBool(dst, !c.PK && !c.NotNull)
 		dst = append(dst, `,"name":"io.debezium.data.geometry.Point","version":1,"doc":"Geometry (POINT)","field":`...)
 	} else {
 		dst = append(dst, `{"type":"struct","fields":[{"type":"bytes","optional":false,"field":"wkb"},`+

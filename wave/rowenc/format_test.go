@@ -614,3 +614,96 @@ func TestDebeziumDecimalSchemaFromTheColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestDebeziumNotNullAndZeroDates: a NOT NULL column's schema is required, as Debezium's
+// (every field said optional: an outside trial against Debezium 3.5); under temporal:
+// epoch a zero DATE or DATETIME in a NOT NULL column is 0 and a zero TIMESTAMP the
+// epoch with the column's digits, as Debezium sends them; under temporal: string a zero
+// date stays null, so its NOT NULL column stays optional. source.pos is where the rows
+// event starts and source.row the row's index in it, as Debezium's.
+func TestDebeziumNotNullAndZeroDates(t *testing.T) {
+	cols := []Column{
+		{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true, NotNull: true},
+		{Name: "n", Type: mysql.MYSQL_TYPE_LONG, NotNull: true},
+		{Name: "o", Type: mysql.MYSQL_TYPE_LONG},
+		{Name: "d", Type: mysql.MYSQL_TYPE_DATE, NotNull: true},
+		{Name: "dn", Type: mysql.MYSQL_TYPE_DATE},
+		{Name: "dt", Type: mysql.MYSQL_TYPE_DATETIME2, NotNull: true},
+		{Name: "ts", Type: mysql.MYSQL_TYPE_TIMESTAMP2, NotNull: true},
+		{Name: "ts6", Type: mysql.MYSQL_TYPE_TIMESTAMP2, Frac: 6},
+	}
+	zero := []any{int32(1), int32(2), nil, "0000-00-00", "0000-00-00", "0000-00-00 00:00:00", "0000-00-00 00:00:00", "0000-00-00 00:00:00.000000"}
+	for _, c := range []struct {
+		temporal string
+		want     []string
+	}{
+		{"epoch", []string{
+			`{"type":"int32","optional":false,"field":"id"}`, `{"type":"int32","optional":false,"field":"n"}`, `{"type":"int32","optional":true,"field":"o"}`,
+			`{"type":"int32","optional":false,"name":"io.debezium.time.Date","version":1,"field":"d"}`,
+			`{"type":"int32","optional":true,"name":"io.debezium.time.Date","version":1,"field":"dn"}`,
+			`{"type":"int64","optional":false,"name":"io.debezium.time.Timestamp","version":1,"field":"dt"}`,
+			`{"type":"string","optional":false,"name":"io.debezium.time.ZonedTimestamp","version":1,"field":"ts"}`,
+			`"after":{"id":1,"n":2,"o":null,"d":0,"dn":null,"dt":0,"ts":"1970-01-01T00:00:00Z","ts6":"1970-01-01T00:00:00.000000Z"}`}},
+		{"string", []string{
+			`{"type":"int32","optional":false,"field":"n"}`, `{"type":"string","optional":true,"field":"d"}`,
+			`{"type":"string","optional":true,"field":"ts"}`,
+			`"after":{"id":1,"n":2,"o":null,"d":null,"dn":null,"dt":null,"ts":null,"ts6":null}`}},
+	} {
+		f, err := NewFormat(FormatDebeziumJSON, map[string]string{"schema": "true", "temporal": c.temporal})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb := &Table{Database: "shop", Name: "zz", Columns: slices.Clone(cols), PK: []int{0}}
+		tb.Prepare()
+		second := slices.Clone(zero)
+		second[0] = int32(2)
+		ev := &Event{Table: tb, Type: TypeInsert, Meta: Meta{Instance: "orders", TS: 1764424800, File: "bin.000001", Pos: 300, EventPos: 211},
+			Rows: Rows{rows: []values{zero, second}}}
+		msgs, err := new(Encoder).Encode(ev, []Target{{By: PartitionPK, Format: f}}, true, 5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := string(msgs[0].Value)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("temporal %s: %s\nwant %s", c.temporal, got, w)
+			}
+		}
+		for i, m := range msgs {
+			if w := fmt.Sprintf(`"pos":211,"row":%d,`, i); !strings.Contains(string(m.Value), w) {
+				t.Errorf("temporal %s, row %d: %s\nwant %s", c.temporal, i, m.Value, w)
+			}
+		}
+	}
+}
+
+// TestDebeziumFloatsAsJava: FLOAT and DOUBLE go out as Java writes them, as JsonConverter
+// does (0.0, 1.0E-300): without schemas JsonConverter read Go's 0 as a long (an outside
+// trial against Debezium 3.5).
+func TestDebeziumFloatsAsJava(t *testing.T) {
+	f, err := NewFormat(FormatDebeziumJSON, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := &Table{Database: "shop", Name: "m", Columns: []Column{{Name: "id", Type: mysql.MYSQL_TYPE_LONG, PK: true},
+		{Name: "f", Type: mysql.MYSQL_TYPE_FLOAT}, {Name: "d", Type: mysql.MYSQL_TYPE_DOUBLE}}, PK: []int{0}}
+	tb.Prepare()
+	for _, c := range []struct {
+		f    float32
+		d    float64
+		want string
+	}{
+		{0, 0, `"f":0.0,"d":0.0`},
+		{1234.567, 1e-300, `"f":1234.567,"d":1.0E-300`},
+		{-1.5, 12345678.5, `"f":-1.5,"d":1.23456785E7`},
+	} {
+		ev := &Event{Table: tb, Type: TypeInsert, Meta: Meta{Instance: "orders", TS: 1764424800}, Rows: Rows{rows: []values{{int32(1), c.f, c.d}}}}
+		msgs, err := new(Encoder).Encode(ev, []Target{{By: PartitionPK, Format: f}}, true, 5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(msgs[0].Value); !strings.Contains(got, c.want) {
+			t.Errorf("%v, %v: %s\nwant %s", c.f, c.d, got, c.want)
+		}
+	}
+}

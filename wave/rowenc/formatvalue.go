@@ -185,6 +185,9 @@ func appendJavaFloat(dst, tok []byte, bits int) []byte {
 	return appendJavaFloatValue(dst, f, bits)
 }
 
+func appendJavaFloat32(dst, tok []byte) []byte { return appendJavaFloat(dst, tok, 32) }
+func appendJavaFloat64(dst, tok []byte) []byte { return appendJavaFloat(dst, tok, 64) }
+
 // appendJavaFloatValue appends a finite f as Java's Float.toString (bits 32) or
 // Double.toString (bits 64) writes it.
 func appendJavaFloatValue(dst []byte, f float64, bits int) []byte {

@@ -72,6 +72,9 @@ type Column struct {
 	// snapshot's column length); 0 when not known. debezium-json sends BIT(1) as a
 	// boolean and a wider one as Debezium's Bits (bytes, little-endian).
 	Bits uint8
+	// NotNull marks a column declared NOT NULL (the table map's null bitmap, or the
+	// snapshot's column flags): debezium-json's schema makes it required, as Debezium's.
+	NotNull bool
 	// Enum and Set are the value lists of ENUM and SET columns.
 	Enum []string
 	Set  []string
@@ -161,7 +164,10 @@ type Meta struct {
 	TS       int64 // event timestamp, Unix seconds
 	GTID     string
 	File     string
-	Pos      uint32
+	Pos      uint32 // where the row's event ends: the position to resume after it
+	// EventPos is where the row's rows event starts (debezium-json's source.pos); 0 when
+	// not known (a snapshot's row).
+	EventPos uint32
 	XID      uint64
 	Commit   bool
 }

@@ -63,7 +63,8 @@ func (t *Table) SameLayout(tm *replication.TableMapEvent) bool {
 		return len(tm.ColumnName) == 0
 	}
 	for i := range t.Columns {
-		if string(tm.ColumnName[i]) != t.Columns[i].Name || tm.ColumnType[i] != typeOnWire(t.Columns[i].Type) {
+		if string(tm.ColumnName[i]) != t.Columns[i].Name || tm.ColumnType[i] != typeOnWire(t.Columns[i].Type) ||
+			NotNullIn(tm, i) != t.Columns[i].NotNull {
 			return false
 		}
 		// A VARCHAR(10) altered to VARCHAR(300) keeps its name and type but not the
@@ -73,6 +74,12 @@ func (t *Table) SameLayout(tm *replication.TableMapEvent) bool {
 		}
 	}
 	return true
+}
+
+// NotNullIn reports whether column i of tm is declared NOT NULL: its bit in the table
+// map's null bitmap is clear (a map without one says nothing: nullable).
+func NotNullIn(tm *replication.TableMapEvent, i int) bool {
+	return i/8 < len(tm.NullBitmap) && tm.NullBitmap[i/8]&(1<<(i%8)) == 0
 }
 
 func typeOnWire(t byte) byte {

@@ -13,10 +13,12 @@
 //
 // Output: {"messages":N,"tombstones":N,"rows":N,"errors":N,"ddl_refused":N,
 // "first_errors":[...],"keys":N,"key_errors":N,"first_key_errors":[...],
+// "values":N,"value_errors":N,"first_value_errors":[...],
 // "state":[{column: value}...]}; for the debezium formats each record's key is read too,
 // by Kafka Connect's JsonConverter (schemas.enable as the format's schema part), as a
 // Connect sink reads it, and must be a struct (a map without a schema) holding the
-// primary key's columns; values as strings (DECIMAL plain,
+// primary key's columns, and each value too, which with schemas holds it to its schema
+// (a required field null, a value not of its type); values as strings (DECIMAL plain,
 // TIMESTAMP "yyyy-MM-dd HH:mm:ss.ffffff", DATE ISO, TIME "HH:mm:ss", BYTES hex, ARRAY
 // joined by ","), or null. A message Flink refuses counts as an error, except a Canal DDL
 // message (isDdl true) that Flink's canal-json refuses (it skips CREATE and rejects the
@@ -112,14 +114,16 @@ public class FormatCheck {
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
 
-        long messages = 0, tombstones = 0, rows = 0, errors = 0, ddlRefused = 0, keys = 0, keyErrors = 0;
-        List<String> firstErrors = new ArrayList<>(), firstKeyErrors = new ArrayList<>();
-        JsonConverter keyConverter = null;
+        long messages = 0, tombstones = 0, rows = 0, errors = 0, ddlRefused = 0, keys = 0, keyErrors = 0, values = 0, valueErrors = 0;
+        List<String> firstErrors = new ArrayList<>(), firstKeyErrors = new ArrayList<>(), firstValueErrors = new ArrayList<>();
+        JsonConverter keyConverter = null, valueConverter = null;
         if (format.startsWith("debezium-json")) {
             keyConverter = new JsonConverter();
+            valueConverter = new JsonConverter();
             Map<String, Object> conf = new LinkedHashMap<>();
             conf.put("schemas.enable", format.equals("debezium-json-schema") ? "true" : "false");
             keyConverter.configure(conf, true);
+            valueConverter.configure(conf, false);
         }
         Map<String, String[]> state = new LinkedHashMap<>();
         List<RowData> out = new ArrayList<>();
@@ -157,6 +161,15 @@ public class FormatCheck {
                         if (bad != null) {
                             keyErrors++;
                             if (firstKeyErrors.size() < 5) firstKeyErrors.add(bad);
+                        }
+                    }
+                    if (valueConverter != null && rec.value() != null) {
+                        values++;
+                        try {
+                            valueConverter.toConnectData(topic, rec.value());
+                        } catch (Exception e) {
+                            valueErrors++;
+                            if (firstValueErrors.size() < 5) firstValueErrors.add(e + (e.getCause() != null ? " (" + e.getCause() + ")" : ""));
                         }
                     }
                     if (rec.value() == null) {
@@ -203,6 +216,11 @@ public class FormatCheck {
         for (int i = 0; i < firstKeyErrors.size(); i++) {
             if (i > 0) sb.append(',');
             quote(sb, firstKeyErrors.get(i));
+        }
+        sb.append("],\"values\":").append(values).append(",\"value_errors\":").append(valueErrors).append(",\"first_value_errors\":[");
+        for (int i = 0; i < firstValueErrors.size(); i++) {
+            if (i > 0) sb.append(',');
+            quote(sb, firstValueErrors.get(i));
         }
         sb.append("],\"state\":[");
         boolean first = true;

@@ -53,7 +53,8 @@ var fmtColumns = []fmtColumn{
 	{name: "i16", sqlType: "SMALLINT", flink: same("BIGINT"), want: same("CAST(i16 AS CHAR)")},
 	{name: "i24", sqlType: "MEDIUMINT", flink: same("BIGINT"), want: same("CAST(i24 AS CHAR)")},
 	{name: "u32", sqlType: "INT UNSIGNED", flink: same("BIGINT"), want: same("CAST(u32 AS CHAR)")},
-	{name: "i64", sqlType: "BIGINT", flink: same("BIGINT"), want: same("CAST(i64 AS CHAR)")},
+	// NOT NULL: debezium-json's schema makes it required, which JsonConverter holds it to.
+	{name: "i64", sqlType: "BIGINT NOT NULL", flink: same("BIGINT"), want: same("CAST(i64 AS CHAR)")},
 	{name: "u64", sqlType: "BIGINT UNSIGNED", flink: same("DECIMAL(20,0)"), want: same("CAST(u64 AS CHAR)")},
 	{name: "f32", sqlType: "FLOAT", flink: same("FLOAT"), want: same("CAST(f32 AS CHAR)"), cmp: "float32"},
 	{name: "f64", sqlType: "DOUBLE", flink: same("DOUBLE"), want: same("CAST(f64 AS CHAR)"), cmp: "float64"},
@@ -116,8 +117,8 @@ func fmtRow(id, gen int) []any {
 	k := id + gen
 	if k%7 == 6 {
 		vals := make([]any, len(fmtColumns)-1)
-		vals[0] = id
-		return vals // everything NULL but the key
+		vals[0], vals[6] = id, int64(0)
+		return vals // everything NULL but the key and the NOT NULL i64
 	}
 	ints := []int64{0, 1, -1, 127, -128}
 	return []any{
@@ -322,6 +323,10 @@ func TestFormatsFlinkIntegration(t *testing.T) {
 			if s.format == rowenc.FormatDebeziumJSON && (got.Keys == 0 || got.KeyErrors != 0) {
 				t.Errorf("JsonConverter read %d keys, %d refused or without the primary key: %v", got.Keys, got.KeyErrors, got.FirstKeyErrors)
 			}
+			// And its values, held to their schema (a NOT NULL column's field is required).
+			if s.format == rowenc.FormatDebeziumJSON && (got.Values == 0 || got.ValueErrors != 0) {
+				t.Errorf("JsonConverter read %d values, refused %d: %v", got.Values, got.ValueErrors, got.FirstValueErrors)
+			}
 			switch {
 			case s.format == rowenc.FormatCanalJSON && got.DDLRefused == 0:
 				t.Errorf("no Canal DDL message for the ALTER TABLE")
@@ -342,9 +347,9 @@ func TestFormatsFlinkIntegration(t *testing.T) {
 		t.Run(s.check+"/no primary key", func(t *testing.T) {
 			got := runFormatCheck(t, script, s.check, brokers, prefix+".nokey-"+s.name, "a\tBIGINT\t0\nb\tSTRING\t0\n")
 			// 3 inserts, 1 update, 2 deletes; no tombstone: a null key has none to delete.
-			if got.Messages != 6 || got.Errors != 0 || got.Tombstones != 0 || got.Keys != 6 || got.KeyErrors != 0 {
-				t.Errorf("%d messages (%d tombstones), %d refused by Flink (%v), JsonConverter read %d keys, refused %d (%v); want 6 messages, every key read",
-					got.Messages, got.Tombstones, got.Errors, got.FirstErrors, got.Keys, got.KeyErrors, got.FirstKeyErrors)
+			if got.Messages != 6 || got.Errors != 0 || got.Tombstones != 0 || got.Keys != 6 || got.KeyErrors != 0 || got.Values != 6 || got.ValueErrors != 0 {
+				t.Errorf("%d messages (%d tombstones), %d refused by Flink (%v), JsonConverter read %d keys, refused %d (%v), %d values, refused %d (%v); want 6 messages, every key and value read",
+					got.Messages, got.Tombstones, got.Errors, got.FirstErrors, got.Keys, got.KeyErrors, got.FirstKeyErrors, got.Values, got.ValueErrors, got.FirstValueErrors)
 			}
 		})
 	}
@@ -360,10 +365,15 @@ type formatCheckResult struct {
 	FirstErrors []string `json:"first_errors"`
 	// Keys and KeyErrors: the debezium formats' record keys read by Kafka Connect's
 	// JsonConverter, and those it refused or that lacked a primary key column.
-	Keys           int                  `json:"keys"`
-	KeyErrors      int                  `json:"key_errors"`
-	FirstKeyErrors []string             `json:"first_key_errors"`
-	State          []map[string]*string `json:"state"`
+	Keys           int      `json:"keys"`
+	KeyErrors      int      `json:"key_errors"`
+	FirstKeyErrors []string `json:"first_key_errors"`
+	// Values and ValueErrors: the debezium formats' record values read so, with their
+	// schema when the format sends it.
+	Values           int                  `json:"values"`
+	ValueErrors      int                  `json:"value_errors"`
+	FirstValueErrors []string             `json:"first_value_errors"`
+	State            []map[string]*string `json:"state"`
 }
 
 // everyTypeSpec is FormatCheck's SPEC of every_type as format's consumer types it.
