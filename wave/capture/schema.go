@@ -41,6 +41,9 @@ type schemaColumn struct {
 	// geometry is a GEOMETRY column's declared type, from its DATA_TYPE ("point"): a
 	// snapshot's result does not carry it either.
 	geometry rowenc.GeometryType
+	// fixed is a MariaDB UUID, INET4 or INET6, from its DATA_TYPE: the binlog shows a
+	// BINARY(16) or BINARY(4).
+	fixed rowenc.FixedText
 }
 
 // schema looks tables up on the source over a normal client connection and caches them
@@ -139,6 +142,7 @@ func (s *schema) lookup(ctx context.Context, db, table string) (*schemaInfo, err
 			charset:  cs,
 			values:   enumValues(ctype),
 			geometry: rowenc.GeometryTypeNamed(dtype),
+			fixed:    rowenc.FixedTextNamed(strings.ToLower(dtype)),
 		})
 	}
 	r.Close()
@@ -349,13 +353,16 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 	needText := collations == nil && hasStrings(tm)
 	needJSON := flavor == cluster.FlavorMariaDB && hasBlobs(tm)
 	needPK := len(tm.PrimaryKey) == 0
+	// MariaDB's UUID, INET4 and INET6 are BINARY(16) or BINARY(4) to the binlog: their
+	// bytes went out as base64 where a snapshot (and a SELECT) gives their text.
+	needFixed := flavor == cluster.FlavorMariaDB && hasFixedSized(t, collations == nil)
 	// Without FULL metadata an ENUM or SET has no member names: its numbers went out.
 	needMembers := false
 	for i := range t.Columns {
 		c := &t.Columns[i]
 		needMembers = needMembers || c.Type == mysql.MYSQL_TYPE_ENUM && c.Enum == nil || c.Type == mysql.MYSQL_TYPE_SET && c.Set == nil
 	}
-	if !(needNames || needSign || needText || needJSON || needPK || needMembers) {
+	if !(needNames || needSign || needText || needJSON || needPK || needMembers || needFixed) {
 		t.MapColumns(tm)
 		return t, nil
 	}
@@ -370,7 +377,7 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 		// information_schema shows a user only the tables it has a privilege on: with
 		// REPLICATION grants alone, MariaDB's JSON columns went out as strings, silently.
 		sc.warnOnce(key, fmt.Sprintf("the source shows user %s no column of this table: it was dropped since, or the user may not see it (grant it SELECT on the captured tables); "+
-			"what the binlog's metadata lacks is not filled in: MariaDB JSON columns go out as text", sc.user))
+			"what the binlog's metadata lacks is not filled in: MariaDB JSON columns go out as text, UUID, INET4 and INET6 columns as base64 of their bytes", sc.user))
 	}
 	if needNames || needSign || needText || needMembers {
 		sc.warnOnce(key, "binlog lacks row metadata (binlog_row_metadata=FULL); column names and types come from the current schema, which is wrong for rows written before a later DDL")
@@ -412,6 +419,9 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 			c.Set = sc.values
 		case c.Type == mysql.MYSQL_TYPE_GEOMETRY && geoms == nil:
 			c.Geometry = sc.geometry
+		}
+		if sc.fixed != rowenc.FixedNone && c.Type == mysql.MYSQL_TYPE_STRING && c.Pad == sc.fixed.Size() {
+			c.Fixed, c.Binary, c.Charset = sc.fixed, false, nil
 		}
 		if sc.json && (c.Type == mysql.MYSQL_TYPE_BLOB || c.Type == mysql.MYSQL_TYPE_JSON) {
 			c.JSON = true
@@ -456,6 +466,19 @@ func hasInts(tm *replication.TableMapEvent) bool {
 func hasStrings(tm *replication.TableMapEvent) bool {
 	for i := range tm.ColumnType {
 		if tm.IsCharacterColumn(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasFixedSized reports whether t has a column that may be a MariaDB UUID, INET4 or
+// INET6: a BINARY(16) or BINARY(4) (any CHAR of that length when the binlog carries no
+// collations).
+func hasFixedSized(t *rowenc.Table, noCollations bool) bool {
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if c.Type == mysql.MYSQL_TYPE_STRING && (c.Pad == 16 || c.Pad == 4) && (c.Binary || noCollations) {
 			return true
 		}
 	}

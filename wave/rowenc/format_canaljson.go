@@ -430,6 +430,9 @@ func appendCanalMySQLType(dst []byte, c *Column) []byte {
 		}
 	case mysql.MYSQL_TYPE_STRING:
 		name = "char"
+		if c.Fixed != FixedNone {
+			name = c.Fixed.String() // MariaDB's COLUMN_TYPE: uuid, inet4, inet6
+		}
 		if c.Binary {
 			name = "binary"
 		}

@@ -72,6 +72,9 @@ type Column struct {
 	// snapshot's column length); 0 when not known. debezium-json sends BIT(1) as a
 	// boolean and a wider one as Debezium's Bits (bytes, little-endian).
 	Bits uint8
+	// Fixed is a MariaDB UUID, INET4 or INET6 column (its schema's DATA_TYPE): the binlog
+	// holds its stored bytes, which go out as the text a SELECT shows.
+	Fixed FixedText
 	// NotNull marks a column declared NOT NULL (the table map's null bitmap, or the
 	// snapshot's column flags): debezium-json's schema makes it required, as Debezium's.
 	NotNull bool
@@ -607,6 +610,10 @@ func appendText(dst []byte, c *Column, s string) []byte {
 	if c.JSON {
 		return appendJSONDoc(dst, bytesOf(s))
 	}
+	if c.Fixed != FixedNone {
+		var padded [16]byte
+		return appendFixedText(dst, c.Fixed, padBinary(padded[:0], c, bytesOf(s)))
+	}
 	if c.Binary {
 		var padded [256]byte // a BINARY holds at most 255 bytes
 		return appendBase64(dst, padBinary(padded[:0], c, bytesOf(s)))
@@ -628,6 +635,9 @@ func appendBytes(dst []byte, c *Column, b []byte) []byte {
 	switch {
 	case c.Type == mysql.MYSQL_TYPE_JSON || c.JSON:
 		return appendJSONDoc(dst, b)
+	case c.Fixed != FixedNone:
+		var padded [16]byte
+		return appendFixedText(dst, c.Fixed, padBinary(padded[:0], c, b))
 	case c.Binary || c.Type == mysql.MYSQL_TYPE_GEOMETRY:
 		return appendBase64(dst, b)
 	}

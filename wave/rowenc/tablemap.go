@@ -31,17 +31,20 @@ func CharLength(tm *replication.TableMapEvent, i int) int {
 
 // MapColumns reads from the table map tm, which t's columns were built from, where each
 // column's values lie in a row image, and so whether the table's rows can be read in
-// place (rowimage.go): only when every column is of a kind read in place, and none holds
-// text to decode from a character set other than UTF-8 (go-mysql's decoding takes those,
+// place (rowimage.go): only when every column is of a kind read in place, none is a
+// MariaDB UUID, INET4 or INET6, and none holds text to decode from a character set other
+// than UTF-8 (go-mysql's decoding takes those,
 // and Reader.Read decodes their text). Call it once the columns are complete.
 func (t *Table) MapColumns(tm *replication.TableMapEvent) {
 	n := len(t.Columns)
 	t.inPlace = len(tm.ColumnMeta) == n && len(tm.ColumnType) == n
 	t.charsets = false
+	fixed := false
 	for i := range t.Columns {
 		t.charsets = t.charsets || t.Columns[i].Charset != nil
+		fixed = fixed || t.Columns[i].Fixed != FixedNone
 	}
-	t.inPlace = t.inPlace && !t.charsets
+	t.inPlace = t.inPlace && !t.charsets && !fixed // a UUID's text is made from go-mysql's value
 	for i := 0; i < n && t.inPlace; i++ {
 		c := &t.Columns[i]
 		c.raw = newRawCol(tm.ColumnType[i], tm.ColumnMeta[i])
