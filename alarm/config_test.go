@@ -86,7 +86,7 @@ func TestExampleCapacityPolicy(t *testing.T) {
 		require.Equal(t, "wave-2", a.Labels["node"])
 		require.Equal(t, "the cluster's waves use 0.65 of their cores on average at their peaks, above 0.6: add a wave "+
 			"(binlake wave on a new host); it takes its share through the balancer (automatic mode) or "+
-			"`binlake instance rebalance --apply`", a.Annotations["summary"])
+			"`binlake instance rebalance -apply`", a.Annotations["summary"])
 	}
 	require.ElementsMatch(t, p.Channels, channels, "one message per channel")
 

@@ -61,12 +61,13 @@ var ranges = map[string]valueRange{
 	metric.WaveInstanceRunning: {0, 1, "a state: 1 running, 0 not", true},
 }
 
-// aheadBy says how far ahead d (a time's difference from now) is: rounded to the second,
-// or, for a difference past what a time.Duration holds (a year 9999; Sub saturates at
-// 292 years), that much, not the saturated figure as if it were real.
-func aheadBy(d time.Duration) string {
+// aheadBy says how far ahead of now t is: rounded to the second, or, past what a
+// time.Duration holds (Sub saturates at 292 years), in years, not the saturated figure
+// as if it were real (a year 2999 read "more than 292 years": an outside trial).
+func aheadBy(t, now time.Time) string {
+	d := t.Sub(now)
 	if d == math.MaxInt64 {
-		return "more than 292 years"
+		return fmt.Sprintf("about %d years", t.Year()-now.Year())
 	}
 	return d.Round(time.Second).String()
 }
@@ -75,7 +76,7 @@ func aheadBy(d time.Duration) string {
 // nil.
 func (j *Judge) admit(b metric.Batch) error {
 	if ahead := b.TS.Sub(j.now()); ahead > maxAhead {
-		return fmt.Errorf("ts %s is %s ahead of the judge's clock (at most %s)", b.TS.UTC().Format(time.RFC3339), aheadBy(ahead), maxAhead)
+		return fmt.Errorf("ts %s is %s ahead of the judge's clock (at most %s)", b.TS.UTC().Format(time.RFC3339), aheadBy(b.TS, j.now()), maxAhead)
 	}
 	cores, process := -1.0, -1.0
 	for i, p := range b.Points {

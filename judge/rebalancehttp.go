@@ -51,7 +51,7 @@ func (j *Judge) checkMovedAt(req api.RebalanceRequest) error {
 	for i, in := range req.Instances {
 		if ahead := in.MovedAt.Sub(now); ahead > maxAhead {
 			return invalid("instances[%d].moved_at %s is %s ahead of the judge's clock (at most %s): the cooldown counts from it",
-				i, in.MovedAt.UTC().Format(time.RFC3339), aheadBy(ahead), maxAhead)
+				i, in.MovedAt.UTC().Format(time.RFC3339), aheadBy(in.MovedAt, now), maxAhead)
 		}
 	}
 	return nil

@@ -32,7 +32,7 @@ func rebalanceInstances(ctx context.Context, c coord.Coordinator, p balancer.Pla
 		}
 		printAnswer(stdout, ans)
 		if len(ans.Moves) > 0 {
-			fmt.Fprintln(stdout, "dry run: nothing moved; --apply has the balancer execute a fresh plan, one move at a time")
+			fmt.Fprintln(stdout, "dry run: nothing moved; -apply has the balancer execute a fresh plan, one move at a time")
 		}
 		return nil
 	}

@@ -283,7 +283,7 @@ func TestDefaultCapacityPolicyFires(t *testing.T) {
 		}
 		want := []string{"cluster-capacity : the cluster's waves use 0.65 of their cores on average at their peaks, above 0.6: " +
 			"add a wave (binlake wave on a new host); it takes its share through the balancer (automatic mode) or " +
-			"`binlake instance rebalance --apply`"}
+			"`binlake instance rebalance -apply`"}
 		if !slices.Equal(got, want) {
 			t.Fatalf("fired:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}

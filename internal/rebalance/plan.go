@@ -973,12 +973,19 @@ func (st *state) share() string {
 		ceiling = level(live) + st.goals.Band/4
 	}
 	filling := map[*waveState]bool{}
+	var left []string // the waves given up on, each with why
 	for _, w := range live {
-		if float64(len(w.insts)) < want(w)/2-eps && w.peak <= ceiling+eps {
-			filling[w] = true
+		if float64(len(w.insts)) < want(w)/2-eps {
+			if w.peak <= ceiling+eps {
+				filling[w] = true
+				continue
+			}
+			// Named, as the others given up on: an empty wave on a host busier with
+			// other work read "balanced" with nothing said (an outside trial).
+			left = append(left, fmt.Sprintf("%s runs %d of its share of %.0f (it stands at %.3f, over the fleet's level %.3f by more than a quarter of the band: its host's other work, or large instances)",
+				w.Node, len(w.insts), math.Floor(want(w)+eps), w.peak, level(live)))
 		}
 	}
-	var left []string // the waves given up on, each with why
 	for len(filling) > 0 && len(st.moves) < st.goals.MaxMoves && !st.outOfTime() {
 		var short *waveState
 		var givers []*waveState

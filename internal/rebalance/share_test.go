@@ -58,8 +58,13 @@ func TestShareWhenNoWaveHasAWholeInstanceToSpare(t *testing.T) {
 		t.Fatalf("a new wave 0.004 over the level: %v, want it to take one", c)
 	}
 	ws[3].Base = 0.12 // the level 0.105: 0.015 over, beyond the quarter band (a host busy with other work)
-	if c := counts(insts, Make(ws, insts, g, now)); c["new"] != 0 {
+	p := Make(ws, insts, g, now)
+	if c := counts(insts, p); c["new"] != 0 {
 		t.Fatalf("a new wave 0.015 over the level: %v, want nothing moved to it", c)
+	}
+	// And the plan says why (it read "balanced" with nothing said: an outside trial).
+	if want := "new runs 0 of its share of 1 (it stands at 0.120, over the fleet's level 0.105 by more than a quarter of the band"; !strings.HasPrefix(p.ShareShort, want) {
+		t.Fatalf("share_short %q, want it to begin %q", p.ShareShort, want)
 	}
 }
 

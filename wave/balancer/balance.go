@@ -32,7 +32,7 @@ import (
 // rebalance requests, and in automatic mode applies plans itself.
 
 // Request asks the balancer to plan and apply a rebalance (`binlake instance
-// rebalance --apply`); the balancer answers in the Run with the same ID.
+// rebalance -apply`); the balancer answers in the Run with the same ID.
 type Request struct {
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
@@ -349,6 +349,9 @@ func (b *term) auto(ctx context.Context) {
 		return
 	}
 	b.bl.m.observePlan(ans)
+	// The judge answered: the planner in use (it showed only after a failover asked it,
+	// an outside trial read none minutes into a term).
+	b.bl.state.update(func(v *View) { v.Planner = "judge" })
 	if !b.opts.Auto {
 		return
 	}

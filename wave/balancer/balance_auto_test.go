@@ -46,3 +46,28 @@ func TestPeriodicPlanFailureSaysTheMode(t *testing.T) {
 		}
 	}
 }
+
+// TestPeriodicPlanShowsThePlanner: a term whose periodic plan the judge answered shows
+// the judge as its planner in /status (it showed none until a failover asked it: an
+// outside trial read {"leader":true,"auto":false,"moves":[]} minutes into a term).
+func TestPeriodicPlanShowsThePlanner(t *testing.T) {
+	c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	planner := planFunc(func(context.Context, api.RebalanceRequest) (*api.RebalanceAnswer, error) {
+		return &api.RebalanceAnswer{}, nil
+	})
+	opts := Options{Planner: planner}
+	opts.SetDefaults()
+	bl := New(Env{Coord: c, Node: "wave-a", Log: slog.New(slog.DiscardHandler), PollInterval: time.Second, RetryBackoff: time.Second},
+		opts, NewMetrics(promauto.With(prometheus.NewRegistry())))
+	if p := bl.Status().Planner; p != "" {
+		t.Fatalf("planner %q before any plan", p)
+	}
+	newTerm(bl, cluster.NewMembers(time.Now())).auto(t.Context())
+	if p := bl.Status().Planner; p != "judge" {
+		t.Fatalf("planner %q after the judge answered a periodic plan, want judge", p)
+	}
+}

@@ -16,7 +16,7 @@ import (
 // The balancer: one wave of the cluster, elected at "balancer/leader", owns the
 // reassignment of instances (docs/design.md, "Balancing"). It places the instances of a
 // wave whose session ended, applies rebalancing plans on request (`binlake instance
-// rebalance --apply`) and, in automatic mode, by itself. Every move rewrites the
+// rebalance -apply`) and, in automatic mode, by itself. Every move rewrites the
 // instance's assignment, so a wave that comes back does not pull its instances back.
 
 // Options configure the wave's part in balancing.

@@ -170,7 +170,7 @@ func TestBalancerScaleOutIntegration(t *testing.T) {
 
 // TestBalancerRebalanceIntegration: six instances with different row rates on the real
 // source, all on one of three waves; agents report each wave's per-instance rates to the
-// judge. `binlake instance rebalance` shows the plan, `--apply` executes it one move at
+// judge. `binlake instance rebalance` shows the plan, `-apply` executes it one move at
 // a time: the load converges within the band in the predicted number of moves, no row
 // is lost, and each moved instance pauses at most 5 s with the default 2 s poll.
 func TestBalancerRebalanceIntegration(t *testing.T) {
