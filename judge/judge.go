@@ -139,6 +139,8 @@ type Judge struct {
 	records   *recordMirror   // keeps the reservations and the nodes' intervals in o.Store
 	m         *metrics
 	rw        *remotewrite.Mapper // POST /api/v1/write's node_exporter mapping and its rates' state
+	rwSlots   chan struct{}       // the remote-write requests being read at once (remoteWriteSlots)
+	rwWait    time.Duration       // how long a request waits for a slot (remoteWriteWait)
 	reg       *prometheus.Registry
 	handler   http.Handler
 	errs      *httpapi.Errors
@@ -183,7 +185,7 @@ func New(o Options) (*Judge, error) {
 	}
 	o.Rebalance = &rb
 	j := &Judge{o: o, log: o.Logger.With("component", "judge"), now: o.Now, wallClock: wallClock,
-		decodeWarns: logging.Throttle{Every: time.Minute}}
+		decodeWarns: logging.Throttle{Every: time.Minute}, rwSlots: make(chan struct{}, remoteWriteSlots), rwWait: remoteWriteWait}
 
 	// Every registered algorithm is built once, so a request may name any of them.
 	j.plugins = map[string]lbplugins.Plugin{}
@@ -475,18 +477,20 @@ func (j *Judge) decode(data []byte, source string) (metric.Batch, error) {
 	return b, nil
 }
 
-// logDecodeError says that a batch was skipped. From the bus nobody else learns of it
-// (an HTTP sender has its 400): a warning, once a minute while they keep coming, with how
-// many were skipped meanwhile; agents of a newer version than the judge's during an
-// upgrade, or a stranger's producer, would otherwise go unseen but for decode_errors_total.
+// logDecodeError says that a batch was skipped. From the bus nobody else learns of it,
+// and a remote-write sender's 400 is in its own log on another host (an agent's POST
+// fails in the agent's): a warning, once a minute per source while they keep coming,
+// with how many were skipped meanwhile; agents of a newer version than the judge's
+// during an upgrade, a stranger's producer, or a Prometheus whose clock runs ahead
+// would otherwise go unseen but for decode_errors_total.
 func (j *Judge) logDecodeError(source string, err error) {
-	if source != sourceBus {
+	if source == sourceHTTP {
 		j.log.Debug("skipping undecodable batch", "source", source, "err", err)
 		return
 	}
 	if ok, held := j.decodeWarns.Allow(source, time.Now()); ok {
-		j.log.Warn("skipping a metric batch from the bus that cannot be decoded or validated (binlake_judge_decode_errors_total counts them)",
-			"err", err, "skipped_since_last_warning", held)
+		j.log.Warn("skipping a metric batch that cannot be decoded or validated (binlake_judge_decode_errors_total counts them)",
+			"source", source, "err", err, "skipped_since_last_warning", held)
 	}
 }
 

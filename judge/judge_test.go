@@ -763,7 +763,7 @@ func TestUndecodableBusBatchesAreWarnedOf(t *testing.T) {
 		_, m := get(t, base+"/metrics")
 		return strings.Contains(m, `binlake_judge_decode_errors_total{source="bus"} 3`)
 	}, 10*time.Second, 10*time.Millisecond)
-	warned := strings.Count(logs.String(), "level=WARN msg=\"skipping a metric batch from the bus")
+	warned := strings.Count(logs.String(), "level=WARN msg=\"skipping a metric batch that cannot be decoded or validated")
 	require.Equal(t, 1, warned, "one warning for three batches within a minute:\n%s", logs.String())
 	require.Contains(t, logs.String(), `is not an RFC 3339 timestamp`, "the warning names what was wrong")
 }

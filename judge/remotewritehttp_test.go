@@ -2,6 +2,7 @@ package judge
 
 import (
 	"bytes"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge/remotewrite"
 	"github.com/binlake/binlake/judge/store"
 )
@@ -19,6 +21,11 @@ import (
 // cpuScrape is one node_exporter scrape of host h at ts (one CPU, idle and user seconds)
 // plus its memory, as Prometheus remote-writes it.
 func cpuScrape(h string, ts time.Time, idle, user float64) []byte {
+	return remotewrite.Encode(cpuSeries(h, ts, idle, user))
+}
+
+// cpuSeries is cpuScrape's series.
+func cpuSeries(h string, ts time.Time, idle, user float64) []remotewrite.Series {
 	l := func(name string, kv ...string) []remotewrite.Label {
 		ls := []remotewrite.Label{{Name: "__name__", Value: name}, {Name: "instance", Value: h + ":9100"}, {Name: "job", Value: "node"}}
 		for i := 0; i < len(kv); i += 2 {
@@ -29,13 +36,13 @@ func cpuScrape(h string, ts time.Time, idle, user float64) []byte {
 	at := func(v float64) []remotewrite.Sample {
 		return []remotewrite.Sample{{Value: v, TimestampMs: ts.UnixMilli()}}
 	}
-	return remotewrite.Encode([]remotewrite.Series{
+	return []remotewrite.Series{
 		{Labels: l("node_cpu_seconds_total", "cpu", "0", "mode", "idle"), Samples: at(idle)},
 		{Labels: l("node_cpu_seconds_total", "cpu", "0", "mode", "user"), Samples: at(user)},
 		{Labels: l("node_memory_MemTotal_bytes"), Samples: at(4e9)},
 		{Labels: l("node_memory_MemAvailable_bytes"), Samples: at(3e9)},
 		{Labels: l("node_boot_time_seconds"), Samples: at(1.6e9)},
-	})
+	}
 }
 
 // POST /api/v1/write: node_exporter's series become the node's canonical metrics in the
@@ -87,6 +94,48 @@ func TestRemoteWriteAnswers(t *testing.T) {
 			require.True(t, strings.Contains(string(r.body), c.msg), "%s: %s", c.msg, r.body)
 		})
 	}
+}
+
+// TestRemoteWriteRefusedBatchIs400: a request holding a node's samples the judge refuses
+// (dated 11 minutes ahead of its clock: a Prometheus host whose clock runs ahead) stores
+// the other nodes' and answers 400 naming the refused node, and the judge warns; it
+// answered 204 and logged at debug, so such a Prometheus fed nothing and saw no failure
+// (an outside trial).
+func TestRemoteWriteRefusedBatchIs400(t *testing.T) {
+	var logs testenv.SyncBuffer
+	j, _ := newJudge(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	h := j.Handler()
+	body := remotewrite.Encode(append(cpuSeries("good", t0, 1, 1), cpuSeries("ahead", t0.Add(11*time.Minute), 1, 1)...))
+	r := do(t, h, "POST", "/api/v1/write", "", bytes.NewReader(body))
+	require.Equal(t, http.StatusBadRequest, r.status, string(r.body))
+	require.Contains(t, string(r.body), `remote write: stored 2 batches and refused 1: node \"ahead\": ts `)
+	require.Contains(t, string(r.body), "ahead of the judge's clock")
+	_, ok := j.Incremental().Node("good")
+	require.True(t, ok, "the good node's batch was not stored")
+	_, ok = j.Incremental().Node("ahead")
+	require.False(t, ok, "the refused node's batch was taken")
+	require.Contains(t, string(do(t, h, "GET", "/metrics", "", nil).body), `binlake_judge_decode_errors_total{source="remote_write"} 1`)
+	require.Contains(t, logs.String(), `level=WARN msg="skipping a metric batch that cannot be decoded or validated`)
+	require.Contains(t, logs.String(), "source=remote_write")
+}
+
+// TestRemoteWriteSlots: at most remoteWriteSlots requests are read at once (one at the
+// limits took 500 MB: an outside trial sent three); one that finds no slot free within
+// its wait is answered 503, which Prometheus retries, and is read once one is.
+func TestRemoteWriteSlots(t *testing.T) {
+	j, _ := newJudge(t, nil)
+	h := j.Handler()
+	j.rwWait = 50 * time.Millisecond
+	for range remoteWriteSlots {
+		j.rwSlots <- struct{}{} // requests being read
+	}
+	r := do(t, h, "POST", "/api/v1/write", "", bytes.NewReader(cpuScrape("h", t0, 1, 1)))
+	require.Equal(t, http.StatusServiceUnavailable, r.status, string(r.body))
+	require.Contains(t, string(r.body), "2 requests are being read; send again later")
+	require.NotEmpty(t, r.header.Get("Retry-After"))
+	<-j.rwSlots
+	r = do(t, h, "POST", "/api/v1/write", "", bytes.NewReader(cpuScrape("h", t0, 1, 1)))
+	require.Equal(t, http.StatusNoContent, r.status, string(r.body))
 }
 
 // A full store buffer answers 503, which Prometheus retries; nothing is dropped.
