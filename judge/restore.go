@@ -157,6 +157,9 @@ func (j *Judge) restoreRecords(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, restoreReadTimeout)
 	intervals, err := j.o.Store.Records(rctx, recordInterval)
 	cancel()
+	if ctx.Err() != nil {
+		return // stopping (a start refused elsewhere): nothing to restore, nothing to say
+	}
 	if err != nil {
 		j.log.Warn("reading the nodes' intervals from the store failed; nodes without one count as reporting every placement.default_interval until their next batch",
 			"err", fmt.Errorf("judge: %w", err))
@@ -174,6 +177,9 @@ func (j *Judge) restoreRecords(ctx context.Context) {
 	rctx, cancel = context.WithTimeout(ctx, restoreReadTimeout)
 	stored, err := j.o.Store.Records(rctx, recordReservation)
 	cancel()
+	if ctx.Err() != nil {
+		return
+	}
 	if err != nil {
 		j.log.Warn("reading the pending reservations from the store failed; placements start without them",
 			"err", fmt.Errorf("judge: %w", err))

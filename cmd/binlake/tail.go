@@ -131,6 +131,10 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errors.New("tail: give one of -file and -brokers")
 	case target != "" && *topic != "":
 		return fmt.Errorf("tail: give an instance (%s) or -topic, not both", target)
+	case target != "" && *file != "" && *cfgPath == "" && *zkServers == "":
+		// An instance names its topic through the coordinator: without one, the name
+		// cannot pick lines of the file (it asked which coordinator: an outside trial).
+		return fmt.Errorf("tail: -file %s reads the whole file: drop the instance name %s (lines of one topic: -topic; the topic of %s: with -config wave.yaml or -zk)", *file, target, target)
 	case target == "" && *topic == "" && *file == "":
 		fmt.Fprintln(stderr, "Usage: binlake tail [<instance>[/<subscription>]] [flags]  (binlake tail -h explains them)")
 		fmt.Fprintln(stderr, "binlake tail: what to read? give an instance (with -config or -zk), -topic or -file")

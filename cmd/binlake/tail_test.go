@@ -37,6 +37,7 @@ func TestTailArgs(t *testing.T) {
 		{[]string{"-partition", "a", "-file", "x"}, `tail: -partition "a": want partition numbers (0, 1, …), comma-separated`},
 		{[]string{"orders"}, "tail orders: which coordinator holds the instance? give -config wave.yaml or -zk host:port (a topic by its name: -topic orders; binlake up's rows: -file data/rows.jsonl)"},
 		{[]string{"orders", "-topic", "t"}, "tail: give an instance (orders) or -topic, not both"},
+		{[]string{"local", "-file", "data/rows.jsonl"}, "tail: -file data/rows.jsonl reads the whole file: drop the instance name local (lines of one topic: -topic; the topic of local: with -config wave.yaml or -zk)"},
 		{[]string{"orders", "extra"}, `tail: one instance at a time: "extra" is extra`},
 		{[]string{"-file", "x", "-brokers", "k:9092"}, "tail: give one of -file and -brokers"},
 		{[]string{"-topic", "t"}, "tail: where are the messages? give -brokers (Kafka), -config wave.yaml or -file"},

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -151,7 +152,13 @@ Flags:`)
 		opts.Stdout, ctx, stop = watchRowsPipe(ctx, stdout, logger)
 		defer stop()
 	}
-	return runSuite(ctx, opts)
+	err = runSuite(ctx, opts)
+	if cause := context.Cause(ctx); err == nil && errors.Is(cause, errRowsReaderGone) {
+		// A supervisor sees the stop for what it was, not a clean one (it exited 0: an
+		// outside trial).
+		return cause
+	}
+	return err
 }
 
 // printURLs tells the user where to look: on stdout (logs go to stderr), or on stderr

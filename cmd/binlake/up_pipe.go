@@ -24,17 +24,21 @@ type rowsPipe struct {
 	gone func()
 }
 
+// errRowsReaderGone is why up stopped when its -rows - reader went: up returns it, and
+// exits 1.
+var errRowsReaderGone = errors.New("up: the reader of -rows - is gone (broken pipe); rows the pipe held unread are not sent again")
+
 // watchRowsPipe returns stdout as rowsPipe and a context that ends when its reader is
-// gone; stop releases SIGPIPE.
+// gone, its cause errRowsReaderGone; stop releases SIGPIPE.
 func watchRowsPipe(ctx context.Context, stdout io.Writer, log *slog.Logger) (io.Writer, context.Context, func()) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGPIPE) // writes to a closed pipe fail with EPIPE, not kill
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	p := &rowsPipe{w: stdout, gone: func() {
 		log.Warn("the reader of -rows - is gone (broken pipe): stopping; rows the pipe held unread are not sent again", "component", "up")
-		cancel()
+		cancel(errRowsReaderGone)
 	}}
-	return p, ctx, func() { signal.Stop(sig); cancel() }
+	return p, ctx, func() { signal.Stop(sig); cancel(nil) }
 }
 
 func (p *rowsPipe) Write(b []byte) (int, error) {

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -38,6 +39,9 @@ func TestRowsPipeStopsUpWhenItsReaderIsGone(t *testing.T) {
 	}
 	if ctx.Err() == nil {
 		t.Fatal("up's context still running after its rows' reader went")
+	}
+	if !errors.Is(context.Cause(ctx), errRowsReaderGone) {
+		t.Errorf("cause %v, want errRowsReaderGone: up returns it and exits 1, not as a clean stop", context.Cause(ctx))
 	}
 	if n := strings.Count(logged.String(), "the reader of -rows - is gone"); n != 1 {
 		t.Errorf("said %d times, want once:\n%s", n, logged.String())

@@ -131,6 +131,12 @@ func (in *Instance) Validate() error {
 		bad("source.addr", "%q: want host:port, without a user or password (they go in source.user and source.password_file or source.password_env)", s.Addr)
 	case err != nil || port == "":
 		bad("source.addr", "%q: want host:port", s.Addr)
+	default:
+		// A port out of range passed the check and failed only at the first connection
+		// (an outside trial: 127.0.0.1:70000 was "valid").
+		if err := config.CheckDial(s.Addr); err != nil {
+			bad("source.addr", "%v", err)
+		}
 	}
 	if s.User == "" {
 		bad("source.user", "required")

@@ -18,6 +18,8 @@ func TestInstanceValidate(t *testing.T) {
 		{"addr", func(i *cluster.Instance) { i.Source.Addr = "host" }, "source.addr"},
 		// It passed net.SplitHostPort (host "repl@127.0.0.1") and failed at the first dial.
 		{"addr with user", func(i *cluster.Instance) { i.Source.Addr = "repl@127.0.0.1:3306" }, `field "source.addr": "repl@127.0.0.1:3306": want host:port, without a user or password`},
+		{"port out of range", func(i *cluster.Instance) { i.Source.Addr = "127.0.0.1:70000" }, `field "source.addr": "127.0.0.1:70000": port "70000": want a number from 1 to 65535`},
+		{"port not a number", func(i *cluster.Instance) { i.Source.Addr = "db:mysql" }, `field "source.addr": "db:mysql": port "mysql": want a number from 1 to 65535`},
 		{"user", func(i *cluster.Instance) { i.Source.User = "" }, "source.user"},
 		{"flavor", func(i *cluster.Instance) { i.Source.Flavor = "postgres" }, "source.flavor"},
 		{"server id", func(i *cluster.Instance) { i.Source.ServerID = 0 }, "source.server_id"},

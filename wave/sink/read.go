@@ -17,10 +17,15 @@ import (
 	"github.com/binlake/binlake/internal/bus"
 )
 
-// maxLineBytes bounds one line a FileReader accepts: a longer one is not a line the
-// sink wrote (or the file is not a rows file), and reading it whole could take all the
-// memory.
+// maxLineBytes bounds one line a FileReader accepts unless it begins as the sink's lines
+// do (sinkLineStart): a longer one is not a rows file's, and reading it whole could take
+// all the memory. A sink line has no bound: the wave wrote it whole, and a 63 MiB row
+// made an 88 MB line that tail refused, and every line after it with it (an outside
+// trial).
 var maxLineBytes = 64 << 20
+
+// sinkLineStart is how every line the sink writes begins (Line's first field).
+const sinkLineStart = `{"topic":`
 
 // FileReader reads back what a file sink wrote (bus.Reader), for `binlake tail -file`.
 // The file reads as one partition, 0, whose offsets are its line numbers from 0, of
@@ -291,8 +296,8 @@ func (lr *lineReader) each(h func(bus.Message) error) error {
 	for {
 		chunk, err := lr.r.ReadSlice('\n')
 		lr.partial = append(lr.partial, chunk...)
-		if len(lr.partial) > maxLineBytes {
-			return fmt.Errorf("read %s: line %d is longer than %d bytes: not a rows file?", lr.path, lr.line, maxLineBytes)
+		if len(lr.partial) > maxLineBytes && !bytes.HasPrefix(lr.partial, []byte(sinkLineStart)) {
+			return fmt.Errorf("read %s: line %d is longer than %d bytes and does not begin as a rows file's lines (%s): not a rows file?", lr.path, lr.line, maxLineBytes, sinkLineStart)
 		}
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
