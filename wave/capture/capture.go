@@ -416,7 +416,13 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 	})
 	defer func() {
 		syncer.Close()
-		c.endSession(owner)
+		if kerr := c.endSession(owner); err != nil && isAccessDenied(kerr) && !isAccessDenied(err) {
+			// The connection dropped (killed, the server restarting) and the source now
+			// refuses the login: the instance's reason says so through the backoff, where
+			// it said "error" with the dropped connection's EOF (an outside trial changed
+			// the password of a running instance's user).
+			err = fmt.Errorf("%w; and the source now refuses the login: %w", err, kerr)
+		}
 	}()
 
 	c.tables = map[uint64]*rowenc.Table{}

@@ -126,10 +126,12 @@ func killStale(ctx context.Context, addr, user, password, flavor string, owner b
 }
 
 // endSession ends what is left of a finished session's binlog connection on the source
-// (killStale), logging the outcome: a failure only delays the source's own cleanup.
-func (c *Capture) endSession(owner binlogOwner) {
+// (killStale), logging the outcome: a failure only delays the source's own cleanup. It
+// returns the failure, which says what the next session will meet (an access error: the
+// password changed under a running instance).
+func (c *Capture) endSession(owner binlogOwner) error {
 	if owner.connID == 0 {
-		return // the session never got a connection
+		return nil // the session never got a connection
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
 	defer cancel()
@@ -143,6 +145,13 @@ func (c *Capture) endSession(owner binlogOwner) {
 	default:
 		c.Log.Info("stale binlog connection not killed", "conn_id", owner.connID, "reason", reason)
 	}
+	return err
+}
+
+// isAccessDenied reports whether err holds the source's refusal of a login or privilege.
+func isAccessDenied(err error) bool {
+	var me *mysql.MyError
+	return errors.As(err, &me) && (me.Code == mysql.ER_ACCESS_DENIED_ERROR || me.Code == mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR)
 }
 
 // onConnect runs on each session's binlog connection before it registers as a replica. It
