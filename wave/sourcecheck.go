@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/wave/capture"
@@ -65,6 +66,9 @@ func CheckSource(ctx context.Context, inst *cluster.Instance, password func(clus
 	warnings = append(s.BinlogProblems(), s.Access...)
 	if w := snapshotSight(rctx, inst, pw.Reveal()); w != "" && !reading {
 		warnings = append(warnings, w)
+	} else if len(s.Access) == 0 {
+		// With SELECT refused, information_schema shows the user nothing to match.
+		warnings = append(warnings, subscriptionSight(rctx, inst, pw.Reveal())...)
 	}
 	if s.ReplicasErr != nil && !reading {
 		warnings = append(warnings, fmt.Sprintf("the source's replicas could not be listed (%v): server_id %d was checked against the source's own only; "+
@@ -72,6 +76,35 @@ func CheckSource(ctx context.Context, inst *cluster.Instance, password func(clus
 			s.ReplicasErr, src.ServerID, src.User))
 	}
 	return warnings, nil
+}
+
+// subscriptionSight warns of each subscription that takes no table the source shows the
+// instance's user now: a typo in a pattern captured nothing, for ever, without a word
+// (an outside trial). A table created later is taken when it is, so it is a warning.
+func subscriptionSight(ctx context.Context, inst *cluster.Instance, password string) []string {
+	var out []string
+	for _, sub := range inst.Subscriptions {
+		filter, err := cluster.NewFilter([]cluster.Subscription{sub})
+		if err != nil {
+			return nil // the definition's own check says why
+		}
+		tables, err := capture.SubscribedTables(ctx, inst.Source, password, filter)
+		if err != nil {
+			return nil // listing is a courtesy here: the source check said what it could
+		}
+		if len(tables) == 0 {
+			out = append(out, fmt.Sprintf("subscription %s takes no table user %s sees on %s now (include %s%s): check its patterns; a table created later is taken when it is",
+				sub.Name, inst.Source.User, inst.Source.Addr, strings.Join(sub.Include, ", "), excludeNote(sub.Exclude)))
+		}
+	}
+	return out
+}
+
+func excludeNote(exclude []string) string {
+	if len(exclude) == 0 {
+		return ""
+	}
+	return "; exclude " + strings.Join(exclude, ", ")
 }
 
 // snapshotSight warns, for an instance with an initial snapshot, when its user sees no

@@ -57,3 +57,46 @@ func TestCheckSourceSnapshotSightIntegration(t *testing.T) {
 		t.Fatalf("snapshot by a user with SELECT on the database: warnings %q, want none", w)
 	}
 }
+
+// TestCheckSourceSubscriptionSightIntegration: a subscription that takes no table the
+// user sees (a typo in its pattern) is warned of at add, naming it and its patterns; it
+// captured nothing, for ever, without a word (an outside trial). One that takes a table
+// is not; nor is any when the user may not SELECT (the access warning says that).
+func TestCheckSourceSubscriptionSightIntegration(t *testing.T) {
+	a := testenv.RequireMySQL(t)
+	ctx := testenv.Context(t)
+	db, exec, _ := testenv.ScratchDatabase(t, "subsight")
+	exec("CREATE TABLE " + db + ".orders (id INT PRIMARY KEY)")
+	user := fmt.Sprintf("binlake_sub%d", time.Now().UnixNano()%1e9)
+	exec("CREATE USER '" + user + "'@'%' IDENTIFIED BY 'pw'")
+	t.Cleanup(func() { exec("DROP USER IF EXISTS '" + user + "'@'%'") })
+	exec("GRANT REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN ON *.* TO '" + user + "'@'%'")
+
+	inst := &cluster.Instance{ID: "subsight",
+		Source: cluster.Source{Addr: a.Addr, User: user, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
+		Subscriptions: []cluster.Subscription{{Name: "good", Topic: "subsight.good", Include: []string{db + `\.orders`}},
+			{Name: "typo", Topic: "subsight.typo", Include: []string{db + `\.ordres`}}}}
+	pw := func(cluster.Source) (config.Secret, error) { return "pw", nil }
+	sight := func() []string {
+		t.Helper()
+		warnings, err := CheckSource(ctx, inst, pw, false)
+		if err != nil {
+			t.Fatalf("CheckSource: %v", err)
+		}
+		var out []string
+		for _, w := range warnings {
+			if strings.HasPrefix(w, "subscription ") {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	if w := sight(); len(w) != 0 {
+		t.Fatalf("a user without SELECT: warnings %q, want none about the subscriptions (it sees no table)", w)
+	}
+	exec("GRANT SELECT ON " + db + ".* TO '" + user + "'@'%'")
+	want := "subscription typo takes no table user " + user + " sees on " + a.Addr + " now (include " + db + `\.ordres)`
+	if w := sight(); len(w) != 1 || !strings.HasPrefix(w[0], want) {
+		t.Fatalf("warnings %q, want one beginning %q", w, want)
+	}
+}

@@ -30,7 +30,8 @@ import (
 func TestInstanceAddReadsTheSourceIntegration(t *testing.T) {
 	zk := testenv.Require(t, testenv.ZooKeeper)
 	a := testenv.RequireMySQL(t)
-	_, _, conn := testenv.ScratchDatabase(t, "addcheck")
+	db, exec, conn := testenv.ScratchDatabase(t, "addcheck")
+	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY)") // what the subscription takes: a clean check warns of nothing
 	r, err := conn.Execute("SELECT @@server_id")
 	if err != nil {
 		t.Fatal(err)
@@ -41,8 +42,8 @@ func TestInstanceAddReadsTheSourceIntegration(t *testing.T) {
 	dir := t.TempDir()
 	define := func(name string, serverID uint64, extra string) string {
 		f := filepath.Join(dir, name+".yaml")
-		writeFile(t, f, fmt.Sprintf("id: %s\nsource:\n  addr: %s\n  user: %s\n  flavor: mariadb\n  server_id: %d\n%ssubscriptions:\n  - name: all\n    topic: %s.rows\n",
-			name, a.Addr, a.User, serverID, extra, name))
+		writeFile(t, f, fmt.Sprintf("id: %s\nsource:\n  addr: %s\n  user: %s\n  flavor: mariadb\n  server_id: %d\n%ssubscriptions:\n  - name: all\n    topic: %s.rows\n    include: ['%s\\.t']\n",
+			name, a.Addr, a.User, serverID, extra, name, db))
 		return f
 	}
 	run := func(args ...string) (string, error) {
@@ -102,11 +103,13 @@ func TestInstanceSetReadsTheSourceIntegration(t *testing.T) {
 	root := fmt.Sprintf("/binlake-set-source-%d", time.Now().UnixNano())
 	c := registerWaves(t, zk, root, "wave-1")
 	dir := t.TempDir()
+	db, exec, _ := testenv.ScratchDatabase(t, "setcheck")
+	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY)") // what the subscription takes
 	own, other := testenv.ReplicaServerID(), testenv.ReplicaServerID()
 	define := func(serverID uint32, topic string) string {
 		f := filepath.Join(dir, fmt.Sprintf("orders-%d.yaml", serverID))
-		writeFile(t, f, fmt.Sprintf("id: orders\nsource:\n  addr: %s\n  user: %s\n  flavor: mariadb\n  server_id: %d\nsubscriptions:\n  - name: all\n    topic: %s\n",
-			a.Addr, a.User, serverID, topic))
+		writeFile(t, f, fmt.Sprintf("id: orders\nsource:\n  addr: %s\n  user: %s\n  flavor: mariadb\n  server_id: %d\nsubscriptions:\n  - name: all\n    topic: %s\n    include: ['%s\\.t']\n",
+			a.Addr, a.User, serverID, topic, db))
 		return f
 	}
 	run := func(args ...string) (string, error) {
