@@ -168,8 +168,8 @@ func TestInvalidDatesEveryFormat(t *testing.T) {
 		FormatProtobuf:                         {"2024-02-30T10:00:00.5", "2023-02-29T00:00:00", "2024-02-31", "2023-11-14T22:13:20.500Z"},
 		FormatCanalProtobuf:                    {"2024-02-30 10:00:00.5", "2023-02-29 00:00:00", "2024-02-31", "2023-11-14 22:13:20.500"},
 	}
-	defer func(f func() int64) { nowMillis = f }(nowMillis)
-	nowMillis = func() int64 { return 1764583873123 }
+	defer func(f func() time.Time) { wallNow = f }(wallNow)
+	wallNow = func() time.Time { return time.UnixMilli(1764583873123) }
 	for _, name := range FormatNames() {
 		if _, ok := want[name]; !ok {
 			t.Errorf("format %s: no expectation", name)

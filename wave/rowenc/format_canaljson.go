@@ -31,7 +31,11 @@ func init() {
 
 // nowMillis is the wall clock of the fields the peers fill with the time they built the
 // message (Canal's ts, Debezium's ts_ms); tests pin it.
-var nowMillis = func() int64 { return time.Now().UnixMilli() }
+var nowMillis = func() int64 { return wallNow().UnixMilli() }
+
+// wallNow is the wall clock nowMillis reads, and debezium-json's ts_us and ts_ns; tests
+// set it.
+var wallNow = time.Now
 
 func (canalJSON) Name() string     { return FormatCanalJSON }
 func (canalJSON) Tombstones() bool { return false }

@@ -14,7 +14,8 @@ import (
 )
 
 // FormatDebeziumJSON is the change event of Debezium's MySQL connector as Kafka Connect's
-// JsonConverter writes it: the envelope {before, after, source, op, ts_ms, transaction},
+// JsonConverter writes it: the envelope {before, after, source, op, ts_ms, ts_us, ts_ns,
+// transaction} (Debezium 2.6's and 3's times in µs and ns beside ms),
 // op c, u, d, and r for a snapshot row; with schemas.enable (option schema: true) wrapped
 // as {schema, payload}. Its default rendering is the one Flink's debezium-json reads with
 // its default options; the options give Debezium's own numeric renderings:
@@ -107,6 +108,10 @@ func (f debeziumJSON) AppendRow(dst []byte, r *Row) ([]byte, error) {
 	dst = jsonenc.AppendString(dst, m.Instance)
 	dst = append(dst, `,"ts_ms":`...)
 	dst = strconv.AppendInt(dst, m.TS*1000, 10)
+	dst = append(dst, `,"ts_us":`...)
+	dst = strconv.AppendInt(dst, m.TS*1_000_000, 10)
+	dst = append(dst, `,"ts_ns":`...)
+	dst = strconv.AppendInt(dst, m.TS*1_000_000_000, 10)
 	dst = append(dst, `,"snapshot":`...)
 	if r.Type == TypeSnapshot {
 		dst = append(dst, `"true"`...)
@@ -131,8 +136,13 @@ func (f debeziumJSON) AppendRow(dst []byte, r *Row) ([]byte, error) {
 	dst = strconv.AppendInt(dst, int64(r.indexInEvent()), 10)
 	dst = append(dst, `,"thread":null,"query":null},"op":"`...)
 	dst = append(dst, op...)
+	now := wallNow()
 	dst = append(dst, `","ts_ms":`...)
-	dst = strconv.AppendInt(dst, nowMillis(), 10)
+	dst = strconv.AppendInt(dst, now.UnixMilli(), 10)
+	dst = append(dst, `,"ts_us":`...)
+	dst = strconv.AppendInt(dst, now.UnixMicro(), 10)
+	dst = append(dst, `,"ts_ns":`...)
+	dst = strconv.AppendInt(dst, now.UnixNano(), 10)
 	dst = append(dst, `,"transaction":null}`...)
 	if f.schema {
 		dst = append(dst, '}')
@@ -625,6 +635,7 @@ func (f debeziumJSON) appendSchema(dst []byte, r *Row) []byte {
 	dst = append(dst, `,{"type":"struct","fields":[`+
 		`{"type":"string","optional":false,"field":"version"},{"type":"string","optional":false,"field":"connector"},`+
 		`{"type":"string","optional":false,"field":"name"},{"type":"int64","optional":false,"field":"ts_ms"},`+
+		`{"type":"int64","optional":true,"field":"ts_us"},{"type":"int64","optional":true,"field":"ts_ns"},`+
 		`{"type":"string","optional":true,"name":"io.debezium.data.Enum","version":1,"parameters":{"allowed":"true,last,false,incremental"},"default":"false","field":"snapshot"},`+
 		`{"type":"string","optional":false,"field":"db"},{"type":"string","optional":true,"field":"sequence"},`+
 		`{"type":"string","optional":true,"field":"table"},{"type":"int64","optional":false,"field":"server_id"},`+
@@ -633,6 +644,7 @@ func (f debeziumJSON) appendSchema(dst []byte, r *Row) []byte {
 		`{"type":"int64","optional":true,"field":"thread"},{"type":"string","optional":true,"field":"query"}],`+
 		`"optional":false,"name":"io.debezium.connector.mysql.Source","field":"source"},`+
 		`{"type":"string","optional":false,"field":"op"},{"type":"int64","optional":true,"field":"ts_ms"},`+
+		`{"type":"int64","optional":true,"field":"ts_us"},{"type":"int64","optional":true,"field":"ts_ns"},`+
 		`{"type":"struct","fields":[{"type":"string","optional":false,"field":"id"},`+
 		`{"type":"int64","optional":false,"field":"total_order"},{"type":"int64","optional":false,"field":"data_collection_order"}],`+
 		`"optional":true,"name":"event.block","version":1,"field":"transaction"}],"optional":false,"name":`...)

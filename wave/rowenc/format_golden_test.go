@@ -84,8 +84,8 @@ func goldenGeometry(srid uint32, wkbHex string) []byte {
 // .golden; go test -run TestFormatGolden -update rewrites them). Every message is valid
 // JSON.
 func TestFormatGolden(t *testing.T) {
-	defer func(f func() int64) { nowMillis = f }(nowMillis)
-	nowMillis = func() int64 { return 1764583873123 }
+	defer func(f func() time.Time) { wallNow = f }(wallNow)
+	wallNow = func() time.Time { return time.UnixMilli(1764583873123) }
 	tb := goldenTable()
 	first, second := goldenRows()
 	rows := Rows{rows: []values{first, second}}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
@@ -145,8 +146,8 @@ func TestGroupBytes(t *testing.T) {
 // the messages are the per-row ones, byte for byte; and the Partition is asked once per
 // event when it does not know.
 func TestGroupFallsBack(t *testing.T) {
-	defer func(f func() int64) { nowMillis = f }(nowMillis)
-	nowMillis = func() int64 { return 1764583873123 }
+	defer func(f func() time.Time) { wallNow = f }(wallNow)
+	wallNow = func() time.Time { return time.UnixMilli(1764583873123) }
 	ev := groupEvent(TypeUpdate)
 	for _, name := range FormatNames() {
 		f, _ := NewFormat(name, nil)
