@@ -20,13 +20,14 @@ func goMySQLLogger(l *slog.Logger, password string) *slog.Logger {
 //     per reconnect) at DEBUG: a Go struct of pointers and internals, the start-up line
 //     already names the source, and at INFO it buried the lines an operator reads;
 //   - its routine lines (a rotation, twice per FLUSH LOGS; a syncer closing as a session
-//     ends) at DEBUG;
+//     ends; "retry sync is disabled", which follows every dropped connection because the
+//     capture reconnects itself, as its own line says) at DEBUG;
 //   - its errors at WARN: each one is a connection the syncer retries, or returns to the
 //     capture, which says what it does about it ("binlog connection failed;
 //     reconnecting"), so an ERROR line of go-mysql's was not the process failing.
 func goMySQLLevel(r slog.Record) slog.Level {
 	switch {
-	case r.Level == slog.LevelInfo && (hasAttr(r, "config") || goMySQLRoutine[r.Message]):
+	case r.Level <= slog.LevelWarn && (hasAttr(r, "config") || goMySQLRoutine[r.Message]):
 		return slog.LevelDebug
 	case r.Level >= slog.LevelError:
 		return slog.LevelWarn
@@ -37,9 +38,10 @@ func goMySQLLevel(r slog.Record) slog.Level {
 // goMySQLRoutine are the messages of go-mysql's INFO lines that say nothing an operator
 // acts on.
 var goMySQLRoutine = map[string]bool{
-	"rotate to next binlog": true,
-	"syncer is closing...":  true,
-	"syncer is closed":      true,
+	"rotate to next binlog":  true,
+	"syncer is closing...":   true,
+	"syncer is closed":       true,
+	"retry sync is disabled": true,
 }
 
 // goMySQLLevels logs go-mysql's records at goMySQLLevel.
