@@ -71,3 +71,22 @@ func TestPeriodicPlanShowsThePlanner(t *testing.T) {
 		t.Fatalf("planner %q after the judge answered a periodic plan, want judge", p)
 	}
 }
+
+// TestMetricsHaveEverySeriesAtZero: the balancer's counters show every reason and result
+// (and fallback) at 0 from the start, so that rate() and absent() work before the first
+// move; they appeared at their first count (an outside trial).
+func TestMetricsHaveEverySeriesAtZero(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	NewMetrics(promauto.With(reg))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]int{}
+	for _, mf := range mfs {
+		series[mf.GetName()] = len(mf.GetMetric())
+	}
+	if series["binlake_wave_balancer_moves_total"] != 16 || series["binlake_wave_balancer_fallbacks_total"] != 2 {
+		t.Fatalf("series at start: %v; want 16 moves (4 reasons × 4 results) and 2 fallbacks", series)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/binlake/binlake/internal/metric/waveprom"
+	"github.com/binlake/binlake/internal/rebalance"
 	"github.com/binlake/binlake/judge/api"
 )
 
@@ -24,7 +25,7 @@ func NewMetrics(f promauto.Factory) Metrics {
 		Leader: f.NewGauge(prometheus.GaugeOpts{Name: waveprom.BalancerLeader,
 			Help: "1 while this wave is the cluster's balancer."}),
 		Moves: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_moves_total",
-			Help: "Instance moves this wave made as the balancer, by reason (failover, hard_max, spread) and result (assigned, done, skipped, failed)."},
+			Help: "Instance moves this wave made as the balancer, by reason (failover, hard_max, spread, share) and result (assigned, done, skipped, failed)."},
 			[]string{"reason", "result"}),
 		Fallbacks: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_balancer_fallbacks_total",
 			Help: "Failovers placed by fewest instances because the judge was not configured (no_judge) or did not answer (judge_error)."},
@@ -38,6 +39,13 @@ func NewMetrics(f promauto.Factory) Metrics {
 	}
 	for _, r := range []string{"no_judge", "judge_error"} {
 		m.Fallbacks.WithLabelValues(r)
+	}
+	// Every reason and result, so that rate() and absent() can be set up before the
+	// first move (the series appeared at their first count: an outside trial).
+	for _, reason := range []string{rebalance.ReasonFailover, rebalance.ReasonHardMax, rebalance.ReasonSpread, rebalance.ReasonShare} {
+		for _, result := range []string{MoveDone, MoveAssigned, MoveSkipped, MoveFailed} {
+			m.Moves.WithLabelValues(reason, result)
+		}
 	}
 	return m
 }
