@@ -336,6 +336,7 @@ func (a *Alarm) Run(ctx context.Context) error {
 	g.Go(func() error { a.silences.Watch(gctx, a.o.SilenceRefresh, a.log); return nil })
 	for name, r := range a.disp.Refreshers() {
 		a.m.refreshErrors.WithLabelValues(name) // exported at zero from the start
+		a.m.refreshFailing.WithLabelValues(name)
 		g.Go(func() error { a.refreshLoop(gctx, name, r); return nil })
 	}
 	endDrain := make(chan func(), 1)
@@ -473,7 +474,11 @@ func (a *Alarm) refreshLoop(ctx context.Context, channel string, r notify.Refres
 		rctx, cancel := context.WithTimeout(ctx, r.RefreshInterval())
 		err := r.Refresh(rctx, alerts, a.o.ExternalURL)
 		cancel()
+		if err == nil {
+			a.m.refreshFailing.WithLabelValues(channel).Set(0)
+		}
 		if err != nil && ctx.Err() == nil {
+			a.m.refreshFailing.WithLabelValues(channel).Set(1)
 			a.m.refreshErrors.WithLabelValues(channel).Inc()
 			a.log.Warn("refreshing firing alerts failed; sending them again at the next interval", "channel", channel,
 				"alerts", len(alerts), "err", err)

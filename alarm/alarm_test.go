@@ -2,6 +2,7 @@ package alarm
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -305,4 +306,53 @@ func TestUndecodableBatchesAreWarnedOf(t *testing.T) {
 	}
 	require.Equal(t, 1, strings.Count(logs.String(), `level=WARN msg="skipping a metric batch`), logs.String())
 	require.Contains(t, logs.String(), "is not an RFC 3339 timestamp")
+}
+
+// flakyRefresher is a channel that wants its firing alerts again every 50 ms and refuses
+// the first re-sends.
+type flakyRefresher struct {
+	mu    sync.Mutex
+	fails int // re-sends still to refuse
+	tried int
+}
+
+func (r *flakyRefresher) Notify(context.Context, notify.Message) error { return nil }
+func (r *flakyRefresher) RefreshInterval() time.Duration               { return 50 * time.Millisecond }
+func (r *flakyRefresher) Refresh(context.Context, []notify.Alert, string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tried++
+	if r.fails > 0 {
+		r.fails--
+		return errors.New("alertmanager down")
+	}
+	return nil
+}
+
+// binlake_alarm_alert_refresh_failing is 1 while a channel's last re-send failed and 0
+// once one gets through, so that BinlakeAlarmAlertmanagerRefreshFailing ends then, not
+// 15 minutes later with the failures' count (an outside trial).
+func TestRefreshFailingGauge(t *testing.T) {
+	b, sub, c := metricBusAndCoord(t)
+	ch := &flakyRefresher{fails: 3}
+	base, _ := startAlarm(t, Options{
+		Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"c": ch},
+		Subscriber: sub, Coordinator: c, EvalInterval: 50 * time.Millisecond, Logger: quiet,
+	})
+	_, m := do(t, "GET", base+"/metrics", "", "")
+	require.Contains(t, m, `binlake_alarm_alert_refresh_failing{channel="c"} 0`, "exported at 0 from the start")
+	pub, err := b.Publisher()
+	require.NoError(t, err)
+	d, err := metric.Encode(batch("wave-9", time.Now().UTC(), cpu(97)))
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish(context.Background(), bus.Message{Topic: metric.Topic, Key: []byte("wave-9"), Value: d}))
+	require.Eventually(t, func() bool {
+		_, m := do(t, "GET", base+"/metrics", "", "")
+		return strings.Contains(m, `binlake_alarm_alert_refresh_failing{channel="c"} 1`)
+	}, 10*time.Second, 20*time.Millisecond, "failing while the re-sends fail")
+	require.Eventually(t, func() bool {
+		_, m := do(t, "GET", base+"/metrics", "", "")
+		return strings.Contains(m, `binlake_alarm_alert_refresh_failing{channel="c"} 0`) &&
+			strings.Contains(m, `binlake_alarm_alert_refresh_errors_total{channel="c"} 3`)
+	}, 10*time.Second, 20*time.Millisecond, "0 once a re-send gets through, the three failures counted")
 }

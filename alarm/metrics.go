@@ -13,6 +13,7 @@ type metrics struct {
 	suppressed                                 *prometheus.CounterVec
 	newestBatch                                *promreg.Newest
 	refreshErrors                              *prometheus.CounterVec
+	refreshFailing                             *prometheus.GaugeVec
 }
 
 const ns, sub = "binlake", "alarm"
@@ -35,6 +36,8 @@ func newMetrics() *metrics {
 			Help: "Collection time of the newest metric batch evaluated; 0 before the first. time() minus it is how far evaluation is behind."}),
 		refreshErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "alert_refresh_errors_total",
 			Help: "Failed re-sends of the firing alerts to a channel that wants them again every interval (Alertmanager), by channel; the next interval sends them all again."}, []string{"channel"}),
+		refreshFailing: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "alert_refresh_failing",
+			Help: "1 while the last re-send of the firing alerts to a channel (Alertmanager) failed, 0 once one succeeds, by channel."}, []string{"channel"}),
 		suppressed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "notifications_suppressed_total",
 			Help: "Notifications that were due but muted, by reason (silenced or inhibited)."}, []string{"reason"}),
 	}
@@ -44,7 +47,7 @@ func (m *metrics) register(reg prometheus.Registerer, e *Engine) error {
 	m.suppressed.WithLabelValues("silenced")
 	m.suppressed.WithLabelValues("inhibited")
 	alerts := prometheus.NewGaugeFunc // one gauge per state, read under the engine's lock
-	cs := []prometheus.Collector{m.evaluations, m.batches, m.points, m.decodeErrors, m.subscribeErrors, m.logErrors, m.historyBatches, m.historyErrors, m.suppressed, m.newestBatch, m.refreshErrors}
+	cs := []prometheus.Collector{m.evaluations, m.batches, m.points, m.decodeErrors, m.subscribeErrors, m.logErrors, m.historyBatches, m.historyErrors, m.suppressed, m.newestBatch, m.refreshErrors, m.refreshFailing}
 	for _, st := range []State{StatePending, StateFiring, StateResolved} {
 		cs = append(cs, alerts(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "alerts",
 			Help: "Alerts by state.", ConstLabels: prometheus.Labels{"state": st.String()}}, func() float64 {
