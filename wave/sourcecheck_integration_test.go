@@ -1,6 +1,7 @@
 package wave
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,30 +21,12 @@ func TestCheckSourceSnapshotSightIntegration(t *testing.T) {
 	ctx := testenv.Context(t)
 	db, exec, _ := testenv.ScratchDatabase(t, "snapsight")
 	exec("CREATE TABLE " + db + ".orders (id INT PRIMARY KEY)")
-	user := fmt.Sprintf("binlake_snap%d", time.Now().UnixNano()%1e9)
-	exec("CREATE USER '" + user + "'@'%' IDENTIFIED BY 'pw'")
-	t.Cleanup(func() { exec("DROP USER IF EXISTS '" + user + "'@'%'") })
-	exec("GRANT REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN ON *.* TO '" + user + "'@'%'")
-
+	user := replicationUser(t, exec, "binlake_snap")
 	inst := &cluster.Instance{ID: "snapsight",
 		Source:        cluster.Source{Addr: a.Addr, User: user, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
 		Subscriptions: []cluster.Subscription{{Name: "all", Topic: "snapsight.rows", Include: []string{db + `\..*`}}},
 		Snapshot:      &cluster.SnapshotOptions{Initial: true}}
-	pw := func(cluster.Source) (config.Secret, error) { return "pw", nil }
-	sight := func() []string {
-		t.Helper()
-		warnings, err := CheckSource(ctx, inst, pw, false)
-		if err != nil {
-			t.Fatalf("CheckSource: %v", err)
-		}
-		var out []string
-		for _, w := range warnings {
-			if strings.HasPrefix(w, "snapshot.initial:") {
-				out = append(out, w)
-			}
-		}
-		return out
-	}
+	sight := func() []string { return warningsOf(t, ctx, inst, "snapshot.initial:") }
 	if w := sight(); len(w) != 1 || !strings.Contains(w[0], "user "+user+" sees no table the subscriptions take on "+a.Addr) || !strings.Contains(w[0], "GRANT SELECT") {
 		t.Fatalf("snapshot by a user without SELECT: warnings %q, want one saying it would read nothing", w)
 	}
@@ -67,30 +50,12 @@ func TestCheckSourceSubscriptionSightIntegration(t *testing.T) {
 	ctx := testenv.Context(t)
 	db, exec, _ := testenv.ScratchDatabase(t, "subsight")
 	exec("CREATE TABLE " + db + ".orders (id INT PRIMARY KEY)")
-	user := fmt.Sprintf("binlake_sub%d", time.Now().UnixNano()%1e9)
-	exec("CREATE USER '" + user + "'@'%' IDENTIFIED BY 'pw'")
-	t.Cleanup(func() { exec("DROP USER IF EXISTS '" + user + "'@'%'") })
-	exec("GRANT REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN ON *.* TO '" + user + "'@'%'")
-
+	user := replicationUser(t, exec, "binlake_sub")
 	inst := &cluster.Instance{ID: "subsight",
 		Source: cluster.Source{Addr: a.Addr, User: user, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()},
 		Subscriptions: []cluster.Subscription{{Name: "good", Topic: "subsight.good", Include: []string{db + `\.orders`}},
 			{Name: "typo", Topic: "subsight.typo", Include: []string{db + `\.ordres`}}}}
-	pw := func(cluster.Source) (config.Secret, error) { return "pw", nil }
-	sight := func() []string {
-		t.Helper()
-		warnings, err := CheckSource(ctx, inst, pw, false)
-		if err != nil {
-			t.Fatalf("CheckSource: %v", err)
-		}
-		var out []string
-		for _, w := range warnings {
-			if strings.HasPrefix(w, "subscription ") {
-				out = append(out, w)
-			}
-		}
-		return out
-	}
+	sight := func() []string { return warningsOf(t, ctx, inst, "subscription ") }
 	if w := sight(); len(w) != 0 {
 		t.Fatalf("a user without SELECT: warnings %q, want none about the subscriptions (it sees no table)", w)
 	}
@@ -99,4 +64,31 @@ func TestCheckSourceSubscriptionSightIntegration(t *testing.T) {
 	if w := sight(); len(w) != 1 || !strings.HasPrefix(w[0], want) {
 		t.Fatalf("warnings %q, want one beginning %q", w, want)
 	}
+}
+
+// replicationUser makes a user (named prefix and a number, password pw) with the
+// replication grants alone, dropped when t ends.
+func replicationUser(t *testing.T, exec func(string), prefix string) string {
+	user := fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()%1e9)
+	exec("CREATE USER '" + user + "'@'%' IDENTIFIED BY 'pw'")
+	t.Cleanup(func() { exec("DROP USER IF EXISTS '" + user + "'@'%'") })
+	exec("GRANT REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN ON *.* TO '" + user + "'@'%'")
+	return user
+}
+
+// warningsOf is CheckSource's warnings for inst (its user's password pw) that begin with
+// prefix.
+func warningsOf(t *testing.T, ctx context.Context, inst *cluster.Instance, prefix string) []string {
+	t.Helper()
+	warnings, err := CheckSource(ctx, inst, func(cluster.Source) (config.Secret, error) { return "pw", nil }, false)
+	if err != nil {
+		t.Fatalf("CheckSource: %v", err)
+	}
+	var out []string
+	for _, w := range warnings {
+		if strings.HasPrefix(w, prefix) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
