@@ -321,7 +321,7 @@ func encodeEvent[I rowImage[I]](e *Encoder, ev *Event, images []I, targets []Tar
 	// into the Encoder, on the heap, costs a GC write barrier while a collection runs:
 	// a whole Row per row was 4% of the protobuf format's CPU). Cleared at the end, so
 	// that the Encoder does not keep the event alive.
-	e.row = Row{Table: t, Type: ev.Type, Meta: ev.Meta,
+	e.row = Row{Table: t, Type: ev.Type, event: ev.Type, Meta: ev.Meta,
 		Before: Image{rows: &ev.Rows, t: t, i: -1}, After: Image{rows: &ev.Rows, t: t, i: -1}, scratch: &e.scratch}
 	defer func() { e.row = Row{} }()
 	grouped := e.groupsOf(targets) > 0

@@ -1,6 +1,7 @@
 package rowenc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -51,23 +52,27 @@ type Row struct {
 	Meta          Meta
 	Before, After Image
 
+	// event is the type of the rows event the row is of: TypeUpdate for the delete and
+	// the insert an update of the key is split into (indexInEvent); "" in a Row made
+	// elsewhere, where Type is.
+	event string
 	// scratch is what the formats render the row with: the Encoder's, kept from one row
 	// to the next; nil in a Row made elsewhere, whose format takes one from a pool.
 	scratch *rowScratch
 }
 
-// indexInEvent is the row's index among its rows event's rows (an update's is a pair of
-// images); 0 for a snapshot's.
+// indexInEvent is the row's index among its rows event's rows; 0 for a snapshot's. An
+// update event's images come in pairs, also for the delete and the create an update of
+// the key is sent as (debezium-json), whose image is one of a pair.
 func (r *Row) indexInEvent() int {
-	switch r.Type {
-	case TypeInsert:
-		return max(r.After.i, 0)
-	case TypeDelete:
-		return max(r.Before.i, 0)
-	case TypeUpdate:
-		return max(r.Before.i, 0) / 2
+	if r.Type == TypeSnapshot {
+		return 0
 	}
-	return 0
+	i := max(r.Before.i, r.After.i, 0)
+	if cmp.Or(r.event, r.Type) == TypeUpdate {
+		return i / 2
+	}
+	return i
 }
 
 // Image is one image (before or after) of a Row's row: its column values, read one at a

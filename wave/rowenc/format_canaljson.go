@@ -469,7 +469,7 @@ func appendCanalMySQLType(dst []byte, c *Column) []byte {
 		dst = strconv.AppendUint(dst, uint64(c.Bits), 10)
 		dst = append(dst, ')')
 	}
-	if c.Unsigned && kindOf(c) == kindInt {
+	if k := kindOf(c); c.Unsigned && (k == kindInt || k == kindDecimal || k == kindFloat || k == kindDouble) {
 		dst = append(dst, " unsigned"...)
 	}
 	return append(dst, '"')

@@ -274,7 +274,7 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 			return f.appendZeroDate(dst[:at], c), nil
 		}
 		if f.epoch {
-			return rewriteTail(dst, at, appendEpochDays), nil
+			return requiredEpoch(rewriteTail(dst, at, appendEpochDays), at, c), nil
 		}
 	case kindTime:
 		if f.epoch {
@@ -285,9 +285,9 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 		case isZeroDate(tok):
 			return f.appendZeroDate(dst[:at], c), nil
 		case f.epoch && c.Frac > 3:
-			return rewriteTail(dst, at, appendEpochMicros), nil
+			return requiredEpoch(rewriteTail(dst, at, appendEpochMicros), at, c), nil
 		case f.epoch:
-			return rewriteTail(dst, at, appendEpochMillis), nil
+			return requiredEpoch(rewriteTail(dst, at, appendEpochMillis), at, c), nil
 		}
 		return rewriteTail(dst, at, appendSQLTemporal), nil
 	case kindTimestamp:
@@ -308,6 +308,16 @@ func (f debeziumJSON) appendValue(dst []byte, im Image, col int) ([]byte, error)
 		return rewriteTail(dst, at, appendSQLTemporal), nil
 	}
 	return dst, nil
+}
+
+// requiredEpoch is dst with the epoch value at dst[at:], a null for a date with a zero
+// year, month or day (debeziumUnreadable), made 0 in a NOT NULL column, as Debezium
+// sends it: its schema is required, and JsonConverter refused the null (an outside trial).
+func requiredEpoch(dst []byte, at int, c *Column) []byte {
+	if c.NotNull && string(dst[at:]) == "null" {
+		return append(dst[:at], '0')
+	}
+	return dst
 }
 
 // appendZeroDate appends a zero DATE's or DATETIME's value: null, or under temporal:

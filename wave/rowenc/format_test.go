@@ -356,6 +356,31 @@ func TestDebeziumSplitsAKeyChange(t *testing.T) {
 	if msgs := encode([]any{uint64(7), "1.50", "a"}, []any{uint64(7), "2.00", "a"}); len(msgs) != 3 || op(msgs[0].Value) != "u" {
 		t.Errorf("an update of the same key: %d messages, the first %s", len(msgs), msgs[0].Value)
 	}
+	// Two rows of one update event, both keys changed: each row's delete and create carry
+	// its index in the event, as Debezium's source.row (they said 0, 1, 2, 3: an outside
+	// trial).
+	ev := &Event{Table: tb, Type: TypeUpdate, Meta: m, Rows: Rows{rows: []values{
+		{uint64(7), "1.50", "a"}, {uint64(17), "1.50", "a"}, {uint64(8), "1.50", "a"}, {uint64(18), "1.50", "a"}}}}
+	msgs, err = new(Encoder).Encode(ev, []Target{{By: PartitionPK, Format: dbz}}, true, 5, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, msg := range msgs {
+		if msg.Value != nil {
+			var e struct {
+				Op     string
+				Source struct{ Row int }
+			}
+			if err := json.Unmarshal(msg.Value, &e); err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, fmt.Sprintf("%s%d", e.Op, e.Source.Row))
+		}
+	}
+	if want := []string{"d0", "c0", "d1", "c1"}; !slices.Equal(rows, want) {
+		t.Errorf("source.row of a two-row key change: %v, want %v", rows, want)
+	}
 }
 
 // TestNoTombstoneWithoutARowKey: a table without a primary key has its table's key under
@@ -633,6 +658,9 @@ func TestDebeziumNotNullAndZeroDates(t *testing.T) {
 		{Name: "ts6", Type: mysql.MYSQL_TYPE_TIMESTAMP2, Frac: 6},
 	}
 	zero := []any{int32(1), int32(2), nil, "0000-00-00", "0000-00-00", "0000-00-00 00:00:00", "0000-00-00 00:00:00", "0000-00-00 00:00:00.000000"}
+	// A date with a zero part, not all zero, in the NOT NULL columns: 0 as well under
+	// epoch, not a null in a required field (JsonConverter refused it: an outside trial).
+	partial := []any{int32(3), int32(2), nil, "2024-00-10", "2024-05-00", "2024-05-00 10:00:00", "0000-00-00 00:00:00", "0000-00-00 00:00:00.000000"}
 	for _, c := range []struct {
 		temporal string
 		want     []string
@@ -643,7 +671,8 @@ func TestDebeziumNotNullAndZeroDates(t *testing.T) {
 			`{"type":"int32","optional":true,"name":"io.debezium.time.Date","version":1,"field":"dn"}`,
 			`{"type":"int64","optional":false,"name":"io.debezium.time.Timestamp","version":1,"field":"dt"}`,
 			`{"type":"string","optional":false,"name":"io.debezium.time.ZonedTimestamp","version":1,"field":"ts"}`,
-			`"after":{"id":1,"n":2,"o":null,"d":0,"dn":null,"dt":0,"ts":"1970-01-01T00:00:00Z","ts6":"1970-01-01T00:00:00.000000Z"}`}},
+			`"after":{"id":1,"n":2,"o":null,"d":0,"dn":null,"dt":0,"ts":"1970-01-01T00:00:00Z","ts6":"1970-01-01T00:00:00.000000Z"}`,
+			`"after":{"id":3,"n":2,"o":null,"d":0,"dn":null,"dt":0,`}},
 		{"string", []string{
 			`{"type":"int32","optional":false,"field":"n"}`, `{"type":"string","optional":true,"field":"d"}`,
 			`{"type":"string","optional":true,"field":"ts"}`,
@@ -658,12 +687,12 @@ func TestDebeziumNotNullAndZeroDates(t *testing.T) {
 		second := slices.Clone(zero)
 		second[0] = int32(2)
 		ev := &Event{Table: tb, Type: TypeInsert, Meta: Meta{Instance: "orders", TS: 1764424800, File: "bin.000001", Pos: 300, EventPos: 211},
-			Rows: Rows{rows: []values{zero, second}}}
+			Rows: Rows{rows: []values{zero, second, partial}}}
 		msgs, err := new(Encoder).Encode(ev, []Target{{By: PartitionPK, Format: f}}, true, 5, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := string(msgs[0].Value)
+		got := string(msgs[0].Value) + string(msgs[2].Value)
 		for _, w := range c.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("temporal %s: %s\nwant %s", c.temporal, got, w)

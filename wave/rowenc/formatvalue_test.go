@@ -319,6 +319,8 @@ func TestCanalMySQLTypeOfBlobs(t *testing.T) {
 		{Column{Type: mysql.MYSQL_TYPE_NEWDECIMAL, Precision: 10, Scale: 2}, `"decimal(10,2)"`},
 		{Column{Type: mysql.MYSQL_TYPE_NEWDECIMAL, Precision: 65}, `"decimal(65,0)"`},
 		{Column{Type: mysql.MYSQL_TYPE_NEWDECIMAL}, `"decimal"`},
+		{Column{Type: mysql.MYSQL_TYPE_NEWDECIMAL, Precision: 5, Unsigned: true}, `"decimal(5,0) unsigned"`},
+		{Column{Type: mysql.MYSQL_TYPE_DOUBLE, Unsigned: true}, `"double unsigned"`},
 		{Column{Type: mysql.MYSQL_TYPE_BIT, Bits: 1}, `"bit(1)"`},
 		{Column{Type: mysql.MYSQL_TYPE_BIT, Bits: 64}, `"bit(64)"`},
 		{Column{Type: mysql.MYSQL_TYPE_BIT}, `"bit"`},
