@@ -251,7 +251,11 @@ func (c *committer) flush(ctx context.Context) error {
 	}
 	if err != nil {
 		// A transient coordinator error: the next tick tries again with the same version.
-		c.log.Warn("commit offset failed; will retry", "err", err)
+		// One cut short by the pipeline stopping is no failure (the stop commits what it
+		// has with a context of its own): it was logged after each clean stop.
+		if ctx.Err() == nil {
+			c.log.Warn("commit offset failed; will retry", "err", err)
+		}
 		return nil
 	}
 	p.At = 0
