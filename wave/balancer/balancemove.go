@@ -92,6 +92,17 @@ func (mv *mover) settle(ctx context.Context, m api.Move) (time.Duration, error) 
 	}
 }
 
+// state is the instance's state as its status record has it; "" when there is none
+// (never run yet) or it cannot be read.
+func (mv *mover) state(ctx context.Context, id string) string {
+	v, err := mv.c.Get(ctx, cluster.StatusKey(id))
+	var st struct{ State string }
+	if err != nil || json.Unmarshal(v.Data, &st) != nil {
+		return ""
+	}
+	return st.State
+}
+
 func (mv *mover) settled(ctx context.Context, m api.Move) (bool, string) {
 	l, err := mv.c.Leader(ctx, cluster.LeaderKey(m.Instance))
 	if err != nil || string(l) != m.To {
@@ -203,13 +214,24 @@ func (mv *mover) apply(ctx context.Context, moves []api.Move, versions map[strin
 	return ctx.Err()
 }
 
-// one executes one move and waits for it to settle.
+// one executes one move and waits for it to settle: one of an instance that was not
+// running before it (retrying a refused login, stopped in error) cannot run after it
+// either, and is assigned without waiting (the run waited out its settle timeout and
+// failed, with the other moves not made: an outside trial).
 func (mv *mover) one(ctx context.Context, m api.Move, version int64, report func(MoveResult)) error {
 	r := MoveResult{Move: m, At: mv.now().UTC()}
+	state := mv.state(ctx, m.Instance)
 	err := mv.assign(ctx, m, version)
 	if errors.Is(err, errStale) {
 		mv.log.Info("move skipped: "+err.Error(), "instance", m.Instance, "from", m.From, "to", m.To)
 		r.Result, r.Error = MoveSkipped, err.Error()
+		report(r)
+		return nil
+	}
+	if err == nil && state != "" && state != cluster.StateRunning {
+		mv.log.Info("instance moved; not waited for, as it was not running before the move", "instance", m.Instance,
+			"from", m.From, "to", m.To, "reason", m.Reason, "state", state)
+		r.Result = MoveAssigned
 		report(r)
 		return nil
 	}

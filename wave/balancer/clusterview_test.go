@@ -1,9 +1,14 @@
 package balancer
 
 import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 
+	"github.com/binlake/binlake/internal/coord"
+	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/internal/wavetest"
 )
@@ -37,5 +42,43 @@ func TestMoveInstanceRecordsTheMove(t *testing.T) {
 	// wave-1 and wave-2 are not live: both are listed as dead, the instance an orphan.
 	if o := cl.orphans(); len(o) != 1 || o[0] != "orders" {
 		t.Errorf("orphans %v, want [orders] (no wave is live)", o)
+	}
+}
+
+// TestMoveOfAnInstanceNotRunningIsNotWaitedFor: an instance that was not running before
+// its move (retrying a refused login) cannot run after it: the move is assigned and
+// reported so, not waited for until the settle timeout (the run waited 2 minutes, failed,
+// and the plan's other moves were not made: an outside trial). One that was running is
+// waited for, and fails when it does not settle.
+func TestMoveOfAnInstanceNotRunningIsNotWaitedFor(t *testing.T) {
+	c := wavetest.Coordinators(t)["single"](t)
+	ctx := t.Context()
+	for i, id := range []string{"broken", "fine"} {
+		inst := &cluster.Instance{ID: id, Source: cluster.Source{Addr: "127.0.0.1:3306", User: "u", Flavor: cluster.FlavorMariaDB, ServerID: uint32(7 + i)},
+			Subscriptions: []cluster.Subscription{{Name: "all", Topic: "t"}}}
+		if _, err := cluster.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func(id, state string) {
+		data, _ := json.Marshal(cluster.RecordedStatus{Node: "wave-1", State: state, Reason: "access_denied"})
+		if _, err := c.Put(ctx, cluster.StatusKey(id), data, coord.AnyVersion); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status("broken", cluster.StateRetrying)
+	status("fine", cluster.StateRunning)
+	opts := Options{SettleTimeout: 300 * time.Millisecond}
+	mv := &mover{c: c, opts: opts, log: slog.New(slog.DiscardHandler), http: http.DefaultClient, now: time.Now}
+	var got []MoveResult
+	report := func(r MoveResult) { got = append(got, r) }
+	if err := mv.one(ctx, api.Move{Instance: "broken", From: "wave-1", To: "wave-2"}, coord.AnyVersion, report); err != nil {
+		t.Fatalf("the move of an instance not running: %v, want it assigned", err)
+	}
+	if len(got) != 1 || got[0].Result != MoveAssigned {
+		t.Fatalf("results %+v, want assigned", got)
+	}
+	if err := mv.one(ctx, api.Move{Instance: "fine", From: "wave-1", To: "wave-2"}, coord.AnyVersion, report); err == nil || got[1].Result != MoveFailed {
+		t.Fatalf("the move of a running instance that does not settle: %v, %+v; want it failed", err, got)
 	}
 }
