@@ -312,6 +312,14 @@ func (a *Alarm) Run(ctx context.Context) error {
 	if serr := a.silences.Refresh(rctx); serr != nil {
 		a.log.Warn("silences could not be loaded; retrying in the background", "err", serr)
 	}
+	now := a.o.Now()
+	for _, s := range a.silences.List() {
+		// A silence made before the policies changed (a `by` added in an upgrade) may
+		// mute nothing it names any more: said once at the start (an upgrade trial).
+		if warn := s.Unmatchable(a.o.Policies); warn != nil && s.State(now) != SilenceExpired {
+			a.log.Warn("a silence mutes nothing it names", "id", s.ID, "ends_at", s.EndsAt, "warnings", warn)
+		}
+	}
 	if a.own != nil && a.own.pos == nil {
 		// One process owns the whole stream: every page of the node book is its own.
 		nodes, err := a.book.load(rctx, nil)

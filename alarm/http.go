@@ -164,13 +164,16 @@ type silenceView struct {
 	Status struct {
 		State string `json:"state"`
 	} `json:"status"`
+	// Warnings say why the silence mutes none of the alerts of a policy it names
+	// (Silence.Unmatchable): one made before the policies changed says so here too.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (a *Alarm) handleSilences(w http.ResponseWriter, r *http.Request) {
 	now := a.o.Now()
 	out := []silenceView{}
 	for _, s := range a.silences.List() {
-		v := silenceView{Silence: s}
+		v := silenceView{Silence: s, Warnings: s.Unmatchable(a.o.Policies)}
 		v.Status.State = s.State(now)
 		out = append(out, v)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/internal/httpapi"
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/internal/testenv"
 )
 
 // Every route the router serves is in the committed OpenAPI document and vice versa, and
@@ -220,4 +222,22 @@ func TestSilenceOnALabelByLeavesOutWarns(t *testing.T) {
 			require.Contains(t, got.Warnings[0], tc.warn)
 		}
 	}
+	// The listing says it of each such silence too (one made before the policies
+	// changed mutes nothing, and nothing said so: an upgrade trial).
+	code, body := do(t, "GET", base+"/v1/silences", "", "")
+	require.Equal(t, 200, code)
+	var list struct{ Silences []struct{ Warnings []string } }
+	require.NoError(t, json.Unmarshal([]byte(body), &list))
+	warned := 0
+	for _, s := range list.Silences {
+		if len(s.Warnings) > 0 {
+			warned++
+		}
+	}
+	require.Equal(t, 2, warned, body)
+	// And a process that starts with them says so once each.
+	var logs testenv.SyncBuffer
+	startAlarm(t, Options{Policies: pols, Channels: map[string]notify.Notifier{"c": notify.Log{L: quiet}}, Coordinator: c,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.Equal(t, 2, strings.Count(logs.String(), `level=WARN msg="a silence mutes nothing it names"`), logs.String())
 }
