@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"github.com/binlake/binlake/internal/benchkit"
@@ -56,6 +57,9 @@ type Options struct {
 	CPUProfile string
 	// Keep leaves the temporary folder, the topic and the consumer group in place.
 	Keep bool
+	// Prefix begins the names of the run's topic and consumer group (its process id and a
+	// number follow): on shared brokers, a name of one's own. DefaultPrefix when empty.
+	Prefix string
 	// Out receives progress lines and the report (nil: discarded).
 	Out io.Writer
 	// Logger receives the Kafka client's log lines (nil: discarded).
@@ -67,7 +71,19 @@ type Options struct {
 	Drain time.Duration
 }
 
+// DefaultPrefix begins the run's topic and group names unless Options.Prefix is given.
+const DefaultPrefix = "binlake-bench-alarm"
+
+// validPrefix is what a Kafka topic's and group's name may hold.
+var validPrefix = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+
 func (o *Options) validate() error {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if !validPrefix.MatchString(o.Prefix) {
+		return fmt.Errorf("bench alarm: -prefix %q: want 1 to 100 of A-Z a-z 0-9 . _ - (it begins a Kafka topic's name)", o.Prefix)
+	}
 	if o.Bus != BusKafka {
 		return fmt.Errorf("bench alarm: -bus %q: want %s (the alarm reads the metric stream from Kafka only)", o.Bus, BusKafka)
 	}

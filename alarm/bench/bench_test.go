@@ -48,6 +48,7 @@ func TestOptionsErrors(t *testing.T) {
 		{"negative violations", func(o *Options) { o.Violations = -1 }, "-violations -1"},
 		{"more violations than nodes", func(o *Options) { o.Nodes, o.Violations = 5, 6 }, "-violations 6: want 0 to -nodes (5)"},
 		{"zero duration", func(o *Options) { o.Duration = 0 }, "-duration 0s: must be positive"},
+		{"prefix with a space", func(o *Options) { o.Prefix = "my bench" }, `-prefix "my bench": want 1 to 100 of A-Z a-z 0-9 . _ -`},
 		// A violation rides on its node's batch: shorter than two batch intervals, some
 		// were never sent and the run failed as if the alarm lost them.
 		{"shorter than two batch intervals", func(o *Options) { o.Nodes, o.Batch, o.Rate, o.Duration = 1000, 100, 10_000, 5*time.Second },

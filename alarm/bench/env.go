@@ -39,7 +39,7 @@ func newEnv(ctx context.Context, o Options, webhook string) (*env, error) {
 	// Names of the run's own, so that parallel runs never read each other's points.
 	id := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
 	e := &env{binary: o.Binary, dir: dir, config: filepath.Join(dir, "alarm.yaml"), policies: filepath.Join(dir, "policies.yaml"),
-		log: filepath.Join(dir, "alarm.log"), brokers: o.Brokers, topic: "binlake-bench-alarm-" + id, group: "binlake-bench-alarm-" + id,
+		log: filepath.Join(dir, "alarm.log"), brokers: o.Brokers, topic: o.Prefix + "-" + id, group: o.Prefix + "-" + id,
 		k: benchkit.NewKafka(o.Brokers)}
 	if err := e.writeFiles(o, webhook); err != nil {
 		e.k.Close()

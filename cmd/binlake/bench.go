@@ -39,6 +39,24 @@ const benchUsage = `Usage: binlake bench wave|judge|alarm|fleet [flags]
 
 Run 'binlake bench <benchmark> -h' for its flags.`
 
+const benchWaveUsage = `Usage: binlake bench wave [flags]
+
+The binlog path into Kafka: loads -rows rows into a database of its own on the source
+(-mysql, PREFIX_<tag>), captures them with a wave's pipeline (this process) to a topic of
+its own (PREFIX.<tag>, -partitions) with the broker's acknowledgements, and times
+mariadb-binlog decoding the same binlog range as a reference (-mariadb-binlog; "-" skips
+it). -snapshot times a snapshot of the loaded rows instead of their capture.
+
+Prints the load's and the capture's rows/s, the reference's and their ratio, the wave's
+CPU, and the messages' bytes. The database and the topic are dropped at the end unless
+-keep; a run drops the PREFIX_ databases older than 6 h (a killed run's).
+
+Examples:
+  binlake bench wave -rows 1000000 -mariadb-binlog -
+  binlake bench wave -rows 200000 -format debezium-json -prefix mine_bench
+
+Flags:`
+
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stderr, benchUsage)
@@ -85,6 +103,7 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := flag.NewFlagSet("bench wave", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	rows := fs.Int("rows", 1_000_000, "rows to load and capture")
+	prefix := fs.String("prefix", bench.DefaultPrefix, "beginning of the run's database (PREFIX_<tag>) and topic (PREFIX.<tag>) names; a run drops the PREFIX_ databases older than 6 h (a killed run's): one of your own on a shared server")
 	perTxn := fs.Int("rows-per-txn", 100, "rows per INSERT transaction")
 	addr := fs.String("mysql", "127.0.0.1:3307", "source host:port (log_bin, binlog_format=ROW)")
 	user := fs.String("user", "root", "source user (needs REPLICATION SLAVE and CREATE/DROP)")
@@ -104,7 +123,7 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	snapshot := fs.Bool("snapshot", false, "time a snapshot of the loaded rows (snapshot.initial on an instance started after the load) instead of their binlog capture")
 	chunkRows := fs.Int("chunk-rows", cluster.DefaultSnapshotChunkRows, "with -snapshot: rows per read (snapshot.chunk_rows)")
 	format := fs.String("format", rowenc.FormatJSON, "the subscription's message format: "+strings.Join(rowenc.FormatNames(), ", "))
-	fs.Usage = func() { fmt.Fprintln(stderr, benchUsage+"\n\nFlags of bench wave:"); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprintln(stderr, benchWaveUsage); fs.PrintDefaults() }
 	if err := parseBenchFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -131,7 +150,7 @@ func runBenchWave(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		profile = func() (func(), error) { return startProfiles(*cpuProfile, *tracePath) }
 	}
 	_, err = bench.Run(ctx, bench.Options{
-		Rows: *rows, RowsPerTxn: *perTxn, Addr: *addr, User: *user, Password: pw,
+		Rows: *rows, Prefix: *prefix, RowsPerTxn: *perTxn, Addr: *addr, User: *user, Password: pw,
 		Brokers: strings.Split(*brokers, ","), Partitions: *partitions, KafkaBatchSize: *kbatch,
 		BatchRows: *batchRows, InFlight: *inFlight, Linger: *linger, Compression: *compression,
 		MariadbBinlog: *ref, Keep: *keep, Out: stdout, Profile: profile, Snapshot: *snapshot, ChunkRows: *chunkRows, Format: *format,

@@ -53,6 +53,7 @@ func runBenchAlarm(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.IntVar(&o.Violations, "violations", o.Violations, "violations injected during the load, each on a node of its own")
 	fs.StringVar(&o.Binary, "alarm-binary", self, "the binlake binary started as the alarm")
 	fs.StringVar(&o.CPUProfile, "alarm-cpuprofile", "", "have the alarm write a CPU profile of its run to this file (go tool pprof)")
+	fs.StringVar(&o.Prefix, "prefix", bench.DefaultPrefix, "beginning of the run's topic and consumer group names (its process id and a number follow): one of your own on shared brokers")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary folder (configs, alarm log), the topic and the consumer group")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchAlarmUsage+"\n\nFlags:"); fs.PrintDefaults() }
 	if err := parseBenchFlags(fs, args, stderr); err != nil {

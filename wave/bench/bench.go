@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,10 @@ import (
 type Options struct {
 	// Rows to load and capture. 1,000,000.
 	Rows int
+	// Prefix begins the names of the run's database (prefix_<tag>) and topic
+	// (prefix.<tag>), and a run drops only the databases of its prefix left by a killed
+	// run: on a shared server, a name of one's own. DefaultPrefix when empty.
+	Prefix string
 	// RowsPerTxn is the rows of one INSERT transaction. 100.
 	RowsPerTxn int
 	// Addr, User and Password reach the source (it needs log_bin and binlog_format=ROW).
@@ -85,7 +90,19 @@ type Options struct {
 // stallLimit is how long a capture may publish nothing before the run gives up.
 const stallLimit = 60 * time.Second
 
+// DefaultPrefix begins the run's database and topic names unless Options.Prefix is given.
+const DefaultPrefix = "binlake_bench"
+
+// validPrefix is what both a database's and a topic's name may hold.
+var validPrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,40}$`)
+
 func (o *Options) setDefaults() error {
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if !validPrefix.MatchString(o.Prefix) {
+		return fmt.Errorf("bench: -prefix %q: want a letter, then up to 40 letters, digits or _ (it begins a database's and a topic's name)", o.Prefix)
+	}
 	def := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
@@ -189,15 +206,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	out := opts.Out
 	res := &Result{Rows: opts.Rows}
 	tag := fmt.Sprintf("%d", time.Now().UnixNano()%1e10)
-	db := dbPrefix + tag
-	topic := "binlake.bench." + tag
+	db := opts.Prefix + "_" + tag
+	topic := opts.Prefix + "." + tag
 
 	conn, err := client.ConnectWithContext(ctx, opts.Addr, opts.User, opts.Password.Reveal(), "", 10*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("bench: connect to %s as %s: %w", opts.Addr, opts.User, err)
 	}
 	defer conn.Close()
-	if err := dropStale(conn, dbPrefix, staleAfter, out); err != nil {
+	if err := dropStale(conn, opts.Prefix+"_", staleAfter, out); err != nil {
 		fmt.Fprintf(out, "could not look for bench databases left by killed runs: %v\n", err)
 	}
 	if _, err := conn.Execute("CREATE DATABASE " + db); err != nil {
@@ -273,9 +290,6 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	report(out, opts, res)
 	return res, nil
 }
-
-// dbPrefix names the bench's databases: dbPrefix and a tag of the run.
-const dbPrefix = "binlake_bench_"
 
 // staleAfter is how old a bench database must be for a later run to drop it: a run
 // takes minutes, so one older than this was left by a run killed before its cleanup.

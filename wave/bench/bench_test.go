@@ -29,6 +29,9 @@ func TestOptionsErrors(t *testing.T) {
 		// outside trial).
 		{"unknown codec", Options{Compression: "bogus", MariadbBinlog: "-"}, `compression "bogus": want none, gzip, snappy, lz4 or zstd`},
 		{"no reference decoder", Options{MariadbBinlog: "/nonexistent/mariadb-binlog"}, "-mariadb-binlog /nonexistent/mariadb-binlog: "},
+		// It names a database and a topic: letters, digits and _ only.
+		{"prefix with a dash", Options{Prefix: "my-bench", MariadbBinlog: "-"}, `-prefix "my-bench": want a letter`},
+		{"prefix from a digit", Options{Prefix: "9bench", MariadbBinlog: "-"}, `-prefix "9bench"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,7 +42,7 @@ func TestOptionsErrors(t *testing.T) {
 		})
 	}
 	o := Options{MariadbBinlog: "-"}
-	if err := o.setDefaults(); err != nil || o.Rows != 1_000_000 || o.Addr != "127.0.0.1:3307" {
+	if err := o.setDefaults(); err != nil || o.Rows != 1_000_000 || o.Addr != "127.0.0.1:3307" || o.Prefix != DefaultPrefix {
 		t.Fatalf("defaults: %v %+v", err, o)
 	}
 }
