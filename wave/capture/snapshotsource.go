@@ -209,6 +209,9 @@ func (s *snapshotSource) table(ctx context.Context, sc *schema, db, name string)
 		}
 		c := &t.Columns[ci]
 		c.JSON = c.JSON || col.json
+		if col.fixed != rowenc.FixedNone && c.Type == mysql.MYSQL_TYPE_STRING {
+			c.Fixed = col.fixed // its text as a SELECT gives it; the type for canal's mysqlType
+		}
 		// A snapshot's rows carry ENUM and SET members as text; their lists (as the
 		// binlog's metadata gives them) let a format send an index. A GEOMETRY column's
 		// declared type (POINT) is the schema's, as the binlog's metadata gives it.

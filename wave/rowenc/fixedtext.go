@@ -3,6 +3,7 @@ package rowenc
 import (
 	"encoding/hex"
 	"net/netip"
+	"unicode/utf8"
 
 	"github.com/binlake/binlake/internal/jsonenc"
 )
@@ -45,10 +46,14 @@ func (f FixedText) String() string {
 	return [...]string{"", "uuid", "inet4", "inet6"}[min(int(f), 3)]
 }
 
-// appendFixedText appends b, a value of type f, as the JSON string of its text; bytes of
-// another length (not such a value after all) as base64.
+// appendFixedText appends b, a value of type f, as the JSON string of its text: the
+// binlog's bytes are made text, a snapshot's value (a SELECT's, already its text) is
+// kept; bytes of another length that are not text as base64.
 func appendFixedText(dst []byte, f FixedText, b []byte) []byte {
 	if len(b) != f.Size() {
+		if utf8.Valid(b) {
+			return jsonenc.AppendString(dst, string(b))
+		}
 		return appendBase64(dst, b)
 	}
 	switch f {

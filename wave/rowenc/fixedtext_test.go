@@ -29,7 +29,10 @@ func TestFixedText(t *testing.T) {
 		{FixedINET6, "00010000000000000000000000000008", `"1::8"`},
 		{FixedINET6, "00000000000000000000FFFF00000001", `"::ffff:0.0.0.1"`},
 		{FixedINET6, "00000000000000000000000100000001", `"::1:0:1"`},
-		{FixedUUID, "0102", `"AQI="`},
+		{FixedUUID, "FF02", `"/wI="`},
+		// A snapshot's value: a SELECT gives the text already.
+		{FixedUUID, hex.EncodeToString([]byte("123e4567-e89b-12d3-a456-426655440000")), `"123e4567-e89b-12d3-a456-426655440000"`},
+		{FixedINET6, hex.EncodeToString([]byte("2001:db8::1")), `"2001:db8::1"`},
 	} {
 		b, err := hex.DecodeString(c.hexBytes)
 		if err != nil {
