@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -561,6 +562,25 @@ func TestUpRedefinesInPlace(t *testing.T) {
 	m := MySQL{Addr: "127.0.0.1:3307", User: "binlake", Flavor: "mariadb", ServerID: 4321,
 		Subscriptions: []cluster.Subscription{{Name: "shop", Topic: "shop.rows", Include: []string{`shop\..*`}}}}
 	var log bytes.Buffer
+	// The redefinition is checked as the instance reads the source (its warnings: a
+	// subscription that takes no table was said for a new data folder only).
+	var reads []bool
+	sight := func(_ context.Context, _ *cluster.Instance, reading bool) error { reads = append(reads, reading); return nil }
+	if err := defineInstance(ctx, c, m.instance(dir), "db-host", sight, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(reads, []bool{false}) {
+		t.Errorf("source checks of the redefinition under a new server_id %v, want one, its server_id checked", reads)
+	}
+	reads = nil
+	m.Subscriptions = append(m.Subscriptions, cluster.Subscription{Name: "typo", Topic: "shop.typo", Include: []string{`shpo\..*`}})
+	if err := defineInstance(ctx, c, m.instance(dir), "db-host", sight, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(reads, []bool{true}) {
+		t.Errorf("source checks of a redefinition of the subscriptions alone %v, want one as the instance reads it", reads)
+	}
+	m.Subscriptions = m.Subscriptions[:1]
 	if err := defineInstance(ctx, c, m.instance(dir), "db-host", nil, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +599,10 @@ func TestUpRedefinesInPlace(t *testing.T) {
 	// rows written while up was stopped were lost); a server_id is checked when new only
 	// (the last run's connection may still hold the stored one), and a refusal stops up.
 	var checked []uint32
-	check := func(_ context.Context, inst *cluster.Instance) error {
+	check := func(_ context.Context, inst *cluster.Instance, reading bool) error {
+		if reading {
+			return nil // a redefinition's warnings: no server_id checked
+		}
 		checked = append(checked, inst.Source.ServerID)
 		if inst.Source.ServerID == 22 {
 			return errors.New("server_id 22 is already used by a replica of the source")

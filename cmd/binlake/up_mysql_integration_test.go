@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/binlake/binlake/internal/config"
+	"github.com/binlake/binlake/internal/coord/single"
 	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
@@ -149,5 +151,34 @@ func waitRows(t *testing.T, path, db string, want int) []string {
 			t.Fatalf("%d rows of %s in %s after 30s, want %d: %s", len(rows), db, path, want, strings.Join(rows, ","))
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestUpRestartsWhileTheSourceRefusesTheLogin: up started again on its data folder while
+// the source refuses its user (a password changed) takes the flavor from the folder's
+// instance and starts, its wave retrying as a wave does (it asked the server, and the
+// refusal stopped up at its start: an outside trial); on a new folder the refusal says
+// why up asked and how to start all the same.
+func TestUpRestartsWhileTheSourceRefusesTheLogin(t *testing.T) {
+	a := testenv.RequireMySQL(t)
+	dir := t.TempDir()
+	c, err := single.New(single.Options{Path: filepath.Join(dir, CoordFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := defineInstance(context.Background(), c, MySQL{Addr: a.Addr, User: a.User, Flavor: "mariadb"}.instance(dir), "db-host", nil, quietLogger()); err != nil {
+		t.Fatal(err)
+	}
+	wrong := MySQL{Addr: a.Addr, User: a.User, Password: config.Secret("not-" + a.Password + "-the-password")}
+	o := &upOptions{MySQL: &wrong, Node: "db-host", Logger: quietLogger(), Rows: filepath.Join(t.TempDir(), "rows.jsonl")}
+	_, _, closeRows, err := o.newWave(context.Background(), c, dir)
+	if err != nil {
+		t.Fatalf("up on its folder, its login refused: %v; want it started, its wave retrying", err)
+	}
+	closeRows()
+	_, err = detectFlavor(context.Background(), wrong)
+	if err == nil || !strings.Contains(err.Error(), "Access denied") || !strings.Contains(err.Error(), "-mysql-flavor names it, and up starts and retries") {
+		t.Fatalf("a new folder's refused login: %v; want the refusal and the hint", err)
 	}
 }

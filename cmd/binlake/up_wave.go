@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/binlake/binlake/internal/bus"
 	"github.com/binlake/binlake/internal/config"
@@ -29,6 +30,14 @@ type waveSetup struct{ opts wave.Options }
 func (o *upOptions) newWave(ctx context.Context, c coord.Coordinator, dir string) (*waveSetup, string, func(), error) {
 	m := *o.MySQL
 	if m.Flavor == "" {
+		// The data folder's instance of the same server says it: a restart while the
+		// source refuses the login (a password changed) starts and retries, as the
+		// wave does, where asking the server stopped up at its start (an outside trial).
+		if stored, err := cluster.GetInstance(ctx, c, InstanceID); err == nil && stored != nil && stored.Source.Addr == m.Addr && stored.Source.Flavor != "" {
+			m.Flavor = stored.Source.Flavor
+		}
+	}
+	if m.Flavor == "" {
 		f, err := detectFlavor(ctx, m)
 		if err != nil {
 			return nil, "", nil, err
@@ -40,8 +49,8 @@ func (o *upOptions) newWave(ctx context.Context, c coord.Coordinator, dir string
 	// replicas', as instance add checks it: a clash ended a real replica's connection
 	// for as long as up ran.
 	pw := m.Password
-	check := func(ctx context.Context, inst *cluster.Instance) error {
-		warnings, err := wave.CheckSource(ctx, inst, func(cluster.Source) (config.Secret, error) { return pw, nil }, false)
+	check := func(ctx context.Context, inst *cluster.Instance, reading bool) error {
+		warnings, err := wave.CheckSource(ctx, inst, func(cluster.Source) (config.Secret, error) { return pw, nil }, reading)
 		switch {
 		case errors.Is(err, wave.ErrSourceNotRead):
 			return nil // the wave says why it cannot read the source, and retries
@@ -87,15 +96,15 @@ func (o *upOptions) newWave(ctx context.Context, c coord.Coordinator, dir string
 // place (cluster.Redefine), so capture goes on from the committed offset. Its
 // on_unreadable and on_too_large are the stored ones (binlake instance set).
 func defineInstance(ctx context.Context, c coord.Coordinator, inst *cluster.Instance, node string,
-	checkServerID func(context.Context, *cluster.Instance) error, logger *slog.Logger) error {
+	checkSource func(ctx context.Context, inst *cluster.Instance, reading bool) error, logger *slog.Logger) error {
 	if err := inst.Validate(); err != nil {
 		return fmt.Errorf("mysql: %w", err)
 	}
 	check := func() error {
-		if checkServerID == nil {
+		if checkSource == nil {
 			return nil
 		}
-		return checkServerID(ctx, inst)
+		return checkSource(ctx, inst, false)
 	}
 	cur, err := c.Get(ctx, cluster.InstanceKey(inst.ID))
 	switch {
@@ -143,6 +152,14 @@ func defineInstance(ctx context.Context, c coord.Coordinator, inst *cluster.Inst
 	if err != nil {
 		return err
 	}
+	if changed && checkSource != nil && stored.Source.ServerID == inst.Source.ServerID {
+		// Read as the instance reads it (no trial dump under its server_id, which the last
+		// run's connection may hold): its warnings (a subscription that takes no table)
+		// were said for a new data folder only (an outside trial).
+		if err := checkSource(ctx, inst, true); err != nil {
+			return err
+		}
+	}
 	if changed {
 		logger.Info("the user, server_id or subscriptions changed: the instance is redefined in place and capture goes on from the committed offset "+
 			"(a table newly subscribed from there on; its existing rows: binlake instance snapshot "+inst.ID+" -data DIR, with up stopped)",
@@ -165,7 +182,15 @@ func detectFlavor(ctx context.Context, m MySQL) (string, error) {
 	defer cancel()
 	conn, err := client.ConnectWithContext(cctx, m.Addr, m.User, m.Password.Reveal(), "", 10*time.Second)
 	if err != nil {
-		return "", fmt.Errorf("mysql %s: %w", m, capture.ServerError(err))
+		err = capture.ServerError(err)
+		var me *mysql.MyError
+		if errors.As(err, &me) && me.Code == mysql.ER_ACCESS_DENIED_ERROR {
+			// A login refused at a restart stopped up with the bare error (an outside
+			// trial): say why up asked and how to start it all the same.
+			return "", fmt.Errorf("mysql %s: %w (up asks the server whether it is MySQL or MariaDB: check the user and its password, in the DSN or $%s; -mysql-flavor names it, and up starts and retries)",
+				m, err, MySQLPasswordEnv)
+		}
+		return "", fmt.Errorf("mysql %s: %w", m, err)
 	}
 	defer conn.Close()
 	return capture.FlavorOf(conn.GetServerVersion()), nil
