@@ -565,7 +565,10 @@ func TestUpRedefinesInPlace(t *testing.T) {
 	// The redefinition is checked as the instance reads the source (its warnings: a
 	// subscription that takes no table was said for a new data folder only).
 	var reads []bool
-	sight := func(_ context.Context, _ *cluster.Instance, reading bool) error { reads = append(reads, reading); return nil }
+	sight := func(_ context.Context, _ *cluster.Instance, reading bool) error {
+		reads = append(reads, reading)
+		return nil
+	}
 	if err := defineInstance(ctx, c, m.instance(dir), "db-host", sight, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
 		t.Fatal(err)
 	}
