@@ -79,11 +79,24 @@ func TestSinceCarriedFromTheRecordedTrouble(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A term passes through starting (its pipeline begun, the source not yet read)
+		// before the trouble shows again: the carry held only straight from standby, and
+		// a real restart showed its own start (a retrial).
 		w.setStatus("orders", func(s *InstanceStatus) { s.State = cluster.StateStandby })
+		w.setStatus("orders", func(s *InstanceStatus) { s.State = cluster.StateStarting })
 		w.setStatus("orders", func(s *InstanceStatus) { s.State, s.Reason = tc.state, tc.reason })
 		got := w.Status()[0].Since
 		if (got == began) != tc.kept {
 			t.Errorf("%s (%s) after the record's %s (access_denied): since %s, want the record's kept %v", tc.state, tc.reason, cluster.StateRetrying, got, tc.kept)
+		}
+		if !tc.kept {
+			continue
+		}
+		// Running once in the term ends the inherited outage: a later trouble is new.
+		w.setStatus("orders", func(s *InstanceStatus) { s.State, s.Reason = cluster.StateRunning, "" })
+		w.setStatus("orders", func(s *InstanceStatus) { s.State, s.Reason = tc.state, tc.reason })
+		if got := w.Status()[0].Since; got == began {
+			t.Errorf("%s (%s) after running in the term: since %s, want its own", tc.state, tc.reason, got)
 		}
 	}
 }

@@ -188,9 +188,12 @@ type Wave struct {
 	log  *slog.Logger
 	m    *metrics
 
-	mu      sync.Mutex
-	status  map[string]*InstanceStatus
-	runners map[string]*runner
+	mu     sync.Mutex
+	status map[string]*InstanceStatus
+	// inherited is, per instance, the trouble its status record named when this wave's
+	// term began (carrySince), kept until the instance runs or the term ends.
+	inherited map[string]cluster.RecordedStatus
+	runners   map[string]*runner
 	// members is the waves' membership as this wave watches it (set before registered
 	// is closed): the election fallback and the balancer tell dead waves from it.
 	members *cluster.Members
@@ -220,6 +223,7 @@ func New(opts Options) (*Wave, error) {
 		log:        opts.Logger.With("component", "wave", "node", opts.Node),
 		m:          newMetrics(),
 		status:     map[string]*InstanceStatus{},
+		inherited:  map[string]cluster.RecordedStatus{},
 		records:    map[string]cluster.RecordedStatus{},
 		runners:    map[string]*runner{},
 		members:    cluster.NewMembers(time.Now()), // Run starts its own at the watch's start
@@ -305,8 +309,18 @@ func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
 	}
 	st := *s
 	w.mu.Unlock()
-	if (before.State == "" || before.State == cluster.StateStandby) && st.State != cluster.StateRunning && st.State != cluster.StateStandby {
-		st.Since = w.carrySince(id, st)
+	switch {
+	case st.State == cluster.StateRunning || st.State == cluster.StateStandby:
+		w.mu.Lock()
+		delete(w.inherited, id)
+		w.mu.Unlock()
+	default:
+		if before.State == "" || before.State == cluster.StateStandby {
+			w.inherit(id) // before this term's first record replaces it
+		}
+		if st.State != before.State || st.Reason != before.Reason {
+			st.Since = w.carrySince(id, st)
+		}
 	}
 	if st.State == cluster.StateError {
 		w.m.instError.WithLabelValues(id).Set(1)
@@ -320,23 +334,40 @@ func (w *Wave) setStatus(id string, f func(*InstanceStatus)) {
 	}
 }
 
-// carrySince is the since of st, a trouble state this wave's first for instance id:
-// the recorded status's when it is the same state for the same reason, as the outage
-// began before this wave took the instance over (a restart during an outage showed the
-// new process's start); st's own otherwise.
-func (w *Wave) carrySince(id string, st InstanceStatus) string {
+// inherit keeps the trouble instance id's status record names as this wave's term for it
+// begins (written by the process before, or the wave that led it): the outage it is in.
+func (w *Wave) inherit(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	v, err := w.opts.Coord.Get(ctx, cluster.StatusKey(id))
 	var rec cluster.RecordedStatus
-	if err != nil || json.Unmarshal(v.Data, &rec) != nil || rec.State != st.State || rec.Reason != st.Reason {
-		return st.Since
+	if err != nil || json.Unmarshal(v.Data, &rec) != nil {
+		return
+	}
+	switch rec.State {
+	case cluster.StateRunning, cluster.StateStarting, cluster.StateStandby, "":
+		return
 	}
 	if t, err := time.Parse(time.RFC3339, rec.Since); err != nil || !t.Before(time.Now()) {
-		return st.Since
+		return
 	}
 	w.mu.Lock()
+	w.inherited[id] = rec
+	w.mu.Unlock()
+}
+
+// carrySince is the since of st, a change of instance id's state or reason: the
+// inherited record's when it is the same state for the same reason and the instance has
+// not run in this term, as the outage began before this wave took the instance over (a
+// restart during an outage showed the new process's start, and a term passes through
+// starting before its trouble shows again); st's own otherwise.
+func (w *Wave) carrySince(id string, st InstanceStatus) string {
+	w.mu.Lock()
 	defer w.mu.Unlock()
+	rec, ok := w.inherited[id]
+	if !ok || rec.State != st.State || rec.Reason != st.Reason {
+		return st.Since
+	}
 	if s := w.status[id]; s != nil && s.State == st.State && s.Reason == st.Reason && s.Since == st.Since {
 		s.Since = rec.Since
 		return rec.Since

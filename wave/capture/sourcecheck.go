@@ -156,7 +156,7 @@ func CheckSource(ctx context.Context, addr, user, password, flavor string, serve
 	s.Replicas, s.ReplicasErr = registeredReplicas(conn)
 	if ok, err := canSelect(conn); err == nil && !ok {
 		s.Access = append(s.Access, fmt.Sprintf("user %s may not SELECT: the wave reads the captured tables' columns from information_schema, "+
-			"which shows a user only the tables it has a privilege on (without it MariaDB's JSON columns go out as text): grant it SELECT on the captured tables", user))
+			"which shows a user only the tables it has a privilege on (without it MariaDB's JSON columns go out as text, UUID, INET4 and INET6 columns as base64 of their bytes): grant it SELECT on the captured tables", user))
 	}
 	if s.LogBin == "OFF" {
 		return s, nil
