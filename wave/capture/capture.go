@@ -530,8 +530,7 @@ func (c *Capture) nextEvent(ctx context.Context, streamer *replication.BinlogStr
 // password, and the operator checked the password. A plain login is tried: when it
 // works, the privilege is what is missing. err itself otherwise.
 func dumpDenied(ctx context.Context, addr, user, password string, err error) error {
-	var me *mysql.MyError
-	if !errors.As(err, &me) || me.Code != mysql.ER_ACCESS_DENIED_ERROR && me.Code != mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR {
+	if !isAccessDenied(err) {
 		return err
 	}
 	conn, cerr := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
