@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -39,7 +40,8 @@ Examples:
   binlake bench judge                                   # 1,000 nodes, leastload, 15 s
   binlake bench judge -mode ingest                      # 2,000,000 points into SQLite
   binlake bench judge -mode ingest -bus kafka           # the same through Kafka
-  binlake bench judge -mode ingest -store elastic -es http://127.0.0.1:9200`
+  binlake bench judge -mode ingest -store elastic -es http://127.0.0.1:9200
+  binlake bench judge -json > placement.json            # the figures as JSON, the rest on stderr`
 
 func runBenchJudge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	self, err := os.Executable()
@@ -70,12 +72,21 @@ func runBenchJudge(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.IntVar(&o.StoreBatch, "store-batch", o.StoreBatch, "the judge's store.buffer.batch (points per store write)")
 	fs.StringVar(&o.Binary, "judge-binary", self, "the binlake binary started as the judge")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary folder (config, judge log, SQLite file) and the Elasticsearch indices")
+	asJSON := fs.Bool("json", false, "write the figures to stdout as one JSON object (rates per second, latencies in ms, CPU in cores); what is started, progress and the text report go to stderr")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchJudgeUsage+"\n\nFlags:"); fs.PrintDefaults() }
 	if err := parseBenchFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	o.Brokers = strings.Split(brokers, ",")
 	o.Out = stdout
-	_, err = bench.Run(ctx, o)
-	return err
+	if *asJSON {
+		o.Out = stderr
+	}
+	res, err := bench.Run(ctx, o)
+	if err != nil || !*asJSON {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res.Report())
 }

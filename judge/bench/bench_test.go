@@ -2,10 +2,14 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/binlake/binlake/internal/benchkit"
 	"github.com/binlake/binlake/internal/testenv"
 )
 
@@ -131,5 +135,55 @@ func TestNewEnv(t *testing.T) {
 		if _, err := os.Stat(e.dir); !os.IsNotExist(err) {
 			t.Errorf("%s: %s still there after close: %v", st, e.dir, err)
 		}
+	}
+}
+
+// TestReportUnits: the JSON report states rates per second, latencies in milliseconds
+// and CPU in cores over the window, from the run's raw figures; a judge whose CPU could
+// not be read has null, and a placement run without errors an empty object, not null.
+func TestReportUnits(t *testing.T) {
+	r := &Result{
+		Placement: &PlacementResult{Nodes: 10, Clients: 4, Algorithm: "leastload", Answers: 5000, AnswerBytes: 600_000,
+			Latency: benchkit.Latency{P50: 1500 * time.Microsecond, P90: 2 * time.Millisecond, P99: 3 * time.Millisecond,
+				P999: 4 * time.Millisecond, Max: 9 * time.Millisecond, Mean: 1600 * time.Microsecond},
+			Elapsed: 2 * time.Second, Ingest: IngestRate{Target: 100, Points: 150, Batches: 20, Elapsed: 2 * time.Second}},
+		JudgeCPU: -1, BenchCPU: time.Second, Window: 2 * time.Second,
+	}
+	b, err := json.Marshal(r.Report())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	p := got["placement"].(map[string]any)
+	for _, c := range []struct {
+		what string
+		got  any
+		want any
+	}{
+		{"mode", got["mode"], "placement"},
+		{"req_per_s", p["req_per_s"], 2500.0},
+		{"bytes_per_answer", p["bytes_per_answer"], 120.0},
+		{"latency p99.9", p["latency_ms"].(map[string]any)["p99.9"], 4.0},
+		{"latency p50", p["latency_ms"].(map[string]any)["p50"], 1.5},
+		{"ingest_points_per_s", p["ingest_points_per_s"], 75.0},
+		{"bench_cpu_cores", got["bench_cpu_cores"], 0.5},
+		{"judge_cpu_cores", got["judge_cpu_cores"], nil},
+		{"errors", fmt.Sprint(p["errors"]), "map[]"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %v, want %v (report %s)", c.what, c.got, c.want, b)
+		}
+	}
+	if _, ok := got["ingest"]; ok {
+		t.Errorf("a placement run's report has an ingest section: %s", b)
+	}
+	r = &Result{Ingest: &IngestResult{Store: "sqlite", Via: "http", Points: 1000, Elapsed: 500 * time.Millisecond, Stored: 1000},
+		JudgeCPU: 250 * time.Millisecond, Window: 500 * time.Millisecond}
+	rep := r.Report()
+	if rep.Mode != ModeIngest || rep.Ingest.PointsPerS != 2000 || rep.JudgeCPUCores == nil || *rep.JudgeCPUCores != 0.5 || rep.Placement != nil {
+		t.Errorf("ingest report %+v (ingest %+v): want mode ingest, 2000 points/s, the judge at 0.5 cores", rep, rep.Ingest)
 	}
 }

@@ -57,3 +57,86 @@ func reportIngest(out io.Writer, r *Result) {
 	fmt.Fprintf(out, "the store holds %d points (counted in the engine)\n", i.Stored)
 	reportCPU(out, r)
 }
+
+// Report is a run's figures as `binlake bench judge -json` writes them: rates per
+// second, times in milliseconds or seconds as named, CPU in cores over the measured
+// window (judge_cpu_cores null where /proc/<pid>/stat cannot be read).
+type Report struct {
+	Mode          string           `json:"mode"`
+	Placement     *PlacementReport `json:"placement,omitempty"`
+	Ingest        *IngestReport    `json:"ingest,omitempty"`
+	WindowS       float64          `json:"window_s"`
+	JudgeCPUCores *float64         `json:"judge_cpu_cores"`
+	BenchCPUCores float64          `json:"bench_cpu_cores"`
+}
+
+// PlacementReport is the placement mode's figures.
+type PlacementReport struct {
+	Algorithm        string             `json:"algorithm"`
+	Nodes            int                `json:"nodes"`
+	Clients          int                `json:"clients"`
+	Answers          int64              `json:"answers"`
+	ElapsedS         float64            `json:"elapsed_s"`
+	ReqPerS          float64            `json:"req_per_s"`
+	LatencyMS        map[string]float64 `json:"latency_ms"` // p50, p90, p99, p99.9, max, mean
+	BytesPerAnswer   float64            `json:"bytes_per_answer"`
+	Errors           map[string]int64   `json:"errors"` // by HTTP status, "transport" or "200 without node"
+	IngestTarget     int                `json:"ingest_target_points_per_s"`
+	IngestPointsPerS float64            `json:"ingest_points_per_s"`
+	IngestErrors     int64              `json:"ingest_errors"`
+}
+
+// IngestReport is the ingest mode's figures.
+type IngestReport struct {
+	Store       string  `json:"store"`
+	Via         string  `json:"via"`
+	Nodes       int     `json:"nodes"`
+	Senders     int     `json:"senders"`
+	Batch       int     `json:"batch"`
+	Points      int64   `json:"points"`
+	ElapsedS    float64 `json:"elapsed_s"`
+	PointsPerS  float64 `json:"points_per_s"`
+	Prefilled   bool    `json:"prefilled"` // through Kafka: produced before the judge started, in sending_s
+	SendingS    float64 `json:"sending_s"`
+	Stored      int64   `json:"stored"` // counted in the engine after the run
+	WriteErrors int64   `json:"write_errors"`
+	Dropped     int64   `json:"dropped"`
+}
+
+// Report is r as `bench judge -json` writes it.
+func (r *Result) Report() Report {
+	w := r.Window.Seconds()
+	out := Report{WindowS: w}
+	if w > 0 {
+		out.BenchCPUCores = r.BenchCPU.Seconds() / w
+		if r.JudgeCPU >= 0 {
+			c := r.JudgeCPU.Seconds() / w
+			out.JudgeCPUCores = &c
+		}
+	}
+	if p := r.Placement; p != nil {
+		l := p.Latency
+		msOf := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		out.Mode = ModePlacement
+		out.Placement = &PlacementReport{
+			Algorithm: p.Algorithm, Nodes: p.Nodes, Clients: p.Clients, Answers: p.Answers,
+			ElapsedS: p.Elapsed.Seconds(), ReqPerS: p.ReqPerS(), BytesPerAnswer: p.BytesPerAnswer(),
+			LatencyMS: map[string]float64{"p50": msOf(l.P50), "p90": msOf(l.P90), "p99": msOf(l.P99),
+				"p99.9": msOf(l.P999), "max": msOf(l.Max), "mean": msOf(l.Mean)},
+			Errors:       maps.Clone(p.Errors),
+			IngestTarget: p.Ingest.Target, IngestPointsPerS: p.Ingest.PointsPerS(), IngestErrors: p.Ingest.Errors,
+		}
+		if out.Placement.Errors == nil {
+			out.Placement.Errors = map[string]int64{}
+		}
+	}
+	if i := r.Ingest; i != nil {
+		out.Mode = ModeIngest
+		out.Ingest = &IngestReport{
+			Store: i.Store, Via: i.Via, Nodes: i.Nodes, Senders: i.Senders, Batch: i.Batch, Points: i.Points,
+			ElapsedS: i.Elapsed.Seconds(), PointsPerS: i.PointsPerS(), Prefilled: i.Prefilled,
+			SendingS: i.Sending.Seconds(), Stored: i.Stored, WriteErrors: i.WriteErrors, Dropped: i.Dropped,
+		}
+	}
+	return out
+}
