@@ -378,3 +378,66 @@ func TestPlanLeavesOutAWaveWithoutCores(t *testing.T) {
 	require.Equal(t, "planned in rows/s: no cpu.cores from edge, edge-2, edge-3", ans.ModelNote)
 	require.NotContains(t, string(r.body), `"left_out"`)
 }
+
+// TestPlanCountsPendingPlacements: a placement's reservation counts in the plans, in
+// cores: while the instance is not in the balancer's request, its reserved cores weigh
+// on its wave (reserved_cores, in peak_before); once the request has it assigned and
+// not yet measured, it is priced at the work its placement reserved (reserved), not at
+// nothing. An outside trial's plan moved two instances onto a wave a reservation had
+// already taken to 0.73 of its cores, over the 0.7 cap.
+func TestPlanCountsPendingPlacements(t *testing.T) {
+	j, c := newJudge(t, func(o *Options) { o.Algorithm = "utilisation" })
+	h := j.Handler()
+	utilFleet(t, h, c, []wavefleet.Wave{
+		{Node: "wave-a", Cores: 2, UtilPct: 60, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"a1": 2000, "a2": 1500, "a3": 1000}},
+		{Node: "wave-b", Cores: 8, UtilPct: 10, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"b1": 1000}},
+		{Node: "wave-c", Cores: 8, UtilPct: 10, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"c1": 1000}},
+	})
+	body := `{"waves":[{"node":"wave-a","alive":true},{"node":"wave-b","alive":true},{"node":"wave-c","alive":true}],
+		"instances":[{"id":"a1","node":"wave-a"},{"id":"a2","node":"wave-a"},{"id":"a3","node":"wave-a"},{"id":"b1","node":"wave-b"},{"id":"c1","node":"wave-c"}%s]}`
+	peakOf := func(ans api.RebalanceAnswer, node string) (api.WaveLoad, map[string]api.InstanceCost) {
+		costs := map[string]api.InstanceCost{}
+		for _, ic := range ans.Costs {
+			costs[ic.Instance] = ic
+		}
+		for _, w := range ans.Waves {
+			if w.Node == node {
+				return w, costs
+			}
+		}
+		t.Fatalf("no %s in %+v", node, ans.Waves)
+		return api.WaveLoad{}, nil
+	}
+	r, before := postRebalance(t, j, "", fmt.Sprintf(body, ""))
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	b0, _ := peakOf(before, "wave-b")
+	require.Zero(t, b0.ReservedCores)
+
+	// 20,000 rows/s on wave-b (the judge's own choice among b and c, wave-a excluded).
+	ans := placeHTTP(t, h, `{"instance":"new-1","exclude":["wave-a","wave-c"],"expected":{"rows_per_s":20000,"bytes_per_s":0}}`)
+	require.Equal(t, "wave-b", ans.Node)
+	require.NotNil(t, ans.Reservation)
+	cores := ans.Reservation.Cores
+	require.InEpsilon(t, 4.0, cores, 0.25, "20,000 rows/s at about 2e-4 cores a row")
+
+	r, after := postRebalance(t, j, "", fmt.Sprintf(body, ""))
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	b1, _ := peakOf(after, "wave-b")
+	require.InDelta(t, cores, b1.ReservedCores, 1e-9, "the pending placement weighs on its wave")
+	require.InDelta(t, b0.PeakBefore+cores/8, b1.PeakBefore, 0.01, "in the wave's peak before the moves")
+	require.Contains(t, string(r.body), `"reserved_cores"`)
+
+	// The balancer's view has it now, on wave-b, not yet measured.
+	r, assigned := postRebalance(t, j, "", fmt.Sprintf(body, `,{"id":"new-1","node":"wave-b"}`))
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	b2, costs := peakOf(assigned, "wave-b")
+	require.Zero(t, b2.ReservedCores, "the instance is in the plan: its reservation is not counted twice")
+	ic := costs["new-1"]
+	require.True(t, ic.Reserved && !ic.Measured, "%+v", ic)
+	require.Equal(t, 20000.0, ic.RowsPerS)
+	require.InEpsilon(t, cores, ic.Cost, 0.01, "priced at what its placement reserved")
+	require.InDelta(t, b1.PeakBefore, b2.PeakBefore, 0.01, "the same load on wave-b either way")
+	for _, m := range assigned.Moves {
+		require.NotEqual(t, "wave-b", m.To, "%+v: wave-b, at %.2f with the new instance, takes nothing from wave-a while wave-c has room", m, b2.PeakBefore)
+	}
+}

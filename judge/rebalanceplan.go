@@ -136,6 +136,23 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 		note = said
 	}
 
+	// Placements pending (reservations) count in the same unit as the plans: an
+	// instance of the request not yet measured is priced at the work its placement
+	// reserved, and one not in the request (answered, not yet in the balancer's view)
+	// weighs its reserved cores on its wave (a plan moved instances onto a wave whose
+	// reservation already took it to its cap: an outside trial).
+	pending := j.res.Pending(now)
+	inReq := make(map[string]bool, len(reqInsts))
+	for _, in := range reqInsts {
+		inReq[in.ID] = true
+	}
+	reservedOn := map[string]float64{}
+	for id, r := range pending {
+		if !inReq[id] {
+			reservedOn[r.Node] += r.Cores
+		}
+	}
+
 	insts := make([]rebalance.Instance, 0, len(reqInsts))
 	costs := make([]api.InstanceCost, 0, len(reqInsts))
 	works := make(map[string]instWork, len(reqInsts))
@@ -153,7 +170,15 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 		}
 		pi := rebalance.Instance{ID: in.ID, Node: in.Node, Cost: c.Cost, Pinned: in.Pinned, MovedAt: in.MovedAt}
 		if model == api.ModelUtilisation {
-			pi.Cost = 0 // unmeasured: no work to price (it spreads by the share goal)
+			pi.Cost = 0 // unmeasured and unreserved: no work to price (it spreads by the share goal)
+			if r, ok := pending[in.ID]; ok && !c.Measured && (r.Expected.RowsPerS > 0 || r.Expected.BytesPerS > 0) {
+				c.RowsPerS, c.BytesPerS, c.Reserved = r.Expected.RowsPerS, r.Expected.BytesPerS, true
+				pi.Rows, pi.Bytes = []float64{c.RowsPerS}, []float64{c.BytesPerS}
+				if v := views[in.Node]; v != nil {
+					c.CoresNow = v.prices.Cost(c.RowsPerS, c.BytesPerS)
+					c.CoresPeak = c.CoresNow
+				}
+			}
 			if c.Measured {
 				w := workOf(in.ID, c, prof)
 				works[in.ID], pi.Rows, pi.Bytes = w, w.rows, w.bytes
@@ -188,7 +213,9 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 			waves = append(waves, rebalance.Wave{Node: w.Node, Alive: w.Alive})
 			continue
 		}
-		waves = append(waves, planWave(v, true, running[w.Node]))
+		pw := planWave(v, true, running[w.Node])
+		pw.Base += reservedOn[w.Node]
+		waves = append(waves, pw)
 	}
 	p := rebalance.Make(waves, insts, o.goals(model, now), now)
 	ans := answer(p, o, costs, asOf, now)
@@ -197,6 +224,9 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 	for i := range ans.Waves {
 		wl := &ans.Waves[i]
 		wl.LeftOut = leftOut[wl.Node]
+		if model == api.ModelUtilisation {
+			wl.ReservedCores = reservedOn[wl.Node]
+		}
 		if ws, ok := stale[wl.Node]; ok {
 			wl.Down, wl.DownNote = ws.Down, ws.DownNote
 		}

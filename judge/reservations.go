@@ -250,3 +250,18 @@ func (rs *reservations) Node(node string, now time.Time) []api.Reservation {
 	defer rs.mu.Unlock()
 	return slices.DeleteFunc(slices.Clone(rs.byNode[node]), func(r api.Reservation) bool { return !now.Before(r.ExpiresAt) })
 }
+
+// Pending returns every reservation pending at now, by instance.
+func (rs *reservations) Pending(now time.Time) map[string]api.Reservation {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := make(map[string]api.Reservation, rs.total)
+	for _, list := range rs.byNode {
+		for _, r := range list {
+			if now.Before(r.ExpiresAt) {
+				out[r.Instance] = r
+			}
+		}
+	}
+	return out
+}

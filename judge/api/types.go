@@ -162,6 +162,8 @@ type InstanceCost struct {
 	CoresPeak float64 `json:"cores_peak"`
 	Cost      float64 `json:"cost"`
 	Measured  bool    `json:"measured"`
+	// Reserved: not measured, it is priced at the work its pending placement reserved.
+	Reserved bool `json:"reserved,omitempty"`
 }
 
 // Load models of a plan.
@@ -297,6 +299,9 @@ type WaveLoad struct {
 	// in utilisation; "no recent figures": the balancer has it alive, the judge down):
 	// its instances stay, it takes none; empty when planned.
 	LeftOut string `json:"left_out,omitempty"`
+	// ReservedCores are the cores of placements pending on the wave (reservations)
+	// whose instances the plan does not have: its base counts them.
+	ReservedCores float64 `json:"reserved_cores,omitempty"`
 }
 
 // WaveStatus is what the judge makes of a node's wave (GET /v1/nodes, "wave"; absent for
