@@ -312,7 +312,8 @@ func apiPrices(p loadmodel.Prices) api.Prices {
 	}
 	return api.Prices{RowCores: finite(p.Row), ByteCores: finite(p.Byte), BaseCores: finite(p.Base), Source: p.Source,
 		Samples: p.Samples, R2: finite(p.R2), RMSE: finite(p.RMSE), Saturated: p.Saturated, WorkErr: finite(workErr),
-		CostErr: finite(p.CostErr), PooledCollinear: p.PooledCollinear, PooledFromFits: p.PooledFromFits, Unpriced: p.Unpriced}
+		CostErr: finite(p.CostErr), PooledCollinear: p.PooledCollinear, PooledFromFits: p.PooledFromFits, Unpriced: p.Unpriced,
+		PooledWhy: p.PooledWhy}
 }
 
 // finite is v, or 0 when v is NaN or infinite.

@@ -441,3 +441,39 @@ func TestPlanCountsPendingPlacements(t *testing.T) {
 		require.NotEqual(t, "wave-b", m.To, "%+v: wave-b, at %.2f with the new instance, takes nothing from wave-a while wave-c has room", m, b2.PeakBefore)
 	}
 }
+
+// TestPlanSaysWhichWavesArePricedThinly: a wave with fewer wave.cpu_cores samples than a
+// fit needs is priced at the fleet's pooled prices at its speed, and the plan says so
+// (model_note, with how many samples it has; its prices' pooled_why), as it does for a
+// wave with none; a fitted wave is not named. An outside trial's plan moved three
+// instances onto such a wave without a word.
+func TestPlanSaysWhichWavesArePricedThinly(t *testing.T) {
+	j, c := newJudge(t, nil)
+	h := j.Handler()
+	utilFleet(t, h, c, []wavefleet.Wave{
+		{Node: "wave-a", Cores: 2, UtilPct: 80, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"a1": 3000, "a2": 2500}},
+		{Node: "wave-b", Cores: 8, UtilPct: 20, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"b1": 1000}},
+	})
+	for k := range 9 {
+		// The last 90 s, so that the fitted waves' figures stay recent.
+		b := waveBatch("wave-d", c.Now().Add(time.Duration(k-8)*10*time.Second), 0.2+0.01*float64(k), map[string]float64{"d1": 400 + 10*float64(k)})
+		b.Points = append(b.Points, metric.Point{Name: metric.CPUCores, Value: 8})
+		require.Equal(t, http.StatusAccepted, do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b))).status)
+	}
+	body := `{"waves":[{"node":"wave-a","alive":true},{"node":"wave-b","alive":true},{"node":"wave-d","alive":true}],
+		"instances":[{"id":"a1","node":"wave-a"},{"id":"a2","node":"wave-a"},{"id":"b1","node":"wave-b"},{"id":"d1","node":"wave-d"}]}`
+	r, ans := postRebalance(t, j, "", body)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Equal(t, api.ModelUtilisation, ans.Model, ans.ModelNote)
+	require.Equal(t, "priced at the fleet's pooled prices for want of wave.cpu_cores samples of their own (how many they have): wave-d (9)", ans.ModelNote)
+	for _, w := range ans.Waves {
+		switch w.Node {
+		case "wave-d":
+			require.Equal(t, "pooled", w.Prices.Source)
+			require.Equal(t, "9 of the 30 samples a fit of its own needs: the fleet's prices at the wave's speed", w.Prices.PooledWhy)
+		default:
+			require.Equal(t, "fitted", w.Prices.Source, w.Node)
+			require.Empty(t, w.Prices.PooledWhy, w.Node)
+		}
+	}
+}

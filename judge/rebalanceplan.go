@@ -2,7 +2,9 @@ package judge
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/binlake/binlake/internal/rebalance"
@@ -134,6 +136,12 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 			said = note + "; " + said
 		}
 		note = said
+	}
+
+	if model == api.ModelUtilisation {
+		if thin := thinlyPriced(views, live, leftOut); thin != "" {
+			note = strings.TrimPrefix(note+"; "+thin, "; ")
+		}
 	}
 
 	// Placements pending (reservations) count in the same unit as the plans: an
@@ -298,4 +306,23 @@ func cmpBool(a, b bool) int {
 		return 1
 	}
 	return -1
+}
+
+// thinlyPriced names the planned waves priced at the fleet's pooled prices for want of
+// samples of their own (none, or fewer than a fit needs), with how many they have: the
+// plan says so, as their costs are the fleet's at a speed guessed from few readings or
+// none (an outside trial's plan moved three instances onto such a wave, unsaid).
+func thinlyPriced(views map[string]*waveView, live []string, leftOut map[string]string) string {
+	var thin []string
+	for _, n := range live {
+		v := views[n]
+		if _, out := leftOut[n]; out || v == nil || !v.prices.Thin {
+			continue
+		}
+		thin = append(thin, fmt.Sprintf("%s (%d)", n, v.prices.Samples))
+	}
+	if len(thin) == 0 {
+		return ""
+	}
+	return "priced at the fleet's pooled prices for want of wave.cpu_cores samples of their own (how many they have): " + strings.Join(thin, ", ")
 }

@@ -385,6 +385,10 @@ type Prices struct {
 	// Unpriced says why, when source is "none": no wave reports wave.cpu_cores, none has
 	// enough samples yet, or the fleet's pooled fit found no cost of work.
 	Unpriced string `json:"unpriced,omitempty"`
+	// PooledWhy says why, when source is "pooled": no samples of the wave's own (its
+	// speed unknown), too few (so many of so many), work that has not varied, or an own
+	// fit that weighs less than the fleet's prices.
+	PooledWhy string `json:"pooled_why,omitempty"`
 }
 
 // MetricNames are the metric names the judge has seen (GET /v1/metric-names): every

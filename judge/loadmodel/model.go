@@ -14,6 +14,7 @@
 package loadmodel
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -41,8 +42,8 @@ const (
 	// UnpricedNoCPU: no wave has reported its CPU over the window, this one neither.
 	UnpricedNoCPU = "no wave reports wave.cpu_cores"
 	// UnpricedFewSamples: waves report their CPU, but none has enough samples yet to
-	// fit a price from, and this one's work never varied.
-	UnpricedFewSamples = "no wave has enough wave.cpu_cores samples yet to fit prices from, and its own work has not varied"
+	// fit a price from (this one too few, or its work never varied).
+	UnpricedFewSamples = "no wave has enough wave.cpu_cores samples yet to fit prices from (this one: too few, or its work has not varied)"
 	// UnpricedNoPool: waves report their CPU, but the fleet's pooled fit found no cost
 	// of work (no wave's CPU moved with its rows or bytes), nor did any wave's own fit
 	// (ownFitsMedianLocked), and this wave's own work never varied enough to fit.
@@ -99,6 +100,12 @@ type Prices struct {
 	PooledFromFits bool
 	// Unpriced says why, when Source is SourceNone (one of the Unpriced constants).
 	Unpriced string
+	// PooledWhy says why, when Source is SourcePooled: no samples of the wave's own, too
+	// few of them, work that has not varied, or an own fit that weighs less than the pool.
+	PooledWhy string
+	// Thin: pooled for want of samples of the wave's own (none, or fewer than a fit
+	// needs).
+	Thin bool
 }
 
 // Cost is what rows/s and bytes/s of work cost at these prices, in cores.
@@ -393,7 +400,8 @@ func (m *Model) pricesLocked(id string) Prices {
 		if !pooledOK {
 			return Prices{Source: SourceNone, Unpriced: m.pooled.why}
 		}
-		return Prices{Row: prior[0], Byte: prior[1], Source: SourcePooled, PooledCollinear: m.pooled.collinear, PooledFromFits: m.pooled.fromFits}
+		return Prices{Row: prior[0], Byte: prior[1], Source: SourcePooled, PooledCollinear: m.pooled.collinear, PooledFromFits: m.pooled.fromFits,
+			PooledWhy: "no wave.cpu_cores samples of its own: the fleet's pooled prices, its speed unknown", Thin: true}
 	}
 	now := m.o.Now()
 	// Refitted once a minute, or sooner when its samples have doubled since: a fit
@@ -457,6 +465,11 @@ func (m *Model) priceOf(n *node, ss []sample, prior [2]float64, pooledOK bool) P
 		if pooledOK {
 			p = m.scaledLocked(prior, m.speedLocked(prior, ss))
 			p.CostErr = m.pooled.err
+			p.PooledWhy = fmt.Sprintf("%d of the %d samples a fit of its own needs: the fleet's prices at the wave's speed", len(ss), m.o.MinSamples)
+			p.Thin = len(ss) < m.o.MinSamples
+			if !p.Thin {
+				p.PooledWhy = "its work has not varied enough to fit prices of its own: the fleet's prices at the wave's speed"
+			}
 		}
 		p.R2, p.RMSE = explained(ss, fitResult{row: p.Row, byte: p.Byte, base: p.Base})
 	}
@@ -497,6 +510,7 @@ func (m *Model) ownFit(n *node, ss []sample, prior [2]float64, pooledOK bool) Pr
 	p.PooledFromFits = a < 1 && m.pooled.fromFits
 	if a < 0.5 {
 		p.Source = SourcePooled
+		p.PooledWhy = fmt.Sprintf("its own fit (work_err %.2g) weighs less than the fleet's prices at the wave's speed", f.workErr)
 	}
 	return p
 }

@@ -148,6 +148,7 @@ func TestThinDataFallsBack(t *testing.T) {
 	p := m.Prices("thin")
 	require.Equal(t, SourcePooled, p.Source)
 	require.Equal(t, 5, p.Samples)
+	require.Equal(t, "5 of the 30 samples a fit of its own needs: the fleet's prices at the wave's speed", p.PooledWhy)
 	row, byte, ok := m.Pooled()
 	require.True(t, ok)
 	within(t, tr.row, row, 0.10, "pooled row price")
@@ -162,6 +163,8 @@ func TestThinDataFallsBack(t *testing.T) {
 	unseen := m.Prices("unseen")
 	require.Equal(t, SourcePooled, unseen.Source, "a wave with no sample prices at the fleet's")
 	require.Equal(t, 0, unseen.Samples)
+	require.Equal(t, "no wave.cpu_cores samples of its own: the fleet's pooled prices, its speed unknown", unseen.PooledWhy)
+	require.Empty(t, m.Prices("a").PooledWhy, "a fitted wave's prices need no why")
 }
 
 // A thin wave's speed is the median of its samples' CPU over what the fleet's prices
@@ -435,6 +438,8 @@ func TestUncertainFitTakesThePoolAtItsSpeed(t *testing.T) {
 	p := m.Prices("flat")
 	require.Equal(t, SourcePooled, p.Source, "the flat wave's own fit is too uncertain")
 	require.Greater(t, p.WorkErr, m.pooled.err)
+	require.Contains(t, p.PooledWhy, "its own fit (work_err ")
+	require.Contains(t, p.PooledWhy, ") weighs less than the fleet's prices at the wave's speed")
 	var rows, bytes float64
 	for k := range flat.rates {
 		rows, bytes = rows+flat.rates[k], bytes+flat.rates[k]*flat.sizes[k]
