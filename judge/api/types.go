@@ -281,7 +281,8 @@ type WaveLoad struct {
 	Prices Prices  `json:"prices"`
 	// UtilNow is the utilisation now (the host's CPU, cpu.util); PeakBefore and
 	// PeakAfter the predicted peak over now and the hours of the day, without and with
-	// the plan's moves, and PeakHour the UTC hour of that peak after the moves (-1: now).
+	// the plan's moves (0 in the rows model, whose loads are the plan's Before and
+	// After), and PeakHour the UTC hour of that peak after the moves (-1: now).
 	UtilNow    float64 `json:"util_now"`
 	PeakBefore float64 `json:"peak_before"`
 	PeakAfter  float64 `json:"peak_after"`
