@@ -239,7 +239,7 @@ func (j *Judge) Place(req api.PlacementRequest) (PlacementAnswer, error) {
 	}
 	// Every placement weighs the instance's expected work, whatever the algorithm, so
 	// that its reservation holds it in cores for the utilisation algorithm.
-	exp := snap.load.expected(req.Expected)
+	exp := snap.load.expected(req.Expected, req.Instance)
 	d, err := snap.Decide(p, lbplugins.Request{Instance: req.Instance, Exclude: req.Exclude, Algorithm: algo,
 		Reserved: snap.reserved, TopK: req.Top, ExplainAll: req.Explain == api.ExplainAll,
 		Expected:       lbplugins.Work{Rows: exp.RowsPerS, Bytes: exp.BytesPerS},

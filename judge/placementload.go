@@ -26,6 +26,9 @@ type placementLoad struct {
 	runs map[string]map[string]bool
 	// typical is the expected work of a new instance without a hint.
 	typical api.ExpectedWork
+	// measured is the work of each instance a wave reports running, which a placement
+	// of it without a hint (a move) weighs instead of the typical instance's.
+	measured map[string]api.Work
 	// rowsPerByte is the measured instances' rows over their bytes (0: unknown), which
 	// completes a hint of one of the two.
 	rowsPerByte float64
@@ -72,7 +75,7 @@ func (j *Judge) capacities(vs []*lbplugins.NodeView, hist *analysis.Snapshot) pl
 // placements need besides.
 func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 	cs := &capSet{at: time.Now(), hist: hist, by: map[string]*lbplugins.Capacity{}}
-	pl := placementLoad{runs: map[string]map[string]bool{}}
+	pl := placementLoad{runs: map[string]map[string]bool{}, measured: map[string]api.Work{}}
 	prof := j.profilesOf(hist)
 	var rows, bytes []float64
 	var sumRows, sumBytes float64
@@ -93,6 +96,9 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 		wl := j.waveLoadOf(*v, prof)
 		pl.runs[v.node] = wl.view.costs.runs
 		for _, c := range wl.insts {
+			if wl.view.costs.runs[c.Instance] {
+				pl.measured[c.Instance] = api.Work{RowsPerS: c.RowsPerS, BytesPerS: c.BytesPerS}
+			}
 			rows, bytes = append(rows, c.RowsPerS), append(bytes, c.BytesPerS)
 			sumRows, sumBytes = sumRows+c.RowsPerS, sumBytes+c.BytesPerS
 		}
@@ -127,10 +133,15 @@ func median(xs []float64) float64 {
 
 // expected is the work a placement weighs the new instance by: the request's hint
 // (checked by checkPlacement: finite, ≥ 0), one of its two rates completed from the
-// fleet's ratio, else the typical instance.
-func (pl *placementLoad) expected(h *api.WorkHint) api.ExpectedWork {
+// fleet's ratio, else the instance's own work when a wave runs it (a move), else the
+// typical instance.
+func (pl *placementLoad) expected(h *api.WorkHint, instance string) api.ExpectedWork {
 	switch {
 	case h == nil:
+		if w, ok := pl.measured[instance]; ok {
+			return api.ExpectedWork{Work: w, Source: api.ExpectedMeasured,
+				Note: "no hint: the instance's own work, as the wave that runs it reports it"}
+		}
 		return pl.typical
 	case h.RowsPerS != nil && h.BytesPerS != nil:
 		return api.ExpectedWork{Work: api.Work{RowsPerS: *h.RowsPerS, BytesPerS: *h.BytesPerS}, Source: api.ExpectedHint}

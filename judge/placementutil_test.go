@@ -218,11 +218,11 @@ func TestPlacementInUtilisationFallsBack(t *testing.T) {
 		require.Equal(t, http.StatusAccepted, do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, b))).status)
 	}
 	c.Add(time.Second)
-	ans := placeHTTP(t, h, `{"instance":"orders","algorithm":"utilisation"}`)
+	ans := placeHTTP(t, h, `{"instance":"payments","algorithm":"utilisation"}`)
 	require.Equal(t, utilisation.NoteFallback, ans.Note)
 	require.Equal(t, "wave-2", ans.Node)
 	require.Contains(t, ans.Scores[0].Parts, "cpu", "leastload's parts")
-	require.Equal(t, api.ExpectedTypical, ans.Expected.Source, "both waves run orders at 10 rows/s")
+	require.Equal(t, api.ExpectedTypical, ans.Expected.Source, "both waves run orders at 10 rows/s: the typical instance")
 	require.Equal(t, 10.0, ans.Expected.RowsPerS)
 }
 
@@ -476,4 +476,25 @@ func TestPlanSaysWhichWavesArePricedThinly(t *testing.T) {
 			require.Empty(t, w.Prices.PooledWhy, w.Node)
 		}
 	}
+}
+
+// TestPlacementOfARunningInstanceWeighsItsOwnWork: a placement without a hint for an
+// instance a wave reports running (`binlake instance move` asks the judge so) weighs
+// that instance's own work, not the fleet's typical instance: an outside trial's
+// placement of a 445 rows/s instance weighed the median, 1,095.
+func TestPlacementOfARunningInstanceWeighsItsOwnWork(t *testing.T) {
+	j, c := newJudge(t, func(o *Options) { o.Algorithm = "utilisation" })
+	h := j.Handler()
+	utilFleet(t, h, c, []wavefleet.Wave{
+		{Node: "wave-a", Cores: 8, UtilPct: 40, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"a1": 6000, "a2": 400}},
+		{Node: "wave-b", Cores: 8, UtilPct: 30, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"b1": 300, "b2": 500}},
+		{Node: "wave-c", Cores: 8, UtilPct: 30, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"c1": 350}},
+	})
+	ans := placeHTTP(t, h, `{"instance":"a1","exclude":["wave-a"],"dry_run":true}`)
+	require.NotNil(t, ans.Expected)
+	require.Equal(t, api.ExpectedMeasured, ans.Expected.Source, "%+v", ans.Expected)
+	require.InEpsilon(t, 6000, ans.Expected.RowsPerS, 0.15, "a1's own rows/s")
+	fresh := placeHTTP(t, h, `{"instance":"new-1","dry_run":true}`)
+	require.Equal(t, api.ExpectedTypical, fresh.Expected.Source, "a new instance weighs the typical one")
+	require.Less(t, fresh.Expected.RowsPerS, 1000.0, "the median of the five")
 }

@@ -53,6 +53,9 @@ const (
 	// ExpectedNone: no hint and no instance measured anywhere: the instance is priced at
 	// nothing (a wave's peak before is its peak after).
 	ExpectedNone = "none"
+	// ExpectedMeasured: no hint, and a wave reports the instance running (a move of a
+	// running instance, `binlake instance move`): its own work, as that wave reports it.
+	ExpectedMeasured = "measured"
 )
 
 // ExpectedWork is the new instance's work a placement weighed, and where it came from.
