@@ -95,10 +95,8 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 	for _, v := range views {
 		wl := j.waveLoadOf(*v, prof)
 		pl.runs[v.node] = wl.view.costs.runs
-		for _, c := range wl.insts {
-			if wl.view.costs.runs[c.Instance] {
-				pl.measured[c.Instance] = api.Work{RowsPerS: c.RowsPerS, BytesPerS: c.BytesPerS}
-			}
+		for _, c := range wl.insts { // the instances the wave runs
+			pl.measured[c.Instance] = api.Work{RowsPerS: c.RowsPerS, BytesPerS: c.BytesPerS}
 			rows, bytes = append(rows, c.RowsPerS), append(bytes, c.BytesPerS)
 			sumRows, sumBytes = sumRows+c.RowsPerS, sumBytes+c.BytesPerS
 		}

@@ -42,7 +42,10 @@ func reportCPU(out io.Writer, r *Result) {
 	fmt.Fprintf(out, "CPU in %.2f s: judge %s, load generator %.2f s (%.2f cores)\n", w, judge, r.BenchCPU.Seconds(), r.BenchCPU.Seconds()/w)
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", msOf(d)) }
+
+// msOf is d in milliseconds, to the microsecond.
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // reportIngest prints the ingest figures.
 func reportIngest(out io.Writer, r *Result) {
@@ -116,7 +119,6 @@ func (r *Result) Report() Report {
 	}
 	if p := r.Placement; p != nil {
 		l := p.Latency
-		msOf := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 		out.Mode = ModePlacement
 		out.Placement = &PlacementReport{
 			Algorithm: p.Algorithm, Nodes: p.Nodes, Clients: p.Clients, Answers: p.Answers,
