@@ -209,8 +209,10 @@ func nonNegative(v float64) float64 {
 
 // instanceCost is what instance id costs, from the node that runs it (of two that claim
 // it, the one claim.beats picks), else any node that reports it, the first by id, for
-// the placement explanation; nil when no node reports it. It reads every node's series,
-// so only `explain: all` placements ask for it.
+// the placement explanation, in cores at that node's prices (now and at the peak of its
+// hourly profile, as GET /v1/nodes/{id} prices it; 0 where the node has none); nil when
+// no node reports it. It reads every node's series, so only `explain: all` placements
+// ask for it.
 func (j *Judge) instanceCost(id string) *api.InstanceCost {
 	var found *api.InstanceCost
 	var by *claim
@@ -230,6 +232,10 @@ func (j *Judge) instanceCost(id string) *api.InstanceCost {
 		case found == nil:
 			found = &c
 		}
+	}
+	if found != nil {
+		cw := workOf(id, *found, j.profilesOf(j.hist.Snapshot())).cost(j.model.Prices(found.Node))
+		found.CoresNow, found.CoresPeak = cw[0], slices.Max(cw)
 	}
 	return found
 }

@@ -517,7 +517,11 @@ func (j *Judge) handleNode(w http.ResponseWriter, r *http.Request) {
 		if down {
 			d.InstancesAsOf = &d.Wave.LastSeen
 		}
-		d.Instances, d.Capacity = j.nodeLoad(n, down, snap)
+		var reserved float64
+		for _, r := range d.Reservations {
+			reserved += r.Cores
+		}
+		d.Instances, d.Capacity = j.nodeLoad(n, down, snap, reserved)
 	}
 	if snap != nil {
 		if hist == nil {

@@ -400,10 +400,13 @@ func (wl *waveLoad) utilNow() (float64, bool) {
 }
 
 // nodeLoad is node n's instances with their costs in cores, and its capacity and
-// predicted utilisation (nil for a node without a wave). A down wave's instances are
+// predicted utilisation (nil for a node without a wave), its peak counting the cores
+// reserved by placements onto it not yet running (reserved), as the plans and the
+// placements weigh them: a wave a placement had filled to its cap showed its peak
+// without it. A down wave's instances are
 // those its last report said it ran (asOfWave), less those another wave has claimed
 // since: the instances GET /v1/rebalance has on it.
-func (j *Judge) nodeLoad(n analysis.Node, down bool, hist *analysis.Snapshot) ([]api.InstanceCost, *api.NodeLoad) {
+func (j *Judge) nodeLoad(n analysis.Node, down bool, hist *analysis.Snapshot, reserved float64) ([]api.InstanceCost, *api.NodeLoad) {
 	view := j.viewOf(asOfWave(n))
 	j.dropClaimedElsewhere(n, down, &view.costs)
 	wl := j.waveLoadOf(view, j.profilesOf(hist))
@@ -416,7 +419,8 @@ func (j *Judge) nodeLoad(n analysis.Node, down bool, hist *analysis.Snapshot) ([
 		return wl.insts, load
 	}
 	load.UtilNow, _ = wl.utilNow()
-	load.Peak, load.PeakHour = wl.peak/v.cores, wl.hour
+	load.ReservedCores = reserved
+	load.Peak, load.PeakHour = (wl.peak+reserved)/v.cores, wl.hour // a reservation weighs the same at every hour
 	return wl.insts, load
 }
 

@@ -426,6 +426,14 @@ func TestPlanCountsPendingPlacements(t *testing.T) {
 	require.InDelta(t, cores, b1.ReservedCores, 1e-9, "the pending placement weighs on its wave")
 	require.InDelta(t, b0.PeakBefore+cores/8, b1.PeakBefore, 0.01, "in the wave's peak before the moves")
 	require.Contains(t, string(r.body), `"reserved_cores"`)
+	// GET /v1/nodes/{id} weighs it the same: its capacity's peak is the plan's.
+	var node struct {
+		Capacity api.NodeLoad `json:"capacity"`
+	}
+	nr := do(t, h, "GET", "/v1/nodes/wave-b", "", nil)
+	require.NoError(t, json.Unmarshal(nr.body, &node), string(nr.body))
+	require.InDelta(t, cores, node.Capacity.ReservedCores, 1e-9, string(nr.body))
+	require.InDelta(t, b1.PeakBefore, node.Capacity.Peak, 0.01, "the node's peak counts the reservation as the plan does")
 
 	// The balancer's view has it now, on wave-b, not yet measured.
 	r, assigned := postRebalance(t, j, "", fmt.Sprintf(body, `,{"id":"new-1","node":"wave-b"}`))
@@ -494,6 +502,12 @@ func TestPlacementOfARunningInstanceWeighsItsOwnWork(t *testing.T) {
 	require.NotNil(t, ans.Expected)
 	require.Equal(t, api.ExpectedMeasured, ans.Expected.Source, "%+v", ans.Expected)
 	require.InEpsilon(t, 6000, ans.Expected.RowsPerS, 0.15, "a1's own rows/s")
+	// Explained in full, its cost is in cores at its wave's prices (it had none).
+	all := placeHTTP(t, h, `{"instance":"a1","exclude":["wave-a"],"dry_run":true,"explain":"all"}`)
+	require.NotNil(t, all.InstanceCost)
+	require.Equal(t, "wave-a", all.InstanceCost.Node)
+	require.InEpsilon(t, 6000*2e-4, all.InstanceCost.CoresNow, 0.15, "%+v", all.InstanceCost)
+	require.GreaterOrEqual(t, all.InstanceCost.CoresPeak, all.InstanceCost.CoresNow)
 	fresh := placeHTTP(t, h, `{"instance":"new-1","dry_run":true}`)
 	require.Equal(t, api.ExpectedTypical, fresh.Expected.Source, "a new instance weighs the typical one")
 	require.Less(t, fresh.Expected.RowsPerS, 1000.0, "the median of the five")

@@ -336,13 +336,15 @@ const (
 
 // NodeLoad is a wave node's load in the utilisation model (GET /v1/nodes/{id}, "load"):
 // its cores, its prices, its utilisation now and its predicted peak over now and the
-// hours of the day with the instances it runs (PeakHour: the UTC hour; -1: now).
+// hours of the day with the instances it runs and the cores reserved by placements onto
+// it not yet running (ReservedCores; PeakHour: the UTC hour; -1: now).
 type NodeLoad struct {
-	Cores    float64 `json:"cores"`
-	Prices   Prices  `json:"prices"`
-	UtilNow  float64 `json:"util_now"`
-	Peak     float64 `json:"peak"`
-	PeakHour int     `json:"peak_hour"`
+	Cores         float64 `json:"cores"`
+	Prices        Prices  `json:"prices"`
+	UtilNow       float64 `json:"util_now"`
+	Peak          float64 `json:"peak"`
+	PeakHour      int     `json:"peak_hour"`
+	ReservedCores float64 `json:"reserved_cores,omitempty"`
 }
 
 // Prices are a wave's costs of work in CPU cores, fitted to the CPU its wave process
