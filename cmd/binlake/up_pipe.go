@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // rowsPipe is the stdout of `up -rows -` once its reader may exit (`| head`): a write to
@@ -42,9 +43,21 @@ func watchRowsPipe(ctx context.Context, stdout io.Writer, log *slog.Logger) (io.
 }
 
 func (p *rowsPipe) Write(b []byte) (int, error) {
+	return p.WriteContext(context.Background(), b)
+}
+
+// WriteContext is Write for the wave's sink (sink.ContextWriter): once the reader is
+// gone it holds the failed write until up's stop ends ctx, the publish's (a second at
+// most), so that the wave's publisher sees the stop and says nothing more, where it
+// logged "publish failed; retrying … broken pipe" on its way out.
+func (p *rowsPipe) WriteContext(ctx context.Context, b []byte) (int, error) {
 	n, err := p.w.Write(b)
 	if errors.Is(err, syscall.EPIPE) {
 		p.once.Do(p.gone)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
 	}
 	return n, err
 }

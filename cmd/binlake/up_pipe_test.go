@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // closedPipe fails every write as a pipe whose reader exited does (SIGPIPE caught).
@@ -33,7 +34,9 @@ func TestRowsPipeStopsUpWhenItsReaderIsGone(t *testing.T) {
 		t.Fatal("ended before any write")
 	}
 	for range 3 {
-		if _, err := w.Write([]byte("{}\n")); err == nil {
+		done, cancel := context.WithCancel(context.Background())
+		cancel() // up's stop already ended the publish's context: no hold
+		if _, err := w.(*rowsPipe).WriteContext(done, []byte("{}\n")); err == nil {
 			t.Fatal("a write to a closed pipe succeeded")
 		}
 	}
@@ -45,5 +48,34 @@ func TestRowsPipeStopsUpWhenItsReaderIsGone(t *testing.T) {
 	}
 	if n := strings.Count(logged.String(), "the reader of -rows - is gone"); n != 1 {
 		t.Errorf("said %d times, want once:\n%s", n, logged.String())
+	}
+}
+
+// TestRowsPipeHoldsTheFailedWriteUntilTheStop: the wave's write that finds the reader
+// gone returns only once up's stop has ended the publish's context, so that the wave's
+// publisher sees the stop instead of a failed write, which it logged as "publish failed;
+// retrying … broken pipe" on its way out.
+func TestRowsPipeHoldsTheFailedWriteUntilTheStop(t *testing.T) {
+	w, _, stop := watchRowsPipe(context.Background(), &closedPipe{}, slog.New(slog.DiscardHandler))
+	defer stop()
+	publish, end := context.WithCancel(context.Background())
+	returned := make(chan error, 1)
+	go func() {
+		_, err := w.(*rowsPipe).WriteContext(publish, []byte("{}\n"))
+		returned <- err
+	}()
+	select {
+	case err := <-returned:
+		t.Fatalf("returned %v before the stop", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	end()
+	select {
+	case err := <-returned:
+		if !errors.Is(err, syscall.EPIPE) {
+			t.Errorf("err %v, want EPIPE", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still held after the stop")
 	}
 }

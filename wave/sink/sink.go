@@ -42,9 +42,17 @@ var (
 	_ bus.Syncer    = (*Writer)(nil)
 )
 
-// New writes to w (for example os.Stdout). Publish returns once the lines are written
-// to w; Close does not close w. A failed write cannot be taken back on a plain writer: a
-// retried Publish may follow a partial line.
+// ContextWriter is a writer that takes the context of the Publish it writes for: one
+// whose failure stops its publisher (`binlake up -rows -`, whose reader is gone) can
+// hold the write until that stop ends the context, so that the wave sees a stop, not a
+// failed write to retry.
+type ContextWriter interface {
+	WriteContext(ctx context.Context, b []byte) (int, error)
+}
+
+// New writes to w (for example os.Stdout), through WriteContext when w has it. Publish
+// returns once the lines are written to w; Close does not close w. A failed write cannot
+// be taken back on a plain writer: a retried Publish may follow a partial line.
 func New(w io.Writer) *Writer {
 	return &Writer{out: w}
 }
@@ -75,7 +83,13 @@ func (s *Writer) Publish(ctx context.Context, msgs ...bus.Message) error {
 	if s.file != nil {
 		return s.file.write(s.buf.Bytes())
 	}
-	if _, err := s.out.Write(s.buf.Bytes()); err != nil {
+	var err error
+	if cw, ok := s.out.(ContextWriter); ok {
+		_, err = cw.WriteContext(ctx, s.buf.Bytes())
+	} else {
+		_, err = s.out.Write(s.buf.Bytes())
+	}
+	if err != nil {
 		return fmt.Errorf("sink: write: %w", err)
 	}
 	return nil

@@ -375,3 +375,36 @@ func TestPublishedValuesReadBack(t *testing.T) {
 		})
 	}
 }
+
+// ctxRecorder records the context each write was given.
+type ctxRecorder struct {
+	bytes.Buffer
+	ctxs []context.Context
+}
+
+func (c *ctxRecorder) WriteContext(ctx context.Context, b []byte) (int, error) {
+	c.ctxs = append(c.ctxs, ctx)
+	return c.Write(b)
+}
+
+// TestNewWritesWithThePublishContext: a writer with WriteContext gets the Publish's
+// context (up's -rows - pipe holds a failed write until that context ends) and the same
+// lines a plain writer gets.
+func TestNewWritesWithThePublishContext(t *testing.T) {
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "publish")
+	rec := &ctxRecorder{}
+	if err := New(rec).Publish(ctx, rows(0, 3)...); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.ctxs) != 1 || rec.ctxs[0].Value(key{}) != "publish" {
+		t.Fatalf("writes got %v, want the Publish's context once", rec.ctxs)
+	}
+	var plain bytes.Buffer
+	if err := New(&plain).Publish(ctx, rows(0, 3)...); err != nil {
+		t.Fatal(err)
+	}
+	if rec.String() != plain.String() || strings.Count(plain.String(), "\n") != 3 {
+		t.Fatalf("lines differ:\n%s\nagainst\n%s", rec.String(), plain.String())
+	}
+}
