@@ -512,3 +512,48 @@ func TestPlacementOfARunningInstanceWeighsItsOwnWork(t *testing.T) {
 	require.Equal(t, api.ExpectedTypical, fresh.Expected.Source, "a new instance weighs the typical one")
 	require.Less(t, fresh.Expected.RowsPerS, 1000.0, "the median of the five")
 }
+
+// TestPlanPricesAnUnmeasuredInstanceAtTheTypical: an instance the request assigns that
+// no wave reports and no placement reserved (defined with its wave named, not yet
+// started) weighs the fleet's typical instance on its wave, as a placement without a
+// hint weighs it; it weighed nothing, and a plan left such instances piled on one wave.
+func TestPlanPricesAnUnmeasuredInstanceAtTheTypical(t *testing.T) {
+	j, c := newJudge(t, nil)
+	utilFleet(t, j.Handler(), c, []wavefleet.Wave{
+		{Node: "wave-a", Cores: 4, UtilPct: 20, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"a1": 1000, "a2": 1200}},
+		{Node: "wave-b", Cores: 4, UtilPct: 20, Row: 2e-4, Byte: 2e-9, Instances: map[string]float64{"b1": 1100, "b2": 900}},
+	})
+	body := `{"waves":[{"node":"wave-a","alive":true},{"node":"wave-b","alive":true}],
+		"instances":[{"id":"a1","node":"wave-a"},{"id":"a2","node":"wave-a"},{"id":"b1","node":"wave-b"},{"id":"b2","node":"wave-b"}%s]}`
+	waveA := func(ans api.RebalanceAnswer) api.WaveLoad {
+		for _, w := range ans.Waves {
+			if w.Node == "wave-a" {
+				return w
+			}
+		}
+		t.Fatalf("no wave-a in %+v", ans.Waves)
+		return api.WaveLoad{}
+	}
+	r, before := postRebalance(t, j, "", fmt.Sprintf(body, ""))
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Equal(t, api.ModelUtilisation, before.Model, before.ModelNote)
+
+	r, after := postRebalance(t, j, "", fmt.Sprintf(body, `,{"id":"new-1","node":"wave-a"},{"id":"new-2","node":"wave-a"},{"id":"new-3","node":"wave-a"}`))
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var typicalCores float64
+	for _, ic := range after.Costs {
+		if strings.HasPrefix(ic.Instance, "new-") {
+			require.True(t, ic.Typical && !ic.Measured && !ic.Reserved, "%+v", ic)
+			require.InEpsilon(t, 1050, ic.RowsPerS, 0.15, "the median of the four running: %+v", ic)
+			require.InEpsilon(t, 1050*2e-4, ic.Cost, 0.25, "in cores at wave-a's prices: %+v", ic)
+			typicalCores = ic.Cost
+		} else {
+			require.False(t, ic.Typical, "%+v", ic)
+		}
+	}
+	require.InDelta(t, waveA(before).PeakBefore+3*typicalCores/4, waveA(after).PeakBefore, 0.01, "the three weigh on wave-a")
+	require.NotEmpty(t, after.Moves, "wave-a, three typical instances heavier, sheds some to wave-b")
+	for _, m := range after.Moves {
+		require.Equal(t, "wave-b", m.To, "%+v", m)
+	}
+}

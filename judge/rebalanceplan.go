@@ -161,6 +161,21 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 		}
 	}
 
+	// An instance neither measured nor reserved (defined with its wave named, its agent
+	// not reporting it yet) weighs the fleet's typical instance, as a placement without
+	// a hint does: priced at nothing, a plan piled such instances on the wave they were
+	// put on, one notion of load for placements and plans.
+	var runRows, runBytes []float64
+	for _, rs := range byInst {
+		for _, r := range rs {
+			if r.runs && r.cost.Measured { // one report of each instance a wave runs
+				runRows, runBytes = append(runRows, r.cost.RowsPerS), append(runBytes, r.cost.BytesPerS)
+				break
+			}
+		}
+	}
+	typical, hasTypical := medianWork(runRows, runBytes)
+
 	insts := make([]rebalance.Instance, 0, len(reqInsts))
 	costs := make([]api.InstanceCost, 0, len(reqInsts))
 	works := make(map[string]instWork, len(reqInsts))
@@ -178,9 +193,17 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 		}
 		pi := rebalance.Instance{ID: in.ID, Node: in.Node, Cost: c.Cost, Pinned: in.Pinned, MovedAt: in.MovedAt}
 		if model == api.ModelUtilisation {
-			pi.Cost = 0 // unmeasured and unreserved: no work to price (it spreads by the share goal)
-			if r, ok := pending[in.ID]; ok && !c.Measured && (r.Expected.RowsPerS > 0 || r.Expected.BytesPerS > 0) {
+			pi.Cost = 0 // no work known (nothing measured anywhere): it spreads by the share goal
+			r, reserved := pending[in.ID]
+			reserved = reserved && (r.Expected.RowsPerS > 0 || r.Expected.BytesPerS > 0)
+			switch {
+			case c.Measured:
+			case reserved:
 				c.RowsPerS, c.BytesPerS, c.Reserved = r.Expected.RowsPerS, r.Expected.BytesPerS, true
+			case hasTypical:
+				c.RowsPerS, c.BytesPerS, c.Typical = typical.RowsPerS, typical.BytesPerS, true
+			}
+			if c.Reserved || c.Typical {
 				pi.Rows, pi.Bytes = []float64{c.RowsPerS}, []float64{c.BytesPerS}
 				if v := views[in.Node]; v != nil {
 					c.CoresNow = v.prices.Cost(c.RowsPerS, c.BytesPerS)
@@ -325,4 +348,15 @@ func thinlyPriced(views map[string]*waveView, live []string, leftOut map[string]
 		return ""
 	}
 	return "priced at the fleet's pooled prices for want of wave.cpu_cores samples of their own (how many they have): " + strings.Join(thin, ", ")
+}
+
+// medianWork is the typical instance of the work of instances (rows/s and bytes/s
+// alike indexed, sorted in place): the median of each, and false when there is none or
+// it is idle.
+func medianWork(rows, bytes []float64) (api.Work, bool) {
+	if len(rows) == 0 {
+		return api.Work{}, false
+	}
+	w := api.Work{RowsPerS: median(rows), BytesPerS: median(bytes)}
+	return w, w.RowsPerS > 0 || w.BytesPerS > 0
 }

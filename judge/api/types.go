@@ -154,7 +154,8 @@ type RebalanceInstance struct {
 // wave process's CPU (wave.cpu_cores) split by rows, for comparison. Cost is what the
 // plan used: cores in the utilisation model, rows/s plus the configured floor in the
 // rows model. Measured is false when no agent reported the instance: its cost is then
-// the floor alone (rows) or nothing (utilisation).
+// the floor alone (rows), or in utilisation the work its placement reserved (Reserved),
+// else the fleet's typical instance's (Typical), else nothing.
 type InstanceCost struct {
 	Instance  string  `json:"instance"`
 	Node      string  `json:"node,omitempty"`
@@ -167,6 +168,9 @@ type InstanceCost struct {
 	Measured  bool    `json:"measured"`
 	// Reserved: not measured, it is priced at the work its pending placement reserved.
 	Reserved bool `json:"reserved,omitempty"`
+	// Typical: neither measured nor reserved, it is priced at the fleet's typical
+	// instance (the median work of those the waves run), as a placement without a hint.
+	Typical bool `json:"typical,omitempty"`
 }
 
 // Load models of a plan.
