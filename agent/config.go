@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -202,6 +203,22 @@ func (c *Config) Validate() error {
 		bad("collectors", "no collector enabled (known: %s)", strings.Join(collector.Names(), ", "))
 	}
 	return errors.Join(errs...)
+}
+
+// Warnings are what the config allows but a deployment likely did not mean, each a line
+// naming its key: a collectors section that lists the wave collector and not the host
+// one runs no host collector (a listed section runs what it lists), and the judge then
+// has no cpu.cores or cpu.util of the host: its placements and plans fall back from
+// utilisation (an outside trial's agent ran so, `--check` calling it valid).
+func (c *Config) Warnings() []string {
+	var out []string
+	enabled := c.Collectors.Enabled()
+	if slices.Contains(enabled, "wave") && !slices.Contains(enabled, "host") {
+		out = append(out, "collectors: wave runs without host, so this host's cpu.cores and cpu.util are not sent: "+
+			"the judge's placements and rebalancing plans need them to weigh load in utilisation (else they fall back); "+
+			"add \"host: {}\" to collectors (a collectors section runs only the collectors it lists)")
+	}
+	return out
 }
 
 // Collectors is the collectors section: one key per registered collector, each holding

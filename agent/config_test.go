@@ -197,6 +197,32 @@ func TestExampleConfig(t *testing.T) {
 	require.Contains(t, c.Collectors.Enabled(), "wave")
 }
 
+// TestWarnings: a collectors section with the wave collector and not the host one is
+// valid but warned of (the judge then has no cpu.cores of the host); with both, or
+// with the defaults, nothing is said.
+func TestWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		warned     bool
+	}{
+		{"defaults", "node: a\n", false},
+		{"host and wave", "collectors:\n  host: {}\n  wave: {url: \"http://127.0.0.1:8091/metrics\"}\n", false},
+		{"wave alone", "collectors:\n  wave: {url: \"http://127.0.0.1:8091/metrics\"}\n", true},
+		{"host turned off", "collectors:\n  host: {enabled: false}\n  wave: {url: \"http://127.0.0.1:8091/metrics\"}\n", true},
+		{"process alone", "collectors:\n  process: {name: binlake}\n", false},
+	} {
+		c, err := load(t, tc.body)
+		require.NoError(t, err, tc.name)
+		w := c.Warnings()
+		if !tc.warned {
+			require.Empty(t, w, tc.name)
+			continue
+		}
+		require.Len(t, w, 1, tc.name)
+		require.Contains(t, w[0], `add "host: {}" to collectors`, tc.name)
+	}
+}
+
 func FuzzLoad(f *testing.F) {
 	for _, s := range []string{
 		"node: a\n", "collectors:\n  host:\n    per_cpu: true\n", "collectors:\n  gpu: {}\n",

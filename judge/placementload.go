@@ -29,6 +29,9 @@ type placementLoad struct {
 	// measured is the work of each instance a wave reports running, which a placement
 	// of it without a hint (a move) weighs instead of the typical instance's.
 	measured map[string]api.Work
+	// runsOn is the wave that runs each of those instances: a placement of one weighs
+	// nothing more there (lbplugins.Request.RunsOn).
+	runsOn map[string]string
 	// rowsPerByte is the measured instances' rows over their bytes (0: unknown), which
 	// completes a hint of one of the two.
 	rowsPerByte float64
@@ -75,7 +78,7 @@ func (j *Judge) capacities(vs []*lbplugins.NodeView, hist *analysis.Snapshot) pl
 // placements need besides.
 func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 	cs := &capSet{at: time.Now(), hist: hist, by: map[string]*lbplugins.Capacity{}}
-	pl := placementLoad{runs: map[string]map[string]bool{}, measured: map[string]api.Work{}}
+	pl := placementLoad{runs: map[string]map[string]bool{}, measured: map[string]api.Work{}, runsOn: map[string]string{}}
 	prof := j.profilesOf(hist)
 	var rows, bytes []float64
 	var sumRows, sumBytes float64
@@ -97,6 +100,7 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 		pl.runs[v.node] = wl.view.costs.runs
 		for _, c := range wl.insts { // the instances the wave runs
 			pl.measured[c.Instance] = api.Work{RowsPerS: c.RowsPerS, BytesPerS: c.BytesPerS}
+			pl.runsOn[c.Instance] = v.node
 			rows, bytes = append(rows, c.RowsPerS), append(bytes, c.BytesPerS)
 			sumRows, sumBytes = sumRows+c.RowsPerS, sumBytes+c.BytesPerS
 		}

@@ -508,6 +508,12 @@ func TestPlacementOfARunningInstanceWeighsItsOwnWork(t *testing.T) {
 	require.Equal(t, "wave-a", all.InstanceCost.Node)
 	require.InEpsilon(t, 6000*2e-4, all.InstanceCost.CoresNow, 0.15, "%+v", all.InstanceCost)
 	require.GreaterOrEqual(t, all.InstanceCost.CoresPeak, all.InstanceCost.CoresNow)
+	// Not excluded, the wave that runs it weighs it once: it is in its peak already.
+	home := placeHTTP(t, h, `{"instance":"a1","dry_run":true,"explain":"all"}`)
+	a := scoreOf(t, home, "wave-a")
+	require.Zero(t, a.Parts["cost_cores"], "%+v", a.Parts)
+	require.Equal(t, a.Parts["peak_before"], a.Parts["peak_after"])
+	require.InEpsilon(t, 6000*2e-4, scoreOf(t, home, "wave-b").Parts["cost_cores"], 0.15)
 	fresh := placeHTTP(t, h, `{"instance":"new-1","dry_run":true}`)
 	require.Equal(t, api.ExpectedTypical, fresh.Expected.Source, "a new instance weighs the typical one")
 	require.Less(t, fresh.Expected.RowsPerS, 1000.0, "the median of the five")

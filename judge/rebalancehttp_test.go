@@ -67,7 +67,7 @@ func TestRebalancePost(t *testing.T) {
 	require.Equal(t, 1300.0, ans.SpreadAfter)
 	require.True(t, ans.Balanced)
 	require.Empty(t, ans.Unmet)
-	require.Equal(t, api.RebalanceGoals{MaxUtilisation: 0.7, UtilisationBand: 0.03, HardMax: 0, Band: 2000, MaxMoves: 20, CooldownS: 600}, ans.Goals)
+	require.Equal(t, api.RebalanceGoals{MaxUtilisation: 0.7, UtilisationBand: 0.03, UtilisationBalance: 1.08, HardMax: 0, Band: 2000, MaxMoves: 20, CooldownS: 600}, ans.Goals)
 	require.Equal(t, api.ModelRows, ans.Model, "no wave reports cpu.cores")
 	require.Contains(t, ans.ModelNote, "no cpu.cores from wave-1, wave-2")
 	require.Equal(t, []api.InstanceCost{

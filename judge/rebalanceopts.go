@@ -105,7 +105,7 @@ func (o RebalanceOptions) goals(model string, now time.Time) rebalance.Goals {
 }
 
 func (o RebalanceOptions) answerGoals() api.RebalanceGoals {
-	return api.RebalanceGoals{MaxUtilisation: o.MaxUtilisation, UtilisationBand: o.UtilisationBand,
+	return api.RebalanceGoals{MaxUtilisation: o.MaxUtilisation, UtilisationBand: o.UtilisationBand, UtilisationBalance: cmp.Or(o.UtilisationBalance, enoughOverLevel),
 		HardMax: o.HardMax, Band: o.Band, MaxMoves: o.MaxMoves, CooldownS: o.Cooldown.Seconds()}
 }
 

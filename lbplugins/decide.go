@@ -106,6 +106,7 @@ type Round struct {
 	Note  string
 
 	algorithm string
+	runsOn    int       // Req.RunsOn's node index, or -1
 	pend      []float64 // pending instances per node index
 	explain   bool      // filter reasons are shown (explain all, or no candidate)
 	excluded  []bool
@@ -144,6 +145,10 @@ func (s *Snapshot) setRound(r *Round, req Request) {
 		}
 	}
 	r.nExcluded = len(r.marked)
+	r.runsOn = -1
+	if i, ok := s.index[req.RunsOn]; ok && req.RunsOn != "" {
+		r.runsOn = i
+	}
 	if rv := req.Reserved; rv != nil && len(rv.n) == n {
 		for i := range rv.n {
 			if c := rv.n[i].Load(); c > 0 {
@@ -170,6 +175,9 @@ func (r *Round) reset() {
 	r.Snap, r.Req, r.Prepared = nil, Request{}, nil
 	r.State, r.Note = 0, ""
 }
+
+// RunsIt says whether node i runs the request's instance already (Request.RunsOn).
+func (r *Round) RunsIt(i int) bool { return i == r.runsOn }
 
 // Pending is node i's count of reserved instances in this round.
 func (r *Round) Pending(i int) float64 { return r.pend[i] }
@@ -427,7 +435,7 @@ func (r *Round) best(req Request) []int {
 // noCandidates is the error of a round where every node was filtered: the nodes with
 // their reasons, grouped by why, the reasons that refused a live node first (the
 // algorithm's own filter, a threshold, no data, no wave or a stopped one), then the
-// stale and the excluded, at most perGroup named in each, by name. It named the first
+// stale and the excluded, at most perGroup named in each (all with ExplainAll), by name. It named the first
 // five nodes by name, so that a fleet's stale leftovers hid why its live waves were
 // refused behind "and 13 more".
 func (r *Round) noCandidates(now time.Time, pf filters) error {
@@ -435,7 +443,10 @@ func (r *Round) noCandidates(now time.Time, pf filters) error {
 		return fmt.Errorf("%w: the judge has not heard from any node", ErrNoCandidates)
 	}
 	r.explain = true // the reasons are shown
-	const perGroup = 3
+	perGroup := 3
+	if r.Req.ExplainAll { // asked for every reason: "and 1 more refused by utilisation" hid one
+		perGroup = len(r.Snap.Views)
+	}
 	type filtered struct {
 		i      int
 		reason string

@@ -170,6 +170,10 @@ type Request struct {
 	// Expected is the new instance's expected work, which the utilisation plugin prices
 	// at each candidate's prices (zero: nothing known of it).
 	Expected Work
+	// RunsOn is the node that runs the instance already (a placement of a running
+	// instance, a move): its load holds the instance's work, which the utilisation
+	// plugin does not add there again. Empty: none.
+	RunsOn string
 	// MaxUtilisation caps a candidate's predicted peak utilisation with the instance
 	// (the utilisation plugin; the judge's rebalance.max_utilisation); 0: no cap.
 	MaxUtilisation float64

@@ -222,13 +222,19 @@ func TestNoCandidatesSaysWhyFirst(t *testing.T) {
 		cluster.Node("wave-1", map[string]float64{"cpu.util": 95}),
 		cluster.Node("wave-2", map[string]float64{"cpu.util": 97}),
 		cluster.Node("b-excluded", nil))
-	_, err := lbplugins.Decide(fixed{}, lbplugins.Filters{StaleIntervals: 3, Thresholds: map[string]float64{"cpu.util": 90}},
-		lbplugins.Request{Exclude: []string{"b-excluded"}}, nodes, cluster.Now)
+	filters := lbplugins.Filters{StaleIntervals: 3, Thresholds: map[string]float64{"cpu.util": 90}}
+	_, err := lbplugins.NewSnapshot(nodes, filters, cluster.Now, fixed{}).Decide(fixed{}, lbplugins.Request{Exclude: []string{"b-excluded"}}, cluster.Now)
 	require.ErrorIs(t, err, lbplugins.ErrNoCandidates)
 	stale := "stale: no batch for 1h0m0s (limit 3 intervals of 10s)"
 	require.EqualError(t, err, "no live node can take the instance: all 16 nodes filtered ("+
 		"wave-1: over threshold: cpu.util 95 > 90; wave-2: over threshold: cpu.util 97 > 90; "+
 		"a-old-00: "+stale+"; a-old-01: "+stale+"; a-old-02: "+stale+"; and 10 more stale; b-excluded: excluded)")
+
+	// Asked to explain all (as Decide does), it names every node with its reason.
+	_, err = lbplugins.Decide(fixed{}, filters, lbplugins.Request{Exclude: []string{"b-excluded"}}, nodes, cluster.Now)
+	require.ErrorIs(t, err, lbplugins.ErrNoCandidates)
+	require.NotContains(t, err.Error(), "more stale")
+	require.Contains(t, err.Error(), "a-old-12: "+stale+"; b-excluded: excluded)")
 }
 
 func withWave(n *lbplugins.NodeView, w lbplugins.WaveState) *lbplugins.NodeView {

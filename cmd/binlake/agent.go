@@ -50,8 +50,16 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	warnings := cfg.Warnings()
+	for _, w := range warnings {
+		logger.Warn(w, "component", "agent", "config", *cfgPath)
+	}
 	if *check {
-		fmt.Fprintf(stdout, "%s is valid: node %s, interval %s, sink %s\n", *cfgPath, cfg.Node, cfg.Interval, cfg.Sink.Kind)
+		fmt.Fprintf(stdout, "%s is valid: node %s, interval %s, sink %s", *cfgPath, cfg.Node, cfg.Interval, cfg.Sink.Kind)
+		if len(warnings) > 0 {
+			fmt.Fprintf(stdout, "; %s above", count(len(warnings), "warning", "warnings"))
+		}
+		fmt.Fprintln(stdout)
 		return nil
 	}
 

@@ -435,10 +435,3 @@ func replaySummary(h replayed, policies int, eps []alarm.Episode, messages int) 
 		count(len(eps), "alert", "alerts"), len(eps)-firing, firing, count(messages, "notification", "notifications"))
 }
 
-// count is "1 node", "2 nodes".
-func count(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}

@@ -105,8 +105,8 @@ func printAnswer(w io.Writer, ans *api.RebalanceAnswer) {
 		if ans.ModelNote != "" {
 			fmt.Fprintf(w, "  %s\n", ans.ModelNote)
 		}
-		fmt.Fprintf(w, "goals: peaks under %s of each wave's cores, spread within %.3g points, at most %d moves, cooldown %s (judge data as of %s)\n",
-			pctOrNone(g.MaxUtilisation), 100*g.UtilisationBand, g.MaxMoves, cooldown, ans.DataAsOf.Format(time.RFC3339))
+		fmt.Fprintf(w, "goals: peaks under %s of each wave's cores, each wave within %.3g× the fleet's level (its lines), each move gaining at least %.2g %% of a wave's cores, at most %d moves, cooldown %s (judge data as of %s)\n",
+			pctOrNone(g.MaxUtilisation), g.UtilisationBalance, 100*g.UtilisationBand/3, g.MaxMoves, cooldown, ans.DataAsOf.Format(time.RFC3339))
 	} else {
 		fmt.Fprintf(w, "model: rows (%s)\n", cmp.Or(ans.ModelNote, "rows/s plus a floor per instance"))
 		fmt.Fprintf(w, "goals: hard max %s, band %.4g, at most %d moves, cooldown %s (judge data as of %s)\n",
@@ -154,7 +154,11 @@ func printPlan(w io.Writer, p *api.Plan) {
 	if !p.Balanced {
 		state = "not balanced: " + p.Unmet
 	}
-	fmt.Fprintf(w, "plan: %s, spread %.4g → %.4g, %s\n", count(len(p.Moves), "move", "moves"), p.SpreadBefore, p.SpreadAfter, state)
+	// The highest load first: the utilisation model's goals are lines over the fleet's
+	// level, not a spread, and a plan that left a 10-point spread "balanced" read as
+	// one that missed its goal (an outside trial).
+	fmt.Fprintf(w, "plan: %s, highest load %.4g → %.4g, spread %.4g → %.4g, %s\n", count(len(p.Moves), "move", "moves"),
+		p.PeakBefore, p.PeakAfter, p.SpreadBefore, p.SpreadAfter, state)
 	if p.ShareShort != "" {
 		fmt.Fprintf(w, "short of their share: %s\n", p.ShareShort)
 	}

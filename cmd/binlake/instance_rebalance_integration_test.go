@@ -61,7 +61,7 @@ func TestInstanceRebalanceDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"model: rows (planned in rows/s: no cpu.cores from wave-busy, wave-idle)",
-		"goals: hard max none, band 2000", "plan: 12 moves, spread 2400 → 0, balanced",
+		"goals: hard max none, band 2000", "plan: 12 moves, highest load 2400 → 1200, spread 2400 → 0, balanced",
 		"wave-busy  wave-idle  spread  100   2400 → 2300  0 → 100", "wave-busy  wave-idle  share   100   2200 → 2100  200 → 300",
 		"wave-busy  2400          1200", "dry run: nothing moved"} {
 		if !strings.Contains(out, want) {

@@ -16,10 +16,10 @@ func TestPrintAnswerInUtilisation(t *testing.T) {
 		Plan: api.Plan{
 			Moves:  []api.Move{{Instance: "orders", From: "wave-a", To: "wave-b", Cost: 0.4, Reason: api.ReasonSpread, FromLoad: [2]float64{0.8, 0.6}, ToLoad: [2]float64{0.2, 0.3}}},
 			Before: map[string]float64{"wave-a": 0.8, "wave-b": 0.2}, After: map[string]float64{"wave-a": 0.6, "wave-b": 0.3},
-			SpreadBefore: 0.6, SpreadAfter: 0.3, Balanced: true,
+			SpreadBefore: 0.6, SpreadAfter: 0.3, PeakBefore: 0.8, PeakAfter: 0.6, Balanced: true,
 		},
 		Model: api.ModelUtilisation,
-		Goals: api.RebalanceGoals{MaxUtilisation: 0.7, UtilisationBand: 0.03, MaxMoves: 20, CooldownS: 600},
+		Goals: api.RebalanceGoals{MaxUtilisation: 0.7, UtilisationBand: 0.03, UtilisationBalance: 1.08, MaxMoves: 20, CooldownS: 600},
 		Waves: []api.WaveLoad{
 			{Node: "wave-a", Alive: true, Cores: 2, Prices: api.Prices{Source: "fitted", Samples: 360}, UtilNow: 0.75, PeakBefore: 0.8, PeakAfter: 0.6, PeakHour: 14, Instances: 3, InstancesAfter: 2},
 			{Node: "wave-b", Alive: true, Cores: 8, Prices: api.Prices{Source: "pooled", Samples: 12}, UtilNow: 0.2, PeakBefore: 0.2, PeakAfter: 0.3, PeakHour: -1, Instances: 1, InstancesAfter: 2},
@@ -31,8 +31,8 @@ func TestPrintAnswerInUtilisation(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"model: utilisation",
-		"goals: peaks under 70 % of each wave's cores, spread within 3 points, at most 20 moves, cooldown 10m0s",
-		"plan: 1 move, spread 0.6 → 0.3, balanced",
+		"goals: peaks under 70 % of each wave's cores, each wave within 1.08× the fleet's level (its lines), each move gaining at least 1 % of a wave's cores, at most 20 moves, cooldown 10m0s",
+		"plan: 1 move, highest load 0.8 → 0.6, spread 0.6 → 0.3, balanced",
 		// The plan's loads are not a reading now (they said LOAD NOW), and PEAK is a
 		// prediction beside NOW's reading (an outside trial read one under the other as a
 		// contradiction).

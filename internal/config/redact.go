@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 )
@@ -87,11 +88,21 @@ func redactQuery(s string) string {
 
 // BaseURLProblem is what keeps s, a URL the suite appends its API's paths to (the
 // judge's, the alarm's, an Elasticsearch node's), from being one: a query or a fragment,
-// which the paths would land in (and which may hold a token that would be logged). ""
-// when it has neither; the scheme and the host are each caller's to check.
+// which the paths would land in (and which may hold a token that would be logged), or a
+// path that is the suite's API's own (/v1, /v1/…): http://judge:8090/v1/ passed the
+// checks and every call then went to /v1/v1/… and answered 404 (an outside trial). A
+// path before it (a proxy's prefix) is fine. "" when it has none; the scheme and the
+// host are each caller's to check.
 func BaseURLProblem(s string) string {
-	if u, err := url.Parse(s); err == nil && (u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(s, "#")) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.HasSuffix(s, "#") {
 		return "a query or a fragment: want the base URL alone, to which the API's paths are appended"
+	}
+	if i := strings.Index(u.Path+"/", "/v1/"); i >= 0 {
+		return fmt.Sprintf("the API's own path: want the base URL alone (drop %q), to which the API's paths (/v1/…) are appended", u.Path[i:])
 	}
 	return ""
 }

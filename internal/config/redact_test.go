@@ -59,6 +59,12 @@ func TestBaseURLProblem(t *testing.T) {
 		{"http://judge:8090?", true},
 		{"http://judge:8090/#x", true},
 		{"http://judge:8090/#", true},
+		{"http://judge:8090/v1", true},
+		{"http://judge:8090/v1/", true},
+		{"http://judge:8090/v1/rebalance", true},
+		{"https://proxy.example/binlake/judge/v1/", true},
+		{"https://proxy.example/binlake/judge/", false},
+		{"http://judge:8090/v10", false},
 	} {
 		require.Equal(t, tc.want, BaseURLProblem(tc.in) != "", "BaseURLProblem(%q)", tc.in)
 	}

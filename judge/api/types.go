@@ -205,6 +205,9 @@ type RebalanceAnswer struct {
 type RebalanceGoals struct {
 	MaxUtilisation  float64 `json:"max_utilisation"`
 	UtilisationBand float64 `json:"utilisation_band"`
+	// UtilisationBalance is every wave's lines as a ratio to the least the busiest wave
+	// could stand at (the fleet's level): the goal the utilisation model balances by.
+	UtilisationBalance float64 `json:"utilisation_balance"`
 	HardMax         float64 `json:"hard_max"`
 	Band            float64 `json:"band"`
 	MaxMoves        int     `json:"max_moves"`

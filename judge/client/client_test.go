@@ -95,7 +95,7 @@ func TestRebalance(t *testing.T) {
 	if len(ans.Costs) != 30 || ans.Costs[0].Instance != "i00" || ans.Costs[0].Measured || ans.Costs[0].Cost != 100 {
 		t.Errorf("costs %+v: want 30, by instance, each the floor alone", ans.Costs)
 	}
-	if ans.Goals != (api.RebalanceGoals{MaxUtilisation: 0.7, UtilisationBand: 0.03, Band: 2000, MaxMoves: 20, CooldownS: 600}) || ans.DataAsOf.IsZero() {
+	if ans.Goals != (api.RebalanceGoals{MaxUtilisation: 0.7, UtilisationBand: 0.03, UtilisationBalance: 1.08, Band: 2000, MaxMoves: 20, CooldownS: 600}) || ans.DataAsOf.IsZero() {
 		t.Errorf("goals %+v as of %s: want the defaults, as of a time", ans.Goals, ans.DataAsOf)
 	}
 

@@ -511,6 +511,10 @@ func (m *Model) ownFit(n *node, ss []sample, prior [2]float64, pooledOK bool) Pr
 	if a < 0.5 {
 		p.Source = SourcePooled
 		p.PooledWhy = fmt.Sprintf("its own fit (work_err %.2g) weighs less than the fleet's prices at the wave's speed", f.workErr)
+		if math.IsInf(f.workErr, 1) { // work_err -1 in the API: say what it means there
+			p.PooledWhy = "its own fit cannot say what its work costs (work_err -1: the work costs nothing at its prices, " +
+				"or its samples are collinear): the fleet's prices at the wave's speed stand in"
+		}
 	}
 	return p
 }

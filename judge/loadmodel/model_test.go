@@ -702,3 +702,24 @@ func TestAnIdleWaveTakesTheOwnFitsWhenThePoolFindsNoCost(t *testing.T) {
 	within(t, 2e-5, p.Row, 0.15, "the row price of the one own fit that found a cost")
 	require.Empty(t, p.Unpriced)
 }
+
+// A wave whose CPU does not rise with its work (its own fit prices the work at nothing
+// or less: work_err infinite, -1 in the API) takes the pool and says so in words that
+// match the API's -1; it said "work_err +Inf" (an outside trial).
+func TestFitThatCannotPriceItsWorkSaysSo(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	tr := truth{row: 2e-5, byte: 4e-9, base: 0.15}
+	var ws []*wave
+	for i := range 4 {
+		ws = append(ws, newWave(fmt.Sprintf("w%d", i), tr, 12, uint64(i+41)))
+	}
+	odd := newWave("odd", truth{row: -2e-5, byte: -4e-9, base: 2}, 12, 49)
+	odd.cores = 8
+	feed(m, &clk, 6*time.Hour, append(ws, odd)...)
+	p := m.Prices("odd")
+	require.Equal(t, SourcePooled, p.Source, "%+v", p)
+	require.True(t, math.IsInf(p.WorkErr, 1), "%+v", p)
+	require.NotContains(t, p.PooledWhy, "Inf")
+	require.Contains(t, p.PooledWhy, "work_err -1")
+}

@@ -179,7 +179,7 @@ func (p *Plugin) Filter(r *lbplugins.Round, i int) string {
 	}
 	// In cores rather than over them: a multiplication where a division would cost a
 	// placement more than the rest of its filter.
-	cost, pending := n.cost(r), r.PendingCores(i)
+	cost, pending := n.cost(r, i), r.PendingCores(i)
 	if n.peak+pending+cost <= (limit+eps)*n.cores {
 		return ""
 	}
@@ -190,9 +190,13 @@ func (p *Plugin) Filter(r *lbplugins.Round, i int) string {
 		reasonOverCap, (n.peak+pending+cost)/n.cores, limit, cost, r.Pending(i), pending, n.cores)
 }
 
-// cost is the new instance's expected work at the node's prices, in cores (Start made
-// the expected rates non-negative).
-func (n *node) cost(r *lbplugins.Round) float64 {
+// cost is the new instance's expected work at node i's prices, in cores (Start made
+// the expected rates non-negative); nothing on the node that runs it already, whose
+// peak holds it (an explained placement of a running instance counted it twice there).
+func (n *node) cost(r *lbplugins.Round, i int) float64 {
+	if r.RunsIt(i) {
+		return 0
+	}
 	return n.row*r.Req.Expected.Rows + n.byt*r.Req.Expected.Bytes
 }
 
@@ -207,7 +211,11 @@ func (p *Plugin) Score(r *lbplugins.Round, out []float64) {
 	rows, bytes, nodes := r.Req.Expected.Rows, r.Req.Expected.Bytes, pr.nodes
 	for k, i := range r.Cands {
 		n := &nodes[i]
-		after := (n.peak + r.PendingCores(i) + n.row*rows + n.byt*bytes) / n.cores
+		cost := n.row*rows + n.byt*bytes
+		if r.RunsIt(i) {
+			cost = 0
+		}
+		after := (n.peak + r.PendingCores(i) + cost) / n.cores
 		out[k] = 100 / (1 + after)
 	}
 }
@@ -225,7 +233,7 @@ func (p *Plugin) Explain(r *lbplugins.Round, k int) lbplugins.Parts {
 		return parts
 	}
 	n := &r.Prepared.(*prepared).nodes[i]
-	cores, cost, pending := n.cores, n.cost(r), r.PendingCores(i)
+	cores, cost, pending := n.cores, n.cost(r, i), r.PendingCores(i)
 	before := (n.peak + pending) / cores
 	parts.Exact()
 	parts.Add("cores", cores)

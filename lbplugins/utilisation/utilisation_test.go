@@ -233,3 +233,35 @@ func TestSettingsRejected(t *testing.T) {
 	_, err := lbplugins.New(utilisation.Name, lbplugins.Settings{Weights: map[string]float64{"cpu": 1}})
 	require.EqualError(t, err, "plugin utilisation: utilisation takes no settings (its cap is rebalance.max_utilisation)")
 }
+
+// A placement of a running instance (Request.RunsOn) weighs its work on every other
+// wave, and nothing more on the one that runs it, whose peak holds it: that wave's
+// peak after is its peak before, and it is not filtered by the cap for the instance it
+// already carries. The explained placement counted the instance there twice.
+func TestRunningInstanceWeighsNothingMoreWhereItRuns(t *testing.T) {
+	p, err := lbplugins.New(utilisation.Name, lbplugins.Settings{})
+	require.NoError(t, err)
+	// wave-a at 5.5 of 8 cores (0.69) with the instance; 1 core more would pass the cap.
+	nodes := []*lbplugins.NodeView{wave("wave-a", 8, 1e-4, 0, 5.5), wave("wave-b", 8, 1e-4, 0, 4.4)}
+	snap := lbplugins.NewSnapshot(nodes, lbplugins.Filters{}, cluster.Now, p)
+	req := lbplugins.Request{Instance: "orders", Expected: lbplugins.Work{Rows: 10000}, MaxUtilisation: 0.7, ExplainAll: true, RunsOn: "wave-a"}
+	d, err := snap.Decide(p, req, cluster.Now)
+	require.NoError(t, err)
+	require.Empty(t, d.Filtered, "wave-a carries the instance already: within the cap")
+	parts := map[string]map[string]float64{}
+	for _, s := range d.Scores {
+		parts[s.Node] = s.Parts.Map()
+	}
+	require.Equal(t, 0.0, parts["wave-a"]["cost_cores"])
+	require.Equal(t, parts["wave-a"]["peak_before"], parts["wave-a"]["peak_after"])
+	require.Equal(t, 1.0, parts["wave-b"]["cost_cores"])
+	require.Equal(t, 0.675, parts["wave-b"]["peak_after"])
+	require.Equal(t, "wave-b", d.Node, "wave-b at 0.675 with it, wave-a at 0.6875 as it is")
+
+	// Without RunsOn (a new instance) wave-a is over the cap with it.
+	req.RunsOn = ""
+	d, err = snap.Decide(p, req, cluster.Now)
+	require.NoError(t, err)
+	require.Len(t, d.Filtered, 1)
+	require.Equal(t, "wave-a", d.Filtered[0].Node)
+}
