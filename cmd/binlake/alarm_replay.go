@@ -434,4 +434,3 @@ func replaySummary(h replayed, policies int, eps []alarm.Episode, messages int) 
 	return what + fmt.Sprintf("%s fired, %d resolved, %d still firing at the end; %s would have been sent",
 		count(len(eps), "alert", "alerts"), len(eps)-firing, firing, count(messages, "notification", "notifications"))
 }
-

@@ -208,10 +208,10 @@ type RebalanceGoals struct {
 	// UtilisationBalance is every wave's lines as a ratio to the least the busiest wave
 	// could stand at (the fleet's level): the goal the utilisation model balances by.
 	UtilisationBalance float64 `json:"utilisation_balance"`
-	HardMax         float64 `json:"hard_max"`
-	Band            float64 `json:"band"`
-	MaxMoves        int     `json:"max_moves"`
-	CooldownS       float64 `json:"cooldown_s"`
+	HardMax            float64 `json:"hard_max"`
+	Band               float64 `json:"band"`
+	MaxMoves           int     `json:"max_moves"`
+	CooldownS          float64 `json:"cooldown_s"`
 }
 
 // Plan is a rebalancing plan on the wire: the moves and the loads they predict. The
