@@ -382,6 +382,36 @@ func TestWaveThatStoppedReportingIsNotTheNodes(t *testing.T) {
 	require.Contains(t, p, `stopped: the node still reports, but its batches have gone without this figure for 3 of its intervals`)
 }
 
+// The note under the node table explains its "stopped" cells: a stopped series the
+// table has no column for (an agent that stopped sending mem.used_pct does not, but one
+// whose wave.cpu_cores stopped) leaves no such cell, and the note is not shown.
+func TestStatusNoteOnlyForStoppedColumns(t *testing.T) {
+	j, c := newJudge(t, nil)
+	batch := func(extra ...metric.Point) metric.Batch {
+		return metric.Batch{Node: "h1", TS: c.Now(), IntervalS: 10, Points: append([]metric.Point{
+			{Name: metric.CPUUtil, Value: 20}, {Name: metric.MemUsedPct, Value: 20}}, extra...)}
+	}
+	for range 3 {
+		require.NoError(t, j.Ingest(batch(metric.Point{Name: metric.CPUCores, Value: 4}), sourceHTTP))
+		c.Add(10 * time.Second)
+	}
+	for range 5 {
+		require.NoError(t, j.Ingest(batch(), sourceHTTP))
+		c.Add(10 * time.Second)
+	}
+	p := statusPageOf(t, j)
+	require.NotContains(t, p, `<td>stopped</td>`)
+	require.NotContains(t, p, `stopped: the node still reports`, "cpu.cores has no column")
+
+	for range 5 {
+		require.NoError(t, j.Ingest(metric.Batch{Node: "h1", TS: c.Now(), IntervalS: 10, Points: []metric.Point{{Name: metric.CPUUtil, Value: 20}}}, sourceHTTP))
+		c.Add(10 * time.Second)
+	}
+	p = statusPageOf(t, j)
+	require.Contains(t, p, `<td>stopped</td>`, "mem % stopped")
+	require.Contains(t, p, `stopped: the node still reports`)
+}
+
 // movedBatch is a wave's batch every minute: the instances it runs (rows/s) and those
 // that left it, whose counters it keeps, so their wave.tps at 0 without an
 // instance_running, as a real wave's (and judge/fleetsim's) do.

@@ -385,6 +385,12 @@ func formatCount(v float64) string {
 var statusMetrics = struct{ CPU, Mem, Load1, Rx, Tx, TPS, Instances string }{
 	metric.CPUUtil, metric.MemUsedPct, metric.Load1, metric.NetRxBps, metric.NetTxBps, metric.WaveTPS, metric.WaveInstances}
 
+// statusColumn says whether the node table has a column for the series name.
+func statusColumn(name string) bool {
+	m := statusMetrics
+	return slices.Contains([]string{m.CPU, m.Mem, m.Load1, m.Rx, m.Tx, m.TPS, m.Instances}, name)
+}
+
 // statusNode is one row of the page's node table: the level (EWMA) of each rate and
 // percentage, the last value of each count, and which series stopped (not in Load and
 // Last; analysis.StoppedAfter).
@@ -466,7 +472,11 @@ func (j *Judge) handleStatus(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case len(se.Labels) > 0 || !se.HasLevel():
 			case n.Stopped(se):
-				sn.Stopped[se.Name], data.AnyStopped = true, true
+				// The note under the table explains a cell that says "stopped": only a
+				// column's series sets it (a stopped wave.cluster_load, in no column, put
+				// the note under a table of numbers: an outside trial).
+				sn.Stopped[se.Name] = true
+				data.AnyStopped = data.AnyStopped || statusColumn(se.Name)
 			default:
 				sn.Load[se.Name], sn.Last[se.Name] = se.EWMA, se.Last
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,8 +35,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Given, it is the interval, 0s too, which Validate then refuses: an -interval 0s
 	// ignored ran the config's 10s without a word (an outside trial).
-	intervalSet := false
-	fs.Visit(func(f *flag.Flag) { intervalSet = intervalSet || f.Name == "interval" })
+	intervalSet := flagSet(fs, "interval")
 	if intervalSet {
 		cfg.Interval = interval
 	}

@@ -50,13 +50,6 @@ func (k *kafkaFlags) set() string {
 	return ""
 }
 
-// flagSet reports whether the flag name was given on the command line (not defaulted).
-func flagSet(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
-}
-
 // options returns the client options the flags describe; cmd prefixes the errors.
 func (k *kafkaFlags) options(cmd, clientID string, logger *slog.Logger) (kafka.Options, error) {
 	o := kafka.Options{ClientID: clientID, Logger: logger, Brokers: strings.Split(k.brokers, ",")}

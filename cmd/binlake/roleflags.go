@@ -95,9 +95,7 @@ func loadConfig[C any](rf *roleFlags, load func(string) (C, error)) (C, error) {
 // file: opening it fails with a path the user never gave, so the error should ask for
 // the flag instead.
 func defaultMissing(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	if given {
+	if flagSet(fs, name) {
 		return false
 	}
 	_, err := os.Stat(fs.Lookup(name).Value.String())

@@ -70,6 +70,10 @@ Flags:`)
 	if fs.NArg() > 0 {
 		return fmt.Errorf("up takes no arguments, got %q (flags go before them?)", fs.Args())
 	}
+	if flagSet(fs, "mysql") && strings.TrimSpace(*mysqlDSN) == "" {
+		// -mysql "$DSN" with DSN unset started up without a capture, and without a word.
+		return errors.New("-mysql is empty (an unset variable?): give the source, such as root@tcp(127.0.0.1:3306)/, or leave -mysql out to run without a capture")
+	}
 	if _, err := logging.ParseLevel(*logLevel); err != nil {
 		return fmt.Errorf("bad -log-level %q: want debug, info, warn or error", *logLevel)
 	}

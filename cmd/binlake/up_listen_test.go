@@ -73,3 +73,13 @@ func TestUpExternalURL(t *testing.T) {
 		}
 	}
 }
+
+// -mysql given empty (-mysql "$DSN", DSN unset) is refused: up started without a
+// capture, and without a word.
+func TestUpRefusesAnEmptyMySQL(t *testing.T) {
+	var out, errOut testenv.SyncBuffer
+	err := run(context.Background(), []string{"up", "-data", t.TempDir(), "-mysql", " "}, &out, &errOut)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "-mysql is empty (an unset variable?)")
+	require.NotContains(t, out.String(), "Ctrl-C stops it")
+}

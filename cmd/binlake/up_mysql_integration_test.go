@@ -178,7 +178,14 @@ func TestUpRestartsWhileTheSourceRefusesTheLogin(t *testing.T) {
 	}
 	closeRows()
 	_, err = detectFlavor(context.Background(), wrong)
-	if err == nil || !strings.Contains(err.Error(), "Access denied") || !strings.Contains(err.Error(), "-mysql-flavor names it, and up starts and retries") {
+	if err == nil || !strings.Contains(err.Error(), "Access denied") || !strings.Contains(err.Error(), "check the user and its password") ||
+		!strings.Contains(err.Error(), "with -mysql-flavor mysql or mariadb up starts all the same and retries the login") {
 		t.Fatalf("a new folder's refused login: %v; want the refusal and the hint", err)
+	}
+	// A server that does not answer: the hint names the server, and the flag.
+	_, err = detectFlavor(context.Background(), MySQL{Addr: "127.0.0.1:1", User: a.User})
+	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "is it running, and reachable from here?") ||
+		!strings.Contains(err.Error(), "With -mysql-flavor mysql or mariadb up starts all the same") {
+		t.Fatalf("a server that does not answer: %v; want the error and the hint", err)
 	}
 }

@@ -184,11 +184,16 @@ func detectFlavor(ctx context.Context, m MySQL) (string, error) {
 	if err != nil {
 		err = capture.ServerError(err)
 		var me *mysql.MyError
+		// Each stopped up with the bare error (outside trials): say why up asked, and
+		// what fixes it: the credentials for a refused login (or a start all the same,
+		// retrying while the grant is fixed), the server for one that does not answer.
 		if errors.As(err, &me) && me.Code == mysql.ER_ACCESS_DENIED_ERROR {
-			// A login refused at a restart stopped up with the bare error (an outside
-			// trial): say why up asked and how to start it all the same.
-			return "", fmt.Errorf("mysql %s: %w (up asks the server whether it is MySQL or MariaDB: check the user and its password, in the DSN or $%s; -mysql-flavor names it, and up starts and retries)",
+			return "", fmt.Errorf("mysql %s: %w (up asks the server whether it is MySQL or MariaDB, and it refused the login: check the user and its password, in the DSN or $%s; with -mysql-flavor mysql or mariadb up starts all the same and retries the login, as on a folder that knows its flavor)",
 				m, err, MySQLPasswordEnv)
+		}
+		if me == nil {
+			return "", fmt.Errorf("mysql %s: %w (up asks the server whether it is MySQL or MariaDB: is it running, and reachable from here? With -mysql-flavor mysql or mariadb up starts all the same and retries until it answers)",
+				m, err)
 		}
 		return "", fmt.Errorf("mysql %s: %w", m, err)
 	}

@@ -113,8 +113,11 @@ func Decode(r io.Reader, name string, out any) (err error) {
 
 	// Second pass: the strict decode. Node.Decode cannot reject unknown fields, so decode
 	// the bytes again with KnownFields. The keys and types come first: the values of a
-	// file whose keys are wrong are not checked, as a key misspelt leaves a default (or
-	// nothing) in the place of what the file meant.
+	// file with a wrong type are not checked, as what did not decode leaves a default in
+	// the place of what the file meant. Where only keys are unknown, every other key
+	// decoded, and its values are checked too, after the keys (`--check` promises every
+	// problem at once: two outside trials saw a value's error only once a stray key was
+	// gone).
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	// The values a Plugins section refused as it decoded itself: reported with the
@@ -123,22 +126,30 @@ func Decode(r io.Reader, name string, out any) (err error) {
 	if err := dec.Decode(out); err != nil {
 		var te *yaml.TypeError
 		if !errors.As(err, &te) || !valuesOnly(te) {
-			return withRenamed(name, root, renamed, translate(err, name, data, root, out))
+			keys := translate(err, name, data, root, out)
+			if te != nil && keysOnly(te) {
+				if verr := validate(out); verr != nil {
+					keys = errors.Join(keys, locate(name, root, verr))
+				}
+			}
+			return withRenamed(name, root, renamed, keys)
 		}
 		values = translate(err, name, data, root, out)
 	}
 	// The decoder truncates a fraction given for a whole number (2.5 read as 2): the
 	// walk that checks the sections decoding themselves finds those too.
 	if errs := unknownKeys(root.Content[0], rv.Type()); len(errs) > 0 {
-		return withRenamed(name, root, renamed, locate(name, root, errors.Join(values, translate(&yaml.TypeError{Errors: errs}, name, data, root, out))))
+		keys := errors.Join(values, translate(&yaml.TypeError{Errors: errs}, name, data, root, out))
+		if keysOnly(&yaml.TypeError{Errors: errs}) {
+			keys = errors.Join(keys, validate(out))
+		}
+		return withRenamed(name, root, renamed, locate(name, root, keys))
 	}
 	if renamed != nil {
 		return renamed
 	}
 	// Every value refused, at once, in the file's order.
-	if v, ok := out.(Validator); ok {
-		values = errors.Join(values, v.Validate())
-	}
+	values = errors.Join(values, validate(out))
 	if values == nil {
 		return nil
 	}
@@ -168,6 +179,26 @@ func withRenamed(name string, root *yaml.Node, renamed, keys error) error {
 		all = append(all, e)
 	}
 	return locate(name, root, errors.Join(all...))
+}
+
+// validate is out's Validate, when it has one.
+func validate(out any) error {
+	if v, ok := out.(Validator); ok {
+		return v.Validate()
+	}
+	return nil
+}
+
+// keysOnly reports whether every error of te is an unknown key: everything else in the
+// document decoded, and its values can be checked.
+func keysOnly(te *yaml.TypeError) bool {
+	for _, s := range te.Errors {
+		m := reLine.FindStringSubmatch(s)
+		if m == nil || !reUnknown.MatchString(m[2]) {
+			return false
+		}
+	}
+	return len(te.Errors) > 0
 }
 
 // valuesOnly reports whether every error of te is a value a Plugins section refused

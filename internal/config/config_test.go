@@ -150,6 +150,17 @@ subscriptions:
 			wantErr: []string{`agent.yaml:1: field "port"`, `agent.yaml:2: unknown key "bogus"`},
 		},
 		{
+			// Everything else decoded: its values are checked too, after the keys.
+			name:    "an unknown key and a refused value are both reported",
+			in:      "port: -1\nbogus: 1\n",
+			wantErr: []string{`agent.yaml:2: unknown key "bogus"`, `port -1: must not be negative`},
+		},
+		{
+			name:    "a nested unknown key and a refused value are both reported",
+			in:      "port: -1\nserver:\n  adress: y\n",
+			wantErr: []string{`agent.yaml:3: unknown key "server.adress"`, `port -1: must not be negative`},
+		},
+		{
 			name:    "syntax error has the line",
 			in:      "name: a\nport: 1\n  bad: indent\n",
 			wantErr: []string{"agent.yaml:3:", "mapping values are not allowed"},
