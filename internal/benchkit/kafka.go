@@ -103,7 +103,20 @@ func (k *Kafka) DeleteTopic(ctx context.Context, topic string) error {
 	if err != nil {
 		return fmt.Errorf("delete topic %s: %w", topic, err)
 	}
-	return nil
+	// The controller acknowledges the deletion before every broker's metadata drops the
+	// topic: a CI run found it still listed right after a bench "deleted" it. Wait until
+	// the metadata no longer lists it (10 s at most).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		exists, err := k.TopicExists(ctx, topic)
+		if err == nil && !exists {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("delete topic %s: still listed after 10 s (%v)", topic, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // DeleteGroup deletes a consumer group that has no members left.
