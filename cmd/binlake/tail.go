@@ -226,10 +226,15 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("tail: %w", err)
 	}
-	if printed == 0 && *file != "" && *topic != "" {
+	switch {
+	case printed > 0 || *file == "" || *file == "-":
+	case *topic != "":
 		// A rows file holds every topic of its wave: a topic none of its lines has (not
 		// written yet, or a typo) printed nothing at all, where Kafka says "unknown topic".
 		fmt.Fprintf(stderr, "binlake tail: no message of topic %s in %s (-from %s)\n", *topic, *file, *fromFlag)
+	case !*follow:
+		// -from past the file's end printed nothing and exited 0 (an outside trial).
+		fmt.Fprintf(stderr, "binlake tail: no message in %s from -from %s (the file ends before it, or is empty)\n", *file, *fromFlag)
 	}
 	return nil
 }

@@ -142,6 +142,13 @@ binlake.rows 0:2 2025-11-29T14:00:00Z local update shop.orders {"id":1} v: "a" â
 		errb.String() != "binlake tail: no message of topic binlake.row in "+path+" (-from -10)\n" {
 		t.Errorf("tail -topic binlake.row: %v, printed %q, said %q; want it said that no message has that topic", err, out.String(), errb.String())
 	}
+	// An offset past the file's end is said too; it printed nothing and exited 0.
+	out.Reset()
+	errb.Reset()
+	if err := runTail(context.Background(), []string{"-file", path, "-from", "99"}, &out, &errb); err != nil || out.Len() > 0 ||
+		errb.String() != "binlake tail: no message in "+path+" from -from 99 (the file ends before it, or is empty)\n" {
+		t.Errorf("tail -from 99: %v, printed %q, said %q; want it said that the file ends before", err, out.String(), errb.String())
+	}
 }
 
 // TestTailRowsFileBinaryFormats: tail -file reads back the messages of the binary formats
