@@ -55,7 +55,11 @@ func ParseDSN(dsn string) (MySQL, error) {
 	if err != nil {
 		return MySQL{}, err
 	}
-	if d.DB != "" || d.Params != "" {
+	if d.Params != "" {
+		// "?tls=true" was refused with words about databases (an outside trial).
+		return MySQL{}, fmt.Errorf("mysql DSN %q: parameters are not taken: the wave reads the source over plain TCP with the user and password alone (TLS to the source is not supported)", mysqldsn.Redact(dsn))
+	}
+	if d.DB != "" {
 		return MySQL{}, fmt.Errorf("mysql DSN %q: nothing may follow the address but '/': the wave reads every database and --mysql-sub selects tables", mysqldsn.Redact(dsn))
 	}
 	return MySQL{Addr: d.Addr, User: d.User, Password: config.Secret(d.Password)}, nil
