@@ -262,6 +262,14 @@ func (a *Alarm) observeRaw(data []byte, ack func()) error {
 		}
 	}()
 	b, err := bd.dec.DecodeInto(data, bd.points) // validates: Decode accepts only what Validate does
+	if err == nil {
+		if ahead := b.TS.Sub(a.o.Now()); ahead > metric.MaxAhead {
+			// Its series took every later batch of the node for a redelivery until the
+			// clock passed it: a threshold policy blind to the node (an outside trial).
+			err = fmt.Errorf("node %.80q: ts %s is %s ahead of the alarm's clock (at most %s)",
+				b.Node, b.TS.UTC().Format(time.RFC3339), ahead.Round(time.Second), metric.MaxAhead)
+		}
+	}
 	if err != nil {
 		if ack != nil {
 			ack()

@@ -356,3 +356,30 @@ func TestRefreshFailingGauge(t *testing.T) {
 			strings.Contains(m, `binlake_alarm_alert_refresh_errors_total{channel="c"} 3`)
 	}, 10*time.Second, 20*time.Millisecond, "0 once a re-send gets through, the three failures counted")
 }
+
+// A batch dated further ahead of the alarm's clock than metric.MaxAhead is skipped,
+// counted and warned of: kept, its series took every later batch of the node for a
+// redelivery until the clock passed it, and a threshold policy was blind to the node
+// (an outside trial: a batch dated an hour ahead, then 95 % never paged).
+func TestBatchDatedFarAheadIsSkipped(t *testing.T) {
+	var logs testenv.SyncBuffer
+	a, err := New(Options{Policies: parsePolicies(t, basePolicy), Channels: map[string]notify.Notifier{"c": notify.Log{L: quiet}},
+		Coordinator: openCoord(t, t.TempDir()), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	now := time.Now()
+	err = a.ObserveRaw(encode(t, "wave-1", now.Add(time.Hour), 10, cpu(10)))
+	require.ErrorContains(t, err, `node "wave-1": ts `)
+	require.ErrorContains(t, err, "ahead of the alarm's clock (at most 10m0s)")
+	require.Contains(t, logs.String(), `level=WARN msg="skipping a metric batch`)
+	// A few minutes ahead (a clock without NTP) is taken.
+	require.NoError(t, a.ObserveRaw(encode(t, "wave-1", now.Add(2*time.Minute), 10, cpu(10))))
+	require.NoError(t, a.ObserveRaw(encode(t, "wave-1", now.Add(2*time.Minute+10*time.Second), 10, cpu(95))))
+	require.Eventually(t, func() bool {
+		for _, v := range a.eng.Alerts() {
+			if v.State == "firing" || v.State == "pending" {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 20*time.Millisecond, "the node's next violating batch is evaluated")
+}

@@ -22,9 +22,8 @@ import (
 // of a metric the judge models outside that metric's range, is refused as a whole
 // (400 on the API, counted and skipped on the bus), naming the point.
 
-// maxAhead is how far past the judge's clock a batch may be dated: agents' clocks drift
-// by seconds, a host without NTP by minutes.
-const maxAhead = 10 * time.Minute
+// maxAhead is how far past the judge's clock a batch may be dated (metric.MaxAhead).
+const maxAhead = metric.MaxAhead
 
 // valueRange is the values a metric the judge models can take; whole ones only when
 // whole (a count, a state).

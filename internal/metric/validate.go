@@ -94,6 +94,12 @@ func CheckText(s string) error {
 	return nil
 }
 
+// MaxAhead is how far past a reader's clock a batch may be dated: agents' clocks drift by
+// seconds, a host without NTP by minutes. The judge refuses a batch dated further ahead
+// (it made its node look idle), and the alarm skips one (its series then took every
+// later batch for a redelivery until the clock passed it, blind to its node's values).
+const MaxAhead = 10 * time.Minute
+
 // Validate checks every rule of the data contract. Encode and Decode both call it, so
 // anything one accepts the other does.
 func (b Batch) Validate() error { return b.validate(true) }
