@@ -163,15 +163,22 @@ func TestAlertmanagerExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sc := range cfg.ScrapeConfigs {
-		if len(sc.Relabel) != 1 || sc.Relabel[0].Target != "node" || !slices.Equal(sc.Relabel[0].Source, []string{"__address__"}) {
-			t.Errorf("job %s: relabel_configs %+v, want the node label from __address__", sc.Job, sc.Relabel)
+		if len(sc.Relabel) != 1 || sc.Relabel[0].Target != "node" || !slices.Equal(sc.Relabel[0].Source, []string{"node", "__address__"}) {
+			t.Errorf("job %s: relabel_configs %+v, want the node label from __address__ unless the target has one", sc.Job, sc.Relabel)
 			continue
 		}
 		re := regexp.MustCompile("^(?:" + sc.Relabel[0].Regex + ")$") // Prometheus anchors it
-		for addr, host := range map[string]string{"wave-1:8091": "wave-1", "10.0.0.5:9108": "10.0.0.5", "[::1]:8090": "::1", "judge": "judge"} {
+		// Prometheus joins the source labels with ";": the target's node (empty when it
+		// has none) and its address.
+		for addr, host := range map[string]string{";wave-1:8091": "wave-1", ";10.0.0.5:9108": "10.0.0.5", ";[::1]:8090": "::1", ";judge": "judge"} {
 			if m := re.FindStringSubmatch(addr); m == nil || m[1] != host {
 				t.Errorf("job %s: node of %s is %q, want %q", sc.Job, addr, m, host)
 			}
+		}
+		// A node set by hand is kept: no match, no replacement (an outside trial's was
+		// overwritten with 127.0.0.1).
+		if m := re.FindStringSubmatch("myhost;127.0.0.1:8091"); m != nil {
+			t.Errorf("job %s: a target's own node label is replaced (%q)", sc.Job, m)
 		}
 	}
 }
