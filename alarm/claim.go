@@ -108,16 +108,24 @@ func (e *Engine) claim(c *claim) {
 		if le.resolving() {
 			e.infMu.Lock()
 			inf, mine := e.telling[le.Fingerprint]
-			mine = mine && inf.at.Equal(le.ResolvedAt) && !inf.delivered
-			if mine {
-				// This process's own resolved notice, still in its group: the new
-				// episode takes its place there, as the alert's latest state (a flap
-				// within the group's wait is one firing notice, as in Alertmanager).
+			mine = mine && inf.at.Equal(le.ResolvedAt)
+			waiting := mine && !inf.delivered && !inf.failed
+			gaveUp := mine && inf.failed
+			if waiting || gaveUp {
 				delete(e.telling, le.Fingerprint)
 			}
 			e.infMu.Unlock()
 			switch {
-			case mine:
+			case waiting:
+				// This process's own resolved notice, still in its group: the new
+				// episode takes its place there, as the alert's latest state (a flap
+				// within the group's wait is one firing notice, as in Alertmanager).
+			case gaveUp:
+				// Its own resolved notice that a channel gave up (the receiver down): it
+				// goes again before this page, to the channels still owed it. Taken for
+				// one still in its group, it was dropped, and the episode the receiver
+				// was paged for never ended there (an outside trial).
+				c.resolveFirst = e.resolvedNotice(le)
 			case !le.ResolveQueuedAt.IsZero() && now.Sub(le.ResolveQueuedAt) < c.lease && !e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt):
 				return // another process's resolved notice is on its way: this page follows it
 			default:

@@ -672,3 +672,41 @@ func TestResolutionAfterAPauseWaitsForTheLog(t *testing.T) {
 		})
 	}
 }
+
+// A resolved notice that every attempt failed (the receiver down), followed by the
+// alert firing again before any sweep took the notice up (its lease): the notice goes
+// out before the new episode's page. The new episode's claim took the notice's place as
+// if it still waited in its group, and the episode the receiver was paged for never
+// ended there (an outside trial: five pages, a P0 among them, never resolved).
+func TestFailedResolutionGoesBeforeTheNextEpisode(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r, out := channelRig(t, dir, clk, twoChannels, nil, nil)
+	r.e.SetMembers("alarm-1", []string{"alarm-1"})
+	r.observe("wave-1", 95)
+	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out.take())
+	out.mu.Lock()
+	out.down = map[string]bool{"mail": true, "hook": true} // the receivers go down
+	out.mu.Unlock()
+	clk.Add(5 * time.Second)
+	r.observe("wave-1", 10)
+	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out.take()) // both give up
+	out.mu.Lock()
+	out.down = map[string]bool{} // back
+	out.mu.Unlock()
+	clk.Add(20 * time.Second)
+	r.observe("wave-1", 95)
+	got := out.take()
+	for _, ch := range []string{"mail", "hook"} {
+		var of []string
+		for _, g := range got {
+			if strings.HasPrefix(g, ch+": ") {
+				of = append(of, g)
+			}
+		}
+		require.Equal(t, []string{ch + ": resolved wave-1", ch + ": firing wave-1"}, of, "on %s the first episode ends before the second is paged", ch)
+	}
+	// Delivered, nothing of the first episode is sent again.
+	clk.Add(5 * time.Minute)
+	r.observe("wave-1", 95)
+	require.Empty(t, out.take())
+}
