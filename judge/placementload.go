@@ -116,7 +116,8 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 	pl.typical = api.ExpectedWork{Source: api.ExpectedNone,
 		Note: "no hint, and no instance measured anywhere to learn a typical one from: the instance is priced at nothing"}
 	if len(rows) > 0 {
-		pl.typical = api.ExpectedWork{Work: api.Work{RowsPerS: median(rows), BytesPerS: median(bytes)}, Source: api.ExpectedTypical,
+		w, _ := medianWork(rows, bytes) // idle, the typical instance still is the fleet's
+		pl.typical = api.ExpectedWork{Work: w, Source: api.ExpectedTypical,
 			Note: fmt.Sprintf("no hint: the median rows/s and bytes/s of the %d instances the waves run", len(rows))}
 	}
 	cs.load = pl
@@ -131,6 +132,17 @@ func median(xs []float64) float64 {
 		return xs[n/2]
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// medianWork is the typical instance of the work of instances (rows/s and bytes/s
+// alike indexed, sorted in place): the median of each, and false when there is none or
+// it is idle.
+func medianWork(rows, bytes []float64) (api.Work, bool) {
+	if len(rows) == 0 {
+		return api.Work{}, false
+	}
+	w := api.Work{RowsPerS: median(rows), BytesPerS: median(bytes)}
+	return w, w.RowsPerS > 0 || w.BytesPerS > 0
 }
 
 // expected is the work a placement weighs the new instance by: the request's hint

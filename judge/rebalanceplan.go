@@ -349,14 +349,3 @@ func thinlyPriced(views map[string]*waveView, live []string, leftOut map[string]
 	}
 	return "priced at the fleet's pooled prices for want of wave.cpu_cores samples of their own (how many they have): " + strings.Join(thin, ", ")
 }
-
-// medianWork is the typical instance of the work of instances (rows/s and bytes/s
-// alike indexed, sorted in place): the median of each, and false when there is none or
-// it is idle.
-func medianWork(rows, bytes []float64) (api.Work, bool) {
-	if len(rows) == 0 {
-		return api.Work{}, false
-	}
-	w := api.Work{RowsPerS: median(rows), BytesPerS: median(bytes)}
-	return w, w.RowsPerS > 0 || w.BytesPerS > 0
-}
