@@ -208,14 +208,10 @@ func (p *Plugin) Score(r *lbplugins.Round, out []float64) {
 		r.CompositeAll(r.AllScope(), &p.fallback, pr.pre, out)
 		return
 	}
-	rows, bytes, nodes := r.Req.Expected.Rows, r.Req.Expected.Bytes, pr.nodes
+	nodes := pr.nodes
 	for k, i := range r.Cands {
 		n := &nodes[i]
-		cost := n.row*rows + n.byt*bytes
-		if r.RunsIt(i) {
-			cost = 0
-		}
-		after := (n.peak + r.PendingCores(i) + cost) / n.cores
+		after := (n.peak + r.PendingCores(i) + n.cost(r, i)) / n.cores
 		out[k] = 100 / (1 + after)
 	}
 }
