@@ -34,13 +34,16 @@ type channelOutbox struct {
 }
 
 // deliverHeld reports the held messages delivered.
-func (o *channelOutbox) deliverHeld() {
+func (o *channelOutbox) deliverHeld() { o.finishHeld(nil) }
+
+// finishHeld reports the held messages' outcome: delivered (nil), or given up (err).
+func (o *channelOutbox) finishHeld(err error) {
 	o.mu.Lock()
 	ms := o.heldMsgs
 	o.heldMsgs = nil
 	o.mu.Unlock()
 	for _, m := range ms {
-		o.e.Delivered(m, nil)
+		o.e.Delivered(m, err)
 	}
 	o.e.Sync()
 }
@@ -192,6 +195,57 @@ func TestResolutionOnlyWhereThePageWent(t *testing.T) {
 			r2.e.SetMembers("alarm-2", []string{"alarm-2"})
 			r2.observe("wave-1", 10) // the episode ends before hook was sent its page again
 			require.Equal(t, []string{"hook: firing wave-1", "mail: resolved wave-1", "hook: resolved wave-1"}, out2.take())
+		})
+	}
+}
+
+// A graceful stop beside a slow receiver: the stopping process (a) left the group and
+// still delivers its page to hook (it stands in DrainingGroup) when the alert resolves
+// at the partition's new owner (b). b resolves it at once where the page went, and holds
+// hook's resolution back until a's drain ends: it then follows a's page, or, where that
+// page was given up, b's own page. Before, b paged hook again first (an outside trial:
+// 4 s answers, a SIGTERM, the page twice).
+func TestResolutionAwaitsADrainingProcesssPage(t *testing.T) {
+	for _, outcome := range []string{"delivered", "given up"} {
+		t.Run(outcome, func(t *testing.T) {
+			dir, clk := t.TempDir(), &clock{t: t0}
+			r1, out1 := channelRig(t, dir, clk, twoChannels, nil, []string{"hook"})
+			r1.e.SetMembers("alarm-a", []string{"alarm-a"})
+			r1.observe("wave-1", 95)
+			require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
+
+			out2 := &channelOutbox{down: map[string]bool{}, held: map[string]bool{}}
+			r2 := newRigOn(t, r1.c, clk, twoChannels, func(o *EngineOptions) { o.Send = out2.send })
+			out2.e = r2.e
+			clk.Add(5 * time.Second)
+			r2.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"}) // the group's answer, with those draining
+			r2.e.SetDraining([]string{"alarm-a"})
+			r2.observe("wave-1", 95)
+			require.Empty(t, out2.take(), "a is delivering the page")
+			clk.Add(10 * time.Second)
+			r2.observe("wave-1", 10)
+			require.Equal(t, []string{"mail: resolved wave-1"}, out2.take(), "hook's resolution waits for a's page")
+			clk.Add(10 * time.Second)
+			r2.e.Tick()
+			require.Empty(t, out2.take(), "still waiting while a drains")
+
+			var err error
+			want := []string{"hook: resolved wave-1"}
+			if outcome == "given up" {
+				err = errors.New("connection refused")
+				want = []string{"hook: firing wave-1", "hook: resolved wave-1"}
+			}
+			out1.finishHeld(err)
+			r2.e.SetDraining(nil)
+			r2.e.SetMembers("alarm-b", []string{"alarm-b"})
+			r2.e.Tick()
+			require.Equal(t, want, out2.take())
+			r2.e.Tick()
+			require.Empty(t, out2.take(), "once")
+			entries, lerr := r2.e.o.Log.Load(context.Background())
+			require.NoError(t, lerr)
+			require.Len(t, entries, 1)
+			require.True(t, entries[0].ResolveSent, "a tombstone once both channels had the resolution")
 		})
 	}
 }

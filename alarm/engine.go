@@ -141,6 +141,9 @@ type Engine struct {
 	infMu   sync.Mutex
 	paging  map[string]*inflight
 	telling map[string]*inflight
+	// awaiting is the resolved notices held back from channels whose page a draining
+	// process is still delivering (drainwait.go), by fingerprint.
+	awaiting map[string]awaitedPage
 
 	cl claimers // the group's processes, for claims left by a crash
 
@@ -239,7 +242,7 @@ func NewEngine(o EngineOptions) *Engine {
 	e := &Engine{
 		o: o, log: o.Logger.With("component", "alarm"), now: o.Now,
 		byMetric: map[string][]*policy.Policy{}, byName: map[string]*policy.Policy{}, inhibit: inhibitions{m: map[string]*[6]int{}},
-		paging: map[string]*inflight{}, telling: map[string]*inflight{},
+		paging: map[string]*inflight{}, telling: map[string]*inflight{}, awaiting: map[string]awaitedPage{},
 	}
 	e.opsCtx, e.stopOps = context.WithCancel(context.Background())
 	e.w = newWriter(e)
@@ -418,6 +421,7 @@ func (e *Engine) Tick() {
 		e.lastGC = now
 	}
 	ef.retry = e.w.retryDue(now)
+	ef.writes = append(ef.writes, e.awaitedWrites()...)
 	e.w.submit(ef, now)
 	for _, sh := range e.shards {
 		sh.mu.Unlock()

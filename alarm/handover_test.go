@@ -393,12 +393,14 @@ func TestClaimOfADrainingProcessIsNotTakenOver(t *testing.T) {
 		pos:      &fakePositioner{p: bus.Position{Known: true, Partitions: []int{0}, CaughtUp: true, Process: "b", Processes: []string{"b"}}},
 		draining: func(context.Context) ([]string, error) { return draining, nil }}
 	o.poll(context.Background())
+	require.True(t, r2.e.claimerDraining("a"), "the poll tells the engine who is draining")
 	r2.observe("wave-1", 95)
 	require.Empty(t, r2.out.take(), "a is delivering its claim: no second page")
 
 	draining = nil // a's drain ended (delivered, or handed back, or it died)
 	clk.Add(5 * time.Second)
 	o.poll(context.Background())
+	require.False(t, r2.e.claimerDraining("a"))
 	r2.observe("wave-1", 95)
 	require.Equal(t, []string{F}, r2.out.take(), "the claim of a process neither in the group nor draining is taken over")
 }

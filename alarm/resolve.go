@@ -68,7 +68,8 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 		case !le.firing():
 			return nil
 		}
-		to, unpaged := e.resolutionTo(le, r.p)
+		to, unpaged, awaited := e.resolutionTo(le, r.p)
+		aw := awaitedPage{by: le.ClaimedBy, chans: awaited} // before the entry names this process
 		told := len(to) > 0
 		page := e.unpagedNotice(le, r.p, unpaged) // before the entry takes the resolution
 		le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
@@ -85,15 +86,17 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 			e.w.owe(fp, e.recordResolve(le, r.p, to), err)
 		}
 		r.page = page
-		return e.telling1(r, le, told, to)
+		return e.telling1(r, le, told, to, aw)
 	}
 	e.log.Warn("notification log: the entry kept changing; its resolution is left to the sweep", "fingerprint", fp)
 	return nil
 }
 
 // telling1 forgets the alert's pages in flight (its resolution follows them on each
-// channel's queue) and returns its resolved notice, to the channels to, if told.
-func (e *Engine) telling1(r *resolution, le LogEntry, told bool, to []string) *pendingAlert {
+// channel's queue) and returns its resolved notice, to the channels to, if told. Of
+// those, the channels aw names wait for a draining process's page (drainwait.go): the
+// notice returned leaves them out, nil when no other channel is left.
+func (e *Engine) telling1(r *resolution, le LogEntry, told bool, to []string, aw awaitedPage) *pendingAlert {
 	e.infMu.Lock()
 	defer e.infMu.Unlock()
 	delete(e.paging, le.Fingerprint)
@@ -101,6 +104,14 @@ func (e *Engine) telling1(r *resolution, le LogEntry, told bool, to []string) *p
 		return nil
 	}
 	e.telling[le.Fingerprint] = &inflight{at: le.ResolvedAt, left: slices.Clone(to)}
+	if len(aw.chans) > 0 {
+		aw.at = le.ResolvedAt
+		e.awaiting[le.Fingerprint] = aw
+		to = slices.DeleteFunc(slices.Clone(to), func(c string) bool { return slices.Contains(aw.chans, c) })
+		if len(to) == 0 {
+			return nil
+		}
+	}
 	na := r.na
 	na.StartsAt, na.EndsAt = le.FiringSince, le.ResolvedAt
 	return &pendingAlert{p: r.p, fp: r.a.fp, na: na, to: to}
@@ -114,8 +125,11 @@ func (e *Engine) telling1(r *resolution, le LogEntry, told bool, to []string) *p
 // never comes, and a resolution alone reached receivers that never had the page (an
 // outside trial: a third of the alerts of a member killed inside group_wait). Paged,
 // then resolved, as a backlog's episode is; should its page come after all, the
-// receiver has it twice (a late one is dropped: writer.fence).
-func (e *Engine) resolutionTo(le LogEntry, p *policy.Policy) (to, unpaged []string) {
+// receiver has it twice (a late one is dropped: writer.fence). A process that stands in
+// DrainingGroup is still delivering its page: its channels are awaited instead, their
+// resolution held back until its drain ends (drainwait.go; an outside trial: a graceful
+// stop beside a 4 s receiver paged twice).
+func (e *Engine) resolutionTo(le LogEntry, p *policy.Policy) (to, unpaged, awaited []string) {
 	told := le.toldOf(p.Channels)
 	var flying []string
 	e.infMu.Lock()
@@ -134,10 +148,13 @@ func (e *Engine) resolutionTo(le LogEntry, p *policy.Policy) (to, unpaged []stri
 			}
 		}
 		flying = unpaged
+		if e.claimerDraining(le.ClaimedBy) {
+			unpaged, awaited = nil, unpaged
+		}
 	}
 	return slices.DeleteFunc(slices.Clone(p.Channels), func(c string) bool {
 		return !slices.Contains(told, c) && !slices.Contains(flying, c)
-	}), unpaged
+	}), unpaged, awaited
 }
 
 // unpagedNotice is the page of le's episode, as its claim would have sent it, to the
@@ -175,7 +192,7 @@ func (e *Engine) resolveUnanswered(ctx context.Context, r *resolution, err error
 	le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
 	le.ResolveQueuedAt, le.ClaimedBy, le.ResolveSent = e.now(), e.claimer(), true // told by recordResolve, if at all
 	e.w.owe(le.Fingerprint, e.recordResolve(le, r.p, nil), err)
-	return e.telling1(r, le, false, nil)
+	return e.telling1(r, le, false, nil, awaitedPage{})
 }
 
 // resolveUnlogged resolves an episode the log does not hold (not found: version
@@ -214,7 +231,7 @@ func (e *Engine) resolveUnlogged(ctx context.Context, r *resolution, ver int64, 
 	if err != nil {
 		e.w.owe(le.Fingerprint, e.recordResolve(le, r.p, to), err)
 	}
-	return e.telling1(r, le, told, to)
+	return e.telling1(r, le, told, to, awaitedPage{})
 }
 
 // recordResolve writes a resolution this process decided without the log's answer, once
