@@ -160,6 +160,7 @@ func New(o Options) (*Alarm, error) {
 	dopts := o.Dispatch
 	dopts.Logger, dopts.Registerer = o.Logger, a.reg
 	dopts.Done = func(m notify.Message, err error) { a.eng.Delivered(m, err) }
+	dopts.Prepare = func(m notify.Message) (notify.Message, bool) { return a.eng.Prepare(m) }
 	var err error
 	a.disp, err = notify.NewDispatcher(o.Channels, dopts)
 	if err != nil {

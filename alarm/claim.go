@@ -27,13 +27,14 @@ type claim struct {
 	// paged, or this one before a restart); or drop the alert (stale: a replay of points
 	// the log's resolution already answered); or none of these (the log changed under
 	// the claim: decide again at the next tick). resolveFirst is a resolved notice whose
-	// sender is gone, due before this episode's page. partial: the page reached some
-	// channels before (its process stopped or crashed while the others retried); it goes
-	// to the rest (entry.Owed) and does not count as another notification.
+	// sender is gone (after the page of its channels that never had one), due before
+	// this episode's page. partial: the page reached some channels before (its process
+	// stopped or crashed while the others retried); it goes to the rest (entry.Owed) and
+	// does not count as another notification.
 	queue        bool
 	adopt        *LogEntry
 	stale        *LogEntry
-	resolveFirst *pendingAlert
+	resolveFirst []*pendingAlert
 	partial      bool
 	// nodata: the claim is a nodata alert's, whose evidence is the node's last point
 	// (see answered).
@@ -125,11 +126,11 @@ func (e *Engine) claim(c *claim) {
 				// goes again before this page, to the channels still owed it. Taken for
 				// one still in its group, it was dropped, and the episode the receiver
 				// was paged for never ended there (an outside trial).
-				c.resolveFirst = e.resolvedNotice(le)
+				c.resolveFirst = e.resolvedNotices(le)
 			case !le.ResolveQueuedAt.IsZero() && now.Sub(le.ResolveQueuedAt) < c.lease && !e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt):
 				return // another process's resolved notice is on its way: this page follows it
 			default:
-				c.resolveFirst = e.resolvedNotice(le) // its sender is gone
+				c.resolveFirst = e.resolvedNotices(le) // its sender is gone
 			}
 		}
 		c.entry.LastSent, c.entry.Sent = time.Time{}, 0 // a new episode
@@ -203,10 +204,7 @@ func (e *Engine) settle(c *claim) []*pendingAlert {
 				a.sent = max(c.entry.Sent, 1) // the rest of a page, not another one
 			}
 		}
-		var out []*pendingAlert
-		if c.resolveFirst != nil {
-			out = append(out, c.resolveFirst)
-		}
+		out := slices.Clone(c.resolveFirst)
 		return append(out, &pendingAlert{p: a.p, fp: a.fp, na: na, to: c.entry.Owed})
 	case !current:
 		return nil // resolved or dropped meanwhile, and nothing was claimed
@@ -251,6 +249,13 @@ type inflight struct {
 	delivered bool      // a channel delivered it
 	failed    bool      // a channel gave it up
 	count     bool      // pages: its first delivery counts as a notification (LogEntry.Sent)
+	// Resolved notices: the episode's page from here still on its way when it resolved
+	// (its claim, and the channels it had not answered on), and the channels that gave
+	// that page up. The resolution follows the page on each channel's queue; where the
+	// page was given up it is withheld (Prepare).
+	pageAt     time.Time
+	pageLeft   []string
+	pageFailed []string
 }
 
 // Delivered reports the outcome of a notification given to Send, one channel's message.
@@ -309,7 +314,7 @@ func (e *Engine) pageDone(fp uint64, ch string, na notify.Alert, err error, now 
 	}
 	e.infMu.Unlock()
 	if !mine {
-		return nil
+		return e.resolvedPageDone(na.Fingerprint, ch, err, now)
 	}
 	if settled {
 		sh := e.shardOf(na.Labels[policy.LabelNode])
@@ -339,6 +344,29 @@ func (e *Engine) pageDone(fp uint64, ch string, na notify.Alert, err error, now 
 		return nil
 	}
 	return e.recordDelivery(na.Fingerprint, at, ch, count, now)
+}
+
+// resolvedPageDone takes a channel's outcome of a page whose episode resolved here while
+// the page was on its way (telling1): a delivery is recorded in the log as any page's
+// (a later sweep must not page it again), a failure withholds the resolution from that
+// channel.
+func (e *Engine) resolvedPageDone(fp, ch string, err error, now time.Time) logWrite {
+	e.infMu.Lock()
+	inf := e.telling[fp]
+	if inf == nil || !slices.Contains(inf.pageLeft, ch) {
+		e.infMu.Unlock()
+		return nil
+	}
+	inf.pageLeft = without(inf.pageLeft, ch)
+	if err != nil {
+		inf.pageFailed = append(inf.pageFailed, ch)
+	}
+	at := inf.pageAt
+	e.infMu.Unlock()
+	if err != nil {
+		return nil
+	}
+	return e.recordDelivery(fp, at, ch, false, now)
 }
 
 // failedPageRetry is how long after its channels gave a page up (each after its own

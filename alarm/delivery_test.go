@@ -262,6 +262,33 @@ func TestResolutionFollowsAPageInFlight(t *testing.T) {
 	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out.take())
 }
 
+// A page delivered after its episode resolved here is recorded in the log as any page's:
+// when the resolution behind it fails on that channel and is sent again after its lease,
+// the channel gets the resolution alone, not the page a second time.
+func TestPageDeliveredAfterItsResolutionIsRecorded(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r, out := channelRig(t, dir, clk, twoChannels, nil, []string{"hook"})
+	r.observe("wave-1", 95)
+	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out.take())
+	clk.Add(10 * time.Second)
+	r.observe("wave-1", 10)
+	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out.take())
+	out.mu.Lock()
+	held := out.heldMsgs
+	out.heldMsgs, out.held = nil, map[string]bool{}
+	out.mu.Unlock()
+	require.Len(t, held, 2)
+	r.e.Delivered(held[0], nil)                              // the page arrives
+	r.e.Delivered(held[1], errors.New("connection refused")) // its resolution does not
+	r.e.Sync()
+	clk.Add(3 * time.Minute)
+	_, err := r.e.Restore(context.Background())
+	require.NoError(t, err)
+	r.e.Sync()
+	r.e.Tick()
+	require.Equal(t, []string{"hook: resolved wave-1"}, out.take())
+}
+
 // flakyLog is a notification log that can be cut off, as a ZooKeeper partition does:
 // every operation then fails as a timed-out one.
 type flakyLog struct {
@@ -763,4 +790,84 @@ func TestFailedResolutionGoesBeforeTheNextEpisode(t *testing.T) {
 	clk.Add(5 * time.Minute)
 	r.observe("wave-1", 95)
 	require.Empty(t, out.take())
+}
+
+// recorder is a channel that records each message's alerts as "status node" and fails
+// while down; gate, when set, holds the next attempt until it is closed.
+type recorder struct {
+	mu   sync.Mutex
+	got  []string
+	down atomic.Bool
+	gate chan struct{}
+}
+
+func (c *recorder) Notify(ctx context.Context, m notify.Message) error {
+	c.mu.Lock()
+	gate := c.gate
+	c.gate = nil
+	for _, a := range m.Alerts {
+		c.got = append(c.got, a.Status+" "+a.Labels["node"])
+	}
+	c.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	if c.down.Load() {
+		return errors.New("connection refused")
+	}
+	return nil
+}
+
+func (c *recorder) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	got := c.got
+	c.got = nil
+	return got
+}
+
+// A resolution queued behind its page on a channel that then gives the page up is
+// withheld there when its turn comes: the receiver would get the end of an incident it
+// never heard of. It stays owed, and whoever sends it again pages that channel first.
+func TestResolutionIsWithheldWhereItsPageWasGivenUp(t *testing.T) {
+	mail, hook := &recorder{}, &recorder{gate: make(chan struct{})}
+	hook.down.Store(true)
+	var d *notify.Dispatcher
+	r := newRig(t, twoChannels, func(o *EngineOptions) { o.Send = func(m notify.Message) { d.Enqueue(m) } })
+	dispatch := func() *notify.Dispatcher {
+		d, err := notify.NewDispatcher(map[string]notify.Notifier{"mail": mail, "hook": hook}, notify.DispatcherOptions{
+			Attempts: 1, Logger: quiet,
+			Done:    func(m notify.Message, err error) { r.e.Delivered(m, err) },
+			Prepare: r.e.Prepare})
+		require.NoError(t, err)
+		d.Start()
+		return d
+	}
+	d = dispatch()
+	gate := hook.gate
+	r.observe("wave-1", 95)
+	require.Eventually(t, func() bool { return len(mail.take()) == 1 }, 5*time.Second, time.Millisecond)
+	r.clk.Add(10 * time.Second)
+	r.observe("wave-1", 10) // resolved while hook's page is on its way
+	close(gate)             // hook gives the page up; its resolution's turn comes
+	d.Close(10 * time.Second)
+	r.e.Sync()
+	require.Equal(t, []string{"resolved wave-1"}, mail.take())
+	require.Equal(t, []string{"firing wave-1"}, hook.take(), "no resolution where the page never arrived")
+
+	hook.down.Store(false) // the receiver is back; the lease of the resolution runs out
+	d = dispatch()
+	r.clk.Add(3 * time.Minute)
+	_, err := r.e.Restore(context.Background()) // the log's reload sweeps it
+	require.NoError(t, err)
+	r.e.Sync()
+	r.e.Tick()
+	d.Close(10 * time.Second)
+	r.e.Sync()
+	require.Equal(t, []string{"firing wave-1", "resolved wave-1"}, hook.take(), "the page, then its end")
+	require.Empty(t, mail.take(), "mail had both")
+	entries, err := r.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.True(t, entries[0].ResolveSent, "a tombstone once both channels had the resolution")
 }

@@ -60,19 +60,9 @@ func (e *Engine) afterDrain(fp string, aw awaitedPage) logWrite {
 			return nil, nil
 		}
 		pa.to = slices.DeleteFunc(pa.to, func(c string) bool { return !slices.Contains(aw.chans, c) })
-		told := le.toldOf(pa.p.Channels)
-		var unpaged []string
-		for _, c := range le.owedOf(pa.p.Channels) {
-			if slices.Contains(pa.to, c) && !slices.Contains(told, c) {
-				unpaged = append(unpaged, c)
-			}
-		}
 		if len(pa.to) == 0 {
 			return nil, nil
 		}
-		if page := e.unpagedNotice(le, pa.p, unpaged); page != nil {
-			return []*pendingAlert{page, pa}, nil
-		}
-		return []*pendingAlert{pa}, nil
+		return e.pagedFirst(le, pa), nil
 	}
 }

@@ -99,11 +99,16 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 func (e *Engine) telling1(r *resolution, le LogEntry, told bool, to []string, aw awaitedPage) *pendingAlert {
 	e.infMu.Lock()
 	defer e.infMu.Unlock()
+	page := e.paging[le.Fingerprint]
 	delete(e.paging, le.Fingerprint)
 	if !told {
 		return nil
 	}
-	e.telling[le.Fingerprint] = &inflight{at: le.ResolvedAt, left: slices.Clone(to)}
+	inf := &inflight{at: le.ResolvedAt, left: slices.Clone(to)}
+	if page != nil && page.at.Equal(le.QueuedAt) {
+		inf.pageAt, inf.pageLeft = page.at, slices.Clone(page.left)
+	}
+	e.telling[le.Fingerprint] = inf
 	if len(aw.chans) > 0 {
 		aw.at = le.ResolvedAt
 		e.awaiting[le.Fingerprint] = aw
@@ -324,6 +329,34 @@ func (e *Engine) resolveDone(ch string, na notify.Alert, err error) logWrite {
 	}
 }
 
+// resolvedNotices is a logged resolution's notices for a process sending it again
+// (resolvedNotice): first the episode's page, to the channels owed it that no page of it
+// reached (its page was given up, or its process died before delivering), then the
+// resolved notice. A receiver never gets the end of an incident it never heard of.
+func (e *Engine) resolvedNotices(le LogEntry) []*pendingAlert {
+	pa := e.resolvedNotice(le)
+	if pa == nil {
+		return nil
+	}
+	return e.pagedFirst(le, pa)
+}
+
+// pagedFirst is the resolved notice pa of le's episode, preceded by the episode's page to
+// those of its channels that are owed a page no page of the episode reached.
+func (e *Engine) pagedFirst(le LogEntry, pa *pendingAlert) []*pendingAlert {
+	told := le.toldOf(pa.p.Channels)
+	var unpaged []string
+	for _, c := range le.owedOf(pa.p.Channels) {
+		if slices.Contains(pa.to, c) && !slices.Contains(told, c) {
+			unpaged = append(unpaged, c)
+		}
+	}
+	if page := e.unpagedNotice(le, pa.p, unpaged); page != nil {
+		return []*pendingAlert{page, pa}
+	}
+	return []*pendingAlert{pa}
+}
+
 // resolvedNotice renders the resolved notice of a logged episode, for a process that did
 // not evaluate it; nil when its policy is gone from this process's file and the entry
 // recorded no channels (policyOf).
@@ -356,9 +389,7 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 				!e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt) {
 				continue // its sender has time left
 			}
-			if pa := e.takeResolution(ctx, le, now); pa != nil {
-				notices = append(notices, pa)
-			}
+			notices = append(notices, e.takeResolution(ctx, le, now)...)
 		case !le.firing() && now.Sub(le.resolvedClock()) >= e.o.ResolvedRetention:
 			e.collect(ctx, le)
 		}
@@ -369,8 +400,9 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 	}
 }
 
-// takeResolution claims the resolved notice of a logged resolution whose sender is gone.
-func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Time) *pendingAlert {
+// takeResolution claims the resolved notice of a logged resolution whose sender is gone,
+// and returns it, after the page of channels that never had one (resolvedNotices).
+func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Time) []*pendingAlert {
 	le, ver, err := e.o.Log.Get(ctx, seen.Fingerprint)
 	if err != nil || !le.resolving() || !le.ResolveQueuedAt.Equal(seen.ResolveQueuedAt) {
 		return nil // changed meanwhile: someone else took it
@@ -387,12 +419,13 @@ func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Tim
 		}
 		return nil
 	}
-	if pa != nil {
-		e.infMu.Lock()
-		e.telling[le.Fingerprint] = &inflight{at: le.ResolvedAt, left: slices.Clone(pa.to)}
-		e.infMu.Unlock()
+	if pa == nil {
+		return nil
 	}
-	return pa
+	e.infMu.Lock()
+	e.telling[le.Fingerprint] = &inflight{at: le.ResolvedAt, left: slices.Clone(pa.to)}
+	e.infMu.Unlock()
+	return e.pagedFirst(le, pa)
 }
 
 // collect removes a tombstone that is still the one seen.
@@ -446,4 +479,41 @@ func (e *Engine) releaseInflight(ctx context.Context) (pages, resolutions int) {
 		}
 	}
 	return pages, resolutions
+}
+
+// errPageNotDelivered is the outcome of a resolved notice withheld by Prepare.
+var errPageNotDelivered = errors.New("withheld: the channel gave up the episode's page")
+
+// Prepare withholds, from a message whose turn came on its channel, the resolved notices
+// of episodes whose page from here that channel gave up while the resolution queued
+// behind it: the receiver would get the end of an incident it never heard of (an outside
+// trial). Each one withheld counts as a failed delivery: it stays owed in the log, and
+// whoever sends it again (sweep, or this process before the alert's next page) pages
+// the channel first (resolvedNotices). It returns the rest of the message, and false
+// when nothing is left to send.
+func (e *Engine) Prepare(m notify.Message) (notify.Message, bool) {
+	var withheld []notify.Alert
+	e.infMu.Lock()
+	keep := slices.DeleteFunc(slices.Clone(m.Alerts), func(na notify.Alert) bool {
+		if na.Status != notify.StatusResolved {
+			return false
+		}
+		inf := e.telling[na.Fingerprint]
+		if inf == nil || !inf.at.Equal(na.EndsAt) || !slices.Contains(inf.pageFailed, m.Receiver) {
+			return false
+		}
+		withheld = append(withheld, na)
+		return true
+	})
+	e.infMu.Unlock()
+	if len(withheld) == 0 {
+		return m, true
+	}
+	for _, na := range withheld {
+		e.resolveDone(m.Receiver, na, errPageNotDelivered)
+		e.log.Warn("a resolved notice is withheld from a channel that gave up its page; both go to it once it delivers again",
+			"channel", m.Receiver, "fingerprint", na.Fingerprint, "node", na.Labels[policy.LabelNode])
+	}
+	m.Alerts = keep
+	return m, len(keep) > 0
 }

@@ -179,6 +179,11 @@ type DispatcherOptions struct {
 	// Done, when set, is told each message's outcome once the dispatcher is finished
 	// with it: nil when delivered, else the last error (or why it was dropped).
 	Done func(m Message, err error)
+	// Prepare, when set, sees each message when its turn comes on its channel, after
+	// the messages queued before it there are finished, and returns what to send of it
+	// (nothing when send is false: Done is not told then). The alarm withholds there a
+	// resolution whose page that channel gave up.
+	Prepare func(m Message) (out Message, send bool)
 }
 
 // Dispatcher owns one queue and one worker per channel.
@@ -327,6 +332,12 @@ func (d *Dispatcher) Close(drain time.Duration) (undelivered int) {
 
 func (d *Dispatcher) run(ctx context.Context, w *worker) {
 	for m := range w.q {
+		if d.o.Prepare != nil {
+			var send bool
+			if m, send = d.o.Prepare(m); !send {
+				continue
+			}
+		}
 		d.deliver(ctx, w, m)
 	}
 }

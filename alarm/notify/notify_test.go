@@ -221,6 +221,44 @@ func TestDispatcherQueueFull(t *testing.T) {
 	require.Equal(t, 1.0, counter(d.drop.WithLabelValues("slow")))
 }
 
+// Prepare sees each message when its turn comes on its channel, after the one before it
+// there finished (Done told of it): what it returns is sent, and a message it drops is
+// neither sent nor reported.
+func TestDispatcherPrepare(t *testing.T) {
+	var sent []string
+	var mu sync.Mutex
+	n := notifierFunc(func(_ context.Context, m Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, m.GroupKey+":"+m.Alerts[0].Status)
+		return nil
+	})
+	var done []string
+	d, err := NewDispatcher(map[string]Notifier{"c": n}, DispatcherOptions{Logger: quiet,
+		Done: func(m Message, _ error) { mu.Lock(); done = append(done, m.GroupKey); mu.Unlock() },
+		Prepare: func(m Message) (Message, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			require.Len(t, done, len(sent), "the message before is finished")
+			if m.GroupKey == "drop" {
+				return m, false
+			}
+			m.Alerts = m.Alerts[1:]
+			return m, true
+		}})
+	require.NoError(t, err)
+	d.Start()
+	for _, key := range []string{"a", "drop", "b"} {
+		m := sample()
+		m.Receiver, m.GroupKey = "c", key
+		m.Alerts = []Alert{{Status: StatusFiring}, {Status: StatusResolved}}
+		require.True(t, d.Enqueue(m))
+	}
+	d.Close(5 * time.Second)
+	require.Equal(t, []string{"a:resolved", "b:resolved"}, sent, "what Prepare kept, in order")
+	require.Equal(t, []string{"a", "b"}, done)
+}
+
 type notifierFunc func(context.Context, Message) error
 
 func (f notifierFunc) Notify(ctx context.Context, m Message) error { return f(ctx, m) }
