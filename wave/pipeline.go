@@ -371,7 +371,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 			log.Info("first start at the binlog file the source was writing when the instance was added",
 				"added_at", added.UTC().Format(time.RFC3339), "position", start.String())
 		default:
-			if start, err = capture.CurrentPosition(ctx, inst.Source.Addr, inst.Source.User, password.Reveal(), inst.Source.Flavor); err != nil {
+			if start, err = capture.CurrentPosition(ctx, inst.Source, password.Reveal()); err != nil {
 				return fmt.Errorf("read the source's current position: %w", err)
 			}
 		}
@@ -398,7 +398,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 	if ctx.Err() != nil {
 		return nil
 	}
-	log.Info("capture starting", "position", start.String(), "token", lead.Token())
+	log.Info("capture starting", "position", start.String(), "token", lead.Token(), "source", inst.Source.Addr, "tls", inst.Source.TLS != nil)
 	lag := &capture.LagTracker{}
 	if prev, ok := cluster.LastLag(ctx, w.opts.Coord, inst.ID); ok {
 		lag.Seed(prev, time.Now())

@@ -69,7 +69,7 @@ func (w *Wave) resnapshot(ctx context.Context, inst *cluster.Instance, lead coor
 		log.Warn("snapshot requested: the source's password", "err", err)
 		return false
 	}
-	end, err := capture.CurrentPosition(ctx, inst.Source.Addr, inst.Source.User, password.Reveal(), inst.Source.Flavor)
+	end, err := capture.CurrentPosition(ctx, inst.Source, password.Reveal())
 	if err != nil {
 		log.Warn("snapshot requested: read the source's current position; trying again", "err", err)
 		return false

@@ -49,7 +49,7 @@ func CheckSource(ctx context.Context, inst *cluster.Instance, password func(clus
 	if reading {
 		dumpAs = 0
 	}
-	s, err := capture.CheckSource(rctx, src.Addr, src.User, pw.Reveal(), src.Flavor, dumpAs)
+	s, err := capture.CheckSource(rctx, src, pw.Reveal(), dumpAs)
 	if err != nil && blankPasswordEnv(src, pw) {
 		err = fmt.Errorf("%w (source.password_env names %s, which is set but empty here)", err, src.PasswordEnv)
 	}

@@ -29,7 +29,7 @@ func ResolveStart(ctx context.Context, inst *cluster.Instance, password func(clu
 	if err == nil {
 		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 		var p cluster.Position
-		p, err = capture.CurrentPosition(rctx, inst.Source.Addr, inst.Source.User, pw.Reveal(), inst.Source.Flavor)
+		p, err = capture.CurrentPosition(rctx, inst.Source, pw.Reveal())
 		cancel()
 		if err == nil {
 			p.TS = 0

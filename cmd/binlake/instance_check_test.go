@@ -43,7 +43,7 @@ func TestInstanceAddCheck(t *testing.T) {
 	}
 	line := 1 + bytes.Count(b[:bytes.Index(b, []byte("\n  password_env:"))+1], []byte("\n"))
 	for _, tc := range []struct{ name, from, to, want string }{
-		{"misspelt key", "  password_env:", "  pasword_env:", "typo.yaml:" + strconv.Itoa(line) + `: unknown key "source.pasword_env" (under source: addr, user, password_env, password_file, flavor, server_id)`},
+		{"misspelt key", "  password_env:", "  pasword_env:", "typo.yaml:" + strconv.Itoa(line) + `: unknown key "source.pasword_env" (under source: addr, user, password_env, password_file, flavor, server_id, tls)`},
 		// As the judge's and the agent's configs answer it (it was a plain unknown key).
 		{"inline password", "  password_env: BINLAKE_ORDERS_PASSWORD", "  password: s3cret", "typo.yaml:" + strconv.Itoa(line) +
 			`: field "source.password": a secret is never inline: put it in a file named by password_file, or in a variable named by password_env`},

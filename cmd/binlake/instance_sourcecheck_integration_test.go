@@ -151,7 +151,7 @@ func holdDump(t *testing.T, a testenv.MySQLAddr, serverID uint32) <-chan error {
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{ServerID: serverID, Flavor: cluster.FlavorMariaDB,
 		Host: host, Port: uint16(p), User: a.User, Password: a.Password, DisableRetrySync: true, Logger: quietLogger()})
 	t.Cleanup(syncer.Close)
-	pos, err := capture.CurrentPosition(testenv.Context(t), a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
+	pos, err := capture.CurrentPosition(testenv.Context(t), cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB}, a.Password)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func holdDump(t *testing.T, a testenv.MySQLAddr, serverID uint32) <-chan error {
 	// Registered once the source lists it.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s, err := capture.CheckSource(testenv.Context(t), a.Addr, a.User, a.Password, cluster.FlavorMariaDB, 0)
+		s, err := capture.CheckSource(testenv.Context(t), cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB}, a.Password, 0)
 		if err == nil && len(s.ServerIDProblems(serverID)) > 0 {
 			return ended
 		}

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/internal/coord"
 	"github.com/binlake/binlake/wave"
 	"github.com/binlake/binlake/wave/cluster"
@@ -152,8 +153,8 @@ func (ic *instanceCmd) show() error {
 		fmt.Fprintf(out, "rows/s    %.1f\n", *info.RowsPerS)
 	}
 	if info.Instance != nil {
-		fmt.Fprintf(out, "source    %s@%s (%s, server id %d)\n", info.Instance.Source.User, info.Instance.Source.Addr,
-			info.Instance.Source.Flavor, info.Instance.Source.ServerID)
+		src := info.Instance.Source
+		fmt.Fprintf(out, "source    %s@%s (%s, server id %d%s)\n", src.User, src.Addr, src.Flavor, src.ServerID, tlsNote(src.TLS))
 		for _, s := range info.Instance.Subscriptions {
 			format := s.Format
 			if format == "" {
@@ -418,4 +419,17 @@ func (ic *instanceCmd) rebalance() error {
 		return ic.noJudge()
 	}
 	return rebalanceInstances(ic.cctx, ic.c, ic.planner, false, *f.asJSON, *f.wait, ic.out)
+}
+
+// tlsNote is how instance show says the source's TLS: nothing for plain TCP.
+func tlsNote(t *config.ClientTLS) string {
+	switch {
+	case t == nil:
+		return ""
+	case t.InsecureSkipVerify:
+		return ", TLS without verifying the certificate"
+	case t.CAFile != "":
+		return ", TLS with the CA " + t.CAFile
+	}
+	return ", TLS with the system's CAs"
 }

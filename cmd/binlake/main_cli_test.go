@@ -278,8 +278,9 @@ func TestParseDSNURLForm(t *testing.T) {
 		{"mysql://:hunter2@h:1/", "empty user"},
 		{"mysql://u:hunter2@h:99999/", `port "99999"`},
 		{"mysql://u:hunter2@h:1/orders", "nothing may follow the address"},
-		{"mysql://u:hunter2@h:1/?tls=true", "parameters are not taken"},
-		{"mysql://u:hunter2@h:1?tls=true", "TLS to the source is not supported"},
+		{"mysql://u:hunter2@h:1/?charset=utf8mb4", "parameter charset is not taken"},
+		{"mysql://u:hunter2@h:1?tls=preferred", "tls=preferred: want true, skip-verify or false"},
+		{"u:hunter2@tcp(h:1)/?tls=true&tls=false", "tls (true, skip-verify or false) once"},
 		{"mysql://u:hunter2%zz@h/", "the password has a bad %-escape"},
 		{"mysql://u:hunter2@/", "no host"},
 		{"mysql://hunter2.example:3306/", "no user"},
@@ -291,6 +292,24 @@ func TestParseDSNURLForm(t *testing.T) {
 			t.Errorf("ParseDSN(%q) = %v, want an error saying %q", tc.dsn, err, tc.want)
 		} else if strings.Contains(err.Error(), "hunter2") && !strings.Contains(tc.dsn, "hunter2.example") {
 			t.Errorf("ParseDSN(%q): the error shows the password: %v", tc.dsn, err)
+		}
+	}
+	// go-sql-driver's tls parameter: TLS to the source with the system's CAs, or any
+	// certificate, or none.
+	for _, tc := range []struct {
+		dsn       string
+		tls, skip bool
+	}{
+		{"mysql://u@h:1/?tls=true", true, false},
+		{"u@tcp(h:1)/?tls=skip-verify", true, true},
+		{"u@tcp(h:1)/?tls=false", false, false},
+	} {
+		m, err := ParseDSN(tc.dsn)
+		if err != nil || (m.TLS != nil) != tc.tls || tc.tls && m.TLS.InsecureSkipVerify != tc.skip {
+			t.Errorf("ParseDSN(%q) = TLS %+v, %v; want TLS %v, skip-verify %v", tc.dsn, m.TLS, err, tc.tls, tc.skip)
+		}
+		if inst := m.instance(t.TempDir()); inst.Source.TLS != m.TLS {
+			t.Errorf("ParseDSN(%q): the instance's source.tls is %+v, want the DSN's", tc.dsn, inst.Source.TLS)
 		}
 	}
 	// Through the command: the error is up's, the password still hidden.

@@ -43,6 +43,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	channels := fs.String("channels", "", "the alarm's config file (deploy/alarm.example.yaml) or a file with just its channels: section; only the channels are used, and each must build (every missing url_file or password_file is reported, with its line and key). Alerts always go to the log too")
 	mysqlDSN := fs.String("mysql", "", "also capture this MySQL/MariaDB source with a wave: user[:password]@tcp(host:port)/ or mysql://user[:password]@host[:port]/ (port 3306 by default, the password URL-encoded; better from $"+MySQLPasswordEnv+", kept out of the process list)")
 	flavor := fs.String("mysql-flavor", "", "mysql or mariadb (default: ask the server)")
+	tlsCA := fs.String("mysql-tls-ca", "", "connect to the source over TLS, trusting the CA in this PEM file (?tls=true in the DSN trusts the system's CAs)")
 	snapshot := fs.Bool("mysql-snapshot", false, "at the first start on the data folder, emit the subscribed tables' existing rows (\"type\":\"snapshot\") before the binlog, without a gap")
 	serverID := fs.Uint("mysql-server-id", 0, "replica server id the wave registers with, unique on the source (default: derived from the data folder)")
 	var subs stringList
@@ -140,6 +141,15 @@ Flags:`)
 			return fmt.Errorf("bad -mysql-server-id %d: at most %d", *serverID, uint32(1<<32-1))
 		}
 		m.ServerID, m.Snapshot = uint32(*serverID), *snapshot
+		if *tlsCA != "" {
+			if m.TLS != nil && m.TLS.InsecureSkipVerify {
+				return fmt.Errorf("-mysql-tls-ca with tls=skip-verify in the DSN: the CA would not be checked; give one of them")
+			}
+			m.TLS = &config.ClientTLS{CAFile: *tlsCA}
+			if _, _, err := config.LoadCAPool(*tlsCA); err != nil {
+				return fmt.Errorf("-mysql-tls-ca: %w", err)
+			}
+		}
 		for _, s := range subs {
 			sub, err := cluster.ParseSubscriptionFlag(s)
 			if err != nil {
@@ -148,8 +158,8 @@ Flags:`)
 			m.Subscriptions = append(m.Subscriptions, sub)
 		}
 		opts.MySQL = &m
-	} else if len(subs) > 0 || *flavor != "" || *serverID != 0 || *rows != "" || *snapshot {
-		return fmt.Errorf("-mysql-sub, -mysql-flavor, -mysql-server-id, -mysql-snapshot and -rows need -mysql")
+	} else if len(subs) > 0 || *flavor != "" || *serverID != 0 || *rows != "" || *snapshot || *tlsCA != "" {
+		return fmt.Errorf("-mysql-sub, -mysql-flavor, -mysql-server-id, -mysql-snapshot, -mysql-tls-ca and -rows need -mysql")
 	}
 	if *rows == "-" {
 		var stop func()

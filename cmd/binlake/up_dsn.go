@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"hash/fnv"
+	"net/url"
 	"os"
 
 	"github.com/binlake/binlake/internal/config"
@@ -32,6 +33,8 @@ type MySQL struct {
 	// Snapshot emits the subscribed tables' existing rows at the first start on a data
 	// folder, then the binlog from where the snapshot began.
 	Snapshot bool
+	// TLS, when set, makes the wave's connections to the source TLS (cluster.Source.TLS).
+	TLS *config.ClientTLS
 }
 
 // String names the source for logs, without its password.
@@ -47,22 +50,41 @@ var systemSchemas = []string{`mysql\..*`, `information_schema\..*`, `performance
 // ParseDSN parses the source's address (internal/mysqldsn): the go-sql-driver form
 // "user[:password]@tcp(host:port)[/]", "user[:password]@host:port" or the URL form
 // "mysql://user[:password]@host[:port][/]" (port 3306 when left out; user and password
-// %-encoded as in any URL). A database or parameters are refused, since the wave reads
-// the whole server's binlog and filters with subscriptions. Errors show the DSN with its
-// password as ***.
+// %-encoded as in any URL). A database is refused, since the wave reads the whole
+// server's binlog and filters with subscriptions; of the parameters only go-sql-driver's
+// tls is taken: true (the system's CAs; -mysql-tls-ca names another), skip-verify (any
+// certificate: for tests) or false. Errors show the DSN with its password as ***.
 func ParseDSN(dsn string) (MySQL, error) {
 	d, err := mysqldsn.Parse(dsn)
 	if err != nil {
 		return MySQL{}, err
 	}
-	if d.Params != "" {
-		// "?tls=true" was refused with words about databases (an outside trial).
-		return MySQL{}, fmt.Errorf("mysql DSN %q: parameters are not taken: the wave reads the source over plain TCP with the user and password alone (TLS to the source is not supported)", mysqldsn.Redact(dsn))
-	}
 	if d.DB != "" {
 		return MySQL{}, fmt.Errorf("mysql DSN %q: nothing may follow the address but '/': the wave reads every database and --mysql-sub selects tables", mysqldsn.Redact(dsn))
 	}
-	return MySQL{Addr: d.Addr, User: d.User, Password: config.Secret(d.Password)}, nil
+	m := MySQL{Addr: d.Addr, User: d.User, Password: config.Secret(d.Password)}
+	if d.Params == "" {
+		return m, nil
+	}
+	q, err := url.ParseQuery(d.Params)
+	if err != nil {
+		return MySQL{}, fmt.Errorf("mysql DSN %q: parameters: %w", mysqldsn.Redact(dsn), err)
+	}
+	for k, v := range q {
+		if k != "tls" || len(v) != 1 {
+			return MySQL{}, fmt.Errorf("mysql DSN %q: parameter %s is not taken: the wave reads the source with the user and password alone, and tls (true, skip-verify or false) once", mysqldsn.Redact(dsn), k)
+		}
+		switch v[0] {
+		case "true":
+			m.TLS = &config.ClientTLS{}
+		case "skip-verify":
+			m.TLS = &config.ClientTLS{InsecureSkipVerify: true}
+		case "false":
+		default:
+			return MySQL{}, fmt.Errorf("mysql DSN %q: tls=%s: want true, skip-verify or false (-mysql-tls-ca names a CA to trust)", mysqldsn.Redact(dsn), v[0])
+		}
+	}
+	return m, nil
 }
 
 // instance is the capture instance `up` defines for the source.
@@ -80,7 +102,7 @@ func (m MySQL) instance(dataDir string) *cluster.Instance {
 	}
 	inst := &cluster.Instance{
 		ID:            InstanceID,
-		Source:        cluster.Source{Addr: m.Addr, User: m.User, Flavor: m.Flavor, ServerID: id},
+		Source:        cluster.Source{Addr: m.Addr, User: m.User, Flavor: m.Flavor, ServerID: id, TLS: m.TLS},
 		Subscriptions: subs,
 	}
 	if m.Snapshot {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -187,5 +188,53 @@ func TestUpRestartsWhileTheSourceRefusesTheLogin(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "is it running, and reachable from here?") ||
 		!strings.Contains(err.Error(), "With -mysql-flavor mysql or mariadb up starts all the same") {
 		t.Fatalf("a server that does not answer: %v; want the error and the hint", err)
+	}
+}
+
+// TestUpMySQLOverTLSIntegration: `up -mysql` with -mysql-tls-ca captures a source whose
+// user is refused in the clear (created REQUIRE SSL): the flavor asked at the start, the
+// wave's position, binlog and schema reads all go over TLS, and the rows arrive.
+func TestUpMySQLOverTLSIntegration(t *testing.T) {
+	a, ca := testenv.RequireMySQLTLS(t)
+	db, exec, _ := testenv.ScratchDatabase(t, "up_tls")
+	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY, v VARCHAR(20))")
+	user := fmt.Sprintf("up_tls_%d", time.Now().UnixNano()%1e9)
+	exec("CREATE USER '" + user + "'@'%' IDENTIFIED BY 'pw' REQUIRE SSL")
+	t.Cleanup(func() { exec("DROP USER '" + user + "'@'%'") })
+	exec("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '" + user + "'@'%'")
+	exec("GRANT SELECT ON " + db + ".* TO '" + user + "'@'%'")
+
+	dsn := user + ":pw@tcp(" + a.Addr + ")/"
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"up", "-data", t.TempDir(), "-mysql", dsn, "-mysql-tls-ca", filepath.Join(t.TempDir(), "absent.pem")}, &out, &errOut)
+	if err == nil || !strings.HasPrefix(err.Error(), "-mysql-tls-ca: ") || !strings.Contains(err.Error(), "absent.pem") {
+		t.Fatalf("an absent CA file: %v, want it named before anything starts", err)
+	}
+	plain, err := ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := detectFlavor(context.Background(), plain); err == nil || !strings.Contains(err.Error(), "set source.tls") {
+		t.Fatalf("in the clear: %v, want the refusal with the hint on TLS", err)
+	}
+	m := plain
+	m.TLS = &config.ClientTLS{CAFile: ca}
+	m.Subscriptions = []cluster.Subscription{{Name: "t", Topic: "it.rows", Include: []string{db + `\.t`}}}
+	dir := t.TempDir()
+	s := startUp(t, upOptions{DataDir: dir, Node: "wave-tls", MySQL: &m})
+	waitRunning(t, s.urls.Wave)
+	exec("INSERT INTO " + db + ".t VALUES (1, 'over'), (2, 'tls')")
+	if rows := waitRows(t, s.urls.Rows, db, 2); len(rows) != 2 {
+		t.Fatalf("%d rows over TLS, want 2: %v", len(rows), rows)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"instance", "show", InstanceID, "-data", dir, "-sample", "0"}, &out, &errOut); err != nil {
+		t.Fatalf("instance show: %v", err)
+	}
+	if want := "source    " + user + "@" + a.Addr + " (mariadb, server id "; !strings.Contains(out.String(), want) || !strings.Contains(out.String(), ", TLS with the CA "+ca+")") {
+		t.Fatalf("instance show does not say the source is read over TLS with its CA:\n%s", out.String())
 	}
 }

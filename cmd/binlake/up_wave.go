@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/binlake/binlake/internal/bus"
@@ -180,7 +179,7 @@ func defineInstance(ctx context.Context, c coord.Coordinator, inst *cluster.Inst
 func detectFlavor(ctx context.Context, m MySQL) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := client.ConnectWithContext(cctx, m.Addr, m.User, m.Password.Reveal(), "", 10*time.Second)
+	version, err := capture.SourceVersion(cctx, cluster.Source{Addr: m.Addr, User: m.User, TLS: m.TLS}, m.Password.Reveal())
 	if err != nil {
 		err = capture.ServerError(err)
 		var me *mysql.MyError
@@ -191,12 +190,11 @@ func detectFlavor(ctx context.Context, m MySQL) (string, error) {
 			return "", fmt.Errorf("mysql %s: %w (up asks the server whether it is MySQL or MariaDB, and it refused the login: check the user and its password, in the DSN or $%s; with -mysql-flavor mysql or mariadb up starts all the same and retries the login, as on a folder that knows its flavor)",
 				m, err, MySQLPasswordEnv)
 		}
-		if me == nil {
+		if me == nil && !capture.Hinted(err) {
 			return "", fmt.Errorf("mysql %s: %w (up asks the server whether it is MySQL or MariaDB: is it running, and reachable from here? With -mysql-flavor mysql or mariadb up starts all the same and retries until it answers)",
 				m, err)
 		}
 		return "", fmt.Errorf("mysql %s: %w", m, err)
 	}
-	defer conn.Close()
-	return capture.FlavorOf(conn.GetServerVersion()), nil
+	return capture.FlavorOf(version), nil
 }

@@ -3,7 +3,9 @@
 # A private MariaDB for the integration tests on 127.0.0.1:3307, writing a ROW binlog with
 # full row images and full row metadata (what the binlog readers under test need). It never
 # touches the system instance: --no-defaults, its own datadir, socket and pid file under
-# $TESTENV_DIR/mariadb/. root has no password and may connect over TCP.
+# $TESTENV_DIR/mariadb/. root has no password and may connect over TCP. The server offers
+# TLS (not required) with a certificate of its own test CA, made once in
+# $TESTENV_DIR/mariadb/tls/ (services.sh env names the CA: BINLAKE_TEST_MYSQL_TLS_CA).
 source "$(dirname "$0")/lib.sh"
 
 NAME=mariadb
@@ -16,12 +18,39 @@ PIDFILE=$SVC_DIR/pid
 SOCK=$SVC_DIR/mariadbd.sock
 if (( ${#SOCK} > 100 )); then SOCK=/tmp/binlake-testenv-mariadb-$(id -u)-$PORT.sock; fi
 
+TLSD=$SVC_DIR/tls
+
+# make_tls: the test CA and the server's certificate (127.0.0.1 and localhost), once.
+make_tls() {
+  [[ -f $TLSD/.complete ]] && return 0
+  command -v openssl >/dev/null 2>&1 || need_apt openssl
+  local tmp=$TLSD.tmp
+  rm -rf "$tmp"; mkdir -p "$tmp" "$LOGDIR"; chmod 700 "$tmp"
+  log "$NAME: making the test CA and the server's certificate in $TLSD (first run only)"
+  (
+    cd "$tmp"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 -subj "/CN=binlake testenv MariaDB CA" \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=127.0.0.1"
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 3650 -extfile server.ext
+    rm -f ./*.csr ./*.ext
+    chmod 600 ./*.key
+  ) >"$LOGDIR/tls.log" 2>&1 || { tail -n 20 "$LOGDIR/tls.log" >&2; die "$NAME: making the test certificates failed; see $LOGDIR/tls.log"; }
+  touch "$tmp/.complete"
+  rm -rf "$TLSD"; mv "$tmp" "$TLSD"
+}
+
 # client ARGS...: the mariadb client against our instance over TCP, ignoring ~/.my.cnf.
 client() { mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$PORT" -uroot "$@"; }
 
 # ready: root without a password can run a query over TCP (ping alone answers even when
 # access is denied, so it would not prove that the tests can log in).
 ready() { client -N -e 'SELECT 1' >/dev/null 2>&1; }
+
+# offers_tls: the running server has TLS on (a server started before the scripts enabled
+# it is restarted by up).
+offers_tls() { [[ $(client -N -e 'SELECT @@have_ssl' 2>/dev/null) == YES ]]; }
 
 # SERVER_USER: mariadbd refuses to run as root unless told so explicitly.
 SERVER_USER=()
@@ -44,8 +73,12 @@ init_datadir() {
 
 up() {
   if pid_alive "$PIDFILE" && ready; then
-    echo "$NAME: already running on 127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"
-    return 0
+    if offers_tls; then
+      echo "$NAME: already running on 127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"
+      return 0
+    fi
+    log "$NAME: the running server does not offer TLS (started by an older script); restarting it"
+    stop_pid "$NAME" "$PIDFILE"
   fi
   if pid_alive "$PIDFILE"; then
     # Started by an earlier `up` that has not finished starting (or hung): wait for it.
@@ -58,6 +91,7 @@ up() {
   port_open "$PORT" && die "$NAME: 127.0.0.1:$PORT is taken by a process we did not start; stop it or set BINLAKE_TEST_MYSQL_PORT"
 
   need_apt mariadb-server mariadb-client
+  make_tls
   local t0; t0=$(now_ms)
   local first=""
   if [[ ! -f $DATA/.binlake-initialised ]]; then
@@ -83,12 +117,14 @@ up() {
     --max-allowed-packet=64M --max-connections=500 \
     --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
     --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 --sync-binlog=0 \
-    --skip-name-resolve
+    --skip-name-resolve \
+    --ssl-ca="$TLSD/ca.pem" --ssl-cert="$TLSD/server.pem" --ssl-key="$TLSD/server.key"
 
   if ! wait_until "$NAME" 60 "$LOGDIR/error.log" ready; then
     stop_pid "$NAME" "$PIDFILE"
     die "$NAME: did not become ready on 127.0.0.1:$PORT (log: $LOGDIR/error.log)"
   fi
+  offers_tls || die "$NAME: started without TLS (log: $LOGDIR/error.log)"
   echo "$NAME: ready on 127.0.0.1:$PORT in $(elapsed "$t0") s (cold start$first)"
 }
 

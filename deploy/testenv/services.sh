@@ -24,9 +24,11 @@ case $cmd in
     # kafka.sh keeps the SASL_SSL listener's CA, client certificate and passwords here.
     repo=$(cd "$here/../.." && pwd)
     tlsd=${BINLAKE_TESTENV_DIR:-$repo/.testenv}/kafka/tls
+    mtls=${BINLAKE_TESTENV_DIR:-$repo/.testenv}/mariadb/tls
     prom=${BINLAKE_TESTENV_DIR:-$repo/.testenv}/prometheus/root/usr/bin
     cat <<ENV
 export BINLAKE_TEST_MYSQL='root@tcp(127.0.0.1:3307)/'
+export BINLAKE_TEST_MYSQL_TLS_CA='$mtls/ca.pem'
 export BINLAKE_TEST_ZK=127.0.0.1:2181
 export BINLAKE_TEST_ZK_ENSEMBLE=127.0.0.1:2182,127.0.0.1:2183,127.0.0.1:2184
 export BINLAKE_TEST_KAFKA=127.0.0.1:9092

@@ -14,17 +14,17 @@ import (
 type ClientTLS struct {
 	// CAFile is a PEM file of the CAs that sign the server's certificate; the system's
 	// CAs when empty.
-	CAFile string `yaml:"ca_file"`
+	CAFile string `json:"ca_file,omitempty" yaml:"ca_file"`
 	// CertFile and KeyFile are the client's PEM certificate and key, for a server that
 	// requires a client certificate; both or neither.
-	CertFile string `yaml:"cert_file"`
-	KeyFile  string `yaml:"key_file"`
+	CertFile string `json:"cert_file,omitempty" yaml:"cert_file"`
+	KeyFile  string `json:"key_file,omitempty" yaml:"key_file"`
 	// ServerName is the name checked in the server's certificate; by default the host
 	// of the address dialled.
-	ServerName string `yaml:"server_name"`
+	ServerName string `json:"server_name,omitempty" yaml:"server_name"`
 	// InsecureSkipVerify accepts any server certificate. For tests only: it allows a
 	// man in the middle.
-	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+	InsecureSkipVerify bool `json:"insecure_skip_verify,omitempty" yaml:"insecure_skip_verify"`
 }
 
 // Check checks the block at the key prefix ("bus.tls", "store.elastic.tls") as the role
@@ -34,21 +34,34 @@ func (t *ClientTLS) Check(prefix string) error {
 	if t == nil {
 		return nil
 	}
-	var errs []error
+	errs := []error{t.CheckKeys(prefix)}
 	files := *t
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		files.CertFile, files.KeyFile = "", "" // half a pair: only the CA file is read
+	}
+	if _, err := files.Load(prefix); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// CheckKeys is Check without reading the files, for a block used on other hosts than the
+// one checking it (a wave instance's source.tls, stored in the coordinator: each wave
+// reads the files on its own host).
+func (t *ClientTLS) CheckKeys(prefix string) error {
+	if t == nil {
+		return nil
+	}
+	var errs []error
 	if (t.CertFile == "") != (t.KeyFile == "") {
 		if t.CertFile == "" {
 			errs = append(errs, Bad(prefix+".cert_file", "required with key_file"))
 		} else {
 			errs = append(errs, Bad(prefix+".key_file", "required with cert_file"))
 		}
-		files.CertFile, files.KeyFile = "", "" // half a pair: only the CA file is read
 	}
 	if t.InsecureSkipVerify && t.CAFile != "" {
 		errs = append(errs, Bad(prefix+".insecure_skip_verify", "set with ca_file: the CA would not be checked; set one of them"))
-	}
-	if _, err := files.Load(prefix); err != nil {
-		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

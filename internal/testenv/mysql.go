@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -60,4 +61,23 @@ func ScratchDatabase(t testing.TB, prefix string) (db string, exec func(q string
 		conn.Close()
 	})
 	return db, exec, conn
+}
+
+// EnvMySQLTLSCA names the PEM file of the CA that signs the test MariaDB's certificate
+// (deploy/testenv/mariadb.sh; `services.sh env` sets it next to BINLAKE_TEST_MYSQL).
+const EnvMySQLTLSCA = "BINLAKE_TEST_MYSQL_TLS_CA"
+
+// RequireMySQLTLS is RequireMySQL for a test of TLS to the source: it also returns the
+// CA file, failing the test when the variable is unset or the file missing.
+func RequireMySQLTLS(t testing.TB) (MySQLAddr, string) {
+	t.Helper()
+	a := RequireMySQL(t)
+	ca := os.Getenv(EnvMySQLTLSCA)
+	if ca == "" {
+		t.Fatalf("%s is set but %s is not (eval \"$(bash deploy/testenv/services.sh env)\")", MySQL.Env, EnvMySQLTLSCA)
+	}
+	if _, err := os.Stat(ca); err != nil {
+		t.Fatalf("%s: %v (made by deploy/testenv/mariadb.sh up)", EnvMySQLTLSCA, err)
+	}
+	return a, ca
 }

@@ -33,9 +33,13 @@ func MeasureBinlogRate(ctx context.Context, src cluster.Source, password string,
 	if over <= 0 {
 		return BinlogRate{}, fmt.Errorf("measure the binlog of %s: a window of %s: want more than 0", src.Addr, over)
 	}
-	conn, err := client.ConnectWithContext(ctx, src.Addr, src.User, password, "", 10*time.Second)
+	ep, err := EndpointOf(src, password)
 	if err != nil {
-		return BinlogRate{}, fmt.Errorf("connect to %s: %w", src.Addr, ServerError(err))
+		return BinlogRate{}, err
+	}
+	conn, err := ep.connect(ctx, 10*time.Second)
+	if err != nil {
+		return BinlogRate{}, fmt.Errorf("connect to %s: %w", ep, ServerError(err))
 	}
 	defer conn.Close()
 	before, err := binlogSizes(conn)

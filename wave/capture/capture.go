@@ -160,6 +160,7 @@ type Options struct {
 type Capture struct {
 	Options
 	sc *schema
+	ep Endpoint // the last session's (endpoint)
 
 	// resume is the last transaction boundary read: where a reconnect starts.
 	resume cluster.Position
@@ -247,12 +248,14 @@ func New(o Options, start cluster.Position) (*Capture, error) {
 		c.xaDone[x] = true
 	}
 	c.resume.XADone = ""
-	c.sc = newSchema(o.Inst.Source.Addr, o.Inst.Source.User, o.Password, o.Log)
+	// Without the TLS files yet: each session reads them (endpoint) before anything connects.
+	ep := Endpoint{Addr: o.Inst.Source.Addr, User: o.Inst.Source.User, Password: o.Password}
+	c.sc = newSchema(ep, o.Log)
 	opts := o.Snapshot
 	if opts == nil {
 		opts = &cluster.SnapshotOptions{}
 	}
-	c.snap = &snapshotRun{src: snapshotSource{addr: o.Inst.Source.Addr, user: o.Inst.Source.User, password: o.Password},
+	c.snap = &snapshotRun{src: snapshotSource{ep: ep},
 		opts: opts, requests: o.SnapshotRequests, touched: map[string]time.Time{}, onRows: o.OnSnapshot, lastLog: time.Now()}
 	if start.GTIDSet != "" {
 		gs, err := mysql.ParseGTIDSet(o.Inst.Source.Flavor, start.GTIDSet)
@@ -264,14 +267,19 @@ func New(o Options, start cluster.Position) (*Capture, error) {
 	return c, nil
 }
 
-// currentPosition asks the source where its binlog ends now: the start of a first capture.
-func CurrentPosition(ctx context.Context, addr, user, password, flavor string) (cluster.Position, error) {
-	conn, err := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
+// CurrentPosition asks the source where its binlog ends now: the start of a first
+// capture.
+func CurrentPosition(ctx context.Context, src cluster.Source, password string) (cluster.Position, error) {
+	ep, err := EndpointOf(src, password)
 	if err != nil {
-		return cluster.Position{}, fmt.Errorf("connect to %s as %s: %w", addr, user, ServerError(err))
+		return cluster.Position{}, err
+	}
+	conn, err := ep.connect(ctx, 10*time.Second)
+	if err != nil {
+		return cluster.Position{}, fmt.Errorf("connect to %s: %w", ep, ServerError(err))
 	}
 	defer conn.Close()
-	return positionNow(conn, flavor)
+	return positionNow(conn, src.Flavor)
 }
 
 // positionNow reads the end of conn's binlog and the GTID set there. The set must not be
@@ -389,7 +397,8 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 	src := c.Inst.Source
 	host, portStr, _ := net.SplitHostPort(src.Addr)
 	port, _ := strconv.ParseUint(portStr, 10, 16)
-	if err := c.resolvePassword(); err != nil {
+	ep, err := c.endpoint()
+	if err != nil {
 		return false, err
 	}
 	var owner binlogOwner // set by onConnect
@@ -400,7 +409,8 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 		Host:                    host,
 		Port:                    uint16(port),
 		User:                    src.User,
-		Password:                c.Password,
+		Password:                ep.Password,
+		TLSConfig:               ep.TLS,
 		Charset:                 "utf8mb4",
 		TimestampStringLocation: time.UTC,
 		ParseTime:               true,                // temporal values formatted by rowenc.EncodeRow, not fmt.Sprintf
@@ -442,7 +452,7 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 		streamer, err = syncer.StartSync(mysql.Position{Name: c.resume.File, Pos: max(c.resume.Pos, 4)})
 	}
 	if err != nil {
-		return false, classify(dumpDenied(ctx, src.Addr, src.User, c.Password, ServerError(err)))
+		return false, classify(dumpDenied(ctx, ep, ServerError(err)))
 	}
 	if c.announce {
 		c.announce = false
@@ -489,21 +499,27 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 	}
 }
 
-// resolvePassword reads the source's password again through Secret (a no-op without
-// it). The connections already open stay: they were accepted, and a KILL or a drop
-// reopens them with the new password.
-func (c *Capture) resolvePassword() error {
-	if c.Secret == nil {
-		return nil
+// endpoint reads the source's password again through Secret (when set) and the TLS
+// files source.tls names, for the session's connections and those the schema reads and
+// the snapshot open from now on: a rotated password or certificate is taken up at the
+// next reconnect. The connections already open stay: they were accepted, and a KILL or
+// a drop reopens them.
+func (c *Capture) endpoint() (Endpoint, error) {
+	if c.Secret != nil {
+		pw, err := c.Secret()
+		if err != nil {
+			return Endpoint{}, err
+		}
+		c.Password = pw
 	}
-	pw, err := c.Secret()
+	ep, err := EndpointOf(c.Inst.Source, c.Password)
 	if err != nil {
-		return err
+		return Endpoint{}, err
 	}
-	c.Password = pw
-	c.sc.setPassword(pw)
-	c.snap.src.password = pw
-	return nil
+	c.ep = ep
+	c.sc.setEndpoint(ep)
+	c.snap.src.ep = ep
+	return ep, nil
 }
 
 // errNoEventYet: nextEvent waited its while without an event.
@@ -529,16 +545,16 @@ func (c *Capture) nextEvent(ctx context.Context, streamer *replication.BinlogStr
 // MariaDB answers a user without REPLICATION SLAVE with the ERROR 1045 of a wrong
 // password, and the operator checked the password. A plain login is tried: when it
 // works, the privilege is what is missing. err itself otherwise.
-func dumpDenied(ctx context.Context, addr, user, password string, err error) error {
+func dumpDenied(ctx context.Context, ep Endpoint, err error) error {
 	if !isAccessDenied(err) {
 		return err
 	}
-	conn, cerr := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
+	conn, cerr := ep.connect(ctx, 10*time.Second)
 	if cerr != nil {
 		return err // the login itself is refused: the password, or the user's host
 	}
 	conn.Close()
-	return fmt.Errorf("user %s logs in, but the source refused to send it the binlog (%w): grant it REPLICATION SLAVE", user, err)
+	return fmt.Errorf("user %s logs in, but the source refused to send it the binlog (%w): grant it REPLICATION SLAVE", ep.User, err)
 }
 
 // classify marks the source's "cannot serve this position" error as fatal, and names a

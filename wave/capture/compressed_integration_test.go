@@ -27,7 +27,7 @@ func TestMariaDBCompressedBinlogIntegration(t *testing.T) {
 	for _, tb := range []string{"plain", "packed"} {
 		exec("CREATE TABLE " + db + "." + tb + " (id INT PRIMARY KEY, v TEXT, n INT, d DATETIME(3) NULL)")
 	}
-	start, err := CurrentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
+	start, err := CurrentPosition(ctx, cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB}, a.Password)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestMariaDBCompressedBinlogIntegration(t *testing.T) {
 // its end now.
 func binlogEventTypes(t *testing.T, ctx context.Context, a testenv.MySQLAddr, start cluster.Position) map[replication.EventType]int {
 	t.Helper()
-	end, err := CurrentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
+	end, err := CurrentPosition(ctx, cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB}, a.Password)
 	if err != nil {
 		t.Fatal(err)
 	}

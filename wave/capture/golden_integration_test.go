@@ -64,7 +64,7 @@ func TestGoldenRowMessagesIntegration(t *testing.T) {
 	for _, g := range goldenTypes {
 		exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, v %s)", db, g.name, g.column))
 	}
-	start, err := CurrentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
+	start, err := CurrentPosition(ctx, cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB}, a.Password)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,8 +50,8 @@ type schemaColumn struct {
 // until a DDL changes them. Lookups are by column name where the binlog gives names, so a
 // schema read after a later DDL cannot shift values between columns.
 type schema struct {
-	addr, user, password string
-	log                  *slog.Logger
+	ep  Endpoint
+	log *slog.Logger
 
 	mu     sync.Mutex
 	conn   *client.Conn
@@ -59,8 +59,8 @@ type schema struct {
 	warned map[string]bool
 }
 
-func newSchema(addr, user, password string, log *slog.Logger) *schema {
-	return &schema{addr: addr, user: user, password: password, log: log,
+func newSchema(ep Endpoint, log *slog.Logger) *schema {
+	return &schema{ep: ep, log: log,
 		tables: map[string]*schemaInfo{}, warned: map[string]bool{}}
 }
 
@@ -73,11 +73,12 @@ func (s *schema) close() {
 	}
 }
 
-// setPassword is the password of the connections opened from now on.
-func (s *schema) setPassword(pw string) {
+// setEndpoint is the endpoint of the connections opened from now on (the password and
+// TLS files read again).
+func (s *schema) setEndpoint(ep Endpoint) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.password = pw
+	s.ep = ep
 }
 
 // invalidate forgets every cached table: called on a DDL that may change tables it does
@@ -97,9 +98,9 @@ func (s *schema) forget(db, table string) {
 
 func (s *schema) execute(ctx context.Context, query string, args ...any) (*mysql.Result, error) {
 	if s.conn == nil {
-		c, err := client.ConnectWithContext(ctx, s.addr, s.user, s.password, "", 10*time.Second)
+		c, err := s.ep.connect(ctx, 10*time.Second)
 		if err != nil {
-			return nil, fmt.Errorf("connect to %s as %s: %w", s.addr, s.user, ServerError(err))
+			return nil, fmt.Errorf("connect to %s: %w", s.ep, ServerError(err))
 		}
 		s.conn = c
 	}
@@ -377,7 +378,7 @@ func buildTable(ctx context.Context, tm *replication.TableMapEvent, flavor strin
 		// information_schema shows a user only the tables it has a privilege on: with
 		// REPLICATION grants alone, MariaDB's JSON columns went out as strings, silently.
 		sc.warnOnce(key, fmt.Sprintf("the source shows user %s no column of this table: it was dropped since, or the user may not see it (grant it SELECT on the captured tables); "+
-			"what the binlog's metadata lacks is not filled in: MariaDB JSON columns go out as text, UUID, INET4 and INET6 columns as base64 of their bytes", sc.user))
+			"what the binlog's metadata lacks is not filled in: MariaDB JSON columns go out as text, UUID, INET4 and INET6 columns as base64 of their bytes", sc.ep.User))
 	}
 	if needNames || needSign || needText || needMembers {
 		sc.warnOnce(key, "binlog lacks row metadata (binlog_row_metadata=FULL); column names and types come from the current schema, which is wrong for rows written before a later DDL")

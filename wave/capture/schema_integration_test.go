@@ -92,7 +92,7 @@ func tableAt(t *testing.T, ctx context.Context, a testenv.MySQLAddr, prefix, col
 	t.Helper()
 	db, exec, _ := testenv.ScratchDatabase(t, prefix)
 	exec("CREATE TABLE " + db + ".t " + columns)
-	start, err := CurrentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
+	start, err := CurrentPosition(ctx, cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB}, a.Password)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestSchemaPrimaryKeyInKeyOrderIntegration(t *testing.T) {
 	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
 	db, exec, start := tableAt(t, ctx, a, "wave_pk_order", "(a INT NOT NULL, b INT NOT NULL, c INT, PRIMARY KEY (b, a))")
 	exec("INSERT INTO " + db + ".t VALUES (1, 2, 3)")
-	sc := newSchema(a.Addr, a.User, a.Password, slog.New(slog.DiscardHandler))
+	sc := newSchema(Endpoint{Addr: a.Addr, User: a.User, Password: a.Password}, slog.New(slog.DiscardHandler))
 	defer sc.close()
 	for _, metadata := range []bool{true, false} {
 		tm := readTableMap(t, ctx, a, start, db, "t").Event.(*replication.TableMapEvent)
@@ -184,14 +184,14 @@ func TestSchemaCacheOutlivesLaterQueriesIntegration(t *testing.T) {
 	exec("CREATE TABLE " + db + ".t_a (k2 INT NOT NULL, meta JSON NULL, e ENUM('x','y') NULL, k1 INT NOT NULL, PRIMARY KEY (k1, k2))")
 	exec("CREATE TABLE " + db + ".t_b (zz INT NOT NULL PRIMARY KEY, qqqq JSON NULL, w ENUM('p','q') NULL, zy INT NOT NULL)")
 	log := slog.New(slog.DiscardHandler)
-	sc := newSchema(a.Addr, a.User, a.Password, log)
+	sc := newSchema(Endpoint{Addr: a.Addr, User: a.User, Password: a.Password}, log)
 	defer sc.close()
 	info, err := sc.lookup(ctx, db, "t_a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Other lookups, on a schema of their own: the pool the buffers go back to is shared.
-	other := newSchema(a.Addr, a.User, a.Password, log)
+	other := newSchema(Endpoint{Addr: a.Addr, User: a.User, Password: a.Password}, log)
 	defer other.close()
 	for range 20 {
 		if _, err := other.lookup(ctx, db, "t_b"); err != nil {
@@ -210,7 +210,7 @@ func TestSchemaCacheOutlivesLaterQueriesIntegration(t *testing.T) {
 		t.Errorf("cached primary key of t_a after other queries: %q, want [k1 k2]", info.pk)
 	}
 	// The snapshot's layout of the table, from the cached lookup: meta is JSON.
-	src := &snapshotSource{addr: a.Addr, user: a.User, password: a.Password}
+	src := &snapshotSource{ep: Endpoint{Addr: a.Addr, User: a.User, Password: a.Password}}
 	defer src.close()
 	tb, err := src.table(ctx, sc, db, "t_a")
 	if err != nil {
@@ -260,7 +260,7 @@ func TestSchemaFillsWhatMinimalMetadataLacksIntegration(t *testing.T) {
 			t.Errorf("column %s: geometry type %v, want %v", name, got, want)
 		}
 	}
-	src := &snapshotSource{addr: a.Addr, user: a.User, password: a.Password}
+	src := &snapshotSource{ep: Endpoint{Addr: a.Addr, User: a.User, Password: a.Password}}
 	defer src.close()
 	snap, err := src.table(ctx, c.sc, db, "t")
 	if err != nil {
@@ -400,14 +400,14 @@ func TestBlobSizesIntegration(t *testing.T) {
 		"e TINYBLOB, f BLOB, g MEDIUMBLOB, h LONGBLOB, i LONGTEXT CHARACTER SET latin1) DEFAULT CHARSET=utf8mb4")
 	exec("INSERT INTO " + db + ".t (id) VALUES (1)")
 	want := []uint8{0, 1, 2, 3, 4, 1, 2, 3, 4, 4} // the length prefixes' bytes: TINY 1 … LONG 4
-	sc := newSchema(a.Addr, a.User, a.Password, slog.New(slog.DiscardHandler))
+	sc := newSchema(Endpoint{Addr: a.Addr, User: a.User, Password: a.Password}, slog.New(slog.DiscardHandler))
 	defer sc.close()
 	tm := readTableMap(t, ctx, a, start, db, "t").Event.(*replication.TableMapEvent)
 	fromBinlog, err := buildTable(ctx, tm, cluster.FlavorMariaDB, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &snapshotSource{addr: a.Addr, user: a.User, password: a.Password}
+	src := &snapshotSource{ep: Endpoint{Addr: a.Addr, User: a.User, Password: a.Password}}
 	defer src.close()
 	fromSnapshot, err := src.table(ctx, sc, db, "t")
 	if err != nil {
@@ -437,7 +437,7 @@ func TestJSONWithATableLevelGrantIntegration(t *testing.T) {
 	t.Cleanup(func() { exec("DROP USER IF EXISTS '" + name + "'@'%'") })
 	exec("GRANT SELECT ON " + db + ".t TO '" + name + "'@'%'")
 
-	sc := newSchema(a.Addr, name, "pw", slog.New(slog.DiscardHandler))
+	sc := newSchema(Endpoint{Addr: a.Addr, User: name, Password: "pw"}, slog.New(slog.DiscardHandler))
 	defer sc.close()
 	tm := readTableMap(t, ctx, a, start, db, "t").Event.(*replication.TableMapEvent)
 	tb, err := buildTable(ctx, tm, cluster.FlavorMariaDB, sc)

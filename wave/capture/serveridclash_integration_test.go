@@ -23,7 +23,7 @@ func TestServerIDClashIntegration(t *testing.T) {
 	a := testenv.RequireMySQL(t)
 	ctx, cancel := context.WithTimeout(testenv.Context(t), 6*time.Second)
 	defer cancel()
-	start, err := CurrentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
+	start, err := CurrentPosition(ctx, cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB}, a.Password)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,9 @@ func TestSnapshotFixedTextIntegration(t *testing.T) {
 	a, ctx := testenv.RequireMySQL(t), testenv.Context(t)
 	db, exec, _ := tableAt(t, ctx, a, "wave_snapfixed", "(id INT PRIMARY KEY, u UUID, i6 INET6, i4 INET4)")
 	exec("INSERT INTO " + db + ".t VALUES (1, '123e4567-e89b-12d3-a456-426655440000', '::ffff:10.0.0.1', '10.0.0.0')")
-	s := snapshotSource{addr: a.Addr, user: a.User, password: a.Password}
+	s := snapshotSource{ep: Endpoint{Addr: a.Addr, User: a.User, Password: a.Password}}
 	defer s.close()
-	sc := newSchema(a.Addr, a.User, a.Password, slog.New(slog.DiscardHandler))
+	sc := newSchema(Endpoint{Addr: a.Addr, User: a.User, Password: a.Password}, slog.New(slog.DiscardHandler))
 	defer sc.close()
 	tb, err := s.table(ctx, sc, db, "t")
 	if err != nil {

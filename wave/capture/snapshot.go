@@ -51,7 +51,11 @@ func binlogSeq(file string) int64 {
 // initialSnapshotProgress is the progress of the snapshot SnapshotOptions.Initial asks
 // for: every subscribed table, listed now, before the first offset is committed.
 func InitialSnapshotProgress(ctx context.Context, inst *cluster.Instance, password string, filter *cluster.Filter) (*cluster.SnapshotProgress, error) {
-	src := snapshotSource{addr: inst.Source.Addr, user: inst.Source.User, password: password}
+	ep, err := EndpointOf(inst.Source, password)
+	if err != nil {
+		return nil, err
+	}
+	src := snapshotSource{ep: ep}
 	defer src.close()
 	if err := src.checkRowImage(ctx); err != nil {
 		return nil, err
@@ -69,7 +73,11 @@ func InitialSnapshotProgress(ctx context.Context, inst *cluster.Instance, passwo
 // information_schema shows a user only the tables it holds some privilege on, so a
 // replication user without SELECT sees none.
 func SubscribedTables(ctx context.Context, src cluster.Source, password string, filter *cluster.Filter) ([]string, error) {
-	s := snapshotSource{addr: src.Addr, user: src.User, password: password}
+	ep, err := EndpointOf(src, password)
+	if err != nil {
+		return nil, err
+	}
+	s := snapshotSource{ep: ep}
 	defer s.close()
 	return s.subscribedTables(ctx, filter)
 }

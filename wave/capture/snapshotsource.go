@@ -23,7 +23,7 @@ var errNoPrimaryKey = errors.New("no primary key: a snapshot reads tables in pri
 // are turned into the values go-mysql's binlog decoder gives for the same columns, so
 // that a snapshot message and a binlog message of the same row are the same JSON.
 type snapshotSource struct {
-	addr, user, password string
+	ep Endpoint
 
 	conn  *client.Conn
 	stmts map[string]*client.Stmt // by statement text
@@ -42,9 +42,9 @@ func (s *snapshotSource) connection(ctx context.Context) (*client.Conn, error) {
 	if s.conn != nil {
 		return s.conn, nil
 	}
-	c, err := client.ConnectWithContext(ctx, s.addr, s.user, s.password, "", 10*time.Second)
+	c, err := s.ep.connect(ctx, 10*time.Second)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s as %s: %w", s.addr, s.user, ServerError(err))
+		return nil, fmt.Errorf("connect to %s: %w", s.ep, ServerError(err))
 	}
 	if _, err := c.Execute("SET SESSION time_zone = '+00:00'"); err != nil {
 		c.Close()

@@ -141,11 +141,17 @@ func (s SourceSettings) ServerIDProblems(serverID uint32) []string {
 // what the instance's user must be allowed, and says what was refused in Access: reading
 // the binlog's end (REPLICATION CLIENT, MariaDB's BINLOG MONITOR) and, when the replicas
 // were listed and serverID is none of theirs, a binlog dump under serverID (REPLICATION
-// SLAVE), ended at its first event; serverID 0 tries no dump.
-func CheckSource(ctx context.Context, addr, user, password, flavor string, serverID uint32) (SourceSettings, error) {
-	conn, err := client.ConnectWithContext(ctx, addr, user, password, "", 10*time.Second)
+// SLAVE), ended at its first event; serverID 0 tries no dump. src's flavor is the one
+// the source is read as.
+func CheckSource(ctx context.Context, src cluster.Source, password string, serverID uint32) (SourceSettings, error) {
+	ep, err := EndpointOf(src, password)
 	if err != nil {
-		return SourceSettings{}, fmt.Errorf("connect to %s as %s: %w", addr, user, ServerError(err))
+		return SourceSettings{}, err
+	}
+	flavor, user := src.Flavor, src.User
+	conn, err := ep.connect(ctx, 10*time.Second)
+	if err != nil {
+		return SourceSettings{}, fmt.Errorf("connect to %s: %w", ep, ServerError(err))
 	}
 	defer conn.Close()
 	s, err := ReadSourceSettings(conn)
@@ -177,7 +183,7 @@ func CheckSource(ctx context.Context, addr, user, password, flavor string, serve
 		}
 		return s, nil
 	}
-	if err := tryDump(ctx, addr, user, password, flavor, serverID, end); err != nil {
+	if err := tryDump(ctx, ep, flavor, serverID, end); err != nil {
 		err = ServerError(err)
 		s.Access = append(s.Access, fmt.Sprintf("user %s may not read the binlog (%v): grant it REPLICATION SLAVE", user, err))
 	}
@@ -217,15 +223,15 @@ func canReplicate(conn *client.Conn) (bool, error) {
 // tryDump opens a binlog dump under serverID at the binlog's end and ends it at its
 // first event (the rotate event a source sends first): a user without REPLICATION SLAVE
 // is refused there.
-func tryDump(ctx context.Context, addr, user, password, flavor string, serverID uint32, at cluster.Position) error {
-	host, portStr, err := net.SplitHostPort(addr)
+func tryDump(ctx context.Context, ep Endpoint, flavor string, serverID uint32, at cluster.Position) error {
+	host, portStr, err := net.SplitHostPort(ep.Addr)
 	if err != nil {
 		return err
 	}
 	port, _ := strconv.ParseUint(portStr, 10, 16)
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		ServerID: serverID, Flavor: flavor, Host: host, Port: uint16(port), User: user, Password: password,
-		DisableRetrySync: true, Logger: goMySQLLogger(slog.New(slog.DiscardHandler), password),
+		ServerID: serverID, Flavor: flavor, Host: host, Port: uint16(port), User: ep.User, Password: ep.Password,
+		TLSConfig: ep.TLS, DisableRetrySync: true, Logger: goMySQLLogger(slog.New(slog.DiscardHandler), ep.Password),
 	})
 	defer syncer.Close()
 	st, err := syncer.StartSync(mysql.Position{Name: at.File, Pos: at.Pos})
@@ -250,6 +256,10 @@ func FlavorOf(version string) string {
 // Access denied …"), without the driver's function names in front of it
 // ("handleAuthResult: readAuthResult: …"); err otherwise.
 func ServerError(err error) error {
+	var h *hintError
+	if errors.As(err, &h) {
+		return h
+	}
 	var me *mysql.MyError
 	if errors.As(err, &me) {
 		return me

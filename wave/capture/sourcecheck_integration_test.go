@@ -20,7 +20,7 @@ func TestCheckSourceIntegration(t *testing.T) {
 	a := testenv.RequireMySQL(t)
 	ctx := testenv.Context(t)
 	fresh := testenv.ReplicaServerID()
-	s, err := CheckSource(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB, fresh)
+	s, err := CheckSource(ctx, cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB}, a.Password, fresh)
 	if err != nil || s.ReplicasErr != nil || len(s.Access) > 0 {
 		t.Fatalf("CheckSource: %v, replicas: %v, access: %q", err, s.ReplicasErr, s.Access)
 	}
@@ -28,7 +28,7 @@ func TestCheckSourceIntegration(t *testing.T) {
 		t.Fatalf("a fresh server_id: problems %q; want none", problems)
 	}
 
-	start, err := CurrentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
+	start, err := CurrentPosition(ctx, cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB}, a.Password)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestCheckSourceIntegration(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	var problems []string
 	for {
-		s, err = CheckSource(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB, taken)
+		s, err = CheckSource(ctx, cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB}, a.Password, taken)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestCheckSourceAccessIntegration(t *testing.T) {
 		{"every grant", "SELECT, REPLICATION SLAVE, BINLOG MONITOR, REPLICATION MASTER ADMIN", nil},
 	} {
 		u := user(tc.grants)
-		s, err := CheckSource(ctx, a.Addr, u, "pw", cluster.FlavorMariaDB, testenv.ReplicaServerID())
+		s, err := CheckSource(ctx, cluster.Source{Addr: a.Addr, User: u, Flavor: cluster.FlavorMariaDB}, "pw", testenv.ReplicaServerID())
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -145,11 +145,11 @@ func TestDumpDeniedNamesTheGrantIntegration(t *testing.T) {
 		{"pw", "user " + name + " logs in, but the source refused to send it the binlog (ERROR 1045", ""},
 		{"wrong", "ERROR 1045", "REPLICATION SLAVE"},
 	} {
-		err := tryDump(ctx, a.Addr, name, tc.pw, cluster.FlavorMariaDB, testenv.ReplicaServerID(), end)
+		err := tryDump(ctx, Endpoint{Addr: a.Addr, User: name, Password: tc.pw}, cluster.FlavorMariaDB, testenv.ReplicaServerID(), end)
 		if err == nil {
 			t.Fatalf("a dump as %s: no error", name)
 		}
-		err = dumpDenied(ctx, a.Addr, name, tc.pw, ServerError(err))
+		err = dumpDenied(ctx, Endpoint{Addr: a.Addr, User: name, Password: tc.pw}, ServerError(err))
 		var me *mysql.MyError
 		if !strings.Contains(err.Error(), tc.want) || tc.not != "" && strings.Contains(err.Error(), tc.not) || !errors.As(err, &me) {
 			t.Errorf("password %q: %v, want %q in it (not %q), the server's error kept", tc.pw, err, tc.want, tc.not)

@@ -90,10 +90,10 @@ func (d *singleDial) dial(ctx context.Context, network, addr string) (net.Conn, 
 // fails). It sends KILL only when addr answers the server that owned the connection and
 // the thread with that id is a binlog dump of user; otherwise the old server drops the
 // thread by itself. killed reports whether a KILL was sent; reason says why not.
-func killStale(ctx context.Context, addr, user, password, flavor string, owner binlogOwner) (killed bool, reason string, err error) {
-	conn, err := client.ConnectWithContext(ctx, addr, user, password, "", killTimeout)
+func killStale(ctx context.Context, ep Endpoint, flavor string, owner binlogOwner) (killed bool, reason string, err error) {
+	conn, err := ep.connect(ctx, killTimeout)
 	if err != nil {
-		return false, "", fmt.Errorf("connect to %s: %w", addr, err)
+		return false, "", fmt.Errorf("connect to %s: %w", ep.Addr, err)
 	}
 	defer conn.Close()
 	now, err := identify(conn, flavor)
@@ -101,7 +101,7 @@ func killStale(ctx context.Context, addr, user, password, flavor string, owner b
 		return false, "", err
 	}
 	if now.serverID != owner.serverID || now.serverUUID != owner.serverUUID {
-		return false, fmt.Sprintf("%s now answers as %s, the connection was on %s", addr, now, owner), nil
+		return false, fmt.Sprintf("%s now answers as %s, the connection was on %s", ep.Addr, now, owner), nil
 	}
 	r, err := conn.Execute(fmt.Sprintf("SELECT COMMAND, USER FROM information_schema.PROCESSLIST WHERE ID = %d", owner.connID))
 	if err != nil {
@@ -112,7 +112,7 @@ func killStale(ctx context.Context, addr, user, password, flavor string, owner b
 	}
 	cmd, _ := r.GetString(0, 0)
 	who, _ := r.GetString(0, 1)
-	if dump := strings.EqualFold(cmd, "Binlog Dump") || strings.EqualFold(cmd, "Binlog Dump GTID"); !dump || who != user {
+	if dump := strings.EqualFold(cmd, "Binlog Dump") || strings.EqualFold(cmd, "Binlog Dump GTID"); !dump || who != ep.User {
 		return false, fmt.Sprintf("connection id %d now belongs to another session (%s by %s)", owner.connID, cmd, who), nil
 	}
 	if _, err := conn.Execute(fmt.Sprintf("KILL %d", owner.connID)); err != nil {
@@ -135,8 +135,7 @@ func (c *Capture) endSession(owner binlogOwner) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
 	defer cancel()
-	src := c.Inst.Source
-	killed, reason, err := killStale(ctx, src.Addr, src.User, c.Password, src.Flavor, owner)
+	killed, reason, err := killStale(ctx, c.ep, c.Inst.Source.Flavor, owner)
 	switch {
 	case err != nil:
 		c.Log.Info("stale binlog connection left to the source", "conn_id", owner.connID, "err", err)

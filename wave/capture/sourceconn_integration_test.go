@@ -60,7 +60,7 @@ func TestKillStaleIntegration(t *testing.T) {
 		t.Fatalf("owner of the binlog connection: %+v, want a connection on server_id 21", owner)
 	}
 
-	killed, reason, err := killStale(ctx, b.Addr, "root", "", cluster.FlavorMariaDB, owner)
+	killed, reason, err := killStale(ctx, Endpoint{Addr: b.Addr, User: "root"}, cluster.FlavorMariaDB, owner)
 	if err != nil || killed || !strings.Contains(reason, "server_id 22") {
 		t.Errorf("killStale on another server: killed %v, reason %q, err %v; want no KILL, naming server_id 22", killed, reason, err)
 	}
@@ -70,7 +70,7 @@ func TestKillStaleIntegration(t *testing.T) {
 
 	notDump := owner
 	notDump.connID = ac.GetConnectionID()
-	killed, reason, err = killStale(ctx, a.Addr, "root", "", cluster.FlavorMariaDB, notDump)
+	killed, reason, err = killStale(ctx, Endpoint{Addr: a.Addr, User: "root"}, cluster.FlavorMariaDB, notDump)
 	if err != nil || killed || !strings.Contains(reason, "another session") {
 		t.Errorf("killStale of a plain session: killed %v, reason %q, err %v; want no KILL", killed, reason, err)
 	}
@@ -78,7 +78,7 @@ func TestKillStaleIntegration(t *testing.T) {
 		t.Errorf("the plain session after killStale: %v", err)
 	}
 
-	killed, reason, err = killStale(ctx, a.Addr, "root", "", cluster.FlavorMariaDB, owner)
+	killed, reason, err = killStale(ctx, Endpoint{Addr: a.Addr, User: "root"}, cluster.FlavorMariaDB, owner)
 	if err != nil || !killed {
 		t.Fatalf("killStale on the owning server: killed %v, reason %q, err %v; want a KILL", killed, reason, err)
 	}

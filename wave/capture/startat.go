@@ -35,9 +35,13 @@ const probeTimeout = 10 * time.Second
 // still has was opened after t, the binlog of that time is purged: a fatal
 // ErrBinlogPurged, rather than a start that skips what it held.
 func PositionAt(ctx context.Context, src cluster.Source, password string, t time.Time, log *slog.Logger) (cluster.Position, error) {
-	conn, err := client.ConnectWithContext(ctx, src.Addr, src.User, password, "", 10*time.Second)
+	ep, err := EndpointOf(src, password)
 	if err != nil {
-		return cluster.Position{}, fmt.Errorf("connect to %s as %s: %w", src.Addr, src.User, ServerError(err))
+		return cluster.Position{}, err
+	}
+	conn, err := ep.connect(ctx, 10*time.Second)
+	if err != nil {
+		return cluster.Position{}, fmt.Errorf("connect to %s: %w", ep, ServerError(err))
 	}
 	files, err := binlogFiles(conn)
 	conn.Close()
@@ -92,12 +96,16 @@ func fileOpened(ctx context.Context, src cluster.Source, password, file string, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	ep, err := EndpointOf(src, password)
+	if err != nil {
+		return time.Time{}, err
+	}
 	host, portStr, _ := net.SplitHostPort(src.Addr)
 	port, _ := strconv.ParseUint(portStr, 10, 16)
 	dial := &singleDial{}
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
 		ServerID: src.ServerID, Flavor: src.Flavor, Host: host, Port: uint16(port), User: src.User, Password: password,
-		Charset: "utf8mb4", DisableRetrySync: true, Dialer: dial.dial, Logger: goMySQLLogger(log, password),
+		TLSConfig: ep.TLS, Charset: "utf8mb4", DisableRetrySync: true, Dialer: dial.dial, Logger: goMySQLLogger(log, password),
 		RawModeEnabled: true, // the headers are all it needs
 	})
 	defer syncer.Close()

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-mysql-org/go-mysql/client"
-
 	"github.com/binlake/binlake/wave/cluster"
 )
 
@@ -15,9 +13,13 @@ import (
 // name that is not db.table is left to the caller to refuse. It asks information_schema,
 // which lists only what the user may see, over one connection.
 func AbsentTables(ctx context.Context, src cluster.Source, password string, tables []string) ([]string, error) {
-	conn, err := client.ConnectWithContext(ctx, src.Addr, src.User, password, "", 5*time.Second)
+	ep, err := EndpointOf(src, password)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s as %s: %w", src.Addr, src.User, ServerError(err))
+		return nil, err
+	}
+	conn, err := ep.connect(ctx, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", ep, ServerError(err))
 	}
 	defer conn.Close()
 	var absent []string

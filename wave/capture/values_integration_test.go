@@ -100,7 +100,7 @@ func testServerValues(t *testing.T, decoded bool) {
 		exec(fmt.Sprintf("CREATE TABLE %s.%s (id INT PRIMARY KEY, v %s%s)", db, v.name, v.column, latin1))
 	}
 	exec(fmt.Sprintf("CREATE TABLE %s.zz_done (id INT PRIMARY KEY, v INT)", db))
-	start, err := CurrentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
+	start, err := CurrentPosition(ctx, cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB}, a.Password)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func atOrBefore(p, q cluster.Position) bool {
 // binlogEndOf is where the test MariaDB's binlog ends now.
 func binlogEndOf(t *testing.T, ctx context.Context, a testenv.MySQLAddr) cluster.Position {
 	t.Helper()
-	p, err := CurrentPosition(ctx, a.Addr, a.User, a.Password, cluster.FlavorMariaDB)
+	p, err := CurrentPosition(ctx, cluster.Source{Addr: a.Addr, User: a.User, Flavor: cluster.FlavorMariaDB}, a.Password)
 	if err != nil {
 		t.Fatal(err)
 	}

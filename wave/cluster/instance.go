@@ -82,6 +82,11 @@ type Source struct {
 	// ServerID is the replica server id the wave registers with; unique among the
 	// source's replicas.
 	ServerID uint32 `json:"server_id" yaml:"server_id"`
+	// TLS, when set, makes every connection to the source TLS (the binlog stream, the
+	// snapshot, the schema reads): for servers with require_secure_transport, users
+	// created REQUIRE SSL, or any network that is not trusted. `tls: {}` trusts the
+	// system's CAs; the files are read on each wave's host, as password_file is.
+	TLS *config.ClientTLS `json:"tls,omitempty" yaml:"tls"`
 }
 
 // Subscription selects tables and event types and names the topic they go to.
@@ -154,6 +159,7 @@ func (in *Instance) Validate() error {
 	if s.PasswordEnv != "" && s.PasswordFile != "" {
 		bad("source.password_file", "set source.password_env or source.password_file, not both")
 	}
+	errs = append(errs, s.TLS.CheckKeys("source.tls"))
 	if in.Start != nil && in.Start.GTIDSet == "" && in.Start.File == "" {
 		bad("start", "set file (and pos) or gtid_set, or leave start out")
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/binlake/binlake/internal/config"
 	"github.com/binlake/binlake/wave/cluster"
 	"github.com/binlake/binlake/wave/internal/wavetest"
 )
@@ -24,6 +25,10 @@ func TestInstanceValidate(t *testing.T) {
 		{"flavor", func(i *cluster.Instance) { i.Source.Flavor = "postgres" }, "source.flavor"},
 		{"server id", func(i *cluster.Instance) { i.Source.ServerID = 0 }, "source.server_id"},
 		{"password sources", func(i *cluster.Instance) { i.Source.PasswordEnv, i.Source.PasswordFile = "X", "/f" }, "password_env"},
+		{"tls half a client pair", func(i *cluster.Instance) { i.Source.TLS = &config.ClientTLS{CertFile: "/c.pem"} }, `field "source.tls.key_file": required with cert_file`},
+		{"tls ca and skip", func(i *cluster.Instance) {
+			i.Source.TLS = &config.ClientTLS{CAFile: "/ca.pem", InsecureSkipVerify: true}
+		}, `field "source.tls.insecure_skip_verify"`},
 		{"start", func(i *cluster.Instance) { i.Start = &cluster.Position{} }, "start"},
 		{"too large", func(i *cluster.Instance) { i.OnTooLarge = "drop" }, "on_too_large"},
 		{"unreadable", func(i *cluster.Instance) { i.OnUnreadable = "ignore" }, "on_unreadable"},
@@ -43,9 +48,12 @@ func TestInstanceValidate(t *testing.T) {
 		})
 	}
 	in := wavetest.ValidInstance()
+	// The TLS files are read on the waves' hosts: a definition naming files absent here
+	// is valid, and is stored with its tls block.
+	in.Source.TLS = &config.ClientTLS{CAFile: "/nowhere/ca.pem", ServerName: "db.internal"}
 	data, _ := in.Marshal()
 	back, err := cluster.ParseInstance(data)
-	if err != nil || back.ID != "orders" {
+	if err != nil || back.ID != "orders" || back.Source.TLS == nil || *back.Source.TLS != *in.Source.TLS {
 		t.Fatalf("round trip: %v %+v", err, back)
 	}
 	if _, err := cluster.ParseInstance([]byte(`{"id":"x","extra":1}`)); err == nil {
