@@ -82,6 +82,17 @@ func (o *channelOutbox) take() []string {
 	return out
 }
 
+// hookInFlight is process name, alone in its group on the log of dir, having paged
+// wave-1 on both channels: mail delivered it, hook's page is still in flight.
+func hookInFlight(t *testing.T, dir string, clk *clock, name string) (*rig, *channelOutbox) {
+	t.Helper()
+	r, out := channelRig(t, dir, clk, twoChannels, nil, []string{"hook"})
+	r.e.SetMembers(name, []string{name})
+	r.observe("wave-1", 95)
+	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out.take())
+	return r, out
+}
+
 // channelRig is an engine on the log of dir (coord/single), sending to a channelOutbox.
 func channelRig(t *testing.T, dir string, clk *clock, pol string, down, held []string) (*rig, *channelOutbox) {
 	t.Helper()
@@ -137,10 +148,7 @@ func TestPageOwedToAChannelSurvivesACrash(t *testing.T) {
 	for _, how := range []string{"lease", "group"} {
 		t.Run(how, func(t *testing.T) {
 			dir, clk := t.TempDir(), &clock{t: t0}
-			r1, out1 := channelRig(t, dir, clk, twoChannels, nil, []string{"hook"})
-			r1.e.SetMembers("alarm-1", []string{"alarm-1"})
-			r1.observe("wave-1", 95)
-			require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
+			r1, _ := hookInFlight(t, dir, clk, "alarm-1")
 			require.NoError(t, r1.c.Close()) // the crash, hook's page still in its retries
 
 			r2, out2 := channelRig(t, dir, clk, twoChannels, nil, nil)
@@ -209,10 +217,7 @@ func TestResolutionAwaitsADrainingProcesssPage(t *testing.T) {
 	for _, outcome := range []string{"delivered", "given up"} {
 		t.Run(outcome, func(t *testing.T) {
 			dir, clk := t.TempDir(), &clock{t: t0}
-			r1, out1 := channelRig(t, dir, clk, twoChannels, nil, []string{"hook"})
-			r1.e.SetMembers("alarm-a", []string{"alarm-a"})
-			r1.observe("wave-1", 95)
-			require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
+			r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
 
 			out2 := &channelOutbox{down: map[string]bool{}, held: map[string]bool{}}
 			r2 := newRigOn(t, r1.c, clk, twoChannels, func(o *EngineOptions) { o.Send = out2.send })
@@ -260,19 +265,10 @@ func TestResolutionFollowsAPageInFlight(t *testing.T) {
 	clk.Add(10 * time.Second)
 	r.observe("wave-1", 10)
 	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out.take())
-}
 
-// A page delivered after its episode resolved here is recorded in the log as any page's:
-// when the resolution behind it fails on that channel and is sent again after its lease,
-// the channel gets the resolution alone, not the page a second time.
-func TestPageDeliveredAfterItsResolutionIsRecorded(t *testing.T) {
-	dir, clk := t.TempDir(), &clock{t: t0}
-	r, out := channelRig(t, dir, clk, twoChannels, nil, []string{"hook"})
-	r.observe("wave-1", 95)
-	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out.take())
-	clk.Add(10 * time.Second)
-	r.observe("wave-1", 10)
-	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out.take())
+	// The page arrives after its episode resolved here: it is recorded in the log as any
+	// page's, so when the resolution behind it fails on that channel and is sent again
+	// after its lease, the channel gets the resolution alone, not the page a second time.
 	out.mu.Lock()
 	held := out.heldMsgs
 	out.heldMsgs, out.held = nil, map[string]bool{}

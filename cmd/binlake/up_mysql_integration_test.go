@@ -198,13 +198,9 @@ func TestUpMySQLOverTLSIntegration(t *testing.T) {
 	a, ca := testenv.RequireMySQLTLS(t)
 	db, exec, _ := testenv.ScratchDatabase(t, "up_tls")
 	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY, v VARCHAR(20))")
-	user := fmt.Sprintf("up_tls_%d", time.Now().UnixNano()%1e9)
-	exec("CREATE USER '" + user + "'@'%' IDENTIFIED BY 'pw' REQUIRE SSL")
-	t.Cleanup(func() { exec("DROP USER '" + user + "'@'%'") })
-	exec("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '" + user + "'@'%'")
-	exec("GRANT SELECT ON " + db + ".* TO '" + user + "'@'%'")
+	user := testenv.TLSOnlyUser(t, exec, "up_tls", db)
 
-	dsn := user + ":pw@tcp(" + a.Addr + ")/"
+	dsn := user + ":" + testenv.TLSOnlyPassword + "@tcp(" + a.Addr + ")/"
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"up", "-data", t.TempDir(), "-mysql", dsn, "-mysql-tls-ca", filepath.Join(t.TempDir(), "absent.pem")}, &out, &errOut)
 	if err == nil || !strings.HasPrefix(err.Error(), "-mysql-tls-ca: ") || !strings.Contains(err.Error(), "absent.pem") {

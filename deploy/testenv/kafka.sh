@@ -46,35 +46,24 @@ KEYSTORE_PASS=binlake-testenv
 SCRAM_USER=binlake-scram
 PLAIN_USER=binlake-plain
 
-# make_tls: the test CA, the broker's certificate (127.0.0.1 and localhost) in a PKCS12
-# keystore, a client certificate and the two users' passwords, once.
-make_tls() {
-  [[ -f $TLSD/.complete ]] && return 0
-  command -v openssl >/dev/null 2>&1 || need_apt openssl
-  local tmp=$TLSD.tmp
-  rm -rf "$tmp"; mkdir -p "$tmp" "$LOGD"; chmod 700 "$tmp"
-  log "kafka: making the test CA, certificates and SASL passwords in $TLSD (first run only)"
-  (
-    cd "$tmp"
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 -subj "/CN=binlake testenv CA" \
-      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
-    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=127.0.0.1"
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' >server.ext
-    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 3650 -extfile server.ext
-    openssl pkcs12 -export -in server.pem -inkey server.key -certfile ca.pem -name kafka \
-      -out server.p12 -passout "pass:$KEYSTORE_PASS"
-    openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj "/CN=binlake-testenv-client"
-    printf 'extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n' >client.ext
-    openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 3650 -extfile client.ext
-    rm -f ./*.csr ./*.ext
-    # URL-safe, no quoting needed in the JAAS config.
-    head -c 18 /dev/urandom | base64 | tr '+/' '-_' >scram.password
-    head -c 18 /dev/urandom | base64 | tr '+/' '-_' >plain.password
-    chmod 600 ./*.key ./*.password server.p12
-  ) >"$LOGD/tls.log" 2>&1 || { tail -n 20 "$LOGD/tls.log" >&2; die "kafka: making the test certificates failed; see $LOGD/tls.log"; }
-  touch "$tmp/.complete"
-  rm -rf "$TLSD"; mv "$tmp" "$TLSD"
+# tls_files: the test CA, the broker's certificate (127.0.0.1 and localhost) in a PKCS12
+# keystore, a client certificate and the two users' passwords.
+tls_files() {
+  make_server_cert "binlake testenv CA"
+  openssl pkcs12 -export -in server.pem -inkey server.key -certfile ca.pem -name kafka \
+    -out server.p12 -passout "pass:$KEYSTORE_PASS"
+  openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj "/CN=binlake-testenv-client"
+  printf 'extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n' >client.ext
+  openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 3650 -extfile client.ext
+  rm -f ./*.csr ./*.ext
+  # URL-safe, no quoting needed in the JAAS config.
+  head -c 18 /dev/urandom | base64 | tr '+/' '-_' >scram.password
+  head -c 18 /dev/urandom | base64 | tr '+/' '-_' >plain.password
+  chmod 600 ./*.key ./*.password server.p12
 }
+
+# make_tls: tls_files in $TLSD, once.
+make_tls() { make_once "$TLSD" "$LOGD/tls.log" "kafka's test CA, certificates and SASL passwords" tls_files; }
 
 # set_scram_user: create or update the SCRAM user through the PLAINTEXT listener. The tool is
 # compiled once, keyed by its source's hash.

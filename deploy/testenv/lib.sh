@@ -76,3 +76,29 @@ need_apt() {
   if [[ ! -f $TESTENV_DIR/.apt-updated ]]; then apt-get update -q >&2 && touch "$TESTENV_DIR/.apt-updated"; fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
 }
+
+# make_server_cert CN: in the current folder, a test CA named CN (ca.pem, ca.key) and a
+# server certificate it signs for 127.0.0.1 and localhost (server.pem, server.key).
+make_server_cert() {
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 -subj "/CN=$1" \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+  openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=127.0.0.1"
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' >server.ext
+  openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 3650 -extfile server.ext
+  rm -f server.csr server.ext
+}
+
+# make_once DIR LOGFILE WHAT FN: runs FN in a fresh private folder that becomes DIR once FN
+# succeeds, unless DIR is complete already (test certificates and passwords, made on the
+# first run only); WHAT says what is made, FN's output goes to LOGFILE.
+make_once() {
+  local dir=$1 logf=$2 what=$3 fn=$4
+  [[ -f $dir/.complete ]] && return 0
+  command -v openssl >/dev/null 2>&1 || need_apt openssl
+  local tmp=$dir.tmp
+  rm -rf "$tmp"; mkdir -p "$tmp" "$(dirname "$logf")"; chmod 700 "$tmp"
+  log "making $what in $dir (first run only)"
+  ( cd "$tmp" && "$fn" ) >"$logf" 2>&1 || { tail -n 20 "$logf" >&2; die "making $what failed; see $logf"; }
+  touch "$tmp/.complete"
+  rm -rf "$dir"; mv "$tmp" "$dir"
+}

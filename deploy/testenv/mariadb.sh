@@ -20,26 +20,14 @@ if (( ${#SOCK} > 100 )); then SOCK=/tmp/binlake-testenv-mariadb-$(id -u)-$PORT.s
 
 TLSD=$SVC_DIR/tls
 
-# make_tls: the test CA and the server's certificate (127.0.0.1 and localhost), once.
-make_tls() {
-  [[ -f $TLSD/.complete ]] && return 0
-  command -v openssl >/dev/null 2>&1 || need_apt openssl
-  local tmp=$TLSD.tmp
-  rm -rf "$tmp"; mkdir -p "$tmp" "$LOGDIR"; chmod 700 "$tmp"
-  log "$NAME: making the test CA and the server's certificate in $TLSD (first run only)"
-  (
-    cd "$tmp"
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 -subj "/CN=binlake testenv MariaDB CA" \
-      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
-    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=127.0.0.1"
-    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' >server.ext
-    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 3650 -extfile server.ext
-    rm -f ./*.csr ./*.ext
-    chmod 600 ./*.key
-  ) >"$LOGDIR/tls.log" 2>&1 || { tail -n 20 "$LOGDIR/tls.log" >&2; die "$NAME: making the test certificates failed; see $LOGDIR/tls.log"; }
-  touch "$tmp/.complete"
-  rm -rf "$TLSD"; mv "$tmp" "$TLSD"
+# tls_files: the test CA and the server's certificate (127.0.0.1 and localhost).
+tls_files() {
+  make_server_cert "binlake testenv MariaDB CA"
+  chmod 600 ./*.key
 }
+
+# make_tls: tls_files in $TLSD, once.
+make_tls() { make_once "$TLSD" "$LOGDIR/tls.log" "$NAME's test CA and server certificate" tls_files; }
 
 # client ARGS...: the mariadb client against our instance over TCP, ignoring ~/.my.cnf.
 client() { mariadb --no-defaults --protocol=TCP -h127.0.0.1 -P"$PORT" -uroot "$@"; }

@@ -81,3 +81,19 @@ func RequireMySQLTLS(t testing.TB) (MySQLAddr, string) {
 	}
 	return a, ca
 }
+
+// TLSOnlyUser creates, through exec (ScratchDatabase's), a source user the server refuses
+// without TLS (REQUIRE SSL), with what a capture needs: REPLICATION SLAVE and CLIENT, and
+// SELECT on db. It is dropped when the test ends; its password is TLSOnlyPassword.
+func TLSOnlyUser(t testing.TB, exec func(string), prefix, db string) string {
+	t.Helper()
+	user := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano()%1e9)
+	exec("CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + TLSOnlyPassword + "' REQUIRE SSL")
+	t.Cleanup(func() { exec("DROP USER '" + user + "'@'%'") })
+	exec("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '" + user + "'@'%'")
+	exec("GRANT SELECT ON " + db + ".* TO '" + user + "'@'%'")
+	return user
+}
+
+// TLSOnlyPassword is the password of TLSOnlyUser's users.
+const TLSOnlyPassword = "tls-only-pw"

@@ -2,7 +2,6 @@ package capture
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -25,14 +24,10 @@ func TestSourceOverTLSIntegration(t *testing.T) {
 	ctx := testenv.Context(t)
 	db, exec, _ := testenv.ScratchDatabase(t, "wave_tls")
 	exec("CREATE TABLE " + db + ".t (id INT PRIMARY KEY, v VARCHAR(20))")
-	user := fmt.Sprintf("tls_%d", time.Now().UnixNano()%1e9)
-	exec("CREATE USER '" + user + "'@'%' IDENTIFIED BY 'pw' REQUIRE SSL")
-	t.Cleanup(func() { exec("DROP USER '" + user + "'@'%'") })
-	exec("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '" + user + "'@'%'")
-	exec("GRANT SELECT ON " + db + ".* TO '" + user + "'@'%'")
+	user, pw := testenv.TLSOnlyUser(t, exec, "tls", db), testenv.TLSOnlyPassword
 
 	plain := cluster.Source{Addr: a.Addr, User: user, Flavor: cluster.FlavorMariaDB, ServerID: testenv.ReplicaServerID()}
-	_, err := CurrentPosition(ctx, plain, "pw")
+	_, err := CurrentPosition(ctx, plain, pw)
 	if err == nil || !isAccessDenied(err) || !strings.Contains(err.Error(), "set source.tls") {
 		t.Fatalf("in the clear: %v; want the server's access denied, with the hint to set source.tls", err)
 	}
@@ -40,17 +35,17 @@ func TestSourceOverTLSIntegration(t *testing.T) {
 	other := certtest.New(t, "other-ca")
 	wrong := plain
 	wrong.TLS = &config.ClientTLS{CAFile: other.CertFile}
-	if _, err := CurrentPosition(ctx, wrong, "pw"); err == nil || !strings.Contains(err.Error(), "source.tls.ca_file must name the CA") {
+	if _, err := CurrentPosition(ctx, wrong, pw); err == nil || !strings.Contains(err.Error(), "must name the CA that signs") {
 		t.Fatalf("with a CA that did not sign the server's certificate: %v; want the hint on ca_file", err)
 	}
 
 	src := plain
 	src.TLS = &config.ClientTLS{CAFile: ca}
-	start, err := CurrentPosition(ctx, src, "pw")
+	start, err := CurrentPosition(ctx, src, pw)
 	if err != nil {
 		t.Fatalf("over TLS: %v", err)
 	}
-	s, err := CheckSource(ctx, src, "pw", testenv.ReplicaServerID())
+	s, err := CheckSource(ctx, src, pw, testenv.ReplicaServerID())
 	if err != nil || len(s.Access) > 0 {
 		t.Fatalf("the source check over TLS (a binlog dump tried): %v, refused: %v", err, s.Access)
 	}
@@ -58,10 +53,10 @@ func TestSourceOverTLSIntegration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tables, err := SubscribedTables(ctx, src, "pw", filter); err != nil || len(tables) != 1 {
+	if tables, err := SubscribedTables(ctx, src, pw, filter); err != nil || len(tables) != 1 {
 		t.Fatalf("the snapshot's listing over TLS: %v, %v; want %s.t", tables, err, db)
 	}
-	ep, err := EndpointOf(src, "pw")
+	ep, err := EndpointOf(src, pw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +75,7 @@ func TestSourceOverTLSIntegration(t *testing.T) {
 
 	exec("INSERT INTO " + db + ".t VALUES (1, 'over'), (2, 'tls')")
 	out := make(chan Item, 64)
-	c, err := New(Options{Inst: &cluster.Instance{ID: "tls", Source: src}, Password: "pw", Filter: filter, Out: out,
+	c, err := New(Options{Inst: &cluster.Instance{ID: "tls", Source: src}, Password: pw, Filter: filter, Out: out,
 		Log: slog.New(slog.DiscardHandler), BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second,
 		EventQueue: 64, Heartbeat: time.Second}, start)
 	if err != nil {
