@@ -3,6 +3,7 @@ package alarm
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -84,7 +85,12 @@ func (e *Engine) claim(c *claim) {
 		e.w.owe(fp, e.recordClaim(c.entry, c.nodata), err)
 		return
 	case le.firing():
-		inFlight := le.pending() && now.Sub(le.QueuedAt) < c.lease && !e.claimerGone(le.ClaimedBy, le.QueuedAt) && !e.gaveUp(fp, le.QueuedAt)
+		// A draining process's claim is in flight however long its channel's queue holds
+		// it (a slow receiver's backlog outlasts the lease): it delivers it, or hands it
+		// back when its drain ends (an outside trial: a 4 s receiver 45 s behind, and
+		// every page claimed before a graceful stop paged again by the next owner).
+		inFlight := le.pending() && (now.Sub(le.QueuedAt) < c.lease || e.claimerDraining(le.ClaimedBy)) &&
+			!e.claimerGone(le.ClaimedBy, le.QueuedAt) && !e.gaveUp(fp, le.QueuedAt)
 		recent := !le.LastSent.IsZero() && now.Sub(le.LastSent) < c.repeat
 		if inFlight || !le.owes() && recent {
 			c.adopt = &le
@@ -205,12 +211,17 @@ func (e *Engine) settle(c *claim) []*pendingAlert {
 			}
 		}
 		out := slices.Clone(c.resolveFirst)
+		e.debug("page claimed", a.fps, "node", na.Labels[policy.LabelNode], "starts_at", na.StartsAt, "to", c.entry.Owed,
+			"partial", c.partial, "resolution_first", len(c.resolveFirst) > 0)
 		return append(out, &pendingAlert{p: a.p, fp: a.fp, na: na, to: c.entry.Owed})
 	case !current:
 		return nil // resolved or dropped meanwhile, and nothing was claimed
 	case c.adopt != nil:
+		e.debug("page adopted", a.fps, "starts_at", c.adopt.FiringSince, "claimed_by", c.adopt.ClaimedBy,
+			"queued_at", c.adopt.QueuedAt, "owed", c.adopt.Owed)
 		a.adopt(*c.adopt, c.lease)
 	case c.stale != nil:
+		e.debug("a replayed episode the log resolved already: dropped", a.fps, "resolved_ts", c.stale.ResolvedTS)
 		if a.nd != nil && c.stale.ResolvedTS.After(a.nd.lastTS) {
 			// The log knows a later point of the node than this process read.
 			a.nd.lastTS = c.stale.ResolvedTS
@@ -274,6 +285,7 @@ func (e *Engine) Delivered(m notify.Message, err error) {
 		if !ok {
 			continue
 		}
+		e.debug("notification outcome", na.Fingerprint, "channel", m.Receiver, "status", na.Status, "starts_at", na.StartsAt, "err", err)
 		var w logWrite
 		if na.Status == notify.StatusFiring {
 			w = e.pageDone(fp, m.Receiver, na, err, now)
@@ -443,4 +455,13 @@ func (e *Engine) logError(err error, fp string) {
 // time (see Engine.Stop).
 func (e *Engine) opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(e.opsCtx, 10*time.Second)
+}
+
+// debug logs a decision about the notifications of the alert fp at debug level (what
+// an operator reads to follow one alert across processes); nothing is built otherwise.
+func (e *Engine) debug(msg, fp string, args ...any) {
+	if !e.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	e.log.Debug(msg, append([]any{"fingerprint", fp}, args...)...)
 }

@@ -63,6 +63,7 @@ func (e *Engine) afterDrain(fp string, aw awaitedPage) logWrite {
 		if len(pa.to) == 0 {
 			return nil, nil
 		}
+		e.debug("resolved notice sent after a drain", fp, "drained", aw.by, "to", pa.to)
 		return e.pagedFirst(le, pa), nil
 	}
 }

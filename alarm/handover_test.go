@@ -379,8 +379,9 @@ func claimThenCrash(t *testing.T, dir string, clk *clock, pol string, mod func(*
 // A page claimed by a process that left the consumer group to stop, and still delivers
 // it (it stands in DrainingGroup), is not taken over: it was paged twice at every
 // graceful stop beside a slow or retrying channel (outside trial: a 3 s webhook and a
-// SIGTERM 1 s after the page). Once its drain ends (the mark gone), the claim is
-// taken over as a crashed process's is.
+// SIGTERM 1 s after the page), however long past the claim's lease (a receiver 45 s
+// behind). Once its drain ends (the mark gone), the claim is taken over as a crashed
+// process's is.
 func TestClaimOfADrainingProcessIsNotTakenOver(t *testing.T) {
 	pol := basePolicy + "    repeat_interval: 1h\n"
 	wait := func(o *EngineOptions) { o.GroupWait = 30 * time.Second }
@@ -396,6 +397,10 @@ func TestClaimOfADrainingProcessIsNotTakenOver(t *testing.T) {
 	require.True(t, r2.e.claimerDraining("a"), "the poll tells the engine who is draining")
 	r2.observe("wave-1", 95)
 	require.Empty(t, r2.out.take(), "a is delivering its claim: no second page")
+	clk.Add(10 * time.Minute) // far past the claim's lease: a slow receiver's backlog
+	o.poll(context.Background())
+	r2.observe("wave-1", 95)
+	require.Empty(t, r2.out.take(), "a still drains: its claim is still on its way")
 
 	draining = nil // a's drain ended (delivered, or handed back, or it died)
 	clk.Add(5 * time.Second)

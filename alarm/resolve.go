@@ -86,6 +86,8 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 			e.w.owe(fp, e.recordResolve(le, r.p, to), err)
 		}
 		r.page = page
+		e.debug("resolved", fp, "starts_at", le.FiringSince, "ends_at", le.ResolvedAt, "to", to, "paged_first", unpaged,
+			"awaiting_drain_of", aw.by, "awaited", awaited)
 		return e.telling1(r, le, told, to, aw)
 	}
 	e.log.Warn("notification log: the entry kept changing; its resolution is left to the sweep", "fingerprint", fp)
@@ -385,9 +387,9 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 		switch {
 		case le.resolving():
 			p := e.policyOf(le)
-			if p != nil && !le.ResolveQueuedAt.IsZero() && now.Sub(le.ResolveQueuedAt) < e.leaseOf(p) &&
+			if p != nil && !le.ResolveQueuedAt.IsZero() && (now.Sub(le.ResolveQueuedAt) < e.leaseOf(p) || e.claimerDraining(le.ClaimedBy)) &&
 				!e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt) {
-				continue // its sender has time left
+				continue // its sender has time left, or delivers it before it leaves
 			}
 			notices = append(notices, e.takeResolution(ctx, le, now)...)
 		case !le.firing() && now.Sub(le.resolvedClock()) >= e.o.ResolvedRetention:
@@ -425,6 +427,7 @@ func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Tim
 	e.infMu.Lock()
 	e.telling[le.Fingerprint] = &inflight{at: le.ResolvedAt, left: slices.Clone(pa.to)}
 	e.infMu.Unlock()
+	e.debug("resolved notice taken over", le.Fingerprint, "ends_at", le.ResolvedAt, "from", seen.ClaimedBy, "to", pa.to)
 	return e.pagedFirst(le, pa)
 }
 
@@ -463,6 +466,7 @@ func (e *Engine) releaseInflight(ctx context.Context) (pages, resolutions int) {
 		})
 		if err == nil && released {
 			pages++
+			e.debug("page handed back", fp, "queued_at", inf.at, "undelivered_to", inf.left, "failed", inf.failed)
 		}
 	}
 	for fp, inf := range telling {
@@ -476,6 +480,7 @@ func (e *Engine) releaseInflight(ctx context.Context) (pages, resolutions int) {
 		})
 		if err == nil && released {
 			resolutions++
+			e.debug("resolved notice handed back", fp, "ends_at", inf.at, "undelivered_to", inf.left)
 		}
 	}
 	return pages, resolutions
