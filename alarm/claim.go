@@ -37,6 +37,9 @@ type claim struct {
 	stale        *LogEntry
 	resolveFirst []*pendingAlert
 	partial      bool
+	// held: the log holds the last episode's resolved notice on its way from another
+	// process, which this page follows (decided again at the next tick).
+	held bool
 	// nodata: the claim is a nodata alert's, whose evidence is the node's last point
 	// (see answered).
 	nodata bool
@@ -85,11 +88,12 @@ func (e *Engine) claim(c *claim) {
 		e.w.owe(fp, e.recordClaim(c.entry, c.nodata), err)
 		return
 	case le.firing():
-		// A draining process's claim is in flight however long its channel's queue holds
-		// it (a slow receiver's backlog outlasts the lease): it delivers it, or hands it
-		// back when its drain ends (an outside trial: a 4 s receiver 45 s behind, and
-		// every page claimed before a graceful stop paged again by the next owner).
-		inFlight := le.pending() && (now.Sub(le.QueuedAt) < c.lease || e.claimerDraining(le.ClaimedBy)) &&
+		// Another live process's claim is in flight however long its channel's queue
+		// holds it (a slow receiver's backlog outlasts the lease): it delivers it, or
+		// hands it back (claimerAlive). Outside trials, with a 4 s receiver 45 s behind:
+		// every page claimed before a graceful stop, or before a rebalance moved the
+		// partition, was paged again by the next owner.
+		inFlight := le.pending() && (now.Sub(le.QueuedAt) < c.lease || e.claimerAlive(le.ClaimedBy)) &&
 			!e.claimerGone(le.ClaimedBy, le.QueuedAt) && !e.gaveUp(fp, le.QueuedAt)
 		recent := !le.LastSent.IsZero() && now.Sub(le.LastSent) < c.repeat
 		if inFlight || !le.owes() && recent {
@@ -117,6 +121,7 @@ func (e *Engine) claim(c *claim) {
 			inf, mine := e.telling[le.Fingerprint]
 			mine = mine && inf.at.Equal(le.ResolvedAt)
 			waiting := mine && !inf.delivered && !inf.failed
+			onItsWay := mine && !inf.failed && len(inf.left) > 0
 			gaveUp := mine && inf.failed
 			if waiting || gaveUp {
 				delete(e.telling, le.Fingerprint)
@@ -127,14 +132,27 @@ func (e *Engine) claim(c *claim) {
 				// This process's own resolved notice, still in its group: the new
 				// episode takes its place there, as the alert's latest state (a flap
 				// within the group's wait is one firing notice, as in Alertmanager).
+			case onItsWay:
+				// Its own resolved notice, delivered on some channels and still on its
+				// way on others (a slow receiver's queue): this page follows it there.
+				// Past the lease it was taken for lost and sent again, with its page
+				// (an outside trial).
 			case gaveUp:
 				// Its own resolved notice that a channel gave up (the receiver down): it
 				// goes again before this page, to the channels still owed it. Taken for
 				// one still in its group, it was dropped, and the episode the receiver
 				// was paged for never ended there (an outside trial).
 				c.resolveFirst = e.resolvedNotices(le)
-			case !le.ResolveQueuedAt.IsZero() && now.Sub(le.ResolveQueuedAt) < c.lease && !e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt):
-				return // another process's resolved notice is on its way: this page follows it
+			case !le.ResolveQueuedAt.IsZero() && (now.Sub(le.ResolveQueuedAt) < c.lease || e.claimerAlive(le.ClaimedBy)) &&
+				!e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt):
+				// Another process's resolved notice is on its way: this page follows it
+				// (sent first, a late resolution of the last episode closed this one at
+				// receivers that key incidents on the fingerprint, as Alertmanager does).
+				// An episode that ends meanwhile is paged and resolved then (resolve).
+				e.debug("page held: the last episode's resolved notice is on its way from another process", le.Fingerprint,
+					"claimed_by", le.ClaimedBy, "ends_at", le.ResolvedAt)
+				c.held = true
+				return
 			default:
 				c.resolveFirst = e.resolvedNotices(le) // its sender is gone
 			}
@@ -192,7 +210,7 @@ func (e *Engine) settle(c *claim) []*pendingAlert {
 	current := sh.alerts[a.fp] == a && a.claimAt.Equal(c.entry.QueuedAt)
 	switch {
 	case c.queue:
-		inf := &inflight{at: c.entry.QueuedAt, left: slices.Clone(c.entry.Owed), count: !c.partial}
+		inf := &inflight{at: c.entry.QueuedAt, startsAt: c.entry.FiringSince, left: slices.Clone(c.entry.Owed), count: !c.partial}
 		e.infMu.Lock()
 		if prev := e.paging[a.fps]; prev != nil {
 			inf.reached = prev.reached // the episode's earlier pages
@@ -210,6 +228,7 @@ func (e *Engine) settle(c *claim) []*pendingAlert {
 				a.sent = max(c.entry.Sent, 1) // the rest of a page, not another one
 			}
 		}
+		a.heldBehind = false
 		out := slices.Clone(c.resolveFirst)
 		e.debug("page claimed", a.fps, "node", na.Labels[policy.LabelNode], "starts_at", na.StartsAt, "to", c.entry.Owed,
 			"partial", c.partial, "resolution_first", len(c.resolveFirst) > 0)
@@ -217,6 +236,7 @@ func (e *Engine) settle(c *claim) []*pendingAlert {
 	case !current:
 		return nil // resolved or dropped meanwhile, and nothing was claimed
 	case c.adopt != nil:
+		a.heldBehind = false
 		e.debug("page adopted", a.fps, "starts_at", c.adopt.FiringSince, "claimed_by", c.adopt.ClaimedBy,
 			"queued_at", c.adopt.QueuedAt, "owed", c.adopt.Owed)
 		a.adopt(*c.adopt, c.lease)
@@ -229,6 +249,7 @@ func (e *Engine) settle(c *claim) []*pendingAlert {
 		sh.drop(a)
 	default:
 		a.claimAt, a.lastSent, a.sent = time.Time{}, time.Time{}, a.sent-1
+		a.heldBehind = c.held
 	}
 	return nil
 }
@@ -255,6 +276,7 @@ func (a *alertState) adopt(le LogEntry, lease time.Duration) {
 // its channels made of it so far.
 type inflight struct {
 	at        time.Time // the page's claim, or the resolution
+	startsAt  time.Time // the episode's start (the notice's StartsAt)
 	left      []string  // the channels it went to that have not answered
 	reached   []string  // pages: the channels that got a page of the episode from here
 	delivered bool      // a channel delivered it
@@ -304,7 +326,10 @@ func (e *Engine) Delivered(m notify.Message, err error) {
 func (e *Engine) pageDone(fp uint64, ch string, na notify.Alert, err error, now time.Time) logWrite {
 	e.infMu.Lock()
 	inf := e.paging[na.Fingerprint]
-	mine := inf != nil && slices.Contains(inf.left, ch)
+	// The page of this episode: an earlier episode's, delivered late (a slow receiver's
+	// queue) after the next one's claim, was taken for the next one's, which the log then
+	// held delivered; the next process resolved it without its page (an outside trial).
+	mine := inf != nil && inf.startsAt.Equal(na.StartsAt) && slices.Contains(inf.left, ch)
 	var (
 		at                                  time.Time
 		count, settled, failed, undelivered bool
@@ -326,13 +351,18 @@ func (e *Engine) pageDone(fp uint64, ch string, na notify.Alert, err error, now 
 	}
 	e.infMu.Unlock()
 	if !mine {
-		return e.resolvedPageDone(na.Fingerprint, ch, err, now)
+		return e.resolvedPageDone(na.Fingerprint, na, ch, err, now)
 	}
+	var handBack bool
 	if settled {
 		sh := e.shardOf(na.Labels[policy.LabelNode])
 		sh.mu.Lock()
-		if sh.alerts[fp] == nil && !failed {
-			e.forgetPage(na.Fingerprint, at) // its alert moved away meanwhile
+		if sh.alerts[fp] == nil {
+			// Its alert moved away meanwhile: forgotten here; given up, the claim is
+			// handed back for the alert's owner, which leaves a live process's claim
+			// alone (claimerAlive).
+			e.forgetPage(na.Fingerprint, at)
+			handBack = failed
 		}
 		if a := sh.alerts[fp]; a != nil && a.claimAt.Equal(at) {
 			a.claimAt = time.Time{}
@@ -352,20 +382,45 @@ func (e *Engine) pageDone(fp uint64, ch string, na notify.Alert, err error, now 
 		}
 		sh.mu.Unlock()
 	}
+	if handBack {
+		return e.handBack(na.Fingerprint, at)
+	}
 	if err != nil {
 		return nil
 	}
 	return e.recordDelivery(na.Fingerprint, at, ch, count, now)
 }
 
+// handBack hands the page claimed at at back to the log (queued_at cleared) when the log
+// still holds that claim undelivered, so that the process evaluating the alert sends it:
+// as at a stop (releaseInflight), for a page given up here after the alert moved away.
+// An episode resolved meanwhile is handed back too: its resolution pages the channels
+// still owed first (afterDrain, sweep). It reports whether it did.
+func (e *Engine) handBack(fp string, at time.Time) logWrite {
+	return func(ctx context.Context) ([]*pendingAlert, error) {
+		released := false
+		err := e.update(ctx, fp, func(le *LogEntry, found bool) bool {
+			released = found && le.pending() && le.QueuedAt.Equal(at)
+			if released {
+				le.QueuedAt = time.Time{}
+			}
+			return released
+		})
+		if err == nil && released {
+			e.debug("page handed back", fp, "queued_at", at)
+		}
+		return nil, err
+	}
+}
+
 // resolvedPageDone takes a channel's outcome of a page whose episode resolved here while
 // the page was on its way (telling1): a delivery is recorded in the log as any page's
 // (a later sweep must not page it again), a failure withholds the resolution from that
 // channel.
-func (e *Engine) resolvedPageDone(fp, ch string, err error, now time.Time) logWrite {
+func (e *Engine) resolvedPageDone(fp string, na notify.Alert, ch string, err error, now time.Time) logWrite {
 	e.infMu.Lock()
 	inf := e.telling[fp]
-	if inf == nil || !slices.Contains(inf.pageLeft, ch) {
+	if inf == nil || !inf.startsAt.Equal(na.StartsAt) || !slices.Contains(inf.pageLeft, ch) {
 		e.infMu.Unlock()
 		return nil
 	}

@@ -59,6 +59,25 @@ func (e *Engine) claimerDraining(by string) bool {
 	return found
 }
 
+// claimerAlive reports whether the process named by a claim is another process the
+// group's latest membership lists, live or draining: it still delivers what it claimed,
+// or hands it back (a channel gave it up, its drain ended), and its claims stay its own
+// however long its channel's queue holds them. A claim without a name, this process's
+// own (an earlier process of the same name cannot be: names are per process), or one
+// read before any membership was heard is not known alive.
+func (e *Engine) claimerAlive(by string) bool {
+	if by == "" {
+		return false
+	}
+	e.cl.mu.Lock()
+	defer e.cl.mu.Unlock()
+	if by == e.cl.self || e.cl.heard.IsZero() {
+		return false
+	}
+	_, found := slices.BinarySearch(e.cl.live, by)
+	return found
+}
+
 // claimer is the name this process's claims carry ("" while it knows none).
 func (e *Engine) claimer() string {
 	e.cl.mu.Lock()

@@ -141,8 +141,8 @@ type Engine struct {
 	infMu   sync.Mutex
 	paging  map[string]*inflight
 	telling map[string]*inflight
-	// awaiting is the resolved notices held back from channels whose page a draining
-	// process is still delivering (drainwait.go), by fingerprint.
+	// awaiting is the resolved notices held back from channels whose page another live
+	// process is still delivering (awaitpage.go), by fingerprint.
 	awaiting map[string]awaitedPage
 
 	cl claimers // the group's processes, for claims left by a crash
@@ -191,8 +191,11 @@ type alertState struct {
 	claimAt       time.Time // this process's page in flight: claimed, not yet delivered
 	holdUntil     time.Time // another process's page is in flight until then
 	heldFor       LogEntry  // that page's claim (its process and time)
-	lastMuted     time.Time // when a notification due was last suppressed (silence, inhibition)
-	sent          int       // pages delivered (to a channel at least) in the episode
+	// heldBehind: the episode's page is held behind the last episode's resolved notice,
+	// another process's on its way (claim.held); resolve pages a held episode that ends.
+	heldBehind bool
+	lastMuted  time.Time // when a notification due was last suppressed (silence, inhibition)
+	sent       int       // pages delivered (to a channel at least) in the episode
 	// owed: a page of the episode is still owed to a channel (every attempt failed, or
 	// another process's claim is in flight and may never be delivered): it is sent
 	// whatever max_notifications, since it is not another notification.

@@ -25,9 +25,13 @@ type resolution struct {
 	// entry is the alert's episode as this process knows it, for a log that never
 	// recorded it (its claim's write failed).
 	entry LogEntry
-	// page, set by resolve, is the episode's page to the channels another process's
-	// claim still owed (resolutionTo): queued before the resolved notice.
-	page *pendingAlert
+	// held: the episode's page was held behind the last episode's resolved notice,
+	// another process's, on its way (claim), and was never claimed.
+	held bool
+	// first, set by resolve, is what goes before the resolved notice: the episode's page
+	// to the channels another process's claim still owed (resolutionTo), or, for a held
+	// episode, the last episode's resolved notice taken over and this one's page.
+	first []*pendingAlert
 }
 
 // resolve moves the alert's log entry from firing to resolving and returns its resolved
@@ -65,11 +69,17 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 			// own times (the page's claim is on the engine's clock): another process
 			// that resolved this episode reading a backlog dates it before this page.
 			return e.resolveUnlogged(ctx, r, ver, nil)
+		case !le.firing() && r.held && !le.ResolvedAt.After(r.entry.FiringSince):
+			pa, err := e.resolveHeld(ctx, r, le, ver)
+			if errors.Is(err, coord.ErrVersionConflict) {
+				continue
+			}
+			return pa
 		case !le.firing():
 			return nil
 		}
 		to, unpaged, awaited := e.resolutionTo(le, r.p)
-		aw := awaitedPage{by: le.ClaimedBy, chans: awaited} // before the entry names this process
+		aw := awaitedPage{by: le.ClaimedBy, claimAt: le.QueuedAt, chans: awaited} // before the entry names this process
 		told := len(to) > 0
 		page := e.unpagedNotice(le, r.p, unpaged) // before the entry takes the resolution
 		le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
@@ -85,18 +95,58 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 		if err != nil {
 			e.w.owe(fp, e.recordResolve(le, r.p, to), err)
 		}
-		r.page = page
+		if page != nil {
+			r.first = []*pendingAlert{page}
+		}
 		e.debug("resolved", fp, "starts_at", le.FiringSince, "ends_at", le.ResolvedAt, "to", to, "paged_first", unpaged,
-			"awaiting_drain_of", aw.by, "awaited", awaited)
+			"awaited", awaited, "page_claimed_by", aw.by)
 		return e.telling1(r, le, told, to, aw)
 	}
 	e.log.Warn("notification log: the entry kept changing; its resolution is left to the sweep", "fingerprint", fp)
 	return nil
 }
 
+// resolveHeld pages and resolves an episode whose page was held behind the last
+// episode's resolved notice (another process's, on its way: claim) and that ended before
+// it could be claimed: its page never went out, and an episode shorter than the hold was
+// never told (an outside trial: 21 of 289 episodes around restarts beside a slow
+// receiver). The log's entry (the last episode, le at version ver) becomes this one,
+// claimed and resolved here; the last episode's resolved notice, when still owed, is
+// taken over and goes first (its sender's copy may come too: a second resolution of an
+// ended incident harms nothing, where this episode's page before it would have been
+// closed by it at receivers that key incidents on the fingerprint). A version conflict is
+// returned for the caller to read the entry again.
+func (e *Engine) resolveHeld(ctx context.Context, r *resolution, le LogEntry, ver int64) (*pendingAlert, error) {
+	var first []*pendingAlert
+	if le.resolving() {
+		first = e.resolvedNotices(le)
+	}
+	now, chans := e.now(), r.p.Channels
+	ne := r.entry
+	ne.QueuedAt, ne.ClaimedBy, ne.Owed, ne.Untold, ne.Sent, ne.LastSent = now, e.claimer(), slices.Clone(chans), slices.Clone(chans), 0, time.Time{}
+	ne.ResolvedAt, ne.ResolvedTS, ne.Value = r.at, r.ts, r.value
+	ne.ResolveQueuedAt, ne.ResolveOwed, ne.ResolveSent = now, slices.Clone(chans), len(chans) == 0
+	if err := e.o.Log.Put(ctx, ne, ver); errors.Is(err, coord.ErrVersionConflict) {
+		return nil, err
+	} else if err != nil {
+		e.logError(err, ne.Fingerprint) // told all the same: a duplicate is better than silence
+	}
+	page := e.unpagedNotice(ne, r.p, chans)
+	if page == nil {
+		return nil, nil
+	}
+	r.first = append(first, page)
+	e.infMu.Lock()
+	e.paging[ne.Fingerprint] = &inflight{at: ne.QueuedAt, startsAt: ne.FiringSince, left: slices.Clone(chans)}
+	e.infMu.Unlock()
+	e.debug("an episode held behind the last one's resolved notice ended before its page: paged and resolved now", ne.Fingerprint,
+		"starts_at", ne.FiringSince, "ends_at", ne.ResolvedAt, "last_resolution_taken_over", len(first) > 0)
+	return e.telling1(r, ne, true, slices.Clone(chans), awaitedPage{}), nil
+}
+
 // telling1 forgets the alert's pages in flight (its resolution follows them on each
 // channel's queue) and returns its resolved notice, to the channels to, if told. Of
-// those, the channels aw names wait for a draining process's page (drainwait.go): the
+// those, the channels aw names wait for another live process's page (awaitpage.go): the
 // notice returned leaves them out, nil when no other channel is left.
 func (e *Engine) telling1(r *resolution, le LogEntry, told bool, to []string, aw awaitedPage) *pendingAlert {
 	e.infMu.Lock()
@@ -106,7 +156,7 @@ func (e *Engine) telling1(r *resolution, le LogEntry, told bool, to []string, aw
 	if !told {
 		return nil
 	}
-	inf := &inflight{at: le.ResolvedAt, left: slices.Clone(to)}
+	inf := &inflight{at: le.ResolvedAt, startsAt: le.FiringSince, left: slices.Clone(to)}
 	if page != nil && page.at.Equal(le.QueuedAt) {
 		inf.pageAt, inf.pageLeft = page.at, slices.Clone(page.left)
 	}
@@ -132,10 +182,11 @@ func (e *Engine) telling1(r *resolution, le LogEntry, told bool, to []string, aw
 // never comes, and a resolution alone reached receivers that never had the page (an
 // outside trial: a third of the alerts of a member killed inside group_wait). Paged,
 // then resolved, as a backlog's episode is; should its page come after all, the
-// receiver has it twice (a late one is dropped: writer.fence). A process that stands in
-// DrainingGroup is still delivering its page: its channels are awaited instead, their
-// resolution held back until its drain ends (drainwait.go; an outside trial: a graceful
-// stop beside a 4 s receiver paged twice).
+// receiver has it twice (a late one is dropped: writer.fence). A process the group still
+// lists, or that stands in DrainingGroup, is still delivering its page: its channels are
+// awaited instead, their resolution held back until that page settles (awaitpage.go;
+// outside trials: a graceful stop, or a rebalance, beside a 4 s receiver paged twice,
+// the second page after the resolution).
 func (e *Engine) resolutionTo(le LogEntry, p *policy.Policy) (to, unpaged, awaited []string) {
 	told := le.toldOf(p.Channels)
 	var flying []string
@@ -155,7 +206,7 @@ func (e *Engine) resolutionTo(le LogEntry, p *policy.Policy) (to, unpaged, await
 			}
 		}
 		flying = unpaged
-		if e.claimerDraining(le.ClaimedBy) {
+		if e.claimerAlive(le.ClaimedBy) {
 			unpaged, awaited = nil, unpaged
 		}
 	}
@@ -387,9 +438,9 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 		switch {
 		case le.resolving():
 			p := e.policyOf(le)
-			if p != nil && !le.ResolveQueuedAt.IsZero() && (now.Sub(le.ResolveQueuedAt) < e.leaseOf(p) || e.claimerDraining(le.ClaimedBy)) &&
-				!e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt) {
-				continue // its sender has time left, or delivers it before it leaves
+			if p != nil && !le.ResolveQueuedAt.IsZero() && (now.Sub(le.ResolveQueuedAt) < e.leaseOf(p) ||
+				e.claimerAlive(le.ClaimedBy) || e.resolutionInFlight(le)) && !e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt) {
+				continue // its sender has time left, or is alive and delivers it (or this process does)
 			}
 			notices = append(notices, e.takeResolution(ctx, le, now)...)
 		case !le.firing() && now.Sub(le.resolvedClock()) >= e.o.ResolvedRetention:
@@ -456,9 +507,11 @@ func (e *Engine) releaseInflight(ctx context.Context) (pages, resolutions int) {
 		if len(inf.left) == 0 && !inf.failed {
 			continue // delivered everywhere
 		}
+		// A resolved episode's too: the process that resolved it waits for this page
+		// (claimerAlive) and pages the channels still owed once it is handed back.
 		released := false
 		err := e.update(ctx, fp, func(le *LogEntry, found bool) bool {
-			released = found && le.firing() && le.pending() && le.QueuedAt.Equal(inf.at)
+			released = found && le.pending() && le.QueuedAt.Equal(inf.at)
 			if released {
 				le.QueuedAt = time.Time{}
 			}
@@ -480,7 +533,7 @@ func (e *Engine) releaseInflight(ctx context.Context) (pages, resolutions int) {
 		})
 		if err == nil && released {
 			resolutions++
-			e.debug("resolved notice handed back", fp, "ends_at", inf.at, "undelivered_to", inf.left)
+			e.debug("resolved notice handed back", fp, "ends_at", inf.at, "undelivered_to", inf.left, "failed", inf.failed)
 		}
 	}
 	return pages, resolutions
@@ -521,4 +574,14 @@ func (e *Engine) Prepare(m notify.Message) (notify.Message, bool) {
 	}
 	m.Alerts = keep
 	return m, len(keep) > 0
+}
+
+// resolutionInFlight reports whether le's resolved notice is still on its way from here (its
+// channels have not all answered): a sweep must not send it again after its lease, while
+// a slow receiver's queue holds it.
+func (e *Engine) resolutionInFlight(le LogEntry) bool {
+	e.infMu.Lock()
+	defer e.infMu.Unlock()
+	inf := e.telling[le.Fingerprint]
+	return inf != nil && inf.at.Equal(le.ResolvedAt) && len(inf.left) > 0
 }

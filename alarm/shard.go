@@ -654,8 +654,9 @@ func (sh *shard) process(now time.Time, as []*alertState, ef *effects) {
 			if a.sendResolved {
 				a.sendResolved, a.resolvedClock = false, now
 				ef.resolves = append(ef.resolves, resolution{a: a, p: a.p, at: a.resolvedAt, ts: a.resolvedTS, value: a.value,
-					pagedHere: a.sent > 0, na: e.notifyAlert(a, notify.StatusResolved),
+					pagedHere: a.sent > 0, held: a.heldBehind, na: e.notifyAlert(a, notify.StatusResolved),
 					entry: a.entry()})
+				a.heldBehind = false
 			}
 			if now.Sub(a.resolvedClock) >= e.o.ResolvedRetention {
 				sh.drop(a)

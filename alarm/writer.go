@@ -213,9 +213,7 @@ func (w *writer) run(ef *effects) {
 	notices := ef.notices
 	for i := range ef.resolves {
 		if pa := e.resolve(&ef.resolves[i]); pa != nil {
-			if pg := ef.resolves[i].page; pg != nil {
-				notices = append(notices, pg) // the page first: the resolution follows it
-			}
+			notices = append(notices, ef.resolves[i].first...) // the page first: the resolution follows it
 			notices = append(notices, pa)
 		}
 	}
