@@ -83,6 +83,16 @@ func (o *channelOutbox) take() []string {
 	return out
 }
 
+// requireTombstone checks that e's log holds the one alert's entry as a tombstone: every
+// channel owed the resolution had it.
+func requireTombstone(t *testing.T, e *Engine) {
+	t.Helper()
+	entries, err := e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.True(t, entries[0].ResolveSent, "a tombstone once every channel had the resolution")
+}
+
 // hookInFlight is process name, alone in its group on the log of dir, having paged
 // wave-1 on both channels: mail delivered it, hook's page is still in flight.
 func hookInFlight(t *testing.T, dir string, clk *clock, name string) (*rig, *channelOutbox) {
@@ -136,10 +146,7 @@ func TestPageOwedToAChannelSurvivesAStop(t *testing.T) {
 	clk.Add(10 * time.Second)
 	r2.observe("wave-1", 10)
 	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out2.take())
-	entries, err := r2.e.o.Log.Load(context.Background())
-	require.NoError(t, err)
-	require.Len(t, entries, 1)
-	require.True(t, entries[0].ResolveSent, "a tombstone once both channels delivered the resolution")
+	requireTombstone(t, r2.e)
 }
 
 // After a crash while a channel was retrying the page (kill -9: no hand-back), the next
@@ -260,10 +267,7 @@ func TestResolutionAwaitsAnotherProcesssPage(t *testing.T) {
 				require.Equal(t, want, out2.take())
 				r2.e.Tick()
 				require.Empty(t, out2.take(), "once")
-				entries, lerr := r2.e.o.Log.Load(context.Background())
-				require.NoError(t, lerr)
-				require.Len(t, entries, 1)
-				require.True(t, entries[0].ResolveSent, "a tombstone once both channels had the resolution")
+				requireTombstone(t, r2.e)
 			})
 		}
 	}
@@ -885,10 +889,7 @@ func TestResolutionIsWithheldWhereItsPageWasGivenUp(t *testing.T) {
 	r.e.Sync()
 	require.Equal(t, []string{"firing wave-1", "resolved wave-1"}, hook.take(), "the page, then its end")
 	require.Empty(t, mail.take(), "mail had both")
-	entries, err := r.e.o.Log.Load(context.Background())
-	require.NoError(t, err)
-	require.Len(t, entries, 1)
-	require.True(t, entries[0].ResolveSent, "a tombstone once both channels had the resolution")
+	requireTombstone(t, r.e)
 }
 
 // A page delivered late (a slow receiver's queue) after its episode ended and the next
