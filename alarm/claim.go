@@ -38,8 +38,10 @@ type claim struct {
 	resolveFirst []*pendingAlert
 	partial      bool
 	// held: the log holds the last episode's resolved notice on its way from another
-	// process, which this page follows (decided again at the next tick).
-	held bool
+	// process, which this page follows (decided again at the next tick). priorHere:
+	// this process's own is on its way, kept as the entry's Prior; priorSent: it goes
+	// again from here (resolveFirst), kept as the entry's Prior.
+	held, priorHere, priorSent bool
 	// nodata: the claim is a nodata alert's, whose evidence is the node's last point
 	// (see answered).
 	nodata bool
@@ -88,6 +90,7 @@ func (e *Engine) claim(c *claim) {
 		e.w.owe(fp, e.recordClaim(c.entry, c.nodata), err)
 		return
 	case le.firing():
+		c.entry.Prior = le.Prior // still owed: it goes before this episode's resolution
 		// Another live process's claim is in flight however long its channel's queue
 		// holds it (a slow receiver's backlog outlasts the lease): it delivers it, or
 		// hands it back (claimerAlive). Outside trials, with a 4 s receiver 45 s behind:
@@ -116,33 +119,36 @@ func (e *Engine) claim(c *claim) {
 			c.stale = &le
 			return
 		}
+		c.entry.Prior = le.Prior // still owed: it goes before this episode's resolution
 		if le.resolving() {
 			e.infMu.Lock()
 			inf, mine := e.telling[le.Fingerprint]
 			mine = mine && inf.at.Equal(le.ResolvedAt)
-			waiting := mine && !inf.delivered && !inf.failed
 			onItsWay := mine && !inf.failed && len(inf.left) > 0
 			gaveUp := mine && inf.failed
-			if waiting || gaveUp {
+			if gaveUp {
 				delete(e.telling, le.Fingerprint)
 			}
 			e.infMu.Unlock()
 			switch {
-			case waiting:
-				// This process's own resolved notice, still in its group: the new
-				// episode takes its place there, as the alert's latest state (a flap
-				// within the group's wait is one firing notice, as in Alertmanager).
 			case onItsWay:
-				// Its own resolved notice, delivered on some channels and still on its
-				// way on others (a slow receiver's queue): this page follows it there.
-				// Past the lease it was taken for lost and sent again, with its page
-				// (an outside trial).
+				// This process's own resolved notice, still on its way on some channels
+				// (in its group, or a slow receiver's queue): this page follows it there,
+				// and the entry keeps it as its Prior until every channel had it. Held
+				// for it, or past the lease taken for lost and sent again with its page,
+				// it was late or twice; forgotten with the entry, a stop or a failure
+				// left it undelivered (outside trials).
+				if p := priorOf(le, c.a.p.Channels); p != nil {
+					c.entry.Prior, c.priorHere = p, true
+				}
 			case gaveUp:
 				// Its own resolved notice that a channel gave up (the receiver down): it
 				// goes again before this page, to the channels still owed it. Taken for
 				// one still in its group, it was dropped, and the episode the receiver
-				// was paged for never ended there (an outside trial).
+				// was paged for never ended there (an outside trial). The entry keeps it
+				// as its Prior until every channel had it.
 				c.resolveFirst = e.resolvedNotices(le)
+				c.entry.Prior, c.priorSent = priorOf(le, c.a.p.Channels), true
 			case !le.ResolveQueuedAt.IsZero() && (now.Sub(le.ResolveQueuedAt) < c.lease || e.claimerAlive(le.ClaimedBy)) &&
 				!e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt):
 				// Another process's resolved notice is on its way: this page follows it
@@ -155,6 +161,7 @@ func (e *Engine) claim(c *claim) {
 				return
 			default:
 				c.resolveFirst = e.resolvedNotices(le) // its sender is gone
+				c.entry.Prior, c.priorSent = priorOf(le, c.a.p.Channels), true
 			}
 		}
 		c.entry.LastSent, c.entry.Sent = time.Time{}, 0 // a new episode
@@ -167,6 +174,18 @@ func (e *Engine) claim(c *claim) {
 	case err != nil:
 		e.w.owe(fp, e.recordClaim(c.entry, c.nodata), err)
 	}
+	e.infMu.Lock()
+	switch {
+	case c.priorHere:
+		if inf := e.telling[fp]; inf != nil && inf.at.Equal(c.entry.Prior.ResolvedAt) {
+			delete(e.telling, fp)
+			e.tellingPrior[fp] = inf
+		}
+	case c.priorSent && c.entry.Prior != nil && len(c.resolveFirst) > 0:
+		pa := c.resolveFirst[len(c.resolveFirst)-1]
+		e.tellingPrior[fp] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
+	}
+	e.infMu.Unlock()
 	c.queue = true
 }
 
@@ -185,6 +204,7 @@ func (e *Engine) recordClaim(ce LogEntry, nodata bool) logWrite {
 				if !le.QueuedAt.Before(ce.QueuedAt) {
 					return false // this claim is there already, or a later one
 				}
+				ce.Prior = le.Prior
 				ce.ActiveSince, ce.FiringSince = le.ActiveSince, le.FiringSince
 				ce.LastSent, ce.Sent = le.LastSent, le.Sent
 				if le.Sent > 0 || !le.LastSent.IsZero() {

@@ -144,6 +144,9 @@ type Engine struct {
 	// awaiting is the resolved notices held back from channels whose page another live
 	// process is still delivering (awaitpage.go), by fingerprint.
 	awaiting map[string]awaitedPage
+	// tellingPrior is the resolved notices of the entries' Priors on their way from
+	// here, by fingerprint.
+	tellingPrior map[string]*inflight
 
 	cl claimers // the group's processes, for claims left by a crash
 
@@ -245,7 +248,7 @@ func NewEngine(o EngineOptions) *Engine {
 	e := &Engine{
 		o: o, log: o.Logger.With("component", "alarm"), now: o.Now,
 		byMetric: map[string][]*policy.Policy{}, byName: map[string]*policy.Policy{}, inhibit: inhibitions{m: map[string]*[6]int{}},
-		paging: map[string]*inflight{}, telling: map[string]*inflight{}, awaiting: map[string]awaitedPage{},
+		paging: map[string]*inflight{}, telling: map[string]*inflight{}, awaiting: map[string]awaitedPage{}, tellingPrior: map[string]*inflight{},
 	}
 	e.opsCtx, e.stopOps = context.WithCancel(context.Background())
 	e.w = newWriter(e)

@@ -82,6 +82,7 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 		aw := awaitedPage{by: le.ClaimedBy, claimAt: le.QueuedAt, chans: awaited} // before the entry names this process
 		told := len(to) > 0
 		page := e.unpagedNotice(le, r.p, unpaged) // before the entry takes the resolution
+		prior := e.priorNotice(le)                // before the entry takes the resolution
 		le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
 		if told {
 			le.ResolveQueuedAt, le.ClaimedBy, le.ResolveOwed = e.now(), e.claimer(), to
@@ -95,8 +96,12 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 		if err != nil {
 			e.w.owe(fp, e.recordResolve(le, r.p, to), err)
 		}
+		r.first = nil
+		if prior != nil {
+			r.first = append(r.first, e.sendingPrior(fp, prior))
+		}
 		if page != nil {
-			r.first = []*pendingAlert{page}
+			r.first = append(r.first, page)
 		}
 		e.debug("resolved", fp, "starts_at", le.FiringSince, "ends_at", le.ResolvedAt, "to", to, "paged_first", unpaged,
 			"awaited", awaited, "page_claimed_by", aw.by)
@@ -118,8 +123,11 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 // returned for the caller to read the entry again.
 func (e *Engine) resolveHeld(ctx context.Context, r *resolution, le LogEntry, ver int64) (*pendingAlert, error) {
 	var first []*pendingAlert
+	if prior := e.priorNotice(le); prior != nil {
+		first = append(first, prior)
+	}
 	if le.resolving() {
-		first = e.resolvedNotices(le)
+		first = append(first, e.resolvedNotices(le)...)
 	}
 	now, chans := e.now(), r.p.Channels
 	ne := r.entry
@@ -350,15 +358,17 @@ func (e *Engine) recordResolve(want LogEntry, p *policy.Policy, sentTo []string)
 // the log, and the entry becomes a tombstone once every channel it owed delivered.
 func (e *Engine) resolveDone(ch string, na notify.Alert, err error) logWrite {
 	e.infMu.Lock()
-	if inf := e.telling[na.Fingerprint]; inf != nil && inf.at.Equal(na.EndsAt) && slices.Contains(inf.left, ch) {
-		inf.left = without(inf.left, ch)
-		if err == nil {
-			inf.delivered = true
-		} else {
-			inf.failed = true
-		}
-		if len(inf.left) == 0 && !inf.failed {
-			delete(e.telling, na.Fingerprint)
+	for i, m := range []map[string]*inflight{e.telling, e.tellingPrior} {
+		if inf := m[na.Fingerprint]; inf != nil && inf.at.Equal(na.EndsAt) && slices.Contains(inf.left, ch) {
+			inf.left = without(inf.left, ch)
+			if err == nil {
+				inf.delivered = true
+			} else {
+				inf.failed = true
+			}
+			if len(inf.left) == 0 && (!inf.failed || i == 1) {
+				delete(m, na.Fingerprint) // a Prior that failed stays owed in the log alone
+			}
 		}
 	}
 	e.infMu.Unlock()
@@ -368,6 +378,12 @@ func (e *Engine) resolveDone(ch string, na notify.Alert, err error) logWrite {
 	fp, at := na.Fingerprint, na.EndsAt
 	return func(ctx context.Context) ([]*pendingAlert, error) {
 		return nil, e.update(ctx, fp, func(le *LogEntry, found bool) bool {
+			if found && le.Prior != nil && le.Prior.ResolvedAt.Equal(at) {
+				if le.Prior.Owed = without(le.Prior.Owed, ch); len(le.Prior.Owed) == 0 {
+					le.Prior = nil
+				}
+				return true
+			}
 			if !found || !le.resolving() || !le.ResolvedAt.Equal(at) {
 				return false
 			}
@@ -453,6 +469,34 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 	}
 }
 
+// priorNotice is the resolved notice of le's Prior when it is to go again before le's
+// own resolution: still owed, and not on its way from here (its own queue sends it before
+// this resolution). Its sender elsewhere may deliver it too: a second resolution of an
+// ended episode harms nothing, where its absence left the receiver's incident open.
+func (e *Engine) priorNotice(le LogEntry) *pendingAlert {
+	if le.Prior == nil {
+		return nil
+	}
+	e.infMu.Lock()
+	inf := e.tellingPrior[le.Fingerprint]
+	here := inf != nil && inf.at.Equal(le.Prior.ResolvedAt) && len(inf.left) > 0
+	e.infMu.Unlock()
+	if here {
+		return nil
+	}
+	return e.resolvedNotice(priorView(le))
+}
+
+// sendingPrior records the Prior's resolved notice pa as on its way from here, and
+// returns it.
+func (e *Engine) sendingPrior(fp string, pa *pendingAlert) *pendingAlert {
+	e.infMu.Lock()
+	e.tellingPrior[fp] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
+	e.infMu.Unlock()
+	e.debug("an earlier episode's resolved notice goes again before this one's", fp, "ends_at", pa.na.EndsAt, "to", pa.to)
+	return pa
+}
+
 // takeResolution claims the resolved notice of a logged resolution whose sender is gone,
 // and returns it, after the page of channels that never had one (resolvedNotices).
 func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Time) []*pendingAlert {
@@ -479,7 +523,11 @@ func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Tim
 	e.telling[le.Fingerprint] = &inflight{at: le.ResolvedAt, left: slices.Clone(pa.to)}
 	e.infMu.Unlock()
 	e.debug("resolved notice taken over", le.Fingerprint, "ends_at", le.ResolvedAt, "from", seen.ClaimedBy, "to", pa.to)
-	return e.pagedFirst(le, pa)
+	notices := e.pagedFirst(le, pa)
+	if prior := e.priorNotice(le); prior != nil {
+		notices = append([]*pendingAlert{e.sendingPrior(le.Fingerprint, prior)}, notices...)
+	}
+	return notices
 }
 
 // collect removes a tombstone that is still the one seen.
@@ -487,6 +535,10 @@ func (e *Engine) collect(ctx context.Context, seen LogEntry) {
 	le, ver, err := e.o.Log.Get(ctx, seen.Fingerprint)
 	if err != nil || le.firing() || le.resolving() || !le.ResolvedAt.Equal(seen.ResolvedAt) {
 		return
+	}
+	if le.Prior != nil {
+		e.log.Warn("an earlier episode's resolved notice was never delivered to some channels; it is forgotten with the entry",
+			"fingerprint", le.Fingerprint, "node", le.Labels[policy.LabelNode], "ends_at", le.Prior.ResolvedAt, "channels", le.Prior.Owed)
 	}
 	if err := e.o.Log.Remove(ctx, le.Fingerprint, ver); err != nil && !errors.Is(err, coord.ErrVersionConflict) {
 		e.logError(err, le.Fingerprint)
