@@ -22,9 +22,6 @@ type claimers struct {
 	self  string
 	live  []string
 	heard time.Time
-	// draining is the processes that left the group to stop and still deliver their
-	// claims (DrainingGroup), sorted; live lists them too.
-	draining []string
 }
 
 // SetMembers records the group's processes as the bus answered them (sorted), and this
@@ -35,28 +32,6 @@ func (e *Engine) SetMembers(self string, live []string) {
 	e.cl.mu.Lock()
 	defer e.cl.mu.Unlock()
 	e.cl.self, e.cl.live, e.cl.heard = self, slices.Clone(live), now
-}
-
-// SetDraining records the processes standing in DrainingGroup as last read: they left
-// the consumer group and still deliver what they claimed.
-func (e *Engine) SetDraining(names []string) {
-	d := slices.Clone(names)
-	slices.Sort(d)
-	e.cl.mu.Lock()
-	defer e.cl.mu.Unlock()
-	e.cl.draining = d
-}
-
-// claimerDraining reports whether the process named by a claim is delivering its claims
-// before it leaves (DrainingGroup): its page is on its way.
-func (e *Engine) claimerDraining(by string) bool {
-	if by == "" {
-		return false
-	}
-	e.cl.mu.Lock()
-	defer e.cl.mu.Unlock()
-	_, found := slices.BinarySearch(e.cl.draining, by)
-	return found
 }
 
 // claimerAlive reports whether the process named by a claim is another process the

@@ -236,9 +236,6 @@ func TestResolutionAwaitsAnotherProcesssPage(t *testing.T) {
 				out2.e = r2.e
 				clk.Add(5 * time.Second)
 				r2.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"}) // the group's answer, with those draining
-				if how == "draining" {
-					r2.e.SetDraining([]string{"alarm-a"})
-				}
 				r2.observe("wave-1", 95)
 				require.Empty(t, out2.take(), "a is delivering the page")
 				clk.Add(5 * time.Minute) // far past the claim's lease
@@ -260,8 +257,7 @@ func TestResolutionAwaitsAnotherProcesssPage(t *testing.T) {
 				out1.finishHeld(err)
 				if how == "draining" {
 					require.Zero(t, func() int { p, _ := r1.e.releaseInflight(context.Background()); return p }(), "nothing left to hand back")
-					r2.e.SetDraining(nil)
-					r2.e.SetMembers("alarm-b", []string{"alarm-b"})
+					r2.e.SetMembers("alarm-b", []string{"alarm-b"}) // the drain ended
 				}
 				r2.e.Tick()
 				require.Equal(t, want, out2.take())

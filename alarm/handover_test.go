@@ -394,7 +394,7 @@ func TestClaimOfADrainingProcessIsNotTakenOver(t *testing.T) {
 		pos:      &fakePositioner{p: bus.Position{Known: true, Partitions: []int{0}, CaughtUp: true, Process: "b", Processes: []string{"b"}}},
 		draining: func(context.Context) ([]string, error) { return draining, nil }}
 	o.poll(context.Background())
-	require.True(t, r2.e.claimerDraining("a"), "the poll tells the engine who is draining")
+	require.True(t, r2.e.claimerAlive("a"), "the poll lists those draining among the live")
 	r2.observe("wave-1", 95)
 	require.Empty(t, r2.out.take(), "a is delivering its claim: no second page")
 	clk.Add(10 * time.Minute) // far past the claim's lease: a slow receiver's backlog
@@ -405,7 +405,7 @@ func TestClaimOfADrainingProcessIsNotTakenOver(t *testing.T) {
 	draining = nil // a's drain ended (delivered, or handed back, or it died)
 	clk.Add(5 * time.Second)
 	o.poll(context.Background())
-	require.False(t, r2.e.claimerDraining("a"))
+	require.False(t, r2.e.claimerAlive("a"))
 	r2.observe("wave-1", 95)
 	require.Equal(t, []string{F}, r2.out.take(), "the claim of a process neither in the group nor draining is taken over")
 }

@@ -161,7 +161,6 @@ func (o *ownership) poll(ctx context.Context) {
 		// before leaving, so it is in one answer or the other.
 		if d, err := o.draining(ctx); err == nil {
 			live = withDraining(live, d)
-			o.eng.SetDraining(d)
 		} else if ctx.Err() == nil {
 			o.log.Warn("the processes delivering their claims could not be read; their claims may be paged again", "err", err)
 		}
