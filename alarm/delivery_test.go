@@ -1042,3 +1042,47 @@ func TestPriorDeliveredIsNotSentAgain(t *testing.T) {
 	r1.observe("wave-1", 10)
 	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take(), "the second episode's end alone")
 }
+
+// A Prior whose page never reached a channel (its process's queue cut off by a stop with
+// the page still in it) is paged there first when it goes again: a receiver never gets
+// the end of an incident it never heard of.
+func TestPriorUnpagedIsPagedFirst(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := hookInFlight(t, dir, clk, "alarm-a") // hook's first page stays queued
+	clk.Add(30 * time.Second)
+	r1.observe("wave-1", 10)
+	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take())
+	clk.Add(30 * time.Second)
+	r1.observe("wave-1", 95)
+	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
+	entries, err := r1.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.NotNil(t, entries[0].Prior)
+	require.Equal(t, []string{"hook"}, entries[0].Prior.Unpaged, "hook never had the first page")
+	out1.finishHeld(context.Canceled) // the stop cuts hook's queue off: both pages and the resolution
+	_, _ = r1.e.releaseInflight(context.Background())
+	require.NoError(t, r1.c.Close())
+
+	r2, out2 := channelRig(t, dir, clk, twoChannels, nil, nil)
+	r2.e.SetMembers("alarm-b", []string{"alarm-b"})
+	clk.Add(5 * time.Second)
+	r2.observe("wave-1", 95)
+	require.Equal(t, []string{"hook: firing +60"}, out2.takeEpisodes())
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 10)
+	got := out2.takeEpisodes()
+	for range 2 {
+		clk.Add(10 * time.Second)
+		r2.e.Tick()
+		got = append(got, out2.takeEpisodes()...)
+	}
+	var hook []string
+	for _, s := range got {
+		if strings.HasPrefix(s, "hook: ") {
+			hook = append(hook, s)
+		}
+	}
+	require.Equal(t, []string{"hook: firing +0", "hook: resolved +0", "hook: resolved +60"}, hook)
+	requireTombstone(t, r2.e)
+}

@@ -86,6 +86,9 @@ type PriorResolution struct {
 	ResolvedTS  time.Time `json:"resolved_ts,omitzero"`
 	Value       float64   `json:"value,omitempty"`
 	Owed        []string  `json:"owed"`
+	// Unpaged are the channels of Owed that no page of the episode reached when the
+	// next episode took the entry over: they get the page first.
+	Unpaged []string `json:"unpaged,omitempty"`
 }
 
 // priorOf is le's resolution as the next episode's Prior, owed to the channels le's
@@ -95,7 +98,15 @@ func priorOf(le LogEntry, chans []string) *PriorResolution {
 	if len(owed) == 0 {
 		return nil
 	}
-	return &PriorResolution{FiringSince: le.FiringSince, ResolvedAt: le.ResolvedAt, ResolvedTS: le.ResolvedTS, Value: le.Value, Owed: owed}
+	told := le.toldOf(chans)
+	var unpaged []string
+	for _, c := range le.owedOf(chans) {
+		if slices.Contains(owed, c) && !slices.Contains(told, c) {
+			unpaged = append(unpaged, c)
+		}
+	}
+	return &PriorResolution{FiringSince: le.FiringSince, ResolvedAt: le.ResolvedAt, ResolvedTS: le.ResolvedTS, Value: le.Value,
+		Owed: owed, Unpaged: unpaged}
 }
 
 // priorView is le as the episode its Prior was: the entry its resolved notice is
@@ -105,6 +116,7 @@ func priorView(le LogEntry) LogEntry {
 	p := le.Prior
 	pv.Prior = nil
 	pv.FiringSince, pv.ResolvedAt, pv.ResolvedTS, pv.Value, pv.ResolveOwed = p.FiringSince, p.ResolvedAt, p.ResolvedTS, p.Value, p.Owed
+	pv.Owed, pv.Untold, pv.QueuedAt = p.Unpaged, p.Unpaged, time.Time{}
 	return pv
 }
 

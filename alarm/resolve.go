@@ -82,7 +82,7 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 		aw := awaitedPage{by: le.ClaimedBy, claimAt: le.QueuedAt, chans: awaited} // before the entry names this process
 		told := len(to) > 0
 		page := e.unpagedNotice(le, r.p, unpaged) // before the entry takes the resolution
-		prior := e.priorNotice(le)                // before the entry takes the resolution
+		prior := le                               // as read: its Prior's notices follow the write
 		le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
 		if told {
 			le.ResolveQueuedAt, le.ClaimedBy, le.ResolveOwed = e.now(), e.claimer(), to
@@ -96,10 +96,7 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 		if err != nil {
 			e.w.owe(fp, e.recordResolve(le, r.p, to), err)
 		}
-		r.first = nil
-		if prior != nil {
-			r.first = append(r.first, e.sendingPrior(fp, prior))
-		}
+		r.first = e.priorNotices(prior)
 		if page != nil {
 			r.first = append(r.first, page)
 		}
@@ -122,10 +119,7 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 // closed by it at receivers that key incidents on the fingerprint). A version conflict is
 // returned for the caller to read the entry again.
 func (e *Engine) resolveHeld(ctx context.Context, r *resolution, le LogEntry, ver int64) (*pendingAlert, error) {
-	var first []*pendingAlert
-	if prior := e.priorNotice(le); prior != nil {
-		first = append(first, prior)
-	}
+	first := e.priorNotices(le)
 	if le.resolving() {
 		first = append(first, e.resolvedNotices(le)...)
 	}
@@ -469,11 +463,13 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 	}
 }
 
-// priorNotice is the resolved notice of le's Prior when it is to go again before le's
-// own resolution: still owed, and not on its way from here (its own queue sends it before
-// this resolution). Its sender elsewhere may deliver it too: a second resolution of an
-// ended episode harms nothing, where its absence left the receiver's incident open.
-func (e *Engine) priorNotice(le LogEntry) *pendingAlert {
+// priorNotices are the notices of le's Prior when it is to go again before le's own
+// resolution: still owed, and not on its way from here (its own queue sends it before
+// this resolution). Its page goes first to the channels no page of it reached. Its sender
+// elsewhere may deliver it too: a second resolution of an ended episode harms nothing,
+// where its absence left the receiver's incident open. They are recorded as on their way
+// from here.
+func (e *Engine) priorNotices(le LogEntry) []*pendingAlert {
 	if le.Prior == nil {
 		return nil
 	}
@@ -481,20 +477,17 @@ func (e *Engine) priorNotice(le LogEntry) *pendingAlert {
 	inf := e.tellingPrior[le.Fingerprint]
 	here := inf != nil && inf.at.Equal(le.Prior.ResolvedAt) && len(inf.left) > 0
 	e.infMu.Unlock()
-	if here {
+	pv := priorView(le)
+	pa := e.resolvedNotice(pv)
+	if here || pa == nil {
 		return nil
 	}
-	return e.resolvedNotice(priorView(le))
-}
-
-// sendingPrior records the Prior's resolved notice pa as on its way from here, and
-// returns it.
-func (e *Engine) sendingPrior(fp string, pa *pendingAlert) *pendingAlert {
 	e.infMu.Lock()
-	e.tellingPrior[fp] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
+	e.tellingPrior[le.Fingerprint] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
 	e.infMu.Unlock()
-	e.debug("an earlier episode's resolved notice goes again before this one's", fp, "ends_at", pa.na.EndsAt, "to", pa.to)
-	return pa
+	e.debug("an earlier episode's resolved notice goes again before this one's", le.Fingerprint, "ends_at", pa.na.EndsAt,
+		"to", pa.to, "paged_first", le.Prior.Unpaged)
+	return e.pagedFirst(pv, pa)
 }
 
 // takeResolution claims the resolved notice of a logged resolution whose sender is gone,
@@ -523,11 +516,7 @@ func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Tim
 	e.telling[le.Fingerprint] = &inflight{at: le.ResolvedAt, left: slices.Clone(pa.to)}
 	e.infMu.Unlock()
 	e.debug("resolved notice taken over", le.Fingerprint, "ends_at", le.ResolvedAt, "from", seen.ClaimedBy, "to", pa.to)
-	notices := e.pagedFirst(le, pa)
-	if prior := e.priorNotice(le); prior != nil {
-		notices = append([]*pendingAlert{e.sendingPrior(le.Fingerprint, prior)}, notices...)
-	}
-	return notices
+	return append(e.priorNotices(le), e.pagedFirst(le, pa)...)
 }
 
 // collect removes a tombstone that is still the one seen.
