@@ -120,11 +120,17 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 // returned for the caller to read the entry again.
 func (e *Engine) resolveHeld(ctx context.Context, r *resolution, le LogEntry, ver int64) (*pendingAlert, error) {
 	first := e.priorNotices(le)
-	if le.resolving() {
-		first = append(first, e.resolvedNotices(le)...)
-	}
 	now, chans := e.now(), r.p.Channels
 	ne := r.entry
+	switch {
+	case le.resolving() && e.claimerAlive(le.ClaimedBy):
+		// Its sender is alive and delivers it (or hands it back): kept as this entry's
+		// Prior, not sent twice (an outside trial: 11 resolutions twice). This episode's
+		// page may reach a receiver before it; this episode's end follows at once.
+		ne.Prior = priorOf(le, chans)
+	case le.resolving():
+		first = append(first, e.resolvedNotices(le)...)
+	}
 	ne.QueuedAt, ne.ClaimedBy, ne.Owed, ne.Untold, ne.Sent, ne.LastSent = now, e.claimer(), slices.Clone(chans), slices.Clone(chans), 0, time.Time{}
 	ne.ResolvedAt, ne.ResolvedTS, ne.Value = r.at, r.ts, r.value
 	ne.ResolveQueuedAt, ne.ResolveOwed, ne.ResolveSent = now, slices.Clone(chans), len(chans) == 0

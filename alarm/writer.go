@@ -212,8 +212,12 @@ func (w *writer) run(ef *effects) {
 	}
 	notices := ef.notices
 	for i := range ef.resolves {
-		if pa := e.resolve(&ef.resolves[i]); pa != nil {
-			notices = append(notices, ef.resolves[i].first...) // the page first: the resolution follows it
+		pa := e.resolve(&ef.resolves[i])
+		// What goes first (a page, an earlier episode's resolution) goes even when this
+		// resolution has nothing to tell now (awaiting another process's page): an earlier
+		// episode's resolution was dropped so (an outside trial).
+		notices = append(notices, ef.resolves[i].first...)
+		if pa != nil {
 			notices = append(notices, pa)
 		}
 	}
