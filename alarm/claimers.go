@@ -53,6 +53,13 @@ func (e *Engine) claimerAlive(by string) bool {
 	return found
 }
 
+// membersHeard reports whether the group's membership was heard yet.
+func (e *Engine) membersHeard() bool {
+	e.cl.mu.Lock()
+	defer e.cl.mu.Unlock()
+	return !e.cl.heard.IsZero()
+}
+
 // claimer is the name this process's claims carry ("" while it knows none).
 func (e *Engine) claimer() string {
 	e.cl.mu.Lock()

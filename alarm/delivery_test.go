@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/alarm/notify"
+	"github.com/binlake/binlake/internal/coord"
 )
 
 // Delivery per channel, and through an outage of the notification log.
@@ -91,6 +92,16 @@ func requireTombstone(t *testing.T, e *Engine) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	require.True(t, entries[0].ResolveSent, "a tombstone once every channel had the resolution")
+}
+
+// channelRigOn is channelRig for another process on the same coordinator c (the log's
+// other reader while the first one lives).
+func channelRigOn(t *testing.T, c coord.Coordinator, clk *clock) (*rig, *channelOutbox) {
+	t.Helper()
+	out := &channelOutbox{down: map[string]bool{}, held: map[string]bool{}}
+	r := newRigOn(t, c, clk, twoChannels, func(o *EngineOptions) { o.Send = out.send })
+	out.e = r.e
+	return r, out
 }
 
 // hookInFlight is process name, alone in its group on the log of dir, having paged
@@ -231,9 +242,7 @@ func TestResolutionAwaitsAnotherProcesssPage(t *testing.T) {
 				r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
 				r1.e.Release([]string{"wave-1"}) // its partition moved to b
 
-				out2 := &channelOutbox{down: map[string]bool{}, held: map[string]bool{}}
-				r2 := newRigOn(t, r1.c, clk, twoChannels, func(o *EngineOptions) { o.Send = out2.send })
-				out2.e = r2.e
+				r2, out2 := channelRigOn(t, r1.c, clk)
 				clk.Add(5 * time.Second)
 				r2.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"}) // the group's answer, with those draining
 				r2.observe("wave-1", 95)
@@ -935,9 +944,7 @@ func TestHeldEpisodeThatEndsIsPagedAndResolved(t *testing.T) {
 			require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take(), "hook's resolution stays in its queue")
 			r1.e.Release([]string{"wave-1"}) // the partition moves to b
 
-			out2 := &channelOutbox{down: map[string]bool{}, held: map[string]bool{}}
-			r2 := newRigOn(t, r1.c, clk, twoChannels, func(o *EngineOptions) { o.Send = out2.send })
-			out2.e = r2.e
+			r2, out2 := channelRigOn(t, r1.c, clk)
 			r2.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"})
 			clk.Add(30 * time.Second)
 			r2.observe("wave-1", 95) // the next episode
@@ -1129,4 +1136,37 @@ func TestPriorGoesWhileTheResolutionWaits(t *testing.T) {
 	clk.Add(10 * time.Second)
 	r.observe("wave-1", 10)
 	require.Equal(t, []string{"mail: resolved +0", "hook: resolved +0"}, out.takeEpisodes(), "the first episode's end, at once")
+}
+
+// A resolution handed back by a stopping process (b) while the episode's page is still
+// on its way from a live one (a) is taken over by the next sweeper (c), which waits for
+// a's page on the channels it owes instead of paging them again first (an outside trial:
+// the page twice).
+func TestTakenOverResolutionAwaitsALivePage(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
+	r1.e.Release([]string{"wave-1"})
+
+	r2, out2 := channelRigOn(t, r1.c, clk)
+	r2.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"})
+	clk.Add(5 * time.Second)
+	r2.observe("wave-1", 95)
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 10)
+	require.Equal(t, []string{"mail: resolved wave-1"}, out2.take(), "hook's waits for a's page")
+	_, resolutions := r2.e.releaseInflight(context.Background()) // b stops
+	require.Equal(t, 1, resolutions)
+
+	r3, out3 := channelRigOn(t, r1.c, clk)
+	r3.e.SetMembers("alarm-c", []string{"alarm-a", "alarm-c"})
+	clk.Add(5 * time.Second)
+	_, err := r3.e.Restore(context.Background()) // its sweep takes b's resolution over
+	require.NoError(t, err)
+	r3.e.Tick()
+	require.Empty(t, out3.take(), "hook waits for a's page")
+	out1.deliverHeld()
+	clk.Add(5 * time.Second)
+	r3.e.Tick()
+	require.Equal(t, []string{"hook: resolved wave-1"}, out3.take(), "after a's page, the resolution alone")
+	requireTombstone(t, r3.e)
 }

@@ -36,6 +36,10 @@ type LogEntry struct {
 	// (its consumer-group process; empty without a group): a claim whose process left
 	// the group is taken over before its lease ends.
 	ClaimedBy string `json:"claimed_by,omitempty"`
+	// PagedBy names the process of the latest page claim (ClaimedBy names the resolved
+	// notice's once the episode resolved): whoever takes the resolution over waits for
+	// that page while its process lives, instead of paging again.
+	PagedBy string `json:"paged_by,omitempty"`
 	// EvalTS is the own time of the newest point the decision to fire rested on (for
 	// nodata: the node's last point): a claim resting on older points than the episode's
 	// resolution is a replay, and is refused.

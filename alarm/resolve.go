@@ -132,6 +132,7 @@ func (e *Engine) resolveHeld(ctx context.Context, r *resolution, le LogEntry, ve
 		first = append(first, e.resolvedNotices(le)...)
 	}
 	ne.QueuedAt, ne.ClaimedBy, ne.Owed, ne.Untold, ne.Sent, ne.LastSent = now, e.claimer(), slices.Clone(chans), slices.Clone(chans), 0, time.Time{}
+	ne.PagedBy = ne.ClaimedBy
 	ne.ResolvedAt, ne.ResolvedTS, ne.Value = r.at, r.ts, r.value
 	ne.ResolveQueuedAt, ne.ResolveOwed, ne.ResolveSent = now, slices.Clone(chans), len(chans) == 0
 	if err := e.o.Log.Put(ctx, ne, ver); errors.Is(err, coord.ErrVersionConflict) {
@@ -458,6 +459,9 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 				e.claimerAlive(le.ClaimedBy) || e.resolutionInFlight(le)) && !e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt) {
 				continue // its sender has time left, or is alive and delivers it (or this process does)
 			}
+			if le.pending() && le.PagedBy != "" && !e.membersHeard() {
+				continue // whether its page's process lives is known once the group answers
+			}
 			notices = append(notices, e.takeResolution(ctx, le, now)...)
 		case !le.firing() && now.Sub(le.resolvedClock()) >= e.o.ResolvedRetention:
 			e.collect(ctx, le)
@@ -520,9 +524,30 @@ func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Tim
 	}
 	e.infMu.Lock()
 	e.telling[le.Fingerprint] = &inflight{at: le.ResolvedAt, left: slices.Clone(pa.to)}
+	var awaited []string
+	if le.pending() && e.claimerAlive(le.PagedBy) {
+		// The episode's page is still on its way from a live process: the channels it
+		// owes wait for it, as at the resolution (resolutionTo); paged again from here
+		// first, the receiver had it twice (an outside trial).
+		told := le.toldOf(pa.p.Channels)
+		for _, c := range le.owedOf(pa.p.Channels) {
+			if slices.Contains(pa.to, c) && !slices.Contains(told, c) {
+				awaited = append(awaited, c)
+			}
+		}
+		if len(awaited) > 0 {
+			e.awaiting[le.Fingerprint] = awaitedPage{by: le.PagedBy, claimAt: le.QueuedAt, at: le.ResolvedAt, chans: awaited}
+			pa.to = slices.DeleteFunc(pa.to, func(c string) bool { return slices.Contains(awaited, c) })
+		}
+	}
 	e.infMu.Unlock()
-	e.debug("resolved notice taken over", le.Fingerprint, "ends_at", le.ResolvedAt, "from", seen.ClaimedBy, "to", pa.to)
-	return append(e.priorNotices(le), e.pagedFirst(le, pa)...)
+	e.debug("resolved notice taken over", le.Fingerprint, "ends_at", le.ResolvedAt, "from", seen.ClaimedBy, "to", pa.to,
+		"awaited", awaited, "page_claimed_by", le.PagedBy)
+	notices := e.priorNotices(le)
+	if len(pa.to) > 0 {
+		notices = append(notices, e.pagedFirst(le, pa)...)
+	}
+	return notices
 }
 
 // collect removes a tombstone that is still the one seen.

@@ -647,6 +647,7 @@ func (sh *shard) process(now time.Time, as []*alertState, ef *effects) {
 			a.sent++
 			ce := a.entry()
 			ce.QueuedAt, ce.ClaimedBy = now, e.claimer()
+			ce.PagedBy = ce.ClaimedBy
 			ce.Owed, ce.Untold = slices.Clone(a.p.Channels), slices.Clone(a.p.Channels)
 			ef.claims = append(ef.claims, claim{a: a, entry: ce, repeat: a.p.RepeatInterval, lease: e.lease(a), nodata: a.nd != nil,
 				na: e.notifyAlert(a, notify.StatusFiring)})
