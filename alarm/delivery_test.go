@@ -104,6 +104,29 @@ func channelRigOn(t *testing.T, c coord.Coordinator, clk *clock) (*rig, *channel
 	return r, out
 }
 
+// settle is what r sends (takeEpisodes) now and over n more ticks 10 s apart: a
+// message's group waits, and a resolution after its page goes in the next message.
+func (o *channelOutbox) settle(clk *clock, r *rig, n int) []string {
+	got := o.takeEpisodes()
+	for range n {
+		clk.Add(10 * time.Second)
+		r.e.Tick()
+		got = append(got, o.takeEpisodes()...)
+	}
+	return got
+}
+
+// onChannel is the notices of got ("channel: …") sent to ch.
+func onChannel(got []string, ch string) []string {
+	var out []string
+	for _, s := range got {
+		if strings.HasPrefix(s, ch+": ") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // hookInFlight is process name, alone in its group on the log of dir, having paged
 // wave-1 on both channels: mail delivered it, hook's page is still in flight.
 func hookInFlight(t *testing.T, dir string, clk *clock, name string) (*rig, *channelOutbox) {
@@ -954,18 +977,8 @@ func TestHeldEpisodeThatEndsIsPagedAndResolved(t *testing.T) {
 			}
 			clk.Add(20 * time.Second)
 			r2.observe("wave-1", 10) // and ends
-			got := out2.takeEpisodes()
-			for range 3 {
-				clk.Add(10 * time.Second)
-				r2.e.Tick()
-				got = append(got, out2.takeEpisodes()...)
-			}
-			var hook []string
-			for _, s := range got {
-				if strings.HasPrefix(s, "hook: ") {
-					hook = append(hook, s)
-				}
-			}
+			got := out2.settle(clk, r2, 3)
+			hook := onChannel(got, "hook")
 			want := []string{"hook: firing +60", "hook: resolved +60"}
 			if sender == "gone" {
 				want = append([]string{"hook: resolved +0"}, want...)
@@ -1010,41 +1023,54 @@ func (o *channelOutbox) takeEpisodes() []string {
 
 // A process's resolved notice still in its queue (a slow receiver) when the next
 // episode is claimed stays in the log as the entry's Prior: the stop cuts it off, and
-// the next owner sends it just before the next episode's resolution. It was forgotten
-// with the entry, and the receiver's first incident never ended (an outside trial: 16 of
-// 202 episodes through graceful restarts).
+// the next owner sends it just before the next episode's resolution, after its page to a
+// channel that never had that (its queue cut off with the page still in it). It was
+// forgotten with the entry, and the receiver's first incident never ended (an outside
+// trial: 16 of 202 episodes through graceful restarts).
 func TestPriorResolutionSurvivesAStop(t *testing.T) {
-	dir, clk := t.TempDir(), &clock{t: t0}
-	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
-	out1.deliverHeld()
-	clk.Add(30 * time.Second)
-	r1.observe("wave-1", 10) // hook's resolution stays in its queue
-	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take())
-	clk.Add(30 * time.Second)
-	r1.observe("wave-1", 95) // the next episode: its page follows on hook's queue
-	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
-	entries, err := r1.e.o.Log.Load(context.Background())
-	require.NoError(t, err)
-	require.Len(t, entries, 1)
-	require.NotNil(t, entries[0].Prior, "the first resolution, still owed to hook")
-	require.Equal(t, []string{"hook"}, entries[0].Prior.Owed)
-	out1.finishHeld(context.Canceled) // the stop's deadline cuts hook's queue off
-	_, _ = r1.e.releaseInflight(context.Background())
-	require.NoError(t, r1.c.Close())
+	for _, firstPage := range []string{"delivered", "cut off"} {
+		t.Run(firstPage, func(t *testing.T) {
+			dir, clk := t.TempDir(), &clock{t: t0}
+			r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
+			if firstPage == "delivered" {
+				out1.deliverHeld()
+			}
+			clk.Add(30 * time.Second)
+			r1.observe("wave-1", 10) // hook's resolution stays in its queue
+			require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take())
+			clk.Add(30 * time.Second)
+			r1.observe("wave-1", 95) // the next episode: its page follows on hook's queue
+			require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
+			entries, err := r1.e.o.Log.Load(context.Background())
+			require.NoError(t, err)
+			require.Len(t, entries, 1)
+			require.NotNil(t, entries[0].Prior, "the first resolution, still owed to hook")
+			require.Equal(t, []string{"hook"}, entries[0].Prior.Owed)
+			wantHook := []string{"hook: resolved +0", "hook: resolved +60"}
+			if firstPage == "cut off" {
+				require.Equal(t, []string{"hook"}, entries[0].Prior.Unpaged, "hook never had the first page")
+				wantHook = append([]string{"hook: firing +0"}, wantHook...)
+			}
+			out1.finishHeld(context.Canceled) // the stop's deadline cuts hook's queue off
+			_, _ = r1.e.releaseInflight(context.Background())
+			require.NoError(t, r1.c.Close())
 
-	r2, out2 := channelRig(t, dir, clk, twoChannels, nil, nil)
-	r2.e.SetMembers("alarm-b", []string{"alarm-b"})
-	clk.Add(5 * time.Second)
-	r2.observe("wave-1", 95)
-	require.Equal(t, []string{"hook: firing +60"}, out2.takeEpisodes(), "the page hook missed")
-	clk.Add(10 * time.Second)
-	r2.observe("wave-1", 10)
-	require.Equal(t, []string{"mail: resolved +60", "hook: resolved +0", "hook: resolved +60"}, out2.takeEpisodes(),
-		"hook: the first episode's end, then the second's")
-	requireTombstone(t, r2.e)
-	entries, err = r2.e.o.Log.Load(context.Background())
-	require.NoError(t, err)
-	require.Nil(t, entries[0].Prior, "delivered: no longer owed")
+			r2, out2 := channelRig(t, dir, clk, twoChannels, nil, nil)
+			r2.e.SetMembers("alarm-b", []string{"alarm-b"})
+			clk.Add(5 * time.Second)
+			r2.observe("wave-1", 95)
+			require.Equal(t, []string{"hook: firing +60"}, out2.takeEpisodes(), "the page hook missed")
+			clk.Add(10 * time.Second)
+			r2.observe("wave-1", 10)
+			got := out2.settle(clk, r2, 2)
+			require.Equal(t, wantHook, onChannel(got, "hook"), "hook: the first episode's end, then the second's")
+			require.Equal(t, []string{"mail: resolved +60"}, onChannel(got, "mail"))
+			requireTombstone(t, r2.e)
+			entries, err = r2.e.o.Log.Load(context.Background())
+			require.NoError(t, err)
+			require.Nil(t, entries[0].Prior, "delivered: no longer owed")
+		})
+	}
 }
 
 // A Prior delivered from the queue that held it leaves the log: it is not sent again at
@@ -1067,50 +1093,6 @@ func TestPriorDeliveredIsNotSentAgain(t *testing.T) {
 	clk.Add(30 * time.Second)
 	r1.observe("wave-1", 10)
 	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take(), "the second episode's end alone")
-}
-
-// A Prior whose page never reached a channel (its process's queue cut off by a stop with
-// the page still in it) is paged there first when it goes again: a receiver never gets
-// the end of an incident it never heard of.
-func TestPriorUnpagedIsPagedFirst(t *testing.T) {
-	dir, clk := t.TempDir(), &clock{t: t0}
-	r1, out1 := hookInFlight(t, dir, clk, "alarm-a") // hook's first page stays queued
-	clk.Add(30 * time.Second)
-	r1.observe("wave-1", 10)
-	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take())
-	clk.Add(30 * time.Second)
-	r1.observe("wave-1", 95)
-	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
-	entries, err := r1.e.o.Log.Load(context.Background())
-	require.NoError(t, err)
-	require.Len(t, entries, 1)
-	require.NotNil(t, entries[0].Prior)
-	require.Equal(t, []string{"hook"}, entries[0].Prior.Unpaged, "hook never had the first page")
-	out1.finishHeld(context.Canceled) // the stop cuts hook's queue off: both pages and the resolution
-	_, _ = r1.e.releaseInflight(context.Background())
-	require.NoError(t, r1.c.Close())
-
-	r2, out2 := channelRig(t, dir, clk, twoChannels, nil, nil)
-	r2.e.SetMembers("alarm-b", []string{"alarm-b"})
-	clk.Add(5 * time.Second)
-	r2.observe("wave-1", 95)
-	require.Equal(t, []string{"hook: firing +60"}, out2.takeEpisodes())
-	clk.Add(10 * time.Second)
-	r2.observe("wave-1", 10)
-	got := out2.takeEpisodes()
-	for range 2 {
-		clk.Add(10 * time.Second)
-		r2.e.Tick()
-		got = append(got, out2.takeEpisodes()...)
-	}
-	var hook []string
-	for _, s := range got {
-		if strings.HasPrefix(s, "hook: ") {
-			hook = append(hook, s)
-		}
-	}
-	require.Equal(t, []string{"hook: firing +0", "hook: resolved +0", "hook: resolved +60"}, hook)
-	requireTombstone(t, r2.e)
 }
 
 // An earlier episode's resolution owed in the entry (Prior) goes when the next episode
