@@ -138,7 +138,7 @@ func (e *Engine) claim(c *claim) {
 				// for it, or past the lease taken for lost and sent again with its page,
 				// it was late or twice; forgotten with the entry, a stop or a failure
 				// left it undelivered (outside trials).
-				if p := priorOf(le, c.a.p.Channels); p != nil {
+				if p := priorOf(le, c.a.p.Channels, e.claimer()); p != nil {
 					c.entry.Prior, c.priorHere = p, true
 				}
 			case gaveUp:
@@ -148,7 +148,7 @@ func (e *Engine) claim(c *claim) {
 				// was paged for never ended there (an outside trial). The entry keeps it
 				// as its Prior until every channel had it.
 				c.resolveFirst = e.resolvedNotices(le)
-				c.entry.Prior, c.priorSent = priorOf(le, c.a.p.Channels), true
+				c.entry.Prior, c.priorSent = priorOf(le, c.a.p.Channels, e.claimer()), true
 			case !le.ResolveQueuedAt.IsZero() && (now.Sub(le.ResolveQueuedAt) < c.lease || e.claimerAlive(le.ClaimedBy)) &&
 				!e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt):
 				// Another process's resolved notice is on its way: this page follows it
@@ -161,7 +161,7 @@ func (e *Engine) claim(c *claim) {
 				return
 			default:
 				c.resolveFirst = e.resolvedNotices(le) // its sender is gone
-				c.entry.Prior, c.priorSent = priorOf(le, c.a.p.Channels), true
+				c.entry.Prior, c.priorSent = priorOf(le, c.a.p.Channels, e.claimer()), true
 			}
 		}
 		c.entry.LastSent, c.entry.Sent = time.Time{}, 0 // a new episode
@@ -440,6 +440,9 @@ func (e *Engine) handBack(fp string, at time.Time) logWrite {
 func (e *Engine) resolvedPageDone(fp string, na notify.Alert, ch string, err error, now time.Time) logWrite {
 	e.infMu.Lock()
 	inf := e.telling[fp]
+	if inf == nil || !inf.startsAt.Equal(na.StartsAt) {
+		inf = e.tellingPrior[fp] // the next episode claimed meanwhile: the entry's Prior
+	}
 	if inf == nil || !inf.startsAt.Equal(na.StartsAt) || !slices.Contains(inf.pageLeft, ch) {
 		e.infMu.Unlock()
 		return nil
@@ -483,6 +486,12 @@ func (e *Engine) forgetPage(fp string, at time.Time) {
 func (e *Engine) recordDelivery(fp string, at time.Time, ch string, count bool, now time.Time) logWrite {
 	return func(ctx context.Context) ([]*pendingAlert, error) {
 		return nil, e.update(ctx, fp, func(le *LogEntry, found bool) bool {
+			if found && le.Prior != nil && le.Prior.PageAt.Equal(at) && !le.QueuedAt.Equal(at) {
+				// The last episode's page, delivered after the next one's claim: its
+				// channel had it (a Prior sent again does not page it twice).
+				le.Prior.Unpaged = without(le.Prior.Unpaged, ch)
+				return true
+			}
 			if !found || !le.QueuedAt.Equal(at) {
 				return false
 			}

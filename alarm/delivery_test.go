@@ -1097,27 +1097,64 @@ func TestPriorDeliveredIsNotSentAgain(t *testing.T) {
 
 // An earlier episode's resolution owed in the entry (Prior) goes when the next episode
 // resolves, even when that resolution itself waits for another process's page on every
-// channel: it was dropped with it (an outside trial: 10 such resolutions never sent).
+// channel: it was dropped with it (an outside trial: 10 such resolutions never sent). It
+// does not go while the process that has it on its way lives (sent again, the receiver
+// had it twice: a later trial); that process hands it back if a channel gives it up.
 func TestPriorGoesWhileTheResolutionWaits(t *testing.T) {
+	for _, sender := range []string{"handed back", "alive"} {
+		t.Run(sender, func(t *testing.T) {
+			dir, clk := t.TempDir(), &clock{t: t0}
+			r, out := channelRig(t, dir, clk, twoChannels, nil, nil)
+			r.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b", "alarm-p"})
+			r.observe("wave-1", 95)
+			fp := r.e.Alerts()[0].Fingerprint
+			out.take()
+			// The log as alarm-a left it: the second episode's page claimed by a, on its
+			// way to both channels, and the first episode's resolution still owed to both.
+			le, _, err := r.e.o.Log.Get(context.Background(), fp)
+			require.NoError(t, err)
+			le.FiringSince, le.ClaimedBy, le.QueuedAt = t0.Add(60*time.Second), "alarm-a", clk.Now().Add(time.Second)
+			le.Owed, le.Untold, le.LastSent, le.Sent = []string{"mail", "hook"}, []string{"mail", "hook"}, time.Time{}, 0
+			le.Prior = &PriorResolution{FiringSince: t0, ResolvedAt: t0.Add(30 * time.Second), Owed: []string{"mail", "hook"}}
+			if sender == "alive" {
+				le.Prior.By = "alarm-p"
+			}
+			require.NoError(t, r.e.o.Log.Save(context.Background(), le))
+			_, err = r.e.Restore(context.Background())
+			require.NoError(t, err)
+			clk.Add(10 * time.Second)
+			r.observe("wave-1", 10)
+			if sender == "alive" {
+				require.Empty(t, out.takeEpisodes(), "alarm-p delivers it")
+				return
+			}
+			require.Equal(t, []string{"mail: resolved +0", "hook: resolved +0"}, out.takeEpisodes(), "the first episode's end, at once")
+		})
+	}
+}
+
+// The last episode's page delivered after the next episode's claim (a slow receiver's
+// queue) is recorded in the entry's Prior: sent again, the Prior does not page it twice.
+func TestLatePageOfThePriorIsRecorded(t *testing.T) {
 	dir, clk := t.TempDir(), &clock{t: t0}
-	r, out := channelRig(t, dir, clk, twoChannels, nil, nil)
-	r.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"})
-	r.observe("wave-1", 95)
-	fp := r.e.Alerts()[0].Fingerprint
-	out.take()
-	// The log as alarm-a left it: the second episode's page claimed by a, on its way to
-	// both channels, and the first episode's resolution still owed to both.
-	le, _, err := r.e.o.Log.Get(context.Background(), fp)
+	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
+	clk.Add(30 * time.Second)
+	r1.observe("wave-1", 10)
+	out1.take()
+	clk.Add(30 * time.Second)
+	r1.observe("wave-1", 95)
+	out1.take()
+	entries, err := r1.e.o.Log.Load(context.Background())
 	require.NoError(t, err)
-	le.FiringSince, le.ClaimedBy, le.QueuedAt, le.Owed, le.Untold = t0.Add(60*time.Second), "alarm-a", clk.Now().Add(time.Second), []string{"mail", "hook"}, []string{"mail", "hook"}
-	le.LastSent, le.Sent = time.Time{}, 0
-	le.Prior = &PriorResolution{FiringSince: t0, ResolvedAt: t0.Add(30 * time.Second), Owed: []string{"mail", "hook"}}
-	require.NoError(t, r.e.o.Log.Save(context.Background(), le))
-	_, err = r.e.Restore(context.Background())
+	require.Equal(t, []string{"hook"}, entries[0].Prior.Unpaged)
+	out1.mu.Lock()
+	first := out1.heldMsgs[0] // the first episode's page to hook
+	out1.mu.Unlock()
+	r1.e.Delivered(first, nil)
+	r1.e.Sync()
+	entries, err = r1.e.o.Log.Load(context.Background())
 	require.NoError(t, err)
-	clk.Add(10 * time.Second)
-	r.observe("wave-1", 10)
-	require.Equal(t, []string{"mail: resolved +0", "hook: resolved +0"}, out.takeEpisodes(), "the first episode's end, at once")
+	require.Empty(t, entries[0].Prior.Unpaged, "hook had the first page")
 }
 
 // A resolution handed back by a stopping process (b) while the episode's page is still

@@ -91,13 +91,19 @@ type PriorResolution struct {
 	Value       float64   `json:"value,omitempty"`
 	Owed        []string  `json:"owed"`
 	// Unpaged are the channels of Owed that no page of the episode reached when the
-	// next episode took the entry over: they get the page first.
-	Unpaged []string `json:"unpaged,omitempty"`
+	// next episode took the entry over: they get the page first. A late delivery of that
+	// page (claimed at PageAt) takes its channel out.
+	Unpaged []string  `json:"unpaged,omitempty"`
+	PageAt  time.Time `json:"page_at,omitzero"`
+	// By names the process that has the resolved notice on its way while it does (empty:
+	// handed back, or never sent): nobody sends it again while that process lives.
+	By string `json:"by,omitempty"`
 }
 
 // priorOf is le's resolution as the next episode's Prior, owed to the channels le's
-// resolved notice has not reached of chans (the policy's); nil when none is owed.
-func priorOf(le LogEntry, chans []string) *PriorResolution {
+// resolved notice has not reached of chans (the policy's), on its way from process by
+// (empty: from none); nil when none is owed.
+func priorOf(le LogEntry, chans []string, by string) *PriorResolution {
 	owed := le.resolveOwedOf(chans)
 	if len(owed) == 0 {
 		return nil
@@ -110,7 +116,7 @@ func priorOf(le LogEntry, chans []string) *PriorResolution {
 		}
 	}
 	return &PriorResolution{FiringSince: le.FiringSince, ResolvedAt: le.ResolvedAt, ResolvedTS: le.ResolvedTS, Value: le.Value,
-		Owed: owed, Unpaged: unpaged}
+		Owed: owed, Unpaged: unpaged, PageAt: le.QueuedAt, By: by}
 }
 
 // priorView is le as the episode its Prior was: the entry its resolved notice is

@@ -127,7 +127,7 @@ func (e *Engine) resolveHeld(ctx context.Context, r *resolution, le LogEntry, ve
 		// Its sender is alive and delivers it (or hands it back): kept as this entry's
 		// Prior, not sent twice (an outside trial: 11 resolutions twice). This episode's
 		// page may reach a receiver before it; this episode's end follows at once.
-		ne.Prior = priorOf(le, chans)
+		ne.Prior = priorOf(le, chans, le.ClaimedBy)
 	case le.resolving():
 		first = append(first, e.resolvedNotices(le)...)
 	}
@@ -359,8 +359,10 @@ func (e *Engine) recordResolve(want LogEntry, p *policy.Policy, sentTo []string)
 // the log, and the entry becomes a tombstone once every channel it owed delivered.
 func (e *Engine) resolveDone(ch string, na notify.Alert, err error) logWrite {
 	e.infMu.Lock()
+	priorFailed := false
 	for i, m := range []map[string]*inflight{e.telling, e.tellingPrior} {
 		if inf := m[na.Fingerprint]; inf != nil && inf.at.Equal(na.EndsAt) && slices.Contains(inf.left, ch) {
+			priorFailed = priorFailed || i == 1 && err != nil
 			inf.left = without(inf.left, ch)
 			if err == nil {
 				inf.delivered = true
@@ -373,6 +375,9 @@ func (e *Engine) resolveDone(ch string, na notify.Alert, err error) logWrite {
 		}
 	}
 	e.infMu.Unlock()
+	if priorFailed {
+		return e.handPriorBack(na.Fingerprint, na.EndsAt)
+	}
 	if err != nil {
 		return nil
 	}
@@ -394,6 +399,21 @@ func (e *Engine) resolveDone(ch string, na notify.Alert, err error) logWrite {
 			}
 			le.ResolveOwed = without(le.resolveOwedOf(chans), ch)
 			le.ResolveSent = len(le.ResolveOwed) == 0
+			return true
+		})
+	}
+}
+
+// handPriorBack records that the entry's Prior resolved at at is no longer on its way
+// from this process (a channel gave it up, or the process stops): whoever resolves the
+// entry next sends it again.
+func (e *Engine) handPriorBack(fp string, at time.Time) logWrite {
+	return func(ctx context.Context) ([]*pendingAlert, error) {
+		return nil, e.update(ctx, fp, func(le *LogEntry, found bool) bool {
+			if !found || le.Prior == nil || !le.Prior.ResolvedAt.Equal(at) || le.Prior.By == "" {
+				return false
+			}
+			le.Prior.By = ""
 			return true
 		})
 	}
@@ -489,8 +509,8 @@ func (e *Engine) priorNotices(le LogEntry) []*pendingAlert {
 	e.infMu.Unlock()
 	pv := priorView(le)
 	pa := e.resolvedNotice(pv)
-	if here || pa == nil {
-		return nil
+	if here || pa == nil || e.claimerAlive(le.Prior.By) {
+		return nil // on its way from here, or from another live process (it hands it back if it fails)
 	}
 	e.infMu.Lock()
 	e.tellingPrior[le.Fingerprint] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
@@ -572,9 +592,14 @@ func (e *Engine) collect(ctx context.Context, seen LogEntry) {
 // how many of each it released.
 func (e *Engine) releaseInflight(ctx context.Context) (pages, resolutions int) {
 	e.infMu.Lock()
-	paging, telling := e.paging, e.telling
-	e.paging, e.telling = map[string]*inflight{}, map[string]*inflight{}
+	paging, telling, priors := e.paging, e.telling, e.tellingPrior
+	e.paging, e.telling, e.tellingPrior = map[string]*inflight{}, map[string]*inflight{}, map[string]*inflight{}
 	e.infMu.Unlock()
+	for fp, inf := range priors {
+		if len(inf.left) > 0 || inf.failed {
+			_, _ = e.handPriorBack(fp, inf.at)(ctx) // best effort: a stopped process is not alive for long
+		}
+	}
 	for fp, inf := range paging {
 		if len(inf.left) == 0 && !inf.failed {
 			continue // delivered everywhere
