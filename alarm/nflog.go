@@ -108,15 +108,21 @@ func priorOf(le LogEntry, chans []string, by string) *PriorResolution {
 	if len(owed) == 0 {
 		return nil
 	}
-	told := le.toldOf(chans)
+	return &PriorResolution{FiringSince: le.FiringSince, ResolvedAt: le.ResolvedAt, ResolvedTS: le.ResolvedTS, Value: le.Value,
+		Owed: owed, Unpaged: le.unpagedOf(chans, owed), PageAt: le.QueuedAt, By: by}
+}
+
+// unpagedOf is the channels of chans (the policy's) that the latest page still owes and
+// no page of the episode reached, of among only when among is not nil.
+func (e LogEntry) unpagedOf(chans, among []string) []string {
+	told := e.toldOf(chans)
 	var unpaged []string
-	for _, c := range le.owedOf(chans) {
-		if slices.Contains(owed, c) && !slices.Contains(told, c) {
+	for _, c := range e.owedOf(chans) {
+		if (among == nil || slices.Contains(among, c)) && !slices.Contains(told, c) {
 			unpaged = append(unpaged, c)
 		}
 	}
-	return &PriorResolution{FiringSince: le.FiringSince, ResolvedAt: le.ResolvedAt, ResolvedTS: le.ResolvedTS, Value: le.Value,
-		Owed: owed, Unpaged: unpaged, PageAt: le.QueuedAt, By: by}
+	return unpaged
 }
 
 // priorView is le as the episode its Prior was: the entry its resolved notice is

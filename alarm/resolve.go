@@ -209,11 +209,7 @@ func (e *Engine) resolutionTo(le LogEntry, p *policy.Policy) (to, unpaged, await
 	}
 	e.infMu.Unlock()
 	if !mine && le.owes() {
-		for _, c := range le.owedOf(p.Channels) {
-			if !slices.Contains(told, c) {
-				unpaged = append(unpaged, c)
-			}
-		}
+		unpaged = le.unpagedOf(p.Channels, nil)
 		flying = unpaged
 		if e.claimerAlive(le.ClaimedBy) {
 			unpaged, awaited = nil, unpaged
@@ -434,14 +430,7 @@ func (e *Engine) resolvedNotices(le LogEntry) []*pendingAlert {
 // pagedFirst is the resolved notice pa of le's episode, preceded by the episode's page to
 // those of its channels that are owed a page no page of the episode reached.
 func (e *Engine) pagedFirst(le LogEntry, pa *pendingAlert) []*pendingAlert {
-	told := le.toldOf(pa.p.Channels)
-	var unpaged []string
-	for _, c := range le.owedOf(pa.p.Channels) {
-		if slices.Contains(pa.to, c) && !slices.Contains(told, c) {
-			unpaged = append(unpaged, c)
-		}
-	}
-	if page := e.unpagedNotice(le, pa.p, unpaged); page != nil {
+	if page := e.unpagedNotice(le, pa.p, le.unpagedOf(pa.p.Channels, pa.to)); page != nil {
 		return []*pendingAlert{page, pa}
 	}
 	return []*pendingAlert{pa}
@@ -549,13 +538,7 @@ func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Tim
 		// The episode's page is still on its way from a live process: the channels it
 		// owes wait for it, as at the resolution (resolutionTo); paged again from here
 		// first, the receiver had it twice (an outside trial).
-		told := le.toldOf(pa.p.Channels)
-		for _, c := range le.owedOf(pa.p.Channels) {
-			if slices.Contains(pa.to, c) && !slices.Contains(told, c) {
-				awaited = append(awaited, c)
-			}
-		}
-		if len(awaited) > 0 {
+		if awaited = le.unpagedOf(pa.p.Channels, pa.to); len(awaited) > 0 {
 			e.awaiting[le.Fingerprint] = awaitedPage{by: le.PagedBy, claimAt: le.QueuedAt, at: le.ResolvedAt, chans: awaited}
 			pa.to = slices.DeleteFunc(pa.to, func(c string) bool { return slices.Contains(awaited, c) })
 		}
