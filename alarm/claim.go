@@ -119,6 +119,7 @@ func (e *Engine) claim(c *claim) {
 			c.stale = &le
 			return
 		}
+		startAfter(&c.entry, le)
 		c.entry.Prior = le.Prior // still owed: it goes before this episode's resolution
 		if le.resolving() {
 			e.infMu.Lock()
@@ -212,6 +213,8 @@ func (e *Engine) recordClaim(ce LogEntry, nodata bool) logWrite {
 				}
 			case answered(ce.EvalTS, *le, nodata):
 				return false
+			default:
+				startAfter(&ce, *le)
 			}
 			*le = ce
 			return true
@@ -270,8 +273,26 @@ func (e *Engine) settle(c *claim) []*pendingAlert {
 	default:
 		a.claimAt, a.lastSent, a.sent = time.Time{}, time.Time{}, a.sent-1
 		a.heldBehind = c.held
+		if c.held {
+			a.activeSince, a.firingSince = c.entry.ActiveSince, c.entry.FiringSince // startAfter
+		}
 	}
 	return nil
+}
+
+// startAfter starts a claim's episode (ce) no earlier than the end of the last one, which
+// the log holds resolved (le): an alert this process saw firing through that resolution
+// (it took the last episode over from the log, and its points never showed the gap that
+// another process resolved it on) is, by the log, a new episode. Paged with the last
+// one's start, it came after that episode's resolution as a second page of an ended
+// incident, and the new one went untold (an outside trial).
+func startAfter(ce *LogEntry, le LogEntry) {
+	if ce.FiringSince.Before(le.ResolvedAt) {
+		ce.FiringSince = le.ResolvedAt
+	}
+	if ce.ActiveSince.Before(le.ResolvedAt) {
+		ce.ActiveSince = le.ResolvedAt
+	}
 }
 
 // adopt continues an alert another process (or this one before a restart) paged: no

@@ -1189,3 +1189,43 @@ func TestTakenOverResolutionAwaitsALivePage(t *testing.T) {
 	require.Equal(t, []string{"hook: resolved wave-1"}, out3.take(), "after a's page, the resolution alone")
 	requireTombstone(t, r3.e)
 }
+
+// A process that saw an alert firing through the resolution another process wrote (it
+// took the episode over from the log and never saw the gap the other resolved on) pages
+// what the log holds as a new episode, starting where the last one ended. It paged with
+// the last episode's start, after that episode's resolution: a second page of an ended
+// incident, and the new one untold (an outside trial, after its page was held behind
+// the other's resolved notice).
+func TestEpisodeSeenThroughAnotherResolutionStartsAfterIt(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
+	r1.e.SetMembers("alarm-a", []string{"alarm-a", "alarm-b"})
+
+	r2, out2 := channelRigOn(t, r1.c, clk) // takes the firing episode over from the log
+	r2.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"})
+	clk.Add(30 * time.Second)
+	r2.observe("wave-1", 95)
+	require.Empty(t, out2.takeEpisodes(), "a's page is on its way: adopted")
+	r1.observe("wave-1", 10) // a still evaluates it (a rebalance's overlap) and resolves it
+	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take())
+
+	var got []string
+	for range 30 {
+		clk.Add(10 * time.Second)
+		r2.observe("wave-1", 95) // b never saw the gap
+		got = append(got, out2.takeEpisodes()...)
+	}
+	require.Empty(t, got, "b's page waits while a's resolution is on its way on hook")
+	out1.deliverHeld() // a's queue delivers the page and the resolution
+	got = out2.settle(clk, r2, 2)
+	require.ElementsMatch(t, []string{"mail: firing +30", "hook: firing +30"}, got,
+		"a new episode, from the last one's end")
+	entries, err := r2.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.True(t, entries[0].firing(), "the new episode")
+	require.True(t, entries[0].FiringSince.Equal(t0.Add(30*time.Second)), "starts at the last one's end: %v", entries[0].FiringSince)
+	for _, a := range r2.e.Alerts() {
+		require.Equal(t, t0.Add(30*time.Second), a.FiringSince.UTC(), "b's alert follows the log's episode")
+	}
+}
