@@ -140,7 +140,7 @@ func (e *Engine) claim(c *claim) {
 				// it was late or twice; forgotten with the entry, a stop or a failure
 				// left it undelivered (outside trials).
 				if p := priorOf(le, c.a.p.Channels, e.claimer()); p != nil {
-					c.entry.Prior, c.priorHere = p, true
+					c.entry.Prior, c.priorHere = e.withPrior(fp, p, le.Prior), true
 				}
 			case gaveUp:
 				// Its own resolved notice that a channel gave up (the receiver down): it
@@ -149,7 +149,7 @@ func (e *Engine) claim(c *claim) {
 				// was paged for never ended there (an outside trial). The entry keeps it
 				// as its Prior until every channel had it.
 				c.resolveFirst = e.resolvedNotices(le)
-				c.entry.Prior, c.priorSent = priorOf(le, c.a.p.Channels, e.claimer()), true
+				c.entry.Prior, c.priorSent = e.withPrior(fp, priorOf(le, c.a.p.Channels, e.claimer()), le.Prior), true
 			case !le.ResolveQueuedAt.IsZero() && (now.Sub(le.ResolveQueuedAt) < c.lease || e.claimerAlive(le.ClaimedBy)) &&
 				!e.claimerGone(le.ClaimedBy, le.ResolveQueuedAt):
 				// Another process's resolved notice is on its way: this page follows it
@@ -162,7 +162,7 @@ func (e *Engine) claim(c *claim) {
 				return
 			default:
 				c.resolveFirst = e.resolvedNotices(le) // its sender is gone
-				c.entry.Prior, c.priorSent = priorOf(le, c.a.p.Channels, e.claimer()), true
+				c.entry.Prior, c.priorSent = e.withPrior(fp, priorOf(le, c.a.p.Channels, e.claimer()), le.Prior), true
 			}
 		}
 		c.entry.LastSent, c.entry.Sent = time.Time{}, 0 // a new episode
@@ -180,11 +180,11 @@ func (e *Engine) claim(c *claim) {
 	case c.priorHere:
 		if inf := e.telling[fp]; inf != nil && inf.at.Equal(c.entry.Prior.ResolvedAt) {
 			delete(e.telling, fp)
-			e.tellingPrior[fp] = inf
+			e.tellingPrior[priorKeyOf(fp, inf.at)] = inf
 		}
 	case c.priorSent && c.entry.Prior != nil && len(c.resolveFirst) > 0:
 		pa := c.resolveFirst[len(c.resolveFirst)-1]
-		e.tellingPrior[fp] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
+		e.tellingPrior[priorKeyOf(fp, pa.na.EndsAt)] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
 	}
 	e.infMu.Unlock()
 	c.queue = true
@@ -462,7 +462,12 @@ func (e *Engine) resolvedPageDone(fp string, na notify.Alert, ch string, err err
 	e.infMu.Lock()
 	inf := e.telling[fp]
 	if inf == nil || !inf.startsAt.Equal(na.StartsAt) {
-		inf = e.tellingPrior[fp] // the next episode claimed meanwhile: the entry's Prior
+		inf = nil
+		for k, p := range e.tellingPrior { // the next episode claimed meanwhile: a Prior of the entry
+			if k.fp == fp && p.startsAt.Equal(na.StartsAt) {
+				inf = p
+			}
+		}
 	}
 	if inf == nil || !inf.startsAt.Equal(na.StartsAt) || !slices.Contains(inf.pageLeft, ch) {
 		e.infMu.Unlock()
@@ -507,11 +512,15 @@ func (e *Engine) forgetPage(fp string, at time.Time) {
 func (e *Engine) recordDelivery(fp string, at time.Time, ch string, count bool, now time.Time) logWrite {
 	return func(ctx context.Context) ([]*pendingAlert, error) {
 		return nil, e.update(ctx, fp, func(le *LogEntry, found bool) bool {
-			if found && le.Prior != nil && le.Prior.PageAt.Equal(at) && !le.QueuedAt.Equal(at) {
-				// The last episode's page, delivered after the next one's claim: its
-				// channel had it (a Prior sent again does not page it twice).
-				le.Prior.Unpaged = without(le.Prior.Unpaged, ch)
-				return true
+			if found && !le.QueuedAt.Equal(at) {
+				for p := le.Prior; p != nil; p = p.Before {
+					if p.PageAt.Equal(at) {
+						// An earlier episode's page, delivered after a later one's claim:
+						// its channel had it (a Prior sent again does not page it twice).
+						p.Unpaged = without(p.Unpaged, ch)
+						return true
+					}
+				}
 			}
 			if !found || !le.QueuedAt.Equal(at) {
 				return false

@@ -1229,3 +1229,48 @@ func TestEpisodeSeenThroughAnotherResolutionStartsAfterIt(t *testing.T) {
 		require.Equal(t, t0.Add(30*time.Second), a.FiringSince.UTC(), "b's alert follows the log's episode")
 	}
 }
+
+// Two episodes' resolved notices cut off in one process's queue (a slow receiver) both
+// reach the receiver from the next process: the entry keeps each Prior still owed when a
+// later episode's claim takes it over. It kept one: a third episode's claim replaced the
+// first's, and the receiver's first incident never ended (an outside trial: a missing
+// resolution through graceful restarts).
+func TestEveryPriorStillOwedSurvivesAStop(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
+	for i := range 2 { // two more episodes while hook's queue holds everything
+		clk.Add(30 * time.Second)
+		r1.observe("wave-1", 10)
+		require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take(), "episode %d's end", i)
+		clk.Add(30 * time.Second)
+		r1.observe("wave-1", 95)
+		require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take(), "episode %d's page", i+1)
+	}
+	entries, err := r1.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	var owed []time.Time
+	for _, p := range entries[0].priors() {
+		owed = append(owed, p.ResolvedAt)
+	}
+	require.Equal(t, []time.Time{t0.Add(30 * time.Second), t0.Add(90 * time.Second)}, owed, "both resolutions still owed to hook, oldest first")
+	out1.finishHeld(context.Canceled) // the stop's deadline cuts hook's queue off
+	_, _ = r1.e.releaseInflight(context.Background())
+	require.NoError(t, r1.c.Close())
+
+	r2, out2 := channelRig(t, dir, clk, twoChannels, nil, nil)
+	r2.e.SetMembers("alarm-b", []string{"alarm-b"})
+	clk.Add(5 * time.Second)
+	r2.observe("wave-1", 95)
+	require.Equal(t, []string{"hook: firing +120"}, out2.takeEpisodes(), "the page hook missed")
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 10)
+	got := out2.settle(clk, r2, 2)
+	require.Equal(t, []string{"hook: firing +0", "hook: resolved +0", "hook: firing +60", "hook: resolved +60", "hook: resolved +120"},
+		onChannel(got, "hook"), "hook: each episode it missed, oldest first, then the last one's end")
+	require.Equal(t, []string{"mail: resolved +120"}, onChannel(got, "mail"))
+	requireTombstone(t, r2.e)
+	entries, err = r2.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, entries[0].priors(), "delivered: no longer owed")
+}

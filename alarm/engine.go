@@ -145,8 +145,8 @@ type Engine struct {
 	// process is still delivering (awaitpage.go), by fingerprint.
 	awaiting map[string]awaitedPage
 	// tellingPrior is the resolved notices of the entries' Priors on their way from
-	// here, by fingerprint.
-	tellingPrior map[string]*inflight
+	// here, by fingerprint and end.
+	tellingPrior map[priorKey]*inflight
 
 	cl claimers // the group's processes, for claims left by a crash
 
@@ -248,7 +248,7 @@ func NewEngine(o EngineOptions) *Engine {
 	e := &Engine{
 		o: o, log: o.Logger.With("component", "alarm"), now: o.Now,
 		byMetric: map[string][]*policy.Policy{}, byName: map[string]*policy.Policy{}, inhibit: inhibitions{m: map[string]*[6]int{}},
-		paging: map[string]*inflight{}, telling: map[string]*inflight{}, awaiting: map[string]awaitedPage{}, tellingPrior: map[string]*inflight{},
+		paging: map[string]*inflight{}, telling: map[string]*inflight{}, awaiting: map[string]awaitedPage{}, tellingPrior: map[priorKey]*inflight{},
 	}
 	e.opsCtx, e.stopOps = context.WithCancel(context.Background())
 	e.w = newWriter(e)

@@ -98,6 +98,72 @@ type PriorResolution struct {
 	// By names the process that has the resolved notice on its way while it does (empty:
 	// handed back, or never sent): nobody sends it again while that process lives.
 	By string `json:"by,omitempty"`
+	// Before is the episode before's, still owed when this one became the entry's
+	// Prior: a slow receiver's queue can hold several resolutions, and one Prior kept
+	// lost the older (an outside trial). At most maxPriors deep.
+	Before *PriorResolution `json:"before,omitempty"`
+}
+
+// priorKey names a Prior on its way from here (Engine.tellingPrior): its entry's
+// fingerprint and the end of its episode.
+type priorKey struct {
+	fp string
+	at int64 // the episode's ResolvedAt, in Unix nanoseconds
+}
+
+func priorKeyOf(fp string, at time.Time) priorKey { return priorKey{fp: fp, at: at.UnixNano()} }
+
+// maxPriors is how many earlier episodes' resolutions an entry keeps owed: a receiver
+// that took none of them for this many episodes is down, not slow, and the oldest is
+// dropped (with a warning) rather than growing the entry without end.
+const maxPriors = 8
+
+// priors is the entry's Priors, oldest first.
+func (e LogEntry) priors() []*PriorResolution {
+	var ps []*PriorResolution
+	for p := e.Prior; p != nil; p = p.Before {
+		ps = append(ps, p)
+	}
+	slices.Reverse(ps)
+	return ps
+}
+
+// prior is the entry's Prior whose episode resolved at at, or nil.
+func (e LogEntry) prior(at time.Time) *PriorResolution {
+	for p := e.Prior; p != nil; p = p.Before {
+		if p.ResolvedAt.Equal(at) {
+			return p
+		}
+	}
+	return nil
+}
+
+// dropPrior removes the Prior resolved at at from the entry.
+func (e *LogEntry) dropPrior(at time.Time) {
+	for pp := &e.Prior; *pp != nil; pp = &(*pp).Before {
+		if (*pp).ResolvedAt.Equal(at) {
+			*pp = (*pp).Before
+			return
+		}
+	}
+}
+
+// withPrior is p (the last episode's resolution, nil when none is owed) as the entry's
+// Prior, ahead of older, the Priors the entry held; it returns the oldest dropped past
+// maxPriors.
+func withPrior(p, older *PriorResolution) (head, dropped *PriorResolution) {
+	if p == nil {
+		return older, nil
+	}
+	p.Before = older
+	n := 1
+	for q := p; q.Before != nil; q = q.Before {
+		if n++; n > maxPriors {
+			dropped, q.Before = q.Before, nil
+			break
+		}
+	}
+	return p, dropped
 }
 
 // priorOf is le's resolution as the next episode's Prior, owed to the channels le's
@@ -125,11 +191,10 @@ func (e LogEntry) unpagedOf(chans, among []string) []string {
 	return unpaged
 }
 
-// priorView is le as the episode its Prior was: the entry its resolved notice is
+// priorView is le as the episode of its Prior p was: the entry its resolved notice is
 // rendered from.
-func priorView(le LogEntry) LogEntry {
+func priorView(le LogEntry, p *PriorResolution) LogEntry {
 	pv := le
-	p := le.Prior
 	pv.Prior = nil
 	pv.FiringSince, pv.ResolvedAt, pv.ResolvedTS, pv.Value, pv.ResolveOwed = p.FiringSince, p.ResolvedAt, p.ResolvedTS, p.Value, p.Owed
 	pv.Owed, pv.Untold, pv.QueuedAt = p.Unpaged, p.Unpaged, time.Time{}

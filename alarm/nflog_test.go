@@ -80,3 +80,36 @@ func mustDispatcherWithDone(t *testing.T, rcv *receiver, r *rig) *notify.Dispatc
 	require.NoError(t, err)
 	return d
 }
+
+// An entry keeps each earlier resolution still owed, newest first in the chain and
+// oldest first from priors, and drops the oldest past maxPriors; one dropped by id.
+func TestPriorsChain(t *testing.T) {
+	var le LogEntry
+	var dropped []time.Time
+	for i := range maxPriors + 2 {
+		p := &PriorResolution{ResolvedAt: t0.Add(time.Duration(i) * time.Minute), Owed: []string{"hook"}}
+		var d *PriorResolution
+		le.Prior, d = withPrior(p, le.Prior)
+		for ; d != nil; d = d.Before {
+			dropped = append(dropped, d.ResolvedAt)
+		}
+	}
+	require.Equal(t, []time.Time{t0, t0.Add(time.Minute)}, dropped, "the two oldest, past maxPriors")
+	ps := le.priors()
+	require.Len(t, ps, maxPriors)
+	require.Equal(t, t0.Add(2*time.Minute), ps[0].ResolvedAt, "oldest first")
+	require.Equal(t, t0.Add(time.Duration(maxPriors+1)*time.Minute), ps[maxPriors-1].ResolvedAt)
+
+	mid := t0.Add(5 * time.Minute)
+	require.NotNil(t, le.prior(mid))
+	le.dropPrior(mid)
+	require.Nil(t, le.prior(mid))
+	require.Len(t, le.priors(), maxPriors-1)
+	le.dropPrior(t0.Add(time.Duration(maxPriors+1) * time.Minute)) // the head
+	require.Len(t, le.priors(), maxPriors-2)
+	require.Equal(t, t0.Add(time.Duration(maxPriors)*time.Minute), le.Prior.ResolvedAt)
+
+	head, d := withPrior(nil, le.Prior)
+	require.Same(t, le.Prior, head, "no new Prior owed: the older ones stay")
+	require.Nil(t, d)
+}

@@ -127,7 +127,7 @@ func (e *Engine) resolveHeld(ctx context.Context, r *resolution, le LogEntry, ve
 		// Its sender is alive and delivers it (or hands it back): kept as this entry's
 		// Prior, not sent twice (an outside trial: 11 resolutions twice). This episode's
 		// page may reach a receiver before it; this episode's end follows at once.
-		ne.Prior = priorOf(le, chans, le.ClaimedBy)
+		ne.Prior = e.withPrior(ne.Fingerprint, priorOf(le, chans, le.ClaimedBy), le.Prior)
 	case le.resolving():
 		first = append(first, e.resolvedNotices(le)...)
 	}
@@ -355,19 +355,27 @@ func (e *Engine) recordResolve(want LogEntry, p *policy.Policy, sentTo []string)
 // the log, and the entry becomes a tombstone once every channel it owed delivered.
 func (e *Engine) resolveDone(ch string, na notify.Alert, err error) logWrite {
 	e.infMu.Lock()
+	took := func(inf *inflight) bool {
+		if inf == nil || !inf.at.Equal(na.EndsAt) || !slices.Contains(inf.left, ch) {
+			return false
+		}
+		inf.left = without(inf.left, ch)
+		if err == nil {
+			inf.delivered = true
+		} else {
+			inf.failed = true
+		}
+		return true
+	}
+	if inf := e.telling[na.Fingerprint]; took(inf) && len(inf.left) == 0 && !inf.failed {
+		delete(e.telling, na.Fingerprint)
+	}
+	pk := priorKeyOf(na.Fingerprint, na.EndsAt)
 	priorFailed := false
-	for i, m := range []map[string]*inflight{e.telling, e.tellingPrior} {
-		if inf := m[na.Fingerprint]; inf != nil && inf.at.Equal(na.EndsAt) && slices.Contains(inf.left, ch) {
-			priorFailed = priorFailed || i == 1 && err != nil
-			inf.left = without(inf.left, ch)
-			if err == nil {
-				inf.delivered = true
-			} else {
-				inf.failed = true
-			}
-			if len(inf.left) == 0 && (!inf.failed || i == 1) {
-				delete(m, na.Fingerprint) // a Prior that failed stays owed in the log alone
-			}
+	if inf := e.tellingPrior[pk]; took(inf) {
+		priorFailed = err != nil
+		if len(inf.left) == 0 {
+			delete(e.tellingPrior, pk) // a Prior that failed stays owed in the log alone
 		}
 	}
 	e.infMu.Unlock()
@@ -380,9 +388,9 @@ func (e *Engine) resolveDone(ch string, na notify.Alert, err error) logWrite {
 	fp, at := na.Fingerprint, na.EndsAt
 	return func(ctx context.Context) ([]*pendingAlert, error) {
 		return nil, e.update(ctx, fp, func(le *LogEntry, found bool) bool {
-			if found && le.Prior != nil && le.Prior.ResolvedAt.Equal(at) {
-				if le.Prior.Owed = without(le.Prior.Owed, ch); len(le.Prior.Owed) == 0 {
-					le.Prior = nil
+			if p := le.prior(at); found && p != nil {
+				if p.Owed = without(p.Owed, ch); len(p.Owed) == 0 {
+					le.dropPrior(at)
 				}
 				return true
 			}
@@ -406,10 +414,11 @@ func (e *Engine) resolveDone(ch string, na notify.Alert, err error) logWrite {
 func (e *Engine) handPriorBack(fp string, at time.Time) logWrite {
 	return func(ctx context.Context) ([]*pendingAlert, error) {
 		return nil, e.update(ctx, fp, func(le *LogEntry, found bool) bool {
-			if !found || le.Prior == nil || !le.Prior.ResolvedAt.Equal(at) || le.Prior.By == "" {
+			p := le.prior(at)
+			if !found || p == nil || p.By == "" {
 				return false
 			}
-			le.Prior.By = ""
+			p.By = ""
 			return true
 		})
 	}
@@ -489,24 +498,37 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 // where its absence left the receiver's incident open. They are recorded as on their way
 // from here.
 func (e *Engine) priorNotices(le LogEntry) []*pendingAlert {
-	if le.Prior == nil {
-		return nil
+	var out []*pendingAlert
+	for _, p := range le.priors() {
+		e.infMu.Lock()
+		inf := e.tellingPrior[priorKeyOf(le.Fingerprint, p.ResolvedAt)]
+		here := inf != nil && len(inf.left) > 0
+		e.infMu.Unlock()
+		pv := priorView(le, p)
+		pa := e.resolvedNotice(pv)
+		if here || pa == nil || e.claimerAlive(p.By) {
+			continue // on its way from here, or from another live process (it hands it back if it fails)
+		}
+		e.infMu.Lock()
+		e.tellingPrior[priorKeyOf(le.Fingerprint, pa.na.EndsAt)] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
+		e.infMu.Unlock()
+		e.debug("an earlier episode's resolved notice goes again before this one's", le.Fingerprint, "ends_at", pa.na.EndsAt,
+			"to", pa.to, "paged_first", p.Unpaged)
+		out = append(out, e.pagedFirst(pv, pa)...)
 	}
-	e.infMu.Lock()
-	inf := e.tellingPrior[le.Fingerprint]
-	here := inf != nil && inf.at.Equal(le.Prior.ResolvedAt) && len(inf.left) > 0
-	e.infMu.Unlock()
-	pv := priorView(le)
-	pa := e.resolvedNotice(pv)
-	if here || pa == nil || e.claimerAlive(le.Prior.By) {
-		return nil // on its way from here, or from another live process (it hands it back if it fails)
+	return out
+}
+
+// withPrior is p (the last episode's resolution still owed, nil when none is) as the
+// Prior of the entry fp, ahead of older, the Priors it held; the oldest past maxPriors
+// is dropped, with a warning.
+func (e *Engine) withPrior(fp string, p, older *PriorResolution) *PriorResolution {
+	head, dropped := withPrior(p, older)
+	for ; dropped != nil; dropped = dropped.Before {
+		e.log.Warn("an earlier episode's resolved notice was never delivered to some channels for many episodes; the oldest is forgotten",
+			"fingerprint", fp, "ends_at", dropped.ResolvedAt, "channels", dropped.Owed)
 	}
-	e.infMu.Lock()
-	e.tellingPrior[le.Fingerprint] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
-	e.infMu.Unlock()
-	e.debug("an earlier episode's resolved notice goes again before this one's", le.Fingerprint, "ends_at", pa.na.EndsAt,
-		"to", pa.to, "paged_first", le.Prior.Unpaged)
-	return e.pagedFirst(pv, pa)
+	return head
 }
 
 // takeResolution claims the resolved notice of a logged resolution whose sender is gone,
@@ -559,9 +581,9 @@ func (e *Engine) collect(ctx context.Context, seen LogEntry) {
 	if err != nil || le.firing() || le.resolving() || !le.ResolvedAt.Equal(seen.ResolvedAt) {
 		return
 	}
-	if le.Prior != nil {
+	for _, p := range le.priors() {
 		e.log.Warn("an earlier episode's resolved notice was never delivered to some channels; it is forgotten with the entry",
-			"fingerprint", le.Fingerprint, "node", le.Labels[policy.LabelNode], "ends_at", le.Prior.ResolvedAt, "channels", le.Prior.Owed)
+			"fingerprint", le.Fingerprint, "node", le.Labels[policy.LabelNode], "ends_at", p.ResolvedAt, "channels", p.Owed)
 	}
 	if err := e.o.Log.Remove(ctx, le.Fingerprint, ver); err != nil && !errors.Is(err, coord.ErrVersionConflict) {
 		e.logError(err, le.Fingerprint)
@@ -576,11 +598,11 @@ func (e *Engine) collect(ctx context.Context, seen LogEntry) {
 func (e *Engine) releaseInflight(ctx context.Context) (pages, resolutions int) {
 	e.infMu.Lock()
 	paging, telling, priors := e.paging, e.telling, e.tellingPrior
-	e.paging, e.telling, e.tellingPrior = map[string]*inflight{}, map[string]*inflight{}, map[string]*inflight{}
+	e.paging, e.telling, e.tellingPrior = map[string]*inflight{}, map[string]*inflight{}, map[priorKey]*inflight{}
 	e.infMu.Unlock()
-	for fp, inf := range priors {
+	for k, inf := range priors {
 		if len(inf.left) > 0 || inf.failed {
-			_, _ = e.handPriorBack(fp, inf.at)(ctx) // best effort: a stopped process is not alive for long
+			_, _ = e.handPriorBack(k.fp, inf.at)(ctx) // best effort: a stopped process is not alive for long
 		}
 	}
 	for fp, inf := range paging {
