@@ -280,18 +280,25 @@ func (e *Engine) settle(c *claim) []*pendingAlert {
 	return nil
 }
 
-// startAfter starts a claim's episode (ce) no earlier than the end of the last one, which
-// the log holds resolved (le): an alert this process saw firing through that resolution
-// (it took the last episode over from the log, and its points never showed the gap that
-// another process resolved it on) is, by the log, a new episode. Paged with the last
-// one's start, it came after that episode's resolution as a second page of an ended
-// incident, and the new one went untold (an outside trial).
+// startAfter starts a claim's episode (ce) after the end of the last one, which the log
+// holds resolved (le): an alert this process saw firing through that resolution (it took
+// the last episode over from the log, or kept it from before its partition moved away
+// and back, and its points never showed the gap another process resolved it on) is, by
+// the log, a new episode. Paged with the last one's start, it came after that episode's
+// resolution as a second page of an ended incident, and the new one went untold (an
+// outside trial). It starts at the claim's evidence, a point that shows it firing after
+// that end (the first such point, when the claim follows it at once, as it does).
 func startAfter(ce *LogEntry, le LogEntry) {
-	if ce.FiringSince.Before(le.ResolvedAt) {
-		ce.FiringSince = le.ResolvedAt
+	if !ce.FiringSince.Before(le.ResolvedAt) {
+		return
 	}
-	if ce.ActiveSince.Before(le.ResolvedAt) {
-		ce.ActiveSince = le.ResolvedAt
+	start := ce.EvalTS
+	if start.Before(le.ResolvedAt) {
+		start = le.ResolvedAt
+	}
+	ce.FiringSince = start
+	if ce.ActiveSince.Before(start) {
+		ce.ActiveSince = start
 	}
 }
 

@@ -1218,16 +1218,49 @@ func TestEpisodeSeenThroughAnotherResolutionStartsAfterIt(t *testing.T) {
 	require.Empty(t, got, "b's page waits while a's resolution is on its way on hook")
 	out1.deliverHeld() // a's queue delivers the page and the resolution
 	got = out2.settle(clk, r2, 2)
-	require.ElementsMatch(t, []string{"mail: firing +30", "hook: firing +30"}, got,
-		"a new episode, from the last one's end")
+	// b first claimed at +120, once a's page's lease ran out: its evidence then is the
+	// new episode's start (the last one ended at +30).
+	require.ElementsMatch(t, []string{"mail: firing +120", "hook: firing +120"}, got, "a new episode, after the last one's end")
 	entries, err := r2.e.o.Log.Load(context.Background())
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	require.True(t, entries[0].firing(), "the new episode")
-	require.True(t, entries[0].FiringSince.Equal(t0.Add(30*time.Second)), "starts at the last one's end: %v", entries[0].FiringSince)
+	require.True(t, entries[0].FiringSince.Equal(t0.Add(120*time.Second)), "starts after the last one's end: %v", entries[0].FiringSince)
 	for _, a := range r2.e.Alerts() {
-		require.Equal(t, t0.Add(30*time.Second), a.FiringSince.UTC(), "b's alert follows the log's episode")
+		require.Equal(t, t0.Add(120*time.Second), a.FiringSince.UTC(), "b's alert follows the log's episode")
 	}
+}
+
+// A process that adopted an episode another process paged (delivered: its next page is
+// due at the repeat interval) and that keeps seeing it firing while the other resolves
+// it pages the new episode at its next reload of the log, not an hour later: the
+// receivers had the incident ended (an outside trial: an episode never told).
+func TestEpisodeFiringThroughAnotherResolutionIsPagedAtTheReload(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := channelRig(t, dir, clk, twoChannels, nil, nil)
+	r1.e.SetMembers("alarm-a", []string{"alarm-a", "alarm-b"})
+	r1.observe("wave-1", 95)
+	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
+
+	r2, out2 := channelRigOn(t, r1.c, clk)
+	r2.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"})
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 95)
+	require.Empty(t, out2.takeEpisodes(), "a paged it: adopted, next page at the repeat interval")
+	clk.Add(10 * time.Second)
+	r1.observe("wave-1", 10) // a resolves it on a point b never reads
+	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take())
+	for range 3 {
+		clk.Add(10 * time.Second)
+		r2.observe("wave-1", 95)
+	}
+	require.Empty(t, out2.takeEpisodes(), "b has not read the log since")
+	_, err := r2.e.Restore(context.Background()) // the alarm's periodic reload
+	require.NoError(t, err)
+	r2.e.Tick()
+	got := out2.settle(clk, r2, 1)
+	require.ElementsMatch(t, []string{"mail: firing +50", "hook: firing +50"}, got,
+		"a new episode, from b's last point after the end at +20")
 }
 
 // Two episodes' resolved notices cut off in one process's queue (a slow receiver) both

@@ -279,8 +279,12 @@ func (e *Engine) Restore(ctx context.Context) (int, error) {
 	partial := err != nil
 	fresh := make(map[*shard]map[string]map[uint64]LogEntry, len(e.shards))
 	n := 0
+	var ended []LogEntry
 	for _, le := range entries {
 		fp, ok := parseFP(le.Fingerprint)
+		if ok && !le.firing() && !le.ResolvedAt.IsZero() {
+			ended = append(ended, le)
+		}
 		if !ok || !le.firing() {
 			continue
 		}
@@ -329,8 +333,36 @@ func (e *Engine) Restore(ctx context.Context) (int, error) {
 		}
 		sh.mu.Unlock()
 	}
+	e.firingThroughEnds(ended)
 	e.sweep(ctx, entries)
 	return n, err
+}
+
+// firingThroughEnds starts a new episode of each alert firing here that the log holds
+// resolved after it began, by another process, on points older than this one's last:
+// this process kept the episode (adopted from the log, or from before its partition
+// moved away and back) and its points never showed the gap the other resolved it on.
+// Its next page was due only at the repeat interval, while the receivers had the
+// episode ended (an outside trial: an episode never told). It is claimed at once, as a
+// new episode (startAfter).
+func (e *Engine) firingThroughEnds(ended []LogEntry) {
+	for _, le := range ended {
+		fp, _ := parseFP(le.Fingerprint)
+		sh := e.shardOf(le.Labels[policy.LabelNode])
+		sh.mu.Lock()
+		a := sh.alerts[fp]
+		if a != nil && a.state == StateFiring && a.claimAt.IsZero() && a.firingSince.Before(le.ResolvedAt) &&
+			!answered(a.evalTS, le, a.nd != nil) {
+			ce := LogEntry{FiringSince: a.firingSince, ActiveSince: a.activeSince, EvalTS: a.evalTS}
+			startAfter(&ce, le)
+			e.debug("firing here through another process's resolution: a new episode", a.fps, "was_since", a.firingSince,
+				"ends_at", le.ResolvedAt, "starts_at", ce.FiringSince)
+			a.firingSince, a.activeSince = ce.FiringSince, ce.ActiveSince
+			a.lastSent, a.holdUntil, a.sent, a.owed = time.Time{}, time.Time{}, 0, false
+			sh.dirty = append(sh.dirty, a)
+		}
+		sh.mu.Unlock()
+	}
 }
 
 // Sync waits until the notification log writes and the notifications of every call
