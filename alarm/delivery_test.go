@@ -1051,18 +1051,7 @@ func TestPriorResolutionSurvivesAStop(t *testing.T) {
 				require.Equal(t, []string{"hook"}, entries[0].Prior.Unpaged, "hook never had the first page")
 				wantHook = append([]string{"hook: firing +0"}, wantHook...)
 			}
-			out1.finishHeld(context.Canceled) // the stop's deadline cuts hook's queue off
-			_, _ = r1.e.releaseInflight(context.Background())
-			require.NoError(t, r1.c.Close())
-
-			r2, out2 := channelRig(t, dir, clk, twoChannels, nil, nil)
-			r2.e.SetMembers("alarm-b", []string{"alarm-b"})
-			clk.Add(5 * time.Second)
-			r2.observe("wave-1", 95)
-			require.Equal(t, []string{"hook: firing +60"}, out2.takeEpisodes(), "the page hook missed")
-			clk.Add(10 * time.Second)
-			r2.observe("wave-1", 10)
-			got := out2.settle(clk, r2, 2)
+			r2, got := cutOffAndTakenOver(t, r1, out1, dir, clk, "hook: firing +60")
 			require.Equal(t, wantHook, onChannel(got, "hook"), "hook: the first episode's end, then the second's")
 			require.Equal(t, []string{"mail: resolved +60"}, onChannel(got, "mail"))
 			requireTombstone(t, r2.e)
@@ -1071,6 +1060,25 @@ func TestPriorResolutionSurvivesAStop(t *testing.T) {
 			require.Nil(t, entries[0].Prior, "delivered: no longer owed")
 		})
 	}
+}
+
+// cutOffAndTakenOver stops r1 with hook's queue cut off at the deadline, and starts the
+// next process on its log, which sees the alert firing (and pages hook what it missed,
+// missedPage) then ending; it returns that process and what it sent meanwhile.
+func cutOffAndTakenOver(t *testing.T, r1 *rig, out1 *channelOutbox, dir string, clk *clock, missedPage string) (*rig, []string) {
+	t.Helper()
+	out1.finishHeld(context.Canceled)
+	_, _ = r1.e.releaseInflight(context.Background())
+	require.NoError(t, r1.c.Close())
+
+	r2, out2 := channelRig(t, dir, clk, twoChannels, nil, nil)
+	r2.e.SetMembers("alarm-b", []string{"alarm-b"})
+	clk.Add(5 * time.Second)
+	r2.observe("wave-1", 95)
+	require.Equal(t, []string{missedPage}, out2.takeEpisodes(), "the page hook missed")
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 10)
+	return r2, out2.settle(clk, r2, 2)
 }
 
 // A Prior delivered from the queue that held it leaves the log: it is not sent again at
@@ -1287,18 +1295,7 @@ func TestEveryPriorStillOwedSurvivesAStop(t *testing.T) {
 		owed = append(owed, p.ResolvedAt)
 	}
 	require.Equal(t, []time.Time{t0.Add(30 * time.Second), t0.Add(90 * time.Second)}, owed, "both resolutions still owed to hook, oldest first")
-	out1.finishHeld(context.Canceled) // the stop's deadline cuts hook's queue off
-	_, _ = r1.e.releaseInflight(context.Background())
-	require.NoError(t, r1.c.Close())
-
-	r2, out2 := channelRig(t, dir, clk, twoChannels, nil, nil)
-	r2.e.SetMembers("alarm-b", []string{"alarm-b"})
-	clk.Add(5 * time.Second)
-	r2.observe("wave-1", 95)
-	require.Equal(t, []string{"hook: firing +120"}, out2.takeEpisodes(), "the page hook missed")
-	clk.Add(10 * time.Second)
-	r2.observe("wave-1", 10)
-	got := out2.settle(clk, r2, 2)
+	r2, got := cutOffAndTakenOver(t, r1, out1, dir, clk, "hook: firing +120")
 	require.Equal(t, []string{"hook: firing +0", "hook: resolved +0", "hook: firing +60", "hook: resolved +60", "hook: resolved +120"},
 		onChannel(got, "hook"), "hook: each episode it missed, oldest first, then the last one's end")
 	require.Equal(t, []string{"mail: resolved +120"}, onChannel(got, "mail"))
