@@ -1023,7 +1023,7 @@ func (o *channelOutbox) takeEpisodes() []string {
 
 // A process's resolved notice still in its queue (a slow receiver) when the next
 // episode is claimed stays in the log as the entry's Prior: the stop cuts it off, and
-// the next owner sends it just before the next episode's resolution, after its page to a
+// the next owner sends it before it pages the next episode, after its own page to a
 // channel that never had that (its queue cut off with the page still in it). It was
 // forgotten with the entry, and the receiver's first incident never ended (an outside
 // trial: 16 of 202 episodes through graceful restarts).
@@ -1046,13 +1046,13 @@ func TestPriorResolutionSurvivesAStop(t *testing.T) {
 			require.Len(t, entries, 1)
 			require.NotNil(t, entries[0].Prior, "the first resolution, still owed to hook")
 			require.Equal(t, []string{"hook"}, entries[0].Prior.Owed)
-			wantHook := []string{"hook: resolved +0", "hook: resolved +60"}
+			atTakeover := []string{"hook: resolved +0", "hook: firing +60"}
 			if firstPage == "cut off" {
 				require.Equal(t, []string{"hook"}, entries[0].Prior.Unpaged, "hook never had the first page")
-				wantHook = append([]string{"hook: firing +0"}, wantHook...)
+				atTakeover = append([]string{"hook: firing +0"}, atTakeover...)
 			}
-			r2, got := cutOffAndTakenOver(t, r1, out1, dir, clk, "hook: firing +60")
-			require.Equal(t, wantHook, onChannel(got, "hook"), "hook: the first episode's end, then the second's")
+			r2, got := cutOffAndTakenOver(t, r1, out1, dir, clk, atTakeover...)
+			require.Equal(t, []string{"hook: resolved +60"}, onChannel(got, "hook"), "hook: the second episode's end")
 			require.Equal(t, []string{"mail: resolved +60"}, onChannel(got, "mail"))
 			requireTombstone(t, r2.e)
 			entries, err = r2.e.o.Log.Load(context.Background())
@@ -1063,9 +1063,10 @@ func TestPriorResolutionSurvivesAStop(t *testing.T) {
 }
 
 // cutOffAndTakenOver stops r1 with hook's queue cut off at the deadline, and starts the
-// next process on its log, which sees the alert firing (and pages hook what it missed,
-// missedPage) then ending; it returns that process and what it sent meanwhile.
-func cutOffAndTakenOver(t *testing.T, r1 *rig, out1 *channelOutbox, dir string, clk *clock, missedPage string) (*rig, []string) {
+// next process on its log, which sees the alert firing (and sends hook what it missed,
+// missed: the earlier episodes' ends, then the page) then ending; it returns that
+// process and what it sent at the end.
+func cutOffAndTakenOver(t *testing.T, r1 *rig, out1 *channelOutbox, dir string, clk *clock, missed ...string) (*rig, []string) {
 	t.Helper()
 	out1.finishHeld(context.Canceled)
 	_, _ = r1.e.releaseInflight(context.Background())
@@ -1075,7 +1076,7 @@ func cutOffAndTakenOver(t *testing.T, r1 *rig, out1 *channelOutbox, dir string, 
 	r2.e.SetMembers("alarm-b", []string{"alarm-b"})
 	clk.Add(5 * time.Second)
 	r2.observe("wave-1", 95)
-	require.Equal(t, []string{missedPage}, out2.takeEpisodes(), "the page hook missed")
+	require.Equal(t, missed, out2.takeEpisodes(), "what hook missed, oldest first")
 	clk.Add(10 * time.Second)
 	r2.observe("wave-1", 10)
 	return r2, out2.settle(clk, r2, 2)
@@ -1295,12 +1296,80 @@ func TestEveryPriorStillOwedSurvivesAStop(t *testing.T) {
 		owed = append(owed, p.ResolvedAt)
 	}
 	require.Equal(t, []time.Time{t0.Add(30 * time.Second), t0.Add(90 * time.Second)}, owed, "both resolutions still owed to hook, oldest first")
-	r2, got := cutOffAndTakenOver(t, r1, out1, dir, clk, "hook: firing +120")
-	require.Equal(t, []string{"hook: firing +0", "hook: resolved +0", "hook: firing +60", "hook: resolved +60", "hook: resolved +120"},
-		onChannel(got, "hook"), "hook: each episode it missed, oldest first, then the last one's end")
+	r2, got := cutOffAndTakenOver(t, r1, out1, dir, clk,
+		"hook: firing +0", "hook: resolved +0", "hook: firing +60", "hook: resolved +60", "hook: firing +120")
+	require.Equal(t, []string{"hook: resolved +120"}, onChannel(got, "hook"), "hook: the last episode's end")
 	require.Equal(t, []string{"mail: resolved +120"}, onChannel(got, "mail"))
 	requireTombstone(t, r2.e)
 	entries, err = r2.e.o.Log.Load(context.Background())
 	require.NoError(t, err)
 	require.Empty(t, entries[0].priors(), "delivered: no longer owed")
+}
+
+// An episode whose page waits behind the last episode's resolved notice (another live
+// process's, on its way) is in the log while it waits: the process that takes the
+// alert over next (a rebalance, a stop) continues it from its start and holds its page
+// the same way. Held in memory alone, the next owner started it at its own first point
+// (an outside trial: 10 of 272 episodes with a later start).
+func TestHeldEpisodeIsLoggedForTheNextOwner(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
+	out1.deliverHeld()
+	clk.Add(30 * time.Second)
+	r1.observe("wave-1", 10)
+	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take(), "hook's resolution stays in its queue")
+	r1.e.Release([]string{"wave-1"})
+
+	members := []string{"alarm-a", "alarm-b", "alarm-c"}
+	r2, out2 := channelRigOn(t, r1.c, clk)
+	r2.e.SetMembers("alarm-b", members)
+	clk.Add(30 * time.Second)
+	r2.observe("wave-1", 95) // the next episode, from +60
+	require.Empty(t, out2.takeEpisodes(), "its page waits for a's resolution of the last")
+	entries, err := r2.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.True(t, entries[0].firing(), "the held episode is logged")
+	require.True(t, entries[0].FiringSince.Equal(t0.Add(60*time.Second)), "from its start: %v", entries[0].FiringSince)
+	require.True(t, entries[0].QueuedAt.IsZero(), "unclaimed")
+	require.NotNil(t, entries[0].Prior, "a's resolution, still owed to hook")
+	require.Equal(t, "alarm-a", entries[0].Prior.By)
+	r2.e.Release([]string{"wave-1"}) // the partition moves on to c
+
+	clk.Add(10 * time.Second)
+	r3, out3 := channelRigOn(t, r1.c, clk)
+	r3.e.SetMembers("alarm-c", members)
+	r3.observe("wave-1", 95)
+	require.Empty(t, out3.takeEpisodes(), "c holds the page too while a delivers its resolution")
+	out1.deliverHeld() // a's queue delivers it
+	got := out3.settle(clk, r3, 2)
+	require.ElementsMatch(t, []string{"mail: firing +60", "hook: firing +60"}, got, "the episode from its start")
+	clk.Add(10 * time.Second)
+	r3.observe("wave-1", 10)
+	got = out3.settle(clk, r3, 2)
+	require.ElementsMatch(t, []string{"mail: resolved +60", "hook: resolved +60"}, got)
+	requireTombstone(t, r3.e)
+}
+
+// A resolved notice that its channel gave up while the next episode's page waits for it
+// (held, another process) is handed back by its live sender: the waiting process sends
+// it, then the page. The page waited for as long as that sender lived.
+func TestHeldPageGoesOnceTheResolutionIsGivenUp(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
+	out1.deliverHeld()
+	clk.Add(30 * time.Second)
+	r1.observe("wave-1", 10)
+	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take())
+	r1.e.Release([]string{"wave-1"})
+
+	r2, out2 := channelRigOn(t, r1.c, clk)
+	r2.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"})
+	clk.Add(30 * time.Second)
+	r2.observe("wave-1", 95)
+	require.Empty(t, out2.takeEpisodes(), "held behind a's resolution")
+	out1.finishHeld(errors.New("webhook: 500 after 4 attempts")) // a's hook gives it up; a lives on
+	got := out2.settle(clk, r2, 2)
+	require.Equal(t, []string{"hook: resolved +0", "hook: firing +60"}, onChannel(got, "hook"), "the last end, then the page")
+	require.Equal(t, []string{"mail: firing +60"}, onChannel(got, "mail"))
 }

@@ -74,11 +74,14 @@ type LogEntry struct {
 	GroupBy []string `json:"group_by,omitempty"`
 	// Prior is the last episode's resolved notice while some channel is still owed it
 	// when the next episode's claim took the entry over: its process's queue still held it
-	// (a slow receiver), or a channel gave it up. Delivered, each channel leaves Owed; still
-	// owed when the next episode resolves, it goes again just before that resolution (in
-	// the middle of the next episode, it would close that one at receivers that key
-	// incidents on the fingerprint). Before, it was forgotten with the entry: a stop or a
-	// failure left the receiver's incident open (an outside trial: 16 of 202 episodes).
+	// (a slow receiver), or a channel gave it up, or the next episode's page waits for it
+	// (holdInLog). Delivered, each channel leaves Owed. While its sender lives (By) the
+	// next episode's page waits for it; handed back, or its sender gone, it goes again
+	// before the next page a process claims, or else just before the next episode's
+	// resolution (in the middle of the next episode, it would close that one at receivers
+	// that key incidents on the fingerprint). Before, it was forgotten with the entry: a
+	// stop or a failure left the receiver's incident open (an outside trial: 16 of 202
+	// episodes).
 	Prior *PriorResolution `json:"prior,omitempty"`
 }
 
@@ -98,6 +101,9 @@ type PriorResolution struct {
 	// By names the process that has the resolved notice on its way while it does (empty:
 	// handed back, or never sent): nobody sends it again while that process lives.
 	By string `json:"by,omitempty"`
+	// QueuedAt is when By queued it (the resolution's ResolveQueuedAt): its lease runs
+	// from then.
+	QueuedAt time.Time `json:"queued_at,omitzero"`
 	// Before is the episode before's, still owed when this one became the entry's
 	// Prior: a slow receiver's queue can hold several resolutions, and one Prior kept
 	// lost the older (an outside trial). At most maxPriors deep.
@@ -175,7 +181,7 @@ func priorOf(le LogEntry, chans []string, by string) *PriorResolution {
 		return nil
 	}
 	return &PriorResolution{FiringSince: le.FiringSince, ResolvedAt: le.ResolvedAt, ResolvedTS: le.ResolvedTS, Value: le.Value,
-		Owed: owed, Unpaged: le.unpagedOf(chans, owed), PageAt: le.QueuedAt, By: by}
+		Owed: owed, Unpaged: le.unpagedOf(chans, owed), PageAt: le.QueuedAt, By: by, QueuedAt: le.ResolveQueuedAt}
 }
 
 // unpagedOf is the channels of chans (the policy's) that the latest page still owes and

@@ -367,11 +367,16 @@ func (e *Engine) resolveDone(ch string, na notify.Alert, err error) logWrite {
 		}
 		return true
 	}
+	priorFailed := false
 	if inf := e.telling[na.Fingerprint]; took(inf) && len(inf.left) == 0 && !inf.failed {
 		delete(e.telling, na.Fingerprint)
+	} else if inf != nil && err != nil {
+		// Given up: when the next episode's claim made it the entry's Prior, named as on
+		// its way from here, its page waits for it while this process lives; handed back,
+		// it goes before that page (duePriors).
+		priorFailed = true
 	}
 	pk := priorKeyOf(na.Fingerprint, na.EndsAt)
-	priorFailed := false
 	if inf := e.tellingPrior[pk]; took(inf) {
 		priorFailed = err != nil
 		if len(inf.left) == 0 {
@@ -498,7 +503,20 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 // where its absence left the receiver's incident open. They are recorded as on their way
 // from here.
 func (e *Engine) priorNotices(le LogEntry) []*pendingAlert {
-	var out []*pendingAlert
+	out, resolved := e.duePriors(le)
+	e.infMu.Lock()
+	for _, pa := range resolved {
+		e.tellingPrior[priorKeyOf(le.Fingerprint, pa.na.EndsAt)] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
+	}
+	e.infMu.Unlock()
+	return out
+}
+
+// duePriors are the notices of le's Priors to go again from here (priorNotices), oldest
+// first, each after its page to the channels no page of it reached, and of those the
+// resolved notices alone, to be recorded as on their way once they go. Each one's By in
+// le becomes this process.
+func (e *Engine) duePriors(le LogEntry) (notices, resolved []*pendingAlert) {
 	for _, p := range le.priors() {
 		e.infMu.Lock()
 		inf := e.tellingPrior[priorKeyOf(le.Fingerprint, p.ResolvedAt)]
@@ -509,14 +527,13 @@ func (e *Engine) priorNotices(le LogEntry) []*pendingAlert {
 		if here || pa == nil || e.claimerAlive(p.By) {
 			continue // on its way from here, or from another live process (it hands it back if it fails)
 		}
-		e.infMu.Lock()
-		e.tellingPrior[priorKeyOf(le.Fingerprint, pa.na.EndsAt)] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
-		e.infMu.Unlock()
+		p.By, p.QueuedAt = e.claimer(), e.now()
 		e.debug("an earlier episode's resolved notice goes again before this one's", le.Fingerprint, "ends_at", pa.na.EndsAt,
 			"to", pa.to, "paged_first", p.Unpaged)
-		out = append(out, e.pagedFirst(pv, pa)...)
+		notices = append(notices, e.pagedFirst(pv, pa)...)
+		resolved = append(resolved, pa)
 	}
-	return out
+	return notices, resolved
 }
 
 // withPrior is p (the last episode's resolution still owed, nil when none is) as the
@@ -636,6 +653,8 @@ func (e *Engine) releaseInflight(ctx context.Context) (pages, resolutions int) {
 		if err == nil && released {
 			resolutions++
 			e.debug("resolved notice handed back", fp, "ends_at", inf.at, "undelivered_to", inf.left, "failed", inf.failed)
+		} else if err == nil && (len(inf.left) > 0 || inf.failed) {
+			_, _ = e.handPriorBack(fp, inf.at)(ctx) // the next episode's Prior meanwhile (holdInLog)
 		}
 	}
 	return pages, resolutions
