@@ -42,13 +42,18 @@ func (e *Engine) awaitedWrites() []keyedWrite {
 // here first, to each it did not reach, as for a process that died before paging
 // (resolutionTo). While the page is still that live process's, it is held again. An
 // episode no longer resolving in the log (its notice delivered by another process, or
-// collected) is left alone.
+// collected) is left alone, unless the next episode's claim made it the entry's Prior,
+// on its way from here (holdInLog: that episode's page waits for it).
 func (e *Engine) afterPage(fp string, aw awaitedPage) logWrite {
 	return func(ctx context.Context) ([]*pendingAlert, error) {
 		le, _, err := e.o.Log.Get(ctx, fp)
 		if err != nil && !errors.Is(err, coord.ErrNotFound) {
 			e.hold(fp, aw) // the log does not answer: asked again at the next tick
 			return nil, nil
+		}
+		claimAt := le.QueuedAt
+		if p := le.prior(aw.at); err == nil && p != nil && p.By == e.claimer() {
+			le, claimAt = priorView(le, p), p.PageAt
 		}
 		if err != nil || !le.resolving() || !le.ResolvedAt.Equal(aw.at) {
 			e.infMu.Lock()
@@ -62,7 +67,7 @@ func (e *Engine) afterPage(fp string, aw awaitedPage) logWrite {
 		if pa == nil {
 			return nil, nil
 		}
-		if e.claimerAlive(aw.by) && le.QueuedAt.Equal(aw.claimAt) &&
+		if e.claimerAlive(aw.by) && claimAt.Equal(aw.claimAt) &&
 			slices.ContainsFunc(le.owedOf(pa.p.Channels), func(c string) bool { return slices.Contains(aw.chans, c) }) {
 			e.hold(fp, aw) // still on its way there
 			return nil, nil

@@ -1373,3 +1373,38 @@ func TestHeldPageGoesOnceTheResolutionIsGivenUp(t *testing.T) {
 	require.Equal(t, []string{"hook: resolved +0", "hook: firing +60"}, onChannel(got, "hook"), "the last end, then the page")
 	require.Equal(t, []string{"mail: firing +60"}, onChannel(got, "mail"))
 }
+
+// A resolution waiting for another process's page (awaitpage.go) that the next episode's
+// held claim made the entry's Prior still goes once that page arrives, and the held page
+// follows it. It was left alone as no longer resolving, and the next page waited for as
+// long as its sender lived.
+func TestAwaitedResolutionOfAHeldEpisodesPrior(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
+	r1.e.Release([]string{"wave-1"})
+	members := []string{"alarm-a", "alarm-b", "alarm-c"}
+
+	r2, out2 := channelRigOn(t, r1.c, clk)
+	r2.e.SetMembers("alarm-b", members)
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 95)
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 10)
+	require.Equal(t, []string{"mail: resolved wave-1"}, out2.take(), "hook's resolution waits for a's page")
+	r2.e.Release([]string{"wave-1"})
+
+	r3, out3 := channelRigOn(t, r1.c, clk)
+	r3.e.SetMembers("alarm-c", members)
+	clk.Add(30 * time.Second)
+	r3.observe("wave-1", 95) // the next episode, held behind b's resolution
+	require.Empty(t, out3.takeEpisodes())
+
+	out1.deliverHeld() // a's page reaches hook
+	r2.e.Tick()
+	require.Equal(t, []string{"hook: resolved wave-1"}, out2.take(), "b's resolution follows a's page")
+	got := out3.settle(clk, r3, 2)
+	require.ElementsMatch(t, []string{"mail: firing +50", "hook: firing +50"}, got, "then the held page")
+	entries, err := r3.e.o.Log.Load(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, entries[0].priors(), "b's resolution delivered")
+}
