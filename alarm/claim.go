@@ -542,7 +542,10 @@ func (e *Engine) resolvedPageDone(fp string, na notify.Alert, ch string, err err
 	}
 	if inf == nil || !inf.startsAt.Equal(na.StartsAt) || !slices.Contains(inf.pageLeft, ch) {
 		e.infMu.Unlock()
-		return nil
+		if err != nil {
+			return nil
+		}
+		return e.recordPageOf(fp, na.StartsAt, ch, now)
 	}
 	inf.pageLeft = without(inf.pageLeft, ch)
 	if err != nil {
@@ -554,6 +557,36 @@ func (e *Engine) resolvedPageDone(fp string, na notify.Alert, ch string, err err
 		return nil
 	}
 	return e.recordDelivery(fp, at, ch, false, now)
+}
+
+// recordPageOf records in the log that channel ch delivered a page of the resolved
+// episode that started at startsAt, which this process sent for another's claim, before
+// the episode's resolved notice (pagedFirst: the channels no page of it reached, the
+// claim handed back or its process gone): the entry's, while resolving, or one of its
+// Priors. Unrecorded, the next process to send that resolution paged the channel again,
+// after the resolution it had had (an outside trial: 5 episodes after a kill -9).
+func (e *Engine) recordPageOf(fp string, startsAt time.Time, ch string, now time.Time) logWrite {
+	return func(ctx context.Context) ([]*pendingAlert, error) {
+		return nil, e.update(ctx, fp, func(le *LogEntry, found bool) bool {
+			switch {
+			case !found:
+				return false
+			case le.resolving() && le.FiringSince.Equal(startsAt):
+				le.Owed, le.Untold = without(le.Owed, ch), without(le.Untold, ch)
+				if le.LastSent.Before(now) {
+					le.LastSent = now
+				}
+				return true
+			}
+			for p := le.Prior; p != nil; p = p.Before {
+				if p.FiringSince.Equal(startsAt) && slices.Contains(p.Unpaged, ch) {
+					p.Unpaged = without(p.Unpaged, ch)
+					return true
+				}
+			}
+			return false
+		})
+	}
 }
 
 // failedPageRetry is how long after its channels gave a page up (each after its own

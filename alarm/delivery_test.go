@@ -1408,3 +1408,46 @@ func TestAwaitedResolutionOfAHeldEpisodesPrior(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, entries[0].priors(), "b's resolution delivered")
 }
+
+// A page a process sends for another's handed-back claim, just before the episode's
+// resolved notice, is recorded when delivered: the process that sends the resolution
+// again after it (killed before that answered) does not page the channel again, after
+// the resolution it had had (an outside trial: 5 episodes through a kill -9).
+func TestPageSentBeforeAResolutionIsRecorded(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
+	r1.e.Release([]string{"wave-1"})
+
+	r2, out2 := channelRigOn(t, r1.c, clk)
+	r2.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"})
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 95)
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 10)
+	require.Equal(t, []string{"mail: resolved wave-1"}, out2.take(), "hook's resolution waits for a's page")
+	out1.finishHeld(errors.New("webhook: 500 after 4 attempts")) // a gives the page up and hands it back
+	out2.mu.Lock()
+	out2.held["hook"] = true
+	out2.mu.Unlock()
+	r2.e.Tick()
+	require.Equal(t, []string{"hook: firing wave-1", "hook: resolved wave-1"}, out2.take(), "b pages hook, then resolves it")
+	out2.mu.Lock()
+	var page notify.Message
+	for _, m := range out2.heldMsgs {
+		if m.Alerts[0].Status == notify.StatusFiring {
+			page = m
+		}
+	}
+	out2.mu.Unlock()
+	require.Len(t, page.Alerts, 1, "the page in a message of its own")
+	r2.e.Delivered(page, nil) // the page arrives; b is killed before the resolution's answer
+	r2.e.Sync()
+
+	clk.Add(5 * time.Minute) // past the resolution's lease
+	r3, out3 := channelRigOn(t, r1.c, clk)
+	r3.e.SetMembers("alarm-c", []string{"alarm-c"})
+	_, err := r3.e.Restore(context.Background()) // its sweep takes the resolution over
+	require.NoError(t, err)
+	require.Equal(t, []string{"hook: resolved wave-1"}, out3.take(), "the resolution again (at least once), not the page")
+	requireTombstone(t, r3.e)
+}
