@@ -1451,3 +1451,28 @@ func TestPageSentBeforeAResolutionIsRecorded(t *testing.T) {
 	require.Equal(t, []string{"hook: resolved wave-1"}, out3.take(), "the resolution again (at least once), not the page")
 	requireTombstone(t, r3.e)
 }
+
+// A resolution handed back to the process whose page of the episode is still on its way
+// (a slow receiver) goes behind that page, before the next episode's: the page is not
+// queued again (an outside trial: the receiver had it twice).
+func TestHandedBackResolutionFollowsTheOwnPageInFlight(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := hookInFlight(t, dir, clk, "alarm-a") // a's page on its way to hook
+	r1.e.SetMembers("alarm-a", []string{"alarm-a", "alarm-b"})
+	r2, out2 := channelRigOn(t, r1.c, clk)
+	r2.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"})
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 95)
+	clk.Add(20 * time.Second)
+	r2.observe("wave-1", 10) // b resolves it: mail at once, hook after a's page
+	require.Equal(t, []string{"mail: resolved wave-1"}, out2.take())
+	_, handed := r2.e.releaseInflight(context.Background()) // b stops
+	require.Equal(t, 1, handed)
+	r1.e.SetMembers("alarm-a", []string{"alarm-a"})
+
+	r1.observe("wave-1", 10)
+	clk.Add(30 * time.Second)
+	r1.observe("wave-1", 95) // the next episode
+	require.Equal(t, []string{"mail: firing +60", "hook: resolved +0", "hook: firing +60"}, out1.takeEpisodes(),
+		"hook: the last episode's end behind its page still on its way, then the next page")
+}

@@ -442,9 +442,17 @@ func (e *Engine) resolvedNotices(le LogEntry) []*pendingAlert {
 }
 
 // pagedFirst is the resolved notice pa of le's episode, preceded by the episode's page to
-// those of its channels that are owed a page no page of the episode reached.
+// those of its channels that are owed a page no page of the episode reached, and to which
+// this process's own page of it is not on its way (ahead of pa on the channel's queue:
+// paged again, the receiver had it twice, an outside trial).
 func (e *Engine) pagedFirst(le LogEntry, pa *pendingAlert) []*pendingAlert {
-	if page := e.unpagedNotice(le, pa.p, le.unpagedOf(pa.p.Channels, pa.to)); page != nil {
+	unpaged := le.unpagedOf(pa.p.Channels, pa.to)
+	e.infMu.Lock()
+	if inf := e.paging[le.Fingerprint]; inf != nil && inf.startsAt.Equal(le.FiringSince) {
+		unpaged = slices.DeleteFunc(unpaged, func(c string) bool { return slices.Contains(inf.left, c) })
+	}
+	e.infMu.Unlock()
+	if page := e.unpagedNotice(le, pa.p, unpaged); page != nil {
 		return []*pendingAlert{page, pa}
 	}
 	return []*pendingAlert{pa}
