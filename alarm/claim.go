@@ -211,10 +211,8 @@ func (e *Engine) claim(c *claim) {
 		pa := c.resolveFirst[len(c.resolveFirst)-1]
 		e.tellingPrior[priorKeyOf(fp, pa.na.EndsAt)] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
 	}
-	for _, pa := range c.priorsOut {
-		e.tellingPrior[priorKeyOf(fp, pa.na.EndsAt)] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
-	}
 	e.infMu.Unlock()
+	e.tellPriors(fp, c.priorsOut)
 	c.queue = true
 }
 

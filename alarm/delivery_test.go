@@ -1137,6 +1137,10 @@ func TestPriorGoesWhileTheResolutionWaits(t *testing.T) {
 				require.Empty(t, out.takeEpisodes(), "alarm-p delivers it")
 				return
 			}
+			le, _, err = r.e.o.Log.Get(context.Background(), fp)
+			require.NoError(t, err)
+			require.NotNil(t, le.Prior)
+			require.Equal(t, "alarm-b", le.Prior.By, "on its way from b: no other live process sends it again")
 			require.Equal(t, []string{"mail: resolved +0", "hook: resolved +0"}, out.takeEpisodes(), "the first episode's end, at once")
 		})
 	}

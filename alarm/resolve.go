@@ -82,7 +82,7 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 		aw := awaitedPage{by: le.ClaimedBy, claimAt: le.QueuedAt, chans: awaited} // before the entry names this process
 		told := len(to) > 0
 		page := e.unpagedNotice(le, r.p, unpaged) // before the entry takes the resolution
-		prior := le                               // as read: its Prior's notices follow the write
+		first, priorsOut := e.duePriors(le)      // as read, each named as on its way from here
 		le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
 		if told {
 			le.ResolveQueuedAt, le.ClaimedBy, le.ResolveOwed = e.now(), e.claimer(), to
@@ -96,7 +96,8 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 		if err != nil {
 			e.w.owe(fp, e.recordResolve(le, r.p, to), err)
 		}
-		r.first = e.priorNotices(prior)
+		e.tellPriors(fp, priorsOut)
+		r.first = first
 		if page != nil {
 			r.first = append(r.first, page)
 		}
@@ -119,7 +120,7 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 // closed by it at receivers that key incidents on the fingerprint). A version conflict is
 // returned for the caller to read the entry again.
 func (e *Engine) resolveHeld(ctx context.Context, r *resolution, le LogEntry, ver int64) (*pendingAlert, error) {
-	first := e.priorNotices(le)
+	first, priorsOut := e.duePriors(le)
 	now, chans := e.now(), r.p.Channels
 	ne := r.entry
 	switch {
@@ -140,6 +141,7 @@ func (e *Engine) resolveHeld(ctx context.Context, r *resolution, le LogEntry, ve
 	} else if err != nil {
 		e.logError(err, ne.Fingerprint) // told all the same: a duplicate is better than silence
 	}
+	e.tellPriors(ne.Fingerprint, priorsOut)
 	page := e.unpagedNotice(ne, r.p, chans)
 	if page == nil {
 		return nil, nil
@@ -504,26 +506,25 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 	}
 }
 
-// priorNotices are the notices of le's Prior when it is to go again before le's own
-// resolution: still owed, and not on its way from here (its own queue sends it before
-// this resolution). Its page goes first to the channels no page of it reached. Its sender
-// elsewhere may deliver it too: a second resolution of an ended episode harms nothing,
-// where its absence left the receiver's incident open. They are recorded as on their way
-// from here.
-func (e *Engine) priorNotices(le LogEntry) []*pendingAlert {
-	out, resolved := e.duePriors(le)
+// tellPriors records the Priors' resolved notices of duePriors as on their way from
+// here, once the entry that names this process their sender is written.
+func (e *Engine) tellPriors(fp string, resolved []*pendingAlert) {
 	e.infMu.Lock()
+	defer e.infMu.Unlock()
 	for _, pa := range resolved {
-		e.tellingPrior[priorKeyOf(le.Fingerprint, pa.na.EndsAt)] = &inflight{at: pa.na.EndsAt, left: slices.Clone(pa.to)}
+		e.tellingPrior[priorKeyOf(fp, pa.na.EndsAt)] = &inflight{at: pa.na.EndsAt, startsAt: pa.na.StartsAt, left: slices.Clone(pa.to)}
 	}
-	e.infMu.Unlock()
-	return out
 }
 
-// duePriors are the notices of le's Priors to go again from here (priorNotices), oldest
-// first, each after its page to the channels no page of it reached, and of those the
-// resolved notices alone, to be recorded as on their way once they go. Each one's By in
-// le becomes this process.
+// duePriors are the notices of le's Priors to go again from here before le's own next
+// notice (its page, or its resolution): still owed, not on their way from here, and
+// whose sender is gone (or handed them back). Each goes after its page to the channels
+// no page of it reached (pagedFirst), oldest first. A second resolution of an ended
+// episode harms nothing, where its absence left the receiver's incident open. It returns
+// the notices, and of those the resolved notices alone, for tellPriors once the entry is
+// written: each one's By in le becomes this process, so that no other sends it while
+// this one lives (the resolution's write did not name it: another process sent it
+// again, a dup in an outside trial).
 func (e *Engine) duePriors(le LogEntry) (notices, resolved []*pendingAlert) {
 	for _, p := range le.priors() {
 		e.infMu.Lock()
@@ -569,14 +570,16 @@ func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Tim
 	} else {
 		le.ResolveQueuedAt, le.ClaimedBy = now, e.claimer()
 	}
+	notices, priorsOut := e.duePriors(le)
 	if err := e.o.Log.Put(ctx, le, ver); err != nil {
 		if !errors.Is(err, coord.ErrVersionConflict) {
 			e.logError(err, le.Fingerprint)
 		}
 		return nil
 	}
+	e.tellPriors(le.Fingerprint, priorsOut)
 	if pa == nil {
-		return nil
+		return notices
 	}
 	e.infMu.Lock()
 	e.telling[le.Fingerprint] = &inflight{at: le.ResolvedAt, left: slices.Clone(pa.to)}
@@ -593,7 +596,6 @@ func (e *Engine) takeResolution(ctx context.Context, seen LogEntry, now time.Tim
 	e.infMu.Unlock()
 	e.debug("resolved notice taken over", le.Fingerprint, "ends_at", le.ResolvedAt, "from", seen.ClaimedBy, "to", pa.to,
 		"awaited", awaited, "page_claimed_by", le.PagedBy)
-	notices := e.priorNotices(le)
 	if len(pa.to) > 0 {
 		notices = append(notices, e.pagedFirst(le, pa)...)
 	}
