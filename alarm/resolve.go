@@ -82,7 +82,7 @@ func (e *Engine) resolve(r *resolution) *pendingAlert {
 		aw := awaitedPage{by: le.ClaimedBy, claimAt: le.QueuedAt, chans: awaited} // before the entry names this process
 		told := len(to) > 0
 		page := e.unpagedNotice(le, r.p, unpaged) // before the entry takes the resolution
-		first, priorsOut := e.duePriors(le)      // as read, each named as on its way from here
+		first, priorsOut := e.duePriors(le)       // as read, each named as on its way from here
 		le.ResolvedAt, le.ResolvedTS, le.Value = r.at, r.ts, r.value
 		if told {
 			le.ResolveQueuedAt, le.ClaimedBy, le.ResolveOwed = e.now(), e.claimer(), to
