@@ -1085,12 +1085,7 @@ func cutOffAndTakenOver(t *testing.T, r1 *rig, out1 *channelOutbox, dir string, 
 // A Prior delivered from the queue that held it leaves the log: it is not sent again at
 // the next episode's resolution.
 func TestPriorDeliveredIsNotSentAgain(t *testing.T) {
-	dir, clk := t.TempDir(), &clock{t: t0}
-	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
-	out1.deliverHeld()
-	clk.Add(30 * time.Second)
-	r1.observe("wave-1", 10)
-	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take())
+	_, clk, r1, out1 := resolutionInHooksQueue(t)
 	clk.Add(30 * time.Second)
 	r1.observe("wave-1", 95)
 	require.Equal(t, []string{"mail: firing wave-1", "hook: firing wave-1"}, out1.take())
@@ -1175,17 +1170,7 @@ func TestLatePageOfThePriorIsRecorded(t *testing.T) {
 // a's page on the channels it owes instead of paging them again first (an outside trial:
 // the page twice).
 func TestTakenOverResolutionAwaitsALivePage(t *testing.T) {
-	dir, clk := t.TempDir(), &clock{t: t0}
-	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
-	r1.e.Release([]string{"wave-1"})
-
-	r2, out2 := channelRigOn(t, r1.c, clk)
-	r2.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"})
-	clk.Add(5 * time.Second)
-	r2.observe("wave-1", 95)
-	clk.Add(10 * time.Second)
-	r2.observe("wave-1", 10)
-	require.Equal(t, []string{"mail: resolved wave-1"}, out2.take(), "hook's waits for a's page")
+	_, clk, r1, r2, out1, _ := resolvedAwaitingA(t, "alarm-a", "alarm-b")
 	_, resolutions := r2.e.releaseInflight(context.Background()) // b stops
 	require.Equal(t, 1, resolutions)
 
@@ -1316,12 +1301,7 @@ func TestEveryPriorStillOwedSurvivesAStop(t *testing.T) {
 // the same way. Held in memory alone, the next owner started it at its own first point
 // (an outside trial: 10 of 272 episodes with a later start).
 func TestHeldEpisodeIsLoggedForTheNextOwner(t *testing.T) {
-	dir, clk := t.TempDir(), &clock{t: t0}
-	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
-	out1.deliverHeld()
-	clk.Add(30 * time.Second)
-	r1.observe("wave-1", 10)
-	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take(), "hook's resolution stays in its queue")
+	_, clk, r1, out1 := resolutionInHooksQueue(t)
 	r1.e.Release([]string{"wave-1"})
 
 	members := []string{"alarm-a", "alarm-b", "alarm-c"}
@@ -1359,12 +1339,7 @@ func TestHeldEpisodeIsLoggedForTheNextOwner(t *testing.T) {
 // (held, another process) is handed back by its live sender: the waiting process sends
 // it, then the page. The page waited for as long as that sender lived.
 func TestHeldPageGoesOnceTheResolutionIsGivenUp(t *testing.T) {
-	dir, clk := t.TempDir(), &clock{t: t0}
-	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
-	out1.deliverHeld()
-	clk.Add(30 * time.Second)
-	r1.observe("wave-1", 10)
-	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take())
+	_, clk, r1, out1 := resolutionInHooksQueue(t)
 	r1.e.Release([]string{"wave-1"})
 
 	r2, out2 := channelRigOn(t, r1.c, clk)
@@ -1383,18 +1358,8 @@ func TestHeldPageGoesOnceTheResolutionIsGivenUp(t *testing.T) {
 // follows it. It was left alone as no longer resolving, and the next page waited for as
 // long as its sender lived.
 func TestAwaitedResolutionOfAHeldEpisodesPrior(t *testing.T) {
-	dir, clk := t.TempDir(), &clock{t: t0}
-	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
-	r1.e.Release([]string{"wave-1"})
 	members := []string{"alarm-a", "alarm-b", "alarm-c"}
-
-	r2, out2 := channelRigOn(t, r1.c, clk)
-	r2.e.SetMembers("alarm-b", members)
-	clk.Add(10 * time.Second)
-	r2.observe("wave-1", 95)
-	clk.Add(10 * time.Second)
-	r2.observe("wave-1", 10)
-	require.Equal(t, []string{"mail: resolved wave-1"}, out2.take(), "hook's resolution waits for a's page")
+	_, clk, r1, r2, out1, out2 := resolvedAwaitingA(t, members...)
 	r2.e.Release([]string{"wave-1"})
 
 	r3, out3 := channelRigOn(t, r1.c, clk)
@@ -1418,17 +1383,7 @@ func TestAwaitedResolutionOfAHeldEpisodesPrior(t *testing.T) {
 // again after it (killed before that answered) does not page the channel again, after
 // the resolution it had had (an outside trial: 5 episodes through a kill -9).
 func TestPageSentBeforeAResolutionIsRecorded(t *testing.T) {
-	dir, clk := t.TempDir(), &clock{t: t0}
-	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
-	r1.e.Release([]string{"wave-1"})
-
-	r2, out2 := channelRigOn(t, r1.c, clk)
-	r2.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"})
-	clk.Add(10 * time.Second)
-	r2.observe("wave-1", 95)
-	clk.Add(10 * time.Second)
-	r2.observe("wave-1", 10)
-	require.Equal(t, []string{"mail: resolved wave-1"}, out2.take(), "hook's resolution waits for a's page")
+	_, clk, r1, r2, out1, out2 := resolvedAwaitingA(t, "alarm-a", "alarm-b")
 	out1.finishHeld(errors.New("webhook: 500 after 4 attempts")) // a gives the page up and hands it back
 	out2.mu.Lock()
 	out2.held["hook"] = true
@@ -1479,4 +1434,35 @@ func TestHandedBackResolutionFollowsTheOwnPageInFlight(t *testing.T) {
 	r1.observe("wave-1", 95) // the next episode
 	require.Equal(t, []string{"mail: firing +60", "hook: resolved +0", "hook: firing +60"}, out1.takeEpisodes(),
 		"hook: the last episode's end behind its page still on its way, then the next page")
+}
+
+// resolvedAwaitingA is a's page of wave-1 on its way to hook (hookInFlight), the
+// partition moved on to b, in a group of members, which took the alert over and resolved
+// it: mail has the resolution, hook's waits for a's page.
+func resolvedAwaitingA(t *testing.T, members ...string) (dir string, clk *clock, r1, r2 *rig, out1, out2 *channelOutbox) {
+	t.Helper()
+	dir, clk = t.TempDir(), &clock{t: t0}
+	r1, out1 = hookInFlight(t, dir, clk, "alarm-a")
+	r1.e.Release([]string{"wave-1"})
+	r2, out2 = channelRigOn(t, r1.c, clk)
+	r2.e.SetMembers("alarm-b", members)
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 95)
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 10)
+	require.Equal(t, []string{"mail: resolved wave-1"}, out2.take(), "hook's resolution waits for a's page")
+	return dir, clk, r1, r2, out1, out2
+}
+
+// resolutionInHooksQueue is process a (hookInFlight) having paged wave-1 everywhere and
+// resolved it 30 s later: mail has the resolution, hook's is still in its queue.
+func resolutionInHooksQueue(t *testing.T) (dir string, clk *clock, r1 *rig, out1 *channelOutbox) {
+	t.Helper()
+	dir, clk = t.TempDir(), &clock{t: t0}
+	r1, out1 = hookInFlight(t, dir, clk, "alarm-a")
+	out1.deliverHeld()
+	clk.Add(30 * time.Second)
+	r1.observe("wave-1", 10)
+	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take(), "hook's resolution stays in its queue")
+	return dir, clk, r1, out1
 }
