@@ -185,6 +185,9 @@ func New(o Options) (*Alarm, error) {
 	a.back = newReadBack(o.History, a.eng)
 	if o.Subscriber != nil {
 		pos, _ := o.Subscriber.(bus.Positioner)
+		if pos != nil {
+			a.eng.ExpectMembers()
+		}
 		a.own = &ownership{pos: pos, eng: a.eng, log: a.log, parts: map[string]int{}, onGain: a.gained, onRelease: a.released,
 			draining: func(ctx context.Context) ([]string, error) { return drainingClaimers(ctx, o.Coordinator) }}
 	}

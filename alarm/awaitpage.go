@@ -67,7 +67,7 @@ func (e *Engine) afterPage(fp string, aw awaitedPage) logWrite {
 		if pa == nil {
 			return nil, nil
 		}
-		if e.claimerAlive(aw.by) && claimAt.Equal(aw.claimAt) &&
+		if e.mayBeAlive(aw.by) && claimAt.Equal(aw.claimAt) &&
 			slices.ContainsFunc(le.owedOf(pa.p.Channels), func(c string) bool { return slices.Contains(aw.chans, c) }) {
 			e.hold(fp, aw) // still on its way there
 			return nil, nil

@@ -22,6 +22,18 @@ type claimers struct {
 	self  string
 	live  []string
 	heard time.Time
+	// grouped: this process is in a consumer group whose membership it is to hear
+	// (ExpectMembers).
+	grouped bool
+}
+
+// ExpectMembers says that this process is in a consumer group (its bus reports the
+// group's processes): until the group first answers, another process's claim may be a
+// live one's (mayBeAlive).
+func (e *Engine) ExpectMembers() {
+	e.cl.mu.Lock()
+	defer e.cl.mu.Unlock()
+	e.cl.grouped = true
 }
 
 // SetMembers records the group's processes as the bus answered them (sorted), and this
@@ -51,6 +63,21 @@ func (e *Engine) claimerAlive(by string) bool {
 	}
 	_, found := slices.BinarySearch(e.cl.live, by)
 	return found
+}
+
+// mayBeAlive is claimerAlive, and true too for another process's name before the
+// group's membership was first heard (a process just started in its group): what that
+// process has on its way is left to it until the group answers. Taken for gone, a
+// restarted process's first evaluation paged and resolved again what a live one was
+// delivering (an outside trial).
+func (e *Engine) mayBeAlive(by string) bool {
+	if by == "" || by == e.claimer() {
+		return false
+	}
+	e.cl.mu.Lock()
+	unheard := e.cl.grouped && e.cl.heard.IsZero()
+	e.cl.mu.Unlock()
+	return unheard || e.claimerAlive(by)
 }
 
 // membersHeard reports whether the group's membership was heard yet.

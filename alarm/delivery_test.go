@@ -1466,3 +1466,54 @@ func resolutionInHooksQueue(t *testing.T) (dir string, clk *clock, r1 *rig, out1
 	require.Equal(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out1.take(), "hook's resolution stays in its queue")
 	return dir, clk, r1, out1
 }
+
+// A process whose resolution is still in its queue (a slow receiver) when another
+// process's held claim made it the entry's Prior, and that gets the alert back, does not
+// send that resolution again before its page: it is on its way from here (an outside
+// trial: 4 resolutions twice after a partition came back).
+func TestOwnResolutionInFlightIsNotSentAgainAsAPrior(t *testing.T) {
+	_, clk, r1, out1 := resolutionInHooksQueue(t)
+	r1.e.SetMembers("alarm-a", []string{"alarm-a", "alarm-c"})
+	r1.e.Release([]string{"wave-1"})
+
+	r2, out2 := channelRigOn(t, r1.c, clk)
+	r2.e.SetMembers("alarm-c", []string{"alarm-a", "alarm-c"})
+	clk.Add(30 * time.Second)
+	r2.observe("wave-1", 95) // the next episode, held behind a's resolution
+	require.Empty(t, out2.takeEpisodes())
+	r2.e.Release([]string{"wave-1"})
+
+	clk.Add(10 * time.Second)
+	_, err := r1.e.Restore(context.Background()) // the partition comes back to a
+	require.NoError(t, err)
+	r1.observe("wave-1", 95)
+	require.Equal(t, []string{"mail: firing +60", "hook: firing +60"}, out1.takeEpisodes(),
+		"the page, behind a's own resolution still in hook's queue")
+}
+
+// A process just started in its group resolves an alert whose page another process has
+// on its way, before the group's first answer: the page is left to that process, the
+// resolution waits for it. Taken for gone, the page went twice (an outside trial: a
+// restarted process's first evaluation).
+func TestResolutionBeforeTheGroupAnswersAwaitsTheClaimersPage(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r1, out1 := hookInFlight(t, dir, clk, "alarm-a")
+	r1.e.Release([]string{"wave-1"})
+
+	r2, out2 := channelRigOn(t, r1.c, clk)
+	r2.e.ExpectMembers() // in a group that has not answered yet
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 95)
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 10)
+	require.Equal(t, []string{"mail: resolved wave-1"}, out2.take(), "hook's resolution waits for a's page")
+	clk.Add(10 * time.Second)
+	r2.e.Tick()
+	require.Empty(t, out2.take(), "still unheard: a may be delivering it")
+	r2.e.SetMembers("alarm-b", []string{"alarm-a", "alarm-b"})
+	r2.e.Tick()
+	require.Empty(t, out2.take(), "a is alive and delivering it")
+	out1.deliverHeld()
+	r2.e.Tick()
+	require.Equal(t, []string{"hook: resolved wave-1"}, out2.take(), "after a's page, the resolution alone")
+}

@@ -213,7 +213,7 @@ func (e *Engine) resolutionTo(le LogEntry, p *policy.Policy) (to, unpaged, await
 	if !mine && le.owes() {
 		unpaged = le.unpagedOf(p.Channels, nil)
 		flying = unpaged
-		if e.claimerAlive(le.ClaimedBy) {
+		if e.mayBeAlive(le.ClaimedBy) {
 			unpaged, awaited = nil, unpaged
 		}
 	}
@@ -506,6 +506,20 @@ func (e *Engine) sweep(ctx context.Context, entries []LogEntry) {
 	}
 }
 
+// onItsWayHere reports whether this process has the resolved notice of the entry fp's
+// episode that resolved at at on its way: as a Prior, or as the resolution it made (the
+// next episode's claim elsewhere made it the entry's Prior since: sent again, the
+// receiver had it twice after a partition came back, an outside trial).
+func (e *Engine) onItsWayHere(fp string, at time.Time) bool {
+	e.infMu.Lock()
+	defer e.infMu.Unlock()
+	if inf := e.tellingPrior[priorKeyOf(fp, at)]; inf != nil && len(inf.left) > 0 {
+		return true
+	}
+	inf := e.telling[fp]
+	return inf != nil && inf.at.Equal(at) && len(inf.left) > 0
+}
+
 // tellPriors records the Priors' resolved notices of duePriors as on their way from
 // here, once the entry that names this process their sender is written.
 func (e *Engine) tellPriors(fp string, resolved []*pendingAlert) {
@@ -527,13 +541,9 @@ func (e *Engine) tellPriors(fp string, resolved []*pendingAlert) {
 // again, a dup in an outside trial).
 func (e *Engine) duePriors(le LogEntry) (notices, resolved []*pendingAlert) {
 	for _, p := range le.priors() {
-		e.infMu.Lock()
-		inf := e.tellingPrior[priorKeyOf(le.Fingerprint, p.ResolvedAt)]
-		here := inf != nil && len(inf.left) > 0
-		e.infMu.Unlock()
 		pv := priorView(le, p)
 		pa := e.resolvedNotice(pv)
-		if here || pa == nil || e.claimerAlive(p.By) {
+		if pa == nil || e.onItsWayHere(le.Fingerprint, p.ResolvedAt) || e.mayBeAlive(p.By) {
 			continue // on its way from here, or from another live process (it hands it back if it fails)
 		}
 		p.By, p.QueuedAt = e.claimer(), e.now()
