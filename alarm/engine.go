@@ -331,6 +331,7 @@ func (e *Engine) Restore(ctx context.Context) (int, error) {
 				n++
 			}
 		}
+		sh.decideRestored()
 		sh.mu.Unlock()
 	}
 	e.firingThroughEnds(ended)

@@ -544,3 +544,27 @@ func TestRemovedPolicysGoneChannelIsNotOwed(t *testing.T) {
 	require.True(t, entries[0].ResolveSent, "the entry closed: %+v", entries[0])
 	require.Empty(t, entries[0].ResolveOwed)
 }
+
+// A process that evaluated a series' point before it read the log again (the first batch
+// of a partition it just took over comes before the ownership's answer, and so before
+// Restore) decides the restored alert on that point at Restore: the resolution ends where
+// the point ended it, not a batch later (an outside trial: an endsAt one sample late).
+func TestRestoreDecidesOnThePointAlreadyEvaluated(t *testing.T) {
+	dir, clk := t.TempDir(), &clock{t: t0}
+	r2 := restartOn(t, dir, clk, basePolicy, nil) // the next owner, started before the page
+	r1 := newRigOn(t, r2.c, clk, basePolicy, nil)
+	r1.observe("wave-1", 95)
+	require.Equal(t, []string{F}, r1.out.take())
+
+	clk.Add(10 * time.Second)
+	r2.observe("wave-1", 10) // its first point of the node: no alert here yet
+	require.Empty(t, r2.out.take())
+	_, err := r2.e.Restore(context.Background()) // the log read again once the partition is its own
+	require.NoError(t, err)
+	r2.e.Tick()
+	r2.e.Sync()
+	require.Equal(t, []string{R}, r2.out.take(), "resolved at once")
+	for _, a := range r2.e.Alerts() {
+		require.Equal(t, t0.Add(10*time.Second), a.ResolvedAt.UTC(), "where its point ended it")
+	}
+}

@@ -227,6 +227,46 @@ func (sh *shard) endRestored(b *metric.Batch, ts, at, now time.Time, interval ti
 	}
 }
 
+// decideRestored continues at once each restored alert whose series this process already
+// evaluated past the log's decision, on the series' last point: the first batch of a
+// partition just taken over can be evaluated before the log is read again (Restore, at
+// the ownership's next answer), and then found no alert to step; the episode ended a
+// batch later than it did (an outside trial: an endsAt one sample late). Called with
+// sh.mu held.
+func (sh *shard) decideRestored() {
+	for node, rest := range sh.restored {
+		for _, le := range sh.layouts[node] {
+			s := le.s
+			if s == nil || s.gone || !s.live || len(s.samples) == 0 || len(rest) == 0 {
+				continue
+			}
+			ts := s.samples[len(s.samples)-1].TS
+			for j := range s.slots {
+				sl := &s.slots[j]
+				if sl.a != nil {
+					continue
+				}
+				labels := alertLabels(sl.p, node, s.labels)
+				fp := fingerprint(labels)
+				entry, ok := rest[fp]
+				if !ok || !ts.After(entry.EvalTS) {
+					continue
+				}
+				value, active, decided := sl.eval(s)
+				if !decided {
+					continue
+				}
+				rest = sh.unrestore(node, fp)
+				sl.a = sh.newAlert(fp, sl.p, labels, node)
+				sl.a.series = s
+				sh.resume(sl.a, entry, s.lastSeen)
+				sl.a.guardTS, sl.a.ended = time.Time{}, endedByPoint
+				sh.step(sl.a, active, value, s.lastTS)
+			}
+		}
+	}
+}
+
 // endOrphan resolves the restored alert of le, whose policy is gone from the file, by
 // op (its stand-in, orphans.go), at the node's batch of ts: nothing evaluates it any
 // more, so it is resolved as a series that ended.
