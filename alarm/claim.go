@@ -103,7 +103,8 @@ func (e *Engine) claim(c *claim) {
 		inFlight := le.pending() && (now.Sub(le.QueuedAt) < c.lease || e.claimerAlive(le.ClaimedBy)) &&
 			!e.claimerGone(le.ClaimedBy, le.QueuedAt) && !e.gaveUp(fp, le.QueuedAt)
 		recent := !le.LastSent.IsZero() && now.Sub(le.LastSent) < c.repeat
-		if inFlight || !le.owes() && recent {
+		added := le.addedChannels(c.a.p.Channels)
+		if inFlight || !le.owes() && recent && len(added) == 0 {
 			c.adopt = &le
 			return
 		}
@@ -122,11 +123,16 @@ func (e *Engine) claim(c *claim) {
 		c.resolveFirst, c.priorsOut = e.duePriors(le)
 		c.entry.LastSent, c.entry.Sent = le.LastSent, le.Sent
 		if le.Sent > 0 || !le.LastSent.IsZero() {
-			c.entry.Untold = slices.Clone(le.Untold)
+			c.entry.Untold = slices.Concat(le.Untold, added)
 		}
-		if owed := le.owedOf(c.a.p.Channels); recent && len(owed) > 0 && len(le.Owed) > 0 {
+		owed := le.owedOf(c.a.p.Channels)
+		if len(le.Owed) == 0 {
+			owed = nil // no per-channel record: every channel is owed, or none
+		}
+		if owed = append(owed, added...); recent && len(owed) > 0 {
 			// A page that reached some channels, and whose claim ended (handed back by
-			// a stop, or its process crashed) before the others delivered: the rest.
+			// a stop, or its process crashed) before the others delivered, or channels
+			// the policy gained since the page (a restart with a new file): the rest.
 			c.entry.Owed, c.partial = owed, true
 		}
 	default: // the logged episode resolved

@@ -568,3 +568,34 @@ func TestRestoreDecidesOnThePointAlreadyEvaluated(t *testing.T) {
 		require.Equal(t, t0.Add(10*time.Second), a.ResolvedAt.UTC(), "where its point ended it")
 	}
 }
+
+// A channel added to a firing alert's policy (a restart with the new file) gets the
+// page at once, alone: the channels that had it do not get it again. It got it only at
+// the repeat interval (Alertmanager at its next refresh), and its resolution went to
+// the channels paged before (an outside trial).
+func TestChannelAddedToAFiringAlertIsPaged(t *testing.T) {
+	for _, capped := range []bool{false, true} {
+		t.Run(map[bool]string{false: "repeat", true: "max_notifications"}[capped], func(t *testing.T) {
+			pol := twoChannels
+			if capped {
+				pol += "    max_notifications: 1\n"
+			}
+			dir, clk := t.TempDir(), &clock{t: t0}
+			r1, out1 := channelRig(t, dir, clk, strings.Replace(pol, "channels: [mail, hook]", "channels: [mail]", 1), nil, nil)
+			r1.observe("wave-1", 95)
+			require.Equal(t, []string{"mail: firing wave-1"}, out1.take())
+			require.NoError(t, r1.c.Close())
+
+			r2, out2 := channelRig(t, dir, clk, pol, nil, nil) // restarted with hook added
+			clk.Add(10 * time.Second)
+			r2.observe("wave-1", 95)
+			require.Equal(t, []string{"hook: firing wave-1"}, out2.take(), "the new channel, at once")
+			clk.Add(10 * time.Second)
+			r2.observe("wave-1", 95)
+			require.Empty(t, out2.take(), "once")
+			clk.Add(10 * time.Second)
+			r2.observe("wave-1", 10)
+			require.ElementsMatch(t, []string{"mail: resolved wave-1", "hook: resolved wave-1"}, out2.take())
+		})
+	}
+}

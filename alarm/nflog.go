@@ -207,6 +207,18 @@ func priorView(le LogEntry, p *PriorResolution) LogEntry {
 	return pv
 }
 
+// addedChannels is the channels of chans (the policy's) that the entry's latest claim did
+// not page (not among its Channels): the policy gained them since. None for an entry
+// that predates the record.
+func (e LogEntry) addedChannels(chans []string) []string {
+	if e.Channels == nil {
+		return nil
+	}
+	return slices.DeleteFunc(slices.Clone(chans), func(c string) bool {
+		return slices.Contains(e.Channels, c) || slices.Contains(e.Owed, c)
+	})
+}
+
 // owes reports whether a page has not reached every channel yet: some are owed it, or
 // (an entry without per-channel records) it was queued after the last delivery.
 func (e LogEntry) owes() bool {

@@ -425,7 +425,9 @@ func (sh *shard) resume(a *alertState, le LogEntry, now time.Time) {
 	a.active, a.value, a.lastEval = true, le.Value, now
 	a.activeSince, a.firingSince = le.ActiveSince, le.FiringSince
 	a.evalTS, a.guardTS = le.EvalTS, le.EvalTS
-	a.sent, a.owed = le.Sent, le.owes() // a channel still owed the page gets it, whatever max_notifications
+	// A channel still owed the page gets it, whatever max_notifications, as does one the
+	// policy gained since the page.
+	a.sent, a.owed = le.Sent, le.owes() || len(le.addedChannels(a.p.Channels)) > 0
 	if mx := a.p.MaxNotifications; mx > 0 && a.sent >= mx && !a.owed {
 		// Never claimed again, so no claim sets when it was last notified: the log says
 		// it (and should the cap be raised, the repeat interval runs from that page).
