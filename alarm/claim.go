@@ -110,13 +110,9 @@ func (e *Engine) claim(c *claim) {
 		}
 		// The logged episode goes on, whoever evaluated it before: keep its start.
 		c.entry.ActiveSince, c.entry.FiringSince = le.ActiveSince, le.FiringSince
-		if p := e.priorOnItsWay(le, c.a.p.Channels, now, c.lease); p != nil && !le.pending() {
-			// An earlier episode's resolved notice is on its way from another live
-			// process: this page follows it (see the resolved case below). The episode
-			// was logged while it waited (holdInLog), by whichever process evaluated it.
-			e.debug("page held: an earlier episode's resolved notice is on its way from another process", fp,
-				"by", p.By, "ends_at", p.ResolvedAt)
-			c.held = true
+		if !le.pending() && e.heldBehindPrior(c, le, now) {
+			// This page follows it (see the resolved case below). The episode was
+			// logged while it waited (holdInLog), by whichever process evaluated it.
 			return
 		}
 		// Earlier resolutions still owed whose sender is gone go first.
@@ -142,12 +138,8 @@ func (e *Engine) claim(c *claim) {
 		}
 		startAfter(&c.entry, le)
 		c.entry.Prior = le.Prior // still owed: it goes before this episode's resolution
-		if p := e.priorOnItsWay(le, c.a.p.Channels, now, c.lease); p != nil && !le.resolving() {
-			// An earlier episode's resolved notice, kept by the last one (resolveHeld), is
-			// on its way from another live process: as below.
-			e.debug("page held: an earlier episode's resolved notice is on its way from another process", fp,
-				"by", p.By, "ends_at", p.ResolvedAt)
-			c.held = true
+		if !le.resolving() && e.heldBehindPrior(c, le, now) {
+			// A Prior kept by the last episode (resolveHeld): as below.
 			e.holdInLog(ctx, c, le, ver)
 			return
 		}
@@ -239,6 +231,19 @@ func (e *Engine) holdInLog(ctx context.Context, c *claim, le LogEntry, ver int64
 	if err := e.o.Log.Put(ctx, he, ver); err != nil && !errors.Is(err, coord.ErrVersionConflict) {
 		e.logError(err, he.Fingerprint)
 	}
+}
+
+// heldBehindPrior holds claim c (c.held) when an earlier episode's resolved notice, a
+// Prior of le, is on its way from another live process (priorOnItsWay).
+func (e *Engine) heldBehindPrior(c *claim, le LogEntry, now time.Time) bool {
+	p := e.priorOnItsWay(le, c.a.p.Channels, now, c.lease)
+	if p == nil {
+		return false
+	}
+	e.debug("page held: an earlier episode's resolved notice is on its way from another process", le.Fingerprint,
+		"by", p.By, "ends_at", p.ResolvedAt)
+	c.held = true
+	return true
 }
 
 // priorOnItsWay is a Prior of le (an earlier episode's resolution) still owed to one of
