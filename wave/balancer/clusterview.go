@@ -59,7 +59,11 @@ func readCluster(ctx context.Context, c coord.Coordinator) (*clusterView, error)
 		default:
 			in.Node, cl.versions[id] = string(a.Data), a.Version
 		}
-		if r, ok := cluster.ReadMoveRecord(ctx, c, id); ok {
+		if r, ok := cluster.ReadMoveRecord(ctx, c, id); ok && r.Reason != api.ReasonFailover {
+			// A failover is no plan's choice, and starts no cooldown: its instances are
+			// what a wave restarted after it takes back as its share (it waited out the
+			// cooldown with 2 of its 4, the others' instances all cooling: an outside
+			// trial). The record stays, for who moved it when.
 			in.MovedAt = r.At
 		}
 		if in.Node != "" && !known[in.Node] {

@@ -45,6 +45,46 @@ func TestMoveInstanceRecordsTheMove(t *testing.T) {
 	}
 }
 
+// TestFailoverStartsNoCooldown: a failover's assignment is recorded (who moved the
+// instance, when) but starts no cooldown, as a plan's move does: a wave restarted after
+// a failover takes its share back from the instances failed over to the others (it
+// waited out the cooldown with half its share: an outside trial).
+func TestFailoverStartsNoCooldown(t *testing.T) {
+	c := wavetest.Coordinators(t)["single"](t)
+	ctx := t.Context()
+	for i, id := range []string{"failed-over", "planned"} {
+		inst := &cluster.Instance{ID: id, Source: cluster.Source{Addr: "127.0.0.1:3306", User: "u", Flavor: cluster.FlavorMariaDB, ServerID: uint32(7 + i)},
+			Subscriptions: []cluster.Subscription{{Name: "all", Topic: "t"}}}
+		if _, err := cluster.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, err := readCluster(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mv := &mover{c: c, log: slog.New(slog.DiscardHandler), now: time.Now}
+	for _, m := range []api.Move{{Instance: "failed-over", From: "wave-1", To: "wave-2", Reason: api.ReasonFailover},
+		{Instance: "planned", From: "wave-1", To: "wave-2", Reason: api.ReasonShare}} {
+		if err := mv.assign(ctx, m, cl.versions[m.Instance]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cl, err = readCluster(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	moved := map[string]time.Time{}
+	for _, in := range cl.req.Instances {
+		moved[in.ID] = in.MovedAt
+	}
+	if !moved["failed-over"].IsZero() || moved["planned"].IsZero() {
+		t.Errorf("moved at %v: want the planned move cooling down and the failover not", moved)
+	}
+	if r, ok := cluster.ReadMoveRecord(ctx, c, "failed-over"); !ok || r.Reason != api.ReasonFailover || r.To != "wave-2" {
+		t.Errorf("the failover's record %+v (%v), want it kept: wave-2, failover", r, ok)
+	}
+}
+
 // TestMoveOfAnInstanceNotRunningIsNotWaitedFor: an instance that was not running before
 // its move (retrying a refused login) cannot run after it: the move is assigned and
 // reported so, not waited for until the settle timeout (the run waited 2 minutes, failed,

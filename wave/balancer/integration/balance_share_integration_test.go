@@ -226,3 +226,41 @@ func TestBalancerShareOfFewInstancesIntegration(t *testing.T) {
 	}
 	r.checkAllRows()
 }
+
+// TestBalancerRestartedWaveTakesItsShareIntegration: waves a and b run 6 instances each;
+// wave-c joins and takes 4, which then cool down. wave-a is killed (kill -9, wave and
+// agent): its 4 fail over, 2 to each of the others. wave-a starts again within the
+// cooldown of the scale-out and must take its share back all the same (an outside
+// trial's restarted wave waited out the cooldown with 2 of its 4: the failover had
+// started a cooldown too, and wave-c's 6 instances were all cooling): every wave ends
+// with 4, none of the scale-out's cooling instances moves, no row is lost.
+func TestBalancerRestartedWaveTakesItsShareIntegration(t *testing.T) {
+	r := newPlannerRig(t, "pr", judge.DefaultRebalanceOptions())
+	r.start()
+	r.join("wave-c")
+	r.waitShares(40*time.Second, "wave-c to take its share (4/4/4)", 4, 4, "wave-a", "wave-b", "wave-c")
+	cooling := r.nodes("assign")
+	wa, aa := r.procs[0], r.procs[1] // start() joined wave-a first: its wave, then its agent
+	aa.Kill(t)
+	wa.Kill(t)
+	r.procs = r.procs[2:]
+	r.waitFor("wave-a's instances failed over", func() bool {
+		return r.allOn(r.nodes("assign"), "wave-b", "wave-c") && r.settled()
+	}, r.procs...)
+	t.Logf("after the failover: %v", count(r.nodes("assign")))
+	r.join("wave-a")
+	took := r.waitShares(40*time.Second, "wave-a, restarted within the scale-out's cooldown, to take its share (4/4/4)",
+		4, 4, "wave-a", "wave-b", "wave-c")
+	time.Sleep(3 * time.Second) // nothing more moves
+	after := r.nodes("assign")
+	t.Logf("restarted wave-a: %v after %s", count(after), took.Round(100*time.Millisecond))
+	for id, node := range cooling {
+		if node == "wave-c" && after[id] != "wave-c" {
+			t.Errorf("instance %s moved wave-c → %s within its cooldown", id, after[id])
+		}
+	}
+	if n := count(after); n["wave-a"] != 4 {
+		t.Errorf("wave-a runs %d instances, want its share of 4", n["wave-a"])
+	}
+	r.checkAllRows()
+}
