@@ -9,7 +9,8 @@ import (
 )
 
 // MoveRecord is the record of an instance's last move, written at MovedKey by every
-// move the balancer or `binlake instance move` makes; the planner's cooldown reads it.
+// move the balancer or `binlake instance move` makes; the planner's cooldown reads it
+// (a failover's starts none: wave/balancer's readCluster).
 type MoveRecord struct {
 	At     time.Time `json:"at"`
 	From   string    `json:"from"`
