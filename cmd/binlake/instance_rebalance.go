@@ -170,6 +170,11 @@ func printPlan(w io.Writer, p *api.Plan) {
 				m.Cost, m.FromLoad[0], m.FromLoad[1], m.ToLoad[0], m.ToLoad[1])
 		}
 		tw.Flush()
+		for i, m := range p.Moves {
+			if m.Tie != "" {
+				fmt.Fprintf(w, "move %d, not to the lowest: %s\n", i+1, m.Tie)
+			}
+		}
 	}
 	nodes := make([]string, 0, len(p.Before))
 	for n := range p.Before {

@@ -14,7 +14,8 @@ import (
 func TestPrintAnswerInUtilisation(t *testing.T) {
 	ans := &api.RebalanceAnswer{
 		Plan: api.Plan{
-			Moves:  []api.Move{{Instance: "orders", From: "wave-a", To: "wave-b", Cost: 0.4, Reason: api.ReasonSpread, FromLoad: [2]float64{0.8, 0.6}, ToLoad: [2]float64{0.2, 0.3}}},
+			Moves: []api.Move{{Instance: "orders", From: "wave-a", To: "wave-b", Cost: 0.4, Reason: api.ReasonSpread, FromLoad: [2]float64{0.8, 0.6}, ToLoad: [2]float64{0.2, 0.3}},
+				{Instance: "stock", From: "wave-c", To: "wave-b", Cost: 0.01, Reason: api.ReasonFailover, ToLoad: [2]float64{0.3, 0.305}, Tie: "wave-a would peak at 0.3 with it"}},
 			Before: map[string]float64{"wave-a": 0.8, "wave-b": 0.2}, After: map[string]float64{"wave-a": 0.6, "wave-b": 0.3},
 			SpreadBefore: 0.6, SpreadAfter: 0.3, PeakBefore: 0.8, PeakAfter: 0.6, Balanced: true,
 		},
@@ -32,7 +33,9 @@ func TestPrintAnswerInUtilisation(t *testing.T) {
 	for _, want := range []string{
 		"model: utilisation",
 		"goals: peaks under 70 % of each wave's cores, each wave within 1.08× the fleet's level (its lines), each move gaining at least 1 % of a wave's cores, at most 20 moves, cooldown 10m0s",
-		"plan: 1 move, highest load 0.8 → 0.6, spread 0.6 → 0.3, balanced",
+		"plan: 2 moves, highest load 0.8 → 0.6, spread 0.6 → 0.3, balanced",
+		// A failover not to the lowest wave says why (an operator read one unexplained).
+		"move 2, not to the lowest: wave-a would peak at 0.3 with it\n",
 		// The plan's loads are not a reading now (they said LOAD NOW), and PEAK is a
 		// prediction beside NOW's reading (an outside trial read one under the other as a
 		// contradiction).

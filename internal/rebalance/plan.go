@@ -136,6 +136,10 @@ type Move struct {
 	// Swap names the instance that moves the other way in the same step (a swap: two
 	// moves, the second with Swap naming the first).
 	Swap string `json:"swap,omitempty"`
+	// Tie says why a failover chose a wave whose peak after it is not the lowest: another
+	// stood within the tie (a quarter of the band), and this one runs fewer instances
+	// for its capacity (an operator read a "not the lowest" choice unexplained).
+	Tie string `json:"tie,omitempty"`
 }
 
 // Plan is the planner's answer.
@@ -451,17 +455,24 @@ func (st *state) failover(orphans []*instState) {
 		tie = max(eps, st.goals.Band/4)
 	}
 	for _, in := range orphans { // not bounded by MaxMoves: each must run somewhere
-		var best *waveState
+		var best, lowest *waveState
 		var bestCost []float64
-		bestPeak := math.Inf(1)
+		bestPeak, lowestPeak := math.Inf(1), math.Inf(1)
 		for _, w := range live {
 			c := st.costOn(in.Instance, w)
 			p := w.peakAfter(nil, c)
 			if best == nil || p < bestPeak-tie || math.Abs(p-bestPeak) <= tie && byCount(w, best) < 0 {
 				best, bestCost, bestPeak = w, c, p
 			}
+			if p < lowestPeak {
+				lowest, lowestPeak = w, p
+			}
 		}
 		st.move(in, nil, best, bestCost, ReasonFailover, "")
+		if bestPeak > lowestPeak+eps {
+			st.moves[len(st.moves)-1].Tie = fmt.Sprintf("%s would peak at %.4g with it, %.2g lower: within the tie of %.2g (a quarter of the band, the readings' noise), which goes to the wave running the fewest instances for its capacity, then the first by name (%s: %d on %.4g before it; %s: %d on %.4g)",
+				lowest.Node, lowestPeak, bestPeak-lowestPeak, tie, best.Node, len(best.insts)-1, best.cap, lowest.Node, len(lowest.insts), lowest.cap)
+		}
 	}
 }
 

@@ -462,13 +462,27 @@ func TestFailoverTiesWithinTheNoise(t *testing.T) {
 	insts := append(instances("low", 5, 0.005), instances("mid", 2, 0.005)...)
 	insts = append(insts, instances("dead", 6, 0.005)...)
 	g := Goals{Band: 0.03, LevelGain: 0.01, NoShare: true, MaxMoves: 6}
-	c := counts(insts, Make(ws, insts, g, now))
+	p := Make(ws, insts, g, now)
+	c := counts(insts, p)
 	if c["empty"] < 4 || c["low"] > 5 {
 		t.Fatalf("after the failover: %v, want the empty wave to take most (within the noise, fewest first)", c)
 	}
+	// A choice that is not the lowest says why (an operator read one unexplained).
+	second := p.Moves[1]
+	if want := "mid would peak at 0.3125 with it, 0.0025 lower: within the tie of 0.0075"; second.To != "empty" || !strings.HasPrefix(second.Tie, want) ||
+		!strings.HasSuffix(second.Tie, "(empty: 1 on 2 before it; mid: 2 on 2)") || p.Moves[0].Tie != "" {
+		t.Fatalf("the first two failovers %+v: want the first to empty, the lowest, without a tie, the second to empty, "+
+			"its tie beginning %q and naming the counts", p.Moves[:2], want)
+	}
 	ws[0].Base = 0.5 // five points lower: a real difference
-	if c := counts(insts, Make(ws, insts, g, now)); c["low"] != 11 {
+	p = Make(ws, insts, g, now)
+	if c := counts(insts, p); c["low"] != 11 {
 		t.Fatalf("after the failover with low 5 points under: %v, want all six on low", c)
+	}
+	for _, m := range p.Moves {
+		if m.Tie != "" {
+			t.Fatalf("%+v: a failover to the lowest wave says no tie", m)
+		}
 	}
 }
 

@@ -253,6 +253,8 @@ type Move struct {
 	ToLoad   [2]float64 `json:"to_load"`
 	// Swap names the instance that moves the other way in the same step.
 	Swap string `json:"swap,omitempty"`
+	// Tie says why a failover chose a wave whose peak after it is not the lowest.
+	Tie string `json:"tie,omitempty"`
 }
 
 // Reasons of a move, as the planner gives them.

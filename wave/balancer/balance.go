@@ -285,8 +285,11 @@ func (b *term) failover(ctx context.Context) time.Time {
 			r.Result, r.Error = MoveFailed, err.Error()
 			b.mv.log.Error("failover assignment failed", "instance", m.Instance, "to", m.To, "err", err)
 		default:
-			b.mv.log.Info("failover: instance assigned", "instance", m.Instance, "from", m.From, "to", m.To,
-				"cost", m.Cost, "to_load", m.ToLoad)
+			args := []any{"instance", m.Instance, "from", m.From, "to", m.To, "cost", m.Cost, "to_load", m.ToLoad}
+			if m.Tie != "" {
+				args = append(args, "tie", m.Tie)
+			}
+			b.mv.log.Info("failover: instance assigned", args...)
 		}
 		b.record(r)
 	}
