@@ -21,7 +21,8 @@ import (
 // every wave under its cap at its predicted peak hour (the predictive plugin's idea,
 // applied to the fleet):
 //
-//   - a wave's capacity is its host's cores (cpu.cores);
+//   - a wave's capacity is its host's cores (cpu.cores), shared equally with the live
+//     waves on the same host (sharedhost.go);
 //   - its prices are what the load model fitted for it (judge/loadmodel): cores per
 //     row/s and per byte/s, and the base its process costs idle;
 //   - an instance's work per slot is its rows/s and bytes/s now (their EWMAs) and, per
@@ -43,6 +44,10 @@ type waveView struct {
 	// nil): what a pegged wave is judged by (planWave).
 	hostLast float64
 	costs    nodeCosts
+	// bootID is the host's (host.info), and sharesWith the live waves on the same host,
+	// whose cores it shares (shareHosts).
+	bootID     string
+	sharesWith []string
 }
 
 // instWork is an instance's work per slot.
@@ -52,7 +57,7 @@ type instWork struct {
 
 // viewOf builds the view of node n from the current hour and the load model.
 func (j *Judge) viewOf(n analysis.Node) waveView {
-	v := waveView{node: n.Node, prices: j.model.Prices(n.Node), costs: costsOf(n, j.o.Rebalance.InstanceFloor)}
+	v := waveView{node: n.Node, prices: j.model.Prices(n.Node), costs: costsOf(n, j.o.Rebalance.InstanceFloor), bootID: bootIDOf(n)}
 	v.cores, _ = j.model.Cores(n.Node)
 	if v.cores <= 0 {
 		return v
@@ -408,13 +413,16 @@ func (wl *waveLoad) utilNow() (float64, bool) {
 // since: the instances GET /v1/rebalance has on it.
 func (j *Judge) nodeLoad(n analysis.Node, down bool, hist *analysis.Snapshot, reserved float64) ([]api.InstanceCost, *api.NodeLoad) {
 	view := j.viewOf(asOfWave(n))
+	if !down && view.bootID != "" {
+		j.shareWithSiblings(&view)
+	}
 	j.dropClaimedElsewhere(n, down, &view.costs)
 	wl := j.waveLoadOf(view, j.profilesOf(hist))
 	if !reportedWave(n) {
 		return wl.insts, nil
 	}
 	v := &wl.view
-	load := &api.NodeLoad{Cores: v.cores, Prices: apiPrices(v.prices), PeakHour: -1}
+	load := &api.NodeLoad{Cores: v.cores, Prices: apiPrices(v.prices), PeakHour: -1, SharesHostWith: v.sharesWith}
 	if v.cores <= 0 {
 		return wl.insts, load
 	}

@@ -90,6 +90,7 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 		v := j.viewOf(n)
 		views = append(views, &v)
 	}
+	shareHosts(views)
 	costs := make([]*nodeCosts, len(views))
 	for i, v := range views {
 		costs[i] = &v.costs

@@ -123,6 +123,13 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 		}
 		live = append(live, w.Node)
 	}
+	liveViews := make([]*waveView, 0, len(live))
+	for _, n := range live {
+		if v := views[n]; v != nil {
+			liveViews = append(liveViews, v)
+		}
+	}
+	shareHosts(liveViews)
 	model, leftOut, note := planModel(views, live)
 	if len(silent) > 0 {
 		if leftOut == nil {
@@ -290,7 +297,7 @@ func waveLoads(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInstance, v
 			wl.InstancesAfter = 0
 		}
 		if v := views[w.Node]; v != nil {
-			wl.Cores, wl.Prices = v.cores, apiPrices(v.prices)
+			wl.Cores, wl.Prices, wl.SharesHostWith = v.cores, apiPrices(v.prices), v.sharesWith
 			if v.host != nil && v.cores > 0 {
 				wl.UtilNow = v.host[0] / v.cores
 			}

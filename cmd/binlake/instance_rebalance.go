@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -140,6 +141,17 @@ func printAnswer(w io.Writer, ans *api.RebalanceAnswer) {
 			100*wl.UtilNow, 100*wl.PeakBefore, 100*wl.PeakAfter, at, wl.Instances, wl.InstancesAfter)
 	}
 	tw.Flush()
+	said := map[string]bool{}
+	for _, wl := range ans.Waves {
+		if len(wl.SharesHostWith) == 0 {
+			continue
+		}
+		group := slices.Sorted(slices.Values(append([]string{wl.Node}, wl.SharesHostWith...)))
+		if key := strings.Join(group, ", "); !said[key] {
+			said[key] = true
+			fmt.Fprintf(w, "one host: %s (CORES: each wave's equal share of it; NOW: its process's CPU and its part of the host's other work)\n", key)
+		}
+	}
 }
 
 func pctOrNone(v float64) string {

@@ -25,6 +25,8 @@ func TestPrintAnswerInUtilisation(t *testing.T) {
 			{Node: "wave-a", Alive: true, Cores: 2, Prices: api.Prices{Source: "fitted", Samples: 360}, UtilNow: 0.75, PeakBefore: 0.8, PeakAfter: 0.6, PeakHour: 14, Instances: 3, InstancesAfter: 2},
 			{Node: "wave-b", Alive: true, Cores: 8, Prices: api.Prices{Source: "pooled", Samples: 12}, UtilNow: 0.2, PeakBefore: 0.2, PeakAfter: 0.3, PeakHour: -1, Instances: 1, InstancesAfter: 2},
 			{Node: "wave-c", Instances: 1},
+			{Node: "wave-e", Alive: true, Cores: 1, SharesHostWith: []string{"wave-d"}, Prices: api.Prices{Source: "fitted", Samples: 30}, PeakHour: -1},
+			{Node: "wave-d", Alive: true, Cores: 1, SharesHostWith: []string{"wave-e"}, Prices: api.Prices{Source: "fitted", Samples: 30}, PeakHour: -1},
 		},
 	}
 	var b strings.Builder
@@ -44,6 +46,8 @@ func TestPrintAnswerInUtilisation(t *testing.T) {
 		"wave-a  2      fitted (360 samples)  75.0 %  80.0 %  60.0 %      14:00 UTC  3 → 2",
 		"wave-b  8      pooled (12 samples)   20.0 %  20.0 %  30.0 %      now        1 → 2",
 		"wave-c  -      dead",
+		// Waves on one host say so, once (each's cores are its share).
+		"\none host: wave-d, wave-e (CORES: each wave's equal share of it; NOW: its process's CPU and its part of the host's other work)\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

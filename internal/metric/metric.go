@@ -48,6 +48,10 @@ const (
 	// (rows/s plus a floor per instance), from the balancer's last plan (unlabelled). Only
 	// the balancer wave's node reports it; the capacity alert watches it.
 	WaveClusterLoad = "wave.cluster_load"
+	// HostInfo is 1, labelled boot_id: the running kernel's boot id, the same for every
+	// agent on one host (containers included) and another after a reboot. The judge
+	// reads it to know the waves that share a host's cores (host collector).
+	HostInfo = "host.info"
 	// WaveClusterUtil is the cluster's mean peak utilisation (CPU cores over the hosts'
 	// cores, weighed by cores) from the balancer's last plan in the utilisation model
 	// (unlabelled; the balancer wave's node only). The capacity alert watches it.
@@ -58,7 +62,7 @@ const (
 // dashboard may rely on whatever the agents' configuration.
 func CanonicalNames() []string {
 	names := []string{
-		CPUCores, CPUUtil, GoGCPauseP99, GoGoroutines, GoHeapBytes, Load1, Load15, Load5,
+		CPUCores, CPUUtil, GoGCPauseP99, GoGoroutines, GoHeapBytes, HostInfo, Load1, Load15, Load5,
 		MemUsedPct, NetRxBps, NetTxBps, DiskUsedPct, WaveBytesPerS, WaveCPUCores,
 		WaveClusterLoad, WaveClusterUtil, WaveInstanceRunning, WaveInstances,
 		WaveLagSeconds, WavePublishErrs, WaveTPS,

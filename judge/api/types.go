@@ -288,9 +288,12 @@ func PlanOf(p rebalance.Plan) Plan {
 type WaveLoad struct {
 	Node  string `json:"node"`
 	Alive bool   `json:"alive"`
-	// Cores is the host's cores (cpu.cores); 0 when its agent reports none.
-	Cores  float64 `json:"cores"`
-	Prices Prices  `json:"prices"`
+	// Cores is the host's cores (cpu.cores); 0 when its agent reports none. A wave that
+	// shares its host with others (SharesHostWith, by host.info) has an equal share of
+	// them, and its UtilNow its process's CPU and its part of the host's other work.
+	Cores          float64  `json:"cores"`
+	SharesHostWith []string `json:"shares_host_with,omitempty"`
+	Prices         Prices   `json:"prices"`
 	// UtilNow is the utilisation now (the host's CPU, cpu.util); PeakBefore and
 	// PeakAfter the predicted peak over now and the hours of the day, without and with
 	// the plan's moves (0 in the rows model, whose loads are the plan's Before and
@@ -354,6 +357,10 @@ type NodeLoad struct {
 	Peak          float64 `json:"peak"`
 	PeakHour      int     `json:"peak_hour"`
 	ReservedCores float64 `json:"reserved_cores,omitempty"`
+	// SharesHostWith names the live waves on the same host (host.info): Cores is then
+	// its equal share of the host's cores, and UtilNow its process's CPU and its part of
+	// the host's other work over them.
+	SharesHostWith []string `json:"shares_host_with,omitempty"`
 }
 
 // Prices are a wave's costs of work in CPU cores, fitted to the CPU its wave process

@@ -116,6 +116,18 @@ func TestHostFormulas(t *testing.T) {
 			require.InDelta(t, swap, value(t, pts, SwapUsedPct, nil), 1e-9)
 		}
 	})
+	t.Run("host.info names the boot", func(t *testing.T) {
+		id, err := os.ReadFile("testdata/t1/proc/sys/kernel/random/boot_id")
+		require.NoError(t, err)
+		var got []map[string]string
+		for _, p := range second {
+			if p.Name == metric.HostInfo {
+				require.Equal(t, 1.0, p.Value)
+				got = append(got, p.Labels)
+			}
+		}
+		require.Equal(t, []map[string]string{{"boot_id": strings.TrimSpace(string(id))}}, got)
+	})
 	t.Run("no rates on the first tick", func(t *testing.T) {
 		for _, p := range first {
 			require.NotContains(t, []string{metric.CPUUtil, metric.NetRxBps, metric.NetTxBps, DiskReadBps, DiskWriteBps}, p.Name)

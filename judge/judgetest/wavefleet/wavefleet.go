@@ -25,6 +25,8 @@ type Wave struct {
 	// moves on its own, so that rows and bytes move together (as where every instance
 	// publishes rows of one size).
 	Collinear bool
+	// BootID, when set, is the host's host.info: waves with the same one share a host.
+	BootID string
 }
 
 // Interval is the agents' reporting interval.
@@ -41,6 +43,9 @@ func Batches(waves []Wave, rounds int, last time.Time) []metric.Batch {
 			b := metric.Batch{Node: w.Node, TS: ts, IntervalS: Interval.Seconds(), Points: []metric.Point{
 				{Name: metric.CPUCores, Value: w.Cores}, {Name: metric.CPUUtil, Value: w.UtilPct},
 				{Name: metric.MemUsedPct, Value: 40}, {Name: metric.WaveInstances, Value: float64(len(w.Instances))}}}
+			if w.BootID != "" {
+				b.Points = append(b.Points, metric.Point{Name: metric.HostInfo, Value: 1, Labels: map[string]string{"boot_id": w.BootID}})
+			}
 			cpu, total := 0.05, 0.0
 			ids := make([]string, 0, len(w.Instances))
 			for id := range w.Instances {

@@ -1,0 +1,86 @@
+package judge
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/binlake/binlake/judge/api"
+	"github.com/binlake/binlake/judge/judgetest/wavefleet"
+)
+
+// TestWavesSharingAHost: two waves on one 4-core host (the same host.info), one busy
+// and one nearly idle, and a third on a host of its own. Each agent reports the host's
+// cores and CPU, so both read the whole host (37 %) and the same utilisation: a plan
+// could not tell the busy one from the idle one (an outside trial's four waves on one
+// host all read alike, and a wave restarted after a failover read as busy as the
+// others). Sharing the host, each has 2 of its 4 cores and its own process's CPU plus
+// half the host's other work: their mean is the host's utilisation, the busy one stands
+// far over the idle one, and GET /v1/nodes/{id}, the plans and the placements say so
+// alike. A wave of the host that is not live shares nothing.
+func TestWavesSharingAHost(t *testing.T) {
+	j, c := newJudge(t, func(o *Options) { o.Algorithm = "utilisation" })
+	h := j.Handler()
+	utilFleet(t, h, c, []wavefleet.Wave{
+		{Node: "wave-a", Cores: 4, UtilPct: 37, Row: 2e-4, Byte: 2e-9, BootID: "host-1", Instances: map[string]float64{"a1": 3000, "a2": 2500}},
+		{Node: "wave-b", Cores: 4, UtilPct: 37, Row: 2e-4, Byte: 2e-9, BootID: "host-1", Instances: map[string]float64{"b1": 100}},
+		{Node: "wave-c", Cores: 4, UtilPct: 20, Row: 2e-4, Byte: 2e-9, BootID: "host-2", Instances: map[string]float64{"c1": 2000}},
+	})
+	node := func(id string) api.NodeLoad {
+		t.Helper()
+		r := do(t, h, "GET", "/v1/nodes/"+id, "", nil)
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		var d struct{ Capacity *api.NodeLoad }
+		require.NoError(t, json.Unmarshal(r.body, &d), string(r.body))
+		require.NotNil(t, d.Capacity, string(r.body))
+		return *d.Capacity
+	}
+	a, b, cw := node("wave-a"), node("wave-b"), node("wave-c")
+	require.Equal(t, 2.0, a.Cores)
+	require.Equal(t, 2.0, b.Cores)
+	require.Equal(t, []string{"wave-b"}, a.SharesHostWith)
+	require.Equal(t, []string{"wave-a"}, b.SharesHostWith)
+	require.InDelta(t, 0.37, (a.UtilNow+b.UtilNow)/2, 1e-6, "their mean is the host's utilisation")
+	require.Greater(t, a.UtilNow, b.UtilNow+0.4, "the busy wave stands far over the idle one")
+	require.Equal(t, 4.0, cw.Cores)
+	require.Empty(t, cw.SharesHostWith)
+	require.InDelta(t, 0.2, cw.UtilNow, 1e-6)
+
+	body := `{"waves":[{"node":"wave-a","alive":true},{"node":"wave-b","alive":true},{"node":"wave-c","alive":true}],
+		"instances":[{"id":"a1","node":"wave-a"},{"id":"a2","node":"wave-a"},{"id":"b1","node":"wave-b"},{"id":"c1","node":"wave-c"}]}`
+	r, ans := postRebalance(t, j, "", body)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Equal(t, api.ModelUtilisation, ans.Model, ans.ModelNote)
+	waves := map[string]api.WaveLoad{}
+	for _, w := range ans.Waves {
+		waves[w.Node] = w
+	}
+	require.Equal(t, 2.0, waves["wave-a"].Cores)
+	require.Equal(t, []string{"wave-b"}, waves["wave-a"].SharesHostWith)
+	require.InDelta(t, a.UtilNow, waves["wave-a"].UtilNow, 1e-9, "the plan reads the wave as GET /v1/nodes/{id} does")
+	require.NotEmpty(t, ans.Moves, "the busy wave sheds")
+	require.Equal(t, "wave-a", ans.Moves[0].From, "%+v", ans.Moves)
+	require.Less(t, waves["wave-a"].PeakAfter, waves["wave-a"].PeakBefore)
+	for _, m := range ans.Moves {
+		require.NotEqual(t, "wave-a", m.To, "%+v", m)
+	}
+
+	// wave-b not live: wave-a has its host to itself.
+	r, ans = postRebalance(t, j, "", `{"waves":[{"node":"wave-a","alive":true},{"node":"wave-b","alive":false},{"node":"wave-c","alive":true}],
+		"instances":[{"id":"a1","node":"wave-a"},{"id":"a2","node":"wave-a"},{"id":"c1","node":"wave-c"}]}`)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	for _, w := range ans.Waves {
+		if w.Node == "wave-a" {
+			require.Equal(t, 4.0, w.Cores)
+			require.Empty(t, w.SharesHostWith)
+		}
+	}
+
+	// A placement in utilisation weighs the waves alike.
+	ans2 := placeHTTP(t, h, `{"instance":"new-1"}`)
+	sb := scoreOf(t, ans2, "wave-b")
+	require.Equal(t, 2.0, sb.Parts["cores"], "%+v", ans2.Scores)
+	require.InDelta(t, b.UtilNow, sb.Parts["util_now"], 1e-3, "%+v", ans2.Scores)
+}
