@@ -46,6 +46,9 @@ type balanceEnv struct {
 	balancer string
 	// poll, when set, replaces the test waves' 200 ms pipeline.poll_interval.
 	poll string
+	// hostAgents: the agents report their host too (cpu.cores, cpu.util, host.info),
+	// and the judge plans in utilisation, every wave sharing this one host.
+	hostAgents bool
 
 	writers sync.WaitGroup
 	stop    context.CancelFunc
@@ -390,6 +393,9 @@ sink:
 collectors:
   wave: {url: http://%s/metrics}
 `, node, judgeURL, addr)
+	if e.hostAgents {
+		cfg += "  host: {}\n"
+	}
 	path := filepath.Join(e.t.TempDir(), "agent.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		e.t.Fatal(err)
