@@ -52,13 +52,7 @@ func TestMoveInstanceRecordsTheMove(t *testing.T) {
 func TestFailoverStartsNoCooldown(t *testing.T) {
 	c := wavetest.Coordinators(t)["single"](t)
 	ctx := t.Context()
-	for i, id := range []string{"failed-over", "planned"} {
-		inst := &cluster.Instance{ID: id, Source: cluster.Source{Addr: "127.0.0.1:3306", User: "u", Flavor: cluster.FlavorMariaDB, ServerID: uint32(7 + i)},
-			Subscriptions: []cluster.Subscription{{Name: "all", Topic: "t"}}}
-		if _, err := cluster.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addInstances(t, c, "failed-over", "planned")
 	cl, err := readCluster(ctx, c)
 	if err != nil {
 		t.Fatal(err)
@@ -93,13 +87,7 @@ func TestFailoverStartsNoCooldown(t *testing.T) {
 func TestMoveOfAnInstanceNotRunningIsNotWaitedFor(t *testing.T) {
 	c := wavetest.Coordinators(t)["single"](t)
 	ctx := t.Context()
-	for i, id := range []string{"broken", "fine"} {
-		inst := &cluster.Instance{ID: id, Source: cluster.Source{Addr: "127.0.0.1:3306", User: "u", Flavor: cluster.FlavorMariaDB, ServerID: uint32(7 + i)},
-			Subscriptions: []cluster.Subscription{{Name: "all", Topic: "t"}}}
-		if _, err := cluster.AddInstance(ctx, c, inst, "wave-1", nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addInstances(t, c, "broken", "fine")
 	status := func(id, state string) {
 		data, _ := json.Marshal(cluster.RecordedStatus{Node: "wave-1", State: state, Reason: "access_denied"})
 		if _, err := c.Put(ctx, cluster.StatusKey(id), data, coord.AnyVersion); err != nil {
@@ -120,5 +108,17 @@ func TestMoveOfAnInstanceNotRunningIsNotWaitedFor(t *testing.T) {
 	}
 	if err := mv.one(ctx, api.Move{Instance: "fine", From: "wave-1", To: "wave-2"}, coord.AnyVersion, report); err == nil || got[1].Result != MoveFailed {
 		t.Fatalf("the move of a running instance that does not settle: %v, %+v; want it failed", err, got)
+	}
+}
+
+// addInstances stores instances ids, each with a server_id of its own, on wave-1.
+func addInstances(t *testing.T, c coord.Coordinator, ids ...string) {
+	t.Helper()
+	for i, id := range ids {
+		inst := &cluster.Instance{ID: id, Source: cluster.Source{Addr: "127.0.0.1:3306", User: "u", Flavor: cluster.FlavorMariaDB, ServerID: uint32(7 + i)},
+			Subscriptions: []cluster.Subscription{{Name: "all", Topic: "t"}}}
+		if _, err := cluster.AddInstance(t.Context(), c, inst, "wave-1", nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

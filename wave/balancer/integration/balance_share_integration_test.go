@@ -103,6 +103,21 @@ func (r *plannerRig) waitShares(d time.Duration, what string, lo, hi int, nodes 
 	return 0
 }
 
+// coolingStayed waits a few seconds more (nothing more moves), fails the test for every
+// instance that cooling had on node and that moved since (within its cooldown), and
+// returns the assignments.
+func (r *plannerRig) coolingStayed(cooling map[string]string, node string) map[string]string {
+	r.t.Helper()
+	time.Sleep(3 * time.Second)
+	after := r.nodes("assign")
+	for id, n := range cooling {
+		if n == node && after[id] != node {
+			r.t.Errorf("instance %s moved %s → %s within its cooldown", id, node, after[id])
+		}
+	}
+	return after
+}
+
 // checkAllRows stops the writers and fails the test for any row missing from an
 // instance's topic.
 func (r *plannerRig) checkAllRows() {
@@ -158,14 +173,8 @@ func TestBalancerScaleOutWithinCooldownIntegration(t *testing.T) {
 	r.join("wave-d")
 	took = r.waitShares(25*time.Second, "wave-d, joined within the cooldown, to take its share (every wave within 1 of 3 instances)",
 		2, 4, "wave-a", "wave-b", "wave-c", "wave-d")
-	time.Sleep(3 * time.Second) // nothing more moves
-	after := r.nodes("assign")
+	after := r.coolingStayed(cooling, "wave-c")
 	t.Logf("second scale-out: %v after %s", count(after), took.Round(100*time.Millisecond))
-	for id, node := range cooling {
-		if node == "wave-c" && after[id] != "wave-c" {
-			t.Errorf("instance %s moved wave-c → %s within its cooldown", id, after[id])
-		}
-	}
 	if n := count(after); n["wave-d"] < 2 {
 		t.Errorf("wave-d runs %d instances, want its share (at least 2 of 12 over 4 waves, wave-c's 4 cooling)", n["wave-d"])
 	}
@@ -175,44 +184,56 @@ func TestBalancerScaleOutWithinCooldownIntegration(t *testing.T) {
 // TestBalancerIdleScaleOutIntegration:
 // waves a and b run 6 instances each at a light load (10 rows/s each) and the judge plans
 // with its default goals; wave-c joins and automatic mode gives it its share: 4/4/4. No
-// row is lost.
+// row is lost. "one_host": the agents report their host as well (cpu.cores, cpu.util,
+// host.info), and every wave is on this one host: the judge's plans have each with an
+// equal share of its cores and the others named in shares_host_with, two waves and then
+// three (each had read the whole host's cores and CPU, so all stood alike in
+// utilisation, a new one as busy as the others). Idle instances cannot be priced, so
+// these plans are in rows/s, model_note says why; the judge's unit tests plan such
+// waves in utilisation.
 func TestBalancerIdleScaleOutIntegration(t *testing.T) {
-	r := newPlannerRig(t, "pl", judge.DefaultRebalanceOptions())
-	r.start()
-	r.join("wave-c")
-	took := r.waitShares(40*time.Second, "wave-c to take its share of a lightly loaded cluster (4/4/4)", 4, 4, "wave-a", "wave-b", "wave-c")
-	time.Sleep(3 * time.Second) // nothing more moves
-	n := count(r.nodes("assign"))
-	t.Logf("scale-out: %v after %s", n, took.Round(100*time.Millisecond))
-	for _, node := range []string{"wave-a", "wave-b", "wave-c"} {
-		if n[node] != 4 {
-			t.Errorf("%s runs %d instances, want 4", node, n[node])
-		}
+	for _, tc := range []struct {
+		name    string
+		oneHost bool
+	}{{name: "rows"}, {name: "one_host", oneHost: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testenv.Context(t)
+			r := &plannerRig{balanceEnv: newBalanceEnv(t, ctx, "pl"+tc.name[:1], 12)}
+			r.hostAgents = tc.oneHost
+			r.judgeURL, r.balancer = r.startJudge(judge.DefaultRebalanceOptions(), "  auto: true\n  auto_after: 2s\n")
+			r.start()
+			if tc.oneHost {
+				r.waitSharing(2)
+			}
+			r.join("wave-c")
+			took := r.waitShares(60*time.Second, "wave-c to take its share of a lightly loaded cluster (4/4/4)", 4, 4, "wave-a", "wave-b", "wave-c")
+			time.Sleep(3 * time.Second) // nothing more moves
+			n := count(r.nodes("assign"))
+			t.Logf("scale-out: %v after %s", n, took.Round(100*time.Millisecond))
+			for _, node := range []string{"wave-a", "wave-b", "wave-c"} {
+				if n[node] != 4 {
+					t.Errorf("%s runs %d instances, want 4", node, n[node])
+				}
+			}
+			if tc.oneHost {
+				r.waitSharing(3)
+			}
+			r.checkAllRows()
+		})
 	}
-	r.checkAllRows()
 }
 
-// TestBalancerIdleScaleOutOnOneHostIntegration: as TestBalancerIdleScaleOutIntegration,
-// with agents that report their host as well (cpu.cores, cpu.util, host.info): every
-// wave is on this one host, and the judge's plans have each with an equal share of its
-// cores and the others named in shares_host_with, two waves and then three. Each wave
-// had read the whole host's cores and CPU, so all stood alike in utilisation, a new one
-// as busy as the others. (Idle instances cannot be priced, so these plans are in rows/s,
-// model_note says why; the judge's unit tests plan such waves in utilisation.) wave-c
-// joins and takes its share, 4/4/4. No row is lost.
-func TestBalancerIdleScaleOutOnOneHostIntegration(t *testing.T) {
-	ctx := testenv.Context(t)
-	r := &plannerRig{balanceEnv: newBalanceEnv(t, ctx, "ph", 12)}
-	r.hostAgents = true
-	r.judgeURL, r.balancer = r.startJudge(judge.DefaultRebalanceOptions(), "  auto: true\n  auto_after: 2s\n")
-	r.start()
-	jc := &client.Client{URL: r.judgeURL}
+// waitSharing waits until the judge's plan has n waves, each with 1/n of this host's
+// cores and the n-1 others named in shares_host_with, and otherwise fails the test.
+func (r *plannerRig) waitSharing(n int) {
+	r.t.Helper()
 	cores := float64(runtime.NumCPU())
+	jc := &client.Client{URL: r.judgeURL}
 	var plan *api.RebalanceAnswer
-	sharing := func(n int) bool {
+	if r.within(30*time.Second, func() bool {
 		var err error
 		if plan, err = balancer.PlanRebalance(r.ctx, r.c, jc); err != nil {
-			t.Fatal(err)
+			r.t.Fatal(err)
 		}
 		shared := 0
 		for _, w := range plan.Waves {
@@ -221,24 +242,10 @@ func TestBalancerIdleScaleOutOnOneHostIntegration(t *testing.T) {
 			}
 		}
 		return shared == n
+	}, r.procs...) {
+		return
 	}
-	if !r.within(30*time.Second, func() bool { return sharing(2) }, r.procs...) {
-		t.Fatalf("the judge's plan does not have wave-a and wave-b sharing this host's %g cores: %+v", cores, plan.Waves)
-	}
-	r.join("wave-c")
-	took := r.waitShares(60*time.Second, "wave-c to take its share on one host (4/4/4)", 4, 4, "wave-a", "wave-b", "wave-c")
-	time.Sleep(3 * time.Second) // nothing more moves
-	n := count(r.nodes("assign"))
-	t.Logf("scale-out on one host: %v after %s", n, took.Round(100*time.Millisecond))
-	for _, node := range []string{"wave-a", "wave-b", "wave-c"} {
-		if n[node] != 4 {
-			t.Errorf("%s runs %d instances, want 4", node, n[node])
-		}
-	}
-	if !r.within(30*time.Second, func() bool { return sharing(3) }, r.procs...) {
-		t.Fatalf("the judge's plan does not have the three waves sharing this host's %g cores: %+v", cores, plan.Waves)
-	}
-	r.checkAllRows()
+	r.t.Fatalf("the judge's plan does not have %d waves sharing this host's %g cores: %+v", n, cores, plan.Waves)
 }
 
 // TestBalancerShareOfFewInstancesIntegration: three waves run two idle instances each,
@@ -303,14 +310,8 @@ func TestBalancerRestartedWaveTakesItsShareIntegration(t *testing.T) {
 	r.join("wave-a")
 	took := r.waitShares(40*time.Second, "wave-a, restarted within the scale-out's cooldown, to take its share (4/4/4)",
 		4, 4, "wave-a", "wave-b", "wave-c")
-	time.Sleep(3 * time.Second) // nothing more moves
-	after := r.nodes("assign")
+	after := r.coolingStayed(cooling, "wave-c")
 	t.Logf("restarted wave-a: %v after %s", count(after), took.Round(100*time.Millisecond))
-	for id, node := range cooling {
-		if node == "wave-c" && after[id] != "wave-c" {
-			t.Errorf("instance %s moved wave-c → %s within its cooldown", id, after[id])
-		}
-	}
 	if n := count(after); n["wave-a"] != 4 {
 		t.Errorf("wave-a runs %d instances, want its share of 4", n["wave-a"])
 	}
