@@ -190,6 +190,7 @@ func New(o Options) (*Alarm, error) {
 		}
 		a.own = &ownership{pos: pos, eng: a.eng, log: a.log, parts: map[string]int{}, onGain: a.gained, onRelease: a.released,
 			draining: func(ctx context.Context) ([]string, error) { return drainingClaimers(ctx, o.Coordinator) }}
+		a.eng.SetOwner(a.own.owns)
 	}
 	return a, nil
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/binlake/binlake/alarm/notify"
@@ -129,6 +130,9 @@ type Engine struct {
 	// stalled is set while the bus says this process is behind on (or cannot read) its
 	// partitions; resumedAt is when it last caught up. Silence is only evidence of a dead
 	// node when the stream is read up to date (see SetCaughtUp).
+	// owns says whether this process evaluates a node (ownership.owns): the restored
+	// alerts GET /v1/alerts lists are its own; nil: every node is.
+	owns      atomic.Pointer[func(node string) bool]
 	stMu      sync.Mutex
 	stalled   bool
 	resumedAt time.Time
@@ -365,6 +369,10 @@ func (e *Engine) firingThroughEnds(ended []LogEntry) {
 		sh.mu.Unlock()
 	}
 }
+
+// SetOwner gives the engine what says which nodes this process evaluates (the bus's
+// partitions): GET /v1/alerts lists the restored alerts of those only.
+func (e *Engine) SetOwner(owns func(node string) bool) { e.owns.Store(&owns) }
 
 // Sync waits until the notification log writes and the notifications of every call
 // made so far are done (tests, and a clean stop).

@@ -716,3 +716,41 @@ func TestRefreshResendsResolvedAlerts(t *testing.T) {
 	r.observe("wave-2", 97)
 	require.Equal(t, []string{"wave-2"}, slices.Collect(maps.Keys(byNode())), "not after")
 }
+
+// TestRestoredAlertsAreListed: after a restart, the alerts the notification log holds
+// firing are in GET /v1/alerts (and the health's counts) at once, as the log has them,
+// not only from their nodes' next batches (a restart listed none of them for an agent
+// interval); with several processes, only those of the nodes this one evaluates, and
+// each once when its node's batch comes.
+func TestRestoredAlertsAreListed(t *testing.T) {
+	r := newRig(t, basePolicy, nil)
+	r.observe("n1", 95)
+	r.observe("n2", 97)
+	require.Len(t, r.out.take(), 2, "both paged")
+
+	r2 := newRigOn(t, r.c, r.clk, basePolicy, nil) // the restart: the same log
+	views := r2.e.Alerts()
+	require.Len(t, views, 2)
+	for _, v := range views {
+		require.Equal(t, "firing", v.State, "%+v", v)
+		require.Equal(t, 1, v.Notifications, "%+v", v)
+		require.NotNil(t, v.FiringSince, "%+v", v)
+		require.Equal(t, v.Labels["node"]+" at "+map[string]string{"n1": "95", "n2": "97"}[v.Labels["node"]], v.Annotations["summary"])
+	}
+	_, firing, _ := r2.e.Counts()
+	require.Equal(t, 2, firing)
+
+	r2.e.SetOwner(func(node string) bool { return node == "n1" }) // n2's partition is another process's
+	views = r2.e.Alerts()
+	require.Len(t, views, 1)
+	require.Equal(t, "n1", views[0].Labels["node"])
+	_, firing, _ = r2.e.Counts()
+	require.Equal(t, 1, firing)
+
+	r2.clk.Add(10 * time.Second)
+	r2.observe("n1", 96) // continued: listed once, as the live alert
+	views = r2.e.Alerts()
+	require.Len(t, views, 1)
+	require.Equal(t, "firing", views[0].State)
+	require.Equal(t, 96.0, views[0].Value)
+}

@@ -98,7 +98,8 @@ func (a *Alarm) handleIndex(w http.ResponseWriter, _ *http.Request) {
 // handleHealth is liveness, with the alert counts; "taking_over" is true from a start
 // until the alarm took over the partitions the bus gave it, and with them their alerts:
 // until then the counts and GET /v1/alerts miss alerts that are firing (seconds after a
-// restart, the group's session timeout after a kill -9).
+// restart, the group's session timeout after a kill -9). Then they list the alerts the
+// notification log holds firing on those partitions' nodes, before their next batches.
 func (a *Alarm) handleHealth(w http.ResponseWriter, r *http.Request) {
 	p, f, res := a.eng.Counts()
 	httpapi.WriteJSON(w, r, http.StatusOK, map[string]any{"status": "ok", "version": buildinfo.String(), "policies": len(a.o.Policies),

@@ -84,6 +84,18 @@ func (o *ownership) tookOverOnce() bool {
 	return o.pos == nil || o.tookOver
 }
 
+// owns says whether node's partition is one this process holds, once it took over the
+// bus's first answer (every node without a Positioner).
+func (o *ownership) owns(node string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.pos == nil {
+		return true
+	}
+	p, ok := o.parts[node]
+	return ok && o.tookOver && o.owned[p]
+}
+
 func (o *ownership) holding() (map[string]int, []int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -275,8 +275,9 @@ func TestFirstAnswerIsNoLapse(t *testing.T) {
 }
 
 // /healthz's taking_over: true from the start until the partitions of the bus's first
-// answer were taken over (their alerts restored); an alarm without a positioning bus
-// holds everything at once.
+// answer were taken over (their alerts restored), and only then are the nodes of its
+// partitions its own (owns: the restored alerts GET /v1/alerts lists); an alarm without
+// a positioning bus holds everything at once.
 func TestTakingOverUntilTheFirstAnswerIsApplied(t *testing.T) {
 	r := newRig(t, basePolicy, nil)
 	pos := &fakePositioner{}
@@ -286,14 +287,20 @@ func TestTakingOverUntilTheFirstAnswerIsApplied(t *testing.T) {
 		gains++
 		require.False(t, o.tookOverOnce(), "while the gained partitions are restored")
 	}}
+	o.learn(map[string]int{"n1": 1, "n3": 3}) // the node book's
 	require.False(t, o.tookOverOnce(), "before any answer")
+	require.False(t, o.owns("n1"), "before any answer: GET /v1/alerts lists none of n1's restored alerts yet")
 	o.poll(context.Background()) // not in the group yet
 	require.False(t, o.tookOverOnce(), "after an answer that does not know")
 	pos.p = bus.Position{Known: true, Partitions: []int{0, 1}, CaughtUp: true}
 	o.poll(context.Background())
 	require.Equal(t, 1, gains)
 	require.True(t, o.tookOverOnce(), "once the first partitions were taken over")
+	require.True(t, o.owns("n1"), "on partition 1, held")
+	require.False(t, o.owns("n3"), "on partition 3, another process's")
+	require.False(t, o.owns("n9"), "a node of no known partition")
 	require.True(t, (&ownership{}).tookOverOnce(), "no positioning bus")
+	require.True(t, (&ownership{}).owns("n9"), "no positioning bus: every node")
 }
 
 // TestIdleMemberHoldsQuietly: a process whose partitions all went to others expects no

@@ -551,14 +551,20 @@ func (sh *shard) gc(now time.Time) {
 }
 
 func (sh *shard) newAlert(fp uint64, p *policy.Policy, labels map[string]string, node string) *alertState {
+	a := sh.alertOf(fp, p, labels, node)
+	sh.alerts[fp] = a
+	sh.counts[StateInactive]++
+	return a
+}
+
+// alertOf is a new alert of p on node, not yet one of the shard's.
+func (sh *shard) alertOf(fp uint64, p *policy.Policy, labels map[string]string, node string) *alertState {
 	a := &alertState{fp: fp, fps: fpString(fp), p: p, labels: labels, node: node, sh: sh}
 	parts := make([]string, len(sh.e.o.Inhibition.Equal))
 	for i, l := range sh.e.o.Inhibition.Equal {
 		parts[i] = labels[l]
 	}
 	a.inhibitKey = strings.Join(parts, "\xff")
-	sh.alerts[fp] = a
-	sh.counts[StateInactive]++
 	return a
 }
 

@@ -25,47 +25,84 @@ func tp(t time.Time) *time.Time {
 	return &u
 }
 
-// Alerts lists the alerts that are not inactive, most severe first, then by name and node.
+// Alerts lists the alerts that are not inactive, most severe first, then by name and
+// node, and the alerts the notification log holds firing on this process's nodes that
+// it will continue once their next batches come (Restore): a restart listed none of
+// them until then.
 func (e *Engine) Alerts() []AlertView {
 	var out []AlertView
+	var restored []restoredView
 	for _, sh := range e.shards {
 		sh.mu.Lock()
 		out = sh.appendViews(out, e.now())
+		restored = sh.appendRestored(restored, e.now())
 		sh.mu.Unlock()
+	}
+	owns := e.owns.Load()
+	for _, r := range restored {
+		if owns == nil || (*owns)(r.node) { // the log holds every process's alerts
+			out = append(out, r.AlertView)
+		}
 	}
 	sortViews(out)
 	return out
 }
 
 func (sh *shard) appendViews(out []AlertView, now time.Time) []AlertView {
-	e := sh.e
 	for _, a := range sh.alerts {
-		if a.state == StateInactive {
-			continue
+		if a.state != StateInactive {
+			out = append(out, sh.e.view(a, now))
 		}
-		v := AlertView{Fingerprint: a.fps, State: a.state.String(), Labels: a.labels,
-			Annotations: e.render(a), Value: a.value, ActiveSince: tp(a.activeSince),
-			Notifications: a.sent, LastNotified: tp(a.lastSent), SilencedBy: e.silenced(a, now), Inhibited: a.state == StateFiring && e.inhibited(a)}
-		if v.SilencedBy == nil {
-			v.SilencedBy = []string{}
-		}
-		if a.state == StatePending {
-			// A new episode, not paged yet: what it holds of notifications is the last
-			// episode's, kept for the repeat interval (a pending alert read as notified).
-			v.Notifications, v.LastNotified = 0, nil
-		}
-		if a.state == StateFiring || a.state == StateResolved {
-			v.FiringSince = tp(a.firingSince)
-		}
-		if a.state == StateResolved {
-			v.ResolvedAt = tp(a.resolvedAt)
-		}
-		if math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
-			v.Value = 0
-		}
-		out = append(out, v)
 	}
 	return out
+}
+
+// restoredView is a restored alert's view, and its node.
+type restoredView struct {
+	AlertView
+	node string
+}
+
+// appendRestored appends the views of the shard's restored alerts, firing.
+func (sh *shard) appendRestored(out []restoredView, now time.Time) []restoredView {
+	for node, les := range sh.restored {
+		for fp, le := range les {
+			p := sh.e.byName[le.Policy]
+			if p == nil {
+				continue // its policy left the file: endOrphan resolves it
+			}
+			a := sh.alertOf(fp, p, le.Labels, node)
+			a.state, a.value, a.activeSince, a.firingSince = StateFiring, le.Value, le.ActiveSince, le.FiringSince
+			a.sent, a.lastSent = le.Sent, le.LastSent
+			out = append(out, restoredView{sh.e.view(a, now), node})
+		}
+	}
+	return out
+}
+
+// view is a as GET /v1/alerts shows it.
+func (e *Engine) view(a *alertState, now time.Time) AlertView {
+	v := AlertView{Fingerprint: a.fps, State: a.state.String(), Labels: a.labels,
+		Annotations: e.render(a), Value: a.value, ActiveSince: tp(a.activeSince),
+		Notifications: a.sent, LastNotified: tp(a.lastSent), SilencedBy: e.silenced(a, now), Inhibited: a.state == StateFiring && e.inhibited(a)}
+	if v.SilencedBy == nil {
+		v.SilencedBy = []string{}
+	}
+	if a.state == StatePending {
+		// A new episode, not paged yet: what it holds of notifications is the last
+		// episode's, kept for the repeat interval (a pending alert read as notified).
+		v.Notifications, v.LastNotified = 0, nil
+	}
+	if a.state == StateFiring || a.state == StateResolved {
+		v.FiringSince = tp(a.firingSince)
+	}
+	if a.state == StateResolved {
+		v.ResolvedAt = tp(a.resolvedAt)
+	}
+	if math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
+		v.Value = 0
+	}
+	return v
 }
 
 // sortViews orders alerts most severe first, then by name and node.
@@ -85,12 +122,27 @@ func sortViews(out []AlertView) {
 	})
 }
 
-// Counts returns how many alerts are pending, firing and resolved.
+// Counts returns how many alerts are pending, firing and resolved, the restored ones
+// Alerts lists among those firing.
 func (e *Engine) Counts() (pending, firing, resolved int) {
+	var restored []string // their nodes
 	for _, sh := range e.shards {
 		sh.mu.Lock()
 		pending, firing, resolved = pending+sh.counts[StatePending], firing+sh.counts[StateFiring], resolved+sh.counts[StateResolved]
+		for node, les := range sh.restored {
+			for _, le := range les {
+				if e.byName[le.Policy] != nil {
+					restored = append(restored, node)
+				}
+			}
+		}
 		sh.mu.Unlock()
+	}
+	owns := e.owns.Load()
+	for _, node := range restored {
+		if owns == nil || (*owns)(node) {
+			firing++
+		}
 	}
 	return pending, firing, resolved
 }
