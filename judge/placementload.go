@@ -82,15 +82,19 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 	prof := j.profilesOf(hist)
 	var rows, bytes []float64
 	var sumRows, sumBytes float64
-	var views []*waveView
+	var views, live []*waveView
+	now := j.now()
 	for _, n := range j.inc.Nodes() {
 		if !n.RunsWave() { // the placements' rule (NodeView.Wave): a stopped wave has no load to weigh
 			continue
 		}
 		v := j.viewOf(n)
 		views = append(views, &v)
+		if ws, ok := j.waveStatusOf(n, now); ok && ws.Live {
+			live = append(live, &v)
+		}
 	}
-	shareHosts(views)
+	shareHosts(live) // a wave that is down shares nothing, though placements still list it
 	costs := make([]*nodeCosts, len(views))
 	for i, v := range views {
 		costs[i] = &v.costs

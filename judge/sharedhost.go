@@ -86,8 +86,9 @@ func shareHosts(views []*waveView) {
 // one node's load (GET /v1/nodes/{id}): as the plans and placements have it.
 func (j *Judge) shareWithSiblings(v *waveView) {
 	group := []*waveView{v}
+	now := j.now()
 	for _, n := range j.inc.Nodes() {
-		if n.Node != v.node && n.RunsWave() && bootIDOf(n) == v.bootID {
+		if ws, ok := j.waveStatusOf(n, now); n.Node != v.node && ok && ws.Live && bootIDOf(n) == v.bootID {
 			sib := j.viewOf(n)
 			group = append(group, &sib)
 		}

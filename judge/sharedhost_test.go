@@ -1,9 +1,11 @@
 package judge
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -23,11 +25,12 @@ import (
 func TestWavesSharingAHost(t *testing.T) {
 	j, c := newJudge(t, func(o *Options) { o.Algorithm = "utilisation" })
 	h := j.Handler()
-	utilFleet(t, h, c, []wavefleet.Wave{
+	fleet := []wavefleet.Wave{
 		{Node: "wave-a", Cores: 4, UtilPct: 37, Row: 2e-4, Byte: 2e-9, BootID: "host-1", Instances: map[string]float64{"a1": 3000, "a2": 2500}},
 		{Node: "wave-b", Cores: 4, UtilPct: 37, Row: 2e-4, Byte: 2e-9, BootID: "host-1", Instances: map[string]float64{"b1": 100}},
 		{Node: "wave-c", Cores: 4, UtilPct: 20, Row: 2e-4, Byte: 2e-9, BootID: "host-2", Instances: map[string]float64{"c1": 2000}},
-	})
+	}
+	utilFleet(t, h, c, fleet)
 	node := func(id string) api.NodeLoad {
 		t.Helper()
 		r := do(t, h, "GET", "/v1/nodes/"+id, "", nil)
@@ -83,4 +86,18 @@ func TestWavesSharingAHost(t *testing.T) {
 	sb := scoreOf(t, ans2, "wave-b")
 	require.Equal(t, 2.0, sb.Parts["cores"], "%+v", ans2.Scores)
 	require.InDelta(t, b.UtilNow, sb.Parts["util_now"], 1e-3, "%+v", ans2.Scores)
+
+	// wave-b's host and process go silent (killed with its agent): once the judge has it
+	// down, wave-a has the host to itself in GET /v1/nodes/{id} and in placements too,
+	// not only in the plans (an outside trial: a minute after the kill, still 0.667 of
+	// the cores, sharing with the dead wave).
+	c.Add(time.Minute)
+	for _, bt := range wavefleet.Batches([]wavefleet.Wave{fleet[0], fleet[2]}, 3, c.Now()) {
+		require.Equal(t, http.StatusAccepted, do(t, h, "POST", "/v1/metrics", "", bytes.NewReader(encode(t, bt))).status)
+	}
+	a = node("wave-a")
+	require.Equal(t, 4.0, a.Cores)
+	require.Empty(t, a.SharesHostWith)
+	ans2 = placeHTTP(t, h, `{"instance":"new-2"}`)
+	require.Equal(t, 4.0, scoreOf(t, ans2, "wave-a").Parts["cores"], "%+v", ans2.Scores)
 }

@@ -92,6 +92,11 @@ type term struct {
 	mv      *mover
 	running atomic.Bool // a rebalance run is applying moves
 	outside time.Time   // when the load left the goals (automatic mode); zero: within
+	// within counts the plans in a row that found the load within the goals since it
+	// left them: it is back only at withinPlans (one empty plan among plans of moves is
+	// the readings' noise, and restarted the wait for auto_after: an outside trial's new
+	// wave waited 2.5 minutes more).
+	within int
 	// heldSaid is the waves held as possibly starting that the log last named.
 	heldSaid string
 }
@@ -361,17 +366,21 @@ func (b *term) auto(ctx context.Context) {
 	now := time.Now()
 	switch {
 	case len(ans.Moves) == 0:
-		if !b.outside.IsZero() {
-			b.mv.log.Info("load back within the goals", "spread", ans.SpreadBefore, "band", ans.Goals.Band)
+		if b.outside.IsZero() {
+			break
 		}
-		b.outside = time.Time{}
+		if b.within++; b.within >= withinPlans {
+			b.mv.log.Info("load back within the goals", goalsLog(ans)...)
+			b.outside, b.within = time.Time{}, 0
+		}
 	case b.outside.IsZero():
 		b.outside = now
-		b.mv.log.Info("load outside the goals; rebalancing unless it returns", "spread", ans.SpreadBefore,
-			"band", ans.Goals.Band, "moves", len(ans.Moves), "after", b.opts.AutoAfter)
+		b.mv.log.Info("load outside the goals; rebalancing unless it returns", append(goalsLog(ans), "moves", len(ans.Moves), "after", b.opts.AutoAfter)...)
 	case now.Sub(b.outside) >= b.opts.AutoAfter:
-		b.outside = time.Time{}
+		b.outside, b.within = time.Time{}, 0
 		b.start(ctx, newRunID(), "auto", cl, &ans.Plan)
+	default:
+		b.within = 0 // outside still
 	}
 	b.bl.state.update(func(v *View) {
 		v.OutsideSince = nil
@@ -502,4 +511,19 @@ func ReadRun(ctx context.Context, c coord.Coordinator) (*Run, error) {
 		return nil, fmt.Errorf("read the rebalance run: %w", err)
 	}
 	return &run, nil
+}
+
+// withinPlans is how many plans in a row must find the load within the goals for it to
+// be back within them (automatic mode).
+const withinPlans = 2
+
+// goalsLog is how a plan stands against its goals, in its model's units: in utilisation
+// the highest peak and the spread, as shares of the cores, beside the band's; in rows
+// the spread of rows/s beside the band (the log once gave a utilisation spread beside
+// the rows model's band of 2000: an outside trial).
+func goalsLog(ans *api.RebalanceAnswer) []any {
+	if ans.Model == api.ModelUtilisation {
+		return []any{"model", ans.Model, "peak", ans.PeakBefore, "spread", ans.SpreadBefore, "utilisation_band", ans.Goals.UtilisationBand}
+	}
+	return []any{"model", cmp.Or(ans.Model, api.ModelRows), "spread", ans.SpreadBefore, "band", ans.Goals.Band}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,4 +90,74 @@ func TestMetricsHaveEverySeriesAtZero(t *testing.T) {
 	if series["binlake_wave_balancer_moves_total"] != 16 || series["binlake_wave_balancer_fallbacks_total"] != 2 {
 		t.Fatalf("series at start: %v; want 16 moves (4 reasons × 4 results) and 2 fallbacks", series)
 	}
+}
+
+// TestAutoWaitsThroughOneEmptyPlan: in automatic mode one plan that finds the load within
+// the goals among plans of moves is the readings' noise: the wait for auto_after goes on
+// and the plan after it is applied (an outside trial's new wave waited 2.5 minutes more,
+// the wait restarted by one empty plan whose spread was the same as the one before). Two
+// in a row bring the load back within them. The log gives each plan's figures in its
+// model's units (a utilisation spread was logged beside the rows model's band of 2000).
+func TestAutoWaitsThroughOneEmptyPlan(t *testing.T) {
+	c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	move := api.Plan{Moves: []api.Move{{Instance: "gone", From: "wave-a", To: "wave-b", Reason: api.ReasonSpread}}, SpreadBefore: 0.12, PeakBefore: 0.3}
+	var next api.Plan
+	planner := planFunc(func(context.Context, api.RebalanceRequest) (*api.RebalanceAnswer, error) {
+		return &api.RebalanceAnswer{Plan: next, Model: api.ModelUtilisation, Goals: api.RebalanceGoals{UtilisationBand: 0.03, Band: 2000}}, nil
+	})
+	logs := &lockedBuffer{}
+	opts := Options{Planner: planner, Auto: true, AutoAfter: 50 * time.Millisecond}
+	opts.SetDefaults()
+	opts.AutoAfter = 50 * time.Millisecond
+	bl := New(Env{Coord: c, Node: "wave-a", Log: slog.New(slog.NewTextHandler(logs, nil)), PollInterval: time.Second, RetryBackoff: time.Second},
+		opts, NewMetrics(promauto.With(prometheus.NewRegistry())))
+	term := newTerm(bl, cluster.NewMembers(time.Now()))
+	poll := func(p api.Plan) {
+		next = p
+		term.auto(t.Context())
+	}
+	poll(move)
+	poll(api.Plan{SpreadBefore: 0.12}) // within, once
+	time.Sleep(60 * time.Millisecond)
+	poll(move)
+	out := logs.String()
+	if !strings.Contains(out, "rebalancing") || strings.Contains(out, "load back within the goals") {
+		t.Fatalf("one empty plan among plans of moves: the log says %q; want the plan applied after auto_after, the load never back within", out)
+	}
+	if !strings.Contains(out, "model=utilisation peak=0.3 spread=0.12 utilisation_band=0.03") || strings.Contains(out, "band=2000") {
+		t.Errorf("the log says %q; want the utilisation figures, not the rows model's band", out)
+	}
+	for term.running.Load() {
+		time.Sleep(10 * time.Millisecond) // the run ends (its move's instance does not exist)
+	}
+	poll(move)
+	poll(api.Plan{})
+	poll(api.Plan{})
+	time.Sleep(60 * time.Millisecond)
+	poll(move)
+	if out := logs.String(); !strings.Contains(out, "load back within the goals") || strings.Count(out, "msg=rebalancing") != 1 {
+		t.Fatalf("two empty plans in a row: the log says %q; want the load back within the goals, and the next plan of moves waiting auto_after anew", out)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that a run's goroutine may write while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
