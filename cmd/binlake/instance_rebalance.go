@@ -121,7 +121,8 @@ func printAnswer(w io.Writer, ans *api.RebalanceAnswer) {
 	// NOW is what the host reads, PEAK what the model predicts at the wave's busiest slot
 	// (now among them): a prediction can stand under the reading by its error, and a
 	// PEAK under NOW read as a contradiction (an outside trial).
-	fmt.Fprintln(w, "NOW: the host's CPU as read; PEAK: the prediction at the busiest slot (now included), before and after the plan")
+	fmt.Fprintln(w, "NOW: the host's CPU as read; PEAK: the prediction at the busiest slot (now included), before and after the plan,")
+	fmt.Fprintln(w, "  from the wave's prices and base: it can stand under NOW by their error, or for minutes after a move")
 	fmt.Fprintln(tw, "WAVE\tCORES\tPRICES\tNOW\tPEAK\tPEAK AFTER\tAT\tINSTANCES")
 	for _, wl := range ans.Waves {
 		if !wl.Alive {

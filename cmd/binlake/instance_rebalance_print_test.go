@@ -43,6 +43,8 @@ func TestPrintAnswerInUtilisation(t *testing.T) {
 		// contradiction).
 		"WAVE    PLANNED LOAD  AFTER",
 		"NOW: the host's CPU as read; PEAK: the prediction at the busiest slot (now included)",
+		// A PEAK at "now" under NOW read as a contradiction (an outside trial).
+		"it can stand under NOW by their error, or for minutes after a move",
 		"wave-a  2      fitted (360 samples)  75.0 %  80.0 %  60.0 %      14:00 UTC  3 → 2",
 		"wave-b  8      pooled (12 samples)   20.0 %  20.0 %  30.0 %      now        1 → 2",
 		"wave-c  -      dead",
