@@ -376,7 +376,11 @@ func (b *term) auto(ctx context.Context) {
 	case b.outside.IsZero():
 		b.outside = now
 		b.mv.log.Info("load outside the goals; rebalancing unless it returns", append(goalsLog(ans), "moves", len(ans.Moves), "after", b.opts.AutoAfter)...)
-	case now.Sub(b.outside) >= b.opts.AutoAfter:
+	case now.Sub(b.outside)+b.opts.Interval/10 >= b.opts.AutoAfter:
+		// Within a tenth of an interval: plans come every interval, and an auto_after
+		// that is a multiple of it fell a few milliseconds short when the judge answered
+		// sooner than it had to the plan that began the wait, which put the run off by a
+		// whole interval (an outside trial: 2 min 30 s after the wait began, not 2 min).
 		b.outside, b.within = time.Time{}, 0
 		b.start(ctx, newRunID(), "auto", cl, &ans.Plan)
 	default:

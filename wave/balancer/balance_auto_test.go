@@ -161,3 +161,41 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestAutoRunsOnTheIntervalThatEndsTheWait: plans come every interval, and an auto_after
+// that is a multiple of it is met by the plan that many intervals on, though the judge
+// answered it a few milliseconds sooner than the plan that began the wait (an outside
+// trial's run came an interval late, 2 min 30 s after the wait began, not 2 min); a plan
+// more than a tenth of an interval short still waits.
+func TestAutoRunsOnTheIntervalThatEndsTheWait(t *testing.T) {
+	for _, tc := range []struct {
+		short time.Duration // how much less than auto_after the plan comes after the first
+		runs  bool
+	}{{5 * time.Millisecond, true}, {300 * time.Millisecond, false}} {
+		c, err := single.New(single.Options{Path: filepath.Join(t.TempDir(), "coord.json")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		plan := api.Plan{Moves: []api.Move{{Instance: "gone", From: "wave-a", To: "wave-b", Reason: api.ReasonSpread}}}
+		planner := planFunc(func(context.Context, api.RebalanceRequest) (*api.RebalanceAnswer, error) {
+			return &api.RebalanceAnswer{Plan: plan, Model: api.ModelRows}, nil
+		})
+		logs := &lockedBuffer{}
+		opts := Options{Planner: planner, Auto: true}
+		opts.SetDefaults()
+		opts.Interval, opts.AutoAfter = time.Second, 2*time.Second
+		bl := New(Env{Coord: c, Node: "wave-a", Log: slog.New(slog.NewTextHandler(logs, nil)), PollInterval: time.Second, RetryBackoff: time.Second},
+			opts, NewMetrics(promauto.With(prometheus.NewRegistry())))
+		term := newTerm(bl, cluster.NewMembers(time.Now()))
+		term.auto(t.Context())                                        // the wait begins
+		term.outside = term.outside.Add(-(opts.AutoAfter - tc.short)) // two intervals on, less tc.short
+		term.auto(t.Context())
+		if runs := strings.Contains(logs.String(), "msg=rebalancing"); runs != tc.runs {
+			t.Errorf("a plan %s short of auto_after: ran %v, want %v; the log: %q", tc.short, runs, tc.runs, logs.String())
+		}
+		for term.running.Load() {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
