@@ -368,3 +368,29 @@ func TestIncrementalP95WithinTheRange(t *testing.T) {
 		require.Equal(t, v, n.Series[0].P95, "constant %v", v)
 	}
 }
+
+// TestIncrementalLevelRestartsAfterASilence: a series whose next sample comes after it
+// went stale (longer than the node's stale intervals) starts its level anew at that
+// sample: its old level is another time's (a wave restarted after 77 s down read its
+// old instances' count for 40 s more, the EWMA walking down from it: an outside trial).
+// A shorter gap, or a carried hour, goes on from the level.
+func TestIncrementalLevelRestartsAfterASilence(t *testing.T) {
+	start := time.Date(2026, 11, 29, 14, 0, 5, 0, time.UTC)
+	c := &clock{t: start}
+	a, err := analysis.NewIncremental(analysis.IncrementalOptions{Now: c.Now})
+	require.NoError(t, err)
+	at := func(d time.Duration, v float64) float64 {
+		t.Helper()
+		c.Set(start.Add(d))
+		a.Observe(batch("wave-1", c.Now(), metric.Point{Name: "wave.instances", Value: v}))
+		n, ok := a.Node("wave-1")
+		require.True(t, ok)
+		return n.Series[0].EWMA
+	}
+	for i := range 5 {
+		at(time.Duration(i)*10*time.Second, 5)
+	}
+	require.InDelta(t, 0.2*0+0.8*5, at(65*time.Second, 0), 1e-9, "25 s after the last: within three intervals, the level goes on")
+	require.Equal(t, 0.0, at(65*time.Second+2*time.Minute, 0), "after 2 min of silence the level restarts at the new sample")
+	require.Equal(t, 3.0, at(65*time.Second+4*time.Minute, 3), "and again")
+}

@@ -4,6 +4,7 @@
 package analysis
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -198,7 +199,8 @@ func (a *Incremental) Observe(b metric.Batch) (intervalChanged bool) {
 	if interval <= 0 {
 		interval = a.defaultInterval
 	}
-	news := n.seen(now, b.TS, metric.StaleAfter(interval, a.staleIntervals))
+	stale := metric.StaleAfter(interval, a.staleIntervals)
+	news := n.seen(now, b.TS, stale)
 	if iv := time.Duration(b.IntervalS * float64(time.Second)); iv != n.declared && news {
 		n.declared, intervalChanged = iv, true
 	}
@@ -221,6 +223,7 @@ func (a *Incremental) Observe(b metric.Batch) (intervalChanged bool) {
 				a.late++
 				continue
 			}
+			s.restartAfter(ts, stale)
 			n.series.stamp(s, ts)
 		}
 		s.add(p.Value, a.alpha)
@@ -321,11 +324,13 @@ func (a *Incremental) Replay(points []store.Point) (skipped int) {
 			continue
 		}
 		s := n.series.get(a.seed, p.Name, p.Labels)
-		if ts := p.TS.UnixNano(); ts <= s.lastTS {
+		ts := p.TS.UnixNano()
+		if ts <= s.lastTS {
 			skipped++
 			continue
 		}
-		n.series.stamp(s, p.TS.UnixNano())
+		s.restartAfter(ts, metric.StaleAfter(cmp.Or(n.declared, a.defaultInterval), a.staleIntervals))
+		n.series.stamp(s, ts)
 		s.add(p.Value, a.alpha)
 	}
 	return skipped

@@ -3,6 +3,7 @@ package analysis
 import (
 	"math"
 	"sync/atomic"
+	"time"
 
 	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/lbplugins"
@@ -65,6 +66,16 @@ func (s *seriesState) add(v, alpha float64) {
 		s.ewma, s.leveled = v, true
 	}
 	s.sketch.add(v)
+}
+
+// restartAfter makes the sample of batch time ts start the series' level anew when it
+// comes longer than stale after the last (the series stopped, and its level is that of
+// another time): a wave restarted after 77 s down read its old instances' count for 40 s
+// more, the EWMA walking down from the level it had before (an outside trial).
+func (s *seriesState) restartAfter(ts int64, stale time.Duration) {
+	if s.lastTS != 0 && ts-s.lastTS > int64(stale) {
+		s.leveled = false
+	}
 }
 
 func (s *seriesState) stddev() float64 {
