@@ -56,6 +56,7 @@ var ranges = map[string]valueRange{
 	metric.WaveCPUCores:        {0, 100_000, "cores", false},
 	metric.WaveTPS:             {0, 1e12, "rows/s", false},
 	metric.WaveBytesPerS:       {0, 1e14, "bytes/s", false},
+	metric.WaveBinlogBytesPerS: {0, 1e14, "bytes/s", false},
 	metric.WaveInstances:       {0, 1e6, "instances", true},
 	metric.WaveInstanceRunning: {0, 1, "a state: 1 running, 0 not", true},
 }

@@ -80,7 +80,7 @@ func (c claim) beats(o claim) bool {
 // GET /v1/nodes listed it there, until xx:00. Two nodes may still both claim an
 // instance for a few intervals after it moved: claim.beats decides between them.
 func costsOf(n analysis.Node, floor float64) nodeCosts {
-	rows, bytes, sharing := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	rows, bytes, read, sharing := map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
 	hasRunning := map[string]bool{}
 	runningAt, tpsAt := map[string]time.Time{}, map[string]time.Time{}
 	var cpu, totalRows float64
@@ -111,6 +111,8 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 			}
 		case metric.WaveBytesPerS:
 			bytes[inst] += nonNegative(s.EWMA)
+		case metric.WaveBinlogBytesPerS:
+			read[inst] += nonNegative(s.EWMA)
 		case metric.WaveInstanceRunning:
 			// One series per state the instance was in this hour: any that says running.
 			hasRunning[inst], reportsStates = true, true
@@ -126,7 +128,7 @@ func costsOf(n analysis.Node, floor float64) nodeCosts {
 		if _, ok := out.costs[inst]; ok {
 			return
 		}
-		c := api.InstanceCost{Instance: inst, Node: n.Node, RowsPerS: rows[inst], BytesPerS: bytes[inst],
+		c := api.InstanceCost{Instance: inst, Node: n.Node, RowsPerS: rows[inst], BytesPerS: bytes[inst], BinlogBytesPerS: read[inst],
 			Cost: rows[inst] + floor, Measured: true}
 		if totalRows > 0 {
 			c.CPUShare = cpu * sharing[inst] / totalRows

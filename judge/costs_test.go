@@ -255,6 +255,23 @@ func TestNodeDetailInstances(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status)
 	require.NoError(t, json.Unmarshal(r.body, &d))
 	require.JSONEq(t, `[]`, string(d.Instances))
+
+	// A wave that counts the binlog its instances read says how much each reads of its
+	// source, beside what it publishes (two instances of one source: each reads all of it).
+	b := waveBatch("wave-2", t0, 1, map[string]float64{"users": 100, "orders": 300})
+	for _, id := range []string{"users", "orders"} {
+		b.Points = append(b.Points, metric.Point{Name: metric.WaveBinlogBytesPerS, Value: 3e6, Labels: inst(id)})
+	}
+	require.NoError(t, j.Ingest(b, sourceHTTP))
+	r = do(t, j.Handler(), "GET", "/v1/nodes/wave-2", "", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	var d2 struct{ Instances []api.InstanceCost }
+	require.NoError(t, json.Unmarshal(r.body, &d2))
+	require.Len(t, d2.Instances, 2)
+	for _, c := range d2.Instances {
+		require.Equal(t, 3e6, c.BinlogBytesPerS, "%+v", c)
+	}
+	require.Contains(t, string(r.body), `"binlog_bytes_per_s":3000000`)
 }
 
 // An instance that left a wave (its wave stops reporting it) is no longer the wave's

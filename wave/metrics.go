@@ -26,6 +26,7 @@ type metrics struct {
 	running       *prometheus.GaugeVec   // waveprom.InstanceRunning
 
 	bytes      *prometheus.CounterVec
+	binlogRead *prometheus.CounterVec // waveprom.BinlogBytesRead
 	messages   *prometheus.CounterVec
 	batches    *prometheus.CounterVec
 	skipped    *prometheus.CounterVec
@@ -60,6 +61,8 @@ func newMetrics() *metrics {
 			[]string{waveprom.LabelInstance, waveprom.LabelState, waveprom.LabelReason}),
 		bytes: f.NewCounterVec(prometheus.CounterOpts{Name: waveprom.BytesPublished,
 			Help: "Key and value bytes of acknowledged row messages."}, inst),
+		binlogRead: f.NewCounterVec(prometheus.CounterOpts{Name: waveprom.BinlogBytesRead,
+			Help: "Bytes of the binlog events the instance read from its source, those of tables no subscription takes included: what reading the source costs, beside what is published."}, inst),
 		messages: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_messages_published_total",
 			Help: "Messages acknowledged by the sink: one per row, but canal-protobuf's carry the rows of one rows event that go to one partition."}, inst),
 		batches: f.NewCounterVec(prometheus.CounterOpts{Name: "binlake_wave_batches_published_total",
@@ -91,7 +94,7 @@ func newMetrics() *metrics {
 // alert on one failed publish never fired), and a dashboard shows "No data" where 0
 // was meant.
 func (m *metrics) track(id string) {
-	for _, c := range []*prometheus.CounterVec{m.rows, m.bytes, m.messages, m.batches, m.publishErrors, m.skipped, m.unreadable, m.reconnects} {
+	for _, c := range []*prometheus.CounterVec{m.rows, m.bytes, m.binlogRead, m.messages, m.batches, m.publishErrors, m.skipped, m.unreadable, m.reconnects} {
 		c.WithLabelValues(id)
 	}
 }
@@ -104,7 +107,7 @@ func (m *metrics) track(id string) {
 func (m *metrics) drop(id string) {
 	m.forget(id)
 	l := prometheus.Labels{waveprom.LabelInstance: id}
-	for _, c := range []*prometheus.CounterVec{m.rows, m.bytes, m.messages, m.batches, m.publishErrors, m.skipped, m.unreadable, m.reconnects} {
+	for _, c := range []*prometheus.CounterVec{m.rows, m.bytes, m.binlogRead, m.messages, m.batches, m.publishErrors, m.skipped, m.unreadable, m.reconnects} {
 		c.DeletePartialMatch(l)
 	}
 	m.running.DeletePartialMatch(l)

@@ -28,6 +28,7 @@ func TestMetricsLint(t *testing.T) {
 	m.setState(InstanceStatus{ID: "i", State: cluster.StateRunning})
 	m.setState(InstanceStatus{ID: "j", State: cluster.StateError, Reason: "binlog_purged"})
 	m.bytes.WithLabelValues("i").Add(10)
+	m.binlogRead.WithLabelValues("i").Add(120)
 	m.messages.WithLabelValues("i").Add(1)
 	m.batches.WithLabelValues("i").Inc()
 	m.skipped.WithLabelValues("i").Inc()

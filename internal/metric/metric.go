@@ -41,6 +41,10 @@ const (
 	// WaveBytesPerS is the bytes (keys and values) a wave publishes per second, per
 	// instance and summed (unlabelled).
 	WaveBytesPerS = "wave.bytes_per_s"
+	// WaveBinlogBytesPerS is the binlog a wave reads from its instances' sources per
+	// second, every event's bytes (tables no subscription takes included), per instance
+	// and summed (unlabelled): reading costs CPU beyond what is published.
+	WaveBinlogBytesPerS = "wave.binlog_bytes_per_s"
 	// WaveCPUCores is the CPU the wave process uses, in cores (unlabelled): the judge
 	// splits it between instances by their rows to cost each one.
 	WaveCPUCores = "wave.cpu_cores"
@@ -63,7 +67,7 @@ const (
 func CanonicalNames() []string {
 	names := []string{
 		CPUCores, CPUUtil, GoGCPauseP99, GoGoroutines, GoHeapBytes, HostInfo, Load1, Load15, Load5,
-		MemUsedPct, NetRxBps, NetTxBps, DiskUsedPct, WaveBytesPerS, WaveCPUCores,
+		MemUsedPct, NetRxBps, NetTxBps, DiskUsedPct, WaveBinlogBytesPerS, WaveBytesPerS, WaveCPUCores,
 		WaveClusterLoad, WaveClusterUtil, WaveInstanceRunning, WaveInstances,
 		WaveLagSeconds, WavePublishErrs, WaveTPS,
 	}

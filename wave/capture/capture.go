@@ -148,6 +148,10 @@ type Options struct {
 	EventQueue             int
 	Heartbeat              time.Duration
 	Lag                    *LagTracker // counts the events read (nil: no lag kept)
+	// OnRead is told the size of every binlog event the source sends, the tables no
+	// subscription takes included: what reading the source costs beside what is
+	// published (nil: not counted).
+	OnRead func(bytes int)
 	// Snapshot: the instance's snapshot options, the requests the leader polls from the
 	// coordinator, and a callback with the progress (rows emitted, tables left).
 	Snapshot         *cluster.SnapshotOptions
@@ -479,6 +483,9 @@ func (c *Capture) session(ctx context.Context) (read bool, err error) {
 			return read, classify(err)
 		}
 		read = true
+		if c.OnRead != nil {
+			c.OnRead(int(ev.Header.EventSize))
+		}
 		if connected(&progressed, ev) && c.OnConn != nil {
 			c.OnConn()
 		}

@@ -8,6 +8,8 @@
 //
 //	binlake_wave_rows_published_total{instance}   counter  rows acknowledged by Kafka
 //	binlake_wave_bytes_published_total{instance}  counter  key and value bytes of those rows
+//	binlake_wave_binlog_bytes_read_total{instance}  counter  bytes of the binlog events read
+//	                                               from the source, every table's
 //	binlake_wave_instances_led                     gauge    instances this wave leads now
 //	binlake_wave_lag_seconds{instance}             gauge    wave.Lag: 0 when caught up, else how far behind the source
 //	binlake_wave_publish_errors_total{instance}    counter  failed publish attempts
@@ -41,6 +43,9 @@
 //	                     longest pause (an upper bound of p99)
 //	wave.tps{instance}   rows published per second between two scrapes; unlabelled = sum
 //	wave.bytes_per_s{instance}  bytes published per second between two scrapes; unlabelled = sum
+//	wave.binlog_bytes_per_s{instance}  binlog bytes read per second from the source (every
+//	                     table's); unlabelled = sum; none when no instance of the wave counts
+//	                     them (a wave that leads none, or of an earlier version)
 //	wave.cpu_cores       CPU seconds the wave process used per second between two scrapes
 //	                     (1 = one core busy); with wave.tps, the judge splits it by
 //	                     instance to cost each one (judge/costs.go)
@@ -105,7 +110,7 @@ const maxBody = 16 << 20
 
 // Points are the names the collector sends.
 var Points = []string{
-	metric.GoHeapBytes, metric.GoGoroutines, metric.GoGCPauseP99, metric.WaveTPS, metric.WaveBytesPerS,
+	metric.GoHeapBytes, metric.GoGoroutines, metric.GoGCPauseP99, metric.WaveTPS, metric.WaveBytesPerS, metric.WaveBinlogBytesPerS,
 	metric.WaveCPUCores, metric.WaveInstances, metric.WaveLagSeconds, metric.WavePublishErrs,
 	metric.WaveInstanceRunning, metric.WaveClusterUtil, metric.WaveClusterLoad,
 }
@@ -165,6 +170,7 @@ type scrape struct {
 	at     time.Time
 	rows   map[string]float64
 	bytes  map[string]float64
+	read   map[string]float64
 	errs   map[string]float64
 	cpu    float64
 	hasCPU bool
@@ -277,6 +283,7 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 
 	cur.rows = byInstance(families[waveprom.RowsPublished])
 	cur.bytes = byInstance(families[waveprom.BytesPublished])
+	cur.read = byInstance(families[waveprom.BinlogBytesRead])
 	cur.errs = byInstance(families[waveprom.PublishErrors])
 	cur.cpu, cur.hasCPU = single(families[MetricProcessCPU])
 	if c.prev != nil {
@@ -295,6 +302,9 @@ func (c *Collector) Collect(ctx context.Context) ([]metric.Point, error) {
 			}
 			perInstance(metric.WaveTPS, increases(c.prev.rows, cur.rows), dt)
 			perInstance(metric.WaveBytesPerS, increases(c.prev.bytes, cur.bytes), dt)
+			if len(cur.read) > 0 { // a wave of an earlier version counts none
+				perInstance(metric.WaveBinlogBytesPerS, increases(c.prev.read, cur.read), dt)
+			}
 			perInstance(metric.WavePublishErrs, increases(c.prev.errs, cur.errs), 1)
 			// The process's CPU counter did not start within the interval, unlike a new
 			// instance's: without the previous value there is no rate.

@@ -29,6 +29,7 @@ type fakeWave struct {
 	reg     *prometheus.Registry
 	rows    *prometheus.CounterVec
 	bytes   *prometheus.CounterVec
+	read    *prometheus.CounterVec
 	cpu     prometheus.Counter // stands in for the process collector's
 	errs    *prometheus.CounterVec
 	lag     *prometheus.GaugeVec
@@ -41,11 +42,12 @@ func newFakeWave(t *testing.T, goCollector prometheus.Collector) *fakeWave {
 	w := &fakeWave{reg: prometheus.NewRegistry()}
 	w.rows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: waveprom.RowsPublished, Help: "rows"}, []string{waveprom.LabelInstance})
 	w.bytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: waveprom.BytesPublished, Help: "bytes"}, []string{waveprom.LabelInstance})
+	w.read = prometheus.NewCounterVec(prometheus.CounterOpts{Name: waveprom.BinlogBytesRead, Help: "binlog"}, []string{waveprom.LabelInstance})
 	w.cpu = prometheus.NewCounter(prometheus.CounterOpts{Name: MetricProcessCPU, Help: "cpu"})
 	w.errs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: waveprom.PublishErrors, Help: "errors"}, []string{waveprom.LabelInstance})
 	w.lag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: waveprom.LagSeconds, Help: "lag"}, []string{waveprom.LabelInstance})
 	w.led = prometheus.NewGauge(prometheus.GaugeOpts{Name: waveprom.InstancesLed, Help: "led"})
-	w.reg.MustRegister(w.rows, w.bytes, w.cpu, w.errs, w.lag, w.led, goCollector)
+	w.reg.MustRegister(w.rows, w.bytes, w.read, w.cpu, w.errs, w.lag, w.led, goCollector)
 	h := promhttp.HandlerFor(w.reg, promhttp.HandlerOpts{})
 	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.scrapes++
@@ -73,6 +75,8 @@ func TestWaveAgainstClientGolang(t *testing.T) {
 	w.rows.WithLabelValues("users").Add(50)
 	w.bytes.WithLabelValues("orders").Add(400_000)
 	w.bytes.WithLabelValues("users").Add(9_000)
+	w.read.WithLabelValues("orders").Add(7_000_000)
+	w.read.WithLabelValues("users").Add(7_000_000)
 	w.cpu.Add(120) // the process has run for a while
 	w.errs.WithLabelValues("orders").Add(3)
 	w.lag.WithLabelValues("orders").Set(1.5)
@@ -101,6 +105,9 @@ func TestWaveAgainstClientGolang(t *testing.T) {
 	w.bytes.WithLabelValues("orders").Add(5_000_000) // 500 kB/s
 	w.bytes.WithLabelValues("users").Add(20_000)     // 2 kB/s
 	w.bytes.WithLabelValues("billing").Add(1_000)    // a new instance: counted from zero
+	// Both read the same source's binlog, 3 MB/s, whatever they publish of it.
+	w.read.WithLabelValues("orders").Add(30_000_000)
+	w.read.WithLabelValues("users").Add(30_000_000)
 	w.cpu.Add(15)                                    // 1.5 cores over 10 s
 	w.errs.WithLabelValues("orders").Add(2)
 	w.errs.WithLabelValues("billing").Add(1) // a new instance: counted from zero
@@ -114,6 +121,10 @@ func TestWaveAgainstClientGolang(t *testing.T) {
 	require.InDelta(t, 2_000.0, find(t, second, metric.WaveBytesPerS, "users"), 1e-9)
 	require.InDelta(t, 100.0, find(t, second, metric.WaveBytesPerS, "billing"), 1e-9)
 	require.InDelta(t, 502_100.0, find(t, second, metric.WaveBytesPerS, ""), 1e-9)
+	require.False(t, has(first, metric.WaveBinlogBytesPerS), "no rate on the first scrape")
+	require.InDelta(t, 3_000_000.0, find(t, second, metric.WaveBinlogBytesPerS, "orders"), 1e-9)
+	require.InDelta(t, 3_000_000.0, find(t, second, metric.WaveBinlogBytesPerS, "users"), 1e-9)
+	require.InDelta(t, 6_000_000.0, find(t, second, metric.WaveBinlogBytesPerS, ""), 1e-9)
 	require.InDelta(t, 1.5, find(t, second, metric.WaveCPUCores, ""), 1e-9)
 	require.Equal(t, 1, count(second, metric.WaveCPUCores), "one unlabelled series")
 	require.Equal(t, 2.0, find(t, second, metric.WavePublishErrs, "orders"))
@@ -494,6 +505,7 @@ func TestWavePointsDeclared(t *testing.T) {
 	util.Set(0.4)
 	w.rows.WithLabelValues("orders").Add(10)
 	w.bytes.WithLabelValues("orders").Add(100)
+	w.read.WithLabelValues("orders").Add(1000)
 	w.errs.WithLabelValues("orders").Add(1)
 	w.lag.WithLabelValues("orders").Set(1)
 	w.led.Set(1)
@@ -503,6 +515,7 @@ func TestWavePointsDeclared(t *testing.T) {
 	require.NoError(t, err)
 	w.rows.WithLabelValues("orders").Add(10)
 	w.bytes.WithLabelValues("orders").Add(100)
+	w.read.WithLabelValues("orders").Add(1000)
 	w.errs.WithLabelValues("orders").Add(1)
 	w.cpu.Add(1)
 	*now = now.Add(10 * time.Second)

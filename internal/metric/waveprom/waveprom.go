@@ -9,6 +9,9 @@ const (
 	// BytesPublished counts the key and value bytes of the rows in RowsPublished.
 	BytesPublished = "binlake_wave_bytes_published_total"
 	InstancesLed   = "binlake_wave_instances_led"
+	// BinlogBytesRead counts the bytes of the binlog events an instance read from its
+	// source, those of tables no subscription takes included.
+	BinlogBytesRead = "binlake_wave_binlog_bytes_read_total"
 	// LagSeconds is each led instance's lag (docs/design.md, "Lag"): 0 when caught up.
 	LagSeconds    = "binlake_wave_lag_seconds"
 	PublishErrors = "binlake_wave_publish_errors_total"
