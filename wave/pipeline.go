@@ -477,7 +477,7 @@ func (w *Wave) lead(ctx context.Context, inst *cluster.Instance, lead coord.Lead
 		},
 		BackoffMin: 200 * time.Millisecond, BackoffMax: w.opts.Pipeline.ReconnectBackoffMax,
 		EventQueue: w.opts.Pipeline.EventQueue, Heartbeat: w.opts.Pipeline.Heartbeat, Lag: lag,
-		OnRead: func(n int) { binlogRead.Add(float64(n)) },
+		OnRead:   func(n int) { binlogRead.Add(float64(n)) },
 		Snapshot: inst.Snapshot, SnapshotRequests: snapshotRequests,
 		OnSnapshot: func(rows, tablesLeft int) {
 			w.m.snapshotRows.WithLabelValues(inst.ID).Set(float64(rows))

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/binlake/binlake/internal/coord/single"
+	"github.com/binlake/binlake/internal/testenv"
 	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/wave/cluster"
 )
@@ -109,7 +109,7 @@ func TestAutoWaitsThroughOneEmptyPlan(t *testing.T) {
 	planner := planFunc(func(context.Context, api.RebalanceRequest) (*api.RebalanceAnswer, error) {
 		return &api.RebalanceAnswer{Plan: next, Model: api.ModelUtilisation, Goals: api.RebalanceGoals{UtilisationBand: 0.03, Band: 2000}}, nil
 	})
-	logs := &lockedBuffer{}
+	logs := &testenv.SyncBuffer{}
 	opts := Options{Planner: planner, Auto: true, AutoAfter: 50 * time.Millisecond}
 	opts.SetDefaults()
 	opts.AutoAfter = 50 * time.Millisecond
@@ -144,24 +144,6 @@ func TestAutoWaitsThroughOneEmptyPlan(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer that a run's goroutine may write while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestAutoRunsOnTheIntervalThatEndsTheWait: plans come every interval, and an auto_after
 // that is a multiple of it is met by the plan that many intervals on, though the judge
 // answered it a few milliseconds sooner than the plan that began the wait (an outside
@@ -181,7 +163,7 @@ func TestAutoRunsOnTheIntervalThatEndsTheWait(t *testing.T) {
 		planner := planFunc(func(context.Context, api.RebalanceRequest) (*api.RebalanceAnswer, error) {
 			return &api.RebalanceAnswer{Plan: plan, Model: api.ModelRows}, nil
 		})
-		logs := &lockedBuffer{}
+		logs := &testenv.SyncBuffer{}
 		opts := Options{Planner: planner, Auto: true}
 		opts.SetDefaults()
 		opts.Interval, opts.AutoAfter = time.Second, 2*time.Second
