@@ -108,7 +108,7 @@ func TestWaveAgainstClientGolang(t *testing.T) {
 	// Both read the same source's binlog, 3 MB/s, whatever they publish of it.
 	w.read.WithLabelValues("orders").Add(30_000_000)
 	w.read.WithLabelValues("users").Add(30_000_000)
-	w.cpu.Add(15)                                    // 1.5 cores over 10 s
+	w.cpu.Add(15) // 1.5 cores over 10 s
 	w.errs.WithLabelValues("orders").Add(2)
 	w.errs.WithLabelValues("billing").Add(1) // a new instance: counted from zero
 	*now = now.Add(10 * time.Second)
