@@ -306,7 +306,11 @@ func TestBalancerRestartedWaveTakesItsShareIntegration(t *testing.T) {
 	r.waitFor("wave-a's instances failed over", func() bool {
 		return r.allOn(r.nodes("assign"), "wave-b", "wave-c") && r.settled()
 	}, r.procs...)
-	t.Logf("after the failover: %v", count(r.nodes("assign")))
+	// The premise: wave-a's 4 went 2 to each survivor (the failover spreads them), so the
+	// restarted wave must take back from wave-c, whose other 4 are cooling.
+	if n := count(r.nodes("assign")); n["wave-b"] != 6 || n["wave-c"] != 6 {
+		t.Fatalf("after the failover %v, want 6 on each survivor", n)
+	}
 	r.join("wave-a")
 	took := r.waitShares(40*time.Second, "wave-a, restarted within the scale-out's cooldown, to take its share (4/4/4)",
 		4, 4, "wave-a", "wave-b", "wave-c")
