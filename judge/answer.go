@@ -102,6 +102,10 @@ func appendWork(b []byte, w api.Work) []byte {
 	b = lbplugins.AppendJSONFloat(b, w.RowsPerS)
 	b = append(b, `,"bytes_per_s":`...)
 	b = lbplugins.AppendJSONFloat(b, w.BytesPerS)
+	if w.BinlogBytesPerS != 0 { // omitempty, as encoding/json writes it
+		b = append(b, `,"binlog_bytes_per_s":`...)
+		b = lbplugins.AppendJSONFloat(b, w.BinlogBytesPerS)
+	}
 	return append(b, '}')
 }
 

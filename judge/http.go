@@ -202,20 +202,21 @@ func checkPlacement(req *api.PlacementRequest) error {
 // per second), low enough that a price times it stays a finite number of cores.
 const maxRate = 1e12
 
-// checkWorkHint checks a placement's expected work: at least one rate, each a finite
+// checkWorkHint checks a placement's expected work: rows/s or bytes/s published (the
+// binlog read alone does not say what the instance publishes), each rate a finite
 // number from 0 to maxRate.
 func checkWorkHint(h *api.WorkHint) error {
 	if h == nil {
 		return nil
 	}
 	if h.RowsPerS == nil && h.BytesPerS == nil {
-		return invalid("expected gives neither rows_per_s nor bytes_per_s: give one or both, or leave expected out")
+		return invalid("expected gives neither rows_per_s nor bytes_per_s: give one or both (binlog_bytes_per_s besides), or leave expected out")
 	}
 	for _, f := range []struct {
 		key  string
 		v    *float64
 		unit string
-	}{{"rows_per_s", h.RowsPerS, "rows/s"}, {"bytes_per_s", h.BytesPerS, "bytes/s"}} {
+	}{{"rows_per_s", h.RowsPerS, "rows/s"}, {"bytes_per_s", h.BytesPerS, "bytes/s"}, {"binlog_bytes_per_s", h.BinlogBytesPerS, "bytes/s"}} {
 		if f.v != nil && !(*f.v >= 0 && *f.v <= maxRate) {
 			return invalid("expected.%s %v: want a number of %s from 0 to %g", f.key, *f.v, f.unit, float64(maxRate))
 		}

@@ -24,10 +24,13 @@ import (
 //   - a wave's capacity is its host's cores (cpu.cores), shared equally with the live
 //     waves on the same host (sharedhost.go);
 //   - its prices are what the load model fitted for it (judge/loadmodel): cores per
-//     row/s and per byte/s, and the base its process costs idle;
-//   - an instance's work per slot is its rows/s and bytes/s now (their EWMAs) and, per
-//     hour, its hour-of-day profile over the last 7 days (the historical analysis; an
-//     hour without data takes the level now), priced at the wave it runs or would run on;
+//     row/s and per byte/s published, per binlog byte/s read, and the base its process
+//     costs idle;
+//   - an instance's work per slot is its rows/s, bytes/s and binlog bytes/s now (their
+//     EWMAs) and, per hour, its hour-of-day profile over the last 7 days (the historical
+//     analysis; an hour without data takes the level now; the binlog read, which has no
+//     profile, follows the bytes published at its ratio now), priced at the wave it runs
+//     or would run on;
 //   - a wave's base is what its host uses now that its instances do not explain (the
 //     host's CPU now minus its instances' costs), at least its process's idle base.
 
@@ -50,9 +53,9 @@ type waveView struct {
 	sharesWith []string
 }
 
-// instWork is an instance's work per slot.
+// instWork is an instance's work per slot: rows and bytes published, binlog bytes read.
 type instWork struct {
-	rows, bytes []float64
+	rows, bytes, read []float64
 }
 
 // viewOf builds the view of node n from the current hour and the load model.
@@ -100,6 +103,17 @@ func workOf(id string, c api.InstanceCost, prof *profiles) instWork {
 		w.rows[1+hr], w.bytes[1+hr] = w.rows[0], w.bytes[0]
 		if p != nil && p.Count[hr] > 0 {
 			w.rows[1+hr], w.bytes[1+hr] = nonNegative(p.Rows[hr]), nonNegative(p.Bytes[hr])
+		}
+	}
+	if c.BinlogBytesPerS > 0 {
+		// The source's binlog has no profile of its own here: an hour reads what it
+		// publishes at the ratio of now (the level now where it publishes nothing now).
+		w.read = make([]float64, slots)
+		for k := range w.read {
+			w.read[k] = c.BinlogBytesPerS
+			if c.BytesPerS > 0 {
+				w.read[k] = w.bytes[k] * c.BinlogBytesPerS / c.BytesPerS
+			}
 		}
 	}
 	return w
@@ -181,11 +195,20 @@ func hourBefore(a, b *analysis.InstanceProfile, hr int) bool {
 	return a.Rows[hr] > b.Rows[hr]
 }
 
+// costAt is the work of slot k priced at p.
+func (w instWork) costAt(p loadmodel.Prices, k int) float64 {
+	var read float64
+	if w.read != nil {
+		read = w.read[k]
+	}
+	return p.Cost(w.rows[k], w.bytes[k], read)
+}
+
 // cost is work priced at p, per slot.
 func (w instWork) cost(p loadmodel.Prices) []float64 {
 	out := make([]float64, slots)
 	for k := range out {
-		out[k] = p.Cost(w.rows[k], w.bytes[k])
+		out[k] = w.costAt(p, k)
 	}
 	return out
 }
@@ -269,10 +292,11 @@ func list(nodes []string) string {
 // (errSpan of loadmodel's CostErr, a share of that cost), or where that is not known the
 // price fit's RMSE: how far the CPU strays from what the prices explain.
 func planWave(v *waveView, alive bool, running []instWork) rebalance.Wave {
-	w := rebalance.Wave{Node: v.node, Alive: alive, Capacity: v.cores, Row: v.prices.Row, Byte: v.prices.Byte, Base: v.prices.BaseNow, Err: v.prices.RMSE}
+	w := rebalance.Wave{Node: v.node, Alive: alive, Capacity: v.cores, Row: v.prices.Row, Byte: v.prices.Byte, Read: v.prices.Read,
+		Base: v.prices.BaseNow, Err: v.prices.RMSE}
 	work := 0.0 // what the running instances cost now, at the prices
 	for _, in := range running {
-		work += v.prices.Cost(in.rows[0], in.bytes[0])
+		work += in.costAt(v.prices, 0)
 	}
 	if v.prices.CostErr > 0 {
 		w.Err = errSpan * v.prices.CostErr * work
@@ -315,10 +339,10 @@ func apiPrices(p loadmodel.Prices) api.Prices {
 	if math.IsInf(workErr, 1) {
 		workErr = -1
 	}
-	return api.Prices{RowCores: finite(p.Row), ByteCores: finite(p.Byte), BaseCores: finite(p.Base), Source: p.Source,
-		Samples: p.Samples, R2: finite(p.R2), RMSE: finite(p.RMSE), Saturated: p.Saturated, WorkErr: finite(workErr),
-		CostErr: finite(p.CostErr), PooledCollinear: p.PooledCollinear, PooledFromFits: p.PooledFromFits, Unpriced: p.Unpriced,
-		PooledWhy: p.PooledWhy}
+	return api.Prices{RowCores: finite(p.Row), ByteCores: finite(p.Byte), BinlogByteCores: finite(p.Read), BaseCores: finite(p.Base),
+		Source: p.Source, Samples: p.Samples, R2: finite(p.R2), RMSE: finite(p.RMSE), Saturated: p.Saturated, WorkErr: finite(workErr),
+		CostErr: finite(p.CostErr), PooledCollinear: p.PooledCollinear, PooledReadCollinear: p.PooledReadCollinear,
+		PooledFromFits: p.PooledFromFits, Unpriced: p.Unpriced, PooledWhy: p.PooledWhy}
 }
 
 // finite is v, or 0 when v is NaN or infinite.
@@ -388,7 +412,7 @@ func (j *Judge) waveLoadOf(v waveView, prof *profiles) waveLoad {
 	for k := range total {
 		total[k] = pw.Base
 		for _, w := range running {
-			total[k] += v.prices.Cost(w.rows[k], w.bytes[k])
+			total[k] += w.costAt(v.prices, k)
 		}
 	}
 	peak, hour := peakOf(total, v.cores)

@@ -242,7 +242,7 @@ func (j *Judge) Place(req api.PlacementRequest) (PlacementAnswer, error) {
 	exp := snap.load.expected(req.Expected, req.Instance)
 	d, err := snap.Decide(p, lbplugins.Request{Instance: req.Instance, Exclude: req.Exclude, Algorithm: algo,
 		Reserved: snap.reserved, TopK: req.Top, ExplainAll: req.Explain == api.ExplainAll,
-		Expected: lbplugins.Work{Rows: exp.RowsPerS, Bytes: exp.BytesPerS}, RunsOn: snap.load.runsOn[req.Instance],
+		Expected: lbplugins.Work{Rows: exp.RowsPerS, Bytes: exp.BytesPerS, Read: exp.BinlogBytesPerS}, RunsOn: snap.load.runsOn[req.Instance],
 		MaxUtilisation: j.o.Rebalance.MaxUtilisation, StaleAt: j.stalenessNow(now)}, now)
 	am := j.byAlgo[algo]
 	am.seconds.Observe(time.Since(start).Seconds())

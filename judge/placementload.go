@@ -3,6 +3,7 @@ package judge
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/binlake/binlake/judge/analysis"
@@ -33,8 +34,10 @@ type placementLoad struct {
 	// nothing more there (lbplugins.Request.RunsOn).
 	runsOn map[string]string
 	// rowsPerByte is the measured instances' rows over their bytes (0: unknown), which
-	// completes a hint of one of the two.
-	rowsPerByte float64
+	// completes a hint of one of the two; readPerByte their binlog read over their bytes
+	// published (0: unknown, or no agent reports the binlog read), which completes a hint
+	// without the binlog.
+	rowsPerByte, readPerByte float64
 }
 
 // capSet is one computation of the waves' loads in the load model.
@@ -80,8 +83,8 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 	cs := &capSet{at: time.Now(), hist: hist, by: map[string]*lbplugins.Capacity{}}
 	pl := placementLoad{runs: map[string]map[string]bool{}, measured: map[string]api.Work{}, runsOn: map[string]string{}}
 	prof := j.profilesOf(hist)
-	var rows, bytes []float64
-	var sumRows, sumBytes float64
+	var rows, bytes, read []float64
+	var sumRows, sumBytes, sumRead float64
 	var views, live []*waveView
 	now := j.now()
 	for _, n := range j.inc.Nodes() {
@@ -104,12 +107,12 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 		wl := j.waveLoadOf(*v, prof)
 		pl.runs[v.node] = wl.view.costs.runs
 		for _, c := range wl.insts { // the instances the wave runs
-			pl.measured[c.Instance] = api.Work{RowsPerS: c.RowsPerS, BytesPerS: c.BytesPerS}
+			pl.measured[c.Instance] = api.Work{RowsPerS: c.RowsPerS, BytesPerS: c.BytesPerS, BinlogBytesPerS: c.BinlogBytesPerS}
 			pl.runsOn[c.Instance] = v.node
-			rows, bytes = append(rows, c.RowsPerS), append(bytes, c.BytesPerS)
-			sumRows, sumBytes = sumRows+c.RowsPerS, sumBytes+c.BytesPerS
+			rows, bytes, read = append(rows, c.RowsPerS), append(bytes, c.BytesPerS), append(read, c.BinlogBytesPerS)
+			sumRows, sumBytes, sumRead = sumRows+c.RowsPerS, sumBytes+c.BytesPerS, sumRead+c.BinlogBytesPerS
 		}
-		c := &lbplugins.Capacity{Cores: wl.view.cores, RowCores: wl.view.prices.Row, ByteCores: wl.view.prices.Byte,
+		c := &lbplugins.Capacity{Cores: wl.view.cores, RowCores: wl.view.prices.Row, ByteCores: wl.view.prices.Byte, ReadCores: wl.view.prices.Read,
 			Priced: wl.view.prices.Source != loadmodel.SourceNone, Unpriced: wl.view.prices.Unpriced,
 			PeakCores: wl.peak, PeakHour: wl.hour}
 		c.UtilNow, c.HasUtilNow = wl.utilNow()
@@ -118,10 +121,13 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 	if sumRows > 0 && sumBytes > 0 {
 		pl.rowsPerByte = sumRows / sumBytes
 	}
+	if sumBytes > 0 {
+		pl.readPerByte = sumRead / sumBytes
+	}
 	pl.typical = api.ExpectedWork{Source: api.ExpectedNone,
 		Note: "no hint, and no instance measured anywhere to learn a typical one from: the instance is priced at nothing"}
 	if len(rows) > 0 {
-		w, _ := medianWork(rows, bytes) // idle, the typical instance still is the fleet's
+		w, _ := medianWork(rows, bytes, read) // idle, the typical instance still is the fleet's
 		pl.typical = api.ExpectedWork{Work: w, Source: api.ExpectedTypical,
 			Note: fmt.Sprintf("no hint: the median rows/s and bytes/s of the %d instances the waves run", len(rows))}
 	}
@@ -139,22 +145,38 @@ func median(xs []float64) float64 {
 	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
-// medianWork is the typical instance of the work of instances (rows/s and bytes/s
-// alike indexed, sorted in place): the median of each, and false when there is none or
-// it is idle.
-func medianWork(rows, bytes []float64) (api.Work, bool) {
+// medianWork is the typical instance of the work of instances (rows/s, bytes/s and
+// binlog bytes/s alike indexed, sorted in place): the median of each, and false when
+// there is none or it is idle.
+func medianWork(rows, bytes, read []float64) (api.Work, bool) {
 	if len(rows) == 0 {
 		return api.Work{}, false
 	}
-	w := api.Work{RowsPerS: median(rows), BytesPerS: median(bytes)}
+	w := api.Work{RowsPerS: median(rows), BytesPerS: median(bytes), BinlogBytesPerS: median(read)}
 	return w, w.RowsPerS > 0 || w.BytesPerS > 0
 }
 
 // expected is the work a placement weighs the new instance by: the request's hint
 // (checked by checkPlacement: finite, ≥ 0), one of its two rates completed from the
-// fleet's ratio, else the instance's own work when a wave runs it (a move), else the
-// typical instance.
+// fleet's ratio and its binlog read, when it gives none, from the fleet's ratio of
+// binlog read to bytes published, else the instance's own work when a wave runs it (a
+// move), else the typical instance.
 func (pl *placementLoad) expected(h *api.WorkHint, instance string) api.ExpectedWork {
+	e := pl.expectedPublished(h, instance)
+	switch {
+	case h == nil:
+	case h.BinlogBytesPerS != nil:
+		e.BinlogBytesPerS = *h.BinlogBytesPerS
+	case pl.readPerByte > 0:
+		e.BinlogBytesPerS = e.BytesPerS * pl.readPerByte
+		e.Note = strings.TrimPrefix(e.Note+"; ", "; ") +
+			fmt.Sprintf("binlog read from the bytes/s at the fleet's %.3g binlog bytes read per byte published", pl.readPerByte)
+	}
+	return e
+}
+
+// expectedPublished is expected's rows/s and bytes/s published.
+func (pl *placementLoad) expectedPublished(h *api.WorkHint, instance string) api.ExpectedWork {
 	switch {
 	case h == nil:
 		if w, ok := pl.measured[instance]; ok {
@@ -192,5 +214,5 @@ func coresOn(s *lbplugins.Snapshot, i int, w api.Work) float64 {
 	if c == nil || !c.Priced {
 		return 0
 	}
-	return c.Cost(lbplugins.Work{Rows: w.RowsPerS, Bytes: w.BytesPerS})
+	return c.Cost(lbplugins.Work{Rows: w.RowsPerS, Bytes: w.BytesPerS, Read: w.BinlogBytesPerS})
 }

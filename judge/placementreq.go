@@ -197,10 +197,10 @@ func (d *fastJSON) workHint() (*api.WorkHint, bool) {
 	if !d.byte('{') {
 		return nil, false
 	}
-	// The hint and its two numbers in one allocation.
+	// The hint and its numbers in one allocation.
 	box := &struct {
-		h           api.WorkHint
-		rows, bytes float64
+		h                 api.WorkHint
+		rows, bytes, read float64
 	}{}
 	h := &box.h
 	if d.peek('}') {
@@ -223,6 +223,9 @@ func (d *fastJSON) workHint() (*api.WorkHint, bool) {
 		case key == "bytes_per_s" && h.BytesPerS == nil:
 			box.bytes = v
 			h.BytesPerS = &box.bytes
+		case key == "binlog_bytes_per_s" && h.BinlogBytesPerS == nil:
+			box.read = v
+			h.BinlogBytesPerS = &box.read
 		default: // unknown, or given twice: for the strict decoder to refuse
 			return nil, false
 		}

@@ -172,16 +172,16 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 	// not reporting it yet) weighs the fleet's typical instance, as a placement without
 	// a hint does: priced at nothing, a plan piled such instances on the wave they were
 	// put on, one notion of load for placements and plans.
-	var runRows, runBytes []float64
+	var runRows, runBytes, runRead []float64
 	for _, rs := range byInst {
 		for _, r := range rs {
 			if r.runs && r.cost.Measured { // one report of each instance a wave runs
-				runRows, runBytes = append(runRows, r.cost.RowsPerS), append(runBytes, r.cost.BytesPerS)
+				runRows, runBytes, runRead = append(runRows, r.cost.RowsPerS), append(runBytes, r.cost.BytesPerS), append(runRead, r.cost.BinlogBytesPerS)
 				break
 			}
 		}
 	}
-	typical, hasTypical := medianWork(runRows, runBytes)
+	typical, hasTypical := medianWork(runRows, runBytes, runRead)
 
 	insts := make([]rebalance.Instance, 0, len(reqInsts))
 	costs := make([]api.InstanceCost, 0, len(reqInsts))
@@ -202,24 +202,24 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 		if model == api.ModelUtilisation {
 			pi.Cost = 0 // no work known (nothing measured anywhere): it spreads by the share goal
 			r, reserved := pending[in.ID]
-			reserved = reserved && (r.Expected.RowsPerS > 0 || r.Expected.BytesPerS > 0)
+			reserved = reserved && (r.Expected.RowsPerS > 0 || r.Expected.BytesPerS > 0 || r.Expected.BinlogBytesPerS > 0)
 			switch {
 			case c.Measured:
 			case reserved:
-				c.RowsPerS, c.BytesPerS, c.Reserved = r.Expected.RowsPerS, r.Expected.BytesPerS, true
+				c.RowsPerS, c.BytesPerS, c.BinlogBytesPerS, c.Reserved = r.Expected.RowsPerS, r.Expected.BytesPerS, r.Expected.BinlogBytesPerS, true
 			case hasTypical:
-				c.RowsPerS, c.BytesPerS, c.Typical = typical.RowsPerS, typical.BytesPerS, true
+				c.RowsPerS, c.BytesPerS, c.BinlogBytesPerS, c.Typical = typical.RowsPerS, typical.BytesPerS, typical.BinlogBytesPerS, true
 			}
 			if c.Reserved || c.Typical {
-				pi.Rows, pi.Bytes = []float64{c.RowsPerS}, []float64{c.BytesPerS}
+				pi.Rows, pi.Bytes, pi.Read = []float64{c.RowsPerS}, []float64{c.BytesPerS}, []float64{c.BinlogBytesPerS}
 				if v := views[in.Node]; v != nil {
-					c.CoresNow = v.prices.Cost(c.RowsPerS, c.BytesPerS)
+					c.CoresNow = v.prices.Cost(c.RowsPerS, c.BytesPerS, c.BinlogBytesPerS)
 					c.CoresPeak = c.CoresNow
 				}
 			}
 			if c.Measured {
 				w := workOf(in.ID, c, prof)
-				works[in.ID], pi.Rows, pi.Bytes = w, w.rows, w.bytes
+				works[in.ID], pi.Rows, pi.Bytes, pi.Read = w, w.rows, w.bytes, w.read
 				if v := views[in.Node]; v != nil {
 					cw := w.cost(v.prices)
 					c.CoresNow, c.CoresPeak = cw[0], slices.Max(cw)

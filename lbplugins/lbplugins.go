@@ -120,13 +120,14 @@ const (
 type Capacity struct {
 	// Cores is the host's cores (cpu.cores); 0 when its agent reports none.
 	Cores float64
-	// RowCores and ByteCores price a row/s and a byte/s of work on this node; Priced is
+	// RowCores, ByteCores and ReadCores price a row/s and a byte/s published and a binlog
+	// byte/s read on this node; Priced is
 	// false when the judge has no prices yet, and Unpriced then says why (no wave
 	// reports wave.cpu_cores, none has enough samples yet, or the fleet's pooled fit found
 	// no cost of work; empty when not known).
-	RowCores, ByteCores float64
-	Priced              bool
-	Unpriced            string
+	RowCores, ByteCores, ReadCores float64
+	Priced                         bool
+	Unpriced                       string
 	// UtilNow is the host's CPU now over its cores; HasUtilNow is false when the host
 	// reports no cpu.util.
 	UtilNow    float64
@@ -137,12 +138,16 @@ type Capacity struct {
 	PeakHour  int
 }
 
-// Cost is what work of rows/s and bytes/s costs on the node, in cores.
-func (c *Capacity) Cost(w Work) float64 { return c.RowCores*w.Rows + c.ByteCores*w.Bytes }
+// Cost is what work of rows/s and bytes/s published and binlog bytes/s read costs on the
+// node, in cores.
+func (c *Capacity) Cost(w Work) float64 {
+	return c.RowCores*w.Rows + c.ByteCores*w.Bytes + c.ReadCores*w.Read
+}
 
-// Work is an instance's work: the rows and bytes per second it publishes.
+// Work is an instance's work: the rows and bytes per second it publishes, and the binlog
+// bytes per second it reads.
 type Work struct {
-	Rows, Bytes float64
+	Rows, Bytes, Read float64
 }
 
 // Load returns the value plugins use for "the current level" of a metric: the EWMA,

@@ -136,10 +136,10 @@ func TestInstanceAddMeasuresSourceForTheJudge(t *testing.T) {
 	out := add(filepath.Join(dir, "orders.yaml"))
 	<-done
 	for _, want := range []string{
-		"source binlog of " + a.Addr + ": ", "sent to the judge as the instance's expected bytes/s",
+		"source binlog of " + a.Addr + ": ", "sent to the judge as the binlog the instance will read and, its filters unknown, as its bytes/s published",
 		"instance orders added, assigned to wave-",
 		"chosen by the judge's utilisation algorithm among 2 candidates: wave-", "'s predicted peak utilisation ",
-		"with the instance (", "; expected work ", "(hint: rows/s from the bytes/s at the fleet's ",
+		"with the instance (", "; expected work ", " of binlog (hint: rows/s from the bytes/s at the fleet's ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("instance add said:\n%s\nwant %q in it", out, want)
@@ -162,8 +162,8 @@ func TestInstanceAddMeasuresSourceForTheJudge(t *testing.T) {
 		t.Fatalf("GET /v1/nodes/%s: %d %v %s", node, code, err, body)
 	}
 	r := d.Reservations[0]
-	if r.Instance != "orders" || r.Expected.BytesPerS < 5_000 || r.Expected.RowsPerS <= 0 || r.Cores <= 0 {
-		t.Errorf("the reservation %+v: want orders' measured bytes/s (20 rows of 1000 bytes in 2 s at least), rows/s from the fleet's ratio, and cores", r)
+	if r.Instance != "orders" || r.Expected.BytesPerS < 5_000 || r.Expected.BinlogBytesPerS != r.Expected.BytesPerS || r.Expected.RowsPerS <= 0 || r.Cores <= 0 {
+		t.Errorf("the reservation %+v: want orders' measured bytes/s (20 rows of 1000 bytes in 2 s at least) as its binlog read too, rows/s from the fleet's ratio, and cores", r)
 	}
 
 	// Refused before anything is measured or placed: orders again (before, add measured

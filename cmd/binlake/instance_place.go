@@ -42,10 +42,10 @@ func measureSource(ctx context.Context, src cluster.Source, over time.Duration, 
 	if err == nil {
 		var r capture.BinlogRate
 		if r, err = capture.MeasureBinlogRate(ctx, src, string(password), over); err == nil {
-			fmt.Fprintf(out, "source binlog of %s: %s/s over %.1f s (SHOW BINARY LOGS), sent to the judge as the instance's expected bytes/s\n",
+			fmt.Fprintf(out, "source binlog of %s: %s/s over %.1f s (SHOW BINARY LOGS), sent to the judge as the binlog the instance will read and, its filters unknown, as its bytes/s published\n",
 				src.Addr, humanBytes(r.BytesPerS), r.Over.Seconds())
-			v := r.BytesPerS
-			return &api.WorkHint{BytesPerS: &v}
+			published, read := r.BytesPerS, r.BytesPerS
+			return &api.WorkHint{BytesPerS: &published, BinlogBytesPerS: &read}
 		}
 	}
 	fmt.Fprintf(out, "source binlog of %s not measured (%v): the judge weighs a typical instance instead\n", src.Addr, err)
@@ -88,7 +88,11 @@ func describePlacement(ans *api.PlacementAnswer) string {
 		fmt.Fprintf(&b, " (score %.2f)", s.Score)
 	}
 	if e := ans.Expected; e != nil {
-		fmt.Fprintf(&b, "; expected work %.0f rows/s, %s/s (%s", e.RowsPerS, humanBytes(e.BytesPerS), e.Source)
+		fmt.Fprintf(&b, "; expected work %.0f rows/s, %s/s", e.RowsPerS, humanBytes(e.BytesPerS))
+		if e.BinlogBytesPerS > 0 {
+			fmt.Fprintf(&b, ", reading %s/s of binlog", humanBytes(e.BinlogBytesPerS))
+		}
+		fmt.Fprintf(&b, " (%s", e.Source)
 		if e.Note != "" {
 			fmt.Fprintf(&b, ": %s", e.Note)
 		}

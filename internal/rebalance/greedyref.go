@@ -65,9 +65,9 @@ func (st *state) greedyPeak(live []*waveState, slot int) float64 {
 			return l[0] + costAt(in, w, slot)
 		}
 		m := math.Inf(-1)
-		if in.Rows != nil && (w.Row > 0 || w.Byte > 0) {
+		if pricedOn(in, &w.Wave) {
 			for k, x := range l {
-				m = max(m, x+w.Row*at(in.Rows, k)+w.Byte*at(in.Bytes, k))
+				m = max(m, x+workCost(in, &w.Wave, k))
 			}
 			return m
 		}

@@ -61,9 +61,10 @@ type Wave struct {
 	// work), the same in every slot unless BaseSlots gives it per slot.
 	Base      float64
 	BaseSlots []float64
-	// Row and Byte price an instance's work on this wave (load per row/s and per
-	// byte/s); both zero: an instance costs its scalar Cost here.
-	Row, Byte float64
+	// Row, Byte and Read price an instance's work on this wave (load per row/s and per
+	// byte/s published, per binlog byte/s read); all zero: an instance costs its scalar
+	// Cost here.
+	Row, Byte, Read float64
 	// Err is how far the wave's load may stand from its prediction, in the unit of Base
 	// (the judge: two standard errors of its prices' cost of its work, in cores); 0,
 	// negative or NaN: none. Against its lines a wave's load is taken to be half of it
@@ -75,9 +76,10 @@ type Wave struct {
 type Instance struct {
 	ID   string
 	Node string // the wave it runs on (or is assigned to)
-	// Rows and Bytes are its work per slot (the first is now; a single value holds for
-	// every slot); nil: Cost stands for its load on any wave.
-	Rows, Bytes []float64
+	// Rows, Bytes and Read are its work per slot (the first is now; a single value holds
+	// for every slot): rows and bytes published, binlog bytes read (nil: none); Rows nil:
+	// Cost stands for its load on any wave.
+	Rows, Bytes, Read []float64
 	// Cost is its load when its work or a wave's prices are not known (the same unit as
 	// Wave.Base).
 	Cost float64
@@ -288,7 +290,7 @@ func newState(waves []Wave, insts []Instance, g Goals, now time.Time, s search) 
 		st.slots = max(st.slots, len(w.BaseSlots))
 	}
 	for i := range insts {
-		st.slots = max(st.slots, len(insts[i].Rows), len(insts[i].Bytes))
+		st.slots = max(st.slots, len(insts[i].Rows), len(insts[i].Bytes), len(insts[i].Read))
 	}
 	for _, w := range waves {
 		ws := &waveState{Wave: w, cap: w.Capacity, load: make([]float64, st.slots)}
@@ -346,10 +348,20 @@ func (st *state) costInto(c []float64, in *Instance, w *waveState) {
 
 // costAt is in's load on w in slot k.
 func costAt(in *Instance, w *waveState, k int) float64 {
-	if in.Rows != nil && (w.Row > 0 || w.Byte > 0) {
-		return w.Row*at(in.Rows, k) + w.Byte*at(in.Bytes, k)
+	if pricedOn(in, &w.Wave) {
+		return workCost(in, &w.Wave, k)
 	}
 	return in.Cost
+}
+
+// pricedOn reports whether in's work is priced on w (else its Cost stands for it).
+func pricedOn(in *Instance, w *Wave) bool {
+	return in.Rows != nil && (w.Row > 0 || w.Byte > 0 || w.Read > 0)
+}
+
+// workCost is in's work in slot k at w's prices.
+func workCost(in *Instance, w *Wave, k int) float64 {
+	return w.Row*at(in.Rows, k) + w.Byte*at(in.Bytes, k) + w.Read*at(in.Read, k)
 }
 
 func (w *waveState) add(in *instState) {
@@ -373,11 +385,11 @@ func (w *waveState) repeak() {
 
 // peakAdd is the wave's peak utilisation with in added (not allocating its cost).
 func (w *waveState) peakAdd(in *Instance) float64 {
-	priced := in.Rows != nil && (w.Row > 0 || w.Byte > 0)
+	priced := pricedOn(in, &w.Wave)
 	p := math.Inf(-1)
 	for k, l := range w.load {
 		if priced {
-			l += w.Row*at(in.Rows, k) + w.Byte*at(in.Bytes, k)
+			l += workCost(in, &w.Wave, k)
 		} else {
 			l += in.Cost
 		}

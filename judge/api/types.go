@@ -34,12 +34,19 @@ type PlacementRequest struct {
 type WorkHint struct {
 	RowsPerS  *float64 `json:"rows_per_s,omitempty"`
 	BytesPerS *float64 `json:"bytes_per_s,omitempty"`
+	// BinlogBytesPerS is the binlog the instance will read from its source a second
+	// (every table's, whatever its filters publish: binlake instance add measures it);
+	// without it, the bytes published at the fleet's ratio of binlog read to bytes
+	// published.
+	BinlogBytesPerS *float64 `json:"binlog_bytes_per_s,omitempty"`
 }
 
-// Work is an instance's work: the rows and bytes it publishes per second.
+// Work is an instance's work: the rows and bytes it publishes per second, and the
+// binlog bytes it reads per second.
 type Work struct {
-	RowsPerS  float64 `json:"rows_per_s"`
-	BytesPerS float64 `json:"bytes_per_s"`
+	RowsPerS        float64 `json:"rows_per_s"`
+	BytesPerS       float64 `json:"bytes_per_s"`
+	BinlogBytesPerS float64 `json:"binlog_bytes_per_s,omitempty"`
 }
 
 // Sources of a placement's expected work.
@@ -162,8 +169,8 @@ type InstanceCost struct {
 	RowsPerS  float64 `json:"rows_per_s"`
 	BytesPerS float64 `json:"bytes_per_s"`
 	// BinlogBytesPerS is the binlog it reads from its source a second, every table's
-	// (wave.binlog_bytes_per_s): reading costs CPU beyond what is published, which the
-	// prices do not yet see. Absent from waves that do not count it.
+	// (wave.binlog_bytes_per_s): reading costs CPU beyond what is published, priced at
+	// its wave's binlog_byte_cores. Absent from waves that do not count it.
 	BinlogBytesPerS float64 `json:"binlog_bytes_per_s,omitempty"`
 	CPUShare        float64 `json:"cpu_cores"`
 	CoresNow        float64 `json:"cores_now"`
@@ -376,11 +383,15 @@ type NodeLoad struct {
 type Prices struct {
 	RowCores  float64 `json:"row_cores"`
 	ByteCores float64 `json:"byte_cores"`
-	BaseCores float64 `json:"base_cores"`
-	Source    string  `json:"source"`
-	Samples   int     `json:"samples"`
-	R2        float64 `json:"r2"`
-	RMSE      float64 `json:"rmse"`
+	// BinlogByteCores prices a binlog byte read a second (an instance reads its source's
+	// whole binlog, whatever it publishes); 0 where no agent reports the binlog read, or
+	// where the fleet cannot tell reading from publishing (pooled_read_collinear).
+	BinlogByteCores float64 `json:"binlog_byte_cores"`
+	BaseCores       float64 `json:"base_cores"`
+	Source          string  `json:"source"`
+	Samples         int     `json:"samples"`
+	R2              float64 `json:"r2"`
+	RMSE            float64 `json:"rmse"`
 	// Saturated is how many samples were left out because the wave's CPU was pegged at
 	// its cores (a reading that is only a floor of what the work costs), or because its
 	// prices predict it near enough to its cores that its reading stayed under them only
@@ -404,6 +415,11 @@ type Prices struct {
 	// spreads, a split the data cannot check (the cost at the fleet's bytes per row is
 	// the fitted one whatever the split).
 	PooledCollinear bool `json:"pooled_collinear,omitempty"`
+	// PooledReadCollinear: the prices are, or lean on, the fleet's pooled prices, fitted
+	// where the binlog every wave reads moves only with what it publishes (no instance
+	// filters its source): the pool priced reading within the rows and bytes, and
+	// binlog_byte_cores is 0.
+	PooledReadCollinear bool `json:"pooled_read_collinear,omitempty"`
 	// PooledFromFits: the prices are, or lean on, the fleet's pooled prices, and the
 	// pooled fit found no cost of work across the fleet: they are the median of the
 	// prices the waves' own fits found.

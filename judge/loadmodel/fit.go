@@ -5,15 +5,27 @@ import (
 	"slices"
 )
 
+// dims is how many kinds of work are priced: rows/s and bytes/s published, and binlog
+// bytes/s read (an instance reads its source's whole binlog, every table's events,
+// whatever its filters publish).
+const dims = 3
+
 // sample is one moment of a wave: the CPU its process used and the work it did.
 type sample struct {
-	rows, bytes, cpu float64
+	rows, bytes, read, cpu float64
 }
 
-// fitResult is a fitted price triple with how well it explains the samples.
+// work is the sample's work in the order of a price vector.
+func (s sample) work() [dims]float64 { return [dims]float64{s.rows, s.bytes, s.read} }
+
+// costAt is what the sample's work costs at prices p.
+func costAt(p [dims]float64, s sample) float64 { return p[0]*s.rows + p[1]*s.bytes + p[2]*s.read }
+
+// fitResult is fitted prices and a base with how well they explain the samples.
 type fitResult struct {
-	row, byte, base float64
-	r2, rmse        float64
+	price    [dims]float64
+	base     float64
+	r2, rmse float64
 	// workErr is the standard error of the fitted cost of the samples' mean work (the
 	// prices' part of the mean CPU), as a share of that cost: how well the samples pin
 	// the prices down where the wave works.
@@ -21,6 +33,9 @@ type fitResult struct {
 	// collinear: rows and bytes moved together across the samples, so the prices were
 	// fitted to their combined work and split by their spreads (fitCentred).
 	collinear bool
+	// readCollinear: the binlog read moved with the rows and bytes published across the
+	// samples, so reading was priced within publishing (fitCentred).
+	readCollinear bool
 }
 
 // The robust weights. The first rounds use Huber's (residuals within 1.345 robust
@@ -37,37 +52,61 @@ const (
 	bisquareRounds = 20
 )
 
-// fit finds non-negative prices (cores per row/s, per byte/s, and a base) with
-// cpu ≈ row·rows + byte·bytes + base over the samples, by iteratively reweighted least
-// squares with Huber's weights, pulled towards prior by a small ridge on the two work
-// prices: where the samples pin a price down the prior hardly matters, and where they
-// cannot (a wave whose rows and bytes always move together, or barely move) the prior
-// fills in the direction the data leaves open instead of an arbitrary split.
+// fit finds non-negative prices (cores per row/s, per byte/s published, per binlog
+// byte/s read, and a base) with cpu ≈ row·rows + byte·bytes + read·binlog + base over
+// the samples, by iteratively reweighted least squares with Huber's weights, pulled
+// towards prior by a small ridge on the work prices: where the samples pin a price down
+// the prior hardly matters, and where they cannot (a wave whose rows, bytes and binlog
+// always move together, or barely move) the prior fills in the direction the data
+// leaves open instead of an arbitrary split.
 //
 // strength is the ridge's weight relative to the samples' own (0.01: one hundredth of
 // the information in the samples).
-func fit(ss []sample, prior [2]float64, strength float64) fitResult {
+func fit(ss []sample, prior [dims]float64, strength float64) fitResult {
 	return fitWith(ss, prior, strength, false)
+}
+
+// scaledX is a sample's regressors in units of their spreads sd, and a 1 for the base.
+func scaledX(s sample, sd [dims]float64) [dims + 1]float64 {
+	w := s.work()
+	var x [dims + 1]float64
+	for a := range dims {
+		x[a] = w[a] / sd[a]
+	}
+	x[dims] = 1
+	return x
+}
+
+// predict is beta's CPU for the scaled regressors x.
+func predict(beta, x [dims + 1]float64) float64 {
+	var y float64
+	for a := range dims + 1 {
+		y += beta[a] * x[a]
+	}
+	return y
 }
 
 // fitWith is fit; baseFree lets the base take any sign (a fit of centred samples, whose
 // base is a correction around zero, not a cost).
-func fitWith(ss []sample, prior [2]float64, strength float64, baseFree bool) fitResult {
+func fitWith(ss []sample, prior [dims]float64, strength float64, baseFree bool) fitResult {
 	n := len(ss)
 	if n == 0 {
-		return fitResult{row: prior[0], byte: prior[1]}
+		return fitResult{price: prior}
 	}
 	// Scale each regressor by its standard deviation, so that the normal equations stay
 	// well conditioned (bytes/s runs 10⁴ times rows/s) and one ridge weight means the
-	// same for both: a share of the information the samples' variation carries about
+	// same for each: a share of the information the samples' variation carries about
 	// each price (their mean is the base's to explain).
-	sr, sb := spread(ss, func(s sample) float64 { return s.rows }), spread(ss, func(s sample) float64 { return s.bytes })
-	p := [2]float64{prior[0] * sr, prior[1] * sb} // the prior in scaled units
+	sd := spreads(ss)
+	var p [dims]float64 // the prior in scaled units
+	for a := range dims {
+		p[a] = prior[a] * sd[a]
+	}
 	w := make([]float64, n)
 	for i := range w {
 		w[i] = 1
 	}
-	var beta [3]float64
+	var beta [dims + 1]float64
 	res := make([]float64, n)
 	for _, huber := range []bool{true, false} {
 		rounds := bisquareRounds
@@ -75,9 +114,9 @@ func fitWith(ss []sample, prior [2]float64, strength float64, baseFree bool) fit
 			rounds = huberRounds
 		}
 		for range rounds {
-			beta = solveNonNeg(ss, w, sr, sb, p, strength, baseFree)
+			beta = solveNonNeg(ss, w, sd, p, strength, baseFree)
 			for i, s := range ss {
-				res[i] = s.cpu - (beta[0]*s.rows/sr + beta[1]*s.bytes/sb + beta[2])
+				res[i] = s.cpu - predict(beta, scaledX(s, sd))
 			}
 			scale := mad(res) * 1.4826 // a robust standard deviation of the residuals
 			if scale == 0 {
@@ -96,51 +135,70 @@ func fitWith(ss []sample, prior [2]float64, strength float64, baseFree bool) fit
 			}
 		}
 	}
-	beta = solveNonNeg(ss, w, sr, sb, p, strength, baseFree)
-	out := fitResult{row: beta[0] / sr, byte: beta[1] / sb, base: beta[2]}
+	beta = solveNonNeg(ss, w, sd, p, strength, baseFree)
+	out := fitResult{base: beta[dims]}
+	for a := range dims {
+		out.price[a] = beta[a] / sd[a]
+	}
 	out.r2, out.rmse = explained(ss, out)
-	out.workErr = workErr(ss, w, sr, sb, beta)
+	out.workErr = workErr(ss, w, sd, beta)
 	return out
 }
 
 // workErr is fitResult.workErr of the fit beta (scaled units) with weights w: the
 // variance of g·β for g the mean work (in scaled units, no base), σ²·gᵀ(XᵀWX)⁻¹g with σ²
-// the weighted residuals' variance. When rows and bytes barely move, or move only
+// the weighted residuals' variance. When the work barely moves, or its kinds move only
 // together, the samples leave the work's price and the base to trade against each other
 // (a flatter slope and a higher base fit as well), and this is large: predicting what
 // moving an instance off the wave saves, at those prices, is then a guess. +Inf when
-// the work costs nothing at these prices.
-func workErr(ss []sample, w []float64, sr, sb float64, beta [3]float64) float64 {
-	m, _, sw := normalEquations(ss, w, sr, sb)
-	var g [3]float64
+// the work costs nothing at these prices. A kind of work the samples never show (a
+// wave whose agent reports no binlog read) is left out: it has no price to be unsure of.
+func workErr(ss []sample, w []float64, sd [dims]float64, beta [dims + 1]float64) float64 {
+	m, _, sw := normalEquations(ss, w, sd)
+	var g [dims + 1]float64
 	var rss float64
 	for i, s := range ss {
-		x0, x1 := s.rows/sr, s.bytes/sb
-		r := s.cpu - (beta[0]*x0 + beta[1]*x1 + beta[2])
+		x := scaledX(s, sd)
+		r := s.cpu - predict(beta, x)
 		rss += w[i] * r * r
-		g[0], g[1] = g[0]+x0, g[1]+x1
+		for a := range dims {
+			g[a] += x[a]
+		}
 	}
-	n := float64(len(ss))
-	g[0], g[1] = g[0]/n, g[1]/n
-	cost := beta[0]*g[0] + beta[1]*g[1]
-	if cost <= 0 || sw <= 3 {
+	var free [dims + 1]bool
+	params, cost := 0.0, 0.0
+	for a := range dims + 1 {
+		free[a] = m[a][a] > 0
+		if free[a] {
+			params++
+		}
+		if a < dims {
+			g[a] /= float64(len(ss))
+			cost += beta[a] * g[a]
+		}
+	}
+	if cost <= 0 || sw <= params {
 		return math.Inf(1)
 	}
-	h, ok := solveMasked(m, g, [3]bool{true, true, true}) // (XᵀWX)⁻¹g
+	h, ok := solveMasked(m, g, free) // (XᵀWX)⁻¹g
 	if !ok {
 		return math.Inf(1)
 	}
-	v := rss / (sw - 3) * (g[0]*h[0] + g[1]*h[1])
+	var gh float64
+	for a := range dims {
+		gh += g[a] * h[a]
+	}
+	v := rss / (sw - params) * gh
 	return math.Sqrt(max(0, v)) / cost
 }
 
 // normalEquations are the weighted least squares' XᵀWX and XᵀWy of the samples, with
-// rows and bytes scaled by sr and sb and a column of ones for the base, and Σw.
-func normalEquations(ss []sample, w []float64, sr, sb float64) (m [3][3]float64, v [3]float64, sw float64) {
+// each kind of work scaled by its spread in sd and a column of ones for the base, and Σw.
+func normalEquations(ss []sample, w []float64, sd [dims]float64) (m [dims + 1][dims + 1]float64, v [dims + 1]float64, sw float64) {
 	for i, s := range ss {
-		x := [3]float64{s.rows / sr, s.bytes / sb, 1}
-		for a := range 3 {
-			for b := range 3 {
+		x := scaledX(s, sd)
+		for a := range dims + 1 {
+			for b := range dims + 1 {
 				m[a][b] += w[i] * x[a] * x[b]
 			}
 			v[a] += w[i] * x[a] * s.cpu
@@ -168,28 +226,30 @@ func robustWeight(u float64, huber bool) float64 {
 
 // solveNonNeg solves the weighted, ridge-penalised normal equations in scaled units
 // and keeps every price ≥ 0: a negative one is fixed at zero and the rest solved again
-// (three unknowns: at most eight active sets, tried from the fullest).
-func solveNonNeg(ss []sample, w []float64, sr, sb float64, prior [2]float64, strength float64, baseFree bool) [3]float64 {
-	m, v, sw := normalEquations(ss, w, sr, sb)
+// (four unknowns: each round fixes one more).
+func solveNonNeg(ss []sample, w []float64, sd [dims]float64, prior [dims]float64, strength float64, baseFree bool) [dims + 1]float64 {
+	m, v, sw := normalEquations(ss, w, sd)
 	// In units of standard deviations each regressor's centred information is about
 	// Σw: the ridge is strength times that.
 	lambda := strength * sw
-	for a := range 2 {
+	for a := range dims {
 		m[a][a] += lambda
 		v[a] += lambda * prior[a]
 	}
 	// A regressor that is zero in every sample of weight, with no ridge, tells nothing of
 	// its price: it is held at the prior rather than leaving the system singular (the
-	// pool's fit in one direction, fitCentred, has no second regressor).
-	free := [3]bool{true, true, true}
-	var untold [2]bool
-	for a := range 2 {
+	// pool's fit in one direction, fitCentred, has no second regressor; a fleet whose
+	// agents report no binlog read has no third).
+	var free [dims + 1]bool
+	var untold [dims]bool
+	for a := range dims {
 		untold[a] = m[a][a] == 0 // no ridge, and the regressor zero throughout
 		free[a] = !untold[a]
 	}
+	free[dims] = true
 	for {
 		beta, ok := solveMasked(m, v, free)
-		for a := range 2 {
+		for a := range dims {
 			if untold[a] {
 				beta[a] = prior[a]
 			}
@@ -197,11 +257,13 @@ func solveNonNeg(ss []sample, w []float64, sr, sb float64, prior [2]float64, str
 		if !ok {
 			// Singular even with the ridge (no samples of weight): the prior, and a base
 			// that explains the mean.
-			return [3]float64{prior[0], prior[1], 0}
+			var out [dims + 1]float64
+			copy(out[:], prior[:])
+			return out
 		}
 		neg := -1
-		for a := range 3 {
-			if a == 2 && baseFree {
+		for a := range dims + 1 {
+			if a == dims && baseFree {
 				continue
 			}
 			if free[a] && beta[a] < 0 && (neg < 0 || beta[a] < beta[neg]) {
@@ -217,15 +279,15 @@ func solveNonNeg(ss []sample, w []float64, sr, sb float64, prior [2]float64, str
 
 // solveMasked solves m·x = v for the free unknowns, the others held at zero, by
 // Gaussian elimination with partial pivoting.
-func solveMasked(m [3][3]float64, v [3]float64, free [3]bool) ([3]float64, bool) {
+func solveMasked(m [dims + 1][dims + 1]float64, v [dims + 1]float64, free [dims + 1]bool) ([dims + 1]float64, bool) {
 	var idx []int
-	for a := range 3 {
+	for a := range dims + 1 {
 		if free[a] {
 			idx = append(idx, a)
 		}
 	}
 	k := len(idx)
-	var out [3]float64
+	var out [dims + 1]float64
 	if k == 0 {
 		return out, true
 	}
@@ -262,6 +324,15 @@ func solveMasked(m [3][3]float64, v [3]float64, free [3]bool) ([3]float64, bool)
 		out[r] = a[i][k] / a[i][i]
 	}
 	return out, true
+}
+
+// spreads is spread of each kind of work.
+func spreads(ss []sample) [dims]float64 {
+	var sd [dims]float64
+	for a := range dims {
+		sd[a] = spread(ss, func(s sample) float64 { return s.work()[a] })
+	}
+	return sd
 }
 
 // spread is the standard deviation of one regressor over the samples (1 when it does
@@ -356,7 +427,7 @@ func explained(ss []sample, f fitResult) (r2, rmse float64) {
 	mean /= float64(len(ss))
 	var tot, res float64
 	for _, s := range ss {
-		d := s.cpu - (f.row*s.rows + f.byte*s.bytes + f.base)
+		d := s.cpu - (costAt(f.price, s) + f.base)
 		res += d * d
 		tot += (s.cpu - mean) * (s.cpu - mean)
 	}

@@ -1,12 +1,19 @@
 // Package loadmodel learns what work costs each wave: from the batches a wave's agent
 // sends (the wave process's CPU, wave.cpu_cores, beside the rows and bytes it published,
-// wave.tps and wave.bytes_per_s per instance) it fits, per wave and over a window of
-// the current hour and its history, the prices of a row and of a byte in CPU cores and
-// the base the process costs with no work:
+// wave.tps and wave.bytes_per_s per instance, and the binlog each instance read,
+// wave.binlog_bytes_per_s) it fits, per wave and over a window of the current hour and
+// its history, the prices of a row, of a byte published and of a binlog byte read in
+// CPU cores and the base the process costs with no work:
 //
-//	wave.cpu_cores ≈ row·Σ rows/s + byte·Σ bytes/s + base
+//	wave.cpu_cores ≈ row·Σ rows/s + byte·Σ bytes/s + read·Σ binlog bytes/s + base
 //
-// An instance's cost on a wave is then its own rows and bytes at that wave's prices,
+// An instance reads its source's whole binlog, whatever its filters publish, so one that
+// publishes a few tables of a busy server costs its wave the reading of all of it: the
+// third price is what tells it from an instance that publishes what it reads. A wave
+// whose agent reports no binlog read (an older agent) is priced as before, by rows and
+// bytes: its read price is held at the fleet's, and it reads nothing.
+//
+// An instance's cost on a wave is then its own rows, bytes and binlog at that wave's prices,
 // and a move's effect on its destination is predicted at the destination's prices. A
 // wave's capacity is its host's cores (cpu.cores). The fit is robust (Huber's weights)
 // and pulled towards the fleet's pooled prices, which stand in, visibly, for a wave whose
@@ -53,7 +60,8 @@ const (
 // Prices are one wave's fitted costs, in CPU cores.
 type Prices struct {
 	Row  float64 // cores per row/s
-	Byte float64 // cores per byte/s
+	Byte float64 // cores per byte/s published
+	Read float64 // cores per binlog byte/s read
 	Base float64 // cores the wave process uses with no work
 	// Source says where the prices come from (SourceFitted, SourcePooled, SourceNone);
 	// Samples how many of the wave's own samples the window held; R2 and RMSE how well
@@ -95,6 +103,12 @@ type Prices struct {
 	// rows and bytes by their spreads (fitCentred), a split the data cannot check. At
 	// the fleet's bytes per row the cost is the fitted one whatever the split.
 	PooledCollinear bool
+	// PooledReadCollinear: the prices are, or lean on, the fleet's pooled prices, and
+	// across the fleet the binlog its waves read moved only with what they published
+	// (every instance publishing what it reads): the pool could not tell reading from
+	// publishing, and priced reading within the rows and bytes (Read is 0). An instance
+	// that publishes a small part of what it reads is then priced by what it publishes.
+	PooledReadCollinear bool
 	// PooledFromFits: the prices are, or lean on, the fleet's pooled prices, and these
 	// are the median of the waves' own fits, as the pooled fit found no cost of work.
 	PooledFromFits bool
@@ -108,8 +122,17 @@ type Prices struct {
 	Thin bool
 }
 
-// Cost is what rows/s and bytes/s of work cost at these prices, in cores.
-func (p Prices) Cost(rows, bytes float64) float64 { return p.Row*rows + p.Byte*bytes }
+// Cost is what rows/s and bytes/s published and binlog bytes/s read cost at these
+// prices, in cores.
+func (p Prices) Cost(rows, bytes, read float64) float64 {
+	return p.Row*rows + p.Byte*bytes + p.Read*read
+}
+
+// vector is the prices of work in the fit's order.
+func (p Prices) vector() [dims]float64 { return [dims]float64{p.Row, p.Byte, p.Read} }
+
+// costOf is what sample s's work costs at these prices.
+func (p Prices) costOf(s sample) float64 { return costAt(p.vector(), s) }
 
 // Options configure a Model.
 type Options struct {
@@ -134,7 +157,7 @@ type Model struct {
 	nodes  map[string]*node
 	pooled struct {
 		at     time.Time // when fitted; zero: never
-		prices [2]float64
+		prices [dims]float64
 		// base is the median wave's idle base at the pooled prices' speed
 		// (baseAtSpeed): the idle process a scaled price adds.
 		base float64
@@ -143,6 +166,9 @@ type Model struct {
 		// failed when not ok (an Unpriced constant).
 		collinear bool
 		why       string
+		// readCollinear: the binlog read moved only with the work published across the
+		// pool, and reading was priced within it (fitCentred).
+		readCollinear bool
 		// fromFits: the joint fit found no cost, and the prices are the median of the
 		// waves' own fits (ownFitsMedianLocked).
 		fromFits bool
@@ -167,9 +193,9 @@ type node struct {
 	// WorkErr (0: no own fit to compare): what poolErrLocked learns the pool's miss from.
 	gap, gapErr float64
 	// own is the wave's own fit's prices of work at its last refit when it found a cost
-	// (a row or byte price above 0; else zero): what the pool falls back on where its
-	// joint fit finds none (ownFitsMedianLocked).
-	own [2]float64
+	// (a price above 0; else zero): what the pool falls back on where its joint fit
+	// finds none (ownFitsMedianLocked).
+	own [dims]float64
 }
 
 type timedSample struct {
@@ -179,12 +205,12 @@ type timedSample struct {
 
 // pendingSample gathers the points of one batch into a sample.
 type pendingSample struct {
-	ts                    time.Time
-	cpu, cores            float64
-	hasCPU, hasCores      bool
-	rows, bytes           float64 // the instances' sums
-	sawRows, sawBytes     bool    // whether any instance reported them
-	rowsTotal, bytesTotal float64 // the unlabelled totals
+	ts                             time.Time
+	cpu, cores                     float64
+	hasCPU, hasCores               bool
+	rows, bytes, read              float64 // the instances' sums
+	sawRows, sawBytes, sawRead     bool    // whether any instance reported them
+	rowsTotal, bytesTotal, readTot float64 // the unlabelled totals
 }
 
 // New returns an empty model.
@@ -244,10 +270,15 @@ func (ps *pendingSample) take(p *metric.Point) {
 	case p.Name == metric.WaveBytesPerS && inst:
 		ps.bytes += v
 		ps.sawBytes = true
+	case p.Name == metric.WaveBinlogBytesPerS && inst:
+		ps.read += v
+		ps.sawRead = true
 	case p.Name == metric.WaveTPS && len(p.Labels) == 0:
 		ps.rowsTotal = v
 	case p.Name == metric.WaveBytesPerS && len(p.Labels) == 0:
 		ps.bytesTotal = v
+	case p.Name == metric.WaveBinlogBytesPerS && len(p.Labels) == 0:
+		ps.readTot = v
 	}
 }
 
@@ -270,12 +301,15 @@ func (m *Model) addLocked(id string, ps *pendingSample) {
 		n = &node{}
 		m.nodes[id] = n
 	}
-	s := sample{rows: ps.rows, bytes: ps.bytes, cpu: ps.cpu}
+	s := sample{rows: ps.rows, bytes: ps.bytes, read: ps.read, cpu: ps.cpu}
 	if !ps.sawRows {
 		s.rows = ps.rowsTotal
 	}
 	if !ps.sawBytes {
 		s.bytes = ps.bytesTotal
+	}
+	if !ps.sawRead {
+		s.read = ps.readTot
 	}
 	if k := len(n.samples); k > 0 && !ps.ts.After(n.samples[k-1].ts) {
 		// A redelivered or late batch: insert in order, once per time.
@@ -371,13 +405,13 @@ func (m *Model) Prices(id string) Prices {
 	return m.pricesLocked(id)
 }
 
-// Pooled returns the fleet's pooled prices of a row and of a byte, and whether any wave
-// had samples to pool.
-func (m *Model) Pooled() (row, byte float64, ok bool) {
+// Pooled returns the fleet's pooled prices of work (Base and the fields describing a
+// wave's fit unset), and whether any wave had samples to pool.
+func (m *Model) Pooled() (Prices, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p, ok := m.pooledLocked()
-	return p[0], p[1], ok
+	return Prices{Row: p[0], Byte: p[1], Read: p[2]}, ok
 }
 
 // priorStrength is the pull of the pooled prices on a wave's own fit (see fit).
@@ -400,8 +434,8 @@ func (m *Model) pricesLocked(id string) Prices {
 		if !pooledOK {
 			return Prices{Source: SourceNone, Unpriced: m.pooled.why}
 		}
-		return Prices{Row: prior[0], Byte: prior[1], Source: SourcePooled, PooledCollinear: m.pooled.collinear, PooledFromFits: m.pooled.fromFits,
-			PooledWhy: "no wave.cpu_cores samples of its own: the fleet's pooled prices, its speed unknown", Thin: true}
+		return Prices{Row: prior[0], Byte: prior[1], Read: prior[2], Source: SourcePooled, PooledCollinear: m.pooled.collinear,
+			PooledReadCollinear: m.pooled.readCollinear, PooledFromFits: m.pooled.fromFits, PooledWhy: "no wave.cpu_cores samples of its own: the fleet's pooled prices, its speed unknown", Thin: true}
 	}
 	now := m.o.Now()
 	// Refitted once a minute, or sooner when its samples have doubled since: a fit
@@ -438,7 +472,7 @@ func (m *Model) pricesLocked(id string) Prices {
 
 // priceOf prices n's work from its samples ss (those that did not saturate), the
 // fleet's pooled prices prior standing in where they cannot.
-func (m *Model) priceOf(n *node, ss []sample, prior [2]float64, pooledOK bool) Prices {
+func (m *Model) priceOf(n *node, ss []sample, prior [dims]float64, pooledOK bool) Prices {
 	var p Prices
 	n.gap, n.gapErr = 0, 0 // until an own fit sets them
 	switch {
@@ -448,8 +482,7 @@ func (m *Model) priceOf(n *node, ss []sample, prior [2]float64, pooledOK bool) P
 		// tell (the floor: its true speed shows only once it is relieved).
 		p = Prices{Source: SourceNone, Base: n.cores}
 		if pooledOK {
-			mr, mb, _ := means(n.samples)
-			p = m.scaledLocked(prior, math.Max(1, saturatedAt*n.cores/(prior[0]*mr+prior[1]*mb+m.pooled.base)))
+			p = m.scaledLocked(prior, math.Max(1, saturatedAt*n.cores/(costAt(prior, means(n.samples))+m.pooled.base)))
 		}
 	case len(ss) >= m.o.MinSamples && varies(ss):
 		p = m.ownFit(n, ss, prior, pooledOK)
@@ -460,8 +493,7 @@ func (m *Model) priceOf(n *node, ss []sample, prior [2]float64, pooledOK bool) P
 		// as the fleet's median is priced twice as dear from its first samples on,
 		// rather than at the fleet's prices with the difference called its idle base
 		// (which moving instances off it never lowers).
-		_, _, mc := meanSamples(ss)
-		p = Prices{Base: mc, Source: SourceNone}
+		p = Prices{Base: meanSample(ss).cpu, Source: SourceNone}
 		if pooledOK {
 			p = m.scaledLocked(prior, m.speedLocked(prior, ss))
 			p.CostErr = m.pooled.err
@@ -471,7 +503,7 @@ func (m *Model) priceOf(n *node, ss []sample, prior [2]float64, pooledOK bool) P
 				p.PooledWhy = "its work has not varied enough to fit prices of its own: the fleet's prices at the wave's speed"
 			}
 		}
-		p.R2, p.RMSE = explained(ss, fitResult{row: p.Row, byte: p.Byte, base: p.Base})
+		p.R2, p.RMSE = explained(ss, fitResult{price: p.vector(), base: p.Base})
 	}
 	return p
 }
@@ -482,20 +514,22 @@ func (m *Model) priceOf(n *node, ss []sample, prior [2]float64, pooledOK bool) P
 // on the pool and one whose work moved on its own, as far as the fleet's waves truly
 // differ, with no jump between the two as samples come. Source says which weighs more.
 // It keeps the gap between the two on n for the next pooling.
-func (m *Model) ownFit(n *node, ss []sample, prior [2]float64, pooledOK bool) Prices {
+func (m *Model) ownFit(n *node, ss []sample, prior [dims]float64, pooledOK bool) Prices {
 	f := fit(ss, prior, priorStrength)
-	n.own = [2]float64{}
-	if f.row > 0 || f.byte > 0 {
-		n.own = [2]float64{max(f.row, 0), max(f.byte, 0)}
+	n.own = [dims]float64{}
+	if f.price != n.own && slices.Max(f.price[:]) > 0 {
+		for a := range dims {
+			n.own[a] = max(f.price[a], 0)
+		}
 	}
-	p := Prices{Row: f.row, Byte: f.byte, Base: f.base, Source: SourceFitted, R2: f.r2, RMSE: f.rmse, WorkErr: f.workErr}
+	p := Prices{Row: f.price[0], Byte: f.price[1], Read: f.price[2], Base: f.base, Source: SourceFitted, R2: f.r2, RMSE: f.rmse, WorkErr: f.workErr}
 	if !pooledOK {
 		return p
 	}
-	mr, mb, _ := meanSamples(ss)
+	mean := meanSample(ss)
 	sp := m.scaledLocked(prior, m.speedLocked(prior, ss))
-	if pw := sp.Row*mr + sp.Byte*mb; pw > 0 && f.workErr < math.Inf(1) {
-		n.gap, n.gapErr = (f.row*mr+f.byte*mb)/pw-1, f.workErr
+	if pw := sp.costOf(mean); pw > 0 && f.workErr < math.Inf(1) {
+		n.gap, n.gapErr = costAt(f.price, mean)/pw-1, f.workErr
 	}
 	// The two precisions: the own fit's is 0 when its error is infinite (its work costs
 	// nothing at its prices), infinite when its samples fit exactly.
@@ -504,9 +538,11 @@ func (m *Model) ownFit(n *node, ss []sample, prior [2]float64, pooledOK bool) Pr
 	if !math.IsInf(wo, 1) {
 		a = wo / (wo + wp)
 	}
-	p.Row, p.Byte, p.Base = a*f.row+(1-a)*sp.Row, a*f.byte+(1-a)*sp.Byte, a*f.base+(1-a)*sp.Base
+	p.Row, p.Byte, p.Read = a*f.price[0]+(1-a)*sp.Row, a*f.price[1]+(1-a)*sp.Byte, a*f.price[2]+(1-a)*sp.Read
+	p.Base = a*f.base + (1-a)*sp.Base
 	p.CostErr = 1 / math.Sqrt(wo+wp)
 	p.PooledCollinear = a < 1 && m.pooled.collinear
+	p.PooledReadCollinear = a < 1 && m.pooled.readCollinear
 	p.PooledFromFits = a < 1 && m.pooled.fromFits
 	if a < 0.5 {
 		p.Source = SourcePooled
@@ -579,10 +615,10 @@ const speedWorkShare = 0.25
 // (an outside trial: a new, empty wave priced 35 % under its true row price, by its
 // idle CPU against the busy waves' fitted base, and the plans overfilled it); a wave
 // with none is priced at the fleet's prices (BaseNow still measures its base).
-func (m *Model) speedLocked(prior [2]float64, ss []sample) float64 {
+func (m *Model) speedLocked(prior [dims]float64, ss []sample) float64 {
 	ratios := make([]float64, 0, len(ss))
 	for _, s := range ss {
-		work := prior[0]*s.rows + prior[1]*s.bytes
+		work := costAt(prior, s)
 		if d := work + m.pooled.base; d > 0 && s.cpu > 0 && work >= speedWorkShare*d {
 			ratios = append(ratios, s.cpu/d)
 		}
@@ -594,28 +630,29 @@ func (m *Model) speedLocked(prior [2]float64, ss []sample) float64 {
 }
 
 // scaledLocked is the pooled prices and base times the speed factor f (bounded).
-func (m *Model) scaledLocked(prior [2]float64, f float64) Prices {
+func (m *Model) scaledLocked(prior [dims]float64, f float64) Prices {
 	f = min(max(f, minSpeed), maxSpeed)
-	return Prices{Row: f * prior[0], Byte: f * prior[1], Base: f * m.pooled.base, Source: SourcePooled,
-		PooledCollinear: m.pooled.collinear, PooledFromFits: m.pooled.fromFits}
+	return Prices{Row: f * prior[0], Byte: f * prior[1], Read: f * prior[2], Base: f * m.pooled.base, Source: SourcePooled,
+		PooledCollinear: m.pooled.collinear, PooledReadCollinear: m.pooled.readCollinear, PooledFromFits: m.pooled.fromFits}
 }
 
-// meanSamples is the mean rows, bytes and CPU of ss.
-func meanSamples(ss []sample) (rows, bytes, cpu float64) {
+// meanSample is the mean work and CPU of ss.
+func meanSample(ss []sample) sample {
+	var m sample
 	for _, s := range ss {
-		rows, bytes, cpu = rows+s.rows, bytes+s.bytes, cpu+s.cpu
+		m.rows, m.bytes, m.read, m.cpu = m.rows+s.rows, m.bytes+s.bytes, m.read+s.read, m.cpu+s.cpu
 	}
 	k := float64(len(ss))
-	return rows / k, bytes / k, cpu / k
+	return sample{rows: m.rows / k, bytes: m.bytes / k, read: m.read / k, cpu: m.cpu / k}
 }
 
-// means is meanSamples of timed samples.
-func means(ts []timedSample) (rows, bytes, cpu float64) {
+// means is meanSample of timed samples.
+func means(ts []timedSample) sample {
 	ss := make([]sample, len(ts))
 	for i, s := range ts {
 		ss[i] = s.sample
 	}
-	return meanSamples(ss)
+	return meanSample(ss)
 }
 
 // WarmEvery is how often a caller that keeps the fits warm (Warm) calls it. Warm refits
@@ -687,7 +724,7 @@ func (n *node) plain(p *Prices) (out []sample, saturated int) {
 		risk = saturatedAt*n.cores - nearCap*p.RMSE
 	}
 	for _, s := range n.samples {
-		if n.cores > 0 && s.cpu >= saturatedAt*n.cores || p != nil && p.Base+p.Cost(s.rows, s.bytes) >= risk {
+		if n.cores > 0 && s.cpu >= saturatedAt*n.cores || p != nil && p.Base+p.costOf(s.sample) >= risk {
 			saturated++
 			continue
 		}
@@ -729,7 +766,7 @@ func (n *node) baseNow(p Prices) (float64, bool) {
 			}
 			continue
 		}
-		res = append(res, s.cpu-p.Cost(s.rows, s.bytes))
+		res = append(res, s.cpu-p.costOf(s.sample))
 	}
 	if len(res) == 0 || 2*pegged > min(k, recentMin) {
 		return p.Base, true
@@ -738,22 +775,21 @@ func (n *node) baseNow(p Prices) (float64, bool) {
 }
 
 // varies reports whether the work changed enough across the samples to price it: a
-// coefficient of variation of at least 2 % in rows or bytes.
+// coefficient of variation of at least 2 % in rows, bytes or binlog read.
 func varies(ss []sample) bool {
-	cv := func(get func(sample) float64) float64 {
-		mean, sd := meanSD(ss, get)
-		if mean <= 0 {
-			return 0
+	for a := range dims {
+		mean, sd := meanSD(ss, func(s sample) float64 { return s.work()[a] })
+		if mean > 0 && sd/mean >= 0.02 {
+			return true
 		}
-		return sd / mean
 	}
-	return cv(func(s sample) float64 { return s.rows }) >= 0.02 || cv(func(s sample) float64 { return s.bytes }) >= 0.02
+	return false
 }
 
 // pooledLocked fits the fleet's prices of work: every wave with enough samples, each
 // centred on its own means (so that the waves' different bases do not pass for prices),
 // in one robust fit.
-func (m *Model) pooledLocked() ([2]float64, bool) {
+func (m *Model) pooledLocked() ([dims]float64, bool) {
 	now := m.o.Now()
 	if !m.pooled.at.IsZero() && now.Sub(m.pooled.at) < repoolEvery {
 		return m.pooled.prices, m.pooled.ok
@@ -771,13 +807,13 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 		if k < m.o.MinSamples {
 			continue
 		}
-		mr, mb, mc := meanSamples(ss)
+		mean := meanSample(ss)
 		pool = append(pool, ss)
 		from := len(all)
 		step := max(1, k/poolSamples)
 		for i := 0; i < k; i += step {
 			s := ss[i]
-			all = append(all, sample{rows: s.rows - mr, bytes: s.bytes - mb, cpu: s.cpu - mc})
+			all = append(all, sample{rows: s.rows - mean.rows, bytes: s.bytes - mean.bytes, read: s.read - mean.read, cpu: s.cpu - mean.cpu})
 		}
 		spans = append(spans, [2]int{from, len(all)})
 	}
@@ -790,10 +826,10 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 				break
 			}
 		}
-		return [2]float64{}, false
+		return [dims]float64{}, false
 	}
 	f := fitAtSpeeds(all, spans)
-	prices, ok, collinear, fromFits := [2]float64{f.row, f.byte}, f.row > 0 || f.byte > 0, f.collinear, false
+	prices, ok, collinear, fromFits := f.price, slices.Max(f.price[:]) > 0, f.collinear, false
 	if !ok {
 		// The joint fit found no cost of work (lightly loaded waves, whose CPU barely
 		// moves with their rows), where some waves' own fits found one: the median of
@@ -806,11 +842,12 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 	}
 	bases := make([]float64, len(pool))
 	for i, ss := range pool {
-		bases[i] = baseAtSpeed(ss, prices[0], prices[1])
+		bases[i] = baseAtSpeed(ss, prices)
 	}
 	m.pooled.at = now
 	m.pooled.prices, m.pooled.ok, m.pooled.fromFits = prices, ok, fromFits
 	m.pooled.collinear, m.pooled.why = collinear && ok, ""
+	m.pooled.readCollinear = f.readCollinear && ok && !fromFits
 	if !m.pooled.ok {
 		m.pooled.why = UnpricedNoPool
 	}
@@ -819,33 +856,39 @@ func (m *Model) pooledLocked() ([2]float64, bool) {
 	return m.pooled.prices, m.pooled.ok
 }
 
-// ownFitsMedianLocked is the median row and byte price of the waves whose own fit found
-// a cost of work, and how many they are.
-func (m *Model) ownFitsMedianLocked() ([2]float64, int) {
-	var rows, bytes []float64
+// ownFitsMedianLocked is the median price of each kind of work over the waves whose own
+// fit found a cost of work, and how many they are.
+func (m *Model) ownFitsMedianLocked() ([dims]float64, int) {
+	var each [dims][]float64
 	for _, n := range m.nodes {
-		if n.own != [2]float64{} {
-			rows, bytes = append(rows, n.own[0]), append(bytes, n.own[1])
+		if n.own != [dims]float64{} {
+			for a := range dims {
+				each[a] = append(each[a], n.own[a])
+			}
 		}
 	}
-	if len(rows) == 0 {
-		return [2]float64{}, 0
+	var out [dims]float64
+	if len(each[0]) == 0 {
+		return out, 0
 	}
-	return [2]float64{median(rows), median(bytes)}, len(rows)
+	for a := range dims {
+		out[a] = median(each[a])
+	}
+	return out, len(each[0])
 }
 
 // baseAtSpeed is a wave's idle base at the pooled prices' speed: the intercept of its
-// CPU over its work at the pooled prices (row, byte), divided by the slope, the wave's
+// CPU over its work at the pooled prices, divided by the slope, the wave's
 // speed against the pool (bounded as a pooled wave's is), so that scaledLocked's factor
 // gives each wave its own again; never below 0. What its mean CPU leaves of its mean
 // work at the pooled prices alone would call a slow host's extra cost its idle process
 // (on the fleet simulator's seed 2 the median wave's base came out six times the idle
 // process's), and a wave priced from the pool would carry that as a base which moving its
 // instances off never lowers.
-func baseAtSpeed(ss []sample, row, byte float64) float64 {
+func baseAtSpeed(ss []sample, prices [dims]float64) float64 {
 	var sw, sc, sww, swc float64
 	for _, s := range ss {
-		w := row*s.rows + byte*s.bytes
+		w := costAt(prices, s)
 		sw, sc, sww, swc = sw+w, sc+s.cpu, sww+w*w, swc+w*s.cpu
 	}
 	k := float64(len(ss))
@@ -877,7 +920,7 @@ func fitAtSpeeds(all []sample, spans [][2]int) fitResult {
 		for j, sp := range spans {
 			var ww, wc float64
 			for _, s := range all[sp[0]:sp[1]] {
-				w := f.row*s.rows + f.byte*s.bytes
+				w := costAt(f.price, s)
 				ww, wc = ww+w*w, wc+w*s.cpu
 			}
 			speeds[j] = 1
@@ -917,20 +960,35 @@ const collinearTol = 1e-4
 // byte/σb·bytes the same sum); an instance of another mix is priced half by how far its
 // rows, half by how far its bytes run from the fleet's, rather than by one of the two
 // only. collinear is set on the result.
+//
+// Where the binlog read moves only with the rows and bytes published (every instance
+// publishing what it reads, no filter anywhere), the pool cannot tell what reading costs
+// from what publishing does: reading is left out (its price 0), and rows and bytes price
+// both, which at the fleet's mix is the same cost. readCollinear is set on the result.
 func fitCentred(ss []sample) fitResult {
+	readWithWork := readCollinear(ss)
+	if readWithWork {
+		z := make([]sample, len(ss))
+		for i, s := range ss {
+			z[i] = sample{rows: s.rows, bytes: s.bytes, cpu: s.cpu}
+		}
+		ss = z
+	}
+	var f fitResult
 	if sr, sb, ok := collinear(ss); ok {
 		z := make([]sample, len(ss))
 		for i, s := range ss {
-			z[i] = sample{rows: s.rows/sr + s.bytes/sb, cpu: s.cpu}
+			z[i] = sample{rows: s.rows/sr + s.bytes/sb, read: s.read, cpu: s.cpu}
 		}
-		f := fitWith(z, [2]float64{}, 0, true)
-		f.row, f.byte, f.base, f.collinear = f.row/sr, f.row/sb, 0, true
-		return f
+		f = fitWith(z, [dims]float64{}, 0, true)
+		f.price = [dims]float64{f.price[0] / sr, f.price[0] / sb, f.price[2]}
+		f.collinear = true
+	} else {
+		// Centred regressors take negative values: scale by the root mean square as fit
+		// does, with no prior and no base (the mean of centred data is zero).
+		f = fitWith(ss, [dims]float64{}, 0, true)
 	}
-	// Centred regressors take negative values: scale by the root mean square as fit
-	// does, with no prior and no base (the mean of centred data is zero).
-	f := fitWith(ss, [2]float64{}, 0, true)
-	f.base = 0
+	f.base, f.readCollinear = 0, readWithWork
 	return f
 }
 
@@ -948,6 +1006,71 @@ func collinear(ss []sample) (sr, sb float64, ok bool) {
 	}
 	rho := c / float64(len(ss)) / (sdr * sdb)
 	return sdr, sdb, rho > 0 && 1-rho*rho < collinearTol
+}
+
+// readCollinear reports whether the samples' binlog read varies and all but
+// collinearTol of its variation is the rows' and bytes' (1 − R² of read over the two,
+// by projecting it off their centred directions, Gram–Schmidt).
+func readCollinear(ss []sample) bool {
+	n := len(ss)
+	if n == 0 {
+		return false
+	}
+	mean := meanSample(ss)
+	y := make([]float64, n)
+	var tot float64
+	for i, s := range ss {
+		y[i] = s.read - mean.read
+		tot += y[i] * y[i]
+	}
+	if tot == 0 {
+		return false
+	}
+	var basis [][]float64
+	for _, get := range []func(sample) float64{func(s sample) float64 { return s.rows }, func(s sample) float64 { return s.bytes }} {
+		m := get(mean)
+		u := make([]float64, n)
+		var norm0 float64
+		for i, s := range ss {
+			u[i] = get(s) - m
+			norm0 += u[i] * u[i]
+		}
+		for _, b := range basis {
+			project(u, b)
+		}
+		if norm := dot(u, u); norm > 1e-12*norm0 && norm > 0 {
+			scale(u, 1/math.Sqrt(norm))
+			basis = append(basis, u)
+		}
+	}
+	for _, b := range basis {
+		project(y, b)
+	}
+	return dot(y, y)/tot < collinearTol
+}
+
+// dot is the inner product of a and b (of equal length).
+func dot(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// project removes from u its part along the unit vector b.
+func project(u, b []float64) {
+	d := dot(u, b)
+	for i := range u {
+		u[i] -= d * b[i]
+	}
+}
+
+// scale multiplies u by f.
+func scale(u []float64, f float64) {
+	for i := range u {
+		u[i] *= f
+	}
 }
 
 // Nodes lists the nodes the model has samples or a capacity of, sorted.

@@ -17,7 +17,7 @@ import (
 var t0 = time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 
 // truth is a wave's true prices.
-type truth struct{ row, byte, base float64 }
+type truth struct{ row, byte, base, read float64 }
 
 // wave simulates one wave's batches: instances with their own rates, row sizes and
 // daily phases, each rate bursting on its own from minute to minute (log-normal, as
@@ -29,6 +29,7 @@ type wave struct {
 	tr       truth
 	rates    []float64 // rows/s at the daily mean
 	sizes    []float64 // bytes per row
+	reads    []float64 // binlog bytes read per byte published; nil: the agent reports no binlog read
 	phases   []float64 // hours
 	noise    float64
 	outliers float64
@@ -52,7 +53,7 @@ func newWave(node string, tr truth, instances int, seed uint64) *wave {
 func (w *wave) batch(t time.Time) metric.Batch {
 	b := metric.Batch{Node: w.node, TS: t, IntervalS: 60}
 	h := float64(t.Sub(t0)) / float64(time.Hour)
-	var rows, bytes float64
+	var rows, bytes, read float64
 	for i := range w.rates {
 		r := w.rates[i] * (1 + w.swing*math.Sin(2*math.Pi*(h-w.phases[i])/24)) * math.Exp(w.burst*w.rng.NormFloat64())
 		by := r * w.sizes[i]
@@ -60,8 +61,12 @@ func (w *wave) batch(t time.Time) metric.Batch {
 		l := map[string]string{"instance": fmt.Sprintf("i%d", i)}
 		b.Points = append(b.Points, metric.Point{Name: metric.WaveTPS, Labels: l, Value: r},
 			metric.Point{Name: metric.WaveBytesPerS, Labels: l, Value: by})
+		if w.reads != nil {
+			read += by * w.reads[i]
+			b.Points = append(b.Points, metric.Point{Name: metric.WaveBinlogBytesPerS, Labels: l, Value: by * w.reads[i]})
+		}
 	}
-	cpu := w.tr.row*rows + w.tr.byte*bytes + w.tr.base + w.extra
+	cpu := w.tr.row*rows + w.tr.byte*bytes + w.tr.read*read + w.tr.base + w.extra
 	cpu *= 1 + w.noise*w.rng.NormFloat64()
 	if w.rng.Float64() < w.outliers {
 		cpu *= 3
@@ -121,7 +126,7 @@ func TestPricesRecovered(t *testing.T) {
 			for k := range w.rates {
 				rows, bytes = rows+w.rates[k], bytes+w.rates[k]*w.sizes[k]
 			}
-			within(t, tc.tr.row*rows+tc.tr.byte*bytes, p.Cost(rows, bytes), 0.05, "the mix's cost")
+			within(t, tc.tr.row*rows+tc.tr.byte*bytes, p.Cost(rows, bytes, 0), 0.05, "the mix's cost")
 			require.InDelta(t, tc.tr.base, p.Base, 0.02, "base, in cores")
 			require.Equal(t, 2160, p.Samples+p.Saturated, "six hours at 10 s")
 			cores, ok := m.Cores("w")
@@ -149,7 +154,8 @@ func TestThinDataFallsBack(t *testing.T) {
 	require.Equal(t, SourcePooled, p.Source)
 	require.Equal(t, 5, p.Samples)
 	require.Equal(t, "5 of the 30 samples a fit of its own needs: the fleet's prices at the wave's speed", p.PooledWhy)
-	row, byte, ok := m.Pooled()
+	pp, ok := m.Pooled()
+	row, byte := pp.Row, pp.Byte
 	require.True(t, ok)
 	within(t, tr.row, row, 0.10, "pooled row price")
 	within(t, tr.byte, byte, 0.10, "pooled byte price")
@@ -205,7 +211,7 @@ func TestCollinearWorkStillPredictsItsMix(t *testing.T) {
 	p := m.Prices("same")
 	require.Equal(t, SourceFitted, p.Source)
 	rows := 5000.0
-	within(t, same.tr.row*rows+same.tr.byte*rows*500, p.Cost(rows, rows*500), 0.05, "the mix's cost")
+	within(t, same.tr.row*rows+same.tr.byte*rows*500, p.Cost(rows, rows*500, 0), 0.05, "the mix's cost")
 	require.Greater(t, p.Row, 0.0)
 	require.Greater(t, p.Byte, 0.0)
 }
@@ -386,13 +392,14 @@ func TestPooledBaseIsTheIdleProcess(t *testing.T) {
 		ws = append(ws, w)
 	}
 	feed(m, &clk, 6*time.Hour, ws...)
-	_, _, ok := m.Pooled()
+	_, ok := m.Pooled()
 	require.True(t, ok)
 	m.mu.Lock()
 	got := m.pooled.base
 	m.mu.Unlock()
 	// The idle process at the pooled prices' speed (a host at those prices idles at it).
-	row, _, _ := m.Pooled()
+	pp, _ := m.Pooled()
+	row := pp.Row
 	within(t, base*row/2e-5, got, 0.10, "the pool's base")
 }
 
@@ -403,7 +410,8 @@ func TestPooledBaseIsTheIdleProcess(t *testing.T) {
 // simulator's seed 2.
 func TestPooledPricesAcrossSpeeds(t *testing.T) {
 	m, _ := speedFleet()
-	row, byte, ok := m.Pooled()
+	pp, ok := m.Pooled()
+	row, byte := pp.Row, pp.Byte
 	require.True(t, ok)
 	within(t, 1.4*2e-5, row, 0.10, "the pool's row price, the median host's")
 	within(t, 1.4*4e-9, byte, 0.20, "the pool's byte price, the median host's")
@@ -445,16 +453,17 @@ func TestUncertainFitTakesThePoolAtItsSpeed(t *testing.T) {
 		rows, bytes = rows+flat.rates[k], bytes+flat.rates[k]*flat.sizes[k]
 	}
 	want := flat.tr.row*rows + flat.tr.byte*bytes
-	within(t, want, p.Cost(rows, bytes), 0.10, "the flat wave's work at the pool's prices and its speed")
+	within(t, want, p.Cost(rows, bytes, 0), 0.10, "the flat wave's work at the pool's prices and its speed")
 
 	// What it stands in for: the wave's own fit, on the same samples, misprices its work.
 	ss, _ := m.nodes["flat"].plain(nil)
-	row, byte, _ := m.Pooled()
-	own := fit(ss, [2]float64{row, byte}, priorStrength)
-	ownErr := math.Abs(own.row*rows+own.byte*bytes-want) / want
-	usedErr := math.Abs(p.Cost(rows, bytes)-want) / want
+	pp, _ := m.Pooled()
+	row, byte := pp.Row, pp.Byte
+	own := fit(ss, [dims]float64{row, byte}, priorStrength)
+	ownErr := math.Abs(own.price[0]*rows+own.price[1]*bytes-want) / want
+	usedErr := math.Abs(p.Cost(rows, bytes, 0)-want) / want
 	require.Greater(t, ownErr, usedErr, "own fit: row %.3g byte %.3g base %.3f, its work %.1f %% off; at the prices used %.1f %%",
-		own.row, own.byte, own.base, 100*ownErr, 100*usedErr)
+		own.price[0], own.price[1], own.base, 100*ownErr, 100*usedErr)
 	require.InDelta(t, p.WorkErr, own.workErr, 1e-12, "the prices say how uncertain the own fit they lean away from was")
 }
 
@@ -526,9 +535,11 @@ func TestWarmRefitsAheadOfTheAsks(t *testing.T) {
 	// The pool, fitted at the first Warm, is due at repoolEvery: within WarmEvery of it,
 	// an ask still finds it as it was, and Warm fits it anew.
 	feed(m, &clk, repoolEvery-WarmEvery-warmAge, ws...)
-	r1, b1, _ := m.Pooled()
+	p1, _ := m.Pooled()
+	r1, b1 := p1.Row, p1.Byte
 	m.Warm()
-	r2, b2, _ := m.Pooled()
+	p2, _ := m.Pooled()
+	r2, b2 := p2.Row, p2.Byte
 	require.NotEqual(t, [2]float64{r1, b1}, [2]float64{r2, b2}, "repooled ahead of the asks")
 }
 
@@ -563,7 +574,8 @@ func collinearFleet(t *testing.T, instances int) {
 	idle.cores = 32
 	feed(m, &clk, time.Hour, append(ws, idle)...)
 
-	row, byte, ok := m.Pooled()
+	pp, ok := m.Pooled()
+	row, byte := pp.Row, pp.Byte
 	require.True(t, ok, "the pool of collinear work")
 	rows := 3000.0
 	within(t, tr.row*rows, row*rows+byte*150*rows, 0.05, "the pool's cost of the fleet's mix")
@@ -574,11 +586,11 @@ func collinearFleet(t *testing.T, instances int) {
 	require.Equal(t, SourcePooled, p.Source, "%+v", p)
 	require.True(t, p.PooledCollinear)
 	require.Empty(t, p.Unpriced)
-	within(t, tr.row*rows, p.Cost(rows, 150*rows), 0.10, "the idle wave's cost of the fleet's mix")
+	within(t, tr.row*rows, p.Cost(rows, 150*rows, 0), 0.10, "the idle wave's cost of the fleet's mix")
 	within(t, tr.base, p.Base, 0.25, "the idle wave's base")
 	for _, w := range ws {
 		q := m.Prices(w.node)
-		within(t, tr.row*rows, q.Cost(rows, 150*rows), 0.10, w.node+"'s cost of the fleet's mix")
+		within(t, tr.row*rows, q.Cost(rows, 150*rows, 0), 0.10, w.node+"'s cost of the fleet's mix")
 	}
 }
 
@@ -587,7 +599,8 @@ func collinearFleet(t *testing.T, instances int) {
 // before it), and not marked PooledCollinear.
 func TestSeparablePoolUnchanged(t *testing.T) {
 	m, ws := speedFleet()
-	row, byte, ok := m.Pooled()
+	pp, ok := m.Pooled()
+	row, byte := pp.Row, pp.Byte
 	require.True(t, ok)
 	t.Logf("pooled %.17g %.17g", row, byte)
 	require.InDelta(t, 1, row/goldenSeparableRow, 1e-12, "the pool's row price")

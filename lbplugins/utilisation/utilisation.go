@@ -94,12 +94,12 @@ type prepared struct {
 
 // node is one node's numbers, together: a decision reads them all for each candidate.
 type node struct {
-	cores, row, byt float64
-	peak            float64 // cores at the peak slot
-	utilNow         float64 // NaN when unknown
-	peakHour        int32
-	state           uint8
-	why             string // the filter's reason in stateNoPrices
+	cores, row, byt, read float64
+	peak                  float64 // cores at the peak slot
+	utilNow               float64 // NaN when unknown
+	peakHour              int32
+	state                 uint8
+	why                   string // the filter's reason in stateNoPrices
 }
 
 // Prepare implements lbplugins.Plugin: the capacities the judge computed per node when it
@@ -122,7 +122,7 @@ func (p *Plugin) Prepare(s *lbplugins.Snapshot) any {
 			}
 			continue
 		}
-		n.cores, n.row, n.byt = c.Cores, nonNeg(c.RowCores), nonNeg(c.ByteCores)
+		n.cores, n.row, n.byt, n.read = c.Cores, nonNeg(c.RowCores), nonNeg(c.ByteCores), nonNeg(c.ReadCores)
 		n.peak, n.peakHour, n.utilNow = nonNeg(c.PeakCores), int32(c.PeakHour), math.NaN()
 		if c.HasUtilNow {
 			n.utilNow = c.UtilNow
@@ -148,7 +148,8 @@ func nonNeg(v float64) float64 {
 // negative or infinite expected rate counts as none.
 func (p *Plugin) Start(r *lbplugins.Round) {
 	pr := r.Prepared.(*prepared)
-	r.Req.Expected.Rows, r.Req.Expected.Bytes = nonNeg(r.Req.Expected.Rows), nonNeg(r.Req.Expected.Bytes)
+	e := &r.Req.Expected
+	e.Rows, e.Bytes, e.Read = nonNeg(e.Rows), nonNeg(e.Bytes), nonNeg(e.Read)
 	for _, i := range pr.priced {
 		if r.Passes(i) {
 			r.State, r.Note = roundScored, NoteScored
@@ -197,7 +198,7 @@ func (n *node) cost(r *lbplugins.Round, i int) float64 {
 	if r.RunsIt(i) {
 		return 0
 	}
-	return n.row*r.Req.Expected.Rows + n.byt*r.Req.Expected.Bytes
+	return n.row*r.Req.Expected.Rows + n.byt*r.Req.Expected.Bytes + n.read*r.Req.Expected.Read
 }
 
 // Score implements lbplugins.Plugin: 100 / (1 + peak after), 100 for an idle wave, 50 at

@@ -1,8 +1,8 @@
 // Package wavefleet writes the batches the agents of a fleet of waves send, for tests
 // of the judge's load model and of what uses it (placements in utilisation, rebalancing
 // plans): each wave's host cores and CPU, and its wave process's CPU following given
-// prices of the rows and bytes its instances publish, which vary independently enough
-// for the judge to fit those prices.
+// prices of the rows and bytes its instances publish (and the binlog they read, where
+// given), which vary independently enough for the judge to fit those prices.
 package wavefleet
 
 import (
@@ -21,6 +21,11 @@ type Wave struct {
 	Cores, UtilPct float64
 	Row, Byte      float64
 	Instances      map[string]float64
+	// Read is the true price of a binlog byte read a second, and Reads each instance's
+	// binlog read per byte it publishes (an instance not in it reports no binlog read;
+	// nil: the wave's agent reports none).
+	Read  float64
+	Reads map[string]float64
 	// Collinear: the instances' bytes/s are exactly 150 a row, without the part that
 	// moves on its own, so that rows and bytes move together (as where every instance
 	// publishes rows of one size).
@@ -65,6 +70,10 @@ func Batches(waves []Wave, rounds int, last time.Time) []metric.Batch {
 					metric.Point{Name: metric.WaveTPS, Value: rows, Labels: inst},
 					metric.Point{Name: metric.WaveBytesPerS, Value: bytes, Labels: inst},
 					metric.Point{Name: metric.WaveInstanceRunning, Value: 1, Labels: map[string]string{"instance": id, "state": "running"}})
+				if ratio, ok := w.Reads[id]; ok {
+					cpu += w.Read * bytes * ratio
+					b.Points = append(b.Points, metric.Point{Name: metric.WaveBinlogBytesPerS, Value: bytes * ratio, Labels: inst})
+				}
 			}
 			b.Points = append(b.Points, metric.Point{Name: metric.WaveCPUCores, Value: cpu}, metric.Point{Name: metric.WaveTPS, Value: total})
 			out = append(out, b)
