@@ -21,14 +21,18 @@ const benchFleetUsage = `Usage: binlake bench fleet [flags]
 Simulates a heterogeneous fleet of waves and capture instances whose true CPU costs are
 known, and drives a judge through its HTTP API alone, as agents and the wave's balancer
 do: the agents report every wave (cpu.cores, cpu.util, mem.used_pct, load.1,
-wave.cpu_cores, wave.instances, per instance wave.tps, wave.bytes_per_s and
-wave.instance_running) for -history of simulated time, then a balancer asks POST
-/v1/rebalance with the assignment, applies the moves, lets -round-every pass with the
-agents reporting, and asks again, until a plan is empty or -rounds.
+wave.cpu_cores, wave.instances, per instance wave.tps, wave.bytes_per_s,
+wave.instance_running and, with a -read-price, wave.binlog_bytes_per_s) for -history of
+simulated time, then a balancer asks POST /v1/rebalance with the assignment, applies the
+moves, lets -round-every pass with the agents reporting, and asks again, until a plan is
+empty or -rounds.
 
-Each wave uses row_price·rows/s + byte_price·bytes/s + idle cores, with prices that
-differ between hosts (a speed factor); instances have lognormal rows/s and row sizes
-and a diurnal cycle peaking at different hours. The fleet starts round-robin by count.
+Each wave uses row_price·rows/s + byte_price·bytes/s + read_price·binlog bytes/s + idle
+cores, with prices that differ between hosts (a speed factor); instances have lognormal
+rows/s and row sizes and a diurnal cycle peaking at different hours. A wave reads its
+instances' whole sources: an instance whose filters keep part of its source (-filtered
+of them) reads a lognormal multiple of what it publishes (median -read-ratio), the
+others what they publish. The fleet starts round-robin by count.
 
 The report gives the true utilisation (CPU demand over cores) now and at each wave's
 daily peak: peak, spread and each capacity class's mean and max, for the initial
@@ -49,10 +53,12 @@ Presets (-preset; flags given override them):
   hetero       24 waves (8 × 2, 8 × 4, 8 × 8 cores), 400 instances (the default)
   large        200 waves (67 × 2, 67 × 4, 66 × 8 cores), 5,000 instances (-history-wait 10m)
   homogeneous  24 identical hosts of 4 cores (-speed-sigma 0), 400 instances
+  filtered     hetero's fleet with reading priced: -read-price 1e-8 -filtered 0.5 -read-ratio 5
 
 Examples:
   binlake bench fleet
   binlake bench fleet -preset large
+  binlake bench fleet -preset filtered -filtered 0.2
   binlake bench fleet -cores 2:4,16:4 -instances 200 -seed 7 -json
   binlake bench fleet -judge-config judge.yaml     # the in-process judge with these rebalance goals
   binlake bench fleet -json -truth > run.json      # and the true costs, to check the plans offline
@@ -70,6 +76,9 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 	util := fs.Float64("util", d.TargetUtil, "the fleet's mean utilisation at the start (total demand over total cores)")
 	speedSigma := fs.Float64("speed-sigma", d.SpeedSigma, "σ of the hosts' lognormal speed factor, which scales each wave's prices (0: identical hosts)")
 	amplitude := fs.Float64("diurnal", d.DiurnalAmplitude, "the largest diurnal swing of an instance's rates (0: flat; each draws 30–100 % of it)")
+	readPrice := fs.Float64("read-price", d.ReadPrice, "the fleet's mean cores per binlog byte/s read, scaled by each host's speed (0: reading is free and not reported)")
+	filtered := fs.Float64("filtered", d.FilteredShare, "share of instances whose filters keep part of their source, reading more than they publish (needs a -read-price)")
+	readRatio := fs.Float64("read-ratio", d.ReadRatioMedian, "median of what a filtered instance reads over what it publishes (lognormal, at least 1)")
 	history := fs.Duration("history", d.History, "simulated time the agents report before the balancer starts")
 	historyStep := fs.Duration("history-step", d.HistoryStep, "the agents' interval over the history")
 	warmup := fs.Duration("warmup", d.Warmup, "the end of the history, reported every -step")
@@ -115,6 +124,8 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 		"step": func() { o.Step = *step }, "rounds": func() { o.Rounds = *rounds },
 		"round-every": func() { o.RoundEvery = *roundEvery }, "history-wait": func() { o.HistoryWait = *historyWait },
 		"historical-every": func() { o.HistoricalEvery = *historicalEvery }, "senders": func() { o.Senders = *senders },
+		"read-price": func() { o.ReadPrice = *readPrice }, "filtered": func() { o.FilteredShare = *filtered },
+		"read-ratio": func() { o.ReadRatioMedian = *readRatio },
 	} {
 		if set[name] {
 			apply()

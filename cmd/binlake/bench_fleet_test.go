@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,6 +72,9 @@ func TestBenchFleetBadFlags(t *testing.T) {
 		{[]string{"-waves", "2"}, "waves 2: want at least one per capacity class"},
 		{[]string{"-rounds", "0"}, "rounds 0"},
 		{[]string{"-truth"}, "give -json too"},
+		{[]string{"-filtered", "0.5"}, "give a read price too"},
+		{[]string{"-read-price", "-1"}, "read price -1"},
+		{[]string{"-preset", "filtered", "-read-ratio", "0.5"}, "read ratio median 0.5"},
 		{[]string{"-judge", "http://127.0.0.1:1", "-judge-config", "judge.yaml"}, "-judge-config configures the in-process judge"},
 	} {
 		var out, errOut bytes.Buffer
@@ -78,5 +82,31 @@ func TestBenchFleetBadFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestBenchFleetReading: the reading flags reach the fleet. The filtered preset's agents
+// report every instance's binlog read beside what it publishes, so the same tiny fleet
+// sends more points than with reading off (-read-price 0 -filtered 0), in as many
+// batches.
+func TestBenchFleetReading(t *testing.T) {
+	tiny := []string{"bench", "fleet", "-preset", "filtered", "-waves", "3", "-instances", "12", "-history", "1h",
+		"-history-step", "10m", "-warmup", "5m", "-rounds", "1", "-historical-every", "1s", "-seed", "3", "-json"}
+	report := func(extra ...string) fleetsim.Report {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), append(slices.Clone(tiny), extra...), &out, &errOut); err != nil {
+			t.Fatalf("%v: %v\nstderr:\n%s", extra, err, errOut.String())
+		}
+		var rep fleetsim.Report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("stdout is not a JSON report: %v", err)
+		}
+		return rep
+	}
+	reading, off := report(), report("-read-price", "0", "-filtered", "0")
+	if reading.Batches != off.Batches || reading.Points <= off.Points {
+		t.Errorf("with reading %d batches of %d points, without %d of %d: want as many batches with more points",
+			reading.Batches, reading.Points, off.Batches, off.Points)
 	}
 }

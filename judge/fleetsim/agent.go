@@ -73,26 +73,38 @@ func (s *state) batch(w int, t time.Time, interval time.Duration) metric.Batch {
 	tick := uint64(t.UnixNano())
 	h := hourOf(t)
 	insts := sortedKeys(s.on[w])
+	reading := s.reading()
+	perInst, perLeft, total := 3, 2, 10
+	if reading {
+		perInst, perLeft, total = 4, 3, 11
+	}
 	b := metric.Batch{Node: wave.Node, TS: t, IntervalS: interval.Seconds(),
-		Points: make([]metric.Point, 0, 10+3*len(insts)+2*len(s.left[w]))}
+		Points: make([]metric.Point, 0, total+perInst*len(insts)+perLeft*len(s.left[w]))}
 	demand := wave.Idle
-	var rows, bytes float64
+	var rows, bytes, read float64
 	for _, i := range insts {
 		in := s.f.Instances[i]
 		j := s.o.RateJitter
 		r := in.Rows * in.Diurnal(h) * math.Exp(j*gauss(s.o.Seed, noiseRate, uint64(i), tick)-j*j/2)
 		by := r * in.RowBytes
-		rows, bytes = rows+r, bytes+by
-		demand += wave.RowPrice*r + wave.BytePrice*by
+		rd := by * in.ReadRatio // the binlog read with the rows, so it jitters with them
+		rows, bytes, read = rows+r, bytes+by, read+rd
+		demand += wave.RowPrice*r + wave.BytePrice*by + wave.ReadPrice*rd
 		b.Points = append(b.Points,
 			metric.Point{Name: metric.WaveTPS, Value: r, Labels: s.labels[i]},
-			metric.Point{Name: metric.WaveBytesPerS, Value: by, Labels: s.labels[i]},
-			metric.Point{Name: metric.WaveInstanceRunning, Value: 1, Labels: s.runLbl[i]})
+			metric.Point{Name: metric.WaveBytesPerS, Value: by, Labels: s.labels[i]})
+		if reading {
+			b.Points = append(b.Points, metric.Point{Name: metric.WaveBinlogBytesPerS, Value: rd, Labels: s.labels[i]})
+		}
+		b.Points = append(b.Points, metric.Point{Name: metric.WaveInstanceRunning, Value: 1, Labels: s.runLbl[i]})
 	}
 	for _, i := range sortedKeys(s.left[w]) {
 		b.Points = append(b.Points,
 			metric.Point{Name: metric.WaveTPS, Value: 0, Labels: s.labels[i]},
 			metric.Point{Name: metric.WaveBytesPerS, Value: 0, Labels: s.labels[i]})
+		if reading { // the wave's read counter of a departed instance stays, as its others do
+			b.Points = append(b.Points, metric.Point{Name: metric.WaveBinlogBytesPerS, Value: 0, Labels: s.labels[i]})
+		}
 	}
 	cores := float64(wave.Cores)
 	node := uint64(w)
@@ -114,8 +126,16 @@ func (s *state) batch(w int, t time.Time, interval time.Duration) metric.Batch {
 		metric.Point{Name: metric.WaveInstances, Value: float64(len(insts))},
 		metric.Point{Name: metric.WaveTPS, Value: rows},
 		metric.Point{Name: metric.WaveBytesPerS, Value: bytes})
+	if reading {
+		b.Points = append(b.Points, metric.Point{Name: metric.WaveBinlogBytesPerS, Value: read})
+	}
 	return b
 }
+
+// reading says whether the fleet models reading the binlog, so that its agents report
+// wave.binlog_bytes_per_s. Without a read price they report what they did before it was
+// modelled, point for point: the existing benchmarks rest on those batches.
+func (s *state) reading() bool { return s.o.ReadPrice > 0 }
 
 func sortedKeys(m map[int]bool) []int {
 	out := make([]int, 0, len(m))

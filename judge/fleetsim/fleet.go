@@ -8,28 +8,35 @@ import (
 )
 
 // Wave is one simulated wave host: its capacity and its true cost prices. The wave
-// process uses RowPrice·Σrows/s + BytePrice·Σbytes/s + Idle cores for the instances it
-// runs; the prices differ between waves (each host has a speed factor), which is what a
-// judge that learns per-wave prices can find and one that prices every wave alike cannot.
+// process uses RowPrice·Σrows/s + BytePrice·Σbytes/s + ReadPrice·Σbinlog bytes/s + Idle
+// cores for the instances it runs (rows and bytes published, binlog read); the prices
+// differ between waves (each host has a speed factor), which is what a judge that learns
+// per-wave prices can find and one that prices every wave alike cannot.
 type Wave struct {
 	Node  string  `json:"node"`
 	Cores int     `json:"cores"`
 	Speed float64 `json:"speed"` // the host's speed factor: its prices are the fleet's times this
-	// RowPrice is cores per row/s, BytePrice cores per byte/s, Idle the cores of the
-	// process with no instance.
+	// RowPrice is cores per row/s, BytePrice cores per byte/s published, ReadPrice cores
+	// per binlog byte/s read, Idle the cores of the process with no instance.
 	RowPrice  float64 `json:"row_price"`
 	BytePrice float64 `json:"byte_price"`
+	ReadPrice float64 `json:"read_price"`
 	Idle      float64 `json:"idle_cores"`
 }
 
 // Instance is one simulated capture instance: its daily mean rows/s, the mean size of
-// its rows, and its diurnal cycle (1 + Amp·cos(2π(h − PeakHour)/24), h the UTC hour).
+// its rows, what it reads of its source's binlog per byte it publishes, and its diurnal
+// cycle (1 + Amp·cos(2π(h − PeakHour)/24), h the UTC hour).
 type Instance struct {
 	ID       string  `json:"id"`
 	Rows     float64 `json:"rows_per_s"`
 	RowBytes float64 `json:"row_bytes"`
-	Amp      float64 `json:"amp"`
-	PeakHour float64 `json:"peak_hour"`
+	// ReadRatio is the binlog bytes read per byte published: 1 when the instance's
+	// filters keep its whole source, more when they keep part of it (the other tables'
+	// events are read all the same).
+	ReadRatio float64 `json:"read_ratio"`
+	Amp       float64 `json:"amp"`
+	PeakHour  float64 `json:"peak_hour"`
 }
 
 // Fleet is a generated fleet and its initial assignment (Initial[i] is the index in
@@ -56,7 +63,14 @@ func (in Instance) Diurnal(h float64) float64 {
 
 // Base is what the instance costs w, in cores, at its daily mean rate.
 func (w Wave) Base(in Instance) float64 {
-	return in.Rows * (w.RowPrice + w.BytePrice*in.RowBytes)
+	return in.Rows * w.perRow(in)
+}
+
+// perRow is what one row/s of in costs w: the row, its bytes published and the binlog
+// read with them. Without a read price the last term is an exact 0, so the costs are
+// bit for bit those of the fleets before reading was modelled.
+func (w Wave) perRow(in Instance) float64 {
+	return w.RowPrice + w.BytePrice*in.RowBytes + w.ReadPrice*in.RowBytes*in.ReadRatio
 }
 
 // load is a wave's CPU demand over the day in closed form: c + x·cos(ωh) + y·sin(ωh)
@@ -99,21 +113,23 @@ func Generate(o Options) (*Fleet, error) {
 	// Shuffled, so that neither names nor the round-robin start say a wave's class.
 	r.Shuffle(len(cores), func(i, j int) { cores[i], cores[j] = cores[j], cores[i] })
 	width := len(fmt.Sprint(len(cores) - 1))
-	var totalCores, totalIdle, rowPrice, bytePrice float64
+	var totalCores, totalIdle float64
+	var mean Wave // the fleet's mean prices, weighted by cores: where a balanced fleet's load goes
 	for i, c := range cores {
 		speed := math.Exp(o.SpeedSigma * r.NormFloat64())
 		w := Wave{Node: fmt.Sprintf("%swave-%0*d", o.Prefix, width, i), Cores: c, Speed: speed,
 			RowPrice:  o.RowPrice * speed,
 			BytePrice: o.BytePrice * speed * math.Exp(o.SpeedSigma/2*r.NormFloat64()),
+			ReadPrice: o.ReadPrice * speed,
 			Idle:      o.IdleCores * speed}
 		f.Waves = append(f.Waves, w)
 		totalCores += float64(c)
 		totalIdle += w.Idle
-		// The fleet's mean prices, weighted by cores: where a balanced fleet's load goes.
-		rowPrice += w.RowPrice * float64(c)
-		bytePrice += w.BytePrice * float64(c)
+		mean.RowPrice += w.RowPrice * float64(c)
+		mean.BytePrice += w.BytePrice * float64(c)
+		mean.ReadPrice += w.ReadPrice * float64(c)
 	}
-	rowPrice, bytePrice = rowPrice/totalCores, bytePrice/totalCores
+	mean.RowPrice, mean.BytePrice, mean.ReadPrice = mean.RowPrice/totalCores, mean.BytePrice/totalCores, mean.ReadPrice/totalCores
 
 	regions := make([]float64, o.DiurnalRegions)
 	first := r.Float64() * 24
@@ -122,15 +138,19 @@ func Generate(o Options) (*Fleet, error) {
 	}
 	width = len(fmt.Sprint(o.Instances - 1))
 	h0 := hourOf(o.Now)
+	reads := readRatios(o)
 	var demand float64
 	for i := range o.Instances {
 		in := Instance{ID: fmt.Sprintf("%sinst-%0*d", o.Prefix, width, i),
-			Rows:     math.Exp(o.RowsSigma * r.NormFloat64()),
-			RowBytes: min(max(o.SizeMedian*math.Exp(o.SizeSigma*r.NormFloat64()), minRowBytes), maxRowBytes),
-			Amp:      o.DiurnalAmplitude * (0.3 + 0.7*r.Float64()),
-			PeakHour: math.Mod(regions[r.IntN(len(regions))]+1.5*r.NormFloat64()+48, 24)}
+			Rows:      math.Exp(o.RowsSigma * r.NormFloat64()),
+			RowBytes:  min(max(o.SizeMedian*math.Exp(o.SizeSigma*r.NormFloat64()), minRowBytes), maxRowBytes),
+			ReadRatio: reads(),
+			Amp:       o.DiurnalAmplitude * (0.3 + 0.7*r.Float64()),
+			PeakHour:  math.Mod(regions[r.IntN(len(regions))]+1.5*r.NormFloat64()+48, 24)}
 		f.Instances = append(f.Instances, in)
-		demand += in.Diurnal(h0) * in.Rows * (rowPrice + bytePrice*in.RowBytes)
+		// Diurnal·rows first, then the price: the order the fleets were always scaled in,
+		// so that their rates stay the same to the last bit.
+		demand += in.Diurnal(h0) * in.Rows * mean.perRow(in)
 	}
 	scale := (o.TargetUtil*totalCores - totalIdle) / demand
 	if !(scale > 0) {
@@ -146,8 +166,28 @@ func Generate(o Options) (*Fleet, error) {
 	return f, nil
 }
 
-// Row sizes are clamped to what a binlog row event plausibly carries.
+// readRatios returns the next instance's ReadRatio at each call. Its draws come from a
+// source of their own, seeded from the fleet's seed, so that the fleet's stream draws
+// what it always did: a fleet without filtered instances is the one it was before
+// reading was modelled, and with them the same fleet but for what its instances read
+// (and the rates' common scale, which the read cost enters). Both draws are made for
+// every instance, so that the share does not shift which ratio the others get.
+func readRatios(o Options) func() float64 {
+	r := rand.New(rand.NewPCG(o.Seed, 0x72656164)) // "read"
+	return func() float64 {
+		filtered := r.Float64() < o.FilteredShare
+		ratio := min(max(o.ReadRatioMedian*math.Exp(o.ReadRatioSigma*r.NormFloat64()), 1), maxReadRatio)
+		if !filtered {
+			return 1
+		}
+		return ratio
+	}
+}
+
+// Row sizes are clamped to what a binlog row event plausibly carries, read ratios to a
+// source at most a thousand times what an instance publishes of it.
 const (
-	minRowBytes = 16
-	maxRowBytes = 1 << 20
+	minRowBytes  = 16
+	maxRowBytes  = 1 << 20
+	maxReadRatio = 1000
 )

@@ -42,6 +42,16 @@ type Options struct {
 	// its speed factor, lognormal of σ SpeedSigma (the byte price varies by another
 	// factor of σ SpeedSigma/2).
 	RowPrice, BytePrice, IdleCores, SpeedSigma float64
+	// ReadPrice is the fleet's mean cores per binlog byte/s read (each wave's is this
+	// times its speed factor, like RowPrice): a wave reads its instances' whole sources,
+	// every table's events, whatever their filters publish. 0: reading costs nothing and
+	// the agents report no wave.binlog_bytes_per_s (the fleets before it was modelled).
+	ReadPrice float64
+	// FilteredShare is the share of instances whose filters keep only part of their
+	// source: each reads ReadRatio times the bytes it publishes, lognormal of median
+	// ReadRatioMedian and σ ReadRatioSigma, never below 1. The others read exactly what
+	// they publish.
+	FilteredShare, ReadRatioMedian, ReadRatioSigma float64
 	// DiurnalAmplitude is the largest diurnal swing of an instance (each draws 30–100 %
 	// of it); DiurnalRegions the number of regions whose instances peak near the same hour.
 	DiurnalAmplitude float64
@@ -110,6 +120,7 @@ func DefaultOptions() Options {
 		Seed: 1, Cores: []CoreClass{{2, 8}, {4, 8}, {8, 8}}, Instances: 400,
 		RowsSigma: 1.0, SizeMedian: 400, SizeSigma: 0.7, TargetUtil: 0.4,
 		RowPrice: 20e-6, BytePrice: 5e-9, IdleCores: 0.1, SpeedSigma: 0.25,
+		ReadRatioMedian: 5, ReadRatioSigma: 0.8, // what a filtered instance reads, once some are (-filtered)
 		DiurnalAmplitude: 0.5, DiurnalRegions: 3, RateJitter: 0.05, CPUNoise: 0.03,
 		Now:     time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC),
 		History: 24 * time.Hour, HistoryStep: 5 * time.Minute, Warmup: 30 * time.Minute, Step: time.Minute,
@@ -121,12 +132,14 @@ func DefaultOptions() Options {
 }
 
 // Presets are the named fleets of `binlake bench fleet -preset`.
-var Presets = []string{"hetero", "large", "homogeneous"}
+var Presets = []string{"hetero", "large", "homogeneous", "filtered"}
 
 // Preset returns a named fleet's options: hetero (DefaultOptions), large (200 waves of
-// 2, 4 and 8 cores, 5,000 instances) or homogeneous (24 identical hosts of 4 cores: the
+// 2, 4 and 8 cores, 5,000 instances), homogeneous (24 identical hosts of 4 cores: the
 // same prices everywhere, 400 instances; their row sizes still differ, so rows/s alone
-// does not measure their cost).
+// does not measure their cost) or filtered (hetero's fleet where reading the binlog
+// costs CPU and half the instances read several times what they publish: rows and bytes
+// published alone do not measure their cost).
 func Preset(name string) (Options, error) {
 	o := DefaultOptions()
 	switch name {
@@ -141,6 +154,15 @@ func Preset(name string) (Options, error) {
 	case "homogeneous":
 		o.Cores = []CoreClass{{4, 24}}
 		o.SpeedSigma = 0
+	case "filtered":
+		o.FilteredShare, o.ReadRatioMedian, o.ReadRatioSigma = 0.5, 5, 0.8
+		// At the median row of 400 bytes a filtered instance of the median ratio reads
+		// 2,000 bytes per row published: at 1e-8 cores per byte/s that is 20 µcores per
+		// row/s, about what publishing the row costs (20 for the row, 2 for its bytes),
+		// so reading is half of such an instance's cost and a judge that prices only
+		// what is published underestimates it twofold. An unfiltered instance's reading
+		// adds 4 µcores, about a sixth of its cost, which its bytes published measure.
+		o.ReadPrice = 1e-8
 	default:
 		return o, fmt.Errorf("preset %q: want one of %s", name, strings.Join(Presets, ", "))
 	}
@@ -242,13 +264,20 @@ func (o Options) validateFleet() error {
 		{"row price", o.RowPrice, 0, 1}, {"byte price", o.BytePrice, 0, 1}, {"idle cores", o.IdleCores, 0, 1e3},
 		{"speed sigma", o.SpeedSigma, 0, 2}, {"diurnal amplitude", o.DiurnalAmplitude, 0, 1},
 		{"rate jitter", o.RateJitter, 0, 1}, {"CPU noise", o.CPUNoise, 0, 1},
+		{"read price", o.ReadPrice, 0, 1}, {"filtered share", o.FilteredShare, 0, 1},
+		{"read ratio median", o.ReadRatioMedian, 1, maxReadRatio}, {"read ratio sigma", o.ReadRatioSigma, 0, 5},
 	} {
 		if !(f.v >= f.lo && f.v <= f.hi) {
 			bad("%s %v: want %v–%v", f.name, f.v, f.lo, f.hi)
 		}
 	}
-	if o.RowPrice == 0 && o.BytePrice == 0 {
-		bad("row price and byte price are both 0: instances would cost nothing")
+	if o.RowPrice == 0 && o.BytePrice == 0 && o.ReadPrice == 0 {
+		bad("row, byte and read prices are all 0: instances would cost nothing")
+	}
+	if o.FilteredShare > 0 && o.ReadPrice == 0 {
+		// Without a read price nothing a filtered instance reads costs or is reported:
+		// the share would change nothing, which is not what it was given for.
+		bad("filtered share %v with read price 0: what filtered instances read would cost nothing; give a read price too", o.FilteredShare)
 	}
 	if o.DiurnalRegions < 1 {
 		bad("diurnal regions %d: want at least 1", o.DiurnalRegions)

@@ -19,10 +19,12 @@ func meanWave(f *Fleet) Wave {
 		c := float64(x.Cores)
 		w.RowPrice += x.RowPrice * c
 		w.BytePrice += x.BytePrice * c
+		w.ReadPrice += x.ReadPrice * c
 		cores += c
 	}
 	w.RowPrice /= cores
 	w.BytePrice /= cores
+	w.ReadPrice /= cores
 	return w
 }
 
