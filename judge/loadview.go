@@ -340,7 +340,8 @@ func apiPrices(p loadmodel.Prices) api.Prices {
 		workErr = -1
 	}
 	return api.Prices{RowCores: finite(p.Row), ByteCores: finite(p.Byte), BinlogByteCores: finite(p.Read), BaseCores: finite(p.Base),
-		Source: p.Source, Samples: p.Samples, R2: finite(p.R2), RMSE: finite(p.RMSE), Saturated: p.Saturated, WorkErr: finite(workErr),
+		BaseNowCores: finite(p.BaseNow),
+		Source:       p.Source, Samples: p.Samples, R2: finite(p.R2), RMSE: finite(p.RMSE), Saturated: p.Saturated, WorkErr: finite(workErr),
 		CostErr: finite(p.CostErr), PooledCollinear: p.PooledCollinear, PooledReadCollinear: p.PooledReadCollinear,
 		PooledFromFits: p.PooledFromFits, Unpriced: p.Unpriced, PooledWhy: p.PooledWhy}
 }

@@ -37,6 +37,7 @@ func TestReadingIsPriced(t *testing.T) {
 		require.Equal(t, "fitted", w.Prices.Source, w.Node)
 		require.InEpsilon(t, row, w.Prices.RowCores, 0.1, "%s: row price", w.Node)
 		require.InEpsilon(t, read, w.Prices.BinlogByteCores, 0.1, "%s: the price of a binlog byte read", w.Node)
+		require.InDelta(t, 0.05, w.Prices.BaseNowCores, 0.005, "%s: the base its latest samples show (the fleet's 0.05 cores)", w.Node)
 	}
 	require.Len(t, prices, 2)
 	costs := map[string]api.InstanceCost{}

@@ -388,10 +388,14 @@ type Prices struct {
 	// where the fleet cannot tell reading from publishing (pooled_read_collinear).
 	BinlogByteCores float64 `json:"binlog_byte_cores"`
 	BaseCores       float64 `json:"base_cores"`
-	Source          string  `json:"source"`
-	Samples         int     `json:"samples"`
-	R2              float64 `json:"r2"`
-	RMSE            float64 `json:"rmse"`
+	// BaseNowCores is the base as the wave's latest samples show it (their CPU less what
+	// their work costs at these prices, over the last thirty minutes): the base the plans
+	// add to the wave's instances' costs, with its host's other work.
+	BaseNowCores float64 `json:"base_now_cores"`
+	Source       string  `json:"source"`
+	Samples      int     `json:"samples"`
+	R2           float64 `json:"r2"`
+	RMSE         float64 `json:"rmse"`
 	// Saturated is how many samples were left out because the wave's CPU was pegged at
 	// its cores (a reading that is only a floor of what the work costs), or because its
 	// prices predict it near enough to its cores that its reading stayed under them only

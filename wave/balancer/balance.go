@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -370,12 +371,20 @@ func (b *term) auto(ctx context.Context) {
 			break
 		}
 		if b.within++; b.within >= withinPlans {
-			b.mv.log.Info("load back within the goals", goalsLog(ans)...)
+			if ans.Balanced {
+				b.mv.log.Info("load back within the goals", goalsLog(ans)...)
+			} else {
+				// Not "within": an outside trial read "load back within the goals" beside a
+				// plan that said its goals were unmet (a host's other work over max_utilisation).
+				b.mv.log.Info("no move planned any more: the goals are unmet, but no move helps them; the wait ends",
+					append(goalsLog(ans), "unmet", ans.Unmet)...)
+			}
 			b.outside, b.within = time.Time{}, 0
 		}
 	case b.outside.IsZero():
 		b.outside = now
-		b.mv.log.Info("load outside the goals; rebalancing unless it returns", append(goalsLog(ans), "moves", len(ans.Moves), "after", b.opts.AutoAfter)...)
+		b.mv.log.Info("load outside the goals; rebalancing unless it returns",
+			append(goalsLog(ans), "moves", len(ans.Moves), "planned", movesText(ans.Moves), "after", b.opts.AutoAfter)...)
 	case now.Sub(b.outside)+b.opts.Interval/10 >= b.opts.AutoAfter:
 		// Within a tenth of an interval: plans come every interval, and an auto_after
 		// that is a multiple of it fell a few milliseconds short when the judge answered
@@ -525,6 +534,23 @@ const withinPlans = 2
 // the highest peak and the spread, as shares of the cores, beside the band's; in rows
 // the spread of rows/s beside the band (the log once gave a utilisation spread beside
 // the rows model's band of 2000: an outside trial).
+// movesText names a plan's first moves (instance from→to, reason) and how many more.
+func movesText(ms []api.Move) string {
+	const shown = 5
+	var b strings.Builder
+	for i, m := range ms {
+		if i == shown {
+			fmt.Fprintf(&b, " and %d more", len(ms)-shown)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %s→%s %s", m.Instance, m.From, m.To, m.Reason)
+	}
+	return b.String()
+}
+
 func goalsLog(ans *api.RebalanceAnswer) []any {
 	if ans.Model == api.ModelUtilisation {
 		return []any{"model", ans.Model, "peak", ans.PeakBefore, "spread", ans.SpreadBefore, "utilisation_band", ans.Goals.UtilisationBand}

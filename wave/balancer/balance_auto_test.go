@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -131,16 +132,47 @@ func TestAutoWaitsThroughOneEmptyPlan(t *testing.T) {
 	if !strings.Contains(out, "model=utilisation peak=0.3 spread=0.12 utilisation_band=0.03") || strings.Contains(out, "band=2000") {
 		t.Errorf("the log says %q; want the utilisation figures, not the rows model's band", out)
 	}
+	if !strings.Contains(out, `planned="gone wave-a→wave-b spread"`) {
+		t.Errorf("the log says %q; want the planned moves named", out)
+	}
 	for term.running.Load() {
 		time.Sleep(10 * time.Millisecond) // the run ends (its move's instance does not exist)
 	}
 	poll(move)
-	poll(api.Plan{})
-	poll(api.Plan{})
+	poll(api.Plan{Balanced: true})
+	poll(api.Plan{Balanced: true})
 	time.Sleep(60 * time.Millisecond)
 	poll(move)
 	if out := logs.String(); !strings.Contains(out, "load back within the goals") || strings.Count(out, "msg=rebalancing") != 1 {
 		t.Fatalf("two empty plans in a row: the log says %q; want the load back within the goals, and the next plan of moves waiting auto_after anew", out)
+	}
+
+	// Two empty plans whose goals are unmet (no move helps them: a host's other work over
+	// max_utilisation) end the wait too, and the log says so, not "within the goals".
+	mark := len(logs.String())
+	unmet := "hard_max: wave-a is at 0.745 (max 0.7), and its own load, without any instance, is at 0.711"
+	poll(api.Plan{Unmet: unmet})
+	poll(api.Plan{Unmet: unmet})
+	out = logs.String()[mark:]
+	if strings.Contains(out, "within the goals") || !strings.Contains(out, "the goals are unmet, but no move helps them") || !strings.Contains(out, "its own load, without any instance") {
+		t.Fatalf("two empty plans with unmet goals: the log says %q; want them named unmet, not within", out)
+	}
+}
+
+// TestMovesText: a plan's moves named, the first five, and how many more.
+func TestMovesText(t *testing.T) {
+	var ms []api.Move
+	for i := range 7 {
+		ms = append(ms, api.Move{Instance: fmt.Sprintf("i%d", i), From: "a", To: "b", Reason: api.ReasonSpread})
+	}
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, ""}, {1, "i0 a→b spread"}, {5, "i0 a→b spread, i1 a→b spread, i2 a→b spread, i3 a→b spread, i4 a→b spread"},
+		{7, "i0 a→b spread, i1 a→b spread, i2 a→b spread, i3 a→b spread, i4 a→b spread and 2 more"}} {
+		if got := movesText(ms[:c.n]); got != c.want {
+			t.Errorf("%d moves: %q, want %q", c.n, got, c.want)
+		}
 	}
 }
 
