@@ -18,7 +18,10 @@ var placementBodies = []string{
 	`{"instance":"orders","algorithm":"utilisation","expected":{"bytes_per_s":52341.5}}`,
 	`{"instance":"orders","expected":{ "rows_per_s" : 120 , "bytes_per_s" : 4.5e4 }}`,
 	`{"instance":"orders","expected":{"rows_per_s":-0.0,"bytes_per_s":1E-3}}`,
-	`{"instance":"orders","expected":{"rows_per_s":0,"rows_per_s":-0.0,"bytes_per_s":1E-3}}`, `{}`, `{"instance":"o","instance":"p"}`, `{"instance":"orders","exclude":["a","a"]}`,
+	`{"instance":"orders","expected":{"bytes_per_s":52341.5,"binlog_bytes_per_s":52341.5}}`,
+	`{"instance":"orders","expected":{"rows_per_s":0,"rows_per_s":-0.0,"bytes_per_s":1E-3}}`,
+	`{"instance":"orders","expected":{"binlog_bytes_per_s":1,"bytes_per_s":2,"binlog_bytes_per_s":3}}`,
+	`{"instance":"orders","expected":{"binlog_bytes_per_s":"1"}}`, `{"instance":"orders","expected":{"binlog_bytes":1}}`, `{}`, `{"instance":"o","instance":"p"}`, `{"instance":"orders","exclude":["a","a"]}`,
 	`{"instance":"orders","top":10}`, `{"instance":"orders","top":01}`, `{"instance":"orders","top":1.0}`,
 	`{"instance":"orders","top":1e2}`, `{"instance":"orders","top":-1}`, `{"instance":"orders","top":123456789012}`,
 	`{"instance":"orders","exclude":null}`, `{"instance":null}`, `{"instance":"a\"b"}`, `{"instance":"\u00e9"}`,
@@ -42,7 +45,7 @@ func TestPlacementDecodersAgree(t *testing.T) {
 	for _, body := range placementBodies {
 		checkDecodersAgree(t, []byte(body))
 	}
-	for _, body := range placementBodies[:7] {
+	for _, body := range placementBodies[:8] {
 		if _, ok := decodePlacementFast([]byte(body)); !ok {
 			t.Errorf("the fast decoder left %s to encoding/json", body)
 		}
