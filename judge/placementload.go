@@ -3,7 +3,6 @@ package judge
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/binlake/binlake/judge/analysis"
@@ -169,8 +168,10 @@ func (pl *placementLoad) expected(h *api.WorkHint, instance string) api.Expected
 		e.BinlogBytesPerS = *h.BinlogBytesPerS
 	case pl.readPerByte > 0:
 		e.BinlogBytesPerS = e.BytesPerS * pl.readPerByte
-		e.Note = strings.TrimPrefix(e.Note+"; ", "; ") +
-			fmt.Sprintf("binlog read from the bytes/s at the fleet's %.3g binlog bytes read per byte published", pl.readPerByte)
+		if e.Note != "" {
+			e.Note += "; "
+		}
+		e.Note += fmt.Sprintf("binlog read from the bytes/s at the fleet's %.3g binlog bytes read per byte published", pl.readPerByte)
 	}
 	return e
 }

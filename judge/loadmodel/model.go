@@ -517,7 +517,7 @@ func (m *Model) priceOf(n *node, ss []sample, prior [dims]float64, pooledOK bool
 func (m *Model) ownFit(n *node, ss []sample, prior [dims]float64, pooledOK bool) Prices {
 	f := fit(ss, prior, priorStrength)
 	n.own = [dims]float64{}
-	if f.price != n.own && slices.Max(f.price[:]) > 0 {
+	if slices.Max(f.price[:]) > 0 {
 		for a := range dims {
 			n.own[a] = max(f.price[a], 0)
 		}
