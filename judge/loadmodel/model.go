@@ -205,12 +205,12 @@ type timedSample struct {
 
 // pendingSample gathers the points of one batch into a sample.
 type pendingSample struct {
-	ts                             time.Time
-	cpu, cores                     float64
-	hasCPU, hasCores               bool
-	rows, bytes, read              float64 // the instances' sums
-	sawRows, sawBytes, sawRead     bool    // whether any instance reported them
-	rowsTotal, bytesTotal, readTot float64 // the unlabelled totals
+	ts                               time.Time
+	cpu, cores                       float64
+	hasCPU, hasCores                 bool
+	rows, bytes, read                float64 // the instances' sums
+	sawRows, sawBytes, sawRead       bool    // whether any instance reported them
+	rowsTotal, bytesTotal, readTotal float64 // the unlabelled totals
 }
 
 // New returns an empty model.
@@ -278,7 +278,7 @@ func (ps *pendingSample) take(p *metric.Point) {
 	case p.Name == metric.WaveBytesPerS && len(p.Labels) == 0:
 		ps.bytesTotal = v
 	case p.Name == metric.WaveBinlogBytesPerS && len(p.Labels) == 0:
-		ps.readTot = v
+		ps.readTotal = v
 	}
 }
 
@@ -309,7 +309,7 @@ func (m *Model) addLocked(id string, ps *pendingSample) {
 		s.bytes = ps.bytesTotal
 	}
 	if !ps.sawRead {
-		s.read = ps.readTot
+		s.read = ps.readTotal
 	}
 	if k := len(n.samples); k > 0 && !ps.ts.After(n.samples[k-1].ts) {
 		// A redelivered or late batch: insert in order, once per time.
