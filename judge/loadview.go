@@ -28,9 +28,8 @@ import (
 //     costs idle;
 //   - an instance's work per slot is its rows/s, bytes/s and binlog bytes/s now (their
 //     EWMAs) and, per hour, its hour-of-day profile over the last 7 days (the historical
-//     analysis; an hour without data takes the level now; the binlog read, which has no
-//     profile, follows the bytes published at its ratio now), priced at the wave it runs
-//     or would run on;
+//     analysis; an hour without data takes the level now), priced at the wave it runs or
+//     would run on;
 //   - a wave's base is what its host uses now that its instances do not explain (the
 //     host's CPU now minus its instances' costs), at least its process's idle base.
 
@@ -105,14 +104,19 @@ func workOf(id string, c api.InstanceCost, prof *profiles) instWork {
 			w.rows[1+hr], w.bytes[1+hr] = nonNegative(p.Rows[hr]), nonNegative(p.Bytes[hr])
 		}
 	}
-	if c.BinlogBytesPerS > 0 {
-		// The source's binlog has no profile of its own here: an hour reads what it
-		// publishes at the ratio of now (the level now where it publishes nothing now).
+	// The binlog read by its own profile: the source's binlog need not follow what the
+	// instance publishes of it (a filter keeping a quiet table of a busy server).
+	hasRead := c.BinlogBytesPerS > 0
+	for hr := range 24 {
+		hasRead = hasRead || p != nil && p.ReadCount[hr] > 0
+	}
+	if hasRead {
 		w.read = make([]float64, slots)
-		for k := range w.read {
-			w.read[k] = c.BinlogBytesPerS
-			if c.BytesPerS > 0 {
-				w.read[k] = w.bytes[k] * c.BinlogBytesPerS / c.BytesPerS
+		w.read[0] = c.BinlogBytesPerS
+		for hr := range 24 {
+			w.read[1+hr] = w.read[0]
+			if p != nil && p.ReadCount[hr] > 0 {
+				w.read[1+hr] = nonNegative(p.Read[hr])
 			}
 		}
 	}
@@ -177,6 +181,7 @@ func (p *profiles) of(id string) *analysis.InstanceProfile {
 		for hr := range 24 {
 			if pr.Count[hr] > 0 && (out.Count[hr] == 0 || hourBefore(&pr, &out, hr)) {
 				out.Rows[hr], out.Bytes[hr], out.Count[hr] = pr.Rows[hr], pr.Bytes[hr], pr.Count[hr]
+				out.Read[hr], out.ReadCount[hr] = pr.Read[hr], pr.ReadCount[hr]
 			}
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/binlake/binlake/internal/metric"
+	"github.com/binlake/binlake/judge/analysis"
+	"github.com/binlake/binlake/judge/api"
 	"github.com/binlake/binlake/judge/loadmodel"
 )
 
@@ -81,4 +83,29 @@ func TestListedLevelsSignificant(t *testing.T) {
 	for in, want := range map[float64]float64{7.000000000000002: 7, 1.5e-7: 1.5e-7, 123456.789: 123456.789, 0.1 + 0.2: 0.3, 0: 0} {
 		require.Equal(t, want, significant(in), "%v", in)
 	}
+}
+
+// An instance's binlog read per hour is its own profile's, not what it publishes at its
+// ratio now: a filter keeping a quiet table of a busy server publishes next to nothing
+// now, and the ratio read the server's busy hour as millions of times its read. An hour
+// without a read profile takes the level now; an instance without any read has none.
+func TestInstanceReadFollowsItsOwnProfile(t *testing.T) {
+	var prof analysis.InstanceProfile
+	prof.Rows[9], prof.Bytes[9], prof.Count[9] = 500, 2e5, 60
+	prof.Read[9], prof.ReadCount[9] = 4e6, 60
+	prof.Rows[10], prof.Bytes[10], prof.Count[10] = 400, 1e5, 60 // an agent that did not report the read
+	p := &profiles{hist: &analysis.Snapshot{Instances: map[string]map[string]analysis.InstanceProfile{"wave-a": {"x": prof}}},
+		nodes: map[string][]string{"x": {"wave-a"}}}
+
+	w := workOf("x", api.InstanceCost{RowsPerS: 10, BytesPerS: 1, BinlogBytesPerS: 3e6}, p)
+	require.Equal(t, 3e6, w.read[0], "now: the read now")
+	require.Equal(t, 4e6, w.read[1+9], "its profile's hour, whatever it published then")
+	require.Equal(t, 3e6, w.read[1+10], "an hour without a read profile: the level now")
+	require.Equal(t, 3e6, w.read[1+20])
+	require.Equal(t, 200000.0, w.bytes[1+9])
+
+	w = workOf("x", api.InstanceCost{RowsPerS: 10, BytesPerS: 1}, p)
+	require.Equal(t, 0.0, w.read[0], "no read reported now")
+	require.Equal(t, 4e6, w.read[1+9], "its profile still tells its hour")
+	require.Nil(t, workOf("y", api.InstanceCost{RowsPerS: 10, BytesPerS: 1}, p).read, "no read, no profile: nothing read")
 }

@@ -236,6 +236,7 @@ func TestProfilesLookup(t *testing.T) {
 		var p analysis.InstanceProfile
 		for h, rows := range hours {
 			p.Rows[h], p.Bytes[h], p.Count[h] = rows, 100*rows, 1
+			p.Read[h], p.ReadCount[h] = 300*rows, 1
 		}
 		return p
 	}
@@ -261,6 +262,8 @@ func TestProfilesLookup(t *testing.T) {
 	require.Equal(t, 800.0, x.Rows[9], "the peak it had on the wave it left")
 	require.Equal(t, 300.0, x.Rows[12], "not the zeros of the wave it left")
 	require.Equal(t, 31000.0, x.Bytes[13])
+	require.Equal(t, 240000.0, x.Read[9], "the binlog read from the same node as the rows")
+	require.Equal(t, 90000.0, x.Read[12])
 	require.Equal(t, int64(0), x.Count[20], "an hour no wave has stays without data")
 	require.Equal(t, 300.0, x.Rows[12], "zeros, however many points, after a rate")
 	w := p.of("w")

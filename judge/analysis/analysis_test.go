@@ -283,6 +283,47 @@ func TestHistorical(t *testing.T) {
 	require.NotSame(t, s, h.Snapshot())
 }
 
+// Each listed instance gets its hour-of-day profile of rows, bytes published and binlog
+// read, each hour with its own points: an instance whose agent reported no read has rows
+// and bytes but no read (ReadCount 0), which the plans take as "the level now".
+func TestHistoricalInstanceProfiles(t *testing.T) {
+	st, err := sqlite.Open(sqlite.Options{Path: filepath.Join(t.TempDir(), "judge.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	now := time.Date(2026, 11, 29, 14, 20, 0, 0, time.UTC)
+	until := now.Truncate(time.Hour)
+	var pts []store.Point
+	for ts := until.Add(-3 * 24 * time.Hour); ts.Before(until); ts = ts.Add(30 * time.Minute) {
+		hr := float64(ts.Hour())
+		for _, p := range []struct {
+			inst, name string
+			v          float64
+		}{
+			{"filtered", metric.WaveTPS, 10}, {"filtered", metric.WaveBytesPerS, 1000}, {"filtered", metric.WaveBinlogBytesPerS, 1e5 * (1 + hr)},
+			{"old-agent", metric.WaveTPS, 100 + hr}, {"old-agent", metric.WaveBytesPerS, 5e4},
+		} {
+			pts = append(pts, store.Point{Node: "wave-1", Name: p.name, Labels: map[string]string{"instance": p.inst}, TS: ts, Value: p.v})
+		}
+	}
+	require.NoError(t, st.Write(context.Background(), pts))
+	h, err := analysis.NewHistorical(analysis.HistoricalOptions{
+		Store: st, Now: func() time.Time { return now },
+		Instances: func() map[string][]string { return map[string][]string{"wave-1": {"filtered", "old-agent"}} },
+	})
+	require.NoError(t, err)
+	require.NoError(t, h.Refresh(context.Background()))
+	profs := h.Snapshot().Instances["wave-1"]
+	for hr := range 24 {
+		f, o := profs["filtered"], profs["old-agent"]
+		require.InDelta(t, 1e5*float64(1+hr), f.Read[hr], 1e-6, "hour %d: the read's own day", hr)
+		require.Equal(t, int64(6), f.ReadCount[hr], "3 days × 2 points")
+		require.InDelta(t, 1000, f.Bytes[hr], 1e-9, "what it publishes stays flat")
+		require.InDelta(t, float64(100+hr), o.Rows[hr], 1e-9)
+		require.Equal(t, int64(6), o.Count[hr])
+		require.Zero(t, o.ReadCount[hr], "no read reported")
+	}
+}
+
 // TestIncrementalP95Signs checks the p95 with negative values and zeros in the sketch.
 func TestIncrementalP95Signs(t *testing.T) {
 	for _, tc := range []struct {

@@ -38,9 +38,10 @@ type HistoricalOptions struct {
 	// ExtraNodes lists nodes to analyse besides those the store knows (the incremental
 	// analysis's), so a node appears as soon as it has history. May be nil.
 	ExtraNodes func() []string
-	// Instances lists, per node, the capture instances whose work (wave.tps and
-	// wave.bytes_per_s per instance) gets an hour-of-day profile: the daily shape the
-	// rebalancing plans keep every wave under its cap at. May be nil (no profiles).
+	// Instances lists, per node, the capture instances whose work (wave.tps,
+	// wave.bytes_per_s and wave.binlog_bytes_per_s per instance) gets an hour-of-day
+	// profile: the daily shape the rebalancing plans keep every wave under its cap at.
+	// May be nil (no profiles).
 	Instances func() map[string][]string
 	// Now is the clock; time.Now when nil.
 	Now    func() time.Time
@@ -59,14 +60,18 @@ type Snapshot struct {
 }
 
 // InstanceProfile is an instance's work per UTC hour of the day over the last 7 days on
-// one node: mean rows/s and bytes/s, and how many points each hour had (0: no data).
+// one node: mean rows/s and bytes/s published, and how many points each hour had (0: no
+// data); mean binlog bytes/s read, and its points (0: none, as from an agent that does
+// not report the binlog read).
 type InstanceProfile struct {
 	Rows, Bytes [24]float64
 	Count       [24]int64
+	Read        [24]float64
+	ReadCount   [24]int64
 }
 
 // InstanceMetrics are the per-instance series InstanceProfile averages.
-var InstanceMetrics = []string{metric.WaveTPS, metric.WaveBytesPerS}
+var InstanceMetrics = []string{metric.WaveTPS, metric.WaveBytesPerS, metric.WaveBinlogBytesPerS}
 
 // Historical recomputes per node and metric the last 24 h and 7 d statistics and the
 // hour-of-day profile over the hours before the current one, in the background. Readers
@@ -296,6 +301,8 @@ func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time
 				ip.Rows[hr], ip.Count[hr] = st.Avg, st.Count
 			case metric.WaveBytesPerS:
 				ip.Bytes[hr] = st.Avg
+			case metric.WaveBinlogBytesPerS:
+				ip.Read[hr], ip.ReadCount[hr] = st.Avg, st.Count
 			}
 		}
 		byInst[j.inst] = ip
