@@ -299,6 +299,9 @@ func list(nodes []string) string {
 func planWave(v *waveView, alive bool, running []instWork) rebalance.Wave {
 	w := rebalance.Wave{Node: v.node, Alive: alive, Capacity: v.cores, Row: v.prices.Row, Byte: v.prices.Byte, Read: v.prices.Read,
 		Base: v.prices.BaseNow, Err: v.prices.RMSE}
+	if len(v.sharesWith) > 0 {
+		w.Host = v.bootID
+	}
 	work := 0.0 // what the running instances cost now, at the prices
 	for _, in := range running {
 		work += in.costAt(v.prices, 0)

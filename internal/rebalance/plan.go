@@ -54,6 +54,10 @@ type Wave struct {
 	Node string
 	// Alive: the wave is registered. A dead wave's instances must move.
 	Alive bool
+	// Host names the host the wave runs on where others run on it too (""): Capacity is
+	// then its share of the host's cores, and the hard threshold holds the host
+	// (sharedhost.go).
+	Host string
 	// Capacity is what loads are measured against: the host's cores in the utilisation
 	// model. Zero means 1 (loads are then compared as they are).
 	Capacity float64
@@ -678,29 +682,40 @@ func (st *state) hardMax() string {
 	}
 	live := st.live()
 	for {
-		top, bottom := ends(live, candidates)
-		hot := top[0]
-		if hot.peak <= st.goals.HardMax+eps {
+		// over: the waves over the threshold (whose host is, where it is shared: a move
+		// between host-mates lowers no host, sharedhost.go), highest first; room: the
+		// waves that may receive; bottom: the least loaded of them.
+		var over, room, bottom []*waveState
+		hosts := hostPeaks(live)
+		if hosts == nil {
+			top, low := ends(live, candidates)
+			for _, w := range top {
+				if w.peak > st.goals.HardMax+eps {
+					over = append(over, w)
+				}
+			}
+			room, bottom = live, low
+		} else {
+			over, room = st.hardOver(live, hosts)
+			over = over[:min(len(over), candidates)]
+			_, bottom = ends(room, candidates)
+		}
+		if len(over) == 0 {
 			return ""
 		}
+		hot := over[0]
 		if len(st.moves) >= st.goals.MaxMoves {
 			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and the plan reached its %d moves", hot.Node, hot.peak, st.goals.HardMax, st.goals.MaxMoves)
 		}
 		if st.outOfTime() {
 			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and the search ran out of its %s", hot.Node, hot.peak, st.goals.HardMax, st.goals.Budget)
 		}
-		var over []*waveState
-		for _, w := range top {
-			if w.peak > st.goals.HardMax+eps {
-				over = append(over, w)
-			}
-		}
-		s := st.cheaperToEvict(hot, live)
+		s := st.cheaperToEvict(hot, room)
 		if s == nil {
 			s = st.bestStep(over, bottom, st.goals.HardMax, eps)
 		}
 		if s == nil {
-			s = st.evict(over, live)
+			s = st.evict(over, room)
 		}
 		if s == nil {
 			why := st.held(hot, "too large for any other wave")
@@ -709,6 +724,9 @@ func (st *state) hardMax() string {
 			}
 			if own := peakOf(baseLoad(hot)) / hot.cap; own > st.goals.HardMax+eps {
 				why = fmt.Sprintf("its own load, without any instance (the wave process's base, the host's other work), is at %.3g", own)
+			}
+			if host := hostWhy(hot, hosts, live, room); host != "" {
+				why = host
 			}
 			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and no instance can move or swap to a wave it keeps under it (%s)", hot.Node, hot.peak, st.goals.HardMax, why)
 		}
