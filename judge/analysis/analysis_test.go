@@ -215,12 +215,18 @@ func (f *failing) Nodes(ctx context.Context, from, to time.Time) ([]string, erro
 	return f.Store.Nodes(ctx, from, to)
 }
 
-func TestHistorical(t *testing.T) {
+// historyStore is an empty SQLite store, the test's clock and the start of its hour (where
+// the historical analysis's windows end).
+func historyStore(t *testing.T) (st *sqlite.Store, now, until time.Time) {
 	st, err := sqlite.Open(sqlite.Options{Path: filepath.Join(t.TempDir(), "judge.db")})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	now := time.Date(2026, 11, 29, 14, 20, 0, 0, time.UTC)
-	until := now.Truncate(time.Hour)
+	now = time.Date(2026, 11, 29, 14, 20, 0, 0, time.UTC)
+	return st, now, now.Truncate(time.Hour)
+}
+
+func TestHistorical(t *testing.T) {
+	st, now, until := historyStore(t)
 
 	// wave-1: cpu = hour of day, one point per 10 min over the last 8 days, plus points in
 	// the current hour that the historical analysis must not see.
@@ -287,11 +293,7 @@ func TestHistorical(t *testing.T) {
 // read, each hour with its own points: an instance whose agent reported no read has rows
 // and bytes but no read (ReadCount 0), which the plans take as "the level now".
 func TestHistoricalInstanceProfiles(t *testing.T) {
-	st, err := sqlite.Open(sqlite.Options{Path: filepath.Join(t.TempDir(), "judge.db")})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	now := time.Date(2026, 11, 29, 14, 20, 0, 0, time.UTC)
-	until := now.Truncate(time.Hour)
+	st, now, until := historyStore(t)
 	var pts []store.Point
 	for ts := until.Add(-3 * 24 * time.Hour); ts.Before(until); ts = ts.Add(30 * time.Minute) {
 		hr := float64(ts.Hour())
