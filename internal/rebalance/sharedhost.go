@@ -18,11 +18,17 @@ import (
 // live waves, at the slot where their sum is highest), by Wave.Host; nil when no two
 // live waves share a host.
 func hostPeaks(live []*waveState) map[string]float64 {
-	n := map[string]int{}
+	var n map[string]int // nil while no wave names its host: the usual fleet, one per host
 	for _, w := range live {
 		if w.Host != "" {
+			if n == nil {
+				n = map[string]int{}
+			}
 			n[w.Host]++
 		}
+	}
+	if n == nil {
+		return nil
 	}
 	var out map[string]float64
 	for _, w := range live {
