@@ -678,11 +678,18 @@ func (m *Model) Warm() int {
 	for id := range m.nodes {
 		ids = append(ids, id)
 	}
-	if !m.pooled.at.IsZero() && m.o.Now().Sub(m.pooled.at) >= repoolEvery-WarmEvery {
-		m.pooled.at = time.Time{}
-		m.pooledLocked()
+	repool := !m.pooled.at.IsZero() && m.o.Now().Sub(m.pooled.at) >= repoolEvery-WarmEvery
+	var in poolInput
+	if repool {
+		in = m.poolInputLocked()
+		// The pool in hand serves the asks until the new one is in, rather than an ask
+		// fitting it again under the lock meanwhile.
+		m.pooled.at = m.o.Now()
 	}
 	m.mu.Unlock()
+	if repool {
+		m.repool(in)
+	}
 	n := 0
 	for _, id := range ids {
 		m.mu.Lock()
@@ -696,6 +703,32 @@ func (m *Model) Warm() int {
 	}
 	return n
 }
+
+// repool fits the pool to in without the lock, which a fit of a thousand waves would
+// hold for seconds (each robust fit reweights every sample dozens of times: 5.8 s on
+// BenchmarkRefitFleet's thousand waves), keeping the agents' batches and the asks
+// waiting; then installs it under the lock.
+func (m *Model) repool(in poolInput) {
+	var f fitResult
+	if len(in.all) > 0 {
+		f = fitAtSpeeds(in.all, in.spans)
+		if poolFitted != nil {
+			poolFitted(m)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(in.all) == 0 {
+		m.pooled.at = time.Time{}
+		m.noPoolLocked()
+		return
+	}
+	m.setPoolLocked(in, f, m.o.Now())
+}
+
+// poolFitted, when set (tests), is called when repool has fitted the pool, before it
+// takes the lock to install it.
+var poolFitted func(*Model)
 
 // Refit forgets every cached fit, so that the next ask fits anew (tests, and a caller
 // that just replayed history).
@@ -786,49 +819,71 @@ func varies(ss []sample) bool {
 	return false
 }
 
-// pooledLocked fits the fleet's prices of work: every wave with enough samples, each
-// centred on its own means (so that the waves' different bases do not pass for prices),
-// in one robust fit.
+// pooledLocked fits the fleet's prices of work (poolInputLocked, fitAtSpeeds,
+// setPoolLocked) when the last fit is repoolEvery old, and returns them.
 func (m *Model) pooledLocked() ([dims]float64, bool) {
 	now := m.o.Now()
 	if !m.pooled.at.IsZero() && now.Sub(m.pooled.at) < repoolEvery {
 		return m.pooled.prices, m.pooled.ok
 	}
-	var all []sample
-	var pool [][]sample
-	var spans [][2]int // each pooled wave's samples in all
+	in := m.poolInputLocked()
+	if len(in.all) == 0 {
+		return m.noPoolLocked()
+	}
+	return m.setPoolLocked(in, fitAtSpeeds(in.all, in.spans), now)
+}
+
+// poolInput is what the pooled fit is made from: every wave with enough samples, each
+// centred on its own means, in one list (each wave's in all[spans[i]], at most
+// poolSamples of it), and each one's samples whole (pool: its base at the prices).
+// Its slices are the model's own copies, so that the fit can run without the lock.
+type poolInput struct {
+	all   []sample
+	spans [][2]int
+	pool  [][]sample
+}
+
+// poolInputLocked gathers the pooled fit's input.
+func (m *Model) poolInputLocked() poolInput {
+	var in poolInput
 	for _, n := range m.nodes {
 		var p *Prices
 		if !n.fittedAt.IsZero() && n.fitted.Saturated > 0 && n.fitted.Source != SourceNone {
 			p = &n.fitted // the samples its own pricing chose (pricesLocked)
 		}
-		ss, _ := n.plain(p)
+		ss, _ := n.plain(p) // a copy
 		k := len(ss)
 		if k < m.o.MinSamples {
 			continue
 		}
 		mean := meanSample(ss)
-		pool = append(pool, ss)
-		from := len(all)
+		in.pool = append(in.pool, ss)
+		from := len(in.all)
 		step := max(1, k/poolSamples)
 		for i := 0; i < k; i += step {
 			s := ss[i]
-			all = append(all, sample{rows: s.rows - mean.rows, bytes: s.bytes - mean.bytes, read: s.read - mean.read, cpu: s.cpu - mean.cpu})
+			in.all = append(in.all, sample{rows: s.rows - mean.rows, bytes: s.bytes - mean.bytes, read: s.read - mean.read, cpu: s.cpu - mean.cpu})
 		}
-		spans = append(spans, [2]int{from, len(all)})
+		in.spans = append(in.spans, [2]int{from, len(in.all)})
 	}
-	if len(all) == 0 {
-		// Nothing to pool yet: ask again next time rather than caching the absence.
-		m.pooled.why = UnpricedNoCPU
-		for _, n := range m.nodes {
-			if len(n.samples) > 0 {
-				m.pooled.why = UnpricedFewSamples
-				break
-			}
+	return in
+}
+
+// noPoolLocked is pooledLocked with nothing to pool yet: it says why, and leaves the
+// pool to be fitted at the next ask rather than caching the absence.
+func (m *Model) noPoolLocked() ([dims]float64, bool) {
+	m.pooled.why = UnpricedNoCPU
+	for _, n := range m.nodes {
+		if len(n.samples) > 0 {
+			m.pooled.why = UnpricedFewSamples
+			break
 		}
-		return [dims]float64{}, false
 	}
-	f := fitAtSpeeds(all, spans)
+	return [dims]float64{}, false
+}
+
+// setPoolLocked makes f, fitted to in at now, the fleet's pooled prices.
+func (m *Model) setPoolLocked(in poolInput, f fitResult, now time.Time) ([dims]float64, bool) {
 	prices, ok, collinear, fromFits := f.price, slices.Max(f.price[:]) > 0, f.collinear, false
 	if !ok {
 		// The joint fit found no cost of work (lightly loaded waves, whose CPU barely
@@ -840,8 +895,8 @@ func (m *Model) pooledLocked() ([dims]float64, bool) {
 			prices, ok, collinear, fromFits = own, true, false, true
 		}
 	}
-	bases := make([]float64, len(pool))
-	for i, ss := range pool {
+	bases := make([]float64, len(in.pool))
+	for i, ss := range in.pool {
 		bases[i] = baseAtSpeed(ss, prices)
 	}
 	m.pooled.at = now
