@@ -495,12 +495,7 @@ func (st *state) evictToLowest(hot *waveState, in *instState, live []*waveState)
 			continue
 		}
 		c := st.costOn(in.Instance, d)
-		fixed := st.fixedLoad(d)
-		p := math.Inf(-1)
-		for k := range fixed {
-			p = max(p, (fixed[k]+c[k])/d.cap)
-		}
-		if p < lowest-eps {
+		if p := peakBeside(st.fixedLoad(d), c, d.cap); p < lowest-eps {
 			best, lowest = &step{in: in, src: hot, dst: d, cost: c}, p
 		}
 	}

@@ -765,10 +765,7 @@ func (st *state) evict(over, live []*waveState) *step {
 					fixed = st.fixedLoad(dst)
 					fixedLoad[dst] = fixed
 				}
-				alone := math.Inf(-1) // dst's peak with in beside what cannot leave it
-				for k := range dst.load {
-					alone = max(alone, (fixed[k]+c[k])/dst.cap)
-				}
+				alone := peakBeside(fixed, c, dst.cap) // dst's peak with in beside what cannot leave it
 				if alone > st.goals.HardMax+eps || alone >= src.peak-eps {
 					continue
 				}
@@ -783,6 +780,16 @@ func (st *state) evict(over, live []*waveState) *step {
 		best.dstPeak = best.dst.peakAfter(nil, best.cost)
 	}
 	return best
+}
+
+// peakBeside is the peak over the slots of fixed with c added, over cap: where an
+// instance of cost c stands beside a wave's load that cannot leave it.
+func peakBeside(fixed, c []float64, cap float64) float64 {
+	p := math.Inf(-1)
+	for k := range fixed {
+		p = max(p, (fixed[k]+c[k])/cap)
+	}
+	return p
 }
 
 // fixedLoad is w's load per slot that cannot leave it: its base and its instances that
