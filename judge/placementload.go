@@ -128,7 +128,7 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 	if len(rows) > 0 {
 		w, _ := medianWork(rows, bytes, read) // idle, the typical instance still is the fleet's
 		pl.typical = api.ExpectedWork{Work: w, Source: api.ExpectedTypical,
-			Note: fmt.Sprintf("no hint: the median rows/s and bytes/s of the %d instances the waves run", len(rows))}
+			Note: fmt.Sprintf("no hint: the median rows/s, bytes/s and binlog bytes read/s of the %d instances the waves run", len(rows))}
 	}
 	cs.load = pl
 	return cs

@@ -156,7 +156,7 @@ func TestPlacementInUtilisation(t *testing.T) {
 	require.Equal(t, api.ExpectedTypical, ans.Expected.Source)
 	require.InDelta(t, median(rs), ans.Expected.RowsPerS, 1e-6)
 	require.InDelta(t, median(bs), ans.Expected.BytesPerS, 1e-6)
-	require.Equal(t, "no hint: the median rows/s and bytes/s of the 6 instances the waves run", ans.Expected.Note)
+	require.Equal(t, "no hint: the median rows/s, bytes/s and binlog bytes read/s of the 6 instances the waves run", ans.Expected.Note)
 
 	// A hint of bytes alone takes its rows from the fleet's rows per byte.
 	ans = placeHTTP(t, h, `{"instance":"probe","algorithm":"utilisation","dry_run":true,"expected":{"bytes_per_s":150000}}`)

@@ -191,7 +191,7 @@ func TestInstanceAddMeasuresSourceForTheJudge(t *testing.T) {
 		"server_id: 4243", "server_id: 4253").Replace("id: users\n"+source+subs))
 	out = add(filepath.Join(dir, "users.yaml"))
 	for _, want := range []string{"source binlog of " + a.Addr + " not measured (source password missing: source.password_file: read secret: open ", "the judge weighs a typical instance instead",
-		"instance users added, assigned to wave-", "(typical: no hint: the median rows/s and bytes/s of the 3 instances the waves run)"} {
+		"instance users added, assigned to wave-", "(typical: no hint: the median rows/s, bytes/s and binlog bytes read/s of the 3 instances the waves run)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("instance add said:\n%s\nwant %q in it", out, want)
 		}
