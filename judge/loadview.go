@@ -400,6 +400,9 @@ type waveLoad struct {
 	// both meaningful only with cores.
 	peak float64
 	hour int
+	// total is its cores at every slot (the slots of peak), nil without cores: a shared
+	// host's load is its waves' totals added slot by slot.
+	total []float64
 }
 
 // waveLoadOf is the load in the utilisation model of the node of view v (viewOf), with
@@ -425,7 +428,7 @@ func (j *Judge) waveLoadOf(v waveView, prof *profiles) waveLoad {
 		}
 	}
 	peak, hour := peakOf(total, v.cores)
-	wl.peak, wl.hour = peak*v.cores, hour
+	wl.peak, wl.hour, wl.total = peak*v.cores, hour, total
 	return wl
 }
 

@@ -96,7 +96,8 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 			live = append(live, &v)
 		}
 	}
-	shareHosts(live) // a wave that is down shares nothing, though placements still list it
+	shareHosts(live)                  // a wave that is down shares nothing, though placements still list it
+	hosts := map[string][]hostShare{} // the waves of each shared host (shareHosts)
 	costs := make([]*nodeCosts, len(views))
 	for i, v := range views {
 		costs[i] = &v.costs
@@ -116,7 +117,11 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 			PeakCores: wl.peak, PeakHour: wl.hour}
 		c.UtilNow, c.HasUtilNow = wl.utilNow()
 		cs.by[v.node] = c
+		if len(v.sharesWith) > 0 && wl.total != nil {
+			hosts[v.bootID] = append(hosts[v.bootID], hostShare{c, wl.total, wl.view.cores})
+		}
 	}
+	holdHosts(hosts)
 	if sumRows > 0 && sumBytes > 0 {
 		pl.rowsPerByte = sumRows / sumBytes
 	}
@@ -132,6 +137,38 @@ func (j *Judge) computeCapacities(hist *analysis.Snapshot) *capSet {
 	}
 	cs.load = pl
 	return cs
+}
+
+// hostShare is one wave's part of a shared host: its capacity in the snapshot, its
+// cores at every slot and its share of the host's cores.
+type hostShare struct {
+	c     *lbplugins.Capacity
+	total []float64
+	cores float64
+}
+
+// holdHosts sets on every wave of a shared host the host's cores and its peak (the
+// slot where its waves' loads add up highest), so that the utilisation algorithm holds
+// the host to max_utilisation as the plans do (internal/rebalance/sharedhost.go), not
+// each wave's share of it.
+func holdHosts(hosts map[string][]hostShare) {
+	for id, group := range hosts {
+		if len(group) < 2 {
+			continue
+		}
+		sum := make([]float64, len(group[0].total))
+		cores := 0.0
+		for _, g := range group {
+			cores += g.cores
+			for k, x := range g.total {
+				sum[k] += x
+			}
+		}
+		peak := slices.Max(sum)
+		for _, g := range group {
+			g.c.Host, g.c.HostCores, g.c.HostPeakCores = id, cores, peak
+		}
+	}
 }
 
 // median is the median of xs (sorting it); xs is not empty.

@@ -131,3 +131,35 @@ func TestSharedHostOverTheThresholdMovesNothingHardMax(t *testing.T) {
 	}
 	require.Contains(t, ans.Unmet, "every live wave runs on it", "%+v", ans)
 }
+
+// TestPlacementHoldsASharedHost: placements hold a shared host to max_utilisation as the
+// plans do, not each wave's share of it. Two waves on one 4-core host at 37 %, the busy
+// one's share at about 0.64: an instance of 0.3 cores would take that share past 0.7
+// but the host only to about 0.45, so the busy wave stays a candidate (its idle
+// host-mate still scores higher). A hint costly enough to take the host past the cap
+// filters both, naming the host, while a wave on a host of its own takes it.
+func TestPlacementHoldsASharedHost(t *testing.T) {
+	j, c := newJudge(t, func(o *Options) { o.Algorithm = "utilisation" })
+	h := j.Handler()
+	utilFleet(t, h, c, []wavefleet.Wave{
+		{Node: "wave-a", Cores: 4, UtilPct: 37, Row: 2e-4, Byte: 2e-9, BootID: "host-1", Instances: map[string]float64{"a1": 3000, "a2": 2500}},
+		{Node: "wave-b", Cores: 4, UtilPct: 37, Row: 2e-4, Byte: 2e-9, BootID: "host-1", Instances: map[string]float64{"b1": 100}},
+		{Node: "wave-c", Cores: 4, UtilPct: 20, Row: 2e-4, Byte: 2e-9, BootID: "host-2", Instances: map[string]float64{"c1": 2000}},
+	})
+	ans := placeHTTP(t, h, `{"instance":"probe","explain":"all","dry_run":true,"expected":{"rows_per_s":1500}}`)
+	a := scoreOf(t, ans, "wave-a")
+	require.Greater(t, a.Parts["peak_after"], 0.7, "the busy share past the cap with the instance: %+v", a.Parts)
+	for _, f := range ans.FilteredNodes {
+		require.NotEqual(t, "wave-a", f.Node, "its host stays under the cap: %+v", ans.FilteredNodes)
+	}
+
+	ans = placeHTTP(t, h, `{"instance":"probe","explain":"all","dry_run":true,"expected":{"rows_per_s":7000}}`)
+	require.Equal(t, "wave-c", ans.Node, "%+v", ans)
+	reasons := map[string]string{}
+	for _, f := range ans.FilteredNodes {
+		reasons[f.Node] = f.Reason
+	}
+	for _, n := range []string{"wave-a", "wave-b"} {
+		require.Contains(t, reasons[n], "over max_utilisation: its host's predicted peak", "%+v", ans.FilteredNodes)
+	}
+}

@@ -136,6 +136,13 @@ type Capacity struct {
 	// slot's UTC hour (-1: now).
 	PeakCores float64
 	PeakHour  int
+	// Host names the host when the node shares it with other waves ("" when it has one
+	// of its own); HostCores is then the host's cores (Cores is the node's share of
+	// them) and HostPeakCores the cores its waves use together at their peak slot. A
+	// cap holds the host, as the rebalancing plans do.
+	Host          string
+	HostCores     float64
+	HostPeakCores float64
 }
 
 // Cost is what work of rows/s and bytes/s published and binlog bytes/s read costs on the

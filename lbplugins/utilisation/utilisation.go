@@ -5,7 +5,8 @@
 // expected work (rows/s and bytes/s: a hint in the request, else the fleet's typical
 // instance) costs each wave at that wave's prices, and so do the placements still
 // pending on it. A wave whose peak would exceed the cap (rebalance.max_utilisation) is
-// filtered, as is one the model cannot price (no cores, no prices). When no candidate
+// filtered, as is one the model cannot price (no cores, no prices); waves that share a
+// host (Capacity.Host) are held to the cap by their host's peak, as the plans hold them. When no candidate
 // has the data, the plugin says so and scores as leastload does.
 package utilisation
 
@@ -100,12 +101,22 @@ type node struct {
 	peakHour              int32
 	state                 uint8
 	why                   string // the filter's reason in stateNoPrices
+	// host is the node's shared host (nil: a host of its own), which the cap holds.
+	host *host
+}
+
+// host is a host that several waves share (Capacity.Host): the cap holds its cores and
+// its peak, with every placement pending on any of its waves.
+type host struct {
+	cores, peak float64
+	nodes       []int // its waves, in node order
 }
 
 // Prepare implements lbplugins.Plugin: the capacities the judge computed per node when it
 // built the snapshot, as one flat array.
 func (p *Plugin) Prepare(s *lbplugins.Snapshot) any {
 	pr := &prepared{nodes: make([]node, s.Len())}
+	var hosts map[string]*host // nil while no node shares its host: the usual fleet
 	for i, v := range s.Views {
 		c, n := v.Capacity, &pr.nodes[i]
 		switch {
@@ -126,6 +137,17 @@ func (p *Plugin) Prepare(s *lbplugins.Snapshot) any {
 		n.peak, n.peakHour, n.utilNow = nonNeg(c.PeakCores), int32(c.PeakHour), math.NaN()
 		if c.HasUtilNow {
 			n.utilNow = c.UtilNow
+		}
+		if c.Host != "" && c.HostCores > 0 {
+			if hosts == nil {
+				hosts = map[string]*host{}
+			}
+			h := hosts[c.Host]
+			if h == nil {
+				h = &host{cores: c.HostCores, peak: nonNeg(c.HostPeakCores)}
+				hosts[c.Host] = h
+			}
+			h.nodes, n.host = append(h.nodes, i), h
 		}
 		pr.priced = append(pr.priced, i)
 	}
@@ -178,6 +200,9 @@ func (p *Plugin) Filter(r *lbplugins.Round, i int) string {
 	if limit <= 0 {
 		return ""
 	}
+	if n.host != nil {
+		return n.host.filter(r, n.cost(r, i), limit)
+	}
 	// In cores rather than over them: a multiplication where a division would cost a
 	// placement more than the rest of its filter.
 	cost, pending := n.cost(r, i), r.PendingCores(i)
@@ -189,6 +214,24 @@ func (p *Plugin) Filter(r *lbplugins.Round, i int) string {
 	}
 	return fmt.Sprintf("%s: predicted peak %.3f > %g with the instance (%.4f cores) and %g pending placements (%.4f cores) on %g cores",
 		reasonOverCap, (n.peak+pending+cost)/n.cores, limit, cost, r.Pending(i), pending, n.cores)
+}
+
+// filter holds a shared host to the cap with the instance at cost: its waves' peak
+// together, and the placements pending on any of them. A share over the cap on a host
+// under it takes from its host-mates' idle cores and passes.
+func (h *host) filter(r *lbplugins.Round, cost, limit float64) string {
+	pending, n := 0.0, 0.0
+	for _, m := range h.nodes {
+		pending, n = pending+r.PendingCores(m), n+r.Pending(m)
+	}
+	if h.peak+pending+cost <= (limit+eps)*h.cores {
+		return ""
+	}
+	if !r.Explaining() {
+		return reasonOverCap
+	}
+	return fmt.Sprintf("%s: its host's predicted peak %.3f > %g with the instance (%.4f cores) and %g pending placements on its %d waves (%.4f cores) on the host's %g cores",
+		reasonOverCap, (h.peak+pending+cost)/h.cores, limit, cost, n, len(h.nodes), pending, h.cores)
 }
 
 // cost is the new instance's expected work at node i's prices, in cores (Start made

@@ -19,6 +19,13 @@ func wave(name string, cores, rowCores, byteCores, peakCores float64) *lbplugins
 	return n
 }
 
+// onHost puts n on a host that it shares (Capacity.Host) of cores, whose waves use peak
+// cores together at their peak.
+func onHost(n *lbplugins.NodeView, id string, cores, peak float64) *lbplugins.NodeView {
+	n.Capacity.Host, n.Capacity.HostCores, n.Capacity.HostPeakCores = id, cores, peak
+	return n
+}
+
 func TestUtilisation(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -97,6 +104,41 @@ func TestUtilisation(t *testing.T) {
 			expected: lbplugins.Work{Rows: 4000},
 			want:     "wave-b",
 			scores:   map[string]float64{"wave-a": 38.46, "wave-b": 45.45},
+		},
+		{
+			// Two waves share an 8-core host, 4 cores each; the host at 4 of 8 cores, all
+			// of it on shared-a. shared-a's share would go to 1.1 with the instance, but
+			// the host only to 0.55: the cap holds the host, as the plans do, so shared-a
+			// passes (its score still ranks it below its idle host-mate).
+			name: "a share over the cap on a host under it passes",
+			nodes: []*lbplugins.NodeView{
+				onHost(wave("shared-a", 4, 1e-4, 0, 4), "boot-1", 8, 4),
+				onHost(wave("shared-b", 4, 1e-4, 0, 0), "boot-1", 8, 4),
+			},
+			expected: lbplugins.Work{Rows: 4000},
+			cap:      0.7,
+			exclude:  []string{"shared-b"},
+			want:     "shared-a",
+			scores:   map[string]float64{"shared-a": 47.62},
+			note:     utilisation.NoteScored,
+		},
+		{
+			// The host's waves at 5.4 of 8 cores together: shared-a's share would stand at
+			// 0.35 with the instance, but the host at 0.725, so both are filtered, by the
+			// host; a wave on a host of its own at 0.7 with it passes.
+			name: "a host over the cap filters all its waves, though a share is under it",
+			nodes: []*lbplugins.NodeView{
+				onHost(wave("shared-a", 4, 1e-4, 0, 1), "boot-1", 8, 5.4),
+				onHost(wave("shared-b", 4, 1e-4, 0, 4.4), "boot-1", 8, 5.4),
+				wave("alone", 4, 1e-4, 0, 2.4),
+			},
+			expected: lbplugins.Work{Rows: 4000},
+			cap:      0.7,
+			want:     "alone",
+			filtered: []lbplugins.Filtered{
+				{Node: "shared-a", Reason: "over max_utilisation: its host's predicted peak 0.725 > 0.7 with the instance (0.4000 cores) and 0 pending placements on its 2 waves (0.0000 cores) on the host's 8 cores"},
+				{Node: "shared-b", Reason: "over max_utilisation: its host's predicted peak 0.725 > 0.7 with the instance (0.4000 cores) and 0 pending placements on its 2 waves (0.0000 cores) on the host's 8 cores"},
+			},
 		},
 		{
 			name: "waves the model cannot price are filtered, each with its reason",
