@@ -678,13 +678,19 @@ func (m *Model) Warm() int {
 	for id := range m.nodes {
 		ids = append(ids, id)
 	}
-	repool := !m.pooled.at.IsZero() && m.o.Now().Sub(m.pooled.at) >= repoolEvery-WarmEvery
+	// A pool never fitted (a judge just started, its samples restored) is fitted here
+	// too: the first wave's refit below would fit it under the lock.
+	cold := m.pooled.at.IsZero()
+	repool := cold || m.o.Now().Sub(m.pooled.at) >= repoolEvery-WarmEvery
 	var in poolInput
 	if repool {
 		in = m.poolInputLocked()
-		// The pool in hand serves the asks until the new one is in, rather than an ask
-		// fitting it again under the lock meanwhile.
-		m.pooled.at = m.o.Now()
+		if !cold {
+			// The pool in hand serves the asks until the new one is in, rather than an
+			// ask fitting it again under the lock meanwhile. A cold one has no pool in
+			// hand: an ask meanwhile fits it as before.
+			m.pooled.at = m.o.Now()
+		}
 	}
 	m.mu.Unlock()
 	if repool {

@@ -584,6 +584,41 @@ func TestWarmRepoolsWithoutTheLock(t *testing.T) {
 	require.InDelta(t, 1, warmed.Byte/asked.Byte, 1e-3)
 }
 
+// A judge just started has samples and no pool: the first Warm fits the pool without the
+// lock too, rather than its first wave's refit fitting it under the lock, and the waves'
+// refits after it take that pool.
+func TestWarmFitsAColdPoolWithoutTheLock(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	var ws []*wave
+	for i := range 4 {
+		ws = append(ws, newWave(fmt.Sprintf("w%d", i), truth{row: (1 + 0.2*float64(i)) * 2e-5, byte: 4e-9, base: 0.15}, 8, uint64(i+5)))
+	}
+	feed(m, &clk, time.Hour, ws...)
+	require.True(t, m.pooled.at.IsZero(), "nothing asked yet")
+
+	fitted := 0
+	poolFitted = func(got *Model) {
+		if got != m {
+			return
+		}
+		fitted++
+		require.True(t, m.mu.TryLock(), "the cold pool fitted with the model's lock held")
+		m.mu.Unlock()
+	}
+	t.Cleanup(func() { poolFitted = nil })
+	require.Equal(t, 4, m.Warm())
+	require.Equal(t, 1, fitted, "Warm fitted the pool, once")
+	require.False(t, m.pooled.at.IsZero(), "the pool is in")
+	warmed, ok := m.Pooled()
+	require.True(t, ok)
+
+	m.pooled.at = time.Time{} // what an ask fits now, on the same samples
+	asked, _ := m.Pooled()
+	require.InDelta(t, 1, warmed.Row/asked.Row, 1e-3)
+	require.InDelta(t, 1, warmed.Byte/asked.Byte, 1e-3)
+}
+
 // A fleet whose every instance publishes the same bytes per row (150) moves rows and
 // bytes together in every wave: the pooled samples price only their combined work. The
 // pool is fitted in that one direction (marked PooledCollinear) rather than failing, so
