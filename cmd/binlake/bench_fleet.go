@@ -54,6 +54,7 @@ Presets (-preset; flags given override them):
   large        200 waves (67 × 2, 67 × 4, 66 × 8 cores), 5,000 instances (-history-wait 10m)
   homogeneous  24 identical hosts of 4 cores (-speed-sigma 0), 400 instances
   filtered     hetero's fleet with reading priced: -read-price 1e-8 -filtered 0.5 -read-ratio 5
+  shared       hetero's fleet two waves to a host, loaded by other work: -host-share 2 -host-other 0.1
 
 Examples:
   binlake bench fleet
@@ -79,6 +80,8 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 	readPrice := fs.Float64("read-price", d.ReadPrice, "the fleet's mean cores per binlog byte/s read, scaled by each host's speed (0: reading is free and not reported)")
 	filtered := fs.Float64("filtered", d.FilteredShare, "share of instances whose filters keep part of their source, reading more than they publish (needs a -read-price)")
 	readRatio := fs.Float64("read-ratio", d.ReadRatioMedian, "median of what a filtered instance reads over what it publishes (lognormal, at least 1)")
+	hostShare := fs.Int("host-share", d.HostShare, "waves to a host, of one capacity class (1: each its own); their agents report the host's cores, CPU and boot id")
+	hostOther := fs.Float64("host-other", d.HostOther, "other work on each shared host, a share of its cores on average (each draws from none to twice it)")
 	history := fs.Duration("history", d.History, "simulated time the agents report before the balancer starts")
 	historyStep := fs.Duration("history-step", d.HistoryStep, "the agents' interval over the history")
 	warmup := fs.Duration("warmup", d.Warmup, "the end of the history, reported every -step")
@@ -125,7 +128,8 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 		"round-every": func() { o.RoundEvery = *roundEvery }, "history-wait": func() { o.HistoryWait = *historyWait },
 		"historical-every": func() { o.HistoricalEvery = *historicalEvery }, "senders": func() { o.Senders = *senders },
 		"read-price": func() { o.ReadPrice = *readPrice }, "filtered": func() { o.FilteredShare = *filtered },
-		"read-ratio": func() { o.ReadRatioMedian = *readRatio },
+		"read-ratio": func() { o.ReadRatioMedian = *readRatio }, "host-share": func() { o.HostShare = *hostShare },
+		"host-other": func() { o.HostOther = *hostOther },
 	} {
 		if set[name] {
 			apply()

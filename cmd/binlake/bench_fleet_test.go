@@ -75,6 +75,8 @@ func TestBenchFleetBadFlags(t *testing.T) {
 		{[]string{"-filtered", "0.5"}, "give a read price too"},
 		{[]string{"-read-price", "-1"}, "read price -1"},
 		{[]string{"-preset", "filtered", "-read-ratio", "0.5"}, "read ratio median 0.5"},
+		{[]string{"-host-other", "0.1"}, "give a host share of 2 or more"},
+		{[]string{"-preset", "shared", "-host-share", "0"}, "host share 0"},
 		{[]string{"-judge", "http://127.0.0.1:1", "-judge-config", "judge.yaml"}, "-judge-config configures the in-process judge"},
 	} {
 		var out, errOut bytes.Buffer

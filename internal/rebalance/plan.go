@@ -681,6 +681,7 @@ func (st *state) hardMax() string {
 		return ""
 	}
 	live := st.live()
+	var aside map[*waveState]bool // shares that no step of the threshold's lowers
 	for {
 		// over: the waves over the threshold (whose host is, where it is shared: a move
 		// between host-mates lowers no host, sharedhost.go), highest first; room: the
@@ -700,8 +701,16 @@ func (st *state) hardMax() string {
 			over = over[:min(len(over), candidates)]
 			_, bottom = ends(room, candidates)
 		}
+		reason := ReasonHardMax
 		if len(over) == 0 {
-			return ""
+			// Then the shares over the threshold on hosts under it, with the threshold's
+			// steps but as the lines' (sharedhost.go).
+			hot := shareOver(live, hosts, st.goals.HardMax, aside)
+			if hot == nil || len(st.moves) >= st.goals.MaxMoves || st.outOfTime() {
+				return ""
+			}
+			over, room, reason = []*waveState{hot}, offHost(room, hot.Host), ReasonSpread
+			_, bottom = ends(room, candidates)
 		}
 		hot := over[0]
 		if len(st.moves) >= st.goals.MaxMoves {
@@ -717,6 +726,13 @@ func (st *state) hardMax() string {
 		if s == nil {
 			s = st.evict(over, room)
 		}
+		if s == nil && reason == ReasonSpread {
+			if aside == nil {
+				aside = map[*waveState]bool{}
+			}
+			aside[hot] = true // the lines' to even out
+			continue
+		}
 		if s == nil {
 			why := st.held(hot, "too large for any other wave")
 			if len(live) == 1 {
@@ -730,7 +746,7 @@ func (st *state) hardMax() string {
 			}
 			return fmt.Sprintf("hard_max: %s is at %.3g, above %.3g, and no instance can move or swap to a wave it keeps under it (%s)", hot.Node, hot.peak, st.goals.HardMax, why)
 		}
-		st.apply(s, ReasonHardMax)
+		st.apply(s, reason)
 	}
 }
 

@@ -12,7 +12,12 @@ import (
 // 2-core VM, the host loaded by other work to 0.63–0.80 of each share) saw the plans make
 // 8 hard_max moves onto the one share then under 0.7, the host's load the same after. So
 // the hard threshold holds hosts: a wave is over it when its host is, and a host over it
-// receives nothing. The lines and the band still even out the shares.
+// receives nothing. The lines and the band still even out the shares; a share over the
+// threshold on a host under it is first brought under it by the threshold's steps, off
+// its host, as moves of the lines (shareOver): left to the lines' steps alone, a share
+// holding one large instance among small ones shed the small ones one by one (the fleet
+// simulator's -preset shared, seed 3: 39 moves to the target where one wave to a host
+// takes 21).
 
 // hostPeaks is the peak of each shared host's load over its cores (the sums over its
 // live waves, at the slot where their sum is highest), by Wave.Host; nil when no two
@@ -104,4 +109,31 @@ func hostWhy(hot *waveState, hosts map[string]float64, live, room []*waveState) 
 		return fmt.Sprintf("its host, shared with %s, is at %.3g and no other host is under the threshold", list(mates), hp)
 	}
 	return ""
+}
+
+// shareOver is the highest live wave over the threshold whose host is under it (hosts:
+// hostPeaks), but those aside; nil when none.
+func shareOver(live []*waveState, hosts map[string]float64, limit float64, aside map[*waveState]bool) *waveState {
+	var hot *waveState
+	for _, w := range live {
+		hp, ok := hosts[w.Host]
+		if !ok || w.Host == "" || hp > limit+eps || w.peak <= limit+eps || aside[w] {
+			continue
+		}
+		if hot == nil || byPeak(w, hot) > 0 {
+			hot = w
+		}
+	}
+	return hot
+}
+
+// offHost is ws without the waves on host.
+func offHost(ws []*waveState, host string) []*waveState {
+	out := make([]*waveState, 0, len(ws))
+	for _, w := range ws {
+		if w.Host != host {
+			out = append(out, w)
+		}
+	}
+	return out
 }

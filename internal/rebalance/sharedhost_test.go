@@ -72,6 +72,36 @@ func TestHardThresholdHoldsSharedHosts(t *testing.T) {
 		}
 	})
 
+	t.Run("a share over, its host under, another host with room", func(t *testing.T) {
+		// a's 4-core share holds one large instance (1.6 cores) and sixteen small ones
+		// (0.1) at 0.825, its host-mate b at 0.4, the host at 0.61; three hosts of their
+		// own at 0.325. The large one fits on no wave as it is, and the lines' steps,
+		// each to lower a by a gain no small one gives, shed the small ones one by one
+		// (17 moves). The threshold's step, off the host and as a move of the lines,
+		// evicts the large one to a host that then sheds one to make room.
+		waves := append(sharing("vm1", 4, 0.1, "a", "b"),
+			Wave{Node: "s1", Alive: true, Capacity: 4, Base: 0.1}, Wave{Node: "s2", Alive: true, Capacity: 4, Base: 0.1},
+			Wave{Node: "s3", Alive: true, Capacity: 4, Base: 0.1})
+		small := make([]float64, 16)
+		for i := range small {
+			small[i] = 0.1
+		}
+		insts := append(costs("a", append([]float64{1.6}, small...)...), costs("b", 1.5)...)
+		for _, n := range []string{"s1", "s2", "s3"} {
+			insts = append(insts, costs(n, 0.3, 0.3, 0.3, 0.3)...)
+		}
+		p := Make(waves, insts, Goals{HardMax: 0.7, Band: 0.03, LevelGain: 0.01, Enough: 1.08, LevelNow: []int{0}, NoShare: true}, now)
+		if len(p.Moves) == 0 || p.Moves[0].Instance != "a-0" || p.Moves[0].To == "b" || p.Moves[0].Reason != ReasonSpread {
+			t.Fatalf("moves %+v: want the large instance a-0 off the host first, as a spread move", p.Moves)
+		}
+		if hm := hardMoves(p); len(hm) > 1 || len(hm) == 1 && hm[0].From != p.Moves[0].To {
+			t.Errorf("hard_max moves %+v: want at most one, off the wave a-0 went to", hm)
+		}
+		if len(p.Moves) > 8 {
+			t.Errorf("%d moves %+v: want the large one's and a few more, not the small ones one by one", len(p.Moves), p.Moves)
+		}
+	})
+
 	t.Run("a share over, its host under", func(t *testing.T) {
 		// a at 0.9 of its share, b at 0.2: the host at 0.55 starves nobody. The band
 		// evens the shares; the hard threshold has nothing to do.

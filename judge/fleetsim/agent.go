@@ -28,13 +28,21 @@ type state struct {
 	moves  [][2]int
 	labels []map[string]string // per instance: {instance}
 	runLbl []map[string]string // per instance: {instance, state: running}
+	// hosts is each wave's host-mates with itself (hostsOf; nil: a host of its own), and
+	// bootLbl each wave's host.info labels.
+	hosts   [][]int
+	bootLbl []map[string]string
 }
 
 func newState(f *Fleet, o Options) *state {
 	s := &state{f: f, o: o, assign: slices.Clone(f.Initial), movedAt: make([]time.Time, len(f.Instances)),
-		on: make([]map[int]bool, len(f.Waves)), left: make([]map[int]bool, len(f.Waves)), ls: loads(f, f.Initial)}
-	for w := range f.Waves {
+		on: make([]map[int]bool, len(f.Waves)), left: make([]map[int]bool, len(f.Waves)), ls: loads(f, f.Initial),
+		hosts: hostsOf(f), bootLbl: make([]map[string]string, len(f.Waves))}
+	for w, wave := range f.Waves {
 		s.on[w], s.left[w] = map[int]bool{}, map[int]bool{}
+		if wave.Host != "" {
+			s.bootLbl[w] = map[string]string{"boot_id": wave.Host}
+		}
 	}
 	for i, w := range s.assign {
 		s.on[w][i] = true
@@ -80,16 +88,7 @@ func (s *state) batch(w int, t time.Time, interval time.Duration) metric.Batch {
 	}
 	b := metric.Batch{Node: wave.Node, TS: t, IntervalS: interval.Seconds(),
 		Points: make([]metric.Point, 0, total+perInst*len(insts)+perLeft*len(s.left[w]))}
-	demand := wave.Idle
-	var rows, bytes, read float64
-	for _, i := range insts {
-		in := s.f.Instances[i]
-		j := s.o.RateJitter
-		r := in.Rows * in.Diurnal(h) * math.Exp(j*gauss(s.o.Seed, noiseRate, uint64(i), tick)-j*j/2)
-		by := r * in.RowBytes
-		rd := by * in.ReadRatio // the binlog read with the rows, so it jitters with them
-		rows, bytes, read = rows+r, bytes+by, read+rd
-		demand += wave.RowPrice*r + wave.BytePrice*by + wave.ReadPrice*rd
+	demand, rows, bytes, read := s.work(w, insts, h, tick, func(i int, r, by, rd float64) {
 		b.Points = append(b.Points,
 			metric.Point{Name: metric.WaveTPS, Value: r, Labels: s.labels[i]},
 			metric.Point{Name: metric.WaveBytesPerS, Value: by, Labels: s.labels[i]})
@@ -97,7 +96,7 @@ func (s *state) batch(w int, t time.Time, interval time.Duration) metric.Batch {
 			b.Points = append(b.Points, metric.Point{Name: metric.WaveBinlogBytesPerS, Value: rd, Labels: s.labels[i]})
 		}
 		b.Points = append(b.Points, metric.Point{Name: metric.WaveInstanceRunning, Value: 1, Labels: s.runLbl[i]})
-	}
+	})
 	for _, i := range sortedKeys(s.left[w]) {
 		b.Points = append(b.Points,
 			metric.Point{Name: metric.WaveTPS, Value: 0, Labels: s.labels[i]},
@@ -107,22 +106,37 @@ func (s *state) batch(w int, t time.Time, interval time.Duration) metric.Batch {
 		}
 	}
 	cores := float64(wave.Cores)
-	node := uint64(w)
-	noisy := func(kind uint64, sigma float64) float64 {
-		return max(0, demand*(1+sigma*gauss(s.o.Seed, kind, node, tick)))
-	}
 	// A host cannot use more than its cores, whatever the demand: an overloaded wave's
 	// CPU figures saturate (its rates here do not: no back-pressure). The host's CPU is
 	// the wave process's over the same interval, as both readings are taken together
-	// (the simulated hosts run nothing else): a reading's noise is the demand's own
-	// burst, which both see.
-	cpu := min(cores, noisy(noiseCPU, s.o.CPUNoise))
+	// (a simulated host of its own runs nothing else): a reading's noise is the demand's
+	// own burst, which both see.
+	cpu := min(cores, s.noisy(demand, noiseCPU, s.o.CPUNoise, w, tick))
+	host, hostDemand := cpu, demand
+	if mates := s.hosts[w]; mates != nil {
+		// A shared host: every agent on it reports the host's cores and CPU (its
+		// waves' processes and its other work) and its boot id; a process can use
+		// more than its share of the cores while its host-mates leave them idle.
+		cores, host, hostDemand = 0, 0, 0
+		for _, m := range mates {
+			mw := s.f.Waves[m]
+			d := demand
+			if m != w {
+				d, _, _, _ = s.work(m, sortedKeys(s.on[m]), h, tick, nil)
+			}
+			cores += float64(mw.Cores)
+			host += s.noisy(d, noiseCPU, s.o.CPUNoise, m, tick) + mw.Other
+			hostDemand += d + mw.Other
+		}
+		cpu, host = min(cores, s.noisy(demand, noiseCPU, s.o.CPUNoise, w, tick)), min(cores, host)
+		b.Points = append(b.Points, metric.Point{Name: metric.HostInfo, Value: 1, Labels: s.bootLbl[w]})
+	}
 	b.Points = append(b.Points,
 		metric.Point{Name: metric.CPUCores, Value: cores},
-		metric.Point{Name: metric.CPUUtil, Value: 100 * cpu / cores},
+		metric.Point{Name: metric.CPUUtil, Value: 100 * host / cores},
 		metric.Point{Name: metric.WaveCPUCores, Value: cpu},
-		metric.Point{Name: metric.Load1, Value: noisy(noiseLoad, 0.1)}, // runnable threads: the demand
-		metric.Point{Name: metric.MemUsedPct, Value: min(100, max(0, 20+1.5*float64(len(insts))+2*gauss(s.o.Seed, noiseMem, node, tick)))},
+		metric.Point{Name: metric.Load1, Value: s.noisy(hostDemand, noiseLoad, 0.1, w, tick)}, // runnable threads: the demand
+		metric.Point{Name: metric.MemUsedPct, Value: min(100, max(0, 20+1.5*float64(len(insts))+2*gauss(s.o.Seed, noiseMem, uint64(w), tick)))},
 		metric.Point{Name: metric.WaveInstances, Value: float64(len(insts))},
 		metric.Point{Name: metric.WaveTPS, Value: rows},
 		metric.Point{Name: metric.WaveBytesPerS, Value: bytes})
@@ -130,6 +144,33 @@ func (s *state) batch(w int, t time.Time, interval time.Duration) metric.Batch {
 		b.Points = append(b.Points, metric.Point{Name: metric.WaveBinlogBytesPerS, Value: read})
 	}
 	return b
+}
+
+// work is what wave w's process uses at tick (UTC hour h) for insts, its instances:
+// its demand in cores, and the rows, bytes and binlog bytes per second they publish and
+// read in all; each instance's own figures go to each, when given.
+func (s *state) work(w int, insts []int, h float64, tick uint64, each func(i int, rows, bytes, read float64)) (demand, rows, bytes, read float64) {
+	wave := s.f.Waves[w]
+	demand = wave.Idle
+	for _, i := range insts {
+		in := s.f.Instances[i]
+		j := s.o.RateJitter
+		r := in.Rows * in.Diurnal(h) * math.Exp(j*gauss(s.o.Seed, noiseRate, uint64(i), tick)-j*j/2)
+		by := r * in.RowBytes
+		rd := by * in.ReadRatio // the binlog read with the rows, so it jitters with them
+		rows, bytes, read = rows+r, bytes+by, read+rd
+		demand += wave.RowPrice*r + wave.BytePrice*by + wave.ReadPrice*rd
+		if each != nil {
+			each(i, r, by, rd)
+		}
+	}
+	return demand, rows, bytes, read
+}
+
+// noisy is a reading of demand with its noise of kind, relative sigma, for wave w's
+// agent at tick; never below 0.
+func (s *state) noisy(demand float64, kind uint64, sigma float64, w int, tick uint64) float64 {
+	return max(0, demand*(1+sigma*gauss(s.o.Seed, kind, uint64(w), tick)))
 }
 
 // reading says whether the fleet models reading the binlog, so that its agents report

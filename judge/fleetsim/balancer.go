@@ -85,6 +85,20 @@ func predicted(raw map[string]json.RawMessage, keys []string) (string, map[strin
 	return "", nil
 }
 
+// hardMaxHostMates counts moves's hard_max moves between two waves of one host (wave:
+// the index of each wave node in f.Waves).
+func hardMaxHostMates(f *Fleet, moves []planMove, wave map[string]int) int {
+	n := 0
+	for _, m := range moves {
+		from, ok1 := wave[m.From]
+		to, ok2 := wave[m.To]
+		if ok1 && ok2 && m.Reason == "hard_max" && f.Waves[from].Host != "" && f.Waves[from].Host == f.Waves[to].Host {
+			n++
+		}
+	}
+	return n
+}
+
 // applied counts what became of a plan's moves.
 type applied struct {
 	moved   []int // instance indexes, in the plan's order

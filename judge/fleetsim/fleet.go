@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -22,7 +23,18 @@ type Wave struct {
 	BytePrice float64 `json:"byte_price"`
 	ReadPrice float64 `json:"read_price"`
 	Idle      float64 `json:"idle_cores"`
+	// Host names the host when the wave shares it with others (Options.HostShare; ""
+	// on a host of its own), and Other is its equal part of that host's other work, in
+	// cores: load on the host that no wave process uses, which is the wave's to carry
+	// all the same (the judge gives each wave of a host an equal part of it). Every
+	// agent on the host reports the host's cores and CPU, and its boot id.
+	Host  string  `json:"host,omitempty"`
+	Other float64 `json:"other_cores,omitempty"`
 }
+
+// fixed is the wave's load without any instance: its idle process and its part of its
+// host's other work.
+func (w Wave) fixed() float64 { return w.Idle + w.Other }
 
 // Instance is one simulated capture instance: its daily mean rows/s, the mean size of
 // its rows, what it reads of its source's binlog per byte it publishes, and its diurnal
@@ -159,6 +171,7 @@ func Generate(o Options) (*Fleet, error) {
 	for i := range f.Instances {
 		f.Instances[i].Rows *= scale
 	}
+	shareHosts(f, o)
 	f.Initial = make([]int, len(f.Instances))
 	for i := range f.Initial {
 		f.Initial[i] = i % len(f.Waves) // round-robin by count
@@ -191,3 +204,59 @@ const (
 	maxRowBytes  = 1 << 20
 	maxReadRatio = 1000
 )
+
+// shareHosts puts the waves on hosts of o.HostShare waves each, waves of one capacity
+// class together in the order of their names (a class's last host may have fewer; a
+// wave left alone keeps a host of its own), and gives each host other work of
+// o.HostOther of its cores on average (uniform from none to twice that), shared equally
+// by its waves. Its draws come from a source of their own, so that the fleet's own
+// stream, and a fleet with one wave per host, stay what they were.
+func shareHosts(f *Fleet, o Options) {
+	if o.HostShare < 2 {
+		return
+	}
+	r := rand.New(rand.NewPCG(o.Seed, 0x686f7374)) // "host"
+	byCores := map[int][]int{}
+	var classes []int
+	for w, wave := range f.Waves {
+		if byCores[wave.Cores] == nil {
+			classes = append(classes, wave.Cores)
+		}
+		byCores[wave.Cores] = append(byCores[wave.Cores], w)
+	}
+	slices.Sort(classes)
+	n := 0
+	for _, c := range classes {
+		ws := byCores[c]
+		for from := 0; from < len(ws); from += o.HostShare {
+			group := ws[from:min(from+o.HostShare, len(ws))]
+			other := o.HostOther * 2 * r.Float64() * float64(c*len(group))
+			if len(group) < 2 {
+				continue
+			}
+			host := fmt.Sprintf("%shost-%02d", o.Prefix, n)
+			n++
+			for _, w := range group {
+				f.Waves[w].Host, f.Waves[w].Other = host, other/float64(len(group))
+			}
+		}
+	}
+}
+
+// hostsOf is each wave's host-mates with itself (indexes into f.Waves, in order), nil
+// for a wave on a host of its own.
+func hostsOf(f *Fleet) [][]int {
+	byHost := map[string][]int{}
+	for w, wave := range f.Waves {
+		if wave.Host != "" {
+			byHost[wave.Host] = append(byHost[wave.Host], w)
+		}
+	}
+	out := make([][]int, len(f.Waves))
+	for w, wave := range f.Waves {
+		if wave.Host != "" {
+			out[w] = byHost[wave.Host]
+		}
+	}
+	return out
+}

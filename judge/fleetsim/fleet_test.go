@@ -237,6 +237,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		{func(o *Options) { o.RoundEvery = time.Second }, "round every"},
 		{func(o *Options) { o.DiurnalAmplitude = 2 }, "diurnal amplitude"},
 		{func(o *Options) { o.RowPrice, o.BytePrice = 0, 0 }, "cost nothing"},
+		{func(o *Options) { o.HostShare = 0 }, "host share 0"},
+		{func(o *Options) { o.HostShare, o.HostOther = 2, 0.8 }, "host other 0.8"},
+		{func(o *Options) { o.HostOther = 0.1 }, "give a host share of 2 or more"},
 	} {
 		o := DefaultOptions()
 		tc.change(&o)

@@ -60,6 +60,14 @@ type Options struct {
 	// CPUNoise that of the measured wave.cpu_cores around the demand (cpu.util is the
 	// same reading: the simulated hosts run nothing else).
 	RateJitter, CPUNoise float64
+	// HostShare is how many waves share a host (1: each has its own), waves of one
+	// capacity class together: each wave keeps its own cores as its share of the host's.
+	// HostOther is the other work on each shared host, as a share of its cores on
+	// average (each host draws from none to twice that), on top of the fleet's
+	// TargetUtil: what a host loaded by other programs, or a trial of several waves on
+	// one machine, puts beside the waves.
+	HostShare int
+	HostOther float64
 
 	// Now is the simulated time at which the history ends and the balancer starts (zero:
 	// the wall clock's minute; an external judge always runs at the wall clock).
@@ -121,7 +129,7 @@ func DefaultOptions() Options {
 		RowsSigma: 1.0, SizeMedian: 400, SizeSigma: 0.7, TargetUtil: 0.4,
 		RowPrice: 20e-6, BytePrice: 5e-9, IdleCores: 0.1, SpeedSigma: 0.25,
 		ReadRatioMedian: 5, ReadRatioSigma: 0.8, // what a filtered instance reads, once some are (-filtered)
-		DiurnalAmplitude: 0.5, DiurnalRegions: 3, RateJitter: 0.05, CPUNoise: 0.03,
+		DiurnalAmplitude: 0.5, DiurnalRegions: 3, RateJitter: 0.05, CPUNoise: 0.03, HostShare: 1,
 		Now:     time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC),
 		History: 24 * time.Hour, HistoryStep: 5 * time.Minute, Warmup: 30 * time.Minute, Step: time.Minute,
 		Rounds: 20, RoundEvery: 5 * time.Minute,
@@ -132,14 +140,16 @@ func DefaultOptions() Options {
 }
 
 // Presets are the named fleets of `binlake bench fleet -preset`.
-var Presets = []string{"hetero", "large", "homogeneous", "filtered"}
+var Presets = []string{"hetero", "large", "homogeneous", "filtered", "shared"}
 
 // Preset returns a named fleet's options: hetero (DefaultOptions), large (200 waves of
 // 2, 4 and 8 cores, 5,000 instances), homogeneous (24 identical hosts of 4 cores: the
 // same prices everywhere, 400 instances; their row sizes still differ, so rows/s alone
 // does not measure their cost) or filtered (hetero's fleet where reading the binlog
 // costs CPU and half the instances read several times what they publish: rows and bytes
-// published alone do not measure their cost).
+// published alone do not measure their cost) or shared (hetero's fleet two waves to a
+// host, each host loaded by other work of 10 % of its cores on average: the judge holds
+// hosts, not shares, to max_utilisation).
 func Preset(name string) (Options, error) {
 	o := DefaultOptions()
 	switch name {
@@ -163,6 +173,8 @@ func Preset(name string) (Options, error) {
 		// what is published underestimates it twofold. An unfiltered instance's reading
 		// adds 4 µcores, about a sixth of its cost, which its bytes published measure.
 		o.ReadPrice = 1e-8
+	case "shared":
+		o.HostShare, o.HostOther = 2, 0.1
 	default:
 		return o, fmt.Errorf("preset %q: want one of %s", name, strings.Join(Presets, ", "))
 	}
@@ -281,6 +293,14 @@ func (o Options) validateFleet() error {
 	}
 	if o.DiurnalRegions < 1 {
 		bad("diurnal regions %d: want at least 1", o.DiurnalRegions)
+	}
+	if o.HostShare < 1 {
+		bad("host share %d: want at least 1 wave per host", o.HostShare)
+	}
+	if !(o.HostOther >= 0 && o.HostOther <= 0.5) {
+		bad("host other %v: want 0–0.5 of a host's cores", o.HostOther)
+	} else if o.HostOther > 0 && o.HostShare < 2 {
+		bad("host other %v with one wave per host: the other work is a shared host's; give a host share of 2 or more", o.HostOther)
 	}
 	return errors.Join(errs...)
 }

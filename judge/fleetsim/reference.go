@@ -43,7 +43,7 @@ func greedy(f *Fleet, m measure) []int {
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cost(b), cost(a)) })
 	ls := make([]load, len(f.Waves))
 	for w, wave := range f.Waves {
-		ls[w].c = wave.Idle
+		ls[w].c = wave.fixed()
 	}
 	assign := make([]int, len(f.Instances))
 	for _, i := range order {
@@ -86,9 +86,9 @@ func lowerBound(f *Fleet, m measure, hours ...float64) Bound {
 	var fluid load
 	var cores float64
 	for _, w := range f.Waves {
-		fluid.c += w.Idle
+		fluid.c += w.fixed()
 		cores += float64(w.Cores)
-		b.Idle = max(b.Idle, w.Idle/float64(w.Cores))
+		b.Idle = max(b.Idle, w.fixed()/float64(w.Cores))
 	}
 	for _, in := range f.Instances {
 		cheapest, placed := load{}, math.Inf(1)
@@ -97,7 +97,7 @@ func lowerBound(f *Fleet, m measure, hours ...float64) Bound {
 			if k == 0 || w.Base(in) < cheapest.c {
 				cheapest = l
 			}
-			placed = min(placed, m(l.plus(load{c: w.Idle}))/float64(w.Cores))
+			placed = min(placed, m(l.plus(load{c: w.fixed()}))/float64(w.Cores))
 		}
 		fluid = fluid.plus(cheapest)
 		b.Instance = max(b.Instance, placed)
@@ -160,7 +160,7 @@ func dualBound(f *Fleet, h float64) float64 {
 	for it := range 600 {
 		bound := 0.0
 		for w, wave := range f.Waves {
-			u[w] = wave.Idle / float64(wave.Cores)
+			u[w] = wave.fixed() / float64(wave.Cores)
 			bound += mu[w] * u[w]
 		}
 		for i := range cost {

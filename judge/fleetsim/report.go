@@ -102,6 +102,10 @@ type Round struct {
 	// Reasons counts the planned moves by the goal the judge gave for each ("spread",
 	// "hard_max", …): which goal a round's moves served.
 	Reasons map[string]int `json:"reasons,omitempty"`
+	// HardMaxHostMates counts the planned hard_max moves between two waves of one host
+	// (Options.HostShare), which lower no host's CPU: the judge holds hosts to
+	// max_utilisation, so none is expected.
+	HardMaxHostMates int `json:"hard_max_host_mates,omitempty"`
 	// MovedInstances are the instances the round moved, in the plan's order.
 	MovedInstances []string `json:"moved_instances"`
 	// MovedTo is the wave each of MovedInstances went to.
@@ -206,6 +210,9 @@ func (rd Round) reasonsText() string {
 	parts := make([]string, len(names))
 	for i, n := range names {
 		parts[i] = fmt.Sprintf("%s %d", n, rd.Reasons[n])
+	}
+	if rd.HardMaxHostMates > 0 {
+		parts = append(parts, fmt.Sprintf("%d of them hard_max between host-mates", rd.HardMaxHostMates))
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
 }

@@ -186,6 +186,7 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 		for _, m := range moves {
 			rd.Reasons[cmp.Or(m.Reason, "unsaid")]++
 		}
+		rd.HardMaxHostMates = hardMaxHostMates(r.f, moves, wave)
 		rd.PeakBefore, rd.SpreadBefore = peakSpread(truthBefore)
 		rd.PeakAfter, rd.SpreadAfter = peakSpread(truthAfter)
 		for _, i := range a.moved {

@@ -252,4 +252,24 @@ func TestRoundReasons(t *testing.T) {
 			t.Errorf("%v: %q, want %q", tc.reasons, got, tc.want)
 		}
 	}
+	if got := (Round{Reasons: map[string]int{"hard_max": 3}, HardMaxHostMates: 2}).reasonsText(); got != " (hard_max 3, 2 of them hard_max between host-mates)" {
+		t.Errorf("with host-mates: %q", got)
+	}
+}
+
+// TestHardMaxHostMates counts the hard_max moves between waves of one host, and only
+// those.
+func TestHardMaxHostMates(t *testing.T) {
+	f := &Fleet{Waves: []Wave{{Node: "a", Host: "h1"}, {Node: "b", Host: "h1"}, {Node: "c", Host: "h2"}, {Node: "d"}, {Node: "e"}}}
+	wave := map[string]int{"a": 0, "b": 1, "c": 2, "d": 3, "e": 4}
+	moves := []planMove{
+		{From: "a", To: "b", Reason: "hard_max"}, // host-mates
+		{From: "b", To: "a", Reason: "spread"},   // host-mates, but the lines'
+		{From: "a", To: "c", Reason: "hard_max"}, // another host
+		{From: "d", To: "e", Reason: "hard_max"}, // each on its own
+		{From: "a", To: "gone", Reason: "hard_max"},
+	}
+	if n := hardMaxHostMates(f, moves, wave); n != 1 {
+		t.Errorf("%d, want 1", n)
+	}
 }

@@ -36,7 +36,7 @@ type ClassFigures struct {
 func loads(f *Fleet, assign []int) []load {
 	ls := make([]load, len(f.Waves))
 	for w, wave := range f.Waves {
-		ls[w].c = wave.Idle
+		ls[w].c = wave.fixed()
 	}
 	for i, w := range assign {
 		ls[w] = ls[w].plus(contrib(f.Waves[w], f.Instances[i]))

@@ -4,8 +4,8 @@ package fleetsim
 // plan can be checked offline against what no judge sees: every instance's CPU on every
 // wave, and the targets the report holds the judge to. An instance's CPU on wave w at
 // UTC hour h is On[w][0] + On[w][1]·cos(2πh/24) + On[w][2]·sin(2πh/24) cores, its daily
-// peak On[w][0] + √(On[w][1]² + On[w][2]²); a wave's is its idle process's, IdleCores,
-// plus its instances'.
+// peak On[w][0] + √(On[w][1]² + On[w][2]²); a wave's is its idle process's and its part
+// of its host's other work, IdleCores, plus its instances'.
 type Truth struct {
 	// Hour is the UTC hour of the report's "now" (the last round's), TargetNow and
 	// TargetDay the utilisations (CPU over cores) that both targets allow: TargetFactor
@@ -36,7 +36,7 @@ type TruthInst struct {
 func truthOf(f *Fleet, h, targetNow, targetDay float64) *Truth {
 	t := &Truth{Hour: h, TargetNow: targetNow, TargetDay: targetDay}
 	for _, w := range f.Waves {
-		t.Waves = append(t.Waves, TruthWave{Node: w.Node, Cores: w.Cores, IdleCores: w.Idle})
+		t.Waves = append(t.Waves, TruthWave{Node: w.Node, Cores: w.Cores, IdleCores: w.fixed()})
 	}
 	for i, in := range f.Instances {
 		ti := TruthInst{ID: in.ID, Initial: f.Initial[i], On: make([][3]float64, len(f.Waves))}
