@@ -546,77 +546,58 @@ func TestWarmRefitsAheadOfTheAsks(t *testing.T) {
 // Warm fits the pool without the model's lock, which a thousand waves' pool would hold
 // for seconds (5.8 s on BenchmarkRefitFleet's), the agents' batches and every ask for
 // prices waiting; it installs the new pool under the lock, as an ask would have fitted
-// it, and the asks meanwhile find the pool in hand, not fitting it again.
-func TestWarmRepoolsWithoutTheLock(t *testing.T) {
-	clk := t0
-	m := New(Options{Now: func() time.Time { return clk }})
-	var ws []*wave
-	for i := range 4 {
-		ws = append(ws, newWave(fmt.Sprintf("w%d", i), truth{row: (1 + 0.2*float64(i)) * 2e-5, byte: 4e-9, base: 0.15}, 8, uint64(i+5)))
+// it. When the pool is due, the asks meanwhile find the pool in hand, not fitting it
+// again; when it was never fitted (a judge just started, its samples restored), Warm
+// fits it too, where its first wave's refit fitted it under the lock.
+func TestWarmFitsThePoolWithoutTheLock(t *testing.T) {
+	for _, cold := range []bool{true, false} {
+		t.Run(map[bool]string{true: "never fitted", false: "due"}[cold], func(t *testing.T) {
+			clk := t0
+			m := New(Options{Now: func() time.Time { return clk }})
+			var ws []*wave
+			for i := range 4 {
+				ws = append(ws, newWave(fmt.Sprintf("w%d", i), truth{row: (1 + 0.2*float64(i)) * 2e-5, byte: 4e-9, base: 0.15}, 8, uint64(i+5)))
+			}
+			feed(m, &clk, time.Hour, ws...)
+			var before Prices
+			if cold {
+				require.True(t, m.pooled.at.IsZero(), "nothing asked yet")
+			} else {
+				m.Warm()
+				feed(m, &clk, repoolEvery-WarmEvery, ws...)
+				before, _ = m.Pooled()
+			}
+
+			fitted := 0
+			poolFitted = func(got *Model) {
+				if got != m {
+					return
+				}
+				fitted++
+				require.True(t, m.mu.TryLock(), "the pool fitted with the model's lock held")
+				m.mu.Unlock()
+				if !cold {
+					inHand, ok := m.Pooled()
+					require.True(t, ok)
+					require.Equal(t, before, inHand, "an ask meanwhile finds the pool in hand")
+					m.Observe(ws[0].batch(clk)) // the agents' batches go on
+				}
+			}
+			t.Cleanup(func() { poolFitted = nil })
+			m.Warm()
+			require.Equal(t, 1, fitted, "Warm fitted the pool, once")
+			warmed, ok := m.Pooled()
+			require.True(t, ok)
+			if !cold {
+				require.NotEqual(t, before, warmed)
+			}
+
+			m.pooled.at = time.Time{} // what an ask fits now, on the same samples
+			asked, _ := m.Pooled()
+			require.InDelta(t, 1, warmed.Row/asked.Row, 1e-3)
+			require.InDelta(t, 1, warmed.Byte/asked.Byte, 1e-3)
+		})
 	}
-	feed(m, &clk, time.Hour, ws...)
-	m.Warm()
-	feed(m, &clk, repoolEvery-WarmEvery, ws...)
-	before, _ := m.Pooled()
-
-	fitted := 0
-	poolFitted = func(got *Model) {
-		if got != m {
-			return
-		}
-		fitted++
-		require.True(t, m.mu.TryLock(), "the pool fitted with the model's lock held")
-		m.mu.Unlock()
-		inHand, ok := m.Pooled()
-		require.True(t, ok)
-		require.Equal(t, before, inHand, "an ask meanwhile finds the pool in hand")
-		m.Observe(ws[0].batch(clk)) // the agents' batches go on
-	}
-	t.Cleanup(func() { poolFitted = nil })
-	m.Warm()
-	require.Equal(t, 1, fitted, "Warm repooled, once")
-	warmed, _ := m.Pooled()
-	require.NotEqual(t, before, warmed)
-
-	m.pooled.at = time.Time{} // what an ask fits now, on the same samples
-	asked, _ := m.Pooled()
-	require.InDelta(t, 1, warmed.Row/asked.Row, 1e-3)
-	require.InDelta(t, 1, warmed.Byte/asked.Byte, 1e-3)
-}
-
-// A judge just started has samples and no pool: the first Warm fits the pool without the
-// lock too, rather than its first wave's refit fitting it under the lock, and the waves'
-// refits after it take that pool.
-func TestWarmFitsAColdPoolWithoutTheLock(t *testing.T) {
-	clk := t0
-	m := New(Options{Now: func() time.Time { return clk }})
-	var ws []*wave
-	for i := range 4 {
-		ws = append(ws, newWave(fmt.Sprintf("w%d", i), truth{row: (1 + 0.2*float64(i)) * 2e-5, byte: 4e-9, base: 0.15}, 8, uint64(i+5)))
-	}
-	feed(m, &clk, time.Hour, ws...)
-	require.True(t, m.pooled.at.IsZero(), "nothing asked yet")
-
-	fitted := 0
-	poolFitted = func(got *Model) {
-		if got != m {
-			return
-		}
-		fitted++
-		require.True(t, m.mu.TryLock(), "the cold pool fitted with the model's lock held")
-		m.mu.Unlock()
-	}
-	t.Cleanup(func() { poolFitted = nil })
-	require.Equal(t, 4, m.Warm())
-	require.Equal(t, 1, fitted, "Warm fitted the pool, once")
-	require.False(t, m.pooled.at.IsZero(), "the pool is in")
-	warmed, ok := m.Pooled()
-	require.True(t, ok)
-
-	m.pooled.at = time.Time{} // what an ask fits now, on the same samples
-	asked, _ := m.Pooled()
-	require.InDelta(t, 1, warmed.Row/asked.Row, 1e-3)
-	require.InDelta(t, 1, warmed.Byte/asked.Byte, 1e-3)
 }
 
 // A fleet whose every instance publishes the same bytes per row (150) moves rows and
