@@ -10,7 +10,10 @@
 // multiplier 1 + A·cos(2π(h − peak)/24) with peaks clustered in a few regions, so that
 // waves peak at different hours; a share of them (Options.FilteredShare) keep only part
 // of their source and read a lognormal multiple of the bytes they publish, the others
-// read what they publish. The initial assignment is round-robin by count.
+// read what they publish. With Options.HostShare the waves of a capacity class share hosts
+// (several to one), each host's agents reporting its cores, its CPU (its waves' processes
+// and other work on it, Options.HostOther) and its boot id. The initial assignment is
+// round-robin by count.
 //
 // A run: the simulated agents report each wave (cpu.cores, cpu.util, mem.used_pct,
 // load.1, wave.cpu_cores, wave.instances and per instance wave.tps, wave.bytes_per_s,
