@@ -22,6 +22,10 @@ type Report struct {
 	Cores     []CoreClass `json:"cores"`
 	Waves     int         `json:"waves"`
 	Instances int         `json:"instances"`
+	// HostShare and HostOther are the options': waves to a host, and the other work on
+	// a shared host as a share of its cores (absent: a host to each wave).
+	HostShare int     `json:"host_share,omitempty"`
+	HostOther float64 `json:"host_other,omitempty"`
 	// Judge is "in-process" or the external judge's URL.
 	Judge string `json:"judge"`
 	// HistoryFrom, Start and End are simulated times: the first batch, the first round,
@@ -130,8 +134,8 @@ type WaveResult struct {
 
 // WriteText writes the report as a table.
 func (r *Report) WriteText(out io.Writer) {
-	fmt.Fprintf(out, "\nfleet: %s (%s cores:waves), %s, seed %d; judge %s\n",
-		count(r.Waves, "wave"), FormatCores(r.Cores), count(r.Instances, "instance"), r.Seed, r.Judge)
+	fmt.Fprintf(out, "\nfleet: %s (%s cores:waves)%s, %s, seed %d; judge %s\n",
+		count(r.Waves, "wave"), FormatCores(r.Cores), hostsText(r.HostShare, r.HostOther), count(r.Instances, "instance"), r.Seed, r.Judge)
 	fmt.Fprintf(out, "fed %d batches (%d points, %d retried) from %s to %s simulated; %s real\n",
 		r.Batches, r.Points, r.Retries, r.HistoryFrom.Format("01-02 15:04"), r.End.Format("01-02 15:04"), r.Elapsed.Round(time.Millisecond))
 	if r.HistoricalAsOf.IsZero() {
@@ -156,6 +160,15 @@ func (r *Report) WriteText(out io.Writer) {
 		fmt.Fprintf(out, "judge's predicted utilisation %s the plans (%q, %s): mean error %s, max %s\n",
 			p.what, p.e.Key, count(p.e.Plans, "plan"), pct(p.e.MeanAbs), pct(p.e.MaxAbs))
 	}
+}
+
+// hostsText says how the waves share hosts (Options.HostShare, HostOther): "" when each
+// has its own.
+func hostsText(share int, other float64) string {
+	if share < 2 {
+		return ""
+	}
+	return fmt.Sprintf(", %d to a host of a class, other work %s of a host's cores on average", share, pct(other))
 }
 
 // count is n of what, in the plural unless n is 1 ("1 wave", "24 waves").

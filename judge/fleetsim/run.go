@@ -68,7 +68,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	r := &runner{o: o, f: f, s: newState(f, o), clk: clk, api: api, out: out}
 	rep := &Report{Seed: o.Seed, Cores: o.Cores, Waves: len(f.Waves), Instances: len(f.Instances), Judge: judgeName,
 		HistoryFrom: from, Start: o.Now, Rounds: []Round{}}
-	fmt.Fprintf(out, "fleet: %s (%s), %s; judge %s at %s\n", count(len(f.Waves), "wave"), FormatCores(o.Cores), count(len(f.Instances), "instance"), judgeName, base)
+	if o.HostShare > 1 {
+		rep.HostShare, rep.HostOther = o.HostShare, o.HostOther
+	}
+	fmt.Fprintf(out, "fleet: %s (%s)%s, %s; judge %s at %s\n", count(len(f.Waves), "wave"), FormatCores(o.Cores), hostsText(o.HostShare, o.HostOther),
+		count(len(f.Instances), "instance"), judgeName, base)
 	if err := r.history(ctx, rep); err != nil {
 		return nil, err
 	}

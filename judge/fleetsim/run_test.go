@@ -273,3 +273,22 @@ func TestHardMaxHostMates(t *testing.T) {
 		t.Errorf("%d, want 1", n)
 	}
 }
+
+// TestHostsText: the report says how the waves share hosts, and nothing when each has
+// its own.
+func TestHostsText(t *testing.T) {
+	for _, tc := range []struct {
+		share int
+		other float64
+		want  string
+	}{
+		{1, 0, ""},
+		{0, 0, ""},
+		{2, 0.1, ", 2 to a host of a class, other work 10.0% of a host's cores on average"},
+		{3, 0, ", 3 to a host of a class, other work 0.0% of a host's cores on average"},
+	} {
+		if got := hostsText(tc.share, tc.other); got != tc.want {
+			t.Errorf("%d, %v: %q, want %q", tc.share, tc.other, got, tc.want)
+		}
+	}
+}
