@@ -111,8 +111,8 @@ func (s *state) batch(w int, t time.Time, interval time.Duration) metric.Batch {
 	// the wave process's over the same interval, as both readings are taken together
 	// (a simulated host of its own runs nothing else): a reading's noise is the demand's
 	// own burst, which both see.
-	cpu := min(cores, s.noisy(demand, noiseCPU, s.o.CPUNoise, w, tick))
-	host, hostDemand := cpu, demand
+	own := s.noisy(demand, noiseCPU, s.o.CPUNoise, w, tick)
+	host, hostDemand := own, demand
 	if mates := s.hosts[w]; mates != nil {
 		// A shared host: every agent on it reports the host's cores and CPU (its
 		// waves' processes and its other work) and its boot id; a process can use
@@ -120,17 +120,19 @@ func (s *state) batch(w int, t time.Time, interval time.Duration) metric.Batch {
 		cores, host, hostDemand = 0, 0, 0
 		for _, m := range mates {
 			mw := s.f.Waves[m]
-			d := demand
+			d, r := demand, own
 			if m != w {
 				d, _, _, _ = s.work(m, sortedKeys(s.on[m]), h, tick, nil)
+				r = s.noisy(d, noiseCPU, s.o.CPUNoise, m, tick)
 			}
 			cores += float64(mw.Cores)
-			host += s.noisy(d, noiseCPU, s.o.CPUNoise, m, tick) + mw.Other
+			host += r + mw.Other
 			hostDemand += d + mw.Other
 		}
-		cpu, host = min(cores, s.noisy(demand, noiseCPU, s.o.CPUNoise, w, tick)), min(cores, host)
 		b.Points = append(b.Points, metric.Point{Name: metric.HostInfo, Value: 1, Labels: s.bootLbl[w]})
 	}
+	cpu := min(cores, own)
+	host = min(cores, host)
 	b.Points = append(b.Points,
 		metric.Point{Name: metric.CPUCores, Value: cores},
 		metric.Point{Name: metric.CPUUtil, Value: 100 * host / cores},
