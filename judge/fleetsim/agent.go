@@ -1,6 +1,7 @@
 package fleetsim
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -118,16 +119,26 @@ func (s *state) batch(w int, t time.Time, interval time.Duration) metric.Batch {
 		// waves' processes and its other work) and its boot id; a process can use
 		// more than its share of the cores while its host-mates leave them idle.
 		cores, host, hostDemand = 0, 0, 0
-		for _, m := range mates {
+		asks := make([]float64, 0, len(mates)+1) // the host's programs: its waves', and its other work
+		other, at := 0.0, 0
+		for k, m := range mates {
 			mw := s.f.Waves[m]
 			d, r := demand, own
 			if m != w {
 				d, _, _, _ = s.work(m, sortedKeys(s.on[m]), h, tick, nil)
 				r = s.noisy(d, noiseCPU, s.o.CPUNoise, m, tick)
+			} else {
+				at = k
 			}
 			cores += float64(mw.Cores)
-			host += r + mw.Other
+			asks = append(asks, r)
+			other += mw.Other
 			hostDemand += d + mw.Other
+		}
+		got := fairShares(append(asks, other), cores)
+		own = got[at]
+		for _, g := range got {
+			host += g
 		}
 		b.Points = append(b.Points, metric.Point{Name: metric.HostInfo, Value: 1, Labels: s.bootLbl[w]})
 	}
@@ -146,6 +157,34 @@ func (s *state) batch(w int, t time.Time, interval time.Duration) metric.Batch {
 		b.Points = append(b.Points, metric.Point{Name: metric.WaveBinlogBytesPerS, Value: read})
 	}
 	return b
+}
+
+// fairShares is what each program of a host gets of its cores when they ask for asks:
+// all it asks while the host has room, else max-min fair shares (the scheduler's): a
+// program that asks less than an equal part of what is left gets all of it, the others
+// share the rest equally. A light process on a pegged host is not slowed; a busy one
+// reads what it got, a floor of what its work asks.
+func fairShares(asks []float64, cores float64) []float64 {
+	got := slices.Clone(asks)
+	total := 0.0
+	for _, a := range asks {
+		total += a
+	}
+	if total <= cores {
+		return got
+	}
+	order := make([]int, len(asks))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(asks[a], asks[b]) })
+	left := cores
+	for k, i := range order {
+		equal := left / float64(len(order)-k)
+		got[i] = min(asks[i], equal)
+		left -= got[i]
+	}
+	return got
 }
 
 // work is what wave w's process uses at tick (UTC hour h) for insts, its instances:

@@ -69,7 +69,8 @@ func TestSharedHosts(t *testing.T) {
 
 // TestSharedHostBatch: every agent on a shared host reports the host's cores and CPU
 // (its waves' processes and its other work) and the host's boot id; wave.cpu_cores is
-// its own process's. A wave on a host of its own reports as before, without host.info.
+// its own process's: on a pegged host what the scheduler gave it (fairShares). A wave on
+// a host of its own reports as before, without host.info.
 func TestSharedHostBatch(t *testing.T) {
 	o := smallOptions()
 	o.HostShare, o.HostOther = 2, 0.2
@@ -89,6 +90,7 @@ func TestSharedHostBatch(t *testing.T) {
 		}
 		return d
 	}
+	pegged := 0
 	for w, wave := range f.Waves {
 		byName, boot := map[string]float64{}, ""
 		for _, p := range s.batch(w, o.Now, 0).Points {
@@ -107,15 +109,49 @@ func TestSharedHostBatch(t *testing.T) {
 				host += demand(m) + f.Waves[m].Other
 			}
 		}
-		host = min(host, cores)
+		own, got := demand(w), byName[metric.WaveCPUCores]
 		if boot != wave.Host {
 			t.Errorf("%s: host.info boot_id %q, want %q", wave.Node, boot, wave.Host)
 		}
-		if byName[metric.CPUCores] != cores || math.Abs(byName[metric.CPUUtil]-100*host/cores) > 1e-9 {
-			t.Errorf("%s: cpu.cores %v cpu.util %v, want %v and %v", wave.Node, byName[metric.CPUCores], byName[metric.CPUUtil], cores, 100*host/cores)
+		if byName[metric.CPUCores] != cores || math.Abs(byName[metric.CPUUtil]-100*min(host, cores)/cores) > 1e-9 {
+			t.Errorf("%s: cpu.cores %v cpu.util %v, want %v and %v", wave.Node, byName[metric.CPUCores], byName[metric.CPUUtil], cores, 100*min(host, cores)/cores)
 		}
-		if own := min(demand(w), cores); math.Abs(byName[metric.WaveCPUCores]-own) > 1e-9 {
-			t.Errorf("%s: wave.cpu_cores %v, want its own process's %v", wave.Node, byName[metric.WaveCPUCores], own)
+		switch {
+		case host <= cores && math.Abs(got-own) > 1e-9:
+			t.Errorf("%s: wave.cpu_cores %v on a host with room, want its own process's %v", wave.Node, got, own)
+		case host > cores && (got > own+1e-9 || got < min(own, cores/3)-1e-9):
+			// Pegged: the process gets what it asks, or at least an equal part of the
+			// host among its three programs (its two waves, its other work).
+			t.Errorf("%s: wave.cpu_cores %v on a pegged host, want from %v to its own process's %v", wave.Node, got, min(own, cores/3), own)
+		}
+		if host > cores {
+			pegged++
+		}
+	}
+	if pegged == 0 || pegged == len(f.Waves) {
+		t.Errorf("%d of %d waves on a pegged host: want some, to test both", pegged, len(f.Waves))
+	}
+}
+
+// TestFairShares: a pegged host's programs get max-min fair shares of its cores.
+func TestFairShares(t *testing.T) {
+	for _, tc := range []struct {
+		asks  []float64
+		cores float64
+		want  []float64
+	}{
+		{[]float64{1, 0.5, 0.2}, 4, []float64{1, 0.5, 0.2}},             // room: all they ask
+		{[]float64{3, 1, 0.4}, 4, []float64{2.6, 1, 0.4}},               // the busy one gets the rest
+		{[]float64{3, 3, 0.4}, 4, []float64{1.8, 1.8, 0.4}},             // two busy ones share it
+		{[]float64{5, 5, 5}, 3, []float64{1, 1, 1}},                     // all busy: equal parts
+		{[]float64{0.1, 2, 1.5, 0.3}, 2, []float64{0.1, 0.8, 0.8, 0.3}}, // four programs
+	} {
+		got := fairShares(tc.asks, tc.cores)
+		for i := range got {
+			if math.Abs(got[i]-tc.want[i]) > 1e-12 {
+				t.Errorf("fairShares(%v, %v) = %v, want %v", tc.asks, tc.cores, got, tc.want)
+				break
+			}
 		}
 	}
 }
