@@ -51,7 +51,12 @@ import (
 // moves to the target against the descent's 26; 21 with a host to each wave), where the
 // threshold's step off the host takes the large one at once (18, the exact minimum). No
 // plan may make a hard_max move between host-mates. With other work on the hosts
-// (`-preset shared`) the judge ends a hair over the target on some seeds: BENCHMARKS.md.
+// (`-preset shared`), a host pegged in the first plans gives its busy wave less CPU
+// than its work asks (the simulated scheduler's fair shares, as a real one does), and a
+// judge that fitted those readings priced such waves low and chased them: seed 8 took
+// 120 moves and ended at 1.127× greedy by the day. It leaves them out as saturated
+// (loadmodel's throttledAt): 57 moves to the target against the descent's 52, whose
+// true costs need no learning: its bound is 1.25×.
 //
 // The 200-wave fleet takes minutes and is measured by `binlake bench fleet -preset
 // large` (BENCHMARKS.md).
@@ -76,6 +81,7 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 		{"hetero-seed-7", "hetero", 7, 1, 0},
 		{"filtered", "filtered", 1, 1, 0},
 		{"shared-seed-3", "shared", 3, 1, 0},
+		{"shared-other-seed-8", "shared", 8, 1.25, 0.1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o, err := Preset(c.preset)

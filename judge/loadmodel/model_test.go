@@ -293,6 +293,58 @@ func TestSaturatedSamplesAreLeftOut(t *testing.T) {
 	require.Less(t, p.Base, 0.5, "not every core called an idle base")
 }
 
+// A wave whose host other programs peg (cpu.util at 100 %) while it uses a large part of
+// the host's cores reads what the scheduler gives its process, less than its work asks,
+// though under its host's cores: such samples are left out as saturated, as a reading at
+// the cores is, and the prices come from the hours the host had room (fitted with them,
+// the throttled hours priced the work low). A light wave on the same pegged host, which a
+// scheduler gives all it asks, keeps every sample.
+func TestHostPeggedSamplesAreLeftOut(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cores    float64 // the host's, against the wave's 0.3–0.5 cores
+		throttle float64 // what the scheduler gives the process of what it asks
+		leftOut  bool
+		wantPeg  bool
+	}{
+		{"a busy wave", 1, 0.6, true, true},
+		{"a light wave", 8, 1, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := t0
+			m := New(Options{Now: func() time.Time { return clk }})
+			tr := truth{row: 2e-5, byte: 4e-9, base: 0.15}
+			w := newWave("beside", tr, 10, 5)
+			w.swing, w.cores = 0.3, tc.cores
+			pegged := 0
+			for at := t0; at.Before(t0.Add(6 * time.Hour)); at = at.Add(10 * time.Second) {
+				b := w.batch(at)
+				util := 40.0
+				if at.Sub(t0) >= 3*time.Hour { // the other programs' three hours
+					util = 100
+					for i := range b.Points {
+						if b.Points[i].Name == metric.WaveCPUCores {
+							b.Points[i].Value *= tc.throttle
+						}
+					}
+					pegged++
+				}
+				b.Points = append(b.Points, metric.Point{Name: metric.CPUUtil, Value: util})
+				m.Observe(b)
+			}
+			clk = t0.Add(6 * time.Hour)
+			p := m.Prices("beside")
+			if tc.leftOut {
+				require.Equal(t, pegged, p.Saturated, "every reading of the pegged host left out")
+			} else {
+				require.Zero(t, p.Saturated, "a light process's readings all count")
+			}
+			within(t, tr.row, p.Row, 0.10, "the row price")
+			require.Equal(t, tc.wantPeg, p.Pegged)
+		})
+	}
+}
+
 // A wave whose busy hours bring it near its cores: a reading at the cap is left out,
 // but of the samples whose work brought it near, those whose noise fell low stay under
 // the cap, and a fit to the readings alone comes out flat (the work too cheap, the base
