@@ -6,8 +6,9 @@
 // instance) costs each wave at that wave's prices, and so do the placements still
 // pending on it. A wave whose peak would exceed the cap (rebalance.max_utilisation) is
 // filtered, as is one the model cannot price (no cores, no prices); waves that share a
-// host (Capacity.Host) are held to the cap by their host's peak, as the plans hold them. When no candidate
-// has the data, the plugin says so and scores as leastload does.
+// host (Capacity.Host) are held to the cap by their host's peak, as the plans hold
+// them. When no candidate has the data, the plugin says so and scores as leastload
+// does.
 package utilisation
 
 import (
