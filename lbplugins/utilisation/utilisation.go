@@ -120,6 +120,19 @@ func (p *Plugin) Prepare(s *lbplugins.Snapshot) any {
 	var hosts map[string]*host // nil while no node shares its host: the usual fleet
 	for i, v := range s.Views {
 		c, n := v.Capacity, &pr.nodes[i]
+		if c != nil && c.Host != "" && c.HostCores > 0 {
+			// Every wave of the host, priced or not: the placements pending on any of
+			// them weigh on the host.
+			if hosts == nil {
+				hosts = map[string]*host{}
+			}
+			h := hosts[c.Host]
+			if h == nil {
+				h = &host{cores: c.HostCores, peak: nonNeg(c.HostPeakCores)}
+				hosts[c.Host] = h
+			}
+			h.nodes, n.host = append(h.nodes, i), h
+		}
 		switch {
 		case c == nil:
 			n.state = stateNoWave
@@ -138,17 +151,6 @@ func (p *Plugin) Prepare(s *lbplugins.Snapshot) any {
 		n.peak, n.peakHour, n.utilNow = nonNeg(c.PeakCores), int32(c.PeakHour), math.NaN()
 		if c.HasUtilNow {
 			n.utilNow = c.UtilNow
-		}
-		if c.Host != "" && c.HostCores > 0 {
-			if hosts == nil {
-				hosts = map[string]*host{}
-			}
-			h := hosts[c.Host]
-			if h == nil {
-				h = &host{cores: c.HostCores, peak: nonNeg(c.HostPeakCores)}
-				hosts[c.Host] = h
-			}
-			h.nodes, n.host = append(h.nodes, i), h
 		}
 		pr.priced = append(pr.priced, i)
 	}

@@ -307,3 +307,47 @@ func TestRunningInstanceWeighsNothingMoreWhereItRuns(t *testing.T) {
 	require.Len(t, d.Filtered, 1)
 	require.Equal(t, "wave-a", d.Filtered[0].Node)
 }
+
+// A host's cap counts the placements pending on every wave of it, priced or not: a wave
+// the judge cannot price yet (filtered itself) still runs on the host, and the cores
+// reserved on it before weigh on its host-mate's candidacy.
+func TestSharedHostCountsAnUnpricedMatesReservations(t *testing.T) {
+	p, err := lbplugins.New(utilisation.Name, lbplugins.Settings{})
+	require.NoError(t, err)
+	mate := onHost(wave("mate", 4, 1e-4, 0, 1), "boot-1", 8, 3)
+	nodes := []*lbplugins.NodeView{onHost(wave("priced", 4, 1e-4, 0, 2), "boot-1", 8, 3), mate, wave("alone", 8, 1e-4, 0, 4)}
+	snap := lbplugins.NewSnapshot(nodes, lbplugins.Filters{}, cluster.Now, p)
+	rv := lbplugins.NewReserved(snap)
+	req := lbplugins.Request{Instance: "orders", Expected: lbplugins.Work{Rows: 4000}, MaxUtilisation: 0.7, Reserved: rv, ExplainAll: true}
+
+	// The host at 3 of 8 cores: 0.4 more keeps it at 0.425; priced is a candidate.
+	d, err := snap.Decide(p, req, cluster.Now)
+	require.NoError(t, err)
+	require.Contains(t, names(d.Scores), "priced")
+
+	// The mate loses its prices, with 2.4 cores reserved on it: the host at 5.4 + 0.4 of 8
+	// is over 0.7, so priced is filtered by its host.
+	mate.Capacity.Priced = false
+	snap = lbplugins.NewSnapshot(nodes, lbplugins.Filters{}, cluster.Now, p)
+	rv = lbplugins.NewReserved(snap)
+	i, _ := snap.Index("mate")
+	rv.Add(i, 2)
+	rv.AddCores(i, 2.4)
+	req.Reserved = rv
+	d, err = snap.Decide(p, req, cluster.Now)
+	require.NoError(t, err)
+	require.Equal(t, "alone", d.Node)
+	reasons := map[string]string{}
+	for _, f := range d.Filtered {
+		reasons[f.Node] = f.Reason
+	}
+	require.Contains(t, reasons["priced"], "its host's predicted peak 0.725", "%+v", d.Filtered)
+}
+
+func names(ss []lbplugins.Score) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Node)
+	}
+	return out
+}
