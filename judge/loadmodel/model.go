@@ -988,47 +988,6 @@ func baseAtSpeed(ss []sample, prices [dims]float64) float64 {
 	return math.Max(0, mc-speed*mw) / speed
 }
 
-// speedRounds is how often fitAtSpeeds refits the pool with each wave's speed.
-const speedRounds = 3
-
-// fitAtSpeeds fits the pooled prices to centred samples (each wave's in all[span])
-// with each wave's own speed factor: its hosts differ by speed (a slower core makes
-// every row and every byte dearer alike), so one price for all would weigh each wave's
-// samples as if their CPU moved alike with the work. The speeds are each wave's slope of
-// its CPU over its work at the prices, normalised to a median of 1, and the prices are
-// refitted to the CPU divided by them, speedRounds times.
-func fitAtSpeeds(all []sample, spans [][2]int) fitResult {
-	f := fitCentred(all)
-	if len(spans) < 3 {
-		return f // too few waves to tell a speed from the prices
-	}
-	speeds := make([]float64, len(spans))
-	scaled := make([]sample, len(all))
-	for range speedRounds {
-		for j, sp := range spans {
-			var ww, wc float64
-			for _, s := range all[sp[0]:sp[1]] {
-				w := costAt(f.price, s)
-				ww, wc = ww+w*w, wc+w*s.cpu
-			}
-			speeds[j] = 1
-			if ww > 0 {
-				speeds[j] = min(max(wc/ww, minSpeed), maxSpeed)
-			}
-		}
-		mid := median(slices.Clone(speeds))
-		for j, sp := range spans {
-			k := speeds[j] / mid
-			for i := sp[0]; i < sp[1]; i++ {
-				scaled[i] = all[i]
-				scaled[i].cpu /= k
-			}
-		}
-		f = fitCentred(scaled)
-	}
-	return f
-}
-
 // collinearTol is how little of the rows' and bytes' variation across the pool may be
 // their own (1 − ρ², ρ their correlation) before the pool is taken to move them only
 // together (fitCentred): at 10⁻⁴ an unconstrained split of the two prices has a variance
