@@ -26,9 +26,9 @@ const (
 // Three alternations alone, each a robust fit of every sample, stopped far from the
 // fixed point: the speeds follow the split of a row's price against a byte's and the
 // split the speeds, a slow spiral (on the fleet simulator's seed 4, a byte priced 1.53,
-// 1.47, 1.36, 1.27 times what the converged split gives, about 0.75 of the gap closed
-// an alternation), and every wave leaning on the pool priced its bytes half as dear
-// again as they cost it.
+// 1.47, 1.36, 1.27 times the fleet's mean price where the alternation settles at 1.06,
+// each closing about a quarter of the gap), and every wave leaning on the pool priced
+// its bytes so.
 func fitAtSpeeds(all []sample, spans [][2]int) fitResult {
 	f := fitCentred(all)
 	if len(spans) < 3 {
@@ -54,7 +54,7 @@ func fitAtSpeeds(all []sample, spans [][2]int) fitResult {
 // convergence at the cost of a few products per wave rather than a pass over every
 // sample.
 type waveSums struct {
-	xx []([dims][dims]float64)
+	xx [][dims][dims]float64
 	xc [][dims]float64
 }
 
