@@ -25,11 +25,11 @@ import (
 // noise of the predictions: replaying the judge's moves in order both targets hold after
 // at most 1.15× the descent's moves to them. At 904c046 seeds 1, 2, 3 and 7 took 33, 45,
 // 21 and 54 against the descent's 34, 45, 26 and 54, with the pool's bytes priced 1.3–1.6
-// times what they cost the waves; with the pool's prices converged (9101a2e), 39, 48, 21
-// and 55: a plan's last moves go off waves standing within a point or two of each other,
-// in the order of their predictions, whose misses (half a percent of a wave's load) are
-// as large as those gaps (over 27 seeds, 0–6 moves a fleet either way, 2–3 % more in
-// all). The homogeneous fleet does not meet it (30 against 26): its bound is 1.25×. The
+// times what they cost the waves; with the pool's prices converged (9101a2e) and a thin
+// wave's pegged floor, 39, 51, 21 and 55: a plan's last moves go off waves standing
+// within a point or two of each other, in the order of their predictions, whose misses
+// (half a percent of a wave's load) are as large as those gaps (over 27 seeds, 0–11
+// moves a fleet either way, 2 % more in all). The homogeneous fleet does not meet it (30 against 26): its bound is 1.25×. The
 // plans end after at most 1.60× (39, 57, 27, 58, homogeneous 40): the issue's "at most
 // as many" does not hold for every move until the plans end. Seed 7 is the case the
 // goals before the lines (a band, then two levels) never brought within 1.10× greedy

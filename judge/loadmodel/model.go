@@ -504,7 +504,7 @@ func (m *Model) priceOf(n *node, ss []sample, prior [dims]float64, pooledOK bool
 		// (which moving instances off it never lowers).
 		p = Prices{Base: meanSample(ss).cpu, Source: SourceNone}
 		if pooledOK {
-			p = m.scaledLocked(prior, m.speedLocked(prior, ss))
+			p = m.scaledLocked(prior, max(m.speedLocked(prior, ss), m.peggedFloorLocked(n, prior)))
 			p.CostErr = m.pooled.err
 			p.PooledWhy = fmt.Sprintf("%d of the %d samples a fit of its own needs: the fleet's prices at the wave's speed", len(ss), m.o.MinSamples)
 			p.Thin = len(ss) < m.o.MinSamples
@@ -636,6 +636,33 @@ func (m *Model) speedLocked(prior [dims]float64, ss []sample) float64 {
 		return 1
 	}
 	return median(ratios)
+}
+
+// peggedFloorLocked is the least speed n's latest saturated readings allow, 0 with
+// none: each is a floor of what its work cost (the process used what it could get), so
+// the speed is at least its CPU over its work and base at the fleet's prices; the median
+// of the last recentMin of them, those nearest the wave's load now (a wave relieved step
+// by step was pegged less deeply each time). A wave relieved from a pegged start is
+// priced from its first few samples until it has a fit of its own, and when their work
+// is light beside its base they tell nothing of its speed, which then fell back to the
+// fleet's: on the fleet simulator's seed 26 a 2-core wave nearly emptied by the plans was
+// priced at half its prices, and the next plan moved two instances onto it, 1.6 times
+// over the target, where its last pegged readings put it at 0.93 of its speed.
+func (m *Model) peggedFloorLocked(n *node, prior [dims]float64) float64 {
+	var floors []float64
+	for i := len(n.samples) - 1; i >= 0 && len(floors) < recentMin; i-- {
+		s := n.samples[i]
+		if !n.pegged(s) {
+			continue
+		}
+		if d := costAt(prior, s.sample) + m.pooled.base; d > 0 {
+			floors = append(floors, s.cpu/d)
+		}
+	}
+	if len(floors) == 0 {
+		return 0
+	}
+	return median(floors)
 }
 
 // scaledLocked is the pooled prices and base times the speed factor f (bounded).

@@ -848,3 +848,67 @@ func TestFitThatCannotPriceItsWorkSaysSo(t *testing.T) {
 	require.NotContains(t, p.PooledWhy, "Inf")
 	require.Contains(t, p.PooledWhy, "work_err -1")
 }
+
+// A wave relieved from a pegged start is priced from its first few samples at the fleet's
+// prices times a speed, and those can say little of it when its work is light beside its
+// base: its latest pegged readings, each a floor of what its work cost, hold that speed
+// up (peggedFloorLocked). Here the slow host's idle process costs less than the fleet's
+// base at its speed, so its light samples alone read it as half its speed.
+func TestThinWaveKeepsItsPeggedFloor(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	tr := truth{row: 2e-5, byte: 4e-9, base: 0.15}
+	var fleet []*wave
+	for i := range 6 {
+		fleet = append(fleet, newWave(fmt.Sprintf("w%d", i), tr, 10, uint64(i+61)))
+	}
+	const speed = 2
+	slow := newWave("slow", truth{row: speed * tr.row, byte: speed * tr.byte, base: 0.1}, 10, 69)
+	slow.cores, slow.swing, slow.burst, slow.noise = 2, 0.05, 0.05, 0.01
+	pegged := func(b metric.Batch) metric.Batch {
+		for i := range b.Points {
+			if b.Points[i].Name == metric.WaveCPUCores && len(b.Points[i].Labels) == 0 {
+				b.Points[i].Value = min(b.Points[i].Value, slow.cores)
+			}
+		}
+		return b
+	}
+	// Deeply pegged for two hours (4.4 cores of work at its own prices), then, after a
+	// first relief, just over its cores (2.2) for a minute.
+	for _, phase := range []struct {
+		rate float64
+		span time.Duration
+	}{{10000, 2 * time.Hour}, {5000, time.Minute}} {
+		for k := range slow.rates {
+			slow.rates[k], slow.sizes[k] = phase.rate, 500
+		}
+		for end := clk.Add(phase.span); clk.Before(end); clk = clk.Add(10 * time.Second) {
+			for _, w := range fleet {
+				m.Observe(w.batch(clk))
+			}
+			m.Observe(pegged(slow.batch(clk)))
+		}
+	}
+	// Relieved: 0.06 cores of work at the fleet's prices, 0.12 at its own, beside its
+	// base of 0.1 (the fleet's base at its speed would be 0.3).
+	for k := range slow.rates {
+		slow.rates[k] = 270
+	}
+	for range 5 {
+		clk = clk.Add(10 * time.Second)
+		for _, w := range fleet {
+			m.Observe(w.batch(clk))
+		}
+		m.Observe(slow.batch(clk))
+	}
+	p := m.Prices("slow")
+	require.True(t, p.Thin, "%+v", p)
+	require.Equal(t, 5, p.Samples, "the relieved samples alone count")
+	// Its last pegged readings: 2 cores for 1.1 of work and the fleet's base of 0.15 at
+	// the fleet's prices, at least 1.6 times the fleet's speed (its deeply pegged ones
+	// say only 0.8); its light samples alone say about 1.05.
+	pp, _ := m.Pooled()
+	got := p.Row / pp.Row
+	require.Greater(t, got, 0.75*speed, "the slow host's speed, as its row price over the fleet's")
+	require.LessOrEqual(t, got, 1.05*speed, "a floor, not more")
+}
