@@ -835,10 +835,7 @@ func TestFitThatCannotPriceItsWorkSaysSo(t *testing.T) {
 	clk := t0
 	m := New(Options{Now: func() time.Time { return clk }})
 	tr := truth{row: 2e-5, byte: 4e-9, base: 0.15}
-	var ws []*wave
-	for i := range 4 {
-		ws = append(ws, newWave(fmt.Sprintf("w%d", i), tr, 12, uint64(i+41)))
-	}
+	ws := alikeWaves(tr, 4, 12, 41)
 	odd := newWave("odd", truth{row: -2e-5, byte: -4e-9, base: 2}, 12, 49)
 	odd.cores = 8
 	feed(m, &clk, 6*time.Hour, append(ws, odd)...)
@@ -858,10 +855,7 @@ func TestThinWaveKeepsItsPeggedFloor(t *testing.T) {
 	clk := t0
 	m := New(Options{Now: func() time.Time { return clk }})
 	tr := truth{row: 2e-5, byte: 4e-9, base: 0.15}
-	var fleet []*wave
-	for i := range 6 {
-		fleet = append(fleet, newWave(fmt.Sprintf("w%d", i), tr, 10, uint64(i+61)))
-	}
+	fleet := alikeWaves(tr, 6, 10, 61)
 	const speed = 2
 	slow := newWave("slow", truth{row: speed * tr.row, byte: speed * tr.byte, base: 0.1}, 10, 69)
 	slow.cores, slow.swing, slow.burst, slow.noise = 2, 0.05, 0.05, 0.01
@@ -911,4 +905,14 @@ func TestThinWaveKeepsItsPeggedFloor(t *testing.T) {
 	got := p.Row / pp.Row
 	require.Greater(t, got, 0.75*speed, "the slow host's speed, as its row price over the fleet's")
 	require.LessOrEqual(t, got, 1.05*speed, "a floor, not more")
+}
+
+// alikeWaves are n waves w0…w(n-1) of the same prices, each with instances of its own
+// (seeds seed, seed+1, …).
+func alikeWaves(tr truth, n, instances int, seed uint64) []*wave {
+	ws := make([]*wave, n)
+	for i := range ws {
+		ws[i] = newWave(fmt.Sprintf("w%d", i), tr, instances, seed+uint64(i))
+	}
+	return ws
 }
