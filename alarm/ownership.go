@@ -282,11 +282,24 @@ func (o *ownership) heldLevel(l slog.Level) slog.Level {
 }
 
 // lapse tells that this process was paused (its timer ran late): it may have left the
-// group unseen (see lapsed).
+// group unseen (see lapsed), and its reader stood still while its partitions grew. The
+// engine is held until an answer asked after the next one says it caught up: the bus
+// judges that against the partitions' ends at the question before, and the next answer's
+// question before was asked before the pause, so it calls the pause's backlog read (a
+// CI run: a reader that came back through an i/o timeout read nothing for seven seconds
+// after the resume while the first answer said caught up, and seven nodes paged nodata).
 func (o *ownership) lapse() {
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.lapsed = true
-	o.mu.Unlock()
+	if o.pos == nil {
+		return
+	}
+	if !o.held {
+		o.heldQuiet = len(o.owned) == 0
+	}
+	o.held, o.heldAt = true, max(o.heldAt, o.polls+1)
+	o.eng.SetCaughtUp(false)
 }
 
 // run polls every interval until ctx ends. Until the first answer the engine holds

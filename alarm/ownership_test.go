@@ -347,3 +347,65 @@ func TestIdleMemberHoldsQuietly(t *testing.T) {
 		})
 	}
 }
+
+// A paused process (its timer ran late) resumes with its partitions' backlog unread, and
+// the bus's first answer after the pause can say it caught up: it compares the group's
+// commits with the partitions' ends at the question before, asked before the pause. A
+// CI run's reader came back through an i/o timeout and read nothing for seven seconds
+// while that answer held, and seven live nodes paged nodata. The engine now stays held
+// until an answer asked after that one says the process caught up.
+func TestPauseHoldsNodataUntilASecondAnswer(t *testing.T) {
+	r := newRig(t, basePolicy+nodataPolicy, nil)
+	pos := &fakePositioner{p: bus.Position{Known: true, Partitions: []int{0}, CaughtUp: true}}
+	o := &ownership{pos: pos, eng: r.e, log: quiet, parts: map[string]int{}, now: r.clk.Now}
+	ctx := context.Background()
+	second := func(at time.Time) {
+		for _, node := range []string{"wave-1", "wave-2"} {
+			o.seen(node, 0)
+			b := batch(node, at, cpu(10))
+			b.IntervalS = 1
+			r.e.Observe(b)
+		}
+	}
+	o.poll(ctx)
+	for range 5 {
+		second(r.clk.Now())
+		r.e.Tick()
+		r.clk.Add(time.Second)
+	}
+	require.Empty(t, r.out.take())
+
+	// Paused for six seconds; the timer runs late, then the bus's first answer.
+	paused := r.clk.Now()
+	r.clk.Add(6 * time.Second)
+	r.e.Resumed()
+	o.lapse()
+	o.poll(ctx)
+	for range 5 { // the reader reconnects: nothing read yet
+		r.e.Tick()
+		r.clk.Add(time.Second)
+	}
+	require.Empty(t, r.out.take(), "no nodata while the pause's backlog waits unread")
+
+	// The backlog is read, then an answer asked after the first says caught up.
+	for at := paused; at.Before(r.clk.Now()); at = at.Add(time.Second) {
+		second(at)
+	}
+	o.poll(ctx)
+	for range 5 {
+		second(r.clk.Now())
+		r.e.Tick()
+		r.clk.Add(time.Second)
+	}
+	require.Empty(t, r.out.take())
+	// A node that truly falls silent still pages.
+	for range 6 {
+		o.seen("wave-1", 0)
+		b := batch("wave-1", r.clk.Now(), cpu(10))
+		b.IntervalS = 1
+		r.e.Observe(b)
+		r.e.Tick()
+		r.clk.Add(time.Second)
+	}
+	require.Equal(t, []string{"firing wave-2"}, r.out.take())
+}
