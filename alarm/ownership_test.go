@@ -106,22 +106,13 @@ func TestBusStallHoldsNodataAtOnce(t *testing.T) {
 	pos := &hangingPositioner{p: bus.Position{Known: true, Partitions: []int{0}, CaughtUp: true}, answers: make(chan bus.Position)}
 	o := &ownership{pos: pos, eng: r.e, log: quiet, parts: map[string]int{}, now: r.clk.Now}
 	ctx := context.Background()
-	handle := func(node string, at time.Time, v float64) {
-		o.seen(node, 0)
-		b := batch(node, at, cpu(v))
-		b.IntervalS = 1
-		r.e.Observe(b)
-	}
+	handle := secondly(r, o)
 	o.poll(ctx)
 	second := func(at time.Time) {
 		handle("wave-1", at, 95)
 		handle("wave-2", at, 10)
 	}
-	for range 5 {
-		second(r.clk.Now())
-		r.e.Tick()
-		r.clk.Add(time.Second)
-	}
+	liveSeconds(r, 5, second)
 	require.Equal(t, []string{"firing wave-1"}, r.out.take())
 
 	// The broker stops: no more messages, and the position question hangs.
@@ -359,20 +350,13 @@ func TestPauseHoldsNodataUntilASecondAnswer(t *testing.T) {
 	pos := &fakePositioner{p: bus.Position{Known: true, Partitions: []int{0}, CaughtUp: true}}
 	o := &ownership{pos: pos, eng: r.e, log: quiet, parts: map[string]int{}, now: r.clk.Now}
 	ctx := context.Background()
+	handle := secondly(r, o)
 	second := func(at time.Time) {
-		for _, node := range []string{"wave-1", "wave-2"} {
-			o.seen(node, 0)
-			b := batch(node, at, cpu(10))
-			b.IntervalS = 1
-			r.e.Observe(b)
-		}
+		handle("wave-1", at, 10)
+		handle("wave-2", at, 10)
 	}
 	o.poll(ctx)
-	for range 5 {
-		second(r.clk.Now())
-		r.e.Tick()
-		r.clk.Add(time.Second)
-	}
+	liveSeconds(r, 5, second)
 	require.Empty(t, r.out.take())
 
 	// Paused for six seconds; the timer runs late, then the bus's first answer.
@@ -392,20 +376,30 @@ func TestPauseHoldsNodataUntilASecondAnswer(t *testing.T) {
 		second(at)
 	}
 	o.poll(ctx)
-	for range 5 {
-		second(r.clk.Now())
-		r.e.Tick()
-		r.clk.Add(time.Second)
-	}
+	liveSeconds(r, 5, second)
 	require.Empty(t, r.out.take())
 	// A node that truly falls silent still pages.
-	for range 6 {
-		o.seen("wave-1", 0)
-		b := batch("wave-1", r.clk.Now(), cpu(10))
+	liveSeconds(r, 6, func(at time.Time) { handle("wave-1", at, 10) })
+	require.Equal(t, []string{"firing wave-2"}, r.out.take())
+}
+
+// secondly is a handler of one node's point at a time on partition 0, in batches of a
+// second, through o and r's engine.
+func secondly(r *rig, o *ownership) func(node string, at time.Time, v float64) {
+	return func(node string, at time.Time, v float64) {
+		o.seen(node, 0)
+		b := batch(node, at, cpu(v))
 		b.IntervalS = 1
 		r.e.Observe(b)
+	}
+}
+
+// liveSeconds runs n seconds of r's clock, each with every's points at its start and a
+// tick of the engine.
+func liveSeconds(r *rig, n int, every func(at time.Time)) {
+	for range n {
+		every(r.clk.Now())
 		r.e.Tick()
 		r.clk.Add(time.Second)
 	}
-	require.Equal(t, []string{"firing wave-2"}, r.out.take())
 }
