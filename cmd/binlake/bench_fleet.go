@@ -84,7 +84,7 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 	hostOther := fs.Float64("host-other", d.HostOther, "other work on each shared host, a share of its cores on average (each draws from none to twice it)")
 	history := fs.Duration("history", d.History, "simulated time the agents report before the balancer starts")
 	historyStep := fs.Duration("history-step", d.HistoryStep, "the agents' interval over the history")
-	warmup := fs.Duration("warmup", d.Warmup, "the end of the history, reported every -step")
+	warmup := fs.Duration("warmup", d.Warmup, "the end of the history, reported every -step (at most -history: a shorter -history alone is reported every -step throughout)")
 	step := fs.Duration("step", d.Step, "the agents' interval near now and between rounds")
 	rounds := fs.Int("rounds", d.Rounds, "the most rounds of the balancer")
 	roundEvery := fs.Duration("round-every", d.RoundEvery, "simulated time between two rounds (the balancer's auto_after)")
@@ -134,6 +134,9 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if set[name] {
 			apply()
 		}
+	}
+	if !set["warmup"] {
+		o.Warmup = min(o.Warmup, o.History) // -history 2h alone: all of it every -step
 	}
 	o.JudgeURL, o.CAFile, o.Prefix, o.Truth = *judgeURL, *caFile, *prefix, *truth
 	if err := checkBaseURLFlag("-judge", *judgeURL, "use -judge-token-file"); err != nil {

@@ -61,6 +61,29 @@ func TestBenchFleetJSON(t *testing.T) {
 	}
 }
 
+// TestBenchFleetShortHistory: the last 6 hours of the default history come every -step;
+// a shorter -history alone comes so throughout (not refused for a warmup longer than
+// it), and a -warmup given longer than the -history is refused.
+func TestBenchFleetShortHistory(t *testing.T) {
+	args := []string{"bench", "fleet", "-preset", "homogeneous", "-waves", "3", "-instances", "6", "-history", "30m",
+		"-rounds", "1", "-historical-every", "1s", "-seed", "3", "-json"}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, errOut.String())
+	}
+	var rep fleetsim.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("stdout is not a JSON report: %v", err)
+	}
+	if want := int64(3 * 30); rep.Batches < want {
+		t.Errorf("%d batches: want at least %d, each wave's every minute of the 30", rep.Batches, want)
+	}
+	err := run(context.Background(), append(slices.Clone(args), "-warmup", "1h"), &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "want 0 ≤ warmup ≤ history") {
+		t.Errorf("-warmup 1h over -history 30m: %v, want it refused", err)
+	}
+}
+
 // TestBenchFleetBadFlags: a bad mix or preset is refused naming it, before anything runs.
 func TestBenchFleetBadFlags(t *testing.T) {
 	for _, tc := range []struct {

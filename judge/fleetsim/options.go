@@ -122,7 +122,13 @@ type Options struct {
 
 // DefaultOptions is the `hetero` preset: the issue's fleet of 24 waves (8 × 2, 8 × 4,
 // 8 × 8 cores) and 400 instances at 40 % mean utilisation, a day of history every 5
-// minutes (the last 30 minutes every minute), up to 20 rounds 5 minutes apart.
+// minutes and its last 6 hours every minute, up to 20 rounds 5 minutes apart.
+//
+// The last 6 hours are the judge's price-fit window (loadmodel's Window), where an agent
+// sends a batch every 10 s: at 5-minute steps there the judge priced each wave from a
+// fifth of the samples a minute's give it, and seeds 1 and 23 of the hetero fleet ended
+// over the target (1.104× greedy by the day); the hours before only feed the hour-of-day
+// profiles, which 5-minute steps draw as well.
 func DefaultOptions() Options {
 	return Options{
 		Seed: 1, Cores: []CoreClass{{2, 8}, {4, 8}, {8, 8}}, Instances: 400,
@@ -131,7 +137,7 @@ func DefaultOptions() Options {
 		ReadRatioMedian: 5, ReadRatioSigma: 0.8, // what a filtered instance reads, once some are (-filtered)
 		DiurnalAmplitude: 0.5, DiurnalRegions: 3, RateJitter: 0.05, CPUNoise: 0.03, HostShare: 1,
 		Now:     time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC),
-		History: 24 * time.Hour, HistoryStep: 5 * time.Minute, Warmup: 30 * time.Minute, Step: time.Minute,
+		History: 24 * time.Hour, HistoryStep: 5 * time.Minute, Warmup: 6 * time.Hour, Step: time.Minute,
 		Rounds: 20, RoundEvery: 5 * time.Minute,
 		HistoricalEvery: 5 * time.Second, HistoryWait: 2 * time.Minute, Senders: 4,
 		PredictedBefore: []string{"before", "util_before", "utilisation_before"},
