@@ -501,10 +501,16 @@ func (m *Model) priceOf(n *node, ss []sample, prior [dims]float64, pooledOK bool
 		// fleet's prices and base that meets the wave's mean CPU. A host twice as slow
 		// as the fleet's median is priced twice as dear from its first samples on,
 		// rather than at the fleet's prices with the difference called its idle base
-		// (which moving instances off it never lowers).
+		// (which moving instances off it never lowers). Samples whose CPU is mostly
+		// the base say little of the work's speed: the pegged readings' floor holds
+		// it up then.
 		p = Prices{Base: meanSample(ss).cpu, Source: SourceNone}
 		if pooledOK {
-			p = m.scaledLocked(prior, max(m.speedLocked(prior, ss), m.peggedFloorLocked(n, prior)))
+			speed := m.speedLocked(prior, ss)
+			if !m.workLedLocked(prior, ss) {
+				speed = max(speed, m.peggedFloorLocked(n, prior))
+			}
+			p = m.scaledLocked(prior, speed)
 			p.CostErr = m.pooled.err
 			p.PooledWhy = fmt.Sprintf("%d of the %d samples a fit of its own needs: the fleet's prices at the wave's speed", len(ss), m.o.MinSamples)
 			p.Thin = len(ss) < m.o.MinSamples
@@ -647,7 +653,9 @@ func (m *Model) speedLocked(prior [dims]float64, ss []sample) float64 {
 // is light beside its base they tell nothing of its speed, which then fell back to the
 // fleet's: on the fleet simulator's seed 26 a 2-core wave nearly emptied by the plans was
 // priced at half its prices, and the next plan moved two instances onto it, 1.6 times
-// over the target, where its last pegged readings put it at 0.93 of its speed.
+// over the target, where its last pegged readings put it at 0.93 of its speed. Where
+// the wave's work leads its samples' CPU, those measure its speed better than a floor
+// read on other work (workLedLocked), and the floor is not asked.
 func (m *Model) peggedFloorLocked(n *node, prior [dims]float64) float64 {
 	var floors []float64
 	for i := len(n.samples) - 1; i >= 0 && len(floors) < recentMin; i-- {
@@ -663,6 +671,24 @@ func (m *Model) peggedFloorLocked(n *node, prior [dims]float64) float64 {
 		return 0
 	}
 	return median(floors)
+}
+
+// workLedLocked reports whether the work leads ss's CPU (its cost at the fleet's prices
+// at least half of it with the fleet's base, in the median sample): their speed is then
+// measured on the work as it is now, and stands over a pegged floor measured on the
+// work as it was. Each pegged reading is a floor of what its own work cost at the
+// wave's true prices, not at the fleet's times a speed: on the fleet simulator, whose
+// hosts differ in what a byte costs them beside their speeds, a 2-core wave relieved of
+// its bytes-heavy instances was priced 9 % over its true row price by its floor (seed
+// 8), where its five samples since, its work 95 % of their CPU, read 5 %.
+func (m *Model) workLedLocked(prior [dims]float64, ss []sample) bool {
+	shares := make([]float64, 0, len(ss))
+	for _, s := range ss {
+		if work := costAt(prior, s); work+m.pooled.base > 0 {
+			shares = append(shares, work/(work+m.pooled.base))
+		}
+	}
+	return len(shares) > 0 && median(shares) >= 0.5
 }
 
 // scaledLocked is the pooled prices and base times the speed factor f (bounded).

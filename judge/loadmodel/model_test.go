@@ -859,14 +859,7 @@ func TestThinWaveKeepsItsPeggedFloor(t *testing.T) {
 	const speed = 2
 	slow := newWave("slow", truth{row: speed * tr.row, byte: speed * tr.byte, base: 0.1}, 10, 69)
 	slow.cores, slow.swing, slow.burst, slow.noise = 2, 0.05, 0.05, 0.01
-	pegged := func(b metric.Batch) metric.Batch {
-		for i := range b.Points {
-			if b.Points[i].Name == metric.WaveCPUCores && len(b.Points[i].Labels) == 0 {
-				b.Points[i].Value = min(b.Points[i].Value, slow.cores)
-			}
-		}
-		return b
-	}
+	pegged := slow.pegged
 	// Deeply pegged for two hours (4.4 cores of work at its own prices), then, after a
 	// first relief, just over its cores (2.2) for a minute.
 	for _, phase := range []struct {
@@ -905,6 +898,51 @@ func TestThinWaveKeepsItsPeggedFloor(t *testing.T) {
 	got := p.Row / pp.Row
 	require.Greater(t, got, 0.75*speed, "the slow host's speed, as its row price over the fleet's")
 	require.LessOrEqual(t, got, 1.05*speed, "a floor, not more")
+}
+
+// A thin wave whose work leads its CPU is priced at the speed its samples read, not at
+// its pegged floor: each pegged reading is a floor of what its own work then cost at the
+// host's true prices, and where the host's byte costs more than its speed says (the
+// fleet simulator's hosts differ so) a floor read on large rows prices small ones dear.
+// Here a host as fast as the fleet at rows, twice as dear for a byte, pegged on 8 KB
+// rows (a floor of 1.5 times the fleet's speed), then relieved to 100-byte rows.
+func TestThinWorkLedWaveReadsItsSpeed(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	tr := truth{row: 2e-5, byte: 4e-9, base: 0.15}
+	fleet := alikeWaves(tr, 6, 10, 81)
+	odd := newWave("odd", truth{row: tr.row, byte: 2 * tr.byte, base: tr.base}, 10, 89)
+	odd.cores, odd.swing, odd.burst, odd.noise = 2, 0.05, 0.05, 0.01
+	observe := func(rate, size float64, span time.Duration) {
+		for k := range odd.rates {
+			odd.rates[k], odd.sizes[k] = rate, size
+		}
+		for end := clk.Add(span); clk.Before(end); {
+			clk = clk.Add(10 * time.Second)
+			for _, w := range fleet {
+				m.Observe(w.batch(clk))
+			}
+			m.Observe(odd.pegged(odd.batch(clk)))
+		}
+	}
+	observe(2400, 8000, 2*time.Hour) // 2.2 cores of work at its prices, 1.4 at the fleet's
+	observe(4800, 100, 50*time.Second)
+	p := m.Prices("odd")
+	require.True(t, p.Thin, "%+v", p)
+	require.Equal(t, 5, p.Samples, "the relieved samples alone count")
+	pp, _ := m.Pooled()
+	got := p.Row / pp.Row
+	require.InDelta(t, 1.0, got, 0.05, "the host's speed at rows, as its row price over the fleet's (its floor: 1.5)")
+}
+
+// pegged is b with the wave's own CPU reading held at its cores, as a host's is.
+func (w *wave) pegged(b metric.Batch) metric.Batch {
+	for i := range b.Points {
+		if b.Points[i].Name == metric.WaveCPUCores && len(b.Points[i].Labels) == 0 {
+			b.Points[i].Value = min(b.Points[i].Value, w.cores)
+		}
+	}
+	return b
 }
 
 // alikeWaves are n waves w0…w(n-1) of the same prices, each with instances of its own
