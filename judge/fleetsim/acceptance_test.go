@@ -26,7 +26,8 @@ import (
 // at most 1.15× the descent's moves to them. At 904c046 seeds 1, 2, 3 and 7 took 33, 45,
 // 21 and 54 against the descent's 34, 45, 26 and 54, with the pool's bytes priced 1.3–1.6
 // times what they cost the waves; with the pool's prices converged (9101a2e) and a thin
-// wave's pegged floor, 39, 51, 21 and 55: a plan's last moves go off waves standing
+// wave's pegged floor, 39, 51, 21 and 55 (39, 48, 21 and 55 since a thin wave whose
+// work leads its CPU is priced at the speed it reads, ef1ca93): a plan's last moves go off waves standing
 // within a point or two of each other, in the order of their predictions, whose misses
 // (half a percent of a wave's load) are as large as those gaps (over 27 seeds, 0–11
 // moves a fleet either way, 2 % more in all). The homogeneous fleet does not meet it (30 against 26): its bound is 1.25×. The
