@@ -27,11 +27,12 @@ import (
 // 21 and 54 against the descent's 34, 45, 26 and 54, with the pool's bytes priced 1.3–1.6
 // times what they cost the waves; with the pool's prices converged (9101a2e) and a thin
 // wave's pegged floor, 39, 51, 21 and 55 (39, 48, 21 and 55 since a thin wave whose
-// work leads its CPU is priced at the speed it reads, ef1ca93): a plan's last moves go off waves standing
-// within a point or two of each other, in the order of their predictions, whose misses
-// (half a percent of a wave's load) are as large as those gaps (over 27 seeds, 0–11
-// moves a fleet either way, 2 % more in all). The homogeneous fleet does not meet it (30 against 26): its bound is 1.25×. The
-// plans end after at most 1.60× (39, 57, 27, 58, homogeneous 40): the issue's "at most
+// work leads its CPU is priced at the speed it reads, ef1ca93): a plan's last moves go
+// off waves standing within a point or two of each other, in the order of their
+// predictions, whose misses (half a percent of a wave's load) are as large as those
+// gaps (over 27 seeds, 0–11 moves a fleet either way, 2 % more in all). The homogeneous
+// fleet does not meet it (30 against 26): its bound is 1.25×. The plans end after at
+// most 1.60× (39, 57, 27, 58, homogeneous 40): the issue's "at most
 // as many" does not hold for every move until the plans end. Seed 7 is the case the
 // goals before the lines (a band, then two levels) never brought within 1.10× greedy
 // (1.13× now and by the day), like seeds 4 and 5. The filtered fleet is the hetero one
@@ -98,7 +99,7 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			// The fleets share nothing (each its own judge, store and simulated clock),
 			// and one keeps a core busy about 1.2 of the time: side by side on two cores
-			// the nine took 125 s, one after another 178 s.
+			// the first nine took 125 s, one after another 178 s.
 			t.Parallel()
 			o, err := Preset(c.preset)
 			if err != nil {
