@@ -859,35 +859,13 @@ func TestThinWaveKeepsItsPeggedFloor(t *testing.T) {
 	const speed = 2
 	slow := newWave("slow", truth{row: speed * tr.row, byte: speed * tr.byte, base: 0.1}, 10, 69)
 	slow.cores, slow.swing, slow.burst, slow.noise = 2, 0.05, 0.05, 0.01
-	pegged := slow.pegged
 	// Deeply pegged for two hours (4.4 cores of work at its own prices), then, after a
 	// first relief, just over its cores (2.2) for a minute.
-	for _, phase := range []struct {
-		rate float64
-		span time.Duration
-	}{{10000, 2 * time.Hour}, {5000, time.Minute}} {
-		for k := range slow.rates {
-			slow.rates[k], slow.sizes[k] = phase.rate, 500
-		}
-		for end := clk.Add(phase.span); clk.Before(end); clk = clk.Add(10 * time.Second) {
-			for _, w := range fleet {
-				m.Observe(w.batch(clk))
-			}
-			m.Observe(pegged(slow.batch(clk)))
-		}
-	}
+	slow.feedBeside(m, &clk, fleet, 10000, 500, 2*time.Hour)
+	slow.feedBeside(m, &clk, fleet, 5000, 500, time.Minute)
 	// Relieved: 0.06 cores of work at the fleet's prices, 0.12 at its own, beside its
 	// base of 0.1 (the fleet's base at its speed would be 0.3).
-	for k := range slow.rates {
-		slow.rates[k] = 270
-	}
-	for range 5 {
-		clk = clk.Add(10 * time.Second)
-		for _, w := range fleet {
-			m.Observe(w.batch(clk))
-		}
-		m.Observe(slow.batch(clk))
-	}
+	slow.feedBeside(m, &clk, fleet, 270, 500, 50*time.Second)
 	p := m.Prices("slow")
 	require.True(t, p.Thin, "%+v", p)
 	require.Equal(t, 5, p.Samples, "the relieved samples alone count")
@@ -913,26 +891,29 @@ func TestThinWorkLedWaveReadsItsSpeed(t *testing.T) {
 	fleet := alikeWaves(tr, 6, 10, 81)
 	odd := newWave("odd", truth{row: tr.row, byte: 2 * tr.byte, base: tr.base}, 10, 89)
 	odd.cores, odd.swing, odd.burst, odd.noise = 2, 0.05, 0.05, 0.01
-	observe := func(rate, size float64, span time.Duration) {
-		for k := range odd.rates {
-			odd.rates[k], odd.sizes[k] = rate, size
-		}
-		for end := clk.Add(span); clk.Before(end); {
-			clk = clk.Add(10 * time.Second)
-			for _, w := range fleet {
-				m.Observe(w.batch(clk))
-			}
-			m.Observe(odd.pegged(odd.batch(clk)))
-		}
-	}
-	observe(2400, 8000, 2*time.Hour) // 2.2 cores of work at its prices, 1.4 at the fleet's
-	observe(4800, 100, 50*time.Second)
+	odd.feedBeside(m, &clk, fleet, 2400, 8000, 2*time.Hour) // 2.2 cores of work at its prices, 1.4 at the fleet's
+	odd.feedBeside(m, &clk, fleet, 4800, 100, 50*time.Second)
 	p := m.Prices("odd")
 	require.True(t, p.Thin, "%+v", p)
 	require.Equal(t, 5, p.Samples, "the relieved samples alone count")
 	pp, _ := m.Pooled()
 	got := p.Row / pp.Row
 	require.InDelta(t, 1.0, got, 0.05, "the host's speed at rows, as its row price over the fleet's (its floor: 1.5)")
+}
+
+// feedBeside sets every instance of w to rate rows/s of size bytes and observes, every
+// 10 s for span, the fleet's batches and w's, its CPU held at its cores (pegged).
+func (w *wave) feedBeside(m *Model, clk *time.Time, fleet []*wave, rate, size float64, span time.Duration) {
+	for k := range w.rates {
+		w.rates[k], w.sizes[k] = rate, size
+	}
+	for end := clk.Add(span); clk.Before(end); {
+		*clk = clk.Add(10 * time.Second)
+		for _, f := range fleet {
+			m.Observe(f.batch(*clk))
+		}
+		m.Observe(w.pegged(w.batch(*clk)))
+	}
 }
 
 // pegged is b with the wave's own CPU reading held at its cores, as a host's is.
