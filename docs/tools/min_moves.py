@@ -16,10 +16,16 @@ is only a plan's that reaches the targets, an upper bound of the minimum.
 U all the same, and what must move for them is what brings the waves within both. The
 judge's count is then replayed from the report's moves to the same held targets.
 
+--within R holds the fleet to R times the greedy reference instead of the report's 1.10
+(TargetFactor): the targets scaled by R / 1.10. The judge's plans keep a margin under
+1.10 against their predictions' error (their lines stand at 1.08 times the greedy peak
+they predict); what exactly reaching R needs says what that margin costs in moves.
+
     binlake bench fleet -seed 4 -history-step 1m -json -truth > s4.json
     python3 docs/tools/min_moves.py s4.json
     python3 docs/tools/min_moves.py homogeneous.json 600
     python3 docs/tools/min_moves.py --max-utilisation 0.7 s3.json
+    python3 docs/tools/min_moves.py --within 1.08 s4.json 300
 """
 import argparse
 import json
@@ -29,6 +35,10 @@ import sys
 import pulp
 
 OMEGA = 2 * math.pi / 24
+
+# TARGET_FACTOR is the report's targets over the greedy reference's peaks (the fleet
+# simulator's TargetFactor).
+TARGET_FACTOR = 1.10
 
 
 def at(c, h):
@@ -76,7 +86,11 @@ def main():
     ap.add_argument("limit", nargs="?", type=float, help="the solver's time limit in seconds (none: until it proves the fewest)")
     ap.add_argument("--max-utilisation", type=float, metavar="U",
                     help="hold the targets to U too, as the judge's rebalance.max_utilisation holds its plans")
+    ap.add_argument("--within", type=float, metavar="R",
+                    help=f"hold the fleet to R times the greedy reference instead of {TARGET_FACTOR}")
     args = ap.parse_args()
+    if args.within is not None and not args.within >= 1:
+        sys.exit(f"min_moves: --within {args.within}: want a factor on the greedy reference's peak of at least 1")
     if args.max_utilisation is not None and not args.max_utilisation > 0:
         sys.exit(f"min_moves: --max-utilisation {args.max_utilisation}: want a share of the cores above 0")
     rep = json.load(open(args.report) if args.report != "-" else sys.stdin)
@@ -86,6 +100,8 @@ def main():
         sys.exit("min_moves: the report has no truth: run binlake bench fleet with -json -truth")
     waves, insts = tr["waves"], tr["instances"]
     target_now, target_day = tr["target_now"], tr["target_day"]
+    if args.within is not None:
+        target_now, target_day = target_now * args.within / TARGET_FACTOR, target_day * args.within / TARGET_FACTOR
     if args.max_utilisation is not None:
         target_now, target_day = min(target_now, args.max_utilisation), min(target_day, args.max_utilisation)
 
@@ -122,6 +138,11 @@ def main():
         exact = "exactly"
     else:
         exact = f"at least (the solution stands at {worst:.4f} of a target between the 96 hours)"
+    if args.within is not None and args.max_utilisation is None:
+        print(f"seed {rep['seed']}: {exact} {moves} must move to within {args.within:g}× the greedy reference "
+              f"(now {target_now:.4f}, by the day {target_day:.4f}); judge {judge_to_target(rep, target_now, target_day)} "
+              f"to them ({both['judge_moves_to_target']} to the report's {TARGET_FACTOR}×; -1: never)")
+        return
     if args.max_utilisation is None:
         print(f"seed {rep['seed']}: {exact} {moves} must move; lower bound {both['least_moves']}, "
               f"descent {both['descent']['moves_to_target']}, judge {both['judge_moves_to_target']} to the target")
