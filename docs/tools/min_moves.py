@@ -18,8 +18,9 @@ judge's count is then replayed from the report's moves to the same held targets.
 
 --within R holds the fleet to R times the greedy reference instead of the report's 1.10
 (TargetFactor): the targets scaled by R / 1.10. The judge's plans keep a margin under
-1.10 against their predictions' error (their lines stand at 1.08 times the greedy peak
-they predict); what exactly reaching R needs says what that margin costs in moves.
+1.10 against their predictions' error (their lines stand at 1.08 times the fleet's
+level, near the greedy peak, as they predict it); what exactly reaching R needs says how
+many moves such a margin takes.
 
     binlake bench fleet -seed 4 -history-step 1m -json -truth > s4.json
     python3 docs/tools/min_moves.py s4.json
