@@ -106,7 +106,7 @@ func (d *ddlParser) parse(sql string) (stmts []ast.StmtNode, err error) {
 
 // reDDLHead reads the table of a table DDL from the statement's head, for statements the
 // parser rejects.
-var reDDLHead = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*(?:ALTER|CREATE|DROP|TRUNCATE|RENAME)\\s+(?:(?:TEMPORARY|ONLINE|IGNORE|OR\\s+REPLACE)\\s+)*TABLE\\s+(?:IF\\s+(?:NOT\\s+)?EXISTS\\s+)?((?:`[^`]+`|[A-Za-z0-9_$]+)(?:\\s*\\.\\s*(?:`[^`]+`|[A-Za-z0-9_$]+))?)")
+var reDDLHead = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*(?:ALTER|CREATE|DROP|TRUNCATE|RENAME)\\s+(?:(?:TEMPORARY|ONLINE|IGNORE|OR\\s+REPLACE)\\s+)*TABLE\\s+(?:IF\\s+(?:NOT\\s+)?EXISTS\\s+)?((?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)(?:\\s*\\.\\s*(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+))?)")
 
 // reNoColumnsDDL is the head of a statement the parser may reject that changes no table's
 // columns: a trigger (pt-online-schema-change's, as MariaDB logs it with its DEFINER), a
@@ -120,28 +120,36 @@ func headTable(defaultDB, sql string) (tableRef, bool) {
 		return tableRef{}, false
 	}
 	parts := splitQualified(m[1])
+	ref := tableRef{defaultDB, parts[0]}
 	if len(parts) == 2 {
-		return tableRef{parts[0], parts[1]}, true
+		ref = tableRef{parts[0], parts[1]}
 	}
-	return tableRef{defaultDB, parts[0]}, true
+	return ref, ref.db != "" && ref.table != ""
 }
 
-// splitQualified splits db.table, either part possibly `quoted` (a quoted dot is part
-// of the name).
+// splitQualified splits db.table, either part possibly `quoted`. A quoted part is the
+// name as written: a dot or a space in it is part of the name (MySQL allows a leading
+// space), a doubled backtick one backtick; an unquoted one loses the spaces around the
+// dot (`s` . t). A part may come out empty (two backticks: no name): the callers refuse it.
 func splitQualified(s string) []string {
 	var parts []string
 	var cur strings.Builder
 	inQuote := false
-	for _, r := range s {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		switch {
-		case r == '`':
+		case c == '`' && inQuote && i+1 < len(s) && s[i+1] == '`':
+			cur.WriteByte('`')
+			i++
+		case c == '`':
 			inQuote = !inQuote
-		case r == '.' && !inQuote:
-			parts = append(parts, strings.TrimSpace(cur.String()))
+		case c == '.' && !inQuote:
+			parts = append(parts, cur.String())
 			cur.Reset()
+		case !inQuote && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
 		default:
-			cur.WriteRune(r)
+			cur.WriteByte(c)
 		}
 	}
-	return append(parts, strings.TrimSpace(cur.String()))
+	return append(parts, cur.String())
 }

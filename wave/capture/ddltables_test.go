@@ -33,6 +33,12 @@ func TestDDLTables(t *testing.T) {
 		{"ALTER ONLINE TABLE t ADD COLUMN b int", "[{def t}]"},
 		{"ALTER TABLE IF EXISTS `s`.`t` ADD COLUMN b int", "[{s t}]"},
 		{"CREATE TABLE v (a INET6) WITH SYSTEM VERSIONING", "[{def v}]"},
+		// The head's quoted names as written: a leading space and a dot are part of the
+		// name, a doubled backtick is one; unquoted, the spaces around the dot are not.
+		{"CREATE OR REPLACE TABLE ` a`.`b.c` (x int)", "[{ a b.c}]"},
+		{"CREATE OR REPLACE TABLE `a``b` (x int)", "[{def a`b}]"},
+		{"CREATE OR REPLACE TABLE `s` . t (x int)", "[{s t}]"},
+		{"CREATE OR REPLACE TABLE ``.t (x int)", "[]"}, // no database name: no table
 		// Not about a table's rows.
 		{"CREATE DATABASE foo", "[]"},
 		{"GRANT ALL ON *.* TO x", "[]"},

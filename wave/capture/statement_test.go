@@ -90,6 +90,9 @@ func TestDMLTargets(t *testing.T) {
 		// MariaDB's RETURNING is not TiDB's grammar: the head names the table.
 		{"DELETE FROM t WHERE id = 1 RETURNING id", []string{"d.t:[delete]"}, true},
 		{"INSERT IGNORE INTO x.t (id) VALUES (1) RETURNING id", []string{"x.t:[insert update delete]"}, true},
+		{"DELETE FROM ` x`.`t``1` WHERE id = 1 RETURNING id", []string{" x.t`1:[delete]"}, true},
+		{"DELETE FROM @t WHERE id = 1 RETURNING id", nil, false},                            // no name the head can read, not a table "FROM"
+		{"DELETE FROM `from` WHERE id = 1 RETURNING id", []string{"d.from:[delete]"}, true}, // quoted, a name
 		{"SELECT `db`.`f`(1)", nil, false},
 		{"DO f()", nil, false},
 	} {
@@ -110,14 +113,20 @@ func TestDMLTargets(t *testing.T) {
 }
 
 func FuzzClassifyStatement(f *testing.F) {
-	for _, s := range []string{"BEGIN", "/*!40000 INSERT", "SET STATEMENT a='FOR' FOR DELETE FROM t", "-- x", "/*", "XA COMMIT X'6", "'"} {
+	for _, s := range []string{"BEGIN", "/*!40000 INSERT", "SET STATEMENT a='FOR' FOR DELETE FROM t", "-- x", "/*", "XA COMMIT X'6", "'",
+		"DELETE FROM `` RETURNING id", "INSERT INTO ``.t VALUES (1) RETURNING id"} {
 		f.Add(s)
 	}
 	d := newDDLParser()
 	f.Fuzz(func(t *testing.T, sql string) {
 		st := classifyStatement(sql)
 		if st.kind == stmtDML {
-			d.dmlTargets("d", st)
+			targets, _ := d.dmlTargets("d", st)
+			for _, tg := range targets {
+				if tg.db == "" || tg.table == "" {
+					t.Fatalf("%q: target %+v without a name", sql, tg)
+				}
+			}
 		}
 		if st.kind == stmtXA {
 			parseXID(st.rest)
