@@ -106,7 +106,11 @@ func (d *ddlParser) parse(sql string) (stmts []ast.StmtNode, err error) {
 
 // reDDLHead reads the table of a table DDL from the statement's head, for statements the
 // parser rejects.
-var reDDLHead = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*(?:ALTER|CREATE|DROP|TRUNCATE|RENAME)\\s+(?:(?:TEMPORARY|ONLINE|IGNORE|OR\\s+REPLACE)\\s+)*TABLE\\s+(?:IF\\s+(?:NOT\\s+)?EXISTS\\s+)?((?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)(?:\\s*\\.\\s*(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+))?)")
+var reDDLHead = regexp.MustCompile("(?is)^\\s*(?:/\\*.*?\\*/\\s*)*(?:ALTER|CREATE|DROP|TRUNCATE|RENAME)\\s+(?:(?:TEMPORARY|ONLINE|IGNORE|OR\\s+REPLACE)\\s+)*TABLE\\s+(?:IF\\s+(?:NOT\\s+)?EXISTS\\s+)?(" + qualifiedName + ")")
+
+// qualifiedName matches a table's name in a statement's head: [db.]table, each part
+// `quoted` (a doubled backtick inside) or bare.
+const qualifiedName = "(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)(?:\\s*\\.\\s*(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+))?"
 
 // reNoColumnsDDL is the head of a statement the parser may reject that changes no table's
 // columns: a trigger (pt-online-schema-change's, as MariaDB logs it with its DEFINER), a
@@ -119,12 +123,18 @@ func headTable(defaultDB, sql string) (tableRef, bool) {
 	if m == nil {
 		return tableRef{}, false
 	}
-	parts := splitQualified(m[1])
-	ref := tableRef{defaultDB, parts[0]}
-	if len(parts) == 2 {
-		ref = tableRef{parts[0], parts[1]}
-	}
+	ref := qualified(defaultDB, m[1])
 	return ref, ref.db != "" && ref.table != ""
+}
+
+// qualified is the table a head's qualifiedName names, in defaultDB when it names no
+// database; either part may be empty (no name).
+func qualified(defaultDB, name string) tableRef {
+	parts := splitQualified(name)
+	if len(parts) == 2 {
+		return tableRef{parts[0], parts[1]}
+	}
+	return tableRef{defaultDB, parts[0]}
 }
 
 // splitQualified splits db.table, either part possibly `quoted`. A quoted part is the

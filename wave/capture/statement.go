@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -294,7 +293,7 @@ func joinTables(n ast.ResultSetNode, f func(*ast.TableName)) {
 
 // reDMLHead reads the table of a single-table INSERT, REPLACE, UPDATE or DELETE from its
 // head, for statements the parser rejects (MariaDB's RETURNING, say).
-var reDMLHead = regexp.MustCompile("(?is)^(?:INSERT|REPLACE|UPDATE|DELETE)\\s+(?:(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|QUICK|IGNORE)\\s+)*(?:(?:INTO|FROM)\\s+)?((?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)(?:\\s*\\.\\s*(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+))?)(?:\\s|\\(|$)")
+var reDMLHead = regexp.MustCompile("(?is)^(?:INSERT|REPLACE|UPDATE|DELETE)\\s+(?:(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|QUICK|IGNORE)\\s+)*(?:(?:INTO|FROM)\\s+)?(" + qualifiedName + ")(?:\\s|\\(|$)")
 
 // headTargets is dmlTargets for a statement the parser rejected.
 func headTargets(defaultDB string, st statement) ([]dmlTarget, bool) {
@@ -302,14 +301,14 @@ func headTargets(defaultDB string, st statement) ([]dmlTarget, bool) {
 	if m == nil {
 		return nil, false
 	}
-	parts := splitQualified(m[1])
-	ref := tableRef{defaultDB, parts[0]}
-	if len(parts) == 2 {
-		ref = tableRef{parts[0], parts[1]}
-	}
+	ref := qualified(defaultDB, m[1])
 	// An unquoted keyword where the table should be: the head did not read a name (INTO
 	// or FROM before a name it cannot read, SET or VALUES after one it left out).
-	keyword := !strings.HasSuffix(m[1], "`") && slices.ContainsFunc([]string{"SET", "VALUES", "INTO", "FROM"}, func(k string) bool { return strings.EqualFold(ref.table, k) })
+	keyword := false
+	switch strings.ToUpper(ref.table) {
+	case "SET", "VALUES", "INTO", "FROM":
+		keyword = !strings.HasSuffix(m[1], "`")
+	}
 	if ref.db == "" || ref.table == "" || keyword {
 		return nil, false
 	}
