@@ -34,45 +34,54 @@ func AppendUnquoted(dst, tok []byte) (out []byte, ok bool) {
 		if i+1 >= len(body) {
 			return dst[:start], false
 		}
-		switch e := body[i+1]; e {
-		case '"', '\\', '/':
-			dst = append(dst, e)
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r, ok := Hex4(body[i+2:])
-			if !ok {
-				return dst[:start], false
-			}
-			i += 6
-			if utf16.IsSurrogate(r) {
-				if len(body) >= i+6 && body[i] == '\\' && body[i+1] == 'u' {
-					if r2, ok := Hex4(body[i+2:]); ok {
-						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-							i += 6
-							dst = utf8.AppendRune(dst, dec)
-							continue
-						}
-					}
-				}
-				r = utf8.RuneError
-			}
-			dst = utf8.AppendRune(dst, r)
+		if b, ok := Unescape(body[i+1]); ok {
+			dst = append(dst, b)
+			i += 2
 			continue
-		default:
+		}
+		if body[i+1] != 'u' {
 			return dst[:start], false
 		}
-		i += 2
+		r, ok := Hex4(body[i+2:])
+		if !ok {
+			return dst[:start], false
+		}
+		i += 6
+		if utf16.IsSurrogate(r) {
+			if len(body) >= i+6 && body[i] == '\\' && body[i+1] == 'u' {
+				if r2, ok := Hex4(body[i+2:]); ok {
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						i += 6
+						dst = utf8.AppendRune(dst, dec)
+						continue
+					}
+				}
+			}
+			r = utf8.RuneError
+		}
+		dst = utf8.AppendRune(dst, r)
 	}
 	return dst, true
+}
+
+// Unescape is the byte a one-letter JSON escape (the letter after the backslash) stands
+// for; false for \u, which takes four hex digits (Hex4), and for any other letter.
+func Unescape(e byte) (byte, bool) {
+	switch e {
+	case '"', '\\', '/':
+		return e, true
+	case 'b':
+		return '\b', true
+	case 'f':
+		return '\f', true
+	case 'n':
+		return '\n', true
+	case 'r':
+		return '\r', true
+	case 't':
+		return '\t', true
+	}
+	return 0, false
 }
 
 // appendValid appends b with each byte that is not part of valid UTF-8 as U+FFFD, as

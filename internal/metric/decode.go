@@ -550,19 +550,11 @@ func (d *decoder) strSlow(start, i int) ([]byte, error) {
 			}
 			e := data[i+1]
 			i += 2
+			if b, ok := jsonenc.Unescape(e); ok {
+				buf = append(buf, b)
+				continue
+			}
 			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
 			case 'u':
 				r, ok := jsonenc.Hex4(data[i:])
 				if !ok {
