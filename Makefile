@@ -84,19 +84,17 @@ PROCESS_PKGS ?= ./wave/balancer/integration/
 ## it could find; the formats' allocation count, which the race detector's sync.Pool
 ## spoils). The passes without -race run NORACE_TESTS and PROCESS_TESTS: those of
 ## NORACE_PKGS after the main run, of NORACE_SIDE_PKGS after the side run. The fleet
-## simulator's (five minutes of CPU, no service) are BACKGROUND_PKGS: a third run from the
-## start at nice 15, on the CPU the other two leave idle while their tests wait; after the
-## main run they were the suite's last 156 s, alone.
+## simulator's (two minutes of CPU on both cores) is the main run's: after the side run it
+## started last and ran alone for the suite's last 165 s, while the main run had ended.
 NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestPlannerOnTrueCosts|TestWaveKafkaIntegration|TestConformance|TestFormatsAllocate
-NORACE_PKGS ?= ./judge/store/sqlite/ ./wave/rowenc/ ./judge/
+NORACE_PKGS ?= ./judge/store/sqlite/ ./wave/rowenc/ ./judge/ ./judge/fleetsim/
 NORACE_SIDE_PKGS ?= ./wave/ ./wave/balancer/integration/ ./alarm/
-BACKGROUND_PKGS ?= ./judge/fleetsim/
 test:
 	@start=$$(date +%s); \
 	bash $(SERVICES) up || exit 1; \
 	eval "$$(bash $(SERVICES) env)"; \
 	GO="$(GO)" TEST_FLAGS="$(TEST_FLAGS)" TEST_FIRST="$(TEST_FIRST)" TEST_SIDE="$(TEST_SIDE)" \
-	NORACE_TESTS="$(NORACE_TESTS)" NORACE_PKGS="$(NORACE_PKGS)" NORACE_SIDE_PKGS="$(NORACE_SIDE_PKGS)" BACKGROUND_PKGS="$(BACKGROUND_PKGS)" \
+	NORACE_TESTS="$(NORACE_TESTS)" NORACE_PKGS="$(NORACE_PKGS)" NORACE_SIDE_PKGS="$(NORACE_SIDE_PKGS)" \
 	PROCESS_TESTS="$(PROCESS_TESTS)" PROCESS_PKGS="$(PROCESS_PKGS)" \
 	bash deploy/testenv/test.sh; rc=$$?; \
 	if [ -z "$(KEEP_SERVICES)" ]; then bash $(SERVICES) down; fi; \

@@ -11,12 +11,6 @@
 #   side: -race, TEST_SIDE (the alarm: its restarts are timing-sensitive under load), -p 1
 #         -parallel 1; then without -race the NORACE_TESTS and PROCESS_TESTS of
 #         NORACE_SIDE_PKGS, -p 2 -parallel 2
-#   background: from the start, without -race, the NORACE_TESTS of BACKGROUND_PKGS (the
-#         fleet simulator's: CPU alone, no service) at nice BACKGROUND_NICE, so that they
-#         take the CPU the other two leave idle while their tests wait on services and
-#         processes (a quarter of a run's CPU time: 44-69 % idle in the first minutes, 15-41 %
-#         later), and little of it otherwise. Run after the main run instead, they were the
-#         suite's last 156 s, alone.
 #
 # The -race runs skip PROCESS_TESTS: what they test runs as a binlake process built
 # without -race, so the detector would only slow their harness (the Makefile says more).
@@ -36,8 +30,6 @@ PROCESS_TESTS=${PROCESS_TESTS:?PROCESS_TESTS: the tests run only without -race}
 PROCESS_PKGS=${PROCESS_PKGS:-}
 NORACE_PKGS=${NORACE_PKGS:-}
 NORACE_SIDE_PKGS=${NORACE_SIDE_PKGS:-}
-BACKGROUND_PKGS=${BACKGROUND_PKGS:-}
-BACKGROUND_NICE=${BACKGROUND_NICE:-15}
 
 events=bin/test-events
 mkdir -p "$events"
@@ -73,7 +65,7 @@ main_pkgs=$("$GO" list $TEST_FIRST ./... | awk 'NR==FNR { side[$0]; next } !($0 
 run() {
   local name=$1
   shift
-  nice -n "${nice_level:-${TEST_NICE:-5}}" "$GO" test -json "$@" | tee "$events/$name.json"
+  nice -n "${TEST_NICE:-5}" "$GO" test -json "$@" | tee "$events/$name.json"
   echo "${PIPESTATUS[0]}" >"$rcs/$name"
 }
 
@@ -90,20 +82,10 @@ norace() {
 start=$(date +%s)
 took() { echo "go test ($1 run) done after $(($(date +%s) - start)) s" >&2; }
 
-# background: the BACKGROUND_PKGS' NORACE_TESTS at BACKGROUND_NICE (none: an empty stream).
-background() {
-  if [[ -n $BACKGROUND_PKGS ]]; then
-    # shellcheck disable=SC2086
-    nice_level=$BACKGROUND_NICE run background -count=1 -timeout 20m -run "^($NORACE_TESTS)\$" $BACKGROUND_PKGS
-    took background
-  fi
-}
-
 # shellcheck disable=SC2086
 bin/testreport \
   <(run main $TEST_FLAGS -skip "^($PROCESS_TESTS)\$" $main_pkgs; took main; norace norace $NORACE_PKGS; took "main and norace") \
-  <(run side $TEST_FLAGS -p 1 -parallel 1 -skip "^($PROCESS_TESTS)\$" $TEST_SIDE; took side; norace norace-side -p 2 -parallel 2 $NORACE_SIDE_PKGS; took "side and norace-side") \
-  <(background)
+  <(run side $TEST_FLAGS -p 1 -parallel 1 -skip "^($PROCESS_TESTS)\$" $TEST_SIDE; took side; norace norace-side -p 2 -parallel 2 $NORACE_SIDE_PKGS; took "side and norace-side")
 rc=$?
 for f in "$rcs"/*; do
   if [[ $(cat "$f") != 0 ]]; then
@@ -111,7 +93,7 @@ for f in "$rcs"/*; do
     rc=1
   fi
 done
-for name in main side ${BACKGROUND_PKGS:+background}; do
+for name in main side; do
   if [[ ! -s $rcs/$name ]]; then
     echo "go test ($name run) did not finish" >&2
     rc=1

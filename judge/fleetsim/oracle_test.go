@@ -20,7 +20,7 @@ import (
 // measure needs (plus one in twenty), moving few instances twice on the way. What the
 // judge needs beyond that in `binlake bench fleet` is the price of learning the costs
 // (BENCHMARKS.md). Not under -race (the large fleet's plans of 5,000 instances): `make
-// test` runs it in its run without -race beside the rest.
+// test` runs it in its second pass.
 func TestPlannerOnTrueCosts(t *testing.T) {
 	for _, name := range []string{"hetero", "large", "homogeneous"} {
 		t.Run(name, func(t *testing.T) {
