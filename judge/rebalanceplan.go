@@ -256,6 +256,12 @@ func (j *Judge) plan(reqWaves []api.RebalanceWave, reqInsts []api.RebalanceInsta
 		waves = append(waves, pw)
 	}
 	p := rebalance.Make(waves, insts, o.goals(model, now), now)
+	if p.OutOfTime {
+		// The plan is what the search had found by its budget: on a judge short of CPU
+		// the same cluster is planned less well (more moves, or fewer goals met).
+		j.log.Warn("rebalance plan: the search ran out of its time budget; the plan is what it had found by then",
+			"waves", len(waves), "instances", len(insts), "moves", len(p.Moves), "search", p.Search)
+	}
 	ans := answer(p, o, costs, asOf, now)
 	ans.Model, ans.ModelNote = model, note
 	ans.Waves = waveLoads(reqWaves, reqInsts, views, p, model)

@@ -175,6 +175,9 @@ func printPlan(w io.Writer, p *api.Plan) {
 	if p.ShareShort != "" {
 		fmt.Fprintf(w, "short of their share: %s\n", p.ShareShort)
 	}
+	if p.OutOfTime {
+		fmt.Fprintln(w, "the search ran out of its time: the plan is what it had found by then (a busy judge plans less well; ask again)")
+	}
 	if len(p.Moves) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "#\tINSTANCE\tFROM\tTO\tREASON\tCOST\tFROM LOAD\tTO LOAD")

@@ -56,3 +56,16 @@ func TestPrintAnswerInUtilisation(t *testing.T) {
 		}
 	}
 }
+
+// A plan whose search ran out of its time says so below its summary line; one in time
+// does not.
+func TestPrintPlanOutOfTime(t *testing.T) {
+	const said = "the search ran out of its time: the plan is what it had found by then"
+	for _, cut := range []bool{true, false} {
+		var b strings.Builder
+		printPlan(&b, &api.Plan{Balanced: true, Search: "descent", OutOfTime: cut})
+		if got := strings.Contains(b.String(), said); got != cut {
+			t.Errorf("out of time %v: output\n%s\nsays it ran out: %v", cut, b.String(), got)
+		}
+	}
+}

@@ -159,15 +159,47 @@ func TestMakeChoosesTheSearchThatArrivesSooner(t *testing.T) {
 			t.Fatalf("seed %d: a trial ran out of a 15 s budget", seed)
 		}
 		want := k.within >= 0 && (d.within < 0 || float64(k.within) <= (1-trialMargin)*float64(d.within))
-		if s := chooseSearch(ws, insts, g, now); s.pack != want {
-			t.Errorf("seed %d: chose packing %v; the trials reached the lines after %d (descent) and %d (packing) moves", seed, s.pack, d.within, k.within)
+		if s := chooseSearch(ws, insts, g, now); s.pack != want || s.trialCut {
+			t.Errorf("seed %d: chose packing %v (trials cut: %v); the trials reached the lines after %d (descent) and %d (packing) moves", seed, s.pack, s.trialCut, d.within, k.within)
 		}
 		if want {
 			packs++
 		}
+		// The plan names the search it took, and did not run out of time.
+		name := map[bool]string{false: "descent", true: "packing"}[want]
+		if p := Make(ws, insts, g, now); p.Search != name || p.OutOfTime {
+			t.Errorf("seed %d: plan's search %q, out of time %v: want %q, false", seed, p.Search, p.OutOfTime, name)
+		}
 	}
 	if packs == 0 || packs == 20 {
 		t.Errorf("packing clearly sooner on %d of 20 fleets: the cases want both searches taken", packs)
+	}
+}
+
+// TestPlanSaysItRanOutOfTime: a plan whose budget is up before its search is done says
+// so (out_of_time), whether its trials or the search itself ran out, and plans with the
+// descent; one planned in time does not say it, and a plan without lines names no search.
+func TestPlanSaysItRanOutOfTime(t *testing.T) {
+	ws, insts := randomLinesFleet(1)
+	g := linesGoals()
+	g.MaxMoves, g.Budget = 20, time.Nanosecond
+	p := Make(ws, insts, g, now)
+	if !p.OutOfTime || p.Search != "descent" {
+		t.Errorf("plan with a budget of 1 ns: search %q, out of time %v; want the descent, out of time", p.Search, p.OutOfTime)
+	}
+	// The trials in time, the search out of it: a plan of the descent given no time.
+	st := search{ref: &refs{}}
+	g.Budget = time.Nanosecond
+	if p := plan(ws, insts, g, now, st); !p.OutOfTime {
+		t.Errorf("a search given 1 ns: not out of time (%d moves, unmet %q)", len(p.Moves), p.Unmet)
+	}
+	g.Budget = time.Minute
+	if p := Make(ws, insts, g, now); p.OutOfTime || p.Search == "" {
+		t.Errorf("plan with a minute: search %q, out of time %v; want a search named, in time", p.Search, p.OutOfTime)
+	}
+	g.Enough, g.LevelNow = 0, nil // the band instead of lines
+	if p := Make(ws, insts, g, now); p.Search != "" || p.OutOfTime {
+		t.Errorf("plan without lines: search %q, out of time %v; want none, in time", p.Search, p.OutOfTime)
 	}
 }
 

@@ -173,6 +173,13 @@ type Plan struct {
 	// alone) left under their share of the instances, and why: instances cooling down
 	// (until when), pinned, the move limit, or no move within the goals above.
 	ShareShort string `json:"share_short,omitempty"`
+	// Search names the search that held the waves to their lines: "descent" or
+	// "packing" (trial.go); "" when the plan did not use lines.
+	Search string `json:"search,omitempty"`
+	// OutOfTime: the search ran out of its Budget (or the trials that choose it out of
+	// their share of it), so the plan is what it had found by then. The same fleet on a
+	// busy machine may then be planned otherwise than on an idle one.
+	OutOfTime bool `json:"out_of_time,omitempty"`
 }
 
 // Reasons of a move.
@@ -206,6 +213,8 @@ type state struct {
 	ref *refs
 	// trial, when set, follows a trial plan's progress (trial.go).
 	trial *trialScore
+	// cut: a search stopped at the deadline (outOfTime).
+	cut bool
 }
 
 type waveState struct {
@@ -281,7 +290,14 @@ func plan(waves []Wave, insts []Instance, g Goals, now time.Time, s search) Plan
 	p.SpreadAfter, p.PeakAfter = spread(live), highest(live)
 	p.Balanced = unmet == ""
 	p.Unmet = unmet
+	if len(live) > 0 && st.useLines() {
+		p.Search = "descent"
+		if s.pack {
+			p.Search = "packing"
+		}
+	}
 	st.trial.end(st)
+	p.OutOfTime = st.cut || s.trialCut
 	return p
 }
 
@@ -518,7 +534,14 @@ func (st *state) movable(in *instState) bool {
 	return !in.Pinned && (in.MovedAt.IsZero() || st.now.Sub(in.MovedAt) >= st.goals.Cooldown)
 }
 
-func (st *state) outOfTime() bool { return time.Now().After(st.deadline) }
+// outOfTime reports whether the plan's time is up, and notes it: the search asking
+// stops there.
+func (st *state) outOfTime() bool {
+	if time.Now().After(st.deadline) {
+		st.cut = true
+	}
+	return st.cut
+}
 
 // step is one candidate change: a move of in from src to dst, or, with back set, a
 // swap that also moves back from dst to src.

@@ -21,6 +21,8 @@ type search struct {
 	ref  *refs
 	// trial, when set, scores the plan as a trial.
 	trial *trialScore
+	// trialCut: a trial ran out of its time, and the descent plans.
+	trialCut bool
 }
 
 // trialMoves is how many moves a trial plans, at most: several plans' worth, as the
@@ -39,11 +41,11 @@ func chooseSearch(waves []Wave, insts []Instance, g Goals, now time.Time) search
 	descent := &trialScore{}
 	plan(waves, insts, tg, now, search{ref: ref, trial: descent})
 	if descent.cut {
-		return search{ref: ref}
+		return search{ref: ref, trialCut: true}
 	}
 	packing := &trialScore{}
 	plan(waves, insts, tg, now, search{pack: true, ref: ref, trial: packing})
-	return search{pack: !packing.cut && packing.better(descent), ref: ref}
+	return search{pack: !packing.cut && packing.better(descent), ref: ref, trialCut: packing.cut}
 }
 
 // trialMargin is how much sooner a trial must reach the lines than the other to be
@@ -105,7 +107,7 @@ func (t *trialScore) end(st *state) {
 	if t == nil || t.lines == nil {
 		return
 	}
-	t.cut = st.outOfTime()
+	t.cut = st.cut || st.outOfTime()
 }
 
 // better reports whether t's trial did clearly better than o's: every wave within

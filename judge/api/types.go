@@ -247,6 +247,13 @@ type Plan struct {
 	// it) left under their share of the instances, and why (cooling down until when,
 	// pinned, the move limit, no move within the utilisation goals).
 	ShareShort string `json:"share_short,omitempty"`
+	// Search names how the plan held the waves to their lines in the utilisation model:
+	// "descent" (one move at a time off the wave furthest over) or "packing" (the fewest
+	// each wave must shed, the largest placed first); none in the rows model.
+	Search string `json:"search,omitempty"`
+	// OutOfTime: the planner's search ran out of its time budget, and the plan is what it
+	// had found by then (a busy judge may plan otherwise than an idle one).
+	OutOfTime bool `json:"out_of_time,omitempty"`
 }
 
 // Move is one planned move and why.
@@ -281,7 +288,7 @@ const (
 func PlanOf(p rebalance.Plan) Plan {
 	out := Plan{Moves: make([]Move, len(p.Moves)), Before: p.Before, After: p.After, SpreadBefore: p.SpreadBefore,
 		SpreadAfter: p.SpreadAfter, PeakBefore: p.PeakBefore, PeakAfter: p.PeakAfter, Balanced: p.Balanced, Unmet: p.Unmet,
-		ShareShort: p.ShareShort}
+		ShareShort: p.ShareShort, Search: p.Search, OutOfTime: p.OutOfTime}
 	for i, m := range p.Moves {
 		out.Moves[i] = Move(m)
 	}

@@ -64,6 +64,14 @@ func balanced(raw map[string]json.RawMessage) bool {
 	return true
 }
 
+// outOfTime reports whether a rebalance answer says its search ran out of its time
+// ("out_of_time").
+func outOfTime(raw map[string]json.RawMessage) bool {
+	var b bool
+	v, ok := raw["out_of_time"]
+	return ok && json.Unmarshal(v, &b) == nil && b
+}
+
 // predicted returns the first of keys in the answer that holds a map of node →
 // utilisation, and the map; "" when none does, or when the answer says it planned in
 // rows/s (the judge's "model": "rows"), whose loads are not utilisations.

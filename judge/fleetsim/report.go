@@ -51,6 +51,9 @@ type Report struct {
 	Skipped  int `json:"skipped"`
 	// EndedBy is "empty plan" or "round limit".
 	EndedBy string `json:"ended_by"`
+	// OutOfTime counts the plans whose search ran out of the judge's time budget (its
+	// answer's out_of_time): their moves are what the search had found by then.
+	OutOfTime int `json:"plans_out_of_time"`
 
 	// Now compares the assignments at End's hour; Day at each wave's own peak of the day.
 	Now Comparison `json:"now"`
@@ -143,6 +146,9 @@ func (r *Report) WriteText(out io.Writer) {
 	}
 	fmt.Fprintf(out, "balancer: %s, %s with moves, %s (%d distinct, %d skipped); ended by %s\n",
 		count(len(r.Rounds), "round"), count(r.Plans, "plan"), count(r.Moves, "move"), r.Distinct, r.Skipped, r.EndedBy)
+	if r.OutOfTime > 0 {
+		fmt.Fprintf(out, outOfTimeWarning+"\n", count(r.OutOfTime, "plan"), len(r.Rounds))
+	}
 	moves := func(c Comparison) string {
 		return fmt.Sprintf("%d (%d distinct, %s to ≤ %.2f× greedy)", r.Moves, r.Distinct, toTarget(c.JudgeMovesToTarget), TargetFactor)
 	}
@@ -211,6 +217,12 @@ func (c *Comparison) writeTable(out io.Writer, title, judgeMoves string) {
 // compared with a run that had them.
 const noProfiles = "warning: no historical refresh of the judge covered the history before the first plan (-history-wait): " +
 	"the plans went without its hour-of-day profiles, so these figures are not those of a judge that has them; rerun with a longer -history-wait"
+
+// outOfTimeWarning is the report's warning when plans ran out of the judge's time budget
+// (a judge short of CPU, or a fleet larger than the budget plans): the figures are then
+// not those of the judge's planner, but of what it found in the time it had.
+const outOfTimeWarning = "warning: %s of %d ran out of the judge's search budget (out_of_time: the machine was busy), and their moves are what " +
+	"the search had found by then: these figures are not those of a judge with the CPU to plan; rerun on a quieter machine"
 
 // reasonsText is the round's moves by reason, " (spread 16, hard_max 4)", most first
 // (then by name); empty without moves.

@@ -221,6 +221,9 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 			idle = 0
 			rep.Plans++
 		}
+		if outOfTime(raw) {
+			rep.OutOfTime++
+		}
 		if n == o.Rounds {
 			break
 		}

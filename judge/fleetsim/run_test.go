@@ -292,3 +292,22 @@ func TestHostsText(t *testing.T) {
 		}
 	}
 }
+
+// TestReportWarnsOfPlansOutOfTime: a plan whose answer says out_of_time is counted, and
+// the report's text then warns that its figures are not those of a judge with the CPU
+// to plan; without such plans it says nothing of it.
+func TestReportWarnsOfPlansOutOfTime(t *testing.T) {
+	for body, want := range map[string]bool{`{"moves":[],"out_of_time":true}`: true, `{"moves":[],"out_of_time":false}`: false, `{"moves":[]}`: false} {
+		_, raw, err := decodePlan([]byte(body))
+		if err != nil || outOfTime(raw) != want {
+			t.Errorf("%s: out of time %v (err %v), want %v", body, outOfTime(raw), err, want)
+		}
+	}
+	for n, want := range map[int]string{2: "warning: 2 plans of 5 ran out of the judge's search budget", 0: ""} {
+		var text bytes.Buffer
+		(&Report{OutOfTime: n, Rounds: make([]Round, 5), EndedBy: "empty plan"}).WriteText(&text)
+		if got := strings.Contains(text.String(), "ran out of the judge's search budget"); got != (want != "") || !strings.Contains(text.String(), want) {
+			t.Errorf("%d plans out of time: report\n%s\nwant the warning %q", n, text.String(), want)
+		}
+	}
+}
