@@ -107,7 +107,7 @@ func (t *trialScore) end(st *state) {
 	if t == nil || t.lines == nil {
 		return
 	}
-	t.cut = st.cut || st.outOfTime()
+	t.cut = st.outOfTime()
 }
 
 // better reports whether t's trial did clearly better than o's: every wave within

@@ -221,7 +221,7 @@ const noProfiles = "warning: no historical refresh of the judge covered the hist
 // outOfTimeWarning is the report's warning when plans ran out of the judge's time budget
 // (a judge short of CPU, or a fleet larger than the budget plans): the figures are then
 // not those of the judge's planner, but of what it found in the time it had.
-const outOfTimeWarning = "warning: %s of %d ran out of the judge's search budget (out_of_time: the machine was busy), and their moves are what " +
+const outOfTimeWarning = "warning: %s of %d ran out of the judge's search budget (out_of_time: a busy machine, or a fleet larger than the budget plans), and their moves are what " +
 	"the search had found by then: these figures are not those of a judge with the CPU to plan; rerun on a quieter machine"
 
 // reasonsText is the round's moves by reason, " (spread 16, hard_max 4)", most first
