@@ -179,7 +179,7 @@ func (c *nodeCosts) drop(inst string) {
 }
 
 // labelInstance is the label of the capture instance on wave.* series.
-const labelInstance = "instance"
+const labelInstance = analysis.InstanceLabel
 
 // running returns the costs of the instances the node runs, sorted by instance: the
 // node detail's "instances".

@@ -326,6 +326,53 @@ func TestHistoricalInstanceProfiles(t *testing.T) {
 	}
 }
 
+// A moved instance keeps its profile on the waves it left: the nodes that list it now
+// have only the hours since the move (here wave-2, the last two), the store has its
+// days on wave-1. An instance no node lists any more gets none.
+func TestHistoricalProfilesFollowAMovedInstance(t *testing.T) {
+	st, now, until := historyStore(t)
+	moved := until.Add(-2 * time.Hour)
+	var pts []store.Point
+	for ts := until.Add(-3 * 24 * time.Hour); ts.Before(until); ts = ts.Add(30 * time.Minute) {
+		node := "wave-1"
+		if !ts.Before(moved) {
+			node = "wave-2"
+		}
+		rows := 100 + float64(ts.Hour())
+		pts = append(pts,
+			store.Point{Node: node, Name: metric.WaveTPS, Labels: map[string]string{"instance": "moved"}, TS: ts, Value: rows},
+			store.Point{Node: node, Name: metric.WaveBytesPerS, Labels: map[string]string{"instance": "moved"}, TS: ts, Value: 10 * rows},
+			store.Point{Node: "wave-1", Name: metric.WaveTPS, Labels: map[string]string{"instance": "removed"}, TS: ts, Value: 7})
+	}
+	require.NoError(t, st.Write(context.Background(), pts))
+	h, err := analysis.NewHistorical(analysis.HistoricalOptions{
+		Store: st, Now: func() time.Time { return now },
+		Instances: func() map[string][]string { return map[string][]string{"wave-2": {"moved"}} },
+	})
+	require.NoError(t, err)
+	require.NoError(t, h.Refresh(context.Background()))
+	snap := h.Snapshot()
+	left, runs := snap.Instances["wave-1"]["moved"], snap.Instances["wave-2"]["moved"]
+	recent := map[int]bool{moved.Hour(): true, moved.Add(time.Hour).Hour(): true}
+	for hr := range 24 {
+		if recent[hr] {
+			require.Equal(t, int64(2), runs.Count[hr], "hour %d: on wave-2 since the move", hr)
+			require.Equal(t, int64(4), left.Count[hr], "hour %d: the two days before on wave-1", hr)
+		} else {
+			require.Zero(t, runs.Count[hr], "hour %d: wave-2 has none of it", hr)
+			require.Equal(t, int64(6), left.Count[hr], "hour %d: 3 days × 2 points on the wave it left", hr)
+		}
+		require.InDelta(t, float64(100+hr), left.Rows[hr], 1e-9, "hour %d", hr)
+		if left.Count[hr] > 0 {
+			require.InDelta(t, float64(1000+10*hr), left.Bytes[hr], 1e-9, "hour %d", hr)
+		}
+	}
+	for node, insts := range snap.Instances {
+		_, ok := insts["removed"]
+		require.False(t, ok, "%s: a profile of an instance no node lists", node)
+	}
+}
+
 // TestIncrementalP95Signs checks the p95 with negative values and zeros in the sketch.
 func TestIncrementalP95Signs(t *testing.T) {
 	for _, tc := range []struct {

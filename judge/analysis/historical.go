@@ -1,10 +1,13 @@
 package analysis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -72,6 +75,9 @@ type InstanceProfile struct {
 
 // InstanceMetrics are the per-instance series InstanceProfile averages.
 var InstanceMetrics = []string{metric.WaveTPS, metric.WaveBytesPerS, metric.WaveBinlogBytesPerS}
+
+// InstanceLabel is the per-instance series' one label: it names the instance.
+const InstanceLabel = "instance"
 
 // Historical recomputes per node and metric the last 24 h and 7 d statistics and the
 // hour-of-day profile over the hours before the current one, in the background. Readers
@@ -256,19 +262,44 @@ func (h *Historical) refresh(ctx context.Context) error {
 }
 
 // instanceProfiles queries the hour-of-day profile of every listed instance's work, one
-// profile per instance and metric, with the refresh's workers.
+// profile per instance, node and metric, with the refresh's workers: on the nodes that
+// list it now and on every other node the store has its work from in [from, until). A
+// moved instance's week is on the waves it left: once the incremental analysis dropped
+// its series there (an hour after its last sample), listing only the nodes that report
+// it now gave it the hours since the move alone, and the plans priced its other hours
+// at its rate now until its new wave had a day of it.
 func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time) (map[string]map[string]InstanceProfile, error) {
 	out := map[string]map[string]InstanceProfile{}
 	if h.o.Instances == nil {
 		return out, nil
 	}
-	type job struct{ node, inst, metric string }
-	var jobs []job
+	type pair struct{ node, inst string }
+	pairs := map[pair]bool{}
 	for node, insts := range h.o.Instances() {
 		for _, inst := range insts {
-			for _, m := range InstanceMetrics {
-				jobs = append(jobs, job{node, inst, m})
-			}
+			pairs[pair{node, inst}] = true
+		}
+	}
+	listed := map[string]bool{}
+	for p := range pairs {
+		listed[p.inst] = true
+	}
+	keys, err := h.o.Store.Series(ctx, metric.WaveTPS, from, until)
+	if err != nil {
+		return nil, fmt.Errorf("where the instances ran: %w", err)
+	}
+	for _, k := range keys {
+		if inst := k.Labels[InstanceLabel]; len(k.Labels) == 1 && listed[inst] {
+			pairs[pair{k.Node, inst}] = true
+		}
+	}
+	type job struct{ node, inst, metric string }
+	jobs := make([]job, 0, len(pairs)*len(InstanceMetrics))
+	for _, p := range slices.SortedFunc(maps.Keys(pairs), func(a, b pair) int {
+		return cmp.Or(cmp.Compare(a.node, b.node), cmp.Compare(a.inst, b.inst))
+	}) {
+		for _, m := range InstanceMetrics {
+			jobs = append(jobs, job{p.node, p.inst, m})
 		}
 	}
 	profs := make([]store.HourProfile, len(jobs))
@@ -276,7 +307,7 @@ func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time
 	g.SetLimit(h.o.Workers)
 	for i, j := range jobs {
 		g.Go(func() error {
-			q := store.Query{Node: j.node, Name: j.metric, Labels: map[string]string{"instance": j.inst}, From: from, To: until}
+			q := store.Query{Node: j.node, Name: j.metric, Labels: map[string]string{InstanceLabel: j.inst}, From: from, To: until}
 			p, err := h.o.Store.Profile(gctx, q)
 			if err != nil {
 				return fmt.Errorf("%s %s{instance=%q} profile: %w", j.node, j.metric, j.inst, err)

@@ -623,6 +623,14 @@ func (b *Buffered) Nodes(ctx context.Context, from, to time.Time) ([]string, err
 	return b.inner.Nodes(ctx, from, to)
 }
 
+// Series queries the inner store.
+func (b *Buffered) Series(ctx context.Context, name string, from, to time.Time) ([]SeriesKey, error) {
+	if b.isClosed() {
+		return nil, ErrClosed
+	}
+	return b.inner.Series(ctx, name, from, to)
+}
+
 // Scan reads the inner store.
 func (b *Buffered) Scan(ctx context.Context, from, to time.Time, fn func([]Point) error) error {
 	if b.isClosed() {

@@ -6,9 +6,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
+
+	"github.com/binlake/binlake/internal/metric"
 )
 
 // Point is one stored measurement: a metric batch's point with its node and time.
@@ -37,6 +41,19 @@ type Stats struct {
 	Avg   float64
 	Max   float64
 	P95   float64
+}
+
+// SeriesKey names a series of a known name: its node and labels (nil: none).
+type SeriesKey struct {
+	Node   string
+	Labels map[string]string
+}
+
+// SortSeries sorts keys by node, then by their labels' canonical key.
+func SortSeries(keys []SeriesKey) {
+	slices.SortFunc(keys, func(a, b SeriesKey) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(metric.LabelSetKey(a.Labels), metric.LabelSetKey(b.Labels)))
+	})
 }
 
 // HourProfile is the hour-of-day profile of a series: Stats per UTC hour 0–23.
@@ -70,6 +87,10 @@ type Store interface {
 	Profile(ctx context.Context, q Query) (HourProfile, error)
 	// Nodes lists the nodes with at least one point in [from, to), sorted.
 	Nodes(ctx context.Context, from, to time.Time) ([]string, error)
+	// Series lists the series named name with at least one point in [from, to), by
+	// node and labels, sorted (SortSeries): where an instance's work was reported, on
+	// the waves it left as on the one it runs on.
+	Series(ctx context.Context, name string, from, to time.Time) ([]SeriesKey, error)
 	// Scan delivers every point with from ≤ TS < to, of every node, to fn in chunks, in
 	// non-decreasing TS order across chunks (the order of points with the same TS is
 	// unspecified). It stops at fn's first error and returns it (wrapped); an empty or

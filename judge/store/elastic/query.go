@@ -150,56 +150,95 @@ func (s *Store) searchRequest(body []byte) esapi.SearchRequest {
 
 // Nodes pages through a composite aggregation on node over [from, to).
 func (s *Store) Nodes(ctx context.Context, from, to time.Time) ([]string, error) {
+	var nodes []string
+	err := s.composite(ctx, "nodes", from, to, "", []string{"node"}, func(key map[string]string) error {
+		nodes = append(nodes, key["node"])
+		return nil
+	})
+	return nodes, err
+}
+
+// Series pages through a composite aggregation on node and labels_key over the
+// documents of [from, to) that hold the metric name.
+func (s *Store) Series(ctx context.Context, name string, from, to time.Time) ([]store.SeriesKey, error) {
+	var out []store.SeriesKey
+	err := s.composite(ctx, "series "+name, from, to, name, []string{"node", "labels_key"}, func(key map[string]string) error {
+		k := store.SeriesKey{Node: key["node"]}
+		if lk := key["labels_key"]; lk != "" {
+			if err := json.Unmarshal([]byte(lk), &k.Labels); err != nil {
+				return fmt.Errorf("elastic store: series %s of node %q: labels %q: %w", name, k.Node, lk, err)
+			}
+		}
+		out = append(out, k)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	store.SortSeries(out) // the aggregation's order is the keys' bytes: the same, but said once
+	return out, nil
+}
+
+// composite pages through a composite aggregation of keyword fields over the documents
+// of [from, to) (holding the metric name, unless it is empty), handing fn each bucket's
+// key by field.
+func (s *Store) composite(ctx context.Context, what string, from, to time.Time, name string, fields []string, fn func(map[string]string) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return nil, store.ErrClosed
+		return store.ErrClosed
 	}
 	if !from.Before(to) {
-		return nil, nil
+		return nil
 	}
-	var nodes []string
+	filter := []any{map[string]any{"range": map[string]any{"ts": map[string]any{
+		"gte": from.UnixMilli(), "lt": to.UnixMilli(), "format": "epoch_millis"}}}}
+	if name != "" {
+		filter = append(filter, map[string]any{"exists": map[string]any{"field": metricField(name)}})
+	}
+	sources := make([]any, len(fields))
+	for i, f := range fields {
+		sources[i] = map[string]any{f: map[string]any{"terms": map[string]any{"field": f}}}
+	}
 	var after map[string]any
 	for {
-		comp := map[string]any{
-			"size":    1000,
-			"sources": []any{map[string]any{"node": map[string]any{"terms": map[string]any{"field": "node"}}}},
-		}
+		comp := map[string]any{"size": 1000, "sources": sources}
 		if after != nil {
 			comp["after"] = after
 		}
 		body, err := json.Marshal(map[string]any{
 			"size": 0, "track_total_hits": false,
-			"query": map[string]any{"range": map[string]any{"ts": map[string]any{
-				"gte": from.UnixMilli(), "lt": to.UnixMilli(), "format": "epoch_millis"}}},
-			"aggs": map[string]any{"nodes": map[string]any{"composite": comp}},
+			"query": map[string]any{"bool": map[string]any{"filter": filter}},
+			"aggs":  map[string]any{"keys": map[string]any{"composite": comp}},
 		})
 		if err != nil {
-			return nil, fmt.Errorf("elastic store: encode nodes query: %w", err)
+			return fmt.Errorf("elastic store: encode %s query: %w", what, err)
 		}
-		raw, err := s.do(ctx, s.searchRequest(body), "nodes")
+		raw, err := s.do(ctx, s.searchRequest(body), what)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var res struct {
 			Aggregations struct {
-				Nodes struct {
+				Keys struct {
 					AfterKey map[string]any `json:"after_key"`
 					Buckets  []struct {
-						Key struct{ Node string } `json:"key"`
+						Key map[string]string `json:"key"`
 					} `json:"buckets"`
-				} `json:"nodes"`
+				} `json:"keys"`
 			} `json:"aggregations"`
 		}
 		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, fmt.Errorf("elastic store: nodes: decode answer: %w", err)
+			return fmt.Errorf("elastic store: %s: decode answer: %w", what, err)
 		}
-		for _, b := range res.Aggregations.Nodes.Buckets {
-			nodes = append(nodes, b.Key.Node)
+		for _, b := range res.Aggregations.Keys.Buckets {
+			if err := fn(b.Key); err != nil {
+				return err
+			}
 		}
-		if len(res.Aggregations.Nodes.Buckets) == 0 || res.Aggregations.Nodes.AfterKey == nil {
-			return nodes, nil
+		if len(res.Aggregations.Keys.Buckets) == 0 || res.Aggregations.Keys.AfterKey == nil {
+			return nil
 		}
-		after = res.Aggregations.Nodes.AfterKey
+		after = res.Aggregations.Keys.AfterKey
 	}
 }

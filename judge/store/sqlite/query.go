@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -156,21 +157,56 @@ func eachChunk(ctx context.Context, tx *sql.Tx, query string, args []any, fn fun
 	return rows.Err()
 }
 
-// Nodes lists the nodes with a point in [from, to), sorted: the series with a point of
-// recent in the range, a chunk of a bucket wholly inside it (a chunk is never empty),
-// or a point in range in a chunk of a bucket it covers in part.
+// Nodes lists the nodes with a point in [from, to), sorted.
 func (s *Store) Nodes(ctx context.Context, from, to time.Time) ([]string, error) {
+	var nodes []string
+	err := s.withPoints(ctx, from, to, "", func(node, _ string) error {
+		nodes = append(nodes, node)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: nodes: %w", err)
+	}
+	slices.Sort(nodes)
+	return slices.Compact(nodes), nil
+}
+
+// Series lists the series named name with a point in [from, to), sorted by node, then
+// labels.
+func (s *Store) Series(ctx context.Context, name string, from, to time.Time) ([]store.SeriesKey, error) {
+	var out []store.SeriesKey
+	err := s.withPoints(ctx, from, to, name, func(node, labels string) error {
+		k := store.SeriesKey{Node: node}
+		if labels != "" {
+			if err := json.Unmarshal([]byte(labels), &k.Labels); err != nil {
+				return fmt.Errorf("series of node %q: labels %q: %w", node, labels, err)
+			}
+		}
+		out = append(out, k)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: series %s: %w", name, err)
+	}
+	store.SortSeries(out)
+	return out, nil
+}
+
+// withPoints calls fn with the node and label key of every series (named name; every
+// series when name is empty) with a point in [from, to): a point of recent in the range,
+// a chunk of a bucket wholly inside it (a chunk is never empty), or a point in range in
+// a chunk of a bucket it covers in part.
+func (s *Store) withPoints(ctx context.Context, from, to time.Time, name string, fn func(node, labels string) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return nil, store.ErrClosed
+		return store.ErrClosed
 	}
 	lo, hi := max(from.UnixMilli(), 0), to.UnixMilli()
 	if lo >= hi {
-		return nil, nil
+		return nil
 	}
 	found := map[int64]bool{}
-	var nodes []string
 	s.recent.mu.RLock()
 	defer s.recent.mu.RUnlock()
 	for id := range s.recent.bySeries {
@@ -178,7 +214,12 @@ func (s *Store) Nodes(ctx context.Context, from, to time.Time) ([]string, error)
 			found[id] = true
 		}
 	}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	// The series table's filter: every series, or those named name.
+	named, andNamed, args := "", "", []any{}
+	if name != "" {
+		named, andNamed, args = " WHERE name = ?", " AND name = ?", []any{name}
+	}
+	return s.read(ctx, func(tx *sql.Tx) error {
 		add := func(query string, args ...any) error {
 			rows, err := tx.QueryContext(ctx, query, args...)
 			if err != nil {
@@ -199,7 +240,8 @@ func (s *Store) Nodes(ctx context.Context, from, to time.Time) ([]string, error)
 			// One probe of the primary key per series: the buckets may hold millions of
 			// chunks, the series are few.
 			if err := add(`SELECT id FROM series WHERE EXISTS
-				(SELECT 1 FROM chunks WHERE chunks.series = series.id AND bucket >= ? AND bucket < ?)`, first, end); err != nil {
+				(SELECT 1 FROM chunks WHERE chunks.series = series.id AND bucket >= ? AND bucket < ?)`+andNamed,
+				append([]any{first, end}, args...)...); err != nil {
 				return err
 			}
 		}
@@ -214,31 +256,27 @@ func (s *Store) Nodes(ctx context.Context, from, to time.Time) ([]string, error)
 				return err
 			}
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, node FROM series`)
+		rows, err := tx.QueryContext(ctx, `SELECT id, node, labels FROM series`+named, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var id int64
-			var node string
-			if err := rows.Scan(&id, &node); err != nil {
+			var node, labels string
+			if err := rows.Scan(&id, &node, &labels); err != nil {
 				return err
 			}
 			if found[id] {
-				nodes = append(nodes, node)
+				if err := fn(node, labels); err != nil {
+					return err
+				}
 			}
 		}
 		return rows.Err()
 	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlite store: nodes: %w", err)
-	}
-	slices.Sort(nodes)
-	return slices.Compact(nodes), nil
 }
 
-// partlyCovered returns the buckets that [lo, hi) covers in part, given the buckets
 // [first, end) it covers wholly.
 func partlyCovered(lo, hi, first, end int64) []int64 {
 	var out []int64

@@ -9,6 +9,7 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("StatsAndLabels", r.statsAndLabels)
 	t.Run("Profile", r.profile)
 	t.Run("Nodes", r.nodes)
+	t.Run("Series", r.series)
 	t.Run("EmptySeries", r.emptySeries)
 	t.Run("RewriteIsIdempotent", r.rewrite)
 	t.Run("Scan", r.scan)
@@ -351,6 +353,60 @@ func (r *run) nodes(t *testing.T) {
 		}
 		if !slices.Equal(mine, tc.want) {
 			t.Errorf("%s: nodes %v, want %v", tc.name, mine, tc.want)
+		}
+	}
+}
+
+// series checks Series: by name, node and labels, in range, sorted; an instance's
+// series listed on every node it was reported by (it moved from a to b).
+func (r *run) series(t *testing.T) {
+	s, p := r.open(t)
+	ctx := ctxFor(t)
+	d := r.day(22)
+	x, y := map[string]string{"instance": "x"}, map[string]string{"instance": "y"}
+	pts := []store.Point{
+		{Node: p + "a", Name: "wave.tps", Labels: x, TS: d.Add(time.Hour), Value: 1},
+		{Node: p + "a", Name: "cpu.util", TS: d.Add(time.Hour), Value: 1},
+		{Node: p + "b", Name: "wave.tps", Labels: x, TS: d.Add(25 * time.Hour), Value: 2},
+		{Node: p + "b", Name: "wave.tps", Labels: y, TS: d.Add(2 * time.Hour), Value: 3},
+		{Node: p + "b", Name: "wave.tps", TS: d.Add(3 * time.Hour), Value: 4},
+		{Node: p + "c", Name: "wave.bytes_per_s", Labels: x, TS: d.Add(26 * time.Hour), Value: 5},
+		{Node: p + "d", Name: "wave.tps", Labels: map[string]string{"instance": "z", "source": "s1"}, TS: d.Add(48*time.Hour - time.Second), Value: 6},
+	}
+	if err := s.Write(ctx, pts); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	refresh(t, ctx, s)
+	for _, tc := range []struct {
+		what, name string
+		from, to   time.Time
+		want       []string
+	}{
+		{"day 0", "wave.tps", d, d.Add(24 * time.Hour), []string{`a{"instance":"x"}`, `b`, `b{"instance":"y"}`}},
+		{"day 1", "wave.tps", d.Add(24 * time.Hour), d.Add(48 * time.Hour), []string{`b{"instance":"x"}`, `d{"instance":"z","source":"s1"}`}},
+		{"to excludes", "wave.tps", d.Add(24 * time.Hour), d.Add(48*time.Hour - time.Second), []string{`b{"instance":"x"}`}},
+		{"from mid-bucket", "wave.tps", d.Add(time.Hour + time.Second), d.Add(48 * time.Hour),
+			[]string{`b`, `b{"instance":"x"}`, `b{"instance":"y"}`, `d{"instance":"z","source":"s1"}`}},
+		{"another name", "wave.bytes_per_s", d, d.Add(48 * time.Hour), []string{`c{"instance":"x"}`}},
+		{"none", "wave.tps", d.Add(-24 * time.Hour), d, nil},
+	} {
+		got, err := s.Series(ctx, tc.name, tc.from, tc.to)
+		if err != nil {
+			t.Fatalf("%s: series: %v", tc.what, err)
+		}
+		var mine []string
+		for _, k := range got {
+			if rest, ok := strings.CutPrefix(k.Node, p); ok {
+				mine = append(mine, rest+metric.LabelSetKey(k.Labels))
+			}
+		}
+		if !slices.Equal(mine, tc.want) {
+			t.Errorf("%s: series %v, want %v", tc.what, mine, tc.want)
+		}
+		if !slices.IsSortedFunc(got, func(a, b store.SeriesKey) int {
+			return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(metric.LabelSetKey(a.Labels), metric.LabelSetKey(b.Labels)))
+		}) {
+			t.Errorf("%s: series not sorted: %v", tc.what, got)
 		}
 	}
 }
