@@ -95,8 +95,12 @@ type Options struct {
 
 	// EWMAAlpha of the incremental analysis (0.2 when zero).
 	EWMAAlpha float64
-	// HistoricalEvery is the historical refresh period (10 min when zero);
-	// HistoricalMetrics the series it analyses (analysis.DefaultMetrics when empty).
+	// HistoricalEvery is the historical refresh period (10 min when zero; negative: no
+	// refresh on a timer, only the one at start and the caller's Historical().Refresh,
+	// for a caller that drives the judge's clock, as the fleet simulator does: a timer
+	// in real time refreshes a simulated clock at whatever simulated instants the
+	// machine's speed gives); HistoricalMetrics the series it analyses
+	// (analysis.DefaultMetrics when empty).
 	HistoricalEvery   time.Duration
 	HistoricalMetrics []string
 	// Retention deletes stored points older than this, checked every hour; 0 keeps all.
@@ -220,7 +224,7 @@ func New(o Options) (*Judge, error) {
 	j.model = loadmodel.New(loadmodel.Options{Window: rb.FitWindow, Now: o.Now})
 	j.rw = remotewrite.NewMapper(o.RemoteWrite)
 	j.hist, err = analysis.NewHistorical(analysis.HistoricalOptions{
-		Store: o.Store, Metrics: o.HistoricalMetrics, Every: o.HistoricalEvery,
+		Store: o.Store, Metrics: o.HistoricalMetrics, Every: max(o.HistoricalEvery, 0),
 		ExtraNodes: j.inc.NodeIDs, Instances: j.instancesByNode, Now: o.Now, Logger: o.Logger,
 	})
 	if err != nil {
@@ -327,7 +331,9 @@ func (j *Judge) Run(ctx context.Context) error {
 				g.Go(func() error { j.watchFeed(gctx, pos); return nil })
 			}
 		}
-		g.Go(func() error { _ = j.hist.Run(gctx); return nil })
+		if j.o.HistoricalEvery >= 0 {
+			g.Go(func() error { _ = j.hist.Run(gctx); return nil })
+		}
 		if j.o.Retention > 0 {
 			g.Go(func() error { j.retentionLoop(gctx); return nil })
 		}

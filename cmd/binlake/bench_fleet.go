@@ -43,6 +43,8 @@ lower bound; and the ratio of the judge's peak to greedy's.
 
 By default the judge runs in this process on a SQLite file in a temporary folder,
 served on 127.0.0.1, with a simulated clock: a day of history takes seconds to minutes.
+The simulator makes its historical refreshes, at simulated instants (once the history
+is in, then every -historical-every), so that a seed plans alike on a busy machine.
 -judge URL drives an external judge instead, in real time: its history goes in with past
 timestamps (only the current hour reaches its current-hour analysis), every round waits
 -round-every for real, the cooldown is the judge's (10 minutes by default), its
@@ -92,13 +94,13 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 	tokenFile := fs.String("judge-token-file", "", "file holding the judge's bearer token ($"+judge.TokenEnv+" when set)")
 	caFile := fs.String("judge-ca-file", "", "CA of an https judge's certificate")
 	judgeConfig := fs.String("judge-config", "", "judge.yaml whose rebalance, analysis and placement sections the in-process judge takes")
-	historyWait := fs.Duration("history-wait", d.HistoryWait, "how long to wait after the history for the judge's historical refresh (0: not at all)")
-	historicalEvery := fs.Duration("historical-every", d.HistoricalEvery, "the in-process judge's historical refresh period, in real time")
+	historyWait := fs.Duration("history-wait", d.HistoryWait, "how long to wait after the history for an external judge's historical refresh (0: not at all)")
+	historicalEvery := fs.Duration("historical-every", d.HistoricalEvery, "the in-process judge's historical refresh period, in simulated time (an external judge refreshes on its own clock)")
 	senders := fs.Int("senders", d.Senders, "batches posted at once")
 	prefix := fs.String("prefix", "", "prefix of every node and instance name")
 	asJSON := fs.Bool("json", false, "print the report as JSON (progress goes to stderr)")
 	truth := fs.Bool("truth", false, "with -json, put the fleet's true costs in the report (every instance's CPU on every wave, and the targets), to check the plans offline")
-	logLevel := fs.String("log-level", "error", "the in-process judge's log level: debug, info, warn (its historical refreshes that time out while batches are written) or error")
+	logLevel := fs.String("log-level", "error", "the in-process judge's log level: debug, info, warn or error")
 	fs.Usage = func() { fmt.Fprintln(stderr, benchFleetUsage+"\n\nFlags:"); fs.PrintDefaults() }
 	if err := parseBenchFlags(fs, args, stderr); err != nil {
 		return err

@@ -20,7 +20,7 @@ import (
 func TestBenchFleetJSON(t *testing.T) {
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"bench", "fleet", "-preset", "homogeneous", "-waves", "3", "-instances", "12",
-		"-history", "1h", "-history-step", "10m", "-warmup", "5m", "-rounds", "2", "-historical-every", "1s", "-seed", "3", "-json", "-truth"},
+		"-history", "1h", "-history-step", "10m", "-warmup", "5m", "-rounds", "2", "-seed", "3", "-json", "-truth"},
 		&out, &errOut)
 	if err != nil {
 		t.Fatalf("%v\nstderr:\n%s", err, errOut.String())
@@ -66,7 +66,7 @@ func TestBenchFleetJSON(t *testing.T) {
 // it), and a -warmup given longer than the -history is refused.
 func TestBenchFleetShortHistory(t *testing.T) {
 	args := []string{"bench", "fleet", "-preset", "homogeneous", "-waves", "3", "-instances", "6", "-history", "30m",
-		"-rounds", "1", "-historical-every", "1s", "-seed", "3", "-json"}
+		"-rounds", "1", "-seed", "3", "-json"}
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), args, &out, &errOut); err != nil {
 		t.Fatalf("%v\nstderr:\n%s", err, errOut.String())
@@ -116,7 +116,7 @@ func TestBenchFleetBadFlags(t *testing.T) {
 // batches.
 func TestBenchFleetReading(t *testing.T) {
 	tiny := []string{"bench", "fleet", "-preset", "filtered", "-waves", "3", "-instances", "12", "-history", "1h",
-		"-history-step", "10m", "-warmup", "5m", "-rounds", "1", "-historical-every", "1s", "-seed", "3", "-json"}
+		"-history-step", "10m", "-warmup", "5m", "-rounds", "1", "-seed", "3", "-json"}
 	report := func(extra ...string) fleetsim.Report {
 		t.Helper()
 		var out, errOut bytes.Buffer

@@ -113,7 +113,6 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 			// o.Dir stays empty: the judge's store goes to /dev/shm (memTempDir), as in
 			// `binlake bench fleet`. On this disk its fsync per write made seed 3 take
 			// 28-30 s instead of 22-24 s; the simulated clock keeps the figures the same.
-			o.HistoricalEvery = 5 * time.Second
 			if !c.asRun {
 				o.HistoryStep = time.Minute
 			}

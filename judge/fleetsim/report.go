@@ -40,6 +40,9 @@ type Report struct {
 	// HistoricalAsOf is the judge's historical refresh that covered the history (zero:
 	// none came within the wait, or the wait was off).
 	HistoricalAsOf time.Time `json:"historical_as_of,omitzero"`
+	// Refreshes counts the in-process judge's historical refreshes during the rounds,
+	// Options.HistoricalEvery of simulated time apart.
+	Refreshes int `json:"historical_refreshes,omitempty"`
 
 	Rounds []Round `json:"rounds"`
 	// Plans counts the plans with moves; Moves the moves applied, Distinct the instances

@@ -20,6 +20,10 @@ type runner struct {
 	clk clock
 	api *judgeAPI
 	out io.Writer
+	// refresh makes the in-process judge's historical refresh (nil for an external
+	// judge, which makes its own); refreshed is the simulated time of the last.
+	refresh   func(context.Context) error
+	refreshed time.Time
 }
 
 // Run simulates the fleet o describes against a judge and reports the truth of the
@@ -41,10 +45,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	from := o.Now.Add(-o.History)
 	base := o.JudgeURL
+	var refresh func(context.Context) error
 	if base == "" {
 		sc := newSimClock(from)
 		clk, judgeName = sc, "in-process (SQLite, simulated clock)"
-		url, stop, err := inProcessJudge(ctx, o, sc.now)
+		url, refr, stop, err := inProcessJudge(ctx, o, sc.now)
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +58,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				o.Logger.Warn("stopping the in-process judge", "err", serr)
 			}
 		}()
-		base = url
+		base, refresh = url, refr
 	} else {
 		clk = wallClock{}
 	}
@@ -65,7 +70,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	r := &runner{o: o, f: f, s: newState(f, o), clk: clk, api: api, out: out}
+	r := &runner{o: o, f: f, s: newState(f, o), clk: clk, api: api, out: out, refresh: refresh}
 	rep := &Report{Seed: o.Seed, Cores: o.Cores, Waves: len(f.Waves), Instances: len(f.Instances), Judge: judgeName,
 		HistoryFrom: from, Start: o.Now, Rounds: []Round{}}
 	if o.HostShare > 1 {
@@ -129,6 +134,13 @@ func (r *runner) history(ctx context.Context, rep *Report) error {
 				r.api.retries.Load(), time.Since(start).Round(time.Millisecond))
 		}
 	}
+	if r.refresh != nil {
+		if err := r.historical(ctx); err != nil {
+			return err
+		}
+		rep.HistoricalAsOf = r.refreshed
+		return nil
+	}
 	if o.HistoryWait <= 0 {
 		return nil
 	}
@@ -143,6 +155,18 @@ func (r *runner) history(ctx context.Context, rep *Report) error {
 		rep.HistoricalAsOf = asOf
 		fmt.Fprintf(r.out, "historical refresh as of %s\n", asOf.Format(time.RFC3339))
 	}
+	return nil
+}
+
+// historical makes the in-process judge's historical refresh at the simulated now, after
+// every batch sent so far was stored, and says how long it took.
+func (r *runner) historical(ctx context.Context) error {
+	at, began := r.clk.now(), time.Now()
+	if err := r.refresh(ctx); err != nil {
+		return fmt.Errorf("fleet simulation: the judge's historical refresh at %s: %w", at.Format(time.RFC3339), err)
+	}
+	r.refreshed = at
+	fmt.Fprintf(r.out, "historical refresh as of %s: %s real\n", at.Format(time.RFC3339), time.Since(began).Round(time.Millisecond))
 	return nil
 }
 
@@ -230,6 +254,12 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 		for t := at.Add(o.Step); !t.After(at.Add(o.RoundEvery)); t = t.Add(o.Step) {
 			if err := r.tick(ctx, t, o.Step); err != nil {
 				return err
+			}
+			if r.refresh != nil && !t.Before(r.refreshed.Add(o.HistoricalEvery)) {
+				if err := r.historical(ctx); err != nil {
+					return err
+				}
+				rep.Refreshes++
 			}
 		}
 	}

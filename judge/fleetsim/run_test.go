@@ -10,15 +10,14 @@ import (
 )
 
 // TestRunInProcessJudge runs a small fleet through a real in-process judge over HTTP:
-// every batch accepted, the historical refresh awaited, plans with moves applied (with
+// every batch accepted, the historical refreshes made at the simulated instants they
+// are due (one as the history ends, then every HistoricalEvery), plans with moves applied (with
 // the cooldown honoured, which needs moved_at in the balancer's requests), and the
 // report's truth figures those of the final assignment it reports.
 func TestRunInProcessJudge(t *testing.T) {
 	o := smallOptions()
 	o.History, o.HistoryStep, o.Warmup = 2*time.Hour, 10*time.Minute, 10*time.Minute
 	o.Rounds = 6
-	o.HistoricalEvery = 2 * time.Second // the judge bounds a refresh by its period: room on a loaded machine
-	o.HistoryWait = time.Minute
 	o.Dir = t.TempDir()
 	var progress bytes.Buffer
 	o.Progress = &progress
@@ -38,8 +37,12 @@ func TestRunInProcessJudge(t *testing.T) {
 	if want := int64(6 * ticks); rep.Batches != want || rep.Points < 10*want {
 		t.Errorf("the judge accepted %d batches (%d points), want %d of at least 10 points", rep.Batches, rep.Points, want)
 	}
-	if rep.HistoricalAsOf.Before(rep.Start) {
-		t.Errorf("historical refresh as of %s, want one at or after the history's end %s", rep.HistoricalAsOf, rep.Start)
+	if !rep.HistoricalAsOf.Equal(rep.Start) {
+		t.Errorf("historical refresh as of %s, want one as the history ends, %s", rep.HistoricalAsOf, rep.Start)
+	}
+	// Rounds 5 minutes apart, a refresh every 10 simulated minutes of them.
+	if want := (len(rep.Rounds) - 1) * int(o.RoundEvery/time.Minute) / int(o.HistoricalEvery/time.Minute); rep.Refreshes != want {
+		t.Errorf("%d historical refreshes in %d rounds %s apart, want one every %s: %d", rep.Refreshes, len(rep.Rounds), o.RoundEvery, o.HistoricalEvery, want)
 	}
 	if strings.Contains(text.String(), noProfiles) {
 		t.Errorf("the report warns of plans without profiles although a refresh covered the history:\n%s", text.String())
