@@ -19,12 +19,11 @@ type state struct {
 	o       Options
 	assign  []int
 	movedAt []time.Time
-	on      []map[int]bool // wave → the instances it runs
-	// left is, per wave, the instances that ran there and moved away: the wave still
-	// exports their rows and bytes counters (the wave forgets only an instance's lag,
-	// positions and state when it stops leading it), so its agent reports them at 0.
-	left []map[int]bool
-	ls   []load
+	// on is, per wave, the instances it runs. A wave reports nothing of an instance
+	// that moved away: its runner's end deletes the instance's series, counters too
+	// (wave/metrics.go, drop), so the agent's next scrape has none of it.
+	on []map[int]bool
+	ls []load
 	// moves is every applied move in order: instance and destination wave.
 	moves  [][2]int
 	labels []map[string]string // per instance: {instance}
@@ -37,10 +36,10 @@ type state struct {
 
 func newState(f *Fleet, o Options) *state {
 	s := &state{f: f, o: o, assign: slices.Clone(f.Initial), movedAt: make([]time.Time, len(f.Instances)),
-		on: make([]map[int]bool, len(f.Waves)), left: make([]map[int]bool, len(f.Waves)), ls: loads(f, f.Initial),
+		on: make([]map[int]bool, len(f.Waves)), ls: loads(f, f.Initial),
 		hosts: hostsOf(f), bootLbl: make([]map[string]string, len(f.Waves))}
 	for w, wave := range f.Waves {
-		s.on[w], s.left[w] = map[int]bool{}, map[int]bool{}
+		s.on[w] = map[int]bool{}
 		if wave.Host != "" {
 			s.bootLbl[w] = map[string]string{"boot_id": wave.Host}
 		}
@@ -58,9 +57,7 @@ func newState(f *Fleet, o Options) *state {
 func (s *state) move(i, to int, at time.Time) {
 	from := s.assign[i]
 	delete(s.on[from], i)
-	s.left[from][i] = true
 	s.on[to][i] = true
-	delete(s.left[to], i)
 	s.ls[from] = s.ls[from].minus(contrib(s.f.Waves[from], s.f.Instances[i]))
 	s.ls[to] = s.ls[to].plus(contrib(s.f.Waves[to], s.f.Instances[i]))
 	s.assign[i], s.movedAt[i] = to, at
@@ -83,12 +80,12 @@ func (s *state) batch(w int, t time.Time, interval time.Duration) metric.Batch {
 	h := hourOf(t)
 	insts := sortedKeys(s.on[w])
 	reading := s.reading()
-	perInst, perLeft, total := 3, 2, 10
+	perInst, total := 3, 10
 	if reading {
-		perInst, perLeft, total = 4, 3, 11
+		perInst, total = 4, 11
 	}
 	b := metric.Batch{Node: wave.Node, TS: t, IntervalS: interval.Seconds(),
-		Points: make([]metric.Point, 0, total+perInst*len(insts)+perLeft*len(s.left[w]))}
+		Points: make([]metric.Point, 0, total+perInst*len(insts))}
 	demand, rows, bytes, read := s.work(w, insts, h, tick, func(i int, r, by, rd float64) {
 		b.Points = append(b.Points,
 			metric.Point{Name: metric.WaveTPS, Value: r, Labels: s.labels[i]},
@@ -98,14 +95,6 @@ func (s *state) batch(w int, t time.Time, interval time.Duration) metric.Batch {
 		}
 		b.Points = append(b.Points, metric.Point{Name: metric.WaveInstanceRunning, Value: 1, Labels: s.runLbl[i]})
 	})
-	for _, i := range sortedKeys(s.left[w]) {
-		b.Points = append(b.Points,
-			metric.Point{Name: metric.WaveTPS, Value: 0, Labels: s.labels[i]},
-			metric.Point{Name: metric.WaveBytesPerS, Value: 0, Labels: s.labels[i]})
-		if reading { // the wave's read counter of a departed instance stays, as its others do
-			b.Points = append(b.Points, metric.Point{Name: metric.WaveBinlogBytesPerS, Value: 0, Labels: s.labels[i]})
-		}
-	}
 	cores := float64(wave.Cores)
 	// A host cannot use more than its cores, whatever the demand: an overloaded wave's
 	// CPU figures saturate (its rates here do not: no back-pressure). The host's CPU is

@@ -227,8 +227,19 @@ func TestApplyLikeTheMover(t *testing.T) {
 	if len(a.moved) != 1 || a.moved[0] != 0 || a.skipped != 5 {
 		t.Fatalf("applied %+v, want i0 moved and 5 skipped", a)
 	}
-	if s.assign[0] != 1 || !s.movedAt[0].Equal(at) || !s.movedAt[1].IsZero() || !s.left[0][0] || !s.on[1][0] {
+	if s.assign[0] != 1 || !s.movedAt[0].Equal(at) || !s.movedAt[1].IsZero() || s.on[0][0] || !s.on[1][0] {
 		t.Fatalf("state after the move: assign %v movedAt %v", s.assign, s.movedAt)
+	}
+	// The wave it left reports nothing of it, as a wave whose runner ended deletes its
+	// series; the wave it went to reports it.
+	for w, want := range map[int]bool{0: false, 1: true} {
+		got := false
+		for _, p := range s.batch(w, at.Add(time.Minute), time.Minute).Points {
+			got = got || p.Labels["instance"] == "i0"
+		}
+		if got != want {
+			t.Errorf("wave %d's batch after the move reports i0: %v, want %v", w, got, want)
+		}
 	}
 	req := s.request()
 	if len(req.Waves) != 3 || !req.Waves[0].Alive || req.Instances[0].ID != "i0" || req.Instances[0].Node != "w1" ||
