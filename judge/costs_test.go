@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -431,7 +432,8 @@ func TestStatusNoteOnlyForStoppedColumns(t *testing.T) {
 
 // movedBatch is a wave's batch every minute: the instances it runs (rows/s) and those
 // that left it, whose counters it keeps, so their wave.tps at 0 without an
-// instance_running, as a real wave's (and judge/fleetsim's) do.
+// instance_running, as a wave before ee3bb23 did (one since deletes a departed
+// instance's series: pass none).
 func movedBatch(node string, ts time.Time, running map[string]float64, left ...string) metric.Batch {
 	b := metric.Batch{Node: node, TS: ts, IntervalS: 60, Points: []metric.Point{
 		{Name: metric.CPUUtil, Value: 20}, {Name: metric.CPUCores, Value: 4}, {Name: metric.WaveCPUCores, Value: 0.5},
@@ -511,4 +513,42 @@ func TestAMovedInstanceIsOnTheWaveItWentTo(t *testing.T) {
 		require.False(t, s.Name == metric.WaveInstanceRunning && s.Labels["instance"] == "orders", "gone after two rollovers")
 	}
 	check("two hours after the move")
+}
+
+// TestAMovedInstanceKeepsItsDailyProfile: two hours after a move, once the current-hour
+// analysis has dropped the series of the wave it left (which reports nothing of it, as a
+// wave deletes a departed instance's series), an instance's hour-of-day profile is still
+// its week's, read where it ran: its busy hour (20:00 UTC, ten times its rate now) was
+// lost, priced at its rate now, until its new wave had a day of it.
+func TestAMovedInstanceKeepsItsDailyProfile(t *testing.T) {
+	j, c := newJudge(t, nil)
+	ingest := func(b metric.Batch) { require.NoError(t, j.Ingest(b, sourceHTTP)) }
+	rate := func(ts time.Time) float64 {
+		if ts.Hour() == 20 {
+			return 1000
+		}
+		return 100
+	}
+	for c.Now().Before(t0.Add(26 * time.Hour)) { // every hour of the day on wave-a
+		ingest(movedBatch("wave-a", c.Now(), map[string]float64{"orders": rate(c.Now())}))
+		ingest(movedBatch("wave-b", c.Now(), map[string]float64{"items": 50}))
+		c.Add(10 * time.Minute)
+	}
+	moved := c.Now()
+	for c.Now().Before(moved.Add(2*time.Hour + 10*time.Minute)) {
+		ingest(movedBatch("wave-a", c.Now(), nil))
+		ingest(movedBatch("wave-b", c.Now(), map[string]float64{"items": 50, "orders": rate(c.Now())}))
+		c.Add(time.Minute)
+	}
+	require.NotContains(t, j.instancesByNode()["wave-a"], "orders", "the wave it left no longer lists it")
+	require.False(t, moved.Hour() <= 20 && 20 < moved.Add(2*time.Hour+10*time.Minute).Hour(), "the busy hour is before the move")
+	require.NoError(t, j.buf.Refresh(context.Background()), "every batch stored")
+	require.NoError(t, j.hist.Refresh(context.Background()))
+	p := j.profilesOf(j.hist.Snapshot()).of("orders")
+	require.NotNil(t, p)
+	require.Positive(t, p.Count[20], "its busy hour, from the wave it left")
+	require.InDelta(t, 1000, p.Rows[20], 1e-9)
+	for hr := range 24 {
+		require.Positive(t, p.Count[hr], "hour %d", hr)
+	}
 }
