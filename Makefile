@@ -86,7 +86,7 @@ PROCESS_PKGS ?= ./wave/balancer/integration/
 ## NORACE_PKGS after the main run, of NORACE_SIDE_PKGS after the side run. The fleet
 ## simulator's (two minutes of CPU on both cores) is the main run's: after the side run it
 ## started last and ran alone for the suite's last 165 s, while the main run had ended.
-NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestPlannerOnTrueCosts|TestWaveKafkaIntegration|TestConformance|TestFormatsAllocate
+NORACE_TESTS ?= TestJudgeBalancesSimulatedFleets|TestJudgeKeepsTheFleetBalanced|TestPlannerOnTrueCosts|TestWaveKafkaIntegration|TestConformance|TestFormatsAllocate
 NORACE_PKGS ?= ./judge/store/sqlite/ ./wave/rowenc/ ./judge/ ./judge/fleetsim/
 NORACE_SIDE_PKGS ?= ./wave/ ./wave/balancer/integration/ ./alarm/
 test:

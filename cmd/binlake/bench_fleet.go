@@ -90,6 +90,7 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 	step := fs.Duration("step", d.Step, "the agents' interval near now and between rounds")
 	rounds := fs.Int("rounds", d.Rounds, "the most rounds of the balancer")
 	roundEvery := fs.Duration("round-every", d.RoundEvery, "simulated time between two rounds (the balancer's auto_after)")
+	settle := fs.Duration("settle", d.Settle, "simulated time the balancer goes on asking after the first plan that says the fleet is balanced (its moves then are counted apart; 0: the run ends there)")
 	judgeURL := fs.String("judge", "", "an external judge's base URL, driven in real time (empty: one in this process)")
 	tokenFile := fs.String("judge-token-file", "", "file holding the judge's bearer token ($"+judge.TokenEnv+" when set)")
 	caFile := fs.String("judge-ca-file", "", "CA of an https judge's certificate")
@@ -127,7 +128,7 @@ func runBenchFleet(ctx context.Context, args []string, stdout, stderr io.Writer)
 		"diurnal": func() { o.DiurnalAmplitude = *amplitude }, "history": func() { o.History = *history },
 		"history-step": func() { o.HistoryStep = *historyStep }, "warmup": func() { o.Warmup = *warmup },
 		"step": func() { o.Step = *step }, "rounds": func() { o.Rounds = *rounds },
-		"round-every": func() { o.RoundEvery = *roundEvery }, "history-wait": func() { o.HistoryWait = *historyWait },
+		"round-every": func() { o.RoundEvery = *roundEvery }, "settle": func() { o.Settle = *settle }, "history-wait": func() { o.HistoryWait = *historyWait },
 		"historical-every": func() { o.HistoricalEvery = *historicalEvery }, "senders": func() { o.Senders = *senders },
 		"read-price": func() { o.ReadPrice = *readPrice }, "filtered": func() { o.FilteredShare = *filtered },
 		"read-ratio": func() { o.ReadRatioMedian = *readRatio }, "host-share": func() { o.HostShare = *hostShare },

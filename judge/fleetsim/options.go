@@ -81,6 +81,11 @@ type Options struct {
 	// goals that long).
 	Rounds     int
 	RoundEvery time.Duration
+	// Settle keeps the balancer asking, every RoundEvery, for this much simulated time
+	// after the first empty plan that says the fleet is balanced, as a real balancer
+	// goes on asking; moves then are counted apart (Report.Unsettled). 0 ends the run at
+	// that plan. Those rounds are not bounded by Rounds.
+	Settle time.Duration
 
 	// JudgeURL is an external judge's base URL; empty runs one in process. Token is sent
 	// as a bearer token on the POSTs; CAFile verifies an https judge.
@@ -333,6 +338,9 @@ func (o Options) Validate() error {
 	}
 	if o.Rounds < 1 {
 		bad("rounds %d: want at least 1", o.Rounds)
+	}
+	if o.Settle < 0 {
+		bad("settle %s: must not be negative", o.Settle)
 	}
 	if o.RoundEvery < o.Step {
 		bad("round every %s: want at least the step %s (the agents report between two rounds)", o.RoundEvery, o.Step)

@@ -54,6 +54,10 @@ type Report struct {
 	Skipped  int `json:"skipped"`
 	// EndedBy is "empty plan" or "round limit".
 	EndedBy string `json:"ended_by"`
+	// Balanced is the first empty plan that said the fleet is balanced (zero: none);
+	// Unsettled counts the moves applied after it, in the rounds of Options.Settle.
+	Balanced  time.Time `json:"balanced,omitzero"`
+	Unsettled int       `json:"moves_after_balanced"`
 	// OutOfTime counts the plans whose search ran out of the judge's time budget (its
 	// answer's out_of_time): their moves are what the search had found by then.
 	OutOfTime int `json:"plans_out_of_time"`
@@ -151,6 +155,10 @@ func (r *Report) WriteText(out io.Writer) {
 		count(len(r.Rounds), "round"), count(r.Plans, "plan"), count(r.Moves, "move"), r.Distinct, r.Skipped, r.EndedBy)
 	if r.OutOfTime > 0 {
 		fmt.Fprintf(out, outOfTimeWarning+"\n", count(r.OutOfTime, "plan"), len(r.Rounds))
+	}
+	if !r.Balanced.IsZero() && r.End.After(r.Balanced) {
+		fmt.Fprintf(out, "balanced at %s; asked on to %s: %s since\n",
+			r.Balanced.Format("15:04"), r.End.Format("15:04"), count(r.Unsettled, "move"))
 	}
 	moves := func(c Comparison) string {
 		return fmt.Sprintf("%d (%d distinct, %s to ≤ %.2f× greedy)", r.Moves, r.Distinct, toTarget(c.JudgeMovesToTarget), TargetFactor)

@@ -171,7 +171,8 @@ func (r *runner) historical(ctx context.Context) error {
 }
 
 // rounds asks for plans and applies them, every RoundEvery with the agents reporting
-// every Step between, until a plan is empty or Rounds.
+// every Step between, until a plan is empty or Rounds; with Settle, on for that long
+// after the first empty plan that says the fleet is balanced.
 func (r *runner) rounds(ctx context.Context, rep *Report) error {
 	o := r.o
 	inst, wave := map[string]int{}, map[string]int{}
@@ -185,7 +186,7 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 	var before, after PredictionError
 	rep.EndedBy = "round limit"
 	idle := 0 // empty plans in a row that said the goals are unmet
-	for n := 1; n <= o.Rounds; n++ {
+	for n := 1; ; n++ {
 		at := r.clk.now()
 		req := r.s.request()
 		asked := time.Now()
@@ -228,27 +229,31 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 		fmt.Fprintf(r.out, "round %d at %s: %d moves planned%s in %s, %d applied; true peak %s → %s, spread %s → %s\n",
 			n, at.Format("15:04"), len(moves), rd.reasonsText(), answered.Round(time.Millisecond), len(a.moved),
 			pct(rd.PeakBefore), pct(rd.PeakAfter), pct(rd.SpreadBefore), pct(rd.SpreadAfter))
-		if len(moves) == 0 {
-			// An empty plan that says the goals are unmet (cooldowns hold the instances
-			// that could move) is not the end: a balancer asks again later. Three in a
-			// row are: the judge has nothing more to do.
-			if balanced(raw) {
-				rep.EndedBy = "empty plan"
-				break
-			}
-			idle++
-			if idle == 3 {
-				rep.EndedBy = "three empty plans, goals unmet"
-				break
-			}
-		} else {
-			idle = 0
-			rep.Plans++
-		}
 		if outOfTime(raw) {
 			rep.OutOfTime++
 		}
-		if n == o.Rounds {
+		switch {
+		case len(moves) > 0:
+			idle = 0
+			rep.Plans++
+			if !rep.Balanced.IsZero() {
+				rep.Unsettled += len(a.moved)
+			}
+		case balanced(raw):
+			idle = 0
+			rep.EndedBy = "empty plan"
+			if rep.Balanced.IsZero() {
+				rep.Balanced = at
+			}
+		default:
+			// An empty plan that says the goals are unmet (cooldowns hold the instances
+			// that could move) is not the end: a balancer asks again later. Three in a
+			// row are: the judge has nothing more to do.
+			if idle++; idle == 3 {
+				rep.EndedBy = "three empty plans, goals unmet"
+			}
+		}
+		if idle == 3 || rep.Balanced.IsZero() && n >= o.Rounds || !rep.Balanced.IsZero() && !at.Before(rep.Balanced.Add(o.Settle)) {
 			break
 		}
 		for t := at.Add(o.Step); !t.After(at.Add(o.RoundEvery)); t = t.Add(o.Step) {

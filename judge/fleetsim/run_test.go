@@ -3,6 +3,7 @@ package fleetsim
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -205,6 +206,44 @@ func TestPredictedTolerant(t *testing.T) {
 	}
 	if k, m := predicted(rows, []string{"after"}); k != "" || m != nil {
 		t.Errorf("rows/s taken for utilisations: %q %v", k, m)
+	}
+}
+
+// TestRunSettles: with Settle the balancer goes on asking after the first plan that says
+// the fleet is balanced, every RoundEvery, until Settle has passed, whatever Rounds says;
+// the moves of those rounds are counted apart, and the report says so.
+func TestRunSettles(t *testing.T) {
+	o := smallOptions()
+	o.History, o.HistoryStep, o.Warmup = 2*time.Hour, 10*time.Minute, 10*time.Minute
+	o.Rounds, o.Settle = 6, 40*time.Minute
+	o.Dir = t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Balanced.IsZero() || rep.EndedBy != "empty plan" {
+		t.Fatalf("balanced at %v, ended by %q: want a plan that said so", rep.Balanced, rep.EndedBy)
+	}
+	if want := rep.Balanced.Add(o.Settle); !rep.End.Equal(want) {
+		t.Errorf("the last round at %s, want %s: %s after the fleet was balanced at %s", rep.End, want, o.Settle, rep.Balanced)
+	}
+	after, rounds := 0, 0
+	for _, rd := range rep.Rounds {
+		if rd.At.After(rep.Balanced) {
+			after += rd.Moved
+			rounds++
+		}
+	}
+	if want := int(o.Settle / o.RoundEvery); rounds != want || rep.Unsettled != after || len(rep.Rounds) <= o.Rounds {
+		t.Errorf("%d rounds in all, %d after the balanced plan with %d moves, the report %d: want %d after it, beyond the %d of Rounds, their moves counted",
+			len(rep.Rounds), rounds, after, rep.Unsettled, want, o.Rounds)
+	}
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	if want := fmt.Sprintf("balanced at %s; asked on to %s", rep.Balanced.Format("15:04"), rep.End.Format("15:04")); !strings.Contains(text.String(), want) {
+		t.Errorf("the report lacks %q:\n%s", want, text.String())
 	}
 }
 
