@@ -22,6 +22,7 @@ package loadmodel
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -591,7 +592,8 @@ const (
 func (m *Model) poolErrLocked() float64 {
 	var q, sw float64
 	k := 0
-	for _, n := range m.nodes {
+	for _, id := range slices.Sorted(maps.Keys(m.nodes)) { // sums in one order: see poolInputLocked
+		n := m.nodes[id]
 		if n.gapErr <= 0 {
 			continue
 		}
@@ -929,10 +931,14 @@ type poolInput struct {
 	pool  [][]sample
 }
 
-// poolInputLocked gathers the pooled fit's input.
+// poolInputLocked gathers the pooled fit's input, wave by wave in the order of their ids:
+// the fit's sums in the map's order differed in their last bits from one run to the
+// next, and near-ties between destinations went either way (the simulator's 200-wave
+// fleet moved two instances to each other's wave in one run of two).
 func (m *Model) poolInputLocked() poolInput {
 	var in poolInput
-	for _, n := range m.nodes {
+	for _, id := range slices.Sorted(maps.Keys(m.nodes)) {
+		n := m.nodes[id]
 		var p *Prices
 		if !n.fittedAt.IsZero() && n.fitted.Saturated > 0 && n.fitted.Source != SourceNone {
 			p = &n.fitted // the samples its own pricing chose (pricesLocked)

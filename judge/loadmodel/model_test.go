@@ -935,3 +935,29 @@ func alikeWaves(tr truth, n, instances int, seed uint64) []*wave {
 	}
 	return ws
 }
+
+// The pooled fit and its learned miss are the same to the last bit however often they
+// are made: the waves go in in the order of their ids, not the map's (whose sums
+// differed in their last bits from one run to the next, and plans broke near-ties
+// either way).
+func TestPoolIsTheSameEveryTime(t *testing.T) {
+	clk := t0
+	m := New(Options{Now: func() time.Time { return clk }})
+	var ws []*wave
+	for i := range 16 {
+		speed := 0.7 + 0.05*float64(i)
+		ws = append(ws, newWave(fmt.Sprintf("w%02d", i), truth{row: speed * 2e-5, byte: speed * 4e-9, base: speed * 0.15}, 6, uint64(i+7)))
+	}
+	feed(m, &clk, time.Hour, ws...)
+	for _, w := range ws {
+		m.Prices(w.node) // each wave's own fit, which the miss learns from
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	first, firstErr := m.poolInputLocked(), m.poolErrLocked()
+	require.NotEmpty(t, first.pool)
+	for range 20 {
+		require.Equal(t, first, m.poolInputLocked())
+		require.Equal(t, math.Float64bits(firstErr), math.Float64bits(m.poolErrLocked()))
+	}
+}
