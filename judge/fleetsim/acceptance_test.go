@@ -3,8 +3,6 @@
 package fleetsim
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -116,17 +114,8 @@ func TestJudgeBalancesSimulatedFleets(t *testing.T) {
 			if !c.asRun {
 				o.HistoryStep = time.Minute
 			}
-			var progress bytes.Buffer
-			o.Progress = &progress
-			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-			defer cancel()
-			rep, err := Run(ctx, o)
-			if err != nil {
-				t.Fatalf("%v\nprogress:\n%s", err, progress.String())
-			}
-			var text bytes.Buffer
-			rep.WriteText(&text)
-			t.Logf("report:\n%s", text.String())
+			rep, _, text := runFleet(t, o)
+			t.Logf("report:\n%s", text)
 			for _, m := range []struct {
 				what string
 				cmp  Comparison
@@ -191,22 +180,13 @@ func TestJudgeKeepsTheFleetBalanced(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.HistoryStep, o.Settle = time.Minute, 2*time.Hour+30*time.Minute
-	var progress bytes.Buffer
-	o.Progress = &progress
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	rep, err := Run(ctx, o)
-	if err != nil {
-		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
-	}
-	var text bytes.Buffer
-	rep.WriteText(&text)
+	rep, progress, text := runFleet(t, o)
 	if rep.Balanced.IsZero() || !rep.End.Equal(rep.Balanced.Add(o.Settle)) {
-		t.Fatalf("balanced at %v, the last round at %v: want %s of rounds after a balanced plan\n%s", rep.Balanced, rep.End, o.Settle, text.String())
+		t.Fatalf("balanced at %v, the last round at %v: want %s of rounds after a balanced plan\n%s", rep.Balanced, rep.End, o.Settle, text)
 	}
 	if most := rep.Instances / 100; rep.Unsettled > most {
 		t.Errorf("%d moves in the %s after the fleet was balanced at %s: want at most %d (1 %% of the instances)\nprogress:\n%s",
-			rep.Unsettled, o.Settle, rep.Balanced.Format("15:04"), most, progress.String())
+			rep.Unsettled, o.Settle, rep.Balanced.Format("15:04"), most, progress)
 	}
 	if rep.Moves != rep.Distinct {
 		t.Errorf("%d moves of %d distinct instances: want no instance moved twice", rep.Moves, rep.Distinct)

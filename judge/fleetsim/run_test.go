@@ -20,18 +20,9 @@ func TestRunInProcessJudge(t *testing.T) {
 	o.History, o.HistoryStep, o.Warmup = 2*time.Hour, 10*time.Minute, 10*time.Minute
 	o.Rounds = 6
 	o.Dir = t.TempDir()
-	var progress bytes.Buffer
-	o.Progress = &progress
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rep, err := Run(ctx, o)
-	if err != nil {
-		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
-	}
-	t.Logf("progress:\n%s", progress.String())
-	var text bytes.Buffer
-	rep.WriteText(&text)
-	t.Logf("report:\n%s", text.String())
+	rep, progress, text := runFleet(t, o)
+	t.Logf("progress:\n%s", progress)
+	t.Logf("report:\n%s", text)
 
 	// 11 ticks every 10 min, 11 every minute to Now, 5 between rounds (none after the last).
 	ticks := 11 + 11 + 5*(len(rep.Rounds)-1)
@@ -45,8 +36,8 @@ func TestRunInProcessJudge(t *testing.T) {
 	if want := (len(rep.Rounds) - 1) * int(o.RoundEvery/time.Minute) / int(o.HistoricalEvery/time.Minute); rep.Refreshes != want {
 		t.Errorf("%d historical refreshes in %d rounds %s apart, want one every %s: %d", rep.Refreshes, len(rep.Rounds), o.RoundEvery, o.HistoricalEvery, want)
 	}
-	if strings.Contains(text.String(), noProfiles) {
-		t.Errorf("the report warns of plans without profiles although a refresh covered the history:\n%s", text.String())
+	if strings.Contains(text, noProfiles) {
+		t.Errorf("the report warns of plans without profiles although a refresh covered the history:\n%s", text)
 	}
 	without := *rep
 	without.HistoricalAsOf = time.Time{}
@@ -152,11 +143,11 @@ func TestRunInProcessJudge(t *testing.T) {
 		t.Errorf("the last round's true peak %.3f is far from the end's %.3f", last.PeakAfter, rep.Now.Judge.Peak)
 	}
 	for _, want := range []string{"history:", "historical refresh as of", "round 1 at 12:00"} {
-		if !strings.Contains(progress.String(), want) {
+		if !strings.Contains(progress, want) {
 			t.Errorf("progress lacks %q", want)
 		}
 	}
-	if !strings.Contains(text.String(), "greedy reference") || !strings.Contains(text.String(), `predicted utilisation after the plans ("after"`) {
+	if !strings.Contains(text, "greedy reference") || !strings.Contains(text, `predicted utilisation after the plans ("after"`) {
 		t.Errorf("the table lacks the greedy reference or the prediction line")
 	}
 	// The judge's plans predict every wave's peak of the day; the simulator holds them
@@ -363,4 +354,21 @@ func TestReportWarnsOfPlansOutOfTime(t *testing.T) {
 			t.Errorf("%d plans out of time: report\n%s\nwant the warning %q", n, text.String(), want)
 		}
 	}
+}
+
+// runFleet runs the fleet o describes, within 8 minutes, and returns its report, its
+// progress and the report as text; it fails the test on an error, with the progress.
+func runFleet(t *testing.T, o Options) (rep *Report, progress, text string) {
+	t.Helper()
+	var p bytes.Buffer
+	o.Progress = &p
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, o)
+	if err != nil {
+		t.Fatalf("%v\nprogress:\n%s", err, p.String())
+	}
+	var tx bytes.Buffer
+	rep.WriteText(&tx)
+	return rep, p.String(), tx.String()
 }
