@@ -484,3 +484,74 @@ func TestIncrementalLevelRestartsAfterASilence(t *testing.T) {
 	require.Equal(t, 0.0, at(65*time.Second+2*time.Minute, 0), "after 2 min of silence the level restarts at the new sample")
 	require.Equal(t, 3.0, at(65*time.Second+4*time.Minute, 3), "and again")
 }
+
+// seriesCalls records the ranges the historical analysis lists series over.
+type seriesCalls struct {
+	store.Store
+	mu     sync.Mutex
+	ranges [][2]time.Time
+}
+
+func (s *seriesCalls) Series(ctx context.Context, name string, from, to time.Time) ([]store.SeriesKey, error) {
+	s.mu.Lock()
+	s.ranges = append(s.ranges, [2]time.Time{from, to})
+	s.mu.Unlock()
+	return s.Store.Series(ctx, name, from, to)
+}
+
+func (s *seriesCalls) take() [][2]time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.ranges
+	s.ranges = nil
+	return r
+}
+
+// Where the instances ran is listed over the week at the first refresh, then only over
+// the hours since the last one, the last snapshot's nodes of each instance carried; over
+// the week again when an instance is listed that the last refresh did not list. A node
+// whose points of an instance left the week is not carried.
+func TestHistoricalListsWhereInstancesRanOnce(t *testing.T) {
+	st, now, until := historyStore(t)
+	moved := until.Add(-2 * time.Hour)
+	var pts []store.Point
+	for ts := until.Add(-2 * 24 * time.Hour); ts.Before(until); ts = ts.Add(30 * time.Minute) {
+		node := "wave-1"
+		if !ts.Before(moved) {
+			node = "wave-2"
+		}
+		pts = append(pts, store.Point{Node: node, Name: metric.WaveTPS, Labels: map[string]string{"instance": "moved"}, TS: ts, Value: 100})
+	}
+	require.NoError(t, st.Write(context.Background(), pts))
+	calls := &seriesCalls{Store: st}
+	clk := now
+	listed := map[string][]string{"wave-2": {"moved"}}
+	h, err := analysis.NewHistorical(analysis.HistoricalOptions{
+		Store: calls, Now: func() time.Time { return clk },
+		Instances: func() map[string][]string { return listed },
+	})
+	require.NoError(t, err)
+	week := 7 * 24 * time.Hour
+	refresh := func(want [][2]time.Time, what string) {
+		t.Helper()
+		require.NoError(t, h.Refresh(context.Background()))
+		require.Equal(t, want, calls.take(), what)
+	}
+	onWave1 := func() bool { _, ok := h.Snapshot().Instances["wave-1"]["moved"]; return ok }
+
+	refresh([][2]time.Time{{until.Add(-week), until}}, "the first refresh lists the week")
+	require.True(t, onWave1(), "the wave it left, from the store")
+	refresh(nil, "the same hour: nothing new to list")
+	require.True(t, onWave1(), "carried from the last snapshot")
+	clk = clk.Add(time.Hour)
+	refresh([][2]time.Time{{until, until.Add(time.Hour)}}, "an hour later: that hour")
+	require.True(t, onWave1())
+	listed = map[string][]string{"wave-2": {"moved", "fresh"}}
+	refresh([][2]time.Time{{until.Add(time.Hour - week), until.Add(time.Hour)}}, "an instance the last refresh did not list: the week again")
+	require.True(t, onWave1())
+	clk = clk.Add(7 * 24 * time.Hour) // wave-1's points of it leave the week
+	refresh([][2]time.Time{{until.Add(time.Hour), until.Add(week + time.Hour)}}, "a week later: that week")
+	require.False(t, onWave1(), "no point of it on wave-1 in the week: not carried")
+	_, ok := h.Snapshot().Instances["wave-2"]["fresh"]
+	require.True(t, ok, "a listed instance is profiled, points or not")
+}

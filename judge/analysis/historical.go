@@ -58,8 +58,12 @@ type Snapshot struct {
 	Until time.Time
 	Took  time.Duration
 	Nodes map[string]map[string]lbplugins.History // node → metric → history
-	// Instances holds the hour-of-day profiles of each instance's work, per node.
+	// Instances holds the hour-of-day profiles of each instance's work, per node: the
+	// nodes that list it, and the others where it has points in the 7 days.
 	Instances map[string]map[string]InstanceProfile // node → instance → profile
+
+	// listed are the instances listed at the refresh (HistoricalOptions.Instances).
+	listed map[string]bool
 }
 
 // InstanceProfile is an instance's work per UTC hour of the day over the last 7 days on
@@ -236,14 +240,14 @@ func (h *Historical) refresh(ctx context.Context) error {
 			return nil
 		})
 	}
-	profiles, err := h.instanceProfiles(gctx, weekFrom, until)
+	profiles, listed, err := h.instanceProfiles(gctx, weekFrom, until)
 	if werr := g.Wait(); werr != nil {
 		return werr
 	}
 	if err != nil {
 		return err
 	}
-	snap := &Snapshot{AsOf: start, Until: until, Nodes: map[string]map[string]lbplugins.History{}, Instances: profiles}
+	snap := &Snapshot{AsOf: start, Until: until, Nodes: map[string]map[string]lbplugins.History{}, Instances: profiles, listed: listed}
 	for _, r := range results {
 		if !r.ok {
 			continue
@@ -267,30 +271,50 @@ func (h *Historical) refresh(ctx context.Context) error {
 // moved instance's week is on the waves it left: once the incremental analysis dropped
 // its series there (an hour after its last sample), listing only the nodes that report
 // it now gave it the hours since the move alone, and the plans priced its other hours
-// at its rate now until its new wave had a day of it.
-func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time) (map[string]map[string]InstanceProfile, error) {
+// at its rate now until its new wave had a day of it. It returns the profiles and the
+// instances listed.
+//
+// Where the store has had them is asked over the whole week at the first refresh (and
+// whenever an instance is listed that the last refresh did not list); after that only
+// over the hours since the last, beside the last snapshot's nodes of each instance: on
+// Elasticsearch the listing is an aggregation over the documents of its range, and a
+// week of every instance's every 10 s at every refresh is what the profiles' own queries
+// read one instance at a time.
+func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time) (map[string]map[string]InstanceProfile, map[string]bool, error) {
 	out := map[string]map[string]InstanceProfile{}
+	listed := map[string]bool{}
 	if h.o.Instances == nil {
-		return out, nil
+		return out, listed, nil
 	}
 	type pair struct{ node, inst string }
 	pairs := map[pair]bool{}
+	lists := map[pair]bool{} // the pairs listed now: profiled even without points
 	for node, insts := range h.o.Instances() {
 		for _, inst := range insts {
-			pairs[pair{node, inst}] = true
+			pairs[pair{node, inst}], lists[pair{node, inst}] = true, true
+			listed[inst] = true
 		}
 	}
-	listed := map[string]bool{}
-	for p := range pairs {
-		listed[p.inst] = true
+	listFrom := from
+	if prev := h.snap.Load(); prev != nil && !prev.Until.Before(from) && !prev.Until.After(until) && subset(listed, prev.listed) {
+		listFrom = prev.Until
+		for node, insts := range prev.Instances {
+			for inst := range insts {
+				if listed[inst] {
+					pairs[pair{node, inst}] = true
+				}
+			}
+		}
 	}
-	keys, err := h.o.Store.Series(ctx, metric.WaveTPS, from, until)
-	if err != nil {
-		return nil, fmt.Errorf("where the instances ran: %w", err)
-	}
-	for _, k := range keys {
-		if inst := k.Labels[InstanceLabel]; len(k.Labels) == 1 && listed[inst] {
-			pairs[pair{k.Node, inst}] = true
+	if listFrom.Before(until) {
+		keys, err := h.o.Store.Series(ctx, metric.WaveTPS, listFrom, until)
+		if err != nil {
+			return nil, nil, fmt.Errorf("where the instances ran: %w", err)
+		}
+		for _, k := range keys {
+			if inst := k.Labels[InstanceLabel]; len(k.Labels) == 1 && listed[inst] {
+				pairs[pair{k.Node, inst}] = true
+			}
 		}
 	}
 	type job struct{ node, inst, metric string }
@@ -317,7 +341,7 @@ func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i, j := range jobs {
 		byInst := out[j.node]
@@ -338,7 +362,35 @@ func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time
 		}
 		byInst[j.inst] = ip
 	}
-	return out, nil
+	// A node that no longer lists an instance and has none of its points in the week
+	// is not carried to the next refresh.
+	for node, byInst := range out {
+		for inst, ip := range byInst {
+			if !lists[pair{node, inst}] && !ip.hasPoints() {
+				delete(byInst, inst)
+			}
+		}
+		if len(byInst) == 0 {
+			delete(out, node)
+		}
+	}
+	return out, listed, nil
+}
+
+// hasPoints reports whether any hour of the profile has a point.
+func (p *InstanceProfile) hasPoints() bool {
+	return slices.ContainsFunc(p.Count[:], func(c int64) bool { return c > 0 }) ||
+		slices.ContainsFunc(p.ReadCount[:], func(c int64) bool { return c > 0 })
+}
+
+// subset reports whether every key of a is in b.
+func subset(a, b map[string]bool) bool {
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
 }
 
 func window(s store.Stats) lbplugins.Window {
