@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -332,19 +333,13 @@ func TestHistoricalInstanceProfiles(t *testing.T) {
 func TestHistoricalProfilesFollowAMovedInstance(t *testing.T) {
 	st, now, until := historyStore(t)
 	moved := until.Add(-2 * time.Hour)
-	var pts []store.Point
-	for ts := until.Add(-3 * 24 * time.Hour); ts.Before(until); ts = ts.Add(30 * time.Minute) {
-		node := "wave-1"
-		if !ts.Before(moved) {
-			node = "wave-2"
-		}
+	writeMoved(t, st, until, moved, 3, func(node string, ts time.Time) []store.Point {
 		rows := 100 + float64(ts.Hour())
-		pts = append(pts,
-			store.Point{Node: node, Name: metric.WaveTPS, Labels: map[string]string{"instance": "moved"}, TS: ts, Value: rows},
-			store.Point{Node: node, Name: metric.WaveBytesPerS, Labels: map[string]string{"instance": "moved"}, TS: ts, Value: 10 * rows},
-			store.Point{Node: "wave-1", Name: metric.WaveTPS, Labels: map[string]string{"instance": "removed"}, TS: ts, Value: 7})
-	}
-	require.NoError(t, st.Write(context.Background(), pts))
+		return []store.Point{
+			{Node: node, Name: metric.WaveTPS, Labels: map[string]string{"instance": "moved"}, TS: ts, Value: rows},
+			{Node: node, Name: metric.WaveBytesPerS, Labels: map[string]string{"instance": "moved"}, TS: ts, Value: 10 * rows},
+			{Node: "wave-1", Name: metric.WaveTPS, Labels: map[string]string{"instance": "removed"}, TS: ts, Value: 7}}
+	})
 	h, err := analysis.NewHistorical(analysis.HistoricalOptions{
 		Store: st, Now: func() time.Time { return now },
 		Instances: func() map[string][]string { return map[string][]string{"wave-2": {"moved"}} },
@@ -485,6 +480,21 @@ func TestIncrementalLevelRestartsAfterASilence(t *testing.T) {
 	require.Equal(t, 3.0, at(65*time.Second+4*time.Minute, 3), "and again")
 }
 
+// writeMoved writes, every 30 minutes over the days before until, the points of the
+// instance "moved" that points gives for its node: wave-1, and wave-2 from moved on.
+func writeMoved(t *testing.T, st store.Store, until, moved time.Time, days int, points func(node string, ts time.Time) []store.Point) {
+	t.Helper()
+	var pts []store.Point
+	for ts := until.Add(-time.Duration(days) * 24 * time.Hour); ts.Before(until); ts = ts.Add(30 * time.Minute) {
+		node := "wave-1"
+		if !ts.Before(moved) {
+			node = "wave-2"
+		}
+		pts = append(pts, points(node, ts)...)
+	}
+	require.NoError(t, st.Write(context.Background(), pts))
+}
+
 // seriesCalls records the ranges the historical analysis lists series over.
 type seriesCalls struct {
 	store.Store
@@ -499,12 +509,14 @@ func (s *seriesCalls) Series(ctx context.Context, name string, from, to time.Tim
 	return s.Store.Series(ctx, name, from, to)
 }
 
-func (s *seriesCalls) take() [][2]time.Time {
+// since returns the ranges asked after the first n.
+func (s *seriesCalls) since(n int) [][2]time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.ranges
-	s.ranges = nil
-	return r
+	if len(s.ranges) == n {
+		return nil
+	}
+	return slices.Clone(s.ranges[n:])
 }
 
 // Where the instances ran is listed over the week at the first refresh, then only over
@@ -513,16 +525,9 @@ func (s *seriesCalls) take() [][2]time.Time {
 // whose points of an instance left the week is not carried.
 func TestHistoricalListsWhereInstancesRanOnce(t *testing.T) {
 	st, now, until := historyStore(t)
-	moved := until.Add(-2 * time.Hour)
-	var pts []store.Point
-	for ts := until.Add(-2 * 24 * time.Hour); ts.Before(until); ts = ts.Add(30 * time.Minute) {
-		node := "wave-1"
-		if !ts.Before(moved) {
-			node = "wave-2"
-		}
-		pts = append(pts, store.Point{Node: node, Name: metric.WaveTPS, Labels: map[string]string{"instance": "moved"}, TS: ts, Value: 100})
-	}
-	require.NoError(t, st.Write(context.Background(), pts))
+	writeMoved(t, st, until, until.Add(-2*time.Hour), 2, func(node string, ts time.Time) []store.Point {
+		return []store.Point{{Node: node, Name: metric.WaveTPS, Labels: map[string]string{"instance": "moved"}, TS: ts, Value: 100}}
+	})
 	calls := &seriesCalls{Store: st}
 	clk := now
 	listed := map[string][]string{"wave-2": {"moved"}}
@@ -534,8 +539,9 @@ func TestHistoricalListsWhereInstancesRanOnce(t *testing.T) {
 	week := 7 * 24 * time.Hour
 	refresh := func(want [][2]time.Time, what string) {
 		t.Helper()
+		n := len(calls.since(0))
 		require.NoError(t, h.Refresh(context.Background()))
-		require.Equal(t, want, calls.take(), what)
+		require.Equal(t, want, calls.since(n), what)
 	}
 	onWave1 := func() bool { _, ok := h.Snapshot().Instances["wave-1"]["moved"]; return ok }
 
