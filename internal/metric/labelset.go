@@ -1,6 +1,8 @@
 package metric
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"unsafe"
@@ -49,6 +51,19 @@ func LabelSetKey(labels map[string]string) string {
 		b = jsonenc.AppendStringHTML(b, labels[k])
 	}
 	return string(append(b, '}'))
+}
+
+// ParseLabelSetKey is LabelSetKey's inverse: the labels of a key a store holds (nil for
+// ""), with an error naming the key when it is not one.
+func ParseLabelSetKey(key string) (map[string]string, error) {
+	if key == "" {
+		return nil, nil
+	}
+	var labels map[string]string
+	if err := json.Unmarshal([]byte(key), &labels); err != nil {
+		return nil, fmt.Errorf("labels %q: %w", key, err)
+	}
+	return labels, nil
 }
 
 // LabelSetKeys computes LabelKey once per label map for the points of one write: batches

@@ -3,6 +3,8 @@ package metric
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/binlake/binlake/internal/jsonenc"
@@ -79,5 +81,19 @@ func TestLabelSetKeysAsLabelKey(t *testing.T) {
 	}
 	if len(lk.keys) != 4 { // shared once, and the three other non-empty maps
 		t.Fatalf("memo holds %d maps, want 4", len(lk.keys))
+	}
+}
+
+// ParseLabelSetKey gives back the labels of every key LabelSetKey makes, nil for none,
+// and an error naming a key that is not one.
+func TestParseLabelSetKey(t *testing.T) {
+	for _, labels := range []map[string]string{nil, {"instance": "orders"}, {"instance": "a\"b", "source": "<db-1>", "z": ""}} {
+		got, err := ParseLabelSetKey(LabelSetKey(labels))
+		if err != nil || !reflect.DeepEqual(got, labels) {
+			t.Errorf("ParseLabelSetKey(LabelSetKey(%v)) = %v, %v", labels, got, err)
+		}
+	}
+	if _, err := ParseLabelSetKey(`{"instance":`); err == nil || !strings.Contains(err.Error(), `{\"instance\":`) {
+		t.Errorf("a broken key: %v, want an error naming it", err)
 	}
 }

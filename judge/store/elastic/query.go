@@ -163,13 +163,11 @@ func (s *Store) Nodes(ctx context.Context, from, to time.Time) ([]string, error)
 func (s *Store) Series(ctx context.Context, name string, from, to time.Time) ([]store.SeriesKey, error) {
 	var out []store.SeriesKey
 	err := s.composite(ctx, "series "+name, from, to, name, []string{"node", "labels_key"}, func(key map[string]string) error {
-		k := store.SeriesKey{Node: key["node"]}
-		if lk := key["labels_key"]; lk != "" {
-			if err := json.Unmarshal([]byte(lk), &k.Labels); err != nil {
-				return fmt.Errorf("elastic store: series %s of node %q: labels %q: %w", name, k.Node, lk, err)
-			}
+		l, err := wire.ParseLabelSetKey(key["labels_key"])
+		if err != nil {
+			return fmt.Errorf("elastic store: series %s of node %q: %w", name, key["node"], err)
 		}
-		out = append(out, k)
+		out = append(out, store.SeriesKey{Node: key["node"], Labels: l})
 		return nil
 	})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -176,13 +175,11 @@ func (s *Store) Nodes(ctx context.Context, from, to time.Time) ([]string, error)
 func (s *Store) Series(ctx context.Context, name string, from, to time.Time) ([]store.SeriesKey, error) {
 	var out []store.SeriesKey
 	err := s.withPoints(ctx, from, to, name, func(node, labels string) error {
-		k := store.SeriesKey{Node: node}
-		if labels != "" {
-			if err := json.Unmarshal([]byte(labels), &k.Labels); err != nil {
-				return fmt.Errorf("series of node %q: labels %q: %w", node, labels, err)
-			}
+		l, err := metric.ParseLabelSetKey(labels)
+		if err != nil {
+			return fmt.Errorf("series of node %q: %w", node, err)
 		}
-		out = append(out, k)
+		out = append(out, store.SeriesKey{Node: node, Labels: l})
 		return nil
 	})
 	if err != nil {

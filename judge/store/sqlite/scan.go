@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/binlake/binlake/internal/metric"
 	"github.com/binlake/binlake/judge/store"
 )
 
@@ -93,10 +93,9 @@ func (sc *scanner) loadSeries(ctx context.Context) error {
 		if err := rows.Scan(&id, &info.node, &info.name, &labels); err != nil {
 			return err
 		}
-		if labels != "" {
-			if err := json.Unmarshal([]byte(labels), &info.labels); err != nil {
-				return fmt.Errorf("series %s/%s: labels %q: %w", info.node, info.name, labels, err)
-			}
+		var err error
+		if info.labels, err = metric.ParseLabelSetKey(labels); err != nil {
+			return fmt.Errorf("series %s/%s: %w", info.node, info.name, err)
 		}
 		sc.series[id] = info
 	}
