@@ -49,12 +49,14 @@ type SeriesKey struct {
 	Labels map[string]string
 }
 
-// SortSeries sorts keys by node, then by their labels' canonical key.
-func SortSeries(keys []SeriesKey) {
-	slices.SortFunc(keys, func(a, b SeriesKey) int {
-		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(metric.LabelSetKey(a.Labels), metric.LabelSetKey(b.Labels)))
-	})
+// CompareSeries orders keys by node, then by their labels' canonical key: the order
+// Series returns them in.
+func CompareSeries(a, b SeriesKey) int {
+	return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(metric.LabelSetKey(a.Labels), metric.LabelSetKey(b.Labels)))
 }
+
+// SortSeries sorts keys by CompareSeries.
+func SortSeries(keys []SeriesKey) { slices.SortFunc(keys, CompareSeries) }
 
 // HourProfile is the hour-of-day profile of a series: Stats per UTC hour 0–23.
 type HourProfile [24]Stats

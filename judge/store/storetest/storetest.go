@@ -9,7 +9,6 @@
 package storetest
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -403,9 +402,7 @@ func (r *run) series(t *testing.T) {
 		if !slices.Equal(mine, tc.want) {
 			t.Errorf("%s: series %v, want %v", tc.what, mine, tc.want)
 		}
-		if !slices.IsSortedFunc(got, func(a, b store.SeriesKey) int {
-			return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(metric.LabelSetKey(a.Labels), metric.LabelSetKey(b.Labels)))
-		}) {
+		if !slices.IsSortedFunc(got, store.CompareSeries) {
 			t.Errorf("%s: series not sorted: %v", tc.what, got)
 		}
 	}
