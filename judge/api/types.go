@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"time"
 
 	"github.com/binlake/binlake/internal/rebalance"
@@ -256,24 +257,8 @@ type Plan struct {
 	OutOfTime bool `json:"out_of_time,omitempty"`
 }
 
-// Move is one planned move and why.
-type Move struct {
-	Instance string `json:"instance"`
-	From     string `json:"from"`
-	To       string `json:"to"`
-	// Cost is the instance's load on its destination at the destination's peak.
-	Cost float64 `json:"cost"`
-	// Reason names the goal the move serves: ReasonFailover, ReasonHardMax,
-	// ReasonSpread or ReasonShare.
-	Reason string `json:"reason"`
-	// FromLoad and ToLoad are the two waves' predicted loads before and after the move.
-	FromLoad [2]float64 `json:"from_load"`
-	ToLoad   [2]float64 `json:"to_load"`
-	// Swap names the instance that moves the other way in the same step.
-	Swap string `json:"swap,omitempty"`
-	// Tie says why a failover chose a wave whose peak after it is not the lowest.
-	Tie string `json:"tie,omitempty"`
-}
+// Move is one planned move and why: the planner's, whose JSON is the wire's.
+type Move = rebalance.Move
 
 // Reasons of a move, as the planner gives them.
 const (
@@ -286,11 +271,11 @@ const (
 // PlanOf is the planner's plan on the wire; empty lists and maps are [] and {} in JSON,
 // so that a client can range over them without a null check.
 func PlanOf(p rebalance.Plan) Plan {
-	out := Plan{Moves: make([]Move, len(p.Moves)), Before: p.Before, After: p.After, SpreadBefore: p.SpreadBefore,
+	out := Plan{Moves: slices.Clone(p.Moves), Before: p.Before, After: p.After, SpreadBefore: p.SpreadBefore,
 		SpreadAfter: p.SpreadAfter, PeakBefore: p.PeakBefore, PeakAfter: p.PeakAfter, Balanced: p.Balanced, Unmet: p.Unmet,
 		ShareShort: p.ShareShort, Search: p.Search, OutOfTime: p.OutOfTime}
-	for i, m := range p.Moves {
-		out.Moves[i] = Move(m)
+	if out.Moves == nil {
+		out.Moves = []Move{}
 	}
 	if out.Before == nil {
 		out.Before = map[string]float64{}
