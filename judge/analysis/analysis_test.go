@@ -555,8 +555,13 @@ func TestHistoricalListsWhereInstancesRanOnce(t *testing.T) {
 	listed = map[string][]string{"wave-2": {"moved", "fresh"}}
 	refresh([][2]time.Time{{until.Add(time.Hour - week), until.Add(time.Hour)}}, "an instance the last refresh did not list: the week again")
 	require.True(t, onWave1())
+	clk = clk.Add(23 * time.Hour)
+	refresh([][2]time.Time{{until.Add(time.Hour), until.Add(24 * time.Hour)}}, "within a day of the week's listing: the hours since the last")
+	clk = clk.Add(time.Hour)
+	refresh([][2]time.Time{{until.Add(25*time.Hour - week), until.Add(25 * time.Hour)}}, "a day after it: the week again")
+	require.True(t, onWave1())
 	clk = clk.Add(7 * 24 * time.Hour) // wave-1's points of it leave the week
-	refresh([][2]time.Time{{until.Add(time.Hour), until.Add(week + time.Hour)}}, "a week later: that week")
+	refresh([][2]time.Time{{until.Add(25 * time.Hour), until.Add(week + 25*time.Hour)}}, "a week later: that week")
 	require.False(t, onWave1(), "no point of it on wave-1 in the week: not carried")
 	_, ok := h.Snapshot().Instances["wave-2"]["fresh"]
 	require.True(t, ok, "a listed instance is profiled, points or not")

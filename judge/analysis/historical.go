@@ -62,9 +62,21 @@ type Snapshot struct {
 	// nodes that list it, and the others where it has points in the 7 days.
 	Instances map[string]map[string]InstanceProfile // node → instance → profile
 
-	// listed are the instances listed at the refresh (HistoricalOptions.Instances).
-	listed map[string]bool
+	// listing is what the refresh's listing of where the instances ran covered.
+	listing listing
 }
+
+// listing is what a refresh listed: the instances (HistoricalOptions.Instances), and the
+// end of the last refresh that asked the store where they ran over the whole week.
+type listing struct {
+	instances map[string]bool
+	weekUntil time.Time
+}
+
+// relistEvery is how long the refreshes list only the hours since the last before one
+// lists the whole week again: a point that arrives late, dated before the last refresh,
+// on a wave its instance was not known on, is found within a day.
+const relistEvery = 24 * time.Hour
 
 // InstanceProfile is an instance's work per UTC hour of the day over the last 7 days on
 // one node: mean rows/s and bytes/s published, and how many points each hour had (0: no
@@ -240,14 +252,14 @@ func (h *Historical) refresh(ctx context.Context) error {
 			return nil
 		})
 	}
-	profiles, listed, err := h.instanceProfiles(gctx, weekFrom, until)
+	profiles, lst, err := h.instanceProfiles(gctx, weekFrom, until)
 	if werr := g.Wait(); werr != nil {
 		return werr
 	}
 	if err != nil {
 		return err
 	}
-	snap := &Snapshot{AsOf: start, Until: until, Nodes: map[string]map[string]lbplugins.History{}, Instances: profiles, listed: listed}
+	snap := &Snapshot{AsOf: start, Until: until, Nodes: map[string]map[string]lbplugins.History{}, Instances: profiles, listing: lst}
 	for _, r := range results {
 		if !r.ok {
 			continue
@@ -271,20 +283,21 @@ func (h *Historical) refresh(ctx context.Context) error {
 // moved instance's week is on the waves it left: once the incremental analysis dropped
 // its series there (an hour after its last sample), listing only the nodes that report
 // it now gave it the hours since the move alone, and the plans priced its other hours
-// at its rate now until its new wave had a day of it. It returns the profiles and the
-// instances listed.
+// at its rate now until its new wave had a day of it. It returns the profiles and what
+// it listed.
 //
 // Where the store has had them is asked over the whole week at the first refresh (and
-// whenever an instance is listed that the last refresh did not list); after that only
-// over the hours since the last, beside the last snapshot's nodes of each instance: on
+// whenever an instance is listed that the last refresh did not list, and once a day:
+// relistEvery); between those only over the hours since the last, beside the last
+// snapshot's nodes of each instance: on
 // Elasticsearch the listing is an aggregation over the documents of its range, and a
 // week of every instance's every 10 s at every refresh is what the profiles' own queries
 // read one instance at a time.
-func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time) (map[string]map[string]InstanceProfile, map[string]bool, error) {
+func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time) (map[string]map[string]InstanceProfile, listing, error) {
 	out := map[string]map[string]InstanceProfile{}
 	listed := map[string]bool{}
 	if h.o.Instances == nil {
-		return out, listed, nil
+		return out, listing{instances: listed}, nil
 	}
 	type pair struct{ node, inst string }
 	pairs := map[pair]bool{}
@@ -295,9 +308,10 @@ func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time
 			listed[inst] = true
 		}
 	}
-	listFrom := from
-	if prev := h.snap.Load(); prev != nil && !prev.Until.Before(from) && !prev.Until.After(until) && subset(listed, prev.listed) {
-		listFrom = prev.Until
+	listFrom, weekUntil := from, until
+	if prev := h.snap.Load(); prev != nil && !prev.Until.Before(from) && !prev.Until.After(until) && subset(listed, prev.listing.instances) &&
+		until.Sub(prev.listing.weekUntil) < relistEvery {
+		listFrom, weekUntil = prev.Until, prev.listing.weekUntil
 		for node, insts := range prev.Instances {
 			for inst := range insts {
 				if listed[inst] {
@@ -309,7 +323,7 @@ func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time
 	if listFrom.Before(until) {
 		keys, err := h.o.Store.Series(ctx, metric.WaveTPS, listFrom, until)
 		if err != nil {
-			return nil, nil, fmt.Errorf("where the instances ran: %w", err)
+			return nil, listing{}, fmt.Errorf("where the instances ran: %w", err)
 		}
 		for _, k := range keys {
 			if inst := k.Labels[InstanceLabel]; len(k.Labels) == 1 && listed[inst] {
@@ -341,7 +355,7 @@ func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, nil, err
+		return nil, listing{}, err
 	}
 	for i, j := range jobs {
 		byInst := out[j.node]
@@ -374,7 +388,7 @@ func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time
 			delete(out, node)
 		}
 	}
-	return out, listed, nil
+	return out, listing{instances: listed, weekUntil: weekUntil}, nil
 }
 
 // hasPoints reports whether any hour of the profile has a point.
