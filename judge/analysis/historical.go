@@ -289,10 +289,9 @@ func (h *Historical) refresh(ctx context.Context) error {
 // Where the store has had them is asked over the whole week at the first refresh (and
 // whenever an instance is listed that the last refresh did not list, and once a day:
 // relistEvery); between those only over the hours since the last, beside the last
-// snapshot's nodes of each instance: on
-// Elasticsearch the listing is an aggregation over the documents of its range, and a
-// week of every instance's every 10 s at every refresh is what the profiles' own queries
-// read one instance at a time.
+// snapshot's nodes of each instance: on Elasticsearch the listing is an aggregation over
+// the documents of its range, and a week of every instance's every 10 s at every refresh
+// is what the profiles' own queries read one instance at a time.
 func (h *Historical) instanceProfiles(ctx context.Context, from, until time.Time) (map[string]map[string]InstanceProfile, listing, error) {
 	out := map[string]map[string]InstanceProfile{}
 	listed := map[string]bool{}
