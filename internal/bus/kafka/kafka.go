@@ -424,8 +424,34 @@ func (b *Bus) raiseMaxMessageBytes(ctx context.Context, topic string, want int) 
 			"topic", topic, "max.message.bytes", have, "want", want, "err", b.explain(ctx, err))
 		return
 	}
-	b.log.Info("the topic's max.message.bytes raised to the producer's limit", "topic", topic, "from", have, "to", want)
+	// The broker applies a topic's config change after it answers (a KRaft broker once its
+	// metadata catches up): a CI run read the old limit back just after the answer, and a
+	// message of the new size published then is refused. So the raise is awaited, as a new
+	// topic's leaders are (waitForLeaders), within raiseVisibleWithin.
+	start := time.Now()
+	deadline := start.Add(raiseVisibleWithin)
+	for {
+		now, err := b.TopicMaxMessageBytes(ctx, topic)
+		if err == nil && now >= want {
+			b.log.Info("the topic's max.message.bytes raised to the producer's limit", "topic", topic, "from", have, "to", want,
+				"in_effect_after", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			b.log.Warn("the topic's max.message.bytes was raised but the broker does not show it yet: messages above the old limit may be refused for a while",
+				"topic", topic, "from", have, "to", want, "shown", now, "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
+
+// raiseVisibleWithin bounds how long raiseMaxMessageBytes waits for the broker to show a
+// raised max.message.bytes.
+const raiseVisibleWithin = 10 * time.Second
 
 // waitForLeaders asks the cluster until the topic, which must exist, has a leader for
 // every partition, and every leader acts as one. Topic creation is asynchronous in
