@@ -170,6 +170,16 @@ func (r *runner) historical(ctx context.Context) error {
 	return nil
 }
 
+// roundsOver says whether the balancer stops asking after round n at at: before the
+// fleet is first balanced (zero), at the round limit; after, once it has asked on for
+// the settle window.
+func roundsOver(balanced, at time.Time, n int, o Options) bool {
+	if balanced.IsZero() {
+		return n >= o.Rounds
+	}
+	return !at.Before(balanced.Add(o.Settle))
+}
+
 // rounds asks for plans and applies them, every RoundEvery with the agents reporting
 // every Step between, until a plan is empty or Rounds; with Settle, on for that long
 // after the first empty plan that says the fleet is balanced.
@@ -253,7 +263,7 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 				rep.EndedBy = "three empty plans, goals unmet"
 			}
 		}
-		if idle == 3 || rep.Balanced.IsZero() && n >= o.Rounds || !rep.Balanced.IsZero() && !at.Before(rep.Balanced.Add(o.Settle)) {
+		if idle == 3 || roundsOver(rep.Balanced, at, n, o) {
 			break
 		}
 		for t := at.Add(o.Step); !t.After(at.Add(o.RoundEvery)); t = t.Add(o.Step) {
