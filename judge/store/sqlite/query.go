@@ -84,7 +84,7 @@ func (s *Store) series(ctx context.Context, q store.Query, fn func(ms int64, v f
 		}
 		var packed []sample // in time order: the chunks come in bucket order
 		err = eachChunk(ctx, tx, `SELECT series, bucket, data FROM chunks WHERE series = ? AND bucket >= ? AND bucket <= ? ORDER BY bucket`,
-			[]any{id, bucketOf(from), bucketOf(to - 1)}, func(_ int64, samples []sample) {
+			[]any{id, bucketOf(from), bucketOf(to - 1)}, func(_, _ int64, samples []sample) {
 				for _, sm := range samples {
 					if sm.ms >= from && sm.ms < to {
 						packed = append(packed, sm)
@@ -135,7 +135,7 @@ func (s *Store) read(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // eachChunk runs query, which selects (series, bucket, data) of chunks, and hands fn each
 // chunk's series and samples. The samples slice is reused for the next chunk.
-func eachChunk(ctx context.Context, tx *sql.Tx, query string, args []any, fn func(series int64, samples []sample)) error {
+func eachChunk(ctx context.Context, tx *sql.Tx, query string, args []any, fn func(series, bucket int64, samples []sample)) error {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
@@ -151,7 +151,7 @@ func eachChunk(ctx context.Context, tx *sql.Tx, query string, args []any, fn fun
 		if samples, err = decodeChunk(samples[:0], bucket, data); err != nil {
 			return fmt.Errorf("series %d: %w", id, err)
 		}
-		fn(id, samples)
+		fn(id, bucket, samples)
 	}
 	return rows.Err()
 }
@@ -244,7 +244,7 @@ func (s *Store) withPoints(ctx context.Context, from, to time.Time, name string,
 		}
 		for _, b := range partlyCovered(lo, hi, first, end) {
 			err := eachChunk(ctx, tx, `SELECT series, bucket, data FROM chunks WHERE bucket = ?`, []any{b},
-				func(id int64, samples []sample) {
+				func(id, _ int64, samples []sample) {
 					if slices.ContainsFunc(samples, func(sm sample) bool { return sm.ms >= lo && sm.ms < hi }) {
 						found[id] = true
 					}
@@ -319,7 +319,7 @@ func (s *Store) deleteBefore(ctx context.Context, ms int64) error {
 	// The bucket that contains ms: keep each chunk's points from ms on.
 	kept := map[int64][]byte{} // series → remaining data, nil when nothing remains
 	err = eachChunk(ctx, tx, `SELECT series, bucket, data FROM chunks WHERE bucket = ?`, []any{b},
-		func(id int64, samples []sample) {
+		func(id, _ int64, samples []sample) {
 			i, _ := slices.BinarySearchFunc(samples, ms, func(sm sample, ms int64) int { return cmp.Compare(sm.ms, ms) })
 			if i > 0 {
 				kept[id] = encodeChunk(nil, b, samples[i:])

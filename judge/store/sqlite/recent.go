@@ -11,8 +11,9 @@ import (
 
 // recentIndex is recent's points in memory, by series: the table is a log in write
 // order, which is what makes appending cheap, but queries, Scan and packing need the
-// points by series and time, with a rewritten point's newer value. It holds a few
-// minutes of points (16 bytes each).
+// points by series and time, with a rewritten point's newer value. It holds up to some
+// 36 minutes of points (packSpan and the minute behind the newest), at most about
+// maxRecentPoints, 16 bytes each.
 //
 // Everything that changes recent or chunks (writes, packing, retention) holds mu for
 // its whole transaction and updates the index only once the transaction committed;
@@ -23,6 +24,7 @@ type recentIndex struct {
 	bySeries  map[int64][]sample // sorted by time, distinct times
 	watermark int64              // W: points with ts < W are in chunks, the others in recent
 	newest    int64              // the newest time written to recent
+	points    int                // how many points bySeries holds
 }
 
 // querier is a connection pool or a transaction.
@@ -34,7 +36,7 @@ type querier interface {
 // load reads the table and the watermark; at Open, before any other use (or, for a
 // Reader, into an index of its own within the read's transaction).
 func (ri *recentIndex) load(ctx context.Context, db querier) error {
-	ri.bySeries = map[int64][]sample{}
+	ri.bySeries, ri.points = map[int64][]sample{}, 0
 	if err := db.QueryRowContext(ctx, `SELECT ms FROM watermark`).Scan(&ri.watermark); err != nil {
 		return fmt.Errorf("read watermark: %w", err)
 	}
@@ -65,6 +67,7 @@ func (ri *recentIndex) add(rs []row) {
 		ss := ri.bySeries[r.id]
 		if n := len(ss); n == 0 || ss[n-1].ms < r.ms { // the usual case: the newest point
 			ri.bySeries[r.id] = append(ss, sample{r.ms, r.v})
+			ri.points++
 			continue
 		}
 		i, found := slices.BinarySearchFunc(ss, r.ms, byTime)
@@ -73,6 +76,7 @@ func (ri *recentIndex) add(rs []row) {
 			continue
 		}
 		ri.bySeries[r.id] = slices.Insert(ss, i, sample{r.ms, r.v})
+		ri.points++
 	}
 }
 
@@ -106,6 +110,7 @@ func (ri *recentIndex) before(ms int64) map[int64][]sample {
 func (ri *recentIndex) dropBefore(ms int64) {
 	for id, ss := range ri.bySeries {
 		i, _ := slices.BinarySearchFunc(ss, ms, byTime)
+		ri.points -= i
 		switch {
 		case i == len(ss):
 			delete(ri.bySeries, id)

@@ -121,7 +121,7 @@ func (sc *scanner) buckets(ctx context.Context, lo, hi int64) error {
 		}
 		pts = pts[:0]
 		err := eachChunk(ctx, sc.tx, `SELECT series, bucket, data FROM chunks WHERE bucket = ?`, []any{b},
-			func(id int64, samples []sample) {
+			func(id, _ int64, samples []sample) {
 				for _, sm := range samples {
 					if sm.ms >= lo && sm.ms < hi {
 						pts = append(pts, scanPoint{sm.ms, id, sm.v})

@@ -15,9 +15,11 @@
 //     blob (encodeChunk). A query for one series over a week reads some 2,000
 //     consecutive rows of the primary key.
 //
-// After a write, once recent holds a whole bucket older than the newest point by more
-// than a minute (and not in the future), the writer packs that bucket into chunks,
-// deletes it from recent and advances W, in one transaction; a point that arrives late,
+// After a write, once recent holds half an hour of whole buckets older than the newest
+// point by more than a minute (and not in the future), or a million points, the writer
+// packs those buckets into chunks, deletes them from recent and advances W, in one
+// transaction (pack.go: a commit dirties a page per series whatever the buckets it
+// packs, so it packs several at once); a point that arrives late,
 // older than W, or early, is merged into its chunk at once. A point can be in both
 // places only if it came early and was written again once its time was near: readers
 // then take recent's value, the newer one. The store keeps recent's points in
@@ -70,13 +72,16 @@ type Store struct {
 	r      *sql.DB
 	lock   *os.File // Path+".lock", held while open (flock)
 	now    func() time.Time
-	// The prepared INSERTs of points into recent and of new series, and the upsert of
-	// records.
-	recentInsert, seriesInsert, recordsUpsert *batchInsert
-	log                                       *slog.Logger
+	// The prepared INSERTs of points into recent and of new series, and the upserts of
+	// packed chunks and of records.
+	recentInsert, seriesInsert, chunksUpsert, recordsUpsert *batchInsert
+	log                                                     *slog.Logger
 
 	ids    seriesIDs
 	recent recentIndex
+	// recentBound is how many points recent may hold before packing is due whatever
+	// packSpan says: maxRecentPoints (tests lower it).
+	recentBound int
 }
 
 var _ store.Store = (*Store)(nil)
@@ -172,7 +177,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{w: w, lock: lock, now: opts.Now, log: opts.Logger.With("component", "store.sqlite")}
+	s := &Store{w: w, lock: lock, now: opts.Now, log: opts.Logger.With("component", "store.sqlite"), recentBound: maxRecentPoints}
 	if err := s.init(); err != nil {
 		w.Close()
 		lock.Close()
@@ -209,10 +214,17 @@ func (s *Store) init() error {
 		s.recentInsert.close()
 		return err
 	}
+	if s.chunksUpsert, err = prepareBatchInsert(s.w, "chunks (series, bucket, data)",
+		"ON CONFLICT (series, bucket) DO UPDATE SET data = excluded.data", 3, 200, 20, 5, 1); err != nil {
+		s.recentInsert.close()
+		s.seriesInsert.close()
+		return err
+	}
 	if s.recordsUpsert, err = prepareBatchInsert(s.w, "records (kind, key, value)",
 		"ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value", 3, 100, 20, 5, 1); err != nil {
 		s.recentInsert.close()
 		s.seriesInsert.close()
+		s.chunksUpsert.close()
 		return err
 	}
 	return s.pack(ctx)
@@ -267,6 +279,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.recentInsert.close()
 	s.seriesInsert.close()
+	s.chunksUpsert.close()
 	s.recordsUpsert.close()
 	return errors.Join(s.r.Close(), s.w.Close(), s.lock.Close())
 }

@@ -309,8 +309,9 @@ func TestPointsFromTheFuture(t *testing.T) {
 	}
 	check("written again", 2)
 
-	// A newer point packs the bucket that holds it.
-	now = early.TS.Add(20 * time.Minute)
+	// A newer point packs the bucket that holds it (packing waits for half an hour of
+	// buckets before the newest point's minute).
+	now = early.TS.Add(40 * time.Minute)
 	later := store.Point{Node: "w2", Name: "cpu.util", TS: now, Value: 5}
 	if err := s.Write(ctx, []store.Point{later}); err != nil {
 		t.Fatalf("write later point: %v", err)
