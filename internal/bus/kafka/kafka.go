@@ -437,7 +437,12 @@ func (b *Bus) raiseMaxMessageBytes(ctx context.Context, topic string, want int) 
 				"in_effect_after", time.Since(start).Round(time.Millisecond))
 			return
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			b.log.Warn("stopped waiting for the topic's raised max.message.bytes to show: the caller gave up (shutting down or its deadline passed)",
+				"topic", topic, "from", have, "to", want, "shown", now, "err", ctx.Err())
+			return
+		}
+		if time.Now().After(deadline) {
 			b.log.Warn("the topic's max.message.bytes was raised but the broker does not show it yet: messages above the old limit may be refused for a while",
 				"topic", topic, "from", have, "to", want, "shown", now, "err", err)
 			return
