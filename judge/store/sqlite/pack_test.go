@@ -124,10 +124,10 @@ func TestPackingBoundedByPoints(t *testing.T) {
 	}
 }
 
-// TestPackingABacklogASpanAtATime: a recent holding hours before the target (a file
-// converted from schema version 1, a watermark left behind) is packed to the target in
-// one Write, a span at a time, and every point reads back.
-func TestPackingABacklogASpanAtATime(t *testing.T) {
+// TestPackingABacklog: a recent holding hours before the target (a file converted from
+// schema version 1, a watermark left behind) is packed to the target in one Write (in
+// transactions of packSpan each), and every point reads back.
+func TestPackingABacklog(t *testing.T) {
 	f := newPackFixture(t)
 	t0 := f.now
 	f.write(t0, t0.Add(2*time.Minute))
