@@ -52,11 +52,29 @@ type SeriesKey struct {
 // CompareSeries orders keys by node, then by their labels' canonical key: the order
 // Series returns them in.
 func CompareSeries(a, b SeriesKey) int {
-	return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(metric.LabelSetKey(a.Labels), metric.LabelSetKey(b.Labels)))
+	return compareSeries(a.Node, metric.LabelSetKey(a.Labels), b.Node, metric.LabelSetKey(b.Labels))
 }
 
-// SortSeries sorts keys by CompareSeries.
-func SortSeries(keys []SeriesKey) { slices.SortFunc(keys, CompareSeries) }
+func compareSeries(aNode, aLabels, bNode, bLabels string) int {
+	return cmp.Or(cmp.Compare(aNode, bNode), cmp.Compare(aLabels, bLabels))
+}
+
+// SortSeries sorts keys by CompareSeries, each label set's key built once rather than
+// at every comparison.
+func SortSeries(keys []SeriesKey) {
+	type keyed struct {
+		labels string
+		key    SeriesKey
+	}
+	ks := make([]keyed, len(keys))
+	for i, k := range keys {
+		ks[i] = keyed{metric.LabelSetKey(k.Labels), k}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return compareSeries(a.key.Node, a.labels, b.key.Node, b.labels) })
+	for i := range ks {
+		keys[i] = ks[i].key
+	}
+}
 
 // HourProfile is the hour-of-day profile of a series: Stats per UTC hour 0–23.
 type HourProfile [24]Stats
