@@ -207,24 +207,20 @@ func (s *Store) init() error {
 		return err
 	}
 	var err error
-	if s.recentInsert, err = prepareBatchInsert(s.w, "recent (series, ts, value)", "", 3, rowsPerInsert, 100, 20, 5, 1); err != nil {
-		return err
+	s.recentInsert, err = prepareBatchInsert(s.w, "recent (series, ts, value)", "", 3, rowsPerInsert, 100, 20, 5, 1)
+	if err == nil {
+		s.seriesInsert, err = prepareBatchInsert(s.w, "series (id, node, name, labels)", "", 4, 100, 20, 5, 1)
 	}
-	if s.seriesInsert, err = prepareBatchInsert(s.w, "series (id, node, name, labels)", "", 4, 100, 20, 5, 1); err != nil {
-		s.recentInsert.close()
-		return err
+	if err == nil {
+		s.chunksUpsert, err = prepareBatchInsert(s.w, "chunks (series, bucket, data)",
+			"ON CONFLICT (series, bucket) DO UPDATE SET data = excluded.data", 3, 200, 20, 5, 1)
 	}
-	if s.chunksUpsert, err = prepareBatchInsert(s.w, "chunks (series, bucket, data)",
-		"ON CONFLICT (series, bucket) DO UPDATE SET data = excluded.data", 3, 200, 20, 5, 1); err != nil {
-		s.recentInsert.close()
-		s.seriesInsert.close()
-		return err
+	if err == nil {
+		s.recordsUpsert, err = prepareBatchInsert(s.w, "records (kind, key, value)",
+			"ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value", 3, 100, 20, 5, 1)
 	}
-	if s.recordsUpsert, err = prepareBatchInsert(s.w, "records (kind, key, value)",
-		"ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value", 3, 100, 20, 5, 1); err != nil {
-		s.recentInsert.close()
-		s.seriesInsert.close()
-		s.chunksUpsert.close()
+	if err != nil {
+		s.closeStatements()
 		return err
 	}
 	return s.pack(ctx)
@@ -277,11 +273,15 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.recentInsert.close()
-	s.seriesInsert.close()
-	s.chunksUpsert.close()
-	s.recordsUpsert.close()
+	s.closeStatements()
 	return errors.Join(s.r.Close(), s.w.Close(), s.lock.Close())
+}
+
+// closeStatements closes the prepared statements (those prepared: a nil one is skipped).
+func (s *Store) closeStatements() {
+	for _, b := range []*batchInsert{s.recentInsert, s.seriesInsert, s.chunksUpsert, s.recordsUpsert} {
+		b.close()
+	}
 }
 
 // uriPath escapes a '%' in a file name, which the "file:" URI the driver opens would read
